@@ -1,0 +1,47 @@
+// REST: create, list and revoke an org's API keys (admin role). The key text is shown once.
+
+import { json, type Route } from '../http/types.ts';
+import { parseJsonRequest } from '../http/parse-json.ts';
+import { createBodyParser } from '../validation/body-schema.ts';
+import { ROLES, describeApiKey, type Role } from '../tenancy/api-keys.ts';
+import { isoAt, type ApiContext } from './context.ts';
+
+const parseCreate = createBodyParser<{ role: Role }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['role'],
+  properties: { role: { type: 'string', enum: [...ROLES] } },
+});
+
+export function apiKeyRoutes(ctx: ApiContext): Route[] {
+  const base = '/organizations/:org_id/api-keys';
+  return [
+    {
+      method: 'POST',
+      pattern: base,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
+        const { role } = parseCreate(parseJsonRequest(request));
+        const { record, key } = await ctx.apiKeys.create(org.id, role, isoAt(ctx.clock.now()));
+        return json(201, { id: record.id, key, role: record.role, prefix: record.prefix, created_at: record.created_at });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: base,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
+        return json(200, { api_keys: ctx.apiKeys.list(org.id).map(describeApiKey) });
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: `${base}/:key_id`,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
+        const revoked = await ctx.apiKeys.revoke(org.id, request.params.key_id ?? '', isoAt(ctx.clock.now()));
+        return json(200, { api_key: describeApiKey(revoked) });
+      },
+    },
+  ];
+}

@@ -1,0 +1,26 @@
+// What every REST handler module receives: the stores, the authorizer, the clock and the logger.
+// Built once by the composition root (runtime/create-runtime.ts).
+
+import type { Authorizer } from '../auth/authorize.ts';
+import type { Clock } from '../clock.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Logger } from '../log.ts';
+import type { RuntimeMetrics } from '../metrics.ts';
+import type { EventStore } from '../events/event-store.ts';
+import type { SourceStore } from '../sources/source-store.ts';
+import type { ApiKeyStore } from '../tenancy/api-keys.ts';
+import type { OrganizationStore } from '../tenancy/organizations.ts';
+
+export interface ApiContext {
+  readonly ledger: Ledger;
+  readonly orgs: OrganizationStore;
+  readonly apiKeys: ApiKeyStore;
+  readonly sources: SourceStore;
+  readonly events: EventStore;
+  readonly auth: Authorizer;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: RuntimeMetrics;
+}
+
+export const isoAt = (ms: number): string => new Date(ms).toISOString();

@@ -1,0 +1,116 @@
+// REST: send a custom event, get one (with its recording and reactions), list by time.
+// Every read is scoped to one environment (`?environment=`, default production).
+
+import { InputError } from '../errors.ts';
+import { API_SOURCE, EVENT_ID_PATTERN, generateEventId, type StoredEvent } from '../events/event-record.ts';
+import { parseJsonRequest } from '../http/parse-json.ts';
+import { json, type HttpRequest, type Route } from '../http/types.ts';
+import { ENVIRONMENTS, EVENT_TYPE_PATTERN, type Environment } from '../sources/source-record.ts';
+import { createBodyParser } from '../validation/body-schema.ts';
+import { isoAt, type ApiContext } from './context.ts';
+
+interface SendEventBody {
+  type: string;
+  payload: unknown;
+  environment?: Environment;
+  id?: string;
+}
+
+const parseSend = createBodyParser<SendEventBody>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'payload'],
+  properties: {
+    type: { type: 'string', pattern: EVENT_TYPE_PATTERN },
+    payload: {},
+    environment: { type: 'string', enum: [...ENVIRONMENTS] },
+    id: { type: 'string', pattern: EVENT_ID_PATTERN },
+  },
+});
+
+/** The environment a read is scoped to: `?environment=`, default production; anything else is a 400. */
+export function environmentOf(request: HttpRequest): Environment {
+  const value = request.query.get('environment') ?? 'production';
+  if (!(ENVIRONMENTS as readonly string[]).includes(value)) {
+    throw new InputError(400, 'invalid_environment', 'environment must be "production" or "sandbox".', { field: 'environment' });
+  }
+  return value as Environment;
+}
+
+function parseLimit(request: HttpRequest): number {
+  const raw = request.query.get('limit') ?? '50';
+  if (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 500) {
+    throw new InputError(400, 'invalid_limit', 'limit must be an integer from 1 to 500.', { field: 'limit' });
+  }
+  return Number(raw);
+}
+
+function parseCursor(request: HttpRequest): [number, string] | undefined {
+  const raw = request.query.get('cursor');
+  if (raw === null) return undefined;
+  try {
+    const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(value) && typeof value[0] === 'number' && typeof value[1] === 'string') return [value[0], value[1]];
+  } catch {
+    // fall through to the error below
+  }
+  throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
+}
+
+export function eventRoutes(ctx: ApiContext): Route[] {
+  const base = '/organizations/:org_id/events';
+  return [
+    {
+      method: 'POST',
+      pattern: base,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const body = parseSend(parseJsonRequest(request));
+        const nowMs = ctx.clock.now();
+        const id = body.id ?? generateEventId(nowMs);
+        const event: StoredEvent = {
+          id,
+          org_id: org.id,
+          type: body.type,
+          payload: body.payload ?? null,
+          environment: body.environment ?? 'production',
+          source: API_SOURCE,
+          provider_event_id: body.id ?? null,
+          received_at: isoAt(nowMs),
+          received_at_ms: nowMs,
+          correlation_id: id,
+          causation_id: null,
+          depth: 0,
+          replay_skip_side_effects: false,
+        };
+        await ctx.events.store({ event, recording: null, claim: null });
+        ctx.metrics.ingestTotal.inc({ outcome: 'accepted_api' });
+        return json(202, { event });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: base,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        const type = request.query.get('type') ?? undefined;
+        const cursor = parseCursor(request);
+        const page = ctx.events.list(org.id, environmentOf(request), {
+          limit: parseLimit(request),
+          ...(type === undefined ? {} : { type }),
+          ...(cursor === undefined ? {} : { cursor }),
+        });
+        return json(200, { events: page.events, next_cursor: page.nextCursor });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${base}/:event_id`,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request));
+        return json(200, { event, recording: ctx.events.recording(org.id, event.id) ?? null, reactions: [] });
+      },
+    },
+  ];
+}

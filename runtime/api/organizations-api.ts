@@ -1,0 +1,57 @@
+// REST: POST /organizations (platform admin) and GET /organizations/:org_id.
+// Creating an org also issues its first admin API key in the same durable transaction.
+
+import { json, type Route } from '../http/types.ts';
+import { parseJsonRequest } from '../http/parse-json.ts';
+import { createBodyParser } from '../validation/body-schema.ts';
+import { DEFAULT_MAX_CONCURRENT_RUNS, ORG_ID_PATTERN, PLANS, type Organization, type Plan } from '../tenancy/organizations.ts';
+import { describeApiKey } from '../tenancy/api-keys.ts';
+import { isoAt, type ApiContext } from './context.ts';
+
+interface CreateOrganizationBody {
+  id: string;
+  name: string;
+  plan?: Plan;
+  max_concurrent_runs?: number;
+}
+
+const parseCreate = createBodyParser<CreateOrganizationBody>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'name'],
+  properties: {
+    id: { type: 'string', pattern: ORG_ID_PATTERN },
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    plan: { type: 'string', enum: [...PLANS] },
+    max_concurrent_runs: { type: 'integer', minimum: 1, maximum: 1000 },
+  },
+});
+
+export function organizationRoutes(ctx: ApiContext): Route[] {
+  return [
+    {
+      method: 'POST',
+      pattern: '/organizations',
+      handler: async (request) => {
+        ctx.auth.requirePlatformAdmin(request);
+        const body = parseCreate(parseJsonRequest(request));
+        const now = isoAt(ctx.clock.now());
+        const org: Organization = {
+          id: body.id,
+          name: body.name,
+          plan: body.plan ?? 'starter',
+          max_concurrent_runs: body.max_concurrent_runs ?? DEFAULT_MAX_CONCURRENT_RUNS,
+          created_at: now,
+        };
+        const issued = ctx.apiKeys.issue(org.id, 'admin', now);
+        await ctx.orgs.create(org, issued.write);
+        return json(201, { organization: org, api_key: issued.key, api_key_info: describeApiKey(issued.record) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/organizations/:org_id',
+      handler: (request) => json(200, { organization: ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer') }),
+    },
+  ];
+}

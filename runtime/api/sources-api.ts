@@ -1,0 +1,142 @@
+// REST: create, list, get, update (rotate secrets, schemas, body cap) and delete webhook sources.
+// Writes need the developer role; secrets are accepted but never returned.
+
+import { json, noContent, type Route } from '../http/types.ts';
+import { parseJsonRequest } from '../http/parse-json.ts';
+import { createBodyParser } from '../validation/body-schema.ts';
+import { assertSchemasCompile } from '../sources/event-schemas.ts';
+import {
+  DEFAULT_BODY_LIMIT_BYTES,
+  ENVIRONMENTS,
+  EVENT_TYPE_PATTERN,
+  MAX_ACTIVE_SECRETS,
+  MAX_BODY_LIMIT_BYTES,
+  SCHEMES,
+  SOURCE_NAME_PATTERN,
+  assertSecretsFit,
+  describeSource,
+  type Environment,
+  type Scheme,
+  type SourceRecord,
+} from '../sources/source-record.ts';
+import { isoAt, type ApiContext } from './context.ts';
+
+interface SourceBody {
+  name: string;
+  scheme?: Scheme;
+  secrets: string[];
+  environment?: Environment;
+  event_types?: Record<string, object>;
+  body_limit_bytes?: number;
+}
+type SourceUpdate = Partial<Omit<SourceBody, 'name' | 'scheme' | 'environment'>>;
+
+const secretsSchema = {
+  type: 'array',
+  minItems: 1,
+  maxItems: MAX_ACTIVE_SECRETS,
+  items: { type: 'string', minLength: 8, maxLength: 512 },
+};
+const eventTypesSchema = {
+  type: 'object',
+  maxProperties: 200,
+  propertyNames: { pattern: EVENT_TYPE_PATTERN },
+  additionalProperties: { type: 'object' },
+};
+const bodyLimitSchema = { type: 'integer', minimum: 1024, maximum: MAX_BODY_LIMIT_BYTES };
+
+const parseCreate = createBodyParser<SourceBody>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'secrets'],
+  properties: {
+    name: { type: 'string', pattern: SOURCE_NAME_PATTERN },
+    scheme: { type: 'string', enum: [...SCHEMES] },
+    secrets: secretsSchema,
+    environment: { type: 'string', enum: [...ENVIRONMENTS] },
+    event_types: eventTypesSchema,
+    body_limit_bytes: bodyLimitSchema,
+  },
+});
+
+const parseUpdate = createBodyParser<SourceUpdate>({
+  type: 'object',
+  additionalProperties: false,
+  properties: { secrets: secretsSchema, event_types: eventTypesSchema, body_limit_bytes: bodyLimitSchema },
+});
+
+export function sourceRoutes(ctx: ApiContext): Route[] {
+  const base = '/organizations/:org_id/sources';
+  return [
+    {
+      method: 'POST',
+      pattern: base,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const body = parseCreate(parseJsonRequest(request));
+        const scheme = body.scheme ?? 'standard-webhooks';
+        assertSecretsFit(scheme, body.secrets);
+        assertSchemasCompile(body.event_types ?? {});
+        const now = isoAt(ctx.clock.now());
+        const source: SourceRecord = {
+          org_id: org.id,
+          name: body.name,
+          scheme,
+          secrets: body.secrets,
+          environment: body.environment ?? 'production',
+          event_types: body.event_types ?? {},
+          body_limit_bytes: body.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
+          created_at: now,
+          updated_at: now,
+        };
+        await ctx.sources.create(source);
+        return json(201, { source: describeSource(source) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: base,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        return json(200, { sources: ctx.sources.list(org.id).map(describeSource) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${base}/:name`,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        return json(200, { source: describeSource(ctx.sources.require(org.id, request.params.name ?? '')) });
+      },
+    },
+    {
+      method: 'PATCH',
+      pattern: `${base}/:name`,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const current = ctx.sources.require(org.id, request.params.name ?? '');
+        const update = parseUpdate(parseJsonRequest(request));
+        if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
+        if (update.event_types !== undefined) assertSchemasCompile(update.event_types);
+        const next: SourceRecord = {
+          ...current,
+          ...(update.secrets === undefined ? {} : { secrets: update.secrets }),
+          ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
+          ...(update.body_limit_bytes === undefined ? {} : { body_limit_bytes: update.body_limit_bytes }),
+          updated_at: isoAt(ctx.clock.now()),
+        };
+        await ctx.sources.replace(next);
+        return json(200, { source: describeSource(next) });
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: `${base}/:name`,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        await ctx.sources.delete(org.id, request.params.name ?? '');
+        return noContent();
+      },
+    },
+  ];
+}

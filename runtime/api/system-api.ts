@@ -1,0 +1,28 @@
+// GET /healthz (liveness + ledger readability) and GET /metrics (Prometheus text format).
+// Neither needs a key: they expose no tenant data.
+
+import { json, type Route } from '../http/types.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import type { RuntimeMetrics } from '../metrics.ts';
+
+export function systemRoutes(ledger: Ledger, metrics: RuntimeMetrics, startedAtMs: number, now: () => number): Route[] {
+  return [
+    {
+      method: 'GET',
+      pattern: '/healthz',
+      handler: () => {
+        ledger.orgs.get(['__healthz__']);
+        return json(200, { status: 'ok', uptime_ms: now() - startedAtMs });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/metrics',
+      handler: async () => ({
+        status: 200,
+        text: await metrics.registry.metrics(),
+        headers: { 'content-type': metrics.registry.contentType },
+      }),
+    },
+  ];
+}

@@ -1,0 +1,65 @@
+// Who is calling and may they do this: bearer token -> principal, then org + role checks.
+// A key of org A asking about org B gets the same 404 as for an org that does not exist.
+
+import { AccessError } from '../errors.ts';
+import type { HttpRequest } from '../http/types.ts';
+import { roleCovers, type ApiKeyStore, type Role } from '../tenancy/api-keys.ts';
+import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
+import { constantTimeEqual } from './secrets.ts';
+
+export type Principal =
+  | { readonly kind: 'platform_admin' }
+  | { readonly kind: 'api_key'; readonly orgId: string; readonly role: Role; readonly keyId: string };
+
+export interface Authorizer {
+  /** Resolves the caller from `Authorization: Bearer …`; 401 when missing or unknown. */
+  authenticate(request: HttpRequest): Principal;
+  /** Resolves a bearer token (also used for WebSocket tokens); undefined when unknown. */
+  principalForToken(token: string): Principal | undefined;
+  /** 401/404/403 unless the caller may act on `orgId` with at least `role`; returns the org. */
+  requireOrg(request: HttpRequest, orgId: string, role: Role): Organization;
+  /** 401 unless the caller is the platform admin. */
+  requirePlatformAdmin(request: HttpRequest): void;
+}
+
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined;
+  const match = /^Bearer\s+(\S{1,512})\s*$/i.exec(authorization);
+  return match?.[1];
+}
+
+const unauthorized = (): AccessError =>
+  new AccessError(401, 'unauthorized', 'A valid API key is required (Authorization: Bearer <key>).');
+
+export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: OrganizationStore): Authorizer {
+  const principalForToken = (token: string): Principal | undefined => {
+    if (constantTimeEqual(token, adminToken)) return { kind: 'platform_admin' };
+    const record = keys.findActive(token);
+    return record === undefined ? undefined : { kind: 'api_key', orgId: record.org_id, role: record.role, keyId: record.id };
+  };
+  const authenticate = (request: HttpRequest): Principal => {
+    const token = bearerToken(request.headers.authorization);
+    const principal = token === undefined ? undefined : principalForToken(token);
+    if (principal === undefined) throw unauthorized();
+    return principal;
+  };
+  return {
+    authenticate,
+    principalForToken,
+    requirePlatformAdmin(request) {
+      if (authenticate(request).kind !== 'platform_admin') {
+        throw new AccessError(401, 'unauthorized', 'This endpoint needs the platform admin token.');
+      }
+    },
+    requireOrg(request, orgId, role) {
+      const principal = authenticate(request);
+      const org = orgs.get(orgId);
+      const sameOrg = principal.kind === 'platform_admin' || principal.orgId === orgId;
+      if (org === undefined || !sameOrg) throw new AccessError(404, 'not_found', 'Organization was not found.', { field: 'org_id' });
+      if (principal.kind === 'api_key' && !roleCovers(principal.role, role)) {
+        throw new AccessError(403, 'forbidden', `This action needs the ${role} role; the key has ${principal.role}.`);
+      }
+      return org;
+    },
+  };
+}

@@ -1,0 +1,85 @@
+// The `sluice` command: `dev` (runtime + local hook-runner), `serve` (runtime only), `hook-runner`.
+// Prints where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
+
+import { relative } from 'node:path';
+import { loadRuntimeConfig, type RuntimeConfig } from './config.ts';
+import { createRuntime, type Runtime } from './create-runtime.ts';
+import { SluiceError } from './errors.ts';
+
+const USAGE = `usage: sluice <command> [options]
+
+commands:
+  dev           run the runtime with an embedded LMDB and a local hook-runner (npm start)
+  serve         run the runtime alone
+  hook-runner   run the WebAssembly hook-runner (gRPC)
+
+options (dev, serve):
+  --port <n>            listen port, 0 = any free port (SLUICE_PORT, default 8787)
+  --host <addr>         listen address (SLUICE_HOST, default 127.0.0.1)
+  --data-dir <dir>      where LMDB and token files live (SLUICE_DATA_DIR, default ./.sluice)
+  --admin-token <tok>   platform admin token (SLUICE_ADMIN_TOKEN, default: generated into <data-dir>/admin-token)
+  --dedup-window-ms <n> how long provider event ids are remembered (SLUICE_DEDUP_WINDOW_MS, default 7 days)
+  --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
+`;
+
+function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string): void {
+  const file = runtime.adminToken.file;
+  const relativeFile = file === undefined ? undefined : relative(process.cwd(), file);
+  const tokenFile = relativeFile === undefined || relativeFile.startsWith('..') ? file : relativeFile;
+  const tokenExpr = tokenFile === undefined ? '$SLUICE_ADMIN_TOKEN' : `$(cat ${tokenFile})`;
+  const lines = [
+    `sluice ${command}: data in ${config.dataDir}`,
+    `listening on ${runtime.url}`,
+    tokenFile === undefined ? 'platform admin token: as given (--admin-token / SLUICE_ADMIN_TOKEN)' : `platform admin token: in ${tokenFile} (mode 0600)`,
+    '',
+    'create your first organization:',
+    `  curl -s -X POST ${runtime.url}/organizations \\`,
+    `    -H "Authorization: Bearer ${tokenExpr}" -H 'content-type: application/json' \\`,
+    `    -d '{"id":"acct-lumen","name":"Lumen","plan":"pro"}'`,
+    '',
+    'then follow the walkthrough in README.md. Ctrl-C stops.',
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+}
+
+async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
+  const config = loadRuntimeConfig(args, process.env);
+  const runtime = await createRuntime(config);
+  printWelcome(runtime, config, command);
+  const stop = (signal: string): void => {
+    process.stdout.write(`received ${signal}, shutting down\n`);
+    runtime.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+async function main(argv: readonly string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'dev':
+    case 'serve':
+      return runServer(command, rest);
+    case 'help':
+    case '--help':
+    case undefined:
+      process.stdout.write(USAGE);
+      return;
+    default:
+      process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
+      process.exitCode = 2;
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  const message = error instanceof SluiceError || error instanceof TypeError ? error.message : String(error);
+  process.stderr.write(`sluice: ${message}\n`);
+  process.exit(1);
+});

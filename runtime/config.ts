@@ -1,0 +1,61 @@
+// The one place that reads the environment and command-line flags into a typed RuntimeConfig.
+// Every setting has a working default so `npm start` runs with nothing configured.
+
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { InputError } from './errors.ts';
+import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
+import type { LogLevel } from './log.ts';
+
+export interface RuntimeConfig {
+  readonly host: string;
+  /** 0 picks any free port; the bound port is printed. */
+  readonly port: number;
+  readonly dataDir: string;
+  /** Explicit admin token, or undefined to use (or create) `<dataDir>/admin-token`. */
+  readonly adminToken: string | undefined;
+  readonly adminTokenFile: string;
+  readonly dedupWindowMs: number;
+  readonly logLevel: LogLevel;
+}
+
+export const DEFAULT_PORT = 8787;
+
+function integer(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new InputError(400, 'invalid_config', `${name} must be an integer from ${min} to ${max}; got "${raw}".`);
+  }
+  return value;
+}
+
+/** Parses `args` (after the sub-command) over `env`; flags win over environment variables. */
+export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEnv): RuntimeConfig {
+  const { values } = parseArgs({
+    args: [...args],
+    strict: true,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'admin-token': { type: 'string' },
+      'dedup-window-ms': { type: 'string' },
+      'log-level': { type: 'string' },
+    },
+  });
+  const dataDir = resolve(values['data-dir'] ?? env.SLUICE_DATA_DIR ?? './.sluice');
+  const logLevel = (values['log-level'] ?? env.SLUICE_LOG_LEVEL ?? 'info') as LogLevel;
+  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
+    throw new InputError(400, 'invalid_config', `log level must be debug, info, warn, error or silent; got "${logLevel}".`);
+  }
+  return {
+    host: values.host ?? env.SLUICE_HOST ?? '127.0.0.1',
+    port: integer('--port', values.port ?? env.SLUICE_PORT, DEFAULT_PORT, 0, 65535),
+    dataDir,
+    adminToken: values['admin-token'] ?? env.SLUICE_ADMIN_TOKEN,
+    adminTokenFile: join(dataDir, 'admin-token'),
+    dedupWindowMs: integer('--dedup-window-ms', values['dedup-window-ms'] ?? env.SLUICE_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * 86_400_000),
+    logLevel,
+  };
+}

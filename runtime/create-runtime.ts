@@ -1,0 +1,93 @@
+// The composition root: opens the ledger, builds stores and routes, listens, and shuts down cleanly.
+// Nothing else wires dependencies; tests create a runtime through here with their own clock.
+
+import { apiKeyRoutes } from './api/api-keys-api.ts';
+import { isoAt, type ApiContext } from './api/context.ts';
+import { eventRoutes } from './api/events-api.ts';
+import { organizationRoutes } from './api/organizations-api.ts';
+import { sourceRoutes } from './api/sources-api.ts';
+import { systemRoutes } from './api/system-api.ts';
+import { loadAdminToken, type AdminToken } from './auth/admin-token.ts';
+import { createAuthorizer } from './auth/authorize.ts';
+import { systemClock, type Clock } from './clock.ts';
+import type { RuntimeConfig } from './config.ts';
+import { EventStore } from './events/event-store.ts';
+import { HttpServer } from './http/server.ts';
+import { Inbox } from './inbox/inbox.ts';
+import { hookRoutes } from './ingest/hook-routes.ts';
+import { openLedger, type Ledger } from './ledger/open-ledger.ts';
+import { createLogger, type Logger } from './log.ts';
+import { createRuntimeMetrics } from './metrics.ts';
+import { SourceStore } from './sources/source-store.ts';
+import { ApiKeyStore } from './tenancy/api-keys.ts';
+import { OrganizationStore } from './tenancy/organizations.ts';
+
+export interface RuntimeDeps {
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+}
+
+export interface Runtime {
+  readonly port: number;
+  readonly url: string;
+  readonly adminToken: AdminToken;
+  readonly ledger: Ledger;
+  readonly context: ApiContext;
+  readonly inbox: Inbox;
+  /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
+  close(): Promise<void>;
+}
+
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {}): Promise<Runtime> {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger ?? createLogger(config.logLevel);
+  const metrics = createRuntimeMetrics();
+  const ledger = openLedger(config.dataDir);
+  const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
+  const orgs = new OrganizationStore(ledger);
+  const apiKeys = new ApiKeyStore(ledger);
+  const sources = new SourceStore(ledger);
+  const inbox = new Inbox(ledger, config.dedupWindowMs);
+  const events = new EventStore(ledger, inbox);
+  const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
+  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, auth, clock, logger, metrics };
+  const startedAt = clock.now();
+
+  const server = new HttpServer({
+    logger,
+    metrics,
+    routes: [
+      ...systemRoutes(ledger, metrics, startedAt, () => clock.now()),
+      ...organizationRoutes(context),
+      ...apiKeyRoutes(context),
+      ...sourceRoutes(context),
+      ...eventRoutes(context),
+      ...hookRoutes({ orgs, sources, events, clock, metrics }),
+    ],
+  });
+  const port = await server.listen(config.host, config.port);
+
+  const pruneTimer = setInterval(() => {
+    inbox.prune(clock.now()).catch((error: unknown) => logger.error('inbox prune failed', { error: String(error) }));
+  }, Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))));
+  pruneTimer.unref();
+  logger.debug('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt) });
+
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    url: `http://${config.host}:${port}`,
+    adminToken,
+    ledger,
+    context,
+    inbox,
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(pruneTimer);
+        await server.close();
+        await ledger.close();
+      })()),
+  };
+}

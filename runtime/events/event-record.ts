@@ -1,0 +1,42 @@
+// The stored event and its bounded request recording, plus id generation.
+// Events are keyed [orgId, eventId]; event ids sort by time of arrival.
+
+import { randomBytes } from 'node:crypto';
+import type { Environment } from '../sources/source-record.ts';
+
+export const EVENT_ID_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$';
+export const API_SOURCE = '@api';
+
+export interface StoredEvent {
+  readonly id: string;
+  readonly org_id: string;
+  readonly type: string;
+  readonly payload: unknown;
+  readonly environment: Environment;
+  /** The source name for webhooks, `@api` for events sent through the events API. */
+  readonly source: string;
+  readonly provider_event_id: string | null;
+  readonly received_at: string;
+  readonly received_at_ms: number;
+  readonly correlation_id: string;
+  readonly causation_id: string | null;
+  readonly depth: number;
+  readonly replay_skip_side_effects: boolean;
+}
+
+/** Bounded evidence of the request that created an event; secrets and signatures are redacted. */
+export interface Recording {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  readonly body_bytes: number;
+  readonly body_truncated: boolean;
+  readonly verifier: { readonly scheme: string; readonly key_index: number } | null;
+  readonly received_at: string;
+}
+
+/** Time-ordered, collision-resistant event id: `evt_` + 11 base36 chars of ms + 16 random hex chars. */
+export function generateEventId(nowMs: number): string {
+  return `evt_${nowMs.toString(36).padStart(11, '0')}${randomBytes(8).toString('hex')}`;
+}

@@ -1,0 +1,104 @@
+// Stores events durably: inbox claim + event + time index + recording in ONE transaction, and
+// resolves only after it is flushed. Reactors (workflow runs) join the same transaction.
+
+import { ConflictError, notFound } from '../errors.ts';
+import type { Inbox } from '../inbox/inbox.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Environment } from '../sources/source-record.ts';
+import type { Recording, StoredEvent } from './event-record.ts';
+
+/** Called inside the storing transaction; writes what the event causes (runs) and returns its reactions. */
+export type EventReactor = (event: StoredEvent) => void;
+
+export interface NewEvent {
+  readonly event: StoredEvent;
+  readonly recording: Recording | null;
+  /** For webhook deliveries: the inbox claim to check and write. */
+  readonly claim: { readonly source: string; readonly providerEventId: string } | null;
+}
+
+export interface EventPage {
+  readonly events: StoredEvent[];
+  readonly nextCursor: string | null;
+}
+
+const MAX_SCAN_PER_PAGE = 20_000;
+
+export class EventStore {
+  readonly #ledger: Ledger;
+  readonly #inbox: Inbox;
+  readonly #reactors: EventReactor[] = [];
+
+  constructor(ledger: Ledger, inbox: Inbox) {
+    this.#ledger = ledger;
+    this.#inbox = inbox;
+  }
+
+  /** Registers a reactor that runs inside every event-storing transaction. */
+  addReactor(reactor: EventReactor): void {
+    this.#reactors.push(reactor);
+  }
+
+  /**
+   * Stores the event atomically with its claim and recording; resolves after the write is durable.
+   * Throws a 409 ConflictError naming the original event when the delivery or id was seen before.
+   */
+  async store({ event, recording, claim }: NewEvent): Promise<StoredEvent> {
+    const { root, events, eventsByTime, recordings } = this.#ledger;
+    const outcome = await durably(
+      root,
+      root.transaction((): { duplicateOf: string } | null => {
+        if (claim !== null) {
+          const live = this.#inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms);
+          if (live !== undefined) return { duplicateOf: live.event_id };
+        }
+        if (events.get([event.org_id, event.id]) !== undefined) return { duplicateOf: event.id };
+        if (claim !== null) this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
+        events.put([event.org_id, event.id], event);
+        eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
+        if (recording !== null) recordings.put([event.org_id, event.id], recording);
+        for (const react of this.#reactors) react(event);
+        return null;
+      }),
+    );
+    if (outcome !== null) {
+      throw new ConflictError('duplicate_event', 'This event was already received.', { original_event_id: outcome.duplicateOf });
+    }
+    return event;
+  }
+
+  get(orgId: string, eventId: string): StoredEvent | undefined {
+    return this.#ledger.events.get([orgId, eventId]) as StoredEvent | undefined;
+  }
+
+  /** The event if it exists in that environment; 404 otherwise (environments never leak into each other). */
+  require(orgId: string, eventId: string, environment: Environment): StoredEvent {
+    const event = this.get(orgId, eventId);
+    if (event === undefined || event.environment !== environment) throw notFound(`Event "${eventId}"`, 'event_id');
+    return event;
+  }
+
+  recording(orgId: string, eventId: string): Recording | undefined {
+    return this.#ledger.recordings.get([orgId, eventId]) as Recording | undefined;
+  }
+
+  /** Newest first within one org and environment; `cursor` continues after the last event of a page. */
+  list(orgId: string, environment: Environment, options: { type?: string; limit: number; cursor?: [number, string] }): EventPage {
+    const start = options.cursor === undefined ? [orgId, environment, Number.MAX_SAFE_INTEGER] : [orgId, environment, ...options.cursor];
+    const found: StoredEvent[] = [];
+    let scanned = 0;
+    let last: [number, string] | undefined;
+    for (const key of this.#ledger.eventsByTime.getKeys({ start, end: [orgId, environment], reverse: true })) {
+      const [, , at, id] = key as [string, string, number, string];
+      if (options.cursor !== undefined && at === options.cursor[0] && id === options.cursor[1]) continue;
+      last = [at, id];
+      scanned++;
+      const event = this.get(orgId, id);
+      if (event !== undefined && (options.type === undefined || event.type === options.type)) found.push(event);
+      if (found.length >= options.limit || scanned >= MAX_SCAN_PER_PAGE) break;
+    }
+    const more = last !== undefined && (found.length >= options.limit || scanned >= MAX_SCAN_PER_PAGE);
+    return { events: found, nextCursor: more && last !== undefined ? Buffer.from(JSON.stringify(last)).toString('base64url') : null };
+  }
+}

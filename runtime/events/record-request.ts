@@ -1,0 +1,44 @@
+// Builds the bounded recording of an ingest request: headers with secrets redacted, body capped.
+// Recordings are evidence for support and transport replay; they must never hold a credential.
+
+import type { Recording } from './event-record.ts';
+
+export const RECORDING_BODY_CAP = 64 * 1024;
+const MAX_HEADERS = 64;
+const MAX_HEADER_VALUE = 1024;
+const REDACTED = new Set([
+  'authorization',
+  'cookie',
+  'set-cookie',
+  'proxy-authorization',
+  'x-api-key',
+  'webhook-signature',
+  'stripe-signature',
+  'x-hub-signature',
+  'x-hub-signature-256',
+]);
+
+export function recordRequest(
+  method: string,
+  path: string,
+  headers: Readonly<Record<string, string>>,
+  body: Buffer,
+  verifier: Recording['verifier'],
+  receivedAt: string,
+): Recording {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers).slice(0, MAX_HEADERS)) {
+    kept[name] = REDACTED.has(name) ? '[redacted]' : value.slice(0, MAX_HEADER_VALUE);
+  }
+  const truncated = body.length > RECORDING_BODY_CAP;
+  return {
+    method,
+    path,
+    headers: kept,
+    body: body.subarray(0, RECORDING_BODY_CAP).toString('utf8'),
+    body_bytes: body.length,
+    body_truncated: truncated,
+    verifier,
+    received_at: receivedAt,
+  };
+}

@@ -1,0 +1,63 @@
+// Matches a method and a decoded path against the registered routes.
+// Distinguishes "no such path" (404) from "path exists, wrong method" (405) for clear errors.
+
+import { InputError, SluiceError } from '../errors.ts';
+import type { Route } from './types.ts';
+
+export interface RouteMatch {
+  readonly route: Route;
+  readonly params: Record<string, string>;
+}
+
+interface CompiledRoute {
+  readonly route: Route;
+  readonly segments: readonly string[];
+}
+
+export class Router {
+  readonly #routes: CompiledRoute[] = [];
+
+  add(...routes: Route[]): void {
+    for (const route of routes) this.#routes.push({ route, segments: splitPath(route.pattern) });
+  }
+
+  /** Splits and percent-decodes a raw URL path; malformed escapes are a 400. */
+  static decodePath(rawPath: string): string[] {
+    return splitPath(rawPath).map((segment) => {
+      try {
+        return decodeURIComponent(segment);
+      } catch {
+        throw new InputError(400, 'malformed_path', 'The request path contains an invalid percent-encoding.');
+      }
+    });
+  }
+
+  /** Returns the matching route, or throws 404/405 as a SluiceError. */
+  match(method: string, segments: readonly string[]): RouteMatch {
+    let pathExists = false;
+    for (const compiled of this.#routes) {
+      const params = matchSegments(compiled.segments, segments);
+      if (params === undefined) continue;
+      pathExists = true;
+      if (compiled.route.method === method) return { route: compiled.route, params };
+    }
+    if (pathExists) throw new SluiceError(405, 'method_not_allowed', `${method} is not allowed on this path.`);
+    throw new SluiceError(404, 'route_not_found', 'No endpoint matches this path.');
+  }
+}
+
+function splitPath(path: string): string[] {
+  return path.split('/').filter((segment) => segment !== '');
+}
+
+function matchSegments(pattern: readonly string[], actual: readonly string[]): Record<string, string> | undefined {
+  if (pattern.length !== actual.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const expected = pattern[i] as string;
+    const value = actual[i] as string;
+    if (expected.startsWith(':')) params[expected.slice(1)] = value;
+    else if (expected !== value) return undefined;
+  }
+  return params;
+}

@@ -1,0 +1,134 @@
+// The uWebSockets.js adapter: turns uWS requests into HttpRequest, routes them, writes replies.
+// Owns listening, the in-flight count, and graceful shutdown (stop accepting, finish what is in flight).
+
+import { STATUS_CODES } from 'node:http';
+import uws from 'uWebSockets.js';
+import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { ConflictError, SluiceError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { RuntimeMetrics } from '../metrics.ts';
+import { readBody } from './read-body.ts';
+import { Router } from './router.ts';
+import type { HttpReply, HttpRequest, Route } from './types.ts';
+
+const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+export interface HttpServerOptions {
+  readonly routes: readonly Route[];
+  readonly logger: Logger;
+  readonly metrics: RuntimeMetrics;
+}
+
+export class HttpServer {
+  readonly app: TemplatedApp;
+  readonly #router = new Router();
+  readonly #logger: Logger;
+  readonly #metrics: RuntimeMetrics;
+  #listenSocket: us_listen_socket | undefined;
+  #inFlight = 0;
+  #drained: (() => void) | undefined;
+  #port = 0;
+
+  constructor(options: HttpServerOptions) {
+    this.app = uws.App();
+    this.#logger = options.logger;
+    this.#metrics = options.metrics;
+    this.#router.add(...options.routes);
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  /** Registers the catch-all HTTP handler and listens; resolves with the bound port. */
+  listen(host: string, port: number): Promise<number> {
+    this.app.any('/*', (res, req) => this.#handle(res, req));
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (socket) => {
+        if (socket === false) {
+          reject(new Error(`could not listen on ${host}:${port}`));
+          return;
+        }
+        this.#listenSocket = socket;
+        this.#port = uws.us_socket_local_port(socket as unknown as uws.us_socket);
+        resolve(this.#port);
+      });
+    });
+  }
+
+  /** Stops accepting connections, resolves once every in-flight request has been answered, then drops idle connections. */
+  async close(): Promise<void> {
+    if (this.#listenSocket !== undefined) uws.us_listen_socket_close(this.#listenSocket);
+    this.#listenSocket = undefined;
+    if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    // Present at runtime in uWS 20.30 but missing from its typings: closes idle keep-alive sockets too.
+    (this.app as unknown as { close(): void }).close();
+  }
+
+  #handle(res: HttpResponse, req: UwsRequest): void {
+    const started = performance.now();
+    const method = req.getCaseSensitiveMethod().toUpperCase();
+    const rawUrl = req.getUrl();
+    const query = new URLSearchParams(req.getQuery() ?? '');
+    const headers: Record<string, string> = {};
+    req.forEach((key, value) => {
+      headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
+    });
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    this.#inFlight++;
+    let metricName = 'unmatched';
+    const finish = (reply: HttpReply): void => {
+      this.#metrics.httpRequestSeconds.observe(
+        { route: metricName, method, status: String(reply.status) },
+        (performance.now() - started) / 1000,
+      );
+      if (!aborted) writeReply(res, reply);
+      if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
+    };
+    const run = async (): Promise<HttpReply> => {
+      const { route, params } = this.#router.match(method, Router.decodePath(rawUrl));
+      metricName = route.metricName ?? route.pattern;
+      const limit = route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT;
+      const declared = parseContentLength(headers['content-length']);
+      const body = method === 'GET' || method === 'DELETE' ? Buffer.alloc(0) : await readBody(res, limit, declared);
+      const path = `/${Router.decodePath(rawUrl).join('/')}`;
+      const request: HttpRequest = { method, path, query, headers, params, body };
+      return route.handler(request);
+    };
+    run().then(finish, (error: unknown) => finish(this.#errorReply(error)));
+  }
+
+  #errorReply(error: unknown): HttpReply {
+    if (error instanceof ConflictError) {
+      const body = error.toBody();
+      return { status: 409, json: { error: { ...body.error, ...error.details } } };
+    }
+    if (error instanceof SluiceError) return { status: error.status, json: error.toBody() };
+    this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });
+    return { status: 500, json: { error: { code: 'internal_error', message: 'An internal error occurred.' } } };
+  }
+}
+
+function parseContentLength(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\d{1,15}$/.test(value)) return undefined;
+  return Number(value);
+}
+
+function writeReply(res: HttpResponse, reply: HttpReply): void {
+  res.cork(() => {
+    res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.writeHeader(name, value);
+    if (reply.json !== undefined) {
+      res.writeHeader('content-type', 'application/json');
+      res.end(JSON.stringify(reply.json));
+    } else if (reply.text !== undefined) {
+      if (reply.headers?.['content-type'] === undefined) res.writeHeader('content-type', 'text/plain; charset=utf-8');
+      res.end(reply.text);
+    } else {
+      res.end();
+    }
+  });
+}

@@ -1,0 +1,41 @@
+// The transport-neutral request and reply that every handler sees.
+// The uWS adapter (server.ts) is the only code that touches uWebSockets.js request objects.
+
+export interface HttpRequest {
+  readonly method: string;
+  /** Decoded path, without the query string. */
+  readonly path: string;
+  readonly query: URLSearchParams;
+  /** Lower-cased header names; repeated headers joined with ", ". */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Decoded path parameters of the matched route. */
+  readonly params: Readonly<Record<string, string>>;
+  /** The exact raw body bytes (what signatures are computed over). */
+  readonly body: Buffer;
+}
+
+export interface HttpReply {
+  readonly status: number;
+  /** A JSON value to serialize, or raw bytes/text sent as is. Omitted for 204. */
+  readonly json?: unknown;
+  readonly text?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export type Handler = (request: HttpRequest) => HttpReply | Promise<HttpReply>;
+
+export interface Route {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Pattern with `:name` segments, e.g. `/organizations/:org_id/sources/:name`. */
+  readonly pattern: string;
+  /** Largest body accepted, in bytes; may depend on the path params (per-source caps). */
+  readonly bodyLimit?: (params: Readonly<Record<string, string>>) => number;
+  /** Name used for the latency metric; defaults to the pattern. */
+  readonly metricName?: string;
+  readonly handler: Handler;
+}
+
+export const json = (status: number, body: unknown, headers?: Record<string, string>): HttpReply =>
+  headers === undefined ? { status, json: body } : { status, json: body, headers };
+
+export const noContent = (): HttpReply => ({ status: 204 });

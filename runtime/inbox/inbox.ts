@@ -1,0 +1,56 @@
+// The tenant inbox: one claim per (org, source, provider event id), written in the same
+// transaction as the event. A live claim makes a repeat delivery a 409; old claims are pruned.
+
+import type { Ledger } from '../ledger/open-ledger.ts';
+import { durably } from '../ledger/durable-write.ts';
+
+export const DEFAULT_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
+
+export interface InboxClaim {
+  readonly event_id: string;
+  readonly claimed_at_ms: number;
+}
+
+export class Inbox {
+  readonly #ledger: Ledger;
+  readonly #windowMs: number;
+  constructor(ledger: Ledger, windowMs: number) {
+    this.#ledger = ledger;
+    this.#windowMs = windowMs;
+  }
+
+  /** The claim that makes this delivery a duplicate, if one is still inside the dedup window. Call inside a write transaction. */
+  liveClaim(orgId: string, source: string, providerEventId: string, nowMs: number): InboxClaim | undefined {
+    const claim = this.#ledger.inbox.get([orgId, source, providerEventId]) as InboxClaim | undefined;
+    return claim !== undefined && claim.claimed_at_ms > nowMs - this.#windowMs ? claim : undefined;
+  }
+
+  /** Writes a claim; call inside the transaction that stores the event. */
+  writeClaim(orgId: string, source: string, providerEventId: string, eventId: string, nowMs: number): void {
+    const claim: InboxClaim = { event_id: eventId, claimed_at_ms: nowMs };
+    this.#ledger.inbox.put([orgId, source, providerEventId], claim);
+    this.#ledger.inboxByTime.put([nowMs, orgId, source, providerEventId], null);
+  }
+
+  /**
+   * Removes claims older than the window, oldest first, at most `limit` per call; resolves with
+   * the number removed once the removal is durable. A claim renewed since is left in place.
+   */
+  async prune(nowMs: number, limit = 10_000): Promise<number> {
+    const { inbox, inboxByTime, root } = this.#ledger;
+    const cutoff = nowMs - this.#windowMs;
+    const expired = [...inboxByTime.getKeys({ end: [cutoff], limit })] as [number, string, string, string][];
+    if (expired.length === 0) return 0;
+    await durably(
+      root,
+      root.transaction(() => {
+        for (const [at, orgId, source, providerEventId] of expired) {
+          inboxByTime.remove([at, orgId, source, providerEventId]);
+          const claim = inbox.get([orgId, source, providerEventId]) as InboxClaim | undefined;
+          if (claim !== undefined && claim.claimed_at_ms === at) inbox.remove([orgId, source, providerEventId]);
+        }
+      }),
+    );
+    return expired.length;
+  }
+}

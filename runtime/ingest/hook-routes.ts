@@ -1,0 +1,97 @@
+// POST /hooks/:org_id/:source — signed provider webhooks in, durable events out.
+// Order: 404 source, 413 size, 415 type, 401/400 signature, 400 JSON, 422 schema, then one durable write.
+
+import { InputError, SluiceError, notFound } from '../errors.ts';
+import type { Clock } from '../clock.ts';
+import type { EventStore } from '../events/event-store.ts';
+import { generateEventId, type StoredEvent } from '../events/event-record.ts';
+import { recordRequest } from '../events/record-request.ts';
+import { isJsonContentType, parseJsonBytes } from '../http/parse-json.ts';
+import type { HttpRequest, Route } from '../http/types.ts';
+import type { RuntimeMetrics } from '../metrics.ts';
+import { validateEventPayload } from '../sources/event-schemas.ts';
+import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, type SourceRecord } from '../sources/source-record.ts';
+import type { SourceStore } from '../sources/source-store.ts';
+import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { verifyDelivery } from './verify-delivery.ts';
+
+export interface HookRouteDeps {
+  readonly orgs: OrganizationStore;
+  readonly sources: SourceStore;
+  readonly events: EventStore;
+  readonly clock: Clock;
+  readonly metrics: RuntimeMetrics;
+}
+
+const eventTypePattern = new RegExp(EVENT_TYPE_PATTERN);
+
+export function hookRoutes(deps: HookRouteDeps): Route[] {
+  const lookup = (params: Readonly<Record<string, string>>): SourceRecord | undefined =>
+    deps.orgs.get(params.org_id ?? '') === undefined ? undefined : deps.sources.get(params.org_id ?? '', params.source ?? '');
+  return [
+    {
+      method: 'POST',
+      pattern: '/hooks/:org_id/:source',
+      metricName: 'ingest',
+      bodyLimit: (params) => lookup(params)?.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
+      handler: async (request) => {
+        try {
+          const event = await ingest(deps, lookup(request.params), request);
+          deps.metrics.ingestTotal.inc({ outcome: 'accepted' });
+          return { status: 204, headers: { 'sluice-event-id': event.id } };
+        } catch (error) {
+          deps.metrics.ingestTotal.inc({ outcome: error instanceof SluiceError ? error.code : 'internal_error' });
+          throw error;
+        }
+      },
+    },
+  ];
+}
+
+async function ingest(deps: HookRouteDeps, source: SourceRecord | undefined, request: HttpRequest): Promise<StoredEvent> {
+  if (source === undefined) throw notFound('Organization or source');
+  if (!isJsonContentType(request.headers['content-type'])) {
+    throw new InputError(415, 'unsupported_media_type', 'Webhook bodies must be JSON (Content-Type: application/json).');
+  }
+  const nowMs = deps.clock.now();
+  const delivery = verifyDelivery(source, request.headers, request.body, nowMs);
+  const payload = parseJsonBytes(request.body);
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
+    throw new InputError(400, 'invalid_payload', 'The webhook body must be a JSON object.');
+  }
+  const body = payload as Record<string, unknown>;
+  const providerEventId = delivery.providerEventId ?? bodyString(body, 'id');
+  const type = delivery.eventType ?? bodyString(body, 'type');
+  if (!eventTypePattern.test(type)) throw new InputError(400, 'invalid_event_type', 'The event type must be 1-128 letters, digits, "_", ".", ":" or "-".', { field: 'type' });
+  validateEventPayload(source, type, payload);
+  const receivedAt = new Date(nowMs).toISOString();
+  const id = generateEventId(nowMs);
+  const event: StoredEvent = {
+    id,
+    org_id: source.org_id,
+    type,
+    payload,
+    environment: source.environment,
+    source: source.name,
+    provider_event_id: providerEventId,
+    received_at: receivedAt,
+    received_at_ms: nowMs,
+    correlation_id: id,
+    causation_id: null,
+    depth: 0,
+    replay_skip_side_effects: false,
+  };
+  const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
+  const started = performance.now();
+  const stored = await deps.events.store({ event, recording, claim: { source: source.name, providerEventId } });
+  deps.metrics.ledgerCommitSeconds.observe({ operation: 'ingest' }, (performance.now() - started) / 1000);
+  return stored;
+}
+
+function bodyString(body: Record<string, unknown>, field: 'id' | 'type'): string {
+  const value = body[field];
+  if (typeof value !== 'string' || value === '' || value.length > 256) {
+    throw new InputError(400, field === 'id' ? 'missing_event_id' : 'missing_event_type', `The webhook body needs a string "${field}" (1-256 characters).`, { field });
+  }
+  return value;
+}

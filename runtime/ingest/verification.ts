@@ -1,0 +1,63 @@
+// What a signature verifier returns and the errors it throws; shared by the three schemes.
+// HMAC comparison is constant-time and tries every active key, so rotation never drops a delivery.
+
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { InputError, SluiceError } from '../errors.ts';
+
+export const TIMESTAMP_TOLERANCE_SECONDS = 300;
+const MAX_ID_LENGTH = 256;
+
+/** The provider's own identity for a delivery; `eventType` may come later from the body. */
+export interface VerifiedDelivery {
+  readonly providerEventId: string | undefined;
+  readonly eventType: string | undefined;
+  /** Which active secret matched (its index), recorded as evidence, never the secret itself. */
+  readonly keyIndex: number;
+}
+
+export const signatureError = (code: string, message: string): SluiceError => new SluiceError(401, code, message);
+
+export const headerError = (header: string, message: string): InputError =>
+  new InputError(400, 'invalid_header', message, { field: `headers.${header}` });
+
+export function hmac(key: Buffer | string, data: Buffer[], encoding: 'base64' | 'hex'): string {
+  const mac = createHmac('sha256', key);
+  for (const part of data) mac.update(part);
+  return mac.digest(encoding);
+}
+
+/** Constant-time comparison of two encoded digests of possibly different lengths. */
+export function digestsEqual(expected: string, presented: string): boolean {
+  const a = Buffer.from(expected, 'utf8');
+  const b = Buffer.from(presented, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Returns the index of the first key whose digest matches any presented signature, or -1. */
+export function findMatchingKey(expectedPerKey: readonly string[], presented: readonly string[]): number {
+  let match = -1;
+  expectedPerKey.forEach((expected, index) => {
+    for (const candidate of presented) if (digestsEqual(expected, candidate) && match === -1) match = index;
+  });
+  return match;
+}
+
+/** Checks a unix-seconds timestamp header against the injected clock (±300 s). */
+export function assertFreshTimestamp(header: string, value: string | undefined, nowMs: number): number {
+  if (value === undefined || value === '') throw headerError(header, `The ${header} header is required.`);
+  if (!/^\d{1,12}$/.test(value)) throw headerError(header, `The ${header} header must be a unix timestamp in seconds.`);
+  const seconds = Number(value);
+  if (Math.abs(nowMs / 1000 - seconds) > TIMESTAMP_TOLERANCE_SECONDS) {
+    throw signatureError('stale_timestamp', `The ${header} is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from now.`);
+  }
+  return seconds;
+}
+
+/** A provider delivery id: printable ASCII, bounded. */
+export function assertDeliveryId(header: string, value: string | undefined): string {
+  if (value === undefined || value === '') throw headerError(header, `The ${header} header is required.`);
+  if (value.length > MAX_ID_LENGTH || !/^[\x21-\x7e]+$/.test(value)) {
+    throw headerError(header, `The ${header} header must be 1-${MAX_ID_LENGTH} printable ASCII characters.`);
+  }
+  return value;
+}

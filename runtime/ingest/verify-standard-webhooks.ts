@@ -1,0 +1,37 @@
+// Standard Webhooks verification: `webhook-id`, `webhook-timestamp`, `webhook-signature`
+// (space-separated `v1,<base64>`), HMAC-SHA256 over `${id}.${timestamp}.${rawBody}`.
+
+import { decodeStandardSecret } from '../sources/source-record.ts';
+import {
+  assertDeliveryId,
+  assertFreshTimestamp,
+  findMatchingKey,
+  hmac,
+  signatureError,
+  type VerifiedDelivery,
+} from './verification.ts';
+
+export function verifyStandardWebhook(
+  headers: Readonly<Record<string, string>>,
+  body: Buffer,
+  secrets: readonly string[],
+  nowMs: number,
+): VerifiedDelivery {
+  const signatureHeader = headers['webhook-signature'];
+  if (signatureHeader === undefined || signatureHeader.trim() === '') {
+    throw signatureError('missing_signature', 'The webhook-signature header is required.');
+  }
+  const id = assertDeliveryId('webhook-id', headers['webhook-id']);
+  const timestamp = headers['webhook-timestamp'];
+  assertFreshTimestamp('webhook-timestamp', timestamp, nowMs);
+  const presented = signatureHeader
+    .split(' ')
+    .filter((entry) => entry.startsWith('v1,'))
+    .map((entry) => entry.slice(3));
+  if (presented.length === 0) throw signatureError('invalid_signature', 'The webhook-signature header has no v1 signature.');
+  const prefix = Buffer.from(`${id}.${timestamp}.`, 'utf8');
+  const expected = secrets.map((secret) => hmac(decodeStandardSecret(secret) ?? Buffer.alloc(0), [prefix, body], 'base64'));
+  const keyIndex = findMatchingKey(expected, presented);
+  if (keyIndex < 0) throw signatureError('invalid_signature', 'No webhook signature matches an active secret of this source.');
+  return { providerEventId: id, eventType: undefined, keyIndex };
+}

@@ -1,0 +1,57 @@
+// Opens the runtime's one LMDB environment and its named databases.
+// Every key is an ordered array that starts with the org id, so a tenant's data is one contiguous range.
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+
+/** The named databases of the runtime ledger. Values are msgpack-encoded plain objects. */
+export interface Ledger {
+  readonly root: RootDatabase;
+  /** [orgId] -> Organization */
+  readonly orgs: Database;
+  /** [keyHash] -> ApiKeyRecord (lookup by presented key) and [orgId, keyId] -> keyHash (listing) */
+  readonly apiKeys: Database;
+  readonly apiKeysByOrg: Database;
+  /** [orgId, sourceName] -> SourceRecord */
+  readonly sources: Database;
+  /** [orgId, eventId] -> StoredEvent */
+  readonly events: Database;
+  /** [orgId, environment, receivedAtMs, eventId] -> null (time-ordered paging) */
+  readonly eventsByTime: Database;
+  /** [orgId, sourceName, providerEventId] -> InboxClaim */
+  readonly inbox: Database;
+  /** [claimedAtMs, orgId, sourceName, providerEventId] -> null (pruning order) */
+  readonly inboxByTime: Database;
+  /** [orgId, eventId] -> Recording */
+  readonly recordings: Database;
+  /** Opens a further named database in the same environment (runs, workflows, ... add theirs here). */
+  openDatabase(name: string): Database;
+  close(): Promise<void>;
+}
+
+export function openLedger(dataDir: string): Ledger {
+  const path = join(dataDir, 'runtime');
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  // overlappingSync + separateFlushed: a write's promise resolves at commit and carries a
+  // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
+  const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false });
+  const db = (name: string): Database => root.openDB({ name, compression: false });
+  return {
+    root,
+    orgs: db('orgs'),
+    apiKeys: db('api-keys'),
+    apiKeysByOrg: db('api-keys-by-org'),
+    sources: db('sources'),
+    events: db('events'),
+    eventsByTime: db('events-by-time'),
+    inbox: db('inbox'),
+    inboxByTime: db('inbox-by-time'),
+    recordings: db('recordings'),
+    openDatabase: db,
+    close: async () => {
+      await root.flushed;
+      await root.close();
+    },
+  };
+}

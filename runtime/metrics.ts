@@ -1,0 +1,40 @@
+// Prometheus metrics of the runtime (prom-client), one registry per runtime instance.
+// Served as text at GET /metrics; names are prefixed `sluice_`.
+
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface RuntimeMetrics {
+  readonly registry: Registry;
+  readonly httpRequestSeconds: Histogram<'route' | 'method' | 'status'>;
+  readonly ingestTotal: Counter<'outcome'>;
+  readonly ledgerCommitSeconds: Histogram<'operation'>;
+}
+
+export function createRuntimeMetrics(): RuntimeMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'sluice_process_' });
+  const fastBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+  return {
+    registry,
+    httpRequestSeconds: new Histogram({
+      name: 'sluice_http_request_duration_seconds',
+      help: 'HTTP request latency from first byte handled to reply written.',
+      labelNames: ['route', 'method', 'status'],
+      buckets: fastBuckets,
+      registers: [registry],
+    }),
+    ingestTotal: new Counter({
+      name: 'sluice_ingest_total',
+      help: 'Webhook and API event ingest attempts by outcome (accepted, duplicate, unauthorized, invalid, ...).',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    ledgerCommitSeconds: new Histogram({
+      name: 'sluice_ledger_commit_duration_seconds',
+      help: 'Time from issuing a ledger transaction to it being flushed to disk.',
+      labelNames: ['operation'],
+      buckets: fastBuckets,
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,84 @@
+// The shape of a webhook source and the checks on its signing secrets, per verification scheme.
+// Secrets live only in the ledger record; the API view (describeSource) never includes them.
+
+import { InputError } from '../errors.ts';
+
+export type Scheme = 'standard-webhooks' | 'stripe' | 'github';
+export const SCHEMES: readonly Scheme[] = ['standard-webhooks', 'stripe', 'github'];
+export type Environment = 'production' | 'sandbox';
+export const ENVIRONMENTS: readonly Environment[] = ['production', 'sandbox'];
+
+export const SOURCE_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,63}$';
+export const EVENT_TYPE_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$';
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+export const MAX_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+export const MAX_ACTIVE_SECRETS = 5;
+/** Standard Webhooks keys must decode to at least this many bytes. */
+export const MIN_STANDARD_KEY_BYTES = 24;
+
+export interface SourceRecord {
+  readonly org_id: string;
+  readonly name: string;
+  readonly scheme: Scheme;
+  /** Every active signing secret; a request verifies if any one of them matches (rotation). */
+  readonly secrets: readonly string[];
+  readonly environment: Environment;
+  /** Declared event types and their JSON Schemas; a type not declared here is accepted unvalidated. */
+  readonly event_types: Readonly<Record<string, object>>;
+  readonly body_limit_bytes: number;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export interface SourceView {
+  readonly name: string;
+  readonly scheme: Scheme;
+  readonly environment: Environment;
+  readonly event_types: Readonly<Record<string, object>>;
+  readonly body_limit_bytes: number;
+  readonly active_secrets: number;
+  readonly ingest_path: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export function describeSource(source: SourceRecord): SourceView {
+  return {
+    name: source.name,
+    scheme: source.scheme,
+    environment: source.environment,
+    event_types: source.event_types,
+    body_limit_bytes: source.body_limit_bytes,
+    active_secrets: source.secrets.length,
+    ingest_path: `/hooks/${source.org_id}/${source.name}`,
+    created_at: source.created_at,
+    updated_at: source.updated_at,
+  };
+}
+
+/** Decodes a Standard Webhooks secret (`whsec_` prefix optional) to its key bytes, or undefined if not base64. */
+export function decodeStandardSecret(secret: string): Buffer | undefined {
+  const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || encoded.length % 4 === 1) return undefined;
+  return Buffer.from(encoded, 'base64');
+}
+
+/** Throws a 400 naming `secrets[i]` when a secret cannot serve its scheme. */
+export function assertSecretsFit(scheme: Scheme, secrets: readonly string[]): void {
+  secrets.forEach((secret, index) => {
+    const field = `secrets[${index}]`;
+    if (scheme !== 'standard-webhooks') return;
+    const key = decodeStandardSecret(secret);
+    if (key === undefined) {
+      throw new InputError(400, 'invalid_secret', 'A standard-webhooks secret must be base64, optionally prefixed with "whsec_".', { field });
+    }
+    if (key.length < MIN_STANDARD_KEY_BYTES) {
+      throw new InputError(
+        400,
+        'secret_too_short',
+        `A standard-webhooks secret must decode to at least ${MIN_STANDARD_KEY_BYTES} bytes; this one has ${key.length}.`,
+        { field },
+      );
+    }
+  });
+}

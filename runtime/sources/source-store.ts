@@ -1,0 +1,45 @@
+// Durable storage of webhook sources under [orgId, sourceName].
+// Reads are synchronous (LMDB is memory-mapped), so ingest can pick the body cap before reading a byte.
+
+import { ConflictError, notFound } from '../errors.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import type { SourceRecord } from './source-record.ts';
+
+export class SourceStore {
+  readonly #ledger: Ledger;
+  constructor(ledger: Ledger) {
+    this.#ledger = ledger;
+  }
+
+  get(orgId: string, name: string): SourceRecord | undefined {
+    return this.#ledger.sources.get([orgId, name]) as SourceRecord | undefined;
+  }
+
+  require(orgId: string, name: string): SourceRecord {
+    const source = this.get(orgId, name);
+    if (source === undefined) throw notFound(`Source "${name}"`, 'name');
+    return source;
+  }
+
+  list(orgId: string): SourceRecord[] {
+    return [...this.#ledger.sources.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as SourceRecord);
+  }
+
+  /** Resolves after the source is durable; 409 if the name is taken in this org. */
+  async create(source: SourceRecord): Promise<void> {
+    const { root, sources } = this.#ledger;
+    const key = [source.org_id, source.name];
+    const created = await durably(root, root.transaction(() => (sources.get(key) === undefined ? (sources.put(key, source), true) : false)));
+    if (!created) throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
+  }
+
+  async replace(source: SourceRecord): Promise<void> {
+    await durably(this.#ledger.root, this.#ledger.sources.put([source.org_id, source.name], source));
+  }
+
+  async delete(orgId: string, name: string): Promise<void> {
+    this.require(orgId, name);
+    await durably(this.#ledger.root, this.#ledger.sources.remove([orgId, name]));
+  }
+}

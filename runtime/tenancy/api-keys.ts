@@ -1,0 +1,87 @@
+// API keys: issued once in plain text, stored only as a SHA-256 hash, scoped to one org and one role.
+// Lookup is by hash of the presented key; listing is by [orgId, keyId]. Revocation is a durable flag.
+
+import { randomBytes } from 'node:crypto';
+import { notFound } from '../errors.ts';
+import { generateToken, hashToken } from '../auth/secrets.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+
+export type Role = 'viewer' | 'developer' | 'admin';
+export const ROLES: readonly Role[] = ['viewer', 'developer', 'admin'];
+const RANK: Record<Role, number> = { viewer: 1, developer: 2, admin: 3 };
+
+/** True when `held` is at least `needed` (viewer < developer < admin). */
+export const roleCovers = (held: Role, needed: Role): boolean => RANK[held] >= RANK[needed];
+
+export interface ApiKeyRecord {
+  readonly id: string;
+  readonly org_id: string;
+  readonly role: Role;
+  readonly hash: string;
+  /** The first characters of the key, so a person can tell keys apart in a list. */
+  readonly prefix: string;
+  readonly created_at: string;
+  readonly revoked_at?: string;
+}
+
+export type ApiKeyView = Omit<ApiKeyRecord, 'hash' | 'org_id'>;
+
+export const describeApiKey = ({ hash: _hash, org_id: _org, ...view }: ApiKeyRecord): ApiKeyView => view;
+
+export class ApiKeyStore {
+  readonly #ledger: Ledger;
+  constructor(ledger: Ledger) {
+    this.#ledger = ledger;
+  }
+
+  /** Builds a new key; `write` puts it into the current transaction (call inside one). */
+  issue(orgId: string, role: Role, nowIso: string): { record: ApiKeyRecord; key: string; write: () => void } {
+    const key = generateToken('sk_');
+    const record: ApiKeyRecord = {
+      id: `key_${randomBytes(9).toString('base64url')}`,
+      org_id: orgId,
+      role,
+      hash: hashToken(key),
+      prefix: key.slice(0, 10),
+      created_at: nowIso,
+    };
+    const write = (): void => {
+      this.#ledger.apiKeys.put([record.hash], record);
+      this.#ledger.apiKeysByOrg.put([orgId, record.id], record.hash);
+    };
+    return { record, key, write };
+  }
+
+  /** Issues and durably stores a key. */
+  async create(orgId: string, role: Role, nowIso: string): Promise<{ record: ApiKeyRecord; key: string }> {
+    const issued = this.issue(orgId, role, nowIso);
+    await durably(this.#ledger.root, this.#ledger.root.transaction(issued.write));
+    return { record: issued.record, key: issued.key };
+  }
+
+  /** The active key record for a presented key, or undefined. The hash lookup is the comparison. */
+  findActive(presentedKey: string): ApiKeyRecord | undefined {
+    const record = this.#ledger.apiKeys.get([hashToken(presentedKey)]) as ApiKeyRecord | undefined;
+    return record === undefined || record.revoked_at !== undefined ? undefined : record;
+  }
+
+  list(orgId: string): ApiKeyRecord[] {
+    const records: ApiKeyRecord[] = [];
+    for (const { value } of this.#ledger.apiKeysByOrg.getRange({ start: [orgId], end: [orgId, '\uffff'] })) {
+      const record = this.#ledger.apiKeys.get([value as string]) as ApiKeyRecord | undefined;
+      if (record !== undefined) records.push(record);
+    }
+    return records;
+  }
+
+  async revoke(orgId: string, keyId: string, nowIso: string): Promise<ApiKeyRecord> {
+    const hash = this.#ledger.apiKeysByOrg.get([orgId, keyId]) as string | undefined;
+    const record = hash === undefined ? undefined : (this.#ledger.apiKeys.get([hash]) as ApiKeyRecord | undefined);
+    if (hash === undefined || record === undefined) throw notFound('API key', 'key_id');
+    if (record.revoked_at !== undefined) return record;
+    const revoked: ApiKeyRecord = { ...record, revoked_at: nowIso };
+    await durably(this.#ledger.root, this.#ledger.apiKeys.put([hash], revoked));
+    return revoked;
+  }
+}

@@ -1,0 +1,51 @@
+// Organizations (tenants): creation, lookup and plan limits, stored under [orgId].
+// Creation is conditional so two concurrent creates of one id cannot both succeed.
+
+import { ConflictError } from '../errors.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+
+export type Plan = 'starter' | 'pro' | 'enterprise';
+export const PLANS: readonly Plan[] = ['starter', 'pro', 'enterprise'];
+export const DEFAULT_MAX_CONCURRENT_RUNS = 4;
+/** Org ids are URL path segments and key prefixes: lower-case ASCII, digits, `-` and `_`. */
+export const ORG_ID_PATTERN = '^[a-z0-9][a-z0-9_-]{0,63}$';
+
+export interface Organization {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: Plan;
+  readonly max_concurrent_runs: number;
+  readonly created_at: string;
+}
+
+export class OrganizationStore {
+  readonly #ledger: Ledger;
+  constructor(ledger: Ledger) {
+    this.#ledger = ledger;
+  }
+
+  get(orgId: string): Organization | undefined {
+    return this.#ledger.orgs.get([orgId]) as Organization | undefined;
+  }
+
+  /** Stores a new org together with its first records; resolves after the write is durable. Throws 409 if the id is taken. */
+  async create(org: Organization, alsoWrite: () => void): Promise<Organization> {
+    const { orgs, root } = this.#ledger;
+    const created = await durably(
+      root,
+      root.transaction(() => {
+        if (orgs.get([org.id]) !== undefined) return false;
+        orgs.put([org.id], org);
+        alsoWrite();
+        return true;
+      }),
+    );
+    if (!created) throw new ConflictError('organization_exists', `An organization with id "${org.id}" already exists.`, { field: 'id' });
+    return org;
+  }
+
+  async update(org: Organization): Promise<void> {
+    await durably(this.#ledger.root, this.#ledger.orgs.put([org.id], org));
+  }
+}

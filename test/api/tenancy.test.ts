@@ -1,0 +1,91 @@
+// Organizations and API keys over real HTTP: creation, roles, revocation and tenant isolation.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg } from '../helpers/http.ts';
+
+let rt: TestRuntime;
+before(async () => {
+  rt = await startRuntime();
+});
+after(async () => rt.close());
+
+test('the platform admin creates an org and receives a first admin key', async () => {
+  const created = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'acct-lumen', name: 'Lumen', plan: 'pro' } });
+  assert.equal(created.status, 201);
+  assert.equal(created.body.organization.id, 'acct-lumen');
+  assert.equal(created.body.organization.plan, 'pro');
+  assert.equal(created.body.organization.max_concurrent_runs, 4);
+  assert.match(created.body.api_key, /^sk_/);
+  const fetched = await call(rt.url, 'GET', '/organizations/acct-lumen', { token: created.body.api_key });
+  assert.equal(fetched.status, 200);
+  assert.equal(fetched.body.organization.name, 'Lumen');
+  const again = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'acct-lumen', name: 'Other' } });
+  assert.equal(again.status, 409);
+  assert.equal(again.body.error.code, 'organization_exists');
+});
+
+test('creating an org needs the platform admin token, and a valid body', async () => {
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-noadmin');
+  assert.equal((await call(rt.url, 'POST', '/organizations', { json: { id: 'x1', name: 'X' } })).status, 401);
+  assert.equal((await call(rt.url, 'POST', '/organizations', { token: orgKey, json: { id: 'x2', name: 'X' } })).status, 401);
+  const bad = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'Ünïcode', name: 'X' } });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.field, 'id');
+  const plan = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'x3', name: 'X', plan: 'gold' } });
+  assert.equal(plan.status, 400);
+  assert.equal(plan.body.error.field, 'plan');
+  const extra = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'x4', name: 'X', plna: 'pro' } });
+  assert.equal(extra.status, 400);
+  assert.equal(extra.body.error.code, 'unknown_field');
+  assert.equal(extra.body.error.field, 'plna');
+});
+
+test('API keys: admin creates, lists and revokes; roles are enforced', async () => {
+  const admin = await createOrg(rt.url, ADMIN_TOKEN, 'acct-roles');
+  const viewer = await call(rt.url, 'POST', '/organizations/acct-roles/api-keys', { token: admin, json: { role: 'viewer' } });
+  assert.equal(viewer.status, 201);
+  assert.equal(viewer.body.role, 'viewer');
+  assert.match(viewer.body.key, /^sk_/);
+  const developer = await call(rt.url, 'POST', '/organizations/acct-roles/api-keys', { token: admin, json: { role: 'developer' } });
+  assert.equal(developer.status, 201);
+
+  const listed = await call(rt.url, 'GET', '/organizations/acct-roles/api-keys', { token: admin });
+  assert.equal(listed.status, 200);
+  assert.equal(listed.body.api_keys.length, 3);
+  assert.ok(!listed.text.includes(viewer.body.key), 'key text is never listed');
+  assert.ok(!listed.text.includes('hash'), 'hashes are never listed');
+
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-roles', { token: viewer.body.key })).status, 200);
+  const forbidden = await call(rt.url, 'POST', '/organizations/acct-roles/api-keys', { token: developer.body.key, json: { role: 'admin' } });
+  assert.equal(forbidden.status, 403);
+  assert.equal(forbidden.body.error.code, 'forbidden');
+  const viewerWrite = await call(rt.url, 'POST', '/organizations/acct-roles/events', { token: viewer.body.key, json: { type: 'a.b', payload: {} } });
+  assert.equal(viewerWrite.status, 403);
+
+  const revoked = await call(rt.url, 'DELETE', `/organizations/acct-roles/api-keys/${viewer.body.id}`, { token: admin });
+  assert.equal(revoked.status, 200);
+  assert.ok(revoked.body.api_key.revoked_at);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-roles', { token: viewer.body.key })).status, 401);
+  assert.equal((await call(rt.url, 'DELETE', '/organizations/acct-roles/api-keys/key_nope', { token: admin })).status, 404);
+  const badRole = await call(rt.url, 'POST', '/organizations/acct-roles/api-keys', { token: admin, json: { role: 'owner' } });
+  assert.equal(badRole.status, 400);
+  assert.equal(badRole.body.error.field, 'role');
+});
+
+test('a key of org A gets 404 for anything of org B; no key is 401', async () => {
+  const keyA = await createOrg(rt.url, ADMIN_TOKEN, 'acct-a');
+  await createOrg(rt.url, ADMIN_TOKEN, 'acct-b');
+  for (const path of ['/organizations/acct-b', '/organizations/acct-b/sources', '/organizations/acct-b/events', '/organizations/acct-b/api-keys']) {
+    const answer = await call(rt.url, 'GET', path, { token: keyA });
+    assert.equal(answer.status, 404, path);
+    assert.equal(answer.body.error.code, 'not_found');
+  }
+  const missing = await call(rt.url, 'GET', '/organizations/acct-nonexistent', { token: keyA });
+  assert.equal(missing.status, 404);
+  assert.deepEqual(missing.body, (await call(rt.url, 'GET', '/organizations/acct-b', { token: keyA })).body, 'other org and no org look the same');
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-a')).status, 401);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-a', { token: 'sk_forged' })).status, 401);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-a', { headers: { authorization: 'Basic abc' } })).status, 401);
+});

@@ -1,0 +1,202 @@
+// Signed webhook ingest end to end over real HTTP: all three schemes, dedup, schemas, caps,
+// rotation, the injected clock's timestamp tolerance and inbox pruning.
+
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
+
+const START = Date.UTC(2026, 10, 30, 12, 0, 0);
+const clock = new ManualClock(START);
+const nowSeconds = (): number => Math.floor(clock.now() / 1000);
+const SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+const SECRET_2 = `whsec_${Buffer.alloc(32, 2).toString('base64')}`;
+let rt: TestRuntime;
+let key: string;
+
+before(async () => {
+  rt = await startRuntime({ clock, args: ['--dedup-window-ms', String(60 * 60 * 1000)] });
+  key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-hooks');
+  const sources = [
+    { name: 'billing', scheme: 'standard-webhooks', secrets: [SECRET] },
+    { name: 'billing-2', scheme: 'standard-webhooks', secrets: [SECRET] },
+    { name: 'stripe', scheme: 'stripe', secrets: ['whsec_stripe_test_secret'] },
+    { name: 'gh', scheme: 'github', secrets: ['github-secret-123'] },
+    { name: 'tiny', scheme: 'standard-webhooks', secrets: [SECRET], body_limit_bytes: 2048 },
+    {
+      name: 'typed',
+      secrets: [SECRET],
+      event_types: {
+        'payment.succeeded': {
+          type: 'object',
+          required: ['type', 'data'],
+          properties: { data: { type: 'object', required: ['amount'], properties: { amount: { type: 'integer', minimum: 1 } } } },
+        },
+      },
+    },
+  ];
+  for (const source of sources) {
+    const created = await call(rt.url, 'POST', '/organizations/acct-hooks/sources', { token: key, json: source });
+    assert.equal(created.status, 201, created.text);
+  }
+});
+after(async () => rt.close());
+
+function sendStandard(source: string, id: string, payload: unknown, secret = SECRET, org = 'acct-hooks', at = nowSeconds()) {
+  const body = JSON.stringify(payload);
+  return call(rt.url, 'POST', `/hooks/${org}/${source}`, { body, headers: signStandard(secret, id, at, body) });
+}
+
+test('a signed standard webhook is accepted with 204, a repeat is 409 naming the original', async () => {
+  const first = await sendStandard('billing', 'msg_1', { type: 'payment.succeeded', data: { amount: 10 } });
+  assert.equal(first.status, 204);
+  const eventId = first.headers.get('sluice-event-id');
+  assert.match(eventId ?? '', /^evt_/);
+  const repeat = await sendStandard('billing', 'msg_1', { type: 'payment.succeeded', data: { amount: 10 } });
+  assert.equal(repeat.status, 409);
+  assert.equal(repeat.body.error.code, 'duplicate_event');
+  assert.equal(repeat.body.error.original_event_id, eventId);
+
+  const fetched = await call(rt.url, 'GET', `/organizations/acct-hooks/events/${eventId}`, { token: key });
+  assert.equal(fetched.status, 200);
+  assert.equal(fetched.body.event.type, 'payment.succeeded');
+  assert.equal(fetched.body.event.provider_event_id, 'msg_1');
+  assert.equal(fetched.body.event.source, 'billing');
+  assert.deepEqual(fetched.body.event.payload, { type: 'payment.succeeded', data: { amount: 10 } });
+  assert.deepEqual(fetched.body.reactions, []);
+  assert.equal(fetched.body.recording.headers['webhook-signature'], '[redacted]');
+  assert.equal(fetched.body.recording.verifier.key_index, 0);
+  assert.equal(fetched.body.recording.body, JSON.stringify({ type: 'payment.succeeded', data: { amount: 10 } }));
+});
+
+test('the same provider event id in two sources or two orgs is two events', async () => {
+  const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-hooks-2');
+  await call(rt.url, 'POST', '/organizations/acct-hooks-2/sources', { token: otherKey, json: { name: 'billing', secrets: [SECRET] } });
+  const a = await sendStandard('billing', 'msg_shared', { type: 't.x' });
+  const b = await sendStandard('billing-2', 'msg_shared', { type: 't.x' });
+  const c = await sendStandard('billing', 'msg_shared', { type: 't.x' }, SECRET, 'acct-hooks-2');
+  assert.deepEqual([a.status, b.status, c.status], [204, 204, 204]);
+  assert.equal(new Set([a, b, c].map((r) => r.headers.get('sluice-event-id'))).size, 3);
+});
+
+test('signature failures are 401: wrong secret, missing header, stale or future timestamp', async () => {
+  const wrong = await sendStandard('billing', 'msg_wrong', { type: 't.x' }, SECRET_2);
+  assert.equal(wrong.status, 401);
+  assert.equal(wrong.body.error.code, 'invalid_signature');
+  const body = JSON.stringify({ type: 't.x' });
+  const headers = signStandard(SECRET, 'msg_nosig', nowSeconds(), body);
+  delete headers['webhook-signature'];
+  const missing = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers });
+  assert.equal(missing.status, 401);
+  assert.equal(missing.body.error.code, 'missing_signature');
+  const stale = await sendStandard('billing', 'msg_stale', { type: 't.x' }, SECRET, 'acct-hooks', nowSeconds() - 301);
+  assert.equal(stale.status, 401);
+  assert.equal(stale.body.error.code, 'stale_timestamp');
+  const future = await sendStandard('billing', 'msg_future', { type: 't.x' }, SECRET, 'acct-hooks', nowSeconds() + 301);
+  assert.equal(future.status, 401);
+  const edge = await sendStandard('billing', 'msg_edge', { type: 't.x' }, SECRET, 'acct-hooks', nowSeconds() - 300);
+  assert.equal(edge.status, 204);
+  const tampered = signStandard(SECRET, 'msg_tamper', nowSeconds(), body);
+  const changed = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body: body.replace('t.x', 't.y'), headers: tampered });
+  assert.equal(changed.status, 401);
+  const badTs = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: { ...tampered, 'webhook-timestamp': 'yesterday' } });
+  assert.equal(badTs.status, 400);
+  assert.equal(badTs.body.error.field, 'headers.webhook-timestamp');
+});
+
+test('stripe: t + v1 hex over "t.body", several v1 allowed, v0 ignored, id and type from the body', async () => {
+  const body = JSON.stringify({ id: 'evt_stripe_1', type: 'invoice.paid', data: {} });
+  const t = nowSeconds();
+  const good = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t}.${body}`).digest('hex');
+  const header = `t=${t},v0=${'0'.repeat(64)},v1=${'a'.repeat(64)},v1=${good}`;
+  const ok = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': header } });
+  assert.equal(ok.status, 204, ok.text);
+  const repeat = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': header } });
+  assert.equal(repeat.status, 409);
+  const onlyV0 = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v0=${good}` } });
+  assert.equal(onlyV0.status, 401);
+  const stale = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t - 400}.${body}`).digest('hex');
+  const staleAnswer = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t - 400},v1=${stale}` } });
+  assert.equal(staleAnswer.status, 401);
+  const noId = JSON.stringify({ type: 'invoice.paid' });
+  const noIdSig = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t}.${noId}`).digest('hex');
+  const missingId = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body: noId, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${noIdSig}` } });
+  assert.equal(missingId.status, 400);
+  assert.equal(missingId.body.error.field, 'id');
+});
+
+test('github: sha256 over the raw body, delivery id and event from headers', async () => {
+  const body = JSON.stringify({ action: 'opened', number: 7 });
+  const signature = `sha256=${createHmac('sha256', 'github-secret-123').update(body).digest('hex')}`;
+  const headers = { 'content-type': 'application/json', 'x-hub-signature-256': signature, 'x-github-delivery': 'd-1', 'x-github-event': 'pull_request' };
+  const ok = await call(rt.url, 'POST', '/hooks/acct-hooks/gh', { body, headers });
+  assert.equal(ok.status, 204, ok.text);
+  const event = await call(rt.url, 'GET', `/organizations/acct-hooks/events/${ok.headers.get('sluice-event-id')}`, { token: key });
+  assert.equal(event.body.event.type, 'pull_request');
+  assert.equal((await call(rt.url, 'POST', '/hooks/acct-hooks/gh', { body, headers })).status, 409);
+  const bad = await call(rt.url, 'POST', '/hooks/acct-hooks/gh', { body, headers: { ...headers, 'x-github-delivery': 'd-2', 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` } });
+  assert.equal(bad.status, 401);
+});
+
+test('declared schemas: 422 naming the failing field; undeclared types pass unvalidated', async () => {
+  const bad = await sendStandard('typed', 'msg_s1', { type: 'payment.succeeded', data: { amount: 0 } });
+  assert.equal(bad.status, 422);
+  assert.equal(bad.body.error.code, 'schema_validation_failed');
+  assert.equal(bad.body.error.field, 'payload.data.amount');
+  const missing = await sendStandard('typed', 'msg_s2', { type: 'payment.succeeded' });
+  assert.equal(missing.status, 422);
+  assert.equal(missing.body.error.field, 'payload.data');
+  assert.equal((await sendStandard('typed', 'msg_s3', { type: 'payment.succeeded', data: { amount: 5 } })).status, 204);
+  assert.equal((await sendStandard('typed', 'msg_s4', { type: 'refund.created' })).status, 204);
+  const retried = await sendStandard('typed', 'msg_s1', { type: 'payment.succeeded', data: { amount: 3 } });
+  assert.equal(retried.status, 204, 'a rejected delivery claims nothing, so the corrected retry is accepted');
+});
+
+test('413 over the per-source cap, 415 for non-JSON, 400 for malformed JSON, 404 for unknown org/source', async () => {
+  const big = await sendStandard('tiny', 'msg_big', { type: 't.x', pad: 'x'.repeat(4096) });
+  assert.equal(big.status, 413);
+  assert.equal(big.body.error.code, 'payload_too_large');
+  assert.equal((await sendStandard('billing', 'msg_ok_big', { type: 't.x', pad: 'x'.repeat(4096) })).status, 204);
+
+  const text = 'type=t.x';
+  const form = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body: text, headers: { ...signStandard(SECRET, 'msg_form', nowSeconds(), text), 'content-type': 'text/plain' } });
+  assert.equal(form.status, 415);
+  const broken = '{"type": "t.x",';
+  const malformed = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body: broken, headers: signStandard(SECRET, 'msg_broken', nowSeconds(), broken) });
+  assert.equal(malformed.status, 400);
+  assert.equal(malformed.body.error.code, 'malformed_json');
+  const array = '[1,2]';
+  assert.equal((await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body: array, headers: signStandard(SECRET, 'msg_arr', nowSeconds(), array) })).status, 400);
+  assert.equal((await sendStandard('nope', 'msg_x', { type: 't.x' })).status, 404);
+  assert.equal((await sendStandard('billing', 'msg_x', { type: 't.x' }, SECRET, 'acct-nope')).status, 404);
+  const noType = await sendStandard('billing', 'msg_notype', { data: 1 });
+  assert.equal(noType.status, 400);
+  assert.equal(noType.body.error.field, 'type');
+});
+
+test('rotation: old and new secrets both verify until the old one is removed; secrets are never returned', async () => {
+  const rotated = await call(rt.url, 'PATCH', '/organizations/acct-hooks/sources/billing', { token: key, json: { secrets: [SECRET, SECRET_2] } });
+  assert.equal(rotated.status, 200);
+  assert.equal(rotated.body.source.active_secrets, 2);
+  assert.ok(!rotated.text.includes(SECRET.slice(6, 20)));
+  assert.equal((await sendStandard('billing', 'msg_rot1', { type: 't.x' }, SECRET)).status, 204);
+  assert.equal((await sendStandard('billing', 'msg_rot2', { type: 't.x' }, SECRET_2)).status, 204);
+  await call(rt.url, 'PATCH', '/organizations/acct-hooks/sources/billing', { token: key, json: { secrets: [SECRET_2] } });
+  assert.equal((await sendStandard('billing', 'msg_rot3', { type: 't.x' }, SECRET)).status, 401);
+  const listed = await call(rt.url, 'GET', '/organizations/acct-hooks/sources', { token: key });
+  assert.ok(!listed.text.includes(SECRET_2.slice(6, 20)), 'no secret in list answers');
+  assert.ok(!listed.text.includes('stripe_test_secret'));
+});
+
+test('dedup claims expire after the window and are pruned; then the id is new again', async () => {
+  assert.equal((await sendStandard('billing', 'msg_window', { type: 't.x' }, SECRET_2)).status, 204);
+  clock.advance(30 * 60 * 1000);
+  assert.equal((await sendStandard('billing', 'msg_window', { type: 't.x' }, SECRET_2)).status, 409);
+  clock.advance(31 * 60 * 1000);
+  const pruned = await rt.runtime.inbox.prune(clock.now());
+  assert.ok(pruned >= 1, `pruned ${pruned}`);
+  assert.equal(rt.runtime.ledger.inbox.get(['acct-hooks', 'billing', 'msg_window']), undefined);
+  assert.equal((await sendStandard('billing', 'msg_window', { type: 't.x' }, SECRET_2)).status, 204);
+});
