@@ -45,20 +45,23 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
 
 async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
   const config = loadRuntimeConfig(args, process.env);
-  const runtime = await createRuntime(config);
-  printWelcome(runtime, config, command);
+  const starting = createRuntime(config);
+  // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
   const stop = (signal: string): void => {
     process.stdout.write(`received ${signal}, shutting down\n`);
-    runtime.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`shutdown failed: ${String(error)}\n`);
-        process.exit(1);
-      },
-    );
+    starting
+      .then((runtime) => runtime.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`shutdown failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  printWelcome(await starting, config, command);
 }
 
 async function main(argv: readonly string[]): Promise<void> {

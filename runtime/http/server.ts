@@ -12,6 +12,8 @@ import { Router } from './router.ts';
 import type { HttpReply, HttpRequest, Route } from './types.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** uWS 20.30 buffers far larger header blocks than any client needs; this is Sluice's own cap. */
+export const MAX_HEADER_BYTES = 16 * 1024;
 
 export interface HttpServerOptions {
   readonly routes: readonly Route[];
@@ -71,7 +73,9 @@ export class HttpServer {
     const rawUrl = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
     const headers: Record<string, string> = {};
+    let headerBytes = rawUrl.length;
     req.forEach((key, value) => {
+      headerBytes += key.length + value.length + 4;
       headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
     });
     let aborted = false;
@@ -89,6 +93,9 @@ export class HttpServer {
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {
+      if (headerBytes > MAX_HEADER_BYTES) {
+        throw new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
+      }
       const { route, params } = this.#router.match(method, Router.decodePath(rawUrl));
       metricName = route.metricName ?? route.pattern;
       const limit = route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT;

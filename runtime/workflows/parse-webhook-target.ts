@@ -1,0 +1,76 @@
+// The outbound target of a webhook step: its URL and the extra headers the author may add.
+// Headers that frame the request or carry Sluice's signature and idempotency key are refused.
+
+import { describeField, expectRecord, fail, pathOf, readString } from './input-fields.ts';
+
+export const MAX_URL_LENGTH = 2048;
+export const MAX_HEADERS = 20;
+export const MAX_HEADER_VALUE = 1024;
+
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1) and framing headers are the transport's; the Standard
+ * Webhooks headers and `Idempotency-Key` are what receivers verify and dedupe on, so a step
+ * may never override them.
+ */
+export const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+  'idempotency-key',
+]);
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+
+/**
+ * Absolute http(s) URL without credentials. Address checks (loopback, private ranges) belong to
+ * the sender at delivery time, when DNS is resolved; a write-time check could be bypassed by DNS.
+ */
+export function parseWebhookUrl(value: unknown, field: string): string {
+  const text = readString(value, field, { max: MAX_URL_LENGTH, trim: true });
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return fail(field, `${describeField(field)} must be an absolute http or https URL.`, 'invalid_url');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    fail(field, `${describeField(field)} must use http or https, not ${url.protocol.replace(':', '')}.`, 'invalid_url');
+  }
+  if (url.hostname === '') fail(field, `${describeField(field)} must name a host.`, 'invalid_url');
+  if (url.username !== '' || url.password !== '') {
+    fail(field, `${describeField(field)} must not embed credentials; put them in a header.`, 'invalid_url');
+  }
+  return url.toString();
+}
+
+/** String-to-string map, at most 20 entries, valid header names, no duplicates by case. */
+export function parseWebhookHeaders(value: unknown, field: string): Record<string, string> {
+  const record = expectRecord(value, field);
+  const entries = Object.entries(record);
+  if (entries.length > MAX_HEADERS) fail(field, `${describeField(field)} may hold at most ${MAX_HEADERS} headers.`);
+  const seen = new Set<string>();
+  const headers: Record<string, string> = {};
+  for (const [name, raw] of entries) {
+    const at = pathOf(field, name);
+    if (!TOKEN.test(name)) fail(at, `Header name "${name.slice(0, 64)}" is not a valid HTTP header name.`);
+    const lower = name.toLowerCase();
+    if (FORBIDDEN_HEADERS.has(lower)) {
+      fail(at, `Header "${name}" is set by Sluice or by the transport and cannot be overridden.`, 'forbidden_header');
+    }
+    if (seen.has(lower)) fail(at, `Header "${name}" is given more than once (header names ignore case).`);
+    seen.add(lower);
+    headers[name] = readString(raw, at, { min: 0, max: MAX_HEADER_VALUE });
+  }
+  return headers;
+}

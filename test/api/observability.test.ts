@@ -1,0 +1,38 @@
+// /healthz and /metrics: liveness, and Prometheus counters that move with real ingest traffic.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
+
+const SECRET = `whsec_${Buffer.alloc(32, 4).toString('base64')}`;
+let rt: TestRuntime;
+before(async () => {
+  rt = await startRuntime();
+});
+after(async () => rt.close());
+
+test('/healthz answers ok without a key', async () => {
+  const health = await call(rt.url, 'GET', '/healthz');
+  assert.equal(health.status, 200);
+  assert.equal(health.body.status, 'ok');
+});
+
+test('/metrics counts ingest outcomes, request latency and ledger commit latency', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-metrics');
+  await call(rt.url, 'POST', '/organizations/acct-metrics/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
+  const body = JSON.stringify({ type: 'm.x' });
+  const headers = signStandard(SECRET, 'msg_m1', Math.floor(Date.now() / 1000), body);
+  assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/in', { body, headers })).status, 204);
+  assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/in', { body, headers })).status, 409);
+  assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/in', { body, headers: { ...headers, 'webhook-id': 'other' } })).status, 401);
+
+  const metrics = await call(rt.url, 'GET', '/metrics');
+  assert.equal(metrics.status, 200);
+  assert.match(metrics.headers.get('content-type') ?? '', /text\/plain/);
+  assert.match(metrics.text, /sluice_ingest_total\{outcome="accepted"\} 1/);
+  assert.match(metrics.text, /sluice_ingest_total\{outcome="duplicate_event"\} 1/);
+  assert.match(metrics.text, /sluice_ingest_total\{outcome="invalid_signature"\} 1/);
+  assert.match(metrics.text, /sluice_http_request_duration_seconds_count\{route="ingest",method="POST",status="204"\} 1/);
+  assert.match(metrics.text, /sluice_ledger_commit_duration_seconds_count\{operation="ingest"\} 1/);
+});

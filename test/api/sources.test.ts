@@ -1,0 +1,73 @@
+// The sources API: validation of schemes and secrets, CRUD, and that secrets never come back.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg } from '../helpers/http.ts';
+
+const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+let rt: TestRuntime;
+let key: string;
+before(async () => {
+  rt = await startRuntime();
+  key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-src');
+});
+after(async () => rt.close());
+
+const base = '/organizations/acct-src/sources';
+
+test('create, get, list, delete; the answer never holds a secret', async () => {
+  const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'billing', secrets: [SECRET], environment: 'sandbox' } });
+  assert.equal(created.status, 201);
+  assert.equal(created.body.source.scheme, 'standard-webhooks');
+  assert.equal(created.body.source.environment, 'sandbox');
+  assert.equal(created.body.source.body_limit_bytes, 1024 * 1024);
+  assert.equal(created.body.source.ingest_path, '/hooks/acct-src/billing');
+  assert.ok(!created.text.includes(SECRET.slice(6)), 'no secret in the create answer');
+  assert.equal((await call(rt.url, 'POST', base, { token: key, json: { name: 'billing', secrets: [SECRET] } })).status, 409);
+  const got = await call(rt.url, 'GET', `${base}/billing`, { token: key });
+  assert.equal(got.body.source.active_secrets, 1);
+  assert.ok(!got.text.includes(SECRET.slice(6)));
+  assert.equal((await call(rt.url, 'GET', base, { token: key })).body.sources.length, 1);
+  assert.equal((await call(rt.url, 'DELETE', `${base}/billing`, { token: key })).status, 204);
+  assert.equal((await call(rt.url, 'GET', `${base}/billing`, { token: key })).status, 404);
+  assert.equal((await call(rt.url, 'DELETE', `${base}/billing`, { token: key })).status, 404);
+});
+
+test('a standard-webhooks secret must be base64 of at least 24 bytes', async () => {
+  const short = await call(rt.url, 'POST', base, { token: key, json: { name: 'short', secrets: [`whsec_${Buffer.alloc(16).toString('base64')}`] } });
+  assert.equal(short.status, 400);
+  assert.equal(short.body.error.code, 'secret_too_short');
+  assert.equal(short.body.error.field, 'secrets[0]');
+  const notBase64 = await call(rt.url, 'POST', base, { token: key, json: { name: 'nb64', secrets: [SECRET, 'whsec_***not-base64***'] } });
+  assert.equal(notBase64.status, 400);
+  assert.equal(notBase64.body.error.field, 'secrets[1]');
+  const stripeAnything = await call(rt.url, 'POST', base, { token: key, json: { name: 'stripe', scheme: 'stripe', secrets: ['whsec_any_text'] } });
+  assert.equal(stripeAnything.status, 201);
+});
+
+test('bad source documents get 400 naming the field', async () => {
+  const cases: [unknown, string][] = [
+    [{ name: 'Bad Name', secrets: [SECRET] }, 'name'],
+    [{ name: 'x', secrets: [] }, 'secrets'],
+    [{ name: 'x', secrets: [SECRET], scheme: 'svix' }, 'scheme'],
+    [{ name: 'x', secrets: [SECRET], environment: 'prod' }, 'environment'],
+    [{ name: 'x', secrets: [SECRET], body_limit_bytes: 10 }, 'body_limit_bytes'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { type: 'nonsense' } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'bad type': {} } }, 'event_types'],
+    [{ name: 'x' }, 'secrets'],
+  ];
+  for (const [json, field] of cases) {
+    const answer = await call(rt.url, 'POST', base, { token: key, json });
+    assert.equal(answer.status, 400, JSON.stringify(json));
+    assert.equal(answer.body.error.field, field, JSON.stringify(json));
+    assert.equal(typeof answer.body.error.message, 'string');
+  }
+});
+
+test('viewers cannot create sources', async () => {
+  const viewer = await call(rt.url, 'POST', '/organizations/acct-src/api-keys', { token: key, json: { role: 'viewer' } });
+  const denied = await call(rt.url, 'POST', base, { token: viewer.body.key, json: { name: 'v', secrets: [SECRET] } });
+  assert.equal(denied.status, 403);
+  assert.equal((await call(rt.url, 'GET', base, { token: viewer.body.key })).status, 200);
+});

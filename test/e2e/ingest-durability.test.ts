@@ -1,0 +1,88 @@
+// Crash safety of ingest: every 204 is on disk. SIGKILL right after the answers, restart on the same
+// data dir, find every acknowledged event and its inbox claim. Also: SIGTERM shuts down cleanly.
+
+import assert from 'node:assert/strict';
+import { rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ADMIN_TOKEN, spawnRuntime, tempDir } from '../helpers/runtime.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
+
+const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
+
+async function prepare(url: string): Promise<string> {
+  const key = await createOrg(url, ADMIN_TOKEN, 'acct-crash');
+  const source = await call(url, 'POST', '/organizations/acct-crash/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
+  assert.equal(source.status, 201);
+  return key;
+}
+
+function deliver(url: string, id: string): Promise<{ status: number; eventId: string | null }> {
+  const body = JSON.stringify({ type: 'crash.test', id });
+  return call(url, 'POST', '/hooks/acct-crash/in', { body, headers: signStandard(SECRET, id, Math.floor(Date.now() / 1000), body) }).then(
+    (r) => ({ status: r.status, eventId: r.headers.get('sluice-event-id') }),
+    () => ({ status: 0, eventId: null }),
+  );
+}
+
+test('SIGKILL after the answers loses no acknowledged event; repeats stay 409 after restart', async () => {
+  const dataDir = tempDir();
+  try {
+    const first = await spawnRuntime(dataDir);
+    const key = await prepare(first.url);
+    const acknowledged = new Map<string, string>();
+    // Keep writes in flight while the process dies: the kill lands as soon as 150 answers are in.
+    const inFlight: Promise<void>[] = [];
+    let killed = false;
+    for (let i = 0; i < 300; i++) {
+      const id = `msg_${i}`;
+      inFlight.push(
+        deliver(first.url, id).then(({ status, eventId }) => {
+          if (status === 204 && eventId !== null && !killed) acknowledged.set(id, eventId);
+          if (acknowledged.size >= 150 && !killed) {
+            killed = true;
+            first.child.kill('SIGKILL');
+          }
+        }),
+      );
+    }
+    await Promise.all(inFlight);
+    if (!killed) first.child.kill('SIGKILL');
+    assert.equal(await first.exited, 'SIGKILL');
+    assert.ok(acknowledged.size >= 150, `acknowledged ${acknowledged.size}`);
+
+    const second = await spawnRuntime(dataDir);
+    try {
+      for (const [id, eventId] of acknowledged) {
+        const event = await call(second.url, 'GET', `/organizations/acct-crash/events/${eventId}`, { token: key });
+        assert.equal(event.status, 200, `event ${eventId} of ${id} survived`);
+        assert.equal(event.body.event.provider_event_id, id);
+      }
+      const sample = [...acknowledged.keys()].slice(0, 20);
+      for (const id of sample) {
+        const repeat = await deliver(second.url, id);
+        assert.equal(repeat.status, 409, `${id} is still claimed`);
+      }
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('SIGTERM finishes in-flight writes and exits 0; the admin token file is 0600', async () => {
+  const dataDir = tempDir();
+  try {
+    const runtime = await spawnRuntime(dataDir, 'serve', ['--admin-token', '']);
+    const tokenFile = join(dataDir, 'admin-token');
+    assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
+    assert.ok(runtime.output.some((line) => line.includes('admin-token')), 'the token file is named on start');
+    assert.ok(runtime.output.some((line) => line.includes('curl')), 'an example request is printed');
+    runtime.child.kill('SIGTERM');
+    assert.equal(await runtime.exited, 0);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,140 @@
+// Hostile and broken HTTP input against the real uWS server: garbage bytes, truncated and chunked
+// bodies, huge headers, wrong methods, odd paths, disconnects. Nothing malformed is stored.
+
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
+
+const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
+let rt: TestRuntime;
+let key: string;
+let port: number;
+
+before(async () => {
+  rt = await startRuntime();
+  port = rt.runtime.port;
+  key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-bad');
+  await call(rt.url, 'POST', '/organizations/acct-bad/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
+});
+after(async () => rt.close());
+
+/** Writes raw bytes (optionally in pieces), then reads until the server closes or answers fully, bounded by 3 s. */
+function raw(pieces: (string | Buffer)[], options: { endEarly?: boolean } = {}): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const received: Buffer[] = [];
+    const done = (): void => {
+      socket.destroy();
+      resolve(Buffer.concat(received).toString('latin1'));
+    };
+    socket.setTimeout(3000, done);
+    socket.on('data', (chunk) => {
+      received.push(chunk);
+      const text = Buffer.concat(received).toString('latin1');
+      const length = /content-length: (\d+)/i.exec(text);
+      const bodyStart = text.indexOf('\r\n\r\n');
+      if (bodyStart >= 0 && length !== null && text.length - bodyStart - 4 >= Number(length[1])) done();
+    });
+    socket.on('close', done);
+    socket.on('error', done);
+    socket.on('connect', async () => {
+      for (const piece of pieces) {
+        socket.write(piece);
+        await new Promise((r) => setImmediate(r));
+      }
+      if (options.endEarly === true) socket.end();
+    });
+  });
+}
+
+async function eventCount(): Promise<number> {
+  const listed = await call(rt.url, 'GET', '/organizations/acct-bad/events?limit=500', { token: key });
+  return listed.body.events.length as number;
+}
+
+async function serverStillServes(): Promise<void> {
+  const health = await call(rt.url, 'GET', '/healthz');
+  assert.equal(health.status, 200);
+}
+
+test('random bytes and a garbage request line do not crash the server', async () => {
+  for (let i = 0; i < 5; i++) await raw([randomBytes(512)]);
+  await raw(['NOT-HTTP\r\n\r\n']);
+  await serverStillServes();
+});
+
+test('a body that arrives in many small chunks is reassembled and verified over the exact bytes', async () => {
+  const body = JSON.stringify({ type: 'chunked.ok', data: 'x'.repeat(3000) });
+  const headers = signStandard(SECRET, 'msg_chunks', Math.floor(Date.now() / 1000), body);
+  const head = `POST /hooks/acct-bad/in HTTP/1.1\r\nhost: x\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  const pieces: string[] = [head];
+  for (let i = 0; i < body.length; i += 7) pieces.push(body.slice(i, i + 7));
+  const answer = await raw(pieces);
+  assert.match(answer, /^HTTP\/1\.1 204/);
+});
+
+test('a truncated body or a client that disconnects mid-body stores nothing', async () => {
+  const before = await eventCount();
+  const body = JSON.stringify({ type: 'trunc.x', data: 'y'.repeat(2000) });
+  const headers = signStandard(SECRET, 'msg_trunc', Math.floor(Date.now() / 1000), body);
+  const head = `POST /hooks/acct-bad/in HTTP/1.1\r\nhost: x\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  await raw([head, body.slice(0, 500)], { endEarly: true });
+  await serverStillServes();
+  assert.equal(await eventCount(), before);
+  const retried = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body, headers });
+  assert.equal(retried.status, 204, 'the provider retry is accepted: the broken attempt claimed nothing');
+});
+
+test('huge headers are refused without crashing', async () => {
+  const answer = await raw([`GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(64 * 1024)}\r\n\r\n`]);
+  assert.match(answer, /^HTTP\/1\.1 431/);
+  assert.match(answer, /headers_too_large/);
+  const enormous = await raw([`GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(4 * 1024 * 1024)}\r\n\r\n`]);
+  assert.doesNotMatch(enormous, /^HTTP\/1\.1 2/);
+  await serverStillServes();
+});
+
+test('wrong methods are 405, unknown paths 404, bad escapes and unicode ids 4xx, all as JSON errors', async () => {
+  const wrongMethod = await call(rt.url, 'GET', '/hooks/acct-bad/in');
+  assert.equal(wrongMethod.status, 405);
+  assert.equal(wrongMethod.body.error.code, 'method_not_allowed');
+  const put = await call(rt.url, 'PUT', '/organizations', { token: ADMIN_TOKEN, json: {} });
+  assert.equal(put.status, 405);
+  const unknown = await call(rt.url, 'GET', '/nothing/here');
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.body.error.code, 'route_not_found');
+  const badEscape = await raw(['GET /organizations/%E0%A4%A HTTP/1.1\r\nhost: x\r\n\r\n']);
+  assert.match(badEscape, /^HTTP\/1\.1 400/);
+  assert.match(badEscape, /malformed_path/);
+  const unicode = await call(rt.url, 'POST', `/hooks/${encodeURIComponent('ácct-bäd')}/in`, { json: { type: 'x' } });
+  assert.equal(unicode.status, 404);
+  const unicodeEvent = await call(rt.url, 'GET', `/organizations/acct-bad/events/${encodeURIComponent('évt-☃')}`, { token: key });
+  assert.equal(unicodeEvent.status, 404);
+  assert.equal(unicodeEvent.body.error.code, 'not_found');
+});
+
+test('invalid UTF-8 and deeply broken JSON bodies are 400 and leave no trace', async () => {
+  const before = await eventCount();
+  const invalidUtf8 = Buffer.from([0x7b, 0x22, 0x74, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
+  const headers = signStandard(SECRET, 'msg_utf8', Math.floor(Date.now() / 1000), invalidUtf8.toString('latin1'));
+  const sig = (await import('node:crypto')).createHmac('sha256', Buffer.from(SECRET.slice(6), 'base64'));
+  sig.update(`msg_utf8.${headers['webhook-timestamp']}.`).update(invalidUtf8);
+  const answer = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body: invalidUtf8, headers: { ...headers, 'webhook-signature': `v1,${sig.digest('base64')}` } });
+  assert.equal(answer.status, 400);
+  assert.equal(answer.body.error.code, 'malformed_json');
+  const deep = '['.repeat(100_000);
+  const deepAnswer = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body: deep, headers: signStandard(SECRET, 'msg_deep', Math.floor(Date.now() / 1000), deep) });
+  assert.equal(deepAnswer.status, 400);
+  assert.equal(await eventCount(), before);
+  assert.ok(!JSON.stringify(deepAnswer.body).includes('at '), 'no stack trace in errors');
+});
+
+test('an oversized declared content-length is 413 before the body is read', async () => {
+  const answer = await raw([`POST /hooks/acct-bad/in HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${50 * 1024 * 1024}\r\n\r\n{`]);
+  assert.match(answer, /^HTTP\/1\.1 413/);
+  assert.match(answer, /payload_too_large/);
+  await serverStillServes();
+});
