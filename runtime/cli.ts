@@ -5,6 +5,7 @@ import { relative } from 'node:path';
 import { loadRuntimeConfig, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
 import { SluiceError } from './errors.ts';
+import { signCommand } from './sign-command.ts';
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -12,6 +13,8 @@ commands:
   dev           run the runtime with an embedded LMDB and a local hook-runner (npm start)
   serve         run the runtime alone
   hook-runner   run the WebAssembly hook-runner (gRPC)
+  sign          print Standard Webhooks headers for a body as curl -H arguments
+                (--secret whsec_... --id <message id> --body <json> [--timestamp <s>])
 
 options (dev, serve):
   --port <n>            listen port, 0 = any free port (SLUICE_PORT, default 8787)
@@ -70,6 +73,9 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'dev':
     case 'serve':
       return runServer(command, rest);
+    case 'sign':
+      process.stdout.write(`${signCommand(rest, Date.now())}\n`);
+      return;
     case 'help':
     case '--help':
     case undefined:

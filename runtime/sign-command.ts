@@ -1,0 +1,30 @@
+// `sluice sign`: prints Standard Webhooks headers for a body as curl `-H` arguments, so a newcomer
+// can send a correctly signed webhook from the shell without writing code.
+
+import { createHmac } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { InputError } from './errors.ts';
+import { decodeStandardSecret } from './sources/source-record.ts';
+
+/** Returns the curl arguments `-H webhook-id:… -H webhook-timestamp:… -H webhook-signature:v1,…`. */
+export function signCommand(args: readonly string[], nowMs: number): string {
+  const { values } = parseArgs({
+    args: [...args],
+    strict: true,
+    options: { secret: { type: 'string' }, id: { type: 'string' }, body: { type: 'string' }, timestamp: { type: 'string' } },
+  });
+  const { secret, id, body } = values;
+  if (secret === undefined || id === undefined || body === undefined) {
+    throw new InputError(400, 'usage', 'usage: sluice sign --secret whsec_... --id <message id> --body <json> [--timestamp <unix seconds>]');
+  }
+  const key = decodeStandardSecret(secret);
+  if (key === undefined) throw new InputError(400, 'invalid_secret', 'the secret must be base64, optionally prefixed with "whsec_"');
+  const timestamp = values.timestamp ?? String(Math.floor(nowMs / 1000));
+  const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
+  return [
+    '-H content-type:application/json',
+    `-H webhook-id:${id}`,
+    `-H webhook-timestamp:${timestamp}`,
+    `-H webhook-signature:v1,${signature}`,
+  ].join(' ');
+}
