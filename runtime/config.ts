@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { InputError } from './errors.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
 import type { LogLevel } from './log.ts';
+import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
 
 export interface RuntimeConfig {
   readonly host: string;
@@ -16,6 +17,8 @@ export interface RuntimeConfig {
   readonly adminToken: string | undefined;
   readonly adminTokenFile: string;
   readonly dedupWindowMs: number;
+  /** Live updates retained per org for reconnecting subscribers. */
+  readonly liveRetention: number;
   readonly logLevel: LogLevel;
 }
 
@@ -41,6 +44,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'data-dir': { type: 'string' },
       'admin-token': { type: 'string' },
       'dedup-window-ms': { type: 'string' },
+      'live-retention': { type: 'string' },
       'log-level': { type: 'string' },
     },
   });
@@ -56,6 +60,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     adminToken: values['admin-token'] ?? env.SLUICE_ADMIN_TOKEN,
     adminTokenFile: join(dataDir, 'admin-token'),
     dedupWindowMs: integer('--dedup-window-ms', values['dedup-window-ms'] ?? env.SLUICE_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * 86_400_000),
+    liveRetention: integer('--live-retention', values['live-retention'] ?? env.SLUICE_LIVE_RETENTION, DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
     logLevel,
   };
 }

@@ -18,6 +18,8 @@ import { hookRoutes } from './ingest/hook-routes.ts';
 import { openLedger, type Ledger } from './ledger/open-ledger.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRuntimeMetrics } from './metrics.ts';
+import { LiveRooms } from './rooms/live-rooms.ts';
+import { UpdateLog } from './rooms/update-log.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
 import { OrganizationStore } from './tenancy/organizations.ts';
@@ -34,6 +36,8 @@ export interface Runtime {
   readonly ledger: Ledger;
   readonly context: ApiContext;
   readonly inbox: Inbox;
+  readonly updateLog: UpdateLog;
+  readonly rooms: LiveRooms;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
   close(): Promise<void>;
 }
@@ -67,6 +71,8 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
       ...hookRoutes({ orgs, sources, events, clock, metrics }),
     ],
   });
+  const updateLog = new UpdateLog(ledger, config.liveRetention);
+  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
   const port = await server.listen(config.host, config.port);
 
   const pruneTimer = setInterval(() => {
@@ -83,9 +89,12 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ledger,
     context,
     inbox,
+    updateLog,
+    rooms,
     close: () =>
       (closing ??= (async () => {
         clearInterval(pruneTimer);
+        rooms.close();
         await server.close();
         await ledger.close();
       })()),

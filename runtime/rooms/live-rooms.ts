@@ -1,0 +1,139 @@
+// The live WebSocket rooms at /organizations/:org_id/live: authentication at upgrade, Subscribe with
+// replay from the retained log, live fan-out through uWS topics, heartbeats and slow-consumer closes.
+
+import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import type { Authorizer } from '../auth/authorize.ts';
+import type { Clock } from '../clock.ts';
+import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
+import type { UpdateLog } from './update-log.ts';
+
+/**
+ * Close codes a live client must handle (see README, "Live rooms"). A slow consumer is closed with
+ * 4008 when the heartbeat sees half the backpressure budget queued, or dropped by uWS (1006, no close
+ * frame) the moment a message would exceed it; either way it reconnects with `after_seq`.
+ */
+export const CLOSE_PROTOCOL_ERROR = 1002;
+export const CLOSE_SLOW_CONSUMER = 4008;
+export const LIVE_PROTOCOL = 'sluice-live';
+/** Bytes a socket may have queued before it is treated as a slow consumer. */
+export const MAX_BACKPRESSURE = 1024 * 1024;
+const HEARTBEAT_MS = 5000;
+const ENVIRONMENTS = new Set(['production', 'sandbox']);
+
+interface SocketData {
+  orgId: string;
+  topic: string;
+}
+
+const topicFor = (orgId: string, environment: string, runId: string): string =>
+  runId === '' ? `live/${orgId}/${environment}` : `live/${orgId}/${environment}/run/${runId}`;
+
+export class LiveRooms {
+  readonly #app: TemplatedApp;
+  readonly #log: UpdateLog;
+  readonly #clock: Clock;
+  readonly #sockets = new Set<WebSocket<SocketData>>();
+  /** Highest seq already handed to uWS per org; replays stop there so nothing is sent twice. */
+  readonly #published = new Map<string, number>();
+  readonly #heartbeat: NodeJS.Timeout;
+
+  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock) {
+    this.#app = app;
+    this.#log = log;
+    this.#clock = clock;
+    app.ws<SocketData>('/organizations/:org_id/live', {
+      maxPayloadLength: 4096,
+      maxBackpressure: MAX_BACKPRESSURE,
+      // A message that would be dropped closes the socket instead: a live client never silently misses one.
+      // (The uWS 20.30 typings declare this flag as a number.)
+      closeOnBackpressureLimit: 1,
+      idleTimeout: 60,
+      upgrade: (res, req, context) => {
+        const orgId = req.getParameter(0) ?? '';
+        const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
+        const token = new URLSearchParams(req.getQuery() ?? '').get('token') ?? offered.find((p) => p !== LIVE_PROTOCOL);
+        const environment = new URLSearchParams(req.getQuery() ?? '').get('environment') ?? 'production';
+        const key = req.getHeader('sec-websocket-key');
+        const extensions = req.getHeader('sec-websocket-extensions');
+        const principal = token === undefined ? undefined : auth.principalForToken(token);
+        const allowed = principal !== undefined && orgs.get(orgId) !== undefined && (principal.kind === 'platform_admin' || principal.orgId === orgId);
+        if (!allowed || !ENVIRONMENTS.has(environment)) {
+          const status = principal === undefined ? '401 Unauthorized' : allowed ? '400 Bad Request' : '404 Not Found';
+          res.writeStatus(status).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: { code: 'live_refused', message: 'The live room needs a valid key of this organization.' } }));
+          return;
+        }
+        const protocol = offered.includes(LIVE_PROTOCOL) ? LIVE_PROTOCOL : (offered[0] ?? '');
+        res.upgrade<SocketData>({ orgId, topic: topicFor(orgId, environment, '') }, key, protocol, extensions, context);
+      },
+      open: (ws) => {
+        this.#sockets.add(ws);
+        ws.subscribe(ws.getUserData().topic);
+      },
+      message: (ws, message, isBinary) => this.#onMessage(ws, new Uint8Array(message.slice(0)), isBinary),
+      close: (ws) => {
+        this.#sockets.delete(ws);
+      },
+    });
+    this.#heartbeat = setInterval(() => this.#beat(), HEARTBEAT_MS);
+    this.#heartbeat.unref();
+  }
+
+  /** Fans durable updates out to subscribers; call only after the transaction holding them is flushed. */
+  publish(orgId: string, updates: readonly RunUpdate[]): void {
+    for (const update of updates) {
+      const frame = encodeLiveMessage({ run_update: update });
+      this.#app.publish(topicFor(orgId, update.environment, ''), frame, true);
+      this.#app.publish(topicFor(orgId, update.environment, update.run_id), frame, true);
+      if (update.seq > (this.#published.get(orgId) ?? 0)) this.#published.set(orgId, update.seq);
+    }
+  }
+
+  get subscriberCount(): number {
+    return this.#sockets.size;
+  }
+
+  close(): void {
+    clearInterval(this.#heartbeat);
+    for (const ws of [...this.#sockets]) ws.end(1001, 'server shutting down');
+  }
+
+  #publishedSeq(orgId: string): number {
+    return this.#published.get(orgId) ?? this.#log.lastSeq(orgId);
+  }
+
+  #onMessage(ws: WebSocket<SocketData>, bytes: Uint8Array, isBinary: boolean): void {
+    let subscribe;
+    try {
+      if (!isBinary) throw new Error('frames must be binary');
+      subscribe = decodeClientMessage(bytes).subscribe;
+      if (subscribe.environment !== '' && !ENVIRONMENTS.has(subscribe.environment)) throw new Error('unknown environment');
+      if (subscribe.run_id.length > 200) throw new Error('run_id too long');
+    } catch (error) {
+      ws.end(CLOSE_PROTOCOL_ERROR, `invalid ClientMessage: ${error instanceof Error ? error.message : 'undecodable'}`.slice(0, 120));
+      return;
+    }
+    const data = ws.getUserData();
+    const environment = subscribe.environment === '' ? 'production' : subscribe.environment;
+    ws.unsubscribe(data.topic);
+    data.topic = topicFor(data.orgId, environment, subscribe.run_id);
+    const missed = this.#log
+      .range(data.orgId, subscribe.after_seq, this.#publishedSeq(data.orgId))
+      .filter((u) => u.environment === environment && (subscribe.run_id === '' || u.run_id === subscribe.run_id));
+    ws.cork(() => {
+      for (const update of missed) ws.send(encodeLiveMessage({ run_update: update }), true);
+    });
+    ws.subscribe(data.topic);
+  }
+
+  #beat(): void {
+    const at = this.#clock.now();
+    for (const ws of this.#sockets) {
+      if (ws.getBufferedAmount() > MAX_BACKPRESSURE / 2) {
+        ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer');
+        continue;
+      }
+      ws.send(encodeLiveMessage({ heartbeat: { at_ms: at, last_seq: this.#publishedSeq(ws.getUserData().orgId) } }), true);
+    }
+  }
+}

@@ -1,0 +1,49 @@
+// The retained live updates of each org: [orgId, seq] -> RunUpdate, with a per-org sequence counter.
+// Appends happen inside the transaction that persists the run transition, so seq order = commit order.
+
+import type { Database } from 'lmdb';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import type { RunUpdate } from './live-codec.ts';
+
+export const DEFAULT_RETAINED_UPDATES = 10_000;
+
+export type NewRunUpdate = Omit<RunUpdate, 'seq' | 'org_id'>;
+
+export class UpdateLog {
+  readonly #updates: Database;
+  readonly #counters: Database;
+  readonly #retention: number;
+
+  constructor(ledger: Ledger, retention: number) {
+    this.#updates = ledger.openDatabase('live-updates');
+    this.#counters = ledger.openDatabase('live-seq');
+    this.#retention = retention;
+  }
+
+  /** Assigns the next seq of the org and stores the update, dropping the oldest beyond retention. Call inside a write transaction. */
+  append(orgId: string, update: NewRunUpdate): RunUpdate {
+    const seq = this.lastSeq(orgId) + 1;
+    const stored: RunUpdate = { ...update, seq };
+    this.#counters.put([orgId], seq);
+    this.#updates.put([orgId, seq], stored);
+    if (seq > this.#retention) this.#updates.remove([orgId, seq - this.#retention]);
+    return stored;
+  }
+
+  lastSeq(orgId: string): number {
+    return (this.#counters.get([orgId]) as number | undefined) ?? 0;
+  }
+
+  /** Retained updates with after < seq <= upTo, oldest first. */
+  range(orgId: string, after: number, upTo: number): RunUpdate[] {
+    if (upTo <= after) return [];
+    return [...this.#updates.getRange({ start: [orgId, after + 1], end: [orgId, upTo + 1] })].map(({ value }) => value as RunUpdate);
+  }
+
+  /** Removes every retained update of one org's environment (sandbox reset); call inside a write transaction. */
+  removeEnvironment(orgId: string, environment: string): void {
+    for (const { key, value } of this.#updates.getRange({ start: [orgId, 0], end: [orgId, Number.MAX_SAFE_INTEGER] })) {
+      if ((value as RunUpdate).environment === environment) this.#updates.remove(key);
+    }
+  }
+}

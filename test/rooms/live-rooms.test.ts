@@ -1,0 +1,134 @@
+// Live rooms over a real WebSocket: auth at upgrade, protobuf frames, replay after a sequence number,
+// filters, protocol errors that close only the offending socket, and slow consumers.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { durably } from '../../runtime/ledger/durable-write.ts';
+import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
+import type { NewRunUpdate } from '../../runtime/rooms/update-log.ts';
+import { CLOSE_PROTOCOL_ERROR, CLOSE_SLOW_CONSUMER, LIVE_PROTOCOL } from '../../runtime/rooms/live-rooms.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { connectLive } from '../helpers/live-client.ts';
+
+let rt: TestRuntime;
+let key: string;
+let otherKey: string;
+before(async () => {
+  rt = await startRuntime({ args: ['--live-retention', '50'] });
+  key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-live');
+  otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-other');
+});
+after(async () => rt.close());
+
+function update(runId: string, state: string, environment = 'production'): NewRunUpdate {
+  return { run_id: runId, state, channel: 'orders', workflow_id: 'wf', event_id: 'evt', step_id: 's1', attempt: 1, at_ms: 1, error: '', environment };
+}
+
+/** The production path: append in one durable transaction, then publish. */
+async function commit(orgId: string, updates: NewRunUpdate[]): Promise<RunUpdate[]> {
+  const { ledger, updateLog, rooms } = rt.runtime;
+  const stored = await durably(ledger.root, ledger.root.transaction(() => updates.map((u) => updateLog.append(orgId, u))));
+  rooms.publish(orgId, stored);
+  return stored;
+}
+
+test('upgrade needs a key of that org: none 401, other org 404, viewer via ?token= or subprotocol', async () => {
+  await assert.rejects(connectLive(rt.url, 'acct-live'), /401/);
+  await assert.rejects(connectLive(rt.url, 'acct-live', { token: otherKey }), /404/);
+  await assert.rejects(connectLive(rt.url, 'acct-live', { token: 'sk_forged' }), /401/);
+  const viewer = await call(rt.url, 'POST', '/organizations/acct-live/api-keys', { token: key, json: { role: 'viewer' } });
+  const byQuery = await connectLive(rt.url, 'acct-live', { token: viewer.body.key });
+  const byProtocol = await connectLive(rt.url, 'acct-live', { protocols: [LIVE_PROTOCOL, viewer.body.key] });
+  assert.equal(byProtocol.socket.protocol, LIVE_PROTOCOL);
+  byQuery.close();
+  byProtocol.close();
+});
+
+test('live updates arrive as protobuf RunUpdates with per-org monotonic seq', async () => {
+  const client = await connectLive(rt.url, 'acct-live', { token: key });
+  const other = await connectLive(rt.url, 'acct-other', { token: otherKey });
+  const stored = await commit('acct-live', [update('run-1', 'running'), update('run-1', 'completed')]);
+  await client.waitFor(() => client.updates().length === 2, 'two updates');
+  assert.deepEqual(client.updates(), stored);
+  assert.equal(stored[1]!.seq, stored[0]!.seq + 1);
+  assert.equal(client.updates()[1]!.state, 'completed');
+  await commit('acct-other', [update('run-x', 'running')]);
+  await other.waitFor(() => other.updates().length === 1, 'other org update');
+  assert.ok(!client.updates().some((u) => u.run_id === 'run-x'), 'no tenant sees another tenant’s runs');
+  client.close();
+  other.close();
+});
+
+test('a reconnecting subscriber first gets every retained update after after_seq, then live ones', async () => {
+  const first = await commit('acct-live', [update('run-2', 'queued'), update('run-2', 'running')]);
+  const missedFrom = first[0]!.seq;
+  const missed = await commit('acct-live', [update('run-2', 'backoff'), update('run-2', 'running'), update('run-3', 'queued', 'sandbox')]);
+  const client = await connectLive(rt.url, 'acct-live', { token: key });
+  client.subscribe({ after_seq: missedFrom });
+  await client.waitFor(() => client.updates().length === 3, 'replayed production updates');
+  assert.deepEqual(client.updates().map((u) => u.seq), [first[1]!.seq, missed[0]!.seq, missed[1]!.seq]);
+  const live = await commit('acct-live', [update('run-2', 'completed')]);
+  await client.waitFor(() => client.updates().length === 4, 'live update after replay');
+  assert.equal(client.updates()[3]!.seq, live[0]!.seq);
+  client.close();
+});
+
+test('filters: sandbox environment and a single run', async () => {
+  const sandbox = await connectLive(rt.url, 'acct-live', { token: key });
+  sandbox.subscribe({ environment: 'sandbox', after_seq: 0 });
+  const oneRun = await connectLive(rt.url, 'acct-live', { token: key });
+  oneRun.subscribe({ run_id: 'run-9', after_seq: 1_000_000 });
+  await sandbox.waitFor(() => sandbox.updates().some((u) => u.run_id === 'run-3'), 'retained sandbox update');
+  await new Promise((r) => setTimeout(r, 20));
+  await commit('acct-live', [update('run-9', 'running'), update('run-8', 'running'), update('run-7', 'running', 'sandbox')]);
+  await oneRun.waitFor(() => oneRun.updates().length === 1, 'run-9 only');
+  await sandbox.waitFor(() => sandbox.updates().some((u) => u.run_id === 'run-7'), 'live sandbox update');
+  assert.ok(sandbox.updates().every((u) => u.environment === 'sandbox'));
+  assert.equal(oneRun.updates()[0]!.run_id, 'run-9');
+  sandbox.close();
+  oneRun.close();
+});
+
+test('retention: only the last N updates are replayed', async () => {
+  const many = await commit('acct-live', Array.from({ length: 80 }, (_, i) => update(`run-r${i}`, 'queued')));
+  const client = await connectLive(rt.url, 'acct-live', { token: key });
+  client.subscribe({ after_seq: 0 });
+  const last = many[many.length - 1]!.seq;
+  await client.waitFor(() => client.updates().some((u) => u.seq === last), 'newest retained update');
+  assert.equal(client.updates()[0]!.seq, last - 49, 'the oldest replayed update is the 50th newest');
+  client.close();
+});
+
+test('an invalid ClientMessage closes that socket with 1002 and affects nobody else', async () => {
+  const bad = await connectLive(rt.url, 'acct-live', { token: key });
+  const good = await connectLive(rt.url, 'acct-live', { token: key });
+  bad.socket.send(Buffer.from([0xff, 0xff, 0xff, 0xff]));
+  const { code } = await bad.closed;
+  assert.equal(code, CLOSE_PROTOCOL_ERROR);
+  const text = await connectLive(rt.url, 'acct-live', { token: key });
+  text.socket.send('subscribe please');
+  assert.equal((await text.closed).code, CLOSE_PROTOCOL_ERROR);
+  await commit('acct-live', [update('run-after-bad', 'running')]);
+  await good.waitFor(() => good.updates().some((u) => u.run_id === 'run-after-bad'), 'the good socket still streams');
+  good.close();
+});
+
+test('a consumer that stops reading is closed instead of buffering without bound', async () => {
+  const slow = await connectLive(rt.url, 'acct-live', { token: key });
+  const fast = await connectLive(rt.url, 'acct-live', { token: key });
+  (slow.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+  const big = { ...update('run-flood', 'running'), error: 'e'.repeat(1000) };
+  let closed = false;
+  void slow.closed.then(() => (closed = true));
+  for (let round = 0; round < 200 && !closed; round++) {
+    rt.runtime.rooms.publish('acct-live', Array.from({ length: 100 }, (_, i) => ({ ...big, seq: 10_000_000 + round * 100 + i })));
+    await new Promise((r) => setImmediate(r));
+  }
+  (slow.socket as unknown as { _socket: { resume(): void } })._socket.resume();
+  const result = await slow.closed;
+  assert.ok(closed, 'the slow consumer was closed');
+  assert.ok([CLOSE_SLOW_CONSUMER, 1006].includes(result.code), `closed with ${result.code}`);
+  await fast.waitFor(() => fast.updates().length > 1000, 'the fast consumer keeps receiving');
+  fast.close();
+});
