@@ -1,0 +1,87 @@
+// Retry schedule of a failed step: exponential backoff with a cap, a retry budget, and
+// server-given Retry-After hints. Pure: the current time is always passed in.
+
+/**
+ * How often and how patiently a retryable step failure is retried.
+ * `maxRetries` counts retries, not attempts: 5 retries means at most 6 attempts.
+ */
+export interface RetryPolicy {
+  readonly maxRetries: number;
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+
+/** DESIGN §5: 30 s, doubling, capped at 1 h, at most 5 retries. */
+export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
+  maxRetries: 5,
+  initialMs: 30_000,
+  maxMs: 3_600_000,
+});
+
+/** Bounds a per-step override must respect (checked by the workflow parser). */
+export const RETRY_LIMITS = Object.freeze({
+  maxRetries: 20,
+  /** A retry timer longer than a week is almost certainly a typo. */
+  maxMs: 7 * 24 * 3_600_000,
+});
+
+/** A per-step override as written in a workflow document; missing fields fall back to the default. */
+export interface RetryOverride {
+  readonly max_retries?: number;
+  readonly initial_ms?: number;
+  readonly max_ms?: number;
+}
+
+/**
+ * Merges a step's override onto the default. When only `initial_ms` is given and it exceeds the
+ * default cap, the cap rises to meet it instead of silently shortening the first delay.
+ */
+export function resolveRetryPolicy(override?: RetryOverride): RetryPolicy {
+  if (override === undefined) return DEFAULT_RETRY_POLICY;
+  const initialMs = override.initial_ms ?? DEFAULT_RETRY_POLICY.initialMs;
+  const maxMs = override.max_ms ?? Math.max(DEFAULT_RETRY_POLICY.maxMs, initialMs);
+  return {
+    maxRetries: override.max_retries ?? DEFAULT_RETRY_POLICY.maxRetries,
+    initialMs,
+    maxMs,
+  };
+}
+
+/**
+ * Delay before the next attempt after failed attempt number `failedAttempts` (1 = the first
+ * attempt failed), or `'exhausted'` when the retry budget is spent. The backoff is
+ * `initialMs * 2^(failedAttempts-1)` capped at `maxMs`. A server hint (`retryAfterMs`, from
+ * `Retry-After` or the hook-runner) replaces the backoff but is still capped at `maxMs`,
+ * so a hostile endpoint cannot park a run for a year; it never extends the retry budget.
+ */
+export function nextRetryDelay(policy: RetryPolicy, failedAttempts: number, retryAfterMs?: number): number | 'exhausted' {
+  if (!Number.isInteger(failedAttempts) || failedAttempts < 1) {
+    throw new RangeError(`failedAttempts must be a positive integer, got ${failedAttempts}`);
+  }
+  if (failedAttempts > policy.maxRetries) return 'exhausted';
+  if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs)) {
+    return Math.min(Math.max(0, Math.ceil(retryAfterMs)), policy.maxMs);
+  }
+  // 2^52 already exceeds any cap; clamping the exponent keeps the arithmetic finite.
+  const exponent = Math.min(failedAttempts - 1, 52);
+  return Math.min(policy.initialMs * 2 ** exponent, policy.maxMs);
+}
+
+const DELTA_SECONDS = /^\d{1,12}$/;
+
+/**
+ * Parses an HTTP `Retry-After` header (RFC 9110 §10.2.3): delta-seconds or an HTTP-date, the
+ * latter measured against `nowMs`. Returns milliseconds (a date in the past gives 0), or
+ * `undefined` when the header is absent or malformed — a bad hint falls back to backoff.
+ */
+export function parseRetryAfter(header: string | null | undefined, nowMs: number): number | undefined {
+  if (header === null || header === undefined) return undefined;
+  const value = header.trim();
+  if (value === '') return undefined;
+  if (DELTA_SECONDS.test(value)) return Number(value) * 1000;
+  // Only date-shaped values: Date.parse alone would also accept "5" or "2024".
+  if (!/[A-Za-z]/.test(value) || !/\d{1,2}:\d{2}:\d{2}/.test(value)) return undefined;
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}

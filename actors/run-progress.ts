@@ -1,0 +1,177 @@
+// Pure context updates of a run: claiming a step under a new fence, recording outcomes,
+// deciding retry versus failure. The run machine only chooses which of these to apply.
+
+import type { StepId } from './ids.ts';
+import type { JsonValue } from './json.ts';
+import { nextRetryDelay } from './retry-policy.ts';
+import type { RunContext, RunError, RunInput, StepAttempt, StepFailure, StepRecord } from './run-types.ts';
+
+export function initialContext(input: RunInput): RunContext {
+  return {
+    orgId: input.orgId,
+    runId: input.runId,
+    eventId: input.eventId,
+    workflowId: input.workflowId,
+    workflowVersion: input.workflowVersion,
+    environment: input.environment,
+    skipSideEffects: input.skipSideEffects,
+    steps: input.steps.map((plan) => ({ ...plan, status: 'pending', result: null, failures: 0, attempts: [] })),
+    currentIndex: 0,
+    fence: 0,
+    retryAt: null,
+    wakeAt: null,
+    error: null,
+    cancelReason: null,
+    createdAt: input.createdAt,
+    updatedAt: input.createdAt,
+  };
+}
+
+export const currentStep = (ctx: RunContext): StepRecord | undefined => ctx.steps[ctx.currentIndex];
+
+/** The open (pending) attempt of the current step, if any. */
+export function pendingAttempt(ctx: RunContext): StepAttempt | undefined {
+  const last = currentStep(ctx)?.attempts.at(-1);
+  return last?.outcome === 'pending' ? last : undefined;
+}
+
+/** A step report is current only if it names the current step and its open attempt's fence. */
+export function isCurrentReport(ctx: RunContext, stepId: StepId, fence: number): boolean {
+  const step = currentStep(ctx);
+  const attempt = pendingAttempt(ctx);
+  return step !== undefined && attempt !== undefined && step.id === stepId && attempt.fence === fence;
+}
+
+export const allStepsDone = (ctx: RunContext): boolean => ctx.currentIndex >= ctx.steps.length;
+
+function withCurrent(ctx: RunContext, update: (step: StepRecord) => StepRecord): RunContext {
+  const step = currentStep(ctx);
+  if (step === undefined) return ctx;
+  const steps = ctx.steps.slice();
+  steps[ctx.currentIndex] = update(step);
+  return { ...ctx, steps };
+}
+
+/** Patches the open attempt; a closed attempt is history and never changes. */
+function patchOpenAttempt(step: StepRecord, patch: Partial<StepAttempt>): StepRecord {
+  const attempts = step.attempts.slice();
+  const last = attempts.at(-1);
+  if (last === undefined || last.outcome !== 'pending') return step;
+  attempts[attempts.length - 1] = { ...last, ...patch };
+  return { ...step, attempts };
+}
+
+/**
+ * Replays with `skipSideEffects` never send webhooks: each such step at the cursor is claimed
+ * under its own fence and closed as `skipped` at once. Stops at the first step that must run.
+ */
+export function skipReplayed(ctx: RunContext, at: number): RunContext {
+  let next = ctx;
+  for (let step = currentStep(next); next.skipSideEffects && step?.type === 'webhook'; step = currentStep(next)) {
+    const fence = next.fence + 1;
+    const attempt: StepAttempt = {
+      attempt: step.attempts.length + 1,
+      fence,
+      claimedAt: at,
+      startedAt: at,
+      endedAt: at,
+      outcome: 'skipped',
+      error: null,
+      evidence: { reason: 'replay_skip_side_effects' },
+    };
+    next = withCurrent({ ...next, fence, updatedAt: at }, (s) => ({ ...s, status: 'skipped', attempts: [...s.attempts, attempt] }));
+    next = { ...next, currentIndex: next.currentIndex + 1 };
+  }
+  return next;
+}
+
+/** Claims the current step under the next run fence. A `delay` step starts at once and sets `wakeAt`. */
+export function claimCurrent(ctx: RunContext, at: number): RunContext {
+  const step = currentStep(ctx);
+  if (step === undefined) return ctx;
+  const fence = ctx.fence + 1;
+  const attempt: StepAttempt = {
+    attempt: step.attempts.length + 1,
+    fence,
+    claimedAt: at,
+    startedAt: step.type === 'delay' ? at : null,
+    endedAt: null,
+    outcome: 'pending',
+    error: null,
+    evidence: null,
+  };
+  const claimed = withCurrent({ ...ctx, fence, updatedAt: at, retryAt: null, wakeAt: null }, (s) => ({
+    ...s,
+    status: 'active',
+    attempts: [...s.attempts, attempt],
+  }));
+  return step.type === 'delay' ? { ...claimed, wakeAt: at + (step.delayMs ?? 0) } : claimed;
+}
+
+export function markStarted(ctx: RunContext, at: number): RunContext {
+  const attempt = pendingAttempt(ctx);
+  if (attempt === undefined || attempt.startedAt !== null) return { ...ctx, updatedAt: at };
+  return withCurrent({ ...ctx, updatedAt: at }, (s) => patchOpenAttempt(s, { startedAt: at }));
+}
+
+/** Closes the open attempt as succeeded or skipped, stores the result and moves to the next step. */
+export function finishCurrent(ctx: RunContext, outcome: 'succeeded' | 'skipped', at: number, result: JsonValue, evidence: JsonValue | null): RunContext {
+  const updated = withCurrent({ ...ctx, updatedAt: at, wakeAt: null }, (s) => ({
+    ...patchOpenAttempt(s, { outcome, endedAt: at, evidence }),
+    status: outcome,
+    result,
+  }));
+  return { ...updated, currentIndex: updated.currentIndex + 1 };
+}
+
+export type FailureDecision = { readonly kind: 'retry'; readonly delayMs: number } | { readonly kind: 'fail'; readonly error: RunError };
+
+/** Retry or fail, given the current step's policy and the failures it has already used. */
+export function decideFailure(ctx: RunContext, failure: StepFailure): FailureDecision {
+  const step = currentStep(ctx);
+  if (step === undefined) throw new Error('decideFailure: no current step');
+  const base = { code: failure.code, stepId: step.id };
+  if (!failure.retryable || step.retry === null) {
+    return { kind: 'fail', error: { ...base, reason: 'non_retryable', message: failure.message } };
+  }
+  const delay = nextRetryDelay(step.retry, step.failures + 1, failure.retryAfterMs);
+  if (delay !== 'exhausted') return { kind: 'retry', delayMs: delay };
+  const attempts = step.failures + 1;
+  return {
+    kind: 'fail',
+    error: { ...base, reason: 'retries_exhausted', message: `Step "${step.id}" failed ${attempts} times; last error: ${failure.message}` },
+  };
+}
+
+/** Closes the open attempt as failed and applies the decision (arm `retryAt`, or set the run error). */
+export function recordFailure(ctx: RunContext, failure: StepFailure, evidence: JsonValue | null, at: number): RunContext {
+  const decision = decideFailure(ctx, failure);
+  const error = { code: failure.code, message: failure.message, retryable: failure.retryable, retryAfterMs: failure.retryAfterMs ?? null };
+  const updated = withCurrent({ ...ctx, updatedAt: at }, (s) => ({
+    ...patchOpenAttempt(s, { outcome: 'failed', endedAt: at, error, evidence }),
+    status: decision.kind === 'retry' ? 'retrying' : 'failed',
+    failures: s.failures + 1,
+  }));
+  return decision.kind === 'retry' ? { ...updated, retryAt: at + decision.delayMs } : { ...updated, error: decision.error };
+}
+
+/** After a restart the open attempt's effect is lost track of: close it; the next claim gets a new fence. */
+export function abandonPending(ctx: RunContext, at: number): RunContext {
+  return withCurrent({ ...ctx, updatedAt: at }, (s) => ({
+    ...patchOpenAttempt(s, { outcome: 'abandoned', endedAt: at }),
+    status: 'pending',
+  }));
+}
+
+export function cancelRun(ctx: RunContext, at: number, reason: string): RunContext {
+  const updated = withCurrent(ctx, (s) => patchOpenAttempt(s, { outcome: 'cancelled', endedAt: at }));
+  return { ...updated, updatedAt: at, retryAt: null, wakeAt: null, cancelReason: reason };
+}
+
+/** From `failed`: clear the error and give the failed step a fresh retry budget; finished steps stay finished. */
+export function prepareResume(ctx: RunContext, at: number): RunContext {
+  const updated = withCurrent(ctx, (s) => ({ ...s, status: 'pending', failures: 0 }));
+  return { ...updated, error: null, updatedAt: at };
+}
+
+export const timerDue = (due: number | null, at: number): boolean => due !== null && at >= due;

@@ -1,0 +1,88 @@
+// The run machine as a pure function over persisted snapshots: what the ledger stores in, the
+// next snapshot plus the work it implies out. The shell needs no long-lived actor per run.
+
+import { createActor, initialTransition, transition, type Actor, type Snapshot } from 'xstate';
+import { runMachine } from './run-machine.ts';
+import type { RunContext, RunEvent, RunInput, RunStateName } from './run-types.ts';
+import { isRunStateName, pendingWork, type Work } from './run-work.ts';
+
+/**
+ * Exactly what `actor.getPersistedSnapshot()` returns for a run, after a JSON round trip.
+ * `createActor(runMachine, { snapshot })` accepts it. Extra keys are XState bookkeeping.
+ */
+export interface PersistedRun {
+  readonly status: 'active' | 'done';
+  readonly value: RunStateName;
+  readonly context: RunContext;
+  readonly [xstateBookkeeping: string]: unknown;
+}
+
+export interface RunStep {
+  readonly run: PersistedRun;
+  /** False when the event was ignored (stale fence, early timer, not valid in this state). */
+  readonly changed: boolean;
+  readonly work: Work;
+}
+
+type MachineSnapshot = ReturnType<typeof runMachine.resolveState>;
+
+function persist(snapshot: MachineSnapshot): PersistedRun {
+  // A JSON round trip here makes the returned value byte-identical to what a reload yields.
+  return readPersistedRun(JSON.parse(JSON.stringify(runMachine.getPersistedSnapshot(snapshot))));
+}
+
+/** The initial snapshot of a new run (`queued`). Persist it with the event that created it. */
+export function startRun(input: RunInput): RunStep {
+  const [snapshot] = initialTransition(runMachine, input);
+  const run = persist(snapshot);
+  return { run, changed: true, work: pendingWork(run) };
+}
+
+/**
+ * Applies one event. Persist `run` (and `work`, as the outbox) in one transaction before
+ * performing `work` or applying the next event: the snapshot is the only durable truth.
+ */
+export function applyRunEvent(run: PersistedRun, event: RunEvent): RunStep {
+  // XState's pure `transition` does not check status (only a live actor does): a finished
+  // run would otherwise still take the root-level `run.cancel`.
+  if (run.status !== 'active') return { run, changed: false, work: pendingWork(run) };
+  const current = runMachine.resolveState({ value: run.value, context: run.context });
+  const [next] = transition(runMachine, current, event);
+  if (next === current) return { run, changed: false, work: pendingWork(run) };
+  const persisted = persist(next);
+  return { run: persisted, changed: true, work: pendingWork(persisted) };
+}
+
+/**
+ * Call once per unfinished run on boot, before acting on its work. A run that was `running`
+ * when the process died is moved back to `queued` with its open attempt marked `abandoned`;
+ * the admission that follows claims the same step under a higher fence, with the same
+ * idempotency key. Other states are unchanged (their timers are re-armed from `work`).
+ */
+export function reclaimAfterRestart(run: PersistedRun, at: number): RunStep {
+  return applyRunEvent(run, { type: 'run.recovered', at });
+}
+
+/**
+ * A (not yet started) actor continuing from a stored snapshot, for shells that prefer live
+ * actors. XState re-runs no actions on restore: act on `pendingWork`, after `reclaimAfterRestart`.
+ */
+export function restoreRunActor(run: PersistedRun): Actor<typeof runMachine> {
+  // The cast bridges two typing gaps, not a runtime difference: XState's Snapshot type wants
+  // `output`/`error` keys that JSON drops, and its options want `input`, ignored on restore.
+  const options = { snapshot: run as unknown as Snapshot<unknown> } as { snapshot: Snapshot<unknown>; input: RunInput };
+  return createActor(runMachine, options);
+}
+
+/** Checks the shape of a stored snapshot (trusted storage, so only the parts this core reads). */
+export function readPersistedRun(value: unknown): PersistedRun {
+  if (typeof value !== 'object' || value === null) throw new TypeError('persisted run: not an object');
+  const record = value as Record<string, unknown>;
+  if (!isRunStateName(record['value'])) throw new TypeError(`persisted run: unknown state ${String(record['value'])}`);
+  if (record['status'] !== 'active' && record['status'] !== 'done') throw new TypeError('persisted run: bad status');
+  const context = record['context'] as Partial<RunContext> | null | undefined;
+  if (typeof context !== 'object' || context === null || typeof context.runId !== 'string' || !Array.isArray(context.steps)) {
+    throw new TypeError('persisted run: bad context');
+  }
+  return value as PersistedRun;
+}

@@ -1,0 +1,135 @@
+// Data of one durable run: its input, its context (persisted as JSON after every transition)
+// and the events that move it. Everything here must survive a JSON round trip unchanged.
+
+import type { EventId, OrgId, RunId, StepId, WorkflowId } from './ids.ts';
+import type { JsonValue } from './json.ts';
+import type { RetryPolicy } from './retry-policy.ts';
+
+export type Environment = 'production' | 'sandbox';
+export type StepType = 'webhook' | 'custom_action' | 'delay';
+
+/** What the run needs to know about one step of its pinned workflow version. */
+export interface RunStepPlan {
+  readonly id: StepId;
+  readonly type: StepType;
+  /** Resolved retry policy; `null` for `delay` steps, which cannot fail. */
+  readonly retry: RetryPolicy | null;
+  /** Length of a `delay` step; `null` for the others. */
+  readonly delayMs: number | null;
+}
+
+/** Input of `runMachine` (and `startRun`). Times are epoch milliseconds. */
+export interface RunInput {
+  readonly orgId: OrgId;
+  readonly runId: RunId;
+  readonly eventId: EventId;
+  readonly workflowId: WorkflowId;
+  readonly workflowVersion: number;
+  readonly environment: Environment;
+  /** `replay_skip_side_effects` of the triggering event: webhook steps are recorded as skipped. */
+  readonly skipSideEffects: boolean;
+  readonly steps: readonly RunStepPlan[];
+  readonly createdAt: number;
+}
+
+/** A step failure as reported by the shell (HTTP status, network error, hook-runner error...). */
+export interface StepFailure {
+  readonly code: string;
+  readonly message: string;
+  readonly retryable: boolean;
+  readonly retryAfterMs?: number;
+}
+
+/** A step failure as stored: optional fields become `null` so JSON round trips are exact. */
+export interface StepError {
+  readonly code: string;
+  readonly message: string;
+  readonly retryable: boolean;
+  readonly retryAfterMs: number | null;
+}
+
+/** `pending`: claimed with a fence, effect not yet reported. `abandoned`: lost to a restart. */
+export type AttemptOutcome = 'pending' | 'succeeded' | 'failed' | 'skipped' | 'abandoned' | 'cancelled';
+
+export interface StepAttempt {
+  /** 1-based, counts every claim of the step, including abandoned ones. */
+  readonly attempt: number;
+  /** The run fence issued for this claim; strictly greater than every earlier fence of the run. */
+  readonly fence: number;
+  readonly claimedAt: number;
+  /** When the shell reported the effect as started (`step.started`), or the claim time for delays. */
+  readonly startedAt: number | null;
+  readonly endedAt: number | null;
+  readonly outcome: AttemptOutcome;
+  readonly error: StepError | null;
+  readonly evidence: JsonValue | null;
+}
+
+export type StepStatus = 'pending' | 'active' | 'retrying' | 'succeeded' | 'skipped' | 'failed';
+
+export interface StepRecord extends RunStepPlan {
+  readonly status: StepStatus;
+  readonly result: JsonValue | null;
+  /** Failed attempts since the run was created or last resumed: the retry budget used. */
+  readonly failures: number;
+  readonly attempts: readonly StepAttempt[];
+}
+
+export type RunFailureReason = 'non_retryable' | 'retries_exhausted';
+
+export interface RunError {
+  readonly code: string;
+  readonly message: string;
+  readonly stepId: StepId;
+  readonly reason: RunFailureReason;
+}
+
+export interface RunContext {
+  readonly orgId: OrgId;
+  readonly runId: RunId;
+  readonly eventId: EventId;
+  readonly workflowId: WorkflowId;
+  readonly workflowVersion: number;
+  readonly environment: Environment;
+  readonly skipSideEffects: boolean;
+  readonly steps: readonly StepRecord[];
+  /** Index of the first step that is not finished; equals `steps.length` when all are. */
+  readonly currentIndex: number;
+  /** Highest fence issued so far (0 before the first claim). */
+  readonly fence: number;
+  /** Absolute epoch ms at which the backoff timer is due; set only in `backoff`. */
+  readonly retryAt: number | null;
+  /** Absolute epoch ms at which the delay step is due; set only in `delaying`. */
+  readonly wakeAt: number | null;
+  readonly error: RunError | null;
+  readonly cancelReason: string | null;
+  readonly createdAt: number;
+  /** `at` of the last accepted event: the run's only notion of "now". */
+  readonly updatedAt: number;
+}
+
+interface Timed {
+  /** Epoch ms, from the shell's clock. The core never reads a clock. */
+  readonly at: number;
+}
+
+interface Fenced extends Timed {
+  readonly stepId: StepId;
+  readonly fence: number;
+}
+
+export type RunEvent =
+  | ({ readonly type: 'run.admitted' } & Timed)
+  | ({ readonly type: 'step.started' } & Fenced)
+  | ({ readonly type: 'step.succeeded'; readonly result: JsonValue; readonly evidence?: JsonValue } & Fenced)
+  | ({ readonly type: 'step.failed'; readonly error: StepFailure; readonly evidence?: JsonValue } & Fenced)
+  | ({ readonly type: 'step.skipped'; readonly reason: string; readonly evidence?: JsonValue } & Fenced)
+  | ({ readonly type: 'timer.fired' } & Timed)
+  | ({ readonly type: 'run.cancel'; readonly reason?: string } & Timed)
+  | ({ readonly type: 'run.resume' } & Timed)
+  | ({ readonly type: 'run.recovered' } & Timed);
+
+export type RunEventType = RunEvent['type'];
+
+export const RUN_STATES = ['queued', 'running', 'backoff', 'delaying', 'failed', 'completed', 'cancelled'] as const;
+export type RunStateName = (typeof RUN_STATES)[number];

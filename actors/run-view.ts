@@ -1,0 +1,90 @@
+// The API view of a run: a plain snake_case JSON object built from its snapshot, with every
+// attempt of every step (times as ISO-8601 strings, or null when they have not happened).
+
+import type { JsonValue } from './json.ts';
+import type { AttemptOutcome, RunFailureReason, StepStatus, StepType } from './run-types.ts';
+import type { RunSnapshotView } from './run-work.ts';
+
+export interface AttemptView {
+  readonly attempt: number;
+  readonly fence: number;
+  readonly claimed_at: string;
+  readonly started_at: string | null;
+  readonly ended_at: string | null;
+  readonly outcome: AttemptOutcome;
+  readonly error: { readonly code: string; readonly message: string; readonly retryable: boolean; readonly retry_after_ms: number | null } | null;
+  readonly evidence: JsonValue | null;
+}
+
+export interface StepView {
+  readonly id: string;
+  readonly index: number;
+  readonly type: StepType;
+  readonly status: StepStatus;
+  readonly result: JsonValue | null;
+  readonly attempts: readonly AttemptView[];
+}
+
+export interface RunView {
+  readonly run_id: string;
+  readonly org_id: string;
+  readonly event_id: string;
+  readonly workflow_id: string;
+  readonly workflow_version: number;
+  readonly environment: string;
+  readonly state: string;
+  readonly skip_side_effects: boolean;
+  readonly current_step: { readonly id: string; readonly index: number; readonly type: StepType } | null;
+  readonly fence: number;
+  readonly retry_at: string | null;
+  readonly wake_at: string | null;
+  readonly error: { readonly code: string; readonly message: string; readonly step_id: string; readonly reason: RunFailureReason } | null;
+  readonly cancel_reason: string | null;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly steps: readonly StepView[];
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
+
+/** Pure; safe on a live snapshot, a persisted one, or its JSON round trip. */
+export function describeRun(snapshot: RunSnapshotView): RunView {
+  const ctx = snapshot.context;
+  const current = ctx.steps[ctx.currentIndex];
+  return {
+    run_id: ctx.runId,
+    org_id: ctx.orgId,
+    event_id: ctx.eventId,
+    workflow_id: ctx.workflowId,
+    workflow_version: ctx.workflowVersion,
+    environment: ctx.environment,
+    state: snapshot.value,
+    skip_side_effects: ctx.skipSideEffects,
+    current_step: current === undefined ? null : { id: current.id, index: ctx.currentIndex, type: current.type },
+    fence: ctx.fence,
+    retry_at: isoOrNull(ctx.retryAt),
+    wake_at: isoOrNull(ctx.wakeAt),
+    error: ctx.error === null ? null : { code: ctx.error.code, message: ctx.error.message, step_id: ctx.error.stepId, reason: ctx.error.reason },
+    cancel_reason: ctx.cancelReason,
+    created_at: iso(ctx.createdAt),
+    updated_at: iso(ctx.updatedAt),
+    steps: ctx.steps.map((step, index) => ({
+      id: step.id,
+      index,
+      type: step.type,
+      status: step.status,
+      result: step.result,
+      attempts: step.attempts.map((a) => ({
+        attempt: a.attempt,
+        fence: a.fence,
+        claimed_at: iso(a.claimedAt),
+        started_at: isoOrNull(a.startedAt),
+        ended_at: isoOrNull(a.endedAt),
+        outcome: a.outcome,
+        error: a.error === null ? null : { code: a.error.code, message: a.error.message, retryable: a.error.retryable, retry_after_ms: a.error.retryAfterMs },
+        evidence: a.evidence,
+      })),
+    })),
+  };
+}

@@ -1,0 +1,69 @@
+// Retry schedule: 30 s doubling to the cap, exhaustion after the budget, server hints capped,
+// and Retry-After in both forms measured against an injected now.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_RETRY_POLICY, nextRetryDelay, parseRetryAfter, resolveRetryPolicy } from '../../actors/retry-policy.ts';
+
+describe('nextRetryDelay', () => {
+  it('follows 30 s, 60 s, 120 s, 240 s, 480 s and is exhausted after 5 retries', () => {
+    const delays = [1, 2, 3, 4, 5, 6].map((n) => nextRetryDelay(DEFAULT_RETRY_POLICY, n));
+    assert.deepEqual(delays, [30_000, 60_000, 120_000, 240_000, 480_000, 'exhausted']);
+  });
+
+  it('caps the doubling at max_ms (1 h by default)', () => {
+    const policy = resolveRetryPolicy({ max_retries: 20 });
+    assert.equal(nextRetryDelay(policy, 7), 1_920_000);
+    assert.equal(nextRetryDelay(policy, 8), 3_600_000);
+    assert.equal(nextRetryDelay(policy, 20), 3_600_000);
+    assert.equal(nextRetryDelay(policy, 21), 'exhausted');
+  });
+
+  it('applies a per-step override', () => {
+    const policy = resolveRetryPolicy({ max_retries: 3, initial_ms: 100, max_ms: 250 });
+    assert.deepEqual([1, 2, 3, 4].map((n) => nextRetryDelay(policy, n)), [100, 200, 250, 'exhausted']);
+    assert.equal(nextRetryDelay(resolveRetryPolicy({ max_retries: 0 }), 1), 'exhausted');
+  });
+
+  it('raises the default cap to meet an initial delay above it', () => {
+    assert.deepEqual(resolveRetryPolicy({ initial_ms: 7_200_000 }), { maxRetries: 5, initialMs: 7_200_000, maxMs: 7_200_000 });
+  });
+
+  it('honours retryAfterMs instead of the backoff, capped at max_ms, within the budget', () => {
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, 5_000), 5_000);
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 2, 0), 0);
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, 86_400_000), 3_600_000);
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 6, 1_000), 'exhausted');
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, Number.NaN), 30_000);
+  });
+
+  it('refuses attempt numbers below 1', () => {
+    assert.throws(() => nextRetryDelay(DEFAULT_RETRY_POLICY, 0), RangeError);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  const now = Date.UTC(2025, 5, 1, 12, 0, 0);
+
+  it('reads delta-seconds', () => {
+    assert.equal(parseRetryAfter('120', now), 120_000);
+    assert.equal(parseRetryAfter(' 0 ', now), 0);
+  });
+
+  it('reads an HTTP-date relative to the injected now', () => {
+    assert.equal(parseRetryAfter('Sun, 01 Jun 2025 12:01:30 GMT', now), 90_000);
+    assert.equal(parseRetryAfter('Sun, 01 Jun 2025 11:00:00 GMT', now), 0);
+  });
+
+  it('ignores absent and malformed values', () => {
+    for (const header of [undefined, null, '', '-5', '1.5', 'soon', '12:00:00', 'Sun, 99 Foo 2025 12:00:00 GMT']) {
+      assert.equal(parseRetryAfter(header, now), undefined, String(header));
+    }
+  });
+
+  it('feeds nextRetryDelay, which caps it', () => {
+    const hint = parseRetryAfter('Mon, 02 Jun 2025 12:00:00 GMT', now);
+    assert.equal(hint, 86_400_000);
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, hint), 3_600_000);
+  });
+});

@@ -1,0 +1,263 @@
+// The run machine driven through a real XState actor with injected times: happy path, retries,
+// failures, cancel, resume, stale fences, delays and replays that skip side effects.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { asStepId } from '../../actors/ids.ts';
+import {
+  actionStep,
+  allFences,
+  attemptsOf,
+  delayStep,
+  dispatch,
+  failStep,
+  runInput,
+  startActor,
+  stateOf,
+  succeed,
+  T0,
+  webhookStep,
+  work,
+} from './run-fixtures.ts';
+
+describe('run machine: happy path', () => {
+  it('runs queued -> running per step -> completed, with one fence per claim and stable keys', () => {
+    const actor = startActor(runInput([webhookStep('a'), actionStep('b')]));
+    assert.equal(stateOf(actor), 'queued');
+    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'new' });
+
+    actor.send({ type: 'run.admitted', at: T0 + 10 });
+    assert.deepEqual(work(actor), {
+      kind: 'dispatch_step', stepId: 'a', stepIndex: 0, stepType: 'webhook', attempt: 1, fence: 1, idempotencyKey: 'run_1:a', skipSideEffects: false,
+    });
+    actor.send({ type: 'step.started', stepId: asStepId('a'), fence: 1, at: T0 + 11 });
+    succeed(actor, T0 + 20, { delivered: true });
+
+    const second = dispatch(actor);
+    assert.equal(second.stepId, 'b');
+    assert.equal(second.fence, 2);
+    assert.equal(second.idempotencyKey, 'run_1:b');
+    succeed(actor, T0 + 30);
+
+    assert.equal(stateOf(actor), 'completed');
+    assert.equal(actor.getSnapshot().status, 'done');
+    assert.deepEqual(work(actor), { kind: 'done' });
+    const [a] = attemptsOf(actor, 'a');
+    assert.deepEqual(a, { attempt: 1, fence: 1, claimedAt: T0 + 10, startedAt: T0 + 11, endedAt: T0 + 20, outcome: 'succeeded', error: null, evidence: { status: 200 } });
+    assert.deepEqual(actor.getSnapshot().context.steps[0]?.result, { delivered: true });
+  });
+});
+
+describe('run machine: retries', () => {
+  it('parks a retryable failure in backoff, ignores an early timer, and retries under a higher fence', () => {
+    const actor = startActor(runInput([webhookStep('a')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    failStep(actor, T0 + 100, true);
+    assert.equal(stateOf(actor), 'backoff');
+    assert.deepEqual(work(actor), { kind: 'arm_timer', at: T0 + 1100, reason: 'retry' });
+
+    const before = actor.getSnapshot();
+    actor.send({ type: 'timer.fired', at: T0 + 1099 });
+    assert.equal(actor.getSnapshot(), before, 'an early timer changes nothing');
+
+    actor.send({ type: 'timer.fired', at: T0 + 1100 });
+    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume' });
+    actor.send({ type: 'run.admitted', at: T0 + 1200 });
+    const retry = dispatch(actor);
+    assert.equal(retry.attempt, 2);
+    assert.equal(retry.fence, 2);
+    assert.equal(retry.idempotencyKey, 'run_1:a');
+    succeed(actor, T0 + 1300);
+    assert.equal(stateOf(actor), 'completed');
+    assert.deepEqual(attemptsOf(actor, 'a').map((a) => a.outcome), ['failed', 'succeeded']);
+  });
+
+  it('uses retryAfterMs from the failure instead of the backoff', () => {
+    const actor = startActor(runInput([webhookStep('a')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    failStep(actor, T0 + 100, true, 2500);
+    assert.deepEqual(work(actor), { kind: 'arm_timer', at: T0 + 2600, reason: 'retry' });
+    assert.equal(attemptsOf(actor, 'a')[0]?.error?.retryAfterMs, 2500);
+  });
+
+  it('fails at once on a non-retryable error, with the reason', () => {
+    const actor = startActor(runInput([webhookStep('a'), webhookStep('b')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    failStep(actor, T0 + 5, false);
+    assert.equal(stateOf(actor), 'failed');
+    assert.deepEqual(work(actor), { kind: 'none' });
+    assert.deepEqual(actor.getSnapshot().context.error, { code: 'http_400', message: 'Bad Request', stepId: 'a', reason: 'non_retryable' });
+    assert.equal(attemptsOf(actor, 'b').length, 0, 'later steps never start');
+  });
+
+  it('fails with retries_exhausted after max_retries retries (FAST_RETRY: 2 retries, 3 attempts)', () => {
+    const actor = startActor(runInput([webhookStep('a')]));
+    let now = T0;
+    actor.send({ type: 'run.admitted', at: now });
+    for (const expectedDelay of [1000, 2000]) {
+      failStep(actor, (now += 10), true);
+      assert.deepEqual(work(actor), { kind: 'arm_timer', at: now + expectedDelay, reason: 'retry' });
+      actor.send({ type: 'timer.fired', at: (now += expectedDelay) });
+      actor.send({ type: 'run.admitted', at: (now += 1) });
+    }
+    failStep(actor, (now += 10), true);
+    assert.equal(stateOf(actor), 'failed');
+    const error = actor.getSnapshot().context.error;
+    assert.equal(error?.reason, 'retries_exhausted');
+    assert.equal(error?.code, 'http_503');
+    assert.match(error?.message ?? '', /failed 3 times/);
+    assert.deepEqual(attemptsOf(actor, 'a').map((a) => a.fence), [1, 2, 3]);
+  });
+});
+
+describe('run machine: fences', () => {
+  it('ignores reports with a stale fence or another step id', () => {
+    const actor = startActor(runInput([webhookStep('a'), webhookStep('b')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    failStep(actor, T0 + 1, true);
+    actor.send({ type: 'timer.fired', at: T0 + 2000 });
+    actor.send({ type: 'run.admitted', at: T0 + 2001 });
+    const current = dispatch(actor);
+    assert.equal(current.fence, 2);
+
+    const before = actor.getSnapshot();
+    const stale = { type: 'step.succeeded', stepId: asStepId('a'), fence: 1, result: 'late', at: T0 + 2002 } as const;
+    assert.equal(before.can(stale), false);
+    actor.send(stale);
+    actor.send({ type: 'step.failed', stepId: asStepId('a'), fence: 1, error: { code: 'x', message: 'x', retryable: false }, at: T0 + 2003 });
+    actor.send({ type: 'step.succeeded', stepId: asStepId('b'), fence: 2, result: 'wrong step', at: T0 + 2004 });
+    actor.send({ type: 'step.succeeded', stepId: asStepId('a'), fence: 3, result: 'future fence', at: T0 + 2005 });
+    assert.equal(actor.getSnapshot(), before, 'no ignored report changed the snapshot');
+
+    succeed(actor, T0 + 2010);
+    const dup = { type: 'step.succeeded', stepId: asStepId('a'), fence: 2, result: 'duplicate', at: T0 + 2011 } as const;
+    assert.equal(actor.getSnapshot().can(dup), false, 'a duplicate of an accepted report is stale too');
+    assert.deepEqual(allFences(actor), [1, 2, 3]);
+  });
+});
+
+describe('run machine: cancel and resume', () => {
+  it('cancels from queued, running, backoff, delaying and failed; late reports are then ignored', () => {
+    const cancelIn = (drive: (a: ReturnType<typeof startActor>) => void, expectOutcome?: string) => {
+      const actor = startActor(runInput([webhookStep('a'), delayStep('d', 1000)]));
+      drive(actor);
+      actor.send({ type: 'run.cancel', at: T0 + 50_000, reason: 'user asked' });
+      assert.equal(stateOf(actor), 'cancelled');
+      assert.deepEqual(work(actor), { kind: 'done' });
+      assert.equal(actor.getSnapshot().context.cancelReason, 'user asked');
+      if (expectOutcome !== undefined) {
+        const attempts = actor.getSnapshot().context.steps.flatMap((s) => s.attempts);
+        assert.equal(attempts.at(-1)?.outcome, expectOutcome);
+      }
+      return actor;
+    };
+    cancelIn(() => {});
+    const running = cancelIn((a) => a.send({ type: 'run.admitted', at: T0 }), 'cancelled');
+    running.send({ type: 'step.succeeded', stepId: asStepId('a'), fence: 1, result: null, at: T0 + 60_000 });
+    assert.equal(stateOf(running), 'cancelled');
+    cancelIn((a) => {
+      a.send({ type: 'run.admitted', at: T0 });
+      failStep(a, T0 + 1, true);
+    }, 'failed');
+    cancelIn((a) => {
+      a.send({ type: 'run.admitted', at: T0 });
+      succeed(a, T0 + 1);
+    }, 'cancelled');
+    cancelIn((a) => {
+      a.send({ type: 'run.admitted', at: T0 });
+      failStep(a, T0 + 1, false);
+    }, 'failed');
+  });
+
+  it('resumes a failed run from the failed step; completed steps are never dispatched again', () => {
+    const actor = startActor(runInput([webhookStep('a'), webhookStep('b'), actionStep('c')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    succeed(actor, T0 + 1);
+    failStep(actor, T0 + 2, false);
+    assert.equal(stateOf(actor), 'failed');
+
+    assert.equal(actor.getSnapshot().can({ type: 'run.resume', at: T0 + 3 }), true);
+    actor.send({ type: 'run.resume', at: T0 + 100 });
+    assert.equal(actor.getSnapshot().context.error, null);
+    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume' });
+    actor.send({ type: 'run.admitted', at: T0 + 101 });
+    const again = dispatch(actor);
+    assert.equal(again.stepId, 'b');
+    assert.equal(again.attempt, 2);
+    assert.equal(again.fence, 3);
+    succeed(actor, T0 + 102);
+    assert.equal(dispatch(actor).stepId, 'c');
+    succeed(actor, T0 + 103);
+    assert.equal(stateOf(actor), 'completed');
+    assert.equal(attemptsOf(actor, 'a').length, 1, 'step a ran once');
+  });
+
+  it('gives the resumed step a fresh retry budget', () => {
+    const actor = startActor(runInput([webhookStep('a', { maxRetries: 0, initialMs: 1, maxMs: 1 })]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    failStep(actor, T0 + 1, true);
+    assert.equal(actor.getSnapshot().context.error?.reason, 'retries_exhausted');
+    actor.send({ type: 'run.resume', at: T0 + 2 });
+    actor.send({ type: 'run.admitted', at: T0 + 3 });
+    assert.equal(dispatch(actor).attempt, 2);
+    assert.equal(actor.getSnapshot().context.steps[0]?.failures, 0);
+  });
+
+  it('does not resume a run that is not failed', () => {
+    const actor = startActor(runInput([webhookStep('a')]));
+    assert.equal(actor.getSnapshot().can({ type: 'run.resume', at: T0 }), false);
+  });
+});
+
+describe('run machine: delays and skipped steps', () => {
+  it('waits durably on a delay step without dispatching it, then gives the slot back', () => {
+    const actor = startActor(runInput([delayStep('wait', 60_000), webhookStep('b')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    assert.equal(stateOf(actor), 'delaying');
+    assert.deepEqual(work(actor), { kind: 'arm_timer', at: T0 + 60_000, reason: 'delay' });
+    const before = actor.getSnapshot();
+    actor.send({ type: 'timer.fired', at: T0 + 59_999 });
+    assert.equal(actor.getSnapshot(), before);
+    actor.send({ type: 'timer.fired', at: T0 + 60_500 });
+    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume' });
+    assert.deepEqual(attemptsOf(actor, 'wait'), [
+      { attempt: 1, fence: 1, claimedAt: T0, startedAt: T0, endedAt: T0 + 60_500, outcome: 'succeeded', error: null, evidence: { woke_at: T0 + 60_500 } },
+    ]);
+    actor.send({ type: 'run.admitted', at: T0 + 60_600 });
+    assert.equal(dispatch(actor).fence, 2);
+  });
+
+  it('completes directly when the delay is the last step', () => {
+    const actor = startActor(runInput([webhookStep('a'), delayStep('wait', 10)]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    succeed(actor, T0 + 1);
+    assert.equal(stateOf(actor), 'delaying');
+    actor.send({ type: 'timer.fired', at: T0 + 11 });
+    assert.equal(stateOf(actor), 'completed');
+  });
+
+  it('records webhook steps as skipped in a replay that skips side effects, and still runs actions', () => {
+    const actor = startActor(runInput([webhookStep('a'), webhookStep('b'), delayStep('d', 5), actionStep('c'), webhookStep('e')], { skipSideEffects: true }));
+    actor.send({ type: 'run.admitted', at: T0 });
+    assert.equal(stateOf(actor), 'delaying', 'two skipped webhooks then the delay');
+    assert.deepEqual(attemptsOf(actor, 'a').map((a) => [a.outcome, a.fence]), [['skipped', 1]]);
+    assert.deepEqual(attemptsOf(actor, 'b').map((a) => [a.outcome, a.fence]), [['skipped', 2]]);
+    actor.send({ type: 'timer.fired', at: T0 + 5 });
+    actor.send({ type: 'run.admitted', at: T0 + 6 });
+    const action = dispatch(actor);
+    assert.equal(action.stepId, 'c');
+    assert.equal(action.skipSideEffects, true);
+    succeed(actor, T0 + 7);
+    assert.equal(stateOf(actor), 'completed', 'the trailing webhook is skipped too');
+    assert.deepEqual(actor.getSnapshot().context.steps.map((s) => s.status), ['skipped', 'skipped', 'succeeded', 'succeeded', 'skipped']);
+  });
+
+  it('accepts step.skipped from the shell for the open attempt', () => {
+    const actor = startActor(runInput([actionStep('c'), webhookStep('d')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    actor.send({ type: 'step.skipped', stepId: asStepId('c'), fence: 1, reason: 'replay_skip_side_effects', at: T0 + 1 });
+    assert.equal(attemptsOf(actor, 'c')[0]?.outcome, 'skipped');
+    assert.deepEqual(attemptsOf(actor, 'c')[0]?.evidence, { reason: 'replay_skip_side_effects' });
+    assert.equal(dispatch(actor).stepId, 'd');
+  });
+});

@@ -1,0 +1,169 @@
+// Crash and reboot of runs: persisted snapshot -> JSON -> restore at every state gives the
+// same pendingWork; interrupted steps are reclaimed under higher fences; nothing completes twice.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { asStepId } from '../../actors/ids.ts';
+import { applyRunEvent, readPersistedRun, reclaimAfterRestart, startRun, type PersistedRun } from '../../actors/run-transition.ts';
+import type { RunEvent } from '../../actors/run-types.ts';
+import { describeRun } from '../../actors/run-view.ts';
+import { holdsSlot, pendingWork } from '../../actors/run-work.ts';
+import {
+  actionStep,
+  allFences,
+  attemptsOf,
+  delayStep,
+  dispatch,
+  restart,
+  runInput,
+  startActor,
+  stateOf,
+  T0,
+  webhookStep,
+  type RunActor,
+} from './run-fixtures.ts';
+
+const persisted = (actor: RunActor): PersistedRun => readPersistedRun(JSON.parse(JSON.stringify(actor.getPersistedSnapshot())));
+
+/** The next event for the open attempt, built from its pendingWork (as the shell would). */
+function report(actor: RunActor, outcome: 'ok' | 'retry' | 'fatal', at: number): RunEvent {
+  const d = dispatch(actor);
+  const base = { stepId: d.stepId, fence: d.fence, at };
+  if (outcome === 'ok') return { type: 'step.succeeded', ...base, result: { n: d.fence }, evidence: { status: 200 } };
+  return { type: 'step.failed', ...base, error: { code: 'boom', message: 'boom', retryable: outcome === 'retry' } };
+}
+
+describe('snapshot round trip', () => {
+  it('restores at every state with identical pendingWork and view, and continues from there', () => {
+    const input = runInput([webhookStep('a'), delayStep('d', 5000), actionStep('c')]);
+    let actor = startActor(input);
+    let pure = startRun(input).run;
+    const seen = new Set<string>();
+    let now = T0;
+    const script: Array<(a: RunActor) => RunEvent> = [
+      () => ({ type: 'run.admitted', at: (now += 1) }),
+      (a) => ({ type: 'step.started', stepId: dispatch(a).stepId, fence: dispatch(a).fence, at: (now += 1) }),
+      (a) => report(a, 'retry', (now += 1)),
+      () => ({ type: 'timer.fired', at: (now += 1000) }),
+      () => ({ type: 'run.admitted', at: (now += 1) }),
+      (a) => report(a, 'ok', (now += 1)),
+      () => ({ type: 'timer.fired', at: (now += 5000) }),
+      () => ({ type: 'run.admitted', at: (now += 1) }),
+      (a) => report(a, 'fatal', (now += 1)),
+      () => ({ type: 'run.resume', at: (now += 1) }),
+      () => ({ type: 'run.admitted', at: (now += 1) }),
+      (a) => report(a, 'ok', (now += 1)),
+    ];
+    for (const next of script) {
+      const event = next(actor);
+      actor.send(event);
+      pure = applyRunEvent(pure, event).run;
+      const before = { work: pendingWork(actor.getSnapshot()), view: describeRun(actor.getSnapshot()), stored: persisted(actor) };
+      seen.add(stateOf(actor));
+
+      actor = restart(actor);
+      assert.deepEqual(pendingWork(actor.getSnapshot()), before.work, `work after restore in ${before.view.state}`);
+      assert.deepEqual(pendingWork(before.stored), before.work, 'work from the stored JSON alone');
+      assert.deepEqual(describeRun(actor.getSnapshot()), before.view);
+      assert.deepEqual(pure, before.stored, 'the pure transition path stores the same snapshot');
+    }
+    assert.deepEqual([...seen].sort(), ['backoff', 'completed', 'delaying', 'failed', 'queued', 'running']);
+    assert.deepEqual(allFences(actor), [1, 2, 3, 4, 5]);
+    assert.deepEqual(attemptsOf(actor, 'a').map((x) => x.outcome), ['failed', 'succeeded']);
+  });
+
+  it('round-trips a cancelled run as done', () => {
+    const actor = restart(startActor(runInput([webhookStep('a')])));
+    actor.send({ type: 'run.cancel', at: T0 + 1 });
+    const restored = restart(actor);
+    assert.equal(restored.getSnapshot().status, 'done');
+    assert.deepEqual(pendingWork(restored.getSnapshot()), { kind: 'done' });
+  });
+});
+
+describe('recovery after a crash', () => {
+  it('re-dispatches an interrupted step with a higher fence and the same key, never a completed one', () => {
+    const actor = startActor(runInput([webhookStep('a'), webhookStep('b'), webhookStep('c')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    actor.send(report(actor, 'ok', T0 + 1));
+    const interrupted = dispatch(actor);
+    actor.send({ type: 'step.started', stepId: interrupted.stepId, fence: interrupted.fence, at: T0 + 2 });
+    assert.equal(holdsSlot(actor.getSnapshot()), true);
+
+    // kill -9: only the stored snapshot survives; the rest continues through the pure path.
+    const stored = persisted(actor);
+    assert.deepEqual(pendingWork(stored), interrupted);
+    const recovered = reclaimAfterRestart(stored, T0 + 10_000);
+    assert.equal(recovered.changed, true);
+    assert.deepEqual(recovered.work, { kind: 'await_admission', lane: 'resume' });
+    assert.equal(holdsSlot(recovered.run), false);
+
+    const admitted = applyRunEvent(recovered.run, { type: 'run.admitted', at: T0 + 10_001 });
+    assert.equal(admitted.work.kind, 'dispatch_step');
+    if (admitted.work.kind !== 'dispatch_step') return;
+    assert.equal(admitted.work.stepId, 'b');
+    assert.equal(admitted.work.idempotencyKey, interrupted.idempotencyKey);
+    assert.ok(admitted.work.fence > interrupted.fence, 'higher fence');
+    assert.equal(admitted.work.attempt, 2);
+
+    const b = admitted.run.context.steps[1];
+    assert.deepEqual(b?.attempts.map((x) => [x.outcome, x.fence, x.endedAt]), [['abandoned', 2, T0 + 10_000], ['pending', 3, null]]);
+    assert.equal(admitted.run.context.steps[0]?.attempts.length, 1, 'step a is never executed again');
+
+    const late = applyRunEvent(admitted.run, { type: 'step.succeeded', stepId: asStepId('b'), fence: interrupted.fence, result: 'pre-crash', at: T0 + 10_002 });
+    assert.equal(late.changed, false, 'the pre-crash attempt cannot complete the step');
+  });
+
+  it('keeps raising the fence across repeated crashes of the same step', () => {
+    let run = applyRunEvent(startRun(runInput([actionStep('a')])).run, { type: 'run.admitted', at: T0 }).run;
+    const fences: number[] = [];
+    for (let crash = 1; crash <= 3; crash += 1) {
+      const work = pendingWork(run);
+      assert.equal(work.kind, 'dispatch_step');
+      if (work.kind === 'dispatch_step') fences.push(work.fence);
+      run = reclaimAfterRestart(run, T0 + crash * 100).run;
+      run = applyRunEvent(run, { type: 'run.admitted', at: T0 + crash * 100 + 1 }).run;
+    }
+    assert.deepEqual(fences, [1, 2, 3]);
+    assert.deepEqual(run.context.steps[0]?.attempts.map((x) => x.outcome), ['abandoned', 'abandoned', 'abandoned', 'pending']);
+    assert.equal(run.context.steps[0]?.failures, 0, 'a crash is not the step failing');
+  });
+
+  it('leaves timers and queued runs alone: the absolute due time survives the restart', () => {
+    const input = runInput([webhookStep('a'), delayStep('d', 60_000), webhookStep('b')]);
+    const queued = startRun(input).run;
+    const backoff = applyRunEvent(applyRunEvent(queued, { type: 'run.admitted', at: T0 }).run, {
+      type: 'step.failed', stepId: asStepId('a'), fence: 1, error: { code: 'timeout', message: 't', retryable: true }, at: T0 + 5,
+    }).run;
+    const delaying = applyRunEvent(applyRunEvent(applyRunEvent(backoff, { type: 'timer.fired', at: T0 + 1005 }).run, { type: 'run.admitted', at: T0 + 1006 }).run, {
+      type: 'step.succeeded', stepId: asStepId('a'), fence: 2, result: null, at: T0 + 1007,
+    }).run;
+    for (const [run, expected] of [
+      [queued, { kind: 'await_admission', lane: 'new' }],
+      [backoff, { kind: 'arm_timer', at: T0 + 1005, reason: 'retry' }],
+      [delaying, { kind: 'arm_timer', at: T0 + 61_007, reason: 'delay' }],
+    ] as const) {
+      const step = reclaimAfterRestart(run, T0 + 999_999);
+      assert.equal(step.changed, false);
+      assert.equal(step.run, run);
+      assert.deepEqual(step.work, expected);
+    }
+  });
+
+  it('changes nothing when events reach a finished run', () => {
+    const admitted = applyRunEvent(startRun(runInput([actionStep('a')])).run, { type: 'run.admitted', at: T0 }).run;
+    const done = applyRunEvent(admitted, { type: 'step.succeeded', stepId: asStepId('a'), fence: 1, result: 1, at: T0 + 1 }).run;
+    assert.equal(done.status, 'done');
+    for (const event of [{ type: 'run.cancel', at: T0 + 2 }, { type: 'run.resume', at: T0 + 2 }, { type: 'run.recovered', at: T0 + 2 }] as const) {
+      const step = applyRunEvent(done, event);
+      assert.equal(step.changed, false);
+      assert.deepEqual(step.work, { kind: 'done' });
+    }
+  });
+
+  it('refuses stored values that are not run snapshots', () => {
+    assert.throws(() => readPersistedRun(null), TypeError);
+    assert.throws(() => readPersistedRun({ status: 'active', value: 'advancing', context: {} }), TypeError);
+    assert.throws(() => readPersistedRun({ status: 'active', value: 'queued', context: { runId: 'r' } }), TypeError);
+  });
+});
