@@ -4,6 +4,8 @@
 import { apiKeyRoutes } from './api/api-keys-api.ts';
 import { isoAt, type ApiContext } from './api/context.ts';
 import { eventRoutes } from './api/events-api.ts';
+import { runRoutes } from './api/runs-api.ts';
+import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
 import { sourceRoutes } from './api/sources-api.ts';
 import { systemRoutes } from './api/system-api.ts';
@@ -20,7 +22,10 @@ import { createLogger, type Logger } from './log.ts';
 import { createRuntimeMetrics } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { UpdateLog } from './rooms/update-log.ts';
+import { RunEngine } from './runs/run-engine.ts';
+import { RunStore } from './runs/run-store.ts';
 import { SourceStore } from './sources/source-store.ts';
+import { WorkflowStore } from './workflows/workflow-store.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
 import { OrganizationStore } from './tenancy/organizations.ts';
 
@@ -38,6 +43,7 @@ export interface Runtime {
   readonly inbox: Inbox;
   readonly updateLog: UpdateLog;
   readonly rooms: LiveRooms;
+  readonly engine: RunEngine;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
   close(): Promise<void>;
 }
@@ -55,25 +61,30 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const sources = new SourceStore(ledger);
   const inbox = new Inbox(ledger, config.dedupWindowMs);
   const events = new EventStore(ledger, inbox);
+  const runs = new RunStore(ledger);
+  const workflows = new WorkflowStore(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
-  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, auth, clock, logger, metrics };
+  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics };
   const startedAt = clock.now();
 
-  const server = new HttpServer({
-    logger,
-    metrics,
-    routes: [
-      ...systemRoutes(ledger, metrics, startedAt, () => clock.now()),
-      ...organizationRoutes(context),
-      ...apiKeyRoutes(context),
-      ...sourceRoutes(context),
-      ...eventRoutes(context),
-      ...hookRoutes({ orgs, sources, events, clock, metrics }),
-    ],
-  });
+  let boundPort = 0;
   const updateLog = new UpdateLog(ledger, config.liveRetention);
+  const server = new HttpServer({ logger, metrics });
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
+  const engine = new RunEngine({ ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, selfPort: () => boundPort });
+  server.addRoutes(
+    ...systemRoutes(ledger, metrics, startedAt, () => clock.now()),
+    ...organizationRoutes(context),
+    ...apiKeyRoutes(context),
+    ...sourceRoutes(context),
+    ...eventRoutes(context),
+    ...workflowRoutes(context, workflows),
+    ...runRoutes(context, runs, engine),
+    ...hookRoutes({ orgs, sources, events, clock, metrics }),
+  );
   const port = await server.listen(config.host, config.port);
+  boundPort = port;
+  await engine.recover();
 
   const pruneTimer = setInterval(() => {
     inbox.prune(clock.now()).catch((error: unknown) => logger.error('inbox prune failed', { error: String(error) }));
@@ -91,11 +102,13 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     inbox,
     updateLog,
     rooms,
+    engine,
     close: () =>
       (closing ??= (async () => {
         clearInterval(pruneTimer);
         rooms.close();
         await server.close();
+        await engine.close();
         await ledger.close();
       })()),
   };

@@ -7,6 +7,7 @@ import type { Ledger } from '../ledger/open-ledger.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { EventStore } from '../events/event-store.ts';
+import type { RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { ApiKeyStore } from '../tenancy/api-keys.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
@@ -17,6 +18,7 @@ export interface ApiContext {
   readonly apiKeys: ApiKeyStore;
   readonly sources: SourceStore;
   readonly events: EventStore;
+  readonly runs: RunStore;
   readonly auth: Authorizer;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -1,11 +1,12 @@
 // REST: send a custom event, get one (with its recording and reactions), list by time.
 // Every read is scoped to one environment (`?environment=`, default production).
 
-import { InputError } from '../errors.ts';
 import { API_SOURCE, EVENT_ID_PATTERN, generateEventId, type StoredEvent } from '../events/event-record.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
-import { json, type HttpRequest, type Route } from '../http/types.ts';
+import { json, type Route } from '../http/types.ts';
 import { ENVIRONMENTS, EVENT_TYPE_PATTERN, type Environment } from '../sources/source-record.ts';
+import { summarizeRun } from '../runs/run-summary.ts';
+import { environmentOf, parseCursor, parseLimit } from './query-params.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
 
@@ -27,35 +28,6 @@ const parseSend = createBodyParser<SendEventBody>({
     id: { type: 'string', pattern: EVENT_ID_PATTERN },
   },
 });
-
-/** The environment a read is scoped to: `?environment=`, default production; anything else is a 400. */
-export function environmentOf(request: HttpRequest): Environment {
-  const value = request.query.get('environment') ?? 'production';
-  if (!(ENVIRONMENTS as readonly string[]).includes(value)) {
-    throw new InputError(400, 'invalid_environment', 'environment must be "production" or "sandbox".', { field: 'environment' });
-  }
-  return value as Environment;
-}
-
-function parseLimit(request: HttpRequest): number {
-  const raw = request.query.get('limit') ?? '50';
-  if (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 500) {
-    throw new InputError(400, 'invalid_limit', 'limit must be an integer from 1 to 500.', { field: 'limit' });
-  }
-  return Number(raw);
-}
-
-function parseCursor(request: HttpRequest): [number, string] | undefined {
-  const raw = request.query.get('cursor');
-  if (raw === null) return undefined;
-  try {
-    const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && typeof value[0] === 'number' && typeof value[1] === 'string') return [value[0], value[1]];
-  } catch {
-    // fall through to the error below
-  }
-  throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
-}
 
 export function eventRoutes(ctx: ApiContext): Route[] {
   const base = '/organizations/:org_id/events';
@@ -109,7 +81,7 @@ export function eventRoutes(ctx: ApiContext): Route[] {
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request));
-        return json(200, { event, recording: ctx.events.recording(org.id, event.id) ?? null, reactions: [] });
+        return json(200, { event, recording: ctx.events.recording(org.id, event.id) ?? null, reactions: ctx.runs.forEvent(org.id, event.id).map(summarizeRun) });
       },
     },
   ];

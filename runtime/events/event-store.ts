@@ -8,8 +8,11 @@ import type { Ledger } from '../ledger/open-ledger.ts';
 import type { Environment } from '../sources/source-record.ts';
 import type { Recording, StoredEvent } from './event-record.ts';
 
-/** Called inside the storing transaction; writes what the event causes (runs) and returns its reactions. */
-export type EventReactor = (event: StoredEvent) => void;
+/**
+ * Called inside the storing transaction; writes what the event causes (its runs). May return a
+ * callback that runs once the transaction is durable (to start the runs it wrote).
+ */
+export type EventReactor = (event: StoredEvent) => (() => void) | undefined;
 
 export interface NewEvent {
   readonly event: StoredEvent;
@@ -46,9 +49,11 @@ export class EventStore {
    */
   async store({ event, recording, claim }: NewEvent): Promise<StoredEvent> {
     const { root, events, eventsByTime, recordings } = this.#ledger;
+    const afterCommit: Array<() => void> = [];
     const outcome = await durably(
       root,
       root.transaction((): { duplicateOf: string } | null => {
+        afterCommit.length = 0;
         if (claim !== null) {
           const live = this.#inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms);
           if (live !== undefined) return { duplicateOf: live.event_id };
@@ -58,13 +63,17 @@ export class EventStore {
         events.put([event.org_id, event.id], event);
         eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
         if (recording !== null) recordings.put([event.org_id, event.id], recording);
-        for (const react of this.#reactors) react(event);
+        for (const react of this.#reactors) {
+          const then = react(event);
+          if (then !== undefined) afterCommit.push(then);
+        }
         return null;
       }),
     );
     if (outcome !== null) {
       throw new ConflictError('duplicate_event', 'This event was already received.', { original_event_id: outcome.duplicateOf });
     }
+    for (const then of afterCommit) then();
     return event;
   }
 

@@ -16,7 +16,6 @@ const DEFAULT_BODY_LIMIT = 1024 * 1024;
 export const MAX_HEADER_BYTES = 16 * 1024;
 
 export interface HttpServerOptions {
-  readonly routes: readonly Route[];
   readonly logger: Logger;
   readonly metrics: RuntimeMetrics;
 }
@@ -35,7 +34,11 @@ export class HttpServer {
     this.app = uws.App();
     this.#logger = options.logger;
     this.#metrics = options.metrics;
-    this.#router.add(...options.routes);
+  }
+
+  /** Registers routes; call before `listen`. */
+  addRoutes(...routes: Route[]): void {
+    this.#router.add(...routes);
   }
 
   get port(): number {

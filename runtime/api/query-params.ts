@@ -1,0 +1,35 @@
+// Shared query-string parsers of the list endpoints: environment scope, page size and cursor.
+// Each returns a typed value or throws a 400 naming the parameter.
+
+import { InputError } from '../errors.ts';
+import type { HttpRequest } from '../http/types.ts';
+import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
+
+/** The environment a read is scoped to: `?environment=`, default production; anything else is a 400. */
+export function environmentOf(request: HttpRequest): Environment {
+  const value = request.query.get('environment') ?? 'production';
+  if (!(ENVIRONMENTS as readonly string[]).includes(value)) {
+    throw new InputError(400, 'invalid_environment', 'environment must be "production" or "sandbox".', { field: 'environment' });
+  }
+  return value as Environment;
+}
+
+export function parseLimit(request: HttpRequest): number {
+  const raw = request.query.get('limit') ?? '50';
+  if (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 500) {
+    throw new InputError(400, 'invalid_limit', 'limit must be an integer from 1 to 500.', { field: 'limit' });
+  }
+  return Number(raw);
+}
+
+export function parseCursor(request: HttpRequest): [number, string] | undefined {
+  const raw = request.query.get('cursor');
+  if (raw === null) return undefined;
+  try {
+    const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(value) && typeof value[0] === 'number' && typeof value[1] === 'string') return [value[0], value[1]];
+  } catch {
+    // fall through to the error below
+  }
+  throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
+}

@@ -1,0 +1,85 @@
+// REST: list and explain runs, resume a failed run, cancel a run, and list failed events for triage.
+// Reads need viewer, resume/cancel need developer; every read is scoped to one environment.
+
+import { describeRun } from '../../actors/run-view.ts';
+import { ConflictError, InputError, notFound } from '../errors.ts';
+import { json, type HttpRequest, type Route } from '../http/types.ts';
+import type { RunEngine } from '../runs/run-engine.ts';
+import type { RunStore } from '../runs/run-store.ts';
+import type { ApiContext } from './context.ts';
+import { summarizeRun } from '../runs/run-summary.ts';
+import { environmentOf, parseCursor, parseLimit } from './query-params.ts';
+
+const STATES = new Set(['queued', 'running', 'backoff', 'delaying', 'failed', 'completed', 'cancelled']);
+
+export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): Route[] {
+  const base = '/organizations/:org_id/runs';
+  const requireRun = (request: HttpRequest, role: 'viewer' | 'developer') => {
+    const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
+    const run = runs.get(org.id, request.params.run_id ?? '');
+    if (run === undefined) throw notFound('Run', 'run_id');
+    return { org, run };
+  };
+  return [
+    {
+      method: 'GET',
+      pattern: base,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        const state = request.query.get('state') ?? undefined;
+        if (state !== undefined && !STATES.has(state)) throw new InputError(400, 'invalid_state', `state must be one of ${[...STATES].join(', ')}.`, { field: 'state' });
+        const workflowId = request.query.get('workflow_id') ?? undefined;
+        const cursor = parseCursor(request);
+        const page = runs.list(org.id, environmentOf(request), {
+          limit: parseLimit(request),
+          ...(state === undefined ? {} : { state }),
+          ...(workflowId === undefined ? {} : { workflowId }),
+          ...(cursor === undefined ? {} : { cursor }),
+        });
+        return json(200, {
+          runs: page.runs.map((run) => summarizeRun(run)),
+          next_cursor: page.nextCursor === null ? null : Buffer.from(JSON.stringify(page.nextCursor)).toString('base64url'),
+        });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${base}/:run_id`,
+      handler: (request) => json(200, { run: describeRun(requireRun(request, 'viewer').run) }),
+    },
+    {
+      method: 'POST',
+      pattern: `${base}/:run_id/resume`,
+      handler: async (request) => {
+        const { org, run } = requireRun(request, 'developer');
+        if (run.value !== 'failed') throw new ConflictError('run_not_failed', `Only a failed run can be resumed; this one is ${run.value}.`);
+        await engine.send(org.id, run.context.runId, { type: 'run.resume' });
+        return json(202, { run: describeRun(runs.get(org.id, run.context.runId) ?? run) });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: `${base}/:run_id/cancel`,
+      handler: async (request) => {
+        const { org, run } = requireRun(request, 'developer');
+        if (run.value === 'completed' || run.value === 'cancelled') throw new ConflictError('run_finished', `The run is already ${run.value}.`);
+        await engine.send(org.id, run.context.runId, { type: 'run.cancel', reason: 'cancelled through the API' });
+        return json(200, { run: describeRun(runs.get(org.id, run.context.runId) ?? run) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/organizations/:org_id/failed-events',
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        const failed = runs.failedEvents(org.id, environmentOf(request), parseLimit(request));
+        return json(200, {
+          failed_events: failed.map(({ eventId, runs: failedRuns }) => ({
+            event: ctx.events.get(org.id, eventId) ?? { id: eventId },
+            runs: failedRuns.map(summarizeRun),
+          })),
+        });
+      },
+    },
+  ];
+}

@@ -1,0 +1,16 @@
+// The plan rule for the sandbox environment: a starter org may not use it (402 `sandbox_disabled`).
+// One function so every API that touches an environment (workflows, events, runs, reset) agrees.
+
+import { AccessError } from '../errors.ts';
+import type { Organization, Plan } from '../tenancy/organizations.ts';
+
+/** Plans without a sandbox environment. */
+const NO_SANDBOX: ReadonlySet<Plan> = new Set(['starter']);
+
+/** Throws 402 `sandbox_disabled` (field `environment`) when `org`'s plan has no sandbox and `environment` is sandbox. */
+export function assertSandboxAllowed(org: Organization, environment: string): void {
+  if (environment !== 'sandbox' || !NO_SANDBOX.has(org.plan)) return;
+  throw new AccessError(402, 'sandbox_disabled', `The sandbox environment is not available on the ${org.plan} plan; upgrade to pro or enterprise to use it.`, {
+    field: 'environment',
+  });
+}

@@ -1,0 +1,157 @@
+// REST: create, list, get, update (PUT or PATCH), delete and toggle workflows, read their versions
+// and rotate their signing secret. Writes need developer, reads viewer; the secret is shown only on create and rotate.
+
+import { ConflictError, InputError, notFound } from '../errors.ts';
+import { parseJsonRequest } from '../http/parse-json.ts';
+import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
+import type { Organization } from '../tenancy/organizations.ts';
+import { expectRecord, readEnum, rejectUnknown, requirePresent } from '../workflows/input-fields.ts';
+import { parseWorkflowInput } from '../workflows/parse-workflow.ts';
+import type { WorkflowStore } from '../workflows/workflow-store.ts';
+import type { Workflow } from '../workflows/workflow-types.ts';
+import type { ApiContext } from './context.ts';
+import { environmentOf, parseLimit } from './query-params.ts';
+import { assertSandboxAllowed } from './sandbox-guard.ts';
+
+/** A PUT/PATCH that loses a race with another write is re-applied onto the newer version this often. */
+const UPDATE_ATTEMPTS = 5;
+const VERSION_NUMBER = /^[1-9]\d{0,14}$/;
+
+type ToggleAction = 'enable' | 'disable';
+const TOGGLE_ACTIONS: readonly ToggleAction[] = ['enable', 'disable'];
+
+export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore): Route[] {
+  const base = '/organizations/:org_id/workflows';
+  const one = `${base}/:workflow_id`;
+  const orgFor = (request: HttpRequest, role: 'viewer' | 'developer'): Organization =>
+    ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
+
+  /** The current workflow named by the path: 404 for unknown, malformed or other-org ids; 402 for a sandbox one on starter. */
+  const requireWorkflow = (org: Organization, request: HttpRequest): Workflow => {
+    const workflow = workflows.get(org.id, request.params.workflow_id ?? '');
+    if (workflow === undefined) throw notFound('Workflow', 'workflow_id');
+    assertSandboxAllowed(org, workflow.environment);
+    return workflow;
+  };
+
+  /** Parses the body onto the current version and stores it; re-applies onto a newer version if another write won. */
+  const update = async (request: HttpRequest) => {
+    const org = orgFor(request, 'developer');
+    let current = requireWorkflow(org, request);
+    const body = parseJsonRequest(request);
+    for (let attempt = 1; ; attempt += 1) {
+      const draft = parseWorkflowInput(body, current);
+      assertSandboxAllowed(org, draft.environment);
+      try {
+        const workflow = await workflows.update(org.id, current.id, draft, ctx.clock.now(), { ifVersion: current.version });
+        return json(200, { workflow });
+      } catch (error) {
+        if (!(error instanceof ConflictError && error.code === 'workflow_version_conflict') || attempt >= UPDATE_ATTEMPTS) throw error;
+        current = requireWorkflow(org, request);
+      }
+    }
+  };
+
+  return [
+    {
+      method: 'POST',
+      pattern: base,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const draft = parseWorkflowInput(parseJsonRequest(request));
+        assertSandboxAllowed(org, draft.environment);
+        const { workflow, signingSecret } = await workflows.create(draft, org.id, ctx.clock.now());
+        return json(201, { workflow, signing_secret: signingSecret });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: base,
+      handler: (request) => {
+        const org = orgFor(request, 'viewer');
+        const environment = environmentOf(request);
+        assertSandboxAllowed(org, environment);
+        return json(200, { workflows: workflows.list(org.id, environment) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: one,
+      handler: (request) => json(200, { workflow: requireWorkflow(orgFor(request, 'viewer'), request) }),
+    },
+    { method: 'PUT', pattern: one, handler: update },
+    { method: 'PATCH', pattern: one, handler: update },
+    {
+      method: 'DELETE',
+      pattern: one,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        await workflows.delete(org.id, requireWorkflow(org, request).id);
+        return noContent();
+      },
+    },
+    {
+      method: 'POST',
+      pattern: `${one}/toggle`,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const current = requireWorkflow(org, request);
+        const action = parseToggle(parseJsonRequest(request));
+        const workflow = await workflows.setStatus(org.id, current.id, action === 'enable' ? 'enabled' : 'disabled', ctx.clock.now());
+        return json(200, { workflow });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${one}/versions`,
+      handler: (request) => {
+        const org = orgFor(request, 'viewer');
+        const current = requireWorkflow(org, request);
+        const limit = parseLimit(request);
+        const before = parseVersionCursor(request);
+        const versions = workflows.versions(org.id, current.id, { limit, ...(before === undefined ? {} : { before }) });
+        const last = versions.at(-1);
+        const more = versions.length === limit && last !== undefined && last.version > 1;
+        return json(200, { versions, next_cursor: more ? String(last.version) : null });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${one}/versions/:version`,
+      handler: (request) => {
+        const org = orgFor(request, 'viewer');
+        const current = requireWorkflow(org, request);
+        const raw = request.params.version ?? '';
+        const version = VERSION_NUMBER.test(raw) ? workflows.version(org.id, current.id, Number(raw)) : undefined;
+        if (version === undefined) throw notFound(`Version ${raw.slice(0, 20)} of this workflow`, 'version');
+        return json(200, { version });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: `${one}/signing-secret/rotate`,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const current = requireWorkflow(org, request);
+        const signingSecret = await workflows.rotateSigningSecret(org.id, current.id, ctx.clock.now());
+        return json(200, { signing_secret: signingSecret });
+      },
+    },
+  ];
+}
+
+function parseToggle(body: unknown): ToggleAction {
+  const record = expectRecord(body, '');
+  rejectUnknown(record, ['action'], '');
+  return readEnum(requirePresent(record, 'action', ''), 'action', TOGGLE_ACTIONS);
+}
+
+/** `?cursor=` of the versions list: the version number the previous page ended at (exclusive). */
+function parseVersionCursor(request: HttpRequest): number | undefined {
+  const raw = request.query.get('cursor');
+  if (raw === null) return undefined;
+  if (!VERSION_NUMBER.test(raw)) {
+    throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
+  }
+  return Number(raw);
+}

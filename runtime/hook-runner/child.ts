@@ -1,0 +1,207 @@
+// Supervises the hook-runner as a child process: spawns hook-runner/main.ts, learns its address from
+// the `listening on` line, restarts it with backoff when it dies unexpectedly, and stops it on shutdown.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { chooseThreadPoolSize } from '../../hook-runner/thread-pool.ts';
+import { LISTENING_PREFIX } from '../../hook-runner/wire.ts';
+import { unavailable } from './runner-errors.ts';
+
+/**
+ * | state        | meaning                                              | address   |
+ * |--------------|------------------------------------------------------|-----------|
+ * | idle         | constructed, start() not called                      | none      |
+ * | starting     | spawned, waiting for the `listening on` line         | none      |
+ * | running      | serving                                              | current   |
+ * | restarting   | died unexpectedly; respawn after the backoff delay   | none      |
+ * | stopping     | SIGTERM sent by stop(); escalates to SIGKILL         | none      |
+ * | stopped      | stop() finished                                      | none      |
+ * | failed       | exited with a configuration error (code 2): no retry | none      |
+ */
+export type HookRunnerChildState = 'idle' | 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'failed';
+
+export interface HookRunnerChildOptions {
+  readonly dataDir: string;
+  readonly token: string;
+  /** Passed as SLUICE_MASTER_KEY; default: the runner's own 0600 key file. */
+  readonly masterKey?: string;
+  /** Default `127.0.0.1:0`: a free loopback port, learned from the child's output. */
+  readonly listen?: string;
+  /** Base environment of the child (default: this process's); token and key are added to it. */
+  readonly env?: NodeJS.ProcessEnv;
+  /** How long a start may take before the child is killed and retried (default 30 s). */
+  readonly startTimeoutMs?: number;
+  /** Delay before the n-th consecutive restart (default 100 ms doubling to 5 s). */
+  readonly restartDelayMs?: (restart: number) => number;
+  /** The child's stdout/stderr lines and supervisor events. */
+  readonly log?: (line: string) => void;
+}
+
+const ENTRY = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url));
+const CONFIG_ERROR_EXIT_CODE = 2;
+const STOP_GRACE_MS = 10_000;
+/** A child that ran this long resets the restart backoff. */
+const HEALTHY_AFTER_MS = 30_000;
+const defaultRestartDelay = (restart: number): number => Math.min(5000, 100 * 2 ** Math.max(0, restart - 1));
+
+interface Waiter { readonly resolve: (address: string) => void; readonly reject: (error: Error) => void }
+
+export class HookRunnerChild {
+  readonly #options: HookRunnerChildOptions;
+  readonly #log: (line: string) => void;
+  #state: HookRunnerChildState = 'idle';
+  #process: ChildProcess | undefined;
+  #address: string | undefined;
+  #restarts = 0;
+  #consecutiveRestarts = 0;
+  #startedAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #waiters: Waiter[] = [];
+  #exited: Promise<void> = Promise.resolve();
+
+  constructor(options: HookRunnerChildOptions) {
+    this.#options = options;
+    this.#log = options.log ?? ((line) => void process.stderr.write(`${line}\n`));
+  }
+
+  get state(): HookRunnerChildState { return this.#state; }
+  /** The address while running, else undefined. */
+  get currentAddress(): string | undefined { return this.#address; }
+  get pid(): number | undefined { return this.#process?.pid; }
+  /** Unexpected exits that led to a respawn, over the supervisor's lifetime. */
+  get restarts(): number { return this.#restarts; }
+
+  /** Spawns the runner; resolves with its address once it listens. */
+  start(): Promise<string> {
+    if (this.#state === 'idle') this.#spawn();
+    return this.address();
+  }
+
+  /**
+   * The address of the running child, waiting (at most `timeoutMs`) through a start or restart.
+   * Suitable as HookRunnerClient's address source. Rejects with a RetryableError when it times out.
+   */
+  address(timeoutMs: number = this.#options.startTimeoutMs ?? 30_000): Promise<string> {
+    if (this.#state === 'running' && this.#address !== undefined) return Promise.resolve(this.#address);
+    if (this.#state === 'stopped' || this.#state === 'stopping' || this.#state === 'failed' || this.#state === 'idle') {
+      return Promise.reject(unavailable(`The hook-runner child is ${this.#state}.`));
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((waiter) => waiter !== entry);
+        reject(unavailable(`The hook-runner did not become ready within ${timeoutMs} ms.`));
+      }, timeoutMs);
+      const entry: Waiter = {
+        resolve: (address) => { clearTimeout(timer); resolve(address); },
+        reject: (error) => { clearTimeout(timer); reject(error); },
+      };
+      this.#waiters.push(entry);
+    });
+  }
+
+  /** SIGTERM, then SIGKILL after a grace period; resolves once the child has exited. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.#state === 'stopped') return;
+    const child = this.#process;
+    this.#transition(['idle', 'starting', 'running', 'restarting', 'failed', 'stopping'], 'stopping');
+    clearTimeout(this.#timer);
+    this.#settleWaiters(unavailable('The hook-runner child was stopped.'));
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+      const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+      child.kill('SIGTERM');
+      await this.#exited;
+      clearTimeout(kill);
+    }
+    this.#transition(['stopping'], 'stopped');
+  }
+
+  #transition(from: readonly HookRunnerChildState[], to: HookRunnerChildState): boolean {
+    if (!from.includes(this.#state)) return false;
+    if (this.#state !== to) this.#log(`hook-runner child: ${this.#state} -> ${to}`);
+    this.#state = to;
+    return true;
+  }
+
+  #spawn(): void {
+    this.#transition(['idle', 'restarting'], 'starting');
+    const base = this.#options.env ?? process.env;
+    const child = spawn(process.execPath, [
+      '--import', import.meta.resolve('tsx'), ENTRY,
+      '--listen', this.#options.listen ?? '127.0.0.1:0',
+      '--data-dir', this.#options.dataDir,
+    ], {
+      env: {
+        ...base,
+        SLUICE_RUNNER_TOKEN: this.#options.token,
+        ...(this.#options.masterKey === undefined ? {} : { SLUICE_MASTER_KEY: this.#options.masterKey }),
+        // libuv reads this only at process start (see hook-runner/thread-pool.ts).
+        UV_THREADPOOL_SIZE: base['UV_THREADPOOL_SIZE'] ?? String(chooseThreadPoolSize()),
+      },
+      // The IPC channel is never used for messages: its closing tells the runner we are gone.
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    this.#process = child;
+    this.#startedAt = Date.now();
+    this.#exited = new Promise((done) => child.once('exit', (code, signal) => {
+      this.#onExit(child, code, signal);
+      done();
+    }));
+    const startTimer = setTimeout(() => {
+      if (this.#process === child && this.#state === 'starting') {
+        this.#log('hook-runner child: start timed out; killing it');
+        child.kill('SIGKILL');
+      }
+    }, this.#options.startTimeoutMs ?? 30_000);
+    child.once('exit', () => clearTimeout(startTimer));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.startsWith(LISTENING_PREFIX) && this.#process === child && this.#transition(['starting'], 'running')) {
+        clearTimeout(startTimer);
+        this.#address = line.slice(LISTENING_PREFIX.length).trim();
+        this.#settleWaiters(undefined, this.#address);
+      }
+      this.#log(line);
+    });
+    createInterface({ input: child.stderr! }).on('line', (line) => this.#log(line));
+  }
+
+  #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.#process !== child) return;
+    this.#address = undefined;
+    if (this.#state === 'stopping') return;
+    this.#log(`hook-runner child: exited unexpectedly (${signal ?? `code ${code}`})`);
+    if (code === CONFIG_ERROR_EXIT_CODE) {
+      this.#transition(['starting', 'running'], 'failed');
+      this.#settleWaiters(unavailable('The hook-runner refused its configuration; see its log.'));
+      return;
+    }
+    this.#transition(['starting', 'running'], 'restarting');
+    if (Date.now() - this.#startedAt > HEALTHY_AFTER_MS) this.#consecutiveRestarts = 0;
+    this.#consecutiveRestarts += 1;
+    this.#restarts += 1;
+    const delay = (this.#options.restartDelayMs ?? defaultRestartDelay)(this.#consecutiveRestarts);
+    this.#timer = setTimeout(() => {
+      if (this.#state === 'restarting') this.#spawn();
+    }, delay);
+  }
+
+  #settleWaiters(error: Error | undefined, address?: string): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const waiter of waiters) {
+      if (error !== undefined) waiter.reject(error);
+      else if (address !== undefined) waiter.resolve(address);
+    }
+  }
+}
+
+/** Creates the supervisor and waits until the first runner listens. */
+export async function createHookRunnerChild(options: HookRunnerChildOptions): Promise<HookRunnerChild> {
+  const child = new HookRunnerChild(options);
+  try {
+    await child.start();
+  } catch (error) {
+    await child.stop();
+    throw error;
+  }
+  return child;
+}

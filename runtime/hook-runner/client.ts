@@ -1,0 +1,194 @@
+// The runtime's client for the hook-runner: typed calls with per-call deadlines, bounded retries on
+// UNAVAILABLE (re-resolving the address, so a restarted child is found), Sluice errors on failure.
+import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import {
+  isWireTrapKind, loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods,
+  type InvokeReplyWire, type WireTrapKind,
+} from '../../hook-runner/wire.ts';
+import { isServiceError, toSluiceError, unavailable } from './runner-errors.ts';
+
+/** A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt. */
+export type HookRunnerAddress = string | (() => Promise<string>);
+
+export interface HookRunnerClientOptions {
+  /** Deadline per attempt. Defaults: invoke 30 s, compile 30 s, everything else 10 s. */
+  readonly deadlinesMs?: Partial<Record<'invoke' | 'compile' | 'other', number>>;
+  /** Attempts per call when the runner is UNAVAILABLE (default 3), waiting `retryDelayMs(attempt)` between. */
+  readonly attempts?: number;
+  readonly retryDelayMs?: (attempt: number) => number;
+  /** Injected for tests; defaults to a real timer. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export interface InvokeInput {
+  readonly orgId: string;
+  readonly actionId: string;
+  readonly digest: string;
+  readonly permissions: readonly string[];
+  readonly payloadJson: string;
+  /** `<runId>:<stepId>`; required unless `simulate`. */
+  readonly idempotencyKey: string;
+  /** The step attempt's fence (>= 1); ignored when `simulate`. */
+  readonly fence: bigint | number;
+  readonly simulate?: boolean;
+}
+
+export type InvokeOutcome =
+  | { readonly kind: 'output'; readonly outputJson: string }
+  | { readonly kind: 'rejected'; readonly reason: string }
+  | { readonly kind: 'trap'; readonly trap: WireTrapKind; readonly message: string };
+
+export interface InvokeResult {
+  readonly outcome: InvokeOutcome;
+  readonly fuelUsed: number;
+  /** The runner answered from an earlier execution of the same idempotency key. */
+  readonly replayed: boolean;
+}
+
+export interface SecretRef { readonly orgId: string; readonly actionId: string; readonly key: string }
+export interface HealthStatus { readonly ok: boolean; readonly version: string; readonly uptimeMs: number }
+
+const MAX_SEND_BYTES = 12 * 1024 * 1024;
+const MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
+const defaultDelay = (attempt: number): number => Math.min(2000, 100 * 2 ** (attempt - 1));
+const realSleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+
+export function parseInvokeReply(reply: InvokeReplyWire): InvokeResult {
+  const fuelUsed = Number(reply.fuel_used);
+  const base = { fuelUsed: Number.isFinite(fuelUsed) ? fuelUsed : 0, replayed: reply.replayed };
+  if (reply.outcome === 'output_json' && reply.output_json !== undefined) return { ...base, outcome: { kind: 'output', outputJson: reply.output_json } };
+  if (reply.outcome === 'rejected' && reply.rejected) return { ...base, outcome: { kind: 'rejected', reason: reply.rejected.reason } };
+  if (reply.outcome === 'trap' && reply.trap) {
+    const { kind, message } = reply.trap;
+    return { ...base, outcome: { kind: 'trap', trap: isWireTrapKind(kind) ? kind : 'other', message } };
+  }
+  throw unavailable('The hook-runner answered Invoke without an outcome.');
+}
+
+export class HookRunnerClient {
+  readonly #address: () => Promise<string>;
+  readonly #metadata = new Metadata();
+  readonly #options: HookRunnerClientOptions;
+  #channel: { readonly address: string; readonly client: Client } | undefined;
+  #closed = false;
+
+  constructor(address: HookRunnerAddress, token: string, options: HookRunnerClientOptions = {}) {
+    this.#address = typeof address === 'string' ? () => Promise.resolve(address) : address;
+    this.#metadata.set('authorization', `Bearer ${token}`);
+    this.#options = options;
+  }
+
+  /** Compiles and stores a module; resolves with its sha256 digest once the bytes are durable. */
+  async compile(wasm: Uint8Array): Promise<string> {
+    return (await this.#call('Compile', { wasm }, 'compile')).digest;
+  }
+
+  /** Runs a module. Same key and fence again answers the stored result (`replayed`). */
+  async invoke(input: InvokeInput): Promise<InvokeResult> {
+    const reply = await this.#call('Invoke', {
+      org_id: input.orgId,
+      action_id: input.actionId,
+      digest: input.digest,
+      permissions: [...input.permissions],
+      payload_json: input.payloadJson,
+      idempotency_key: input.idempotencyKey,
+      fence: input.fence.toString(),
+      simulate: input.simulate ?? false,
+    }, 'invoke');
+    return parseInvokeReply(reply);
+  }
+
+  /** Resolves after the sealed value is durable in the runner. */
+  async putSecret(secret: SecretRef & { readonly value: string }): Promise<void> {
+    await this.#call('PutSecret', { org_id: secret.orgId, action_id: secret.actionId, key: secret.key, value: secret.value }, 'other');
+  }
+
+  async listSecretKeys(scope: { readonly orgId: string; readonly actionId: string }): Promise<string[]> {
+    return (await this.#call('ListSecretKeys', { org_id: scope.orgId, action_id: scope.actionId }, 'other')).keys;
+  }
+
+  /** Resolves `true` when the secret existed. */
+  async deleteSecret(secret: SecretRef): Promise<boolean> {
+    return (await this.#call('DeleteSecret', { org_id: secret.orgId, action_id: secret.actionId, key: secret.key }, 'other')).deleted;
+  }
+
+  async health(): Promise<HealthStatus> {
+    const reply = await this.#call('Health', {}, 'other');
+    return { ok: reply.ok, version: reply.version, uptimeMs: Number(reply.uptime_ms) };
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#channel?.client.close();
+    this.#channel = undefined;
+  }
+
+  async #call<M extends HookRunnerMethodName>(
+    method: M,
+    request: HookRunnerMethods[M]['request'],
+    kind: 'invoke' | 'compile' | 'other',
+  ): Promise<HookRunnerMethods[M]['reply']> {
+    const attempts = Math.max(1, this.#options.attempts ?? 3);
+    const deadlineMs = this.#options.deadlinesMs?.[kind] ?? (kind === 'other' ? 10_000 : 30_000);
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= attempts; attempt += 1) {
+      if (this.#closed) throw unavailable('The hook-runner client is closed.');
+      let address: string | undefined;
+      try {
+        address = await this.#address();
+      } catch (error) {
+        lastError = error; // e.g. a supervised child that is still restarting
+      }
+      if (address !== undefined) {
+        try {
+          return await this.#unary(this.#clientFor(address), method, request, deadlineMs);
+        } catch (error) {
+          if (!isServiceError(error)) throw error;
+          if (error.code !== status.UNAVAILABLE) throw toSluiceError(method, error);
+          lastError = error;
+        }
+      }
+      if (attempt < attempts) await (this.#options.sleep ?? realSleep)((this.#options.retryDelayMs ?? defaultDelay)(attempt));
+    }
+    const reason = lastError instanceof Error ? lastError.message : String(lastError);
+    throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${reason}`, lastError);
+  }
+
+  #clientFor(address: string): Client {
+    if (this.#channel?.address === address) return this.#channel.client;
+    this.#channel?.client.close();
+    const client = new Client(address, credentials.createInsecure(), {
+      'grpc.max_send_message_length': MAX_SEND_BYTES,
+      'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
+      // A restarted runner on the same address should be reachable within our retry budget.
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 1000,
+    });
+    this.#channel = { address, client };
+    return client;
+  }
+
+  #unary<M extends HookRunnerMethodName>(
+    client: Client,
+    method: M,
+    request: HookRunnerMethods[M]['request'],
+    deadlineMs: number,
+  ): Promise<HookRunnerMethods[M]['reply']> {
+    const definition = loadHookRunnerService()[method];
+    return new Promise((resolve, reject) => {
+      client.makeUnaryRequest(
+        definition.path,
+        definition.requestSerialize,
+        definition.responseDeserialize,
+        request,
+        this.#metadata,
+        { deadline: Date.now() + deadlineMs },
+        (error: ServiceError | null, reply?: HookRunnerMethods[M]['reply']) => {
+          if (error !== null) reject(error);
+          else if (reply === undefined) reject(unavailable(`The hook-runner sent an empty ${method} reply.`));
+          else resolve(reply);
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,57 @@
+// Maps a failed hook-runner call (gRPC status + `sluice-code` trailer) to the Sluice error family,
+// named by what the caller should do: retry, fix the input, treat as a conflict, or fail the step.
+import { status, type ServiceError } from '@grpc/grpc-js';
+import { AccessError, ConflictError, InputError, RetryableError, SluiceError, TerminalError } from '../errors.ts';
+import { SLUICE_CODE_METADATA_KEY } from '../../hook-runner/wire.ts';
+
+const trailer = (error: ServiceError, key: string): string | undefined => {
+  const [value] = error.metadata?.get(key) ?? [];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+};
+
+export const isServiceError = (error: unknown): error is ServiceError =>
+  error instanceof Error && typeof (error as Partial<ServiceError>).code === 'number' && 'details' in error;
+
+/** The runner could not be reached (after the client's own retries): the step retries later. */
+export const unavailable = (message: string, cause?: unknown): RetryableError =>
+  new RetryableError('hook_runner_unavailable', message, undefined, cause === undefined ? {} : { cause });
+
+/**
+ * The Sluice error for a failed call. Messages are the runner's own, which never contain secret
+ * values; `method` names the RPC for the operator.
+ */
+export function toSluiceError(method: string, error: ServiceError): SluiceError {
+  const code = trailer(error, SLUICE_CODE_METADATA_KEY);
+  const field = trailer(error, 'sluice-field');
+  const details = error.details.length > 0 ? error.details : `hook-runner ${method} failed (${status[error.code] ?? error.code}).`;
+  const options = { cause: error, ...(field === undefined ? {} : { field }) };
+  switch (error.code) {
+    case status.INVALID_ARGUMENT:
+      return new InputError(400, code ?? 'invalid_request', details, options);
+    case status.RESOURCE_EXHAUSTED:
+      return new InputError(413, code ?? 'too_large', details, options);
+    case status.NOT_FOUND:
+      return new AccessError(404, code ?? 'not_found', details, options);
+    case status.FAILED_PRECONDITION:
+      if (code === 'stale_fence' || (code === undefined && details.includes('stale fence'))) {
+        return new ConflictError('stale_fence', details, {}, options);
+      }
+      if (code === 'idempotency_key_reused') return new ConflictError(code, details, {}, options);
+      return new TerminalError(code ?? 'failed_precondition', details, options);
+    case status.UNAUTHENTICATED:
+    case status.PERMISSION_DENIED:
+      // A deployment fault (wrong runner token), not the API caller's: a 502, not retried.
+      return new SluiceError(502, 'hook_runner_unauthenticated', 'The hook-runner refused the runner token.', options);
+    case status.DATA_LOSS:
+      return new TerminalError(code ?? 'hook_runner_data_loss', details, options);
+    case status.INTERNAL:
+      if (code === 'module_recompile_failed') return new TerminalError(code, details, options);
+      return new RetryableError(code ?? 'hook_runner_internal', details, undefined, options);
+    case status.UNAVAILABLE:
+      return new RetryableError(code ?? 'hook_runner_unavailable', details, undefined, options);
+    case status.DEADLINE_EXCEEDED:
+      return new RetryableError('hook_runner_timeout', `hook-runner ${method} did not answer before its deadline.`, undefined, options);
+    default:
+      return new RetryableError(code ?? 'hook_runner_error', details, undefined, options);
+  }
+}

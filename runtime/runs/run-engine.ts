@@ -1,0 +1,269 @@
+// The run host: applies events to each run's XState actor one at a time, persists every transition
+// (snapshot + live update in one transaction, flushed) before acting on it, and drives admission,
+// step effects, timers and boot recovery. The snapshot is the outbox: work is derived from it.
+
+import { asEventId, asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
+import { RootScheduler } from '../../actors/root-scheduler.ts';
+import { readPersistedRun, reclaimAfterRestart, restoreRunActor, startRun, type PersistedRun } from '../../actors/run-transition.ts';
+import type { RunEvent } from '../../actors/run-types.ts';
+import { pendingWork, type Work } from '../../actors/run-work.ts';
+import type { Clock } from '../clock.ts';
+import type { StoredEvent } from '../events/event-record.ts';
+import type { EventStore } from '../events/event-store.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Logger } from '../log.ts';
+import type { LiveRooms } from '../rooms/live-rooms.ts';
+import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
+import type { RunUpdate } from '../rooms/live-codec.ts';
+import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { runInputFor } from '../workflows/run-plan.ts';
+import type { WorkflowVersion } from '../workflows/workflow-types.ts';
+import { runIdFor, type RunStore } from './run-store.ts';
+import { RunTimers } from './run-timers.ts';
+import { performStep, type StepReport } from './step-dispatcher.ts';
+
+/** What the engine reads of workflows (implemented by the workflow store). */
+export interface WorkflowLookup {
+  matching(orgId: string, environment: string, eventType: string): WorkflowVersion[];
+  version(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined;
+  signingSecrets(orgId: string, workflowId: string): readonly string[];
+}
+
+/** A run event before the engine stamps it with the clock. */
+export type RunCommand = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'at'> : never) : never;
+
+export interface RunEngineDeps {
+  readonly ledger: Ledger;
+  readonly runs: RunStore;
+  readonly workflows: WorkflowLookup;
+  readonly events: EventStore;
+  readonly orgs: OrganizationStore;
+  readonly updateLog: UpdateLog;
+  readonly rooms: LiveRooms;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The runtime's own port, which webhook steps may not call; known once it listens. */
+  readonly selfPort: () => number;
+}
+
+type RunActor = ReturnType<typeof restoreRunActor>;
+const keyOf = (orgId: string, runId: string): string => `${orgId}\u0000${runId}`;
+
+export class RunEngine {
+  readonly #d: RunEngineDeps;
+  readonly #scheduler = new RootScheduler();
+  readonly #timers: RunTimers;
+  /** Live actors of the runs that are currently admitted (`running`); others rest as snapshots. */
+  readonly #actors = new Map<string, RunActor>();
+  /** Per-run chains: the next transition of a run waits for the previous one to be durable. */
+  readonly #chains = new Map<string, Promise<void>>();
+  readonly #limitsSet = new Set<string>();
+  #closed = false;
+
+  constructor(deps: RunEngineDeps) {
+    this.#d = deps;
+    this.#timers = new RunTimers(deps.clock, (key) => {
+      const [orgId, runId] = key.split('\u0000') as [string, string];
+      void this.send(orgId, runId, { type: 'timer.fired' });
+    });
+    deps.events.addReactor((event) => this.#createRuns(event));
+  }
+
+  get timers(): RunTimers {
+    return this.#timers;
+  }
+
+  /** When the durable timer of a run (backoff or delay) is armed to fire, if it is. */
+  timerDueAt(orgId: string, runId: string): number | undefined {
+    return this.#timers.dueAt(keyOf(orgId, runId));
+  }
+
+  /** Queues `command` for the run; resolves once it has been applied (and, if it changed the run, persisted). */
+  send(orgId: string, runId: string, command: RunCommand): Promise<void> {
+    const key = keyOf(orgId, runId);
+    const previous = this.#chains.get(key) ?? Promise.resolve();
+    const next = previous
+      .then(() => (this.#closed ? undefined : this.#apply(asOrgId(orgId), asRunId(runId), command)))
+      .catch((error: unknown) => this.#d.logger.error('run transition failed', { run_id: runId, error: String(error) }));
+    this.#chains.set(key, next);
+    void next.then(() => {
+      if (this.#chains.get(key) === next) this.#chains.delete(key);
+    });
+    return next;
+  }
+
+  /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot. */
+  async recover(): Promise<number> {
+    const now = this.#d.clock.now();
+    const reclaimed: Array<{ run: PersistedRun; update: NewRunUpdate }> = [];
+    const resting: PersistedRun[] = [];
+    for (const { orgId, runId } of this.#d.runs.unfinished()) {
+      const run = this.#d.runs.get(orgId, runId);
+      if (run === undefined) continue;
+      const step = reclaimAfterRestart(run, now);
+      if (step.changed) reclaimed.push({ run: step.run, update: this.#updateFor(step.run) });
+      else resting.push(run);
+    }
+    const { root } = this.#d.ledger;
+    const stored = await durably(
+      root,
+      root.transaction(() =>
+        reclaimed.map(({ run, update }) => {
+          this.#d.runs.write(run, this.#d.runs.get(run.context.orgId, run.context.runId));
+          return this.#d.updateLog.append(run.context.orgId, update);
+        }),
+      ),
+    );
+    stored.forEach((update, i) => this.#d.rooms.publish((reclaimed[i] as { run: PersistedRun }).run.context.orgId, [update]));
+    for (const run of [...resting, ...reclaimed.map((r) => r.run)]) this.#act(run);
+    return resting.length + reclaimed.length;
+  }
+
+  /** Stops timers and new transitions, then waits for the ones in progress to be durable. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#timers.close();
+    await Promise.allSettled([...this.#chains.values()]);
+    for (const actor of this.#actors.values()) actor.stop();
+    this.#actors.clear();
+  }
+
+  /** Called inside the ingest transaction: one run per matching enabled workflow, with a deterministic id. */
+  #createRuns(event: StoredEvent): (() => void) | undefined {
+    const versions = this.#d.workflows.matching(event.org_id, event.environment, event.type);
+    if (versions.length === 0) return undefined;
+    const created: Array<{ run: PersistedRun; update: RunUpdate }> = [];
+    for (const version of versions) {
+      const runId = runIdFor(event.org_id, event.id, version.workflow_id);
+      if (this.#d.runs.get(event.org_id, runId) !== undefined) continue;
+      const { run } = startRun(
+        runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms }),
+      );
+      this.#d.runs.write(run, undefined);
+      created.push({ run, update: this.#d.updateLog.append(event.org_id, this.#updateFor(run, version)) });
+    }
+    return () => {
+      this.#d.rooms.publish(event.org_id, created.map((c) => c.update));
+      for (const { run } of created) this.#act(run);
+    };
+  }
+
+  async #apply(orgId: OrgId, runId: RunId, command: RunCommand): Promise<void> {
+    const previous = this.#d.runs.get(orgId, runId);
+    if (previous === undefined) return;
+    const key = keyOf(orgId, runId);
+    const actor = this.#actors.get(key) ?? this.#restore(key, previous);
+    const before = actor.getSnapshot();
+    actor.send({ ...command, at: this.#d.clock.now() } as RunEvent);
+    if (actor.getSnapshot() === before) {
+      this.#settleSlot(previous);
+      return;
+    }
+    const run = readPersistedRun(JSON.parse(JSON.stringify(actor.getPersistedSnapshot())));
+    const { root } = this.#d.ledger;
+    const update = await durably(
+      root,
+      root.transaction(() => {
+        this.#d.runs.write(run, previous);
+        return this.#d.updateLog.append(orgId, this.#updateFor(run));
+      }),
+    );
+    this.#d.rooms.publish(orgId, [update]);
+    this.#act(run);
+  }
+
+  #restore(key: string, run: PersistedRun): RunActor {
+    const actor = restoreRunActor(run);
+    actor.start();
+    this.#actors.set(key, actor);
+    return actor;
+  }
+
+  /** Acts on the work a durable snapshot implies. Only ever called after the snapshot is flushed. */
+  #act(run: PersistedRun): void {
+    const { orgId, runId } = run.context;
+    const key = keyOf(orgId, runId);
+    const work: Work = pendingWork(run);
+    this.#settleSlot(run);
+    if (work.kind !== 'arm_timer') this.#timers.disarm(key);
+    switch (work.kind) {
+      case 'await_admission':
+        this.#ensureLimit(orgId);
+        this.#scheduler.enqueue(orgId, runId, work.lane);
+        break;
+      case 'dispatch_step':
+        void this.#dispatch(run, work);
+        break;
+      case 'arm_timer':
+        this.#timers.arm(key, work.at);
+        break;
+      case 'none':
+      case 'done':
+        break;
+    }
+    this.#pump();
+  }
+
+  /** A run outside `running` gives its slot back and its live actor rests as a snapshot. */
+  #settleSlot(run: PersistedRun): void {
+    if (run.value === 'running') return;
+    const { orgId, runId } = run.context;
+    if (this.#scheduler.placeOf(orgId, runId) === 'running') this.#scheduler.release(orgId, runId);
+    const key = keyOf(orgId, runId);
+    this.#actors.get(key)?.stop();
+    this.#actors.delete(key);
+  }
+
+  #pump(): void {
+    if (this.#closed) return;
+    for (const admission of this.#scheduler.nextAdmissions()) void this.send(admission.orgId, admission.runId, { type: 'run.admitted' });
+  }
+
+  #ensureLimit(orgId: string): void {
+    if (this.#limitsSet.has(orgId)) return;
+    const org = this.#d.orgs.get(orgId);
+    this.#scheduler.setLimit(asOrgId(orgId), org?.max_concurrent_runs ?? 4);
+    this.#limitsSet.add(orgId);
+  }
+
+  /** Re-reads an org's concurrency limit (after the org is updated). */
+  refreshLimit(orgId: string): void {
+    this.#limitsSet.delete(orgId);
+    this.#ensureLimit(orgId);
+    this.#pump();
+  }
+
+  async #dispatch(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
+    const ctx = run.context;
+    const report: StepReport = await performStep({
+      run,
+      work,
+      version: this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion),
+      event: this.#d.events.get(ctx.orgId, ctx.eventId),
+      signingSecrets: this.#d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
+      selfPort: this.#d.selfPort(),
+      nowMs: this.#d.clock.now(),
+    });
+    await this.send(ctx.orgId, ctx.runId, report);
+  }
+
+  #updateFor(run: PersistedRun, knownVersion?: WorkflowVersion): NewRunUpdate {
+    const ctx = run.context;
+    const version = knownVersion ?? this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
+    const step = ctx.steps[Math.min(ctx.currentIndex, ctx.steps.length - 1)];
+    const attempts = step?.attempts ?? [];
+    return {
+      run_id: ctx.runId,
+      state: run.value,
+      channel: version?.definition.channel ?? '',
+      workflow_id: ctx.workflowId,
+      event_id: ctx.eventId,
+      step_id: step?.id ?? '',
+      attempt: attempts.length,
+      at_ms: ctx.updatedAt,
+      error: ctx.error === null ? '' : `${ctx.error.code}: ${ctx.error.message}`,
+      environment: ctx.environment,
+    };
+  }
+}

@@ -1,0 +1,132 @@
+// Durable storage of runs: the persisted run snapshot under [orgId, runId] plus the indexes that
+// reactions, listings, boot recovery and failed-event triage read. Writes happen inside a transaction.
+
+import { createHash } from 'node:crypto';
+import type { Database } from 'lmdb';
+import { asRunId, type EventId, type OrgId, type RunId, type WorkflowId } from '../../actors/ids.ts';
+import type { PersistedRun } from '../../actors/run-transition.ts';
+import type { RunStateName } from '../../actors/run-types.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+
+/** States with work still to come: the set boot recovery walks. `failed` waits for a person. */
+const UNFINISHED: ReadonlySet<RunStateName> = new Set(['queued', 'running', 'backoff', 'delaying']);
+
+/** DESIGN §4: the run id is a function of (org, event, workflow), so a trigger can never make two runs. */
+export function runIdFor(orgId: string, eventId: string, workflowId: string): RunId {
+  return asRunId(`run_${createHash('sha256').update(`${orgId}\u0000${eventId}\u0000${workflowId}`).digest('hex').slice(0, 32)}`);
+}
+
+export class RunStore {
+  readonly #runs: Database;
+  readonly #byEvent: Database;
+  readonly #byTime: Database;
+  readonly #unfinished: Database;
+  readonly #failed: Database;
+
+  constructor(ledger: Ledger) {
+    this.#runs = ledger.openDatabase('runs');
+    this.#byEvent = ledger.openDatabase('runs-by-event');
+    this.#byTime = ledger.openDatabase('runs-by-time');
+    this.#unfinished = ledger.openDatabase('runs-unfinished');
+    this.#failed = ledger.openDatabase('runs-failed');
+  }
+
+  get(orgId: string, runId: string): PersistedRun | undefined {
+    return this.#runs.get([orgId, runId]) as PersistedRun | undefined;
+  }
+
+  /** Writes a snapshot and keeps every index in step with it. Call inside a write transaction. */
+  write(run: PersistedRun, previous: PersistedRun | undefined): void {
+    const ctx = run.context;
+    this.#runs.put([ctx.orgId, ctx.runId], run);
+    if (previous === undefined) {
+      this.#byEvent.put([ctx.orgId, ctx.eventId, ctx.runId], null);
+      this.#byTime.put([ctx.orgId, ctx.environment, ctx.createdAt, ctx.runId], null);
+    }
+    if (UNFINISHED.has(run.value)) this.#unfinished.put([ctx.orgId, ctx.runId], null);
+    else this.#unfinished.remove([ctx.orgId, ctx.runId]);
+    const failedKey = [ctx.orgId, ctx.environment, ctx.eventId, ctx.runId];
+    if (run.value === 'failed') this.#failed.put(failedKey, ctx.updatedAt);
+    else if (previous?.value === 'failed') this.#failed.remove(failedKey);
+  }
+
+  /** Removes a run and its index entries (sandbox reset). Call inside a write transaction. */
+  remove(run: PersistedRun): void {
+    const ctx = run.context;
+    this.#runs.remove([ctx.orgId, ctx.runId]);
+    this.#byEvent.remove([ctx.orgId, ctx.eventId, ctx.runId]);
+    this.#byTime.remove([ctx.orgId, ctx.environment, ctx.createdAt, ctx.runId]);
+    this.#unfinished.remove([ctx.orgId, ctx.runId]);
+    this.#failed.remove([ctx.orgId, ctx.environment, ctx.eventId, ctx.runId]);
+  }
+
+  forEvent(orgId: string, eventId: string): PersistedRun[] {
+    const runs: PersistedRun[] = [];
+    for (const key of this.#byEvent.getKeys({ start: [orgId, eventId], end: [orgId, eventId, '\uffff'] })) {
+      const run = this.get(orgId, (key as [string, string, string])[2]);
+      if (run !== undefined) runs.push(run);
+    }
+    return runs;
+  }
+
+  /** Every run that still has work to do, across all orgs: what boot recovery resumes. */
+  unfinished(): Array<{ orgId: OrgId; runId: RunId }> {
+    return [...this.#unfinished.getKeys({})].map((key) => {
+      const [orgId, runId] = key as [OrgId, RunId];
+      return { orgId, runId };
+    });
+  }
+
+  /** Newest first within an org and environment; filters by state and workflow; resumes after `cursor`. */
+  list(
+    orgId: string,
+    environment: string,
+    filter: { state?: string; workflowId?: string; limit: number; cursor?: [number, string] },
+  ): { runs: PersistedRun[]; nextCursor: [number, string] | null } {
+    const start = filter.cursor === undefined ? [orgId, environment, Number.MAX_SAFE_INTEGER] : [orgId, environment, ...filter.cursor];
+    const runs: PersistedRun[] = [];
+    let last: [number, string] | null = null;
+    let scanned = 0;
+    for (const key of this.#byTime.getKeys({ start, end: [orgId, environment], reverse: true })) {
+      const [, , at, runId] = key as [string, string, number, string];
+      if (filter.cursor !== undefined && at === filter.cursor[0] && runId === filter.cursor[1]) continue;
+      last = [at, runId];
+      scanned++;
+      const run = this.get(orgId, runId);
+      if (run !== undefined && (filter.state === undefined || run.value === filter.state) && (filter.workflowId === undefined || run.context.workflowId === filter.workflowId)) {
+        runs.push(run);
+      }
+      if (runs.length >= filter.limit || scanned >= 20_000) break;
+    }
+    return { runs, nextCursor: runs.length >= filter.limit || scanned >= 20_000 ? last : null };
+  }
+
+  /** Events with at least one failed run, newest failure first, with those runs. */
+  failedEvents(orgId: string, environment: string, limit: number): Array<{ eventId: EventId; runs: PersistedRun[] }> {
+    const byEvent = new Map<string, PersistedRun[]>();
+    for (const key of this.#failed.getKeys({ start: [orgId, environment], end: [orgId, environment, '\uffff'] })) {
+      const [, , eventId, runId] = key as [string, string, string, string];
+      const run = this.get(orgId, runId);
+      if (run === undefined) continue;
+      const list = byEvent.get(eventId) ?? [];
+      list.push(run);
+      byEvent.set(eventId, list);
+    }
+    return [...byEvent.entries()]
+      .map(([eventId, runs]) => ({ eventId: eventId as EventId, runs }))
+      .sort((a, b) => Math.max(...b.runs.map((r) => r.context.updatedAt)) - Math.max(...a.runs.map((r) => r.context.updatedAt)))
+      .slice(0, limit);
+  }
+
+  /** Every run of an org's environment (sandbox reset walks this). */
+  *allIn(orgId: string, environment: string): Generator<PersistedRun> {
+    for (const key of this.#byTime.getKeys({ start: [orgId, environment], end: [orgId, environment, Number.MAX_SAFE_INTEGER] })) {
+      const run = this.get(orgId, (key as [string, string, number, string])[3]);
+      if (run !== undefined) yield run;
+    }
+  }
+
+  workflowOf(run: PersistedRun): WorkflowId {
+    return run.context.workflowId;
+  }
+}

@@ -1,0 +1,110 @@
+// In-memory timers for runs waiting in backoff or a delay step. They are durable because the due
+// time lives in the persisted snapshot: boot recovery re-arms every one from `pendingWork`.
+
+import type { Clock } from '../clock.ts';
+
+interface Entry {
+  readonly at: number;
+  readonly key: string;
+}
+
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** A min-heap of due times keyed by run; `fireDue` is the only place timers fire. */
+export class RunTimers {
+  readonly #clock: Clock;
+  readonly #onDue: (key: string) => void;
+  readonly #due = new Map<string, number>();
+  readonly #heap: Entry[] = [];
+  #handle: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(clock: Clock, onDue: (key: string) => void) {
+    this.#clock = clock;
+    this.#onDue = onDue;
+  }
+
+  get size(): number {
+    return this.#due.size;
+  }
+
+  /** Arms (or re-arms) the timer of `key` for the absolute time `at`. */
+  arm(key: string, at: number): void {
+    this.#due.set(key, at);
+    this.#push({ at, key });
+    this.#schedule();
+  }
+
+  /** When the timer of `key` is due, or undefined when none is armed. */
+  dueAt(key: string): number | undefined {
+    return this.#due.get(key);
+  }
+
+  disarm(key: string): void {
+    this.#due.delete(key);
+  }
+
+  /** Fires every timer due at the clock's current time; returns how many fired. Tests call it after advancing a manual clock. */
+  fireDue(): number {
+    const now = this.#clock.now();
+    let fired = 0;
+    while (this.#heap.length > 0 && (this.#heap[0] as Entry).at <= now) {
+      const entry = this.#pop();
+      if (this.#due.get(entry.key) !== entry.at) continue;
+      this.#due.delete(entry.key);
+      fired++;
+      this.#onDue(entry.key);
+    }
+    this.#schedule();
+    return fired;
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#handle !== undefined) clearTimeout(this.#handle);
+  }
+
+  #schedule(): void {
+    if (this.#closed) return;
+    if (this.#handle !== undefined) clearTimeout(this.#handle);
+    this.#handle = undefined;
+    const next = this.#heap[0];
+    if (next === undefined) return;
+    const delay = Math.min(MAX_TIMEOUT_MS, Math.max(0, next.at - this.#clock.now()));
+    this.#handle = setTimeout(() => this.fireDue(), delay);
+    this.#handle.unref();
+  }
+
+  #push(entry: Entry): void {
+    const heap = this.#heap;
+    heap.push(entry);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((heap[parent] as Entry).at <= entry.at) break;
+      heap[i] = heap[parent] as Entry;
+      i = parent;
+    }
+    heap[i] = entry;
+  }
+
+  #pop(): Entry {
+    const heap = this.#heap;
+    const top = heap[0] as Entry;
+    const last = heap.pop() as Entry;
+    if (heap.length > 0) {
+      let i = 0;
+      for (;;) {
+        const left = 2 * i + 1;
+        if (left >= heap.length) break;
+        const right = left + 1;
+        const child = right < heap.length && (heap[right] as Entry).at < (heap[left] as Entry).at ? right : left;
+        if ((heap[child] as Entry).at >= last.at) break;
+        heap[i] = heap[child] as Entry;
+        i = child;
+      }
+      heap[i] = last;
+    }
+    return top;
+  }
+}

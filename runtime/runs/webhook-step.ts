@@ -1,0 +1,122 @@
+// Performs one attempt of a webhook step: a signed outbound POST (Standard Webhooks headers, the
+// step key as `webhook-id` and `Idempotency-Key`), classified into success, retryable or terminal.
+
+import { createHmac } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { parseRetryAfter } from '../../actors/retry-policy.ts';
+import type { StepFailure } from '../../actors/run-types.ts';
+import type { JsonValue } from '../../actors/json.ts';
+import { decodeStandardSecret } from '../sources/source-record.ts';
+
+export const EVIDENCE_BODY_CAP = 4096;
+
+export interface WebhookRequest {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+  readonly body: string;
+  /** `<runId>:<stepId>`: the same on every attempt. */
+  readonly idempotencyKey: string;
+  /** Active signing secrets of the workflow (newest first); every one signs, for rotation. */
+  readonly signingSecrets: readonly string[];
+  readonly nowMs: number;
+}
+
+export type WebhookOutcome =
+  | { readonly ok: true; readonly result: JsonValue; readonly evidence: JsonValue }
+  | { readonly ok: false; readonly error: StepFailure; readonly evidence: JsonValue };
+
+export interface WebhookTarget {
+  /** The runtime's own listener, which webhook steps may never call. */
+  readonly selfPort: number;
+}
+
+const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost']);
+
+function isLocalAddress(address: string): boolean {
+  return address.startsWith('127.') || address === '::1' || address === '0.0.0.0' || address === '::' || address.startsWith('::ffff:127.');
+}
+
+/** True when the URL would reach this runtime's own listener (by name, address or resolution). */
+export async function targetsSelf(url: URL, selfPort: number): Promise<boolean> {
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  if (port !== selfPort) return false;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (LOOPBACK_NAMES.has(host.toLowerCase())) return true;
+  if (isIP(host) !== 0) return isLocalAddress(host);
+  try {
+    const addresses = await lookup(host, { all: true });
+    return addresses.some((entry) => isLocalAddress(entry.address));
+  } catch {
+    return false;
+  }
+}
+
+export function signatureHeader(secrets: readonly string[], id: string, timestamp: number, body: string): string {
+  return secrets
+    .map((secret) => `v1,${createHmac('sha256', decodeStandardSecret(secret) ?? Buffer.alloc(0)).update(`${id}.${timestamp}.${body}`).digest('base64')}`)
+    .join(' ');
+}
+
+async function readCapped(response: Response): Promise<{ text: string; bytes: number; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  const reader = response.body?.getReader();
+  if (reader === undefined) return { text: '', bytes: 0, truncated: false };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes - value.byteLength < EVIDENCE_BODY_CAP) chunks.push(Buffer.from(value));
+    if (bytes > 16 * EVIDENCE_BODY_CAP) {
+      await reader.cancel();
+      break;
+    }
+  }
+  const all = Buffer.concat(chunks);
+  return { text: all.subarray(0, EVIDENCE_BODY_CAP).toString('utf8'), bytes, truncated: bytes > EVIDENCE_BODY_CAP };
+}
+
+const failure = (code: string, message: string, retryable: boolean, evidence: JsonValue, retryAfterMs?: number): WebhookOutcome => ({
+  ok: false,
+  error: retryAfterMs === undefined ? { code, message, retryable } : { code, message, retryable, retryAfterMs },
+  evidence,
+});
+
+/** Sends one attempt. Never throws: every failure is classified as retryable or not. */
+export async function sendWebhook(request: WebhookRequest, target: WebhookTarget): Promise<WebhookOutcome> {
+  const url = new URL(request.url);
+  const base = { url: url.origin + url.pathname, idempotency_key: request.idempotencyKey };
+  if (await targetsSelf(url, target.selfPort)) {
+    return failure('self_request_refused', 'Webhook steps may not call the Sluice runtime itself.', false, base);
+  }
+  const timestamp = Math.floor(request.nowMs / 1000);
+  const headers: Record<string, string> = {
+    ...request.headers,
+    'content-type': 'application/json',
+    'user-agent': 'Sluice-Webhooks/1',
+    'webhook-id': request.idempotencyKey,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(request.signingSecrets, request.idempotencyKey, timestamp, request.body),
+    'idempotency-key': request.idempotencyKey,
+  };
+  const started = performance.now();
+  let response: Response;
+  try {
+    response = await fetch(url, { method: 'POST', headers, body: request.body, redirect: 'manual', signal: AbortSignal.timeout(request.timeoutMs) });
+  } catch (error) {
+    const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+    const evidence = { ...base, duration_ms: Math.round(performance.now() - started) };
+    return timedOut
+      ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence)
+      : failure('webhook_network_error', `The request failed: ${error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)}.`, true, evidence);
+  }
+  const body = await readCapped(response).catch(() => ({ text: '', bytes: 0, truncated: false }));
+  const evidence = { ...base, status: response.status, duration_ms: Math.round(performance.now() - started), body: body.text, body_bytes: body.bytes, body_truncated: body.truncated };
+  const status = response.status;
+  if (status >= 200 && status < 300) return { ok: true, result: { status, body: body.text }, evidence };
+  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), request.nowMs);
+  if (status === 429 || status >= 500) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, retryAfterMs);
+  return failure(`webhook_http_${status}`, `The receiver answered ${status}; not retried.`, false, evidence);
+}

@@ -1,0 +1,222 @@
+// Durable storage of workflows: the current document, its immutable versions, the trigger index
+// ingest matches events against, and the workflow's signing secrets. Every write is one transaction.
+//
+// Databases (every key starts with the org id):
+//   workflows           [orgId, workflowId]                                -> Workflow (current)
+//   workflow-versions   [orgId, workflowId, version]                        -> WorkflowVersion (never rewritten)
+//   workflow-triggers   [orgId, environment, trigger_event, workflowId]     -> null, present iff enabled
+//   workflow-secrets    [orgId, workflowId]                                 -> SigningSecretsRecord
+// Deleting a workflow removes the first and third; versions and secrets stay so runs pinned to a
+// version can still finish (and still sign their webhooks).
+
+import { randomUUID } from 'node:crypto';
+import type { Database } from 'lmdb';
+import { asOrgId, asWorkflowId, type WorkflowId } from '../../actors/ids.ts';
+import { ConflictError, notFound } from '../errors.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
+import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
+import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowVersion } from './workflow-types.ts';
+
+/** Keeps `list` (every workflow of an environment in one answer) and `matching` bounded. */
+export const MAX_WORKFLOWS_PER_ORG = 2000;
+const WORKFLOW_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const HIGH = '\uffff';
+
+/** True for the ids this store mints (lower-case UUIDs); anything else cannot name a workflow. */
+export const isWorkflowId = (value: string): value is WorkflowId => WORKFLOW_ID.test(value);
+
+export interface UpdateOptions {
+  /** Refuse (409 `workflow_version_conflict`) unless the current version is still this one. */
+  readonly ifVersion?: number;
+}
+
+export interface VersionPage {
+  readonly limit: number;
+  /** Only versions strictly below this number. */
+  readonly before?: number;
+}
+
+type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'conflict'; readonly current?: number };
+
+export class WorkflowStore {
+  readonly #root: Ledger['root'];
+  readonly #workflows: Database;
+  readonly #versions: Database;
+  readonly #triggers: Database;
+  readonly #secrets: Database;
+
+  constructor(ledger: Ledger) {
+    this.#root = ledger.root;
+    this.#workflows = ledger.openDatabase('workflows');
+    this.#versions = ledger.openDatabase('workflow-versions');
+    this.#triggers = ledger.openDatabase('workflow-triggers');
+    this.#secrets = ledger.openDatabase('workflow-secrets');
+  }
+
+  get(orgId: string, workflowId: string): Workflow | undefined {
+    if (!isWorkflowId(workflowId)) return undefined;
+    return this.#workflows.get([orgId, workflowId]) as Workflow | undefined;
+  }
+
+  /** A pinned version; still readable after the workflow is updated or deleted. */
+  version(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined {
+    if (!isWorkflowId(workflowId) || !Number.isSafeInteger(version) || version < 1) return undefined;
+    return this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined;
+  }
+
+  /** Versions of one workflow, newest first. */
+  versions(orgId: string, workflowId: string, page: VersionPage): WorkflowVersion[] {
+    if (!isWorkflowId(workflowId)) return [];
+    const top = page.before === undefined ? Number.MAX_SAFE_INTEGER : page.before - 1;
+    if (top < 1) return [];
+    const range = this.#versions.getRange({ start: [orgId, workflowId, top], end: [orgId, workflowId, 0], reverse: true, limit: page.limit });
+    return [...range].map(({ value }) => value as WorkflowVersion);
+  }
+
+  /** Every workflow of one environment, newest created first (ties by id). */
+  list(orgId: string, environment: WorkflowEnvironment): Workflow[] {
+    const all = [...this.#workflows.getRange({ start: [orgId], end: [orgId, HIGH] })].map(({ value }) => value as Workflow);
+    return all
+      .filter((workflow) => workflow.environment === environment)
+      .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+  }
+
+  /**
+   * Enabled workflows of (org, environment) whose trigger_event equals `eventType`, each as its
+   * current version. Only reads, so it is safe inside the ingest write transaction (and sees that
+   * transaction's own writes).
+   */
+  matching(orgId: string, environment: string, eventType: string): WorkflowVersion[] {
+    const matches: WorkflowVersion[] = [];
+    const keys = this.#triggers.getKeys({ start: [orgId, environment, eventType], end: [orgId, environment, eventType, HIGH] });
+    for (const key of keys) {
+      const [keyOrg, keyEnv, keyType, workflowId] = key as [string, string, string, string];
+      if (keyOrg !== orgId || keyEnv !== environment || keyType !== eventType) continue;
+      const workflow = this.#workflows.get([orgId, workflowId]) as Workflow | undefined;
+      if (workflow === undefined || workflow.status !== 'enabled') continue;
+      const pinned = this.#versions.get([orgId, workflowId, workflow.version]) as WorkflowVersion | undefined;
+      matches.push(pinned ?? toWorkflowVersion(workflow));
+    }
+    return matches;
+  }
+
+  /** Active Standard Webhooks signing secrets, newest first (two during a rotation); [] if unknown. */
+  signingSecrets(orgId: string, workflowId: string): readonly string[] {
+    if (!isWorkflowId(workflowId)) return [];
+    return (this.#secrets.get([orgId, workflowId]) as SigningSecretsRecord | undefined)?.secrets ?? [];
+  }
+
+  /**
+   * Stores version 1, its trigger entry and a fresh signing secret in one transaction; resolves
+   * after it is durable. 409 `workflow_limit_reached` past MAX_WORKFLOWS_PER_ORG.
+   */
+  async create(draft: WorkflowDraft, orgId: string, at: number): Promise<{ workflow: Workflow; signingSecret: string }> {
+    const workflow = nextWorkflow(draft, { orgId: asOrgId(orgId), workflowId: asWorkflowId(randomUUID()), at });
+    const signingSecret = newSigningSecret();
+    const outcome = await this.#write((): Outcome<Workflow> => {
+      const count = this.#workflows.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
+      if (count >= MAX_WORKFLOWS_PER_ORG) return { ok: false, reason: 'limit' };
+      this.#putVersion(workflow, undefined);
+      this.#secrets.put([orgId, workflow.id], { secrets: [signingSecret], updated_at: workflow.created_at } satisfies SigningSecretsRecord);
+      return { ok: true, value: workflow };
+    });
+    return { workflow: unwrap(outcome, workflow.id), signingSecret };
+  }
+
+  /**
+   * Stores `draft` as the next version (previous versions stay readable) and moves the trigger
+   * entry with it; resolves after it is durable. 404 if the workflow is gone; 409 if `ifVersion`
+   * is given and another write got there first.
+   */
+  async update(orgId: string, workflowId: string, draft: WorkflowDraft, at: number, options: UpdateOptions = {}): Promise<Workflow> {
+    return unwrap(
+      await this.#write((): Outcome<Workflow> => {
+        const previous = this.get(orgId, workflowId);
+        if (previous === undefined) return { ok: false, reason: 'missing' };
+        if (options.ifVersion !== undefined && previous.version !== options.ifVersion) return { ok: false, reason: 'conflict', current: previous.version };
+        const next = nextWorkflow(draft, { orgId: previous.org_id, workflowId: previous.id, at, previous });
+        this.#putVersion(next, previous);
+        return { ok: true, value: next };
+      }),
+      workflowId,
+    );
+  }
+
+  /**
+   * Enables or disables; a change is a new version like any update. Setting the status it already
+   * has writes nothing and returns the workflow as is, so a repeated toggle is harmless.
+   */
+  async setStatus(orgId: string, workflowId: string, status: WorkflowStatus, at: number): Promise<Workflow> {
+    return unwrap(
+      await this.#write((): Outcome<Workflow> => {
+        const previous = this.get(orgId, workflowId);
+        if (previous === undefined) return { ok: false, reason: 'missing' };
+        if (previous.status === status) return { ok: true, value: previous };
+        const next = nextWorkflow({ ...toWorkflowVersion(previous).definition, status }, { orgId: previous.org_id, workflowId: previous.id, at, previous });
+        this.#putVersion(next, previous);
+        return { ok: true, value: next };
+      }),
+      workflowId,
+    );
+  }
+
+  /** Removes the workflow and its trigger entry (no new run will pin it); keeps versions and secrets. */
+  async delete(orgId: string, workflowId: string): Promise<void> {
+    unwrap(
+      await this.#write((): Outcome<null> => {
+        const current = this.get(orgId, workflowId);
+        if (current === undefined) return { ok: false, reason: 'missing' };
+        this.#workflows.remove([orgId, current.id]);
+        this.#triggers.remove(triggerKey(current));
+        return { ok: true, value: null };
+      }),
+      workflowId,
+    );
+  }
+
+  /** Mints a new secret that signs first; the previous newest keeps signing, older ones are dropped. */
+  async rotateSigningSecret(orgId: string, workflowId: string, at: number): Promise<string> {
+    const fresh = newSigningSecret();
+    unwrap(
+      await this.#write((): Outcome<null> => {
+        const current = this.get(orgId, workflowId);
+        if (current === undefined) return { ok: false, reason: 'missing' };
+        const secrets = rotateSecrets(this.signingSecrets(orgId, current.id), fresh);
+        this.#secrets.put([orgId, current.id], { secrets, updated_at: new Date(at).toISOString() } satisfies SigningSecretsRecord);
+        return { ok: true, value: null };
+      }),
+      workflowId,
+    );
+    return fresh;
+  }
+
+  /** Writes `next` as current, adds its version record and keeps the trigger index in step. In a transaction. */
+  #putVersion(next: Workflow, previous: Workflow | undefined): void {
+    this.#workflows.put([next.org_id, next.id], next);
+    this.#versions.put([next.org_id, next.id, next.version], toWorkflowVersion(next));
+    if (previous !== undefined) this.#triggers.remove(triggerKey(previous));
+    if (next.status === 'enabled') this.#triggers.put(triggerKey(next), null);
+  }
+
+  #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {
+    return durably(this.#root, this.#root.transaction(body));
+  }
+}
+
+const triggerKey = (workflow: Workflow): [string, string, string, string] => [workflow.org_id, workflow.environment, workflow.trigger_event, workflow.id];
+
+function unwrap<T>(outcome: Outcome<T>, id: string): T {
+  if (outcome.ok) return outcome.value;
+  switch (outcome.reason) {
+    case 'missing':
+      throw notFound(`Workflow "${id}"`, 'workflow_id');
+    case 'limit':
+      throw new ConflictError('workflow_limit_reached', `An organization can hold at most ${MAX_WORKFLOWS_PER_ORG} workflows; delete one first.`);
+    case 'conflict':
+      throw new ConflictError('workflow_version_conflict', 'The workflow was changed by another request; read it again and retry.', {
+        current_version: outcome.current,
+      });
+  }
+}

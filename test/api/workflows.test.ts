@@ -1,0 +1,389 @@
+// Workflows: the store on a real LMDB (versions, trigger index, signing secrets) and the REST API
+// over a real runtime (CRUD, toggle, versions, rotation, validation, roles, tenancy, sandbox plan rule).
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
+import { parseWorkflowInput } from '../../runtime/workflows/parse-workflow.ts';
+import { WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
+import type { WorkflowDraft } from '../../runtime/workflows/workflow-types.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
+
+const T0 = Date.UTC(2026, 10, 30);
+const SECRET_FORMAT = /^whsec_[A-Za-z0-9+/]{43}=$/;
+const hook = (url = 'https://example.com/hook') => ({ type: 'webhook', url });
+const draftOf = (body: Record<string, unknown>): WorkflowDraft =>
+  parseWorkflowInput({ name: 'wf', trigger_event: 'order.placed', steps: [hook()], ...body });
+const ids = (versions: readonly { workflow_id: string }[]): string[] => versions.map((v) => v.workflow_id).sort();
+
+describe('WorkflowStore on a real ledger', () => {
+  let dir: string;
+  let ledger: Ledger;
+  let store: WorkflowStore;
+  before(() => {
+    dir = tempDir('sluice-wf-store-');
+    ledger = openLedger(dir);
+    store = new WorkflowStore(ledger);
+  });
+  after(async () => {
+    await ledger.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('create stores version 1, a trigger entry and one signing secret', async () => {
+    const { workflow, signingSecret } = await store.create(draftOf({ steps: [{ id: 'notify', ...hook() }] }), 'org-a', T0);
+    assert.match(workflow.id, /^[0-9a-f-]{36}$/);
+    assert.equal(workflow.version, 1);
+    assert.equal(workflow.created_at, new Date(T0).toISOString());
+    assert.match(signingSecret, SECRET_FORMAT);
+    assert.deepEqual(store.signingSecrets('org-a', workflow.id), [signingSecret]);
+    assert.deepEqual(store.get('org-a', workflow.id), workflow);
+    assert.equal(store.get('org-b', workflow.id), undefined, 'another org never sees it');
+    const [match, ...rest] = store.matching('org-a', 'production', 'order.placed');
+    assert.equal(rest.length, 0);
+    assert.equal(match?.workflow_id, workflow.id);
+    assert.equal(match?.version, 1);
+    assert.equal(match?.definition.steps[0]?.id, 'notify');
+  });
+
+  test('update writes a new version; the old one keeps its steps; matching serves the current one', async () => {
+    const { workflow } = await store.create(draftOf({ trigger_event: 'invoice.paid', steps: [{ id: 'a', ...hook('https://a.example/') }] }), 'org-a', T0);
+    const edited = parseWorkflowInput({ steps: [{ id: 'a', ...hook('https://a2.example/') }, { type: 'delay', duration: 'PT5M' }] }, workflow);
+    const v2 = await store.update('org-a', workflow.id, edited, T0 + 1000);
+    assert.equal(v2.version, 2);
+    assert.equal(v2.created_at, workflow.created_at);
+    assert.equal(v2.updated_at, new Date(T0 + 1000).toISOString());
+    const old = store.version('org-a', workflow.id, 1);
+    assert.equal(old?.definition.steps.length, 1);
+    assert.equal(old?.definition.steps[0]?.type === 'webhook' && old.definition.steps[0].url, 'https://a.example/');
+    assert.equal(store.version('org-a', workflow.id, 2)?.definition.steps.length, 2);
+    assert.equal(store.version('org-a', workflow.id, 3), undefined);
+    const [match] = store.matching('org-a', 'production', 'invoice.paid');
+    assert.equal(match?.version, 2);
+    assert.equal(match?.definition.steps[0]?.id, 'a', 'a repeated step id is kept');
+  });
+
+  test('matching follows disable, enable, trigger and environment changes, and delete', async () => {
+    const { workflow } = await store.create(draftOf({ trigger_event: 'cart.open' }), 'org-m', T0);
+    const matchIds = (env: string, type: string) => ids(store.matching('org-m', env, type));
+    const indexed = () => [...ledger.openDatabase('workflow-triggers').getKeys({ start: ['org-m'], end: ['org-m', '\uffff'] })];
+    assert.deepEqual(matchIds('production', 'cart.open'), [workflow.id]);
+
+    let current = await store.setStatus('org-m', workflow.id, 'disabled', T0 + 1);
+    assert.equal(current.version, 2);
+    assert.deepEqual(matchIds('production', 'cart.open'), []);
+    assert.deepEqual(indexed(), [], 'a disabled workflow has no trigger entry');
+    assert.equal((await store.setStatus('org-m', workflow.id, 'disabled', T0 + 2)).version, 2, 'same status: no new version');
+    current = await store.setStatus('org-m', workflow.id, 'enabled', T0 + 3);
+    assert.deepEqual(matchIds('production', 'cart.open'), [workflow.id]);
+
+    current = await store.update('org-m', workflow.id, parseWorkflowInput({ trigger_event: 'cart.closed' }, current), T0 + 4);
+    assert.deepEqual(matchIds('production', 'cart.open'), []);
+    assert.deepEqual(matchIds('production', 'cart.closed'), [workflow.id]);
+
+    current = await store.update('org-m', workflow.id, parseWorkflowInput({ environment: 'sandbox' }, current), T0 + 5);
+    assert.deepEqual(matchIds('production', 'cart.closed'), []);
+    assert.deepEqual(matchIds('sandbox', 'cart.closed'), [workflow.id]);
+    assert.deepEqual(store.list('org-m', 'production'), []);
+    assert.deepEqual(store.list('org-m', 'sandbox').map((w) => w.id), [workflow.id]);
+
+    current = await store.update('org-m', workflow.id, parseWorkflowInput({ status: 'disabled', trigger_event: 'cart.x' }, current), T0 + 6);
+    assert.deepEqual(matchIds('sandbox', 'cart.closed'), []);
+    assert.deepEqual(matchIds('sandbox', 'cart.x'), []);
+    current = await store.update('org-m', workflow.id, parseWorkflowInput({ status: 'enabled' }, current), T0 + 7);
+    assert.deepEqual(matchIds('sandbox', 'cart.x'), [workflow.id]);
+    assert.deepEqual(indexed(), [['org-m', 'sandbox', 'cart.x', workflow.id]], 'exactly one entry, for the current trigger');
+    assert.equal(current.version, 7);
+
+    await store.delete('org-m', workflow.id);
+    assert.deepEqual(matchIds('sandbox', 'cart.x'), []);
+    assert.deepEqual(indexed(), [], 'delete leaves no trigger entry behind');
+    assert.equal(store.get('org-m', workflow.id), undefined);
+    assert.equal(store.version('org-m', workflow.id, 7)?.definition.trigger_event, 'cart.x', 'versions outlive the workflow');
+    assert.equal(store.signingSecrets('org-m', workflow.id).length, 1, 'secrets outlive it too, for runs still finishing');
+    await assert.rejects(store.delete('org-m', workflow.id), { status: 404, code: 'not_found' });
+    await assert.rejects(store.setStatus('org-m', workflow.id, 'enabled', T0), { status: 404 });
+  });
+
+  test('matching is exact: no prefix leaks across event types, environments or orgs', async () => {
+    const exact = (await store.create(draftOf({ trigger_event: 'order' }), 'org-p', T0)).workflow;
+    const longer = (await store.create(draftOf({ trigger_event: 'order.x' }), 'org-p', T0)).workflow;
+    const otherOrg = (await store.create(draftOf({ trigger_event: 'order' }), 'org-p-2', T0)).workflow;
+    assert.deepEqual(ids(store.matching('org-p', 'production', 'order')), [exact.id]);
+    assert.deepEqual(ids(store.matching('org-p', 'production', 'order.x')), [longer.id]);
+    assert.deepEqual(ids(store.matching('org-p-2', 'production', 'order')), [otherOrg.id]);
+    assert.deepEqual(store.matching('org-p', 'sandbox', 'order'), []);
+    assert.deepEqual(store.matching('org-p', 'production', 'orde'), []);
+  });
+
+  test('matching reads inside a write transaction and sees that transaction\'s writes', async () => {
+    const { workflow } = await store.create(draftOf({ trigger_event: 'txn.seen' }), 'org-t', T0);
+    const seen = await ledger.root.transaction(() => store.matching('org-t', 'production', 'txn.seen').map((v) => v.workflow_id));
+    assert.deepEqual(seen, [workflow.id]);
+  });
+
+  test('rotation puts the new secret first, keeps the previous one, and drops older ones', async () => {
+    const { workflow, signingSecret: first } = await store.create(draftOf({}), 'org-r', T0);
+    const second = await store.rotateSigningSecret('org-r', workflow.id, T0 + 1);
+    assert.match(second, SECRET_FORMAT);
+    assert.notEqual(second, first);
+    assert.deepEqual(store.signingSecrets('org-r', workflow.id), [second, first]);
+    const third = await store.rotateSigningSecret('org-r', workflow.id, T0 + 2);
+    assert.deepEqual(store.signingSecrets('org-r', workflow.id), [third, second]);
+    assert.deepEqual(store.signingSecrets('org-x', workflow.id), []);
+    await assert.rejects(store.rotateSigningSecret('org-x', workflow.id, T0), { status: 404 });
+  });
+
+  test('an update based on a stale version is refused when ifVersion is given', async () => {
+    const { workflow } = await store.create(draftOf({}), 'org-c', T0);
+    await store.update('org-c', workflow.id, parseWorkflowInput({ name: 'first' }, workflow), T0 + 1, { ifVersion: 1 });
+    await assert.rejects(store.update('org-c', workflow.id, parseWorkflowInput({ name: 'second' }, workflow), T0 + 2, { ifVersion: 1 }), {
+      status: 409,
+      code: 'workflow_version_conflict',
+    });
+    assert.equal(store.get('org-c', workflow.id)?.name, 'first');
+    assert.equal(store.version('org-c', workflow.id, 3), undefined);
+  });
+
+  test('versions page newest first; list orders newest created first; odd ids read as absent', async () => {
+    const { workflow } = await store.create(draftOf({}), 'org-v', T0);
+    let current = workflow;
+    for (let i = 2; i <= 5; i++) current = await store.update('org-v', workflow.id, parseWorkflowInput({ name: `v${i}` }, current), T0 + i);
+    assert.deepEqual(store.versions('org-v', workflow.id, { limit: 50 }).map((v) => v.version), [5, 4, 3, 2, 1]);
+    assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2 }).map((v) => v.version), [5, 4]);
+    assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2, before: 4 }).map((v) => v.version), [3, 2]);
+    assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2, before: 1 }), []);
+    const later = (await store.create(draftOf({}), 'org-v', T0 + 60_000)).workflow;
+    assert.deepEqual(store.list('org-v', 'production').map((w) => w.id), [later.id, workflow.id]);
+    assert.equal(store.get('org-v', 'x'.repeat(5000)), undefined);
+    assert.equal(store.version('org-v', workflow.id, 0), undefined);
+    assert.deepEqual(store.signingSecrets('org-v', 'not-a-uuid'), []);
+  });
+});
+
+describe('workflows REST API', () => {
+  const clock = new ManualClock(T0);
+  let rt: TestRuntime;
+  let store: WorkflowStore;
+  let key: string;
+  let viewer: string;
+  let otherKey: string;
+  const base = '/organizations/acct-wf/workflows';
+  before(async () => {
+    rt = await startRuntime({ clock });
+    store = new WorkflowStore(rt.runtime.ledger);
+    key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-wf');
+    otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-other');
+    viewer = (await call(rt.url, 'POST', '/organizations/acct-wf/api-keys', { token: key, json: { role: 'viewer' } })).body.key;
+  });
+  after(async () => rt.close());
+
+  const api = (method: string, path: string, json?: unknown, token = key) =>
+    call(rt.url, method, `${base}${path}`, { token, ...(json === undefined ? {} : { json }) });
+  const create = async (body: Record<string, unknown> = {}) => {
+    const answer = await api('POST', '', { name: 'Notify', trigger_event: 'payment.succeeded', steps: [hook()], ...body });
+    assert.equal(answer.status, 201, answer.text);
+    return answer.body as { workflow: { id: string; version: number } & Record<string, unknown>; signing_secret: string };
+  };
+
+  test('create, get, list, update, toggle, delete; the signing secret is shown only once', async () => {
+    const created = await create({ steps: [{ id: 'ship', ...hook() }, { type: 'delay', duration_ms: 1000 }] });
+    const id = created.workflow.id;
+    assert.match(created.signing_secret, SECRET_FORMAT);
+    assert.equal(created.workflow.version, 1);
+    assert.equal(created.workflow.status, 'enabled');
+    assert.equal(created.workflow.environment, 'production');
+    const secretBody = created.signing_secret.slice('whsec_'.length);
+
+    const got = await api('GET', `/${id}`);
+    assert.equal(got.status, 200);
+    assert.deepEqual(got.body.workflow, created.workflow);
+    const listed = await api('GET', '');
+    assert.ok(listed.body.workflows.some((w: { id: string }) => w.id === id));
+    assert.deepEqual((await api('GET', '?environment=sandbox')).body.workflows, []);
+
+    clock.advance(1000);
+    const put = await api('PUT', `/${id}`, { name: 'Notify v2', trigger_event: 'payment.succeeded', steps: [{ id: 'ship', ...hook('https://b.example/') }] });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.body.workflow.version, 2);
+    assert.equal(put.body.workflow.steps[0].id, 'ship');
+    const patched = await api('PATCH', `/${id}`, { name: 'Renamed' });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(patched.body.workflow.version, 3);
+    assert.equal(patched.body.workflow.name, 'Renamed');
+    assert.deepEqual(patched.body.workflow.steps, put.body.workflow.steps, 'PATCH without steps keeps steps and ids');
+
+    const off = await api('POST', `/${id}/toggle`, { action: 'disable' });
+    assert.equal(off.status, 200);
+    assert.equal(off.body.workflow.status, 'disabled');
+    assert.equal(off.body.workflow.version, 4);
+    assert.deepEqual(ids(store.matching('acct-wf', 'production', 'payment.succeeded')).includes(id), false);
+    const on = await api('POST', `/${id}/toggle`, { action: 'enable' });
+    assert.equal(on.body.workflow.status, 'enabled');
+    assert.ok(ids(store.matching('acct-wf', 'production', 'payment.succeeded')).includes(id));
+    const badToggle = await api('POST', `/${id}/toggle`, { action: 'pause' });
+    assert.equal(badToggle.status, 400);
+    assert.equal(badToggle.body.error.field, 'action');
+
+    for (const answer of [got, listed, put, patched, off, on, await api('GET', `/${id}/versions`)]) {
+      assert.ok(!answer.text.includes(secretBody), 'no answer but create holds the secret');
+    }
+
+    assert.equal((await api('DELETE', `/${id}`)).status, 204);
+    assert.equal((await api('GET', `/${id}`)).status, 404);
+    assert.equal((await api('DELETE', `/${id}`)).status, 404);
+    assert.ok(!ids(store.matching('acct-wf', 'production', 'payment.succeeded')).includes(id));
+    assert.equal(store.version('acct-wf', id, 5)?.definition.status, 'enabled', 'pinned versions survive the delete');
+  });
+
+  test('versions are immutable: version 1 keeps its old steps after an update', async () => {
+    const { workflow } = await create({ steps: [{ id: 'one', ...hook('https://old.example/') }] });
+    clock.advance(1000);
+    const put = await api('PUT', `/${workflow.id}`, { steps: [{ id: 'one', ...hook('https://new.example/') }, { type: 'delay', duration: 'PT1M' }] });
+    assert.equal(put.body.workflow.version, 2);
+    const v1 = await api('GET', `/${workflow.id}/versions/1`);
+    assert.equal(v1.status, 200);
+    assert.equal(v1.body.version.version, 1);
+    assert.deepEqual(v1.body.version.definition.steps.map((s: { url?: string }) => s.url), ['https://old.example/']);
+    const v2 = await api('GET', `/${workflow.id}/versions/2`);
+    assert.equal(v2.body.version.definition.steps.length, 2);
+    assert.equal(v2.body.version.definition.steps[0].id, 'one');
+    const list = await api('GET', `/${workflow.id}/versions`);
+    assert.deepEqual(list.body.versions.map((v: { version: number }) => v.version), [2, 1]);
+    assert.equal(list.body.next_cursor, null);
+    const page = await api('GET', `/${workflow.id}/versions?limit=1`);
+    assert.deepEqual(page.body.versions.map((v: { version: number }) => v.version), [2]);
+    const rest = await api('GET', `/${workflow.id}/versions?limit=1&cursor=${page.body.next_cursor}`);
+    assert.deepEqual(rest.body.versions.map((v: { version: number }) => v.version), [1]);
+    for (const missing of ['3', '0', '-1', 'abc', '1.5']) {
+      assert.equal((await api('GET', `/${workflow.id}/versions/${missing}`)).status, 404, missing);
+    }
+    assert.equal((await api('GET', `/${workflow.id}/versions?cursor=zz`)).body.error.field, 'cursor');
+  });
+
+  test('concurrent partial updates both land: neither PATCH loses the other\'s change', async () => {
+    const { workflow } = await create();
+    const answers = await Promise.all([
+      api('PATCH', `/${workflow.id}`, { name: 'Renamed concurrently' }),
+      api('PATCH', `/${workflow.id}`, { channel: 'orders' }),
+      api('PATCH', `/${workflow.id}`, { trigger_event: 'payment.refunded' }),
+    ]);
+    assert.deepEqual(answers.map((a) => a.status), [200, 200, 200], answers.map((a) => a.text).join('\n'));
+    const final = (await api('GET', `/${workflow.id}`)).body.workflow;
+    assert.equal(final.version, 4);
+    assert.equal(final.name, 'Renamed concurrently');
+    assert.equal(final.channel, 'orders');
+    assert.equal(final.trigger_event, 'payment.refunded');
+    assert.deepEqual(ids(store.matching('acct-wf', 'production', 'payment.refunded')), [workflow.id]);
+  });
+
+  test('bad workflow documents get 400 naming the field', async () => {
+    const valid = { name: 'n', trigger_event: 'a.b', steps: [hook()] };
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ ...valid, steps: [hook(), { type: 'email' }] }, 'unsupported_step_type', 'steps[1].type'],
+      [{ ...valid, name: '   ' }, 'invalid_request', 'name'],
+      [{ ...valid, environment: 'staging' }, 'invalid_request', 'environment'],
+      [{ ...valid, steps: [hook('ftp://example.com/x')] }, 'invalid_url', 'steps[0].url'],
+      [{ ...valid, steps: [hook('not a url')] }, 'invalid_url', 'steps[0].url'],
+      [{ ...valid, steps: [{ type: 'delay', duration_ms: -5 }] }, 'invalid_duration', 'steps[0].duration_ms'],
+      [{ ...valid, steps: [{ type: 'delay', duration: '-PT5M' }] }, 'invalid_duration', 'steps[0].duration'],
+      [{ ...valid, steps: Array.from({ length: 51 }, () => hook()) }, 'invalid_request', 'steps'],
+      [{ ...valid, steps: [{ id: 'x', ...hook() }, { id: 'x', type: 'delay', duration_ms: 5 }] }, 'duplicate_step_id', 'steps[1].id'],
+      [{ ...valid, version: 3 }, 'unknown_field', 'version'],
+      [{ name: 'n', steps: [hook()] }, 'invalid_request', 'trigger_event'],
+    ];
+    for (const [json, code, field] of cases) {
+      const answer = await api('POST', '', json);
+      assert.equal(answer.status, 400, `${field}: ${answer.text}`);
+      assert.equal(answer.body.error.code, code, field);
+      assert.equal(answer.body.error.field, field, answer.text);
+      assert.equal(typeof answer.body.error.message, 'string');
+    }
+    const { workflow } = await create();
+    const badUpdate = await api('PUT', `/${workflow.id}`, { steps: [hook(), { type: 'sms' }] });
+    assert.equal(badUpdate.status, 400);
+    assert.equal(badUpdate.body.error.field, 'steps[1].type');
+    assert.equal((await api('GET', `/${workflow.id}`)).body.workflow.version, 1, 'a refused update writes nothing');
+    assert.equal((await api('GET', '?environment=staging')).body.error.field, 'environment');
+    const notJson = await call(rt.url, 'POST', base, { token: key, body: 'x', headers: { 'content-type': 'text/plain' } });
+    assert.equal(notJson.status, 415);
+  });
+
+  test('viewers read but cannot write; other orgs and malformed ids get 404', async () => {
+    const { workflow } = await create();
+    const id = workflow.id;
+    assert.equal((await api('GET', '', undefined, viewer)).status, 200);
+    assert.equal((await api('GET', `/${id}`, undefined, viewer)).status, 200);
+    assert.equal((await api('GET', `/${id}/versions`, undefined, viewer)).status, 200);
+    const writes: [string, string, unknown][] = [
+      ['POST', '', { name: 'v', trigger_event: 'a.b', steps: [hook()] }],
+      ['PUT', `/${id}`, { name: 'v' }],
+      ['PATCH', `/${id}`, { name: 'v' }],
+      ['DELETE', `/${id}`, undefined],
+      ['POST', `/${id}/toggle`, { action: 'disable' }],
+      ['POST', `/${id}/signing-secret/rotate`, undefined],
+    ];
+    for (const [method, path, json] of writes) {
+      const answer = await api(method, path, json, viewer);
+      assert.equal(answer.status, 403, `${method} ${path}`);
+      assert.equal(answer.body.error.code, 'forbidden');
+    }
+    assert.equal((await api('GET', `/${id}`)).body.workflow.version, 1, 'nothing was written');
+
+    const foreign = (method: string, path: string, json?: unknown) =>
+      call(rt.url, method, `/organizations/acct-other/workflows${path}`, { token: otherKey, ...(json === undefined ? {} : { json }) });
+    for (const [method, path, json] of [['GET', `/${id}`], ['PUT', `/${id}`, { name: 'x' }], ['DELETE', `/${id}`], ['GET', `/${id}/versions/1`], ['POST', `/${id}/signing-secret/rotate`]] as const) {
+      assert.equal((await foreign(method, path, json)).status, 404, `${method} ${path} from another org`);
+    }
+    assert.equal((await api('GET', `/${id}`, undefined, otherKey)).status, 404, 'another org\'s key on this org');
+    for (const odd of ['not-a-uuid', '00000000-0000-4000-8000-000000000000', 'X'.repeat(3000), id.toUpperCase()]) {
+      const answer = await api('GET', `/${odd}`);
+      assert.equal(answer.status, 404, odd.slice(0, 40));
+      assert.equal(answer.body.error.code, 'not_found');
+    }
+  });
+
+  test('rotation answers a new secret; the workflow then signs with [new, old]', async () => {
+    const { workflow, signing_secret: first } = await create();
+    const rotated = await api('POST', `/${workflow.id}/signing-secret/rotate`);
+    assert.equal(rotated.status, 200);
+    assert.match(rotated.body.signing_secret, SECRET_FORMAT);
+    assert.notEqual(rotated.body.signing_secret, first);
+    assert.deepEqual(store.signingSecrets('acct-wf', workflow.id), [rotated.body.signing_secret, first]);
+    const again = await api('POST', `/${workflow.id}/signing-secret/rotate`);
+    assert.deepEqual(store.signingSecrets('acct-wf', workflow.id), [again.body.signing_secret, rotated.body.signing_secret]);
+    assert.ok(!(await api('GET', `/${workflow.id}`)).text.includes(again.body.signing_secret.slice(6)));
+  });
+
+  test('a starter org gets 402 sandbox_disabled for anything sandbox, and works in production', async () => {
+    const starter = await createOrg(rt.url, ADMIN_TOKEN, 'acct-starter', 'starter');
+    const path = '/organizations/acct-starter/workflows';
+    const body = { name: 'n', trigger_event: 'a.b', steps: [hook()] };
+    const sandboxCreate = await call(rt.url, 'POST', path, { token: starter, json: { ...body, environment: 'sandbox' } });
+    assert.equal(sandboxCreate.status, 402);
+    assert.equal(sandboxCreate.body.error.code, 'sandbox_disabled');
+    assert.equal(sandboxCreate.body.error.field, 'environment');
+    assert.equal((await call(rt.url, 'GET', `${path}?environment=sandbox`, { token: starter })).status, 402);
+    const production = await call(rt.url, 'POST', path, { token: starter, json: body });
+    assert.equal(production.status, 201);
+    const id = production.body.workflow.id as string;
+    const move = await call(rt.url, 'PATCH', `${path}/${id}`, { token: starter, json: { environment: 'sandbox' } });
+    assert.equal(move.status, 402);
+    assert.equal((await call(rt.url, 'GET', `${path}/${id}`, { token: starter })).body.workflow.environment, 'production');
+
+    // A pro org that built sandbox workflows and then moved to starter can no longer reach them.
+    const sandboxOrg = await createOrg(rt.url, ADMIN_TOKEN, 'acct-downgrade', 'pro');
+    const sandboxPath = '/organizations/acct-downgrade/workflows';
+    const made = await call(rt.url, 'POST', sandboxPath, { token: sandboxOrg, json: { ...body, environment: 'sandbox' } });
+    assert.equal(made.status, 201);
+    const org = rt.runtime.context.orgs.get('acct-downgrade');
+    assert.ok(org !== undefined);
+    await rt.runtime.context.orgs.update({ ...org, plan: 'starter' });
+    const read = await call(rt.url, 'GET', `${sandboxPath}/${made.body.workflow.id}`, { token: sandboxOrg });
+    assert.equal(read.status, 402);
+    assert.equal(read.body.error.code, 'sandbox_disabled');
+  });
+});

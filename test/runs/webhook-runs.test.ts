@@ -1,0 +1,203 @@
+// Durable runs end to end in one process: events trigger workflows, webhook steps reach a local
+// receiver signed and keyed, retries and delays follow the injected clock, live rooms see it all.
+
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { connectLive } from '../helpers/live-client.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+
+const clock = new ManualClock(Date.UTC(2026, 10, 30, 9, 0, 0));
+let rt: TestRuntime;
+let key: string;
+let receiver: Receiver;
+const ORG = 'acct-runs';
+
+before(async () => {
+  rt = await startRuntime({ clock });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  receiver = await startReceiver();
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+async function workflow(body: Record<string, unknown>): Promise<{ id: string; secret: string; steps: Array<{ id: string }> }> {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: body });
+  assert.equal(created.status, 201, created.text);
+  return { id: created.body.workflow.id, secret: created.body.signing_secret, steps: created.body.workflow.steps };
+}
+
+async function sendEvent(type: string, payload: unknown, id: string): Promise<string> {
+  const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type, payload, id } });
+  assert.equal(sent.status, 202, sent.text);
+  return id;
+}
+
+async function reactions(eventId: string): Promise<Array<{ run_id: string; state: string }>> {
+  const event = await call(rt.url, 'GET', `/organizations/${ORG}/events/${eventId}`, { token: key });
+  return event.body.reactions;
+}
+
+async function runInState(runId: string, state: string) {
+  return eventually(`run ${runId} ${state}`, async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runId}`, { token: key })).body.run, (run) => run?.state === state);
+}
+
+/** Waits until the engine has armed the run's timer for `at` (it arms right after the snapshot is flushed). */
+async function armed(runId: string, at: number): Promise<void> {
+  await eventually(`timer of ${runId}`, () => rt.runtime.engine.timerDueAt(ORG, runId), (due) => due === at);
+}
+
+async function onlyRun(eventId: string): Promise<string> {
+  const list = await eventually('a reaction', () => reactions(eventId), (r) => r.length === 1);
+  return list[0]!.run_id;
+}
+
+test('an event runs its workflow: signed, keyed webhook; completed run; live updates; reactions', async () => {
+  receiver.script([{ status: 200, body: '{"ok":true}' }]);
+  const wf = await workflow({ name: 'notify', trigger_event: 'payment.succeeded', channel: 'payments', steps: [{ id: 'notify', type: 'webhook', url: `${receiver.url}/hook` }] });
+  const live = await connectLive(rt.url, ORG, { token: key });
+  const before = receiver.received.length;
+  const eventId = await sendEvent('payment.succeeded', { amount: 42 }, 'evt-happy');
+  const runId = await onlyRun(eventId);
+  const run = await runInState(runId, 'completed');
+  assert.equal(run.workflow_id, wf.id);
+  assert.equal(run.workflow_version, 1);
+  assert.equal(run.steps[0].attempts.length, 1);
+  assert.equal(run.steps[0].attempts[0].outcome, 'succeeded');
+  assert.equal(run.steps[0].attempts[0].evidence.status, 200);
+
+  const request = receiver.received[before]!;
+  const stepKey = `${runId}:notify`;
+  assert.equal(request.headers['webhook-id'], stepKey);
+  assert.equal(request.headers['idempotency-key'], stepKey);
+  const payload = JSON.parse(request.body);
+  assert.deepEqual(payload.event.payload, { amount: 42 });
+  assert.equal(payload.run.id, runId);
+  const expected = createHmac('sha256', Buffer.from(wf.secret.slice(6), 'base64')).update(`${stepKey}.${request.headers['webhook-timestamp']}.${request.body}`).digest('base64');
+  assert.equal(request.headers['webhook-signature'], `v1,${expected}`);
+
+  await live.waitFor(() => live.updates().some((u) => u.run_id === runId && u.state === 'completed'), 'completed update');
+  const states = live.updates().filter((u) => u.run_id === runId).map((u) => u.state);
+  assert.deepEqual(states, ['queued', 'running', 'completed']);
+  assert.ok(live.updates().every((u) => u.channel === 'payments'));
+  assert.equal((await reactions(eventId))[0]!.state, 'completed');
+  live.close();
+});
+
+test('a retryable failure backs off on the injected clock, then retries with the same key and a higher fence', async () => {
+  receiver.script([{ status: 503 }, { status: 429, headers: { 'retry-after': '7' } }, { status: 200 }]);
+  await workflow({ name: 'retry', trigger_event: 'order.retry', steps: [{ id: 'call', type: 'webhook', url: receiver.url, retry: { max_retries: 3, initial_ms: 1000, max_ms: 60000 } }] });
+  const before = receiver.received.length;
+  const runId = await onlyRun(await sendEvent('order.retry', {}, 'evt-retry'));
+  const first = await runInState(runId, 'backoff');
+  assert.equal(Date.parse(first.retry_at), clock.now() + 1000);
+  await armed(runId, clock.now() + 1000);
+  assert.equal(rt.runtime.engine.timers.fireDue(), 0, 'nothing fires before its time');
+  clock.advance(1000);
+  assert.equal(rt.runtime.engine.timers.fireDue(), 1);
+  const second = await eventually('second backoff', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runId}`, { token: key })).body.run, (r) => r.steps[0].attempts.length === 2 && r.state === 'backoff');
+  assert.equal(Date.parse(second.retry_at), clock.now() + 7000, 'Retry-After wins over the schedule');
+  await armed(runId, clock.now() + 7000);
+  clock.advance(7000);
+  rt.runtime.engine.timers.fireDue();
+  const done = await runInState(runId, 'completed');
+  const attempts = done.steps[0].attempts;
+  assert.deepEqual(attempts.map((a: { outcome: string }) => a.outcome), ['failed', 'failed', 'succeeded']);
+  assert.ok(attempts[0].fence < attempts[1].fence && attempts[1].fence < attempts[2].fence, 'fences strictly increase');
+  const keys = receiver.received.slice(before).map((r) => r.headers['idempotency-key']);
+  assert.deepEqual(keys, [`${runId}:call`, `${runId}:call`, `${runId}:call`]);
+});
+
+test('a non-retryable failure fails the run, lists the event as failed, and resume skips completed steps', async () => {
+  receiver.script([{ status: 200 }, { status: 400, body: '{"error":"bad"}' }]);
+  await workflow({
+    name: 'two-steps',
+    trigger_event: 'order.two',
+    steps: [
+      { id: 'first', type: 'webhook', url: `${receiver.url}/first` },
+      { id: 'second', type: 'webhook', url: `${receiver.url}/second` },
+    ],
+  });
+  const before = receiver.received.length;
+  const eventId = await sendEvent('order.two', {}, 'evt-two');
+  const runId = await onlyRun(eventId);
+  const failed = await runInState(runId, 'failed');
+  assert.equal(failed.error.code, 'webhook_http_400');
+  assert.equal(failed.error.step_id, 'second');
+  const triage = await call(rt.url, 'GET', `/organizations/${ORG}/failed-events`, { token: key });
+  assert.ok(triage.body.failed_events.some((f: { event: { id: string } }) => f.event.id === eventId));
+
+  receiver.script([{ status: 200 }]);
+  const resumed = await call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/resume`, { token: key });
+  assert.equal(resumed.status, 202);
+  await runInState(runId, 'completed');
+  const paths = receiver.received.slice(before).map((r) => r.path);
+  assert.deepEqual(paths, ['/first', '/second', '/second'], 'the completed first step was not sent again');
+  const after = await call(rt.url, 'GET', `/organizations/${ORG}/failed-events`, { token: key });
+  assert.ok(!after.body.failed_events.some((f: { event: { id: string } }) => f.event.id === eventId));
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/resume`, { token: key })).status, 409);
+});
+
+test('exhausted retries fail the run with retries_exhausted', async () => {
+  receiver.script([{ status: 500 }]);
+  await workflow({ name: 'exhaust', trigger_event: 'order.exhaust', steps: [{ id: 'x', type: 'webhook', url: receiver.url, retry: { max_retries: 1, initial_ms: 10, max_ms: 10 } }] });
+  const runId = await onlyRun(await sendEvent('order.exhaust', {}, 'evt-exhaust'));
+  await runInState(runId, 'backoff');
+  await armed(runId, clock.now() + 10);
+  clock.advance(10);
+  rt.runtime.engine.timers.fireDue();
+  const failed = await runInState(runId, 'failed');
+  assert.equal(failed.error.reason, 'retries_exhausted');
+  assert.equal(failed.steps[0].attempts.length, 2);
+});
+
+test('a delay step waits for the clock, not for wall time', async () => {
+  receiver.script([{ status: 200 }]);
+  await workflow({ name: 'later', trigger_event: 'order.later', steps: [{ id: 'wait', type: 'delay', duration: 'PT1M' }, { id: 'ping', type: 'webhook', url: `${receiver.url}/later` }] });
+  const before = receiver.received.length;
+  const runId = await onlyRun(await sendEvent('order.later', {}, 'evt-later'));
+  const delaying = await runInState(runId, 'delaying');
+  assert.equal(Date.parse(delaying.wake_at), clock.now() + 60_000);
+  await armed(runId, clock.now() + 60_000);
+  clock.advance(59_999);
+  assert.equal(rt.runtime.engine.timers.fireDue(), 0);
+  clock.advance(1);
+  assert.equal(rt.runtime.engine.timers.fireDue(), 1);
+  await runInState(runId, 'completed');
+  assert.deepEqual(receiver.received.slice(before).map((r) => r.path), ['/later']);
+});
+
+test('cancel stops a run waiting in backoff; webhook steps may not call the runtime itself', async () => {
+  receiver.script([{ status: 503 }]);
+  await workflow({ name: 'cancel-me', trigger_event: 'order.cancel', steps: [{ id: 'x', type: 'webhook', url: receiver.url, retry: { max_retries: 5, initial_ms: 60000, max_ms: 60000 } }] });
+  const runId = await onlyRun(await sendEvent('order.cancel', {}, 'evt-cancel'));
+  await runInState(runId, 'backoff');
+  const cancelled = await call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/cancel`, { token: key });
+  assert.equal(cancelled.status, 200);
+  assert.equal(cancelled.body.run.state, 'cancelled');
+  clock.advance(60_000);
+  rt.runtime.engine.timers.fireDue();
+  assert.equal((await runInState(runId, 'cancelled')).steps[0].attempts.length, 1);
+
+  await workflow({ name: 'self', trigger_event: 'order.self', steps: [{ id: 'loop', type: 'webhook', url: `${rt.url}/healthz` }] });
+  const selfRun = await onlyRun(await sendEvent('order.self', {}, 'evt-self'));
+  const refused = await runInState(selfRun, 'failed');
+  assert.equal(refused.error.code, 'self_request_refused');
+});
+
+test('runs list filters by state and workflow; unknown runs are 404 and other orgs see nothing', async () => {
+  const completed = await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=completed`, { token: key });
+  assert.ok(completed.body.runs.length >= 3);
+  assert.ok(completed.body.runs.every((r: { state: string }) => r.state === 'completed'));
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=bogus`, { token: key })).status, 400);
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/runs/run_nope`, { token: key })).status, 404);
+  const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-runs-other');
+  const runId = completed.body.runs[0].run_id;
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runId}`, { token: otherKey })).status, 404);
+  assert.equal((await call(rt.url, 'GET', `/organizations/acct-runs-other/runs/${runId}`, { token: otherKey })).status, 404);
+});
