@@ -79,6 +79,8 @@ export async function performStep(ctx: StepContext): Promise<StepReport> {
         timeoutMs: step.timeout_ms,
         body: JSON.stringify(stepInput(ctx)),
         idempotencyKey: work.idempotencyKey,
+        fence: work.fence,
+        attempt: work.attempt,
         signingSecrets: ctx.signingSecrets,
         nowMs: ctx.nowMs,
       },

@@ -18,6 +18,9 @@ export interface WebhookRequest {
   readonly body: string;
   /** `<runId>:<stepId>`: the same on every attempt. */
   readonly idempotencyKey: string;
+  /** The claim's fence and attempt number, sent as `sluice-fence` / `sluice-attempt` for receivers that want them. */
+  readonly fence: number;
+  readonly attempt: number;
   /** Active signing secrets of the workflow (newest first); every one signs, for rotation. */
   readonly signingSecrets: readonly string[];
   readonly nowMs: number;
@@ -100,6 +103,8 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signatureHeader(request.signingSecrets, request.idempotencyKey, timestamp, request.body),
     'idempotency-key': request.idempotencyKey,
+    'sluice-fence': String(request.fence),
+    'sluice-attempt': String(request.attempt),
   };
   const started = performance.now();
   let response: Response;
