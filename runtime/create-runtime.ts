@@ -5,6 +5,7 @@ import { apiKeyRoutes } from './api/api-keys-api.ts';
 import { isoAt, type ApiContext } from './api/context.ts';
 import { eventRoutes } from './api/events-api.ts';
 import { runRoutes } from './api/runs-api.ts';
+import { sandboxRoutes } from './api/sandbox-api.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
 import { sourceRoutes } from './api/sources-api.ts';
@@ -74,12 +75,13 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const engine = new RunEngine({ ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, selfPort: () => boundPort });
   server.addRoutes(
     ...systemRoutes(ledger, metrics, startedAt, () => clock.now()),
-    ...organizationRoutes(context),
+    ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
     ...apiKeyRoutes(context),
     ...sourceRoutes(context),
     ...eventRoutes(context),
     ...workflowRoutes(context, workflows),
     ...runRoutes(context, runs, engine),
+    ...sandboxRoutes(context, updateLog, engine),
     ...hookRoutes({ orgs, sources, events, clock, metrics }),
   );
   const port = await server.listen(config.host, config.port);

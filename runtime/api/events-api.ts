@@ -7,6 +7,7 @@ import { json, type Route } from '../http/types.ts';
 import { ENVIRONMENTS, EVENT_TYPE_PATTERN, type Environment } from '../sources/source-record.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
 import { environmentOf, parseCursor, parseLimit } from './query-params.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
 
@@ -38,6 +39,7 @@ export function eventRoutes(ctx: ApiContext): Route[] {
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const body = parseSend(parseJsonRequest(request));
+        assertSandboxAllowed(org, body.environment ?? 'production');
         const nowMs = ctx.clock.now();
         const id = body.id ?? generateEventId(nowMs);
         const event: StoredEvent = {
@@ -67,7 +69,7 @@ export function eventRoutes(ctx: ApiContext): Route[] {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const type = request.query.get('type') ?? undefined;
         const cursor = parseCursor(request);
-        const page = ctx.events.list(org.id, environmentOf(request), {
+        const page = ctx.events.list(org.id, environmentOf(request, org), {
           limit: parseLimit(request),
           ...(type === undefined ? {} : { type }),
           ...(cursor === undefined ? {} : { cursor }),
@@ -80,7 +82,7 @@ export function eventRoutes(ctx: ApiContext): Route[] {
       pattern: `${base}/:event_id`,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request));
+        const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
         return json(200, { event, recording: ctx.events.recording(org.id, event.id) ?? null, reactions: ctx.runs.forEvent(org.id, event.id).map(summarizeRun) });
       },
     },

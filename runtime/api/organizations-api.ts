@@ -27,7 +27,19 @@ const parseCreate = createBodyParser<CreateOrganizationBody>({
   },
 });
 
-export function organizationRoutes(ctx: ApiContext): Route[] {
+const parseUpdate = createBodyParser<Partial<Omit<CreateOrganizationBody, 'id'>>>({
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    plan: { type: 'string', enum: [...PLANS] },
+    max_concurrent_runs: { type: 'integer', minimum: 1, maximum: 1000 },
+  },
+});
+
+/** `onLimitsChanged` lets the run scheduler pick up a new `max_concurrent_runs` at once. */
+export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: string) => void): Route[] {
   return [
     {
       method: 'POST',
@@ -46,6 +58,19 @@ export function organizationRoutes(ctx: ApiContext): Route[] {
         const issued = ctx.apiKeys.issue(org.id, 'admin', now);
         await ctx.orgs.create(org, issued.write);
         return json(201, { organization: org, api_key: issued.key, api_key_info: describeApiKey(issued.record) });
+      },
+    },
+    {
+      method: 'PATCH',
+      pattern: '/organizations/:org_id',
+      handler: async (request) => {
+        ctx.auth.requirePlatformAdmin(request);
+        const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
+        const update = parseUpdate(parseJsonRequest(request));
+        const next: Organization = { ...current, ...update };
+        await ctx.orgs.update(next);
+        onLimitsChanged(next.id);
+        return json(200, { organization: next });
       },
     },
     {

@@ -4,13 +4,19 @@
 import { InputError } from '../errors.ts';
 import type { HttpRequest } from '../http/types.ts';
 import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
+import type { Organization } from '../tenancy/organizations.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
-/** The environment a read is scoped to: `?environment=`, default production; anything else is a 400. */
-export function environmentOf(request: HttpRequest): Environment {
+/**
+ * The environment a read is scoped to: `?environment=`, default production; anything else is a 400,
+ * and sandbox on a plan without one is a 402.
+ */
+export function environmentOf(request: HttpRequest, org: Organization): Environment {
   const value = request.query.get('environment') ?? 'production';
   if (!(ENVIRONMENTS as readonly string[]).includes(value)) {
     throw new InputError(400, 'invalid_environment', 'environment must be "production" or "sandbox".', { field: 'environment' });
   }
+  assertSandboxAllowed(org, value);
   return value as Environment;
 }
 

@@ -9,6 +9,7 @@ import type { RunStore } from '../runs/run-store.ts';
 import type { ApiContext } from './context.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
 import { environmentOf, parseCursor, parseLimit } from './query-params.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 const STATES = new Set(['queued', 'running', 'backoff', 'delaying', 'failed', 'completed', 'cancelled']);
 
@@ -18,6 +19,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
     const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
     const run = runs.get(org.id, request.params.run_id ?? '');
     if (run === undefined) throw notFound('Run', 'run_id');
+    assertSandboxAllowed(org, run.context.environment);
     return { org, run };
   };
   return [
@@ -30,7 +32,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
         if (state !== undefined && !STATES.has(state)) throw new InputError(400, 'invalid_state', `state must be one of ${[...STATES].join(', ')}.`, { field: 'state' });
         const workflowId = request.query.get('workflow_id') ?? undefined;
         const cursor = parseCursor(request);
-        const page = runs.list(org.id, environmentOf(request), {
+        const page = runs.list(org.id, environmentOf(request, org), {
           limit: parseLimit(request),
           ...(state === undefined ? {} : { state }),
           ...(workflowId === undefined ? {} : { workflowId }),
@@ -72,7 +74,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
       pattern: '/organizations/:org_id/failed-events',
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const failed = runs.failedEvents(org.id, environmentOf(request), parseLimit(request));
+        const failed = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request));
         return json(200, {
           failed_events: failed.map(({ eventId, runs: failedRuns }) => ({
             event: ctx.events.get(org.id, eventId) ?? { id: eventId },

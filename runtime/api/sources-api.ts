@@ -20,6 +20,7 @@ import {
   type SourceRecord,
 } from '../sources/source-record.ts';
 import { isoAt, type ApiContext } from './context.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 interface SourceBody {
   name: string;
@@ -74,6 +75,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const body = parseCreate(parseJsonRequest(request));
+        assertSandboxAllowed(org, body.environment ?? 'production');
         const scheme = body.scheme ?? 'standard-webhooks';
         assertSecretsFit(scheme, body.secrets);
         assertSchemasCompile(body.event_types ?? {});

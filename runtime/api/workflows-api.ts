@@ -11,7 +11,7 @@ import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { Workflow } from '../workflows/workflow-types.ts';
 import type { ApiContext } from './context.ts';
 import { environmentOf, parseLimit } from './query-params.ts';
-import { assertSandboxAllowed } from './sandbox-guard.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 /** A PUT/PATCH that loses a race with another write is re-applied onto the newer version this often. */
 const UPDATE_ATTEMPTS = 5;
@@ -69,8 +69,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore): Route
       pattern: base,
       handler: (request) => {
         const org = orgFor(request, 'viewer');
-        const environment = environmentOf(request);
-        assertSandboxAllowed(org, environment);
+        const environment = environmentOf(request, org);
         return json(200, { workflows: workflows.list(org.id, environment) });
       },
     },

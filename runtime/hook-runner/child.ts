@@ -139,13 +139,26 @@ export class HookRunnerChild {
       },
       // The IPC channel is never used for messages: its closing tells the runner we are gone.
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      // Own process group: a terminal's Ctrl-C reaches only the runtime, which then stops the
+      // runner in order (SIGTERM, drain) instead of racing a restart against its own shutdown.
+      detached: true,
     });
     this.#process = child;
     this.#startedAt = Date.now();
-    this.#exited = new Promise((done) => child.once('exit', (code, signal) => {
-      this.#onExit(child, code, signal);
-      done();
-    }));
+    this.#exited = new Promise((done) => {
+      child.once('exit', (code, signal) => {
+        this.#onExit(child, code, signal);
+        done();
+      });
+      // A process that could not be spawned never emits 'exit'.
+      child.once('error', (error) => {
+        this.#log(`hook-runner child: ${error.message}`);
+        if (child.pid === undefined) {
+          this.#onExit(child, null, null);
+          done();
+        }
+      });
+    });
     const startTimer = setTimeout(() => {
       if (this.#process === child && this.#state === 'starting') {
         this.#log('hook-runner child: start timed out; killing it');

@@ -14,6 +14,7 @@ import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, type SourceRecord } from 
 import type { SourceStore } from '../sources/source-store.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { verifyDelivery } from './verify-delivery.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 export interface HookRouteDeps {
   readonly orgs: OrganizationStore;
@@ -50,6 +51,8 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
 
 async function ingest(deps: HookRouteDeps, source: SourceRecord | undefined, request: HttpRequest): Promise<StoredEvent> {
   if (source === undefined) throw notFound('Organization or source');
+  const org = deps.orgs.get(source.org_id);
+  if (org !== undefined) assertSandboxAllowed(org, source.environment);
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'Webhook bodies must be JSON (Content-Type: application/json).');
   }

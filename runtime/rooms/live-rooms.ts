@@ -5,6 +5,7 @@ import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import type { Authorizer } from '../auth/authorize.ts';
 import type { Clock } from '../clock.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
 import type { UpdateLog } from './update-log.ts';
 
@@ -15,6 +16,8 @@ import type { UpdateLog } from './update-log.ts';
  */
 export const CLOSE_PROTOCOL_ERROR = 1002;
 export const CLOSE_SLOW_CONSUMER = 4008;
+/** Sent when a starter-plan org subscribes to the sandbox environment. */
+export const CLOSE_SANDBOX_DISABLED = 4402;
 export const LIVE_PROTOCOL = 'sluice-live';
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
 export const MAX_BACKPRESSURE = 1024 * 1024;
@@ -33,6 +36,7 @@ export class LiveRooms {
   readonly #app: TemplatedApp;
   readonly #log: UpdateLog;
   readonly #clock: Clock;
+  readonly #orgs: OrganizationStore;
   readonly #sockets = new Set<WebSocket<SocketData>>();
   /** Highest seq already handed to uWS per org; replays stop there so nothing is sent twice. */
   readonly #published = new Map<string, number>();
@@ -42,6 +46,7 @@ export class LiveRooms {
     this.#app = app;
     this.#log = log;
     this.#clock = clock;
+    this.#orgs = orgs;
     app.ws<SocketData>('/organizations/:org_id/live', {
       maxPayloadLength: 4096,
       maxBackpressure: MAX_BACKPRESSURE,
@@ -57,9 +62,11 @@ export class LiveRooms {
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
         const principal = token === undefined ? undefined : auth.principalForToken(token);
-        const allowed = principal !== undefined && orgs.get(orgId) !== undefined && (principal.kind === 'platform_admin' || principal.orgId === orgId);
-        if (!allowed || !ENVIRONMENTS.has(environment)) {
-          const status = principal === undefined ? '401 Unauthorized' : allowed ? '400 Bad Request' : '404 Not Found';
+        const org = orgs.get(orgId);
+        const allowed = principal !== undefined && org !== undefined && (principal.kind === 'platform_admin' || principal.orgId === orgId);
+        const sandboxDenied = org !== undefined && environment === 'sandbox' && !sandboxAllowed(org);
+        if (!allowed || !ENVIRONMENTS.has(environment) || sandboxDenied) {
+          const status = principal === undefined ? '401 Unauthorized' : !allowed ? '404 Not Found' : sandboxDenied ? '402 Payment Required' : '400 Bad Request';
           res.writeStatus(status).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: { code: 'live_refused', message: 'The live room needs a valid key of this organization.' } }));
           return;
         }
@@ -115,6 +122,11 @@ export class LiveRooms {
     }
     const data = ws.getUserData();
     const environment = subscribe.environment === '' ? 'production' : subscribe.environment;
+    const org = this.#orgs.get(data.orgId);
+    if (org === undefined || (environment === 'sandbox' && !sandboxAllowed(org))) {
+      ws.end(CLOSE_SANDBOX_DISABLED, 'sandbox_disabled: the sandbox is not available on this plan');
+      return;
+    }
     ws.unsubscribe(data.topic);
     data.topic = topicFor(data.orgId, environment, subscribe.run_id);
     const missed = this.#log

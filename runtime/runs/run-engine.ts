@@ -93,6 +93,19 @@ export class RunEngine {
     return next;
   }
 
+  /** Drops every in-memory trace of runs that were deleted (sandbox reset): slots, timers, actors. */
+  forget(runs: readonly PersistedRun[]): void {
+    for (const run of runs) {
+      const { orgId, runId } = run.context;
+      const key = keyOf(orgId, runId);
+      this.#timers.disarm(key);
+      if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
+      this.#actors.get(key)?.stop();
+      this.#actors.delete(key);
+    }
+    this.#pump();
+  }
+
   /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot. */
   async recover(): Promise<number> {
     const now = this.#d.clock.now();
@@ -151,7 +164,12 @@ export class RunEngine {
 
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand): Promise<void> {
     const previous = this.#d.runs.get(orgId, runId);
-    if (previous === undefined) return;
+    if (previous === undefined) {
+      // Deleted meanwhile (sandbox reset): make sure it holds no slot.
+      if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
+      this.#pump();
+      return;
+    }
     const key = keyOf(orgId, runId);
     const actor = this.#actors.get(key) ?? this.#restore(key, previous);
     const before = actor.getSnapshot();

@@ -12,6 +12,8 @@ export interface Received {
 
 export interface Reply {
   readonly status: number;
+  /** Holds the answer until this promise settles (to keep a step in flight). */
+  readonly after?: Promise<unknown>;
   readonly headers?: Record<string, string>;
   readonly body?: string;
 }
@@ -33,8 +35,10 @@ export async function startReceiver(replies: Reply[] = [{ status: 200, body: '{"
     req.on('end', () => {
       received.push({ path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
       const reply = (queue.length > 1 ? queue.shift() : queue[0]) ?? { status: 200 };
-      res.writeHead(reply.status, { 'content-type': 'application/json', ...(reply.headers ?? {}) });
-      res.end(reply.body ?? '');
+      void Promise.resolve(reply.after).then(() => {
+        res.writeHead(reply.status, { 'content-type': 'application/json', ...(reply.headers ?? {}) });
+        res.end(reply.body ?? '');
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,0 +1,25 @@
+// REST: POST /organizations/:org_id/sandbox/reset (developer) wipes the org's sandbox data.
+// Starter plans have no sandbox: 402 `sandbox_disabled`.
+
+import { json, type Route } from '../http/types.ts';
+import { resetSandbox } from '../events/sandbox-reset.ts';
+import type { UpdateLog } from '../rooms/update-log.ts';
+import type { RunEngine } from '../runs/run-engine.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import type { ApiContext } from './context.ts';
+
+export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine): Route[] {
+  return [
+    {
+      method: 'POST',
+      pattern: '/organizations/:org_id/sandbox/reset',
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        assertSandboxAllowed(org, 'sandbox');
+        const result = await resetSandbox({ ledger: ctx.ledger, runs: ctx.runs, sources: ctx.sources, updateLog }, org.id);
+        engine.forget(result.runs);
+        return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims } });
+      },
+    },
+  ];
+}

@@ -1,0 +1,54 @@
+// Sandbox reset: removes one org's sandbox events, recordings, runs, inbox claims and retained live
+// updates in one durable transaction, and nothing else (workflows, sources and production stay).
+
+import type { PersistedRun } from '../../actors/run-transition.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import type { UpdateLog } from '../rooms/update-log.ts';
+import type { RunStore } from '../runs/run-store.ts';
+import type { SourceStore } from '../sources/source-store.ts';
+import type { StoredEvent } from './event-record.ts';
+
+export interface SandboxResetDeps {
+  readonly ledger: Ledger;
+  readonly runs: RunStore;
+  readonly sources: SourceStore;
+  readonly updateLog: UpdateLog;
+}
+
+export interface SandboxResetResult {
+  readonly events: number;
+  readonly runs: PersistedRun[];
+  readonly inbox_claims: number;
+}
+
+/** Resolves after the removal is durable; the caller then forgets the removed runs in memory. */
+export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promise<SandboxResetResult> {
+  const { ledger } = deps;
+  return durably(
+    ledger.root,
+    ledger.root.transaction(() => {
+      let events = 0;
+      for (const key of ledger.eventsByTime.getKeys({ start: [orgId, 'sandbox'], end: [orgId, 'sandbox', Number.MAX_SAFE_INTEGER] })) {
+        const eventId = (key as [string, string, number, string])[3];
+        const event = ledger.events.get([orgId, eventId]) as StoredEvent | undefined;
+        ledger.eventsByTime.remove(key);
+        if (event === undefined) continue;
+        ledger.events.remove([orgId, eventId]);
+        ledger.recordings.remove([orgId, eventId]);
+        events++;
+      }
+      const runs = [...deps.runs.allIn(orgId, 'sandbox')];
+      for (const run of runs) deps.runs.remove(run);
+      let claims = 0;
+      for (const source of deps.sources.list(orgId).filter((s) => s.environment === 'sandbox')) {
+        for (const key of ledger.inbox.getKeys({ start: [orgId, source.name], end: [orgId, source.name, '\uffff'] })) {
+          ledger.inbox.remove(key);
+          claims++;
+        }
+      }
+      deps.updateLog.removeEnvironment(orgId, 'sandbox');
+      return { events, runs, inbox_claims: claims };
+    }),
+  );
+}

@@ -1,0 +1,113 @@
+// Admission and environments: per-org concurrency limits with FIFO order, one tenant's backlog
+// never holding back another tenant, the starter plan's 402 on sandbox, and sandbox reset.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
+import { connectLive } from '../helpers/live-client.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+
+let rt: TestRuntime;
+let receiver: Receiver;
+before(async () => {
+  rt = await startRuntime();
+  receiver = await startReceiver();
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+async function setup(org: string, plan: string, path: string, limit?: number): Promise<string> {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, org, plan);
+  if (limit !== undefined) {
+    const patched = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { max_concurrent_runs: limit } });
+    assert.equal(patched.status, 200, patched.text);
+  }
+  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'job.run', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}${path}` }] } });
+  assert.equal(wf.status, 201, wf.text);
+  return key;
+}
+
+const states = async (org: string, key: string): Promise<string[]> =>
+  ((await call(rt.url, 'GET', `/organizations/${org}/runs?limit=500`, { token: key })).body.runs as Array<{ state: string }>).map((r) => r.state);
+
+test('an org runs at most max_concurrent_runs at once, admitting in FIFO order; another org is not held back', async () => {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  receiver.script([{ status: 200, after: held }]);
+  const keyA = await setup('acct-busy', 'pro', '/busy', 2);
+  for (let i = 0; i < 6; i++) {
+    assert.equal((await call(rt.url, 'POST', '/organizations/acct-busy/events', { token: keyA, json: { type: 'job.run', payload: { i }, id: `busy-${i}` } })).status, 202);
+  }
+  await eventually('two running', () => states('acct-busy', keyA), (s) => s.filter((x) => x === 'running').length === 2 && s.filter((x) => x === 'queued').length === 4);
+  assert.equal(receiver.received.filter((r) => r.path === '/busy').length, 2, 'only two requests are in flight');
+
+  const keyB = await setup('acct-quiet', 'pro', '/quiet');
+  assert.equal((await call(rt.url, 'POST', '/organizations/acct-quiet/events', { token: keyB, json: { type: 'job.run', payload: {}, id: 'quiet-1' } })).status, 202);
+  await eventually('B reaches its receiver while A is saturated', () => receiver.received.filter((r) => r.path === '/quiet').length, (n) => n === 1);
+
+  release();
+  receiver.script([{ status: 200 }]);
+  await eventually('all of A completed', () => states('acct-busy', keyA), (s) => s.length === 6 && s.every((x) => x === 'completed'));
+  const order = receiver.received.filter((r) => r.path === '/busy').map((r) => JSON.parse(r.body).event.payload.i as number);
+  assert.deepEqual(order.slice(0, 2).sort(), [0, 1]);
+  assert.deepEqual(order.slice(2), [2, 3, 4, 5], 'queued runs are admitted first in, first out');
+});
+
+test('a starter org gets 402 sandbox_disabled for every sandbox request', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-starter', 'starter');
+  const secret = `whsec_${Buffer.alloc(32, 8).toString('base64')}`;
+  const attempts = [
+    await call(rt.url, 'POST', '/organizations/acct-starter/events', { token: key, json: { type: 'a.b', payload: {}, environment: 'sandbox' } }),
+    await call(rt.url, 'GET', '/organizations/acct-starter/events?environment=sandbox', { token: key }),
+    await call(rt.url, 'GET', '/organizations/acct-starter/runs?environment=sandbox', { token: key }),
+    await call(rt.url, 'GET', '/organizations/acct-starter/failed-events?environment=sandbox', { token: key }),
+    await call(rt.url, 'POST', '/organizations/acct-starter/sources', { token: key, json: { name: 's', secrets: [secret], environment: 'sandbox' } }),
+    await call(rt.url, 'POST', '/organizations/acct-starter/workflows', { token: key, json: { name: 'w', trigger_event: 'a.b', environment: 'sandbox', steps: [{ type: 'delay', duration_ms: 10 }] } }),
+    await call(rt.url, 'POST', '/organizations/acct-starter/sandbox/reset', { token: key }),
+  ];
+  for (const answer of attempts) {
+    assert.equal(answer.status, 402, answer.text);
+    assert.equal(answer.body.error.code, 'sandbox_disabled');
+  }
+  await assert.rejects(connectLive(rt.url, 'acct-starter', { token: key, query: `?token=${key}&environment=sandbox` }), /402/);
+  const live = await connectLive(rt.url, 'acct-starter', { token: key });
+  live.subscribe({ environment: 'sandbox' });
+  assert.equal((await live.closed).code, 4402);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-starter/events', { token: key })).status, 200, 'production still works');
+});
+
+test('sandbox reset deletes sandbox events, runs, claims and updates, and nothing else', async () => {
+  receiver.script([{ status: 200 }]);
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-sbx', 'pro');
+  const secret = `whsec_${Buffer.alloc(32, 6).toString('base64')}`;
+  for (const environment of ['production', 'sandbox']) {
+    await call(rt.url, 'POST', '/organizations/acct-sbx/workflows', { token: key, json: { name: environment, trigger_event: 'job.run', environment, steps: [{ type: 'webhook', url: `${receiver.url}/sbx` }] } });
+    await call(rt.url, 'POST', '/organizations/acct-sbx/sources', { token: key, json: { name: `in-${environment}`, secrets: [secret], environment } });
+    const body = JSON.stringify({ type: 'job.run' });
+    const hook = await call(rt.url, 'POST', `/hooks/acct-sbx/in-${environment}`, { body, headers: signStandard(secret, `msg-${environment}`, Math.floor(Date.now() / 1000), body) });
+    assert.equal(hook.status, 204, hook.text);
+  }
+  const runsIn = async (environment: string) => (await call(rt.url, 'GET', `/organizations/acct-sbx/runs?environment=${environment}`, { token: key })).body.runs as Array<{ state: string }>;
+  await eventually('both runs completed', async () => [...(await runsIn('production')), ...(await runsIn('sandbox'))], (r) => r.length === 2 && r.every((x) => x.state === 'completed'));
+
+  const reset = await call(rt.url, 'POST', '/organizations/acct-sbx/sandbox/reset', { token: key });
+  assert.equal(reset.status, 200, reset.text);
+  assert.deepEqual(reset.body.deleted, { events: 1, runs: 1, inbox_claims: 1 });
+  assert.equal((await runsIn('sandbox')).length, 0);
+  assert.equal((await runsIn('production')).length, 1);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-sbx/events?environment=sandbox', { token: key })).body.events.length, 0);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-sbx/events', { token: key })).body.events.length, 1);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-sbx/workflows?environment=sandbox', { token: key })).body.workflows.length, 1, 'workflows stay');
+  const live = await connectLive(rt.url, 'acct-sbx', { token: key });
+  live.subscribe({ environment: 'sandbox', after_seq: 0 });
+  live.subscribe({ environment: 'production', after_seq: 0 });
+  await live.waitFor(() => live.updates().some((u) => u.state === 'completed'), 'production updates replay');
+  assert.ok(live.updates().every((u) => u.environment === 'production'), 'no sandbox update is retained');
+  live.close();
+  const body = JSON.stringify({ type: 'job.run' });
+  const again = await call(rt.url, 'POST', '/hooks/acct-sbx/in-sandbox', { body, headers: signStandard(secret, 'msg-sandbox', Math.floor(Date.now() / 1000), body) });
+  assert.equal(again.status, 204, 'the sandbox inbox claim is gone');
+});
