@@ -6,6 +6,7 @@ import { loadRuntimeConfig, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
 import { SluiceError } from './errors.ts';
 import { signCommand } from './sign-command.ts';
+import { runHookRunnerCommand } from '../hook-runner/command.ts';
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -23,6 +24,11 @@ options (dev, serve):
   --admin-token <tok>   platform admin token (SLUICE_ADMIN_TOKEN, default: generated into <data-dir>/admin-token)
   --dedup-window-ms <n> how long provider event ids are remembered (SLUICE_DEDUP_WINDOW_MS, default 7 days)
   --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
+  --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off)
+
+options (hook-runner):
+  --listen <addr>       gRPC listen address (default 127.0.0.1:7878; unix:<path> allowed)
+  --data-dir <dir>      where its LMDB, master key and token live (default ./.sluice)
 `;
 
 function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string): void {
@@ -33,6 +39,11 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
   const lines = [
     `sluice ${command}: data in ${config.dataDir}`,
     `listening on ${runtime.url}`,
+    runtime.runner.child !== undefined
+      ? `hook-runner: a local child at ${runtime.runner.child.currentAddress ?? '(starting)'}, supervised and restarted if it dies`
+      : config.runner === 'off'
+        ? 'hook-runner: off (custom actions unavailable; use sluice dev or --runner)'
+        : `hook-runner: ${config.runner === 'child' ? 'child' : config.runner.address}`,
     tokenFile === undefined ? 'platform admin token: as given (--admin-token / SLUICE_ADMIN_TOKEN)' : `platform admin token: in ${tokenFile} (mode 0600)`,
     '',
     'create your first organization:',
@@ -47,7 +58,7 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
 }
 
 async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
-  const config = loadRuntimeConfig(args, process.env);
+  const config = loadRuntimeConfig(args, process.env, command === 'dev' ? 'child' : 'off');
   const starting = createRuntime(config);
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
   const stop = (signal: string): void => {
@@ -73,6 +84,8 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'dev':
     case 'serve':
       return runServer(command, rest);
+    case 'hook-runner':
+      return runHookRunnerCommand(rest, process.env);
     case 'sign':
       process.stdout.write(`${signCommand(rest, Date.now())}\n`);
       return;

@@ -20,6 +20,14 @@ export interface RuntimeConfig {
   /** Live updates retained per org for reconnecting subscribers. */
   readonly liveRetention: number;
   readonly logLevel: LogLevel;
+  /**
+   * Where custom actions run: `child` (start and supervise a local hook-runner, what `dev` does),
+   * an address of a running one (`127.0.0.1:7878`, `unix:/path`), or `off` (custom_action steps fail
+   * with hook_runner_unavailable and are retried).
+   */
+  readonly runner: 'child' | 'off' | { readonly address: string };
+  /** The shared runner token: SLUICE_RUNNER_TOKEN, else `<dataDir>/runner-token` (0600, generated). */
+  readonly runnerToken: string | undefined;
 }
 
 export const DEFAULT_PORT = 8787;
@@ -34,7 +42,7 @@ function integer(name: string, raw: string | undefined, fallback: number, min: n
 }
 
 /** Parses `args` (after the sub-command) over `env`; flags win over environment variables. */
-export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEnv): RuntimeConfig {
+export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEnv, defaultRunner: 'child' | 'off' = 'off'): RuntimeConfig {
   const { values } = parseArgs({
     args: [...args],
     strict: true,
@@ -46,6 +54,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'dedup-window-ms': { type: 'string' },
       'live-retention': { type: 'string' },
       'log-level': { type: 'string' },
+      runner: { type: 'string' },
     },
   });
   const dataDir = resolve(values['data-dir'] ?? env.SLUICE_DATA_DIR ?? './.sluice');
@@ -62,5 +71,13 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     dedupWindowMs: integer('--dedup-window-ms', values['dedup-window-ms'] ?? env.SLUICE_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * 86_400_000),
     liveRetention: integer('--live-retention', values['live-retention'] ?? env.SLUICE_LIVE_RETENTION, DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
     logLevel,
+    runner: parseRunner(values.runner ?? env.SLUICE_RUNNER ?? defaultRunner),
+    runnerToken: env.SLUICE_RUNNER_TOKEN,
   };
+}
+
+function parseRunner(value: string): RuntimeConfig['runner'] {
+  if (value === 'child' || value === 'off') return value;
+  if (/^unix:\/.+$/.test(value) || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(value)) return { address: value };
+  throw new InputError(400, 'invalid_config', `--runner must be "child", "off" or an address like 127.0.0.1:7878; got "${value}".`);
 }

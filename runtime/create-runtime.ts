@@ -19,6 +19,7 @@ import { HttpServer } from './http/server.ts';
 import { Inbox } from './inbox/inbox.ts';
 import { hookRoutes } from './ingest/hook-routes.ts';
 import { openLedger, type Ledger } from './ledger/open-ledger.ts';
+import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRuntimeMetrics } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
@@ -45,6 +46,8 @@ export interface Runtime {
   readonly updateLog: UpdateLog;
   readonly rooms: LiveRooms;
   readonly engine: RunEngine;
+  /** The hook-runner connection (client and, under `sluice dev`, the supervised child). */
+  readonly runner: RunnerConnection;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
   close(): Promise<void>;
 }
@@ -57,6 +60,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const metrics = createRuntimeMetrics();
   const ledger = openLedger(config.dataDir);
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
+  const runner = await connectRunner(config, logger);
   const orgs = new OrganizationStore(ledger);
   const apiKeys = new ApiKeyStore(ledger);
   const sources = new SourceStore(ledger);
@@ -105,12 +109,14 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     updateLog,
     rooms,
     engine,
+    runner,
     close: () =>
       (closing ??= (async () => {
         clearInterval(pruneTimer);
         rooms.close();
         await server.close();
         await engine.close();
+        await runner.close();
         await ledger.close();
       })()),
   };

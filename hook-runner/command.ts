@@ -1,0 +1,96 @@
+// `sluice hook-runner [--listen <addr>] [--data-dir <dir>]`: reads flags and environment, starts the
+// server, prints `hook-runner listening on <addr>` once bound, and stops cleanly on SIGTERM/SIGINT.
+import { resolve } from 'node:path';
+import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
+import { loadMasterKey } from './master-key.ts';
+import { RunnerConfigError } from './runner-error.ts';
+import { loadRunnerToken, runnerTokenPath } from './runner-token.ts';
+import { createHookRunnerServer } from './server.ts';
+import { runnerStoreDir } from './store.ts';
+import { chooseThreadPoolSize, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
+import { LISTENING_PREFIX } from './wire.ts';
+
+const DEFAULT_DATA_DIR = './.sluice';
+
+const USAGE = `usage: sluice hook-runner [--listen <host:port|unix:/path>] [--data-dir <dir>]
+  --listen    address to serve gRPC on (default ${DEFAULT_LISTEN}; port 0 picks a free port)
+  --data-dir  data directory; the runner keeps its LMDB in <dir>/hook-runner (default ${DEFAULT_DATA_DIR})
+environment:
+  SLUICE_RUNNER_TOKEN  shared token callers must send (default: <data-dir>/runner-token, generated, 0600)
+  SLUICE_MASTER_KEY    vault key, 64 hex chars or base64 of 32 bytes (default: <data-dir>/hook-runner/master.key)
+  UV_THREADPOOL_SIZE   libuv pool size; must be set before the process starts`;
+
+export interface HookRunnerFlags {
+  readonly listen: string;
+  readonly dataDir: string;
+  readonly help: boolean;
+}
+
+export function parseHookRunnerFlags(args: readonly string[]): HookRunnerFlags {
+  let listen = DEFAULT_LISTEN;
+  let dataDir = DEFAULT_DATA_DIR;
+  let help = false;
+  for (let index = 0; index < args.length; index += 1) {
+    const arg = args[index] ?? '';
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (flag === '--help' || flag === '-h') {
+      help = true;
+      continue;
+    }
+    if (flag !== '--listen' && flag !== '--data-dir') throw new RunnerConfigError(`Unknown argument ${arg}.\n${USAGE}`);
+    const value = inline ?? args[(index += 1)];
+    if (value === undefined || value.length === 0) throw new RunnerConfigError(`${flag} needs a value.\n${USAGE}`);
+    if (flag === '--listen') listen = value;
+    else dataDir = value;
+  }
+  parseListenAddress(listen);
+  return { listen, dataDir: resolve(dataDir), help };
+}
+
+function waitForStopSignal(): Promise<string> {
+  return new Promise((done) => {
+    const stop = (reason: string) => (): void => {
+      process.off('SIGTERM', onTerm).off('SIGINT', onInt).off('disconnect', onDisconnect);
+      done(reason);
+    };
+    const onTerm = stop('SIGTERM');
+    const onInt = stop('SIGINT');
+    // Spawned with an IPC channel (runtime/hook-runner/child.ts): a parent that died, even by
+    // SIGKILL, closes the channel, so the runner never outlives the runtime that owns it.
+    const onDisconnect = stop('parent disconnected');
+    process.once('SIGTERM', onTerm).once('SIGINT', onInt).once('disconnect', onDisconnect);
+  });
+}
+
+/**
+ * Runs the hook-runner until SIGTERM/SIGINT (or the parent's IPC channel closes), then resolves
+ * after in-flight calls finished and the store closed. Throws RunnerConfigError for bad flags,
+ * tokens or keys, before anything is bound.
+ */
+export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const flags = parseHookRunnerFlags(args);
+  if (flags.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  const token = loadRunnerToken(env['SLUICE_RUNNER_TOKEN'], flags.dataDir);
+  const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);
+  const masterKey = loadMasterKey(env['SLUICE_MASTER_KEY'], runnerStoreDir(flags.dataDir));
+  const server = await createHookRunnerServer({
+    listen: flags.listen,
+    dataDir: flags.dataDir,
+    token,
+    masterKey,
+    sandboxSlots: sandboxSlotsFor(poolSize),
+    log,
+  });
+  const stopped = waitForStopSignal();
+  if (!isLoopback(parseListenAddress(flags.listen))) log(`hook-runner: warning: listening on a non-loopback address (${server.address}); only the runner token protects it.`);
+  if (env['SLUICE_RUNNER_TOKEN'] === undefined) log(`hook-runner: runner token in ${runnerTokenPath(flags.dataDir)}`);
+  if (poolSize < chooseThreadPoolSize()) log(`hook-runner: UV_THREADPOOL_SIZE=${poolSize}; start with UV_THREADPOOL_SIZE=${chooseThreadPoolSize()} to run more guests in parallel.`);
+  process.stdout.write(`${LISTENING_PREFIX}${server.address}\n`);
+  const reason = await stopped;
+  log(`hook-runner: stopping (${reason})`);
+  await server.close();
+}

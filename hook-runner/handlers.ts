@@ -1,0 +1,92 @@
+// The six RPCs as plain async functions over typed wire messages: parse, act on the registry,
+// vault and ledger, answer. Transport concerns (auth, status mapping, binding) live in server.ts.
+import { createGuestEnvelope } from './envelope.ts';
+import type { InvocationLedger } from './invocation-ledger.ts';
+import { createInvocationResult, toInvokeReply, type InvocationResult } from './invocation-outcome.ts';
+import type { ModuleRegistry } from './module-registry.ts';
+import {
+  parseDeleteSecretRequest, parseInvokeRequest, parseModuleBytes, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
+} from './requests.ts';
+import { runModule, type CompiledModule } from './sandbox.ts';
+import type { RunLimiter } from './thread-pool.ts';
+import type { SecretVault } from './vault.ts';
+import type { HookRunnerMethodName, HookRunnerMethods } from './wire.ts';
+
+export type HookRunnerHandlers = {
+  readonly [M in HookRunnerMethodName]: (request: HookRunnerMethods[M]['request']) => Promise<HookRunnerMethods[M]['reply']>;
+};
+
+export interface HookRunnerHandlerDeps {
+  readonly modules: ModuleRegistry;
+  readonly vault: SecretVault;
+  readonly ledger: InvocationLedger;
+  readonly limiter: RunLimiter;
+  readonly version: string;
+  /** Whether guests can run (the addon loaded and its engine started); Health reports it as `ok`. */
+  readonly sandboxReady: () => boolean;
+  readonly startedAtMs: number;
+  readonly now: () => number;
+}
+
+type Execution = (secrets: Readonly<Record<string, string>>) => Promise<InvocationResult>;
+
+function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, compiled: CompiledModule): Execution {
+  return async (secrets: Readonly<Record<string, string>>): Promise<InvocationResult> => {
+    const envelope = createGuestEnvelope({
+      payloadJson: command.payloadJson,
+      secrets,
+      permissions: command.permissions,
+      actionId: command.scope.actionId,
+      digest: command.digest,
+    });
+    return createInvocationResult(await deps.limiter.run(() => runModule(compiled, envelope)));
+  };
+}
+
+export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunnerHandlers {
+  return {
+    async Compile(request) {
+      return { digest: await deps.modules.compile(parseModuleBytes(request.wasm)) };
+    },
+
+    async Invoke(request) {
+      const command = parseInvokeRequest(request);
+      const compiled = await deps.modules.get(command.digest);
+      const execute = createExecution(deps, command, compiled);
+      const { mode } = command;
+      if (mode.kind === 'simulate') return toInvokeReply(await execute({}), false);
+      const answer = await deps.ledger.run(
+        {
+          orgId: command.scope.orgId,
+          actionId: command.scope.actionId,
+          digest: command.digest,
+          idempotencyKey: mode.idempotencyKey,
+          runId: mode.runId,
+          fence: mode.fence,
+        },
+        // Secrets are decrypted only when the guest actually runs, never for a replay.
+        () => execute(deps.vault.readMany(command.scope, command.secretKeys)),
+      );
+      return toInvokeReply(answer.result, answer.replayed);
+    },
+
+    async PutSecret(request) {
+      const { scope, key, value } = parsePutSecretRequest(request);
+      await deps.vault.put(scope, key, value);
+      return {};
+    },
+
+    async ListSecretKeys(request) {
+      return { keys: deps.vault.listKeys(parseSecretScope(request)) };
+    },
+
+    async DeleteSecret(request) {
+      const { scope, key } = parseDeleteSecretRequest(request);
+      return { deleted: await deps.vault.delete(scope, key) };
+    },
+
+    async Health() {
+      return { ok: deps.sandboxReady(), version: deps.version, uptime_ms: String(Math.max(0, deps.now() - deps.startedAtMs)) };
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// What one execution of a guest produced, as stored in the invocation ledger and sent on the wire.
+// Pure data and conversions; the sandbox's own outcome type is translated once, here.
+import type { SandboxOutcome } from './sandbox.ts';
+import { isWireTrapKind, type InvokeReplyWire, type WireTrapKind } from './wire.ts';
+
+export type InvocationOutcome =
+  | { readonly kind: 'output'; readonly outputJson: string }
+  | { readonly kind: 'rejected'; readonly reason: string }
+  | { readonly kind: 'trap'; readonly trap: WireTrapKind; readonly message: string };
+
+export interface InvocationResult {
+  readonly outcome: InvocationOutcome;
+  readonly fuelUsed: number;
+}
+
+export const REJECTED_REASON = 'The module rejected the payload (execute returned 0).';
+
+/**
+ * Translates the sandbox's outcome. Output that is not a JSON document is an ABI violation of the
+ * guest (DESIGN.md §6.5), reported as an `abi_error` trap rather than handed to the runtime.
+ */
+export function createInvocationResult(outcome: SandboxOutcome): InvocationResult {
+  switch (outcome.kind) {
+    case 'output':
+      try {
+        JSON.parse(outcome.output);
+      } catch {
+        return { outcome: { kind: 'trap', trap: 'abi_error', message: 'The module output is not a JSON document.' }, fuelUsed: outcome.fuelUsed };
+      }
+      return { outcome: { kind: 'output', outputJson: outcome.output }, fuelUsed: outcome.fuelUsed };
+    case 'rejected':
+      return { outcome: { kind: 'rejected', reason: REJECTED_REASON }, fuelUsed: outcome.fuelUsed };
+    case 'trap':
+      return {
+        outcome: { kind: 'trap', trap: isWireTrapKind(outcome.trap) ? outcome.trap : 'other', message: outcome.message },
+        fuelUsed: outcome.fuelUsed,
+      };
+  }
+}
+
+export function toInvokeReply(result: InvocationResult, replayed: boolean): InvokeReplyWire {
+  const base = { fuel_used: String(result.fuelUsed), replayed };
+  const { outcome } = result;
+  switch (outcome.kind) {
+    case 'output':
+      return { ...base, output_json: outcome.outputJson };
+    case 'rejected':
+      return { ...base, rejected: { reason: outcome.reason } };
+    case 'trap':
+      return { ...base, trap: { kind: outcome.trap, message: outcome.message } };
+  }
+}

@@ -1,0 +1,25 @@
+// Standalone entry of the hook-runner process (`node --import tsx hook-runner/main.ts --listen …`),
+// used when the runtime spawns it as a child; the CLI calls runHookRunnerCommand directly.
+import { chooseThreadPoolSize } from './thread-pool.ts';
+
+// libuv sizes its pool once, when the pool first starts. Measured on Node 20: under ESM (and tsx)
+// the module loader has already started it before this line runs, so only a value present in the
+// environment at process start takes effect (runtime/hook-runner/child.ts sets it). Setting it here
+// still helps any loader that does not touch the pool first, and children inherit it. The command is
+// told the inherited value, which is the one libuv actually used, to size its sandbox slots honestly.
+const inheritedPoolSize = process.env['UV_THREADPOOL_SIZE'];
+if (inheritedPoolSize === undefined) process.env['UV_THREADPOOL_SIZE'] = String(chooseThreadPoolSize());
+
+const { runHookRunnerCommand } = await import('./command.ts');
+const { RunnerConfigError } = await import('./runner-error.ts');
+
+try {
+  await runHookRunnerCommand(process.argv.slice(2), { ...process.env, UV_THREADPOOL_SIZE: inheritedPoolSize });
+  // An IPC channel from the parent would keep the event loop alive after a clean stop.
+  if (process.connected) process.disconnect();
+} catch (error) {
+  if (!(error instanceof RunnerConfigError)) throw error;
+  process.stderr.write(`hook-runner: ${error.message}\n`);
+  process.exitCode = 2;
+  if (process.connected) process.disconnect();
+}

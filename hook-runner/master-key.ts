@@ -1,0 +1,39 @@
+// The vault's 32-byte master key: from SLUICE_MASTER_KEY (64 hex chars or base64 of 32 bytes) or
+// from the 0600 file <dataDir>/hook-runner/master.key, generated on first start. Anything else is refused.
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { join } from 'node:path';
+import { readOrCreatePrivateFile } from './private-file.ts';
+import { RunnerConfigError } from './runner-error.ts';
+
+const HEX_KEY = /^[0-9a-fA-F]{64}$/;
+const BASE64_KEY = /^[A-Za-z0-9+/\-_]{43}=?$/;
+
+/** Decodes a master key; the error names the source but never echoes the text. */
+export function parseMasterKey(text: string, source: string): KeyObject {
+  const trimmed = text.trim();
+  let bytes: Buffer | undefined;
+  if (HEX_KEY.test(trimmed)) {
+    bytes = Buffer.from(trimmed, 'hex');
+  } else if (BASE64_KEY.test(trimmed)) {
+    const decoded = Buffer.from(trimmed, 'base64');
+    const canonical = decoded.toString('base64url');
+    // Reject texts whose unused trailing bits are set: they are not the canonical encoding of any key.
+    if (decoded.length === 32 && canonical === trimmed.replace(/=$/, '').replace(/\+/g, '-').replace(/\//g, '_')) bytes = decoded;
+  }
+  if (bytes === undefined) {
+    throw new RunnerConfigError(`${source} must be 64 hex characters or the base64 encoding of exactly 32 bytes.`);
+  }
+  const key = createSecretKey(bytes);
+  bytes.fill(0);
+  return key;
+}
+
+export const masterKeyPath = (storeDir: string): string => join(storeDir, 'master.key');
+
+/** SLUICE_MASTER_KEY wins when set (even if empty: an empty value is an error, not a fallback). */
+export function loadMasterKey(envValue: string | undefined, storeDir: string): KeyObject {
+  if (envValue !== undefined) return parseMasterKey(envValue, 'SLUICE_MASTER_KEY');
+  const path = masterKeyPath(storeDir);
+  const file = readOrCreatePrivateFile(path, () => randomBytes(32).toString('hex'));
+  return parseMasterKey(file.text, path);
+}

@@ -1,0 +1,112 @@
+//! Structural admission checks on an already-validated module, done before compiling so
+//! hostile uploads cost no codegen: no imports, initial memory <= 160 pages, data fits.
+
+use wasmparser::{DataKind, Operator, Parser, Payload, TypeRef};
+
+use crate::engine::{MAX_MEMORY_BYTES, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
+use crate::refusal::{refuse, Refusal};
+
+/// What the scan learned that later stages need.
+pub struct Facts {
+    /// The module has a start function, which runs at every instantiation.
+    pub has_start: bool,
+}
+
+/// Walks the sections of `bytes`, which `Module::validate` has accepted.
+pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
+    let mut imports = Vec::new();
+    let mut initial_pages = 0u64;
+    let mut has_start = false;
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e}")))?;
+        match payload {
+            Payload::ImportSection(reader) => {
+                for import in reader.into_imports() {
+                    let import = import.map_err(|e| refuse("invalid_module", format!("bad import: {e}")))?;
+                    imports.push(format!("{}.{} ({})", import.module, import.name, import_kind(&import.ty)));
+                }
+            }
+            Payload::MemorySection(reader) => {
+                for memory in reader {
+                    let memory = memory.map_err(|e| refuse("invalid_module", format!("bad memory: {e}")))?;
+                    initial_pages = memory.initial;
+                    check_initial_pages(memory.initial)?;
+                }
+            }
+            Payload::DataSection(reader) => {
+                for (index, data) in reader.into_iter().enumerate() {
+                    let data = data.map_err(|e| refuse("invalid_module", format!("bad data segment: {e}")))?;
+                    check_data_segment(index, &data, initial_pages)?;
+                }
+            }
+            Payload::StartSection { .. } => has_start = true,
+            _ => {}
+        }
+    }
+    refuse_imports(&imports)?;
+    Ok(Facts { has_start })
+}
+
+fn import_kind(ty: &TypeRef) -> &'static str {
+    match ty {
+        TypeRef::Func(_) | TypeRef::FuncExact(_) => "function",
+        TypeRef::Table(_) => "table",
+        TypeRef::Memory(_) => "memory",
+        TypeRef::Global(_) => "global",
+        TypeRef::Tag(_) => "tag",
+    }
+}
+
+fn refuse_imports(imports: &[String]) -> Result<(), Refusal> {
+    if imports.is_empty() {
+        return Ok(());
+    }
+    let shown = imports.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let more = if imports.len() > 5 { format!(" and {} more", imports.len() - 5) } else { String::new() };
+    Err(refuse(
+        "imports_not_allowed",
+        format!(
+            "modules may not import anything (no WASI, no host functions); found {} import(s): {shown}{more}",
+            imports.len()
+        ),
+    ))
+}
+
+fn check_initial_pages(pages: u64) -> Result<(), Refusal> {
+    if pages <= MAX_MEMORY_PAGES {
+        return Ok(());
+    }
+    Err(refuse(
+        "memory_too_large",
+        format!(
+            "memory declares {pages} initial pages ({} bytes); the sandbox allows at most {MAX_MEMORY_PAGES} pages ({MAX_MEMORY_BYTES} bytes)",
+            pages.saturating_mul(WASM_PAGE_BYTES)
+        ),
+    ))
+}
+
+/// Refuses any segment larger than the memory cap, and active segments with a constant
+/// offset that overrun the initial memory. Computed offsets are left to the trial
+/// instantiation in validate.rs.
+fn check_data_segment(index: usize, data: &wasmparser::Data<'_>, initial_pages: u64) -> Result<(), Refusal> {
+    let len = data.data.len() as u64;
+    if len > MAX_MEMORY_BYTES as u64 {
+        return Err(refuse(
+            "data_segment_too_large",
+            format!("data segment #{index} is {len} bytes, more than the {MAX_MEMORY_BYTES}-byte sandbox memory"),
+        ));
+    }
+    let DataKind::Active { offset_expr, .. } = &data.kind else { return Ok(()) };
+    let Ok(Operator::I32Const { value }) = offset_expr.get_operators_reader().read() else { return Ok(()) };
+    let offset = u64::from(value as u32);
+    let initial_bytes = initial_pages * WASM_PAGE_BYTES;
+    if offset + len <= initial_bytes {
+        return Ok(());
+    }
+    Err(refuse(
+        "data_segment_too_large",
+        format!(
+            "data segment #{index} ({len} bytes at offset {offset}) does not fit in the initial memory of {initial_pages} pages ({initial_bytes} bytes)"
+        ),
+    ))
+}

@@ -1,0 +1,166 @@
+//! The compile pipeline for untrusted bytes: sniff, validate, structural scan, compile,
+//! guest ABI export checks (`memory`, `execute`, optional `alloc`), pre-instantiation.
+
+use wasmtime::{
+    ExternType, FuncType, InstancePre, Linker, Module, ModuleExport, PoolConcurrencyLimitError,
+    Store, Trap, ValType,
+};
+
+use crate::engine::{engine, StoreData, MAX_MEMORY_BYTES, WASM_PAGE_BYTES};
+use crate::refusal::{refuse, Refusal};
+use crate::scan::scan;
+use crate::sniff::sniff;
+
+/// Fuel for the trial instantiation of a module without a start function; only constant
+/// expressions are evaluated, so this is far more than enough.
+const TRIAL_FUEL: u64 = 1_000_000;
+
+/// An admitted module, pre-instantiated: a call only allocates a pool slot and runs.
+pub struct Compiled {
+    pub pre: InstancePre<StoreData>,
+    pub memory: ModuleExport,
+    pub execute: ModuleExport,
+    pub alloc: Option<ModuleExport>,
+    pub initial_pages: u64,
+}
+
+/// Failure that is not the module's fault (engine missing, pool exhausted).
+pub enum CompileError {
+    Refused(Refusal),
+    Host(String),
+}
+
+impl From<Refusal> for CompileError {
+    fn from(r: Refusal) -> Self {
+        CompileError::Refused(r)
+    }
+}
+
+pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
+    sniff(bytes)?;
+    let engine = engine().map_err(CompileError::Host)?;
+    Module::validate(engine, bytes)
+        .map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e:#}")))?;
+    let facts = scan(bytes)?;
+    // `from_binary` never accepts text and never deserializes precompiled code. The bytes
+    // are valid wasm by now, so a failure here is a sandbox limit (tables, pool sizes).
+    let module = Module::from_binary(engine, bytes).map_err(|e| {
+        refuse("exceeds_sandbox_limits", format!("module does not fit the sandbox: {e:#}"))
+    })?;
+    let initial_pages = check_memory(&module)?;
+    check_func(&module, "execute", &[ValType::I32, ValType::I32], true)?;
+    let has_alloc = check_func(&module, "alloc", &[ValType::I32], false)?;
+
+    let pre = Linker::new(engine)
+        .instantiate_pre(&module)
+        .map_err(|e| refuse("invalid_module", format!("module cannot be linked: {e:#}")))?;
+    trial_instantiate(&pre, facts.has_start)?;
+    let export = |name: &str| module.get_export_index(name);
+    Ok(Compiled {
+        memory: export("memory").ok_or_else(|| host_bug("memory"))?,
+        execute: export("execute").ok_or_else(|| host_bug("execute"))?,
+        alloc: if has_alloc { Some(export("alloc").ok_or_else(|| host_bug("alloc"))?) } else { None },
+        initial_pages,
+        pre,
+    })
+}
+
+fn host_bug(name: &str) -> CompileError {
+    CompileError::Host(format!("export `{name}` vanished after validation"))
+}
+
+fn extern_kind(ty: &ExternType) -> &'static str {
+    match ty {
+        ExternType::Func(_) => "function",
+        ExternType::Memory(_) => "memory",
+        ExternType::Table(_) => "table",
+        ExternType::Global(_) => "global",
+        ExternType::Tag(_) => "tag",
+    }
+}
+
+/// Returns the exported memory's initial size in pages.
+fn check_memory(module: &Module) -> Result<u64, Refusal> {
+    let memory = match module.get_export("memory") {
+        Some(ExternType::Memory(m)) => m,
+        Some(other) => {
+            return Err(refuse(
+                "bad_export_type",
+                format!("export `memory` must be a memory, found a {}", extern_kind(&other)),
+            ))
+        }
+        None => return Err(refuse("missing_export", "module must export its linear memory as `memory`")),
+    };
+    if memory.is_64() || memory.is_shared() || memory.page_size() != WASM_PAGE_BYTES {
+        return Err(refuse(
+            "bad_export_type",
+            "`memory` must be an unshared 32-bit memory with 64 KiB pages",
+        ));
+    }
+    Ok(memory.minimum())
+}
+
+/// Checks export `name` is a function `params -> i32`; returns whether it exists.
+fn check_func(module: &Module, name: &str, params: &[ValType], required: bool) -> Result<bool, Refusal> {
+    let expected = signature(params.iter().cloned(), [ValType::I32]);
+    match module.get_export(name) {
+        None if required => Err(refuse(
+            "missing_export",
+            format!("module must export a function `{name}` of type {expected}"),
+        )),
+        None => Ok(false),
+        Some(ExternType::Func(f)) if has_signature(&f, params) => Ok(true),
+        Some(ExternType::Func(f)) => Err(refuse(
+            "bad_export_type",
+            format!("export `{name}` must have type {expected}, found {}", signature(f.params(), f.results())),
+        )),
+        Some(other) => Err(refuse(
+            "bad_export_type",
+            format!("export `{name}` must be a function of type {expected}, found a {}", extern_kind(&other)),
+        )),
+    }
+}
+
+fn has_signature(f: &FuncType, params: &[ValType]) -> bool {
+    let results: Vec<ValType> = f.results().collect();
+    f.params().len() == params.len()
+        && f.params().zip(params).all(|(a, b)| ValType::eq(&a, b))
+        && results.len() == 1
+        && results.first().is_some_and(|r| ValType::eq(r, &ValType::I32))
+}
+
+fn signature(
+    params: impl IntoIterator<Item = ValType>,
+    results: impl IntoIterator<Item = ValType>,
+) -> String {
+    let list = |it: &mut dyn Iterator<Item = ValType>| it.map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+    format!("({}) -> ({})", list(&mut params.into_iter()), list(&mut results.into_iter()))
+}
+
+/// Instantiates once so that instantiation-time failures (segments with computed
+/// offsets, pool limits) are reported now rather than on every run. No guest code may
+/// run at compile time: a module with a start function gets zero fuel, so its start
+/// function stops at the first fuel check (and segment problems surface at run time).
+fn trial_instantiate(pre: &InstancePre<StoreData>, has_start: bool) -> Result<(), CompileError> {
+    let mut store = Store::new(pre.module().engine(), StoreData::new(MAX_MEMORY_BYTES));
+    store.limiter(|data| &mut data.limits);
+    let fuel = if has_start { 0 } else { TRIAL_FUEL };
+    store.set_fuel(fuel).map_err(|e| CompileError::Host(format!("{e:#}")))?;
+    let Err(err) = pre.instantiate(&mut store) else { return Ok(()) };
+    if err.is::<PoolConcurrencyLimitError>() {
+        return Err(CompileError::Host(format!("sandbox capacity exhausted: {err:#}")));
+    }
+    match err.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) if has_start => Ok(()),
+        Some(trap) => Err(refuse(
+            "instantiation_failed",
+            format!("instantiating the module traps before any guest code runs ({trap}): a data or element segment does not fit its memory or table"),
+        )
+        .into()),
+        None => Err(refuse(
+            "exceeds_sandbox_limits",
+            format!("module cannot be instantiated within the sandbox limits: {err:#}"),
+        )
+        .into()),
+    }
+}

@@ -1,0 +1,77 @@
+// Typed failures of the hook-runner: each carries the gRPC status it answers with and the stable
+// snake_case Sluice code sent as `sluice-code` trailing metadata. Messages never contain secret values.
+import { Metadata, status, type ServerErrorResponse } from '@grpc/grpc-js';
+import { SandboxUnavailableError } from './sandbox.ts';
+import { SLUICE_CODE_METADATA_KEY } from './wire.ts';
+
+export class RunnerError extends Error {
+  readonly grpcStatus: status;
+  readonly code: string;
+
+  constructor(grpcStatus: status, code: string, message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.grpcStatus = grpcStatus;
+    this.code = code;
+  }
+}
+
+/** The request is malformed; `field` names the offending proto field. */
+export class InvalidRequestError extends RunnerError {
+  readonly field: string | undefined;
+  constructor(code: string, message: string, field?: string) {
+    super(status.INVALID_ARGUMENT, code, message);
+    this.field = field;
+  }
+}
+
+export class ModuleNotFoundError extends RunnerError {
+  constructor(digest: string) {
+    super(status.NOT_FOUND, 'module_not_found', `No module with digest ${digest} was compiled on this runner.`);
+  }
+}
+
+/** A fence lower than the highest one seen for the run: a newer attempt owns the step. */
+export class StaleFenceError extends RunnerError {
+  constructor(fence: bigint, highest: bigint) {
+    super(status.FAILED_PRECONDITION, 'stale_fence', `stale fence: ${fence} is lower than ${highest}, the highest fence seen for this run.`);
+  }
+}
+
+/** Fail-closed vault read: the ciphertext does not authenticate under the master key. */
+export class SecretUnreadableError extends RunnerError {
+  constructor(key: string) {
+    super(status.FAILED_PRECONDITION, 'secret_unreadable', `secret could not be decrypted: ${key} (tampered data or a different master key).`);
+  }
+}
+
+export class IdempotencyKeyReusedError extends RunnerError {
+  constructor() {
+    super(status.FAILED_PRECONDITION, 'idempotency_key_reused', 'The idempotency key was already completed for a different action or module.');
+  }
+}
+
+export const unauthenticated = (): RunnerError =>
+  new RunnerError(status.UNAUTHENTICATED, 'unauthenticated', 'A valid runner token is required (authorization: Bearer <token>).');
+
+/**
+ * The gRPC answer for any thrown value. A sandbox that cannot run (addon missing or broken) is
+ * UNAVAILABLE, so callers retry rather than fail runs. Unexpected errors become INTERNAL with a generic message so
+ * that nothing from their text (which could hold a secret) reaches the caller.
+ */
+export function toServerError(error: unknown): ServerErrorResponse {
+  const known = error instanceof RunnerError
+    ? error
+    : error instanceof SandboxUnavailableError
+      ? new RunnerError(status.UNAVAILABLE, error.code, 'The WebAssembly sandbox is unavailable on this runner; see its log.')
+      : new RunnerError(status.INTERNAL, 'hook_runner_internal', 'The hook-runner failed unexpectedly; see its log.');
+  const metadata = new Metadata();
+  metadata.set(SLUICE_CODE_METADATA_KEY, known.code);
+  if (known instanceof InvalidRequestError && known.field !== undefined) metadata.set('sluice-field', known.field);
+  return Object.assign(new Error(known.message), { code: known.grpcStatus, details: known.message, metadata });
+}
+
+/** The runner cannot start as configured (bad master key, unsafe key file, bad flag); the message says how to fix it. */
+export class RunnerConfigError extends Error {
+  override readonly name = 'RunnerConfigError';
+}

@@ -1,0 +1,153 @@
+// The hook-runner gRPC server: opens the store, vault, registry and ledger, binds the service on a
+// loopback/unix address with message-size caps, checks the runner token on every call, closes cleanly.
+import type { KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
+import { Server, ServerCredentials, type handleUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { createHookRunnerHandlers, type HookRunnerHandlers } from './handlers.ts';
+import { InvocationLedger } from './invocation-ledger.ts';
+import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddress } from './listen-address.ts';
+import { loadMasterKey, parseMasterKey } from './master-key.ts';
+import { ModuleRegistry } from './module-registry.ts';
+import { isSandboxAvailable } from './sandbox.ts';
+import { RunnerError, toServerError, unauthenticated } from './runner-error.ts';
+import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
+import { openRunnerStore, runnerStoreDir } from './store.ts';
+import { createRunLimiter, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
+import { SecretVault } from './vault.ts';
+import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
+
+/** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
+export const MAX_RECEIVE_BYTES = 12 * 1024 * 1024;
+const MAX_SEND_BYTES = 4 * 1024 * 1024;
+const SHUTDOWN_GRACE_MS = 5000;
+
+export interface HookRunnerServerOptions {
+  /** `host:port` (port 0 picks a free one) or `unix:/path`. */
+  readonly listen: string;
+  readonly dataDir: string;
+  readonly token: string;
+  /** The vault key, or its text (64 hex chars or base64 of 32 bytes); default: the 0600 key file in the store dir. */
+  readonly masterKey?: KeyObject | string;
+  /** Concurrent guest executions; default fits libuv's default pool (see thread-pool.ts). */
+  readonly sandboxSlots?: number;
+  readonly version?: string;
+  readonly now?: () => number;
+  /** Operator log lines (startup, unexpected errors); never receives secret values. */
+  readonly log?: (line: string) => void;
+}
+
+export interface HookRunnerServer {
+  /** The bound address in gRPC form (`127.0.0.1:43123`, `unix:/path`), usable as a client target. */
+  readonly address: string;
+  /** Stops accepting calls, lets running ones finish (bounded), then closes the store. Idempotent. */
+  close(): Promise<void>;
+}
+
+function readPackageVersion(): string {
+  try {
+    const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
+    const version: unknown = (JSON.parse(text) as { version?: unknown }).version;
+    return typeof version === 'string' ? version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Stack plus the cause chain, for the operator log (guest input never reaches these errors). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause === undefined ? '' : `\n  caused by: ${describe(error.cause)}`;
+  return `${error.stack ?? error.message}${cause}`;
+}
+
+type UnaryHandler<M extends HookRunnerMethodName> = handleUnaryCall<HookRunnerMethods[M]['request'], HookRunnerMethods[M]['reply']>;
+
+function createImplementation(handlers: HookRunnerHandlers, token: string, log: (line: string) => void): UntypedServiceImplementation {
+  const authorized = createTokenCheck(token);
+  const unary = <M extends HookRunnerMethodName>(method: M): UnaryHandler<M> => (call, callback) => {
+    if (!authorized(call.metadata)) {
+      callback(toServerError(unauthenticated()));
+      return;
+    }
+    const handle = handlers[method] as (request: HookRunnerMethods[M]['request']) => Promise<HookRunnerMethods[M]['reply']>;
+    handle(call.request).then(
+      (reply) => callback(null, reply),
+      (error: unknown) => {
+        if (!(error instanceof RunnerError)) log(`hook-runner: ${method} failed unexpectedly: ${describe(error)}`);
+        callback(toServerError(error));
+      },
+    );
+  };
+  return {
+    Compile: unary('Compile'),
+    Invoke: unary('Invoke'),
+    PutSecret: unary('PutSecret'),
+    ListSecretKeys: unary('ListSecretKeys'),
+    DeleteSecret: unary('DeleteSecret'),
+    Health: unary('Health'),
+  };
+}
+
+function bind(server: Server, address: ListenAddress): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    server.bindAsync(formatAddress(address), ServerCredentials.createInsecure(), (error, port) => {
+      if (error === null) resolvePort(port);
+      else reject(error);
+    });
+  });
+}
+
+/** Opens the runner's state under `<dataDir>/hook-runner` and resolves once the server is bound. */
+export async function createHookRunnerServer(options: HookRunnerServerOptions): Promise<HookRunnerServer> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const now = options.now ?? Date.now;
+  const token = parseRunnerToken(options.token, 'the runner token');
+  const listen = parseListenAddress(options.listen);
+  const masterKey = typeof options.masterKey === 'string'
+    ? parseMasterKey(options.masterKey, 'the master key')
+    : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir));
+  const store = openRunnerStore(options.dataDir);
+  const handlers = createHookRunnerHandlers({
+    modules: new ModuleRegistry(store),
+    vault: new SecretVault(store, masterKey),
+    ledger: new InvocationLedger(store, now),
+    limiter: createRunLimiter(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
+    version: options.version ?? readPackageVersion(),
+    sandboxReady: isSandboxAvailable,
+    startedAtMs: now(),
+    now,
+  });
+
+  const server = new Server({
+    'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
+    'grpc.max_send_message_length': MAX_SEND_BYTES,
+  });
+  server.addService(loadHookRunnerService(), createImplementation(handlers, token, log));
+  let port: number;
+  try {
+    await reclaimStaleSocket(listen);
+    port = await bind(server, listen);
+  } catch (error) {
+    server.forceShutdown();
+    await store.close();
+    throw error;
+  }
+
+  let closing: Promise<void> | undefined;
+  const shutdown = async (): Promise<void> => {
+    await new Promise<void>((done) => {
+      const force = setTimeout(() => server.forceShutdown(), SHUTDOWN_GRACE_MS);
+      server.tryShutdown(() => {
+        clearTimeout(force);
+        done();
+      });
+    });
+    await store.close();
+    if (listen.kind === 'unix') await unlink(listen.path).catch(() => undefined);
+  };
+  return {
+    address: formatAddress(listen, port),
+    close: () => (closing ??= shutdown()),
+  };
+}

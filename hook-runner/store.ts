@@ -1,0 +1,70 @@
+// The hook-runner's LMDB environment (<dataDir>/hook-runner/runner.mdb) and its four databases.
+// Durability rule: every write path awaits `durable()`, i.e. commit *and* fsync, before it answers.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import type { InvocationOutcome } from './invocation-outcome.ts';
+
+/** A completed invocation, kept so that the same idempotency key replays instead of re-running. */
+export interface InvocationRecord {
+  readonly actionId: string;
+  readonly digest: string;
+  /** Decimal uint64: the fence of the attempt that executed. */
+  readonly fence: string;
+  readonly outcome: InvocationOutcome;
+  readonly fuelUsed: number;
+  readonly completedAtMs: number;
+}
+
+export type FenceKey = [org: string, runId: string];
+export type InvocationKey = [org: string, idempotencyKey: string];
+export type SecretRecordKey = [org: string, actionId: string, key: string];
+
+export interface RunnerStore {
+  /** digest -> raw module bytes; content-addressed, shared by all tenants. */
+  readonly modules: Database<Buffer, string>;
+  /** (org, action, key) -> sealed secret (see vault.ts); never plaintext. */
+  readonly secrets: Database<Buffer, SecretRecordKey>;
+  /** (org, run) -> highest fence seen, as a decimal string (uint64 does not fit a JS number). */
+  readonly fences: Database<string, FenceKey>;
+  /** (org, idempotency key) -> completed invocation. */
+  readonly invocations: Database<InvocationRecord, InvocationKey>;
+  /** Resolves once `write` has committed and that commit is flushed to disk. */
+  durable<T>(write: Promise<T>): Promise<T>;
+  /** Resolves once every write committed so far is flushed (a read of committed data is then durable too). */
+  flushed(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const runnerStoreDir = (dataDir: string): string => join(dataDir, 'hook-runner');
+
+export function openRunnerStore(dataDir: string): RunnerStore {
+  const dir = runnerStoreDir(dataDir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // overlappingSync stays on (the default): commits resolve early, and `durable` waits for the
+  // flush, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
+  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8 });
+  const modules = root.openDB<Buffer, string>({ name: 'modules', encoding: 'binary' });
+  const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });
+  const fences = root.openDB<string, FenceKey>({ name: 'fences', encoding: 'string' });
+  const invocations = root.openDB<InvocationRecord, InvocationKey>({ name: 'invocations', encoding: 'msgpack' });
+
+  return {
+    modules,
+    secrets,
+    fences,
+    invocations,
+    async durable<T>(write: Promise<T>): Promise<T> {
+      const result = await write;
+      await root.flushed;
+      return result;
+    },
+    async flushed(): Promise<void> {
+      await root.flushed;
+    },
+    async close(): Promise<void> {
+      await root.flushed;
+      await root.close();
+    },
+  };
+}

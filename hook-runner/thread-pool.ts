@@ -1,0 +1,59 @@
+// Sizing of the libuv thread pool, which runs both the Wasmtime addon and lmdb-js's commits and
+// fsyncs, and the limiter that keeps sandbox runs from taking every thread away from LMDB.
+import { availableParallelism } from 'node:os';
+
+const LIBUV_DEFAULT_POOL_SIZE = 4;
+const LIBUV_MAX_POOL_SIZE = 1024;
+/** Threads left to lmdb-js (write transaction + flush) and fs while guests run. */
+const RESERVED_THREADS = 2;
+
+/** One thread per core for guests plus the reserve, at least libuv's default, at most 64. */
+export const chooseThreadPoolSize = (parallelism: number = availableParallelism()): number =>
+  Math.min(64, Math.max(LIBUV_DEFAULT_POOL_SIZE, parallelism + RESERVED_THREADS));
+
+/**
+ * The pool size libuv actually uses: it reads UV_THREADPOOL_SIZE once, when the pool first starts.
+ * Under ESM (and tsx) the loader starts the pool before any user code runs, so this must be the
+ * value from the environment the process was *started* with (child.ts sets it for the runner).
+ */
+export function parseThreadPoolSize(value: string | undefined): number {
+  const parsed = value === undefined ? Number.NaN : Number.parseInt(value, 10);
+  if (!Number.isInteger(parsed) || parsed < 1) return LIBUV_DEFAULT_POOL_SIZE;
+  return Math.min(parsed, LIBUV_MAX_POOL_SIZE);
+}
+
+export const sandboxSlotsFor = (poolSize: number): number => Math.max(1, poolSize - RESERVED_THREADS);
+
+export interface RunLimiter {
+  /** Runs `task` when a slot is free; tasks start in arrival order. */
+  run<T>(task: () => Promise<T>): Promise<T>;
+  readonly active: number;
+  readonly queued: number;
+}
+
+export function createRunLimiter(slots: number): RunLimiter {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  const release = (): void => {
+    const next = waiting.shift();
+    if (next === undefined) active -= 1;
+    else next();
+  };
+  return {
+    async run<T>(task: () => Promise<T>): Promise<T> {
+      if (active < slots) active += 1;
+      else await new Promise<void>((resolve) => waiting.push(resolve));
+      try {
+        return await task();
+      } finally {
+        release();
+      }
+    },
+    get active() {
+      return active;
+    },
+    get queued() {
+      return waiting.length;
+    },
+  };
+}

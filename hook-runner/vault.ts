@@ -1,0 +1,91 @@
+// The secrets vault: AES-256-GCM per value (random 96-bit nonce, AAD = org\0action\0key) under the
+// master key, stored in the runner's LMDB. Reads fail closed; values never appear in errors or logs.
+import { createCipheriv, createDecipheriv, randomBytes, type KeyObject } from 'node:crypto';
+import type { SecretKey, SecretScope } from './requests.ts';
+import { SecretUnreadableError } from './runner-error.ts';
+import type { RunnerStore, SecretRecordKey } from './store.ts';
+
+/** Sealed layout: version(1) | nonce(12) | tag(16) | ciphertext. The version allows a future key rotation. */
+const SEAL_VERSION = 1;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+const HEADER_BYTES = 1 + NONCE_BYTES + TAG_BYTES;
+
+/** Binds a ciphertext to its place: moving it to another org, action or key makes it unreadable. */
+export const secretAad = (scope: SecretScope, key: string): Buffer =>
+  Buffer.from(`${scope.orgId}\0${scope.actionId}\0${key}`, 'utf8');
+
+export function sealSecret(masterKey: KeyObject, aad: Buffer, plaintext: string): Buffer {
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', masterKey, nonce, { authTagLength: TAG_BYTES });
+  cipher.setAAD(aad);
+  const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return Buffer.concat([Buffer.from([SEAL_VERSION]), nonce, cipher.getAuthTag(), ciphertext]);
+}
+
+/** The plaintext, or `undefined` when the sealed bytes do not authenticate (tampered, truncated, other key). */
+export function openSealedSecret(masterKey: KeyObject, aad: Buffer, sealed: Uint8Array): string | undefined {
+  if (sealed.length < HEADER_BYTES || sealed[0] !== SEAL_VERSION) return undefined;
+  const nonce = sealed.subarray(1, 1 + NONCE_BYTES);
+  const tag = sealed.subarray(1 + NONCE_BYTES, HEADER_BYTES);
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', masterKey, nonce, { authTagLength: TAG_BYTES });
+    decipher.setAAD(aad);
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(sealed.subarray(HEADER_BYTES)), decipher.final()]).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+const recordKey = (scope: SecretScope, key: string): SecretRecordKey => [scope.orgId, scope.actionId, key];
+
+export class SecretVault {
+  readonly #store: RunnerStore;
+  readonly #masterKey: KeyObject;
+
+  constructor(store: RunnerStore, masterKey: KeyObject) {
+    this.#store = store;
+    this.#masterKey = masterKey;
+  }
+
+  /** Creates or replaces a secret; resolves after the sealed value is durable. */
+  async put(scope: SecretScope, key: SecretKey, value: string): Promise<void> {
+    const sealed = sealSecret(this.#masterKey, secretAad(scope, key), value);
+    await this.#store.durable(this.#store.secrets.put(recordKey(scope, key), sealed));
+  }
+
+  /** Key names of one action's secrets, in byte order. */
+  listKeys(scope: SecretScope): string[] {
+    const keys: string[] = [];
+    // Keys are [A-Z0-9_] so '\uffff' sorts after all of them: the range is exactly this scope.
+    for (const key of this.#store.secrets.getKeys({ start: [scope.orgId, scope.actionId], end: [scope.orgId, scope.actionId, '\uffff'] })) {
+      const name = key[2];
+      if (key[0] === scope.orgId && key[1] === scope.actionId && typeof name === 'string') keys.push(name);
+    }
+    return keys;
+  }
+
+  /** Resolves `true` when a secret existed, after its removal is durable. */
+  async delete(scope: SecretScope, key: SecretKey): Promise<boolean> {
+    const id = recordKey(scope, key);
+    const secrets = this.#store.secrets;
+    return this.#store.durable(secrets.transaction(() => secrets.doesExist(id) && secrets.removeSync(id)));
+  }
+
+  /**
+   * The values of `keys` that exist for the scope; missing keys are omitted (absent, not empty).
+   * Throws SecretUnreadableError (naming the key only) when a stored value does not authenticate.
+   */
+  readMany(scope: SecretScope, keys: readonly SecretKey[]): Record<string, string> {
+    const values: Record<string, string> = {};
+    for (const key of keys) {
+      const sealed = this.#store.secrets.get(recordKey(scope, key));
+      if (sealed === undefined) continue;
+      const value = openSealedSecret(this.#masterKey, secretAad(scope, key), sealed);
+      if (value === undefined) throw new SecretUnreadableError(key);
+      values[key] = value;
+    }
+    return values;
+  }
+}

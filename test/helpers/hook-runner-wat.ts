@@ -1,0 +1,64 @@
+// Guest modules for hook-runner tests, written in WAT and assembled with wabt: a well-behaved echo,
+// constant outputs, and hostile guests (endless loop, recursion, traps, a WASI import).
+import wabtInit from 'wabt';
+
+type Wabt = Awaited<ReturnType<typeof wabtInit>>;
+let wabt: Promise<Wabt> | undefined;
+
+export async function assembleWat(name: string, text: string): Promise<Uint8Array> {
+  wabt ??= wabtInit();
+  const module = (await wabt).parseWat(`${name}.wat`, text);
+  try {
+    module.validate();
+    return new Uint8Array(module.toBinary({}).buffer);
+  } finally {
+    module.destroy();
+  }
+}
+
+const watString = (text: string): string =>
+  [...Buffer.from(text, 'utf8')].map((byte) => `\\${byte.toString(16).padStart(2, '0')}`).join('');
+
+/** A bump allocator that grows memory as needed; fresh bytes are zero, so input is NUL-terminated. */
+const ALLOC = `
+  (global $bump (mut i32) (i32.const 1024))
+  (func (export "alloc") (param $len i32) (result i32)
+    (local $p i32) (local $end i32)
+    (local.set $p (global.get $bump))
+    (local.set $end (i32.add (local.get $p) (i32.add (local.get $len) (i32.const 1))))
+    (block $ok
+      (loop $grow
+        (br_if $ok (i32.le_u (local.get $end) (i32.mul (memory.size) (i32.const 65536))))
+        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then (unreachable)))
+        (br $grow)))
+    (global.set $bump (local.get $end))
+    (local.get $p))`;
+
+/** Outputs its whole input envelope: the test sees exactly what the guest was given. */
+export const ECHO_WAT = `(module (memory (export "memory") 1) ${ALLOC}
+  (func (export "execute") (param $ptr i32) (param $len i32) (result i32) (local.get $ptr)))`;
+
+/** Outputs `text` (stored NUL-terminated at address 16), whatever the input. */
+export const constantWat = (text: string): string => `(module (memory (export "memory") 1)
+  (data (i32.const 16) "${watString(text)}\\00")
+  (func (export "execute") (param i32 i32) (result i32) (i32.const 16)))`;
+
+export const REJECT_WAT = `(module (memory (export "memory") 1)
+  (func (export "execute") (param i32 i32) (result i32) (i32.const 0)))`;
+
+const hostile = (body: string, extra = ''): string => `(module (memory (export "memory") 1) ${extra}
+  (func (export "execute") (param $ptr i32) (param $len i32) (result i32) ${body}))`;
+
+export const HOSTILE_WAT = {
+  loop: hostile('(loop $forever (br $forever)) (i32.const 0)'),
+  recursion: hostile('(call $down (i32.const 0))', '(func $down (param i32) (result i32) (call $down (i32.add (local.get 0) (i32.const 1))))'),
+  unreachable: hostile('(unreachable)'),
+  outOfBounds: hostile('(i32.load (i32.const -16))'),
+  divideByZero: hostile('(i32.div_u (local.get $len) (i32.sub (local.get $len) (local.get $len)))'),
+  wasiImport: `(module
+    (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+    (memory (export "memory") 1)
+    (func (export "execute") (param i32 i32) (result i32) (i32.const 0)))`,
+} as const;
+
+export type HostileName = keyof typeof HOSTILE_WAT;

@@ -1,0 +1,107 @@
+// The runtime's supervisor of the runner process: SIGKILL -> restart with the client's retries riding
+// over it (even for an invoke in flight), clean stop, no restart loop on a configuration error, and
+// a runner that never outlives a SIGKILLed parent.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { after, before, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { RetryableError } from '../../runtime/errors.ts';
+import { HookRunnerChild } from '../../runtime/hook-runner/child.ts';
+import { invocation, newToken, startRunner, tempDataDir, waitFor, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { assembleWat, ECHO_WAT, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
+
+/** Alive and not a zombie (an orphan's zombie may linger where PID 1 does not reap). */
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+};
+
+let runner: RunnerFixture;
+let echo: string;
+
+before(async () => {
+  runner = await startRunner();
+  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
+});
+after(() => runner.close());
+
+describe('hook-runner child supervisor', () => {
+  it('restarts a SIGKILLed runner and the client rides over it', async () => {
+    const pid = runner.child.pid ?? assert.fail('no pid');
+    const restarts = runner.child.restarts;
+    process.kill(pid, 'SIGKILL');
+    // Issued at once: the first attempt may hit the dead runner; retries wait for the new one.
+    const result = await runner.client.invoke(invocation(echo, { payloadJson: '{"after":"kill"}' }));
+    assert.equal(result.outcome.kind, 'output');
+    assert.equal(runner.child.restarts, restarts + 1);
+    assert.notEqual(runner.child.pid, pid);
+    assert.equal(isAlive(pid), false);
+  });
+
+  it('retries an invoke that was in flight when the runner died', async () => {
+    const loop = await runner.client.compile(await assembleWat('loop', HOSTILE_WAT.loop));
+    const pid = runner.child.pid ?? assert.fail('no pid');
+    const pending = runner.client.invoke(invocation(loop, { idempotencyKey: 'run_inflight:step_1' }));
+    process.kill(pid, 'SIGKILL');
+    const result = await pending;
+    assert.equal(result.outcome.kind === 'trap' && result.outcome.trap, 'out_of_fuel');
+    assert.notEqual(runner.child.pid, pid);
+  });
+
+  it('stops the runner and refuses addresses afterwards', async () => {
+    const child = new HookRunnerChild({ dataDir: tempDataDir(), token: newToken(), log: () => undefined });
+    assert.match(await child.start(), /^127\.0\.0\.1:\d+$/);
+    const pid = child.pid ?? assert.fail('no pid');
+    await child.stop();
+    assert.equal(child.state, 'stopped');
+    assert.equal(isAlive(pid), false);
+    await assert.rejects(child.address(), RetryableError);
+  });
+
+  it('does not restart a runner that refuses its configuration', async () => {
+    const lines: string[] = [];
+    const child = new HookRunnerChild({ dataDir: tempDataDir(), token: newToken(), masterKey: 'not-a-key', log: (line) => void lines.push(line) });
+    await assert.rejects(child.start(), RetryableError);
+    assert.equal(child.state, 'failed');
+    assert.equal(child.restarts, 0);
+    assert.ok(lines.some((line) => line.includes('SLUICE_MASTER_KEY must be 64 hex characters')), lines.join('\n'));
+    assert.equal(lines.some((line) => line.includes('not-a-key')), false);
+    await child.stop();
+  });
+
+  it('exits when its parent is SIGKILLed', async () => {
+    const dir = tempDataDir();
+    mkdirSync(join(dir, 'parent'));
+    writeFileSync(join(dir, 'parent', 'package.json'), '{"type":"module"}');
+    const script = join(dir, 'parent', 'parent.ts');
+    const childModule = pathToFileURL(join(import.meta.dirname, '../../runtime/hook-runner/child.ts')).href;
+    writeFileSync(script, `import { HookRunnerChild } from ${JSON.stringify(childModule)};
+const child = new HookRunnerChild({ dataDir: ${JSON.stringify(dir)}, token: ${JSON.stringify(newToken())}, log: () => undefined });
+await child.start();
+console.log('runner pid ' + child.pid);
+setInterval(() => undefined, 1000);
+`);
+    const parent = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const runnerPid = await new Promise<number>((resolve, reject) => {
+      createInterface({ input: parent.stdout }).on('line', (line) => {
+        const match = /^runner pid (\d+)$/.exec(line);
+        if (match?.[1] !== undefined) resolve(Number(match[1]));
+      });
+      parent.once('exit', (code) => reject(new Error(`parent exited early (${code})`)));
+    });
+    assert.equal(isAlive(runnerPid), true);
+    parent.kill('SIGKILL');
+    await waitFor(() => !isAlive(runnerPid), 'the orphaned runner to exit');
+  });
+});

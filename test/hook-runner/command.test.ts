@@ -1,0 +1,112 @@
+// The runner as a command (hook-runner/main.ts): generated 0600 token and master-key files, unix
+// socket listening, clean exit on SIGTERM, and clear refusals of bad flags, keys and key files.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+import { parseHookRunnerFlags } from '../../hook-runner/command.ts';
+import { parseListenAddress } from '../../hook-runner/listen-address.ts';
+import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
+import { tempDataDir } from '../helpers/hook-runner.ts';
+
+const MAIN = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url));
+
+interface RunnerProcess {
+  readonly process: ChildProcess;
+  readonly output: string[];
+  /** Resolves with the bound address, or rejects with the output if the process exits first. */
+  readonly listening: Promise<string>;
+  readonly exited: Promise<number | null>;
+}
+
+function spawnRunner(args: readonly string[], env: NodeJS.ProcessEnv = {}): RunnerProcess {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      output.push(line);
+      if (line.startsWith('hook-runner listening on ')) resolve(line.slice('hook-runner listening on '.length));
+    });
+    createInterface({ input: child.stderr! }).on('line', (line) => void output.push(line));
+    void exited.then((code) => reject(new Error(`runner exited with ${code}:\n${output.join('\n')}`)));
+  });
+  listening.catch(() => undefined);
+  return { process: child, output, listening, exited };
+}
+
+describe('hook-runner command', () => {
+  it('generates a 0600 token file and master key, serves with them, and stops on SIGTERM', async () => {
+    const dataDir = tempDataDir();
+    const runner = spawnRunner(['--listen', '127.0.0.1:0', '--data-dir', dataDir]);
+    const address = await runner.listening;
+    assert.match(address, /^127\.0\.0\.1:\d+$/);
+    for (const file of [join(dataDir, 'runner-token'), join(dataDir, 'hook-runner', 'master.key')]) {
+      assert.equal(statSync(file).mode & 0o777, 0o600, file);
+    }
+    const client = new HookRunnerClient(address, readFileSync(join(dataDir, 'runner-token'), 'utf8').trim());
+    assert.equal((await client.health()).ok, true);
+    client.close();
+    runner.process.kill('SIGTERM');
+    assert.equal(await runner.exited, 0);
+    assert.ok(runner.output.some((line) => line.includes('stopping (SIGTERM)')), runner.output.join('\n'));
+  });
+
+  it('listens on a unix socket, and reclaims it after a crash', async () => {
+    const dataDir = tempDataDir();
+    const socket = join(dataDir, 'runner.sock');
+    const env = { SLUICE_RUNNER_TOKEN: 'unix-socket-token-0123456789' };
+    const first = spawnRunner(['--listen', `unix:${socket}`, '--data-dir', dataDir], env);
+    assert.equal(await first.listening, `unix:${socket}`);
+    first.process.kill('SIGKILL');
+    await first.exited;
+    const second = spawnRunner(['--listen', `unix:${socket}`, '--data-dir', dataDir], env);
+    const client = new HookRunnerClient(await second.listening, env.SLUICE_RUNNER_TOKEN);
+    assert.equal((await client.health()).ok, true);
+    client.close();
+    second.process.kill('SIGINT');
+    assert.equal(await second.exited, 0);
+  });
+
+  it('refuses a bad master key, a group-readable token file and unknown flags with exit code 2', async () => {
+    const badKey = spawnRunner(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir()], { SLUICE_MASTER_KEY: 'deadbeef' });
+    assert.equal(await badKey.exited, 2);
+    assert.match(badKey.output.join('\n'), /SLUICE_MASTER_KEY must be 64 hex characters or the base64 encoding of exactly 32 bytes/);
+    assert.doesNotMatch(badKey.output.join('\n'), /deadbeef/);
+
+    const dataDir = tempDataDir();
+    const ok = spawnRunner(['--listen', '127.0.0.1:0', '--data-dir', dataDir]);
+    await ok.listening;
+    ok.process.kill('SIGTERM');
+    await ok.exited;
+    chmodSync(join(dataDir, 'runner-token'), 0o644);
+    const exposed = spawnRunner(['--listen', '127.0.0.1:0', '--data-dir', dataDir]);
+    assert.equal(await exposed.exited, 2);
+    assert.match(exposed.output.join('\n'), /runner-token is readable by group or others/);
+
+    const unknown = spawnRunner(['--port', '1']);
+    assert.equal(await unknown.exited, 2);
+    assert.match(unknown.output.join('\n'), /Unknown argument --port/);
+  });
+});
+
+describe('flag and address parsing', () => {
+  it('reads --listen and --data-dir in both forms, with defaults', () => {
+    assert.deepEqual(parseHookRunnerFlags([]), { listen: '127.0.0.1:7878', dataDir: join(process.cwd(), '.sluice'), help: false });
+    assert.deepEqual(parseHookRunnerFlags(['--listen=[::1]:0', '--data-dir', '/tmp/x']), { listen: '[::1]:0', dataDir: '/tmp/x', help: false });
+    assert.throws(() => parseHookRunnerFlags(['--listen']), RunnerConfigError);
+    assert.throws(() => parseHookRunnerFlags(['--listen', 'nonsense']), RunnerConfigError);
+  });
+
+  it('parses tcp and unix addresses', () => {
+    assert.deepEqual(parseListenAddress('127.0.0.1:0'), { kind: 'tcp', host: '127.0.0.1', port: 0 });
+    assert.deepEqual(parseListenAddress('[::1]:7878'), { kind: 'tcp', host: '::1', port: 7878 });
+    assert.deepEqual(parseListenAddress('unix:///run/sluice.sock'), { kind: 'unix', path: '/run/sluice.sock' });
+    for (const bad of ['127.0.0.1', ':80', 'host:65536', 'unix:', 'a b:1']) assert.throws(() => parseListenAddress(bad), RunnerConfigError, bad);
+  });
+});

@@ -1,0 +1,92 @@
+// Fences and idempotency through the real runner: stale fences are refused, a completed key replays
+// its stored reply without executing (proven with an echo guest fed a different payload), and
+// concurrent calls with one key execute once.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ConflictError } from '../../runtime/errors.ts';
+import type { InvokeResult } from '../../runtime/hook-runner/client.ts';
+import { invocation, parseOutput, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { assembleWat, ECHO_WAT, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
+
+let runner: RunnerFixture;
+let echo: string;
+
+before(async () => {
+  runner = await startRunner();
+  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
+});
+after(() => runner.close());
+
+const payloadOf = (result: InvokeResult): unknown => {
+  assert.equal(result.outcome.kind, 'output');
+  return result.outcome.kind === 'output' ? parseOutput(result.outcome.outputJson)['payload'] : undefined;
+};
+
+const isStaleFence = (error: unknown): boolean => {
+  assert.ok(error instanceof ConflictError, `expected ConflictError, got ${String(error)}`);
+  assert.equal(error.code, 'stale_fence');
+  assert.equal(error.status, 409);
+  assert.match(error.message, /stale fence/);
+  return true;
+};
+
+describe('fences', () => {
+  it('refuses a fence lower than the highest seen for the run', async () => {
+    await runner.client.invoke(invocation(echo, { idempotencyKey: 'run_f1:step_1', fence: 7 }));
+    await assert.rejects(runner.client.invoke(invocation(echo, { idempotencyKey: 'run_f1:step_2', fence: 6 })), isStaleFence);
+    await assert.rejects(runner.client.invoke(invocation(echo, { idempotencyKey: 'run_f1:step_1', fence: 1 })), isStaleFence);
+    // The same fence and higher ones pass; the run id is everything before the last ':'.
+    await runner.client.invoke(invocation(echo, { idempotencyKey: 'run_f1:step_2', fence: 7 }));
+    await runner.client.invoke(invocation(echo, { idempotencyKey: 'run_f1:x:step_3', fence: 1 }));
+  });
+
+  it('handles fences beyond 2^53 exactly', async () => {
+    const big = 2n ** 63n + 1n;
+    await runner.client.invoke(invocation(echo, { idempotencyKey: 'run_big:step_1', fence: big }));
+    await assert.rejects(runner.client.invoke(invocation(echo, { idempotencyKey: 'run_big:step_2', fence: big - 1n })), isStaleFence);
+  });
+});
+
+describe('idempotency', () => {
+  it('replays a completed key without executing it again', async () => {
+    const key = 'run_i1:step_1';
+    const first = await runner.client.invoke(invocation(echo, { idempotencyKey: key, payloadJson: '{"attempt":1}' }));
+    assert.equal(first.replayed, false);
+    assert.deepEqual(payloadOf(first), { attempt: 1 });
+    // Had the guest run again it would echo attempt 2; the stored reply still says attempt 1.
+    for (const fence of [1, 2]) {
+      const again = await runner.client.invoke(invocation(echo, { idempotencyKey: key, payloadJson: '{"attempt":2}', fence }));
+      assert.equal(again.replayed, true);
+      assert.deepEqual(payloadOf(again), { attempt: 1 });
+      assert.equal(again.fuelUsed, first.fuelUsed);
+    }
+  });
+
+  it('stores traps too: a trapped key replays the trap', async () => {
+    const loop = await runner.client.compile(await assembleWat('loop', HOSTILE_WAT.loop));
+    const first = await runner.client.invoke(invocation(loop, { idempotencyKey: 'run_i2:step_1' }));
+    const again = await runner.client.invoke(invocation(loop, { idempotencyKey: 'run_i2:step_1' }));
+    assert.deepEqual({ ...again, replayed: false }, first);
+    assert.equal(again.replayed, true);
+  });
+
+  it('executes concurrent calls with one key once', async () => {
+    const key = 'run_i3:step_1';
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, attempt) => runner.client.invoke(invocation(echo, { idempotencyKey: key, payloadJson: JSON.stringify({ attempt }) }))),
+    );
+    assert.equal(results.filter((result) => !result.replayed).length, 1);
+    const payloads = new Set(results.map((result) => JSON.stringify(payloadOf(result))));
+    assert.equal(payloads.size, 1, `every caller sees the single execution's output, got ${[...payloads].join(' ')}`);
+  });
+
+  it('refuses a completed key reused for another module', async () => {
+    const loop = await runner.client.compile(await assembleWat('loop', HOSTILE_WAT.loop));
+    await runner.client.invoke(invocation(echo, { idempotencyKey: 'run_i4:step_1' }));
+    await assert.rejects(runner.client.invoke(invocation(loop, { idempotencyKey: 'run_i4:step_1' })), (error: unknown) => {
+      assert.ok(error instanceof ConflictError);
+      assert.equal(error.code, 'idempotency_key_reused');
+      return true;
+    });
+  });
+});
