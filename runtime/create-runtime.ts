@@ -6,6 +6,8 @@ import { isoAt, type ApiContext } from './api/context.ts';
 import { eventRoutes } from './api/events-api.ts';
 import { runRoutes } from './api/runs-api.ts';
 import { sandboxRoutes } from './api/sandbox-api.ts';
+import { projectionRoutes } from './api/projections-api.ts';
+import { ProjectionStore } from './projections/projection-store.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
 import { sourceRoutes } from './api/sources-api.ts';
@@ -76,7 +78,13 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const updateLog = new UpdateLog(ledger, config.liveRetention);
   const server = new HttpServer({ logger, metrics });
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
-  const engine = new RunEngine({ ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, selfPort: () => boundPort });
+  const projections = new ProjectionStore(ledger);
+  const engine = new RunEngine({
+    ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, projections,
+    selfPort: () => boundPort,
+    actions: undefined,
+    runner: runner.client,
+  });
   server.addRoutes(
     ...systemRoutes(ledger, metrics, startedAt, () => clock.now()),
     ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
@@ -86,6 +94,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ...workflowRoutes(context, workflows),
     ...runRoutes(context, runs, engine),
     ...sandboxRoutes(context, updateLog, engine),
+    ...projectionRoutes(context, projections),
     ...hookRoutes({ orgs, sources, events, clock, metrics }),
   );
   const port = await server.listen(config.host, config.port);

@@ -48,25 +48,18 @@ export class EventStore {
    * Throws a 409 ConflictError naming the original event when the delivery or id was seen before.
    */
   async store({ event, recording, claim }: NewEvent): Promise<StoredEvent> {
-    const { root, events, eventsByTime, recordings } = this.#ledger;
-    const afterCommit: Array<() => void> = [];
+    const { root, events } = this.#ledger;
+    let afterCommit: Array<() => void> = [];
     const outcome = await durably(
       root,
       root.transaction((): { duplicateOf: string } | null => {
-        afterCommit.length = 0;
         if (claim !== null) {
           const live = this.#inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms);
           if (live !== undefined) return { duplicateOf: live.event_id };
         }
         if (events.get([event.org_id, event.id]) !== undefined) return { duplicateOf: event.id };
         if (claim !== null) this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
-        events.put([event.org_id, event.id], event);
-        eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
-        if (recording !== null) recordings.put([event.org_id, event.id], recording);
-        for (const react of this.#reactors) {
-          const then = react(event);
-          if (then !== undefined) afterCommit.push(then);
-        }
+        afterCommit = this.writeWithin(event, recording);
         return null;
       }),
     );
@@ -75,6 +68,24 @@ export class EventStore {
     }
     for (const then of afterCommit) then();
     return event;
+  }
+
+  /**
+   * Writes a new event (and, through the reactors, its runs) inside the caller's write transaction;
+   * returns what to run once that transaction is durable. Derived events are stored this way, in
+   * the transaction that completes the step that produced them.
+   */
+  writeWithin(event: StoredEvent, recording: Recording | null): Array<() => void> {
+    const { events, eventsByTime, recordings } = this.#ledger;
+    events.put([event.org_id, event.id], event);
+    eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
+    if (recording !== null) recordings.put([event.org_id, event.id], recording);
+    const afterCommit: Array<() => void> = [];
+    for (const react of this.#reactors) {
+      const then = react(event);
+      if (then !== undefined) afterCommit.push(then);
+    }
+    return afterCommit;
   }
 
   get(orgId: string, eventId: string): StoredEvent | undefined {

@@ -21,7 +21,11 @@ import { runInputFor } from '../workflows/run-plan.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import { runIdFor, type RunStore } from './run-store.ts';
 import { RunTimers } from './run-timers.ts';
-import { performStep, type StepReport } from './step-dispatcher.ts';
+import { createHash } from 'node:crypto';
+import type { HookRunnerClient } from '../hook-runner/client.ts';
+import type { ProjectionStore } from '../projections/projection-store.ts';
+import type { ActionEffects, ActionResolver } from './custom-action-step.ts';
+import { performStep } from './step-dispatcher.ts';
 
 /** What the engine reads of workflows (implemented by the workflow store). */
 export interface WorkflowLookup {
@@ -45,9 +49,15 @@ export interface RunEngineDeps {
   readonly logger: Logger;
   /** The runtime's own port, which webhook steps may not call; known once it listens. */
   readonly selfPort: () => number;
+  readonly projections: ProjectionStore;
+  /** Custom actions and the hook-runner; a custom_action step fails closed without them. */
+  readonly actions: ActionResolver | undefined;
+  readonly runner: HookRunnerClient | undefined;
 }
 
 type RunActor = ReturnType<typeof restoreRunActor>;
+/** The `source` of events that custom actions derive. */
+export const DERIVED_SOURCE = '@derived';
 const keyOf = (orgId: string, runId: string): string => `${orgId}\u0000${runId}`;
 
 export class RunEngine {
@@ -80,11 +90,11 @@ export class RunEngine {
   }
 
   /** Queues `command` for the run; resolves once it has been applied (and, if it changed the run, persisted). */
-  send(orgId: string, runId: string, command: RunCommand): Promise<void> {
+  send(orgId: string, runId: string, command: RunCommand, effects?: ActionEffects): Promise<void> {
     const key = keyOf(orgId, runId);
     const previous = this.#chains.get(key) ?? Promise.resolve();
     const next = previous
-      .then(() => (this.#closed ? undefined : this.#apply(asOrgId(orgId), asRunId(runId), command)))
+      .then(() => (this.#closed ? undefined : this.#apply(asOrgId(orgId), asRunId(runId), command, effects)))
       .catch((error: unknown) => this.#d.logger.error('run transition failed', { run_id: runId, error: String(error) }));
     this.#chains.set(key, next);
     void next.then(() => {
@@ -162,7 +172,7 @@ export class RunEngine {
     };
   }
 
-  async #apply(orgId: OrgId, runId: RunId, command: RunCommand): Promise<void> {
+  async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined): Promise<void> {
     const previous = this.#d.runs.get(orgId, runId);
     if (previous === undefined) {
       // Deleted meanwhile (sandbox reset): make sure it holds no slot.
@@ -180,15 +190,52 @@ export class RunEngine {
     }
     const run = readPersistedRun(JSON.parse(JSON.stringify(actor.getPersistedSnapshot())));
     const { root } = this.#d.ledger;
+    let afterCommit: Array<() => void> = [];
     const update = await durably(
       root,
       root.transaction(() => {
         this.#d.runs.write(run, previous);
+        // The step's outputs commit with its completion: a crash leaves both or neither.
+        if (effects !== undefined && command.type === 'step.succeeded') afterCommit = this.#writeEffects(run, command.stepId, effects);
         return this.#d.updateLog.append(orgId, this.#updateFor(run));
       }),
     );
     this.#d.rooms.publish(orgId, [update]);
+    for (const then of afterCommit) then();
     this.#act(run);
+  }
+
+  /** Writes a custom action's projection and derived event inside the step-completing transaction. */
+  #writeEffects(run: PersistedRun, stepId: string, effects: ActionEffects): Array<() => void> {
+    const ctx = run.context;
+    const at = this.#d.clock.now();
+    if (effects.projection !== null) {
+      this.#d.projections.write(effects.projection, { orgId: ctx.orgId, environment: ctx.environment, runId: ctx.runId, stepId, eventId: ctx.eventId, at });
+    }
+    const spec = effects.derivedEvent;
+    const parent = this.#d.events.get(ctx.orgId, ctx.eventId);
+    if (spec === null || parent === undefined) return [];
+    // The derived event's id is a function of the step key: a replayed step cannot emit it twice.
+    const id = `evt_d_${createHash('sha256').update(`${ctx.runId}:${stepId}`).digest('hex').slice(0, 28)}`;
+    if (this.#d.events.get(ctx.orgId, id) !== undefined) return [];
+    return this.#d.events.writeWithin(
+      {
+        id,
+        org_id: ctx.orgId,
+        type: spec.type,
+        payload: spec.payload,
+        environment: parent.environment,
+        source: DERIVED_SOURCE,
+        provider_event_id: null,
+        received_at: new Date(at).toISOString(),
+        received_at_ms: at,
+        correlation_id: parent.correlation_id,
+        causation_id: ctx.runId,
+        depth: parent.depth + 1,
+        replay_skip_side_effects: parent.replay_skip_side_effects,
+      },
+      null,
+    );
   }
 
   #restore(key: string, run: PersistedRun): RunActor {
@@ -254,7 +301,7 @@ export class RunEngine {
 
   async #dispatch(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
-    const report: StepReport = await performStep({
+    const { report, effects } = await performStep({
       run,
       work,
       version: this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion),
@@ -262,8 +309,10 @@ export class RunEngine {
       signingSecrets: this.#d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
       selfPort: this.#d.selfPort(),
       nowMs: this.#d.clock.now(),
+      actions: this.#d.actions,
+      runner: this.#d.runner,
     });
-    await this.send(ctx.orgId, ctx.runId, report);
+    await this.send(ctx.orgId, ctx.runId, report, effects);
   }
 
   #updateFor(run: PersistedRun, knownVersion?: WorkflowVersion): NewRunUpdate {

@@ -7,6 +7,8 @@ import type { RunEvent } from '../../actors/run-types.ts';
 import type { Work } from '../../actors/run-work.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
+import type { HookRunnerClient } from '../hook-runner/client.ts';
+import { runCustomAction, type ActionEffects, type ActionResolver } from './custom-action-step.ts';
 import { sendWebhook } from './webhook-step.ts';
 
 type DispatchWork = Extract<Work, { kind: 'dispatch_step' }>;
@@ -17,6 +19,12 @@ export type StepReport = Extract<RunEvent, { type: 'step.succeeded' | 'step.fail
     : never
   : never;
 
+/** A step's report plus the writes that must commit in the same transaction as its completion. */
+export interface StepOutcome {
+  readonly report: StepReport;
+  readonly effects?: ActionEffects;
+}
+
 export interface StepContext {
   readonly run: PersistedRun;
   readonly work: DispatchWork;
@@ -25,6 +33,8 @@ export interface StepContext {
   readonly signingSecrets: readonly string[];
   readonly selfPort: number;
   readonly nowMs: number;
+  readonly actions: ActionResolver | undefined;
+  readonly runner: HookRunnerClient | undefined;
 }
 
 /** The JSON body a webhook step receives: the triggering event, the run, and every prior step result. */
@@ -54,24 +64,43 @@ export function stepInput(ctx: StepContext): JsonValue {
 }
 
 /** Never throws: an unexpected failure becomes a retryable `step.failed`. */
-export async function performStep(ctx: StepContext): Promise<StepReport> {
+export async function performStep(ctx: StepContext): Promise<StepOutcome> {
+  try {
+    return await perform(ctx);
+  } catch (error) {
+    const fenced = { stepId: ctx.work.stepId, fence: ctx.work.fence };
+    return { report: { type: 'step.failed', ...fenced, error: { code: 'dispatch_error', message: error instanceof Error ? error.message : String(error), retryable: true } } };
+  }
+}
+
+async function perform(ctx: StepContext): Promise<StepOutcome> {
   const { work } = ctx;
   const fenced = { stepId: work.stepId, fence: work.fence };
   const step = ctx.version?.definition.steps.find((s) => s.id === work.stepId);
   if (step === undefined) {
-    return { type: 'step.failed', ...fenced, error: { code: 'workflow_version_missing', message: 'The pinned workflow version or its step no longer exists.', retryable: false } };
+    return { report: { type: 'step.failed', ...fenced, error: { code: 'workflow_version_missing', message: 'The pinned workflow version or its step no longer exists.', retryable: false } } };
   }
   if (step.type === 'custom_action') {
-    return {
-      type: 'step.failed',
-      ...fenced,
-      error: { code: 'custom_action_unavailable', message: `Custom action "${step.action_id}" cannot run: custom actions are not enabled in this build.`, retryable: false },
-    };
+    const outcome = await runCustomAction(
+      {
+        orgId: ctx.run.context.orgId,
+        actionId: step.action_id,
+        payload: ctx.event?.payload ?? null,
+        eventDepth: ctx.event?.depth ?? 0,
+        idempotencyKey: work.idempotencyKey,
+        fence: work.fence,
+      },
+      ctx.actions,
+      ctx.runner,
+    );
+    return outcome.ok
+      ? { report: { type: 'step.succeeded', ...fenced, result: outcome.result, evidence: outcome.evidence }, effects: outcome.effects }
+      : { report: { type: 'step.failed', ...fenced, error: outcome.error, ...(outcome.evidence === null ? {} : { evidence: outcome.evidence }) } };
   }
   if (step.type !== 'webhook') {
-    return { type: 'step.failed', ...fenced, error: { code: 'unsupported_step_type', message: `A ${step.type} step cannot be dispatched.`, retryable: false } };
+    return { report: { type: 'step.failed', ...fenced, error: { code: 'unsupported_step_type', message: `A ${step.type} step cannot be dispatched.`, retryable: false } } };
   }
-  try {
+  {
     const outcome = await sendWebhook(
       {
         url: step.url,
@@ -86,10 +115,10 @@ export async function performStep(ctx: StepContext): Promise<StepReport> {
       },
       { selfPort: ctx.selfPort },
     );
-    return outcome.ok
-      ? { type: 'step.succeeded', ...fenced, result: outcome.result, evidence: outcome.evidence }
-      : { type: 'step.failed', ...fenced, error: outcome.error, evidence: outcome.evidence };
-  } catch (error) {
-    return { type: 'step.failed', ...fenced, error: { code: 'dispatch_error', message: error instanceof Error ? error.message : String(error), retryable: true } };
+    return {
+      report: outcome.ok
+        ? { type: 'step.succeeded', ...fenced, result: outcome.result, evidence: outcome.evidence }
+        : { type: 'step.failed', ...fenced, error: outcome.error, evidence: outcome.evidence },
+    };
   }
 }

@@ -92,23 +92,29 @@ test('SIGKILL at every kind of point: each run completes, completed steps never 
     await workflow('queued', 'crash.queued', [{ id: 'a', type: 'webhook', url: `${receiver.url}/plain` }]);
 
     const send = (type: string, id: string) => call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type, payload: {}, id } });
+    // Each scenario settles before the next kill, so every count below has exactly one cause.
+    const settled = (count: number) => eventually(`${count} runs completed`, () => runsOf(rt.url, key), (runs) => runs.length === count && runs.every((r) => r.state === 'completed'), 20_000);
 
     // 1. Mid-step: the receiver holds the request and kills the runtime while it waits.
     assert.equal((await send('crash.mid', 'e-mid')).status, 202);
     rt = await restart();
+    await settled(1);
     // 2. After the receiver answered, before the result could be written.
     assert.equal((await send('crash.answered', 'e-answered')).status, 202);
     rt = await restart();
+    await settled(2);
     // 3. During a backoff wait (first attempt fails with 503, retry in 400 ms).
     assert.equal((await send('crash.backoff', 'e-backoff')).status, 202);
     await eventually('backoff', () => runsOf(rt.url, key), (runs) => runs.some((r) => r.state === 'backoff'));
     killNow();
     rt = await restart();
+    await settled(3);
     // 4. During a delay.
     assert.equal((await send('crash.delay', 'e-delay')).status, 202);
     await eventually('delaying', () => runsOf(rt.url, key), (runs) => runs.some((r) => r.state === 'delaying'));
     killNow();
     rt = await restart();
+    await settled(4);
     // 5. Before a step starts: a burst of events, killed as soon as the answers are in.
     const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => send('crash.queued', `e-q${i}`)));
     assert.ok(burst.every((r) => r.status === 202));
@@ -140,11 +146,12 @@ test('SIGKILL at every kind of point: each run completes, completed steps never 
       }
     }
     const byPath = (path: string) => receiver.deliveries.filter((d) => d.path === path).length;
-    assert.equal(byPath('/before-mid'), 1, 'the step completed before the mid-step crash was not sent again');
-    assert.equal(byPath('/mid-step'), 2, 'the interrupted step was sent again after restart, with the same key');
-    assert.equal(byPath('/answered'), 2, 'an answer lost to the crash is retried under the same key');
-    assert.equal(byPath('/after-answered'), 1);
-    assert.equal(byPath('/flaky'), 2);
+    const trace = receiver.deliveries.map((d) => `${d.path} ${d.key} fence=${d.fence}`).join('\n');
+    assert.equal(byPath('/before-mid'), 1, `the step completed before the mid-step crash was not sent again:\n${trace}`);
+    assert.equal(byPath('/mid-step'), 2, 'the interrupted step was sent again after restart, with the same key\n' + trace);
+    assert.equal(byPath('/answered'), 2, 'an answer lost to the crash is retried under the same key\n' + trace);
+    assert.equal(byPath('/after-answered'), 1, trace);
+    assert.equal(byPath('/flaky'), 2, trace);
     const afterDelay = receiver.deliveries.find((d) => d.path === '/after-delay');
     assert.ok(afterDelay !== undefined);
     const keys = new Set(receiver.deliveries.filter((d) => d.path === '/mid-step').map((d) => d.key));

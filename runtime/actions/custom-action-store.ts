@@ -1,0 +1,270 @@
+// Durable storage of custom actions: metadata, immutable module versions and their review, and the
+// one question the run engine asks (`resolveForRun`). Every write is one flushed LMDB transaction.
+//
+// Databases (every key starts with the org id):
+//   custom-actions           [orgId, actionId]           -> CustomActionRecord
+//   custom-action-versions   [orgId, actionId, version]  -> ActionVersionRecord
+// A version's digest and permissions never change after it is written: a permissions edit is a new
+// version that needs its own approval, so an approval binds exactly what the reviewer saw.
+
+import type { Database } from 'lmdb';
+import { ConflictError, notFound, type SluiceError } from '../errors.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import {
+  describeCustomAction, isCustomActionId, newCustomActionId,
+  type ActionVersionRecord, type CustomActionId, type CustomActionRecord, type CustomActionView, type ReviewDecision,
+} from './custom-action-record.ts';
+import { samePermissions } from './permissions.ts';
+
+/** Keeps the list answer (every action with every version) bounded. */
+export const MAX_ACTIONS_PER_ORG = 500;
+export const MAX_VERSIONS_PER_ACTION = 100;
+const HIGH = '\uffff';
+
+/** How a custom_action step may run the action now: only the APPROVED version, with the permissions as reviewed. */
+export type ActionResolution =
+  | { readonly kind: 'approved'; readonly version: number; readonly digest: string; readonly permissions: readonly string[] }
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'not_approved'; readonly status: 'pending_review' | 'rejected' };
+
+/** A module the hook-runner has already compiled and stored durably. */
+export interface CompiledUpload {
+  readonly digest: string;
+  readonly size: number;
+}
+
+export interface CreateInput {
+  readonly name: string;
+  readonly description: string;
+  readonly module: CompiledUpload;
+  readonly permissions: readonly string[];
+}
+
+export interface VersionInput {
+  readonly module: CompiledUpload;
+  /** Omitted: the latest version's permissions carry over (and are reviewed again with the new module). */
+  readonly permissions?: readonly string[];
+  readonly name?: string;
+  readonly description?: string;
+}
+
+export interface UpdateInput {
+  readonly name?: string;
+  readonly description?: string;
+  readonly permissions?: readonly string[];
+}
+
+export interface ReviewInput {
+  readonly decision: ReviewDecision;
+  readonly reason: string | null;
+  /** Omitted: the newest version that is pending review. */
+  readonly version?: number;
+  readonly reviewer: string;
+}
+
+/** What a write changed: the action as it now is, and the version written (null when none was). */
+export interface ActionChange {
+  readonly action: CustomActionView;
+  readonly version: ActionVersionRecord | null;
+}
+
+export interface StoreOptions {
+  /** Injected for tests; defaults to `act_` + 16 random hex characters. */
+  readonly newId?: () => CustomActionId;
+}
+
+type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: SluiceError };
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const missingAction = (): SluiceError => notFound('Custom action', 'action_id');
+const fail = (error: SluiceError): Outcome<never> => ({ ok: false, error });
+
+export class CustomActionStore {
+  readonly #root: Ledger['root'];
+  readonly #actions: Database;
+  readonly #versions: Database;
+  readonly #newId: () => CustomActionId;
+
+  constructor(ledger: Ledger, options: StoreOptions = {}) {
+    this.#root = ledger.root;
+    this.#actions = ledger.openDatabase('custom-actions');
+    this.#versions = ledger.openDatabase('custom-action-versions');
+    this.#newId = options.newId ?? newCustomActionId;
+  }
+
+  get(orgId: string, actionId: string): CustomActionRecord | undefined {
+    if (!isCustomActionId(actionId)) return undefined;
+    return this.#actions.get([orgId, actionId]) as CustomActionRecord | undefined;
+  }
+
+  /** Every version, oldest first. */
+  versions(orgId: string, actionId: string): ActionVersionRecord[] {
+    if (!isCustomActionId(actionId)) return [];
+    const range = this.#versions.getRange({ start: [orgId, actionId, 0], end: [orgId, actionId, Number.MAX_SAFE_INTEGER] });
+    return [...range].map(({ value }) => value as ActionVersionRecord);
+  }
+
+  version(orgId: string, actionId: string, version: number): ActionVersionRecord | undefined {
+    if (!isCustomActionId(actionId) || !Number.isSafeInteger(version) || version < 1) return undefined;
+    return this.#versions.get([orgId, actionId, version]) as ActionVersionRecord | undefined;
+  }
+
+  describe(orgId: string, actionId: string): CustomActionView | undefined {
+    const action = this.get(orgId, actionId);
+    return action === undefined ? undefined : describeCustomAction(action, this.versions(orgId, action.id));
+  }
+
+  /** Every action of the org with its versions, newest created first (ties by id). */
+  list(orgId: string): CustomActionView[] {
+    const actions = [...this.#actions.getRange({ start: [orgId], end: [orgId, HIGH] })].map(({ value }) => value as CustomActionRecord);
+    actions.sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+    return actions.map((action) => describeCustomAction(action, this.versions(orgId, action.id)));
+  }
+
+  /** Reads only; safe inside another write transaction (the run engine may call it there). */
+  resolveForRun(orgId: string, actionId: string): ActionResolution {
+    const action = this.get(orgId, actionId);
+    if (action === undefined) return { kind: 'missing' };
+    if (action.approved_version !== null) {
+      const approved = this.version(orgId, action.id, action.approved_version);
+      if (approved !== undefined && approved.status === 'approved') {
+        return { kind: 'approved', version: approved.version, digest: approved.digest, permissions: approved.permissions };
+      }
+    }
+    const pending = this.versions(orgId, action.id).some((version) => version.status === 'pending_review');
+    return { kind: 'not_approved', status: pending ? 'pending_review' : 'rejected' };
+  }
+
+  /** Stores the action and its version 1 (`pending_review`) in one transaction; resolves once durable. */
+  async create(orgId: string, input: CreateInput, at: number): Promise<CustomActionView> {
+    const id = this.#newId();
+    const outcome = await this.#write((): Outcome<CustomActionView> => {
+      if (this.#actions.getKeysCount({ start: [orgId], end: [orgId, HIGH] }) >= MAX_ACTIONS_PER_ORG) {
+        return fail(new ConflictError('custom_action_limit_reached', `An organization can hold at most ${MAX_ACTIONS_PER_ORG} custom actions.`));
+      }
+      if (this.#actions.doesExist([orgId, id])) return fail(new ConflictError('custom_action_exists', 'A custom action with this id already exists.'));
+      const action: CustomActionRecord = { id, name: input.name, description: input.description, created_at: iso(at), updated_at: iso(at), approved_version: null };
+      const version = pendingVersion(1, input.module, input.permissions, at);
+      this.#actions.put([orgId, id], action);
+      this.#versions.put([orgId, id, 1], version);
+      return { ok: true, value: describeCustomAction(action, [version]) };
+    });
+    return unwrap(outcome);
+  }
+
+  /** Adds the next version (`pending_review`); the approved version keeps running until this one is approved. */
+  async addVersion(orgId: string, actionId: string, input: VersionInput, at: number): Promise<ActionChange> {
+    return unwrap(
+      await this.#write((): Outcome<ActionChange> => {
+        const action = this.get(orgId, actionId);
+        const latest = action === undefined ? undefined : this.versions(orgId, action.id).at(-1);
+        if (action === undefined || latest === undefined) return fail(missingAction());
+        if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
+        const version = pendingVersion(latest.version + 1, input.module, input.permissions ?? latest.permissions, at);
+        return { ok: true, value: this.#putChange(orgId, action, { name: input.name, description: input.description }, version, at) };
+      }),
+    );
+  }
+
+  /**
+   * Renames or re-describes in place. New permissions become a new version with the latest
+   * version's module, pending review; the same set as the latest version writes no version.
+   */
+  async update(orgId: string, actionId: string, input: UpdateInput, at: number): Promise<ActionChange> {
+    return unwrap(
+      await this.#write((): Outcome<ActionChange> => {
+        const action = this.get(orgId, actionId);
+        const latest = action === undefined ? undefined : this.versions(orgId, action.id).at(-1);
+        if (action === undefined || latest === undefined) return fail(missingAction());
+        let version: ActionVersionRecord | null = null;
+        if (input.permissions !== undefined && !samePermissions(input.permissions, latest.permissions)) {
+          if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
+          version = pendingVersion(latest.version + 1, latest, input.permissions, at);
+        }
+        return { ok: true, value: this.#putChange(orgId, action, { name: input.name, description: input.description }, version, at) };
+      }),
+    );
+  }
+
+  /**
+   * Approves or rejects one version that is pending review (409 `version_not_pending` otherwise).
+   * Approving makes it the approved version and supersedes the previous approved one and every
+   * older version still pending, in the same transaction.
+   */
+  async review(orgId: string, actionId: string, input: ReviewInput, at: number): Promise<ActionChange> {
+    return unwrap(
+      await this.#write((): Outcome<ActionChange> => {
+        const action = this.get(orgId, actionId);
+        if (action === undefined) return fail(missingAction());
+        const versions = this.versions(orgId, action.id);
+        const target = input.version === undefined
+          ? versions.findLast((version) => version.status === 'pending_review')
+          : versions.find((version) => version.version === input.version);
+        if (target === undefined) {
+          return fail(input.version === undefined
+            ? new ConflictError('no_pending_version', 'No version of this custom action is pending review.')
+            : notFound(`Version ${input.version} of this custom action`, 'version'));
+        }
+        if (target.status !== 'pending_review') {
+          return fail(new ConflictError('version_not_pending', `Version ${target.version} is ${target.status}; only a version pending review can be reviewed.`, {
+            version: target.version,
+            status: target.status,
+          }));
+        }
+        const reviewed: ActionVersionRecord = { ...target, status: input.decision, reviewer: input.reviewer, reason: input.reason, reviewed_at: iso(at) };
+        this.#versions.put([orgId, action.id, target.version], reviewed);
+        let next: CustomActionRecord = { ...action, updated_at: iso(at) };
+        if (input.decision === 'approved') {
+          for (const version of versions) {
+            const older = version.version < target.version && version.status === 'pending_review';
+            if (version.status === 'approved' || older) this.#versions.put([orgId, action.id, version.version], { ...version, status: 'superseded' });
+          }
+          next = { ...next, approved_version: target.version };
+        }
+        this.#actions.put([orgId, action.id], next);
+        return { ok: true, value: { action: describeCustomAction(next, this.versions(orgId, action.id)), version: reviewed } };
+      }),
+    );
+  }
+
+  /** Writes metadata changes and an optional new version. In a transaction. */
+  #putChange(
+    orgId: string,
+    action: CustomActionRecord,
+    meta: { readonly name: string | undefined; readonly description: string | undefined },
+    version: ActionVersionRecord | null,
+    at: number,
+  ): ActionChange {
+    const next: CustomActionRecord = { ...action, name: meta.name ?? action.name, description: meta.description ?? action.description, updated_at: iso(at) };
+    this.#actions.put([orgId, action.id], next);
+    if (version !== null) this.#versions.put([orgId, action.id, version.version], version);
+    return { action: describeCustomAction(next, this.versions(orgId, action.id)), version };
+  }
+
+  #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {
+    return durably(this.#root, this.#root.transaction(body));
+  }
+}
+
+function pendingVersion(version: number, module: CompiledUpload, permissions: readonly string[], at: number): ActionVersionRecord {
+  return {
+    version,
+    digest: module.digest,
+    size: module.size,
+    permissions: [...permissions],
+    status: 'pending_review',
+    reviewer: null,
+    reason: null,
+    created_at: iso(at),
+    reviewed_at: null,
+  };
+}
+
+const versionLimit = (): SluiceError =>
+  new ConflictError('version_limit_reached', `A custom action can hold at most ${MAX_VERSIONS_PER_ACTION} versions; create a new action instead.`);
+
+function unwrap<T>(outcome: Outcome<T>): T {
+  if (outcome.ok) return outcome.value;
+  throw outcome.error;
+}

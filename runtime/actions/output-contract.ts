@@ -1,0 +1,106 @@
+// The output contract of a custom action (DESIGN 6.5): the document is the step result; the reserved
+// keys `projection` and `derived_event` must have their exact shape, or the step fails naming the field.
+
+import type { JsonValue } from '../../actors/json.ts';
+
+export const PROJECTION_NAME = /^[a-z0-9_.-]{1,120}$/;
+export const ENTITY_TYPE = /^[a-z0-9_.-]{1,64}$/;
+const EVENT_TYPE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
+
+export interface ProjectionWrite {
+  readonly name: string;
+  /** Both or neither: with an entity the row is upserted, without one it is appended. */
+  readonly entity: { readonly type: string; readonly id: string } | null;
+  readonly title: string | null;
+  readonly status: string | null;
+  readonly data: JsonValue;
+}
+
+export interface DerivedEventSpec {
+  readonly type: string;
+  readonly payload: JsonValue;
+}
+
+export interface ActionOutput {
+  readonly document: JsonValue;
+  readonly projection: ProjectionWrite | null;
+  /** null when absent or `false` (suppressed). */
+  readonly derivedEvent: DerivedEventSpec | null;
+}
+
+/** A reserved key of the wrong shape; `field` names it (e.g. `projection.entity_type`). */
+export class OutputContractError extends Error {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+const isObject = (value: unknown): value is Record<string, JsonValue> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function optionalText(source: Record<string, JsonValue>, key: string, max: number, field: string): string | null {
+  const value = source[key];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || value.length > max) throw new OutputContractError(field, `${field} must be a string of at most ${max} characters.`);
+  return value;
+}
+
+function parseProjection(value: JsonValue): ProjectionWrite {
+  if (!isObject(value)) throw new OutputContractError('projection', 'projection must be an object.');
+  const name = value.name;
+  if (typeof name !== 'string' || !PROJECTION_NAME.test(name)) {
+    throw new OutputContractError('projection.name', 'projection.name must match [a-z0-9_.-]{1,120}.');
+  }
+  const type = value.entity_type;
+  const id = value.entity_id;
+  const hasType = type !== undefined && type !== null;
+  const hasId = id !== undefined && id !== null;
+  if (hasType !== hasId) {
+    const missing = hasType ? 'projection.entity_id' : 'projection.entity_type';
+    throw new OutputContractError(missing, 'projection.entity_type and projection.entity_id go together: give both or neither.');
+  }
+  let entity: ProjectionWrite['entity'] = null;
+  if (hasType && hasId) {
+    if (typeof type !== 'string' || !ENTITY_TYPE.test(type)) {
+      throw new OutputContractError('projection.entity_type', 'projection.entity_type must match [a-z0-9_.-]{1,64}.');
+    }
+    const text = typeof id === 'number' && Number.isFinite(id) ? String(id) : id;
+    if (typeof text !== 'string' || text.length === 0 || text.length > 200) {
+      throw new OutputContractError('projection.entity_id', 'projection.entity_id must be a string or number of 1-200 characters.');
+    }
+    entity = { type, id: text };
+  }
+  return {
+    name,
+    entity,
+    title: optionalText(value, 'title', 200, 'projection.title'),
+    status: optionalText(value, 'status', 40, 'projection.status'),
+    data: value.data ?? null,
+  };
+}
+
+function parseDerivedEvent(value: JsonValue): DerivedEventSpec | null {
+  if (value === false || value === null) return null;
+  if (!isObject(value)) throw new OutputContractError('derived_event', 'derived_event must be {"type", "payload"} or false.');
+  if (typeof value.type !== 'string' || !EVENT_TYPE.test(value.type)) {
+    throw new OutputContractError('derived_event.type', 'derived_event.type must be 1-128 letters, digits, "_", ".", ":" or "-".');
+  }
+  return { type: value.type, payload: value.payload ?? null };
+}
+
+/** Parses the guest's output document; throws OutputContractError for a reserved key of the wrong shape. */
+export function parseActionOutput(outputJson: string): ActionOutput {
+  let document: JsonValue;
+  try {
+    document = JSON.parse(outputJson) as JsonValue;
+  } catch {
+    throw new OutputContractError('output', 'The action output is not valid JSON.');
+  }
+  if (!isObject(document)) return { document, projection: null, derivedEvent: null };
+  return {
+    document,
+    projection: document.projection === undefined ? null : parseProjection(document.projection),
+    derivedEvent: document.derived_event === undefined ? null : parseDerivedEvent(document.derived_event),
+  };
+}

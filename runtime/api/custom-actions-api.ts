@@ -1,0 +1,249 @@
+// REST: upload custom actions and new versions (multipart), edit, review, simulate, and manage their
+// secrets through the hook-runner vault. Writes need developer, reviews admin, reads viewer.
+
+import { createHash } from 'node:crypto';
+import { parseActionName, parseDescription, parseLongText, MAX_REASON_LENGTH } from '../actions/action-fields.ts';
+import type { ActionVersionRecord, CustomActionRecord, ReviewDecision } from '../actions/custom-action-record.ts';
+import type { CustomActionStore } from '../actions/custom-action-store.ts';
+import { parseActionUpload, UPLOAD_BODY_LIMIT } from '../actions/multipart-upload.ts';
+import { parsePermissionList, SECRET_KEY_PATTERN } from '../actions/permissions.ts';
+import { simulateAction } from '../actions/simulate-action.ts';
+import { InputError, notFound, RetryableError, SluiceError } from '../errors.ts';
+import type { HookRunnerClient } from '../hook-runner/client.ts';
+import { parseJsonRequest } from '../http/parse-json.ts';
+import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
+import type { Role } from '../tenancy/api-keys.ts';
+import type { Organization } from '../tenancy/organizations.ts';
+import { createBodyParser } from '../validation/body-schema.ts';
+import type { ApiContext } from './context.ts';
+
+const MAX_SECRET_VALUE_BYTES = 64 * 1024;
+/** Generous bound for the schema; the permission parser enforces the real limit after removing duplicates. */
+const MAX_LISTED_PERMISSIONS = 1000;
+
+interface PatchBody { name?: unknown; description?: unknown; permissions?: unknown[] }
+interface ReviewBody { status: ReviewDecision; reason?: unknown; version?: number }
+interface SecretBody { key: string; value: string }
+interface SimulateBody { payload: unknown; version?: number }
+
+const parsePatch = createBodyParser<PatchBody>({
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: { name: {}, description: {}, permissions: { type: 'array', maxItems: MAX_LISTED_PERMISSIONS } },
+});
+const parseReview = createBodyParser<ReviewBody>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['status'],
+  properties: { status: { type: 'string', enum: ['approved', 'rejected'] }, reason: {}, version: { type: 'integer', minimum: 1 } },
+});
+const parseSecret = createBodyParser<SecretBody>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['key', 'value'],
+  properties: { key: { type: 'string' }, value: { type: 'string' } },
+});
+const parseSimulate = createBodyParser<SimulateBody>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['payload'],
+  properties: { payload: {}, version: { type: 'integer', minimum: 1 } },
+});
+
+function parseSecretKey(value: string, field: string): string {
+  if (!SECRET_KEY_PATTERN.test(value)) throw new InputError(400, 'invalid_secret_key', `Field "${field}" must match [A-Z0-9_]{1,64}.`, { field });
+  return value;
+}
+
+/** Sizes only in the messages: the value is a secret. */
+function parseSecretValue(value: string): string {
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes === 0) throw new InputError(400, 'invalid_request', 'Field "value" must not be empty.', { field: 'value' });
+  if (bytes > MAX_SECRET_VALUE_BYTES) {
+    throw new InputError(400, 'secret_too_large', `Field "value" is ${bytes} bytes; the limit is ${MAX_SECRET_VALUE_BYTES}.`, { field: 'value' });
+  }
+  return value;
+}
+
+/**
+ * Routes under `/organizations/:org_id/custom-actions`. `runner` is the hook-runner client, or
+ * undefined when the runtime runs without one: then uploads, secrets and simulate answer 503.
+ */
+export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, runner: HookRunnerClient | undefined): Route[] {
+  const base = '/organizations/:org_id/custom-actions';
+  const one = `${base}/:action_id`;
+  const orgFor = (request: HttpRequest, role: Role): Organization => ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
+
+  const requireAction = (org: Organization, request: HttpRequest): CustomActionRecord => {
+    const action = actions.get(org.id, request.params.action_id ?? '');
+    if (action === undefined) throw notFound('Custom action', 'action_id');
+    return action;
+  };
+
+  const requireRunner = (): HookRunnerClient => {
+    if (runner !== undefined) return runner;
+    throw new RetryableError(
+      'hook_runner_unavailable',
+      'No hook-runner is configured, so custom actions cannot be compiled, run or given secrets; start Sluice with `sluice dev` or with --runner child|<address>.',
+    );
+  };
+
+  /** Has the runner validate, compile and durably store the module; resolves with its digest. */
+  const compile = async (module: Uint8Array): Promise<{ digest: string; size: number }> => {
+    const digest = await requireRunner().compile(module);
+    if (digest !== createHash('sha256').update(module).digest('hex')) {
+      throw new SluiceError(502, 'hook_runner_digest_mismatch', 'The hook-runner reported a digest that does not match the uploaded module.');
+    }
+    return { digest, size: module.byteLength };
+  };
+
+  const reviewerOf = (request: HttpRequest): string => {
+    const principal = ctx.auth.authenticate(request);
+    return principal.kind === 'api_key' ? principal.keyId : 'platform_admin';
+  };
+
+  const pickVersion = (org: Organization, action: CustomActionRecord, requested: number | undefined): ActionVersionRecord => {
+    const version = requested === undefined ? actions.versions(org.id, action.id).at(-1) : actions.version(org.id, action.id, requested);
+    if (version === undefined) throw notFound(`Version ${requested ?? 'latest'} of this custom action`, 'version');
+    return version;
+  };
+
+  return [
+    {
+      method: 'POST',
+      pattern: base,
+      bodyLimit: () => UPLOAD_BODY_LIMIT,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const upload = parseActionUpload(request, { requireName: true });
+        const module = await compile(upload.module);
+        const action = await actions.create(org.id, {
+          name: upload.name ?? '',
+          description: upload.description ?? '',
+          module,
+          permissions: upload.permissions ?? [],
+        }, ctx.clock.now());
+        return json(201, { custom_action: action });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: base,
+      handler: (request) => json(200, { custom_actions: actions.list(orgFor(request, 'viewer').id) }),
+    },
+    {
+      method: 'GET',
+      pattern: one,
+      handler: (request) => {
+        const org = orgFor(request, 'viewer');
+        const action = actions.describe(org.id, requireAction(org, request).id);
+        if (action === undefined) throw notFound('Custom action', 'action_id');
+        return json(200, { custom_action: action });
+      },
+    },
+    {
+      method: 'PATCH',
+      pattern: one,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const action = requireAction(org, request);
+        const body = parsePatch(parseJsonRequest(request));
+        const change = await actions.update(org.id, action.id, {
+          ...(body.name === undefined ? {} : { name: parseActionName(body.name) }),
+          ...(body.description === undefined ? {} : { description: parseDescription(body.description) }),
+          ...(body.permissions === undefined ? {} : { permissions: parsePermissionList(body.permissions) }),
+        }, ctx.clock.now());
+        return json(200, { custom_action: change.action, new_version: change.version });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: `${one}/versions`,
+      bodyLimit: () => UPLOAD_BODY_LIMIT,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const action = requireAction(org, request);
+        const upload = parseActionUpload(request, { requireName: false });
+        const module = await compile(upload.module);
+        const change = await actions.addVersion(org.id, action.id, {
+          module,
+          ...(upload.permissions === undefined ? {} : { permissions: upload.permissions }),
+          ...(upload.name === undefined ? {} : { name: upload.name }),
+          ...(upload.description === undefined ? {} : { description: upload.description }),
+        }, ctx.clock.now());
+        return json(201, { custom_action: change.action, new_version: change.version });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: `${one}/review`,
+      handler: async (request) => {
+        const org = orgFor(request, 'admin');
+        const action = requireAction(org, request);
+        const body = parseReview(parseJsonRequest(request));
+        const reason = body.reason === undefined || body.reason === null ? null : parseLongText(body.reason, 'reason', MAX_REASON_LENGTH);
+        const change = await actions.review(org.id, action.id, {
+          decision: body.status,
+          reason,
+          reviewer: reviewerOf(request),
+          ...(body.version === undefined ? {} : { version: body.version }),
+        }, ctx.clock.now());
+        return json(200, { custom_action: change.action, reviewed_version: change.version });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: `${one}/secrets`,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const action = requireAction(org, request);
+        const body = parseSecret(parseJsonRequest(request));
+        const key = parseSecretKey(body.key, 'key');
+        const value = parseSecretValue(body.value);
+        await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
+        return noContent();
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${one}/secrets`,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const action = requireAction(org, request);
+        const keys = await requireRunner().listSecretKeys({ orgId: org.id, actionId: action.id });
+        return json(200, { keys: [...keys].sort() });
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: `${one}/secrets/:key`,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const action = requireAction(org, request);
+        const key = parseSecretKey(request.params.key ?? '', 'key');
+        const deleted = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
+        if (!deleted) throw notFound(`Secret "${key}" of this custom action`, 'key');
+        return noContent();
+      },
+    },
+    {
+      method: 'POST',
+      pattern: `${one}/simulate`,
+      handler: async (request) => {
+        const org = orgFor(request, 'developer');
+        const action = requireAction(org, request);
+        const body = parseSimulate(parseJsonRequest(request));
+        const version = pickVersion(org, action, body.version);
+        const simulation = await simulateAction(requireRunner(), {
+          orgId: org.id,
+          actionId: action.id,
+          digest: version.digest,
+          permissions: version.permissions,
+          payloadJson: JSON.stringify(body.payload),
+        });
+        return json(200, { version: version.version, ...simulation });
+      },
+    },
+  ];
+}

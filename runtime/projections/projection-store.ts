@@ -1,0 +1,92 @@
+// Read models written by custom actions (DESIGN 6.5 `projection`): upserted by entity, or appended
+// per step key, always inside the transaction that completes the step, so a retry never doubles a row.
+
+import type { Database } from 'lmdb';
+import type { JsonValue } from '../../actors/json.ts';
+import type { ProjectionWrite } from '../actions/output-contract.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+
+/** Rows without an entity live under this entity type, keyed by the step key that wrote them. */
+const APPENDED = '~step';
+
+export interface ProjectionRow {
+  readonly name: string;
+  readonly environment: string;
+  readonly entity_type: string | null;
+  readonly entity_id: string | null;
+  readonly title: string | null;
+  readonly status: string | null;
+  readonly data: JsonValue;
+  /** How many times this row has been written (1 for a new row). */
+  readonly revision: number;
+  readonly run_id: string;
+  readonly step_id: string;
+  readonly event_id: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export interface ProjectionSource {
+  readonly orgId: string;
+  readonly environment: string;
+  readonly runId: string;
+  readonly stepId: string;
+  readonly eventId: string;
+  readonly at: number;
+}
+
+export class ProjectionStore {
+  readonly #rows: Database;
+
+  constructor(ledger: Ledger) {
+    this.#rows = ledger.openDatabase('projections');
+  }
+
+  /** Upserts (entity) or appends (step key) one row. Call inside the step-completing transaction. */
+  write(projection: ProjectionWrite, source: ProjectionSource): ProjectionRow {
+    const entityType = projection.entity?.type ?? APPENDED;
+    const entityId = projection.entity?.id ?? `${source.runId}:${source.stepId}`;
+    const key = [source.orgId, source.environment, projection.name, entityType, entityId];
+    const previous = this.#rows.get(key) as ProjectionRow | undefined;
+    const now = new Date(source.at).toISOString();
+    const row: ProjectionRow = {
+      name: projection.name,
+      environment: source.environment,
+      entity_type: projection.entity?.type ?? null,
+      entity_id: projection.entity?.id ?? null,
+      title: projection.title,
+      status: projection.status,
+      data: projection.data,
+      revision: (previous?.revision ?? 0) + 1,
+      run_id: source.runId,
+      step_id: source.stepId,
+      event_id: source.eventId,
+      created_at: previous?.created_at ?? now,
+      updated_at: now,
+    };
+    this.#rows.put(key, row);
+    return row;
+  }
+
+  get(orgId: string, environment: string, name: string, entityType: string, entityId: string): ProjectionRow | undefined {
+    return this.#rows.get([orgId, environment, name, entityType, entityId]) as ProjectionRow | undefined;
+  }
+
+  /** Rows of one projection in key order, filtered by entity type and status; `after` continues a page. */
+  list(orgId: string, environment: string, name: string, filter: { entityType?: string; status?: string; limit: number; after?: [string, string] }): { rows: ProjectionRow[]; next: [string, string] | null } {
+    const base = [orgId, environment, name];
+    const start = filter.after !== undefined ? [...base, ...filter.after] : filter.entityType !== undefined ? [...base, filter.entityType] : base;
+    const end = filter.entityType !== undefined ? [...base, filter.entityType, '\uffff'] : [...base, '\uffff'];
+    const rows: ProjectionRow[] = [];
+    let last: [string, string] | null = null;
+    for (const { key, value } of this.#rows.getRange({ start, end })) {
+      const [, , , type, id] = key as [string, string, string, string, string];
+      if (filter.after !== undefined && type === filter.after[0] && id === filter.after[1]) continue;
+      last = [type, id];
+      const row = value as ProjectionRow;
+      if (filter.status === undefined || row.status === filter.status) rows.push(row);
+      if (rows.length >= filter.limit) break;
+    }
+    return { rows, next: rows.length >= filter.limit ? last : null };
+  }
+}

@@ -1,0 +1,83 @@
+// Performs one attempt of a custom_action step: resolves the APPROVED version, invokes it on the
+// hook-runner with the step key and fence, and checks the output contract. Never throws.
+
+import type { JsonValue } from '../../actors/json.ts';
+import type { StepFailure } from '../../actors/run-types.ts';
+import { OutputContractError, parseActionOutput, type DerivedEventSpec, type ProjectionWrite } from '../actions/output-contract.ts';
+import { RetryableError, SluiceError } from '../errors.ts';
+import type { HookRunnerClient } from '../hook-runner/client.ts';
+
+/** Derived events deeper than this fail the step: a hook cannot loop an event forever. */
+export const MAX_DERIVED_DEPTH = 8;
+
+/** What the run engine needs of custom actions (implemented by the custom action store). */
+export interface ActionResolver {
+  resolveForRun(
+    orgId: string,
+    actionId: string,
+  ): { kind: 'approved'; version: number; digest: string; permissions: readonly string[] } | { kind: 'missing' } | { kind: 'not_approved'; status: string };
+}
+
+export interface ActionEffects {
+  readonly projection: ProjectionWrite | null;
+  readonly derivedEvent: DerivedEventSpec | null;
+}
+
+export type ActionStepOutcome =
+  | { readonly ok: true; readonly result: JsonValue; readonly evidence: JsonValue; readonly effects: ActionEffects }
+  | { readonly ok: false; readonly error: StepFailure; readonly evidence: JsonValue | null };
+
+export interface ActionStepInput {
+  readonly orgId: string;
+  readonly actionId: string;
+  readonly payload: unknown;
+  readonly eventDepth: number;
+  readonly idempotencyKey: string;
+  readonly fence: number;
+}
+
+const fail = (code: string, message: string, retryable: boolean, evidence: JsonValue | null = null): ActionStepOutcome => ({
+  ok: false,
+  error: { code, message, retryable },
+  evidence,
+});
+
+export async function runCustomAction(input: ActionStepInput, actions: ActionResolver | undefined, runner: HookRunnerClient | undefined): Promise<ActionStepOutcome> {
+  const resolved = actions?.resolveForRun(input.orgId, input.actionId) ?? { kind: 'missing' as const };
+  if (resolved.kind === 'missing') return fail('custom_action_not_found', `Custom action "${input.actionId}" does not exist in this organization.`, false);
+  if (resolved.kind === 'not_approved') {
+    return fail('custom_action_not_approved', `Custom action "${input.actionId}" has no approved version (latest is ${resolved.status}); an admin must approve it.`, false);
+  }
+  if (runner === undefined) return fail('hook_runner_unavailable', 'No hook-runner is configured (start with sluice dev or --runner).', true);
+  const base = { action_id: input.actionId, version: resolved.version, digest: resolved.digest };
+  let reply;
+  try {
+    reply = await runner.invoke({
+      orgId: input.orgId,
+      actionId: input.actionId,
+      digest: resolved.digest,
+      permissions: resolved.permissions,
+      payloadJson: JSON.stringify(input.payload ?? null),
+      idempotencyKey: input.idempotencyKey,
+      fence: input.fence,
+    });
+  } catch (error) {
+    if (error instanceof RetryableError) return fail(error.code, error.message, true, base);
+    if (error instanceof SluiceError) return fail(error.code, error.message, false, base);
+    return fail('hook_runner_error', error instanceof Error ? error.message : String(error), true, base);
+  }
+  const evidence = { ...base, fuel_used: reply.fuelUsed, replayed: reply.replayed };
+  const outcome = reply.outcome;
+  if (outcome.kind === 'trap') return fail(`action_trap_${outcome.trap}`, `The action trapped (${outcome.trap}): ${outcome.message}`, false, evidence);
+  if (outcome.kind === 'rejected') return fail('action_rejected_payload', `The action rejected the payload${outcome.reason === '' ? '' : `: ${outcome.reason}`}.`, false, evidence);
+  try {
+    const parsed = parseActionOutput(outcome.outputJson);
+    if (parsed.derivedEvent !== null && input.eventDepth + 1 > MAX_DERIVED_DEPTH) {
+      return fail('derived_event_depth_exceeded', `A derived event would be ${input.eventDepth + 1} levels deep; the limit is ${MAX_DERIVED_DEPTH}.`, false, evidence);
+    }
+    return { ok: true, result: parsed.document, evidence, effects: { projection: parsed.projection, derivedEvent: parsed.derivedEvent } };
+  } catch (error) {
+    if (error instanceof OutputContractError) return fail('invalid_action_output', `${error.field}: ${error.message}`, false, evidence);
+    throw error;
+  }
+}
