@@ -27,6 +27,15 @@ export const TRAP_KINDS = [
 ] as const;
 export type TrapKind = (typeof TRAP_KINDS)[number];
 
+/**
+ * How one run ended. `fuelUsed` is exact for `output`, `rejected` and `out_of_fuel`
+ * (then it equals the fuel limit); after other traps it is a lower bound, because
+ * compiled code publishes its fuel counter only at certain points (such as calls and
+ * returns). Trap kinds map wasmtime's codes; a null or out-of-range `call_indirect` is `indirect_call`, a failed
+ * float-to-int conversion is `other`, and `abi_error` is the host refusing what the
+ * guest handed back (bad `alloc` or output pointer, no NUL within the output cap,
+ * invalid UTF-8) or input too large for the guest's memory.
+ */
 export type SandboxOutcome =
   | { readonly kind: 'output'; readonly output: string; readonly fuelUsed: number }
   | { readonly kind: 'rejected'; readonly fuelUsed: number }

@@ -5,8 +5,13 @@
 // $XDG_CACHE_HOME/sluice/cargo-target, else ~/.cache/sluice/cargo-target), so a fresh
 // clone on the same machine reuses the compiled wasmtime and only rebuilds this crate.
 // SLUICE_SKIP_NATIVE_BUILD=1 skips the build (the sandbox then reports itself unavailable).
+//
+// Sharing a target dir between clones has one trap: a cdylib's file name carries no
+// hash, so clone B's build overwrites clone A's library while A's fingerprint still
+// says fresh, and A would install B's code. A stamp names the clone that built last;
+// when it is another clone, this crate alone is cleaned and rebuilt (seconds).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, renameSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,10 +74,22 @@ const target = targetDir();
 mkdirSync(target, { recursive: true });
 console.log(`sluice: building the WebAssembly sandbox addon with ${version} (target dir ${target})`);
 const started = Date.now();
+const cargoEnv = { ...process.env, CARGO_TARGET_DIR: target };
+const manifest = join(here, 'Cargo.toml');
+const stamp = join(target, 'sluice-sandbox.last-builder');
+const lastBuilder = existsSync(stamp) ? readFileSync(stamp, 'utf8') : '';
+if (lastBuilder !== here) {
+  const clean = spawnSync(
+    'cargo',
+    ['clean', '--release', '--locked', '-p', 'sluice-sandbox', '--manifest-path', manifest],
+    { stdio: 'inherit', env: cargoEnv },
+  );
+  if (clean.status !== 0) fail(`cargo clean -p sluice-sandbox failed (exit ${clean.status ?? clean.signal})`);
+}
 const build = spawnSync(
   'cargo',
-  ['build', '--release', '--locked', '--manifest-path', join(here, 'Cargo.toml')],
-  { stdio: 'inherit', env: { ...process.env, CARGO_TARGET_DIR: target } },
+  ['build', '--release', '--locked', '--manifest-path', manifest],
+  { stdio: 'inherit', env: cargoEnv },
 );
 if (build.error) fail(`could not run cargo: ${build.error.message}`);
 if (build.status !== 0) {
@@ -80,6 +97,7 @@ if (build.status !== 0) {
 }
 const built = join(target, 'release', libraryName());
 if (!existsSync(built)) fail(`cargo finished but ${built} is missing`);
+writeFileSync(stamp, here);
 // Copy then rename, so a running process never loads a half-written addon.
 const staging = join(here, `.sluice-sandbox.${process.pid}.tmp.node`);
 copyFileSync(built, staging);

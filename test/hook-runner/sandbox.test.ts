@@ -114,6 +114,7 @@ describe('echo action (DESIGN 6.5 ABI)', () => {
   it('rejects a forged module handle', async () => {
     const forged = Object.freeze({ hasAlloc: false, initialPages: 1 }) as unknown as CompiledModule;
     await assert.rejects(runModule(forged, '{}'), TypeError);
+    await assert.rejects(runModule(echoAlloc, { a: 1 } as unknown as string), TypeError);
   });
 });
 
@@ -317,7 +318,7 @@ describe('concurrency and the event loop', () => {
     assert.ok(rssMiB < 512, `rss ${rssMiB.toFixed(0)} MiB: pool slots should be virtual, not resident`);
   });
 
-  it('keeps the event loop responsive while out-of-fuel runs execute', async () => {
+  it('keeps the event loop responsive while out-of-fuel runs execute', async (t) => {
     let ticks = 0;
     let running = true;
     const spin = (): void => {
@@ -329,6 +330,7 @@ describe('concurrency and the event loop', () => {
     const outcomes = await Promise.all(runs);
     running = false;
     outcomes.forEach((outcome) => expectTrap(outcome, 'out_of_fuel'));
+    t.diagnostic(`setImmediate ticked ${ticks} times during 4 concurrent out-of-fuel runs`);
     assert.ok(ticks > 10, `event loop advanced only ${ticks} times during the runs`);
   });
 });

@@ -11,7 +11,9 @@ pub fn read_output(memory: &[u8], ptr: u32, cap: usize) -> Result<String, String
             memory.len()
         ));
     }
-    let window_end = memory.len().min(start.saturating_add(cap).saturating_add(1));
+    let window_end = memory
+        .len()
+        .min(start.saturating_add(cap).saturating_add(1));
     let window = &memory[start..window_end];
     let Some(len) = window.iter().position(|&b| b == 0) else {
         if window.len() <= cap {
@@ -53,13 +55,19 @@ mod tests {
         let mut mem = vec![b'a'; 10];
         mem.push(0);
         assert_eq!(read_output(&mem, 0, 10).unwrap().len(), 10);
-        assert!(read_output(&mem, 0, 9).unwrap_err().contains("within 9 bytes"));
+        assert!(read_output(&mem, 0, 9)
+            .unwrap_err()
+            .contains("within 9 bytes"));
     }
 
     #[test]
     fn refuses_pointer_past_end_missing_nul_and_bad_utf8() {
-        assert!(read_output(b"ab\0", 3, 8).unwrap_err().contains("past the end"));
-        assert!(read_output(b"abc", 0, 8).unwrap_err().contains("end of guest memory"));
+        assert!(read_output(b"ab\0", 3, 8)
+            .unwrap_err()
+            .contains("past the end"));
+        assert!(read_output(b"abc", 0, 8)
+            .unwrap_err()
+            .contains("end of guest memory"));
         assert!(read_output(b"a\xff\0", 0, 8).unwrap_err().contains("UTF-8"));
     }
 }

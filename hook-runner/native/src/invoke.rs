@@ -2,8 +2,7 @@
 //! memory limiter, input placed via `alloc` or new pages, `execute`, output read back.
 
 use wasmtime::{
-    Error, Extern, Func, Memory, PoolConcurrencyLimitError, Store, Trap, TypedFunc,
-    WasmBacktrace,
+    Error, Extern, Func, Memory, PoolConcurrencyLimitError, Store, Trap, TypedFunc, WasmBacktrace,
 };
 
 use crate::abi::{pages_for_input, read_output};
@@ -20,28 +19,50 @@ pub struct CallLimits {
 
 #[derive(Debug)]
 pub enum Outcome {
-    Output { output: String, fuel_used: u64 },
-    Rejected { fuel_used: u64 },
-    Trap { trap: &'static str, message: String, fuel_used: u64 },
+    Output {
+        output: String,
+        fuel_used: u64,
+    },
+    Rejected {
+        fuel_used: u64,
+    },
+    Trap {
+        trap: &'static str,
+        message: String,
+        fuel_used: u64,
+    },
 }
 
 /// Host-side failure: nothing the guest did. The caller may retry later.
 #[derive(Debug)]
 pub struct HostFailure(pub String);
 
-pub fn invoke(compiled: &Compiled, input: &[u8], limits: CallLimits) -> Result<Outcome, HostFailure> {
+pub fn invoke(
+    compiled: &Compiled,
+    input: &[u8],
+    limits: CallLimits,
+) -> Result<Outcome, HostFailure> {
     let engine = compiled.pre.module().engine();
     let mut store = Store::new(engine, StoreData::new(limits.max_memory_bytes));
     store.limiter(|data| &mut data.limits);
-    store.set_fuel(limits.fuel).map_err(|e| HostFailure(format!("{e:#}")))?;
-    let fuel_used = |store: &Store<StoreData>| limits.fuel - store.get_fuel().unwrap_or(0).min(limits.fuel);
+    store
+        .set_fuel(limits.fuel)
+        .map_err(|e| HostFailure(format!("{e:#}")))?;
+    let fuel_used =
+        |store: &Store<StoreData>| limits.fuel - store.get_fuel().unwrap_or(0).min(limits.fuel);
 
     let instance = match compiled.pre.instantiate(&mut store) {
         Ok(instance) => instance,
         Err(err) if err.is::<PoolConcurrencyLimitError>() => {
             return Err(HostFailure(format!("sandbox capacity exhausted: {err:#}")))
         }
-        Err(err) => return Ok(trap_outcome(&err, "instantiation failed", fuel_used(&store))),
+        Err(err) => {
+            return Ok(trap_outcome(
+                &err,
+                "instantiation failed",
+                fuel_used(&store),
+            ))
+        }
     };
     let memory = match instance.get_module_export(&mut store, &compiled.memory) {
         Some(Extern::Memory(m)) => m,
@@ -58,7 +79,10 @@ pub fn invoke(compiled: &Compiled, input: &[u8], limits: CallLimits) -> Result<O
     };
 
     let Ok(len) = i32::try_from(input.len()) else {
-        return Ok(abi_error(format!("input of {} bytes is too large", input.len()), fuel_used(&store)));
+        return Ok(abi_error(
+            format!("input of {} bytes is too large", input.len()),
+            fuel_used(&store),
+        ));
     };
     let ptr = match place_input(&mut store, memory, alloc, input) {
         Ok(Ok(ptr)) => ptr,
@@ -73,18 +97,23 @@ pub fn invoke(compiled: &Compiled, input: &[u8], limits: CallLimits) -> Result<O
     if result == 0 {
         return Ok(Outcome::Rejected { fuel_used });
     }
-    Ok(match read_output(memory.data(&store), result as u32, limits.max_output_bytes) {
-        Ok(output) => Outcome::Output { output, fuel_used },
-        Err(problem) => abi_error(problem, fuel_used),
-    })
+    Ok(
+        match read_output(memory.data(&store), result as u32, limits.max_output_bytes) {
+            Ok(output) => Outcome::Output { output, fuel_used },
+            Err(problem) => abi_error(problem, fuel_used),
+        },
+    )
 }
 
 fn typed<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
     store: &Store<StoreData>,
     export: Option<Extern>,
 ) -> Result<TypedFunc<P, R>, HostFailure> {
-    let func: Func = export.and_then(Extern::into_func).ok_or_else(|| HostFailure("instance lost a function export".into()))?;
-    func.typed::<P, R>(store).map_err(|e| HostFailure(format!("{e:#}")))
+    let func: Func = export
+        .and_then(Extern::into_func)
+        .ok_or_else(|| HostFailure("instance lost a function export".into()))?;
+    func.typed::<P, R>(store)
+        .map_err(|e| HostFailure(format!("{e:#}")))
 }
 
 /// Writes the input into guest memory: into the buffer `alloc(len)` returns, or else
@@ -126,12 +155,20 @@ fn place_input(
 }
 
 fn abi_error(message: String, fuel_used: u64) -> Outcome {
-    Outcome::Trap { trap: "abi_error", message, fuel_used }
+    Outcome::Trap {
+        trap: "abi_error",
+        message,
+        fuel_used,
+    }
 }
 
 fn trap_outcome(err: &Error, phase: &str, fuel_used: u64) -> Outcome {
     let Some(trap) = err.downcast_ref::<Trap>() else {
-        return Outcome::Trap { trap: "other", message: format!("{phase}: {err:#}"), fuel_used };
+        return Outcome::Trap {
+            trap: "other",
+            message: format!("{phase}: {err:#}"),
+            fuel_used,
+        };
     };
     let mut message = format!("{phase}: {trap}");
     if let Some(backtrace) = err.downcast_ref::<WasmBacktrace>() {
@@ -139,13 +176,21 @@ fn trap_outcome(err: &Error, phase: &str, fuel_used: u64) -> Outcome {
             .frames()
             .iter()
             .take(8)
-            .map(|f| f.func_name().map(str::to_owned).unwrap_or_else(|| format!("func[{}]", f.func_index())))
+            .map(|f| {
+                f.func_name()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("func[{}]", f.func_index()))
+            })
             .collect();
         if !frames.is_empty() {
             message.push_str(&format!(" (at {})", frames.join(" <- ")));
         }
     }
-    Outcome::Trap { trap: trap_kind(*trap), message, fuel_used }
+    Outcome::Trap {
+        trap: trap_kind(*trap),
+        message,
+        fuel_used,
+    }
 }
 
 /// Maps wasmtime's trap codes onto the stable snake_case kinds of the TS API.

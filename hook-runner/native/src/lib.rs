@@ -48,10 +48,17 @@ pub struct CompileRefusal {
     pub reason: String,
 }
 
-fn settle_compile(result: std::result::Result<Compiled, CompileError>) -> Result<Either<CompiledModule, CompileRefusal>> {
+fn settle_compile(
+    result: std::result::Result<Compiled, CompileError>,
+) -> Result<Either<CompiledModule, CompileRefusal>> {
     match result {
-        Ok(compiled) => Ok(Either::A(CompiledModule { inner: Arc::new(compiled) })),
-        Err(CompileError::Refused(r)) => Ok(Either::B(CompileRefusal { code: r.code.to_owned(), reason: r.reason })),
+        Ok(compiled) => Ok(Either::A(CompiledModule {
+            inner: Arc::new(compiled),
+        })),
+        Err(CompileError::Refused(r)) => Ok(Either::B(CompileRefusal {
+            code: r.code.to_owned(),
+            reason: r.reason,
+        })),
         Err(CompileError::Host(message)) => Err(Error::from_reason(message)),
     }
 }
@@ -65,7 +72,9 @@ fn contain_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
             .map(|s| (*s).to_owned())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(Error::from_reason(format!("internal sandbox error (panic): {detail}")))
+        Err(Error::from_reason(format!(
+            "internal sandbox error (panic): {detail}"
+        )))
     })
 }
 
@@ -95,7 +104,9 @@ impl Task for CompileTask {
 /// Same as `compile`, on the libuv thread pool.
 #[napi(ts_return_type = "Promise<CompiledModule | CompileRefusal>")]
 pub fn compile_async(bytes: Uint8Array) -> AsyncTask<CompileTask> {
-    AsyncTask::new(CompileTask { bytes: bytes.to_vec() })
+    AsyncTask::new(CompileTask {
+        bytes: bytes.to_vec(),
+    })
 }
 
 #[napi(object)]
@@ -135,7 +146,10 @@ impl Task for RunTask {
     type JsValue = RunOutcome;
 
     fn compute(&mut self) -> Result<Self::Output> {
-        contain_panic(|| invoke(&self.module, self.input.as_bytes(), self.limits).map_err(|e| Error::from_reason(e.0)))
+        contain_panic(|| {
+            invoke(&self.module, self.input.as_bytes(), self.limits)
+                .map_err(|e| Error::from_reason(e.0))
+        })
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
@@ -154,7 +168,11 @@ impl Task for RunTask {
                 message: None,
                 fuel_used: fuel_used as f64,
             },
-            Outcome::Trap { trap, message, fuel_used } => RunOutcome {
+            Outcome::Trap {
+                trap,
+                message,
+                fuel_used,
+            } => RunOutcome {
                 kind: "trap".into(),
                 output: None,
                 trap: Some(trap.into()),
@@ -168,8 +186,16 @@ impl Task for RunTask {
 /// Runs `execute` in a fresh store on the libuv thread pool. Guest misbehaviour resolves
 /// as a `trap` outcome; the promise rejects only on host failure (e.g. pool exhausted).
 #[napi(ts_return_type = "Promise<RunOutcome>")]
-pub fn run(module: &CompiledModule, input: String, limits: Option<RunLimits>) -> AsyncTask<RunTask> {
-    let limits = limits.unwrap_or(RunLimits { fuel: None, max_memory_bytes: None, max_output_bytes: None });
+pub fn run(
+    module: &CompiledModule,
+    input: String,
+    limits: Option<RunLimits>,
+) -> AsyncTask<RunTask> {
+    let limits = limits.unwrap_or(RunLimits {
+        fuel: None,
+        max_memory_bytes: None,
+        max_output_bytes: None,
+    });
     AsyncTask::new(RunTask {
         module: Arc::clone(&module.inner),
         input,

@@ -8,5 +8,8 @@ pub struct Refusal {
 }
 
 pub fn refuse(code: &'static str, reason: impl Into<String>) -> Refusal {
-    Refusal { code, reason: reason.into() }
+    Refusal {
+        code,
+        reason: reason.into(),
+    }
 }

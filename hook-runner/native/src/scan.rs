@@ -18,24 +18,33 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
     let mut initial_pages = 0u64;
     let mut has_start = false;
     for payload in Parser::new(0).parse_all(bytes) {
-        let payload = payload.map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e}")))?;
+        let payload = payload
+            .map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e}")))?;
         match payload {
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
-                    let import = import.map_err(|e| refuse("invalid_module", format!("bad import: {e}")))?;
-                    imports.push(format!("{}.{} ({})", import.module, import.name, import_kind(&import.ty)));
+                    let import =
+                        import.map_err(|e| refuse("invalid_module", format!("bad import: {e}")))?;
+                    imports.push(format!(
+                        "{}.{} ({})",
+                        import.module,
+                        import.name,
+                        import_kind(&import.ty)
+                    ));
                 }
             }
             Payload::MemorySection(reader) => {
                 for memory in reader {
-                    let memory = memory.map_err(|e| refuse("invalid_module", format!("bad memory: {e}")))?;
+                    let memory =
+                        memory.map_err(|e| refuse("invalid_module", format!("bad memory: {e}")))?;
                     initial_pages = memory.initial;
                     check_initial_pages(memory.initial)?;
                 }
             }
             Payload::DataSection(reader) => {
                 for (index, data) in reader.into_iter().enumerate() {
-                    let data = data.map_err(|e| refuse("invalid_module", format!("bad data segment: {e}")))?;
+                    let data = data
+                        .map_err(|e| refuse("invalid_module", format!("bad data segment: {e}")))?;
                     check_data_segment(index, &data, initial_pages)?;
                 }
             }
@@ -61,8 +70,17 @@ fn refuse_imports(imports: &[String]) -> Result<(), Refusal> {
     if imports.is_empty() {
         return Ok(());
     }
-    let shown = imports.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
-    let more = if imports.len() > 5 { format!(" and {} more", imports.len() - 5) } else { String::new() };
+    let shown = imports
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = if imports.len() > 5 {
+        format!(" and {} more", imports.len() - 5)
+    } else {
+        String::new()
+    };
     Err(refuse(
         "imports_not_allowed",
         format!(
@@ -88,7 +106,11 @@ fn check_initial_pages(pages: u64) -> Result<(), Refusal> {
 /// Refuses any segment larger than the memory cap, and active segments with a constant
 /// offset that overrun the initial memory. Computed offsets are left to the trial
 /// instantiation in validate.rs.
-fn check_data_segment(index: usize, data: &wasmparser::Data<'_>, initial_pages: u64) -> Result<(), Refusal> {
+fn check_data_segment(
+    index: usize,
+    data: &wasmparser::Data<'_>,
+    initial_pages: u64,
+) -> Result<(), Refusal> {
     let len = data.data.len() as u64;
     if len > MAX_MEMORY_BYTES as u64 {
         return Err(refuse(
@@ -96,8 +118,12 @@ fn check_data_segment(index: usize, data: &wasmparser::Data<'_>, initial_pages: 
             format!("data segment #{index} is {len} bytes, more than the {MAX_MEMORY_BYTES}-byte sandbox memory"),
         ));
     }
-    let DataKind::Active { offset_expr, .. } = &data.kind else { return Ok(()) };
-    let Ok(Operator::I32Const { value }) = offset_expr.get_operators_reader().read() else { return Ok(()) };
+    let DataKind::Active { offset_expr, .. } = &data.kind else {
+        return Ok(());
+    };
+    let Ok(Operator::I32Const { value }) = offset_expr.get_operators_reader().read() else {
+        return Ok(());
+    };
     let offset = u64::from(value as u32);
     let initial_bytes = initial_pages * WASM_PAGE_BYTES;
     if offset + len <= initial_bytes {

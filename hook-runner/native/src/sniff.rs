@@ -12,7 +12,10 @@ pub fn sniff(bytes: &[u8]) -> Result<(), Refusal> {
     if bytes.len() > MAX_MODULE_BYTES {
         return Err(refuse(
             "module_too_large",
-            format!("module is {} bytes; the limit is {MAX_MODULE_BYTES} bytes", bytes.len()),
+            format!(
+                "module is {} bytes; the limit is {MAX_MODULE_BYTES} bytes",
+                bytes.len()
+            ),
         ));
     }
     if bytes.starts_with(b"\x7fELF") {
@@ -44,16 +47,21 @@ pub fn sniff(bytes: &[u8]) -> Result<(), Refusal> {
     let head: Vec<String> = bytes.iter().take(4).map(|b| format!("{b:02x}")).collect();
     Err(refuse(
         "not_wasm",
-        format!("not a WebAssembly binary: missing the \\0asm magic (first bytes: {})", head.join(" ")),
+        format!(
+            "not a WebAssembly binary: missing the \\0asm magic (first bytes: {})",
+            head.join(" ")
+        ),
     ))
 }
 
 fn looks_like_wat(bytes: &[u8]) -> bool {
     let text = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-    let trimmed = text.iter().position(|b| !b.is_ascii_whitespace()).map(|i| &text[i..]);
+    let trimmed = text
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .map(|i| &text[i..]);
     matches!(trimmed, Some(t) if t.starts_with(b"(") || t.starts_with(b";;"))
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -39,13 +39,20 @@ impl From<Refusal> for CompileError {
 pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
     sniff(bytes)?;
     let engine = engine().map_err(CompileError::Host)?;
-    Module::validate(engine, bytes)
-        .map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e:#}")))?;
+    Module::validate(engine, bytes).map_err(|e| {
+        refuse(
+            "invalid_module",
+            format!("invalid WebAssembly module: {e:#}"),
+        )
+    })?;
     let facts = scan(bytes)?;
     // `from_binary` never accepts text and never deserializes precompiled code. The bytes
     // are valid wasm by now, so a failure here is a sandbox limit (tables, pool sizes).
     let module = Module::from_binary(engine, bytes).map_err(|e| {
-        refuse("exceeds_sandbox_limits", format!("module does not fit the sandbox: {e:#}"))
+        refuse(
+            "exceeds_sandbox_limits",
+            format!("module does not fit the sandbox: {e:#}"),
+        )
     })?;
     let initial_pages = check_memory(&module)?;
     check_func(&module, "execute", &[ValType::I32, ValType::I32], true)?;
@@ -59,7 +66,11 @@ pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
     Ok(Compiled {
         memory: export("memory").ok_or_else(|| host_bug("memory"))?,
         execute: export("execute").ok_or_else(|| host_bug("execute"))?,
-        alloc: if has_alloc { Some(export("alloc").ok_or_else(|| host_bug("alloc"))?) } else { None },
+        alloc: if has_alloc {
+            Some(export("alloc").ok_or_else(|| host_bug("alloc"))?)
+        } else {
+            None
+        },
         initial_pages,
         pre,
     })
@@ -86,10 +97,18 @@ fn check_memory(module: &Module) -> Result<u64, Refusal> {
         Some(other) => {
             return Err(refuse(
                 "bad_export_type",
-                format!("export `memory` must be a memory, found a {}", extern_kind(&other)),
+                format!(
+                    "export `memory` must be a memory, found a {}",
+                    extern_kind(&other)
+                ),
             ))
         }
-        None => return Err(refuse("missing_export", "module must export its linear memory as `memory`")),
+        None => {
+            return Err(refuse(
+                "missing_export",
+                "module must export its linear memory as `memory`",
+            ))
+        }
     };
     if memory.is_64() || memory.is_shared() || memory.page_size() != WASM_PAGE_BYTES {
         return Err(refuse(
@@ -101,7 +120,12 @@ fn check_memory(module: &Module) -> Result<u64, Refusal> {
 }
 
 /// Checks export `name` is a function `params -> i32`; returns whether it exists.
-fn check_func(module: &Module, name: &str, params: &[ValType], required: bool) -> Result<bool, Refusal> {
+fn check_func(
+    module: &Module,
+    name: &str,
+    params: &[ValType],
+    required: bool,
+) -> Result<bool, Refusal> {
     let expected = signature(params.iter().cloned(), [ValType::I32]);
     match module.get_export(name) {
         None if required => Err(refuse(
@@ -112,11 +136,17 @@ fn check_func(module: &Module, name: &str, params: &[ValType], required: bool) -
         Some(ExternType::Func(f)) if has_signature(&f, params) => Ok(true),
         Some(ExternType::Func(f)) => Err(refuse(
             "bad_export_type",
-            format!("export `{name}` must have type {expected}, found {}", signature(f.params(), f.results())),
+            format!(
+                "export `{name}` must have type {expected}, found {}",
+                signature(f.params(), f.results())
+            ),
         )),
         Some(other) => Err(refuse(
             "bad_export_type",
-            format!("export `{name}` must be a function of type {expected}, found a {}", extern_kind(&other)),
+            format!(
+                "export `{name}` must be a function of type {expected}, found a {}",
+                extern_kind(&other)
+            ),
         )),
     }
 }
@@ -126,15 +156,23 @@ fn has_signature(f: &FuncType, params: &[ValType]) -> bool {
     f.params().len() == params.len()
         && f.params().zip(params).all(|(a, b)| ValType::eq(&a, b))
         && results.len() == 1
-        && results.first().is_some_and(|r| ValType::eq(r, &ValType::I32))
+        && results
+            .first()
+            .is_some_and(|r| ValType::eq(r, &ValType::I32))
 }
 
 fn signature(
     params: impl IntoIterator<Item = ValType>,
     results: impl IntoIterator<Item = ValType>,
 ) -> String {
-    let list = |it: &mut dyn Iterator<Item = ValType>| it.map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
-    format!("({}) -> ({})", list(&mut params.into_iter()), list(&mut results.into_iter()))
+    let list = |it: &mut dyn Iterator<Item = ValType>| {
+        it.map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+    };
+    format!(
+        "({}) -> ({})",
+        list(&mut params.into_iter()),
+        list(&mut results.into_iter())
+    )
 }
 
 /// Instantiates once so that instantiation-time failures (segments with computed
@@ -145,10 +183,16 @@ fn trial_instantiate(pre: &InstancePre<StoreData>, has_start: bool) -> Result<()
     let mut store = Store::new(pre.module().engine(), StoreData::new(MAX_MEMORY_BYTES));
     store.limiter(|data| &mut data.limits);
     let fuel = if has_start { 0 } else { TRIAL_FUEL };
-    store.set_fuel(fuel).map_err(|e| CompileError::Host(format!("{e:#}")))?;
-    let Err(err) = pre.instantiate(&mut store) else { return Ok(()) };
+    store
+        .set_fuel(fuel)
+        .map_err(|e| CompileError::Host(format!("{e:#}")))?;
+    let Err(err) = pre.instantiate(&mut store) else {
+        return Ok(());
+    };
     if err.is::<PoolConcurrencyLimitError>() {
-        return Err(CompileError::Host(format!("sandbox capacity exhausted: {err:#}")));
+        return Err(CompileError::Host(format!(
+            "sandbox capacity exhausted: {err:#}"
+        )));
     }
     match err.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) if has_start => Ok(()),
