@@ -1,0 +1,34 @@
+// Builders every scenario uses for its report: rows for systems that were not or could not be
+// measured, subject-to-peer ratios, and pass/miss verdicts for the issue's targets.
+
+import type { PeerRatio, SystemResult, TargetCheck } from './scenario.ts';
+
+export type SystemMeta = Pick<SystemResult, 'system' | 'label' | 'role' | 'work'>;
+
+export function notYetMeasured(meta: SystemMeta, note: string): SystemResult {
+  return { ...meta, status: 'not_yet_measured', note };
+}
+
+/** A system that was started but broke: the note keeps the first lines of the error, never a number. */
+export function failedResult(meta: SystemMeta, error: unknown): SystemResult {
+  const message = error instanceof Error ? error.message : String(error);
+  return { ...meta, status: 'failed', note: message.split('\n').slice(0, 6).join(' | ').slice(0, 600) };
+}
+
+/** Throughput of each measured subject divided by that of each measured peer. */
+export function subjectToPeerRatios(systems: readonly SystemResult[]): PeerRatio[] {
+  const measured = systems.filter((s) => s.status === 'measured' && (s.throughputPerSec ?? 0) > 0);
+  const ratios: PeerRatio[] = [];
+  for (const subject of measured.filter((s) => s.role === 'subject')) {
+    for (const peer of measured.filter((s) => s.role === 'peer')) {
+      ratios.push({ subject: subject.system, peer: peer.system, ratio: (subject.throughputPerSec ?? 0) / (peer.throughputPerSec ?? 1) });
+    }
+  }
+  return ratios;
+}
+
+/** `actual` undefined means the inputs were not measured: the verdict says so instead of guessing. */
+export function judge(id: string, description: string, actual: number | undefined, passes: (value: number) => boolean, format: (value: number) => string): TargetCheck {
+  if (actual === undefined || !Number.isFinite(actual)) return { id, description, verdict: 'not_measured' };
+  return { id, description, verdict: passes(actual) ? 'pass' : 'miss', actual: format(actual) };
+}

@@ -1,0 +1,12 @@
+// The scenario registry: the order here is the order of `npm run bench` and of the table.
+// To add a scenario, implement `Scenario` (bench/scenario.ts) and list it here.
+
+import type { Scenario } from '../scenario.ts';
+import { ingestScenario } from './ingest/ingest-scenario.ts';
+import { plannedScenarios } from './not-yet-measured.ts';
+
+export const SCENARIOS: readonly Scenario[] = [ingestScenario, ...plannedScenarios];
+
+export function findScenario(name: string): Scenario | undefined {
+  return SCENARIOS.find((scenario) => scenario.name === name);
+}

@@ -1,0 +1,119 @@
+// Runs `npm run bench -- --quick` as a person would (its own process, real peers, real Sluice when
+// runtime/cli.ts exists) and checks the report's shape and that its counts are nonzero and sane.
+// Speed is never asserted: targets are reported, and this machine is shared with other tests.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { BenchReport, ScenarioReport, SystemResult } from '../../bench/scenario.ts';
+
+const REPO = resolve(import.meta.dirname, '../..');
+const PLANNED = ['e2e', 'wasm-invoke', 'fan-out', 'recovery', 'fairness'];
+
+function assertSaneMeasurement(s: SystemResult): void {
+  assert.equal(s.status, 'measured', `${s.system}: ${s.note ?? ''}`);
+  assert.ok((s.completed ?? 0) > 0, `${s.system} answered requests`);
+  assert.equal(s.accepted, s.completed, `${s.system}: every unique, well-signed request is accepted`);
+  assert.equal(s.errors, 0, `${s.system}: no errors`);
+  assert.ok(Number.isFinite(s.throughputPerSec) && (s.throughputPerSec ?? 0) > 0, `${s.system} throughput`);
+  assert.ok((s.durationSec ?? 0) > 0, `${s.system} duration`);
+  assert.ok(s.p50Ms !== undefined && s.p99Ms !== undefined && s.p50Ms > 0 && s.p50Ms <= s.p99Ms, `${s.system} p50 <= p99`);
+}
+
+describe('npm run bench -- --quick', () => {
+  let dir = '';
+  let report: BenchReport;
+  let stdout = '';
+  let ingest: ScenarioReport;
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'bench-quick-test-'));
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--results-dir', dir, '--out', join(dir, 'report.json')], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 280_000,
+    });
+    stdout = run.stdout;
+    assert.equal(run.status, 0, `bench exited ${run.status ?? run.signal}:\n${run.stderr.slice(-3000)}\n${stdout.slice(-3000)}`);
+    report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as BenchReport;
+    const found = report.scenarios.find((s) => s.scenario === 'ingest');
+    assert.ok(found !== undefined, 'the report has the ingest scenario');
+    ingest = found;
+  });
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('describes the machine and the run', () => {
+    assert.equal(report.version, 1);
+    assert.equal(report.mode, 'quick');
+    assert.ok(report.machine.cores >= 1);
+    assert.equal(report.machine.nodeVersion, process.version);
+    assert.equal(report.machine.loadAverageAtStart.length, 3);
+    assert.ok(report.machine.fsync.samples > 0 && report.machine.fsync.p50Ms > 0 && report.machine.fsync.p50Ms <= report.machine.fsync.p99Ms);
+    assert.ok(Date.parse(report.finishedAt) >= Date.parse(report.startedAt));
+    assert.match(stdout, new RegExp(`machine: ${report.machine.cores} cores .*Node ${process.version}`));
+    assert.ok(existsSync(join(dir, 'latest.json')), 'the JSON also lands in the results dir');
+  });
+
+  it('runs every scenario in order; the planned ones say "not yet measured" and carry no numbers', () => {
+    assert.deepEqual(report.scenarios.map((s) => s.scenario), ['ingest', ...PLANNED]);
+    for (const name of PLANNED) {
+      const scenario = report.scenarios.find((s) => s.scenario === name);
+      assert.equal(scenario?.status, 'not_yet_measured');
+      for (const s of scenario?.systems ?? []) {
+        assert.equal(s.status, 'not_yet_measured');
+        assert.equal(s.throughputPerSec, undefined);
+      }
+    }
+    assert.match(stdout, /not yet measured/);
+  });
+
+  it('measures the three peers with sane counts', () => {
+    for (const name of ['uws-hmac', 'fastify-sqlite', 'lmdb-commit-loop']) {
+      const system = ingest.systems.find((s) => s.system === name);
+      assert.ok(system !== undefined, `${name} has a row`);
+      assert.equal(system.role, 'peer');
+      assertSaneMeasurement(system);
+    }
+  });
+
+  it('measures Sluice once its runtime exists, and then compares it with every peer', () => {
+    const sluice = ingest.systems.find((s) => s.system === 'sluice');
+    assert.ok(sluice !== undefined);
+    assert.equal(sluice.role, 'subject');
+    if (!existsSync(join(REPO, 'runtime', 'cli.ts'))) {
+      assert.equal(sluice.status, 'not_yet_measured');
+      return;
+    }
+    assertSaneMeasurement(sluice);
+    assert.deepEqual(ingest.ratios.map((r) => r.peer).sort(), ['fastify-sqlite', 'lmdb-commit-loop', 'uws-hmac']);
+    for (const r of ingest.ratios) assert.ok(Number.isFinite(r.ratio) && r.ratio > 0, `ratio to ${r.peer}`);
+  });
+
+  it('takes the open-loop latency curve at 25, 50 and 75 % of the reference peak', () => {
+    const reference = ingest.systems.find((s) => s.system === 'sluice')?.status === 'measured' ? 'sluice' : 'fastify-sqlite';
+    const points = ingest.latencyCurve.filter((p) => p.system === reference);
+    assert.deepEqual(points.map((p) => p.fractionOfPeak), [0.25, 0.5, 0.75]);
+    for (const p of points) {
+      assert.equal(p.status, 'measured');
+      assert.ok((p.completed ?? 0) > 0 && p.errors === 0, `${p.fractionOfPeak}: answered without errors`);
+      assert.ok(p.p50Ms !== undefined && p.p99Ms !== undefined && p.p50Ms <= p.p99Ms);
+      assert.ok((p.achievedRatePerSec ?? 0) > 0);
+    }
+  });
+
+  it('judges the three ingest targets without asserting them', () => {
+    assert.deepEqual(ingest.targets.map((t) => t.id), ['ingest.throughput', 'ingest.vs_fastify_sqlite', 'ingest.p99_at_half_peak']);
+    for (const t of ingest.targets) assert.ok(['pass', 'miss', 'not_measured'].includes(t.verdict));
+    assert.match(stdout, /targets \(reported, not asserted\)/);
+  });
+
+  it('names its load generator and durability in the method', () => {
+    assert.ok(ingest.method.some((m) => /wrk|Node closed-loop/.test(m)));
+    assert.ok(ingest.method.some((m) => /open-loop/.test(m)));
+    assert.ok(ingest.notes.some((n) => /synchronous=FULL/.test(n)));
+  });
+});
