@@ -7,6 +7,8 @@ import { eventRoutes } from './api/events-api.ts';
 import { runRoutes } from './api/runs-api.ts';
 import { sandboxRoutes } from './api/sandbox-api.ts';
 import { projectionRoutes } from './api/projections-api.ts';
+import { customActionRoutes } from './api/custom-actions-api.ts';
+import { CustomActionStore } from './actions/custom-action-store.ts';
 import { ProjectionStore } from './projections/projection-store.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
@@ -79,10 +81,11 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const server = new HttpServer({ logger, metrics });
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
   const projections = new ProjectionStore(ledger);
+  const actions = new CustomActionStore(ledger);
   const engine = new RunEngine({
     ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, projections,
     selfPort: () => boundPort,
-    actions: undefined,
+    actions,
     runner: runner.client,
   });
   server.addRoutes(
@@ -95,6 +98,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ...runRoutes(context, runs, engine),
     ...sandboxRoutes(context, updateLog, engine),
     ...projectionRoutes(context, projections),
+    ...customActionRoutes(context, actions, runner.client),
     ...hookRoutes({ orgs, sources, events, clock, metrics }),
   );
   const port = await server.listen(config.host, config.port);

@@ -96,7 +96,8 @@ export function parseActionUpload(request: Pick<HttpRequest, 'headers' | 'body'>
   }
   const name = text(fields, 'name');
   if (name === undefined && options.requireName) throw new InputError(400, 'invalid_request', 'Field "name" is required.', { field: 'name' });
-  const description = text(fields, 'description');
+  // Form encoding turns every line break of a text field into CRLF (HTML spec); store them as typed.
+  const description = text(fields, 'description')?.replace(/\r\n/g, '\n');
   const permissions = text(fields, 'permissions');
   return {
     module,

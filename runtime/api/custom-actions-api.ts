@@ -89,9 +89,19 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
     );
   };
 
-  /** Has the runner validate, compile and durably store the module; resolves with its digest. */
+  /**
+   * Has the runner validate, compile and durably store the module; resolves with its digest. A refusal
+   * keeps the runner's code and reason (it names the problem) but points at the form's `file` field.
+   */
   const compile = async (module: Uint8Array): Promise<{ digest: string; size: number }> => {
-    const digest = await requireRunner().compile(module);
+    const client = requireRunner();
+    let digest: string;
+    try {
+      digest = await client.compile(module);
+    } catch (error) {
+      if (error instanceof InputError) throw new InputError(error.status, error.code, error.message, { field: 'file', cause: error });
+      throw error;
+    }
     if (digest !== createHash('sha256').update(module).digest('hex')) {
       throw new SluiceError(502, 'hook_runner_digest_mismatch', 'The hook-runner reported a digest that does not match the uploaded module.');
     }

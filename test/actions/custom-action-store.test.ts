@@ -1,0 +1,143 @@
+// The custom action store on a real LMDB: versions, review transitions, and what resolveForRun lets a
+// run execute (only the approved version, with the permissions as reviewed).
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import type { CustomActionId } from '../../runtime/actions/custom-action-record.ts';
+import { CustomActionStore, MAX_VERSIONS_PER_ACTION } from '../../runtime/actions/custom-action-store.ts';
+import { ConflictError, SluiceError } from '../../runtime/errors.ts';
+import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
+import { tempDir } from '../helpers/runtime.ts';
+
+const DIGEST_A = 'a'.repeat(64);
+const DIGEST_B = 'b'.repeat(64);
+const DIGEST_C = 'c'.repeat(64);
+const AT = Date.UTC(2025, 0, 1);
+const ORG = 'acct-store';
+
+let dir: string;
+let ledger: Ledger;
+let store: CustomActionStore;
+before(() => {
+  dir = tempDir('sluice-actions-');
+  ledger = openLedger(dir);
+  store = new CustomActionStore(ledger);
+});
+after(async () => {
+  await ledger.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const create = (permissions: string[] = [], digest = DIGEST_A) =>
+  store.create(ORG, { name: 'scorer', description: '', module: { digest, size: 100 }, permissions }, AT);
+
+async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<SluiceError> {
+  const error = await promise.then(() => assert.fail('expected a rejection'), (caught: unknown) => caught);
+  assert.ok(error instanceof SluiceError, String(error));
+  assert.equal(error.status, status);
+  assert.equal(error.code, code);
+  return error;
+}
+
+describe('custom action store', () => {
+  it('creates version 1 pending review; a run may not use it yet', async () => {
+    const action = await create(['read_secret:API_KEY']);
+    assert.match(action.id, /^act_[0-9a-f]{16}$/);
+    assert.equal(action.approved_version, null);
+    assert.equal(action.latest_version, 1);
+    assert.deepEqual(action.versions.map((v) => [v.version, v.status, v.digest, v.reviewer]), [[1, 'pending_review', DIGEST_A, null]]);
+    assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'not_approved', status: 'pending_review' });
+    assert.deepEqual(store.resolveForRun(ORG, 'act_0000000000000000'), { kind: 'missing' });
+    assert.deepEqual(store.resolveForRun('another-org', action.id), { kind: 'missing' }, 'keys start with the org');
+    assert.deepEqual(store.resolveForRun(ORG, 'not-an-id'), { kind: 'missing' });
+  });
+
+  it('a rejected only version resolves as rejected; the review is recorded', async () => {
+    const action = await create();
+    const { version } = await store.review(ORG, action.id, { decision: 'rejected', reason: 'calls out too much', reviewer: 'key_admin' }, AT + 1);
+    assert.equal(version?.status, 'rejected');
+    assert.equal(version?.reviewer, 'key_admin');
+    assert.equal(version?.reason, 'calls out too much');
+    assert.equal(version?.reviewed_at, new Date(AT + 1).toISOString());
+    assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'not_approved', status: 'rejected' });
+    await rejects(store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin', version: 1 }, AT), 409, 'version_not_pending');
+    await rejects(store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin' }, AT), 409, 'no_pending_version');
+    await rejects(store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin', version: 9 }, AT), 404, 'not_found');
+  });
+
+  it('the approved version keeps running while a newer one waits; approving moves forward and supersedes', async () => {
+    const action = await create(['read_secret:A']);
+    await store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin' }, AT);
+    assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 1, digest: DIGEST_A, permissions: ['read_secret:A'] });
+
+    const v2 = await store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 200 } }, AT);
+    assert.equal(v2.version?.version, 2);
+    assert.deepEqual(v2.version?.permissions, ['read_secret:A'], 'omitted permissions carry over, to be reviewed again');
+    const v3 = await store.addVersion(ORG, action.id, { module: { digest: DIGEST_C, size: 300 }, permissions: [], name: 'scorer v3' }, AT);
+    assert.equal(v3.action.name, 'scorer v3');
+    assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 1, digest: DIGEST_A, permissions: ['read_secret:A'] });
+
+    // Default target: the newest pending version. Version 2 (older, still pending) is superseded with version 1.
+    const approved = await store.review(ORG, action.id, { decision: 'approved', reason: 'ok', reviewer: 'key_admin' }, AT);
+    assert.equal(approved.version?.version, 3);
+    assert.equal(approved.action.approved_version, 3);
+    assert.deepEqual(approved.action.versions.map((v) => v.status), ['superseded', 'superseded', 'approved']);
+    assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 3, digest: DIGEST_C, permissions: [] });
+    const error = await rejects(store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin', version: 2 }, AT), 409, 'version_not_pending');
+    assert.ok(error instanceof ConflictError);
+    assert.deepEqual(error.details, { version: 2, status: 'superseded' });
+  });
+
+  it('a permissions edit is a new pending version of the same module; the approval keeps what was reviewed', async () => {
+    const action = await create(['read_secret:A']);
+    await store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin' }, AT);
+    const widened = await store.update(ORG, action.id, { permissions: ['read_secret:A', 'read_secret:B'], description: 'now reads B' }, AT);
+    assert.equal(widened.version?.version, 2);
+    assert.equal(widened.version?.digest, DIGEST_A);
+    assert.equal(widened.version?.status, 'pending_review');
+    assert.equal(widened.action.description, 'now reads B');
+    assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 1, digest: DIGEST_A, permissions: ['read_secret:A'] });
+    assert.deepEqual(store.version(ORG, action.id, 1)?.permissions, ['read_secret:A'], 'version 1 is never rewritten');
+
+    const same = await store.update(ORG, action.id, { permissions: ['read_secret:B', 'read_secret:A'] }, AT);
+    assert.equal(same.version, null, 'the same set as the latest version writes no version');
+    const renamed = await store.update(ORG, action.id, { name: 'renamed' }, AT);
+    assert.equal(renamed.version, null);
+    assert.equal(renamed.action.latest_version, 2);
+
+    await store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin' }, AT);
+    assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 2, digest: DIGEST_A, permissions: ['read_secret:A', 'read_secret:B'] });
+  });
+
+  it('rejecting a newer version leaves the approved one running', async () => {
+    const action = await create();
+    await store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin' }, AT);
+    await store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 1 } }, AT);
+    const rejected = await store.review(ORG, action.id, { decision: 'rejected', reason: 'no', reviewer: 'key_admin' }, AT);
+    assert.equal(rejected.action.approved_version, 1);
+    assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 1, digest: DIGEST_A, permissions: [] });
+  });
+
+  it('lists an org newest first, never another org; refuses writes to unknown actions and past the version cap', async () => {
+    const ids = ['act_00000000000000a1', 'act_00000000000000a2'] as CustomActionId[];
+    const isolated = new CustomActionStore(ledger, { newId: () => ids.shift() ?? assert.fail('no id left') });
+    await isolated.create('acct-list', { name: 'one', description: 'd', module: { digest: DIGEST_A, size: 1 }, permissions: [] }, AT);
+    await isolated.create('acct-list', { name: 'two', description: '', module: { digest: DIGEST_B, size: 2 }, permissions: [] }, AT + 1);
+    assert.deepEqual(isolated.list('acct-list').map((a) => a.name), ['two', 'one']);
+    assert.deepEqual(isolated.list('acct-list-other'), []);
+    await rejects(store.addVersion('acct-list-other', 'act_00000000000000a1', { module: { digest: DIGEST_A, size: 1 } }, AT), 404, 'not_found');
+    await rejects(store.update(ORG, 'act_00000000000000a1', { name: 'x' }, AT), 404, 'not_found');
+
+    const capped = await create();
+    for (let n = 2; n <= MAX_VERSIONS_PER_ACTION; n++) await store.addVersion(ORG, capped.id, { module: { digest: DIGEST_B, size: 1 } }, AT);
+    await rejects(store.addVersion(ORG, capped.id, { module: { digest: DIGEST_C, size: 1 } }, AT), 409, 'version_limit_reached');
+    assert.equal(store.describe(ORG, capped.id)?.latest_version, MAX_VERSIONS_PER_ACTION);
+  });
+
+  it('concurrent new versions get distinct numbers', async () => {
+    const action = await create();
+    const results = await Promise.all([1, 2, 3, 4, 5].map(() => store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 1 } }, AT)));
+    assert.deepEqual(results.map((r) => r.version?.version).sort(), [2, 3, 4, 5, 6]);
+  });
+});

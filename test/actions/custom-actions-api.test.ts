@@ -1,0 +1,355 @@
+// The custom actions API over real HTTP with a real hook-runner child (Wasmtime): upload and compile,
+// review, versions, permission edits, secrets through the vault, simulate, roles and tenant isolation.
+
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { CustomActionStore } from '../../runtime/actions/custom-action-store.ts';
+import { call } from '../helpers/http.ts';
+import { createOrg } from '../helpers/http.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { buildModules, keyWithRole, upload, type ActionModules } from './action-fixtures.ts';
+
+const ORG = 'acct-actions';
+const OTHER = 'acct-actions-other';
+const base = `/organizations/${ORG}/custom-actions`;
+const VERSION_KEYS = ['created_at', 'digest', 'permissions', 'reason', 'reviewed_at', 'reviewer', 'size', 'status', 'version'];
+const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+let rt: TestRuntime;
+let store: CustomActionStore;
+let modules: ActionModules;
+let admin: { key: string; id: string };
+let developer: string;
+let viewer: string;
+let otherKey: string;
+
+before(async () => {
+  rt = await startRuntime({ args: ['--runner', 'child'] });
+  // A second handle on the runtime's own LMDB environment: exactly what the run engine would read.
+  store = new CustomActionStore(rt.runtime.ledger);
+  modules = await buildModules();
+  const orgAdmin = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  admin = await keyWithRole(rt.url, ORG, orgAdmin, 'admin');
+  developer = (await keyWithRole(rt.url, ORG, orgAdmin, 'developer')).key;
+  viewer = (await keyWithRole(rt.url, ORG, orgAdmin, 'viewer')).key;
+  otherKey = await createOrg(rt.url, ADMIN_TOKEN, OTHER);
+});
+after(async () => rt.close());
+
+async function createAction(fields: Record<string, string | Uint8Array> = {}): Promise<{ id: string; body: any }> {
+  const created = await upload(rt.url, base, developer, { name: 'order risk', file: modules.echo, ...fields });
+  assert.equal(created.status, 201, created.text);
+  return { id: created.body.custom_action.id as string, body: created.body };
+}
+
+const review = (id: string, json: unknown, token = admin.key) => call(rt.url, 'POST', `${base}/${id}/review`, { token, json });
+
+describe('upload', () => {
+  it('compiles the module and stores version 1 pending review; list and get never return bytes', async () => {
+    const { id, body } = await createAction({ description: 'scores orders', permissions: 'read_secret:API_KEY' });
+    assert.match(id, /^act_[0-9a-f]{16}$/);
+    const action = body.custom_action;
+    assert.equal(action.name, 'order risk');
+    assert.equal(action.description, 'scores orders');
+    assert.equal(action.approved_version, null);
+    assert.equal(action.latest_version, 1);
+    assert.equal(action.versions.length, 1);
+    const [version] = action.versions;
+    assert.deepEqual(Object.keys(version).sort(), VERSION_KEYS);
+    assert.equal(version.digest, sha256(modules.echo));
+    assert.equal(version.size, modules.echo.byteLength);
+    assert.equal(version.status, 'pending_review');
+    assert.deepEqual(version.permissions, ['read_secret:API_KEY']);
+
+    const got = await call(rt.url, 'GET', `${base}/${id}`, { token: viewer });
+    assert.equal(got.status, 200);
+    assert.deepEqual(got.body.custom_action, action);
+    const listed = await call(rt.url, 'GET', base, { token: viewer });
+    assert.equal(listed.status, 200);
+    const entry = listed.body.custom_actions.find((candidate: { id: string }) => candidate.id === id);
+    assert.deepEqual(entry, action);
+    for (const answer of [got.text, listed.text]) {
+      assert.doesNotMatch(answer, /"(module|bytes|wasm|file|data)"/);
+      assert.ok(!answer.includes(Buffer.from(modules.echo).toString('base64')));
+    }
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'not_approved', status: 'pending_review' });
+  });
+
+  it('accepts permissions as a JSON array, a comma list or a newline list, without duplicates', async () => {
+    const expected = ['read_secret:API_KEY', 'read_secret:WEBHOOK_TOKEN'];
+    for (const permissions of [
+      JSON.stringify([...expected, 'read_secret:API_KEY']),
+      'read_secret:API_KEY, read_secret:WEBHOOK_TOKEN,read_secret:API_KEY',
+      'read_secret:API_KEY\nread_secret:WEBHOOK_TOKEN\n',
+    ]) {
+      const { body } = await createAction({ permissions });
+      assert.deepEqual(body.custom_action.versions[0].permissions, expected, permissions);
+    }
+  });
+
+  it('refuses bad permissions naming the entry, and a 26th permission', async () => {
+    const bad = await upload(rt.url, base, developer, { name: 'x', file: modules.echo, permissions: 'read_secret:A,read_secret:B,read_secret:C,http:*' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, 'invalid_permission');
+    assert.equal(bad.body.error.field, 'permissions[3]');
+    const many = Array.from({ length: 26 }, (_, i) => `read_secret:K${i}`).join(',');
+    const tooMany = await upload(rt.url, base, developer, { name: 'x', file: modules.echo, permissions: many });
+    assert.equal(tooMany.status, 400);
+    assert.equal(tooMany.body.error.code, 'too_many_permissions');
+    assert.equal(tooMany.body.error.field, 'permissions');
+  });
+
+  it('refuses what the runner will not compile, with its reason; empty, missing and oversized modules', async () => {
+    const withImport = await upload(rt.url, base, developer, { name: 'x', file: modules.withImport });
+    assert.equal(withImport.status, 400);
+    assert.equal(withImport.body.error.code, 'imports_not_allowed');
+    assert.equal(withImport.body.error.field, 'file');
+    assert.match(withImport.body.error.message, /wasi_snapshot_preview1\.fd_write/);
+    const garbage = await upload(rt.url, base, developer, { name: 'x', file: new TextEncoder().encode('#!/bin/sh\necho not wasm\n') });
+    assert.equal(garbage.status, 400, garbage.text);
+    assert.equal(garbage.body.error.code, 'not_wasm');
+    assert.equal(garbage.body.error.field, 'file');
+    const noMemory = await upload(rt.url, base, developer, { name: 'x', file: new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]) });
+    assert.equal(noMemory.status, 400, 'a valid but empty module breaks the ABI');
+    assert.equal(noMemory.body.error.code, 'missing_export');
+    assert.match(noMemory.body.error.message, /memory/);
+    const empty = await upload(rt.url, base, developer, { name: 'x', file: new Uint8Array(0) });
+    assert.equal(empty.status, 400);
+    assert.equal(empty.body.error.field, 'file');
+    const missing = await upload(rt.url, base, developer, { name: 'x' });
+    assert.equal(missing.status, 400);
+    assert.equal(missing.body.error.code, 'module_required');
+    const noName = await upload(rt.url, base, developer, { file: modules.echo });
+    assert.equal(noName.status, 400);
+    assert.equal(noName.body.error.field, 'name');
+
+    const oversized = new Uint8Array(8 * 1024 * 1024 + 1);
+    oversized.set(modules.echo);
+    const tooLarge = await upload(rt.url, base, developer, { name: 'x', file: oversized });
+    assert.equal(tooLarge.status, 413);
+    assert.equal(tooLarge.body.error.code, 'module_too_large');
+    const overCap = await upload(rt.url, base, developer, { name: 'x', file: new Uint8Array(8 * 1024 * 1024 + 64 * 1024) });
+    assert.equal(overCap.status, 413);
+    assert.equal(overCap.body.error.code, 'payload_too_large');
+
+    const asJson = await call(rt.url, 'POST', base, { token: developer, json: { name: 'x' } });
+    assert.equal(asJson.status, 415);
+    assert.deepEqual(store.resolveForRun(ORG, 'act_0000000000000000'), { kind: 'missing' });
+  });
+
+  it('needs a developer key to upload', async () => {
+    const denied = await upload(rt.url, base, viewer, { name: 'x', file: modules.echo });
+    assert.equal(denied.status, 403);
+  });
+});
+
+describe('review and versions', () => {
+  it('only an admin reviews; approve, then a second review of that version is 409', async () => {
+    const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
+    const byDeveloper = await review(id, { status: 'approved' }, developer);
+    assert.equal(byDeveloper.status, 403);
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'not_approved', status: 'pending_review' });
+
+    const approved = await review(id, { status: 'approved', reason: 'reads one key, looks fine' });
+    assert.equal(approved.status, 200, approved.text);
+    assert.equal(approved.body.custom_action.approved_version, 1);
+    assert.equal(approved.body.reviewed_version.status, 'approved');
+    assert.equal(approved.body.reviewed_version.reviewer, admin.id);
+    assert.equal(approved.body.reviewed_version.reason, 'reads one key, looks fine');
+    assert.equal(typeof approved.body.reviewed_version.reviewed_at, 'string');
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'approved', version: 1, digest: sha256(modules.echo), permissions: ['read_secret:API_KEY'] });
+
+    const again = await review(id, { status: 'rejected', version: 1 });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error.code, 'version_not_pending');
+    assert.equal(again.body.error.status, 'approved');
+    const nothingPending = await review(id, { status: 'approved' });
+    assert.equal(nothingPending.status, 409);
+    assert.equal(nothingPending.body.error.code, 'no_pending_version');
+    assert.equal((await review(id, { status: 'maybe' })).body.error.field, 'status');
+    assert.equal((await review(id, { status: 'approved', version: 7 })).status, 404);
+  });
+
+  it('a rejected action never resolves for a run', async () => {
+    const { id } = await createAction();
+    const rejected = await review(id, { status: 'rejected', reason: 'too broad' });
+    assert.equal(rejected.status, 200);
+    assert.equal(rejected.body.custom_action.approved_version, null);
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'not_approved', status: 'rejected' });
+  });
+
+  it('a new module version waits for review while the approved one keeps running', async () => {
+    const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
+    await review(id, { status: 'approved' });
+    const v2 = await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.projection, description: 'now writes a projection' });
+    assert.equal(v2.status, 201, v2.text);
+    assert.equal(v2.body.new_version.version, 2);
+    assert.equal(v2.body.new_version.status, 'pending_review');
+    assert.equal(v2.body.new_version.digest, sha256(modules.projection));
+    assert.deepEqual(v2.body.new_version.permissions, ['read_secret:API_KEY'], 'permissions carry over when the form has none');
+    assert.equal(v2.body.custom_action.description, 'now writes a projection');
+    assert.equal(v2.body.custom_action.name, 'order risk');
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'approved', version: 1, digest: sha256(modules.echo), permissions: ['read_secret:API_KEY'] });
+
+    const approved = await review(id, { status: 'approved' });
+    assert.equal(approved.body.reviewed_version.version, 2);
+    assert.deepEqual(approved.body.custom_action.versions.map((v: { status: string }) => v.status), ['superseded', 'approved']);
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'approved', version: 2, digest: sha256(modules.projection), permissions: ['read_secret:API_KEY'] });
+  });
+
+  it('a PATCH of permissions is a new pending version of the same module and never widens the approved one', async () => {
+    const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
+    await review(id, { status: 'approved' });
+    const widened = await call(rt.url, 'PATCH', `${base}/${id}`, {
+      token: developer,
+      json: { name: 'order risk v2', permissions: ['read_secret:API_KEY', 'read_secret:ADMIN_PASSWORD'] },
+    });
+    assert.equal(widened.status, 200, widened.text);
+    assert.equal(widened.body.custom_action.name, 'order risk v2');
+    assert.equal(widened.body.new_version.version, 2);
+    assert.equal(widened.body.new_version.status, 'pending_review');
+    assert.equal(widened.body.new_version.digest, sha256(modules.echo));
+    assert.deepEqual(widened.body.custom_action.versions[0].permissions, ['read_secret:API_KEY']);
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'approved', version: 1, digest: sha256(modules.echo), permissions: ['read_secret:API_KEY'] });
+
+    const renamed = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { description: 'no new version' } });
+    assert.equal(renamed.body.new_version, null);
+    const bad = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: ['read_secret:OK', 'exec'] } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.field, 'permissions[1]');
+    assert.equal((await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { colour: 'red' } })).body.error.code, 'unknown_field');
+    assert.equal((await call(rt.url, 'PATCH', `${base}/${id}`, { token: viewer, json: { name: 'v' } })).status, 403);
+
+    await review(id, { status: 'approved', version: 2 });
+    assert.deepEqual(store.resolveForRun(ORG, id), {
+      kind: 'approved', version: 2, digest: sha256(modules.echo), permissions: ['read_secret:API_KEY', 'read_secret:ADMIN_PASSWORD'],
+    });
+  });
+});
+
+describe('secrets', () => {
+  it('sets, lists names only, deletes; a value never appears in any answer', async () => {
+    const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
+    const secrets = `${base}/${id}/secrets`;
+    const value = `s3cr3t-${Math.random().toString(36).slice(2)}-value`;
+    const put = await call(rt.url, 'POST', secrets, { token: developer, json: { key: 'API_KEY', value } });
+    assert.equal(put.status, 204, put.text);
+    assert.equal(put.text, '');
+    assert.equal((await call(rt.url, 'POST', secrets, { token: developer, json: { key: 'OTHER', value: 'x' } })).status, 204);
+    const listed = await call(rt.url, 'GET', secrets, { token: developer });
+    assert.equal(listed.status, 200);
+    assert.deepEqual(listed.body, { keys: ['API_KEY', 'OTHER'] });
+
+    const answers = [put, listed, await call(rt.url, 'GET', `${base}/${id}`, { token: developer }), await call(rt.url, 'GET', base, { token: developer })];
+    const simulated = await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: { payload: { order: 1 } } });
+    assert.equal(simulated.status, 200);
+    for (const answer of [...answers, simulated]) assert.ok(!answer.text.includes(value), 'the value never comes back');
+
+    assert.equal((await call(rt.url, 'DELETE', `${secrets}/OTHER`, { token: developer })).status, 204);
+    assert.deepEqual((await call(rt.url, 'GET', secrets, { token: developer })).body, { keys: ['API_KEY'] });
+    const gone = await call(rt.url, 'DELETE', `${secrets}/OTHER`, { token: developer });
+    assert.equal(gone.status, 404);
+    assert.equal(gone.body.error.field, 'key');
+  });
+
+  it('validates key and value without echoing the value; needs developer; needs the action', async () => {
+    const { id } = await createAction();
+    const secrets = `${base}/${id}/secrets`;
+    const badKey = await call(rt.url, 'POST', secrets, { token: developer, json: { key: 'api-key', value: 'v' } });
+    assert.equal(badKey.status, 400);
+    assert.equal(badKey.body.error.field, 'key');
+    const big = 'x'.repeat(64 * 1024 + 1);
+    const tooLarge = await call(rt.url, 'POST', secrets, { token: developer, json: { key: 'BIG', value: big } });
+    assert.equal(tooLarge.status, 400);
+    assert.equal(tooLarge.body.error.code, 'secret_too_large');
+    assert.ok(!tooLarge.text.includes('xxxxxxxx'));
+    assert.equal((await call(rt.url, 'POST', secrets, { token: developer, json: { key: 'MAX', value: 'y'.repeat(64 * 1024) } })).status, 204);
+    assert.equal((await call(rt.url, 'DELETE', `${secrets}/bad-key`, { token: developer })).status, 400);
+    assert.equal((await call(rt.url, 'GET', secrets, { token: viewer })).status, 403);
+    assert.equal((await call(rt.url, 'POST', secrets, { token: viewer, json: { key: 'A', value: 'v' } })).status, 403);
+    const unknown = await call(rt.url, 'POST', `${base}/act_0000000000000000/secrets`, { token: developer, json: { key: 'A', value: 'v' } });
+    assert.equal(unknown.status, 404);
+  });
+});
+
+describe('simulate', () => {
+  it('runs the latest version unapproved, with no secrets even when a permission covers one', async () => {
+    const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
+    assert.equal((await call(rt.url, 'POST', `${base}/${id}/secrets`, { token: developer, json: { key: 'API_KEY', value: 'never-in-simulate' } })).status, 204);
+    const simulated = await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: { payload: { order_id: 'ord_9', amount: 4200 } } });
+    assert.equal(simulated.status, 200, simulated.text);
+    assert.equal(simulated.body.outcome, 'output');
+    assert.equal(simulated.body.version, 1);
+    assert.deepEqual(simulated.body.output.payload, { order_id: 'ord_9', amount: 4200 });
+    assert.deepEqual(simulated.body.output.secrets, {});
+    assert.deepEqual(simulated.body.output.permissions, ['read_secret:API_KEY']);
+    assert.deepEqual(simulated.body.output.action, { id, digest: sha256(modules.echo) });
+    assert.deepEqual(simulated.body.contract, { ok: true });
+    assert.ok(simulated.body.fuel_used > 0);
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'not_approved', status: 'pending_review' }, 'simulating approves nothing');
+    assert.equal((await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: viewer, json: { payload: 1 } })).status, 403);
+    assert.equal((await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: {} })).body.error.field, 'payload');
+  });
+
+  it('checks the output contract: a valid projection is ok, a bad entity_type names the field', async () => {
+    const { id } = await createAction({ file: modules.projection });
+    const good = await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: { payload: null } });
+    assert.equal(good.body.outcome, 'output');
+    assert.equal(good.body.output.score, 7);
+    assert.deepEqual(good.body.contract, { ok: true });
+
+    const v2 = await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.badProjection });
+    assert.equal(v2.status, 201);
+    const bad = await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: { payload: null } });
+    assert.equal(bad.body.version, 2);
+    assert.equal(bad.body.outcome, 'output');
+    assert.equal(bad.body.contract.ok, false);
+    assert.equal(bad.body.contract.field, 'projection.entity_type');
+    assert.match(bad.body.contract.message, /entity_type/);
+    const first = await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: { payload: null, version: 1 } });
+    assert.equal(first.body.version, 1);
+    assert.deepEqual(first.body.contract, { ok: true });
+    assert.equal((await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: { payload: null, version: 3 } })).status, 404);
+  });
+
+  it('reports a rejection and a trap', async () => {
+    const rejecting = await createAction({ file: modules.reject });
+    const rejected = await call(rt.url, 'POST', `${base}/${rejecting.id}/simulate`, { token: developer, json: { payload: {} } });
+    assert.equal(rejected.body.outcome, 'rejected');
+    assert.equal(rejected.body.output, null);
+    assert.equal(rejected.body.contract.ok, false);
+    const trapping = await createAction({ file: modules.trap });
+    const trapped = await call(rt.url, 'POST', `${base}/${trapping.id}/simulate`, { token: developer, json: { payload: {} } });
+    assert.equal(trapped.body.outcome, 'trap');
+    assert.equal(trapped.body.trap.kind, 'unreachable');
+    assert.equal(trapped.body.output, null);
+  });
+});
+
+describe('tenancy', () => {
+  it('another org gets 404 for every custom action path, and sees none in its own list', async () => {
+    const { id } = await createAction();
+    const paths: [string, string, unknown?][] = [
+      ['GET', `${base}/${id}`],
+      ['GET', base],
+      ['PATCH', `${base}/${id}`, { name: 'mine' }],
+      ['POST', `${base}/${id}/review`, { status: 'approved' }],
+      ['POST', `${base}/${id}/simulate`, { payload: 1 }],
+      ['GET', `${base}/${id}/secrets`],
+      ['POST', `${base}/${id}/secrets`, { key: 'A', value: 'v' }],
+      ['DELETE', `${base}/${id}/secrets/A`],
+    ];
+    for (const [method, path, json] of paths) {
+      const answer = await call(rt.url, method, path, { token: otherKey, ...(json === undefined ? {} : { json }) });
+      assert.equal(answer.status, 404, `${method} ${path}`);
+    }
+    const theirs = `/organizations/${OTHER}/custom-actions`;
+    assert.equal((await call(rt.url, 'GET', `${theirs}/${id}`, { token: otherKey })).status, 404);
+    assert.equal((await call(rt.url, 'POST', `${theirs}/${id}/review`, { token: otherKey, json: { status: 'approved' } })).status, 404);
+    assert.equal((await call(rt.url, 'POST', `${theirs}/${id}/simulate`, { token: otherKey, json: { payload: 1 } })).status, 404);
+    assert.deepEqual((await call(rt.url, 'GET', theirs, { token: otherKey })).body, { custom_actions: [] });
+    assert.deepEqual(store.resolveForRun(OTHER, id), { kind: 'missing' });
+    assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'not_approved', status: 'pending_review' }, 'nothing of org B touched it');
+  });
+});
