@@ -6,6 +6,7 @@ import { isoAt, type ApiContext } from './api/context.ts';
 import { eventRoutes } from './api/events-api.ts';
 import { runRoutes } from './api/runs-api.ts';
 import { sandboxRoutes } from './api/sandbox-api.ts';
+import { replayRoutes } from './api/replay-api.ts';
 import { projectionRoutes } from './api/projections-api.ts';
 import { customActionRoutes } from './api/custom-actions-api.ts';
 import { CustomActionStore } from './actions/custom-action-store.ts';
@@ -97,6 +98,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ...workflowRoutes(context, workflows),
     ...runRoutes(context, runs, engine),
     ...sandboxRoutes(context, updateLog, engine),
+    ...replayRoutes(context, inbox, workflows),
     ...projectionRoutes(context, projections),
     ...customActionRoutes(context, actions, runner.client),
     ...hookRoutes({ orgs, sources, events, clock, metrics }),

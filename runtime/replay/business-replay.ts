@@ -1,0 +1,21 @@
+// Business replay (DESIGN 5): a NEW event with a new identity (so new run ids and new effect keys),
+// made only after a person explicitly chose side_effects "skip" or "run". "skip" marks the event
+// `replay_skip_side_effects`: its webhook steps are recorded as skipped, and derived events inherit it.
+
+import { generateEventId, type StoredEvent } from '../events/event-record.ts';
+
+export const REPLAY_SOURCE = '@replay';
+
+export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', nowMs: number): StoredEvent {
+  return {
+    ...original,
+    id: generateEventId(nowMs),
+    source: REPLAY_SOURCE,
+    provider_event_id: null,
+    received_at: new Date(nowMs).toISOString(),
+    received_at_ms: nowMs,
+    correlation_id: original.correlation_id,
+    causation_id: original.id,
+    replay_skip_side_effects: sideEffects === 'skip' || original.replay_skip_side_effects,
+  };
+}

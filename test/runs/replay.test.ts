@@ -1,0 +1,83 @@
+// The replays: business replay needs an explicit side_effects choice and makes a new event (new run,
+// new keys); "skip" records webhook steps as skipped. Transport replay explains and creates nothing.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+
+const ORG = 'acct-replay';
+const SECRET = `whsec_${Buffer.alloc(32, 12).toString('base64')}`;
+let rt: TestRuntime;
+let key: string;
+let receiver: Receiver;
+let originalId: string;
+
+before(async () => {
+  rt = await startRuntime();
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  receiver = await startReceiver();
+  await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'pay', secrets: [SECRET] } });
+  await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'charge', trigger_event: 'payment.succeeded', steps: [{ id: 'notify', type: 'webhook', url: `${receiver.url}/notify` }] } });
+  const body = JSON.stringify({ type: 'payment.succeeded', amount: 5 });
+  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/pay`, { body, headers: signStandard(SECRET, 'msg-replay', Math.floor(Date.now() / 1000), body) });
+  assert.equal(sent.status, 204);
+  originalId = sent.headers.get('sluice-event-id')!;
+  await eventually('original run completed', () => reactionsOf(originalId), (r) => r.length === 1 && r[0].state === 'completed');
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+async function reactionsOf(eventId: string): Promise<Array<{ run_id: string; state: string }>> {
+  return (await call(rt.url, 'GET', `/organizations/${ORG}/events/${eventId}`, { token: key })).body.reactions;
+}
+
+test('business replay needs an explicit side_effects choice', async () => {
+  const missing = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: {} });
+  assert.equal(missing.status, 400);
+  assert.equal(missing.body.error.code, 'side_effects_required');
+  assert.equal(missing.body.error.field, 'side_effects');
+});
+
+test('side_effects "skip": a new event and run whose webhook step is recorded skipped, never sent', async () => {
+  const before = receiver.received.length;
+  const replay = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'skip' } });
+  assert.equal(replay.status, 202, replay.text);
+  assert.notEqual(replay.body.event.id, originalId);
+  assert.equal(replay.body.event.causation_id, originalId);
+  assert.equal(replay.body.event.replay_skip_side_effects, true);
+  const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0].state === 'completed');
+  const run = (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${reaction!.run_id}`, { token: key })).body.run;
+  assert.equal(run.steps[0].status, 'skipped');
+  assert.equal(receiver.received.length, before, 'nothing was sent');
+});
+
+test('side_effects "run": everything runs again under a new run id and new effect keys', async () => {
+  const replay = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'run' } });
+  assert.equal(replay.status, 202);
+  const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0].state === 'completed');
+  const [original] = await reactionsOf(originalId);
+  const keys = receiver.received.map((r) => r.headers['idempotency-key']);
+  assert.ok(keys.includes(`${original!.run_id}:notify`));
+  assert.ok(keys.includes(`${reaction!.run_id}:notify`));
+  assert.notEqual(reaction!.run_id, original!.run_id);
+});
+
+test('transport replay explains dedup, schema and routing, and creates nothing', async () => {
+  const before = (await call(rt.url, 'GET', `/organizations/${ORG}/events?limit=500`, { token: key })).body.events.length;
+  const report = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/transport-replay`, { token: key });
+  assert.equal(report.status, 200, report.text);
+  assert.equal(report.body.report.parsed, true);
+  assert.deepEqual(report.body.report.dedup, { provider_event_id: 'msg-replay', duplicate_of: originalId });
+  assert.deepEqual(report.body.report.schema, { ok: true });
+  assert.equal(report.body.report.would_trigger.length, 1);
+  assert.equal(report.body.report.would_trigger[0].name, 'charge');
+  const afterCount = (await call(rt.url, 'GET', `/organizations/${ORG}/events?limit=500`, { token: key })).body.events.length;
+  assert.equal(afterCount, before);
+  const apiEvent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'x.y', payload: {}, id: 'no-recording' } });
+  assert.equal(apiEvent.status, 202);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events/no-recording/transport-replay`, { token: key })).status, 409);
+});
