@@ -24,7 +24,7 @@ before(async () => {
   const sent = await call(rt.url, 'POST', `/hooks/${ORG}/pay`, { body, headers: signStandard(SECRET, 'msg-replay', Math.floor(Date.now() / 1000), body) });
   assert.equal(sent.status, 204);
   originalId = sent.headers.get('sluice-event-id')!;
-  await eventually('original run completed', () => reactionsOf(originalId), (r) => r.length === 1 && r[0].state === 'completed');
+  await eventually('original run completed', () => reactionsOf(originalId), (r) => r.length === 1 && r[0]!.state === 'completed');
 });
 after(async () => {
   await rt.close();
@@ -49,7 +49,7 @@ test('side_effects "skip": a new event and run whose webhook step is recorded sk
   assert.notEqual(replay.body.event.id, originalId);
   assert.equal(replay.body.event.causation_id, originalId);
   assert.equal(replay.body.event.replay_skip_side_effects, true);
-  const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0].state === 'completed');
+  const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0]!.state === 'completed');
   const run = (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${reaction!.run_id}`, { token: key })).body.run;
   assert.equal(run.steps[0].status, 'skipped');
   assert.equal(receiver.received.length, before, 'nothing was sent');
@@ -58,7 +58,7 @@ test('side_effects "skip": a new event and run whose webhook step is recorded sk
 test('side_effects "run": everything runs again under a new run id and new effect keys', async () => {
   const replay = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'run' } });
   assert.equal(replay.status, 202);
-  const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0].state === 'completed');
+  const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0]!.state === 'completed');
   const [original] = await reactionsOf(originalId);
   const keys = receiver.received.map((r) => r.headers['idempotency-key']);
   assert.ok(keys.includes(`${original!.run_id}:notify`));

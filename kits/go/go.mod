@@ -1,0 +1,3 @@
+module sluice.example/kits/go
+
+go 1.21
