@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { TRAP_KINDS, type WireTrapKind } from './wire.ts';
 
 /** The ceilings compiled into the addon (DESIGN 6.5). Per-call limits may only lower them. */
 export const SANDBOX_LIMITS = {
@@ -14,18 +15,9 @@ export const SANDBOX_LIMITS = {
   maxModuleBytes: 32 * 1024 * 1024,
 } as const;
 
-export const TRAP_KINDS = [
-  'out_of_fuel',
-  'stack_overflow',
-  'memory_out_of_bounds',
-  'unreachable',
-  'integer_divide_by_zero',
-  'integer_overflow',
-  'indirect_call',
-  'abi_error',
-  'other',
-] as const;
-export type TrapKind = (typeof TRAP_KINDS)[number];
+// One list of trap kinds for the addon wrapper and the wire contract: wire.ts owns it.
+export { TRAP_KINDS };
+export type TrapKind = WireTrapKind;
 
 /**
  * How one run ended. `fuelUsed` is exact for `output`, `rejected` and `out_of_fuel`

@@ -21,7 +21,7 @@ export const LISTENING_PREFIX = 'hook-runner listening on ';
 /** Trailing-metadata key that carries the snake_case Sluice error code of a failed call. */
 export const SLUICE_CODE_METADATA_KEY = 'sluice-code';
 
-/** Mirrors sandbox.ts's TrapKind on purpose: the runtime must never import the addon's wrapper. */
+/** Every trap kind the sandbox reports; sandbox.ts re-exports this list (the runtime never imports the addon wrapper). */
 export const TRAP_KINDS = [
   'out_of_fuel',
   'stack_overflow',

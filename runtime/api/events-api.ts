@@ -6,7 +6,7 @@ import { parseJsonRequest } from '../http/parse-json.ts';
 import { json, type Route } from '../http/types.ts';
 import { ENVIRONMENTS, EVENT_TYPE_PATTERN, type Environment } from '../sources/source-record.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
-import { environmentOf, parseCursor, parseLimit } from './query-params.ts';
+import { encodeCursor, environmentOf, parseCursor, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
@@ -74,7 +74,7 @@ export function eventRoutes(ctx: ApiContext): Route[] {
           ...(type === undefined ? {} : { type }),
           ...(cursor === undefined ? {} : { cursor }),
         });
-        return json(200, { events: page.events, next_cursor: page.nextCursor });
+        return json(200, { events: page.events, next_cursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor) });
       },
     },
     {

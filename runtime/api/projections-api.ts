@@ -1,23 +1,14 @@
 // REST: read models written by custom actions. List one projection (filter by entity_type and
 // status, paged) or get one row by entity; every read is scoped to one environment.
 
-import { InputError, notFound } from '../errors.ts';
+import { notFound } from '../errors.ts';
 import { json, type HttpRequest, type Route } from '../http/types.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { ApiContext } from './context.ts';
-import { environmentOf, parseLimit } from './query-params.ts';
+import { encodeCursor, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
 
-function parseAfter(request: HttpRequest): [string, string] | undefined {
-  const raw = request.query.get('cursor');
-  if (raw === null) return undefined;
-  try {
-    const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string') return [value[0], value[1]];
-  } catch {
-    // fall through
-  }
-  throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
-}
+const parseAfter = (request: HttpRequest): [string, string] | undefined =>
+  parseCursorOf<[string, string]>(request, (v): v is [string, string] => typeof v[0] === 'string' && typeof v[1] === 'string');
 
 export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore): Route[] {
   const base = '/organizations/:org_id/projections/:name';
@@ -36,7 +27,7 @@ export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore):
           ...(status === undefined ? {} : { status }),
           ...(after === undefined ? {} : { after }),
         });
-        return json(200, { rows: page.rows, next_cursor: page.next === null ? null : Buffer.from(JSON.stringify(page.next)).toString('base64url') });
+        return json(200, { rows: page.rows, next_cursor: page.next === null ? null : encodeCursor(page.next) });
       },
     },
     {

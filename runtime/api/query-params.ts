@@ -28,14 +28,22 @@ export function parseLimit(request: HttpRequest): number {
   return Number(raw);
 }
 
-export function parseCursor(request: HttpRequest): [number, string] | undefined {
+/** Encodes a list position as the opaque `next_cursor` string of a list answer. */
+export const encodeCursor = (position: readonly unknown[]): string => Buffer.from(JSON.stringify(position)).toString('base64url');
+
+/** Decodes `?cursor=` back into a position of the given shape, or throws a 400. */
+export function parseCursorOf<T extends readonly unknown[]>(request: HttpRequest, isPosition: (value: unknown[]) => value is T[number][] & T): T | undefined {
   const raw = request.query.get('cursor');
   if (raw === null) return undefined;
   try {
     const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && typeof value[0] === 'number' && typeof value[1] === 'string') return [value[0], value[1]];
+    if (Array.isArray(value) && isPosition(value)) return value;
   } catch {
     // fall through to the error below
   }
   throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
 }
+
+/** The (time, id) position of the time-ordered lists (events, runs). */
+export const parseCursor = (request: HttpRequest): [number, string] | undefined =>
+  parseCursorOf<[number, string]>(request, (v): v is [number, string] => typeof v[0] === 'number' && typeof v[1] === 'string');

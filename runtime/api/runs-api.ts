@@ -8,7 +8,7 @@ import type { RunEngine } from '../runs/run-engine.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ApiContext } from './context.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
-import { environmentOf, parseCursor, parseLimit } from './query-params.ts';
+import { encodeCursor, environmentOf, parseCursor, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 const STATES = new Set(['queued', 'running', 'backoff', 'delaying', 'failed', 'completed', 'cancelled']);
@@ -40,7 +40,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
         });
         return json(200, {
           runs: page.runs.map((run) => summarizeRun(run)),
-          next_cursor: page.nextCursor === null ? null : Buffer.from(JSON.stringify(page.nextCursor)).toString('base64url'),
+          next_cursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor),
         });
       },
     },

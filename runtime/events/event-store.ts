@@ -23,7 +23,8 @@ export interface NewEvent {
 
 export interface EventPage {
   readonly events: StoredEvent[];
-  readonly nextCursor: string | null;
+  /** Position after the last event of this page, or null when there is no more. */
+  readonly nextCursor: [number, string] | null;
 }
 
 const MAX_SCAN_PER_PAGE = 20_000;
@@ -119,6 +120,6 @@ export class EventStore {
       if (found.length >= options.limit || scanned >= MAX_SCAN_PER_PAGE) break;
     }
     const more = last !== undefined && (found.length >= options.limit || scanned >= MAX_SCAN_PER_PAGE);
-    return { events: found, nextCursor: more && last !== undefined ? Buffer.from(JSON.stringify(last)).toString('base64url') : null };
+    return { events: found, nextCursor: more && last !== undefined ? last : null };
   }
 }
