@@ -1,5 +1,5 @@
-// Stores events durably: inbox claim + event + time index + recording in ONE transaction, and
-// resolves only after it is flushed. Reactors (workflow runs) join the same transaction.
+// Stores events durably: inbox claim + event + time index + recording in ONE atomic write, and
+// resolves only after it is flushed. Reactors (workflow runs) join the same write.
 
 import { ConflictError, notFound } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
@@ -29,6 +29,9 @@ export interface EventPage {
 
 const MAX_SCAN_PER_PAGE = 20_000;
 
+const duplicateError = (originalEventId: string): ConflictError =>
+  new ConflictError('duplicate_event', 'This event was already received.', { original_event_id: originalEventId });
+
 export class EventStore {
   readonly #ledger: Ledger;
   readonly #inbox: Inbox;
@@ -47,26 +50,51 @@ export class EventStore {
   /**
    * Stores the event atomically with its claim and recording; resolves after the write is durable.
    * Throws a 409 ConflictError naming the original event when the delivery or id was seen before.
+   *
+   * The common case is one conditional batch (`ifNoExists` on the inbox claim, or on the event key
+   * for API events): lmdb-js evaluates the condition on its write thread, so ingest never holds the
+   * write lock on the main thread. Only an expired, not yet pruned claim takes the transaction path.
    */
   async store({ event, recording, claim }: NewEvent): Promise<StoredEvent> {
-    const { root, events } = this.#ledger;
+    const { root, events, inbox } = this.#ledger;
+    const duplicate = this.#duplicateOf(event, claim);
+    if (duplicate !== undefined) throw duplicateError(duplicate);
+    const conditionKey = claim === null ? [event.org_id, event.id] : [event.org_id, claim.source, claim.providerEventId];
+    if (claim !== null && inbox.get(conditionKey) !== undefined) return this.#storeOverExpiredClaim(event, recording, claim);
     let afterCommit: Array<() => void> = [];
-    const outcome = await durably(
+    const written = await durably(
       root,
-      root.transaction((): { duplicateOf: string } | null => {
-        if (claim !== null) {
-          const live = this.#inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms);
-          if (live !== undefined) return { duplicateOf: live.event_id };
-        }
-        if (events.get([event.org_id, event.id]) !== undefined) return { duplicateOf: event.id };
+      (claim === null ? events : inbox).ifNoExists(conditionKey, () => {
         if (claim !== null) this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
         afterCommit = this.writeWithin(event, recording);
-        return null;
       }),
     );
-    if (outcome !== null) {
-      throw new ConflictError('duplicate_event', 'This event was already received.', { original_event_id: outcome.duplicateOf });
-    }
+    if (!written) throw duplicateError(this.#duplicateOf(event, claim) ?? event.id);
+    for (const then of afterCommit) then();
+    return event;
+  }
+
+  /** The event a delivery or API id duplicates, if it is still remembered. */
+  #duplicateOf(event: StoredEvent, claim: NewEvent['claim']): string | undefined {
+    if (claim !== null) return this.#inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms)?.event_id;
+    return this.#ledger.events.get([event.org_id, event.id]) === undefined ? undefined : event.id;
+  }
+
+  /** A claim that exists but is past the dedup window is replaced inside one serialized transaction. */
+  async #storeOverExpiredClaim(event: StoredEvent, recording: Recording | null, claim: NonNullable<NewEvent['claim']>): Promise<StoredEvent> {
+    const { root } = this.#ledger;
+    let afterCommit: Array<() => void> = [];
+    const duplicate = await durably(
+      root,
+      root.transaction((): string | undefined => {
+        const live = this.#duplicateOf(event, claim);
+        if (live !== undefined) return live;
+        this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
+        afterCommit = this.writeWithin(event, recording);
+        return undefined;
+      }),
+    );
+    if (duplicate !== undefined) throw duplicateError(duplicate);
     for (const then of afterCommit) then();
     return event;
   }

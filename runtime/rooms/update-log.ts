@@ -13,6 +13,10 @@ export class UpdateLog {
   readonly #updates: Database;
   readonly #counters: Database;
   readonly #retention: number;
+  /** Last seq handed out per org. Allocation happens when a write is queued (inside conditional
+   * batches, not only serialized transactions), so it must not re-read LMDB: a gap after a write
+   * whose condition failed is allowed, a repeated seq is not. Primed from LMDB on first use. */
+  readonly #issued = new Map<string, number>();
 
   constructor(ledger: Ledger, retention: number) {
     this.#updates = ledger.openDatabase('live-updates');
@@ -20,9 +24,10 @@ export class UpdateLog {
     this.#retention = retention;
   }
 
-  /** Assigns the next seq of the org and stores the update, dropping the oldest beyond retention. Call inside a write transaction. */
+  /** Assigns the next seq of the org and queues the update, dropping the oldest beyond retention. Call inside a write (transaction or conditional batch). */
   append(orgId: string, update: NewRunUpdate): RunUpdate {
-    const seq = this.lastSeq(orgId) + 1;
+    const seq = (this.#issued.get(orgId) ?? this.lastSeq(orgId)) + 1;
+    this.#issued.set(orgId, seq);
     const stored: RunUpdate = { ...update, seq };
     this.#counters.put([orgId], seq);
     this.#updates.put([orgId, seq], stored);

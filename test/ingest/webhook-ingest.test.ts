@@ -71,6 +71,17 @@ test('a signed standard webhook is accepted with 204, a repeat is 409 naming the
   assert.equal(fetched.body.recording.body, JSON.stringify({ type: 'payment.succeeded', data: { amount: 10 } }));
 });
 
+test('twenty concurrent copies of one delivery store exactly one event', async () => {
+  const before = (await call(rt.url, 'GET', '/organizations/acct-hooks/events?limit=500', { token: key })).body.events.length;
+  const answers = await Promise.all(Array.from({ length: 20 }, () => sendStandard('billing', 'msg_race', { type: 'race.x' })));
+  const statuses = answers.map((a) => a.status).sort();
+  assert.deepEqual(statuses, [204, ...Array(19).fill(409)]);
+  const winner = answers.find((a) => a.status === 204)!.headers.get('sluice-event-id');
+  assert.ok(answers.filter((a) => a.status === 409).every((a) => a.body.error.original_event_id === winner), 'every loser names the stored event');
+  const after = (await call(rt.url, 'GET', '/organizations/acct-hooks/events?limit=500', { token: key })).body.events.length;
+  assert.equal(after, before + 1);
+});
+
 test('the same provider event id in two sources or two orgs is two events', async () => {
   const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-hooks-2');
   await call(rt.url, 'POST', '/organizations/acct-hooks-2/sources', { token: otherKey, json: { name: 'billing', secrets: [SECRET] } });
