@@ -3,7 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Database } from 'lmdb';
-import { asRunId, type EventId, type OrgId, type RunId, type WorkflowId } from '../../actors/ids.ts';
+import { asRunId, type EventId, type OrgId, type RunId } from '../../actors/ids.ts';
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunStateName } from '../../actors/run-types.ts';
 import type { Ledger } from '../ledger/open-ledger.ts';
@@ -124,9 +124,5 @@ export class RunStore {
       const run = this.get(orgId, (key as [string, string, number, string])[3]);
       if (run !== undefined) yield run;
     }
-  }
-
-  workflowOf(run: PersistedRun): WorkflowId {
-    return run.context.workflowId;
   }
 }
