@@ -1,12 +1,9 @@
 // What one execution of a guest produced, as stored in the invocation ledger and sent on the wire.
 // Pure data and conversions; the sandbox's own outcome type is translated once, here.
 import type { SandboxOutcome } from './sandbox.ts';
-import { isWireTrapKind, type InvokeReplyWire, type WireTrapKind } from './wire.ts';
+import { isWireTrapKind, type InvokeOutcome, type InvokeReplyWire, type WireTrapKind } from './wire.ts';
 
-export type InvocationOutcome =
-  | { readonly kind: 'output'; readonly outputJson: string }
-  | { readonly kind: 'rejected'; readonly reason: string }
-  | { readonly kind: 'trap'; readonly trap: WireTrapKind; readonly message: string };
+export type InvocationOutcome = InvokeOutcome;
 
 export interface InvocationResult {
   readonly outcome: InvocationOutcome;

@@ -38,6 +38,12 @@ export type WireTrapKind = (typeof TRAP_KINDS)[number];
 export const isWireTrapKind = (value: string): value is WireTrapKind =>
   (TRAP_KINDS as readonly string[]).includes(value);
 
+/** What one invocation produced, as both processes see it (the runner stores it, the client returns it). */
+export type InvokeOutcome =
+  | { readonly kind: 'output'; readonly outputJson: string }
+  | { readonly kind: 'rejected'; readonly reason: string }
+  | { readonly kind: 'trap'; readonly trap: WireTrapKind; readonly message: string };
+
 /** uint64 fields: accepted on encode as number or decimal string, always decoded as a decimal string. */
 type Uint64 = string;
 type Uint64Input = string | number;

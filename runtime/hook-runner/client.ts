@@ -3,7 +3,7 @@
 import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import {
   isWireTrapKind, loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods,
-  type InvokeReplyWire, type WireTrapKind,
+  type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
 import { isServiceError, toSluiceError, unavailable } from './runner-errors.ts';
 
@@ -33,10 +33,7 @@ export interface InvokeInput {
   readonly simulate?: boolean;
 }
 
-export type InvokeOutcome =
-  | { readonly kind: 'output'; readonly outputJson: string }
-  | { readonly kind: 'rejected'; readonly reason: string }
-  | { readonly kind: 'trap'; readonly trap: WireTrapKind; readonly message: string };
+export type { InvokeOutcome } from '../../hook-runner/wire.ts';
 
 export interface InvokeResult {
   readonly outcome: InvokeOutcome;
