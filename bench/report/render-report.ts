@@ -106,5 +106,6 @@ function number(value: number | undefined): string {
 
 function ms(value: number | undefined): string {
   if (value === undefined) return '';
-  return value >= 100 ? value.toFixed(0) : value.toFixed(2);
+  // Three decimals below 1 ms: WASM calls take tens of microseconds.
+  return value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(2) : value.toFixed(3);
 }

@@ -11,11 +11,7 @@ interface PlannedScenario {
 }
 
 const PLANNED: readonly PlannedScenario[] = [
-  { name: 'e2e', title: 'End to end: webhook -> run completed -> live update received', unit: 'runs/s', plan: 'webhook in, one-step run, RunUpdate received on a live room' },
-  { name: 'wasm-invoke', title: 'WASM custom action invoke latency (hook-runner over gRPC)', unit: 'invokes/s', plan: 'Invoke of an approved module with fuel and memory limits' },
   { name: 'fan-out', title: 'Live fan-out: run updates to many WebSocket subscribers', unit: 'messages/s', plan: 'one room, many subscribers, binary protobuf frames' },
-  { name: 'recovery', title: 'Recovery after kill -9: time until unfinished runs resume', unit: 'runs/s', plan: 'SIGKILL under load, restart on the same data dir' },
-  { name: 'fairness', title: 'Fairness: a quiet tenant\'s latency while another floods', unit: 'runs/s', plan: 'two tenants, one flooding, round-robin admission' },
 ];
 
 function plannedScenario(planned: PlannedScenario): Scenario {

@@ -1,0 +1,80 @@
+// `sluice serve` for the run scenarios: started through the harness (own process group, stopped at the
+// end) behind `sh -c 'echo $$ >pidfile; exec …'`, so the bench knows the pid and can SIGKILL it.
+
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ServerChild } from '../../harness/children.ts';
+import type { ScenarioContext } from '../../scenario.ts';
+
+export interface SluiceRuntime {
+  readonly baseUrl: string;
+  readonly port: number;
+  readonly adminToken: string;
+  readonly dataDir: string;
+  /** CPU seconds (user + system) the runtime process has used so far, from /proc; undefined elsewhere. */
+  cpuSeconds(): number | undefined;
+  /** kill -9 of the runtime's process group; resolves once the process is gone. */
+  kill(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts the runtime on `dataDir` (a fresh one when omitted); the same admin token works across restarts. */
+export async function startSluice(context: ScenarioContext, options: { dataDir?: string; adminToken?: string; label?: string } = {}): Promise<SluiceRuntime> {
+  const dataDir = options.dataDir ?? context.tempDirs.make('sluice');
+  const adminToken = options.adminToken ?? randomBytes(24).toString('hex');
+  const pidFile = join(context.tempDirs.make('pid'), 'sluice.pid');
+  // A bench-only profiling knob, read when the runtime starts: `--cpu-prof` into that directory.
+  const profileDir = process.env['SLUICE_BENCH_CPU_PROF'];
+  const node = [...(profileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profileDir]), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn'];
+  // `exec` keeps the shell's pid, which leads the process group the harness created.
+  const script = `echo $$ > '${pidFile}'; exec '${process.execPath}' ${node.map((a) => `'${a}'`).join(' ')}`;
+  const server: ServerChild = await context.children.startServer({
+    name: options.label ?? 'sluice serve',
+    command: '/bin/sh',
+    args: ['-c', script],
+    cwd: context.repoRoot,
+    timeoutMs: 120_000,
+  });
+  const pid = Number(readFileSync(pidFile, 'utf8').trim());
+  return {
+    baseUrl: server.baseUrl,
+    port: server.port,
+    adminToken,
+    dataDir,
+    cpuSeconds: () => processCpuSeconds(pid),
+    kill: async () => {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        return;
+      }
+      const deadline = Date.now() + 10_000;
+      while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      // The harness still reaps it: stop() on an exited child returns at once.
+      await server.stop();
+    },
+    stop: () => server.stop(),
+  };
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** utime + stime (fields 14 and 15 of /proc/<pid>/stat, in clock ticks of 1/100 s on Linux). */
+function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[0] is field 3 (state): utime is field 14, stime field 15.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
