@@ -108,7 +108,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   await engine.recover();
 
   const pruneTimer = setInterval(() => {
-    inbox.pruneAll(clock.now()).catch((error: unknown) => logger.error('inbox prune failed', { error: String(error) }));
+    inbox.prune(clock.now()).catch((error: unknown) => logger.error('inbox prune failed', { error: String(error) }));
   }, Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))));
   pruneTimer.unref();
   logger.debug('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt) });

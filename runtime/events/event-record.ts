@@ -24,12 +24,6 @@ export interface StoredEvent {
   readonly replay_skip_side_effects: boolean;
 }
 
-/** What the ledger stores under [orgId, eventId]: the event and its recording, one record. */
-export interface EventRecord {
-  readonly event: StoredEvent;
-  readonly recording: Recording | null;
-}
-
 /** Bounded evidence of the request that created an event; secrets and signatures are redacted. */
 export interface Recording {
   readonly method: string;

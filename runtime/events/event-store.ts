@@ -6,7 +6,7 @@ import type { Inbox } from '../inbox/inbox.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/open-ledger.ts';
 import type { Environment } from '../sources/source-record.ts';
-import type { EventRecord, Recording, StoredEvent } from './event-record.ts';
+import type { Recording, StoredEvent } from './event-record.ts';
 
 /**
  * Called inside the storing transaction; writes what the event causes (its runs). May return a
@@ -105,10 +105,10 @@ export class EventStore {
    * the transaction that completes the step that produced them.
    */
   writeWithin(event: StoredEvent, recording: Recording | null): Array<() => void> {
-    const { events, eventsByTime } = this.#ledger;
-    const record: EventRecord = { event, recording };
-    events.put([event.org_id, event.id], record);
+    const { events, eventsByTime, recordings } = this.#ledger;
+    events.put([event.org_id, event.id], event);
     eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
+    if (recording !== null) recordings.put([event.org_id, event.id], recording);
     const afterCommit: Array<() => void> = [];
     for (const react of this.#reactors) {
       const then = react(event);
@@ -118,7 +118,7 @@ export class EventStore {
   }
 
   get(orgId: string, eventId: string): StoredEvent | undefined {
-    return (this.#ledger.events.get([orgId, eventId]) as EventRecord | undefined)?.event;
+    return this.#ledger.events.get([orgId, eventId]) as StoredEvent | undefined;
   }
 
   /** The event if it exists in that environment; 404 otherwise (environments never leak into each other). */
@@ -129,7 +129,7 @@ export class EventStore {
   }
 
   recording(orgId: string, eventId: string): Recording | undefined {
-    return (this.#ledger.events.get([orgId, eventId]) as EventRecord | undefined)?.recording ?? undefined;
+    return this.#ledger.recordings.get([orgId, eventId]) as Recording | undefined;
   }
 
   /** Newest first within one org and environment; `cursor` continues after the last event of a page. */

@@ -15,12 +15,16 @@ export interface Ledger {
   readonly apiKeysByOrg: Database;
   /** [orgId, sourceName] -> SourceRecord */
   readonly sources: Database;
-  /** [orgId, eventId] -> EventRecord: the event with its bounded request recording (one record per event). */
+  /** [orgId, eventId] -> StoredEvent */
   readonly events: Database;
   /** [orgId, environment, receivedAtMs, eventId] -> null (time-ordered paging) */
   readonly eventsByTime: Database;
-  /** [orgId, sourceName, providerEventId] -> InboxClaim (pruned by a periodic scan, no time index) */
+  /** [orgId, sourceName, providerEventId] -> InboxClaim */
   readonly inbox: Database;
+  /** [claimedAtMs, orgId, sourceName, providerEventId] -> null (pruning order) */
+  readonly inboxByTime: Database;
+  /** [orgId, eventId] -> Recording */
+  readonly recordings: Database;
   /** Opens a further named database in the same environment (runs, workflows, ... add theirs here). */
   openDatabase(name: string): Database;
   close(): Promise<void>;
@@ -42,6 +46,8 @@ export function openLedger(dataDir: string): Ledger {
     events: db('events'),
     eventsByTime: db('events-by-time'),
     inbox: db('inbox'),
+    inboxByTime: db('inbox-by-time'),
+    recordings: db('recordings'),
     openDatabase: db,
     close: async () => {
       await root.flushed;
