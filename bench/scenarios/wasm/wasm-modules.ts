@@ -4,30 +4,12 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import wabtInit from 'wabt';
 import { createGuestEnvelope } from '../../../hook-runner/envelope.ts';
 import type { ActionId, ModuleDigest } from '../../../hook-runner/requests.ts';
 import type { ScenarioContext } from '../../scenario.ts';
+// The same guests the hook-runner tests use: one echo and one endless loop for the whole repo.
+import { assembleWat, ECHO_WAT, HOSTILE_WAT } from '../../../test/helpers/hook-runner-wat.ts';
 import type { WasmModuleSpec } from './wasm-protocol.ts';
-
-/** Echoes its input envelope: an `alloc` bump allocator (fresh bytes are zero, so the input ends in NUL). */
-const ECHO_WAT = `(module (memory (export "memory") 1)
-  (global $bump (mut i32) (i32.const 1024))
-  (func (export "alloc") (param $len i32) (result i32)
-    (local $p i32) (local $end i32)
-    (local.set $p (global.get $bump))
-    (local.set $end (i32.add (local.get $p) (i32.add (local.get $len) (i32.const 1))))
-    (block $ok
-      (loop $grow
-        (br_if $ok (i32.le_u (local.get $end) (i32.mul (memory.size) (i32.const 65536))))
-        (if (i32.eq (memory.grow (i32.const 1)) (i32.const -1)) (then (unreachable)))
-        (br $grow)))
-    (global.set $bump (local.get $end))
-    (local.get $p))
-  (func (export "execute") (param $ptr i32) (param $len i32) (result i32) (local.get $ptr)))`;
-
-const LOOP_WAT = `(module (memory (export "memory") 1)
-  (func (export "execute") (param i32 i32) (result i32) (loop $forever (br $forever)) (i32.const 0)))`;
 
 /** The README's sample order: the scorer reads every field of it. */
 const SAMPLE_ORDER_JSON = JSON.stringify({
@@ -43,17 +25,6 @@ const SAMPLE_ORDER_JSON = JSON.stringify({
 export interface WasmGuests {
   readonly modules: readonly WasmModuleSpec[];
   readonly loopFile: string;
-}
-
-async function assemble(text: string): Promise<Uint8Array> {
-  const wabt = await wabtInit();
-  const module = wabt.parseWat('bench.wat', text);
-  try {
-    module.validate();
-    return new Uint8Array(module.toBinary({}).buffer);
-  } finally {
-    module.destroy();
-  }
 }
 
 /** The envelope the hook-runner builds for this module (no secrets, no permissions), byte for byte. */
@@ -73,11 +44,11 @@ function moduleSpec(name: WasmModuleSpec['name'], file: string, bytes: Uint8Arra
 /** Writes the modules into a fresh temp dir; the scorer is built from the kit (AssemblyScript, from npm). */
 export async function prepareGuests(context: ScenarioContext): Promise<WasmGuests> {
   const dir = context.tempDirs.make('wasm-modules');
-  const echo = await assemble(ECHO_WAT);
+  const echo = await assembleWat('echo', ECHO_WAT);
   const echoFile = join(dir, 'echo.wasm');
   writeFileSync(echoFile, echo);
   const loopFile = join(dir, 'loop.wasm');
-  writeFileSync(loopFile, await assemble(LOOP_WAT));
+  writeFileSync(loopFile, await assembleWat('loop', HOSTILE_WAT.loop));
 
   const output = await context.children.runToEnd({
     name: 'kits/build.mjs assemblyscript',
