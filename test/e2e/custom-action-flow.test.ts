@@ -102,6 +102,8 @@ test('webhook -> approved scorer -> projection + derived event -> second workflo
   const rows = await call(rt.url, 'GET', `/organizations/${ORG}/projections/order_risk?entity_type=order`, { token: key });
   assert.equal(rows.body.rows.length, 1, 're-processing the same order updates one row');
   assert.equal(rows.body.rows[0].status, 'approved');
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/projections/order_risk?status=approved`, { token: key })).body.rows.length, 1);
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/projections/order_risk?status=held_for_review`, { token: key })).body.rows.length, 0);
 });
 
 test('an unapproved action fails closed and its event lands in failed events', async () => {

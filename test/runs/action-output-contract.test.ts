@@ -61,6 +61,15 @@ test('a misspelled key is ordinary data; an entity-less projection is appended o
   const rows = await call(rt.url, 'GET', `/organizations/${ORG}/projections/audit_log`, { token: key });
   assert.equal(rows.body.rows.length, 2, 'one appended row per step');
   assert.ok(rows.body.rows.every((r: { entity_type: null; title: string }) => r.entity_type === null && r.title === 'seen'));
+  const first = await call(rt.url, 'GET', `/organizations/${ORG}/projections/audit_log?limit=1`, { token: key });
+  assert.equal(first.body.rows.length, 1);
+  assert.ok(first.body.next_cursor !== null, 'a full page points to the next one');
+  const second = await call(rt.url, 'GET', `/organizations/${ORG}/projections/audit_log?limit=1&cursor=${first.body.next_cursor}`, { token: key });
+  assert.equal(second.body.rows.length, 1);
+  assert.notEqual(second.body.rows[0].run_id, first.body.rows[0].run_id, 'the second page continues after the first');
+  const byStatus = await call(rt.url, 'GET', `/organizations/${ORG}/projections/audit_log?status=held`, { token: key });
+  assert.equal(byStatus.body.rows.length, 0, 'no row has that status');
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/projections/audit_log?cursor=junk`, { token: key })).status, 400);
 });
 
 test('a derived event that re-triggers its own workflow stops at depth 8', async () => {
