@@ -6,7 +6,7 @@ import { loadRuntimeConfig, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
 import { SluiceError } from './errors.ts';
 import { signCommand } from './sign-command.ts';
-import { runHookRunnerCommand } from '../hook-runner/command.ts';
+import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -85,7 +85,7 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'serve':
       return runServer(command, rest);
     case 'hook-runner':
-      return runHookRunnerCommand(rest, process.env);
+      return runStandaloneHookRunner(rest);
     case 'sign':
       process.stdout.write(`${signCommand(rest, Date.now())}\n`);
       return;
