@@ -95,7 +95,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ...apiKeyRoutes(context),
     ...sourceRoutes(context),
     ...eventRoutes(context),
-    ...workflowRoutes(context, workflows),
+    ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine),
     ...sandboxRoutes(context, updateLog, engine),
     ...replayRoutes(context, inbox, workflows),

@@ -8,7 +8,7 @@ import type { Organization } from '../tenancy/organizations.ts';
 import { expectRecord, readEnum, rejectUnknown, requirePresent } from '../workflows/input-fields.ts';
 import { parseWorkflowInput } from '../workflows/parse-workflow.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
-import type { Workflow } from '../workflows/workflow-types.ts';
+import type { Workflow, WorkflowDraft } from '../workflows/workflow-types.ts';
 import type { ApiContext } from './context.ts';
 import { environmentOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
@@ -20,7 +20,19 @@ const VERSION_NUMBER = /^[1-9]\d{0,14}$/;
 type ToggleAction = 'enable' | 'disable';
 const TOGGLE_ACTIONS: readonly ToggleAction[] = ['enable', 'disable'];
 
-export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore): Route[] {
+/** Refuses a draft whose custom_action steps name an action that does not exist in the org (422, naming the step). */
+function assertActionsExist(draft: WorkflowDraft, orgId: string, actionExists: (orgId: string, actionId: string) => boolean): void {
+  draft.steps.forEach((step, index) => {
+    if (step.type === 'custom_action' && !actionExists(orgId, step.action_id)) {
+      throw new InputError(422, 'unknown_custom_action', `Custom action "${step.action_id}" does not exist in this organization; upload it first.`, {
+        field: `steps[${index}].action_id`,
+      });
+    }
+  });
+}
+
+/** `actionExists` lets writes refuse custom_action steps naming unknown actions (runs would fail closed anyway). */
+export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, actionExists: (orgId: string, actionId: string) => boolean): Route[] {
   const base = '/organizations/:org_id/workflows';
   const one = `${base}/:workflow_id`;
   const orgFor = (request: HttpRequest, role: 'viewer' | 'developer'): Organization =>
@@ -42,6 +54,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore): Route
     for (let attempt = 1; ; attempt += 1) {
       const draft = parseWorkflowInput(body, current);
       assertSandboxAllowed(org, draft.environment);
+      assertActionsExist(draft, org.id, actionExists);
       try {
         const workflow = await workflows.update(org.id, current.id, draft, ctx.clock.now(), { ifVersion: current.version });
         return json(200, { workflow });
@@ -60,6 +73,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore): Route
         const org = orgFor(request, 'developer');
         const draft = parseWorkflowInput(parseJsonRequest(request));
         assertSandboxAllowed(org, draft.environment);
+        assertActionsExist(draft, org.id, actionExists);
         const { workflow, signingSecret } = await workflows.create(draft, org.id, ctx.clock.now());
         return json(201, { workflow, signing_secret: signingSecret });
       },

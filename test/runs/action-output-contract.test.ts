@@ -40,6 +40,16 @@ async function send(type: string, id: string): Promise<string> {
   return id;
 }
 
+test('a workflow naming a custom action that does not exist is refused at write time', async () => {
+  const answer = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, {
+    token: key,
+    json: { name: 'ghost', trigger_event: 'contract.ghost', steps: [{ type: 'delay', duration_ms: 5 }, { type: 'custom_action', action_id: 'act_doesnotexist00' }] },
+  });
+  assert.equal(answer.status, 422);
+  assert.equal(answer.body.error.code, 'unknown_custom_action');
+  assert.equal(answer.body.error.field, 'steps[1].action_id');
+});
+
 test('a reserved key of the wrong shape fails the step, naming the field in the reactions', async () => {
   await actionWorkflow('bad-shape', { projection: { name: 'risk', entity_type: 'Not Valid', entity_id: 'x' } }, 'contract.bad');
   const [reaction] = await settledReactions(await send('contract.bad', 'bad-1'));
