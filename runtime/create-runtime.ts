@@ -23,6 +23,7 @@ import { EventStore } from './events/event-store.ts';
 import { HttpServer } from './http/server.ts';
 import { Inbox } from './inbox/inbox.ts';
 import { hookRoutes } from './ingest/hook-routes.ts';
+import { IngestQuota } from './ingest/ingest-quota.ts';
 import { openLedger, type Ledger } from './ledger/open-ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -77,6 +78,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics };
   const startedAt = clock.now();
 
+  const quota = new IngestQuota(clock);
   let boundPort = 0;
   const updateLog = new UpdateLog(ledger, config.liveRetention);
   const server = new HttpServer({ logger, metrics });
@@ -94,14 +96,14 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
     ...apiKeyRoutes(context),
     ...sourceRoutes(context),
-    ...eventRoutes(context),
+    ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine),
     ...sandboxRoutes(context, updateLog, engine),
     ...replayRoutes(context, inbox, workflows),
     ...projectionRoutes(context, projections),
     ...customActionRoutes(context, actions, runner.client),
-    ...hookRoutes({ orgs, sources, events, clock, metrics }),
+    ...hookRoutes({ orgs, sources, events, clock, metrics, quota }),
   );
   const port = await server.listen(config.host, config.port);
   boundPort = port;

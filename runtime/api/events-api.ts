@@ -8,6 +8,7 @@ import { ENVIRONMENTS, EVENT_TYPE_PATTERN, type Environment } from '../sources/s
 import { summarizeRun } from '../runs/run-summary.ts';
 import { encodeCursor, environmentOf, parseCursor, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
 
@@ -30,7 +31,7 @@ const parseSend = createBodyParser<SendEventBody>({
   },
 });
 
-export function eventRoutes(ctx: ApiContext): Route[] {
+export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
   const base = '/organizations/:org_id/events';
   return [
     {
@@ -40,6 +41,7 @@ export function eventRoutes(ctx: ApiContext): Route[] {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const body = parseSend(parseJsonRequest(request));
         assertSandboxAllowed(org, body.environment ?? 'production');
+        quota.take(org);
         const nowMs = ctx.clock.now();
         const id = body.id ?? generateEventId(nowMs);
         const event: StoredEvent = {

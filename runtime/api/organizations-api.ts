@@ -4,7 +4,7 @@
 import { json, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
-import { DEFAULT_MAX_CONCURRENT_RUNS, ORG_ID_PATTERN, PLANS, type Organization, type Plan } from '../tenancy/organizations.ts';
+import { DEFAULT_MAX_CONCURRENT_RUNS, defaultIngestRate, ORG_ID_PATTERN, PLANS, type Organization, type Plan } from '../tenancy/organizations.ts';
 import { describeApiKey } from '../tenancy/api-keys.ts';
 import { isoAt, type ApiContext } from './context.ts';
 
@@ -13,6 +13,7 @@ interface CreateOrganizationBody {
   name: string;
   plan?: Plan;
   max_concurrent_runs?: number;
+  ingest_rate_per_second?: number | null;
 }
 
 const parseCreate = createBodyParser<CreateOrganizationBody>({
@@ -24,6 +25,7 @@ const parseCreate = createBodyParser<CreateOrganizationBody>({
     name: { type: 'string', minLength: 1, maxLength: 200 },
     plan: { type: 'string', enum: [...PLANS] },
     max_concurrent_runs: { type: 'integer', minimum: 1, maximum: 1000 },
+    ingest_rate_per_second: { type: ['integer', 'null'], minimum: 1, maximum: 1_000_000 },
   },
 });
 
@@ -35,6 +37,7 @@ const parseUpdate = createBodyParser<Partial<Omit<CreateOrganizationBody, 'id'>>
     name: { type: 'string', minLength: 1, maxLength: 200 },
     plan: { type: 'string', enum: [...PLANS] },
     max_concurrent_runs: { type: 'integer', minimum: 1, maximum: 1000 },
+    ingest_rate_per_second: { type: ['integer', 'null'], minimum: 1, maximum: 1_000_000 },
   },
 });
 
@@ -53,6 +56,7 @@ export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: str
           name: body.name,
           plan: body.plan ?? 'starter',
           max_concurrent_runs: body.max_concurrent_runs ?? DEFAULT_MAX_CONCURRENT_RUNS,
+          ingest_rate_per_second: body.ingest_rate_per_second === undefined ? defaultIngestRate(body.plan ?? 'starter') : body.ingest_rate_per_second,
           created_at: now,
         };
         const issued = ctx.apiKeys.issue(org.id, 'admin', now);

@@ -116,7 +116,11 @@ export class HttpServer {
       const body = error.toBody();
       return { status: 409, json: { error: { ...body.error, ...error.details } } };
     }
-    if (error instanceof SluiceError) return { status: error.status, json: error.toBody() };
+    if (error instanceof SluiceError) {
+      const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
+      const headers = typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) } : undefined;
+      return headers === undefined ? { status: error.status, json: error.toBody() } : { status: error.status, json: error.toBody(), headers };
+    }
     this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });
     return { status: 500, json: { error: { code: 'internal_error', message: 'An internal error occurred.' } } };
   }

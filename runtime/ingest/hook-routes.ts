@@ -13,6 +13,7 @@ import { validateEventPayload } from '../sources/event-schemas.ts';
 import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, type SourceRecord } from '../sources/source-record.ts';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
+import type { IngestQuota } from './ingest-quota.ts';
 import { verifyDelivery } from './verify-delivery.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
@@ -22,6 +23,7 @@ export interface HookRouteDeps {
   readonly events: EventStore;
   readonly clock: Clock;
   readonly metrics: RuntimeMetrics;
+  readonly quota: IngestQuota;
 }
 
 const eventTypePattern = new RegExp(EVENT_TYPE_PATTERN);
@@ -52,7 +54,10 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
 async function ingest(deps: HookRouteDeps, source: SourceRecord | undefined, request: HttpRequest): Promise<StoredEvent> {
   if (source === undefined) throw notFound('Organization or source');
   const org = deps.orgs.get(source.org_id);
-  if (org !== undefined) assertSandboxAllowed(org, source.environment);
+  if (org !== undefined) {
+    assertSandboxAllowed(org, source.environment);
+    deps.quota.take(org);
+  }
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'Webhook bodies must be JSON (Content-Type: application/json).');
   }

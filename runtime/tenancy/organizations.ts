@@ -8,6 +8,9 @@ import type { Ledger } from '../ledger/open-ledger.ts';
 export type Plan = 'starter' | 'pro' | 'enterprise';
 export const PLANS: readonly Plan[] = ['starter', 'pro', 'enterprise'];
 export const DEFAULT_MAX_CONCURRENT_RUNS = 4;
+
+/** Default ingest quota by plan: starter orgs are capped, paid plans are unlimited until set. */
+export const defaultIngestRate = (plan: Plan): number | null => (plan === 'starter' ? 100 : null);
 /** Org ids are URL path segments and key prefixes: lower-case ASCII, digits, `-` and `_`. */
 export const ORG_ID_PATTERN = '^[a-z0-9][a-z0-9_-]{0,63}$';
 
@@ -16,6 +19,8 @@ export interface Organization {
   readonly name: string;
   readonly plan: Plan;
   readonly max_concurrent_runs: number;
+  /** Events per second this org may ingest (webhooks + API); null means unlimited. */
+  readonly ingest_rate_per_second?: number | null;
   readonly created_at: string;
 }
 

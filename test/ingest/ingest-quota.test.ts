@@ -1,0 +1,50 @@
+// The per-tenant ingest quota: starter orgs default to 100 events/s, paid plans are unlimited until
+// set; over the quota webhooks and API events get 429 with Retry-After and nothing is stored.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
+
+const clock = new ManualClock(Date.UTC(2026, 10, 30, 10, 0, 0));
+const SECRET = `whsec_${Buffer.alloc(32, 13).toString('base64')}`;
+let rt: TestRuntime;
+before(async () => {
+  rt = await startRuntime({ clock });
+});
+after(async () => rt.close());
+
+test('plans set the default quota; the platform admin can change it', async () => {
+  await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-starter', 'starter');
+  await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-pro', 'pro');
+  const starter = await call(rt.url, 'GET', '/organizations/acct-q-starter', { token: ADMIN_TOKEN });
+  assert.equal(starter.body.organization.ingest_rate_per_second, 100);
+  const pro = await call(rt.url, 'GET', '/organizations/acct-q-pro', { token: ADMIN_TOKEN });
+  assert.equal(pro.body.organization.ingest_rate_per_second, null);
+  const bad = await call(rt.url, 'PATCH', '/organizations/acct-q-pro', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 0 } });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.field, 'ingest_rate_per_second');
+});
+
+test('over the quota: 429 with Retry-After for webhooks and API events, nothing stored, refilled by the clock', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q');
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 3 } })).status, 200);
+  await call(rt.url, 'POST', '/organizations/acct-q/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
+  const hook = (id: string) => {
+    const body = JSON.stringify({ type: 'q.x' });
+    return call(rt.url, 'POST', '/hooks/acct-q/in', { body, headers: signStandard(SECRET, id, Math.floor(clock.now() / 1000), body) });
+  };
+  assert.deepEqual([(await hook('m1')).status, (await hook('m2')).status], [204, 204]);
+  assert.equal((await call(rt.url, 'POST', '/organizations/acct-q/events', { token: key, json: { type: 'q.api', payload: {}, id: 'api-1' } })).status, 202);
+  const over = await hook('m3');
+  assert.equal(over.status, 429);
+  assert.equal(over.body.error.code, 'ingest_quota_exceeded');
+  assert.equal(over.headers.get('retry-after'), '1');
+  const overApi = await call(rt.url, 'POST', '/organizations/acct-q/events', { token: key, json: { type: 'q.api', payload: {}, id: 'api-2' } });
+  assert.equal(overApi.status, 429);
+  const listed = await call(rt.url, 'GET', '/organizations/acct-q/events', { token: key });
+  assert.equal(listed.body.events.length, 3, 'refused events were not stored');
+  clock.advance(1000);
+  assert.equal((await hook('m3')).status, 204, 'the provider retry after Retry-After is accepted');
+});
