@@ -7,6 +7,7 @@ import type { Clock } from '../clock.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
+import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 
 /**
@@ -38,8 +39,8 @@ export class LiveRooms {
   readonly #clock: Clock;
   readonly #orgs: OrganizationStore;
   readonly #sockets = new Set<WebSocket<SocketData>>();
-  /** Highest seq already handed to uWS per org; replays stop there so nothing is sent twice. */
-  readonly #published = new Map<string, number>();
+  /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
+  readonly #order: SeqOrder;
   readonly #heartbeat: NodeJS.Timeout;
 
   constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock) {
@@ -47,6 +48,7 @@ export class LiveRooms {
     this.#log = log;
     this.#clock = clock;
     this.#orgs = orgs;
+    this.#order = new SeqOrder((orgId) => log.firstIssued(orgId), (orgId, update) => this.#fanOut(orgId, update));
     app.ws<SocketData>('/organizations/:org_id/live', {
       maxPayloadLength: 4096,
       maxBackpressure: MAX_BACKPRESSURE,
@@ -86,14 +88,23 @@ export class LiveRooms {
     this.#heartbeat.unref();
   }
 
-  /** Fans durable updates out to subscribers; call only after the transaction holding them is flushed. */
+  /**
+   * Fans durable updates out to subscribers in seq order; call only after the write holding them is
+   * flushed. An update whose predecessor is not durable yet waits for it (at most GAP_GRACE_MS).
+   */
   publish(orgId: string, updates: readonly RunUpdate[]): void {
-    for (const update of updates) {
-      const frame = encodeLiveMessage({ run_update: update });
-      this.#app.publish(topicFor(orgId, update.environment, ''), frame, true);
-      this.#app.publish(topicFor(orgId, update.environment, update.run_id), frame, true);
-      if (update.seq > (this.#published.get(orgId) ?? 0)) this.#published.set(orgId, update.seq);
-    }
+    this.#order.offer(orgId, updates);
+  }
+
+  /** Stops waiting for missing seqs now (tests; production waits GAP_GRACE_MS). */
+  releaseGaps(): void {
+    this.#order.releaseGaps();
+  }
+
+  #fanOut(orgId: string, update: RunUpdate): void {
+    const frame = encodeLiveMessage({ run_update: update });
+    this.#app.publish(topicFor(orgId, update.environment, ''), frame, true);
+    this.#app.publish(topicFor(orgId, update.environment, update.run_id), frame, true);
   }
 
   get subscriberCount(): number {
@@ -102,11 +113,12 @@ export class LiveRooms {
 
   close(): void {
     clearInterval(this.#heartbeat);
+    this.#order.close();
     for (const ws of [...this.#sockets]) ws.end(1001, 'server shutting down');
   }
 
   #publishedSeq(orgId: string): number {
-    return this.#published.get(orgId) ?? this.#log.lastSeq(orgId);
+    return this.#order.emitted(orgId) || this.#log.firstIssued(orgId) - 1;
   }
 
   #onMessage(ws: WebSocket<SocketData>, bytes: Uint8Array, isBinary: boolean): void {

@@ -17,6 +17,7 @@ export class UpdateLog {
    * batches, not only serialized transactions), so it must not re-read LMDB: a gap after a write
    * whose condition failed is allowed, a repeated seq is not. Primed from LMDB on first use. */
   readonly #issued = new Map<string, number>();
+  readonly #firstIssued = new Map<string, number>();
 
   constructor(ledger: Ledger, retention: number) {
     this.#updates = ledger.openDatabase('live-updates');
@@ -28,11 +29,17 @@ export class UpdateLog {
   append(orgId: string, update: NewRunUpdate): RunUpdate {
     const seq = (this.#issued.get(orgId) ?? this.lastSeq(orgId)) + 1;
     this.#issued.set(orgId, seq);
+    if (!this.#firstIssued.has(orgId)) this.#firstIssued.set(orgId, seq);
     const stored: RunUpdate = { ...update, seq };
     this.#counters.put([orgId], seq);
     this.#updates.put([orgId, seq], stored);
     if (seq > this.#retention) this.#updates.remove([orgId, seq - this.#retention]);
     return stored;
+  }
+
+  /** The first seq this process handed out for the org (everything before it was durable at boot). */
+  firstIssued(orgId: string): number {
+    return this.#firstIssued.get(orgId) ?? this.lastSeq(orgId) + 1;
   }
 
   lastSeq(orgId: string): number {

@@ -114,6 +114,28 @@ test('an invalid ClientMessage closes that socket with 1002 and affects nobody e
   good.close();
 });
 
+test('updates that become durable out of order are still delivered in seq order', async () => {
+  const { ledger, updateLog, rooms } = rt.runtime;
+  const client = await connectLive(rt.url, 'acct-live', { token: key });
+  const write = (u: NewRunUpdate) => durably(ledger.root, ledger.root.transaction(() => updateLog.append('acct-live', u)));
+  const first = await write(update('run-order', 'running'));
+  const second = await write(update('run-order', 'completed'));
+  rooms.publish('acct-live', [second]);
+  rooms.publish('acct-live', [first]);
+  await client.waitFor(() => client.updates().filter((u) => u.run_id === 'run-order').length === 2, 'both updates');
+  assert.deepEqual(client.updates().filter((u) => u.run_id === 'run-order').map((u) => u.seq), [first.seq, second.seq]);
+
+  // A seq whose write never became durable holds later ones back only until the gap is released.
+  await write(update('run-lost', 'running'));
+  const after = await write(update('run-gap', 'running'));
+  rooms.publish('acct-live', [after]);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.ok(!client.updates().some((u) => u.run_id === 'run-gap'), 'held back behind the missing seq');
+  rooms.releaseGaps();
+  await client.waitFor(() => client.updates().some((u) => u.run_id === 'run-gap'), 'released after the gap');
+  client.close();
+});
+
 test('a consumer that stops reading is closed instead of buffering without bound', async () => {
   const slow = await connectLive(rt.url, 'acct-live', { token: key });
   const fast = await connectLive(rt.url, 'acct-live', { token: key });
