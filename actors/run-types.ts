@@ -84,14 +84,8 @@ export interface RunError {
   readonly reason: RunFailureReason;
 }
 
-export interface RunContext {
-  readonly orgId: OrgId;
-  readonly runId: RunId;
-  readonly eventId: EventId;
-  readonly workflowId: WorkflowId;
-  readonly workflowVersion: number;
-  readonly environment: Environment;
-  readonly skipSideEffects: boolean;
+/** The run's input (same identity fields, same meaning) plus its progress. */
+export interface RunContext extends Omit<RunInput, 'steps'> {
   readonly steps: readonly StepRecord[];
   /** Index of the first step that is not finished; equals `steps.length` when all are. */
   readonly currentIndex: number;
@@ -103,7 +97,6 @@ export interface RunContext {
   readonly wakeAt: number | null;
   readonly error: RunError | null;
   readonly cancelReason: string | null;
-  readonly createdAt: number;
   /** `at` of the last accepted event: the run's only notion of "now". */
   readonly updatedAt: number;
 }

@@ -4,6 +4,7 @@
 import { ConflictError, notFound } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import { durably } from '../ledger/durable-write.ts';
+import { pageByTime } from '../ledger/page-by-time.ts';
 import type { Ledger } from '../ledger/open-ledger.ts';
 import type { Environment } from '../sources/source-record.ts';
 import type { Recording, StoredEvent } from './event-record.ts';
@@ -27,7 +28,6 @@ export interface EventPage {
   readonly nextCursor: [number, string] | null;
 }
 
-const MAX_SCAN_PER_PAGE = 20_000;
 
 const duplicateError = (originalEventId: string): ConflictError =>
   new ConflictError('duplicate_event', 'This event was already received.', { original_event_id: originalEventId });
@@ -134,20 +134,11 @@ export class EventStore {
 
   /** Newest first within one org and environment; `cursor` continues after the last event of a page. */
   list(orgId: string, environment: Environment, options: { type?: string; limit: number; cursor?: [number, string] }): EventPage {
-    const start = options.cursor === undefined ? [orgId, environment, Number.MAX_SAFE_INTEGER] : [orgId, environment, ...options.cursor];
-    const found: StoredEvent[] = [];
-    let scanned = 0;
-    let last: [number, string] | undefined;
-    for (const key of this.#ledger.eventsByTime.getKeys({ start, end: [orgId, environment], reverse: true })) {
-      const [, , at, id] = key as [string, string, number, string];
-      if (options.cursor !== undefined && at === options.cursor[0] && id === options.cursor[1]) continue;
-      last = [at, id];
-      scanned++;
+    const page = pageByTime(this.#ledger.eventsByTime, [orgId, environment], options.limit, options.cursor, (id) => {
       const event = this.get(orgId, id);
-      if (event !== undefined && (options.type === undefined || event.type === options.type)) found.push(event);
-      if (found.length >= options.limit || scanned >= MAX_SCAN_PER_PAGE) break;
-    }
-    const more = last !== undefined && (found.length >= options.limit || scanned >= MAX_SCAN_PER_PAGE);
-    return { events: found, nextCursor: more && last !== undefined ? last : null };
+      return event !== undefined && (options.type === undefined || event.type === options.type) ? event : undefined;
+    });
+    return { events: page.items, nextCursor: page.next };
   }
+
 }

@@ -7,6 +7,7 @@ import { asRunId, type EventId, type OrgId, type RunId } from '../../actors/ids.
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunStateName } from '../../actors/run-types.ts';
 import type { Ledger } from '../ledger/open-ledger.ts';
+import { pageByTime } from '../ledger/page-by-time.ts';
 
 /** States with work still to come: the set boot recovery walks. `failed` waits for a person. */
 const UNFINISHED: ReadonlySet<RunStateName> = new Set(['queued', 'running', 'backoff', 'delaying']);
@@ -83,23 +84,14 @@ export class RunStore {
     environment: string,
     filter: { state?: string; workflowId?: string; limit: number; cursor?: [number, string] },
   ): { runs: PersistedRun[]; nextCursor: [number, string] | null } {
-    const start = filter.cursor === undefined ? [orgId, environment, Number.MAX_SAFE_INTEGER] : [orgId, environment, ...filter.cursor];
-    const runs: PersistedRun[] = [];
-    let last: [number, string] | null = null;
-    let scanned = 0;
-    for (const key of this.#byTime.getKeys({ start, end: [orgId, environment], reverse: true })) {
-      const [, , at, runId] = key as [string, string, number, string];
-      if (filter.cursor !== undefined && at === filter.cursor[0] && runId === filter.cursor[1]) continue;
-      last = [at, runId];
-      scanned++;
+    const page = pageByTime(this.#byTime, [orgId, environment], filter.limit, filter.cursor, (runId) => {
       const run = this.get(orgId, runId);
-      if (run !== undefined && (filter.state === undefined || run.value === filter.state) && (filter.workflowId === undefined || run.context.workflowId === filter.workflowId)) {
-        runs.push(run);
-      }
-      if (runs.length >= filter.limit || scanned >= 20_000) break;
-    }
-    return { runs, nextCursor: runs.length >= filter.limit || scanned >= 20_000 ? last : null };
+      const matches = run !== undefined && (filter.state === undefined || run.value === filter.state) && (filter.workflowId === undefined || run.context.workflowId === filter.workflowId);
+      return matches ? run : undefined;
+    });
+    return { runs: page.items, nextCursor: page.next };
   }
+
 
   /** Events with at least one failed run, newest failure first, with those runs. */
   failedEvents(orgId: string, environment: string, limit: number): Array<{ eventId: EventId; runs: PersistedRun[] }> {
