@@ -12,7 +12,7 @@ import type { RuntimeMetrics } from '../metrics.ts';
 import { validateEventPayload } from '../sources/event-schemas.ts';
 import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, type SourceRecord } from '../sources/source-record.ts';
 import type { SourceStore } from '../sources/source-store.ts';
-import type { OrganizationStore } from '../tenancy/organizations.ts';
+import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
 import type { IngestQuota } from './ingest-quota.ts';
 import { verifyDelivery } from './verify-delivery.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
@@ -29,14 +29,17 @@ export interface HookRouteDeps {
 const eventTypePattern = new RegExp(EVENT_TYPE_PATTERN);
 
 export function hookRoutes(deps: HookRouteDeps): Route[] {
-  const lookup = (params: Readonly<Record<string, string>>): SourceRecord | undefined =>
-    deps.orgs.get(params.org_id ?? '') === undefined ? undefined : deps.sources.get(params.org_id ?? '', params.source ?? '');
+  const lookup = (params: Readonly<Record<string, string>>): Target | undefined => {
+    const org = deps.orgs.get(params.org_id ?? '');
+    const source = org === undefined ? undefined : deps.sources.get(org.id, params.source ?? '');
+    return source === undefined || org === undefined ? undefined : { org, source };
+  };
   return [
     {
       method: 'POST',
       pattern: '/hooks/:org_id/:source',
       metricName: 'ingest',
-      bodyLimit: (params) => lookup(params)?.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
+      bodyLimit: (params) => lookup(params)?.source.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
       handler: async (request) => {
         try {
           const event = await ingest(deps, lookup(request.params), request);
@@ -51,13 +54,17 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
   ];
 }
 
-async function ingest(deps: HookRouteDeps, source: SourceRecord | undefined, request: HttpRequest): Promise<StoredEvent> {
-  if (source === undefined) throw notFound('Organization or source');
-  const org = deps.orgs.get(source.org_id);
-  if (org !== undefined) {
-    assertSandboxAllowed(org, source.environment);
-    deps.quota.take(org);
-  }
+/** The org and source a hook path names, read once per request. */
+interface Target {
+  readonly org: Organization;
+  readonly source: SourceRecord;
+}
+
+async function ingest(deps: HookRouteDeps, target: Target | undefined, request: HttpRequest): Promise<StoredEvent> {
+  if (target === undefined) throw notFound('Organization or source');
+  const { org, source } = target;
+  assertSandboxAllowed(org, source.environment);
+  deps.quota.take(org);
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'Webhook bodies must be JSON (Content-Type: application/json).');
   }
