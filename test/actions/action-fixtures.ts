@@ -2,7 +2,7 @@
 // sent with fetch + FormData (as any client would), and API keys of each role.
 
 import type { CallResult } from '../helpers/http.ts';
-import { call } from '../helpers/http.ts';
+import { call, readResult } from '../helpers/http.ts';
 import { assembleWat, constantWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
 
 export interface ActionModules {
@@ -41,15 +41,7 @@ export async function upload(baseUrl: string, path: string, token: string, field
     if (typeof value === 'string') form.append(name, value);
     else form.append(name, new Blob([value], { type: 'application/wasm' }), `${name}.wasm`);
   }
-  const response = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
-  const text = await response.text();
-  let body: unknown;
-  try {
-    body = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: response.status, headers: response.headers, body, text };
+  return readResult(await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form }));
 }
 
 /** A new API key of `role` in `orgId` (its secret and its id), issued with that org's admin key. */

@@ -27,6 +27,11 @@ export async function call(baseUrl: string, method: string, path: string, option
     headers['content-type'] ??= 'application/json';
   }
   const response = await fetch(`${baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  return readResult(response);
+}
+
+/** Status, headers, text and parsed JSON (undefined when the body is empty or not JSON) of a fetch answer. */
+export async function readResult(response: Response): Promise<CallResult> {
   const text = await response.text();
   let parsed: unknown;
   try {
