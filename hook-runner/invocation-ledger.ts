@@ -30,10 +30,14 @@ const assertSameAction = (claim: InvocationClaim, other: { actionId: string; dig
   if (claim.actionId !== other.actionId || claim.digest !== other.digest) throw new IdempotencyKeyReusedError();
 };
 
+const larger = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+
 export class InvocationLedger {
   readonly #store: RunnerStore;
   readonly #now: () => number;
   readonly #inFlight = new Map<string, InFlight>();
+  /** Fences admitted in this process and not yet committed, per (org, run); checked with the committed ones. */
+  readonly #admitted = new Map<string, bigint>();
 
   constructor(store: RunnerStore, now: () => number) {
     this.#store = store;
@@ -42,23 +46,29 @@ export class InvocationLedger {
 
   /**
    * Runs `execute` at most once per (org, idempotency key), in this order:
-   * 1. refuse a fence lower than the run's highest (StaleFenceError); a higher one is recorded durably;
+   * 1. refuse a fence lower than the highest committed or admitted for the run (StaleFenceError);
    * 2. a completed key answers its stored result (`replayed`), without executing;
    * 3. a key executing right now is joined: the caller waits for that execution (`replayed`);
-   * 4. otherwise execute, then record the result durably before answering.
-   * Every answer is given only after the writes it depends on are flushed. A failed `execute`
-   * (a thrown error, not a trap) records nothing, so the next attempt runs again.
+   * 4. otherwise execute, then commit the result and the run's fence in one transaction and answer
+   *    once it is flushed: one fsync per call, shared with concurrent calls (group commit).
+   * A fence becomes durable with the write that answers its call. A crash during an execution
+   * forgets that fence, which is harmless: nobody saw an answer, and a guest run is a pure
+   * function (no imports, DESIGN 6.5), so a re-run under any fence yields the same result.
+   * A failed `execute` (a thrown error, not a trap) records only the fence, so the next attempt runs again.
    */
   async run(claim: InvocationClaim, execute: () => Promise<InvocationResult>): Promise<LedgerAnswer> {
-    await this.#admitFence(claim);
+    this.#admitFence(claim);
     const key: InvocationKey = [claim.orgId, claim.idempotencyKey];
     const slot = `${claim.orgId}\0${claim.idempotencyKey}`;
     // From here to registering the execution there is no await: the read, the in-flight check and
     // the registration are atomic, and an execution leaves the map only after its record committed.
     const completed = this.#store.invocations.get(key);
     if (completed !== undefined) {
-      assertSameAction(claim, completed);
-      await this.#store.flushed();
+      try {
+        assertSameAction(claim, completed);
+      } finally {
+        await this.#commit(claim, () => undefined);
+      }
       return { result: { outcome: completed.outcome, fuelUsed: completed.fuelUsed }, replayed: true };
     }
     const running = this.#inFlight.get(slot);
@@ -81,31 +91,50 @@ export class InvocationLedger {
     return this.#inFlight.get(`${orgId}\0${idempotencyKey}`)?.joined;
   }
 
-  /** The highest fence recorded for a run, if any (for diagnostics and tests). */
+  /** The highest fence committed for a run, if any (for diagnostics and tests). */
   highestFence(orgId: string, runId: string): bigint | undefined {
     const stored = this.#store.fences.get([orgId, runId]);
     return stored === undefined ? undefined : BigInt(stored);
   }
 
-  async #admitFence(claim: InvocationClaim): Promise<void> {
-    const fenceKey: FenceKey = [claim.orgId, claim.runId];
-    const seen = this.highestFence(claim.orgId, claim.runId);
-    // Fences only grow, so a committed value at or above ours decides without a write transaction.
-    if (seen !== undefined && seen > claim.fence) throw new StaleFenceError(claim.fence, seen);
-    if (seen === claim.fence) return;
-    const fences = this.#store.fences;
-    const highest = await this.#store.durable(fences.transaction(() => {
-      const stored = fences.get(fenceKey);
-      const current = stored === undefined ? 0n : BigInt(stored);
-      if (current >= claim.fence) return current;
-      fences.putSync(fenceKey, claim.fence.toString());
-      return claim.fence;
-    }));
+  /** Refuses a stale fence at once, without a write: fences only grow, in memory and on disk. */
+  #admitFence(claim: InvocationClaim): void {
+    const runSlot = `${claim.orgId}\0${claim.runId}`;
+    const admitted = this.#admitted.get(runSlot) ?? 0n;
+    const highest = larger(this.highestFence(claim.orgId, claim.runId) ?? 0n, admitted);
     if (highest > claim.fence) throw new StaleFenceError(claim.fence, highest);
+    if (claim.fence > highest) this.#admitted.set(runSlot, claim.fence);
+  }
+
+  /**
+   * One flushed transaction: `write`, plus the run's highest admitted fence when it is above the
+   * stored one. Afterwards the in-memory entry is dropped unless a higher fence arrived meanwhile.
+   */
+  async #commit(claim: InvocationClaim, write: () => void): Promise<void> {
+    const fences = this.#store.fences;
+    const fenceKey: FenceKey = [claim.orgId, claim.runId];
+    const runSlot = `${claim.orgId}\0${claim.runId}`;
+    const recorded = await this.#store.durable(
+      fences.transaction(() => {
+        write();
+        const stored = fences.get(fenceKey);
+        const current = stored === undefined ? 0n : BigInt(stored);
+        const highest = larger(current, larger(claim.fence, this.#admitted.get(runSlot) ?? 0n));
+        if (highest > current) fences.putSync(fenceKey, highest.toString());
+        return highest;
+      }),
+    );
+    if ((this.#admitted.get(runSlot) ?? 0n) <= recorded) this.#admitted.delete(runSlot);
   }
 
   async #executeAndRecord(claim: InvocationClaim, key: InvocationKey, execute: () => Promise<InvocationResult>): Promise<InvocationResult> {
-    const result = await execute();
+    let result: InvocationResult;
+    try {
+      result = await execute();
+    } catch (error) {
+      await this.#commit(claim, () => undefined);
+      throw error;
+    }
     const record: InvocationRecord = {
       actionId: claim.actionId,
       digest: claim.digest,
@@ -114,7 +143,7 @@ export class InvocationLedger {
       fuelUsed: result.fuelUsed,
       completedAtMs: this.#now(),
     };
-    await this.#store.durable(this.#store.invocations.put(key, record));
+    await this.#commit(claim, () => this.#store.invocations.putSync(key, record));
     return result;
   }
 }

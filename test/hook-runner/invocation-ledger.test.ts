@@ -88,11 +88,30 @@ describe('invocation ledger', () => {
     for (const answer of settled) assert.deepEqual(answer.result.outcome, { kind: 'output', outputJson: '{"call":1}' });
   });
 
-  it('records nothing when execute throws, so the next attempt runs', async () => {
-    await assert.rejects(ledger.run(claim(), () => Promise.reject(new Error('host failure'))), /host failure/);
+  it('records no result when execute throws, so the next attempt runs; the fence is kept', async () => {
+    await assert.rejects(ledger.run(claim({ fence: 2n }), () => Promise.reject(new Error('host failure'))), /host failure/);
+    assert.equal(ledger.highestFence('org_a', 'run_1'), 2n);
     const retry = counter();
-    assert.equal((await ledger.run(claim(), retry.execute)).replayed, false);
+    assert.equal((await ledger.run(claim({ fence: 2n }), retry.execute)).replayed, false);
     assert.equal(retry.calls, 1);
+    await assert.rejects(ledger.run(claim({ fence: 1n }), retry.execute), StaleFenceError);
+  });
+
+  it('refuses a lower fence while a higher one is still executing, before anything is committed', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const running = ledger.run(claim({ fence: 6n }), async () => {
+      await gate;
+      return { outcome: { kind: 'output', outputJson: '{}' }, fuelUsed: 1 };
+    });
+    // The fence is not on disk yet: it commits with the result, in one flushed write.
+    assert.equal(ledger.highestFence('org_a', 'run_1'), undefined);
+    const late = counter();
+    await assert.rejects(ledger.run(claim({ idempotencyKey: 'run_1:step_2', fence: 5n }), late.execute), StaleFenceError);
+    release();
+    assert.equal((await running).replayed, false);
+    assert.equal(ledger.highestFence('org_a', 'run_1'), 6n);
+    assert.equal(late.calls, 0);
   });
 
   it('refuses a completed key reused for another module', async () => {
