@@ -8,6 +8,7 @@ import { parseRetryAfter } from '../../actors/retry-policy.ts';
 import type { StepFailure } from '../../actors/run-types.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
+import { postOnce, PostTimeoutError, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
@@ -62,25 +63,6 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
     .join(' ');
 }
 
-async function readCapped(response: Response): Promise<{ text: string; bytes: number; truncated: boolean }> {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  const reader = response.body?.getReader();
-  if (reader === undefined) return { text: '', bytes: 0, truncated: false };
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    bytes += value.byteLength;
-    if (bytes - value.byteLength < EVIDENCE_BODY_CAP) chunks.push(Buffer.from(value));
-    if (bytes > 16 * EVIDENCE_BODY_CAP) {
-      await reader.cancel();
-      break;
-    }
-  }
-  const all = Buffer.concat(chunks);
-  return { text: all.subarray(0, EVIDENCE_BODY_CAP).toString('utf8'), bytes, truncated: bytes > EVIDENCE_BODY_CAP };
-}
-
 const failure = (code: string, message: string, retryable: boolean, evidence: JsonValue, retryAfterMs?: number): WebhookOutcome => ({
   ok: false,
   error: retryAfterMs === undefined ? { code, message, retryable } : { code, message, retryable, retryAfterMs },
@@ -107,21 +89,19 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     'sluice-attempt': String(request.attempt),
   };
   const started = performance.now();
-  let response: Response;
+  let answer: PostAnswer;
   try {
-    response = await fetch(url, { method: 'POST', headers, body: request.body, redirect: 'manual', signal: AbortSignal.timeout(request.timeoutMs) });
+    answer = await postOnce(url, { headers, body: request.body, timeoutMs: request.timeoutMs, keepBytes: EVIDENCE_BODY_CAP, readLimitBytes: 16 * EVIDENCE_BODY_CAP });
   } catch (error) {
-    const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
     const evidence = { ...base, duration_ms: Math.round(performance.now() - started) };
-    return timedOut
+    return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence)
-      : failure('webhook_network_error', `The request failed: ${error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)}.`, true, evidence);
+      : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence);
   }
-  const body = await readCapped(response).catch(() => ({ text: '', bytes: 0, truncated: false }));
-  const evidence = { ...base, status: response.status, duration_ms: Math.round(performance.now() - started), body: body.text, body_bytes: body.bytes, body_truncated: body.truncated };
-  const status = response.status;
-  if (status >= 200 && status < 300) return { ok: true, result: { status, body: body.text }, evidence };
-  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), request.nowMs);
+  const { status } = answer;
+  const evidence = { ...base, status, duration_ms: Math.round(performance.now() - started), body: answer.text, body_bytes: answer.bytes, body_truncated: answer.bytes > EVIDENCE_BODY_CAP };
+  if (status >= 200 && status < 300) return { ok: true, result: { status, body: answer.text }, evidence };
+  const retryAfterMs = parseRetryAfter(answer.retryAfter, request.nowMs);
   if (status === 429 || status >= 500) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, retryAfterMs);
   return failure(`webhook_http_${status}`, `The receiver answered ${status}; not retried.`, false, evidence);
 }

@@ -1,0 +1,139 @@
+// One webhook attempt against real local HTTP servers: answers and their evidence, the body cap,
+// redirects not followed, Retry-After, refused and cut-off connections, the deadline (on mocked
+// timers, no real wait) and keep-alive reuse of one connection.
+
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, mock, test } from 'node:test';
+import { EVIDENCE_BODY_CAP, sendWebhook, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
+
+const servers: Server[] = [];
+after(() => Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve)))));
+
+interface Local {
+  readonly url: string;
+  readonly requests: string[];
+  connections: number;
+}
+
+async function serve(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<Local> {
+  const requests: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      requests.push(Buffer.concat(chunks).toString('utf8'));
+      handle(req, res);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const local: Local = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, requests, connections: 0 };
+  server.on('connection', () => {
+    local.connections += 1;
+  });
+  return local;
+}
+
+const attempt = (url: string, overrides: Partial<WebhookRequest> = {}): Promise<WebhookOutcome> =>
+  sendWebhook(
+    { url, headers: {}, timeoutMs: 5000, body: '{"n":1}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.UTC(2026, 10, 30), ...overrides },
+    { selfPort: 1 },
+  );
+
+const errorOf = (outcome: WebhookOutcome) => {
+  assert.equal(outcome.ok, false);
+  return outcome.ok ? undefined : outcome.error;
+};
+
+test('a 2xx answer succeeds with its status and body; the request carries the body and step key', async () => {
+  const local = await serve((_req, res) => res.writeHead(201).end('{"crm":"ok"}'));
+  const outcome = await attempt(local.url);
+  assert.equal(outcome.ok, true);
+  assert.deepEqual(outcome.ok ? outcome.result : null, { status: 201, body: '{"crm":"ok"}' });
+  assert.equal((outcome.evidence as Record<string, unknown>)['body_bytes'], 12);
+  assert.deepEqual(local.requests, ['{"n":1}']);
+});
+
+test('the evidence keeps the first 4 KiB of a large answer and marks it truncated', async () => {
+  const local = await serve((_req, res) => res.writeHead(200).end('x'.repeat(100_000)));
+  const outcome = await attempt(local.url);
+  assert.equal(outcome.ok, true);
+  const evidence = outcome.evidence as Record<string, unknown>;
+  assert.equal((evidence['body'] as string).length, EVIDENCE_BODY_CAP);
+  assert.equal(evidence['body_truncated'], true);
+  assert.ok((evidence['body_bytes'] as number) > EVIDENCE_BODY_CAP);
+});
+
+test('a redirect is not followed and fails the attempt for good', async () => {
+  const target = await serve((_req, res) => res.writeHead(200).end());
+  const local = await serve((_req, res) => res.writeHead(302, { location: target.url }).end());
+  const error = errorOf(await attempt(local.url));
+  assert.equal(error?.code, 'webhook_http_302');
+  assert.equal(error?.retryable, false);
+  assert.equal(target.requests.length, 0);
+});
+
+test('503 with Retry-After is retryable after that many seconds', async () => {
+  const local = await serve((_req, res) => res.writeHead(503, { 'retry-after': '7' }).end());
+  const error = errorOf(await attempt(local.url));
+  assert.deepEqual(error, { code: 'webhook_http_503', message: 'The receiver answered 503.', retryable: true, retryAfterMs: 7000 });
+});
+
+test('a refused connection and an answer cut off mid-body are retryable network errors', async () => {
+  const closed = await serve(() => undefined);
+  const port = new URL(closed.url).port;
+  await new Promise((resolve) => servers.pop()?.close(resolve));
+  const refused = errorOf(await attempt(`http://127.0.0.1:${port}/hook`));
+  assert.equal(refused?.code, 'webhook_network_error');
+  assert.match(refused?.message ?? '', /ECONNREFUSED/);
+  assert.equal(refused?.retryable, true);
+
+  const cut = await serve((_req, res) => {
+    res.writeHead(200, { 'content-length': '1000' });
+    res.write('partial');
+    setImmediate(() => res.destroy());
+  });
+  const error = errorOf(await attempt(cut.url));
+  assert.equal(error?.code, 'webhook_network_error');
+  assert.equal(error?.retryable, true);
+});
+
+test('a receiver that never answers times out at the step deadline', async () => {
+  let arrived: () => void = () => undefined;
+  const reached = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
+  const held: ServerResponse[] = [];
+  const local = await serve((_req, res) => {
+    held.push(res);
+    arrived();
+  });
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const pending = attempt(local.url, { timeoutMs: 2500 });
+    await reached;
+    let settled = false;
+    void pending.then(() => {
+      settled = true;
+    });
+    mock.timers.tick(2499);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(settled, false, 'no answer before the deadline');
+    mock.timers.tick(1);
+    const error = errorOf(await pending);
+    assert.equal(error?.code, 'webhook_timeout');
+    assert.equal(error?.message, 'The receiver did not answer within 2500 ms.');
+  } finally {
+    mock.timers.reset();
+    for (const res of held) res.destroy();
+  }
+});
+
+test('consecutive attempts to one receiver reuse a kept-alive connection', async () => {
+  const local = await serve((_req, res) => res.writeHead(200).end('{}'));
+  for (let i = 0; i < 5; i += 1) assert.equal((await attempt(local.url)).ok, true);
+  assert.equal(local.requests.length, 5);
+  assert.equal(local.connections, 1);
+});
