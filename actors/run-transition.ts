@@ -1,7 +1,7 @@
 // The run machine as a pure function over persisted snapshots: what the ledger stores in, the
 // next snapshot plus the work it implies out. The shell needs no long-lived actor per run.
 
-import { createActor, initialTransition, transition, type Actor, type Snapshot } from 'xstate';
+import { createActor, transition, type Actor, type Snapshot } from 'xstate';
 import { runMachine } from './run-machine.ts';
 import type { RunContext, RunEvent, RunInput, RunStateName } from './run-types.ts';
 import { isRunStateName, pendingWork, type Work } from './run-work.ts';
@@ -27,14 +27,29 @@ export interface RunStep {
 type MachineSnapshot = ReturnType<typeof runMachine.resolveState>;
 
 function persist(snapshot: MachineSnapshot): PersistedRun {
-  // A JSON round trip here makes the returned value byte-identical to what a reload yields.
-  return readPersistedRun(JSON.parse(JSON.stringify(runMachine.getPersistedSnapshot(snapshot))));
+  return persistSnapshot(runMachine.getPersistedSnapshot(snapshot));
+}
+
+/**
+ * What a reload of `persisted` yields. XState's persisted snapshot carries `undefined` for an
+ * absent output and error; those keys are dropped, as a JSON round trip would. No deep copy is
+ * needed: the context is only ever replaced, never mutated (run-progress.ts), so sharing it with
+ * the live actor is safe.
+ */
+export function persistSnapshot(persisted: unknown): PersistedRun {
+  const record = { ...(persisted as Record<string, unknown>) };
+  for (const key of Object.keys(record)) if (record[key] === undefined) delete record[key];
+  return readPersistedRun(record);
 }
 
 /** The initial snapshot of a new run (`queued`). Persist it with the event that created it. */
 export function startRun(input: RunInput): RunStep {
-  const [snapshot] = initialTransition(runMachine, input);
-  const run = persist(snapshot);
+  // A started-and-stopped actor: half the CPU of `initialTransition`, which builds a throwaway
+  // actor system on every call. The machine has no entry actions, so starting performs nothing.
+  const actor = createActor(runMachine, { input });
+  actor.start();
+  const run = persistSnapshot(actor.getPersistedSnapshot());
+  actor.stop();
   return { run, changed: true, work: pendingWork(run) };
 }
 

@@ -4,7 +4,7 @@
 
 import { asEventId, asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { readPersistedRun, reclaimAfterRestart, restoreRunActor, startRun, type PersistedRun } from '../../actors/run-transition.ts';
+import { persistSnapshot, reclaimAfterRestart, restoreRunActor, startRun, type PersistedRun } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
@@ -56,6 +56,11 @@ export interface RunEngineDeps {
 }
 
 type RunActor = ReturnType<typeof restoreRunActor>;
+interface LiveRun {
+  readonly actor: RunActor;
+  /** What the ledger holds for this run: the engine is its only writer while the actor lives. */
+  persisted: PersistedRun;
+}
 /** The `source` of events that custom actions derive. */
 export const DERIVED_SOURCE = '@derived';
 const keyOf = (orgId: string, runId: string): string => `${orgId}\u0000${runId}`;
@@ -64,8 +69,8 @@ export class RunEngine {
   readonly #d: RunEngineDeps;
   readonly #scheduler = new RootScheduler();
   readonly #timers: RunTimers;
-  /** Live actors of the runs that are currently admitted (`running`); others rest as snapshots. */
-  readonly #actors = new Map<string, RunActor>();
+  /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
+  readonly #actors = new Map<string, LiveRun>();
   /** Per-run chains: the next transition of a run waits for the previous one to be durable. */
   readonly #chains = new Map<string, Promise<void>>();
   readonly #limitsSet = new Set<string>();
@@ -110,7 +115,7 @@ export class RunEngine {
       const key = keyOf(orgId, runId);
       this.#timers.disarm(key);
       if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
-      this.#actors.get(key)?.stop();
+      this.#actors.get(key)?.actor.stop();
       this.#actors.delete(key);
     }
     this.#pump();
@@ -148,7 +153,7 @@ export class RunEngine {
     this.#closed = true;
     this.#timers.close();
     await Promise.allSettled([...this.#chains.values()]);
-    for (const actor of this.#actors.values()) actor.stop();
+    for (const live of this.#actors.values()) live.actor.stop();
     this.#actors.clear();
   }
 
@@ -159,7 +164,7 @@ export class RunEngine {
     const created: Array<{ run: PersistedRun; update: RunUpdate }> = [];
     for (const version of versions) {
       const runId = runIdFor(event.org_id, event.id, version.workflow_id);
-      if (this.#d.runs.get(event.org_id, runId) !== undefined) continue;
+      if (this.#d.runs.has(event.org_id, runId)) continue;
       const { run } = startRun(
         runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms }),
       );
@@ -173,22 +178,25 @@ export class RunEngine {
   }
 
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined): Promise<void> {
-    const previous = this.#d.runs.get(orgId, runId);
+    const key = keyOf(orgId, runId);
+    const cached = this.#actors.get(key);
+    // The cached snapshot saves a read and decode per transition; the existence check still sees a reset.
+    const previous = cached !== undefined && this.#d.runs.has(orgId, runId) ? cached.persisted : this.#d.runs.get(orgId, runId);
     if (previous === undefined) {
       // Deleted meanwhile (sandbox reset): make sure it holds no slot.
       if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
       this.#pump();
       return;
     }
-    const key = keyOf(orgId, runId);
-    const actor = this.#actors.get(key) ?? this.#restore(key, previous);
+    const live = cached ?? this.#restore(key, previous);
+    const { actor } = live;
     const before = actor.getSnapshot();
     actor.send({ ...command, at: this.#d.clock.now() } as RunEvent);
     if (actor.getSnapshot() === before) {
       this.#settleSlot(previous);
       return;
     }
-    const run = readPersistedRun(JSON.parse(JSON.stringify(actor.getPersistedSnapshot())));
+    const run = persistSnapshot(actor.getPersistedSnapshot());
     const { root } = this.#d.ledger;
     let afterCommit: Array<() => void> = [];
     const update = await durably(
@@ -200,6 +208,7 @@ export class RunEngine {
         return this.#d.updateLog.append(orgId, this.#updateFor(run));
       }),
     );
+    live.persisted = run;
     this.#d.rooms.publish(orgId, [update]);
     for (const then of afterCommit) then();
     this.#act(run);
@@ -238,11 +247,10 @@ export class RunEngine {
     );
   }
 
-  #restore(key: string, run: PersistedRun): RunActor {
-    const actor = restoreRunActor(run);
-    actor.start();
-    this.#actors.set(key, actor);
-    return actor;
+  #restore(key: string, run: PersistedRun): LiveRun {
+    const live = { actor: restoreRunActor(run).start(), persisted: run };
+    this.#actors.set(key, live);
+    return live;
   }
 
   /** Acts on the work a durable snapshot implies. Only ever called after the snapshot is flushed. */
@@ -276,7 +284,7 @@ export class RunEngine {
     const { orgId, runId } = run.context;
     if (this.#scheduler.placeOf(orgId, runId) === 'running') this.#scheduler.release(orgId, runId);
     const key = keyOf(orgId, runId);
-    this.#actors.get(key)?.stop();
+    this.#actors.get(key)?.actor.stop();
     this.#actors.delete(key);
   }
 

@@ -36,6 +36,11 @@ export class RunStore {
     return this.#runs.get([orgId, runId]) as PersistedRun | undefined;
   }
 
+  /** Whether the run exists, without decoding it. */
+  has(orgId: string, runId: string): boolean {
+    return this.#runs.doesExist([orgId, runId]);
+  }
+
   /** Writes a snapshot and keeps every index in step with it. Call inside a write transaction. */
   write(run: PersistedRun, previous: PersistedRun | undefined): void {
     const ctx = run.context;
@@ -44,8 +49,11 @@ export class RunStore {
       this.#byEvent.put([ctx.orgId, ctx.eventId, ctx.runId], null);
       this.#byTime.put([ctx.orgId, ctx.environment, ctx.createdAt, ctx.runId], null);
     }
-    if (UNFINISHED.has(run.value)) this.#unfinished.put([ctx.orgId, ctx.runId], null);
-    else this.#unfinished.remove([ctx.orgId, ctx.runId]);
+    const unfinished = UNFINISHED.has(run.value);
+    if (previous === undefined || UNFINISHED.has(previous.value) !== unfinished) {
+      if (unfinished) this.#unfinished.put([ctx.orgId, ctx.runId], null);
+      else this.#unfinished.remove([ctx.orgId, ctx.runId]);
+    }
     const failedKey = [ctx.orgId, ctx.environment, ctx.eventId, ctx.runId];
     if (run.value === 'failed') this.#failed.put(failedKey, ctx.updatedAt);
     else if (previous?.value === 'failed') this.#failed.remove(failedKey);
