@@ -7,7 +7,8 @@ import type { ModuleRegistry } from './module-registry.ts';
 import {
   parseDeleteSecretRequest, parseInvokeRequest, parseModuleBytes, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
 } from './requests.ts';
-import { runModule, type CompiledModule } from './sandbox.ts';
+import { type CompiledModule } from './sandbox.ts';
+import { runModule } from './sandbox-run.ts';
 import type { RunLimiter } from './thread-pool.ts';
 import type { SecretVault } from './vault.ts';
 import type { HookRunnerMethodName, HookRunnerMethods } from './wire.ts';

@@ -9,12 +9,12 @@ import {
   compileModule,
   compileModuleAsync,
   isSandboxAvailable,
-  runModule,
   type CompileRefusalCode,
   type CompiledModule,
   type SandboxOutcome,
   type TrapKind,
 } from '../../hook-runner/sandbox.ts';
+import { runModule } from '../../hook-runner/sandbox-run.ts';
 import { assemble, assembleFixture } from './fixtures/wat.ts';
 
 const EXECUTE = '(func (export "execute") (param i32 i32) (result i32) (i32.const 0))';

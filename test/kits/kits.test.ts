@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { compileModule, isSandboxAvailable, runModule, type CompiledModule } from '../../hook-runner/sandbox.ts';
+import { compileModule, isSandboxAvailable, type CompiledModule } from '../../hook-runner/sandbox.ts';
+import { runModule } from '../../hook-runner/sandbox-run.ts';
 import { KIT_NAMES, buildKits, type KitBuild, type KitName } from './kit-builds.ts';
 import {
   SAMPLE_ORDER,

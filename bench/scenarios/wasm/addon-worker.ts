@@ -1,11 +1,13 @@
 // Child process: Sluice's Wasmtime addon called in-process (`runModule`, fresh store per call, fuel
 // and memory limits), sequential and concurrent, plus how long fuel takes to stop an endless loop.
+// runModule picks its own path (inline on the event loop, or the libuv pool past the fuel slice).
 //
 // Usage: node --import tsx addon-worker.ts '<WasmWorkerSpec JSON>'; prints one WasmWorkerResult line.
 
 import { randomFill } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { compileModule, runModule, type SandboxOutcome } from '../../../hook-runner/sandbox.ts';
+import { compileModule, type SandboxOutcome } from '../../../hook-runner/sandbox.ts';
+import { INLINE_FUEL_SLICE, runModule } from '../../../hook-runner/sandbox-run.ts';
 import { measureConcurrent, measureSequential, warmUp, type Call } from './measure-calls.ts';
 import { parseWorkerSpec, printWorkerResult, type CallRun } from './wasm-protocol.ts';
 
@@ -15,8 +17,8 @@ const describe = (outcome: SandboxOutcome): string =>
 const spec = parseWorkerSpec();
 const runs: CallRun[] = [];
 
-// The floor under every runModule: one round trip through the libuv thread pool doing nothing
-// (randomFill of one byte runs there too), so the row shows what the hop itself costs here.
+// What runModule's thread-pool path adds to a run: one round trip through the libuv thread pool
+// doing nothing (randomFill of one byte runs there too), so the row shows what the hop costs here.
 const hopBuffer = new Uint8Array(1);
 const hop: Call = () => new Promise((resolve) => randomFill(hopBuffer, (error) => resolve(error === null ? true : error.message)));
 await warmUp('pool-hop', spec.warmup, hop);
@@ -34,7 +36,8 @@ for (const module of spec.modules) {
 
 if (spec.loopFile !== undefined) {
   const loop = compileModule(readFileSync(spec.loopFile));
-  // Wall time of the whole call: the full 50,000,000 units of fuel, burnt by `(loop (br 0))`.
+  // Wall time of the whole call: the full 50,000,000 units of fuel, burnt by `(loop (br 0))`. Only the
+  // first (warm-up-free) call tries the inline slice first; runModule then sends the module to the pool.
   runs.push(
     await measureSequential('endless-loop', 'fuel-stop', spec.loopSamples ?? 1, async () => {
       const outcome = await runModule(loop, '{}');
@@ -43,4 +46,9 @@ if (spec.loopFile !== undefined) {
   );
 }
 
-printWorkerResult({ runs, notes: [`addon: libuv thread pool of ${process.env['UV_THREADPOOL_SIZE'] ?? '4 (default)'} threads`] });
+printWorkerResult({
+  runs,
+  notes: [
+    `addon: runModule runs inline on the event loop up to ${INLINE_FUEL_SLICE.toLocaleString('en-US')} units of fuel, past that on a libuv thread pool of ${process.env['UV_THREADPOOL_SIZE'] ?? '4 (default)'} threads`,
+  ],
+});

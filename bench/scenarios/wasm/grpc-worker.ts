@@ -41,7 +41,7 @@ try {
       fence: 1,
     };
     // A fresh run id per call, as when every call is the first custom_action step of a new run:
-    // the runner durably records the run's fence, then the result, before it answers.
+    // the runner commits the run's fence with the result in one flushed write before it answers.
     const recorded = (series: string): Call => async (i) => {
       const result = await client.invoke({ ...base, idempotencyKey: `run_${module.name}_${series}_${i}:step_1` });
       return result.outcome.kind === 'output' && !result.replayed ? true : describe(result);

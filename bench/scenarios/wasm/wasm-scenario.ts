@@ -79,8 +79,8 @@ async function runWasm(context: ScenarioContext): Promise<ScenarioReport> {
       judge('wasm.addon_run_p50', 'addon runModule p50 <= 30 us (trivial echo, 1 caller)', addonEcho?.p50Ms, (v) => v <= 0.03, micros),
     ],
     notes: [
-      'A recorded Invoke (what a run step does) answers only after two flushed LMDB writes in the runner: the run\'s fence (a new run id per call here) and the result under its idempotency key. The "simulate" row is the same call with no ledger: the difference is the cost of durability.',
-      'The addon runs each call on a fresh Wasmtime store from a pooling allocator with fuel metering, on the libuv thread pool; the Node peer calls V8 synchronously on the main thread with neither fuel nor memory limits, so it is the floor, not a like-for-like competitor.',
+      'A recorded Invoke (what a run step does) answers only after one flushed LMDB write in the runner: the result under its idempotency key together with the run\'s fence (a new run id per call here). The "simulate" row is the same call with no ledger: the difference is the cost of durability.',
+      'The addon runs each call on a fresh Wasmtime store from a pooling allocator with fuel metering: inline on the event loop while the run fits a small fuel slice (echo and scorer do), else started over on the libuv thread pool with the full limits; the Node peer calls V8 synchronously on the main thread with neither fuel nor memory limits, so it is the floor, not a like-for-like competitor.',
       'Node "reused instance" rows skip instantiation; the guests\' bump allocators never free, so memory grows over the series (a few MB).',
       ...workerNotes,
       ...hopNotes(systems),
@@ -133,12 +133,12 @@ function describeRun(worker: WorkerName, run: CallRun): SystemMeta {
   switch (worker) {
     case 'addon':
       if (run.module === 'pool-hop') {
-        return { system: 'libuv-pool-hop', label: 'libuv thread-pool round trip, no wasm (floor of runModule)', role: 'peer', work: 'crypto.randomFill of 1 byte: the same hop to a libuv thread and back that every runModule makes, with no work' };
+        return { system: 'libuv-pool-hop', label: 'libuv thread-pool round trip, no wasm (what the pool path adds)', role: 'peer', work: 'crypto.randomFill of 1 byte: the same hop to a libuv thread and back that runModule makes when a run outgrows the inline fuel slice, with no work' };
       }
       if (run.mode === 'fuel-stop') {
-        return { system: 'addon-fuel-stop', label: 'addon: endless loop stopped by fuel', role: 'subject', work: 'runModule of (loop (br 0)) until 50,000,000 units of fuel run out (trap out_of_fuel); latency = wall time to the trap' };
+        return { system: 'addon-fuel-stop', label: 'addon: endless loop stopped by fuel', role: 'subject', work: 'runModule of (loop (br 0)) until 50,000,000 units of fuel run out (trap out_of_fuel) on the libuv thread pool (the first call first spends the inline slice); latency = wall time to the trap' };
       }
-      return { system: `addon-${run.module}-${run.mode}`, label: `addon runModule, ${module}, ${callers}`, role: 'subject', work: 'compiled once; per call a fresh store (pooling allocator), fuel 50M, 10 MiB memory, input via alloc, output read to NUL; libuv thread pool' };
+      return { system: `addon-${run.module}-${run.mode}`, label: `addon runModule, ${module}, ${callers}`, role: 'subject', work: 'compiled once; per call a fresh store (pooling allocator), fuel 50M, 10 MiB memory, input via alloc, output read to NUL; inline on the event loop (these guests fit the inline fuel slice), so no thread-pool hop' };
     case 'grpc':
       if (run.mode === 'simulate') {
         return { system: `hook-runner-${run.module}-simulate`, label: `hook-runner Invoke simulate (no ledger), ${module}, ${callers}`, role: 'subject', work: 'Invoke with simulate=true: gRPC round trip, request parsing, envelope, sandbox run; no fence, no result record' };
@@ -184,13 +184,13 @@ function ratioNotes(systems: readonly SystemResult[]): string[] {
   return wasmRatios(systems).map((r) => `${r.subject} / ${r.peer}: ${r.ratio.toFixed(2)}x the calls per second (1 caller each)`);
 }
 
-/** How much of the addon's latency is the thread-pool hop alone: on a VM it swings with thread wake-up latency. */
+/** What the thread-pool hop alone costs, next to the inline echo: on a VM it swings with thread wake-up latency. */
 function hopNotes(systems: readonly SystemResult[]): string[] {
   const p50 = (name: string): number | undefined => systems.find((s) => s.system === name && s.status === 'measured')?.p50Ms;
   const hop = p50('libuv-pool-hop');
   const echo = p50('addon-echo-sequential');
   if (hop === undefined || echo === undefined) return [];
-  return [`addon echo p50 ${micros(echo)}, of which the bare libuv thread-pool round trip is ${micros(hop)} (p50): the hop is the floor of runModule's latency and varies with how fast an idle pool thread wakes on this machine`];
+  return [`addon echo p50 ${micros(echo)} (inline, no hop); the bare libuv thread-pool round trip is ${micros(hop)} (p50): what runModule adds when a run outgrows the inline fuel slice, varying with how fast an idle pool thread wakes on this machine`];
 }
 
 function micros(ms: number): string {

@@ -24,8 +24,9 @@ pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
 /// Upper bound on a module upload; a module with a full 10 MiB data segment still fits.
 pub const MAX_MODULE_BYTES: usize = 32 * 1024 * 1024;
 /// Slots in the pooling allocator: concurrently live instances (and memories, tables).
-/// Invocations run on the libuv pool (4 threads by default), so this is generous; the
-/// cost is virtual address space only: POOL_SLOTS * (10 MiB + 2 MiB guard) ~ 12 GiB.
+/// Invocations run on the libuv pool (4 threads by default) or inline on the JS thread
+/// (one at a time), so this is generous; the cost is virtual address space only:
+/// POOL_SLOTS * (10 MiB + 2 MiB guard) ~ 12 GiB.
 pub const POOL_SLOTS: u32 = 1000;
 /// Per-table element cap (wasmtime's default); Rust and AssemblyScript tables are tiny.
 pub const MAX_TABLE_ELEMENTS: usize = 20_000;

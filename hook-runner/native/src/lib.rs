@@ -1,10 +1,11 @@
 //! Node-API surface of the Sluice sandbox addon (napi-rs): compile untrusted core wasm
-//! into a handle, run it on the libuv thread pool, report limits. Wrapped by sandbox.ts.
+//! into a handle, report limits; running it lives in run.rs. Wrapped by sandbox.ts.
 
 mod abi;
 mod engine;
 mod invoke;
 mod refusal;
+mod run;
 mod scan;
 mod sniff;
 mod validate;
@@ -20,13 +21,12 @@ use crate::engine::{
     DEFAULT_FUEL, GUARD_BYTES, MAX_MEMORY_BYTES, MAX_MODULE_BYTES, MAX_OUTPUT_BYTES,
     MAX_STACK_BYTES, POOL_SLOTS,
 };
-use crate::invoke::{invoke, CallLimits, Outcome};
 use crate::validate::{compile as compile_bytes, CompileError, Compiled};
 
 /// An admitted, pre-instantiated module. Opaque to JS; cheap to share between calls.
 #[napi]
 pub struct CompiledModule {
-    inner: Arc<Compiled>,
+    pub(crate) inner: Arc<Compiled>,
 }
 
 #[napi]
@@ -65,7 +65,7 @@ fn settle_compile(
 
 /// A panic must not unwind into libuv or V8 (that aborts the process); it becomes a
 /// rejected promise / thrown error instead.
-fn contain_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn contain_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
         let detail = payload
             .downcast_ref::<&str>()
@@ -106,104 +106,6 @@ impl Task for CompileTask {
 pub fn compile_async(bytes: Uint8Array) -> AsyncTask<CompileTask> {
     AsyncTask::new(CompileTask {
         bytes: bytes.to_vec(),
-    })
-}
-
-#[napi(object)]
-pub struct RunLimits {
-    pub fuel: Option<f64>,
-    pub max_memory_bytes: Option<f64>,
-    pub max_output_bytes: Option<f64>,
-}
-
-#[napi(object)]
-pub struct RunOutcome {
-    /// `output` | `rejected` | `trap`
-    pub kind: String,
-    pub output: Option<String>,
-    pub trap: Option<String>,
-    pub message: Option<String>,
-    pub fuel_used: f64,
-}
-
-/// Lowers a requested limit to at most `ceiling`; a missing or non-numeric value means
-/// the ceiling itself.
-fn clamp(requested: Option<f64>, ceiling: u64) -> u64 {
-    match requested {
-        Some(v) if v.is_finite() => (v.max(0.0).floor() as u64).min(ceiling),
-        _ => ceiling,
-    }
-}
-
-pub struct RunTask {
-    module: Arc<Compiled>,
-    input: String,
-    limits: CallLimits,
-}
-
-impl Task for RunTask {
-    type Output = Outcome;
-    type JsValue = RunOutcome;
-
-    fn compute(&mut self) -> Result<Self::Output> {
-        contain_panic(|| {
-            invoke(&self.module, self.input.as_bytes(), self.limits)
-                .map_err(|e| Error::from_reason(e.0))
-        })
-    }
-
-    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
-        Ok(match output {
-            Outcome::Output { output, fuel_used } => RunOutcome {
-                kind: "output".into(),
-                output: Some(output),
-                trap: None,
-                message: None,
-                fuel_used: fuel_used as f64,
-            },
-            Outcome::Rejected { fuel_used } => RunOutcome {
-                kind: "rejected".into(),
-                output: None,
-                trap: None,
-                message: None,
-                fuel_used: fuel_used as f64,
-            },
-            Outcome::Trap {
-                trap,
-                message,
-                fuel_used,
-            } => RunOutcome {
-                kind: "trap".into(),
-                output: None,
-                trap: Some(trap.into()),
-                message: Some(message),
-                fuel_used: fuel_used as f64,
-            },
-        })
-    }
-}
-
-/// Runs `execute` in a fresh store on the libuv thread pool. Guest misbehaviour resolves
-/// as a `trap` outcome; the promise rejects only on host failure (e.g. pool exhausted).
-#[napi(ts_return_type = "Promise<RunOutcome>")]
-pub fn run(
-    module: &CompiledModule,
-    input: String,
-    limits: Option<RunLimits>,
-) -> AsyncTask<RunTask> {
-    let limits = limits.unwrap_or(RunLimits {
-        fuel: None,
-        max_memory_bytes: None,
-        max_output_bytes: None,
-    });
-    AsyncTask::new(RunTask {
-        module: Arc::clone(&module.inner),
-        input,
-        limits: CallLimits {
-            fuel: clamp(limits.fuel, DEFAULT_FUEL),
-            max_memory_bytes: clamp(limits.max_memory_bytes, MAX_MEMORY_BYTES as u64) as usize,
-            max_output_bytes: clamp(limits.max_output_bytes, MAX_OUTPUT_BYTES as u64) as usize,
-        },
     })
 }
 
