@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { cpuProfileArgs } from '../../harness/cpu-profile.ts';
 import { BENCH_ORG, BENCH_SOURCE, type HttpSystem } from './http-system.ts';
 
 const CLI = join('runtime', 'cli.ts');
@@ -19,7 +20,7 @@ export const sluiceSystem: HttpSystem = {
     const server = await context.children.startServer({
       name: 'sluice serve',
       command: process.execPath,
-      args: ['--import', 'tsx', CLI, 'serve', '--port', '0', '--data-dir', context.tempDirs.make('sluice'), '--admin-token', adminToken],
+      args: [...cpuProfileArgs(), '--import', 'tsx', CLI, 'serve', '--port', '0', '--data-dir', context.tempDirs.make('sluice'), '--admin-token', adminToken],
       cwd: context.repoRoot,
       timeoutMs: 60_000,
     });

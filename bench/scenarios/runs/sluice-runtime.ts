@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServerChild } from '../../harness/children.ts';
 import type { ScenarioContext } from '../../scenario.ts';
+import { cpuProfileArgs } from '../../harness/cpu-profile.ts';
 
 export interface SluiceRuntime {
   readonly baseUrl: string;
@@ -24,9 +25,7 @@ export async function startSluice(context: ScenarioContext, options: { dataDir?:
   const dataDir = options.dataDir ?? context.tempDirs.make('sluice');
   const adminToken = options.adminToken ?? randomBytes(24).toString('hex');
   const pidFile = join(context.tempDirs.make('pid'), 'sluice.pid');
-  // A bench-only profiling knob, read when the runtime starts: `--cpu-prof` into that directory.
-  const profileDir = process.env['SLUICE_BENCH_CPU_PROF'];
-  const node = [...(profileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profileDir]), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn'];
+  const node = [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn'];
   // `exec` keeps the shell's pid, which leads the process group the harness created.
   const script = `echo $$ > '${pidFile}'; exec '${process.execPath}' ${node.map((a) => `'${a}'`).join(' ')}`;
   const server: ServerChild = await context.children.startServer({
