@@ -7,6 +7,7 @@ import { durably } from '../ledger/durable-write.ts';
 import { pageByTime } from '../ledger/page-by-time.ts';
 import type { Ledger } from '../ledger/open-ledger.ts';
 import type { Environment } from '../sources/source-record.ts';
+import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import type { Recording, StoredEvent } from './event-record.ts';
 
 /**
@@ -17,6 +18,8 @@ export type EventReactor = (event: StoredEvent) => (() => void) | undefined;
 
 export interface NewEvent {
   readonly event: StoredEvent;
+  /** The JSON text of `event.payload` when the caller has it (a webhook's body); else it is serialized. */
+  readonly payloadJson?: string;
   readonly recording: Recording | null;
   /** For webhook deliveries: the inbox claim to check and write. */
   readonly claim: { readonly source: string; readonly providerEventId: string } | null;
@@ -55,18 +58,18 @@ export class EventStore {
    * for API events): lmdb-js evaluates the condition on its write thread, so ingest never holds the
    * write lock on the main thread. Only an expired, not yet pruned claim takes the transaction path.
    */
-  async store({ event, recording, claim }: NewEvent): Promise<StoredEvent> {
+  async store({ event, payloadJson, recording, claim }: NewEvent): Promise<StoredEvent> {
     const { root, events, inbox } = this.#ledger;
     const duplicate = this.#duplicateOf(event, claim);
     if (duplicate !== undefined) throw duplicateError(duplicate);
     const conditionKey = claim === null ? [event.org_id, event.id] : [event.org_id, claim.source, claim.providerEventId];
-    if (claim !== null && inbox.get(conditionKey) !== undefined) return this.#storeOverExpiredClaim(event, recording, claim);
+    if (claim !== null && inbox.doesExist(conditionKey)) return this.#storeOverExpiredClaim(event, recording, claim, payloadJson);
     let afterCommit: Array<() => void> = [];
     const written = await durably(
       root,
       (claim === null ? events : inbox).ifNoExists(conditionKey, () => {
         if (claim !== null) this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
-        afterCommit = this.writeWithin(event, recording);
+        afterCommit = this.writeWithin(event, recording, payloadJson);
       }),
     );
     if (!written) throw duplicateError(this.#duplicateOf(event, claim) ?? event.id);
@@ -77,11 +80,11 @@ export class EventStore {
   /** The event a delivery or API id duplicates, if it is still remembered. */
   #duplicateOf(event: StoredEvent, claim: NewEvent['claim']): string | undefined {
     if (claim !== null) return this.#inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms)?.event_id;
-    return this.#ledger.events.get([event.org_id, event.id]) === undefined ? undefined : event.id;
+    return this.#ledger.events.doesExist([event.org_id, event.id]) ? event.id : undefined;
   }
 
   /** A claim that exists but is past the dedup window is replaced inside one serialized transaction. */
-  async #storeOverExpiredClaim(event: StoredEvent, recording: Recording | null, claim: NonNullable<NewEvent['claim']>): Promise<StoredEvent> {
+  async #storeOverExpiredClaim(event: StoredEvent, recording: Recording | null, claim: NonNullable<NewEvent['claim']>, payloadJson: string | undefined): Promise<StoredEvent> {
     const { root } = this.#ledger;
     let afterCommit: Array<() => void> = [];
     const duplicate = await durably(
@@ -90,7 +93,7 @@ export class EventStore {
         const live = this.#duplicateOf(event, claim);
         if (live !== undefined) return live;
         this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
-        afterCommit = this.writeWithin(event, recording);
+        afterCommit = this.writeWithin(event, recording, payloadJson);
         return undefined;
       }),
     );
@@ -104,11 +107,12 @@ export class EventStore {
    * returns what to run once that transaction is durable. Derived events are stored this way, in
    * the transaction that completes the step that produced them.
    */
-  writeWithin(event: StoredEvent, recording: Recording | null): Array<() => void> {
+  writeWithin(event: StoredEvent, recording: Recording | null, payloadJson?: string): Array<() => void> {
     const { events, eventsByTime, recordings } = this.#ledger;
-    events.put([event.org_id, event.id], event);
+    const record = toEventRecord(event, payloadJson);
+    events.put([event.org_id, event.id], record);
     eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
-    if (recording !== null) recordings.put([event.org_id, event.id], recording);
+    if (recording !== null) recordings.put([event.org_id, event.id], toRecordingRecord(recording, record.payload_json));
     const afterCommit: Array<() => void> = [];
     for (const react of this.#reactors) {
       const then = react(event);
@@ -118,7 +122,13 @@ export class EventStore {
   }
 
   get(orgId: string, eventId: string): StoredEvent | undefined {
-    return this.#ledger.events.get([orgId, eventId]) as StoredEvent | undefined;
+    const record = this.#ledger.events.get([orgId, eventId]) as EventRecord | undefined;
+    return record === undefined ? undefined : fromEventRecord(record);
+  }
+
+  /** Whether the event exists, without decoding it. */
+  has(orgId: string, eventId: string): boolean {
+    return this.#ledger.events.doesExist([orgId, eventId]);
   }
 
   /** The event if it exists in that environment; 404 otherwise (environments never leak into each other). */
@@ -129,7 +139,8 @@ export class EventStore {
   }
 
   recording(orgId: string, eventId: string): Recording | undefined {
-    return this.#ledger.recordings.get([orgId, eventId]) as Recording | undefined;
+    const record = this.#ledger.recordings.get([orgId, eventId]) as RecordingRecord | undefined;
+    return record === undefined ? undefined : fromRecordingRecord(record, this.#ledger.events.get([orgId, eventId]) as EventRecord | undefined);
   }
 
   /** Newest first within one org and environment; `cursor` continues after the last event of a page. */

@@ -7,7 +7,6 @@ import type { Ledger } from '../ledger/open-ledger.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
-import type { StoredEvent } from './event-record.ts';
 
 export interface SandboxResetDeps {
   readonly ledger: Ledger;
@@ -31,9 +30,8 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
       let events = 0;
       for (const key of ledger.eventsByTime.getKeys({ start: [orgId, 'sandbox'], end: [orgId, 'sandbox', Number.MAX_SAFE_INTEGER] })) {
         const eventId = (key as [string, string, number, string])[3];
-        const event = ledger.events.get([orgId, eventId]) as StoredEvent | undefined;
         ledger.eventsByTime.remove(key);
-        if (event === undefined) continue;
+        if (!ledger.events.doesExist([orgId, eventId])) continue;
         ledger.events.remove([orgId, eventId]);
         ledger.recordings.remove([orgId, eventId]);
         events++;

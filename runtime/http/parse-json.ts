@@ -10,20 +10,28 @@ export function isJsonContentType(contentType: string | undefined): boolean {
   return mediaType === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(mediaType);
 }
 
-/** Decodes UTF-8 strictly and parses JSON; never returns a half-parsed value. */
-export function parseJsonBytes(body: Buffer): unknown {
+// Stateless between calls (no `stream` option), so one instance serves every request.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** Decodes UTF-8 strictly and parses JSON; returns the value and the text it was parsed from. */
+export function decodeJsonBytes(body: Buffer): { readonly value: unknown; readonly text: string } {
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(body);
+    text = strictUtf8.decode(body);
   } catch {
     throw new InputError(400, 'malformed_json', 'The request body is not valid UTF-8.');
   }
   try {
-    return JSON.parse(text) as unknown;
+    return { value: JSON.parse(text) as unknown, text };
   } catch (error) {
     const detail = error instanceof Error ? error.message : 'parse error';
     throw new InputError(400, 'malformed_json', `The request body is not valid JSON: ${detail}.`);
   }
+}
+
+/** Decodes UTF-8 strictly and parses JSON; never returns a half-parsed value. */
+export function parseJsonBytes(body: Buffer): unknown {
+  return decodeJsonBytes(body).value;
 }
 
 export function parseJsonRequest(request: HttpRequest): unknown {

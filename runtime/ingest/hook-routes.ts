@@ -6,7 +6,7 @@ import type { Clock } from '../clock.ts';
 import type { EventStore } from '../events/event-store.ts';
 import { generateEventId, type StoredEvent } from '../events/event-record.ts';
 import { recordRequest } from '../events/record-request.ts';
-import { isJsonContentType, parseJsonBytes } from '../http/parse-json.ts';
+import { decodeJsonBytes, isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { validateEventPayload } from '../sources/event-schemas.ts';
@@ -70,7 +70,7 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   }
   const nowMs = deps.clock.now();
   const delivery = verifyDelivery(source, request.headers, request.body, nowMs);
-  const payload = parseJsonBytes(request.body);
+  const { value: payload, text: payloadJson } = decodeJsonBytes(request.body);
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     throw new InputError(400, 'invalid_payload', 'The webhook body must be a JSON object.');
   }
@@ -98,7 +98,7 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   };
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
   const started = performance.now();
-  const stored = await deps.events.store({ event, recording, claim: { source: source.name, providerEventId } });
+  const stored = await deps.events.store({ event, payloadJson, recording, claim: { source: source.name, providerEventId } });
   deps.metrics.ledgerCommitSeconds.observe({ operation: 'ingest' }, (performance.now() - started) / 1000);
   return stored;
 }

@@ -226,7 +226,7 @@ export class RunEngine {
     if (spec === null || parent === undefined) return [];
     // The derived event's id is a function of the step key: a replayed step cannot emit it twice.
     const id = `evt_d_${createHash('sha256').update(`${ctx.runId}:${stepId}`).digest('hex').slice(0, 28)}`;
-    if (this.#d.events.get(ctx.orgId, id) !== undefined) return [];
+    if (this.#d.events.has(ctx.orgId, id)) return [];
     return this.#d.events.writeWithin(
       {
         id,

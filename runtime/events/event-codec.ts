@@ -1,0 +1,35 @@
+// How events and recordings lie in LMDB: an event's payload as its JSON text, so storing it costs a
+// string copy instead of a msgpack walk of the object, and a recording's body only when it differs
+// from that text (a webhook's body usually is the payload, byte for byte).
+
+import type { Recording, StoredEvent } from './event-record.ts';
+
+/** An event as stored: everything but `payload`, which is kept as `payload_json`. */
+export type EventRecord = Omit<StoredEvent, 'payload'> & { readonly payload_json: string };
+
+/** A recording as stored: `body` is left out when it equals the event's `payload_json`. */
+export type RecordingRecord = Omit<Recording, 'body'> & { readonly body?: string; readonly body_is_payload?: true };
+
+/** `payloadJson` must be the JSON text of `event.payload` when given (webhooks pass the body they parsed). */
+export function toEventRecord(event: StoredEvent, payloadJson: string | undefined): EventRecord {
+  const { payload, ...rest } = event;
+  return { ...rest, payload_json: payloadJson ?? JSON.stringify(payload ?? null) };
+}
+
+export function fromEventRecord(record: EventRecord): StoredEvent {
+  // Data dirs from before this layout hold the payload itself.
+  if (typeof record.payload_json !== 'string') return record as unknown as StoredEvent;
+  const { payload_json: payloadJson, ...rest } = record;
+  return { ...rest, payload: JSON.parse(payloadJson) as unknown };
+}
+
+export function toRecordingRecord(recording: Recording, payloadJson: string): RecordingRecord {
+  if (recording.body_truncated || recording.body !== payloadJson) return recording;
+  const { body: _sameAsPayload, ...rest } = recording;
+  return { ...rest, body_is_payload: true };
+}
+
+export function fromRecordingRecord(record: RecordingRecord, event: EventRecord | undefined): Recording {
+  const { body_is_payload: bodyIsPayload, body, ...rest } = record;
+  return { ...rest, body: bodyIsPayload === true ? (event?.payload_json ?? '') : (body ?? '') };
+}
