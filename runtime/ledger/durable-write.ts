@@ -5,11 +5,14 @@ import type { RootDatabase } from 'lmdb';
 
 /**
  * Resolves with the write's result after its transaction is committed AND flushed to disk.
- * `root.flushed` resolves when the latest commit is synced, which includes this one; many
- * concurrent callers share that one fsync, which is the group commit that makes ingest fast.
+ * A write queued with `separateFlushed` carries the flush of its own batch: waiting for that one,
+ * not for `root.flushed` read after the commit (by then possibly a later batch), keeps each caller
+ * to one fsync cycle. Writes without it (transactions) wait for `root.flushed`, which includes
+ * theirs. Many concurrent callers share one fsync: the group commit that makes ingest fast.
  */
 export async function durably<T>(root: RootDatabase, write: Promise<T>): Promise<T> {
+  const ownFlush = (write as Promise<T> & { flushed?: PromiseLike<unknown> }).flushed;
   const result = await write;
-  await root.flushed;
+  await (ownFlush ?? root.flushed);
   return result;
 }

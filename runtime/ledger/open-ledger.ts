@@ -37,12 +37,15 @@ export function openLedger(dataDir: string): Ledger {
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false });
   const db = (name: string): Database => root.openDB({ name, compression: false });
+  // Read on every request and rarely written: lmdb-js keeps decoded entries (puts included) in a
+  // weak LRU cache, so a hot org or source is not decoded again. Callers never mutate them.
+  const cachedDb = (name: string): Database => root.openDB({ name, compression: false, cache: true });
   return {
     root,
-    orgs: db('orgs'),
-    apiKeys: db('api-keys'),
+    orgs: cachedDb('orgs'),
+    apiKeys: cachedDb('api-keys'),
     apiKeysByOrg: db('api-keys-by-org'),
-    sources: db('sources'),
+    sources: cachedDb('sources'),
     events: db('events'),
     eventsByTime: db('events-by-time'),
     inbox: db('inbox'),
