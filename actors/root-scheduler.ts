@@ -64,6 +64,28 @@ export class RootScheduler {
   }
 
   /**
+   * Admits a brand-new run on the spot, without queueing, when that is what `enqueue` followed by
+   * `nextAdmissions` would do anyway: its tenant has no run waiting and a free slot, and the
+   * process-wide cap has room with no other tenant waiting for it. Lets the shell start a run in
+   * the transaction that creates it. Returns false (and changes nothing) otherwise; if the
+   * creating transaction is abandoned, `release` the run.
+   */
+  admitNow(orgId: OrgId, runId: RunId): boolean {
+    if (this.#active >= this.#maxActive || (Number.isFinite(this.#maxActive) && this.#ring.size > 0)) return false;
+    const existing = this.#tenants.get(orgId);
+    if (existing !== undefined && (existing.queuedCount > 0 || existing.placeOf(runId) !== 'absent')) return false;
+    const tenant = existing ?? this.#tenant(orgId);
+    if (tenant.runningCount >= tenant.limit) {
+      if (tenant.isIdle()) this.#tenants.delete(orgId);
+      return false;
+    }
+    tenant.enqueue(runId, 'new');
+    tenant.admitNext();
+    this.#active += 1;
+    return true;
+  }
+
+  /**
    * The run finished, failed, was cancelled or parked on a timer: free its slot, or drop it
    * from the queue if it was never admitted. Returns where it was.
    */

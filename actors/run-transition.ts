@@ -44,13 +44,20 @@ export function persistSnapshot(persisted: unknown): PersistedRun {
 
 /** The initial snapshot of a new run (`queued`). Persist it with the event that created it. */
 export function startRun(input: RunInput): RunStep {
-  // A started-and-stopped actor: half the CPU of `initialTransition`, which builds a throwaway
-  // actor system on every call. The machine has no entry actions, so starting performs nothing.
-  const actor = createActor(runMachine, { input });
-  actor.start();
-  const run = persistSnapshot(actor.getPersistedSnapshot());
+  const { actor, run } = startRunActor(input);
   actor.stop();
   return { run, changed: true, work: pendingWork(run) };
+}
+
+/**
+ * A live actor for a new run, started in `queued`, with its snapshot to persist. Cheaper than the
+ * pure `initialTransition`/`transition`, which build a throwaway actor system on every call: a
+ * shell that goes on sending events (admission) keeps the actor. No entry action runs on start.
+ */
+export function startRunActor(input: RunInput): { actor: Actor<typeof runMachine>; run: PersistedRun } {
+  const actor = createActor(runMachine, { input });
+  actor.start();
+  return { actor, run: persistSnapshot(actor.getPersistedSnapshot()) };
 }
 
 /**

@@ -10,11 +10,34 @@ import type { Environment } from '../sources/source-record.ts';
 import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import type { Recording, StoredEvent } from './event-record.ts';
 
-/**
- * Called inside the storing transaction; writes what the event causes (its runs). May return a
- * callback that runs once the transaction is durable (to start the runs it wrote).
- */
-export type EventReactor = (event: StoredEvent) => (() => void) | undefined;
+/** What a reactor did inside a storing transaction, to finish once it is durable or undo if it never commits. */
+export interface Reaction {
+  /** The transaction is durable: act on what was written (start the runs). */
+  readonly committed: () => void;
+  /** The transaction did not commit (a duplicate, a failed write): undo in-memory effects. */
+  readonly abandoned: () => void;
+}
+
+/** Called inside the storing transaction; writes what the event causes (its runs). */
+export type EventReactor = (event: StoredEvent) => Reaction | undefined;
+
+/** Finishes reactions once their transaction's fate is known. */
+export function settleReactions(reactions: readonly Reaction[], committed: boolean): void {
+  for (const reaction of reactions) (committed ? reaction.committed : reaction.abandoned)();
+}
+
+/** Awaits `write`; settles the reactions it collected as committed, or as abandoned if it threw. */
+async function settleAfter<T>(write: Promise<T>, reactions: () => readonly Reaction[], committed: (result: T) => boolean): Promise<T> {
+  let result: T;
+  try {
+    result = await write;
+  } catch (error) {
+    settleReactions(reactions(), false);
+    throw error;
+  }
+  settleReactions(reactions(), committed(result));
+  return result;
+}
 
 export interface NewEvent {
   readonly event: StoredEvent;
@@ -64,16 +87,13 @@ export class EventStore {
     if (duplicate !== undefined) throw duplicateError(duplicate);
     const conditionKey = claim === null ? [event.org_id, event.id] : [event.org_id, claim.source, claim.providerEventId];
     if (claim !== null && inbox.doesExist(conditionKey)) return this.#storeOverExpiredClaim(event, recording, claim, payloadJson);
-    let afterCommit: Array<() => void> = [];
-    const written = await durably(
-      root,
-      (claim === null ? events : inbox).ifNoExists(conditionKey, () => {
-        if (claim !== null) this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
-        afterCommit = this.writeWithin(event, recording, payloadJson);
-      }),
-    );
+    let reactions: Reaction[] = [];
+    const write = (claim === null ? events : inbox).ifNoExists(conditionKey, () => {
+      if (claim !== null) this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
+      reactions = this.writeWithin(event, recording, payloadJson);
+    });
+    const written = await settleAfter(durably(root, write), () => reactions, (stored) => stored);
     if (!written) throw duplicateError(this.#duplicateOf(event, claim) ?? event.id);
-    for (const then of afterCommit) then();
     return event;
   }
 
@@ -86,39 +106,36 @@ export class EventStore {
   /** A claim that exists but is past the dedup window is replaced inside one serialized transaction. */
   async #storeOverExpiredClaim(event: StoredEvent, recording: Recording | null, claim: NonNullable<NewEvent['claim']>, payloadJson: string | undefined): Promise<StoredEvent> {
     const { root } = this.#ledger;
-    let afterCommit: Array<() => void> = [];
-    const duplicate = await durably(
-      root,
-      root.transaction((): string | undefined => {
-        const live = this.#duplicateOf(event, claim);
-        if (live !== undefined) return live;
-        this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
-        afterCommit = this.writeWithin(event, recording, payloadJson);
-        return undefined;
-      }),
-    );
+    let reactions: Reaction[] = [];
+    const write = root.transaction((): string | undefined => {
+      const live = this.#duplicateOf(event, claim);
+      if (live !== undefined) return live;
+      this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
+      reactions = this.writeWithin(event, recording, payloadJson);
+      return undefined;
+    });
+    const duplicate = await settleAfter(durably(root, write), () => reactions, (live) => live === undefined);
     if (duplicate !== undefined) throw duplicateError(duplicate);
-    for (const then of afterCommit) then();
     return event;
   }
 
   /**
    * Writes a new event (and, through the reactors, its runs) inside the caller's write transaction;
-   * returns what to run once that transaction is durable. Derived events are stored this way, in
-   * the transaction that completes the step that produced them.
+   * returns the reactions to settle once that transaction's fate is known. Derived events are
+   * stored this way, in the transaction that completes the step that produced them.
    */
-  writeWithin(event: StoredEvent, recording: Recording | null, payloadJson?: string): Array<() => void> {
+  writeWithin(event: StoredEvent, recording: Recording | null, payloadJson?: string): Reaction[] {
     const { events, eventsByTime, recordings } = this.#ledger;
     const record = toEventRecord(event, payloadJson);
     events.put([event.org_id, event.id], record);
     eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
     if (recording !== null) recordings.put([event.org_id, event.id], toRecordingRecord(recording, record.payload_json));
-    const afterCommit: Array<() => void> = [];
+    const reactions: Reaction[] = [];
     for (const react of this.#reactors) {
-      const then = react(event);
-      if (then !== undefined) afterCommit.push(then);
+      const reaction = react(event);
+      if (reaction !== undefined) reactions.push(reaction);
     }
-    return afterCommit;
+    return reactions;
   }
 
   get(orgId: string, eventId: string): StoredEvent | undefined {

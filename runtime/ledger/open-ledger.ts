@@ -27,6 +27,11 @@ export interface Ledger {
   readonly recordings: Database;
   /** Opens a further named database in the same environment (runs, workflows, ... add theirs here). */
   openDatabase(name: string): Database;
+  /**
+   * The same for data read on every request and rarely written: lmdb-js keeps decoded entries
+   * (puts included) in a weak LRU cache. Callers must treat what they read as immutable.
+   */
+  openCachedDatabase(name: string): Database;
   close(): Promise<void>;
 }
 
@@ -37,8 +42,6 @@ export function openLedger(dataDir: string): Ledger {
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false });
   const db = (name: string): Database => root.openDB({ name, compression: false });
-  // Read on every request and rarely written: lmdb-js keeps decoded entries (puts included) in a
-  // weak LRU cache, so a hot org or source is not decoded again. Callers never mutate them.
   const cachedDb = (name: string): Database => root.openDB({ name, compression: false, cache: true });
   return {
     root,
@@ -52,6 +55,7 @@ export function openLedger(dataDir: string): Ledger {
     inboxByTime: db('inbox-by-time'),
     recordings: db('recordings'),
     openDatabase: db,
+    openCachedDatabase: cachedDb,
     close: async () => {
       await root.flushed;
       await root.close();

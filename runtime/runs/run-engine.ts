@@ -4,12 +4,12 @@
 
 import { asEventId, asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { persistSnapshot, reclaimAfterRestart, restoreRunActor, startRun, type PersistedRun } from '../../actors/run-transition.ts';
+import { persistSnapshot, reclaimAfterRestart, restoreRunActor, startRunActor, type PersistedRun } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
 import type { StoredEvent } from '../events/event-record.ts';
-import type { EventStore } from '../events/event-store.ts';
+import { settleReactions, type EventStore, type Reaction } from '../events/event-store.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/open-ledger.ts';
 import type { Logger } from '../log.ts';
@@ -157,23 +157,52 @@ export class RunEngine {
     this.#actors.clear();
   }
 
-  /** Called inside the ingest transaction: one run per matching enabled workflow, with a deterministic id. */
-  #createRuns(event: StoredEvent): (() => void) | undefined {
+  /**
+   * Called inside the ingest transaction: one run per matching enabled workflow, with a deterministic
+   * id. A run whose tenant has a free slot and nothing waiting is admitted on the spot: `queued`
+   * and `run.admitted` are both applied and persisted (with both live updates) in this transaction,
+   * which saves the run a transaction and an fsync round of its own before its first step.
+   */
+  #createRuns(event: StoredEvent): Reaction | undefined {
     const versions = this.#d.workflows.matching(event.org_id, event.environment, event.type);
     if (versions.length === 0) return undefined;
-    const created: Array<{ run: PersistedRun; update: RunUpdate }> = [];
+    const orgId = asOrgId(event.org_id);
+    const created: Array<{ run: PersistedRun; actor: RunActor; admitted: boolean }> = [];
+    const updates: RunUpdate[] = [];
     for (const version of versions) {
-      const runId = runIdFor(event.org_id, event.id, version.workflow_id);
-      if (this.#d.runs.has(event.org_id, runId)) continue;
-      const { run } = startRun(
-        runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms }),
-      );
+      const runId = runIdFor(orgId, event.id, version.workflow_id);
+      if (this.#d.runs.has(orgId, runId)) continue;
+      const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
+      const { actor, run: queued } = startRunActor(input);
+      updates.push(this.#d.updateLog.append(orgId, this.#updateFor(queued, version)));
+      this.#ensureLimit(orgId);
+      const admitted = this.#scheduler.admitNow(orgId, runId);
+      let run = queued;
+      if (admitted) {
+        actor.send({ type: 'run.admitted', at: event.received_at_ms });
+        run = persistSnapshot(actor.getPersistedSnapshot());
+        updates.push(this.#d.updateLog.append(orgId, this.#updateFor(run, version)));
+      }
       this.#d.runs.write(run, undefined);
-      created.push({ run, update: this.#d.updateLog.append(event.org_id, this.#updateFor(run, version)) });
+      created.push({ run, actor, admitted });
     }
-    return () => {
-      this.#d.rooms.publish(event.org_id, created.map((c) => c.update));
-      for (const { run } of created) this.#act(run);
+    return {
+      committed: () => {
+        this.#d.rooms.publish(orgId, updates);
+        for (const { run, actor } of created) {
+          // An admitted run keeps its actor live; #act stops it again if the run is not `running`.
+          if (run.value === 'running') this.#actors.set(keyOf(orgId, run.context.runId), { actor, persisted: run });
+          else actor.stop();
+          this.#act(run);
+        }
+      },
+      abandoned: () => {
+        for (const { run, actor, admitted } of created) {
+          actor.stop();
+          if (admitted) this.#scheduler.release(orgId, run.context.runId);
+        }
+        this.#pump();
+      },
     };
   }
 
@@ -198,24 +227,30 @@ export class RunEngine {
     }
     const run = persistSnapshot(actor.getPersistedSnapshot());
     const { root } = this.#d.ledger;
-    let afterCommit: Array<() => void> = [];
-    const update = await durably(
-      root,
-      root.transaction(() => {
-        this.#d.runs.write(run, previous);
-        // The step's outputs commit with its completion: a crash leaves both or neither.
-        if (effects !== undefined && command.type === 'step.succeeded') afterCommit = this.#writeEffects(run, command.stepId, effects);
-        return this.#d.updateLog.append(orgId, this.#updateFor(run));
-      }),
-    );
+    let reactions: Reaction[] = [];
+    let update: RunUpdate;
+    try {
+      update = await durably(
+        root,
+        root.transaction(() => {
+          this.#d.runs.write(run, previous);
+          // The step's outputs commit with its completion: a crash leaves both or neither.
+          if (effects !== undefined && command.type === 'step.succeeded') reactions = this.#writeEffects(run, command.stepId, effects);
+          return this.#d.updateLog.append(orgId, this.#updateFor(run));
+        }),
+      );
+    } catch (error) {
+      settleReactions(reactions, false);
+      throw error;
+    }
     live.persisted = run;
     this.#d.rooms.publish(orgId, [update]);
-    for (const then of afterCommit) then();
+    settleReactions(reactions, true);
     this.#act(run);
   }
 
   /** Writes a custom action's projection and derived event inside the step-completing transaction. */
-  #writeEffects(run: PersistedRun, stepId: string, effects: ActionEffects): Array<() => void> {
+  #writeEffects(run: PersistedRun, stepId: string, effects: ActionEffects): Reaction[] {
     const ctx = run.context;
     const at = this.#d.clock.now();
     if (effects.projection !== null) {

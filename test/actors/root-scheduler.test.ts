@@ -165,3 +165,45 @@ describe('RootScheduler: fairness across tenants', () => {
     assert.equal(s.tenantCount, 0);
   });
 });
+
+describe('RootScheduler: admitNow (start a new run in the transaction that creates it)', () => {
+  it('admits on the spot only while the tenant has a free slot and nothing waiting', () => {
+    const s = new RootScheduler({ defaultLimit: 2 });
+    assert.equal(s.admitNow(A, run('a', 1)), true);
+    assert.equal(s.admitNow(A, run('a', 1)), false, 'a run already admitted is not admitted twice');
+    assert.equal(s.admitNow(A, run('a', 2)), true);
+    assert.equal(s.admitNow(A, run('a', 3)), false, 'no free slot');
+    assert.deepEqual(s.stats(A), { limit: 2, running: 2, queued: 0 });
+    assert.equal(s.activeRuns, 2);
+    // A run that waits keeps later runs from jumping it, even once a slot frees.
+    s.enqueue(A, run('a', 3));
+    s.release(A, run('a', 1));
+    assert.equal(s.admitNow(A, run('a', 4)), false);
+    assert.deepEqual(ids(s.nextAdmissions()), ['a-3']);
+    // Other tenants are unaffected; a paused tenant (limit 0) admits nothing.
+    assert.equal(s.admitNow(B, run('b', 1)), true);
+    s.setLimit(C, 0);
+    assert.equal(s.admitNow(C, run('c', 1)), false);
+    assert.deepEqual(s.stats(C), { limit: 0, running: 0, queued: 0 });
+  });
+
+  it('releases a run admitted on the spot like any other, and leaves no idle tenant behind', () => {
+    const s = new RootScheduler({ defaultLimit: 1 });
+    assert.equal(s.admitNow(A, run('a', 1)), true);
+    assert.equal(s.placeOf(A, run('a', 1)), 'running');
+    assert.equal(s.release(A, run('a', 1)), 'running');
+    assert.equal(s.activeRuns, 0);
+    assert.equal(s.tenantCount, 0);
+    assert.equal(s.admitNow(A, run('a', 2)), true);
+  });
+
+  it('never takes a process-wide slot that a waiting tenant is owed', () => {
+    const s = new RootScheduler({ defaultLimit: 4, maxActiveRuns: 1 });
+    assert.equal(s.admitNow(A, run('a', 1)), true);
+    assert.equal(s.admitNow(B, run('b', 1)), false, 'the cap is reached');
+    s.enqueue(B, run('b', 1));
+    s.release(A, run('a', 1));
+    assert.equal(s.admitNow(C, run('c', 1)), false, 'B waits in the ring for the freed slot');
+    assert.deepEqual(ids(s.nextAdmissions()), ['b-1']);
+  });
+});
