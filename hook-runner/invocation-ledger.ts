@@ -107,24 +107,25 @@ export class InvocationLedger {
   }
 
   /**
-   * One flushed transaction: `write`, plus the run's highest admitted fence when it is above the
-   * stored one. Afterwards the in-memory entry is dropped unless a higher fence arrived meanwhile.
+   * One flushed batch (a single transaction): `write`, plus the run's highest fence when it is above
+   * the stored one. The value is decided here, on the main thread, without a transaction callback
+   * (which would cost the write thread a round trip to this one): the committed fence and the fences
+   * admitted in this process bound every fence of the run, and both only grow, so a later batch never
+   * writes a lower value. Afterwards the in-memory entry is dropped unless a higher fence arrived.
    */
   async #commit(claim: InvocationClaim, write: () => void): Promise<void> {
     const fences = this.#store.fences;
     const fenceKey: FenceKey = [claim.orgId, claim.runId];
     const runSlot = `${claim.orgId}\0${claim.runId}`;
-    const recorded = await this.#store.durable(
-      fences.transaction(() => {
+    const stored = this.highestFence(claim.orgId, claim.runId) ?? 0n;
+    const highest = larger(stored, larger(claim.fence, this.#admitted.get(runSlot) ?? 0n));
+    await this.#store.durable(
+      fences.batch(() => {
         write();
-        const stored = fences.get(fenceKey);
-        const current = stored === undefined ? 0n : BigInt(stored);
-        const highest = larger(current, larger(claim.fence, this.#admitted.get(runSlot) ?? 0n));
-        if (highest > current) fences.putSync(fenceKey, highest.toString());
-        return highest;
+        if (highest > stored) void fences.put(fenceKey, highest.toString());
       }),
     );
-    if ((this.#admitted.get(runSlot) ?? 0n) <= recorded) this.#admitted.delete(runSlot);
+    if ((this.#admitted.get(runSlot) ?? 0n) <= highest) this.#admitted.delete(runSlot);
   }
 
   async #executeAndRecord(claim: InvocationClaim, key: InvocationKey, execute: () => Promise<InvocationResult>): Promise<InvocationResult> {
@@ -143,7 +144,7 @@ export class InvocationLedger {
       fuelUsed: result.fuelUsed,
       completedAtMs: this.#now(),
     };
-    await this.#commit(claim, () => this.#store.invocations.putSync(key, record));
+    await this.#commit(claim, () => void this.#store.invocations.put(key, record));
     return result;
   }
 }
