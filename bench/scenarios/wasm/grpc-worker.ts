@@ -1,6 +1,7 @@
 // Child process: the real hook-runner (spawned by the runtime's own supervisor, HookRunnerChild) and
 // the runtime's gRPC client calling Invoke: recorded calls with distinct idempotency keys, sequential
-// and concurrent, and one sequential series of simulated calls (no invocation ledger) for contrast.
+// and concurrent, one sequential series of simulated calls (no invocation ledger) for contrast, and
+// the two floors under a recorded call (floor-calls.ts).
 //
 // Usage: node --import tsx grpc-worker.ts '<WasmWorkerSpec JSON>'; prints one WasmWorkerResult line.
 
@@ -8,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { HookRunnerChild } from '../../../runtime/hook-runner/child.ts';
 import { HookRunnerClient, type InvokeInput, type InvokeResult } from '../../../runtime/hook-runner/client.ts';
+import { measureFloors } from './floor-calls.ts';
 import { measureConcurrent, measureSequential, warmUp, type Call } from './measure-calls.ts';
 import { parseWorkerSpec, printWorkerResult, type CallRun } from './wasm-protocol.ts';
 
@@ -57,6 +59,9 @@ try {
       runs.push(await measureSequential(module.name, 'simulate', spec.samples, simulate));
     }
   }
+  // Roughly an Invoke request: the payload plus org, action, digest, key and fence.
+  const requestBytes = Buffer.byteLength(spec.modules[0]?.payloadJson ?? '') + 160;
+  runs.push(...(await measureFloors({ repoRoot: process.cwd(), dataDir: spec.dataDir, requestBytes, warmup: spec.warmup, samples: spec.samples })));
 } catch (error) {
   throw new Error(`${error instanceof Error ? error.message : String(error)}\nhook-runner log:\n${runnerLog.slice(-20).join('\n')}`, { cause: error });
 } finally {

@@ -84,6 +84,7 @@ async function runWasm(context: ScenarioContext): Promise<ScenarioReport> {
       'Node "reused instance" rows skip instantiation; the guests\' bump allocators never free, so memory grows over the series (a few MB).',
       ...workerNotes,
       ...hopNotes(systems),
+      ...floorNotes(systems),
       ...ratioNotes(systems),
     ],
   };
@@ -143,7 +144,13 @@ function describeRun(worker: WorkerName, run: CallRun): SystemMeta {
       if (run.mode === 'simulate') {
         return { system: `hook-runner-${run.module}-simulate`, label: `hook-runner Invoke simulate (no ledger), ${module}, ${callers}`, role: 'subject', work: 'Invoke with simulate=true: gRPC round trip, request parsing, envelope, sandbox run; no fence, no result record' };
       }
-      return { system: `hook-runner-${run.module}-${run.mode}`, label: `hook-runner Invoke, ${module}, ${callers}`, role: 'subject', work: 'HookRunnerClient.invoke -> real hook-runner child: parse, fence of a new run (flushed), sandbox run, result under a new idempotency key (flushed), reply' };
+      if (run.module === 'grpc-echo') {
+        return { system: 'grpc-floor', label: 'grpc-js unary echo to another process, no work (transport floor)', role: 'peer', work: 'bench/peers/grpc-echo.ts: a bare @grpc/grpc-js server echoing an Invoke-sized request; no auth, parsing, sandbox or storage' };
+      }
+      if (run.module === 'lmdb-flush') {
+        return { system: 'lmdb-flush-floor', label: 'LMDB: one small write committed and flushed, 1 writer (durability floor)', role: 'peer', work: 'lmdb-js put of an invocation-sized record, then its flush (overlappingSync, as the runner); nothing else' };
+      }
+      return { system: `hook-runner-${run.module}-${run.mode}`, label: `hook-runner Invoke, ${module}, ${callers}`, role: 'subject', work: 'HookRunnerClient.invoke -> real hook-runner child: parse, stale-fence check, sandbox run, result and the run\'s fence in one flushed write, reply' };
     case 'node':
       return run.mode === 'reused'
         ? { system: `node-webassembly-${run.module}-reused`, label: `Node WebAssembly, ${module}, reused instance (call only)`, role: 'peer', work: 'same ABI on one long-lived instance: alloc, copy in, execute, read to NUL; no fuel, no limits' }
@@ -191,6 +198,18 @@ function hopNotes(systems: readonly SystemResult[]): string[] {
   const echo = p50('addon-echo-sequential');
   if (hop === undefined || echo === undefined) return [];
   return [`addon echo p50 ${micros(echo)} (inline, no hop); the bare libuv thread-pool round trip is ${micros(hop)} (p50): what runModule adds when a run outgrows the inline fuel slice, varying with how fast an idle pool thread wakes on this machine`];
+}
+
+/** A recorded Invoke pays a cross-process gRPC round trip and one flushed write at least. */
+function floorNotes(systems: readonly SystemResult[]): string[] {
+  const p50 = (name: string): number | undefined => systems.find((s) => s.system === name && s.status === 'measured')?.p50Ms;
+  const grpc = p50('grpc-floor');
+  const flush = p50('lmdb-flush-floor');
+  const recorded = p50('hook-runner-echo-sequential');
+  if (grpc === undefined || flush === undefined || recorded === undefined) return [];
+  return [
+    `floor of a recorded Invoke on this machine: bare gRPC round trip ${micros(grpc)} + one flushed LMDB write ${micros(flush)} = ${micros(grpc + flush)} (p50s); the recorded echo took ${micros(recorded)}, so Sluice's own work per call is about ${micros(Math.max(0, recorded - grpc - flush))}`,
+  ];
 }
 
 function micros(ms: number): string {
