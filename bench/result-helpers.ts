@@ -1,9 +1,19 @@
 // Builders every scenario uses for its report: rows for systems that were not or could not be
-// measured, subject-to-peer ratios, and pass/miss verdicts for the issue's targets.
+// measured, lookups of measured rows, subject-to-peer ratios, and pass/miss verdicts for the targets.
 
 import type { PeerRatio, SystemResult, TargetCheck } from './scenario.ts';
 
 export type SystemMeta = Pick<SystemResult, 'system' | 'label' | 'role' | 'work'>;
+
+/** The row of `system` if it was measured. */
+export function measuredRow(systems: readonly SystemResult[], system: string): SystemResult | undefined {
+  return systems.find((s) => s.system === system && s.status === 'measured');
+}
+
+/** A scenario counts as measured when at least one of its rows was. */
+export function scenarioStatus(systems: readonly SystemResult[]): 'measured' | 'failed' {
+  return systems.some((s) => s.status === 'measured') ? 'measured' : 'failed';
+}
 
 export function notYetMeasured(meta: SystemMeta, note: string): SystemResult {
   return { ...meta, status: 'not_yet_measured', note };

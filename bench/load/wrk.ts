@@ -5,35 +5,16 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcesses } from '../harness/children.ts';
+import { ensureDebianTool, type ToolAvailability } from '../harness/debian-tool.ts';
 import type { LoadResult, LoadSpec } from './load-result.ts';
 
 const SCRIPT = join(import.meta.dirname, 'wrk-pool.lua');
-const INSTALL_BOUND_MS = 300_000;
-
-export interface WrkAvailability {
-  readonly available: boolean;
-  readonly note: string;
-}
 
 /** Finds wrk; when missing and allowed (root), installs it with apt-get (update first). */
-export function ensureWrk(installMissing: boolean, log: (line: string) => void): WrkAvailability {
-  if (hasWrk()) return { available: true, note: 'wrk found on PATH' };
-  if (!installMissing) return { available: false, note: 'wrk not installed and installing was disabled (--no-install)' };
-  if (process.getuid?.() !== 0) return { available: false, note: 'wrk not installed and not root, so apt-get cannot install it' };
-  log('wrk not found: installing it with apt-get (apt-get update, then apt-get install -y wrk)');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', 'wrk']]) {
-    const run = spawnSync('apt-get', args, { env, stdio: ['ignore', 'ignore', 'pipe'], timeout: INSTALL_BOUND_MS });
-    if (run.status !== 0) {
-      return { available: false, note: `apt-get ${args[0] ?? ''} failed: ${run.stderr?.toString().trim().slice(-300) ?? run.error?.message ?? ''}` };
-    }
-  }
-  return hasWrk() ? { available: true, note: 'wrk installed by the bench with apt-get' } : { available: false, note: 'apt-get reported success but wrk is still missing' };
-}
-
-function hasWrk(): boolean {
+export function ensureWrk(installMissing: boolean, log: (line: string) => void): ToolAvailability {
   // wrk has no --version exit code to trust (it prints usage and exits 1); finding the binary is enough.
-  return spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined;
+  const present = (): boolean => spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined;
+  return ensureDebianTool({ command: 'wrk', installArgs: ['wrk'], present }, installMissing, log);
 }
 
 /** Closed-loop run of `spec.count` pooled requests over `spec.connections` connections and `threads` wrk threads. */

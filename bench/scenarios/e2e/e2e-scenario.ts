@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createSigningSecret, EVENT_TYPE } from '../../load/signed-requests.ts';
-import { failedResult, judge, notYetMeasured, subjectToPeerRatios, type SystemMeta } from '../../result-helpers.ts';
+import { failedResult, judge, measuredRow, notYetMeasured, scenarioStatus, subjectToPeerRatios, type SystemMeta } from '../../result-helpers.ts';
 import type { Scenario, ScenarioContext, ScenarioReport, SystemResult } from '../../scenario.ts';
 import { describeCpu, startCpuWindow } from '../runs/bench-cpu.ts';
 import { startEffectReceiver, type EffectReceiver } from '../runs/effect-receiver.ts';
@@ -65,11 +65,11 @@ async function runE2e(context: ScenarioContext): Promise<ScenarioReport> {
     await receiver.close();
   }
   const ratios = subjectToPeerRatios(systems);
-  const sluice = systems.find((s) => s.system === SLUICE.system && s.status === 'measured')?.throughputPerSec;
+  const sluice = measuredRow(systems, SLUICE.system)?.throughputPerSec;
   return {
     scenario: e2eScenario.name,
     title: e2eScenario.title,
-    status: systems.some((s) => s.status === 'measured') ? 'measured' : 'failed',
+    status: scenarioStatus(systems),
     unit: 'runs/s',
     method: [
       `closed loop, ${sizes.concurrency} runs in flight, from a load worker process: Standard Webhooks signed ${sizes.payloadBytes} B events (unique id, fresh timestamp) over keep-alive HTTP; ${sizes.warmup} warm-up runs, then ${sizes.count} measured`,

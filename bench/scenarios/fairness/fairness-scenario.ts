@@ -3,7 +3,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { percentileOfSorted } from '../../harness/stats.ts';
-import { failedResult, judge, type SystemMeta } from '../../result-helpers.ts';
+import { failedResult, judge, measuredRow, scenarioStatus, type SystemMeta } from '../../result-helpers.ts';
 import type { Scenario, ScenarioContext, ScenarioReport, SystemResult } from '../../scenario.ts';
 import { describeCpu, startCpuWindow } from '../runs/bench-cpu.ts';
 import { startEffectReceiver, type EffectReceiver } from '../runs/effect-receiver.ts';
@@ -73,13 +73,13 @@ async function runFairness(context: ScenarioContext): Promise<ScenarioReport> {
   } finally {
     await receiver.close();
   }
-  const p99 = (name: string): number | undefined => systems.find((s) => s.system === name && s.status === 'measured')?.p99Ms;
+  const p99 = (name: string): number | undefined => measuredRow(systems, name)?.p99Ms;
   const alone = p99(ALONE.system);
   const flooded = p99(FLOODED.system);
   return {
     scenario: fairnessScenario.name,
     title: fairnessScenario.title,
-    status: systems.some((s) => s.status === 'measured') ? 'measured' : 'failed',
+    status: scenarioStatus(systems),
     unit: 'runs/s',
     method: [
       `tenant A: ${sizes.floodRuns.toLocaleString('en-US')} events through POST /events (${sizes.floodSenders} in flight), all accepted before B starts; both tenants keep the default max_concurrent_runs (${DEFAULT_CONCURRENCY})`,

@@ -3,7 +3,7 @@
 
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { failedResult, judge, type SystemMeta } from '../../result-helpers.ts';
+import { failedResult, judge, measuredRow, scenarioStatus, type SystemMeta } from '../../result-helpers.ts';
 import type { LatencyPoint, PeerRatio, Scenario, ScenarioContext, ScenarioReport, SystemResult } from '../../scenario.ts';
 import { startSluice } from '../runs/sluice-runtime.ts';
 import { measureRound, toPoint, toRow, type FanoutSystem } from './fanout-round.ts';
@@ -135,10 +135,6 @@ function largestSize(sizes: FanoutSizes): FanoutSize {
   return sizes.sizes.reduce((a, b) => (b.subscribers > a.subscribers ? b : a));
 }
 
-function measuredRow(systems: readonly SystemResult[], name: string): SystemResult | undefined {
-  return systems.find((s) => s.system === name && s.status === 'measured');
-}
-
 function report(context: ScenarioContext, sizes: FanoutSizes, out: Collected): ScenarioReport {
   const { systems, notes } = out;
   const ratios: PeerRatio[] = [];
@@ -156,7 +152,7 @@ function report(context: ScenarioContext, sizes: FanoutSizes, out: Collected): S
   return {
     scenario: fanoutScenario.name,
     title: fanoutScenario.title,
-    status: systems.some((s) => s.status === 'measured') ? 'measured' : 'failed',
+    status: scenarioStatus(systems),
     unit: 'deliveries/s',
     method: [
       `subscribers: ${sizes.sizes.map((s) => count(s.subscribers)).join(' and ')} WebSocket clients in one org, spread over ${sizes.workers} worker processes (\`ws\` client, perMessageDeflate off); each counts every frame and reads seq and at_ms from the protobuf wire bytes (scenarios/fanout/frame-scan.ts), 1 frame in ${CHECK_EVERY} is also decoded with protobufjs and compared; per socket the count and the sum of seqs show every update arrived exactly once, and arrivals after a higher seq are counted`,

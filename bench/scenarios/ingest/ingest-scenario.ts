@@ -3,7 +3,7 @@
 
 import type { LoadResult } from '../../load/load-result.ts';
 import { createSigningSecret } from '../../load/signed-requests.ts';
-import { failedResult, judge, notYetMeasured, subjectToPeerRatios } from '../../result-helpers.ts';
+import { failedResult, judge, measuredRow, notYetMeasured, scenarioStatus, subjectToPeerRatios } from '../../result-helpers.ts';
 import type { LatencyPoint, Scenario, ScenarioContext, ScenarioReport, SystemResult, TargetCheck } from '../../scenario.ts';
 import { fastifySqlitePeer, uwsHmacPeer, type HttpSystem, type HttpTarget } from './http-system.ts';
 import { ingestSizes, measuredRequestCount, type IngestSizes } from './ingest-sizes.ts';
@@ -53,7 +53,7 @@ async function runIngest(context: ScenarioContext): Promise<ScenarioReport> {
   return {
     scenario: 'ingest',
     title: ingestScenario.title,
-    status: systems.some((s) => s.status === 'measured') ? 'measured' : 'failed',
+    status: scenarioStatus(systems),
     unit: 'events/s',
     method: describeMethod(driver, sizes, reference),
     systems,
@@ -70,7 +70,7 @@ async function runIngest(context: ScenarioContext): Promise<ScenarioReport> {
 }
 
 function measuredThroughput(systems: readonly SystemResult[], name: string): number | undefined {
-  return systems.find((s) => s.system === name && s.status === 'measured')?.throughputPerSec;
+  return measuredRow(systems, name)?.throughputPerSec;
 }
 
 /** The uWS peer, driven by the same generator, shows how far above Sluice the generator and machine reach. */

@@ -3,7 +3,7 @@
 
 import { join } from 'node:path';
 import { chooseThreadPoolSize } from '../../../hook-runner/thread-pool.ts';
-import { failedResult, judge, type SystemMeta } from '../../result-helpers.ts';
+import { failedResult, judge, measuredRow, scenarioStatus, type SystemMeta } from '../../result-helpers.ts';
 import type { PeerRatio, Scenario, ScenarioContext, ScenarioReport, SystemResult } from '../../scenario.ts';
 import { prepareGuests, type WasmGuests } from './wasm-modules.ts';
 import type { CallRun, WasmWorkerResult, WasmWorkerSpec } from './wasm-protocol.ts';
@@ -57,13 +57,13 @@ async function runWasm(context: ScenarioContext): Promise<ScenarioReport> {
       systems.push(failedResult(worker.failedMeta, error));
     }
   }
-  const find = (system: string): SystemResult | undefined => systems.find((s) => s.system === system && s.status === 'measured');
+  const find = (system: string): SystemResult | undefined => measuredRow(systems, system);
   const grpcEcho = find('hook-runner-echo-sequential');
   const addonEcho = find('addon-echo-sequential');
   return {
     scenario: wasmScenario.name,
     title: wasmScenario.title,
-    status: systems.some((s) => s.status === 'measured') ? 'measured' : 'failed',
+    status: scenarioStatus(systems),
     unit: 'invokes/s',
     method: [
       `guests: echo (WAT, returns its input envelope) and order-risk-scorer (AssemblyScript kit, built by kits/build.mjs); input: the README's sample order in the hook-runner's envelope (${guests.modules[0]?.envelope.length ?? 0} B)`,
@@ -179,7 +179,7 @@ const RATIO_PAIRS = ['echo', 'scorer'].flatMap((module) =>
 );
 
 function wasmRatios(systems: readonly SystemResult[]): PeerRatio[] {
-  const throughput = (name: string): number | undefined => systems.find((s) => s.system === name && s.status === 'measured')?.throughputPerSec;
+  const throughput = (name: string): number | undefined => measuredRow(systems, name)?.throughputPerSec;
   return RATIO_PAIRS.flatMap(({ subject, peer }) => {
     const a = throughput(subject);
     const b = throughput(peer);
@@ -193,7 +193,7 @@ function ratioNotes(systems: readonly SystemResult[]): string[] {
 
 /** What the thread-pool hop alone costs, next to the inline echo: on a VM it swings with thread wake-up latency. */
 function hopNotes(systems: readonly SystemResult[]): string[] {
-  const p50 = (name: string): number | undefined => systems.find((s) => s.system === name && s.status === 'measured')?.p50Ms;
+  const p50 = (name: string): number | undefined => measuredRow(systems, name)?.p50Ms;
   const hop = p50('libuv-pool-hop');
   const echo = p50('addon-echo-sequential');
   if (hop === undefined || echo === undefined) return [];
@@ -202,7 +202,7 @@ function hopNotes(systems: readonly SystemResult[]): string[] {
 
 /** A recorded Invoke pays a cross-process gRPC round trip and one flushed write at least. */
 function floorNotes(systems: readonly SystemResult[]): string[] {
-  const p50 = (name: string): number | undefined => systems.find((s) => s.system === name && s.status === 'measured')?.p50Ms;
+  const p50 = (name: string): number | undefined => measuredRow(systems, name)?.p50Ms;
   const grpc = p50('grpc-floor');
   const flush = p50('lmdb-flush-floor');
   const recorded = p50('hook-runner-echo-sequential');
