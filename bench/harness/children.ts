@@ -8,10 +8,14 @@ export interface ServerChild {
   readonly name: string;
   readonly port: number;
   readonly baseUrl: string;
+  /** The child's pid, which also names its process group. */
+  readonly pid: number;
   /** Last lines the child wrote to stderr, for error messages. */
   stderrTail(): string;
   /** SIGTERM to the child's process group, SIGKILL if it is still there after `graceMs`. */
   stop(): Promise<void>;
+  /** SIGKILL to the child's process group at once (a crash); resolves once the child has exited. */
+  kill(): Promise<void>;
 }
 
 export interface ChildSpec {
@@ -55,8 +59,10 @@ export class ChildProcesses {
           name: spec.name,
           port,
           baseUrl: `http://127.0.0.1:${port}`,
+          pid: child.pid ?? -1,
           stderrTail: tail,
           stop: () => this.#stop(child),
+          kill: () => this.#stop(child, 'SIGKILL'),
         });
       };
       const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
@@ -127,14 +133,14 @@ export class ChildProcesses {
     return child;
   }
 
-  async #stop(child: ChildProcess): Promise<void> {
+  async #stop(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
     // No pid: the spawn itself failed ('error' was emitted) and there is nothing to wait for.
     if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) {
       this.#live.delete(child);
       return;
     }
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    signalGroup(child, 'SIGTERM');
+    signalGroup(child, signal);
     const timer = setTimeout(() => signalGroup(child, 'SIGKILL'), GRACE_MS);
     await exited;
     clearTimeout(timer);

@@ -1,5 +1,5 @@
 // `sluice serve` for the run scenarios: started through the harness (own process group, stopped at the
-// end) behind `sh -c 'echo $$ >pidfile; exec …'`, so the bench knows the pid and can SIGKILL it.
+// end), with its CPU time read from /proc and a SIGKILL of its process group for the crash scenario.
 
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -24,46 +24,22 @@ export interface SluiceRuntime {
 export async function startSluice(context: ScenarioContext, options: { dataDir?: string; adminToken?: string; label?: string } = {}): Promise<SluiceRuntime> {
   const dataDir = options.dataDir ?? context.tempDirs.make('sluice');
   const adminToken = options.adminToken ?? randomBytes(24).toString('hex');
-  const pidFile = join(context.tempDirs.make('pid'), 'sluice.pid');
-  const node = [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn'];
-  // `exec` keeps the shell's pid, which leads the process group the harness created.
-  const script = `echo $$ > '${pidFile}'; exec '${process.execPath}' ${node.map((a) => `'${a}'`).join(' ')}`;
   const server: ServerChild = await context.children.startServer({
     name: options.label ?? 'sluice serve',
-    command: '/bin/sh',
-    args: ['-c', script],
+    command: process.execPath,
+    args: [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn'],
     cwd: context.repoRoot,
     timeoutMs: 120_000,
   });
-  const pid = Number(readFileSync(pidFile, 'utf8').trim());
   return {
     baseUrl: server.baseUrl,
     port: server.port,
     adminToken,
     dataDir,
-    cpuSeconds: () => processCpuSeconds(pid),
-    kill: async () => {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        return;
-      }
-      const deadline = Date.now() + 10_000;
-      while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      // The harness still reaps it: stop() on an exited child returns at once.
-      await server.stop();
-    },
+    cpuSeconds: () => processCpuSeconds(server.pid),
+    kill: () => server.kill(),
     stop: () => server.stop(),
   };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** utime + stime (fields 14 and 15 of /proc/<pid>/stat, in clock ticks of 1/100 s on Linux). */
