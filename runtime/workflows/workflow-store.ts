@@ -49,10 +49,10 @@ export class WorkflowStore {
 
   constructor(ledger: Ledger) {
     this.#root = ledger.root;
-    this.#workflows = ledger.openCachedDatabase('workflows');
-    this.#versions = ledger.openCachedDatabase('workflow-versions');
+    this.#workflows = ledger.openDatabase('workflows');
+    this.#versions = ledger.openDatabase('workflow-versions');
     this.#triggers = ledger.openDatabase('workflow-triggers');
-    this.#secrets = ledger.openCachedDatabase('workflow-secrets');
+    this.#secrets = ledger.openDatabase('workflow-secrets');
   }
 
   get(orgId: string, workflowId: string): Workflow | undefined {
