@@ -4,7 +4,8 @@
 // Databases (every key starts with the org id):
 //   workflows           [orgId, workflowId]                                -> Workflow (current)
 //   workflow-versions   [orgId, workflowId, version]                        -> WorkflowVersion (never rewritten)
-//   workflow-triggers   [orgId, environment, trigger_event, workflowId]     -> null, present iff enabled
+//   workflow-triggers   [orgId, environment, trigger_event, workflowId]     -> current version, present iff enabled
+//                       (entries from before this held null: matching then reads the workflow)
 //   workflow-secrets    [orgId, workflowId]                                 -> SigningSecretsRecord
 // Deleting a workflow removes the first and third; versions and secrets stay so runs pinned to a
 // version can still finish (and still sign their webhooks).
@@ -23,6 +24,8 @@ import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, Work
 export const MAX_WORKFLOWS_PER_ORG = 2000;
 const WORKFLOW_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HIGH = '\uffff';
+/** Pinned versions kept decoded in memory; they never change once written, so only size bounds this. */
+const PINNED_CACHE_SIZE = 4096;
 
 /** True for the ids this store mints (lower-case UUIDs); anything else cannot name a workflow. */
 export const isWorkflowId = (value: string): value is WorkflowId => WORKFLOW_ID.test(value);
@@ -46,6 +49,8 @@ export class WorkflowStore {
   readonly #versions: Database;
   readonly #triggers: Database;
   readonly #secrets: Database;
+  /** Decoded pinned versions, oldest first: every event and step reads one, and a version never changes. */
+  readonly #pinned = new Map<string, WorkflowVersion>();
 
   constructor(ledger: Ledger) {
     this.#root = ledger.root;
@@ -63,7 +68,14 @@ export class WorkflowStore {
   /** A pinned version; still readable after the workflow is updated or deleted. */
   version(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined {
     if (!isWorkflowId(workflowId) || !Number.isSafeInteger(version) || version < 1) return undefined;
-    return this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined;
+    const slot = `${orgId}\u0000${workflowId}\u0000${version}`;
+    const cached = this.#pinned.get(slot);
+    if (cached !== undefined) return cached;
+    const stored = this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined;
+    if (stored === undefined) return undefined;
+    this.#pinned.set(slot, stored);
+    if (this.#pinned.size > PINNED_CACHE_SIZE) this.#pinned.delete(this.#pinned.keys().next().value as string);
+    return stored;
   }
 
   /** Versions of one workflow, newest first. */
@@ -90,14 +102,20 @@ export class WorkflowStore {
    */
   matching(orgId: string, environment: string, eventType: string): WorkflowVersion[] {
     const matches: WorkflowVersion[] = [];
-    const keys = this.#triggers.getKeys({ start: [orgId, environment, eventType], end: [orgId, environment, eventType, HIGH] });
-    for (const key of keys) {
+    const entries = this.#triggers.getRange({ start: [orgId, environment, eventType], end: [orgId, environment, eventType, HIGH] });
+    for (const { key, value } of entries) {
       const [keyOrg, keyEnv, keyType, workflowId] = key as [string, string, string, string];
       if (keyOrg !== orgId || keyEnv !== environment || keyType !== eventType) continue;
+      // A trigger entry exists only for an enabled workflow and holds its current version.
+      const pinned = typeof value === 'number' ? this.version(orgId, workflowId, value) : undefined;
+      if (pinned !== undefined) {
+        matches.push(pinned);
+        continue;
+      }
+      // Entries written before triggers held the version: read the workflow itself.
       const workflow = this.#workflows.get([orgId, workflowId]) as Workflow | undefined;
       if (workflow === undefined || workflow.status !== 'enabled') continue;
-      const pinned = this.#versions.get([orgId, workflowId, workflow.version]) as WorkflowVersion | undefined;
-      matches.push(pinned ?? toWorkflowVersion(workflow));
+      matches.push(this.version(orgId, workflowId, workflow.version) ?? toWorkflowVersion(workflow));
     }
     return matches;
   }
@@ -197,7 +215,7 @@ export class WorkflowStore {
     this.#workflows.put([next.org_id, next.id], next);
     this.#versions.put([next.org_id, next.id, next.version], toWorkflowVersion(next));
     if (previous !== undefined) this.#triggers.remove(triggerKey(previous));
-    if (next.status === 'enabled') this.#triggers.put(triggerKey(next), null);
+    if (next.status === 'enabled') this.#triggers.put(triggerKey(next), next.version);
   }
 
   #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {

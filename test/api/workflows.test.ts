@@ -119,6 +119,19 @@ describe('WorkflowStore on a real ledger', () => {
     assert.deepEqual(store.matching('org-p', 'production', 'orde'), []);
   });
 
+  test('matching still serves trigger entries written before they held the version', async () => {
+    const { workflow } = await store.create(draftOf({ trigger_event: 'legacy.trigger' }), 'org-l', T0);
+    const updated = await store.update('org-l', workflow.id, draftOf({ trigger_event: 'legacy.trigger', steps: [{ id: 'second', ...hook() }] }), T0 + 1);
+    // The older layout: the same key, holding null.
+    await ledger.openDatabase('workflow-triggers').put(['org-l', 'production', 'legacy.trigger', workflow.id], null);
+    const [match] = store.matching('org-l', 'production', 'legacy.trigger');
+    assert.equal(match?.version, updated.version);
+    assert.equal(match?.definition.steps[0]?.id, 'second');
+    await store.setStatus('org-l', workflow.id, 'disabled', T0 + 2);
+    await ledger.openDatabase('workflow-triggers').put(['org-l', 'production', 'legacy.trigger', workflow.id], null);
+    assert.deepEqual(store.matching('org-l', 'production', 'legacy.trigger'), [], 'a disabled workflow never matches');
+  });
+
   test('matching reads inside a write transaction and sees that transaction\'s writes', async () => {
     const { workflow } = await store.create(draftOf({ trigger_event: 'txn.seen' }), 'org-t', T0);
     const seen = await ledger.root.transaction(() => store.matching('org-t', 'production', 'txn.seen').map((v) => v.workflow_id));
