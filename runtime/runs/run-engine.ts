@@ -74,6 +74,12 @@ export class RunEngine {
   /** Per-run chains: the next transition of a run waits for the previous one to be durable. */
   readonly #chains = new Map<string, Promise<void>>();
   readonly #limitsSet = new Set<string>();
+  /**
+   * Per org, runs written as `queued` whose transaction has not settled yet: the scheduler learns
+   * of them only after the commit, so until then no later run of the org may be admitted on the
+   * spot ahead of them (admission stays first in, first out).
+   */
+  readonly #queuedInFlight = new Map<string, number>();
   #closed = false;
 
   constructor(deps: RunEngineDeps) {
@@ -176,7 +182,8 @@ export class RunEngine {
       const { actor, run: queued } = startRunActor(input);
       updates.push(this.#d.updateLog.append(orgId, this.#updateFor(queued, version)));
       this.#ensureLimit(orgId);
-      const admitted = this.#scheduler.admitNow(orgId, runId);
+      const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && this.#scheduler.admitNow(orgId, runId);
+      if (!admitted) this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
       let run = queued;
       if (admitted) {
         actor.send({ type: 'run.admitted', at: event.received_at_ms });
@@ -186,8 +193,15 @@ export class RunEngine {
       this.#d.runs.write(run, undefined);
       created.push({ run, actor, admitted });
     }
+    const waiting = created.filter((c) => !c.admitted).length;
+    const settleWaiting = (): void => {
+      const left = (this.#queuedInFlight.get(orgId) ?? 0) - waiting;
+      if (left > 0) this.#queuedInFlight.set(orgId, left);
+      else this.#queuedInFlight.delete(orgId);
+    };
     return {
       committed: () => {
+        settleWaiting();
         this.#d.rooms.publish(orgId, updates);
         for (const { run, actor } of created) {
           // An admitted run keeps its actor live; #act stops it again if the run is not `running`.
@@ -197,6 +211,7 @@ export class RunEngine {
         }
       },
       abandoned: () => {
+        settleWaiting();
         for (const { run, actor, admitted } of created) {
           actor.stop();
           if (admitted) this.#scheduler.release(orgId, run.context.runId);
