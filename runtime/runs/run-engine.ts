@@ -243,23 +243,24 @@ export class RunEngine {
     const run = persistSnapshot(actor.getPersistedSnapshot());
     const { root } = this.#d.ledger;
     let reactions: Reaction[] = [];
-    let update: RunUpdate;
+    let update: RunUpdate | undefined;
+    const withEffects = effects !== undefined && command.type === 'step.succeeded';
+    const writes = (): void => {
+      this.#d.runs.write(run, previous);
+      // The step's outputs commit with its completion: a crash leaves both or neither.
+      if (withEffects) reactions = this.#writeEffects(run, command.stepId, effects);
+      update = this.#d.updateLog.append(orgId, this.#updateFor(run));
+    };
     try {
-      update = await durably(
-        root,
-        root.transaction(() => {
-          this.#d.runs.write(run, previous);
-          // The step's outputs commit with its completion: a crash leaves both or neither.
-          if (effects !== undefined && command.type === 'step.succeeded') reactions = this.#writeEffects(run, command.stepId, effects);
-          return this.#d.updateLog.append(orgId, this.#updateFor(run));
-        }),
-      );
+      // Effects read what they update (a projection's revision), so they need a transaction of their
+      // own; a plain transition only writes, and a batch spares the write thread a round trip here.
+      await durably<unknown>(root, withEffects ? root.transaction(writes) : root.batch(writes));
     } catch (error) {
       settleReactions(reactions, false);
       throw error;
     }
     live.persisted = run;
-    this.#d.rooms.publish(orgId, [update]);
+    if (update !== undefined) this.#d.rooms.publish(orgId, [update]);
     settleReactions(reactions, true);
     this.#act(run);
   }
