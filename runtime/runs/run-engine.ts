@@ -21,11 +21,12 @@ import { runInputFor } from '../workflows/run-plan.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import { runIdFor, type RunStore } from './run-store.ts';
 import { RunTimers } from './run-timers.ts';
-import { createHash } from 'node:crypto';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { ActionEffects, ActionResolver } from './custom-action-step.ts';
 import { performStep } from './step-dispatcher.ts';
+import { runUpdateFor } from './run-update.ts';
+import { writeStepEffects } from './step-effects.ts';
 
 /** What the engine reads of workflows (implemented by the workflow store). */
 export interface WorkflowLookup {
@@ -61,8 +62,6 @@ interface LiveRun {
   /** What the ledger holds for this run: the engine is its only writer while the actor lives. */
   persisted: PersistedRun;
 }
-/** The `source` of events that custom actions derive. */
-export const DERIVED_SOURCE = '@derived';
 const keyOf = (orgId: string, runId: string): string => `${orgId}\u0000${runId}`;
 
 export class RunEngine {
@@ -248,7 +247,7 @@ export class RunEngine {
     const writes = (): void => {
       this.#d.runs.write(run, previous);
       // The step's outputs commit with its completion: a crash leaves both or neither.
-      if (withEffects) reactions = this.#writeEffects(run, command.stepId, effects);
+      if (withEffects) reactions = writeStepEffects(this.#d, run, command.stepId, effects, this.#d.clock.now());
       update = this.#d.updateLog.append(orgId, this.#updateFor(run));
     };
     try {
@@ -263,39 +262,6 @@ export class RunEngine {
     if (update !== undefined) this.#d.rooms.publish(orgId, [update]);
     settleReactions(reactions, true);
     this.#act(run);
-  }
-
-  /** Writes a custom action's projection and derived event inside the step-completing transaction. */
-  #writeEffects(run: PersistedRun, stepId: string, effects: ActionEffects): Reaction[] {
-    const ctx = run.context;
-    const at = this.#d.clock.now();
-    if (effects.projection !== null) {
-      this.#d.projections.write(effects.projection, { orgId: ctx.orgId, environment: ctx.environment, runId: ctx.runId, stepId, eventId: ctx.eventId, at });
-    }
-    const spec = effects.derivedEvent;
-    const parent = this.#d.events.get(ctx.orgId, ctx.eventId);
-    if (spec === null || parent === undefined) return [];
-    // The derived event's id is a function of the step key: a replayed step cannot emit it twice.
-    const id = `evt_d_${createHash('sha256').update(`${ctx.runId}:${stepId}`).digest('hex').slice(0, 28)}`;
-    if (this.#d.events.has(ctx.orgId, id)) return [];
-    return this.#d.events.writeWithin(
-      {
-        id,
-        org_id: ctx.orgId,
-        type: spec.type,
-        payload: spec.payload,
-        environment: parent.environment,
-        source: DERIVED_SOURCE,
-        provider_event_id: null,
-        received_at: new Date(at).toISOString(),
-        received_at_ms: at,
-        correlation_id: parent.correlation_id,
-        causation_id: ctx.runId,
-        depth: parent.depth + 1,
-        replay_skip_side_effects: parent.replay_skip_side_effects,
-      },
-      null,
-    );
   }
 
   #restore(key: string, run: PersistedRun): LiveRun {
@@ -374,22 +340,9 @@ export class RunEngine {
     await this.send(ctx.orgId, ctx.runId, report, effects);
   }
 
-  #updateFor(run: PersistedRun, knownVersion?: WorkflowVersion): NewRunUpdate {
+  /** The live update of a transition; `version` when the caller already has it. */
+  #updateFor(run: PersistedRun, version?: WorkflowVersion): NewRunUpdate {
     const ctx = run.context;
-    const version = knownVersion ?? this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
-    const step = ctx.steps[Math.min(ctx.currentIndex, ctx.steps.length - 1)];
-    const attempts = step?.attempts ?? [];
-    return {
-      run_id: ctx.runId,
-      state: run.value,
-      channel: version?.definition.channel ?? '',
-      workflow_id: ctx.workflowId,
-      event_id: ctx.eventId,
-      step_id: step?.id ?? '',
-      attempt: attempts.length,
-      at_ms: ctx.updatedAt,
-      error: ctx.error === null ? '' : `${ctx.error.code}: ${ctx.error.message}`,
-      environment: ctx.environment,
-    };
+    return runUpdateFor(run, version ?? this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion));
   }
 }

@@ -1,0 +1,25 @@
+// The live-room update a persisted run transition publishes: its state, current step and attempt,
+// and the workflow's channel. Built from the snapshot alone, inside the transaction that stores it.
+
+import type { PersistedRun } from '../../actors/run-transition.ts';
+import type { NewRunUpdate } from '../rooms/update-log.ts';
+import type { WorkflowVersion } from '../workflows/workflow-types.ts';
+
+/** `version` is the run's pinned workflow version when known (its channel names the room's channel). */
+export function runUpdateFor(run: PersistedRun, version: WorkflowVersion | undefined): NewRunUpdate {
+  const ctx = run.context;
+  const step = ctx.steps[Math.min(ctx.currentIndex, ctx.steps.length - 1)];
+  const attempts = step?.attempts ?? [];
+  return {
+    run_id: ctx.runId,
+    state: run.value,
+    channel: version?.definition.channel ?? '',
+    workflow_id: ctx.workflowId,
+    event_id: ctx.eventId,
+    step_id: step?.id ?? '',
+    attempt: attempts.length,
+    at_ms: ctx.updatedAt,
+    error: ctx.error === null ? '' : `${ctx.error.code}: ${ctx.error.message}`,
+    environment: ctx.environment,
+  };
+}
