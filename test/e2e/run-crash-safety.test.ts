@@ -87,7 +87,10 @@ test('SIGKILL at every kind of point: each run completes, completed steps never 
     const retry = { max_retries: 5, initial_ms: 400, max_ms: 400 };
     await workflow('mid-step', 'crash.mid', [{ id: 'a', type: 'webhook', url: `${receiver.url}/before-mid` }, { id: 'b', type: 'webhook', url: `${receiver.url}/mid-step`, retry }]);
     await workflow('answered', 'crash.answered', [{ id: 'a', type: 'webhook', url: `${receiver.url}/answered`, retry }, { id: 'b', type: 'webhook', url: `${receiver.url}/after-answered` }]);
-    await workflow('backoff', 'crash.backoff', [{ id: 'a', type: 'webhook', url: `${receiver.url}/flaky`, retry }]);
+    // A longer wait for the backoff scenario, so the kill lands inside it even on a loaded machine
+    // (a kill while the retry is already in flight would make a third delivery, by design).
+    const slowRetry = { max_retries: 5, initial_ms: 1500, max_ms: 1500 };
+    await workflow('backoff', 'crash.backoff', [{ id: 'a', type: 'webhook', url: `${receiver.url}/flaky`, retry: slowRetry }]);
     await workflow('delay', 'crash.delay', [{ id: 'wait', type: 'delay', duration_ms: 1500 }, { id: 'a', type: 'webhook', url: `${receiver.url}/after-delay` }]);
     await workflow('queued', 'crash.queued', [{ id: 'a', type: 'webhook', url: `${receiver.url}/plain` }]);
 
@@ -103,7 +106,7 @@ test('SIGKILL at every kind of point: each run completes, completed steps never 
     assert.equal((await send('crash.answered', 'e-answered')).status, 202);
     rt = await restart();
     await settled(2);
-    // 3. During a backoff wait (first attempt fails with 503, retry in 400 ms).
+    // 3. During a backoff wait (first attempt fails with 503, retry in 1.5 s).
     assert.equal((await send('crash.backoff', 'e-backoff')).status, 202);
     await eventually('backoff', () => runsOf(rt.url, key), (runs) => runs.some((r) => r.state === 'backoff'));
     killNow();
