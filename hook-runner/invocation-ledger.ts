@@ -113,16 +113,20 @@ export class InvocationLedger {
    * admitted in this process bound every fence of the run, and both only grow, so a later batch never
    * writes a lower value. Afterwards the in-memory entry is dropped unless a higher fence arrived.
    */
-  async #commit(claim: InvocationClaim, write: () => void): Promise<void> {
+  async #commit(claim: InvocationClaim, write: (at: number) => void): Promise<void> {
     const fences = this.#store.fences;
     const fenceKey: FenceKey = [claim.orgId, claim.runId];
     const runSlot = `${claim.orgId}\0${claim.runId}`;
     const stored = this.highestFence(claim.orgId, claim.runId) ?? 0n;
     const highest = larger(stored, larger(claim.fence, this.#admitted.get(runSlot) ?? 0n));
+    const at = this.#now();
     await this.#store.durable(
       fences.batch(() => {
-        write();
-        if (highest > stored) void fences.put(fenceKey, highest.toString());
+        write(at);
+        if (highest > stored) {
+          void fences.put(fenceKey, highest.toString());
+          void this.#store.fencesByTime.put([at, claim.orgId, claim.runId], highest.toString());
+        }
       }),
     );
     if ((this.#admitted.get(runSlot) ?? 0n) <= highest) this.#admitted.delete(runSlot);
@@ -136,15 +140,18 @@ export class InvocationLedger {
       await this.#commit(claim, () => undefined);
       throw error;
     }
-    const record: InvocationRecord = {
-      actionId: claim.actionId,
-      digest: claim.digest,
-      fence: claim.fence.toString(),
-      outcome: result.outcome,
-      fuelUsed: result.fuelUsed,
-      completedAtMs: this.#now(),
-    };
-    await this.#commit(claim, () => void this.#store.invocations.put(key, record));
+    await this.#commit(claim, (at) => {
+      const record: InvocationRecord = {
+        actionId: claim.actionId,
+        digest: claim.digest,
+        fence: claim.fence.toString(),
+        outcome: result.outcome,
+        fuelUsed: result.fuelUsed,
+        completedAtMs: at,
+      };
+      void this.#store.invocations.put(key, record);
+      void this.#store.invocationsByTime.put([at, key[0], key[1]], null);
+    });
     return result;
   }
 }

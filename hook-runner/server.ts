@@ -16,6 +16,7 @@ import { openRunnerStore, runnerStoreDir } from './store.ts';
 import { createRunLimiter, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
 import { SecretVault } from './vault.ts';
 import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
+import { pruneRunnerRecords, PRUNE_INTERVAL_MS } from './record-pruning.ts';
 
 /** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
 export const MAX_RECEIVE_BYTES = 12 * 1024 * 1024;
@@ -134,8 +135,16 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     throw error;
   }
 
+  const prune = (): void => {
+    pruneRunnerRecords(store, now()).catch((error: unknown) => log(`pruning old invocation records failed: ${describe(error)}`));
+  };
+  prune();
+  const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
+  pruneTimer.unref();
+
   let closing: Promise<void> | undefined;
   const shutdown = async (): Promise<void> => {
+    clearInterval(pruneTimer);
     await new Promise<void>((done) => {
       const force = setTimeout(() => server.forceShutdown(), SHUTDOWN_GRACE_MS);
       server.tryShutdown(() => {

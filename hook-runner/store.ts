@@ -1,4 +1,4 @@
-// The hook-runner's LMDB environment (<dataDir>/hook-runner/runner.mdb) and its four databases.
+// The hook-runner's LMDB environment (<dataDir>/hook-runner/runner.mdb) and its databases.
 // Durability rule: every write path awaits `durable()`, i.e. commit *and* fsync, before it answers.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +18,9 @@ export interface InvocationRecord {
 
 export type FenceKey = [org: string, runId: string];
 export type InvocationKey = [org: string, idempotencyKey: string];
+/** When a record was written, first, so pruning walks the oldest ones in key order. */
+export type FenceTimeKey = [atMs: number, org: string, runId: string];
+export type InvocationTimeKey = [atMs: number, org: string, idempotencyKey: string];
 export type SecretRecordKey = [org: string, actionId: string, key: string];
 
 export interface RunnerStore {
@@ -29,6 +32,10 @@ export interface RunnerStore {
   readonly fences: Database<string, FenceKey>;
   /** (org, idempotency key) -> completed invocation. */
   readonly invocations: Database<InvocationRecord, InvocationKey>;
+  /** (written at, org, run) -> the fence written then, as a decimal string; for pruning. */
+  readonly fencesByTime: Database<string, FenceTimeKey>;
+  /** (completed at, org, idempotency key) -> null; for pruning. */
+  readonly invocationsByTime: Database<null, InvocationTimeKey>;
   /** Resolves once `write` has committed and that commit is flushed to disk. */
   durable<T>(write: Promise<T>): Promise<T>;
   /** Resolves once every write committed so far is flushed (a read of committed data is then durable too). */
@@ -48,12 +55,16 @@ export function openRunnerStore(dataDir: string): RunnerStore {
   const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });
   const fences = root.openDB<string, FenceKey>({ name: 'fences', encoding: 'string' });
   const invocations = root.openDB<InvocationRecord, InvocationKey>({ name: 'invocations', encoding: 'msgpack' });
+  const fencesByTime = root.openDB<string, FenceTimeKey>({ name: 'fences-by-time', encoding: 'string' });
+  const invocationsByTime = root.openDB<null, InvocationTimeKey>({ name: 'invocations-by-time', encoding: 'msgpack' });
 
   return {
     modules,
     secrets,
     fences,
     invocations,
+    fencesByTime,
+    invocationsByTime,
     async durable<T>(write: Promise<T>): Promise<T> {
       const result = await write;
       await root.flushed;

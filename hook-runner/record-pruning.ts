@@ -1,0 +1,49 @@
+// Ends the runner's memory of old calls. Completed invocations and run fences older than the
+// retention are removed, oldest first, in bounded passes. A pruned key that is ever retried runs
+// again, which is harmless: a guest run is a pure function of its input (no imports, DESIGN 6.5),
+// and a run that moved past a fence is refused by the runtime's own fence check as well.
+
+import type { FenceTimeKey, InvocationRecord, InvocationTimeKey, RunnerStore } from './store.ts';
+
+/** Far beyond any retry schedule (at most hours) and a support person's resume of a failed run. */
+export const RECORD_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+const PASS_LIMIT = 10_000;
+
+export interface PrunedRecords {
+  readonly invocations: number;
+  readonly fences: number;
+}
+
+/**
+ * Removes what was written before `nowMs - retentionMs`, at most `limit` records of each kind;
+ * resolves once the removal is durable. A fence raised since its old entry was written stays.
+ */
+export async function pruneRunnerRecords(store: RunnerStore, nowMs: number, retentionMs = RECORD_RETENTION_MS, limit = PASS_LIMIT): Promise<PrunedRecords> {
+  const end: [number] = [nowMs - retentionMs];
+  const invocationKeys = [...store.invocationsByTime.getKeys({ end, limit })] as InvocationTimeKey[];
+  const fenceEntries = [...store.fencesByTime.getRange({ end, limit })] as Array<{ key: FenceTimeKey; value: string }>;
+  if (invocationKeys.length === 0 && fenceEntries.length === 0) return { invocations: 0, fences: 0 };
+  return store.durable(
+    store.fences.transaction((): PrunedRecords => {
+      let invocations = 0;
+      for (const key of invocationKeys) {
+        const [at, orgId, idempotencyKey] = key;
+        void store.invocationsByTime.remove(key);
+        const record = store.invocations.get([orgId, idempotencyKey]) as InvocationRecord | undefined;
+        if (record?.completedAtMs !== at) continue;
+        void store.invocations.remove([orgId, idempotencyKey]);
+        invocations += 1;
+      }
+      let fences = 0;
+      for (const { key, value } of fenceEntries) {
+        const [, orgId, runId] = key;
+        void store.fencesByTime.remove(key);
+        if (store.fences.get([orgId, runId]) !== value) continue;
+        void store.fences.remove([orgId, runId]);
+        fences += 1;
+      }
+      return { invocations, fences };
+    }),
+  );
+}
