@@ -42,8 +42,16 @@ export class UpdateLog {
     return this.#firstIssued.get(orgId) ?? this.lastSeq(orgId) + 1;
   }
 
+  /**
+   * The highest seq on disk: the counter or the newest retained update, whichever is larger. Seqs
+   * are handed out when a write is queued, and batches and transactions reach the write thread in
+   * different orders, so the counter written last may be a lower seq than one already stored.
+   */
   lastSeq(orgId: string): number {
-    return (this.#counters.get([orgId]) as number | undefined) ?? 0;
+    const counter = (this.#counters.get([orgId]) as number | undefined) ?? 0;
+    const [newest] = this.#updates.getKeys({ start: [orgId, Number.MAX_SAFE_INTEGER], end: [orgId, 0], reverse: true, limit: 1 });
+    const stored = newest === undefined ? 0 : (newest as [string, number])[1];
+    return Math.max(counter, stored);
   }
 
   /** Retained updates with after < seq <= upTo, oldest first. */
