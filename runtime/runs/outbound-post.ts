@@ -12,6 +12,8 @@ export interface PostAnswer {
   readonly text: string;
   /** Bytes received; reading stops (and the connection is dropped) past `readLimitBytes`. */
   readonly bytes: number;
+  /** The receiver closed the connection before the body it announced was complete. */
+  readonly cutOff: boolean;
 }
 
 export interface PostOptions {
@@ -58,21 +60,17 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
         if (bytes > options.readLimitBytes) response.destroy();
       });
       const retryAfter = response.headers['retry-after'];
-      const answer = (): PostAnswer => ({
-        status: response.statusCode ?? 0,
-        retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-        text: Buffer.concat(kept).subarray(0, options.keepBytes).toString('utf8'),
-        bytes,
-      });
-      // A body cut off by the receiver is a failure; one cut off by the read limit is an answer.
+      // The status line is the answer: a body cut off (by the receiver or the read limit) is evidence.
       response.on('error', () => undefined);
       response.once('close', () => {
-        if (response.complete || bytes > options.readLimitBytes) {
-          clearTimeout(timer);
-          resolve(answer());
-        } else {
-          fail(new Error('the connection closed before the answer was complete'));
-        }
+        clearTimeout(timer);
+        resolve({
+          status: response.statusCode ?? 0,
+          retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+          text: Buffer.concat(kept).subarray(0, options.keepBytes).toString('utf8'),
+          bytes,
+          cutOff: !response.complete && bytes <= options.readLimitBytes,
+        });
       });
     });
     outgoing.end(body);

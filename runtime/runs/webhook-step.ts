@@ -99,7 +99,15 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence);
   }
   const { status } = answer;
-  const evidence = { ...base, status, duration_ms: Math.round(performance.now() - started), body: answer.text, body_bytes: answer.bytes, body_truncated: answer.bytes > EVIDENCE_BODY_CAP };
+  const evidence = {
+    ...base,
+    status,
+    duration_ms: Math.round(performance.now() - started),
+    body: answer.text,
+    body_bytes: answer.bytes,
+    body_truncated: answer.bytes > EVIDENCE_BODY_CAP || answer.cutOff,
+    ...(answer.cutOff ? { body_cut_off: true } : {}),
+  };
   if (status >= 200 && status < 300) return { ok: true, result: { status, body: answer.text }, evidence };
   const retryAfterMs = parseRetryAfter(answer.retryAfter, request.nowMs);
   if (status === 429 || status >= 500) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, retryAfterMs);

@@ -81,7 +81,7 @@ test('503 with Retry-After is retryable after that many seconds', async () => {
   assert.deepEqual(error, { code: 'webhook_http_503', message: 'The receiver answered 503.', retryable: true, retryAfterMs: 7000 });
 });
 
-test('a refused connection and an answer cut off mid-body are retryable network errors', async () => {
+test('a refused connection is a retryable network error', async () => {
   const closed = await serve(() => undefined);
   const port = new URL(closed.url).port;
   await new Promise((resolve) => servers.pop()?.close(resolve));
@@ -89,15 +89,27 @@ test('a refused connection and an answer cut off mid-body are retryable network 
   assert.equal(refused?.code, 'webhook_network_error');
   assert.match(refused?.message ?? '', /ECONNREFUSED/);
   assert.equal(refused?.retryable, true);
+});
 
+test('a 2xx whose body is cut off still counts: the receiver accepted, the cut is in the evidence', async () => {
   const cut = await serve((_req, res) => {
     res.writeHead(200, { 'content-length': '1000' });
     res.write('partial');
     setImmediate(() => res.destroy());
   });
-  const error = errorOf(await attempt(cut.url));
-  assert.equal(error?.code, 'webhook_network_error');
-  assert.equal(error?.retryable, true);
+  const outcome = await attempt(cut.url);
+  assert.equal(outcome.ok, true);
+  const evidence = outcome.evidence as Record<string, unknown>;
+  assert.equal(evidence['body'], 'partial');
+  assert.equal(evidence['body_cut_off'], true);
+  assert.equal(evidence['body_truncated'], true);
+  // The same cut after a 503 is still a retryable 503.
+  const cut503 = await serve((_req, res) => {
+    res.writeHead(503, { 'content-length': '1000' });
+    res.write('partial');
+    setImmediate(() => res.destroy());
+  });
+  assert.equal(errorOf(await attempt(cut503.url))?.code, 'webhook_http_503');
 });
 
 test('a receiver that never answers times out at the step deadline', async () => {
