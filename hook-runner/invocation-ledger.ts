@@ -57,26 +57,29 @@ export class InvocationLedger {
    * A failed `execute` (a thrown error, not a trap) records only the fence, so the next attempt runs again.
    */
   async run(claim: InvocationClaim, execute: () => Promise<InvocationResult>): Promise<LedgerAnswer> {
-    this.#admitFence(claim);
+    this.#refuseStaleFence(claim);
     const key: InvocationKey = [claim.orgId, claim.idempotencyKey];
     const slot = `${claim.orgId}\0${claim.idempotencyKey}`;
     // From here to registering the execution there is no await: the read, the in-flight check and
     // the registration are atomic, and an execution leaves the map only after its record committed.
     const completed = this.#store.invocations.get(key);
     if (completed !== undefined) {
-      try {
-        assertSameAction(claim, completed);
-      } finally {
-        await this.#commit(claim, () => undefined);
-      }
+      assertSameAction(claim, completed);
+      this.#admitFence(claim);
+      await this.#commit(claim, () => undefined);
       return { result: { outcome: completed.outcome, fuelUsed: completed.fuelUsed }, replayed: true };
     }
     const running = this.#inFlight.get(slot);
     if (running !== undefined) {
       assertSameAction(claim, running.claim);
+      this.#admitFence(claim);
       running.joined += 1;
-      return { result: await running.execution, replayed: true };
+      const result = await running.execution;
+      // The execution's own write may have been decided before this caller's fence was admitted.
+      await this.#commit(claim, () => undefined);
+      return { result, replayed: true };
     }
+    this.#admitFence(claim);
     const execution = this.#executeAndRecord(claim, key, execute);
     this.#inFlight.set(slot, { claim, execution, joined: 0 });
     try {
@@ -97,13 +100,20 @@ export class InvocationLedger {
     return stored === undefined ? undefined : BigInt(stored);
   }
 
+  /** The run's highest fence: committed, or admitted in this process and not yet committed. */
+  #highestKnown(claim: InvocationClaim): bigint {
+    return larger(this.highestFence(claim.orgId, claim.runId) ?? 0n, this.#admitted.get(`${claim.orgId}\0${claim.runId}`) ?? 0n);
+  }
+
   /** Refuses a stale fence at once, without a write: fences only grow, in memory and on disk. */
-  #admitFence(claim: InvocationClaim): void {
-    const runSlot = `${claim.orgId}\0${claim.runId}`;
-    const admitted = this.#admitted.get(runSlot) ?? 0n;
-    const highest = larger(this.highestFence(claim.orgId, claim.runId) ?? 0n, admitted);
+  #refuseStaleFence(claim: InvocationClaim): void {
+    const highest = this.#highestKnown(claim);
     if (highest > claim.fence) throw new StaleFenceError(claim.fence, highest);
-    if (claim.fence > highest) this.#admitted.set(runSlot, claim.fence);
+  }
+
+  /** Records an accepted call's fence in memory until a write commits it. */
+  #admitFence(claim: InvocationClaim): void {
+    if (claim.fence > this.#highestKnown(claim)) this.#admitted.set(`${claim.orgId}\0${claim.runId}`, claim.fence);
   }
 
   /**

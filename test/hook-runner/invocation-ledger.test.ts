@@ -86,6 +86,7 @@ describe('invocation ledger', () => {
     assert.equal(calls, 1);
     assert.deepEqual(settled.map((answer) => answer.replayed).sort(), [false, true, true]);
     for (const answer of settled) assert.deepEqual(answer.result.outcome, { kind: 'output', outputJson: '{"call":1}' });
+    assert.equal(ledger.highestFence('org_a', 'run_1'), 2n, 'a caller that joined answers only once its own fence is durable');
   });
 
   it('records no result when execute throws, so the next attempt runs; the fence is kept', async () => {
