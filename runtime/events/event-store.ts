@@ -84,7 +84,12 @@ export class EventStore {
   async store({ event, payloadJson, recording, claim }: NewEvent): Promise<StoredEvent> {
     const { root, events, inbox } = this.#ledger;
     const duplicate = this.#duplicateOf(event, claim);
-    if (duplicate !== undefined) throw duplicateError(duplicate);
+    if (duplicate !== undefined) {
+      // The claim it duplicates may be committed but not yet on disk: a 409 is an answer too, so it
+      // waits for that flush (a crash before it must not lose the original as well).
+      await root.flushed;
+      throw duplicateError(duplicate);
+    }
     const conditionKey = claim === null ? [event.org_id, event.id] : [event.org_id, claim.source, claim.providerEventId];
     if (claim !== null && inbox.doesExist(conditionKey)) return this.#storeOverExpiredClaim(event, recording, claim, payloadJson);
     let reactions: Reaction[] = [];
