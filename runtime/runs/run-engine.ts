@@ -172,32 +172,52 @@ export class RunEngine {
     const versions = this.#d.workflows.matching(event.org_id, event.environment, event.type);
     if (versions.length === 0) return undefined;
     const orgId = asOrgId(event.org_id);
-    const created: Array<{ run: PersistedRun; actor: RunActor; admitted: boolean }> = [];
+    const created: Array<{ run: PersistedRun; readonly actor: RunActor; readonly admitted: boolean }> = [];
     const updates: RunUpdate[] = [];
-    for (const version of versions) {
-      const runId = runIdFor(orgId, event.id, version.workflow_id);
-      if (this.#d.runs.has(orgId, runId)) continue;
-      const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
-      const { actor, run: queued } = startRunActor(input);
-      updates.push(this.#d.updateLog.append(orgId, this.#updateFor(queued, version)));
-      this.#ensureLimit(orgId);
-      const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && this.#scheduler.admitNow(orgId, runId);
-      if (!admitted) this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
-      let run = queued;
-      if (admitted) {
-        actor.send({ type: 'run.admitted', at: event.received_at_ms });
-        run = persistSnapshot(actor.getPersistedSnapshot());
-        updates.push(this.#d.updateLog.append(orgId, this.#updateFor(run, version)));
-      }
-      this.#d.runs.write(run, undefined);
-      created.push({ run, actor, admitted });
-    }
-    const waiting = created.filter((c) => !c.admitted).length;
+    let waiting = 0;
     const settleWaiting = (): void => {
       const left = (this.#queuedInFlight.get(orgId) ?? 0) - waiting;
       if (left > 0) this.#queuedInFlight.set(orgId, left);
       else this.#queuedInFlight.delete(orgId);
     };
+    const undoInMemory = (): void => {
+      settleWaiting();
+      for (const { run, actor, admitted } of created) {
+        actor.stop();
+        if (admitted) this.#scheduler.release(orgId, run.context.runId);
+      }
+      this.#pump();
+    };
+    try {
+      for (const version of versions) {
+        const runId = runIdFor(orgId, event.id, version.workflow_id);
+        if (this.#d.runs.has(orgId, runId)) continue;
+        const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
+        const { actor, run: queued } = startRunActor(input);
+        this.#ensureLimit(orgId);
+        const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && this.#scheduler.admitNow(orgId, runId);
+        const entry = { run: queued, actor, admitted };
+        created.push(entry);
+        if (!admitted) {
+          waiting += 1;
+          this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
+        }
+        updates.push(this.#d.updateLog.append(orgId, this.#updateFor(queued, version)));
+        let run = queued;
+        if (admitted) {
+          actor.send({ type: 'run.admitted', at: event.received_at_ms });
+          run = persistSnapshot(actor.getPersistedSnapshot());
+          entry.run = run;
+          updates.push(this.#d.updateLog.append(orgId, this.#updateFor(run, version)));
+        }
+        this.#d.runs.write(run, undefined);
+      }
+    } catch (error) {
+      // Whatever was already queued may still commit (a conditional batch keeps writes made before
+      // a throw); such a run is picked up from its snapshot at the next boot, like after a crash.
+      undoInMemory();
+      throw error;
+    }
     return {
       committed: () => {
         settleWaiting();
@@ -209,14 +229,7 @@ export class RunEngine {
           this.#act(run);
         }
       },
-      abandoned: () => {
-        settleWaiting();
-        for (const { run, actor, admitted } of created) {
-          actor.stop();
-          if (admitted) this.#scheduler.release(orgId, run.context.runId);
-        }
-        this.#pump();
-      },
+      abandoned: undoInMemory,
     };
   }
 
