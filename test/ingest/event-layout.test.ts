@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { generateEventId, type Recording, type StoredEvent } from '../../runtime/events/event-record.ts';
 import { EventStore } from '../../runtime/events/event-store.ts';
 import { Inbox } from '../../runtime/inbox/inbox.ts';
+import { asBinary, open } from 'lmdb';
 import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
 import { tempDir } from '../helpers/runtime.ts';
 
@@ -74,4 +75,19 @@ test('a null payload and events written in the older layout read back unchanged'
   assert.deepEqual(store.recording('org_a', older.id), recordingOf('{"kept":"as an object"}'));
   assert.equal(store.has('org_a', older.id), true);
   assert.equal(store.has('org_a', 'evt_missing'), false);
+});
+
+test('values written by the earlier encoder (msgpack records, no shared structures) still read', async () => {
+  // The earlier code opened its databases with lmdb-js defaults: encode the same way in a scratch env.
+  const oldDir = tempDir();
+  const oldEnv = open({ path: oldDir, compression: false });
+  const older = eventOf({ nested: { list: [1, 2, 3], text: 'é' } });
+  await oldEnv.put(['bytes'], older);
+  const bytes = oldEnv.getBinary(['bytes']);
+  await oldEnv.close();
+  rmSync(oldDir, { recursive: true, force: true });
+  assert.ok(bytes !== undefined);
+
+  await ledger.events.put(['org_a', older.id], asBinary(bytes));
+  assert.deepEqual(store.get('org_a', older.id), older);
 });
