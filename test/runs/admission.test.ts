@@ -7,6 +7,7 @@ import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.
 import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { connectLive } from '../helpers/live-client.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { generateEventId, type StoredEvent } from '../../runtime/events/event-record.ts';
 
 let rt: TestRuntime;
 let receiver: Receiver;
@@ -110,4 +111,36 @@ test('sandbox reset deletes sandbox events, runs, claims and updates, and nothin
   const body = JSON.stringify({ type: 'job.run' });
   const again = await call(rt.url, 'POST', '/hooks/acct-sbx/in-sandbox', { body, headers: signStandard(secret, 'msg-sandbox', Math.floor(Date.now() / 1000), body) });
   assert.equal(again.status, 204, 'the sandbox inbox claim is gone');
+});
+
+test('a duplicate delivery that loses the race gives back the slot it took on the spot', async () => {
+  receiver.script([{ status: 200 }]);
+  const key = await setup('acct-race', 'pro', '/race', 2);
+  const received = () => receiver.received.filter((r) => r.path === '/race').length;
+  const delivery = (): StoredEvent => {
+    const at = Date.now();
+    const id = generateEventId(at);
+    return {
+      id, org_id: 'acct-race', type: 'job.run', payload: {}, environment: 'production', source: 'shop', provider_event_id: 'dup-1',
+      received_at: new Date(at).toISOString(), received_at_ms: at, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false,
+    };
+  };
+  // Both pass the duplicate check before either commits, and both runs are admitted on the spot
+  // (the org has two free slots); the conditional write keeps one.
+  const claim = { source: 'shop', providerEventId: 'dup-1' };
+  const outcomes = await Promise.allSettled([delivery(), delivery()].map((event) => rt.runtime.context.events.store({ event, recording: null, claim })));
+  assert.deepEqual(outcomes.map((o) => o.status).sort(), ['fulfilled', 'rejected']);
+  await eventually('the kept run completed', () => states('acct-race', key), (s) => s.length === 1 && s[0] === 'completed');
+
+  // Both slots must be free again: two held steps run at the same time.
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }]);
+  const before = received();
+  for (const id of ['race-a', 'race-b']) {
+    assert.equal((await call(rt.url, 'POST', '/organizations/acct-race/events', { token: key, json: { type: 'job.run', payload: {}, id } })).status, 202);
+  }
+  await eventually('two steps in flight at once', received, (n) => n === before + 2);
+  release();
+  receiver.script([{ status: 200 }]);
+  await eventually('all completed', () => states('acct-race', key), (s) => s.length === 3 && s.every((x) => x === 'completed'));
 });
