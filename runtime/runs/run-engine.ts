@@ -1,14 +1,14 @@
 // The run host: applies events to each run's XState actor one at a time, persists every transition
-// (snapshot + live update in one transaction, flushed) before acting on it, and drives admission,
-// step effects, timers and boot recovery. The snapshot is the outbox: work is derived from it.
+// (snapshot + live update in one write, flushed) before acting on it, and drives admission, step
+// effects, timers and boot recovery. The snapshot is the outbox: work is derived from it. New runs
+// are created by run-creation.ts inside the transaction that stores their event.
 
-import { asEventId, asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
+import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { persistSnapshot, reclaimAfterRestart, restoreRunActor, startRunActor, type PersistedRun } from '../../actors/run-transition.ts';
+import { persistSnapshot, reclaimAfterRestart, restoreRunActor, type PersistedRun } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
-import type { StoredEvent } from '../events/event-record.ts';
 import { settleReactions, type EventStore, type Reaction } from '../events/event-store.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/open-ledger.ts';
@@ -17,14 +17,14 @@ import type { LiveRooms } from '../rooms/live-rooms.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
-import { runInputFor } from '../workflows/run-plan.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
-import { runIdFor, type RunStore } from './run-store.ts';
+import type { RunStore } from './run-store.ts';
 import { RunTimers } from './run-timers.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { ActionEffects, ActionResolver } from './custom-action-step.ts';
 import { performStep } from './step-dispatcher.ts';
+import { RunCreation } from './run-creation.ts';
 import { runUpdateFor } from './run-update.ts';
 import { writeStepEffects } from './step-effects.ts';
 
@@ -73,12 +73,6 @@ export class RunEngine {
   /** Per-run chains: the next transition of a run waits for the previous one to be durable. */
   readonly #chains = new Map<string, Promise<void>>();
   readonly #limitsSet = new Set<string>();
-  /**
-   * Per org, runs written as `queued` whose transaction has not settled yet: the scheduler learns
-   * of them only after the commit, so until then no later run of the org may be admitted on the
-   * spot ahead of them (admission stays first in, first out).
-   */
-  readonly #queuedInFlight = new Map<string, number>();
   #closed = false;
 
   constructor(deps: RunEngineDeps) {
@@ -87,7 +81,28 @@ export class RunEngine {
       const [orgId, runId] = key.split('\u0000') as [string, string];
       void this.send(orgId, runId, { type: 'timer.fired' });
     });
-    deps.events.addReactor((event) => this.#createRuns(event));
+    const creation = new RunCreation({
+      runs: deps.runs,
+      updateLog: deps.updateLog,
+      matching: (event) => deps.workflows.matching(event.org_id, event.environment, event.type),
+      updateFor: (run, version) => this.#updateFor(run, version),
+      admitNow: (orgId, runId) => {
+        this.#ensureLimit(orgId);
+        return this.#scheduler.admitNow(orgId, runId);
+      },
+      release: (orgId, runId) => void this.#scheduler.release(orgId, runId),
+      started: (orgId, updates, runs) => {
+        this.#d.rooms.publish(orgId, updates);
+        for (const { run, actor } of runs) {
+          // An admitted run keeps its actor live; #act stops it again if the run is not `running`.
+          if (run.value === 'running') this.#actors.set(keyOf(orgId, run.context.runId), { actor, persisted: run });
+          else actor.stop();
+          this.#act(run);
+        }
+      },
+      pump: () => this.#pump(),
+    });
+    deps.events.addReactor((event) => creation.createRuns(event));
   }
 
   get timers(): RunTimers {
@@ -160,77 +175,6 @@ export class RunEngine {
     await Promise.allSettled([...this.#chains.values()]);
     for (const live of this.#actors.values()) live.actor.stop();
     this.#actors.clear();
-  }
-
-  /**
-   * Called inside the ingest transaction: one run per matching enabled workflow, with a deterministic
-   * id. A run whose tenant has a free slot and nothing waiting is admitted on the spot: `queued`
-   * and `run.admitted` are both applied and persisted (with both live updates) in this transaction,
-   * which saves the run a transaction and an fsync round of its own before its first step.
-   */
-  #createRuns(event: StoredEvent): Reaction | undefined {
-    const versions = this.#d.workflows.matching(event.org_id, event.environment, event.type);
-    if (versions.length === 0) return undefined;
-    const orgId = asOrgId(event.org_id);
-    const created: Array<{ run: PersistedRun; readonly actor: RunActor; readonly admitted: boolean }> = [];
-    const updates: RunUpdate[] = [];
-    let waiting = 0;
-    const settleWaiting = (): void => {
-      const left = (this.#queuedInFlight.get(orgId) ?? 0) - waiting;
-      if (left > 0) this.#queuedInFlight.set(orgId, left);
-      else this.#queuedInFlight.delete(orgId);
-    };
-    const undoInMemory = (): void => {
-      settleWaiting();
-      for (const { run, actor, admitted } of created) {
-        actor.stop();
-        if (admitted) this.#scheduler.release(orgId, run.context.runId);
-      }
-      this.#pump();
-    };
-    try {
-      for (const version of versions) {
-        const runId = runIdFor(orgId, event.id, version.workflow_id);
-        if (this.#d.runs.has(orgId, runId)) continue;
-        const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
-        const { actor, run: queued } = startRunActor(input);
-        this.#ensureLimit(orgId);
-        const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && this.#scheduler.admitNow(orgId, runId);
-        const entry = { run: queued, actor, admitted };
-        created.push(entry);
-        if (!admitted) {
-          waiting += 1;
-          this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
-        }
-        updates.push(this.#d.updateLog.append(orgId, this.#updateFor(queued, version)));
-        let run = queued;
-        if (admitted) {
-          actor.send({ type: 'run.admitted', at: event.received_at_ms });
-          run = persistSnapshot(actor.getPersistedSnapshot());
-          entry.run = run;
-          updates.push(this.#d.updateLog.append(orgId, this.#updateFor(run, version)));
-        }
-        this.#d.runs.write(run, undefined);
-      }
-    } catch (error) {
-      // Whatever was already queued may still commit (a conditional batch keeps writes made before
-      // a throw); such a run is picked up from its snapshot at the next boot, like after a crash.
-      undoInMemory();
-      throw error;
-    }
-    return {
-      committed: () => {
-        settleWaiting();
-        this.#d.rooms.publish(orgId, updates);
-        for (const { run, actor } of created) {
-          // An admitted run keeps its actor live; #act stops it again if the run is not `running`.
-          if (run.value === 'running') this.#actors.set(keyOf(orgId, run.context.runId), { actor, persisted: run });
-          else actor.stop();
-          this.#act(run);
-        }
-      },
-      abandoned: undoInMemory,
-    };
   }
 
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined): Promise<void> {

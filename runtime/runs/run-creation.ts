@@ -1,0 +1,104 @@
+// Creates the runs an event starts, inside the transaction that stores the event: one run per
+// matching workflow, with a deterministic id. A run whose org has a free slot and nothing waiting
+// is admitted on the spot: `queued` and `run.admitted` are both applied and persisted (with both
+// live updates) in that transaction, which spares the run a transaction and an fsync of its own.
+
+import { asEventId, asOrgId, type OrgId, type RunId } from '../../actors/ids.ts';
+import { persistSnapshot, startRunActor, type PersistedRun } from '../../actors/run-transition.ts';
+import type { StoredEvent } from '../events/event-record.ts';
+import type { Reaction } from '../events/event-store.ts';
+import type { RunUpdate } from '../rooms/live-codec.ts';
+import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
+import type { WorkflowVersion } from '../workflows/workflow-types.ts';
+import { runInputFor } from '../workflows/run-plan.ts';
+import { runIdFor, type RunStore } from './run-store.ts';
+
+export type RunActor = ReturnType<typeof startRunActor>['actor'];
+
+/** What run creation needs from the engine that owns admission and live actors. */
+export interface RunCreationHost {
+  readonly runs: RunStore;
+  readonly updateLog: UpdateLog;
+  matching(event: StoredEvent): WorkflowVersion[];
+  updateFor(run: PersistedRun, version: WorkflowVersion): NewRunUpdate;
+  /** Admits a new run on the spot if its org has a free slot and nothing waiting (RootScheduler.admitNow). */
+  admitNow(orgId: OrgId, runId: RunId): boolean;
+  /** Gives back a slot taken by `admitNow` (the creating transaction did not commit). */
+  release(orgId: OrgId, runId: RunId): void;
+  /** The creating transaction is durable: publish the updates and act on each new run. */
+  started(orgId: OrgId, updates: RunUpdate[], runs: ReadonlyArray<{ run: PersistedRun; actor: RunActor }>): void;
+  /** Slots may have been given back: admit what waits. */
+  pump(): void;
+}
+
+export class RunCreation {
+  readonly #host: RunCreationHost;
+  /**
+   * Per org, runs written as `queued` whose transaction has not settled yet: the scheduler learns
+   * of them only after the commit, so until then no later run of the org may be admitted on the
+   * spot ahead of them (admission stays first in, first out).
+   */
+  readonly #queuedInFlight = new Map<string, number>();
+
+  constructor(host: RunCreationHost) {
+    this.#host = host;
+  }
+
+  /** Call inside the event-storing transaction (an event-store reactor). */
+  createRuns(event: StoredEvent): Reaction | undefined {
+    const host = this.#host;
+    const versions = host.matching(event);
+    if (versions.length === 0) return undefined;
+    const orgId = asOrgId(event.org_id);
+    const created: Array<{ run: PersistedRun; readonly actor: RunActor; readonly admitted: boolean }> = [];
+    const updates: RunUpdate[] = [];
+    let waiting = 0;
+    const settleWaiting = (): void => {
+      const left = (this.#queuedInFlight.get(orgId) ?? 0) - waiting;
+      if (left > 0) this.#queuedInFlight.set(orgId, left);
+      else this.#queuedInFlight.delete(orgId);
+    };
+    const undoInMemory = (): void => {
+      settleWaiting();
+      for (const { run, actor, admitted } of created) {
+        actor.stop();
+        if (admitted) host.release(orgId, run.context.runId);
+      }
+      host.pump();
+    };
+    try {
+      for (const version of versions) {
+        const runId = runIdFor(orgId, event.id, version.workflow_id);
+        if (host.runs.has(orgId, runId)) continue;
+        const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
+        const { actor, run: queued } = startRunActor(input);
+        const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && host.admitNow(orgId, runId);
+        const entry = { run: queued, actor, admitted };
+        created.push(entry);
+        if (!admitted) {
+          waiting += 1;
+          this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
+        }
+        updates.push(host.updateLog.append(orgId, host.updateFor(queued, version)));
+        if (admitted) {
+          actor.send({ type: 'run.admitted', at: event.received_at_ms });
+          entry.run = persistSnapshot(actor.getPersistedSnapshot());
+          updates.push(host.updateLog.append(orgId, host.updateFor(entry.run, version)));
+        }
+        host.runs.write(entry.run, undefined);
+      }
+    } catch (error) {
+      // Whatever was already queued may still commit (a conditional batch keeps writes made before
+      // a throw); such a run is picked up from its snapshot at the next boot, like after a crash.
+      undoInMemory();
+      throw error;
+    }
+    return {
+      committed: () => {
+        settleWaiting();
+        host.started(orgId, updates, created);
+      },
+      abandoned: undoInMemory,
+    };
+  }
+}
