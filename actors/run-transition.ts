@@ -26,6 +26,9 @@ export interface RunStep {
 
 type MachineSnapshot = ReturnType<typeof runMachine.resolveState>;
 
+/** A live run actor, as the shell keeps one for a run between transitions. */
+export type RunActor = Actor<typeof runMachine>;
+
 function persist(snapshot: MachineSnapshot): PersistedRun {
   return persistSnapshot(runMachine.getPersistedSnapshot(snapshot));
 }
@@ -54,7 +57,7 @@ export function startRun(input: RunInput): RunStep {
  * pure `initialTransition`/`transition`, which build a throwaway actor system on every call: a
  * shell that goes on sending events (admission) keeps the actor. No entry action runs on start.
  */
-export function startRunActor(input: RunInput): { actor: Actor<typeof runMachine>; run: PersistedRun } {
+export function startRunActor(input: RunInput): { actor: RunActor; run: PersistedRun } {
   const actor = createActor(runMachine, { input });
   actor.start();
   return { actor, run: persistSnapshot(actor.getPersistedSnapshot()) };
@@ -89,7 +92,7 @@ export function reclaimAfterRestart(run: PersistedRun, at: number): RunStep {
  * A (not yet started) actor continuing from a stored snapshot, for shells that prefer live
  * actors. XState re-runs no actions on restore: act on `pendingWork`, after `reclaimAfterRestart`.
  */
-export function restoreRunActor(run: PersistedRun): Actor<typeof runMachine> {
+export function restoreRunActor(run: PersistedRun): RunActor {
   // The cast bridges two typing gaps, not a runtime difference: XState's Snapshot type wants
   // `output`/`error` keys that JSON drops, and its options want `input`, ignored on restore.
   const options = { snapshot: run as unknown as Snapshot<unknown> } as { snapshot: Snapshot<unknown>; input: RunInput };

@@ -31,6 +31,8 @@ const assertSameAction = (claim: InvocationClaim, other: { actionId: string; dig
 };
 
 const larger = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+/** The in-memory key of a claim's run. */
+const runSlotOf = (claim: InvocationClaim): string => `${claim.orgId}\0${claim.runId}`;
 
 export class InvocationLedger {
   readonly #store: RunnerStore;
@@ -102,7 +104,7 @@ export class InvocationLedger {
 
   /** The run's highest fence: committed, or admitted in this process and not yet committed. */
   #highestKnown(claim: InvocationClaim): bigint {
-    return larger(this.highestFence(claim.orgId, claim.runId) ?? 0n, this.#admitted.get(`${claim.orgId}\0${claim.runId}`) ?? 0n);
+    return larger(this.highestFence(claim.orgId, claim.runId) ?? 0n, this.#admitted.get(runSlotOf(claim)) ?? 0n);
   }
 
   /** Refuses a stale fence at once, without a write: fences only grow, in memory and on disk. */
@@ -113,7 +115,7 @@ export class InvocationLedger {
 
   /** Records an accepted call's fence in memory until a write commits it. */
   #admitFence(claim: InvocationClaim): void {
-    if (claim.fence > this.#highestKnown(claim)) this.#admitted.set(`${claim.orgId}\0${claim.runId}`, claim.fence);
+    if (claim.fence > this.#highestKnown(claim)) this.#admitted.set(runSlotOf(claim), claim.fence);
   }
 
   /**
@@ -126,9 +128,9 @@ export class InvocationLedger {
   async #commit(claim: InvocationClaim, write: (at: number) => void): Promise<void> {
     const fences = this.#store.fences;
     const fenceKey: FenceKey = [claim.orgId, claim.runId];
-    const runSlot = `${claim.orgId}\0${claim.runId}`;
+    const runSlot = runSlotOf(claim);
     const stored = this.highestFence(claim.orgId, claim.runId) ?? 0n;
-    const highest = larger(stored, larger(claim.fence, this.#admitted.get(runSlot) ?? 0n));
+    const highest = larger(this.#highestKnown(claim), claim.fence);
     const at = this.#now();
     await this.#store.durable(
       fences.batch(() => {

@@ -22,12 +22,12 @@ export interface Reaction {
 export type EventReactor = (event: StoredEvent) => Reaction | undefined;
 
 /** Finishes reactions once their transaction's fate is known. */
-export function settleReactions(reactions: readonly Reaction[], committed: boolean): void {
+function settleReactions(reactions: readonly Reaction[], committed: boolean): void {
   for (const reaction of reactions) (committed ? reaction.committed : reaction.abandoned)();
 }
 
-/** Awaits `write`; settles the reactions it collected as committed, or as abandoned if it threw. */
-async function settleAfter<T>(write: Promise<T>, reactions: () => readonly Reaction[], committed: (result: T) => boolean): Promise<T> {
+/** Awaits `write`; settles the reactions it collected as `committed(result)` says, or as abandoned if it threw. */
+export async function settleAfter<T>(write: Promise<T>, reactions: () => readonly Reaction[], committed: (result: T) => boolean): Promise<T> {
   let result: T;
   try {
     result = await write;

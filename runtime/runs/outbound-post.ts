@@ -29,15 +29,14 @@ export class PostTimeoutError extends Error {
   override readonly name = 'TimeoutError';
 }
 
-const agents = {
-  'http:': new HttpAgent({ keepAlive: true, scheduling: 'lifo' }),
-  'https:': new HttpsAgent({ keepAlive: true, scheduling: 'lifo' }),
+const transports = {
+  http: { send: httpRequest, agent: new HttpAgent({ keepAlive: true, scheduling: 'lifo' }) },
+  https: { send: httpsRequest, agent: new HttpsAgent({ keepAlive: true, scheduling: 'lifo' }) },
 };
 
 /** Posts `body` to `url`; rejects with PostTimeoutError at the deadline or with the network error. */
 export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  const agent = url.protocol === 'https:' ? agents['https:'] : agents['http:'];
+  const { send, agent } = url.protocol === 'https:' ? transports.https : transports.http;
   const body = Buffer.from(options.body, 'utf8');
   return new Promise<PostAnswer>((resolve, reject) => {
     const outgoing = send(url, { method: 'POST', agent, headers: { ...options.headers, 'content-length': String(body.byteLength) } });

@@ -4,7 +4,7 @@
 // live updates) in that transaction, which spares the run a transaction and an fsync of its own.
 
 import { asEventId, asOrgId, type OrgId, type RunId } from '../../actors/ids.ts';
-import { persistSnapshot, startRunActor, type PersistedRun } from '../../actors/run-transition.ts';
+import { persistSnapshot, startRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { Reaction } from '../events/event-store.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
@@ -12,8 +12,6 @@ import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import { runInputFor } from '../workflows/run-plan.ts';
 import { runIdFor, type RunStore } from './run-store.ts';
-
-export type RunActor = ReturnType<typeof startRunActor>['actor'];
 
 /** What run creation needs from the engine that owns admission and live actors. */
 export interface RunCreationHost {
@@ -52,9 +50,8 @@ export class RunCreation {
     const orgId = asOrgId(event.org_id);
     const created: Array<{ run: PersistedRun; readonly actor: RunActor; readonly admitted: boolean }> = [];
     const updates: RunUpdate[] = [];
-    let waiting = 0;
     const settleWaiting = (): void => {
-      const left = (this.#queuedInFlight.get(orgId) ?? 0) - waiting;
+      const left = (this.#queuedInFlight.get(orgId) ?? 0) - created.filter((c) => !c.admitted).length;
       if (left > 0) this.#queuedInFlight.set(orgId, left);
       else this.#queuedInFlight.delete(orgId);
     };
@@ -75,10 +72,7 @@ export class RunCreation {
         const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && host.admitNow(orgId, runId);
         const entry = { run: queued, actor, admitted };
         created.push(entry);
-        if (!admitted) {
-          waiting += 1;
-          this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
-        }
+        if (!admitted) this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
         updates.push(host.updateLog.append(orgId, host.updateFor(queued, version)));
         if (admitted) {
           actor.send({ type: 'run.admitted', at: event.received_at_ms });

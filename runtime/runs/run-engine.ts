@@ -5,11 +5,11 @@
 
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { persistSnapshot, reclaimAfterRestart, restoreRunActor, type PersistedRun } from '../../actors/run-transition.ts';
+import { persistSnapshot, reclaimAfterRestart, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
-import { settleReactions, type EventStore, type Reaction } from '../events/event-store.ts';
+import { settleAfter, type EventStore, type Reaction } from '../events/event-store.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/open-ledger.ts';
 import type { Logger } from '../log.ts';
@@ -56,7 +56,6 @@ export interface RunEngineDeps {
   readonly runner: HookRunnerClient | undefined;
 }
 
-type RunActor = ReturnType<typeof restoreRunActor>;
 interface LiveRun {
   readonly actor: RunActor;
   /** What the ledger holds for this run: the engine is its only writer while the actor lives. */
@@ -207,17 +206,12 @@ export class RunEngine {
       if (withEffects) reactions = writeStepEffects(this.#d, run, command.stepId, effects, this.#d.clock.now());
       update = this.#d.updateLog.append(orgId, this.#updateFor(run));
     };
-    try {
-      // Effects read what they update (a projection's revision), so they need a transaction of their
-      // own; a plain transition only writes, and a batch spares the write thread a round trip here.
-      await durably<unknown>(root, withEffects ? root.transaction(writes) : root.batch(writes));
-    } catch (error) {
-      settleReactions(reactions, false);
-      throw error;
-    }
+    // Effects read what they update (a projection's revision), so they need a transaction of their
+    // own; a plain transition only writes, and a batch spares the write thread a round trip here.
+    const write = durably<unknown>(root, withEffects ? root.transaction(writes) : root.batch(writes));
+    await settleAfter(write, () => reactions, () => true);
     live.persisted = run;
     if (update !== undefined) this.#d.rooms.publish(orgId, [update]);
-    settleReactions(reactions, true);
     this.#act(run);
   }
 
