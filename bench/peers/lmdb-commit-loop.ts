@@ -39,7 +39,11 @@ interface PreparedRecord {
   readonly recording: Record<string, unknown>;
 }
 
-/** Built before the clock starts: the loop measures storage only. Shapes follow runtime/events/event-record.ts. */
+/**
+ * Built before the clock starts: the loop measures storage only. Shapes follow what Sluice stores
+ * (runtime/events/event-codec.ts): the payload as its JSON text, the recording without a body of its
+ * own because the body is that text.
+ */
 function prepare(prefix: string, n: number, payloadBytes: number): PreparedRecord[] {
   const receivedAt = new Date().toISOString();
   return Array.from({ length: n }, (_, i) => {
@@ -53,7 +57,7 @@ function prepare(prefix: string, n: number, payloadBytes: number): PreparedRecor
         id: eventId,
         org_id: ORG,
         type: EVENT_TYPE,
-        payload: JSON.parse(body) as unknown,
+        payload_json: body,
         environment: 'production',
         source: SOURCE,
         provider_event_id: providerId,
@@ -68,7 +72,7 @@ function prepare(prefix: string, n: number, payloadBytes: number): PreparedRecor
         method: 'POST',
         path: `/hooks/${ORG}/${SOURCE}`,
         headers: { 'content-type': 'application/json', 'webhook-id': providerId, 'webhook-timestamp': '1700000000', 'webhook-signature': '[redacted]' },
-        body,
+        body_is_payload: true,
         body_bytes: body.length,
         body_truncated: false,
         verifier: { scheme: 'standard-webhooks', key_index: 0 },
@@ -79,8 +83,8 @@ function prepare(prefix: string, n: number, payloadBytes: number): PreparedRecor
 }
 
 async function main(spec: LoopSpec): Promise<LoopResult> {
-  // Default overlappingSync: a write's promise resolves at commit, `root.flushed` once it is on disk.
-  const root = open({ path: spec.dataDir, maxDbs: 8, compression: false });
+  // As runtime/ledger/open-ledger.ts: a write resolves at commit and carries its own batch's flush.
+  const root = open({ path: spec.dataDir, maxDbs: 8, overlappingSync: true, separateFlushed: true, compression: false, useRecords: false });
   const db = (name: string) => root.openDB({ name, compression: false });
   const [inbox, inboxByTime, events, eventsByTime, recordings] = ['inbox', 'inbox-by-time', 'events', 'events-by-time', 'recordings'].map(db);
   if (inbox === undefined || inboxByTime === undefined || events === undefined || eventsByTime === undefined || recordings === undefined) {
@@ -98,14 +102,16 @@ async function main(spec: LoopSpec): Promise<LoopResult> {
         const started = performance.now();
         const now = Date.now();
         const claim = [ORG, SOURCE, record.providerId];
-        const stored = await inbox.ifNoExists(claim, () => {
+        const write = inbox.ifNoExists(claim, () => {
           inbox.put(claim, { event_id: record.eventId, claimed_at_ms: now });
           inboxByTime.put([now, ORG, SOURCE, record.providerId], null);
           events.put([ORG, record.eventId], record.event);
           eventsByTime.put([ORG, 'production', now, record.eventId], null);
           recordings.put([ORG, record.eventId], record.recording);
         });
-        await root.flushed;
+        const flushed = (write as Promise<boolean> & { flushed?: PromiseLike<unknown> }).flushed;
+        const stored = await write;
+        await (flushed ?? root.flushed);
         if (latencies !== undefined) latencies[i] = performance.now() - started;
         if (stored) accepted += 1;
         else duplicates += 1;
