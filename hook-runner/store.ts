@@ -3,6 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { durably } from '../runtime/ledger/durable-write.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 
 /** A completed invocation, kept so that the same idempotency key replays instead of re-running. */
@@ -48,9 +49,9 @@ export const runnerStoreDir = (dataDir: string): string => join(dataDir, 'hook-r
 export function openRunnerStore(dataDir: string): RunnerStore {
   const dir = runnerStoreDir(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  // overlappingSync stays on (the default): commits resolve early, and `durable` waits for the
-  // flush, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
-  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8 });
+  // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
+  // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
+  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8, overlappingSync: true, separateFlushed: true });
   const modules = root.openDB<Buffer, string>({ name: 'modules', encoding: 'binary' });
   const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });
   const fences = root.openDB<string, FenceKey>({ name: 'fences', encoding: 'string' });
@@ -65,11 +66,7 @@ export function openRunnerStore(dataDir: string): RunnerStore {
     invocations,
     fencesByTime,
     invocationsByTime,
-    async durable<T>(write: Promise<T>): Promise<T> {
-      const result = await write;
-      await root.flushed;
-      return result;
-    },
+    durable: <T>(write: Promise<T>): Promise<T> => durably(root, write),
     async flushed(): Promise<void> {
       await root.flushed;
     },

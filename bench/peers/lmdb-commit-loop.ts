@@ -6,6 +6,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { open } from 'lmdb';
+import { PLAIN_MSGPACK } from '../../runtime/ledger/open-ledger.ts';
 import { summarizeLatencies } from '../harness/stats.ts';
 import { buildEventPayload, EVENT_TYPE } from '../load/signed-requests.ts';
 
@@ -84,8 +85,8 @@ function prepare(prefix: string, n: number, payloadBytes: number): PreparedRecor
 
 async function main(spec: LoopSpec): Promise<LoopResult> {
   // As runtime/ledger/open-ledger.ts: a write resolves at commit and carries its own batch's flush.
-  const root = open({ path: spec.dataDir, maxDbs: 8, overlappingSync: true, separateFlushed: true, compression: false, useRecords: false });
-  const db = (name: string) => root.openDB({ name, compression: false });
+  const root = open({ path: spec.dataDir, maxDbs: 8, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
+  const db = (name: string) => root.openDB({ name, compression: false, ...PLAIN_MSGPACK });
   const [inbox, inboxByTime, events, eventsByTime, recordings] = ['inbox', 'inbox-by-time', 'events', 'events-by-time', 'recordings'].map(db);
   if (inbox === undefined || inboxByTime === undefined || events === undefined || eventsByTime === undefined || recordings === undefined) {
     throw new Error('could not open the named databases');

@@ -36,7 +36,7 @@ export interface Ledger {
  * shape in the value and build a decoder for that shape on every read: a measured 6 % of the
  * runtime's allocations. Records written that way by earlier versions still decode.
  */
-const PLAIN_MSGPACK: object = { useRecords: false };
+export const PLAIN_MSGPACK: object = { useRecords: false };
 
 export function openLedger(dataDir: string): Ledger {
   const path = join(dataDir, 'runtime');
