@@ -5,7 +5,7 @@
 
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { persistSnapshot, reclaimAfterRestart, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
+import { persistSnapshot, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
@@ -27,6 +27,7 @@ import { performStep } from './step-dispatcher.ts';
 import { RunCreation } from './run-creation.ts';
 import { runUpdateFor } from './run-update.ts';
 import { writeStepEffects } from './step-effects.ts';
+import { recoverUnfinishedRuns } from './run-recovery.ts';
 
 /** What the engine reads of workflows (implemented by the workflow store). */
 export interface WorkflowLookup {
@@ -142,29 +143,10 @@ export class RunEngine {
 
   /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot. */
   async recover(): Promise<number> {
-    const now = this.#d.clock.now();
-    const reclaimed: Array<{ run: PersistedRun; update: NewRunUpdate }> = [];
-    const resting: PersistedRun[] = [];
-    for (const { orgId, runId } of this.#d.runs.unfinished()) {
-      const run = this.#d.runs.get(orgId, runId);
-      if (run === undefined) continue;
-      const step = reclaimAfterRestart(run, now);
-      if (step.changed) reclaimed.push({ run: step.run, update: this.#updateFor(step.run) });
-      else resting.push(run);
-    }
-    const { root } = this.#d.ledger;
-    const stored = await durably(
-      root,
-      root.transaction(() =>
-        reclaimed.map(({ run, update }) => {
-          this.#d.runs.write(run, this.#d.runs.get(run.context.orgId, run.context.runId));
-          return this.#d.updateLog.append(run.context.orgId, update);
-        }),
-      ),
-    );
-    stored.forEach((update, i) => this.#d.rooms.publish((reclaimed[i] as { run: PersistedRun }).run.context.orgId, [update]));
-    for (const run of [...resting, ...reclaimed.map((r) => r.run)]) this.#act(run);
-    return resting.length + reclaimed.length;
+    const d = this.#d;
+    const runs = await recoverUnfinishedRuns({ ...d, updateFor: (run) => this.#updateFor(run) }, d.clock.now());
+    for (const run of runs) this.#act(run);
+    return runs.length;
   }
 
   /** Stops timers and new transitions, then waits for the ones in progress to be durable. */

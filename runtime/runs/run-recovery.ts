@@ -1,0 +1,44 @@
+// Boot recovery: every unfinished run is read back from its persisted snapshot. A run that was
+// `running` when the process died goes back to `queued` with its open attempt marked abandoned
+// (actors/run-transition.ts), and those changes commit durably, with their live updates, before
+// the engine acts on any run.
+
+import { reclaimAfterRestart, type PersistedRun } from '../../actors/run-transition.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/open-ledger.ts';
+import type { LiveRooms } from '../rooms/live-rooms.ts';
+import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
+import type { RunStore } from './run-store.ts';
+
+export interface RecoveryDeps {
+  readonly ledger: Ledger;
+  readonly runs: RunStore;
+  readonly updateLog: UpdateLog;
+  readonly rooms: LiveRooms;
+  readonly updateFor: (run: PersistedRun) => NewRunUpdate;
+}
+
+/** Resolves with every unfinished run, as now durably stored, for the engine to act on. */
+export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<PersistedRun[]> {
+  const reclaimed: Array<{ run: PersistedRun; update: NewRunUpdate }> = [];
+  const resting: PersistedRun[] = [];
+  for (const { orgId, runId } of deps.runs.unfinished()) {
+    const run = deps.runs.get(orgId, runId);
+    if (run === undefined) continue;
+    const step = reclaimAfterRestart(run, nowMs);
+    if (step.changed) reclaimed.push({ run: step.run, update: deps.updateFor(step.run) });
+    else resting.push(run);
+  }
+  const { root } = deps.ledger;
+  const stored = await durably(
+    root,
+    root.transaction(() =>
+      reclaimed.map(({ run, update }) => {
+        deps.runs.write(run, deps.runs.get(run.context.orgId, run.context.runId));
+        return deps.updateLog.append(run.context.orgId, update);
+      }),
+    ),
+  );
+  stored.forEach((update, i) => deps.rooms.publish((reclaimed[i] as { run: PersistedRun }).run.context.orgId, [update]));
+  return [...resting, ...reclaimed.map((r) => r.run)];
+}
