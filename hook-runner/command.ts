@@ -2,7 +2,7 @@
 // server, prints `hook-runner listening on <addr>` once bound, and stops cleanly on SIGTERM/SIGINT.
 import { resolve } from 'node:path';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
-import { loadMasterKey } from './master-key.ts';
+import { loadMasterKey, parsePreviousMasterKeys } from './master-key.ts';
 import { RunnerConfigError } from './runner-error.ts';
 import { loadRunnerToken, runnerTokenPath } from './runner-token.ts';
 import { createHookRunnerServer } from './server.ts';
@@ -18,6 +18,8 @@ const USAGE = `usage: sluice hook-runner [--listen <host:port|unix:/path>] [--da
 environment:
   SLUICE_RUNNER_TOKEN  shared token callers must send (default: <data-dir>/runner-token, generated, 0600)
   SLUICE_MASTER_KEY    vault key, 64 hex chars or base64 of 32 bytes (default: <data-dir>/hook-runner/master.key)
+  SLUICE_PREVIOUS_MASTER_KEYS  earlier vault keys, comma separated: secrets they sealed are sealed again
+                       under the current key at start (key rotation)
   UV_THREADPOOL_SIZE   libuv pool size; must be set before the process starts`;
 
 export interface HookRunnerFlags {
@@ -77,11 +79,13 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   const token = loadRunnerToken(env['SLUICE_RUNNER_TOKEN'], flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);
   const masterKey = loadMasterKey(env['SLUICE_MASTER_KEY'], runnerStoreDir(flags.dataDir));
+  const previousMasterKeys = parsePreviousMasterKeys(env['SLUICE_PREVIOUS_MASTER_KEYS']);
   const server = await createHookRunnerServer({
     listen: flags.listen,
     dataDir: flags.dataDir,
     token,
     masterKey,
+    previousMasterKeys,
     sandboxSlots: sandboxSlotsFor(poolSize),
     log,
   });

@@ -1,5 +1,6 @@
 // The vault's 32-byte master key: from SLUICE_MASTER_KEY (64 hex chars or base64 of 32 bytes) or
 // from the 0600 file <dataDir>/hook-runner/master.key, generated on first start. Anything else is refused.
+// Earlier keys, for a rotation, come from SLUICE_PREVIOUS_MASTER_KEYS (comma separated).
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import { readOrCreatePrivateFile } from './private-file.ts';
@@ -36,4 +37,10 @@ export function loadMasterKey(envValue: string | undefined, storeDir: string): K
   const path = masterKeyPath(storeDir);
   const file = readOrCreatePrivateFile(path, () => randomBytes(32).toString('hex'));
   return parseMasterKey(file.text, path);
+}
+
+/** Earlier master keys, comma separated; unset or blank means none. Errors name the entry, never its text. */
+export function parsePreviousMasterKeys(text: string | undefined): KeyObject[] {
+  if (text === undefined || text.trim() === '') return [];
+  return text.split(',').map((entry, index) => parseMasterKey(entry, `SLUICE_PREVIOUS_MASTER_KEYS entry ${index + 1}`));
 }

@@ -12,11 +12,12 @@ import { ModuleRegistry } from './module-registry.ts';
 import { isSandboxAvailable } from './sandbox.ts';
 import { RunnerError, toServerError, unauthenticated } from './runner-error.ts';
 import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
-import { openRunnerStore, runnerStoreDir } from './store.ts';
+import { openRunnerStore, runnerStoreDir, type RunnerStore } from './store.ts';
 import { createRunLimiter, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
 import { SecretVault } from './vault.ts';
 import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
 import { pruneRunnerRecords, PRUNE_INTERVAL_MS } from './record-pruning.ts';
+import { resealUnderCurrentKey } from './master-key-rotation.ts';
 
 /** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
 export const MAX_RECEIVE_BYTES = 12 * 1024 * 1024;
@@ -30,6 +31,8 @@ export interface HookRunnerServerOptions {
   readonly token: string;
   /** The vault key, or its text (64 hex chars or base64 of 32 bytes); default: the 0600 key file in the store dir. */
   readonly masterKey?: KeyObject | string;
+  /** Earlier vault keys: secrets only these open are sealed again under `masterKey` before serving. */
+  readonly previousMasterKeys?: readonly KeyObject[];
   /** Concurrent guest executions; default fits libuv's default pool (see thread-pool.ts). */
   readonly sandboxSlots?: number;
   readonly version?: string;
@@ -60,6 +63,13 @@ function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause === undefined ? '' : `\n  caused by: ${describe(error.cause)}`;
   return `${error.stack ?? error.message}${cause}`;
+}
+
+async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[], log: (line: string) => void): Promise<void> {
+  if (previous.length === 0) return;
+  const { resealed, unreadable } = await resealUnderCurrentKey(store, current, previous);
+  log(`hook-runner: master key rotation: ${resealed} secret(s) sealed again under the current key; the previous keys are no longer needed once this line appears.`);
+  if (unreadable > 0) log(`hook-runner: warning: ${unreadable} secret(s) open under none of the given master keys; reading them fails closed until they are written again.`);
 }
 
 type UnaryHandler<M extends HookRunnerMethodName> = handleUnaryCall<HookRunnerMethods[M]['request'], HookRunnerMethods[M]['reply']>;
@@ -109,6 +119,12 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     ? parseMasterKey(options.masterKey, 'the master key')
     : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir));
   const store = openRunnerStore(options.dataDir);
+  try {
+    await rotateMasterKey(store, masterKey, options.previousMasterKeys ?? [], log);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   const handlers = createHookRunnerHandlers({
     modules: new ModuleRegistry(store),
     vault: new SecretVault(store, masterKey),

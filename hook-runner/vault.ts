@@ -5,15 +5,18 @@ import type { SecretKey, SecretScope } from './requests.ts';
 import { SecretUnreadableError } from './runner-error.ts';
 import type { RunnerStore, SecretRecordKey } from './store.ts';
 
-/** Sealed layout: version(1) | nonce(12) | tag(16) | ciphertext. The version allows a future key rotation. */
+/** Sealed layout: version(1) | nonce(12) | tag(16) | ciphertext. Key rotation needs no marker: see master-key-rotation.ts. */
 const SEAL_VERSION = 1;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const HEADER_BYTES = 1 + NONCE_BYTES + TAG_BYTES;
 
+const recordKey = (scope: SecretScope, key: string): SecretRecordKey => [scope.orgId, scope.actionId, key];
+
 /** Binds a ciphertext to its place: moving it to another org, action or key makes it unreadable. */
-export const secretAad = (scope: SecretScope, key: string): Buffer =>
-  Buffer.from(`${scope.orgId}\0${scope.actionId}\0${key}`, 'utf8');
+export const recordAad = ([orgId, actionId, key]: SecretRecordKey): Buffer => Buffer.from(`${orgId}\0${actionId}\0${key}`, 'utf8');
+
+export const secretAad = (scope: SecretScope, key: string): Buffer => recordAad(recordKey(scope, key));
 
 export function sealSecret(masterKey: KeyObject, aad: Buffer, plaintext: string): Buffer {
   const nonce = randomBytes(NONCE_BYTES);
@@ -38,7 +41,6 @@ export function openSealedSecret(masterKey: KeyObject, aad: Buffer, sealed: Uint
   }
 }
 
-const recordKey = (scope: SecretScope, key: string): SecretRecordKey => [scope.orgId, scope.actionId, key];
 
 export class SecretVault {
   readonly #store: RunnerStore;

@@ -7,6 +7,9 @@ import type { Logger } from '../log.ts';
 import { createHookRunnerChild, type HookRunnerChild } from './child.ts';
 import { HookRunnerClient } from './client.ts';
 
+/** Runner lines an operator must see at the default level: warnings, crashes, the key-rotation result. */
+const NOTEWORTHY_RUNNER_LINE = /warning:|failed unexpectedly|exited unexpectedly|master key rotation/;
+
 export interface RunnerConnection {
   readonly client: HookRunnerClient | undefined;
   readonly child: HookRunnerChild | undefined;
@@ -26,7 +29,8 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger): Prom
       },
     };
   }
-  const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log: (line) => logger.debug('hook-runner', { line }) });
+  const log = (line: string): void => (NOTEWORTHY_RUNNER_LINE.test(line) ? logger.warn : logger.debug)('hook-runner', { line });
+  const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log });
   const client = new HookRunnerClient(() => child.address(), token);
   return {
     client,

@@ -1,0 +1,55 @@
+// Master-key rotation: at start, every secret that the current master key cannot open but an earlier
+// key (SLUICE_PREVIOUS_MASTER_KEYS) can is sealed again under the current key, durably, before the
+// runner serves a call. Afterwards the earlier keys are no longer needed.
+
+import type { KeyObject } from 'node:crypto';
+import type { RunnerStore, SecretRecordKey } from './store.ts';
+import { openSealedSecret, recordAad, sealSecret } from './vault.ts';
+
+/** Secrets sealed again per transaction: bounds each write while a big vault is rotated. */
+const RESEAL_BATCH = 500;
+
+export interface ResealCounts {
+  /** Secrets that only an earlier key opened, now sealed under the current one. */
+  readonly resealed: number;
+  /** Secrets that no given key opens; they stay as they are and keep failing closed when read. */
+  readonly unreadable: number;
+}
+
+/** Re-seals what `previous` keys sealed; resolves with the counts once every change is durable. */
+export async function resealUnderCurrentKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[]): Promise<ResealCounts> {
+  if (previous.length === 0) return { resealed: 0, unreadable: 0 };
+  let resealed = 0;
+  let unreadable = 0;
+  let pending: Array<{ key: SecretRecordKey; sealed: Buffer }> = [];
+  const flush = async (): Promise<void> => {
+    const batch = pending;
+    pending = [];
+    if (batch.length === 0) return;
+    await store.durable(store.secrets.batch(() => {
+      for (const { key, sealed } of batch) void store.secrets.put(key, sealed);
+    }));
+  };
+  for (const { key, value } of store.secrets.getRange({ snapshot: false })) {
+    const aad = recordAad(key);
+    if (openSealedSecret(current, aad, value) !== undefined) continue;
+    const plaintext = firstOpening(previous, aad, value);
+    if (plaintext === undefined) {
+      unreadable += 1;
+      continue;
+    }
+    pending.push({ key, sealed: sealSecret(current, aad, plaintext) });
+    resealed += 1;
+    if (pending.length >= RESEAL_BATCH) await flush();
+  }
+  await flush();
+  return { resealed, unreadable };
+}
+
+function firstOpening(keys: readonly KeyObject[], aad: Buffer, sealed: Uint8Array): string | undefined {
+  for (const key of keys) {
+    const plaintext = openSealedSecret(key, aad, sealed);
+    if (plaintext !== undefined) return plaintext;
+  }
+  return undefined;
+}

@@ -1,0 +1,100 @@
+// Rotating the vault's master key with real runner processes on one data dir: a runner started with
+// a new SLUICE_MASTER_KEY and the old one in SLUICE_PREVIOUS_MASTER_KEYS seals every secret again
+// under the new key before serving, so a later runner needs only the new key; secrets no given key
+// opens are counted (never shown) and keep failing closed.
+
+import assert from 'node:assert/strict';
+import { afterEach, test } from 'node:test';
+import { parsePreviousMasterKeys } from '../../hook-runner/master-key.ts';
+import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
+import { TerminalError } from '../../runtime/errors.ts';
+import { invocation, newMasterKey, startRunner, tempDataDir, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
+
+const scope = { orgId: 'org_rotate', actionId: 'act_rotate' };
+
+/** Runners still up: a failing assertion must not leave a child process holding the test open. */
+const running = new Set<RunnerFixture>();
+afterEach(async () => {
+  for (const runner of running) await runner.close();
+  running.clear();
+});
+
+/** A runner on `dataDir` under `masterKey`, with `previous` keys passed as the operator would. */
+async function runnerWith(dataDir: string, masterKey: string, previous?: string): Promise<RunnerFixture> {
+  const runner = await startRunner({ dataDir, masterKey, child: { env: { ...process.env, SLUICE_PREVIOUS_MASTER_KEYS: previous } } });
+  running.add(runner);
+  return runner;
+}
+
+/** Stops a runner and keeps its data dir for the next one. */
+async function stop(runner: RunnerFixture): Promise<void> {
+  running.delete(runner);
+  await runner.close({ keepData: true });
+}
+
+/** The secrets the echo guest was given, as it echoes its envelope back. */
+async function secretsSeen(runner: RunnerFixture, digest: string, keys: readonly string[]): Promise<Record<string, string>> {
+  const result = await runner.client.invoke(invocation(digest, { ...scope, permissions: keys.map((key) => `read_secret:${key}`) }));
+  assert.equal(result.outcome.kind, 'output');
+  return (JSON.parse(result.outcome.kind === 'output' ? result.outcome.outputJson : '{}') as { secrets: Record<string, string> }).secrets;
+}
+
+test('a runner started with the old key as previous seals every secret again under the new key', async () => {
+  const dataDir = tempDataDir();
+  const oldKey = newMasterKey();
+  const newKey = newMasterKey();
+
+  const before = await runnerWith(dataDir, oldKey);
+  const echo = await before.client.compile(await assembleWat('echo', ECHO_WAT));
+  await before.client.putSecret({ ...scope, key: 'STRIPE_KEY', value: 'sk_live_rotate_1' });
+  await before.client.putSecret({ ...scope, key: 'SLACK_TOKEN', value: 'xoxb-rotate-2' });
+  await stop(before);
+
+  const rotating = await runnerWith(dataDir, newKey, ` ${oldKey} `);
+  assert.deepEqual(await secretsSeen(rotating, echo, ['STRIPE_KEY', 'SLACK_TOKEN']), { STRIPE_KEY: 'sk_live_rotate_1', SLACK_TOKEN: 'xoxb-rotate-2' });
+  const logged = rotating.logLines.join('\n');
+  assert.match(logged, /master key rotation: 2 secret\(s\) sealed again under the current key/);
+  assert.doesNotMatch(logged, /sk_live_rotate_1|xoxb-rotate-2|open under none/);
+  await stop(rotating);
+
+  const after = await runnerWith(dataDir, newKey);
+  assert.deepEqual(await secretsSeen(after, echo, ['STRIPE_KEY', 'SLACK_TOKEN']), { STRIPE_KEY: 'sk_live_rotate_1', SLACK_TOKEN: 'xoxb-rotate-2' }, 'the old key is no longer needed');
+  await stop(after);
+
+  const oldOnly = await runnerWith(dataDir, oldKey);
+  await assert.rejects(secretsSeen(oldOnly, echo, ['STRIPE_KEY']), (error: unknown) => error instanceof TerminalError && error.code === 'secret_unreadable', 'the old key no longer opens them');
+});
+
+test('secrets that no given key opens are counted, left alone and still fail closed', async () => {
+  const dataDir = tempDataDir();
+  const lostKey = newMasterKey();
+  const newKey = newMasterKey();
+
+  const before = await runnerWith(dataDir, lostKey);
+  const echo = await before.client.compile(await assembleWat('echo', ECHO_WAT));
+  await before.client.putSecret({ ...scope, key: 'ORPHAN', value: 'sk_live_orphan' });
+  await stop(before);
+
+  const rotating = await runnerWith(dataDir, newKey, `${newMasterKey()},${newMasterKey()}`);
+  const logged = rotating.logLines.join('\n');
+  assert.match(logged, /0 secret\(s\) sealed again/);
+  assert.match(logged, /warning: 1 secret\(s\) open under none of the given master keys/);
+  await assert.rejects(secretsSeen(rotating, echo, ['ORPHAN']), (error: unknown) => error instanceof TerminalError && error.code === 'secret_unreadable');
+  await stop(rotating);
+
+  const recovered = await runnerWith(dataDir, newKey, lostKey);
+  assert.deepEqual(await secretsSeen(recovered, echo, ['ORPHAN']), { ORPHAN: 'sk_live_orphan' }, 'left alone, so the right key still recovers it');
+});
+
+test('SLUICE_PREVIOUS_MASTER_KEYS: blank means none; a bad entry is named by position, never echoed', () => {
+  assert.deepEqual(parsePreviousMasterKeys(undefined), []);
+  assert.deepEqual(parsePreviousMasterKeys('  '), []);
+  assert.equal(parsePreviousMasterKeys(`${newMasterKey()}, ${Buffer.alloc(32, 7).toString('base64')}`).length, 2);
+  assert.throws(() => parsePreviousMasterKeys(`${newMasterKey()},not-a-key-SECRETISH`), (error: unknown) => {
+    assert.ok(error instanceof RunnerConfigError);
+    assert.match(error.message, /SLUICE_PREVIOUS_MASTER_KEYS entry 2 must be 64 hex characters/);
+    assert.doesNotMatch(error.message, /SECRETISH/);
+    return true;
+  });
+});
