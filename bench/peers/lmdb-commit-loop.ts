@@ -1,10 +1,12 @@
 // Peer (b), the storage limit: a bare LMDB commit loop of the records Sluice's ingest writes per event
 // (inbox claim + its time index, event + its time index, request recording), deduplicated with
 // ifNoExists, 64 concurrent writers, each awaiting its flush to disk. No HTTP, no HMAC, no parsing.
+// Closed loop for the peak, or open loop at a fixed rate for the storage floor of the latency curve.
 //
 // Child process; prints one JSON line. Usage: node --import tsx lmdb-commit-loop.ts '<LoopSpec JSON>'
 
 import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
 import { open } from 'lmdb';
 import { PLAIN_MSGPACK } from '../../runtime/ledger/open-ledger.ts';
 import { summarizeLatencies } from '../harness/stats.ts';
@@ -16,6 +18,12 @@ export interface LoopSpec {
   readonly count: number;
   readonly writers: number;
   readonly payloadBytes: number;
+  /**
+   * Open loop: record i is due at start + i / rate, and its latency runs from that moment (as the
+   * HTTP open-loop generator measures), so a write that waits for a free writer counts the wait.
+   * Absent: closed loop, each writer starts its next write as soon as the last one is flushed.
+   */
+  readonly ratePerSec?: number;
 }
 
 export interface LoopResult {
@@ -92,15 +100,19 @@ async function main(spec: LoopSpec): Promise<LoopResult> {
     throw new Error('could not open the named databases');
   }
 
-  const run = async (batch: readonly PreparedRecord[], latencies: Float64Array | undefined) => {
+  const run = async (batch: readonly PreparedRecord[], latencies: Float64Array | undefined, ratePerSec?: number) => {
     let next = 0;
     let accepted = 0;
     let duplicates = 0;
+    const startedAt = performance.now();
+    const dueAt = (i: number): number | undefined => (ratePerSec === undefined ? undefined : startedAt + (i * 1000) / ratePerSec);
     const writer = async (): Promise<void> => {
       for (let i = next++; i < batch.length; i = next++) {
         const record = batch[i];
         if (record === undefined) return;
-        const started = performance.now();
+        const due = dueAt(i);
+        if (due !== undefined && due > performance.now()) await delay(due - performance.now());
+        const started = due ?? performance.now();
         const now = Date.now();
         const claim = [ORG, SOURCE, record.providerId];
         const write = inbox.ifNoExists(claim, () => {
@@ -126,7 +138,7 @@ async function main(spec: LoopSpec): Promise<LoopResult> {
   const measured = prepare('measured', spec.count, spec.payloadBytes);
   const latencies = new Float64Array(measured.length);
   const started = performance.now();
-  const { accepted, duplicates } = await run(measured, latencies);
+  const { accepted, duplicates } = await run(measured, latencies, spec.ratePerSec);
   const durationSec = (performance.now() - started) / 1000;
   await root.close();
   return {

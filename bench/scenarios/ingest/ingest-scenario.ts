@@ -7,7 +7,7 @@ import { failedResult, judge, measuredRow, notYetMeasured, scenarioStatus, subje
 import type { LatencyPoint, Scenario, ScenarioContext, ScenarioReport, SystemResult, TargetCheck } from '../../scenario.ts';
 import { fastifySqlitePeer, uwsHmacPeer, type HttpSystem, type HttpTarget } from './http-system.ts';
 import { ingestSizes, measuredRequestCount, type IngestSizes } from './ingest-sizes.ts';
-import { measureLmdbLoop } from './lmdb-loop-system.ts';
+import { lmdbLoopMeta, measureLmdbLoop, measureLmdbLoopCurve } from './lmdb-loop-system.ts';
 import { createLoadDriver, type LoadDriver } from './load-driver.ts';
 import { sluiceSystem } from './sluice-system.ts';
 
@@ -49,6 +49,7 @@ async function runIngest(context: ScenarioContext): Promise<ScenarioReport> {
     curve.push(...measured.curve);
   }
   systems.push(await measureLmdbLoop(context, sizes));
+  if (reference !== undefined) curve.push(...(await measureLmdbLoopCurve(context, sizes, reference.peakPerSec)));
 
   return {
     scenario: 'ingest',
@@ -63,7 +64,7 @@ async function runIngest(context: ScenarioContext): Promise<ScenarioReport> {
     notes: [
       'Durable = on disk before the answer: Sluice and the LMDB loop wait for the LMDB flush (fsync), SQLite runs WAL with synchronous=FULL; the uWS peer stores nothing.',
       `Each system runs in its own child process on a fresh data dir; the load generator is another process. Warm-up (${sizes.warmupRequests} requests) is not reported.`,
-      'Closed-loop p50/p99 are latencies at saturation; latency at a given load is the curve below.',
+      'Closed-loop p50/p99 are latencies at saturation; latency at a given load is the curve below. The LMDB loop\'s curve rows are the storage floor at those rates (its own process, timer-paced, no HTTP).',
       ...headroomNotes(systems),
     ],
   };
@@ -201,7 +202,9 @@ function describeMethod(driver: LoadDriver, sizes: IngestSizes, reference: Refer
 function ingestTargets(systems: readonly SystemResult[], curve: readonly LatencyPoint[]): TargetCheck[] {
   const sluice = measuredThroughput(systems, sluiceSystem.system);
   const fastify = measuredThroughput(systems, fastifySqlitePeer.system);
-  const halfPeak = curve.find((p) => p.system === sluiceSystem.system && p.fractionOfPeak === 0.5 && p.status === 'measured');
+  const atHalfPeak = (system: string) => curve.find((p) => p.system === system && p.fractionOfPeak === 0.5 && p.status === 'measured');
+  const halfPeak = atHalfPeak(sluiceSystem.system);
+  const storageFloor = atHalfPeak(lmdbLoopMeta.system)?.p99Ms;
   return [
     judge('ingest.throughput', 'Sluice ingest >= 25,000 events/s', sluice, (v) => v >= 25_000, (v) => `${Math.round(v)} events/s`),
     judge(
@@ -211,6 +214,7 @@ function ingestTargets(systems: readonly SystemResult[], curve: readonly Latency
       (v) => v >= 2,
       (v) => `${v.toFixed(2)}x`,
     ),
-    judge('ingest.p99_at_half_peak', 'Sluice p99 <= 10 ms at 50 % of its peak', halfPeak?.p99Ms, (v) => v <= 10, (v) => `${v.toFixed(2)} ms`),
+    judge('ingest.p99_at_half_peak', 'Sluice p99 <= 10 ms at 50 % of its peak', halfPeak?.p99Ms, (v) => v <= 10, (v) =>
+      `${v.toFixed(2)} ms${storageFloor === undefined ? '' : ` (the bare LMDB loop at the same rate: p99 ${storageFloor.toFixed(2)} ms)`}`),
   ];
 }
