@@ -3,7 +3,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { durably } from '../runtime/ledger/durable-write.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 
 /** A completed invocation, kept so that the same idempotency key replays instead of re-running. */
@@ -66,7 +65,14 @@ export function openRunnerStore(dataDir: string): RunnerStore {
     invocations,
     fencesByTime,
     invocationsByTime,
-    durable: <T>(write: Promise<T>): Promise<T> => durably(root, write),
+    // The runtime's ledger keeps the same rule (runtime/ledger/durable-write.ts); the runner does not
+    // import runtime code, so the four lines live on both sides of the process boundary.
+    async durable<T>(write: Promise<T>): Promise<T> {
+      const ownFlush = (write as Promise<T> & { flushed?: PromiseLike<unknown> }).flushed;
+      const result = await write;
+      await (ownFlush ?? root.flushed);
+      return result;
+    },
     async flushed(): Promise<void> {
       await root.flushed;
     },
