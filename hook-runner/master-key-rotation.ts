@@ -1,6 +1,7 @@
-// Master-key rotation: at start, every secret that the current master key cannot open but an earlier
-// key (SLUICE_PREVIOUS_MASTER_KEYS) can is sealed again under the current key, durably, before the
-// runner serves a call. Afterwards the earlier keys are no longer needed.
+// Master-key rotation and check: at every start, before the runner serves a call, each secret that
+// the current master key cannot open but an earlier key (SLUICE_PREVIOUS_MASTER_KEYS) can is sealed
+// again under the current key, durably; afterwards the earlier keys are no longer needed. Secrets no
+// given key opens are counted, so a wrong key shows at start rather than at the first read.
 
 import type { KeyObject } from 'node:crypto';
 import type { RunnerStore, SecretRecordKey } from './store.ts';
@@ -18,7 +19,6 @@ export interface ResealCounts {
 
 /** Re-seals what `previous` keys sealed; resolves with the counts once every change is durable. */
 export async function resealUnderCurrentKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[]): Promise<ResealCounts> {
-  if (previous.length === 0) return { resealed: 0, unreadable: 0 };
   let resealed = 0;
   let unreadable = 0;
   let pending: Array<{ key: SecretRecordKey; sealed: Buffer }> = [];

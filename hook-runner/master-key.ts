@@ -39,8 +39,13 @@ export function loadMasterKey(envValue: string | undefined, storeDir: string): K
   return parseMasterKey(file.text, path);
 }
 
-/** Earlier master keys, comma separated; unset or blank means none. Errors name the entry, never its text. */
+/**
+ * Earlier master keys, comma separated; unset means none. Set but blank is an error, as for
+ * SLUICE_MASTER_KEY: it is what `$(cat <missing file>)` gives, and rotating from nothing would
+ * leave every secret unreadable. Errors name the entry, never its text.
+ */
 export function parsePreviousMasterKeys(text: string | undefined): KeyObject[] {
-  if (text === undefined || text.trim() === '') return [];
+  if (text === undefined) return [];
+  if (text.trim() === '') throw new RunnerConfigError('SLUICE_PREVIOUS_MASTER_KEYS is set but empty: give the earlier keys (comma separated) or unset it.');
   return text.split(',').map((entry, index) => parseMasterKey(entry, `SLUICE_PREVIOUS_MASTER_KEYS entry ${index + 1}`));
 }

@@ -65,11 +65,16 @@ function describe(error: unknown): string {
   return `${error.stack ?? error.message}${cause}`;
 }
 
+/** Seals secrets again under the current key when earlier keys are given; warns about any no key opens. */
 async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[], log: (line: string) => void): Promise<void> {
-  if (previous.length === 0) return;
   const { resealed, unreadable } = await resealUnderCurrentKey(store, current, previous);
-  log(`hook-runner: master key rotation: ${resealed} secret(s) sealed again under the current key; the previous keys are no longer needed once this line appears.`);
-  if (unreadable > 0) log(`hook-runner: warning: ${unreadable} secret(s) open under none of the given master keys; reading them fails closed until they are written again.`);
+  if (previous.length > 0) {
+    log(`hook-runner: master key rotation: ${resealed} secret(s) sealed again under the current key; the previous keys are no longer needed once this line appears.`);
+  }
+  if (unreadable > 0) {
+    const opensUnder = previous.length > 0 ? 'open under none of the given master keys' : 'do not open under the current master key (set SLUICE_PREVIOUS_MASTER_KEYS to rotate from an earlier one)';
+    log(`hook-runner: warning: ${unreadable} secret(s) ${opensUnder}; reading them fails closed until they are written again.`);
+  }
 }
 
 type UnaryHandler<M extends HookRunnerMethodName> = handleUnaryCall<HookRunnerMethods[M]['request'], HookRunnerMethods[M]['reply']>;

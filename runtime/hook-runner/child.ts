@@ -39,6 +39,11 @@ export interface HookRunnerChildOptions {
 
 const ENTRY = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url));
 const CONFIG_ERROR_EXIT_CODE = 2;
+/** The runner's own stderr lines start so; the one before a config-error exit says what was refused. */
+const RUNNER_LINE_PREFIX = 'hook-runner: ';
+/** stderr lines kept from the current process, so an unexpected exit can say what it printed last. */
+const STDERR_TAIL_LINES = 8;
+const STDERR_TAIL_CHARS = 2000;
 const STOP_GRACE_MS = 10_000;
 /** A child that ran this long resets the restart backoff. */
 const HEALTHY_AFTER_MS = 30_000;
@@ -55,6 +60,7 @@ export class HookRunnerChild {
   #restarts = 0;
   #consecutiveRestarts = 0;
   #startedAt = 0;
+  #stderrTail: string[] = [];
   #timer: NodeJS.Timeout | undefined;
   #waiters: Waiter[] = [];
   #exited: Promise<void> = Promise.resolve();
@@ -145,6 +151,7 @@ export class HookRunnerChild {
     });
     this.#process = child;
     this.#startedAt = Date.now();
+    this.#stderrTail = [];
     this.#exited = new Promise((done) => {
       child.once('exit', (code, signal) => {
         this.#onExit(child, code, signal);
@@ -174,17 +181,22 @@ export class HookRunnerChild {
       }
       this.#log(line);
     });
-    createInterface({ input: child.stderr! }).on('line', (line) => this.#log(line));
+    createInterface({ input: child.stderr! }).on('line', (line) => {
+      if (this.#process === child && line.trim() !== '') this.#stderrTail = [...this.#stderrTail.slice(1 - STDERR_TAIL_LINES), line];
+      this.#log(line);
+    });
   }
 
   #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (this.#process !== child) return;
     this.#address = undefined;
     if (this.#state === 'stopping') return;
-    this.#log(`hook-runner child: exited unexpectedly (${signal ?? `code ${code}`})`);
+    const lastOutput = this.#stderrTail.join(' | ').slice(-STDERR_TAIL_CHARS);
+    this.#log(`hook-runner child: exited unexpectedly (${signal ?? `code ${code}`})${lastOutput === '' ? '' : `; its last output: ${lastOutput}`}`);
     if (code === CONFIG_ERROR_EXIT_CODE) {
+      const reason = this.#stderrTail.findLast((line) => line.startsWith(RUNNER_LINE_PREFIX))?.slice(RUNNER_LINE_PREFIX.length);
       this.#transition(['starting', 'running'], 'failed');
-      this.#settleWaiters(unavailable('The hook-runner refused its configuration; see its log.'));
+      this.#settleWaiters(unavailable(`The hook-runner refused its configuration: ${reason ?? 'see its log.'}`));
       return;
     }
     this.#transition(['starting', 'running'], 'restarting');

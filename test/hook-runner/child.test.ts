@@ -72,10 +72,16 @@ describe('hook-runner child supervisor', () => {
   it('does not restart a runner that refuses its configuration', async () => {
     const lines: string[] = [];
     const child = new HookRunnerChild({ dataDir: tempDataDir(), token: newToken(), masterKey: 'not-a-key', log: (line) => void lines.push(line) });
-    await assert.rejects(child.start(), RetryableError);
+    await assert.rejects(child.start(), (error: unknown) => {
+      assert.ok(error instanceof RetryableError);
+      assert.match(error.message, /refused its configuration: SLUICE_MASTER_KEY must be 64 hex characters/, 'the reason reaches the caller');
+      assert.doesNotMatch(error.message, /not-a-key/);
+      return true;
+    });
     assert.equal(child.state, 'failed');
     assert.equal(child.restarts, 0);
     assert.ok(lines.some((line) => line.includes('SLUICE_MASTER_KEY must be 64 hex characters')), lines.join('\n'));
+    assert.ok(lines.some((line) => /exited unexpectedly \(code 2\); its last output: .*SLUICE_MASTER_KEY must be/.test(line)), 'the exit line carries the output');
     assert.equal(lines.some((line) => line.includes('not-a-key')), false);
     await child.stop();
   });

@@ -87,9 +87,21 @@ test('secrets that no given key opens are counted, left alone and still fail clo
   assert.deepEqual(await secretsSeen(recovered, echo, ['ORPHAN']), { ORPHAN: 'sk_live_orphan' }, 'left alone, so the right key still recovers it');
 });
 
-test('SLUICE_PREVIOUS_MASTER_KEYS: blank means none; a bad entry is named by position, never echoed', () => {
+test('a runner started with a key that opens none of its secrets says so at start', async () => {
+  const dataDir = tempDataDir();
+  const before = await runnerWith(dataDir, newMasterKey());
+  await before.client.putSecret({ ...scope, key: 'STRIPE_KEY', value: 'sk_live_wrong_key' });
+  await stop(before);
+
+  const wrong = await runnerWith(dataDir, newMasterKey());
+  const logged = wrong.logLines.join('\n');
+  assert.match(logged, /warning: 1 secret\(s\) do not open under the current master key \(set SLUICE_PREVIOUS_MASTER_KEYS/);
+  assert.doesNotMatch(logged, /master key rotation|sk_live_wrong_key/);
+});
+
+test('SLUICE_PREVIOUS_MASTER_KEYS: unset means none; blank or a bad entry is refused, never echoed', () => {
   assert.deepEqual(parsePreviousMasterKeys(undefined), []);
-  assert.deepEqual(parsePreviousMasterKeys('  '), []);
+  assert.throws(() => parsePreviousMasterKeys('  '), (error: unknown) => error instanceof RunnerConfigError && /is set but empty/.test(error.message));
   assert.equal(parsePreviousMasterKeys(`${newMasterKey()}, ${Buffer.alloc(32, 7).toString('base64')}`).length, 2);
   assert.throws(() => parsePreviousMasterKeys(`${newMasterKey()},not-a-key-SECRETISH`), (error: unknown) => {
     assert.ok(error instanceof RunnerConfigError);
