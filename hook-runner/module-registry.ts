@@ -39,6 +39,10 @@ export class ModuleRegistry {
     if (!this.#cache.has(digest)) this.#remember(digest, await this.#compileOrReject(bytes));
     if (!this.#store.modules.doesExist(digest)) {
       await this.#store.durable(this.#store.modules.put(digest, Buffer.from(bytes)));
+    } else {
+      // Committed is visible before it is flushed: a concurrent compile of the same bytes may have
+      // written them moments ago. Answer only once what is visible is on disk.
+      await this.#store.flushed();
     }
     return digest;
   }
