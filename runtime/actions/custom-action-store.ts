@@ -7,10 +7,10 @@
 // A version's digest and permissions never change after it is written: a permissions edit is a new
 // version that needs its own approval, so an approval binds exactly what the reviewer saw.
 
-import type { Database } from 'lmdb';
+import type { LedgerTable } from '../ledger/ledger.ts';
 import { ConflictError, notFound, type SluiceError } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import {
   describeCustomAction, isCustomActionId, newCustomActionId,
   type ActionVersionRecord, type CustomActionId, type CustomActionRecord, type CustomActionView, type ReviewDecision,
@@ -82,8 +82,8 @@ const fail = (error: SluiceError): Outcome<never> => ({ ok: false, error });
 
 export class CustomActionStore {
   readonly #root: Ledger['root'];
-  readonly #actions: Database;
-  readonly #versions: Database;
+  readonly #actions: LedgerTable;
+  readonly #versions: LedgerTable;
   readonly #newId: () => CustomActionId;
 
   constructor(ledger: Ledger, options: StoreOptions = {}) {

@@ -3,7 +3,7 @@
 
 import type { Authorizer } from '../auth/authorize.ts';
 import type { Clock } from '../clock.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { EventStore } from '../events/event-store.ts';

@@ -2,7 +2,7 @@
 // Neither needs a key: they expose no tenant data.
 
 import { json, type Route } from '../http/types.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 
 export function systemRoutes(ledger: Ledger, metrics: RuntimeMetrics, startedAtMs: number, now: () => number): Route[] {

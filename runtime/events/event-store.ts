@@ -5,7 +5,7 @@ import { ConflictError, notFound } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import { durably } from '../ledger/durable-write.ts';
 import { pageByTime } from '../ledger/page-by-time.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { Environment } from '../sources/source-record.ts';
 import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import type { Recording, StoredEvent } from './event-record.ts';

@@ -3,7 +3,7 @@
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';

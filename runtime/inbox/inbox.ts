@@ -1,7 +1,7 @@
 // The tenant inbox: one claim per (org, source, provider event id), written in the same
 // transaction as the event. A live claim makes a repeat delivery a 409; old claims are pruned.
 
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import { durably } from '../ledger/durable-write.ts';
 
 export const DEFAULT_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;

@@ -1,7 +1,7 @@
 // The one durability rule of the ledger: a write counts only once it is flushed to disk.
 // Group commit comes from lmdb-js batching all writes of an event turn into one transaction.
 
-import type { RootDatabase } from 'lmdb';
+import type { LedgerRoot, LedgerWrite } from './ledger.ts';
 
 /**
  * Resolves with the write's result after its transaction is committed AND flushed to disk.
@@ -10,8 +10,8 @@ import type { RootDatabase } from 'lmdb';
  * to one fsync cycle. Writes without it (transactions) wait for `root.flushed`, which includes
  * theirs. Many concurrent callers share one fsync: the group commit that makes ingest fast.
  */
-export async function durably<T>(root: RootDatabase, write: Promise<T>): Promise<T> {
-  const ownFlush = (write as Promise<T> & { flushed?: PromiseLike<unknown> }).flushed;
+export async function durably<T>(root: LedgerRoot, write: LedgerWrite<T>): Promise<T> {
+  const ownFlush = write.flushed;
   const result = await write;
   await (ownFlush ?? root.flushed);
   return result;

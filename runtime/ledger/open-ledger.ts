@@ -1,34 +1,11 @@
-// Opens the runtime's one LMDB environment and its named databases.
-// Every key is an ordered array that starts with the org id, so a tenant's data is one contiguous range.
+// The LMDB ledger: the runtime's one LMDB environment and its named databases, behind the
+// interface in ledger.ts. Every key is an ordered array that starts with the org id, so a tenant's
+// data is one contiguous range.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
-
-/** The named databases of the runtime ledger. Values are msgpack-encoded plain objects. */
-export interface Ledger {
-  readonly root: RootDatabase;
-  /** [orgId] -> Organization */
-  readonly orgs: Database;
-  /** [keyHash] -> ApiKeyRecord (lookup by presented key) and [orgId, keyId] -> keyHash (listing) */
-  readonly apiKeys: Database;
-  readonly apiKeysByOrg: Database;
-  /** [orgId, sourceName] -> SourceRecord */
-  readonly sources: Database;
-  /** [orgId, eventId] -> StoredEvent */
-  readonly events: Database;
-  /** [orgId, environment, receivedAtMs, eventId] -> null (time-ordered paging) */
-  readonly eventsByTime: Database;
-  /** [orgId, sourceName, providerEventId] -> InboxClaim */
-  readonly inbox: Database;
-  /** [claimedAtMs, orgId, sourceName, providerEventId] -> null (pruning order) */
-  readonly inboxByTime: Database;
-  /** [orgId, eventId] -> Recording */
-  readonly recordings: Database;
-  /** Opens a further named database in the same environment (runs, workflows, ... add theirs here). */
-  openDatabase(name: string): Database;
-  close(): Promise<void>;
-}
+import { open } from 'lmdb';
+import type { Ledger, LedgerTable } from './ledger.ts';
 
 /**
  * Values are plain msgpack maps (msgpackr's `useRecords: false`, passed through by lmdb-js but not
@@ -44,7 +21,7 @@ export function openLedger(dataDir: string): Ledger {
   // overlappingSync + separateFlushed: a write's promise resolves at commit and carries a
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
-  const db = (name: string): Database => root.openDB({ name, compression: false, ...PLAIN_MSGPACK });
+  const db = (name: string): LedgerTable => root.openDB({ name, compression: false, ...PLAIN_MSGPACK });
   return {
     root,
     orgs: db('orgs'),

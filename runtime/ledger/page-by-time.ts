@@ -1,7 +1,7 @@
 // Newest-first paging over a time index keyed [...scope, atMs, id]: the one loop behind the event
 // and run lists. Bounded scan per page, so a selective filter cannot turn one request into a full scan.
 
-import type { Database, Key } from 'lmdb';
+import type { LedgerKeyPart, LedgerTable } from './ledger.ts';
 
 /** Index entries looked at per page at most; a page may come back short with a cursor to continue. */
 export const MAX_SCAN_PER_PAGE = 20_000;
@@ -13,13 +13,13 @@ export interface TimePage<T> {
 }
 
 /** `load` returns the item for an id, or undefined when it is gone or filtered out. */
-export function pageByTime<T>(index: Database, scope: readonly Key[], limit: number, cursor: [number, string] | undefined, load: (id: string) => T | undefined): TimePage<T> {
+export function pageByTime<T>(index: LedgerTable, scope: readonly LedgerKeyPart[], limit: number, cursor: [number, string] | undefined, load: (id: string) => T | undefined): TimePage<T> {
   const start = cursor === undefined ? [...scope, Number.MAX_SAFE_INTEGER] : [...scope, ...cursor];
   const items: T[] = [];
   let last: [number, string] | null = null;
   let scanned = 0;
   for (const key of index.getKeys({ start, end: [...scope], reverse: true })) {
-    const [at, id] = (key as Key[]).slice(scope.length) as [number, string];
+    const [at, id] = (key as LedgerKeyPart[]).slice(scope.length) as [number, string];
     if (cursor !== undefined && at === cursor[0] && id === cursor[1]) continue;
     last = [at, id];
     scanned++;

@@ -1,10 +1,10 @@
 // Read models written by custom actions (DESIGN 6.5 `projection`): upserted by entity, or appended
 // per step key, always inside the transaction that completes the step, so a retry never doubles a row.
 
-import type { Database } from 'lmdb';
+import type { LedgerTable } from '../ledger/ledger.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import type { ProjectionWrite } from '../actions/output-contract.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 
 /** Rows without an entity live under this entity type, keyed by the step key that wrote them. */
 const APPENDED = '~step';
@@ -36,7 +36,7 @@ export interface ProjectionSource {
 }
 
 export class ProjectionStore {
-  readonly #rows: Database;
+  readonly #rows: LedgerTable;
 
   constructor(ledger: Ledger) {
     this.#rows = ledger.openDatabase('projections');

@@ -1,8 +1,8 @@
 // The retained live updates of each org: [orgId, seq] -> RunUpdate, with a per-org sequence counter.
 // Appends happen inside the transaction that persists the run transition, so seq order = commit order.
 
-import type { Database } from 'lmdb';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { LedgerTable } from '../ledger/ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { RunUpdate } from './live-codec.ts';
 
 export const DEFAULT_RETAINED_UPDATES = 10_000;
@@ -10,8 +10,8 @@ export const DEFAULT_RETAINED_UPDATES = 10_000;
 export type NewRunUpdate = Omit<RunUpdate, 'seq' | 'org_id'>;
 
 export class UpdateLog {
-  readonly #updates: Database;
-  readonly #counters: Database;
+  readonly #updates: LedgerTable;
+  readonly #counters: LedgerTable;
   readonly #retention: number;
   /** Last seq handed out per org. Allocation happens when a write is queued (inside conditional
    * batches, not only serialized transactions), so it must not re-read LMDB: a gap after a write

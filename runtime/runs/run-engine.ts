@@ -11,7 +11,7 @@ import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
 import { settleAfter, type EventStore, type Reaction } from '../events/event-store.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { Logger } from '../log.ts';
 import type { LiveRooms } from '../rooms/live-rooms.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';

@@ -5,7 +5,7 @@
 
 import { reclaimAfterRestart, type PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { LiveRooms } from '../rooms/live-rooms.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from './run-store.ts';

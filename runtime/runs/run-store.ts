@@ -2,11 +2,11 @@
 // reactions, listings, boot recovery and failed-event triage read. Writes happen inside a transaction.
 
 import { createHash } from 'node:crypto';
-import type { Database } from 'lmdb';
+import type { LedgerTable } from '../ledger/ledger.ts';
 import { asRunId, type EventId, type OrgId, type RunId } from '../../actors/ids.ts';
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunStateName } from '../../actors/run-types.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import { pageByTime } from '../ledger/page-by-time.ts';
 
 /** States with work still to come: the set boot recovery walks. `failed` waits for a person. */
@@ -18,11 +18,11 @@ export function runIdFor(orgId: string, eventId: string, workflowId: string): Ru
 }
 
 export class RunStore {
-  readonly #runs: Database;
-  readonly #byEvent: Database;
-  readonly #byTime: Database;
-  readonly #unfinished: Database;
-  readonly #failed: Database;
+  readonly #runs: LedgerTable;
+  readonly #byEvent: LedgerTable;
+  readonly #byTime: LedgerTable;
+  readonly #unfinished: LedgerTable;
+  readonly #failed: LedgerTable;
 
   constructor(ledger: Ledger) {
     this.#runs = ledger.openDatabase('runs');

@@ -3,7 +3,7 @@
 
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { SourceRecord } from './source-record.ts';
 
 export class SourceStore {

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { notFound } from '../errors.ts';
 import { generateToken, hashToken } from '../auth/secrets.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 
 export type Role = 'viewer' | 'developer' | 'admin';
 export const ROLES: readonly Role[] = ['viewer', 'developer', 'admin'];

@@ -3,7 +3,7 @@
 
 import { ConflictError } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 
 export type Plan = 'starter' | 'pro' | 'enterprise';
 export const PLANS: readonly Plan[] = ['starter', 'pro', 'enterprise'];

@@ -11,11 +11,11 @@
 // version can still finish (and still sign their webhooks).
 
 import { randomUUID } from 'node:crypto';
-import type { Database } from 'lmdb';
+import type { LedgerTable } from '../ledger/ledger.ts';
 import { asOrgId, asWorkflowId, type WorkflowId } from '../../actors/ids.ts';
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/open-ledger.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
 import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowVersion } from './workflow-types.ts';
@@ -45,10 +45,10 @@ type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
 
 export class WorkflowStore {
   readonly #root: Ledger['root'];
-  readonly #workflows: Database;
-  readonly #versions: Database;
-  readonly #triggers: Database;
-  readonly #secrets: Database;
+  readonly #workflows: LedgerTable;
+  readonly #versions: LedgerTable;
+  readonly #triggers: LedgerTable;
+  readonly #secrets: LedgerTable;
   /** Decoded pinned versions, oldest first: every event and step reads one, and a version never changes. */
   readonly #pinned = new Map<string, WorkflowVersion>();
 

@@ -1,14 +1,12 @@
-// The custom action store on a real LMDB: versions, review transitions, and what resolveForRun lets a
+// The custom action store on every ledger (LMDB and memory): versions, review transitions, and what resolveForRun lets a
 // run execute (only the approved version, with the permissions as reviewed).
 
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { CustomActionId } from '../../runtime/actions/custom-action-record.ts';
 import { CustomActionStore, MAX_VERSIONS_PER_ACTION } from '../../runtime/actions/custom-action-store.ts';
 import { ConflictError, SluiceError } from '../../runtime/errors.ts';
-import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
-import { tempDir } from '../helpers/runtime.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
 const DIGEST_A = 'a'.repeat(64);
 const DIGEST_B = 'b'.repeat(64);
@@ -16,18 +14,7 @@ const DIGEST_C = 'c'.repeat(64);
 const AT = Date.UTC(2025, 0, 1);
 const ORG = 'acct-store';
 
-let dir: string;
-let ledger: Ledger;
 let store: CustomActionStore;
-before(() => {
-  dir = tempDir('sluice-actions-');
-  ledger = openLedger(dir);
-  store = new CustomActionStore(ledger);
-});
-after(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-});
 
 const create = (permissions: string[] = [], digest = DIGEST_A) =>
   store.create(ORG, { name: 'scorer', description: '', module: { digest, size: 100 }, permissions }, AT);
@@ -40,7 +27,14 @@ async function rejects(promise: Promise<unknown>, status: number, code: string):
   return error;
 }
 
-describe('custom action store', () => {
+for (const kind of LEDGER_KINDS) describe(`custom action store (${kind.name} ledger)`, () => {
+  let opened: ReturnType<typeof kind.open>;
+  before(() => {
+    opened = kind.open();
+    store = new CustomActionStore(opened.ledger);
+  });
+  after(() => opened.close());
+
   it('creates version 1 pending review; a run may not use it yet', async () => {
     const action = await create(['read_secret:API_KEY']);
     assert.match(action.id, /^act_[0-9a-f]{16}$/);
@@ -121,7 +115,7 @@ describe('custom action store', () => {
 
   it('lists an org newest first, never another org; refuses writes to unknown actions and past the version cap', async () => {
     const ids = ['act_00000000000000a1', 'act_00000000000000a2'] as CustomActionId[];
-    const isolated = new CustomActionStore(ledger, { newId: () => ids.shift() ?? assert.fail('no id left') });
+    const isolated = new CustomActionStore(opened.ledger, { newId: () => ids.shift() ?? assert.fail('no id left') });
     await isolated.create('acct-list', { name: 'one', description: 'd', module: { digest: DIGEST_A, size: 1 }, permissions: [] }, AT);
     await isolated.create('acct-list', { name: 'two', description: '', module: { digest: DIGEST_B, size: 2 }, permissions: [] }, AT + 1);
     assert.deepEqual(isolated.list('acct-list').map((a) => a.name), ['two', 'one']);

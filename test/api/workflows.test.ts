@@ -2,15 +2,15 @@
 // over a real runtime (CRUD, toggle, versions, rotation, validation, roles, tenancy, sandbox plan rule).
 
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 import { parseWorkflowInput } from '../../runtime/workflows/parse-workflow.ts';
 import { WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
 import type { WorkflowDraft } from '../../runtime/workflows/workflow-types.ts';
 import { call, createOrg } from '../helpers/http.ts';
-import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
 const T0 = Date.UTC(2026, 10, 30);
 const SECRET_FORMAT = /^whsec_[A-Za-z0-9+/]{43}=$/;
@@ -19,19 +19,16 @@ const draftOf = (body: Record<string, unknown>): WorkflowDraft =>
   parseWorkflowInput({ name: 'wf', trigger_event: 'order.placed', steps: [hook()], ...body });
 const ids = (versions: readonly { workflow_id: string }[]): string[] => versions.map((v) => v.workflow_id).sort();
 
-describe('WorkflowStore on a real ledger', () => {
-  let dir: string;
+for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`, () => {
+  let opened: ReturnType<typeof kind.open>;
   let ledger: Ledger;
   let store: WorkflowStore;
   before(() => {
-    dir = tempDir('sluice-wf-store-');
-    ledger = openLedger(dir);
+    opened = kind.open();
+    ledger = opened.ledger;
     store = new WorkflowStore(ledger);
   });
-  after(async () => {
-    await ledger.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => opened.close());
 
   test('create stores version 1, a trigger entry and one signing secret', async () => {
     const { workflow, signingSecret } = await store.create(draftOf({ steps: [{ id: 'notify', ...hook() }] }), 'org-a', T0);

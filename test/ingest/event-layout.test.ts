@@ -8,7 +8,8 @@ import { generateEventId, type Recording, type StoredEvent } from '../../runtime
 import { EventStore } from '../../runtime/events/event-store.ts';
 import { Inbox } from '../../runtime/inbox/inbox.ts';
 import { asBinary, open } from 'lmdb';
-import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
+import { openLedger } from '../../runtime/ledger/open-ledger.ts';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { tempDir } from '../helpers/runtime.ts';
 
 let dir: string;

@@ -2,34 +2,14 @@
 // committed once durable, abandoned when a racing duplicate loses, so in-memory effects are undone.
 
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { ConflictError } from '../../runtime/errors.ts';
 import { generateEventId, type StoredEvent } from '../../runtime/events/event-record.ts';
 import { EventStore } from '../../runtime/events/event-store.ts';
 import { Inbox } from '../../runtime/inbox/inbox.ts';
-import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
-import { tempDir } from '../helpers/runtime.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
-let dir: string;
-let ledger: Ledger;
-let store: EventStore;
-const fates: string[] = [];
 const AT = Date.UTC(2026, 10, 30, 12);
-
-before(() => {
-  dir = tempDir();
-  ledger = openLedger(dir);
-  store = new EventStore(ledger, new Inbox(ledger, 60_000));
-  store.addReactor((event) => ({
-    committed: () => fates.push(`committed ${event.id}`),
-    abandoned: () => fates.push(`abandoned ${event.id}`),
-  }));
-});
-after(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-});
 
 const delivery = (): StoredEvent => {
   const id = generateEventId(AT);
@@ -39,15 +19,31 @@ const delivery = (): StoredEvent => {
   };
 };
 
-test('two racing deliveries of one webhook: one reaction commits, the other is abandoned', async () => {
-  const first = delivery();
-  const second = delivery();
-  const claim = { source: 'shop', providerEventId: 'msg_same' };
-  // Both pass the duplicate check before either commits; the conditional write decides.
-  const outcomes = await Promise.allSettled([store.store({ event: first, recording: null, claim }), store.store({ event: second, recording: null, claim })]);
-  assert.equal(outcomes[0]?.status, 'fulfilled');
-  assert.equal(outcomes[1]?.status, 'rejected');
-  assert.ok(outcomes[1]?.status === 'rejected' && outcomes[1].reason instanceof ConflictError);
-  assert.deepEqual(fates.sort(), [`abandoned ${second.id}`, `committed ${first.id}`].sort());
-  assert.equal(store.has('org_a', second.id), false);
+for (const kind of LEDGER_KINDS) describe(`event reactions (${kind.name} ledger)`, () => {
+  let opened: ReturnType<typeof kind.open>;
+  let store: EventStore;
+  const fates: string[] = [];
+  before(() => {
+    opened = kind.open();
+    const { ledger } = opened;
+    store = new EventStore(ledger, new Inbox(ledger, 60_000));
+    store.addReactor((event) => ({
+      committed: () => fates.push(`committed ${event.id}`),
+      abandoned: () => fates.push(`abandoned ${event.id}`),
+    }));
+  });
+  after(() => opened.close());
+
+  test('two racing deliveries of one webhook: one reaction commits, the other is abandoned', async () => {
+    const first = delivery();
+    const second = delivery();
+    const claim = { source: 'shop', providerEventId: 'msg_same' };
+    // Both pass the duplicate check before either commits; the conditional write decides.
+    const outcomes = await Promise.allSettled([store.store({ event: first, recording: null, claim }), store.store({ event: second, recording: null, claim })]);
+    assert.equal(outcomes[0]?.status, 'fulfilled');
+    assert.equal(outcomes[1]?.status, 'rejected');
+    assert.ok(outcomes[1]?.status === 'rejected' && outcomes[1].reason instanceof ConflictError);
+    assert.deepEqual(fates.sort(), [`abandoned ${second.id}`, `committed ${first.id}`].sort());
+    assert.equal(store.has('org_a', second.id), false);
+  });
 });

@@ -1,44 +1,42 @@
-// The live-update log's sequence after a restart, on real LMDB: the next seq follows the highest one
+// The live-update log's sequence after a restart, on every ledger (LMDB and memory): the next seq follows the highest one
 // on disk even when the counter written last is lower (batches and transactions commit out of order).
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { after, before, test } from 'node:test';
-import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
+import { after, before, describe, test } from 'node:test';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { UpdateLog, type NewRunUpdate } from '../../runtime/rooms/update-log.ts';
-import { tempDir } from '../helpers/runtime.ts';
-
-let dir: string;
-let ledger: Ledger;
-before(() => {
-  dir = tempDir();
-  ledger = openLedger(dir);
-});
-after(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
 const update = (runId: string): NewRunUpdate => ({
   run_id: runId, state: 'completed', channel: '', workflow_id: 'wf', event_id: 'evt', step_id: 's', attempt: 1, at_ms: 1, error: '', environment: 'production',
 });
 
-test('a restarted log continues after the highest stored seq, not after a lagging counter', async () => {
-  const first = new UpdateLog(ledger, 100);
-  for (const runId of ['run_1', 'run_2', 'run_3']) await ledger.root.transaction(() => first.append('org_a', update(runId)));
-  // As if a transaction that took seq 2 committed after a batch that took seq 3: the counter says 2.
-  await ledger.openDatabase('live-seq').put(['org_a'], 2);
+for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, () => {
+  let opened: ReturnType<typeof kind.open>;
+  let ledger: Ledger;
+  before(() => {
+    opened = kind.open();
+    ledger = opened.ledger;
+  });
+  after(() => opened.close());
 
-  const restarted = new UpdateLog(ledger, 100);
-  assert.equal(restarted.lastSeq('org_a'), 3);
-  const next = await ledger.root.transaction(() => restarted.append('org_a', update('run_4')));
-  assert.equal(next.seq, 4);
-  assert.deepEqual(restarted.range('org_a', 0, 4).map((u) => u.run_id), ['run_1', 'run_2', 'run_3', 'run_4'], 'nothing was overwritten');
-  assert.equal(restarted.lastSeq('org_b'), 0, 'another org starts at 0');
-});
+  test('a restarted log continues after the highest stored seq, not after a lagging counter', async () => {
+    const first = new UpdateLog(ledger, 100);
+    for (const runId of ['run_1', 'run_2', 'run_3']) await ledger.root.transaction(() => first.append('org_a', update(runId)));
+    // As if a transaction that took seq 2 committed after a batch that took seq 3: the counter says 2.
+    await ledger.openDatabase('live-seq').put(['org_a'], 2);
 
-test('the counter still wins when the newest updates were removed (sandbox reset)', async () => {
-  const log = new UpdateLog(ledger, 100);
-  await ledger.root.transaction(() => log.append('org_c', { ...update('run_1'), environment: 'sandbox' }));
-  await ledger.root.transaction(() => log.removeEnvironment('org_c', 'sandbox'));
-  assert.equal(new UpdateLog(ledger, 100).lastSeq('org_c'), 1);
+    const restarted = new UpdateLog(ledger, 100);
+    assert.equal(restarted.lastSeq('org_a'), 3);
+    const next = await ledger.root.transaction(() => restarted.append('org_a', update('run_4')));
+    assert.equal(next.seq, 4);
+    assert.deepEqual(restarted.range('org_a', 0, 4).map((u) => u.run_id), ['run_1', 'run_2', 'run_3', 'run_4'], 'nothing was overwritten');
+    assert.equal(restarted.lastSeq('org_b'), 0, 'another org starts at 0');
+  });
+
+  test('the counter still wins when the newest updates were removed (sandbox reset)', async () => {
+    const log = new UpdateLog(ledger, 100);
+    await ledger.root.transaction(() => log.append('org_c', { ...update('run_1'), environment: 'sandbox' }));
+    await ledger.root.transaction(() => log.removeEnvironment('org_c', 'sandbox'));
+    assert.equal(new UpdateLog(ledger, 100).lastSeq('org_c'), 1);
+  });
 });

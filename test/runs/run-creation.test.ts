@@ -1,22 +1,21 @@
-// Run creation's first-in-first-out guard, on real LMDB and the real root scheduler: while a run
+// Run creation's first-in-first-out guard, on every ledger (LMDB and memory) and the real root scheduler: while a run
 // written as `queued` has not committed (the scheduler does not know it yet), a later run of the
 // same org is not admitted on the spot, even when a slot is free. The test holds each creating
 // transaction's reaction and settles it by hand, which is the race the HTTP tests cannot pin down.
 
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { asOrgId, asRunId, type OrgId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
 import type { StoredEvent } from '../../runtime/events/event-record.ts';
 import type { Reaction } from '../../runtime/events/event-store.ts';
-import { openLedger, type Ledger } from '../../runtime/ledger/open-ledger.ts';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { UpdateLog } from '../../runtime/rooms/update-log.ts';
 import { RunCreation } from '../../runtime/runs/run-creation.ts';
 import { RunStore, runIdFor } from '../../runtime/runs/run-store.ts';
 import { runUpdateFor } from '../../runtime/runs/run-update.ts';
 import type { WorkflowVersion } from '../../runtime/workflows/workflow-types.ts';
-import { tempDir } from '../helpers/runtime.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
 const ORG = asOrgId('acct-fifo');
 const version = {
@@ -27,7 +26,6 @@ const version = {
   definition: { name: 'fifo', trigger_event: 'job.run', environment: 'production', status: 'active', steps: [{ id: 's', type: 'webhook', url: 'http://127.0.0.1:9/unused', headers: {}, timeout_ms: 1000 }] },
 } as unknown as WorkflowVersion;
 
-let dir: string;
 let ledger: Ledger;
 let runs: RunStore;
 let scheduler: RootScheduler;
@@ -35,9 +33,9 @@ let creation: RunCreation;
 /** The runs the host was told about once their transaction committed, in that order. */
 let started: string[];
 
-before(() => {
-  dir = tempDir();
-  ledger = openLedger(dir);
+/** A run creation host over `onLedger`, as the engine would be, with a limit of one running run. */
+function setUp(onLedger: Ledger): void {
+  ledger = onLedger;
   runs = new RunStore(ledger);
   const updateLog = new UpdateLog(ledger, 1000);
   scheduler = new RootScheduler();
@@ -59,11 +57,7 @@ before(() => {
     },
     pump: () => undefined,
   });
-});
-after(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+}
 
 const event = (id: string): StoredEvent => ({
   id, org_id: ORG, type: 'job.run', payload: {}, environment: 'production', source: '@api', provider_event_id: null,
@@ -80,46 +74,55 @@ async function create(eventId: string): Promise<{ runId: string; reaction: React
 const stateOf = (runId: string): string | undefined => runs.get(ORG, asRunId(runId))?.value;
 const placeOf = (orgId: OrgId, runId: string): string => scheduler.placeOf(orgId, asRunId(runId));
 
-test('a run created while an earlier queued run of its org is still committing waits behind it', async () => {
-  const first = await create('evt_1');
-  assert.equal(stateOf(first.runId), 'running', 'a free slot admits the first run on the spot');
-  first.reaction.committed();
+for (const kind of LEDGER_KINDS) describe(`run creation (${kind.name} ledger)`, () => {
+  let opened: ReturnType<typeof kind.open>;
+  before(() => {
+    opened = kind.open();
+    setUp(opened.ledger);
+  });
+  after(() => opened.close());
 
-  const second = await create('evt_2');
-  assert.equal(stateOf(second.runId), 'queued', 'the only slot is taken');
+  test('a run created while an earlier queued run of its org is still committing waits behind it', async () => {
+    const first = await create('evt_1');
+    assert.equal(stateOf(first.runId), 'running', 'a free slot admits the first run on the spot');
+    first.reaction.committed();
 
-  // The slot frees before the second run's reaction settles: the scheduler's queue is still empty.
-  scheduler.release(ORG, asRunId(first.runId));
-  const third = await create('evt_3');
-  assert.equal(stateOf(third.runId), 'queued', 'the third run does not jump ahead of the uncommitted second');
-  assert.equal(placeOf(ORG, third.runId), 'absent');
+    const second = await create('evt_2');
+    assert.equal(stateOf(second.runId), 'queued', 'the only slot is taken');
 
-  second.reaction.committed();
-  third.reaction.committed();
-  assert.deepEqual(started, [first.runId, second.runId, third.runId]);
-  assert.deepEqual(scheduler.nextAdmissions().map((a) => a.runId), [second.runId], 'the earlier run is admitted first');
-  assert.equal(placeOf(ORG, third.runId), 'queued');
+    // The slot frees before the second run's reaction settles: the scheduler's queue is still empty.
+    scheduler.release(ORG, asRunId(first.runId));
+    const third = await create('evt_3');
+    assert.equal(stateOf(third.runId), 'queued', 'the third run does not jump ahead of the uncommitted second');
+    assert.equal(placeOf(ORG, third.runId), 'absent');
 
-  // Nothing is in flight any more: once the slot frees and the queue drains, on-the-spot admission is back.
-  scheduler.release(ORG, asRunId(second.runId));
-  assert.deepEqual(scheduler.nextAdmissions().map((a) => a.runId), [third.runId]);
-  scheduler.release(ORG, asRunId(third.runId));
-  const fourth = await create('evt_4');
-  assert.equal(stateOf(fourth.runId), 'running');
-  fourth.reaction.committed();
-  scheduler.release(ORG, asRunId(fourth.runId));
-});
+    second.reaction.committed();
+    third.reaction.committed();
+    assert.deepEqual(started, [first.runId, second.runId, third.runId]);
+    assert.deepEqual(scheduler.nextAdmissions().map((a) => a.runId), [second.runId], 'the earlier run is admitted first');
+    assert.equal(placeOf(ORG, third.runId), 'queued');
 
-test('an abandoned queued run stops holding back the runs after it', async () => {
-  const busy = await create('evt_busy');
-  assert.equal(stateOf(busy.runId), 'running');
-  busy.reaction.committed();
-  const lost = await create('evt_lost');
-  assert.equal(stateOf(lost.runId), 'queued');
-  lost.reaction.abandoned();
-  scheduler.release(ORG, asRunId(busy.runId));
+    // Nothing is in flight any more: once the slot frees and the queue drains, on-the-spot admission is back.
+    scheduler.release(ORG, asRunId(second.runId));
+    assert.deepEqual(scheduler.nextAdmissions().map((a) => a.runId), [third.runId]);
+    scheduler.release(ORG, asRunId(third.runId));
+    const fourth = await create('evt_4');
+    assert.equal(stateOf(fourth.runId), 'running');
+    fourth.reaction.committed();
+    scheduler.release(ORG, asRunId(fourth.runId));
+  });
 
-  const next = await create('evt_next');
-  assert.equal(stateOf(next.runId), 'running', 'the abandoned run no longer counts as waiting');
-  next.reaction.committed();
+  test('an abandoned queued run stops holding back the runs after it', async () => {
+    const busy = await create('evt_busy');
+    assert.equal(stateOf(busy.runId), 'running');
+    busy.reaction.committed();
+    const lost = await create('evt_lost');
+    assert.equal(stateOf(lost.runId), 'queued');
+    lost.reaction.abandoned();
+    scheduler.release(ORG, asRunId(busy.runId));
+
+    const next = await create('evt_next');
+    assert.equal(stateOf(next.runId), 'running', 'the abandoned run no longer counts as waiting');
+    next.reaction.committed();
+  });
 });

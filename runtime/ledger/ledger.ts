@@ -1,0 +1,73 @@
+// The ledger's interface: everything the runtime asks of its storage, small enough for a second
+// implementation to pass the same contract tests (test/ledger). LMDB implements it in
+// open-ledger.ts, memory in memory-ledger.ts; a PostgreSQL one would start from here.
+//
+// Semantics both honour (test/ledger/ledger-contract.test.ts): keys are ordered arrays
+// (lmdb-js/ordered-binary order); ranges include `start` and exclude `end` (swapped with
+// `reverse`); reads are synchronous, see committed writes, and return copies; `transaction` runs its
+// callback later, one at a time, and resolves with its result; `batch` and `ifNoExists` run their
+// callback at once and commit its writes together (`ifNoExists` only when the key was absent). A
+// throw inside a callback does not take back the writes made before it, so a callback must not
+// throw after writing. Whether a write is visible before its promise resolves is not specified.
+// A write counts only once durable (see durable-write.ts).
+
+/** One part of an ordered key; every runtime key is an array of these starting with the org id. */
+export type LedgerKeyPart = string | number | boolean;
+export type LedgerKey = LedgerKeyPart | LedgerKeyPart[];
+
+export interface LedgerRange {
+  readonly start?: LedgerKey;
+  readonly end?: LedgerKey;
+  readonly reverse?: boolean;
+  readonly limit?: number;
+}
+
+/** A write's promise: resolves at commit; `flushed`, when present, once that commit is on disk. */
+export type LedgerWrite<T> = Promise<T> & { readonly flushed?: PromiseLike<unknown> };
+
+/** One named table of ordered keys to structured values (plain objects, arrays, strings, numbers, null). */
+export interface LedgerTable {
+  /** The value as stored, or undefined; each store narrows it to its record type. */
+  get(key: LedgerKey): unknown;
+  doesExist(key: LedgerKey): boolean;
+  getRange(range: LedgerRange): Iterable<{ key: LedgerKey; value: unknown }>;
+  getKeys(range: LedgerRange): Iterable<LedgerKey>;
+  getKeysCount(range: LedgerRange): number;
+  put(key: LedgerKey, value: unknown): LedgerWrite<boolean>;
+  remove(key: LedgerKey): LedgerWrite<boolean>;
+  /** Runs `writes` now; they commit only if `key` is still absent then. Resolves whether they did. */
+  ifNoExists(key: LedgerKey, writes: () => void): LedgerWrite<boolean>;
+}
+
+/** The environment all tables share: atomic groups of writes and the flush to wait for. */
+export interface LedgerRoot {
+  transaction<T>(body: () => T): LedgerWrite<T>;
+  batch(writes: () => void): LedgerWrite<boolean>;
+  /** Resolves once every write committed so far is on disk. */
+  readonly flushed: PromiseLike<unknown>;
+}
+
+/** The runtime's tables. Keys and values per table are documented where each is declared. */
+export interface Ledger {
+  readonly root: LedgerRoot;
+  /** [orgId] -> Organization */
+  readonly orgs: LedgerTable;
+  /** [keyHash] -> ApiKeyRecord (lookup by presented key) and [orgId, keyId] -> keyHash (listing) */
+  readonly apiKeys: LedgerTable;
+  readonly apiKeysByOrg: LedgerTable;
+  /** [orgId, sourceName] -> SourceRecord */
+  readonly sources: LedgerTable;
+  /** [orgId, eventId] -> StoredEvent */
+  readonly events: LedgerTable;
+  /** [orgId, environment, receivedAtMs, eventId] -> null (time-ordered paging) */
+  readonly eventsByTime: LedgerTable;
+  /** [orgId, sourceName, providerEventId] -> InboxClaim */
+  readonly inbox: LedgerTable;
+  /** [claimedAtMs, orgId, sourceName, providerEventId] -> null (pruning order) */
+  readonly inboxByTime: LedgerTable;
+  /** [orgId, eventId] -> Recording */
+  readonly recordings: LedgerTable;
+  /** Opens a further named table (runs, workflows, ... add theirs here). */
+  openDatabase(name: string): LedgerTable;
+  close(): Promise<void>;
+}

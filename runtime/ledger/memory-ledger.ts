@@ -1,0 +1,229 @@
+// The in-memory ledger: the interface of ledger.ts without LMDB, for tests and as the proof that the
+// interface stands on its own. Keys are ordered exactly as LMDB orders them (ordered-binary) and
+// values are msgpack copies (msgpackr, as the LMDB ledger stores them), so a value read back is
+// never the object that was written. Writes commit in order on a queue, after the code that made
+// them (as LMDB commits on its write thread), so two racing writers see what they would see there.
+// Nothing survives the process; a committed write counts as flushed.
+
+import { Packr } from 'msgpackr';
+import { fromBufferKey, toBufferKey } from 'ordered-binary';
+import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
+
+const packr = new Packr({ useRecords: false });
+
+interface Entry {
+  readonly bytes: Buffer;
+  readonly key: LedgerKey;
+  value: Buffer;
+}
+
+/** Shared by all tables: the commit queue, and where a write goes while a callback runs. */
+interface WriteScope {
+  /** Writes held until the callback returns (batch, ifNoExists). */
+  pending: Array<() => void> | undefined;
+  /** A transaction body is running (on the queue): its writes apply at once, so it reads them back. */
+  inTransaction: boolean;
+  /** Every commit waits for the one before it. */
+  queue: Promise<unknown>;
+}
+
+/** Queues `work` as the next commit; resolves with its result once it ran. */
+function commitLater<T>(scope: WriteScope, work: () => T): LedgerWrite<T> {
+  const result = scope.queue.then(work);
+  scope.queue = result.catch(() => undefined);
+  return Object.assign(result, { flushed: result.then(() => undefined, () => undefined) });
+}
+
+/** What a write made inside a callback returns: the callback's own commit is what callers await. */
+const heldWrite = (): LedgerWrite<boolean> => Object.assign(Promise.resolve(true), { flushed: Promise.resolve() });
+
+const keyBytes = (key: LedgerKey): Buffer => Buffer.from(toBufferKey(key));
+
+class MemoryTable implements LedgerTable {
+  readonly #entries: Entry[] = [];
+  readonly #scope: WriteScope;
+
+  constructor(scope: WriteScope) {
+    this.#scope = scope;
+  }
+
+  get(key: LedgerKey): unknown {
+    const found = this.#find(keyBytes(key));
+    return found.entry === undefined ? undefined : packr.unpack(found.entry.value);
+  }
+
+  doesExist(key: LedgerKey): boolean {
+    return this.#find(keyBytes(key)).entry !== undefined;
+  }
+
+  *getRange(range: LedgerRange): Iterable<{ key: LedgerKey; value: unknown }> {
+    for (const entry of this.#select(range)) yield { key: entry.key, value: packr.unpack(entry.value) };
+  }
+
+  *getKeys(range: LedgerRange): Iterable<LedgerKey> {
+    for (const entry of this.#select(range)) yield entry.key;
+  }
+
+  getKeysCount(range: LedgerRange): number {
+    return this.#select(range).length;
+  }
+
+  put(key: LedgerKey, value: unknown): LedgerWrite<boolean> {
+    const bytes = keyBytes(key);
+    const packed = Buffer.from(packr.pack(value));
+    return this.#write(() => this.#set(bytes, packed));
+  }
+
+  remove(key: LedgerKey): LedgerWrite<boolean> {
+    const bytes = keyBytes(key);
+    return this.#write(() => this.#delete(bytes));
+  }
+
+  ifNoExists(key: LedgerKey, writes: () => void): LedgerWrite<boolean> {
+    let commit: LedgerWrite<boolean> | undefined;
+    holdWrites(this.#scope, writes, (held) => {
+      // The condition is checked when the write commits, as LMDB checks it on its write thread.
+      commit = commitLater(this.#scope, () => {
+        if (this.doesExist(key)) return false;
+        applyAll(held);
+        return true;
+      });
+    });
+    return commit as LedgerWrite<boolean>;
+  }
+
+  #write(change: () => void): LedgerWrite<boolean> {
+    const scope = this.#scope;
+    if (scope.pending !== undefined) {
+      scope.pending.push(change);
+      return heldWrite();
+    }
+    if (scope.inTransaction) {
+      change();
+      return heldWrite();
+    }
+    return commitLater(scope, () => {
+      change();
+      return true;
+    });
+  }
+
+  #set(bytes: Buffer, value: Buffer): void {
+    const found = this.#find(bytes);
+    if (found.entry !== undefined) found.entry.value = value;
+    else this.#entries.splice(found.index, 0, { bytes, key: fromBufferKey(bytes) as LedgerKey, value });
+  }
+
+  #delete(bytes: Buffer): void {
+    const found = this.#find(bytes);
+    if (found.entry !== undefined) this.#entries.splice(found.index, 1);
+  }
+
+  /** The entry with exactly these key bytes, or where it would be inserted. */
+  #find(bytes: Buffer): { index: number; entry: Entry | undefined } {
+    let low = 0;
+    let high = this.#entries.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (Buffer.compare((this.#entries[middle] as Entry).bytes, bytes) < 0) low = middle + 1;
+      else high = middle;
+    }
+    const entry = this.#entries[low];
+    return { index: low, entry: entry !== undefined && entry.bytes.equals(bytes) ? entry : undefined };
+  }
+
+  /** `start` included, `end` excluded; with `reverse`, `start` is the upper bound. A copy: writes during iteration do not shift it. */
+  #select(range: LedgerRange): Entry[] {
+    const above = (entry: Entry, bound: LedgerKey | undefined, inclusive: boolean): boolean => {
+      if (bound === undefined) return true;
+      const order = Buffer.compare(entry.bytes, keyBytes(bound));
+      return inclusive ? order >= 0 : order > 0;
+    };
+    const below = (entry: Entry, bound: LedgerKey | undefined, inclusive: boolean): boolean => {
+      if (bound === undefined) return true;
+      const order = Buffer.compare(entry.bytes, keyBytes(bound));
+      return inclusive ? order <= 0 : order < 0;
+    };
+    const selected = range.reverse === true
+      ? this.#entries.filter((e) => below(e, range.start, true) && above(e, range.end, false)).reverse()
+      : this.#entries.filter((e) => above(e, range.start, true) && below(e, range.end, false));
+    return range.limit === undefined ? selected : selected.slice(0, range.limit);
+  }
+}
+
+/**
+ * Runs `writes` with every table write held back, then hands the held writes to `commit`. As with
+ * LMDB, a throw does not take back what the callback wrote before it: those writes still commit.
+ */
+function holdWrites(scope: WriteScope, writes: () => void, commit: (held: ReadonlyArray<() => void>) => void): void {
+  const outer = scope.pending;
+  const held: Array<() => void> = [];
+  scope.pending = held;
+  try {
+    writes();
+  } finally {
+    scope.pending = outer;
+    commit(held);
+  }
+}
+
+const applyAll = (held: ReadonlyArray<() => void>): void => {
+  for (const write of held) write();
+};
+
+function createRoot(scope: WriteScope): LedgerRoot {
+  return {
+    transaction<T>(body: () => T): LedgerWrite<T> {
+      // Later and one at a time, as LMDB runs transaction callbacks.
+      return commitLater(scope, () => {
+        scope.inTransaction = true;
+        try {
+          return body();
+        } finally {
+          scope.inTransaction = false;
+        }
+      });
+    },
+    batch(writes: () => void): LedgerWrite<boolean> {
+      let commit: LedgerWrite<boolean> | undefined;
+      holdWrites(scope, writes, (held) => {
+        commit = commitLater(scope, () => {
+          applyAll(held);
+          return true;
+        });
+      });
+      return commit as LedgerWrite<boolean>;
+    },
+    /** Everything queued so far has committed. */
+    get flushed(): PromiseLike<unknown> {
+      return scope.queue;
+    },
+  };
+}
+
+export function openMemoryLedger(): Ledger {
+  const scope: WriteScope = { pending: undefined, inTransaction: false, queue: Promise.resolve() };
+  const tables = new Map<string, MemoryTable>();
+  const table = (name: string): LedgerTable => {
+    let found = tables.get(name);
+    if (found === undefined) {
+      found = new MemoryTable(scope);
+      tables.set(name, found);
+    }
+    return found;
+  };
+  return {
+    root: createRoot(scope),
+    orgs: table('orgs'),
+    apiKeys: table('api-keys'),
+    apiKeysByOrg: table('api-keys-by-org'),
+    sources: table('sources'),
+    events: table('events'),
+    eventsByTime: table('events-by-time'),
+    inbox: table('inbox'),
+    inboxByTime: table('inbox-by-time'),
+    recordings: table('recordings'),
+    openDatabase: table,
+    close: async () => undefined,
+  };
+}
