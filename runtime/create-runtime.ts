@@ -41,6 +41,8 @@ import { OrganizationStore } from './tenancy/organizations.ts';
 export interface RuntimeDeps {
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /** Storage; default: the LMDB ledger in the data dir (tests also run the runtime on the memory twin). */
+  readonly ledger?: Ledger;
 }
 
 export interface Runtime {
@@ -65,7 +67,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger(config.logLevel);
   const metrics = createRuntimeMetrics();
-  const ledger = openLedger(config.dataDir);
+  const ledger = deps.ledger ?? openLedger(config.dataDir);
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
   const runner = await connectRunner(config, logger);
   const orgs = new OrganizationStore(ledger);

@@ -10,6 +10,7 @@ import type { Clock } from '../../runtime/clock.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { createRuntime, type Runtime } from '../../runtime/create-runtime.ts';
 import { createLogger } from '../../runtime/log.ts';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -25,12 +26,13 @@ export interface TestRuntime {
   close(): Promise<void>;
 }
 
-export async function startRuntime(options: { clock?: Clock; dataDir?: string; args?: string[] } = {}): Promise<TestRuntime> {
+export async function startRuntime(options: { clock?: Clock; dataDir?: string; args?: string[]; ledger?: Ledger } = {}): Promise<TestRuntime> {
   const dataDir = options.dataDir ?? tempDir();
   const config = loadRuntimeConfig(['--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, ...(options.args ?? [])], {});
   const runtime = await createRuntime(config, {
     logger: createLogger('silent'),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
   });
   return {
     runtime,
