@@ -51,26 +51,47 @@ export const INLINE_FUEL_SLICE = 500_000;
 
 /**
  * Fuel counts instructions, not time: a guest built to miss the cache on every load (a pointer
- * chase through 10 MiB) was measured at ~5.5 ms for the same 500,000 units. A module whose inline
- * run takes longer than this budget goes to the pool from then on, so such a guest blocks the
- * event loop once, not on every call.
+ * chase through 10 MiB) was measured at ~5.5 ms for the same 500,000 units. An inline run longer
+ * than this budget is an overrun.
  */
 export const INLINE_TIME_BUDGET_MS = 1;
 
 /**
- * Modules that once ran out of the inline slice with fuel to spare, or overran the time budget.
- * Their later runs go straight to the thread pool, so a known-expensive module does not pay for a
- * doomed inline attempt (or block the loop) on every call. Deliberately sticky (never forgotten
- * while the module lives): a module can block the event loop this way once. It dies with its
- * CompiledModule (the registry's LRU evicts and recompiles), which starts it over.
+ * A module goes to the pool for good once it has overrun this many times, and overruns are more
+ * than INLINE_OVERRUN_SHARE of its inline runs. One slow run proves little (a preempted thread, a
+ * page fault, cold caches): measured here, a 9 us guest sent to the pool by one such run paid
+ * 50-90 us on every later call. A guest that is slow by design reaches the count within its first
+ * runs; one that is slow only on some inputs can block the event loop on at most 1 % of its runs.
  */
-const needsThreadPool = new WeakSet<CompiledModule>();
+export const INLINE_OVERRUNS_ALLOWED = 3;
+export const INLINE_OVERRUN_SHARE = 0.01;
+
+/** A module's inline runs so far. */
+export interface InlineHistory {
+  readonly runs: number;
+  readonly overruns: number;
+}
 
 const ranOutOfFuel = (outcome: SandboxOutcome): boolean => outcome.kind === 'trap' && outcome.trap === 'out_of_fuel';
 
-/** Whether a module's inline attempt (its outcome within the slice, and how long it took) sends it to the pool for good. */
-export const belongsOnThreadPool = (inline: SandboxOutcome, elapsedMs: number): boolean =>
-  ranOutOfFuel(inline) || elapsedMs > INLINE_TIME_BUDGET_MS;
+/**
+ * Records one inline attempt: running out of the slice sends a module to the pool at once (it
+ * would every time); overrunning the time budget does only as INLINE_OVERRUNS_ALLOWED says.
+ */
+export function afterInlineRun(history: InlineHistory, inline: SandboxOutcome, elapsedMs: number): { history: InlineHistory; toThreadPool: boolean } {
+  const next = { runs: history.runs + 1, overruns: history.overruns + (elapsedMs > INLINE_TIME_BUDGET_MS ? 1 : 0) };
+  const overrunsTooOften = next.overruns >= INLINE_OVERRUNS_ALLOWED && next.overruns > next.runs * INLINE_OVERRUN_SHARE;
+  return { history: next, toThreadPool: ranOutOfFuel(inline) || overrunsTooOften };
+}
+
+/**
+ * Modules whose later runs go straight to the thread pool (see afterInlineRun), so a
+ * known-expensive module does not pay for a doomed inline attempt or block the loop on every call.
+ * Sticky while the module lives; it dies with its CompiledModule (the registry's LRU evicts and
+ * recompiles), which starts it over.
+ */
+const needsThreadPool = new WeakSet<CompiledModule>();
+const inlineHistories = new WeakMap<CompiledModule, InlineHistory>();
 
 function handleOf(module: CompiledModule, inputJson: string, caller: string): NativeHandle {
   const handle = nativeHandleOf(module);
@@ -104,8 +125,8 @@ async function runOnThreadPool(native: NativeAddon, handle: NativeHandle, inputJ
  *   actions finish here and skip the libuv round trip (10-66 us on a small VM).
  * - thread pool: when the inline run traps `out_of_fuel` and the caller allowed more fuel, the run
  *   starts over on the libuv thread pool with the caller's full limits (concurrent runs beyond
- *   UV_THREADPOOL_SIZE queue there), and that outcome is the answer. Modules that did this once
- *   skip the inline attempt (see needsThreadPool).
+ *   UV_THREADPOOL_SIZE queue there), and that outcome is the answer. Modules that did this once,
+ *   or keep overrunning the inline time budget, skip the inline attempt (see afterInlineRun).
  *
  * Starting over is safe because a guest has no imports at all (DESIGN 6.5): a run is a pure,
  * deterministic function of module, input and limits, with nothing observable outside its fresh
@@ -129,7 +150,9 @@ export async function runModule(
   if (!needsThreadPool.has(module)) {
     const started = performance.now();
     const inline = runInline(native, handle, inputJson, { ...checked, fuel: INLINE_FUEL_SLICE });
-    if (belongsOnThreadPool(inline, performance.now() - started)) needsThreadPool.add(module);
+    const { history, toThreadPool } = afterInlineRun(inlineHistories.get(module) ?? { runs: 0, overruns: 0 }, inline, performance.now() - started);
+    if (toThreadPool) needsThreadPool.add(module);
+    else inlineHistories.set(module, history);
     if (!ranOutOfFuel(inline)) return inline;
   }
   return runOnThreadPool(native, handle, inputJson, checked);

@@ -7,7 +7,9 @@ import { SANDBOX_LIMITS, compileModule, type CompiledModule, type SandboxOutcome
 import {
   INLINE_FUEL_SLICE,
   INLINE_TIME_BUDGET_MS,
-  belongsOnThreadPool,
+  afterInlineRun,
+  INLINE_OVERRUNS_ALLOWED,
+  type InlineHistory,
   runModule,
   runModuleOnThreadPool,
 } from '../../hook-runner/sandbox-run.ts';
@@ -131,14 +133,38 @@ describe('runModule thread-pool path (the slice ran out)', () => {
 });
 
 describe('which modules go to the pool for good', () => {
-  it('those that ran out of the slice, and those whose inline run overran the time budget', () => {
-    const output: SandboxOutcome = { kind: 'output', output: '{}', fuelUsed: 10 };
-    const outOfFuel: SandboxOutcome = { kind: 'trap', trap: 'out_of_fuel', message: 'all fuel consumed', fuelUsed: INLINE_FUEL_SLICE };
-    const otherTrap: SandboxOutcome = { kind: 'trap', trap: 'unreachable', message: 'unreachable', fuelUsed: 10 };
-    assert.equal(belongsOnThreadPool(output, 0.05), false);
-    assert.equal(belongsOnThreadPool(otherTrap, INLINE_TIME_BUDGET_MS), false);
-    assert.equal(belongsOnThreadPool(outOfFuel, 0.05), true);
-    assert.equal(belongsOnThreadPool(output, INLINE_TIME_BUDGET_MS + 0.01), true);
-    assert.equal(belongsOnThreadPool({ kind: 'rejected', fuelUsed: 5 }, 5), true);
+  const output: SandboxOutcome = { kind: 'output', output: '{}', fuelUsed: 10 };
+  const outOfFuel: SandboxOutcome = { kind: 'trap', trap: 'out_of_fuel', message: 'all fuel consumed', fuelUsed: INLINE_FUEL_SLICE };
+  const otherTrap: SandboxOutcome = { kind: 'trap', trap: 'unreachable', message: 'unreachable', fuelUsed: 10 };
+  const FAST = 0.05;
+  const SLOW = INLINE_TIME_BUDGET_MS + 0.01;
+  /** Feeds inline runs of the given durations; returns after how many the module went to the pool, if it did. */
+  const demotedAfter = (durations: readonly number[], outcome: SandboxOutcome = output): number | undefined => {
+    let history: InlineHistory = { runs: 0, overruns: 0 };
+    for (const [index, elapsed] of durations.entries()) {
+      const step = afterInlineRun(history, outcome, elapsed);
+      if (step.toThreadPool) return index + 1;
+      history = step.history;
+    }
+    return undefined;
+  };
+
+  it('one that ran out of the slice, at once', () => {
+    assert.equal(demotedAfter([FAST], outOfFuel), 1);
+  });
+
+  it('not one that overran the time budget once or twice (preempted, cold caches)', () => {
+    assert.equal(demotedAfter([SLOW, SLOW, ...Array<number>(1000).fill(FAST)]), undefined);
+    assert.equal(demotedAfter([FAST, SLOW, ...Array<number>(500).fill(FAST), SLOW]), undefined);
+    assert.equal(demotedAfter([SLOW, SLOW], otherTrap), undefined, 'a trap within the slice is an answer');
+  });
+
+  it('one that keeps overrunning: slow by design within its first runs, slow on some inputs past 1 % of runs', () => {
+    assert.equal(demotedAfter([SLOW, SLOW, SLOW]), INLINE_OVERRUNS_ALLOWED);
+    assert.equal(demotedAfter([FAST, SLOW, FAST, SLOW, FAST, SLOW]), 6);
+    const onePercent = Array.from({ length: 1000 }, (_, i) => (i % 100 === 99 ? SLOW : FAST));
+    assert.equal(demotedAfter(onePercent), undefined, 'exactly 1 % of runs overran: stays inline');
+    const twoPercent = Array.from({ length: 1000 }, (_, i) => (i % 50 === 49 ? SLOW : FAST));
+    assert.equal(demotedAfter(twoPercent), 150, 'the third overrun, at 2 % of runs');
   });
 });
