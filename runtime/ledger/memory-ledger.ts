@@ -13,7 +13,6 @@ const packr = new Packr({ useRecords: false });
 
 interface Entry {
   readonly bytes: Buffer;
-  readonly key: LedgerKey;
   value: Buffer;
 }
 
@@ -38,6 +37,8 @@ function commitLater<T>(scope: WriteScope, work: () => T): LedgerWrite<T> {
 const heldWrite = (): LedgerWrite<boolean> => Object.assign(Promise.resolve(true), { flushed: Promise.resolve() });
 
 const keyBytes = (key: LedgerKey): Buffer => Buffer.from(toBufferKey(key));
+/** A fresh key each time, as LMDB returns: a caller may keep or change it. */
+const keyOf = (entry: Entry): LedgerKey => fromBufferKey(entry.bytes) as LedgerKey;
 
 class MemoryTable implements LedgerTable {
   readonly #entries: Entry[] = [];
@@ -57,11 +58,11 @@ class MemoryTable implements LedgerTable {
   }
 
   *getRange(range: LedgerRange): Iterable<{ key: LedgerKey; value: unknown }> {
-    for (const entry of this.#select(range)) yield { key: entry.key, value: packr.unpack(entry.value) };
+    for (const entry of this.#select(range)) yield { key: keyOf(entry), value: packr.unpack(entry.value) };
   }
 
   *getKeys(range: LedgerRange): Iterable<LedgerKey> {
-    for (const entry of this.#select(range)) yield entry.key;
+    for (const entry of this.#select(range)) yield keyOf(entry);
   }
 
   getKeysCount(range: LedgerRange): number {
@@ -111,7 +112,7 @@ class MemoryTable implements LedgerTable {
   #set(bytes: Buffer, value: Buffer): void {
     const found = this.#find(bytes);
     if (found.entry !== undefined) found.entry.value = value;
-    else this.#entries.splice(found.index, 0, { bytes, key: fromBufferKey(bytes) as LedgerKey, value });
+    else this.#entries.splice(found.index, 0, { bytes, value });
   }
 
   #delete(bytes: Buffer): void {
