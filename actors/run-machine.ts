@@ -44,6 +44,11 @@ import type { RunContext, RunEvent, RunInput } from './run-types.ts';
 
 type EventOf<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>;
 
+/** The context of the input-less actor XState builds inside its pure `transition()`; never persisted. */
+const UNUSED_CONTEXT: RunContext = Object.freeze(
+  initialContext({ orgId: '', runId: '', eventId: '', workflowId: '', workflowVersion: 0, environment: 'production', skipSideEffects: false, steps: [], createdAt: 0 } as unknown as RunInput),
+);
+
 export const runMachine = setup({
   types: {
     context: {} as RunContext,
@@ -90,7 +95,11 @@ export const runMachine = setup({
   },
 }).createMachine({
   id: 'run',
-  context: ({ input }) => initialContext(input),
+  // XState's pure `transition()` (applyRunEvent) builds a throwaway actor without input and
+  // evaluates this; without the guard `initialContext` throws there, and the error (with its stack)
+  // cost ~40 % of every pure transition. That actor's context is never used. Real runs always
+  // start with input (startRunActor) or from a snapshot (restoreRunActor).
+  context: ({ input }) => (input === undefined ? UNUSED_CONTEXT : initialContext(input)),
   initial: 'queued',
   on: {
     'run.cancel': { target: '.cancelled', actions: 'cancel' },
