@@ -11,6 +11,7 @@ import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { createRuntime, type Runtime } from '../../runtime/create-runtime.ts';
 import { createLogger } from '../../runtime/log.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
+import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -26,13 +27,31 @@ export interface TestRuntime {
   close(): Promise<void>;
 }
 
-export async function startRuntime(options: { clock?: Clock; dataDir?: string; args?: string[]; ledger?: Ledger } = {}): Promise<TestRuntime> {
+interface StartOptions {
+  readonly clock?: Clock;
+  readonly dataDir?: string;
+  readonly args?: string[];
+  readonly ledger?: Ledger;
+}
+
+/**
+ * The ledger a test runtime runs on: the one given, else with SLUICE_TEST_LEDGER=memory the
+ * in-memory twin for a runtime on a fresh data dir (one reopened on a kept dir stays on LMDB),
+ * else the default LMDB ledger.
+ */
+function testLedger(options: StartOptions): Ledger | undefined {
+  if (options.ledger !== undefined) return options.ledger;
+  return process.env['SLUICE_TEST_LEDGER'] === 'memory' && options.dataDir === undefined ? openMemoryLedger() : undefined;
+}
+
+export async function startRuntime(options: StartOptions = {}): Promise<TestRuntime> {
+  const ledger = testLedger(options);
   const dataDir = options.dataDir ?? tempDir();
   const config = loadRuntimeConfig(['--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, ...(options.args ?? [])], {});
   const runtime = await createRuntime(config, {
     logger: createLogger('silent'),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
-    ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
+    ...(ledger === undefined ? {} : { ledger }),
   });
   return {
     runtime,
