@@ -109,5 +109,7 @@ export function readPersistedRun(value: unknown): PersistedRun {
   if (typeof context !== 'object' || context === null || typeof context.runId !== 'string' || !Array.isArray(context.steps)) {
     throw new TypeError('persisted run: bad context');
   }
+  // The placeholder context of XState's input-less inert actor (run-machine.ts) has empty ids.
+  if (context.runId === '' || context.orgId === '') throw new TypeError('persisted run: empty run or org id');
   return value as PersistedRun;
 }

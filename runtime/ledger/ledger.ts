@@ -2,14 +2,19 @@
 // implementation to pass the same contract tests (test/ledger). LMDB implements it in
 // open-ledger.ts, memory in memory-ledger.ts; a PostgreSQL one would start from here.
 //
-// Semantics both honour (test/ledger/ledger-contract.test.ts): keys are ordered arrays
-// (lmdb-js/ordered-binary order); ranges include `start` and exclude `end` (swapped with
-// `reverse`); reads are synchronous, see committed writes, and return copies; `transaction` runs its
-// callback later, one at a time, and resolves with its result; `batch` and `ifNoExists` run their
-// callback at once and commit its writes together (`ifNoExists` only when the key was absent). A
-// throw inside a callback does not take back the writes made before it, so a callback must not
-// throw after writing. Whether a write is visible before its promise resolves is not specified.
-// A write counts only once durable (see durable-write.ts).
+// Semantics both honour (test/ledger/ledger-contract.test.ts):
+// - Keys are ordered arrays (lmdb-js/ordered-binary order), at most 1978 bytes encoded. Ranges
+//   include `start` and exclude `end` (swapped with `reverse`). `getKeysCount` ignores `limit`, and
+//   lmdb-js writes into the range object it is given: pass a fresh one.
+// - Reads are synchronous, see committed writes and return copies; a range read outside a
+//   transaction is a snapshot. A range read inside a transaction that writes to it is unspecified.
+// - `batch` and `ifNoExists` run their callback at once and commit its writes together
+//   (`ifNoExists` only when the key is absent at commit). `transaction` runs its callback later,
+//   one at a time, after the writes and batches made in the same event turn (even after it), and
+//   resolves with the callback's result; writes made inside it belong to it.
+// - A throw inside a callback does not take back the writes made before it, so a callback must not
+//   throw after writing. Whether a write is visible before its promise resolves is unspecified.
+// - A write counts only once durable (see durable-write.ts).
 
 /** One part of an ordered key; every runtime key is an array of these starting with the org id. */
 export type LedgerKeyPart = string | number | boolean;

@@ -11,10 +11,14 @@ import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable, LedgerWri
 
 const packr = new Packr({ useRecords: false });
 
+/** Replaced, never changed, on a write: a range read keeps the values it started with, as LMDB's. */
 interface Entry {
   readonly bytes: Buffer;
-  value: Buffer;
+  readonly value: Buffer;
 }
+
+/** lmdb-js refuses longer keys (its default build's maximum key size). */
+const MAX_KEY_BYTES = 1978;
 
 /** Shared by all tables: the commit queue, and where a write goes while a callback runs. */
 interface WriteScope {
@@ -26,8 +30,12 @@ interface WriteScope {
   queue: Promise<unknown>;
 }
 
-/** Queues `work` as the next commit; resolves with its result once it ran. */
+/**
+ * Queues `work` as the next commit; resolves with its result once it ran. Inside a transaction
+ * body the work is part of that transaction and runs at once, as LMDB applies it.
+ */
 function commitLater<T>(scope: WriteScope, work: () => T): LedgerWrite<T> {
+  if (scope.inTransaction) return Object.assign(Promise.resolve(work()), { flushed: Promise.resolve() });
   const result = scope.queue.then(work);
   scope.queue = result.catch(() => undefined);
   return Object.assign(result, { flushed: result.then(() => undefined, () => undefined) });
@@ -36,7 +44,11 @@ function commitLater<T>(scope: WriteScope, work: () => T): LedgerWrite<T> {
 /** What a write made inside a callback returns: the callback's own commit is what callers await. */
 const heldWrite = (): LedgerWrite<boolean> => Object.assign(Promise.resolve(true), { flushed: Promise.resolve() });
 
-const keyBytes = (key: LedgerKey): Buffer => Buffer.from(toBufferKey(key));
+function keyBytes(key: LedgerKey): Buffer {
+  const bytes = Buffer.from(toBufferKey(key));
+  if (bytes.length > MAX_KEY_BYTES) throw new Error(`Key size is larger than the maximum key size (${MAX_KEY_BYTES})`);
+  return bytes;
+}
 /** A fresh key each time, as LMDB returns: a caller may keep or change it. */
 const keyOf = (entry: Entry): LedgerKey => fromBufferKey(entry.bytes) as LedgerKey;
 
@@ -66,7 +78,9 @@ class MemoryTable implements LedgerTable {
   }
 
   getKeysCount(range: LedgerRange): number {
-    return this.#select(range).length;
+    // As lmdb-js: the count ignores `limit`.
+    const { limit: _ignored, ...unlimited } = range;
+    return this.#select(unlimited).length;
   }
 
   put(key: LedgerKey, value: unknown): LedgerWrite<boolean> {
@@ -111,7 +125,7 @@ class MemoryTable implements LedgerTable {
 
   #set(bytes: Buffer, value: Buffer): void {
     const found = this.#find(bytes);
-    if (found.entry !== undefined) found.entry.value = value;
+    if (found.entry !== undefined) this.#entries[found.index] = { bytes, value };
     else this.#entries.splice(found.index, 0, { bytes, value });
   }
 
@@ -133,7 +147,11 @@ class MemoryTable implements LedgerTable {
     return { index: low, entry: entry !== undefined && entry.bytes.equals(bytes) ? entry : undefined };
   }
 
-  /** `start` included, `end` excluded; with `reverse`, `start` is the upper bound. A copy: writes during iteration do not shift it. */
+  /**
+   * `start` included, `end` excluded; with `reverse`, `start` is the upper bound. A snapshot: keys
+   * and values as they were when the read began (LMDB's outside a transaction; inside one, LMDB
+   * would see the transaction's later writes, which the contract leaves unspecified).
+   */
   #select(range: LedgerRange): Entry[] {
     const above = (entry: Entry, bound: LedgerKey | undefined, inclusive: boolean): boolean => {
       if (bound === undefined) return true;
@@ -175,15 +193,19 @@ const applyAll = (held: ReadonlyArray<() => void>): void => {
 function createRoot(scope: WriteScope): LedgerRoot {
   return {
     transaction<T>(body: () => T): LedgerWrite<T> {
-      // Later and one at a time, as LMDB runs transaction callbacks.
-      return commitLater(scope, () => {
+      // Later and one at a time, as LMDB runs transaction callbacks: after the writes and batches
+      // of the current event turn, even those made after this call (lmdb-js commits those first).
+      const turnEnded = new Promise<void>((resolve) => setImmediate(resolve));
+      const run = (): T => {
         scope.inTransaction = true;
         try {
           return body();
         } finally {
           scope.inTransaction = false;
         }
-      });
+      };
+      const result = turnEnded.then(() => commitLater(scope, run));
+      return Object.assign(result, { flushed: result.then(() => undefined, () => undefined) });
     },
     batch(writes: () => void): LedgerWrite<boolean> {
       let commit: LedgerWrite<boolean> | undefined;

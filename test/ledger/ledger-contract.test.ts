@@ -69,6 +69,24 @@ for (const kind of LEDGER_KINDS) {
       assert.deepEqual(keysOf({ end: ['org_a', 'production', 3] }), [1, 2], 'no start: from the first key');
       assert.deepEqual([...table.getRange({ start: ['org_b'], end: ['org_b', '\uffff'] })], [{ key: ['org_b', 'production', 3, 'evt_b'], value: 99 }]);
       assert.equal(table.getKeysCount({ start: ['org_a'], end: ['org_a', '\uffff'] }), 5);
+      assert.equal(table.getKeysCount({ start: ['org_a'], end: ['org_a', '\uffff'], limit: 2 }), 5, 'the count ignores limit');
+    });
+
+    it('a range read outside a transaction is a snapshot of keys and values', async () => {
+      table = freshTable();
+      await durably(ledger.root, ledger.root.batch(() => [1, 2, 3].forEach((n) => void table.put(['org_a', n], `v${n}`))));
+      const seen: unknown[] = [];
+      for (const { key, value } of table.getRange({ start: ['org_a'], end: ['org_a', '\uffff'] })) {
+        seen.push(value);
+        if ((key as unknown[])[1] === 1) await durably(ledger.root, table.put(['org_a', 2], 'changed'));
+      }
+      assert.deepEqual(seen, ['v1', 'v2', 'v3']);
+      assert.equal(table.get(['org_a', 2]), 'changed');
+    });
+
+    it('refuses a key longer than 1978 bytes', () => {
+      table = freshTable();
+      assert.throws(() => table.put(['org_a', 'k'.repeat(2100)], 1), /maximum key size/);
     });
 
     it('ifNoExists runs its callback at once and commits its writes only when the key was absent', async () => {
@@ -121,6 +139,28 @@ for (const kind of LEDGER_KINDS) {
       assert.equal(await durably(ledger.root, second), 2);
       assert.deepEqual(order, ['first', 'second']);
       assert.equal(table.get(['org_a', 'count']), 2);
+    });
+
+    it('a transaction runs after the writes and batches made in the same event turn, even after it', async () => {
+      table = freshTable();
+      const first = ledger.root.transaction(() => void table.put(['org_a', 'value'], 'from the transaction'));
+      const batch = ledger.root.batch(() => void table.put(['org_a', 'value'], 'from the batch'));
+      const claim = table.ifNoExists(['org_a', 'claim'], () => void table.put(['org_a', 'claim'], 'claimed'));
+      const late = ledger.root.transaction(() => table.doesExist(['org_a', 'claim']));
+      await Promise.all([durably(ledger.root, first), durably(ledger.root, batch)]);
+      assert.equal(table.get(['org_a', 'value']), 'from the transaction');
+      assert.equal(await durably(ledger.root, claim), true);
+      assert.equal(await durably(ledger.root, late), true, 'the same-turn claim had committed before it');
+    });
+
+    it('a batch or ifNoExists inside a transaction belongs to it', async () => {
+      table = freshTable();
+      const outcome = await durably(ledger.root, ledger.root.transaction(() => {
+        void ledger.root.batch(() => void table.put(['org_a', 'inner'], 1));
+        void table.ifNoExists(['org_a', 'inner-claim'], () => void table.put(['org_a', 'inner-claim'], 2));
+        return [table.get(['org_a', 'inner']), table.get(['org_a', 'inner-claim'])];
+      }));
+      assert.deepEqual(outcome, [1, 2], 'visible inside the transaction');
     });
 
     it('a throw rejects the transaction but keeps the writes made before it (callbacks must not throw after writing)', async () => {
