@@ -57,20 +57,24 @@ export const INLINE_FUEL_SLICE = 500_000;
 export const INLINE_TIME_BUDGET_MS = 1;
 
 /**
- * A module goes to the pool for good once it has overrun this many times, and overruns are more
- * than INLINE_OVERRUN_SHARE of its inline runs. One slow run proves little (a preempted thread, a
- * page fault, cold caches): measured here, a 9 us guest sent to the pool by one such run paid
- * 50-90 us on every later call. A guest that is slow by design reaches the count within its first
- * runs; one that is slow only on some inputs can block the event loop on at most 1 % of its runs.
+ * A module goes to the pool for good at its INLINE_OVERRUNS_ALLOWED-th overrun within its last
+ * INLINE_OVERRUN_WINDOW inline runs. One slow run proves little (a preempted thread, a page fault,
+ * cold caches): measured here, a 9 us guest sent to the pool by one such run paid 50-90 us on
+ * every later call. A guest slow by design reaches the count within its first runs. The window,
+ * not a lifetime ratio, is what bounds a hostile guest: it can overrun at most twice in any 100
+ * inline runs, so it never blocks the event loop more than three runs in a row or on more than
+ * 2 % of its runs, however many cheap runs came before.
  */
 export const INLINE_OVERRUNS_ALLOWED = 3;
-export const INLINE_OVERRUN_SHARE = 0.01;
+export const INLINE_OVERRUN_WINDOW = 100;
 
-/** A module's inline runs so far. */
+/** A module's inline runs so far, and which of the recent ones overran (their run numbers). */
 export interface InlineHistory {
   readonly runs: number;
-  readonly overruns: number;
+  readonly recentOverruns: readonly number[];
 }
+
+export const NO_INLINE_HISTORY: InlineHistory = { runs: 0, recentOverruns: [] };
 
 const ranOutOfFuel = (outcome: SandboxOutcome): boolean => outcome.kind === 'trap' && outcome.trap === 'out_of_fuel';
 
@@ -79,9 +83,10 @@ const ranOutOfFuel = (outcome: SandboxOutcome): boolean => outcome.kind === 'tra
  * would every time); overrunning the time budget does only as INLINE_OVERRUNS_ALLOWED says.
  */
 export function afterInlineRun(history: InlineHistory, inline: SandboxOutcome, elapsedMs: number): { history: InlineHistory; toThreadPool: boolean } {
-  const next = { runs: history.runs + 1, overruns: history.overruns + (elapsedMs > INLINE_TIME_BUDGET_MS ? 1 : 0) };
-  const overrunsTooOften = next.overruns >= INLINE_OVERRUNS_ALLOWED && next.overruns > next.runs * INLINE_OVERRUN_SHARE;
-  return { history: next, toThreadPool: ranOutOfFuel(inline) || overrunsTooOften };
+  const runs = history.runs + 1;
+  const recent = history.recentOverruns.filter((run) => run > runs - INLINE_OVERRUN_WINDOW);
+  const recentOverruns = elapsedMs > INLINE_TIME_BUDGET_MS ? [...recent, runs] : recent;
+  return { history: { runs, recentOverruns }, toThreadPool: ranOutOfFuel(inline) || recentOverruns.length >= INLINE_OVERRUNS_ALLOWED };
 }
 
 /**
@@ -150,7 +155,7 @@ export async function runModule(
   if (!needsThreadPool.has(module)) {
     const started = performance.now();
     const inline = runInline(native, handle, inputJson, { ...checked, fuel: INLINE_FUEL_SLICE });
-    const { history, toThreadPool } = afterInlineRun(inlineHistories.get(module) ?? { runs: 0, overruns: 0 }, inline, performance.now() - started);
+    const { history, toThreadPool } = afterInlineRun(inlineHistories.get(module) ?? NO_INLINE_HISTORY, inline, performance.now() - started);
     if (toThreadPool) needsThreadPool.add(module);
     else inlineHistories.set(module, history);
     if (!ranOutOfFuel(inline)) return inline;

@@ -9,6 +9,7 @@ import {
   INLINE_TIME_BUDGET_MS,
   afterInlineRun,
   INLINE_OVERRUNS_ALLOWED,
+  NO_INLINE_HISTORY,
   type InlineHistory,
   runModule,
   runModuleOnThreadPool,
@@ -140,7 +141,7 @@ describe('which modules go to the pool for good', () => {
   const SLOW = INLINE_TIME_BUDGET_MS + 0.01;
   /** Feeds inline runs of the given durations; returns after how many the module went to the pool, if it did. */
   const demotedAfter = (durations: readonly number[], outcome: SandboxOutcome = output): number | undefined => {
-    let history: InlineHistory = { runs: 0, overruns: 0 };
+    let history: InlineHistory = NO_INLINE_HISTORY;
     for (const [index, elapsed] of durations.entries()) {
       const step = afterInlineRun(history, outcome, elapsed);
       if (step.toThreadPool) return index + 1;
@@ -159,12 +160,14 @@ describe('which modules go to the pool for good', () => {
     assert.equal(demotedAfter([SLOW, SLOW], otherTrap), undefined, 'a trap within the slice is an answer');
   });
 
-  it('one that keeps overrunning: slow by design within its first runs, slow on some inputs past 1 % of runs', () => {
+  it('one that keeps overrunning: three overruns within 100 runs, however many cheap runs came before', () => {
     assert.equal(demotedAfter([SLOW, SLOW, SLOW]), INLINE_OVERRUNS_ALLOWED);
     assert.equal(demotedAfter([FAST, SLOW, FAST, SLOW, FAST, SLOW]), 6);
-    const onePercent = Array.from({ length: 1000 }, (_, i) => (i % 100 === 99 ? SLOW : FAST));
-    assert.equal(demotedAfter(onePercent), undefined, 'exactly 1 % of runs overran: stays inline');
-    const twoPercent = Array.from({ length: 1000 }, (_, i) => (i % 50 === 49 ? SLOW : FAST));
-    assert.equal(demotedAfter(twoPercent), 150, 'the third overrun, at 2 % of runs');
+    const everyFiftieth = Array.from({ length: 1000 }, (_, i) => (i % 50 === 49 ? SLOW : FAST));
+    assert.equal(demotedAfter(everyFiftieth), undefined, 'two in any 100 runs: stays inline');
+    const everyThirtieth = Array.from({ length: 1000 }, (_, i) => (i % 30 === 29 ? SLOW : FAST));
+    assert.equal(demotedAfter(everyThirtieth), 90, 'the third overrun within 100 runs');
+    const burstAfterCredit = [...Array<number>(10_000).fill(FAST), SLOW, SLOW, SLOW, SLOW];
+    assert.equal(demotedAfter(burstAfterCredit), 10_003, 'cheap runs earn no credit for a burst');
   });
 });
