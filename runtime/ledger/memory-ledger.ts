@@ -30,19 +30,19 @@ interface WriteScope {
   queue: Promise<unknown>;
 }
 
+/** A commit's promise with its `flushed`: here a commit is on "disk" once it ran, failed or not. */
+const withFlush = <T>(result: Promise<T>): LedgerWrite<T> => Object.assign(result, { flushed: result.then(() => undefined, () => undefined) });
+
 /**
  * Queues `work` as the next commit; resolves with its result once it ran. Inside a transaction
  * body the work is part of that transaction and runs at once, as LMDB applies it.
  */
 function commitLater<T>(scope: WriteScope, work: () => T): LedgerWrite<T> {
-  if (scope.inTransaction) return Object.assign(Promise.resolve(work()), { flushed: Promise.resolve() });
+  if (scope.inTransaction) return withFlush(Promise.resolve(work()));
   const result = scope.queue.then(work);
   scope.queue = result.catch(() => undefined);
-  return Object.assign(result, { flushed: result.then(() => undefined, () => undefined) });
+  return withFlush(result);
 }
-
-/** What a write made inside a callback returns: the callback's own commit is what callers await. */
-const heldWrite = (): LedgerWrite<boolean> => Object.assign(Promise.resolve(true), { flushed: Promise.resolve() });
 
 function keyBytes(key: LedgerKey): Buffer {
   const bytes = Buffer.from(toBufferKey(key));
@@ -95,27 +95,22 @@ class MemoryTable implements LedgerTable {
   }
 
   ifNoExists(key: LedgerKey, writes: () => void): LedgerWrite<boolean> {
-    let commit: LedgerWrite<boolean> | undefined;
-    holdWrites(this.#scope, writes, (held) => {
-      // The condition is checked when the write commits, as LMDB checks it on its write thread.
-      commit = commitLater(this.#scope, () => {
+    // The condition is checked when the write commits, as LMDB checks it on its write thread.
+    return holdWrites(this.#scope, writes, (held) =>
+      commitLater(this.#scope, () => {
         if (this.doesExist(key)) return false;
         applyAll(held);
         return true;
-      });
-    });
-    return commit as LedgerWrite<boolean>;
+      }),
+    );
   }
 
   #write(change: () => void): LedgerWrite<boolean> {
     const scope = this.#scope;
     if (scope.pending !== undefined) {
       scope.pending.push(change);
-      return heldWrite();
-    }
-    if (scope.inTransaction) {
-      change();
-      return heldWrite();
+      // The callback's own commit is what callers await.
+      return withFlush(Promise.resolve(true));
     }
     return commitLater(scope, () => {
       change();
@@ -171,19 +166,22 @@ class MemoryTable implements LedgerTable {
 }
 
 /**
- * Runs `writes` with every table write held back, then hands the held writes to `commit`. As with
- * LMDB, a throw does not take back what the callback wrote before it: those writes still commit.
+ * Runs `writes` with every table write held back, then hands the held writes to `commit` and
+ * returns what it returns. As with LMDB, a throw does not take back what the callback wrote before
+ * it: those writes still commit, and the throw goes on.
  */
-function holdWrites(scope: WriteScope, writes: () => void, commit: (held: ReadonlyArray<() => void>) => void): void {
+function holdWrites<T>(scope: WriteScope, writes: () => void, commit: (held: ReadonlyArray<() => void>) => T): T {
   const outer = scope.pending;
   const held: Array<() => void> = [];
   scope.pending = held;
+  let committed: T;
   try {
     writes();
   } finally {
     scope.pending = outer;
-    commit(held);
+    committed = commit(held);
   }
+  return committed;
 }
 
 const applyAll = (held: ReadonlyArray<() => void>): void => {
@@ -204,18 +202,15 @@ function createRoot(scope: WriteScope): LedgerRoot {
           scope.inTransaction = false;
         }
       };
-      const result = turnEnded.then(() => commitLater(scope, run));
-      return Object.assign(result, { flushed: result.then(() => undefined, () => undefined) });
+      return withFlush(turnEnded.then(() => commitLater(scope, run)));
     },
     batch(writes: () => void): LedgerWrite<boolean> {
-      let commit: LedgerWrite<boolean> | undefined;
-      holdWrites(scope, writes, (held) => {
-        commit = commitLater(scope, () => {
+      return holdWrites(scope, writes, (held) =>
+        commitLater(scope, () => {
           applyAll(held);
           return true;
-        });
-      });
-      return commit as LedgerWrite<boolean>;
+        }),
+      );
     },
     /** Everything queued so far has committed. */
     get flushed(): PromiseLike<unknown> {
