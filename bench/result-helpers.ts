@@ -1,9 +1,21 @@
 // Builders every scenario uses for its report: rows for systems that were not or could not be
 // measured, lookups of measured rows, subject-to-peer ratios, and pass/miss verdicts for the targets.
 
-import type { PeerRatio, SystemResult, TargetCheck } from './scenario.ts';
+import type { LatencyPoint, PeerRatio, SystemResult, TargetCheck } from './scenario.ts';
 
 export type SystemMeta = Pick<SystemResult, 'system' | 'label' | 'role' | 'work'>;
+
+type CurveLatencies = Pick<LatencyPoint, 'p50Ms' | 'p90Ms' | 'p99Ms' | 'maxMs'>;
+
+/** The percentiles a fixed-rate run measured, as the optional fields of its curve point. */
+export function curveLatencies(measured: { readonly p50Ms?: number; readonly p90Ms?: number; readonly p99Ms?: number; readonly maxMs?: number }): CurveLatencies {
+  return {
+    ...(measured.p50Ms === undefined ? {} : { p50Ms: measured.p50Ms }),
+    ...(measured.p90Ms === undefined ? {} : { p90Ms: measured.p90Ms }),
+    ...(measured.p99Ms === undefined ? {} : { p99Ms: measured.p99Ms }),
+    ...(measured.maxMs === undefined ? {} : { maxMs: measured.maxMs }),
+  };
+}
 
 /** The row of `system` if it was measured. */
 export function measuredRow(systems: readonly SystemResult[], system: string): SystemResult | undefined {

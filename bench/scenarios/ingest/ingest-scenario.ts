@@ -3,10 +3,10 @@
 
 import type { LoadResult } from '../../load/load-result.ts';
 import { createSigningSecret } from '../../load/signed-requests.ts';
-import { failedResult, judge, measuredRow, notYetMeasured, scenarioStatus, subjectToPeerRatios } from '../../result-helpers.ts';
+import { curveLatencies, failedResult, judge, measuredRow, notYetMeasured, scenarioStatus, subjectToPeerRatios } from '../../result-helpers.ts';
 import type { LatencyPoint, Scenario, ScenarioContext, ScenarioReport, SystemResult, TargetCheck } from '../../scenario.ts';
 import { fastifySqlitePeer, uwsHmacPeer, type HttpSystem, type HttpTarget } from './http-system.ts';
-import { ingestSizes, measuredRequestCount, type IngestSizes } from './ingest-sizes.ts';
+import { curveRate, curveRequestCount, ingestSizes, measuredRequestCount, type IngestSizes } from './ingest-sizes.ts';
 import { lmdbLoopMeta, measureLmdbLoop, measureLmdbLoopCurve } from './lmdb-loop-system.ts';
 import { createLoadDriver, type LoadDriver } from './load-driver.ts';
 import { sluiceSystem } from './sluice-system.ts';
@@ -137,13 +137,13 @@ async function measureCurve(
 ): Promise<LatencyPoint[]> {
   const points: LatencyPoint[] = [];
   for (const fraction of sizes.curveFractions) {
-    const rate = Math.max(1, Math.round(fraction * reference.peakPerSec));
+    const rate = curveRate(fraction, reference.peakPerSec);
     const base = { system, fractionOfPeak: fraction, targetRatePerSec: rate };
     if (rate > CAPACITY_MARGIN * ownPeakPerSec) {
       points.push({ ...base, status: 'over_capacity', note: `above ${Math.round(CAPACITY_MARGIN * 100)} % of its own peak (${Math.round(ownPeakPerSec)}/s)` });
       continue;
     }
-    const count = Math.max(sizes.curveMinRequests, Math.round(rate * sizes.curveSeconds));
+    const count = curveRequestCount(sizes, rate);
     context.log(`ingest: ${system}: open loop at ${rate}/s (${Math.round(fraction * 100)} % of ${reference.system} peak), ${count} requests`);
     const load = await driver.paced(target, count, rate);
     points.push({
@@ -152,10 +152,7 @@ async function measureCurve(
       achievedRatePerSec: load.throughputPerSec,
       completed: load.completed,
       errors: errorsOf(load),
-      ...(load.p50Ms === undefined ? {} : { p50Ms: load.p50Ms }),
-      ...(load.p90Ms === undefined ? {} : { p90Ms: load.p90Ms }),
-      ...(load.p99Ms === undefined ? {} : { p99Ms: load.p99Ms }),
-      ...(load.maxMs === undefined ? {} : { maxMs: load.maxMs }),
+      ...curveLatencies(load),
     });
   }
   return points;

@@ -56,6 +56,12 @@ export function ingestSizes(quick: boolean): IngestSizes {
   };
 }
 
+/** The offered rate of a curve point: `fraction` of the reference peak, at least 1/s. */
+export const curveRate = (fraction: number, referencePeakPerSec: number): number => Math.max(1, Math.round(fraction * referencePeakPerSec));
+
+/** Requests (or records) for a curve point: `curveSeconds` at its rate, at least `curveMinRequests`. */
+export const curveRequestCount = (sizes: IngestSizes, ratePerSec: number): number => Math.max(sizes.curveMinRequests, Math.round(ratePerSec * sizes.curveSeconds));
+
 /** Requests for a measured run: `measureSeconds` at the warm-up rate, clamped to the bounds. */
 export function measuredRequestCount(sizes: IngestSizes, warmupRatePerSec: number): number {
   const wanted = Math.round(warmupRatePerSec * sizes.measureSeconds);

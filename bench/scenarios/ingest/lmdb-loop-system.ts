@@ -4,9 +4,9 @@
 
 import { join } from 'node:path';
 import type { LoopResult, LoopSpec } from '../../peers/lmdb-commit-loop.ts';
-import { failedResult, type SystemMeta } from '../../result-helpers.ts';
+import { curveLatencies, failedResult, type SystemMeta } from '../../result-helpers.ts';
 import type { LatencyPoint, ScenarioContext, SystemResult } from '../../scenario.ts';
-import type { IngestSizes } from './ingest-sizes.ts';
+import { curveRate, curveRequestCount, type IngestSizes } from './ingest-sizes.ts';
 
 export const lmdbLoopMeta: SystemMeta = {
   system: 'lmdb-commit-loop',
@@ -63,9 +63,9 @@ export async function measureLmdbLoop(context: ScenarioContext, sizes: IngestSiz
 export async function measureLmdbLoopCurve(context: ScenarioContext, sizes: IngestSizes, referencePeakPerSec: number): Promise<LatencyPoint[]> {
   const points: LatencyPoint[] = [];
   for (const fraction of sizes.curveFractions) {
-    const rate = Math.max(1, Math.round(fraction * referencePeakPerSec));
+    const rate = curveRate(fraction, referencePeakPerSec);
     const base = { system: lmdbLoopMeta.system, fractionOfPeak: fraction, targetRatePerSec: rate };
-    const count = Math.max(sizes.curveMinRequests, Math.round(rate * sizes.curveSeconds));
+    const count = curveRequestCount(sizes, rate);
     context.log(`ingest: ${lmdbLoopMeta.label}: open loop at ${rate}/s, ${count} records`);
     try {
       const result = await runLoop(context, loopSpec(context, sizes, count, rate));
@@ -75,10 +75,7 @@ export async function measureLmdbLoopCurve(context: ScenarioContext, sizes: Inge
         achievedRatePerSec: result.throughputPerSec,
         completed: result.completed,
         errors: result.completed - result.accepted,
-        ...(result.p50Ms === undefined ? {} : { p50Ms: result.p50Ms }),
-        ...(result.p90Ms === undefined ? {} : { p90Ms: result.p90Ms }),
-        ...(result.p99Ms === undefined ? {} : { p99Ms: result.p99Ms }),
-        ...(result.maxMs === undefined ? {} : { maxMs: result.maxMs }),
+        ...curveLatencies(result),
       });
     } catch (error) {
       const { note } = failedResult(lmdbLoopMeta, error);
