@@ -41,7 +41,6 @@ export function openSealedSecret(masterKey: KeyObject, aad: Buffer, sealed: Uint
   }
 }
 
-
 export class SecretVault {
   readonly #store: RunnerStore;
   readonly #masterKey: KeyObject;

@@ -54,7 +54,6 @@ export interface EventPage {
   readonly nextCursor: [number, string] | null;
 }
 
-
 const duplicateError = (originalEventId: string): ConflictError =>
   new ConflictError('duplicate_event', 'This event was already received.', { original_event_id: originalEventId });
 

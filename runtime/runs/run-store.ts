@@ -100,7 +100,6 @@ export class RunStore {
     return { runs: page.items, nextCursor: page.next };
   }
 
-
   /** Events with at least one failed run, newest failure first, with those runs. */
   failedEvents(orgId: string, environment: string, limit: number): Array<{ eventId: EventId; runs: PersistedRun[] }> {
     const byEvent = new Map<string, PersistedRun[]>();
