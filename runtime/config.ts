@@ -7,6 +7,7 @@ import { InputError } from './errors.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
+import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
 
 export interface RuntimeConfig {
   readonly host: string;
@@ -28,6 +29,8 @@ export interface RuntimeConfig {
   readonly runner: 'child' | 'off' | { readonly address: string };
   /** The shared runner token: SLUICE_RUNNER_TOKEN, else `<dataDir>/runner-token` (0600, generated). */
   readonly runnerToken: string | undefined;
+  /** Open connections webhook steps may hold per org and receiver origin; more requests wait for one. */
+  readonly webhookConnections: number;
 }
 
 export const DEFAULT_PORT = 8787;
@@ -55,6 +58,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'live-retention': { type: 'string' },
       'log-level': { type: 'string' },
       runner: { type: 'string' },
+      'webhook-connections': { type: 'string' },
     },
   });
   const dataDir = resolve(values['data-dir'] ?? env.SLUICE_DATA_DIR ?? './.sluice');
@@ -73,6 +77,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     logLevel,
     runner: parseRunner(values.runner ?? env.SLUICE_RUNNER ?? defaultRunner),
     runnerToken: env.SLUICE_RUNNER_TOKEN,
+    webhookConnections: integer('--webhook-connections', values['webhook-connections'] ?? env.SLUICE_WEBHOOK_CONNECTIONS, DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
   };
 }
 

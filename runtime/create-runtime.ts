@@ -32,6 +32,7 @@ import { createRuntimeMetrics } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { UpdateLog } from './rooms/update-log.ts';
 import { RunEngine } from './runs/run-engine.ts';
+import { OutboundConnections } from './runs/outbound-connections.ts';
 import { RunStore } from './runs/run-store.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { WorkflowStore } from './workflows/workflow-store.ts';
@@ -88,9 +89,11 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
   const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);
+  const connections = new OutboundConnections(config.webhookConnections);
   const engine = new RunEngine({
     ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, projections,
     selfPort: () => boundPort,
+    connections,
     actions,
     runner: runner.client,
   });
@@ -136,6 +139,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
         rooms.close();
         await server.close();
         await engine.close();
+        connections.close();
         await runner.close();
         await ledger.close();
       })()),

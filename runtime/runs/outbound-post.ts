@@ -1,9 +1,11 @@
-// One outbound HTTP(S) POST for webhook steps: keep-alive connection pools, one deadline for the
-// whole exchange (connect, send, answer, body), no redirects followed, and a capped body read.
+// One outbound HTTP(S) POST for webhook steps through a capped keep-alive pool, one deadline for
+// the whole exchange (connect, send, answer, body) that starts once the pool hands the request a
+// socket, no redirects followed, and a capped body read.
 // node:http instead of fetch: fetch's web streams and abort signals cost ~2x the CPU per request.
 
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { PooledRequestOptions } from './outbound-connections.ts';
 
 export interface PostAnswer {
   readonly status: number;
@@ -14,6 +16,8 @@ export interface PostAnswer {
   readonly bytes: number;
   /** The receiver closed the connection before the body it announced was complete. */
   readonly cutOff: boolean;
+  /** How long the request waited for a free socket in its pool. */
+  readonly queuedMs: number;
 }
 
 export interface PostOptions {
@@ -22,29 +26,45 @@ export interface PostOptions {
   readonly timeoutMs: number;
   readonly keepBytes: number;
   readonly readLimitBytes: number;
+  /** The connection pool (see outbound-connections.ts). */
+  readonly pool: PooledRequestOptions;
 }
 
 /** Thrown when the deadline passes before the exchange ends. */
 export class PostTimeoutError extends Error {
   override readonly name = 'TimeoutError';
+
+  constructor(
+    message: string,
+    /** How long the request waited for a free socket before its deadline started. */
+    readonly queuedMs: number,
+  ) {
+    super(message);
+  }
 }
 
-const transports = {
-  http: { send: httpRequest, agent: new HttpAgent({ keepAlive: true, scheduling: 'lifo' }) },
-  https: { send: httpsRequest, agent: new HttpsAgent({ keepAlive: true, scheduling: 'lifo' }) },
-};
-
-/** Posts `body` to `url`; rejects with PostTimeoutError at the deadline or with the network error. */
+/**
+ * Posts `body` to `url`; rejects with PostTimeoutError at the deadline or with the network error.
+ * Time spent waiting for a free socket in the pool is not the receiver's and is not on the clock.
+ */
 export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
-  const { send, agent } = url.protocol === 'https:' ? transports.https : transports.http;
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const body = Buffer.from(options.body, 'utf8');
   return new Promise<PostAnswer>((resolve, reject) => {
-    const outgoing = send(url, { method: 'POST', agent, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
+    const outgoing = send(url, { method: 'POST', ...options.pool, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
     // Settling twice is a no-op, so the first of deadline, failure and answer wins.
-    const timer = setTimeout(() => {
-      reject(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`));
-      outgoing.destroy();
-    }, options.timeoutMs);
+    // Wall-clock time, so a test can move it with mocked timers.
+    const sentAt = Date.now();
+    let queuedMs = 0;
+    let timer: NodeJS.Timeout | undefined;
+    outgoing.once('socket', () => {
+      if (outgoing.destroyed) return;
+      queuedMs = Math.max(0, Date.now() - sentAt);
+      timer = setTimeout(() => {
+        reject(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
+        outgoing.destroy();
+      }, options.timeoutMs);
+    });
     const fail = (error: Error): void => {
       clearTimeout(timer);
       reject(error);
@@ -69,6 +89,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
           text: Buffer.concat(kept).subarray(0, options.keepBytes).toString('utf8'),
           bytes,
           cutOff: !response.complete && bytes <= options.readLimitBytes,
+          queuedMs,
         });
       });
     });

@@ -24,6 +24,7 @@ import type { HookRunnerClient } from '../hook-runner/client.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { ActionEffects, ActionResolver } from './custom-action-step.ts';
 import { performStep } from './step-dispatcher.ts';
+import type { OutboundConnections } from './outbound-connections.ts';
 import { RunCreation } from './run-creation.ts';
 import { runUpdateFor } from './run-update.ts';
 import { writeStepEffects } from './step-effects.ts';
@@ -51,6 +52,8 @@ export interface RunEngineDeps {
   readonly logger: Logger;
   /** The runtime's own port, which webhook steps may not call; known once it listens. */
   readonly selfPort: () => number;
+  /** The capped keep-alive pools webhook steps send through. */
+  readonly connections: OutboundConnections;
   readonly projections: ProjectionStore;
   /** Custom actions and the hook-runner; a custom_action step fails closed without them. */
   readonly actions: ActionResolver | undefined;
@@ -266,6 +269,7 @@ export class RunEngine {
       event: this.#d.events.get(ctx.orgId, ctx.eventId),
       signingSecrets: this.#d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
       selfPort: this.#d.selfPort(),
+      connections: this.#d.connections,
       nowMs: this.#d.clock.now(),
       actions: this.#d.actions,
       runner: this.#d.runner,

@@ -9,6 +9,7 @@ import type { StoredEvent } from '../events/event-record.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 import { runCustomAction, type ActionEffects, type ActionResolver } from './custom-action-step.ts';
+import type { OutboundConnections } from './outbound-connections.ts';
 import { sendWebhook } from './webhook-step.ts';
 
 type DispatchWork = Extract<Work, { kind: 'dispatch_step' }>;
@@ -32,6 +33,7 @@ export interface StepContext {
   readonly event: StoredEvent | undefined;
   readonly signingSecrets: readonly string[];
   readonly selfPort: number;
+  readonly connections: OutboundConnections;
   readonly nowMs: number;
   readonly actions: ActionResolver | undefined;
   readonly runner: HookRunnerClient | undefined;
@@ -103,6 +105,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
   {
     const outcome = await sendWebhook(
       {
+        orgId: ctx.run.context.orgId,
         url: step.url,
         headers: step.headers,
         timeoutMs: step.timeout_ms,
@@ -113,7 +116,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         signingSecrets: ctx.signingSecrets,
         nowMs: ctx.nowMs,
       },
-      { selfPort: ctx.selfPort },
+      { selfPort: ctx.selfPort, connections: ctx.connections },
     );
     return {
       report: outcome.ok

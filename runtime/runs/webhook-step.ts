@@ -8,11 +8,14 @@ import { parseRetryAfter } from '../../actors/retry-policy.ts';
 import type { StepFailure } from '../../actors/run-types.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
+import type { OutboundConnections } from './outbound-connections.ts';
 import { postOnce, PostTimeoutError, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
 export interface WebhookRequest {
+  /** The org the run belongs to: each org has its own connection pool per receiver. */
+  readonly orgId: string;
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly timeoutMs: number;
@@ -34,6 +37,7 @@ export type WebhookOutcome =
 export interface WebhookTarget {
   /** The runtime's own listener, which webhook steps may never call. */
   readonly selfPort: number;
+  readonly connections: OutboundConnections;
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost']);
@@ -69,6 +73,9 @@ const failure = (code: string, message: string, retryable: boolean, evidence: Js
   evidence,
 });
 
+/** `queued_ms`, only when the attempt waited for a connection (its pool was at its cap). */
+const queuedEvidence = (queuedMs: number): { queued_ms?: number } => (queuedMs >= 1 ? { queued_ms: Math.round(queuedMs) } : {});
+
 /** Sends one attempt. Never throws: every failure is classified as retryable or not. */
 export async function sendWebhook(request: WebhookRequest, target: WebhookTarget): Promise<WebhookOutcome> {
   const url = new URL(request.url);
@@ -91,9 +98,17 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
   const started = performance.now();
   let answer: PostAnswer;
   try {
-    answer = await postOnce(url, { headers, body: request.body, timeoutMs: request.timeoutMs, keepBytes: EVIDENCE_BODY_CAP, readLimitBytes: 16 * EVIDENCE_BODY_CAP });
+    answer = await postOnce(url, {
+      headers,
+      body: request.body,
+      timeoutMs: request.timeoutMs,
+      keepBytes: EVIDENCE_BODY_CAP,
+      readLimitBytes: 16 * EVIDENCE_BODY_CAP,
+      pool: target.connections.pooled(url, request.orgId),
+    });
   } catch (error) {
-    const evidence = { ...base, duration_ms: Math.round(performance.now() - started) };
+    const queued = error instanceof PostTimeoutError ? queuedEvidence(error.queuedMs) : {};
+    const evidence = { ...base, duration_ms: Math.round(performance.now() - started), ...queued };
     return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence)
       : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence);
@@ -103,6 +118,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     ...base,
     status,
     duration_ms: Math.round(performance.now() - started),
+    ...queuedEvidence(answer.queuedMs),
     body: answer.text,
     body_bytes: answer.bytes,
     body_truncated: answer.bytes > EVIDENCE_BODY_CAP || answer.cutOff,

@@ -1,15 +1,27 @@
 // One webhook attempt against real local HTTP servers: answers and their evidence, the body cap,
 // redirects not followed, Retry-After, refused and cut-off connections, the deadline (on mocked
-// timers, no real wait) and keep-alive reuse of one connection.
+// timers, no real wait), keep-alive reuse of one connection, and the per-org connection cap.
 
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, mock, test } from 'node:test';
+import { OutboundConnections } from '../../runtime/runs/outbound-connections.ts';
 import { EVIDENCE_BODY_CAP, sendWebhook, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
 
 const servers: Server[] = [];
-after(() => Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve)))));
+const pools: OutboundConnections[] = [];
+after(() => {
+  for (const pool of pools) pool.close();
+  return Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+function connectionPool(perReceiver?: number): OutboundConnections {
+  const pool = new OutboundConnections(perReceiver);
+  pools.push(pool);
+  return pool;
+}
+const defaultPool = connectionPool();
 
 interface Local {
   readonly url: string;
@@ -36,10 +48,10 @@ async function serve(handle: (req: IncomingMessage, res: ServerResponse) => void
   return local;
 }
 
-const attempt = (url: string, overrides: Partial<WebhookRequest> = {}): Promise<WebhookOutcome> =>
+const attempt = (url: string, overrides: Partial<WebhookRequest> = {}, connections = defaultPool): Promise<WebhookOutcome> =>
   sendWebhook(
-    { url, headers: {}, timeoutMs: 5000, body: '{"n":1}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.UTC(2026, 10, 30), ...overrides },
-    { selfPort: 1 },
+    { orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{"n":1}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.UTC(2026, 10, 30), ...overrides },
+    { selfPort: 1, connections },
   );
 
 const errorOf = (outcome: WebhookOutcome) => {
@@ -148,4 +160,84 @@ test('consecutive attempts to one receiver reuse a kept-alive connection', async
   for (let i = 0; i < 5; i += 1) assert.equal((await attempt(local.url)).ok, true);
   assert.equal(local.requests.length, 5);
   assert.equal(local.connections, 1);
+});
+
+/** A receiver that holds every request until the test answers it; `arrived(n)` waits for n requests. */
+async function holdingReceiver() {
+  const held = new Map<string, ServerResponse>();
+  const order: string[] = [];
+  let waiter: { count: number; resolve: () => void } | undefined;
+  const local = await serve((req, res) => {
+    const key = String(req.headers['idempotency-key']);
+    held.set(key, res);
+    order.push(key);
+    if (waiter !== undefined && order.length >= waiter.count) waiter.resolve();
+  });
+  return {
+    local,
+    order,
+    arrived: (count: number) =>
+      new Promise<void>((resolve) => {
+        if (order.length >= count) resolve();
+        else waiter = { count, resolve };
+      }),
+    answer: (key: string) => held.get(key)?.writeHead(200).end('{}'),
+    drop: () => {
+      for (const res of held.values()) res.destroy();
+    },
+  };
+}
+
+// A broken cap or deadline leaves a request that never arrives: the timeout turns that wait into a failure.
+const HOLDING_TEST = { timeout: 10_000 };
+
+test('an org holds at most the capped connections per receiver; more requests wait in order, another org has its own', HOLDING_TEST, async () => {
+  const receiver = await holdingReceiver();
+  const capped = connectionPool(2);
+  const send = (orgId: string, key: string) => attempt(receiver.local.url, { orgId, idempotencyKey: key }, capped);
+  try {
+    const a = [send('acct-a', 'a1'), send('acct-a', 'a2'), send('acct-a', 'a3')];
+    const b = send('acct-b', 'b1');
+    await receiver.arrived(3);
+    assert.deepEqual(receiver.order.slice(0, 3).sort(), ['a1', 'a2', 'b1'], 'acct-a waits at two; acct-b is not queued behind it');
+    receiver.answer('a1');
+    assert.equal((await a[0])?.ok, true);
+    await receiver.arrived(4);
+    assert.equal(receiver.order[3], 'a3');
+    for (const key of ['a2', 'a3', 'b1']) receiver.answer(key);
+    const outcomes = await Promise.all([...a, b]);
+    assert.ok(outcomes.every((outcome) => outcome.ok));
+    assert.equal(receiver.local.connections, 3, "a3 reused a1's connection");
+  } finally {
+    receiver.drop();
+  }
+});
+
+test('a request waiting for a connection starts its deadline when it gets one, and its evidence says how long it waited', HOLDING_TEST, async () => {
+  const receiver = await holdingReceiver();
+  const single = connectionPool(1);
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  try {
+    const first = attempt(receiver.local.url, { idempotencyKey: 'first', timeoutMs: 2500 }, single);
+    await receiver.arrived(1);
+    const second = attempt(receiver.local.url, { idempotencyKey: 'second', timeoutMs: 2500 }, single);
+    await new Promise((resolve) => setImmediate(resolve)); // the attempt reaches the pool's queue
+    mock.timers.tick(2500);
+    assert.equal(errorOf(await first)?.code, 'webhook_timeout');
+    await receiver.arrived(2);
+    let settled = false;
+    void second.then(() => {
+      settled = true;
+    });
+    mock.timers.tick(2499);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(settled, false, 'the wait for the connection did not count against the deadline');
+    receiver.answer('second');
+    const outcome = await second;
+    assert.equal(outcome.ok, true);
+    assert.equal((outcome.evidence as Record<string, unknown>)['queued_ms'], 2500);
+  } finally {
+    mock.timers.reset();
+    receiver.drop();
+  }
 });
