@@ -9,6 +9,7 @@ import { startEffectReceiver, type EffectReceiver, type ReceiverCounts } from '.
 import { watchLive, type LiveWatcher } from '../runs/live-watcher.ts';
 import { countRuns, createOrg, createWebhookWorkflow, postEvents } from '../runs/runtime-api.ts';
 import { startSluice, type SluiceRuntime } from '../runs/sluice-runtime.ts';
+import { DEFAULT_WEBHOOK_CONNECTIONS } from '../../../runtime/runs/outbound-connections.ts';
 import { recoverySizes, TARGET_RUNS, TARGET_SECONDS, type RecoverySizes } from './recovery-sizes.ts';
 
 export const recoveryScenario: Scenario = {
@@ -61,7 +62,7 @@ async function runRecovery(context: ScenarioContext): Promise<ScenarioReport> {
     unit: 'runs/s',
     method: [
       `${runs} runs in flight: ${sizes.orgs} org(s) x ${sizes.runsPerOrg} runs (max_concurrent_runs = ${sizes.runsPerOrg}), one event each through POST /events (${sizes.senders} requests in flight); each run's only step is a webhook (timeout 60 s) to a local receiver (in the bench process) that holds every answer`,
-      'when the receiver holds one request per run: SIGKILL of the runtime\'s process group, then `sluice serve` again on the same data dir; the receiver now answers 200 at once',
+      `when every run is \`running\` (GET /runs?state=running) and the receiver holds the requests the connection cap lets through (${DEFAULT_WEBHOOK_CONNECTIONS} per org and receiver, the default; the other runs' requests wait in the runtime's pool): SIGKILL of the runtime's process group, then \`sluice serve\` again on the same data dir; the receiver now answers 200 at once`,
       'completion: a live-room WebSocket per org (Subscribe after_seq 0) receives each run\'s `completed` update; its time is the update\'s at_ms (the runtime\'s wall clock on this machine), since updates made before the socket connected arrive replayed; afterwards the ledger is counted through GET /runs?state=completed',
       'runs/s = runs / (restart spawn -> last completed); p50/p99 = each run\'s completion time after the restart spawn (includes process start and LMDB open)',
     ],
@@ -93,7 +94,11 @@ async function measure(context: ScenarioContext, sizes: RecoverySizes): Promise<
     const accepted = await Promise.all(orgs.map((org) => postEvents(rt.baseUrl, org.id, org.key, sizes.runsPerOrg, Math.ceil(sizes.senders / sizes.orgs), 'evt-recovery')));
     const total = accepted.reduce((a, b) => a + b, 0);
     if (total !== runs) throw new Error(`only ${total} of ${runs} events were accepted`);
-    await until(() => receiver.counts().held >= runs, sizes.fillTimeoutMs, () => `runs waiting on the receiver: ${receiver.counts().held} of ${runs}`);
+    const atReceiver = heldAtReceiver(sizes);
+    await until(() => receiver.counts().held >= atReceiver, sizes.fillTimeoutMs, () => `requests held by the receiver: ${receiver.counts().held} of ${atReceiver}`);
+    let running = 0;
+    for (const org of orgs) running += await countRuns(rt.baseUrl, org.id, org.key, 'running');
+    if (running !== runs) throw new Error(`only ${running} of ${runs} runs are running before the kill`);
     const fillSec = (performance.now() - fillStarted) / 1000;
     const beforeKill = receiver.counts();
 
@@ -135,6 +140,9 @@ async function measure(context: ScenarioContext, sizes: RecoverySizes): Promise<
   }
 }
 
+/** Requests the receiver holds once every run is running: each org's pool stops at its cap. */
+const heldAtReceiver = (sizes: RecoverySizes): number => sizes.orgs * Math.min(sizes.runsPerOrg, DEFAULT_WEBHOOK_CONNECTIONS);
+
 async function until(condition: () => boolean, timeoutMs: number, describeState: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
@@ -168,7 +176,7 @@ function describe(m: Measured): string[] {
   return [
     `filled ${m.runs} runs in flight in ${m.fillSec.toFixed(2)} s (receiver held ${m.beforeKill.held}, deliveries ${m.beforeKill.deliveries}, distinct keys ${m.beforeKill.distinctKeys})`,
     `restart: spawn -> listening ${Math.round(m.restartToListeningMs)} ms; listening -> last run completed ${Math.round(m.listeningToLastMs)} ms; spawn -> last completed ${Math.round(lastMs)} ms`,
-    `receiver: deliveries ${r.deliveries}, distinct keys ${r.distinctKeys}, keys delivered more than once ${r.redeliveredKeys} (expected: every run, once before and once after the kill), deliveries after a 200 had been written ${r.deliveriesAfterAck}`,
+    `receiver: deliveries ${r.deliveries}, distinct keys ${r.distinctKeys}, keys delivered more than once ${r.redeliveredKeys} (expected: every request the receiver held before the kill, sent again after it), deliveries after a 200 had been written ${r.deliveriesAfterAck}`,
     `the bench process (receiver + live subscribers) used ${(m.benchCpuShare * 100).toFixed(0)} % of one core from the restart to the last completion: it is not what limits the recovery when this is well below 100 %`,
     `runs completed (ledger, GET /runs?state=completed) ${m.completedInLedger} of ${m.runs}; lost ${lostOf(m)}`,
     'A delivery after the receiver answered 200 is a duplicate effect: the kill happens while no answer has been given, so every such delivery after the restart would be a bug. Redelivery of an unanswered step after the crash is the promise (same idempotency key, higher fence).',
