@@ -4,16 +4,22 @@
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import { RecordCache } from '../ledger/record-cache.ts';
 import type { SourceRecord } from './source-record.ts';
+
+const cacheKey = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
 
 export class SourceStore {
   readonly #ledger: Ledger;
+  /** Every webhook reads its source twice (body cap, then verification); this store is the table's only writer. */
+  readonly #cache = new RecordCache<SourceRecord>();
   constructor(ledger: Ledger) {
     this.#ledger = ledger;
   }
 
+  /** Frozen: readers share one copy. */
   get(orgId: string, name: string): SourceRecord | undefined {
-    return this.#ledger.sources.get([orgId, name]) as SourceRecord | undefined;
+    return this.#cache.read(cacheKey(orgId, name), () => this.#ledger.sources.get([orgId, name]) as SourceRecord | undefined);
   }
 
   require(orgId: string, name: string): SourceRecord {
@@ -30,16 +36,18 @@ export class SourceStore {
   async create(source: SourceRecord): Promise<void> {
     const { root, sources } = this.#ledger;
     const key = [source.org_id, source.name];
-    const created = await durably(root, root.transaction(() => (sources.get(key) === undefined ? (sources.put(key, source), true) : false)));
+    const created = await this.#cache.writing(cacheKey(source.org_id, source.name), () =>
+      durably(root, root.transaction(() => (sources.get(key) === undefined ? (sources.put(key, source), true) : false))),
+    );
     if (!created) throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
   }
 
   async replace(source: SourceRecord): Promise<void> {
-    await durably(this.#ledger.root, this.#ledger.sources.put([source.org_id, source.name], source));
+    await this.#cache.writing(cacheKey(source.org_id, source.name), () => durably(this.#ledger.root, this.#ledger.sources.put([source.org_id, source.name], source)));
   }
 
   async delete(orgId: string, name: string): Promise<void> {
     this.require(orgId, name);
-    await durably(this.#ledger.root, this.#ledger.sources.remove([orgId, name]));
+    await this.#cache.writing(cacheKey(orgId, name), () => durably(this.#ledger.root, this.#ledger.sources.remove([orgId, name])));
   }
 }

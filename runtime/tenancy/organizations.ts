@@ -4,6 +4,7 @@
 import { ConflictError } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import { RecordCache } from '../ledger/record-cache.ts';
 
 export type Plan = 'starter' | 'pro' | 'enterprise';
 export const PLANS: readonly Plan[] = ['starter', 'pro', 'enterprise'];
@@ -26,31 +27,36 @@ export interface Organization {
 
 export class OrganizationStore {
   readonly #ledger: Ledger;
+  /** Every request reads its org (auth, quota, ingest); this store is the table's only writer. */
+  readonly #cache = new RecordCache<Organization>();
   constructor(ledger: Ledger) {
     this.#ledger = ledger;
   }
 
+  /** Frozen: readers share one copy. */
   get(orgId: string): Organization | undefined {
-    return this.#ledger.orgs.get([orgId]) as Organization | undefined;
+    return this.#cache.read(orgId, () => this.#ledger.orgs.get([orgId]) as Organization | undefined);
   }
 
   /** Stores a new org together with its first records; resolves after the write is durable. Throws 409 if the id is taken. */
   async create(org: Organization, alsoWrite: () => void): Promise<Organization> {
     const { orgs, root } = this.#ledger;
-    const created = await durably(
-      root,
-      root.transaction(() => {
-        if (orgs.get([org.id]) !== undefined) return false;
-        orgs.put([org.id], org);
-        alsoWrite();
-        return true;
-      }),
+    const created = await this.#cache.writing(org.id, () =>
+      durably(
+        root,
+        root.transaction(() => {
+          if (orgs.get([org.id]) !== undefined) return false;
+          orgs.put([org.id], org);
+          alsoWrite();
+          return true;
+        }),
+      ),
     );
     if (!created) throw new ConflictError('organization_exists', `An organization with id "${org.id}" already exists.`, { field: 'id' });
     return org;
   }
 
   async update(org: Organization): Promise<void> {
-    await durably(this.#ledger.root, this.#ledger.orgs.put([org.id], org));
+    await this.#cache.writing(org.id, () => durably(this.#ledger.root, this.#ledger.orgs.put([org.id], org)));
   }
 }
