@@ -56,6 +56,8 @@ export interface Runtime {
   readonly updateLog: UpdateLog;
   readonly rooms: LiveRooms;
   readonly engine: RunEngine;
+  /** The runtime's one workflow store: its match cache assumes no other writer (use this one, never a second). */
+  readonly workflows: WorkflowStore;
   /** The hook-runner connection (client and, under `sluice dev`, the supervised child). */
   readonly runner: RunnerConnection;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
@@ -132,6 +134,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     updateLog,
     rooms,
     engine,
+    workflows,
     runner,
     close: () =>
       (closing ??= (async () => {

@@ -24,7 +24,7 @@ export interface TransportReplayReport {
 export interface TransportReplayDeps {
   readonly source: SourceRecord | undefined;
   readonly inbox: Inbox;
-  readonly matching: (type: string) => WorkflowVersion[];
+  readonly matching: (type: string) => readonly WorkflowVersion[];
   readonly nowMs: number;
 }
 

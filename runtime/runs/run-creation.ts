@@ -17,7 +17,7 @@ import { runIdFor, type RunStore } from './run-store.ts';
 export interface RunCreationHost {
   readonly runs: RunStore;
   readonly updateLog: UpdateLog;
-  matching(event: StoredEvent): WorkflowVersion[];
+  matching(event: StoredEvent): readonly WorkflowVersion[];
   updateFor(run: PersistedRun, version: WorkflowVersion): NewRunUpdate;
   /** Admits a new run on the spot if its org has a free slot and nothing waiting (RootScheduler.admitNow). */
   admitNow(orgId: OrgId, runId: RunId): boolean;

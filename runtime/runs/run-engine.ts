@@ -32,7 +32,7 @@ import { recoverUnfinishedRuns } from './run-recovery.ts';
 
 /** What the engine reads of workflows (implemented by the workflow store). */
 export interface WorkflowLookup {
-  matching(orgId: string, environment: string, eventType: string): WorkflowVersion[];
+  matching(orgId: string, environment: string, eventType: string): readonly WorkflowVersion[];
   version(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined;
   signingSecrets(orgId: string, workflowId: string): readonly string[];
 }

@@ -1,13 +1,12 @@
 // Durable storage of webhook sources under [orgId, sourceName].
 // Reads are synchronous (LMDB is memory-mapped), so ingest can pick the body cap before reading a byte.
+// Reads are cached: one store per ledger, the table's only writer.
 
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import type { SourceRecord } from './source-record.ts';
-
-const cacheKey = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
 
 export class SourceStore {
   readonly #ledger: Ledger;
@@ -19,7 +18,7 @@ export class SourceStore {
 
   /** Frozen: readers share one copy. */
   get(orgId: string, name: string): SourceRecord | undefined {
-    return this.#cache.read(cacheKey(orgId, name), () => this.#ledger.sources.get([orgId, name]) as SourceRecord | undefined);
+    return this.#cache.read(orgId, name, () => this.#ledger.sources.get([orgId, name]) as SourceRecord | undefined);
   }
 
   require(orgId: string, name: string): SourceRecord {
@@ -36,18 +35,18 @@ export class SourceStore {
   async create(source: SourceRecord): Promise<void> {
     const { root, sources } = this.#ledger;
     const key = [source.org_id, source.name];
-    const created = await this.#cache.writing(cacheKey(source.org_id, source.name), () =>
+    const created = await this.#cache.writing(source.org_id, () =>
       durably(root, root.transaction(() => (sources.get(key) === undefined ? (sources.put(key, source), true) : false))),
     );
     if (!created) throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
   }
 
   async replace(source: SourceRecord): Promise<void> {
-    await this.#cache.writing(cacheKey(source.org_id, source.name), () => durably(this.#ledger.root, this.#ledger.sources.put([source.org_id, source.name], source)));
+    await this.#cache.writing(source.org_id, () => durably(this.#ledger.root, this.#ledger.sources.put([source.org_id, source.name], source)));
   }
 
   async delete(orgId: string, name: string): Promise<void> {
     this.require(orgId, name);
-    await this.#cache.writing(cacheKey(orgId, name), () => durably(this.#ledger.root, this.#ledger.sources.remove([orgId, name])));
+    await this.#cache.writing(orgId, () => durably(this.#ledger.root, this.#ledger.sources.remove([orgId, name])));
   }
 }

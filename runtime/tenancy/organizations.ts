@@ -1,5 +1,6 @@
 // Organizations (tenants): creation, lookup and plan limits, stored under [orgId].
-// Creation is conditional so two concurrent creates of one id cannot both succeed.
+// Creation is conditional so two concurrent creates of one id cannot both succeed. Reads are cached:
+// one store per ledger, the table's only writer.
 
 import { ConflictError } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
@@ -35,7 +36,7 @@ export class OrganizationStore {
 
   /** Frozen: readers share one copy. */
   get(orgId: string): Organization | undefined {
-    return this.#cache.read(orgId, () => this.#ledger.orgs.get([orgId]) as Organization | undefined);
+    return this.#cache.read(orgId, '', () => this.#ledger.orgs.get([orgId]) as Organization | undefined);
   }
 
   /** Stores a new org together with its first records; resolves after the write is durable. Throws 409 if the id is taken. */

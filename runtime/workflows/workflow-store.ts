@@ -1,5 +1,6 @@
 // Durable storage of workflows: the current document, its immutable versions, the trigger index
 // ingest matches events against, and the workflow's signing secrets. Every write is one transaction.
+// Matches are cached: one store per ledger, the tables' only writer.
 //
 // Databases (every key starts with the org id):
 //   workflows           [orgId, workflowId]                                -> Workflow (current)
@@ -16,6 +17,7 @@ import { asOrgId, asWorkflowId, type WorkflowId } from '../../actors/ids.ts';
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import { RecordCache } from '../ledger/record-cache.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
 import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowVersion } from './workflow-types.ts';
@@ -51,6 +53,8 @@ export class WorkflowStore {
   readonly #secrets: LedgerTable;
   /** Decoded pinned versions, oldest first: every event and step reads one, and a version never changes. */
   readonly #pinned = new Map<string, WorkflowVersion>();
+  /** `matching` answers (empty ones too: most event types trigger nothing), forgotten per org on every workflow write. */
+  readonly #matches = new RecordCache<readonly WorkflowVersion[]>();
 
   constructor(ledger: Ledger) {
     this.#root = ledger.root;
@@ -97,10 +101,15 @@ export class WorkflowStore {
 
   /**
    * Enabled workflows of (org, environment) whose trigger_event equals `eventType`, each as its
-   * current version. Only reads, so it is safe inside the ingest write transaction (and sees that
-   * transaction's own writes).
+   * current version (frozen, shared). Only reads, so it is safe inside the ingest write transaction.
+   * Cached: a workflow write is seen once it is durable, i.e. by every event accepted after the API
+   * answered it.
    */
-  matching(orgId: string, environment: string, eventType: string): WorkflowVersion[] {
+  matching(orgId: string, environment: string, eventType: string): readonly WorkflowVersion[] {
+    return this.#matches.read(orgId, `${environment}\u0000${eventType}`, () => this.#readMatching(orgId, environment, eventType)) ?? [];
+  }
+
+  #readMatching(orgId: string, environment: string, eventType: string): WorkflowVersion[] {
     const matches: WorkflowVersion[] = [];
     const entries = this.#triggers.getRange({ start: [orgId, environment, eventType], end: [orgId, environment, eventType, HIGH] });
     for (const { key, value } of entries) {
@@ -133,7 +142,7 @@ export class WorkflowStore {
   async create(draft: WorkflowDraft, orgId: string, at: number): Promise<{ workflow: Workflow; signingSecret: string }> {
     const workflow = nextWorkflow(draft, { orgId: asOrgId(orgId), workflowId: asWorkflowId(randomUUID()), at });
     const signingSecret = newSigningSecret();
-    const outcome = await this.#write((): Outcome<Workflow> => {
+    const outcome = await this.#write(orgId, (): Outcome<Workflow> => {
       const count = this.#workflows.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
       if (count >= MAX_WORKFLOWS_PER_ORG) return { ok: false, reason: 'limit' };
       this.#putVersion(workflow, undefined);
@@ -150,7 +159,7 @@ export class WorkflowStore {
    */
   async update(orgId: string, workflowId: string, draft: WorkflowDraft, at: number, options: UpdateOptions = {}): Promise<Workflow> {
     return unwrap(
-      await this.#write((): Outcome<Workflow> => {
+      await this.#write(orgId, (): Outcome<Workflow> => {
         const previous = this.get(orgId, workflowId);
         if (previous === undefined) return { ok: false, reason: 'missing' };
         if (options.ifVersion !== undefined && previous.version !== options.ifVersion) return { ok: false, reason: 'conflict', current: previous.version };
@@ -168,7 +177,7 @@ export class WorkflowStore {
    */
   async setStatus(orgId: string, workflowId: string, status: WorkflowStatus, at: number): Promise<Workflow> {
     return unwrap(
-      await this.#write((): Outcome<Workflow> => {
+      await this.#write(orgId, (): Outcome<Workflow> => {
         const previous = this.get(orgId, workflowId);
         if (previous === undefined) return { ok: false, reason: 'missing' };
         if (previous.status === status) return { ok: true, value: previous };
@@ -183,7 +192,7 @@ export class WorkflowStore {
   /** Removes the workflow and its trigger entry (no new run will pin it); keeps versions and secrets. */
   async delete(orgId: string, workflowId: string): Promise<void> {
     unwrap(
-      await this.#write((): Outcome<null> => {
+      await this.#write(orgId, (): Outcome<null> => {
         const current = this.get(orgId, workflowId);
         if (current === undefined) return { ok: false, reason: 'missing' };
         this.#workflows.remove([orgId, current.id]);
@@ -198,7 +207,7 @@ export class WorkflowStore {
   async rotateSigningSecret(orgId: string, workflowId: string, at: number): Promise<string> {
     const fresh = newSigningSecret();
     unwrap(
-      await this.#write((): Outcome<null> => {
+      await this.#write(orgId, (): Outcome<null> => {
         const current = this.get(orgId, workflowId);
         if (current === undefined) return { ok: false, reason: 'missing' };
         const secrets = rotateSecrets(this.signingSecrets(orgId, current.id), fresh);
@@ -218,8 +227,9 @@ export class WorkflowStore {
     if (next.status === 'enabled') this.#triggers.put(triggerKey(next), next.version);
   }
 
-  #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {
-    return durably(this.#root, this.#root.transaction(body));
+  /** Every write of this store: one durable transaction on `orgId`'s records. */
+  #write<T>(orgId: string, body: () => Outcome<T>): Promise<Outcome<T>> {
+    return this.#matches.writing(orgId, () => durably(this.#root, this.#root.transaction(body)));
   }
 }
 

@@ -1,5 +1,5 @@
-// The cached org and source reads: shared frozen records, the committed record while a write is in
-// progress, the new one once it is durable, nothing after a delete; and the cache's bound.
+// The cached org, source and trigger-match reads: shared frozen records, the committed record while
+// a write is in progress, the new one once it is durable, nothing after a delete; and the cache's bound.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -7,6 +7,8 @@ import { RecordCache } from '../../runtime/ledger/record-cache.ts';
 import type { SourceRecord } from '../../runtime/sources/source-record.ts';
 import { SourceStore } from '../../runtime/sources/source-store.ts';
 import { OrganizationStore, type Organization } from '../../runtime/tenancy/organizations.ts';
+import { parseWorkflowInput } from '../../runtime/workflows/parse-workflow.ts';
+import { WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
 const ORG: Organization = { id: 'acct-cache', name: 'Cache', plan: 'pro', max_concurrent_runs: 4, created_at: '2026-11-30T00:00:00.000Z' };
@@ -26,10 +28,12 @@ for (const kind of LEDGER_KINDS) describe(`cached org and source reads (${kind.n
   let opened: ReturnType<typeof kind.open>;
   let orgs: OrganizationStore;
   let sources: SourceStore;
+  let workflows: WorkflowStore;
   before(async () => {
     opened = kind.open();
     orgs = new OrganizationStore(opened.ledger);
     sources = new SourceStore(opened.ledger);
+    workflows = new WorkflowStore(opened.ledger);
     await orgs.create(ORG, () => undefined);
     await sources.create(SOURCE);
   });
@@ -66,6 +70,22 @@ for (const kind of LEDGER_KINDS) describe(`cached org and source reads (${kind.n
     assert.equal(sources.get(ORG.id, SOURCE.name)?.scheme, 'stripe');
   });
 
+  test("trigger matches: a workflow write is seen once durable, its org's cached answers go, another org's stay", async () => {
+    const draft = parseWorkflowInput({ name: 'wf', trigger_event: 'order.paid', steps: [{ type: 'webhook', url: 'https://example.com/hook' }] });
+    const matching = (orgId: string) => workflows.matching(orgId, 'production', 'order.paid').map((v) => v.workflow_id);
+    assert.deepEqual(matching(ORG.id), [], 'nothing listens yet (and that answer is cached)');
+    const other = (await workflows.create(draft, 'acct-other', 0)).workflow;
+    assert.deepEqual(matching('acct-other'), [other.id]);
+    const creating = workflows.create(draft, ORG.id, 0);
+    assert.deepEqual(matching(ORG.id), [], 'not yet durable');
+    const { workflow } = await creating;
+    assert.deepEqual(matching(ORG.id), [workflow.id]);
+    await workflows.setStatus(ORG.id, workflow.id, 'disabled', 1);
+    assert.deepEqual(matching(ORG.id), []);
+    assert.deepEqual(matching('acct-other'), [other.id]);
+    assert.throws(() => (workflows.matching('acct-other', 'production', 'order.paid') as unknown[]).pop(), TypeError, 'shared answers are frozen');
+  });
+
   test('an org read before it existed is found once it is created', async () => {
     assert.equal(orgs.get('acct-later'), undefined);
     await orgs.create({ ...ORG, id: 'acct-later' }, () => undefined);
@@ -73,33 +93,38 @@ for (const kind of LEDGER_KINDS) describe(`cached org and source reads (${kind.n
   });
 });
 
-test('the cache holds at most its capacity, dropping the oldest entry first', () => {
-  const cache = new RecordCache<{ n: number }>(2);
+test('the cache holds at most its capacity, dropping the org cached first', () => {
+  const cache = new RecordCache<{ n: number }>(3);
   const loads: string[] = [];
-  const read = (key: string) => cache.read(key, () => (loads.push(key), { n: loads.length }));
-  read('a');
-  read('b');
-  read('a');
-  assert.deepEqual(loads, ['a', 'b'], 'a second read of a cached key does not load');
-  read('c');
-  read('b');
-  read('a');
-  assert.deepEqual(loads, ['a', 'b', 'c', 'a'], 'c pushed out a, the oldest; b stayed');
+  const read = (orgId: string, key: string) => cache.read(orgId, key, () => (loads.push(`${orgId}/${key}`), { n: loads.length }));
+  read('a', '1');
+  read('a', '2');
+  read('b', '1');
+  read('a', '1');
+  assert.deepEqual(loads, ['a/1', 'a/2', 'b/1'], 'a second read of a cached key does not load');
+  read('c', '1');
+  read('b', '1');
+  read('a', '2');
+  assert.deepEqual(loads, ['a/1', 'a/2', 'b/1', 'c/1', 'a/2'], 'c pushed out both entries of a, the org cached first; b stayed');
 });
 
-test('a failed write still forgets its key, and a missing record is not cached', async () => {
+test("a write forgets every entry of its org, also when it fails, and no other org's; a missing record is not cached", async () => {
   const cache = new RecordCache<{ v: string }>();
-  let stored: { v: string } | undefined;
-  const read = () => cache.read('k', () => stored);
-  assert.equal(read(), undefined);
-  stored = { v: 'one' };
-  assert.deepEqual(read(), { v: 'one' });
+  const stored = new Map<string, { v: string }>();
+  const read = (orgId: string, key: string) => cache.read(orgId, key, () => stored.get(`${orgId}/${key}`));
+  assert.equal(read('a', 'k'), undefined);
+  stored.set('a/k', { v: 'one' });
+  stored.set('a/j', { v: 'one' });
+  stored.set('b/k', { v: 'one' });
+  for (const [orgId, key] of [['a', 'k'], ['a', 'j'], ['b', 'k']] as const) assert.deepEqual(read(orgId, key), { v: 'one' });
   await assert.rejects(
-    cache.writing('k', async () => {
-      stored = { v: 'two' };
+    cache.writing('a', async () => {
+      for (const slot of stored.keys()) stored.set(slot, { v: 'two' });
       throw new Error('disk full');
     }),
     /disk full/,
   );
-  assert.deepEqual(read(), { v: 'two' });
+  assert.deepEqual(read('a', 'k'), { v: 'two' });
+  assert.deepEqual(read('a', 'j'), { v: 'two' });
+  assert.deepEqual(read('b', 'k'), { v: 'one' }, 'only the org that was written is read again');
 });
