@@ -1,12 +1,16 @@
 // Decoded records that every request reads and few requests write (an org, its sources, which of
 // its workflows an event type triggers), kept in memory so an event does not decode them from the
-// ledger again. Entries are grouped by org. The store that owns the tables is their only writer and
-// forgets the org's entries once a write settles: a read during the write still sees the committed
-// records (as it would from the ledger), a read after it the new ones.
+// ledger again. Entries are grouped by org, and the store that owns the tables is their only writer.
+// While a write of an org is in progress (queued, committed, or committed but not yet flushed), reads
+// of that org bypass the cache and go to the ledger, so a transaction ordered after the commit sees
+// the new records exactly as it would without a cache; once the write settles the org's entries
+// are forgotten and reads fill the cache again.
 
 /** Bounded; the org whose entries were cached first goes first. Cached records are frozen, since every reader shares them. */
 export class RecordCache<V extends object> {
   readonly #orgs = new Map<string, Map<string, V>>();
+  /** Writes in progress per org: while any is, that org's reads go to the ledger. */
+  readonly #writing = new Map<string, number>();
   readonly #capacity: number;
   #size = 0;
 
@@ -14,8 +18,9 @@ export class RecordCache<V extends object> {
     this.#capacity = capacity;
   }
 
-  /** The cached record, else `load()`'s (kept when it exists). */
+  /** The cached record, else `load()`'s (kept when it exists and no write of the org is in progress). */
   read(orgId: string, key: string, load: () => V | undefined): V | undefined {
+    if (this.#writing.has(orgId)) return load();
     const cached = this.#orgs.get(orgId)?.get(key);
     if (cached !== undefined) return cached;
     const loaded = load();
@@ -28,12 +33,16 @@ export class RecordCache<V extends object> {
     return loaded;
   }
 
-  /** Runs `write` (which changes records of `orgId`) and forgets that org's entries once it settled, durable or failed. */
+  /** Runs `write` (which changes records of `orgId`): forgets the org's entries, and its reads bypass the cache until the write settles, durable or failed. */
   async writing<T>(orgId: string, write: () => Promise<T>): Promise<T> {
+    this.#writing.set(orgId, (this.#writing.get(orgId) ?? 0) + 1);
+    this.#forget(orgId);
     try {
       return await write();
     } finally {
-      this.#forget(orgId);
+      const left = (this.#writing.get(orgId) ?? 1) - 1;
+      if (left === 0) this.#writing.delete(orgId);
+      else this.#writing.set(orgId, left);
     }
   }
 
@@ -43,7 +52,9 @@ export class RecordCache<V extends object> {
   }
 }
 
+/** Plain JSON-like records only: a binary value (which no cached record holds) is left as is. */
 function deepFreeze<V extends object>(value: V): V {
+  if (ArrayBuffer.isView(value)) return value;
   for (const child of Object.values(value)) if (typeof child === 'object' && child !== null && !Object.isFrozen(child)) deepFreeze(child as object);
   return Object.freeze(value);
 }

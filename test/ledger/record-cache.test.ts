@@ -70,20 +70,32 @@ for (const kind of LEDGER_KINDS) describe(`cached org and source reads (${kind.n
     assert.equal(sources.get(ORG.id, SOURCE.name)?.scheme, 'stripe');
   });
 
-  test("trigger matches: a workflow write is seen once durable, its org's cached answers go, another org's stay", async () => {
+  test('trigger matches follow workflow writes; an ingest-like transaction queued right after a write sees it', async () => {
     const draft = parseWorkflowInput({ name: 'wf', trigger_event: 'order.paid', steps: [{ type: 'webhook', url: 'https://example.com/hook' }] });
-    const matching = (orgId: string) => workflows.matching(orgId, 'production', 'order.paid').map((v) => v.workflow_id);
-    assert.deepEqual(matching(ORG.id), [], 'nothing listens yet (and that answer is cached)');
-    const other = (await workflows.create(draft, 'acct-other', 0)).workflow;
-    assert.deepEqual(matching('acct-other'), [other.id]);
+    const matching = () => workflows.matching(ORG.id, 'production', 'order.paid').map((v) => v.workflow_id);
+    const { root } = opened.ledger;
+    assert.deepEqual(matching(), [], 'nothing listens yet (and that answer is cached)');
     const creating = workflows.create(draft, ORG.id, 0);
-    assert.deepEqual(matching(ORG.id), [], 'not yet durable');
+    assert.deepEqual(matching(), [], 'not committed yet');
+    // Ordered after the workflow's commit: on LMDB it runs before that commit is flushed.
+    const seenByLaterTransaction = await root.transaction(() => matching());
     const { workflow } = await creating;
-    assert.deepEqual(matching(ORG.id), [workflow.id]);
-    await workflows.setStatus(ORG.id, workflow.id, 'disabled', 1);
-    assert.deepEqual(matching(ORG.id), []);
-    assert.deepEqual(matching('acct-other'), [other.id]);
-    assert.throws(() => (workflows.matching('acct-other', 'production', 'order.paid') as unknown[]).pop(), TypeError, 'shared answers are frozen');
+    assert.deepEqual(seenByLaterTransaction, [workflow.id]);
+    assert.deepEqual(matching(), [workflow.id]);
+    const disabling = workflows.setStatus(ORG.id, workflow.id, 'disabled', 1);
+    assert.deepEqual(matching(), [workflow.id], 'not committed yet');
+    assert.deepEqual(await root.transaction(() => matching()), []);
+    await disabling;
+    assert.deepEqual(matching(), []);
+    assert.throws(() => (workflows.matching(ORG.id, 'production', 'order.paid') as unknown[]).push(1), TypeError, 'shared answers are frozen');
+  });
+
+  test('an org change is seen by a transaction queued right after it', async () => {
+    const before = orgs.get(ORG.id)?.max_concurrent_runs ?? 0;
+    const raising = orgs.update({ ...ORG, max_concurrent_runs: before + 1 });
+    assert.equal(orgs.get(ORG.id)?.max_concurrent_runs, before, 'not committed yet');
+    assert.equal(await opened.ledger.root.transaction(() => orgs.get(ORG.id)?.max_concurrent_runs), before + 1);
+    await raising;
   });
 
   test('an org read before it existed is found once it is created', async () => {
@@ -127,4 +139,23 @@ test("a write forgets every entry of its org, also when it fails, and no other o
   assert.deepEqual(read('a', 'k'), { v: 'two' });
   assert.deepEqual(read('a', 'j'), { v: 'two' });
   assert.deepEqual(read('b', 'k'), { v: 'one' }, 'only the org that was written is read again');
+});
+
+test('while a write of an org is in progress its reads go to the ledger and fill nothing; other orgs stay cached', async () => {
+  const cache = new RecordCache<{ v: number }>();
+  let loads = 0;
+  const read = (orgId: string) => cache.read(orgId, 'k', () => ({ v: ++loads }));
+  read('a');
+  read('b');
+  let finish: () => void = () => undefined;
+  const writing = cache.writing('a', () => new Promise<void>((resolve) => (finish = resolve)));
+  read('a');
+  read('a');
+  read('b');
+  assert.equal(loads, 4, 'both reads of a during the write loaded; b came from the cache');
+  finish();
+  await writing;
+  read('a');
+  read('a');
+  assert.equal(loads, 5, 'after the write, a is loaded once and cached again');
 });
