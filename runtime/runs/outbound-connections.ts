@@ -3,8 +3,9 @@
 // Without the cap a burst of runs opened one socket per run (file descriptors, the receiver's
 // patience); keying by org keeps one tenant's burst to a shared receiver from queueing another's.
 
-import { Agent as HttpAgent, type AgentOptions, type ClientRequestArgs } from 'node:http';
+import { Agent as HttpAgent, type AgentOptions, type ClientRequest, type ClientRequestArgs } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import type { Duplex } from 'node:stream';
 
 /** Default of `--webhook-connections`: sockets per org and receiver origin. */
 export const DEFAULT_WEBHOOK_CONNECTIONS = 32;
@@ -14,6 +15,22 @@ export interface PooledRequestOptions {
   readonly agent: HttpAgent;
   readonly poolOrg: string;
 }
+
+/** One org's pool for one receiver, as a request uses it. */
+export interface OutboundPool {
+  /** Merged into the request options. */
+  readonly requestOptions: PooledRequestOptions;
+  /** Registers `cancel` for the request's lifetime, called if the pools close first; returns the release. */
+  untilClosed(cancel: () => void): () => void;
+  /** True right after the request is made when it waits for a socket (its pool is at its cap). */
+  isQueued(request: ClientRequest): boolean;
+}
+
+/**
+ * Idle keep-alive sockets close after this: below the 5 s keep-alive timeout of Node's own HTTP
+ * server (and many others), so a request rarely picks a socket the receiver is closing.
+ */
+const IDLE_SOCKET_MS = 4000;
 
 const poolName = (base: string, options: ClientRequestArgs | undefined): string =>
   `${base}|${String((options as { poolOrg?: unknown } | undefined)?.poolOrg ?? '')}`;
@@ -30,25 +47,51 @@ class OrgHttpsAgent extends HttpsAgent {
   }
 }
 
+export const SHUTTING_DOWN = 'Sluice is shutting down; the request was not sent';
+
+/** Takes the place of an agent's `createConnection` once closed, so a queued request never opens one. */
+function refuseConnection(_options: ClientRequestArgs, callback?: (err: Error | null, stream: Duplex) => void): undefined {
+  callback?.(new Error(SHUTTING_DOWN), undefined as unknown as Duplex);
+  return undefined;
+}
+
 export class OutboundConnections {
-  readonly #http: HttpAgent;
-  readonly #https: HttpsAgent;
+  readonly #agents: readonly [OrgHttpAgent, OrgHttpsAgent];
+  /** Requests not yet settled: a queued one gets no error from Node when its agent is destroyed. */
+  readonly #unsettled = new Set<() => void>();
+  #closed = false;
 
   constructor(readonly perReceiver: number = DEFAULT_WEBHOOK_CONNECTIONS) {
-    // LIFO keeps the most recently used sockets warm and lets idle ones time out.
-    const options: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver };
-    this.#http = new OrgHttpAgent(options);
-    this.#https = new OrgHttpsAgent(options);
+    // LIFO keeps the most recently used sockets busy and lets the others go idle and close.
+    const options: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
+    this.#agents = [new OrgHttpAgent(options), new OrgHttpsAgent(options)];
   }
 
-  /** What to merge into the request options of a POST to `url` on behalf of `orgId`. */
-  pooled(url: URL, orgId: string): PooledRequestOptions {
-    return { agent: url.protocol === 'https:' ? this.#https : this.#http, poolOrg: orgId };
+  /** The pool a POST to `url` on behalf of `orgId` goes through. */
+  pool(url: URL, orgId: string): OutboundPool {
+    const agent = this.#agents[url.protocol === 'https:' ? 1 : 0];
+    return {
+      requestOptions: { agent, poolOrg: orgId },
+      untilClosed: (cancel) => {
+        // Closed already: the request might sit in a queue that no socket will ever serve.
+        if (this.#closed) {
+          queueMicrotask(cancel);
+          return () => undefined;
+        }
+        this.#unsettled.add(cancel);
+        return () => this.#unsettled.delete(cancel);
+      },
+      // `agent.requests` holds only the pools that have requests waiting, so this is cheap.
+      isQueued: (request) => Object.values(agent.requests).some((waiting) => (waiting as unknown[] | undefined)?.includes(request)),
+    };
   }
 
-  /** Closes every socket; requests still in flight fail with a network error. */
+  /** Closes every socket and opens no more: requests in flight or still queued fail with a network error. */
   close(): void {
-    this.#http.destroy();
-    this.#https.destroy();
+    this.#closed = true;
+    for (const agent of this.#agents) agent.createConnection = refuseConnection;
+    for (const cancel of [...this.#unsettled]) cancel();
+    this.#unsettled.clear();
+    for (const agent of this.#agents) agent.destroy();
   }
 }

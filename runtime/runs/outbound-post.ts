@@ -5,7 +5,7 @@
 
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { PooledRequestOptions } from './outbound-connections.ts';
+import { SHUTTING_DOWN, type OutboundPool } from './outbound-connections.ts';
 
 export interface PostAnswer {
   readonly status: number;
@@ -16,8 +16,8 @@ export interface PostAnswer {
   readonly bytes: number;
   /** The receiver closed the connection before the body it announced was complete. */
   readonly cutOff: boolean;
-  /** How long the request waited for a free socket in its pool. */
-  readonly queuedMs: number;
+  /** How long the request waited for a free socket; undefined when its pool had one at once. */
+  readonly queuedMs: number | undefined;
 }
 
 export interface PostOptions {
@@ -27,7 +27,7 @@ export interface PostOptions {
   readonly keepBytes: number;
   readonly readLimitBytes: number;
   /** The connection pool (see outbound-connections.ts). */
-  readonly pool: PooledRequestOptions;
+  readonly pool: OutboundPool;
 }
 
 /** Thrown when the deadline passes before the exchange ends. */
@@ -36,8 +36,8 @@ export class PostTimeoutError extends Error {
 
   constructor(
     message: string,
-    /** How long the request waited for a free socket before its deadline started. */
-    readonly queuedMs: number,
+    /** How long the request waited for a free socket before its deadline started; undefined when it did not wait. */
+    readonly queuedMs: number | undefined,
   ) {
     super(message);
   }
@@ -50,25 +50,35 @@ export class PostTimeoutError extends Error {
 export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const body = Buffer.from(options.body, 'utf8');
+  const { pool } = options;
   return new Promise<PostAnswer>((resolve, reject) => {
-    const outgoing = send(url, { method: 'POST', ...options.pool, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
-    // Settling twice is a no-op, so the first of deadline, failure and answer wins.
+    const outgoing = send(url, { method: 'POST', ...pool.requestOptions, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
     // Wall-clock time, so a test can move it with mocked timers.
     const sentAt = Date.now();
-    let queuedMs = 0;
+    const queued = pool.isQueued(outgoing);
+    let queuedMs: number | undefined;
     let timer: NodeJS.Timeout | undefined;
+    // Settling twice is a no-op, so the first of deadline, failure, shutdown and answer wins.
+    const settle = (): void => {
+      clearTimeout(timer);
+      release();
+    };
+    const fail = (error: Error): void => {
+      settle();
+      reject(error);
+    };
+    const release = pool.untilClosed(() => {
+      fail(new Error(SHUTTING_DOWN));
+      outgoing.destroy();
+    });
     outgoing.once('socket', () => {
       if (outgoing.destroyed) return;
-      queuedMs = Math.max(0, Date.now() - sentAt);
+      if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
       timer = setTimeout(() => {
-        reject(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
+        fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
         outgoing.destroy();
       }, options.timeoutMs);
     });
-    const fail = (error: Error): void => {
-      clearTimeout(timer);
-      reject(error);
-    };
     outgoing.once('error', fail);
     outgoing.once('response', (response: IncomingMessage) => {
       const kept: Buffer[] = [];
@@ -82,7 +92,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       // The status line is the answer: a body cut off (by the receiver or the read limit) is evidence.
       response.on('error', () => undefined);
       response.once('close', () => {
-        clearTimeout(timer);
+        settle();
         resolve({
           status: response.statusCode ?? 0,
           retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,

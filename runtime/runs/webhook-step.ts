@@ -74,7 +74,7 @@ const failure = (code: string, message: string, retryable: boolean, evidence: Js
 });
 
 /** `queued_ms`, only when the attempt waited for a connection (its pool was at its cap). */
-const queuedEvidence = (queuedMs: number): { queued_ms?: number } => (queuedMs >= 1 ? { queued_ms: Math.round(queuedMs) } : {});
+const queuedEvidence = (queuedMs: number | undefined): { queued_ms?: number } => (queuedMs === undefined ? {} : { queued_ms: Math.round(queuedMs) });
 
 /** Sends one attempt. Never throws: every failure is classified as retryable or not. */
 export async function sendWebhook(request: WebhookRequest, target: WebhookTarget): Promise<WebhookOutcome> {
@@ -104,7 +104,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       timeoutMs: request.timeoutMs,
       keepBytes: EVIDENCE_BODY_CAP,
       readLimitBytes: 16 * EVIDENCE_BODY_CAP,
-      pool: target.connections.pooled(url, request.orgId),
+      pool: target.connections.pool(url, request.orgId),
     });
   } catch (error) {
     const queued = error instanceof PostTimeoutError ? queuedEvidence(error.queuedMs) : {};

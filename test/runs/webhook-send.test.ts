@@ -218,13 +218,18 @@ test('a request waiting for a connection starts its deadline when it gets one, a
   const single = connectionPool(1);
   mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
   try {
-    const first = attempt(receiver.local.url, { idempotencyKey: 'first', timeoutMs: 2500 }, single);
+    const send = (key: string) => attempt(receiver.local.url, { idempotencyKey: key, timeoutMs: 2500 }, single);
+    const first = send('first');
     await receiver.arrived(1);
-    const second = attempt(receiver.local.url, { idempotencyKey: 'second', timeoutMs: 2500 }, single);
-    await new Promise((resolve) => setImmediate(resolve)); // the attempt reaches the pool's queue
+    const second = send('second');
+    const third = send('third');
+    await new Promise((resolve) => setImmediate(resolve)); // both attempts reach the pool's queue
     mock.timers.tick(2500);
-    assert.equal(errorOf(await first)?.code, 'webhook_timeout');
+    const firstError = await first;
+    assert.equal(errorOf(firstError)?.code, 'webhook_timeout');
+    assert.equal((firstError.evidence as Record<string, unknown>)['queued_ms'], undefined, 'the first had a connection at once');
     await receiver.arrived(2);
+    assert.equal(receiver.order[1], 'second');
     let settled = false;
     void second.then(() => {
       settled = true;
@@ -232,12 +237,38 @@ test('a request waiting for a connection starts its deadline when it gets one, a
     mock.timers.tick(2499);
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(settled, false, 'the wait for the connection did not count against the deadline');
-    receiver.answer('second');
-    const outcome = await second;
-    assert.equal(outcome.ok, true);
-    assert.equal((outcome.evidence as Record<string, unknown>)['queued_ms'], 2500);
+    mock.timers.tick(1);
+    const secondOutcome = await second;
+    assert.equal(errorOf(secondOutcome)?.code, 'webhook_timeout', 'the deadline runs from the connection');
+    assert.equal((secondOutcome.evidence as Record<string, unknown>)['queued_ms'], 2500);
+    await receiver.arrived(3);
+    receiver.answer('third');
+    const thirdOutcome = await third;
+    assert.equal(thirdOutcome.ok, true);
+    assert.equal((thirdOutcome.evidence as Record<string, unknown>)['queued_ms'], 5000);
   } finally {
     mock.timers.reset();
+    receiver.drop();
+  }
+});
+
+test('closing the pools fails the request in flight and the queued ones, and opens no connection', HOLDING_TEST, async () => {
+  const receiver = await holdingReceiver();
+  const closing = new OutboundConnections(1);
+  const send = (key: string) => attempt(receiver.local.url, { idempotencyKey: key }, closing);
+  try {
+    const outcomes = [send('a'), send('b'), send('c')];
+    await receiver.arrived(1);
+    closing.close();
+    const errors = (await Promise.all(outcomes)).map(errorOf);
+    assert.deepEqual(errors.map((error) => error?.code), ['webhook_network_error', 'webhook_network_error', 'webhook_network_error']);
+    assert.match(errors[1]?.message ?? '', /shutting down/);
+    assert.match(errors[2]?.message ?? '', /shutting down/);
+    assert.equal(errorOf(await send('after'))?.code, 'webhook_network_error', 'a request after close is refused too');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(receiver.order, ['a']);
+    assert.equal(receiver.local.connections, 1);
+  } finally {
     receiver.drop();
   }
 });
