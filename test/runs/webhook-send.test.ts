@@ -54,6 +54,17 @@ const attempt = (url: string, overrides: Partial<WebhookRequest> = {}, connectio
     { selfPort: 1, connections },
   );
 
+/** Moves the mocked clock by `ms` and tells whether `pending` settled meanwhile. */
+async function settlesWithin(pending: Promise<unknown>, ms: number): Promise<boolean> {
+  let settled = false;
+  void pending.then(() => {
+    settled = true;
+  });
+  mock.timers.tick(ms);
+  await new Promise((resolve) => setImmediate(resolve));
+  return settled;
+}
+
 const errorOf = (outcome: WebhookOutcome) => {
   assert.equal(outcome.ok, false);
   return outcome.ok ? undefined : outcome.error;
@@ -138,13 +149,7 @@ test('a receiver that never answers times out at the step deadline', async () =>
   try {
     const pending = attempt(local.url, { timeoutMs: 2500 });
     await reached;
-    let settled = false;
-    void pending.then(() => {
-      settled = true;
-    });
-    mock.timers.tick(2499);
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(settled, false, 'no answer before the deadline');
+    assert.equal(await settlesWithin(pending, 2499), false, 'no answer before the deadline');
     mock.timers.tick(1);
     const error = errorOf(await pending);
     assert.equal(error?.code, 'webhook_timeout');
@@ -230,13 +235,7 @@ test('a request waiting for a connection starts its deadline when it gets one, a
     assert.equal((firstError.evidence as Record<string, unknown>)['queued_ms'], undefined, 'the first had a connection at once');
     await receiver.arrived(2);
     assert.equal(receiver.order[1], 'second');
-    let settled = false;
-    void second.then(() => {
-      settled = true;
-    });
-    mock.timers.tick(2499);
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(settled, false, 'the wait for the connection did not count against the deadline');
+    assert.equal(await settlesWithin(second, 2499), false, 'the wait for the connection did not count against the deadline');
     mock.timers.tick(1);
     const secondOutcome = await second;
     assert.equal(errorOf(secondOutcome)?.code, 'webhook_timeout', 'the deadline runs from the connection');
