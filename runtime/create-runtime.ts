@@ -28,7 +28,7 @@ import { openLedger } from './ledger/open-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics } from './metrics.ts';
+import { createRuntimeMetrics, observeWebhookConnections } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { UpdateLog } from './rooms/update-log.ts';
 import { RunEngine } from './runs/run-engine.ts';
@@ -92,6 +92,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);
   const connections = new OutboundConnections(config.webhookConnections);
+  observeWebhookConnections(metrics, () => connections.stats());
   const engine = new RunEngine({
     ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, projections,
     selfPort: () => boundPort,

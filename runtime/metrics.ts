@@ -1,7 +1,7 @@
 // Prometheus metrics of the runtime (prom-client), one registry per runtime instance.
 // Served as text at GET /metrics; names are prefixed `sluice_`.
 
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface RuntimeMetrics {
   readonly registry: Registry;
@@ -37,4 +37,24 @@ export function createRuntimeMetrics(): RuntimeMetrics {
       registers: [registry],
     }),
   };
+}
+
+/** Gauges of the webhook connection pools, read at each scrape from `stats`. */
+export function observeWebhookConnections(metrics: RuntimeMetrics, stats: () => { readonly open: number; readonly waiting: number }): void {
+  new Gauge({
+    name: 'sluice_webhook_connections_open',
+    help: 'Sockets webhook steps hold open (busy or idle), over every org and receiver.',
+    registers: [metrics.registry],
+    collect() {
+      this.set(stats().open);
+    },
+  });
+  new Gauge({
+    name: 'sluice_webhook_requests_waiting',
+    help: 'Webhook requests waiting for a connection because their org is at its cap for that receiver.',
+    registers: [metrics.registry],
+    collect() {
+      this.set(stats().waiting);
+    },
+  });
 }

@@ -86,6 +86,18 @@ export class OutboundConnections {
     };
   }
 
+  /** Sockets open (busy or idle) and requests waiting for one, over every org and receiver. */
+  stats(): { readonly open: number; readonly waiting: number } {
+    const count = (pools: NodeJS.ReadOnlyDict<readonly unknown[]>): number => Object.values(pools).reduce((sum, list) => sum + (list?.length ?? 0), 0);
+    let open = 0;
+    let waiting = 0;
+    for (const agent of this.#agents) {
+      open += count(agent.sockets) + count(agent.freeSockets);
+      waiting += count(agent.requests);
+    }
+    return { open, waiting };
+  }
+
   /** Closes every socket and opens no more: requests in flight or still queued fail with a network error. */
   close(): void {
     this.#closed = true;

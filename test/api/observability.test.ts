@@ -35,4 +35,6 @@ test('/metrics counts ingest outcomes, request latency and ledger commit latency
   assert.match(metrics.text, /sluice_ingest_total\{outcome="invalid_signature"\} 1/);
   assert.match(metrics.text, /sluice_http_request_duration_seconds_count\{route="ingest",method="POST",status="204"\} 1/);
   assert.match(metrics.text, /sluice_ledger_commit_duration_seconds_count\{operation="ingest"\} 1/);
+  assert.match(metrics.text, /^sluice_webhook_connections_open 0$/m);
+  assert.match(metrics.text, /^sluice_webhook_requests_waiting 0$/m);
 });

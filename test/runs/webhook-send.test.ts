@@ -205,6 +205,7 @@ test('an org holds at most the capped connections per receiver; more requests wa
     const b = send('acct-b', 'b1');
     await receiver.arrived(3);
     assert.deepEqual(receiver.order.slice(0, 3).sort(), ['a1', 'a2', 'b1'], 'acct-a waits at two; acct-b is not queued behind it');
+    assert.deepEqual(capped.stats(), { open: 3, waiting: 1 });
     receiver.answer('a1');
     assert.equal((await a[0])?.ok, true);
     await receiver.arrived(4);
@@ -213,6 +214,7 @@ test('an org holds at most the capped connections per receiver; more requests wa
     const outcomes = await Promise.all([...a, b]);
     assert.ok(outcomes.every((outcome) => outcome.ok));
     assert.equal(receiver.local.connections, 3, "a3 reused a1's connection");
+    assert.deepEqual(capped.stats(), { open: 3, waiting: 0 }, 'idle, kept alive');
   } finally {
     receiver.drop();
   }
