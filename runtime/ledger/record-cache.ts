@@ -20,7 +20,7 @@ export class RecordCache<V extends object> {
 
   /** The cached record, else `load()`'s (kept when it exists and no write of the org is in progress). */
   read(orgId: string, key: string, load: () => V | undefined): V | undefined {
-    if (this.#writing.has(orgId)) return load();
+    if (this.#writing.has(orgId)) return frozen(load());
     const cached = this.#orgs.get(orgId)?.get(key);
     if (cached !== undefined) return cached;
     const loaded = load();
@@ -51,6 +51,8 @@ export class RecordCache<V extends object> {
     this.#orgs.delete(orgId);
   }
 }
+
+const frozen = <V extends object>(value: V | undefined): V | undefined => (value === undefined ? undefined : deepFreeze(value));
 
 /** Plain JSON-like records only: a binary value (which no cached record holds) is left as is. */
 function deepFreeze<V extends object>(value: V): V {

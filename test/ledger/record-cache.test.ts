@@ -149,7 +149,7 @@ test('while a write of an org is in progress its reads go to the ledger and fill
   read('b');
   let finish: () => void = () => undefined;
   const writing = cache.writing('a', () => new Promise<void>((resolve) => (finish = resolve)));
-  read('a');
+  assert.ok(Object.isFrozen(read('a')), 'frozen like a cached record');
   read('a');
   read('b');
   assert.equal(loads, 4, 'both reads of a during the write loaded; b came from the cache');
