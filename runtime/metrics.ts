@@ -41,20 +41,15 @@ export function createRuntimeMetrics(): RuntimeMetrics {
 
 /** Gauges of the webhook connection pools, read at each scrape from `stats`. */
 export function observeWebhookConnections(metrics: RuntimeMetrics, stats: () => { readonly open: number; readonly waiting: number }): void {
-  new Gauge({
-    name: 'sluice_webhook_connections_open',
-    help: 'Sockets webhook steps hold open (busy or idle), over every org and receiver.',
-    registers: [metrics.registry],
-    collect() {
-      this.set(stats().open);
-    },
-  });
-  new Gauge({
-    name: 'sluice_webhook_requests_waiting',
-    help: 'Webhook requests waiting for a connection because their org is at its cap for that receiver.',
-    registers: [metrics.registry],
-    collect() {
-      this.set(stats().waiting);
-    },
-  });
+  const gauge = (name: string, help: string, read: () => number): Gauge =>
+    new Gauge({
+      name,
+      help,
+      registers: [metrics.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  gauge('sluice_webhook_connections_open', 'Sockets webhook steps hold open (busy or idle), over every org and receiver.', () => stats().open);
+  gauge('sluice_webhook_requests_waiting', 'Webhook requests waiting for a connection because their org is at its cap for that receiver.', () => stats().waiting);
 }

@@ -47,11 +47,15 @@ class OrgHttpsAgent extends HttpsAgent {
   }
 }
 
-export const SHUTTING_DOWN = 'Sluice is shutting down; the request was not sent';
+/** How a request ends when the pools close: before it had a socket, or while it waited for the answer. */
+export const SHUT_DOWN = {
+  queued: 'Sluice is shutting down; the request was not sent',
+  inFlight: 'Sluice shut down before the receiver answered',
+} as const;
 
 /** Takes the place of an agent's `createConnection` once closed, so a queued request never opens one. */
 function refuseConnection(_options: ClientRequestArgs, callback?: (err: Error | null, stream: Duplex) => void): undefined {
-  callback?.(new Error(SHUTTING_DOWN), undefined as unknown as Duplex);
+  callback?.(new Error(SHUT_DOWN.queued), undefined as unknown as Duplex);
   return undefined;
 }
 
@@ -81,8 +85,8 @@ export class OutboundConnections {
         this.#unsettled.add(cancel);
         return () => this.#unsettled.delete(cancel);
       },
-      // `agent.requests` holds only the pools that have requests waiting, so this is cheap.
-      isQueued: (request) => Object.values(agent.requests).some((waiting) => (waiting as unknown[] | undefined)?.includes(request)),
+      // `agent.requests` holds only the pools that have requests waiting, and a new one is queued last.
+      isQueued: (request) => Object.values(agent.requests).some((waiting) => waiting?.at(-1) === (request as unknown)),
     };
   }
 
@@ -104,6 +108,10 @@ export class OutboundConnections {
     for (const agent of this.#agents) agent.createConnection = refuseConnection;
     for (const cancel of [...this.#unsettled]) cancel();
     this.#unsettled.clear();
-    for (const agent of this.#agents) agent.destroy();
+    for (const agent of this.#agents) {
+      // Else every busy socket that closes hands its slot to the head of the queue again.
+      for (const name of Object.keys(agent.requests)) delete (agent.requests as Record<string, unknown>)[name];
+      agent.destroy();
+    }
   }
 }

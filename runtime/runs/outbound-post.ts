@@ -5,7 +5,7 @@
 
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { SHUTTING_DOWN, type OutboundPool } from './outbound-connections.ts';
+import { SHUT_DOWN, type OutboundPool } from './outbound-connections.ts';
 
 export interface PostAnswer {
   readonly status: number;
@@ -67,19 +67,22 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       settle();
       reject(error);
     };
+    let hasSocket = false;
     const release = pool.untilClosed(() => {
-      fail(new Error(SHUTTING_DOWN));
+      fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
     });
     outgoing.once('socket', () => {
       if (outgoing.destroyed) return;
+      hasSocket = true;
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
       timer = setTimeout(() => {
         fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
         outgoing.destroy();
       }, options.timeoutMs);
     });
-    outgoing.once('error', fail);
+    // `on`, not `once`: a request can be told of a failure more than once (a refused connection at shutdown).
+    outgoing.on('error', fail);
     outgoing.once('response', (response: IncomingMessage) => {
       const kept: Buffer[] = [];
       let bytes = 0;

@@ -253,23 +253,47 @@ test('a request waiting for a connection starts its deadline when it gets one, a
   }
 });
 
-test('closing the pools fails the request in flight and the queued ones, and opens no connection', HOLDING_TEST, async () => {
+test('closing the pools fails the requests in flight and the queued ones, and opens no connection', HOLDING_TEST, async () => {
   const receiver = await holdingReceiver();
-  const closing = new OutboundConnections(1);
+  const closing = new OutboundConnections(2);
   const send = (key: string) => attempt(receiver.local.url, { idempotencyKey: key }, closing);
   try {
-    const outcomes = [send('a'), send('b'), send('c')];
-    await receiver.arrived(1);
+    // Two busy sockets: each one closing used to hand the head of the queue a second error.
+    const outcomes = ['a', 'b', 'c', 'd', 'e'].map(send);
+    await receiver.arrived(2);
     closing.close();
     const errors = (await Promise.all(outcomes)).map(errorOf);
-    assert.deepEqual(errors.map((error) => error?.code), ['webhook_network_error', 'webhook_network_error', 'webhook_network_error']);
-    assert.match(errors[1]?.message ?? '', /shutting down/);
-    assert.match(errors[2]?.message ?? '', /shutting down/);
+    assert.deepEqual(errors.map((error) => error?.code), Array(5).fill('webhook_network_error'));
+    assert.deepEqual(
+      errors.map((error) => (/before the receiver answered/.test(error?.message ?? '') ? 'in flight' : /not sent/.test(error?.message ?? '') ? 'not sent' : error?.message)),
+      ['in flight', 'in flight', 'not sent', 'not sent', 'not sent'],
+    );
     assert.equal(errorOf(await send('after'))?.code, 'webhook_network_error', 'a request after close is refused too');
     await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(receiver.order, ['a']);
-    assert.equal(receiver.local.connections, 1);
+    assert.deepEqual(receiver.order, ['a', 'b']);
+    assert.equal(receiver.local.connections, 2);
   } finally {
+    receiver.drop();
+  }
+});
+
+test('queued_ms is there exactly when a request waited for a connection, even for 0 ms', HOLDING_TEST, async () => {
+  const receiver = await holdingReceiver();
+  const single = connectionPool(1);
+  mock.timers.enable({ apis: ['Date'], now: 0 });
+  try {
+    const first = attempt(receiver.local.url, { idempotencyKey: 'first' }, single);
+    await receiver.arrived(1);
+    const second = attempt(receiver.local.url, { idempotencyKey: 'second' }, single);
+    await new Promise((resolve) => setImmediate(resolve)); // the attempt reaches the pool's queue
+    receiver.answer('first');
+    await receiver.arrived(2);
+    receiver.answer('second');
+    const [firstOutcome, secondOutcome] = await Promise.all([first, second]);
+    assert.equal((firstOutcome.evidence as Record<string, unknown>)['queued_ms'], undefined);
+    assert.equal((secondOutcome.evidence as Record<string, unknown>)['queued_ms'], 0);
+  } finally {
+    mock.timers.reset();
     receiver.drop();
   }
 });
