@@ -1,0 +1,59 @@
+// A runtime closed while webhook steps wait (one for its answer, two for a connection) stops at
+// once, sends nothing more, and after a restart on the same data dir every run completes: the
+// interrupted step again under its key with a higher fence, the queued ones once.
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { test } from 'node:test';
+import { call } from '../helpers/http.ts';
+import { eventually, startReceiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-shutdown';
+
+test('closing the runtime mid-step loses no run and sends no step twice but the one in flight', { timeout: 30_000 }, async () => {
+  const dataDir = tempDir();
+  let answerHeld: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (answerHeld = resolve));
+  const receiver = await startReceiver([{ status: 200, after: held }]);
+  let rt: TestRuntime | undefined;
+  try {
+    rt = await startRuntime({ dataDir, args: ['--webhook-connections', '1'] });
+    const org = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 3 } });
+    assert.equal(org.status, 201, org.text);
+    const key = org.body.api_key as string;
+    const workflow = { name: 'crm', trigger_event: 'order.paid', steps: [{ id: 'crm', type: 'webhook', url: `${receiver.url}/crm` }] };
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: workflow })).status, 201);
+    for (const id of ['o1', 'o2', 'o3']) {
+      assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: { id }, id } })).status, 202);
+    }
+    await eventually('the first step at the receiver', () => receiver.received.length, (n) => n === 1);
+    const inFlight = String(receiver.received[0]?.headers['idempotency-key']);
+
+    await rt.close();
+    rt = undefined;
+    // Had the closed runtime kept its connection, this answer would free it for a queued step.
+    answerHeld();
+    assert.equal(receiver.received.length, 1, 'the two steps waiting for a connection were not sent');
+
+    receiver.script([{ status: 200, body: '{}' }]);
+    rt = await startRuntime({ dataDir });
+    const url = rt.url;
+    await eventually(
+      'every run completed after the restart',
+      async () => (await call(url, 'GET', `/organizations/${ORG}/runs?state=completed`, { token: key })).body.runs.length as number,
+      (n) => n === 3,
+    );
+    const deliveries = receiver.received.map((r) => ({ key: String(r.headers['idempotency-key']), fence: Number(r.headers['sluice-fence']) }));
+    const perKey = new Map<string, number[]>();
+    for (const { key: k, fence } of deliveries) perKey.set(k, [...(perKey.get(k) ?? []), fence]);
+    assert.equal(perKey.size, 3);
+    const [before, again] = perKey.get(inFlight) ?? [];
+    assert.ok(before !== undefined && again !== undefined && again > before, 'the interrupted step went out again under its key, with a higher fence');
+    for (const [k, fences] of perKey) if (k !== inFlight) assert.equal(fences.length, 1, `${k} was sent once`);
+  } finally {
+    await rt?.close();
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
