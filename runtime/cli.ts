@@ -25,6 +25,8 @@ options (dev, serve):
   --dedup-window-ms <n> how long provider event ids are remembered (SLUICE_DEDUP_WINDOW_MS, default 7 days)
   --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
   --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off)
+  --webhook-connections <n>  connections webhook steps may hold per org and receiver; more requests
+                        wait for one (SLUICE_WEBHOOK_CONNECTIONS, default 32)
 
 options (hook-runner):
   --listen <addr>       gRPC listen address (default 127.0.0.1:7878; unix:<path> allowed)
