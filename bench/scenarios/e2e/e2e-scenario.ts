@@ -13,6 +13,7 @@ import { startSluice } from '../runs/sluice-runtime.ts';
 import type { E2eLoadResult, E2eLoadSpec } from './e2e-protocol.ts';
 import { e2eSizes, type E2eSizes } from './e2e-sizes.ts';
 import { ensureRedis, redisVersion } from './redis-install.ts';
+import { DEFAULT_WEBHOOK_CONNECTIONS } from '../../../runtime/runs/outbound-connections.ts';
 
 export const e2eScenario: Scenario = {
   name: 'e2e',
@@ -26,13 +27,13 @@ const SLUICE: SystemMeta = {
   system: 'sluice',
   label: 'Sluice (sluice serve)',
   role: 'subject',
-  work: 'verify + dedup + event + run in one flushed LMDB txn, 204; the run posts the signed webhook step (Idempotency-Key) to the receiver, every transition flushed; `completed` RunUpdate (protobuf) on the org\'s live room',
+  work: `verify + dedup + event + run in one flushed LMDB txn, 204; the run posts the signed webhook step (Idempotency-Key) to the receiver over at most ${DEFAULT_WEBHOOK_CONNECTIONS} keep-alive connections (the default cap per org and receiver), every transition flushed; \`completed\` RunUpdate (protobuf) on the org's live room`,
 };
 const BULLMQ: SystemMeta = {
   system: 'bullmq',
   label: 'Fastify + BullMQ on Redis (AOF, fsync always)',
   role: 'peer',
-  work: 'Fastify verifies (standardwebhooks), Queue.add with jobId = webhook-id, 204; a Worker in the same process posts the signed webhook (Idempotency-Key) to the receiver; `completed` via QueueEvents (Redis stream)',
+  work: 'Fastify verifies (standardwebhooks), Queue.add with jobId = webhook-id, 204; a Worker in the same process posts the signed webhook (Idempotency-Key) to the receiver with fetch (undici\'s default dispatcher: no connection cap); `completed` via QueueEvents (Redis stream)',
 };
 
 async function runE2e(context: ScenarioContext): Promise<ScenarioReport> {
