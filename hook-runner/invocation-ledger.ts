@@ -130,7 +130,7 @@ export class InvocationLedger {
     const fenceKey: FenceKey = [claim.orgId, claim.runId];
     const runSlot = runSlotOf(claim);
     const stored = this.highestFence(claim.orgId, claim.runId) ?? 0n;
-    const highest = larger(this.#highestKnown(claim), claim.fence);
+    const highest = larger(stored, larger(claim.fence, this.#admitted.get(runSlot) ?? 0n));
     const at = this.#now();
     await this.#store.durable(
       fences.batch(() => {
