@@ -148,21 +148,19 @@ class MemoryTable implements LedgerTable {
    * would see the transaction's later writes, which the contract leaves unspecified).
    */
   #select(range: LedgerRange): Entry[] {
-    const above = (entry: Entry, bound: LedgerKey | undefined, inclusive: boolean): boolean => {
-      if (bound === undefined) return true;
-      const order = Buffer.compare(entry.bytes, keyBytes(bound));
-      return inclusive ? order >= 0 : order > 0;
+    // Index bounds by binary search: each bound key is encoded once.
+    const firstAtOrAbove = (bound: LedgerKey): number => this.#find(keyBytes(bound)).index;
+    const firstAbove = (bound: LedgerKey): number => {
+      const found = this.#find(keyBytes(bound));
+      return found.entry === undefined ? found.index : found.index + 1;
     };
-    const below = (entry: Entry, bound: LedgerKey | undefined, inclusive: boolean): boolean => {
-      if (bound === undefined) return true;
-      const order = Buffer.compare(entry.bytes, keyBytes(bound));
-      return inclusive ? order <= 0 : order < 0;
-    };
+    const { start, end } = range;
     const selected = range.reverse === true
-      ? this.#entries.filter((e) => below(e, range.start, true) && above(e, range.end, false)).reverse()
-      : this.#entries.filter((e) => above(e, range.start, true) && below(e, range.end, false));
+      ? this.#entries.slice(end === undefined ? 0 : firstAbove(end), start === undefined ? undefined : firstAbove(start)).reverse()
+      : this.#entries.slice(start === undefined ? 0 : firstAtOrAbove(start), end === undefined ? undefined : firstAtOrAbove(end));
     return range.limit === undefined ? selected : selected.slice(0, range.limit);
   }
+
 }
 
 /**
