@@ -102,8 +102,8 @@ export class WorkflowStore {
   /**
    * Enabled workflows of (org, environment) whose trigger_event equals `eventType`, each as its
    * current version (frozen, shared). Only reads, so it is safe inside the ingest write transaction.
-   * Cached: a workflow write is seen once it is durable, i.e. by every event accepted after the API
-   * answered it.
+   * Cached, and exact in ledger order: while a workflow write of the org is in progress the answer
+   * comes from the ledger (see record-cache.ts).
    */
   matching(orgId: string, environment: string, eventType: string): readonly WorkflowVersion[] {
     return this.#matches.read(orgId, `${environment}\u0000${eventType}`, () => this.#readMatching(orgId, environment, eventType)) ?? [];
