@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { open } from 'lmdb';
+import { durably } from '../../runtime/ledger/durable-write.ts';
 import { PLAIN_MSGPACK } from '../../runtime/ledger/open-ledger.ts';
 import { summarizeLatencies } from '../harness/stats.ts';
 import { buildEventPayload, EVENT_TYPE } from '../load/signed-requests.ts';
@@ -122,9 +123,7 @@ async function main(spec: LoopSpec): Promise<LoopResult> {
           eventsByTime.put([ORG, 'production', now, record.eventId], null);
           recordings.put([ORG, record.eventId], record.recording);
         });
-        const flushed = (write as Promise<boolean> & { flushed?: PromiseLike<unknown> }).flushed;
-        const stored = await write;
-        await (flushed ?? root.flushed);
+        const stored = await durably(root, write);
         if (latencies !== undefined) latencies[i] = performance.now() - started;
         if (stored) accepted += 1;
         else duplicates += 1;
