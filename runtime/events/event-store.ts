@@ -82,15 +82,17 @@ export class EventStore {
    */
   async store({ event, payloadJson, recording, claim }: NewEvent): Promise<StoredEvent> {
     const { root, events, inbox } = this.#ledger;
-    const duplicate = this.#duplicateOf(event, claim);
+    // One read of the claim tells both whether this is a duplicate and whether an expired claim is in the way.
+    const stored = claim === null ? undefined : this.#inbox.storedClaim(event.org_id, claim.source, claim.providerEventId);
+    const duplicate = claim === null ? this.#duplicateOf(event, null) : stored !== undefined && this.#inbox.isLive(stored, event.received_at_ms) ? stored.event_id : undefined;
     if (duplicate !== undefined) {
       // The claim it duplicates may be committed but not yet on disk: a 409 is an answer too, so it
       // waits for that flush (a crash before it must not lose the original as well).
       await root.flushed;
       throw duplicateError(duplicate);
     }
+    if (claim !== null && stored !== undefined) return this.#storeOverExpiredClaim(event, recording, claim, payloadJson);
     const conditionKey = claim === null ? [event.org_id, event.id] : [event.org_id, claim.source, claim.providerEventId];
-    if (claim !== null && inbox.doesExist(conditionKey)) return this.#storeOverExpiredClaim(event, recording, claim, payloadJson);
     let reactions: Reaction[] = [];
     const write = (claim === null ? events : inbox).ifNoExists(conditionKey, () => {
       if (claim !== null) this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);

@@ -21,8 +21,18 @@ export class Inbox {
 
   /** The claim that makes this delivery a duplicate, if one is still inside the dedup window. Call inside a write transaction. */
   liveClaim(orgId: string, source: string, providerEventId: string, nowMs: number): InboxClaim | undefined {
-    const claim = this.#ledger.inbox.get([orgId, source, providerEventId]) as InboxClaim | undefined;
-    return claim !== undefined && claim.claimed_at_ms > nowMs - this.#windowMs ? claim : undefined;
+    const claim = this.storedClaim(orgId, source, providerEventId);
+    return claim !== undefined && this.isLive(claim, nowMs) ? claim : undefined;
+  }
+
+  /** The stored claim for this delivery, live or expired but not yet pruned. */
+  storedClaim(orgId: string, source: string, providerEventId: string): InboxClaim | undefined {
+    return this.#ledger.inbox.get([orgId, source, providerEventId]) as InboxClaim | undefined;
+  }
+
+  /** Whether a claim is still inside the dedup window at `nowMs`. */
+  isLive(claim: InboxClaim, nowMs: number): boolean {
+    return claim.claimed_at_ms > nowMs - this.#windowMs;
   }
 
   /** Writes a claim; call inside the transaction that stores the event. */

@@ -201,6 +201,22 @@ test('rotation: old and new secrets both verify until the old one is removed; se
   assert.ok(!listed.text.includes('stripe_test_secret'));
 });
 
+test('an expired claim that was not pruned yet is replaced: the delivery is new again and a repeat is a 409 naming it', async () => {
+  const first = await sendStandard('billing', 'msg_unpruned', { type: 't.x' }, SECRET_2);
+  assert.equal(first.status, 204);
+  clock.advance(61 * 60 * 1000);
+  assert.ok(rt.runtime.ledger.inbox.get(['acct-hooks', 'billing', 'msg_unpruned']) !== undefined, 'the expired claim is still stored');
+  const second = await sendStandard('billing', 'msg_unpruned', { type: 't.x' }, SECRET_2);
+  assert.equal(second.status, 204);
+  const secondId = second.headers.get('sluice-event-id');
+  assert.ok(secondId !== null && secondId !== first.headers.get('sluice-event-id'), 'a new event, not the old one');
+  const claim = rt.runtime.ledger.inbox.get(['acct-hooks', 'billing', 'msg_unpruned']) as { event_id: string };
+  assert.equal(claim.event_id, secondId);
+  const repeat = await sendStandard('billing', 'msg_unpruned', { type: 't.x' }, SECRET_2);
+  assert.equal(repeat.status, 409);
+  assert.equal(repeat.body.error.original_event_id, secondId);
+});
+
 test('dedup claims expire after the window and are pruned; then the id is new again', async () => {
   assert.equal((await sendStandard('billing', 'msg_window', { type: 't.x' }, SECRET_2)).status, 204);
   clock.advance(30 * 60 * 1000);
