@@ -2,6 +2,7 @@
 // keys `projection` and `derived_event` must have their exact shape, or the step fails naming the field.
 
 import type { JsonValue } from '../../actors/json.ts';
+import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
 
 export const PROJECTION_NAME = /^[a-z0-9_.-]{1,120}$/;
 export const ENTITY_TYPE = /^[a-z0-9_.-]{1,64}$/;
@@ -91,6 +92,9 @@ function parseDerivedEvent(value: JsonValue): DerivedEventSpec | null {
 
 /** Parses the guest's output document; throws OutputContractError for a reserved key of the wrong shape. */
 export function parseActionOutput(outputJson: string): ActionOutput {
+  if (nestsDeeperThan(outputJson)) {
+    throw new OutputContractError('output', `The action output nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`);
+  }
   let document: JsonValue;
   try {
     document = JSON.parse(outputJson) as JsonValue;

@@ -5,12 +5,13 @@ import { randomBytes } from 'node:crypto';
 import type { JsonValue } from '../../actors/json.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 import { OutputContractError, parseActionOutput } from './output-contract.ts';
+import { nestsDeeperThan } from '../validation/json-nesting.ts';
 
 export type ContractCheck = { readonly ok: true } | { readonly ok: false; readonly field: string; readonly message: string };
 
 export interface SimulationView {
   readonly outcome: 'output' | 'rejected' | 'trap';
-  /** The output document, parsed; null when the action rejected, trapped or wrote something that is not JSON. */
+  /** The output document, parsed; null when the action rejected, trapped or wrote something that is not JSON (or nests too deep). */
   readonly output: JsonValue | null;
   /** Why the action rejected the payload (outcome `rejected`). */
   readonly reason?: string;
@@ -40,6 +41,7 @@ export function checkContract(outputJson: string): ContractCheck {
 }
 
 function parseOutput(outputJson: string): JsonValue | null {
+  if (nestsDeeperThan(outputJson)) return null;
   try {
     return JSON.parse(outputJson) as JsonValue;
   } catch {

@@ -132,6 +132,35 @@ test('invalid UTF-8 and deeply broken JSON bodies are 400 and leave no trace', a
   assert.ok(!JSON.stringify(deepAnswer.body).includes('at '), 'no stack trace in errors');
 });
 
+test('a well-formed body nested past 128 levels is refused with 400; 128 levels are stored and read back', async () => {
+  const nested = (levels: number): string => `{"type":"deep.x","d":${'['.repeat(levels - 1)}"[{not a bracket}]"${']'.repeat(levels - 1)}}`;
+  const before = await eventCount();
+  // 200,000 levels parse fine, but the event could then never be serialized again.
+  for (const [id, body] of [['msg_nest_huge', nested(200_000)], ['msg_nest_129', nested(129)]] as const) {
+    const answer = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body, headers: signStandard(SECRET, id, Math.floor(Date.now() / 1000), body) });
+    assert.equal(answer.status, 400, id);
+    assert.equal(answer.body.error.code, 'json_too_deep');
+    assert.match(answer.body.error.message, /128 levels/);
+  }
+  assert.equal(await eventCount(), before);
+  const body = nested(128);
+  const accepted = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body, headers: signStandard(SECRET, 'msg_nest_128', Math.floor(Date.now() / 1000), body) });
+  assert.equal(accepted.status, 204);
+  const read = await call(rt.url, 'GET', `/organizations/acct-bad/events/${accepted.headers.get('sluice-event-id')}`, { token: key });
+  assert.equal(read.status, 200);
+  assert.equal(JSON.stringify(read.body.event.payload), body);
+  const unquotedSecret = await call(rt.url, 'POST', '/organizations/acct-bad/events', { token: key, body: '{"type":"x.y","payload":{"value":sk_live_51HxSECRETvalue}}', headers: { 'content-type': 'application/json' } });
+  assert.equal(unquotedSecret.status, 400);
+  assert.equal(unquotedSecret.body.error.code, 'malformed_json');
+  assert.doesNotMatch(unquotedSecret.text, /sk_live/, 'a parse error never quotes the body');
+  const truncated = await call(rt.url, 'POST', '/organizations/acct-bad/events', { token: key, body: '{"type":"x.y"', headers: { 'content-type': 'application/json' } });
+  assert.equal(truncated.body.error.message, 'The request body is not valid JSON (at position 13).');
+  const viaApi = await call(rt.url, 'POST', '/organizations/acct-bad/events', { token: key, body: `{"type":"deep.x","payload":${'['.repeat(300)}${']'.repeat(300)}}`, headers: { 'content-type': 'application/json' } });
+  assert.equal(viaApi.status, 400);
+  assert.equal(viaApi.body.error.code, 'json_too_deep');
+  await serverStillServes();
+});
+
 test('an oversized declared content-length is 413 before the body is read', async () => {
   const answer = await raw([`POST /hooks/acct-bad/in HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${50 * 1024 * 1024}\r\n\r\n{`]);
   assert.match(answer, /^HTTP\/1\.1 413/);
