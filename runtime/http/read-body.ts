@@ -10,11 +10,20 @@ export class BodyTooLargeError extends SluiceError {
   }
 }
 
+/** The client went away before sending the whole body; nobody is left to answer. */
+export class RequestAbortedError extends SluiceError {
+  constructor() {
+    super(400, 'request_aborted', 'The client closed the connection before sending the whole body.');
+  }
+}
+
 /**
- * Resolves with the whole body, rejects with BodyTooLargeError as soon as the cap is passed.
- * `onAborted` must already be registered on `res` (uWS requires it before any async work).
+ * Resolves with the whole body, rejects with BodyTooLargeError as soon as the cap is passed, and
+ * with RequestAbortedError when the caller's `onAborted` handler (uWS allows one, registered before
+ * any async work) calls the function handed to `whenAborted`: a read that never settles would keep
+ * the request in flight forever and graceful shutdown waiting for it.
  */
-export function readBody(res: HttpResponse, limit: number, declaredLength: number | undefined): Promise<Buffer> {
+export function readBody(res: HttpResponse, limit: number, declaredLength: number | undefined, whenAborted: (abort: () => void) => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (declaredLength !== undefined && declaredLength > limit) {
       reject(new BodyTooLargeError(limit));
@@ -23,6 +32,10 @@ export function readBody(res: HttpResponse, limit: number, declaredLength: numbe
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
+    whenAborted(() => {
+      failed = true;
+      reject(new RequestAbortedError());
+    });
     res.onData((chunk, isLast) => {
       if (failed) return;
       size += chunk.byteLength;

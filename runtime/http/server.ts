@@ -82,17 +82,20 @@ export class HttpServer {
       headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
     });
     let aborted = false;
+    let abortBodyRead: (() => void) | undefined;
     res.onAborted(() => {
       aborted = true;
+      abortBodyRead?.();
     });
     this.#inFlight++;
     let metricName = 'unmatched';
     const finish = (reply: HttpReply): void => {
+      const rendered = this.#render(reply);
       this.#metrics.httpRequestSeconds.observe(
-        { route: metricName, method, status: String(reply.status) },
+        { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,
       );
-      if (!aborted) writeReply(res, reply);
+      if (!aborted) writeReply(res, rendered);
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {
@@ -103,12 +106,22 @@ export class HttpServer {
       metricName = route.metricName ?? route.pattern;
       const limit = route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT;
       const declared = parseContentLength(headers['content-length']);
-      const body = method === 'GET' || method === 'DELETE' ? Buffer.alloc(0) : await readBody(res, limit, declared);
+      const body = method === 'GET' || method === 'DELETE' ? Buffer.alloc(0) : await readBody(res, limit, declared, (abort) => (abortBodyRead = abort));
       const path = `/${Router.decodePath(rawUrl).join('/')}`;
       const request: HttpRequest = { method, path, query, headers, params, body };
       return route.handler(request);
     };
     run().then(finish, (error: unknown) => finish(this.#errorReply(error)));
+  }
+
+  /** The reply with its body serialized; a reply that cannot be serialized becomes a 500, never a thrown error. */
+  #render(reply: HttpReply): RenderedReply {
+    try {
+      return renderReply(reply);
+    } catch (error) {
+      this.#logger.error('could not serialize a reply', { status: reply.status, error: error instanceof Error ? error.message : String(error) });
+      return renderReply(INTERNAL_ERROR);
+    }
   }
 
   #errorReply(error: unknown): HttpReply {
@@ -122,8 +135,27 @@ export class HttpServer {
       return headers === undefined ? { status: error.status, json: error.toBody() } : { status: error.status, json: error.toBody(), headers };
     }
     this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });
-    return { status: 500, json: { error: { code: 'internal_error', message: 'An internal error occurred.' } } };
+    return INTERNAL_ERROR;
   }
+}
+
+const INTERNAL_ERROR: HttpReply = { status: 500, json: { error: { code: 'internal_error', message: 'An internal error occurred.' } } };
+
+/** A reply ready for the wire: the status line, headers and body text are all computed. */
+interface RenderedReply {
+  readonly status: number;
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: string | undefined;
+}
+
+function renderReply(reply: HttpReply): RenderedReply {
+  const headers = Object.entries(reply.headers ?? {});
+  if (reply.json !== undefined) return { status: reply.status, headers: [...headers, ['content-type', 'application/json']], body: JSON.stringify(reply.json) };
+  if (reply.text !== undefined) {
+    const typed = reply.headers?.['content-type'] !== undefined;
+    return { status: reply.status, headers: typed ? headers : [...headers, ['content-type', 'text/plain; charset=utf-8']], body: reply.text };
+  }
+  return { status: reply.status, headers, body: undefined };
 }
 
 function parseContentLength(value: string | undefined): number | undefined {
@@ -131,18 +163,11 @@ function parseContentLength(value: string | undefined): number | undefined {
   return Number(value);
 }
 
-function writeReply(res: HttpResponse, reply: HttpReply): void {
+function writeReply(res: HttpResponse, reply: RenderedReply): void {
   res.cork(() => {
     res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
-    for (const [name, value] of Object.entries(reply.headers ?? {})) res.writeHeader(name, value);
-    if (reply.json !== undefined) {
-      res.writeHeader('content-type', 'application/json');
-      res.end(JSON.stringify(reply.json));
-    } else if (reply.text !== undefined) {
-      if (reply.headers?.['content-type'] === undefined) res.writeHeader('content-type', 'text/plain; charset=utf-8');
-      res.end(reply.text);
-    } else {
-      res.end();
-    }
+    for (const [name, value] of reply.headers) res.writeHeader(name, value);
+    if (reply.body === undefined) res.end();
+    else res.end(reply.body);
   });
 }

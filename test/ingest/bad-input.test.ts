@@ -22,9 +22,9 @@ before(async () => {
 after(async () => rt.close());
 
 /** Writes raw bytes (optionally in pieces), then reads until the server closes or answers fully, bounded by 3 s. */
-function raw(pieces: (string | Buffer)[], options: { endEarly?: boolean } = {}): Promise<string> {
+function raw(pieces: (string | Buffer)[], options: { endEarly?: boolean; port?: number } = {}): Promise<string> {
   return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
+    const socket = connect(options.port ?? port, '127.0.0.1');
     const received: Buffer[] = [];
     const done = (): void => {
       socket.destroy();
@@ -86,6 +86,25 @@ test('a truncated body or a client that disconnects mid-body stores nothing', as
   assert.equal(await eventCount(), before);
   const retried = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body, headers });
   assert.equal(retried.status, 204, 'the provider retry is accepted: the broken attempt claimed nothing');
+});
+
+test('shutdown is not held up by a client that disconnected mid-body', async () => {
+  const own = await startRuntime();
+  const ownKey = await createOrg(own.url, ADMIN_TOKEN, 'acct-gone');
+  await call(own.url, 'POST', '/organizations/acct-gone/sources', { token: ownKey, json: { name: 'in', secrets: [SECRET] } });
+  const body = JSON.stringify({ type: 'gone.x', data: 'y'.repeat(2000) });
+  const headers = signStandard(SECRET, 'msg_gone', Math.floor(Date.now() / 1000), body);
+  const head = `POST /hooks/acct-gone/in HTTP/1.1\r\nhost: x\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  await raw([head, body.slice(0, 9)], { endEarly: true, port: own.runtime.port });
+  assert.equal((await call(own.url, 'GET', '/healthz')).status, 200);
+  // A guard, not a wait: a close that never settles shows up as "hung" instead of ending the test file early.
+  let guard: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    own.close().then(() => 'closed'),
+    new Promise<string>((resolve) => (guard = setTimeout(() => resolve('hung'), 10_000))),
+  ]);
+  clearTimeout(guard);
+  assert.equal(outcome, 'closed');
 });
 
 test('huge headers are refused without crashing', async () => {
