@@ -1,19 +1,59 @@
 // Compiles the JSON Schemas that sources declare for their event types (ajv + ajv-formats).
 // Compiled validators are cached per source version; schema errors name the failing payload field.
+// Customer schemas are hostile input: `pattern` runs on RE2 (linear time, no backtracking), and no
+// compiled schema stays registered in ajv, so one tenant's `$id` can neither clash with nor be
+// `$ref`erenced by another tenant's schema, and recompiling never grows memory.
 
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import traverse from 'json-schema-traverse';
+import { RE2JS } from 're2js';
 import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import type { SourceRecord } from './source-record.ts';
 
 const MAX_SCHEMA_BYTES = 64 * 1024;
 
+/**
+ * `pattern` and `patternProperties` compiled by RE2 instead of V8's backtracking engine: a schema
+ * with `^(a+)+$` would otherwise let one payload freeze the event loop for every tenant. RE2 has
+ * no lookaround or backreferences; a schema that uses them is refused when it is written.
+ */
+const re2Engine = Object.assign((pattern: string) => RE2JS.compile(pattern), { code: 're2js' });
+
 // A separate instance: customer schemas never share compiled state with the API's own schemas.
 // Not strict: real-world schemas carry harmless extras (`required` without `properties`, vendor
 // keywords); meta-schema validation still refuses anything that is not a JSON Schema.
-const ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true });
+// `addUsedSchema: false` keeps a schema's `$id` out of the instance's registry.
+const ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true, addUsedSchema: false, code: { regExp: re2Engine } });
 (addFormats as unknown as (instance: Ajv) => void)(ajv);
+
+/** Why a schema is not self-contained (a `$id`, or a `$ref` outside itself), or undefined when it is. */
+function notSelfContained(schema: object): string | undefined {
+  let problem: string | undefined;
+  // allKeys, as ajv itself walks a schema for ids: a `$id` under any keyword would be registered.
+  traverse(schema, { allKeys: true }, (subschema, pointer) => {
+    if (problem !== undefined) return;
+    if (Object.hasOwn(subschema, '$id')) problem = `"$id" at "${pointer || '/'}" is not allowed`;
+    else if (typeof subschema.$ref === 'string' && !subschema.$ref.startsWith('#')) problem = `"$ref" at "${pointer || '/'}" must point inside the schema (start with "#")`;
+  });
+  return problem;
+}
+
+/**
+ * Compiles one customer schema and drops ajv's own reference to it; the validator keeps working.
+ * Only self-contained schemas: without any `$id`, ajv registers nothing, and removing the schema
+ * removes only its cache entry (by object), never a registered schema such as the meta-schema.
+ */
+function compileIsolated(schema: object): ValidateFunction {
+  const problem = notSelfContained(schema);
+  if (problem !== undefined) throw new Error(`${problem}: event type schemas must be self-contained`);
+  try {
+    return ajv.compile(schema);
+  } finally {
+    ajv.removeSchema(schema);
+  }
+}
 
 const cache = new Map<string, ValidateFunction>();
 
@@ -25,7 +65,7 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
       throw new InputError(400, 'schema_too_large', `The schema for "${type}" exceeds ${MAX_SCHEMA_BYTES} bytes.`, { field });
     }
     try {
-      ajv.compile(schema);
+      compileIsolated(schema);
     } catch (error) {
       const detail = error instanceof Error ? error.message : 'invalid schema';
       throw new InputError(400, 'invalid_event_schema', `The schema for "${type}" is not a valid JSON Schema: ${detail}.`, { field });
@@ -40,7 +80,13 @@ export function validateEventPayload(source: SourceRecord, type: string, payload
   const cacheKey = `${source.org_id}\u0000${source.name}\u0000${source.updated_at}\u0000${type}`;
   let validate = cache.get(cacheKey);
   if (validate === undefined) {
-    validate = ajv.compile(schema);
+    try {
+      validate = compileIsolated(schema);
+    } catch (error) {
+      // Only a schema stored before a rule it breaks was introduced (writes compile it first).
+      const detail = error instanceof Error ? error.message : 'invalid schema';
+      throw new InputError(422, 'invalid_event_schema', `The source's schema for "${type}" no longer compiles (${detail}); update the source.`, { field: `event_types.${type}` });
+    }
     if (cache.size > 10_000) cache.clear();
     cache.set(cacheKey, validate);
   }

@@ -56,6 +56,11 @@ test('bad source documents get 400 naming the field', async () => {
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { type: 'nonsense' } } }, 'event_types.a.b'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'bad type': {} } }, 'event_types'],
     [{ name: 'x' }, 'secrets'],
+    // Schemas are self-contained: an `$id` would register in the shared validator, an outside `$ref` could reach another tenant's.
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { $id: 'https://a.example/order', type: 'object' } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { $ref: 'https://a.example/order' } } } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { $id: 'nested', type: 'string' } } } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'string', pattern: '^(?=a)a$' } } } } }, 'event_types.a.b'],
   ];
   for (const [json, field] of cases) {
     const answer = await call(rt.url, 'POST', base, { token: key, json });
@@ -63,6 +68,18 @@ test('bad source documents get 400 naming the field', async () => {
     assert.equal(answer.body.error.field, field, JSON.stringify(json));
     assert.equal(typeof answer.body.error.message, 'string');
   }
+});
+
+test('the same schema can be written again and again, and a property named "$id" is just a property', async () => {
+  const schema = { type: 'object', required: ['$id'], properties: { $id: { type: 'string' }, kind: { $ref: '#/definitions/kind' } }, definitions: { kind: { enum: ['a', 'b'] } } };
+  const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'typed-again', secrets: [SECRET], event_types: { 'a.b': schema, 'c.d': schema } } });
+  assert.equal(created.status, 201, created.text);
+  for (let i = 0; i < 3; i++) {
+    const patched = await call(rt.url, 'PATCH', `${base}/typed-again`, { token: key, json: { event_types: { 'a.b': schema } } });
+    assert.equal(patched.status, 200, patched.text);
+  }
+  const refused = await call(rt.url, 'POST', base, { token: key, json: { name: 'with-id', secrets: [SECRET], event_types: { 'a.b': { $id: 'urn:sluice:x', type: 'object' } } } });
+  assert.match(refused.body.error.message, /self-contained/);
 });
 
 test('viewers cannot create sources', async () => {

@@ -34,6 +34,9 @@ before(async () => {
           required: ['type', 'data'],
           properties: { data: { type: 'object', required: ['amount'], properties: { amount: { type: 'integer', minimum: 1 } } } },
         },
+        // Exponential on a backtracking engine. RE2 runs it in linear time; that RE2 is the engine
+        // is pinned by test/api/sources.test.ts, where a lookahead (which RE2 lacks) is refused.
+        'user.named': { type: 'object', properties: { name: { $ref: '#/definitions/name' } }, definitions: { name: { type: 'string', pattern: '^(a+)+$' } } },
       },
     },
   ];
@@ -163,6 +166,14 @@ test('declared schemas: 422 naming the failing field; undeclared types pass unva
   assert.equal((await sendStandard('typed', 'msg_s4', { type: 'refund.created' })).status, 204);
   const retried = await sendStandard('typed', 'msg_s1', { type: 'payment.succeeded', data: { amount: 3 } });
   assert.equal(retried.status, 204, 'a rejected delivery claims nothing, so the corrected retry is accepted');
+});
+
+test('a catastrophic-backtracking schema pattern answers 422 naming the field, and a matching value passes', async () => {
+  // 24 "a"s keep this test short on V8's engine too (RE2 is pinned elsewhere); 40 would take V8 hours.
+  const hostile = await sendStandard('typed', 'msg_redos', { type: 'user.named', name: `${'a'.repeat(24)}!` });
+  assert.equal(hostile.status, 422);
+  assert.equal(hostile.body.error.field, 'payload.name');
+  assert.equal((await sendStandard('typed', 'msg_redos_ok', { type: 'user.named', name: 'aaaa' })).status, 204);
 });
 
 test('413 over the per-source cap, 415 for non-JSON, 400 for malformed JSON, 404 for unknown org/source', async () => {
