@@ -1,5 +1,5 @@
 // POST /hooks/:org_id/:source — signed provider webhooks in, durable events out.
-// Order: 404 source, 413 size, 415 type, 401/400 signature, 400 JSON, 422 schema, then one durable write.
+// Order: 404 source, 413 size, 415 type, 401/400 signature, 429 quota, 400 JSON, 422 schema, then one durable write.
 
 import { InputError, SluiceError, notFound } from '../errors.ts';
 import type { Clock } from '../clock.ts';
@@ -64,12 +64,14 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   if (target === undefined) throw notFound('Organization or source');
   const { org, source } = target;
   assertSandboxAllowed(org, source.environment);
-  deps.quota.take(org);
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'Webhook bodies must be JSON (Content-Type: application/json).');
   }
   const nowMs = deps.clock.now();
   const delivery = verifyDelivery(source, request.headers, request.body, nowMs);
+  // Only signed deliveries count against the quota: anyone can post to a hook URL, and unsigned
+  // requests must not be able to lock the tenant's real provider out.
+  deps.quota.take(org);
   const { value: payload, text: payloadJson } = decodeJsonBytes(request.body);
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     throw new InputError(400, 'invalid_payload', 'The webhook body must be a JSON object.');

@@ -48,3 +48,19 @@ test('over the quota: 429 with Retry-After for webhooks and API events, nothing 
   clock.advance(1000);
   assert.equal((await hook('m3')).status, 204, 'the provider retry after Retry-After is accepted');
 });
+
+test('requests that fail the signature check do not use up the quota', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-forged');
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-forged', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 2 } })).status, 200);
+  await call(rt.url, 'POST', '/organizations/acct-q-forged/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
+  const body = JSON.stringify({ type: 'q.x' });
+  const forgedSecret = `whsec_${Buffer.alloc(32, 99).toString('base64')}`;
+  for (let i = 0; i < 5; i++) {
+    const forged = await call(rt.url, 'POST', '/hooks/acct-q-forged/in', { body, headers: signStandard(forgedSecret, `f${i}`, Math.floor(clock.now() / 1000), body) });
+    assert.equal(forged.status, 401);
+    const unsigned = await call(rt.url, 'POST', '/hooks/acct-q-forged/in', { body, headers: { 'content-type': 'text/plain' } });
+    assert.equal(unsigned.status, 415);
+  }
+  const real = await call(rt.url, 'POST', '/hooks/acct-q-forged/in', { body, headers: signStandard(SECRET, 'real-1', Math.floor(clock.now() / 1000), body) });
+  assert.equal(real.status, 204, 'the real provider is not locked out by forged requests');
+});
