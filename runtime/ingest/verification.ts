@@ -42,12 +42,12 @@ export function findMatchingKey(expectedPerKey: readonly string[], presented: re
   return match;
 }
 
-/** Checks a unix-seconds timestamp header against the injected clock (±300 s). */
+/** Checks a unix-seconds timestamp header against the injected clock (±300 s, in whole seconds as the providers' own libraries do). */
 export function assertFreshTimestamp(header: string, value: string | undefined, nowMs: number): number {
   if (value === undefined || value === '') throw headerError(header, `The ${header} header is required.`);
   if (!/^\d{1,12}$/.test(value)) throw headerError(header, `The ${header} header must be a unix timestamp in seconds.`);
   const seconds = Number(value);
-  if (Math.abs(nowMs / 1000 - seconds) > TIMESTAMP_TOLERANCE_SECONDS) {
+  if (Math.abs(Math.floor(nowMs / 1000) - seconds) > TIMESTAMP_TOLERANCE_SECONDS) {
     throw signatureError('stale_timestamp', `The ${header} is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from now.`);
   }
   return seconds;

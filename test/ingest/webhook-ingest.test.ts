@@ -112,6 +112,10 @@ test('signature failures are 401: wrong secret, missing header, stale or future 
   assert.equal(future.status, 401);
   const edge = await sendStandard('billing', 'msg_edge', { type: 't.x' }, SECRET, 'acct-hooks', nowSeconds() - 300);
   assert.equal(edge.status, 204);
+  // As the Standard Webhooks libraries: whole seconds, so 300.9 s old is still inside the tolerance.
+  clock.advance(900);
+  const edgeWithinSecond = await sendStandard('billing', 'msg_edge_frac', { type: 't.x' }, SECRET, 'acct-hooks', nowSeconds() - 300);
+  assert.equal(edgeWithinSecond.status, 204);
   const tampered = signStandard(SECRET, 'msg_tamper', nowSeconds(), body);
   const changed = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body: body.replace('t.x', 't.y'), headers: tampered });
   assert.equal(changed.status, 401);
