@@ -23,10 +23,12 @@ options (dev, serve):
   --data-dir <dir>      where LMDB and token files live (SLUICE_DATA_DIR, default ./.sluice)
   --admin-token <tok>   platform admin token (SLUICE_ADMIN_TOKEN, default: generated into <data-dir>/admin-token)
   --dedup-window-ms <n> how long provider event ids are remembered (SLUICE_DEDUP_WINDOW_MS, default 7 days)
+  --live-retention <n>  live updates kept per org for reconnecting subscribers (SLUICE_LIVE_RETENTION, default 10000)
   --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
   --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off)
   --webhook-connections <n>  connections webhook steps may hold per org and receiver; more requests
                         wait for one (SLUICE_WEBHOOK_CONNECTIONS, default 32)
+  A blank environment variable counts as not set; an empty flag is refused.
 
 options (hook-runner):
   --listen <addr>       gRPC listen address (default 127.0.0.1:7878; unix:<path> allowed)
@@ -82,6 +84,10 @@ async function runServer(command: 'dev' | 'serve', args: readonly string[]): Pro
 
 async function main(argv: readonly string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
   switch (command) {
     case 'dev':
     case 'serve':
@@ -93,6 +99,7 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     case 'help':
     case '--help':
+    case '-h':
     case undefined:
       process.stdout.write(USAGE);
       return;

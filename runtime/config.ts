@@ -44,6 +44,28 @@ function integer(name: string, raw: string | undefined, fallback: number, min: n
   return value;
 }
 
+/**
+ * A text setting: the flag when given (an empty one is refused), else the environment variable
+ * unless it is blank (`SLUICE_HOST=` in a compose file means "not set", not "every interface").
+ */
+function text(flag: string, flagValue: string | undefined, envValue: string | undefined): string | undefined {
+  if (flagValue !== undefined) {
+    if (flagValue.trim() === '') throw new InputError(400, 'invalid_config', `${flag} must not be empty.`);
+    return flagValue;
+  }
+  return envValue === undefined || envValue.trim() === '' ? undefined : envValue;
+}
+
+const ADMIN_TOKEN_PATTERN = /^\S{16,512}$/;
+
+/** An explicit admin token must be one a bearer header can carry, and not guessable by length. */
+function adminToken(value: string | undefined): string | undefined {
+  if (value !== undefined && !ADMIN_TOKEN_PATTERN.test(value)) {
+    throw new InputError(400, 'invalid_config', '--admin-token (SLUICE_ADMIN_TOKEN) must be 16-512 characters without whitespace.');
+  }
+  return value;
+}
+
 /** Parses `args` (after the sub-command) over `env`; flags win over environment variables. */
 export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEnv, defaultRunner: 'child' | 'off' = 'off'): RuntimeConfig {
   const { values } = parseArgs({
@@ -61,21 +83,21 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'webhook-connections': { type: 'string' },
     },
   });
-  const dataDir = resolve(values['data-dir'] ?? env.SLUICE_DATA_DIR ?? './.sluice');
-  const logLevel = (values['log-level'] ?? env.SLUICE_LOG_LEVEL ?? 'info') as LogLevel;
+  const dataDir = resolve(text('--data-dir', values['data-dir'], env.SLUICE_DATA_DIR) ?? './.sluice');
+  const logLevel = (text('--log-level', values['log-level'], env.SLUICE_LOG_LEVEL) ?? 'info') as LogLevel;
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
     throw new InputError(400, 'invalid_config', `log level must be debug, info, warn, error or silent; got "${logLevel}".`);
   }
   return {
-    host: values.host ?? env.SLUICE_HOST ?? '127.0.0.1',
+    host: text('--host', values.host, env.SLUICE_HOST) ?? '127.0.0.1',
     port: integer('--port', values.port ?? env.SLUICE_PORT, DEFAULT_PORT, 0, 65535),
     dataDir,
-    adminToken: values['admin-token'] ?? env.SLUICE_ADMIN_TOKEN,
+    adminToken: adminToken(text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN)),
     adminTokenFile: join(dataDir, 'admin-token'),
     dedupWindowMs: integer('--dedup-window-ms', values['dedup-window-ms'] ?? env.SLUICE_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * 86_400_000),
     liveRetention: integer('--live-retention', values['live-retention'] ?? env.SLUICE_LIVE_RETENTION, DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
     logLevel,
-    runner: parseRunner(values.runner ?? env.SLUICE_RUNNER ?? defaultRunner),
+    runner: parseRunner(text('--runner', values.runner, env.SLUICE_RUNNER) ?? defaultRunner),
     runnerToken: env.SLUICE_RUNNER_TOKEN,
     webhookConnections: integer('--webhook-connections', values['webhook-connections'] ?? env.SLUICE_WEBHOOK_CONNECTIONS, DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
   };

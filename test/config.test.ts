@@ -2,6 +2,7 @@
 // error naming the setting for a value out of range.
 
 import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { loadRuntimeConfig } from '../runtime/config.ts';
 import { InputError } from '../runtime/errors.ts';
@@ -17,6 +18,37 @@ test('webhook connections outside 1-1000 or not an integer are refused, naming t
     assert.throws(
       () => loadRuntimeConfig(['--webhook-connections', bad], {}),
       (error: unknown) => error instanceof InputError && error.code === 'invalid_config' && error.message.includes('--webhook-connections') && error.message.includes(`"${bad}"`),
+    );
+  }
+});
+
+test('a blank environment variable means "not set": SLUICE_HOST= stays on loopback, SLUICE_DATA_DIR= on ./.sluice', () => {
+  const config = loadRuntimeConfig([], { SLUICE_HOST: '', SLUICE_DATA_DIR: ' ', SLUICE_LOG_LEVEL: '', SLUICE_RUNNER: '' });
+  assert.equal(config.host, '127.0.0.1');
+  assert.equal(config.dataDir, resolve('./.sluice'));
+  assert.equal(config.logLevel, 'info');
+  assert.equal(config.runner, 'off');
+  assert.equal(loadRuntimeConfig([], { SLUICE_HOST: '0.0.0.0' }).host, '0.0.0.0');
+});
+
+test('an empty flag is refused, naming it', () => {
+  for (const flag of ['--host', '--data-dir', '--admin-token', '--runner']) {
+    assert.throws(
+      () => loadRuntimeConfig([flag, ''], {}),
+      (error: unknown) => error instanceof InputError && error.code === 'invalid_config' && error.message === `${flag} must not be empty.`,
+    );
+  }
+});
+
+test('an explicit admin token must be 16-512 characters without whitespace', () => {
+  const good = 'a'.repeat(16);
+  assert.equal(loadRuntimeConfig(['--admin-token', good], {}).adminToken, good);
+  assert.equal(loadRuntimeConfig([], { SLUICE_ADMIN_TOKEN: good }).adminToken, good);
+  assert.equal(loadRuntimeConfig([], { SLUICE_ADMIN_TOKEN: '' }).adminToken, undefined, 'blank: the token file is used');
+  for (const bad of ['x', 'a'.repeat(15), `${'a'.repeat(10)} ${'a'.repeat(10)}`, 'a'.repeat(513)]) {
+    assert.throws(
+      () => loadRuntimeConfig(['--admin-token', bad], {}),
+      (error: unknown) => error instanceof InputError && error.message.includes('16-512 characters without whitespace'),
     );
   }
 });

@@ -75,7 +75,7 @@ test('SIGKILL after the answers loses no acknowledged event; repeats stay 409 af
 test('SIGTERM finishes in-flight writes and exits 0; the admin token file is 0600', async () => {
   const dataDir = tempDir();
   try {
-    const runtime = await spawnRuntime(dataDir, 'serve', ['--admin-token', '']);
+    const runtime = await spawnRuntime(dataDir, 'serve', [], 'file');
     const tokenFile = join(dataDir, 'admin-token');
     assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
     assert.ok(runtime.output.some((line) => line.includes('admin-token')), 'the token file is named on start');

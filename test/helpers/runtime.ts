@@ -72,11 +72,15 @@ export interface ChildRuntime {
   readonly exited: Promise<number | string>;
 }
 
-/** Starts `sluice serve` as a child process on the given data dir and waits for its port. */
-export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve', extraArgs: string[] = []): Promise<ChildRuntime> {
+/**
+ * Starts `sluice serve` as a child process on the given data dir and waits for its port. It runs
+ * with ADMIN_TOKEN unless `adminToken` is 'file' (the runtime then creates or reads its token file).
+ */
+export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve', extraArgs: string[] = [], adminToken: 'fixed' | 'file' = 'fixed'): Promise<ChildRuntime> {
+  const token = adminToken === 'fixed' ? ['--admin-token', ADMIN_TOKEN] : [];
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, '--log-level', 'warn', ...extraArgs],
+    ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', ...extraArgs],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const output: string[] = [];

@@ -1,0 +1,32 @@
+// The `sluice` command line as a user runs it: help for every command, and config refusals that
+// name the setting and exit non-zero before anything listens.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+const ROOT = join(import.meta.dirname, '..');
+const sluice = (...args: string[]) =>
+  spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), ...args], { cwd: ROOT, encoding: 'utf8' });
+
+test('--help after any command prints the usage, which lists every runtime flag', () => {
+  for (const args of [['--help'], ['dev', '--help'], ['serve', '-h'], ['hook-runner', '--help']]) {
+    const result = sluice(...args);
+    assert.equal(result.status, 0, `${args.join(' ')}: ${result.stderr}`);
+    assert.match(result.stdout, /^usage: sluice <command>/);
+  }
+  const usage = sluice('help').stdout;
+  for (const flag of ['--port', '--host', '--data-dir', '--admin-token', '--dedup-window-ms', '--live-retention', '--log-level', '--runner', '--webhook-connections']) {
+    assert.ok(usage.includes(flag), `usage names ${flag}`);
+  }
+});
+
+test('an empty --host or a short --admin-token stops the start with a message naming it', () => {
+  const emptyHost = sluice('serve', '--host', '');
+  assert.equal(emptyHost.status, 1);
+  assert.match(emptyHost.stderr, /--host must not be empty/);
+  const shortToken = sluice('serve', '--admin-token', 'short');
+  assert.equal(shortToken.status, 1);
+  assert.match(shortToken.stderr, /--admin-token \(SLUICE_ADMIN_TOKEN\) must be 16-512 characters/);
+});
