@@ -13,6 +13,15 @@ export interface InvocationResult {
 export const REJECTED_REASON = 'The module rejected the payload (execute returned 0).';
 
 /**
+ * A trap message names up to 8 backtrace frames by the module's own function names, which a
+ * hostile module can make megabytes long; the message is stored, sent and shown, so it is cut.
+ */
+export const MAX_TRAP_MESSAGE_CHARS = 2048;
+
+const capped = (message: string): string =>
+  message.length <= MAX_TRAP_MESSAGE_CHARS ? message : `${message.slice(0, MAX_TRAP_MESSAGE_CHARS - 1)}…`;
+
+/**
  * Translates the sandbox's outcome. Output that is not a JSON document is an ABI violation of the
  * guest (DESIGN.md §6.5), reported as an `abi_error` trap rather than handed to the runtime.
  */
@@ -29,7 +38,7 @@ export function createInvocationResult(outcome: SandboxOutcome): InvocationResul
       return { outcome: { kind: 'rejected', reason: REJECTED_REASON }, fuelUsed: outcome.fuelUsed };
     case 'trap':
       return {
-        outcome: { kind: 'trap', trap: isWireTrapKind(outcome.trap) ? outcome.trap : 'other', message: outcome.message },
+        outcome: { kind: 'trap', trap: isWireTrapKind(outcome.trap) ? outcome.trap : 'other', message: capped(outcome.message) },
         fuelUsed: outcome.fuelUsed,
       };
   }

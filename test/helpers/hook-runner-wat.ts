@@ -5,12 +5,13 @@ import wabtInit from 'wabt';
 type Wabt = Awaited<ReturnType<typeof wabtInit>>;
 let wabt: Promise<Wabt> | undefined;
 
-export async function assembleWat(name: string, text: string): Promise<Uint8Array> {
+/** `names`: keep the `$names` in the module's name section (traps then name their frames). */
+export async function assembleWat(name: string, text: string, options: { names?: boolean } = {}): Promise<Uint8Array> {
   wabt ??= wabtInit();
   const module = (await wabt).parseWat(`${name}.wat`, text);
   try {
     module.validate();
-    return new Uint8Array(module.toBinary({}).buffer);
+    return new Uint8Array(module.toBinary({ write_debug_names: options.names === true }).buffer);
   } finally {
     module.destroy();
   }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { InvokeResult } from '../../runtime/hook-runner/client.ts';
 import type { WireTrapKind } from '../../hook-runner/wire.ts';
+import { MAX_TRAP_MESSAGE_CHARS } from '../../hook-runner/invocation-outcome.ts';
 import { invocation, parseOutput, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
 import { assembleWat, constantWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT, type HostileName } from '../helpers/hook-runner-wat.ts';
 
@@ -51,6 +52,21 @@ describe('hostile guests', () => {
     const result = await runner.client.invoke(invocation(digest('loop')));
     expectTrap(result, 'out_of_fuel');
     assert.equal(result.fuelUsed, FUEL_LIMIT);
+  });
+
+  it('cuts a trap message that names a megabyte-long function to 2048 characters, and keeps serving', async () => {
+    const name = 'A'.repeat(300_000);
+    const text = `(module (memory (export "memory") 1)
+      (func $${name} (param i32) (result i32) (call $${name} (local.get 0)))
+      (func (export "execute") (param i32 i32) (result i32) (call $${name} (i32.const 0))))`;
+    const longNamed = await runner.client.compile(await assembleWat('long-name', text, { names: true }));
+    const result = await runner.client.invoke(invocation(longNamed));
+    expectTrap(result, 'stack_overflow');
+    if (result.outcome.kind === 'trap') {
+      assert.equal(result.outcome.message.length, MAX_TRAP_MESSAGE_CHARS);
+      assert.ok(result.outcome.message.includes('AAAA'), 'the frame names are what made it long');
+    }
+    await assertStillServing();
   });
 
   for (const [name, trap] of Object.entries(EXPECTED)) {
