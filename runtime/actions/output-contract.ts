@@ -82,11 +82,13 @@ function parseProjection(value: JsonValue): ProjectionWrite {
 }
 
 function parseDerivedEvent(value: JsonValue): DerivedEventSpec | null {
-  if (value === false || value === null) return null;
+  if (value === false) return null;
   if (!isObject(value)) throw new OutputContractError('derived_event', 'derived_event must be {"type", "payload"} or false.');
   if (typeof value.type !== 'string' || !EVENT_TYPE.test(value.type)) {
     throw new OutputContractError('derived_event.type', 'derived_event.type must be 1-128 letters, digits, "_", ".", ":" or "-".');
   }
+  // Present, even if null: a forgotten payload is a bug in the action, not an empty event.
+  if (!Object.hasOwn(value, 'payload')) throw new OutputContractError('derived_event.payload', 'derived_event.payload is required (any JSON value).');
   return { type: value.type, payload: value.payload ?? null };
 }
 
