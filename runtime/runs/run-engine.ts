@@ -178,6 +178,7 @@ export class RunEngine {
     actor.send({ ...command, at: this.#d.clock.now() } as RunEvent);
     if (actor.getSnapshot() === before) {
       this.#settleSlot(previous);
+      this.#pump();
       return;
     }
     const run = persistSnapshot(actor.getPersistedSnapshot());
@@ -231,11 +232,17 @@ export class RunEngine {
     this.#pump();
   }
 
-  /** A run outside `running` gives its slot back and its live actor rests as a snapshot. */
+  /**
+   * Brings the scheduler in line with a durable snapshot; the caller pumps afterwards. A `running`
+   * run keeps its slot. A `queued` run keeps its place, or the slot of an admission whose
+   * `run.admitted` is still on its way. A run in any other state leaves the scheduler wherever it
+   * was: a run cancelled while queued must not keep a turn it would refuse. Outside `running`, the
+   * live actor rests as a snapshot.
+   */
   #settleSlot(run: PersistedRun): void {
     if (run.value === 'running') return;
     const { orgId, runId } = run.context;
-    if (this.#scheduler.placeOf(orgId, runId) === 'running') this.#scheduler.release(orgId, runId);
+    if (run.value !== 'queued' && this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
     const key = keyOf(orgId, runId);
     this.#actors.get(key)?.actor.stop();
     this.#actors.delete(key);

@@ -144,3 +144,46 @@ test('a duplicate delivery that loses the race gives back the slot it took on th
   receiver.script([{ status: 200 }]);
   await eventually('all completed', () => states('acct-race', key), (s) => s.length === 3 && s.every((x) => x === 'completed'));
 });
+
+type ListedRun = { run_id: string; event_id: string; state: string };
+const runsOf = async (org: string, key: string): Promise<ListedRun[]> => (await call(rt.url, 'GET', `/organizations/${org}/runs?limit=500`, { token: key })).body.runs;
+const stateOf = async (org: string, key: string, eventId: string): Promise<string | undefined> => (await runsOf(org, key)).find((r) => r.event_id === eventId)?.state;
+
+test('cancelling a queued run does not stall the runs queued behind it', async () => {
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200 }]);
+  const key = await setup('acct-cancel-queued', 'pro', '/cancel-queued', 1);
+  for (const id of ['cq-0', 'cq-1', 'cq-2']) {
+    assert.equal((await call(rt.url, 'POST', '/organizations/acct-cancel-queued/events', { token: key, json: { type: 'job.run', payload: { id }, id } })).status, 202);
+  }
+  const waiting = await eventually('one running, two queued', () => runsOf('acct-cancel-queued', key), (r) => r.length === 3 && r.filter((x) => x.state === 'queued').length === 2);
+  const cancelled = await call(rt.url, 'POST', `/organizations/acct-cancel-queued/runs/${waiting.find((r) => r.event_id === 'cq-1')?.run_id}/cancel`, { token: key });
+  assert.equal(cancelled.status, 200, cancelled.text);
+  assert.equal(cancelled.body.run.state, 'cancelled');
+
+  release();
+  // Nothing else happens in the runtime: only the slot cq-0 frees can admit cq-2.
+  await eventually('cq-2 completed once cq-0 did', () => stateOf('acct-cancel-queued', key, 'cq-2'), (s) => s === 'completed');
+  const sent = receiver.received.filter((r) => r.path === '/cancel-queued').map((r) => JSON.parse(r.body).event.payload.id as string);
+  assert.deepEqual(sent, ['cq-0', 'cq-2'], 'the cancelled run sent nothing');
+});
+
+test('a second resume of a failed run does not give back the slot its admission took', async () => {
+  receiver.script([{ status: 400 }]);
+  const key = await setup('acct-resume-twice', 'pro', '/resume-twice', 1);
+  assert.equal((await call(rt.url, 'POST', '/organizations/acct-resume-twice/events', { token: key, json: { type: 'job.run', payload: {}, id: 'rt-0' } })).status, 202);
+  const [failed] = await eventually('rt-0 failed', () => runsOf('acct-resume-twice', key), (r) => r.length === 1 && r[0]?.state === 'failed');
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200 }]);
+  const received = () => receiver.received.filter((r) => r.path === '/resume-twice').length;
+  // Two resumes that both saw `failed` (as two racing API calls do): the second reaches the run
+  // after the first queued it and the scheduler admitted it, before `run.admitted` is applied.
+  const { engine } = rt.runtime;
+  await Promise.all([engine.send('acct-resume-twice', failed!.run_id, { type: 'run.resume' }), engine.send('acct-resume-twice', failed!.run_id, { type: 'run.resume' })]);
+  await eventually('the resumed step is in flight', received, (n) => n === 2);
+
+  assert.equal((await call(rt.url, 'POST', '/organizations/acct-resume-twice/events', { token: key, json: { type: 'job.run', payload: {}, id: 'rt-1' } })).status, 202);
+  assert.equal(await stateOf('acct-resume-twice', key, 'rt-1'), 'queued', 'the only slot is still taken by the resumed run');
+  release();
+  await eventually('both completed', () => runsOf('acct-resume-twice', key), (r) => r.length === 2 && r.every((x) => x.state === 'completed'));
+});
