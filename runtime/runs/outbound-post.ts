@@ -22,6 +22,11 @@ export interface PostAnswer {
 
 export interface PostOptions {
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * Headers that must be computed when the request is sent, not when it is queued (a signature
+   * over a timestamp): called once the pool hands the request a socket, with how long it waited.
+   */
+  readonly headersAtSend?: (waitedMs: number) => Readonly<Record<string, string>>;
   readonly body: string;
   readonly timeoutMs: number;
   readonly keepBytes: number;
@@ -80,6 +85,9 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
         fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
         outgoing.destroy();
       }, options.timeoutMs);
+      // Headers go out with the body, so both wait for the socket.
+      for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
+      outgoing.end(body);
     });
     // `on`, not `once`: a request can be told of a failure more than once (a refused connection at shutdown).
     outgoing.on('error', fail);
@@ -106,6 +114,5 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
         });
       });
     });
-    outgoing.end(body);
   });
 }

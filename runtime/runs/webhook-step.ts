@@ -83,23 +83,30 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
   if (await targetsSelf(url, target.selfPort)) {
     return failure('self_request_refused', 'Webhook steps may not call the Sluice runtime itself.', false, base);
   }
-  const timestamp = Math.floor(request.nowMs / 1000);
   const headers: Record<string, string> = {
     ...request.headers,
     'content-type': 'application/json',
     'user-agent': 'Sluice-Webhooks/1',
     'webhook-id': request.idempotencyKey,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': signatureHeader(request.signingSecrets, request.idempotencyKey, timestamp, request.body),
     'idempotency-key': request.idempotencyKey,
     'sluice-fence': String(request.fence),
     'sluice-attempt': String(request.attempt),
+  };
+  // Signed when the request leaves, not when it joins the pool's queue: receivers refuse a
+  // timestamp more than 5 minutes old, and a queue behind a slow receiver can be that long.
+  const signedAtSend = (waitedMs: number): Record<string, string> => {
+    const timestamp = Math.floor((request.nowMs + waitedMs) / 1000);
+    return {
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader(request.signingSecrets, request.idempotencyKey, timestamp, request.body),
+    };
   };
   const started = performance.now();
   let answer: PostAnswer;
   try {
     answer = await postOnce(url, {
       headers,
+      headersAtSend: signedAtSend,
       body: request.body,
       timeoutMs: request.timeoutMs,
       keepBytes: EVIDENCE_BODY_CAP,

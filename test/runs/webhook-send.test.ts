@@ -171,9 +171,11 @@ test('consecutive attempts to one receiver reuse a kept-alive connection', async
 async function holdingReceiver() {
   const held = new Map<string, ServerResponse>();
   const order: string[] = [];
+  const timestamps = new Map<string, string>();
   let waiter: { count: number; resolve: () => void } | undefined;
   const local = await serve((req, res) => {
     const key = String(req.headers['idempotency-key']);
+    timestamps.set(key, String(req.headers['webhook-timestamp']));
     held.set(key, res);
     order.push(key);
     if (waiter !== undefined && order.length >= waiter.count) waiter.resolve();
@@ -181,6 +183,7 @@ async function holdingReceiver() {
   return {
     local,
     order,
+    timestamps,
     arrived: (count: number) =>
       new Promise<void>((resolve) => {
         if (order.length >= count) resolve();
@@ -247,6 +250,9 @@ test('a request waiting for a connection starts its deadline when it gets one, a
     const thirdOutcome = await third;
     assert.equal(thirdOutcome.ok, true);
     assert.equal((thirdOutcome.evidence as Record<string, unknown>)['queued_ms'], 5000);
+    // Signed when sent: each timestamp is the attempt's clock plus its wait for the connection.
+    const at = Math.floor(Date.UTC(2026, 10, 30) / 1000);
+    assert.deepEqual(['first', 'second', 'third'].map((key) => receiver.timestamps.get(key)), [String(at), String(at + 2), String(at + 5)]);
   } finally {
     mock.timers.reset();
     receiver.drop();
