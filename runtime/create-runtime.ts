@@ -103,7 +103,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   server.addRoutes(
     ...systemRoutes(ledger, metrics, startedAt, () => clock.now()),
     ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
-    ...apiKeyRoutes(context),
+    ...apiKeyRoutes(context, (orgId, keyId) => rooms.closeSocketsOfKey(orgId, keyId)),
     ...sourceRoutes(context),
     ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),

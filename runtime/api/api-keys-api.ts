@@ -1,4 +1,5 @@
-// REST: create, list and revoke an org's API keys (admin role). The key text is shown once.
+// REST: create, list and revoke an org's API keys (admin role). The key text is shown once; a
+// revocation is reported to `onRevoked` (the live rooms close the key's sockets) before the answer.
 
 import { json, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
@@ -13,7 +14,8 @@ const parseCreate = createBodyParser<{ role: Role }>({
   properties: { role: { type: 'string', enum: [...ROLES] } },
 });
 
-export function apiKeyRoutes(ctx: ApiContext): Route[] {
+/** `onRevoked` runs once the revocation is durable, before the 200 is sent. */
+export function apiKeyRoutes(ctx: ApiContext, onRevoked: (orgId: string, keyId: string) => void): Route[] {
   const base = '/organizations/:org_id/api-keys';
   return [
     {
@@ -40,6 +42,7 @@ export function apiKeyRoutes(ctx: ApiContext): Route[] {
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const revoked = await ctx.apiKeys.revoke(org.id, request.params.key_id ?? '', isoAt(ctx.clock.now()));
+        onRevoked(org.id, revoked.id);
         return json(200, { api_key: describeApiKey(revoked) });
       },
     },

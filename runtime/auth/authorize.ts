@@ -16,6 +16,8 @@ export interface Authorizer {
   authenticate(request: HttpRequest): Principal;
   /** Resolves a bearer token (also used for WebSocket tokens); undefined when unknown. */
   principalForToken(token: string): Principal | undefined;
+  /** False once the API key behind `principal` has been revoked (the platform admin token always holds). */
+  isStillValid(principal: Principal): boolean;
   /** 401/404/403 unless the caller may act on `orgId` with at least `role`; returns the org. */
   requireOrg(request: HttpRequest, orgId: string, role: Role): Organization;
   /** 401 unless the caller is the platform admin. */
@@ -46,6 +48,7 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
   return {
     authenticate,
     principalForToken,
+    isStillValid: (principal) => principal.kind === 'platform_admin' || keys.isActive(principal.orgId, principal.keyId),
     requirePlatformAdmin(request) {
       if (authenticate(request).kind !== 'platform_admin') {
         throw new AccessError(401, 'unauthorized', 'This endpoint needs the platform admin token.');

@@ -1,12 +1,13 @@
-// The live WebSocket rooms at /organizations/:org_id/live: authentication at upgrade, Subscribe with
-// replay from the retained log, live fan-out through uWS topics, heartbeats and slow-consumer closes.
+// The live WebSocket rooms at /organizations/:org_id/live: authentication at upgrade (and closing on key
+// revocation), Subscribe with replay from the retained log, uWS topic fan-out, heartbeats, slow consumers.
 
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
-import type { Authorizer } from '../auth/authorize.ts';
+import type { Authorizer, Principal } from '../auth/authorize.ts';
 import type { Clock } from '../clock.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
+import { isInRoom, isRoomWithin, parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 
@@ -17,24 +18,31 @@ import type { UpdateLog } from './update-log.ts';
  */
 export const CLOSE_PROTOCOL_ERROR = 1002;
 export const CLOSE_SLOW_CONSUMER = 4008;
+/** Sent to every socket opened with an API key when the key is revoked, and to any frame sent after. */
+export const CLOSE_KEY_REVOKED = 4401;
 /** Sent when a starter-plan org subscribes to the sandbox environment. */
 export const CLOSE_SANDBOX_DISABLED = 4402;
 export const LIVE_PROTOCOL = 'sluice-live';
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
 export const MAX_BACKPRESSURE = 1024 * 1024;
 const HEARTBEAT_MS = 5000;
-const ENVIRONMENTS = new Set(['production', 'sandbox']);
 
 interface SocketData {
-  orgId: string;
-  topic: string;
+  readonly orgId: string;
+  /** Who opened the socket: it lives only as long as this principal's key. */
+  readonly principal: Principal;
+  /** What the upgrade URL asked for; `open` acts on it. */
+  readonly requested: Subscription;
+  /**
+   * The room the socket is in, and `sentAfter`: the socket has been sent every update of that room
+   * with a higher seq (replayed or live), so a later Subscribe does not send those again.
+   */
+  joined: { readonly room: Room; readonly sentAfter: number } | undefined;
 }
-
-const topicFor = (orgId: string, environment: string, runId: string): string =>
-  runId === '' ? `live/${orgId}/${environment}` : `live/${orgId}/${environment}/run/${runId}`;
 
 export class LiveRooms {
   readonly #app: TemplatedApp;
+  readonly #auth: Authorizer;
   readonly #log: UpdateLog;
   readonly #clock: Clock;
   readonly #orgs: OrganizationStore;
@@ -45,6 +53,7 @@ export class LiveRooms {
 
   constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock) {
     this.#app = app;
+    this.#auth = auth;
     this.#log = log;
     this.#clock = clock;
     this.#orgs = orgs;
@@ -58,26 +67,32 @@ export class LiveRooms {
       idleTimeout: 60,
       upgrade: (res, req, context) => {
         const orgId = req.getParameter(0) ?? '';
+        const query = new URLSearchParams(req.getQuery() ?? '');
         const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
-        const token = new URLSearchParams(req.getQuery() ?? '').get('token') ?? offered.find((p) => p !== LIVE_PROTOCOL);
-        const environment = new URLSearchParams(req.getQuery() ?? '').get('environment') ?? 'production';
+        const token = query.get('token') ?? offered.find((p) => p !== LIVE_PROTOCOL);
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
         const principal = token === undefined ? undefined : auth.principalForToken(token);
         const org = orgs.get(orgId);
+        let requested: Subscription | undefined;
+        try {
+          requested = parseSubscribeQuery(query);
+        } catch {
+          requested = undefined;
+        }
         const allowed = principal !== undefined && org !== undefined && (principal.kind === 'platform_admin' || principal.orgId === orgId);
-        const sandboxDenied = org !== undefined && environment === 'sandbox' && !sandboxAllowed(org);
-        if (!allowed || !ENVIRONMENTS.has(environment) || sandboxDenied) {
+        const sandboxDenied = org !== undefined && requested?.room.environment === 'sandbox' && !sandboxAllowed(org);
+        if (!allowed || requested === undefined || sandboxDenied) {
           const status = principal === undefined ? '401 Unauthorized' : !allowed ? '404 Not Found' : sandboxDenied ? '402 Payment Required' : '400 Bad Request';
           res.writeStatus(status).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: { code: 'live_refused', message: 'The live room needs a valid key of this organization.' } }));
           return;
         }
         const protocol = offered.includes(LIVE_PROTOCOL) ? LIVE_PROTOCOL : (offered[0] ?? '');
-        res.upgrade<SocketData>({ orgId, topic: topicFor(orgId, environment, '') }, key, protocol, extensions, context);
+        res.upgrade<SocketData>({ orgId, principal, requested, joined: undefined }, key, protocol, extensions, context);
       },
       open: (ws) => {
         this.#sockets.add(ws);
-        ws.subscribe(ws.getUserData().topic);
+        this.#enter(ws, ws.getUserData().requested);
       },
       message: (ws, message, isBinary) => this.#onMessage(ws, new Uint8Array(message.slice(0)), isBinary),
       close: (ws) => {
@@ -101,10 +116,18 @@ export class LiveRooms {
     this.#order.releaseGaps();
   }
 
+  /** Closes every socket opened with this API key (4401); call once its revocation is durable. */
+  closeSocketsOfKey(orgId: string, keyId: string): void {
+    for (const ws of [...this.#sockets]) {
+      const { principal } = ws.getUserData();
+      if (principal.kind === 'api_key' && principal.orgId === orgId && principal.keyId === keyId) this.#refuseRevoked(ws);
+    }
+  }
+
   #fanOut(orgId: string, update: RunUpdate): void {
     const frame = encodeLiveMessage({ run_update: update });
-    this.#app.publish(topicFor(orgId, update.environment, ''), frame, true);
-    this.#app.publish(topicFor(orgId, update.environment, update.run_id), frame, true);
+    this.#app.publish(topicFor(orgId, { environment: update.environment, runId: '' }), frame, true);
+    this.#app.publish(topicFor(orgId, { environment: update.environment, runId: update.run_id }), frame, true);
   }
 
   get subscriberCount(): number {
@@ -121,33 +144,53 @@ export class LiveRooms {
     return this.#order.emitted(orgId) || this.#log.firstIssued(orgId) - 1;
   }
 
+  #refuseRevoked(ws: WebSocket<SocketData>): void {
+    ws.end(CLOSE_KEY_REVOKED, 'key_revoked: the API key of this socket was revoked');
+  }
+
   #onMessage(ws: WebSocket<SocketData>, bytes: Uint8Array, isBinary: boolean): void {
-    let subscribe;
+    const data = ws.getUserData();
+    if (!this.#auth.isStillValid(data.principal)) {
+      this.#refuseRevoked(ws);
+      return;
+    }
+    let subscription;
     try {
       if (!isBinary) throw new Error('frames must be binary');
-      subscribe = decodeClientMessage(bytes).subscribe;
-      if (subscribe.environment !== '' && !ENVIRONMENTS.has(subscribe.environment)) throw new Error('unknown environment');
-      if (subscribe.run_id.length > 200) throw new Error('run_id too long');
+      subscription = parseSubscribeFrame(decodeClientMessage(bytes).subscribe);
     } catch (error) {
       ws.end(CLOSE_PROTOCOL_ERROR, `invalid ClientMessage: ${error instanceof Error ? error.message : 'undecodable'}`.slice(0, 120));
       return;
     }
-    const data = ws.getUserData();
-    const environment = subscribe.environment === '' ? 'production' : subscribe.environment;
     const org = this.#orgs.get(data.orgId);
-    if (org === undefined || (environment === 'sandbox' && !sandboxAllowed(org))) {
+    if (org === undefined || (subscription.room.environment === 'sandbox' && !sandboxAllowed(org))) {
       ws.end(CLOSE_SANDBOX_DISABLED, 'sandbox_disabled: the sandbox is not available on this plan');
       return;
     }
-    ws.unsubscribe(data.topic);
-    data.topic = topicFor(data.orgId, environment, subscribe.run_id);
-    const missed = this.#log
-      .range(data.orgId, subscribe.after_seq, this.#publishedSeq(data.orgId))
-      .filter((u) => u.environment === environment && (subscribe.run_id === '' || u.run_id === subscribe.run_id));
-    ws.cork(() => {
-      for (const update of missed) ws.send(encodeLiveMessage({ run_update: update }), true);
-    });
-    ws.subscribe(data.topic);
+    this.#enter(ws, subscription);
+  }
+
+  /**
+   * Moves the socket into a room: writes the replay, then joins the room's topic. Both happen in this
+   * one synchronous call, so no publish falls between them and live updates begin right after the
+   * replay's last seq. The replay leaves out what the socket was already sent in its previous room.
+   */
+  #enter(ws: WebSocket<SocketData>, { room, afterSeq }: Subscription): void {
+    const data = ws.getUserData();
+    const publishedSeq = this.#publishedSeq(data.orgId);
+    const previous = data.joined;
+    if (previous !== undefined) ws.unsubscribe(topicFor(data.orgId, previous.room));
+    if (afterSeq !== undefined) {
+      const alreadySent = (u: RunUpdate): boolean => previous !== undefined && u.seq > previous.sentAfter && isInRoom(u, previous.room);
+      const missed = this.#log.range(data.orgId, afterSeq, publishedSeq).filter((u) => isInRoom(u, room) && !alreadySent(u));
+      ws.cork(() => {
+        for (const update of missed) ws.send(encodeLiveMessage({ run_update: update }), true);
+      });
+    }
+    ws.subscribe(topicFor(data.orgId, room));
+    // A narrower room keeps what the wider one already delivered; otherwise the replay's start counts.
+    const keptFrom = previous !== undefined && isRoomWithin(room, previous.room) ? previous.sentAfter : publishedSeq;
+    data.joined = { room, sentAfter: Math.min(afterSeq ?? publishedSeq, publishedSeq, keptFrom) };
   }
 
   #beat(): void {

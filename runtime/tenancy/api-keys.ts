@@ -75,13 +75,24 @@ export class ApiKeyStore {
     return records;
   }
 
+  /** True while the key exists and is not revoked (long-lived connections recheck the key they opened with). */
+  isActive(orgId: string, keyId: string): boolean {
+    const record = this.#byId(orgId, keyId);
+    return record !== undefined && record.revoked_at === undefined;
+  }
+
+  /** Resolves once the revocation is durable; revoking a revoked key returns it unchanged. */
   async revoke(orgId: string, keyId: string, nowIso: string): Promise<ApiKeyRecord> {
-    const hash = this.#ledger.apiKeysByOrg.get([orgId, keyId]) as string | undefined;
-    const record = hash === undefined ? undefined : (this.#ledger.apiKeys.get([hash]) as ApiKeyRecord | undefined);
-    if (hash === undefined || record === undefined) throw notFound('API key', 'key_id');
+    const record = this.#byId(orgId, keyId);
+    if (record === undefined) throw notFound('API key', 'key_id');
     if (record.revoked_at !== undefined) return record;
     const revoked: ApiKeyRecord = { ...record, revoked_at: nowIso };
-    await durably(this.#ledger.root, this.#ledger.apiKeys.put([hash], revoked));
+    await durably(this.#ledger.root, this.#ledger.apiKeys.put([record.hash], revoked));
     return revoked;
+  }
+
+  #byId(orgId: string, keyId: string): ApiKeyRecord | undefined {
+    const hash = this.#ledger.apiKeysByOrg.get([orgId, keyId]) as string | undefined;
+    return hash === undefined ? undefined : (this.#ledger.apiKeys.get([hash]) as ApiKeyRecord | undefined);
   }
 }

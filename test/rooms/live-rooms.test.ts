@@ -1,15 +1,15 @@
-// Live rooms over a real WebSocket: auth at upgrade, protobuf frames, replay after a sequence number,
-// filters, protocol errors that close only the offending socket, and slow consumers.
+// Live rooms over a real WebSocket: auth at upgrade, revoked keys, protobuf frames, replay after a
+// sequence number without duplicates, filters, protocol errors that close only that socket, slow consumers.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import type { NewRunUpdate } from '../../runtime/rooms/update-log.ts';
-import { CLOSE_PROTOCOL_ERROR, CLOSE_SLOW_CONSUMER, LIVE_PROTOCOL } from '../../runtime/rooms/live-rooms.ts';
+import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_SLOW_CONSUMER, LIVE_PROTOCOL } from '../../runtime/rooms/live-rooms.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
-import { connectLive } from '../helpers/live-client.ts';
+import { connectLive, type LiveClient } from '../helpers/live-client.ts';
 
 let rt: TestRuntime;
 let key: string;
@@ -45,6 +45,50 @@ test('upgrade needs a key of that org: none 401, other org 404, viewer via ?toke
   byProtocol.close();
 });
 
+/** The close code and reason, once the socket has closed (bounded by the client's waitFor deadline). */
+async function closeOf(client: LiveClient): Promise<{ code: number; reason: string }> {
+  let result: { code: number; reason: string } | undefined;
+  void client.closed.then((closed) => (result = closed));
+  await client.waitFor(() => result !== undefined, 'the socket to close');
+  return result!;
+}
+
+const seqsOf = (client: LiveClient): number[] => client.updates().map((u) => u.seq);
+
+test('revoking an API key closes its live sockets with 4401; other keys and the platform admin token keep theirs', async () => {
+  const issued = await call(rt.url, 'POST', '/organizations/acct-live/api-keys', { token: key, json: { role: 'viewer' } });
+  const byQuery = await connectLive(rt.url, 'acct-live', { token: issued.body.key });
+  const byProtocol = await connectLive(rt.url, 'acct-live', { protocols: [LIVE_PROTOCOL, issued.body.key] });
+  const otherKeySocket = await connectLive(rt.url, 'acct-live', { token: key });
+  const admin = await connectLive(rt.url, 'acct-live', { token: ADMIN_TOKEN });
+  const revoked = await call(rt.url, 'DELETE', `/organizations/acct-live/api-keys/${issued.body.id}`, { token: key });
+  assert.equal(revoked.status, 200);
+  for (const client of [byQuery, byProtocol]) assert.equal((await closeOf(client)).code, CLOSE_KEY_REVOKED);
+  await assert.rejects(connectLive(rt.url, 'acct-live', { token: issued.body.key }), /401/);
+
+  const [next] = await commit('acct-live', [update('run-after-revoke', 'running')]);
+  await otherKeySocket.waitFor(() => seqsOf(otherKeySocket).includes(next!.seq), 'the other key still streams');
+  await admin.waitFor(() => seqsOf(admin).includes(next!.seq), 'the platform admin still streams');
+  admin.subscribe({ after_seq: next!.seq - 1, run_id: 'run-after-revoke' });
+  const [last] = await commit('acct-live', [update('run-after-revoke', 'completed')]);
+  await admin.waitFor(() => seqsOf(admin).includes(last!.seq), 'the platform admin can still subscribe');
+  otherKeySocket.close();
+  admin.close();
+  assert.equal((await admin.closed).code, 1005, 'the admin socket closed only when its client closed it');
+});
+
+test('a Subscribe on a socket whose key was revoked is refused with 4401 instead of replaying history', async () => {
+  await commit('acct-live', [update('run-history', 'running')]);
+  const issued = await call(rt.url, 'POST', '/organizations/acct-live/api-keys', { token: key, json: { role: 'viewer' } });
+  const client = await connectLive(rt.url, 'acct-live', { token: issued.body.key });
+  // Revoked in the store, without the route's notice to the rooms: as if this Subscribe raced the
+  // DELETE request, the check at Subscribe must refuse it on its own.
+  await rt.runtime.context.apiKeys.revoke('acct-live', issued.body.id, new Date(0).toISOString());
+  client.subscribe({ after_seq: 0 });
+  assert.equal((await closeOf(client)).code, CLOSE_KEY_REVOKED);
+  assert.deepEqual(client.updates(), [], 'nothing was replayed');
+});
+
 test('live updates arrive as protobuf RunUpdates with per-org monotonic seq', async () => {
   const client = await connectLive(rt.url, 'acct-live', { token: key });
   const other = await connectLive(rt.url, 'acct-other', { token: otherKey });
@@ -72,6 +116,33 @@ test('a reconnecting subscriber first gets every retained update after after_seq
   await client.waitFor(() => client.updates().length === 4, 'live update after replay');
   assert.equal(client.updates()[3]!.seq, live[0]!.seq);
   client.close();
+});
+
+test('a Subscribe does not send again an update the socket already got live (no duplicate at the replay/live boundary)', async () => {
+  const client = await connectLive(rt.url, 'acct-live', { token: key });
+  const [early] = await commit('acct-live', [update('run-edge', 'running')]);
+  await client.waitFor(() => seqsOf(client).includes(early!.seq), 'the live update');
+  client.subscribe({ after_seq: early!.seq - 1 });
+  const [late] = await commit('acct-live', [update('run-edge', 'completed')]);
+  await client.waitFor(() => seqsOf(client).includes(late!.seq), 'the next live update');
+  // The server handles the Subscribe before the close frame sent after it: once closed, any replay is in.
+  client.close();
+  await client.closed;
+  assert.deepEqual(seqsOf(client), [early!.seq, late!.seq]);
+});
+
+test('after_seq in the URL replays before the socket joins the live stream: every update once, in seq order', async () => {
+  const missed = await commit('acct-live', [update('run-url', 'queued'), update('run-other', 'queued'), update('run-url', 'running')]);
+  const from = missed[0]!.seq - 1;
+  const all = await connectLive(rt.url, 'acct-live', { query: `?token=${encodeURIComponent(key)}&after_seq=${from}` });
+  const oneRun = await connectLive(rt.url, 'acct-live', { query: `?token=${encodeURIComponent(key)}&after_seq=${from}&run_id=run-url` });
+  const [live] = await commit('acct-live', [update('run-url', 'completed')]);
+  for (const client of [all, oneRun]) await client.waitFor(() => seqsOf(client).includes(live!.seq), 'the live update');
+  assert.deepEqual(seqsOf(all), [...missed.map((u) => u.seq), live!.seq]);
+  assert.deepEqual(seqsOf(oneRun), [missed[0]!.seq, missed[2]!.seq, live!.seq]);
+  await assert.rejects(connectLive(rt.url, 'acct-live', { query: `?token=${encodeURIComponent(key)}&after_seq=-1` }), /400/);
+  all.close();
+  oneRun.close();
 });
 
 test('filters: sandbox environment and a single run', async () => {
