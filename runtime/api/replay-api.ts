@@ -1,11 +1,12 @@
 // REST: the two event replays. Business replay makes a new event after an explicit side_effects
-// choice; transport replay only explains what ingest would do with the recorded request.
+// choice (once per Idempotency-Key, when given); transport replay only explains what ingest would
+// do with the recorded request.
 
-import { InputError } from '../errors.ts';
+import { ConflictError, InputError } from '../errors.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { json, type Route } from '../http/types.ts';
 import type { Inbox } from '../inbox/inbox.ts';
-import { replayOf } from '../replay/business-replay.ts';
+import { REPLAY_SOURCE, replayOf } from '../replay/business-replay.ts';
 import { explainTransportReplay } from '../replay/transport-replay.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
@@ -18,6 +19,15 @@ const parseReplay = createBodyParser<{ side_effects: 'skip' | 'run' }>({
   required: ['side_effects'],
   properties: { side_effects: { type: 'string', enum: ['skip', 'run'] } },
 });
+
+/** An optional `Idempotency-Key` header: 1-255 printable ASCII characters, no spaces. */
+function parseIdempotencyKey(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,255}$/.test(value)) {
+    throw new InputError(400, 'invalid_idempotency_key', 'The Idempotency-Key header must be 1-255 printable ASCII characters without spaces.', { field: 'Idempotency-Key' });
+  }
+  return value;
+}
 
 export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowStore): Route[] {
   const base = '/organizations/:org_id/events/:event_id';
@@ -37,9 +47,25 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           }
           throw error;
         }
+        const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
         const replay = replayOf(original, choice.side_effects, ctx.clock.now());
-        await ctx.events.store({ event: replay, recording: null, claim: null });
-        return json(202, { event: replay });
+        if (idempotencyKey === undefined) {
+          await ctx.events.store({ event: replay, recording: null, claim: null });
+          return json(202, { event: replay });
+        }
+        // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
+        // (within the dedup window) answers with the replay it already made instead of a second one.
+        try {
+          await ctx.events.store({ event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id}:${idempotencyKey}` } });
+          return json(202, { event: replay });
+        } catch (error) {
+          const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
+          if (earlier === undefined) throw error;
+          if (earlier.replay_skip_side_effects !== replay.replay_skip_side_effects) {
+            throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event with a different side_effects choice.', { original_event_id: earlier.id });
+          }
+          return json(202, { event: earlier }, { 'idempotent-replayed': 'true' });
+        }
       },
     },
     {

@@ -66,6 +66,34 @@ test('side_effects "run": everything runs again under a new run id and new effec
   assert.notEqual(reaction!.run_id, original!.run_id);
 });
 
+test('an Idempotency-Key makes a replay once: a retry answers with the same event and sends nothing more', async () => {
+  const replaysMade = async (): Promise<number> =>
+    ((await call(rt.url, 'GET', `/organizations/${ORG}/events?limit=500`, { token: key })).body.events as Array<{ causation_id: string | null }>).filter((event) => event.causation_id === originalId).length;
+  const replaysBefore = await replaysMade();
+  const replay = (choice: 'skip' | 'run', idempotencyKey: string) =>
+    call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: choice }, headers: { 'idempotency-key': idempotencyKey } });
+  const first = await replay('run', 'support-ticket-42');
+  assert.equal(first.status, 202, first.text);
+  const [reaction] = await eventually('keyed replay run completed', () => reactionsOf(first.body.event.id), (r) => r.length === 1 && r[0]!.state === 'completed');
+  const sent = receiver.received.filter((r) => r.headers['idempotency-key'] === `${reaction!.run_id}:notify`).length;
+  assert.equal(sent, 1);
+  const retried = await replay('run', 'support-ticket-42');
+  assert.equal(retried.status, 202);
+  assert.equal(retried.body.event.id, first.body.event.id, 'the same replay, not a new one');
+  assert.equal(retried.headers.get('idempotent-replayed'), 'true');
+  assert.equal((await reactionsOf(originalId)).length, 1);
+  const otherChoice = await replay('skip', 'support-ticket-42');
+  assert.equal(otherChoice.status, 409);
+  assert.equal(otherChoice.body.error.code, 'idempotency_key_reused');
+  const otherKey = await replay('skip', 'support-ticket-43');
+  assert.equal(otherKey.status, 202);
+  assert.notEqual(otherKey.body.event.id, first.body.event.id);
+  const badKey = await replay('run', 'has spaces');
+  assert.equal(badKey.status, 400);
+  assert.equal(badKey.body.error.field, 'Idempotency-Key');
+  assert.equal(await replaysMade(), replaysBefore + 2, 'two keys, two replays; the retry made none');
+});
+
 test('transport replay explains dedup, schema and routing, and creates nothing', async () => {
   const before = (await call(rt.url, 'GET', `/organizations/${ORG}/events?limit=500`, { token: key })).body.events.length;
   const report = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/transport-replay`, { token: key });
