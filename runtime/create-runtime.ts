@@ -114,9 +114,15 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ...customActionRoutes(context, actions, runner.client),
     ...hookRoutes({ orgs, sources, events, clock, metrics, quota }),
   );
+  let recovered: () => void = () => undefined;
+  server.holdRequestsUntil(new Promise<void>((resolve) => (recovered = resolve)));
   const port = await server.listen(config.host, config.port);
   boundPort = port;
-  await engine.recover();
+  try {
+    await engine.recover();
+  } finally {
+    recovered();
+  }
 
   const pruneTimer = setInterval(() => {
     inbox.prune(clock.now()).catch((error: unknown) => logger.error('inbox prune failed', { error: String(error) }));

@@ -28,6 +28,7 @@ export class HttpServer {
   #listenSocket: us_listen_socket | undefined;
   #inFlight = 0;
   #drained: (() => void) | undefined;
+  #held: Promise<void> | undefined;
   #port = 0;
 
   constructor(options: HttpServerOptions) {
@@ -39,6 +40,22 @@ export class HttpServer {
   /** Registers routes; call before `listen`. */
   addRoutes(...routes: Route[]): void {
     this.#router.add(...routes);
+  }
+
+  /**
+   * Requests that arrive before `ready` settles are read but handled only after it: the runtime
+   * listens (it needs its port) before boot recovery has committed, and no handler may act on a
+   * run that recovery is about to rewrite.
+   */
+  holdRequestsUntil(ready: Promise<unknown>): void {
+    const held: Promise<void> = ready.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#held = held;
+    void held.then(() => {
+      if (this.#held === held) this.#held = undefined;
+    });
   }
 
   get port(): number {
@@ -109,6 +126,8 @@ export class HttpServer {
       const body = method === 'GET' || method === 'DELETE' ? Buffer.alloc(0) : await readBody(res, limit, declared, (abort) => (abortBodyRead = abort));
       const path = `/${Router.decodePath(rawUrl).join('/')}`;
       const request: HttpRequest = { method, path, query, headers, params, body };
+      // After the body: uWS hands out body chunks only to a handler attached before the first await.
+      if (this.#held !== undefined) await this.#held;
       return route.handler(request);
     };
     run().then(finish, (error: unknown) => finish(this.#errorReply(error)));

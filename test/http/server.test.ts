@@ -32,3 +32,28 @@ test('a reply whose body cannot be serialized is a logged 500 in the error shape
   assert.equal(fine.headers.get('content-type'), 'application/json');
   assert.deepEqual(await fine.json(), { ok: true });
 });
+
+test('requests held until a promise settles are answered after it, bodies intact', async () => {
+  const held = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics() });
+  const seen: string[] = [];
+  held.addRoutes({ method: 'POST', pattern: '/echo', handler: (request) => (seen.push(request.body.toString('utf8')), { status: 200, text: request.body.toString('utf8') }) });
+  let release: () => void = () => undefined;
+  held.holdRequestsUntil(new Promise<void>((resolve) => (release = resolve)));
+  const heldUrl = `http://127.0.0.1:${await held.listen('127.0.0.1', 0)}`;
+  try {
+    const answer = fetch(`${heldUrl}/echo`, { method: 'POST', body: 'x'.repeat(100_000) });
+    let answered = false;
+    void answer.then(() => (answered = true));
+    // The body arrives while held; the handler must not run yet.
+    for (let i = 0; i < 2000 && seen.length === 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(seen, []);
+    assert.equal(answered, false);
+    release();
+    const reply = await answer;
+    assert.equal(reply.status, 200);
+    assert.equal((await reply.text()).length, 100_000);
+    assert.equal((await fetch(`${heldUrl}/echo`, { method: 'POST', body: 'after' })).status, 200);
+  } finally {
+    await held.close();
+  }
+});
