@@ -2,12 +2,15 @@
 // Lookup is by hash of the presented key; listing is by [orgId, keyId]. Revocation is a durable flag.
 
 import { randomBytes } from 'node:crypto';
-import { notFound } from '../errors.ts';
+import { ConflictError, notFound } from '../errors.ts';
 import { generateToken, hashToken } from '../auth/secrets.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 
 export type Role = 'viewer' | 'developer' | 'admin';
+
+/** Active (not revoked) keys per org; revoked ones stay listed as a record of who had access. */
+export const MAX_ACTIVE_API_KEYS = 100;
 export const ROLES: readonly Role[] = ['viewer', 'developer', 'admin'];
 const RANK: Record<Role, number> = { viewer: 1, developer: 2, admin: 3 };
 
@@ -53,10 +56,18 @@ export class ApiKeyStore {
     return { record, key, write };
   }
 
-  /** Issues and durably stores a key. */
+  /** Issues and durably stores a key; 409 when the org already holds MAX_ACTIVE_API_KEYS active keys. */
   async create(orgId: string, role: Role, nowIso: string): Promise<{ record: ApiKeyRecord; key: string }> {
     const issued = this.issue(orgId, role, nowIso);
-    await durably(this.#ledger.root, this.#ledger.root.transaction(issued.write));
+    const stored = await durably(
+      this.#ledger.root,
+      this.#ledger.root.transaction(() => {
+        if (this.list(orgId).filter((record) => record.revoked_at === undefined).length >= MAX_ACTIVE_API_KEYS) return false;
+        issued.write();
+        return true;
+      }),
+    );
+    if (!stored) throw new ConflictError('too_many_api_keys', `An organization holds at most ${MAX_ACTIVE_API_KEYS} active API keys; revoke one first.`);
     return { record: issued.record, key: issued.key };
   }
 

@@ -89,3 +89,16 @@ test('a key of org A gets 404 for anything of org B; no key is 401', async () =>
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-a', { token: 'sk_forged' })).status, 401);
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-a', { headers: { authorization: 'Basic abc' } })).status, 401);
 });
+
+test('an org holds at most 100 active API keys; revoking one makes room', async () => {
+  const admin = await createOrg(rt.url, ADMIN_TOKEN, 'acct-many-keys');
+  const base = '/organizations/acct-many-keys/api-keys';
+  const created = await Promise.all(Array.from({ length: 99 }, () => call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } })));
+  assert.ok(created.every((answer) => answer.status === 201), 'the first admin key plus 99 more');
+  const over = await call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } });
+  assert.equal(over.status, 409);
+  assert.equal(over.body.error.code, 'too_many_api_keys');
+  assert.equal((await call(rt.url, 'DELETE', `${base}/${created[0]!.body.id}`, { token: admin })).status, 200);
+  assert.equal((await call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } })).status, 201);
+  assert.equal((await call(rt.url, 'GET', base, { token: admin })).body.api_keys.length, 101, 'the revoked key stays listed');
+});
