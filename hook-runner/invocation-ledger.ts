@@ -1,5 +1,5 @@
-// Fences and idempotency for recorded invocations: the highest fence per (org, run), the completed
-// result per (org, idempotency key), and in-flight coalescing so one key never executes twice at once.
+// Fences and idempotency for recorded invocations: the highest fence per (org, run), the successful
+// output per (org, idempotency key), and in-flight coalescing so one key never executes twice at once.
 import type { InvocationResult } from './invocation-outcome.ts';
 import { IdempotencyKeyReusedError, StaleFenceError } from './runner-error.ts';
 import type { FenceKey, InvocationKey, InvocationRecord, RunnerStore } from './store.ts';
@@ -26,9 +26,24 @@ interface InFlight {
   joined: number;
 }
 
-const assertSameAction = (claim: InvocationClaim, other: { actionId: string; digest: string }): void => {
-  if (claim.actionId !== other.actionId || claim.digest !== other.digest) throw new IdempotencyKeyReusedError();
+/**
+ * A key names one action: the runtime's key is `<runId>:<stepId>` and a run pins its workflow
+ * version, so a step's key never moves to another action. Another action id under a known key is a
+ * reused key (another caller, or a runtime whose data was reset), and answering it with the first
+ * action's output (computed with that action's secrets) would be wrong, so it is refused. A new
+ * module digest of the same action is not: an approved new version is how a failed run is fixed
+ * and resumed, and a retry can carry it after the key already completed (see `run`).
+ */
+const assertSameAction = (claim: InvocationClaim, other: { actionId: string }): void => {
+  if (claim.actionId !== other.actionId) throw new IdempotencyKeyReusedError();
 };
+
+/**
+ * The key's stored output, if it completed. Only an output completes a key: records holding a trap
+ * or a rejection were written by earlier releases and count as absent, so such a step runs again.
+ */
+const completedOutput = (record: InvocationRecord | undefined): InvocationRecord | undefined =>
+  record?.outcome.kind === 'output' ? record : undefined;
 
 const larger = (a: bigint, b: bigint): bigint => (a > b ? a : b);
 /** The in-memory key of a claim's run. */
@@ -47,16 +62,25 @@ export class InvocationLedger {
   }
 
   /**
-   * Runs `execute` at most once per (org, idempotency key), in this order:
+   * Runs `execute` until it yields an output, at most once at a time per (org, idempotency key):
    * 1. refuse a fence lower than the highest committed or admitted for the run (StaleFenceError);
-   * 2. a completed key answers its stored result (`replayed`), without executing;
-   * 3. a key executing right now is joined: the caller waits for that execution (`replayed`);
-   * 4. otherwise execute, then commit the result and the run's fence in one transaction and answer
-   *    once it is flushed: one fsync per call, shared with concurrent calls (group commit).
-   * A fence becomes durable with the write that answers its call. A crash during an execution
-   * forgets that fence, which is harmless: nobody saw an answer, and a guest run is a pure
-   * function (no imports, DESIGN 6.5), so a re-run under any fence yields the same result.
-   * A failed `execute` (a thrown error, not a trap) records only the fence, so the next attempt runs again.
+   * 2. a completed key called with the same module digest answers its stored output (`replayed`)
+   *    without executing. Called with another digest (a version approved since), it executes that
+   *    module and its output replaces the stored one: the runtime applies a step's effects only in
+   *    the write that commits its result, so a key it still asks about has applied nothing from the
+   *    earlier output (which may even have broken the output contract), and the step's evidence
+   *    then names the module that really produced its result;
+   * 3. a key executing right now is joined: the caller waits for that execution (`replayed`); a
+   *    caller naming another digest waits for it to finish, then starts over from 1;
+   * 4. otherwise execute, then commit the output (only an output) and the run's fence in one
+   *    transaction and answer once it is flushed: one fsync per call, shared with concurrent calls
+   *    (group commit).
+   * A trap or a rejection is answered but not stored, so the next attempt of the key (a retry, or a
+   * resume after a fixed version was approved) runs again; the guest is pure (no imports, DESIGN
+   * 6.5), so re-running it costs fuel and has no effect. Its fence is committed before the answer
+   * all the same, as is the fence of a failed `execute` (a thrown error): every answered call's
+   * fence is durable. A crash during an execution forgets that fence, which is harmless: nobody saw
+   * an answer, and a re-run under any fence yields the same result.
    */
   async run(claim: InvocationClaim, execute: () => Promise<InvocationResult>): Promise<LedgerAnswer> {
     this.#refuseStaleFence(claim);
@@ -64,9 +88,9 @@ export class InvocationLedger {
     const slot = `${claim.orgId}\0${claim.idempotencyKey}`;
     // From here to registering the execution there is no await: the read, the in-flight check and
     // the registration are atomic, and an execution leaves the map only after its record committed.
-    const completed = this.#store.invocations.get(key);
-    if (completed !== undefined) {
-      assertSameAction(claim, completed);
+    const completed = completedOutput(this.#store.invocations.get(key));
+    if (completed !== undefined) assertSameAction(claim, completed);
+    if (completed !== undefined && completed.digest === claim.digest) {
       this.#admitFence(claim);
       await this.#commit(claim, () => undefined);
       return { result: { outcome: completed.outcome, fuelUsed: completed.fuelUsed }, replayed: true };
@@ -77,18 +101,20 @@ export class InvocationLedger {
       this.#admitFence(claim);
       running.joined += 1;
       const result = await running.execution;
+      // Another module's answer is not this module's. That execution has left the map (below), so
+      // this caller starts over: it runs its own module, after the other one's record committed.
+      if (running.claim.digest !== claim.digest) return this.run(claim, execute);
       // The execution's own write may have been decided before this caller's fence was admitted.
       await this.#commit(claim, () => undefined);
       return { result, replayed: true };
     }
     this.#admitFence(claim);
-    const execution = this.#executeAndRecord(claim, key, execute);
-    this.#inFlight.set(slot, { claim, execution, joined: 0 });
-    try {
-      return { result: await execution, replayed: false };
-    } finally {
+    // The entry leaves the map before anyone awaiting the execution resumes.
+    const execution: Promise<InvocationResult> = this.#executeAndRecord(claim, key, execute).finally(() => {
       if (this.#inFlight.get(slot)?.execution === execution) this.#inFlight.delete(slot);
-    }
+    });
+    this.#inFlight.set(slot, { claim, execution, joined: 0 });
+    return { result: await execution, replayed: false };
   }
 
   /** How many callers wait on the execution of a key now running, or undefined (diagnostics, tests). */
@@ -151,6 +177,10 @@ export class InvocationLedger {
     } catch (error) {
       await this.#commit(claim, () => undefined);
       throw error;
+    }
+    if (result.outcome.kind !== 'output') {
+      await this.#commit(claim, () => undefined);
+      return result;
     }
     await this.#commit(claim, (at) => {
       const record: InvocationRecord = {

@@ -45,9 +45,10 @@ export class SecretUnreadableError extends RunnerError {
   }
 }
 
+/** The idempotency key is known for another action of the org: the caller reused a key. */
 export class IdempotencyKeyReusedError extends RunnerError {
   constructor() {
-    super(status.FAILED_PRECONDITION, 'idempotency_key_reused', 'The idempotency key was already completed for a different action or module.');
+    super(status.FAILED_PRECONDITION, 'idempotency_key_reused', 'The idempotency key was already used for a different action.');
   }
 }
 

@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 
-/** A completed invocation, kept so that the same idempotency key replays instead of re-running. */
+/**
+ * A completed invocation, kept so that the same idempotency key replays instead of re-running. Only a
+ * successful output is written; earlier releases also wrote traps and rejections, which readers ignore.
+ */
 export interface InvocationRecord {
   readonly actionId: string;
   readonly digest: string;
@@ -30,7 +33,7 @@ export interface RunnerStore {
   readonly secrets: Database<Buffer, SecretRecordKey>;
   /** (org, run) -> highest fence seen, as a decimal string (uint64 does not fit a JS number). */
   readonly fences: Database<string, FenceKey>;
-  /** (org, idempotency key) -> completed invocation. */
+  /** (org, idempotency key) -> completed invocation (its output). */
   readonly invocations: Database<InvocationRecord, InvocationKey>;
   /** (written at, org, run) -> the fence written then, as a decimal string; for pruning. */
   readonly fencesByTime: Database<string, FenceTimeKey>;

@@ -1,12 +1,13 @@
 // Fences and idempotency through the real runner: stale fences are refused, a completed key replays
-// its stored reply without executing (proven with an echo guest fed a different payload), and
-// concurrent calls with one key execute once.
+// its stored output to the same module without executing (proven with an echo guest fed a different
+// payload), a newly approved module runs, a trapped key runs again (so a fixed version can resume
+// it), and concurrent calls with one key execute once.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ConflictError } from '../../runtime/errors.ts';
 import type { InvokeResult } from '../../runtime/hook-runner/client.ts';
 import { invocation, parseOutput, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
-import { assembleWat, ECHO_WAT, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
+import { assembleWat, constantWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
 
 let runner: RunnerFixture;
 let echo: string;
@@ -62,12 +63,30 @@ describe('idempotency', () => {
     }
   });
 
-  it('stores traps too: a trapped key replays the trap', async () => {
-    const loop = await runner.client.compile(await assembleWat('loop', HOSTILE_WAT.loop));
-    const first = await runner.client.invoke(invocation(loop, { idempotencyKey: 'run_i2:step_1' }));
-    const again = await runner.client.invoke(invocation(loop, { idempotencyKey: 'run_i2:step_1' }));
-    assert.deepEqual({ ...again, replayed: false }, first);
+  it('stores no trap or rejection: the key runs again, with the same answer, and its fence holds', async () => {
+    const trap = await runner.client.compile(await assembleWat('unreachable', HOSTILE_WAT.unreachable));
+    const reject = await runner.client.compile(await assembleWat('reject', REJECT_WAT));
+    for (const [run, digest, kind] of [['run_i2', trap, 'trap'], ['run_i2r', reject, 'rejected']] as const) {
+      const first = await runner.client.invoke(invocation(digest, { idempotencyKey: `${run}:step_1`, fence: 3 }));
+      assert.equal(first.outcome.kind, kind);
+      assert.equal(first.replayed, false);
+      const again = await runner.client.invoke(invocation(digest, { idempotencyKey: `${run}:step_1`, fence: 3 }));
+      assert.deepEqual(again, first, 'executed again (replayed: false), deterministically');
+      await assert.rejects(runner.client.invoke(invocation(echo, { idempotencyKey: `${run}:step_2`, fence: 2 })), isStaleFence);
+    }
+  });
+
+  it('resumes a trapped key with a fixed module: it executes, and its output completes the key', async () => {
+    const trap = await runner.client.compile(await assembleWat('unreachable', HOSTILE_WAT.unreachable));
+    const key = 'run_i5:step_1';
+    assert.equal((await runner.client.invoke(invocation(trap, { idempotencyKey: key, fence: 1 }))).outcome.kind, 'trap');
+    const fixed = await runner.client.invoke(invocation(echo, { idempotencyKey: key, fence: 2, payloadJson: '{"resumed":1}' }));
+    assert.equal(fixed.replayed, false);
+    assert.deepEqual(payloadOf(fixed), { resumed: 1 });
+    // Completed now: the same module gets the stored output.
+    const again = await runner.client.invoke(invocation(echo, { idempotencyKey: key, fence: 3, payloadJson: '{"resumed":2}' }));
     assert.equal(again.replayed, true);
+    assert.deepEqual(payloadOf(again), { resumed: 1 });
   });
 
   it('executes concurrent calls with one key once', async () => {
@@ -80,10 +99,23 @@ describe('idempotency', () => {
     assert.equal(payloads.size, 1, `every caller sees the single execution's output, got ${[...payloads].join(' ')}`);
   });
 
-  it('refuses a completed key reused for another module', async () => {
-    const loop = await runner.client.compile(await assembleWat('loop', HOSTILE_WAT.loop));
+  it('runs a newly approved module for a completed key the runtime asks about again, then replays that output', async () => {
+    const newer = await runner.client.compile(await assembleWat('newer', constantWat('{"version":2}')));
+    const key = 'run_i6:step_1';
+    const first = await runner.client.invoke(invocation(echo, { idempotencyKey: key, fence: 1, payloadJson: '{"v":1}' }));
+    assert.equal(first.replayed, false);
+    // The runtime never committed this answer (deadline, crash, or an output it refused), so nothing
+    // of it was applied; a new version was approved before the retry.
+    const retried = await runner.client.invoke(invocation(newer, { idempotencyKey: key, fence: 2, payloadJson: '{"v":1}' }));
+    assert.equal(retried.replayed, false);
+    assert.deepEqual(retried.outcome, { kind: 'output', outputJson: '{"version":2}' });
+    const again = await runner.client.invoke(invocation(newer, { idempotencyKey: key, fence: 3, payloadJson: '{"v":1}' }));
+    assert.deepEqual(again, { ...retried, replayed: true });
+  });
+
+  it('refuses a completed key reused for another action', async () => {
     await runner.client.invoke(invocation(echo, { idempotencyKey: 'run_i4:step_1' }));
-    await assert.rejects(runner.client.invoke(invocation(loop, { idempotencyKey: 'run_i4:step_1' })), (error: unknown) => {
+    await assert.rejects(runner.client.invoke(invocation(echo, { idempotencyKey: 'run_i4:step_1', actionId: 'act_other' })), (error: unknown) => {
       assert.ok(error instanceof ConflictError);
       assert.equal(error.code, 'idempotency_key_reused');
       return true;

@@ -115,9 +115,114 @@ describe('invocation ledger', () => {
     assert.equal(late.calls, 0);
   });
 
-  it('refuses a completed key reused for another module', async () => {
+  it('stores no trap or rejection as the result of a key: the next attempt runs again, and the fence is kept', async () => {
+    for (const outcome of [
+      { kind: 'trap', trap: 'unreachable', message: 'wasm trap: unreachable' },
+      { kind: 'rejected', reason: 'rejected' },
+    ] as const) {
+      const idempotencyKey = `run_1:${outcome.kind}`;
+      let calls = 0;
+      const failing = async (): Promise<InvocationResult> => {
+        calls += 1;
+        return { outcome, fuelUsed: 3 };
+      };
+      assert.deepEqual(await ledger.run(claim({ idempotencyKey, fence: 2n }), failing), { result: { outcome, fuelUsed: 3 }, replayed: false });
+      assert.equal(ledger.highestFence('org_a', 'run_1'), 2n, 'the fence of an answered trap is durable');
+      assert.equal(store.invocations.get(['org_a', idempotencyKey]), undefined);
+      assert.equal((await ledger.run(claim({ idempotencyKey, fence: 2n }), failing)).replayed, false);
+      assert.equal(calls, 2);
+      await assert.rejects(ledger.run(claim({ idempotencyKey, fence: 1n }), failing), StaleFenceError);
+    }
+  });
+
+  it('resumes a trapped key with a new module digest: it executes, and its output completes the key', async () => {
+    const trap = async (): Promise<InvocationResult> => ({ outcome: { kind: 'trap', trap: 'unreachable', message: 'trap' }, fuelUsed: 1 });
+    await ledger.run(claim({ fence: 1n }), trap);
+    const fixed = counter('{"fixed":true}');
+    const resumed = await ledger.run(claim({ digest: 'e'.repeat(64), fence: 2n }), fixed.execute);
+    assert.deepEqual(resumed, { result: { outcome: { kind: 'output', outputJson: '{"fixed":true}' }, fuelUsed: 42 }, replayed: false });
+    const again = counter();
+    assert.equal((await ledger.run(claim({ digest: 'e'.repeat(64), fence: 3n }), again.execute)).replayed, true);
+    assert.equal(again.calls, 0);
+  });
+
+  it('ignores a trap stored by an earlier release: the key runs again', async () => {
+    await store.durable(store.invocations.put(['org_a', 'run_1:step_1'], {
+      actionId: 'act', digest: 'd'.repeat(64), fence: '1', outcome: { kind: 'trap', trap: 'unreachable', message: 'old' }, fuelUsed: 1, completedAtMs: 0,
+    }));
+    const fixed = counter('{"fixed":true}');
+    const answer = await ledger.run(claim({ digest: 'e'.repeat(64), fence: 2n }), fixed.execute);
+    assert.deepEqual(answer.result.outcome, { kind: 'output', outputJson: '{"fixed":true}' });
+    assert.equal(answer.replayed, false);
+    assert.equal(fixed.calls, 1);
+  });
+
+  it('executes a completed key called with a new module digest, and its output replaces the stored one', async () => {
+    await ledger.run(claim({ fence: 1n }), counter('{"v":1}').execute);
+    const newer = counter('{"v":2}');
+    const v2 = { outcome: { kind: 'output', outputJson: '{"v":2}' }, fuelUsed: 42 };
+    assert.deepEqual(await ledger.run(claim({ digest: 'e'.repeat(64), fence: 2n }), newer.execute), { result: v2, replayed: false });
+    assert.equal(newer.calls, 1);
+    assert.deepEqual(await ledger.run(claim({ digest: 'e'.repeat(64), fence: 3n }), newer.execute), { result: v2, replayed: true });
+    assert.equal(newer.calls, 1);
+    assert.equal(ledger.highestFence('org_a', 'run_1'), 3n);
+  });
+
+  it('a caller with a new module digest that joined an execution runs its own module once that one ends', async () => {
+    for (const first of [
+      { outcome: { kind: 'output', outputJson: '{"v":1}' }, joinerExecutes: true },
+      { outcome: { kind: 'trap', trap: 'unreachable', message: 'trap' }, joinerExecutes: true },
+    ] as const) {
+      const runId = `run_${first.outcome.kind}`;
+      const idempotencyKey = `${runId}:step_1`;
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => { release = resolve; });
+      const running = ledger.run(claim({ idempotencyKey, runId, fence: 1n }), async () => {
+        await gate;
+        return { outcome: first.outcome, fuelUsed: 5 };
+      });
+      const fixed = counter('{"v":2}');
+      const joined = ledger.run(claim({ idempotencyKey, runId, digest: 'e'.repeat(64), fence: 2n }), fixed.execute);
+      assert.equal(ledger.joinedCount('org_a', idempotencyKey), 1);
+      release();
+      assert.deepEqual((await running).result.outcome, first.outcome);
+      const answer = await joined;
+      assert.equal(fixed.calls, first.joinerExecutes ? 1 : 0);
+      assert.deepEqual(answer.result.outcome, first.joinerExecutes ? { kind: 'output', outputJson: '{"v":2}' } : first.outcome);
+      assert.equal(answer.replayed, !first.joinerExecutes);
+    }
+  });
+
+  it('a caller with the same module digest that joined a trapping execution gets the trap', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const trap = { kind: 'trap', trap: 'unreachable', message: 'trap' } as const;
+    const running = ledger.run(claim(), async () => {
+      await gate;
+      return { outcome: trap, fuelUsed: 5 };
+    });
+    const again = counter();
+    const joined = ledger.run(claim({ fence: 2n }), again.execute);
+    release();
+    await running;
+    assert.deepEqual(await joined, { result: { outcome: trap, fuelUsed: 5 }, replayed: true });
+    assert.equal(again.calls, 0);
+  });
+
+  it('refuses a key reused for another action, completed or executing', async () => {
     await ledger.run(claim(), counter().execute);
-    await assert.rejects(ledger.run(claim({ digest: 'e'.repeat(64) }), counter().execute), IdempotencyKeyReusedError);
+    const other = counter();
+    await assert.rejects(ledger.run(claim({ actionId: 'other' }), other.execute), IdempotencyKeyReusedError);
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const running = ledger.run(claim({ idempotencyKey: 'run_1:step_2' }), async () => {
+      await gate;
+      return { outcome: { kind: 'output', outputJson: '{}' }, fuelUsed: 1 };
+    });
+    await assert.rejects(ledger.run(claim({ idempotencyKey: 'run_1:step_2', actionId: 'other' }), other.execute), IdempotencyKeyReusedError);
+    release();
+    await running;
+    assert.equal(other.calls, 0);
   });
 
   it('keeps fences and completed results across a reopen of the store', async () => {
