@@ -42,6 +42,11 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         const body = parseSend(parseJsonRequest(request));
         assertSandboxAllowed(org, body.environment ?? 'production');
         quota.take(org);
+        const environment = body.environment ?? 'production';
+        // Stored only once no sandbox reset of the org is in flight, and with no await between this
+        // check and the store: the runs then take the generation their event lives in (sandbox-generation.ts).
+        const generations = ctx.runs.sandboxGenerations;
+        if (environment === 'sandbox') while (generations.resetting(org.id)) await generations.settled(org.id);
         const nowMs = ctx.clock.now();
         const id = body.id ?? generateEventId(nowMs);
         const event: StoredEvent = {
@@ -49,7 +54,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
           org_id: org.id,
           type: body.type,
           payload: body.payload ?? null,
-          environment: body.environment ?? 'production',
+          environment,
           source: API_SOURCE,
           provider_event_id: body.id ?? null,
           received_at: isoAt(nowMs),

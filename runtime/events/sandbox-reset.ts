@@ -1,5 +1,6 @@
 // Sandbox reset: removes one org's sandbox events, recordings, runs, inbox claims and retained live
-// updates in one durable transaction, and nothing else (workflows, sources and production stay).
+// updates and starts its next sandbox generation in one durable transaction, and nothing else
+// (workflows, sources and production stay). A re-sent event id then makes runs with new ids.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
@@ -16,37 +17,46 @@ export interface SandboxResetDeps {
 }
 
 export interface SandboxResetResult {
+  /** The sandbox generation the reset started (1 after the first reset). */
+  readonly generation: number;
   readonly events: number;
   readonly runs: PersistedRun[];
   readonly inbox_claims: number;
 }
 
-/** Resolves after the removal is durable; the caller then forgets the removed runs in memory. */
+/**
+ * Resolves after the removal and the new generation are durable; the caller then forgets the
+ * removed runs in memory. Until then the org is `resetting` (sandbox-generation.ts).
+ */
 export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promise<SandboxResetResult> {
   const { ledger } = deps;
-  return durably(
-    ledger.root,
-    ledger.root.transaction(() => {
-      let events = 0;
-      for (const key of ledger.eventsByTime.getKeys({ start: [orgId, 'sandbox'], end: [orgId, 'sandbox', Number.MAX_SAFE_INTEGER] })) {
-        const eventId = (key as [string, string, number, string])[3];
-        ledger.eventsByTime.remove(key);
-        if (!ledger.events.doesExist([orgId, eventId])) continue;
-        ledger.events.remove([orgId, eventId]);
-        ledger.recordings.remove([orgId, eventId]);
-        events++;
-      }
-      const runs = [...deps.runs.allIn(orgId, 'sandbox')];
-      for (const run of runs) deps.runs.remove(run);
-      let claims = 0;
-      for (const source of deps.sources.list(orgId).filter((s) => s.environment === 'sandbox')) {
-        for (const key of ledger.inbox.getKeys({ start: [orgId, source.name], end: [orgId, source.name, '\uffff'] })) {
-          ledger.inbox.remove(key);
-          claims++;
+  const generations = deps.runs.sandboxGenerations;
+  return generations.during(orgId, () =>
+    durably(
+      ledger.root,
+      ledger.root.transaction(() => {
+        const generation = generations.advanceWithin(orgId);
+        let events = 0;
+        for (const key of ledger.eventsByTime.getKeys({ start: [orgId, 'sandbox'], end: [orgId, 'sandbox', Number.MAX_SAFE_INTEGER] })) {
+          const eventId = (key as [string, string, number, string])[3];
+          ledger.eventsByTime.remove(key);
+          if (!ledger.events.doesExist([orgId, eventId])) continue;
+          ledger.events.remove([orgId, eventId]);
+          ledger.recordings.remove([orgId, eventId]);
+          events++;
         }
-      }
-      deps.updateLog.removeEnvironment(orgId, 'sandbox');
-      return { events, runs, inbox_claims: claims };
-    }),
+        const runs = [...deps.runs.allIn(orgId, 'sandbox')];
+        for (const run of runs) deps.runs.remove(run);
+        let claims = 0;
+        for (const source of deps.sources.list(orgId).filter((s) => s.environment === 'sandbox')) {
+          for (const key of ledger.inbox.getKeys({ start: [orgId, source.name], end: [orgId, source.name, '\uffff'] })) {
+            ledger.inbox.remove(key);
+            claims++;
+          }
+        }
+        deps.updateLog.removeEnvironment(orgId, 'sandbox');
+        return { generation, events, runs, inbox_claims: claims };
+      }),
+    ),
   );
 }

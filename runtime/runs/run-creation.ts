@@ -1,7 +1,8 @@
 // Creates the runs an event starts, inside the transaction that stores the event: one run per
-// matching workflow, with a deterministic id. A run whose org has a free slot and nothing waiting
-// is admitted on the spot: `queued` and `run.admitted` are both applied and persisted (with both
-// live updates) in that transaction, which spares the run a transaction and an fsync of its own.
+// matching workflow, with a deterministic id (for a sandbox event, per sandbox generation). A run
+// whose org has a free slot and nothing waiting is admitted on the spot: `queued` and
+// `run.admitted` are both applied and persisted (with both live updates) in that transaction,
+// which spares the run a transaction and an fsync of its own.
 
 import { asEventId, asOrgId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { persistSnapshot, startRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
@@ -63,9 +64,12 @@ export class RunCreation {
       }
       host.pump();
     };
+    // Read inside the storing write: a transaction ordered after a reset sees its generation, and API
+    // events wait out a reset in flight before their batch is made (sandbox-generation.ts).
+    const generation = event.environment === 'sandbox' ? host.runs.sandboxGenerations.current(orgId) : 0;
     try {
       for (const version of versions) {
-        const runId = runIdFor(orgId, event.id, version.workflow_id);
+        const runId = runIdFor(orgId, event.id, version.workflow_id, generation);
         if (host.runs.has(orgId, runId)) continue;
         const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
         const { actor, run: queued } = startRunActor(input);

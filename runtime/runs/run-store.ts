@@ -2,6 +2,7 @@
 // reactions, listings, boot recovery and failed-event triage read. Writes happen inside a transaction.
 
 import { createHash } from 'node:crypto';
+import { SandboxGenerations } from '../events/sandbox-generation.ts';
 import type { LedgerTable } from '../ledger/ledger.ts';
 import { asRunId, type EventId, type OrgId, type RunId } from '../../actors/ids.ts';
 import type { PersistedRun } from '../../actors/run-transition.ts';
@@ -12,9 +13,16 @@ import { pageByTime } from '../ledger/page-by-time.ts';
 /** States with work still to come: the set boot recovery walks. `failed` waits for a person. */
 const UNFINISHED: ReadonlySet<RunStateName> = new Set(['queued', 'running', 'backoff', 'delaying']);
 
-/** DESIGN §4: the run id is a function of (org, event, workflow), so a trigger can never make two runs. */
-export function runIdFor(orgId: string, eventId: string, workflowId: string): RunId {
-  return asRunId(`run_${createHash('sha256').update(`${orgId}\u0000${eventId}\u0000${workflowId}`).digest('hex').slice(0, 32)}`);
+/**
+ * DESIGN §4: the run id is a function of (org, event, workflow), so a trigger can never make two runs.
+ * A sandbox event's runs also take the org's sandbox generation (sandbox-generation.ts): after a
+ * reset, a re-sent event id must not reuse the effect keys and fences of the runs it deleted.
+ * Generation 0 (production, and the sandbox before its first reset) adds nothing: those ids stay
+ * what they always were. `\u0000` cannot occur in org, event or workflow ids.
+ */
+export function runIdFor(orgId: string, eventId: string, workflowId: string, sandboxGeneration = 0): RunId {
+  const generation = sandboxGeneration === 0 ? '' : `\u0000sandbox-generation:${sandboxGeneration}`;
+  return asRunId(`run_${createHash('sha256').update(`${orgId}\u0000${eventId}\u0000${workflowId}${generation}`).digest('hex').slice(0, 32)}`);
 }
 
 export class RunStore {
@@ -23,8 +31,11 @@ export class RunStore {
   readonly #byTime: LedgerTable;
   readonly #unfinished: LedgerTable;
   readonly #failed: LedgerTable;
+  /** Part of every sandbox run's id (runIdFor); advanced by sandbox reset. */
+  readonly sandboxGenerations: SandboxGenerations;
 
   constructor(ledger: Ledger) {
+    this.sandboxGenerations = new SandboxGenerations(ledger);
     this.#runs = ledger.openDatabase('runs');
     this.#byEvent = ledger.openDatabase('runs-by-event');
     this.#byTime = ledger.openDatabase('runs-by-time');

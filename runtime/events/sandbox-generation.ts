@@ -1,0 +1,78 @@
+// Per-org sandbox generations: each sandbox reset starts a new one, and a sandbox run's id mixes in
+// its org's generation, so an event id re-sent after a reset makes new runs (new effect keys, fresh
+// fences) while within one generation it stays a duplicate. Production has no generation.
+//
+// Table `sandbox-generations`: [orgId] -> { generation } (absent: 0, the generation before any reset).
+// Ordering: a reset advances the generation inside its own transaction (resetSandbox). A transaction
+// ordered after it reads the new value (the cache is bypassed while a reset is in flight, as in
+// record-cache.ts). A conditional batch, how API events are stored, runs its callback when it is
+// made, not when it commits: it could read the old generation yet commit after the reset, which is
+// why the events API holds an org's sandbox events while that org is `resetting`.
+
+import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
+import { RecordCache } from '../ledger/record-cache.ts';
+
+interface GenerationRecord {
+  readonly generation: number;
+}
+
+const BEFORE_ANY_RESET: GenerationRecord = Object.freeze({ generation: 0 });
+const ignore = (): void => undefined;
+
+/** One per ledger (the run store's): its cache assumes it is the table's only writer. */
+export class SandboxGenerations {
+  readonly #table: LedgerTable;
+  /** Read for every sandbox event; generation 0 is cached too, so an org never reset costs no ledger read. */
+  readonly #cache = new RecordCache<GenerationRecord>();
+  /** Per org, settles once every reset in flight (queued, committed or flushing) has settled; never rejects. */
+  readonly #resets = new Map<string, Promise<void>>();
+
+  constructor(ledger: Ledger) {
+    this.#table = ledger.openDatabase('sandbox-generations');
+  }
+
+  /** The org's current sandbox generation: 0 until its first reset. */
+  current(orgId: string): number {
+    return this.#cache.read(orgId, '', () => this.#load(orgId))?.generation ?? 0;
+  }
+
+  /** Whether a reset of the org is in flight. */
+  resetting(orgId: string): boolean {
+    return this.#resets.has(orgId);
+  }
+
+  /** Settles (never rejects) once the resets of the org in flight now have settled, durable or failed. */
+  settled(orgId: string): Promise<void> {
+    return this.#resets.get(orgId) ?? Promise.resolve();
+  }
+
+  /**
+   * Runs `reset`, the durable write whose transaction calls `advanceWithin`, and resolves with its
+   * result. The org is `resetting` from this call until that write settles, and meanwhile reads of
+   * its generation bypass the cache.
+   */
+  during<T>(orgId: string, reset: () => Promise<T>): Promise<T> {
+    const write = this.#cache.writing(orgId, reset);
+    const done = Promise.all([this.#resets.get(orgId), write.then(ignore, ignore)]).then(ignore);
+    this.#resets.set(orgId, done);
+    void done.then(() => {
+      if (this.#resets.get(orgId) === done) this.#resets.delete(orgId);
+    });
+    return write;
+  }
+
+  /**
+   * Starts the org's next generation and returns it. Call inside the reset's write transaction
+   * before its other writes: a throw does not take back earlier writes, and whatever part of a reset
+   * commits, its generation must commit too (a generation whose runs were deleted is never reused).
+   */
+  advanceWithin(orgId: string): number {
+    const generation = this.#load(orgId).generation + 1;
+    this.#table.put([orgId], { generation } satisfies GenerationRecord);
+    return generation;
+  }
+
+  #load(orgId: string): GenerationRecord {
+    return (this.#table.get([orgId]) as GenerationRecord | undefined) ?? BEFORE_ANY_RESET;
+  }
+}

@@ -1,0 +1,138 @@
+// Sandbox reset and re-sent event ids, on a real runtime with the real hook-runner and a real
+// receiver: after a reset, a fixture sent again with its old id must make new runs (new effect keys,
+// fresh fences, its own action output), while production run ids never change.
+
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { resetSandbox } from '../../runtime/events/sandbox-reset.ts';
+import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import { UpdateLog } from '../../runtime/rooms/update-log.ts';
+import { RunStore } from '../../runtime/runs/run-store.ts';
+import { SourceStore } from '../../runtime/sources/source-store.ts';
+import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-fixtures';
+let rt: TestRuntime;
+let key: string;
+let receiver: Receiver;
+
+before(async () => {
+  rt = await startRuntime({ args: ['--runner', 'child'] });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
+  receiver = await startReceiver();
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+/** Today's run id formula (DESIGN §4), written out so that a change to it fails here. */
+const plainRunId = (eventId: string, workflowId: string): string =>
+  `run_${createHash('sha256').update(`${ORG}\u0000${eventId}\u0000${workflowId}`).digest('hex').slice(0, 32)}`;
+
+const send = (id: string, environment: 'sandbox' | 'production', payload: unknown) =>
+  call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'fixture.sent', environment, id, payload } });
+
+/** The event's one run, once it has settled. */
+async function settledRun(eventId: string, environment: 'sandbox' | 'production') {
+  const [reaction] = await eventually(
+    `the run of ${eventId} settled`,
+    async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${eventId}?environment=${environment}`, { token: key })).body?.reactions ?? [],
+    (r) => r.length === 1 && (r[0].state === 'completed' || r[0].state === 'failed'),
+    20_000,
+  );
+  return (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${reaction.run_id}?environment=${environment}`, { token: key })).body.run;
+}
+
+async function createWorkflow(environment: 'sandbox' | 'production', steps: unknown[]): Promise<string> {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: `fixtures-${environment}`, trigger_event: 'fixture.sent', environment, steps } });
+  assert.equal(created.status, 201, created.text);
+  return created.body.workflow.id;
+}
+
+test('a fixture re-sent after a sandbox reset gets a new run: new effect keys, fresh fences, its own output', async () => {
+  const form = new FormData();
+  form.set('name', 'echo');
+  form.set('file', new Blob([await assembleWat('echo', ECHO_WAT)]), 'echo.wasm');
+  const uploaded = await fetch(`${rt.url}/organizations/${ORG}/custom-actions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  assert.equal(uploaded.status, 201);
+  const actionId = ((await uploaded.json()) as { custom_action: { id: string } }).custom_action.id;
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${actionId}/review`, { token: key, json: { status: 'approved' } })).status, 200);
+  // Two action steps: the first run reaches fence 2 at the runner, which would refuse a reused run's fence 1.
+  const sandboxWorkflow = await createWorkflow('sandbox', [
+    { id: 'first', type: 'custom_action', action_id: actionId },
+    { id: 'second', type: 'custom_action', action_id: actionId },
+    { id: 'notify', type: 'webhook', url: `${receiver.url}/fixtures` },
+  ]);
+  const productionWorkflow = await createWorkflow('production', [{ id: 'notify', type: 'webhook', url: `${receiver.url}/production` }]);
+
+  assert.equal((await send('fixture-1', 'sandbox', { n: 1 })).status, 202);
+  const first = await settledRun('fixture-1', 'sandbox');
+  assert.equal(first.state, 'completed', JSON.stringify(first.error));
+  assert.equal(first.run_id, plainRunId('fixture-1', sandboxWorkflow), 'before any reset, sandbox run ids are what they always were');
+  assert.deepEqual(first.steps.map((s: { result: { payload: unknown } }) => s.result?.payload).slice(0, 2), [{ n: 1 }, { n: 1 }]);
+  assert.equal((await send('fixture-1', 'sandbox', { n: 9 })).status, 409, 'within one generation a repeated id is a duplicate');
+
+  assert.equal((await send('prod-1', 'production', { p: 1 })).status, 202);
+  const production = await settledRun('prod-1', 'production');
+  assert.equal(production.run_id, plainRunId('prod-1', productionWorkflow));
+
+  const reset = await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key });
+  assert.equal(reset.status, 200, reset.text);
+  assert.deepEqual(reset.body.deleted, { events: 1, runs: 1, inbox_claims: 0 });
+
+  assert.equal((await send('fixture-1', 'sandbox', { n: 2 })).status, 202);
+  const second = await settledRun('fixture-1', 'sandbox');
+  assert.notEqual(second.run_id, first.run_id);
+  assert.equal(second.state, 'completed', `the runner accepted the new run's fences: ${JSON.stringify(second.error)}`);
+  for (const step of second.steps.slice(0, 2)) {
+    assert.deepEqual(step.result.payload, { n: 2 }, `step ${step.id} ran on the new payload`);
+    assert.equal(step.attempts[0].evidence.replayed, false, `step ${step.id} was not a replay of the deleted run`);
+  }
+  const fences = (run: { steps: Array<{ attempts: Array<{ fence: number }> }> }) => run.steps.map((s) => s.attempts.map((a) => a.fence));
+  assert.equal(second.steps[0].attempts[0].fence, 1);
+  assert.deepEqual(fences(second), fences(first), 'the new run starts its fences afresh, as the deleted one did');
+  const deliveries = receiver.received.filter((r) => r.path === '/fixtures');
+  assert.deepEqual(
+    deliveries.map((r) => r.headers['idempotency-key']),
+    [`${first.run_id}:notify`, `${second.run_id}:notify`],
+  );
+  assert.deepEqual(JSON.parse(deliveries[1]!.body).event.payload, { n: 2 });
+  assert.equal((await send('fixture-1', 'sandbox', { n: 9 })).status, 409, 'within the new generation a repeated id is a duplicate again');
+
+  // A second reset starts another generation: the fixture's third run shares no id with the other two.
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key })).status, 200);
+  assert.equal((await send('fixture-1', 'sandbox', { n: 3 })).status, 202);
+  const third = await settledRun('fixture-1', 'sandbox');
+  assert.equal(third.state, 'completed', JSON.stringify(third.error));
+  assert.ok(![first.run_id, second.run_id].includes(third.run_id));
+
+  // Production is untouched by the resets and keeps its ids.
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/runs/${production.run_id}`, { token: key })).status, 200);
+  assert.equal((await send('prod-1', 'production', { p: 2 })).status, 409);
+  assert.equal((await send('prod-2', 'production', { p: 2 })).status, 202);
+  assert.equal((await settledRun('prod-2', 'production')).run_id, plainRunId('prod-2', productionWorkflow));
+});
+
+test('a sandbox reset is ordered with the writes around it: later transactions see the new generation', async () => {
+  const ledger = openMemoryLedger();
+  const runs = new RunStore(ledger);
+  const generations = runs.sandboxGenerations;
+  assert.equal(generations.current('acct-a'), 0);
+  const resetting = resetSandbox({ ledger, runs, sources: new SourceStore(ledger), updateLog: new UpdateLog(ledger, 100) }, 'acct-a');
+  assert.equal(generations.resetting('acct-a'), true, 'the org is resetting from the call on, before its transaction runs');
+  assert.equal(generations.resetting('acct-b'), false);
+  const seenAfter = ledger.root.transaction(() => generations.current('acct-a'));
+  assert.equal((await resetting).generation, 1);
+  assert.equal(await seenAfter, 1, 'a transaction queued after the reset reads the generation it started');
+  await generations.settled('acct-a');
+  assert.equal(generations.resetting('acct-a'), false);
+  assert.equal(generations.current('acct-a'), 1);
+  assert.equal(generations.current('acct-b'), 0, 'generations are per org');
+  assert.equal(new RunStore(ledger).sandboxGenerations.current('acct-a'), 1, 'the generation is stored, not only cached');
+  await ledger.close();
+});
