@@ -2,6 +2,7 @@
 // Each returns a typed value or throws a 400 naming the parameter.
 
 import { InputError } from '../errors.ts';
+import { EVENT_ID_PATTERN } from '../events/event-record.ts';
 import type { HttpRequest } from '../http/types.ts';
 import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
 import type { Organization } from '../tenancy/organizations.ts';
@@ -31,19 +32,36 @@ export function parseLimit(request: HttpRequest): number {
 /** Encodes a list position as the opaque `next_cursor` string of a list answer. */
 export const encodeCursor = (position: readonly unknown[]): string => Buffer.from(JSON.stringify(position)).toString('base64url');
 
-/** Decodes `?cursor=` back into a position of the given shape, or throws a 400. */
-export function parseCursorOf<T extends readonly unknown[]>(request: HttpRequest, isPosition: (value: unknown[]) => value is T[number][] & T): T | undefined {
+/** Longer than any cursor this API hands out (two key parts of at most a few hundred bytes). */
+const MAX_CURSOR_LENGTH = 2048;
+
+/** One element check of a cursor's shape. */
+export type PositionPart<T> = (value: unknown) => value is T;
+type PositionOf<S extends readonly PositionPart<unknown>[]> = { -readonly [K in keyof S]: S[K] extends PositionPart<infer T> ? T : never };
+
+/**
+ * Decodes `?cursor=` back into a position of exactly the given shape (one check per element, no
+ * extra elements), or throws a 400. The position becomes part of an LMDB range key, so anything
+ * else (an object, a 3,000-character id) must stop here.
+ */
+export function parseCursorOf<const S extends readonly PositionPart<unknown>[]>(request: HttpRequest, shape: S): PositionOf<S> | undefined {
   const raw = request.query.get('cursor');
   if (raw === null) return undefined;
-  try {
-    const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && isPosition(value)) return value;
-  } catch {
-    // fall through to the error below
+  if (raw.length <= MAX_CURSOR_LENGTH) {
+    try {
+      const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
+      if (Array.isArray(value) && value.length === shape.length && shape.every((isPart, i) => isPart(value[i]))) return value as PositionOf<S>;
+    } catch {
+      // fall through to the error below
+    }
   }
   throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
 }
 
+const isTime = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+/** Event ids match EVENT_ID_PATTERN; run ids (`run_<hex>`) do too. */
+const LISTED_ID = new RegExp(EVENT_ID_PATTERN);
+const isListedId = (value: unknown): value is string => typeof value === 'string' && LISTED_ID.test(value);
+
 /** The (time, id) position of the time-ordered lists (events, runs). */
-export const parseCursor = (request: HttpRequest): [number, string] | undefined =>
-  parseCursorOf<[number, string]>(request, (v): v is [number, string] => typeof v[0] === 'number' && typeof v[1] === 'string');
+export const parseCursor = (request: HttpRequest): [number, string] | undefined => parseCursorOf(request, [isTime, isListedId]);

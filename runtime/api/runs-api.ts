@@ -1,5 +1,5 @@
 // REST: list and explain runs, resume a failed run, cancel a run, and list failed events for triage.
-// Reads need viewer, resume/cancel need developer; every read is scoped to one environment.
+// Reads need viewer, resume/cancel need developer; every read and write is scoped to one environment.
 
 import { describeRun } from '../../actors/run-view.ts';
 import { ConflictError, InputError, notFound } from '../errors.ts';
@@ -9,17 +9,18 @@ import type { RunStore } from '../runs/run-store.ts';
 import type { ApiContext } from './context.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
 import { encodeCursor, environmentOf, parseCursor, parseLimit } from './query-params.ts';
-import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { isWorkflowId } from '../workflows/workflow-store.ts';
 
 const STATES = new Set(['queued', 'running', 'backoff', 'delaying', 'failed', 'completed', 'cancelled']);
 
 export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): Route[] {
   const base = '/organizations/:org_id/runs';
+  /** The run named by the path in the requested environment (`?environment=`, default production), else 404. */
   const requireRun = (request: HttpRequest, role: 'viewer' | 'developer') => {
     const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
+    const environment = environmentOf(request, org);
     const run = runs.get(org.id, request.params.run_id ?? '');
-    if (run === undefined) throw notFound('Run', 'run_id');
-    assertSandboxAllowed(org, run.context.environment);
+    if (run === undefined || run.context.environment !== environment) throw notFound('Run', 'run_id');
     return { org, run };
   };
   return [
@@ -31,6 +32,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
         const state = request.query.get('state') ?? undefined;
         if (state !== undefined && !STATES.has(state)) throw new InputError(400, 'invalid_state', `state must be one of ${[...STATES].join(', ')}.`, { field: 'state' });
         const workflowId = request.query.get('workflow_id') ?? undefined;
+        if (workflowId !== undefined && !isWorkflowId(workflowId)) throw new InputError(400, 'invalid_workflow_id', 'workflow_id must be a workflow id.', { field: 'workflow_id' });
         const cursor = parseCursor(request);
         const page = runs.list(org.id, environmentOf(request, org), {
           limit: parseLimit(request),

@@ -38,11 +38,14 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
   const orgFor = (request: HttpRequest, role: 'viewer' | 'developer'): Organization =>
     ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
 
-  /** The current workflow named by the path: 404 for unknown, malformed or other-org ids; 402 for a sandbox one on starter. */
+  /**
+   * The current workflow named by the path in the requested environment (`?environment=`, default
+   * production): 404 for unknown, malformed, other-org or other-environment ids; 402 for sandbox on starter.
+   */
   const requireWorkflow = (org: Organization, request: HttpRequest): Workflow => {
+    const environment = environmentOf(request, org);
     const workflow = workflows.get(org.id, request.params.workflow_id ?? '');
-    if (workflow === undefined) throw notFound('Workflow', 'workflow_id');
-    assertSandboxAllowed(org, workflow.environment);
+    if (workflow === undefined || workflow.environment !== environment) throw notFound('Workflow', 'workflow_id');
     return workflow;
   };
 

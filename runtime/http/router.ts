@@ -4,6 +4,15 @@
 import { InputError, SluiceError } from '../errors.ts';
 import type { Route } from './types.ts';
 
+/**
+ * Longest path parameter, in UTF-8 bytes. The longest name a path part stands for is a projection
+ * entity_id (200 UTF-16 units, at most 600 bytes). Parameters end up in ledger keys, capped at 1978
+ * bytes (lmdb-js throws on such a range bound, the memory twin on any use: a 500), so a longer one
+ * can name nothing: 404 here, before any handler builds a key from it. Handlers narrow each
+ * parameter further (ids, charsets).
+ */
+export const MAX_PATH_PARAM_BYTES = 600;
+
 export interface RouteMatch {
   readonly route: Route;
   readonly params: Record<string, string>;
@@ -39,11 +48,21 @@ export class Router {
       const params = matchSegments(compiled.segments, segments);
       if (params === undefined) continue;
       pathExists = true;
-      if (compiled.route.method === method) return { route: compiled.route, params };
+      if (compiled.route.method === method) return { route: compiled.route, params: assertParamSizes(params) };
     }
     if (pathExists) throw new SluiceError(405, 'method_not_allowed', `${method} is not allowed on this path.`);
     throw new SluiceError(404, 'route_not_found', 'No endpoint matches this path.');
   }
+}
+
+function assertParamSizes(params: Record<string, string>): Record<string, string> {
+  for (const [name, value] of Object.entries(params)) {
+    const bytes = Buffer.byteLength(value, 'utf8');
+    if (bytes > MAX_PATH_PARAM_BYTES) {
+      throw new SluiceError(404, 'not_found', `Path parameter ${name} is ${bytes} bytes; the limit is ${MAX_PATH_PARAM_BYTES}, so it names nothing.`, { field: name });
+    }
+  }
+  return params;
 }
 
 function splitPath(path: string): string[] {

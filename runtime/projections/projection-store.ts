@@ -3,11 +3,22 @@
 
 import type { LedgerTable } from '../ledger/ledger.ts';
 import type { JsonValue } from '../../actors/json.ts';
-import type { ProjectionWrite } from '../actions/output-contract.ts';
+import { ENTITY_TYPE, PROJECTION_NAME, type ProjectionWrite } from '../actions/output-contract.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 
 /** Rows without an entity live under this entity type, keyed by the step key that wrote them. */
 const APPENDED = '~step';
+/** DESIGN 6.5: an entity_id is 1-200 characters; an appended row's `<runId>:<stepId>` fits too. */
+const MAX_ENTITY_ID_LENGTH = 200;
+
+/** Whether a string can name a projection (DESIGN 6.5); any other name has no rows. */
+export const isProjectionName = (value: unknown): value is string => typeof value === 'string' && PROJECTION_NAME.test(value);
+/** Whether a string can be a row's entity_type. */
+export const isEntityType = (value: unknown): value is string => typeof value === 'string' && ENTITY_TYPE.test(value);
+/** Whether a string can be a row's entity_id. */
+export const isEntityId = (value: unknown): value is string => typeof value === 'string' && value.length >= 1 && value.length <= MAX_ENTITY_ID_LENGTH;
+/** Whether a value can be the entity type half of a list position: an entity_type, or the appended rows' marker. */
+export const isRowType = (value: unknown): value is string => value === APPENDED || isEntityType(value);
 
 export interface ProjectionRow {
   readonly name: string;

@@ -392,7 +392,7 @@ describe('workflows REST API', () => {
     const org = rt.runtime.context.orgs.get('acct-downgrade');
     assert.ok(org !== undefined);
     await rt.runtime.context.orgs.update({ ...org, plan: 'starter' });
-    const read = await call(rt.url, 'GET', `${sandboxPath}/${made.body.workflow.id}`, { token: sandboxOrg });
+    const read = await call(rt.url, 'GET', `${sandboxPath}/${made.body.workflow.id}?environment=sandbox`, { token: sandboxOrg });
     assert.equal(read.status, 402);
     assert.equal(read.body.error.code, 'sandbox_disabled');
   });
