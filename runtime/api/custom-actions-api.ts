@@ -11,7 +11,7 @@ import { simulateAction } from '../actions/simulate-action.ts';
 import { InputError, notFound, RetryableError, SluiceError } from '../errors.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
-import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
+import { json, noContent, type HttpRequest, type RequestHead, type Route } from '../http/types.ts';
 import type { Role } from '../tenancy/api-keys.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -73,7 +73,7 @@ function parseSecretValue(value: string): string {
 export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, runner: HookRunnerClient | undefined): Route[] {
   const base = '/organizations/:org_id/custom-actions';
   const one = `${base}/:action_id`;
-  const orgFor = (request: HttpRequest, role: Role): Organization => ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
+  const orgFor = (request: RequestHead, role: Role): Organization => ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
 
   const requireAction = (org: Organization, request: HttpRequest): CustomActionRecord => {
     const action = actions.get(org.id, request.params.action_id ?? '');
@@ -124,6 +124,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       method: 'POST',
       pattern: base,
       bodyLimit: () => UPLOAD_BODY_LIMIT,
+      beforeBody: (head) => void orgFor(head, 'developer'),
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const upload = parseActionUpload(request, { requireName: true });
@@ -171,6 +172,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       method: 'POST',
       pattern: `${one}/versions`,
       bodyLimit: () => UPLOAD_BODY_LIMIT,
+      beforeBody: (head) => void orgFor(head, 'developer'),
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);

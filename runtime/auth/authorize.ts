@@ -2,7 +2,7 @@
 // A key of org A asking about org B gets the same 404 as for an org that does not exist.
 
 import { AccessError } from '../errors.ts';
-import type { HttpRequest } from '../http/types.ts';
+import type { RequestHead } from '../http/types.ts';
 import { roleCovers, type ApiKeyStore, type Role } from '../tenancy/api-keys.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
 import { constantTimeEqual } from './secrets.ts';
@@ -13,15 +13,15 @@ export type Principal =
 
 export interface Authorizer {
   /** Resolves the caller from `Authorization: Bearer …`; 401 when missing or unknown. */
-  authenticate(request: HttpRequest): Principal;
+  authenticate(request: RequestHead): Principal;
   /** Resolves a bearer token (also used for WebSocket tokens); undefined when unknown. */
   principalForToken(token: string): Principal | undefined;
   /** False once the API key behind `principal` has been revoked (the platform admin token always holds). */
   isStillValid(principal: Principal): boolean;
   /** 401/404/403 unless the caller may act on `orgId` with at least `role`; returns the org. */
-  requireOrg(request: HttpRequest, orgId: string, role: Role): Organization;
+  requireOrg(request: RequestHead, orgId: string, role: Role): Organization;
   /** 401 unless the caller is the platform admin. */
-  requirePlatformAdmin(request: HttpRequest): void;
+  requirePlatformAdmin(request: RequestHead): void;
 }
 
 export function bearerToken(authorization: string | undefined): string | undefined {
@@ -39,7 +39,7 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
     const record = keys.findActive(token);
     return record === undefined ? undefined : { kind: 'api_key', orgId: record.org_id, role: record.role, keyId: record.id };
   };
-  const authenticate = (request: HttpRequest): Principal => {
+  const authenticate = (request: RequestHead): Principal => {
     const token = bearerToken(request.headers.authorization);
     const principal = token === undefined ? undefined : principalForToken(token);
     if (principal === undefined) throw unauthorized();

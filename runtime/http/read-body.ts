@@ -17,13 +17,35 @@ export class RequestAbortedError extends SluiceError {
   }
 }
 
+/** The server holds more request bodies in memory than it allows itself: try again shortly. */
+export class ServerBusyError extends SluiceError {
+  readonly retryAfterMs = 1000;
+  constructor() {
+    super(503, 'server_busy', 'The server is holding as many request bodies as it allows; try again shortly.');
+  }
+}
+
+export interface BodyReadOptions {
+  /** Largest body accepted, in bytes. */
+  readonly limit: number;
+  /** The request's Content-Length, when it gave one. */
+  readonly declaredLength: number | undefined;
+  /**
+   * Hands over the function that fails this read: uWS allows one `onAborted` handler, registered
+   * by the caller before any async work, and a read that never settled would keep the request in
+   * flight forever and graceful shutdown waiting for it.
+   */
+  readonly whenAborted: (abort: () => void) => void;
+  /** Counts `bytes` more against the server's budget for buffered bodies; false when it is spent. */
+  readonly reserve: (bytes: number) => boolean;
+}
+
 /**
- * Resolves with the whole body, rejects with BodyTooLargeError as soon as the cap is passed, and
- * with RequestAbortedError when the caller's `onAborted` handler (uWS allows one, registered before
- * any async work) calls the function handed to `whenAborted`: a read that never settles would keep
- * the request in flight forever and graceful shutdown waiting for it.
+ * Resolves with the whole body; rejects with BodyTooLargeError as soon as the cap is passed, with
+ * ServerBusyError when the server's budget for buffered bodies is spent, and with
+ * RequestAbortedError when the client goes away.
  */
-export function readBody(res: HttpResponse, limit: number, declaredLength: number | undefined, whenAborted: (abort: () => void) => void): Promise<Buffer> {
+export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted, reserve }: BodyReadOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (declaredLength !== undefined && declaredLength > limit) {
       reject(new BodyTooLargeError(limit));
@@ -42,6 +64,11 @@ export function readBody(res: HttpResponse, limit: number, declaredLength: numbe
       if (size > limit) {
         failed = true;
         reject(new BodyTooLargeError(limit));
+        return;
+      }
+      if (!reserve(chunk.byteLength)) {
+        failed = true;
+        reject(new ServerBusyError());
         return;
       }
       chunks.push(Buffer.from(new Uint8Array(chunk).slice()));

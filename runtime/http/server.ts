@@ -9,15 +9,23 @@ import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { readBody } from './read-body.ts';
 import { Router } from './router.ts';
-import type { HttpReply, HttpRequest, Route } from './types.ts';
+import type { HttpReply, HttpRequest, RequestHead, Route } from './types.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** uWS 20.30 buffers far larger header blocks than any client needs; this is Sluice's own cap. */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
+/**
+ * Request bodies held in memory at once, across all requests: uWS accepts any number of
+ * connections, and each may send up to its route's body limit before anything answers it.
+ */
+export const DEFAULT_BODY_BUDGET_BYTES = 256 * 1024 * 1024;
+
 export interface HttpServerOptions {
   readonly logger: Logger;
   readonly metrics: RuntimeMetrics;
+  /** Bytes of request bodies held at once; past it a request gets 503 server_busy. */
+  readonly bodyBudgetBytes?: number;
 }
 
 export class HttpServer {
@@ -30,11 +38,14 @@ export class HttpServer {
   #drained: (() => void) | undefined;
   #held: Promise<void> | undefined;
   #port = 0;
+  readonly #bodyBudgetBytes: number;
+  #bodyBytesHeld = 0;
 
   constructor(options: HttpServerOptions) {
     this.app = uws.App();
     this.#logger = options.logger;
     this.#metrics = options.metrics;
+    this.#bodyBudgetBytes = options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES;
   }
 
   /** Registers routes; call before `listen`. */
@@ -106,7 +117,16 @@ export class HttpServer {
     });
     this.#inFlight++;
     let metricName = 'unmatched';
+    let bodyBytes = 0;
+    const reserve = (bytes: number): boolean => {
+      if (this.#bodyBytesHeld + bytes > this.#bodyBudgetBytes) return false;
+      this.#bodyBytesHeld += bytes;
+      bodyBytes += bytes;
+      return true;
+    };
     const finish = (reply: HttpReply): void => {
+      this.#bodyBytesHeld -= bodyBytes;
+      bodyBytes = 0;
       const rendered = this.#render(reply);
       this.#metrics.httpRequestSeconds.observe(
         { route: metricName, method, status: String(rendered.status) },
@@ -121,11 +141,19 @@ export class HttpServer {
       }
       const { route, params } = this.#router.match(method, Router.decodePath(rawUrl));
       metricName = route.metricName ?? route.pattern;
-      const limit = route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT;
-      const declared = parseContentLength(headers['content-length']);
-      const body = method === 'GET' || method === 'DELETE' ? Buffer.alloc(0) : await readBody(res, limit, declared, (abort) => (abortBodyRead = abort));
       const path = `/${Router.decodePath(rawUrl).join('/')}`;
-      const request: HttpRequest = { method, path, query, headers, params, body };
+      const head: RequestHead = { method, path, query, headers, params };
+      route.beforeBody?.(head);
+      const body =
+        method === 'GET' || method === 'DELETE'
+          ? Buffer.alloc(0)
+          : await readBody(res, {
+              limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
+              declaredLength: parseContentLength(headers['content-length']),
+              whenAborted: (abort) => (abortBodyRead = abort),
+              reserve,
+            });
+      const request: HttpRequest = { ...head, body };
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
       if (this.#held !== undefined) await this.#held;
       return route.handler(request);

@@ -1,6 +1,9 @@
 // The transport-neutral request and reply that every handler sees.
 // The uWS adapter (server.ts) is the only code that touches uWebSockets.js request objects.
 
+/** Everything of a request but its body: what is known before the body is read. */
+export type RequestHead = Omit<HttpRequest, 'body'>;
+
 export interface HttpRequest {
   readonly method: string;
   /** Decoded path, without the query string. */
@@ -30,6 +33,11 @@ export interface Route {
   readonly pattern: string;
   /** Largest body accepted, in bytes; may depend on the path params (per-source caps). */
   readonly bodyLimit?: (params: Readonly<Record<string, string>>) => number;
+  /**
+   * Runs before the body is read and may throw (401, 404): a route that takes large bodies checks
+   * its caller first, so nobody can make the server buffer megabytes without being allowed to.
+   */
+  readonly beforeBody?: (head: RequestHead) => void;
   /** Name used for the latency metric; defaults to the pattern. */
   readonly metricName?: string;
   readonly handler: Handler;

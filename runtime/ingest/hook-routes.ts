@@ -40,6 +40,10 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
       pattern: '/hooks/:org_id/:source',
       metricName: 'ingest',
       bodyLimit: (params) => lookup(params)?.source.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
+      // An unknown org or source is answered before its body is read.
+      beforeBody: (head) => {
+        if (lookup(head.params) === undefined) throw notFound('Organization or source');
+      },
       handler: async (request) => {
         try {
           const event = await ingest(deps, lookup(request.params), request);

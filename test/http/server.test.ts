@@ -57,3 +57,32 @@ test('requests held until a promise settles are answered after it, bodies intact
     await held.close();
   }
 });
+
+test('request bodies held at once have a budget: past it a request is 503 server_busy with Retry-After, and the budget frees up', async () => {
+  const budgeted = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 1000 });
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let holding = 0;
+  budgeted.addRoutes(
+    { method: 'POST', pattern: '/hold', handler: async () => ((holding += 1), await gate, { status: 200, text: 'held' }) },
+    { method: 'POST', pattern: '/echo', handler: (request) => ({ status: 200, text: String(request.body.length) }) },
+  );
+  const budgetedUrl = `http://127.0.0.1:${await budgeted.listen('127.0.0.1', 0)}`;
+  try {
+    const held = fetch(`${budgetedUrl}/hold`, { method: 'POST', body: 'h'.repeat(800) });
+    for (let i = 0; i < 2000 && holding === 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(holding, 1, 'the first body is read and held by its handler');
+    const refused = await fetch(`${budgetedUrl}/echo`, { method: 'POST', body: 'e'.repeat(400) });
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'server_busy');
+    const small = await fetch(`${budgetedUrl}/echo`, { method: 'POST', body: 'e'.repeat(100) });
+    assert.equal(await small.text(), '100', 'what fits the rest of the budget is served');
+    release();
+    assert.equal((await held).status, 200);
+    const again = await fetch(`${budgetedUrl}/echo`, { method: 'POST', body: 'e'.repeat(900) });
+    assert.equal(await again.text(), '900', 'the held body gave its bytes back');
+  } finally {
+    await budgeted.close();
+  }
+});
