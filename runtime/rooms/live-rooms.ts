@@ -1,5 +1,5 @@
 // The live WebSocket rooms at /organizations/:org_id/live: authentication at upgrade (and closing on key
-// revocation), Subscribe with replay from the retained log, uWS topic fan-out, heartbeats, slow consumers.
+// revocation), Subscribe with a paced replay from the retained log, uWS topic fan-out, heartbeats, slow consumers.
 
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import type { Authorizer, Principal } from '../auth/authorize.ts';
@@ -7,7 +7,8 @@ import type { Clock } from '../clock.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
-import { isInRoom, isRoomWithin, parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
+import { nextPage, sentOnJoining, sentSoFar, startReplay, type Replay, type Sent } from './live-replay.ts';
+import { parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 
@@ -25,6 +26,11 @@ export const CLOSE_SANDBOX_DISABLED = 4402;
 export const LIVE_PROTOCOL = 'sluice-live';
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
 export const MAX_BACKPRESSURE = 1024 * 1024;
+/**
+ * A replay sends its next page only while less than this is queued, and goes on when the socket
+ * drains: a backlog of any size reaches a client that keeps reading, and stays clear of the 4008 check.
+ */
+export const REPLAY_HIGH_WATER = MAX_BACKPRESSURE / 4;
 const HEARTBEAT_MS = 5000;
 
 interface SocketData {
@@ -33,12 +39,19 @@ interface SocketData {
   readonly principal: Principal;
   /** What the upgrade URL asked for; `open` acts on it. */
   readonly requested: Subscription;
-  /**
-   * The room the socket is in, and `sentAfter`: the socket has been sent every update of that room
-   * with a higher seq (replayed or live), so a later Subscribe does not send those again.
-   */
-  joined: { readonly room: Room; readonly sentAfter: number } | undefined;
+  state: SocketState;
 }
+
+/**
+ * `replaying`: catching up from the log, on no topic yet. `live`: on its room's topic, with what it
+ * was sent of that room (replayed or live), so a later Subscribe does not send it again. A replay
+ * whose socket is no longer `replaying` that very replay stops at its next step.
+ */
+type SocketState =
+  | { readonly status: 'opening' }
+  | { readonly status: 'replaying'; readonly replay: Replay }
+  | { readonly status: 'live'; readonly sent: Sent }
+  | { readonly status: 'closed' };
 
 export class LiveRooms {
   readonly #app: TemplatedApp;
@@ -88,15 +101,20 @@ export class LiveRooms {
           return;
         }
         const protocol = offered.includes(LIVE_PROTOCOL) ? LIVE_PROTOCOL : (offered[0] ?? '');
-        res.upgrade<SocketData>({ orgId, principal, requested, joined: undefined }, key, protocol, extensions, context);
+        res.upgrade<SocketData>({ orgId, principal, requested, state: { status: 'opening' } }, key, protocol, extensions, context);
       },
       open: (ws) => {
         this.#sockets.add(ws);
         this.#enter(ws, ws.getUserData().requested);
       },
       message: (ws, message, isBinary) => this.#onMessage(ws, new Uint8Array(message.slice(0)), isBinary),
+      drain: (ws) => {
+        const data = ws.getUserData();
+        if (data.state.status === 'replaying') this.#pump(ws, data, data.state.replay);
+      },
       close: (ws) => {
         this.#sockets.delete(ws);
+        ws.getUserData().state = { status: 'closed' };
       },
     });
     this.#heartbeat = setInterval(() => this.#beat(), HEARTBEAT_MS);
@@ -132,6 +150,13 @@ export class LiveRooms {
 
   get subscriberCount(): number {
     return this.#sockets.size;
+  }
+
+  /** Open sockets still catching up from the log (not yet on their live topic). */
+  get replayingCount(): number {
+    let count = 0;
+    for (const ws of this.#sockets) if (ws.getUserData().state.status === 'replaying') count++;
+    return count;
   }
 
   close(): void {
@@ -171,26 +196,68 @@ export class LiveRooms {
   }
 
   /**
-   * Moves the socket into a room: writes the replay, then joins the room's topic. Both happen in this
-   * one synchronous call, so no publish falls between them and live updates begin right after the
-   * replay's last seq. The replay leaves out what the socket was already sent in its previous room.
+   * Moves the socket into a room. Without `afterSeq` it joins the room's topic at once; with it, it
+   * leaves its topic and is replayed the retained updates after `afterSeq` (#pump), leaving out what
+   * it was already sent in its previous room or replay, and joins the topic once caught up.
    */
   #enter(ws: WebSocket<SocketData>, { room, afterSeq }: Subscription): void {
     const data = ws.getUserData();
     const publishedSeq = this.#publishedSeq(data.orgId);
-    const previous = data.joined;
-    if (previous !== undefined) ws.unsubscribe(topicFor(data.orgId, previous.room));
-    if (afterSeq !== undefined) {
-      const alreadySent = (u: RunUpdate): boolean => previous !== undefined && u.seq > previous.sentAfter && isInRoom(u, previous.room);
-      const missed = this.#log.range(data.orgId, afterSeq, publishedSeq).filter((u) => isInRoom(u, room) && !alreadySent(u));
+    const earlier = this.#leave(ws, data, publishedSeq);
+    if (afterSeq === undefined) {
+      this.#join(ws, data, room, undefined, publishedSeq, earlier);
+      return;
+    }
+    const replay = startReplay(room, afterSeq, earlier);
+    data.state = { status: 'replaying', replay };
+    this.#pump(ws, data, replay);
+  }
+
+  /** Stops the socket's replay or leaves its topic; returns what it had been sent. */
+  #leave(ws: WebSocket<SocketData>, data: SocketData, publishedSeq: number): Sent | undefined {
+    const { state } = data;
+    if (state.status === 'replaying') return sentSoFar(state.replay);
+    if (state.status !== 'live') return undefined;
+    ws.unsubscribe(topicFor(data.orgId, state.sent.room));
+    // The topic delivered everything fanned out until now, and nothing more.
+    return { ...state.sent, upTo: publishedSeq };
+  }
+
+  /**
+   * Sends the replay's next page while less than REPLAY_HIGH_WATER is queued, then goes on next turn,
+   * or on `drain` once the queue is that long. The last page (reaching the last seq fanned out) is
+   * read, sent and followed by joining the topic in this one synchronous call: no publish falls in
+   * between, so live updates begin right after the replay's last seq, each exactly once.
+   */
+  #pump(ws: WebSocket<SocketData>, data: SocketData, replay: Replay): void {
+    // Closed, or a later Subscribe replaced this replay: `ws` must not be touched once closed.
+    if (data.state.status !== 'replaying' || data.state.replay !== replay) return;
+    const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
+    if (budget <= 0) return;
+    const publishedSeq = this.#publishedSeq(data.orgId);
+    const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget);
+    if (page.frames.length > 0) {
       ws.cork(() => {
-        for (const update of missed) ws.send(encodeLiveMessage({ run_update: update }), true);
+        for (const frame of page.frames) ws.send(frame, true);
+      });
+      // A frame over the backpressure limit closes the socket (closeOnBackpressureLimit).
+      if (data.state.status !== 'replaying') return;
+    }
+    if (page.caughtUp) {
+      this.#join(ws, data, replay.room, replay.after, publishedSeq, replay.earlier);
+    } else if (!replay.scheduled && ws.getBufferedAmount() < REPLAY_HIGH_WATER) {
+      // One page per turn, so a long replay does not hold up other sockets and requests.
+      replay.scheduled = true;
+      setImmediate(() => {
+        replay.scheduled = false;
+        this.#pump(ws, data, replay);
       });
     }
+  }
+
+  #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent | undefined): void {
     ws.subscribe(topicFor(data.orgId, room));
-    // A narrower room keeps what the wider one already delivered; otherwise the replay's start counts.
-    const keptFrom = previous !== undefined && isRoomWithin(room, previous.room) ? previous.sentAfter : publishedSeq;
-    data.joined = { room, sentAfter: Math.min(afterSeq ?? publishedSeq, publishedSeq, keptFrom) };
+    data.state = { status: 'live', sent: sentOnJoining(room, afterSeq, publishedSeq, earlier) };
   }
 
   #beat(): void {

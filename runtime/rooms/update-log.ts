@@ -54,10 +54,11 @@ export class UpdateLog {
     return Math.max(counter, stored);
   }
 
-  /** Retained updates with after < seq <= upTo, oldest first. */
-  range(orgId: string, after: number, upTo: number): RunUpdate[] {
+  /** Retained updates with after < seq <= upTo, oldest first; at most `limit` of them (a page) when given. */
+  range(orgId: string, after: number, upTo: number, limit?: number): RunUpdate[] {
     if (upTo <= after) return [];
-    return [...this.#updates.getRange({ start: [orgId, after + 1], end: [orgId, upTo + 1] })].map(({ value }) => value as RunUpdate);
+    const bounds = { start: [orgId, after + 1], end: [orgId, upTo + 1] };
+    return [...this.#updates.getRange(limit === undefined ? bounds : { ...bounds, limit })].map(({ value }) => value as RunUpdate);
   }
 
   /** Removes every retained update of one org's environment (sandbox reset); call inside a write transaction. */

@@ -33,6 +33,14 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     assert.equal(restarted.lastSeq('org_b'), 0, 'another org starts at 0');
   });
 
+  test('range reads one page at most when given a limit, oldest first', async () => {
+    const log = new UpdateLog(ledger, 100);
+    await ledger.root.transaction(() => ['run_1', 'run_2', 'run_3', 'run_4'].forEach((runId) => log.append('org_p', update(runId))));
+    assert.deepEqual(log.range('org_p', 1, 4, 2).map((u) => u.seq), [2, 3]);
+    assert.deepEqual(log.range('org_p', 3, 4, 2).map((u) => u.seq), [4]);
+    assert.deepEqual(log.range('org_p', 0, 4).map((u) => u.seq), [1, 2, 3, 4]);
+  });
+
   test('the counter still wins when the newest updates were removed (sandbox reset)', async () => {
     const log = new UpdateLog(ledger, 100);
     await ledger.root.transaction(() => log.append('org_c', { ...update('run_1'), environment: 'sandbox' }));

@@ -1,0 +1,82 @@
+// A socket's catch-up from the retained update log, read a page at a time by seq range, and the
+// record of what a socket has been sent of a room, so that a later Subscribe does not send it again.
+
+import { encodeLiveMessage, type RunUpdate } from './live-codec.ts';
+import { isInRoom, isRoomWithin, type Room } from './live-subscription.ts';
+import type { UpdateLog } from './update-log.ts';
+
+/** Log entries read per page: the most of the log a replay holds in memory at once. */
+export const REPLAY_PAGE_SIZE = 256;
+
+/** The socket has been sent every update of `room` with after < seq <= upTo (Infinity: it is on the room's topic). */
+export interface Sent {
+  readonly room: Room;
+  readonly after: number;
+  readonly upTo: number;
+}
+
+/** A replay in progress: the socket is on no topic until it has caught up. */
+export interface Replay {
+  readonly room: Room;
+  /** The after_seq asked for. */
+  readonly after: number;
+  /** Every log entry with a seq up to this one has been sent or left out. Only `nextPage` moves it. */
+  cursor: number;
+  /** What the socket had been sent before this replay began; left out of it. */
+  readonly earlier: Sent | undefined;
+  /** A continuation is queued for the next event-loop turn. */
+  scheduled: boolean;
+}
+
+export interface Page {
+  readonly frames: Uint8Array[];
+  /** Every retained update up to the `upTo` given is in this page or was in an earlier one. */
+  readonly caughtUp: boolean;
+}
+
+export const wasSent = (sent: Sent | undefined, update: RunUpdate): boolean =>
+  sent !== undefined && update.seq > sent.after && update.seq <= sent.upTo && isInRoom(update, sent.room);
+
+/**
+ * `sent` widened by what `earlier` covers of the same room when the two seq spans meet; otherwise
+ * `sent` alone (it may then under-count, so a later Subscribe could repeat an update, never miss one).
+ */
+export function widen(sent: Sent, earlier: Sent | undefined): Sent {
+  if (earlier === undefined || !isRoomWithin(sent.room, earlier.room)) return sent;
+  if (earlier.after > sent.upTo || sent.after > earlier.upTo) return sent;
+  return { room: sent.room, after: Math.min(sent.after, earlier.after), upTo: Math.max(sent.upTo, earlier.upTo) };
+}
+
+export function startReplay(room: Room, after: number, earlier: Sent | undefined): Replay {
+  return { room, after, cursor: after, earlier, scheduled: false };
+}
+
+/** What a replay has sent of its room so far (for a Subscribe that interrupts it). */
+export const sentSoFar = (replay: Replay): Sent => widen({ room: replay.room, after: replay.after, upTo: replay.cursor }, replay.earlier);
+
+/**
+ * What a socket has been sent once it joins the room's topic at `publishedSeq` (the last seq fanned
+ * out), after the replay caught up; `afterSeq` undefined: it joined without a replay.
+ */
+export const sentOnJoining = (room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent | undefined): Sent =>
+  widen({ room, after: Math.min(afterSeq ?? publishedSeq, publishedSeq), upTo: Infinity }, earlier);
+
+/**
+ * The next frames of the replay: retained updates of its room after the cursor up to `upTo`, at most
+ * one page of the log and about `budget` bytes (always at least one frame when one is due). Leaves
+ * out what `earlier` covers and advances the cursor past every entry it returned or left out.
+ */
+export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: number, budget: number): Page {
+  const entries = log.range(orgId, replay.cursor, upTo, REPLAY_PAGE_SIZE);
+  const frames: Uint8Array[] = [];
+  let bytes = 0;
+  for (const update of entries) {
+    if (bytes >= budget) return { frames, caughtUp: false };
+    replay.cursor = update.seq;
+    if (!isInRoom(update, replay.room) || wasSent(replay.earlier, update)) continue;
+    const frame = encodeLiveMessage({ run_update: update });
+    frames.push(frame);
+    bytes += frame.byteLength;
+  }
+  return { frames, caughtUp: entries.length < REPLAY_PAGE_SIZE };
+}

@@ -1,0 +1,139 @@
+// Replays larger than the backpressure limit: the page reader on its own, then over a real WebSocket:
+// streamed as the client reads, every retained update once and in seq order, then live ones; a close ends it.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { durably } from '../../runtime/ledger/durable-write.ts';
+import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
+import { nextPage, REPLAY_PAGE_SIZE, sentOnJoining, sentSoFar, startReplay } from '../../runtime/rooms/live-replay.ts';
+import { MAX_BACKPRESSURE } from '../../runtime/rooms/live-rooms.ts';
+import { UpdateLog, type NewRunUpdate } from '../../runtime/rooms/update-log.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { createOrg } from '../helpers/http.ts';
+import { connectLive, type LiveClient } from '../helpers/live-client.ts';
+
+/** Retained per org; at ~1 KiB each, a replay of all of them is ~10x the backpressure limit. */
+const RETAINED = 10_000;
+const UPDATE_BYTES = 1000;
+
+let rt: TestRuntime;
+const keys = new Map<string, string>();
+before(async () => {
+  rt = await startRuntime({ args: ['--live-retention', String(RETAINED)] });
+  for (const org of ['acct-backlog-url', 'acct-backlog-frame', 'acct-backlog-close']) keys.set(org, await createOrg(rt.url, ADMIN_TOKEN, org));
+});
+after(async () => rt.close());
+
+const update = (runId: string, errorBytes = 0): NewRunUpdate => ({
+  run_id: runId, state: 'running', channel: 'orders', workflow_id: 'wf', event_id: 'evt', step_id: 's1', attempt: 1, at_ms: 1, error: 'e'.repeat(errorBytes), environment: 'production',
+});
+
+/** The production path: append in one durable transaction, then publish. */
+async function commit(orgId: string, updates: NewRunUpdate[]): Promise<RunUpdate[]> {
+  const { ledger, updateLog, rooms } = rt.runtime;
+  const stored = await durably(ledger.root, ledger.root.transaction(() => updates.map((u) => updateLog.append(orgId, u))));
+  rooms.publish(orgId, stored);
+  return stored;
+}
+
+/** `count` updates of about `bytes` each, committed 1,000 per transaction. */
+async function backlog(orgId: string, count: number, bytes: number): Promise<RunUpdate[]> {
+  const stored: RunUpdate[] = [];
+  for (let from = 0; from < count; from += 1000) {
+    stored.push(...(await commit(orgId, Array.from({ length: Math.min(1000, count - from) }, (_, i) => update(`run-${from + i}`, bytes)))));
+  }
+  return stored;
+}
+
+const seqsOf = (client: LiveClient): number[] => client.updates().map((u) => u.seq);
+
+test('a replay reads one page of the log at a time, about a byte budget, and is caught up only on a short page', async () => {
+  const ledger = openMemoryLedger();
+  const log = new UpdateLog(ledger, 1000);
+  await ledger.root.transaction(() => {
+    for (let i = 0; i < 600; i++) log.append('org', update(i % 2 === 0 ? 'run-even' : 'run-odd', 100));
+  });
+  const all = startReplay({ environment: 'production', runId: '' }, 0, undefined);
+  const first = nextPage(log, 'org', all, 600, Infinity);
+  assert.deepEqual([first.frames.length, all.cursor, first.caughtUp], [REPLAY_PAGE_SIZE, REPLAY_PAGE_SIZE, false]);
+  const small = nextPage(log, 'org', all, 600, 1);
+  assert.deepEqual([small.frames.length, all.cursor, small.caughtUp], [1, REPLAY_PAGE_SIZE + 1, false], 'one frame when the budget is tiny');
+  nextPage(log, 'org', all, 600, Infinity);
+  const last = nextPage(log, 'org', all, 600, Infinity);
+  assert.deepEqual([last.frames.length, last.caughtUp], [600 - 2 * REPLAY_PAGE_SIZE - 1, true]);
+
+  // A Subscribe for one run interrupts a replay of all runs after 100 updates: those are not sent again.
+  const interrupted = startReplay({ environment: 'production', runId: '' }, 0, undefined);
+  interrupted.cursor = 100;
+  const oneRun = startReplay({ environment: 'production', runId: 'run-even' }, 0, sentSoFar(interrupted));
+  const rest = nextPage(log, 'org', oneRun, 600, Infinity);
+  assert.equal(rest.frames.length, 128 - 50, 'run-even updates 101..256 of the first page');
+  assert.deepEqual(sentOnJoining(oneRun.room, 0, 600, oneRun.earlier), { room: oneRun.room, after: 0, upTo: Infinity });
+  await ledger.close();
+});
+
+/** The close code once the socket closed, else undefined (read it at any time). */
+function closeCode(client: LiveClient): () => number | undefined {
+  let code: number | undefined;
+  void client.closed.then((closed) => (code = closed.code));
+  return () => code;
+}
+
+/** Waits until the client holds `count` updates, failing at once (with the close code) if it is closed first. */
+async function receive(client: LiveClient, count: number, what: string): Promise<void> {
+  const closed = closeCode(client);
+  await client.waitFor(() => seqsOf(client).length >= count || closed() !== undefined, what, 60_000);
+  assert.equal(closed(), undefined, `the socket was closed (code ${closed()}) after ${seqsOf(client).length} of ${count} updates`);
+}
+
+test('a client reconnecting with after_seq=0 over a backlog larger than the backpressure limit gets every retained update once, in seq order, then live ones', async () => {
+  const org = 'acct-backlog-url';
+  const retained = await backlog(org, RETAINED, UPDATE_BYTES);
+  assert.ok(RETAINED * UPDATE_BYTES > 4 * MAX_BACKPRESSURE, 'a one-shot replay would exceed the limit');
+  const client = await connectLive(rt.url, org, { query: `?token=${encodeURIComponent(keys.get(org)!)}&after_seq=0` });
+  await receive(client, 1, 'the replay to begin');
+  const [during] = await commit(org, [update('run-during')]);
+  await receive(client, RETAINED + 1, 'the whole replay and the update published during it');
+  const [live] = await commit(org, [update('run-live')]);
+  await receive(client, RETAINED + 2, 'the live update after the replay');
+  // The oldest was replayed before retention dropped it for `during`.
+  assert.deepEqual(seqsOf(client), [...retained.map((u) => u.seq), during!.seq, live!.seq]);
+  client.close();
+});
+
+test('a Subscribe with after_seq=0 over a backlog larger than the limit sends each update once: none the socket already got live, none published during the replay twice', async () => {
+  const org = 'acct-backlog-frame';
+  const retained = await backlog(org, RETAINED - 1, UPDATE_BYTES);
+  const client = await connectLive(rt.url, org, { token: keys.get(org)! });
+  const [early] = await commit(org, [update('run-early')]);
+  await receive(client, 1, 'the live update');
+  client.subscribe({ after_seq: 0 });
+  await receive(client, 2, 'the replay to begin');
+  const [during] = await commit(org, [update('run-during')]);
+  await receive(client, RETAINED + 1, 'the whole replay and the update published during it');
+  const [live] = await commit(org, [update('run-live')]);
+  await receive(client, RETAINED + 2, 'the live update after the replay');
+  // What went out live before the Subscribe stays ahead of the replay, which leaves it out.
+  const expected = [early!.seq, ...retained.map((u) => u.seq), during!.seq, live!.seq];
+  const received = seqsOf(client);
+  assert.equal(new Set(received).size, received.length, 'no update twice');
+  assert.deepEqual(received, expected);
+  client.close();
+});
+
+test('a socket that closes mid-replay ends its replay; the rooms keep serving others', async () => {
+  const org = 'acct-backlog-close';
+  // 16 MB: more than the kernel's socket buffers hold for a reader that stopped.
+  await backlog(org, 1000, 16 * 1024);
+  const { rooms } = rt.runtime;
+  const watcher = await connectLive(rt.url, org, { token: keys.get(org)! });
+  const client = await connectLive(rt.url, org, { query: `?token=${encodeURIComponent(keys.get(org)!)}&after_seq=0` });
+  (client.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+  assert.equal(rooms.replayingCount, 1, 'the paused client is still being replayed to');
+  client.socket.terminate();
+  await watcher.waitFor(() => rooms.replayingCount === 0 && rooms.subscriberCount === 1, 'the replay to end with its socket');
+  const [live] = await commit(org, [update('run-after-close')]);
+  await watcher.waitFor(() => seqsOf(watcher).includes(live!.seq), 'the live update');
+  watcher.close();
+});
