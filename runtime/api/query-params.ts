@@ -61,7 +61,7 @@ export function parseCursorOf<const S extends readonly PositionPart<unknown>[]>(
 const isTime = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 /** Event ids match EVENT_ID_PATTERN; run ids (`run_<hex>`) do too. */
 const LISTED_ID = new RegExp(EVENT_ID_PATTERN);
-const isListedId = (value: unknown): value is string => typeof value === 'string' && LISTED_ID.test(value);
+export const isListedId = (value: unknown): value is string => typeof value === 'string' && LISTED_ID.test(value);
 
 /** The (time, id) position of the time-ordered lists (events, runs). */
 export const parseCursor = (request: HttpRequest): [number, string] | undefined => parseCursorOf(request, [isTime, isListedId]);

@@ -8,7 +8,7 @@ import type { RunEngine } from '../runs/run-engine.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ApiContext } from './context.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
-import { encodeCursor, environmentOf, parseCursor, parseLimit } from './query-params.ts';
+import { encodeCursor, environmentOf, isListedId, parseCursor, parseCursorOf, parseLimit } from './query-params.ts';
 import { isWorkflowId } from '../workflows/workflow-store.ts';
 
 const STATES = new Set(['queued', 'running', 'backoff', 'delaying', 'failed', 'completed', 'cancelled']);
@@ -76,12 +76,14 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
       pattern: '/organizations/:org_id/failed-events',
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const failed = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request));
+        const after = parseCursorOf(request, [isListedId]);
+        const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), after?.[0]);
         return json(200, {
-          failed_events: failed.map(({ eventId, runs: failedRuns }) => ({
+          failed_events: page.events.map(({ eventId, runs: failedRuns }) => ({
             event: ctx.events.get(org.id, eventId) ?? { id: eventId },
             runs: failedRuns.map(summarizeRun),
           })),
+          next_cursor: page.nextCursor === null ? null : encodeCursor([page.nextCursor]),
         });
       },
     },

@@ -111,22 +111,30 @@ export class RunStore {
     return { runs: page.items, nextCursor: page.next };
   }
 
-  /** Events with at least one failed run, newest failure first, with those runs. */
-  failedEvents(orgId: string, environment: string, limit: number): Array<{ eventId: EventId; runs: PersistedRun[] }> {
-    const byEvent = new Map<string, PersistedRun[]>();
-    for (const key of this.#failed.getKeys({ start: [orgId, environment], end: [orgId, environment, '\uffff'] })) {
+  /**
+   * Events with at least one failed run, with those runs: by event id, highest first (generated ids
+   * sort by arrival, so newest events first), `limit` events per page, continuing below `beforeEventId`.
+   * Reads only the index entries of the events on the page.
+   */
+  failedEvents(orgId: string, environment: string, limit: number, beforeEventId?: string): { events: Array<{ eventId: EventId; runs: PersistedRun[] }>; nextCursor: string | null } {
+    const events: Array<{ eventId: EventId; runs: PersistedRun[] }> = [];
+    // Reverse: from the highest key below the cursor's event (its own [..., event, run] keys sort above it).
+    const start = beforeEventId === undefined ? [orgId, environment, '\uffff'] : [orgId, environment, beforeEventId];
+    for (const key of this.#failed.getKeys({ start, end: [orgId, environment], reverse: true })) {
       const [, , eventId, runId] = key as [string, string, string, string];
       const run = this.get(orgId, runId);
       if (run === undefined) continue;
-      const list = byEvent.get(eventId) ?? [];
-      list.push(run);
-      byEvent.set(eventId, list);
+      const current = events.at(-1);
+      if (current?.eventId === eventId) {
+        current.runs.push(run);
+        continue;
+      }
+      if (events.length === limit) return { events, nextCursor: current?.eventId ?? null };
+      events.push({ eventId: eventId as EventId, runs: [run] });
     }
-    return [...byEvent.entries()]
-      .map(([eventId, runs]) => ({ eventId: eventId as EventId, runs }))
-      .sort((a, b) => Math.max(...b.runs.map((r) => r.context.updatedAt)) - Math.max(...a.runs.map((r) => r.context.updatedAt)))
-      .slice(0, limit);
+    return { events, nextCursor: null };
   }
+
 
   /** Every run of an org's environment (sandbox reset walks this). */
   *allIn(orgId: string, environment: string): Generator<PersistedRun> {
