@@ -115,11 +115,9 @@ export class CustomActionStore {
     return action === undefined ? undefined : describeCustomAction(action, this.versions(orgId, action.id));
   }
 
-  /** Every action of the org with its versions, newest created first (ties by id). */
-  list(orgId: string): CustomActionView[] {
-    const actions = [...this.#actions.getRange({ start: [orgId], end: [orgId, HIGH] })].map(({ value }) => value as CustomActionRecord);
-    actions.sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
-    return actions.map((action) => describeCustomAction(action, this.versions(orgId, action.id)));
+  /** Every action of the org, in key order (the API pages them newest first); `versions` reads its versions. */
+  list(orgId: string): CustomActionRecord[] {
+    return [...this.#actions.getRange({ start: [orgId], end: [orgId, HIGH] })].map(({ value }) => value as CustomActionRecord);
   }
 
   /** Reads only; safe inside another write transaction (the run engine may call it there). */

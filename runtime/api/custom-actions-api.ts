@@ -16,6 +16,7 @@ import type { Role } from '../tenancy/api-keys.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { ApiContext } from './context.ts';
+import { sortedPage } from './sorted-page.ts';
 
 const MAX_SECRET_VALUE_BYTES = 64 * 1024;
 /** Generous bound for the schema; the permission parser enforces the real limit after removing duplicates. */
@@ -141,7 +142,12 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
     {
       method: 'GET',
       pattern: base,
-      handler: (request) => json(200, { custom_actions: actions.list(orgFor(request, 'viewer').id) }),
+      handler: (request) => {
+        const org = orgFor(request, 'viewer');
+        // Versions are read for the page only.
+        const page = sortedPage(request, actions.list(org.id));
+        return json(200, { custom_actions: page.items.map((action) => actions.describe(org.id, action.id) ?? action), next_cursor: page.nextCursor });
+      },
     },
     {
       method: 'GET',

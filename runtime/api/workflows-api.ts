@@ -10,6 +10,7 @@ import { parseWorkflowInput } from '../workflows/parse-workflow.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { Workflow, WorkflowDraft } from '../workflows/workflow-types.ts';
 import type { ApiContext } from './context.ts';
+import { sortedPage } from './sorted-page.ts';
 import { environmentOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
@@ -87,7 +88,8 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       handler: (request) => {
         const org = orgFor(request, 'viewer');
         const environment = environmentOf(request, org);
-        return json(200, { workflows: workflows.list(org.id, environment) });
+        const page = sortedPage(request, workflows.list(org.id, environment));
+        return json(200, { workflows: page.items, next_cursor: page.nextCursor });
       },
     },
     {

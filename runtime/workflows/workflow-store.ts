@@ -91,12 +91,10 @@ export class WorkflowStore {
     return [...range].map(({ value }) => value as WorkflowVersion);
   }
 
-  /** Every workflow of one environment, newest created first (ties by id). */
+  /** Every workflow of one environment, in key order (the API pages them newest first). */
   list(orgId: string, environment: WorkflowEnvironment): Workflow[] {
     const all = [...this.#workflows.getRange({ start: [orgId], end: [orgId, HIGH] })].map(({ value }) => value as Workflow);
-    return all
-      .filter((workflow) => workflow.environment === environment)
-      .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+    return all.filter((workflow) => workflow.environment === environment);
   }
 
   /**

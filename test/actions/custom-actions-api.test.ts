@@ -348,7 +348,7 @@ describe('tenancy', () => {
     assert.equal((await call(rt.url, 'GET', `${theirs}/${id}`, { token: otherKey })).status, 404);
     assert.equal((await call(rt.url, 'POST', `${theirs}/${id}/review`, { token: otherKey, json: { status: 'approved' } })).status, 404);
     assert.equal((await call(rt.url, 'POST', `${theirs}/${id}/simulate`, { token: otherKey, json: { payload: 1 } })).status, 404);
-    assert.deepEqual((await call(rt.url, 'GET', theirs, { token: otherKey })).body, { custom_actions: [] });
+    assert.deepEqual((await call(rt.url, 'GET', theirs, { token: otherKey })).body, { custom_actions: [], next_cursor: null });
     assert.deepEqual(store.resolveForRun(OTHER, id), { kind: 'missing' });
     assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'not_approved', status: 'pending_review' }, 'nothing of org B touched it');
   });

@@ -158,7 +158,7 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.equal(store.version('org-c', workflow.id, 3), undefined);
   });
 
-  test('versions page newest first; list orders newest created first; odd ids read as absent', async () => {
+  test('versions page newest first; list holds every workflow of the environment; odd ids read as absent', async () => {
     const { workflow } = await store.create(draftOf({}), 'org-v', T0);
     let current = workflow;
     for (let i = 2; i <= 5; i++) current = await store.update('org-v', workflow.id, parseWorkflowInput({ name: `v${i}` }, current), T0 + i);
@@ -167,7 +167,7 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2, before: 4 }).map((v) => v.version), [3, 2]);
     assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2, before: 1 }), []);
     const later = (await store.create(draftOf({}), 'org-v', T0 + 60_000)).workflow;
-    assert.deepEqual(store.list('org-v', 'production').map((w) => w.id), [later.id, workflow.id]);
+    assert.deepEqual(store.list('org-v', 'production').map((w) => w.id).sort(), [later.id, workflow.id].sort());
     assert.equal(store.get('org-v', 'x'.repeat(5000)), undefined);
     assert.equal(store.version('org-v', workflow.id, 0), undefined);
     assert.deepEqual(store.signingSecrets('org-v', 'not-a-uuid'), []);
@@ -247,6 +247,29 @@ describe('workflows REST API', () => {
     assert.equal((await api('DELETE', `/${id}`)).status, 404);
     assert.ok(!ids(store.matching('acct-wf', 'production', 'payment.succeeded')).includes(id));
     assert.equal(store.version('acct-wf', id, 5)?.definition.status, 'enabled', 'pinned versions survive the delete');
+  });
+
+  test('the list comes in pages, newest created first, with a cursor that visits each workflow once', async () => {
+    const own = 'acct-wf-pages';
+    const ownKey = await createOrg(rt.url, ADMIN_TOKEN, own);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000);
+      const created = await call(rt.url, 'POST', `/organizations/${own}/workflows`, { token: ownKey, json: { name: `w${i}`, trigger_event: 'page.x', steps: [hook()] } });
+      ids.push(created.body.workflow.id);
+    }
+    const seen: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await call(rt.url, 'GET', `/organizations/${own}/workflows?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`, { token: ownKey });
+      assert.equal(page.status, 200, page.text);
+      seen.push(page.body.workflows.map((w: { id: string }) => w.id));
+      cursor = page.body.next_cursor;
+    } while (cursor !== null && seen.length < 10);
+    assert.deepEqual(seen, [[ids[4], ids[3]], [ids[2], ids[1]], [ids[0]]]);
+    const bad = await call(rt.url, 'GET', `/organizations/${own}/workflows?cursor=nonsense`, { token: ownKey });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, 'invalid_cursor');
   });
 
   test('versions are immutable: version 1 keeps its old steps after an update', async () => {
