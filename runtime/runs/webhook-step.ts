@@ -4,6 +4,7 @@
 import { createHmac } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { parseRetryAfter } from '../../actors/retry-policy.ts';
 import type { StepFailure } from '../../actors/run-types.ts';
 import type { JsonValue } from '../../actors/json.ts';
@@ -42,21 +43,42 @@ export interface WebhookTarget {
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost']);
 
-function isLocalAddress(address: string): boolean {
-  return address.startsWith('127.') || address === '::1' || address === '0.0.0.0' || address === '::' || address.startsWith('::ffff:127.');
+/** An IPv4-mapped IPv6 address as its IPv4 address (URL writes `[::ffff:127.0.0.1]` as `::ffff:7f00:1`). */
+function unmapped(address: string): string {
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(address);
+  if (hex !== null) {
+    const [high, low] = [parseInt(hex[1] ?? '0', 16), parseInt(hex[2] ?? '0', 16)];
+    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  }
+  return /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(address)?.[1] ?? address;
 }
 
-/** True when the URL would reach this runtime's own listener (by name, address or resolution). */
+/**
+ * Whether an address reaches this machine: loopback, the unspecified address, or one of its own
+ * interfaces (a runtime listening on 0.0.0.0 answers on all of them). Read per check: interfaces change.
+ */
+function isOwnAddress(address: string): boolean {
+  const plain = unmapped(address.toLowerCase());
+  if (plain.startsWith('127.') || plain === '::1' || plain === '0.0.0.0' || plain === '::') return true;
+  return Object.values(networkInterfaces()).some((entries) => entries?.some((entry) => entry.address.toLowerCase() === plain));
+}
+
+/**
+ * True when the URL would reach this runtime's own listener (by name, address or resolution). The
+ * name is resolved again when the request connects, so a name whose answer changes in between can
+ * still get through; the check stops configuration mistakes and loops, it is not a network policy.
+ */
 export async function targetsSelf(url: URL, selfPort: number): Promise<boolean> {
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   if (port !== selfPort) return false;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (LOOPBACK_NAMES.has(host.toLowerCase())) return true;
-  if (isIP(host) !== 0) return isLocalAddress(host);
+  if (isIP(host) !== 0) return isOwnAddress(host);
   try {
     const addresses = await lookup(host, { all: true });
-    return addresses.some((entry) => isLocalAddress(entry.address));
+    return addresses.some((entry) => isOwnAddress(entry.address));
   } catch {
+    // Not resolvable now: the request cannot connect either and fails as a network error.
     return false;
   }
 }

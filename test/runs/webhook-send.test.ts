@@ -5,9 +5,10 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { after, mock, test } from 'node:test';
 import { OutboundConnections } from '../../runtime/runs/outbound-connections.ts';
-import { EVIDENCE_BODY_CAP, sendWebhook, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
+import { EVIDENCE_BODY_CAP, sendWebhook, targetsSelf, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
 
 const servers: Server[] = [];
 const pools: OutboundConnections[] = [];
@@ -302,4 +303,12 @@ test('queued_ms is there exactly when a request waited for a connection, even fo
     mock.timers.reset();
     receiver.drop();
   }
+});
+
+test('a URL reaching the runtime\'s own port is self by loopback, IPv4-mapped IPv6, or any of the machine\'s own addresses', async () => {
+  const own = Object.values(networkInterfaces()).flat().find((entry) => entry !== undefined && entry.family === 'IPv4' && !entry.internal)?.address;
+  const urls = ['http://127.0.0.1:4000/', 'http://127.1:4000/', 'http://[::ffff:127.0.0.1]:4000/', 'http://[::1]:4000/', 'http://localhost:4000/', 'http://0.0.0.0:4000/', ...(own === undefined ? [] : [`http://${own}:4000/`])];
+  for (const url of urls) assert.equal(await targetsSelf(new URL(url), 4000), true, url);
+  assert.equal(await targetsSelf(new URL('http://127.0.0.1:4001/'), 4000), false, 'another port');
+  assert.equal(await targetsSelf(new URL('http://203.0.113.7:4000/'), 4000), false, 'another machine');
 });
