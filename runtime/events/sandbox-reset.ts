@@ -49,7 +49,10 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
         for (const run of runs) deps.runs.remove(run);
         let claims = 0;
         for (const source of deps.sources.list(orgId).filter((s) => s.environment === 'sandbox')) {
-          for (const key of ledger.inbox.getKeys({ start: [orgId, source.name], end: [orgId, source.name, '\uffff'] })) {
+          // Provider ids come from payloads and may sort above any sentinel (an emoji's UTF-8 does):
+          // the source's claims end where the source name changes (names are ASCII, below U+FFFF).
+          for (const key of ledger.inbox.getKeys({ start: [orgId, source.name], end: [orgId, '\uffff'] })) {
+            if ((key as [string, string, string])[1] !== source.name) break;
             ledger.inbox.remove(key);
             claims++;
           }

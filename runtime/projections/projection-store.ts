@@ -87,11 +87,14 @@ export class ProjectionStore {
   list(orgId: string, environment: string, name: string, filter: { entityType?: string; status?: string; limit: number; after?: [string, string] }): { rows: ProjectionRow[]; next: [string, string] | null } {
     const base = [orgId, environment, name];
     const start = filter.after !== undefined ? [...base, ...filter.after] : filter.entityType !== undefined ? [...base, filter.entityType] : base;
-    const end = filter.entityType !== undefined ? [...base, filter.entityType, '\uffff'] : [...base, '\uffff'];
+    // Entity types ([a-z0-9_.-], or "~step") sort below U+FFFF; entity ids need not (an emoji's
+    // UTF-8 sorts above it), so one type's rows end where the type changes, not at a sentinel id.
+    const end = [...base, '\uffff'];
     const rows: ProjectionRow[] = [];
     let last: [string, string] | null = null;
     for (const { key, value } of this.#rows.getRange({ start, end })) {
       const [, , , type, id] = key as [string, string, string, string, string];
+      if (filter.entityType !== undefined && type !== filter.entityType) break;
       if (filter.after !== undefined && type === filter.after[0] && id === filter.after[1]) continue;
       last = [type, id];
       const row = value as ProjectionRow;

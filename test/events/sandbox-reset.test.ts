@@ -3,7 +3,7 @@
 // fresh fences, its own action output), while production run ids never change.
 
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { resetSandbox } from '../../runtime/events/sandbox-reset.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
@@ -135,4 +135,21 @@ test('a sandbox reset is ordered with the writes around it: later transactions s
   assert.equal(generations.current('acct-b'), 0, 'generations are per org');
   assert.equal(new RunStore(ledger).sandboxGenerations.current('acct-a'), 1, 'the generation is stored, not only cached');
   await ledger.close();
+});
+
+test('a reset forgets every inbox claim of its sandbox sources, whatever characters the provider id starts with', async () => {
+  const secret = 'whsec_sandbox_stripe_secret';
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'stripe-sbx', scheme: 'stripe', environment: 'sandbox', secrets: [secret] } })).status, 201);
+  const deliver = (id: string) => {
+    const body = JSON.stringify({ id, type: 'charge.x' });
+    const t = Math.floor(Date.now() / 1000);
+    const signature = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
+    return call(rt.url, 'POST', `/hooks/${ORG}/stripe-sbx`, { body, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${signature}` } });
+  };
+  const ids = ['evt_plain', '😀evt', '\uffffevt'];
+  for (const id of ids) assert.equal((await deliver(id)).status, 204, id);
+  for (const id of ids) assert.equal((await deliver(id)).status, 409, `${id} is a duplicate before the reset`);
+  const reset = await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key });
+  assert.equal(reset.status, 200, reset.text);
+  for (const id of ids) assert.equal((await deliver(id)).status, 204, `${id} is new after the reset`);
 });

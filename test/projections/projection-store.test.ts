@@ -1,0 +1,35 @@
+// Projection rows listed by entity type on both ledgers: every row of the type, whatever
+// characters its entity id starts with (an emoji's UTF-8 sorts above the U+FFFF sentinel).
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+
+for (const kind of LEDGER_KINDS) {
+  describe(`projection rows on ${kind.name}`, () => {
+    test('a type filter lists every row of the type, including ids above U+FFFF, and nothing of the next type', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const store = new ProjectionStore(ledger);
+        const ids = ['a', '😀order', '\uffffz', 'zz'];
+        await ledger.root.transaction(() => {
+          ids.forEach((id, i) => {
+            const source = { orgId: 'org_p', environment: 'production', runId: `run_${i}`, stepId: 'score', eventId: `evt_${i}`, at: 1_700_000_000_000 };
+            store.write({ name: 'risk', entity: { type: 'order', id }, title: null, status: 'open', data: { i } }, source);
+          });
+          store.write({ name: 'risk', entity: { type: 'order_line', id: 'x' }, title: null, status: 'open', data: null }, { orgId: 'org_p', environment: 'production', runId: 'run_9', stepId: 'score', eventId: 'evt_9', at: 1_700_000_000_000 });
+        });
+        const listed = store.list('org_p', 'production', 'risk', { entityType: 'order', limit: 50 });
+        assert.deepEqual(listed.rows.map((row) => row.entity_id).sort(), [...ids].sort());
+        assert.equal(listed.next, null);
+        const paged = store.list('org_p', 'production', 'risk', { entityType: 'order', limit: 2 });
+        const rest = store.list('org_p', 'production', 'risk', { entityType: 'order', limit: 50, ...(paged.next === null ? {} : { after: paged.next }) });
+        assert.deepEqual([...paged.rows, ...rest.rows].map((row) => row.entity_id).sort(), [...ids].sort());
+        assert.equal(store.list('org_p', 'production', 'risk', { limit: 50 }).rows.length, 5);
+      } finally {
+        await close();
+      }
+    });
+  });
+}
