@@ -35,9 +35,10 @@ export interface RuntimeConfig {
 
 export const DEFAULT_PORT = 8787;
 
+/** A whole-number setting in decimal digits (no sign, hex or exponent); `raw` comes through `text()`. */
 function integer(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
+  if (raw === undefined) return fallback;
+  const value = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new InputError(400, 'invalid_config', `${name} must be an integer from ${min} to ${max}; got "${raw}".`);
   }
@@ -90,16 +91,16 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
   }
   return {
     host: text('--host', values.host, env.SLUICE_HOST) ?? '127.0.0.1',
-    port: integer('--port', values.port ?? env.SLUICE_PORT, DEFAULT_PORT, 0, 65535),
+    port: integer('--port', text('--port', values.port, env.SLUICE_PORT), DEFAULT_PORT, 0, 65535),
     dataDir,
     adminToken: adminToken(text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN)),
     adminTokenFile: join(dataDir, 'admin-token'),
-    dedupWindowMs: integer('--dedup-window-ms', values['dedup-window-ms'] ?? env.SLUICE_DEDUP_WINDOW_MS, DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * 86_400_000),
-    liveRetention: integer('--live-retention', values['live-retention'] ?? env.SLUICE_LIVE_RETENTION, DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
+    dedupWindowMs: integer('--dedup-window-ms', text('--dedup-window-ms', values['dedup-window-ms'], env.SLUICE_DEDUP_WINDOW_MS), DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * 86_400_000),
+    liveRetention: integer('--live-retention', text('--live-retention', values['live-retention'], env.SLUICE_LIVE_RETENTION), DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
     logLevel,
     runner: parseRunner(text('--runner', values.runner, env.SLUICE_RUNNER) ?? defaultRunner),
     runnerToken: env.SLUICE_RUNNER_TOKEN,
-    webhookConnections: integer('--webhook-connections', values['webhook-connections'] ?? env.SLUICE_WEBHOOK_CONNECTIONS, DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
+    webhookConnections: integer('--webhook-connections', text('--webhook-connections', values['webhook-connections'], env.SLUICE_WEBHOOK_CONNECTIONS), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
   };
 }
 

@@ -52,3 +52,15 @@ test('an explicit admin token must be 16-512 characters without whitespace', () 
     );
   }
 });
+
+test('numeric settings: blank environment values count as not set, empty flags and anything but decimal digits are refused', () => {
+  const blank = loadRuntimeConfig([], { SLUICE_PORT: ' ', SLUICE_DEDUP_WINDOW_MS: '', SLUICE_LIVE_RETENTION: ' ', SLUICE_WEBHOOK_CONNECTIONS: '' });
+  assert.deepEqual([blank.port, blank.liveRetention, blank.webhookConnections], [8787, 10_000, 32]);
+  for (const flag of ['--port', '--dedup-window-ms', '--live-retention', '--webhook-connections']) {
+    assert.throws(() => loadRuntimeConfig([flag, ''], {}), (error: unknown) => error instanceof InputError && error.message === `${flag} must not be empty.`);
+  }
+  for (const bad of ['0x1f90', '8e3', '+80', '80.0', ' 80']) {
+    assert.throws(() => loadRuntimeConfig([], { SLUICE_PORT: bad }), (error: unknown) => error instanceof InputError && error.message.includes('--port'), bad);
+  }
+  assert.equal(loadRuntimeConfig([], { SLUICE_PORT: '8080' }).port, 8080);
+});
