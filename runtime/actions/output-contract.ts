@@ -89,6 +89,8 @@ function parseDerivedEvent(value: JsonValue): DerivedEventSpec | null {
   }
   // Present, even if null: a forgotten payload is a bug in the action, not an empty event.
   if (!Object.hasOwn(value, 'payload')) throw new OutputContractError('derived_event.payload', 'derived_event.payload is required (any JSON value).');
+  const extra = Object.keys(value).find((key) => key !== 'type' && key !== 'payload');
+  if (extra !== undefined) throw new OutputContractError(`derived_event.${extra}`, `derived_event has only "type" and "payload"; "${extra}" would be lost.`);
   return { type: value.type, payload: value.payload ?? null };
 }
 

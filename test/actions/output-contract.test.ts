@@ -12,11 +12,13 @@ test('derived_event false means none; {type, payload} is a derived event, whatev
   assert.deepEqual(parseActionOutput('{"derived_event":{"type":"a.b","payload":null}}').derivedEvent, { type: 'a.b', payload: null });
 });
 
-test('derived_event null, a missing payload, or a bad type fails the contract naming the field', () => {
+test('derived_event null, a missing payload, a bad type or an extra key fails the contract naming the field', () => {
   assert.deepEqual(checkContract('{"derived_event":null}'), { ok: false, field: 'derived_event', message: 'derived_event must be {"type", "payload"} or false.' });
   const noPayload = checkContract('{"derived_event":{"type":"a.b"}}');
   assert.equal(noPayload.ok, false);
   assert.equal(!noPayload.ok && noPayload.field, 'derived_event.payload');
   const badType = checkContract('{"derived_event":{"type":"no spaces","payload":{}}}');
   assert.equal(!badType.ok && badType.field, 'derived_event.type');
+  const extra = checkContract('{"derived_event":{"type":"a.b","payload":1,"delay_ms":5}}');
+  assert.equal(!extra.ok && extra.field, 'derived_event.delay_ms');
 });
