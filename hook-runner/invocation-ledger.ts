@@ -100,10 +100,17 @@ export class InvocationLedger {
       assertSameAction(claim, running.claim);
       this.#admitFence(claim);
       running.joined += 1;
-      const result = await running.execution;
-      // Another module's answer is not this module's. That execution has left the map (below), so
-      // this caller starts over: it runs its own module, after the other one's record committed.
-      if (running.claim.digest !== claim.digest) return this.run(claim, execute);
+      // Another module's answer (or failure) is not this module's. That execution has left the map
+      // (below), so this caller starts over: it runs its own module, after the other one settled.
+      const otherModule = running.claim.digest !== claim.digest;
+      let result: InvocationResult;
+      try {
+        result = await running.execution;
+      } catch (error) {
+        if (otherModule) return this.run(claim, execute);
+        throw error;
+      }
+      if (otherModule) return this.run(claim, execute);
       // The execution's own write may have been decided before this caller's fence was admitted.
       await this.#commit(claim, () => undefined);
       return { result, replayed: true };
