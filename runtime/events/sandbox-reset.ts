@@ -5,6 +5,8 @@
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import type { InboxClaim } from '../inbox/inbox.ts';
+import { REPLAY_SOURCE } from '../replay/business-replay.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
@@ -36,15 +38,16 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
       ledger.root,
       ledger.root.transaction(() => {
         const generation = generations.advanceWithin(orgId);
-        let events = 0;
+        const removedEvents = new Set<string>();
         for (const key of ledger.eventsByTime.getKeys({ start: [orgId, 'sandbox'], end: [orgId, 'sandbox', Number.MAX_SAFE_INTEGER] })) {
           const eventId = (key as [string, string, number, string])[3];
           ledger.eventsByTime.remove(key);
           if (!ledger.events.doesExist([orgId, eventId])) continue;
           ledger.events.remove([orgId, eventId]);
           ledger.recordings.remove([orgId, eventId]);
-          events++;
+          removedEvents.add(eventId);
         }
+        const events = removedEvents.size;
         const runs = [...deps.runs.allIn(orgId, 'sandbox')];
         for (const run of runs) deps.runs.remove(run);
         let claims = 0;
@@ -56,6 +59,14 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
             ledger.inbox.remove(key);
             claims++;
           }
+        }
+        // Business replays keyed by an Idempotency-Key claim under REPLAY_SOURCE, whatever their
+        // environment: the claims of the replays removed here go with them.
+        for (const { key, value } of ledger.inbox.getRange({ start: [orgId, REPLAY_SOURCE], end: [orgId, '\uffff'] })) {
+          if ((key as [string, string, string])[1] !== REPLAY_SOURCE) break;
+          if (!removedEvents.has((value as InboxClaim).event_id)) continue;
+          ledger.inbox.remove(key);
+          claims++;
         }
         deps.updateLog.removeEnvironment(orgId, 'sandbox');
         return { generation, events, runs, inbox_claims: claims };

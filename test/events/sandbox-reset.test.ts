@@ -153,3 +153,19 @@ test('a reset forgets every inbox claim of its sandbox sources, whatever charact
   assert.equal(reset.status, 200, reset.text);
   for (const id of ids) assert.equal((await deliver(id)).status, 204, `${id} is new after the reset`);
 });
+
+test('a keyed business replay of a sandbox event can be made again after a reset', async () => {
+  assert.equal((await send('fixture-replayed', 'sandbox', { n: 1 })).status, 202);
+  const replay = () =>
+    call(rt.url, 'POST', `/organizations/${ORG}/events/fixture-replayed/replay?environment=sandbox`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'k1' } });
+  const first = await replay();
+  assert.equal(first.status, 202, first.text);
+  assert.equal((await replay()).body.event.id, first.body.event.id, 'the same replay before the reset');
+  const reset = await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key });
+  assert.ok(reset.body.deleted.inbox_claims >= 1, 'the replay claim is counted');
+  assert.equal((await send('fixture-replayed', 'sandbox', { n: 2 })).status, 202);
+  const again = await replay();
+  assert.equal(again.status, 202, again.text);
+  assert.notEqual(again.body.event.id, first.body.event.id, 'a new replay of the new event');
+  assert.equal(again.headers.get('idempotent-replayed'), null);
+});
