@@ -16,6 +16,7 @@ import { organizationRoutes } from './api/organizations-api.ts';
 import { sourceRoutes } from './api/sources-api.ts';
 import { systemRoutes } from './api/system-api.ts';
 import { loadAdminToken, type AdminToken } from './auth/admin-token.ts';
+import { authenticateFirst } from './auth/authenticate-first.ts';
 import { createAuthorizer } from './auth/authorize.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { RuntimeConfig } from './config.ts';
@@ -100,8 +101,8 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     actions,
     runner: runner.client,
   });
-  server.addRoutes(
-    ...systemRoutes(ledger, metrics, startedAt, () => clock.now()),
+  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota }));
+  server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
     ...apiKeyRoutes(context, (orgId, keyId) => rooms.closeSocketsOfKey(orgId, keyId)),
     ...sourceRoutes(context),
@@ -112,8 +113,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ...replayRoutes(context, inbox, workflows),
     ...projectionRoutes(context, projections),
     ...customActionRoutes(context, actions, runner.client),
-    ...hookRoutes({ orgs, sources, events, clock, metrics, quota }),
-  );
+  ]));
   let recovered: () => void = () => undefined;
   server.holdRequestsUntil(new Promise<void>((resolve) => (recovered = resolve)));
   const port = await server.listen(config.host, config.port);

@@ -17,6 +17,13 @@ export class RequestAbortedError extends SluiceError {
   }
 }
 
+/** The client did not send its whole body in time: it held a share of the body budget meanwhile. */
+export class BodyTimeoutError extends SluiceError {
+  constructor(timeoutMs: number) {
+    super(408, 'body_timeout', `The request body did not arrive within ${timeoutMs / 1000} seconds.`);
+  }
+}
+
 /** The server holds more request bodies in memory than it allows itself: try again shortly. */
 export class ServerBusyError extends SluiceError {
   readonly retryAfterMs = 1000;
@@ -38,6 +45,8 @@ export interface BodyReadOptions {
   readonly whenAborted: (abort: () => void) => void;
   /** Counts `bytes` more against the server's budget for buffered bodies; false when it is spent. */
   readonly reserve: (bytes: number) => boolean;
+  /** How long a body that does not come in one piece may take, from its first piece. */
+  readonly timeoutMs: number;
 }
 
 /**
@@ -45,7 +54,7 @@ export interface BodyReadOptions {
  * ServerBusyError when the server's budget for buffered bodies is spent, and with
  * RequestAbortedError when the client goes away.
  */
-export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted, reserve }: BodyReadOptions): Promise<Buffer> {
+export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted, reserve, timeoutMs }: BodyReadOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (declaredLength !== undefined && declaredLength > limit) {
       reject(new BodyTooLargeError(limit));
@@ -54,25 +63,26 @@ export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
-    whenAborted(() => {
+    // Only for bodies that come in pieces: most arrive with their headers, and need no timer.
+    let deadline: NodeJS.Timeout | undefined;
+    const fail = (error: Error): void => {
       failed = true;
-      reject(new RequestAbortedError());
-    });
+      clearTimeout(deadline);
+      reject(error);
+    };
+    whenAborted(() => fail(new RequestAbortedError()));
     res.onData((chunk, isLast) => {
       if (failed) return;
       size += chunk.byteLength;
-      if (size > limit) {
-        failed = true;
-        reject(new BodyTooLargeError(limit));
-        return;
-      }
-      if (!reserve(chunk.byteLength)) {
-        failed = true;
-        reject(new ServerBusyError());
-        return;
-      }
+      if (size > limit) return fail(new BodyTooLargeError(limit));
+      if (!reserve(chunk.byteLength)) return fail(new ServerBusyError());
       chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
-      if (isLast) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      if (isLast) {
+        clearTimeout(deadline);
+        resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      } else {
+        deadline ??= setTimeout(() => fail(new BodyTimeoutError(timeoutMs)), timeoutMs);
+      }
     });
   });
 }

@@ -20,12 +20,16 @@ export const MAX_HEADER_BYTES = 16 * 1024;
  * connections, and each may send up to its route's body limit before anything answers it.
  */
 export const DEFAULT_BODY_BUDGET_BYTES = 256 * 1024 * 1024;
+/** A body that does not arrive in one piece must be complete this long after its first piece. */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 
 export interface HttpServerOptions {
   readonly logger: Logger;
   readonly metrics: RuntimeMetrics;
   /** Bytes of request bodies held at once; past it a request gets 503 server_busy. */
   readonly bodyBudgetBytes?: number;
+  /** Past it, a body still arriving is cut off with 408 body_timeout. */
+  readonly bodyTimeoutMs?: number;
 }
 
 export class HttpServer {
@@ -39,6 +43,7 @@ export class HttpServer {
   #held: Promise<void> | undefined;
   #port = 0;
   readonly #bodyBudgetBytes: number;
+  readonly #bodyTimeoutMs: number;
   #bodyBytesHeld = 0;
 
   constructor(options: HttpServerOptions) {
@@ -46,6 +51,7 @@ export class HttpServer {
     this.#logger = options.logger;
     this.#metrics = options.metrics;
     this.#bodyBudgetBytes = options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES;
+    this.#bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   }
 
   /** Registers routes; call before `listen`. */
@@ -152,6 +158,7 @@ export class HttpServer {
               declaredLength: parseContentLength(headers['content-length']),
               whenAborted: (abort) => (abortBodyRead = abort),
               reserve,
+              timeoutMs: this.#bodyTimeoutMs,
             });
       const request: HttpRequest = { ...head, body };
       // After the body: uWS hands out body chunks only to a handler attached before the first await.

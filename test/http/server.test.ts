@@ -2,7 +2,8 @@
 // server keeps serving.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { connect } from 'node:net';
+import { after, before, mock, test } from 'node:test';
 import { createLogger } from '../../runtime/log.ts';
 import { createRuntimeMetrics } from '../../runtime/metrics.ts';
 import { HttpServer } from '../../runtime/http/server.ts';
@@ -84,5 +85,32 @@ test('request bodies held at once have a budget: past it a request is 503 server
     assert.equal(await again.text(), '900', 'the held body gave its bytes back');
   } finally {
     await budgeted.close();
+  }
+});
+
+test('a body still arriving 30 s after its first piece is cut off with 408, and its share of the budget comes back', async () => {
+  const slow = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 1000 });
+  slow.addRoutes({ method: 'POST', pattern: '/echo', handler: (request) => ({ status: 200, text: String(request.body.length) }) });
+  const port = await slow.listen('127.0.0.1', 0);
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const socket = connect(port, '127.0.0.1');
+    const received: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.write('POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 900\r\n\r\n');
+    socket.write('x'.repeat(600));
+    // The server starts its 30 s deadline when the first piece arrives; move the clock until it answers.
+    for (let i = 0; i < 500 && received.length === 0; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      mock.timers.tick(1000);
+    }
+    assert.match(Buffer.concat(received).toString('latin1'), /^HTTP\/1\.1 408[\s\S]*body_timeout/);
+    socket.destroy();
+    mock.timers.reset();
+    const after = await fetch(`http://127.0.0.1:${port}/echo`, { method: 'POST', body: 'y'.repeat(900) });
+    assert.equal(await after.text(), '900', 'the cut-off body gave its 600 bytes back');
+  } finally {
+    mock.timers.reset();
+    await slow.close();
   }
 });

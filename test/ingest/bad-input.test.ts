@@ -107,10 +107,12 @@ test('shutdown is not held up by a client that disconnected mid-body', async () 
   assert.equal(outcome, 'closed');
 });
 
-test('an upload without a key and a hook for an unknown source are answered before their body is sent', async () => {
+test('an API write or upload without a key and a hook for an unknown source are answered before their body is sent', async () => {
   // Only the head goes out: a server that read the body first would answer nothing.
   const upload = await raw([`POST /organizations/acct-bad/custom-actions HTTP/1.1\r\nhost: x\r\ncontent-type: multipart/form-data; boundary=b\r\ncontent-length: ${8 * 1024 * 1024}\r\n\r\n`]);
   assert.match(upload, /^HTTP\/1\.1 401/);
+  const apiWithoutKey = await raw([`POST /organizations/acct-bad/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
+  assert.match(apiWithoutKey, /^HTTP\/1\.1 401/);
   const hook = await raw([`POST /hooks/acct-bad/no-such-source HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
   assert.match(hook, /^HTTP\/1\.1 404/);
   await serverStillServes();
