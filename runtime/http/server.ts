@@ -7,17 +7,20 @@ import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_s
 import { ConflictError, SluiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
+import { BodyBudget, type BodyReservation } from './body-budget.ts';
 import { readBody } from './read-body.ts';
 import { Router } from './router.ts';
 import type { HttpReply, HttpRequest, RequestHead, Route } from './types.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
+const EMPTY_BODY = Buffer.alloc(0);
 /** uWS 20.30 buffers far larger header blocks than any client needs; this is Sluice's own cap. */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
 /**
  * Request bodies held in memory at once, across all requests: uWS accepts any number of
- * connections, and each may send up to its route's body limit before anything answers it.
+ * connections, and each may send up to its route's body limit before anything answers it. One org
+ * (the org a path names) may hold a quarter of it (body-budget.ts).
  */
 export const DEFAULT_BODY_BUDGET_BYTES = 256 * 1024 * 1024;
 /** A body that does not arrive in one piece must be complete this long after its first piece. */
@@ -28,6 +31,8 @@ export interface HttpServerOptions {
   readonly metrics: RuntimeMetrics;
   /** Bytes of request bodies held at once; past it a request gets 503 server_busy. */
   readonly bodyBudgetBytes?: number;
+  /** The share of it the requests of one org may hold (default: a quarter). */
+  readonly bodyBudgetPerTenantBytes?: number;
   /** Past it, a body still arriving is cut off with 408 body_timeout. */
   readonly bodyTimeoutMs?: number;
 }
@@ -42,15 +47,14 @@ export class HttpServer {
   #drained: (() => void) | undefined;
   #held: Promise<void> | undefined;
   #port = 0;
-  readonly #bodyBudgetBytes: number;
+  readonly #bodyBudget: BodyBudget;
   readonly #bodyTimeoutMs: number;
-  #bodyBytesHeld = 0;
 
   constructor(options: HttpServerOptions) {
     this.app = uws.App();
     this.#logger = options.logger;
     this.#metrics = options.metrics;
-    this.#bodyBudgetBytes = options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES;
+    this.#bodyBudget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES, options.bodyBudgetPerTenantBytes);
     this.#bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   }
 
@@ -123,16 +127,9 @@ export class HttpServer {
     });
     this.#inFlight++;
     let metricName = 'unmatched';
-    let bodyBytes = 0;
-    const reserve = (bytes: number): boolean => {
-      if (this.#bodyBytesHeld + bytes > this.#bodyBudgetBytes) return false;
-      this.#bodyBytesHeld += bytes;
-      bodyBytes += bytes;
-      return true;
-    };
+    let reservation: BodyReservation | undefined;
     const finish = (reply: HttpReply): void => {
-      this.#bodyBytesHeld -= bodyBytes;
-      bodyBytes = 0;
+      reservation?.release();
       const rendered = this.#render(reply);
       this.#metrics.httpRequestSeconds.observe(
         { route: metricName, method, status: String(rendered.status) },
@@ -150,16 +147,17 @@ export class HttpServer {
       const path = `/${Router.decodePath(rawUrl).join('/')}`;
       const head: RequestHead = { method, path, query, headers, params };
       route.beforeBody?.(head);
-      const body =
-        method === 'GET' || method === 'DELETE'
-          ? Buffer.alloc(0)
-          : await readBody(res, {
-              limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
-              declaredLength: parseContentLength(headers['content-length']),
-              whenAborted: (abort) => (abortBodyRead = abort),
-              reserve,
-              timeoutMs: this.#bodyTimeoutMs,
-            });
+      let body: Buffer = EMPTY_BODY;
+      if (method !== 'GET' && method !== 'DELETE') {
+        const held = (reservation = this.#bodyBudget.open(params.org_id ?? ''));
+        body = await readBody(res, {
+          limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
+          declaredLength: parseContentLength(headers['content-length']),
+          whenAborted: (abort) => (abortBodyRead = abort),
+          reserve: (bytes) => held.take(bytes),
+          timeoutMs: this.#bodyTimeoutMs,
+        });
+      }
       const request: HttpRequest = { ...head, body };
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
       if (this.#held !== undefined) await this.#held;

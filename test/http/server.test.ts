@@ -60,7 +60,7 @@ test('requests held until a promise settles are answered after it, bodies intact
 });
 
 test('request bodies held at once have a budget: past it a request is 503 server_busy with Retry-After, and the budget frees up', async () => {
-  const budgeted = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 1000 });
+  const budgeted = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 1000, bodyBudgetPerTenantBytes: 1000 });
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let holding = 0;
@@ -89,7 +89,7 @@ test('request bodies held at once have a budget: past it a request is 503 server
 });
 
 test('a body still arriving 30 s after its first piece is cut off with 408, and its share of the budget comes back', async () => {
-  const slow = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 1000 });
+  const slow = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 1000, bodyBudgetPerTenantBytes: 1000 });
   slow.addRoutes({ method: 'POST', pattern: '/echo', handler: (request) => ({ status: 200, text: String(request.body.length) }) });
   const port = await slow.listen('127.0.0.1', 0);
   mock.timers.enable({ apis: ['setTimeout'] });
@@ -112,5 +112,28 @@ test('a body still arriving 30 s after its first piece is cut off with 408, and 
   } finally {
     mock.timers.reset();
     await slow.close();
+  }
+});
+
+test('one org may hold a quarter of the body budget: its senders get 503 while another org is still served', async () => {
+  const shared = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 4000 });
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let holding = 0;
+  shared.addRoutes({ method: 'POST', pattern: '/orgs/:org_id/hold', handler: async (request) => ((holding += 1), await gate, { status: 200, text: String(request.body.length) }) });
+  const sharedUrl = `http://127.0.0.1:${await shared.listen('127.0.0.1', 0)}`;
+  try {
+    const held = fetch(`${sharedUrl}/orgs/noisy/hold`, { method: 'POST', body: 'n'.repeat(900) });
+    for (let i = 0; i < 2000 && holding === 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(holding, 1);
+    const overShare = await fetch(`${sharedUrl}/orgs/noisy/hold`, { method: 'POST', body: 'n'.repeat(200) });
+    assert.equal(overShare.status, 503, 'noisy holds 900 of its 1000');
+    const other = fetch(`${sharedUrl}/orgs/quiet/hold`, { method: 'POST', body: 'q'.repeat(900) });
+    for (let i = 0; i < 2000 && holding === 1; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(holding, 2, 'another org still gets its share');
+    release();
+    assert.deepEqual([(await held).status, (await other).status], [200, 200]);
+  } finally {
+    await shared.close();
   }
 });
