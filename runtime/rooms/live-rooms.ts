@@ -23,6 +23,12 @@ export const CLOSE_SLOW_CONSUMER = 4008;
 export const CLOSE_KEY_REVOKED = 4401;
 /** Sent when a starter-plan org subscribes to the sandbox environment. */
 export const CLOSE_SANDBOX_DISABLED = 4402;
+/**
+ * Updates the socket still needed left the retained log (asked with an after_seq older than the
+ * retention, or overtaken by new updates while its replay waited for the client to read): reload
+ * state over the REST API, then reconnect without after_seq.
+ */
+export const CLOSE_REPLAY_GONE = 4410;
 export const LIVE_PROTOCOL = 'sluice-live';
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
 export const MAX_BACKPRESSURE = 1024 * 1024;
@@ -234,6 +240,13 @@ export class LiveRooms {
     if (data.state.status !== 'replaying' || data.state.replay !== replay) return;
     const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
     if (budget <= 0) return;
+    // after_seq 0 asks for whatever is retained; any other position must still be in the log.
+    const oldest = this.#log.oldestRetained(data.orgId);
+    if (replay.cursor + 1 < oldest && !(replay.after === 0 && replay.cursor === 0)) {
+      data.state = { status: 'closed' };
+      ws.end(CLOSE_REPLAY_GONE, `replay_gone: updates after seq ${replay.cursor} are no longer retained (oldest: ${oldest})`);
+      return;
+    }
     const publishedSeq = this.#publishedSeq(data.orgId);
     const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget);
     if (page.frames.length > 0) {

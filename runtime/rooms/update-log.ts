@@ -37,6 +37,14 @@ export class UpdateLog {
     return stored;
   }
 
+  /**
+   * The lowest seq the log may still hold for the org: an update leaves when the one `retention`
+   * seqs above it is queued. A replay whose next seq is below it has lost updates for good.
+   */
+  oldestRetained(orgId: string): number {
+    return Math.max(1, (this.#issued.get(orgId) ?? this.lastSeq(orgId)) - this.#retention + 1);
+  }
+
   /** The first seq this process handed out for the org (everything before it was durable at boot). */
   firstIssued(orgId: string): number {
     return this.#firstIssued.get(orgId) ?? this.lastSeq(orgId) + 1;

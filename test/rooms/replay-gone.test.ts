@@ -1,0 +1,75 @@
+// A replay that needs updates the log no longer holds ends with 4410 instead of skipping them:
+// asked with an after_seq older than the retention, or overtaken while the client was not reading.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { durably } from '../../runtime/ledger/durable-write.ts';
+import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
+import { CLOSE_REPLAY_GONE } from '../../runtime/rooms/live-rooms.ts';
+import type { NewRunUpdate } from '../../runtime/rooms/update-log.ts';
+import { createOrg } from '../helpers/http.ts';
+import { connectLive, type LiveClient } from '../helpers/live-client.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const RETAINED = 400;
+let rt: TestRuntime;
+const keys = new Map<string, string>();
+before(async () => {
+  rt = await startRuntime({ args: ['--live-retention', String(RETAINED)] });
+  for (const org of ['acct-gone-old', 'acct-gone-overtaken']) keys.set(org, await createOrg(rt.url, ADMIN_TOKEN, org));
+});
+after(async () => rt.close());
+
+const update = (runId: string, bytes: number): NewRunUpdate => ({
+  run_id: runId, state: 'running', channel: 'c', workflow_id: 'wf', event_id: 'evt', step_id: 's', attempt: 1, at_ms: 1, error: 'e'.repeat(bytes), environment: 'production',
+});
+
+async function commit(orgId: string, count: number, bytes: number): Promise<RunUpdate[]> {
+  const { ledger, updateLog, rooms } = rt.runtime;
+  const stored = await durably(ledger.root, ledger.root.transaction(() => Array.from({ length: count }, (_, i) => updateLog.append(orgId, update(`run-${i}`, bytes)))));
+  rooms.publish(orgId, stored);
+  return stored;
+}
+
+/** The close, or 'still open' after 10 s: a guard, so a socket that never closes fails the test instead of hanging it. */
+async function closeOf(client: LiveClient): Promise<{ code: number; reason: string } | 'still open'> {
+  let guard: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([client.closed, new Promise<'still open'>((resolve) => (guard = setTimeout(() => resolve('still open'), 10_000)))]);
+  clearTimeout(guard);
+  return outcome;
+}
+
+const liveQuery = (orgId: string, afterSeq: number) => ({ query: `?token=${encodeURIComponent(keys.get(orgId)!)}&after_seq=${afterSeq}` });
+
+test('an after_seq older than the retained log is closed with 4410; 0 and a retained position replay', async () => {
+  const org = 'acct-gone-old';
+  await commit(org, RETAINED + 100, 10); // seqs 1-500; 101-500 retained
+  const stale = await connectLive(rt.url, org, liveQuery(org, 50));
+  const closed = await closeOf(stale);
+  assert.ok(closed !== 'still open', 'the socket was closed');
+  assert.equal(closed.code, CLOSE_REPLAY_GONE);
+  assert.match(closed.reason, /no longer retained \(oldest: 101\)/);
+  assert.equal(stale.updates().length, 0, 'nothing was sent that would look like a complete replay');
+  for (const [afterSeq, expected] of [[0, RETAINED], [100, RETAINED], [450, 50]] as const) {
+    const fine = await connectLive(rt.url, org, liveQuery(org, afterSeq));
+    await fine.waitFor(() => fine.updates().length === expected, `${expected} updates after ${afterSeq}`);
+    fine.close();
+  }
+});
+
+test('a replay overtaken by new updates while its client does not read ends with 4410 instead of skipping the dropped ones', async () => {
+  const org = 'acct-gone-overtaken';
+  const bytes = 60_000;
+  await commit(org, RETAINED, bytes); // 24 MB: more than the socket buffers hold
+  const client = await connectLive(rt.url, org, liveQuery(org, 0));
+  (client.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+  // New updates push seqs 1-300 out of the log while the replay waits for the client.
+  await commit(org, 300, 10);
+  (client.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.resume();
+  const closed = await closeOf(client);
+  assert.ok(closed !== 'still open', 'the socket was closed');
+  assert.equal(closed.code, CLOSE_REPLAY_GONE);
+  const seqs = client.updates().map((u) => u.seq);
+  assert.ok(seqs.length > 0 && seqs.length < 300, `received ${seqs.length} before the close`);
+  assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1), 'what came before the close was complete and in order');
+});
