@@ -166,19 +166,28 @@ export class CustomActionStore {
   }
 
   /**
-   * Renames or re-describes in place. New permissions become a new version with the latest
-   * version's module, pending review; the same set as the latest version writes no version.
+   * Renames or re-describes in place. New permissions become a new version, pending review, of the
+   * latest version's module, unless that module was rejected: then of the approved version's (or the
+   * newest one never rejected), so a permissions edit cannot put a rejected module up for review
+   * again. The same set as that version writes no version.
    */
   async update(orgId: string, actionId: string, input: UpdateInput, at: number): Promise<ActionChange> {
     return unwrap(
       await this.#write((): Outcome<ActionChange> => {
         const action = this.get(orgId, actionId);
-        const latest = action === undefined ? undefined : this.versions(orgId, action.id).at(-1);
+        const versions = action === undefined ? [] : this.versions(orgId, action.id);
+        const latest = versions.at(-1);
         if (action === undefined || latest === undefined) return fail(missingAction());
         let version: ActionVersionRecord | null = null;
-        if (input.permissions !== undefined && !samePermissions(input.permissions, latest.permissions)) {
-          if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
-          version = pendingVersion(latest.version + 1, latest, input.permissions, at);
+        if (input.permissions !== undefined) {
+          const base = latest.status !== 'rejected' ? latest : (versions.find((v) => v.version === action.approved_version) ?? versions.findLast((v) => v.status !== 'rejected'));
+          if (base === undefined) {
+            return fail(new ConflictError('no_module_to_reuse', 'Every version of this custom action was rejected; upload a new module instead of changing permissions.'));
+          }
+          if (!samePermissions(input.permissions, base.permissions) || base !== latest) {
+            if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
+            version = pendingVersion(latest.version + 1, base, input.permissions, at);
+          }
         }
         return { ok: true, value: this.#putChange(orgId, action, { name: input.name, description: input.description }, version, at) };
       }),

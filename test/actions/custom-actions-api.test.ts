@@ -226,6 +226,24 @@ describe('review and versions', () => {
       kind: 'approved', version: 2, digest: sha256(modules.echo), permissions: ['read_secret:API_KEY', 'read_secret:ADMIN_PASSWORD'],
     });
   });
+
+  it('a PATCH of permissions after a rejected upload is a version of the approved module, never of the rejected one', async () => {
+    const { id } = await createAction();
+    await review(id, { status: 'approved' });
+    const v2 = await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.projection });
+    assert.equal(v2.status, 201, v2.text);
+    assert.equal((await review(id, { status: 'rejected', reason: 'writes where it should not' })).status, 200);
+    const patched = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(patched.body.new_version.version, 3);
+    assert.equal(patched.body.new_version.digest, sha256(modules.echo), 'the approved module, not the rejected one');
+
+    const { id: neverApproved } = await createAction();
+    await review(neverApproved, { status: 'rejected', reason: 'no' });
+    const refused = await call(rt.url, 'PATCH', `${base}/${neverApproved}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, 'no_module_to_reuse');
+  });
 });
 
 describe('secrets', () => {
