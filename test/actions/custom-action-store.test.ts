@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CustomActionId } from '../../runtime/actions/custom-action-record.ts';
 import { CustomActionStore, MAX_VERSIONS_PER_ACTION } from '../../runtime/actions/custom-action-store.ts';
+import { newestFirst } from '../../runtime/api/sorted-page.ts';
 import { ConflictError, SluiceError } from '../../runtime/errors.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
@@ -113,12 +114,12 @@ for (const kind of LEDGER_KINDS) describe(`custom action store (${kind.name} led
     assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 1, digest: DIGEST_A, permissions: [] });
   });
 
-  it('lists an org newest first, never another org; refuses writes to unknown actions and past the version cap', async () => {
+  it('lists an org (the API shows it newest first), never another org; refuses writes to unknown actions and past the version cap', async () => {
     const ids = ['act_00000000000000a1', 'act_00000000000000a2'] as CustomActionId[];
     const isolated = new CustomActionStore(opened.ledger, { newId: () => ids.shift() ?? assert.fail('no id left') });
     await isolated.create('acct-list', { name: 'one', description: 'd', module: { digest: DIGEST_A, size: 1 }, permissions: [] }, AT);
     await isolated.create('acct-list', { name: 'two', description: '', module: { digest: DIGEST_B, size: 2 }, permissions: [] }, AT + 1);
-    assert.deepEqual(isolated.list('acct-list').map((a) => a.name), ['two', 'one']);
+    assert.deepEqual(isolated.list('acct-list').sort(newestFirst).map((a) => a.name), ['two', 'one']);
     assert.deepEqual(isolated.list('acct-list-other'), []);
     await rejects(store.addVersion('acct-list-other', 'act_00000000000000a1', { module: { digest: DIGEST_A, size: 1 } }, AT), 404, 'not_found');
     await rejects(store.update(ORG, 'act_00000000000000a1', { name: 'x' }, AT), 404, 'not_found');
