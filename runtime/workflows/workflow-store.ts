@@ -24,6 +24,11 @@ import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, Work
 
 /** Keeps `list` (every workflow of an environment in one answer) and `matching` bounded. */
 export const MAX_WORKFLOWS_PER_ORG = 2000;
+/**
+ * Versions one workflow may have: every version stays readable (runs pin theirs), so the history
+ * needs a bound. A workflow that reaches it is replaced by a new one (its runs keep their versions).
+ */
+export const MAX_VERSIONS_PER_WORKFLOW = 1000;
 const WORKFLOW_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HIGH = '\uffff';
 /** Pinned versions kept decoded in memory; they never change once written, so only size bounds this. */
@@ -43,7 +48,7 @@ export interface VersionPage {
   readonly before?: number;
 }
 
-type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'conflict'; readonly current?: number };
+type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'versions' | 'conflict'; readonly current?: number };
 
 export class WorkflowStore {
   readonly #root: Ledger['root'];
@@ -161,6 +166,7 @@ export class WorkflowStore {
         const previous = this.get(orgId, workflowId);
         if (previous === undefined) return { ok: false, reason: 'missing' };
         if (options.ifVersion !== undefined && previous.version !== options.ifVersion) return { ok: false, reason: 'conflict', current: previous.version };
+        if (previous.version >= MAX_VERSIONS_PER_WORKFLOW) return { ok: false, reason: 'versions' };
         const next = nextWorkflow(draft, { orgId: previous.org_id, workflowId: previous.id, at, previous });
         this.#putVersion(next, previous);
         return { ok: true, value: next };
@@ -179,6 +185,7 @@ export class WorkflowStore {
         const previous = this.get(orgId, workflowId);
         if (previous === undefined) return { ok: false, reason: 'missing' };
         if (previous.status === status) return { ok: true, value: previous };
+        if (previous.version >= MAX_VERSIONS_PER_WORKFLOW) return { ok: false, reason: 'versions' };
         const next = nextWorkflow({ ...toWorkflowVersion(previous).definition, status }, { orgId: previous.org_id, workflowId: previous.id, at, previous });
         this.#putVersion(next, previous);
         return { ok: true, value: next };
@@ -240,6 +247,8 @@ function unwrap<T>(outcome: Outcome<T>, id: string): T {
       throw notFound(`Workflow "${id}"`, 'workflow_id');
     case 'limit':
       throw new ConflictError('workflow_limit_reached', `An organization can hold at most ${MAX_WORKFLOWS_PER_ORG} workflows; delete one first.`);
+    case 'versions':
+      throw new ConflictError('version_limit_reached', `A workflow has at most ${MAX_VERSIONS_PER_WORKFLOW} versions; create a new workflow (and delete this one) to go on changing it.`);
     case 'conflict':
       throw new ConflictError('workflow_version_conflict', 'The workflow was changed by another request; read it again and retry.', {
         current_version: outcome.current,

@@ -7,7 +7,7 @@ import { ManualClock } from '../../runtime/clock.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 import { parseWorkflowInput } from '../../runtime/workflows/parse-workflow.ts';
-import { WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
+import { MAX_VERSIONS_PER_WORKFLOW, WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
 import type { WorkflowDraft } from '../../runtime/workflows/workflow-types.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -156,6 +156,16 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     });
     assert.equal(store.get('org-c', workflow.id)?.name, 'first');
     assert.equal(store.version('org-c', workflow.id, 3), undefined);
+  });
+
+  test('a workflow takes at most 1,000 versions: the next update or toggle is 409 and changes nothing', async () => {
+    const { workflow } = await store.create(draftOf({}), 'org-cap', T0);
+    let current = workflow;
+    while (current.version < MAX_VERSIONS_PER_WORKFLOW) current = await store.update('org-cap', workflow.id, parseWorkflowInput({ name: `v${current.version + 1}` }, current), T0);
+    await assert.rejects(store.update('org-cap', workflow.id, parseWorkflowInput({ name: 'one too many' }, current), T0), { code: 'version_limit_reached' });
+    await assert.rejects(store.setStatus('org-cap', workflow.id, 'disabled', T0), { code: 'version_limit_reached' });
+    assert.equal(store.get('org-cap', workflow.id)?.version, MAX_VERSIONS_PER_WORKFLOW);
+    assert.equal(store.get('org-cap', workflow.id)?.status, 'enabled');
   });
 
   test('versions page newest first; list holds every workflow of the environment; odd ids read as absent', async () => {
