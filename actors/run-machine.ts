@@ -49,6 +49,9 @@ const UNUSED_CONTEXT: RunContext = Object.freeze(
   initialContext({ orgId: '', runId: '', eventId: '', workflowId: '', workflowVersion: 0, environment: 'production', skipSideEffects: false, steps: [], createdAt: 0 } as unknown as RunInput),
 );
 
+/** The open attempt's start, from the outcome that reports it, unless a `step.started` already set it. */
+const startedBy = (context: RunContext, startedAt: number | undefined): RunContext => (startedAt === undefined ? context : markStarted(context, startedAt));
+
 export const runMachine = setup({
   types: {
     context: {} as RunContext,
@@ -74,15 +77,15 @@ export const runMachine = setup({
     markStarted: assign(({ context, event }) => markStarted(context, event.at)),
     recordSuccess: assign(({ context, event }) => {
       const e = event as EventOf<'step.succeeded'>;
-      return finishCurrent(context, 'succeeded', e.at, e.result, e.evidence ?? null);
+      return finishCurrent(startedBy(context, e.startedAt), 'succeeded', e.at, e.result, e.evidence ?? null);
     }),
     recordSkip: assign(({ context, event }) => {
       const e = event as EventOf<'step.skipped'>;
-      return finishCurrent(context, 'skipped', e.at, null, e.evidence ?? { reason: e.reason });
+      return finishCurrent(startedBy(context, e.startedAt), 'skipped', e.at, null, e.evidence ?? { reason: e.reason });
     }),
     recordFailure: assign(({ context, event }) => {
       const e = event as EventOf<'step.failed'>;
-      return recordFailure(context, e.error, e.evidence ?? null, e.at);
+      return recordFailure(startedBy(context, e.startedAt), e.error, e.evidence ?? null, e.at);
     }),
     completeDelay: assign(({ context, event }) => finishCurrent(context, 'succeeded', event.at, null, { woke_at: event.at })),
     clearRetry: assign(({ event }) => ({ retryAt: null, updatedAt: event.at })),

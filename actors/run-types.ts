@@ -57,7 +57,7 @@ export interface StepAttempt {
   /** The run fence issued for this claim; strictly greater than every earlier fence of the run. */
   readonly fence: number;
   readonly claimedAt: number;
-  /** When the shell reported the effect as started (`step.started`), or the claim time for delays. */
+  /** When the shell reported the effect as started (`step.started`, or `startedAt` on its outcome), or the claim time for delays. */
   readonly startedAt: number | null;
   readonly endedAt: number | null;
   readonly outcome: AttemptOutcome;
@@ -111,12 +111,17 @@ interface Fenced extends Timed {
   readonly fence: number;
 }
 
+/** An effect's outcome: `startedAt` is when the shell handed the effect out (unset: never started). */
+interface Reported extends Fenced {
+  readonly startedAt?: number;
+}
+
 export type RunEvent =
   | ({ readonly type: 'run.admitted' } & Timed)
   | ({ readonly type: 'step.started' } & Fenced)
-  | ({ readonly type: 'step.succeeded'; readonly result: JsonValue; readonly evidence?: JsonValue } & Fenced)
-  | ({ readonly type: 'step.failed'; readonly error: StepFailure; readonly evidence?: JsonValue } & Fenced)
-  | ({ readonly type: 'step.skipped'; readonly reason: string; readonly evidence?: JsonValue } & Fenced)
+  | ({ readonly type: 'step.succeeded'; readonly result: JsonValue; readonly evidence?: JsonValue } & Reported)
+  | ({ readonly type: 'step.failed'; readonly error: StepFailure; readonly evidence?: JsonValue } & Reported)
+  | ({ readonly type: 'step.skipped'; readonly reason: string; readonly evidence?: JsonValue } & Reported)
   | ({ readonly type: 'timer.fired' } & Timed)
   | ({ readonly type: 'run.cancel'; readonly reason?: string } & Timed)
   | ({ readonly type: 'run.resume' } & Timed)

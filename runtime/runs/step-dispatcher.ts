@@ -82,6 +82,8 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
   if (step === undefined) {
     return { report: { type: 'step.failed', ...fenced, error: { code: 'workflow_version_missing', message: 'The pinned workflow version or its step no longer exists.', retryable: false } } };
   }
+  // From here the effect is handed out: its outcome carries when (the attempt's started_at).
+  const started = { ...fenced, startedAt: ctx.nowMs };
   if (step.type === 'custom_action') {
     const outcome = await runCustomAction(
       {
@@ -96,8 +98,8 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
       ctx.runner,
     );
     return outcome.ok
-      ? { report: { type: 'step.succeeded', ...fenced, result: outcome.result, evidence: outcome.evidence }, effects: outcome.effects }
-      : { report: { type: 'step.failed', ...fenced, error: outcome.error, ...(outcome.evidence === null ? {} : { evidence: outcome.evidence }) } };
+      ? { report: { type: 'step.succeeded', ...started, result: outcome.result, evidence: outcome.evidence }, effects: outcome.effects }
+      : { report: { type: 'step.failed', ...started, error: outcome.error, ...(outcome.evidence === null ? {} : { evidence: outcome.evidence }) } };
   }
   if (step.type !== 'webhook') {
     return { report: { type: 'step.failed', ...fenced, error: { code: 'unsupported_step_type', message: `A ${step.type} step cannot be dispatched.`, retryable: false } } };
@@ -120,8 +122,8 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
     );
     return {
       report: outcome.ok
-        ? { type: 'step.succeeded', ...fenced, result: outcome.result, evidence: outcome.evidence }
-        : { type: 'step.failed', ...fenced, error: outcome.error, evidence: outcome.evidence },
+        ? { type: 'step.succeeded', ...started, result: outcome.result, evidence: outcome.evidence }
+        : { type: 'step.failed', ...started, error: outcome.error, evidence: outcome.evidence },
     };
   }
 }

@@ -48,6 +48,21 @@ describe('run machine: happy path', () => {
   });
 });
 
+describe('run machine: when an effect started', () => {
+  it('takes startedAt from the outcome that reports it, unless step.started already set it', () => {
+    const actor = startActor(runInput([webhookStep('a'), webhookStep('b')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    actor.send({ type: 'step.succeeded', stepId: asStepId('a'), fence: 1, result: null, startedAt: T0 + 5, at: T0 + 20 });
+    actor.send({ type: 'step.started', stepId: asStepId('b'), fence: 2, at: T0 + 21 });
+    actor.send({ type: 'step.failed', stepId: asStepId('b'), fence: 2, error: { code: 'x', message: 'no', retryable: false }, startedAt: T0 + 25, at: T0 + 30 });
+    const [a] = attemptsOf(actor, 'a');
+    const [b] = attemptsOf(actor, 'b');
+    assert.deepEqual([a?.startedAt, a?.endedAt], [T0 + 5, T0 + 20]);
+    assert.deepEqual([b?.startedAt, b?.endedAt], [T0 + 21, T0 + 30], 'the earlier report wins');
+    assert.equal(actor.getSnapshot().context.updatedAt, T0 + 30);
+  });
+});
+
 describe('run machine: retries', () => {
   it('parks a retryable failure in backoff, ignores an early timer, and retries under a higher fence', () => {
     const actor = startActor(runInput([webhookStep('a')]));

@@ -70,6 +70,8 @@ test('an event runs its workflow: signed, keyed webhook; completed run; live upd
   assert.equal(run.steps[0].attempts.length, 1);
   assert.equal(run.steps[0].attempts[0].outcome, 'succeeded');
   assert.equal(run.steps[0].attempts[0].evidence.status, 200);
+  const { claimed_at: claimedAt, started_at: startedAt, ended_at: endedAt } = run.steps[0].attempts[0];
+  assert.ok(startedAt !== null && claimedAt <= startedAt && startedAt <= endedAt, `claimed ${claimedAt}, started ${startedAt}, ended ${endedAt}`);
 
   const request = receiver.received[before]!;
   const stepKey = `${runId}:notify`;
