@@ -3,8 +3,10 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { ADMIN_TOKEN, spawnRuntime, tempDir } from './helpers/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const sluice = (...args: string[]) =>
@@ -29,4 +31,18 @@ test('an empty --host or a short --admin-token stops the start with a message na
   const shortToken = sluice('serve', '--admin-token', 'short');
   assert.equal(shortToken.status, 1);
   assert.match(shortToken.stderr, /--admin-token \(SLUICE_ADMIN_TOKEN\) must be 16-512 characters/);
+});
+
+test('the welcome of a runtime started with --admin-token shows where the token goes, never the token', async () => {
+  const dataDir = tempDir();
+  try {
+    const runtime = await spawnRuntime(dataDir, 'serve');
+    runtime.child.kill('SIGTERM');
+    assert.equal(await runtime.exited, 0);
+    const welcome = runtime.output.join('\n');
+    assert.match(welcome, /Authorization: Bearer <your --admin-token>/);
+    assert.ok(!welcome.includes(ADMIN_TOKEN), 'the token is not printed');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 });
