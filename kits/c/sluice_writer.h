@@ -23,6 +23,8 @@ static void sl__writer_grow(size_t extra) {
   if (need > SL_MAX_OUTPUT_BYTES + 1) SL_TRAP();
   size_t capacity = sl__out.capacity * 2;
   while (capacity < need) capacity *= 2;
+  /* Never past the limit: every byte beyond it comes back here and traps. */
+  if (capacity > SL_MAX_OUTPUT_BYTES + 1) capacity = SL_MAX_OUTPUT_BYTES + 1;
   if (sl_arena_top() == (size_t)(sl__out.start + sl__out.capacity)) {
     sl__arena_extend_top(capacity - sl__out.capacity);
   } else {

@@ -28,11 +28,14 @@ let build: KitBuild | undefined;
 const modules = new Map<KitName, CompiledModule>();
 
 const compileErrors = new Map<KitName, unknown>();
+/** The `seen` example of each kit: the snippet its README opens with. */
+const seenModules = new Map<KitName, CompiledModule>();
 
 before(async () => {
   outDir = mkdtempSync(join(tmpdir(), 'sluice-kits-'));
   build = await buildKits(outDir);
   for (const entry of build.built) {
+    if (entry.example === 'seen') seenModules.set(entry.kit, compileModule(readFileSync(entry.path)));
     if (entry.example !== EXAMPLE) continue;
     try {
       modules.set(entry.kit, compileModule(readFileSync(entry.path)));
@@ -204,5 +207,30 @@ describe('order-risk-scorer conformance (AssemblyScript, Rust and C byte for byt
       type: 'orders.risk_scored',
       payload: { order_id: 4242, score: 85, status: 'held_for_review' },
     });
+  });
+});
+
+describe('the README snippet of each kit (example `seen`)', () => {
+  const seen = (kit: KitName): CompiledModule => seenModules.get(kit) ?? assert.fail(`the ${kit} seen example was not built.\n${whyMissing(kit)}`);
+  /** `{"seen":"…"}` of exactly `bytes` bytes, from an id string that long minus the 11 around it. */
+  const idFor = (bytes: number): string => 'x'.repeat(bytes - '{"seen":""}'.length);
+
+  it('answers {"seen": id} and rejects a payload without an id', async () => {
+    for (const kit of KIT_NAMES) {
+      const answer = await runModule(seen(kit), envelopeText('{"id":42}'));
+      assert.deepEqual(answer.kind === 'output' && answer.output, '{"seen":42}', kit);
+      assert.equal((await runModule(seen(kit), envelopeText('{"other":1}'))).kind, 'rejected', kit);
+    }
+  });
+
+  it('writes an output of exactly 256 KiB, and traps on one byte more instead of writing a document the host cannot read', async () => {
+    for (const kit of KIT_NAMES) {
+      const largest = await runModule(seen(kit), envelopeText(JSON.stringify({ id: idFor(256 * 1024) })));
+      assert.equal(largest.kind === 'output' && largest.output.length, 256 * 1024, `${kit}: ${largest.kind === 'trap' ? largest.message : largest.kind}`);
+      for (const bytes of [256 * 1024 + 1, 300 * 1024, 500 * 1024]) {
+        const over = await runModule(seen(kit), envelopeText(JSON.stringify({ id: idFor(bytes) })));
+        assert.equal(over.kind === 'trap' && over.trap, 'unreachable', `${kit}, ${bytes} bytes: ${JSON.stringify(over).slice(0, 200)}`);
+      }
+    }
   });
 });

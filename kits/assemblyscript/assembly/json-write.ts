@@ -24,6 +24,8 @@ class ByteBuffer {
     if (need > MAX_OUTPUT_BYTES + 1) unreachable();
     let capacity = this.capacity * 2;
     while (capacity < need) capacity *= 2;
+    // Never past the limit: every byte beyond it comes back here and traps.
+    if (capacity > MAX_OUTPUT_BYTES + 1) capacity = MAX_OUTPUT_BYTES + 1;
     this.ptr = heap.realloc(this.ptr, capacity);
     this.capacity = capacity;
   }

@@ -36,6 +36,8 @@ impl Writer {
         while capacity < need {
             capacity *= 2;
         }
+        // Never past the limit: every byte beyond it comes back here and traps.
+        capacity = capacity.min(MAX_OUTPUT_BYTES + 1);
         if arena::top() == self.start + self.capacity {
             arena::extend_top(capacity - self.capacity).unwrap_or_else(|| wasm32::unreachable());
         } else {
