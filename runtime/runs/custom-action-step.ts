@@ -23,9 +23,10 @@ export interface ActionEffects {
   readonly derivedEvent: DerivedEventSpec | null;
 }
 
+/** `invoked`: the call went to the hook-runner (false: refused before, e.g. not approved, no runner). */
 export type ActionStepOutcome =
-  | { readonly ok: true; readonly result: JsonValue; readonly evidence: JsonValue; readonly effects: ActionEffects }
-  | { readonly ok: false; readonly error: StepFailure; readonly evidence: JsonValue | null };
+  | { readonly ok: true; readonly result: JsonValue; readonly evidence: JsonValue; readonly effects: ActionEffects; readonly invoked: true }
+  | { readonly ok: false; readonly error: StepFailure; readonly evidence: JsonValue | null; readonly invoked: boolean };
 
 export interface ActionStepInput {
   readonly orgId: string;
@@ -36,10 +37,12 @@ export interface ActionStepInput {
   readonly fence: number;
 }
 
+/** A failure; with evidence the call had gone to the hook-runner, without it it was refused before. */
 const fail = (code: string, message: string, retryable: boolean, evidence: JsonValue | null = null): ActionStepOutcome => ({
   ok: false,
   error: { code, message, retryable },
   evidence,
+  invoked: evidence !== null,
 });
 
 export async function runCustomAction(input: ActionStepInput, actions: ActionResolver | undefined, runner: HookRunnerClient | undefined): Promise<ActionStepOutcome> {
@@ -75,7 +78,7 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
     if (parsed.derivedEvent !== null && input.eventDepth + 1 > MAX_DERIVED_DEPTH) {
       return fail('derived_event_depth_exceeded', `A derived event would be ${input.eventDepth + 1} levels deep; the limit is ${MAX_DERIVED_DEPTH}.`, false, evidence);
     }
-    return { ok: true, result: parsed.document, evidence, effects: { projection: parsed.projection, derivedEvent: parsed.derivedEvent } };
+    return { ok: true, result: parsed.document, evidence, effects: { projection: parsed.projection, derivedEvent: parsed.derivedEvent }, invoked: true };
   } catch (error) {
     if (error instanceof OutputContractError) return fail('invalid_action_output', `${error.field}: ${error.message}`, false, evidence);
     throw error;

@@ -82,8 +82,6 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
   if (step === undefined) {
     return { report: { type: 'step.failed', ...fenced, error: { code: 'workflow_version_missing', message: 'The pinned workflow version or its step no longer exists.', retryable: false } } };
   }
-  // From here the effect is handed out: its outcome carries when (the attempt's started_at).
-  const started = { ...fenced, startedAt: ctx.nowMs };
   if (step.type === 'custom_action') {
     const outcome = await runCustomAction(
       {
@@ -97,6 +95,8 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
       ctx.actions,
       ctx.runner,
     );
+    // The attempt started when the call went to the hook-runner (its started_at); a refusal before that never started.
+    const started = outcome.invoked ? { ...fenced, startedAt: ctx.nowMs } : fenced;
     return outcome.ok
       ? { report: { type: 'step.succeeded', ...started, result: outcome.result, evidence: outcome.evidence }, effects: outcome.effects }
       : { report: { type: 'step.failed', ...started, error: outcome.error, ...(outcome.evidence === null ? {} : { evidence: outcome.evidence }) } };
@@ -120,6 +120,8 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
       },
       { selfPort: ctx.selfPort, connections: ctx.connections },
     );
+    // The attempt started when the request got its connection; a refused one never started.
+    const started = outcome.sentAt === undefined ? fenced : { ...fenced, startedAt: outcome.sentAt };
     return {
       report: outcome.ok
         ? { type: 'step.succeeded', ...started, result: outcome.result, evidence: outcome.evidence }

@@ -31,9 +31,10 @@ export interface WebhookRequest {
   readonly nowMs: number;
 }
 
+/** `sentAt`: when the request got its connection, on the attempt's clock; absent when it was never sent. */
 export type WebhookOutcome =
-  | { readonly ok: true; readonly result: JsonValue; readonly evidence: JsonValue }
-  | { readonly ok: false; readonly error: StepFailure; readonly evidence: JsonValue };
+  | { readonly ok: true; readonly result: JsonValue; readonly evidence: JsonValue; readonly sentAt: number }
+  | { readonly ok: false; readonly error: StepFailure; readonly evidence: JsonValue; readonly sentAt?: number };
 
 export interface WebhookTarget {
   /** The runtime's own listener, which webhook steps may never call. */
@@ -89,10 +90,11 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
     .join(' ');
 }
 
-const failure = (code: string, message: string, retryable: boolean, evidence: JsonValue, retryAfterMs?: number): WebhookOutcome => ({
+const failure = (code: string, message: string, retryable: boolean, evidence: JsonValue, sentAt?: number, retryAfterMs?: number): WebhookOutcome => ({
   ok: false,
   error: retryAfterMs === undefined ? { code, message, retryable } : { code, message, retryable, retryAfterMs },
   evidence,
+  ...(sentAt === undefined ? {} : { sentAt }),
 });
 
 /** `queued_ms`, only when the attempt waited for a connection (its pool was at its cap). */
@@ -138,10 +140,13 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
   } catch (error) {
     const queued = error instanceof PostTimeoutError ? queuedEvidence(error.queuedMs) : {};
     const evidence = { ...base, duration_ms: Math.round(performance.now() - started), ...queued };
+    // A timeout runs from the connection, so the request went out; a network error may have come
+    // at any point, so the attempt's own time stands for it.
     return error instanceof PostTimeoutError
-      ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence)
-      : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence);
+      ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, request.nowMs + (error.queuedMs ?? 0))
+      : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, request.nowMs);
   }
+  const sentAt = request.nowMs + (answer.queuedMs ?? 0);
   const { status } = answer;
   const evidence = {
     ...base,
@@ -153,8 +158,8 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     body_truncated: answer.bytes > EVIDENCE_BODY_CAP || answer.cutOff,
     ...(answer.cutOff ? { body_cut_off: true } : {}),
   };
-  if (status >= 200 && status < 300) return { ok: true, result: { status, body: answer.text }, evidence };
+  if (status >= 200 && status < 300) return { ok: true, result: { status, body: answer.text }, evidence, sentAt };
   const retryAfterMs = parseRetryAfter(answer.retryAfter, request.nowMs);
-  if (status === 429 || status >= 500) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, retryAfterMs);
-  return failure(`webhook_http_${status}`, `The receiver answered ${status}; not retried.`, false, evidence);
+  if (status === 429 || status >= 500) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, sentAt, retryAfterMs);
+  return failure(`webhook_http_${status}`, `The receiver answered ${status}; not retried.`, false, evidence, sentAt);
 }

@@ -190,6 +190,7 @@ test('cancel stops a run waiting in backoff; webhook steps may not call the runt
   const selfRun = await onlyRun(await sendEvent('order.self', {}, 'evt-self'));
   const refused = await runInState(selfRun, 'failed');
   assert.equal(refused.error.code, 'self_request_refused');
+  assert.equal(refused.steps[0].attempts[0].started_at, null, 'a refused request never started');
 });
 
 test('runs list filters by state and workflow; unknown runs are 404 and other orgs see nothing', async () => {
