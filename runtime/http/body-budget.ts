@@ -14,8 +14,8 @@ export class BodyBudget {
   #held = 0;
   readonly #heldByTenant = new Map<string, number>();
 
-  /** `perTenant` defaults to a quarter of the total; requests that name no org share '' as theirs. */
-  constructor(total: number, perTenant = Math.floor(total / 4)) {
+  /** `perTenant` defaults to an eighth of the total; requests that name no org share '' as theirs. */
+  constructor(total: number, perTenant = Math.floor(total / 8)) {
     this.#total = total;
     this.#perTenant = perTenant;
   }

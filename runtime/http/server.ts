@@ -20,7 +20,7 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 /**
  * Request bodies held in memory at once, across all requests: uWS accepts any number of
  * connections, and each may send up to its route's body limit before anything answers it. One org
- * (the org a path names) may hold a quarter of it (body-budget.ts).
+ * (the org a path names) may hold an eighth of it (body-budget.ts).
  */
 export const DEFAULT_BODY_BUDGET_BYTES = 256 * 1024 * 1024;
 /** A body that does not arrive in one piece must be complete this long after its first piece. */
@@ -31,7 +31,7 @@ export interface HttpServerOptions {
   readonly metrics: RuntimeMetrics;
   /** Bytes of request bodies held at once; past it a request gets 503 server_busy. */
   readonly bodyBudgetBytes?: number;
-  /** The share of it the requests of one org may hold (default: a quarter). */
+  /** The share of it the requests of one org may hold (default: an eighth). */
   readonly bodyBudgetPerTenantBytes?: number;
   /** Past it, a body still arriving is cut off with 408 body_timeout. */
   readonly bodyTimeoutMs?: number;

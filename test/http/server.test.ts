@@ -115,8 +115,8 @@ test('a body still arriving 30 s after its first piece is cut off with 408, and 
   }
 });
 
-test('one org may hold a quarter of the body budget: its senders get 503 while another org is still served', async () => {
-  const shared = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 4000 });
+test('one org may hold an eighth of the body budget: its senders get 503 while another org is still served', async () => {
+  const shared = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 8000 });
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let holding = 0;

@@ -113,6 +113,11 @@ test('an API write or upload without a key and a hook for an unknown source are 
   assert.match(upload, /^HTTP\/1\.1 401/);
   const apiWithoutKey = await raw([`POST /organizations/acct-bad/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
   assert.match(apiWithoutKey, /^HTTP\/1\.1 401/);
+  // A valid key, but for a path naming another org: no share of that org's body budget.
+  const otherOrg = await raw([`POST /organizations/acct-not-mine/events HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
+  assert.match(otherOrg, /^HTTP\/1\.1 404/);
+  const newOrg = await raw([`POST /organizations HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
+  assert.match(newOrg, /^HTTP\/1\.1 401/, 'only the platform admin creates orgs');
   const hook = await raw([`POST /hooks/acct-bad/no-such-source HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
   assert.match(hook, /^HTTP\/1\.1 404/);
   await serverStillServes();
