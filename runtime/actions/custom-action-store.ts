@@ -167,9 +167,10 @@ export class CustomActionStore {
 
   /**
    * Renames or re-describes in place. New permissions become a new version, pending review, of the
-   * latest version's module, unless that module was rejected: then of the approved version's (or the
-   * newest one never rejected), so a permissions edit cannot put a rejected module up for review
-   * again. The same set as that version writes no version.
+   * latest version's module; the same set as the latest writes no version. A module that was
+   * rejected in any version is refused (409 module_rejected): a permissions edit must never put
+   * rejected code up for a review that looks like a permission change. To try that module again,
+   * upload it again, on purpose.
    */
   async update(orgId: string, actionId: string, input: UpdateInput, at: number): Promise<ActionChange> {
     return unwrap(
@@ -179,15 +180,13 @@ export class CustomActionStore {
         const latest = versions.at(-1);
         if (action === undefined || latest === undefined) return fail(missingAction());
         let version: ActionVersionRecord | null = null;
-        if (input.permissions !== undefined) {
-          const base = latest.status !== 'rejected' ? latest : (versions.find((v) => v.version === action.approved_version) ?? versions.findLast((v) => v.status !== 'rejected'));
-          if (base === undefined) {
-            return fail(new ConflictError('no_module_to_reuse', 'Every version of this custom action was rejected; upload a new module instead of changing permissions.'));
+        if (input.permissions !== undefined && !samePermissions(input.permissions, latest.permissions)) {
+          const rejected = versions.find((v) => v.digest === latest.digest && v.status === 'rejected');
+          if (rejected !== undefined) {
+            return fail(new ConflictError('module_rejected', `The latest module was rejected in version ${rejected.version}; upload a module (the same one again, if you mean it) instead of changing its permissions.`, { version: rejected.version }));
           }
-          if (!samePermissions(input.permissions, base.permissions) || base !== latest) {
-            if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
-            version = pendingVersion(latest.version + 1, base, input.permissions, at);
-          }
+          if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
+          version = pendingVersion(latest.version + 1, latest, input.permissions, at);
         }
         return { ok: true, value: this.#putChange(orgId, action, { name: input.name, description: input.description }, version, at) };
       }),

@@ -227,22 +227,28 @@ describe('review and versions', () => {
     });
   });
 
-  it('a PATCH of permissions after a rejected upload is a version of the approved module, never of the rejected one', async () => {
+  it('a PATCH of permissions never puts a rejected module up for review again', async () => {
     const { id } = await createAction();
     await review(id, { status: 'approved' });
     const v2 = await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.projection });
     assert.equal(v2.status, 201, v2.text);
     assert.equal((await review(id, { status: 'rejected', reason: 'writes where it should not' })).status, 200);
-    const patched = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
-    assert.equal(patched.status, 200, patched.text);
-    assert.equal(patched.body.new_version.version, 3);
-    assert.equal(patched.body.new_version.digest, sha256(modules.echo), 'the approved module, not the rejected one');
-
-    const { id: neverApproved } = await createAction();
-    await review(neverApproved, { status: 'rejected', reason: 'no' });
-    const refused = await call(rt.url, 'PATCH', `${base}/${neverApproved}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
+    const refused = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
     assert.equal(refused.status, 409);
-    assert.equal(refused.body.error.code, 'no_module_to_reuse');
+    assert.equal(refused.body.error.code, 'module_rejected');
+    assert.equal(refused.body.error.version, 2);
+
+    // The module becomes the latest again through a version that is still pending; rejecting that
+    // earlier version by number must not let a later permissions edit carry the module on.
+    const { id: other } = await createAction();
+    await review(other, { status: 'approved' });
+    assert.equal((await upload(rt.url, `${base}/${other}/versions`, developer, { file: modules.projection })).status, 201);
+    const v3 = await call(rt.url, 'PATCH', `${base}/${other}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
+    assert.equal(v3.body.new_version.version, 3);
+    assert.equal((await review(other, { status: 'rejected', version: 2, reason: 'no' })).status, 200);
+    const v4 = await call(rt.url, 'PATCH', `${base}/${other}`, { token: developer, json: { permissions: ['read_secret:OTHER'] } });
+    assert.equal(v4.status, 409);
+    assert.equal(v4.body.error.code, 'module_rejected');
   });
 });
 
