@@ -8,7 +8,7 @@ import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
 import { nextPage, sentOnJoining, sentSoFar, startReplay, type Replay, type Sent } from './live-replay.ts';
-import { parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
+import { isRoomWithin, parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 
@@ -240,9 +240,12 @@ export class LiveRooms {
     if (data.state.status !== 'replaying' || data.state.replay !== replay) return;
     const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
     if (budget <= 0) return;
-    // after_seq 0 asks for whatever is retained; any other position must still be in the log.
+    // after_seq 0 asks for whatever is retained; any other position must still be in the log,
+    // unless the socket was already sent that stretch (a Subscribe on a socket that was live).
     const oldest = this.#log.oldestRetained(data.orgId);
-    if (replay.cursor + 1 < oldest && !(replay.after === 0 && replay.cursor === 0)) {
+    const sentBefore = replay.earlier;
+    const coveredEarlier = sentBefore !== undefined && isRoomWithin(replay.room, sentBefore.room) && sentBefore.after <= replay.cursor && sentBefore.upTo >= oldest - 1;
+    if (replay.cursor + 1 < oldest && !(replay.after === 0 && replay.cursor === 0) && !coveredEarlier) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: updates after seq ${replay.cursor} are no longer retained (oldest: ${oldest})`);
       return;
@@ -268,9 +271,23 @@ export class LiveRooms {
     }
   }
 
+  /**
+   * Joins the room's topic and says so with a heartbeat: its `last_seq` is a position the client can
+   * resume from even when nothing of its room arrives for a long time (README, Live rooms).
+   */
   #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent | undefined): void {
     ws.subscribe(topicFor(data.orgId, room));
     data.state = { status: 'live', sent: sentOnJoining(room, afterSeq, publishedSeq, earlier) };
+    ws.send(encodeLiveMessage({ heartbeat: { at_ms: this.#clock.now(), last_seq: publishedSeq } }), true);
+  }
+
+  /**
+   * What a heartbeat tells a socket: every update of its room up to this seq has been sent before
+   * it. For a live socket that is the last seq fanned out; during a replay, only as far as the
+   * replay has got (telling it more would let a client resume past updates it never received).
+   */
+  #resumePoint(data: SocketData): number {
+    return data.state.status === 'replaying' ? data.state.replay.cursor : this.#publishedSeq(data.orgId);
   }
 
   #beat(): void {
@@ -280,7 +297,7 @@ export class LiveRooms {
         ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer');
         continue;
       }
-      ws.send(encodeLiveMessage({ heartbeat: { at_ms: at, last_seq: this.#publishedSeq(ws.getUserData().orgId) } }), true);
+      ws.send(encodeLiveMessage({ heartbeat: { at_ms: at, last_seq: this.#resumePoint(ws.getUserData()) } }), true);
     }
   }
 }

@@ -73,3 +73,31 @@ test('a replay overtaken by new updates while its client does not read ends with
   assert.ok(seqs.length > 0 && seqs.length < 300, `received ${seqs.length} before the close`);
   assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1), 'what came before the close was complete and in order');
 });
+
+test('joining the live stream sends a heartbeat whose last_seq is a position to resume from', async () => {
+  const org = 'acct-gone-old';
+  const latest = rt.runtime.updateLog.lastSeq(org);
+  const client = await connectLive(rt.url, org, { query: `?token=${encodeURIComponent(keys.get(org)!)}` });
+  const [next] = await commit(org, 1, 10);
+  await client.waitFor(() => client.updates().length === 1, 'the next update');
+  // The heartbeat came with the join, before the update (the periodic ones come every 5 s).
+  assert.deepEqual('heartbeat' in client.messages[0]! && client.messages[0].heartbeat.last_seq, latest);
+  assert.deepEqual('run_update' in client.messages[1]! && client.messages[1].run_update.seq, next!.seq);
+  client.close();
+});
+
+test('a Subscribe on a socket that was live through the dropped stretch is not closed: it was sent all of it', async () => {
+  const org = 'acct-gone-overtaken';
+  const client = await connectLive(rt.url, org, { query: `?token=${encodeURIComponent(keys.get(org)!)}` });
+  await client.waitFor(() => client.messages.length > 0, 'the join heartbeat');
+  const first = await commit(org, 1, 10);
+  await commit(org, RETAINED + 100, 10); // pushes `first` and the next 100 out of the log
+  await client.waitFor(() => client.updates().length === RETAINED + 101, 'every update live');
+  client.subscribe({ after_seq: first[0]!.seq });
+  const last = await commit(org, 1, 10);
+  await client.waitFor(() => client.updates().some((u) => u.seq === last[0]!.seq), 'the next live update');
+  const seqs = client.updates().map((u) => u.seq);
+  assert.equal(new Set(seqs).size, seqs.length, 'nothing sent twice');
+  assert.equal(await Promise.race([client.closed.then(() => 'closed'), Promise.resolve('open')]), 'open');
+  client.close();
+});
