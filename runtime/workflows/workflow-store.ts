@@ -185,7 +185,8 @@ export class WorkflowStore {
         const previous = this.get(orgId, workflowId);
         if (previous === undefined) return { ok: false, reason: 'missing' };
         if (previous.status === status) return { ok: true, value: previous };
-        if (previous.version >= MAX_VERSIONS_PER_WORKFLOW) return { ok: false, reason: 'versions' };
+        // Disabling always works, so a misbehaving workflow can be stopped at the cap (one version more at most).
+        if (status === 'enabled' && previous.version >= MAX_VERSIONS_PER_WORKFLOW) return { ok: false, reason: 'versions' };
         const next = nextWorkflow({ ...toWorkflowVersion(previous).definition, status }, { orgId: previous.org_id, workflowId: previous.id, at, previous });
         this.#putVersion(next, previous);
         return { ok: true, value: next };

@@ -158,14 +158,16 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.equal(store.version('org-c', workflow.id, 3), undefined);
   });
 
-  test('a workflow takes at most 1,000 versions: the next update or toggle is 409 and changes nothing', async () => {
+  test('a workflow takes at most 1,000 versions: the next update or enable is 409, but it can still be disabled', async () => {
     const { workflow } = await store.create(draftOf({}), 'org-cap', T0);
     let current = workflow;
     while (current.version < MAX_VERSIONS_PER_WORKFLOW) current = await store.update('org-cap', workflow.id, parseWorkflowInput({ name: `v${current.version + 1}` }, current), T0);
     await assert.rejects(store.update('org-cap', workflow.id, parseWorkflowInput({ name: 'one too many' }, current), T0), { code: 'version_limit_reached' });
-    await assert.rejects(store.setStatus('org-cap', workflow.id, 'disabled', T0), { code: 'version_limit_reached' });
     assert.equal(store.get('org-cap', workflow.id)?.version, MAX_VERSIONS_PER_WORKFLOW);
-    assert.equal(store.get('org-cap', workflow.id)?.status, 'enabled');
+    const disabled = await store.setStatus('org-cap', workflow.id, 'disabled', T0);
+    assert.deepEqual([disabled.status, disabled.version], ['disabled', MAX_VERSIONS_PER_WORKFLOW + 1]);
+    await assert.rejects(store.setStatus('org-cap', workflow.id, 'enabled', T0), { code: 'version_limit_reached' });
+    assert.equal(store.get('org-cap', workflow.id)?.status, 'disabled');
   });
 
   test('versions page newest first; list holds every workflow of the environment; odd ids read as absent', async () => {
