@@ -46,6 +46,18 @@ function assertSaneMeasurement(s: SystemResult): void {
   assert.ok(s.p50Ms !== undefined && s.p99Ms !== undefined && s.p50Ms > 0 && s.p50Ms <= s.p99Ms, `${s.system} p50 <= p99`);
 }
 
+/** What the report says failed (a non-zero exit names no system of its own). */
+function failedSystems(reportFile: string): string {
+  try {
+    const written = JSON.parse(readFileSync(reportFile, 'utf8')) as BenchReport;
+    return written.scenarios
+      .flatMap((scenario) => scenario.systems.filter((system) => system.status === 'failed').map((system) => `FAILED ${scenario.scenario} / ${system.label}: ${system.note ?? ''}`))
+      .join('\n');
+  } catch (error) {
+    return `(no report: ${error instanceof Error ? error.message : String(error)})`;
+  }
+}
+
 describe('npm run bench -- --quick', () => {
   let dir = '';
   let report: BenchReport;
@@ -60,7 +72,7 @@ describe('npm run bench -- --quick', () => {
       timeout: 280_000,
     });
     stdout = run.stdout;
-    assert.equal(run.status, 0, `bench exited ${run.status ?? run.signal}:\n${run.stderr.slice(-3000)}\n${stdout.slice(-3000)}`);
+    assert.equal(run.status, 0, `bench exited ${run.status ?? run.signal}:\n${failedSystems(join(dir, 'report.json'))}\n${run.stderr.slice(-3000)}\n${stdout.slice(-3000)}`);
     report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as BenchReport;
     const found = report.scenarios.find((s) => s.scenario === 'ingest');
     assert.ok(found !== undefined, 'the report has the ingest scenario');
