@@ -26,7 +26,15 @@ export interface Replay {
   readonly earlier: Sent | undefined;
   /** A continuation is queued for the next event-loop turn. */
   scheduled: boolean;
+  /**
+   * Seqs the replay went past that were not in the log when read (a write not yet committed, or one
+   * that failed): if such an update is fanned out later, the replay sends it then. Bounded.
+   */
+  readonly gaps: Set<number>;
 }
+
+/** Gap seqs a replay remembers at most; more (a long stretch of failed writes) are not waited for. */
+const MAX_REMEMBERED_GAPS = 1024;
 
 export interface Page {
   readonly frames: Uint8Array[];
@@ -48,7 +56,7 @@ export function widen(sent: Sent, earlier: Sent | undefined): Sent {
 }
 
 export function startReplay(room: Room, after: number, earlier: Sent | undefined): Replay {
-  return { room, after, cursor: after, earlier, scheduled: false };
+  return { room, after, cursor: after, earlier, scheduled: false, gaps: new Set() };
 }
 
 /** What a replay has sent of its room so far (for a Subscribe that interrupts it). */
@@ -72,6 +80,7 @@ export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: nu
   let bytes = 0;
   for (const update of entries) {
     if (bytes >= budget) return { frames, caughtUp: false };
+    for (let missing = replay.cursor + 1; missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS; missing++) replay.gaps.add(missing);
     replay.cursor = update.seq;
     if (!isInRoom(update, replay.room) || wasSent(replay.earlier, update)) continue;
     const frame = encodeLiveMessage({ run_update: update });

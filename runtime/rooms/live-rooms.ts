@@ -7,8 +7,8 @@ import type { Clock } from '../clock.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
-import { nextPage, sentOnJoining, sentSoFar, startReplay, type Replay, type Sent } from './live-replay.ts';
-import { isRoomWithin, parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
+import { nextPage, sentOnJoining, sentSoFar, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
+import { isInRoom, isRoomWithin, parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 
@@ -66,6 +66,8 @@ export class LiveRooms {
   readonly #clock: Clock;
   readonly #orgs: OrganizationStore;
   readonly #sockets = new Set<WebSocket<SocketData>>();
+  /** The highest seq fanned out per org: an update below it was released late (see #sendLateToReplays). */
+  readonly #fannedOut = new Map<string, number>();
   /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
   readonly #order: SeqOrder;
   readonly #heartbeat: NodeJS.Timeout;
@@ -152,6 +154,24 @@ export class LiveRooms {
     const frame = encodeLiveMessage({ run_update: update });
     this.#app.publish(topicFor(orgId, { environment: update.environment, runId: '' }), frame, true);
     this.#app.publish(topicFor(orgId, { environment: update.environment, runId: update.run_id }), frame, true);
+    const latest = this.#fannedOut.get(orgId) ?? 0;
+    if (update.seq > latest) this.#fannedOut.set(orgId, update.seq);
+    else this.#sendLateToReplays(orgId, update, frame);
+  }
+
+  /**
+   * An update released after later ones (its write became durable past GAP_GRACE_MS) may have been
+   * missing from the log when a replay read past its seq (the replay's `gaps`), and a replaying
+   * socket is on no topic: send it to each such replay, so no socket loses it. Rare, so a scan is fine.
+   */
+  #sendLateToReplays(orgId: string, update: RunUpdate, frame: Uint8Array): void {
+    for (const ws of this.#sockets) {
+      const data = ws.getUserData();
+      if (data.orgId !== orgId || data.state.status !== 'replaying') continue;
+      const { replay } = data.state;
+      if (!replay.gaps.delete(update.seq)) continue;
+      if (isInRoom(update, replay.room) && !wasSent(replay.earlier, update)) ws.send(frame, true);
+    }
   }
 
   get subscriberCount(): number {
