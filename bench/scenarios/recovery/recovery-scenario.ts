@@ -112,7 +112,17 @@ async function measure(context: ScenarioContext, sizes: RecoverySizes): Promise<
     const listening = performance.now();
     const after = runtime;
     watchers.push(...(await Promise.all(orgs.map((org) => watchLive(after.baseUrl, org.id, org.key)))));
-    await Promise.all(watchers.map((w) => w.waitForCompleted(sizes.runsPerOrg, sizes.recoverTimeoutMs)));
+    try {
+      await Promise.all(watchers.map((w) => w.waitForCompleted(sizes.runsPerOrg, sizes.recoverTimeoutMs)));
+    } catch (error) {
+      // Tell a run that did not finish from a `completed` update that did not arrive.
+      const states = await Promise.all(['completed', 'running', 'queued', 'backoff'].map(async (state) => {
+        let n = 0;
+        for (const org of orgs) n += await countRuns(after.baseUrl, org.id, org.key, state);
+        return `${state} ${n}`;
+      }));
+      throw new Error(`${error instanceof Error ? error.message : String(error)}; the ledger holds ${states.join(', ')}`);
+    }
     // Server timestamps: updates that happened before the socket connected arrive replayed, late.
     const times = watchers.flatMap((w) => [...w.completedAtServerMs.values()]);
     const last = Math.max(...times);
