@@ -60,7 +60,8 @@ export function startReplay(room: Room, after: number, earlier: Sent | undefined
 }
 
 /** What a replay has sent of its room so far (for a Subscribe that interrupts it). */
-export const sentSoFar = (replay: Replay): Sent => widen({ room: replay.room, after: replay.after, upTo: replay.cursor }, replay.earlier);
+export const sentSoFar = (replay: Replay): Sent =>
+  widen({ room: replay.room, after: replay.after, upTo: Math.min(replay.cursor, ...[...replay.gaps].map((seq) => seq - 1)) }, replay.earlier);
 
 /**
  * What a socket has been sent once it joins the room's topic at `publishedSeq` (the last seq fanned

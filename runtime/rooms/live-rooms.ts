@@ -245,8 +245,9 @@ export class LiveRooms {
     if (state.status === 'replaying') return sentSoFar(state.replay);
     if (state.status !== 'live') return undefined;
     ws.unsubscribe(topicFor(data.orgId, state.sent.room));
-    // The topic delivered everything fanned out until now, and nothing more.
-    return { ...state.sent, upTo: publishedSeq };
+    // The topic delivered everything fanned out until now, and nothing more; not a gap skipped
+    // meanwhile that may still arrive late (it was not sent, and the replay must send it).
+    return { ...state.sent, upTo: Math.min(publishedSeq, this.#order.settled(data.orgId)) };
   }
 
   /**

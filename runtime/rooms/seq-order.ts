@@ -11,7 +11,12 @@ interface OrgQueue {
   next: number;
   readonly pending: Map<number, RunUpdate>;
   timer: NodeJS.Timeout | undefined;
+  /** Seqs skipped as gaps and not emitted since, with when they were skipped. */
+  readonly skipped: Map<number, number>;
 }
+
+/** How long a skipped seq counts as possibly still on its way (a write this late is not expected). */
+export const SKIPPED_MEMORY_MS = 60_000;
 
 export class SeqOrder {
   readonly #queues = new Map<string, OrgQueue>();
@@ -30,17 +35,37 @@ export class SeqOrder {
     return queue === undefined ? 0 : queue.next - 1;
   }
 
+  /**
+   * The highest seq up to which every seq of the org was emitted or given up on more than
+   * SKIPPED_MEMORY_MS ago: below `emitted` when a skipped gap may still arrive late. A socket on
+   * the topic since before it has been sent exactly the updates emitted up to this seq.
+   */
+  settled(orgId: string, nowMs = Date.now()): number {
+    const queue = this.#queues.get(orgId);
+    if (queue === undefined) return 0;
+    let lowest = queue.next;
+    for (const [seq, skippedAt] of queue.skipped) {
+      if (nowMs - skippedAt > SKIPPED_MEMORY_MS) queue.skipped.delete(seq);
+      else if (seq < lowest) lowest = seq;
+    }
+    return lowest - 1;
+  }
+
   /** Accepts durable updates in any order; emits every update whose predecessors are all emitted. */
   offer(orgId: string, updates: readonly RunUpdate[]): void {
     let queue = this.#queues.get(orgId);
     if (queue === undefined) {
-      queue = { next: this.#firstSeq(orgId), pending: new Map(), timer: undefined };
+      queue = { next: this.#firstSeq(orgId), pending: new Map(), timer: undefined, skipped: new Map() };
       this.#queues.set(orgId, queue);
     }
     for (const update of updates) {
       // Older than what was already emitted (e.g. a gap skipped after its grace): emit at once.
-      if (update.seq < queue.next) this.#emit(orgId, update);
-      else queue.pending.set(update.seq, update);
+      if (update.seq < queue.next) {
+        queue.skipped.delete(update.seq);
+        this.#emit(orgId, update);
+      } else {
+        queue.pending.set(update.seq, update);
+      }
     }
     this.#drain(orgId, queue);
   }
@@ -70,7 +95,12 @@ export class SeqOrder {
 
   #skipGap(orgId: string, queue: OrgQueue): void {
     if (queue.pending.size === 0) return;
-    queue.next = Math.min(...queue.pending.keys());
+    const resume = Math.min(...queue.pending.keys());
+    const now = Date.now();
+    // Remembered (for SKIPPED_MEMORY_MS) so that a Subscribe does not count them as sent to a socket
+    // that was on the topic (runtime/rooms/live-rooms.ts): one may still arrive late.
+    for (let seq = queue.next; seq < resume; seq++) queue.skipped.set(seq, now);
+    queue.next = resume;
     this.#drain(orgId, queue);
   }
 }
