@@ -66,8 +66,6 @@ export class LiveRooms {
   readonly #clock: Clock;
   readonly #orgs: OrganizationStore;
   readonly #sockets = new Set<WebSocket<SocketData>>();
-  /** The highest seq fanned out per org: an update below it was released late (see #sendLateToReplays). */
-  readonly #fannedOut = new Map<string, number>();
   /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
   readonly #order: SeqOrder;
   readonly #heartbeat: NodeJS.Timeout;
@@ -78,7 +76,7 @@ export class LiveRooms {
     this.#log = log;
     this.#clock = clock;
     this.#orgs = orgs;
-    this.#order = new SeqOrder((orgId) => log.firstIssued(orgId), (orgId, update) => this.#fanOut(orgId, update));
+    this.#order = new SeqOrder((orgId) => log.firstIssued(orgId), (orgId, update, late) => this.#fanOut(orgId, update, late));
     app.ws<SocketData>('/organizations/:org_id/live', {
       maxPayloadLength: 4096,
       maxBackpressure: MAX_BACKPRESSURE,
@@ -150,13 +148,11 @@ export class LiveRooms {
     }
   }
 
-  #fanOut(orgId: string, update: RunUpdate): void {
+  #fanOut(orgId: string, update: RunUpdate, late: boolean): void {
     const frame = encodeLiveMessage({ run_update: update });
     this.#app.publish(topicFor(orgId, { environment: update.environment, runId: '' }), frame, true);
     this.#app.publish(topicFor(orgId, { environment: update.environment, runId: update.run_id }), frame, true);
-    const latest = this.#fannedOut.get(orgId) ?? 0;
-    if (update.seq > latest) this.#fannedOut.set(orgId, update.seq);
-    else this.#sendLateToReplays(orgId, update, frame);
+    if (late) this.#sendLateToReplays(orgId, update, frame);
   }
 
   /**

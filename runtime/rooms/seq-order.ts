@@ -21,10 +21,13 @@ export const SKIPPED_MEMORY_MS = 60_000;
 export class SeqOrder {
   readonly #queues = new Map<string, OrgQueue>();
   readonly #firstSeq: (orgId: string) => number;
-  readonly #emit: (orgId: string, update: RunUpdate) => void;
+  readonly #emit: (orgId: string, update: RunUpdate, late: boolean) => void;
 
-  /** `firstSeq` is the first seq this process allocated for the org: nothing before it is waited for. */
-  constructor(firstSeq: (orgId: string) => number, emit: (orgId: string, update: RunUpdate) => void) {
+  /**
+   * `firstSeq` is the first seq this process allocated for the org: nothing before it is waited for.
+   * `emit` is told `late` for an update released after later seqs (its gap had been skipped).
+   */
+  constructor(firstSeq: (orgId: string) => number, emit: (orgId: string, update: RunUpdate, late: boolean) => void) {
     this.#firstSeq = firstSeq;
     this.#emit = emit;
   }
@@ -62,7 +65,7 @@ export class SeqOrder {
       // Older than what was already emitted (e.g. a gap skipped after its grace): emit at once.
       if (update.seq < queue.next) {
         queue.skipped.delete(update.seq);
-        this.#emit(orgId, update);
+        this.#emit(orgId, update, true);
       } else {
         queue.pending.set(update.seq, update);
       }
@@ -83,7 +86,7 @@ export class SeqOrder {
     for (let update = queue.pending.get(queue.next); update !== undefined; update = queue.pending.get(queue.next)) {
       queue.pending.delete(queue.next);
       queue.next++;
-      this.#emit(orgId, update);
+      this.#emit(orgId, update, false);
     }
     if (queue.timer !== undefined) clearTimeout(queue.timer);
     queue.timer = undefined;
