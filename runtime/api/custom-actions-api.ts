@@ -3,7 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import { parseActionName, parseDescription, parseLongText, MAX_REASON_LENGTH } from '../actions/action-fields.ts';
-import type { ActionVersionRecord, CustomActionRecord, ReviewDecision } from '../actions/custom-action-record.ts';
+import { describeCustomAction, type ActionVersionRecord, type CustomActionRecord, type ReviewDecision } from '../actions/custom-action-record.ts';
 import type { CustomActionStore } from '../actions/custom-action-store.ts';
 import { parseActionUpload, UPLOAD_BODY_LIMIT } from '../actions/multipart-upload.ts';
 import { parsePermissionList, SECRET_KEY_PATTERN } from '../actions/permissions.ts';
@@ -146,7 +146,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const org = orgFor(request, 'viewer');
         // Versions are read for the page only.
         const page = sortedPage(request, actions.list(org.id));
-        return json(200, { custom_actions: page.items.map((action) => actions.describe(org.id, action.id) ?? action), next_cursor: page.nextCursor });
+        return json(200, { custom_actions: page.items.map((action) => describeCustomAction(action, actions.versions(org.id, action.id))), next_cursor: page.nextCursor });
       },
     },
     {
