@@ -142,19 +142,20 @@ export class HttpServer {
       if (headerBytes > MAX_HEADER_BYTES) {
         throw new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
       }
-      const { route, params } = this.#router.match(method, Router.decodePath(rawUrl));
+      const segments = Router.decodePath(rawUrl);
+      const { route, params } = this.#router.match(method, segments);
       metricName = route.metricName ?? route.pattern;
-      const path = `/${Router.decodePath(rawUrl).join('/')}`;
+      const path = `/${segments.join('/')}`;
       const head: RequestHead = { method, path, query, headers, params };
       route.beforeBody?.(head);
       let body: Buffer = EMPTY_BODY;
       if (method !== 'GET' && method !== 'DELETE') {
-        const held = (reservation = this.#bodyBudget.open(params.org_id ?? ''));
+        reservation = this.#bodyBudget.open(params.org_id ?? '');
         body = await readBody(res, {
           limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
           declaredLength: parseContentLength(headers['content-length']),
           whenAborted: (abort) => (abortBodyRead = abort),
-          reserve: (bytes) => held.take(bytes),
+          reserve: reservation.take,
           timeoutMs: this.#bodyTimeoutMs,
         });
       }
