@@ -100,17 +100,13 @@ export class InvocationLedger {
       assertSameAction(claim, running.claim);
       this.#admitFence(claim);
       running.joined += 1;
-      // Another module's answer (or failure) is not this module's. That execution has left the map
-      // (below), so this caller starts over: it runs its own module, after the other one settled.
-      const otherModule = running.claim.digest !== claim.digest;
-      let result: InvocationResult;
-      try {
-        result = await running.execution;
-      } catch (error) {
-        if (otherModule) return this.run(claim, execute);
-        throw error;
+      // Another module's answer (or failure) is not this module's. That execution leaves the map
+      // (below) when it settles, so this caller then starts over and runs its own module.
+      if (running.claim.digest !== claim.digest) {
+        await running.execution.catch(() => undefined);
+        return this.run(claim, execute);
       }
-      if (otherModule) return this.run(claim, execute);
+      const result = await running.execution;
       // The execution's own write may have been decided before this caller's fence was admitted.
       await this.#commit(claim, () => undefined);
       return { result, replayed: true };
