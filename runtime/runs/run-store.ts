@@ -135,7 +135,6 @@ export class RunStore {
     return { events, nextCursor: null };
   }
 
-
   /** Every run of an org's environment (sandbox reset walks this). */
   *allIn(orgId: string, environment: string): Generator<PersistedRun> {
     for (const key of this.#byTime.getKeys({ start: [orgId, environment], end: [orgId, environment, Number.MAX_SAFE_INTEGER] })) {
