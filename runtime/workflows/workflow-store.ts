@@ -22,7 +22,7 @@ import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './si
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
 import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowVersion } from './workflow-types.ts';
 
-/** Keeps `list` (every workflow of an environment in one answer) and `matching` bounded. */
+/** Keeps `list` (read whole, then paged by the API) and `matching` bounded. */
 export const MAX_WORKFLOWS_PER_ORG = 2000;
 /**
  * Versions one workflow may have: every version stays readable (runs pin theirs), so the history
