@@ -88,6 +88,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const quota = new IngestQuota(clock);
   let boundPort = 0;
   const updateLog = new UpdateLog(ledger, config.liveRetention);
+  await updateLog.adoptRetention();
   const server = new HttpServer({ logger, metrics });
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
   const projections = new ProjectionStore(ledger);

@@ -1,8 +1,7 @@
 // The retained live updates of each org: [orgId, seq] -> RunUpdate, with a per-org sequence counter.
 // Appends happen inside the transaction that persists the run transition, so seq order = commit order.
 
-import type { LedgerTable } from '../ledger/ledger.ts';
-import type { Ledger } from '../ledger/ledger.ts';
+import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { RunUpdate } from './live-codec.ts';
 
 export const DEFAULT_RETAINED_UPDATES = 10_000;
@@ -10,8 +9,11 @@ export const DEFAULT_RETAINED_UPDATES = 10_000;
 export type NewRunUpdate = Omit<RunUpdate, 'seq' | 'org_id'>;
 
 export class UpdateLog {
+  readonly #root: LedgerRoot;
   readonly #updates: LedgerTable;
   readonly #counters: LedgerTable;
+  /** [0] -> the retention the log was last kept at; [orgId] -> a lower bound on the org's oldest retained seq left by an earlier, smaller retention. */
+  readonly #floors: LedgerTable;
   readonly #retention: number;
   /** Last seq handed out per org. Allocation happens when a write is queued (inside conditional
    * batches, not only serialized transactions), so it must not re-read LMDB: a gap after a write
@@ -20,9 +22,36 @@ export class UpdateLog {
   readonly #firstIssued = new Map<string, number>();
 
   constructor(ledger: Ledger, retention: number) {
+    this.#root = ledger.root;
     this.#updates = ledger.openDatabase('live-updates');
     this.#counters = ledger.openDatabase('live-seq');
+    this.#floors = ledger.openDatabase('live-floor');
     this.#retention = retention;
+  }
+
+  /**
+   * Brings the log from the retention it was kept at before this boot to this one; call once before
+   * the first append. Raised: what the smaller one dropped stays dropped, so each org's floor
+   * remembers it (a replay from below it must get 4410, not a silent skip). Lowered: each org's
+   * updates beyond the new retention are removed now (appends only ever remove one at a time).
+   */
+  async adoptRetention(): Promise<void> {
+    const previous = this.#floors.get([0]) as number | undefined;
+    if (previous === this.#retention) return;
+    await this.#root.transaction(() => {
+      if (previous !== undefined) {
+        // A one-part key ([orgId]) reads back as the part itself.
+        for (const orgId of this.#counters.getKeys({}) as Iterable<string>) {
+          const last = this.lastSeq(orgId);
+          if (this.#retention > previous) {
+            this.#floors.put([orgId], Math.max(this.#floor(orgId), last - previous + 1));
+          } else {
+            for (const stale of this.#updates.getKeys({ start: [orgId, 0], end: [orgId, last - this.#retention + 1] })) this.#updates.remove(stale);
+          }
+        }
+      }
+      this.#floors.put([0], this.#retention);
+    });
   }
 
   /** Assigns the next seq of the org and queues the update, dropping the oldest beyond retention. Call inside a write (transaction or conditional batch). */
@@ -39,10 +68,15 @@ export class UpdateLog {
 
   /**
    * The lowest seq the log may still hold for the org: an update leaves when the one `retention`
-   * seqs above it is queued. A replay whose next seq is below it has lost updates for good.
+   * seqs above it is queued (or, kept at a smaller retention before a restart, earlier). A replay
+   * whose next seq is below it has lost updates for good.
    */
   oldestRetained(orgId: string): number {
-    return Math.max(1, (this.#issued.get(orgId) ?? this.lastSeq(orgId)) - this.#retention + 1);
+    return Math.max(1, this.#floor(orgId), (this.#issued.get(orgId) ?? this.lastSeq(orgId)) - this.#retention + 1);
+  }
+
+  #floor(orgId: string): number {
+    return (this.#floors.get([orgId]) as number | undefined) ?? 0;
   }
 
   /** The first seq this process handed out for the org (everything before it was durable at boot). */

@@ -1,5 +1,6 @@
-// The live-update log's sequence after a restart, on every ledger (LMDB and memory): the next seq follows the highest one
-// on disk even when the counter written last is lower (batches and transactions commit out of order).
+// The live-update log across restarts, on every ledger (LMDB and memory): the next seq follows the highest one on disk
+// even when the counter written last is lower (batches and transactions commit out of order), and a changed retention
+// neither hides what an earlier one dropped nor keeps what the new one would not.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
@@ -46,5 +47,28 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     await ledger.root.transaction(() => log.append('org_c', { ...update('run_1'), environment: 'sandbox' }));
     await ledger.root.transaction(() => log.removeEnvironment('org_c', 'sandbox'));
     assert.equal(new UpdateLog(ledger, 100).lastSeq('org_c'), 1);
+  });
+
+  test('a raised retention still reports what the smaller one dropped; a lowered one removes what it would not keep', async () => {
+    const small = new UpdateLog(ledger, 3);
+    await small.adoptRetention();
+    for (let i = 1; i <= 10; i++) await ledger.root.transaction(() => small.append('org_r', update(`run_${i}`)));
+    assert.equal(small.oldestRetained('org_r'), 8);
+
+    const raised = new UpdateLog(ledger, 100);
+    await raised.adoptRetention();
+    assert.equal(raised.oldestRetained('org_r'), 8, 'seqs 1-7 are gone for good: a replay after 0-6 must be refused');
+    assert.equal(raised.oldestRetained('org_none'), 1, 'an org with no updates loses nothing');
+    await ledger.root.transaction(() => raised.append('org_r', update('run_11')));
+    assert.deepEqual(raised.range('org_r', 0, 11).map((u) => u.seq), [8, 9, 10, 11]);
+
+    const lowered = new UpdateLog(ledger, 2);
+    await lowered.adoptRetention();
+    assert.deepEqual(lowered.range('org_r', 0, 11).map((u) => u.seq), [10, 11], 'the updates beyond the new retention are removed at once');
+    assert.equal(lowered.oldestRetained('org_r'), 10);
+
+    const again = new UpdateLog(ledger, 2);
+    await again.adoptRetention();
+    assert.deepEqual(again.range('org_r', 0, 11).map((u) => u.seq), [10, 11], 'the same retention changes nothing');
   });
 });
