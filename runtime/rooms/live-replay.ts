@@ -77,11 +77,13 @@ export const sentOnJoining = (room: Room, afterSeq: number | undefined, publishe
  */
 export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: number, budget: number): Page {
   const entries = log.range(orgId, replay.cursor, upTo, REPLAY_PAGE_SIZE);
+  // Seqs below the retained log were dropped, not delayed: none of them can still arrive.
+  const oldest = log.oldestRetained(orgId);
   const frames: Uint8Array[] = [];
   let bytes = 0;
   for (const update of entries) {
     if (bytes >= budget) return { frames, caughtUp: false };
-    for (let missing = replay.cursor + 1; missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS; missing++) replay.gaps.add(missing);
+    for (let missing = Math.max(replay.cursor + 1, oldest); missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS; missing++) replay.gaps.add(missing);
     replay.cursor = update.seq;
     if (!isInRoom(update, replay.room) || wasSent(replay.earlier, update)) continue;
     const frame = encodeLiveMessage({ run_update: update });

@@ -73,6 +73,19 @@ test('a replay reads one page of the log at a time, about a byte budget, and is 
   await ledger.close();
 });
 
+test('a replay from 0 over a log that has dropped its oldest updates records no gaps for them: a Subscribe that interrupts it resends nothing it sent', async () => {
+  const ledger = openMemoryLedger();
+  const log = new UpdateLog(ledger, 100);
+  await ledger.root.transaction(() => {
+    for (let i = 0; i < 300; i++) log.append('org', update('run', 10));
+  });
+  const replay = startReplay({ environment: 'production', runId: '' }, 0, undefined);
+  const page = nextPage(log, 'org', replay, 300, Infinity);
+  assert.deepEqual([page.frames.length, replay.cursor, replay.gaps.size], [100, 300, 0]);
+  assert.equal(sentSoFar(replay).upTo, 300, 'seqs 1-200 were dropped by retention, not skipped while in flight');
+  await ledger.close();
+});
+
 /** The close code once the socket closed, else undefined (read it at any time). */
 function closeCode(client: LiveClient): () => number | undefined {
   let code: number | undefined;
