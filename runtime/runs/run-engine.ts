@@ -20,6 +20,7 @@ import type { OrganizationStore } from '../tenancy/organizations.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { RunStore } from './run-store.ts';
 import { RunTimers } from './run-timers.ts';
+import { StalledRuns } from './stalled-runs.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { ActionEffects, ActionResolver } from './custom-action-step.ts';
@@ -71,6 +72,7 @@ export class RunEngine {
   readonly #d: RunEngineDeps;
   readonly #scheduler = new RootScheduler();
   readonly #timers: RunTimers;
+  readonly #stalled: StalledRuns;
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
   readonly #actors = new Map<string, LiveRun>();
   /** Per-run chains: the next transition of a run waits for the previous one to be durable. */
@@ -84,6 +86,7 @@ export class RunEngine {
       const [orgId, runId] = key.split('\u0000') as [string, string];
       void this.send(orgId, runId, { type: 'timer.fired' });
     });
+    this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
     const creation = new RunCreation({
       runs: deps.runs,
       updateLog: deps.updateLog,
@@ -112,6 +115,11 @@ export class RunEngine {
     return this.#timers;
   }
 
+  /** Runs whose last write failed, waiting to be picked up again. */
+  get stalled(): StalledRuns {
+    return this.#stalled;
+  }
+
   /** When the durable timer of a run (backoff or delay) is armed to fire, if it is. */
   timerDueAt(orgId: string, runId: string): number | undefined {
     return this.#timers.dueAt(keyOf(orgId, runId));
@@ -119,10 +127,15 @@ export class RunEngine {
 
   /** Queues `command` for the run; resolves once it has been applied (and, if it changed the run, persisted). */
   send(orgId: string, runId: string, command: RunCommand, effects?: ActionEffects): Promise<void> {
+    return this.#serially(orgId, runId, () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects));
+  }
+
+  /** Runs `task` once the run's earlier transitions are done; a failure is logged, not thrown. */
+  #serially(orgId: string, runId: string, task: () => Promise<void> | void): Promise<void> {
     const key = keyOf(orgId, runId);
     const previous = this.#chains.get(key) ?? Promise.resolve();
     const next = previous
-      .then(() => (this.#closed ? undefined : this.#apply(asOrgId(orgId), asRunId(runId), command, effects)))
+      .then(() => (this.#closed ? undefined : task()))
       .catch((error: unknown) => this.#d.logger.error('run transition failed', { run_id: runId, error: String(error) }));
     this.#chains.set(key, next);
     void next.then(() => {
@@ -156,6 +169,7 @@ export class RunEngine {
   async close(): Promise<void> {
     this.#closed = true;
     this.#timers.close();
+    this.#stalled.close();
     await Promise.allSettled([...this.#chains.values()]);
     for (const live of this.#actors.values()) live.actor.stop();
     this.#actors.clear();
@@ -192,13 +206,41 @@ export class RunEngine {
       if (withEffects) reactions = writeStepEffects(this.#d, run, command.stepId, effects, this.#d.clock.now());
       update = this.#d.updateLog.append(orgId, this.#updateFor(run));
     };
-    // Effects read what they update (a projection's revision), so they need a transaction of their
-    // own; a plain transition only writes, and a batch spares the write thread a round trip here.
-    const write = durably<unknown>(root, withEffects ? root.transaction(writes) : root.batch(writes));
-    await settleAfter(write, () => reactions, () => true);
+    try {
+      // Effects read what they update (a projection's revision), so they need a transaction of their
+      // own; a plain transition only writes, and a batch spares the write thread a round trip here.
+      const write = durably<unknown>(root, withEffects ? root.transaction(writes) : root.batch(writes));
+      await settleAfter(write, () => reactions, () => true);
+    } catch (error) {
+      // The actor moved on but the ledger did not: forget it, and pick the run up again later.
+      actor.stop();
+      this.#actors.delete(key);
+      this.#stalled.failed(key);
+      throw error;
+    }
+    this.#stalled.cleared(key);
     live.persisted = run;
     if (update !== undefined) this.#d.rooms.publish(orgId, [update]);
     this.#act(run);
+  }
+
+  /**
+   * Picks a stalled run up again from what the ledger holds, unless a later transition of it was
+   * written meanwhile. A queued run gives back the slot its unwritten admission took, and queues again.
+   */
+  #resume(key: string): void {
+    const [org, id] = key.split('\u0000') as [string, string];
+    const orgId = asOrgId(org);
+    const runId = asRunId(id);
+    void this.#serially(orgId, runId, () => {
+      if (!this.#stalled.has(key)) return;
+      const run = this.#d.runs.get(orgId, runId);
+      const place = this.#scheduler.placeOf(orgId, runId);
+      if (place !== 'absent' && (run === undefined || (run.value === 'queued' && place === 'running'))) this.#scheduler.release(orgId, runId);
+      if (run === undefined || pendingWork(run).kind === 'done') this.#stalled.cleared(key);
+      if (run === undefined) this.#pump();
+      else this.#act(run);
+    });
   }
 
   #restore(key: string, run: PersistedRun): LiveRun {

@@ -1,0 +1,100 @@
+// A run whose transition cannot be written is not left where memory and the ledger disagree: it is
+// picked up again from its durable snapshot after a pause on the injected clock. A queued run whose
+// admission failed to be written gives its slot back and is admitted again; a run whose step result
+// failed to be written sends the step again with the same idempotency key.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { PersistedRun } from '../../actors/run-transition.ts';
+import { ManualClock } from '../../runtime/clock.ts';
+import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const clock = new ManualClock(Date.UTC(2026, 10, 30, 9, 0, 0));
+let rt: TestRuntime;
+let receiver: Receiver;
+/** The next write that matches fails, as a full disk would make it; its run id is kept. */
+let failNext: ((run: PersistedRun, previous: PersistedRun | undefined) => boolean) | undefined;
+const failed: string[] = [];
+
+before(async () => {
+  rt = await startRuntime({ clock });
+  receiver = await startReceiver();
+  const runs = rt.runtime.context.runs;
+  const write = runs.write.bind(runs);
+  runs.write = (run, previous) => {
+    if (failNext?.(run, previous)) {
+      failNext = undefined;
+      failed.push(run.context.runId);
+      throw new Error('ENOSPC: no space left on device');
+    }
+    write(run, previous);
+  };
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+async function setup(org: string, path: string): Promise<string> {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { max_concurrent_runs: 1 } })).status, 200);
+  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'job.run', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}${path}` }] } });
+  assert.equal(wf.status, 201, wf.text);
+  return key;
+}
+
+const send = async (org: string, key: string, id: string): Promise<void> =>
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'job.run', payload: {}, id } })).status, 202);
+
+const runStates = async (org: string, key: string): Promise<Map<string, string>> =>
+  new Map(((await call(rt.url, 'GET', `/organizations/${org}/runs`, { token: key })).body.runs as Array<{ run_id: string; state: string }>).map((r) => [r.run_id, r.state]));
+
+const resumeDue = (): number => {
+  clock.advance(FIRST_RETRY_MS);
+  return rt.runtime.engine.stalled.timers.fireDue();
+};
+
+test('a queued run whose admission could not be written gives back its slot and is admitted again', async () => {
+  const org = 'acct-stalled-admit';
+  const key = await setup(org, '/admit');
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200 }]);
+  await send(org, key, 'first');
+  await eventually('the first run holds the only slot', () => receiver.received.filter((r) => r.path === '/admit').length, (n) => n === 1);
+  await send(org, key, 'second');
+  failNext = (run, previous) => run.value === 'running' && previous?.value === 'queued';
+  release();
+  await eventually('the admission write to fail', () => failed.length, (n) => n === 1);
+  const stalled = failed[0]!;
+  const states = await eventually('the first run to complete', () => runStates(org, key), (s) => [...s.values()].includes('completed'));
+  assert.equal(states.get(stalled), 'queued', 'the ledger still says queued');
+  assert.equal(receiver.received.filter((r) => r.path === '/admit').length, 1, 'the second run was not sent');
+
+  assert.equal(resumeDue(), 1, 'the stalled run is picked up after the pause');
+  await eventually('the second run to complete', () => runStates(org, key), (s) => s.get(stalled) === 'completed');
+  assert.equal(receiver.received.filter((r) => r.path === '/admit').length, 2);
+  assert.equal(rt.runtime.engine.stalled.has(`${org}\u0000${stalled}`), false, 'no longer stalled');
+});
+
+test('a run whose step result could not be written sends the step again, with the same idempotency key, after the pause', async () => {
+  const org = 'acct-stalled-step';
+  const key = await setup(org, '/step');
+  receiver.script([{ status: 200 }]);
+  failNext = (run) => run.value === 'completed' && run.context.orgId === org;
+  await send(org, key, 'only');
+  await eventually('the completion write to fail', () => failed.length, (n) => n === 2);
+  const stalled = failed[1]!;
+  assert.equal((await runStates(org, key)).get(stalled), 'running');
+  const first = receiver.received.filter((r) => r.path === '/step');
+  assert.equal(first.length, 1);
+
+  assert.equal(resumeDue(), 1);
+  await eventually('the run to complete', () => runStates(org, key), (s) => s.get(stalled) === 'completed');
+  const both = receiver.received.filter((r) => r.path === '/step');
+  assert.equal(both.length, 2, 'the step went out again');
+  assert.equal(both[1]!.headers['idempotency-key'], both[0]!.headers['idempotency-key']);
+  assert.ok(both[0]!.headers['idempotency-key'], 'the step carries an idempotency key');
+});
