@@ -181,9 +181,7 @@ export class RunEngine {
     // The cached snapshot saves a read and decode per transition; the existence check still sees a reset.
     const previous = cached !== undefined && this.#d.runs.has(orgId, runId) ? cached.persisted : this.#d.runs.get(orgId, runId);
     if (previous === undefined) {
-      // Deleted meanwhile (sandbox reset): make sure it holds no slot.
-      if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
-      this.#pump();
+      this.#removed(orgId, runId);
       return;
     }
     const live = cached ?? this.#restore(key, previous);
@@ -200,7 +198,16 @@ export class RunEngine {
     let reactions: Reaction[] = [];
     let update: RunUpdate | undefined;
     const withEffects = effects !== undefined && command.type === 'step.succeeded';
+    // A sandbox reset may remove the run after the read above and commit after this write is
+    // queued. A sandbox run is therefore written in a transaction, which runs after the reset's
+    // and finds the run gone; a batch would commit behind the reset and bring the run back.
+    const checkExists = run.context.environment === 'sandbox';
+    let gone = false;
     const writes = (): void => {
+      if (checkExists && !this.#d.runs.has(orgId, runId)) {
+        gone = true;
+        return;
+      }
       this.#d.runs.write(run, previous);
       // The step's outputs commit with its completion: a crash leaves both or neither.
       if (withEffects) reactions = writeStepEffects(this.#d, run, command.stepId, effects, this.#d.clock.now());
@@ -209,7 +216,7 @@ export class RunEngine {
     try {
       // Effects read what they update (a projection's revision), so they need a transaction of their
       // own; a plain transition only writes, and a batch spares the write thread a round trip here.
-      const write = durably<unknown>(root, withEffects ? root.transaction(writes) : root.batch(writes));
+      const write = durably<unknown>(root, withEffects || checkExists ? root.transaction(writes) : root.batch(writes));
       await settleAfter(write, () => reactions, () => true);
     } catch (error) {
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
@@ -219,9 +226,22 @@ export class RunEngine {
       throw error;
     }
     this.#stalled.cleared(key);
+    if (gone) {
+      this.#removed(orgId, runId);
+      return;
+    }
     live.persisted = run;
     if (update !== undefined) this.#d.rooms.publish(orgId, [update]);
     this.#act(run);
+  }
+
+  /** The run was deleted (sandbox reset): it keeps no actor and no slot. */
+  #removed(orgId: OrgId, runId: RunId): void {
+    const key = keyOf(orgId, runId);
+    this.#actors.get(key)?.actor.stop();
+    this.#actors.delete(key);
+    if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
+    this.#pump();
   }
 
   /**
@@ -235,11 +255,13 @@ export class RunEngine {
     void this.#serially(orgId, runId, () => {
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
-      const place = this.#scheduler.placeOf(orgId, runId);
-      if (place !== 'absent' && (run === undefined || (run.value === 'queued' && place === 'running'))) this.#scheduler.release(orgId, runId);
       if (run === undefined || pendingWork(run).kind === 'done') this.#stalled.cleared(key);
-      if (run === undefined) this.#pump();
-      else this.#act(run);
+      if (run === undefined) {
+        this.#removed(orgId, runId);
+        return;
+      }
+      if (run.value === 'queued' && this.#scheduler.placeOf(orgId, runId) === 'running') this.#scheduler.release(orgId, runId);
+      this.#act(run);
     });
   }
 

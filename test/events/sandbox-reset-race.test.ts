@@ -1,0 +1,52 @@
+// A sandbox reset that removes a run while a transition of that run is being applied: the run stays
+// removed. Its transition is written in a transaction that sees the reset, not in a batch that would
+// commit after it and bring the run back.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-reset-race';
+let rt: TestRuntime;
+let key: string;
+
+before(async () => {
+  rt = await startRuntime();
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
+});
+after(async () => rt.close());
+
+test('a run removed by a sandbox reset while its cancel is applied is not written back', async () => {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, {
+    token: key,
+    json: { name: 'waits', trigger_event: 'fixture.sent', environment: 'sandbox', steps: [{ type: 'delay', duration_ms: 3_600_000 }] },
+  });
+  assert.equal(created.status, 201, created.text);
+  const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'fixture.sent', environment: 'sandbox', payload: {} } });
+  assert.equal(sent.status, 202, sent.text);
+  const runsOf = async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?environment=sandbox`, { token: key })).body.runs as Array<{ run_id: string; state: string }>;
+  const [run] = await eventually('the run to wait on its delay', runsOf, (runs) => runs.length === 1 && runs[0]!.state === 'delaying');
+  const runId = run!.run_id;
+
+  // The cancel is sent from inside the reset's transaction: it is applied after the reset removed
+  // the run but before that removal has committed.
+  const { engine, context } = rt.runtime;
+  const store = context.runs;
+  const remove = store.remove.bind(store);
+  let cancelled: Promise<void> | undefined;
+  store.remove = (removed) => {
+    remove(removed);
+    if (removed.context.runId === runId) cancelled ??= engine.send(ORG, runId, { type: 'run.cancel', reason: 'raced' });
+  };
+  const reset = await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key });
+  assert.equal(reset.status, 200, reset.text);
+  assert.equal(reset.body.deleted.runs, 1);
+  assert.ok(cancelled, 'the cancel was sent during the reset');
+  await cancelled;
+  await rt.runtime.ledger.root.flushed;
+  assert.equal(store.get(ORG, runId), undefined, 'the removed run was not written back');
+  assert.deepEqual(await runsOf(), []);
+  assert.deepEqual([...store.unfinished()].filter((r) => r.runId === runId), [], 'boot recovery will not find it either');
+});
