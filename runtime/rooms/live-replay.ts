@@ -92,3 +92,17 @@ export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: nu
   }
   return { frames, caughtUp: entries.length < REPLAY_PAGE_SIZE };
 }
+
+/**
+ * Which late updates (released after later seqs) a live socket still needs. After a replay: those
+ * above the seq it joined at, and those its replay read past while they were not in the log; a late
+ * one it was replayed from the log must not come again. Joined without a replay, or after a replay
+ * that stopped remembering gaps: every one, as its topic would send them (a duplicate, never a loss).
+ */
+export type LateWanted = { readonly joinedAt: number; readonly gaps: Set<number> } | 'all';
+
+export const lateWantedAfter = (replay: Replay, joinedAt: number): LateWanted =>
+  replay.gaps.size >= MAX_REMEMBERED_GAPS ? 'all' : { joinedAt, gaps: replay.gaps };
+
+/** Whether a live socket needs this late update; forgets the gap it fills. */
+export const wantsLate = (late: LateWanted, seq: number): boolean => late === 'all' || seq > late.joinedAt || late.gaps.delete(seq);
