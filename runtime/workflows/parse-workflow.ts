@@ -55,6 +55,10 @@ export function parseWorkflowInput(body: unknown, existing?: WorkflowDraft, opti
     ? readString(input['trigger_event'], 'trigger_event', { max: 128, pattern: /^[A-Za-z0-9_.:-]+$/, patternHint: 'letters, digits, "_", ".", ":" and "-"' })
     : existing?.trigger_event;
   const environment = isPresent(input, 'environment') ? readEnum(input['environment'], 'environment', ENVIRONMENTS) : (existing?.environment ?? 'production');
+  // Fixed at creation: run ids depend on it (a sandbox reset would let production runs reuse deleted sandbox runs' ids).
+  if (existing !== undefined && environment !== existing.environment) {
+    fail('environment', `Field "environment" cannot change (this workflow is in ${existing.environment}); create a new workflow in ${environment} instead.`);
+  }
   const status = isPresent(input, 'status') ? readEnum(input['status'], 'status', STATUSES) : (existing?.status ?? 'enabled');
   const channel = readChannel(input, existing);
   const steps = isPresent(input, 'steps') ? parseSteps(input['steps'], existing, options.newStepId ?? defaultStepId) : existing?.steps;

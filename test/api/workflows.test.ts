@@ -63,7 +63,7 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.equal(match?.definition.steps[0]?.id, 'a', 'a repeated step id is kept');
   });
 
-  test('matching follows disable, enable, trigger and environment changes, and delete', async () => {
+  test('matching follows disable, enable, trigger changes, and delete', async () => {
     const { workflow } = await store.create(draftOf({ trigger_event: 'cart.open' }), 'org-m', T0);
     const matchIds = (env: string, type: string) => ids(store.matching('org-m', env, type));
     const indexed = () => [...ledger.openDatabase('workflow-triggers').getKeys({ start: ['org-m'], end: ['org-m', '\uffff'] })];
@@ -81,25 +81,20 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.deepEqual(matchIds('production', 'cart.open'), []);
     assert.deepEqual(matchIds('production', 'cart.closed'), [workflow.id]);
 
-    current = await store.update('org-m', workflow.id, parseWorkflowInput({ environment: 'sandbox' }, current), T0 + 5);
-    assert.deepEqual(matchIds('production', 'cart.closed'), []);
-    assert.deepEqual(matchIds('sandbox', 'cart.closed'), [workflow.id]);
-    assert.deepEqual(store.list('org-m', 'production'), []);
-    assert.deepEqual(store.list('org-m', 'sandbox').map((w) => w.id), [workflow.id]);
-
     current = await store.update('org-m', workflow.id, parseWorkflowInput({ status: 'disabled', trigger_event: 'cart.x' }, current), T0 + 6);
-    assert.deepEqual(matchIds('sandbox', 'cart.closed'), []);
-    assert.deepEqual(matchIds('sandbox', 'cart.x'), []);
+    assert.deepEqual(matchIds('production', 'cart.closed'), []);
+    assert.deepEqual(matchIds('production', 'cart.x'), []);
     current = await store.update('org-m', workflow.id, parseWorkflowInput({ status: 'enabled' }, current), T0 + 7);
-    assert.deepEqual(matchIds('sandbox', 'cart.x'), [workflow.id]);
-    assert.deepEqual(indexed(), [['org-m', 'sandbox', 'cart.x', workflow.id]], 'exactly one entry, for the current trigger');
-    assert.equal(current.version, 7);
+    assert.deepEqual(matchIds('production', 'cart.x'), [workflow.id]);
+    assert.deepEqual(matchIds('sandbox', 'cart.x'), [], 'nor in the other environment');
+    assert.deepEqual(indexed(), [['org-m', 'production', 'cart.x', workflow.id]], 'exactly one entry, for the current trigger');
+    assert.equal(current.version, 6);
 
     await store.delete('org-m', workflow.id);
-    assert.deepEqual(matchIds('sandbox', 'cart.x'), []);
+    assert.deepEqual(matchIds('production', 'cart.x'), []);
     assert.deepEqual(indexed(), [], 'delete leaves no trigger entry behind');
     assert.equal(store.get('org-m', workflow.id), undefined);
-    assert.equal(store.version('org-m', workflow.id, 7)?.definition.trigger_event, 'cart.x', 'versions outlive the workflow');
+    assert.equal(store.version('org-m', workflow.id, 6)?.definition.trigger_event, 'cart.x', 'versions outlive the workflow');
     assert.equal(store.signingSecrets('org-m', workflow.id).length, 1, 'secrets outlive it too, for runs still finishing');
     await assert.rejects(store.delete('org-m', workflow.id), { status: 404, code: 'not_found' });
     await assert.rejects(store.setStatus('org-m', workflow.id, 'enabled', T0), { status: 404 });
@@ -416,7 +411,8 @@ describe('workflows REST API', () => {
     assert.equal(production.status, 201);
     const id = production.body.workflow.id as string;
     const move = await call(rt.url, 'PATCH', `${path}/${id}`, { token: starter, json: { environment: 'sandbox' } });
-    assert.equal(move.status, 402);
+    assert.equal(move.status, 400, 'a workflow never changes environment');
+    assert.equal(move.body.error.field, 'environment');
     assert.equal((await call(rt.url, 'GET', `${path}/${id}`, { token: starter })).body.workflow.environment, 'production');
 
     // A pro org that built sandbox workflows and then moved to starter can no longer reach them.

@@ -119,4 +119,10 @@ describe('parseWorkflowInput: update', () => {
   it('removes the channel on null', () => {
     assert.equal('channel' in parseWorkflowInput({ channel: null }, existing(), options), false);
   });
+
+  it('keeps the environment fixed: the same one is accepted, another is refused', () => {
+    assert.equal(parseWorkflowInput({ ...base(), environment: 'sandbox' }, existing(), options).environment, 'sandbox', 'a PUT of the full body');
+    const error = rejects({ environment: 'production' }, 'invalid_request', 'environment', existing());
+    assert.match(error.message, /cannot change .*create a new workflow in production/);
+  });
 });
