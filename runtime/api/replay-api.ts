@@ -56,11 +56,16 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
         // (within the dedup window) answers with the replay it already made instead of a second one.
         try {
-          await ctx.events.store({ event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id}:${idempotencyKey}` } });
+          // A space occurs in neither part, so no two (event, key) pairs share a claim.
+          await ctx.events.store({ event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });
           return json(202, { event: replay });
         } catch (error) {
           const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
           if (earlier === undefined) throw error;
+          if (earlier.causation_id !== original.id || earlier.environment !== original.environment) {
+            // Only a claim written before the separator was a space can name another event's replay.
+            throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of another event.');
+          }
           if (earlier.replay_skip_side_effects !== replay.replay_skip_side_effects) {
             throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event with a different side_effects choice.', { original_event_id: earlier.id });
           }

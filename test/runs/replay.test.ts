@@ -94,6 +94,23 @@ test('an Idempotency-Key makes a replay once: a retry answers with the same even
   assert.equal(await replaysMade(), replaysBefore + 2, 'two keys, two replays; the retry made none');
 });
 
+test('keyed replays of two events never share a claim, whatever colons their ids and keys hold', async () => {
+  for (const id of ['colon:event', 'colon']) {
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'other.thing', payload: { id }, id } })).status, 202);
+  }
+  const replay = (eventId: string, idempotencyKey: string) =>
+    call(rt.url, 'POST', `/organizations/${ORG}/events/${eventId}/replay`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': idempotencyKey } });
+  const first = await replay('colon:event', 'key');
+  assert.equal(first.status, 202, first.text);
+  // "colon" + ":" + "event:key" would read the same as "colon:event" + ":" + "key".
+  const second = await replay('colon', 'event:key');
+  assert.equal(second.status, 202, second.text);
+  assert.equal(second.headers.get('idempotent-replayed'), null, 'a new replay, not the other event\'s');
+  assert.notEqual(second.body.event.id, first.body.event.id);
+  assert.equal(second.body.event.causation_id, 'colon');
+  assert.deepEqual(second.body.event.payload, { id: 'colon' });
+});
+
 test('transport replay explains dedup, schema and routing, and creates nothing', async () => {
   const before = (await call(rt.url, 'GET', `/organizations/${ORG}/events?limit=500`, { token: key })).body.events.length;
   const report = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/transport-replay`, { token: key });
