@@ -1,7 +1,9 @@
 // REST: create, list, get, update (rotate secrets, schemas, body cap) and delete webhook sources.
-// Writes need the developer role; secrets are accepted but never returned.
+// Writes need the developer role; secrets are accepted but never returned. Every request is scoped
+// to one environment (`?environment=`), as for workflows and runs.
 
-import { json, noContent, type Route } from '../http/types.ts';
+import { notFound } from '../errors.ts';
+import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { assertSchemasCompile } from '../sources/event-schemas.ts';
@@ -19,7 +21,9 @@ import {
   type Scheme,
   type SourceRecord,
 } from '../sources/source-record.ts';
+import type { Organization } from '../tenancy/organizations.ts';
 import { isoAt, type ApiContext } from './context.ts';
+import { environmentOf } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 interface SourceBody {
@@ -68,6 +72,17 @@ const parseUpdate = createBodyParser<SourceUpdate>({
 
 export function sourceRoutes(ctx: ApiContext): Route[] {
   const base = '/organizations/:org_id/sources';
+  /**
+   * The source named by the path in the requested environment (`?environment=`, default
+   * production): 404 for an unknown name or one of the other environment; 402 for sandbox on starter.
+   */
+  const requireSource = (request: HttpRequest, org: Organization): SourceRecord => {
+    const environment = environmentOf(request, org);
+    const name = request.params.name ?? '';
+    const source = ctx.sources.require(org.id, name);
+    if (source.environment !== environment) throw notFound(`Source "${name}"`, 'name');
+    return source;
+  };
   return [
     {
       method: 'POST',
@@ -100,7 +115,8 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       pattern: base,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        return json(200, { sources: ctx.sources.list(org.id).map(describeSource) });
+        const environment = environmentOf(request, org);
+        return json(200, { sources: ctx.sources.list(org.id).filter((source) => source.environment === environment).map(describeSource) });
       },
     },
     {
@@ -108,7 +124,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       pattern: `${base}/:name`,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        return json(200, { source: describeSource(ctx.sources.require(org.id, request.params.name ?? '')) });
+        return json(200, { source: describeSource(requireSource(request, org)) });
       },
     },
     {
@@ -116,7 +132,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       pattern: `${base}/:name`,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const current = ctx.sources.require(org.id, request.params.name ?? '');
+        const current = requireSource(request, org);
         const update = parseUpdate(parseJsonRequest(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
         if (update.event_types !== undefined) assertSchemasCompile(update.event_types);
@@ -136,7 +152,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       pattern: `${base}/:name`,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        await ctx.sources.delete(org.id, request.params.name ?? '');
+        await ctx.sources.delete(org.id, requireSource(request, org).name);
         return noContent();
       },
     },

@@ -25,13 +25,36 @@ test('create, get, list, delete; the answer never holds a secret', async () => {
   assert.equal(created.body.source.ingest_path, '/hooks/acct-src/billing');
   assert.ok(!created.text.includes(SECRET.slice(6)), 'no secret in the create answer');
   assert.equal((await call(rt.url, 'POST', base, { token: key, json: { name: 'billing', secrets: [SECRET] } })).status, 409);
-  const got = await call(rt.url, 'GET', `${base}/billing`, { token: key });
+  const sandbox = `${base}/billing?environment=sandbox`;
+  const got = await call(rt.url, 'GET', sandbox, { token: key });
   assert.equal(got.body.source.active_secrets, 1);
   assert.ok(!got.text.includes(SECRET.slice(6)));
-  assert.equal((await call(rt.url, 'GET', base, { token: key })).body.sources.length, 1);
-  assert.equal((await call(rt.url, 'DELETE', `${base}/billing`, { token: key })).status, 204);
-  assert.equal((await call(rt.url, 'GET', `${base}/billing`, { token: key })).status, 404);
-  assert.equal((await call(rt.url, 'DELETE', `${base}/billing`, { token: key })).status, 404);
+  assert.equal((await call(rt.url, 'GET', `${base}?environment=sandbox`, { token: key })).body.sources.length, 1);
+  assert.equal((await call(rt.url, 'DELETE', sandbox, { token: key })).status, 204);
+  assert.equal((await call(rt.url, 'GET', sandbox, { token: key })).status, 404);
+  assert.equal((await call(rt.url, 'DELETE', sandbox, { token: key })).status, 404);
+});
+
+test('every source request is scoped to one environment: the other one\'s sources are not listed, read, changed or deleted', async () => {
+  const org = 'acct-src-env';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const path = `/organizations/${org}/sources`;
+  assert.equal((await call(rt.url, 'POST', path, { token: orgKey, json: { name: 'live', secrets: [SECRET] } })).status, 201);
+  assert.equal((await call(rt.url, 'POST', path, { token: orgKey, json: { name: 'trial', secrets: [SECRET], environment: 'sandbox' } })).status, 201);
+  const names = async (environment: string) => ((await call(rt.url, 'GET', `${path}?environment=${environment}`, { token: orgKey })).body.sources as Array<{ name: string }>).map((s) => s.name);
+  assert.deepEqual(await names('production'), ['live']);
+  assert.deepEqual(await names('sandbox'), ['trial']);
+  assert.deepEqual(((await call(rt.url, 'GET', path, { token: orgKey })).body.sources as Array<{ name: string }>).map((s) => s.name), ['live'], 'production by default');
+  for (const [method, json] of [['GET', undefined], ['PATCH', { body_limit_bytes: 2048 }], ['DELETE', undefined]] as const) {
+    const crossed = await call(rt.url, method, `${path}/trial`, { token: orgKey, ...(json === undefined ? {} : { json }) });
+    assert.equal(crossed.status, 404, `${method} of a sandbox source in the production scope`);
+  }
+  assert.equal((await call(rt.url, 'GET', `${path}/trial?environment=sandbox`, { token: orgKey })).body.source.body_limit_bytes, 1024 * 1024, 'unchanged');
+
+  // Downgraded to starter: the sandbox source is out of reach like every sandbox read.
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+  assert.equal((await call(rt.url, 'GET', `${path}/trial?environment=sandbox`, { token: orgKey })).status, 402);
+  assert.equal((await call(rt.url, 'GET', `${path}?environment=sandbox`, { token: orgKey })).status, 402);
 });
 
 test('a standard-webhooks secret must be base64 of at least 24 bytes', async () => {
