@@ -57,7 +57,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
         if (run.value !== 'failed') throw new ConflictError('run_not_failed', `Only a failed run can be resumed; this one is ${run.value}.`);
-        await engine.send(org.id, run.context.runId, { type: 'run.resume' });
+        await engine.command(org.id, run.context.runId, { type: 'run.resume' });
         return json(202, { run: describeRun(runs.get(org.id, run.context.runId) ?? run) });
       },
     },
@@ -67,7 +67,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
         if (run.value === 'completed' || run.value === 'cancelled') throw new ConflictError('run_finished', `The run is already ${run.value}.`);
-        await engine.send(org.id, run.context.runId, { type: 'run.cancel', reason: 'cancelled through the API' });
+        await engine.command(org.id, run.context.runId, { type: 'run.cancel', reason: 'cancelled through the API' });
         return json(200, { run: describeRun(runs.get(org.id, run.context.runId) ?? run) });
       },
     },

@@ -9,6 +9,7 @@ import { persistSnapshot, restoreRunActor, type PersistedRun, type RunActor } fr
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
+import { RetryableError } from '../errors.ts';
 import { settleAfter, type EventStore, type Reaction } from '../events/event-store.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
@@ -78,6 +79,8 @@ export class RunEngine {
   /** Per-run chains: the next transition of a run waits for the previous one to be durable. */
   readonly #chains = new Map<string, Promise<void>>();
   readonly #limitsSet = new Set<string>();
+  /** Per run, the fence of the step attempt that is out and has not reported yet. */
+  readonly #dispatched = new Map<string, number>();
   #closed = false;
 
   constructor(deps: RunEngineDeps) {
@@ -127,21 +130,35 @@ export class RunEngine {
 
   /** Queues `command` for the run; resolves once it has been applied (and, if it changed the run, persisted). */
   send(orgId: string, runId: string, command: RunCommand, effects?: ActionEffects): Promise<void> {
-    return this.#serially(orgId, runId, () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects));
+    return this.#serially(orgId, runId, () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects)).catch(() => undefined);
   }
 
-  /** Runs `task` once the run's earlier transitions are done; a failure is logged, not thrown. */
+  /**
+   * As `send`, for a caller that must know whether it took effect (a person through the API):
+   * rejects with a retryable 503 when the transition could not be written.
+   */
+  async command(orgId: string, runId: string, command: RunCommand): Promise<void> {
+    try {
+      await this.#serially(orgId, runId, () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined));
+    } catch {
+      throw new RetryableError('write_failed', 'The change to the run could not be saved; nothing was changed. Try again.');
+    }
+  }
+
+  /**
+   * Runs `task` once the run's earlier transitions are done. The returned promise rejects with the
+   * task's failure; the chain itself logs it and goes on with the run's next transition.
+   */
   #serially(orgId: string, runId: string, task: () => Promise<void> | void): Promise<void> {
     const key = keyOf(orgId, runId);
     const previous = this.#chains.get(key) ?? Promise.resolve();
-    const next = previous
-      .then(() => (this.#closed ? undefined : task()))
-      .catch((error: unknown) => this.#d.logger.error('run transition failed', { run_id: runId, error: String(error) }));
+    const outcome = previous.then(() => (this.#closed ? undefined : task()));
+    const next = outcome.catch((error: unknown) => this.#d.logger.error('run transition failed', { run_id: runId, error: String(error) }));
     this.#chains.set(key, next);
     void next.then(() => {
       if (this.#chains.get(key) === next) this.#chains.delete(key);
     });
-    return next;
+    return outcome;
   }
 
   /** Drops every in-memory trace of runs that were deleted (sandbox reset): slots, timers, actors. */
@@ -284,7 +301,8 @@ export class RunEngine {
         this.#scheduler.enqueue(orgId, runId, work.lane);
         break;
       case 'dispatch_step':
-        void this.#dispatch(run, work);
+        // A stalled run picked up again while this very attempt is still out: its report carries the run on.
+        if (this.#dispatched.get(key) !== work.fence) void this.#dispatch(run, work);
         break;
       case 'arm_timer':
         this.#timers.arm(key, work.at);
@@ -332,6 +350,18 @@ export class RunEngine {
   }
 
   async #dispatch(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
+    const ctx = run.context;
+    const key = keyOf(ctx.orgId, ctx.runId);
+    this.#dispatched.set(key, work.fence);
+    try {
+      await this.#perform(run, work);
+    } finally {
+      // The report may already have dispatched the run's next attempt, under another fence.
+      if (this.#dispatched.get(key) === work.fence) this.#dispatched.delete(key);
+    }
+  }
+
+  async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
     const { report, effects } = await performStep({
       run,

@@ -98,3 +98,24 @@ test('a run whose step result could not be written sends the step again, with th
   assert.equal(both[1]!.headers['idempotency-key'], both[0]!.headers['idempotency-key']);
   assert.ok(both[0]!.headers['idempotency-key'], 'the step carries an idempotency key');
 });
+
+test('a cancel that cannot be written answers 503 and changes nothing; picking the run up again does not send its step a second time while it is out', async () => {
+  const org = 'acct-stalled-cancel';
+  const key = await setup(org, '/cancel');
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200 }]);
+  await send(org, key, 'held');
+  await eventually('the step to be out', () => receiver.received.filter((r) => r.path === '/cancel').length, (n) => n === 1);
+  const [runId] = [...(await runStates(org, key)).keys()];
+
+  failNext = (run) => run.value === 'cancelled' && run.context.orgId === org;
+  const cancel = await call(rt.url, 'POST', `/organizations/${org}/runs/${runId}/cancel`, { token: key });
+  assert.equal(cancel.status, 503, cancel.text);
+  assert.equal(cancel.body.error.code, 'write_failed');
+  assert.equal((await runStates(org, key)).get(runId!), 'running', 'nothing was changed');
+
+  assert.equal(resumeDue(), 1, 'the run is picked up again');
+  release();
+  await eventually('the run to complete with its one request', () => runStates(org, key), (s) => s.get(runId!) === 'completed');
+  assert.equal(receiver.received.filter((r) => r.path === '/cancel').length, 1, 'the step went out once');
+});
