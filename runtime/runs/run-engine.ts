@@ -27,6 +27,7 @@ import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { ActionEffects, ActionResolver } from './custom-action-step.ts';
 import { performStep } from './step-dispatcher.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
+import { RunChains } from './run-chains.ts';
 import { RunCreation } from './run-creation.ts';
 import { runUpdateFor } from './run-update.ts';
 import { writeStepEffects } from './step-effects.ts';
@@ -76,8 +77,8 @@ export class RunEngine {
   readonly #stalled: StalledRuns;
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
   readonly #actors = new Map<string, LiveRun>();
-  /** Per-run chains: the next transition of a run waits for the previous one to be durable. */
-  readonly #chains = new Map<string, Promise<void>>();
+  /** The next transition of a run waits for the previous one to be durable. */
+  readonly #chains: RunChains;
   readonly #limitsSet = new Set<string>();
   /** Per run, the fence of the step attempt that is out and has not reported yet. */
   readonly #dispatched = new Map<string, number>();
@@ -90,6 +91,7 @@ export class RunEngine {
       void this.send(orgId, runId, { type: 'timer.fired' });
     });
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
+    this.#chains = new RunChains((key, error) => deps.logger.error('run transition failed', { run_id: key.split('\u0000')[1], error: String(error) }));
     const creation = new RunCreation({
       runs: deps.runs,
       updateLog: deps.updateLog,
@@ -130,7 +132,7 @@ export class RunEngine {
 
   /** Queues `command` for the run; resolves once it has been applied (and, if it changed the run, persisted). */
   send(orgId: string, runId: string, command: RunCommand, effects?: ActionEffects): Promise<void> {
-    return this.#serially(orgId, runId, () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects)).catch(() => undefined);
+    return this.#chains.serially(keyOf(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects)).catch(() => undefined);
   }
 
   /**
@@ -139,27 +141,12 @@ export class RunEngine {
    */
   async command(orgId: string, runId: string, command: RunCommand): Promise<void> {
     try {
-      await this.#serially(orgId, runId, () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined));
+      await this.#chains.serially(keyOf(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined));
     } catch {
       throw new RetryableError('write_failed', 'The change to the run could not be saved; nothing was changed. Try again.');
     }
   }
 
-  /**
-   * Runs `task` once the run's earlier transitions are done. The returned promise rejects with the
-   * task's failure; the chain itself logs it and goes on with the run's next transition.
-   */
-  #serially(orgId: string, runId: string, task: () => Promise<void> | void): Promise<void> {
-    const key = keyOf(orgId, runId);
-    const previous = this.#chains.get(key) ?? Promise.resolve();
-    const outcome = previous.then(() => (this.#closed ? undefined : task()));
-    const next = outcome.catch((error: unknown) => this.#d.logger.error('run transition failed', { run_id: runId, error: String(error) }));
-    this.#chains.set(key, next);
-    void next.then(() => {
-      if (this.#chains.get(key) === next) this.#chains.delete(key);
-    });
-    return outcome;
-  }
 
   /** Drops every in-memory trace of runs that were deleted (sandbox reset): slots, timers, actors. */
   forget(runs: readonly PersistedRun[]): void {
@@ -187,7 +174,7 @@ export class RunEngine {
     this.#closed = true;
     this.#timers.close();
     this.#stalled.close();
-    await Promise.allSettled([...this.#chains.values()]);
+    await this.#chains.close();
     for (const live of this.#actors.values()) live.actor.stop();
     this.#actors.clear();
   }
@@ -269,7 +256,7 @@ export class RunEngine {
     const [org, id] = key.split('\u0000') as [string, string];
     const orgId = asOrgId(org);
     const runId = asRunId(id);
-    void this.#serially(orgId, runId, () => {
+    void this.#chains.serially(keyOf(orgId, runId), () => {
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
       if (run === undefined || pendingWork(run).kind === 'done') this.#stalled.cleared(key);
