@@ -1,7 +1,10 @@
-// Small owner-only files holding key material (runner token, master key): read one if it exists
-// and is private, or create it atomically with mode 0600. Refuses files readable by group or others.
-import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+// Small owner-only files holding key material (runner token, master key, admin token): read one if
+// it exists and is private, or create it crash-safely with mode 0600. Refuses files readable by
+// group or others. A new file appears whole or not at all, and is on disk before it is used: what
+// it protects (sealed secrets, a printed token) must never outlive it.
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { RunnerConfigError } from './runner-error.ts';
 
 export interface PrivateFile {
@@ -18,27 +21,49 @@ function readExisting(path: string): string {
   return readFileSync(path, 'utf8').trim();
 }
 
-/** Returns the file's trimmed text, creating it with `create()` (mode 0600, exclusive) when absent. */
-export function readOrCreatePrivateFile(path: string, create: () => string): PrivateFile {
+function syncPath(path: string, flags: string): void {
+  const fd = openSync(path, flags);
   try {
-    return { text: readExisting(path), created: false };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const text = create();
-  let fd: number;
-  try {
-    fd = openSync(path, 'wx', 0o600);
-  } catch (error) {
-    // Another process created it between our read and our create: theirs wins.
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { text: readExisting(path), created: false };
-    throw error;
-  }
-  try {
-    writeSync(fd, `${text}\n`);
+    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Returns the file's trimmed text, creating it with `create()` (mode 0600) when absent. An empty
+ * file counts as absent: earlier releases could leave one behind when killed while creating it, and
+ * nothing was ever protected by it.
+ */
+export function readOrCreatePrivateFile(path: string, create: () => string): PrivateFile {
+  try {
+    const text = readExisting(path);
+    if (text !== '') return { text, created: false };
+    unlinkSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const text = create();
+  // Written and flushed under a temporary name, then linked into place: link fails if the name
+  // exists, so a process that created it meanwhile wins, and no reader ever sees a partial file.
+  const temporary = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}`);
+  const fd = openSync(temporary, 'wx', 0o600);
+  try {
+    writeSync(fd, `${text}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    linkSync(temporary, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { text: readExisting(path), created: false };
+    throw error;
+  } finally {
+    unlinkSync(temporary);
+  }
+  syncPath(dir, 'r');
   return { text, created: true };
 }

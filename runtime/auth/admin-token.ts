@@ -1,8 +1,7 @@
-// The platform admin token: given by flag/env, or generated once into a 0600 file in the data dir.
-// Only this token may create organizations.
+// The platform admin token: given by flag/env, or generated once into a private (0600) file in the
+// data dir, created crash-safely. Only this token may create organizations.
 
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readOrCreatePrivateFile } from '../../hook-runner/private-file.ts';
 import { generateToken } from './secrets.ts';
 
 export interface AdminToken {
@@ -11,16 +10,16 @@ export interface AdminToken {
   readonly file: string | undefined;
 }
 
-/** Returns the configured token, else the one in `file`, else a new one written to `file` with mode 0600. */
+/** Shortest token the file may hold, as for `--admin-token`. */
+const MIN_TOKEN_LENGTH = 16;
+
+/**
+ * Returns the configured token, else the one in `file`, else a new one written to `file`. Throws
+ * when the file is readable by group or others, or holds a token too short to use.
+ */
 export function loadAdminToken(configured: string | undefined, file: string): AdminToken {
   if (configured !== undefined && configured !== '') return { token: configured, file: undefined };
-  if (existsSync(file)) {
-    const token = readFileSync(file, 'utf8').trim();
-    if (token.length >= 16) return { token, file };
-  }
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const token = generateToken('sluice_admin_');
-  writeFileSync(file, `${token}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
-  return { token, file };
+  const { text } = readOrCreatePrivateFile(file, () => generateToken('sluice_admin_'));
+  if (text.length < MIN_TOKEN_LENGTH) throw new Error(`${file} holds a token shorter than ${MIN_TOKEN_LENGTH} characters; put a longer one in it, or delete it to have one generated.`);
+  return { token: text, file };
 }

@@ -1,0 +1,51 @@
+// Owner-only key files (runner token, master key, admin token): created whole with mode 0600 and
+// no temporary left behind; an empty file left by a killed earlier release is replaced; a file
+// readable by others, or an admin token too short to use, is refused with a message naming it.
+
+import assert from 'node:assert/strict';
+import { chmodSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { readOrCreatePrivateFile } from '../../hook-runner/private-file.ts';
+import { loadAdminToken } from '../../runtime/auth/admin-token.ts';
+import { tempDir } from '../helpers/runtime.ts';
+
+const dir = tempDir('sluice-private-file-');
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('a new file is created whole with mode 0600, and read back as it is afterwards', () => {
+  const path = join(dir, 'nested', 'master.key');
+  const created = readOrCreatePrivateFile(path, () => 'first');
+  assert.deepEqual(created, { text: 'first', created: true });
+  assert.equal(statSync(path).mode & 0o777, 0o600);
+  assert.deepEqual(readdirSync(join(dir, 'nested')), ['master.key'], 'no temporary file is left');
+  assert.deepEqual(readOrCreatePrivateFile(path, () => 'second'), { text: 'first', created: false });
+});
+
+test('an empty file (killed between creating and writing it) is replaced', () => {
+  const path = join(dir, 'runner-token');
+  writeFileSync(path, '', { mode: 0o600 });
+  assert.deepEqual(readOrCreatePrivateFile(path, () => 'fresh'), { text: 'fresh', created: true });
+});
+
+test('a file readable by group or others is refused', () => {
+  const path = join(dir, 'open.key');
+  writeFileSync(path, 'secret\n');
+  chmodSync(path, 0o644);
+  assert.throws(() => readOrCreatePrivateFile(path, () => 'x'), /readable by group or others \(mode 644\); run chmod 600/);
+});
+
+test('the admin token file is private too, and must hold a usable token', () => {
+  const path = join(dir, 'admin-token');
+  const generated = loadAdminToken(undefined, path);
+  assert.match(generated.token, /^sluice_admin_/);
+  assert.equal(statSync(path).mode & 0o777, 0o600);
+  assert.equal(loadAdminToken(undefined, path).token, generated.token, 'the same token on the next start');
+  assert.equal(loadAdminToken('configured-token-0123', path).token, 'configured-token-0123', 'a configured token wins');
+
+  chmodSync(path, 0o640);
+  assert.throws(() => loadAdminToken(undefined, path), /readable by group or others/);
+  writeFileSync(path, 'short\n', { mode: 0o600 });
+  chmodSync(path, 0o600);
+  assert.throws(() => loadAdminToken(undefined, path), /shorter than 16 characters/);
+});
