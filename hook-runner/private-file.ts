@@ -1,9 +1,10 @@
-// Small owner-only files holding key material (runner token, master key, admin token): read one if
-// it exists and is private, or create it crash-safely with mode 0600. Refuses files readable by
-// group or others. A new file appears whole or not at all, and is on disk before it is used: what
-// it protects (sealed secrets, a printed token) must never outlive it.
+// Owner-only files. Small ones holding key material (runner token, master key, admin token): read
+// one if it exists and is private, or create it crash-safely with mode 0600; files readable by
+// group or others are refused. A new file appears whole or not at all, and is on disk before it is
+// used: what it protects (sealed secrets, a printed token) must never outlive it. And the LMDB
+// directories, whose files hold tenants' data and signing secrets.
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { RunnerConfigError } from './runner-error.ts';
 
@@ -66,4 +67,18 @@ export function readOrCreatePrivateFile(path: string, create: () => string): Pri
   }
   syncPath(dir, 'r');
   return { text, created: true };
+}
+
+/** Creates `dir` owner-only, or makes an existing one so: a restored or mounted directory keeps its own mode otherwise. */
+export function privateDirectory(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+}
+
+/** Makes every file directly in `dir` owner-only (LMDB creates its files with the umask's mode). */
+export function privateFilesIn(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (lstatSync(path).isFile()) chmodSync(path, 0o600);
+  }
 }

@@ -1,9 +1,9 @@
 // The hook-runner's LMDB environment (<dataDir>/hook-runner/runner.mdb) and its databases.
 // Durability rule: every write path awaits `durable()`, i.e. commit *and* fsync, before it answers.
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { InvocationOutcome } from './invocation-outcome.ts';
+import { privateDirectory, privateFilesIn } from './private-file.ts';
 
 /**
  * A completed invocation, kept so that the same idempotency key replays instead of re-running. Only a
@@ -50,10 +50,11 @@ export const runnerStoreDir = (dataDir: string): string => join(dataDir, 'hook-r
 
 export function openRunnerStore(dataDir: string): RunnerStore {
   const dir = runnerStoreDir(dataDir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  privateDirectory(dir);
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
   const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8, overlappingSync: true, separateFlushed: true });
+  privateFilesIn(dir);
   const modules = root.openDB<Buffer, string>({ name: 'modules', encoding: 'binary' });
   const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });
   const fences = root.openDB<string, FenceKey>({ name: 'fences', encoding: 'string' });

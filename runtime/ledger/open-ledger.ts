@@ -2,9 +2,9 @@
 // interface in ledger.ts. Every key is an ordered array that starts with the org id, so a tenant's
 // data is one contiguous range.
 
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
+import { privateDirectory, privateFilesIn } from '../../hook-runner/private-file.ts';
 import type { Ledger, LedgerTable } from './ledger.ts';
 
 /**
@@ -17,10 +17,11 @@ export const PLAIN_MSGPACK: object = { useRecords: false };
 
 export function openLedger(dataDir: string): Ledger {
   const path = join(dataDir, 'runtime');
-  mkdirSync(path, { recursive: true, mode: 0o700 });
+  privateDirectory(path);
   // overlappingSync + separateFlushed: a write's promise resolves at commit and carries a
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
+  privateFilesIn(path);
   const db = (name: string): LedgerTable => root.openDB({ name, compression: false, ...PLAIN_MSGPACK });
   return {
     root,

@@ -1,13 +1,16 @@
 // Owner-only key files (runner token, master key, admin token): created whole with mode 0600 and
 // no temporary left behind; an empty file left by a killed earlier release is replaced; a file
-// readable by others, or an admin token too short to use, is refused with a message naming it.
+// readable by others, or an admin token too short to use, is refused with a message naming it. The
+// LMDB directories of the runtime and the runner are owner-only too, even when they existed before.
 
 import assert from 'node:assert/strict';
-import { chmodSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { readOrCreatePrivateFile } from '../../hook-runner/private-file.ts';
+import { openRunnerStore } from '../../hook-runner/store.ts';
 import { loadAdminToken } from '../../runtime/auth/admin-token.ts';
+import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { tempDir } from '../helpers/runtime.ts';
 
 const dir = tempDir('sluice-private-file-');
@@ -48,4 +51,23 @@ test('the admin token file is private too, and must hold a usable token', () => 
   writeFileSync(path, 'short\n', { mode: 0o600 });
   chmodSync(path, 0o600);
   assert.throws(() => loadAdminToken(undefined, path), /shorter than 16 characters/);
+});
+
+test('the LMDB directories and their files are owner-only, also when the directory was there before', async () => {
+  const dataDir = join(dir, 'restored');
+  for (const sub of ['runtime', 'hook-runner']) mkdirSync(join(dataDir, sub), { recursive: true, mode: 0o755 });
+  const ledger = openLedger(dataDir);
+  const store = openRunnerStore(dataDir);
+  try {
+    for (const sub of ['runtime', 'hook-runner']) {
+      const path = join(dataDir, sub);
+      assert.equal(statSync(path).mode & 0o777, 0o700, path);
+      const files = readdirSync(path);
+      assert.ok(files.length >= 2, `${path} holds the LMDB files`);
+      for (const name of files) assert.equal(statSync(join(path, name)).mode & 0o777, 0o600, join(path, name));
+    }
+  } finally {
+    await ledger.close();
+    await store.close();
+  }
 });
