@@ -105,6 +105,9 @@ export class UpdateLog {
 
   /** Removes every retained update of one org's environment (sandbox reset); call inside a write transaction. */
   removeEnvironment(orgId: string, environment: string): void {
+    // The newest update may be one of those removed while the counter lags behind it (see lastSeq):
+    // the counter keeps its seq, so that it is never handed out again after a restart.
+    this.#counters.put([orgId], Math.max(this.#issued.get(orgId) ?? 0, this.lastSeq(orgId)));
     for (const { key, value } of this.#updates.getRange({ start: [orgId, 0], end: [orgId, Number.MAX_SAFE_INTEGER] })) {
       if ((value as RunUpdate).environment === environment) this.#updates.remove(key);
     }

@@ -42,6 +42,18 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     assert.deepEqual(log.range('org_p', 0, 4).map((u) => u.seq), [1, 2, 3, 4]);
   });
 
+  test('a sandbox reset that removes the newest update while the counter lags keeps that seq from being handed out again', async () => {
+    const log = new UpdateLog(ledger, 100);
+    await ledger.root.transaction(() => log.append('org_s', update('run_1')));
+    await ledger.root.transaction(() => log.append('org_s', { ...update('run_2'), environment: 'sandbox' }));
+    // As if the transaction that took seq 1 committed after the one that took seq 2: the counter says 1.
+    await ledger.openDatabase('live-seq').put(['org_s'], 1);
+    await ledger.root.transaction(() => log.removeEnvironment('org_s', 'sandbox'));
+    const restarted = new UpdateLog(ledger, 100);
+    assert.equal(restarted.lastSeq('org_s'), 2);
+    assert.equal((await ledger.root.transaction(() => restarted.append('org_s', update('run_3')))).seq, 3, 'a client that saw seq 2 misses nothing');
+  });
+
   test('the counter still wins when the newest updates were removed (sandbox reset)', async () => {
     const log = new UpdateLog(ledger, 100);
     await ledger.root.transaction(() => log.append('org_c', { ...update('run_1'), environment: 'sandbox' }));
