@@ -73,9 +73,10 @@ export const sentOnJoining = (room: Room, afterSeq: number | undefined, publishe
 /**
  * The next frames of the replay: retained updates of its room after the cursor up to `upTo`, at most
  * one page of the log and about `budget` bytes (always at least one frame when one is due). Leaves
- * out what `earlier` covers and advances the cursor past every entry it returned or left out.
+ * out what `earlier` covers and advances the cursor past every entry it returned or left out. An
+ * entry `notYetDurable` says may still be lost is kept as a gap, sent when it is published late.
  */
-export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: number, budget: number): Page {
+export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: number, budget: number, notYetDurable: (seq: number) => boolean): Page {
   const entries = log.range(orgId, replay.cursor, upTo, REPLAY_PAGE_SIZE);
   // Seqs below the retained log were dropped, not delayed: none of them can still arrive.
   const oldest = log.oldestRetained(orgId);
@@ -85,6 +86,10 @@ export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: nu
     if (bytes >= budget) return { frames, caughtUp: false };
     for (let missing = Math.max(replay.cursor + 1, oldest); missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS; missing++) replay.gaps.add(missing);
     replay.cursor = update.seq;
+    if (notYetDurable(update.seq) && replay.gaps.size < MAX_REMEMBERED_GAPS) {
+      replay.gaps.add(update.seq);
+      continue;
+    }
     if (!isInRoom(update, replay.room) || wasSent(replay.earlier, update)) continue;
     const frame = encodeLiveMessage({ run_update: update });
     frames.push(frame);
@@ -92,17 +97,3 @@ export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: nu
   }
   return { frames, caughtUp: entries.length < REPLAY_PAGE_SIZE };
 }
-
-/**
- * Which late updates (released after later seqs) a live socket still needs. After a replay: those
- * above the seq it joined at, and those its replay read past while they were not in the log; a late
- * one it was replayed from the log must not come again. Joined without a replay, or after a replay
- * that stopped remembering gaps: every one, as its topic would send them (a duplicate, never a loss).
- */
-export type LateWanted = { readonly joinedAt: number; readonly gaps: Set<number> } | 'all';
-
-export const lateWantedAfter = (replay: Replay, joinedAt: number): LateWanted =>
-  replay.gaps.size >= MAX_REMEMBERED_GAPS ? 'all' : { joinedAt, gaps: replay.gaps };
-
-/** Whether a live socket needs this late update; forgets the gap it fills. */
-export const wantsLate = (late: LateWanted, seq: number): boolean => late === 'all' || seq > late.joinedAt || late.gaps.delete(seq);

@@ -7,7 +7,7 @@ import type { Clock } from '../clock.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
-import { lateWantedAfter, nextPage, sentOnJoining, sentSoFar, startReplay, wantsLate, wasSent, type LateWanted, type Replay, type Sent } from './live-replay.ts';
+import { nextPage, sentOnJoining, sentSoFar, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { isInRoom, isRoomWithin, parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
@@ -56,9 +56,8 @@ interface SocketData {
 type SocketState =
   | { readonly status: 'opening' }
   | { readonly status: 'replaying'; readonly replay: Replay }
-  | { readonly status: 'live'; readonly sent: Sent; readonly late: LateWanted }
+  | { readonly status: 'live'; readonly sent: Sent }
   | { readonly status: 'closed' };
-
 
 export class LiveRooms {
   readonly #app: TemplatedApp;
@@ -151,31 +150,25 @@ export class LiveRooms {
 
   #fanOut(orgId: string, update: RunUpdate, late: boolean): void {
     const frame = encodeLiveMessage({ run_update: update });
-    if (late) {
-      this.#sendLate(orgId, update, frame);
-      return;
-    }
     this.#app.publish(topicFor(orgId, { environment: update.environment, runId: '' }), frame, true);
     this.#app.publish(topicFor(orgId, { environment: update.environment, runId: update.run_id }), frame, true);
+    if (late) this.#sendLateToReplays(orgId, update, frame);
   }
 
   /**
-   * An update released after later ones (its write became durable past GAP_GRACE_MS) goes to each
-   * socket that needs it, not to whole topics. A replay (on no topic) may have read past its seq
-   * while it was missing from the log (the replay's `gaps`); a socket that joined after a replay may
-   * have been replayed it from the log already (LateWanted). Rare, so a scan is fine.
+   * An update released after later ones (its write became durable past GAP_GRACE_MS) was left out
+   * by every replay that read past its seq (the replay's `gaps`: missing from the log, or there but
+   * not yet durable), and a replaying socket is on no topic: send it to each such replay, so no
+   * socket loses it. A socket that joined its topic after such a replay gets it from the topic.
+   * Rare, so a scan is fine.
    */
-  #sendLate(orgId: string, update: RunUpdate, frame: Uint8Array): void {
+  #sendLateToReplays(orgId: string, update: RunUpdate, frame: Uint8Array): void {
     for (const ws of this.#sockets) {
       const data = ws.getUserData();
-      const { state } = data;
-      if (data.orgId !== orgId) continue;
-      if (state.status === 'replaying') {
-        const { replay } = state;
-        if (replay.gaps.delete(update.seq) && isInRoom(update, replay.room) && !wasSent(replay.earlier, update)) ws.send(frame, true);
-      } else if (state.status === 'live' && isInRoom(update, state.sent.room)) {
-        if (wantsLate(state.late, update.seq)) ws.send(frame, true);
-      }
+      if (data.orgId !== orgId || data.state.status !== 'replaying') continue;
+      const { replay } = data.state;
+      if (!replay.gaps.delete(update.seq)) continue;
+      if (isInRoom(update, replay.room) && !wasSent(replay.earlier, update)) ws.send(frame, true);
     }
   }
 
@@ -277,7 +270,7 @@ export class LiveRooms {
       return;
     }
     const publishedSeq = this.#publishedSeq(data.orgId);
-    const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget);
+    const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget, (seq) => this.#order.isSkipped(data.orgId, seq));
     if (page.frames.length > 0) {
       ws.cork(() => {
         for (const frame of page.frames) ws.send(frame, true);
@@ -286,7 +279,7 @@ export class LiveRooms {
       if (data.state.status !== 'replaying') return;
     }
     if (page.caughtUp) {
-      this.#join(ws, data, replay.room, replay.after, publishedSeq, replay.earlier, lateWantedAfter(replay, publishedSeq));
+      this.#join(ws, data, replay.room, replay.after, publishedSeq, replay.earlier);
     } else if (!replay.scheduled && ws.getBufferedAmount() < REPLAY_HIGH_WATER) {
       // One page per turn, so a long replay does not hold up other sockets and requests.
       replay.scheduled = true;
@@ -301,9 +294,9 @@ export class LiveRooms {
    * Joins the room's topic and says so with a heartbeat: its `last_seq` is a position the client can
    * resume from even when nothing of its room arrives for a long time (README, Live rooms).
    */
-  #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent | undefined, late: LateWanted = 'all'): void {
+  #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent | undefined): void {
     ws.subscribe(topicFor(data.orgId, room));
-    data.state = { status: 'live', sent: sentOnJoining(room, afterSeq, publishedSeq, earlier), late };
+    data.state = { status: 'live', sent: sentOnJoining(room, afterSeq, publishedSeq, earlier) };
     ws.send(encodeLiveMessage({ heartbeat: { at_ms: this.#clock.now(), last_seq: publishedSeq } }), true);
   }
 

@@ -54,6 +54,14 @@ export class SeqOrder {
     return lowest - 1;
   }
 
+  /**
+   * Whether `seq` was skipped as a gap and has not been emitted since: its write may be committed
+   * but not yet on disk, so a replay that finds it in the log must not send it yet.
+   */
+  isSkipped(orgId: string, seq: number): boolean {
+    return this.#queues.get(orgId)?.skipped.has(seq) ?? false;
+  }
+
   /** Accepts durable updates in any order; emits every update whose predecessors are all emitted. */
   offer(orgId: string, updates: readonly RunUpdate[]): void {
     let queue = this.#queues.get(orgId);
