@@ -71,7 +71,9 @@ export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: str
         ctx.auth.requirePlatformAdmin(request);
         const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const update = parseUpdate(parseJsonRequest(request));
-        const next: Organization = { ...current, ...update };
+        // A new plan brings its own ingest rate unless the same request sets one.
+        const planRate = update.plan !== undefined && update.plan !== current.plan && update.ingest_rate_per_second === undefined ? { ingest_rate_per_second: defaultIngestRate(update.plan) } : {};
+        const next: Organization = { ...current, ...update, ...planRate };
         await ctx.orgs.update(next);
         onLimitsChanged(next.id);
         return json(200, { organization: next });

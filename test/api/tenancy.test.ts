@@ -102,3 +102,17 @@ test('an org holds at most 100 active API keys; revoking one makes room', async 
   assert.equal((await call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } })).status, 201);
   assert.equal((await call(rt.url, 'GET', base, { token: admin })).body.api_keys.length, 101, 'the revoked key stays listed');
 });
+
+test('a plan change brings the new plan\'s ingest rate, unless the same request sets one', async () => {
+  await createOrg(rt.url, ADMIN_TOKEN, 'acct-plans', 'pro');
+  const patch = async (json: Record<string, unknown>) => {
+    const answer = await call(rt.url, 'PATCH', '/organizations/acct-plans', { token: ADMIN_TOKEN, json });
+    assert.equal(answer.status, 200, answer.text);
+    return answer.body.organization.ingest_rate_per_second as number | null;
+  };
+  assert.equal(await patch({ plan: 'starter' }), 100, 'down to starter: capped');
+  assert.equal(await patch({ plan: 'pro' }), null, 'back to pro: unlimited');
+  assert.equal(await patch({ plan: 'starter', ingest_rate_per_second: 250 }), 250, 'a rate given with the plan wins');
+  assert.equal(await patch({ name: 'Renamed' }), 250, 'no plan change: the rate stays');
+  assert.equal(await patch({ plan: 'starter' }), 250, 'the same plan again: the rate stays');
+});
