@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ConflictError, SluiceError } from '../errors.ts';
+import { ConflictError, InputError, SluiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, type BodyReservation } from './body-budget.ts';
@@ -112,9 +112,10 @@ export class HttpServer {
     const started = performance.now();
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const rawUrl = req.getUrl();
-    const query = new URLSearchParams(req.getQuery() ?? '');
+    const rawQuery = req.getQuery() ?? '';
+    const query = new URLSearchParams(rawQuery);
     const headers: Record<string, string> = {};
-    let headerBytes = rawUrl.length;
+    let headerBytes = rawUrl.length + rawQuery.length;
     req.forEach((key, value) => {
       headerBytes += key.length + value.length + 4;
       headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
@@ -135,21 +136,23 @@ export class HttpServer {
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,
       );
-      if (!aborted) writeReply(res, rendered);
+      if (!aborted) writeReply(res, rendered, method === 'HEAD');
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {
       if (headerBytes > MAX_HEADER_BYTES) {
         throw new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
       }
+      assertNoRepeatedParameter(query);
       const segments = Router.decodePath(rawUrl);
-      const { route, params } = this.#router.match(method, segments);
+      // HEAD is answered as GET, without the body.
+      const { route, params } = this.#router.match(method === 'HEAD' ? 'GET' : method, segments);
       metricName = route.metricName ?? route.pattern;
       const path = `/${segments.join('/')}`;
       const head: RequestHead = { method, path, query, headers, params };
       route.beforeBody?.(head);
       let body: Buffer = EMPTY_BODY;
-      if (method !== 'GET' && method !== 'DELETE') {
+      if (method !== 'GET' && method !== 'HEAD' && method !== 'DELETE') {
         reservation = this.#bodyBudget.open(params.org_id ?? '');
         body = await readBody(res, {
           limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
@@ -216,11 +219,21 @@ function parseContentLength(value: string | undefined): number | undefined {
   return Number(value);
 }
 
-function writeReply(res: HttpResponse, reply: RenderedReply): void {
+/** A query parameter given twice is refused: which one counts would otherwise be a guess. */
+function assertNoRepeatedParameter(query: URLSearchParams): void {
+  const seen = new Set<string>();
+  for (const name of query.keys()) {
+    if (seen.has(name)) throw new InputError(400, 'repeated_query_parameter', `The query parameter "${name.slice(0, 64)}" is given more than once.`, { field: name.slice(0, 64) });
+    seen.add(name);
+  }
+}
+
+function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean): void {
   res.cork(() => {
     res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
     for (const [name, value] of reply.headers) res.writeHeader(name, value);
-    if (reply.body === undefined) res.end();
+    if (headOnly) res.endWithoutBody(reply.body === undefined ? 0 : Buffer.byteLength(reply.body));
+    else if (reply.body === undefined) res.end();
     else res.end(reply.body);
   });
 }

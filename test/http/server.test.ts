@@ -1,12 +1,13 @@
 // The uWS adapter on a real socket: a reply that cannot be serialized becomes a logged 500, and the
-// server keeps serving.
+// server keeps serving; HEAD is answered as GET without the body; a repeated query parameter is a
+// 400, and the query string counts toward the 16 KiB head limit.
 
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, mock, test } from 'node:test';
 import { createLogger } from '../../runtime/log.ts';
 import { createRuntimeMetrics } from '../../runtime/metrics.ts';
-import { HttpServer } from '../../runtime/http/server.ts';
+import { HttpServer, MAX_HEADER_BYTES } from '../../runtime/http/server.ts';
 
 const logged: string[] = [];
 let server: HttpServer;
@@ -32,6 +33,24 @@ test('a reply whose body cannot be serialized is a logged 500 in the error shape
   assert.equal(fine.headers.get('x-kept'), 'yes');
   assert.equal(fine.headers.get('content-type'), 'application/json');
   assert.deepEqual(await fine.json(), { ok: true });
+});
+
+test('HEAD is answered as GET: same status and headers, the body\'s length, no body', async () => {
+  const head = await fetch(`${url}/fine`, { method: 'HEAD' });
+  assert.equal(head.status, 200);
+  assert.equal(head.headers.get('x-kept'), 'yes');
+  assert.equal(head.headers.get('content-length'), String(JSON.stringify({ ok: true }).length));
+  assert.equal(await head.text(), '');
+  assert.equal((await fetch(`${url}/missing`, { method: 'HEAD' })).status, 404);
+});
+
+test('a query parameter given twice is a 400 naming it; a query string past the head limit is a 431', async () => {
+  const twice = await fetch(`${url}/fine?limit=1&limit=600`);
+  assert.equal(twice.status, 400);
+  assert.deepEqual((await twice.json()).error, { code: 'repeated_query_parameter', message: 'The query parameter "limit" is given more than once.', field: 'limit' });
+  assert.equal((await fetch(`${url}/fine?a=1&b=2`)).status, 200);
+  const long = await fetch(`${url}/fine?pad=${'x'.repeat(MAX_HEADER_BYTES)}`);
+  assert.equal(long.status, 431);
 });
 
 test('requests held until a promise settles are answered after it, bodies intact', async () => {
