@@ -30,7 +30,7 @@ import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRuntimeMetrics, observeWebhookConnections } from './metrics.ts';
-import { LiveRooms } from './rooms/live-rooms.ts';
+import { LiveRooms, liveUpgradeRequired } from './rooms/live-rooms.ts';
 import { UpdateLog } from './rooms/update-log.ts';
 import { RunEngine } from './runs/run-engine.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
@@ -102,7 +102,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     actions,
     runner: runner.client,
   });
-  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota }));
+  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota }), liveUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
     ...apiKeyRoutes(context, (orgId, keyId) => rooms.closeSocketsOfKey(orgId, keyId)),

@@ -3,9 +3,12 @@
 
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import type { Authorizer, Principal } from '../auth/authorize.ts';
+import { STATUS_CODES } from 'node:http';
 import type { Clock } from '../clock.ts';
-import type { OrganizationStore } from '../tenancy/organizations.ts';
-import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { AccessError, InputError, notFound, SluiceError } from '../errors.ts';
+import type { Route } from '../http/types.ts';
+import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
+import { assertSandboxAllowed, sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
 import { nextPage, sentOnJoining, sentSoFar, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { isInRoom, isRoomWithin, parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
@@ -92,22 +95,16 @@ export class LiveRooms {
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
         const principal = token === undefined ? undefined : auth.principalForToken(token);
-        const org = orgs.get(orgId);
-        let requested: Subscription | undefined;
+        let admitted: { principal: Principal; requested: Subscription };
         try {
-          requested = parseSubscribeQuery(query);
-        } catch {
-          requested = undefined;
-        }
-        const allowed = principal !== undefined && org !== undefined && (principal.kind === 'platform_admin' || principal.orgId === orgId);
-        const sandboxDenied = org !== undefined && requested?.room.environment === 'sandbox' && !sandboxAllowed(org);
-        if (!allowed || requested === undefined || sandboxDenied) {
-          const status = principal === undefined ? '401 Unauthorized' : !allowed ? '404 Not Found' : sandboxDenied ? '402 Payment Required' : '400 Bad Request';
-          res.writeStatus(status).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: { code: 'live_refused', message: 'The live room needs a valid key of this organization.' } }));
+          admitted = admit(principal, orgs.get(orgId), orgId, query);
+        } catch (error) {
+          const refusal = error instanceof SluiceError ? error : new InputError(400, 'invalid_subscription', 'The live room request is malformed.');
+          res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify(refusal.toBody()));
           return;
         }
         const protocol = offered.includes(LIVE_PROTOCOL) ? LIVE_PROTOCOL : (offered[0] ?? '');
-        res.upgrade<SocketData>({ orgId, principal, requested, state: { status: 'opening' } }, key, protocol, extensions, context);
+        res.upgrade<SocketData>({ orgId, ...admitted, state: { status: 'opening' } }, key, protocol, extensions, context);
       },
       open: (ws) => {
         this.#sockets.add(ws);
@@ -320,3 +317,30 @@ export class LiveRooms {
     }
   }
 }
+
+/**
+ * What an upgrade asks for, once its caller may have it; otherwise the refusal, as the REST API
+ * words it: 401 without a valid key, 404 for another org's (or no) org, 400 for a malformed
+ * subscription, 402 for the sandbox on a plan without one.
+ */
+function admit(principal: Principal | undefined, org: Organization | undefined, orgId: string, query: URLSearchParams): { principal: Principal; requested: Subscription } {
+  if (principal === undefined) throw new AccessError(401, 'unauthorized', `A valid API key is required: ?token=<key>, or a Sec-WebSocket-Protocol entry next to ${LIVE_PROTOCOL}.`);
+  if (org === undefined || (principal.kind !== 'platform_admin' && principal.orgId !== orgId)) throw notFound('Organization');
+  let requested: Subscription;
+  try {
+    requested = parseSubscribeQuery(query);
+  } catch (error) {
+    throw new InputError(400, 'invalid_subscription', error instanceof Error ? error.message : 'The subscription is malformed.');
+  }
+  assertSandboxAllowed(org, requested.room.environment);
+  return { principal, requested };
+}
+
+/** A plain GET of the live room (no WebSocket upgrade) is told what the endpoint is. */
+export const liveUpgradeRequired: Route = {
+  method: 'GET',
+  pattern: '/organizations/:org_id/live',
+  handler: () => {
+    throw new SluiceError(426, 'upgrade_required', `This is a WebSocket endpoint: open it with a WebSocket client (subprotocol ${LIVE_PROTOCOL}).`);
+  },
+};

@@ -2,6 +2,7 @@
 // sequence number without duplicates, filters, protocol errors that close only that socket, slow consumers.
 
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, before, test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
@@ -32,6 +33,44 @@ async function commit(orgId: string, updates: NewRunUpdate[]): Promise<RunUpdate
   rooms.publish(orgId, stored);
   return stored;
 }
+
+/** An upgrade request by hand, to read a refusal's status and body (WebSocket clients hide them). */
+function refusal(path: string): Promise<{ status: number; error: { code: string; message: string } }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(`${rt.url}${path}`, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+    request.on('upgrade', () => reject(new Error('upgraded')));
+    request.on('response', (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, error: JSON.parse(text).error }));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+test('each refused upgrade says why, in the API\'s words; a plain GET is told to upgrade', async () => {
+  const live = '/organizations/acct-live/live';
+  const cases = [
+    [`${live}`, 401, 'unauthorized', /valid API key is required/],
+    [`${live}?token=${encodeURIComponent(otherKey)}`, 404, 'not_found', /Organization was not found/],
+    [`${live}?token=${encodeURIComponent(key)}&after_seq=abc`, 400, 'invalid_subscription', /after_seq/],
+    [`${live}?token=${encodeURIComponent(key)}&environment=staging`, 400, 'invalid_subscription', /environment/],
+  ] as const;
+  const starterKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-live-starter', 'starter');
+  const sandbox = await refusal(`/organizations/acct-live-starter/live?token=${encodeURIComponent(starterKey)}&environment=sandbox`);
+  assert.deepEqual([sandbox.status, sandbox.error.code], [402, 'sandbox_disabled']);
+  assert.match(sandbox.error.message, /not available on the starter plan/);
+  for (const [path, status, code, message] of cases) {
+    const answer = await refusal(path);
+    assert.equal(answer.status, status, path);
+    assert.equal(answer.error.code, code, path);
+    assert.match(answer.error.message, message, path);
+  }
+  const plain = await call(rt.url, 'GET', live, { token: key });
+  assert.equal(plain.status, 426);
+  assert.equal(plain.body.error.code, 'upgrade_required');
+});
 
 test('upgrade needs a key of that org: none 401, other org 404, viewer via ?token= or subprotocol', async () => {
   await assert.rejects(connectLive(rt.url, 'acct-live'), /401/);
