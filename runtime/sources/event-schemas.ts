@@ -41,6 +41,21 @@ function notSelfContained(schema: object): string | undefined {
 }
 
 /**
+ * A `format` ajv does not know, or undefined. Not strict, ajv only logs one and checks nothing: a
+ * typo such as "emial" would validate no payload. Checked when a schema is written, not when a
+ * stored one is used, so sources written before this rule keep ingesting.
+ */
+function unknownFormat(schema: object): string | undefined {
+  let problem: string | undefined;
+  traverse(schema, { allKeys: true }, (subschema, pointer) => {
+    if (problem === undefined && typeof subschema.format === 'string' && ajv.formats[subschema.format] === undefined) {
+      problem = `"format": "${subschema.format.slice(0, 64)}" at "${pointer || '/'}" is not a known format (${Object.keys(ajv.formats).join(', ')})`;
+    }
+  });
+  return problem;
+}
+
+/**
  * Compiles one customer schema and drops ajv's own reference to it; the validator keeps working.
  * Only self-contained schemas: without any `$id`, ajv registers nothing, and removing the schema
  * removes only its cache entry (by object), never a registered schema such as the meta-schema.
@@ -65,6 +80,8 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
       throw new InputError(400, 'schema_too_large', `The schema for "${type}" exceeds ${MAX_SCHEMA_BYTES} bytes.`, { field });
     }
     try {
+      const problem = unknownFormat(schema);
+      if (problem !== undefined) throw new Error(problem);
       compileIsolated(schema);
     } catch (error) {
       const detail = error instanceof Error ? error.message : 'invalid schema';

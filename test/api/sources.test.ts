@@ -84,6 +84,8 @@ test('bad source documents get 400 naming the field', async () => {
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { $ref: 'https://a.example/order' } } } } }, 'event_types.a.b'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { $id: 'nested', type: 'string' } } } } }, 'event_types.a.b'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'string', pattern: '^(?=a)a$' } } } } }, 'event_types.a.b'],
+    // An unknown format would check nothing: a typo must not pass as validation.
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'string', format: 'emial' } } } } }, 'event_types.a.b'],
   ];
   for (const [json, field] of cases) {
     const answer = await call(rt.url, 'POST', base, { token: key, json });
@@ -94,7 +96,7 @@ test('bad source documents get 400 naming the field', async () => {
 });
 
 test('the same schema can be written again and again, and a property named "$id" is just a property', async () => {
-  const schema = { type: 'object', required: ['$id'], properties: { $id: { type: 'string' }, kind: { $ref: '#/definitions/kind' } }, definitions: { kind: { enum: ['a', 'b'] } } };
+  const schema = { type: 'object', required: ['$id'], properties: { $id: { type: 'string' }, kind: { $ref: '#/definitions/kind' }, format: { type: 'string', format: 'email' } }, definitions: { kind: { enum: ['a', 'b'] } } };
   const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'typed-again', secrets: [SECRET], event_types: { 'a.b': schema, 'c.d': schema } } });
   assert.equal(created.status, 201, created.text);
   for (let i = 0; i < 3; i++) {
