@@ -8,9 +8,9 @@ export const MAX_HEADERS = 20;
 export const MAX_HEADER_VALUE = 1024;
 
 /**
- * Hop-by-hop headers (RFC 9110 §7.6.1) and framing headers are the transport's; the Standard
- * Webhooks headers and `Idempotency-Key` are what receivers verify and dedupe on, so a step
- * may never override them.
+ * Hop-by-hop headers (RFC 9110 §7.6.1) and framing headers are the transport's; the body is always
+ * plain JSON, so its content headers are Sluice's; the Standard Webhooks headers and
+ * `Idempotency-Key` are what receivers verify and dedupe on. A step may never override them.
  */
 export const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
   'connection',
@@ -24,6 +24,8 @@ export const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
   'upgrade',
   'host',
   'content-length',
+  'content-type',
+  'content-encoding',
   'webhook-id',
   'webhook-timestamp',
   'webhook-signature',
