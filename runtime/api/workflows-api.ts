@@ -4,11 +4,13 @@
 import { ConflictError, InputError, notFound } from '../errors.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
+import { roleCovers } from '../tenancy/api-keys.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { expectRecord, readEnum, rejectUnknown, requirePresent } from '../workflows/input-fields.ts';
 import { parseWorkflowInput } from '../workflows/parse-workflow.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { Workflow, WorkflowDraft } from '../workflows/workflow-types.ts';
+import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts';
 import type { ApiContext } from './context.ts';
 import { sortedPage } from './sorted-page.ts';
 import { environmentOf, parseLimit } from './query-params.ts';
@@ -38,6 +40,13 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
   const one = `${base}/:workflow_id`;
   const orgFor = (request: HttpRequest, role: 'viewer' | 'developer'): Organization =>
     ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
+
+  /** Whether the caller may see webhook credentials: only a role that could change them (viewer-redaction.ts). */
+  const seesCredentials = (request: HttpRequest): boolean => {
+    const principal = ctx.auth.authenticate(request);
+    return principal.kind === 'platform_admin' || roleCovers(principal.role, 'developer');
+  };
+  const forCaller = <T extends WorkflowDraft>(request: HttpRequest, workflow: T): T => (seesCredentials(request) ? workflow : redactWorkflow(workflow));
 
   /**
    * The current workflow named by the path in the requested environment (`?environment=`, default
@@ -89,13 +98,13 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const org = orgFor(request, 'viewer');
         const environment = environmentOf(request, org);
         const page = sortedPage(request, workflows.list(org.id, environment));
-        return json(200, { workflows: page.items, next_cursor: page.nextCursor });
+        return json(200, { workflows: page.items.map((workflow) => forCaller(request, workflow)), next_cursor: page.nextCursor });
       },
     },
     {
       method: 'GET',
       pattern: one,
-      handler: (request) => json(200, { workflow: requireWorkflow(orgFor(request, 'viewer'), request) }),
+      handler: (request) => json(200, { workflow: forCaller(request, requireWorkflow(orgFor(request, 'viewer'), request)) }),
     },
     { method: 'PUT', pattern: one, handler: update },
     { method: 'PATCH', pattern: one, handler: update },
@@ -130,7 +139,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const versions = workflows.versions(org.id, current.id, { limit, ...(before === undefined ? {} : { before }) });
         const last = versions.at(-1);
         const more = versions.length === limit && last !== undefined && last.version > 1;
-        return json(200, { versions, next_cursor: more ? String(last.version) : null });
+        return json(200, { versions: seesCredentials(request) ? versions : versions.map(redactVersion), next_cursor: more ? String(last.version) : null });
       },
     },
     {
@@ -142,7 +151,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const raw = request.params.version ?? '';
         const version = VERSION_NUMBER.test(raw) ? workflows.version(org.id, current.id, Number(raw)) : undefined;
         if (version === undefined) throw notFound(`Version ${raw.slice(0, 20)} of this workflow`, 'version');
-        return json(200, { version });
+        return json(200, { version: seesCredentials(request) ? version : redactVersion(version) });
       },
     },
     {

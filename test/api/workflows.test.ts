@@ -352,6 +352,26 @@ describe('workflows REST API', () => {
     assert.equal(notJson.status, 415);
   });
 
+  test('a viewer sees webhook header values and URL query values redacted; a developer sees them', async () => {
+    const secretUrl = 'https://crm.example/hooks/in?token=s3cr3t&tenant=acme';
+    const { workflow } = await create({ name: 'Credentials', steps: [{ id: 'crm', type: 'webhook', url: secretUrl, headers: { Authorization: 'Bearer s3cr3t' } }] });
+    const id = workflow.id;
+    const answers = [
+      (await api('GET', `/${id}`, undefined, viewer)).body.workflow,
+      ((await api('GET', '?limit=500', undefined, viewer)).body.workflows as Array<{ id: string }>).find((w) => w.id === id),
+      (await api('GET', `/${id}/versions`, undefined, viewer)).body.versions[0].definition,
+      (await api('GET', `/${id}/versions/1`, undefined, viewer)).body.version.definition,
+    ];
+    for (const seen of answers) {
+      assert.deepEqual(seen.steps[0].headers, { Authorization: '[redacted]' });
+      assert.equal(seen.steps[0].url, 'https://crm.example/hooks/in?token=[redacted]&tenant=[redacted]');
+      assert.ok(!JSON.stringify(seen).includes('s3cr3t'));
+    }
+    const developer = (await api('GET', `/${id}`)).body.workflow;
+    assert.deepEqual(developer.steps[0].headers, { Authorization: 'Bearer s3cr3t' });
+    assert.equal(developer.steps[0].url, secretUrl);
+  });
+
   test('viewers read but cannot write; other orgs and malformed ids get 404', async () => {
     const { workflow } = await create();
     const id = workflow.id;
