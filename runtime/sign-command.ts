@@ -4,7 +4,7 @@
 import { createHmac } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { InputError } from './errors.ts';
-import { decodeStandardSecret } from './sources/source-record.ts';
+import { assertSecretsFit, decodeStandardSecret } from './sources/source-record.ts';
 
 /** Returns the curl arguments `-H webhook-id:… -H webhook-timestamp:… -H webhook-signature:v1,…`. */
 export function signCommand(args: readonly string[], nowMs: number): string {
@@ -17,9 +17,11 @@ export function signCommand(args: readonly string[], nowMs: number): string {
   if (secret === undefined || id === undefined || body === undefined) {
     throw new InputError(400, 'usage', 'usage: sluice sign --secret whsec_... --id <message id> --body <json> [--timestamp <unix seconds>]');
   }
-  const key = decodeStandardSecret(secret);
-  if (key === undefined) throw new InputError(400, 'invalid_secret', 'the secret must be base64, optionally prefixed with "whsec_"');
+  // The same rules a source applies, so a signature this prints is one a source can verify.
+  assertSecretsFit('standard-webhooks', [secret]);
+  const key = decodeStandardSecret(secret) ?? Buffer.alloc(0);
   const timestamp = values.timestamp ?? String(Math.floor(nowMs / 1000));
+  if (!/^\d{1,12}$/.test(timestamp)) throw new InputError(400, 'invalid_timestamp', '--timestamp must be unix seconds (digits only)');
   const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
   return [
     '-H content-type:application/json',
