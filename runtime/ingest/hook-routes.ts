@@ -83,7 +83,7 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   const body = payload as Record<string, unknown>;
   const providerEventId = delivery.providerEventId ?? bodyString(body, 'id');
   const type = delivery.eventType ?? bodyString(body, 'type');
-  if (!eventTypePattern.test(type)) throw new InputError(400, 'invalid_event_type', 'The event type must be 1-128 letters, digits, "_", ".", ":" or "-".', { field: 'type' });
+  if (!eventTypePattern.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
   validateEventPayload(source, type, payload);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);
@@ -109,10 +109,13 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   return stored;
 }
 
+const EVENT_TYPE_RULE = 'The event type must be 1-128 letters, digits, "_", ".", ":" or "-", starting with a letter, digit or "_".';
+
 function bodyString(body: Record<string, unknown>, field: 'id' | 'type'): string {
   const value = body[field];
   if (typeof value !== 'string' || value === '' || value.length > 256) {
-    throw new InputError(400, field === 'id' ? 'missing_event_id' : 'missing_event_type', `The webhook body needs a string "${field}" (1-256 characters).`, { field });
+    const what = field === 'id' ? 'The webhook body needs a string "id" (1-256 characters).' : `The webhook body needs a string "type". ${EVENT_TYPE_RULE}`;
+    throw new InputError(400, field === 'id' ? 'missing_event_id' : 'missing_event_type', what, { field });
   }
   return value;
 }

@@ -202,3 +202,16 @@ test('an oversized declared content-length is 413 before the body is read', asyn
   assert.match(answer, /payload_too_large/);
   await serverStillServes();
 });
+
+test('a signed body whose event type breaks the rule is a 400 that states the rule', async () => {
+  const send = async (body: string) => {
+    const answer = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body, headers: signStandard(SECRET, `msg-type-${randomBytes(4).toString('hex')}`, Math.floor(Date.now() / 1000), body) });
+    return answer.body.error as { code: string; message: string; field: string };
+  };
+  const leadingDot = await send('{"type":".hidden"}');
+  assert.deepEqual([leadingDot.code, leadingDot.field], ['invalid_event_type', 'type']);
+  assert.match(leadingDot.message, /1-128 .* starting with a letter, digit or "_"/);
+  const missing = await send('{"data":{}}');
+  assert.deepEqual([missing.code, missing.field], ['missing_event_type', 'type']);
+  assert.match(missing.message, /needs a string "type"\. The event type must be 1-128/);
+});
