@@ -1,6 +1,7 @@
 // REST: create, list, get, update (PUT or PATCH), delete and toggle workflows, read their versions
 // and rotate their signing secret. Writes need developer, reads viewer; the secret is shown only on create and rotate.
 
+import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, InputError, notFound } from '../errors.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
@@ -68,6 +69,8 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       const draft = parseWorkflowInput(body, current);
       assertSandboxAllowed(org, draft.environment);
       assertActionsExist(draft, org.id, actionExists);
+      // An update that changes nothing makes no version (the cap counts versions).
+      if (isDeepStrictEqual(draft, draftOf(current))) return json(200, { workflow: current });
       try {
         const workflow = await workflows.update(org.id, current.id, draft, ctx.clock.now(), { ifVersion: current.version });
         return json(200, { workflow });
@@ -181,4 +184,10 @@ function parseVersionCursor(request: HttpRequest): number | undefined {
     throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
   }
   return Number(raw);
+}
+
+/** The writable part of a workflow, shaped as `parseWorkflowInput` returns it. */
+function draftOf(workflow: Workflow): WorkflowDraft {
+  const { name, trigger_event, environment, status, channel, steps } = workflow;
+  return { name, trigger_event, environment, status, ...(channel === undefined ? {} : { channel }), steps };
 }

@@ -352,6 +352,17 @@ describe('workflows REST API', () => {
     assert.equal(notJson.status, 415);
   });
 
+  test('an update that changes nothing makes no version', async () => {
+    const { workflow } = await create({ name: 'Unchanged' });
+    for (const body of [{}, { name: 'Unchanged' }, { status: 'enabled', trigger_event: 'payment.succeeded' }]) {
+      const answer = await api('PATCH', `/${workflow.id}`, body);
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.body.workflow.version, 1, JSON.stringify(body));
+    }
+    assert.equal((await api('GET', `/${workflow.id}/versions`)).body.versions.length, 1);
+    assert.equal((await api('PATCH', `/${workflow.id}`, { name: 'Changed' })).body.workflow.version, 2);
+  });
+
   test('a viewer sees webhook header values and URL query values redacted; a developer sees them', async () => {
     const secretUrl = 'https://crm.example/hooks/in?token=s3cr3t&tenant=acme';
     const { workflow } = await create({ name: 'Credentials', steps: [{ id: 'crm', type: 'webhook', url: secretUrl, headers: { Authorization: 'Bearer s3cr3t' } }] });
