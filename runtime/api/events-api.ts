@@ -2,8 +2,10 @@
 // Every read is scoped to one environment (`?environment=`, default production).
 
 import { API_SOURCE, EVENT_ID_PATTERN, generateEventId, type StoredEvent } from '../events/event-record.ts';
-import { parseJsonRequest } from '../http/parse-json.ts';
-import { json, type Route } from '../http/types.ts';
+import { eventWithRawPayload, withPayloadText } from '../events/payload-text.ts';
+import { parseJsonRequestText } from '../http/parse-json.ts';
+import { rawJson, type Route } from '../http/types.ts';
+import { memberText } from '../validation/json-member-text.ts';
 import { ENVIRONMENTS, EVENT_TYPE_PATTERN, type Environment } from '../sources/source-record.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
 import { encodeCursor, environmentOf, parseCursor, parseLimit } from './query-params.ts';
@@ -39,7 +41,8 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
       pattern: base,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const body = parseSend(parseJsonRequest(request));
+        const parsed = parseJsonRequestText(request);
+        const body = parseSend(parsed.value);
         assertSandboxAllowed(org, body.environment ?? 'production');
         quota.take(org);
         const environment = body.environment ?? 'production';
@@ -49,7 +52,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         if (environment === 'sandbox') while (generations.resetting(org.id)) await generations.settled(org.id);
         const nowMs = ctx.clock.now();
         const id = body.id ?? generateEventId(nowMs);
-        const event: StoredEvent = {
+        const event: StoredEvent = withPayloadText({
           id,
           org_id: org.id,
           type: body.type,
@@ -63,10 +66,10 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
           causation_id: null,
           depth: 0,
           replay_skip_side_effects: false,
-        };
+        }, memberText(parsed.text, 'payload') ?? 'null');
         await ctx.events.store({ event, recording: null, claim: null });
         ctx.metrics.ingestTotal.inc({ outcome: 'accepted_api' });
-        return json(202, { event });
+        return rawJson(202, { event: eventWithRawPayload(event) });
       },
     },
     {
@@ -81,7 +84,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
           ...(type === undefined ? {} : { type }),
           ...(cursor === undefined ? {} : { cursor }),
         });
-        return json(200, { events: page.events, next_cursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor) });
+        return rawJson(200, { events: page.events.map(eventWithRawPayload), next_cursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor) });
       },
     },
     {
@@ -90,7 +93,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
-        return json(200, { event, recording: ctx.events.recording(org.id, event.id) ?? null, reactions: ctx.runs.forEvent(org.id, event.id).map(summarizeRun) });
+        return rawJson(200, { event: eventWithRawPayload(event), recording: ctx.events.recording(org.id, event.id) ?? null, reactions: ctx.runs.forEvent(org.id, event.id).map(summarizeRun) });
       },
     },
   ];

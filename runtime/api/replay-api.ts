@@ -4,7 +4,8 @@
 
 import { ConflictError, InputError } from '../errors.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
-import { json, type Route } from '../http/types.ts';
+import { eventWithRawPayload } from '../events/payload-text.ts';
+import { json, rawJson, type Route } from '../http/types.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import { REPLAY_SOURCE, replayOf } from '../replay/business-replay.ts';
 import { explainTransportReplay } from '../replay/transport-replay.ts';
@@ -51,14 +52,14 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         const replay = replayOf(original, choice.side_effects, ctx.clock.now());
         if (idempotencyKey === undefined) {
           await ctx.events.store({ event: replay, recording: null, claim: null });
-          return json(202, { event: replay });
+          return rawJson(202, { event: eventWithRawPayload(replay) });
         }
         // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
         // (within the dedup window) answers with the replay it already made instead of a second one.
         try {
           // A space occurs in neither part, so no two (event, key) pairs share a claim.
           await ctx.events.store({ event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });
-          return json(202, { event: replay });
+          return rawJson(202, { event: eventWithRawPayload(replay) });
         } catch (error) {
           const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
           if (earlier === undefined) throw error;
@@ -69,7 +70,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           if (earlier.replay_skip_side_effects !== replay.replay_skip_side_effects) {
             throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event with a different side_effects choice.', { original_event_id: earlier.id });
           }
-          return json(202, { event: earlier }, { 'idempotent-replayed': 'true' });
+          return rawJson(202, { event: eventWithRawPayload(earlier) }, { 'idempotent-replayed': 'true' });
         }
       },
     },

@@ -3,6 +3,7 @@
 // from that text (a webhook's body usually is the payload, byte for byte).
 
 import type { Recording, StoredEvent } from './event-record.ts';
+import { payloadTextOf, withPayloadText } from './payload-text.ts';
 
 /** An event as stored: everything but `payload`, which is kept as `payload_json`. */
 export type EventRecord = Omit<StoredEvent, 'payload'> & { readonly payload_json: string };
@@ -10,17 +11,20 @@ export type EventRecord = Omit<StoredEvent, 'payload'> & { readonly payload_json
 /** A recording as stored: `body` is left out when it equals the event's `payload_json`. */
 export type RecordingRecord = Omit<Recording, 'body'> & { readonly body?: string; readonly body_is_payload?: true };
 
-/** `payloadJson` must be the JSON text of `event.payload` when given (webhooks pass the body they parsed). */
+/**
+ * `payloadJson` must be the JSON text of `event.payload` when given (webhooks pass the body they
+ * parsed); otherwise the event's remembered text (payload-text.ts), or its payload serialized.
+ */
 export function toEventRecord(event: StoredEvent, payloadJson: string | undefined): EventRecord {
-  const { payload, ...rest } = event;
-  return { ...rest, payload_json: payloadJson ?? JSON.stringify(payload ?? null) };
+  const { payload: _parsed, ...rest } = event;
+  return { ...rest, payload_json: payloadJson ?? payloadTextOf(event) };
 }
 
 export function fromEventRecord(record: EventRecord): StoredEvent {
   // Data dirs from before this layout hold the payload itself.
   if (typeof record.payload_json !== 'string') return record as unknown as StoredEvent;
   const { payload_json: payloadJson, ...rest } = record;
-  return { ...rest, payload: JSON.parse(payloadJson) as unknown };
+  return withPayloadText({ ...rest, payload: JSON.parse(payloadJson) as unknown }, payloadJson);
 }
 
 export function toRecordingRecord(recording: Recording, payloadJson: string): RecordingRecord {

@@ -40,9 +40,14 @@ export function parseJsonBytes(body: Buffer): unknown {
 }
 
 export function parseJsonRequest(request: HttpRequest): unknown {
+  return parseJsonRequestText(request).value;
+}
+
+/** As parseJsonRequest, with the text the value was parsed from. */
+export function parseJsonRequestText(request: HttpRequest): { readonly value: unknown; readonly text: string } {
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'The request body must be JSON (Content-Type: application/json).');
   }
   if (request.body.length === 0) throw new InputError(400, 'malformed_json', 'The request body is empty; a JSON document is required.');
-  return parseJsonBytes(request.body);
+  return decodeJsonBytes(request.body);
 }

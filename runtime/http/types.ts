@@ -1,6 +1,8 @@
 // The transport-neutral request and reply that every handler sees.
 // The uWS adapter (server.ts) is the only code that touches uWebSockets.js request objects.
 
+import { stringifyWithRaw } from '../validation/raw-json.ts';
+
 /** Everything of a request but its body: what is known before the body is read. */
 export type RequestHead = Omit<HttpRequest, 'body'>;
 
@@ -47,3 +49,10 @@ export const json = (status: number, body: unknown, headers?: Record<string, str
   headers === undefined ? { status, json: body } : { status, json: body, headers };
 
 export const noContent = (): HttpReply => ({ status: 204 });
+
+/** A JSON reply holding RawJson values (received payloads), written as their exact text. */
+export const rawJson = (status: number, body: unknown, headers?: Record<string, string>): HttpReply => ({
+  status,
+  text: stringifyWithRaw(body),
+  headers: { ...headers, 'content-type': 'application/json' },
+});

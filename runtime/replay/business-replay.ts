@@ -3,11 +3,13 @@
 // `replay_skip_side_effects`: its webhook steps are recorded as skipped, and derived events inherit it.
 
 import { generateEventId, type StoredEvent } from '../events/event-record.ts';
+import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
 
 export const REPLAY_SOURCE = '@replay';
 
+/** The replay of `original`, with its payload exactly as the original received it. */
 export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', nowMs: number): StoredEvent {
-  return {
+  const replay: StoredEvent = {
     ...original,
     id: generateEventId(nowMs),
     source: REPLAY_SOURCE,
@@ -18,4 +20,5 @@ export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', now
     causation_id: original.id,
     replay_skip_side_effects: sideEffects === 'skip' || original.replay_skip_side_effects,
   };
+  return withPayloadText(replay, payloadTextOf(original));
 }

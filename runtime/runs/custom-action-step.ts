@@ -31,7 +31,8 @@ export type ActionStepOutcome =
 export interface ActionStepInput {
   readonly orgId: string;
   readonly actionId: string;
-  readonly payload: unknown;
+  /** The triggering event's payload as received (payload-text.ts). */
+  readonly payloadJson: string;
   readonly eventDepth: number;
   readonly idempotencyKey: string;
   readonly fence: number;
@@ -60,7 +61,7 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
       actionId: input.actionId,
       digest: resolved.digest,
       permissions: resolved.permissions,
-      payloadJson: JSON.stringify(input.payload ?? null),
+      payloadJson: input.payloadJson,
       idempotencyKey: input.idempotencyKey,
       fence: input.fence,
     });

@@ -6,6 +6,8 @@ import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import type { Work } from '../../actors/run-work.ts';
 import type { StoredEvent } from '../events/event-record.ts';
+import { payloadTextOf } from '../events/payload-text.ts';
+import { RawJson, stringifyWithRaw } from '../validation/raw-json.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 import { runCustomAction, type ActionEffects, type ActionResolver } from './custom-action-step.ts';
@@ -39,8 +41,11 @@ export interface StepContext {
   readonly runner: HookRunnerClient | undefined;
 }
 
-/** The JSON body a webhook step receives: the triggering event, the run, and every prior step result. */
-export function stepInput(ctx: StepContext): JsonValue {
+/**
+ * The JSON body a webhook step receives: the triggering event (its payload as received: serialize
+ * with stringifyWithRaw), the run, and every prior step result.
+ */
+export function stepInput(ctx: StepContext): unknown {
   const { run, work, event } = ctx;
   const results: Record<string, JsonValue> = {};
   for (const step of run.context.steps.slice(0, work.stepIndex)) results[step.id] = step.result;
@@ -51,7 +56,7 @@ export function stepInput(ctx: StepContext): JsonValue {
         : {
             id: event.id,
             type: event.type,
-            payload: event.payload as JsonValue,
+            payload: new RawJson(payloadTextOf(event)),
             environment: event.environment,
             source: event.source,
             received_at: event.received_at,
@@ -87,7 +92,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
       {
         orgId: ctx.run.context.orgId,
         actionId: step.action_id,
-        payload: ctx.event?.payload ?? null,
+        payloadJson: ctx.event === undefined ? 'null' : payloadTextOf(ctx.event),
         eventDepth: ctx.event?.depth ?? 0,
         idempotencyKey: work.idempotencyKey,
         fence: work.fence,
@@ -111,7 +116,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         url: step.url,
         headers: step.headers,
         timeoutMs: step.timeout_ms,
-        body: JSON.stringify(stepInput(ctx)),
+        body: stringifyWithRaw(stepInput(ctx)),
         idempotencyKey: work.idempotencyKey,
         fence: work.fence,
         attempt: work.attempt,

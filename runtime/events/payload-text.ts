@@ -1,0 +1,24 @@
+// The exact JSON text of each event's payload, as it was received, kept beside the parsed event
+// object (a WeakMap, so it never shows in the event's own JSON and goes when the event does).
+// API answers, webhook step bodies, custom action input and replays hand the payload on as this
+// text (validation/raw-json.ts says why the parsed value is not enough).
+
+import { RawJson } from '../validation/raw-json.ts';
+import type { StoredEvent } from './event-record.ts';
+
+const texts = new WeakMap<StoredEvent, string>();
+
+/** Remembers `text` as the payload text of `event`; returns the event. */
+export function withPayloadText(event: StoredEvent, text: string): StoredEvent {
+  texts.set(event, text);
+  return event;
+}
+
+/** The payload as received, or (for an event built without its text) as serialized now. */
+export const payloadTextOf = (event: StoredEvent): string => texts.get(event) ?? JSON.stringify(event.payload ?? null);
+
+/** The event for an answer or a step body: its payload written as received (serialize with stringifyWithRaw). */
+export const eventWithRawPayload = (event: StoredEvent): Omit<StoredEvent, 'payload'> & { readonly payload: RawJson } => ({
+  ...event,
+  payload: new RawJson(payloadTextOf(event)),
+});
