@@ -16,16 +16,30 @@ export interface PrunedRecords {
 }
 
 /**
- * Removes what was written before `nowMs - retentionMs`, at most `limit` records of each kind;
- * resolves once the removal is durable. A fence raised since its old entry was written stays.
+ * Removes everything written before `nowMs - retentionMs`, in transactions of at most `passSize`
+ * records of each kind, each durable before the next is read; resolves with what was removed. A
+ * fence raised since its old entry was written stays.
  */
-export async function pruneRunnerRecords(store: RunnerStore, nowMs: number, retentionMs = RECORD_RETENTION_MS, limit = PASS_LIMIT): Promise<PrunedRecords> {
-  const end: [number] = [nowMs - retentionMs];
+export async function pruneRunnerRecords(store: RunnerStore, nowMs: number, retentionMs = RECORD_RETENTION_MS, passSize = PASS_LIMIT): Promise<PrunedRecords> {
+  let invocations = 0;
+  let fences = 0;
+  for (;;) {
+    const pass = await prunePass(store, nowMs - retentionMs, passSize);
+    invocations += pass.invocations;
+    fences += pass.fences;
+    if (!pass.full) return { invocations, fences };
+  }
+}
+
+/** One bounded pass; `full` when either kind had `limit` old entries, so more may be left. */
+async function prunePass(store: RunnerStore, cutoff: number, limit: number): Promise<PrunedRecords & { readonly full: boolean }> {
+  const end: [number] = [cutoff];
   const invocationKeys = [...store.invocationsByTime.getKeys({ end, limit })] as InvocationTimeKey[];
   const fenceEntries = [...store.fencesByTime.getRange({ end, limit })] as Array<{ key: FenceTimeKey; value: string }>;
-  if (invocationKeys.length === 0 && fenceEntries.length === 0) return { invocations: 0, fences: 0 };
+  const full = invocationKeys.length === limit || fenceEntries.length === limit;
+  if (invocationKeys.length === 0 && fenceEntries.length === 0) return { invocations: 0, fences: 0, full };
   return store.durable(
-    store.fences.transaction((): PrunedRecords => {
+    store.fences.transaction(() => {
       let invocations = 0;
       for (const key of invocationKeys) {
         const [at, orgId, idempotencyKey] = key;
@@ -43,7 +57,7 @@ export async function pruneRunnerRecords(store: RunnerStore, nowMs: number, rete
         void store.fences.remove([orgId, runId]);
         fences += 1;
       }
-      return { invocations, fences };
+      return { invocations, fences, full };
     }),
   );
 }

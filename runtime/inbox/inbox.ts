@@ -43,10 +43,20 @@ export class Inbox {
   }
 
   /**
-   * Removes claims older than the window, oldest first, at most `limit` per call; resolves with
-   * the number removed once the removal is durable. A claim renewed since is left in place.
+   * Removes every claim older than the window, oldest first, in transactions of at most `passSize`
+   * (each durable before the next is read, so requests go on in between); resolves with the number
+   * of index entries removed. A claim renewed since is left in place.
    */
-  async prune(nowMs: number, limit = 10_000): Promise<number> {
+  async prune(nowMs: number, passSize = 10_000): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const pass = await this.#prunePass(nowMs, passSize);
+      removed += pass;
+      if (pass < passSize) return removed;
+    }
+  }
+
+  async #prunePass(nowMs: number, limit: number): Promise<number> {
     const { inbox, inboxByTime, root } = this.#ledger;
     const cutoff = nowMs - this.#windowMs;
     const expired = [...inboxByTime.getKeys({ end: [cutoff], limit })] as [number, string, string, string][];

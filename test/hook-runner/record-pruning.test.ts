@@ -67,16 +67,26 @@ describe('runner record pruning', () => {
     assert.equal(executions, before + 1);
   });
 
-  it('prunes in bounded passes, oldest first', async () => {
+  it('prunes everything old in bounded passes, oldest first, and keeps what is newer', async () => {
     const start = now;
-    for (let i = 0; i < 5; i += 1) {
+    for (let i = 0; i < 6; i += 1) {
       now = start + i;
       await ledger.run(claim(`run_${i}`, 's', 1n), execute);
     }
-    const later = start + RECORD_RETENTION_MS + 10;
-    assert.deepEqual(await pruneRunnerRecords(store, later, RECORD_RETENTION_MS, 2), { invocations: 2, fences: 2 });
-    assert.equal(store.invocations.get(['org_a', 'run_0:s']), undefined);
-    assert.notEqual(store.invocations.get(['org_a', 'run_2:s']), undefined);
-    assert.deepEqual(await pruneRunnerRecords(store, later, RECORD_RETENTION_MS, 10), { invocations: 3, fences: 3 });
+    const transaction = store.fences.transaction.bind(store.fences);
+    let passes = 0;
+    store.fences.transaction = ((body: () => unknown) => {
+      passes += 1;
+      return transaction(body);
+    }) as typeof store.fences.transaction;
+    try {
+      // Old enough: run_0 .. run_4; run_5 was written 5 ms later and stays.
+      assert.deepEqual(await pruneRunnerRecords(store, start + RECORD_RETENTION_MS + 5, RECORD_RETENTION_MS, 2), { invocations: 5, fences: 5 }, 'one call removes the whole backlog');
+    } finally {
+      store.fences.transaction = transaction;
+    }
+    assert.equal(passes, 3, 'in passes of at most 2: 2 + 2 + 1');
+    assert.equal(store.invocations.get(['org_a', 'run_4:s']), undefined);
+    assert.notEqual(store.invocations.get(['org_a', 'run_5:s']), undefined);
   });
 });

@@ -242,3 +242,12 @@ test('dedup claims expire after the window and are pruned; then the id is new ag
   assert.equal(rt.runtime.ledger.inbox.get(['acct-hooks', 'billing', 'msg_window']), undefined);
   assert.equal((await sendStandard('billing', 'msg_window', { type: 't.x' }, SECRET_2)).status, 204);
 });
+
+test('one prune removes every expired claim, however many, in bounded passes', async () => {
+  const ids = Array.from({ length: 5 }, (_, i) => `msg_backlog_${i}`);
+  for (const id of ids) assert.equal((await sendStandard('billing', id, { type: 't.x' }, SECRET_2)).status, 204);
+  clock.advance(61 * 60 * 1000);
+  const pruned = await rt.runtime.inbox.prune(clock.now(), 2);
+  assert.ok(pruned >= ids.length, `pruned ${pruned}`);
+  for (const id of ids) assert.equal(rt.runtime.ledger.inbox.get(['acct-hooks', 'billing', id]), undefined, id);
+});
