@@ -77,9 +77,10 @@ export const sentOnJoining = (room: Room, afterSeq: number | undefined, publishe
  * entry `notYetDurable` says may still be lost is kept as a gap, sent when it is published late.
  */
 export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: number, budget: number, notYetDurable: (seq: number) => boolean): Page {
-  const entries = log.range(orgId, replay.cursor, upTo, REPLAY_PAGE_SIZE);
-  // Seqs below the retained log were dropped, not delayed: none of them can still arrive.
+  // Seqs below the retained log were dropped, not delayed: none of them can still arrive, and an
+  // entry left there (until UpdateLog.trim sweeps it) is not replayed.
   const oldest = log.oldestRetained(orgId);
+  const entries = log.range(orgId, Math.max(replay.cursor, oldest - 1), upTo, REPLAY_PAGE_SIZE);
   const frames: Uint8Array[] = [];
   let bytes = 0;
   for (const update of entries) {

@@ -46,11 +46,9 @@ export class SeqOrder {
   settled(orgId: string, nowMs = Date.now()): number {
     const queue = this.#queues.get(orgId);
     if (queue === undefined) return 0;
+    forgetOldSkips(queue, nowMs);
     let lowest = queue.next;
-    for (const [seq, skippedAt] of queue.skipped) {
-      if (nowMs - skippedAt > SKIPPED_MEMORY_MS) queue.skipped.delete(seq);
-      else if (seq < lowest) lowest = seq;
-    }
+    for (const seq of queue.skipped.keys()) if (seq < lowest) lowest = seq;
     return lowest - 1;
   }
 
@@ -58,8 +56,15 @@ export class SeqOrder {
    * Whether `seq` was skipped as a gap and has not been emitted since: its write may be committed
    * but not yet on disk, so a replay that finds it in the log must not send it yet.
    */
-  isSkipped(orgId: string, seq: number): boolean {
-    return this.#queues.get(orgId)?.skipped.has(seq) ?? false;
+  isSkipped(orgId: string, seq: number, nowMs = Date.now()): boolean {
+    const queue = this.#queues.get(orgId);
+    const skippedAt = queue?.skipped.get(seq);
+    if (queue === undefined || skippedAt === undefined) return false;
+    if (nowMs - skippedAt <= SKIPPED_MEMORY_MS) return true;
+    // Not published a minute on: its write never became durable here (a failed flush), or it is
+    // on disk since; either way, waiting on it would keep it out of every replay for good.
+    queue.skipped.delete(seq);
+    return false;
   }
 
   /** Accepts durable updates in any order; emits every update whose predecessors are all emitted. */
@@ -108,10 +113,16 @@ export class SeqOrder {
     if (queue.pending.size === 0) return;
     const resume = Math.min(...queue.pending.keys());
     const now = Date.now();
+    forgetOldSkips(queue, now);
     // Remembered (for SKIPPED_MEMORY_MS) so that a Subscribe does not count them as sent to a socket
     // that was on the topic (runtime/rooms/live-rooms.ts): one may still arrive late.
     for (let seq = queue.next; seq < resume; seq++) queue.skipped.set(seq, now);
     queue.next = resume;
     this.#drain(orgId, queue);
   }
+}
+
+/** Drops skipped seqs older than SKIPPED_MEMORY_MS: the memory of an org's gaps stays bounded. */
+function forgetOldSkips(queue: OrgQueue, nowMs: number): void {
+  for (const [seq, skippedAt] of queue.skipped) if (nowMs - skippedAt > SKIPPED_MEMORY_MS) queue.skipped.delete(seq);
 }

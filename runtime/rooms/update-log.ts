@@ -1,7 +1,8 @@
 // The retained live updates of each org: [orgId, seq] -> RunUpdate, with a per-org sequence counter.
 // Appends happen inside the transaction that persists the run transition, so seq order = commit order.
 
-import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger, LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { RunUpdate } from './live-codec.ts';
 
 export const DEFAULT_RETAINED_UPDATES = 10_000;
@@ -101,6 +102,20 @@ export class UpdateLog {
     if (upTo <= after) return [];
     const bounds = { start: [orgId, after + 1], end: [orgId, upTo + 1] };
     return [...this.#updates.getRange(limit === undefined ? bounds : { ...bounds, limit })].map(({ value }) => value as RunUpdate);
+  }
+
+  /**
+   * Removes every org's updates below its oldest retained seq; resolves once that is durable. An
+   * append drops the one update it pushes out of retention in its own write, so a write that did not
+   * commit (a duplicate that lost its race, a failure) leaves that one behind: this sweeps them.
+   */
+  async trim(): Promise<number> {
+    const stale: LedgerKey[] = [];
+    for (const orgId of this.#counters.getKeys({}) as Iterable<string>) {
+      stale.push(...this.#updates.getKeys({ start: [orgId, 0], end: [orgId, this.oldestRetained(orgId)] }));
+    }
+    if (stale.length > 0) await durably(this.#root, this.#root.transaction(() => stale.forEach((key) => this.#updates.remove(key))));
+    return stale.length;
   }
 
   /** Removes every retained update of one org's environment (sandbox reset); call inside a write transaction. */

@@ -1,8 +1,9 @@
 // The seq order on its own: updates come out in seq order, a gap is skipped after its grace, and
-// `settled` stays below a skipped seq (which may still arrive late) until it arrives or is forgotten.
+// `settled` and `isSkipped` hold a skipped seq (which may still arrive late) until it arrives or is
+// forgotten, so the memory of gaps stays bounded.
 
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import { SeqOrder, SKIPPED_MEMORY_MS } from '../../runtime/rooms/seq-order.ts';
 
@@ -27,4 +28,29 @@ test('a skipped gap keeps settled below it until it arrives late; a gap never fi
   assert.equal(order.settled('org'), 4, '5 was skipped');
   assert.equal(order.settled('org', Date.now() + SKIPPED_MEMORY_MS + 1), 6, 'and forgotten after SKIPPED_MEMORY_MS');
   order.close();
+});
+
+test('a skipped seq counts as skipped until it arrives or SKIPPED_MEMORY_MS passes; later gaps forget older ones', () => {
+  mock.timers.enable({ apis: ['Date', 'setTimeout'], now: 1_000_000 });
+  try {
+    const order = new SeqOrder(() => 1, () => undefined);
+    order.offer('org', [update(1), update(3)]);
+    order.releaseGaps();
+    assert.equal(order.isSkipped('org', 2), true);
+    assert.equal(order.isSkipped('org', 2, Date.now() + SKIPPED_MEMORY_MS + 1), false, 'forgotten: a replay no longer waits for it');
+    assert.equal(order.isSkipped('org', 2), false, 'and gone for good');
+
+    order.offer('org', [update(5)]);
+    order.releaseGaps();
+    mock.timers.tick(SKIPPED_MEMORY_MS + 1);
+    order.offer('org', [update(7)]);
+    order.releaseGaps();
+    // Skipping 6 forgot 4, with no settled() call in between: the map does not grow per gap. (Asked
+    // as of the time 4 was skipped, 4 would still count, had it been kept.)
+    assert.equal(order.isSkipped('org', 4, 1_000_000), false, 'skipping 6 forgot 4');
+    assert.equal(order.isSkipped('org', 6), true);
+    order.close();
+  } finally {
+    mock.timers.reset();
+  }
 });

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
+import { nextPage, startReplay } from '../../runtime/rooms/live-replay.ts';
 import { UpdateLog, type NewRunUpdate } from '../../runtime/rooms/update-log.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
@@ -82,5 +83,17 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     const again = new UpdateLog(ledger, 2);
     await again.adoptRetention();
     assert.deepEqual(again.range('org_r', 0, 11).map((u) => u.seq), [10, 11], 'the same retention changes nothing');
+  });
+
+  test('an update left below retention by a write that did not commit is swept by trim and never replayed', async () => {
+    const log = new UpdateLog(ledger, 3);
+    for (let i = 1; i <= 10; i++) await ledger.root.transaction(() => log.append('org_t', update(`run_${i}`)));
+    // As if the write that appended seq 5 (and removed seq 2) never committed: seq 2 stayed.
+    await ledger.openDatabase('live-updates').put(['org_t', 2], { ...update('run_2'), seq: 2, org_id: 'org_t' });
+    const replay = startReplay({ environment: 'production', runId: '' }, 0, undefined);
+    assert.deepEqual(nextPage(log, 'org_t', replay, 10, Infinity, () => false).frames.length, 3, 'only seqs 8-10 are replayed');
+    assert.equal(await log.trim(), 1);
+    assert.deepEqual([...ledger.openDatabase('live-updates').getKeys({ start: ['org_t', 0], end: ['org_t', 100] })], [['org_t', 8], ['org_t', 9], ['org_t', 10]]);
+    assert.equal(await log.trim(), 0, 'nothing more to sweep');
   });
 });
