@@ -47,7 +47,8 @@ function notSelfContained(schema: object): string | undefined {
  */
 function unknownFormat(schema: object): string | undefined {
   let problem: string | undefined;
-  traverse(schema, { allKeys: true }, (subschema, pointer) => {
+  // Only where ajv applies `format` (not inside `example`, `x-*` or other annotations).
+  traverse(schema, { allKeys: false }, (subschema, pointer) => {
     if (problem === undefined && typeof subschema.format === 'string' && ajv.formats[subschema.format] === undefined) {
       problem = `"format": "${subschema.format.slice(0, 64)}" at "${pointer || '/'}" is not a known format (${Object.keys(ajv.formats).join(', ')})`;
     }

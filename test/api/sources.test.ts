@@ -96,7 +96,15 @@ test('bad source documents get 400 naming the field', async () => {
 });
 
 test('the same schema can be written again and again, and a property named "$id" is just a property', async () => {
-  const schema = { type: 'object', required: ['$id'], properties: { $id: { type: 'string' }, kind: { $ref: '#/definitions/kind' }, format: { type: 'string', format: 'email' } }, definitions: { kind: { enum: ['a', 'b'] } } };
+  const schema = {
+    type: 'object',
+    required: ['$id'],
+    properties: { $id: { type: 'string' }, kind: { $ref: '#/definitions/kind' }, format: { type: 'string', format: 'email' } },
+    definitions: { kind: { enum: ['a', 'b'] } },
+    // Annotations may hold anything, a "format" too: ajv never applies them.
+    example: { format: 'pdf' },
+    'x-vendor': { format: 'v2' },
+  };
   const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'typed-again', secrets: [SECRET], event_types: { 'a.b': schema, 'c.d': schema } } });
   assert.equal(created.status, 201, created.text);
   for (let i = 0; i < 3; i++) {
