@@ -142,8 +142,9 @@ export class RunEngine {
   async command(orgId: string, runId: string, command: RunCommand): Promise<void> {
     try {
       await this.#chains.serially(keyOf(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined));
-    } catch {
-      throw new RetryableError('write_failed', 'The change to the run could not be saved; nothing was changed. Try again.');
+    } catch (error) {
+      // Usually nothing was written; a commit whose flush failed may still have taken effect.
+      throw new RetryableError('write_failed', 'The change to the run could not be saved durably. Read the run, then try again if it did not change.', undefined, { cause: error });
     }
   }
 
@@ -259,7 +260,9 @@ export class RunEngine {
     void this.#chains.serially(keyOf(orgId, runId), () => {
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
-      if (run === undefined || pendingWork(run).kind === 'done') this.#stalled.cleared(key);
+      // Nothing left to retry: gone, finished, or failed and waiting for a person.
+      const kind = run === undefined ? 'done' : pendingWork(run).kind;
+      if (kind === 'done' || kind === 'none') this.#stalled.cleared(key);
       if (run === undefined) {
         this.#removed(orgId, runId);
         return;

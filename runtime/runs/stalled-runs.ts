@@ -1,6 +1,7 @@
 // Runs whose last transition could not be written (a full disk, a failed commit). The engine
 // forgets their in-memory actor and picks each up again from its durable snapshot after a pause
-// that doubles with every failure in a row, as boot recovery would after a restart.
+// that doubles with every failure in a row: a queued run queues again, a step attempt that is not
+// out any more is sent again under the same fence and idempotency key, a timer is armed again.
 
 import type { Clock } from '../clock.ts';
 import { RunTimers } from './run-timers.ts';

@@ -119,3 +119,25 @@ test('a cancel that cannot be written answers 503 and changes nothing; picking t
   await eventually('the run to complete with its one request', () => runStates(org, key), (s) => s.get(runId!) === 'completed');
   assert.equal(receiver.received.filter((r) => r.path === '/cancel').length, 1, 'the step went out once');
 });
+
+test('a resume of a failed run that cannot be written answers 503; picked up again, the run waits for a person and is no longer stalled', async () => {
+  const org = 'acct-stalled-resume';
+  const key = await setup(org, '/resume');
+  receiver.script([{ status: 400 }]);
+  await send(org, key, 'rejected');
+  const [runId] = await eventually('the run to fail', async () => [...(await runStates(org, key))].filter(([, state]) => state === 'failed').map(([id]) => id), (ids) => ids.length === 1);
+
+  failNext = (run, previous) => previous?.value === 'failed' && run.context.orgId === org;
+  const resumed = await call(rt.url, 'POST', `/organizations/${org}/runs/${runId}/resume`, { token: key });
+  assert.equal(resumed.status, 503, resumed.text);
+  assert.equal(resumed.body.error.code, 'write_failed');
+  const runKey = `${org}\u0000${runId}`;
+  assert.equal(rt.runtime.engine.stalled.has(runKey), true);
+  assert.equal(resumeDue(), 1);
+  await eventually('the stalled entry to clear', () => rt.runtime.engine.stalled.has(runKey), (stalled) => !stalled);
+  assert.equal((await runStates(org, key)).get(runId!), 'failed', 'still waiting for a person');
+
+  receiver.script([{ status: 200 }]);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/runs/${runId}/resume`, { token: key })).status, 202, 'a later resume works');
+  await eventually('the run to complete', () => runStates(org, key), (s) => s.get(runId!) === 'completed');
+});
