@@ -1,10 +1,9 @@
-// Owner-only files. Small ones holding key material (runner token, master key, admin token): read
-// one if it exists and is private, or create it crash-safely with mode 0600; files readable by
-// group or others are refused. A new file appears whole or not at all, and is on disk before it is
-// used: what it protects (sealed secrets, a printed token) must never outlive it. And the LMDB
-// directories, whose files hold tenants' data and signing secrets.
+// Small owner-only files holding key material (runner token, master key, admin token): read one if
+// it exists and is private, or create it crash-safely with mode 0600; files readable by group or
+// others are refused. A new file appears whole or not at all, and is on disk before it is used:
+// what it protects (sealed secrets, a printed token) must never outlive it.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { RunnerConfigError } from './runner-error.ts';
 
@@ -13,13 +12,22 @@ export interface PrivateFile {
   readonly created: boolean;
 }
 
-function readExisting(path: string): string {
+function readExisting(path: string): { readonly text: string; readonly inode: number } {
   const stats = lstatSync(path);
   if (!stats.isFile()) throw new RunnerConfigError(`${path} must be a regular file.`);
   if ((stats.mode & 0o077) !== 0) {
     throw new RunnerConfigError(`${path} is readable by group or others (mode ${(stats.mode & 0o777).toString(8)}); run chmod 600 on it.`);
   }
-  return readFileSync(path, 'utf8').trim();
+  return { text: readFileSync(path, 'utf8').trim(), inode: stats.ino };
+}
+
+/**
+ * Removes the empty file seen as `inode`, unless another process has replaced it with its own key
+ * since (a new file is linked into place whole, under another inode): that key must stay.
+ */
+export function removeIfStillEmpty(path: string, inode: number): void {
+  const now = lstatSync(path);
+  if (now.ino === inode && now.size === 0) unlinkSync(path);
 }
 
 function syncPath(path: string, flags: string): void {
@@ -38,9 +46,9 @@ function syncPath(path: string, flags: string): void {
  */
 export function readOrCreatePrivateFile(path: string, create: () => string): PrivateFile {
   try {
-    const text = readExisting(path);
-    if (text !== '') return { text, created: false };
-    unlinkSync(path);
+    const existing = readExisting(path);
+    if (existing.text !== '') return { text: existing.text, created: false };
+    removeIfStillEmpty(path, existing.inode);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
@@ -60,25 +68,11 @@ export function readOrCreatePrivateFile(path: string, create: () => string): Pri
   try {
     linkSync(temporary, path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { text: readExisting(path), created: false };
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { text: readExisting(path).text, created: false };
     throw error;
   } finally {
     unlinkSync(temporary);
   }
   syncPath(dir, 'r');
   return { text, created: true };
-}
-
-/** Creates `dir` owner-only, or makes an existing one so: a restored or mounted directory keeps its own mode otherwise. */
-export function privateDirectory(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
-}
-
-/** Makes every file directly in `dir` owner-only (LMDB creates its files with the umask's mode). */
-export function privateFilesIn(dir: string): void {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (lstatSync(path).isFile()) chmodSync(path, 0o600);
-  }
 }

@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { InvocationOutcome } from './invocation-outcome.ts';
-import { privateDirectory, privateFilesIn } from './private-file.ts';
+import { privateDirectory, privateFilesIn } from './private-directory.ts';
 
 /**
  * A completed invocation, kept so that the same idempotency key replays instead of re-running. Only a

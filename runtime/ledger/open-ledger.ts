@@ -4,7 +4,7 @@
 
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { privateDirectory, privateFilesIn } from '../../hook-runner/private-file.ts';
+import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import type { Ledger, LedgerTable } from './ledger.ts';
 
 /**

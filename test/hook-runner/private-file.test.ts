@@ -4,10 +4,10 @@
 // LMDB directories of the runtime and the runner are owner-only too, even when they existed before.
 
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { readOrCreatePrivateFile } from '../../hook-runner/private-file.ts';
+import { readOrCreatePrivateFile, removeIfStillEmpty } from '../../hook-runner/private-file.ts';
 import { openRunnerStore } from '../../hook-runner/store.ts';
 import { loadAdminToken } from '../../runtime/auth/admin-token.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
@@ -29,6 +29,19 @@ test('an empty file (killed between creating and writing it) is replaced', () =>
   const path = join(dir, 'runner-token');
   writeFileSync(path, '', { mode: 0o600 });
   assert.deepEqual(readOrCreatePrivateFile(path, () => 'fresh'), { text: 'fresh', created: true });
+});
+
+test('an empty file is removed only while it is still that empty file: a key another process put in its place stays', () => {
+  const path = join(dir, 'shared-token');
+  writeFileSync(path, '', { mode: 0o600 });
+  const emptyInode = statSync(path).ino;
+  // Another process created its key meanwhile (under a new inode, linked into place whole).
+  writeFileSync(`${path}.theirs`, 'their-token\n', { mode: 0o600 });
+  renameSync(`${path}.theirs`, path);
+  removeIfStillEmpty(path, emptyInode);
+  assert.equal(readFileSync(path, 'utf8'), 'their-token\n');
+  removeIfStillEmpty(path, statSync(path).ino);
+  assert.equal(readFileSync(path, 'utf8'), 'their-token\n', 'not empty: kept');
 });
 
 test('a file readable by group or others is refused', () => {
