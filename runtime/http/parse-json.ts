@@ -2,6 +2,7 @@
 // Returns `unknown`; a body parser (validation/body-schema.ts) turns it into a typed value.
 
 import { InputError } from '../errors.ts';
+import { duplicateKeyAt } from '../validation/duplicate-keys.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
 import type { HttpRequest } from './types.ts';
 
@@ -14,7 +15,10 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 // Stateless between calls (no `stream` option), so one instance serves every request.
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-/** Decodes UTF-8 strictly and parses JSON nested at most MAX_JSON_NESTING deep; returns the value and the text it was parsed from. */
+/**
+ * Decodes UTF-8 strictly and parses JSON nested at most MAX_JSON_NESTING deep, with no member named
+ * twice in one object; returns the value and the text it was parsed from.
+ */
 export function decodeJsonBytes(body: Buffer): { readonly value: unknown; readonly text: string } {
   let text: string;
   try {
@@ -25,13 +29,17 @@ export function decodeJsonBytes(body: Buffer): { readonly value: unknown; readon
   if (nestsDeeperThan(text)) {
     throw new InputError(400, 'json_too_deep', `The request body nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`);
   }
+  let value: unknown;
   try {
-    return { value: JSON.parse(text) as unknown, text };
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     // Only the position: V8's message quotes the text around the error, which may be a secret.
     const position = error instanceof Error ? /at position (\d+)/.exec(error.message)?.[1] : undefined;
     throw new InputError(400, 'malformed_json', `The request body is not valid JSON${position === undefined ? '' : ` (at position ${position})`}.`);
   }
+  const duplicate = duplicateKeyAt(text);
+  if (duplicate >= 0) throw new InputError(400, 'duplicate_json_member', `The request body names a member twice in one object (at position ${duplicate}).`);
+  return { value, text };
 }
 
 /** Decodes UTF-8 strictly and parses JSON; never returns a half-parsed value. */

@@ -215,3 +215,15 @@ test('a signed body whose event type breaks the rule is a 400 that states the ru
   assert.deepEqual([missing.code, missing.field], ['missing_event_type', 'type']);
   assert.match(missing.message, /needs a string "type"\. The event type must be 1-128/);
 });
+
+test('a body that names a member twice in one object is a 400 and nothing is stored, for webhooks and the API', async () => {
+  const body = '{"type":"order.paid","data":{"amount":99999,"amount":1}}';
+  const hook = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body, headers: signStandard(SECRET, 'msg-duplicate-member', Math.floor(Date.now() / 1000), body) });
+  assert.equal(hook.status, 400, hook.text);
+  assert.equal(hook.body.error.code, 'duplicate_json_member');
+  assert.match(hook.body.error.message, /at position 44/);
+  assert.equal(rt.runtime.ledger.inbox.get(['acct-bad', 'in', 'msg-duplicate-member']), undefined, 'not even claimed');
+  const api = await call(rt.url, 'POST', '/organizations/acct-bad/events', { token: key, body: '{"type":"a.b","payload":{},"payload":{"x":1}}', headers: { 'content-type': 'application/json' } });
+  assert.equal(api.status, 400, api.text);
+  assert.equal(api.body.error.code, 'duplicate_json_member');
+});
