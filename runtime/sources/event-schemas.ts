@@ -1,5 +1,6 @@
 // Compiles the JSON Schemas that sources declare for their event types (ajv + ajv-formats).
-// Compiled validators are cached per source version; schema errors name the failing payload field.
+// Compiled validators are cached per (org, source, event type), within bounds (validator-cache.ts);
+// schema errors name the failing payload field.
 // Customer schemas are hostile input: `pattern` runs on RE2 (linear time, no backtracking), and no
 // compiled schema stays registered in ajv, so one tenant's `$id` can neither clash with nor be
 // `$ref`erenced by another tenant's schema, and recompiling never grows memory.
@@ -10,6 +11,7 @@ import traverse from 'json-schema-traverse';
 import { RE2JS } from 're2js';
 import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
+import { ValidatorCache } from './validator-cache.ts';
 import type { SourceRecord } from './source-record.ts';
 
 const MAX_SCHEMA_BYTES = 64 * 1024;
@@ -71,7 +73,8 @@ function compileIsolated(schema: object): ValidateFunction {
   }
 }
 
-const cache = new Map<string, ValidateFunction>();
+/** Up to 2,000 validators from up to 16 MiB of schemas: about 0.5 GB of heap at most. */
+const cache = new ValidatorCache(2_000, 16 * 1024 * 1024);
 
 /** Compiles every declared schema; a schema that is not valid JSON Schema is a 400 naming the event type. */
 export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>>): void {
@@ -95,8 +98,8 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
 export function validateEventPayload(source: SourceRecord, type: string, payload: unknown): void {
   const schema = source.event_types[type];
   if (schema === undefined) return;
-  const cacheKey = `${source.org_id}\u0000${source.name}\u0000${source.updated_at}\u0000${type}`;
-  let validate = cache.get(cacheKey);
+  const cacheKey = `${source.org_id}\u0000${source.name}\u0000${type}`;
+  let validate = cache.get(cacheKey, source.updated_at);
   if (validate === undefined) {
     try {
       validate = compileIsolated(schema);
@@ -105,8 +108,7 @@ export function validateEventPayload(source: SourceRecord, type: string, payload
       const detail = error instanceof Error ? error.message : 'invalid schema';
       throw new InputError(422, 'invalid_event_schema', `The source's schema for "${type}" no longer compiles (${detail}); update the source.`, { field: `event_types.${type}` });
     }
-    if (cache.size > 10_000) cache.clear();
-    cache.set(cacheKey, validate);
+    cache.set(cacheKey, source.updated_at, validate, JSON.stringify(schema).length);
   }
   if (!validate(payload)) {
     const error = describeSchemaError(validate.errors?.[0], 'schema_validation_failed', 422);
