@@ -134,13 +134,28 @@ export class CustomActionStore {
     return { kind: 'not_approved', status: pending ? 'pending_review' : 'rejected' };
   }
 
+  /**
+   * Throws the 409 `create` (or, with `actionId`, `addVersion`) would answer now: called before an
+   * upload is compiled, since the runner stores every module it compiles for good.
+   */
+  assertRoom(orgId: string, actionId?: string): void {
+    if (actionId === undefined) {
+      if (this.#actionCount(orgId) >= MAX_ACTIONS_PER_ORG) throw actionLimit();
+      return;
+    }
+    const latest = this.versions(orgId, actionId).at(-1);
+    if (latest !== undefined && latest.version >= MAX_VERSIONS_PER_ACTION) throw versionLimit();
+  }
+
+  #actionCount(orgId: string): number {
+    return this.#actions.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
+  }
+
   /** Stores the action and its version 1 (`pending_review`) in one transaction; resolves once durable. */
   async create(orgId: string, input: CreateInput, at: number): Promise<CustomActionView> {
     const id = this.#newId();
     const outcome = await this.#write((): Outcome<CustomActionView> => {
-      if (this.#actions.getKeysCount({ start: [orgId], end: [orgId, HIGH] }) >= MAX_ACTIONS_PER_ORG) {
-        return fail(new ConflictError('custom_action_limit_reached', `An organization can hold at most ${MAX_ACTIONS_PER_ORG} custom actions.`));
-      }
+      if (this.#actionCount(orgId) >= MAX_ACTIONS_PER_ORG) return fail(actionLimit());
       if (this.#actions.doesExist([orgId, id])) return fail(new ConflictError('custom_action_exists', 'A custom action with this id already exists.'));
       const action: CustomActionRecord = { id, name: input.name, description: input.description, created_at: iso(at), updated_at: iso(at), approved_version: null };
       const version = pendingVersion(1, input.module, input.permissions, at);
@@ -266,6 +281,8 @@ function pendingVersion(version: number, module: CompiledUpload, permissions: re
     reviewed_at: null,
   };
 }
+
+const actionLimit = (): SluiceError => new ConflictError('custom_action_limit_reached', `An organization can hold at most ${MAX_ACTIONS_PER_ORG} custom actions.`);
 
 const versionLimit = (): SluiceError =>
   new ConflictError('version_limit_reached', `A custom action can hold at most ${MAX_VERSIONS_PER_ACTION} versions; create a new action instead.`);

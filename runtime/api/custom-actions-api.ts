@@ -129,6 +129,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const upload = parseActionUpload(request, { requireName: true });
+        actions.assertRoom(org.id);
         const module = await compile(upload.module);
         const action = await actions.create(org.id, {
           name: upload.name ?? '',
@@ -183,6 +184,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);
         const upload = parseActionUpload(request, { requireName: false });
+        actions.assertRoom(org.id, action.id);
         const module = await compile(upload.module);
         const change = await actions.addVersion(org.id, action.id, {
           module,

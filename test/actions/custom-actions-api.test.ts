@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { CustomActionStore } from '../../runtime/actions/custom-action-store.ts';
+import { CustomActionStore, MAX_VERSIONS_PER_ACTION } from '../../runtime/actions/custom-action-store.ts';
 import { call } from '../helpers/http.ts';
 import { createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -136,6 +136,16 @@ describe('upload', () => {
     const asJson = await call(rt.url, 'POST', base, { token: developer, json: { name: 'x' } });
     assert.equal(asJson.status, 415);
     assert.deepEqual(store.resolveForRun(ORG, 'act_0000000000000000'), { kind: 'missing' });
+  });
+
+  it('an upload past the version cap is refused before it is compiled (the runner keeps every module it compiles)', async () => {
+    const { id } = await createAction();
+    const digest = createHash('sha256').update('filler').digest('hex');
+    for (let n = 2; n <= MAX_VERSIONS_PER_ACTION; n++) await store.addVersion(ORG, id, { module: { digest, size: 1 } }, Date.now());
+    // Garbage would be a 400 not_wasm from the compiler: the 409 shows the cap was checked first.
+    const refused = await upload(rt.url, `${base}/${id}/versions`, developer, { file: new TextEncoder().encode('not wasm') });
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.body.error.code, 'version_limit_reached');
   });
 
   it('needs a developer key to upload', async () => {
