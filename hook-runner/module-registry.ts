@@ -1,7 +1,9 @@
 // Compiled guest modules by sha256 digest: bytes are stored durably in LMDB (content-addressed), the
-// compiled form is cached in memory (bounded LRU) and lazily recompiled from LMDB after a restart.
+// compiled form is cached in memory (lru-cache, bounded by count and by module bytes: compiled code
+// takes some 20 times a module's size) and lazily recompiled from LMDB after a restart.
 import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
+import { LRUCache } from 'lru-cache';
 import { compileModuleAsync, SandboxCompileError, type CompiledModule } from './sandbox.ts';
 import type { ModuleDigest } from './requests.ts';
 import { InvalidRequestError, ModuleNotFoundError, RunnerError } from './runner-error.ts';
@@ -15,19 +17,29 @@ export const digestOf = (bytes: Uint8Array): ModuleDigest =>
 export interface ModuleRegistryOptions {
   /** Compiled modules kept in memory; older ones are recompiled from LMDB on demand. */
   readonly maxCached?: number;
+  /** Total size of the modules whose compiled form is kept (default 32 MiB). */
+  readonly maxCachedBytes?: number;
+}
+
+interface Cached {
+  readonly compiled: CompiledModule;
+  readonly bytes: number;
 }
 
 export class ModuleRegistry {
   readonly #store: RunnerStore;
-  readonly #maxCached: number;
-  /** Map iteration order is insertion order: re-inserting on use makes the first key the LRU. */
-  readonly #cache = new Map<ModuleDigest, CompiledModule>();
+  readonly #cache: LRUCache<ModuleDigest, Cached>;
   /** Recompilations from LMDB in progress, so concurrent first invokes after a restart share one. */
   readonly #loading = new Map<ModuleDigest, Promise<CompiledModule>>();
 
   constructor(store: RunnerStore, options: ModuleRegistryOptions = {}) {
     this.#store = store;
-    this.#maxCached = options.maxCached ?? 256;
+    // Modules are at most 8 MiB (the upload cap), well inside the byte bound.
+    this.#cache = new LRUCache<ModuleDigest, Cached>({
+      max: options.maxCached ?? 256,
+      maxSize: options.maxCachedBytes ?? 32 * 1024 * 1024,
+      sizeCalculation: (entry) => Math.max(1, entry.bytes),
+    });
   }
 
   /**
@@ -36,7 +48,7 @@ export class ModuleRegistry {
    */
   async compile(bytes: Uint8Array): Promise<ModuleDigest> {
     const digest = digestOf(bytes);
-    if (!this.#cache.has(digest)) this.#remember(digest, await this.#compileOrReject(bytes));
+    if (!this.#cache.has(digest)) this.#cache.set(digest, { compiled: await this.#compileOrReject(bytes), bytes: bytes.length });
     if (!this.#store.modules.doesExist(digest)) {
       await this.#store.durable(this.#store.modules.put(digest, Buffer.from(bytes)));
     } else {
@@ -47,13 +59,15 @@ export class ModuleRegistry {
     return digest;
   }
 
+  /** How many compiled modules are cached, and their modules' total size. */
+  get cached(): { readonly count: number; readonly bytes: number } {
+    return { count: this.#cache.size, bytes: this.#cache.calculatedSize };
+  }
+
   /** The compiled module for `digest`; rejects with ModuleNotFoundError when it was never compiled here. */
   async get(digest: ModuleDigest): Promise<CompiledModule> {
     const cached = this.#cache.get(digest);
-    if (cached !== undefined) {
-      this.#remember(digest, cached);
-      return cached;
-    }
+    if (cached !== undefined) return cached.compiled;
     let loading = this.#loading.get(digest);
     if (loading === undefined) {
       loading = this.#load(digest).finally(() => this.#loading.delete(digest));
@@ -75,7 +89,7 @@ export class ModuleRegistry {
       if (!(error instanceof SandboxCompileError)) throw error;
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner; compile it again.`, { cause: error });
     }
-    this.#remember(digest, compiled);
+    this.#cache.set(digest, { compiled, bytes: bytes.length });
     return compiled;
   }
 
@@ -87,15 +101,6 @@ export class ModuleRegistry {
         throw new InvalidRequestError(error.code, `Invalid module (${error.code}): ${error.reason.slice(0, MAX_REASON_LENGTH)}`, 'wasm');
       }
       throw error;
-    }
-  }
-
-  #remember(digest: ModuleDigest, compiled: CompiledModule): void {
-    this.#cache.delete(digest);
-    this.#cache.set(digest, compiled);
-    if (this.#cache.size > this.#maxCached) {
-      const oldest = this.#cache.keys().next();
-      if (oldest.done !== true) this.#cache.delete(oldest.value);
     }
   }
 }

