@@ -23,6 +23,8 @@ options (dev, serve):
   --data-dir <dir>      where LMDB and token files live (SLUICE_DATA_DIR, default ./.sluice)
   --admin-token <tok>   platform admin token (SLUICE_ADMIN_TOKEN, default: generated into <data-dir>/admin-token)
   --dedup-window-ms <n> how long provider event ids are remembered (SLUICE_DEDUP_WINDOW_MS, default 7 days)
+  --retention-days <n>  how long events, recordings and finished runs are kept (SLUICE_RETENTION_DAYS,
+                        default 30; at least the dedup window)
   --live-retention <n>  live updates kept per org for reconnecting subscribers (SLUICE_LIVE_RETENTION, default 10000)
   --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
   --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off)

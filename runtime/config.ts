@@ -4,6 +4,7 @@
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError } from './errors.ts';
+import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
@@ -18,6 +19,8 @@ export interface RuntimeConfig {
   readonly adminToken: string | undefined;
   readonly adminTokenFile: string;
   readonly dedupWindowMs: number;
+  /** Days an event (with its recording and finished runs) is kept; never less than the dedup window. */
+  readonly retentionDays: number;
   /** Live updates retained per org for reconnecting subscribers. */
   readonly liveRetention: number;
   readonly logLevel: LogLevel;
@@ -78,6 +81,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'data-dir': { type: 'string' },
       'admin-token': { type: 'string' },
       'dedup-window-ms': { type: 'string' },
+      'retention-days': { type: 'string' },
       'live-retention': { type: 'string' },
       'log-level': { type: 'string' },
       runner: { type: 'string' },
@@ -89,13 +93,20 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
     throw new InputError(400, 'invalid_config', `log level must be debug, info, warn, error or silent; got "${logLevel}".`);
   }
+  const dedupWindowMs = integer('--dedup-window-ms', text('--dedup-window-ms', values['dedup-window-ms'], env.SLUICE_DEDUP_WINDOW_MS), DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * DAY_MS);
+  const retentionDays = integer('--retention-days', text('--retention-days', values['retention-days'], env.SLUICE_RETENTION_DAYS), DEFAULT_RETENTION_DAYS, 1, 3650);
+  if (retentionDays * DAY_MS < dedupWindowMs) {
+    // A duplicate inside the window is answered with its original event: that event must still exist.
+    throw new InputError(400, 'invalid_config', `--retention-days (${retentionDays}) must cover the dedup window (${dedupWindowMs / DAY_MS} days).`);
+  }
   return {
     host: text('--host', values.host, env.SLUICE_HOST) ?? '127.0.0.1',
     port: integer('--port', text('--port', values.port, env.SLUICE_PORT), DEFAULT_PORT, 0, 65535),
     dataDir,
     adminToken: adminToken(text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN)),
     adminTokenFile: join(dataDir, 'admin-token'),
-    dedupWindowMs: integer('--dedup-window-ms', text('--dedup-window-ms', values['dedup-window-ms'], env.SLUICE_DEDUP_WINDOW_MS), DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * 86_400_000),
+    dedupWindowMs,
+    retentionDays,
     liveRetention: integer('--live-retention', text('--live-retention', values['live-retention'], env.SLUICE_LIVE_RETENTION), DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
     logLevel,
     runner: parseRunner(text('--runner', values.runner, env.SLUICE_RUNNER) ?? defaultRunner),

@@ -32,6 +32,7 @@ import { createLogger, type Logger } from './log.ts';
 import { createRuntimeMetrics, observeWebhookConnections } from './metrics.ts';
 import { LiveRooms, liveUpgradeRequired } from './rooms/live-rooms.ts';
 import { UpdateLog } from './rooms/update-log.ts';
+import { DAY_MS, pruneHistory } from './events/history-retention.ts';
 import { RunEngine } from './runs/run-engine.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
 import { RunStore } from './runs/run-store.ts';
@@ -128,6 +129,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const pruneTimer = setInterval(() => {
     inbox.prune(clock.now()).catch((error: unknown) => logger.error('inbox prune failed', { error: String(error) }));
     updateLog.trim().catch((error: unknown) => logger.error('live update trim failed', { error: String(error) }));
+    pruneHistory({ ledger, runs }, clock.now(), config.retentionDays * DAY_MS).catch((error: unknown) => logger.error('history prune failed', { error: String(error) }));
   }, Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))));
   pruneTimer.unref();
   logger.debug('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt) });

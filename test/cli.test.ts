@@ -19,7 +19,7 @@ test('--help after any command prints the usage, which lists every runtime flag'
     assert.match(result.stdout, /^usage: sluice <command>/);
   }
   const usage = sluice('help').stdout;
-  for (const flag of ['--port', '--host', '--data-dir', '--admin-token', '--dedup-window-ms', '--live-retention', '--log-level', '--runner', '--webhook-connections']) {
+  for (const flag of ['--port', '--host', '--data-dir', '--admin-token', '--dedup-window-ms', '--retention-days', '--live-retention', '--log-level', '--runner', '--webhook-connections']) {
     assert.ok(usage.includes(flag), `usage names ${flag}`);
   }
 });

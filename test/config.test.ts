@@ -56,11 +56,20 @@ test('an explicit admin token must be 16-512 characters without whitespace', () 
 test('numeric settings: blank environment values count as not set, empty flags and anything but decimal digits are refused', () => {
   const blank = loadRuntimeConfig([], { SLUICE_PORT: ' ', SLUICE_DEDUP_WINDOW_MS: '', SLUICE_LIVE_RETENTION: ' ', SLUICE_WEBHOOK_CONNECTIONS: '' });
   assert.deepEqual([blank.port, blank.liveRetention, blank.webhookConnections], [8787, 10_000, 32]);
-  for (const flag of ['--port', '--dedup-window-ms', '--live-retention', '--webhook-connections']) {
+  for (const flag of ['--port', '--dedup-window-ms', '--retention-days', '--live-retention', '--webhook-connections']) {
     assert.throws(() => loadRuntimeConfig([flag, ''], {}), (error: unknown) => error instanceof InputError && error.message === `${flag} must not be empty.`);
   }
   for (const bad of ['0x1f90', '8e3', '+80', '80.0', ' 80']) {
     assert.throws(() => loadRuntimeConfig([], { SLUICE_PORT: bad }), (error: unknown) => error instanceof InputError && error.message.includes('--port'), bad);
   }
   assert.equal(loadRuntimeConfig([], { SLUICE_PORT: '8080' }).port, 8080);
+});
+
+test('history retention: 30 days by default, set by flag or environment, never shorter than the dedup window', () => {
+  assert.equal(loadRuntimeConfig([], {}).retentionDays, 30);
+  assert.equal(loadRuntimeConfig(['--retention-days', '90'], {}).retentionDays, 90);
+  assert.equal(loadRuntimeConfig([], { SLUICE_RETENTION_DAYS: '7' }).retentionDays, 7, 'exactly the default 7-day window');
+  assert.throws(() => loadRuntimeConfig(['--retention-days', '6'], {}), (error: unknown) => error instanceof InputError && /must cover the dedup window \(7 days\)/.test(error.message));
+  assert.equal(loadRuntimeConfig(['--retention-days', '1', '--dedup-window-ms', '3600000'], {}).retentionDays, 1);
+  assert.throws(() => loadRuntimeConfig(['--retention-days', '0'], {}), (error: unknown) => error instanceof InputError && error.message.includes('from 1 to 3650'));
 });

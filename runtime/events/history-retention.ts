@@ -1,0 +1,75 @@
+// The end of history: events older than the retention go, with their recordings and their runs,
+// oldest first, in bounded transactions (hourly, beside the dedup-claim prune). An event stays, with
+// everything it made, while any of its runs still has work to do or waits for a person (failed):
+// retention never takes what a run, a resume or a triage still needs.
+
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
+import type { RunStore } from '../runs/run-store.ts';
+import { ENVIRONMENTS } from '../sources/source-record.ts';
+
+export const DEFAULT_RETENTION_DAYS = 30;
+export const DAY_MS = 86_400_000;
+
+export interface HistoryDeps {
+  readonly ledger: Ledger;
+  readonly runs: RunStore;
+}
+
+export interface PrunedHistory {
+  readonly events: number;
+  readonly runs: number;
+}
+
+/** Only finished runs may go: the others are still at work or wait for a person to resume them. */
+const FINISHED: ReadonlySet<string> = new Set(['completed', 'cancelled']);
+
+/**
+ * Removes every event received before `nowMs - retentionMs` whose runs have all finished, with its
+ * recording, its runs and their index entries; at most `passSize` events are read per transaction.
+ * Resolves once all of it is durable.
+ */
+export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs: number, passSize = 1000): Promise<PrunedHistory> {
+  const cutoff = nowMs - retentionMs;
+  let events = 0;
+  let runs = 0;
+  for (const orgId of deps.ledger.orgs.getKeys({}) as Iterable<string>) {
+    for (const environment of ENVIRONMENTS) {
+      let start: LedgerKey = [orgId, environment, 0];
+      for (;;) {
+        const keys = [...deps.ledger.eventsByTime.getKeys({ start, end: [orgId, environment, cutoff], limit: passSize })] as [string, string, number, string][];
+        const pass = await removeFinished(deps, keys);
+        events += pass.events;
+        runs += pass.runs;
+        const last = keys.at(-1);
+        if (keys.length < passSize || last === undefined) break;
+        // Just after the last key read: ids never hold "\u0000".
+        start = [orgId, environment, last[2], `${last[3]}\u0000`];
+      }
+    }
+  }
+  return { events, runs };
+}
+
+async function removeFinished(deps: HistoryDeps, keys: readonly [string, string, number, string][]): Promise<PrunedHistory> {
+  const { ledger } = deps;
+  const removable = keys
+    .map((key) => ({ key, runs: deps.runs.forEvent(key[0], key[3]) }))
+    .filter(({ runs }) => runs.every((run) => FINISHED.has(run.value)));
+  if (removable.length === 0) return { events: 0, runs: 0 };
+  return durably(
+    ledger.root,
+    ledger.root.transaction((): PrunedHistory => {
+      let runs = 0;
+      for (const { key, runs: finished } of removable) {
+        const [orgId, , , eventId] = key;
+        ledger.eventsByTime.remove(key);
+        ledger.events.remove([orgId, eventId]);
+        ledger.recordings.remove([orgId, eventId]);
+        for (const run of finished) deps.runs.remove(run);
+        runs += finished.length;
+      }
+      return { events: removable.length, runs };
+    }),
+  );
+}

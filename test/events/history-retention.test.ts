@@ -1,0 +1,79 @@
+// History retention: events older than the retention go with their recordings and finished runs;
+// an event stays while a run of it still has work to do or waits for a person, and newer ones stay.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { DAY_MS, pruneHistory } from '../../runtime/events/history-retention.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-history';
+const SECRET = `whsec_${Buffer.alloc(32, 4).toString('base64')}`;
+const clock = new ManualClock(Date.UTC(2026, 9, 1, 12, 0, 0));
+let rt: TestRuntime;
+let key: string;
+let receiver: Receiver;
+
+before(async () => {
+  rt = await startRuntime({ clock });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  receiver = await startReceiver();
+  receiver.script([{ status: 200 }]);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'in', secrets: [SECRET] } })).status, 201);
+  const workflows: Array<[string, unknown[]]> = [
+    ['done.x', [{ type: 'webhook', url: `${receiver.url}/ok` }]],
+    ['wait.x', [{ type: 'delay', duration_ms: 30 * DAY_MS }]],
+    ['fail.x', [{ type: 'webhook', url: `${receiver.url}/refuse` }]],
+  ];
+  for (const [trigger, steps] of workflows) {
+    const made = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: trigger, trigger_event: trigger, steps } });
+    assert.equal(made.status, 201, made.text);
+  }
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+const sendApi = async (id: string, type: string) =>
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type, payload: {}, id } })).status, 202);
+
+const reactions = async (eventId: string): Promise<Array<{ run_id: string; state: string }> | 'gone'> => {
+  const read = await call(rt.url, 'GET', `/organizations/${ORG}/events/${eventId}`, { token: key });
+  return read.status === 404 ? 'gone' : read.body.reactions;
+};
+
+test('old events whose runs all finished go with their recording and runs; unfinished, failed and newer ones stay', async () => {
+  receiver.script([{ status: 200 }]);
+  const body = '{"type":"done.x"}';
+  const hooked = await call(rt.url, 'POST', `/hooks/${ORG}/in`, { body, headers: signStandard(SECRET, 'msg-old', Math.floor(clock.now() / 1000), body) });
+  assert.equal(hooked.status, 204, hooked.text);
+  const oldDone = hooked.headers.get('sluice-event-id')!;
+  await sendApi('old-wait', 'wait.x');
+  await sendApi('old-lonely', 'nobody.listens');
+  const stateOf = async (eventId: string): Promise<string | undefined> => {
+    const found = await reactions(eventId);
+    return found === 'gone' ? 'gone' : found[0]?.state;
+  };
+  await eventually('the old runs to settle', async () => `${await stateOf(oldDone)} ${await stateOf('old-wait')}`, (states) => states === 'completed delaying');
+  receiver.script([{ status: 400 }]);
+  await sendApi('old-fail', 'fail.x');
+  await eventually('the refused run to fail', () => stateOf('old-fail'), (state) => state === 'failed');
+  const [doneRun] = (await reactions(oldDone)) as Array<{ run_id: string }>;
+
+  clock.advance(31 * DAY_MS);
+  await sendApi('new-lonely', 'nobody.listens');
+
+  const { ledger, context } = rt.runtime;
+  // Passes of 2 events: kept events at the front of a pass must not stop the next one.
+  assert.deepEqual(await pruneHistory({ ledger, runs: context.runs }, clock.now(), 30 * DAY_MS, 2), { events: 2, runs: 1 });
+  assert.equal(await reactions(oldDone), 'gone');
+  assert.equal(await reactions('old-lonely'), 'gone');
+  assert.equal(ledger.recordings.get([ORG, oldDone]), undefined, 'the recording went with its event');
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/runs/${doneRun!.run_id}`, { token: key })).status, 404, 'and the finished run');
+  for (const kept of ['old-wait', 'old-fail', 'new-lonely']) assert.notEqual(await reactions(kept), 'gone', kept);
+  assert.deepEqual(((await call(rt.url, 'GET', `/organizations/${ORG}/runs?limit=50`, { token: key })).body.runs as Array<{ state: string }>).map((r) => r.state).sort(), ['delaying', 'failed']);
+  assert.deepEqual(await pruneHistory({ ledger, runs: context.runs }, clock.now(), 30 * DAY_MS, 2), { events: 0, runs: 0 }, 'nothing more');
+});
