@@ -8,6 +8,9 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import type { SourceRecord } from './source-record.ts';
 
+/** Each source may hold 200 schemas of 64 KiB: the cap keeps one org's configuration bounded. */
+export const MAX_SOURCES_PER_ORG = 200;
+
 export class SourceStore {
   readonly #ledger: Ledger;
   /** Every webhook reads its source twice (body cap, then verification); this store is the table's only writer. */
@@ -31,14 +34,23 @@ export class SourceStore {
     return [...this.#ledger.sources.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as SourceRecord);
   }
 
-  /** Resolves after the source is durable; 409 if the name is taken in this org. */
+  /** Resolves after the source is durable; 409 if the name is taken in this org, or the org holds MAX_SOURCES_PER_ORG. */
   async create(source: SourceRecord): Promise<void> {
     const { root, sources } = this.#ledger;
     const key = [source.org_id, source.name];
-    const created = await this.#cache.writing(source.org_id, () =>
-      durably(root, root.transaction(() => (sources.get(key) === undefined ? (sources.put(key, source), true) : false))),
+    const outcome = await this.#cache.writing(source.org_id, () =>
+      durably(
+        root,
+        root.transaction(() => {
+          if (sources.get(key) !== undefined) return 'exists';
+          if (sources.getKeysCount({ start: [source.org_id], end: [source.org_id, '\uffff'] }) >= MAX_SOURCES_PER_ORG) return 'full';
+          sources.put(key, source);
+          return 'created';
+        }),
+      ),
     );
-    if (!created) throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
+    if (outcome === 'exists') throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
+    if (outcome === 'full') throw new ConflictError('source_limit_reached', `An organization can hold at most ${MAX_SOURCES_PER_ORG} sources; delete one first.`);
   }
 
   async replace(source: SourceRecord): Promise<void> {

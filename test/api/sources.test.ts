@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { MAX_SOURCES_PER_ORG } from '../../runtime/sources/source-store.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 let rt: TestRuntime;
@@ -120,4 +121,21 @@ test('viewers cannot create sources', async () => {
   const denied = await call(rt.url, 'POST', base, { token: viewer.body.key, json: { name: 'v', secrets: [SECRET] } });
   assert.equal(denied.status, 403);
   assert.equal((await call(rt.url, 'GET', base, { token: viewer.body.key })).status, 200);
+});
+
+test('an org holds at most 200 sources; deleting one makes room', async () => {
+  const org = 'acct-src-cap';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const { sources } = rt.runtime.context;
+  const now = new Date().toISOString();
+  for (let i = 1; i < MAX_SOURCES_PER_ORG; i++) {
+    await sources.create({ org_id: org, name: `s${i}`, scheme: 'standard-webhooks', secrets: [SECRET], environment: 'production', event_types: {}, body_limit_bytes: 1024, created_at: now, updated_at: now });
+  }
+  const path = `/organizations/${org}/sources`;
+  assert.equal((await call(rt.url, 'POST', path, { token: orgKey, json: { name: 'last', secrets: [SECRET] } })).status, 201, 'the 200th');
+  const over = await call(rt.url, 'POST', path, { token: orgKey, json: { name: 'one-more', secrets: [SECRET] } });
+  assert.equal(over.status, 409);
+  assert.equal(over.body.error.code, 'source_limit_reached');
+  assert.equal((await call(rt.url, 'DELETE', `${path}/s1`, { token: orgKey })).status, 204);
+  assert.equal((await call(rt.url, 'POST', path, { token: orgKey, json: { name: 'one-more', secrets: [SECRET] } })).status, 201);
 });
