@@ -111,7 +111,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine),
-    ...sandboxRoutes(context, updateLog, engine),
+    ...sandboxRoutes(context, updateLog, engine, projections),
     ...replayRoutes(context, inbox, workflows),
     ...projectionRoutes(context, projections),
     ...customActionRoutes(context, actions, runner.client),

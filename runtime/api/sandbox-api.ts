@@ -3,12 +3,13 @@
 
 import { json, type Route } from '../http/types.ts';
 import { resetSandbox } from '../events/sandbox-reset.ts';
+import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunEngine } from '../runs/run-engine.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { ApiContext } from './context.ts';
 
-export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine): Route[] {
+export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore): Route[] {
   return [
     {
       method: 'POST',
@@ -16,9 +17,9 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         assertSandboxAllowed(org, 'sandbox');
-        const result = await resetSandbox({ ledger: ctx.ledger, runs: ctx.runs, sources: ctx.sources, updateLog }, org.id);
+        const result = await resetSandbox({ ledger: ctx.ledger, runs: ctx.runs, sources: ctx.sources, updateLog, projections }, org.id);
         engine.forget(result.runs);
-        return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims } });
+        return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims, projection_rows: result.projection_rows } });
       },
     },
   ];

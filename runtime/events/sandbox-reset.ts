@@ -1,11 +1,12 @@
-// Sandbox reset: removes one org's sandbox events, recordings, runs, inbox claims and retained live
-// updates and starts its next sandbox generation in one durable transaction, and nothing else
-// (workflows, sources and production stay). A re-sent event id then makes runs with new ids.
+// Sandbox reset: removes one org's sandbox events, recordings, runs, inbox claims, projection rows
+// and retained live updates and starts its next sandbox generation in one durable transaction, and
+// nothing else (workflows, sources and production stay). A re-sent event id then makes runs with new ids.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import type { InboxClaim } from '../inbox/inbox.ts';
+import type { ProjectionStore } from '../projections/projection-store.ts';
 import { REPLAY_SOURCE } from '../replay/business-replay.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from '../runs/run-store.ts';
@@ -16,6 +17,7 @@ export interface SandboxResetDeps {
   readonly runs: RunStore;
   readonly sources: SourceStore;
   readonly updateLog: UpdateLog;
+  readonly projections: ProjectionStore;
 }
 
 export interface SandboxResetResult {
@@ -24,6 +26,7 @@ export interface SandboxResetResult {
   readonly events: number;
   readonly runs: PersistedRun[];
   readonly inbox_claims: number;
+  readonly projection_rows: number;
 }
 
 /**
@@ -65,7 +68,8 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
           claims++;
         }
         deps.updateLog.removeEnvironment(orgId, 'sandbox');
-        return { generation, events, runs, inbox_claims: claims };
+        const projectionRows = deps.projections.removeEnvironment(orgId, 'sandbox');
+        return { generation, events, runs, inbox_claims: claims, projection_rows: projectionRows };
       }),
     ),
   );

@@ -53,6 +53,16 @@ export class ProjectionStore {
     this.#rows = ledger.openDatabase('projections');
   }
 
+  /** Removes every row of one org's environment (sandbox reset); returns how many. Call inside a write transaction. */
+  removeEnvironment(orgId: string, environment: string): number {
+    let removed = 0;
+    for (const key of this.#rows.getKeys({ start: [orgId, environment], end: [orgId, environment, '\uffff'] })) {
+      this.#rows.remove(key);
+      removed++;
+    }
+    return removed;
+  }
+
   /** Upserts (entity) or appends (step key) one row. Call inside the step-completing transaction. */
   write(projection: ProjectionWrite, source: ProjectionSource): ProjectionRow {
     const entityType = projection.entity?.type ?? APPENDED;

@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import { resetSandbox } from '../../runtime/events/sandbox-reset.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import { UpdateLog } from '../../runtime/rooms/update-log.ts';
+import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import { RunStore } from '../../runtime/runs/run-store.ts';
 import { SourceStore } from '../../runtime/sources/source-store.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
@@ -83,7 +84,7 @@ test('a fixture re-sent after a sandbox reset gets a new run: new effect keys, f
 
   const reset = await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key });
   assert.equal(reset.status, 200, reset.text);
-  assert.deepEqual(reset.body.deleted, { events: 1, runs: 1, inbox_claims: 0 });
+  assert.deepEqual(reset.body.deleted, { events: 1, runs: 1, inbox_claims: 0, projection_rows: 0 });
 
   assert.equal((await send('fixture-1', 'sandbox', { n: 2 })).status, 202);
   const second = await settledRun('fixture-1', 'sandbox');
@@ -123,7 +124,7 @@ test('a sandbox reset is ordered with the writes around it: later transactions s
   const runs = new RunStore(ledger);
   const generations = runs.sandboxGenerations;
   assert.equal(generations.current('acct-a'), 0);
-  const resetting = resetSandbox({ ledger, runs, sources: new SourceStore(ledger), updateLog: new UpdateLog(ledger, 100) }, 'acct-a');
+  const resetting = resetSandbox({ ledger, runs, sources: new SourceStore(ledger), updateLog: new UpdateLog(ledger, 100), projections: new ProjectionStore(ledger) }, 'acct-a');
   assert.equal(generations.resetting('acct-a'), true, 'the org is resetting from the call on, before its transaction runs');
   assert.equal(generations.resetting('acct-b'), false);
   const seenAfter = ledger.root.transaction(() => generations.current('acct-a'));
@@ -168,4 +169,24 @@ test('a keyed business replay of a sandbox event can be made again after a reset
   assert.equal(again.status, 202, again.text);
   assert.notEqual(again.body.event.id, first.body.event.id, 'a new replay of the new event');
   assert.equal(again.headers.get('idempotent-replayed'), null);
+});
+
+test('a sandbox reset removes the sandbox projection rows and keeps production ones', async () => {
+  const ledger = openMemoryLedger();
+  const runs = new RunStore(ledger);
+  const projections = new ProjectionStore(ledger);
+  const row = (environment: string, id: string | null) => projections.write(
+    { name: 'orders', entity: id === null ? null : { type: 'order', id }, title: null, status: null, data: { id } },
+    { orgId: 'acct-p', environment, runId: `run_${environment}_${id}`, stepId: 's', eventId: 'evt', at: 1 },
+  );
+  await ledger.root.transaction(() => {
+    row('sandbox', 'o1');
+    row('sandbox', null);
+    row('production', 'o1');
+  });
+  const result = await resetSandbox({ ledger, runs, sources: new SourceStore(ledger), updateLog: new UpdateLog(ledger, 100), projections }, 'acct-p');
+  assert.equal(result.projection_rows, 2);
+  assert.equal(projections.list('acct-p', 'sandbox', 'orders', { limit: 10 }).rows.length, 0);
+  assert.equal(projections.get('acct-p', 'production', 'orders', 'order', 'o1')?.revision, 1, 'production keeps its row');
+  await ledger.close();
 });

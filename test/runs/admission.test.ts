@@ -96,7 +96,7 @@ test('sandbox reset deletes sandbox events, runs, claims and updates, and nothin
 
   const reset = await call(rt.url, 'POST', '/organizations/acct-sbx/sandbox/reset', { token: key });
   assert.equal(reset.status, 200, reset.text);
-  assert.deepEqual(reset.body.deleted, { events: 1, runs: 1, inbox_claims: 1 });
+  assert.deepEqual(reset.body.deleted, { events: 1, runs: 1, inbox_claims: 1, projection_rows: 0 });
   assert.equal((await runsIn('sandbox')).length, 0);
   assert.equal((await runsIn('production')).length, 1);
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-sbx/events?environment=sandbox', { token: key })).body.events.length, 0);
