@@ -9,13 +9,15 @@ interface Entry {
 }
 
 const MAX_TIMEOUT_MS = 2_147_483_647;
+/** Heaps smaller than this are never compacted: a rebuild would cost more than the stale entries. */
+const COMPACT_FLOOR = 1024;
 
 /** A min-heap of due times keyed by run; `fireDue` is the only place timers fire. */
 export class RunTimers {
   readonly #clock: Clock;
   readonly #onDue: (key: string) => void;
   readonly #due = new Map<string, number>();
-  readonly #heap: Entry[] = [];
+  #heap: Entry[] = [];
   #handle: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -28,10 +30,16 @@ export class RunTimers {
     return this.#due.size;
   }
 
+  /** Heap entries, stale ones (disarmed or re-armed) included: stays within a small multiple of `size`. */
+  get heapLength(): number {
+    return this.#heap.length;
+  }
+
   /** Arms (or re-arms) the timer of `key` for the absolute time `at`. */
   arm(key: string, at: number): void {
     this.#due.set(key, at);
     this.#push({ at, key });
+    this.#compactIfStale();
     this.#schedule();
   }
 
@@ -41,7 +49,17 @@ export class RunTimers {
   }
 
   disarm(key: string): void {
-    this.#due.delete(key);
+    if (this.#due.delete(key)) this.#compactIfStale();
+  }
+
+  /**
+   * A disarmed or re-armed timer leaves its old entry in the heap until that entry's time, which may
+   * be days away: once stale entries outnumber live ones (past a floor), the heap is rebuilt from the
+   * live ones. A sorted array is a valid heap.
+   */
+  #compactIfStale(): void {
+    if (this.#heap.length <= COMPACT_FLOOR || this.#heap.length <= 2 * this.#due.size) return;
+    this.#heap = [...this.#due].map(([key, at]) => ({ at, key })).sort((a, b) => a.at - b.at);
   }
 
   /** Fires every timer due at the clock's current time; returns how many fired. Tests call it after advancing a manual clock. */
