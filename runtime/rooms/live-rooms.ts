@@ -5,13 +5,13 @@ import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import type { Authorizer, Principal } from '../auth/authorize.ts';
 import { STATUS_CODES } from 'node:http';
 import type { Clock } from '../clock.ts';
-import { AccessError, InputError, notFound, SluiceError } from '../errors.ts';
-import type { Route } from '../http/types.ts';
-import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
-import { assertSandboxAllowed, sandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { InputError, SluiceError } from '../errors.ts';
+import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
 import { nextPage, sentOnJoining, sentSoFar, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
-import { isInRoom, isRoomWithin, parseSubscribeFrame, parseSubscribeQuery, topicFor, type Room, type Subscription } from './live-subscription.ts';
+import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
+import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 
@@ -32,7 +32,8 @@ export const CLOSE_SANDBOX_DISABLED = 4402;
  * state over the REST API, then reconnect without after_seq.
  */
 export const CLOSE_REPLAY_GONE = 4410;
-export const LIVE_PROTOCOL = 'sluice-live';
+/** Re-exported for clients and tests that import the rooms' constants from one place. */
+export { LIVE_PROTOCOL };
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
 export const MAX_BACKPRESSURE = 1024 * 1024;
 /**
@@ -97,7 +98,7 @@ export class LiveRooms {
         const principal = token === undefined ? undefined : auth.principalForToken(token);
         let admitted: { principal: Principal; requested: Subscription };
         try {
-          admitted = admit(principal, orgs.get(orgId), orgId, query);
+          admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query);
         } catch (error) {
           const refusal = error instanceof SluiceError ? error : new InputError(400, 'invalid_subscription', 'The live room request is malformed.');
           res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify(refusal.toBody()));
@@ -317,30 +318,3 @@ export class LiveRooms {
     }
   }
 }
-
-/**
- * What an upgrade asks for, once its caller may have it; otherwise the refusal, as the REST API
- * words it: 401 without a valid key, 404 for another org's (or no) org, 400 for a malformed
- * subscription, 402 for the sandbox on a plan without one.
- */
-function admit(principal: Principal | undefined, org: Organization | undefined, orgId: string, query: URLSearchParams): { principal: Principal; requested: Subscription } {
-  if (principal === undefined) throw new AccessError(401, 'unauthorized', `A valid API key is required: ?token=<key>, or a Sec-WebSocket-Protocol entry next to ${LIVE_PROTOCOL}.`);
-  if (org === undefined || (principal.kind !== 'platform_admin' && principal.orgId !== orgId)) throw notFound('Organization');
-  let requested: Subscription;
-  try {
-    requested = parseSubscribeQuery(query);
-  } catch (error) {
-    throw new InputError(400, 'invalid_subscription', error instanceof Error ? error.message : 'The subscription is malformed.');
-  }
-  assertSandboxAllowed(org, requested.room.environment);
-  return { principal, requested };
-}
-
-/** A plain GET of the live room (no WebSocket upgrade) is told what the endpoint is. */
-export const liveUpgradeRequired: Route = {
-  method: 'GET',
-  pattern: '/organizations/:org_id/live',
-  handler: () => {
-    throw new SluiceError(426, 'upgrade_required', `This is a WebSocket endpoint: open it with a WebSocket client (subprotocol ${LIVE_PROTOCOL}).`);
-  },
-};

@@ -1,0 +1,39 @@
+// Who may open a live room and what they asked for, decided at the WebSocket upgrade, with each
+// refusal worded as the REST API words it; and the answer to a plain GET of the room's path.
+
+import type { Principal } from '../auth/authorize.ts';
+import { AccessError, InputError, notFound, SluiceError } from '../errors.ts';
+import type { Route } from '../http/types.ts';
+import type { Organization } from '../tenancy/organizations.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { parseSubscribeQuery, type Subscription } from './live-subscription.ts';
+
+/** The WebSocket subprotocol of live rooms; the API key may ride as a second entry beside it. */
+export const LIVE_PROTOCOL = 'sluice-live';
+
+/**
+ * What an upgrade asks for, once its caller may have it; otherwise the refusal, as the REST API
+ * words it: 401 without a valid key, 404 for another org's (or no) org, 400 for a malformed
+ * subscription, 402 for the sandbox on a plan without one.
+ */
+export function admitUpgrade(principal: Principal | undefined, org: Organization | undefined, orgId: string, query: URLSearchParams): { principal: Principal; requested: Subscription } {
+  if (principal === undefined) throw new AccessError(401, 'unauthorized', `A valid API key is required: ?token=<key>, or a Sec-WebSocket-Protocol entry next to ${LIVE_PROTOCOL}.`);
+  if (org === undefined || (principal.kind !== 'platform_admin' && principal.orgId !== orgId)) throw notFound('Organization');
+  let requested: Subscription;
+  try {
+    requested = parseSubscribeQuery(query);
+  } catch (error) {
+    throw new InputError(400, 'invalid_subscription', error instanceof Error ? error.message : 'The subscription is malformed.');
+  }
+  assertSandboxAllowed(org, requested.room.environment);
+  return { principal, requested };
+}
+
+/** A plain GET of the live room (no WebSocket upgrade) is told what the endpoint is. */
+export const liveUpgradeRequired: Route = {
+  method: 'GET',
+  pattern: '/organizations/:org_id/live',
+  handler: () => {
+    throw new SluiceError(426, 'upgrade_required', `This is a WebSocket endpoint: open it with a WebSocket client (subprotocol ${LIVE_PROTOCOL}).`);
+  },
+};
