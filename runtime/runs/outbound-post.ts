@@ -48,6 +48,11 @@ export class PostTimeoutError extends Error {
   }
 }
 
+/** Thrown when the request cannot be built from the step (its headers): a retry cannot succeed. */
+export class PostRequestError extends Error {
+  override readonly name = 'PostRequestError';
+}
+
 /**
  * Posts `body` to `url`; rejects with PostTimeoutError at the deadline or with the network error.
  * Time spent waiting for a free socket in the pool is not the receiver's and is not on the clock.
@@ -57,7 +62,14 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
   const body = Buffer.from(options.body, 'utf8');
   const { pool } = options;
   return new Promise<PostAnswer>((resolve, reject) => {
-    const outgoing = send(url, { method: 'POST', ...pool.requestOptions, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
+    let outgoing: ReturnType<typeof send>;
+    try {
+      outgoing = send(url, { method: 'POST', ...pool.requestOptions, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
+    } catch (error) {
+      // A header Node refuses (a character it cannot send): retrying cannot help.
+      reject(new PostRequestError(`the request could not be built: ${error instanceof Error ? error.message : String(error)}`));
+      return;
+    }
     // Wall-clock time, so a test can move it with mocked timers.
     const sentAt = Date.now();
     const queued = pool.isQueued(outgoing);
@@ -85,8 +97,15 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
         fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
         outgoing.destroy();
       }, options.timeoutMs);
-      // Headers go out with the body, so both wait for the socket.
-      for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
+      // Headers go out with the body, so both wait for the socket. This runs outside the promise's
+      // executor: a throw here would be uncaught and end the process, so it fails the request.
+      try {
+        for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
+      } catch (error) {
+        fail(new PostRequestError(`the request could not be built: ${error instanceof Error ? error.message : String(error)}`));
+        outgoing.destroy();
+        return;
+      }
       outgoing.end(body);
     });
     // `on`, not `once`: a request can be told of a failure more than once (a refused connection at shutdown).

@@ -10,7 +10,7 @@ import type { StepFailure } from '../../actors/run-types.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
-import { postOnce, PostTimeoutError, type PostAnswer } from './outbound-post.ts';
+import { postOnce, PostRequestError, PostTimeoutError, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
@@ -142,6 +142,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     const evidence = { ...base, duration_ms: Math.round(performance.now() - started), ...queued };
     // A timeout runs from the connection, so the request went out; a network error may have come
     // at any point, so the attempt's own time stands for it.
+    if (error instanceof PostRequestError) return failure('webhook_request_invalid', `The request could not be sent as configured: ${error.message}.`, false, evidence);
     return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, request.nowMs + (error.queuedMs ?? 0))
       : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, request.nowMs);

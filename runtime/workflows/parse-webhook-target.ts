@@ -26,6 +26,8 @@ export const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
   'content-length',
   'content-type',
   'content-encoding',
+  // Makes Node send the headers at once, before the signature can be added: the send would throw.
+  'expect',
   'webhook-id',
   'webhook-timestamp',
   'webhook-signature',
@@ -33,6 +35,8 @@ export const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+/** What a header value can carry as is: Node refuses more when it sends, long after the workflow was saved. */
+const HEADER_VALUE = /^[\x20-\x7e]*$/;
 
 /**
  * Absolute http(s) URL without credentials. Address checks (loopback, private ranges) belong to
@@ -72,7 +76,9 @@ export function parseWebhookHeaders(value: unknown, field: string): Record<strin
     }
     if (seen.has(lower)) fail(at, `Header "${name}" is given more than once (header names ignore case).`);
     seen.add(lower);
-    headers[name] = readString(raw, at, { min: 0, max: MAX_HEADER_VALUE });
+    const headerValue = readString(raw, at, { min: 0, max: MAX_HEADER_VALUE });
+    if (!HEADER_VALUE.test(headerValue)) fail(at, `Header "${name}" may hold only printable ASCII and spaces.`);
+    headers[name] = headerValue;
   }
   return headers;
 }

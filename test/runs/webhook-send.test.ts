@@ -312,3 +312,16 @@ test('a URL reaching the runtime\'s own port is self by loopback, IPv4-mapped IP
   assert.equal(await targetsSelf(new URL('http://127.0.0.1:4001/'), 4000), false, 'another port');
   assert.equal(await targetsSelf(new URL('http://203.0.113.7:4000/'), 4000), false, 'another machine');
 });
+
+test('headers Node will not send fail the attempt for good, and never crash the process', async () => {
+  const local = await serve((_req, res) => res.end('ok'));
+  // Stored before these headers were refused at write time: Expect makes Node send the headers at
+  // once, so adding the signature afterwards threw outside any promise.
+  for (const headers of [{ Expect: '100-continue' }, { 'X-Note': 'a→b' }]) {
+    const outcome = await attempt(local.url, { headers });
+    assert.equal(outcome.ok, false, JSON.stringify(headers));
+    assert.ok(!outcome.ok && outcome.error.code === 'webhook_request_invalid' && !outcome.error.retryable, JSON.stringify(outcome));
+  }
+  assert.equal(local.requests.length, 0, 'nothing reached the receiver');
+  assert.equal((await attempt(local.url)).ok, true, 'the process and the pool still work');
+});

@@ -33,13 +33,15 @@ describe('webhook steps', () => {
     const step = only(webhook({ headers: { 'X-Tenant': 'acme', Authorization: 'Bearer t' } }));
     assert.ok(step.type === 'webhook');
     assert.deepEqual(step.headers, { 'X-Tenant': 'acme', Authorization: 'Bearer t' });
-    for (const name of ['Connection', 'transfer-encoding', 'Webhook-Signature', 'webhook-id', 'Idempotency-Key', 'Host', 'Content-Type', 'content-encoding']) {
+    for (const name of ['Connection', 'transfer-encoding', 'Webhook-Signature', 'webhook-id', 'Idempotency-Key', 'Host', 'Content-Type', 'content-encoding', 'Expect']) {
       rejects(withSteps(webhook({ headers: { [name]: 'x' } })), 'forbidden_header', `steps[0].headers.${name}`);
     }
     const many = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, 'v']));
     rejects(withSteps(webhook({ headers: many })), 'invalid_request', 'steps[0].headers');
     rejects(withSteps(webhook({ headers: { 'X-A': 1 } })), 'invalid_request', 'steps[0].headers.X-A');
     rejects(withSteps(webhook({ headers: { 'X-A': 'a\r\nInjected: 1' } })), 'invalid_request', 'steps[0].headers.X-A');
+    rejects(withSteps(webhook({ headers: { 'X-A': 'a→b' } })), 'invalid_request', 'steps[0].headers.X-A');
+    assert.ok(only(webhook({ headers: { 'X-A': 'spaced value ~!' } })), 'spaces and printable ASCII are fine');
     rejects(withSteps(webhook({ headers: { 'Bad Name': 'v' } })), 'invalid_request', 'steps[0].headers.Bad Name');
     rejects(withSteps(webhook({ headers: { 'x-a': '1', 'X-A': '2' } })), 'invalid_request', 'steps[0].headers.X-A');
   });
