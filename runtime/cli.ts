@@ -2,7 +2,7 @@
 // Prints where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
 import { relative } from 'node:path';
-import { loadRuntimeConfig, type RuntimeConfig } from './config.ts';
+import { DEV_DEFAULTS, loadRuntimeConfig, SERVE_DEFAULTS, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
 import { SluiceError } from './errors.ts';
 import { signCommand } from './sign-command.ts';
@@ -30,6 +30,8 @@ options (dev, serve):
   --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off)
   --webhook-connections <n>  connections webhook steps may hold per org and receiver; more requests
                         wait for one (SLUICE_WEBHOOK_CONNECTIONS, default 32)
+  --webhook-targets <p> public: webhook steps reach public addresses only; any: local and private
+                        ones too (SLUICE_WEBHOOK_TARGETS; dev: any, serve: public)
   A blank environment variable counts as not set; an empty flag is refused.
 
 options (hook-runner):
@@ -66,7 +68,7 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
 }
 
 async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
-  const config = loadRuntimeConfig(args, process.env, command === 'dev' ? 'child' : 'off');
+  const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
   const starting = createRuntime(config);
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
   const stop = (signal: string): void => {

@@ -9,6 +9,7 @@ import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
+import { WEBHOOK_TARGETS, type WebhookTargets } from './runs/webhook-address-policy.ts';
 
 export interface RuntimeConfig {
   readonly host: string;
@@ -34,7 +35,18 @@ export interface RuntimeConfig {
   readonly runnerToken: string | undefined;
   /** Open connections webhook steps may hold per org and receiver origin; more requests wait for one. */
   readonly webhookConnections: number;
+  /** Which addresses webhook steps may reach: `public` only, or `any` (local receivers too). */
+  readonly webhookTargets: WebhookTargets;
 }
+
+/** What `dev` and `serve` differ in: dev runs a local hook-runner and may call local receivers. */
+export interface CommandDefaults {
+  readonly runner: 'child' | 'off';
+  readonly webhookTargets: WebhookTargets;
+}
+
+export const SERVE_DEFAULTS: CommandDefaults = { runner: 'off', webhookTargets: 'public' };
+export const DEV_DEFAULTS: CommandDefaults = { runner: 'child', webhookTargets: 'any' };
 
 export const DEFAULT_PORT = 8787;
 
@@ -71,7 +83,7 @@ function adminToken(value: string | undefined): string | undefined {
 }
 
 /** Parses `args` (after the sub-command) over `env`; flags win over environment variables. */
-export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEnv, defaultRunner: 'child' | 'off' = 'off'): RuntimeConfig {
+export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEnv, defaults: CommandDefaults = SERVE_DEFAULTS): RuntimeConfig {
   const { values } = parseArgs({
     args: [...args],
     strict: true,
@@ -86,6 +98,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'log-level': { type: 'string' },
       runner: { type: 'string' },
       'webhook-connections': { type: 'string' },
+      'webhook-targets': { type: 'string' },
     },
   });
   const dataDir = resolve(text('--data-dir', values['data-dir'], env.SLUICE_DATA_DIR) ?? './.sluice');
@@ -109,10 +122,16 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     retentionDays,
     liveRetention: integer('--live-retention', text('--live-retention', values['live-retention'], env.SLUICE_LIVE_RETENTION), DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
     logLevel,
-    runner: parseRunner(text('--runner', values.runner, env.SLUICE_RUNNER) ?? defaultRunner),
+    runner: parseRunner(text('--runner', values.runner, env.SLUICE_RUNNER) ?? defaults.runner),
     runnerToken: env.SLUICE_RUNNER_TOKEN,
     webhookConnections: integer('--webhook-connections', text('--webhook-connections', values['webhook-connections'], env.SLUICE_WEBHOOK_CONNECTIONS), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
+    webhookTargets: parseWebhookTargets(text('--webhook-targets', values['webhook-targets'], env.SLUICE_WEBHOOK_TARGETS) ?? defaults.webhookTargets),
   };
+}
+
+function parseWebhookTargets(value: string): WebhookTargets {
+  if ((WEBHOOK_TARGETS as readonly string[]).includes(value)) return value as WebhookTargets;
+  throw new InputError(400, 'invalid_config', `--webhook-targets must be "public" or "any"; got "${value}".`);
 }
 
 function parseRunner(value: string): RuntimeConfig['runner'] {

@@ -95,7 +95,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
   const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);
-  const connections = new OutboundConnections(config.webhookConnections);
+  const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets);
   observeWebhookConnections(metrics, () => connections.stats());
   const engine = new RunEngine({
     ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, projections,

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
-import { loadRuntimeConfig } from '../runtime/config.ts';
+import { DEV_DEFAULTS, loadRuntimeConfig } from '../runtime/config.ts';
 import { InputError } from '../runtime/errors.ts';
 
 test('webhook connections: 32 by default, the environment sets it, a flag wins over the environment', () => {
@@ -72,4 +72,12 @@ test('history retention: 30 days by default, set by flag or environment, never s
   assert.throws(() => loadRuntimeConfig(['--retention-days', '6'], {}), (error: unknown) => error instanceof InputError && /must cover the dedup window \(7 days\)/.test(error.message));
   assert.equal(loadRuntimeConfig(['--retention-days', '1', '--dedup-window-ms', '3600000'], {}).retentionDays, 1);
   assert.throws(() => loadRuntimeConfig(['--retention-days', '0'], {}), (error: unknown) => error instanceof InputError && error.message.includes('from 1 to 3650'));
+});
+
+test('webhook targets: public under serve, any under dev, either by flag or environment, nothing else', () => {
+  assert.equal(loadRuntimeConfig([], {}).webhookTargets, 'public');
+  assert.equal(loadRuntimeConfig([], {}, DEV_DEFAULTS).webhookTargets, 'any');
+  assert.equal(loadRuntimeConfig(['--webhook-targets', 'any'], {}).webhookTargets, 'any');
+  assert.equal(loadRuntimeConfig([], { SLUICE_WEBHOOK_TARGETS: 'public' }, DEV_DEFAULTS).webhookTargets, 'public');
+  assert.throws(() => loadRuntimeConfig(['--webhook-targets', 'private'], {}), (error: unknown) => error instanceof InputError && error.message.includes('"public" or "any"'));
 });

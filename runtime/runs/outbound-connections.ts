@@ -6,6 +6,7 @@
 import { Agent as HttpAgent, type AgentOptions, type ClientRequest, type ClientRequestArgs } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Duplex } from 'node:stream';
+import { publicOnlyLookup, type WebhookTargets } from './webhook-address-policy.ts';
 
 /** Default of `--webhook-connections`: sockets per org and receiver origin. */
 export const DEFAULT_WEBHOOK_CONNECTIONS = 32;
@@ -65,9 +66,15 @@ export class OutboundConnections {
   readonly #unsettled = new Set<() => void>();
   #closed = false;
 
-  constructor(readonly perReceiver: number = DEFAULT_WEBHOOK_CONNECTIONS) {
+  /** `targets`: which addresses new connections may reach (webhook-address-policy.ts). */
+  constructor(
+    readonly perReceiver: number = DEFAULT_WEBHOOK_CONNECTIONS,
+    readonly targets: WebhookTargets = 'public',
+  ) {
     // LIFO keeps the most recently used sockets busy and lets the others go idle and close.
     const options: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
+    // Agents pass their options on to each connection; the pools' names are checked where they connect.
+    if (targets === 'public') Object.assign(options, { lookup: publicOnlyLookup });
     this.#agents = [new OrgHttpAgent(options), new OrgHttpsAgent(options)];
   }
 

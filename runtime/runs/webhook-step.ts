@@ -10,6 +10,7 @@ import type { StepFailure } from '../../actors/run-types.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
+import { ForbiddenTargetError, isPublicAddress } from './webhook-address-policy.ts';
 import { postOnce, PostRequestError, PostTimeoutError, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
@@ -107,6 +108,11 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
   if (await targetsSelf(url, target.selfPort)) {
     return failure('self_request_refused', 'Webhook steps may not call the Sluice runtime itself.', false, base);
   }
+  // A name is checked where it connects (the pools' lookup); an address literal connects without one.
+  const literal = url.hostname.replace(/^\[|\]$/g, '');
+  if (target.connections.targets === 'public' && isIP(literal) !== 0 && !isPublicAddress(literal)) {
+    return failure('webhook_target_forbidden', `${literal} is not a public address (--webhook-targets public).`, false, base);
+  }
   const headers: Record<string, string> = {
     ...request.headers,
     'content-type': 'application/json',
@@ -143,6 +149,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // A timeout runs from the connection, so the request went out; a network error may have come
     // at any point, so the attempt's own time stands for it.
     if (error instanceof PostRequestError) return failure('webhook_request_invalid', `The request could not be sent as configured: ${error.message}.`, false, evidence);
+    if (error instanceof ForbiddenTargetError) return failure('webhook_target_forbidden', `${error.message}.`, false, evidence);
     return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, request.nowMs + (error.queuedMs ?? 0))
       : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, request.nowMs);

@@ -47,7 +47,8 @@ function testLedger(options: StartOptions): Ledger | undefined {
 export async function startRuntime(options: StartOptions = {}): Promise<TestRuntime> {
   const ledger = testLedger(options);
   const dataDir = options.dataDir ?? tempDir();
-  const config = loadRuntimeConfig(['--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, ...(options.args ?? [])], {});
+  // Tests' receivers are local, so webhook steps may reach any address unless a test asks otherwise.
+  const config = loadRuntimeConfig(['--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, '--webhook-targets', 'any', ...(options.args ?? [])], {});
   const runtime = await createRuntime(config, {
     logger: createLogger('silent'),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
@@ -80,7 +81,7 @@ export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve'
   const token = adminToken === 'fixed' ? ['--admin-token', ADMIN_TOKEN] : [];
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', ...extraArgs],
+    ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any', ...extraArgs],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const output: string[] = [];

@@ -18,7 +18,8 @@ after(() => {
 });
 
 function connectionPool(perReceiver?: number): OutboundConnections {
-  const pool = new OutboundConnections(perReceiver);
+  // The receivers here are local: allowed under `any` (the `public` policy has its own tests).
+  const pool = new OutboundConnections(perReceiver, 'any');
   pools.push(pool);
   return pool;
 }
@@ -262,7 +263,7 @@ test('a request waiting for a connection starts its deadline when it gets one, a
 
 test('closing the pools fails the requests in flight and the queued ones, and opens no connection', HOLDING_TEST, async () => {
   const receiver = await holdingReceiver();
-  const closing = new OutboundConnections(2);
+  const closing = new OutboundConnections(2, 'any');
   const send = (key: string) => attempt(receiver.local.url, { idempotencyKey: key }, closing);
   try {
     // Two busy sockets: each one closing used to hand the head of the queue a second error.

@@ -27,7 +27,7 @@ export async function startSluice(context: ScenarioContext, options: { dataDir?:
   const server: ServerChild = await context.children.startServer({
     name: options.label ?? 'sluice serve',
     command: process.execPath,
-    args: [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn'],
+    args: [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn', '--webhook-targets', 'any'],
     cwd: context.repoRoot,
     timeoutMs: 120_000,
   });

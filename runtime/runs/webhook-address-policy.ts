@@ -1,0 +1,72 @@
+// Which addresses webhook steps may connect to. `public` (the default of `sluice serve`): only
+// public ones, since a tenant's URL must not reach the runtime's own network (loopback, private
+// ranges, link-local with the cloud metadata address, shared CGNAT space, multicast, reserved and
+// documentation ranges) and read what answers there: the first 4 KiB become the step result.
+// `any` (the default of `sluice dev`) also allows local receivers. Names are checked in the lookup
+// the connection itself uses, so a name that resolves elsewhere a moment later gains nothing.
+
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+
+export type WebhookTargets = 'public' | 'any';
+export const WEBHOOK_TARGETS: readonly WebhookTargets[] = ['public', 'any'];
+
+const NOT_PUBLIC = new BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) NOT_PUBLIC.addSubnet(network, prefix, 'ipv4');
+for (const [network, prefix] of [
+  ['::', 128], ['::1', 128], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+] as const) NOT_PUBLIC.addSubnet(network, prefix, 'ipv6');
+
+/** The IPv4 address a NAT64 address (64:ff9b::/96) stands for, or undefined. */
+function nat64Embedded(address: string): string | undefined {
+  const match = /^64:ff9b::(?:([0-9a-f]{1,4}):([0-9a-f]{1,4})|(\d+\.\d+\.\d+\.\d+))$/i.exec(address);
+  if (match === null) return undefined;
+  if (match[3] !== undefined) return match[3];
+  const [high, low] = [parseInt(match[1] ?? '0', 16), parseInt(match[2] ?? '0', 16)];
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
+/** Whether `address` (an IP literal, brackets removed) is on the public internet. IPv4-mapped forms count as their IPv4 address. */
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 0) return false;
+  if (family === 4) return !NOT_PUBLIC.check(address, 'ipv4');
+  const embedded = nat64Embedded(address);
+  if (embedded !== undefined) return isPublicAddress(embedded);
+  return !NOT_PUBLIC.check(address, 'ipv6');
+}
+
+/** A webhook URL that leads to an address the policy does not allow: never retried. */
+export class ForbiddenTargetError extends Error {
+  override readonly name = 'ForbiddenTargetError';
+
+  constructor(host: string, address: string) {
+    super(`${host} resolves to ${address}, which is not a public address (--webhook-targets public)`);
+  }
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for the connection pools under the `public` policy: resolves as Node would, and fails
+ * the connection when any address it gets is not public.
+ */
+export function publicOnlyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error !== null) {
+      callback(error, []);
+      return;
+    }
+    const blocked = addresses.find((entry) => !isPublicAddress(entry.address));
+    if (blocked !== undefined) {
+      callback(new ForbiddenTargetError(hostname, blocked.address), []);
+      return;
+    }
+    if (options.all === true) callback(null, addresses);
+    else callback(null, addresses[0]?.address ?? '', addresses[0]?.family);
+  });
+}
