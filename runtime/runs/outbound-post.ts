@@ -1,6 +1,7 @@
 // One outbound HTTP(S) POST for webhook steps through a capped keep-alive pool, one deadline for
 // the whole exchange (connect, send, answer, body) that starts once the pool hands the request a
-// socket, no redirects followed, and a capped body read.
+// socket, no redirects followed, and a capped body read. A body still arriving at the deadline
+// after the status line is cut off: the status decides, the body is only evidence.
 // node:http instead of fetch: fetch's web streams and abort signals cost ~2x the CPU per request.
 
 import { request as httpRequest, type IncomingMessage } from 'node:http';
@@ -85,6 +86,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       reject(error);
     };
     let hasSocket = false;
+    let answered: IncomingMessage | undefined;
     const release = pool.untilClosed(() => {
       fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
@@ -94,6 +96,11 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       hasSocket = true;
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
       timer = setTimeout(() => {
+        // Answered: the receiver took the delivery; ending its body settles with what came.
+        if (answered !== undefined) {
+          answered.destroy();
+          return;
+        }
         fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
         outgoing.destroy();
       }, options.timeoutMs);
@@ -111,6 +118,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     // `on`, not `once`: a request can be told of a failure more than once (a refused connection at shutdown).
     outgoing.on('error', fail);
     outgoing.once('response', (response: IncomingMessage) => {
+      answered = response;
       const kept: Buffer[] = [];
       let bytes = 0;
       response.on('data', (chunk: Buffer) => {

@@ -1,6 +1,7 @@
 // One webhook attempt against real local HTTP servers: answers and their evidence, the body cap,
-// redirects not followed, Retry-After, refused and cut-off connections, the deadline (on mocked
-// timers, no real wait), keep-alive reuse of one connection, and the per-org connection cap.
+// redirects not followed, Retry-After, refused and cut-off connections, the deadline (a body still
+// arriving at it is cut off; on mocked timers, no real wait), keep-alive reuse of one connection,
+// and the per-org connection cap.
 
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -156,6 +157,35 @@ test('a receiver that never answers times out at the step deadline', async () =>
     const error = errorOf(await pending);
     assert.equal(error?.code, 'webhook_timeout');
     assert.equal(error?.message, 'The receiver did not answer within 2500 ms.');
+  } finally {
+    mock.timers.reset();
+    for (const res of held) res.destroy();
+  }
+});
+
+test('a 2xx whose body is still arriving at the deadline succeeds: the body is cut off as evidence, the delivery not sent again', async () => {
+  let arrived: () => void = () => undefined;
+  const reached = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
+  const held: ServerResponse[] = [];
+  const local = await serve((_req, res) => {
+    res.writeHead(200, { 'content-length': '100' });
+    res.write('{"accepted":');
+    held.push(res);
+    arrived();
+  });
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const pending = attempt(local.url, { timeoutMs: 2500 });
+    await reached;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(await settlesWithin(pending, 2499), false, 'still reading before the deadline');
+    mock.timers.tick(1);
+    const outcome = await pending;
+    assert.equal(outcome.ok, true, JSON.stringify(outcome));
+    assert.deepEqual(outcome.ok ? outcome.result : undefined, { status: 200, body: '{"accepted":' });
+    assert.equal((outcome.evidence as { body_cut_off?: boolean }).body_cut_off, true);
   } finally {
     mock.timers.reset();
     for (const res of held) res.destroy();
