@@ -52,7 +52,9 @@ export function resolveRetryPolicy(override?: RetryOverride): RetryPolicy {
  * attempt failed), or `'exhausted'` when the retry budget is spent. The backoff is
  * `initialMs * 2^(failedAttempts-1)` capped at `maxMs`. A server hint (`retryAfterMs`, from
  * `Retry-After` or the hook-runner) replaces the backoff but is still capped at `maxMs`,
- * so a hostile endpoint cannot park a run for a year; it never extends the retry budget.
+ * so a hostile endpoint cannot park a run for a year, and waits at least MIN_HINT_MS (or
+ * `initialMs`, if shorter), so `Retry-After: 0` cannot spend the whole budget in milliseconds;
+ * it never extends the retry budget.
  */
 export function nextRetryDelay(policy: RetryPolicy, failedAttempts: number, retryAfterMs?: number): number | 'exhausted' {
   if (!Number.isInteger(failedAttempts) || failedAttempts < 1) {
@@ -60,12 +62,15 @@ export function nextRetryDelay(policy: RetryPolicy, failedAttempts: number, retr
   }
   if (failedAttempts > policy.maxRetries) return 'exhausted';
   if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs)) {
-    return Math.min(Math.max(0, Math.ceil(retryAfterMs)), policy.maxMs);
+    return Math.min(Math.max(Math.min(MIN_HINT_MS, policy.initialMs), Math.ceil(retryAfterMs)), policy.maxMs);
   }
   // 2^52 already exceeds any cap; clamping the exponent keeps the arithmetic finite.
   const exponent = Math.min(failedAttempts - 1, 52);
   return Math.min(policy.initialMs * 2 ** exponent, policy.maxMs);
 }
+
+/** The shortest wait a Retry-After hint can ask for (a step's own shorter initial delay still wins). */
+export const MIN_HINT_MS = 1000;
 
 const DELTA_SECONDS = /^\d{1,12}$/;
 

@@ -31,7 +31,8 @@ describe('nextRetryDelay', () => {
 
   it('honours retryAfterMs instead of the backoff, capped at max_ms, within the budget', () => {
     assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, 5_000), 5_000);
-    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 2, 0), 0);
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 2, 0), 1_000, 'Retry-After: 0 still waits a second');
+    assert.equal(nextRetryDelay({ maxRetries: 5, initialMs: 200, maxMs: 10_000 }, 1, 0), 200, 'or the step\'s shorter first delay');
     assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, 86_400_000), 3_600_000);
     assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 6, 1_000), 'exhausted');
     assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, Number.NaN), 30_000);
