@@ -107,7 +107,9 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     throw new InputError(400, 'invalid_config', `log level must be debug, info, warn, error or silent; got "${logLevel}".`);
   }
   const dedupWindowMs = integer('--dedup-window-ms', text('--dedup-window-ms', values['dedup-window-ms'], env.SLUICE_DEDUP_WINDOW_MS), DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * DAY_MS);
-  const retentionDays = integer('--retention-days', text('--retention-days', values['retention-days'], env.SLUICE_RETENTION_DAYS), DEFAULT_RETENTION_DAYS, 1, 3650);
+  // Unset, it grows to cover a longer dedup window instead of refusing to start.
+  const retentionFallback = Math.max(DEFAULT_RETENTION_DAYS, Math.ceil(dedupWindowMs / DAY_MS));
+  const retentionDays = integer('--retention-days', text('--retention-days', values['retention-days'], env.SLUICE_RETENTION_DAYS), retentionFallback, 1, 3650);
   if (retentionDays * DAY_MS < dedupWindowMs) {
     // A duplicate inside the window is answered with its original event: that event must still exist.
     throw new InputError(400, 'invalid_config', `--retention-days (${retentionDays}) must cover the dedup window (${dedupWindowMs / DAY_MS} days).`);

@@ -130,7 +130,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const pruneTimer = setInterval(() => {
     inbox.prune(clock.now()).catch((error: unknown) => logger.error('inbox prune failed', { error: String(error) }));
     updateLog.trim().catch((error: unknown) => logger.error('live update trim failed', { error: String(error) }));
-    pruneHistory({ ledger, runs }, clock.now(), config.retentionDays * DAY_MS).catch((error: unknown) => logger.error('history prune failed', { error: String(error) }));
+    pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS).catch((error: unknown) => logger.error('history prune failed', { error: String(error) }));
   }, Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))));
   pruneTimer.unref();
   logger.debug('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt) });

@@ -17,7 +17,7 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         assertSandboxAllowed(org, 'sandbox');
-        const result = await resetSandbox({ ledger: ctx.ledger, runs: ctx.runs, sources: ctx.sources, updateLog, projections }, org.id);
+        const result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, updateLog, projections }, org.id);
         engine.forget(result.runs);
         return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims, projection_rows: result.projection_rows } });
       },

@@ -5,10 +5,10 @@ import { ConflictError, notFound } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import { durably } from '../ledger/durable-write.ts';
 import { pageByTime } from '../ledger/page-by-time.ts';
-import type { Ledger } from '../ledger/ledger.ts';
+import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
 import type { Environment } from '../sources/source-record.ts';
 import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
-import type { Recording, StoredEvent } from './event-record.ts';
+import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
 
 /** What a reactor did inside a storing transaction, to finish once it is durable or undo if it never commits. */
 export interface Reaction {
@@ -61,10 +61,17 @@ export class EventStore {
   readonly #ledger: Ledger;
   readonly #inbox: Inbox;
   readonly #reactors: EventReactor[] = [];
+  /**
+   * [orgId, environment, eventId] -> pruned-at ms, for API events whose id the caller chose and that
+   * retention removed: such an id is never accepted again, or its runs would get the ids, effect
+   * keys and fences of the removed ones (run ids are a function of org, event and workflow).
+   */
+  readonly #tombstones: LedgerTable;
 
   constructor(ledger: Ledger, inbox: Inbox) {
     this.#ledger = ledger;
     this.#inbox = inbox;
+    this.#tombstones = ledger.openDatabase('event-tombstones');
   }
 
   /** Registers a reactor that runs inside every event-storing transaction. */
@@ -103,10 +110,33 @@ export class EventStore {
     return event;
   }
 
-  /** The event a delivery or API id duplicates, if it is still remembered. */
+  /** The event a delivery or API id duplicates, if it is still remembered (or was removed by retention). */
   #duplicateOf(event: StoredEvent, claim: NewEvent['claim']): string | undefined {
     if (claim !== null) return this.#inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms)?.event_id;
-    return this.#ledger.events.doesExist([event.org_id, event.id]) ? event.id : undefined;
+    const seen = this.#ledger.events.doesExist([event.org_id, event.id]) || this.#tombstones.doesExist([event.org_id, event.environment, event.id]);
+    return seen ? event.id : undefined;
+  }
+
+  /**
+   * Removes an event, its time index entry and its recording for retention, leaving a tombstone
+   * when its id was the caller's (see #tombstones). Call inside a write transaction.
+   */
+  removeWithin(event: StoredEvent, nowMs: number): void {
+    const { events, eventsByTime, recordings } = this.#ledger;
+    eventsByTime.remove([event.org_id, event.environment, event.received_at_ms, event.id]);
+    events.remove([event.org_id, event.id]);
+    recordings.remove([event.org_id, event.id]);
+    if (event.source === API_SOURCE && event.provider_event_id !== null) this.#tombstones.put([event.org_id, event.environment, event.id], nowMs);
+  }
+
+  /** Removes the tombstones of one org's environment (sandbox reset: its ids may be sent again). Call inside a write transaction. */
+  removeTombstonesWithin(orgId: string, environment: string): number {
+    let removed = 0;
+    for (const key of this.#tombstones.getKeys({ start: [orgId, environment], end: [orgId, environment, '\uffff'] })) {
+      this.#tombstones.remove(key);
+      removed++;
+    }
+    return removed;
   }
 
   /** A claim that exists but is past the dedup window is replaced inside one serialized transaction. */

@@ -1,11 +1,13 @@
 // The end of history: events older than the retention go, with their recordings and their runs,
 // oldest first, in bounded transactions (hourly, beside the dedup-claim prune). An event stays, with
 // everything it made, while any of its runs still has work to do or waits for a person (failed):
-// retention never takes what a run, a resume or a triage still needs.
+// retention never takes what a run, a resume or a triage still needs. A caller-chosen API event id
+// leaves a tombstone (event-store.ts), so it is never accepted again with the old runs' ids.
 
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import type { RunStore } from '../runs/run-store.ts';
+import type { EventStore } from './event-store.ts';
 import { ENVIRONMENTS } from '../sources/source-record.ts';
 
 export const DEFAULT_RETENTION_DAYS = 30;
@@ -13,6 +15,7 @@ export const DAY_MS = 86_400_000;
 
 export interface HistoryDeps {
   readonly ledger: Ledger;
+  readonly events: EventStore;
   readonly runs: RunStore;
 }
 
@@ -38,7 +41,9 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
       let start: LedgerKey = [orgId, environment, 0];
       for (;;) {
         const keys = [...deps.ledger.eventsByTime.getKeys({ start, end: [orgId, environment, cutoff], limit: passSize })] as [string, string, number, string][];
-        const pass = await removeFinished(deps, keys);
+        const pass = await removeFinished(deps, keys, nowMs);
+        // A pass that removes nothing does not wait on a write: yield, so requests go on between passes.
+        await new Promise((resolve) => setImmediate(resolve));
         events += pass.events;
         runs += pass.runs;
         const last = keys.at(-1);
@@ -51,7 +56,7 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
   return { events, runs };
 }
 
-async function removeFinished(deps: HistoryDeps, keys: readonly [string, string, number, string][]): Promise<PrunedHistory> {
+async function removeFinished(deps: HistoryDeps, keys: readonly [string, string, number, string][], nowMs: number): Promise<PrunedHistory> {
   const { ledger } = deps;
   const removable = keys
     .map((key) => ({ key, runs: deps.runs.forEvent(key[0], key[3]) }))
@@ -60,16 +65,20 @@ async function removeFinished(deps: HistoryDeps, keys: readonly [string, string,
   return durably(
     ledger.root,
     ledger.root.transaction((): PrunedHistory => {
+      let events = 0;
       let runs = 0;
       for (const { key, runs: finished } of removable) {
-        const [orgId, , , eventId] = key;
-        ledger.eventsByTime.remove(key);
-        ledger.events.remove([orgId, eventId]);
-        ledger.recordings.remove([orgId, eventId]);
+        const [orgId, , receivedAtMs, eventId] = key;
+        // Read again where it is written: the event may have been replaced meanwhile (a sandbox
+        // reset, then the same id sent again), and the new one is not this entry's.
+        const event = deps.events.get(orgId, eventId);
+        if (event === undefined || event.received_at_ms !== receivedAtMs) continue;
+        deps.events.removeWithin(event, nowMs);
         for (const run of finished) deps.runs.remove(run);
+        events += 1;
         runs += finished.length;
       }
-      return { events: removable.length, runs };
+      return { events, runs };
     }),
   );
 }

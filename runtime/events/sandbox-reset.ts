@@ -1,11 +1,12 @@
-// Sandbox reset: removes one org's sandbox events, recordings, runs, inbox claims, projection rows
-// and retained live updates and starts its next sandbox generation in one durable transaction, and
+// Sandbox reset: removes one org's sandbox events (and retention's tombstones of them), recordings,
+// runs, inbox claims, projection rows and retained live updates and starts its next sandbox generation in one durable transaction, and
 // nothing else (workflows, sources and production stay). A re-sent event id then makes runs with new ids.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import type { InboxClaim } from '../inbox/inbox.ts';
+import type { EventStore } from './event-store.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import { REPLAY_SOURCE } from '../replay/business-replay.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
@@ -14,6 +15,7 @@ import type { SourceStore } from '../sources/source-store.ts';
 
 export interface SandboxResetDeps {
   readonly ledger: Ledger;
+  readonly events: EventStore;
   readonly runs: RunStore;
   readonly sources: SourceStore;
   readonly updateLog: UpdateLog;
@@ -68,6 +70,8 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
           claims++;
         }
         deps.updateLog.removeEnvironment(orgId, 'sandbox');
+        // Ids retention removed may be sent again too: the new generation gives their runs new ids.
+        deps.events.removeTombstonesWithin(orgId, 'sandbox');
         const projectionRows = deps.projections.removeEnvironment(orgId, 'sandbox');
         return { generation, events, runs, inbox_claims: claims, projection_rows: projectionRows };
       }),

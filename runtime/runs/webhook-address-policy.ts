@@ -18,7 +18,7 @@ for (const [network, prefix] of [
   ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) NOT_PUBLIC.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ] as const) NOT_PUBLIC.addSubnet(network, prefix, 'ipv6');
 
 /** The IPv4 address a NAT64 address (64:ff9b::/96) stands for, or undefined. */
@@ -44,8 +44,9 @@ export function isPublicAddress(address: string): boolean {
 export class ForbiddenTargetError extends Error {
   override readonly name = 'ForbiddenTargetError';
 
-  constructor(host: string, address: string) {
-    super(`${host} resolves to ${address}, which is not a public address (--webhook-targets public)`);
+  /** The message names the host, not the address: a tenant must not map internal names this way. */
+  constructor(host: string) {
+    super(`${host} does not resolve to a public address (--webhook-targets public)`);
   }
 }
 
@@ -63,7 +64,7 @@ export function publicOnlyLookup(hostname: string, options: LookupOptions, callb
     }
     const blocked = addresses.find((entry) => !isPublicAddress(entry.address));
     if (blocked !== undefined) {
-      callback(new ForbiddenTargetError(hostname, blocked.address), []);
+      callback(new ForbiddenTargetError(hostname), []);
       return;
     }
     if (options.all === true) callback(null, addresses);

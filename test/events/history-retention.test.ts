@@ -1,5 +1,7 @@
 // History retention: events older than the retention go with their recordings and finished runs;
 // an event stays while a run of it still has work to do or waits for a person, and newer ones stay.
+// A caller-chosen API id stays taken after its event is gone (its runs' ids would come back), until a
+// sandbox reset for sandbox ids; and a long prune lets requests in between its passes.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -68,12 +70,42 @@ test('old events whose runs all finished go with their recording and runs; unfin
 
   const { ledger, context } = rt.runtime;
   // Passes of 2 events: kept events at the front of a pass must not stop the next one.
-  assert.deepEqual(await pruneHistory({ ledger, runs: context.runs }, clock.now(), 30 * DAY_MS, 2), { events: 2, runs: 1 });
+  assert.deepEqual(await pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 2), { events: 2, runs: 1 });
   assert.equal(await reactions(oldDone), 'gone');
   assert.equal(await reactions('old-lonely'), 'gone');
   assert.equal(ledger.recordings.get([ORG, oldDone]), undefined, 'the recording went with its event');
   assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/runs/${doneRun!.run_id}`, { token: key })).status, 404, 'and the finished run');
   for (const kept of ['old-wait', 'old-fail', 'new-lonely']) assert.notEqual(await reactions(kept), 'gone', kept);
   assert.deepEqual(((await call(rt.url, 'GET', `/organizations/${ORG}/runs?limit=50`, { token: key })).body.runs as Array<{ state: string }>).map((r) => r.state).sort(), ['delaying', 'failed']);
-  assert.deepEqual(await pruneHistory({ ledger, runs: context.runs }, clock.now(), 30 * DAY_MS, 2), { events: 0, runs: 0 }, 'nothing more');
+  assert.deepEqual(await pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 2), { events: 0, runs: 0 }, 'nothing more');
+});
+
+test('a pruned API event id is refused when sent again (409), a sandbox one again after a sandbox reset', async () => {
+  const { ledger, context } = rt.runtime;
+  const prune = () => pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS);
+  const send = (id: string, environment: string) => call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'nobody.listens', payload: { id }, id, environment } });
+  assert.equal((await send('reused-prod', 'production')).status, 202);
+  assert.equal((await send('reused-sandbox', 'sandbox')).status, 202);
+  clock.advance(31 * DAY_MS);
+  assert.deepEqual(await prune(), { events: 3, runs: 0 }, 'these two, and the first test\'s new-lonely, now old too');
+  for (const [id, environment] of [['reused-prod', 'production'], ['reused-sandbox', 'sandbox']]) {
+    const again = await send(id!, environment!);
+    assert.equal(again.status, 409, `${id}: ${again.text}`);
+    assert.equal(again.body.error.code, 'duplicate_event');
+  }
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key })).status, 200);
+  assert.equal((await send('reused-sandbox', 'sandbox')).status, 202, 'a new sandbox generation: its runs get new ids');
+  assert.equal((await send('reused-prod', 'production')).status, 409, 'production ids stay taken');
+});
+
+test('a prune that finds only events to keep still lets other work run between its passes', async () => {
+  const { ledger, context } = rt.runtime;
+  // Every old event left here is kept (a delaying run, a failed run): passes of 1 write nothing.
+  let ranBetween = false;
+  const pruning = pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 1);
+  setImmediate(() => {
+    ranBetween = true;
+  });
+  assert.deepEqual(await pruning, { events: 0, runs: 0 });
+  assert.equal(ranBetween, true, 'a macrotask ran before the prune finished');
 });

@@ -38,7 +38,7 @@ const send = (url: string, connections: OutboundConnections): Promise<WebhookOut
 
 test('addresses: private, loopback, link-local, CGNAT, multicast and reserved are not public, in v4, v6, mapped and NAT64 forms', () => {
   for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '198.18.0.1',
-    '::1', '::', 'fd00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::10.0.0.1', '64:ff9b::a00:1', 'not-an-ip']) {
+    '::1', '::', 'fd00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::10.0.0.1', '64:ff9b::a00:1', '64:ff9b:1::7f00:1', 'not-an-ip']) {
     assert.equal(isPublicAddress(address), false, address);
   }
   for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8']) {
@@ -50,6 +50,7 @@ test('under public, a local receiver is refused for good, by literal and by name
   for (const url of [`http://127.0.0.1:${port}/hook`, `http://[::ffff:127.0.0.1]:${port}/hook`, `http://localhost:${port}/hook`, 'http://169.254.169.254/latest/meta-data/']) {
     const outcome = await send(url, publicOnly);
     assert.ok(!outcome.ok && outcome.error.code === 'webhook_target_forbidden' && !outcome.error.retryable, `${url}: ${JSON.stringify(outcome)}`);
+    if (url.includes('localhost')) assert.doesNotMatch(outcome.ok ? '' : outcome.error.message, /127\.0\.0\.1/, 'a name is not told what it resolves to');
   }
   assert.equal(received, 0, 'no request reached the local receiver');
 });
