@@ -138,16 +138,23 @@ test('a 2xx whose body is cut off still counts: the receiver accepted, the cut i
   assert.equal(errorOf(await attempt(cut503.url))?.code, 'webhook_http_503');
 });
 
-test('a receiver that never answers times out at the step deadline', async () => {
+/** A receiver that keeps every response open (after `begin` wrote to it) until `release`; `reached` resolves at the first request. */
+async function holding(begin: (res: ServerResponse) => void = () => undefined): Promise<{ local: Local; reached: Promise<void>; release: () => void }> {
   let arrived: () => void = () => undefined;
   const reached = new Promise<void>((resolve) => {
     arrived = resolve;
   });
   const held: ServerResponse[] = [];
   const local = await serve((_req, res) => {
+    begin(res);
     held.push(res);
     arrived();
   });
+  return { local, reached, release: () => held.forEach((res) => res.destroy()) };
+}
+
+test('a receiver that never answers times out at the step deadline', async () => {
+  const { local, reached, release } = await holding();
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
     const pending = attempt(local.url, { timeoutMs: 2500 });
@@ -159,21 +166,14 @@ test('a receiver that never answers times out at the step deadline', async () =>
     assert.equal(error?.message, 'The receiver did not answer within 2500 ms.');
   } finally {
     mock.timers.reset();
-    for (const res of held) res.destroy();
+    release();
   }
 });
 
 test('a 2xx whose body is still arriving at the deadline succeeds: the body is cut off as evidence, the delivery not sent again', async () => {
-  let arrived: () => void = () => undefined;
-  const reached = new Promise<void>((resolve) => {
-    arrived = resolve;
-  });
-  const held: ServerResponse[] = [];
-  const local = await serve((_req, res) => {
+  const { local, reached, release } = await holding((res) => {
     res.writeHead(200, { 'content-length': '100' });
     res.write('{"accepted":');
-    held.push(res);
-    arrived();
   });
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
@@ -188,7 +188,7 @@ test('a 2xx whose body is still arriving at the deadline succeeds: the body is c
     assert.equal((outcome.evidence as { body_cut_off?: boolean }).body_cut_off, true);
   } finally {
     mock.timers.reset();
-    for (const res of held) res.destroy();
+    release();
   }
 });
 
