@@ -12,9 +12,10 @@ describe('describeRun', () => {
     actor.send({ type: 'run.admitted', at: T0 });
     succeed(actor, T0 + 1_000, { status: 202 });
     failStep(actor, T0 + 2_000, true, 500);
-    actor.send({ type: 'timer.fired', at: T0 + 2_500 });
-    actor.send({ type: 'run.admitted', at: T0 + 2_600 });
-    failStep(actor, T0 + 3_000, false);
+    // A Retry-After below 1 s waits 1 s (retry-policy.ts); the attempt still records the hint given.
+    actor.send({ type: 'timer.fired', at: T0 + 3_000 });
+    actor.send({ type: 'run.admitted', at: T0 + 3_100 });
+    failStep(actor, T0 + 3_500, false);
 
     const view = describeRun(restart(actor).getSnapshot());
     assert.deepEqual(JSON.parse(JSON.stringify(view)), view, 'JSON-safe');
