@@ -94,11 +94,21 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
   }
 }
 
+const cacheKeyOf = (orgId: string, sourceName: string, type: string): string => `${orgId}\u0000${sourceName}\u0000${type}`;
+
+/**
+ * Drops the cached validators of a source that was just written or deleted. Their version is the
+ * source's `updated_at`, a millisecond: two writes within one would otherwise keep the first's.
+ */
+export function forgetSourceSchemas(orgId: string, sourceName: string): void {
+  cache.forget(cacheKeyOf(orgId, sourceName, ''));
+}
+
 /** Validates a payload against the source's schema for `type`, if one is declared; throws 422 naming the field. */
 export function validateEventPayload(source: SourceRecord, type: string, payload: unknown): void {
   const schema = source.event_types[type];
   if (schema === undefined) return;
-  const cacheKey = `${source.org_id}\u0000${source.name}\u0000${type}`;
+  const cacheKey = cacheKeyOf(source.org_id, source.name, type);
   let validate = cache.get(cacheKey, source.updated_at);
   if (validate === undefined) {
     try {

@@ -6,6 +6,7 @@ import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
+import { forgetSourceSchemas } from './event-schemas.ts';
 import type { SourceRecord } from './source-record.ts';
 
 /** Each source may hold 200 schemas of 64 KiB: the cap keeps one org's configuration bounded. */
@@ -49,16 +50,19 @@ export class SourceStore {
         }),
       ),
     );
+    forgetSourceSchemas(source.org_id, source.name);
     if (outcome === 'exists') throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('source_limit_reached', `An organization can hold at most ${MAX_SOURCES_PER_ORG} sources; delete one first.`);
   }
 
   async replace(source: SourceRecord): Promise<void> {
     await this.#cache.writing(source.org_id, () => durably(this.#ledger.root, this.#ledger.sources.put([source.org_id, source.name], source)));
+    forgetSourceSchemas(source.org_id, source.name);
   }
 
   async delete(orgId: string, name: string): Promise<void> {
     this.require(orgId, name);
     await this.#cache.writing(orgId, () => durably(this.#ledger.root, this.#ledger.sources.remove([orgId, name])));
+    forgetSourceSchemas(orgId, name);
   }
 }

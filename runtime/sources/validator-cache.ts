@@ -35,6 +35,11 @@ export class ValidatorCache {
     return entry?.version === version ? entry.validate : undefined;
   }
 
+  /** Drops every validator whose key starts with `prefix` (a source that was just written or deleted). */
+  forget(prefix: string): void {
+    for (const key of [...this.#entries.keys()]) if (key.startsWith(prefix)) this.#entries.delete(key);
+  }
+
   /** Stores the validator compiled from `version` of a `bytes`-long schema, replacing the key's older one. */
   set(key: string, version: string, validate: ValidateFunction, bytes: number): void {
     this.#entries.set(key, { version, validate, bytes });

@@ -251,3 +251,13 @@ test('one prune removes every expired claim, however many, in bounded passes', a
   assert.ok(pruned >= ids.length, `pruned ${pruned}`);
   for (const id of ids) assert.equal(rt.runtime.ledger.inbox.get(['acct-hooks', 'billing', id]), undefined, id);
 });
+
+test('a schema changed within the same millisecond applies at once: the cached validator goes with the write', async () => {
+  const path = '/organizations/acct-hooks/sources';
+  const strict = { 'order.placed': { type: 'object', required: ['total'] } };
+  assert.equal((await call(rt.url, 'POST', path, { token: key, json: { name: 'schema-swap', secrets: [SECRET], event_types: strict } })).status, 201);
+  assert.equal((await sendStandard('schema-swap', 'msg_swap_1', { type: 'order.placed' })).status, 422, 'total is required');
+  // The injected clock stands still: the source's updated_at does not change with this PATCH.
+  assert.equal((await call(rt.url, 'PATCH', `${path}/schema-swap`, { token: key, json: { event_types: { 'order.placed': { type: 'object' } } } })).status, 200);
+  assert.equal((await sendStandard('schema-swap', 'msg_swap_2', { type: 'order.placed' })).status, 204, 'the new schema, not the cached old one');
+});
