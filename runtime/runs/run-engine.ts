@@ -148,7 +148,6 @@ export class RunEngine {
     }
   }
 
-
   /** Drops every in-memory trace of runs that were deleted (sandbox reset): slots, timers, actors. */
   forget(runs: readonly PersistedRun[]): void {
     for (const run of runs) {
