@@ -5,6 +5,8 @@ import { relative } from 'node:path';
 import { DEV_DEFAULTS, loadRuntimeConfig, SERVE_DEFAULTS, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
 import { SluiceError } from './errors.ts';
+import { guardLedgerCommitFailures } from './ledger/commit-failure-guard.ts';
+import { createLogger } from './log.ts';
 import { signCommand } from './sign-command.ts';
 import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
 
@@ -69,6 +71,7 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
 
 async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
   const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
+  guardLedgerCommitFailures(createLogger(config.logLevel));
   const starting = createRuntime(config);
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
   const stop = (signal: string): void => {
