@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import type { Ledger, LedgerTable } from './ledger.ts';
 
 /**
@@ -18,6 +19,7 @@ export const PLAIN_MSGPACK: object = { useRecords: false };
 export function openLedger(dataDir: string): Ledger {
   const path = join(dataDir, 'runtime');
   privateDirectory(path);
+  const unlock = lockDataDir(path);
   // overlappingSync + separateFlushed: a write's promise resolves at commit and carries a
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
@@ -38,6 +40,7 @@ export function openLedger(dataDir: string): Ledger {
     close: async () => {
       await root.flushed;
       await root.close();
+      unlock();
     },
   };
 }
