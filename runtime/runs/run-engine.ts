@@ -91,7 +91,10 @@ export class RunEngine {
       void this.send(orgId, runId, { type: 'timer.fired' });
     });
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
-    this.#chains = new RunChains((key, error) => deps.logger.error('run transition failed', { run_id: key.split('\u0000')[1], error: String(error) }));
+    this.#chains = new RunChains((key, error) => {
+      const [orgId, runId] = key.split('\u0000');
+      deps.logger.error('run transition failed', { org_id: orgId, run_id: runId, error: String(error) });
+    });
     const creation = new RunCreation({
       runs: deps.runs,
       updateLog: deps.updateLog,
@@ -291,7 +294,14 @@ export class RunEngine {
         break;
       case 'dispatch_step':
         // A stalled run picked up again while this very attempt is still out: its report carries the run on.
-        if (this.#dispatched.get(key) !== work.fence) void this.#dispatch(run, work);
+        if (this.#dispatched.get(key) !== work.fence) {
+          // Reading what the step needs (its version, its event) can fail like any read: the run is
+          // then picked up again later, as after a failed write, instead of an unhandled rejection.
+          this.#dispatch(run, work).catch((error: unknown) => {
+            this.#d.logger.error('step dispatch failed', { org_id: orgId, run_id: runId, error: String(error) });
+            this.#stalled.failed(key);
+          });
+        }
         break;
       case 'arm_timer':
         this.#timers.arm(key, work.at);
