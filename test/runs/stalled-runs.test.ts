@@ -141,3 +141,28 @@ test('a resume of a failed run that cannot be written answers 503; picked up aga
   assert.equal((await call(rt.url, 'POST', `/organizations/${org}/runs/${runId}/resume`, { token: key })).status, 202, 'a later resume works');
   await eventually('the run to complete', () => runStates(org, key), (s) => s.get(runId!) === 'completed');
 });
+
+test('a dispatch whose reads fail stalls the run instead of ending the process, and it runs once picked up', async () => {
+  const org = 'acct-stalled-dispatch';
+  const key = await setup(org, '/dispatch');
+  receiver.script([{ status: 200 }]);
+  const events = rt.runtime.context.events;
+  const get = events.get.bind(events);
+  let failReads = true;
+  events.get = (orgId, eventId) => {
+    if (failReads && orgId === org) throw new Error('EIO: read failed');
+    return get(orgId, eventId);
+  };
+  try {
+    await send(org, key, 'unreadable');
+    const [runId] = [...(await runStates(org, key)).keys()];
+    await eventually('the run to stall', () => rt.runtime.engine.stalled.has(`${org}\u0000${runId}`), (stalled) => stalled);
+    assert.equal(receiver.received.filter((r) => r.path === '/dispatch').length, 0);
+    failReads = false;
+    assert.equal(resumeDue(), 1);
+    await eventually('the run to complete', () => runStates(org, key), (s) => s.get(runId!) === 'completed');
+    assert.equal(receiver.received.filter((r) => r.path === '/dispatch').length, 1);
+  } finally {
+    events.get = get;
+  }
+});
