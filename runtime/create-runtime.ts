@@ -29,7 +29,7 @@ import { openLedger } from './ledger/open-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics, observeWebhookConnections } from './metrics.ts';
+import { createRuntimeMetrics, observeEngine, observeWebhookConnections } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
@@ -104,6 +104,11 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     actions,
     runner: runner.client,
   });
+  const child = runner.child;
+  observeEngine(metrics, {
+    stalledRuns: () => engine.stalled.size,
+    runner: child === undefined ? undefined : () => ({ up: child.state === 'running', restarts: child.restarts }),
+  });
   server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota }), liveUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
@@ -128,9 +133,13 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 
   const pruneTimer = setInterval(() => {
-    inbox.prune(clock.now()).catch((error: unknown) => logger.error('inbox prune failed', { error: String(error) }));
-    updateLog.trim().catch((error: unknown) => logger.error('live update trim failed', { error: String(error) }));
-    pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS).catch((error: unknown) => logger.error('history prune failed', { error: String(error) }));
+    const failed = (job: string) => (error: unknown): void => {
+      metrics.pruneFailures.inc({ job });
+      logger.error('prune failed', { job, error: String(error) });
+    };
+    inbox.prune(clock.now()).catch(failed('inbox'));
+    updateLog.trim().catch(failed('live_updates'));
+    pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS).catch(failed('history'));
   }, Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))));
   pruneTimer.unref();
   logger.debug('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt) });

@@ -8,6 +8,8 @@ export interface RuntimeMetrics {
   readonly httpRequestSeconds: Histogram<'route' | 'method' | 'status'>;
   readonly ingestTotal: Counter<'outcome'>;
   readonly ledgerCommitSeconds: Histogram<'operation'>;
+  /** Hourly housekeeping passes that failed, by job (inbox, live_updates, history). */
+  readonly pruneFailures: Counter<'job'>;
 }
 
 export function createRuntimeMetrics(): RuntimeMetrics {
@@ -36,20 +38,38 @@ export function createRuntimeMetrics(): RuntimeMetrics {
       buckets: fastBuckets,
       registers: [registry],
     }),
+    pruneFailures: new Counter({
+      name: 'sluice_prune_failures_total',
+      help: 'Hourly pruning passes that failed, by job; their data keeps growing until one succeeds.',
+      labelNames: ['job'],
+      registers: [registry],
+    }),
   };
+}
+
+/** A gauge read at each scrape. */
+function scrapedGauge(metrics: RuntimeMetrics, name: string, help: string, read: () => number): Gauge {
+  return new Gauge({
+    name,
+    help,
+    registers: [metrics.registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
+/** Gauges an operator alerts on: runs whose last write failed, and the local hook-runner's health. */
+export function observeEngine(metrics: RuntimeMetrics, read: { readonly stalledRuns: () => number; readonly runner: (() => { readonly up: boolean; readonly restarts: number }) | undefined }): void {
+  scrapedGauge(metrics, 'sluice_runs_stalled', 'Runs whose last transition could not be written, waiting to be picked up again (a full or failing disk).', read.stalledRuns);
+  const { runner } = read;
+  if (runner === undefined) return;
+  scrapedGauge(metrics, 'sluice_hook_runner_up', '1 while the supervised hook-runner child is running, else 0 (custom_action steps fail meanwhile).', () => (runner().up ? 1 : 0));
+  scrapedGauge(metrics, 'sluice_hook_runner_restarts', 'Times the supervised hook-runner child was restarted since the runtime started.', () => runner().restarts);
 }
 
 /** Gauges of the webhook connection pools, read at each scrape from `stats`. */
 export function observeWebhookConnections(metrics: RuntimeMetrics, stats: () => { readonly open: number; readonly waiting: number }): void {
-  const gauge = (name: string, help: string, read: () => number): Gauge =>
-    new Gauge({
-      name,
-      help,
-      registers: [metrics.registry],
-      collect() {
-        this.set(read());
-      },
-    });
-  gauge('sluice_webhook_connections_open', 'Sockets webhook steps hold open (busy or idle), over every org and receiver.', () => stats().open);
-  gauge('sluice_webhook_requests_waiting', 'Webhook requests waiting for a connection because their org is at its cap for that receiver.', () => stats().waiting);
+  scrapedGauge(metrics, 'sluice_webhook_connections_open', 'Sockets webhook steps hold open (busy or idle), over every org and receiver.', () => stats().open);
+  scrapedGauge(metrics, 'sluice_webhook_requests_waiting', 'Webhook requests waiting for a connection because their org is at its cap for that receiver.', () => stats().waiting);
 }

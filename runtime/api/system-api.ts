@@ -10,6 +10,8 @@ export function systemRoutes(ledger: Ledger, metrics: RuntimeMetrics, startedAtM
     {
       method: 'GET',
       pattern: '/healthz',
+      // A liveness probe must not wait for boot recovery, which can take a while.
+      answersWhileHeld: true,
       handler: () => {
         ledger.orgs.get(['__healthz__']);
         return json(200, { status: 'ok', uptime_ms: now() - startedAtMs });
@@ -18,6 +20,7 @@ export function systemRoutes(ledger: Ledger, metrics: RuntimeMetrics, startedAtM
     {
       method: 'GET',
       pattern: '/metrics',
+      answersWhileHeld: true,
       handler: async () => ({
         status: 200,
         text: await metrics.registry.metrics(),

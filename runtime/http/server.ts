@@ -164,7 +164,7 @@ export class HttpServer {
       }
       const request: HttpRequest = { ...head, body };
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
-      if (this.#held !== undefined) await this.#held;
+      if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
       return route.handler(request);
     };
     run().then(finish, (error: unknown) => finish(this.#errorReply(error)));

@@ -42,6 +42,8 @@ export interface Route {
   readonly beforeBody?: (head: RequestHead) => void;
   /** Name used for the latency metric; defaults to the pattern. */
   readonly metricName?: string;
+  /** Answered while the server holds requests at boot (liveness and metrics, which read no tenant state). */
+  readonly answersWhileHeld?: boolean;
   readonly handler: Handler;
 }
 

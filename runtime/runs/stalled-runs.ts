@@ -28,6 +28,11 @@ export class StalledRuns {
     return this.#timers;
   }
 
+  /** Runs stalled now. */
+  get size(): number {
+    return this.#failures.size;
+  }
+
   has(key: string): boolean {
     return this.#failures.has(key);
   }

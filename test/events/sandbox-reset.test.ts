@@ -57,6 +57,12 @@ async function createWorkflow(environment: 'sandbox' | 'production', steps: unkn
   return created.body.workflow.id;
 }
 
+test('the supervised hook-runner shows as up in /metrics', async () => {
+  const metrics = (await call(rt.url, 'GET', '/metrics')).text;
+  assert.match(metrics, /^sluice_hook_runner_up 1$/m);
+  assert.match(metrics, /^sluice_hook_runner_restarts 0$/m);
+});
+
 test('a fixture re-sent after a sandbox reset gets a new run: new effect keys, fresh fences, its own output', async () => {
   const form = new FormData();
   form.set('name', 'echo');

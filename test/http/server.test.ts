@@ -53,10 +53,13 @@ test('a query parameter given twice is a 400 naming it; a query string past the 
   assert.equal(long.status, 431);
 });
 
-test('requests held until a promise settles are answered after it, bodies intact', async () => {
+test('requests held until a promise settles are answered after it, bodies intact; liveness answers meanwhile', async () => {
   const held = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics() });
   const seen: string[] = [];
-  held.addRoutes({ method: 'POST', pattern: '/echo', handler: (request) => (seen.push(request.body.toString('utf8')), { status: 200, text: request.body.toString('utf8') }) });
+  held.addRoutes(
+    { method: 'POST', pattern: '/echo', handler: (request) => (seen.push(request.body.toString('utf8')), { status: 200, text: request.body.toString('utf8') }) },
+    { method: 'GET', pattern: '/live', answersWhileHeld: true, handler: () => ({ status: 200, text: 'alive' }) },
+  );
   let release: () => void = () => undefined;
   held.holdRequestsUntil(new Promise<void>((resolve) => (release = resolve)));
   const heldUrl = `http://127.0.0.1:${await held.listen('127.0.0.1', 0)}`;
@@ -68,6 +71,7 @@ test('requests held until a promise settles are answered after it, bodies intact
     for (let i = 0; i < 2000 && seen.length === 0; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(seen, []);
     assert.equal(answered, false);
+    assert.equal(await (await fetch(`${heldUrl}/live`)).text(), 'alive', 'a liveness route answers meanwhile');
     release();
     const reply = await answer;
     assert.equal(reply.status, 200);

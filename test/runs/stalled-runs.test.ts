@@ -71,6 +71,7 @@ test('a queued run whose admission could not be written gives back its slot and 
   const stalled = failed[0]!;
   const states = await eventually('the first run to complete', () => runStates(org, key), (s) => [...s.values()].includes('completed'));
   assert.equal(states.get(stalled), 'queued', 'the ledger still says queued');
+  assert.match((await call(rt.url, 'GET', '/metrics')).text, /^sluice_runs_stalled 1$/m, 'an operator sees it');
   assert.equal(receiver.received.filter((r) => r.path === '/admit').length, 1, 'the second run was not sent');
 
   assert.equal(resumeDue(), 1, 'the stalled run is picked up after the pause');
