@@ -142,7 +142,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS).catch(failed('history'));
   }, Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))));
   pruneTimer.unref();
-  logger.debug('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt) });
+  logger.info('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt), webhook_targets: config.webhookTargets, retention_days: config.retentionDays });
 
   let closing: Promise<void> | undefined;
   return {
