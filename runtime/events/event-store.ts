@@ -5,6 +5,7 @@ import { ConflictError, notFound } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import { durably } from '../ledger/durable-write.ts';
 import { pageByTime } from '../ledger/page-by-time.ts';
+import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
 import type { Environment } from '../sources/source-record.ts';
 import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
@@ -131,12 +132,7 @@ export class EventStore {
 
   /** Removes the tombstones of one org's environment (sandbox reset: its ids may be sent again). Call inside a write transaction. */
   removeTombstonesWithin(orgId: string, environment: string): number {
-    let removed = 0;
-    for (const key of this.#tombstones.getKeys({ start: [orgId, environment], end: [orgId, environment, '\uffff'] })) {
-      this.#tombstones.remove(key);
-      removed++;
-    }
-    return removed;
+    return removeEnvironmentKeys(this.#tombstones, orgId, environment);
   }
 
   /** A claim that exists but is past the dedup window is replaced inside one serialized transaction. */

@@ -5,6 +5,7 @@ import type { LedgerTable } from '../ledger/ledger.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { ENTITY_TYPE, PROJECTION_NAME, type ProjectionWrite } from '../actions/output-contract.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 
 /** Rows without an entity live under this entity type, keyed by the step key that wrote them. */
 const APPENDED = '~step';
@@ -55,12 +56,7 @@ export class ProjectionStore {
 
   /** Removes every row of one org's environment (sandbox reset); returns how many. Call inside a write transaction. */
   removeEnvironment(orgId: string, environment: string): number {
-    let removed = 0;
-    for (const key of this.#rows.getKeys({ start: [orgId, environment], end: [orgId, environment, '\uffff'] })) {
-      this.#rows.remove(key);
-      removed++;
-    }
-    return removed;
+    return removeEnvironmentKeys(this.#rows, orgId, environment);
   }
 
   /** Upserts (entity) or appends (step key) one row. Call inside the step-completing transaction. */
