@@ -6,10 +6,14 @@
 
 import type { Logger } from '../log.ts';
 
-/** Whether an unhandled rejection is one of lmdb-js's strays for a failed commit. */
+/**
+ * Whether an unhandled rejection is one of lmdb-js's strays for a failed commit: the error it gives
+ * each write of the commit carries `commitError`, the commit's own promise, whose rejection the
+ * guard then handles. Nothing else counts (a bug that merely passed through lmdb-js must still end
+ * the process).
+ */
 export function isLedgerCommitFailure(reason: unknown): boolean {
-  if (!(reason instanceof Error)) return false;
-  return 'commitError' in reason || /[\\/]node_modules[\\/]lmdb[\\/]/.test(reason.stack ?? '');
+  return reason instanceof Error && 'commitError' in reason;
 }
 
 /** Installs the guard for this process (call once, at startup). */
@@ -19,6 +23,6 @@ export function guardLedgerCommitFailures(logger: Logger): void {
     const commitError = (reason as { commitError?: unknown }).commitError;
     // The commit's own promise rejects later with the underlying error: it is the same failure.
     if (commitError instanceof Promise) commitError.catch(() => undefined);
-    logger.error('ledger commit failed', { error: reason instanceof Error ? reason.message : String(reason) });
+    logger.error('ledger commit failed', { error: (reason as Error).message, stack: (reason as Error).stack });
   });
 }

@@ -1,14 +1,41 @@
 // One runtime per data directory. LMDB lets many processes share an environment, but a second
 // runtime would run boot recovery over the first one's steps in flight (sending them again under a
-// higher fence), and each keeps its own sequence counters and caches. The lock is a file holding
-// its owner's pid, created exclusively; one left by a process that no longer runs is taken over.
+// higher fence), and each keeps its own sequence counters and caches. The lock is a file naming its
+// owner (pid, host, boot and the process's start time, so a reused pid or a reboot is seen as
+// stale), linked into place whole; a stale one is taken over by renaming it away first.
 
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 
 /** Thrown when another running process holds the directory. */
 export class DataDirInUseError extends Error {
   override readonly name = 'DataDirInUseError';
+}
+
+interface Owner {
+  readonly pid: number;
+  readonly host?: string;
+  readonly boot?: string;
+  readonly start?: string;
+}
+
+function readOr(path: string, fallback: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return fallback;
+  }
+}
+
+const bootId = (): string => readOr('/proc/sys/kernel/random/boot_id', '').trim();
+
+/** The process's start time in clock ticks since boot (/proc/<pid>/stat, field 22), or undefined. */
+function startTimeOf(pid: number): string | undefined {
+  const stat = readOr(`/proc/${pid}/stat`, '');
+  // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }
 
 function isRunning(pid: number): boolean {
@@ -21,14 +48,36 @@ function isRunning(pid: number): boolean {
   }
 }
 
-function ownerOf(path: string): number | undefined {
+/** Parses a lock's text: this format, or an earlier one holding only the pid. */
+function parseOwner(text: string): Owner | undefined {
+  let parsed: unknown;
   try {
-    const pid = Number(readFileSync(path, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
+  const owner: Partial<Owner> = typeof parsed === 'number' ? { pid: parsed } : ((parsed ?? {}) as Partial<Owner>);
+  return Number.isInteger(owner.pid) && (owner.pid as number) > 0 ? (owner as Owner) : undefined;
 }
+
+function self(): Owner {
+  const start = startTimeOf(process.pid);
+  return { pid: process.pid, host: hostname(), boot: bootId(), ...(start === undefined ? {} : { start }) };
+}
+
+/** `held`: a live process owns it; `mine`: this process does; `stale`: nobody does any more. */
+function stateOf(owner: Owner | undefined): 'held' | 'mine' | 'stale' {
+  if (owner === undefined) return 'stale';
+  // Another host (a shared volume): its process cannot be checked from here.
+  if (owner.host !== undefined && owner.host !== hostname()) return 'held';
+  if (owner.boot !== undefined && owner.boot !== bootId()) return 'stale';
+  if (!isRunning(owner.pid)) return 'stale';
+  if (owner.start !== undefined && owner.start !== startTimeOf(owner.pid)) return 'stale';
+  return owner.pid === process.pid ? 'mine' : 'held';
+}
+
+const describeOwner = (owner: Owner | undefined): string =>
+  owner === undefined ? 'another process' : `process ${owner.pid}${owner.host === undefined || owner.host === hostname() ? '' : ` on ${owner.host}`}`;
 
 /**
  * Takes `dir`'s lock for this process, or throws DataDirInUseError naming the process that holds
@@ -37,31 +86,43 @@ function ownerOf(path: string): number | undefined {
  */
 export function lockDataDir(dir: string): () => void {
   const path = join(dir, 'owner.pid');
-  for (let attempt = 0; attempt < 3; attempt++) {
+  const text = `${JSON.stringify(self())}\n`;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    // Written whole under a private name, then linked: the lock never exists half-written.
+    const mine = join(dir, `.owner.${process.pid}.${randomBytes(6).toString('hex')}`);
+    writeFileSync(mine, text, { mode: 0o600 });
     try {
-      const fd = openSync(path, 'wx', 0o600);
-      try {
-        writeSync(fd, `${process.pid}\n`);
-      } finally {
-        closeSync(fd);
-      }
+      linkSync(mine, path);
       return () => {
-        if (ownerOf(path) === process.pid) unlinkSync(path);
+        if (readOr(path, '') === text) unlinkSync(path);
       };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      unlinkSync(mine);
     }
-    const owner = ownerOf(path);
-    if (owner === process.pid) return () => undefined;
-    if (owner !== undefined && isRunning(owner)) {
-      throw new DataDirInUseError(`${dir} is in use by process ${owner}: run one Sluice runtime per data directory.`);
-    }
-    // Left by a process that is gone (or unreadable, from a crash while it was written).
+    const found = readOr(path, '');
+    const owner = parseOwner(found);
+    const state = stateOf(owner);
+    if (state === 'mine') return () => undefined;
+    if (state === 'held') throw new DataDirInUseError(`${dir} is in use by ${describeOwner(owner)}: run one Sluice runtime per data directory.`);
+    // Stale: move it aside, and remove it only if it is still the one judged stale (another
+    // process may have taken it over meanwhile and linked its own).
+    const aside = join(dir, `.owner.stale.${process.pid}.${randomBytes(6).toString('hex')}`);
     try {
-      unlinkSync(path);
+      renameSync(path, aside);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      continue;
     }
+    if (readOr(aside, '') !== found) {
+      try {
+        linkSync(aside, path);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+    }
+    unlinkSync(aside);
   }
   throw new DataDirInUseError(`${dir}: could not take its lock (another runtime is starting on it).`);
 }

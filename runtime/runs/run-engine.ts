@@ -259,7 +259,8 @@ export class RunEngine {
     const [org, id] = key.split('\u0000') as [string, string];
     const orgId = asOrgId(org);
     const runId = asRunId(id);
-    void this.#chains.serially(keyOf(orgId, runId), () => {
+    // A read that fails here (the disk that stalled the run) stalls it again, for the next pause.
+    this.#chains.serially(keyOf(orgId, runId), () => {
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
       // Nothing left to retry: gone, finished, or failed and waiting for a person.
@@ -271,7 +272,7 @@ export class RunEngine {
       }
       if (run.value === 'queued' && this.#scheduler.placeOf(orgId, runId) === 'running') this.#scheduler.release(orgId, runId);
       this.#act(run);
-    });
+    }).catch(() => this.#stalled.failed(key));
   }
 
   #restore(key: string, run: PersistedRun): LiveRun {

@@ -44,5 +44,7 @@ test('any other unhandled rejection still ends the process', () => {
 test('recognises lmdb-js commit failures only', () => {
   assert.equal(isLedgerCommitFailure(Object.assign(new Error('Commit failed'), { commitError: Promise.resolve() })), true);
   assert.equal(isLedgerCommitFailure(new Error('unrelated')), false);
+  const throughLmdb = Object.assign(new TypeError('a bug in a transaction callback'), { stack: 'TypeError: x\n    at transactionSync (file:///app/node_modules/lmdb/write.js:900:5)' });
+  assert.equal(isLedgerCommitFailure(throughLmdb), false, 'passing through lmdb-js is not enough');
   assert.equal(isLedgerCommitFailure('a string'), false);
 });

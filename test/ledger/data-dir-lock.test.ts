@@ -1,9 +1,11 @@
 // One runtime per data directory: the lock file names its owner; a live owner refuses a second
-// runtime with a clear message, a dead one's lock is taken over, and closing the ledger releases it.
+// runtime with a clear message, a dead one's lock (or a reused pid's, or one from before a reboot)
+// is taken over, processes racing for it get one lock, and closing the ledger releases it.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { DataDirInUseError, lockDataDir } from '../../runtime/ledger/data-dir-lock.ts';
@@ -22,10 +24,46 @@ test('a live owner refuses the lock; a gone one is taken over; this process may 
   const gone = spawnSync(process.execPath, ['-e', '']).pid;
   writeFileSync(join(path, 'owner.pid'), `${gone}\n`);
   const release = lockDataDir(path);
-  assert.equal(readFileSync(join(path, 'owner.pid'), 'utf8').trim(), String(process.pid), 'taken over');
+  assert.equal((JSON.parse(readFileSync(join(path, 'owner.pid'), 'utf8')) as { pid: number }).pid, process.pid, 'taken over');
   assert.doesNotThrow(() => lockDataDir(path), 'the same process');
   release();
   assert.equal(existsSync(join(path, 'owner.pid')), false, 'released');
+});
+
+test('a live pid from another boot or with another start time is a stale lock; another host\'s is not', () => {
+  const path = join(dir, 'owners');
+  mkdirSync(path, { recursive: true });
+  const lock = (owner: Record<string, unknown>) => {
+    writeFileSync(join(path, 'owner.pid'), JSON.stringify(owner));
+    return () => lockDataDir(path);
+  };
+  const live = { pid: process.ppid, host: hostname() };
+  lock({ ...live, boot: 'an-earlier-boot' })()();
+  lock({ ...live, start: '1' })()();
+  assert.throws(lock({ ...live, host: 'another-host' }), (error: unknown) => error instanceof DataDirInUseError && error.message.includes(`process ${process.ppid} on another-host`));
+});
+
+test('processes starting at once on one directory: exactly one gets the lock', () => {
+  const path = join(dir, 'race');
+  mkdirSync(path, { recursive: true });
+  writeFileSync(join(path, 'owner.pid'), `${spawnSync(process.execPath, ['-e', '']).pid}\n`, { mode: 0o600 });
+  // All four try at the same wall-clock moment, once each has started.
+  const at = Date.now() + 3000;
+  const script = `
+    import { lockDataDir } from './runtime/ledger/data-dir-lock.ts';
+    while (Date.now() < ${at});
+    try { lockDataDir(${JSON.stringify(path)}); process.stdout.write('locked'); } catch { process.stdout.write('refused'); }
+    setTimeout(() => undefined, 1500);
+  `;
+  const children = Array.from({ length: 4 }, () => spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..', '..') }));
+  return Promise.all(children.map((child) => new Promise<string>((resolve) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.on('exit', () => resolve(out));
+  }))).then((outcomes) => {
+    assert.equal(outcomes.filter((o) => o === 'locked').length, 1, outcomes.join(','));
+    assert.equal(outcomes.filter((o) => o === 'refused').length, 3, outcomes.join(','));
+  });
 });
 
 test('a second runtime on a data dir in use exits with a message; closing the first frees the dir', async () => {
