@@ -69,6 +69,7 @@ interface LiveRun {
   persisted: PersistedRun;
 }
 const keyOf = (orgId: string, runId: string): string => `${orgId}\u0000${runId}`;
+const partsOf = (key: string): [orgId: string, runId: string] => key.split('\u0000') as [string, string];
 
 export class RunEngine {
   readonly #d: RunEngineDeps;
@@ -86,13 +87,10 @@ export class RunEngine {
 
   constructor(deps: RunEngineDeps) {
     this.#d = deps;
-    this.#timers = new RunTimers(deps.clock, (key) => {
-      const [orgId, runId] = key.split('\u0000') as [string, string];
-      void this.send(orgId, runId, { type: 'timer.fired' });
-    });
+    this.#timers = new RunTimers(deps.clock, (key) => void this.send(...partsOf(key), { type: 'timer.fired' }));
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
     this.#chains = new RunChains((key, error) => {
-      const [orgId, runId] = key.split('\u0000');
+      const [orgId, runId] = partsOf(key);
       deps.logger.error('run transition failed', { org_id: orgId, run_id: runId, error: String(error) });
     });
     const creation = new RunCreation({
@@ -155,11 +153,8 @@ export class RunEngine {
   forget(runs: readonly PersistedRun[]): void {
     for (const run of runs) {
       const { orgId, runId } = run.context;
-      const key = keyOf(orgId, runId);
-      this.#timers.disarm(key);
-      if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
-      this.#actors.get(key)?.actor.stop();
-      this.#actors.delete(key);
+      this.#timers.disarm(keyOf(orgId, runId));
+      this.#letGo(orgId, runId);
     }
     this.#pump();
   }
@@ -227,8 +222,7 @@ export class RunEngine {
       await settleAfter(write, () => reactions, () => true);
     } catch (error) {
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
-      actor.stop();
-      this.#actors.delete(key);
+      this.#dropActor(key);
       this.#stalled.failed(key);
       throw error;
     }
@@ -244,11 +238,20 @@ export class RunEngine {
 
   /** The run was deleted (sandbox reset): it keeps no actor and no slot. */
   #removed(orgId: OrgId, runId: RunId): void {
-    const key = keyOf(orgId, runId);
+    this.#letGo(orgId, runId);
+    this.#pump();
+  }
+
+  /** Drops the run's live actor and its place in the scheduler; the caller pumps afterwards. */
+  #letGo(orgId: OrgId, runId: RunId): void {
+    this.#dropActor(keyOf(orgId, runId));
+    if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
+  }
+
+  /** The run's actor, if live, stops and rests as its snapshot. */
+  #dropActor(key: string): void {
     this.#actors.get(key)?.actor.stop();
     this.#actors.delete(key);
-    if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
-    this.#pump();
   }
 
   /**
@@ -256,11 +259,11 @@ export class RunEngine {
    * written meanwhile. A queued run gives back the slot its unwritten admission took, and queues again.
    */
   #resume(key: string): void {
-    const [org, id] = key.split('\u0000') as [string, string];
+    const [org, id] = partsOf(key);
     const orgId = asOrgId(org);
     const runId = asRunId(id);
     // A read that fails here (the disk that stalled the run) stalls it again, for the next pause.
-    this.#chains.serially(keyOf(orgId, runId), () => {
+    this.#chains.serially(key, () => {
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
       // Nothing left to retry: gone, finished, or failed and waiting for a person.
@@ -325,9 +328,7 @@ export class RunEngine {
     if (run.value === 'running') return;
     const { orgId, runId } = run.context;
     if (run.value !== 'queued' && this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
-    const key = keyOf(orgId, runId);
-    this.#actors.get(key)?.actor.stop();
-    this.#actors.delete(key);
+    this.#dropActor(keyOf(orgId, runId));
   }
 
   #pump(): void {
