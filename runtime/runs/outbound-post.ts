@@ -52,6 +52,10 @@ export class PostTimeoutError extends Error {
 /** Thrown when the request cannot be built from the step (its headers): a retry cannot succeed. */
 export class PostRequestError extends Error {
   override readonly name = 'PostRequestError';
+
+  constructor(cause: unknown) {
+    super(`the request could not be built: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
 }
 
 /**
@@ -68,7 +72,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       outgoing = send(url, { method: 'POST', ...pool.requestOptions, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
     } catch (error) {
       // A header Node refuses (a character it cannot send): retrying cannot help.
-      reject(new PostRequestError(`the request could not be built: ${error instanceof Error ? error.message : String(error)}`));
+      reject(new PostRequestError(error));
       return;
     }
     // Wall-clock time, so a test can move it with mocked timers.
@@ -109,7 +113,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       try {
         for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
       } catch (error) {
-        fail(new PostRequestError(`the request could not be built: ${error instanceof Error ? error.message : String(error)}`));
+        fail(new PostRequestError(error));
         outgoing.destroy();
         return;
       }

@@ -21,12 +21,17 @@ for (const [network, prefix] of [
   ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ] as const) NOT_PUBLIC.addSubnet(network, prefix, 'ipv6');
 
-/** The IPv4 address a NAT64 address (64:ff9b::/96) stands for, or undefined. */
-function nat64Embedded(address: string): string | undefined {
-  const match = /^64:ff9b::(?:([0-9a-f]{1,4}):([0-9a-f]{1,4})|(\d+\.\d+\.\d+\.\d+))$/i.exec(address);
-  if (match === null) return undefined;
-  if (match[3] !== undefined) return match[3];
-  const [high, low] = [parseInt(match[1] ?? '0', 16), parseInt(match[2] ?? '0', 16)];
+/**
+ * The IPv4 address an IPv6 address embeds after `prefix` (`::ffff:` mapped, `64:ff9b::` NAT64), in
+ * either spelling (`::ffff:7f00:1`, as URL writes it, or `::ffff:127.0.0.1`); undefined otherwise.
+ */
+export function embeddedIPv4(address: string, prefix: '::ffff:' | '64:ff9b::'): string | undefined {
+  const rest = address.toLowerCase().startsWith(prefix) ? address.slice(prefix.length) : undefined;
+  if (rest === undefined) return undefined;
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(rest)) return rest;
+  const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(rest);
+  if (hex === null) return undefined;
+  const [high, low] = [parseInt(hex[1] ?? '0', 16), parseInt(hex[2] ?? '0', 16)];
   return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
 }
 
@@ -35,7 +40,7 @@ export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return false;
   if (family === 4) return !NOT_PUBLIC.check(address, 'ipv4');
-  const embedded = nat64Embedded(address);
+  const embedded = embeddedIPv4(address, '64:ff9b::');
   if (embedded !== undefined) return isPublicAddress(embedded);
   return !NOT_PUBLIC.check(address, 'ipv6');
 }

@@ -10,7 +10,7 @@ import type { StepFailure } from '../../actors/run-types.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
-import { ForbiddenTargetError, isPublicAddress } from './webhook-address-policy.ts';
+import { embeddedIPv4, ForbiddenTargetError, isPublicAddress } from './webhook-address-policy.ts';
 import { postOnce, PostRequestError, PostTimeoutError, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
@@ -45,22 +45,17 @@ export interface WebhookTarget {
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost']);
 
-/** An IPv4-mapped IPv6 address as its IPv4 address (URL writes `[::ffff:127.0.0.1]` as `::ffff:7f00:1`). */
-function unmapped(address: string): string {
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(address);
-  if (hex !== null) {
-    const [high, low] = [parseInt(hex[1] ?? '0', 16), parseInt(hex[2] ?? '0', 16)];
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-  }
-  return /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(address)?.[1] ?? address;
-}
+/** A URL's host as an address literal would be written: IPv6 without its brackets. */
+const hostOf = (url: URL): string => url.hostname.replace(/^\[|\]$/g, '');
 
 /**
  * Whether an address reaches this machine: loopback, the unspecified address, or one of its own
  * interfaces (a runtime listening on 0.0.0.0 answers on all of them). Read per check: interfaces change.
  */
 function isOwnAddress(address: string): boolean {
-  const plain = unmapped(address.toLowerCase());
+  const lower = address.toLowerCase();
+  // An IPv4-mapped IPv6 address counts as its IPv4 address.
+  const plain = embeddedIPv4(lower, '::ffff:') ?? lower;
   if (plain.startsWith('127.') || plain === '::1' || plain === '0.0.0.0' || plain === '::') return true;
   return Object.values(networkInterfaces()).some((entries) => entries?.some((entry) => entry.address.toLowerCase() === plain));
 }
@@ -73,7 +68,7 @@ function isOwnAddress(address: string): boolean {
 export async function targetsSelf(url: URL, selfPort: number): Promise<boolean> {
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   if (port !== selfPort) return false;
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const host = hostOf(url);
   if (LOOPBACK_NAMES.has(host.toLowerCase())) return true;
   if (isIP(host) !== 0) return isOwnAddress(host);
   try {
@@ -109,7 +104,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     return failure('self_request_refused', 'Webhook steps may not call the Sluice runtime itself.', false, base);
   }
   // A name is checked where it connects (the pools' lookup); an address literal connects without one.
-  const literal = url.hostname.replace(/^\[|\]$/g, '');
+  const literal = hostOf(url);
   if (target.connections.targets === 'public' && isIP(literal) !== 0 && !isPublicAddress(literal)) {
     return failure('webhook_target_forbidden', `${literal} is not a public address (--webhook-targets public).`, false, base);
   }
