@@ -101,7 +101,8 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const org = orgFor(request, 'viewer');
         const environment = environmentOf(request, org);
         const page = sortedPage(request, workflows.list(org.id, environment));
-        return json(200, { workflows: page.items.map((workflow) => forCaller(request, workflow)), next_cursor: page.nextCursor });
+        // The caller's key is looked up once for the page, not once per workflow on it.
+        return json(200, { workflows: seesCredentials(request) ? page.items : page.items.map(redactWorkflow), next_cursor: page.nextCursor });
       },
     },
     {
