@@ -91,6 +91,9 @@ export function admissionLane(ctx: RunContext): AdmissionLane {
   return ctx.fence > 0 ? 'resume' : 'new';
 }
 
+/** `completed` or `cancelled`: final states, where `pendingWork` is `done`. */
+export const isFinished = (snapshot: RunSnapshotView): boolean => snapshot.value === 'completed' || snapshot.value === 'cancelled';
+
 /** True exactly while the run occupies one of its tenant's concurrency slots. */
 export const holdsSlot = (snapshot: RunSnapshotView): boolean => snapshot.value === 'running';
 

@@ -2,6 +2,7 @@
 // Reads need viewer, resume/cancel need developer; every read and write is scoped to one environment.
 
 import { describeRun } from '../../actors/run-view.ts';
+import { isFinished } from '../../actors/run-work.ts';
 import { ConflictError, InputError, notFound } from '../errors.ts';
 import { json, type HttpRequest, type Route } from '../http/types.ts';
 import type { RunEngine } from '../runs/run-engine.ts';
@@ -66,7 +67,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
       pattern: `${base}/:run_id/cancel`,
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
-        if (run.value === 'completed' || run.value === 'cancelled') throw new ConflictError('run_finished', `The run is already ${run.value}.`);
+        if (isFinished(run)) throw new ConflictError('run_finished', `The run is already ${run.value}.`);
         await engine.command(org.id, run.context.runId, { type: 'run.cancel', reason: 'cancelled through the API' });
         return json(200, { run: describeRun(runs.get(org.id, run.context.runId) ?? run) });
       },

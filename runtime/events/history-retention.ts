@@ -4,6 +4,7 @@
 // retention never takes what a run, a resume or a triage still needs. A caller-chosen API event id
 // leaves a tombstone (event-store.ts), so it is never accepted again with the old runs' ids.
 
+import { isFinished } from '../../actors/run-work.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import type { RunStore } from '../runs/run-store.ts';
@@ -23,9 +24,6 @@ export interface PrunedHistory {
   readonly events: number;
   readonly runs: number;
 }
-
-/** Only finished runs may go: the others are still at work or wait for a person to resume them. */
-const FINISHED: ReadonlySet<string> = new Set(['completed', 'cancelled']);
 
 /**
  * Removes every event received before `nowMs - retentionMs` whose runs have all finished, with its
@@ -60,7 +58,8 @@ async function removeFinished(deps: HistoryDeps, keys: readonly [string, string,
   const { ledger } = deps;
   const removable = keys
     .map((key) => ({ key, runs: deps.runs.forEvent(key[0], key[3]) }))
-    .filter(({ runs }) => runs.every((run) => FINISHED.has(run.value)));
+    // Only finished runs may go: the others are still at work or wait for a person to resume them.
+    .filter(({ runs }) => runs.every(isFinished));
   if (removable.length === 0) return { events: 0, runs: 0 };
   return durably(
     ledger.root,
