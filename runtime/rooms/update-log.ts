@@ -34,30 +34,33 @@ export class UpdateLog {
    * Brings the log from the retention it was kept at before this boot to this one; call once before
    * the first append. Raised: what the smaller one dropped stays dropped, so each org's floor
    * remembers it (a replay from below it must get 4410, not a silent skip). Lowered: each org's
-   * updates beyond the new retention are removed now (appends only ever remove one at a time).
+   * updates beyond the new retention are trimmed now (appends only ever remove one at a time).
    */
   async adoptRetention(): Promise<void> {
     const previous = this.#floors.get([0]) as number | undefined;
     if (previous === this.#retention) return;
     await this.#root.transaction(() => {
-      if (previous !== undefined) {
-        // A one-part key ([orgId]) reads back as the part itself.
-        for (const orgId of this.#counters.getKeys({}) as Iterable<string>) {
-          const last = this.lastSeq(orgId);
-          if (this.#retention > previous) {
-            this.#floors.put([orgId], Math.max(this.#floor(orgId), last - previous + 1));
-          } else {
-            for (const stale of this.#updates.getKeys({ start: [orgId, 0], end: [orgId, last - this.#retention + 1] })) this.#updates.remove(stale);
-          }
-        }
+      if (previous !== undefined && this.#retention > previous) {
+        for (const orgId of this.#orgs()) this.#floors.put([orgId], Math.max(this.#floor(orgId), this.lastSeq(orgId) - previous + 1));
       }
       this.#floors.put([0], this.#retention);
     });
+    if (previous !== undefined && this.#retention < previous) await this.trim();
+  }
+
+  /** Every org that has had updates. A one-part key ([orgId]) reads back as the part itself. */
+  #orgs(): Iterable<string> {
+    return this.#counters.getKeys({}) as Iterable<string>;
+  }
+
+  /** The highest seq handed out or stored for the org. */
+  #highestSeq(orgId: string): number {
+    return this.#issued.get(orgId) ?? this.lastSeq(orgId);
   }
 
   /** Assigns the next seq of the org and queues the update, dropping the oldest beyond retention. Call inside a write (transaction or conditional batch). */
   append(orgId: string, update: NewRunUpdate): RunUpdate {
-    const seq = (this.#issued.get(orgId) ?? this.lastSeq(orgId)) + 1;
+    const seq = this.#highestSeq(orgId) + 1;
     this.#issued.set(orgId, seq);
     if (!this.#firstIssued.has(orgId)) this.#firstIssued.set(orgId, seq);
     const stored: RunUpdate = { ...update, seq };
@@ -73,7 +76,7 @@ export class UpdateLog {
    * whose next seq is below it has lost updates for good.
    */
   oldestRetained(orgId: string): number {
-    return Math.max(1, this.#floor(orgId), (this.#issued.get(orgId) ?? this.lastSeq(orgId)) - this.#retention + 1);
+    return Math.max(1, this.#floor(orgId), this.#highestSeq(orgId) - this.#retention + 1);
   }
 
   #floor(orgId: string): number {
@@ -111,7 +114,7 @@ export class UpdateLog {
    */
   async trim(): Promise<number> {
     const stale: LedgerKey[] = [];
-    for (const orgId of this.#counters.getKeys({}) as Iterable<string>) {
+    for (const orgId of this.#orgs()) {
       stale.push(...this.#updates.getKeys({ start: [orgId, 0], end: [orgId, this.oldestRetained(orgId)] }));
     }
     if (stale.length > 0) await durably(this.#root, this.#root.transaction(() => stale.forEach((key) => this.#updates.remove(key))));
