@@ -1,6 +1,7 @@
 // Sandbox reset: removes one org's sandbox events (and retention's tombstones of them), recordings,
-// runs, inbox claims, projection rows and retained live updates and starts its next sandbox generation in one durable transaction, and
-// nothing else (workflows, sources and production stay). A re-sent event id then makes runs with new ids.
+// runs, inbox claims, projection rows and retained live updates, and starts its next sandbox
+// generation, in one durable transaction, and nothing else (workflows, sources and production
+// stay). A re-sent event id then makes runs with new ids.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
