@@ -2,9 +2,9 @@
 // it exists and is private, or create it crash-safely with mode 0600; files readable by group or
 // others are refused. A new file appears whole or not at all, and is on disk before it is used:
 // what it protects (sealed secrets, a printed token) must never outlive it.
-import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { createLinked } from './linked-file.ts';
 import { RunnerConfigError } from './runner-error.ts';
 
 export interface PrivateFile {
@@ -55,24 +55,8 @@ export function readOrCreatePrivateFile(path: string, create: () => string): Pri
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const text = create();
-  // Written and flushed under a temporary name, then linked into place: link fails if the name
-  // exists, so a process that created it meanwhile wins, and no reader ever sees a partial file.
-  const temporary = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}`);
-  const fd = openSync(temporary, 'wx', 0o600);
-  try {
-    writeSync(fd, `${text}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(temporary, path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { text: readExisting(path).text, created: false };
-    throw error;
-  } finally {
-    unlinkSync(temporary);
-  }
+  // A process that created it meanwhile wins.
+  if (!createLinked(path, `${text}\n`)) return { text: readExisting(path).text, created: false };
   syncPath(dir, 'r');
   return { text, created: true };
 }

@@ -5,7 +5,8 @@
 // stale), linked into place whole; a stale one is taken over by renaming it away first.
 
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
+import { createLinked } from '../../hook-runner/linked-file.ts';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -88,18 +89,11 @@ export function lockDataDir(dir: string): () => void {
   const path = join(dir, 'owner.pid');
   const text = `${JSON.stringify(self())}\n`;
   for (let attempt = 0; attempt < 5; attempt++) {
-    // Written whole under a private name, then linked: the lock never exists half-written.
-    const mine = join(dir, `.owner.${process.pid}.${randomBytes(6).toString('hex')}`);
-    writeFileSync(mine, text, { mode: 0o600 });
-    try {
-      linkSync(mine, path);
+    // The lock never exists half-written.
+    if (createLinked(path, text)) {
       return () => {
         if (readOr(path, '') === text) unlinkSync(path);
       };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    } finally {
-      unlinkSync(mine);
     }
     const found = readOr(path, '');
     const owner = parseOwner(found);
