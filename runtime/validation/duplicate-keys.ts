@@ -2,8 +2,9 @@
 // first or refuse the document; payloads are handed on as the text received (raw-json.ts), so a
 // receiver could act on a value that schema validation never saw. Checked on text JSON.parse accepted.
 
+import { endOfString } from './json-member-text.ts';
+
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
@@ -19,17 +20,12 @@ export function duplicateKeyAt(text: string): number {
     const code = text.charCodeAt(i);
     if (code === QUOTE) {
       const start = i;
-      let escaped = false;
-      for (i++; text.charCodeAt(i) !== QUOTE; i++) {
-        if (text.charCodeAt(i) === BACKSLASH) {
-          escaped = true;
-          i++;
-        }
-      }
+      i = endOfString(text, start) - 1;
       if (!expectingName) continue;
       expectingName = false;
       const names = open[open.length - 1] as Set<string>;
-      const name = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
+      const raw = text.slice(start + 1, i);
+      const name = raw.includes('\\') ? (JSON.parse(text.slice(start, i + 1)) as string) : raw;
       if (names.has(name)) return start;
       names.add(name);
     } else if (code === OPEN_BRACE) {

@@ -9,11 +9,12 @@ function skipWhitespace(text: string, at: number): number {
   return i;
 }
 
-/** The index just past the string that opens at `at`. */
-function endOfString(text: string, at: number): number {
+/** The index just past the JSON string that opens (with its quote) at `at`. */
+export function endOfString(text: string, at: number): number {
   for (let i = at + 1; i < text.length; i++) {
-    if (text[i] === '\\') i++;
-    else if (text[i] === '"') return i + 1;
+    const code = text.charCodeAt(i);
+    if (code === 0x5c) i++; // a backslash escapes the next character
+    else if (code === 0x22) return i + 1;
   }
   return text.length;
 }
