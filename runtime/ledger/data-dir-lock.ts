@@ -6,9 +6,9 @@
 
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
-import { createLinked } from '../../hook-runner/linked-file.ts';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { createLinked } from '../../hook-runner/linked-file.ts';
 
 /** Thrown when another running process holds the directory. */
 export class DataDirInUseError extends Error {

@@ -50,12 +50,18 @@ const seqsOf = (client: LiveClient): number[] => client.updates().map((u) => u.s
 /** For nextPage: every entry in the log is durable. */
 const durable = (): boolean => false;
 
-test('a replay reads one page of the log at a time, about a byte budget, and is caught up only on a short page', async () => {
+/** A log on a memory ledger keeping `retention` updates, after `count` appends to org 'org'. */
+async function filledLog(retention: number, count: number, runOf: (i: number) => string, bytes: number) {
   const ledger = openMemoryLedger();
-  const log = new UpdateLog(ledger, 1000);
+  const log = new UpdateLog(ledger, retention);
   await ledger.root.transaction(() => {
-    for (let i = 0; i < 600; i++) log.append('org', update(i % 2 === 0 ? 'run-even' : 'run-odd', 100));
+    for (let i = 0; i < count; i++) log.append('org', update(runOf(i), bytes));
   });
+  return { ledger, log };
+}
+
+test('a replay reads one page of the log at a time, about a byte budget, and is caught up only on a short page', async () => {
+  const { ledger, log } = await filledLog(1000, 600, (i) => (i % 2 === 0 ? 'run-even' : 'run-odd'), 100);
   const all = startReplay({ environment: 'production', runId: '' }, 0, undefined);
   const first = nextPage(log, 'org', all, 600, Infinity, durable);
   assert.deepEqual([first.frames.length, all.cursor, first.caughtUp], [REPLAY_PAGE_SIZE, REPLAY_PAGE_SIZE, false]);
@@ -76,11 +82,7 @@ test('a replay reads one page of the log at a time, about a byte budget, and is 
 });
 
 test('a replay from 0 over a log that has dropped its oldest updates records no gaps for them: a Subscribe that interrupts it resends nothing it sent', async () => {
-  const ledger = openMemoryLedger();
-  const log = new UpdateLog(ledger, 100);
-  await ledger.root.transaction(() => {
-    for (let i = 0; i < 300; i++) log.append('org', update('run', 10));
-  });
+  const { ledger, log } = await filledLog(100, 300, () => 'run', 10);
   const replay = startReplay({ environment: 'production', runId: '' }, 0, undefined);
   const page = nextPage(log, 'org', replay, 300, Infinity, durable);
   assert.deepEqual([page.frames.length, replay.cursor, replay.gaps.size], [100, 300, 0]);
@@ -89,11 +91,7 @@ test('a replay from 0 over a log that has dropped its oldest updates records no 
 });
 
 test('an entry the seq order skipped and has not published is not replayed yet: it stays a gap until it is', async () => {
-  const ledger = openMemoryLedger();
-  const log = new UpdateLog(ledger, 100);
-  await ledger.root.transaction(() => {
-    for (let i = 0; i < 3; i++) log.append('org', update('run', 10));
-  });
+  const { ledger, log } = await filledLog(100, 3, () => 'run', 10);
   const replay = startReplay({ environment: 'production', runId: '' }, 0, undefined);
   const page = nextPage(log, 'org', replay, 3, Infinity, (seq) => seq === 2);
   assert.equal(page.frames.length, 2, 'seqs 1 and 3');

@@ -52,6 +52,15 @@ const send = async (org: string, key: string, id: string): Promise<void> =>
 const runStates = async (org: string, key: string): Promise<Map<string, string>> =>
   new Map(((await call(rt.url, 'GET', `/organizations/${org}/runs`, { token: key })).body.runs as Array<{ run_id: string; state: string }>).map((r) => [r.run_id, r.state]));
 
+/** Sends an event whose step is held by the receiver until `release`, once that step is out. */
+async function sendHeld(org: string, key: string, path: string, id: string): Promise<() => void> {
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200 }]);
+  await send(org, key, id);
+  await eventually('the held step to be out', () => receiver.received.filter((r) => r.path === path).length, (n) => n === 1);
+  return release;
+}
+
 const resumeDue = (): number => {
   clock.advance(FIRST_RETRY_MS);
   return rt.runtime.engine.stalled.timers.fireDue();
@@ -60,10 +69,8 @@ const resumeDue = (): number => {
 test('a queued run whose admission could not be written gives back its slot and is admitted again', async () => {
   const org = 'acct-stalled-admit';
   const key = await setup(org, '/admit');
-  let release: () => void = () => undefined;
-  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200 }]);
-  await send(org, key, 'first');
-  await eventually('the first run holds the only slot', () => receiver.received.filter((r) => r.path === '/admit').length, (n) => n === 1);
+  // The first run holds the only slot.
+  const release = await sendHeld(org, key, '/admit', 'first');
   await send(org, key, 'second');
   failNext = (run, previous) => run.value === 'running' && previous?.value === 'queued';
   release();
@@ -103,10 +110,7 @@ test('a run whose step result could not be written sends the step again, with th
 test('a cancel that cannot be written answers 503 and changes nothing; picking the run up again does not send its step a second time while it is out', async () => {
   const org = 'acct-stalled-cancel';
   const key = await setup(org, '/cancel');
-  let release: () => void = () => undefined;
-  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200 }]);
-  await send(org, key, 'held');
-  await eventually('the step to be out', () => receiver.received.filter((r) => r.path === '/cancel').length, (n) => n === 1);
+  const release = await sendHeld(org, key, '/cancel', 'held');
   const [runId] = [...(await runStates(org, key)).keys()];
 
   failNext = (run) => run.value === 'cancelled' && run.context.orgId === org;
