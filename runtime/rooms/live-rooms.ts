@@ -226,6 +226,8 @@ export class LiveRooms {
     const data = ws.getUserData();
     const publishedSeq = this.#publishedSeq(data.orgId);
     const earlier = this.#leave(ws, data, publishedSeq);
+    // A frame sent while leaving can exceed the backpressure limit, which closes the socket.
+    if (data.state.status === 'closed') return;
     if (afterSeq === undefined) {
       this.#join(ws, data, room, undefined, publishedSeq, earlier);
       return;
@@ -240,6 +242,10 @@ export class LiveRooms {
     const { state } = data;
     if (state.status === 'replaying') return sentSoFar(state.replay);
     if (state.status !== 'live') return undefined;
+    // uWS holds each subscriber's topic messages until the end of the loop turn and drops the ones
+    // still held when it unsubscribes; a send delivers them first. This heartbeat is that send.
+    this.#sendHeartbeat(ws, publishedSeq);
+    if (data.state.status !== 'live') return undefined;
     ws.unsubscribe(topicFor(data.orgId, state.sent.room));
     // The topic delivered everything fanned out until now, and nothing more; not a gap skipped
     // meanwhile that may still arrive late (it was not sent, and the replay must send it).
@@ -295,7 +301,12 @@ export class LiveRooms {
   #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent | undefined): void {
     ws.subscribe(topicFor(data.orgId, room));
     data.state = { status: 'live', sent: sentOnJoining(room, afterSeq, publishedSeq, earlier) };
-    ws.send(encodeLiveMessage({ heartbeat: { at_ms: this.#clock.now(), last_seq: publishedSeq } }), true);
+    this.#sendHeartbeat(ws, publishedSeq);
+  }
+
+  /** Every update of the socket's room up to `lastSeq` has been sent before this heartbeat. */
+  #sendHeartbeat(ws: WebSocket<SocketData>, lastSeq: number): void {
+    ws.send(encodeLiveMessage({ heartbeat: { at_ms: this.#clock.now(), last_seq: lastSeq } }), true);
   }
 
   /**
