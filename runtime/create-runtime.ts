@@ -72,10 +72,22 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {}): Promise<Runtime> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger(config.logLevel);
-  const metrics = createRuntimeMetrics();
   const ledger = deps.ledger ?? openLedger(config.dataDir);
+  // What has been opened so far, closed again (newest first) if starting fails part way.
+  const opened: Array<() => unknown> = [() => ledger.close()];
+  try {
+    return await startOn(ledger, opened, config, clock, logger);
+  } catch (error) {
+    for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger): Promise<Runtime> {
+  const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
   const runner = await connectRunner(config, logger);
+  opened.push(() => runner.close());
   const orgs = new OrganizationStore(ledger);
   const apiKeys = new ApiKeyStore(ledger);
   const sources = new SourceStore(ledger);
@@ -93,10 +105,12 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   await updateLog.adoptRetention();
   const server = new HttpServer({ logger, metrics });
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
+  opened.push(() => rooms.close(), () => server.close());
   const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);
   const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets);
   observeWebhookConnections(metrics, () => connections.stats());
+  opened.push(() => connections.close());
   const engine = new RunEngine({
     ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, projections,
     selfPort: () => boundPort,
@@ -104,6 +118,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
     actions,
     runner: runner.client,
   });
+  opened.push(() => engine.close());
   const child = runner.child;
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,
