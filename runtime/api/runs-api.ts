@@ -4,7 +4,8 @@
 import { describeRun } from '../../actors/run-view.ts';
 import { isFinished } from '../../actors/run-work.ts';
 import { ConflictError, InputError, notFound } from '../errors.ts';
-import { json, type HttpRequest, type Route } from '../http/types.ts';
+import { json, rawJson, type HttpRequest, type Route } from '../http/types.ts';
+import { eventWithRawPayload } from '../events/payload-text.ts';
 import type { RunEngine } from '../runs/run-engine.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ApiContext } from './context.ts';
@@ -79,11 +80,11 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const after = parseCursorOf(request, [isListedId]);
         const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), after?.[0]);
-        return json(200, {
-          failed_events: page.events.map(({ eventId, runs: failedRuns }) => ({
-            event: ctx.events.get(org.id, eventId) ?? { id: eventId },
-            runs: failedRuns.map(summarizeRun),
-          })),
+        return rawJson(200, {
+          failed_events: page.events.map(({ eventId, runs: failedRuns }) => {
+            const event = ctx.events.get(org.id, eventId);
+            return { event: event === undefined ? { id: eventId } : eventWithRawPayload(event), runs: failedRuns.map(summarizeRun) };
+          }),
           next_cursor: page.nextCursor === null ? null : encodeCursor([page.nextCursor]),
         });
       },

@@ -59,3 +59,20 @@ test('an API event keeps its payload text, in the 202, on read and through a rep
   const replayId = (JSON.parse(replayed.text) as { event: { id: string } }).event.id;
   assert.ok((await text(`/organizations/${ORG}/events/${replayId}`)).text.includes(`"payload":${payload}`), 'the replay stored the original text');
 });
+
+test('the failed-events triage list carries the event payload as received', async () => {
+  const failing = await startReceiver([{ status: 400, body: 'no' }]);
+  try {
+    const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'refused', trigger_event: 'orders.refused', steps: [{ id: 'send', type: 'webhook', url: failing.url }] } });
+    assert.equal(wf.status, 201, wf.text);
+    const payload = '{"order_id":820982911946154508,"huge":1e400}';
+    const created = await text(`/organizations/${ORG}/events`, { method: 'POST', body: `{"type":"orders.refused","id":"exact-failed","payload":${payload}}` });
+    assert.equal(created.status, 202, created.text);
+    await eventually('the run to fail', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/exact-failed`, { token: key })).body.reactions, (r: Array<{ state: string }>) => r.length === 1 && r[0]!.state === 'failed');
+    const triage = await text(`/organizations/${ORG}/failed-events`);
+    assert.equal(triage.status, 200);
+    assert.ok(triage.text.includes(`"payload":${payload}`), triage.text);
+  } finally {
+    await failing.close();
+  }
+});
