@@ -133,7 +133,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine),
     ...sandboxRoutes(context, updateLog, engine, projections),
-    ...replayRoutes(context, inbox, workflows),
+    ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections),
     ...customActionRoutes(context, actions, runner.client),
   ]));

@@ -48,8 +48,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         const environment = body.environment ?? 'production';
         // Stored only once no sandbox reset of the org is in flight, and with no await between this
         // check and the store: the runs then take the generation their event lives in (sandbox-generation.ts).
-        const generations = ctx.runs.sandboxGenerations;
-        if (environment === 'sandbox') while (generations.resetting(org.id)) await generations.settled(org.id);
+        if (environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
         const nowMs = ctx.clock.now();
         const id = body.id ?? generateEventId(nowMs);
         const event: StoredEvent = withPayloadText({

@@ -7,6 +7,7 @@ import { parseJsonRequest } from '../http/parse-json.ts';
 import { eventWithRawPayload } from '../events/payload-text.ts';
 import { json, rawJson, type Route } from '../http/types.ts';
 import type { Inbox } from '../inbox/inbox.ts';
+import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { REPLAY_SOURCE, replayOf } from '../replay/business-replay.ts';
 import { explainTransportReplay } from '../replay/transport-replay.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -30,7 +31,7 @@ function parseIdempotencyKey(value: string | undefined): string | undefined {
   return value;
 }
 
-export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowStore): Route[] {
+export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowStore, quota: IngestQuota): Route[] {
   const base = '/organizations/:org_id/events/:event_id';
   return [
     {
@@ -49,6 +50,10 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           throw error;
         }
         const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
+        // A replay is a new event: it counts toward the ingest quota, and waits out a sandbox reset
+        // like any other event stored through the API (events-api.ts).
+        quota.take(org);
+        if (original.environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
         const replay = replayOf(original, choice.side_effects, ctx.clock.now());
         if (idempotencyKey === undefined) {
           await ctx.events.store({ event: replay, recording: null, claim: null });

@@ -46,6 +46,11 @@ export class SandboxGenerations {
     return this.#resets.get(orgId) ?? Promise.resolve();
   }
 
+  /** Resolves once no reset of the org is in flight; a sandbox event is stored only then (see the header). */
+  async quiet(orgId: string): Promise<void> {
+    while (this.resetting(orgId)) await this.settled(orgId);
+  }
+
   /**
    * Runs `reset`, the durable write whose transaction calls `advanceWithin`, and resolves with its
    * result. The org is `resetting` from this call until that write settles, and meanwhile reads of

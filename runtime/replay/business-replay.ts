@@ -18,7 +18,8 @@ export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', now
     received_at_ms: nowMs,
     correlation_id: original.correlation_id,
     causation_id: original.id,
-    replay_skip_side_effects: sideEffects === 'skip' || original.replay_skip_side_effects,
+    // The person's choice, also on a replay of a skip replay: "run" there sends what it skipped.
+    replay_skip_side_effects: sideEffects === 'skip',
   };
   return withPayloadText(replay, payloadTextOf(original));
 }

@@ -66,6 +66,32 @@ test('side_effects "run": everything runs again under a new run id and new effec
   assert.notEqual(reaction!.run_id, original!.run_id);
 });
 
+test('side_effects "run" on a replay of a skip replay sends what the skip replay left out; the key remembers the choice', async () => {
+  const skip = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'skip' } });
+  assert.equal(skip.status, 202);
+  const replayOfSkip = (choice: 'skip' | 'run') =>
+    call(rt.url, 'POST', `/organizations/${ORG}/events/${skip.body.event.id}/replay`, { token: key, json: { side_effects: choice }, headers: { 'idempotency-key': 'ticket-of-skip' } });
+  const run = await replayOfSkip('run');
+  assert.equal(run.status, 202, run.text);
+  assert.equal(run.body.event.replay_skip_side_effects, false);
+  const [reaction] = await eventually('the replay run completed', () => reactionsOf(run.body.event.id), (r) => r.length === 1 && r[0]!.state === 'completed');
+  assert.ok(receiver.received.some((r) => r.headers['idempotency-key'] === `${reaction!.run_id}:notify`), 'its webhook was sent');
+  const otherChoice = await replayOfSkip('skip');
+  assert.equal(otherChoice.status, 409);
+  assert.equal(otherChoice.body.error.code, 'idempotency_key_reused');
+});
+
+test('a replay counts toward the org\'s ingest quota like any other event', async () => {
+  const org = 'acct-replay-quota';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
+  const first = await call(rt.url, 'POST', `/organizations/${org}/events`, { token: orgKey, json: { type: 'a.b', payload: {} } });
+  assert.equal(first.status, 202);
+  const replay = await call(rt.url, 'POST', `/organizations/${org}/events/${first.body.event.id}/replay`, { token: orgKey, json: { side_effects: 'run' } });
+  assert.equal(replay.status, 429, replay.text);
+  assert.ok(Number(replay.headers.get('retry-after')) >= 1);
+});
+
 test('an Idempotency-Key makes a replay once: a retry answers with the same event and sends nothing more', async () => {
   const replaysMade = async (): Promise<number> =>
     ((await call(rt.url, 'GET', `/organizations/${ORG}/events?limit=500`, { token: key })).body.events as Array<{ causation_id: string | null }>).filter((event) => event.causation_id === originalId).length;
