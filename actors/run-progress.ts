@@ -4,7 +4,7 @@
 import type { StepId } from './ids.ts';
 import type { JsonValue } from './json.ts';
 import { nextRetryDelay } from './retry-policy.ts';
-import type { RunContext, RunError, RunInput, StepAttempt, StepFailure, StepRecord } from './run-types.ts';
+import type { LateOutcome, RunContext, RunError, RunInput, StepAttempt, StepFailure, StepRecord } from './run-types.ts';
 
 export function initialContext(input: RunInput): RunContext {
   return {
@@ -163,9 +163,25 @@ export function abandonPending(ctx: RunContext, at: number): RunContext {
   }));
 }
 
+/** The step under way (claimed at least once, not finished or failed) ends `cancelled` with its open attempt. */
 export function cancelRun(ctx: RunContext, at: number, reason: string): RunContext {
-  const updated = withCurrent(ctx, (s) => patchOpenAttempt(s, { outcome: 'cancelled', endedAt: at }));
+  const updated = withCurrent(ctx, (s) =>
+    s.attempts.length === 0 || s.status === 'failed' ? s : { ...patchOpenAttempt(s, { outcome: 'cancelled', endedAt: at }), status: 'cancelled' },
+  );
   return { ...updated, updatedAt: at, retryAt: null, wakeAt: null, cancelReason: reason };
+}
+
+/**
+ * A cancelled run's record of what the attempt it cancelled reported afterwards, once; any other
+ * report (another fence, a second one) leaves the context as it is.
+ */
+export function recordAfterCancel(ctx: RunContext, stepId: StepId, fence: number, late: LateOutcome): RunContext {
+  const step = currentStep(ctx);
+  const last = step?.attempts.at(-1);
+  if (step?.id !== stepId || last === undefined || last.fence !== fence || last.outcome !== 'cancelled' || last.afterCancel !== undefined) return ctx;
+  const attempts = step.attempts.slice();
+  attempts[attempts.length - 1] = { ...last, afterCancel: late };
+  return withCurrent(ctx, (s) => ({ ...s, attempts }));
 }
 
 /** From `failed`: clear the error and give the failed step a fresh retry budget; finished steps stay finished. */

@@ -3,7 +3,9 @@
 
 import { createActor, transition, type Actor, type Snapshot } from 'xstate';
 import { runMachine } from './run-machine.ts';
-import type { RunContext, RunEvent, RunInput, RunStateName } from './run-types.ts';
+import type { StepId } from './ids.ts';
+import { recordAfterCancel } from './run-progress.ts';
+import type { LateOutcome, RunContext, RunEvent, RunInput, RunStateName } from './run-types.ts';
 import { isRunStateName, pendingWork, type Work } from './run-work.ts';
 
 /**
@@ -76,6 +78,35 @@ export function applyRunEvent(run: PersistedRun, event: RunEvent): RunStep {
   if (next === current) return { run, changed: false, work: pendingWork(run) };
   const persisted = persist(next);
   return { run: persisted, changed: true, work: pendingWork(persisted) };
+}
+
+/**
+ * A step report that reaches a cancelled run. XState's final state takes no event, so the attempt
+ * the cancel closed records the report here (`recordAfterCancel`); the run stays `cancelled`.
+ */
+export function applyReportAfterCancel(run: PersistedRun, event: RunEvent): RunStep {
+  const late = run.value === 'cancelled' ? lateOutcomeOf(event) : undefined;
+  const context = late === undefined ? run.context : recordAfterCancel(run.context, late.stepId, late.fence, late.outcome);
+  if (context === run.context) return { run, changed: false, work: pendingWork(run) };
+  const next: PersistedRun = { ...run, context };
+  return { run: next, changed: true, work: pendingWork(next) };
+}
+
+function lateOutcomeOf(event: RunEvent): { stepId: StepId; fence: number; outcome: LateOutcome } | undefined {
+  const base = { at: event.at, startedAt: 'startedAt' in event ? (event.startedAt ?? null) : null };
+  switch (event.type) {
+    case 'step.succeeded':
+      return { stepId: event.stepId, fence: event.fence, outcome: { ...base, outcome: 'succeeded', error: null, evidence: event.evidence ?? null } };
+    case 'step.failed': {
+      const { code, message, retryable, retryAfterMs } = event.error;
+      const error = { code, message, retryable, retryAfterMs: retryAfterMs ?? null };
+      return { stepId: event.stepId, fence: event.fence, outcome: { ...base, outcome: 'failed', error, evidence: event.evidence ?? null } };
+    }
+    case 'step.skipped':
+      return { stepId: event.stepId, fence: event.fence, outcome: { ...base, outcome: 'skipped', error: null, evidence: event.evidence ?? { reason: event.reason } } };
+    default:
+      return undefined;
+  }
 }
 
 /**

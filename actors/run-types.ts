@@ -63,9 +63,23 @@ export interface StepAttempt {
   readonly outcome: AttemptOutcome;
   readonly error: StepError | null;
   readonly evidence: JsonValue | null;
+  /**
+   * What the effect of an attempt closed as `cancelled` reported afterwards (it was already out when
+   * the run was cancelled): the run stays cancelled, but support can see that it was delivered.
+   */
+  readonly afterCancel?: LateOutcome;
 }
 
-export type StepStatus = 'pending' | 'active' | 'retrying' | 'succeeded' | 'skipped' | 'failed';
+export interface LateOutcome {
+  readonly outcome: 'succeeded' | 'failed' | 'skipped';
+  readonly at: number;
+  readonly startedAt: number | null;
+  readonly error: StepError | null;
+  readonly evidence: JsonValue | null;
+}
+
+/** `cancelled`: the run was cancelled while this step was under way (claimed, out, or waiting to retry). */
+export type StepStatus = 'pending' | 'active' | 'retrying' | 'succeeded' | 'skipped' | 'failed' | 'cancelled';
 
 export interface StepRecord extends RunStepPlan {
   readonly status: StepStatus;

@@ -2,7 +2,7 @@
 // attempt of every step (times as ISO-8601 strings, or null when they have not happened).
 
 import type { JsonValue } from './json.ts';
-import type { AttemptOutcome, RunFailureReason, StepStatus, StepType } from './run-types.ts';
+import type { AttemptOutcome, LateOutcome, RunFailureReason, StepError, StepStatus, StepType } from './run-types.ts';
 import type { RunSnapshotView } from './run-work.ts';
 
 export interface AttemptView {
@@ -12,9 +12,19 @@ export interface AttemptView {
   readonly started_at: string | null;
   readonly ended_at: string | null;
   readonly outcome: AttemptOutcome;
-  readonly error: { readonly code: string; readonly message: string; readonly retryable: boolean; readonly retry_after_ms: number | null } | null;
+  readonly error: ErrorView | null;
   readonly evidence: JsonValue | null;
+  /** A `cancelled` attempt's effect, as it reported after the cancel (it was already out); else null. */
+  readonly after_cancel: {
+    readonly outcome: LateOutcome['outcome'];
+    readonly at: string;
+    readonly started_at: string | null;
+    readonly error: ErrorView | null;
+    readonly evidence: JsonValue | null;
+  } | null;
 }
+
+type ErrorView = { readonly code: string; readonly message: string; readonly retryable: boolean; readonly retry_after_ms: number | null };
 
 export interface StepView {
   readonly id: string;
@@ -47,6 +57,8 @@ export interface RunView {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
+const errorView = (error: StepError | null): ErrorView | null =>
+  error === null ? null : { code: error.code, message: error.message, retryable: error.retryable, retry_after_ms: error.retryAfterMs };
 
 /** Pure; safe on a live snapshot, a persisted one, or its JSON round trip. */
 export function describeRun(snapshot: RunSnapshotView): RunView {
@@ -82,8 +94,15 @@ export function describeRun(snapshot: RunSnapshotView): RunView {
         started_at: isoOrNull(a.startedAt),
         ended_at: isoOrNull(a.endedAt),
         outcome: a.outcome,
-        error: a.error === null ? null : { code: a.error.code, message: a.error.message, retryable: a.error.retryable, retry_after_ms: a.error.retryAfterMs },
+        error: errorView(a.error),
         evidence: a.evidence,
+        after_cancel: a.afterCancel === undefined ? null : {
+          outcome: a.afterCancel.outcome,
+          at: iso(a.afterCancel.at),
+          started_at: isoOrNull(a.afterCancel.startedAt),
+          error: errorView(a.afterCancel.error),
+          evidence: a.afterCancel.evidence,
+        },
       })),
     })),
   };

@@ -5,7 +5,7 @@
 
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { persistSnapshot, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
+import { applyReportAfterCancel, persistSnapshot, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
@@ -189,8 +189,10 @@ export class RunEngine {
     const live = cached ?? this.#restore(key, previous);
     const { actor } = live;
     const before = actor.getSnapshot();
-    actor.send({ ...command, at: this.#d.clock.now() } as RunEvent);
+    const event = { ...command, at: this.#d.clock.now() } as RunEvent;
+    actor.send(event);
     if (actor.getSnapshot() === before) {
+      await this.#recordAfterCancel(key, previous, event);
       this.#settleSlot(previous);
       this.#pump();
       return;
@@ -234,6 +236,21 @@ export class RunEngine {
     live.persisted = run;
     if (update !== undefined) this.#d.rooms.publish(orgId, [update]);
     this.#act(run);
+  }
+
+  /**
+   * Keeps what an effect reported after its run was cancelled (see applyReportAfterCancel). Written
+   * in a transaction that checks the run still exists (a sandbox reset may have removed it); the
+   * done actor is dropped, so the next read takes the record from the ledger.
+   */
+  async #recordAfterCancel(key: string, previous: PersistedRun, event: RunEvent): Promise<void> {
+    const late = applyReportAfterCancel(previous, event);
+    if (!late.changed) return;
+    const { orgId, runId } = previous.context;
+    await durably(this.#d.ledger.root, this.#d.ledger.root.transaction(() => {
+      if (this.#d.runs.has(orgId, runId)) this.#d.runs.write(late.run, previous);
+    }));
+    this.#dropActor(key);
   }
 
   /** The run was deleted (sandbox reset): it keeps no actor and no slot. */

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { asStepId } from '../../actors/ids.ts';
+import { applyReportAfterCancel, persistSnapshot } from '../../actors/run-transition.ts';
 import {
   actionStep,
   allFences,
@@ -182,6 +183,28 @@ describe('run machine: cancel and resume', () => {
       a.send({ type: 'run.admitted', at: T0 });
       failStep(a, T0 + 1, false);
     }, 'failed');
+  });
+
+  it('marks the step under way cancelled; a report of the attempt it closed is kept once, beside it, and the run stays cancelled', () => {
+    const actor = startActor(runInput([webhookStep('a'), webhookStep('b')]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    actor.send({ type: 'run.cancel', at: T0 + 10 });
+    const cancelled = persistSnapshot(actor.getPersistedSnapshot());
+    assert.deepEqual(cancelled.context.steps.map((s) => s.status), ['cancelled', 'pending']);
+    const report = (fence: number, at: number) => ({ type: 'step.succeeded' as const, stepId: asStepId('a'), fence, result: null, evidence: { status: 200 }, startedAt: T0 + 1, at });
+    assert.equal(applyReportAfterCancel(cancelled, report(2, T0 + 20)).changed, false, 'another fence is not this attempt');
+    const late = applyReportAfterCancel(cancelled, report(1, T0 + 20));
+    assert.equal(late.changed, true);
+    assert.equal(late.run.value, 'cancelled');
+    assert.deepEqual(late.work, { kind: 'done' });
+    const [attempt] = late.run.context.steps[0]!.attempts;
+    assert.equal(attempt?.outcome, 'cancelled');
+    assert.deepEqual(attempt?.afterCancel, { outcome: 'succeeded', at: T0 + 20, startedAt: T0 + 1, error: null, evidence: { status: 200 } });
+    assert.equal(applyReportAfterCancel(late.run, report(1, T0 + 30)).changed, false, 'only the first report is kept');
+    const completed = startActor(runInput([webhookStep('a')]));
+    completed.send({ type: 'run.admitted', at: T0 });
+    succeed(completed, T0 + 1);
+    assert.equal(applyReportAfterCancel(persistSnapshot(completed.getPersistedSnapshot()), report(1, T0 + 2)).changed, false, 'only cancelled runs');
   });
 
   it('resumes a failed run from the failed step; completed steps are never dispatched again', () => {

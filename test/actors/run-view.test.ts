@@ -35,7 +35,7 @@ describe('describeRun', () => {
       status: 'succeeded',
       result: { status: 202 },
       attempts: [
-        { attempt: 1, fence: 1, claimed_at: '2025-01-01T00:00:00.000Z', started_at: null, ended_at: '2025-01-01T00:00:01.000Z', outcome: 'succeeded', error: null, evidence: { status: 200 } },
+        { attempt: 1, fence: 1, claimed_at: '2025-01-01T00:00:00.000Z', started_at: null, ended_at: '2025-01-01T00:00:01.000Z', outcome: 'succeeded', error: null, evidence: { status: 200 }, after_cancel: null },
       ],
     });
     assert.equal(b?.status, 'failed');

@@ -184,13 +184,41 @@ test('cancel stops a run waiting in backoff; webhook steps may not call the runt
   assert.equal(cancelled.body.run.state, 'cancelled');
   clock.advance(60_000);
   rt.runtime.engine.timers.fireDue();
-  assert.equal((await runInState(runId, 'cancelled')).steps[0].attempts.length, 1);
+  const afterCancel = await runInState(runId, 'cancelled');
+  assert.equal(afterCancel.steps[0].attempts.length, 1);
+  assert.equal(afterCancel.steps[0].status, 'cancelled', 'the step under way (waiting to retry) ends cancelled');
 
   await workflow({ name: 'self', trigger_event: 'order.self', steps: [{ id: 'loop', type: 'webhook', url: `${rt.url}/healthz` }] });
   const selfRun = await onlyRun(await sendEvent('order.self', {}, 'evt-self'));
   const refused = await runInState(selfRun, 'failed');
   assert.equal(refused.error.code, 'self_request_refused');
   assert.equal(refused.steps[0].attempts[0].started_at, null, 'a refused request never started');
+});
+
+test('a run cancelled while its webhook is out keeps what the receiver answered afterwards; the run stays cancelled', async () => {
+  let answer!: () => void;
+  receiver.script([{ status: 200, body: '{"charged":true}', after: new Promise<void>((resolve) => (answer = resolve)) }]);
+  await workflow({ name: 'cancel-in-flight', trigger_event: 'order.in_flight', steps: [{ id: 'charge', type: 'webhook', url: `${receiver.url}/charge` }, { id: 'email', type: 'webhook', url: `${receiver.url}/email` }] });
+  const runId = await onlyRun(await sendEvent('order.in_flight', {}, 'evt-in-flight'));
+  await eventually('the charge request out', () => receiver.received.filter((r) => r.path === '/charge').length, (n) => n === 1);
+  const cancelled = await call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/cancel`, { token: key });
+  assert.equal(cancelled.status, 200);
+  const [charge, email] = cancelled.body.run.steps;
+  assert.equal(charge.status, 'cancelled');
+  assert.equal(charge.attempts[0].outcome, 'cancelled');
+  assert.equal(charge.attempts[0].after_cancel, null, 'nothing reported yet');
+  assert.equal(email.status, 'pending', 'a step never reached stays pending');
+
+  answer();
+  const run = await eventually('the late answer recorded', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runId}`, { token: key })).body.run, (r) => r.steps[0].attempts[0].after_cancel !== null);
+  assert.equal(run.state, 'cancelled');
+  const late = run.steps[0].attempts[0].after_cancel;
+  assert.equal(late.outcome, 'succeeded');
+  assert.equal(late.evidence.status, 200);
+  assert.match(late.evidence.body, /charged/);
+  assert.notEqual(late.started_at, null, 'it says the request went out');
+  assert.equal(run.steps[0].attempts[0].outcome, 'cancelled', 'the attempt itself stays as the cancel closed it');
+  assert.equal(receiver.received.filter((r) => r.path === '/email').length, 0, 'the run went no further');
 });
 
 test('runs list filters by state and workflow; unknown runs are 404 and other orgs see nothing', async () => {
