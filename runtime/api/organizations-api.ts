@@ -1,6 +1,7 @@
 // REST: POST /organizations (platform admin) and GET /organizations/:org_id.
 // Creating an org also issues its first admin API key in the same durable transaction.
 
+import { notFound } from '../errors.ts';
 import { json, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -71,10 +72,13 @@ export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: str
         ctx.auth.requirePlatformAdmin(request);
         const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const update = parseUpdate(parseJsonRequest(request));
+        // Merged onto the organization as stored when the write runs: a concurrent update is not undone.
         // A new plan brings its own ingest rate unless the same request sets one.
-        const planRate = update.plan !== undefined && update.plan !== current.plan && update.ingest_rate_per_second === undefined ? { ingest_rate_per_second: defaultIngestRate(update.plan) } : {};
-        const next: Organization = { ...current, ...update, ...planRate };
-        await ctx.orgs.update(next);
+        const next = await ctx.orgs.update(current.id, (stored): Organization => {
+          const planRate = update.plan !== undefined && update.plan !== stored.plan && update.ingest_rate_per_second === undefined ? { ingest_rate_per_second: defaultIngestRate(update.plan) } : {};
+          return { ...stored, ...update, ...planRate };
+        });
+        if (next === undefined) throw notFound('Organization', 'org_id');
         onLimitsChanged(next.id);
         return json(200, { organization: next });
       },

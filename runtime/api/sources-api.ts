@@ -136,14 +136,14 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         const update = parseUpdate(parseJsonRequest(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
         if (update.event_types !== undefined) assertSchemasCompile(update.event_types);
-        const next: SourceRecord = {
-          ...current,
+        // Merged onto the source as stored when the write runs: a concurrent update is not undone.
+        const next = await ctx.sources.update(org.id, current.name, (stored): SourceRecord => ({
+          ...stored,
           ...(update.secrets === undefined ? {} : { secrets: update.secrets }),
           ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
           ...(update.body_limit_bytes === undefined ? {} : { body_limit_bytes: update.body_limit_bytes }),
           updated_at: isoAt(ctx.clock.now()),
-        };
-        await ctx.sources.replace(next);
+        }));
         return json(200, { source: describeSource(next) });
       },
     },

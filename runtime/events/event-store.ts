@@ -60,7 +60,8 @@ const duplicateError = (originalEventId: string): ConflictError =>
 
 export class EventStore {
   readonly #ledger: Ledger;
-  readonly #inbox: Inbox;
+  /** The claims written with webhook events (sandbox reset and source deletion remove some). */
+  readonly inbox: Inbox;
   readonly #reactors: EventReactor[] = [];
   /**
    * [orgId, environment, eventId] -> pruned-at ms, for API events whose id the caller chose and that
@@ -71,7 +72,7 @@ export class EventStore {
 
   constructor(ledger: Ledger, inbox: Inbox) {
     this.#ledger = ledger;
-    this.#inbox = inbox;
+    this.inbox = inbox;
     this.#tombstones = ledger.openDatabase('event-tombstones');
   }
 
@@ -91,8 +92,8 @@ export class EventStore {
   async store({ event, payloadJson, recording, claim }: NewEvent): Promise<StoredEvent> {
     const { root, events, inbox } = this.#ledger;
     // One read of the claim tells both whether this is a duplicate and whether an expired claim is in the way.
-    const stored = claim === null ? undefined : this.#inbox.storedClaim(event.org_id, claim.source, claim.providerEventId);
-    const duplicate = claim === null ? this.#duplicateOf(event, null) : stored !== undefined && this.#inbox.isLive(stored, event.received_at_ms) ? stored.event_id : undefined;
+    const stored = claim === null ? undefined : this.inbox.storedClaim(event.org_id, claim.source, claim.providerEventId);
+    const duplicate = claim === null ? this.#duplicateOf(event, null) : stored !== undefined && this.inbox.isLive(stored, event.received_at_ms) ? stored.event_id : undefined;
     if (duplicate !== undefined) {
       // The claim it duplicates may be committed but not yet on disk: a 409 is an answer too, so it
       // waits for that flush (a crash before it must not lose the original as well).
@@ -103,7 +104,7 @@ export class EventStore {
     const conditionKey = claim === null ? [event.org_id, event.id] : [event.org_id, claim.source, claim.providerEventId];
     let reactions: Reaction[] = [];
     const write = (claim === null ? events : inbox).ifNoExists(conditionKey, () => {
-      if (claim !== null) this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
+      if (claim !== null) this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
       reactions = this.writeWithin(event, recording, payloadJson);
     });
     const written = await settleAfter(durably(root, write), () => reactions, (stored) => stored);
@@ -113,7 +114,7 @@ export class EventStore {
 
   /** The event a delivery or API id duplicates, if it is still remembered (or was removed by retention). */
   #duplicateOf(event: StoredEvent, claim: NewEvent['claim']): string | undefined {
-    if (claim !== null) return this.#inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms)?.event_id;
+    if (claim !== null) return this.inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms)?.event_id;
     const seen = this.#ledger.events.doesExist([event.org_id, event.id]) || this.#tombstones.doesExist([event.org_id, event.environment, event.id]);
     return seen ? event.id : undefined;
   }
@@ -142,7 +143,7 @@ export class EventStore {
     const write = root.transaction((): string | undefined => {
       const live = this.#duplicateOf(event, claim);
       if (live !== undefined) return live;
-      this.#inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
+      this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
       reactions = this.writeWithin(event, recording, payloadJson);
       return undefined;
     });

@@ -5,8 +5,7 @@
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
-import type { InboxClaim } from '../inbox/inbox.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { EventStore } from './event-store.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import { REPLAY_SOURCE } from '../replay/business-replay.ts';
@@ -58,14 +57,11 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
         for (const run of runs) deps.runs.remove(run);
         let claims = 0;
         for (const source of deps.sources.list(orgId).filter((s) => s.environment === 'sandbox')) {
-          for (const { key } of claimsOf(ledger, orgId, source.name)) {
-            ledger.inbox.remove(key);
-            claims++;
-          }
+          claims += deps.events.inbox.removeSourceClaimsWithin(orgId, source.name);
         }
         // Business replays keyed by an Idempotency-Key claim under REPLAY_SOURCE, whatever their
         // environment: the claims of the replays removed here go with them.
-        for (const { key, claim } of claimsOf(ledger, orgId, REPLAY_SOURCE)) {
+        for (const { key, claim } of deps.events.inbox.claimsOf(orgId, REPLAY_SOURCE)) {
           if (!removedEvents.has(claim.event_id)) continue;
           ledger.inbox.remove(key);
           claims++;
@@ -78,15 +74,4 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
       }),
     ),
   );
-}
-
-/**
- * The inbox claims of one (org, source). Provider ids come from payloads and may sort above any
- * sentinel (an emoji's UTF-8 does), so they end where the source changes (names are ASCII, below U+FFFF).
- */
-function* claimsOf(ledger: Ledger, orgId: string, source: string): Generator<{ readonly key: LedgerKey; readonly claim: InboxClaim }> {
-  for (const { key, value } of ledger.inbox.getRange({ start: [orgId, source], end: [orgId, '\uffff'] })) {
-    if ((key as [string, string, string])[1] !== source) return;
-    yield { key, claim: value as InboxClaim };
-  }
 }

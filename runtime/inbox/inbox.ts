@@ -1,7 +1,7 @@
 // The tenant inbox: one claim per (org, source, provider event id), written in the same
 // transaction as the event. A live claim makes a repeat delivery a 409; old claims are pruned.
 
-import type { Ledger } from '../ledger/ledger.ts';
+import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import { durably } from '../ledger/durable-write.ts';
 
 export const DEFAULT_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
@@ -40,6 +40,31 @@ export class Inbox {
     const claim: InboxClaim = { event_id: eventId, claimed_at_ms: nowMs };
     this.#ledger.inbox.put([orgId, source, providerEventId], claim);
     this.#ledger.inboxByTime.put([nowMs, orgId, source, providerEventId], null);
+  }
+
+  /**
+   * The claims of one (org, source). Provider ids come from payloads and may sort above any
+   * sentinel (an emoji's UTF-8 does), so they end where the source changes (names are ASCII, below U+FFFF).
+   */
+  *claimsOf(orgId: string, source: string): Generator<{ readonly key: LedgerKey; readonly claim: InboxClaim }> {
+    for (const { key, value } of this.#ledger.inbox.getRange({ start: [orgId, source], end: [orgId, '\uffff'] })) {
+      if ((key as [string, string, string])[1] !== source) return;
+      yield { key, claim: value as InboxClaim };
+    }
+  }
+
+  /**
+   * Forgets every claim of a source (it is being deleted: a source made later under its name starts
+   * with no dedup memory); returns how many. Call inside a write transaction. Their time index
+   * entries stay until the prune, which skips a claim that is gone.
+   */
+  removeSourceClaimsWithin(orgId: string, source: string): number {
+    let removed = 0;
+    for (const { key } of this.claimsOf(orgId, source)) {
+      this.#ledger.inbox.remove(key);
+      removed++;
+    }
+    return removed;
   }
 
   /**

@@ -4,6 +4,7 @@
 
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
+import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { forgetSourceSchemas } from './event-schemas.ts';
@@ -16,8 +17,10 @@ export class SourceStore {
   readonly #ledger: Ledger;
   /** Every webhook reads its source twice (body cap, then verification); this store is the table's only writer. */
   readonly #cache = new RecordCache<SourceRecord>();
-  constructor(ledger: Ledger) {
+  readonly #inbox: Inbox;
+  constructor(ledger: Ledger, inbox: Inbox) {
     this.#ledger = ledger;
+    this.#inbox = inbox;
   }
 
   /** Frozen: readers share one copy. */
@@ -55,14 +58,44 @@ export class SourceStore {
     if (outcome === 'full') throw new ConflictError('source_limit_reached', `An organization can hold at most ${MAX_SOURCES_PER_ORG} sources; delete one first.`);
   }
 
-  async replace(source: SourceRecord): Promise<void> {
-    await this.#cache.writing(source.org_id, () => durably(this.#ledger.root, this.#ledger.sources.put([source.org_id, source.name], source)));
-    forgetSourceSchemas(source.org_id, source.name);
+  /**
+   * Applies `change` to the source as stored when the write runs (not as read earlier), so two
+   * concurrent updates both land and none brings back a deleted source; 404 if it is gone.
+   */
+  async update(orgId: string, name: string, change: (current: SourceRecord) => SourceRecord): Promise<SourceRecord> {
+    const { root, sources } = this.#ledger;
+    const updated = await this.#cache.writing(orgId, () =>
+      durably(
+        root,
+        root.transaction(() => {
+          const current = sources.get([orgId, name]) as SourceRecord | undefined;
+          if (current === undefined) return undefined;
+          const next = change(current);
+          sources.put([orgId, name], next);
+          return next;
+        }),
+      ),
+    );
+    forgetSourceSchemas(orgId, name);
+    if (updated === undefined) throw notFound(`Source "${name}"`, 'name');
+    return updated;
   }
 
+  /** Removes the source and its dedup claims in one write; 404 if it is gone. */
   async delete(orgId: string, name: string): Promise<void> {
-    this.require(orgId, name);
-    await this.#cache.writing(orgId, () => durably(this.#ledger.root, this.#ledger.sources.remove([orgId, name])));
+    const { root, sources } = this.#ledger;
+    const removed = await this.#cache.writing(orgId, () =>
+      durably(
+        root,
+        root.transaction(() => {
+          if (sources.get([orgId, name]) === undefined) return false;
+          sources.remove([orgId, name]);
+          this.#inbox.removeSourceClaimsWithin(orgId, name);
+          return true;
+        }),
+      ),
+    );
     forgetSourceSchemas(orgId, name);
+    if (!removed) throw notFound(`Source "${name}"`, 'name');
   }
 }

@@ -57,7 +57,23 @@ export class OrganizationStore {
     return org;
   }
 
-  async update(org: Organization): Promise<void> {
-    await this.#cache.writing(org.id, () => durably(this.#ledger.root, this.#ledger.orgs.put([org.id], org)));
+  /**
+   * Applies `change` to the organization as stored when the write runs (not as read earlier), so
+   * two concurrent updates both land; resolves with the new record, or undefined if it is gone.
+   */
+  async update(orgId: string, change: (current: Organization) => Organization): Promise<Organization | undefined> {
+    const { orgs, root } = this.#ledger;
+    return this.#cache.writing(orgId, () =>
+      durably(
+        root,
+        root.transaction(() => {
+          const current = orgs.get([orgId]) as Organization | undefined;
+          if (current === undefined) return undefined;
+          const next = change(current);
+          orgs.put([orgId], next);
+          return next;
+        }),
+      ),
+    );
   }
 }

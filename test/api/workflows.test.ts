@@ -453,7 +453,7 @@ describe('workflows REST API', () => {
     assert.equal(made.status, 201);
     const org = rt.runtime.context.orgs.get('acct-downgrade');
     assert.ok(org !== undefined);
-    await rt.runtime.context.orgs.update({ ...org, plan: 'starter' });
+    await rt.runtime.context.orgs.update(org.id, (stored) => ({ ...stored, plan: 'starter' }));
     const read = await call(rt.url, 'GET', `${sandboxPath}/${made.body.workflow.id}?environment=sandbox`, { token: sandboxOrg });
     assert.equal(read.status, 402);
     assert.equal(read.body.error.code, 'sandbox_disabled');

@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Inbox } from '../../runtime/inbox/inbox.ts';
 import { RecordCache } from '../../runtime/ledger/record-cache.ts';
 import type { SourceRecord } from '../../runtime/sources/source-record.ts';
 import { SourceStore } from '../../runtime/sources/source-store.ts';
@@ -32,7 +33,7 @@ for (const kind of LEDGER_KINDS) describe(`cached org and source reads (${kind.n
   before(async () => {
     opened = kind.open();
     orgs = new OrganizationStore(opened.ledger);
-    sources = new SourceStore(opened.ledger);
+    sources = new SourceStore(opened.ledger, new Inbox(opened.ledger, 60_000));
     workflows = new WorkflowStore(opened.ledger);
     await orgs.create(ORG, () => undefined);
     await sources.create(SOURCE);
@@ -50,13 +51,13 @@ for (const kind of LEDGER_KINDS) describe(`cached org and source reads (${kind.n
 
   test('during a write readers see the committed record; once it is durable, the new one', async () => {
     assert.equal(orgs.get(ORG.id)?.max_concurrent_runs, 4);
-    const raised = orgs.update({ ...ORG, max_concurrent_runs: 9 });
+    const raised = orgs.update(ORG.id, (stored) => ({ ...stored, max_concurrent_runs: 9 }));
     assert.equal(orgs.get(ORG.id)?.max_concurrent_runs, 4, 'not yet durable');
     await raised;
     assert.equal(orgs.get(ORG.id)?.max_concurrent_runs, 9);
 
     assert.deepEqual(sources.get(ORG.id, SOURCE.name)?.secrets, ['whsec_old']);
-    const rotated = sources.replace({ ...SOURCE, secrets: ['whsec_new'], updated_at: '2026-11-30T01:00:00.000Z' });
+    const rotated = sources.update(ORG.id, SOURCE.name, (stored) => ({ ...stored, secrets: ['whsec_new'], updated_at: '2026-11-30T01:00:00.000Z' }));
     assert.deepEqual(sources.get(ORG.id, SOURCE.name)?.secrets, ['whsec_old'], 'not yet durable');
     await rotated;
     assert.deepEqual(sources.get(ORG.id, SOURCE.name)?.secrets, ['whsec_new'], 'a removed secret is gone once the change is acknowledged');
@@ -92,7 +93,7 @@ for (const kind of LEDGER_KINDS) describe(`cached org and source reads (${kind.n
 
   test('an org change is seen by a transaction queued right after it', async () => {
     const before = orgs.get(ORG.id)?.max_concurrent_runs ?? 0;
-    const raising = orgs.update({ ...ORG, max_concurrent_runs: before + 1 });
+    const raising = orgs.update(ORG.id, (stored) => ({ ...stored, max_concurrent_runs: before + 1 }));
     assert.equal(orgs.get(ORG.id)?.max_concurrent_runs, before, 'not committed yet');
     assert.equal(await opened.ledger.root.transaction(() => orgs.get(ORG.id)?.max_concurrent_runs), before + 1);
     await raising;
