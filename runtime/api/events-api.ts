@@ -44,7 +44,6 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         const parsed = parseJsonRequestText(request);
         const body = parseSend(parsed.value);
         assertSandboxAllowed(org, body.environment ?? 'production');
-        quota.take(org);
         const environment = body.environment ?? 'production';
         // Stored only once no sandbox reset of the org is in flight, and with no await between this
         // check and the store: the runs then take the generation their event lives in (sandbox-generation.ts).
@@ -66,7 +65,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
           depth: 0,
           replay_skip_side_effects: false,
         }, memberText(parsed.text, 'payload') ?? 'null');
-        await ctx.events.store({ event, recording: null, claim: null });
+        await quota.spend(org, () => ctx.events.store({ event, recording: null, claim: null }));
         ctx.metrics.ingestTotal.inc({ outcome: 'accepted_api' });
         return rawJson(202, { event: eventWithRawPayload(event) });
       },

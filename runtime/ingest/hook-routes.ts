@@ -1,5 +1,5 @@
 // POST /hooks/:org_id/:source — signed provider webhooks in, durable events out.
-// Order: 404 source, 413 size, 415 type, 401/400 signature, 429 quota, 400 JSON, 422 schema, then one durable write.
+// Order: 404 source, 413 size, 415 type, 401/400 signature, 400 JSON, 422 schema, then one durable write on the quota (429).
 
 import { InputError, SluiceError, notFound } from '../errors.ts';
 import type { Clock } from '../clock.ts';
@@ -73,9 +73,6 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   }
   const nowMs = deps.clock.now();
   const delivery = verifyDelivery(source, request.headers, request.body, nowMs);
-  // Only signed deliveries count against the quota: anyone can post to a hook URL, and unsigned
-  // requests must not be able to lock the tenant's real provider out.
-  deps.quota.take(org);
   const { value: payload, text: payloadJson } = decodeJsonBytes(request.body);
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     throw new InputError(400, 'invalid_payload', 'The webhook body must be a JSON object.');
@@ -104,7 +101,9 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   };
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
   const started = performance.now();
-  const stored = await deps.events.store({ event, payloadJson, recording, claim: { source: source.name, providerEventId } });
+  // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
+  // unsigned requests nor replayed copies of a signed one may lock the tenant's real provider out.
+  const stored = await deps.quota.spend(org, () => deps.events.store({ event, payloadJson, recording, claim: { source: source.name, providerEventId } }));
   deps.metrics.ledgerCommitSeconds.observe({ operation: 'ingest' }, (performance.now() - started) / 1000);
   return stored;
 }

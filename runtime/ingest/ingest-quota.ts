@@ -1,5 +1,6 @@
 // Per-tenant ingest quota: a token bucket per org refilled at the org's `ingest_rate_per_second`
-// (one second of burst). Over it, webhooks and API events get 429 with Retry-After, nothing stored.
+// (one second of burst). Over it, webhooks, API events and replays get 429 with Retry-After,
+// nothing stored. Only stored events count: a write that stores nothing (a duplicate) gives its token back.
 
 import type { Clock } from '../clock.ts';
 import { SluiceError } from '../errors.ts';
@@ -28,8 +29,23 @@ export class IngestQuota {
     this.#clock = clock;
   }
 
+  /**
+   * Runs `store` on one event's worth of quota, taken first (QuotaExceededError when there is none);
+   * when `store` throws (a duplicate, a failed write), nothing was stored and the token is given back.
+   */
+  async spend<T>(org: Organization, store: () => Promise<T>): Promise<T> {
+    this.#take(org);
+    try {
+      return await store();
+    } catch (error) {
+      const bucket = this.#buckets.get(org.id);
+      if (bucket !== undefined) bucket.tokens = Math.min(bucket.rate, bucket.tokens + 1);
+      throw error;
+    }
+  }
+
   /** Takes one event's worth of quota or throws QuotaExceededError. Orgs without a rate are unlimited. */
-  take(org: Organization): void {
+  #take(org: Organization): void {
     const rate = org.ingest_rate_per_second ?? null;
     if (rate === null) return;
     const now = this.#clock.now();

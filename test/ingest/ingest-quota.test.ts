@@ -1,5 +1,5 @@
 // The per-tenant ingest quota: starter orgs default to 100 events/s, paid plans are unlimited until
-// set; over the quota webhooks and API events get 429 with Retry-After and nothing is stored.
+// set; over the quota webhooks and API events get 429 with Retry-After and nothing is stored; only stored events count.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -63,4 +63,19 @@ test('requests that fail the signature check do not use up the quota', async () 
   }
   const real = await call(rt.url, 'POST', '/hooks/acct-q-forged/in', { body, headers: signStandard(SECRET, 'real-1', Math.floor(clock.now() / 1000), body) });
   assert.equal(real.status, 204, 'the real provider is not locked out by forged requests');
+});
+
+test('copies of a stored delivery, and API events sent again with their id, are 409 and do not use up the quota', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-dup');
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-dup', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 3 } })).status, 200);
+  await call(rt.url, 'POST', '/organizations/acct-q-dup/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
+  const body = JSON.stringify({ type: 'q.x' });
+  const hook = (id: string) => call(rt.url, 'POST', '/hooks/acct-q-dup/in', { body, headers: signStandard(SECRET, id, Math.floor(clock.now() / 1000), body) });
+  assert.equal((await hook('captured')).status, 204);
+  assert.equal((await call(rt.url, 'POST', '/organizations/acct-q-dup/events', { token: key, json: { type: 'q.api', payload: {}, id: 'api-once' } })).status, 202);
+  for (let i = 0; i < 5; i++) {
+    assert.equal((await hook('captured')).status, 409, 'a replayed copy is a duplicate, not a 429');
+    assert.equal((await call(rt.url, 'POST', '/organizations/acct-q-dup/events', { token: key, json: { type: 'q.api', payload: {}, id: 'api-once' } })).status, 409);
+  }
+  assert.equal((await hook('new-one')).status, 204, 'the provider\'s next new event still fits in the quota');
 });
