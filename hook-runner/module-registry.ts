@@ -1,6 +1,8 @@
 // Compiled guest modules by sha256 digest: bytes are stored durably in LMDB (content-addressed), the
 // compiled form is cached in memory (lru-cache, bounded by count and by module bytes: compiled code
-// takes some 20 times a module's size) and lazily recompiled from LMDB after a restart.
+// takes some 20 times a module's size) and lazily recompiled from LMDB after a restart. Compiles run
+// one at a time on the libuv thread set aside for them (thread-pool.ts); one of the same bytes
+// already under way is joined, not started again.
 import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { LRUCache } from 'lru-cache';
@@ -8,6 +10,7 @@ import { compileModuleAsync, SandboxCompileError, type CompiledModule } from './
 import type { ModuleDigest } from './requests.ts';
 import { InvalidRequestError, ModuleNotFoundError, RunnerError } from './runner-error.ts';
 import type { RunnerStore } from './store.ts';
+import { COMPILE_THREADS, createRunLimiter } from './thread-pool.ts';
 
 const MAX_REASON_LENGTH = 2000;
 
@@ -31,6 +34,10 @@ export class ModuleRegistry {
   readonly #cache: LRUCache<ModuleDigest, Cached>;
   /** Recompilations from LMDB in progress, so concurrent first invokes after a restart share one. */
   readonly #loading = new Map<ModuleDigest, Promise<CompiledModule>>();
+  /** Compiles of uploaded bytes in progress, so the same upload sent again waits for the first. */
+  readonly #compiling = new Map<ModuleDigest, Promise<CompiledModule>>();
+  /** A compile holds a thread for up to seconds: they queue here instead of taking every thread. */
+  readonly #compiles = createRunLimiter(COMPILE_THREADS);
 
   constructor(store: RunnerStore, options: ModuleRegistryOptions = {}) {
     this.#store = store;
@@ -48,7 +55,14 @@ export class ModuleRegistry {
    */
   async compile(bytes: Uint8Array): Promise<ModuleDigest> {
     const digest = digestOf(bytes);
-    if (!this.#cache.has(digest)) this.#cache.set(digest, { compiled: await this.#compileOrReject(bytes), bytes: bytes.length });
+    if (!this.#cache.has(digest)) {
+      let compiling = this.#compiling.get(digest);
+      if (compiling === undefined) {
+        compiling = this.#compiles.run(() => this.#compileOrReject(bytes)).finally(() => this.#compiling.delete(digest));
+        this.#compiling.set(digest, compiling);
+      }
+      this.#cache.set(digest, { compiled: await compiling, bytes: bytes.length });
+    }
     if (!this.#store.modules.doesExist(digest)) {
       await this.#store.durable(this.#store.modules.put(digest, Buffer.from(bytes)));
     } else {
@@ -57,6 +71,11 @@ export class ModuleRegistry {
       await this.#store.flushed();
     }
     return digest;
+  }
+
+  /** Compiles running (at most COMPILE_THREADS) and waiting for a thread. */
+  get compiles(): { readonly active: number; readonly queued: number } {
+    return { active: this.#compiles.active, queued: this.#compiles.queued };
   }
 
   /** How many compiled modules are cached, and their modules' total size. */
@@ -84,7 +103,7 @@ export class ModuleRegistry {
     }
     let compiled: CompiledModule;
     try {
-      compiled = await compileModuleAsync(bytes);
+      compiled = await this.#compiles.run(() => compileModuleAsync(bytes));
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner; compile it again.`, { cause: error });

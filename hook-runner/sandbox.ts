@@ -57,6 +57,7 @@ export type CompileRefusalCode =
   | 'bad_export_type'
   | 'memory_too_large'
   | 'data_segment_too_large'
+  | 'code_too_large'
   | 'instantiation_failed'
   | 'exceeds_sandbox_limits';
 

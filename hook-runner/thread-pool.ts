@@ -1,5 +1,5 @@
-// Sizing of the libuv thread pool, which runs both the Wasmtime addon and lmdb-js's commits and
-// fsyncs, and the limiter that keeps sandbox runs from taking every thread away from LMDB.
+// Sizing of the libuv thread pool, which runs the Wasmtime addon (guest runs and compiles) and
+// lmdb-js's commits and fsyncs, and the limiter that keeps guests from taking every thread from LMDB.
 import { availableParallelism } from 'node:os';
 
 const LIBUV_DEFAULT_POOL_SIZE = 4;
@@ -7,9 +7,12 @@ const LIBUV_MAX_POOL_SIZE = 1024;
 /** Threads left to lmdb-js (write transaction + flush) and fs while guests run. */
 const RESERVED_THREADS = 2;
 
-/** One thread per core for guests plus the reserve, at least libuv's default, at most 64. */
+/** Threads for compiling modules (module-registry.ts queues compiles for them); not counted as guest slots. */
+export const COMPILE_THREADS = 1;
+
+/** One thread per core for guests plus the compile thread and the reserve, at least libuv's default, at most 64. */
 export const chooseThreadPoolSize = (parallelism: number = availableParallelism()): number =>
-  Math.min(64, Math.max(LIBUV_DEFAULT_POOL_SIZE, parallelism + RESERVED_THREADS));
+  Math.min(64, Math.max(LIBUV_DEFAULT_POOL_SIZE, parallelism + COMPILE_THREADS + RESERVED_THREADS));
 
 /**
  * The pool size libuv actually uses: it reads UV_THREADPOOL_SIZE once, when the pool first starts.
@@ -22,7 +25,7 @@ export function parseThreadPoolSize(value: string | undefined): number {
   return Math.min(parsed, LIBUV_MAX_POOL_SIZE);
 }
 
-export const sandboxSlotsFor = (poolSize: number): number => Math.max(1, poolSize - RESERVED_THREADS);
+export const sandboxSlotsFor = (poolSize: number): number => Math.max(1, poolSize - RESERVED_THREADS - COMPILE_THREADS);
 
 export interface RunLimiter {
   /** Runs `task` when a slot is free; tasks start in arrival order. */

@@ -36,3 +36,32 @@ test('past the count bound too', async () => {
   for (const bytes of modules) await registry.compile(bytes);
   assert.equal(registry.cached.count, 1);
 });
+
+test('compiles run one at a time; the same bytes sent again while compiling join the compile under way', async () => {
+  const registry = new ModuleRegistry(store);
+  const distinct = await Promise.all(['fourth', 'fifth'].map((text) => assembleWat(text, constantWat(`"${text}"`))));
+  const all = [registry.compile(distinct[0]!), registry.compile(distinct[0]!), registry.compile(distinct[1]!)];
+  assert.deepEqual(registry.compiles, { active: 1, queued: 1 }, 'the repeat joined the first; the other waits for the thread');
+  const [a, again, b] = await Promise.all(all);
+  assert.equal(a, again);
+  assert.notEqual(a, b);
+  assert.deepEqual(registry.compiles, { active: 0, queued: 0 });
+});
+
+test('a module whose code would take long to compile is refused before compiling: too many functions, a huge function, too much code', async () => {
+  const registry = new ModuleRegistry(store);
+  const shell = (funcs: string) => `(module (memory (export "memory") 1) (func (export "execute") (param i32 i32) (result i32) (i32.const 0)) ${funcs})`;
+  const cases = [
+    ['functions', shell('(func)'.repeat(20_000)), /defines 20001 functions/],
+    ['body', shell(`(func ${'nop '.repeat(256 * 1024)})`), /a function body is \d+ bytes/],
+    ['code', shell(`(func ${'nop '.repeat(250 * 1024)})`.repeat(9)), /the code section is \d+ bytes/],
+  ] as const;
+  for (const [name, text, reason] of cases) {
+    const bytes = await assembleWat(name, text);
+    await assert.rejects(registry.compile(bytes), (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'code_too_large', name);
+      assert.match(error.message, reason);
+      return true;
+    });
+  }
+});

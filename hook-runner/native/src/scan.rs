@@ -1,10 +1,18 @@
 //! Structural admission checks on an already-validated module, done before compiling so
-//! hostile uploads cost no codegen: no imports, initial memory <= 160 pages, data fits.
+//! hostile uploads cost no codegen: no imports, initial memory <= 160 pages, data fits, and
+//! code small enough that compiling it stays within seconds.
 
 use wasmparser::{DataKind, Operator, Parser, Payload, TypeRef};
 
 use crate::engine::{MAX_MEMORY_BYTES, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
 use crate::refusal::{refuse, Refusal};
+
+/// Compiling costs about 100 us per function plus 1.5-7 us per code byte on one core (measured
+/// with Cranelift here), so about 10 s at most under these caps; without them an 8 MiB upload
+/// could hold a compile thread for a minute and gigabytes of memory. The kits are far below them.
+pub const MAX_FUNCTIONS: u32 = 20_000;
+pub const MAX_CODE_BYTES: u32 = 2 * 1024 * 1024;
+pub const MAX_FUNCTION_BODY_BYTES: usize = 256 * 1024;
 
 /// What the scan learned that later stages need.
 pub struct Facts {
@@ -48,6 +56,9 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
                     check_data_segment(index, &data, initial_pages)?;
                 }
             }
+            Payload::FunctionSection(reader) => check_function_count(reader.count())?,
+            Payload::CodeSectionStart { size, .. } => check_code_size(size)?,
+            Payload::CodeSectionEntry(body) => check_body_size(body.range().len())?,
             Payload::StartSection { .. } => has_start = true,
             _ => {}
         }
@@ -87,6 +98,36 @@ fn refuse_imports(imports: &[String]) -> Result<(), Refusal> {
             "modules may not import anything (no WASI, no host functions); found {} import(s): {shown}{more}",
             imports.len()
         ),
+    ))
+}
+
+fn check_function_count(count: u32) -> Result<(), Refusal> {
+    if count <= MAX_FUNCTIONS {
+        return Ok(());
+    }
+    Err(refuse(
+        "code_too_large",
+        format!("module defines {count} functions; the sandbox compiles at most {MAX_FUNCTIONS}"),
+    ))
+}
+
+fn check_code_size(bytes: u32) -> Result<(), Refusal> {
+    if bytes <= MAX_CODE_BYTES {
+        return Ok(());
+    }
+    Err(refuse(
+        "code_too_large",
+        format!("the code section is {bytes} bytes; the sandbox compiles at most {MAX_CODE_BYTES}"),
+    ))
+}
+
+fn check_body_size(bytes: usize) -> Result<(), Refusal> {
+    if bytes <= MAX_FUNCTION_BODY_BYTES {
+        return Ok(());
+    }
+    Err(refuse(
+        "code_too_large",
+        format!("a function body is {bytes} bytes; the sandbox compiles at most {MAX_FUNCTION_BODY_BYTES} per function"),
     ))
 }
 
