@@ -2,7 +2,7 @@
 // master key, stored in the runner's LMDB. Reads fail closed; values never appear in errors or logs.
 import { createCipheriv, createDecipheriv, randomBytes, type KeyObject } from 'node:crypto';
 import type { SecretKey, SecretScope } from './requests.ts';
-import { SecretUnreadableError } from './runner-error.ts';
+import { SecretLimitError, SecretUnreadableError } from './runner-error.ts';
 import type { RunnerStore, SecretRecordKey } from './store.ts';
 
 /** Sealed layout: version(1) | nonce(12) | tag(16) | ciphertext. Key rotation needs no marker: see master-key-rotation.ts. */
@@ -12,6 +12,9 @@ const TAG_BYTES = 16;
 const HEADER_BYTES = 1 + NONCE_BYTES + TAG_BYTES;
 
 const recordKey = (scope: SecretScope, key: string): SecretRecordKey => [scope.orgId, scope.actionId, key];
+
+/** Secrets one action may hold; a run can read at most 25 of them (its `read_secret` permissions). */
+export const MAX_SECRETS_PER_ACTION = 100;
 
 /** Binds a ciphertext to its place: moving it to another org, action or key makes it unreadable. */
 export const recordAad = ([orgId, actionId, key]: SecretRecordKey): Buffer => Buffer.from(`${orgId}\0${actionId}\0${key}`, 'utf8');
@@ -50,10 +53,22 @@ export class SecretVault {
     this.#masterKey = masterKey;
   }
 
-  /** Creates or replaces a secret; resolves after the sealed value is durable. */
+  /**
+   * Creates or replaces a secret; resolves after the sealed value is durable. A new key past
+   * MAX_SECRETS_PER_ACTION is refused (SecretLimitError): the vault and the key list stay bounded.
+   */
   async put(scope: SecretScope, key: SecretKey, value: string): Promise<void> {
     const sealed = sealSecret(this.#masterKey, secretAad(scope, key), value);
-    await this.#store.durable(this.#store.secrets.put(recordKey(scope, key), sealed));
+    const secrets = this.#store.secrets;
+    const id = recordKey(scope, key);
+    const stored = await this.#store.durable(
+      secrets.transaction(() => {
+        if (!secrets.doesExist(id) && this.listKeys(scope).length >= MAX_SECRETS_PER_ACTION) return false;
+        secrets.putSync(id, sealed);
+        return true;
+      }),
+    );
+    if (!stored) throw new SecretLimitError(MAX_SECRETS_PER_ACTION);
   }
 
   /** Key names of one action's secrets, in byte order. */

@@ -36,7 +36,7 @@ export function toSluiceError(method: string, error: ServiceError): SluiceError 
       if (code === 'stale_fence' || (code === undefined && details.includes('stale fence'))) {
         return new ConflictError('stale_fence', details, {}, options);
       }
-      if (code === 'idempotency_key_reused') return new ConflictError(code, details, {}, options);
+      if (code === 'idempotency_key_reused' || code === 'secret_limit_reached') return new ConflictError(code, details, {}, options);
       return new TerminalError(code ?? 'failed_precondition', details, options);
     case status.UNAUTHENTICATED:
     case status.PERMISSION_DENIED:

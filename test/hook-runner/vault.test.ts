@@ -8,8 +8,8 @@ import { parseMasterKey } from '../../hook-runner/master-key.ts';
 import type { ActionId, OrgId } from '../../hook-runner/requests.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { openRunnerStore, runnerStoreDir, type SecretRecordKey } from '../../hook-runner/store.ts';
-import { openSealedSecret, sealSecret, secretAad } from '../../hook-runner/vault.ts';
-import { InputError, TerminalError } from '../../runtime/errors.ts';
+import { MAX_SECRETS_PER_ACTION, openSealedSecret, sealSecret, secretAad } from '../../hook-runner/vault.ts';
+import { ConflictError, InputError, TerminalError } from '../../runtime/errors.ts';
 import { invocation, newMasterKey, startRunner, tempDataDir, type RunnerFixture } from '../helpers/hook-runner.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
@@ -137,5 +137,20 @@ describe('sealing', () => {
         return true;
       });
     }
+  });
+});
+
+describe('vault size', () => {
+  it(`holds at most ${MAX_SECRETS_PER_ACTION} secrets per action: a new key past it is a conflict, replacing one is not`, async () => {
+    const full = { orgId: 'org_vault', actionId: 'act_full' };
+    for (let i = 0; i < MAX_SECRETS_PER_ACTION; i++) await runner.client.putSecret({ ...full, key: `KEY_${i}`, value: 'v' });
+    await assert.rejects(runner.client.putSecret({ ...full, key: 'ONE_TOO_MANY', value: 'v' }), (error: unknown) => {
+      assert.ok(error instanceof ConflictError);
+      assert.equal(error.code, 'secret_limit_reached');
+      return true;
+    });
+    await runner.client.putSecret({ ...full, key: 'KEY_0', value: 'replaced' });
+    assert.equal((await runner.client.listSecretKeys(full)).length, MAX_SECRETS_PER_ACTION);
+    await runner.client.putSecret({ ...scope, key: 'OTHER_ACTION', value: 'v' });
   });
 });
