@@ -112,8 +112,9 @@ const EVENT_TYPE_RULE = 'The event type must be 1-128 letters, digits, "_", ".",
 
 function bodyString(body: Record<string, unknown>, field: 'id' | 'type'): string {
   const value = body[field];
-  if (typeof value !== 'string' || value === '' || value.length > 256) {
-    const what = field === 'id' ? 'The webhook body needs a string "id" (1-256 characters).' : `The webhook body needs a string "type". ${EVENT_TYPE_RULE}`;
+  // An id becomes the dedup key, like a webhook-id header: printable ASCII, as assertDeliveryId checks.
+  if (typeof value !== 'string' || value === '' || value.length > 256 || (field === 'id' && !/^[\x21-\x7e]+$/.test(value))) {
+    const what = field === 'id' ? 'The webhook body needs a string "id" (1-256 printable ASCII characters).' : `The webhook body needs a string "type". ${EVENT_TYPE_RULE}`;
     throw new InputError(400, field === 'id' ? 'missing_event_id' : 'missing_event_type', what, { field });
   }
   return value;

@@ -106,8 +106,9 @@ export function forgetSourceSchemas(orgId: string, sourceName: string): void {
 
 /** Validates a payload against the source's schema for `type`, if one is declared; throws 422 naming the field. */
 export function validateEventPayload(source: SourceRecord, type: string, payload: unknown): void {
-  const schema = source.event_types[type];
-  if (schema === undefined) return;
+  // Own keys only: a type named like an Object.prototype member ("constructor") declares no schema.
+  if (!Object.hasOwn(source.event_types, type)) return;
+  const schema = source.event_types[type]!;
   const cacheKey = cacheKeyOf(source.org_id, source.name, type);
   let validate = cache.get(cacheKey, source.updated_at);
   if (validate === undefined) {

@@ -143,6 +143,13 @@ test('stripe: t + v1 hex over "t.body", several v1 allowed, v0 ignored, id and t
   const missingId = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body: noId, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${noIdSig}` } });
   assert.equal(missingId.status, 400);
   assert.equal(missingId.body.error.field, 'id');
+  for (const id of ['evt with spaces', 'evt\u0000nul', 'é'.repeat(10)]) {
+    const odd = JSON.stringify({ id, type: 'invoice.paid' });
+    const oddSig = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t}.${odd}`).digest('hex');
+    const refused = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body: odd, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${oddSig}` } });
+    assert.equal(refused.status, 400, `id ${JSON.stringify(id)}: a dedup key is printable ASCII, as webhook-id headers are`);
+    assert.equal(refused.body.error.field, 'id');
+  }
 });
 
 test('github: sha256 over the raw body, delivery id and event from headers', async () => {
@@ -170,6 +177,10 @@ test('declared schemas: 422 naming the failing field; undeclared types pass unva
   assert.equal((await sendStandard('typed', 'msg_s4', { type: 'refund.created' })).status, 204);
   const retried = await sendStandard('typed', 'msg_s1', { type: 'payment.succeeded', data: { amount: 3 } });
   assert.equal(retried.status, 204, 'a rejected delivery claims nothing, so the corrected retry is accepted');
+  for (const type of ['constructor', 'toString', 'hasOwnProperty', '__proto__']) {
+    const answer = await sendStandard('typed', `msg_proto_${type}`, { type });
+    assert.equal(answer.status, 204, `"${type}" declares no schema: ${answer.text}`);
+  }
 });
 
 test('a catastrophic-backtracking schema pattern answers 422 naming the field, and a matching value passes', async () => {
