@@ -13,10 +13,17 @@ import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 export interface TransportReplayReport {
   readonly event_id: string;
   readonly source: string;
+  /** What ingest would answer for this request today: 204 stored, 409 duplicate, 404 source gone, 400 unparsable, 422 schema. */
+  readonly would_answer: { readonly status: 204 | 400 | 404 | 409 | 422; readonly code: string | null };
   readonly parsed: boolean;
   readonly type: string | null;
-  readonly schema: { readonly ok: true } | { readonly ok: false; readonly field: string | null; readonly message: string };
+  /** `ok: null`: not checked, because the source is gone or the body does not parse. */
+  readonly schema:
+    | { readonly ok: true }
+    | { readonly ok: false; readonly code: string; readonly field: string | null; readonly message: string }
+    | { readonly ok: null; readonly reason: 'source_deleted' | 'body_unparsable' };
   readonly dedup: { readonly provider_event_id: string | null; readonly duplicate_of: string | null };
+  /** The workflows the event's type matches today; none when the source is gone. */
   readonly would_trigger: ReadonlyArray<{ readonly workflow_id: string; readonly version: number; readonly name: string }>;
   readonly signature: 'not_rechecked_recordings_hold_no_signatures';
 }
@@ -32,32 +39,46 @@ export function explainTransportReplay(event: StoredEvent, recording: Recording 
   if (recording === undefined) {
     throw new InputError(409, 'no_recording', 'This event has no recorded request (it was not received as a webhook); nothing to replay.');
   }
-  let payload: unknown;
+  // A recording keeps at most 64 KiB of the body; the event's payload is the whole body, as parsed at ingest.
+  let payload: unknown = event.payload;
   let parsed = true;
-  try {
-    payload = recording.body_truncated ? undefined : parseJsonBytes(Buffer.from(recording.body, 'utf8'));
-  } catch {
-    parsed = false;
-  }
-  if (recording.body_truncated) parsed = false;
-  let schema: TransportReplayReport['schema'] = { ok: true };
-  if (parsed && deps.source !== undefined) {
+  if (!recording.body_truncated) {
     try {
-      validateEventPayload(deps.source, event.type, payload);
+      payload = parseJsonBytes(Buffer.from(recording.body, 'utf8'));
+    } catch {
+      parsed = false;
+    }
+  }
+  const { source } = deps;
+  let schema: TransportReplayReport['schema'] = source === undefined ? { ok: null, reason: 'source_deleted' } : { ok: null, reason: 'body_unparsable' };
+  if (parsed && source !== undefined) {
+    schema = { ok: true };
+    try {
+      validateEventPayload(source, event.type, payload);
     } catch (error) {
       const failure = error as InputError;
-      schema = { ok: false, field: failure.field ?? null, message: failure.message };
+      schema = { ok: false, code: failure.code, field: failure.field ?? null, message: failure.message };
     }
   }
   const claim = event.provider_event_id === null ? undefined : deps.inbox.liveClaim(event.org_id, event.source, event.provider_event_id, deps.nowMs);
   return {
     event_id: event.id,
     source: event.source,
+    would_answer: wouldAnswer(source !== undefined, parsed, schema, claim !== undefined),
     parsed,
     type: parsed ? event.type : null,
     schema,
     dedup: { provider_event_id: event.provider_event_id, duplicate_of: claim?.event_id ?? null },
-    would_trigger: deps.matching(event.type).map((v) => ({ workflow_id: v.workflow_id, version: v.version, name: v.definition.name })),
+    would_trigger: source === undefined ? [] : deps.matching(event.type).map((v) => ({ workflow_id: v.workflow_id, version: v.version, name: v.definition.name })),
     signature: 'not_rechecked_recordings_hold_no_signatures',
   };
+}
+
+/** Ingest's order (hook-routes.ts): unknown source, then the body, then the schema, then dedup at the write. */
+function wouldAnswer(sourceFound: boolean, parsed: boolean, schema: TransportReplayReport['schema'], duplicate: boolean): TransportReplayReport['would_answer'] {
+  if (!sourceFound) return { status: 404, code: 'not_found' };
+  if (!parsed) return { status: 400, code: 'malformed_json' };
+  if (schema.ok === false) return { status: 422, code: schema.code };
+  if (duplicate) return { status: 409, code: 'duplicate_event' };
+  return { status: 204, code: null };
 }

@@ -143,6 +143,7 @@ test('transport replay explains dedup, schema and routing, and creates nothing',
   assert.equal(report.status, 200, report.text);
   assert.equal(report.body.report.parsed, true);
   assert.deepEqual(report.body.report.dedup, { provider_event_id: 'msg-replay', duplicate_of: originalId });
+  assert.deepEqual(report.body.report.would_answer, { status: 409, code: 'duplicate_event' });
   assert.deepEqual(report.body.report.schema, { ok: true });
   assert.equal(report.body.report.would_trigger.length, 1);
   assert.equal(report.body.report.would_trigger[0].name, 'charge');
@@ -151,4 +152,32 @@ test('transport replay explains dedup, schema and routing, and creates nothing',
   const apiEvent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'x.y', payload: {}, id: 'no-recording' } });
   assert.equal(apiEvent.status, 202);
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events/no-recording/transport-replay`, { token: key })).status, 409);
+});
+
+test('transport replay of a delivery over the recording cap checks the whole stored payload against today\'s schema', async () => {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'big', secrets: [SECRET], event_types: { 'big.thing': { type: 'object', properties: { amount: { type: 'number' } } } } } });
+  assert.equal(created.status, 201, created.text);
+  const body = JSON.stringify({ type: 'big.thing', amount: 5, filler: 'x'.repeat(70 * 1024) });
+  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/big`, { body, headers: signStandard(SECRET, 'msg-big', Math.floor(Date.now() / 1000), body) });
+  assert.equal(sent.status, 204, sent.text);
+  const id = sent.headers.get('sluice-event-id')!;
+  const patched = await call(rt.url, 'PATCH', `/organizations/${ORG}/sources/big`, { token: key, json: { event_types: { 'big.thing': { type: 'object', properties: { amount: { type: 'string' } } } } } });
+  assert.equal(patched.status, 200, patched.text);
+  const { report } = (await call(rt.url, 'POST', `/organizations/${ORG}/events/${id}/transport-replay`, { token: key })).body;
+  assert.equal(report.parsed, true);
+  assert.equal(report.schema.ok, false);
+  assert.equal(report.schema.field, 'payload.amount');
+  assert.deepEqual(report.would_answer, { status: 422, code: 'schema_validation_failed' });
+});
+
+test('transport replay after the source was deleted: ingest would answer 404, no schema check, nothing triggered', async () => {
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'gone', secrets: [SECRET] } })).status, 201);
+  const body = JSON.stringify({ type: 'payment.succeeded', amount: 5 });
+  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/gone`, { body, headers: signStandard(SECRET, 'msg-gone', Math.floor(Date.now() / 1000), body) });
+  assert.equal(sent.status, 204, sent.text);
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/sources/gone`, { token: key })).status, 204);
+  const { report } = (await call(rt.url, 'POST', `/organizations/${ORG}/events/${sent.headers.get('sluice-event-id')}/transport-replay`, { token: key })).body;
+  assert.deepEqual(report.would_answer, { status: 404, code: 'not_found' });
+  assert.deepEqual(report.schema, { ok: null, reason: 'source_deleted' });
+  assert.deepEqual(report.would_trigger, []);
 });
