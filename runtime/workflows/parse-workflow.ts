@@ -21,6 +21,10 @@ import { asStepId, type StepId } from '../../actors/ids.ts';
 import { describeField, expectRecord, fail, isPresent, pathOf, readEnum, readString, rejectUnknown } from './input-fields.ts';
 import { parseStep, readGivenStepId } from './parse-step.ts';
 import type { WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowStep } from './workflow-types.ts';
+import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
+
+/** A trigger names an event type, so it follows the event type rule: any other would never fire. */
+const EVENT_TYPE_REGEX = new RegExp(EVENT_TYPE_PATTERN);
 
 export const MAX_STEPS = 50;
 const WRITABLE = ['name', 'trigger_event', 'environment', 'status', 'channel', 'steps'] as const;
@@ -52,7 +56,7 @@ export function parseWorkflowInput(body: unknown, existing?: WorkflowDraft, opti
 
   const name = isPresent(input, 'name') ? readString(input['name'], 'name', { max: 200, trim: true }) : existing?.name;
   const trigger = isPresent(input, 'trigger_event')
-    ? readString(input['trigger_event'], 'trigger_event', { max: 128, pattern: /^[A-Za-z0-9_.:-]+$/, patternHint: 'letters, digits, "_", ".", ":" and "-"' })
+    ? readString(input['trigger_event'], 'trigger_event', { max: 128, pattern: EVENT_TYPE_REGEX, patternHint: 'letters, digits, "_", ".", ":" and "-", starting with a letter, digit or "_" (an event type)' })
     : existing?.trigger_event;
   const environment = isPresent(input, 'environment') ? readEnum(input['environment'], 'environment', ENVIRONMENTS) : (existing?.environment ?? 'production');
   // Fixed at creation: run ids depend on it (a sandbox reset would let production runs reuse deleted sandbox runs' ids).

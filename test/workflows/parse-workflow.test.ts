@@ -53,6 +53,7 @@ describe('parseWorkflowInput: create', () => {
   it('checks the trigger event type charset and length', () => {
     rejects({ ...base(), trigger_event: 'payment succeeded' }, 'invalid_request', 'trigger_event');
     rejects({ ...base(), trigger_event: 'a'.repeat(129) }, 'invalid_request', 'trigger_event');
+    for (const unfireable of ['.payment', '-x', ':x']) rejects({ ...base(), trigger_event: unfireable }, 'invalid_request', 'trigger_event');
     assert.equal(parseWorkflowInput({ ...base(), trigger_event: 'stripe:invoice.paid_v2-x' }, undefined, options).trigger_event, 'stripe:invoice.paid_v2-x');
   });
 
