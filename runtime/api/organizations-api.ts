@@ -17,13 +17,16 @@ interface CreateOrganizationBody {
   ingest_rate_per_second?: number | null;
 }
 
+/** A display name: 1-200 characters, not only spaces, no control characters (as workflow names). */
+const NAME_SCHEMA = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u001f\\u007f\\s][^\\u0000-\\u001f\\u007f]*$' };
+
 const parseCreate = createBodyParser<CreateOrganizationBody>({
   type: 'object',
   additionalProperties: false,
   required: ['id', 'name'],
   properties: {
     id: { type: 'string', pattern: ORG_ID_PATTERN },
-    name: { type: 'string', minLength: 1, maxLength: 200 },
+    name: NAME_SCHEMA,
     plan: { type: 'string', enum: [...PLANS] },
     max_concurrent_runs: { type: 'integer', minimum: 1, maximum: 1000 },
     ingest_rate_per_second: { type: ['integer', 'null'], minimum: 1, maximum: 1_000_000 },
@@ -35,7 +38,7 @@ const parseUpdate = createBodyParser<Partial<Omit<CreateOrganizationBody, 'id'>>
   additionalProperties: false,
   minProperties: 1,
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 200 },
+    name: NAME_SCHEMA,
     plan: { type: 'string', enum: [...PLANS] },
     max_concurrent_runs: { type: 'integer', minimum: 1, maximum: 1000 },
     ingest_rate_per_second: { type: ['integer', 'null'], minimum: 1, maximum: 1_000_000 },

@@ -50,8 +50,9 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
     principalForToken,
     isStillValid: (principal) => principal.kind === 'platform_admin' || keys.isActive(principal.orgId, principal.keyId),
     requirePlatformAdmin(request) {
+      // A valid API key is known but not enough: 403, as for a key without the role.
       if (authenticate(request).kind !== 'platform_admin') {
-        throw new AccessError(401, 'unauthorized', 'This endpoint needs the platform admin token.');
+        throw new AccessError(403, 'forbidden', 'This endpoint needs the platform admin token; an API key cannot use it.');
       }
     },
     requireOrg(request, orgId, role) {

@@ -29,10 +29,18 @@ test('the platform admin creates an org and receives a first admin key', async (
 test('creating an org needs the platform admin token, and a valid body', async () => {
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-noadmin');
   assert.equal((await call(rt.url, 'POST', '/organizations', { json: { id: 'x1', name: 'X' } })).status, 401);
-  assert.equal((await call(rt.url, 'POST', '/organizations', { token: orgKey, json: { id: 'x2', name: 'X' } })).status, 401);
+  const withKey = await call(rt.url, 'POST', '/organizations', { token: orgKey, json: { id: 'x2', name: 'X' } });
+  assert.deepEqual([withKey.status, withKey.body.error.code], [403, 'forbidden'], 'a valid key that is not the platform admin is forbidden, not unauthenticated');
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-noadmin', { token: orgKey, json: { name: 'Mine' } })).status, 403);
   const bad = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'Ünïcode', name: 'X' } });
   assert.equal(bad.status, 400);
   assert.equal(bad.body.error.field, 'id');
+  for (const name of ['\u0000\u0007   ', '   ', 'tab\there']) {
+    const badName = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'x5', name } });
+    assert.deepEqual([badName.status, badName.body.error.field], [400, 'name'], JSON.stringify(name));
+  }
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-noadmin', { token: ADMIN_TOKEN, json: { name: ' ' } })).status, 400);
+  assert.equal((await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'x6', name: 'Lumen Café 2' } })).status, 201);
   const plan = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'x3', name: 'X', plan: 'gold' } });
   assert.equal(plan.status, 400);
   assert.equal(plan.body.error.field, 'plan');
