@@ -162,7 +162,8 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   let closing: Promise<void> | undefined;
   return {
     port,
-    url: `http://${config.host}:${port}`,
+    // An IPv6 literal is bracketed in a URL (http://[::1]:8787).
+    url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
     adminToken,
     ledger,
     context,
