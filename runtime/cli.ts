@@ -29,7 +29,8 @@ options (dev, serve):
                         default 30; at least the dedup window)
   --live-retention <n>  live updates kept per org for reconnecting subscribers (SLUICE_LIVE_RETENTION, default 10000)
   --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
-  --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off)
+  --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off);
+                        a separate runner needs the same token: SLUICE_RUNNER_TOKEN, else <data-dir>/runner-token
   --webhook-connections <n>  connections webhook steps may hold per org and receiver; more requests
                         wait for one (SLUICE_WEBHOOK_CONNECTIONS, default 32)
   --webhook-targets <p> public: webhook steps reach public addresses only; any: local and private
