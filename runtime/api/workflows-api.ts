@@ -60,6 +60,20 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     return workflow;
   };
 
+  /**
+   * The id of a workflow whose versions may be read in the requested environment: a current one,
+   * or a deleted one whose versions stay for the runs pinned to them (README: DELETE).
+   */
+  const requireHistory = (org: Organization, request: HttpRequest): string => {
+    const environment = environmentOf(request, org);
+    const id = request.params.workflow_id ?? '';
+    const current = workflows.get(org.id, id);
+    const newest = current === undefined ? workflows.versions(org.id, id, { limit: 1 })[0] : undefined;
+    const found = current?.environment ?? newest?.definition.environment;
+    if (found !== environment) throw notFound('Workflow', 'workflow_id');
+    return id;
+  };
+
   /** Parses the body onto the current version and stores it; re-applies onto a newer version if another write won. */
   const update = async (request: HttpRequest) => {
     const org = orgFor(request, 'developer');
@@ -137,10 +151,10 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       pattern: `${one}/versions`,
       handler: (request) => {
         const org = orgFor(request, 'viewer');
-        const current = requireWorkflow(org, request);
+        const workflowId = requireHistory(org, request);
         const limit = parseLimit(request);
         const before = parseVersionCursor(request);
-        const versions = workflows.versions(org.id, current.id, { limit, ...(before === undefined ? {} : { before }) });
+        const versions = workflows.versions(org.id, workflowId, { limit, ...(before === undefined ? {} : { before }) });
         const last = versions.at(-1);
         const more = versions.length === limit && last !== undefined && last.version > 1;
         return json(200, { versions: seesCredentials(request) ? versions : versions.map(redactVersion), next_cursor: more ? String(last.version) : null });
@@ -151,9 +165,9 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       pattern: `${one}/versions/:version`,
       handler: (request) => {
         const org = orgFor(request, 'viewer');
-        const current = requireWorkflow(org, request);
+        const workflowId = requireHistory(org, request);
         const raw = request.params.version ?? '';
-        const version = VERSION_NUMBER.test(raw) ? workflows.version(org.id, current.id, Number(raw)) : undefined;
+        const version = VERSION_NUMBER.test(raw) ? workflows.version(org.id, workflowId, Number(raw)) : undefined;
         if (version === undefined) throw notFound(`Version ${raw.slice(0, 20)} of this workflow`, 'version');
         return json(200, { version: seesCredentials(request) ? version : redactVersion(version) });
       },

@@ -254,6 +254,11 @@ describe('workflows REST API', () => {
     assert.equal((await api('DELETE', `/${id}`)).status, 404);
     assert.ok(!ids(store.matching('acct-wf', 'production', 'payment.succeeded')).includes(id));
     assert.equal(store.version('acct-wf', id, 5)?.definition.status, 'enabled', 'pinned versions survive the delete');
+    const pinned = await api('GET', `/${id}/versions/5`);
+    assert.equal(pinned.status, 200, 'a deleted workflow\'s versions stay readable for the runs pinned to them');
+    assert.equal(pinned.body.version.definition.status, 'enabled');
+    assert.equal((await api('GET', `/${id}/versions`)).body.versions.length, 5);
+    assert.equal((await api('GET', `/${id}/versions/5?environment=sandbox`)).status, 404, 'in its own environment only');
   });
 
   test('the list comes in pages, newest created first, with a cursor that visits each workflow once', async () => {
