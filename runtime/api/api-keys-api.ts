@@ -6,6 +6,7 @@ import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { ROLES, describeApiKey, type Role } from '../tenancy/api-keys.ts';
 import { isoAt, type ApiContext } from './context.ts';
+import { encodeCursor, isListedId, parseCursorOf, parseLimit } from './query-params.ts';
 
 const parseCreate = createBodyParser<{ role: Role }>({
   type: 'object',
@@ -33,7 +34,13 @@ export function apiKeyRoutes(ctx: ApiContext, onRevoked: (orgId: string, keyId: 
       pattern: base,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
-        return json(200, { api_keys: ctx.apiKeys.list(org.id).map(describeApiKey) });
+        const limit = parseLimit(request);
+        const after = parseCursorOf(request, [isListedId]);
+        // One more than asked tells whether another page follows.
+        const keys = ctx.apiKeys.list(org.id, { limit: limit + 1, ...(after === undefined ? {} : { afterId: after[0] }) });
+        const page = keys.slice(0, limit);
+        const last = page.at(-1);
+        return json(200, { api_keys: page.map(describeApiKey), next_cursor: keys.length > limit && last !== undefined ? encodeCursor([last.id]) : null });
       },
     },
     {

@@ -77,9 +77,11 @@ export class ApiKeyStore {
     return record === undefined || record.revoked_at !== undefined ? undefined : record;
   }
 
-  list(orgId: string): ApiKeyRecord[] {
+  /** Every key of the org, revoked ones included, in key id order; `page` reads at most `limit` after `afterId`. */
+  list(orgId: string, page: { readonly limit?: number; readonly afterId?: string } = {}): ApiKeyRecord[] {
     const records: ApiKeyRecord[] = [];
-    for (const { value } of this.#ledger.apiKeysByOrg.getRange({ start: [orgId], end: [orgId, '\uffff'] })) {
+    const start = page.afterId === undefined ? [orgId] : [orgId, `${page.afterId}\u0000`];
+    for (const { value } of this.#ledger.apiKeysByOrg.getRange({ start, end: [orgId, '\uffff'], ...(page.limit === undefined ? {} : { limit: page.limit }) })) {
       const record = this.#ledger.apiKeys.get([value as string]) as ApiKeyRecord | undefined;
       if (record !== undefined) records.push(record);
     }

@@ -108,7 +108,7 @@ test('an org holds at most 100 active API keys; revoking one makes room', async 
   assert.equal(over.body.error.code, 'too_many_api_keys');
   assert.equal((await call(rt.url, 'DELETE', `${base}/${created[0]!.body.id}`, { token: admin })).status, 200);
   assert.equal((await call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } })).status, 201);
-  assert.equal((await call(rt.url, 'GET', base, { token: admin })).body.api_keys.length, 101, 'the revoked key stays listed');
+  assert.equal((await call(rt.url, 'GET', `${base}?limit=500`, { token: admin })).body.api_keys.length, 101, 'the revoked key stays listed');
 });
 
 test('a plan change brings the new plan\'s ingest rate, unless the same request sets one', async () => {
@@ -123,4 +123,26 @@ test('a plan change brings the new plan\'s ingest rate, unless the same request 
   assert.equal(await patch({ plan: 'starter', ingest_rate_per_second: 250 }), 250, 'a rate given with the plan wins');
   assert.equal(await patch({ name: 'Renamed' }), 250, 'no plan change: the rate stays');
   assert.equal(await patch({ plan: 'starter' }), 250, 'the same plan again: the rate stays');
+});
+
+test('the API key list comes in pages with a cursor that visits each key once, revoked ones included', async () => {
+  const admin = await createOrg(rt.url, ADMIN_TOKEN, 'acct-key-pages');
+  const made = [];
+  for (let i = 0; i < 7; i++) made.push((await call(rt.url, 'POST', '/organizations/acct-key-pages/api-keys', { token: admin, json: { role: 'viewer' } })).body.id as string);
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/acct-key-pages/api-keys/${made[0]}`, { token: admin })).status, 200);
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = cursor === null ? '?limit=3' : `?limit=3&cursor=${cursor}`;
+    const page = await call(rt.url, 'GET', `/organizations/acct-key-pages/api-keys${query}`, { token: admin });
+    assert.equal(page.status, 200, page.text);
+    assert.ok(page.body.api_keys.length <= 3);
+    seen.push(...page.body.api_keys.map((k: { id: string }) => k.id));
+    cursor = page.body.next_cursor;
+  } while (cursor !== null);
+  assert.equal(seen.length, 8, 'the first key and seven more');
+  assert.equal(new Set(seen).size, 8);
+  for (const id of made) assert.ok(seen.includes(id), id);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-key-pages/api-keys?limit=0', { token: admin })).status, 400);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-key-pages/api-keys?cursor=bogus', { token: admin })).status, 400);
 });
