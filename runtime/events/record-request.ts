@@ -17,6 +17,10 @@ const REDACTED = new Set([
   'x-hub-signature',
   'x-hub-signature-256',
 ]);
+/** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, ...). */
+const CREDENTIAL_NAME = /token|secret|signature|passw|auth|api-?key|session|credential/;
+
+const isCredential = (name: string): boolean => REDACTED.has(name) || CREDENTIAL_NAME.test(name);
 
 export function recordRequest(
   method: string,
@@ -28,7 +32,7 @@ export function recordRequest(
 ): Recording {
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers).slice(0, MAX_HEADERS)) {
-    kept[name] = REDACTED.has(name) ? '[redacted]' : value.slice(0, MAX_HEADER_VALUE);
+    kept[name] = isCredential(name) ? '[redacted]' : value.slice(0, MAX_HEADER_VALUE);
   }
   const truncated = body.length > RECORDING_BODY_CAP;
   return {
