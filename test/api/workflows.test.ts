@@ -368,7 +368,7 @@ describe('workflows REST API', () => {
     assert.equal((await api('PATCH', `/${workflow.id}`, { name: 'Changed' })).body.workflow.version, 2);
   });
 
-  test('a viewer sees webhook header values and URL query values redacted; a developer sees them', async () => {
+  test('a viewer sees webhook header values, URL query values and token-like path segments redacted; a developer sees them', async () => {
     const secretUrl = 'https://crm.example/hooks/in?token=s3cr3t&tenant=acme';
     const { workflow } = await create({ name: 'Credentials', steps: [{ id: 'crm', type: 'webhook', url: secretUrl, headers: { Authorization: 'Bearer s3cr3t' } }] });
     const id = workflow.id;
@@ -383,6 +383,12 @@ describe('workflows REST API', () => {
       assert.equal(seen.steps[0].url, 'https://crm.example/hooks/in?token=[redacted]&tenant=[redacted]');
       assert.ok(!JSON.stringify(seen).includes('s3cr3t'));
     }
+    // A token in the path (Slack, Discord): segments other than lowercase words are redacted.
+    const slack = 'https://hooks.slack.com/services/T0ABC123/B0DEF456/qWeRtYuIoPaSdFgHjKlZxCvB';
+    const inPath = await create({ name: 'Path token', steps: [{ id: 'slack', type: 'webhook', url: slack }] });
+    const seenPath = (await api('GET', `/${inPath.workflow.id}`, undefined, viewer)).body.workflow.steps[0].url;
+    assert.equal(seenPath, 'https://hooks.slack.com/services/[redacted]/[redacted]/[redacted]');
+    assert.equal((await api('GET', `/${inPath.workflow.id}`)).body.workflow.steps[0].url, slack);
     const developer = (await api('GET', `/${id}`)).body.workflow;
     assert.deepEqual(developer.steps[0].headers, { Authorization: 'Bearer s3cr3t' });
     assert.equal(developer.steps[0].url, secretUrl);
