@@ -124,7 +124,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     stalledRuns: () => engine.stalled.size,
     runner: child === undefined ? undefined : () => ({ up: child.state === 'running', restarts: child.restarts }),
   });
-  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota }), liveUpgradeRequired);
+  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations }), liveUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
     ...apiKeyRoutes(context, (orgId, keyId) => rooms.closeSocketsOfKey(orgId, keyId)),

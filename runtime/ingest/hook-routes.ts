@@ -14,6 +14,7 @@ import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, type SourceRecord } from 
 import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
 import type { IngestQuota } from './ingest-quota.ts';
+import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { verifyDelivery } from './verify-delivery.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
@@ -24,6 +25,8 @@ export interface HookRouteDeps {
   readonly clock: Clock;
   readonly metrics: RuntimeMetrics;
   readonly quota: IngestQuota;
+  /** A sandbox delivery is stored only while no sandbox reset of its org is in flight (sandbox-generation.ts). */
+  readonly generations: SandboxGenerations;
 }
 
 const eventTypePattern = new RegExp(EVENT_TYPE_PATTERN);
@@ -100,6 +103,8 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
     replay_skip_side_effects: false,
   };
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
+  // No await between this wait and the store (spend calls it at once): see sandbox-generation.ts.
+  if (source.environment === 'sandbox') await deps.generations.quiet(org.id);
   const started = performance.now();
   // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
   // unsigned requests nor replayed copies of a signed one may lock the tenant's real provider out.

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { call, createOrg } from '../helpers/http.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -49,4 +49,27 @@ test('a run removed by a sandbox reset while its cancel is applied is not writte
   assert.equal(store.get(ORG, runId), undefined, 'the removed run was not written back');
   assert.deepEqual(await runsOf(), []);
   assert.deepEqual([...store.unfinished()].filter((r) => r.runId === runId), [], 'boot recovery will not find it either');
+});
+
+test('a sandbox webhook that arrives while a reset is in flight is stored after it, like an API event', async () => {
+  const secret = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
+  const source = await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'fixtures', secrets: [secret], environment: 'sandbox' } });
+  assert.equal(source.status, 201, source.text);
+  // A reset held open: the org is `resetting` until its write settles.
+  const generations = rt.runtime.context.runs.sandboxGenerations;
+  let finish!: () => void;
+  const held = generations.during(ORG, () => new Promise<void>((resolve) => (finish = resolve)));
+  const body = JSON.stringify({ type: 'fixture.sent', id: 'fx-during-reset' });
+  let answered = false;
+  const webhook = call(rt.url, 'POST', `/hooks/${ORG}/fixtures`, { body, headers: signStandard(secret, 'fx-during-reset', Math.floor(Date.now() / 1000), body) }).then((answer) => {
+    answered = true;
+    return answer;
+  });
+  const apiEvent = call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'fixture.sent', environment: 'sandbox', payload: {} } });
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(answered, false, 'the delivery waits for the reset');
+  finish();
+  await held;
+  assert.equal((await webhook).status, 204);
+  assert.equal((await apiEvent).status, 202);
 });
