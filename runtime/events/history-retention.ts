@@ -57,7 +57,7 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
 async function removeFinished(deps: HistoryDeps, keys: readonly [string, string, number, string][], nowMs: number): Promise<PrunedHistory> {
   const { ledger } = deps;
   const removable = keys
-    .map((key) => ({ key, runs: deps.runs.forEvent(key[0], key[3]) }))
+    .map((key) => (isStale(deps, key) ? { key, stale: true, runs: [] } : { key, stale: false, runs: deps.runs.forEvent(key[0], key[3]) }))
     // Only finished runs may go: the others are still at work or wait for a person to resume them.
     .filter(({ runs }) => runs.every(isFinished));
   if (removable.length === 0) return { events: 0, runs: 0 };
@@ -66,12 +66,17 @@ async function removeFinished(deps: HistoryDeps, keys: readonly [string, string,
     ledger.root.transaction((): PrunedHistory => {
       let events = 0;
       let runs = 0;
-      for (const { key, runs: finished } of removable) {
-        const [orgId, , receivedAtMs, eventId] = key;
+      for (const { key, stale, runs: finished } of removable) {
+        const [orgId, , , eventId] = key;
         // Read again where it is written: the event may have been replaced meanwhile (a sandbox
-        // reset, then the same id sent again), and the new one is not this entry's.
-        const event = deps.events.get(orgId, eventId);
-        if (event === undefined || event.received_at_ms !== receivedAtMs) continue;
+        // reset, then the same id sent again), and the new one is not this entry's. An entry that
+        // names no event (gone, or replaced) would only cost a read every pass: it goes alone.
+        if (isStale(deps, key)) {
+          ledger.eventsByTime.remove(key);
+          continue;
+        }
+        if (stale) continue;
+        const event = deps.events.get(orgId, eventId)!;
         deps.events.removeWithin(event, nowMs);
         for (const run of finished) deps.runs.remove(run);
         events += 1;
@@ -80,4 +85,9 @@ async function removeFinished(deps: HistoryDeps, keys: readonly [string, string,
       return { events, runs };
     }),
   );
+}
+
+/** A time index entry that does not name its event: the event is gone, or the id now names a later one. */
+function isStale(deps: HistoryDeps, [orgId, , receivedAtMs, eventId]: readonly [string, string, number, string]): boolean {
+  return deps.events.get(orgId, eventId)?.received_at_ms !== receivedAtMs;
 }

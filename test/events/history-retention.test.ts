@@ -109,3 +109,19 @@ test('a prune that finds only events to keep still lets other work run between i
   assert.deepEqual(await pruning, { events: 0, runs: 0 });
   assert.equal(ranBetween, true, 'a macrotask ran before the prune finished');
 });
+
+test('a time index entry that names no event (gone, or its id now names a later event) is removed by the next prune', async () => {
+  const { ledger } = rt.runtime;
+  const old = clock.now() - 40 * DAY_MS;
+  const orphan = [ORG, 'production', old, 'evt-orphan'];
+  await sendApi('evt-replaced', 'other.x');
+  const replaced = [ORG, 'production', old, 'evt-replaced'];
+  await ledger.root.transaction(() => {
+    ledger.eventsByTime.put(orphan, null);
+    ledger.eventsByTime.put(replaced, null);
+  });
+  await pruneHistory({ ledger, events: rt.runtime.context.events, runs: rt.runtime.context.runs }, clock.now(), 30 * DAY_MS);
+  assert.equal(ledger.eventsByTime.doesExist(orphan), false);
+  assert.equal(ledger.eventsByTime.doesExist(replaced), false);
+  assert.notEqual(await reactions('evt-replaced'), 'gone', 'the event its id names now (newer) stays');
+});
