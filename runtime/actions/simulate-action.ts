@@ -2,7 +2,7 @@
 // and without any record, then checked against the output contract exactly as a run step would be.
 
 import { randomBytes } from 'node:crypto';
-import type { JsonValue } from '../../actors/json.ts';
+import { RawJson } from '../validation/raw-json.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 import { OutputContractError, parseActionOutput } from './output-contract.ts';
 import { nestsDeeperThan } from '../validation/json-nesting.ts';
@@ -11,8 +11,11 @@ export type ContractCheck = { readonly ok: true } | { readonly ok: false; readon
 
 export interface SimulationView {
   readonly outcome: 'output' | 'rejected' | 'trap';
-  /** The output document, parsed; null when the action rejected, trapped or wrote something that is not JSON (or nests too deep). */
-  readonly output: JsonValue | null;
+  /**
+   * The output document exactly as the action wrote it (answered with rawJson: long integers stay
+   * as written); null when the action rejected, trapped or wrote something that is not JSON (or nests too deep).
+   */
+  readonly output: RawJson | null;
   /** Why the action rejected the payload (outcome `rejected`). */
   readonly reason?: string;
   readonly trap?: { readonly kind: string; readonly message: string };
@@ -40,10 +43,11 @@ export function checkContract(outputJson: string): ContractCheck {
   }
 }
 
-function parseOutput(outputJson: string): JsonValue | null {
+function rawOutput(outputJson: string): RawJson | null {
   if (nestsDeeperThan(outputJson)) return null;
   try {
-    return JSON.parse(outputJson) as JsonValue;
+    JSON.parse(outputJson);
+    return new RawJson(outputJson);
   } catch {
     return null;
   }
@@ -63,7 +67,7 @@ export async function simulateAction(runner: HookRunnerClient, input: Simulation
   const { outcome } = result;
   switch (outcome.kind) {
     case 'output':
-      return { outcome: 'output', output: parseOutput(outcome.outputJson), fuel_used: result.fuelUsed, contract: checkContract(outcome.outputJson) };
+      return { outcome: 'output', output: rawOutput(outcome.outputJson), fuel_used: result.fuelUsed, contract: checkContract(outcome.outputJson) };
     case 'rejected':
       return {
         outcome: 'rejected',

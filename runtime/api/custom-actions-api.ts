@@ -10,8 +10,9 @@ import { parsePermissionList, SECRET_KEY_PATTERN } from '../actions/permissions.
 import { simulateAction } from '../actions/simulate-action.ts';
 import { InputError, notFound, RetryableError, SluiceError } from '../errors.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
-import { parseJsonRequest } from '../http/parse-json.ts';
-import { json, noContent, type HttpRequest, type RequestHead, type Route } from '../http/types.ts';
+import { parseJsonRequest, parseJsonRequestText } from '../http/parse-json.ts';
+import { memberText } from '../validation/json-member-text.ts';
+import { json, noContent, rawJson, type HttpRequest, type RequestHead, type Route } from '../http/types.ts';
 import type { Role } from '../tenancy/api-keys.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -253,16 +254,18 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);
-        const body = parseSimulate(parseJsonRequest(request));
+        const parsed = parseJsonRequestText(request);
+        const body = parseSimulate(parsed.value);
         const version = pickVersion(org, action, body.version);
         const simulation = await simulateAction(requireRunner(), {
           orgId: org.id,
           actionId: action.id,
           digest: version.digest,
           permissions: version.permissions,
-          payloadJson: JSON.stringify(body.payload),
+          // The payload exactly as sent (long integers, 1e400), as a run hands on an event's payload.
+          payloadJson: memberText(parsed.text, 'payload') ?? JSON.stringify(body.payload ?? null),
         });
-        return json(200, { version: version.version, ...simulation });
+        return rawJson(200, { version: version.version, ...simulation });
       },
     },
   ];

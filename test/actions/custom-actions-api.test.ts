@@ -326,6 +326,19 @@ describe('simulate', () => {
     assert.equal((await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: {} })).body.error.field, 'payload');
   });
 
+  it('hands the payload to the guest as sent and answers with its output as written: long integers stay exact', async () => {
+    const { id } = await createAction({});
+    const response = await fetch(`${rt.url}${base}/${id}/simulate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${developer}`, 'content-type': 'application/json' },
+      body: '{"payload":{"order_id":820982911946154508,"huge":1e400}}',
+    });
+    assert.equal(response.status, 200);
+    const text = await response.text();
+    assert.match(text, /"order_id":820982911946154508/, text);
+    assert.match(text, /"huge":1e400/, text);
+  });
+
   it('checks the output contract: a valid projection is ok, a bad entity_type names the field', async () => {
     const { id } = await createAction({ file: modules.projection });
     const good = await call(rt.url, 'POST', `${base}/${id}/simulate`, { token: developer, json: { payload: null } });
