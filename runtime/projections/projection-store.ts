@@ -6,6 +6,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import { ENTITY_TYPE, PROJECTION_NAME, type ProjectionWrite } from '../actions/output-contract.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
+import { MAX_SCAN_PER_PAGE } from '../ledger/page-by-time.ts';
 
 /** Rows without an entity live under this entity type, keyed by the step key that wrote them. */
 const APPENDED = '~step';
@@ -98,15 +99,19 @@ export class ProjectionStore {
     const end = [...base, '\uffff'];
     const rows: ProjectionRow[] = [];
     let last: [string, string] | null = null;
+    // A status filter may match few rows: the scan is bounded as for events and runs, and a page
+    // that hit the bound comes back short, with a cursor to go on from.
+    let scanned = 0;
     for (const { key, value } of this.#rows.getRange({ start, end })) {
       const [, , , type, id] = key as [string, string, string, string, string];
       if (filter.entityType !== undefined && type !== filter.entityType) break;
       if (filter.after !== undefined && type === filter.after[0] && id === filter.after[1]) continue;
       last = [type, id];
+      scanned++;
       const row = value as ProjectionRow;
       if (filter.status === undefined || row.status === filter.status) rows.push(row);
-      if (rows.length >= filter.limit) break;
+      if (rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE) break;
     }
-    return { rows, next: rows.length >= filter.limit ? last : null };
+    return { rows, next: rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE ? last : null };
   }
 }

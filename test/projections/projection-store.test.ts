@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { MAX_SCAN_PER_PAGE } from '../../runtime/ledger/page-by-time.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
@@ -27,6 +28,29 @@ for (const kind of LEDGER_KINDS) {
         const rest = store.list('org_p', 'production', 'risk', { entityType: 'order', limit: 50, ...(paged.next === null ? {} : { after: paged.next }) });
         assert.deepEqual([...paged.rows, ...rest.rows].map((row) => row.entity_id).sort(), [...ids].sort());
         assert.equal(store.list('org_p', 'production', 'risk', { limit: 50 }).rows.length, 5);
+      } finally {
+        await close();
+      }
+    });
+
+    test('a status filter that matches little scans a bounded stretch per page and hands back a cursor to go on', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const store = new ProjectionStore(ledger);
+        const rows = MAX_SCAN_PER_PAGE + 10;
+        await ledger.root.transaction(() => {
+          for (let i = 0; i < rows; i++) {
+            const source = { orgId: 'org_s', environment: 'production', runId: `run_${i}`, stepId: 'score', eventId: `evt_${i}`, at: 1_700_000_000_000 };
+            const id = `o${String(i).padStart(6, '0')}`;
+            store.write({ name: 'risk', entity: { type: 'order', id }, title: null, status: i === rows - 1 ? 'flagged' : 'open', data: null }, source);
+          }
+        });
+        const first = store.list('org_s', 'production', 'risk', { status: 'flagged', limit: 50 });
+        assert.deepEqual(first.rows, [], 'nothing flagged within the first stretch');
+        assert.ok(first.next !== null, 'but a cursor to go on from');
+        const second = store.list('org_s', 'production', 'risk', { status: 'flagged', limit: 50, after: first.next });
+        assert.deepEqual(second.rows.map((row) => row.entity_id), [`o${String(rows - 1).padStart(6, '0')}`]);
+        assert.equal(second.next, null);
       } finally {
         await close();
       }
