@@ -150,17 +150,22 @@ export class HttpServer {
       metricName = route.metricName ?? route.pattern;
       const path = `/${segments.join('/')}`;
       const head: RequestHead = { method, path, query, headers, params };
-      route.beforeBody?.(head);
       let body: Buffer = EMPTY_BODY;
-      if (method !== 'GET' && method !== 'HEAD' && method !== 'DELETE') {
-        reservation = this.#bodyBudget.open(params.org_id ?? '');
-        body = await readBody(res, {
-          limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
-          declaredLength: parseContentLength(headers['content-length']),
-          whenAborted: (abort) => (abortBodyRead = abort),
-          reserve: reservation.take,
-          timeoutMs: this.#bodyTimeoutMs,
-        });
+      try {
+        route.beforeBody?.(head);
+        if (method !== 'GET' && method !== 'HEAD' && method !== 'DELETE') {
+          reservation = this.#bodyBudget.open(params.org_id ?? '');
+          body = await readBody(res, {
+            limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
+            declaredLength: parseContentLength(headers['content-length']),
+            whenAborted: (abort) => (abortBodyRead = abort),
+            reserve: reservation.take,
+            timeoutMs: this.#bodyTimeoutMs,
+          });
+        }
+      } catch (error) {
+        route.onRefused?.(error);
+        throw error;
       }
       const request: HttpRequest = { ...head, body };
       // After the body: uWS hands out body chunks only to a handler attached before the first await.

@@ -40,6 +40,8 @@ export interface Route {
    * its caller first, so nobody can make the server buffer megabytes without being allowed to.
    */
   readonly beforeBody?: (head: RequestHead) => void;
+  /** Told why a request was refused before its handler ran (`beforeBody`, or the body read: 413, 408, 503). */
+  readonly onRefused?: (error: unknown) => void;
   /** Name used for the latency metric; defaults to the pattern. */
   readonly metricName?: string;
   /** Answered while the server holds requests at boot (liveness and metrics, which read no tenant state). */

@@ -37,6 +37,9 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
     const source = org === undefined ? undefined : deps.sources.get(org.id, params.source ?? '');
     return source === undefined || org === undefined ? undefined : { org, source };
   };
+  const countRefusal = (error: unknown): void => {
+    deps.metrics.ingestTotal.inc({ outcome: error instanceof SluiceError ? error.code : 'internal_error' });
+  };
   return [
     {
       method: 'POST',
@@ -47,13 +50,15 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
       beforeBody: (head) => {
         if (lookup(head.params) === undefined) throw notFound('Organization or source');
       },
+      // Deliveries refused before the handler (unknown source, body too large or too slow) count too.
+      onRefused: countRefusal,
       handler: async (request) => {
         try {
           const event = await ingest(deps, lookup(request.params), request);
           deps.metrics.ingestTotal.inc({ outcome: 'accepted' });
           return { status: 204, headers: { 'sluice-event-id': event.id } };
         } catch (error) {
-          deps.metrics.ingestTotal.inc({ outcome: error instanceof SluiceError ? error.code : 'internal_error' });
+          countRefusal(error);
           throw error;
         }
       },

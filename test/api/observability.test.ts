@@ -26,6 +26,10 @@ test('/metrics counts ingest outcomes, request latency and ledger commit latency
   assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/in', { body, headers })).status, 204);
   assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/in', { body, headers })).status, 409);
   assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/in', { body, headers: { ...headers, 'webhook-id': 'other' } })).status, 401);
+  // Refused before the handler: an unknown source (before the body), a body over the source's cap.
+  assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/nope', { body, headers })).status, 404);
+  const big = JSON.stringify({ type: 'm.x', pad: 'x'.repeat(2 * 1024 * 1024) });
+  assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/in', { body: big, headers: signStandard(SECRET, 'msg_big', Math.floor(Date.now() / 1000), big) })).status, 413);
 
   const metrics = await call(rt.url, 'GET', '/metrics');
   assert.equal(metrics.status, 200);
@@ -33,6 +37,8 @@ test('/metrics counts ingest outcomes, request latency and ledger commit latency
   assert.match(metrics.text, /sluice_ingest_total\{outcome="accepted"\} 1/);
   assert.match(metrics.text, /sluice_ingest_total\{outcome="duplicate_event"\} 1/);
   assert.match(metrics.text, /sluice_ingest_total\{outcome="invalid_signature"\} 1/);
+  assert.match(metrics.text, /sluice_ingest_total\{outcome="not_found"\} 1/);
+  assert.match(metrics.text, /sluice_ingest_total\{outcome="payload_too_large"\} 1/);
   assert.match(metrics.text, /sluice_http_request_duration_seconds_count\{route="ingest",method="POST",status="204"\} 1/);
   assert.match(metrics.text, /sluice_ledger_commit_duration_seconds_count\{operation="ingest"\} 1/);
   assert.match(metrics.text, /^sluice_webhook_connections_open 0$/m);
