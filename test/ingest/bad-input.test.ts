@@ -117,7 +117,7 @@ test('an API write or upload without a key and a hook for an unknown source are 
   const otherOrg = await raw([`POST /organizations/acct-not-mine/events HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
   assert.match(otherOrg, /^HTTP\/1\.1 404/);
   const newOrg = await raw([`POST /organizations HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
-  assert.match(newOrg, /^HTTP\/1\.1 401/, 'only the platform admin creates orgs');
+  assert.match(newOrg, /^HTTP\/1\.1 403/, 'only the platform admin creates orgs');
   const hook = await raw([`POST /hooks/acct-bad/no-such-source HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n`]);
   assert.match(hook, /^HTTP\/1\.1 404/);
   await serverStillServes();
