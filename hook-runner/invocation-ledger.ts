@@ -106,9 +106,14 @@ export class InvocationLedger {
         await running.execution.catch(() => undefined);
         return this.run(claim, execute);
       }
-      const result = await running.execution;
-      // The execution's own write may have been decided before this caller's fence was admitted.
-      await this.#commit(claim, () => undefined);
+      // The execution's own write may have been decided before this caller's fence was admitted:
+      // this caller commits its fence before it answers, whether the execution gave a result or threw.
+      let result: InvocationResult;
+      try {
+        result = await running.execution;
+      } finally {
+        await this.#commit(claim, () => undefined);
+      }
       return { result, replayed: true };
     }
     this.#admitFence(claim);

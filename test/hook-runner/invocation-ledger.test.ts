@@ -98,6 +98,19 @@ describe('invocation ledger', () => {
     await assert.rejects(ledger.run(claim({ fence: 1n }), retry.execute), StaleFenceError);
   });
 
+  it('a caller that joined an execution which then throws gets the error with its own fence durable', async () => {
+    let fail: ((error: Error) => void) | undefined;
+    const first = ledger.run(claim({ fence: 2n }), () => new Promise<InvocationResult>((_, reject) => (fail = reject)));
+    while (fail === undefined) await new Promise((resolve) => setImmediate(resolve));
+    fail(new Error('host failure'));
+    // The first call is now committing its own fence (2); a caller with fence 3 joins in that window.
+    await new Promise((resolve) => setImmediate(resolve));
+    const joined = ledger.run(claim({ fence: 3n }), counter().execute);
+    await assert.rejects(first, /host failure/);
+    await assert.rejects(joined, /host failure/);
+    assert.equal(ledger.highestFence('org_a', 'run_1'), 3n, 'every answered call\'s fence is durable');
+  });
+
   it('refuses a lower fence while a higher one is still executing, before anything is committed', async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => { release = resolve; });
