@@ -81,9 +81,9 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
         const after = parseCursorOf(request, [isListedId]);
         const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), after?.[0]);
         return rawJson(200, {
-          failed_events: page.events.map(({ eventId, runs: failedRuns }) => {
+          failed_events: page.events.map(({ eventId, runs: shown, failedRuns }) => {
             const event = ctx.events.get(org.id, eventId);
-            return { event: event === undefined ? { id: eventId } : eventWithRawPayload(event), runs: failedRuns.map(summarizeRun) };
+            return { event: event === undefined ? { id: eventId } : eventWithRawPayload(event), runs: shown.map(summarizeRun), failed_runs: failedRuns };
           }),
           next_cursor: page.nextCursor === null ? null : encodeCursor([page.nextCursor]),
         });

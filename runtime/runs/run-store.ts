@@ -25,6 +25,15 @@ export function runIdFor(orgId: string, eventId: string, workflowId: string, san
   return asRunId(`run_${createHash('sha256').update(`${orgId}\u0000${eventId}\u0000${workflowId}${generation}`).digest('hex').slice(0, 32)}`);
 }
 
+/** Failed runs listed per event in the triage list; `failedRuns` counts them all. */
+export const FAILED_RUNS_SHOWN = 20;
+
+export interface FailedEvent {
+  readonly eventId: EventId;
+  readonly runs: PersistedRun[];
+  failedRuns: number;
+}
+
 export class RunStore {
   readonly #runs: LedgerTable;
   readonly #byEvent: LedgerTable;
@@ -116,21 +125,26 @@ export class RunStore {
    * sort by arrival, so newest events first), `limit` events per page, continuing below `beforeEventId`.
    * Reads only the index entries of the events on the page.
    */
-  failedEvents(orgId: string, environment: string, limit: number, beforeEventId?: string): { events: Array<{ eventId: EventId; runs: PersistedRun[] }>; nextCursor: string | null } {
-    const events: Array<{ eventId: EventId; runs: PersistedRun[] }> = [];
+  /**
+   * Events with failed runs, highest event id first, `limit` per page. Each lists at most
+   * FAILED_RUNS_SHOWN of its failed runs (an event can trigger thousands of workflows) and counts them all.
+   */
+  failedEvents(orgId: string, environment: string, limit: number, beforeEventId?: string): { events: FailedEvent[]; nextCursor: string | null } {
+    const events: FailedEvent[] = [];
     // Reverse: from the highest key below the cursor's event (its own [..., event, run] keys sort above it).
     const start = beforeEventId === undefined ? [orgId, environment, '\uffff'] : [orgId, environment, beforeEventId];
     for (const key of this.#failed.getKeys({ start, end: [orgId, environment], reverse: true })) {
       const [, , eventId, runId] = key as [string, string, string, string];
-      const run = this.get(orgId, runId);
-      if (run === undefined) continue;
-      const current = events.at(-1);
-      if (current?.eventId === eventId) {
-        current.runs.push(run);
-        continue;
+      let current = events.at(-1);
+      if (current?.eventId !== eventId) {
+        if (events.length === limit) return { events, nextCursor: current?.eventId ?? null };
+        current = { eventId: eventId as EventId, runs: [], failedRuns: 0 };
+        events.push(current);
       }
-      if (events.length === limit) return { events, nextCursor: current?.eventId ?? null };
-      events.push({ eventId: eventId as EventId, runs: [run] });
+      current.failedRuns += 1;
+      if (current.runs.length >= FAILED_RUNS_SHOWN) continue;
+      const run = this.get(orgId, runId);
+      if (run !== undefined) current.runs.push(run);
     }
     return { events, nextCursor: null };
   }

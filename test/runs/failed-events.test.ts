@@ -1,8 +1,9 @@
 // Failed-event triage over many failures: pages of events (newest generated ids first), each with
-// all of its failed runs, a cursor that visits every event once, and a clear 400 for a bad cursor.
+// its failed runs (at most FAILED_RUNS_SHOWN listed, all counted), a cursor that visits every event once, and a clear 400 for a bad cursor.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { FAILED_RUNS_SHOWN } from '../../runtime/runs/run-store.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -51,4 +52,18 @@ test('failed events come in pages: every event once, each with all its failed ru
   const bad = await call(rt.url, 'GET', `/organizations/${ORG}/failed-events?cursor=${Buffer.from('[1,2]').toString('base64url')}`, { token: key });
   assert.equal(bad.status, 400);
   assert.equal(bad.body.error.code, 'invalid_cursor');
+});
+
+test(`an event with more than ${FAILED_RUNS_SHOWN} failed runs lists ${FAILED_RUNS_SHOWN} of them and counts them all`, async () => {
+  const many = FAILED_RUNS_SHOWN + 3;
+  for (let i = 0; i < many; i++) {
+    const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: `fan-${i}`, trigger_event: 'order.fan', steps: [{ id: 'send', type: 'webhook', url: receiver.url }] } });
+    assert.equal(created.status, 201, created.text);
+  }
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.fan', payload: {}, id: 'evt_00000000009z' } })).status, 202);
+  const entry = await eventually('every run failed', async () => {
+    const page = (await call(rt.url, 'GET', `/organizations/${ORG}/failed-events?limit=1`, { token: key })).body as FailedPage & { failed_events: Array<{ failed_runs: number }> };
+    return page.failed_events[0];
+  }, (first) => first?.event.id === 'evt_00000000009z' && first.failed_runs === many);
+  assert.equal(entry!.runs.length, FAILED_RUNS_SHOWN);
 });
