@@ -56,9 +56,21 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
                     check_data_segment(index, &data, initial_pages)?;
                 }
             }
-            Payload::FunctionSection(reader) => check_function_count(reader.count())?,
-            Payload::CodeSectionStart { size, .. } => check_code_size(size)?,
-            Payload::CodeSectionEntry(body) => check_body_size(body.range().len())?,
+            Payload::FunctionSection(reader) => {
+                check_code_cap(reader.count(), MAX_FUNCTIONS, |n| {
+                    format!("module defines {n} functions; the sandbox compiles at most {MAX_FUNCTIONS}")
+                })?
+            }
+            Payload::CodeSectionStart { size, .. } => {
+                check_code_cap(size, MAX_CODE_BYTES, |n| {
+                    format!("the code section is {n} bytes; the sandbox compiles at most {MAX_CODE_BYTES}")
+                })?
+            }
+            Payload::CodeSectionEntry(body) => {
+                check_code_cap(body.range().len(), MAX_FUNCTION_BODY_BYTES, |n| {
+                    format!("a function body is {n} bytes; the sandbox compiles at most {MAX_FUNCTION_BODY_BYTES} per function")
+                })?
+            }
             Payload::StartSection { .. } => has_start = true,
             _ => {}
         }
@@ -101,34 +113,16 @@ fn refuse_imports(imports: &[String]) -> Result<(), Refusal> {
     ))
 }
 
-fn check_function_count(count: u32) -> Result<(), Refusal> {
-    if count <= MAX_FUNCTIONS {
+/// Refuses code past one of the compile-cost caps, with `message(value)` as the reason.
+fn check_code_cap<T: PartialOrd + Copy>(
+    value: T,
+    cap: T,
+    message: impl FnOnce(T) -> String,
+) -> Result<(), Refusal> {
+    if value <= cap {
         return Ok(());
     }
-    Err(refuse(
-        "code_too_large",
-        format!("module defines {count} functions; the sandbox compiles at most {MAX_FUNCTIONS}"),
-    ))
-}
-
-fn check_code_size(bytes: u32) -> Result<(), Refusal> {
-    if bytes <= MAX_CODE_BYTES {
-        return Ok(());
-    }
-    Err(refuse(
-        "code_too_large",
-        format!("the code section is {bytes} bytes; the sandbox compiles at most {MAX_CODE_BYTES}"),
-    ))
-}
-
-fn check_body_size(bytes: usize) -> Result<(), Refusal> {
-    if bytes <= MAX_FUNCTION_BODY_BYTES {
-        return Ok(());
-    }
-    Err(refuse(
-        "code_too_large",
-        format!("a function body is {bytes} bytes; the sandbox compiles at most {MAX_FUNCTION_BODY_BYTES} per function"),
-    ))
+    Err(refuse("code_too_large", message(value)))
 }
 
 fn check_initial_pages(pages: u64) -> Result<(), Refusal> {
