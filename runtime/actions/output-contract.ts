@@ -66,9 +66,13 @@ function parseProjection(value: JsonValue): ProjectionWrite {
     if (typeof type !== 'string' || !ENTITY_TYPE.test(type)) {
       throw new OutputContractError('projection.entity_type', 'projection.entity_type must match [a-z0-9_.-]{1,64}.');
     }
-    const text = typeof id === 'number' && Number.isFinite(id) ? String(id) : id;
+    // A number past 2^53 was rounded by JSON.parse: two entities would share one row. It must come as a string.
+    if (typeof id === 'number' && !Number.isSafeInteger(id)) {
+      throw new OutputContractError('projection.entity_id', 'projection.entity_id as a number must be a whole number within ±2^53 (9007199254740991); send a larger id as a string.');
+    }
+    const text = typeof id === 'number' ? String(id) : id;
     if (typeof text !== 'string' || text.length === 0 || text.length > 200) {
-      throw new OutputContractError('projection.entity_id', 'projection.entity_id must be a string or number of 1-200 characters.');
+      throw new OutputContractError('projection.entity_id', 'projection.entity_id must be a string of 1-200 characters or a whole number.');
     }
     entity = { type, id: text };
   }
