@@ -69,11 +69,14 @@ export class EventStore {
    * keys and fences of the removed ones (run ids are a function of org, event and workflow).
    */
   readonly #tombstones: LedgerTable;
+  /** [orgId, root event id] -> how many events custom actions derived from that root (its correlation_id). */
+  readonly #derivedCounts: LedgerTable;
 
   constructor(ledger: Ledger, inbox: Inbox) {
     this.#ledger = ledger;
     this.inbox = inbox;
     this.#tombstones = ledger.openDatabase('event-tombstones');
+    this.#derivedCounts = ledger.openDatabase('derived-counts');
   }
 
   /** Registers a reactor that runs inside every event-storing transaction. */
@@ -128,6 +131,7 @@ export class EventStore {
     eventsByTime.remove([event.org_id, event.environment, event.received_at_ms, event.id]);
     events.remove([event.org_id, event.id]);
     recordings.remove([event.org_id, event.id]);
+    this.#derivedCounts.remove([event.org_id, event.id]);
     if (event.source === API_SOURCE && event.provider_event_id !== null) this.#tombstones.put([event.org_id, event.environment, event.id], nowMs);
   }
 
@@ -169,6 +173,21 @@ export class EventStore {
       if (reaction !== undefined) reactions.push(reaction);
     }
     return reactions;
+  }
+
+  /** How many events custom actions have derived from this root event (a correlation_id), in all generations. */
+  derivedCount(orgId: string, rootEventId: string): number {
+    return (this.#derivedCounts.get([orgId, rootEventId]) as number | undefined) ?? 0;
+  }
+
+  /** Counts one more event derived from the root; call inside the transaction that writes it. */
+  countDerivedWithin(orgId: string, rootEventId: string): void {
+    this.#derivedCounts.put([orgId, rootEventId], this.derivedCount(orgId, rootEventId) + 1);
+  }
+
+  /** Forgets a removed root event's count (sandbox reset); call inside a write transaction. */
+  forgetDerivedCountWithin(orgId: string, rootEventId: string): void {
+    this.#derivedCounts.remove([orgId, rootEventId]);
   }
 
   get(orgId: string, eventId: string): StoredEvent | undefined {

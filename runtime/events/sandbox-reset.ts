@@ -50,6 +50,7 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
           if (!ledger.events.doesExist([orgId, eventId])) continue;
           ledger.events.remove([orgId, eventId]);
           ledger.recordings.remove([orgId, eventId]);
+          deps.events.forgetDerivedCountWithin(orgId, eventId);
           removedEvents.add(eventId);
         }
         const events = removedEvents.size;

@@ -9,6 +9,8 @@ import type { HookRunnerClient } from '../hook-runner/client.ts';
 
 /** Derived events deeper than this fail the step: a hook cannot loop an event forever. */
 export const MAX_DERIVED_DEPTH = 8;
+/** Events that custom actions may derive, in all, from one root event (all sharing its correlation_id). */
+export const MAX_DERIVED_PER_ROOT = 1000;
 
 /** What the run engine needs of custom actions (implemented by the custom action store). */
 export interface ActionResolver {
@@ -34,6 +36,8 @@ export interface ActionStepInput {
   /** The triggering event's payload as received (payload-text.ts). */
   readonly payloadJson: string;
   readonly eventDepth: number;
+  /** How many events have been derived from the run's root event so far (read when the output is in). */
+  readonly derivedSoFar: () => number;
   readonly idempotencyKey: string;
   readonly fence: number;
 }
@@ -78,6 +82,11 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
     const parsed = parseActionOutput(outcome.outputJson);
     if (parsed.derivedEvent !== null && input.eventDepth + 1 > MAX_DERIVED_DEPTH) {
       return fail('derived_event_depth_exceeded', `A derived event would be ${input.eventDepth + 1} levels deep; the limit is ${MAX_DERIVED_DEPTH}.`, false, evidence);
+    }
+    // Depth bounds a chain, not its width: workflows that each derive two events of their own
+    // trigger would double every level. One root event's descendants share this budget.
+    if (parsed.derivedEvent !== null && input.derivedSoFar() >= MAX_DERIVED_PER_ROOT) {
+      return fail('derived_event_budget_exceeded', `${MAX_DERIVED_PER_ROOT} events have already been derived from this run's root event; no more are made.`, false, evidence);
     }
     return { ok: true, result: parsed.document, evidence, effects: { projection: parsed.projection, derivedEvent: parsed.derivedEvent }, invoked: true };
   } catch (error) {

@@ -381,11 +381,13 @@ export class RunEngine {
 
   async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
+    const event = this.#d.events.get(ctx.orgId, ctx.eventId);
     const { report, effects } = await performStep({
       run,
       work,
       version: this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion),
-      event: this.#d.events.get(ctx.orgId, ctx.eventId),
+      event,
+      derivedSoFar: () => (event === undefined ? 0 : this.#d.events.derivedCount(ctx.orgId, event.correlation_id)),
       signingSecrets: this.#d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
       selfPort: this.#d.selfPort(),
       connections: this.#d.connections,

@@ -39,6 +39,8 @@ export interface StepContext {
   readonly nowMs: number;
   readonly actions: ActionResolver | undefined;
   readonly runner: HookRunnerClient | undefined;
+  /** Events derived so far from the root of the run's event (its correlation_id). */
+  readonly derivedSoFar: () => number;
 }
 
 /**
@@ -94,6 +96,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         actionId: step.action_id,
         payloadJson: ctx.event === undefined ? 'null' : payloadTextOf(ctx.event),
         eventDepth: ctx.event?.depth ?? 0,
+        derivedSoFar: ctx.derivedSoFar,
         idempotencyKey: work.idempotencyKey,
         fence: work.fence,
       },

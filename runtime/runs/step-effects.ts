@@ -27,6 +27,7 @@ export function writeStepEffects(stores: StepEffectStores, run: PersistedRun, st
   // The derived event's id is a function of the step key: a replayed step cannot emit it twice.
   const id = `evt_d_${createHash('sha256').update(`${ctx.runId}:${stepId}`).digest('hex').slice(0, 28)}`;
   if (stores.events.has(ctx.orgId, id)) return [];
+  stores.events.countDerivedWithin(ctx.orgId, parent.correlation_id);
   return stores.events.writeWithin(
     {
       id,

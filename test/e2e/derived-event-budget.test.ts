@@ -1,0 +1,44 @@
+// Derived events from one root event share a budget: depth alone bounds a chain, not its width,
+// and a workflow whose steps each derive its own trigger would otherwise double (or triple) per level.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { MAX_DERIVED_PER_ROOT } from '../../runtime/runs/custom-action-step.ts';
+import { upload } from '../actions/action-fixtures.ts';
+import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-fanout';
+let rt: TestRuntime;
+let key: string;
+before(async () => {
+  rt = await startRuntime({ args: ['--runner', 'child'] });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
+});
+after(async () => rt.close());
+
+test(`one root event's descendants stop at ${MAX_DERIVED_PER_ROOT} derived events; further steps fail naming the budget`, { timeout: 180_000 }, async () => {
+  const wasm = await assembleWat('boom', constantWat(JSON.stringify({ derived_event: { type: 'boom', payload: {} } })));
+  const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name: 'boom', file: wasm });
+  assert.equal(uploaded.status, 201, uploaded.text);
+  const actionId = (uploaded.body as { custom_action: { id: string } }).custom_action.id;
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${actionId}/review`, { token: key, json: { status: 'approved', version: 1 } })).status, 200);
+  // Three steps that each derive the workflow's own trigger: 3^8 events by depth alone.
+  const steps = ['a', 'b', 'c'].map((id) => ({ id, type: 'custom_action', action_id: actionId }));
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'boom', trigger_event: 'boom', steps } })).status, 201);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'boom', payload: {}, id: 'root-1' } })).status, 202);
+
+  const unfinished = async (): Promise<number> => {
+    let total = 0;
+    for (const state of ['queued', 'running', 'backoff']) total += (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=${state}&limit=500`, { token: key })).body.runs.length;
+    return total;
+  };
+  await eventually('the fan-out to settle', unfinished, (n) => n === 0, 150_000);
+  const derived = rt.runtime.context.events.derivedCount(ORG, 'root-1');
+  // Steps whose output came in while the last ones were being written may each add one more.
+  assert.ok(derived >= MAX_DERIVED_PER_ROOT && derived < MAX_DERIVED_PER_ROOT + 50, `derived ${derived}`);
+  const failed = (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=failed&limit=500`, { token: key })).body.runs as Array<{ error: { code: string } }>;
+  assert.ok(failed.some((run) => run.error.code === 'derived_event_budget_exceeded'), 'runs past the budget fail naming it');
+});
