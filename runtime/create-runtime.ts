@@ -126,7 +126,10 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   });
   server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations }), liveUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [
-    ...organizationRoutes(context, (orgId) => engine.refreshLimit(orgId)),
+    ...organizationRoutes(context, (orgId) => {
+      engine.refreshLimit(orgId);
+      rooms.closeSandboxSocketsIfDisallowed(orgId);
+    }),
     ...apiKeyRoutes(context, (orgId, keyId) => rooms.closeSocketsOfKey(orgId, keyId)),
     ...sourceRoutes(context),
     ...eventRoutes(context, quota),

@@ -45,7 +45,7 @@ const parseUpdate = createBodyParser<Partial<Omit<CreateOrganizationBody, 'id'>>
   },
 });
 
-/** `onLimitsChanged` lets the run scheduler pick up a new `max_concurrent_runs` at once. */
+/** `onLimitsChanged` lets the run scheduler pick up a new `max_concurrent_runs` at once, and the live rooms close sandbox sockets a new plan no longer allows. */
 export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: string) => void): Route[] {
   return [
     {

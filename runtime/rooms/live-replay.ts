@@ -85,7 +85,11 @@ export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: nu
   let bytes = 0;
   for (const update of entries) {
     if (bytes >= budget) return { frames, caughtUp: false };
-    for (let missing = Math.max(replay.cursor + 1, oldest); missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS; missing++) replay.gaps.add(missing);
+    // A seq missing from the log is waited for only while the seq order may still publish it (it
+    // was skipped); one that was published and then removed (a sandbox reset, a trim) never comes.
+    for (let missing = Math.max(replay.cursor + 1, oldest); missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS; missing++) {
+      if (notYetDurable(missing)) replay.gaps.add(missing);
+    }
     replay.cursor = update.seq;
     if (notYetDurable(update.seq) && replay.gaps.size < MAX_REMEMBERED_GAPS) {
       replay.gaps.add(update.seq);

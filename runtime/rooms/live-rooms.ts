@@ -146,6 +146,16 @@ export class LiveRooms {
     }
   }
 
+  /** Closes the org's sandbox sockets (4402) when its plan no longer has a sandbox; call after a plan change. */
+  closeSandboxSocketsIfDisallowed(orgId: string): void {
+    const org = this.#orgs.get(orgId);
+    if (org === undefined || sandboxAllowed(org)) return;
+    for (const ws of [...this.#sockets]) {
+      const data = ws.getUserData();
+      if (data.orgId === orgId && roomOf(data)?.environment === 'sandbox') ws.end(CLOSE_SANDBOX_DISABLED, 'sandbox_disabled: the sandbox is not available on this plan');
+    }
+  }
+
   #fanOut(orgId: string, update: RunUpdate, late: boolean): void {
     const frame = encodeLiveMessage({ run_update: update });
     this.#app.publish(topicFor(orgId, { environment: update.environment, runId: '' }), frame, true);
@@ -225,7 +235,7 @@ export class LiveRooms {
   #enter(ws: WebSocket<SocketData>, { room, afterSeq }: Subscription): void {
     const data = ws.getUserData();
     const publishedSeq = this.#publishedSeq(data.orgId);
-    const earlier = this.#leave(ws, data, publishedSeq);
+    const earlier = this.#leave(ws, data, publishedSeq, afterSeq);
     // A frame sent while leaving can exceed the backpressure limit, which closes the socket.
     if (data.state.status === 'closed') return;
     if (afterSeq === undefined) {
@@ -237,14 +247,18 @@ export class LiveRooms {
     this.#pump(ws, data, replay);
   }
 
-  /** Stops the socket's replay or leaves its topic; returns what it had been sent. */
-  #leave(ws: WebSocket<SocketData>, data: SocketData, publishedSeq: number): Sent | undefined {
+  /**
+   * Stops the socket's replay or leaves its topic; returns what it had been sent. `nextAfterSeq` is
+   * where the socket's next subscription starts (undefined: live from now).
+   */
+  #leave(ws: WebSocket<SocketData>, data: SocketData, publishedSeq: number, nextAfterSeq: number | undefined): Sent | undefined {
     const { state } = data;
     if (state.status === 'replaying') return sentSoFar(state.replay);
     if (state.status !== 'live') return undefined;
     // uWS holds each subscriber's topic messages until the end of the loop turn and drops the ones
-    // still held when it unsubscribes; a send delivers them first. This heartbeat is that send.
-    this.#sendHeartbeat(ws, publishedSeq);
+    // still held when it unsubscribes; a send delivers them first. This heartbeat is that send. Its
+    // position is one the new subscription holds too: a replay from after_seq follows it.
+    this.#sendHeartbeat(ws, Math.min(publishedSeq, nextAfterSeq ?? publishedSeq));
     if (data.state.status !== 'live') return undefined;
     ws.unsubscribe(topicFor(data.orgId, state.sent.room));
     // The topic delivered everything fanned out until now, and nothing more; not a gap skipped
@@ -328,4 +342,10 @@ export class LiveRooms {
       ws.send(encodeLiveMessage({ heartbeat: { at_ms: at, last_seq: this.#resumePoint(ws.getUserData()) } }), true);
     }
   }
+}
+
+/** The room a socket is in or catching up on, if any. */
+function roomOf(data: SocketData): Room | undefined {
+  const { state } = data;
+  return state.status === 'live' ? state.sent.room : state.status === 'replaying' ? state.replay.room : undefined;
 }

@@ -45,7 +45,8 @@ export class SeqOrder {
    */
   settled(orgId: string, nowMs = Date.now()): number {
     const queue = this.#queues.get(orgId);
-    if (queue === undefined) return 0;
+    // Nothing offered yet in this process: everything before its first seq was durable at boot.
+    if (queue === undefined) return this.#firstSeq(orgId) - 1;
     forgetOldSkips(queue, nowMs);
     let lowest = queue.next;
     for (const seq of queue.skipped.keys()) if (seq < lowest) lowest = seq;

@@ -1,0 +1,115 @@
+// What a Subscribe frame leaves a client with: no update twice after a restart, a heartbeat
+// position the new subscription holds, no waiting on seqs that will never come back, and no
+// sandbox stream once the org's plan has no sandbox.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { durably } from '../../runtime/ledger/durable-write.ts';
+import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
+import { CLOSE_SANDBOX_DISABLED } from '../../runtime/rooms/live-rooms.ts';
+import type { NewRunUpdate } from '../../runtime/rooms/update-log.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { connectLive } from '../helpers/live-client.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
+
+const update = (runId: string, environment = 'production'): NewRunUpdate => ({
+  run_id: runId, state: 'completed', channel: 'c', workflow_id: 'wf', event_id: 'evt', step_id: 's', attempt: 1, at_ms: 1, error: '', environment,
+});
+
+async function append(rt: TestRuntime, orgId: string, updates: NewRunUpdate[]): Promise<RunUpdate[]> {
+  const { ledger, updateLog } = rt.runtime;
+  return durably(ledger.root, ledger.root.transaction(() => updates.map((u) => updateLog.append(orgId, u))));
+}
+
+test('after a restart, a Subscribe on a socket that replayed from the URL sends nothing it already got', async () => {
+  const dataDir = tempDir();
+  let rt = await startRuntime({ dataDir });
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-restart');
+  rt.runtime.rooms.publish('acct-restart', await append(rt, 'acct-restart', [update('a'), update('b'), update('c')]));
+  await rt.close();
+  rt = await startRuntime({ dataDir });
+  try {
+    const client = await connectLive(rt.url, 'acct-restart', { query: `?token=${key}&after_seq=0` });
+    await client.waitFor(() => client.updates().length === 3 && rt.runtime.rooms.replayingCount === 0, 'the URL replay');
+    client.subscribe({ after_seq: 0 });
+    // The next update shows the Subscribe was handled and the socket is live again.
+    const [next] = await append(rt, 'acct-restart', [update('d')]);
+    rt.runtime.rooms.publish('acct-restart', [next!]);
+    await client.waitFor(() => client.updates().some((u) => u.seq === next!.seq), 'the next update');
+    assert.deepEqual(client.updates().map((u) => u.seq), [1, 2, 3, 4]);
+    client.close();
+  } finally {
+    await rt.close();
+  }
+});
+
+test('the heartbeat that ends a live stretch for a Subscribe holds for the new subscription: nothing below it follows', async () => {
+  const rt = await startRuntime();
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-leave');
+    rt.runtime.rooms.publish('acct-leave', await append(rt, 'acct-leave', Array.from({ length: 20 }, (_, i) => update(`r${i}`))));
+    const client = await connectLive(rt.url, 'acct-leave', { token: key });
+    await client.waitFor(() => client.messages.length === 1, 'the join heartbeat');
+    client.subscribe({ after_seq: 5 });
+    await client.waitFor(() => client.updates().length === 15 && rt.runtime.rooms.replayingCount === 0, 'the replay from 5');
+    // README: after a Subscribe the position is its after_seq, then the larger of what follows.
+    let position = 5;
+    for (const message of client.messages.slice(1)) {
+      if ('heartbeat' in message) {
+        position = Math.max(position, message.heartbeat.last_seq);
+      } else {
+        assert.ok(message.run_update.seq > position, `seq ${message.run_update.seq} came after position ${position}`);
+        position = message.run_update.seq;
+      }
+    }
+    client.close();
+  } finally {
+    await rt.close();
+  }
+});
+
+test('a replay does not wait on seqs removed from the log; one not yet durable comes once, when published', async () => {
+  const rt = await startRuntime();
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-removed', 'pro');
+    const { rooms, ledger, updateLog } = rt.runtime;
+    rooms.publish('acct-removed', await append(rt, 'acct-removed', Array.from({ length: 1100 }, (_, i) => update(`s${i}`, 'sandbox'))));
+    // What a sandbox reset does to the log: 1,100 seqs that will never be published again.
+    await durably(ledger.root, ledger.root.transaction(() => updateLog.removeEnvironment('acct-removed', 'sandbox')));
+    // The first of these is committed but not yet published (its flush is slow); the second is, past the gap.
+    const [slow, fast] = await append(rt, 'acct-removed', [update('slow'), update('fast')]);
+    rooms.publish('acct-removed', [fast!]);
+    rooms.releaseGaps();
+    const client = await connectLive(rt.url, 'acct-removed', { query: `?token=${key}&after_seq=0` });
+    await client.waitFor(() => rooms.replayingCount === 0 && client.updates().length === 1, 'the replay');
+    rooms.publish('acct-removed', [slow!]);
+    await client.waitFor(() => client.updates().length === 2, 'the slow one, published late');
+    const [after] = await append(rt, 'acct-removed', [update('after')]);
+    rooms.publish('acct-removed', [after!]);
+    await client.waitFor(() => client.updates().some((u) => u.seq === after!.seq), 'the one after');
+    assert.deepEqual(client.updates().map((u) => u.seq), [fast!.seq, slow!.seq, after!.seq]);
+    client.close();
+  } finally {
+    await rt.close();
+  }
+});
+
+test('moving an org to a plan without a sandbox closes its sandbox sockets with 4402', async () => {
+  const rt = await startRuntime();
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-downgrade-live', 'pro');
+    const sandbox = await connectLive(rt.url, 'acct-downgrade-live', { query: `?token=${key}&environment=sandbox` });
+    const production = await connectLive(rt.url, 'acct-downgrade-live', { token: key });
+    assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-downgrade-live', { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+    let closedWith: number | undefined;
+    void sandbox.closed.then((closed) => (closedWith = closed.code));
+    await sandbox.waitFor(() => closedWith !== undefined, 'the sandbox socket to close');
+    assert.equal(closedWith, CLOSE_SANDBOX_DISABLED);
+    const [next] = await append(rt, 'acct-downgrade-live', [update('p')]);
+    rt.runtime.rooms.publish('acct-downgrade-live', [next!]);
+    await production.waitFor(() => production.updates().length === 1, 'the production socket still streams');
+    production.close();
+  } finally {
+    await rt.close();
+  }
+});
