@@ -193,6 +193,12 @@ export class RunEngine {
     actor.send(event);
     if (actor.getSnapshot() === before) {
       await this.#recordAfterCancel(key, previous, event);
+      // A timer that fired but whose event the run refused as early (the wall clock stepped back
+      // in between) left its heap: arm it again, or the run would wait until the next restart.
+      if (command.type === 'timer.fired' && !this.#closed) {
+        const work = pendingWork(previous);
+        if (work.kind === 'arm_timer') this.#timers.arm(key, work.at);
+      }
       this.#settleSlot(previous);
       this.#pump();
       return;

@@ -221,6 +221,23 @@ test('a run cancelled while its webhook is out keeps what the receiver answered 
   assert.equal(receiver.received.filter((r) => r.path === '/email').length, 0, 'the run went no further');
 });
 
+test('a retry timer whose event lands on a clock stepped back (NTP, a VM resume) is armed again, not lost', async () => {
+  receiver.script([{ status: 503 }, { status: 200 }]);
+  await workflow({ name: 'clock-back', trigger_event: 'order.clock_back', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/clock`, retry: { max_retries: 3, initial_ms: 1000, max_ms: 1000 } }] });
+  const runId = await onlyRun(await sendEvent('order.clock_back', {}, 'evt-clock-back'));
+  await runInState(runId, 'backoff');
+  const due = clock.now() + 1000;
+  await armed(runId, due);
+  clock.advance(1000);
+  assert.equal(rt.runtime.engine.timers.fireDue(), 1);
+  clock.advance(-5);
+  await eventually('the timer armed again', () => rt.runtime.engine.timerDueAt(ORG, runId), (at) => at === due);
+  clock.advance(5);
+  assert.equal(rt.runtime.engine.timers.fireDue(), 1);
+  await runInState(runId, 'completed');
+  assert.equal(receiver.received.filter((r) => r.path === '/clock').length, 2);
+});
+
 test('runs list filters by state and workflow; unknown runs are 404 and other orgs see nothing', async () => {
   const completed = await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=completed`, { token: key });
   assert.ok(completed.body.runs.length >= 3);
