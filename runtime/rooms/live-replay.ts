@@ -2,18 +2,37 @@
 // record of what a socket has been sent of a room, so that a later Subscribe does not send it again.
 
 import { encodeLiveMessage, type RunUpdate } from './live-codec.ts';
-import { isInRoom, isRoomWithin, type Room } from './live-subscription.ts';
+import { isInRoom, type Room } from './live-subscription.ts';
 import type { UpdateLog } from './update-log.ts';
 
 /** Log entries read per page: the most of the log a replay holds in memory at once. */
 export const REPLAY_PAGE_SIZE = 256;
 
-/** The socket has been sent every update of `room` with after < seq <= upTo (Infinity: it is on the room's topic). */
-export interface Sent {
+/**
+ * The socket has been sent every update of `room` with after < seq <= upTo, except the seqs in
+ * `missing` (skipped as gaps: they may still arrive, and were not sent).
+ */
+export interface SentRange {
   readonly room: Room;
   readonly after: number;
   readonly upTo: number;
+  readonly missing: ReadonlySet<number>;
 }
+
+/**
+ * What a socket has been sent, as the ranges of its earlier subscriptions (a live stretch, a replay),
+ * oldest first: one range per subscription, so switching rooms and back repeats nothing. At most
+ * MAX_SENT_RANGES are kept; past that the oldest are forgotten (a later Subscribe may then repeat
+ * what only they covered, never miss an update).
+ */
+export type Sent = readonly SentRange[];
+
+export const MAX_SENT_RANGES = 16;
+
+const NONE: ReadonlySet<number> = new Set();
+
+/** `earlier` with one more range, keeping the newest MAX_SENT_RANGES. */
+export const withRange = (earlier: Sent, range: SentRange): Sent => [...earlier, range].slice(-MAX_SENT_RANGES);
 
 /** A replay in progress: the socket is on no topic until it has caught up. */
 export interface Replay {
@@ -23,7 +42,7 @@ export interface Replay {
   /** Every log entry with a seq up to this one has been sent or left out. Only `nextPage` moves it. */
   cursor: number;
   /** What the socket had been sent before this replay began; left out of it. */
-  readonly earlier: Sent | undefined;
+  readonly earlier: Sent;
   /** A continuation is queued for the next event-loop turn. */
   scheduled: boolean;
   /**
@@ -42,33 +61,24 @@ export interface Page {
   readonly caughtUp: boolean;
 }
 
-export const wasSent = (sent: Sent | undefined, update: RunUpdate): boolean =>
-  sent !== undefined && update.seq > sent.after && update.seq <= sent.upTo && isInRoom(update, sent.room);
+export const wasSent = (sent: Sent, update: RunUpdate): boolean =>
+  sent.some((range) => update.seq > range.after && update.seq <= range.upTo && !range.missing.has(update.seq) && isInRoom(update, range.room));
 
-/**
- * `sent` widened by what `earlier` covers of the same room when the two seq spans meet; otherwise
- * `sent` alone (it may then under-count, so a later Subscribe could repeat an update, never miss one).
- */
-export function widen(sent: Sent, earlier: Sent | undefined): Sent {
-  if (earlier === undefined || !isRoomWithin(sent.room, earlier.room)) return sent;
-  if (earlier.after > sent.upTo || sent.after > earlier.upTo) return sent;
-  return { room: sent.room, after: Math.min(sent.after, earlier.after), upTo: Math.max(sent.upTo, earlier.upTo) };
-}
-
-export function startReplay(room: Room, after: number, earlier: Sent | undefined): Replay {
+export function startReplay(room: Room, after: number, earlier: Sent): Replay {
   return { room, after, cursor: after, earlier, scheduled: false, gaps: new Set() };
 }
 
 /** What a replay has sent of its room so far (for a Subscribe that interrupts it). */
 export const sentSoFar = (replay: Replay): Sent =>
-  widen({ room: replay.room, after: replay.after, upTo: Math.min(replay.cursor, ...[...replay.gaps].map((seq) => seq - 1)) }, replay.earlier);
+  withRange(replay.earlier, { room: replay.room, after: replay.after, upTo: replay.cursor, missing: new Set(replay.gaps) });
 
 /**
- * What a socket has been sent once it joins the room's topic at `publishedSeq` (the last seq fanned
- * out), after the replay caught up; `afterSeq` undefined: it joined without a replay.
+ * What a socket on the room's topic since `from` (the last seq fanned out when it joined) has been
+ * sent once it leaves at `publishedSeq`: everything fanned out meanwhile, except the seqs skipped
+ * as gaps and not published since (`skipped`).
  */
-export const sentOnJoining = (room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent | undefined): Sent =>
-  widen({ room, after: Math.min(afterSeq ?? publishedSeq, publishedSeq), upTo: Infinity }, earlier);
+export const sentWhileLive = (earlier: Sent, room: Room, from: number, publishedSeq: number, skipped: ReadonlySet<number>): Sent =>
+  withRange(earlier, { room, after: from, upTo: publishedSeq, missing: skipped.size === 0 ? NONE : skipped });
 
 /**
  * The next frames of the replay: retained updates of its room after the cursor up to `upTo`, at most

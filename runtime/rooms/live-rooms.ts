@@ -9,7 +9,7 @@ import { InputError, SluiceError } from '../errors.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
-import { nextPage, sentOnJoining, sentSoFar, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
+import { nextPage, sentSoFar, sentWhileLive, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
 import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
@@ -53,14 +53,15 @@ interface SocketData {
 }
 
 /**
- * `replaying`: catching up from the log, on no topic yet. `live`: on its room's topic, with what it
- * was sent of that room (replayed or live), so a later Subscribe does not send it again. A replay
- * whose socket is no longer `replaying` that very replay stops at its next step.
+ * `replaying`: catching up from the log, on no topic yet. `live`: on its room's topic, sent every
+ * update of it after `from` (replayed, then live) besides what its earlier subscriptions were sent,
+ * so a later Subscribe does not send any of it again. A replay whose socket is no longer
+ * `replaying` that very replay stops at its next step.
  */
 type SocketState =
   | { readonly status: 'opening' }
   | { readonly status: 'replaying'; readonly replay: Replay }
-  | { readonly status: 'live'; readonly sent: Sent }
+  | { readonly status: 'live'; readonly room: Room; readonly from: number; readonly earlier: Sent }
   | { readonly status: 'closed' };
 
 export class LiveRooms {
@@ -251,19 +252,19 @@ export class LiveRooms {
    * Stops the socket's replay or leaves its topic; returns what it had been sent. `nextAfterSeq` is
    * where the socket's next subscription starts (undefined: live from now).
    */
-  #leave(ws: WebSocket<SocketData>, data: SocketData, publishedSeq: number, nextAfterSeq: number | undefined): Sent | undefined {
+  #leave(ws: WebSocket<SocketData>, data: SocketData, publishedSeq: number, nextAfterSeq: number | undefined): Sent {
     const { state } = data;
     if (state.status === 'replaying') return sentSoFar(state.replay);
-    if (state.status !== 'live') return undefined;
+    if (state.status !== 'live') return [];
     // uWS holds each subscriber's topic messages until the end of the loop turn and drops the ones
     // still held when it unsubscribes; a send delivers them first. This heartbeat is that send. Its
     // position is one the new subscription holds too: a replay from after_seq follows it.
     this.#sendHeartbeat(ws, Math.min(publishedSeq, nextAfterSeq ?? publishedSeq));
-    if (data.state.status !== 'live') return undefined;
-    ws.unsubscribe(topicFor(data.orgId, state.sent.room));
+    if (data.state.status !== 'live') return [];
+    ws.unsubscribe(topicFor(data.orgId, state.room));
     // The topic delivered everything fanned out until now, and nothing more; not a gap skipped
     // meanwhile that may still arrive late (it was not sent, and the replay must send it).
-    return { ...state.sent, upTo: Math.min(publishedSeq, this.#order.settled(data.orgId)) };
+    return sentWhileLive(state.earlier, state.room, state.from, publishedSeq, this.#order.skippedBetween(data.orgId, state.from, publishedSeq));
   }
 
   /**
@@ -280,8 +281,7 @@ export class LiveRooms {
     // after_seq 0 asks for whatever is retained; any other position must still be in the log,
     // unless the socket was already sent that stretch (a Subscribe on a socket that was live).
     const oldest = this.#log.oldestRetained(data.orgId);
-    const sentBefore = replay.earlier;
-    const coveredEarlier = sentBefore !== undefined && isRoomWithin(replay.room, sentBefore.room) && sentBefore.after <= replay.cursor && sentBefore.upTo >= oldest - 1;
+    const coveredEarlier = replay.earlier.some((sent) => isRoomWithin(replay.room, sent.room) && sent.after <= replay.cursor && sent.upTo >= oldest - 1);
     if (replay.cursor + 1 < oldest && !(replay.after === 0 && replay.cursor === 0) && !coveredEarlier) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: updates after seq ${replay.cursor} are no longer retained (oldest: ${oldest})`);
@@ -312,9 +312,10 @@ export class LiveRooms {
    * Joins the room's topic and says so with a heartbeat: its `last_seq` is a position the client can
    * resume from even when nothing of its room arrives for a long time (README, Live rooms).
    */
-  #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent | undefined): void {
+  #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent): void {
     ws.subscribe(topicFor(data.orgId, room));
-    data.state = { status: 'live', sent: sentOnJoining(room, afterSeq, publishedSeq, earlier) };
+    // A replay from `afterSeq` sent everything up to `publishedSeq`; the topic goes on from there.
+    data.state = { status: 'live', room, from: Math.min(afterSeq ?? publishedSeq, publishedSeq), earlier };
     this.#sendHeartbeat(ws, publishedSeq);
   }
 
@@ -347,5 +348,5 @@ export class LiveRooms {
 /** The room a socket is in or catching up on, if any. */
 function roomOf(data: SocketData): Room | undefined {
   const { state } = data;
-  return state.status === 'live' ? state.sent.room : state.status === 'replaying' ? state.replay.room : undefined;
+  return state.status === 'live' ? state.room : state.status === 'replaying' ? state.replay.room : undefined;
 }

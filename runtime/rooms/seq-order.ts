@@ -38,19 +38,14 @@ export class SeqOrder {
     return queue === undefined ? 0 : queue.next - 1;
   }
 
-  /**
-   * The highest seq up to which every seq of the org was emitted or given up on more than
-   * SKIPPED_MEMORY_MS ago: below `emitted` when a skipped gap may still arrive late. A socket on
-   * the topic since before it has been sent exactly the updates emitted up to this seq.
-   */
-  settled(orgId: string, nowMs = Date.now()): number {
+  /** The seqs in (after, upTo] skipped as gaps and not emitted since (within SKIPPED_MEMORY_MS). */
+  skippedBetween(orgId: string, after: number, upTo: number, nowMs = Date.now()): Set<number> {
     const queue = this.#queues.get(orgId);
-    // Nothing offered yet in this process: everything before its first seq was durable at boot.
-    if (queue === undefined) return this.#firstSeq(orgId) - 1;
+    const found = new Set<number>();
+    if (queue === undefined) return found;
     forgetOldSkips(queue, nowMs);
-    let lowest = queue.next;
-    for (const seq of queue.skipped.keys()) if (seq < lowest) lowest = seq;
-    return lowest - 1;
+    for (const seq of queue.skipped.keys()) if (seq > after && seq <= upTo) found.add(seq);
+    return found;
   }
 
   /**
@@ -116,7 +111,7 @@ export class SeqOrder {
     const now = Date.now();
     forgetOldSkips(queue, now);
     // Remembered (for SKIPPED_MEMORY_MS) so that a Subscribe does not count them as sent to a socket
-    // that was on the topic (runtime/rooms/live-rooms.ts): one may still arrive late.
+    // that was on the topic (skippedBetween, used by runtime/rooms/live-rooms.ts): one may still arrive late.
     for (let seq = queue.next; seq < resume; seq++) queue.skipped.set(seq, now);
     queue.next = resume;
     this.#drain(orgId, queue);

@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
-import { nextPage, REPLAY_PAGE_SIZE, sentOnJoining, sentSoFar, startReplay } from '../../runtime/rooms/live-replay.ts';
+import { nextPage, REPLAY_PAGE_SIZE, sentSoFar, startReplay, wasSent } from '../../runtime/rooms/live-replay.ts';
 import { MAX_BACKPRESSURE } from '../../runtime/rooms/live-rooms.ts';
 import { UpdateLog, type NewRunUpdate } from '../../runtime/rooms/update-log.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -62,7 +62,7 @@ async function filledLog(retention: number, count: number, runOf: (i: number) =>
 
 test('a replay reads one page of the log at a time, about a byte budget, and is caught up only on a short page', async () => {
   const { ledger, log } = await filledLog(1000, 600, (i) => (i % 2 === 0 ? 'run-even' : 'run-odd'), 100);
-  const all = startReplay({ environment: 'production', runId: '' }, 0, undefined);
+  const all = startReplay({ environment: 'production', runId: '' }, 0, []);
   const first = nextPage(log, 'org', all, 600, Infinity, durable);
   assert.deepEqual([first.frames.length, all.cursor, first.caughtUp], [REPLAY_PAGE_SIZE, REPLAY_PAGE_SIZE, false]);
   const small = nextPage(log, 'org', all, 600, 1, durable);
@@ -72,31 +72,33 @@ test('a replay reads one page of the log at a time, about a byte budget, and is 
   assert.deepEqual([last.frames.length, last.caughtUp], [600 - 2 * REPLAY_PAGE_SIZE - 1, true]);
 
   // A Subscribe for one run interrupts a replay of all runs after 100 updates: those are not sent again.
-  const interrupted = startReplay({ environment: 'production', runId: '' }, 0, undefined);
+  const interrupted = startReplay({ environment: 'production', runId: '' }, 0, []);
   interrupted.cursor = 100;
   const oneRun = startReplay({ environment: 'production', runId: 'run-even' }, 0, sentSoFar(interrupted));
   const rest = nextPage(log, 'org', oneRun, 600, Infinity, durable);
   assert.equal(rest.frames.length, 128 - 50, 'run-even updates 101..256 of the first page');
-  assert.deepEqual(sentOnJoining(oneRun.room, 0, 600, oneRun.earlier), { room: oneRun.room, after: 0, upTo: Infinity });
   await ledger.close();
 });
 
 test('a replay from 0 over a log that has dropped its oldest updates records no gaps for them: a Subscribe that interrupts it resends nothing it sent', async () => {
   const { ledger, log } = await filledLog(100, 300, () => 'run', 10);
-  const replay = startReplay({ environment: 'production', runId: '' }, 0, undefined);
+  const replay = startReplay({ environment: 'production', runId: '' }, 0, []);
   const page = nextPage(log, 'org', replay, 300, Infinity, durable);
   assert.deepEqual([page.frames.length, replay.cursor, replay.gaps.size], [100, 300, 0]);
-  assert.equal(sentSoFar(replay).upTo, 300, 'seqs 1-200 were dropped by retention, not skipped while in flight');
+  const sent = sentSoFar(replay);
+  assert.deepEqual([sent.length, sent[0]?.upTo, sent[0]?.missing.size], [1, 300, 0], 'seqs 1-200 were dropped by retention, not skipped while in flight');
   await ledger.close();
 });
 
 test('an entry the seq order skipped and has not published is not replayed yet: it stays a gap until it is', async () => {
   const { ledger, log } = await filledLog(100, 3, () => 'run', 10);
-  const replay = startReplay({ environment: 'production', runId: '' }, 0, undefined);
+  const replay = startReplay({ environment: 'production', runId: '' }, 0, []);
   const page = nextPage(log, 'org', replay, 3, Infinity, (seq) => seq === 2);
   assert.equal(page.frames.length, 2, 'seqs 1 and 3');
   assert.deepEqual([replay.cursor, [...replay.gaps]], [3, [2]]);
-  assert.equal(sentSoFar(replay).upTo, 1, 'a Subscribe meanwhile would not count seq 2 as sent');
+  const sent = sentSoFar(replay);
+  const at = (seq: number) => ({ seq, run_id: 'run', environment: 'production' }) as RunUpdate;
+  assert.deepEqual([1, 2, 3].map((seq) => wasSent(sent, at(seq))), [true, false, true], 'a Subscribe meanwhile would not count seq 2 as sent');
   await ledger.close();
 });
 

@@ -113,3 +113,60 @@ test('moving an org to a plan without a sandbox closes its sandbox sockets with 
     await rt.close();
   }
 });
+
+/** Publishes one more update and waits for the client to get it: every frame sent before has been handled. */
+async function settle(rt: TestRuntime, orgId: string, client: Awaited<ReturnType<typeof connectLive>>): Promise<void> {
+  const [marker] = await append(rt, orgId, [update('marker')]);
+  rt.runtime.rooms.publish(orgId, [marker!]);
+  await client.waitFor(() => rt.runtime.rooms.replayingCount === 0 && client.updates().some((u) => u.seq === marker!.seq), 'the marker update');
+}
+
+const repeated = (seqs: number[]): number[] => seqs.filter((seq, i) => seqs.indexOf(seq) !== i);
+
+test('Subscribe sequences repeat nothing: into one run and back, two replays in a row, a live stretch with a skipped seq', async () => {
+  const rt = await startRuntime();
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-sequences');
+    const org = 'acct-sequences';
+    const publish = async (runIds: string[]) => rt.runtime.rooms.publish(org, await append(rt, org, runIds.map((r) => update(r))));
+
+    // Into one run's room and back to the environment.
+    await publish(['x', 'y', 'R']);
+    const zoom = await connectLive(rt.url, org, { token: key });
+    await publish(['x', 'y', 'R']);
+    await zoom.waitFor(() => zoom.updates().length === 3, 'three live updates');
+    zoom.subscribe({ after_seq: 0, run_id: 'R' });
+    zoom.subscribe({ after_seq: 0 });
+    await settle(rt, org, zoom);
+    assert.deepEqual(repeated(zoom.updates().map((u) => u.seq)), []);
+    zoom.close();
+
+    // Two Subscribes in one write: the second interrupts the first replay.
+    const twice = await connectLive(rt.url, org, { token: key });
+    await publish(Array.from({ length: 300 }, (_, i) => `n${i}`));
+    await twice.waitFor(() => twice.updates().length === 300, 'the live updates');
+    twice.subscribe({ after_seq: 0 });
+    twice.subscribe({ after_seq: 0 });
+    await settle(rt, org, twice);
+    assert.deepEqual(repeated(twice.updates().map((u) => u.seq)), []);
+    twice.close();
+
+    // A live stretch in which one seq was skipped (its write aborted).
+    const gap = await connectLive(rt.url, org, { token: key });
+    await publish(['a']);
+    const { ledger, updateLog, rooms } = rt.runtime;
+    await ledger.root.transaction(() => {
+      updateLog.append(org, update('aborted'));
+      throw new Error('abort');
+    }).catch(() => undefined);
+    await publish(['c', 'd']);
+    rooms.releaseGaps();
+    await gap.waitFor(() => gap.updates().length === 3, 'the live updates around the gap');
+    gap.subscribe({ after_seq: 0 });
+    await settle(rt, org, gap);
+    assert.deepEqual(repeated(gap.updates().map((u) => u.seq)), []);
+    gap.close();
+  } finally {
+    await rt.close();
+  }
+});
