@@ -187,7 +187,7 @@ export function recordAfterCancel(ctx: RunContext, stepId: StepId, fence: number
 /** From `failed`: clear the error and give the failed step a fresh retry budget; finished steps stay finished. */
 export function prepareResume(ctx: RunContext, at: number): RunContext {
   const updated = withCurrent(ctx, (s) => ({ ...s, status: 'pending', failures: 0 }));
-  return { ...updated, error: null, updatedAt: at };
+  return { ...updated, error: null, updatedAt: at, resumedAt: at };
 }
 
 export const timerDue = (due: number | null, at: number): boolean => due !== null && at >= due;

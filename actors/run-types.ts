@@ -111,6 +111,8 @@ export interface RunContext extends Omit<RunInput, 'steps'> {
   readonly wakeAt: number | null;
   readonly error: RunError | null;
   readonly cancelReason: string | null;
+  /** When a person last resumed the run (absent: never); attempts before it do not pin action versions. */
+  readonly resumedAt?: number;
   /** `at` of the last accepted event: the run's only notion of "now". */
   readonly updatedAt: number;
 }

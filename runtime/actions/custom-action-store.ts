@@ -121,6 +121,18 @@ export class CustomActionStore {
   }
 
   /** Reads only; safe inside another write transaction (the run engine may call it there). */
+  /**
+   * A version a run already ran (it pins it: later steps and retries keep it, see
+   * custom-action-step.ts): usable while approved or superseded since; otherwise as resolveForRun.
+   */
+  resolveVersion(orgId: string, actionId: string, version: number): ActionResolution {
+    const pinned = this.get(orgId, actionId) === undefined ? undefined : this.version(orgId, actionId, version);
+    if (pinned !== undefined && (pinned.status === 'approved' || pinned.status === 'superseded')) {
+      return { kind: 'approved', version: pinned.version, digest: pinned.digest, permissions: pinned.permissions };
+    }
+    return this.resolveForRun(orgId, actionId);
+  }
+
   resolveForRun(orgId: string, actionId: string): ActionResolution {
     const action = this.get(orgId, actionId);
     if (action === undefined) return { kind: 'missing' };

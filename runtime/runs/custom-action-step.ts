@@ -2,7 +2,7 @@
 // hook-runner with the step key and fence, and checks the output contract. Never throws.
 
 import type { JsonValue } from '../../actors/json.ts';
-import type { StepFailure } from '../../actors/run-types.ts';
+import type { RunContext, StepFailure } from '../../actors/run-types.ts';
 import { OutputContractError, parseActionOutput, type DerivedEventSpec, type ProjectionWrite } from '../actions/output-contract.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
@@ -13,11 +13,28 @@ export const MAX_DERIVED_DEPTH = 8;
 export const MAX_DERIVED_PER_ROOT = 1000;
 
 /** What the run engine needs of custom actions (implemented by the custom action store). */
+type Resolution = { kind: 'approved'; version: number; digest: string; permissions: readonly string[] } | { kind: 'missing' } | { kind: 'not_approved'; status: string };
+
 export interface ActionResolver {
-  resolveForRun(
-    orgId: string,
-    actionId: string,
-  ): { kind: 'approved'; version: number; digest: string; permissions: readonly string[] } | { kind: 'missing' } | { kind: 'not_approved'; status: string };
+  resolveForRun(orgId: string, actionId: string): Resolution;
+  resolveVersion(orgId: string, actionId: string, version: number): Resolution;
+}
+
+/**
+ * The version of `actionId` this run already ran since it was created or last resumed, if any: its
+ * later steps and retries keep it, so one run never mixes code and permissions approved apart. A
+ * resume picks the approved version afresh (a fixed one, say).
+ */
+export function pinnedActionVersion(ctx: RunContext, actionId: string): number | undefined {
+  const since = ctx.resumedAt ?? Number.NEGATIVE_INFINITY;
+  for (const step of ctx.steps) {
+    for (const attempt of step.attempts) {
+      if (attempt.claimedAt < since || attempt.evidence === null || typeof attempt.evidence !== 'object' || Array.isArray(attempt.evidence)) continue;
+      const evidence = attempt.evidence as { readonly [key: string]: JsonValue };
+      if (evidence['action_id'] === actionId && typeof evidence['version'] === 'number') return evidence['version'];
+    }
+  }
+  return undefined;
 }
 
 export interface ActionEffects {
@@ -35,6 +52,8 @@ export interface ActionStepInput {
   readonly actionId: string;
   /** The triggering event's payload as received (payload-text.ts). */
   readonly payloadJson: string;
+  /** The version this run already ran (pinnedActionVersion), if any. */
+  readonly pinnedVersion: number | undefined;
   readonly eventDepth: number;
   /** How many events have been derived from the run's root event so far (read when the output is in). */
   readonly derivedSoFar: () => number;
@@ -51,7 +70,7 @@ const fail = (code: string, message: string, retryable: boolean, evidence: JsonV
 });
 
 export async function runCustomAction(input: ActionStepInput, actions: ActionResolver | undefined, runner: HookRunnerClient | undefined): Promise<ActionStepOutcome> {
-  const resolved = actions?.resolveForRun(input.orgId, input.actionId) ?? { kind: 'missing' as const };
+  const resolved = (input.pinnedVersion === undefined ? actions?.resolveForRun(input.orgId, input.actionId) : actions?.resolveVersion(input.orgId, input.actionId, input.pinnedVersion)) ?? { kind: 'missing' as const };
   if (resolved.kind === 'missing') return fail('custom_action_not_found', `Custom action "${input.actionId}" does not exist in this organization.`, false);
   if (resolved.kind === 'not_approved') {
     return fail('custom_action_not_approved', `Custom action "${input.actionId}" has no approved version (latest is ${resolved.status}); an admin must approve it.`, false);

@@ -10,7 +10,7 @@ import { payloadTextOf } from '../events/payload-text.ts';
 import { RawJson, stringifyWithRaw } from '../validation/raw-json.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
-import { runCustomAction, type ActionEffects, type ActionResolver } from './custom-action-step.ts';
+import { pinnedActionVersion, runCustomAction, type ActionEffects, type ActionResolver } from './custom-action-step.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import { sendWebhook } from './webhook-step.ts';
 
@@ -94,6 +94,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
       {
         orgId: ctx.run.context.orgId,
         actionId: step.action_id,
+        pinnedVersion: pinnedActionVersion(ctx.run.context, step.action_id),
         payloadJson: ctx.event === undefined ? 'null' : payloadTextOf(ctx.event),
         eventDepth: ctx.event?.depth ?? 0,
         derivedSoFar: ctx.derivedSoFar,
