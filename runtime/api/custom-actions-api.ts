@@ -203,6 +203,11 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const org = orgFor(request, 'admin');
         const action = requireAction(org, request);
         const body = parseReview(parseJsonRequest(request));
+        // An approval names what the reviewer looked at: a version uploaded (or a permission added)
+        // after they looked must not be approved in its place. A rejection may default to the newest.
+        if (body.status === 'approved' && body.version === undefined) {
+          throw new InputError(400, 'version_required', 'Name the version you reviewed: {"status":"approved","version":N} (GET the custom action to see its versions).', { field: 'version' });
+        }
         const reason = body.reason === undefined || body.reason === null ? null : parseLongText(body.reason, 'reason', MAX_REASON_LENGTH);
         const change = await actions.review(org.id, action.id, {
           decision: body.status,

@@ -157,11 +157,13 @@ describe('upload', () => {
 describe('review and versions', () => {
   it('only an admin reviews; approve, then a second review of that version is 409', async () => {
     const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
-    const byDeveloper = await review(id, { status: 'approved' }, developer);
+    const byDeveloper = await review(id, { status: 'approved', version: 1 }, developer);
     assert.equal(byDeveloper.status, 403);
     assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'not_approved', status: 'pending_review' });
 
-    const approved = await review(id, { status: 'approved', reason: 'reads one key, looks fine' });
+    const unnamed = await review(id, { status: 'approved' });
+    assert.deepEqual([unnamed.status, unnamed.body.error.code, unnamed.body.error.field], [400, 'version_required', 'version'], 'an approval names the version reviewed');
+    const approved = await review(id, { status: 'approved', version: 1, reason: 'reads one key, looks fine' });
     assert.equal(approved.status, 200, approved.text);
     assert.equal(approved.body.custom_action.approved_version, 1);
     assert.equal(approved.body.reviewed_version.status, 'approved');
@@ -174,7 +176,7 @@ describe('review and versions', () => {
     assert.equal(again.status, 409);
     assert.equal(again.body.error.code, 'version_not_pending');
     assert.equal(again.body.error.status, 'approved');
-    const nothingPending = await review(id, { status: 'approved' });
+    const nothingPending = await review(id, { status: 'rejected' });
     assert.equal(nothingPending.status, 409);
     assert.equal(nothingPending.body.error.code, 'no_pending_version');
     assert.equal((await review(id, { status: 'maybe' })).body.error.field, 'status');
@@ -191,7 +193,7 @@ describe('review and versions', () => {
 
   it('a new module version waits for review while the approved one keeps running', async () => {
     const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
-    await review(id, { status: 'approved' });
+    await review(id, { status: 'approved', version: 1 });
     const v2 = await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.projection, description: 'now writes a projection' });
     assert.equal(v2.status, 201, v2.text);
     assert.equal(v2.body.new_version.version, 2);
@@ -202,7 +204,7 @@ describe('review and versions', () => {
     assert.equal(v2.body.custom_action.name, 'order risk');
     assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'approved', version: 1, digest: sha256(modules.echo), permissions: ['read_secret:API_KEY'] });
 
-    const approved = await review(id, { status: 'approved' });
+    const approved = await review(id, { status: 'approved', version: 2 });
     assert.equal(approved.body.reviewed_version.version, 2);
     assert.deepEqual(approved.body.custom_action.versions.map((v: { status: string }) => v.status), ['superseded', 'approved']);
     assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'approved', version: 2, digest: sha256(modules.projection), permissions: ['read_secret:API_KEY'] });
@@ -210,7 +212,7 @@ describe('review and versions', () => {
 
   it('a PATCH of permissions is a new pending version of the same module and never widens the approved one', async () => {
     const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
-    await review(id, { status: 'approved' });
+    await review(id, { status: 'approved', version: 1 });
     const widened = await call(rt.url, 'PATCH', `${base}/${id}`, {
       token: developer,
       json: { name: 'order risk v2', permissions: ['read_secret:API_KEY', 'read_secret:ADMIN_PASSWORD'] },
@@ -239,7 +241,7 @@ describe('review and versions', () => {
 
   it('a PATCH of permissions never puts a rejected module up for review again', async () => {
     const { id } = await createAction();
-    await review(id, { status: 'approved' });
+    await review(id, { status: 'approved', version: 1 });
     const v2 = await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.projection });
     assert.equal(v2.status, 201, v2.text);
     assert.equal((await review(id, { status: 'rejected', reason: 'writes where it should not' })).status, 200);
@@ -251,7 +253,7 @@ describe('review and versions', () => {
     // The module becomes the latest again through a version that is still pending; rejecting that
     // earlier version by number must not let a later permissions edit carry the module on.
     const { id: other } = await createAction();
-    await review(other, { status: 'approved' });
+    await review(other, { status: 'approved', version: 1 });
     assert.equal((await upload(rt.url, `${base}/${other}/versions`, developer, { file: modules.projection })).status, 201);
     const v3 = await call(rt.url, 'PATCH', `${base}/${other}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
     assert.equal(v3.body.new_version.version, 3);
@@ -381,7 +383,7 @@ describe('tenancy', () => {
       ['GET', `${base}/${id}`],
       ['GET', base],
       ['PATCH', `${base}/${id}`, { name: 'mine' }],
-      ['POST', `${base}/${id}/review`, { status: 'approved' }],
+      ['POST', `${base}/${id}/review`, { status: 'approved', version: 1 }],
       ['POST', `${base}/${id}/simulate`, { payload: 1 }],
       ['GET', `${base}/${id}/secrets`],
       ['POST', `${base}/${id}/secrets`, { key: 'A', value: 'v' }],
@@ -393,7 +395,7 @@ describe('tenancy', () => {
     }
     const theirs = `/organizations/${OTHER}/custom-actions`;
     assert.equal((await call(rt.url, 'GET', `${theirs}/${id}`, { token: otherKey })).status, 404);
-    assert.equal((await call(rt.url, 'POST', `${theirs}/${id}/review`, { token: otherKey, json: { status: 'approved' } })).status, 404);
+    assert.equal((await call(rt.url, 'POST', `${theirs}/${id}/review`, { token: otherKey, json: { status: 'approved', version: 1 } })).status, 404);
     assert.equal((await call(rt.url, 'POST', `${theirs}/${id}/simulate`, { token: otherKey, json: { payload: 1 } })).status, 404);
     assert.deepEqual((await call(rt.url, 'GET', theirs, { token: otherKey })).body, { custom_actions: [], next_cursor: null });
     assert.deepEqual(store.resolveForRun(OTHER, id), { kind: 'missing' });

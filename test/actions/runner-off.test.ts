@@ -39,7 +39,7 @@ it('uploads, secrets and simulate answer 503; reads and reviews still work', asy
   expect503(await call(rt.url, 'POST', `${one}/simulate`, { token: key, json: { payload: {} } }), 'simulate');
 
   assert.equal((await call(rt.url, 'GET', one, { token: key })).status, 200);
-  const approved = await call(rt.url, 'POST', `${one}/review`, { token: key, json: { status: 'approved' } });
+  const approved = await call(rt.url, 'POST', `${one}/review`, { token: key, json: { status: 'approved', version: 1 } });
   assert.equal(approved.status, 200, approved.text);
   assert.equal(store.resolveForRun(ORG, action.id).kind, 'approved');
 });

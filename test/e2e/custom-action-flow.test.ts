@@ -61,7 +61,7 @@ test('webhook -> approved scorer -> projection + derived event -> second workflo
   const action = uploaded.body.custom_action;
   assert.equal(action.versions[0].status, 'pending_review');
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${action.id}/secrets`, { token: key, json: { key: 'RISK_THRESHOLD', value: '50' } })).status, 204);
-  const review = await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${action.id}/review`, { token: key, json: { status: 'approved' } });
+  const review = await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${action.id}/review`, { token: key, json: { status: 'approved', version: 1 } });
   assert.equal(review.status, 200, review.text);
 
   const scoring = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'score', trigger_event: 'orders.created', steps: [{ id: 'score', type: 'custom_action', action_id: action.id }] } });
@@ -122,7 +122,7 @@ test('an undeclared secret is absent, and a permission edit does not widen the a
   const narrow = await upload('narrow-scorer', scorer, '');
   const id = narrow.body.custom_action.id;
   await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${id}/secrets`, { token: key, json: { key: 'RISK_THRESHOLD', value: '5' } });
-  await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${id}/review`, { token: key, json: { status: 'approved' } });
+  await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${id}/review`, { token: key, json: { status: 'approved', version: 1 } });
   const widened = await call(rt.url, 'PATCH', `/organizations/${ORG}/custom-actions/${id}`, { token: key, json: { permissions: ['read_secret:RISK_THRESHOLD'] } });
   assert.equal(widened.status, 200, widened.text);
   await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'narrow', trigger_event: 'orders.narrow', steps: [{ id: 'score', type: 'custom_action', action_id: id }] } });

@@ -37,7 +37,7 @@ test('a run failed by a trapping action completes when resumed after a fixed ver
   const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name: 'scorer', file: modules.trap });
   assert.equal(uploaded.status, 201, uploaded.text);
   const actionId: string = uploaded.body.custom_action.id;
-  assert.equal((await post(`/custom-actions/${actionId}/review`, { status: 'approved' })).status, 200);
+  assert.equal((await post(`/custom-actions/${actionId}/review`, { status: 'approved', version: 1 })).status, 200);
   const workflow = await post('/workflows', { name: 'score', trigger_event: 'orders.created', steps: [{ id: 'score', type: 'custom_action', action_id: actionId }] });
   assert.equal(workflow.status, 201, workflow.text);
   assert.equal((await post('/events', { type: 'orders.created', payload: { order_id: 'o1' }, id: 'order-1' })).status, 202);

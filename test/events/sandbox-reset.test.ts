@@ -70,7 +70,7 @@ test('a fixture re-sent after a sandbox reset gets a new run: new effect keys, f
   const uploaded = await fetch(`${rt.url}/organizations/${ORG}/custom-actions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
   assert.equal(uploaded.status, 201);
   const actionId = ((await uploaded.json()) as { custom_action: { id: string } }).custom_action.id;
-  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${actionId}/review`, { token: key, json: { status: 'approved' } })).status, 200);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${actionId}/review`, { token: key, json: { status: 'approved', version: 1 } })).status, 200);
   // Two action steps: the first run reaches fence 2 at the runner, which would refuse a reused run's fence 1.
   const sandboxWorkflow = await createWorkflow('sandbox', [
     { id: 'first', type: 'custom_action', action_id: actionId },

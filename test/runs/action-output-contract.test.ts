@@ -26,7 +26,7 @@ async function actionWorkflow(name: string, output: unknown, trigger: string): P
   const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name, file: wasm });
   assert.equal(uploaded.status, 201, uploaded.text);
   const id = (uploaded.body as { custom_action: { id: string } }).custom_action.id;
-  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${id}/review`, { token: key, json: { status: 'approved' } })).status, 200);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${id}/review`, { token: key, json: { status: 'approved', version: 1 } })).status, 200);
   const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name, trigger_event: trigger, steps: [{ id: 'act', type: 'custom_action', action_id: id }] } });
   assert.equal(wf.status, 201, wf.text);
 }
