@@ -3,6 +3,7 @@
 // Reads are cached: one store per ledger, the table's only writer.
 
 import { ConflictError, notFound } from '../errors.ts';
+import { changeRecord } from '../ledger/change-record.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
@@ -63,19 +64,7 @@ export class SourceStore {
    * concurrent updates both land and none brings back a deleted source; 404 if it is gone.
    */
   async update(orgId: string, name: string, change: (current: SourceRecord) => SourceRecord): Promise<SourceRecord> {
-    const { root, sources } = this.#ledger;
-    const updated = await this.#cache.writing(orgId, () =>
-      durably(
-        root,
-        root.transaction(() => {
-          const current = sources.get([orgId, name]) as SourceRecord | undefined;
-          if (current === undefined) return undefined;
-          const next = change(current);
-          sources.put([orgId, name], next);
-          return next;
-        }),
-      ),
-    );
+    const updated = await this.#cache.writing(orgId, () => changeRecord(this.#ledger.root, this.#ledger.sources, [orgId, name], change));
     forgetSourceSchemas(orgId, name);
     if (updated === undefined) throw notFound(`Source "${name}"`, 'name');
     return updated;

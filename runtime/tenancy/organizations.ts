@@ -6,6 +6,7 @@ import { ConflictError } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
+import { changeRecord } from '../ledger/change-record.ts';
 
 export type Plan = 'starter' | 'pro' | 'enterprise';
 export const PLANS: readonly Plan[] = ['starter', 'pro', 'enterprise'];
@@ -62,18 +63,6 @@ export class OrganizationStore {
    * two concurrent updates both land; resolves with the new record, or undefined if it is gone.
    */
   async update(orgId: string, change: (current: Organization) => Organization): Promise<Organization | undefined> {
-    const { orgs, root } = this.#ledger;
-    return this.#cache.writing(orgId, () =>
-      durably(
-        root,
-        root.transaction(() => {
-          const current = orgs.get([orgId]) as Organization | undefined;
-          if (current === undefined) return undefined;
-          const next = change(current);
-          orgs.put([orgId], next);
-          return next;
-        }),
-      ),
-    );
+    return this.#cache.writing(orgId, () => changeRecord(this.#ledger.root, this.#ledger.orgs, [orgId], change));
   }
 }

@@ -1,0 +1,19 @@
+// Read-modify-write of one record inside the write that stores it: a change applied to the record
+// as stored when the write runs, not as read before, so concurrent updates all land.
+
+import { durably } from './durable-write.ts';
+import type { LedgerKey, LedgerRoot, LedgerTable } from './ledger.ts';
+
+/** Stores `change(current)` at `key` in one durable transaction and resolves with it; undefined, writing nothing, when there is no record. */
+export function changeRecord<T>(root: LedgerRoot, table: LedgerTable, key: LedgerKey, change: (current: T) => T): Promise<T | undefined> {
+  return durably(
+    root,
+    root.transaction(() => {
+      const current = table.get(key) as T | undefined;
+      if (current === undefined) return undefined;
+      const next = change(current);
+      table.put(key, next);
+      return next;
+    }),
+  );
+}
