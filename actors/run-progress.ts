@@ -4,7 +4,7 @@
 import type { StepId } from './ids.ts';
 import type { JsonValue } from './json.ts';
 import { nextRetryDelay } from './retry-policy.ts';
-import type { LateOutcome, RunContext, RunError, RunInput, StepAttempt, StepFailure, StepRecord } from './run-types.ts';
+import type { LateOutcome, RunContext, RunError, RunInput, StepAttempt, StepError, StepFailure, StepRecord } from './run-types.ts';
 
 export function initialContext(input: RunInput): RunContext {
   return {
@@ -143,10 +143,13 @@ export function decideFailure(ctx: RunContext, failure: StepFailure): FailureDec
   };
 }
 
+/** A reported failure as an attempt stores it. */
+export const stepErrorOf = (failure: StepFailure): StepError => ({ code: failure.code, message: failure.message, retryable: failure.retryable, retryAfterMs: failure.retryAfterMs ?? null });
+
 /** Closes the open attempt as failed and applies the decision (arm `retryAt`, or set the run error). */
 export function recordFailure(ctx: RunContext, failure: StepFailure, evidence: JsonValue | null, at: number): RunContext {
   const decision = decideFailure(ctx, failure);
-  const error = { code: failure.code, message: failure.message, retryable: failure.retryable, retryAfterMs: failure.retryAfterMs ?? null };
+  const error = stepErrorOf(failure);
   const updated = withCurrent({ ...ctx, updatedAt: at }, (s) => ({
     ...patchOpenAttempt(s, { outcome: 'failed', endedAt: at, error, evidence }),
     status: decision.kind === 'retry' ? 'retrying' : 'failed',

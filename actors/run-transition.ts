@@ -4,7 +4,7 @@
 import { createActor, transition, type Actor, type Snapshot } from 'xstate';
 import { runMachine } from './run-machine.ts';
 import type { StepId } from './ids.ts';
-import { recordAfterCancel } from './run-progress.ts';
+import { recordAfterCancel, stepErrorOf } from './run-progress.ts';
 import type { LateOutcome, RunContext, RunEvent, RunInput, RunStateName } from './run-types.ts';
 import { isRunStateName, pendingWork, type Work } from './run-work.ts';
 
@@ -97,11 +97,8 @@ function lateOutcomeOf(event: RunEvent): { stepId: StepId; fence: number; outcom
   switch (event.type) {
     case 'step.succeeded':
       return { stepId: event.stepId, fence: event.fence, outcome: { ...base, outcome: 'succeeded', error: null, evidence: event.evidence ?? null } };
-    case 'step.failed': {
-      const { code, message, retryable, retryAfterMs } = event.error;
-      const error = { code, message, retryable, retryAfterMs: retryAfterMs ?? null };
-      return { stepId: event.stepId, fence: event.fence, outcome: { ...base, outcome: 'failed', error, evidence: event.evidence ?? null } };
-    }
+    case 'step.failed':
+      return { stepId: event.stepId, fence: event.fence, outcome: { ...base, outcome: 'failed', error: stepErrorOf(event.error), evidence: event.evidence ?? null } };
     case 'step.skipped':
       return { stepId: event.stepId, fence: event.fence, outcome: { ...base, outcome: 'skipped', error: null, evidence: event.evidence ?? { reason: event.reason } } };
     default:

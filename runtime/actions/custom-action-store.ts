@@ -120,7 +120,6 @@ export class CustomActionStore {
     return [...this.#actions.getRange({ start: [orgId], end: [orgId, HIGH] })].map(({ value }) => value as CustomActionRecord);
   }
 
-  /** Reads only; safe inside another write transaction (the run engine may call it there). */
   /**
    * A version a run already ran (it pins it: later steps and retries keep it, see
    * custom-action-step.ts): usable while approved or superseded since; otherwise as resolveForRun.
@@ -133,6 +132,7 @@ export class CustomActionStore {
     return this.resolveForRun(orgId, actionId);
   }
 
+  /** Reads only; safe inside another write transaction (the run engine may call it there). */
   resolveForRun(orgId: string, actionId: string): ActionResolution {
     const action = this.get(orgId, actionId);
     if (action === undefined) return { kind: 'missing' };

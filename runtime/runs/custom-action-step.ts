@@ -12,9 +12,9 @@ export const MAX_DERIVED_DEPTH = 8;
 /** Events that custom actions may derive, in all, from one root event (all sharing its correlation_id). */
 export const MAX_DERIVED_PER_ROOT = 1000;
 
-/** What the run engine needs of custom actions (implemented by the custom action store). */
 type Resolution = { kind: 'approved'; version: number; digest: string; permissions: readonly string[] } | { kind: 'missing' } | { kind: 'not_approved'; status: string };
 
+/** What the run engine needs of custom actions (implemented by the custom action store). */
 export interface ActionResolver {
   resolveForRun(orgId: string, actionId: string): Resolution;
   resolveVersion(orgId: string, actionId: string, version: number): Resolution;

@@ -123,11 +123,8 @@ export class RunStore {
   /**
    * Events with at least one failed run, with those runs: by event id, highest first (generated ids
    * sort by arrival, so newest events first), `limit` events per page, continuing below `beforeEventId`.
-   * Reads only the index entries of the events on the page.
-   */
-  /**
-   * Events with failed runs, highest event id first, `limit` per page. Each lists at most
-   * FAILED_RUNS_SHOWN of its failed runs (an event can trigger thousands of workflows) and counts them all.
+   * Reads only the index entries of the events on the page. Each lists at most FAILED_RUNS_SHOWN of
+   * its failed runs (an event can trigger thousands of workflows) and counts them all.
    */
   failedEvents(orgId: string, environment: string, limit: number, beforeEventId?: string): { events: FailedEvent[]; nextCursor: string | null } {
     const events: FailedEvent[] = [];
