@@ -27,12 +27,10 @@ export interface SentRange {
  */
 export type Sent = readonly SentRange[];
 
-export const MAX_SENT_RANGES = 16;
-
-const NONE: ReadonlySet<number> = new Set();
+const MAX_SENT_RANGES = 16;
 
 /** `earlier` with one more range, keeping the newest MAX_SENT_RANGES. */
-export const withRange = (earlier: Sent, range: SentRange): Sent => [...earlier, range].slice(-MAX_SENT_RANGES);
+const withRange = (earlier: Sent, range: SentRange): Sent => [...earlier, range].slice(-MAX_SENT_RANGES);
 
 /** A replay in progress: the socket is on no topic until it has caught up. */
 export interface Replay {
@@ -78,7 +76,7 @@ export const sentSoFar = (replay: Replay): Sent =>
  * as gaps and not published since (`skipped`).
  */
 export const sentWhileLive = (earlier: Sent, room: Room, from: number, publishedSeq: number, skipped: ReadonlySet<number>): Sent =>
-  withRange(earlier, { room, after: from, upTo: publishedSeq, missing: skipped.size === 0 ? NONE : skipped });
+  withRange(earlier, { room, after: from, upTo: publishedSeq, missing: skipped });
 
 /**
  * The next frames of the replay: retained updates of its room after the cursor up to `upTo`, at most

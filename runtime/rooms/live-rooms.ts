@@ -320,8 +320,8 @@ export class LiveRooms {
   }
 
   /** Every update of the socket's room up to `lastSeq` has been sent before this heartbeat. */
-  #sendHeartbeat(ws: WebSocket<SocketData>, lastSeq: number): void {
-    ws.send(encodeLiveMessage({ heartbeat: { at_ms: this.#clock.now(), last_seq: lastSeq } }), true);
+  #sendHeartbeat(ws: WebSocket<SocketData>, lastSeq: number, atMs = this.#clock.now()): void {
+    ws.send(encodeLiveMessage({ heartbeat: { at_ms: atMs, last_seq: lastSeq } }), true);
   }
 
   /**
@@ -340,7 +340,7 @@ export class LiveRooms {
         ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer');
         continue;
       }
-      ws.send(encodeLiveMessage({ heartbeat: { at_ms: at, last_seq: this.#resumePoint(ws.getUserData()) } }), true);
+      this.#sendHeartbeat(ws, this.#resumePoint(ws.getUserData()), at);
     }
   }
 }
