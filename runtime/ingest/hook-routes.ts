@@ -15,6 +15,7 @@ import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
 import type { IngestQuota } from './ingest-quota.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
+import { isDeliveryId } from './verification.ts';
 import { verifyDelivery } from './verify-delivery.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
@@ -122,8 +123,8 @@ const EVENT_TYPE_RULE = 'The event type must be 1-128 letters, digits, "_", ".",
 
 function bodyString(body: Record<string, unknown>, field: 'id' | 'type'): string {
   const value = body[field];
-  // An id becomes the dedup key, like a webhook-id header: printable ASCII, as assertDeliveryId checks.
-  if (typeof value !== 'string' || value === '' || value.length > 256 || (field === 'id' && !/^[\x21-\x7e]+$/.test(value))) {
+  // An id becomes the dedup key, like a webhook-id header, and is checked as one.
+  if (typeof value !== 'string' || value === '' || value.length > 256 || (field === 'id' && !isDeliveryId(value))) {
     const what = field === 'id' ? 'The webhook body needs a string "id" (1-256 printable ASCII characters).' : `The webhook body needs a string "type". ${EVENT_TYPE_RULE}`;
     throw new InputError(400, field === 'id' ? 'missing_event_id' : 'missing_event_type', what, { field });
   }

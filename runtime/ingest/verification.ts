@@ -53,10 +53,13 @@ export function assertFreshTimestamp(header: string, value: string | undefined, 
   return seconds;
 }
 
-/** A provider delivery id: printable ASCII, bounded. */
+/** A provider delivery id, from a header or a body: 1-256 printable ASCII characters. */
+export const isDeliveryId = (value: string): boolean => value.length > 0 && value.length <= MAX_ID_LENGTH && /^[\x21-\x7e]+$/.test(value);
+
+/** A provider delivery id from a header: printable ASCII, bounded. */
 export function assertDeliveryId(header: string, value: string | undefined): string {
   if (value === undefined || value === '') throw headerError(header, `The ${header} header is required.`);
-  if (value.length > MAX_ID_LENGTH || !/^[\x21-\x7e]+$/.test(value)) {
+  if (!isDeliveryId(value)) {
     throw headerError(header, `The ${header} header must be 1-${MAX_ID_LENGTH} printable ASCII characters.`);
   }
   return value;
