@@ -50,16 +50,7 @@ export function explainTransportReplay(event: StoredEvent, recording: Recording 
     }
   }
   const { source } = deps;
-  let schema: TransportReplayReport['schema'] = source === undefined ? { ok: null, reason: 'source_deleted' } : { ok: null, reason: 'body_unparsable' };
-  if (parsed && source !== undefined) {
-    schema = { ok: true };
-    try {
-      validateEventPayload(source, event.type, payload);
-    } catch (error) {
-      const failure = error as InputError;
-      schema = { ok: false, code: failure.code, field: failure.field ?? null, message: failure.message };
-    }
-  }
+  const schema = checkSchema(source, parsed, event.type, payload);
   const claim = event.provider_event_id === null ? undefined : deps.inbox.liveClaim(event.org_id, event.source, event.provider_event_id, deps.nowMs);
   return {
     event_id: event.id,
@@ -72,6 +63,19 @@ export function explainTransportReplay(event: StoredEvent, recording: Recording 
     would_trigger: source === undefined ? [] : deps.matching(event.type).map((v) => ({ workflow_id: v.workflow_id, version: v.version, name: v.definition.name })),
     signature: 'not_rechecked_recordings_hold_no_signatures',
   };
+}
+
+/** The payload against the source's schema today; not checked when the source is gone or the body does not parse. */
+function checkSchema(source: SourceRecord | undefined, parsed: boolean, type: string, payload: unknown): TransportReplayReport['schema'] {
+  if (source === undefined) return { ok: null, reason: 'source_deleted' };
+  if (!parsed) return { ok: null, reason: 'body_unparsable' };
+  try {
+    validateEventPayload(source, type, payload);
+    return { ok: true };
+  } catch (error) {
+    const failure = error as InputError;
+    return { ok: false, code: failure.code, field: failure.field ?? null, message: failure.message };
+  }
 }
 
 /** Ingest's order (hook-routes.ts): unknown source, then the body, then the schema, then dedup at the write. */
