@@ -3,40 +3,67 @@
 
 import { ConflictError, notFound } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
-import { durably } from '../ledger/durable-write.ts';
 import { pageByTime } from '../ledger/page-by-time.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
-import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
+import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from '../ledger/ledger.ts';
 import type { Environment } from '../sources/source-record.ts';
 import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
 
-/** What a reactor did inside a storing transaction, to finish once it is durable or undo if it never commits. */
+/** What a reactor did inside a storing transaction, to finish once its fate is known. */
 export interface Reaction {
   /** The transaction is durable: act on what was written (start the runs). */
   readonly committed: () => void;
   /** The transaction did not commit (a duplicate, a failed write): undo in-memory effects. */
   readonly abandoned: () => void;
+  /**
+   * The transaction committed but its flush failed: what it wrote is in the ledger, not known to be
+   * on disk. Leave it to the path that picks work up from the ledger again (stalled runs).
+   */
+  readonly unflushed: () => void;
 }
 
-/** Called inside the storing transaction; writes what the event causes (its runs). */
-export type EventReactor = (event: StoredEvent) => Reaction | undefined;
+/** A reaction computed but not yet written: `write` queues its writes and must not throw. */
+export interface PreparedReaction extends Reaction {
+  readonly write: () => void;
+}
+
+/**
+ * Called inside the storing transaction; computes what the event causes (its runs) without
+ * writing anything, so that a failure leaves the batch untouched: lmdb-js commits the writes a
+ * conditional batch queued before a throw.
+ */
+export type EventReactor = (event: StoredEvent) => PreparedReaction | undefined;
+
+type Outcome = 'committed' | 'abandoned' | 'unflushed';
 
 /** Finishes reactions once their transaction's fate is known. */
-function settleReactions(reactions: readonly Reaction[], committed: boolean): void {
-  for (const reaction of reactions) (committed ? reaction.committed : reaction.abandoned)();
+function settleReactions(reactions: readonly Reaction[], outcome: Outcome): void {
+  for (const reaction of reactions) reaction[outcome]();
 }
 
-/** Awaits `write`; settles the reactions it collected as `committed(result)` says, or as abandoned if it threw. */
-export async function settleAfter<T>(write: Promise<T>, reactions: () => readonly Reaction[], committed: (result: T) => boolean): Promise<T> {
+/**
+ * Waits for `write` to commit and then to be flushed (the rule of durably()), and settles the
+ * reactions it collected: committed once durable (if `committed(result)` says the write took),
+ * abandoned if it never committed or did not take, unflushed if it took but the flush failed.
+ */
+export async function settleDurably<T>(root: LedgerRoot, write: LedgerWrite<T>, reactions: () => readonly Reaction[], committed: (result: T) => boolean): Promise<T> {
+  const ownFlush = write.flushed;
   let result: T;
   try {
     result = await write;
   } catch (error) {
-    settleReactions(reactions(), false);
+    settleReactions(reactions(), 'abandoned');
     throw error;
   }
-  settleReactions(reactions(), committed(result));
+  const took = committed(result);
+  try {
+    await (ownFlush ?? root.flushed);
+  } catch (error) {
+    settleReactions(reactions(), took ? 'unflushed' : 'abandoned');
+    throw error;
+  }
+  settleReactions(reactions(), took ? 'committed' : 'abandoned');
   return result;
 }
 
@@ -107,10 +134,9 @@ export class EventStore {
     const conditionKey = claim === null ? [event.org_id, event.id] : [event.org_id, claim.source, claim.providerEventId];
     let reactions: Reaction[] = [];
     const write = (claim === null ? events : inbox).ifNoExists(conditionKey, () => {
-      if (claim !== null) this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
-      reactions = this.writeWithin(event, recording, payloadJson);
+      reactions = this.writeWithin(event, recording, payloadJson, claim);
     });
-    const written = await settleAfter(durably(root, write), () => reactions, (stored) => stored);
+    const written = await settleDurably(root, write, () => reactions, (stored) => stored);
     if (!written) throw duplicateError(this.#duplicateOf(event, claim) ?? event.id);
     return event;
   }
@@ -147,11 +173,10 @@ export class EventStore {
     const write = root.transaction((): string | undefined => {
       const live = this.#duplicateOf(event, claim);
       if (live !== undefined) return live;
-      this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
-      reactions = this.writeWithin(event, recording, payloadJson);
+      reactions = this.writeWithin(event, recording, payloadJson, claim);
       return undefined;
     });
-    const duplicate = await settleAfter(durably(root, write), () => reactions, (live) => live === undefined);
+    const duplicate = await settleDurably(root, write, () => reactions, (live) => live === undefined);
     if (duplicate !== undefined) throw duplicateError(duplicate);
     return event;
   }
@@ -159,20 +184,35 @@ export class EventStore {
   /**
    * Writes a new event (and, through the reactors, its runs) inside the caller's write transaction;
    * returns the reactions to settle once that transaction's fate is known. Derived events are
-   * stored this way, in the transaction that completes the step that produced them.
+   * stored this way, in the transaction that completes the step that produced them. Everything is
+   * computed before the first write, so a throw leaves nothing queued (see EventReactor).
    */
-  writeWithin(event: StoredEvent, recording: Recording | null, payloadJson?: string): Reaction[] {
+  writeWithin(event: StoredEvent, recording: Recording | null, payloadJson?: string, claim: NewEvent['claim'] = null): Reaction[] {
     const { events, eventsByTime, recordings } = this.#ledger;
     const record = toEventRecord(event, payloadJson);
+    const recordingRecord = recording === null ? null : toRecordingRecord(recording, record.payload_json);
+    const reactions = this.#prepareReactions(event);
+    if (claim !== null) this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
     events.put([event.org_id, event.id], record);
     eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
-    if (recording !== null) recordings.put([event.org_id, event.id], toRecordingRecord(recording, record.payload_json));
-    const reactions: Reaction[] = [];
-    for (const react of this.#reactors) {
-      const reaction = react(event);
-      if (reaction !== undefined) reactions.push(reaction);
-    }
+    if (recordingRecord !== null) recordings.put([event.org_id, event.id], recordingRecord);
+    for (const reaction of reactions) reaction.write();
     return reactions;
+  }
+
+  /** Every reactor's reaction to the event, computed and not yet written; if one throws, the others are abandoned. */
+  #prepareReactions(event: StoredEvent): PreparedReaction[] {
+    const prepared: PreparedReaction[] = [];
+    try {
+      for (const react of this.#reactors) {
+        const reaction = react(event);
+        if (reaction !== undefined) prepared.push(reaction);
+      }
+    } catch (error) {
+      settleReactions(prepared, 'abandoned');
+      throw error;
+    }
+    return prepared;
   }
 
   /** How many events custom actions have derived from this root event (a correlation_id), in all generations. */

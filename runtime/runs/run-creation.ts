@@ -2,12 +2,13 @@
 // matching workflow, with a deterministic id (for a sandbox event, per sandbox generation). A run
 // whose org has a free slot and nothing waiting is admitted on the spot: `queued` and
 // `run.admitted` are both applied and persisted (with both live updates) in that transaction,
-// which spares the run a transaction and an fsync of its own.
+// which spares the run a transaction and an fsync of its own. Every run is computed before any of
+// them is written, so a failure part way leaves the event's batch with nothing of it.
 
 import { asEventId, asOrgId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { persistSnapshot, startRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { StoredEvent } from '../events/event-record.ts';
-import type { Reaction } from '../events/event-store.ts';
+import type { PreparedReaction } from '../events/event-store.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
@@ -28,6 +29,17 @@ export interface RunCreationHost {
   started(orgId: OrgId, updates: RunUpdate[], runs: ReadonlyArray<{ run: PersistedRun; actor: RunActor }>): void;
   /** Slots may have been given back: admit what waits. */
   pump(): void;
+  /** The creating transaction committed but its flush failed: pick these runs up from the ledger later. */
+  unconfirmed(orgId: OrgId, runIds: readonly RunId[]): void;
+}
+
+/** A run computed for a new event, written by the reaction's `write`. */
+interface NewRun {
+  readonly run: PersistedRun;
+  readonly actor: RunActor;
+  readonly admitted: boolean;
+  /** Its live updates, given seqs when written: `queued`, and `running` if admitted on the spot. */
+  readonly newUpdates: NewRunUpdate[];
 }
 
 export class RunCreation {
@@ -43,13 +55,16 @@ export class RunCreation {
     this.#host = host;
   }
 
-  /** Call inside the event-storing transaction (an event-store reactor). */
-  createRuns(event: StoredEvent): Reaction | undefined {
+  /**
+   * Call inside the event-storing transaction (an event-store reactor). Computes every run first;
+   * the writes are queued by the returned reaction's `write`, after the event's own.
+   */
+  createRuns(event: StoredEvent): PreparedReaction | undefined {
     const host = this.#host;
     const versions = host.matching(event);
     if (versions.length === 0) return undefined;
     const orgId = asOrgId(event.org_id);
-    const created: Array<{ run: PersistedRun; readonly actor: RunActor; readonly admitted: boolean }> = [];
+    const created: NewRun[] = [];
     const updates: RunUpdate[] = [];
     const settleWaiting = (): void => {
       const left = (this.#queuedInFlight.get(orgId) ?? 0) - created.filter((c) => !c.admitted).length;
@@ -71,32 +86,54 @@ export class RunCreation {
       for (const version of versions) {
         const runId = runIdFor(orgId, event.id, version.workflow_id, generation);
         if (host.runs.has(orgId, runId)) continue;
-        const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
-        const { actor, run: queued } = startRunActor(input);
-        const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && host.admitNow(orgId, runId);
-        const entry = { run: queued, actor, admitted };
-        created.push(entry);
-        if (!admitted) this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
-        updates.push(host.updateLog.append(orgId, host.updateFor(queued, version)));
-        if (admitted) {
-          actor.send({ type: 'run.admitted', at: event.received_at_ms });
-          entry.run = persistSnapshot(actor.getPersistedSnapshot());
-          updates.push(host.updateLog.append(orgId, host.updateFor(entry.run, version)));
-        }
-        host.runs.write(entry.run, undefined);
+        created.push(this.#newRun(version, runId, event));
       }
     } catch (error) {
-      // Whatever was already queued may still commit (a conditional batch keeps writes made before
-      // a throw); such a run is picked up from its snapshot at the next boot, like after a crash.
       undoInMemory();
       throw error;
     }
     return {
+      write: () => {
+        for (const { run, newUpdates } of created) {
+          for (const update of newUpdates) updates.push(host.updateLog.append(orgId, update));
+          host.runs.write(run, undefined);
+        }
+      },
       committed: () => {
         settleWaiting();
         host.started(orgId, updates, created);
       },
       abandoned: undoInMemory,
+      unflushed: () => {
+        settleWaiting();
+        for (const { actor } of created) actor.stop();
+        host.unconfirmed(orgId, created.map(({ run }) => run.context.runId));
+      },
     };
+  }
+
+  /** Starts the run's actor and admits it on the spot if it may; writes nothing. */
+  #newRun(version: WorkflowVersion, runId: RunId, event: StoredEvent): NewRun {
+    const host = this.#host;
+    const orgId = asOrgId(event.org_id);
+    const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
+    const { actor, run: queued } = startRunActor(input);
+    const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && host.admitNow(orgId, runId);
+    try {
+      const newUpdates = [host.updateFor(queued, version)];
+      let run = queued;
+      if (admitted) {
+        actor.send({ type: 'run.admitted', at: event.received_at_ms });
+        run = persistSnapshot(actor.getPersistedSnapshot());
+        newUpdates.push(host.updateFor(run, version));
+      } else {
+        this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
+      }
+      return { run, actor, admitted, newUpdates };
+    } catch (error) {
+      actor.stop();
+      if (admitted) host.release(orgId, runId);
+      throw error;
+    }
   }
 }

@@ -10,9 +10,9 @@ import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import type { Clock } from '../clock.ts';
 import { RetryableError } from '../errors.ts';
-import { settleAfter, type EventStore, type Reaction } from '../events/event-store.ts';
+import { settleDurably, type EventStore, type Reaction } from '../events/event-store.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/ledger.ts';
+import type { Ledger, LedgerWrite } from '../ledger/ledger.ts';
 import type { Logger } from '../log.ts';
 import type { LiveRooms } from '../rooms/live-rooms.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
@@ -113,6 +113,9 @@ export class RunEngine {
         }
       },
       pump: () => this.#pump(),
+      unconfirmed: (orgId, runIds) => {
+        for (const runId of runIds) this.#stalled.failed(keyOf(orgId, runId));
+      },
     });
     deps.events.addReactor((event) => creation.createRuns(event));
   }
@@ -226,8 +229,8 @@ export class RunEngine {
     try {
       // Effects read what they update (a projection's revision), so they need a transaction of their
       // own; a plain transition only writes, and a batch spares the write thread a round trip here.
-      const write = durably<unknown>(root, withEffects || checkExists ? root.transaction(writes) : root.batch(writes));
-      await settleAfter(write, () => reactions, () => true);
+      const write: LedgerWrite<unknown> = withEffects || checkExists ? root.transaction(writes) : root.batch(writes);
+      await settleDurably(root, write, () => reactions, () => true);
     } catch (error) {
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
       this.#dropActor(key);

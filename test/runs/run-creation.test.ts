@@ -56,6 +56,7 @@ function setUp(onLedger: Ledger): void {
       }
     },
     pump: () => undefined,
+    unconfirmed: () => assert.fail('every write here is flushed'),
   });
 }
 
@@ -66,7 +67,11 @@ const event = (id: string): StoredEvent => ({
 
 /** Creates the event's run inside a real transaction and returns its (not yet settled) reaction. */
 async function create(eventId: string): Promise<{ runId: string; reaction: Reaction }> {
-  const reaction = await ledger.root.transaction(() => creation.createRuns(event(eventId)));
+  const reaction = await ledger.root.transaction(() => {
+    const prepared = creation.createRuns(event(eventId));
+    prepared?.write();
+    return prepared;
+  });
   assert.ok(reaction !== undefined, 'the workflow matched');
   return { runId: runIdFor(ORG, eventId, version.workflow_id), reaction };
 }
