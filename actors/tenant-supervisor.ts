@@ -9,13 +9,17 @@
 // Lanes: `resume` is served before `new`. A run that waited on a timer gives its slot back
 // while waiting; when it wakes it has already done work (and may hold resources on the other
 // side), so finishing it first keeps in-flight runs few and their latency bounded. Each lane
-// is FIFO. Removing a queued run is O(1): its ticket is forgotten and skipped when reached.
+// is FIFO. Removing a queued run is O(1): its ticket is forgotten and skipped when reached, and
+// the lanes are compacted once forgotten tickets outnumber live ones (a tenant that admits
+// nothing, at limit 0 or full, reaches none of them).
 
 import type { OrgId, RunId } from './ids.ts';
 import { FifoQueue } from './fifo-queue.ts';
 import type { AdmissionLane } from './run-work.ts';
 
 export const DEFAULT_MAX_CONCURRENT_RUNS = 4;
+/** Forgotten tickets tolerated beyond twice the live ones before the lanes are compacted. */
+const COMPACT_AFTER = 1024;
 
 interface Ticket {
   readonly runId: RunId;
@@ -80,8 +84,14 @@ export class TenantSupervisor {
   /** Frees the run's slot, or drops it from the queue (cancelled before admission). */
   release(runId: RunId): RunPlace {
     if (this.#running.delete(runId)) return 'running';
-    if (this.#queued.delete(runId)) return 'queued';
-    return 'absent';
+    if (!this.#queued.delete(runId)) return 'absent';
+    if (this.ticketCount > 2 * this.#queued.size + COMPACT_AFTER) this.#compact();
+    return 'queued';
+  }
+
+  /** Tickets the lanes hold, live or forgotten (for tests and diagnostics). */
+  get ticketCount(): number {
+    return this.#lanes.resume.size + this.#lanes.new.size;
   }
 
   /** Moves the next ready run (resume lane first) into a slot; `undefined` if none may start. */
@@ -99,6 +109,16 @@ export class TenantSupervisor {
     return [...this.#lanes.resume.toArray(), ...this.#lanes.new.toArray()]
       .filter((t) => this.#queued.get(t.runId) === t.seq)
       .map((t) => t.runId);
+  }
+
+  /** Drops forgotten tickets, keeping the order of live ones: O(n), once per n forgotten. */
+  #compact(): void {
+    for (const queue of Object.values(this.#lanes)) {
+      for (let left = queue.size; left > 0; left -= 1) {
+        const ticket = queue.shift() as Ticket;
+        if (this.#queued.get(ticket.runId) === ticket.seq) queue.push(ticket);
+      }
+    }
   }
 
   #take(lane: AdmissionLane): RunId | undefined {

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { FifoQueue } from '../../actors/fifo-queue.ts';
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
+import { TenantSupervisor } from '../../actors/tenant-supervisor.ts';
 
 const A = asOrgId('org_a');
 const B = asOrgId('org_b');
@@ -88,6 +89,23 @@ describe('RootScheduler: one tenant', () => {
     assert.equal(s.stats(A).limit, 3);
     assert.throws(() => s.setLimit(A, -1), RangeError);
     assert.throws(() => s.setLimit(A, 1.5), RangeError);
+  });
+});
+
+describe('TenantSupervisor: runs cancelled while queued', () => {
+  it('at limit 0, 10,000 queued and cancelled runs leave a bounded number of tickets, and order is kept', () => {
+    const tenant = new TenantSupervisor(A, 0);
+    tenant.enqueue(run('a', 0), 'new');
+    tenant.enqueue(run('a', -1), 'resume');
+    for (let i = 1; i <= 10_000; i += 1) {
+      tenant.enqueue(run('a', i), 'new');
+      assert.equal(tenant.release(run('a', i)), 'queued');
+    }
+    tenant.enqueue(run('a', 10_001), 'new');
+    assert.ok(tenant.ticketCount < 2_000, `${tenant.ticketCount} tickets held for 3 queued runs`);
+    assert.deepEqual(tenant.queuedInOrder(), [run('a', -1), run('a', 0), run('a', 10_001)]);
+    tenant.setLimit(3);
+    assert.deepEqual([tenant.admitNext(), tenant.admitNext(), tenant.admitNext(), tenant.admitNext()], [run('a', -1), run('a', 0), run('a', 10_001), undefined]);
   });
 });
 
