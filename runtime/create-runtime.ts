@@ -135,7 +135,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine),
-    ...sandboxRoutes(context, updateLog, engine, projections),
+    ...sandboxRoutes(context, updateLog, engine, projections, (orgId) => rooms.closeSandboxSocketsAfterReset(orgId)),
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections),
     ...customActionRoutes(context, actions, runner.client),

@@ -1,5 +1,6 @@
 // REST: POST /organizations/:org_id/sandbox/reset (developer) wipes the org's sandbox data.
-// Starter plans have no sandbox: 402 `sandbox_disabled`.
+// Starter plans have no sandbox: 402 `sandbox_disabled`. Once the reset is durable, `onReset`
+// closes the org's sandbox live sockets (4409): the runs they show are gone.
 
 import { json, type Route } from '../http/types.ts';
 import { resetSandbox } from '../events/sandbox-reset.ts';
@@ -9,7 +10,7 @@ import type { RunEngine } from '../runs/run-engine.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { ApiContext } from './context.ts';
 
-export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore): Route[] {
+export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore, onReset: (orgId: string) => void): Route[] {
   return [
     {
       method: 'POST',
@@ -19,6 +20,7 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
         assertSandboxAllowed(org, 'sandbox');
         const result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, updateLog, projections }, org.id);
         engine.forget(result.runs);
+        onReset(org.id);
         return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims, projection_rows: result.projection_rows } });
       },
     },

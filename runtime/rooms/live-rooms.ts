@@ -26,6 +26,8 @@ export const CLOSE_SLOW_CONSUMER = 4008;
 export const CLOSE_KEY_REVOKED = 4401;
 /** Sent when a starter-plan org subscribes to the sandbox environment. */
 export const CLOSE_SANDBOX_DISABLED = 4402;
+/** Sent to the org's sandbox sockets when its sandbox is reset: the runs they show are gone. */
+export const CLOSE_SANDBOX_RESET = 4409;
 /**
  * Updates the socket still needed left the retained log (asked with an after_seq older than the
  * retention, or overtaken by new updates while its replay waited for the client to read): reload
@@ -151,9 +153,18 @@ export class LiveRooms {
   closeSandboxSocketsIfDisallowed(orgId: string): void {
     const org = this.#orgs.get(orgId);
     if (org === undefined || sandboxAllowed(org)) return;
+    this.#closeSandboxSockets(orgId, CLOSE_SANDBOX_DISABLED, 'sandbox_disabled: the sandbox is not available on this plan');
+  }
+
+  /** Closes the org's sandbox sockets (4409) once a sandbox reset is durable, so clients drop the runs it deleted. */
+  closeSandboxSocketsAfterReset(orgId: string): void {
+    this.#closeSandboxSockets(orgId, CLOSE_SANDBOX_RESET, 'sandbox_reset: the sandbox was reset; reload, then reconnect');
+  }
+
+  #closeSandboxSockets(orgId: string, code: number, reason: string): void {
     for (const ws of [...this.#sockets]) {
       const data = ws.getUserData();
-      if (data.orgId === orgId && roomOf(data)?.environment === 'sandbox') ws.end(CLOSE_SANDBOX_DISABLED, 'sandbox_disabled: the sandbox is not available on this plan');
+      if (data.orgId === orgId && roomOf(data)?.environment === 'sandbox') ws.end(code, reason);
     }
   }
 

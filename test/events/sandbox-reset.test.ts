@@ -1,12 +1,14 @@
 // Sandbox reset and re-sent event ids, on a real runtime with the real hook-runner and a real
 // receiver: after a reset, a fixture sent again with its old id must make new runs (new effect keys,
-// fresh fences, its own action output), while production run ids never change.
+// fresh fences, its own action output), while production run ids never change. Live sandbox
+// sockets are closed with 4409.
 
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { resetSandbox } from '../../runtime/events/sandbox-reset.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import { CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-rooms.ts';
 import { UpdateLog } from '../../runtime/rooms/update-log.ts';
 import { EventStore } from '../../runtime/events/event-store.ts';
 import { Inbox } from '../../runtime/inbox/inbox.ts';
@@ -15,6 +17,7 @@ import { RunStore } from '../../runtime/runs/run-store.ts';
 import { SourceStore } from '../../runtime/sources/source-store.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { connectLive } from '../helpers/live-client.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -198,4 +201,19 @@ test('a sandbox reset removes the sandbox projection rows and keeps production o
   assert.equal(projections.list('acct-p', 'sandbox', 'orders', { limit: 10 }).rows.length, 0);
   assert.equal(projections.get('acct-p', 'production', 'orders', 'order', 'o1')?.revision, 1, 'production keeps its row');
   await ledger.close();
+});
+
+test('a sandbox reset closes the org sandbox live sockets with 4409 and leaves production sockets streaming', async () => {
+  const sandbox = await connectLive(rt.url, ORG, { query: `?token=${key}&environment=sandbox` });
+  const production = await connectLive(rt.url, ORG, { token: key });
+  let closedWith: number | undefined;
+  void sandbox.closed.then((closed) => (closedWith = closed.code));
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key })).status, 200);
+  await sandbox.waitFor(() => closedWith !== undefined, 'the sandbox socket to close');
+  assert.equal(closedWith, CLOSE_SANDBOX_RESET);
+
+  const before = production.updates().length;
+  assert.equal((await send('after-reset-production', 'production', { n: 1 })).status, 202);
+  await production.waitFor(() => production.updates().length > before, 'the production socket still streams');
+  production.close();
 });
