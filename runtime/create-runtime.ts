@@ -3,6 +3,9 @@
 
 import { apiKeyRoutes } from './api/api-keys-api.ts';
 import { isoAt, type ApiContext } from './api/context.ts';
+import { scheduleRoutes } from './api/schedules-api.ts';
+import { ScheduleStore } from './triggers/schedule-store.ts';
+import { ScheduleTicker } from './triggers/schedule-ticker.ts';
 import { eventRoutes } from './api/events-api.ts';
 import { runRoutes } from './api/runs-api.ts';
 import { sandboxRoutes } from './api/sandbox-api.ts';
@@ -61,6 +64,8 @@ export interface Runtime {
   readonly engine: RunEngine;
   /** The runtime's one workflow store: its match cache assumes no other writer (use this one, never a second). */
   readonly workflows: WorkflowStore;
+  /** Sends schedules' ticks (tests fire its timers on a manual clock). */
+  readonly ticker: ScheduleTicker;
   /** The hook-runner connection (client and, under `sluice dev`, the supervised child). */
   readonly runner: RunnerConnection;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
@@ -119,6 +124,13 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     runner: runner.client,
   });
   opened.push(() => engine.close());
+  const schedules = new ScheduleStore(ledger);
+  const ticker = new ScheduleTicker({
+    schedules, events, orgs, clock, logger,
+    generations: runs.sandboxGenerations,
+    onSent: () => metrics.ingestTotal.inc({ outcome: 'accepted_schedule' }),
+  });
+  opened.push(() => ticker.close());
   const child = runner.child;
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,
@@ -132,6 +144,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     }),
     ...apiKeyRoutes(context, (orgId, keyId) => rooms.closeSocketsOfKey(orgId, keyId)),
     ...sourceRoutes(context),
+    ...scheduleRoutes(context, schedules, ticker),
     ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine),
@@ -149,6 +162,8 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   } finally {
     recovered();
   }
+  // After recovery: a tick owed since the last start makes runs, which the engine must own.
+  ticker.start();
 
   const pruneTimer = setInterval(() => {
     const failed = (job: string) => (error: unknown): void => {
@@ -175,10 +190,12 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     rooms,
     engine,
     workflows,
+    ticker,
     runner,
     close: () =>
       (closing ??= (async () => {
         clearInterval(pruneTimer);
+        ticker.close();
         rooms.close();
         await server.close();
         await engine.close();

@@ -1,0 +1,165 @@
+// REST: create, list, get, update and delete schedules (cron triggers that send events). Writes
+// need the developer role, reads viewer; every request is scoped to one environment
+// (`?environment=`), as for sources and workflows. Each write re-arms the ticker.
+
+import { randomBytes } from 'node:crypto';
+import { InputError, notFound } from '../errors.ts';
+import { parseJsonRequestText } from '../http/parse-json.ts';
+import { noContent, rawJson, type HttpRequest, type Route } from '../http/types.ts';
+import { ENVIRONMENTS, EVENT_TYPE_PATTERN, type Environment } from '../sources/source-record.ts';
+import type { Organization } from '../tenancy/organizations.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import {
+  MAX_CRON_LENGTH,
+  MAX_SCHEDULE_PAYLOAD_BYTES,
+  SCHEDULE_NAME_PATTERN,
+  assertScheduleValid,
+  describeSchedule,
+  type ScheduleRecord,
+} from '../triggers/schedule-record.ts';
+import type { ScheduleStore } from '../triggers/schedule-store.ts';
+import type { ScheduleTicker } from '../triggers/schedule-ticker.ts';
+import { createBodyParser } from '../validation/body-schema.ts';
+import { memberText } from '../validation/json-member-text.ts';
+import { isoAt, type ApiContext } from './context.ts';
+import { environmentOf } from './query-params.ts';
+
+interface ScheduleBody {
+  name: string;
+  cron: string;
+  timezone?: string;
+  event_type: string;
+  payload?: unknown;
+  environment?: Environment;
+  enabled?: boolean;
+}
+type ScheduleUpdate = Partial<Omit<ScheduleBody, 'name' | 'environment'>>;
+
+const fields = {
+  cron: { type: 'string', minLength: 1, maxLength: MAX_CRON_LENGTH },
+  timezone: { type: 'string', minLength: 1, maxLength: 64 },
+  event_type: { type: 'string', pattern: EVENT_TYPE_PATTERN },
+  payload: {},
+  enabled: { type: 'boolean' },
+};
+
+const parseCreate = createBodyParser<ScheduleBody>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'cron', 'event_type'],
+  properties: { name: { type: 'string', pattern: SCHEDULE_NAME_PATTERN }, environment: { type: 'string', enum: [...ENVIRONMENTS] }, ...fields },
+});
+
+const parseUpdate = createBodyParser<ScheduleUpdate>({ type: 'object', additionalProperties: false, properties: fields });
+
+/** The payload member's JSON text as sent (null when absent), refused past MAX_SCHEDULE_PAYLOAD_BYTES. */
+function payloadText(requestText: string, given: boolean): string {
+  const text = given ? (memberText(requestText, 'payload') ?? 'null') : 'null';
+  if (Buffer.byteLength(text) > MAX_SCHEDULE_PAYLOAD_BYTES) {
+    throw new InputError(413, 'payload_too_large', `A schedule's payload is at most ${MAX_SCHEDULE_PAYLOAD_BYTES} bytes of JSON.`, { field: 'payload' });
+  }
+  return text;
+}
+
+export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker: ScheduleTicker): Route[] {
+  const base = '/organizations/:org_id/schedules';
+  /** The schedule named by the path in the requested environment: 404 for an unknown name or one of the other environment. */
+  const requireSchedule = (request: HttpRequest, org: Organization): ScheduleRecord => {
+    const environment = environmentOf(request, org);
+    const name = request.params.name ?? '';
+    const schedule = schedules.require(org.id, name);
+    if (schedule.environment !== environment) throw notFound(`Schedule "${name}"`, 'name');
+    return schedule;
+  };
+  return [
+    {
+      method: 'POST',
+      pattern: base,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const parsed = parseJsonRequestText(request);
+        const body = parseCreate(parsed.value);
+        const environment = body.environment ?? 'production';
+        assertSandboxAllowed(org, environment);
+        const timezone = body.timezone ?? 'UTC';
+        assertScheduleValid(body.cron, timezone);
+        const nowMs = ctx.clock.now();
+        const schedule: ScheduleRecord = {
+          id: `sch_${randomBytes(12).toString('hex')}`,
+          org_id: org.id,
+          name: body.name,
+          cron: body.cron.trim(),
+          timezone,
+          event_type: body.event_type,
+          environment,
+          payload_json: payloadText(parsed.text, 'payload' in body),
+          enabled: body.enabled ?? true,
+          created_at: isoAt(nowMs),
+          updated_at: isoAt(nowMs),
+          last_tick_ms: nowMs,
+          last_sent_tick_ms: null,
+        };
+        await schedules.create(schedule);
+        ticker.arm(schedule);
+        return rawJson(201, { schedule: describeSchedule(schedule) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: base,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        const environment = environmentOf(request, org);
+        return rawJson(200, { schedules: schedules.list(org.id).filter((schedule) => schedule.environment === environment).map(describeSchedule) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${base}/:name`,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        return rawJson(200, { schedule: describeSchedule(requireSchedule(request, org)) });
+      },
+    },
+    {
+      method: 'PATCH',
+      pattern: `${base}/:name`,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const current = requireSchedule(request, org);
+        const parsed = parseJsonRequestText(request);
+        const update = parseUpdate(parsed.value);
+        const payloadJson = 'payload' in update ? payloadText(parsed.text, true) : undefined;
+        assertScheduleValid(update.cron ?? current.cron, update.timezone ?? current.timezone);
+        // Merged onto the schedule as stored when the write runs. A new pattern, zone or an enabling
+        // starts from now: ticks it would have had before are not owed.
+        const next = await schedules.update(org.id, current.name, (stored): ScheduleRecord => {
+          const merged: ScheduleRecord = {
+            ...stored,
+            ...(update.cron === undefined ? {} : { cron: update.cron.trim() }),
+            ...(update.timezone === undefined ? {} : { timezone: update.timezone }),
+            ...(update.event_type === undefined ? {} : { event_type: update.event_type }),
+            ...(payloadJson === undefined ? {} : { payload_json: payloadJson }),
+            ...(update.enabled === undefined ? {} : { enabled: update.enabled }),
+            updated_at: isoAt(ctx.clock.now()),
+          };
+          const restarts = merged.cron !== stored.cron || merged.timezone !== stored.timezone || (merged.enabled && !stored.enabled);
+          return restarts ? { ...merged, last_tick_ms: Math.max(stored.last_tick_ms, ctx.clock.now()) } : merged;
+        });
+        ticker.arm(next);
+        return rawJson(200, { schedule: describeSchedule(next) });
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: `${base}/:name`,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const { name } = requireSchedule(request, org);
+        await schedules.delete(org.id, name);
+        ticker.disarm(org.id, name);
+        return noContent();
+      },
+    },
+  ];
+}

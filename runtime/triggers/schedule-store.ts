@@ -1,0 +1,79 @@
+// Durable storage of schedules under [orgId, name]. Few and small, so reads go to LMDB directly;
+// the ticker writes a schedule's tick fields in the transaction that stores the tick's event.
+
+import { ConflictError, notFound } from '../errors.ts';
+import { changeRecord } from '../ledger/change-record.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import type { ScheduleRecord } from './schedule-record.ts';
+
+/** An org's schedules are all armed in memory; the cap keeps that bounded. */
+export const MAX_SCHEDULES_PER_ORG = 100;
+
+export class ScheduleStore {
+  readonly root: LedgerRoot;
+  /** [orgId, name] -> ScheduleRecord */
+  readonly table: LedgerTable;
+
+  constructor(ledger: Ledger) {
+    this.root = ledger.root;
+    this.table = ledger.openDatabase('schedules');
+  }
+
+  get(orgId: string, name: string): ScheduleRecord | undefined {
+    return this.table.get([orgId, name]) as ScheduleRecord | undefined;
+  }
+
+  require(orgId: string, name: string): ScheduleRecord {
+    const schedule = this.get(orgId, name);
+    if (schedule === undefined) throw notFound(`Schedule "${name}"`, 'name');
+    return schedule;
+  }
+
+  list(orgId: string): ScheduleRecord[] {
+    return [...this.table.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as ScheduleRecord);
+  }
+
+  /** Every org's schedules (the ticker arms them at boot). */
+  all(): ScheduleRecord[] {
+    return [...this.table.getRange({})].map(({ value }) => value as ScheduleRecord);
+  }
+
+  /** Resolves once the schedule is durable; 409 if the name is taken in this org, or the org holds MAX_SCHEDULES_PER_ORG. */
+  async create(schedule: ScheduleRecord): Promise<void> {
+    const { root, table } = this;
+    const key = [schedule.org_id, schedule.name];
+    const outcome = await durably(
+      root,
+      root.transaction(() => {
+        if (table.get(key) !== undefined) return 'exists';
+        if (table.getKeysCount({ start: [schedule.org_id], end: [schedule.org_id, '\uffff'] }) >= MAX_SCHEDULES_PER_ORG) return 'full';
+        table.put(key, schedule);
+        return 'created';
+      }),
+    );
+    if (outcome === 'exists') throw new ConflictError('schedule_exists', `A schedule named "${schedule.name}" already exists.`, { field: 'name' });
+    if (outcome === 'full') throw new ConflictError('schedule_limit_reached', `An organization can hold at most ${MAX_SCHEDULES_PER_ORG} schedules; delete one first.`);
+  }
+
+  /** Applies `change` to the schedule as stored when the write runs; 404 if it is gone. */
+  async update(orgId: string, name: string, change: (current: ScheduleRecord) => ScheduleRecord): Promise<ScheduleRecord> {
+    const updated = await changeRecord(this.root, this.table, [orgId, name], change);
+    if (updated === undefined) throw notFound(`Schedule "${name}"`, 'name');
+    return updated;
+  }
+
+  /** 404 if it is gone. */
+  async delete(orgId: string, name: string): Promise<void> {
+    const { root, table } = this;
+    const removed = await durably(
+      root,
+      root.transaction(() => {
+        if (table.get([orgId, name]) === undefined) return false;
+        table.remove([orgId, name]);
+        return true;
+      }),
+    );
+    if (!removed) throw notFound(`Schedule "${name}"`, 'name');
+  }
+}

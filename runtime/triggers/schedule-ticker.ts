@@ -1,0 +1,142 @@
+// Sends schedules' ticks as events. Each enabled schedule has one timer on the injected clock,
+// armed for its next tick. At a tick, the event, its runs and the schedule's `last_tick_ms` commit
+// in one transaction, so a tick sends once across crashes and restarts. Ticks missed while the
+// runtime was down are not sent one by one: only the newest one owed is sent, once, at start.
+
+import type { Clock } from '../clock.ts';
+import type { StoredEvent } from '../events/event-record.ts';
+import { settleDurably, type EventStore, type Reaction } from '../events/event-store.ts';
+import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
+import type { Logger } from '../log.ts';
+import type { SandboxGenerations } from '../events/sandbox-generation.ts';
+import { RunTimers } from '../runs/run-timers.ts';
+import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { SCHEDULE_SOURCE, tickAfter, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
+import type { ScheduleStore } from './schedule-store.ts';
+
+/** A tick whose write failed is tried again after this long. */
+export const TICK_RETRY_MS = 5_000;
+
+export interface ScheduleTickerDeps {
+  readonly schedules: ScheduleStore;
+  readonly events: EventStore;
+  readonly orgs: OrganizationStore;
+  readonly generations: SandboxGenerations;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Counts each event sent (sluice_ingest_total{outcome="accepted_schedule"}). */
+  readonly onSent: () => void;
+}
+
+const keyOf = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
+const partsOf = (key: string): [orgId: string, name: string] => key.split('\u0000') as [string, string];
+
+/** The event a schedule sends for the tick at `tickMs`, with its payload text. */
+function tickEvent(schedule: ScheduleRecord, tickMs: number, nowMs: number): StoredEvent {
+  const id = tickEventId(schedule, tickMs);
+  const scheduledFor = new Date(tickMs).toISOString();
+  const text = `{"schedule":${JSON.stringify(schedule.name)},"scheduled_for":"${scheduledFor}","data":${schedule.payload_json}}`;
+  return withPayloadText(
+    {
+      id,
+      org_id: schedule.org_id,
+      type: schedule.event_type,
+      payload: JSON.parse(text) as unknown,
+      environment: schedule.environment,
+      source: SCHEDULE_SOURCE,
+      provider_event_id: `${schedule.name}@${scheduledFor}`,
+      received_at: new Date(nowMs).toISOString(),
+      received_at_ms: nowMs,
+      correlation_id: id,
+      causation_id: null,
+      depth: 0,
+      replay_skip_side_effects: false,
+    },
+    text,
+  );
+}
+
+export class ScheduleTicker {
+  readonly #d: ScheduleTickerDeps;
+  readonly #timers: RunTimers;
+
+  constructor(deps: ScheduleTickerDeps) {
+    this.#d = deps;
+    this.#timers = new RunTimers(deps.clock, (key) => void this.#tick(key));
+  }
+
+  /** The schedules' timers (tests fire them after advancing a manual clock). */
+  get timers(): RunTimers {
+    return this.#timers;
+  }
+
+  /** Arms every stored schedule; one whose tick is owed (missed while down) is due at once. */
+  start(): void {
+    for (const schedule of this.#d.schedules.all()) this.arm(schedule);
+  }
+
+  /** Arms the schedule for its next tick (now, if one is owed), or disarms it when disabled. Call after every write of it. */
+  arm(schedule: ScheduleRecord): void {
+    const key = keyOf(schedule.org_id, schedule.name);
+    const now = this.#d.clock.now();
+    const at = !schedule.enabled ? undefined : tickOwed(schedule, now) !== undefined ? now : tickAfter(schedule, Math.max(schedule.last_tick_ms, now));
+    if (at === undefined) this.#timers.disarm(key);
+    else this.#timers.arm(key, at);
+  }
+
+  /** The schedule was deleted. */
+  disarm(orgId: string, name: string): void {
+    this.#timers.disarm(keyOf(orgId, name));
+  }
+
+  close(): void {
+    this.#timers.close();
+  }
+
+  async #tick(key: string): Promise<void> {
+    const [orgId, name] = partsOf(key);
+    const schedule = this.#d.schedules.get(orgId, name);
+    if (schedule === undefined) return;
+    const now = this.#d.clock.now();
+    const tick = tickOwed(schedule, now);
+    if (tick !== undefined && schedule.enabled) {
+      try {
+        await this.#send(schedule, tick, now);
+      } catch (error) {
+        this.#d.logger.error('schedule tick failed; trying again', { org_id: orgId, schedule: name, tick: new Date(tick).toISOString(), error: String(error) });
+        this.#timers.arm(key, now + TICK_RETRY_MS);
+        return;
+      }
+    }
+    const current = this.#d.schedules.get(orgId, name);
+    if (current !== undefined) this.arm(current);
+  }
+
+  /**
+   * Stores the tick's event with its runs and marks the tick done, in one transaction that first
+   * checks the schedule is still the one read, enabled, and not past this tick. A sandbox tick of
+   * an org whose plan has no sandbox any more is passed over (marked done, nothing sent).
+   */
+  async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
+    const { schedules, events, orgs, generations } = this.#d;
+    // Ordered after any sandbox reset in flight, as API events are (sandbox-generation.ts).
+    if (schedule.environment === 'sandbox') await generations.quiet(schedule.org_id);
+    const org = orgs.get(schedule.org_id);
+    const event = org !== undefined && (schedule.environment !== 'sandbox' || sandboxAllowed(org)) ? tickEvent(schedule, tick, now) : undefined;
+    const key = [schedule.org_id, schedule.name];
+    let reactions: Reaction[] = [];
+    let sent = false;
+    const write = schedules.root.transaction(() => {
+      const current = schedules.table.get(key) as ScheduleRecord | undefined;
+      if (current === undefined || current.id !== schedule.id || !current.enabled || current.last_tick_ms >= tick) return;
+      if (event !== undefined && !events.has(event.org_id, event.id)) {
+        sent = true;
+        reactions = events.writeWithin(event, null, payloadTextOf(event));
+      }
+      schedules.table.put(key, { ...current, last_tick_ms: tick, last_sent_tick_ms: sent ? tick : current.last_sent_tick_ms });
+    });
+    await settleDurably(schedules.root, write, () => reactions, () => true);
+    if (sent) this.#d.onSent();
+  }
+}
