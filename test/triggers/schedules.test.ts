@@ -18,6 +18,8 @@ let rt: TestRuntime;
 let receiver: Receiver;
 let key: string;
 const ORG = 'acct-schedules';
+/** The ticker's timer key of the schedule most tests use. */
+const TIMER = `${ORG}\u0000quarter-hourly`;
 
 before(async () => {
   rt = await startRuntime({ clock, dataDir });
@@ -96,10 +98,12 @@ test('a restart sends only the newest tick missed while down, once', async () =>
   await rt.close();
   clock.set(START + 110 * 60_000); // 10:50: 09:30 to 10:45 were missed
   rt = await startRuntime({ clock, dataDir });
-  assert.equal(rt.runtime.ticker.timers.dueAt(`${ORG}\u0000quarter-hourly`), clock.now(), 'the owed tick is due at start');
+  assert.equal(rt.runtime.ticker.timers.dueAt(TIMER), clock.now(), 'the owed tick is due at start');
   rt.runtime.ticker.timers.fireDue();
   const events = await eventually('the owed tick event', () => tickEvents('report.due'), (list) => list.length === 2);
   assert.deepEqual(events.map((e) => e.payload.scheduled_for), ['2026-11-30T09:15:00.000Z', '2026-11-30T10:45:00.000Z']);
+  // The event is readable once committed; the timer is armed again once it is flushed.
+  await eventually('the next tick to be armed', () => rt.runtime.ticker.timers.dueAt(TIMER), (at) => at === START + 120 * 60_000);
   assert.equal(rt.runtime.ticker.timers.fireDue(), 0, 'nothing more is owed');
   assert.equal(tickAt(START + 120 * 60_000), 1, 'then 11:00 as usual');
   await eventually('the 11:00 tick', () => tickEvents('report.due'), (list) => list.length === 3);
