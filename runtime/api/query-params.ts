@@ -1,7 +1,7 @@
 // Shared query-string parsers of the list endpoints: environment scope, page size and cursor.
 // Each returns a typed value or throws a 400 naming the parameter.
 
-import { InputError } from '../errors.ts';
+import { InputError, notFound } from '../errors.ts';
 import { EVENT_ID_PATTERN } from '../events/event-record.ts';
 import type { HttpRequest } from '../http/types.ts';
 import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
@@ -19,6 +19,18 @@ export function environmentOf(request: HttpRequest, org: Organization): Environm
   }
   assertSandboxAllowed(org, value);
   return value as Environment;
+}
+
+/**
+ * The record named by the path (`:name`) if it lives in the requested environment; one of the
+ * other environment is a 404, as an unknown name is (`require` throws that one).
+ */
+export function namedInEnvironment<T extends { readonly environment: string }>(request: HttpRequest, org: Organization, what: string, require: (orgId: string, name: string) => T): T {
+  const environment = environmentOf(request, org);
+  const name = request.params.name ?? '';
+  const record = require(org.id, name);
+  if (record.environment !== environment) throw notFound(`${what} "${name}"`, 'name');
+  return record;
 }
 
 export function parseLimit(request: HttpRequest): number {

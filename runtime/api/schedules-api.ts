@@ -3,7 +3,7 @@
 // (`?environment=`), as for sources and workflows. Each write re-arms the ticker.
 
 import { randomBytes } from 'node:crypto';
-import { InputError, notFound } from '../errors.ts';
+import { InputError } from '../errors.ts';
 import { parseJsonRequestText } from '../http/parse-json.ts';
 import { noContent, rawJson, type HttpRequest, type Route } from '../http/types.ts';
 import { ENVIRONMENTS, EVENT_TYPE_PATTERN, type Environment } from '../sources/source-record.ts';
@@ -22,7 +22,7 @@ import type { ScheduleTicker } from '../triggers/schedule-ticker.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { isoAt, type ApiContext } from './context.ts';
-import { environmentOf } from './query-params.ts';
+import { environmentOf, namedInEnvironment } from './query-params.ts';
 
 interface ScheduleBody {
   name: string;
@@ -63,14 +63,8 @@ function payloadText(requestText: string, given: boolean): string {
 
 export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker: ScheduleTicker): Route[] {
   const base = '/organizations/:org_id/schedules';
-  /** The schedule named by the path in the requested environment: 404 for an unknown name or one of the other environment. */
-  const requireSchedule = (request: HttpRequest, org: Organization): ScheduleRecord => {
-    const environment = environmentOf(request, org);
-    const name = request.params.name ?? '';
-    const schedule = schedules.require(org.id, name);
-    if (schedule.environment !== environment) throw notFound(`Schedule "${name}"`, 'name');
-    return schedule;
-  };
+  /** The schedule named by the path in the requested environment (`?environment=`, default production). */
+  const requireSchedule = (request: HttpRequest, org: Organization): ScheduleRecord => namedInEnvironment(request, org, 'Schedule', (orgId, name) => schedules.require(orgId, name));
   return [
     {
       method: 'POST',

@@ -2,7 +2,6 @@
 // Writes need the developer role; secrets are accepted but never returned. Every request is scoped
 // to one environment (`?environment=`), as for workflows and runs.
 
-import { notFound } from '../errors.ts';
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -23,7 +22,7 @@ import {
 } from '../sources/source-record.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { isoAt, type ApiContext } from './context.ts';
-import { environmentOf } from './query-params.ts';
+import { environmentOf, namedInEnvironment } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 interface SourceBody {
@@ -72,17 +71,8 @@ const parseUpdate = createBodyParser<SourceUpdate>({
 
 export function sourceRoutes(ctx: ApiContext): Route[] {
   const base = '/organizations/:org_id/sources';
-  /**
-   * The source named by the path in the requested environment (`?environment=`, default
-   * production): 404 for an unknown name or one of the other environment; 402 for sandbox on starter.
-   */
-  const requireSource = (request: HttpRequest, org: Organization): SourceRecord => {
-    const environment = environmentOf(request, org);
-    const name = request.params.name ?? '';
-    const source = ctx.sources.require(org.id, name);
-    if (source.environment !== environment) throw notFound(`Source "${name}"`, 'name');
-    return source;
-  };
+  /** The source named by the path in the requested environment (`?environment=`, default production). */
+  const requireSource = (request: HttpRequest, org: Organization): SourceRecord => namedInEnvironment(request, org, 'Source', (orgId, name) => ctx.sources.require(orgId, name));
   return [
     {
       method: 'POST',
