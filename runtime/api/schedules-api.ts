@@ -13,7 +13,7 @@ import {
   MAX_CRON_LENGTH,
   MAX_SCHEDULE_PAYLOAD_BYTES,
   SCHEDULE_NAME_PATTERN,
-  assertScheduleValid,
+  checkSchedule,
   describeSchedule,
   type ScheduleRecord,
 } from '../triggers/schedule-record.ts';
@@ -75,14 +75,13 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         const body = parseCreate(parsed.value);
         const environment = body.environment ?? 'production';
         assertSandboxAllowed(org, environment);
-        const timezone = body.timezone ?? 'UTC';
-        assertScheduleValid(body.cron, timezone);
+        const { cron, timezone } = checkSchedule(body.cron, body.timezone ?? 'UTC');
         const nowMs = ctx.clock.now();
         const schedule: ScheduleRecord = {
           id: `sch_${randomBytes(12).toString('hex')}`,
           org_id: org.id,
           name: body.name,
-          cron: body.cron.trim(),
+          cron,
           timezone,
           event_type: body.event_type,
           environment,
@@ -95,7 +94,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         };
         await schedules.create(schedule);
         ticker.arm(schedule);
-        return rawJson(201, { schedule: describeSchedule(schedule) });
+        return rawJson(201, { schedule: describeSchedule(schedule, nowMs) });
       },
     },
     {
@@ -104,7 +103,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const environment = environmentOf(request, org);
-        return rawJson(200, { schedules: schedules.list(org.id).filter((schedule) => schedule.environment === environment).map(describeSchedule) });
+        return rawJson(200, { schedules: schedules.list(org.id).filter((schedule) => schedule.environment === environment).map((schedule) => describeSchedule(schedule, ctx.clock.now())) });
       },
     },
     {
@@ -112,7 +111,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
       pattern: `${base}/:name`,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        return rawJson(200, { schedule: describeSchedule(requireSchedule(request, org)) });
+        return rawJson(200, { schedule: describeSchedule(requireSchedule(request, org), ctx.clock.now()) });
       },
     },
     {
@@ -124,24 +123,24 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         const parsed = parseJsonRequestText(request);
         const update = parseUpdate(parsed.value);
         const payloadJson = 'payload' in update ? payloadText(parsed.text, true) : undefined;
-        assertScheduleValid(update.cron ?? current.cron, update.timezone ?? current.timezone);
+        const checked = checkSchedule(update.cron ?? current.cron, update.timezone ?? current.timezone);
         // Merged onto the schedule as stored when the write runs. A new pattern, zone or an enabling
         // starts from now: ticks it would have had before are not owed.
         const next = await schedules.update(org.id, current.name, (stored): ScheduleRecord => {
           const merged: ScheduleRecord = {
             ...stored,
-            ...(update.cron === undefined ? {} : { cron: update.cron.trim() }),
-            ...(update.timezone === undefined ? {} : { timezone: update.timezone }),
+            ...(update.cron === undefined ? {} : { cron: checked.cron }),
+            ...(update.timezone === undefined ? {} : { timezone: checked.timezone }),
             ...(update.event_type === undefined ? {} : { event_type: update.event_type }),
             ...(payloadJson === undefined ? {} : { payload_json: payloadJson }),
             ...(update.enabled === undefined ? {} : { enabled: update.enabled }),
             updated_at: isoAt(ctx.clock.now()),
           };
           const restarts = merged.cron !== stored.cron || merged.timezone !== stored.timezone || (merged.enabled && !stored.enabled);
-          return restarts ? { ...merged, last_tick_ms: Math.max(stored.last_tick_ms, ctx.clock.now()) } : merged;
+          return restarts ? { ...merged, last_tick_ms: ctx.clock.now() } : merged;
         });
         ticker.arm(next);
-        return rawJson(200, { schedule: describeSchedule(next) });
+        return rawJson(200, { schedule: describeSchedule(next, ctx.clock.now()) });
       },
     },
     {

@@ -41,40 +41,66 @@ export interface ScheduleRecord {
 }
 
 const NICKNAME = /^@(yearly|annually|monthly|weekly|daily|hourly)$/;
+/** Month and weekday names a field may use; anything else but digits and `* , / -` is refused (croner's L, W, #, ? and + are not crontab). */
+const NAMES = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|sun|mon|tue|wed|thu|fri|sat)\b/gi;
+const FIELD = /^[0-9*,/-]+$/;
+const PATTERN_HELP = 'A cron pattern has five fields (minute hour day-of-month month day-of-week) of digits, `* , / -` and month or weekday names, or is one of @yearly, @monthly, @weekly, @daily, @hourly.';
 
-/** The pattern as croner reads it (paused: it only computes times, never runs anything). */
-const cronOf = (schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron => new Cron(schedule.cron, { timezone: schedule.timezone, paused: true });
+/**
+ * The pattern as croner reads it (paused: it only computes times, never runs anything). Hours given
+ * as lists or ranges count as fixed times across daylight saving, as single hours do: a tick in a
+ * skipped hour fires once when the hour ends, and a repeated hour fires once.
+ */
+const cronOf = (schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron =>
+  new Cron(schedule.cron, { timezone: schedule.timezone, paused: true, mode: '5-part', fixedTimeRule: 'no-wildcard' });
 
-/** Throws 400 naming the field unless the pattern has five fields (or is a nickname), fires at all, and the zone is known. */
-export function assertScheduleValid(cron: string, timezone: string): void {
+/**
+ * The pattern and zone as stored (trimmed; the zone's canonical name), or 400 naming the field:
+ * five crontab fields or a nickname, a pattern that fires at all, and a zone croner can use.
+ */
+export function checkSchedule(cron: string, timezone: string): { readonly cron: string; readonly timezone: string } {
+  let zone: string;
   try {
-    new Intl.DateTimeFormat('en', { timeZone: timezone });
+    zone = new Intl.DateTimeFormat('en', { timeZone: timezone }).resolvedOptions().timeZone;
+    cronOf({ cron: '* * * * *', timezone: zone }).nextRun();
   } catch {
     throw badRequest('invalid_timezone', `"${timezone}" is not an IANA time zone (for example "UTC" or "Europe/Berlin").`, 'timezone');
   }
   const trimmed = cron.trim();
-  if (!NICKNAME.test(trimmed) && trimmed.split(/\s+/).length !== 5) {
-    throw badRequest('invalid_cron', 'A cron pattern has five fields (minute hour day-of-month month day-of-week) or is one of @yearly, @monthly, @weekly, @daily, @hourly.', 'cron');
+  const fields = trimmed.split(/\s+/);
+  if (!NICKNAME.test(trimmed) && (fields.length !== 5 || !fields.every((field) => FIELD.test(field.replace(NAMES, '0'))))) {
+    throw badRequest('invalid_cron', PATTERN_HELP, 'cron');
   }
   let next: Date | null;
   try {
-    next = cronOf({ cron: trimmed, timezone }).nextRun();
+    next = cronOf({ cron: trimmed, timezone: zone }).nextRun();
   } catch (error) {
     throw badRequest('invalid_cron', `The cron pattern cannot be read: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300), 'cron');
   }
   if (next === null) throw badRequest('invalid_cron', 'The cron pattern never fires (for example February 30th).', 'cron');
+  return { cron: trimmed, timezone: zone };
 }
 
-/** The first tick strictly after `afterMs`, or undefined if there is none. */
-export function tickAfter(schedule: ScheduleRecord, afterMs: number): number | undefined {
-  return cronOf(schedule).nextRun(new Date(afterMs))?.getTime();
-}
+/**
+ * Whether the tick at `tickMs` is done: at or before `last_tick_ms`. A `last_tick_ms` past `nowMs`
+ * means the clock was ahead when it was written and has been set back; trusting it would keep the
+ * schedule quiet until the clock caught up, so then no tick counts as done: the newest one owed is
+ * sent and `last_tick_ms` comes back to the clock (a tick sent before keeps its event id, so it is
+ * not stored twice while that event is retained).
+ */
+export const isTickDone = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean => schedule.last_tick_ms <= nowMs && tickMs <= schedule.last_tick_ms;
 
-/** The newest tick at or before `nowMs` and after the schedule's `last_tick_ms`: the one tick owed now, if any. */
+/** The newest tick at or before `nowMs` that is not done: the one tick owed now, if any. */
 export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | undefined {
   const [latest] = cronOf(schedule).previousRuns(1, new Date(nowMs + 1));
   const at = latest?.getTime();
-  return at !== undefined && at > schedule.last_tick_ms ? at : undefined;
+  return at !== undefined && !isTickDone(schedule, at, nowMs) ? at : undefined;
+}
+
+/** When the schedule should next send: now if a tick is owed, else its first tick after now (undefined: never again). */
+export function nextTickAt(schedule: ScheduleRecord, nowMs: number): number | undefined {
+  if (tickOwed(schedule, nowMs) !== undefined) return nowMs;
+  return cronOf(schedule).nextRun(new Date(nowMs))?.getTime();
 }
 
 /** The deterministic id of the event a schedule sends for the tick at `tickMs`. */
@@ -82,8 +108,13 @@ export const tickEventId = (schedule: ScheduleRecord, tickMs: number): string =>
   `evt_sch_${createHash('sha256').update(`${schedule.id}\u0000${tickMs}`).digest('hex').slice(0, 32)}`;
 
 /** The API view (answer it with rawJson): the record without its internal fields, with the next tick when enabled. */
-export function describeSchedule(schedule: ScheduleRecord): Record<string, unknown> {
-  const next = schedule.enabled ? tickAfter(schedule, schedule.last_tick_ms) : undefined;
+export function describeSchedule(schedule: ScheduleRecord, nowMs: number): Record<string, unknown> {
+  let next: number | undefined;
+  try {
+    next = schedule.enabled ? nextTickAt(schedule, nowMs) : undefined;
+  } catch {
+    // A stored pattern or zone this croner cannot read any more (the ticker logs it): no next tick.
+  }
   return {
     name: schedule.name,
     cron: schedule.cron,

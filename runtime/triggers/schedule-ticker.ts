@@ -12,7 +12,7 @@ import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import { SCHEDULE_SOURCE, tickAfter, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
+import { SCHEDULE_SOURCE, isTickDone, nextTickAt, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
 import type { ScheduleStore } from './schedule-store.ts';
 
 /** A tick whose write failed is tried again after this long. */
@@ -76,11 +76,19 @@ export class ScheduleTicker {
     for (const schedule of this.#d.schedules.all()) this.arm(schedule);
   }
 
-  /** Arms the schedule for its next tick (now, if one is owed), or disarms it when disabled. Call after every write of it. */
+  /**
+   * Arms the schedule for its next tick (now, if one is owed), or disarms it when disabled. Call
+   * after every write of it. A pattern or zone croner cannot read (stored by an older version)
+   * leaves that one schedule disarmed and logged, never the runtime stopped.
+   */
   arm(schedule: ScheduleRecord): void {
     const key = keyOf(schedule.org_id, schedule.name);
-    const now = this.#d.clock.now();
-    const at = !schedule.enabled ? undefined : tickOwed(schedule, now) !== undefined ? now : tickAfter(schedule, Math.max(schedule.last_tick_ms, now));
+    let at: number | undefined;
+    try {
+      at = schedule.enabled ? nextTickAt(schedule, this.#d.clock.now()) : undefined;
+    } catch (error) {
+      this.#d.logger.error('schedule cannot be read; it sends nothing until it is changed', { org_id: schedule.org_id, schedule: schedule.name, error: String(error) });
+    }
     if (at === undefined) this.#timers.disarm(key);
     else this.#timers.arm(key, at);
   }
@@ -96,18 +104,18 @@ export class ScheduleTicker {
 
   async #tick(key: string): Promise<void> {
     const [orgId, name] = partsOf(key);
-    const schedule = this.#d.schedules.get(orgId, name);
-    if (schedule === undefined) return;
-    const now = this.#d.clock.now();
-    const tick = tickOwed(schedule, now);
-    if (tick !== undefined && schedule.enabled) {
-      try {
-        await this.#send(schedule, tick, now);
-      } catch (error) {
-        this.#d.logger.error('schedule tick failed; trying again', { org_id: orgId, schedule: name, tick: new Date(tick).toISOString(), error: String(error) });
-        this.#timers.arm(key, now + TICK_RETRY_MS);
-        return;
-      }
+    let tick: number | undefined;
+    try {
+      const schedule = this.#d.schedules.get(orgId, name);
+      if (schedule === undefined) return;
+      const now = this.#d.clock.now();
+      tick = schedule.enabled ? tickOwed(schedule, now) : undefined;
+      if (tick !== undefined) await this.#send(schedule, tick, now);
+    } catch (error) {
+      const at = tick === undefined ? null : new Date(tick).toISOString();
+      this.#d.logger.error('schedule tick failed; trying again', { org_id: orgId, schedule: name, tick: at, error: String(error) });
+      this.#timers.arm(key, this.#d.clock.now() + TICK_RETRY_MS);
+      return;
     }
     const current = this.#d.schedules.get(orgId, name);
     if (current !== undefined) this.arm(current);
@@ -129,7 +137,7 @@ export class ScheduleTicker {
     let sent = false;
     const write = schedules.root.transaction(() => {
       const current = schedules.table.get(key) as ScheduleRecord | undefined;
-      if (current === undefined || current.id !== schedule.id || !current.enabled || current.last_tick_ms >= tick) return;
+      if (current === undefined || current.id !== schedule.id || !current.enabled || isTickDone(current, tick, now)) return;
       if (event !== undefined && !events.has(event.org_id, event.id)) {
         sent = true;
         reactions = events.writeWithin(event, null, payloadTextOf(event));

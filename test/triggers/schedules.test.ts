@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
+import { describeSchedule, type ScheduleRecord } from '../../runtime/triggers/schedule-record.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -87,6 +88,8 @@ test('each tick sends one event with the payload, and its run; the next tick wai
   assert.deepEqual({ ...sent!.payload, data: undefined }, { schedule: 'quarter-hourly', scheduled_for: '2026-11-30T09:15:00.000Z', data: undefined });
   assert.equal((sent!.payload.data as { region: string }).region, 'eu');
   await eventually('the run to post its step', () => receiver.received.filter((r) => r.path === '/report').length, (n) => n === 1);
+  assert.equal((await tickEvents('report.due')).length, 1, 'one event for the tick');
+  assert.equal((await call(rt.url, 'GET', `${schedulesPath}/quarter-hourly?environment=sandbox`, { token: key })).status, 404, 'not a sandbox schedule');
 
   assert.equal(tickAt(START + 29 * 60_000), 0);
   const shown = await call(rt.url, 'GET', `${schedulesPath}/quarter-hourly`, { token: key });
@@ -117,7 +120,7 @@ test('a disabled schedule sends nothing, and enabling it again owes none of the 
   const enabled = await call(rt.url, 'PATCH', `${schedulesPath}/quarter-hourly`, { token: key, json: { enabled: true, cron: '0 * * * *', timezone: 'Europe/Berlin' } });
   assert.equal(enabled.status, 200, enabled.text);
   assert.equal(enabled.body.schedule.next_tick_at, '2026-11-30T13:00:00.000Z');
-  assert.equal(rt.runtime.ticker.timers.fireDue(), 0, 'no backlog');
+  assert.equal(rt.runtime.ticker.timers.dueAt(TIMER), Date.UTC(2026, 10, 30, 13), 'armed for 14:00 Berlin time, not now: no backlog');
   assert.equal((await tickEvents('report.due')).length, 3);
 });
 
@@ -135,4 +138,14 @@ test('a deleted schedule sends nothing more; viewers and other orgs cannot chang
   assert.equal(tickAt(START + 300 * 60_000), 0);
   assert.equal((await tickEvents('report.due')).length, 3);
   assert.equal((await call(rt.url, 'GET', `${schedulesPath}/quarter-hourly`, { token: key })).status, 404);
+});
+
+test('a stored schedule that croner cannot read (an older zone name, say) is left disarmed; the runtime goes on', () => {
+  const unreadable: ScheduleRecord = {
+    id: 'sch_unreadable', org_id: ORG, name: 'unreadable', cron: '* * * * *', timezone: '+01:00', event_type: 'report.due', environment: 'production',
+    payload_json: 'null', enabled: true, created_at: '', updated_at: '', last_tick_ms: 0, last_sent_tick_ms: null,
+  };
+  rt.runtime.ticker.arm(unreadable);
+  assert.equal(rt.runtime.ticker.timers.dueAt(`${ORG}\u0000unreadable`), undefined);
+  assert.equal(describeSchedule(unreadable, clock.now()).next_tick_at, null);
 });

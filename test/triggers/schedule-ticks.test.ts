@@ -1,0 +1,65 @@
+// The tick arithmetic of schedules, on croner itself: crontab-only patterns, canonical zones,
+// daylight saving (a tick in a skipped hour fires once, a repeated hour fires once, lists and
+// ranges of hours included), and a clock set back behind the last tick done.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { InputError } from '../../runtime/errors.ts';
+import { checkSchedule, nextTickAt, tickOwed, type ScheduleRecord } from '../../runtime/triggers/schedule-record.ts';
+
+const schedule = (cron: string, timezone: string, lastTickMs: number): ScheduleRecord => ({
+  id: 'sch_test', org_id: 'org', name: 'n', cron, timezone, event_type: 't', environment: 'production', payload_json: 'null',
+  enabled: true, created_at: '', updated_at: '', last_tick_ms: lastTickMs, last_sent_tick_ms: null,
+});
+
+/** Every tick of the schedule in [from, to), walking as the ticker does. */
+function ticksBetween(cron: string, timezone: string, from: number, to: number): string[] {
+  const ticks: string[] = [];
+  let record = schedule(cron, timezone, from);
+  for (let at = nextTickAt(record, from); at !== undefined && at < to; at = nextTickAt(record, at)) {
+    ticks.push(new Date(at).toISOString());
+    record = { ...record, last_tick_ms: at };
+  }
+  return ticks;
+}
+
+test('only crontab patterns pass, and zones are stored by their canonical name', () => {
+  for (const cron of ['0 0 1 * +1', '0 0 L * *', '0 0 ? * *', '0 0 * * 1#2', '0 0 15W * *', '* * * * * *', '0 9 * *']) {
+    assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron', cron);
+  }
+  assert.deepEqual(checkSchedule('  0 9 * * mon-fri ', 'europe/berlin'), { cron: '0 9 * * mon-fri', timezone: 'Europe/Berlin' });
+  assert.deepEqual(checkSchedule('@daily', 'utc'), { cron: '@daily', timezone: 'UTC' });
+  assert.deepEqual(checkSchedule('*/10 1-5,22 1,15 JAN,jul *', 'Asia/Kolkata').cron, '*/10 1-5,22 1,15 JAN,jul *');
+  assert.throws(() => checkSchedule('* * * * *', '+01:00'), (error: unknown) => error instanceof InputError && error.code === 'invalid_timezone');
+});
+
+test('daylight saving in New York: a skipped 02:00 fires once at 03:00, a repeated 01:30 fires once, lists and ranges too', () => {
+  const spring = Date.UTC(2026, 2, 7, 12);
+  assert.deepEqual(ticksBetween('0 2,14 * * *', 'America/New_York', spring, spring + 36 * 3_600_000), [
+    '2026-03-07T19:00:00.000Z', // 14:00 EST
+    '2026-03-08T07:00:00.000Z', // 02:00 does not exist: 03:00 EDT
+    '2026-03-08T18:00:00.000Z', // 14:00 EDT
+  ]);
+  const fall = Date.UTC(2026, 9, 31, 12);
+  assert.deepEqual(ticksBetween('30 1,13 * * *', 'America/New_York', fall, fall + 36 * 3_600_000), [
+    '2026-10-31T17:30:00.000Z', // 13:30 EDT
+    '2026-11-01T05:30:00.000Z', // the first 01:30 (EDT) only
+    '2026-11-01T18:30:00.000Z', // 13:30 EST
+  ]);
+  assert.equal(ticksBetween('0 1-2 * * *', 'America/New_York', fall, fall + 24 * 3_600_000).length, 2, 'one 01:00 and one 02:00');
+  // An interval pattern keeps its interval across the change: every hour of real time, once.
+  const hourly = ticksBetween('0 * * * *', 'America/New_York', Date.UTC(2026, 10, 1, 0), Date.UTC(2026, 10, 1, 12)).map((at) => Date.parse(at));
+  assert.deepEqual(hourly, Array.from({ length: 11 }, (_, i) => Date.UTC(2026, 10, 1, i + 1)));
+});
+
+test('a clock set back behind the last tick done counts from now, not from the future', () => {
+  const now = Date.UTC(2026, 10, 30, 10, 0, 1);
+  const ahead = schedule('0 * * * *', 'UTC', Date.UTC(2027, 10, 30, 10));
+  assert.equal(tickOwed(ahead, now), Date.UTC(2026, 10, 30, 10), 'the newest tick up to now is owed (its event id keeps it from being stored twice)');
+  const caughtUp = { ...ahead, last_tick_ms: Date.UTC(2026, 10, 30, 10) };
+  assert.equal(nextTickAt(caughtUp, now), Date.UTC(2026, 10, 30, 11), 'then the next hour, not next year');
+  assert.equal(tickOwed(caughtUp, Date.UTC(2026, 10, 30, 11)), Date.UTC(2026, 10, 30, 11));
+  const missed = schedule('0 * * * *', 'UTC', Date.UTC(2026, 10, 30, 7));
+  assert.equal(tickOwed(missed, now), Date.UTC(2026, 10, 30, 10), 'only the newest missed tick is owed');
+  assert.equal(nextTickAt(missed, now), now);
+});
