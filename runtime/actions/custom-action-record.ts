@@ -7,10 +7,11 @@ export type CustomActionId = string & { readonly __brand: 'CustomActionId' };
 
 /**
  * pending_review -> approved | rejected (by an admin); approved -> superseded when a newer version
- * is approved, which also supersedes older versions still pending (approvals only move forward).
+ * is approved, which also supersedes older versions still pending (approvals only move forward);
+ * approved or superseded -> revoked (by an admin: no run may use it again, even one pinned to it).
  */
-export type VersionStatus = 'pending_review' | 'approved' | 'rejected' | 'superseded';
-export type ReviewDecision = 'approved' | 'rejected';
+export type VersionStatus = 'pending_review' | 'approved' | 'rejected' | 'superseded' | 'revoked';
+export type ReviewDecision = 'approved' | 'rejected' | 'revoked';
 
 /** [orgId, actionId] -> CustomActionRecord */
 export interface CustomActionRecord {

@@ -26,7 +26,9 @@ const HIGH = '\uffff';
 export type ActionResolution =
   | { readonly kind: 'approved'; readonly version: number; readonly digest: string; readonly permissions: readonly string[] }
   | { readonly kind: 'missing' }
-  | { readonly kind: 'not_approved'; readonly status: 'pending_review' | 'rejected' };
+  | { readonly kind: 'not_approved'; readonly status: 'pending_review' | 'rejected' | 'revoked' }
+  /** The version a run is pinned to was revoked: the run fails rather than move to another version. */
+  | { readonly kind: 'revoked'; readonly version: number };
 
 /** A module the hook-runner has already compiled and stored durably. */
 export interface CompiledUpload {
@@ -129,6 +131,7 @@ export class CustomActionStore {
     if (pinned !== undefined && (pinned.status === 'approved' || pinned.status === 'superseded')) {
       return { kind: 'approved', version: pinned.version, digest: pinned.digest, permissions: pinned.permissions };
     }
+    if (pinned?.status === 'revoked') return { kind: 'revoked', version: pinned.version };
     return this.resolveForRun(orgId, actionId);
   }
 
@@ -142,8 +145,9 @@ export class CustomActionStore {
         return { kind: 'approved', version: approved.version, digest: approved.digest, permissions: approved.permissions };
       }
     }
-    const pending = this.versions(orgId, action.id).some((version) => version.status === 'pending_review');
-    return { kind: 'not_approved', status: pending ? 'pending_review' : 'rejected' };
+    const versions = this.versions(orgId, action.id);
+    if (versions.some((version) => version.status === 'pending_review')) return { kind: 'not_approved', status: 'pending_review' };
+    return { kind: 'not_approved', status: versions.some((version) => version.status === 'revoked') ? 'revoked' : 'rejected' };
   }
 
   /**
@@ -195,8 +199,8 @@ export class CustomActionStore {
   /**
    * Renames or re-describes in place. New permissions become a new version, pending review, of the
    * latest version's module; the same set as the latest writes no version. A module that was
-   * rejected in any version is refused (409 module_rejected): a permissions edit must never put
-   * rejected code up for a review that looks like a permission change. To try that module again,
+   * rejected or revoked in any version is refused (409 module_rejected): a permissions edit must never
+   * put such code up for a review that looks like a permission change. To try that module again,
    * upload it again, on purpose.
    */
   async update(orgId: string, actionId: string, input: UpdateInput, at: number): Promise<ActionChange> {
@@ -208,7 +212,7 @@ export class CustomActionStore {
         if (action === undefined || latest === undefined) return fail(missingAction());
         let version: ActionVersionRecord | null = null;
         if (input.permissions !== undefined && !samePermissions(input.permissions, latest.permissions)) {
-          const rejected = versions.find((v) => v.digest === latest.digest && v.status === 'rejected');
+          const rejected = versions.find((v) => v.digest === latest.digest && (v.status === 'rejected' || v.status === 'revoked'));
           if (rejected !== undefined) {
             return fail(new ConflictError('module_rejected', `The latest module was rejected in version ${rejected.version}; upload a module (the same one again, if you mean it) instead of changing its permissions.`, { version: rejected.version }));
           }
@@ -223,7 +227,9 @@ export class CustomActionStore {
   /**
    * Approves or rejects one version that is pending review (409 `version_not_pending` otherwise).
    * Approving makes it the approved version and supersedes the previous approved one and every
-   * older version still pending, in the same transaction.
+   * older version still pending, in the same transaction. Revoking takes an approved or superseded
+   * version out of use (409 `version_not_revocable` otherwise): the action has no approved version
+   * until another is approved, and runs pinned to the revoked one fail.
    */
   async review(orgId: string, actionId: string, input: ReviewInput, at: number): Promise<ActionChange> {
     return unwrap(
@@ -239,8 +245,10 @@ export class CustomActionStore {
             ? new ConflictError('no_pending_version', 'No version of this custom action is pending review.')
             : notFound(`Version ${input.version} of this custom action`, 'version'));
         }
-        if (target.status !== 'pending_review') {
-          return fail(new ConflictError('version_not_pending', `Version ${target.version} is ${target.status}; only a version pending review can be reviewed.`, {
+        const revoking = input.decision === 'revoked';
+        if (revoking ? target.status !== 'approved' && target.status !== 'superseded' : target.status !== 'pending_review') {
+          const rule = revoking ? 'only an approved or superseded version can be revoked' : 'only a version pending review can be reviewed';
+          return fail(new ConflictError(revoking ? 'version_not_revocable' : 'version_not_pending', `Version ${target.version} is ${target.status}; ${rule}.`, {
             version: target.version,
             status: target.status,
           }));
@@ -255,6 +263,7 @@ export class CustomActionStore {
           }
           next = { ...next, approved_version: target.version };
         }
+        if (revoking && action.approved_version === target.version) next = { ...next, approved_version: null };
         this.#actions.put([orgId, action.id], next);
         return { ok: true, value: { action: describeCustomAction(next, this.versions(orgId, action.id)), version: reviewed } };
       }),

@@ -38,7 +38,7 @@ const parseReview = createBodyParser<ReviewBody>({
   type: 'object',
   additionalProperties: false,
   required: ['status'],
-  properties: { status: { type: 'string', enum: ['approved', 'rejected'] }, reason: {}, version: { type: 'integer', minimum: 1 } },
+  properties: { status: { type: 'string', enum: ['approved', 'rejected', 'revoked'] }, reason: {}, version: { type: 'integer', minimum: 1 } },
 });
 const parseSecret = createBodyParser<SecretBody>({
   type: 'object',
@@ -204,9 +204,10 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const action = requireAction(org, request);
         const body = parseReview(parseJsonRequest(request));
         // An approval names what the reviewer looked at: a version uploaded (or a permission added)
-        // after they looked must not be approved in its place. A rejection may default to the newest.
-        if (body.status === 'approved' && body.version === undefined) {
-          throw new InputError(400, 'version_required', 'Name the version you reviewed: {"status":"approved","version":N} (GET the custom action to see its versions).', { field: 'version' });
+        // after they looked must not be approved in its place. A revocation names the version it
+        // takes out of use. A rejection may default to the newest pending one.
+        if (body.status !== 'rejected' && body.version === undefined) {
+          throw new InputError(400, 'version_required', `Name the version: {"status":"${body.status}","version":N} (GET the custom action to see its versions).`, { field: 'version' });
         }
         const reason = body.reason === undefined || body.reason === null ? null : parseLongText(body.reason, 'reason', MAX_REASON_LENGTH);
         const change = await actions.review(org.id, action.id, {

@@ -12,7 +12,11 @@ export const MAX_DERIVED_DEPTH = 8;
 /** Events that custom actions may derive, in all, from one root event (all sharing its correlation_id). */
 export const MAX_DERIVED_PER_ROOT = 1000;
 
-type Resolution = { kind: 'approved'; version: number; digest: string; permissions: readonly string[] } | { kind: 'missing' } | { kind: 'not_approved'; status: string };
+type Resolution =
+  | { kind: 'approved'; version: number; digest: string; permissions: readonly string[] }
+  | { kind: 'missing' }
+  | { kind: 'not_approved'; status: string }
+  | { kind: 'revoked'; version: number };
 
 /** What the run engine needs of custom actions (implemented by the custom action store). */
 export interface ActionResolver {
@@ -74,6 +78,9 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
   if (resolved.kind === 'missing') return fail('custom_action_not_found', `Custom action "${input.actionId}" does not exist in this organization.`, false);
   if (resolved.kind === 'not_approved') {
     return fail('custom_action_not_approved', `Custom action "${input.actionId}" has no approved version (latest is ${resolved.status}); an admin must approve it.`, false);
+  }
+  if (resolved.kind === 'revoked') {
+    return fail('custom_action_revoked', `Version ${resolved.version} of custom action "${input.actionId}", which this run uses, was revoked; approve a version, then resume the run to use it.`, false);
   }
   if (runner === undefined) return fail('hook_runner_unavailable', 'No hook-runner is configured (start with sluice dev or --runner).', true);
   const base = { action_id: input.actionId, version: resolved.version, digest: resolved.digest };
