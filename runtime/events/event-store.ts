@@ -23,7 +23,7 @@ export interface Reaction {
   readonly unflushed: () => void;
 }
 
-/** A reaction computed but not yet written: `write` queues its writes and must not throw. */
+/** A reaction computed but not yet written: `write` only queues puts of values computed already (no reads). */
 export interface PreparedReaction extends Reaction {
   readonly write: () => void;
 }
@@ -192,11 +192,19 @@ export class EventStore {
     const record = toEventRecord(event, payloadJson);
     const recordingRecord = recording === null ? null : toRecordingRecord(recording, record.payload_json);
     const reactions = this.#prepareReactions(event);
-    if (claim !== null) this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
-    events.put([event.org_id, event.id], record);
-    eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
-    if (recordingRecord !== null) recordings.put([event.org_id, event.id], recordingRecord);
-    for (const reaction of reactions) reaction.write();
+    try {
+      if (claim !== null) this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
+      events.put([event.org_id, event.id], record);
+      eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
+      if (recordingRecord !== null) recordings.put([event.org_id, event.id], recordingRecord);
+      for (const reaction of reactions) reaction.write();
+    } catch (error) {
+      // Only a put can throw here (a key or value LMDB refuses). A conditional batch commits the
+      // writes queued before it, a transaction none: the ledger decides, so the reactions are
+      // settled as `unflushed`, which picks up from the ledger whatever did commit.
+      settleReactions(reactions, 'unflushed');
+      throw error;
+    }
     return reactions;
   }
 

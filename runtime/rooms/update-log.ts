@@ -60,14 +60,24 @@ export class UpdateLog {
 
   /** Assigns the next seq of the org and queues the update, dropping the oldest beyond retention. Call inside a write (transaction or conditional batch). */
   append(orgId: string, update: NewRunUpdate): RunUpdate {
+    const stored = this.reserve(orgId, update);
+    this.store(orgId, stored);
+    return stored;
+  }
+
+  /** Assigns the next seq of the org to the update without writing it (a seq never stored is a gap the rooms skip). */
+  reserve(orgId: string, update: NewRunUpdate): RunUpdate {
     const seq = this.#highestSeq(orgId) + 1;
     this.#issued.set(orgId, seq);
     if (!this.#firstIssued.has(orgId)) this.#firstIssued.set(orgId, seq);
-    const stored: RunUpdate = { ...update, seq };
-    this.#counters.put([orgId], seq);
-    this.#updates.put([orgId, seq], stored);
-    if (seq > this.#retention) this.#updates.remove([orgId, seq - this.#retention]);
-    return stored;
+    return { ...update, seq };
+  }
+
+  /** Queues a reserved update, dropping the oldest beyond retention; only writes, never reads. Call inside a write. */
+  store(orgId: string, update: RunUpdate): void {
+    this.#counters.put([orgId], update.seq);
+    this.#updates.put([orgId, update.seq], update);
+    if (update.seq > this.#retention) this.#updates.remove([orgId, update.seq - this.#retention]);
   }
 
   /**

@@ -92,18 +92,27 @@ export class RunCreation {
       undoInMemory();
       throw error;
     }
+    try {
+      // Seqs are given now: reading the org's last seq is the one read their writes would need.
+      for (const { newUpdates } of created) for (const update of newUpdates) updates.push(host.updateLog.reserve(orgId, update));
+    } catch (error) {
+      undoInMemory();
+      throw error;
+    }
     return {
       write: () => {
-        for (const { run, newUpdates } of created) {
-          for (const update of newUpdates) updates.push(host.updateLog.append(orgId, update));
-          host.runs.write(run, undefined);
-        }
+        for (const update of updates) host.updateLog.store(orgId, update);
+        for (const { run } of created) host.runs.write(run, undefined);
       },
       committed: () => {
         settleWaiting();
         host.started(orgId, updates, created);
       },
       abandoned: undoInMemory,
+      // Committed, not known to be on disk: the stalled-run path picks each run up from the ledger
+      // after its pause (a run not in it gives back its slot). Queued runs reach the scheduler only
+      // then, so a later event of the org may be admitted ahead of them; their live updates are
+      // skipped as gaps (they stay in the log for replays).
       unflushed: () => {
         settleWaiting();
         for (const { actor } of created) actor.stop();

@@ -105,3 +105,31 @@ test('runs whose creating write commits but does not flush are picked up from th
     events.ifNoExists = ifNoExists;
   }
 });
+
+test('a put that throws while the runs are written leaks no slot: the org runs its next event', async () => {
+  const org = 'acct-create-put-throws';
+  const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { max_concurrent_runs: 1 } })).status, 200);
+  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'only', trigger_event: 'job.run', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/${org}/only` }] } });
+  assert.equal(wf.status, 201, wf.text);
+  const { runs } = rt.runtime.context;
+  const write = runs.write.bind(runs);
+  let failOnce = true;
+  runs.write = (run, previous) => {
+    if (failOnce && previous === undefined && run.context.orgId === org) {
+      failOnce = false;
+      throw new Error('MDB_BAD_VALSIZE: the value is refused');
+    }
+    write(run, previous);
+  };
+  try {
+    assert.equal((await send(org, key, 'evt-refused-put')).status, 500);
+  } finally {
+    runs.write = write;
+  }
+  // The admitted run's slot comes back once the stalled path finds no such run in the ledger.
+  clock.advance(FIRST_RETRY_MS);
+  rt.runtime.engine.stalled.timers.fireDue();
+  assert.equal((await send(org, key, 'evt-next')).status, 202);
+  await eventually('the next event to run', () => runStates(org, key), (states) => states.join() === 'completed');
+});
