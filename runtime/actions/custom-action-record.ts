@@ -24,7 +24,7 @@ export interface CustomActionRecord {
   readonly approved_version: number | null;
 }
 
-/** [orgId, actionId, version] -> ActionVersionRecord; only `status`, `reviewer`, `reason`, `reviewed_at` ever change. */
+/** [orgId, actionId, version] -> ActionVersionRecord; only the status and the review and revocation fields ever change. */
 export interface ActionVersionRecord {
   readonly version: number;
   /** Lower-case hex sha256 of the module, as the hook-runner compiled and stored it. */
@@ -38,6 +38,8 @@ export interface ActionVersionRecord {
   readonly reason: string | null;
   readonly created_at: string;
   readonly reviewed_at: string | null;
+  /** Set when an admin revoked the version; the approval above stays on record. */
+  readonly revoked?: { readonly by: string; readonly reason: string | null; readonly at: string };
 }
 
 export interface CustomActionView extends CustomActionRecord {

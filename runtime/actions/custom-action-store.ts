@@ -147,7 +147,8 @@ export class CustomActionStore {
     }
     const versions = this.versions(orgId, action.id);
     if (versions.some((version) => version.status === 'pending_review')) return { kind: 'not_approved', status: 'pending_review' };
-    return { kind: 'not_approved', status: versions.some((version) => version.status === 'revoked') ? 'revoked' : 'rejected' };
+    // Nothing approved or pending: the newest version was rejected or revoked.
+    return { kind: 'not_approved', status: versions.at(-1)?.status === 'revoked' ? 'revoked' : 'rejected' };
   }
 
   /**
@@ -214,7 +215,7 @@ export class CustomActionStore {
         if (input.permissions !== undefined && !samePermissions(input.permissions, latest.permissions)) {
           const rejected = versions.find((v) => v.digest === latest.digest && (v.status === 'rejected' || v.status === 'revoked'));
           if (rejected !== undefined) {
-            return fail(new ConflictError('module_rejected', `The latest module was rejected in version ${rejected.version}; upload a module (the same one again, if you mean it) instead of changing its permissions.`, { version: rejected.version }));
+            return fail(new ConflictError('module_rejected', `The latest module was ${rejected.status} in version ${rejected.version}; upload a module (the same one again, if you mean it) instead of changing its permissions.`, { version: rejected.version }));
           }
           if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
           version = pendingVersion(latest.version + 1, latest, input.permissions, at);
@@ -253,8 +254,19 @@ export class CustomActionStore {
             status: target.status,
           }));
         }
-        const reviewed: ActionVersionRecord = { ...target, status: input.decision, reviewer: input.reviewer, reason: input.reason, reviewed_at: iso(at) };
+        const reviewed: ActionVersionRecord = revoking
+          ? { ...target, status: 'revoked', revoked: { by: input.reviewer, reason: input.reason, at: iso(at) } }
+          : { ...target, status: input.decision, reviewer: input.reviewer, reason: input.reason, reviewed_at: iso(at) };
         this.#versions.put([orgId, action.id, target.version], reviewed);
+        if (revoking) {
+          // The same module waiting for review (a permission edit made before the revocation) must not
+          // bring revoked code back looking like a permission change.
+          for (const version of versions) {
+            if (version.status === 'pending_review' && version.digest === target.digest) {
+              this.#versions.put([orgId, action.id, version.version], { ...version, status: 'rejected', reviewer: input.reviewer, reason: `its module was revoked in version ${target.version}`, reviewed_at: iso(at) });
+            }
+          }
+        }
         let next: CustomActionRecord = { ...action, updated_at: iso(at) };
         if (input.decision === 'approved') {
           for (const version of versions) {

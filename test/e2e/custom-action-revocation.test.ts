@@ -68,13 +68,22 @@ test('a run pinned to a revoked version fails instead of moving on; its resume t
   assert.equal(resumed.state, 'completed');
   assert.deepEqual(resumed.steps[2].result, { v: 2 }, 'the resume took the approved version');
 
-  const none = await review({ status: 'revoked', version: 2 });
+  // A permission edit made before the revocation waits for review with version 2's module.
+  const edited = await call(rt.url, 'PATCH', `/organizations/${ORG}/custom-actions/${actionId}`, { token: key, json: { permissions: ['read_secret:TOKEN'] } });
+  assert.equal(edited.status, 200, edited.text);
+  assert.equal(edited.body.new_version.version, 3);
+  const none = await review({ status: 'revoked', version: 2, reason: 'unsafe' });
   assert.equal(none.status, 200, none.text);
   assert.equal(none.body.custom_action.approved_version, null);
+  const [, second, third] = none.body.custom_action.versions as Array<{ status: string; reviewer: string; reviewed_at: string; revoked?: { by: string; reason: string } }>;
+  assert.equal(second!.status, 'revoked');
+  assert.ok(second!.reviewer && second!.reviewed_at, 'the approval stays on record');
+  assert.equal(second!.revoked?.reason, 'unsafe');
+  assert.equal(third!.status, 'rejected', 'the pending edit of the revoked module is rejected with it');
+  assert.equal((await review({ status: 'approved', version: 3 })).body.error.code, 'version_not_pending');
   const next = await settled(await runFor('revoke-2'));
   assert.equal(next.state, 'failed');
   assert.equal(next.steps[0].attempts[0].error.code, 'custom_action_not_approved');
-  assert.match(next.steps[0].attempts[0].error.message, /revoked/);
   const edit = await call(rt.url, 'PATCH', `/organizations/${ORG}/custom-actions/${actionId}`, { token: key, json: { permissions: ['read_secret:API_KEY'] } });
   assert.equal(edit.status, 409, 'a revoked module does not come back as a permission change');
   assert.equal(edit.body.error.code, 'module_rejected');
