@@ -1,4 +1,5 @@
-// The `sluice` command: `dev` (runtime + local hook-runner), `serve` (runtime only), `hook-runner`.
+// The `sluice` command: `dev` (runtime + local hook-runner), `serve` (runtime only), `hook-runner`,
+// and the helpers `sign` and `cron`.
 // Prints where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
 import { relative } from 'node:path';
@@ -8,6 +9,7 @@ import { SluiceError } from './errors.ts';
 import { guardLedgerCommitFailures } from './ledger/commit-failure-guard.ts';
 import { createLogger } from './log.ts';
 import { signCommand } from './sign-command.ts';
+import { cronCommand } from './cron-command.ts';
 import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
 
 const USAGE = `usage: sluice <command> [options]
@@ -18,6 +20,7 @@ commands:
   hook-runner   run the WebAssembly hook-runner (gRPC)
   sign          print Standard Webhooks headers for a body as curl -H arguments
                 (--secret whsec_... --id <message id> --body <json> [--timestamp <s>])
+  cron          print the next ticks of a schedule pattern ("<pattern>" [--timezone <zone>] [--count <n>])
 
 options (dev, serve):
   --port <n>            listen port, 0 = any free port (SLUICE_PORT, default 8787)
@@ -106,6 +109,9 @@ async function main(argv: readonly string[]): Promise<void> {
       return runStandaloneHookRunner(rest);
     case 'sign':
       process.stdout.write(`${signCommand(rest, Date.now())}\n`);
+      return;
+    case 'cron':
+      process.stdout.write(`${cronCommand(rest, Date.now())}\n`);
       return;
     case 'help':
     case '--help':

@@ -1,0 +1,35 @@
+// `sluice cron`: prints the next ticks of a schedule's pattern in its time zone, checked by the same
+// rules the schedules API applies, so a pattern can be tried before a schedule is made with it.
+
+import { parseArgs } from 'node:util';
+import { InputError } from './errors.ts';
+import { checkSchedule, nextTickAt, type ScheduleRecord } from './triggers/schedule-record.ts';
+
+const USAGE = 'usage: sluice cron "<pattern>" [--timezone <IANA zone>] [--count <1-50>]';
+
+/** The next `--count` ticks after `nowMs`, one per line: UTC, then the wall time in the zone. */
+export function cronCommand(args: readonly string[], nowMs: number): string {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: true,
+    options: { timezone: { type: 'string' }, count: { type: 'string' } },
+  });
+  if (positionals.length !== 1) throw new InputError(400, 'usage', USAGE);
+  const count = Number(values.count ?? '5');
+  if (!Number.isInteger(count) || count < 1 || count > 50) throw new InputError(400, 'invalid_count', `--count must be a whole number from 1 to 50. ${USAGE}`);
+  const { cron, timezone } = checkSchedule(positionals[0] ?? '', values.timezone ?? 'UTC');
+  let schedule: ScheduleRecord = {
+    id: 'sch_cli', org_id: '', name: 'cli', cron, timezone, event_type: 'cli', environment: 'production', payload_json: 'null',
+    enabled: true, created_at: '', updated_at: '', last_tick_ms: nowMs, last_sent_tick_ms: null,
+  };
+  const wallTime = new Intl.DateTimeFormat('en-GB', {
+    timeZone: timezone, weekday: 'short', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short',
+  });
+  const lines = [`${cron} in ${timezone}, next ${count}:`];
+  for (let at = nextTickAt(schedule, nowMs), n = 0; at !== undefined && n < count; at = nextTickAt(schedule, at), n++) {
+    lines.push(`  ${new Date(at).toISOString()}  ${wallTime.format(at)}`);
+    schedule = { ...schedule, last_tick_ms: at };
+  }
+  return lines.join('\n');
+}

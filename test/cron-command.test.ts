@@ -1,0 +1,28 @@
+// `sluice cron`: prints the next ticks of a pattern as the schedules API would send them (across a
+// daylight-saving change too), and refuses what the API refuses, with its message.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { cronCommand } from '../runtime/cron-command.ts';
+
+const NOW = Date.UTC(2026, 2, 6, 12, 0, 0);
+
+test('the next ticks in the zone, UTC first, across the spring-forward night in New York', () => {
+  const lines = cronCommand(['0 2,14 * * *', '--timezone', 'america/new_york', '--count', '4'], NOW).split('\n');
+  assert.equal(lines[0], '0 2,14 * * * in America/New_York, next 4:');
+  assert.deepEqual(lines.slice(1).map((line) => line.trim().split(' ')[0]), [
+    '2026-03-06T19:00:00.000Z',
+    '2026-03-07T07:00:00.000Z',
+    '2026-03-07T19:00:00.000Z',
+    '2026-03-08T07:00:00.000Z', // 02:00 does not exist that night: 03:00 EDT
+  ]);
+  assert.match(lines[4]!, /03:00/);
+  assert.equal(cronCommand(['@daily'], NOW).split('\n').length, 6, 'five by default');
+});
+
+test('what the API refuses is refused with its message; usage when the pattern is missing', () => {
+  assert.throws(() => cronCommand(['0 0 L * *'], NOW), /A cron pattern has five fields/);
+  assert.throws(() => cronCommand(['0 0 * * *', '--timezone', 'Mars/Olympus'], NOW), /not an IANA time zone/);
+  assert.throws(() => cronCommand(['0 0 * * *', '--count', '0'], NOW), /--count must be a whole number from 1 to 50/);
+  assert.throws(() => cronCommand([], NOW), /usage: sluice cron/);
+});
