@@ -166,7 +166,7 @@ export class RunEngine {
   async recover(): Promise<number> {
     const d = this.#d;
     const runs = await recoverUnfinishedRuns({ ...d, updateFor: (run) => this.#updateFor(run) }, d.clock.now());
-    for (const run of runs) this.#act(run);
+    for (const { orgId, runId, work } of runs) this.#actOn(orgId, runId, work);
     return runs.length;
   }
 
@@ -312,10 +312,17 @@ export class RunEngine {
 
   /** Acts on the work a durable snapshot implies. Only ever called after the snapshot is flushed. */
   #act(run: PersistedRun): void {
-    const { orgId, runId } = run.context;
-    const key = keyOf(orgId, runId);
     const work: Work = pendingWork(run);
     this.#settleSlot(run);
+    this.#actOn(run.context.orgId, run.context.runId, work, run);
+  }
+
+  /**
+   * Does the run's pending work: queues it for admission, sends its step, or arms its timer. A step
+   * is sent from the run's snapshot: `run`, or the one in the ledger (boot recovery keeps none).
+   */
+  #actOn(orgId: OrgId, runId: RunId, work: Work, run?: PersistedRun): void {
+    const key = keyOf(orgId, runId);
     if (work.kind !== 'arm_timer') this.#timers.disarm(key);
     switch (work.kind) {
       case 'await_admission':
@@ -327,7 +334,11 @@ export class RunEngine {
         if (this.#dispatched.get(key) !== work.fence) {
           // Reading what the step needs (its version, its event) can fail like any read: the run is
           // then picked up again later, as after a failed write, instead of an unhandled rejection.
-          this.#dispatch(run, work).catch((error: unknown) => {
+          const dispatch = async (): Promise<void> => {
+            const snapshot = run ?? this.#d.runs.get(orgId, runId);
+            if (snapshot !== undefined) await this.#dispatch(snapshot, work);
+          };
+          dispatch().catch((error: unknown) => {
             this.#d.logger.error('step dispatch failed', { org_id: orgId, run_id: runId, error: String(error) });
             this.#stalled.failed(key);
           });

@@ -2,10 +2,13 @@
 // `running` when the process died goes back to `queued` with its open attempt marked abandoned
 // (actors/run-transition.ts), and those changes commit durably, with their live updates, before
 // the engine acts on any run. Runs come back in admission order (see `admissionOrder`), since the
-// store keys them by [org, run id] and run ids are hashes.
+// store keys them by [org, run id] and run ids are hashes. Only what the engine must do next is
+// kept per run (its id and pending work, not the decoded snapshot): a million runs waiting in
+// long delays restart in a fraction of the memory their snapshots would take.
 
+import type { OrgId, RunId } from '../../actors/ids.ts';
 import { reclaimAfterRestart, type PersistedRun } from '../../actors/run-transition.ts';
-import { admissionLane } from '../../actors/run-work.ts';
+import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { LiveRooms } from '../rooms/live-rooms.ts';
@@ -20,19 +23,30 @@ export interface RecoveryDeps {
   readonly updateFor: (run: PersistedRun) => NewRunUpdate;
 }
 
+/** An unfinished run as recovery hands it to the engine: which run, and what to do for it. */
+export interface RecoveredRun {
+  readonly orgId: OrgId;
+  readonly runId: RunId;
+  readonly createdAt: number;
+  readonly work: Work;
+}
+
+const recovered = (run: PersistedRun): RecoveredRun => ({ orgId: run.context.orgId, runId: run.context.runId, createdAt: run.context.createdAt, work: pendingWork(run) });
+
 /**
- * Resolves with every unfinished run, as now durably stored, in `admissionOrder`: the engine
- * enqueues them in the order given, so that order is what each org's FIFO sees.
+ * Resolves with every unfinished run that has work to do (a failed run waits for a person: none),
+ * as now durably stored, in `admissionOrder`: the engine enqueues them in the order given, so that
+ * order is what each org's FIFO sees.
  */
-export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<PersistedRun[]> {
+export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<RecoveredRun[]> {
   const reclaimed: Array<{ run: PersistedRun; update: NewRunUpdate }> = [];
-  const resting: PersistedRun[] = [];
+  const resting: RecoveredRun[] = [];
   for (const { orgId, runId } of deps.runs.unfinished()) {
     const run = deps.runs.get(orgId, runId);
     if (run === undefined) continue;
     const step = reclaimAfterRestart(run, nowMs);
     if (step.changed) reclaimed.push({ run: step.run, update: deps.updateFor(step.run) });
-    else resting.push(run);
+    else if (pendingWork(run).kind !== 'none') resting.push(recovered(run));
   }
   const { root } = deps.ledger;
   const stored = await durably(
@@ -45,7 +59,7 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
     ),
   );
   stored.forEach((update, i) => deps.rooms.publish((reclaimed[i] as { run: PersistedRun }).run.context.orgId, [update]));
-  return [...resting, ...reclaimed.map((r) => r.run)].sort(admissionOrder);
+  return [...resting, ...reclaimed.map(({ run }) => recovered(run))].sort(admissionOrder);
 }
 
 /**
@@ -55,9 +69,9 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
  * process is not stored; creation time is what it followed, except that runs created in the same
  * millisecond come back in run-id order.
  */
-export function admissionOrder(a: PersistedRun, b: PersistedRun): number {
-  return laneRank(a) - laneRank(b) || a.context.createdAt - b.context.createdAt || (a.context.runId < b.context.runId ? -1 : a.context.runId > b.context.runId ? 1 : 0);
+export function admissionOrder(a: RecoveredRun, b: RecoveredRun): number {
+  return laneRank(a) - laneRank(b) || a.createdAt - b.createdAt || (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0);
 }
 
 /** Runs that do not wait for admission (timers) can go anywhere; the engine arms them instead. */
-const laneRank = (run: PersistedRun): number => (run.value === 'queued' && admissionLane(run.context) === 'new' ? 1 : 0);
+const laneRank = ({ work }: RecoveredRun): number => (work.kind === 'await_admission' && work.lane === 'new' ? 1 : 0);
