@@ -229,8 +229,8 @@ export class CustomActionStore {
    * Approves or rejects one version that is pending review (409 `version_not_pending` otherwise).
    * Approving makes it the approved version and supersedes the previous approved one and every
    * older version still pending, in the same transaction. Revoking takes an approved or superseded
-   * version out of use (409 `version_not_revocable` otherwise): the action has no approved version
-   * until another is approved, and runs pinned to the revoked one fail.
+   * version's module out of use (409 `version_not_revocable` otherwise), in every version that has
+   * it: the action has no approved version if it was that module, and runs pinned to one fail.
    */
   async review(orgId: string, actionId: string, input: ReviewInput, at: number): Promise<ActionChange> {
     return unwrap(
@@ -254,15 +254,19 @@ export class CustomActionStore {
             status: target.status,
           }));
         }
+        const revocation = { by: input.reviewer, reason: input.reason, at: iso(at) };
         const reviewed: ActionVersionRecord = revoking
-          ? { ...target, status: 'revoked', revoked: { by: input.reviewer, reason: input.reason, at: iso(at) } }
+          ? { ...target, status: 'revoked', revoked: revocation }
           : { ...target, status: input.decision, reviewer: input.reviewer, reason: input.reason, reviewed_at: iso(at) };
         this.#versions.put([orgId, action.id, target.version], reviewed);
         if (revoking) {
-          // The same module waiting for review (a permission edit made before the revocation) must not
-          // bring revoked code back looking like a permission change.
+          // What is revoked is the module: every other version of it (a permission edit) goes too,
+          // in use or waiting for review, or it would come back looking like a permission change.
           for (const version of versions) {
-            if (version.status === 'pending_review' && version.digest === target.digest) {
+            if (version.digest !== target.digest || version.version === target.version) continue;
+            if (version.status === 'approved' || version.status === 'superseded') {
+              this.#versions.put([orgId, action.id, version.version], { ...version, status: 'revoked', revoked: revocation });
+            } else if (version.status === 'pending_review') {
               this.#versions.put([orgId, action.id, version.version], { ...version, status: 'rejected', reviewer: input.reviewer, reason: `its module was revoked in version ${target.version}`, reviewed_at: iso(at) });
             }
           }
@@ -275,7 +279,8 @@ export class CustomActionStore {
           }
           next = { ...next, approved_version: target.version };
         }
-        if (revoking && action.approved_version === target.version) next = { ...next, approved_version: null };
+        const approvedModule = versions.find((version) => version.version === action.approved_version)?.digest;
+        if (revoking && approvedModule === target.digest) next = { ...next, approved_version: null };
         this.#actions.put([orgId, action.id], next);
         return { ok: true, value: { action: describeCustomAction(next, this.versions(orgId, action.id)), version: reviewed } };
       }),

@@ -123,7 +123,9 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         const parsed = parseJsonRequestText(request);
         const update = parseUpdate(parsed.value);
         const payloadJson = 'payload' in update ? payloadText(parsed.text, true) : undefined;
-        const checked = checkSchedule(update.cron ?? current.cron, update.timezone ?? current.timezone);
+        // Checked only when changed: a pattern stored under older rules can still be paused or edited.
+        const retimed = update.cron !== undefined || update.timezone !== undefined;
+        const checked = retimed ? checkSchedule(update.cron ?? current.cron, update.timezone ?? current.timezone) : current;
         // Merged onto the schedule as stored when the write runs. A new pattern, zone or an enabling
         // starts from now: ticks it would have had before are not owed.
         const next = await schedules.update(org.id, current.name, (stored): ScheduleRecord => {

@@ -92,17 +92,22 @@ export class RunCreation {
       undoInMemory();
       throw error;
     }
+    let reserved: RunUpdate[][];
     try {
       // Seqs are given now: reading the org's last seq is the one read their writes would need.
-      for (const { newUpdates } of created) for (const update of newUpdates) updates.push(host.updateLog.reserve(orgId, update));
+      reserved = created.map(({ newUpdates }) => newUpdates.map((update) => host.updateLog.reserve(orgId, update)));
     } catch (error) {
       undoInMemory();
       throw error;
     }
+    updates.push(...reserved.flat());
     return {
+      // Each run before its updates: a put that throws part way leaves no update of a run not written.
       write: () => {
-        for (const update of updates) host.updateLog.store(orgId, update);
-        for (const { run } of created) host.runs.write(run, undefined);
+        created.forEach(({ run }, i) => {
+          host.runs.write(run, undefined);
+          for (const update of reserved[i] ?? []) host.updateLog.store(orgId, update);
+        });
       },
       committed: () => {
         settleWaiting();

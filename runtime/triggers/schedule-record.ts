@@ -103,6 +103,10 @@ export function nextTickAt(schedule: ScheduleRecord, nowMs: number): number | un
   return cronOf(schedule).nextRun(new Date(nowMs))?.getTime();
 }
 
+/** Whether two records of a schedule tick alike and send the same event (the same schedule, unchanged since). */
+export const sendsAlike = (a: ScheduleRecord, b: ScheduleRecord): boolean =>
+  a.id === b.id && a.cron === b.cron && a.timezone === b.timezone && a.event_type === b.event_type && a.payload_json === b.payload_json && a.environment === b.environment;
+
 /** The deterministic id of the event a schedule sends for the tick at `tickMs`. */
 export const tickEventId = (schedule: ScheduleRecord, tickMs: number): string =>
   `evt_sch_${createHash('sha256').update(`${schedule.id}\u0000${tickMs}`).digest('hex').slice(0, 32)}`;

@@ -12,7 +12,7 @@ import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import { SCHEDULE_SOURCE, isTickDone, nextTickAt, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
+import { SCHEDULE_SOURCE, isTickDone, nextTickAt, sendsAlike, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
 import type { ScheduleStore } from './schedule-store.ts';
 
 /** A tick whose write failed is tried again after this long. */
@@ -123,7 +123,7 @@ export class ScheduleTicker {
 
   /**
    * Stores the tick's event with its runs and marks the tick done, in one transaction that first
-   * checks the schedule is still the one read, enabled, and not past this tick. A sandbox tick of
+   * checks the schedule is still the one read (not changed since), enabled, and not past this tick. A sandbox tick of
    * an org whose plan has no sandbox any more is passed over (marked done, nothing sent).
    */
   async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
@@ -137,7 +137,11 @@ export class ScheduleTicker {
     let sent = false;
     const write = schedules.root.transaction(() => {
       const current = schedules.table.get(key) as ScheduleRecord | undefined;
-      if (current === undefined || current.id !== schedule.id || !current.enabled || isTickDone(current, tick, now)) return;
+      // Changed since it was read (a PATCH: another pattern, payload or type): the tick is worked out
+      // again from the new record when the timer is armed again. The clock is read here, after any
+      // write ordered before this one, so a PATCH's fresh last_tick_ms never looks like a clock set back.
+      if (current === undefined || !sendsAlike(current, schedule) || !current.enabled) return;
+      if (isTickDone(current, tick, Math.max(now, this.#d.clock.now()))) return;
       if (event !== undefined && !events.has(event.org_id, event.id)) {
         sent = true;
         reactions = events.writeWithin(event, null, payloadTextOf(event));

@@ -88,3 +88,18 @@ test('a run pinned to a revoked version fails instead of moving on; its resume t
   assert.equal(edit.status, 409, 'a revoked module does not come back as a permission change');
   assert.equal(edit.body.error.code, 'module_rejected');
 });
+
+test('revoking a version revokes its module: a later version that only changed permissions goes with it', async () => {
+  const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name: 'module-wide', file: await assembleWat('m', constantWat(JSON.stringify({ m: 1 }))) });
+  assert.equal(uploaded.status, 201, uploaded.text);
+  const actionId: string = uploaded.body.custom_action.id;
+  const review = (json: unknown) => post(`/custom-actions/${actionId}/review`, json);
+  assert.equal((await review({ status: 'approved', version: 1 })).status, 200);
+  const edited = await call(rt.url, 'PATCH', `/organizations/${ORG}/custom-actions/${actionId}`, { token: key, json: { permissions: ['read_secret:TOKEN'] } });
+  assert.equal(edited.status, 200, edited.text);
+  assert.equal((await review({ status: 'approved', version: 2 })).status, 200);
+  const revoked = await review({ status: 'revoked', version: 1 });
+  assert.equal(revoked.status, 200, revoked.text);
+  assert.deepEqual(revoked.body.custom_action.versions.map((v: { status: string }) => v.status), ['revoked', 'revoked']);
+  assert.equal(revoked.body.custom_action.approved_version, null, 'the same module under version 2 is out of use too');
+});

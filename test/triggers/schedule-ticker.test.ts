@@ -1,0 +1,60 @@
+// The ticker against a change racing its tick, on each ledger: a PATCH whose write is ordered
+// before the tick's (another pattern, a last tick stamped a moment later) wins, and the old
+// pattern's tick is not sent from the record read before it.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { EventStore } from '../../runtime/events/event-store.ts';
+import { Inbox } from '../../runtime/inbox/inbox.ts';
+import { createLogger } from '../../runtime/log.ts';
+import { RunStore } from '../../runtime/runs/run-store.ts';
+import { OrganizationStore } from '../../runtime/tenancy/organizations.ts';
+import type { ScheduleRecord } from '../../runtime/triggers/schedule-record.ts';
+import { ScheduleStore } from '../../runtime/triggers/schedule-store.ts';
+import { ScheduleTicker } from '../../runtime/triggers/schedule-ticker.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+
+const TEN = Date.UTC(2026, 10, 30, 10, 0, 0);
+const ORG = 'acct-ticker';
+
+for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)`, () => {
+  let opened: ReturnType<typeof kind.open>;
+  let schedules: ScheduleStore;
+  let events: EventStore;
+  let ticker: ScheduleTicker;
+  const clock = new ManualClock(TEN);
+  before(async () => {
+    opened = kind.open();
+    const { ledger } = opened;
+    const orgs = new OrganizationStore(ledger);
+    await orgs.create({ id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString() }, () => undefined);
+    events = new EventStore(ledger, new Inbox(ledger, 60_000));
+    schedules = new ScheduleStore(ledger);
+    ticker = new ScheduleTicker({ schedules, events, orgs, generations: new RunStore(ledger).sandboxGenerations, clock, logger: createLogger('silent'), onSent: () => undefined });
+  });
+  after(async () => {
+    ticker.close();
+    await opened.close();
+  });
+
+  test('a pattern changed in a write ordered before the tick: the old tick is not sent', async () => {
+    const hourly: ScheduleRecord = {
+      id: 'sch_race', org_id: ORG, name: 'race', cron: '0 * * * *', timezone: 'UTC', event_type: 'race.tick', environment: 'production', payload_json: 'null',
+      enabled: true, created_at: '', updated_at: '', last_tick_ms: TEN - 30 * 60_000, last_sent_tick_ms: null,
+    };
+    await schedules.create(hourly);
+    ticker.arm(hourly);
+    assert.equal(ticker.timers.dueAt(`${ORG}\u0000race`), TEN, 'the 10:00 tick is due');
+    // The PATCH's write is queued first and stamps its last tick a moment after the ticker read the clock.
+    const patched = schedules.update(ORG, 'race', (stored) => ({ ...stored, cron: '30 * * * *', updated_at: 'now', last_tick_ms: TEN + 5 }));
+    assert.equal(ticker.timers.fireDue(), 1);
+    clock.advance(5);
+    const stored = await patched;
+    ticker.arm(stored);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(events.list(ORG, 'production', { limit: 10 }).events, [], 'no event from the old pattern');
+    assert.equal(schedules.get(ORG, 'race')?.last_tick_ms, TEN + 5, 'the last tick stays where the PATCH put it');
+    assert.equal(ticker.timers.dueAt(`${ORG}\u0000race`), TEN + 30 * 60_000, 'next: 10:30 by the new pattern');
+  });
+});
