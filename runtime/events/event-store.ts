@@ -199,9 +199,9 @@ export class EventStore {
       if (recordingRecord !== null) recordings.put([event.org_id, event.id], recordingRecord);
       for (const reaction of reactions) reaction.write();
     } catch (error) {
-      // Only a put can throw here (a key or value LMDB refuses). A conditional batch commits the
-      // writes queued before it, a transaction none: the ledger decides, so the reactions are
-      // settled as `unflushed`, which picks up from the ledger whatever did commit.
+      // Only a put can throw here (a key or value LMDB refuses). The writes queued before it still
+      // commit (ledger.ts), so the reactions are settled as `unflushed`: the stalled-run path picks
+      // up from the ledger whatever committed, and gives back what never arrives.
       settleReactions(reactions, 'unflushed');
       throw error;
     }

@@ -76,6 +76,8 @@ export class RunEngine {
   readonly #scheduler = new RootScheduler();
   readonly #timers: RunTimers;
   readonly #stalled: StalledRuns;
+  /** Stalled runs whose creating write committed (or may yet) without its flush confirmed: see #resume. */
+  readonly #unconfirmed = new Set<string>();
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
   readonly #actors = new Map<string, LiveRun>();
   /** The next transition of a run waits for the previous one to be durable. */
@@ -114,7 +116,10 @@ export class RunEngine {
       },
       pump: () => this.#pump(),
       unconfirmed: (orgId, runIds) => {
-        for (const runId of runIds) this.#stalled.failed(keyOf(orgId, runId));
+        for (const runId of runIds) {
+          this.#unconfirmed.add(keyOf(orgId, runId));
+          this.#stalled.failed(keyOf(orgId, runId));
+        }
       },
     });
     deps.events.addReactor((event) => creation.createRuns(event));
@@ -292,6 +297,13 @@ export class RunEngine {
     this.#chains.serially(key, () => {
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
+      // A run whose creating write was not confirmed may still be on its way (a put threw in its
+      // batch, settled before the batch committed): it gets one more pause before it counts as gone.
+      const unconfirmed = this.#unconfirmed.delete(key);
+      if (run === undefined && unconfirmed) {
+        this.#stalled.failed(key);
+        return;
+      }
       // Nothing left to retry: gone, finished, or failed and waiting for a person.
       const kind = run === undefined ? 'done' : pendingWork(run).kind;
       if (kind === 'done' || kind === 'none') this.#stalled.cleared(key);

@@ -127,9 +127,14 @@ test('a put that throws while the runs are written leaks no slot: the org runs i
   } finally {
     runs.write = write;
   }
-  // The admitted run's slot comes back once the stalled path finds no such run in the ledger.
+  // The admitted run's slot comes back once the stalled path has found no such run in the ledger
+  // twice (the first time, its write might still have been on its way).
   clock.advance(FIRST_RETRY_MS);
-  rt.runtime.engine.stalled.timers.fireDue();
+  assert.equal(rt.runtime.engine.stalled.timers.fireDue(), 1);
+  await eventually('the second pause to be armed', () => rt.runtime.engine.stalled.size, (n) => n === 1);
+  clock.advance(2 * FIRST_RETRY_MS);
+  assert.equal(rt.runtime.engine.stalled.timers.fireDue(), 1);
+  await eventually('the run to count as gone', () => rt.runtime.engine.stalled.size, (n) => n === 0);
   assert.equal((await send(org, key, 'evt-next')).status, 202);
   await eventually('the next event to run', () => runStates(org, key), (states) => states.join() === 'completed');
 });
