@@ -26,7 +26,10 @@ export const CLOSE_SLOW_CONSUMER = 4008;
 export const CLOSE_KEY_REVOKED = 4401;
 /** Sent when a starter-plan org subscribes to the sandbox environment. */
 export const CLOSE_SANDBOX_DISABLED = 4402;
-/** Sent to the org's sandbox sockets when its sandbox is reset: the runs they show are gone. */
+/**
+ * Sent to the org's sandbox sockets when its sandbox is reset, and to a later sandbox subscription
+ * from a position before the reset: the runs they show are gone.
+ */
 export const CLOSE_SANDBOX_RESET = 4409;
 /**
  * Updates the socket still needed left the retained log (asked with an after_seq older than the
@@ -246,6 +249,13 @@ export class LiveRooms {
    */
   #enter(ws: WebSocket<SocketData>, { room, afterSeq }: Subscription): void {
     const data = ws.getUserData();
+    // A position from before a sandbox reset: the client may show runs the reset removed, and a
+    // replay would only leave their updates out. It reloads instead (after_seq 0 is never refused).
+    if (room.environment === 'sandbox' && afterSeq !== undefined && afterSeq > 0 && afterSeq <= this.#log.resetSeq(data.orgId, 'sandbox')) {
+      data.state = { status: 'closed' };
+      ws.end(CLOSE_SANDBOX_RESET, `sandbox_reset: the sandbox was reset after seq ${afterSeq}; reload, then reconnect without after_seq`);
+      return;
+    }
     const publishedSeq = this.#publishedSeq(data.orgId);
     const earlier = this.#leave(ws, data, publishedSeq, afterSeq);
     // A frame sent while leaving can exceed the backpressure limit, which closes the socket.

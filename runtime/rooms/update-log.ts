@@ -13,7 +13,10 @@ export class UpdateLog {
   readonly #root: LedgerRoot;
   readonly #updates: LedgerTable;
   readonly #counters: LedgerTable;
-  /** [0] -> the retention the log was last kept at; [orgId] -> a lower bound on the org's oldest retained seq left by an earlier, smaller retention. */
+  /**
+   * [0] -> the retention the log was last kept at; [orgId] -> a lower bound on the org's oldest
+   * retained seq left by an earlier, smaller retention; [orgId, environment] -> its resetSeq.
+   */
   readonly #floors: LedgerTable;
   readonly #retention: number;
   /** Last seq handed out per org. Allocation happens when a write is queued (inside conditional
@@ -131,11 +134,21 @@ export class UpdateLog {
     return stale.length;
   }
 
-  /** Removes every retained update of one org's environment (sandbox reset); call inside a write transaction. */
+  /**
+   * The highest seq handed out when the org's environment was last reset (0: never): a client that
+   * saw updates up to it may show runs the reset removed.
+   */
+  resetSeq(orgId: string, environment: string): number {
+    return (this.#floors.get([orgId, environment]) as number | undefined) ?? 0;
+  }
+
+  /** Removes every retained update of one org's environment (sandbox reset), remembering where (resetSeq); call inside a write transaction. */
   removeEnvironment(orgId: string, environment: string): void {
     // The newest update may be one of those removed while the counter lags behind it (see lastSeq):
     // the counter keeps its seq, so that it is never handed out again after a restart.
-    this.#counters.put([orgId], Math.max(this.#issued.get(orgId) ?? 0, this.lastSeq(orgId)));
+    const highest = Math.max(this.#issued.get(orgId) ?? 0, this.lastSeq(orgId));
+    this.#counters.put([orgId], highest);
+    this.#floors.put([orgId, environment], highest);
     for (const { key, value } of this.#updates.getRange({ start: [orgId, 0], end: [orgId, Number.MAX_SAFE_INTEGER] })) {
       if ((value as RunUpdate).environment === environment) this.#updates.remove(key);
     }

@@ -216,4 +216,22 @@ test('a sandbox reset closes the org sandbox live sockets with 4409 and leaves p
   assert.equal((await send('after-reset-production', 'production', { n: 1 })).status, 202);
   await production.waitFor(() => production.updates().length > before, 'the production socket still streams');
   production.close();
+
+  // A client away during the reset comes back with its old position: it is told too.
+  const resetSeq = rt.runtime.updateLog.resetSeq(ORG, 'sandbox');
+  assert.ok(resetSeq > 0);
+  const late = await connectLive(rt.url, ORG, { query: `?token=${key}&environment=sandbox&after_seq=${resetSeq}` });
+  let lateClosedWith: number | undefined;
+  void late.closed.then((closed) => (lateClosedWith = closed.code));
+  await late.waitFor(() => lateClosedWith !== undefined, 'the late sandbox socket to close');
+  assert.equal(lateClosedWith, CLOSE_SANDBOX_RESET);
+  // From after the reset, or from whatever is retained, it streams; so does production from any position.
+  for (const query of [`environment=sandbox&after_seq=${resetSeq + 1}`, 'environment=sandbox&after_seq=0', `after_seq=${resetSeq}`]) {
+    const client = await connectLive(rt.url, ORG, { query: `?token=${key}&${query}` });
+    let closedCode: number | undefined;
+    void client.closed.then((closed) => (closedCode = closed.code));
+    await client.waitFor(() => client.messages.some((message) => 'heartbeat' in message), `a heartbeat on ${query}`);
+    assert.equal(closedCode, undefined, query);
+    client.close();
+  }
 });
