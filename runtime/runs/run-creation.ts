@@ -38,8 +38,11 @@ interface NewRun {
   readonly run: PersistedRun;
   readonly actor: RunActor;
   readonly admitted: boolean;
-  /** Its live updates, given seqs when written: `queued`, and `running` if admitted on the spot. */
-  readonly newUpdates: NewRunUpdate[];
+  /**
+   * Its live updates with their seqs, reserved when the run is computed (reading the org's last seq
+   * is the one read its writes would need): `queued`, and `running` if admitted on the spot.
+   */
+  readonly updates: RunUpdate[];
 }
 
 export class RunCreation {
@@ -65,7 +68,6 @@ export class RunCreation {
     if (versions.length === 0) return undefined;
     const orgId = asOrgId(event.org_id);
     const created: NewRun[] = [];
-    const updates: RunUpdate[] = [];
     const settleWaiting = (): void => {
       const left = (this.#queuedInFlight.get(orgId) ?? 0) - created.filter((c) => !c.admitted).length;
       if (left > 0) this.#queuedInFlight.set(orgId, left);
@@ -92,26 +94,17 @@ export class RunCreation {
       undoInMemory();
       throw error;
     }
-    let reserved: RunUpdate[][];
-    try {
-      // Seqs are given now: reading the org's last seq is the one read their writes would need.
-      reserved = created.map(({ newUpdates }) => newUpdates.map((update) => host.updateLog.reserve(orgId, update)));
-    } catch (error) {
-      undoInMemory();
-      throw error;
-    }
-    updates.push(...reserved.flat());
     return {
       // Each run before its updates: a put that throws part way leaves no update of a run not written.
       write: () => {
-        created.forEach(({ run }, i) => {
+        for (const { run, updates } of created) {
           host.runs.write(run, undefined);
-          for (const update of reserved[i] ?? []) host.updateLog.store(orgId, update);
-        });
+          for (const update of updates) host.updateLog.store(orgId, update);
+        }
       },
       committed: () => {
         settleWaiting();
-        host.started(orgId, updates, created);
+        host.started(orgId, created.flatMap(({ updates }) => updates), created);
       },
       abandoned: undoInMemory,
       // Committed, not known to be on disk: the stalled-run path picks each run up from the ledger
@@ -126,7 +119,7 @@ export class RunCreation {
     };
   }
 
-  /** Starts the run's actor and admits it on the spot if it may; writes nothing. */
+  /** Starts the run's actor, admits it on the spot if it may and reserves its updates' seqs; writes nothing. */
   #newRun(version: WorkflowVersion, runId: RunId, event: StoredEvent): NewRun {
     const host = this.#host;
     const orgId = asOrgId(event.org_id);
@@ -140,10 +133,10 @@ export class RunCreation {
         actor.send({ type: 'run.admitted', at: event.received_at_ms });
         run = persistSnapshot(actor.getPersistedSnapshot());
         newUpdates.push(host.updateFor(run, version));
-      } else {
-        this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
       }
-      return { run, actor, admitted, newUpdates };
+      const updates = newUpdates.map((update) => host.updateLog.reserve(orgId, update));
+      if (!admitted) this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
+      return { run, actor, admitted, updates };
     } catch (error) {
       actor.stop();
       if (admitted) host.release(orgId, runId);
