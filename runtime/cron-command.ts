@@ -3,7 +3,7 @@
 
 import { parseArgs } from 'node:util';
 import { InputError } from './errors.ts';
-import { checkSchedule, nextTickAt, type ScheduleRecord } from './triggers/schedule-record.ts';
+import { checkSchedule, ticksAfter } from './triggers/schedule-record.ts';
 
 const USAGE = 'usage: sluice cron "<pattern>" [--timezone <IANA zone>] [--count <1-50>]';
 
@@ -19,17 +19,10 @@ export function cronCommand(args: readonly string[], nowMs: number): string {
   const count = Number(values.count ?? '5');
   if (!Number.isInteger(count) || count < 1 || count > 50) throw new InputError(400, 'invalid_count', `--count must be a whole number from 1 to 50. ${USAGE}`);
   const { cron, timezone } = checkSchedule(positionals[0] ?? '', values.timezone ?? 'UTC');
-  let schedule: ScheduleRecord = {
-    id: 'sch_cli', org_id: '', name: 'cli', cron, timezone, event_type: 'cli', environment: 'production', payload_json: 'null',
-    enabled: true, created_at: '', updated_at: '', last_tick_ms: nowMs, last_sent_tick_ms: null,
-  };
   const wallTime = new Intl.DateTimeFormat('en-GB', {
     timeZone: timezone, weekday: 'short', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short',
   });
   const lines = [`${cron} in ${timezone}, next ${count}:`];
-  for (let at = nextTickAt(schedule, nowMs), n = 0; at !== undefined && n < count; at = nextTickAt(schedule, at), n++) {
-    lines.push(`  ${new Date(at).toISOString()}  ${wallTime.format(at)}`);
-    schedule = { ...schedule, last_tick_ms: at };
-  }
+  for (const at of ticksAfter({ cron, timezone }, nowMs, count)) lines.push(`  ${new Date(at).toISOString()}  ${wallTime.format(at)}`);
   return lines.join('\n');
 }

@@ -103,6 +103,11 @@ export function nextTickAt(schedule: ScheduleRecord, nowMs: number): number | un
   return cronOf(schedule).nextRun(new Date(nowMs))?.getTime();
 }
 
+/** The next `count` ticks of a pattern after `afterMs`, as the ticker walks them (the CLI's preview). */
+export function ticksAfter(schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>, afterMs: number, count: number): number[] {
+  return cronOf(schedule).nextRuns(count, new Date(afterMs)).map((at) => at.getTime());
+}
+
 /** Whether two records of a schedule tick alike and send the same event (the same schedule, unchanged since). */
 export const sendsAlike = (a: ScheduleRecord, b: ScheduleRecord): boolean =>
   a.id === b.id && a.cron === b.cron && a.timezone === b.timezone && a.event_type === b.event_type && a.payload_json === b.payload_json && a.environment === b.environment;
