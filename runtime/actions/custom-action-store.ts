@@ -258,18 +258,19 @@ export class CustomActionStore {
         const reviewed: ActionVersionRecord = revoking
           ? { ...target, status: 'revoked', revoked: revocation }
           : { ...target, status: input.decision, reviewer: input.reviewer, reason: input.reason, reviewed_at: iso(at) };
-        this.#versions.put([orgId, action.id, target.version], reviewed);
         if (revoking) {
-          // What is revoked is the module: every other version of it (a permission edit) goes too,
-          // in use or waiting for review, or it would come back looking like a permission change.
+          // What is revoked is the module: the target and every other version of it (a permission
+          // edit), in use or waiting for review, or it would come back looking like a permission change.
           for (const version of versions) {
-            if (version.digest !== target.digest || version.version === target.version) continue;
+            if (version.digest !== target.digest) continue;
             if (version.status === 'approved' || version.status === 'superseded') {
               this.#versions.put([orgId, action.id, version.version], { ...version, status: 'revoked', revoked: revocation });
             } else if (version.status === 'pending_review') {
               this.#versions.put([orgId, action.id, version.version], { ...version, status: 'rejected', reviewer: input.reviewer, reason: `its module was revoked in version ${target.version}`, reviewed_at: iso(at) });
             }
           }
+        } else {
+          this.#versions.put([orgId, action.id, target.version], reviewed);
         }
         let next: CustomActionRecord = { ...action, updated_at: iso(at) };
         if (input.decision === 'approved') {
@@ -279,8 +280,8 @@ export class CustomActionStore {
           }
           next = { ...next, approved_version: target.version };
         }
-        const approvedModule = versions.find((version) => version.version === action.approved_version)?.digest;
-        if (revoking && approvedModule === target.digest) next = { ...next, approved_version: null };
+        const revokesApproved = revoking && versions.some((version) => version.version === action.approved_version && version.digest === target.digest);
+        if (revokesApproved) next = { ...next, approved_version: null };
         this.#actions.put([orgId, action.id], next);
         return { ok: true, value: { action: describeCustomAction(next, this.versions(orgId, action.id)), version: reviewed } };
       }),

@@ -123,8 +123,9 @@ export class ScheduleTicker {
 
   /**
    * Stores the tick's event with its runs and marks the tick done, in one transaction that first
-   * checks the schedule is still the one read (not changed since), enabled, and not past this tick. A sandbox tick of
-   * an org whose plan has no sandbox any more is passed over (marked done, nothing sent).
+   * checks the schedule is still the one read (not changed since), enabled, and not past this
+   * tick. A sandbox tick of an org whose plan has no sandbox any more is passed over (marked done,
+   * nothing sent).
    */
   async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
     const { schedules, events, orgs, generations } = this.#d;
