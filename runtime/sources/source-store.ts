@@ -5,6 +5,7 @@
 import { ConflictError, notFound } from '../errors.ts';
 import { changeRecord } from '../ledger/change-record.ts';
 import { durably } from '../ledger/durable-write.ts';
+import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
@@ -42,18 +43,7 @@ export class SourceStore {
   /** Resolves after the source is durable; 409 if the name is taken in this org, or the org holds MAX_SOURCES_PER_ORG. */
   async create(source: SourceRecord): Promise<void> {
     const { root, sources } = this.#ledger;
-    const key = [source.org_id, source.name];
-    const outcome = await this.#cache.writing(source.org_id, () =>
-      durably(
-        root,
-        root.transaction(() => {
-          if (sources.get(key) !== undefined) return 'exists';
-          if (sources.getKeysCount({ start: [source.org_id], end: [source.org_id, '\uffff'] }) >= MAX_SOURCES_PER_ORG) return 'full';
-          sources.put(key, source);
-          return 'created';
-        }),
-      ),
-    );
+    const outcome = await this.#cache.writing(source.org_id, () => insertCapped(root, sources, source.org_id, source.name, source, MAX_SOURCES_PER_ORG));
     forgetSourceSchemas(source.org_id, source.name);
     if (outcome === 'exists') throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('source_limit_reached', `An organization can hold at most ${MAX_SOURCES_PER_ORG} sources; delete one first.`);

@@ -4,6 +4,7 @@
 import { ConflictError, notFound } from '../errors.ts';
 import { changeRecord } from '../ledger/change-record.ts';
 import { durably } from '../ledger/durable-write.ts';
+import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { ScheduleRecord } from './schedule-record.ts';
 
@@ -41,17 +42,7 @@ export class ScheduleStore {
 
   /** Resolves once the schedule is durable; 409 if the name is taken in this org, or the org holds MAX_SCHEDULES_PER_ORG. */
   async create(schedule: ScheduleRecord): Promise<void> {
-    const { root, table } = this;
-    const key = [schedule.org_id, schedule.name];
-    const outcome = await durably(
-      root,
-      root.transaction(() => {
-        if (table.get(key) !== undefined) return 'exists';
-        if (table.getKeysCount({ start: [schedule.org_id], end: [schedule.org_id, '\uffff'] }) >= MAX_SCHEDULES_PER_ORG) return 'full';
-        table.put(key, schedule);
-        return 'created';
-      }),
-    );
+    const outcome = await insertCapped(this.root, this.table, schedule.org_id, schedule.name, schedule, MAX_SCHEDULES_PER_ORG);
     if (outcome === 'exists') throw new ConflictError('schedule_exists', `A schedule named "${schedule.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('schedule_limit_reached', `An organization can hold at most ${MAX_SCHEDULES_PER_ORG} schedules; delete one first.`);
   }
