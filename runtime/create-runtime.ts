@@ -6,6 +6,9 @@ import { isoAt, type ApiContext } from './api/context.ts';
 import { scheduleRoutes } from './api/schedules-api.ts';
 import { ScheduleStore } from './triggers/schedule-store.ts';
 import { ScheduleTicker } from './triggers/schedule-ticker.ts';
+import { deviceRoutes } from './api/devices-api.ts';
+import { DeviceStore } from './triggers/device-store.ts';
+import { DeviceSockets, deviceUpgradeRequired } from './triggers/device-sockets.ts';
 import { eventRoutes } from './api/events-api.ts';
 import { runRoutes } from './api/runs-api.ts';
 import { sandboxRoutes } from './api/sandbox-api.ts';
@@ -66,6 +69,8 @@ export interface Runtime {
   readonly workflows: WorkflowStore;
   /** Sends schedules' ticks (tests fire its timers on a manual clock). */
   readonly ticker: ScheduleTicker;
+  /** Devices' sockets: their messages and connection changes become events. */
+  readonly devices: DeviceSockets;
   /** The hook-runner connection (client and, under `sluice dev`, the supervised child). */
   readonly runner: RunnerConnection;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
@@ -131,24 +136,33 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     onSent: () => metrics.ingestTotal.inc({ outcome: 'accepted_schedule' }),
   });
   opened.push(() => ticker.close());
+  const deviceStore = new DeviceStore(ledger, events);
+  const devices = new DeviceSockets(server.app, {
+    devices: deviceStore, events, orgs, quota, clock, logger,
+    generations: runs.sandboxGenerations,
+    onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),
+  });
+  opened.push(() => devices.close());
   const child = runner.child;
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,
     runner: child === undefined ? undefined : () => ({ up: child.state === 'running', restarts: child.restarts }),
   });
-  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations }), liveUpgradeRequired);
+  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations }), liveUpgradeRequired, deviceUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => {
       engine.refreshLimit(orgId);
       rooms.closeSandboxSocketsIfDisallowed(orgId);
+      devices.dropSandboxSocketsIfDisallowed(orgId);
     }),
     ...apiKeyRoutes(context, (orgId, keyId) => rooms.closeSocketsOfKey(orgId, keyId)),
     ...sourceRoutes(context),
     ...scheduleRoutes(context, schedules, ticker),
+    ...deviceRoutes(context, deviceStore, devices),
     ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine),
-    ...sandboxRoutes(context, updateLog, engine, projections, (orgId) => rooms.closeSandboxSocketsAfterReset(orgId)),
+    ...sandboxRoutes(context, updateLog, engine, projections, deviceStore, (orgId) => rooms.closeSandboxSocketsAfterReset(orgId)),
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections),
     ...customActionRoutes(context, actions, runner.client),
@@ -162,8 +176,10 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   } finally {
     recovered();
   }
-  // After recovery: a tick owed since the last start makes runs, which the engine must own.
+  // After recovery: a tick owed since the last start, and the endings of device connections the
+  // previous process left open, make runs, which the engine must own.
   ticker.start();
+  await devices.start();
 
   const pruneTimer = setInterval(() => {
     const failed = (job: string) => (error: unknown): void => {
@@ -191,12 +207,14 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     engine,
     workflows,
     ticker,
+    devices,
     runner,
     close: () =>
       (closing ??= (async () => {
         clearInterval(pruneTimer);
         ticker.close();
         rooms.close();
+        await devices.close();
         await server.close();
         await engine.close();
         connections.close();

@@ -8,9 +8,10 @@ import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunEngine } from '../runs/run-engine.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import type { DeviceStore } from '../triggers/device-store.ts';
 import type { ApiContext } from './context.ts';
 
-export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore, onReset: (orgId: string) => void): Route[] {
+export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore, devices: DeviceStore, onReset: (orgId: string) => void): Route[] {
   return [
     {
       method: 'POST',
@@ -18,7 +19,7 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         assertSandboxAllowed(org, 'sandbox');
-        const result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, updateLog, projections }, org.id);
+        const result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections }, org.id);
         engine.forget(result.runs);
         onReset(org.id);
         return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims, projection_rows: result.projection_rows } });

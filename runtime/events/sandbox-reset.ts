@@ -1,7 +1,7 @@
 // Sandbox reset: removes one org's sandbox events (and retention's tombstones of them), recordings,
-// runs, inbox claims, projection rows and retained live updates, and starts its next sandbox
-// generation, in one durable transaction, and nothing else (workflows, sources and production
-// stay). A re-sent event id then makes runs with new ids.
+// runs, inbox claims (of sandbox sources and devices), projection rows and retained live updates,
+// and starts its next sandbox generation, in one durable transaction, and nothing else (workflows,
+// sources, devices and production stay). A re-sent event id then makes runs with new ids.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
@@ -12,12 +12,15 @@ import { REPLAY_SOURCE } from '../replay/business-replay.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
+import { deviceSource } from '../triggers/device-record.ts';
+import type { DeviceStore } from '../triggers/device-store.ts';
 
 export interface SandboxResetDeps {
   readonly ledger: Ledger;
   readonly events: EventStore;
   readonly runs: RunStore;
   readonly sources: SourceStore;
+  readonly devices: DeviceStore;
   readonly updateLog: UpdateLog;
   readonly projections: ProjectionStore;
 }
@@ -59,6 +62,9 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
         let claims = 0;
         for (const source of deps.sources.list(orgId).filter((s) => s.environment === 'sandbox')) {
           claims += deps.events.inbox.removeSourceClaimsWithin(orgId, source.name);
+        }
+        for (const device of deps.devices.list(orgId).filter((d) => d.environment === 'sandbox')) {
+          claims += deps.events.inbox.removeSourceClaimsWithin(orgId, deviceSource(device.name));
         }
         // Business replays keyed by an Idempotency-Key claim under REPLAY_SOURCE, whatever their
         // environment: the claims of the replays removed here go with them.

@@ -17,17 +17,18 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /**
  * Decodes UTF-8 strictly and parses JSON nested at most MAX_JSON_NESTING deep, with no member named
- * twice in one object; returns the value and the text it was parsed from.
+ * twice in one object; returns the value and the text it was parsed from. `what` names the
+ * document in error messages.
  */
-export function decodeJsonBytes(body: Buffer): { readonly value: unknown; readonly text: string } {
+export function decodeJsonBytes(body: Buffer, what = 'The request body'): { readonly value: unknown; readonly text: string } {
   let text: string;
   try {
     text = strictUtf8.decode(body);
   } catch {
-    throw new InputError(400, 'malformed_json', 'The request body is not valid UTF-8.');
+    throw new InputError(400, 'malformed_json', `${what} is not valid UTF-8.`);
   }
   if (nestsDeeperThan(text)) {
-    throw new InputError(400, 'json_too_deep', `The request body nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`);
+    throw new InputError(400, 'json_too_deep', `${what} nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`);
   }
   let value: unknown;
   try {
@@ -35,10 +36,10 @@ export function decodeJsonBytes(body: Buffer): { readonly value: unknown; readon
   } catch (error) {
     // Only the position: V8's message quotes the text around the error, which may be a secret.
     const position = error instanceof Error ? /at position (\d+)/.exec(error.message)?.[1] : undefined;
-    throw new InputError(400, 'malformed_json', `The request body is not valid JSON${position === undefined ? '' : ` (at position ${position})`}.`);
+    throw new InputError(400, 'malformed_json', `${what} is not valid JSON${position === undefined ? '' : ` (at position ${position})`}.`);
   }
   const duplicate = duplicateKeyAt(text);
-  if (duplicate >= 0) throw new InputError(400, 'duplicate_json_member', `The request body names a member twice in one object (at position ${duplicate}).`);
+  if (duplicate >= 0) throw new InputError(400, 'duplicate_json_member', `${what} names a member twice in one object (at position ${duplicate}).`);
   return { value, text };
 }
 

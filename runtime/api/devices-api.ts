@@ -1,0 +1,106 @@
+// REST: register, list, get, rotate the token of, and delete devices (socket triggers). Writes need
+// the developer role, reads viewer; each request is scoped to one environment (`?environment=`),
+// as for sources and schedules. A device's token is shown once, when it is made or rotated.
+
+import { randomBytes } from 'node:crypto';
+import { generateToken, hashToken } from '../auth/secrets.ts';
+import { parseJsonRequest } from '../http/parse-json.ts';
+import { noContent, rawJson, type HttpRequest, type Route } from '../http/types.ts';
+import { ENVIRONMENTS, SOURCE_NAME_PATTERN, type Environment } from '../sources/source-record.ts';
+import type { Organization } from '../tenancy/organizations.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { describeDevice, type DeviceRecord } from '../triggers/device-record.ts';
+import { CLOSE_DEVICE_DELETED, CLOSE_TOKEN_ROTATED, type DeviceSockets } from '../triggers/device-sockets.ts';
+import type { DeviceStore } from '../triggers/device-store.ts';
+import { createBodyParser } from '../validation/body-schema.ts';
+import { isoAt, type ApiContext } from './context.ts';
+import { environmentOf, namedInEnvironment } from './query-params.ts';
+
+const parseCreate = createBodyParser<{ name: string; environment?: Environment }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: { name: { type: 'string', pattern: SOURCE_NAME_PATTERN }, environment: { type: 'string', enum: [...ENVIRONMENTS] } },
+});
+
+/** A new device token and what is stored of it. */
+function newToken(): { token: string; hash: string; prefix: string } {
+  const token = generateToken('sdt_');
+  return { token, hash: hashToken(token), prefix: token.slice(0, 12) };
+}
+
+export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: DeviceSockets): Route[] {
+  const base = '/organizations/:org_id/devices';
+  /** The device named by the path in the requested environment (`?environment=`, default production). */
+  const requireDevice = (request: HttpRequest, org: Organization): DeviceRecord => namedInEnvironment(request, org, 'Device', (orgId, name) => devices.require(orgId, name));
+  return [
+    {
+      method: 'POST',
+      pattern: base,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const body = parseCreate(parseJsonRequest(request));
+        const environment = body.environment ?? 'production';
+        assertSandboxAllowed(org, environment);
+        const { token, hash, prefix } = newToken();
+        const now = isoAt(ctx.clock.now());
+        const device: DeviceRecord = {
+          id: `dev_${randomBytes(12).toString('hex')}`,
+          org_id: org.id,
+          name: body.name,
+          environment,
+          token_hash: hash,
+          token_prefix: prefix,
+          created_at: now,
+          updated_at: now,
+          connection: null,
+          last_disconnected_at: null,
+          last_disconnect_reason: null,
+        };
+        await devices.create(device);
+        return rawJson(201, { device: describeDevice(device), token });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: base,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        const environment = environmentOf(request, org);
+        return rawJson(200, { devices: devices.list(org.id).filter((device) => device.environment === environment).map(describeDevice) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${base}/:name`,
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        return rawJson(200, { device: describeDevice(requireDevice(request, org)) });
+      },
+    },
+    {
+      // The socket opened with the old token closes (4401); the device reconnects with the new one.
+      method: 'POST',
+      pattern: `${base}/:name/token`,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const { name } = requireDevice(request, org);
+        const { token, hash, prefix } = newToken();
+        const device = await devices.rotateToken(org.id, name, hash, prefix, isoAt(ctx.clock.now()));
+        sockets.drop(org.id, name, 'token_rotated', CLOSE_TOKEN_ROTATED);
+        return rawJson(200, { device: describeDevice(device), token });
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: `${base}/:name`,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const { name } = requireDevice(request, org);
+        await devices.delete(org.id, name, ctx.clock.now());
+        sockets.drop(org.id, name, 'device_deleted', CLOSE_DEVICE_DELETED);
+        return noContent();
+      },
+    },
+  ];
+}

@@ -1,0 +1,81 @@
+// The device socket's wire format: JSON text frames, small enough to write by hand on a
+// microcontroller. A device sends `{"id","type","payload"}`; Sluice answers each with an `ack` once
+// its event is durable, or a `nack` saying why not and whether sending it again can help.
+
+import { InputError, SluiceError } from '../errors.ts';
+import { decodeJsonBytes } from '../http/parse-json.ts';
+import { QuotaExceededError } from '../ingest/ingest-quota.ts';
+import { isDeliveryId } from '../ingest/verification.ts';
+import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
+import { createBodyParser } from '../validation/body-schema.ts';
+import { memberText } from '../validation/json-member-text.ts';
+
+/** A message frame's bytes (its payload is most of it); a larger one gets a `frame_too_large` nack. */
+export const MAX_DEVICE_MESSAGE_BYTES = 64 * 1024;
+
+/** One message a device sent: its id is the dedup key (per device), as a webhook's id is per source. */
+export interface DeviceMessage {
+  readonly id: string;
+  readonly type: string;
+  readonly payload: Record<string, unknown>;
+  /** The payload's JSON text as the device wrote it. */
+  readonly payloadJson: string;
+}
+
+const parseShape = createBodyParser<{ id: string; type: string; payload?: Record<string, unknown> }>(
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: ['id', 'type'],
+    properties: {
+      id: { type: 'string', minLength: 1, maxLength: 256 },
+      type: { type: 'string', pattern: EVENT_TYPE_PATTERN },
+      payload: { type: 'object' },
+    },
+  },
+  'invalid_message',
+);
+
+/**
+ * The message a frame carries, or an InputError naming what is wrong (the frame's `id`, when it
+ * could be read, rides along so the nack can name the message).
+ */
+export function parseDeviceMessage(frame: Buffer, isBinary: boolean): DeviceMessage {
+  if (isBinary) throw new InputError(400, 'unsupported_frame', 'Device messages are JSON text frames; binary frames are not read.');
+  if (frame.length > MAX_DEVICE_MESSAGE_BYTES) {
+    throw new InputError(413, 'frame_too_large', `A device message is at most ${MAX_DEVICE_MESSAGE_BYTES} bytes.`);
+  }
+  const { value, text } = decodeJsonBytes(frame, 'The frame');
+  const message = parseShape(value);
+  if (!isDeliveryId(message.id)) throw new InputError(400, 'invalid_message', 'Field "id" must be 1-256 printable ASCII characters.', { field: 'id' });
+  const payloadJson = message.payload === undefined ? '{}' : (memberText(text, 'payload') ?? JSON.stringify(message.payload));
+  return { id: message.id, type: message.type, payload: message.payload ?? {}, payloadJson };
+}
+
+/** The id a frame names, if it is a JSON object with a usable string `id` (for the nack of a bad frame). */
+export function frameIdOf(frame: Buffer, isBinary: boolean): string | null {
+  if (isBinary || frame.length > MAX_DEVICE_MESSAGE_BYTES) return null;
+  try {
+    const id = (JSON.parse(frame.toString('utf8')) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' && isDeliveryId(id) ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+export const readyFrame = (device: string, connectionId: string, eventId: string): string =>
+  JSON.stringify({ type: 'ready', device, connection_id: connectionId, event_id: eventId });
+
+/** The message's event is durable (or was stored before: `duplicate`, naming the original). */
+export const ackFrame = (id: string, eventId: string, duplicate: boolean): string => JSON.stringify({ type: 'ack', id, event_id: eventId, duplicate });
+
+/**
+ * The message was not stored. `retryable`: the same frame may succeed later (quota, too many in
+ * flight, a failed write), after `retry_after_ms` when given; otherwise it never will.
+ */
+export function nackFrame(id: string | null, error: unknown): string {
+  const known = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.');
+  const retryable = known.status === 429 || known.status >= 500;
+  const retryAfter = error instanceof QuotaExceededError ? { retry_after_ms: error.retryAfterMs } : {};
+  return JSON.stringify({ type: 'nack', id, ...known.toBody(), retryable, ...retryAfter });
+}

@@ -1,0 +1,116 @@
+// A device: something that keeps a WebSocket open to Sluice (a sensor, a point-of-sale terminal, a
+// kiosk) and sends events over it. Its socket changing state is an event too: `device.connected`
+// when a connection opens, `device.disconnected` when it ends, each sent once per connection.
+
+import { createHash } from 'node:crypto';
+import type { StoredEvent } from '../events/event-record.ts';
+import { withPayloadText } from '../events/payload-text.ts';
+import type { Environment } from '../sources/source-record.ts';
+
+/** An org's devices are few enough to list in one answer and scan at boot. */
+export const MAX_DEVICES_PER_ORG = 1000;
+export const CONNECTED_EVENT_TYPE = 'device.connected';
+export const DISCONNECTED_EVENT_TYPE = 'device.disconnected';
+
+/** Why a connection ended, as `device.disconnected` and the device's view say. */
+export type DisconnectReason =
+  /** The device closed it (a close frame). */
+  | 'client_closed'
+  /** The socket broke without a close frame, or missed its pings. */
+  | 'connection_lost'
+  /** The device opened a newer connection. */
+  | 'replaced'
+  /** The device's token was rotated: it must reconnect with the new one. */
+  | 'token_rotated'
+  /** The device was deleted. */
+  | 'device_deleted'
+  /** Its sandbox became unavailable (the org moved to a plan without one). */
+  | 'sandbox_disabled'
+  /** The runtime shut down cleanly. */
+  | 'runtime_stopped'
+  /** The runtime stopped without closing it (a crash): found open at the next start. */
+  | 'runtime_restarted';
+
+export interface DeviceConnection {
+  readonly id: string;
+  readonly connected_at_ms: number;
+}
+
+export interface DeviceRecord {
+  /** Random, given at creation: a device deleted and made again under its name starts afresh. */
+  readonly id: string;
+  readonly org_id: string;
+  readonly name: string;
+  readonly environment: Environment;
+  /** SHA-256 of the device's token; the token itself is shown once, at creation or rotation. */
+  readonly token_hash: string;
+  /** The first characters of the token, so a person can tell tokens apart. */
+  readonly token_prefix: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  /** The connection the ledger knows to be open (its `device.connected` is stored), or null. */
+  readonly connection: DeviceConnection | null;
+  readonly last_disconnected_at: string | null;
+  readonly last_disconnect_reason: DisconnectReason | null;
+}
+
+/** The source recorded on a device's events; its messages' ids are deduplicated under it. */
+export const deviceSource = (name: string): string => `@device:${name}`;
+
+/** The socket path a device connects to (beside /hooks/:org/:source, outside the API-key paths). */
+export const devicePath = (orgId: string, name: string): string => `/devices/${orgId}/${name}`;
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The API view: no token hash; the connection's state as the ledger has it. */
+export function describeDevice(device: DeviceRecord): Record<string, unknown> {
+  return {
+    name: device.name,
+    environment: device.environment,
+    token_prefix: device.token_prefix,
+    socket_path: devicePath(device.org_id, device.name),
+    state: device.connection === null ? 'disconnected' : 'connected',
+    connection_id: device.connection?.id ?? null,
+    connected_at: device.connection === null ? null : iso(device.connection.connected_at_ms),
+    last_disconnected_at: device.last_disconnected_at,
+    last_disconnect_reason: device.last_disconnect_reason,
+    created_at: device.created_at,
+    updated_at: device.updated_at,
+  };
+}
+
+/** The deterministic id of a connection's state event: written again after a crash, it is recognised. */
+const stateEventId = (device: DeviceRecord, connectionId: string, type: string): string =>
+  `evt_dev_${createHash('sha256').update(`${device.id}\u0000${connectionId}\u0000${type}`).digest('hex').slice(0, 32)}`;
+
+function stateEvent(device: DeviceRecord, type: string, connectionId: string, payload: Record<string, unknown>, nowMs: number): StoredEvent {
+  const id = stateEventId(device, connectionId, type);
+  const text = JSON.stringify({ device: device.name, connection_id: connectionId, ...payload });
+  return withPayloadText(
+    {
+      id,
+      org_id: device.org_id,
+      type,
+      payload: JSON.parse(text) as unknown,
+      environment: device.environment,
+      source: deviceSource(device.name),
+      provider_event_id: null,
+      received_at: iso(nowMs),
+      received_at_ms: nowMs,
+      correlation_id: id,
+      causation_id: null,
+      depth: 0,
+      replay_skip_side_effects: false,
+    },
+    text,
+  );
+}
+
+/** The id of the connection's `device.connected` (the device's `ready` frame names it). */
+export const connectedEventId = (device: DeviceRecord, connection: DeviceConnection): string => stateEventId(device, connection.id, CONNECTED_EVENT_TYPE);
+
+export const connectedEvent = (device: DeviceRecord, connection: DeviceConnection): StoredEvent =>
+  stateEvent(device, CONNECTED_EVENT_TYPE, connection.id, { connected_at: iso(connection.connected_at_ms) }, connection.connected_at_ms);
+
+export const disconnectedEvent = (device: DeviceRecord, connection: DeviceConnection, reason: DisconnectReason, code: number | null, nowMs: number): StoredEvent =>
+  stateEvent(device, DISCONNECTED_EVENT_TYPE, connection.id, { connected_at: iso(connection.connected_at_ms), disconnected_at: iso(nowMs), reason, close_code: code }, nowMs);

@@ -1,0 +1,146 @@
+// Durable storage of devices under [orgId, name], and the writes that change a device's connection:
+// each stores the record and the connection's state event (with its runs) in one transaction, so
+// the ledger's idea of "connected" and the events workflows see never disagree, even after a crash.
+
+import { ConflictError, notFound } from '../errors.ts';
+import type { StoredEvent } from '../events/event-record.ts';
+import { settleDurably, type EventStore, type Reaction } from '../events/event-store.ts';
+import { payloadTextOf } from '../events/payload-text.ts';
+import { changeRecord } from '../ledger/change-record.ts';
+import { insertCapped } from '../ledger/insert-capped.ts';
+import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import {
+  MAX_DEVICES_PER_ORG,
+  connectedEvent,
+  deviceSource,
+  disconnectedEvent,
+  type DeviceConnection,
+  type DeviceRecord,
+  type DisconnectReason,
+} from './device-record.ts';
+
+/** How a connection that ends is told apart: the reason and the WebSocket close code, if there was one. */
+export interface Ending {
+  readonly reason: DisconnectReason;
+  readonly code: number | null;
+}
+
+export class DeviceStore {
+  readonly #root: LedgerRoot;
+  /** [orgId, name] -> DeviceRecord */
+  readonly #table: LedgerTable;
+  readonly #events: EventStore;
+
+  constructor(ledger: Ledger, events: EventStore) {
+    this.#root = ledger.root;
+    this.#table = ledger.openDatabase('devices');
+    this.#events = events;
+  }
+
+  get(orgId: string, name: string): DeviceRecord | undefined {
+    return this.#table.get([orgId, name]) as DeviceRecord | undefined;
+  }
+
+  require(orgId: string, name: string): DeviceRecord {
+    const device = this.get(orgId, name);
+    if (device === undefined) throw notFound(`Device "${name}"`, 'name');
+    return device;
+  }
+
+  list(orgId: string): DeviceRecord[] {
+    return [...this.#table.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as DeviceRecord);
+  }
+
+  /** Resolves once the device is durable; 409 if the name is taken in this org, or the org holds MAX_DEVICES_PER_ORG. */
+  async create(device: DeviceRecord): Promise<void> {
+    const outcome = await insertCapped(this.#root, this.#table, device.org_id, device.name, device, MAX_DEVICES_PER_ORG);
+    if (outcome === 'exists') throw new ConflictError('device_exists', `A device named "${device.name}" already exists.`, { field: 'name' });
+    if (outcome === 'full') throw new ConflictError('device_limit_reached', `An organization can hold at most ${MAX_DEVICES_PER_ORG} devices; delete one first.`);
+  }
+
+  /** Stores a new token hash (the socket opened with the old one is the caller's to close); 404 if gone. */
+  async rotateToken(orgId: string, name: string, hash: string, prefix: string, nowIso: string): Promise<DeviceRecord> {
+    const updated = await changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], (current) => ({ ...current, token_hash: hash, token_prefix: prefix, updated_at: nowIso }));
+    if (updated === undefined) throw notFound(`Device "${name}"`, 'name');
+    return updated;
+  }
+
+  /**
+   * Removes the device and the dedup memory of its messages (a device made later under its name
+   * starts afresh); an open connection gets its `device.disconnected` in the same write. 404 if gone.
+   */
+  async delete(orgId: string, name: string, nowMs: number): Promise<void> {
+    const removed = await this.#writeEvents((write) => {
+      const current = this.get(orgId, name);
+      if (current === undefined) return false;
+      if (current.connection !== null) write(disconnectedEvent(current, current.connection, 'device_deleted', null, nowMs));
+      this.#events.inbox.removeSourceClaimsWithin(orgId, deviceSource(name));
+      this.#table.remove([orgId, name]);
+      return true;
+    });
+    if (!removed) throw notFound(`Device "${name}"`, 'name');
+  }
+
+  /**
+   * Records `connection` as the device's open one, with its `device.connected`; a connection the
+   * ledger still holds open ends first (`previous` says why). Resolves false, writing nothing, when
+   * the device is gone or its token changed since `device` was read (the socket must not stay).
+   */
+  connect(device: DeviceRecord, connection: DeviceConnection, previous: (connection: DeviceConnection) => Ending): Promise<boolean> {
+    const { org_id: orgId, name } = device;
+    return this.#writeEvents((write) => {
+      const current = this.get(orgId, name);
+      if (current === undefined || current.id !== device.id || current.token_hash !== device.token_hash) return false;
+      let record = current;
+      if (current.connection !== null) record = this.#ended(current, current.connection, previous(current.connection), connection.connected_at_ms, write);
+      write(connectedEvent(record, connection));
+      this.#table.put([orgId, name], { ...record, connection });
+      return true;
+    });
+  }
+
+  /**
+   * Ends `connection` with its `device.disconnected`, if the ledger still holds it open (not ended
+   * by a newer connection, a deletion or a restart). Resolves whether it wrote anything.
+   */
+  disconnect(device: DeviceRecord, connection: DeviceConnection, ending: Ending, nowMs: number): Promise<boolean> {
+    return this.#writeEvents((write) => {
+      const current = this.get(device.org_id, device.name);
+      if (current === undefined || current.id !== device.id || current.connection?.id !== connection.id) return false;
+      this.#table.put([device.org_id, device.name], this.#ended(current, connection, ending, nowMs, write));
+      return true;
+    });
+  }
+
+  /**
+   * At start, before any device may connect: every connection the ledger holds open died with the
+   * previous process. Each gets its `device.disconnected` (reason runtime_restarted); resolves with how many.
+   */
+  async endConnectionsLeftOpen(nowMs: number): Promise<number> {
+    const open = [...this.#table.getRange({})].map(({ value }) => value as DeviceRecord).filter((device) => device.connection !== null);
+    const ended = await Promise.all(open.map((device) => this.disconnect(device, device.connection as DeviceConnection, { reason: 'runtime_restarted', code: null }, nowMs)));
+    return ended.filter(Boolean).length;
+  }
+
+  /** The record with `connection` ended, after writing its `device.disconnected` (unless stored already). */
+  #ended(device: DeviceRecord, connection: DeviceConnection, ending: Ending, nowMs: number, write: (event: StoredEvent) => void): DeviceRecord {
+    write(disconnectedEvent(device, connection, ending.reason, ending.code, nowMs));
+    return { ...device, connection: null, last_disconnected_at: new Date(nowMs).toISOString(), last_disconnect_reason: ending.reason };
+  }
+
+  /**
+   * Runs `body` in one transaction; the events it writes are stored with their runs (an event whose
+   * deterministic id is stored already is not written again). Resolves with `body`'s result once durable.
+   */
+  #writeEvents(body: (write: (event: StoredEvent) => void) => boolean): Promise<boolean> {
+    let reactions: Reaction[] = [];
+    const write = this.#root.transaction(() => {
+      reactions = [];
+      return body((event) => {
+        if (this.#events.has(event.org_id, event.id)) return;
+        reactions.push(...this.#events.writeWithin(event, null, payloadTextOf(event)));
+      });
+    });
+    return settleDurably(this.#root, write, () => reactions, (took) => took);
+  }
+}

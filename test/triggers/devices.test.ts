@@ -1,0 +1,262 @@
+// Devices on the real runtime (uWS, LMDB, real WebSocket clients): registering them, their token
+// checked at the socket, each connection's opening and ending sent once as events, each message
+// stored once as an event (acknowledged when durable, deduplicated by its id), bad frames nacked
+// with a reason while the socket stays, and rotation, deletion and a newer connection closing it.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-sockets.ts';
+import { keyWithRole } from '../actions/action-fixtures.ts';
+import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const clock = new ManualClock(Date.UTC(2026, 10, 30, 12, 0, 0));
+let rt: TestRuntime;
+let receiver: Receiver;
+let key: string;
+const ORG = 'acct-devices';
+const devicesPath = `/organizations/${ORG}/devices`;
+
+before(async () => {
+  rt = await startRuntime({ clock });
+  receiver = await startReceiver();
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'readings', trigger_event: 'reading.taken', steps: [{ id: 'post', type: 'webhook', url: `${receiver.url}/reading` }] } });
+  assert.equal(wf.status, 201, wf.text);
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+/** Registers a device; answers its token. */
+async function register(name: string, json: Record<string, unknown> = {}, org = ORG, token = key): Promise<string> {
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token, json: { name, ...json } });
+  assert.equal(created.status, 201, created.text);
+  return created.body.token;
+}
+
+/** The org's events of `type` from device `name`, oldest first. */
+async function deviceEvents(name: string, type: string, environment = 'production'): Promise<Array<{ id: string; source: string; provider_event_id: string | null; payload: Record<string, unknown> }>> {
+  const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=${type}&environment=${environment}&limit=500`, { token: key });
+  assert.equal(listed.status, 200, listed.text);
+  return listed.body.events.filter((e: { source: string }) => e.source === `@device:${name}`).reverse();
+}
+
+test('registering: the token is shown once, names and roles are checked, another org sees nothing', async () => {
+  const created = await call(rt.url, 'POST', devicesPath, { token: key, json: { name: 'kiosk-1' } });
+  assert.equal(created.status, 201, created.text);
+  assert.match(created.body.token, /^sdt_/);
+  assert.equal(created.body.device.token_prefix, created.body.token.slice(0, 12));
+  assert.equal(created.body.device.state, 'disconnected');
+  assert.equal(created.body.device.socket_path, `/devices/${ORG}/kiosk-1`);
+  const read = await call(rt.url, 'GET', `${devicesPath}/kiosk-1`, { token: key });
+  assert.equal(read.status, 200);
+  assert.ok(!read.text.includes(created.body.token) && !read.text.includes('token_hash'), 'neither the token nor its hash is shown again');
+
+  assert.equal((await call(rt.url, 'POST', devicesPath, { token: key, json: { name: 'kiosk-1' } })).body.error.code, 'device_exists');
+  const badName = await call(rt.url, 'POST', devicesPath, { token: key, json: { name: 'Kiosk One' } });
+  assert.equal(badName.status, 400);
+  assert.equal(badName.body.error.field, 'name');
+  const viewer = await keyWithRole(rt.url, ORG, key, 'viewer');
+  assert.equal((await call(rt.url, 'POST', devicesPath, { token: viewer.key, json: { name: 'kiosk-2' } })).status, 403);
+  assert.equal((await call(rt.url, 'GET', devicesPath, { token: viewer.key })).status, 200, 'a viewer reads');
+
+  const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-devices-other');
+  assert.equal((await call(rt.url, 'GET', `${devicesPath}/kiosk-1`, { token: otherKey })).status, 404);
+  // Another org's device token does not open this org's device, nor the other way round.
+  const otherToken = await register('kiosk-1', {}, 'acct-devices-other', otherKey);
+  await assert.rejects(connectDevice(rt.url, ORG, 'kiosk-1', otherToken), { status: 401 });
+  await assert.rejects(connectDevice(rt.url, 'acct-devices-other', 'kiosk-1', created.body.token), { status: 401 });
+
+  const sandbox = await register('kiosk-sb', { environment: 'sandbox' });
+  assert.ok(sandbox.length > 0);
+  const production = await call(rt.url, 'GET', devicesPath, { token: key });
+  assert.ok(!production.body.devices.some((d: { name: string }) => d.name === 'kiosk-sb'), 'lists are scoped to one environment');
+  assert.equal((await call(rt.url, 'GET', `${devicesPath}/kiosk-sb`, { token: key })).status, 404, 'a sandbox device is not found in production');
+  assert.equal((await call(rt.url, 'GET', `${devicesPath}/kiosk-sb?environment=sandbox`, { token: key })).status, 200);
+});
+
+test('the socket refuses a missing or wrong token (401), an unknown device (404), and a plain GET (426)', async () => {
+  const token = await register('gate-1');
+  await assert.rejects(connectDevice(rt.url, ORG, 'gate-1', undefined), { status: 401 });
+  await assert.rejects(connectDevice(rt.url, ORG, 'gate-1', `${token}x`), { status: 401 });
+  await assert.rejects(connectDevice(rt.url, ORG, 'gate-404', token), { status: 404 });
+  const plain = await call(rt.url, 'GET', `/devices/${ORG}/gate-1`);
+  assert.equal(plain.status, 426);
+  assert.equal(plain.body.error.code, 'upgrade_required');
+  // The token may ride as a subprotocol entry beside sluice-device.
+  const device = await connectDevice(rt.url, ORG, 'gate-1', token, { protocols: ['sluice-device', token] });
+  assert.equal(device.socket.protocol, 'sluice-device');
+  device.close();
+  await device.closed;
+});
+
+test('a connection is sent as device.connected, each message as one event (acked when durable), its end as device.disconnected', async () => {
+  const token = await register('thermo-1');
+  const device = await connectDevice(rt.url, ORG, 'thermo-1', token);
+  const ready = device.frames[0]!;
+  assert.equal(ready.type, 'ready');
+  const [connected] = await deviceEvents('thermo-1', 'device.connected');
+  assert.equal(connected!.id, ready.event_id, 'ready names the stored device.connected');
+  assert.equal(connected!.payload.connection_id, ready.connection_id);
+  const state = await call(rt.url, 'GET', `${devicesPath}/thermo-1`, { token: key });
+  assert.equal(state.body.device.state, 'connected');
+  assert.equal(state.body.device.connection_id, ready.connection_id);
+
+  // Sent as text: a number past 2^53 must reach the workflow as written.
+  device.send('{"id":"r-1","type":"reading.taken","payload":{"celsius":21.5,"serial":12345678901234567890}}');
+  const ack = await device.answerTo('r-1');
+  assert.deepEqual({ type: ack.type, duplicate: ack.duplicate }, { type: 'ack', duplicate: false });
+  const [reading] = await deviceEvents('thermo-1', 'reading.taken');
+  assert.equal(reading!.id, ack.event_id);
+  assert.equal(reading!.provider_event_id, 'r-1');
+  const posted = await eventually('the run to post the reading', () => receiver.received.filter((r) => r.path === '/reading'), (r) => r.length === 1);
+  assert.match(posted[0]!.body, /"serial":12345678901234567890/);
+  assert.match(posted[0]!.body, /"source":"@device:thermo-1"/, 'the step sees which device sent it');
+
+  // The device sends it again (it missed the ack): recognised, answered with the original.
+  device.send({ id: 'r-1', type: 'reading.taken', payload: { celsius: 99 } });
+  await device.waitFor(() => device.frames.filter((f) => f.id === 'r-1').length === 2, 'the second answer');
+  const again = device.frames.filter((f) => f.id === 'r-1')[1]!;
+  assert.deepEqual({ type: again.type, duplicate: again.duplicate, event_id: again.event_id }, { type: 'ack', duplicate: true, event_id: ack.event_id });
+  assert.equal((await deviceEvents('thermo-1', 'reading.taken')).length, 1, 'stored once');
+
+  device.close(1000);
+  assert.equal((await device.closed).code, 1000);
+  const [ended] = await eventually('device.disconnected', () => deviceEvents('thermo-1', 'device.disconnected'), (e) => e.length === 1);
+  assert.equal(ended!.payload.reason, 'client_closed');
+  assert.equal(ended!.payload.close_code, 1000);
+  assert.equal(ended!.payload.connection_id, ready.connection_id);
+  const after = await call(rt.url, 'GET', `${devicesPath}/thermo-1`, { token: key });
+  assert.deepEqual([after.body.device.state, after.body.device.last_disconnect_reason], ['disconnected', 'client_closed']);
+});
+
+test('bad frames get a nack naming the problem, and the socket stays open', async () => {
+  const token = await register('thermo-2');
+  const device = await connectDevice(rt.url, ORG, 'thermo-2', token);
+  const cases: Array<[string | Buffer, boolean, string | null, string, string | undefined]> = [
+    ['{"id":"b-1","type":"reading.taken",', false, null, 'malformed_json', undefined],
+    ['{"id":"b-2","payload":{}}', false, 'b-2', 'invalid_message', 'type'],
+    ['{"id":"b-3","type":"has space"}', false, 'b-3', 'invalid_message', 'type'],
+    ['{"id":"b-4","type":"reading.taken","payload":[1]}', false, 'b-4', 'invalid_message', 'payload'],
+    ['{"id":"b-5","type":"reading.taken","extra":1}', false, 'b-5', 'unknown_field', 'extra'],
+    ['{"id":"b-6","type":"a","type":"b"}', false, 'b-6', 'duplicate_json_member', undefined],
+    [`{"id":"b-7","type":"reading.taken","payload":{"blob":"${'x'.repeat(70_000)}"}}`, false, null, 'frame_too_large', undefined],
+    [Buffer.from('{"id":"b-8","type":"reading.taken"}'), true, null, 'unsupported_frame', undefined],
+    ['{"id":"tab\\there","type":"reading.taken"}', false, null, 'invalid_message', 'id'],
+  ];
+  for (const [frame, binary, id, code, field] of cases) {
+    const before = device.frames.length;
+    device.send(frame, { binary });
+    await device.waitFor(() => device.frames.length > before, `the answer to ${String(frame).slice(0, 40)}`);
+    const nack = device.frames[before]!;
+    assert.equal(nack.type, 'nack', String(frame).slice(0, 60));
+    assert.equal(nack.id, id, String(frame).slice(0, 60));
+    assert.equal(nack.error.code, code, String(frame).slice(0, 60));
+    assert.equal(nack.error.field, field, String(frame).slice(0, 60));
+    assert.equal(nack.retryable, false);
+  }
+  device.send({ id: 'good-1', type: 'reading.taken' });
+  assert.equal((await device.answerTo('good-1')).type, 'ack', 'still open and storing');
+  const [stored] = await deviceEvents('thermo-2', 'reading.taken');
+  assert.deepEqual(stored!.payload, {}, 'a message without a payload is stored with {}');
+  device.close();
+  await device.closed;
+});
+
+test('over the org ingest quota a message gets a retryable nack with retry_after_ms, and nothing is stored', async () => {
+  const org = 'acct-devices-quota';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const limited = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } });
+  assert.equal(limited.status, 200, limited.text);
+  const device = await connectDevice(rt.url, org, 'meter', await register('meter', {}, org, orgKey));
+  device.send({ id: 'q-1', type: 'reading.taken' });
+  assert.equal((await device.answerTo('q-1')).type, 'ack');
+  device.send({ id: 'q-2', type: 'reading.taken' });
+  const nack = await device.answerTo('q-2');
+  assert.deepEqual([nack.type, nack.error.code, nack.retryable], ['nack', 'ingest_quota_exceeded', true]);
+  assert.ok(nack.retry_after_ms > 0);
+  clock.advance(1000);
+  device.send({ id: 'q-2', type: 'reading.taken' });
+  await device.waitFor(() => device.frames.filter((f) => f.id === 'q-2').length === 2, 'the retry');
+  assert.equal(device.frames.filter((f) => f.id === 'q-2')[1]!.type, 'ack', 'the same id is stored on retry: the nack stored nothing');
+  device.close();
+  await device.closed;
+});
+
+/** The event among `events` about the client's connection (events written in one ms sort by id, not by time). */
+const endingOf = <E extends { payload: Record<string, unknown> }>(events: E[], client: DeviceClient): E | undefined =>
+  events.find((event) => event.payload.connection_id === client.frames[0]!.connection_id);
+
+test('a newer connection replaces the open one (4409); rotation (4401) and deletion (4404) close it; each ending is sent once', async () => {
+  const token = await register('pos-1');
+  const first = await connectDevice(rt.url, ORG, 'pos-1', token);
+  const second = await connectDevice(rt.url, ORG, 'pos-1', token);
+  assert.equal((await first.closed).code, 4409);
+  const [replaced] = await eventually('the first connection ended', () => deviceEvents('pos-1', 'device.disconnected'), (e) => e.length === 1);
+  assert.equal(replaced!.payload.reason, 'replaced');
+  assert.equal(endingOf([replaced!], first), replaced, 'it is the first connection that ended');
+  assert.equal((await deviceEvents('pos-1', 'device.connected')).length, 2);
+
+  const rotated = await call(rt.url, 'POST', `${devicesPath}/pos-1/token`, { token: key });
+  assert.equal(rotated.status, 200, rotated.text);
+  assert.notEqual(rotated.body.token, token);
+  assert.equal((await second.closed).code, 4401);
+  const endings = await eventually('the second connection ended', () => deviceEvents('pos-1', 'device.disconnected'), (e) => e.length === 2);
+  assert.equal(endingOf(endings, second)?.payload.reason, 'token_rotated');
+  await assert.rejects(connectDevice(rt.url, ORG, 'pos-1', token), { status: 401 }, 'the old token no longer opens it');
+
+  const third = await connectDevice(rt.url, ORG, 'pos-1', rotated.body.token);
+  third.send({ id: 'sale-1', type: 'reading.taken' });
+  await third.answerTo('sale-1');
+  assert.equal((await call(rt.url, 'DELETE', `${devicesPath}/pos-1`, { token: key })).status, 204);
+  assert.equal((await third.closed).code, 4404);
+  const all = await eventually('the third connection ended', () => deviceEvents('pos-1', 'device.disconnected'), (e) => e.length === 3);
+  assert.equal(endingOf(all, third)?.payload.reason, 'device_deleted');
+
+  // Made again under its name, it starts afresh: the same message id is a new message.
+  const renewed = await connectDevice(rt.url, ORG, 'pos-1', await register('pos-1'));
+  renewed.send({ id: 'sale-1', type: 'reading.taken' });
+  assert.equal((await renewed.answerTo('sale-1')).duplicate, false);
+  renewed.close();
+  await renewed.closed;
+  await eventually('every ending written', () => deviceEvents('pos-1', 'device.disconnected'), (e) => e.length === 4);
+  assert.equal((await deviceEvents('pos-1', 'device.disconnected')).length, 4, 'no ending twice');
+});
+
+test('a sandbox device closes with 4402 when its org moves to a plan without a sandbox', async () => {
+  const org = 'acct-devices-plan';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const token = await register('lab', { environment: 'sandbox' }, org, orgKey);
+  const device = await connectDevice(rt.url, org, 'lab', token);
+  const downgraded = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } });
+  assert.equal(downgraded.status, 200, downgraded.text);
+  assert.equal((await device.closed).code, 4402);
+  await assert.rejects(connectDevice(rt.url, org, 'lab', token), { status: 402 });
+});
+
+// On the memory ledger a message is stored within the frame's own callback, so none is ever in flight.
+const storesInstantly = process.env['SLUICE_TEST_LEDGER'] === 'memory';
+
+test('past MAX_MESSAGES_IN_FLIGHT unacked messages, a message gets a retryable too_many_in_flight nack; sent again it is stored', { skip: storesInstantly && 'runs on LMDB only' }, async () => {
+  const device = await connectDevice(rt.url, ORG, 'burst', await register('burst'));
+  // One write of many frames: uWS reads them in one go, before any of their flushes completes.
+  const frames = Array.from({ length: 3 * MAX_MESSAGES_IN_FLIGHT }, (_, i) => JSON.stringify({ id: `b-${i}`, type: 'burst.sample' }));
+  await device.sendAtOnce(frames);
+  await device.waitFor(() => device.frames.filter((f) => f.type !== 'ready').length === frames.length, 'an answer to every frame');
+  const nacked = device.frames.filter((f) => f.type === 'nack');
+  assert.ok(nacked.length > 0, 'the burst passed the cap');
+  assert.ok(nacked.every((f) => f.error.code === 'too_many_in_flight' && f.retryable === true));
+  assert.ok(device.frames.filter((f) => f.type === 'ack').length >= MAX_MESSAGES_IN_FLIGHT);
+  for (const nack of nacked) {
+    device.send({ id: nack.id, type: 'burst.sample' });
+    await device.waitFor(() => device.frames.filter((f) => f.id === nack.id).length === 2, `the answer to ${nack.id} sent again`);
+  }
+  assert.equal(new Set(device.frames.filter((f) => f.type === 'ack').map((f) => f.id)).size, frames.length, 'every message acked once sent again one by one');
+  device.close();
+  await device.closed;
+});
