@@ -1,5 +1,5 @@
 // The `sluice` command: `dev` (runtime + local hook-runner), `serve` (runtime only), `hook-runner`,
-// and the helpers `sign` and `cron`.
+// and the helpers `sign`, `cron` and `device`.
 // Prints where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
 import { relative } from 'node:path';
@@ -10,6 +10,7 @@ import { guardLedgerCommitFailures } from './ledger/commit-failure-guard.ts';
 import { createLogger } from './log.ts';
 import { signCommand } from './sign-command.ts';
 import { cronCommand } from './cron-command.ts';
+import { deviceCommand } from './device-command.ts';
 import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
 
 const USAGE = `usage: sluice <command> [options]
@@ -21,6 +22,8 @@ commands:
   sign          print Standard Webhooks headers for a body as curl -H arguments
                 (--secret whsec_... --id <message id> --body <json> [--timestamp <s>])
   cron          print the next ticks of a schedule pattern ("<pattern>" [--timezone <zone>] [--count <n>])
+  device        act as a device: connect, send messages, print Sluice's answers
+                (<ws://host:port/devices/<org>/<name>> --token <device token> [--send <json>]...; else stdin lines)
 
 options (dev, serve):
   --port <n>            listen port, 0 = any free port (SLUICE_PORT, default 8787)
@@ -112,6 +115,9 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     case 'cron':
       process.stdout.write(`${cronCommand(rest, Date.now())}\n`);
+      return;
+    case 'device':
+      process.exitCode = await deviceCommand(rest, { stdin: process.stdin, stdout: process.stdout });
       return;
     case 'help':
     case '--help':

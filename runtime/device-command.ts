@@ -1,0 +1,88 @@
+// `sluice device`: acts as a device from a terminal. It opens a device socket with the device's
+// token, sends each `--send` message (or each line of stdin), prints every frame Sluice answers as
+// one JSON line, and ends once each message has its answer: exit 0 if all were acked.
+
+import type { Readable, Writable } from 'node:stream';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import WebSocket from 'ws';
+import { InputError } from './errors.ts';
+import { DEVICE_PROTOCOL } from './triggers/device-sockets.ts';
+
+const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> --token <device token> [--send <json>]... (without --send: one message per stdin line)';
+
+export interface DeviceCommandIo {
+  readonly stdin: Readable;
+  readonly stdout: Writable;
+}
+
+/** Runs the command; resolves with the exit code (0: every message acked). */
+export async function deviceCommand(args: readonly string[], io: DeviceCommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: true,
+    options: { token: { type: 'string' }, send: { type: 'string', multiple: true } },
+  });
+  const url = positionals[0];
+  if (positionals.length !== 1 || url === undefined || !/^wss?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
+  if (values.token === undefined || values.token === '') throw new InputError(400, 'usage', `--token is required. ${USAGE}`);
+  // The token rides as a subprotocol entry, not in the URL, so it stays out of access logs.
+  const socket = new WebSocket(url, [DEVICE_PROTOCOL, values.token]);
+  const print = (line: string): void => void io.stdout.write(`${line}\n`);
+  /** Messages sent and not answered yet (Sluice answers each frame once, with an ack or a nack). */
+  let outstanding = 0;
+  let failed = false;
+  let sending = true;
+  let finish: (code: number) => void = () => undefined;
+  const finished = new Promise<number>((resolve) => (finish = resolve));
+  const maybeEnd = (): void => {
+    if (!sending && outstanding === 0) socket.close(1000);
+  };
+  const send = (text: string): void => {
+    const line = text.trim();
+    if (line === '') return;
+    outstanding++;
+    socket.send(line);
+  };
+  socket.on('unexpected-response', (_request, response) => {
+    let text = '';
+    response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    response.on('end', () => {
+      print(`refused with ${response.statusCode}: ${text}`);
+      finish(1);
+    });
+  });
+  socket.on('error', (error) => {
+    print(`socket error: ${error.message}`);
+    finish(1);
+  });
+  socket.on('message', (data: Buffer) => {
+    const text = data.toString('utf8');
+    print(text);
+    const frame = JSON.parse(text) as { type: string };
+    if (frame.type === 'ready') {
+      if (values.send !== undefined) {
+        for (const message of values.send) send(message);
+        sending = false;
+        maybeEnd();
+        return;
+      }
+      const lines = createInterface({ input: io.stdin });
+      lines.on('line', send);
+      lines.on('close', () => {
+        sending = false;
+        maybeEnd();
+      });
+      return;
+    }
+    if (frame.type === 'nack') failed = true;
+    outstanding--;
+    maybeEnd();
+  });
+  socket.on('close', (code, reason) => {
+    if (code !== 1000) print(`closed with ${code}${reason.length > 0 ? `: ${reason.toString()}` : ''}`);
+    finish(code === 1000 && !failed && outstanding === 0 ? 0 : 1);
+  });
+  return finished;
+}
