@@ -1,5 +1,8 @@
-// In-memory timers for runs waiting in backoff or a delay step. They are durable because the due
-// time lives in the persisted snapshot: boot recovery re-arms every one from `pendingWork`.
+// In-memory timers for runs waiting in backoff or a delay step (and for schedules). They are
+// durable because the due time lives in the persisted snapshot: boot recovery re-arms every one
+// from `pendingWork`. Due times are wall-clock times, while Node's timers count monotonic time,
+// which stands still while the host is suspended and ignores a wall clock stepped forward: the
+// wake-up is never further away than RECHECK_MS, so such a timer is at most that late.
 
 import type { Clock } from '../clock.ts';
 
@@ -8,7 +11,8 @@ interface Entry {
   readonly key: string;
 }
 
-const MAX_TIMEOUT_MS = 2_147_483_647;
+/** The longest the timers sleep before looking at the clock again. */
+export const RECHECK_MS = 60_000;
 /** Heaps smaller than this are never compacted: a rebuild would cost more than the stale entries. */
 const COMPACT_FLOOR = 1024;
 
@@ -21,9 +25,12 @@ export class RunTimers {
   #handle: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(clock: Clock, onDue: (key: string) => void) {
+  readonly #recheckMs: number;
+
+  constructor(clock: Clock, onDue: (key: string) => void, recheckMs = RECHECK_MS) {
     this.#clock = clock;
     this.#onDue = onDue;
+    this.#recheckMs = recheckMs;
   }
 
   get size(): number {
@@ -88,7 +95,7 @@ export class RunTimers {
     this.#handle = undefined;
     const next = this.#heap[0];
     if (next === undefined) return;
-    const delay = Math.min(MAX_TIMEOUT_MS, Math.max(0, next.at - this.#clock.now()));
+    const delay = Math.min(this.#recheckMs, Math.max(0, next.at - this.#clock.now()));
     this.#handle = setTimeout(() => this.fireDue(), delay);
     this.#handle.unref();
   }

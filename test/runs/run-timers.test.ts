@@ -41,3 +41,16 @@ test('many disarmed and re-armed timers far in the future do not pile up in the 
   assert.equal(timers.heapLength, 0);
   timers.close();
 });
+
+test('a timer whose wall-clock time passes sooner than its sleep (host suspended, clock stepped forward) fires at the next re-check', async () => {
+  const clock = new ManualClock(0);
+  const fired: string[] = [];
+  const timers = new RunTimers(clock, (key) => fired.push(key), 20);
+  timers.arm('in-an-hour', 3_600_000);
+  // The wall clock jumps an hour while Node's timers, counting monotonic time, have barely moved.
+  clock.advance(3_600_000);
+  const deadline = Date.now() + 2000;
+  while (fired.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual(fired, ['in-an-hour'], 'fired by the timers themselves, without a fireDue() call');
+  timers.close();
+});
