@@ -1,0 +1,21 @@
+// How the client waits between attempts: exponential backoff with jitter, capped, or the server's
+// own Retry-After when it gave one. `sleep` is injectable so tests drive time instead of waiting.
+
+export type Sleep = (ms: number) => Promise<void>;
+
+export const realSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** First wait, and the cap the waits double up to. */
+const FIRST_WAIT_MS = 250;
+const MAX_WAIT_MS = 30_000;
+
+/**
+ * The wait before attempt `attempt + 1` (attempt counts from 0): the server's hint when given,
+ * else 250 ms doubling to 30 s, each drawn from its upper half so that many clients cut off at
+ * once (a restart) do not all come back in the same instant.
+ */
+export function backoffMs(attempt: number, hintMs?: number, random: () => number = Math.random): number {
+  if (hintMs !== undefined && hintMs >= 0) return hintMs;
+  const ceiling = Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** attempt);
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
