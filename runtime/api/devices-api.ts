@@ -10,7 +10,7 @@ import { ENVIRONMENTS, SOURCE_NAME_PATTERN, type Environment } from '../sources/
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { describeDevice, type DeviceRecord } from '../triggers/device-record.ts';
-import { CLOSE_DEVICE_DELETED, CLOSE_TOKEN_ROTATED, type DeviceSockets } from '../triggers/device-sockets.ts';
+import type { DeviceSockets } from '../triggers/device-sockets.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
@@ -86,8 +86,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name } = requireDevice(request, org);
         const { token, hash, prefix } = newToken();
-        const device = await devices.rotateToken(org.id, name, hash, prefix, isoAt(ctx.clock.now()));
-        sockets.drop(org.id, name, 'token_rotated', CLOSE_TOKEN_ROTATED);
+        const device = await sockets.rotateToken(org.id, name, () => devices.rotateToken(org.id, name, hash, prefix, isoAt(ctx.clock.now())));
         return rawJson(200, { device: describeDevice(device), token });
       },
     },
@@ -97,8 +96,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name } = requireDevice(request, org);
-        await devices.delete(org.id, name, ctx.clock.now());
-        sockets.drop(org.id, name, 'device_deleted', CLOSE_DEVICE_DELETED);
+        await sockets.deleteDevice(org.id, name);
         return noContent();
       },
     },

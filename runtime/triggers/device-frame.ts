@@ -2,7 +2,7 @@
 // microcontroller. A device sends `{"id","type","payload"}`; Sluice answers each with an `ack` once
 // its event is durable, or a `nack` saying why not and whether sending it again can help.
 
-import { InputError, SluiceError } from '../errors.ts';
+import { InputError, RetryableError, SluiceError } from '../errors.ts';
 import { decodeJsonBytes } from '../http/parse-json.ts';
 import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { isDeliveryId } from '../ingest/verification.ts';
@@ -76,6 +76,7 @@ export const ackFrame = (id: string, eventId: string, duplicate: boolean): strin
 export function nackFrame(id: string | null, error: unknown): string {
   const known = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.');
   const retryable = known.status === 429 || known.status >= 500;
-  const retryAfter = error instanceof QuotaExceededError ? { retry_after_ms: error.retryAfterMs } : {};
+  const hint = error instanceof QuotaExceededError || error instanceof RetryableError ? error.retryAfterMs : undefined;
+  const retryAfter = hint === undefined ? {} : { retry_after_ms: hint };
   return JSON.stringify({ type: 'nack', id, ...known.toBody(), retryable, ...retryAfter });
 }

@@ -1,6 +1,9 @@
 // The device WebSocket at /devices/:org_id/:device: a device authenticates with its own token, its
 // connection opening and ending become `device.connected` / `device.disconnected` events, and each
 // message frame becomes an event, acknowledged once durable (device-frame.ts has the wire format).
+// Everything that changes a device's connection (a socket opening or ending, a token rotation, a
+// deletion) runs one at a time per device, and first stops the sockets it ends from storing and
+// waits for their messages: each connection's events come before its `device.disconnected`.
 
 import { STATUS_CODES } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -31,6 +34,8 @@ export const CLOSE_DEVICE_DELETED = 4404;
 export const CLOSE_REPLACED = 4409;
 /** Messages of one socket stored at once; past it a message gets a retryable `too_many_in_flight` nack. */
 export const MAX_MESSAGES_IN_FLIGHT = 64;
+/** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
+export const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
 const MAX_BACKPRESSURE = 64 * 1024;
 /** Seconds without a frame or a pong before uWS drops the socket (it pings on its own before that). */
@@ -52,22 +57,30 @@ interface SocketData {
   /** The device as it was when its token was checked; the ledger refuses the connection if it changed since. */
   readonly device: DeviceRecord;
   readonly connection: DeviceConnection;
-  /** Resolves true once `device.connected` is durable; false when it could not be recorded (the socket is closed). */
+  /** Resolves true once `device.connected` is durable; false when it was not recorded (the socket is closed). */
   ready: Promise<boolean>;
   readonly inFlight: Set<Promise<void>>;
   open: boolean;
+  /** Whether a message may still be stored: false once something is about to end this connection. */
+  accepting: boolean;
+  /** Its `device.connected` is durable (its messages no longer wait for the device's chain). */
+  recorded: boolean;
   /** Set when Sluice closes the socket: why, for its `device.disconnected`. */
   ending: Ending | undefined;
 }
 
 const keyOf = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
 
+const closingError = (): RetryableError => new RetryableError('connection_closing', 'This connection is being closed; send the message again on the next one.');
+
 export class DeviceSockets {
   readonly #d: DeviceSocketDeps;
-  /** The open socket of each device (one at a time: a newer one replaces it). */
-  readonly #sockets = new Map<string, WebSocket<SocketData>>();
-  /** Connection endings being written; close() waits for them before the ledger closes. */
-  readonly #endings = new Set<Promise<void>>();
+  /** Every socket of each device, from its opening until its ending is written. */
+  readonly #sockets = new Map<string, Set<WebSocket<SocketData>>>();
+  /** The tail of each device's chain of connection changes (see the header). */
+  readonly #chains = new Map<string, Promise<unknown>>();
+  /** Bytes of message frames each org's sockets are storing. */
+  readonly #orgBytes = new Map<string, number>();
   #accepting = false;
 
   constructor(app: TemplatedApp, deps: DeviceSocketDeps) {
@@ -88,6 +101,10 @@ export class DeviceSockets {
         const extensions = req.getHeader('sec-websocket-extensions');
         let device: DeviceRecord;
         try {
+          // Subprotocols other than ours are never chosen: the one answered would be the token.
+          if (offered.length > 0 && !offered.includes(DEVICE_PROTOCOL)) {
+            throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${DEVICE_PROTOCOL} (the token may ride next to it).`);
+          }
           device = this.#admit(orgId, name, token);
         } catch (error) {
           const refusal = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.');
@@ -95,26 +112,29 @@ export class DeviceSockets {
           return;
         }
         const connection: DeviceConnection = { id: `con_${randomBytes(12).toString('hex')}`, connected_at_ms: deps.clock.now() };
-        const data: SocketData = { device, connection, ready: Promise.resolve(false), inFlight: new Set(), open: true, ending: undefined };
-        const protocol = offered.includes(DEVICE_PROTOCOL) ? DEVICE_PROTOCOL : (offered[0] ?? '');
-        res.upgrade<SocketData>(data, key, protocol, extensions, context);
+        const data: SocketData = { device, connection, ready: Promise.resolve(false), inFlight: new Set(), open: true, accepting: true, recorded: false, ending: undefined };
+        res.upgrade<SocketData>(data, key, offered.length > 0 ? DEVICE_PROTOCOL : '', extensions, context);
       },
       open: (ws) => {
         const data = ws.getUserData();
         const key = keyOf(data.device.org_id, data.device.name);
-        const previous = this.#sockets.get(key);
-        this.#sockets.set(key, ws);
-        data.ready = this.#connect(ws, data, previous);
+        const sockets = this.#sockets.get(key) ?? new Set();
+        sockets.add(ws);
+        this.#sockets.set(key, sockets);
+        data.ready = this.#serially(key, () => this.#connect(ws, data));
       },
       message: (ws, message, isBinary) => this.#onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
       close: (ws, code) => {
         const data = ws.getUserData();
         data.open = false;
-        const key = keyOf(data.device.org_id, data.device.name);
-        if (this.#sockets.get(key) === ws) this.#sockets.delete(key);
+        data.accepting = false;
         const ending: Ending = { reason: data.ending?.reason ?? (code === 1006 ? 'connection_lost' : 'client_closed'), code };
-        const written = this.#end(data, ending).finally(() => this.#endings.delete(written));
-        this.#endings.add(written);
+        const key = keyOf(data.device.org_id, data.device.name);
+        void this.#serially(key, () => this.#end(data, ending)).finally(() => {
+          const sockets = this.#sockets.get(key);
+          sockets?.delete(ws);
+          if (sockets?.size === 0) this.#sockets.delete(key);
+        });
       },
     });
   }
@@ -126,27 +146,77 @@ export class DeviceSockets {
     this.#accepting = true;
   }
 
-  /** Closes the device's socket, if open, saying why (its `device.disconnected` carries the reason unless already written). */
-  drop(orgId: string, name: string, reason: DisconnectReason, code: number): void {
-    const ws = this.#sockets.get(keyOf(orgId, name));
-    if (ws !== undefined) this.#close(ws, { reason, code }, code);
+  /**
+   * Stores a new token (`rotate` writes it) and closes the device's sockets (4401): no message
+   * sent with the old token is stored once the rotation is durable.
+   */
+  rotateToken<T>(orgId: string, name: string, rotate: () => Promise<T>): Promise<T> {
+    return this.#changeDevice(orgId, name, rotate, { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED });
+  }
+
+  /** Deletes the device (its open connection's `device.disconnected` in the same write) and closes its sockets (4404). */
+  deleteDevice(orgId: string, name: string): Promise<void> {
+    const ending = { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const;
+    return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, ending, this.#d.clock.now()), ending);
   }
 
   /** The org's plan lost its sandbox: its sandbox devices' sockets close with 4402. */
   dropSandboxSocketsIfDisallowed(orgId: string): void {
     const org = this.#d.orgs.get(orgId);
     if (org === undefined || sandboxAllowed(org)) return;
-    for (const ws of this.#sockets.values()) {
-      const { device } = ws.getUserData();
-      if (device.org_id === orgId && device.environment === 'sandbox') this.#close(ws, { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED }, CLOSE_SANDBOX_DISABLED);
+    for (const sockets of this.#sockets.values()) {
+      for (const ws of sockets) {
+        const { device } = ws.getUserData();
+        if (device.org_id === orgId && device.environment === 'sandbox') this.#close(ws, { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED });
+      }
     }
   }
 
   /** Refuses new sockets, closes the open ones (1001) and resolves once their endings are durable. */
   async close(): Promise<void> {
     this.#accepting = false;
-    for (const ws of [...this.#sockets.values()]) this.#close(ws, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING }, CLOSE_RUNTIME_STOPPING);
-    while (this.#endings.size > 0) await Promise.allSettled([...this.#endings]);
+    for (const sockets of [...this.#sockets.values()]) for (const ws of [...sockets]) this.#close(ws, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
+    while (this.#chains.size > 0) await Promise.allSettled([...this.#chains.values()]);
+  }
+
+  /** Runs `task` after every earlier connection change of the device has finished. */
+  #serially<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const outcome = (this.#chains.get(key) ?? Promise.resolve()).then(task);
+    const tail = outcome.catch(() => undefined);
+    this.#chains.set(key, tail);
+    void tail.then(() => {
+      if (this.#chains.get(key) === tail) this.#chains.delete(key);
+    });
+    return outcome;
+  }
+
+  /**
+   * The recorded sockets among `sockets` stop storing, and their messages being stored settle;
+   * resolves with those sockets. A socket not recorded yet is skipped: its connection is written
+   * later in the device's chain, and its messages wait for that (waiting for them here would never end).
+   */
+  async #quiesce(sockets: Iterable<WebSocket<SocketData>>): Promise<Array<WebSocket<SocketData>>> {
+    const stopped = [...sockets].filter((ws) => ws.getUserData().recorded);
+    for (const ws of stopped) ws.getUserData().accepting = false;
+    await Promise.allSettled(stopped.flatMap((ws) => [...ws.getUserData().inFlight]));
+    return stopped;
+  }
+
+  /** A change that ends the device's connections: quiesce, write, then close every socket of the device (`ending`). */
+  #changeDevice<T>(orgId: string, name: string, write: () => Promise<T>, ending: Ending & { readonly code: number }): Promise<T> {
+    const key = keyOf(orgId, name);
+    return this.#serially(key, async () => {
+      const stopped = await this.#quiesce(this.#sockets.get(key) ?? []);
+      let result: T;
+      try {
+        result = await write();
+      } catch (error) {
+        for (const ws of stopped) ws.getUserData().accepting = true;
+        throw error;
+      }
+      for (const ws of [...(this.#sockets.get(key) ?? [])]) this.#close(ws, ending);
+      return result;
+    });
   }
 
   /** The device a socket request may open, or the refusal: 503 while starting, 404, 401, 402. */
@@ -162,43 +232,62 @@ export class DeviceSockets {
     return device;
   }
 
-  /** Records the connection (ending a previous one of the device), then greets the device; false if it could not be recorded. */
-  async #connect(ws: WebSocket<SocketData>, data: SocketData, previous: WebSocket<SocketData> | undefined): Promise<boolean> {
+  /**
+   * Records the connection, after the device's other sockets stopped storing (a connection the
+   * ledger holds open ends first: `replaced` when it is one of them), then greets the device and
+   * closes the others (4409). False when it was not recorded (the socket is closed).
+   */
+  async #connect(ws: WebSocket<SocketData>, data: SocketData): Promise<boolean> {
     const { device, connection } = data;
-    const previousId = previous?.getUserData().connection.id;
+    if (!data.open) return false;
+    const key = keyOf(device.org_id, device.name);
+    const others = await this.#quiesce([...(this.#sockets.get(key) ?? [])].filter((other) => other !== ws));
+    const replaced = new Set(others.map((other) => other.getUserData().connection.id));
     let recorded: boolean;
     try {
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
-      recorded = await this.#d.devices.connect(device, connection, (open) => ({ reason: open.id === previousId ? 'replaced' : 'connection_lost', code: null }));
+      recorded = await this.#d.devices.connect(device, connection, (open) => (replaced.has(open.id) ? { reason: 'replaced', code: CLOSE_REPLACED } : { reason: 'connection_lost', code: null }));
     } catch (error) {
       this.#d.logger.error('device connection could not be recorded', { org_id: device.org_id, device: device.name, error: String(error) });
-      this.#close(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, CLOSE_NOT_RECORDED, 'could not record the connection; connect again');
+      for (const other of others) other.getUserData().accepting = true;
+      this.#close(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
       return false;
     }
     if (!recorded) {
-      // Deleted, or its token rotated, between the upgrade and now.
+      // Deleted, or its token rotated, since the upgrade (that change closed the device's sockets).
       const gone = this.#d.devices.get(device.org_id, device.name)?.id !== device.id;
-      this.#close(ws, { reason: gone ? 'device_deleted' : 'token_rotated', code: null }, gone ? CLOSE_DEVICE_DELETED : CLOSE_TOKEN_ROTATED);
+      this.#close(ws, gone ? { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } : { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED });
       return false;
     }
-    if (previous !== undefined) this.#close(previous, { reason: 'replaced', code: CLOSE_REPLACED }, CLOSE_REPLACED, 'replaced by a newer connection of this device');
+    data.recorded = true;
+    for (const other of others) this.#close(other, { reason: 'replaced', code: CLOSE_REPLACED }, 'replaced by a newer connection of this device');
     this.#send(data, ws, readyFrame(device.name, connection.id, connectedEventId(device, connection)));
     return true;
   }
 
   #onMessage(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean): void {
     const data = ws.getUserData();
+    const orgId = data.device.org_id;
     let message: DeviceMessage;
     try {
       if (data.inFlight.size >= MAX_MESSAGES_IN_FLIGHT) {
         throw new SluiceError(429, 'too_many_in_flight', `At most ${MAX_MESSAGES_IN_FLIGHT} messages of a socket are stored at once; wait for their acks.`);
+      }
+      if ((this.#orgBytes.get(orgId) ?? 0) + frame.length > MAX_ORG_BYTES_IN_FLIGHT) {
+        throw new RetryableError('server_busy', "This organization's devices have many messages being stored; send it again shortly.", 1000);
       }
       message = parseDeviceMessage(frame, isBinary);
     } catch (error) {
       this.#send(data, ws, nackFrame(frameIdOf(frame, isBinary), error));
       return;
     }
-    const storing = this.#store(ws, data, message).finally(() => data.inFlight.delete(storing));
+    this.#orgBytes.set(orgId, (this.#orgBytes.get(orgId) ?? 0) + frame.length);
+    const storing = this.#store(ws, data, message).finally(() => {
+      data.inFlight.delete(storing);
+      const left = (this.#orgBytes.get(orgId) ?? 0) - frame.length;
+      if (left > 0) this.#orgBytes.set(orgId, left);
+      else this.#orgBytes.delete(orgId);
+    });
     data.inFlight.add(storing);
   }
 
@@ -229,6 +318,8 @@ export class DeviceSockets {
       const claim = { source: event.source, providerEventId: message.id };
       // No await between this wait and the store (spend calls it at once): see sandbox-generation.ts.
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
+      // Checked with no await before the store: a change that ends this connection waits for it.
+      if (!data.accepting) throw closingError();
       await this.#d.quota.spend(org, () => this.#d.events.store({ event, payloadJson: message.payloadJson, recording: null, claim }));
       this.#d.onStored();
       this.#send(data, ws, ackFrame(message.id, id, false));
@@ -261,11 +352,11 @@ export class DeviceSockets {
     if (data.open) ws.send(frame, false);
   }
 
-  #close(ws: WebSocket<SocketData>, ending: Ending, code: number, reason: string = ending.reason): void {
+  #close(ws: WebSocket<SocketData>, ending: Ending & { readonly code: number | null }, text: string = ending.reason): void {
     const data = ws.getUserData();
     if (!data.open) return;
     data.ending = ending;
-    ws.end(code, reason);
+    ws.end(ending.code ?? CLOSE_NOT_RECORDED, text);
   }
 }
 

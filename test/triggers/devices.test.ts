@@ -224,8 +224,15 @@ test('a newer connection replaces the open one (4409); rotation (4401) and delet
   assert.equal((await renewed.answerTo('sale-1')).duplicate, false);
   renewed.close();
   await renewed.closed;
-  await eventually('every ending written', () => deviceEvents('pos-1', 'device.disconnected'), (e) => e.length === 4);
-  assert.equal((await deviceEvents('pos-1', 'device.disconnected')).length, 4, 'no ending twice');
+  // Settled once the device says its last connection ended: then every ending is written.
+  await eventually('the last ending', async () => (await call(rt.url, 'GET', `${devicesPath}/pos-1`, { token: key })).body.device.last_disconnect_reason, (reason) => reason === 'client_closed');
+  const written = await deviceEvents('pos-1', 'device.disconnected');
+  const byConnection = (client: DeviceClient): unknown[] => written.filter((e) => e.payload.connection_id === client.frames[0]!.connection_id).map((e) => [e.payload.reason, e.payload.close_code]);
+  assert.deepEqual(byConnection(first), [['replaced', 4409]]);
+  assert.deepEqual(byConnection(second), [['token_rotated', 4401]]);
+  assert.deepEqual(byConnection(third), [['device_deleted', 4404]]);
+  assert.deepEqual(byConnection(renewed), [['client_closed', 1000]]);
+  assert.equal(written.length, 4, 'one ending per connection, no other');
 });
 
 test('a sandbox device closes with 4402 when its org moves to a plan without a sandbox', async () => {
@@ -237,6 +244,14 @@ test('a sandbox device closes with 4402 when its org moves to a plan without a s
   assert.equal(downgraded.status, 200, downgraded.text);
   assert.equal((await device.closed).code, 4402);
   await assert.rejects(connectDevice(rt.url, org, 'lab', token), { status: 402 });
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'pro' } })).status, 200);
+  const endings = await eventually('its ending', async () => (await call(rt.url, 'GET', `/organizations/${org}/events?type=device.disconnected&environment=sandbox`, { token: orgKey })).body.events as Array<{ payload: Record<string, unknown> }>, (list) => list.length === 1);
+  assert.deepEqual([endings[0]!.payload.reason, endings[0]!.payload.close_code], ['sandbox_disabled', 4402]);
+});
+
+test('a socket offering subprotocols without sluice-device is refused, so the token is never echoed back', async () => {
+  const token = await register('proto-1');
+  await assert.rejects(connectDevice(rt.url, ORG, 'proto-1', token, { protocols: [token] }), (error: { status?: number; body?: string }) => error.status === 400 && /invalid_subprotocol/.test(error.body ?? ''));
 });
 
 // On the memory ledger a message is stored within the frame's own callback, so none is ever in flight.

@@ -1,0 +1,164 @@
+// Races between a device's connection changes on the real runtime: a newer connection, a token
+// rotation or a deletion while another socket of the device is open or being recorded. A gate
+// wrapped around DeviceStore's writes holds one of them open (the window a slow fsync gives), so
+// the order the test needs happens every time. What must hold: no socket opened with a rotated
+// token or of a deleted device stays open, no message is stored after its connection's
+// `device.disconnected`, and a connection the device closed itself ends as `client_closed`.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import WebSocket from 'ws';
+import { DeviceStore } from '../../runtime/triggers/device-store.ts';
+import { connectDevice } from '../helpers/device-client.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-device-races';
+let rt: TestRuntime;
+let key: string;
+
+/** A point a DeviceStore write waits at, once, while armed. */
+class Gate {
+  armed = false;
+  #release: () => void = () => undefined;
+  #wait: Promise<void> = Promise.resolve();
+  /** Set when a write reached the gate. */
+  reached = false;
+  arm(): void {
+    this.armed = true;
+    this.reached = false;
+    this.#wait = new Promise((resolve) => (this.#release = resolve));
+  }
+  async pass(): Promise<void> {
+    if (!this.armed) return;
+    this.armed = false;
+    this.reached = true;
+    await this.#wait;
+  }
+  release(): void {
+    this.#release();
+  }
+}
+const beforeConnect = new Gate();
+const afterConnect = new Gate();
+const afterDelete = new Gate();
+const store = DeviceStore.prototype as unknown as Record<'connect' | 'delete', (...args: unknown[]) => Promise<unknown>>;
+const { connect, delete: remove } = store;
+store.connect = async function (this: unknown, ...args: unknown[]) {
+  await beforeConnect.pass();
+  const result = await connect.apply(this, args);
+  await afterConnect.pass();
+  return result;
+};
+store.delete = async function (this: unknown, ...args: unknown[]) {
+  const result = await remove.apply(this, args);
+  await afterDelete.pass();
+  return result;
+};
+
+before(async () => {
+  rt = await startRuntime();
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+});
+after(() => rt.close());
+
+async function register(name: string): Promise<string> {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name } });
+  assert.equal(created.status, 201, created.text);
+  return created.body.token;
+}
+
+/** A socket that is open (upgraded) but may not be recorded yet. */
+function openRaw(name: string, token: string): Promise<{ socket: WebSocket; closed: Promise<number> }> {
+  const socket = new WebSocket(`${rt.url.replace('http', 'ws')}/devices/${ORG}/${name}?token=${token}`);
+  const closed = new Promise<number>((resolve) => socket.on('close', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('open', () => resolve({ socket, closed }));
+  });
+}
+
+async function endingsOf(name: string): Promise<Array<{ payload: Record<string, unknown> }>> {
+  const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=device.disconnected&limit=500`, { token: key });
+  return listed.body.events.filter((e: { source: string }) => e.source === `@device:${name}`);
+}
+
+async function storedIds(name: string): Promise<string[]> {
+  const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=reading.taken&limit=500`, { token: key });
+  return listed.body.events.filter((e: { source: string }) => e.source === `@device:${name}`).map((e: { provider_event_id: string }) => e.provider_event_id);
+}
+
+test('a rotation while a newer connection with the old token is being recorded leaves no socket of the old token open', async () => {
+  const token = await register('rot');
+  const first = await connectDevice(rt.url, ORG, 'rot', token);
+  beforeConnect.arm();
+  const second = await openRaw('rot', token);
+  await eventually('the second connection at the gate', () => beforeConnect.reached, Boolean);
+  const rotating = call(rt.url, 'POST', `/organizations/${ORG}/devices/rot/token`, { token: key });
+  // Give the rotation time to commit, were it not ordered after the connection being recorded.
+  const prefix = async (): Promise<string> => (await call(rt.url, 'GET', `/organizations/${ORG}/devices/rot`, { token: key })).body.device.token_prefix;
+  const before = await prefix();
+  await eventually('the rotation to be held back or written', prefix, (now) => now !== before, 300).catch(() => undefined);
+  beforeConnect.release();
+  assert.equal((await rotating).status, 200);
+  // The second connection was recorded first (it came first), replacing the first; the rotation then closed it.
+  const firstClosed = await Promise.race([first.closed.then(({ code }) => code), new Promise<string>((resolve) => setTimeout(() => resolve('still open'), 3000))]);
+  assert.equal(firstClosed, 4409, 'no socket opened with the rotated token stays open');
+  assert.equal(await second.closed, 4401);
+  const endings = await eventually('the endings', () => endingsOf('rot'), (list) => list.length === 2);
+  assert.deepEqual(endings.map((e) => e.payload.reason).sort(), ['replaced', 'token_rotated']);
+});
+
+test('a message of a connection being replaced is refused (retryable), never stored after its device.disconnected', async () => {
+  const token = await register('rep');
+  const first = await connectDevice(rt.url, ORG, 'rep', token);
+  afterConnect.arm();
+  const second = await openRaw('rep', token);
+  await eventually('the first connection ended in the ledger', () => endingsOf('rep'), (list) => list.length === 1);
+  first.send({ id: 'late', type: 'reading.taken' });
+  const answer = await first.answerTo('late');
+  afterConnect.release();
+  assert.deepEqual([answer.type, answer.error?.code, answer.retryable], ['nack', 'connection_closing', true]);
+  assert.equal((await first.closed).code, 4409);
+  assert.deepEqual(await storedIds('rep'), []);
+  second.socket.close();
+  await second.closed;
+});
+
+test('a message sent while the device is being deleted is refused; a device made again under its name starts afresh', async () => {
+  const token = await register('del');
+  const first = await connectDevice(rt.url, ORG, 'del', token);
+  afterDelete.arm();
+  const deleting = call(rt.url, 'DELETE', `/organizations/${ORG}/devices/del`, { token: key });
+  await eventually('deleted in the ledger', () => call(rt.url, 'GET', `/organizations/${ORG}/devices/del`, { token: key }), (answer) => answer.status === 404);
+  first.send({ id: 'x-1', type: 'reading.taken' });
+  const late = await first.answerTo('x-1');
+  afterDelete.release();
+  assert.equal((await deleting).status, 204);
+  assert.deepEqual([late.type, late.error?.code], ['nack', 'connection_closing']);
+  assert.equal((await first.closed).code, 4404);
+  const renewed = await connectDevice(rt.url, ORG, 'del', await register('del'));
+  renewed.send({ id: 'x-1', type: 'reading.taken' });
+  assert.equal((await renewed.answerTo('x-1')).duplicate, false);
+  renewed.close();
+  await renewed.closed;
+});
+
+test('a device that closes with messages in flight and reconnects at once: its connection ends as client_closed, after its messages', async () => {
+  const token = await register('flap');
+  for (let round = 0; round < 5; round++) {
+    const device = await connectDevice(rt.url, ORG, 'flap', token);
+    await device.sendAtOnce(Array.from({ length: 10 }, (_, i) => JSON.stringify({ id: `m-${round}-${i}`, type: 'reading.taken' })));
+    device.close(1000);
+    const next = await connectDevice(rt.url, ORG, 'flap', token);
+    const endings = await eventually('its ending', () => endingsOf('flap'), (list) => list.some((e) => e.payload.connection_id === device.frames[0]!.connection_id));
+    const ending = endings.find((e) => e.payload.connection_id === device.frames[0]!.connection_id)!;
+    assert.deepEqual([ending.payload.reason, ending.payload.close_code], ['client_closed', 1000], `round ${round}`);
+    next.close(1000);
+    await next.closed;
+  }
+  const endings = await eventually('every ending', () => endingsOf('flap'), (list) => list.length === 10);
+  const ids = endings.map((e) => e.payload.connection_id);
+  assert.equal(new Set(ids).size, ids.length, 'each connection ends once');
+});
