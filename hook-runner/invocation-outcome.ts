@@ -1,7 +1,7 @@
 // What one execution of a guest produced, as stored in the invocation ledger and sent on the wire.
 // Pure data and conversions; the sandbox's own outcome type is translated once, here.
 import type { SandboxOutcome } from './sandbox.ts';
-import { isWireTrapKind, type InvokeOutcome, type InvokeReplyWire, type WireTrapKind } from './wire.ts';
+import { isWireTrapKind, type InvokeOutcome, type InvokeReplyWire } from './wire.ts';
 
 export type InvocationOutcome = InvokeOutcome;
 

@@ -1,7 +1,7 @@
 // REST: send a custom event, get one (with its recording and reactions), list by time.
 // Every read is scoped to one environment (`?environment=`, default production).
 
-import { API_SOURCE, EVENT_ID_PATTERN, generateEventId, type StoredEvent } from '../events/event-record.ts';
+import { API_SOURCE, EVENT_ID_PATTERN, generateEventId, rootEvent } from '../events/event-record.ts';
 import { eventWithRawPayload, withPayloadText } from '../events/payload-text.ts';
 import { parseJsonRequestText } from '../http/parse-json.ts';
 import { rawJson, type Route } from '../http/types.ts';
@@ -12,7 +12,7 @@ import { encodeCursor, environmentOf, parseCursor, parseLimit } from './query-pa
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
-import { isoAt, type ApiContext } from './context.ts';
+import type { ApiContext } from './context.ts';
 
 interface SendEventBody {
   type: string;
@@ -50,21 +50,10 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         if (environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
         const nowMs = ctx.clock.now();
         const id = body.id ?? generateEventId(nowMs);
-        const event: StoredEvent = withPayloadText({
-          id,
-          org_id: org.id,
-          type: body.type,
-          payload: body.payload ?? null,
-          environment,
-          source: API_SOURCE,
-          provider_event_id: body.id ?? null,
-          received_at: isoAt(nowMs),
-          received_at_ms: nowMs,
-          correlation_id: id,
-          causation_id: null,
-          depth: 0,
-          replay_skip_side_effects: false,
-        }, memberText(parsed.text, 'payload') ?? 'null');
+        const event = withPayloadText(
+          rootEvent({ id, org_id: org.id, type: body.type, payload: body.payload ?? null, environment, source: API_SOURCE, provider_event_id: body.id ?? null, received_at_ms: nowMs }),
+          memberText(parsed.text, 'payload') ?? 'null',
+        );
         await quota.spend(org, () => ctx.events.store({ event, recording: null, claim: null }));
         ctx.metrics.ingestTotal.inc({ outcome: 'accepted_api' });
         return rawJson(202, { event: eventWithRawPayload(event) });

@@ -24,6 +24,28 @@ export interface StoredEvent {
   readonly replay_skip_side_effects: boolean;
 }
 
+/** What a trigger knows of an event it received (a webhook, an API call, a tick, a device message). */
+export type RootEventFields = Pick<StoredEvent, 'id' | 'org_id' | 'type' | 'payload' | 'environment' | 'source' | 'provider_event_id' | 'received_at_ms'>;
+
+/** An event a trigger received at `received_at_ms`: the root of its own correlation, caused by no run, effects not skipped. */
+export function rootEvent(fields: RootEventFields): StoredEvent {
+  return {
+    id: fields.id,
+    org_id: fields.org_id,
+    type: fields.type,
+    payload: fields.payload,
+    environment: fields.environment,
+    source: fields.source,
+    provider_event_id: fields.provider_event_id,
+    received_at: new Date(fields.received_at_ms).toISOString(),
+    received_at_ms: fields.received_at_ms,
+    correlation_id: fields.id,
+    causation_id: null,
+    depth: 0,
+    replay_skip_side_effects: false,
+  };
+}
+
 /** Bounded evidence of the request that created an event; secrets and signatures are redacted. */
 export interface Recording {
   readonly method: string;

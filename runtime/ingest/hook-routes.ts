@@ -4,7 +4,7 @@
 import { InputError, SluiceError, notFound } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { EventStore } from '../events/event-store.ts';
-import { generateEventId, type StoredEvent } from '../events/event-record.ts';
+import { generateEventId, rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { recordRequest } from '../events/record-request.ts';
 import { decodeJsonBytes, isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
@@ -93,21 +93,7 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   validateEventPayload(source, type, payload);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);
-  const event: StoredEvent = {
-    id,
-    org_id: source.org_id,
-    type,
-    payload,
-    environment: source.environment,
-    source: source.name,
-    provider_event_id: providerEventId,
-    received_at: receivedAt,
-    received_at_ms: nowMs,
-    correlation_id: id,
-    causation_id: null,
-    depth: 0,
-    replay_skip_side_effects: false,
-  };
+  const event = rootEvent({ id, org_id: source.org_id, type, payload, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs });
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
   // No await between this wait and the store (spend calls it at once): see sandbox-generation.ts.
   if (source.environment === 'sandbox') await deps.generations.quiet(org.id);

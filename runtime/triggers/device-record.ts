@@ -3,7 +3,7 @@
 // when a connection opens, `device.disconnected` when it ends, each sent once per connection.
 
 import { createHash } from 'node:crypto';
-import type { StoredEvent } from '../events/event-record.ts';
+import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { withPayloadText } from '../events/payload-text.ts';
 import type { Environment } from '../sources/source-record.ts';
 
@@ -86,24 +86,8 @@ const stateEventId = (device: DeviceRecord, connectionId: string, type: string):
 function stateEvent(device: DeviceRecord, type: string, connectionId: string, payload: Record<string, unknown>, nowMs: number): StoredEvent {
   const id = stateEventId(device, connectionId, type);
   const text = JSON.stringify({ device: device.name, connection_id: connectionId, ...payload });
-  return withPayloadText(
-    {
-      id,
-      org_id: device.org_id,
-      type,
-      payload: JSON.parse(text) as unknown,
-      environment: device.environment,
-      source: deviceSource(device.name),
-      provider_event_id: null,
-      received_at: iso(nowMs),
-      received_at_ms: nowMs,
-      correlation_id: id,
-      causation_id: null,
-      depth: 0,
-      replay_skip_side_effects: false,
-    },
-    text,
-  );
+  const fields = { id, org_id: device.org_id, type, payload: JSON.parse(text) as unknown, environment: device.environment, source: deviceSource(device.name) };
+  return withPayloadText(rootEvent({ ...fields, provider_event_id: null, received_at_ms: nowMs }), text);
 }
 
 /** The id of the connection's `device.connected` (the device's `ready` frame names it). */

@@ -11,7 +11,7 @@ import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { constantTimeEqual, hashToken } from '../auth/secrets.ts';
 import type { Clock } from '../clock.ts';
 import { AccessError, ConflictError, InputError, RetryableError, SluiceError, notFound } from '../errors.ts';
-import { generateEventId, type StoredEvent } from '../events/event-record.ts';
+import { generateEventId, rootEvent } from '../events/event-record.ts';
 import type { EventStore } from '../events/event-store.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import type { Route } from '../http/types.ts';
@@ -20,7 +20,7 @@ import type { Logger } from '../log.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed, sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { ackFrame, frameIdOf, MAX_DEVICE_MESSAGE_BYTES, nackFrame, parseDeviceMessage, readyFrame, type DeviceMessage } from './device-frame.ts';
-import { connectedEventId, deviceSource, type DeviceConnection, type DeviceRecord, type DisconnectReason } from './device-record.ts';
+import { connectedEventId, deviceSource, type DeviceConnection, type DeviceRecord } from './device-record.ts';
 import type { DeviceStore, Ending } from './device-store.ts';
 
 /** The WebSocket subprotocol of device sockets; the device token may ride as a second entry beside it. */
@@ -300,21 +300,8 @@ export class DeviceSockets {
       if (org === undefined) throw notFound('Organization');
       const nowMs = this.#d.clock.now();
       const id = generateEventId(nowMs);
-      const event: StoredEvent = {
-        id,
-        org_id: device.org_id,
-        type: message.type,
-        payload: message.payload,
-        environment: device.environment,
-        source: deviceSource(device.name),
-        provider_event_id: message.id,
-        received_at: new Date(nowMs).toISOString(),
-        received_at_ms: nowMs,
-        correlation_id: id,
-        causation_id: null,
-        depth: 0,
-        replay_skip_side_effects: false,
-      };
+      const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };
+      const event = rootEvent({ ...fields, provider_event_id: message.id, received_at_ms: nowMs });
       const claim = { source: event.source, providerEventId: message.id };
       // No await between this wait and the store (spend calls it at once): see sandbox-generation.ts.
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);

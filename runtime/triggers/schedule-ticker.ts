@@ -4,7 +4,7 @@
 // runtime was down are not sent one by one: only the newest one owed is sent, once, at start.
 
 import type { Clock } from '../clock.ts';
-import type { StoredEvent } from '../events/event-record.ts';
+import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { settleDurably, type EventStore, type Reaction } from '../events/event-store.ts';
 import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
 import type { Logger } from '../log.ts';
@@ -37,24 +37,8 @@ function tickEvent(schedule: ScheduleRecord, tickMs: number, nowMs: number): Sto
   const id = tickEventId(schedule, tickMs);
   const scheduledFor = new Date(tickMs).toISOString();
   const text = `{"schedule":${JSON.stringify(schedule.name)},"scheduled_for":"${scheduledFor}","data":${schedule.payload_json}}`;
-  return withPayloadText(
-    {
-      id,
-      org_id: schedule.org_id,
-      type: schedule.event_type,
-      payload: JSON.parse(text) as unknown,
-      environment: schedule.environment,
-      source: SCHEDULE_SOURCE,
-      provider_event_id: `${schedule.name}@${scheduledFor}`,
-      received_at: new Date(nowMs).toISOString(),
-      received_at_ms: nowMs,
-      correlation_id: id,
-      causation_id: null,
-      depth: 0,
-      replay_skip_side_effects: false,
-    },
-    text,
-  );
+  const fields = { id, org_id: schedule.org_id, type: schedule.event_type, payload: JSON.parse(text) as unknown, environment: schedule.environment, source: SCHEDULE_SOURCE };
+  return withPayloadText(rootEvent({ ...fields, provider_event_id: `${schedule.name}@${scheduledFor}`, received_at_ms: nowMs }), text);
 }
 
 export class ScheduleTicker {

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { percentileOfSorted } from '../../harness/stats.ts';
 import { failedResult, judge, type SystemMeta } from '../../result-helpers.ts';
 import type { Scenario, ScenarioContext, ScenarioReport, SystemResult, TargetCheck } from '../../scenario.ts';
-import { startEffectReceiver, type EffectReceiver, type ReceiverCounts } from '../runs/effect-receiver.ts';
+import { startEffectReceiver, type ReceiverCounts } from '../runs/effect-receiver.ts';
 import { watchLive, type LiveWatcher } from '../runs/live-watcher.ts';
 import { countRuns, createOrg, createWebhookWorkflow, postEvents } from '../runs/runtime-api.ts';
 import { startSluice, type SluiceRuntime } from '../runs/sluice-runtime.ts';
