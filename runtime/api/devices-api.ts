@@ -14,7 +14,8 @@ import type { DeviceSockets } from '../triggers/device-sockets.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
-import { environmentOf, namedInEnvironment } from './query-params.ts';
+import { namedRecordReads } from './named-record-reads.ts';
+import { namedInEnvironment } from './query-params.ts';
 
 const parseCreate = createBodyParser<{ name: string; environment?: Environment }>({
   type: 'object',
@@ -61,23 +62,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         return rawJson(201, { device: describeDevice(device), token });
       },
     },
-    {
-      method: 'GET',
-      pattern: base,
-      handler: (request) => {
-        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const environment = environmentOf(request, org);
-        return rawJson(200, { devices: devices.list(org.id).filter((device) => device.environment === environment).map(describeDevice) });
-      },
-    },
-    {
-      method: 'GET',
-      pattern: `${base}/:name`,
-      handler: (request) => {
-        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        return rawJson(200, { device: describeDevice(requireDevice(request, org)) });
-      },
-    },
+    ...namedRecordReads(ctx, base, { plural: 'devices', singular: 'device', what: 'Device', list: (orgId) => devices.list(orgId), require: (orgId, name) => devices.require(orgId, name), describe: describeDevice }),
     {
       // The socket opened with the old token closes (4401); the device reconnects with the new one.
       method: 'POST',

@@ -22,7 +22,8 @@ import type { ScheduleTicker } from '../triggers/schedule-ticker.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { isoAt, type ApiContext } from './context.ts';
-import { environmentOf, namedInEnvironment } from './query-params.ts';
+import { namedRecordReads } from './named-record-reads.ts';
+import { namedInEnvironment } from './query-params.ts';
 
 interface ScheduleBody {
   name: string;
@@ -97,23 +98,14 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         return rawJson(201, { schedule: describeSchedule(schedule, nowMs) });
       },
     },
-    {
-      method: 'GET',
-      pattern: base,
-      handler: (request) => {
-        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const environment = environmentOf(request, org);
-        return rawJson(200, { schedules: schedules.list(org.id).filter((schedule) => schedule.environment === environment).map((schedule) => describeSchedule(schedule, ctx.clock.now())) });
-      },
-    },
-    {
-      method: 'GET',
-      pattern: `${base}/:name`,
-      handler: (request) => {
-        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        return rawJson(200, { schedule: describeSchedule(requireSchedule(request, org), ctx.clock.now()) });
-      },
-    },
+    ...namedRecordReads(ctx, base, {
+      plural: 'schedules',
+      singular: 'schedule',
+      what: 'Schedule',
+      list: (orgId) => schedules.list(orgId),
+      require: (orgId, name) => schedules.require(orgId, name),
+      describe: (schedule) => describeSchedule(schedule, ctx.clock.now()),
+    }),
     {
       method: 'PATCH',
       pattern: `${base}/:name`,

@@ -22,7 +22,8 @@ import {
 } from '../sources/source-record.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { isoAt, type ApiContext } from './context.ts';
-import { environmentOf, namedInEnvironment } from './query-params.ts';
+import { namedRecordReads } from './named-record-reads.ts';
+import { namedInEnvironment } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 interface SourceBody {
@@ -100,23 +101,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         return json(201, { source: describeSource(source) });
       },
     },
-    {
-      method: 'GET',
-      pattern: base,
-      handler: (request) => {
-        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const environment = environmentOf(request, org);
-        return json(200, { sources: ctx.sources.list(org.id).filter((source) => source.environment === environment).map(describeSource) });
-      },
-    },
-    {
-      method: 'GET',
-      pattern: `${base}/:name`,
-      handler: (request) => {
-        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        return json(200, { source: describeSource(requireSource(request, org)) });
-      },
-    },
+    ...namedRecordReads(ctx, base, { plural: 'sources', singular: 'source', what: 'Source', list: (orgId) => ctx.sources.list(orgId), require: (orgId, name) => ctx.sources.require(orgId, name), describe: describeSource }),
     {
       method: 'PATCH',
       pattern: `${base}/:name`,
