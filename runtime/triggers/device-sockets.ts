@@ -65,7 +65,9 @@ interface SocketData {
   accepting: boolean;
   /** Its `device.connected` is durable (its messages no longer wait for the device's chain). */
   recorded: boolean;
-  /** Set when Sluice closes the socket: why, for its `device.disconnected`. */
+  /** Its connection write was tried: the ledger may hold it even if the write failed (a failed flush). */
+  attempted: boolean;
+  /** Set when Sluice closes the socket (why, for its `device.disconnected`), and when it has closed (how). */
   ending: Ending | undefined;
 }
 
@@ -112,7 +114,7 @@ export class DeviceSockets {
           return;
         }
         const connection: DeviceConnection = { id: `con_${randomBytes(12).toString('hex')}`, connected_at_ms: deps.clock.now() };
-        const data: SocketData = { device, connection, ready: Promise.resolve(false), inFlight: new Set(), open: true, accepting: true, recorded: false, ending: undefined };
+        const data: SocketData = { device, connection, ready: Promise.resolve(false), inFlight: new Set(), open: true, accepting: true, recorded: false, attempted: false, ending: undefined };
         res.upgrade<SocketData>(data, key, offered.length > 0 ? DEVICE_PROTOCOL : '', extensions, context);
       },
       open: (ws) => {
@@ -121,7 +123,7 @@ export class DeviceSockets {
         const sockets = this.#sockets.get(key) ?? new Set();
         sockets.add(ws);
         this.#sockets.set(key, sockets);
-        data.ready = this.#serially(key, () => this.#connect(ws, data));
+        data.ready = this.#serially(key, () => this.#connect(ws, data)).catch(() => false);
       },
       message: (ws, message, isBinary) => this.#onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
       close: (ws, code) => {
@@ -129,6 +131,7 @@ export class DeviceSockets {
         data.open = false;
         data.accepting = false;
         const ending: Ending = { reason: data.ending?.reason ?? (code === 1006 ? 'connection_lost' : 'client_closed'), code };
+        data.ending = ending;
         const key = keyOf(data.device.org_id, data.device.name);
         void this.#serially(key, () => this.#end(data, ending)).finally(() => {
           const sockets = this.#sockets.get(key);
@@ -157,7 +160,8 @@ export class DeviceSockets {
   /** Deletes the device (its open connection's `device.disconnected` in the same write) and closes its sockets (4404). */
   deleteDevice(orgId: string, name: string): Promise<void> {
     const ending = { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const;
-    return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, ending, this.#d.clock.now()), ending);
+    const key = keyOf(orgId, name);
+    return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, (open) => this.#endingOf(key, open, ending), this.#d.clock.now()), ending);
   }
 
   /** The org's plan lost its sandbox: its sandbox devices' sockets close with 4402. */
@@ -202,21 +206,39 @@ export class DeviceSockets {
     return stopped;
   }
 
-  /** A change that ends the device's connections: quiesce, write, then close every socket of the device (`ending`). */
+  /**
+   * A change that ends the device's connections: quiesce, write, then close every socket of the
+   * device (`ending`). A write that fails may still have committed (its flush failed), so the
+   * sockets close then too (1011): the device reconnects and finds out what holds.
+   */
   #changeDevice<T>(orgId: string, name: string, write: () => Promise<T>, ending: Ending & { readonly code: number }): Promise<T> {
     const key = keyOf(orgId, name);
     return this.#serially(key, async () => {
-      const stopped = await this.#quiesce(this.#sockets.get(key) ?? []);
+      await this.#quiesce(this.#sockets.get(key) ?? []);
       let result: T;
       try {
         result = await write();
       } catch (error) {
-        for (const ws of stopped) ws.getUserData().accepting = true;
+        for (const ws of [...(this.#sockets.get(key) ?? [])]) this.#close(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the change could not be confirmed; connect again');
         throw error;
       }
       for (const ws of [...(this.#sockets.get(key) ?? [])]) this.#close(ws, ending);
       return result;
     });
+  }
+
+  /**
+   * How the connection the ledger holds open ends when a change ends it: `ifOpen` when its socket
+   * is open, the socket's own ending when it already closed (its ending not written yet), and
+   * connection_lost when no socket of this process has it.
+   */
+  #endingOf(key: string, connection: DeviceConnection, ifOpen: Ending): Ending {
+    for (const ws of this.#sockets.get(key) ?? []) {
+      const data = ws.getUserData();
+      if (data.connection.id !== connection.id) continue;
+      return data.open ? ifOpen : (data.ending ?? { reason: 'connection_lost', code: null });
+    }
+    return { reason: 'connection_lost', code: null };
   }
 
   /** The device a socket request may open, or the refusal: 503 while starting, 404, 401, 402. */
@@ -242,21 +264,28 @@ export class DeviceSockets {
     if (!data.open) return false;
     const key = keyOf(device.org_id, device.name);
     const others = await this.#quiesce([...(this.#sockets.get(key) ?? [])].filter((other) => other !== ws));
-    const replaced = new Set(others.map((other) => other.getUserData().connection.id));
     let recorded: boolean;
     try {
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
-      recorded = await this.#d.devices.connect(device, connection, (open) => (replaced.has(open.id) ? { reason: 'replaced', code: CLOSE_REPLACED } : { reason: 'connection_lost', code: null }));
+      data.attempted = true;
+      recorded = await this.#d.devices.connect(device, connection, (open) => this.#endingOf(key, open, { reason: 'replaced', code: CLOSE_REPLACED }));
     } catch (error) {
+      // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
       this.#d.logger.error('device connection could not be recorded', { org_id: device.org_id, device: device.name, error: String(error) });
-      for (const other of others) other.getUserData().accepting = true;
-      this.#close(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
+      for (const socket of [ws, ...others]) this.#close(socket, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
       return false;
     }
     if (!recorded) {
-      // Deleted, or its token rotated, since the upgrade (that change closed the device's sockets).
-      const gone = this.#d.devices.get(device.org_id, device.name)?.id !== device.id;
-      this.#close(ws, gone ? { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } : { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED });
+      // Deleted, or its token rotated, since the upgrade. Sockets of the same stale device close as
+      // this one does; the others (opened with the current token) go on storing.
+      const current = this.#d.devices.get(device.org_id, device.name);
+      const stale = (other: DeviceRecord): boolean => current === undefined || other.id !== current.id || other.token_hash !== current.token_hash;
+      const ending = current?.id !== device.id ? { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const : { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED } as const;
+      this.#close(ws, ending);
+      for (const other of others) {
+        if (stale(other.getUserData().device)) this.#close(other, ending);
+        else other.getUserData().accepting = true;
+      }
       return false;
     }
     data.recorded = true;
@@ -324,7 +353,9 @@ export class DeviceSockets {
 
   /** Writes the connection's ending once its messages are settled (each event before `device.disconnected`). */
   async #end(data: SocketData, ending: Ending): Promise<void> {
-    if (!(await data.ready)) return;
+    await data.ready;
+    // Not tried: nothing to end. Tried (recorded or not): the store ends it only if the ledger holds it.
+    if (!data.attempted) return;
     await Promise.allSettled([...data.inFlight]);
     try {
       await this.#d.devices.disconnect(data.device, data.connection, ending, this.#d.clock.now());

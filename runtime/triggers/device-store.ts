@@ -67,14 +67,17 @@ export class DeviceStore {
 
   /**
    * Removes the device and the dedup memory of its messages (a device made later under its name
-   * starts afresh); an open connection gets its `device.disconnected` (`ending`) in the same write.
+   * starts afresh); an open connection gets its `device.disconnected` (`ending` says how) in the same write.
    * 404 if gone.
    */
-  async delete(orgId: string, name: string, ending: Ending, nowMs: number): Promise<void> {
+  async delete(orgId: string, name: string, ending: (connection: DeviceConnection) => Ending, nowMs: number): Promise<void> {
     const removed = await this.#writeEvents((write) => {
       const current = this.get(orgId, name);
       if (current === undefined) return false;
-      if (current.connection !== null) write(disconnectedEvent(current, current.connection, ending.reason, ending.code, nowMs));
+      if (current.connection !== null) {
+        const { reason, code } = ending(current.connection);
+        write(disconnectedEvent(current, current.connection, reason, code, nowMs));
+      }
       this.#events.inbox.removeSourceClaimsWithin(orgId, deviceSource(name));
       this.#table.remove([orgId, name]);
       return true;

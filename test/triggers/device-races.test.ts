@@ -3,7 +3,8 @@
 // wrapped around DeviceStore's writes holds one of them open (the window a slow fsync gives), so
 // the order the test needs happens every time. What must hold: no socket opened with a rotated
 // token or of a deleted device stays open, no message is stored after its connection's
-// `device.disconnected`, and a connection the device closed itself ends as `client_closed`.
+// `device.disconnected`, a connection the device closed itself ends as `client_closed`, and a write
+// that failed after it committed (a failed flush) leaves no socket storing on a stale view.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -43,12 +44,26 @@ class Gate {
 const beforeConnect = new Gate();
 const afterConnect = new Gate();
 const afterDelete = new Gate();
-const store = DeviceStore.prototype as unknown as Record<'connect' | 'delete', (...args: unknown[]) => Promise<unknown>>;
-const { connect, delete: remove } = store;
+/** The next such write fails after it committed, as when its flush fails (settleDurably throws). */
+const failAfterCommit = { connect: false, rotateToken: false };
+const store = DeviceStore.prototype as unknown as Record<'connect' | 'delete' | 'rotateToken', (...args: unknown[]) => Promise<unknown>>;
+const { connect, delete: remove, rotateToken } = store;
 store.connect = async function (this: unknown, ...args: unknown[]) {
   await beforeConnect.pass();
   const result = await connect.apply(this, args);
   await afterConnect.pass();
+  if (failAfterCommit.connect) {
+    failAfterCommit.connect = false;
+    throw new Error('flush failed');
+  }
+  return result;
+};
+store.rotateToken = async function (this: unknown, ...args: unknown[]) {
+  const result = await rotateToken.apply(this, args);
+  if (failAfterCommit.rotateToken) {
+    failAfterCommit.rotateToken = false;
+    throw new Error('flush failed');
+  }
   return result;
 };
 store.delete = async function (this: unknown, ...args: unknown[]) {
@@ -161,4 +176,42 @@ test('a device that closes with messages in flight and reconnects at once: its c
   const endings = await eventually('every ending', () => endingsOf('flap'), (list) => list.length === 10);
   const ids = endings.map((e) => e.payload.connection_id);
   assert.equal(new Set(ids).size, ids.length, 'each connection ends once');
+});
+
+test('a device that closes itself while a newer connection is being recorded ends as client_closed, not replaced', async () => {
+  const token = await register('flap2');
+  const first = await connectDevice(rt.url, ORG, 'flap2', token);
+  beforeConnect.arm();
+  const second = await openRaw('flap2', token);
+  await eventually('the second connection at the gate', () => beforeConnect.reached, Boolean);
+  first.close(1000);
+  await first.closed;
+  beforeConnect.release();
+  const endings = await eventually('the first ending', () => endingsOf('flap2'), (list) => list.length === 1);
+  assert.deepEqual([endings[0]!.payload.connection_id, endings[0]!.payload.reason, endings[0]!.payload.close_code], [first.frames[0]!.connection_id, 'client_closed', 1000]);
+  second.socket.close();
+  await second.closed;
+});
+
+test('a rotation whose write fails after committing closes the sockets (1011): none stores on the old token', async () => {
+  const token = await register('rot-fail');
+  const first = await connectDevice(rt.url, ORG, 'rot-fail', token);
+  failAfterCommit.rotateToken = true;
+  const rotated = await call(rt.url, 'POST', `/organizations/${ORG}/devices/rot-fail/token`, { token: key });
+  assert.equal(rotated.status, 500, rotated.text);
+  assert.equal((await first.closed).code, 1011);
+  await assert.rejects(connectDevice(rt.url, ORG, 'rot-fail', token), { status: 401 }, 'the rotation took effect');
+});
+
+test('a connection write that fails after committing closes the replaced socket too, and its own ending is still written', async () => {
+  const token = await register('con-fail');
+  const first = await connectDevice(rt.url, ORG, 'con-fail', token);
+  failAfterCommit.connect = true;
+  const second = await openRaw('con-fail', token);
+  assert.equal(await second.closed, 1011);
+  assert.equal((await first.closed).code, 1011, 'the replaced socket does not go on storing after its ending');
+  await eventually('the device disconnected', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/devices/con-fail`, { token: key })).body.device.state, (state) => state === 'disconnected');
+  const endings = await endingsOf('con-fail');
+  assert.equal(endings.length, 2, 'both connections ended, once each');
+  assert.equal(new Set(endings.map((e) => e.payload.connection_id)).size, 2);
 });
