@@ -4,8 +4,11 @@
 // nack is sent again after the wait Sluice asked for. A non-retryable nack rejects that message.
 
 import { randomUUID } from 'node:crypto';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
+import { runSocket } from './socket-run.ts';
+
+const DEVICE_PROTOCOL = 'sluice-device';
 
 export interface DeviceOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787. */
@@ -45,8 +48,23 @@ export class DeviceError extends Error {
 
 /** Sluice stores at most this many messages of a socket at once; the client sends no more than that unacked. */
 const IN_FLIGHT = 64;
+/** Sluice's caps on a message frame and its id (runtime/triggers/device-frame.ts), checked before sending. */
+const MAX_FRAME_BYTES = 64 * 1024;
+const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/;
 /** Close codes after which connecting again cannot help: rotated token, sandbox gone, device deleted, replaced by a newer connection. */
 const TERMINAL_CLOSE = new Set([4401, 4402, 4404, 4409]);
+/** Sluice pings a quiet device socket within its 120 s idle timeout: this long without a frame or ping means it is dead. */
+const SILENCE_MS = 150_000;
+
+interface Answer {
+  readonly type: string;
+  readonly id?: string | null;
+  readonly event_id?: string;
+  readonly duplicate?: boolean;
+  readonly error?: { readonly code: string; readonly message: string; readonly field?: string };
+  readonly retryable?: boolean;
+  readonly retry_after_ms?: number;
+}
 
 interface Pending {
   readonly id: string;
@@ -70,6 +88,8 @@ export class DeviceConnection {
   #socket: WebSocket | undefined;
   #ready = false;
   #closed = false;
+  #stop: () => void = () => undefined;
+  readonly #stopped = new Promise<void>((resolve) => (this.#stop = resolve));
   #ended: DeviceError | undefined;
 
   constructor(options: DeviceOptions) {
@@ -89,22 +109,29 @@ export class DeviceConnection {
     return this.#pending.size;
   }
 
-  /** Resolves once the message is stored durably (acked), however many reconnects that takes. */
+  /**
+   * Resolves once the message is stored durably (acked), however many reconnects that takes. A
+   * message Sluice would refuse whatever happens (too large, a bad id) is rejected before sending.
+   */
   send(message: DeviceMessage): Promise<Acked> {
     if (this.#ended !== undefined) return Promise.reject(this.#ended);
     if (this.#closed) return Promise.reject(new DeviceError('closed', 'The device connection was closed.'));
     if (this.#pending.size >= (this.#o.maxPending ?? 10_000)) return Promise.reject(new DeviceError('too_many_pending', 'Too many messages wait for their ack; wait for some first.'));
     const id = message.id ?? `msg_${randomUUID()}`;
+    if (!MESSAGE_ID.test(id)) return Promise.reject(new DeviceError('invalid_message', 'A message id is 1-256 printable ASCII characters.', 'id'));
     if (this.#pending.has(id)) return Promise.reject(new DeviceError('id_in_use', `A message with id "${id}" is still waiting for its ack.`, 'id'));
+    const frame = JSON.stringify({ ...message, id });
+    if (Buffer.byteLength(frame) > MAX_FRAME_BYTES) return Promise.reject(new DeviceError('frame_too_large', `A device message is at most ${MAX_FRAME_BYTES} bytes.`));
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { id, frame: JSON.stringify({ ...message, id }), resolve, reject, sent: false, waiting: false, attempts: 0 });
+      this.#pending.set(id, { id, frame, resolve, reject, sent: false, waiting: false, attempts: 0 });
       this.#pump();
     });
   }
 
-  /** Closes the socket; messages still unacked are rejected (their ids are safe to send again later). */
+  /** Closes the socket (a wait between attempts too); messages still unacked are rejected (their ids are safe to send again later). */
   close(): void {
     this.#closed = true;
+    this.#stop();
     this.#socket?.close(1000);
     this.#failAll(new DeviceError('closed', 'The device connection was closed before Sluice acked this message.'));
   }
@@ -112,80 +139,72 @@ export class DeviceConnection {
   async #run(): Promise<void> {
     let attempt = 0;
     while (!this.#closed) {
-      const ending = await this.#connectOnce();
+      let acked = false;
+      const url = new URL(`/devices/${encodeURIComponent(this.#o.org)}/${encodeURIComponent(this.#o.device)}`, this.#o.url.replace(/^http/, 'ws'));
+      for (const pending of this.#pending.values()) pending.sent = false;
+      const { socket, ended } = runSocket(url, [DEVICE_PROTOCOL, this.#o.token], (data) => {
+        let answer: Answer;
+        try {
+          answer = JSON.parse(data.toString('utf8')) as Answer;
+        } catch {
+          return; // not a frame of this protocol: skipped
+        }
+        if (answer.type === 'ready') this.#ready = true;
+        else acked = this.#answer(answer) || acked;
+        this.#pump();
+      }, SILENCE_MS);
+      this.#socket = socket;
+      const end = await ended;
       this.#ready = false;
       if (this.#closed) return;
-      if (ending.terminal !== undefined) {
-        this.#ended = ending.terminal;
-        this.#failAll(ending.terminal);
-        throw ending.terminal;
+      const terminal =
+        end.kind === 'refused' && end.status !== 503
+          ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${end.body}`)
+          : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
+            ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)
+            : undefined;
+      if (terminal !== undefined) {
+        this.#ended = terminal;
+        this.#failAll(terminal);
+        throw terminal;
       }
-      if (ending.wasReady) attempt = 0;
-      await this.#sleep(backoffMs(attempt++));
+      // Only a connection that got something stored counts as working: one dropped right after
+      // `ready` (every time, say) backs off like one never opened.
+      if (acked) attempt = 0;
+      await Promise.race([this.#sleep(backoffMs(attempt++)), this.#stopped]);
     }
   }
 
-  #connectOnce(): Promise<{ terminal?: DeviceError; wasReady: boolean }> {
-    const url = new URL(`/devices/${encodeURIComponent(this.#o.org)}/${encodeURIComponent(this.#o.device)}`, this.#o.url.replace(/^http/, 'ws'));
-    const socket = new WebSocket(url, ['sluice-device', this.#o.token]);
-    this.#socket = socket;
-    let wasReady = false;
-    for (const pending of this.#pending.values()) pending.sent = false;
-    return new Promise((resolve) => {
-      socket.on('unexpected-response', (_request, response) => {
-        let body = '';
-        response.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-        response.on('end', () => {
-          const status = response.statusCode ?? 0;
-          // 503: Sluice is starting or stopping; anything else is about the device or its token.
-          resolve(status === 503 ? { wasReady } : { terminal: new DeviceError(`http_${status}`, `Sluice refused the device socket (${status}): ${body.slice(0, 300)}`), wasReady });
-        });
-      });
-      socket.on('error', () => {
-        if (socket.readyState !== WebSocket.OPEN) resolve({ wasReady });
-      });
-      socket.on('message', (data: Buffer) => {
-        const frame = JSON.parse(data.toString('utf8')) as { type: string; id?: string | null; event_id?: string; duplicate?: boolean; error?: { code: string; message: string; field?: string }; retryable?: boolean; retry_after_ms?: number };
-        if (frame.type === 'ready') {
-          wasReady = true;
-          this.#ready = true;
-        } else {
-          this.#answer(frame);
-        }
-        this.#pump();
-      });
-      socket.on('close', (code, reason) => {
-        const terminal = TERMINAL_CLOSE.has(code) ? new DeviceError(`closed_${code}`, `Sluice closed the device socket (${code}): ${reason.toString()}`) : undefined;
-        resolve(terminal === undefined ? { wasReady } : { terminal, wasReady });
-      });
-    });
-  }
-
-  #answer(frame: { type: string; id?: string | null; event_id?: string; duplicate?: boolean; error?: { code: string; message: string; field?: string }; retryable?: boolean; retry_after_ms?: number }): void {
-    const pending = frame.id === null || frame.id === undefined ? undefined : this.#pending.get(frame.id);
-    if (pending === undefined) return;
-    if (frame.type === 'ack') {
+  /** Settles the message an answer names; true for an ack. */
+  #answer(answer: Answer): boolean {
+    // A nack without an id answers a frame Sluice could not read the id of: the oldest one sent
+    // (frames are checked before sending, so this is a backstop that keeps a send from hanging).
+    const pending = answer.id === null || answer.id === undefined ? (answer.type === 'nack' ? [...this.#pending.values()].find((p) => p.sent) : undefined) : this.#pending.get(answer.id);
+    if (pending === undefined) return false;
+    if (answer.type === 'ack') {
       this.#pending.delete(pending.id);
-      pending.resolve({ event_id: frame.event_id ?? '', duplicate: frame.duplicate === true });
-      return;
+      pending.resolve({ event_id: answer.event_id ?? '', duplicate: answer.duplicate === true });
+      return true;
     }
-    if (frame.retryable === true) {
+    if (answer.retryable === true) {
       pending.sent = false;
       pending.waiting = true;
-      void this.#sleep(backoffMs(pending.attempts++, frame.retry_after_ms)).then(() => {
+      const again = (): void => {
         pending.waiting = false;
         this.#pump();
-      });
-      return;
+      };
+      void this.#sleep(backoffMs(pending.attempts++, answer.retry_after_ms)).then(again, again);
+      return false;
     }
     this.#pending.delete(pending.id);
-    pending.reject(new DeviceError(frame.error?.code ?? 'refused', frame.error?.message ?? 'Sluice refused the message.', frame.error?.field));
+    pending.reject(new DeviceError(answer.error?.code ?? 'refused', answer.error?.message ?? 'Sluice refused the message.', answer.error?.field));
+    return false;
   }
 
   /** Sends unsent messages, oldest first, while fewer than IN_FLIGHT are unanswered on this socket. */
   #pump(): void {
     const socket = this.#socket;
-    if (!this.#ready || socket === undefined || socket.readyState !== WebSocket.OPEN) return;
+    if (!this.#ready || socket === undefined || socket.readyState !== socket.OPEN) return;
     let inFlight = 0;
     for (const pending of this.#pending.values()) if (pending.sent) inFlight++;
     for (const pending of this.#pending.values()) {

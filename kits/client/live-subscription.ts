@@ -4,10 +4,11 @@
 // cannot bring it up to date (4410) or the sandbox was reset (4409) it reconnects live and asks
 // the application to reload what it shows. A revoked key (4401) or a refused upgrade ends it.
 
-import WebSocket from 'ws';
-import { decodeLiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
+import type WebSocket from 'ws';
+import { decodeLiveMessage, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import type { Environment } from './api-client.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
+import { runSocket } from './socket-run.ts';
 
 export type { RunUpdate };
 
@@ -28,6 +29,10 @@ export interface WatchOptions {
    * happens during the reload is missed.
    */
   readonly onReload?: (reason: 'replay_gone' | 'sandbox_reset') => void | Promise<void>;
+  /** How long without a frame counts as a dead connection (default 15 s: three missed heartbeats). */
+  readonly silenceMs?: number;
+  /** Hears what `onUpdate` or `onReload` threw (default: a process warning). */
+  readonly onError?: (error: unknown) => void;
   readonly sleep?: Sleep;
 }
 
@@ -47,8 +52,8 @@ const RELOAD: ReadonlyMap<number, 'sandbox_reset' | 'replay_gone'> = new Map([
   [4410, 'replay_gone'],
 ]);
 const TERMINAL_CLOSE = new Set([1002, 4401, 4402]);
-
-type Outcome = { readonly kind: 'closed'; readonly code: number; readonly reason: string; readonly heard: boolean } | { readonly kind: 'refused'; readonly status: number; readonly body: string } | { readonly kind: 'unreachable' };
+/** The server sends a heartbeat every 5 s: this long without a frame means the connection is dead. */
+const SILENCE_MS = 15_000;
 
 export class LiveSubscription {
   /** Resolves when `close()` is called; rejects with LiveClosedError when the server ends it for good. */
@@ -58,6 +63,8 @@ export class LiveSubscription {
   #position: number | undefined;
   #socket: WebSocket | undefined;
   #closed = false;
+  #stop: () => void = () => undefined;
+  readonly #stopped = new Promise<void>((resolve) => (this.#stop = resolve));
   #reload: 'sandbox_reset' | 'replay_gone' | undefined;
 
   constructor(options: WatchOptions) {
@@ -74,65 +81,75 @@ export class LiveSubscription {
     return this.#position;
   }
 
+  /** Ends the subscription (a wait between attempts too). */
   close(): void {
     this.#closed = true;
+    this.#stop();
     this.#socket?.close(1000);
   }
 
   async #run(): Promise<void> {
     let attempt = 0;
     while (!this.#closed) {
-      const outcome = await this.#connectOnce();
+      let heard = false;
+      const { socket, ended } = runSocket(this.#url(), [PROTOCOL, this.#o.apiKey], (data) => {
+        heard = true;
+        this.#onFrame(data);
+      }, this.#o.silenceMs ?? SILENCE_MS);
+      this.#socket = socket;
+      const end = await ended;
       if (this.#closed) return;
-      if (outcome.kind === 'refused' && outcome.status !== 503) throw new LiveClosedError(outcome.status, `the live room refused the connection (${outcome.status}): ${outcome.body}`);
-      if (outcome.kind === 'closed') {
-        const reload = RELOAD.get(outcome.code);
+      if (end.kind === 'refused' && end.status !== 503) throw new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${end.body}`);
+      if (end.kind === 'closed') {
+        if (TERMINAL_CLOSE.has(end.code)) throw new LiveClosedError(end.code, `the live room closed the connection (${end.code}): ${end.reason}`);
+        const reload = RELOAD.get(end.code);
         if (reload !== undefined) {
-          this.#reload = reload;
+          // Reconnect live; the application reloads once that socket has joined (see onReload).
+          this.#reload ??= reload;
           this.#position = undefined;
-          attempt = 0;
-          continue;
         }
-        if (TERMINAL_CLOSE.has(outcome.code)) throw new LiveClosedError(outcome.code, `the live room closed the connection (${outcome.code}): ${outcome.reason}`);
-        if (outcome.heard) attempt = 0;
       }
-      await this.#sleep(backoffMs(attempt++));
+      if (heard) attempt = 0;
+      await Promise.race([this.#sleep(backoffMs(attempt++)), this.#stopped]);
     }
   }
 
-  #connectOnce(): Promise<Outcome> {
+  #url(): URL {
     const url = new URL(`/organizations/${encodeURIComponent(this.#o.org)}/live`, this.#o.url.replace(/^http/, 'ws'));
     if (this.#o.environment !== undefined) url.searchParams.set('environment', this.#o.environment);
     if (this.#o.runId !== undefined) url.searchParams.set('run_id', this.#o.runId);
     if (this.#position !== undefined) url.searchParams.set('after_seq', String(this.#position));
-    const socket = new WebSocket(url, [PROTOCOL, this.#o.apiKey]);
-    this.#socket = socket;
-    let heard = false;
-    return new Promise((resolve) => {
-      socket.binaryType = 'nodebuffer';
-      socket.on('unexpected-response', (_request, response) => {
-        let body = '';
-        response.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-        response.on('end', () => resolve({ kind: 'refused', status: response.statusCode ?? 0, body: body.slice(0, 300) }));
-      });
-      socket.on('error', () => {
-        if (socket.readyState !== WebSocket.OPEN) resolve({ kind: 'unreachable' });
-      });
-      socket.on('message', (data: Buffer) => {
-        heard = true;
-        const message = decodeLiveMessage(new Uint8Array(data));
-        if ('heartbeat' in message) {
-          this.#advance(message.heartbeat.last_seq);
-          const reload = this.#reload;
-          this.#reload = undefined;
-          if (reload !== undefined) void Promise.resolve(this.#o.onReload?.(reload)).catch(() => undefined);
-          return;
-        }
-        this.#advance(message.run_update.seq);
-        this.#o.onUpdate(message.run_update);
-      });
-      socket.on('close', (code, reason) => resolve({ kind: 'closed', code, reason: reason.toString(), heard }));
-    });
+    return url;
+  }
+
+  /** A frame of a kind this client does not know (a newer server) is skipped. */
+  #onFrame(data: Buffer): void {
+    let message: LiveMessage;
+    try {
+      message = decodeLiveMessage(new Uint8Array(data));
+    } catch {
+      return;
+    }
+    if ('heartbeat' in message) {
+      this.#advance(message.heartbeat.last_seq);
+      const reload = this.#reload;
+      this.#reload = undefined;
+      if (reload !== undefined) void Promise.resolve().then(() => this.#o.onReload?.(reload)).catch((error: unknown) => this.#report(error));
+      return;
+    }
+    try {
+      this.#o.onUpdate(message.run_update);
+    } catch (error) {
+      // Not counted as seen: unless a later frame moves the position past it, a reconnect sends it again.
+      this.#report(error);
+      return;
+    }
+    this.#advance(message.run_update.seq);
+  }
+
+  #report(error: unknown): void {
+    if (this.#o.onError !== undefined) this.#o.onError(error);
+    else process.emitWarning(`sluice watchRuns: a callback threw: ${error instanceof Error ? error.message : String(error)}`);
   }
 
   #advance(seq: number): void {

@@ -1,0 +1,58 @@
+// One WebSocket connection from open to end, as the client's live and device connections use it:
+// resolves how it ended (closed with a code, refused with an HTTP status, or unreachable), and
+// ends a connection that has gone silent (a half-open TCP connection would otherwise hang on).
+
+import WebSocket from 'ws';
+
+export type SocketEnd =
+  | { readonly kind: 'closed'; readonly code: number; readonly reason: string }
+  | { readonly kind: 'refused'; readonly status: number; readonly body: string }
+  | { readonly kind: 'unreachable' };
+
+/** The most of a refusal's body kept for the error message. */
+const MAX_REFUSAL_BODY = 1024;
+
+/**
+ * Opens `url` and resolves once the connection is over. `onMessage` sees every frame;
+ * `silenceMs` without a frame or a ping terminates the socket (it then ends `closed`, 1006).
+ */
+export function runSocket(url: URL, protocols: string[], onMessage: (data: Buffer) => void, silenceMs: number): { readonly socket: WebSocket; readonly ended: Promise<SocketEnd> } {
+  const socket = new WebSocket(url, protocols);
+  let silence: NodeJS.Timeout | undefined;
+  const heard = (): void => {
+    clearTimeout(silence);
+    silence = setTimeout(() => socket.terminate(), silenceMs);
+    silence.unref();
+  };
+  const ended = new Promise<SocketEnd>((resolve) => {
+    const end = (outcome: SocketEnd): void => {
+      clearTimeout(silence);
+      resolve(outcome);
+    };
+    socket.on('unexpected-response', (request, response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => {
+        if (body.length < MAX_REFUSAL_BODY) body += chunk.toString('utf8');
+      });
+      // A body cut off settles too ('close' without 'end'); ws leaves aborting the request to us.
+      const refused = (): void => {
+        end({ kind: 'refused', status: response.statusCode ?? 0, body: body.slice(0, MAX_REFUSAL_BODY) });
+        request.destroy();
+      };
+      response.on('end', refused);
+      response.on('close', refused);
+      response.on('error', refused);
+    });
+    socket.on('error', () => {
+      if (socket.readyState !== WebSocket.OPEN) end({ kind: 'unreachable' });
+    });
+    socket.on('open', heard);
+    socket.on('ping', heard);
+    socket.on('message', (data: Buffer) => {
+      heard();
+      onMessage(data);
+    });
+    socket.on('close', (code, reason) => end({ kind: 'closed', code, reason: reason.toString() }));
+  });
+  return { socket, ended };
+}

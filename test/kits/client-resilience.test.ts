@@ -1,0 +1,123 @@
+// The client against servers that misbehave (a `ws` or plain TCP server playing Sluice) and
+// against messages Sluice would refuse: an unknown frame or a throwing callback does not crash
+// the program, a refusal cut off mid-body or a server that goes silent is retried, a server that
+// ends every connection at once is retried with waits, and a device message that can never be
+// stored is rejected before it is sent instead of hanging.
+
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { after, before, test } from 'node:test';
+import { WebSocketServer } from 'ws';
+import { connectDevice, DeviceError, watchRuns, type RunUpdate, type Sleep } from '../../kits/client/index.ts';
+import { encodeLiveMessage } from '../../runtime/rooms/live-codec.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const noWait: Sleep = async () => undefined;
+
+/** A WebSocket server speaking as the live room would; `onConnection` decides what it does. */
+async function fakeLiveRoom(onConnection: (socket: import('ws').WebSocket) => void): Promise<{ url: string; close: () => void }> {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: () => 'sluice-live' });
+  await new Promise((resolve) => server.on('listening', resolve));
+  server.on('connection', onConnection);
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => server.close() };
+}
+
+const update = (seq: number): RunUpdate => ({ run_id: `run_${seq}`, state: 'completed', channel: '', workflow_id: 'w', event_id: 'e', step_id: '', attempt: 0, seq, at_ms: 1, error: '', environment: 'production' });
+
+test('an unknown frame is skipped and a throwing onUpdate is reported; later updates still arrive', async () => {
+  const room = await fakeLiveRoom((socket) => {
+    socket.send(encodeLiveMessage({ heartbeat: { at_ms: 1, last_seq: 5 } }));
+    socket.send(Buffer.alloc(0)); // a LiveMessage of a kind this client does not know
+    socket.send(encodeLiveMessage({ run_update: update(6) }));
+    socket.send(encodeLiveMessage({ run_update: update(7) }));
+  });
+  const seen: number[] = [];
+  const errors: unknown[] = [];
+  const live = watchRuns({
+    url: room.url, apiKey: 'k', org: 'o', sleep: noWait,
+    onUpdate: (u) => {
+      if (u.seq === 6) throw new Error('the application failed on 6');
+      seen.push(u.seq);
+    },
+    onError: (error) => errors.push(error),
+  });
+  await eventually('update 7', () => seen, (list) => list.includes(7));
+  live.close();
+  room.close();
+  assert.deepEqual(seen, [7]);
+  assert.match(String(errors[0]), /failed on 6/);
+  assert.equal(live.position, 7);
+});
+
+test('a refusal whose body is cut off, and a server that goes silent, are retried', async () => {
+  let refusals = 0;
+  const tcp = createServer((socket) => {
+    refusals++;
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"error":');
+      setTimeout(() => socket.destroy(), 20);
+    });
+  });
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  const cutOff = watchRuns({ url: `http://127.0.0.1:${(tcp.address() as { port: number }).port}`, apiKey: 'k', org: 'o', onUpdate: () => undefined, sleep: noWait });
+  await eventually('a second attempt', () => refusals, (n) => n >= 2);
+  cutOff.close();
+  tcp.close();
+
+  let connections = 0;
+  const silent = await fakeLiveRoom(() => void connections++);
+  const quiet = watchRuns({ url: silent.url, apiKey: 'k', org: 'o', onUpdate: () => undefined, sleep: noWait, silenceMs: 50 });
+  await eventually('a reconnect after the silence', () => connections, (n) => n >= 2);
+  quiet.close();
+  silent.close();
+});
+
+test('a server that ends every connection with 4410 gets a wait before each new attempt, and close() ends a wait', async () => {
+  let connections = 0;
+  const room = await fakeLiveRoom((socket) => {
+    connections++;
+    socket.close(4410, 'replay_gone');
+  });
+  const waits: number[] = [];
+  let release: () => void = () => undefined;
+  const live = watchRuns({
+    url: room.url, apiKey: 'k', org: 'o', onUpdate: () => undefined,
+    sleep: async (ms) => {
+      waits.push(ms);
+      if (waits.length === 3) await new Promise<void>((resolve) => (release = resolve)); // a long wait
+    },
+  });
+  await eventually('the third wait', () => waits.length, (n) => n === 3);
+  assert.equal(connections, 3, 'one connection per wait');
+  live.close();
+  await live.done; // resolves although the third wait never ends by itself
+  release();
+  room.close();
+});
+
+describeDevices();
+
+function describeDevices(): void {
+  let rt: TestRuntime;
+  let token: string;
+  const ORG = 'acct-client-resilience';
+  before(async () => {
+    rt = await startRuntime();
+    const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+    token = (await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'd1' } })).body.token;
+  });
+  after(() => rt.close());
+
+  test('a device message Sluice can never store (an id it cannot read, a frame too large) is rejected before sending', async () => {
+    const device = connectDevice({ url: rt.url, org: ORG, device: 'd1', token, sleep: noWait });
+    const badId = await device.send({ id: 'café-1', type: 'reading.taken' }).catch((error: unknown) => error);
+    assert.ok(badId instanceof DeviceError && badId.code === 'invalid_message' && badId.field === 'id');
+    const tooLarge = await device.send({ type: 'reading.taken', payload: { blob: 'x'.repeat(200_000) } }).catch((error: unknown) => error);
+    assert.ok(tooLarge instanceof DeviceError && tooLarge.code === 'frame_too_large');
+    assert.equal((await device.send({ id: 'fine-1', type: 'reading.taken' })).duplicate, false, 'the connection goes on');
+    assert.equal(device.pending, 0);
+    device.close();
+  });
+}
