@@ -35,7 +35,7 @@ import { openLedger } from './ledger/open-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics, observeEngine, observeWebhookConnections } from './metrics.ts';
+import { createRuntimeMetrics, observeDevices, observeEngine, observeWebhookConnections } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
@@ -143,6 +143,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),
   });
   opened.push(() => devices.close());
+  observeDevices(metrics, () => devices.openSockets);
   const child = runner.child;
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,

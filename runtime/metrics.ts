@@ -69,6 +69,10 @@ export function observeEngine(metrics: RuntimeMetrics, read: { readonly stalledR
 }
 
 /** Gauges of the webhook connection pools, read at each scrape from `stats`. */
+export function observeDevices(metrics: RuntimeMetrics, openSockets: () => number): void {
+  scrapedGauge(metrics, 'sluice_device_sockets_open', 'Device sockets open, over every org (a socket whose ending is being written included).', openSockets);
+}
+
 export function observeWebhookConnections(metrics: RuntimeMetrics, stats: () => { readonly open: number; readonly waiting: number }): void {
   scrapedGauge(metrics, 'sluice_webhook_connections_open', 'Sockets webhook steps hold open (busy or idle), over every org and receiver.', () => stats().open);
   scrapedGauge(metrics, 'sluice_webhook_requests_waiting', 'Webhook requests waiting for a connection because their org is at its cap for that receiver.', () => stats().waiting);

@@ -142,6 +142,13 @@ export class DeviceSockets {
     });
   }
 
+  /** Device sockets open now (for the metrics). */
+  get openSockets(): number {
+    let open = 0;
+    for (const sockets of this.#sockets.values()) for (const ws of sockets) if (ws.getUserData().open) open++;
+    return open;
+  }
+
   /** Ends the connections the previous process left open, then lets devices connect; call after run recovery. */
   async start(): Promise<void> {
     const ended = await this.#d.devices.endConnectionsLeftOpen(this.#d.clock.now());

@@ -124,6 +124,9 @@ test('a connection is sent as device.connected, each message as one event (acked
   const again = device.frames.filter((f) => f.id === 'r-1')[1]!;
   assert.deepEqual({ type: again.type, duplicate: again.duplicate, event_id: again.event_id }, { type: 'ack', duplicate: true, event_id: ack.event_id });
   assert.equal((await deviceEvents('thermo-1', 'reading.taken')).length, 1, 'stored once');
+  const metrics = (await call(rt.url, 'GET', '/metrics')).text;
+  assert.match(metrics, /^sluice_device_sockets_open 1$/m);
+  assert.match(metrics, /^sluice_ingest_total\{outcome="accepted_device"\} 1$/m, 'the duplicate is not counted');
 
   device.close(1000);
   assert.equal((await device.closed).code, 1000);
