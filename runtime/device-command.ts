@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { InputError } from './errors.ts';
-import { DEVICE_PROTOCOL } from './triggers/device-sockets.ts';
+import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
 const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> --token <device token> [--send <json>]... (without --send: one message per stdin line)';
 

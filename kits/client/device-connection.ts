@@ -6,9 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import type WebSocket from 'ws';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
+import { MAX_DEVICE_MESSAGE_BYTES } from '../../runtime/triggers/device-frame.ts';
+import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { runSocket } from './socket-run.ts';
-
-const DEVICE_PROTOCOL = 'sluice-device';
 
 export interface DeviceOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787. */
@@ -48,8 +48,7 @@ export class DeviceError extends Error {
 
 /** Sluice stores at most this many messages of a socket at once; the client sends no more than that unacked. */
 const IN_FLIGHT = 64;
-/** Sluice's caps on a message frame and its id (runtime/triggers/device-frame.ts), checked before sending. */
-const MAX_FRAME_BYTES = 64 * 1024;
+/** Sluice's rule for a message id (isDeliveryId), checked before sending, as the frame's size is. */
 const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/;
 /** Close codes after which connecting again cannot help: rotated token, sandbox gone, device deleted, replaced by a newer connection. */
 const TERMINAL_CLOSE = new Set([4401, 4402, 4404, 4409]);
@@ -121,7 +120,7 @@ export class DeviceConnection {
     if (!MESSAGE_ID.test(id)) return Promise.reject(new DeviceError('invalid_message', 'A message id is 1-256 printable ASCII characters.', 'id'));
     if (this.#pending.has(id)) return Promise.reject(new DeviceError('id_in_use', `A message with id "${id}" is still waiting for its ack.`, 'id'));
     const frame = JSON.stringify({ ...message, id });
-    if (Buffer.byteLength(frame) > MAX_FRAME_BYTES) return Promise.reject(new DeviceError('frame_too_large', `A device message is at most ${MAX_FRAME_BYTES} bytes.`));
+    if (Buffer.byteLength(frame) > MAX_DEVICE_MESSAGE_BYTES) return Promise.reject(new DeviceError('frame_too_large', `A device message is at most ${MAX_DEVICE_MESSAGE_BYTES} bytes.`));
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { id, frame, resolve, reject, sent: false, waiting: false, attempts: 0 });
       this.#pump();

@@ -6,6 +6,7 @@
 
 import type WebSocket from 'ws';
 import { decodeLiveMessage, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
+import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
 import type { Environment } from './api-client.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { runSocket } from './socket-run.ts';
@@ -46,7 +47,6 @@ export class LiveClosedError extends Error {
   }
 }
 
-const PROTOCOL = 'sluice-live';
 const RELOAD: ReadonlyMap<number, 'sandbox_reset' | 'replay_gone'> = new Map([
   [4409, 'sandbox_reset'],
   [4410, 'replay_gone'],
@@ -92,7 +92,7 @@ export class LiveSubscription {
     let attempt = 0;
     while (!this.#closed) {
       let heard = false;
-      const { socket, ended } = runSocket(this.#url(), [PROTOCOL, this.#o.apiKey], (data) => {
+      const { socket, ended } = runSocket(this.#url(), [LIVE_PROTOCOL, this.#o.apiKey], (data) => {
         heard = true;
         this.#onFrame(data);
       }, this.#o.silenceMs ?? SILENCE_MS);

@@ -8,23 +8,20 @@
 import { STATUS_CODES } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
-import { constantTimeEqual, hashToken } from '../auth/secrets.ts';
 import type { Clock } from '../clock.ts';
-import { AccessError, ConflictError, InputError, RetryableError, SluiceError, notFound } from '../errors.ts';
+import { ConflictError, InputError, RetryableError, SluiceError, notFound } from '../errors.ts';
 import { generateEventId, rootEvent } from '../events/event-record.ts';
 import type { EventStore } from '../events/event-store.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
-import type { Route } from '../http/types.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import type { Logger } from '../log.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
-import { assertSandboxAllowed, sandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
 import { ackFrame, frameIdOf, MAX_DEVICE_MESSAGE_BYTES, nackFrame, parseDeviceMessage, readyFrame, type DeviceMessage } from './device-frame.ts';
 import { connectedEventId, deviceSource, type DeviceConnection, type DeviceRecord } from './device-record.ts';
 import type { DeviceStore, Ending } from './device-store.ts';
 
-/** The WebSocket subprotocol of device sockets; the device token may ride as a second entry beside it. */
-export const DEVICE_PROTOCOL = 'sluice-device';
 /** Close codes a device must handle (README, "Devices"). */
 export const CLOSE_RUNTIME_STOPPING = 1001;
 export const CLOSE_NOT_RECORDED = 1011;
@@ -98,16 +95,14 @@ export class DeviceSockets {
         const orgId = req.getParameter(0) ?? '';
         const name = req.getParameter(1) ?? '';
         const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
-        const token = new URLSearchParams(req.getQuery() ?? '').get('token') ?? offered.find((p) => p !== DEVICE_PROTOCOL);
+        const queryToken = new URLSearchParams(req.getQuery() ?? '').get('token');
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
         let device: DeviceRecord;
         try {
-          // Subprotocols other than ours are never chosen: the one answered would be the token.
-          if (offered.length > 0 && !offered.includes(DEVICE_PROTOCOL)) {
-            throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${DEVICE_PROTOCOL} (the token may ride next to it).`);
-          }
-          device = this.#admit(orgId, name, token);
+          if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
+          const org = deps.orgs.get(orgId);
+          device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
         } catch (error) {
           const refusal = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.');
           res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify(refusal.toBody()));
@@ -248,19 +243,6 @@ export class DeviceSockets {
     return { reason: 'connection_lost', code: null };
   }
 
-  /** The device a socket request may open, or the refusal: 503 while starting, 404, 401, 402. */
-  #admit(orgId: string, name: string, token: string | undefined): DeviceRecord {
-    if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
-    const org = this.#d.orgs.get(orgId);
-    const device = org === undefined ? undefined : this.#d.devices.get(orgId, name);
-    if (org === undefined || device === undefined) throw notFound('Organization or device');
-    if (token === undefined || !constantTimeEqual(hashToken(token), device.token_hash)) {
-      throw new AccessError(401, 'unauthorized', `The device's token is required and must be current: ?token=<token>, or a Sec-WebSocket-Protocol entry next to ${DEVICE_PROTOCOL}.`);
-    }
-    assertSandboxAllowed(org, device.environment);
-    return device;
-  }
-
   /**
    * Records the connection, after the device's other sockets stopped storing (a connection the
    * ledger holds open ends first: `replaced` when it is one of them), then greets the device and
@@ -384,12 +366,3 @@ export class DeviceSockets {
     ws.end(ending.code ?? CLOSE_NOT_RECORDED, text);
   }
 }
-
-/** A plain GET of a device socket path (no WebSocket upgrade) is told what the endpoint is. */
-export const deviceUpgradeRequired: Route = {
-  method: 'GET',
-  pattern: '/devices/:org_id/:device',
-  handler: () => {
-    throw new InputError(426, 'upgrade_required', `This is a device WebSocket endpoint: open it with a WebSocket client (subprotocol ${DEVICE_PROTOCOL}) and the device's token.`);
-  },
-};

@@ -1,0 +1,45 @@
+// Who may open a device socket, decided at the WebSocket upgrade with each refusal worded as the
+// REST API words it; and the answer to a plain GET of a device socket's path.
+
+import { constantTimeEqual, hashToken } from '../auth/secrets.ts';
+import { AccessError, InputError, notFound } from '../errors.ts';
+import type { Route } from '../http/types.ts';
+import type { Organization } from '../tenancy/organizations.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import type { DeviceRecord } from './device-record.ts';
+
+/** The WebSocket subprotocol of device sockets; the device token may ride as a second entry beside it. */
+export const DEVICE_PROTOCOL = 'sluice-device';
+
+/** What an upgrade request carries: the subprotocols it offers and the `?token=` query value, if any. */
+export interface DeviceUpgrade {
+  readonly offered: readonly string[];
+  readonly queryToken: string | null;
+}
+
+/**
+ * The device the upgrade may open, or the refusal: 400 for subprotocols without ours (the one
+ * answered would be the token), 404 for an unknown org or device, 401 without its current token,
+ * 402 for a sandbox device on a plan without one.
+ */
+export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefined, device: DeviceRecord | undefined): DeviceRecord {
+  if (upgrade.offered.length > 0 && !upgrade.offered.includes(DEVICE_PROTOCOL)) {
+    throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${DEVICE_PROTOCOL} (the token may ride next to it).`);
+  }
+  if (org === undefined || device === undefined) throw notFound('Organization or device');
+  const token = upgrade.queryToken ?? upgrade.offered.find((p) => p !== DEVICE_PROTOCOL);
+  if (token === undefined || !constantTimeEqual(hashToken(token), device.token_hash)) {
+    throw new AccessError(401, 'unauthorized', `The device's token is required and must be current: ?token=<token>, or a Sec-WebSocket-Protocol entry next to ${DEVICE_PROTOCOL}.`);
+  }
+  assertSandboxAllowed(org, device.environment);
+  return device;
+}
+
+/** A plain GET of a device socket path (no WebSocket upgrade) is told what the endpoint is. */
+export const deviceUpgradeRequired: Route = {
+  method: 'GET',
+  pattern: '/devices/:org_id/:device',
+  handler: () => {
+    throw new InputError(426, 'upgrade_required', `This is a device WebSocket endpoint: open it with a WebSocket client (subprotocol ${DEVICE_PROTOCOL}) and the device's token.`);
+  },
+};
