@@ -130,8 +130,8 @@ export class SluiceClient {
   }
 
   /** Every event (newest first), fetched a page at a time as you iterate. */
-  events(filter: { environment?: Environment; type?: string; pageSize?: number } = {}): AsyncIterable<SluiceEvent> {
-    return this.#pages<SluiceEvent>('/events', 'events', { environment: filter.environment, type: filter.type, limit: filter.pageSize });
+  events(filter: { environment?: Environment; type?: string; source?: string; pageSize?: number } = {}): AsyncIterable<SluiceEvent> {
+    return this.#pages<SluiceEvent>('/events', 'events', { environment: filter.environment, type: filter.type, source: filter.source, limit: filter.pageSize });
   }
 
   getRun(runId: string, environment: Environment = 'production'): Promise<{ run: Record<string, unknown> & { state: string } }> {

@@ -1,6 +1,7 @@
-// REST: send a custom event, get one (with its recording and reactions), list by time.
+// REST: send a custom event, get one (with its recording and reactions), list by time (by type and source too).
 // Every read is scoped to one environment (`?environment=`, default production).
 
+import { InputError } from '../errors.ts';
 import { API_SOURCE, EVENT_ID_PATTERN, generateEventId, rootEvent } from '../events/event-record.ts';
 import { eventWithRawPayload, withPayloadText } from '../events/payload-text.ts';
 import { parseJsonRequestText } from '../http/parse-json.ts';
@@ -65,10 +66,16 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const type = request.query.get('type') ?? undefined;
+        const source = request.query.get('source') ?? undefined;
+        // A source is a source's name or a trigger's (`@api`, `@schedule`, `@device:<name>`, ...).
+        if (source !== undefined && !/^[\x21-\x7e]{1,100}$/.test(source)) {
+          throw new InputError(400, 'invalid_source', 'source must be 1-100 printable ASCII characters: a source name, or @api, @schedule, @device:<name>, ...', { field: 'source' });
+        }
         const cursor = parseCursor(request);
         const page = ctx.events.list(org.id, environmentOf(request, org), {
           limit: parseLimit(request),
           ...(type === undefined ? {} : { type }),
+          ...(source === undefined ? {} : { source }),
           ...(cursor === undefined ? {} : { cursor }),
         });
         return rawJson(200, { events: page.events.map(eventWithRawPayload), next_cursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor) });

@@ -261,10 +261,11 @@ export class EventStore {
   }
 
   /** Newest first within one org and environment; `cursor` continues after the last event of a page. */
-  list(orgId: string, environment: Environment, options: { type?: string; limit: number; cursor?: [number, string] }): EventPage {
+  list(orgId: string, environment: Environment, options: { type?: string; source?: string; limit: number; cursor?: [number, string] }): EventPage {
     const page = pageByTime(this.#ledger.eventsByTime, [orgId, environment], options.limit, options.cursor, (id) => {
       const event = this.get(orgId, id);
-      return event !== undefined && (options.type === undefined || event.type === options.type) ? event : undefined;
+      const matches = event !== undefined && (options.type === undefined || event.type === options.type) && (options.source === undefined || event.source === options.source);
+      return matches ? event : undefined;
     });
     return { events: page.items, nextCursor: page.next };
   }

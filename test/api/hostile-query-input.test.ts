@@ -130,3 +130,10 @@ test('a projection cursor of any shape but [entity_type, entity_id] is a 400 inv
   assert.equal(next.body.rows.length, 1);
   assert.notEqual(next.body.rows[0].step_id, first.body.rows[0].step_id);
 });
+
+test('events?source= that no source could be is a 400 naming the parameter', async () => {
+  assertError(await get(`/events?source=${long}`), 400, 'source', 'source of 3000 characters');
+  assertError(await get('/events?source=has%20space'), 400, 'source', 'source with a space');
+  const listed = await get('/events?source=%40api');
+  assert.equal(listed.status, 200, listed.text);
+});

@@ -41,9 +41,10 @@ async function register(name: string, json: Record<string, unknown> = {}, org = 
 
 /** The org's events of `type` from device `name`, oldest first. */
 async function deviceEvents(name: string, type: string, environment = 'production'): Promise<Array<{ id: string; source: string; provider_event_id: string | null; payload: Record<string, unknown> }>> {
-  const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=${type}&environment=${environment}&limit=500`, { token: key });
+  const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=${type}&environment=${environment}&source=${encodeURIComponent(`@device:${name}`)}&limit=500`, { token: key });
   assert.equal(listed.status, 200, listed.text);
-  return listed.body.events.filter((e: { source: string }) => e.source === `@device:${name}`).reverse();
+  assert.ok(listed.body.events.every((e: { source: string }) => e.source === `@device:${name}`), 'the source filter keeps only that device');
+  return listed.body.events.reverse();
 }
 
 test('registering: the token is shown once, names and roles are checked, another org sees nothing', async () => {
