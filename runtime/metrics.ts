@@ -68,11 +68,12 @@ export function observeEngine(metrics: RuntimeMetrics, read: { readonly stalledR
   scrapedGauge(metrics, 'sluice_hook_runner_restarts', 'Times the supervised hook-runner child was restarted since the runtime started.', () => runner().restarts);
 }
 
-/** Gauges of the webhook connection pools, read at each scrape from `stats`. */
+/** The gauge of open device sockets, read at each scrape. */
 export function observeDevices(metrics: RuntimeMetrics, openSockets: () => number): void {
-  scrapedGauge(metrics, 'sluice_device_sockets_open', 'Device sockets open, over every org (a socket whose ending is being written included).', openSockets);
+  scrapedGauge(metrics, 'sluice_device_sockets_open', 'Device sockets open now, over every org.', openSockets);
 }
 
+/** Gauges of the webhook connection pools, read at each scrape from `stats`. */
 export function observeWebhookConnections(metrics: RuntimeMetrics, stats: () => { readonly open: number; readonly waiting: number }): void {
   scrapedGauge(metrics, 'sluice_webhook_connections_open', 'Sockets webhook steps hold open (busy or idle), over every org and receiver.', () => stats().open);
   scrapedGauge(metrics, 'sluice_webhook_requests_waiting', 'Webhook requests waiting for a connection because their org is at its cap for that receiver.', () => stats().waiting);

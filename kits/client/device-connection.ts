@@ -6,7 +6,15 @@
 import { randomUUID } from 'node:crypto';
 import type WebSocket from 'ws';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
-import { MAX_DEVICE_MESSAGE_BYTES } from '../../runtime/triggers/device-frame.ts';
+import { isDeliveryId } from '../../runtime/ingest/verification.ts';
+import {
+  CLOSE_DEVICE_DELETED,
+  CLOSE_REPLACED,
+  CLOSE_SANDBOX_DISABLED,
+  CLOSE_TOKEN_ROTATED,
+  MAX_DEVICE_MESSAGE_BYTES,
+  MAX_MESSAGES_IN_FLIGHT,
+} from '../../runtime/triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { runSocket } from './socket-run.ts';
 
@@ -46,12 +54,8 @@ export class DeviceError extends Error {
   }
 }
 
-/** Sluice stores at most this many messages of a socket at once; the client sends no more than that unacked. */
-const IN_FLIGHT = 64;
-/** Sluice's rule for a message id (isDeliveryId), checked before sending, as the frame's size is. */
-const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/;
 /** Close codes after which connecting again cannot help: rotated token, sandbox gone, device deleted, replaced by a newer connection. */
-const TERMINAL_CLOSE = new Set([4401, 4402, 4404, 4409]);
+const TERMINAL_CLOSE = new Set([CLOSE_TOKEN_ROTATED, CLOSE_SANDBOX_DISABLED, CLOSE_DEVICE_DELETED, CLOSE_REPLACED]);
 /** Sluice pings a quiet device socket within its 120 s idle timeout: this long without a frame or ping means it is dead. */
 const SILENCE_MS = 150_000;
 
@@ -117,7 +121,7 @@ export class DeviceConnection {
     if (this.#closed) return Promise.reject(new DeviceError('closed', 'The device connection was closed.'));
     if (this.#pending.size >= (this.#o.maxPending ?? 10_000)) return Promise.reject(new DeviceError('too_many_pending', 'Too many messages wait for their ack; wait for some first.'));
     const id = message.id ?? `msg_${randomUUID()}`;
-    if (!MESSAGE_ID.test(id)) return Promise.reject(new DeviceError('invalid_message', 'A message id is 1-256 printable ASCII characters.', 'id'));
+    if (!isDeliveryId(id)) return Promise.reject(new DeviceError('invalid_message', 'A message id is 1-256 printable ASCII characters.', 'id'));
     if (this.#pending.has(id)) return Promise.reject(new DeviceError('id_in_use', `A message with id "${id}" is still waiting for its ack.`, 'id'));
     const frame = JSON.stringify({ ...message, id });
     if (Buffer.byteLength(frame) > MAX_DEVICE_MESSAGE_BYTES) return Promise.reject(new DeviceError('frame_too_large', `A device message is at most ${MAX_DEVICE_MESSAGE_BYTES} bytes.`));
@@ -200,14 +204,14 @@ export class DeviceConnection {
     return false;
   }
 
-  /** Sends unsent messages, oldest first, while fewer than IN_FLIGHT are unanswered on this socket. */
+  /** Sends unsent messages, oldest first, while fewer than MAX_MESSAGES_IN_FLIGHT are unanswered (Sluice's cap) on this socket. */
   #pump(): void {
     const socket = this.#socket;
     if (!this.#ready || socket === undefined || socket.readyState !== socket.OPEN) return;
     let inFlight = 0;
     for (const pending of this.#pending.values()) if (pending.sent) inFlight++;
     for (const pending of this.#pending.values()) {
-      if (inFlight >= IN_FLIGHT) return;
+      if (inFlight >= MAX_MESSAGES_IN_FLIGHT) return;
       if (pending.sent || pending.waiting) continue;
       pending.sent = true;
       inFlight++;

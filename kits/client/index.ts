@@ -4,4 +4,4 @@
 export { SluiceApiError, SluiceClient, type ClientOptions, type Environment, type RequestOptions, type RunSummary, type SluiceEvent } from './api-client.ts';
 export { LiveClosedError, LiveSubscription, watchRuns, type RunUpdate, type WatchOptions } from './live-subscription.ts';
 export { DeviceConnection, DeviceError, connectDevice, type Acked, type DeviceMessage, type DeviceOptions } from './device-connection.ts';
-export { backoffMs, type Sleep } from './retry.ts';
+export type { Sleep } from './retry.ts';

@@ -6,6 +6,7 @@
 
 import type WebSocket from 'ws';
 import { decodeLiveMessage, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
+import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
 import type { Environment } from './api-client.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
@@ -48,10 +49,10 @@ export class LiveClosedError extends Error {
 }
 
 const RELOAD: ReadonlyMap<number, 'sandbox_reset' | 'replay_gone'> = new Map([
-  [4409, 'sandbox_reset'],
-  [4410, 'replay_gone'],
+  [CLOSE_SANDBOX_RESET, 'sandbox_reset'],
+  [CLOSE_REPLAY_GONE, 'replay_gone'],
 ]);
-const TERMINAL_CLOSE = new Set([1002, 4401, 4402]);
+const TERMINAL_CLOSE = new Set([CLOSE_PROTOCOL_ERROR, CLOSE_KEY_REVOKED, CLOSE_SANDBOX_DISABLED]);
 /** The server sends a heartbeat every 5 s: this long without a frame means the connection is dead. */
 const SILENCE_MS = 15_000;
 

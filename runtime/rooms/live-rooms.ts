@@ -11,34 +11,11 @@ import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
 import { nextPage, sentSoFar, sentWhileLive, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
+import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
 import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 
-/**
- * Close codes a live client must handle (see README, "Live rooms"). A slow consumer is closed with
- * 4008 when the heartbeat sees half the backpressure budget queued, or dropped by uWS (1006, no close
- * frame) the moment a message would exceed it; either way it reconnects with `after_seq`.
- */
-export const CLOSE_PROTOCOL_ERROR = 1002;
-export const CLOSE_SLOW_CONSUMER = 4008;
-/** Sent to every socket opened with an API key when the key is revoked, and to any frame sent after. */
-export const CLOSE_KEY_REVOKED = 4401;
-/** Sent when a starter-plan org subscribes to the sandbox environment. */
-export const CLOSE_SANDBOX_DISABLED = 4402;
-/**
- * Sent to the org's sandbox sockets when its sandbox is reset, and to a later sandbox subscription
- * from a position before the reset: the runs they show are gone.
- */
-export const CLOSE_SANDBOX_RESET = 4409;
-/**
- * Updates the socket still needed left the retained log (asked with an after_seq older than the
- * retention, or overtaken by new updates while its replay waited for the client to read): reload
- * state over the REST API, then reconnect without after_seq.
- */
-export const CLOSE_REPLAY_GONE = 4410;
-/** Re-exported for clients and tests that import the rooms' constants from one place. */
-export { LIVE_PROTOCOL };
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
 export const MAX_BACKPRESSURE = 1024 * 1024;
 /**

@@ -1,6 +1,6 @@
-// In-memory timers for runs waiting in backoff or a delay step (and for schedules). They are
-// durable because the due time lives in the persisted snapshot: boot recovery re-arms every one
-// from `pendingWork`. Due times are wall-clock times, while Node's timers count monotonic time,
+// In-memory timers for runs waiting in backoff or a delay step, and for schedules' ticks. They are
+// durable because each due time is derived from what is stored: boot recovery re-arms a run's from
+// its `pendingWork`, the ticker a schedule's from its record. Due times are wall-clock times, while Node's timers count monotonic time,
 // which stands still while the host is suspended and ignores a wall clock stepped forward: the
 // wake-up is never further away than RECHECK_MS, so such a timer is at most that late.
 
@@ -12,7 +12,7 @@ interface Entry {
 }
 
 /** The longest the timers sleep before looking at the clock again. */
-export const RECHECK_MS = 60_000;
+const RECHECK_MS = 60_000;
 /** Heaps smaller than this are never compacted: a rebuild would cost more than the stale entries. */
 const COMPACT_FLOOR = 1024;
 
@@ -24,7 +24,6 @@ export class RunTimers {
   #heap: Entry[] = [];
   #handle: NodeJS.Timeout | undefined;
   #closed = false;
-
   readonly #recheckMs: number;
 
   constructor(clock: Clock, onDue: (key: string) => void, recheckMs = RECHECK_MS) {

@@ -1,6 +1,7 @@
 // The device socket's wire format: JSON text frames, small enough to write by hand on a
 // microcontroller. A device sends `{"id","type","payload"}`; Sluice answers each with an `ack` once
-// its event is durable, or a `nack` saying why not and whether sending it again can help.
+// its event is durable, or a `nack` saying why not and whether sending it again can help. Also the
+// caps a device must keep to and the close codes it must handle (README, "Devices").
 
 import { InputError, RetryableError, SluiceError } from '../errors.ts';
 import { decodeJsonBytes } from '../http/parse-json.ts';
@@ -12,6 +13,18 @@ import { memberText } from '../validation/json-member-text.ts';
 
 /** A message frame's bytes (its payload is most of it); a larger one gets a `frame_too_large` nack. */
 export const MAX_DEVICE_MESSAGE_BYTES = 64 * 1024;
+
+/** Messages of one socket stored at once; past it a message gets a retryable `too_many_in_flight` nack. */
+export const MAX_MESSAGES_IN_FLIGHT = 64;
+
+/** Close codes: Sluice stops (1001); the connection could not be recorded or a change not confirmed (1011). */
+export const CLOSE_RUNTIME_STOPPING = 1001;
+export const CLOSE_NOT_RECORDED = 1011;
+/** The device's token was rotated; its sandbox is gone (plan); it was deleted; a newer connection replaced this one. */
+export const CLOSE_TOKEN_ROTATED = 4401;
+export const CLOSE_SANDBOX_DISABLED = 4402;
+export const CLOSE_DEVICE_DELETED = 4404;
+export const CLOSE_REPLACED = 4409;
 
 /** One message a device sent: its id is the dedup key (per device), as a webhook's id is per source. */
 export interface DeviceMessage {

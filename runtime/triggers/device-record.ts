@@ -9,8 +9,8 @@ import type { Environment } from '../sources/source-record.ts';
 
 /** An org's devices are few enough to list in one answer and scan at boot. */
 export const MAX_DEVICES_PER_ORG = 1000;
-export const CONNECTED_EVENT_TYPE = 'device.connected';
-export const DISCONNECTED_EVENT_TYPE = 'device.disconnected';
+const CONNECTED_EVENT_TYPE = 'device.connected';
+const DISCONNECTED_EVENT_TYPE = 'device.disconnected';
 
 /** Why a connection ended, as `device.disconnected` and the device's view say. */
 export type DisconnectReason =
@@ -58,7 +58,7 @@ export interface DeviceRecord {
 export const deviceSource = (name: string): string => `@device:${name}`;
 
 /** The socket path a device connects to (beside /hooks/:org/:source, outside the API-key paths). */
-export const devicePath = (orgId: string, name: string): string => `/devices/${orgId}/${name}`;
+const devicePath = (orgId: string, name: string): string => `/devices/${orgId}/${name}`;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 

@@ -18,21 +18,27 @@ import type { Logger } from '../log.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
-import { ackFrame, frameIdOf, MAX_DEVICE_MESSAGE_BYTES, nackFrame, parseDeviceMessage, readyFrame, type DeviceMessage } from './device-frame.ts';
+import {
+  ackFrame,
+  CLOSE_DEVICE_DELETED,
+  CLOSE_NOT_RECORDED,
+  CLOSE_REPLACED,
+  CLOSE_RUNTIME_STOPPING,
+  CLOSE_SANDBOX_DISABLED,
+  CLOSE_TOKEN_ROTATED,
+  frameIdOf,
+  MAX_DEVICE_MESSAGE_BYTES,
+  MAX_MESSAGES_IN_FLIGHT,
+  nackFrame,
+  parseDeviceMessage,
+  readyFrame,
+  type DeviceMessage,
+} from './device-frame.ts';
 import { connectedEventId, deviceSource, type DeviceConnection, type DeviceRecord } from './device-record.ts';
 import type { DeviceStore, Ending } from './device-store.ts';
 
-/** Close codes a device must handle (README, "Devices"). */
-export const CLOSE_RUNTIME_STOPPING = 1001;
-export const CLOSE_NOT_RECORDED = 1011;
-export const CLOSE_TOKEN_ROTATED = 4401;
-export const CLOSE_SANDBOX_DISABLED = 4402;
-export const CLOSE_DEVICE_DELETED = 4404;
-export const CLOSE_REPLACED = 4409;
-/** Messages of one socket stored at once; past it a message gets a retryable `too_many_in_flight` nack. */
-export const MAX_MESSAGES_IN_FLIGHT = 64;
 /** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
-export const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
+const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
 const MAX_BACKPRESSURE = 64 * 1024;
 /** Seconds without a frame or a pong before uWS drops the socket (it pings on its own before that). */

@@ -8,7 +8,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { resetSandbox } from '../../runtime/events/sandbox-reset.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
-import { CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-rooms.ts';
+import { CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
 import { UpdateLog } from '../../runtime/rooms/update-log.ts';
 import { EventStore } from '../../runtime/events/event-store.ts';
 import { Inbox } from '../../runtime/inbox/inbox.ts';

@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { WebSocketServer } from 'ws';
 import { connectDevice, DeviceError, watchRuns, type RunUpdate, type Sleep } from '../../kits/client/index.ts';
 import { encodeLiveMessage } from '../../runtime/rooms/live-codec.ts';
@@ -97,9 +97,7 @@ test('a server that ends every connection with 4410 gets a wait before each new 
   room.close();
 });
 
-describeDevices();
-
-function describeDevices(): void {
+describe('devices', () => {
   let rt: TestRuntime;
   let token: string;
   const ORG = 'acct-client-resilience';
@@ -120,4 +118,4 @@ function describeDevices(): void {
     assert.equal(device.pending, 0);
     device.close();
   });
-}
+});

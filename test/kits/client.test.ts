@@ -76,7 +76,7 @@ test('sendEvent stores once however often it is sent; pages are walked; errors c
 
   const refused = await client.sendEvent({ type: 'has space', payload: {} }).catch((error: unknown) => error);
   assert.ok(refused instanceof SluiceApiError);
-  assert.deepEqual([refused.status, refused.field], [400, 'type']);
+  assert.deepEqual([refused.status, refused.code, refused.field], [400, 'invalid_request', 'type']);
   const missing = await client.getRun('run_missing').catch((error: unknown) => error);
   assert.ok(missing instanceof SluiceApiError && missing.status === 404);
 });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
-import { CLOSE_REPLAY_GONE } from '../../runtime/rooms/live-rooms.ts';
+import { CLOSE_REPLAY_GONE } from '../../runtime/rooms/live-close-codes.ts';
 import type { NewRunUpdate } from '../../runtime/rooms/update-log.ts';
 import { createOrg } from '../helpers/http.ts';
 import { connectLive, type LiveClient } from '../helpers/live-client.ts';

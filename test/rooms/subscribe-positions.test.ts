@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
-import { CLOSE_SANDBOX_DISABLED } from '../../runtime/rooms/live-rooms.ts';
+import { CLOSE_SANDBOX_DISABLED } from '../../runtime/rooms/live-close-codes.ts';
 import type { NewRunUpdate } from '../../runtime/rooms/update-log.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { connectLive } from '../helpers/live-client.ts';

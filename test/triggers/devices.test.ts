@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-sockets.ts';
+import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -187,7 +187,10 @@ test('over the org ingest quota a message gets a retryable nack with retry_after
   clock.advance(1000);
   device.send({ id: 'q-2', type: 'reading.taken' });
   await device.waitFor(() => device.frames.filter((f) => f.id === 'q-2').length === 2, 'the retry');
-  assert.equal(device.frames.filter((f) => f.id === 'q-2')[1]!.type, 'ack', 'the same id is stored on retry: the nack stored nothing');
+  const retried = device.frames.filter((f) => f.id === 'q-2')[1]!;
+  assert.deepEqual([retried.type, retried.duplicate], ['ack', false], 'the same id is stored on retry: the nack stored nothing');
+  const stored = await call(rt.url, 'GET', `/organizations/${org}/events?type=reading.taken&source=${encodeURIComponent('@device:meter')}`, { token: orgKey });
+  assert.deepEqual(stored.body.events.map((e: { provider_event_id: string }) => e.provider_event_id).sort(), ['q-1', 'q-2']);
   device.close();
   await device.closed;
 });

@@ -1,0 +1,25 @@
+// The close codes of the live rooms, the part of their contract a client acts on: which to
+// reconnect after, which to reload after, which end the subscription (README, "Live rooms").
+
+/**
+ * A frame that is not a ClientMessage ends the socket with 1002. A slow consumer is closed with
+ * 4008 when the heartbeat sees half the backpressure budget queued, or dropped by uWS (1006, no close
+ * frame) the moment a message would exceed it; either way it reconnects with `after_seq`.
+ */
+export const CLOSE_PROTOCOL_ERROR = 1002;
+export const CLOSE_SLOW_CONSUMER = 4008;
+/** Sent to every socket opened with an API key when the key is revoked, and to any frame sent after. */
+export const CLOSE_KEY_REVOKED = 4401;
+/** Sent when a starter-plan org subscribes to the sandbox environment. */
+export const CLOSE_SANDBOX_DISABLED = 4402;
+/**
+ * Sent to the org's sandbox sockets when its sandbox is reset, and to a later sandbox subscription
+ * from a position before the reset: the runs they show are gone.
+ */
+export const CLOSE_SANDBOX_RESET = 4409;
+/**
+ * Updates the socket still needed left the retained log (asked with an after_seq older than the
+ * retention, or overtaken by new updates while its replay waited for the client to read): reload
+ * state over the REST API, then reconnect without after_seq.
+ */
+export const CLOSE_REPLAY_GONE = 4410;
