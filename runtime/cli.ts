@@ -1,5 +1,5 @@
 // The `sluice` command: `dev` (runtime + local hook-runner), `serve` (runtime only), `hook-runner`,
-// and the helpers `sign`, `cron` and `device`.
+// and the helpers `sign`, `cron`, `device` and `watch`.
 // Prints where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
 import { relative } from 'node:path';
@@ -11,6 +11,7 @@ import { createLogger } from './log.ts';
 import { signCommand } from './sign-command.ts';
 import { cronCommand } from './cron-command.ts';
 import { deviceCommand } from './device-command.ts';
+import { watchCommand } from './watch-command.ts';
 import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
 
 const USAGE = `usage: sluice <command> [options]
@@ -24,6 +25,8 @@ commands:
   cron          print the next ticks of a schedule pattern ("<pattern>" [--timezone <zone>] [--count <n>])
   device        act as a device: connect, send messages, print Sluice's answers
                 (<ws://host:port/devices/<org>/<name>> --token <device token> [--send <json>]...; else stdin lines)
+  watch         print a live room's run updates as JSON lines, resuming after drops
+                (<http://host:port> --org <org> --key <API key> [--environment <env>] [--run <id>] [--after-seq <n>])
 
 options (dev, serve):
   --port <n>            listen port, 0 = any free port (SLUICE_PORT, default 8787)
@@ -119,6 +122,13 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'device':
       process.exitCode = await deviceCommand(rest, { stdin: process.stdin, stdout: process.stdout });
       return;
+    case 'watch': {
+      const stop = new AbortController();
+      process.once('SIGINT', () => stop.abort());
+      process.once('SIGTERM', () => stop.abort());
+      process.exitCode = await watchCommand(rest, { stdout: process.stdout, signal: stop.signal });
+      return;
+    }
     case 'help':
     case '--help':
     case '-h':

@@ -1,0 +1,53 @@
+// `sluice watch`: prints a live room's run updates as JSON lines, through the TypeScript client's
+// watchRuns (it resumes after a drop, so each update is printed once). Ctrl-C stops it; the
+// position printed on exit can be passed back as --after-seq.
+
+import { parseArgs } from 'node:util';
+import type { Writable } from 'node:stream';
+import { LiveClosedError, watchRuns } from '../kits/client/index.ts';
+import { InputError } from './errors.ts';
+
+const USAGE = 'usage: sluice watch <http://host:port> --org <org id> --key <API key> [--environment production|sandbox] [--run <run id>] [--after-seq <n>]';
+
+export interface WatchCommandIo {
+  readonly stdout: Writable;
+  /** Aborting it stops watching (the CLI aborts on SIGINT/SIGTERM). */
+  readonly signal: AbortSignal;
+}
+
+/** Watches until `signal` aborts (exit 0) or the room ends the subscription for good (exit 1). */
+export async function watchCommand(args: readonly string[], io: WatchCommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: true,
+    options: { org: { type: 'string' }, key: { type: 'string' }, environment: { type: 'string' }, run: { type: 'string' }, 'after-seq': { type: 'string' } },
+  });
+  const url = positionals[0];
+  if (positionals.length !== 1 || url === undefined || !/^https?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
+  if (values.org === undefined || values.key === undefined) throw new InputError(400, 'usage', `--org and --key are required. ${USAGE}`);
+  const environment = values.environment ?? 'production';
+  if (environment !== 'production' && environment !== 'sandbox') throw new InputError(400, 'usage', `--environment is production or sandbox. ${USAGE}`);
+  const afterSeq = values['after-seq'] === undefined ? undefined : Number(values['after-seq']);
+  if (afterSeq !== undefined && !(Number.isSafeInteger(afterSeq) && afterSeq >= 0)) throw new InputError(400, 'usage', `--after-seq is a whole number. ${USAGE}`);
+  const print = (line: string): void => void io.stdout.write(`${line}\n`);
+  const live = watchRuns({
+    url, apiKey: values.key, org: values.org, environment,
+    ...(values.run === undefined ? {} : { runId: values.run }),
+    ...(afterSeq === undefined ? {} : { afterSeq }),
+    onUpdate: (update) => print(JSON.stringify(update)),
+    onReload: (reason) => print(JSON.stringify({ reload: reason })),
+  });
+  const stop = (): void => live.close();
+  io.signal.addEventListener('abort', stop, { once: true });
+  try {
+    await live.done;
+    print(JSON.stringify({ stopped: true, after_seq: live.position ?? null }));
+    return 0;
+  } catch (error) {
+    print(error instanceof LiveClosedError ? `ended: ${error.message}` : `ended: ${String(error)}`);
+    return 1;
+  } finally {
+    io.signal.removeEventListener('abort', stop);
+  }
+}

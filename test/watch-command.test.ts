@@ -1,0 +1,62 @@
+// `sluice watch` against a real runtime: it prints each run update once as a JSON line (here from
+// the retained log, with --after-seq 0), stops on its signal printing the position to resume
+// from, and says why when the room refuses it.
+
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { after, before, test } from 'node:test';
+import { watchCommand } from '../runtime/watch-command.ts';
+import { call, createOrg } from './helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
+
+const ORG = 'acct-watch-cli';
+let rt: TestRuntime;
+let receiver: Receiver;
+let key: string;
+
+before(async () => {
+  rt = await startRuntime();
+  receiver = await startReceiver();
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'notify', trigger_event: 'order.paid', steps: [{ id: 'post', type: 'webhook', url: `${receiver.url}/paid` }] } });
+  assert.equal(wf.status, 201, wf.text);
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+/** Starts the command; `lines()` is what it printed so far. */
+function start(args: string[]): { lines: () => string[]; stop: () => void; exit: Promise<number> } {
+  const stdout = new PassThrough();
+  let printed = '';
+  stdout.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
+  const controller = new AbortController();
+  const exit = watchCommand(args, { stdout, signal: controller.signal });
+  return { lines: () => printed.split('\n').filter((line) => line !== ''), stop: () => controller.abort(), exit };
+}
+
+test('prints each update of a run as a JSON line, then the position to resume from', async () => {
+  const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: { order: 1 } } });
+  assert.equal(sent.status, 202, sent.text);
+  const watch = start([rt.url, '--org', ORG, '--key', key, '--after-seq', '0']);
+  const updates = await eventually('the completed update', () => watch.lines().map((line) => JSON.parse(line) as { state?: string; seq?: number; event_id?: string }), (list) => list.some((u) => u.state === 'completed'));
+  assert.ok(updates.every((u) => u.event_id === sent.body.event.id));
+  const seqs = updates.map((u) => u.seq);
+  assert.equal(new Set(seqs).size, seqs.length, 'each update once');
+  watch.stop();
+  assert.equal(await watch.exit, 0);
+  const last = JSON.parse(watch.lines().at(-1)!) as { stopped: boolean; after_seq: number };
+  assert.deepEqual(last, { stopped: true, after_seq: Math.max(...(seqs as number[])) });
+});
+
+test('a refused key ends it with 1 and the reason; bad arguments are usage errors', async () => {
+  const refused = start([rt.url, '--org', ORG, '--key', 'sk_not_a_key']);
+  assert.equal(await refused.exit, 1);
+  assert.match(refused.lines().at(-1)!, /^ended: .*\(401\)/);
+  const signal = new AbortController().signal;
+  await assert.rejects(watchCommand(['ws://x', '--org', ORG, '--key', key], { stdout: new PassThrough(), signal }), /usage: sluice watch/);
+  await assert.rejects(watchCommand([rt.url, '--org', ORG], { stdout: new PassThrough(), signal }), /--org and --key are required/);
+  await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--after-seq', '1.5'], { stdout: new PassThrough(), signal }), /--after-seq is a whole number/);
+});
