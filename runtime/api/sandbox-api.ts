@@ -11,7 +11,7 @@ import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
 import type { ApiContext } from './context.ts';
 
-export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore, devices: DeviceStore, onReset: (orgId: string) => void): Route[] {
+export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore, devices: DeviceStore, onReset: (orgId: string, liveMark: number) => void): Route[] {
   return [
     {
       method: 'POST',
@@ -21,7 +21,7 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
         assertSandboxAllowed(org, 'sandbox');
         const result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections }, org.id);
         engine.forget(result.runs);
-        onReset(org.id);
+        onReset(org.id, result.live_mark);
         return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims, projection_rows: result.projection_rows } });
       },
     },

@@ -32,6 +32,8 @@ export interface SandboxResetResult {
   readonly runs: PersistedRun[];
   readonly inbox_claims: number;
   readonly projection_rows: number;
+  /** The seq the reset reserved as its mark in the org's live updates (UpdateLog.removeEnvironment). */
+  readonly live_mark: number;
 }
 
 /**
@@ -73,11 +75,11 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
           ledger.inbox.remove(key);
           claims++;
         }
-        deps.updateLog.removeEnvironment(orgId, 'sandbox');
+        const liveMark = deps.updateLog.removeEnvironment(orgId, 'sandbox');
         // Ids retention removed may be sent again too: the new generation gives their runs new ids.
         deps.events.removeTombstonesWithin(orgId, 'sandbox');
         const projectionRows = deps.projections.removeEnvironment(orgId, 'sandbox');
-        return { generation, events, runs, inbox_claims: claims, projection_rows: projectionRows };
+        return { generation, events, runs, inbox_claims: claims, projection_rows: projectionRows, live_mark: liveMark };
       }),
     ),
   );

@@ -136,8 +136,12 @@ export class LiveRooms {
     this.#closeSandboxSockets(orgId, CLOSE_SANDBOX_DISABLED, 'sandbox_disabled: the sandbox is not available on this plan');
   }
 
-  /** Closes the org's sandbox sockets (4409) once a sandbox reset is durable, so clients drop the runs it deleted. */
-  closeSandboxSocketsAfterReset(orgId: string): void {
+  /**
+   * Once a sandbox reset is durable: closes the org's sandbox sockets (4409), so clients drop the
+   * runs it deleted, and passes over the reset's mark (`markSeq`, see UpdateLog.removeEnvironment).
+   */
+  closeSandboxSocketsAfterReset(orgId: string, markSeq: number): void {
+    this.#order.passOver(orgId, markSeq);
     this.#closeSandboxSockets(orgId, CLOSE_SANDBOX_RESET, 'sandbox_reset: the sandbox was reset; reload, then reconnect');
   }
 

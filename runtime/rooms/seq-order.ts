@@ -9,7 +9,8 @@ export const GAP_GRACE_MS = 500;
 
 interface OrgQueue {
   next: number;
-  readonly pending: Map<number, RunUpdate>;
+  /** Durable updates waiting for a predecessor; null marks a seq to pass over without emitting. */
+  readonly pending: Map<number, RunUpdate | null>;
   timer: NodeJS.Timeout | undefined;
   /** Seqs skipped as gaps and not emitted since, with when they were skipped. */
   readonly skipped: Map<number, number>;
@@ -65,11 +66,7 @@ export class SeqOrder {
 
   /** Accepts durable updates in any order; emits every update whose predecessors are all emitted. */
   offer(orgId: string, updates: readonly RunUpdate[]): void {
-    let queue = this.#queues.get(orgId);
-    if (queue === undefined) {
-      queue = { next: this.#firstSeq(orgId), pending: new Map(), timer: undefined, skipped: new Map() };
-      this.#queues.set(orgId, queue);
-    }
+    const queue = this.#queue(orgId);
     for (const update of updates) {
       // Older than what was already emitted (e.g. a gap skipped after its grace): emit at once.
       if (update.seq < queue.next) {
@@ -82,6 +79,17 @@ export class SeqOrder {
     this.#drain(orgId, queue);
   }
 
+  /**
+   * A seq that was reserved without an update (a sandbox reset's mark) counts as emitted, in its
+   * turn, without anything sent: later seqs do not wait for it as a gap.
+   */
+  passOver(orgId: string, seq: number): void {
+    const queue = this.#queue(orgId);
+    if (seq < queue.next) return;
+    queue.pending.set(seq, null);
+    this.#drain(orgId, queue);
+  }
+
   /** Skips every current gap now (tests call this instead of waiting for the grace period). */
   releaseGaps(): void {
     for (const [orgId, queue] of this.#queues) this.#skipGap(orgId, queue);
@@ -91,11 +99,20 @@ export class SeqOrder {
     for (const queue of this.#queues.values()) if (queue.timer !== undefined) clearTimeout(queue.timer);
   }
 
+  #queue(orgId: string): OrgQueue {
+    let queue = this.#queues.get(orgId);
+    if (queue === undefined) {
+      queue = { next: this.#firstSeq(orgId), pending: new Map(), timer: undefined, skipped: new Map() };
+      this.#queues.set(orgId, queue);
+    }
+    return queue;
+  }
+
   #drain(orgId: string, queue: OrgQueue): void {
     for (let update = queue.pending.get(queue.next); update !== undefined; update = queue.pending.get(queue.next)) {
       queue.pending.delete(queue.next);
       queue.next++;
-      this.#emit(orgId, update, false);
+      if (update !== null) this.#emit(orgId, update, false);
     }
     if (queue.timer !== undefined) clearTimeout(queue.timer);
     queue.timer = undefined;

@@ -142,15 +142,25 @@ export class UpdateLog {
     return (this.#floors.get([orgId, environment]) as number | undefined) ?? 0;
   }
 
-  /** Removes every retained update of one org's environment (sandbox reset), remembering where (resetSeq); call inside a write transaction. */
-  removeEnvironment(orgId: string, environment: string): void {
+  /**
+   * Removes every retained update of one org's environment (sandbox reset), remembering where
+   * (resetSeq), and reserves the next seq as the reset's own mark; returns it. Once the reset is
+   * durable the rooms pass over the mark (SeqOrder.passOver): a client that joins after the reset
+   * hears a position past resetSeq, so resuming from it is not taken for a position before the
+   * reset. Call inside a write transaction.
+   */
+  removeEnvironment(orgId: string, environment: string): number {
     // The newest update may be one of those removed while the counter lags behind it (see lastSeq):
-    // the counter keeps its seq, so that it is never handed out again after a restart.
+    // the counter keeps its seq (and the mark's), so that neither is handed out again after a restart.
     const highest = Math.max(this.#issued.get(orgId) ?? 0, this.lastSeq(orgId));
-    this.#counters.put([orgId], highest);
+    const mark = highest + 1;
+    this.#issued.set(orgId, mark);
+    if (!this.#firstIssued.has(orgId)) this.#firstIssued.set(orgId, mark);
+    this.#counters.put([orgId], mark);
     this.#floors.put([orgId, environment], highest);
     for (const { key, value } of this.#updates.getRange({ start: [orgId, 0], end: [orgId, Number.MAX_SAFE_INTEGER] })) {
       if ((value as RunUpdate).environment === environment) this.#updates.remove(key);
     }
+    return mark;
   }
 }

@@ -235,4 +235,18 @@ test('a sandbox reset closes the org sandbox live sockets with 4409 and leaves p
     assert.equal(closedCode, undefined, query);
     client.close();
   }
+
+  // A client that joined after the reset and heard nothing since resumes from the position its
+  // heartbeat gave (the reset's mark, past resetSeq): that is not a position before the reset.
+  const fresh = await connectLive(rt.url, ORG, { query: `?token=${key}&environment=sandbox` });
+  await fresh.waitFor(() => fresh.messages.some((message) => 'heartbeat' in message), 'the joining heartbeat');
+  const heard = fresh.messages.flatMap((message) => ('heartbeat' in message ? [message.heartbeat.last_seq] : []))[0]!;
+  assert.ok(heard > resetSeq, `the heartbeat's position ${heard} is past the reset's ${resetSeq}`);
+  fresh.close();
+  const resumed = await connectLive(rt.url, ORG, { query: `?token=${key}&environment=sandbox&after_seq=${heard}` });
+  let resumedClosed: number | undefined;
+  void resumed.closed.then((closed) => (resumedClosed = closed.code));
+  await resumed.waitFor(() => resumed.messages.some((message) => 'heartbeat' in message), 'a heartbeat after resuming');
+  assert.equal(resumedClosed, undefined, 'not refused with 4409');
+  resumed.close();
 });

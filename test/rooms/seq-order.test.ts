@@ -1,6 +1,6 @@
 // The seq order on its own: updates come out in seq order, a gap is skipped after its grace, and
 // `skippedBetween` and `isSkipped` hold a skipped seq (which may still arrive late) until it arrives or is
-// forgotten, so the memory of gaps stays bounded.
+// forgotten, so the memory of gaps stays bounded; a passed-over seq (a sandbox reset's mark) is no gap.
 
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
@@ -55,4 +55,20 @@ test('a skipped seq counts as skipped until it arrives or SKIPPED_MEMORY_MS pass
   } finally {
     mock.timers.reset();
   }
+});
+
+test('a passed-over seq (a reset mark) counts as emitted in its turn, sends nothing, and is no gap', () => {
+  const emitted: number[] = [];
+  const order = new SeqOrder(() => 1, (_org, u) => emitted.push(u.seq));
+  order.offer('org', [update(1), update(3)]);
+  assert.deepEqual(emitted, [1], '3 waits for 2');
+  order.passOver('org', 2);
+  assert.deepEqual(emitted, [1, 3], 'released at once, not after a grace period');
+  assert.equal(order.emitted('org'), 3);
+  assert.deepEqual([...order.skippedBetween('org', 0, 3)], [], 'nothing skipped');
+  order.passOver('org', 4);
+  assert.equal(order.emitted('org'), 4, 'a mark with nothing pending moves the position too');
+  order.passOver('org', 2);
+  assert.equal(order.emitted('org'), 4, 'an old mark changes nothing');
+  order.close();
 });

@@ -49,17 +49,18 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     await ledger.root.transaction(() => log.append('org_s', { ...update('run_2'), environment: 'sandbox' }));
     // As if the transaction that took seq 1 committed after the one that took seq 2: the counter says 1.
     await ledger.openDatabase('live-seq').put(['org_s'], 1);
-    await ledger.root.transaction(() => log.removeEnvironment('org_s', 'sandbox'));
+    assert.equal(await ledger.root.transaction(() => log.removeEnvironment('org_s', 'sandbox')), 3, 'the reset reserves the seq after the newest as its mark');
+    assert.equal(log.resetSeq('org_s', 'sandbox'), 2);
     const restarted = new UpdateLog(ledger, 100);
-    assert.equal(restarted.lastSeq('org_s'), 2);
-    assert.equal((await ledger.root.transaction(() => restarted.append('org_s', update('run_3')))).seq, 3, 'a client that saw seq 2 misses nothing');
+    assert.equal(restarted.lastSeq('org_s'), 3);
+    assert.equal((await ledger.root.transaction(() => restarted.append('org_s', update('run_3')))).seq, 4, 'a client that saw seq 2 misses nothing, and the mark is not handed out again');
   });
 
   test('the counter still wins when the newest updates were removed (sandbox reset)', async () => {
     const log = new UpdateLog(ledger, 100);
     await ledger.root.transaction(() => log.append('org_c', { ...update('run_1'), environment: 'sandbox' }));
     await ledger.root.transaction(() => log.removeEnvironment('org_c', 'sandbox'));
-    assert.equal(new UpdateLog(ledger, 100).lastSeq('org_c'), 1);
+    assert.equal(new UpdateLog(ledger, 100).lastSeq('org_c'), 2, 'the removed seq 1 and the mark 2');
   });
 
   test('a raised retention still reports what the smaller one dropped; a lowered one removes what it would not keep', async () => {
