@@ -67,9 +67,9 @@ export class SandboxGenerations {
   }
 
   /**
-   * Starts the org's next generation and returns it. Call inside the reset's write transaction
-   * before its other writes: a throw does not take back earlier writes, and whatever part of a reset
-   * commits, its generation must commit too (a generation whose runs were deleted is never reused).
+   * Starts the org's next generation and returns it. Call inside the reset's write transaction: the
+   * generation commits with the removal or not at all (a throw takes back both), so a generation
+   * whose runs were deleted is never reused.
    */
   advanceWithin(orgId: string): number {
     const generation = this.#load(orgId).generation + 1;

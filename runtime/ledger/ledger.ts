@@ -12,8 +12,10 @@
 //   (`ifNoExists` only when the key is absent at commit). `transaction` runs its callback later,
 //   one at a time, after the writes and batches made in the same event turn (even after it), and
 //   resolves with the callback's result; writes made inside it belong to it.
-// - A throw inside a callback does not take back the writes made before it, so a callback must not
-//   throw after writing. Whether a write is visible before its promise resolves is unspecified.
+// - A throw inside a `transaction` callback rejects it and takes back every write it made. A throw
+//   inside a `batch` or `ifNoExists` callback does not take back the writes made before it, so
+//   those callbacks must not throw after writing. Whether a write is visible before its promise
+//   resolves is unspecified.
 // - A write counts only once durable (see durable-write.ts).
 
 /** One part of an ordered key; every runtime key is an array of these starting with the org id. */

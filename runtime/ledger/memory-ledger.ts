@@ -26,6 +26,8 @@ interface WriteScope {
   pending: Array<() => void> | undefined;
   /** A transaction body is running (on the queue): its writes apply at once, so it reads them back. */
   inTransaction: boolean;
+  /** While a transaction body runs: how to take back each write it made, should it throw. */
+  undo: Array<() => void> | undefined;
   /** Every commit waits for the one before it. */
   queue: Promise<unknown>;
 }
@@ -120,13 +122,20 @@ class MemoryTable implements LedgerTable {
 
   #set(bytes: Buffer, value: Buffer): void {
     const found = this.#find(bytes);
+    this.#keepUndo(bytes, found.entry);
     if (found.entry !== undefined) this.#entries[found.index] = { bytes, value };
     else this.#entries.splice(found.index, 0, { bytes, value });
   }
 
   #delete(bytes: Buffer): void {
     const found = this.#find(bytes);
+    this.#keepUndo(bytes, found.entry);
     if (found.entry !== undefined) this.#entries.splice(found.index, 1);
+  }
+
+  /** Inside a transaction body: remembers how to put back what `bytes` held before this write. */
+  #keepUndo(bytes: Buffer, previous: Entry | undefined): void {
+    this.#scope.undo?.push(() => (previous === undefined ? this.#delete(bytes) : this.#set(bytes, previous.value)));
   }
 
   /** The entry with exactly these key bytes, or where it would be inserted. */
@@ -165,8 +174,8 @@ class MemoryTable implements LedgerTable {
 
 /**
  * Runs `writes` with every table write held back, then hands the held writes to `commit` and
- * returns what it returns. As with LMDB, a throw does not take back what the callback wrote before
- * it: those writes still commit, and the throw goes on.
+ * returns what it returns. As with LMDB's batches, a throw does not take back what the callback
+ * wrote before it: those writes still commit, and the throw goes on.
  */
 function holdWrites<T>(scope: WriteScope, writes: () => void, commit: (held: ReadonlyArray<() => void>) => T): T {
   const outer = scope.pending;
@@ -192,12 +201,20 @@ function createRoot(scope: WriteScope): LedgerRoot {
       // Later and one at a time, as LMDB runs transaction callbacks: after the writes and batches
       // of the current event turn, even those made after this call (lmdb-js commits those first).
       const turnEnded = new Promise<void>((resolve) => setImmediate(resolve));
+      // A throw takes back the body's writes, newest first, as LMDB's child transaction does.
       const run = (): T => {
         scope.inTransaction = true;
+        const undo: Array<() => void> = [];
+        scope.undo = undo;
         try {
           return body();
+        } catch (error) {
+          scope.undo = undefined;
+          for (const takeBack of undo.reverse()) takeBack();
+          throw error;
         } finally {
           scope.inTransaction = false;
+          scope.undo = undefined;
         }
       };
       return withFlush(turnEnded.then(() => commitLater(scope, run)));
@@ -218,7 +235,7 @@ function createRoot(scope: WriteScope): LedgerRoot {
 }
 
 export function openMemoryLedger(): Ledger {
-  const scope: WriteScope = { pending: undefined, inTransaction: false, queue: Promise.resolve() };
+  const scope: WriteScope = { pending: undefined, inTransaction: false, undo: undefined, queue: Promise.resolve() };
   const tables = new Map<string, MemoryTable>();
   const table = (name: string): LedgerTable => {
     let found = tables.get(name);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { lockDataDir } from './data-dir-lock.ts';
-import type { Ledger, LedgerTable } from './ledger.ts';
+import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
 
 /**
  * Values are plain msgpack maps (msgpackr's `useRecords: false`, passed through by lmdb-js but not
@@ -25,8 +25,17 @@ export function openLedger(dataDir: string): Ledger {
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
   privateFilesIn(path);
   const db = (name: string): LedgerTable => root.openDB({ name, compression: false, ...PLAIN_MSGPACK });
+  // A transaction's callback runs in an LMDB child transaction, so a throw takes back what it wrote:
+  // lmdb-js commits the writes an (async) transaction callback made before it threw.
+  const ledgerRoot: LedgerRoot = {
+    transaction: <T>(body: () => T): LedgerWrite<T> => root.transaction(() => root.childTransaction(body)) as LedgerWrite<T>,
+    batch: (writes) => root.batch(writes),
+    get flushed() {
+      return root.flushed;
+    },
+  };
   return {
-    root,
+    root: ledgerRoot,
     orgs: db('orgs'),
     apiKeys: db('api-keys'),
     apiKeysByOrg: db('api-keys-by-org'),

@@ -163,13 +163,30 @@ for (const kind of LEDGER_KINDS) {
       assert.deepEqual(outcome, [1, 2], 'visible inside the transaction');
     });
 
-    it('a throw rejects the transaction but keeps the writes made before it (callbacks must not throw after writing)', async () => {
+    it('a throw rejects the transaction and takes back every write it made', async () => {
       table = freshTable();
+      await durably(ledger.root, table.put(['org_a', 'kept'], 'before'));
       const failing = ledger.root.transaction(() => {
         void table.put(['org_a', 'before-throw'], true);
+        void table.put(['org_a', 'kept'], 'changed');
+        void table.remove(['org_a', 'kept']);
+        void ledger.root.batch(() => void table.put(['org_a', 'in-a-batch'], true));
         throw new Error('boom');
       });
       await assert.rejects(failing, /boom/);
+      await ledger.root.flushed;
+      assert.deepEqual([table.get(['org_a', 'before-throw']), table.get(['org_a', 'kept']), table.get(['org_a', 'in-a-batch'])], [undefined, 'before', undefined]);
+      assert.equal(await durably(ledger.root, ledger.root.transaction(() => table.get(['org_a', 'kept']))), 'before', 'and the next transaction sees the old value');
+    });
+
+    it('a throw inside a batch keeps the writes made before it (batch callbacks must not throw after writing)', async () => {
+      table = freshTable();
+      assert.throws(() =>
+        ledger.root.batch(() => {
+          void table.put(['org_a', 'before-throw'], true);
+          throw new Error('boom');
+        }),
+      /boom/);
       await ledger.root.flushed;
       assert.equal(table.get(['org_a', 'before-throw']), true);
     });
