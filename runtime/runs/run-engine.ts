@@ -32,6 +32,7 @@ import { RunCreation } from './run-creation.ts';
 import { runUpdateFor } from './run-update.ts';
 import { writeStepEffects } from './step-effects.ts';
 import { recoverUnfinishedRuns } from './run-recovery.ts';
+import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 
 /** What the engine reads of workflows (implemented by the workflow store). */
 export interface WorkflowLookup {
@@ -68,8 +69,6 @@ interface LiveRun {
   /** What the ledger holds for this run: the engine is its only writer while the actor lives. */
   persisted: PersistedRun;
 }
-const keyOf = (orgId: string, runId: string): string => `${orgId}\u0000${runId}`;
-const partsOf = (key: string): [orgId: string, runId: string] => key.split('\u0000') as [string, string];
 
 export class RunEngine {
   readonly #d: RunEngineDeps;
@@ -89,10 +88,10 @@ export class RunEngine {
 
   constructor(deps: RunEngineDeps) {
     this.#d = deps;
-    this.#timers = new RunTimers(deps.clock, (key) => void this.send(...partsOf(key), { type: 'timer.fired' }));
+    this.#timers = new RunTimers(deps.clock, (key) => void this.send(...orgScopedParts(key), { type: 'timer.fired' }));
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
     this.#chains = new RunChains((key, error) => {
-      const [orgId, runId] = partsOf(key);
+      const [orgId, runId] = orgScopedParts(key);
       deps.logger.error('run transition failed', { org_id: orgId, run_id: runId, error: String(error) });
     });
     const creation = new RunCreation({
@@ -109,7 +108,7 @@ export class RunEngine {
         this.#d.rooms.publish(orgId, updates);
         for (const { run, actor } of runs) {
           // An admitted run keeps its actor live; #act stops it again if the run is not `running`.
-          if (run.value === 'running') this.#actors.set(keyOf(orgId, run.context.runId), { actor, persisted: run });
+          if (run.value === 'running') this.#actors.set(orgScopedKey(orgId, run.context.runId), { actor, persisted: run });
           else actor.stop();
           this.#act(run);
         }
@@ -117,8 +116,8 @@ export class RunEngine {
       pump: () => this.#pump(),
       unconfirmed: (orgId, runIds) => {
         for (const runId of runIds) {
-          this.#unconfirmed.add(keyOf(orgId, runId));
-          this.#stalled.failed(keyOf(orgId, runId));
+          this.#unconfirmed.add(orgScopedKey(orgId, runId));
+          this.#stalled.failed(orgScopedKey(orgId, runId));
         }
       },
     });
@@ -136,12 +135,12 @@ export class RunEngine {
 
   /** When the durable timer of a run (backoff or delay) is armed to fire, if it is. */
   timerDueAt(orgId: string, runId: string): number | undefined {
-    return this.#timers.dueAt(keyOf(orgId, runId));
+    return this.#timers.dueAt(orgScopedKey(orgId, runId));
   }
 
   /** Queues `command` for the run; resolves once it has been applied (and, if it changed the run, persisted). */
   send(orgId: string, runId: string, command: RunCommand, effects?: ActionEffects): Promise<void> {
-    return this.#chains.serially(keyOf(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects)).catch(() => undefined);
+    return this.#chains.serially(orgScopedKey(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects)).catch(() => undefined);
   }
 
   /**
@@ -150,7 +149,7 @@ export class RunEngine {
    */
   async command(orgId: string, runId: string, command: RunCommand): Promise<void> {
     try {
-      await this.#chains.serially(keyOf(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined));
+      await this.#chains.serially(orgScopedKey(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined));
     } catch (error) {
       // Usually nothing was written; a commit whose flush failed may still have taken effect.
       throw new RetryableError('write_failed', 'The change to the run could not be saved durably. Read the run, then try again if it did not change.', undefined, { cause: error });
@@ -161,7 +160,7 @@ export class RunEngine {
   forget(runs: readonly PersistedRun[]): void {
     for (const run of runs) {
       const { orgId, runId } = run.context;
-      this.#timers.disarm(keyOf(orgId, runId));
+      this.#timers.disarm(orgScopedKey(orgId, runId));
       this.#letGo(orgId, runId);
     }
     this.#pump();
@@ -186,7 +185,7 @@ export class RunEngine {
   }
 
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined): Promise<void> {
-    const key = keyOf(orgId, runId);
+    const key = orgScopedKey(orgId, runId);
     const cached = this.#actors.get(key);
     // The cached snapshot saves a read and decode per transition; the existence check still sees a reset.
     const previous = cached !== undefined && this.#d.runs.has(orgId, runId) ? cached.persisted : this.#d.runs.get(orgId, runId);
@@ -275,7 +274,7 @@ export class RunEngine {
 
   /** Drops the run's live actor and its place in the scheduler; the caller pumps afterwards. */
   #letGo(orgId: OrgId, runId: RunId): void {
-    this.#dropActor(keyOf(orgId, runId));
+    this.#dropActor(orgScopedKey(orgId, runId));
     if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
   }
 
@@ -290,7 +289,7 @@ export class RunEngine {
    * written meanwhile. A queued run gives back the slot its unwritten admission took, and queues again.
    */
   #resume(key: string): void {
-    const [org, id] = partsOf(key);
+    const [org, id] = orgScopedParts(key);
     const orgId = asOrgId(org);
     const runId = asRunId(id);
     // A read that fails here (the disk that stalled the run) stalls it again, for the next pause.
@@ -334,7 +333,7 @@ export class RunEngine {
    * is sent from the run's snapshot: `run`, or the one in the ledger (boot recovery keeps none).
    */
   #actOn(orgId: OrgId, runId: RunId, work: Work, run?: PersistedRun): void {
-    const key = keyOf(orgId, runId);
+    const key = orgScopedKey(orgId, runId);
     if (work.kind !== 'arm_timer') this.#timers.disarm(key);
     switch (work.kind) {
       case 'await_admission':
@@ -377,7 +376,7 @@ export class RunEngine {
     if (run.value === 'running') return;
     const { orgId, runId } = run.context;
     if (run.value !== 'queued' && this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
-    this.#dropActor(keyOf(orgId, runId));
+    this.#dropActor(orgScopedKey(orgId, runId));
   }
 
   #pump(): void {
@@ -401,7 +400,7 @@ export class RunEngine {
 
   async #dispatch(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
-    const key = keyOf(ctx.orgId, ctx.runId);
+    const key = orgScopedKey(ctx.orgId, ctx.runId);
     this.#dispatched.set(key, work.fence);
     try {
       await this.#perform(run, work);

@@ -36,6 +36,7 @@ import {
 } from './device-frame.ts';
 import { connectedEventId, deviceSource, type DeviceConnection, type DeviceRecord } from './device-record.ts';
 import type { DeviceStore, Ending } from './device-store.ts';
+import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 
 /** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
 const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
@@ -73,8 +74,6 @@ interface SocketData {
   /** Set when Sluice closes the socket (why, for its `device.disconnected`), and when it has closed (how). */
   ending: Ending | undefined;
 }
-
-const keyOf = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
 
 const closingError = (): RetryableError => new RetryableError('connection_closing', 'This connection is being closed; send the message again on the next one.');
 
@@ -120,7 +119,7 @@ export class DeviceSockets {
       },
       open: (ws) => {
         const data = ws.getUserData();
-        const key = keyOf(data.device.org_id, data.device.name);
+        const key = orgScopedKey(data.device.org_id, data.device.name);
         const sockets = this.#sockets.get(key) ?? new Set();
         sockets.add(ws);
         this.#sockets.set(key, sockets);
@@ -133,7 +132,7 @@ export class DeviceSockets {
         data.accepting = false;
         const ending: Ending = { reason: data.ending?.reason ?? (code === 1006 ? 'connection_lost' : 'client_closed'), code };
         data.ending = ending;
-        const key = keyOf(data.device.org_id, data.device.name);
+        const key = orgScopedKey(data.device.org_id, data.device.name);
         void this.#serially(key, () => this.#end(data, ending)).finally(() => {
           const sockets = this.#sockets.get(key);
           sockets?.delete(ws);
@@ -168,7 +167,7 @@ export class DeviceSockets {
   /** Deletes the device (its open connection's `device.disconnected` in the same write) and closes its sockets (4404). */
   deleteDevice(orgId: string, name: string): Promise<void> {
     const ending = { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const;
-    const key = keyOf(orgId, name);
+    const key = orgScopedKey(orgId, name);
     return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, (open) => this.#endingOf(key, open, ending), this.#d.clock.now()), ending);
   }
 
@@ -220,7 +219,7 @@ export class DeviceSockets {
    * sockets close then too (1011): the device reconnects and finds out what holds.
    */
   #changeDevice<T>(orgId: string, name: string, write: () => Promise<T>, ending: Ending & { readonly code: number }): Promise<T> {
-    const key = keyOf(orgId, name);
+    const key = orgScopedKey(orgId, name);
     return this.#serially(key, async () => {
       await this.#quiesce(this.#sockets.get(key) ?? []);
       let result: T;
@@ -257,7 +256,7 @@ export class DeviceSockets {
   async #connect(ws: WebSocket<SocketData>, data: SocketData): Promise<boolean> {
     const { device, connection } = data;
     if (!data.open) return false;
-    const key = keyOf(device.org_id, device.name);
+    const key = orgScopedKey(device.org_id, device.name);
     const others = await this.#quiesce([...(this.#sockets.get(key) ?? [])].filter((other) => other !== ws));
     let recorded: boolean;
     try {

@@ -14,6 +14,7 @@ import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { SCHEDULE_SOURCE, isTickDone, nextTickAt, sendsAlike, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
 import type { ScheduleStore } from './schedule-store.ts';
+import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 
 /** A tick whose write failed is tried again after this long. */
 export const TICK_RETRY_MS = 5_000;
@@ -28,9 +29,6 @@ export interface ScheduleTickerDeps {
   /** Counts each event sent (sluice_ingest_total{outcome="accepted_schedule"}). */
   readonly onSent: () => void;
 }
-
-const keyOf = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
-const partsOf = (key: string): [orgId: string, name: string] => key.split('\u0000') as [string, string];
 
 /** The event a schedule sends for the tick at `tickMs`, with its payload text. */
 function tickEvent(schedule: ScheduleRecord, tickMs: number, nowMs: number): StoredEvent {
@@ -66,7 +64,7 @@ export class ScheduleTicker {
    * leaves that one schedule disarmed and logged, never the runtime stopped.
    */
   arm(schedule: ScheduleRecord): void {
-    const key = keyOf(schedule.org_id, schedule.name);
+    const key = orgScopedKey(schedule.org_id, schedule.name);
     let at: number | undefined;
     try {
       at = schedule.enabled ? nextTickAt(schedule, this.#d.clock.now()) : undefined;
@@ -79,7 +77,7 @@ export class ScheduleTicker {
 
   /** The schedule was deleted. */
   disarm(orgId: string, name: string): void {
-    this.#timers.disarm(keyOf(orgId, name));
+    this.#timers.disarm(orgScopedKey(orgId, name));
   }
 
   close(): void {
@@ -87,7 +85,7 @@ export class ScheduleTicker {
   }
 
   async #tick(key: string): Promise<void> {
-    const [orgId, name] = partsOf(key);
+    const [orgId, name] = orgScopedParts(key);
     let tick: number | undefined;
     try {
       const schedule = this.#d.schedules.get(orgId, name);
