@@ -1,4 +1,4 @@
-// REST: register, list, get, rotate the token of, and delete devices (socket triggers). Writes need
+// REST: register, list, get, change the event schemas of, rotate the token of, and delete devices (socket triggers). Writes need
 // the developer role, reads viewer; each request is scoped to one environment (`?environment=`),
 // as for sources and schedules. A device's token is shown once, when it is made or rotated.
 
@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { generateToken, hashToken } from '../auth/secrets.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { noContent, rawJson, type HttpRequest, type Route } from '../http/types.ts';
-import { ENVIRONMENTS, SOURCE_NAME_PATTERN, type Environment } from '../sources/source-record.ts';
+import { assertSchemasCompile } from '../sources/event-schemas.ts';
+import { ENVIRONMENTS, EVENT_TYPE_PATTERN, SOURCE_NAME_PATTERN, type Environment } from '../sources/source-record.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { describeDevice, type DeviceRecord } from '../triggers/device-record.ts';
@@ -17,12 +18,17 @@ import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
 import { namedInEnvironment } from './query-params.ts';
 
-const parseCreate = createBodyParser<{ name: string; environment?: Environment }>({
+/** As a source's: up to 200 event types, each with a JSON Schema its messages must pass. */
+const eventTypesSchema = { type: 'object', maxProperties: 200, propertyNames: { pattern: EVENT_TYPE_PATTERN }, additionalProperties: { type: 'object' } };
+
+const parseCreate = createBodyParser<{ name: string; environment?: Environment; event_types?: Record<string, object> }>({
   type: 'object',
   additionalProperties: false,
   required: ['name'],
-  properties: { name: { type: 'string', pattern: SOURCE_NAME_PATTERN }, environment: { type: 'string', enum: [...ENVIRONMENTS] } },
+  properties: { name: { type: 'string', pattern: SOURCE_NAME_PATTERN }, environment: { type: 'string', enum: [...ENVIRONMENTS] }, event_types: eventTypesSchema },
 });
+
+const parseUpdate = createBodyParser<{ event_types?: Record<string, object> }>({ type: 'object', additionalProperties: false, properties: { event_types: eventTypesSchema } });
 
 /** A new device token and what is stored of it. */
 function newToken(): { token: string; hash: string; prefix: string } {
@@ -43,6 +49,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const body = parseCreate(parseJsonRequest(request));
         const environment = body.environment ?? 'production';
         assertSandboxAllowed(org, environment);
+        assertSchemasCompile(body.event_types ?? {});
         const { token, hash, prefix } = newToken();
         const now = isoAt(ctx.clock.now());
         const device: DeviceRecord = {
@@ -52,6 +59,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
           environment,
           token_hash: hash,
           token_prefix: prefix,
+          event_types: body.event_types ?? {},
           created_at: now,
           updated_at: now,
           connection: null,
@@ -63,6 +71,23 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       },
     },
     ...namedRecordReads(ctx, base, { plural: 'devices', singular: 'device', what: 'Device', list: (orgId) => devices.list(orgId), require: (orgId, name) => devices.require(orgId, name), describe: describeDevice }),
+    {
+      // A new schema applies to the next message, on an open socket too.
+      method: 'PATCH',
+      pattern: `${base}/:name`,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const { name } = requireDevice(request, org);
+        const update = parseUpdate(parseJsonRequest(request));
+        if (update.event_types !== undefined) assertSchemasCompile(update.event_types);
+        const device = await devices.update(org.id, name, (current) => ({
+          ...current,
+          ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
+          updated_at: isoAt(ctx.clock.now()),
+        }));
+        return rawJson(200, { device: describeDevice(device) });
+      },
+    },
     {
       // The socket opened with the old token closes (4401); the device reconnects with the new one.
       method: 'POST',

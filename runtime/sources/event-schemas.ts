@@ -1,5 +1,5 @@
-// Compiles the JSON Schemas that sources declare for their event types (ajv + ajv-formats).
-// Compiled validators are cached per (org, source, event type), within bounds (validator-cache.ts);
+// Compiles the JSON Schemas that sources (and devices) declare for their event types (ajv +
+// ajv-formats). Compiled validators are cached per (org, source, event type), within bounds (validator-cache.ts);
 // schema errors name the failing payload field.
 // Customer schemas are hostile input: `pattern` runs on RE2 (linear time, no backtracking), and no
 // compiled schema stays registered in ajv, so one tenant's `$id` can neither clash with nor be
@@ -13,6 +13,12 @@ import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import type { SourceRecord } from './source-record.ts';
+
+/**
+ * Who declares schemas for the event types it sends: a source, or a device (whose `name` here is its
+ * event source, `@device:<name>`, which no source name can be). `updated_at` versions the validators.
+ */
+export type SchemaDeclarer = Pick<SourceRecord, 'org_id' | 'name' | 'event_types' | 'updated_at'>;
 
 const MAX_SCHEMA_BYTES = 64 * 1024;
 
@@ -97,15 +103,15 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
 const cacheKeyOf = (orgId: string, sourceName: string, type: string): string => `${orgId}\u0000${sourceName}\u0000${type}`;
 
 /**
- * Drops the cached validators of a source that was just written or deleted. Their version is the
- * source's `updated_at`, a millisecond: two writes within one would otherwise keep the first's.
+ * Drops the cached validators of a source (or device) that was just written or deleted. Their
+ * version is its `updated_at`, a millisecond: two writes within one would otherwise keep the first's.
  */
 export function forgetSourceSchemas(orgId: string, sourceName: string): void {
   cache.forget(cacheKeyOf(orgId, sourceName, ''));
 }
 
 /** Validates a payload against the source's schema for `type`, if one is declared; throws 422 naming the field. */
-export function validateEventPayload(source: SourceRecord, type: string, payload: unknown): void {
+export function validateEventPayload(source: SchemaDeclarer, type: string, payload: unknown): void {
   // Own keys only: a type named like an Object.prototype member ("constructor") declares no schema.
   if (!Object.hasOwn(source.event_types, type)) return;
   const schema = source.event_types[type]!;

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { withPayloadText } from '../events/payload-text.ts';
+import type { SchemaDeclarer } from '../sources/event-schemas.ts';
 import type { Environment } from '../sources/source-record.ts';
 
 /** An org's devices are few enough to list in one answer and scan at boot. */
@@ -46,6 +47,8 @@ export interface DeviceRecord {
   readonly token_hash: string;
   /** The first characters of the token, so a person can tell tokens apart. */
   readonly token_prefix: string;
+  /** Declared event types and their JSON Schemas, as a source's: a message of such a type must pass. */
+  readonly event_types: Readonly<Record<string, object>>;
   readonly created_at: string;
   readonly updated_at: string;
   /** The connection the ledger knows to be open (its `device.connected` is stored), or null. */
@@ -56,6 +59,9 @@ export interface DeviceRecord {
 
 /** The source recorded on a device's events; its messages' ids are deduplicated under it. */
 export const deviceSource = (name: string): string => `@device:${name}`;
+
+/** The device as the event schemas see it (its validators are cached under its event source). */
+export const deviceSchemas = (device: DeviceRecord): SchemaDeclarer => ({ org_id: device.org_id, name: deviceSource(device.name), event_types: device.event_types, updated_at: device.updated_at });
 
 /** The socket path a device connects to (beside /hooks/:org/:source, outside the API-key paths). */
 const devicePath = (orgId: string, name: string): string => `/devices/${orgId}/${name}`;
@@ -69,6 +75,7 @@ export function describeDevice(device: DeviceRecord): Record<string, unknown> {
     environment: device.environment,
     token_prefix: device.token_prefix,
     socket_path: devicePath(device.org_id, device.name),
+    event_types: device.event_types,
     state: device.connection === null ? 'disconnected' : 'connected',
     connection_id: device.connection?.id ?? null,
     connected_at: device.connection === null ? null : iso(device.connection.connected_at_ms),

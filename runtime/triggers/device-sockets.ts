@@ -34,7 +34,8 @@ import {
   readyFrame,
   type DeviceMessage,
 } from './device-frame.ts';
-import { connectedEventId, deviceSource, type DeviceConnection, type DeviceRecord } from './device-record.ts';
+import { validateEventPayload } from '../sources/event-schemas.ts';
+import { connectedEventId, deviceSchemas, deviceSource, type DeviceConnection, type DeviceRecord } from './device-record.ts';
 import type { DeviceStore, Ending } from './device-store.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 
@@ -321,6 +322,10 @@ export class DeviceSockets {
     try {
       const org = this.#d.orgs.get(device.org_id);
       if (org === undefined) throw notFound('Organization');
+      // Its schemas as they are now (a PATCH applies to open sockets too); gone means it is being deleted.
+      const current = this.#d.devices.get(device.org_id, device.name);
+      if (current === undefined || current.id !== device.id) throw closingError();
+      validateEventPayload(deviceSchemas(current), message.type, message.payload);
       const nowMs = this.#d.clock.now();
       const id = generateEventId(nowMs);
       const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };

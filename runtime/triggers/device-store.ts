@@ -7,6 +7,7 @@ import type { StoredEvent } from '../events/event-record.ts';
 import { settleDurably, type EventStore, type Reaction } from '../events/event-store.ts';
 import { payloadTextOf } from '../events/payload-text.ts';
 import { changeRecord } from '../ledger/change-record.ts';
+import { forgetSourceSchemas } from '../sources/event-schemas.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import {
@@ -58,6 +59,14 @@ export class DeviceStore {
     if (outcome === 'full') throw new ConflictError('device_limit_reached', `An organization can hold at most ${MAX_DEVICES_PER_ORG} devices; delete one first.`);
   }
 
+  /** Applies `change` to the device as stored when the write runs (its schemas' validators are dropped); 404 if gone. */
+  async update(orgId: string, name: string, change: (current: DeviceRecord) => DeviceRecord): Promise<DeviceRecord> {
+    const updated = await changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], change);
+    forgetSourceSchemas(orgId, deviceSource(name));
+    if (updated === undefined) throw notFound(`Device "${name}"`, 'name');
+    return updated;
+  }
+
   /** Stores a new token hash (the socket opened with the old one is the caller's to close); 404 if gone. */
   async rotateToken(orgId: string, name: string, hash: string, prefix: string, nowIso: string): Promise<DeviceRecord> {
     const updated = await changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], (current) => ({ ...current, token_hash: hash, token_prefix: prefix, updated_at: nowIso }));
@@ -82,6 +91,7 @@ export class DeviceStore {
       this.#table.remove([orgId, name]);
       return true;
     });
+    forgetSourceSchemas(orgId, deviceSource(name));
     if (!removed) throw notFound(`Device "${name}"`, 'name');
   }
 

@@ -282,3 +282,29 @@ test('past MAX_MESSAGES_IN_FLIGHT unacked messages, a message gets a retryable t
   device.close();
   await device.closed;
 });
+
+test("a device's declared schemas: a message failing its type's schema is nacked naming the field; a PATCH applies to the open socket's next message", async () => {
+  const bad = await call(rt.url, 'POST', devicesPath, { token: key, json: { name: 'scale-0', event_types: { 'weight.measured': { type: 'object', properties: { grams: { type: 'nonsense' } } } } } });
+  assert.deepEqual([bad.status, bad.body.error.code, bad.body.error.field], [400, 'invalid_event_schema', 'event_types.weight.measured']);
+  const schema = { type: 'object', required: ['grams'], properties: { grams: { type: 'number', minimum: 0 } } };
+  const token = await register('scale-1', { event_types: { 'weight.measured': schema } });
+  const device = await connectDevice(rt.url, ORG, 'scale-1', token);
+  device.send({ id: 'w-1', type: 'weight.measured', payload: { grams: -5 } });
+  const refused = await device.answerTo('w-1');
+  assert.deepEqual([refused.type, refused.error.code, refused.error.field, refused.retryable], ['nack', 'schema_validation_failed', 'payload.grams', false]);
+  device.send({ id: 'w-2', type: 'weight.measured', payload: { grams: 120 } });
+  assert.equal((await device.answerTo('w-2')).type, 'ack');
+  device.send({ id: 'w-3', type: 'door.opened', payload: { anything: true } });
+  assert.equal((await device.answerTo('w-3')).type, 'ack', 'a type without a schema is not checked');
+
+  const patched = await call(rt.url, 'PATCH', `${devicesPath}/scale-1`, { token: key, json: { event_types: { 'weight.measured': { ...schema, properties: { grams: { type: 'number', maximum: 100 } } } } } });
+  assert.equal(patched.status, 200, patched.text);
+  assert.equal(patched.body.device.event_types['weight.measured'].properties.grams.maximum, 100);
+  device.send({ id: 'w-4', type: 'weight.measured', payload: { grams: 120 } });
+  assert.deepEqual([(await device.answerTo('w-4')).type, (await device.answerTo('w-4')).error?.field], ['nack', 'payload.grams'], 'the new schema, on the socket opened before it');
+  const badPatch = await call(rt.url, 'PATCH', `${devicesPath}/scale-1`, { token: key, json: { event_types: { 'weight.measured': { pattern: '(?=x)', type: 'string' } } } });
+  assert.deepEqual([badPatch.status, badPatch.body.error.code], [400, 'invalid_event_schema']);
+  assert.deepEqual((await deviceEvents('scale-1', 'weight.measured')).map((e) => e.provider_event_id), ['w-2'], 'only the message that passed is stored');
+  device.close();
+  await device.closed;
+});
