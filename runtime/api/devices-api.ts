@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { generateToken, hashToken } from '../auth/secrets.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { noContent, rawJson, type HttpRequest, type Route } from '../http/types.ts';
-import { assertSchemasCompile } from '../sources/event-schemas.ts';
-import { ENVIRONMENTS, EVENT_TYPE_PATTERN, SOURCE_NAME_PATTERN, type Environment } from '../sources/source-record.ts';
+import { assertSchemasCompile, EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
+import { ENVIRONMENTS, SOURCE_NAME_PATTERN, type Environment } from '../sources/source-record.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { describeDevice, type DeviceRecord } from '../triggers/device-record.ts';
@@ -18,17 +18,14 @@ import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
 import { namedInEnvironment } from './query-params.ts';
 
-/** As a source's: up to 200 event types, each with a JSON Schema its messages must pass. */
-const eventTypesSchema = { type: 'object', maxProperties: 200, propertyNames: { pattern: EVENT_TYPE_PATTERN }, additionalProperties: { type: 'object' } };
-
 const parseCreate = createBodyParser<{ name: string; environment?: Environment; event_types?: Record<string, object> }>({
   type: 'object',
   additionalProperties: false,
   required: ['name'],
-  properties: { name: { type: 'string', pattern: SOURCE_NAME_PATTERN }, environment: { type: 'string', enum: [...ENVIRONMENTS] }, event_types: eventTypesSchema },
+  properties: { name: { type: 'string', pattern: SOURCE_NAME_PATTERN }, environment: { type: 'string', enum: [...ENVIRONMENTS] }, event_types: EVENT_TYPES_BODY_SCHEMA },
 });
 
-const parseUpdate = createBodyParser<{ event_types?: Record<string, object> }>({ type: 'object', additionalProperties: false, properties: { event_types: eventTypesSchema } });
+const parseUpdate = createBodyParser<{ event_types?: Record<string, object> }>({ type: 'object', additionalProperties: false, properties: { event_types: EVENT_TYPES_BODY_SCHEMA } });
 
 /** A new device token and what is stored of it. */
 function newToken(): { token: string; hash: string; prefix: string } {

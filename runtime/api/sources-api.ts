@@ -5,11 +5,10 @@
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
-import { assertSchemasCompile } from '../sources/event-schemas.ts';
+import { assertSchemasCompile, EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
 import {
   DEFAULT_BODY_LIMIT_BYTES,
   ENVIRONMENTS,
-  EVENT_TYPE_PATTERN,
   MAX_ACTIVE_SECRETS,
   MAX_BODY_LIMIT_BYTES,
   SCHEMES,
@@ -42,12 +41,6 @@ const secretsSchema = {
   maxItems: MAX_ACTIVE_SECRETS,
   items: { type: 'string', minLength: 8, maxLength: 512 },
 };
-const eventTypesSchema = {
-  type: 'object',
-  maxProperties: 200,
-  propertyNames: { pattern: EVENT_TYPE_PATTERN },
-  additionalProperties: { type: 'object' },
-};
 const bodyLimitSchema = { type: 'integer', minimum: 1024, maximum: MAX_BODY_LIMIT_BYTES };
 
 const parseCreate = createBodyParser<SourceBody>({
@@ -59,7 +52,7 @@ const parseCreate = createBodyParser<SourceBody>({
     scheme: { type: 'string', enum: [...SCHEMES] },
     secrets: secretsSchema,
     environment: { type: 'string', enum: [...ENVIRONMENTS] },
-    event_types: eventTypesSchema,
+    event_types: EVENT_TYPES_BODY_SCHEMA,
     body_limit_bytes: bodyLimitSchema,
   },
 });
@@ -67,7 +60,7 @@ const parseCreate = createBodyParser<SourceBody>({
 const parseUpdate = createBodyParser<SourceUpdate>({
   type: 'object',
   additionalProperties: false,
-  properties: { secrets: secretsSchema, event_types: eventTypesSchema, body_limit_bytes: bodyLimitSchema },
+  properties: { secrets: secretsSchema, event_types: EVENT_TYPES_BODY_SCHEMA, body_limit_bytes: bodyLimitSchema },
 });
 
 export function sourceRoutes(ctx: ApiContext): Route[] {

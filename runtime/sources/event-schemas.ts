@@ -12,7 +12,7 @@ import { RE2JS } from 're2js';
 import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import { ValidatorCache } from './validator-cache.ts';
-import type { SourceRecord } from './source-record.ts';
+import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
 
 /**
  * Who declares schemas for the event types it sends: a source, or a device (whose `name` here is its
@@ -21,6 +21,14 @@ import type { SourceRecord } from './source-record.ts';
 export type SchemaDeclarer = Pick<SourceRecord, 'org_id' | 'name' | 'event_types' | 'updated_at'>;
 
 const MAX_SCHEMA_BYTES = 64 * 1024;
+
+/** The `event_types` member of an API body (a source's or a device's): up to 200 types, each mapped to a schema object. */
+export const EVENT_TYPES_BODY_SCHEMA = {
+  type: 'object',
+  maxProperties: 200,
+  propertyNames: { pattern: EVENT_TYPE_PATTERN },
+  additionalProperties: { type: 'object' },
+} as const;
 
 /**
  * `pattern` and `patternProperties` compiled by RE2 instead of V8's backtracking engine: a schema
