@@ -68,10 +68,8 @@ export class DeviceStore {
   }
 
   /** Stores a new token hash (the socket opened with the old one is the caller's to close); 404 if gone. */
-  async rotateToken(orgId: string, name: string, hash: string, prefix: string, nowIso: string): Promise<DeviceRecord> {
-    const updated = await changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], (current) => ({ ...current, token_hash: hash, token_prefix: prefix, updated_at: nowIso }));
-    if (updated === undefined) throw notFound(`Device "${name}"`, 'name');
-    return updated;
+  rotateToken(orgId: string, name: string, hash: string, prefix: string, nowIso: string): Promise<DeviceRecord> {
+    return this.update(orgId, name, (current) => ({ ...current, token_hash: hash, token_prefix: prefix, updated_at: nowIso }));
   }
 
   /**
