@@ -62,12 +62,12 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
         const runs = [...deps.runs.allIn(orgId, 'sandbox')];
         for (const run of runs) deps.runs.remove(run);
         let claims = 0;
-        for (const source of deps.sources.list(orgId).filter((s) => s.environment === 'sandbox')) {
-          claims += deps.events.inbox.removeSourceClaimsWithin(orgId, source.name);
-        }
-        for (const device of deps.devices.list(orgId).filter((d) => d.environment === 'sandbox')) {
-          claims += deps.events.inbox.removeSourceClaimsWithin(orgId, deviceSource(device.name));
-        }
+        // Sandbox sources claim deliveries under their names, sandbox devices messages under their event source.
+        const claimSources = [
+          ...deps.sources.list(orgId).filter((s) => s.environment === 'sandbox').map((s) => s.name),
+          ...deps.devices.list(orgId).filter((d) => d.environment === 'sandbox').map((d) => deviceSource(d.name)),
+        ];
+        for (const source of claimSources) claims += deps.events.inbox.removeSourceClaimsWithin(orgId, source);
         // Business replays keyed by an Idempotency-Key claim under REPLAY_SOURCE, whatever their
         // environment: the claims of the replays removed here go with them.
         for (const { key, claim } of deps.events.inbox.claimsOf(orgId, REPLAY_SOURCE)) {

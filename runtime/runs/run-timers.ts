@@ -1,8 +1,9 @@
 // In-memory timers for runs waiting in backoff or a delay step, and for schedules' ticks. They are
 // durable because each due time is derived from what is stored: boot recovery re-arms a run's from
-// its `pendingWork`, the ticker a schedule's from its record. Due times are wall-clock times, while Node's timers count monotonic time,
-// which stands still while the host is suspended and ignores a wall clock stepped forward: the
-// wake-up is never further away than RECHECK_MS, so such a timer is at most that late.
+// its `pendingWork`, the ticker a schedule's from its record. Due times are wall-clock times, while
+// Node's timers count monotonic time, which stands still while the host is suspended and ignores a
+// wall clock stepped forward: the wake-up is never further away than RECHECK_MS, so such a timer
+// is at most that late.
 
 import type { Clock } from '../clock.ts';
 
