@@ -5,7 +5,8 @@
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import WebSocket from 'ws';
+import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
+import { runSocket } from '../kits/client/socket-run.ts';
 import { InputError } from './errors.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
@@ -27,15 +28,11 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   const url = positionals[0];
   if (positionals.length !== 1 || url === undefined || !/^wss?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
   if (values.token === undefined || values.token === '') throw new InputError(400, 'usage', `--token is required. ${USAGE}`);
-  // The token rides as a subprotocol entry, not in the URL, so it stays out of access logs.
-  const socket = new WebSocket(url, [DEVICE_PROTOCOL, values.token]);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   /** Messages sent and not answered yet (Sluice answers each frame once, with an ack or a nack). */
   let outstanding = 0;
   let failed = false;
   let sending = true;
-  let finish: (code: number) => void = () => undefined;
-  const finished = new Promise<number>((resolve) => (finish = resolve));
   const maybeEnd = (): void => {
     if (!sending && outstanding === 0) socket.close(1000);
   };
@@ -45,19 +42,8 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     outstanding++;
     socket.send(line);
   };
-  socket.on('unexpected-response', (_request, response) => {
-    let text = '';
-    response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-    response.on('end', () => {
-      print(`refused with ${response.statusCode}: ${text}`);
-      finish(1);
-    });
-  });
-  socket.on('error', (error) => {
-    print(`socket error: ${error.message}`);
-    finish(1);
-  });
-  socket.on('message', (data: Buffer) => {
+  // The token rides as a subprotocol entry, not in the URL, so it stays out of access logs.
+  const { socket, ended } = runSocket(new URL(url), [DEVICE_PROTOCOL, values.token], (data) => {
     const text = data.toString('utf8');
     print(text);
     const frame = JSON.parse(text) as { type: string };
@@ -79,10 +65,11 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     if (frame.type === 'nack') failed = true;
     outstanding--;
     maybeEnd();
-  });
-  socket.on('close', (code, reason) => {
-    if (code !== 1000) print(`closed with ${code}${reason.length > 0 ? `: ${reason.toString()}` : ''}`);
-    finish(code === 1000 && !failed && outstanding === 0 ? 0 : 1);
-  });
-  return finished;
+  }, DEVICE_SILENCE_MS);
+  const end = await ended;
+  if (end.kind === 'refused') print(`refused with ${end.status}: ${end.body}`);
+  if (end.kind === 'unreachable') print(`could not reach ${url}`);
+  if (end.kind !== 'closed') return 1;
+  if (end.code !== 1000) print(`closed with ${end.code}${end.reason.length > 0 ? `: ${end.reason}` : ''}`);
+  return end.code === 1000 && !failed && outstanding === 0 ? 0 : 1;
 }

@@ -57,7 +57,7 @@ export class DeviceError extends Error {
 /** Close codes after which connecting again cannot help: rotated token, sandbox gone, device deleted, replaced by a newer connection. */
 const TERMINAL_CLOSE = new Set([CLOSE_TOKEN_ROTATED, CLOSE_SANDBOX_DISABLED, CLOSE_DEVICE_DELETED, CLOSE_REPLACED]);
 /** Sluice pings a quiet device socket within its 120 s idle timeout: this long without a frame or ping means it is dead. */
-const SILENCE_MS = 150_000;
+export const DEVICE_SILENCE_MS = 150_000;
 
 interface Answer {
   readonly type: string;
@@ -155,7 +155,7 @@ export class DeviceConnection {
         if (answer.type === 'ready') this.#ready = true;
         else acked = this.#answer(answer) || acked;
         this.#pump();
-      }, SILENCE_MS);
+      }, DEVICE_SILENCE_MS);
       this.#socket = socket;
       const end = await ended;
       this.#ready = false;
