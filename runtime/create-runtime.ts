@@ -164,7 +164,10 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine),
-    ...sandboxRoutes(context, updateLog, engine, projections, deviceStore, (orgId, liveMark) => rooms.closeSandboxSocketsAfterReset(orgId, liveMark)),
+    ...sandboxRoutes(context, updateLog, engine, projections, deviceStore, (orgId, reset) => {
+      rooms.closeSandboxSocketsAfterReset(orgId, reset.live_mark);
+      devices.closeConnectionsEndedByReset(orgId, reset.device_connections);
+    }),
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections),
     ...customActionRoutes(context, actions, runner.client),

@@ -1,5 +1,6 @@
 // Sandbox reset: removes one org's sandbox events (and retention's tombstones of them), recordings,
 // runs, inbox claims (of sandbox sources and devices), projection rows and retained live updates,
+// ends the open connections of sandbox devices (without events: their openings are removed too),
 // and starts its next sandbox generation, in one durable transaction, and nothing else (workflows,
 // sources, devices and production stay). A re-sent event id then makes runs with new ids.
 
@@ -34,13 +35,15 @@ export interface SandboxResetResult {
   readonly projection_rows: number;
   /** The seq the reset reserved as its mark in the org's live updates (UpdateLog.removeEnvironment). */
   readonly live_mark: number;
+  /** The sandbox device connections the reset ended: their sockets are to be closed. */
+  readonly device_connections: string[];
 }
 
 /**
  * Resolves after the removal and the new generation are durable; the caller then forgets the
  * removed runs in memory. Until then the org is `resetting` (sandbox-generation.ts).
  */
-export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promise<SandboxResetResult> {
+export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs: number): Promise<SandboxResetResult> {
   const { ledger } = deps;
   const generations = deps.runs.sandboxGenerations;
   return generations.during(orgId, () =>
@@ -79,7 +82,8 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string): Promi
         // Ids retention removed may be sent again too: the new generation gives their runs new ids.
         deps.events.removeTombstonesWithin(orgId, 'sandbox');
         const projectionRows = deps.projections.removeEnvironment(orgId, 'sandbox');
-        return { generation, events, runs, inbox_claims: claims, projection_rows: projectionRows, live_mark: liveMark };
+        const deviceConnections = deps.devices.endSandboxConnectionsWithin(orgId, nowMs);
+        return { generation, events, runs, inbox_claims: claims, projection_rows: projectionRows, live_mark: liveMark, device_connections: deviceConnections };
       }),
     ),
   );

@@ -25,6 +25,8 @@ export const CLOSE_TOKEN_ROTATED = 4401;
 export const CLOSE_SANDBOX_DISABLED = 4402;
 export const CLOSE_DEVICE_DELETED = 4404;
 export const CLOSE_REPLACED = 4409;
+/** The org's sandbox was reset, which ended this connection: connect again (into the new sandbox). */
+export const CLOSE_SANDBOX_RESET = 4410;
 
 /** One message a device sent: its id is the dedup key (per device), as a webhook's id is per source. */
 export interface DeviceMessage {

@@ -27,6 +27,11 @@ export type DisconnectReason =
   | 'device_deleted'
   /** Its sandbox became unavailable (the org moved to a plan without one). */
   | 'sandbox_disabled'
+  /**
+   * The org's sandbox was reset while it was open: its `device.connected` went with the sandbox's
+   * events, so no `device.disconnected` is written (only the device's view says so).
+   */
+  | 'sandbox_reset'
   /** The runtime shut down cleanly. */
   | 'runtime_stopped'
   /** The runtime stopped without closing it (a crash): found open at the next start. */

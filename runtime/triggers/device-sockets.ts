@@ -25,6 +25,7 @@ import {
   CLOSE_REPLACED,
   CLOSE_RUNTIME_STOPPING,
   CLOSE_SANDBOX_DISABLED,
+  CLOSE_SANDBOX_RESET,
   CLOSE_TOKEN_ROTATED,
   frameIdOf,
   MAX_DEVICE_MESSAGE_BYTES,
@@ -184,6 +185,21 @@ export class DeviceSockets {
     }
   }
 
+  /**
+   * Once a sandbox reset is durable: closes the sockets of the connections it ended (4410), so their
+   * devices connect again into the new sandbox. Their endings write nothing (the ledger holds no
+   * connection of theirs any more).
+   */
+  closeConnectionsEndedByReset(orgId: string, connectionIds: readonly string[]): void {
+    const ended = new Set(connectionIds);
+    for (const sockets of this.#sockets.values()) {
+      for (const ws of sockets) {
+        const { device, connection } = ws.getUserData();
+        if (device.org_id === orgId && ended.has(connection.id)) this.#close(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
+      }
+    }
+  }
+
   /** Refuses new sockets, closes the open ones (1001) and resolves once their endings are durable. */
   async close(): Promise<void> {
     this.#accepting = false;
@@ -320,21 +336,28 @@ export class DeviceSockets {
     if (!(await data.ready)) return;
     const { device } = data;
     try {
+      // No await between this wait and the store (spend calls it at once): see sandbox-generation.ts.
+      if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
+      // Checked with no await before the store: a change that ends this connection waits for it.
+      if (!data.accepting) throw closingError();
       const org = this.#d.orgs.get(device.org_id);
       if (org === undefined) throw notFound('Organization');
-      // Its schemas as they are now (a PATCH applies to open sockets too); gone means it is being deleted.
       const current = this.#d.devices.get(device.org_id, device.name);
+      // Gone: it is being deleted. Not holding this connection open: a sandbox reset ended it, and
+      // its socket is being closed (closeConnectionsEndedByReset) or must be (that close never came).
       if (current === undefined || current.id !== device.id) throw closingError();
+      if (current.connection?.id !== data.connection.id) {
+        this.#send(data, ws, nackFrame(message.id, closingError()));
+        this.#close(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'this connection is no longer recorded; connect again');
+        return;
+      }
+      // Its schemas as they are now (a PATCH applies to open sockets too).
       validateEventPayload(deviceSchemas(current), message.type, message.payload);
       const nowMs = this.#d.clock.now();
       const id = generateEventId(nowMs);
       const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };
       const event = rootEvent({ ...fields, provider_event_id: message.id, received_at_ms: nowMs });
       const claim = { source: event.source, providerEventId: message.id };
-      // No await between this wait and the store (spend calls it at once): see sandbox-generation.ts.
-      if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
-      // Checked with no await before the store: a change that ends this connection waits for it.
-      if (!data.accepting) throw closingError();
       await this.#d.quota.spend(org, () => this.#d.events.store({ event, payloadJson: message.payloadJson, recording: null, claim }));
       this.#d.onStored();
       this.#send(data, ws, ackFrame(message.id, id, false));

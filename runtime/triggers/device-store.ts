@@ -125,6 +125,21 @@ export class DeviceStore {
   }
 
   /**
+   * Sandbox reset: forgets the open connections of the org's sandbox devices without an event (their
+   * `device.connected` is among what the reset removes); returns their ids, whose sockets the
+   * caller closes once the reset is durable. Call inside the reset's write transaction.
+   */
+  endSandboxConnectionsWithin(orgId: string, nowMs: number): string[] {
+    const ended: string[] = [];
+    for (const device of this.list(orgId)) {
+      if (device.environment !== 'sandbox' || device.connection === null) continue;
+      ended.push(device.connection.id);
+      this.#table.put([orgId, device.name], this.#closed(device, 'sandbox_reset', nowMs));
+    }
+    return ended;
+  }
+
+  /**
    * At start, before any device may connect: every connection the ledger holds open died with the
    * previous process. Each gets its `device.disconnected` (reason runtime_restarted); resolves with how many.
    */
@@ -137,7 +152,12 @@ export class DeviceStore {
   /** The record with `connection` ended, after writing its `device.disconnected` (unless stored already). */
   #ended(device: DeviceRecord, connection: DeviceConnection, ending: Ending, nowMs: number, write: (event: StoredEvent) => void): DeviceRecord {
     write(disconnectedEvent(device, connection, ending.reason, ending.code, nowMs));
-    return { ...device, connection: null, last_disconnected_at: new Date(nowMs).toISOString(), last_disconnect_reason: ending.reason };
+    return this.#closed(device, ending.reason, nowMs);
+  }
+
+  /** The record with no open connection, last ended at `nowMs` for `reason`. */
+  #closed(device: DeviceRecord, reason: DisconnectReason, nowMs: number): DeviceRecord {
+    return { ...device, connection: null, last_disconnected_at: new Date(nowMs).toISOString(), last_disconnect_reason: reason };
   }
 
   /**

@@ -136,7 +136,7 @@ test('a sandbox reset is ordered with the writes around it: later transactions s
   const runs = new RunStore(ledger);
   const generations = runs.sandboxGenerations;
   assert.equal(generations.current('acct-a'), 0);
-  const resetting = resetSandbox({ ledger, events: new EventStore(ledger, new Inbox(ledger, 60_000)), runs, sources: new SourceStore(ledger, new Inbox(ledger, 60_000)), devices: new DeviceStore(ledger, new EventStore(ledger, new Inbox(ledger, 60_000))), updateLog: new UpdateLog(ledger, 100), projections: new ProjectionStore(ledger) }, 'acct-a');
+  const resetting = resetSandbox({ ledger, events: new EventStore(ledger, new Inbox(ledger, 60_000)), runs, sources: new SourceStore(ledger, new Inbox(ledger, 60_000)), devices: new DeviceStore(ledger, new EventStore(ledger, new Inbox(ledger, 60_000))), updateLog: new UpdateLog(ledger, 100), projections: new ProjectionStore(ledger) }, 'acct-a', 0);
   assert.equal(generations.resetting('acct-a'), true, 'the org is resetting from the call on, before its transaction runs');
   assert.equal(generations.resetting('acct-b'), false);
   const seenAfter = ledger.root.transaction(() => generations.current('acct-a'));
@@ -197,7 +197,7 @@ test('a sandbox reset removes the sandbox projection rows and keeps production o
     row('sandbox', null);
     row('production', 'o1');
   });
-  const result = await resetSandbox({ ledger, events: new EventStore(ledger, new Inbox(ledger, 60_000)), runs, sources: new SourceStore(ledger, new Inbox(ledger, 60_000)), devices: new DeviceStore(ledger, new EventStore(ledger, new Inbox(ledger, 60_000))), updateLog: new UpdateLog(ledger, 100), projections }, 'acct-p');
+  const result = await resetSandbox({ ledger, events: new EventStore(ledger, new Inbox(ledger, 60_000)), runs, sources: new SourceStore(ledger, new Inbox(ledger, 60_000)), devices: new DeviceStore(ledger, new EventStore(ledger, new Inbox(ledger, 60_000))), updateLog: new UpdateLog(ledger, 100), projections }, 'acct-p', 0);
   assert.equal(result.projection_rows, 2);
   assert.equal(projections.list('acct-p', 'sandbox', 'orders', { limit: 10 }).rows.length, 0);
   assert.equal(projections.get('acct-p', 'production', 'orders', 'order', 'o1')?.revision, 1, 'production keeps its row');

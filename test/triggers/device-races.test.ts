@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import WebSocket from 'ws';
+import { DeviceSockets } from '../../runtime/triggers/device-sockets.ts';
 import { DeviceStore } from '../../runtime/triggers/device-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -218,4 +219,26 @@ test('a connection write that fails after committing closes the replaced socket 
   const endings = await endingsOf('con-fail');
   assert.equal(endings.length, 2, 'both connections ended, once each');
   assert.equal(new Set(endings.map((e) => e.payload.connection_id)).size, 2);
+});
+
+test('a sandbox reset whose socket close never came (its answer failed): the next message is refused, not stored, and the socket closes (4410)', async () => {
+  const org = 'acct-device-races-reset';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
+  assert.equal(created.status, 201, created.text);
+  const device = await connectDevice(rt.url, org, 'lab', created.body.token);
+  const sockets = DeviceSockets.prototype as unknown as { closeConnectionsEndedByReset: (...args: unknown[]) => void };
+  const closeAfterReset = sockets.closeConnectionsEndedByReset;
+  sockets.closeConnectionsEndedByReset = () => undefined;
+  try {
+    assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sandbox/reset`, { token: orgKey })).status, 200);
+  } finally {
+    sockets.closeConnectionsEndedByReset = closeAfterReset;
+  }
+  device.send({ id: 'after-reset', type: 'reading.taken', payload: {} });
+  const answer = await device.answerTo('after-reset');
+  assert.deepEqual([answer.type, answer.error?.code, answer.retryable], ['nack', 'connection_closing', true]);
+  assert.equal((await device.closed).code, 4410);
+  const stored = await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey });
+  assert.deepEqual(stored.body.events, [], 'nothing of the ended connection is stored in the new sandbox, not even its ending');
 });

@@ -256,6 +256,43 @@ test('a sandbox device closes with 4402 when its org moves to a plan without a s
   assert.deepEqual([endings[0]!.payload.reason, endings[0]!.payload.close_code], ['sandbox_disabled', 4402]);
 });
 
+test('a sandbox reset ends the open sandbox connections (4410) without a device.disconnected; production devices stay connected', async () => {
+  const org = 'acct-devices-reset';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const labToken = await register('lab', { environment: 'sandbox' }, org, orgKey);
+  const plantToken = await register('plant', {}, org, orgKey);
+  const lab = await connectDevice(rt.url, org, 'lab', labToken);
+  const plant = await connectDevice(rt.url, org, 'plant', plantToken);
+  lab.send({ id: 'm-1', type: 'reading.taken', payload: { celsius: 20 } });
+  assert.equal((await lab.answerTo('m-1')).type, 'ack');
+  const sandboxEvents = async (type: string): Promise<Array<{ id: string; payload: Record<string, unknown> }>> =>
+    (await call(rt.url, 'GET', `/organizations/${org}/events?type=${type}&environment=sandbox`, { token: orgKey })).body.events;
+
+  const reset = await call(rt.url, 'POST', `/organizations/${org}/sandbox/reset`, { token: orgKey });
+  assert.equal(reset.status, 200, reset.text);
+  assert.equal((await lab.closed).code, 4410);
+  const view = await call(rt.url, 'GET', `/organizations/${org}/devices/lab?environment=sandbox`, { token: orgKey });
+  assert.deepEqual([view.body.device.state, view.body.device.last_disconnect_reason], ['disconnected', 'sandbox_reset']);
+  plant.send({ id: 'p-1', type: 'reading.taken', payload: { celsius: 30 } });
+  assert.equal((await plant.answerTo('p-1')).type, 'ack', 'the production device was not touched');
+  const plantView = await call(rt.url, 'GET', `/organizations/${org}/devices/plant`, { token: orgKey });
+  assert.equal(plantView.body.device.state, 'connected');
+
+  // Its socket's close wrote nothing: the reset left no opening for an ending to follow.
+  const again = await connectDevice(rt.url, org, 'lab', labToken);
+  again.send({ id: 'm-1', type: 'reading.taken', payload: { celsius: 21 } });
+  const resent = await again.answerTo('m-1');
+  assert.deepEqual([resent.type, resent.duplicate], ['ack', false], 'the reset forgot the message ids of sandbox devices');
+  again.close(1000);
+  await again.closed;
+  const endings = await eventually('the new connection ending', () => sandboxEvents('device.disconnected'), (list) => list.length === 1);
+  assert.deepEqual([endings[0]!.payload.connection_id, endings[0]!.payload.reason], [again.frames[0]!.connection_id, 'client_closed']);
+  const openings = await sandboxEvents('device.connected');
+  assert.deepEqual(openings.map((e) => e.payload.connection_id), [again.frames[0]!.connection_id], 'only the connection made after the reset');
+  plant.close(1000);
+  await plant.closed;
+});
+
 test('a socket offering subprotocols without sluice-device is refused, so the token is never echoed back', async () => {
   const token = await register('proto-1');
   await assert.rejects(connectDevice(rt.url, ORG, 'proto-1', token, { protocols: [token] }), (error: { status?: number; body?: string }) => error.status === 400 && /invalid_subprotocol/.test(error.body ?? ''));
