@@ -4,7 +4,7 @@
 // nack is sent again after the wait Sluice asked for. A non-retryable nack rejects that message.
 
 import { randomUUID } from 'node:crypto';
-import type WebSocket from 'ws';
+import { ReconnectLoop } from './reconnect-loop.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { isDeliveryId } from '../../runtime/ingest/verification.ts';
 import {
@@ -16,7 +16,7 @@ import {
   MAX_MESSAGES_IN_FLIGHT,
 } from '../../runtime/triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
-import { runSocket } from './socket-run.ts';
+import { runSocket, type SocketEnd } from './socket-run.ts';
 
 export interface DeviceOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787. */
@@ -88,18 +88,15 @@ export class DeviceConnection {
   readonly #sleep: Sleep;
   /** Unacked messages, in the order they were sent. */
   readonly #pending = new Map<string, Pending>();
-  #socket: WebSocket | undefined;
+  readonly #loop: ReconnectLoop;
   #ready = false;
-  #closed = false;
-  #stop: () => void = () => undefined;
-  readonly #stopped = new Promise<void>((resolve) => (this.#stop = resolve));
   #ended: DeviceError | undefined;
 
   constructor(options: DeviceOptions) {
     this.#o = options;
     this.#sleep = options.sleep ?? realSleep;
-    this.done = this.#run();
-    this.done.catch(() => undefined);
+    this.#loop = new ReconnectLoop({ open: (working) => this.#open(working), classify: (end) => this.#classify(end), sleep: this.#sleep });
+    this.done = this.#loop.done;
   }
 
   /** Whether the socket is open and Sluice has stored the connection. */
@@ -118,7 +115,7 @@ export class DeviceConnection {
    */
   send(message: DeviceMessage): Promise<Acked> {
     if (this.#ended !== undefined) return Promise.reject(this.#ended);
-    if (this.#closed) return Promise.reject(new DeviceError('closed', 'The device connection was closed.'));
+    if (this.#loop.closed) return Promise.reject(new DeviceError('closed', 'The device connection was closed.'));
     if (this.#pending.size >= (this.#o.maxPending ?? 10_000)) return Promise.reject(new DeviceError('too_many_pending', 'Too many messages wait for their ack; wait for some first.'));
     const id = message.id ?? `msg_${randomUUID()}`;
     if (!isDeliveryId(id)) return Promise.reject(new DeviceError('invalid_message', 'A message id is 1-256 printable ASCII characters.', 'id'));
@@ -133,49 +130,44 @@ export class DeviceConnection {
 
   /** Closes the socket (a wait between attempts too); messages still unacked are rejected (their ids are safe to send again later). */
   close(): void {
-    this.#closed = true;
-    this.#stop();
-    this.#socket?.close(1000);
+    this.#loop.close();
     this.#failAll(new DeviceError('closed', 'The device connection was closed before Sluice acked this message.'));
   }
 
-  async #run(): Promise<void> {
-    let attempt = 0;
-    while (!this.#closed) {
-      let acked = false;
-      const url = new URL(`/devices/${encodeURIComponent(this.#o.org)}/${encodeURIComponent(this.#o.device)}`, this.#o.url.replace(/^http/, 'ws'));
-      for (const pending of this.#pending.values()) pending.sent = false;
-      const { socket, ended } = runSocket(url, [DEVICE_PROTOCOL, this.#o.token], (data) => {
-        let answer: Answer;
-        try {
-          answer = JSON.parse(data.toString('utf8')) as Answer;
-        } catch {
-          return; // not a frame of this protocol: skipped
-        }
-        if (answer.type === 'ready') this.#ready = true;
-        else acked = this.#answer(answer) || acked;
-        this.#pump();
-      }, DEVICE_SILENCE_MS);
-      this.#socket = socket;
-      const end = await ended;
-      this.#ready = false;
-      if (this.#closed) return;
-      const terminal =
-        end.kind === 'refused' && end.status !== 503
-          ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${end.body}`)
-          : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
-            ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)
-            : undefined;
-      if (terminal !== undefined) {
-        this.#ended = terminal;
-        this.#failAll(terminal);
-        throw terminal;
+  /** One attempt: every unacked message is sent again on the new socket. */
+  #open(working: () => void): ReturnType<typeof runSocket> {
+    const url = new URL(`/devices/${encodeURIComponent(this.#o.org)}/${encodeURIComponent(this.#o.device)}`, this.#o.url.replace(/^http/, 'ws'));
+    for (const pending of this.#pending.values()) pending.sent = false;
+    const { socket, ended } = runSocket(url, [DEVICE_PROTOCOL, this.#o.token], (data) => {
+      let answer: Answer;
+      try {
+        answer = JSON.parse(data.toString('utf8')) as Answer;
+      } catch {
+        return; // not a frame of this protocol: skipped
       }
+      if (answer.type === 'ready') this.#ready = true;
       // Only a connection that got something stored counts as working: one dropped right after
       // `ready` (every time, say) backs off like one never opened.
-      if (acked) attempt = 0;
-      await Promise.race([this.#sleep(backoffMs(attempt++)), this.#stopped]);
+      else if (this.#answer(answer)) working();
+      this.#pump();
+    }, DEVICE_SILENCE_MS);
+    // Not ready from the moment the socket is over, whether close() ended it or not.
+    return { socket, ended: ended.finally(() => (this.#ready = false)) };
+  }
+
+  /** The error that ends the connection (every pending send rejects with it first), or undefined to reconnect after the backoff. */
+  #classify(end: SocketEnd): DeviceError | undefined {
+    const terminal =
+      end.kind === 'refused' && end.status !== 503
+        ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${end.body}`)
+        : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
+          ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)
+          : undefined;
+    if (terminal !== undefined) {
+      this.#ended = terminal;
+      this.#failAll(terminal);
     }
+    return terminal;
   }
 
   /** Settles the message an answer names; true for an ack. */
@@ -206,7 +198,7 @@ export class DeviceConnection {
 
   /** Sends unsent messages, oldest first, while fewer than MAX_MESSAGES_IN_FLIGHT are unanswered (Sluice's cap) on this socket. */
   #pump(): void {
-    const socket = this.#socket;
+    const socket = this.#loop.socket;
     if (!this.#ready || socket === undefined || socket.readyState !== socket.OPEN) return;
     let inFlight = 0;
     for (const pending of this.#pending.values()) if (pending.sent) inFlight++;

@@ -4,13 +4,13 @@
 // cannot bring it up to date (4410) or the sandbox was reset (4409) it reconnects live and asks
 // the application to reload what it shows. A revoked key (4401) or a refused upgrade ends it.
 
-import type WebSocket from 'ws';
 import { decodeLiveMessage, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
 import type { Environment } from './api-client.ts';
-import { backoffMs, realSleep, type Sleep } from './retry.ts';
-import { runSocket } from './socket-run.ts';
+import { ReconnectLoop } from './reconnect-loop.ts';
+import { realSleep, type Sleep } from './retry.ts';
+import { runSocket, type SocketEnd } from './socket-run.ts';
 
 export type { RunUpdate };
 
@@ -60,21 +60,24 @@ export class LiveSubscription {
   /** Resolves when `close()` is called; rejects with LiveClosedError when the server ends it for good. */
   readonly done: Promise<void>;
   readonly #o: WatchOptions;
-  readonly #sleep: Sleep;
+  readonly #loop: ReconnectLoop;
   #position: number | undefined;
-  #socket: WebSocket | undefined;
-  #closed = false;
-  #stop: () => void = () => undefined;
-  readonly #stopped = new Promise<void>((resolve) => (this.#stop = resolve));
   #reload: 'sandbox_reset' | 'replay_gone' | undefined;
 
   constructor(options: WatchOptions) {
     this.#o = options;
-    this.#sleep = options.sleep ?? realSleep;
     this.#position = options.afterSeq;
-    this.done = this.#run();
-    // Handled here too, so that an application that never awaits `done` does not crash on it.
-    this.done.catch(() => undefined);
+    this.#loop = new ReconnectLoop({
+      // Any frame, a heartbeat too, shows the connection working.
+      open: (working) =>
+        runSocket(this.#url(), [LIVE_PROTOCOL, this.#o.apiKey], (data) => {
+          working();
+          this.#onFrame(data);
+        }, this.#o.silenceMs ?? SILENCE_MS),
+      classify: (end) => this.#classify(end),
+      sleep: options.sleep ?? realSleep,
+    });
+    this.done = this.#loop.done;
   }
 
   /** The position to resume from later (`afterSeq`), undefined until the first frame. */
@@ -84,35 +87,22 @@ export class LiveSubscription {
 
   /** Ends the subscription (a wait between attempts too). */
   close(): void {
-    this.#closed = true;
-    this.#stop();
-    this.#socket?.close(1000);
+    this.#loop.close();
   }
 
-  async #run(): Promise<void> {
-    let attempt = 0;
-    while (!this.#closed) {
-      let heard = false;
-      const { socket, ended } = runSocket(this.#url(), [LIVE_PROTOCOL, this.#o.apiKey], (data) => {
-        heard = true;
-        this.#onFrame(data);
-      }, this.#o.silenceMs ?? SILENCE_MS);
-      this.#socket = socket;
-      const end = await ended;
-      if (this.#closed) return;
-      if (end.kind === 'refused' && end.status !== 503) throw new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${end.body}`);
-      if (end.kind === 'closed') {
-        if (TERMINAL_CLOSE.has(end.code)) throw new LiveClosedError(end.code, `the live room closed the connection (${end.code}): ${end.reason}`);
-        const reload = RELOAD.get(end.code);
-        if (reload !== undefined) {
-          // Reconnect live; the application reloads once that socket has joined (see onReload).
-          this.#reload ??= reload;
-          this.#position = undefined;
-        }
+  /** The error that ends the subscription, or undefined to reconnect (every reconnect waits its backoff first). */
+  #classify(end: SocketEnd): LiveClosedError | undefined {
+    if (end.kind === 'refused' && end.status !== 503) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${end.body}`);
+    if (end.kind === 'closed') {
+      if (TERMINAL_CLOSE.has(end.code)) return new LiveClosedError(end.code, `the live room closed the connection (${end.code}): ${end.reason}`);
+      const reload = RELOAD.get(end.code);
+      if (reload !== undefined) {
+        // Reconnect live; the application reloads once that socket has joined (see onReload).
+        this.#reload ??= reload;
+        this.#position = undefined;
       }
-      if (heard) attempt = 0;
-      await Promise.race([this.#sleep(backoffMs(attempt++)), this.#stopped]);
     }
+    return undefined;
   }
 
   #url(): URL {

@@ -1,0 +1,71 @@
+// The reconnect loop the live subscription and the device connection share: one socket after
+// another until close() or an end that retrying cannot fix, with a backoff wait before each new one.
+
+import type WebSocket from 'ws';
+import { backoffMs, type Sleep } from './retry.ts';
+import type { SocketEnd } from './socket-run.ts';
+
+/** What one use of the loop supplies. */
+export interface Reconnecting {
+  /**
+   * Opens one connection (runSocket); called again for each attempt, so the URL may change
+   * between them. The connection calls `working` once it has shown that it works: the backoff
+   * starts again after it ends.
+   */
+  readonly open: (working: () => void) => { readonly socket: WebSocket; readonly ended: Promise<SocketEnd> };
+  /**
+   * Hears each end that close() did not cause: an error ends the loop (`done` rejects with it,
+   * after whatever the caller did here), undefined reconnects after the backoff.
+   */
+  readonly classify: (end: SocketEnd) => Error | undefined;
+  readonly sleep: Sleep;
+}
+
+export class ReconnectLoop {
+  /** Resolves once close() is called; rejects with the error `classify` returned. */
+  readonly done: Promise<void>;
+  readonly #r: Reconnecting;
+  #socket: WebSocket | undefined;
+  #closed = false;
+  #stop: () => void = () => undefined;
+  readonly #stopped = new Promise<void>((resolve) => (this.#stop = resolve));
+
+  /** Opens the first connection at once (synchronously, within this constructor). */
+  constructor(reconnecting: Reconnecting) {
+    this.#r = reconnecting;
+    this.done = this.#run();
+    // Handled here too, so that an application that never awaits `done` does not crash on it.
+    this.done.catch(() => undefined);
+  }
+
+  /** The socket of the current (or last) attempt. */
+  get socket(): WebSocket | undefined {
+    return this.#socket;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Ends the loop: closes the socket (1000), or ends a wait between attempts at once. */
+  close(): void {
+    this.#closed = true;
+    this.#stop();
+    this.#socket?.close(1000);
+  }
+
+  async #run(): Promise<void> {
+    let attempt = 0;
+    while (!this.#closed) {
+      let working = false;
+      const { socket, ended } = this.#r.open(() => (working = true));
+      this.#socket = socket;
+      const end = await ended;
+      if (this.#closed) return;
+      const error = this.#r.classify(end);
+      if (error !== undefined) throw error;
+      if (working) attempt = 0;
+      await Promise.race([this.#r.sleep(backoffMs(attempt++)), this.#stopped]);
+    }
+  }
+}

@@ -1,0 +1,75 @@
+// The reconnect loop the client's live and device connections share, against a real `ws` server
+// that ends each connection as the test says: the backoff grows while connections do not work and
+// starts again after one that did, an error from `classify` ends it, and close() ends it at once.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { ReconnectLoop } from '../../kits/client/reconnect-loop.ts';
+import { runSocket, type SocketEnd } from '../../kits/client/socket-run.ts';
+import { eventually } from '../helpers/receiver.ts';
+
+/** A server that hands the nth connection (from 1) to `onConnection`. */
+async function server(onConnection: (socket: WebSocket, n: number) => void): Promise<{ url: URL; close: () => void }> {
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  await new Promise((resolve) => wss.on('listening', resolve));
+  let n = 0;
+  wss.on('connection', (socket) => onConnection(socket, ++n));
+  return { url: new URL(`ws://127.0.0.1:${(wss.address() as { port: number }).port}`), close: () => wss.close() };
+}
+
+/** A connection that calls `working` on every frame, as the live subscription does. */
+const opener = (url: URL, opens: { n: number }) => (working: () => void) => {
+  opens.n++;
+  return runSocket(url, ['sluice-test'], () => working(), 5_000);
+};
+
+/** The range backoffMs draws the wait before attempt `attempt + 1` from. */
+const inRange = (ms: number, attempt: number): boolean => ms >= 125 * 2 ** attempt && ms <= 250 * 2 ** attempt;
+
+test('the backoff grows while connections do not work and starts again after one that did; an error from classify ends the loop', async () => {
+  const room = await server((socket, n) => {
+    if (n === 3) socket.send('hello'); // the third connection works
+    socket.close(n === 5 ? 4000 : 1011);
+  });
+  const opens = { n: 0 };
+  const waits: number[] = [];
+  const ends: SocketEnd[] = [];
+  const stop = new Error('the end');
+  const loop = new ReconnectLoop({
+    open: opener(room.url, opens),
+    classify: (end) => {
+      ends.push(end);
+      return end.kind === 'closed' && end.code === 4000 ? stop : undefined;
+    },
+    sleep: async (ms) => void waits.push(ms),
+  });
+  await assert.rejects(loop.done, (error) => error === stop);
+  room.close();
+  assert.equal(opens.n, 5);
+  assert.deepEqual(ends.map((end) => end.kind === 'closed' && end.code), [1011, 1011, 1011, 1011, 4000]);
+  assert.equal(waits.length, 4, 'a wait before each new attempt, none after the end');
+  assert.ok([0, 1, 0, 1].every((attempt, i) => inRange(waits[i]!, attempt)), `waits ${waits.join(', ')}`);
+});
+
+test('close() during a wait ends the loop at once; close() during a connection ends it without classify', async () => {
+  const room = await server((socket, n) => {
+    if (n === 1) socket.close(1011);
+  });
+  const opens = { n: 0 };
+  let classified = 0;
+  const waiting = new ReconnectLoop({ open: opener(room.url, opens), classify: () => void classified++, sleep: () => new Promise(() => undefined) });
+  await eventually('the first wait', () => classified, (n) => n === 1);
+  waiting.close();
+  await waiting.done; // resolves although the wait never ends by itself
+  assert.equal(opens.n, 1);
+
+  const open = new ReconnectLoop({ open: opener(room.url, opens), classify: () => void classified++, sleep: async () => undefined });
+  await eventually('the second connection open', () => open.socket?.readyState, (state) => state === open.socket?.OPEN);
+  open.close();
+  await open.done;
+  assert.equal(classified, 1, 'an end that close() caused is not classified');
+  assert.equal(opens.n, 2);
+  assert.equal(open.closed, true);
+  room.close();
+});
