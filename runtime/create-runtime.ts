@@ -130,9 +130,9 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     runner: runner.client,
   });
   opened.push(() => engine.close());
-  const schedules = new ScheduleStore(ledger);
+  const schedules = new ScheduleStore(ledger, events);
   const ticker = new ScheduleTicker({
-    schedules, events, orgs, clock, logger,
+    schedules, orgs, clock, logger,
     generations: runs.sandboxGenerations,
     onSent: () => metrics.ingestTotal.inc({ outcome: 'accepted_schedule' }),
   });

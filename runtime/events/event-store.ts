@@ -9,6 +9,7 @@ import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from '../ledger/led
 import type { Environment } from '../sources/source-record.ts';
 import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
+import { payloadTextOf } from './payload-text.ts';
 
 /** What a reactor did inside a storing transaction, to finish once its fate is known. */
 export interface Reaction {
@@ -206,6 +207,26 @@ export class EventStore {
       throw error;
     }
     return reactions;
+  }
+
+  /**
+   * One transaction around `body`, for records whose change is an event (a device's connection, a
+   * schedule's tick): its `write` stores an event with its runs and answers true, or answers false
+   * when an event of that id is stored already (a deterministic id written again after a crash).
+   * Resolves with `body`'s result once the transaction is durable.
+   */
+  writeWithEvents<T>(body: (write: (event: StoredEvent) => boolean) => T): Promise<T> {
+    const { root } = this.#ledger;
+    let reactions: Reaction[] = [];
+    const write = root.transaction(() => {
+      reactions = [];
+      return body((event) => {
+        if (this.has(event.org_id, event.id)) return false;
+        reactions.push(...this.writeWithin(event, null, payloadTextOf(event)));
+        return true;
+      });
+    });
+    return settleDurably(root, write, () => reactions, () => true);
   }
 
   /** Every reactor's reaction to the event, computed and not yet written; if one throws, the others are abandoned. */

@@ -4,8 +4,7 @@
 
 import { ConflictError, notFound } from '../errors.ts';
 import type { StoredEvent } from '../events/event-record.ts';
-import { settleDurably, type EventStore, type Reaction } from '../events/event-store.ts';
-import { payloadTextOf } from '../events/payload-text.ts';
+import type { EventStore } from '../events/event-store.ts';
 import { changeRecord } from '../ledger/change-record.ts';
 import { forgetSourceSchemas } from '../sources/event-schemas.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
@@ -78,7 +77,7 @@ export class DeviceStore {
    * 404 if gone.
    */
   async delete(orgId: string, name: string, ending: (connection: DeviceConnection) => Ending, nowMs: number): Promise<void> {
-    const removed = await this.#writeEvents((write) => {
+    const removed = await this.#events.writeWithEvents((write) => {
       const current = this.get(orgId, name);
       if (current === undefined) return false;
       if (current.connection !== null) {
@@ -100,7 +99,7 @@ export class DeviceStore {
    */
   connect(device: DeviceRecord, connection: DeviceConnection, previous: (connection: DeviceConnection) => Ending): Promise<boolean> {
     const { org_id: orgId, name } = device;
-    return this.#writeEvents((write) => {
+    return this.#events.writeWithEvents((write) => {
       const current = this.get(orgId, name);
       if (current === undefined || current.id !== device.id || current.token_hash !== device.token_hash) return false;
       let record = current;
@@ -116,7 +115,7 @@ export class DeviceStore {
    * by a newer connection, a deletion or a restart). Resolves whether it wrote anything.
    */
   disconnect(device: DeviceRecord, connection: DeviceConnection, ending: Ending, nowMs: number): Promise<boolean> {
-    return this.#writeEvents((write) => {
+    return this.#events.writeWithEvents((write) => {
       const current = this.get(device.org_id, device.name);
       if (current === undefined || current.id !== device.id || current.connection?.id !== connection.id) return false;
       this.#table.put([device.org_id, device.name], this.#ended(current, connection, ending, nowMs, write));
@@ -158,21 +157,5 @@ export class DeviceStore {
   /** The record with no open connection, last ended at `nowMs` for `reason`. */
   #closed(device: DeviceRecord, reason: DisconnectReason, nowMs: number): DeviceRecord {
     return { ...device, connection: null, last_disconnected_at: new Date(nowMs).toISOString(), last_disconnect_reason: reason };
-  }
-
-  /**
-   * Runs `body` in one transaction; the events it writes are stored with their runs (an event whose
-   * deterministic id is stored already is not written again). Resolves with `body`'s result once durable.
-   */
-  #writeEvents(body: (write: (event: StoredEvent) => void) => boolean): Promise<boolean> {
-    let reactions: Reaction[] = [];
-    const write = this.#root.transaction(() => {
-      reactions = [];
-      return body((event) => {
-        if (this.#events.has(event.org_id, event.id)) return;
-        reactions.push(...this.#events.writeWithin(event, null, payloadTextOf(event)));
-      });
-    });
-    return settleDurably(this.#root, write, () => reactions, (took) => took);
   }
 }

@@ -1,7 +1,9 @@
 // Durable storage of schedules under [orgId, name]. Few and small, so reads go to LMDB directly;
-// the ticker writes a schedule's tick fields in the transaction that stores the tick's event.
+// a schedule's tick fields are written in the transaction that stores the tick's event (recordTick).
 
 import { ConflictError, notFound } from '../errors.ts';
+import type { StoredEvent } from '../events/event-record.ts';
+import type { EventStore } from '../events/event-store.ts';
 import { changeRecord } from '../ledger/change-record.ts';
 import { durably } from '../ledger/durable-write.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
@@ -12,17 +14,19 @@ import type { ScheduleRecord } from './schedule-record.ts';
 export const MAX_SCHEDULES_PER_ORG = 100;
 
 export class ScheduleStore {
-  readonly root: LedgerRoot;
+  readonly #root: LedgerRoot;
   /** [orgId, name] -> ScheduleRecord */
-  readonly table: LedgerTable;
+  readonly #table: LedgerTable;
+  readonly #events: EventStore;
 
-  constructor(ledger: Ledger) {
-    this.root = ledger.root;
-    this.table = ledger.openDatabase('schedules');
+  constructor(ledger: Ledger, events: EventStore) {
+    this.#root = ledger.root;
+    this.#table = ledger.openDatabase('schedules');
+    this.#events = events;
   }
 
   get(orgId: string, name: string): ScheduleRecord | undefined {
-    return this.table.get([orgId, name]) as ScheduleRecord | undefined;
+    return this.#table.get([orgId, name]) as ScheduleRecord | undefined;
   }
 
   require(orgId: string, name: string): ScheduleRecord {
@@ -32,31 +36,44 @@ export class ScheduleStore {
   }
 
   list(orgId: string): ScheduleRecord[] {
-    return [...this.table.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as ScheduleRecord);
+    return [...this.#table.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as ScheduleRecord);
   }
 
   /** Every org's schedules (the ticker arms them at boot). */
   all(): ScheduleRecord[] {
-    return [...this.table.getRange({})].map(({ value }) => value as ScheduleRecord);
+    return [...this.#table.getRange({})].map(({ value }) => value as ScheduleRecord);
   }
 
   /** Resolves once the schedule is durable; 409 if the name is taken in this org, or the org holds MAX_SCHEDULES_PER_ORG. */
   async create(schedule: ScheduleRecord): Promise<void> {
-    const outcome = await insertCapped(this.root, this.table, schedule.org_id, schedule.name, schedule, MAX_SCHEDULES_PER_ORG);
+    const outcome = await insertCapped(this.#root, this.#table, schedule.org_id, schedule.name, schedule, MAX_SCHEDULES_PER_ORG);
     if (outcome === 'exists') throw new ConflictError('schedule_exists', `A schedule named "${schedule.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('schedule_limit_reached', `An organization can hold at most ${MAX_SCHEDULES_PER_ORG} schedules; delete one first.`);
   }
 
   /** Applies `change` to the schedule as stored when the write runs; 404 if it is gone. */
   async update(orgId: string, name: string, change: (current: ScheduleRecord) => ScheduleRecord): Promise<ScheduleRecord> {
-    const updated = await changeRecord(this.root, this.table, [orgId, name], change);
+    const updated = await changeRecord(this.#root, this.#table, [orgId, name], change);
     if (updated === undefined) throw notFound(`Schedule "${name}"`, 'name');
     return updated;
   }
 
+  /**
+   * A tick's write, in one transaction: `tick` sees the schedule as stored when the write runs and
+   * answers its new record, or undefined to leave it; its `write` stores the tick's event with its
+   * runs (EventStore.writeWithEvents). Resolves once durable.
+   */
+  recordTick(orgId: string, name: string, tick: (current: ScheduleRecord | undefined, write: (event: StoredEvent) => boolean) => ScheduleRecord | undefined): Promise<void> {
+    return this.#events.writeWithEvents((write) => {
+      const updated = tick(this.get(orgId, name), write);
+      if (updated !== undefined) this.#table.put([orgId, name], updated);
+    });
+  }
+
   /** 404 if it is gone. */
   async delete(orgId: string, name: string): Promise<void> {
-    const { root, table } = this;
+    const root = this.#root;
+    const table = this.#table;
     const removed = await durably(
       root,
       root.transaction(() => {

@@ -5,8 +5,7 @@
 
 import type { Clock } from '../clock.ts';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
-import { settleDurably, type EventStore, type Reaction } from '../events/event-store.ts';
-import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
+import { withPayloadText } from '../events/payload-text.ts';
 import type { Logger } from '../log.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
@@ -21,7 +20,6 @@ export const TICK_RETRY_MS = 5_000;
 
 export interface ScheduleTickerDeps {
   readonly schedules: ScheduleStore;
-  readonly events: EventStore;
   readonly orgs: OrganizationStore;
   readonly generations: SandboxGenerations;
   readonly clock: Clock;
@@ -110,28 +108,21 @@ export class ScheduleTicker {
    * nothing sent).
    */
   async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
-    const { schedules, events, orgs, generations } = this.#d;
+    const { schedules, orgs, generations } = this.#d;
     // Ordered after any sandbox reset in flight, as API events are (sandbox-generation.ts).
     if (schedule.environment === 'sandbox') await generations.quiet(schedule.org_id);
     const org = orgs.get(schedule.org_id);
     const event = org !== undefined && (schedule.environment !== 'sandbox' || sandboxAllowed(org)) ? tickEvent(schedule, tick, now) : undefined;
-    const key = [schedule.org_id, schedule.name];
-    let reactions: Reaction[] = [];
     let sent = false;
-    const write = schedules.root.transaction(() => {
-      const current = schedules.table.get(key) as ScheduleRecord | undefined;
+    await schedules.recordTick(schedule.org_id, schedule.name, (current, write) => {
       // Changed since it was read (a PATCH: another pattern, payload or type): the tick is worked out
       // again from the new record when the timer is armed again. The clock is read here, after any
       // write ordered before this one, so a PATCH's fresh last_tick_ms never looks like a clock set back.
-      if (current === undefined || !sendsAlike(current, schedule) || !current.enabled) return;
-      if (isTickDone(current, tick, Math.max(now, this.#d.clock.now()))) return;
-      if (event !== undefined && !events.has(event.org_id, event.id)) {
-        sent = true;
-        reactions = events.writeWithin(event, null, payloadTextOf(event));
-      }
-      schedules.table.put(key, { ...current, last_tick_ms: tick, last_sent_tick_ms: sent ? tick : current.last_sent_tick_ms });
+      if (current === undefined || !sendsAlike(current, schedule) || !current.enabled) return undefined;
+      if (isTickDone(current, tick, Math.max(now, this.#d.clock.now()))) return undefined;
+      sent = event !== undefined && write(event);
+      return { ...current, last_tick_ms: tick, last_sent_tick_ms: sent ? tick : current.last_sent_tick_ms };
     });
-    await settleDurably(schedules.root, write, () => reactions, () => true);
     if (sent) this.#d.onSent();
   }
 }

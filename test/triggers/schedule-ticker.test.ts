@@ -30,8 +30,8 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     const orgs = new OrganizationStore(ledger);
     await orgs.create({ id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString() }, () => undefined);
     events = new EventStore(ledger, new Inbox(ledger, 60_000));
-    schedules = new ScheduleStore(ledger);
-    ticker = new ScheduleTicker({ schedules, events, orgs, generations: new RunStore(ledger).sandboxGenerations, clock, logger: createLogger('silent'), onSent: () => undefined });
+    schedules = new ScheduleStore(ledger, events);
+    ticker = new ScheduleTicker({ schedules, orgs, generations: new RunStore(ledger).sandboxGenerations, clock, logger: createLogger('silent'), onSent: () => undefined });
   });
   after(async () => {
     ticker.close();
