@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { BenchReport, ScenarioReport, SystemResult } from '../../bench/scenario.ts';
+import { devicesSizes } from '../../bench/scenarios/devices/devices-sizes.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
-const MEASURED = ['ingest', 'e2e', 'wasm-invoke', 'recovery', 'fairness', 'fan-out'];
+const MEASURED = ['ingest', 'e2e', 'wasm-invoke', 'recovery', 'fairness', 'fan-out', 'devices'];
 const PLANNED: readonly string[] = [];
 
 /** A measured row whose every operation succeeded; latencies may be sub-microsecond (in-process WASM calls). */
@@ -234,5 +235,22 @@ describe('npm run bench -- --quick', () => {
     assert.deepEqual(fanout.ratios.map((r) => r.peer), sizes.map((n) => `ws-${n}`));
     assertJudged(fanout, ['fanout.deliveries_10k']);
     assert.ok(fanout.notes.some((n) => /^open files: /.test(n)), 'the open-file limit is reported');
+  });
+
+  it('devices: Sluice and the ws + LMDB peer ack every message as newly stored, and store exactly what they acked', () => {
+    const devices = scenarioOf(report, 'devices');
+    assert.equal(devices.status, 'measured');
+    const { count } = devicesSizes(true);
+    for (const name of ['sluice', 'ws-lmdb']) {
+      const row = devices.systems.find((s) => s.system === name);
+      assertCleanRow(row, `${name} devices`);
+      assert.equal(row.completed, count, `${name}: every measured message answered`);
+      const stored = /(\d+) messages stored \([^)]*\) for (\d+) fresh acks/.exec(devices.notes.find((n) => n.startsWith(`${name}:`)) ?? '');
+      assert.ok(stored !== null, `${name}: the server's stored count is reported`);
+      assert.equal(stored[1], stored[2], `${name}: stored = acked (warm-up included)`);
+    }
+    assert.equal(devices.systems.find((s) => s.system === 'ws-lmdb')?.role, 'peer');
+    assert.deepEqual(devices.ratios.map((r) => r.peer), ['ws-lmdb']);
+    assertJudged(devices, []);
   });
 });

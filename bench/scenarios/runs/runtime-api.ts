@@ -1,5 +1,5 @@
 // The few public-API calls the run scenarios need: an org with its admin key, a one-step webhook
-// workflow, events through the API, and reading run counts. JSON over fetch, errors named.
+// workflow, events through the API, reading run counts, devices. JSON over fetch, errors named.
 
 export async function apiCall(baseUrl: string, method: string, path: string, token: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const response = await fetch(`${baseUrl}${path}`, {
@@ -100,4 +100,12 @@ export async function createSource(baseUrl: string, orgId: string, apiKey: strin
   );
   const path = (created as { source?: { ingest_path?: unknown } }).source?.ingest_path;
   return typeof path === 'string' ? path : `/hooks/${orgId}/${name}`;
+}
+
+/** A device in the production environment; returns its socket path and its token (shown once). */
+export async function createDevice(baseUrl: string, orgId: string, apiKey: string, name: string): Promise<{ socketPath: string; token: string }> {
+  const created = (await expect(201, apiCall(baseUrl, 'POST', `/organizations/${orgId}/devices`, apiKey, { name }), `POST /devices (${name})`)) as { device?: { socket_path?: unknown }; token?: unknown };
+  if (typeof created.token !== 'string') throw new Error('POST /devices answered without a token');
+  const path = created.device?.socket_path;
+  return { socketPath: typeof path === 'string' ? path : `/devices/${orgId}/${name}`, token: created.token };
 }
