@@ -30,6 +30,9 @@ export function runSocket(url: URL, protocols: string[], onMessage: (data: Buffe
       resolve(outcome);
     };
     socket.on('unexpected-response', (request, response) => {
+      // Held now: the response lets go of it once complete, and a kept-alive connection would hold
+      // the process open until the server drops it.
+      const connection = response.socket;
       let body = '';
       response.on('data', (chunk: Buffer) => {
         if (body.length < MAX_REFUSAL_BODY) body += chunk.toString('utf8');
@@ -38,6 +41,7 @@ export function runSocket(url: URL, protocols: string[], onMessage: (data: Buffe
       const refused = (): void => {
         end({ kind: 'refused', status: response.statusCode ?? 0, body: body.slice(0, MAX_REFUSAL_BODY) });
         request.destroy();
+        connection.destroy();
       };
       response.on('end', refused);
       response.on('close', refused);

@@ -74,6 +74,25 @@ test('a refusal whose body is cut off, and a server that goes silent, are retrie
   silent.close();
 });
 
+test('a refusal answered in full on a kept-alive connection: the client closes that connection, so a program ends at once', async () => {
+  let connection: import('node:net').Socket | undefined;
+  const tcp = createServer((socket) => {
+    connection = socket;
+    socket.once('data', () => {
+      const body = '{"error":{"code":"unauthorized","message":"no"}}';
+      socket.write(`HTTP/1.1 401 Unauthorized\r\nconnection: keep-alive\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    });
+  });
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  const closedByClient = new Promise<void>((resolve) => tcp.once('connection', (socket) => socket.once('close', () => resolve())));
+  const live = watchRuns({ url: `http://127.0.0.1:${(tcp.address() as { port: number }).port}`, apiKey: 'k', org: 'o', sleep: noWait, onUpdate: () => undefined });
+  await assert.rejects(live.done, /refused the connection \(401\)/);
+  // The server never closes it: only the client can end this wait.
+  await closedByClient;
+  assert.ok(connection?.destroyed);
+  tcp.close();
+});
+
 test('a server that ends every connection with 4410 gets a wait before each new attempt, and close() ends a wait', async () => {
   let connections = 0;
   const room = await fakeLiveRoom((socket) => {
