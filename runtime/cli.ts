@@ -49,6 +49,7 @@ options (dev, serve):
 options (hook-runner):
   --listen <addr>       gRPC listen address (default 127.0.0.1:7878; unix:<path> allowed)
   --data-dir <dir>      where its LMDB, master key and token live (default ./.sluice)
+  sluice hook-runner --help also lists its environment (SLUICE_MASTER_KEY, SLUICE_PREVIOUS_MASTER_KEYS)
 `;
 
 function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string): void {
@@ -68,12 +69,13 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
         : `hook-runner: ${config.runner === 'child' ? 'child' : config.runner.address}`,
     tokenFile === undefined ? 'platform admin token: as given (--admin-token / SLUICE_ADMIN_TOKEN)' : `platform admin token: in ${tokenFile} (mode 0600)`,
     '',
-    'create your first organization:',
-    `  curl -s -X POST ${runtime.url}/organizations \\`,
+    'in a second terminal, step 1 of the walkthrough in README.md: create an organization and keep its',
+    'admin API key in $KEY (it is shown only in this answer):',
+    `  KEY=$(curl -s -X POST ${runtime.url}/organizations \\`,
     `    -H "Authorization: Bearer ${tokenExpr}" -H 'content-type: application/json' \\`,
-    `    -d '{"id":"acct-lumen","name":"Lumen","plan":"pro"}'`,
+    `    -d '{"id":"acct-lumen","name":"Lumen","plan":"pro"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).api_key')`,
     '',
-    'then follow the walkthrough in README.md. Ctrl-C stops.',
+    'then go on with step 2 of the walkthrough. Ctrl-C stops.',
     '',
   ];
   process.stdout.write(lines.join('\n'));
@@ -103,7 +105,8 @@ async function runServer(command: 'dev' | 'serve', args: readonly string[]): Pro
 
 async function main(argv: readonly string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (rest.includes('--help') || rest.includes('-h')) {
+  // The hook-runner prints its own usage, with its environment (the vault's master keys).
+  if (command !== 'hook-runner' && (rest.includes('--help') || rest.includes('-h'))) {
     process.stdout.write(USAGE);
     return;
   }

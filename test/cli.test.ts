@@ -6,18 +6,23 @@ import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { eventually } from './helpers/receiver.ts';
 import { ADMIN_TOKEN, spawnRuntime, tempDir } from './helpers/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const sluice = (...args: string[]) =>
   spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), ...args], { cwd: ROOT, encoding: 'utf8' });
 
-test('--help after any command prints the usage, which lists every runtime flag', () => {
-  for (const args of [['--help'], ['dev', '--help'], ['serve', '-h'], ['hook-runner', '--help']]) {
+test('--help after any command prints the usage, which lists every runtime flag; the hook-runner prints its own, with its environment', () => {
+  for (const args of [['--help'], ['dev', '--help'], ['serve', '-h']]) {
     const result = sluice(...args);
     assert.equal(result.status, 0, `${args.join(' ')}: ${result.stderr}`);
     assert.match(result.stdout, /^usage: sluice <command>/);
   }
+  const runner = sluice('hook-runner', '--help');
+  assert.equal(runner.status, 0, runner.stderr);
+  assert.match(runner.stdout, /^usage: sluice hook-runner/);
+  for (const name of ['SLUICE_RUNNER_TOKEN', 'SLUICE_MASTER_KEY', 'SLUICE_PREVIOUS_MASTER_KEYS']) assert.ok(runner.stdout.includes(name), `names ${name}`);
   const usage = sluice('help').stdout;
   for (const flag of ['--port', '--host', '--data-dir', '--admin-token', '--dedup-window-ms', '--retention-days', '--live-retention', '--log-level', '--runner', '--webhook-connections']) {
     assert.ok(usage.includes(flag), `usage names ${flag}`);
@@ -42,6 +47,25 @@ test('the welcome of a runtime started with --admin-token shows where the token 
     const welcome = runtime.output.join('\n');
     assert.match(welcome, /Authorization: Bearer <your --admin-token>/);
     assert.ok(!welcome.includes(ADMIN_TOKEN), 'the token is not printed');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test("the welcome's first command, run in bash as printed, creates an org and leaves its working key in $KEY", async () => {
+  const dataDir = tempDir();
+  try {
+    const runtime = await spawnRuntime(dataDir, 'serve', [], 'file');
+    await eventually('the whole welcome', () => runtime.output, (lines) => lines.some((line) => line.includes('Ctrl-C stops')));
+    const start = runtime.output.findIndex((line) => line.startsWith('  KEY=$(curl'));
+    assert.ok(start >= 0, `the welcome prints the command:\n${runtime.output.join('\n')}`);
+    const end = runtime.output.indexOf('', start);
+    const command = runtime.output.slice(start, end).map((line) => line.trim()).join('\n');
+    const check = `curl -s -o /dev/null -w '%{http_code}' ${runtime.url}/organizations/acct-lumen -H "Authorization: Bearer $KEY"`;
+    const result = spawnSync('bash', ['-c', `${command}\n${check}`], { cwd: ROOT, encoding: 'utf8' });
+    runtime.child.kill('SIGTERM');
+    assert.equal(await runtime.exited, 0);
+    assert.equal(result.stdout, '200', result.stderr);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
