@@ -8,6 +8,12 @@ export interface LatencySummary {
   readonly maxMs: number;
 }
 
+/** A measured series: how long it ran, its rate, and its percentiles when it has samples. */
+export interface TimedSeries extends Partial<LatencySummary> {
+  readonly durationSec: number;
+  readonly throughputPerSec: number;
+}
+
 /** Summarises the first `count` samples (milliseconds); `undefined` when there are none. Sorts in place. */
 export function summarizeLatencies(samples: Float64Array, count: number): LatencySummary | undefined {
   if (count <= 0) return undefined;

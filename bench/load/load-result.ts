@@ -1,6 +1,8 @@
 // What a load generator run reports, whichever generator ran it (wrk or the Node one),
 // and what it is asked to do: a bounded number of pre-signed requests at full speed or at a fixed rate.
 
+import type { TimedSeries } from '../harness/stats.ts';
+
 export type GeneratorName = 'wrk' | 'node-closed-loop' | 'node-open-loop';
 
 export interface LoadSpec {
@@ -15,19 +17,13 @@ export interface LoadSpec {
   readonly timeoutMs: number;
 }
 
-export interface LoadResult {
+export interface LoadResult extends TimedSeries {
   readonly generator: GeneratorName;
   readonly completed: number;
   readonly statuses: Readonly<Record<string, number>>;
   /** Connection, read or write errors, and requests that were never answered before the bound. */
   readonly socketErrors: number;
   readonly timedOut: number;
-  readonly durationSec: number;
-  readonly throughputPerSec: number;
-  readonly p50Ms?: number;
-  readonly p90Ms?: number;
-  readonly p99Ms?: number;
-  readonly maxMs?: number;
 }
 
 /** Answers with status `status`, 0 when absent. */

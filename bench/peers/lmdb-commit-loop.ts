@@ -10,7 +10,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { open } from 'lmdb';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import { PLAIN_MSGPACK } from '../../runtime/ledger/open-ledger.ts';
-import { summarizeLatencies } from '../harness/stats.ts';
+import { summarizeLatencies, type TimedSeries } from '../harness/stats.ts';
 import { buildEventPayload, EVENT_TYPE } from '../load/signed-requests.ts';
 
 export interface LoopSpec {
@@ -27,16 +27,10 @@ export interface LoopSpec {
   readonly ratePerSec?: number;
 }
 
-export interface LoopResult {
+export interface LoopResult extends TimedSeries {
   readonly completed: number;
   readonly accepted: number;
   readonly duplicates: number;
-  readonly durationSec: number;
-  readonly throughputPerSec: number;
-  readonly p50Ms?: number;
-  readonly p90Ms?: number;
-  readonly p99Ms?: number;
-  readonly maxMs?: number;
 }
 
 const ORG = 'acct-bench';

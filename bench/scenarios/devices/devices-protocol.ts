@@ -1,6 +1,8 @@
 // What the devices scenario hands its load worker and what the worker prints back: one JSON spec in
 // argv, one JSON line with the ack latencies (frame sent -> its ack received) and the answer counts.
 
+import type { TimedSeries } from '../../harness/stats.ts';
+
 /** The event type every bench message carries (no workflow listens to it). */
 export const DEVICE_MESSAGE_TYPE = 'bench.reading';
 
@@ -22,7 +24,7 @@ export interface DeviceLoadSpec {
   readonly timeoutMs: number;
 }
 
-export interface DeviceLoadResult {
+export interface DeviceLoadResult extends TimedSeries {
   /** Measured messages answered (ack or nack). */
   readonly completed: number;
   /** Of those, acked as newly stored (`"duplicate":false`). */
@@ -31,12 +33,6 @@ export interface DeviceLoadResult {
   readonly duplicates: number;
   readonly nacks: number;
   readonly firstError?: string;
-  readonly durationSec: number;
-  readonly throughputPerSec: number;
-  readonly p50Ms?: number;
-  readonly p90Ms?: number;
-  readonly p99Ms?: number;
-  readonly maxMs?: number;
   /** Messages acked in the warm-up (not reported as numbers; checked against what the server stored). */
   readonly warmupAcked: number;
   /** CPU of the load worker over the measured phase, in cores. */
