@@ -12,6 +12,7 @@ import type { ApiContext } from './context.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
 import { encodeCursor, environmentOf, isListedId, parseCursor, parseCursorOf, parseLimit } from './query-params.ts';
 import { isWorkflowId } from '../workflows/workflow-store.ts';
+import { redactRunView } from '../workflows/viewer-redaction.ts';
 
 const STATES = new Set(['queued', 'running', 'backoff', 'delaying', 'failed', 'completed', 'cancelled']);
 
@@ -51,7 +52,10 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
     {
       method: 'GET',
       pattern: `${base}/:run_id`,
-      handler: (request) => json(200, { run: describeRun(requireRun(request, 'viewer').run) }),
+      handler: (request) => {
+        const view = describeRun(requireRun(request, 'viewer').run);
+        return json(200, { run: ctx.auth.seesCredentials(request) ? view : redactRunView(view) });
+      },
     },
     {
       method: 'POST',

@@ -5,7 +5,6 @@ import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, InputError, notFound } from '../errors.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
-import { roleCovers } from '../tenancy/api-keys.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { expectRecord, readEnum, rejectUnknown, requirePresent } from '../workflows/input-fields.ts';
 import { parseWorkflowInput } from '../workflows/parse-workflow.ts';
@@ -42,11 +41,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
   const orgFor = (request: HttpRequest, role: 'viewer' | 'developer'): Organization =>
     ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
 
-  /** Whether the caller may see webhook credentials: only a role that could change them (viewer-redaction.ts). */
-  const seesCredentials = (request: HttpRequest): boolean => {
-    const principal = ctx.auth.authenticate(request);
-    return principal.kind === 'platform_admin' || roleCovers(principal.role, 'developer');
-  };
+  const seesCredentials = (request: HttpRequest): boolean => ctx.auth.seesCredentials(request);
   const forCaller = <T extends WorkflowDraft>(request: HttpRequest, workflow: T): T => (seesCredentials(request) ? workflow : redactWorkflow(workflow));
 
   /**

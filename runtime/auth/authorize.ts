@@ -22,6 +22,12 @@ export interface Authorizer {
   requireOrg(request: RequestHead, orgId: string, role: Role): Organization;
   /** 401 unless the caller is the platform admin. */
   requirePlatformAdmin(request: RequestHead): void;
+  /**
+   * Whether the (authenticated) caller may read webhook credentials, the header values and URL
+   * tokens of webhook steps: only a role that could change them, developer and up, and the platform
+   * admin (DESIGN §8; runtime/workflows/viewer-redaction.ts redacts them for the others).
+   */
+  seesCredentials(request: RequestHead): boolean;
 }
 
 export function bearerToken(authorization: string | undefined): string | undefined {
@@ -54,6 +60,10 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
       if (authenticate(request).kind !== 'platform_admin') {
         throw new AccessError(403, 'forbidden', 'This endpoint needs the platform admin token; an API key cannot use it.');
       }
+    },
+    seesCredentials(request) {
+      const principal = authenticate(request);
+      return principal.kind === 'platform_admin' || roleCovers(principal.role, 'developer');
     },
     requireOrg(request, orgId, role) {
       const principal = authenticate(request);
