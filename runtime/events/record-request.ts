@@ -17,10 +17,12 @@ const REDACTED = new Set([
   'x-hub-signature',
   'x-hub-signature-256',
 ]);
-/** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, ...). */
-const CREDENTIAL_NAME = /token|secret|signature|passw|auth|api-?key|session|credential/;
+/** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, x-signing-key, ...). */
+const CREDENTIAL_NAME = /token|secret|signature|passw|auth|key|session|credential/;
+/** Keys that are not credentials: kept, since support reads them to match a delivery with its sender's retries. */
+const NOT_CREDENTIALS = new Set(['idempotency-key']);
 
-const isCredential = (name: string): boolean => REDACTED.has(name) || CREDENTIAL_NAME.test(name);
+const isCredential = (name: string): boolean => REDACTED.has(name) || (CREDENTIAL_NAME.test(name) && !NOT_CREDENTIALS.has(name));
 
 export function recordRequest(
   method: string,
