@@ -14,9 +14,9 @@ const DEFAULT_DATA_DIR = './.sluice';
 
 const USAGE = `usage: sluice hook-runner [--listen <host:port|unix:/path>] [--data-dir <dir>]
   --listen    address to serve gRPC on (default ${DEFAULT_LISTEN}; port 0 picks a free port)
-  --data-dir  data directory; the runner keeps its LMDB in <dir>/hook-runner (default ${DEFAULT_DATA_DIR})
+  --data-dir  data directory; the runner keeps its LMDB in <dir>/hook-runner (SLUICE_DATA_DIR, default ${DEFAULT_DATA_DIR})
 environment:
-  SLUICE_RUNNER_TOKEN  shared token callers must send (default: <data-dir>/runner-token, generated, 0600)
+  SLUICE_RUNNER_TOKEN  shared token callers must send (default, or blank: <data-dir>/runner-token, generated, 0600)
   SLUICE_MASTER_KEY    vault key, 64 hex chars or base64 of 32 bytes (default: <data-dir>/hook-runner/master.key)
   SLUICE_PREVIOUS_MASTER_KEYS  earlier vault keys, comma separated: secrets they sealed are sealed again
                        under the current key at start (key rotation)
@@ -28,9 +28,16 @@ export interface HookRunnerFlags {
   readonly help: boolean;
 }
 
-export function parseHookRunnerFlags(args: readonly string[]): HookRunnerFlags {
+/** An environment variable's value; a blank one counts as not set, as for the runtime (runtime/config.ts), except the master keys. */
+const setting = (env: NodeJS.ProcessEnv, name: string): string | undefined => {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value;
+};
+
+/** The flags, over SLUICE_DATA_DIR (the data directory the runtime reads too), over the defaults. */
+export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.ProcessEnv = {}): HookRunnerFlags {
   let listen = DEFAULT_LISTEN;
-  let dataDir = DEFAULT_DATA_DIR;
+  let dataDir = setting(env, 'SLUICE_DATA_DIR') ?? DEFAULT_DATA_DIR;
   let help = false;
   for (let index = 0; index < args.length; index += 1) {
     const arg = args[index] ?? '';
@@ -70,14 +77,15 @@ function waitForStopSignal(): Promise<string> {
  * tokens or keys, before anything is bound.
  */
 export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const flags = parseHookRunnerFlags(args);
+  const flags = parseHookRunnerFlags(args, env);
   if (flags.help) {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
-  const token = loadRunnerToken(env['SLUICE_RUNNER_TOKEN'], flags.dataDir);
+  const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);
+  // Master keys as given: a blank one is refused (master-key.ts says why), never taken for unset.
   const masterKey = loadMasterKey(env['SLUICE_MASTER_KEY'], runnerStoreDir(flags.dataDir));
   const previousMasterKeys = parsePreviousMasterKeys(env['SLUICE_PREVIOUS_MASTER_KEYS']);
   const server = await createHookRunnerServer({

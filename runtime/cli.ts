@@ -48,7 +48,7 @@ options (dev, serve):
 
 options (hook-runner):
   --listen <addr>       gRPC listen address (default 127.0.0.1:7878; unix:<path> allowed)
-  --data-dir <dir>      where its LMDB, master key and token live (default ./.sluice)
+  --data-dir <dir>      where its LMDB, master key and token live (SLUICE_DATA_DIR, default ./.sluice)
   sluice hook-runner --help also lists its environment (SLUICE_MASTER_KEY, SLUICE_PREVIOUS_MASTER_KEYS)
 `;
 

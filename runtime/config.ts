@@ -125,7 +125,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     liveRetention: integer('--live-retention', text('--live-retention', values['live-retention'], env.SLUICE_LIVE_RETENTION), DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
     logLevel,
     runner: parseRunner(text('--runner', values.runner, env.SLUICE_RUNNER) ?? defaults.runner),
-    runnerToken: env.SLUICE_RUNNER_TOKEN,
+    runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),
     webhookConnections: integer('--webhook-connections', text('--webhook-connections', values['webhook-connections'], env.SLUICE_WEBHOOK_CONNECTIONS), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
     webhookTargets: parseWebhookTargets(text('--webhook-targets', values['webhook-targets'], env.SLUICE_WEBHOOK_TARGETS) ?? defaults.webhookTargets),
   };

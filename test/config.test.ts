@@ -23,8 +23,9 @@ test('webhook connections outside 1-1000 or not an integer are refused, naming t
 });
 
 test('a blank environment variable means "not set": SLUICE_HOST= stays on loopback, SLUICE_DATA_DIR= on ./.sluice', () => {
-  const config = loadRuntimeConfig([], { SLUICE_HOST: '', SLUICE_DATA_DIR: ' ', SLUICE_LOG_LEVEL: '', SLUICE_RUNNER: '' });
+  const config = loadRuntimeConfig([], { SLUICE_HOST: '', SLUICE_DATA_DIR: ' ', SLUICE_LOG_LEVEL: '', SLUICE_RUNNER: '', SLUICE_RUNNER_TOKEN: '' });
   assert.equal(config.host, '127.0.0.1');
+  assert.equal(config.runnerToken, undefined, 'the token file is used');
   assert.equal(config.dataDir, resolve('./.sluice'));
   assert.equal(config.logLevel, 'info');
   assert.equal(config.runner, 'off');

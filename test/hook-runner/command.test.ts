@@ -57,6 +57,18 @@ describe('hook-runner command', () => {
     assert.ok(runner.output.some((line) => line.includes('stopping (SIGTERM)')), runner.output.join('\n'));
   });
 
+  it('takes its data directory from SLUICE_DATA_DIR, as the runtime does, so both find the same token file; a blank SLUICE_RUNNER_TOKEN counts as not set', async () => {
+    const dataDir = tempDataDir();
+    const runner = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: dataDir, SLUICE_RUNNER_TOKEN: ' ' });
+    const address = await runner.listening;
+    const client = new HookRunnerClient(address, readFileSync(join(dataDir, 'runner-token'), 'utf8').trim());
+    assert.equal((await client.health()).ok, true);
+    client.close();
+    assert.equal(statSync(join(dataDir, 'hook-runner', 'master.key')).mode & 0o777, 0o600, 'its vault key is there too');
+    runner.process.kill('SIGTERM');
+    assert.equal(await runner.exited, 0);
+  });
+
   it('listens on a unix socket, and reclaims it after a crash', async () => {
     const dataDir = tempDataDir();
     const socket = join(dataDir, 'runner.sock');
@@ -99,6 +111,9 @@ describe('flag and address parsing', () => {
   it('reads --listen and --data-dir in both forms, with defaults', () => {
     assert.deepEqual(parseHookRunnerFlags([]), { listen: '127.0.0.1:7878', dataDir: join(process.cwd(), '.sluice'), help: false });
     assert.deepEqual(parseHookRunnerFlags(['--listen=[::1]:0', '--data-dir', '/tmp/x']), { listen: '[::1]:0', dataDir: '/tmp/x', help: false });
+    assert.equal(parseHookRunnerFlags([], { SLUICE_DATA_DIR: '/tmp/from-env' }).dataDir, '/tmp/from-env');
+    assert.equal(parseHookRunnerFlags(['--data-dir', '/tmp/x'], { SLUICE_DATA_DIR: '/tmp/from-env' }).dataDir, '/tmp/x', 'the flag wins');
+    assert.equal(parseHookRunnerFlags([], { SLUICE_DATA_DIR: ' ' }).dataDir, join(process.cwd(), '.sluice'), 'blank is not set');
     assert.throws(() => parseHookRunnerFlags(['--listen']), RunnerConfigError);
     assert.throws(() => parseHookRunnerFlags(['--listen', 'nonsense']), RunnerConfigError);
   });
