@@ -55,7 +55,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
           rootEvent({ id, org_id: org.id, type: body.type, payload: body.payload ?? null, environment, source: API_SOURCE, provider_event_id: body.id ?? null, received_at_ms: nowMs }),
           memberText(parsed.text, 'payload') ?? 'null',
         );
-        await quota.spend(org, () => ctx.events.store({ event, recording: null, claim: null }));
+        await quota.storeEvent(org, ctx.events, { event, recording: null, claim: null });
         ctx.metrics.ingestTotal.inc({ outcome: 'accepted_api' });
         return rawJson(202, { event: eventWithRawPayload(event) });
       },

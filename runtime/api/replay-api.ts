@@ -55,14 +55,14 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         if (original.environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
         const replay = replayOf(original, choice.side_effects, ctx.clock.now());
         if (idempotencyKey === undefined) {
-          await quota.spend(org, () => ctx.events.store({ event: replay, recording: null, claim: null }));
+          await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
           return rawJson(202, { event: eventWithRawPayload(replay) });
         }
         // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
         // (within the dedup window) answers with the replay it already made instead of a second one.
         try {
           // A space occurs in neither part, so no two (event, key) pairs share a claim.
-          await quota.spend(org, () => ctx.events.store({ event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } }));
+          await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });
           return rawJson(202, { event: eventWithRawPayload(replay) });
         } catch (error) {
           const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;

@@ -142,6 +142,17 @@ export class EventStore {
     return event;
   }
 
+  /**
+   * Throws the 409 `store` would answer when the delivery or API id duplicates an event still
+   * remembered (once the original is on disk); resolves when it does not. Writes nothing.
+   */
+  async refuseDuplicate({ event, claim }: Pick<NewEvent, 'event' | 'claim'>): Promise<void> {
+    const duplicate = this.#duplicateOf(event, claim);
+    if (duplicate === undefined) return;
+    await this.#ledger.root.flushed;
+    throw duplicateError(duplicate);
+  }
+
   /** The event a delivery or API id duplicates, if it is still remembered (or was removed by retention). */
   #duplicateOf(event: StoredEvent, claim: NewEvent['claim']): string | undefined {
     if (claim !== null) return this.inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms)?.event_id;

@@ -95,12 +95,12 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   const id = generateEventId(nowMs);
   const event = rootEvent({ id, org_id: source.org_id, type, payload, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs });
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
-  // No await between this wait and the store (spend calls it at once): see sandbox-generation.ts.
+  // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
   if (source.environment === 'sandbox') await deps.generations.quiet(org.id);
   const started = performance.now();
   // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
   // unsigned requests nor replayed copies of a signed one may lock the tenant's real provider out.
-  const stored = await deps.quota.spend(org, () => deps.events.store({ event, payloadJson, recording, claim: { source: source.name, providerEventId } }));
+  const stored = await deps.quota.storeEvent(org, deps.events, { event, payloadJson, recording, claim: { source: source.name, providerEventId } });
   deps.metrics.ledgerCommitSeconds.observe({ operation: 'ingest' }, (performance.now() - started) / 1000);
   return stored;
 }

@@ -336,7 +336,7 @@ export class DeviceSockets {
     if (!(await data.ready)) return;
     const { device } = data;
     try {
-      // No await between this wait and the store (spend calls it at once): see sandbox-generation.ts.
+      // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
       // Checked with no await before the store: a change that ends this connection waits for it.
       if (!data.accepting) throw closingError();
@@ -358,7 +358,7 @@ export class DeviceSockets {
       const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };
       const event = rootEvent({ ...fields, provider_event_id: message.id, received_at_ms: nowMs });
       const claim = { source: event.source, providerEventId: message.id };
-      await this.#d.quota.spend(org, () => this.#d.events.store({ event, payloadJson: message.payloadJson, recording: null, claim }));
+      await this.#d.quota.storeEvent(org, this.#d.events, { event, payloadJson: message.payloadJson, recording: null, claim });
       this.#d.onStored();
       this.#send(data, ws, ackFrame(message.id, id, false));
     } catch (error) {

@@ -79,3 +79,22 @@ test('copies of a stored delivery, and API events sent again with their id, are 
   }
   assert.equal((await hook('new-one')).status, 204, 'the provider\'s next new event still fits in the quota');
 });
+
+test('with the quota used up, a copy of a stored delivery or API event is still 409 (the sender stops), a new one 429', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-full');
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-full', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 2 } })).status, 200);
+  await call(rt.url, 'POST', '/organizations/acct-q-full/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
+  const body = JSON.stringify({ type: 'q.x' });
+  const hook = (id: string) => call(rt.url, 'POST', '/hooks/acct-q-full/in', { body, headers: signStandard(SECRET, id, Math.floor(clock.now() / 1000), body) });
+  const api = (id: string) => call(rt.url, 'POST', '/organizations/acct-q-full/events', { token: key, json: { type: 'q.api', payload: {}, id } });
+  const stored = await hook('first');
+  assert.equal(stored.status, 204);
+  assert.equal((await api('api-first')).status, 202);
+  const copy = await hook('first');
+  assert.equal(copy.status, 409, copy.text);
+  assert.equal(copy.body.error.original_event_id, stored.headers.get('sluice-event-id'));
+  assert.equal((await api('api-first')).status, 409);
+  const fresh = await hook('second');
+  assert.equal(fresh.status, 429, 'a new delivery waits for the quota');
+  assert.equal((await api('api-second')).status, 429);
+});
