@@ -1,6 +1,7 @@
 // The LMDB ledger: the runtime's one LMDB environment and its named databases, behind the
-// interface in ledger.ts. Every key is an ordered array that starts with the org id, so a tenant's
-// data is one contiguous range.
+// interface in ledger.ts. Keys are ordered arrays; a tenant's records start with the org id, so its
+// data is one contiguous range. The exceptions are indexes ordered by time for pruning (the inbox's
+// [ms, org, ...]), lookups by a secret's hash (api-keys), and the live log's floor sentinel.
 
 import { join } from 'node:path';
 import { open } from 'lmdb';
