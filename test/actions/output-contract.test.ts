@@ -1,6 +1,6 @@
 // The output contract's reserved keys, parsed as a custom_action step and a simulation would:
 // `derived_event` is exactly `{type, payload}` or `false`, anything else names the field; a numeric
-// projection id must survive JSON.parse exactly.
+// projection id must survive JSON.parse exactly; the projection's text fields keep to their caps.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -31,5 +31,30 @@ test('a numeric projection.entity_id must be a whole number JSON.parse keeps exa
   for (const id of ['820982911946154508', '820982911946154509', '1.5', '1e400']) {
     const check = checkContract(projection(id));
     assert.equal(!check.ok && check.field, 'projection.entity_id', id);
+  }
+});
+
+test('projection caps (DESIGN 6.5): name [a-z0-9_.-]{1,120}, entity_id, title ≤200, status ≤40; the exact cap passes, one past it fails naming the field', () => {
+  const projection = (fields: Record<string, unknown>) => JSON.stringify({ projection: { name: 'risk', ...fields } });
+  const atCap = parseActionOutput(projection({ name: 'a'.repeat(120), entity_type: 'order', entity_id: 'i'.repeat(200), title: 't'.repeat(200), status: 's'.repeat(40) })).projection;
+  assert.deepEqual(
+    { name: atCap?.name.length, id: atCap?.entity?.id.length, title: atCap?.title?.length, status: atCap?.status?.length },
+    { name: 120, id: 200, title: 200, status: 40 },
+  );
+  assert.deepEqual(checkContract(projection({ name: 'order_risk.v2-eu' })), { ok: true }, 'every character of the name\'s charset');
+
+  const overCap: Array<[string, Record<string, unknown>, string]> = [
+    ['a name of 121 characters', { name: 'a'.repeat(121) }, 'projection.name'],
+    ['an uppercase name', { name: 'Risk' }, 'projection.name'],
+    ['an empty name', { name: '' }, 'projection.name'],
+    ['an entity_id of 201 characters', { entity_type: 'order', entity_id: 'i'.repeat(201) }, 'projection.entity_id'],
+    ['a title of 201 characters', { title: 't'.repeat(201) }, 'projection.title'],
+    ['a status of 41 characters', { status: 's'.repeat(41) }, 'projection.status'],
+  ];
+  for (const [what, fields, field] of overCap) {
+    const check = checkContract(projection(fields));
+    assert.equal(check.ok, false, what);
+    assert.equal(!check.ok && check.field, field, what);
+    assert.ok(!check.ok && check.message.includes(field), `${what}: the message names ${field}: ${!check.ok && check.message}`);
   }
 });

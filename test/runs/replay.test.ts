@@ -1,8 +1,11 @@
 // The replays: business replay needs an explicit side_effects choice and makes a new event (new run,
-// new keys); "skip" records webhook steps as skipped. Transport replay explains and creates nothing.
+// new keys); "skip" records webhook steps as skipped, in the runs of the events its custom actions
+// derive too (the runtime runs a real hook-runner child for them). Transport replay explains and creates nothing.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { upload } from '../actions/action-fixtures.ts';
+import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -15,7 +18,7 @@ let receiver: Receiver;
 let originalId: string;
 
 before(async () => {
-  rt = await startRuntime();
+  rt = await startRuntime({ args: ['--runner', 'child'] });
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
   receiver = await startReceiver();
   await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'pay', secrets: [SECRET] } });
@@ -53,6 +56,53 @@ test('side_effects "skip": a new event and run whose webhook step is recorded sk
   const run = (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${reaction!.run_id}`, { token: key })).body.run;
   assert.equal(run.steps[0].status, 'skipped');
   assert.equal(receiver.received.length, before, 'nothing was sent');
+});
+
+test('side_effects "skip" is inherited by derived events: the webhook of the workflow a derived event triggers is recorded skipped, never sent', async () => {
+  const derive = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, {
+    name: 'refund-reviewer',
+    file: await assembleWat('refund-reviewer', constantWat(JSON.stringify({ derived_event: { type: 'refund.reviewed', payload: { ok: true } } }))),
+  });
+  assert.equal(derive.status, 201, derive.text);
+  const actionId: string = derive.body.custom_action.id;
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${actionId}/review`, { token: key, json: { status: 'approved', version: 1 } })).status, 200);
+  const workflows = [
+    { name: 'review-refund', trigger_event: 'refund.requested', steps: [{ id: 'review', type: 'custom_action', action_id: actionId }] },
+    { name: 'tell-refund', trigger_event: 'refund.reviewed', steps: [{ id: 'tell', type: 'webhook', url: `${receiver.url}/refund-reviewed` }] },
+  ];
+  for (const json of workflows) assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json })).status, 201);
+  const told = () => receiver.received.filter((r) => r.path === '/refund-reviewed').length;
+
+  /** The event the custom action step of `eventId`'s run derived, once the run it triggers has completed. */
+  const derivedFrom = async (eventId: string) => {
+    const [run] = await eventually(`the run of ${eventId}`, () => reactionsOf(eventId), (r) => r.length === 1 && r[0]!.state === 'completed');
+    const events = await eventually(
+      `the event derived by ${run!.run_id}`,
+      async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events?type=refund.reviewed&limit=500`, { token: key })).body.events as Array<{ id: string; causation_id: string; replay_skip_side_effects: boolean }>,
+      (list) => list.some((e) => e.causation_id === run!.run_id),
+    );
+    const derived = events.find((e) => e.causation_id === run!.run_id)!;
+    const [reaction] = await eventually(`the run of derived ${derived.id}`, () => reactionsOf(derived.id), (r) => r.length === 1 && r[0]!.state === 'completed');
+    return { derived, run: (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${reaction!.run_id}`, { token: key })).body.run };
+  };
+
+  // The original: its derived event's webhook is sent.
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'refund.requested', payload: { refund: 'r1' }, id: 'refund-1' } })).status, 202);
+  const original = await derivedFrom('refund-1');
+  assert.equal(original.derived.replay_skip_side_effects, false);
+  assert.equal(original.run.steps[0].status, 'succeeded');
+  assert.equal(told(), 1);
+
+  // Its skip replay runs the custom action again; the event it derives carries the skip, and its webhook step is skipped.
+  const replay = await call(rt.url, 'POST', `/organizations/${ORG}/events/refund-1/replay`, { token: key, json: { side_effects: 'skip' } });
+  assert.equal(replay.status, 202, replay.text);
+  const skipped = await derivedFrom(replay.body.event.id);
+  assert.notEqual(skipped.derived.id, original.derived.id);
+  assert.equal(skipped.derived.replay_skip_side_effects, true, 'the derived event inherits the skip');
+  assert.equal(skipped.run.skip_side_effects, true);
+  assert.equal(skipped.run.steps[0].status, 'skipped');
+  assert.deepEqual(skipped.run.steps[0].attempts.map((a: { outcome: string; evidence: unknown }) => [a.outcome, a.evidence]), [['skipped', { reason: 'replay_skip_side_effects' }]]);
+  assert.equal(told(), 1, 'nothing more was sent');
 });
 
 test('side_effects "run": everything runs again under a new run id and new effect keys', async () => {
