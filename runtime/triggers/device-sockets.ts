@@ -1,6 +1,6 @@
 // The device WebSocket at /devices/:org_id/:device: a device authenticates with its own token, its
 // connection opening and ending become `device.connected` / `device.disconnected` events, and each
-// message frame becomes an event, acknowledged once durable (device-frame.ts has the wire format).
+// message frame becomes an event, acknowledged once durable (device-messages.ts).
 // Everything that changes a device's connection (a socket opening or ending, a token rotation, a
 // deletion) runs one at a time per device, and first stops the sockets it ends from storing and
 // waits for their messages: each connection's events come before its `device.disconnected`.
@@ -8,18 +8,10 @@
 import { STATUS_CODES } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
-import type { Clock } from '../clock.ts';
-import { ConflictError, InputError, RetryableError, SluiceError, notFound } from '../errors.ts';
-import { generateEventId, rootEvent } from '../events/event-record.ts';
-import type { EventStore } from '../events/event-store.ts';
-import type { SandboxGenerations } from '../events/sandbox-generation.ts';
-import type { IngestQuota } from '../ingest/ingest-quota.ts';
-import type { Logger } from '../log.ts';
-import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { RetryableError, SluiceError } from '../errors.ts';
+import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
 import {
-  ackFrame,
   CLOSE_DEVICE_DELETED,
   CLOSE_NOT_RECORDED,
   CLOSE_REPLACED,
@@ -27,57 +19,22 @@ import {
   CLOSE_SANDBOX_DISABLED,
   CLOSE_SANDBOX_RESET,
   CLOSE_TOKEN_ROTATED,
-  frameIdOf,
   MAX_DEVICE_MESSAGE_BYTES,
-  MAX_MESSAGES_IN_FLIGHT,
-  nackFrame,
-  parseDeviceMessage,
   readyFrame,
-  type DeviceMessage,
 } from './device-frame.ts';
-import { validateEventPayload } from '../sources/event-schemas.ts';
-import { connectedEventId, deviceSchemas, deviceSource, type DeviceConnection, type DeviceRecord } from './device-record.ts';
-import type { DeviceStore, Ending } from './device-store.ts';
-import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
+import { DeviceMessages, type DeviceMessageDeps } from './device-messages.ts';
+import { connectedEventId, type DeviceConnection, type DeviceRecord } from './device-record.ts';
+import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
+import type { Ending } from './device-store.ts';
+import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
 
-/** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
-const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
 const MAX_BACKPRESSURE = 64 * 1024;
 /** Seconds without a frame or a pong before uWS drops the socket (it pings on its own before that). */
 const IDLE_TIMEOUT_S = 120;
 
-export interface DeviceSocketDeps {
-  readonly devices: DeviceStore;
-  readonly events: EventStore;
-  readonly orgs: OrganizationStore;
-  readonly quota: IngestQuota;
-  readonly generations: SandboxGenerations;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  /** Counts each message stored (sluice_ingest_total{outcome="accepted_device"}). */
-  readonly onStored: () => void;
-}
-
-interface SocketData {
-  /** The device as it was when its token was checked; the ledger refuses the connection if it changed since. */
-  readonly device: DeviceRecord;
-  readonly connection: DeviceConnection;
-  /** Resolves true once `device.connected` is durable; false when it was not recorded (the socket is closed). */
-  ready: Promise<boolean>;
-  readonly inFlight: Set<Promise<void>>;
-  open: boolean;
-  /** Whether a message may still be stored: false once something is about to end this connection. */
-  accepting: boolean;
-  /** Its `device.connected` is durable (its messages no longer wait for the device's chain). */
-  recorded: boolean;
-  /** Its connection write was tried: the ledger may hold it even if the write failed (a failed flush). */
-  attempted: boolean;
-  /** Set when Sluice closes the socket (why, for its `device.disconnected`), and when it has closed (how). */
-  ending: Ending | undefined;
-}
-
-const closingError = (): RetryableError => new RetryableError('connection_closing', 'This connection is being closed; send the message again on the next one.');
+/** What the sockets need: what their messages need (device-messages.ts), nothing more. */
+export type DeviceSocketDeps = DeviceMessageDeps;
 
 export class DeviceSockets {
   readonly #d: DeviceSocketDeps;
@@ -85,12 +42,12 @@ export class DeviceSockets {
   readonly #sockets = new Map<string, Set<WebSocket<SocketData>>>();
   /** The tail of each device's chain of connection changes (see the header). */
   readonly #chains = new Map<string, Promise<unknown>>();
-  /** Bytes of message frames each org's sockets are storing. */
-  readonly #orgBytes = new Map<string, number>();
+  readonly #messages: DeviceMessages;
   #accepting = false;
 
   constructor(app: TemplatedApp, deps: DeviceSocketDeps) {
     this.#d = deps;
+    this.#messages = new DeviceMessages(deps);
     app.ws<SocketData>('/devices/:org_id/:device', {
       maxPayloadLength: 2 * MAX_DEVICE_MESSAGE_BYTES,
       maxBackpressure: MAX_BACKPRESSURE,
@@ -127,7 +84,7 @@ export class DeviceSockets {
         this.#sockets.set(key, sockets);
         data.ready = this.#serially(key, () => this.#connect(ws, data)).catch(() => false);
       },
-      message: (ws, message, isBinary) => this.#onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
+      message: (ws, message, isBinary) => this.#messages.onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
       close: (ws, code) => {
         const data = ws.getUserData();
         data.open = false;
@@ -180,7 +137,7 @@ export class DeviceSockets {
     for (const sockets of this.#sockets.values()) {
       for (const ws of sockets) {
         const { device } = ws.getUserData();
-        if (device.org_id === orgId && device.environment === 'sandbox') this.#close(ws, { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED });
+        if (device.org_id === orgId && device.environment === 'sandbox') closeSocket(ws, { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED });
       }
     }
   }
@@ -195,7 +152,7 @@ export class DeviceSockets {
     for (const sockets of this.#sockets.values()) {
       for (const ws of sockets) {
         const { device, connection } = ws.getUserData();
-        if (device.org_id === orgId && ended.has(connection.id)) this.#close(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
+        if (device.org_id === orgId && ended.has(connection.id)) closeSocket(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
       }
     }
   }
@@ -203,7 +160,7 @@ export class DeviceSockets {
   /** Refuses new sockets, closes the open ones (1001) and resolves once their endings are durable. */
   async close(): Promise<void> {
     this.#accepting = false;
-    for (const sockets of [...this.#sockets.values()]) for (const ws of [...sockets]) this.#close(ws, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
+    for (const sockets of [...this.#sockets.values()]) for (const ws of [...sockets]) closeSocket(ws, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
     while (this.#chains.size > 0) await Promise.allSettled([...this.#chains.values()]);
   }
 
@@ -243,10 +200,10 @@ export class DeviceSockets {
       try {
         result = await write();
       } catch (error) {
-        for (const ws of [...(this.#sockets.get(key) ?? [])]) this.#close(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the change could not be confirmed; connect again');
+        for (const ws of [...(this.#sockets.get(key) ?? [])]) closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the change could not be confirmed; connect again');
         throw error;
       }
-      for (const ws of [...(this.#sockets.get(key) ?? [])]) this.#close(ws, ending);
+      for (const ws of [...(this.#sockets.get(key) ?? [])]) closeSocket(ws, ending);
       return result;
     });
   }
@@ -283,7 +240,7 @@ export class DeviceSockets {
     } catch (error) {
       // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
       this.#d.logger.error('device connection could not be recorded', { org_id: device.org_id, device: device.name, error: String(error) });
-      for (const socket of [ws, ...others]) this.#close(socket, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
+      for (const socket of [ws, ...others]) closeSocket(socket, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
       return false;
     }
     if (!recorded) {
@@ -292,85 +249,17 @@ export class DeviceSockets {
       const current = this.#d.devices.get(device.org_id, device.name);
       const stale = (other: DeviceRecord): boolean => current === undefined || other.id !== current.id || other.token_hash !== current.token_hash;
       const ending = current?.id !== device.id ? { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const : { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED } as const;
-      this.#close(ws, ending);
+      closeSocket(ws, ending);
       for (const other of others) {
-        if (stale(other.getUserData().device)) this.#close(other, ending);
+        if (stale(other.getUserData().device)) closeSocket(other, ending);
         else other.getUserData().accepting = true;
       }
       return false;
     }
     data.recorded = true;
-    for (const other of others) this.#close(other, { reason: 'replaced', code: CLOSE_REPLACED }, 'replaced by a newer connection of this device');
-    this.#send(data, ws, readyFrame(device.name, connection.id, connectedEventId(device, connection)));
+    for (const other of others) closeSocket(other, { reason: 'replaced', code: CLOSE_REPLACED }, 'replaced by a newer connection of this device');
+    sendFrame(data, ws, readyFrame(device.name, connection.id, connectedEventId(device, connection)));
     return true;
-  }
-
-  #onMessage(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean): void {
-    const data = ws.getUserData();
-    const orgId = data.device.org_id;
-    let message: DeviceMessage;
-    try {
-      if (data.inFlight.size >= MAX_MESSAGES_IN_FLIGHT) {
-        throw new SluiceError(429, 'too_many_in_flight', `At most ${MAX_MESSAGES_IN_FLIGHT} messages of a socket are stored at once; wait for their acks.`);
-      }
-      if ((this.#orgBytes.get(orgId) ?? 0) + frame.length > MAX_ORG_BYTES_IN_FLIGHT) {
-        throw new RetryableError('server_busy', "This organization's devices have many messages being stored; send it again shortly.", 1000);
-      }
-      message = parseDeviceMessage(frame, isBinary);
-    } catch (error) {
-      this.#send(data, ws, nackFrame(frameIdOf(frame, isBinary), error));
-      return;
-    }
-    this.#orgBytes.set(orgId, (this.#orgBytes.get(orgId) ?? 0) + frame.length);
-    const storing = this.#store(ws, data, message).finally(() => {
-      data.inFlight.delete(storing);
-      const left = (this.#orgBytes.get(orgId) ?? 0) - frame.length;
-      if (left > 0) this.#orgBytes.set(orgId, left);
-      else this.#orgBytes.delete(orgId);
-    });
-    data.inFlight.add(storing);
-  }
-
-  /** Stores the message as an event once the connection is recorded (so it follows `device.connected`), then answers. */
-  async #store(ws: WebSocket<SocketData>, data: SocketData, message: DeviceMessage): Promise<void> {
-    if (!(await data.ready)) return;
-    const { device } = data;
-    try {
-      // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
-      if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
-      // Checked with no await before the store: a change that ends this connection waits for it.
-      if (!data.accepting) throw closingError();
-      const org = this.#d.orgs.get(device.org_id);
-      if (org === undefined) throw notFound('Organization');
-      const current = this.#d.devices.get(device.org_id, device.name);
-      // Gone: it is being deleted. Not holding this connection open: a sandbox reset ended it, and
-      // its socket is being closed (closeConnectionsEndedByReset) or must be (that close never came).
-      if (current === undefined || current.id !== device.id) throw closingError();
-      if (current.connection?.id !== data.connection.id) {
-        this.#send(data, ws, nackFrame(message.id, closingError()));
-        this.#close(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'this connection is no longer recorded; connect again');
-        return;
-      }
-      // Its schemas as they are now (a PATCH applies to open sockets too).
-      validateEventPayload(deviceSchemas(current), message.type, message.payload);
-      const nowMs = this.#d.clock.now();
-      const id = generateEventId(nowMs);
-      const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };
-      const event = rootEvent({ ...fields, provider_event_id: message.id, received_at_ms: nowMs });
-      const claim = { source: event.source, providerEventId: message.id };
-      await this.#d.quota.storeEvent(org, this.#d.events, { event, payloadJson: message.payloadJson, recording: null, claim });
-      this.#d.onStored();
-      this.#send(data, ws, ackFrame(message.id, id, false));
-    } catch (error) {
-      if (error instanceof ConflictError && error.code === 'duplicate_event') {
-        this.#send(data, ws, ackFrame(message.id, String(error.details['original_event_id']), true));
-        return;
-      }
-      if (!(error instanceof InputError || error instanceof SluiceError)) {
-        this.#d.logger.error('device message could not be stored', { org_id: device.org_id, device: device.name, error: String(error) });
-      }
-      this.#send(data, ws, nackFrame(message.id, error));
-    }
   }
 
   /** Writes the connection's ending once its messages are settled (each event before `device.disconnected`). */
@@ -386,16 +275,5 @@ export class DeviceSockets {
       // start, ends it (reason connection_lost or runtime_restarted).
       this.#d.logger.error('device disconnection could not be recorded', { org_id: data.device.org_id, device: data.device.name, error: String(error) });
     }
-  }
-
-  #send(data: SocketData, ws: WebSocket<SocketData>, frame: string): void {
-    if (data.open) ws.send(frame, false);
-  }
-
-  #close(ws: WebSocket<SocketData>, ending: Ending & { readonly code: number | null }, text: string = ending.reason): void {
-    const data = ws.getUserData();
-    if (!data.open) return;
-    data.ending = ending;
-    ws.end(ending.code ?? CLOSE_NOT_RECORDED, text);
   }
 }

@@ -1,0 +1,115 @@
+// A device socket's message frames: each is checked against the socket's and the org's caps,
+// parsed, and stored as an event (from source `@device:<name>`, deduplicated by its id) once the
+// connection's `device.connected` is durable; each gets one answer, an ack once the event is on
+// disk or a nack saying why not (device-frame.ts has the wire format).
+
+import type { WebSocket } from 'uWebSockets.js';
+import type { Clock } from '../clock.ts';
+import { ConflictError, InputError, RetryableError, SluiceError, notFound } from '../errors.ts';
+import { generateEventId, rootEvent } from '../events/event-record.ts';
+import type { EventStore } from '../events/event-store.ts';
+import type { SandboxGenerations } from '../events/sandbox-generation.ts';
+import type { IngestQuota } from '../ingest/ingest-quota.ts';
+import type { Logger } from '../log.ts';
+import { validateEventPayload } from '../sources/event-schemas.ts';
+import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { ackFrame, CLOSE_SANDBOX_RESET, frameIdOf, MAX_MESSAGES_IN_FLIGHT, nackFrame, parseDeviceMessage, type DeviceMessage } from './device-frame.ts';
+import { deviceSchemas, deviceSource } from './device-record.ts';
+import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
+import type { DeviceStore } from './device-store.ts';
+
+/** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
+const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
+
+const closingError = (): RetryableError => new RetryableError('connection_closing', 'This connection is being closed; send the message again on the next one.');
+
+export interface DeviceMessageDeps {
+  readonly devices: DeviceStore;
+  readonly events: EventStore;
+  readonly orgs: OrganizationStore;
+  readonly quota: IngestQuota;
+  readonly generations: SandboxGenerations;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Counts each message stored (sluice_ingest_total{outcome="accepted_device"}). */
+  readonly onStored: () => void;
+}
+
+export class DeviceMessages {
+  readonly #d: DeviceMessageDeps;
+  /** Bytes of message frames each org's sockets are storing. */
+  readonly #orgBytes = new Map<string, number>();
+
+  constructor(deps: DeviceMessageDeps) {
+    this.#d = deps;
+  }
+
+  /** Checks a frame against the caps and parses it, then stores it (or answers a nack at once). */
+  onMessage(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean): void {
+    const data = ws.getUserData();
+    const orgId = data.device.org_id;
+    let message: DeviceMessage;
+    try {
+      if (data.inFlight.size >= MAX_MESSAGES_IN_FLIGHT) {
+        throw new SluiceError(429, 'too_many_in_flight', `At most ${MAX_MESSAGES_IN_FLIGHT} messages of a socket are stored at once; wait for their acks.`);
+      }
+      if ((this.#orgBytes.get(orgId) ?? 0) + frame.length > MAX_ORG_BYTES_IN_FLIGHT) {
+        throw new RetryableError('server_busy', "This organization's devices have many messages being stored; send it again shortly.", 1000);
+      }
+      message = parseDeviceMessage(frame, isBinary);
+    } catch (error) {
+      sendFrame(data, ws, nackFrame(frameIdOf(frame, isBinary), error));
+      return;
+    }
+    this.#orgBytes.set(orgId, (this.#orgBytes.get(orgId) ?? 0) + frame.length);
+    const storing = this.#store(ws, data, message).finally(() => {
+      data.inFlight.delete(storing);
+      const left = (this.#orgBytes.get(orgId) ?? 0) - frame.length;
+      if (left > 0) this.#orgBytes.set(orgId, left);
+      else this.#orgBytes.delete(orgId);
+    });
+    data.inFlight.add(storing);
+  }
+
+  /** Stores the message as an event once the connection is recorded (so it follows `device.connected`), then answers. */
+  async #store(ws: WebSocket<SocketData>, data: SocketData, message: DeviceMessage): Promise<void> {
+    if (!(await data.ready)) return;
+    const { device } = data;
+    try {
+      // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
+      if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
+      // Checked with no await before the store: a change that ends this connection waits for it.
+      if (!data.accepting) throw closingError();
+      const org = this.#d.orgs.get(device.org_id);
+      if (org === undefined) throw notFound('Organization');
+      const current = this.#d.devices.get(device.org_id, device.name);
+      // Gone: it is being deleted. Not holding this connection open: a sandbox reset ended it, and
+      // its socket is being closed (closeConnectionsEndedByReset) or must be (that close never came).
+      if (current === undefined || current.id !== device.id) throw closingError();
+      if (current.connection?.id !== data.connection.id) {
+        sendFrame(data, ws, nackFrame(message.id, closingError()));
+        closeSocket(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'this connection is no longer recorded; connect again');
+        return;
+      }
+      // Its schemas as they are now (a PATCH applies to open sockets too).
+      validateEventPayload(deviceSchemas(current), message.type, message.payload);
+      const nowMs = this.#d.clock.now();
+      const id = generateEventId(nowMs);
+      const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };
+      const event = rootEvent({ ...fields, provider_event_id: message.id, received_at_ms: nowMs });
+      const claim = { source: event.source, providerEventId: message.id };
+      await this.#d.quota.storeEvent(org, this.#d.events, { event, payloadJson: message.payloadJson, recording: null, claim });
+      this.#d.onStored();
+      sendFrame(data, ws, ackFrame(message.id, id, false));
+    } catch (error) {
+      if (error instanceof ConflictError && error.code === 'duplicate_event') {
+        sendFrame(data, ws, ackFrame(message.id, String(error.details['original_event_id']), true));
+        return;
+      }
+      if (!(error instanceof InputError || error instanceof SluiceError)) {
+        this.#d.logger.error('device message could not be stored', { org_id: device.org_id, device: device.name, error: String(error) });
+      }
+      sendFrame(data, ws, nackFrame(message.id, error));
+    }
+  }
+}

@@ -1,0 +1,39 @@
+// What Sluice keeps on each device WebSocket (uWS user data): the device and connection it
+// belongs to, whether its connection is recorded, its messages being stored, and how it ends; and
+// the two ways to talk to it that are safe after it closed (uWS throws on a closed socket).
+
+import type { WebSocket } from 'uWebSockets.js';
+import { CLOSE_NOT_RECORDED } from './device-frame.ts';
+import type { DeviceConnection, DeviceRecord } from './device-record.ts';
+import type { Ending } from './device-store.ts';
+
+export interface SocketData {
+  /** The device as it was when its token was checked; the ledger refuses the connection if it changed since. */
+  readonly device: DeviceRecord;
+  readonly connection: DeviceConnection;
+  /** Resolves true once `device.connected` is durable; false when it was not recorded (the socket is closed). */
+  ready: Promise<boolean>;
+  readonly inFlight: Set<Promise<void>>;
+  open: boolean;
+  /** Whether a message may still be stored: false once something is about to end this connection. */
+  accepting: boolean;
+  /** Its `device.connected` is durable (its messages no longer wait for the device's chain). */
+  recorded: boolean;
+  /** Its connection write was tried: the ledger may hold it even if the write failed (a failed flush). */
+  attempted: boolean;
+  /** Set when Sluice closes the socket (why, for its `device.disconnected`), and when it has closed (how). */
+  ending: Ending | undefined;
+}
+
+/** Sends a text frame to the device unless its socket has closed. */
+export function sendFrame(data: SocketData, ws: WebSocket<SocketData>, frame: string): void {
+  if (data.open) ws.send(frame, false);
+}
+
+/** Closes the socket with the ending's code (1011 when it has none), remembering why, unless it has closed already. */
+export function closeSocket(ws: WebSocket<SocketData>, ending: Ending & { readonly code: number | null }, text: string = ending.reason): void {
+  const data = ws.getUserData();
+  if (!data.open) return;
+  data.ending = ending;
+  ws.end(ending.code ?? CLOSE_NOT_RECORDED, text);
+}
