@@ -58,7 +58,7 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
   const tokenFile = relativeFile === undefined || relativeFile.startsWith('..') ? file : relativeFile;
   // The token itself is never printed: the file it is in, the variable, or a placeholder for the
   // flag (which wins over the variable when both are given).
-  const tokenExpr = tokenFile !== undefined ? `$(cat ${tokenFile})` : config.adminToken === process.env.SLUICE_ADMIN_TOKEN ? '$SLUICE_ADMIN_TOKEN' : '<your --admin-token>';
+  const tokenExpr = tokenFile !== undefined ? `$(cat ${tokenFile})` : config.adminTokenFrom === 'env' ? '$SLUICE_ADMIN_TOKEN' : '<your --admin-token>';
   const lines = [
     `sluice ${command}: data in ${config.dataDir}`,
     `listening on ${runtime.url}`,

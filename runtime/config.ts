@@ -18,6 +18,8 @@ export interface RuntimeConfig {
   readonly dataDir: string;
   /** Explicit admin token, or undefined to use (or create) `<dataDir>/admin-token`. */
   readonly adminToken: string | undefined;
+  /** Where the explicit admin token came from (the start banner names it, never prints it). */
+  readonly adminTokenFrom: 'flag' | 'env' | undefined;
   readonly adminTokenFile: string;
   readonly dedupWindowMs: number;
   /** Days an event (with its recording and finished runs) is kept; never less than the dedup window. */
@@ -119,6 +121,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     port: integer('--port', text('--port', values.port, env.SLUICE_PORT), DEFAULT_PORT, 0, 65535),
     dataDir,
     adminToken: adminToken(text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN)),
+    adminTokenFrom: values['admin-token'] !== undefined ? 'flag' : text('--admin-token', undefined, env.SLUICE_ADMIN_TOKEN) !== undefined ? 'env' : undefined,
     adminTokenFile: join(dataDir, 'admin-token'),
     dedupWindowMs,
     retentionDays,
