@@ -116,6 +116,11 @@ export class LiveRooms {
     this.#order.offer(orgId, updates);
   }
 
+  /** The highest seq of the org sent out to its sockets (0 when none): later ones wait for a predecessor. */
+  emittedSeq(orgId: string): number {
+    return this.#order.emitted(orgId);
+  }
+
   /** Stops waiting for missing seqs now (tests; production waits GAP_GRACE_MS). */
   releaseGaps(): void {
     this.#order.releaseGaps();

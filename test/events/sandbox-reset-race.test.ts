@@ -59,6 +59,13 @@ test('a sandbox webhook that arrives while a reset is in flight is stored after 
   const generations = rt.runtime.context.runs.sandboxGenerations;
   let finish!: () => void;
   const held = generations.during(ORG, () => new Promise<void>((resolve) => (finish = resolve)));
+  // Each request tells when it reaches the wait for the reset (the webhook's and the API event's).
+  let waiting = 0;
+  const quiet = generations.quiet.bind(generations);
+  generations.quiet = (orgId: string) => {
+    waiting++;
+    return quiet(orgId);
+  };
   const body = JSON.stringify({ type: 'fixture.sent', id: 'fx-during-reset' });
   let answered = false;
   const webhook = call(rt.url, 'POST', `/hooks/${ORG}/fixtures`, { body, headers: signStandard(secret, 'fx-during-reset', Math.floor(Date.now() / 1000), body) }).then((answer) => {
@@ -66,7 +73,11 @@ test('a sandbox webhook that arrives while a reset is in flight is stored after 
     return answer;
   });
   const apiEvent = call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'fixture.sent', environment: 'sandbox', payload: {} } });
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  try {
+    await eventually('both requests waiting for the reset', () => waiting, (count) => count === 2);
+  } finally {
+    generations.quiet = quiet;
+  }
   assert.equal(answered, false, 'the delivery waits for the reset');
   finish();
   await held;

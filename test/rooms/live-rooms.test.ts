@@ -191,7 +191,11 @@ test('filters: sandbox environment and a single run', async () => {
   const oneRun = await connectLive(rt.url, 'acct-live', { token: key });
   oneRun.subscribe({ run_id: 'run-9', after_seq: 1_000_000 });
   await sandbox.waitFor(() => sandbox.updates().some((u) => u.run_id === 'run-3'), 'retained sandbox update');
-  await new Promise((r) => setTimeout(r, 20));
+  // A heartbeat comes when a socket joins the live stream and when it leaves it: one at its opening,
+  // then one each as its Subscribe takes it out and, replayed, back in.
+  const heartbeats = (client: LiveClient): number => client.messages.filter((m) => 'heartbeat' in m).length;
+  await oneRun.waitFor(() => heartbeats(oneRun) >= 3, 'run-9 subscription live');
+  await sandbox.waitFor(() => heartbeats(sandbox) >= 3, 'sandbox subscription live');
   await commit('acct-live', [update('run-9', 'running'), update('run-8', 'running'), update('run-7', 'running', 'sandbox')]);
   await oneRun.waitFor(() => oneRun.updates().length === 1, 'run-9 only');
   await sandbox.waitFor(() => sandbox.updates().some((u) => u.run_id === 'run-7'), 'live sandbox update');
@@ -239,10 +243,13 @@ test('updates that become durable out of order are still delivered in seq order'
   // A seq whose write never became durable holds later ones back only until the gap is released.
   await write(update('run-lost', 'running'));
   const after = await write(update('run-gap', 'running'));
+  const emittedBefore = rooms.emittedSeq('acct-live');
   rooms.publish('acct-live', [after]);
-  await new Promise((r) => setTimeout(r, 20));
-  assert.ok(!client.updates().some((u) => u.run_id === 'run-gap'), 'held back behind the missing seq');
+  // Sending is synchronous in publish: not sent out now means held back.
+  assert.equal(rooms.emittedSeq('acct-live'), emittedBefore, 'held back behind the missing seq');
+  assert.ok(emittedBefore < after.seq - 1, 'the missing seq lies between');
   rooms.releaseGaps();
+  assert.equal(rooms.emittedSeq('acct-live'), after.seq, 'released: the gap is passed over');
   await client.waitFor(() => client.updates().some((u) => u.run_id === 'run-gap'), 'released after the gap');
   client.close();
 });

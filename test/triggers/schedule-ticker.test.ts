@@ -52,7 +52,9 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     clock.advance(5);
     const stored = await patched;
     ticker.arm(stored);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The tick's write was queued when fireDue() returned, after the PATCH's: a write queued now
+    // commits after both (writes commit in order), so its answer means the tick's is decided.
+    await opened.ledger.root.transaction(() => undefined);
     assert.deepEqual(events.list(ORG, 'production', { limit: 10 }).events, [], 'no event from the old pattern');
     assert.equal(schedules.get(ORG, 'race')?.last_tick_ms, TEN + 5, 'the last tick stays where the PATCH put it');
     assert.equal(ticker.timers.dueAt(`${ORG}\u0000race`), TEN + 30 * 60_000, 'next: 10:30 by the new pattern');
