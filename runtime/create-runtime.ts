@@ -163,7 +163,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     ...deviceRoutes(context, deviceStore, devices),
     ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
-    ...runRoutes(context, runs, engine),
+    ...runRoutes(context, runs, engine, (orgId, workflowId, version) => workflows.version(orgId, workflowId, version)),
     ...sandboxRoutes(context, updateLog, engine, projections, deviceStore, (orgId, reset) => {
       rooms.closeSandboxSocketsAfterReset(orgId, reset.live_mark);
       devices.closeConnectionsEndedByReset(orgId, reset.device_connections);

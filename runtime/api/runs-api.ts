@@ -13,10 +13,12 @@ import { summarizeRun } from '../runs/run-summary.ts';
 import { encodeCursor, environmentOf, isListedId, parseCursor, parseCursorOf, parseLimit } from './query-params.ts';
 import { isWorkflowId } from '../workflows/workflow-store.ts';
 import { redactRunView } from '../workflows/viewer-redaction.ts';
+import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 
 const STATES = new Set(['queued', 'running', 'backoff', 'delaying', 'failed', 'completed', 'cancelled']);
 
-export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): Route[] {
+/** `pinned` answers a run's workflow version (for what a viewer may not read of it: viewer-redaction.ts). */
+export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pinned: (orgId: string, workflowId: string, version: number) => WorkflowVersion | undefined): Route[] {
   const base = '/organizations/:org_id/runs';
   /** The run named by the path in the requested environment (`?environment=`, default production), else 404. */
   const requireRun = (request: HttpRequest, role: 'viewer' | 'developer') => {
@@ -53,8 +55,10 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine): R
       method: 'GET',
       pattern: `${base}/:run_id`,
       handler: (request) => {
-        const view = describeRun(requireRun(request, 'viewer').run);
-        return json(200, { run: ctx.auth.seesCredentials(request) ? view : redactRunView(view) });
+        const { run } = requireRun(request, 'viewer');
+        const view = describeRun(run);
+        if (ctx.auth.seesCredentials(request)) return json(200, { run: view });
+        return json(200, { run: redactRunView(view, pinned(run.context.orgId, run.context.workflowId, run.context.workflowVersion)?.definition) });
       },
     },
     {

@@ -32,23 +32,61 @@ export const redactWorkflow = <T extends WorkflowDraft>(workflow: T): T => ({ ..
 
 export const redactVersion = (version: WorkflowVersion): WorkflowVersion => ({ ...version, definition: redactWorkflow(version.definition) });
 
-/** Attempt evidence with its recorded `url` (a webhook attempt's) redacted as in the workflow. */
-function redactEvidence(evidence: JsonValue | null): JsonValue | null {
-  if (evidence === null || typeof evidence !== 'object' || Array.isArray(evidence)) return evidence;
-  const fields = evidence as { readonly [key: string]: JsonValue };
-  const url = fields['url'];
-  return typeof url === 'string' && URL.canParse(url) ? { ...fields, url: redactUrl(url) } : evidence;
+/** Shorter values are not searched for in answers: "v2" in a path is no secret, and would redact half a body. */
+const MIN_SCRUBBED_LENGTH = 6;
+
+/**
+ * The credential values a workflow's webhook steps carry: header values (and their words, as
+ * `s3cr3t` of `Bearer s3cr3t`), URL path segments that are not plain words, query values and fragments.
+ */
+function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
+  const found = new Set<string>();
+  for (const step of workflow?.steps ?? []) {
+    if (step.type !== 'webhook') continue;
+    for (const value of Object.values(step.headers)) for (const part of [value, ...value.split(/\s+/)]) found.add(part);
+    const url = new URL(step.url);
+    for (const segment of url.pathname.split('/')) if (!PLAIN_SEGMENT.test(segment)) found.add(segment).add(decodeURIComponent(segment));
+    for (const value of url.searchParams.values()) found.add(value);
+    if (url.hash.length > 1) found.add(url.hash.slice(1));
+  }
+  return [...found].filter((value) => value.length >= MIN_SCRUBBED_LENGTH).sort((a, b) => b.length - a.length);
 }
 
-/** The run as a viewer sees it: its webhook attempts' URLs redacted. */
-export const redactRunView = (run: RunView): RunView => ({
-  ...run,
-  steps: run.steps.map((step) => ({
-    ...step,
-    attempts: step.attempts.map((a) => ({
-      ...a,
-      evidence: redactEvidence(a.evidence),
-      after_cancel: a.after_cancel === null ? null : { ...a.after_cancel, evidence: redactEvidence(a.after_cancel.evidence) },
+/** `value` with every occurrence of a credential in its strings read as "[redacted]". */
+function scrub(value: JsonValue | null, credentials: readonly string[]): JsonValue | null {
+  if (credentials.length === 0 || value === null) return value;
+  if (typeof value === 'string') return credentials.reduce((text, credential) => text.split(credential).join(REDACTED), value);
+  if (Array.isArray(value)) return value.map((item: JsonValue) => scrub(item, credentials) as JsonValue);
+  if (typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, scrub(item, credentials) as JsonValue]));
+}
+
+/** Attempt evidence with its recorded `url` redacted as in the workflow, and the credentials scrubbed from the rest. */
+function redactEvidence(evidence: JsonValue | null, credentials: readonly string[]): JsonValue | null {
+  if (evidence === null || typeof evidence !== 'object' || Array.isArray(evidence)) return scrub(evidence, credentials);
+  const fields = evidence as { readonly [key: string]: JsonValue };
+  const url = fields['url'];
+  const scrubbed = scrub(fields, credentials) as { readonly [key: string]: JsonValue };
+  return typeof url === 'string' && URL.canParse(url) ? { ...scrubbed, url: redactUrl(url) } : scrubbed;
+}
+
+/**
+ * The run as a viewer sees it: its webhook attempts' URLs redacted, and the credentials of its
+ * pinned `workflow` scrubbed from step results and evidence (a receiver that echoes its request,
+ * or quotes it in an error page, would otherwise show them).
+ */
+export function redactRunView(run: RunView, workflow: WorkflowDraft | undefined): RunView {
+  const credentials = credentialsOf(workflow);
+  return {
+    ...run,
+    steps: run.steps.map((step) => ({
+      ...step,
+      result: scrub(step.result, credentials),
+      attempts: step.attempts.map((a) => ({
+        ...a,
+        evidence: redactEvidence(a.evidence, credentials),
+        after_cancel: a.after_cancel === null ? null : { ...a.after_cancel, evidence: redactEvidence(a.after_cancel.evidence, credentials) },
+      })),
     })),
-  })),
-});
+  };
+}

@@ -1,6 +1,7 @@
 // What a viewer key sees of a run: its webhook attempts record the URL they posted to as evidence,
 // and a token in that URL's path (Slack's and Discord's webhook URLs carry one) reads "[redacted]"
-// for a viewer, as in the workflow; a developer sees the URL whole. Real runtime and receiver.
+// for a viewer, as in the workflow; so do the step's credentials wherever the receiver's answers
+// quote them. A developer sees everything. Real runtime and receiver.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -16,7 +17,11 @@ let key: string;
 
 before(async () => {
   rt = await startRuntime();
-  receiver = await startReceiver();
+  // The first answer is an error page quoting the request, the second echoes it: as some receivers do.
+  receiver = await startReceiver([
+    { status: 500, body: 'upstream failed for /services/T0ABC123/B0DEF456/qWeRtYuIoPaSdFgH with authorization: Bearer hdr-SeCrEt-42' },
+    { status: 200, body: '{"echo":{"authorization":"Bearer hdr-SeCrEt-42","x-team":"ops"}}' },
+  ]);
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
 });
 after(async () => {
@@ -26,7 +31,8 @@ after(async () => {
 
 test("a viewer reads a run's webhook evidence with the URL's token segments redacted; a developer reads the URL", async () => {
   const url = `${receiver.url}/services/T0ABC123/B0DEF456/qWeRtYuIoPaSdFgH`;
-  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'slack', trigger_event: 'deal.won', steps: [{ id: 'post', type: 'webhook', url }] } });
+  const step = { id: 'post', type: 'webhook', url, headers: { authorization: 'Bearer hdr-SeCrEt-42', 'x-team': 'ops' }, retry: { max_retries: 1, initial_ms: 50, max_ms: 50 } };
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'slack', trigger_event: 'deal.won', steps: [step] } });
   assert.equal(created.status, 201, created.text);
   const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'deal.won', payload: {} } });
   assert.equal(sent.status, 202, sent.text);
@@ -34,11 +40,17 @@ test("a viewer reads a run's webhook evidence with the URL's token segments reda
   const path = `/organizations/${ORG}/runs/${run!.run_id}`;
 
   const developer = (await call(rt.url, 'GET', path, { token: key })).body.run;
+  assert.equal(developer.steps[0].attempts.length, 2, 'a failed attempt, then the one that completed');
   assert.equal(developer.steps[0].attempts[0].evidence.url, url);
+  assert.match(developer.steps[0].attempts[0].evidence.body, /Bearer hdr-SeCrEt-42/);
   const viewer = await keyWithRole(rt.url, ORG, key, 'viewer');
   const seen = await call(rt.url, 'GET', path, { token: viewer.key });
   assert.equal(seen.status, 200, seen.text);
-  assert.equal(seen.body.run.steps[0].attempts[0].evidence.url, `${receiver.url}/services/[redacted]/[redacted]/[redacted]`);
-  assert.ok(!seen.text.includes('qWeRtYuIoPaSdFgH'), 'the token appears nowhere in the answer');
-  assert.equal(seen.body.run.steps[0].attempts[0].evidence.idempotency_key, developer.steps[0].attempts[0].evidence.idempotency_key, 'the rest of the evidence stays');
+  const [failed, completed] = seen.body.run.steps[0].attempts;
+  for (const attempt of [failed, completed]) assert.equal(attempt.evidence.url, `${receiver.url}/services/[redacted]/[redacted]/[redacted]`);
+  assert.equal(failed.evidence.body, 'upstream failed for /services/[redacted]/[redacted]/[redacted] with authorization: [redacted]');
+  assert.deepEqual(JSON.parse(seen.body.run.steps[0].result.body), { echo: { authorization: '[redacted]', 'x-team': 'ops' } }, 'a header value is redacted whole; short values (ops) are not searched for');
+  for (const secret of ['qWeRtYuIoPaSdFgH', 'T0ABC123', 'hdr-SeCrEt-42']) assert.ok(!seen.text.includes(secret), `${secret} appears nowhere in the answer`);
+  assert.equal(failed.evidence.idempotency_key, developer.steps[0].attempts[0].evidence.idempotency_key, 'the rest of the evidence stays');
+  assert.equal(failed.evidence.status, 500);
 });
