@@ -19,10 +19,10 @@ const REDACTED = new Set([
 ]);
 /** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, x-signing-key, ...). */
 const CREDENTIAL_NAME = /token|secret|signature|passw|auth|key|session|credential/;
-/** Keys that are not credentials: kept, since support reads them to match a delivery with its sender's retries. */
-const NOT_CREDENTIALS = new Set(['idempotency-key']);
+/** Idempotency keys (idempotency-key, x-idempotency-key) are no credentials: kept, since support matches a delivery with its sender's retries by them. */
+const IDEMPOTENCY_KEY = /(^|-)idempotency-key$/;
 
-const isCredential = (name: string): boolean => REDACTED.has(name) || (CREDENTIAL_NAME.test(name) && !NOT_CREDENTIALS.has(name));
+const isCredential = (name: string): boolean => REDACTED.has(name) || (CREDENTIAL_NAME.test(name) && !IDEMPOTENCY_KEY.test(name));
 
 export function recordRequest(
   method: string,

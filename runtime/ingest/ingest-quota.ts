@@ -1,5 +1,5 @@
 // Per-tenant ingest quota: a token bucket per org refilled at the org's `ingest_rate_per_second`
-// (one second of burst). Over it, webhooks, API events and replays get 429 with Retry-After,
+// (one second of burst). Over it, webhooks, API events and replays get 429 with Retry-After (device messages a retryable nack),
 // nothing stored. Only stored events count: a write that stores nothing (a duplicate) gives its
 // token back, and a duplicate over the quota still gets its 409.
 
