@@ -164,9 +164,12 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     ...eventRoutes(context, quota),
     ...workflowRoutes(context, workflows, (orgId, actionId) => actions.get(orgId, actionId) !== undefined),
     ...runRoutes(context, runs, engine, (orgId, workflowId, version) => workflows.version(orgId, workflowId, version)),
-    ...sandboxRoutes(context, updateLog, engine, projections, deviceStore, (orgId, reset) => {
-      rooms.closeSandboxSocketsAfterReset(orgId, reset.live_mark);
-      devices.closeConnectionsEndedByReset(orgId, reset.device_connections);
+    ...sandboxRoutes(context, updateLog, engine, projections, deviceStore, {
+      durable: (orgId, reset) => {
+        rooms.closeSandboxSocketsAfterReset(orgId, reset.live_mark);
+        devices.closeConnectionsEndedByReset(orgId, reset.device_connections);
+      },
+      unconfirmed: (orgId) => devices.closeSandboxSocketsAfterUnconfirmedReset(orgId),
     }),
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections),

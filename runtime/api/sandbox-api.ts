@@ -1,7 +1,7 @@
 // REST: POST /organizations/:org_id/sandbox/reset (developer) wipes the org's sandbox data.
-// Starter plans have no sandbox: 402 `sandbox_disabled`. Once the reset is durable, `onReset`
-// closes the org's sandbox live sockets (4409: the runs they show are gone) and the sockets of the
-// device connections it ended.
+// Starter plans have no sandbox: 402 `sandbox_disabled`. Once the reset is durable, its hooks close
+// the org's sandbox live sockets (4409: the runs they show are gone) and the sockets of the device
+// connections it ended; a reset that failed (it may have committed) closes the sandbox device sockets.
 
 import { json, type Route } from '../http/types.ts';
 import { resetSandbox, type SandboxResetResult } from '../events/sandbox-reset.ts';
@@ -12,7 +12,13 @@ import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
 import type { ApiContext } from './context.ts';
 
-export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore, devices: DeviceStore, onReset: (orgId: string, result: SandboxResetResult) => void): Route[] {
+/** What happens around a reset: once it is durable, and when it failed (it may have committed all the same, its flush failing). */
+export interface SandboxResetHooks {
+  readonly durable: (orgId: string, result: SandboxResetResult) => void;
+  readonly unconfirmed: (orgId: string) => void;
+}
+
+export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: RunEngine, projections: ProjectionStore, devices: DeviceStore, hooks: SandboxResetHooks): Route[] {
   return [
     {
       method: 'POST',
@@ -20,9 +26,15 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         assertSandboxAllowed(org, 'sandbox');
-        const result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections }, org.id, ctx.clock.now());
+        let result: SandboxResetResult;
+        try {
+          result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections }, org.id, ctx.clock.now());
+        } catch (error) {
+          hooks.unconfirmed(org.id);
+          throw error;
+        }
         engine.forget(result.runs);
-        onReset(org.id, result);
+        hooks.durable(org.id, result);
         return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims, projection_rows: result.projection_rows } });
       },
     },

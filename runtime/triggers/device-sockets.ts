@@ -157,6 +157,20 @@ export class DeviceSockets {
     }
   }
 
+  /**
+   * A sandbox reset failed, perhaps after it committed (a failed flush): whether it ended the
+   * org's sandbox connections is unknown, so their sockets close (1011) and the devices connect
+   * again. An ending the ledger still holds open is written as usual; one the reset ended writes nothing.
+   */
+  closeSandboxSocketsAfterUnconfirmedReset(orgId: string): void {
+    for (const sockets of this.#sockets.values()) {
+      for (const ws of sockets) {
+        const { device } = ws.getUserData();
+        if (device.org_id === orgId && device.environment === 'sandbox') closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the sandbox reset could not be confirmed; connect again');
+      }
+    }
+  }
+
   /** Refuses new sockets, closes the open ones (1001) and resolves once their endings are durable. */
   async close(): Promise<void> {
     this.#accepting = false;

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import WebSocket from 'ws';
+import { SandboxGenerations } from '../../runtime/events/sandbox-generation.ts';
 import { DeviceSockets } from '../../runtime/triggers/device-sockets.ts';
 import { DeviceStore } from '../../runtime/triggers/device-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
@@ -241,4 +242,39 @@ test('a sandbox reset whose socket close never came (its answer failed): the nex
   assert.equal((await device.closed).code, 4410);
   const stored = await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey });
   assert.deepEqual(stored.body.events, [], 'nothing of the ended connection is stored in the new sandbox, not even its ending');
+});
+
+test('a sandbox reset that fails after committing (its flush failed) closes the sandbox device sockets (1011), which reconnect into the new sandbox', async () => {
+  const org = 'acct-device-races-unflushed';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
+  assert.equal(created.status, 201, created.text);
+  const plant = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'plant' } });
+  const listening = await connectDevice(rt.url, org, 'lab', created.body.token);
+  const production = await connectDevice(rt.url, org, 'plant', plant.body.token);
+  const generations = SandboxGenerations.prototype as unknown as { during: (orgId: string, reset: () => Promise<unknown>) => Promise<unknown> };
+  const during = generations.during;
+  generations.during = function (this: unknown, orgId: string, reset: () => Promise<unknown>) {
+    return during.call(this, orgId, async () => {
+      await reset();
+      throw new Error('flush failed');
+    });
+  };
+  try {
+    assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sandbox/reset`, { token: orgKey })).status, 500);
+  } finally {
+    generations.during = during;
+  }
+  assert.equal((await listening.closed).code, 1011, 'a device that sends nothing is told too');
+  const view = await call(rt.url, 'GET', `/organizations/${org}/devices/lab?environment=sandbox`, { token: orgKey });
+  assert.deepEqual([view.body.device.state, view.body.device.last_disconnect_reason], ['disconnected', 'sandbox_reset'], 'the reset committed');
+  const again = await connectDevice(rt.url, org, 'lab', created.body.token);
+  again.close(1000);
+  await again.closed;
+  const endings = await eventually('the new connection ending', async () => (await call(rt.url, 'GET', `/organizations/${org}/events?type=device.disconnected&environment=sandbox`, { token: orgKey })).body.events as Array<{ payload: Record<string, unknown> }>, (list) => list.length === 1);
+  assert.equal(endings[0]!.payload.connection_id, again.frames[0]!.connection_id, 'only the new connection ends in the new sandbox');
+  production.send({ id: 'p-1', type: 'reading.taken', payload: {} });
+  assert.equal((await production.answerTo('p-1')).type, 'ack', 'the production device stays connected');
+  production.close(1000);
+  await production.closed;
 });
