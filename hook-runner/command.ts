@@ -1,5 +1,6 @@
 // `sluice hook-runner [--listen <addr>] [--data-dir <dir>]`: reads flags and environment, starts the
 // server, prints `hook-runner listening on <addr>` once bound, and stops cleanly on SIGTERM/SIGINT.
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
 import { loadMasterKey, parsePreviousMasterKeys } from './master-key.ts';
@@ -56,6 +57,21 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
   return { listen, dataDir: resolve(dataDir), help };
 }
 
+/**
+ * Before the runner read SLUICE_DATA_DIR, one started without --data-dir kept its store (vault,
+ * master key, modules) in ./.sluice whatever the variable said. Starting afresh in the variable's
+ * directory would leave those secrets behind without a word: refused, saying what to do.
+ */
+function refuseStoreLeftBehind(dataDir: string): void {
+  const earlier = runnerStoreDir(resolve(DEFAULT_DATA_DIR));
+  const wanted = runnerStoreDir(dataDir);
+  if (wanted === earlier || existsSync(wanted) || !existsSync(earlier)) return;
+  throw new RunnerConfigError(
+    `SLUICE_DATA_DIR is ${dataDir}, which holds no hook-runner store yet, but ${earlier} does (where the runner kept it before it read SLUICE_DATA_DIR). ` +
+      `Move ${earlier} to ${wanted} to keep its secrets, or pass --data-dir (${DEFAULT_DATA_DIR} to keep using it, or ${dataDir} to start afresh there).`,
+  );
+}
+
 function waitForStopSignal(): Promise<string> {
   return new Promise((done) => {
     const stop = (reason: string) => (): void => {
@@ -82,6 +98,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
     process.stdout.write(`${USAGE}\n`);
     return;
   }
+  if (!args.some((arg) => arg === '--data-dir' || arg.startsWith('--data-dir='))) refuseStoreLeftBehind(flags.dataDir);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);

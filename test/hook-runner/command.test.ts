@@ -23,9 +23,9 @@ interface RunnerProcess {
   readonly exited: Promise<number | null>;
 }
 
-function spawnRunner(args: readonly string[], env: NodeJS.ProcessEnv = {}): RunnerProcess {
+function spawnRunner(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string): RunnerProcess {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const listening = new Promise<string>((resolve, reject) => {
@@ -59,7 +59,7 @@ describe('hook-runner command', () => {
 
   it('takes its data directory from SLUICE_DATA_DIR, as the runtime does, so both find the same token file; a blank SLUICE_RUNNER_TOKEN counts as not set', async () => {
     const dataDir = tempDataDir();
-    const runner = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: dataDir, SLUICE_RUNNER_TOKEN: ' ' });
+    const runner = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: dataDir, SLUICE_RUNNER_TOKEN: ' ' }, tempDataDir());
     const address = await runner.listening;
     const client = new HookRunnerClient(address, readFileSync(join(dataDir, 'runner-token'), 'utf8').trim());
     assert.equal((await client.health()).ok, true);
@@ -67,6 +67,22 @@ describe('hook-runner command', () => {
     assert.equal(statSync(join(dataDir, 'hook-runner', 'master.key')).mode & 0o777, 0o600, 'its vault key is there too');
     runner.process.kill('SIGTERM');
     assert.equal(await runner.exited, 0);
+  });
+
+  it('refuses to start afresh in SLUICE_DATA_DIR while ./.sluice holds the store it used before reading the variable; --data-dir decides', async () => {
+    const workDir = tempDataDir();
+    const earlier = spawnRunner(['--listen', '127.0.0.1:0', '--data-dir', join(workDir, '.sluice')]);
+    await earlier.listening;
+    earlier.process.kill('SIGTERM');
+    assert.equal(await earlier.exited, 0);
+    const dataDir = tempDataDir();
+    const refused = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: dataDir }, workDir);
+    assert.equal(await refused.exited, 2);
+    assert.match(refused.output.join('\n'), /holds no hook-runner store yet, but .*\.sluice\/hook-runner does/);
+    const chosen = spawnRunner(['--listen', '127.0.0.1:0', '--data-dir', dataDir], { SLUICE_DATA_DIR: dataDir }, workDir);
+    await chosen.listening;
+    chosen.process.kill('SIGTERM');
+    assert.equal(await chosen.exited, 0);
   });
 
   it('listens on a unix socket, and reclaims it after a crash', async () => {
