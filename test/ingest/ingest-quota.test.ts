@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 30, 10, 0, 0));
@@ -97,4 +98,35 @@ test('with the quota used up, a copy of a stored delivery or API event is still 
   const fresh = await hook('second');
   assert.equal(fresh.status, 429, 'a new delivery waits for the quota');
   assert.equal((await api('api-second')).status, 429);
+});
+
+test('with the quota used up, a retried keyed replay answers its replay (202) and a device sending a stored message again gets its duplicate ack', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-full-2');
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-full-2', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 3 } })).status, 200);
+  const created = await call(rt.url, 'POST', '/organizations/acct-q-full-2/devices', { token: key, json: { name: 'till' } });
+  assert.equal(created.status, 201, created.text);
+  const device = await connectDevice(rt.url, 'acct-q-full-2', 'till', created.body.token);
+  device.send({ id: 'sale-1', type: 'sale.made', payload: {} });
+  const first = await device.answerTo('sale-1');
+  assert.deepEqual([first.type, first.duplicate], ['ack', false]);
+  const original = await call(rt.url, 'POST', '/organizations/acct-q-full-2/events', { token: key, json: { type: 'q.api', payload: {} } });
+  assert.equal(original.status, 202);
+  const replay = () => call(rt.url, 'POST', `/organizations/acct-q-full-2/events/${original.body.event.id}/replay`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'support-ticket-9' } });
+  const made = await replay();
+  assert.equal(made.status, 202, made.text);
+  // Three stored (the message, the event, the replay; the device's device.connected is not counted): the quota is used up.
+  assert.equal((await call(rt.url, 'POST', '/organizations/acct-q-full-2/events', { token: key, json: { type: 'q.api', payload: {} } })).status, 429);
+  const retried = await replay();
+  assert.equal(retried.status, 202, retried.text);
+  assert.equal(retried.headers.get('idempotent-replayed'), 'true');
+  assert.equal(retried.body.event.id, made.body.event.id);
+  device.send({ id: 'sale-1', type: 'sale.made', payload: {} });
+  await device.waitFor(() => device.frames.filter((f) => f.id === 'sale-1').length === 2, 'the second answer');
+  const again = device.frames.filter((f) => f.id === 'sale-1')[1]!;
+  assert.deepEqual([again.type, again.duplicate, again.event_id], ['ack', true, first.event_id]);
+  device.send({ id: 'sale-2', type: 'sale.made', payload: {} });
+  const fresh = await device.answerTo('sale-2');
+  assert.deepEqual([fresh.type, fresh.error?.code, fresh.retryable], ['nack', 'ingest_quota_exceeded', true]);
+  device.close(1000);
+  await device.closed;
 });
