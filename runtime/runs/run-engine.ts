@@ -5,64 +5,23 @@
 
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { applyReportAfterCancel, persistSnapshot, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
+import { persistSnapshot, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
-import type { Clock } from '../clock.ts';
 import { RetryableError } from '../errors.ts';
-import { settleDurably, type EventStore, type Reaction } from '../events/event-store.ts';
-import { durably } from '../ledger/durable-write.ts';
-import type { Ledger, LedgerWrite } from '../ledger/ledger.ts';
-import type { Logger } from '../log.ts';
-import type { LiveRooms } from '../rooms/live-rooms.ts';
-import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
-import type { RunUpdate } from '../rooms/live-codec.ts';
-import type { OrganizationStore } from '../tenancy/organizations.ts';
+import type { NewRunUpdate } from '../rooms/update-log.ts';
+import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
-import type { RunStore } from './run-store.ts';
-import { RunTimers } from './run-timers.ts';
-import { StalledRuns } from './stalled-runs.ts';
-import type { HookRunnerClient } from '../hook-runner/client.ts';
-import type { ProjectionStore } from '../projections/projection-store.ts';
-import type { ActionEffects, ActionResolver } from './custom-action-step.ts';
-import { performStep } from './step-dispatcher.ts';
-import type { OutboundConnections } from './outbound-connections.ts';
+import type { ActionEffects } from './custom-action-step.ts';
 import { RunChains } from './run-chains.ts';
 import { RunCreation } from './run-creation.ts';
-import { runUpdateFor } from './run-update.ts';
-import { writeStepEffects } from './step-effects.ts';
+import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
 import { recoverUnfinishedRuns } from './run-recovery.ts';
-import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
-
-/** What the engine reads of workflows (implemented by the workflow store). */
-export interface WorkflowLookup {
-  matching(orgId: string, environment: string, eventType: string): readonly WorkflowVersion[];
-  version(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined;
-  signingSecrets(orgId: string, workflowId: string): readonly string[];
-}
-
-/** A run event before the engine stamps it with the clock. */
-export type RunCommand = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'at'> : never) : never;
-
-export interface RunEngineDeps {
-  readonly ledger: Ledger;
-  readonly runs: RunStore;
-  readonly workflows: WorkflowLookup;
-  readonly events: EventStore;
-  readonly orgs: OrganizationStore;
-  readonly updateLog: UpdateLog;
-  readonly rooms: LiveRooms;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  /** The runtime's own port, which webhook steps may not call; known once it listens. */
-  readonly selfPort: () => number;
-  /** The capped keep-alive pools webhook steps send through. */
-  readonly connections: OutboundConnections;
-  readonly projections: ProjectionStore;
-  /** Custom actions and the hook-runner; a custom_action step fails closed without them. */
-  readonly actions: ActionResolver | undefined;
-  readonly runner: HookRunnerClient | undefined;
-}
+import { RunTimers } from './run-timers.ts';
+import { runUpdateFor } from './run-update.ts';
+import { StalledRuns } from './stalled-runs.ts';
+import { performStep } from './step-dispatcher.ts';
+import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 
 interface LiveRun {
   readonly actor: RunActor;
@@ -211,30 +170,10 @@ export class RunEngine {
       return;
     }
     const run = persistSnapshot(actor.getPersistedSnapshot());
-    const { root } = this.#d.ledger;
-    let reactions: Reaction[] = [];
-    let update: RunUpdate | undefined;
-    const withEffects = effects !== undefined && command.type === 'step.succeeded';
-    // A sandbox reset may remove the run after the read above and commit after this write is
-    // queued. A sandbox run is therefore written in a transaction, which runs after the reset's
-    // and finds the run gone; a batch would commit behind the reset and bring the run back.
-    const checkExists = run.context.environment === 'sandbox';
-    let gone = false;
-    const writes = (): void => {
-      if (checkExists && !this.#d.runs.has(orgId, runId)) {
-        gone = true;
-        return;
-      }
-      this.#d.runs.write(run, previous);
-      // The step's outputs commit with its completion: a crash leaves both or neither.
-      if (withEffects) reactions = writeStepEffects(this.#d, run, command.stepId, effects, this.#d.clock.now());
-      update = this.#d.updateLog.append(orgId, this.#updateFor(run));
-    };
+    let written: TransitionWritten;
     try {
-      // Effects read what they update (a projection's revision), so they need a transaction of their
-      // own; a plain transition only writes, and a batch spares the write thread a round trip here.
-      const write: LedgerWrite<unknown> = withEffects || checkExists ? root.transaction(writes) : root.batch(writes);
-      await settleDurably(root, write, () => reactions, () => true);
+      const stepEffects = effects !== undefined && command.type === 'step.succeeded' ? { stepId: command.stepId, effects } : undefined;
+      written = await writeTransition(this.#d, run, previous, this.#updateFor(run), stepEffects);
     } catch (error) {
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
       this.#dropActor(key);
@@ -242,28 +181,18 @@ export class RunEngine {
       throw error;
     }
     this.#stalled.cleared(key);
-    if (gone) {
+    if (written.gone) {
       this.#removed(orgId, runId);
       return;
     }
     live.persisted = run;
-    if (update !== undefined) this.#d.rooms.publish(orgId, [update]);
+    if (written.update !== undefined) this.#d.rooms.publish(orgId, [written.update]);
     this.#act(run);
   }
 
-  /**
-   * Keeps what an effect reported after its run was cancelled (see applyReportAfterCancel). Written
-   * in a transaction that checks the run still exists (a sandbox reset may have removed it); the
-   * done actor is dropped, so the next read takes the record from the ledger.
-   */
+  /** Keeps what an effect reported after its run was cancelled; the done actor is dropped, so the next read takes the record from the ledger. */
   async #recordAfterCancel(key: string, previous: PersistedRun, event: RunEvent): Promise<void> {
-    const late = applyReportAfterCancel(previous, event);
-    if (!late.changed) return;
-    const { orgId, runId } = previous.context;
-    await durably(this.#d.ledger.root, this.#d.ledger.root.transaction(() => {
-      if (this.#d.runs.has(orgId, runId)) this.#d.runs.write(late.run, previous);
-    }));
-    this.#dropActor(key);
+    if (await writeReportAfterCancel(this.#d, previous, event)) this.#dropActor(key);
   }
 
   /** The run was deleted (sandbox reset): it keeps no actor and no slot. */

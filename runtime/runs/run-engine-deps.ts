@@ -1,0 +1,47 @@
+// What the run engine is built from: the stores it reads and writes, the live rooms it publishes
+// to, the outbound pools and the hook-runner its steps use; and the commands it accepts.
+
+import type { RunEvent } from '../../actors/run-types.ts';
+import type { Clock } from '../clock.ts';
+import type { EventStore } from '../events/event-store.ts';
+import type { HookRunnerClient } from '../hook-runner/client.ts';
+import type { Ledger } from '../ledger/ledger.ts';
+import type { Logger } from '../log.ts';
+import type { ProjectionStore } from '../projections/projection-store.ts';
+import type { LiveRooms } from '../rooms/live-rooms.ts';
+import type { UpdateLog } from '../rooms/update-log.ts';
+import type { OrganizationStore } from '../tenancy/organizations.ts';
+import type { WorkflowVersion } from '../workflows/workflow-types.ts';
+import type { ActionResolver } from './custom-action-step.ts';
+import type { OutboundConnections } from './outbound-connections.ts';
+import type { RunStore } from './run-store.ts';
+
+/** What the engine reads of workflows (implemented by the workflow store). */
+export interface WorkflowLookup {
+  matching(orgId: string, environment: string, eventType: string): readonly WorkflowVersion[];
+  version(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined;
+  signingSecrets(orgId: string, workflowId: string): readonly string[];
+}
+
+/** A run event before the engine stamps it with the clock. */
+export type RunCommand = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'at'> : never) : never;
+
+export interface RunEngineDeps {
+  readonly ledger: Ledger;
+  readonly runs: RunStore;
+  readonly workflows: WorkflowLookup;
+  readonly events: EventStore;
+  readonly orgs: OrganizationStore;
+  readonly updateLog: UpdateLog;
+  readonly rooms: LiveRooms;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The runtime's own port, which webhook steps may not call; known once it listens. */
+  readonly selfPort: () => number;
+  /** The capped keep-alive pools webhook steps send through. */
+  readonly connections: OutboundConnections;
+  readonly projections: ProjectionStore;
+  /** Custom actions and the hook-runner; a custom_action step fails closed without them. */
+  readonly actions: ActionResolver | undefined;
+  readonly runner: HookRunnerClient | undefined;
+}
