@@ -1,0 +1,179 @@
+// The workflow store on each ledger (LMDB and memory): versions, the trigger index, signing
+// secrets, the version cap and paging.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+import { parseWorkflowInput } from '../../runtime/workflows/parse-workflow.ts';
+import { MAX_VERSIONS_PER_WORKFLOW, WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
+import type { WorkflowDraft } from '../../runtime/workflows/workflow-types.ts';
+
+const T0 = Date.UTC(2026, 10, 30);
+const SECRET_FORMAT = /^whsec_[A-Za-z0-9+/]{43}=$/;
+const hook = (url = 'https://example.com/hook') => ({ type: 'webhook', url });
+const draftOf = (body: Record<string, unknown>): WorkflowDraft =>
+  parseWorkflowInput({ name: 'wf', trigger_event: 'order.placed', steps: [hook()], ...body });
+const ids = (versions: readonly { workflow_id: string }[]): string[] => versions.map((v) => v.workflow_id).sort();
+
+for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`, () => {
+  let opened: ReturnType<typeof kind.open>;
+  let ledger: Ledger;
+  let store: WorkflowStore;
+  before(() => {
+    opened = kind.open();
+    ledger = opened.ledger;
+    store = new WorkflowStore(ledger);
+  });
+  after(() => opened.close());
+
+  test('create stores version 1, a trigger entry and one signing secret', async () => {
+    const { workflow, signingSecret } = await store.create(draftOf({ steps: [{ id: 'notify', ...hook() }] }), 'org-a', T0);
+    assert.match(workflow.id, /^[0-9a-f-]{36}$/);
+    assert.equal(workflow.version, 1);
+    assert.equal(workflow.created_at, new Date(T0).toISOString());
+    assert.match(signingSecret, SECRET_FORMAT);
+    assert.deepEqual(store.signingSecrets('org-a', workflow.id), [signingSecret]);
+    assert.deepEqual(store.get('org-a', workflow.id), workflow);
+    assert.equal(store.get('org-b', workflow.id), undefined, 'another org never sees it');
+    const [match, ...rest] = store.matching('org-a', 'production', 'order.placed');
+    assert.equal(rest.length, 0);
+    assert.equal(match?.workflow_id, workflow.id);
+    assert.equal(match?.version, 1);
+    assert.equal(match?.definition.steps[0]?.id, 'notify');
+  });
+
+  test('update writes a new version; the old one keeps its steps; matching serves the current one', async () => {
+    const { workflow } = await store.create(draftOf({ trigger_event: 'invoice.paid', steps: [{ id: 'a', ...hook('https://a.example/') }] }), 'org-a', T0);
+    const edited = parseWorkflowInput({ steps: [{ id: 'a', ...hook('https://a2.example/') }, { type: 'delay', duration: 'PT5M' }] }, workflow);
+    const v2 = await store.update('org-a', workflow.id, edited, T0 + 1000);
+    assert.equal(v2.version, 2);
+    assert.equal(v2.created_at, workflow.created_at);
+    assert.equal(v2.updated_at, new Date(T0 + 1000).toISOString());
+    const old = store.version('org-a', workflow.id, 1);
+    assert.equal(old?.definition.steps.length, 1);
+    assert.equal(old?.definition.steps[0]?.type === 'webhook' && old.definition.steps[0].url, 'https://a.example/');
+    assert.equal(store.version('org-a', workflow.id, 2)?.definition.steps.length, 2);
+    assert.equal(store.version('org-a', workflow.id, 3), undefined);
+    const [match] = store.matching('org-a', 'production', 'invoice.paid');
+    assert.equal(match?.version, 2);
+    assert.equal(match?.definition.steps[0]?.id, 'a', 'a repeated step id is kept');
+  });
+
+  test('matching follows disable, enable, trigger changes, and delete', async () => {
+    const { workflow } = await store.create(draftOf({ trigger_event: 'cart.open' }), 'org-m', T0);
+    const matchIds = (env: string, type: string) => ids(store.matching('org-m', env, type));
+    const indexed = () => [...ledger.openDatabase('workflow-triggers').getKeys({ start: ['org-m'], end: ['org-m', '\uffff'] })];
+    assert.deepEqual(matchIds('production', 'cart.open'), [workflow.id]);
+
+    let current = await store.setStatus('org-m', workflow.id, 'disabled', T0 + 1);
+    assert.equal(current.version, 2);
+    assert.deepEqual(matchIds('production', 'cart.open'), []);
+    assert.deepEqual(indexed(), [], 'a disabled workflow has no trigger entry');
+    assert.equal((await store.setStatus('org-m', workflow.id, 'disabled', T0 + 2)).version, 2, 'same status: no new version');
+    current = await store.setStatus('org-m', workflow.id, 'enabled', T0 + 3);
+    assert.deepEqual(matchIds('production', 'cart.open'), [workflow.id]);
+
+    current = await store.update('org-m', workflow.id, parseWorkflowInput({ trigger_event: 'cart.closed' }, current), T0 + 4);
+    assert.deepEqual(matchIds('production', 'cart.open'), []);
+    assert.deepEqual(matchIds('production', 'cart.closed'), [workflow.id]);
+
+    current = await store.update('org-m', workflow.id, parseWorkflowInput({ status: 'disabled', trigger_event: 'cart.x' }, current), T0 + 6);
+    assert.deepEqual(matchIds('production', 'cart.closed'), []);
+    assert.deepEqual(matchIds('production', 'cart.x'), []);
+    current = await store.update('org-m', workflow.id, parseWorkflowInput({ status: 'enabled' }, current), T0 + 7);
+    assert.deepEqual(matchIds('production', 'cart.x'), [workflow.id]);
+    assert.deepEqual(matchIds('sandbox', 'cart.x'), [], 'nor in the other environment');
+    assert.deepEqual(indexed(), [['org-m', 'production', 'cart.x', workflow.id]], 'exactly one entry, for the current trigger');
+    assert.equal(current.version, 6);
+
+    await store.delete('org-m', workflow.id);
+    assert.deepEqual(matchIds('production', 'cart.x'), []);
+    assert.deepEqual(indexed(), [], 'delete leaves no trigger entry behind');
+    assert.equal(store.get('org-m', workflow.id), undefined);
+    assert.equal(store.version('org-m', workflow.id, 6)?.definition.trigger_event, 'cart.x', 'versions outlive the workflow');
+    assert.equal(store.signingSecrets('org-m', workflow.id).length, 1, 'secrets outlive it too, for runs still finishing');
+    await assert.rejects(store.delete('org-m', workflow.id), { status: 404, code: 'not_found' });
+    await assert.rejects(store.setStatus('org-m', workflow.id, 'enabled', T0), { status: 404 });
+  });
+
+  test('matching is exact: no prefix leaks across event types, environments or orgs', async () => {
+    const exact = (await store.create(draftOf({ trigger_event: 'order' }), 'org-p', T0)).workflow;
+    const longer = (await store.create(draftOf({ trigger_event: 'order.x' }), 'org-p', T0)).workflow;
+    const otherOrg = (await store.create(draftOf({ trigger_event: 'order' }), 'org-p-2', T0)).workflow;
+    assert.deepEqual(ids(store.matching('org-p', 'production', 'order')), [exact.id]);
+    assert.deepEqual(ids(store.matching('org-p', 'production', 'order.x')), [longer.id]);
+    assert.deepEqual(ids(store.matching('org-p-2', 'production', 'order')), [otherOrg.id]);
+    assert.deepEqual(store.matching('org-p', 'sandbox', 'order'), []);
+    assert.deepEqual(store.matching('org-p', 'production', 'orde'), []);
+  });
+
+  test('matching still serves trigger entries written before they held the version', async () => {
+    const { workflow } = await store.create(draftOf({ trigger_event: 'legacy.trigger' }), 'org-l', T0);
+    const updated = await store.update('org-l', workflow.id, draftOf({ trigger_event: 'legacy.trigger', steps: [{ id: 'second', ...hook() }] }), T0 + 1);
+    // The older layout: the same key, holding null.
+    await ledger.openDatabase('workflow-triggers').put(['org-l', 'production', 'legacy.trigger', workflow.id], null);
+    const [match] = store.matching('org-l', 'production', 'legacy.trigger');
+    assert.equal(match?.version, updated.version);
+    assert.equal(match?.definition.steps[0]?.id, 'second');
+    await store.setStatus('org-l', workflow.id, 'disabled', T0 + 2);
+    await ledger.openDatabase('workflow-triggers').put(['org-l', 'production', 'legacy.trigger', workflow.id], null);
+    assert.deepEqual(store.matching('org-l', 'production', 'legacy.trigger'), [], 'a disabled workflow never matches');
+  });
+
+  test('matching reads inside a write transaction and sees that transaction\'s writes', async () => {
+    const { workflow } = await store.create(draftOf({ trigger_event: 'txn.seen' }), 'org-t', T0);
+    const seen = await ledger.root.transaction(() => store.matching('org-t', 'production', 'txn.seen').map((v) => v.workflow_id));
+    assert.deepEqual(seen, [workflow.id]);
+  });
+
+  test('rotation puts the new secret first, keeps the previous one, and drops older ones', async () => {
+    const { workflow, signingSecret: first } = await store.create(draftOf({}), 'org-r', T0);
+    const second = await store.rotateSigningSecret('org-r', workflow.id, T0 + 1);
+    assert.match(second, SECRET_FORMAT);
+    assert.notEqual(second, first);
+    assert.deepEqual(store.signingSecrets('org-r', workflow.id), [second, first]);
+    const third = await store.rotateSigningSecret('org-r', workflow.id, T0 + 2);
+    assert.deepEqual(store.signingSecrets('org-r', workflow.id), [third, second]);
+    assert.deepEqual(store.signingSecrets('org-x', workflow.id), []);
+    await assert.rejects(store.rotateSigningSecret('org-x', workflow.id, T0), { status: 404 });
+  });
+
+  test('an update based on a stale version is refused when ifVersion is given', async () => {
+    const { workflow } = await store.create(draftOf({}), 'org-c', T0);
+    await store.update('org-c', workflow.id, parseWorkflowInput({ name: 'first' }, workflow), T0 + 1, { ifVersion: 1 });
+    await assert.rejects(store.update('org-c', workflow.id, parseWorkflowInput({ name: 'second' }, workflow), T0 + 2, { ifVersion: 1 }), {
+      status: 409,
+      code: 'workflow_version_conflict',
+    });
+    assert.equal(store.get('org-c', workflow.id)?.name, 'first');
+    assert.equal(store.version('org-c', workflow.id, 3), undefined);
+  });
+
+  test('a workflow takes at most 1,000 versions: the next update or enable is 409, but it can still be disabled', async () => {
+    const { workflow } = await store.create(draftOf({}), 'org-cap', T0);
+    let current = workflow;
+    while (current.version < MAX_VERSIONS_PER_WORKFLOW) current = await store.update('org-cap', workflow.id, parseWorkflowInput({ name: `v${current.version + 1}` }, current), T0);
+    await assert.rejects(store.update('org-cap', workflow.id, parseWorkflowInput({ name: 'one too many' }, current), T0), { code: 'version_limit_reached' });
+    assert.equal(store.get('org-cap', workflow.id)?.version, MAX_VERSIONS_PER_WORKFLOW);
+    const disabled = await store.setStatus('org-cap', workflow.id, 'disabled', T0);
+    assert.deepEqual([disabled.status, disabled.version], ['disabled', MAX_VERSIONS_PER_WORKFLOW + 1]);
+    await assert.rejects(store.setStatus('org-cap', workflow.id, 'enabled', T0), { code: 'version_limit_reached' });
+    assert.equal(store.get('org-cap', workflow.id)?.status, 'disabled');
+  });
+
+  test('versions page newest first; list holds every workflow of the environment; odd ids read as absent', async () => {
+    const { workflow } = await store.create(draftOf({}), 'org-v', T0);
+    let current = workflow;
+    for (let i = 2; i <= 5; i++) current = await store.update('org-v', workflow.id, parseWorkflowInput({ name: `v${i}` }, current), T0 + i);
+    assert.deepEqual(store.versions('org-v', workflow.id, { limit: 50 }).map((v) => v.version), [5, 4, 3, 2, 1]);
+    assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2 }).map((v) => v.version), [5, 4]);
+    assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2, before: 4 }).map((v) => v.version), [3, 2]);
+    assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2, before: 1 }), []);
+    const later = (await store.create(draftOf({}), 'org-v', T0 + 60_000)).workflow;
+    assert.deepEqual(store.list('org-v', 'production').map((w) => w.id).sort(), [later.id, workflow.id].sort());
+    assert.equal(store.get('org-v', 'x'.repeat(5000)), undefined);
+    assert.equal(store.version('org-v', workflow.id, 0), undefined);
+    assert.deepEqual(store.signingSecrets('org-v', 'not-a-uuid'), []);
+  });
+});
