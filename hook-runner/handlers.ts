@@ -4,6 +4,7 @@ import { createGuestEnvelope } from './envelope.ts';
 import type { InvocationLedger } from './invocation-ledger.ts';
 import { createInvocationResult, toInvokeReply, type InvocationResult } from './invocation-outcome.ts';
 import type { ModuleRegistry } from './module-registry.ts';
+import { maskSecrets } from './output-secrets.ts';
 import {
   parseDeleteSecretRequest, parseInvokeRequest, parseModuleBytes, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
 } from './requests.ts';
@@ -40,7 +41,7 @@ function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, co
       actionId: command.scope.actionId,
       digest: command.digest,
     });
-    return createInvocationResult(await deps.limiter.run(() => runModule(compiled, envelope)));
+    return maskSecrets(createInvocationResult(await deps.limiter.run(() => runModule(compiled, envelope))), secrets);
   };
 }
 

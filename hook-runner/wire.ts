@@ -21,7 +21,10 @@ export const LISTENING_PREFIX = 'hook-runner listening on ';
 /** Trailing-metadata key that carries the snake_case Sluice error code of a failed call. */
 export const SLUICE_CODE_METADATA_KEY = 'sluice-code';
 
-/** Every trap kind the sandbox reports; sandbox.ts re-exports this list (the runtime never imports the addon wrapper). */
+/**
+ * Every trap kind the sandbox reports (sandbox.ts re-exports this list: the runtime never imports the
+ * addon wrapper), and `secret_in_output`, the runner's own (output-secrets.ts).
+ */
 export const TRAP_KINDS = [
   'out_of_fuel',
   'stack_overflow',
@@ -31,6 +34,7 @@ export const TRAP_KINDS = [
   'integer_overflow',
   'indirect_call',
   'abi_error',
+  'secret_in_output',
   'other',
 ] as const;
 export type WireTrapKind = (typeof TRAP_KINDS)[number];

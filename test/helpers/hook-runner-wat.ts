@@ -23,7 +23,7 @@ const watString = (text: string): string =>
 /** A bump allocator that grows memory as needed; fresh bytes are zero, so input is NUL-terminated. */
 const ALLOC = `
   (global $bump (mut i32) (i32.const 1024))
-  (func (export "alloc") (param $len i32) (result i32)
+  (func $alloc (export "alloc") (param $len i32) (result i32)
     (local $p i32) (local $end i32)
     (local.set $p (global.get $bump))
     (local.set $end (i32.add (local.get $p) (i32.add (local.get $len) (i32.const 1))))
@@ -38,6 +38,36 @@ const ALLOC = `
 /** Outputs its whole input envelope: the test sees exactly what the guest was given. */
 export const ECHO_WAT = `(module (memory (export "memory") 1) ${ALLOC}
   (func (export "execute") (param $ptr i32) (param $len i32) (result i32) (local.get $ptr)))`;
+
+/**
+ * Outputs `{"hex":"<its input envelope, hex-encoded>"}`: the test sees exactly what the guest was
+ * given, secrets included, where the runner's masking of secrets in outputs cannot recognise them.
+ */
+export const HEX_ECHO_WAT = `(module (memory (export "memory") 1) ${ALLOC}
+  (data (i32.const 0) "0123456789abcdef")
+  (data (i32.const 16) "{\\"hex\\":\\"")
+  (func (export "execute") (param $ptr i32) (param $len i32) (result i32)
+    (local $out i32) (local $i i32) (local $byte i32) (local $at i32)
+    (local.set $out (call $alloc (i32.add (i32.shl (local.get $len) (i32.const 1)) (i32.const 16))))
+    (i64.store (local.get $out) (i64.load (i32.const 16)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $len)))
+        (local.set $byte (i32.load8_u (i32.add (local.get $ptr) (local.get $i))))
+        (local.set $at (i32.add (i32.add (local.get $out) (i32.const 8)) (i32.shl (local.get $i) (i32.const 1))))
+        (i32.store8 (local.get $at) (i32.load8_u (i32.shr_u (local.get $byte) (i32.const 4))))
+        (i32.store8 (i32.add (local.get $at) (i32.const 1)) (i32.load8_u (i32.and (local.get $byte) (i32.const 15))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next)))
+    (local.set $at (i32.add (i32.add (local.get $out) (i32.const 8)) (i32.shl (local.get $len) (i32.const 1))))
+    (i32.store8 (local.get $at) (i32.const 34))
+    (i32.store8 (i32.add (local.get $at) (i32.const 1)) (i32.const 125))
+    (i32.store8 (i32.add (local.get $at) (i32.const 2)) (i32.const 0))
+    (local.get $out)))`;
+
+/** The envelope a HEX_ECHO_WAT guest was given, from its output. */
+export const fromHexEcho = (outputJson: string): Record<string, unknown> =>
+  JSON.parse(Buffer.from((JSON.parse(outputJson) as { hex: string }).hex, 'hex').toString('utf8')) as Record<string, unknown>;
 
 /** Outputs `text` (stored NUL-terminated at address 16), whatever the input. */
 export const constantWat = (text: string): string => `(module (memory (export "memory") 1)

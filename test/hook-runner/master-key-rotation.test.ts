@@ -9,7 +9,7 @@ import { parsePreviousMasterKeys } from '../../hook-runner/master-key.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { TerminalError } from '../../runtime/errors.ts';
 import { invocation, newMasterKey, startRunner, tempDataDir, type RunnerFixture } from '../helpers/hook-runner.ts';
-import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
+import { assembleWat, fromHexEcho, HEX_ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
 const scope = { orgId: 'org_rotate', actionId: 'act_rotate' };
 
@@ -33,11 +33,11 @@ async function stop(runner: RunnerFixture): Promise<void> {
   await runner.close({ keepData: true });
 }
 
-/** The secrets the echo guest was given, as it echoes its envelope back. */
+/** The secrets the echo guest was given, as it echoes its envelope back hex-encoded (a plain echo's output has them masked). */
 async function secretsSeen(runner: RunnerFixture, digest: string, keys: readonly string[]): Promise<Record<string, string>> {
   const result = await runner.client.invoke(invocation(digest, { ...scope, permissions: keys.map((key) => `read_secret:${key}`) }));
   assert.equal(result.outcome.kind, 'output');
-  return (JSON.parse(result.outcome.kind === 'output' ? result.outcome.outputJson : '{}') as { secrets: Record<string, string> }).secrets;
+  return (fromHexEcho(result.outcome.kind === 'output' ? result.outcome.outputJson : '{"hex":"7b7d"}') as { secrets: Record<string, string> }).secrets;
 }
 
 test('a runner started with the old key as previous seals every secret again under the new key', async () => {
@@ -46,7 +46,7 @@ test('a runner started with the old key as previous seals every secret again und
   const newKey = newMasterKey();
 
   const before = await runnerWith(dataDir, oldKey);
-  const echo = await before.client.compile(await assembleWat('echo', ECHO_WAT));
+  const echo = await before.client.compile(await assembleWat('hex-echo', HEX_ECHO_WAT));
   await before.client.putSecret({ ...scope, key: 'STRIPE_KEY', value: 'sk_live_rotate_1' });
   await before.client.putSecret({ ...scope, key: 'SLACK_TOKEN', value: 'xoxb-rotate-2' });
   await stop(before);
@@ -72,7 +72,7 @@ test('secrets that no given key opens are counted, left alone and still fail clo
   const newKey = newMasterKey();
 
   const before = await runnerWith(dataDir, lostKey);
-  const echo = await before.client.compile(await assembleWat('echo', ECHO_WAT));
+  const echo = await before.client.compile(await assembleWat('hex-echo', HEX_ECHO_WAT));
   await before.client.putSecret({ ...scope, key: 'ORPHAN', value: 'sk_live_orphan' });
   await stop(before);
 

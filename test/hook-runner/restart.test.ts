@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ConflictError } from '../../runtime/errors.ts';
-import { invocation, parseOutput, startRunner, waitFor, type RunnerFixture } from '../helpers/hook-runner.ts';
-import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
+import { invocation, startRunner, waitFor, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { assembleWat, fromHexEcho, HEX_ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
 let runner: RunnerFixture;
 let echo: string;
@@ -12,7 +12,8 @@ const scope = { orgId: 'org_restart', actionId: 'act_restart' };
 
 before(async () => {
   runner = await startRunner();
-  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
+  // Hex-encoding: the secrets it was given come back as given (a plain echo's output has them masked).
+  echo = await runner.client.compile(await assembleWat('hex-echo', HEX_ECHO_WAT));
 });
 after(() => runner.close());
 
@@ -27,7 +28,7 @@ async function assertStateKept(run: string, storedOutput: string): Promise<void>
   // Module: known by digest without a new Compile, recompiled lazily; secret injected.
   const fresh = await runner.client.invoke(invocation(echo, { ...scope, idempotencyKey: `${run}:step_2`, fence: 5, permissions: [`read_secret:KEY_${run.toUpperCase()}`] }));
   assert.equal(fresh.outcome.kind, 'output');
-  if (fresh.outcome.kind === 'output') assert.deepEqual(parseOutput(fresh.outcome.outputJson)['secrets'], { [`KEY_${run.toUpperCase()}`]: `value-${run}` });
+  if (fresh.outcome.kind === 'output') assert.deepEqual(fromHexEcho(fresh.outcome.outputJson)['secrets'], { [`KEY_${run.toUpperCase()}`]: `value-${run}` });
   // Completed reply: replayed byte for byte.
   const replay = await runner.client.invoke(invocation(echo, { ...scope, idempotencyKey: `${run}:step_1`, fence: 5, payloadJson: '{"before":false}' }));
   assert.equal(replay.replayed, true);

@@ -11,7 +11,7 @@ import { openRunnerStore, runnerStoreDir, type SecretRecordKey } from '../../hoo
 import { MAX_SECRETS_PER_ACTION, openSealedSecret, sealSecret, secretAad } from '../../hook-runner/vault.ts';
 import { ConflictError, InputError, TerminalError } from '../../runtime/errors.ts';
 import { invocation, newMasterKey, startRunner, tempDataDir, type RunnerFixture } from '../helpers/hook-runner.ts';
-import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
+import { assembleWat, fromHexEcho, HEX_ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
 const scope = { orgId: 'org_vault', actionId: 'act_vault' };
 const PLAINTEXT = 'sk_live_PLAINTEXT_MARKER_8d1f0c';
@@ -25,7 +25,8 @@ before(async () => {
   dataDir = tempDataDir();
   masterKey = newMasterKey();
   runner = await startRunner({ dataDir, masterKey });
-  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
+  // Hex-encoding: the secrets it was given come back as given (a plain echo's output has them masked).
+  echo = await runner.client.compile(await assembleWat('hex-echo', HEX_ECHO_WAT));
 });
 after(() => runner.close());
 
@@ -74,7 +75,7 @@ describe('vault at rest', () => {
     await assert.rejects(runner.client.invoke(invocation(echo, { ...scope, permissions: ['read_secret:TAMPERED'] })), failsClosed('TAMPERED'));
     // The guest never ran with it, and invocations that do not ask for it still work.
     const other = await runner.client.invoke(invocation(echo, { ...scope, permissions: ['read_secret:STRIPE_KEY'] }));
-    assert.equal(other.outcome.kind === 'output' && JSON.parse(other.outcome.outputJson).secrets.STRIPE_KEY, PLAINTEXT);
+    assert.equal(other.outcome.kind === 'output' && (fromHexEcho(other.outcome.outputJson).secrets as Record<string, string>).STRIPE_KEY, PLAINTEXT);
   });
 
   it('fails closed on a ciphertext moved to another key (AAD binds org, action, key)', async () => {

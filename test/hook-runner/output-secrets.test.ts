@@ -1,0 +1,33 @@
+// The runner's masking of secrets in guest outputs (hook-runner/output-secrets.ts) on its own: every
+// given secret of 8 characters or more reads "[redacted]" wherever it is in a string, raw or
+// JSON-escaped; one written outside a string (a number) turns the output into a secret_in_output
+// trap; short values, other outcomes and outputs without a secret pass unchanged.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { InvocationResult } from '../../hook-runner/invocation-outcome.ts';
+import { maskSecrets } from '../../hook-runner/output-secrets.ts';
+
+const output = (outputJson: string): InvocationResult => ({ outcome: { kind: 'output', outputJson }, fuelUsed: 7 });
+
+test('a secret reads [redacted] in keys and values, the longest first, and the output stays a JSON document', () => {
+  const secrets = { TOKEN: 'tok_12345678', LONGER: 'tok_12345678_and_more', QUOTED: 'a"b\\c-long' };
+  const masked = maskSecrets(output('{"tok_12345678":"x tok_12345678_and_more y","q":"a\\"b\\\\c-long","n":1}'), secrets);
+  assert.deepEqual(masked, output('{"[redacted]":"x [redacted] y","q":"[redacted]","n":1}'));
+});
+
+test('a secret written where masking would break the JSON (a number) fails the output: nothing of it is kept', () => {
+  const masked = maskSecrets(output('{"pin":1234567890}'), { PIN: '1234567890' });
+  assert.equal(masked.outcome.kind, 'trap');
+  assert.equal(masked.outcome.kind === 'trap' && masked.outcome.trap, 'secret_in_output');
+  assert.doesNotMatch(JSON.stringify(masked), /1234567890/);
+  assert.equal(masked.fuelUsed, 7);
+});
+
+test('short secrets, outputs without a secret and outcomes other than output pass as they are', () => {
+  const plain = output('{"threshold":50,"note":"all fine"}');
+  assert.equal(maskSecrets(plain, { RISK_THRESHOLD: '50' }), plain, 'under 8 characters: not masked');
+  assert.equal(maskSecrets(plain, { API_KEY: 'sk_live_abcdefgh' }), plain);
+  const trap: InvocationResult = { outcome: { kind: 'trap', trap: 'out_of_fuel', message: 'sk_live_abcdefgh' }, fuelUsed: 1 };
+  assert.equal(maskSecrets(trap, { API_KEY: 'sk_live_abcdefgh' }), trap);
+});
