@@ -35,6 +35,15 @@ export const redactVersion = (version: WorkflowVersion): WorkflowVersion => ({ .
 /** Shorter values are not searched for in answers: "v2" in a path is no secret, and would redact half a body. */
 const MIN_SCRUBBED_LENGTH = 6;
 
+/** A path segment as a receiver may quote it, decoded; as written when it is not valid percent-encoding. */
+function decodedOr(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /**
  * The credential values a workflow's webhook steps carry: header values (and their words, as
  * `s3cr3t` of `Bearer s3cr3t`), URL path segments that are not plain words, query values and fragments.
@@ -45,7 +54,7 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
     if (step.type !== 'webhook') continue;
     for (const value of Object.values(step.headers)) for (const part of [value, ...value.split(/\s+/)]) found.add(part);
     const url = new URL(step.url);
-    for (const segment of url.pathname.split('/')) if (!PLAIN_SEGMENT.test(segment)) found.add(segment).add(decodeURIComponent(segment));
+    for (const segment of url.pathname.split('/')) if (!PLAIN_SEGMENT.test(segment)) found.add(segment).add(decodedOr(segment));
     for (const value of url.searchParams.values()) found.add(value);
     if (url.hash.length > 1) found.add(url.hash.slice(1));
   }

@@ -54,3 +54,16 @@ test("a viewer reads a run's webhook evidence with the URL's token segments reda
   assert.equal(failed.evidence.idempotency_key, developer.steps[0].attempts[0].evidence.idempotency_key, 'the rest of the evidence stays');
   assert.equal(failed.evidence.status, 500);
 });
+
+test('a step URL whose path is not valid percent-encoding still reads redacted for a viewer (not a 500)', async () => {
+  receiver.script([{ status: 200, body: '{"ok":true}' }]);
+  const url = `${receiver.url}/hooks/%zzTOKEN123/y`;
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'odd', trigger_event: 'deal.odd', steps: [{ id: 'post', type: 'webhook', url }] } });
+  assert.equal(created.status, 201, created.text);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'deal.odd', payload: {} } })).status, 202);
+  const runs = await eventually('the completed run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=completed&workflow_id=${created.body.workflow.id}`, { token: key })).body.runs as Array<{ run_id: string }>, (list) => list.length === 1);
+  const viewer = await keyWithRole(rt.url, ORG, key, 'viewer');
+  const seen = await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runs[0]!.run_id}`, { token: viewer.key });
+  assert.equal(seen.status, 200, seen.text);
+  assert.equal(seen.body.run.steps[0].attempts[0].evidence.url, `${receiver.url}/hooks/[redacted]/y`);
+});
