@@ -1,5 +1,6 @@
 // The live-room update a persisted run transition publishes: its state, current step and attempt,
-// and the workflow's channel. Built from the snapshot alone, inside the transaction that stores it.
+// and the workflow's channel. Built from the snapshot alone, before the write that stores it (the
+// write gives it its seq).
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';

@@ -6,6 +6,7 @@
 // workflow and the run are still explained.
 
 import type { JsonValue } from '../../actors/json.ts';
+import { maskOccurrences } from '../../hook-runner/mask-text.ts';
 import type { RunView } from '../../actors/run-view.ts';
 import type { WorkflowDraft, WorkflowStep, WorkflowVersion } from './workflow-types.ts';
 
@@ -44,27 +45,39 @@ function decodedOr(segment: string): string {
   }
 }
 
+/** A word of a header value that is a token, not prose: "s3cr3t" of "Bearer s3cr3t", not "Bearer" or "application/json". */
+const TOKEN_WORD = /^(?=.*\d|.*[a-z].*[A-Z]|.*[A-Z].*[a-z]).{8,}$/;
+
 /**
- * The credential values a workflow's webhook steps carry: header values (and their words, as
- * `s3cr3t` of `Bearer s3cr3t`), URL path segments that are not plain words, query values and fragments.
+ * The credential values a workflow's webhook steps carry, in the forms a receiver may quote them:
+ * header values (and their token-like words), URL path segments that are not plain words (as
+ * written and decoded), query values (decoded and as written) and fragments; each also as JSON
+ * escapes it (a receiver's JSON answer, "/" escaped or not).
  */
 function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
   const found = new Set<string>();
   for (const step of workflow?.steps ?? []) {
     if (step.type !== 'webhook') continue;
-    for (const value of Object.values(step.headers)) for (const part of [value, ...value.split(/\s+/)]) found.add(part);
+    for (const value of Object.values(step.headers)) {
+      found.add(value);
+      for (const word of value.split(/\s+/)) if (TOKEN_WORD.test(word)) found.add(word);
+    }
     const url = new URL(step.url);
     for (const segment of url.pathname.split('/')) if (!PLAIN_SEGMENT.test(segment)) found.add(segment).add(decodedOr(segment));
     for (const value of url.searchParams.values()) found.add(value);
+    for (const pair of url.search.slice(1).split('&')) found.add(pair.slice(pair.indexOf('=') + 1));
     if (url.hash.length > 1) found.add(url.hash.slice(1));
   }
-  return [...found].filter((value) => value.length >= MIN_SCRUBBED_LENGTH).sort((a, b) => b.length - a.length);
+  const long = [...found].filter((value) => value.length >= MIN_SCRUBBED_LENGTH);
+  const escaped = long.map((value) => JSON.stringify(value).slice(1, -1));
+  // Some JSON writers (PHP's, json-c) escape "/" too.
+  return [...new Set([...long, ...escaped, ...escaped.map((value) => value.replaceAll('/', '\\/'))])];
 }
 
 /** `value` with every occurrence of a credential in its strings read as "[redacted]". */
 function scrub(value: JsonValue | null, credentials: readonly string[]): JsonValue | null {
   if (credentials.length === 0 || value === null) return value;
-  if (typeof value === 'string') return credentials.reduce((text, credential) => text.split(credential).join(REDACTED), value);
+  if (typeof value === 'string') return maskOccurrences(value, credentials, REDACTED);
   if (Array.isArray(value)) return value.map((item: JsonValue) => scrub(item, credentials) as JsonValue);
   if (typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, scrub(item, credentials) as JsonValue]));

@@ -67,3 +67,17 @@ test('a step URL whose path is not valid percent-encoding still reads redacted f
   assert.equal(seen.status, 200, seen.text);
   assert.equal(seen.body.run.steps[0].attempts[0].evidence.url, `${receiver.url}/hooks/[redacted]/y`);
 });
+
+test('credentials are scrubbed in the forms a receiver quotes them: a query value as sent (percent-encoded) and a header token JSON-escaped', async () => {
+  receiver.script([{ status: 400, body: '{"error":"Cannot POST /in?sig=Ab%2Bcd%2Fef%3D%3D","seen":"tok\\/en+123=="}' }]);
+  const url = `${receiver.url}/in?sig=Ab%2Bcd%2Fef%3D%3D`;
+  const step = { id: 'post', type: 'webhook', url, headers: { 'x-token': 'tok/en+123==' } };
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'sas', trigger_event: 'deal.sas', steps: [step] } });
+  assert.equal(created.status, 201, created.text);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'deal.sas', payload: {} } })).status, 202);
+  const runs = await eventually('the failed run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=failed&workflow_id=${created.body.workflow.id}`, { token: key })).body.runs as Array<{ run_id: string }>, (list) => list.length === 1);
+  const viewer = await keyWithRole(rt.url, ORG, key, 'viewer');
+  const seen = await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runs[0]!.run_id}`, { token: viewer.key });
+  assert.equal(seen.status, 200, seen.text);
+  assert.equal(seen.body.run.steps[0].attempts[0].evidence.body, '{"error":"Cannot POST /in?sig=[redacted]","seen":"[redacted]"}');
+});

@@ -1,7 +1,8 @@
 // The runner's masking of secrets in guest outputs (hook-runner/output-secrets.ts) on its own: every
 // given secret of 8 characters or more reads "[redacted]" wherever it is in a string, raw or
-// JSON-escaped; one written outside a string (a number) turns the output into a secret_in_output
-// trap; short values, other outcomes and outputs without a secret pass unchanged.
+// JSON-escaped, overlapping ones masked whole; one it cannot mask (outside a string, in an object
+// key, in another escaping) turns the output into a secret_in_output trap; short values, other
+// outcomes and outputs without a secret pass unchanged.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -10,10 +11,24 @@ import { maskSecrets } from '../../hook-runner/output-secrets.ts';
 
 const output = (outputJson: string): InvocationResult => ({ outcome: { kind: 'output', outputJson }, fuelUsed: 7 });
 
-test('a secret reads [redacted] in keys and values, the longest first, and the output stays a JSON document', () => {
+test('a secret reads [redacted] in string values, raw or JSON-escaped, and the output stays a JSON document', () => {
   const secrets = { TOKEN: 'tok_12345678', LONGER: 'tok_12345678_and_more', QUOTED: 'a"b\\c-long' };
-  const masked = maskSecrets(output('{"tok_12345678":"x tok_12345678_and_more y","q":"a\\"b\\\\c-long","n":1}'), secrets);
-  assert.deepEqual(masked, output('{"[redacted]":"x [redacted] y","q":"[redacted]","n":1}'));
+  const masked = maskSecrets(output('{"t":"tok_12345678","x":"x tok_12345678_and_more y","q":"a\\"b\\\\c-long","n":1}'), secrets);
+  assert.deepEqual(masked, output('{"t":"[redacted]","x":"x [redacted] y","q":"[redacted]","n":1}'));
+});
+
+test('overlapping secrets are masked whole: no part of one stays beside the mask of the other', () => {
+  const masked = maskSecrets(output('{"s":"XXXXXXXXAAAABBBBBBBB!"}'), { A: 'XXXXXXXXAAAA', B: 'AAAABBBBBBBB' });
+  assert.deepEqual(masked, output('{"s":"[redacted]!"}'));
+});
+
+test('a secret in an object key, or escaped otherwise than JSON.stringify escapes it, fails the output', () => {
+  const secrets = { KEY: 'sk_live/AbCd+1234' };
+  for (const text of ['{"sk_live/AbCd+1234":1}', '{"s":"sk_live\\/AbCd+1234"}', '{"s":"\\u0073k_live/AbCd+1234"}']) {
+    const masked = maskSecrets(output(text), secrets);
+    assert.equal(masked.outcome.kind === 'trap' && masked.outcome.trap, 'secret_in_output', text);
+    assert.doesNotMatch(JSON.stringify(masked), /AbCd/, text);
+  }
 });
 
 test('a secret written where masking would break the JSON (a number) fails the output: nothing of it is kept', () => {
