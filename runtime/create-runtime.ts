@@ -169,7 +169,10 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
         rooms.closeSandboxSocketsAfterReset(orgId, reset.live_mark);
         devices.closeConnectionsEndedByReset(orgId, reset.device_connections);
       },
-      unconfirmed: (orgId) => devices.closeSandboxSocketsAfterUnconfirmedReset(orgId),
+      unconfirmed: (orgId) => {
+        rooms.closeSandboxSocketsAfterUnconfirmedReset(orgId);
+        devices.closeSandboxSocketsAfterUnconfirmedReset(orgId);
+      },
     }),
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections),

@@ -1,7 +1,8 @@
 // REST: POST /organizations/:org_id/sandbox/reset (developer) wipes the org's sandbox data.
 // Starter plans have no sandbox: 402 `sandbox_disabled`. Once the reset is durable, its hooks close
 // the org's sandbox live sockets (4409: the runs they show are gone) and the sockets of the device
-// connections it ended; a reset that failed (it may have committed) closes the sandbox device sockets.
+// connections it ended; a reset that failed (it may have committed) closes the sandbox live and
+// device sockets.
 
 import { json, type Route } from '../http/types.ts';
 import { resetSandbox, type SandboxResetResult } from '../events/sandbox-reset.ts';

@@ -150,6 +150,15 @@ export class LiveRooms {
     this.#closeSandboxSockets(orgId, CLOSE_SANDBOX_RESET, 'sandbox_reset: the sandbox was reset; reload, then reconnect');
   }
 
+  /**
+   * A sandbox reset failed, perhaps after it committed (a failed flush): the runs its sandbox
+   * sockets show may be gone, so they close (4409) as after a reset. Its mark, if committed, is
+   * passed as a gap.
+   */
+  closeSandboxSocketsAfterUnconfirmedReset(orgId: string): void {
+    this.#closeSandboxSockets(orgId, CLOSE_SANDBOX_RESET, 'sandbox_reset: the sandbox reset could not be confirmed; reload, then reconnect');
+  }
+
   #closeSandboxSockets(orgId: string, code: number, reason: string): void {
     for (const ws of [...this.#sockets]) {
       const data = ws.getUserData();

@@ -13,6 +13,7 @@ import { SandboxGenerations } from '../../runtime/events/sandbox-generation.ts';
 import { DeviceSockets } from '../../runtime/triggers/device-sockets.ts';
 import { DeviceStore } from '../../runtime/triggers/device-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
+import { connectLive } from '../helpers/live-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -244,7 +245,7 @@ test('a sandbox reset whose socket close never came (its answer failed): the nex
   assert.deepEqual(stored.body.events, [], 'nothing of the ended connection is stored in the new sandbox, not even its ending');
 });
 
-test('a sandbox reset that fails after committing (its flush failed) closes the sandbox device sockets (1011), which reconnect into the new sandbox', async () => {
+test('a sandbox reset that fails after committing (its flush failed) closes the sandbox device sockets (1011), which reconnect into the new sandbox, and the sandbox live rooms (4409)', async () => {
   const org = 'acct-device-races-unflushed';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
   const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
@@ -252,6 +253,7 @@ test('a sandbox reset that fails after committing (its flush failed) closes the 
   const plant = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'plant' } });
   const listening = await connectDevice(rt.url, org, 'lab', created.body.token);
   const production = await connectDevice(rt.url, org, 'plant', plant.body.token);
+  const sandboxRoom = await connectLive(rt.url, org, { token: orgKey, query: `?token=${encodeURIComponent(orgKey)}&environment=sandbox` });
   const generations = SandboxGenerations.prototype as unknown as { during: (orgId: string, reset: () => Promise<unknown>) => Promise<unknown> };
   const during = generations.during;
   generations.during = function (this: unknown, orgId: string, reset: () => Promise<unknown>) {
@@ -266,6 +268,7 @@ test('a sandbox reset that fails after committing (its flush failed) closes the 
     generations.during = during;
   }
   assert.equal((await listening.closed).code, 1011, 'a device that sends nothing is told too');
+  assert.equal((await sandboxRoom.closed).code, 4409, 'a live room on the sandbox reloads, as after a reset');
   const view = await call(rt.url, 'GET', `/organizations/${org}/devices/lab?environment=sandbox`, { token: orgKey });
   assert.deepEqual([view.body.device.state, view.body.device.last_disconnect_reason], ['disconnected', 'sandbox_reset'], 'the reset committed');
   const again = await connectDevice(rt.url, org, 'lab', created.body.token);
