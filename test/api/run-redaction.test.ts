@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { keyWithRole } from '../actions/action-fixtures.ts';
-import { call, createOrg } from '../helpers/http.ts';
+import { call, createOrg, type CallResult } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -29,23 +29,27 @@ after(async () => {
   await receiver.close();
 });
 
-test("a viewer reads a run's webhook evidence with the URL's token segments redacted; a developer reads the URL", async () => {
-  const url = `${receiver.url}/services/T0ABC123/B0DEF456/qWeRtYuIoPaSdFgH`;
-  const step = { id: 'post', type: 'webhook', url, headers: { authorization: 'Bearer hdr-SeCrEt-42', 'x-team': 'ops' }, retry: { max_retries: 1, initial_ms: 50, max_ms: 50 } };
-  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'slack', trigger_event: 'deal.won', steps: [step] } });
+/** Runs a one-step workflow on a new event until the run is `state`; answers the run as its developer and as a viewer read it. */
+async function runOnce(name: string, step: Record<string, unknown>, state: 'completed' | 'failed'): Promise<{ developer: CallResult; viewer: CallResult }> {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name, trigger_event: `deal.${name}`, steps: [step] } });
   assert.equal(created.status, 201, created.text);
-  const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'deal.won', payload: {} } });
+  const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: `deal.${name}`, payload: {} } });
   assert.equal(sent.status, 202, sent.text);
-  const [run] = await eventually('the completed run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=completed`, { token: key })).body.runs as Array<{ run_id: string }>, (runs) => runs.length === 1);
-  const path = `/organizations/${ORG}/runs/${run!.run_id}`;
-
-  const developer = (await call(rt.url, 'GET', path, { token: key })).body.run;
-  assert.equal(developer.steps[0].attempts.length, 2, 'a failed attempt, then the one that completed');
-  assert.equal(developer.steps[0].attempts[0].evidence.url, url);
-  assert.match(developer.steps[0].attempts[0].evidence.body, /Bearer hdr-SeCrEt-42/);
+  const runs = await eventually(`the ${state} run`, async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=${state}&workflow_id=${created.body.workflow.id}`, { token: key })).body.runs as Array<{ run_id: string }>, (list) => list.length === 1);
+  const path = `/organizations/${ORG}/runs/${runs[0]!.run_id}`;
   const viewer = await keyWithRole(rt.url, ORG, key, 'viewer');
   const seen = await call(rt.url, 'GET', path, { token: viewer.key });
   assert.equal(seen.status, 200, seen.text);
+  return { developer: await call(rt.url, 'GET', path, { token: key }), viewer: seen };
+}
+
+test("a viewer reads a run's webhook evidence with the URL's token segments redacted; a developer reads the URL", async () => {
+  const url = `${receiver.url}/services/T0ABC123/B0DEF456/qWeRtYuIoPaSdFgH`;
+  const step = { id: 'post', type: 'webhook', url, headers: { authorization: 'Bearer hdr-SeCrEt-42', 'x-team': 'ops' }, retry: { max_retries: 1, initial_ms: 50, max_ms: 50 } };
+  const { developer: { body: { run: developer } }, viewer: seen } = await runOnce('won', step, 'completed');
+  assert.equal(developer.steps[0].attempts.length, 2, 'a failed attempt, then the one that completed');
+  assert.equal(developer.steps[0].attempts[0].evidence.url, url);
+  assert.match(developer.steps[0].attempts[0].evidence.body, /Bearer hdr-SeCrEt-42/);
   const [failed, completed] = seen.body.run.steps[0].attempts;
   for (const attempt of [failed, completed]) assert.equal(attempt.evidence.url, `${receiver.url}/services/[redacted]/[redacted]/[redacted]`);
   assert.equal(failed.evidence.body, 'upstream failed for /services/[redacted]/[redacted]/[redacted] with authorization: [redacted]');
@@ -57,27 +61,13 @@ test("a viewer reads a run's webhook evidence with the URL's token segments reda
 
 test('a step URL whose path is not valid percent-encoding still reads redacted for a viewer (not a 500)', async () => {
   receiver.script([{ status: 200, body: '{"ok":true}' }]);
-  const url = `${receiver.url}/hooks/%zzTOKEN123/y`;
-  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'odd', trigger_event: 'deal.odd', steps: [{ id: 'post', type: 'webhook', url }] } });
-  assert.equal(created.status, 201, created.text);
-  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'deal.odd', payload: {} } })).status, 202);
-  const runs = await eventually('the completed run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=completed&workflow_id=${created.body.workflow.id}`, { token: key })).body.runs as Array<{ run_id: string }>, (list) => list.length === 1);
-  const viewer = await keyWithRole(rt.url, ORG, key, 'viewer');
-  const seen = await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runs[0]!.run_id}`, { token: viewer.key });
-  assert.equal(seen.status, 200, seen.text);
-  assert.equal(seen.body.run.steps[0].attempts[0].evidence.url, `${receiver.url}/hooks/[redacted]/y`);
+  const { viewer } = await runOnce('odd', { id: 'post', type: 'webhook', url: `${receiver.url}/hooks/%zzTOKEN123/y` }, 'completed');
+  assert.equal(viewer.body.run.steps[0].attempts[0].evidence.url, `${receiver.url}/hooks/[redacted]/y`);
 });
 
 test('credentials are scrubbed in the forms a receiver quotes them: a query value as sent (percent-encoded) and a header token JSON-escaped', async () => {
   receiver.script([{ status: 400, body: '{"error":"Cannot POST /in?sig=Ab%2Bcd%2Fef%3D%3D","seen":"tok\\/en+123=="}' }]);
-  const url = `${receiver.url}/in?sig=Ab%2Bcd%2Fef%3D%3D`;
-  const step = { id: 'post', type: 'webhook', url, headers: { 'x-token': 'tok/en+123==' } };
-  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'sas', trigger_event: 'deal.sas', steps: [step] } });
-  assert.equal(created.status, 201, created.text);
-  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'deal.sas', payload: {} } })).status, 202);
-  const runs = await eventually('the failed run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=failed&workflow_id=${created.body.workflow.id}`, { token: key })).body.runs as Array<{ run_id: string }>, (list) => list.length === 1);
-  const viewer = await keyWithRole(rt.url, ORG, key, 'viewer');
-  const seen = await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runs[0]!.run_id}`, { token: viewer.key });
-  assert.equal(seen.status, 200, seen.text);
-  assert.equal(seen.body.run.steps[0].attempts[0].evidence.body, '{"error":"Cannot POST /in?sig=[redacted]","seen":"[redacted]"}');
+  const step = { id: 'post', type: 'webhook', url: `${receiver.url}/in?sig=Ab%2Bcd%2Fef%3D%3D`, headers: { 'x-token': 'tok/en+123==' } };
+  const { viewer } = await runOnce('sas', step, 'failed');
+  assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, '{"error":"Cannot POST /in?sig=[redacted]","seen":"[redacted]"}');
 });
