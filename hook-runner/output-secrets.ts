@@ -11,12 +11,22 @@ export const MASKED = '[redacted]';
 /** Secrets shorter than this are not masked: a threshold of "50" is no credential, and masking it would rewrite numbers. */
 export const MIN_MASKED_SECRET_CHARS = 8;
 
-/** Whether a decoded string or key of the parsed output still holds one of the secrets. */
-function holdsSecret(value: unknown, secrets: readonly string[]): boolean {
-  if (typeof value === 'string') return secrets.some((secret) => value.includes(secret));
-  if (Array.isArray(value)) return value.some((item) => holdsSecret(item, secrets));
-  if (value === null || typeof value !== 'object') return false;
-  return Object.entries(value).some(([key, item]) => holdsSecret(key, secrets) || holdsSecret(item, secrets));
+/** Every decoded string of a parsed output, with whether it is an object key. */
+function* stringsOf(value: unknown): Generator<{ readonly text: string; readonly key: boolean }> {
+  if (typeof value === 'string') yield { text: value, key: false };
+  else if (Array.isArray(value)) for (const item of value) yield* stringsOf(item);
+  else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      yield { text: key, key: true };
+      yield* stringsOf(item);
+    }
+  }
+}
+
+/** Whether a decoded string (only keys, with `keysOnly`) of the parsed output holds one of the secrets. */
+function holdsSecret(parsed: unknown, secrets: readonly string[], keysOnly = false): boolean {
+  for (const { text, key } of stringsOf(parsed)) if ((key || !keysOnly) && secrets.some((secret) => text.includes(secret))) return true;
+  return false;
 }
 
 /**
@@ -34,12 +44,11 @@ export function maskSecrets(result: InvocationResult, secrets: Readonly<Record<s
     outcome: { kind: 'trap', trap: 'secret_in_output', message: `The module output carries the value of a secret ${where}, where it cannot be masked; nothing of it was kept.` },
     fuelUsed: result.fuelUsed,
   });
-  const keys = (value: unknown): string[] =>
-    Array.isArray(value) ? value.flatMap(keys) : value === null || typeof value !== 'object' ? [] : Object.entries(value).flatMap(([key, item]) => [key, ...keys(item)]);
-  if (keys(JSON.parse(outcome.outputJson)).some((key) => holdsSecret(key, values))) return refused('in an object key');
+  const parsed: unknown = JSON.parse(outcome.outputJson);
+  if (holdsSecret(parsed, values, true)) return refused('in an object key');
   const forms = values.flatMap((value) => [value, JSON.stringify(value).slice(1, -1)]);
   const text = maskOccurrences(outcome.outputJson, forms, MASKED);
-  if (text === outcome.outputJson) return holdsSecret(JSON.parse(text), values) ? refused('in an escaped form') : result;
+  if (text === outcome.outputJson) return holdsSecret(parsed, values) ? refused('in an escaped form') : result;
   let masked: unknown;
   try {
     masked = JSON.parse(text);

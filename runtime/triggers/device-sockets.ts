@@ -134,12 +134,7 @@ export class DeviceSockets {
   dropSandboxSocketsIfDisallowed(orgId: string): void {
     const org = this.#d.orgs.get(orgId);
     if (org === undefined || sandboxAllowed(org)) return;
-    for (const sockets of this.#sockets.values()) {
-      for (const ws of sockets) {
-        const { device } = ws.getUserData();
-        if (device.org_id === orgId && device.environment === 'sandbox') closeSocket(ws, { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED });
-      }
-    }
+    this.#closeWhere(({ device }) => device.org_id === orgId && device.environment === 'sandbox', { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED });
   }
 
   /**
@@ -149,12 +144,7 @@ export class DeviceSockets {
    */
   closeConnectionsEndedByReset(orgId: string, connectionIds: readonly string[]): void {
     const ended = new Set(connectionIds);
-    for (const sockets of this.#sockets.values()) {
-      for (const ws of sockets) {
-        const { device, connection } = ws.getUserData();
-        if (device.org_id === orgId && ended.has(connection.id)) closeSocket(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
-      }
-    }
+    this.#closeWhere(({ device, connection }) => device.org_id === orgId && ended.has(connection.id), { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
   }
 
   /**
@@ -163,19 +153,20 @@ export class DeviceSockets {
    * again. An ending the ledger still holds open is written as usual; one the reset ended writes nothing.
    */
   closeSandboxSocketsAfterUnconfirmedReset(orgId: string): void {
-    for (const sockets of this.#sockets.values()) {
-      for (const ws of sockets) {
-        const { device } = ws.getUserData();
-        if (device.org_id === orgId && device.environment === 'sandbox') closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the sandbox reset could not be confirmed; connect again');
-      }
-    }
+    const ending = { reason: 'connection_lost', code: CLOSE_NOT_RECORDED } as const;
+    this.#closeWhere(({ device }) => device.org_id === orgId && device.environment === 'sandbox', ending, 'the sandbox reset could not be confirmed; connect again');
   }
 
   /** Refuses new sockets, closes the open ones (1001) and resolves once their endings are durable. */
   async close(): Promise<void> {
     this.#accepting = false;
-    for (const sockets of [...this.#sockets.values()]) for (const ws of [...sockets]) closeSocket(ws, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
+    this.#closeWhere(() => true, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
     while (this.#chains.size > 0) await Promise.allSettled([...this.#chains.values()]);
+  }
+
+  /** Closes every open socket whose data `which` picks, with `ending`. */
+  #closeWhere(which: (data: SocketData) => boolean, ending: Ending & { readonly code: number }, text?: string): void {
+    for (const sockets of [...this.#sockets.values()]) for (const ws of [...sockets]) if (which(ws.getUserData())) closeSocket(ws, ending, text);
   }
 
   /** Runs `task` after every earlier connection change of the device has finished. */
