@@ -26,6 +26,8 @@ environment:
 export interface HookRunnerFlags {
   readonly listen: string;
   readonly dataDir: string;
+  /** Whether --data-dir named it (else SLUICE_DATA_DIR or the default). */
+  readonly dataDirFlag: boolean;
   readonly help: boolean;
 }
 
@@ -39,6 +41,7 @@ const setting = (env: NodeJS.ProcessEnv, name: string): string | undefined => {
 export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.ProcessEnv = {}): HookRunnerFlags {
   let listen = DEFAULT_LISTEN;
   let dataDir = setting(env, 'SLUICE_DATA_DIR') ?? DEFAULT_DATA_DIR;
+  let dataDirFlag = false;
   let help = false;
   for (let index = 0; index < args.length; index += 1) {
     const arg = args[index] ?? '';
@@ -51,10 +54,10 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
     const value = inline ?? args[(index += 1)];
     if (value === undefined || value.length === 0) throw new RunnerConfigError(`${flag} needs a value.\n${USAGE}`);
     if (flag === '--listen') listen = value;
-    else dataDir = value;
+    else [dataDir, dataDirFlag] = [value, true];
   }
   parseListenAddress(listen);
-  return { listen, dataDir: resolve(dataDir), help };
+  return { listen, dataDir: resolve(dataDir), dataDirFlag, help };
 }
 
 /**
@@ -98,7 +101,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  if (!args.some((arg) => arg === '--data-dir' || arg.startsWith('--data-dir='))) refuseStoreLeftBehind(flags.dataDir);
+  if (!flags.dataDirFlag) refuseStoreLeftBehind(flags.dataDir);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);

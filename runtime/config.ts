@@ -116,12 +116,13 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     // A duplicate inside the window is answered with its original event: that event must still exist.
     throw new InputError(400, 'invalid_config', `--retention-days (${retentionDays}) must cover the dedup window (${dedupWindowMs / DAY_MS} days).`);
   }
+  const givenAdminToken = text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN);
   return {
     host: text('--host', values.host, env.SLUICE_HOST) ?? '127.0.0.1',
     port: integer('--port', text('--port', values.port, env.SLUICE_PORT), DEFAULT_PORT, 0, 65535),
     dataDir,
-    adminToken: adminToken(text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN)),
-    adminTokenFrom: values['admin-token'] !== undefined ? 'flag' : text('--admin-token', undefined, env.SLUICE_ADMIN_TOKEN) !== undefined ? 'env' : undefined,
+    adminToken: adminToken(givenAdminToken),
+    adminTokenFrom: givenAdminToken === undefined ? undefined : values['admin-token'] !== undefined ? 'flag' : 'env',
     adminTokenFile: join(dataDir, 'admin-token'),
     dedupWindowMs,
     retentionDays,
