@@ -65,10 +65,11 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
         const runs = [...deps.runs.allIn(orgId, 'sandbox')];
         for (const run of runs) deps.runs.remove(run);
         let claims = 0;
+        const sandboxDevices = deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
         // Sandbox sources claim deliveries under their names, sandbox devices messages under their event source.
         const claimSources = [
           ...deps.sources.list(orgId).filter((s) => s.environment === 'sandbox').map((s) => s.name),
-          ...deps.devices.list(orgId).filter((d) => d.environment === 'sandbox').map((d) => deviceSource(d.name)),
+          ...sandboxDevices.map((d) => deviceSource(d.name)),
         ];
         for (const source of claimSources) claims += deps.events.inbox.removeSourceClaimsWithin(orgId, source);
         // Business replays keyed by an Idempotency-Key claim under REPLAY_SOURCE, whatever their
@@ -82,7 +83,7 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
         // Ids retention removed may be sent again too: the new generation gives their runs new ids.
         deps.events.removeTombstonesWithin(orgId, 'sandbox');
         const projectionRows = deps.projections.removeEnvironment(orgId, 'sandbox');
-        const deviceConnections = deps.devices.endSandboxConnectionsWithin(orgId, nowMs);
+        const deviceConnections = deps.devices.endConnectionsWithin(sandboxDevices, 'sandbox_reset', nowMs);
         return { generation, events, runs, inbox_claims: claims, projection_rows: projectionRows, live_mark: liveMark, device_connections: deviceConnections };
       }),
     ),

@@ -124,16 +124,16 @@ export class DeviceStore {
   }
 
   /**
-   * Sandbox reset: forgets the open connections of the org's sandbox devices without an event (their
-   * `device.connected` is among what the reset removes); returns their ids, whose sockets the
-   * caller closes once the reset is durable. Call inside the reset's write transaction.
+   * Forgets the open connections of `devices` without an event (a sandbox reset: their
+   * `device.connected` is among what it removes); returns their ids, whose sockets the caller
+   * closes once the write is durable. Call inside a write transaction.
    */
-  endSandboxConnectionsWithin(orgId: string, nowMs: number): string[] {
+  endConnectionsWithin(devices: readonly DeviceRecord[], reason: DisconnectReason, nowMs: number): string[] {
     const ended: string[] = [];
-    for (const device of this.list(orgId)) {
-      if (device.environment !== 'sandbox' || device.connection === null) continue;
+    for (const device of devices) {
+      if (device.connection === null) continue;
       ended.push(device.connection.id);
-      this.#table.put([orgId, device.name], this.#closed(device, 'sandbox_reset', nowMs));
+      this.#table.put([device.org_id, device.name], this.#closed(device, reason, nowMs));
     }
     return ended;
   }
