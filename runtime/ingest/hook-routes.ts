@@ -1,5 +1,5 @@
 // POST /hooks/:org_id/:source — signed provider webhooks in, durable events out.
-// Order: 404 source, 413 size, 415 type, 401/400 signature, 400 JSON, 422 schema, then one durable write on the quota (429).
+// Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 400 JSON, 422 schema, then one durable write on the quota (429).
 
 import { InputError, SluiceError, notFound } from '../errors.ts';
 import type { Clock } from '../clock.ts';

@@ -17,8 +17,13 @@ export interface VerifiedDelivery {
 
 export const signatureError = (code: string, message: string): SluiceError => new SluiceError(401, code, message);
 
+/** A header that only names the delivery (not part of what is signed) is missing or malformed: 400. */
 export const headerError = (header: string, message: string): InputError =>
   new InputError(400, 'invalid_header', message, { field: `headers.${header}` });
+
+/** A header the signature covers or carries is missing or malformed, so nothing can be verified: 401. */
+export const signedHeaderError = (header: string, message: string): SluiceError =>
+  new SluiceError(401, 'invalid_signature_header', message, { field: `headers.${header}` });
 
 export function hmac(key: Buffer | string, data: Buffer[], encoding: 'base64' | 'hex'): string {
   const mac = createHmac('sha256', key);
@@ -44,8 +49,8 @@ export function findMatchingKey(expectedPerKey: readonly string[], presented: re
 
 /** Checks a unix-seconds timestamp header against the injected clock (±300 s, in whole seconds as the providers' own libraries do). */
 export function assertFreshTimestamp(header: string, value: string | undefined, nowMs: number): number {
-  if (value === undefined || value === '') throw headerError(header, `The ${header} header is required.`);
-  if (!/^\d{1,12}$/.test(value)) throw headerError(header, `The ${header} header must be a unix timestamp in seconds.`);
+  if (value === undefined || value === '') throw signedHeaderError(header, `The ${header} header is required.`);
+  if (!/^\d{1,12}$/.test(value)) throw signedHeaderError(header, `The ${header} header must be a unix timestamp in seconds.`);
   const seconds = Number(value);
   if (Math.abs(Math.floor(nowMs / 1000) - seconds) > TIMESTAMP_TOLERANCE_SECONDS) {
     throw signatureError('stale_timestamp', `The ${header} is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from now.`);
@@ -56,11 +61,11 @@ export function assertFreshTimestamp(header: string, value: string | undefined, 
 /** A provider delivery id, from a header or a body: 1-256 printable ASCII characters. */
 export const isDeliveryId = (value: string): boolean => value.length > 0 && value.length <= MAX_ID_LENGTH && /^[\x21-\x7e]+$/.test(value);
 
-/** A provider delivery id from a header: printable ASCII, bounded. */
-export function assertDeliveryId(header: string, value: string | undefined): string {
-  if (value === undefined || value === '') throw headerError(header, `The ${header} header is required.`);
+/** A provider delivery id from a header: printable ASCII, bounded; `fail` says whether the id is signed (401) or not (400). */
+export function assertDeliveryId(header: string, value: string | undefined, fail = headerError): string {
+  if (value === undefined || value === '') throw fail(header, `The ${header} header is required.`);
   if (!isDeliveryId(value)) {
-    throw headerError(header, `The ${header} header must be 1-${MAX_ID_LENGTH} printable ASCII characters.`);
+    throw fail(header, `The ${header} header must be 1-${MAX_ID_LENGTH} printable ASCII characters.`);
   }
   return value;
 }

@@ -8,6 +8,7 @@ import {
   findMatchingKey,
   hmac,
   signatureError,
+  signedHeaderError,
   type VerifiedDelivery,
 } from './verification.ts';
 
@@ -21,7 +22,7 @@ export function verifyStandardWebhook(
   if (signatureHeader === undefined || signatureHeader.trim() === '') {
     throw signatureError('missing_signature', 'The webhook-signature header is required.');
   }
-  const id = assertDeliveryId('webhook-id', headers['webhook-id']);
+  const id = assertDeliveryId('webhook-id', headers['webhook-id'], signedHeaderError);
   const timestamp = headers['webhook-timestamp'];
   assertFreshTimestamp('webhook-timestamp', timestamp, nowMs);
   const presented = signatureHeader

@@ -1,7 +1,7 @@
 // Stripe verification: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=…][,v0=…]`, HMAC-SHA256 with the
 // secret used verbatim over `${t}.${rawBody}`; id and type come from the JSON body.
 
-import { assertFreshTimestamp, findMatchingKey, headerError, hmac, signatureError, type VerifiedDelivery } from './verification.ts';
+import { assertFreshTimestamp, findMatchingKey, hmac, signatureError, signedHeaderError, type VerifiedDelivery } from './verification.ts';
 
 export function verifyStripe(
   headers: Readonly<Record<string, string>>,
@@ -15,7 +15,7 @@ export function verifyStripe(
   const presented: string[] = [];
   for (const item of header.split(',')) {
     const separator = item.indexOf('=');
-    if (separator <= 0) throw headerError('stripe-signature', 'The Stripe-Signature header must be a list of key=value pairs.');
+    if (separator <= 0) throw signedHeaderError('stripe-signature', 'The Stripe-Signature header must be a list of key=value pairs.');
     const key = item.slice(0, separator).trim();
     const value = item.slice(separator + 1).trim();
     if (key === 't') timestamp = value;

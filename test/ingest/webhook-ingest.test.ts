@@ -107,7 +107,7 @@ test('the same provider event id in two sources or two orgs is two events', asyn
   assert.equal(new Set([a, b, c].map((r) => r.headers.get('sluice-event-id'))).size, 3);
 });
 
-test('signature failures are 401: wrong secret, missing header, stale or future timestamp', async () => {
+test('signature failures are 401: wrong secret, missing or malformed signed header, stale or future timestamp', async () => {
   const wrong = await sendStandard('billing', 'msg_wrong', { type: 't.x' }, SECRET_2);
   assert.equal(wrong.status, 401);
   assert.equal(wrong.body.error.code, 'invalid_signature');
@@ -132,8 +132,22 @@ test('signature failures are 401: wrong secret, missing header, stale or future 
   const changed = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body: body.replace('t.x', 't.y'), headers: tampered });
   assert.equal(changed.status, 401);
   const badTs = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: { ...tampered, 'webhook-timestamp': 'yesterday' } });
-  assert.equal(badTs.status, 400);
+  assert.equal(badTs.status, 401);
+  assert.equal(badTs.body.error.code, 'invalid_signature_header');
   assert.equal(badTs.body.error.field, 'headers.webhook-timestamp');
+  // The id and the timestamp are part of what is signed: without either nothing can be verified.
+  for (const header of ['webhook-id', 'webhook-timestamp']) {
+    const signed = signStandard(SECRET, `msg_no_${header}`, nowSeconds(), body);
+    delete signed[header];
+    const answer = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: signed });
+    assert.equal(answer.status, 401, answer.text);
+    assert.equal(answer.body.error.code, 'invalid_signature_header');
+    assert.equal(answer.body.error.field, `headers.${header}`);
+    assert.match(answer.body.error.message, new RegExp(`${header} header is required`));
+  }
+  const oddId = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: signStandard(SECRET, 'msg with space', nowSeconds(), body) });
+  assert.equal(oddId.status, 401, oddId.text);
+  assert.equal(oddId.body.error.field, 'headers.webhook-id');
 });
 
 test('stripe: t + v1 hex over "t.body", several v1 allowed, v0 ignored, id and type from the body', async () => {
@@ -150,6 +164,12 @@ test('stripe: t + v1 hex over "t.body", several v1 allowed, v0 ignored, id and t
   const stale = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t - 400}.${body}`).digest('hex');
   const staleAnswer = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t - 400},v1=${stale}` } });
   assert.equal(staleAnswer.status, 401);
+  for (const malformed of [`t=${t},${good}`, `v1=${good}`]) {
+    const answer = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': malformed } });
+    assert.equal(answer.status, 401, `${malformed}: ${answer.text}`);
+    assert.equal(answer.body.error.code, 'invalid_signature_header');
+    assert.equal(answer.body.error.field, 'headers.stripe-signature');
+  }
   const noId = JSON.stringify({ type: 'invoice.paid' });
   const noIdSig = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t}.${noId}`).digest('hex');
   const missingId = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body: noId, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${noIdSig}` } });
@@ -175,6 +195,12 @@ test('github: sha256 over the raw body, delivery id and event from headers', asy
   assert.equal((await call(rt.url, 'POST', '/hooks/acct-hooks/gh', { body, headers })).status, 409);
   const bad = await call(rt.url, 'POST', '/hooks/acct-hooks/gh', { body, headers: { ...headers, 'x-github-delivery': 'd-2', 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` } });
   assert.equal(bad.status, 401);
+  // The delivery id and the event name are not signed: a request without them is malformed, not forged.
+  const { 'x-github-delivery': _delivery, ...withoutDelivery } = headers;
+  const noDelivery = await call(rt.url, 'POST', '/hooks/acct-hooks/gh', { body, headers: withoutDelivery });
+  assert.equal(noDelivery.status, 400, noDelivery.text);
+  assert.equal(noDelivery.body.error.code, 'invalid_header');
+  assert.equal(noDelivery.body.error.field, 'headers.x-github-delivery');
 });
 
 test('declared schemas: 422 naming the failing field; undeclared types pass unvalidated', async () => {
