@@ -14,7 +14,7 @@ import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
-const ROOT = resolve(import.meta.dirname, '../..');
+export const ROOT = resolve(import.meta.dirname, '../..');
 
 export function tempDir(prefix = 'sluice-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
