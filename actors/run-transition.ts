@@ -47,6 +47,32 @@ export function persistSnapshot(persisted: unknown): PersistedRun {
   return readPersistedRun(record);
 }
 
+/**
+ * The persisted snapshot of a live run actor: what `persistSnapshot(actor.getPersistedSnapshot())`
+ * gives, key for key and in the same order, without XState's deep walk of the context looking for
+ * actor references (and its copies), which was ~3 % of the runtime's busy time in the end-to-end
+ * bench. It holds for this machine: no child actors, no history states, no actor in the context;
+ * a snapshot that ever had either goes the general way.
+ */
+export function persistedRunOf(actor: RunActor): PersistedRun {
+  const snapshot = actor.getSnapshot();
+  const { children, historyValue } = snapshot as { children: object; historyValue: object };
+  if (!isEmpty(children) || !isEmpty(historyValue)) return persistSnapshot(actor.getPersistedSnapshot());
+  const run: Record<string, unknown> = { status: snapshot.status };
+  if (snapshot.output !== undefined) run['output'] = snapshot.output;
+  if (snapshot.error !== undefined) run['error'] = snapshot.error;
+  run['value'] = snapshot.value;
+  run['historyValue'] = {};
+  run['context'] = snapshot.context;
+  run['children'] = {};
+  return readPersistedRun(run);
+}
+
+function isEmpty(record: object): boolean {
+  for (const _key in record) return false;
+  return true;
+}
+
 /** The initial snapshot of a new run (`queued`). Persist it with the event that created it. */
 export function startRun(input: RunInput): RunStep {
   const { actor, run } = startRunActor(input);
@@ -62,7 +88,7 @@ export function startRun(input: RunInput): RunStep {
 export function startRunActor(input: RunInput): { actor: RunActor; run: PersistedRun } {
   const actor = createActor(runMachine, { input });
   actor.start();
-  return { actor, run: persistSnapshot(actor.getPersistedSnapshot()) };
+  return { actor, run: persistedRunOf(actor) };
 }
 
 /**

@@ -6,7 +6,7 @@
 // them is written, so a failure part way leaves the event's batch with nothing of it.
 
 import { asEventId, asOrgId, type OrgId, type RunId } from '../../actors/ids.ts';
-import { persistSnapshot, startRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
+import { persistedRunOf, startRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { PreparedReaction } from '../events/event-store.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
@@ -131,7 +131,7 @@ export class RunCreation {
       let run = queued;
       if (admitted) {
         actor.send({ type: 'run.admitted', at: event.received_at_ms });
-        run = persistSnapshot(actor.getPersistedSnapshot());
+        run = persistedRunOf(actor);
         newUpdates.push(host.updateFor(run, version));
       }
       const updates = newUpdates.map((update) => host.updateLog.reserve(orgId, update));

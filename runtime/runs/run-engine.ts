@@ -5,7 +5,7 @@
 
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { persistSnapshot, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
+import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
@@ -169,7 +169,7 @@ export class RunEngine {
       this.#pump();
       return;
     }
-    const run = persistSnapshot(actor.getPersistedSnapshot());
+    const run = persistedRunOf(actor);
     let written: TransitionWritten;
     try {
       const stepEffects = effects !== undefined && command.type === 'step.succeeded' ? { stepId: command.stepId, effects } : undefined;
