@@ -2,27 +2,55 @@
 // overlapping or touching occurrences merged first, so no part of one value survives next to the
 // mask of another. The runner masks secrets in guest outputs with it, the runtime a workflow's
 // credentials in what a viewer reads of a run.
+//
+// The work is linear in the text per value, whatever the text holds: a guest controls both its
+// output and (as its org) its secrets, so "aaaa…" against the secret "aaaaaaaa" must not cost one
+// search per position. Occurrences that overlap repeat the value's period, so once one is found
+// the rest of such a run is found by comparing characters, and covered positions are marked in
+// one byte array instead of collected as spans.
 
 /** `text` with every occurrence of each of `values` (empty ones ignored) replaced by `mask`. */
 export function maskOccurrences(text: string, values: Iterable<string>, mask: string): string {
-  const spans: Array<[number, number]> = [];
+  let covered: Uint8Array | undefined;
   for (const value of values) {
-    if (value === '') continue;
-    for (let at = text.indexOf(value); at !== -1; at = text.indexOf(value, at + 1)) spans.push([at, at + value.length]);
+    let at = value === '' ? -1 : text.indexOf(value);
+    if (at === -1) continue;
+    covered ??= new Uint8Array(text.length);
+    const period = smallestPeriod(value);
+    while (at !== -1) {
+      // While the text goes on repeating the period, an occurrence starts every `period` characters.
+      let end = at + value.length;
+      while (end < text.length && text.charCodeAt(end) === text.charCodeAt(end - period)) end += 1;
+      const lastStart = at + Math.floor((end - at - value.length) / period) * period;
+      covered.fill(1, at, lastStart + value.length);
+      // Any other occurrence starting before lastStart ends inside what is covered already.
+      at = text.indexOf(value, lastStart + 1);
+    }
   }
-  if (spans.length === 0) return text;
-  spans.sort((a, b) => a[0] - b[0]);
+  return covered === undefined ? text : maskCovered(text, covered, mask);
+}
+
+/** The text with each run of covered positions replaced by one mask. */
+function maskCovered(text: string, covered: Uint8Array, mask: string): string {
   let masked = '';
   let done = 0;
-  let [start, end] = spans[0]!;
-  for (const [from, to] of spans) {
-    if (from <= end) {
-      end = Math.max(end, to);
-      continue;
-    }
+  for (let start = covered.indexOf(1); start !== -1; start = covered.indexOf(1, done)) {
+    const end = covered.indexOf(0, start);
     masked += text.slice(done, start) + mask;
-    done = end;
-    [start, end] = [from, to];
+    done = end === -1 ? text.length : end;
   }
-  return masked + text.slice(done, start) + mask + text.slice(end);
+  return masked + text.slice(done);
+}
+
+/** The smallest p with value[i] === value[i + p] throughout (the length, if the value never repeats). */
+function smallestPeriod(value: string): number {
+  // border[i]: the length of the longest proper prefix of value[0..i] that is also its suffix.
+  const border = new Int32Array(value.length);
+  let k = 0;
+  for (let i = 1; i < value.length; i += 1) {
+    while (k > 0 && value.charCodeAt(i) !== value.charCodeAt(k)) k = border[k - 1] as number;
+    if (value.charCodeAt(i) === value.charCodeAt(k)) k += 1;
+    border[i] = k;
+  }
+  return value.length - (border[value.length - 1] as number);
 }

@@ -11,14 +11,21 @@ export const MASKED = '[redacted]';
 /** Secrets shorter than this are not masked: a threshold of "50" is no credential, and masking it would rewrite numbers. */
 export const MIN_MASKED_SECRET_CHARS = 8;
 
-/** Every decoded string of a parsed output, with whether it is an object key. */
-function* stringsOf(value: unknown): Generator<{ readonly text: string; readonly key: boolean }> {
-  if (typeof value === 'string') yield { text: value, key: false };
-  else if (Array.isArray(value)) for (const item of value) yield* stringsOf(item);
-  else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      yield { text: key, key: true };
-      yield* stringsOf(item);
+/**
+ * Every decoded string of a parsed output, with whether it is an object key. A walk with its own
+ * stack, not recursion: a guest's output may nest as deep as its size allows.
+ */
+function* stringsOf(root: unknown): Generator<{ readonly text: string; readonly key: boolean }> {
+  const pending: unknown[] = [root];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'string') yield { text: value, key: false };
+    else if (Array.isArray(value)) for (const item of value) pending.push(item);
+    else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        yield { text: key, key: true };
+        pending.push(item);
+      }
     }
   }
 }

@@ -46,3 +46,14 @@ test('short secrets, outputs without a secret and outcomes other than output pas
   const trap: InvocationResult = { outcome: { kind: 'trap', trap: 'out_of_fuel', message: 'sk_live_abcdefgh' }, fuelUsed: 1 };
   assert.equal(maskSecrets(trap, { API_KEY: 'sk_live_abcdefgh' }), trap);
 });
+
+test('an output nested 100,000 deep is walked without recursion: a secret at the bottom is masked, one in a key deep down fails it', () => {
+  const depth = 100_000;
+  const deep = (inner: string): string => `${'['.repeat(depth)}${inner}${']'.repeat(depth)}`;
+  const masked = maskSecrets(output(deep('"x sk_live_abcdefgh"')), { API_KEY: 'sk_live_abcdefgh' });
+  assert.deepEqual(masked, output(deep('"x [redacted]"')));
+  const inKey = maskSecrets(output(deep('{"sk_live_abcdefgh":1}')), { API_KEY: 'sk_live_abcdefgh' });
+  assert.equal(inKey.outcome.kind === 'trap' && inKey.outcome.trap, 'secret_in_output');
+  const plain = output(deep('"nothing"'));
+  assert.equal(maskSecrets(plain, { API_KEY: 'sk_live_abcdefgh' }), plain);
+});
