@@ -1,7 +1,8 @@
 // Compiles the JSON Schemas that sources (and devices) declare for their event types (ajv +
 // ajv-formats). Compiled validators are cached per (org, source, event type), within bounds (validator-cache.ts);
 // schema errors name the failing payload field.
-// Customer schemas are hostile input: `pattern` runs on RE2 (linear time, no backtracking), and no
+// Customer schemas are hostile input: `pattern` runs on RE2 (linear time, no backtracking),
+// `uniqueItems` must be linear or bounded (unboundedUniqueItems), and no
 // compiled schema stays registered in ajv, so one tenant's `$id` can neither clash with nor be
 // `$ref`erenced by another tenant's schema, and recompiling never grows memory.
 
@@ -72,6 +73,31 @@ function unknownFormat(schema: object): string | undefined {
   return problem;
 }
 
+/** The most items a `uniqueItems` array may be declared to hold when ajv must compare them pairwise. */
+export const MAX_PAIRWISE_UNIQUE_ITEMS = 1000;
+
+const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+
+/**
+ * Why a `uniqueItems` could cost seconds, or undefined. ajv checks uniqueness in linear time only
+ * when `items` declares scalar types; otherwise it compares every pair, and one 1 MiB payload of
+ * 140,000 numbers held the event loop (every tenant's requests) for 27 s. So such an array needs
+ * a `maxItems` that bounds the pairs.
+ */
+function unboundedUniqueItems(schema: object): string | undefined {
+  let problem: string | undefined;
+  traverse(schema, { allKeys: false }, (subschema, pointer) => {
+    if (problem !== undefined || subschema.uniqueItems !== true) return;
+    const itemTypes = [subschema.items?.type].flat();
+    const linear = itemTypes.length > 0 && itemTypes.every((type) => SCALAR_TYPES.has(type));
+    const bounded = typeof subschema.maxItems === 'number' && subschema.maxItems <= MAX_PAIRWISE_UNIQUE_ITEMS;
+    if (!linear && !bounded) {
+      problem = `"uniqueItems" at "${pointer || '/'}" needs "maxItems" of at most ${MAX_PAIRWISE_UNIQUE_ITEMS}, or "items" with only scalar types (string, number, integer, boolean, null)`;
+    }
+  });
+  return problem;
+}
+
 /**
  * Compiles one customer schema and drops ajv's own reference to it; the validator keeps working.
  * Only self-contained schemas: without any `$id`, ajv registers nothing, and removing the schema
@@ -80,6 +106,9 @@ function unknownFormat(schema: object): string | undefined {
 function compileIsolated(schema: object): ValidateFunction {
   const problem = notSelfContained(schema);
   if (problem !== undefined) throw new Error(`${problem}: event type schemas must be self-contained`);
+  // Also for a schema stored before this rule: a payload must never cost seconds to validate.
+  const unbounded = unboundedUniqueItems(schema);
+  if (unbounded !== undefined) throw new Error(unbounded);
   try {
     return ajv.compile(schema);
   } finally {

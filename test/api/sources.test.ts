@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
-import { call, createOrg } from '../helpers/http.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { MAX_SOURCES_PER_ORG } from '../../runtime/sources/source-store.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
@@ -87,6 +87,10 @@ test('bad source documents get 400 naming the field', async () => {
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'string', pattern: '^(?=a)a$' } } } } }, 'event_types.a.b'],
     // An unknown format would check nothing: a typo must not pass as validation.
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'string', format: 'emial' } } } } }, 'event_types.a.b'],
+    // uniqueItems that ajv can only check pair by pair needs a maxItems that bounds the pairs.
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true } } } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true, items: { type: 'object' }, maxItems: 1001 } } } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { items: { uniqueItems: true, items: { type: ['string', 'array'] } } } } }, 'event_types.a.b'],
   ];
   for (const [json, field] of cases) {
     const answer = await call(rt.url, 'POST', base, { token: key, json });
@@ -114,6 +118,31 @@ test('the same schema can be written again and again, and a property named "$id"
   }
   const refused = await call(rt.url, 'POST', base, { token: key, json: { name: 'with-id', secrets: [SECRET], event_types: { 'a.b': { $id: 'urn:sluice:x', type: 'object' } } } });
   assert.match(refused.body.error.message, /self-contained/);
+});
+
+test('uniqueItems is allowed where its check is linear (scalar items) or bounded (maxItems <= 1000), and still finds duplicates', async () => {
+  const refused = await call(rt.url, 'POST', base, { token: key, json: { name: 'uniq-any', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { uniqueItems: true } } } } } });
+  assert.equal(refused.status, 400);
+  assert.match(refused.body.error.message, /"uniqueItems" at "\/properties\/d" needs "maxItems" of at most 1000/);
+  const schema = {
+    type: 'object',
+    properties: {
+      ids: { type: 'array', uniqueItems: true, items: { type: ['string', 'integer'] } },
+      lines: { type: 'array', uniqueItems: true, items: { type: 'object' }, maxItems: 1000 },
+    },
+  };
+  const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'uniq', secrets: [SECRET], event_types: { 'u.t': schema } } });
+  assert.equal(created.status, 201, created.text);
+  const send = (id: string, payload: object) => {
+    const body = JSON.stringify({ type: 'u.t', ...payload });
+    return call(rt.url, 'POST', '/hooks/acct-src/uniq', { body, headers: signStandard(SECRET, id, Math.floor(Date.now() / 1000), body) });
+  };
+  assert.equal((await send('u1', { ids: Array.from({ length: 100_000 }, (_, i) => i) })).status, 204);
+  const repeated = await send('u2', { ids: [1, 2, 'x', 2] });
+  assert.equal(repeated.status, 422);
+  assert.equal(repeated.body.error.field, 'payload.ids');
+  assert.equal((await send('u3', { lines: [{ a: 1 }, { a: 1 }] })).status, 422);
+  assert.equal((await send('u4', { lines: [{ a: 1 }, { a: 2 }] })).status, 204);
 });
 
 test('viewers cannot create sources', async () => {
