@@ -5,7 +5,8 @@ import { describeRun } from '../../actors/run-view.ts';
 import { isFinished } from '../../actors/run-work.ts';
 import { ConflictError, InputError, notFound } from '../errors.ts';
 import { json, rawJson, type HttpRequest, type Route } from '../http/types.ts';
-import { eventWithRawPayload } from '../events/payload-text.ts';
+import { eventWithRawPayload, weighEvent } from '../events/payload-text.ts';
+import { MAX_PAGE_BYTES } from '../ledger/page-by-time.ts';
 import type { RunEngine } from '../runs/run-engine.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ApiContext } from './context.ts';
@@ -88,13 +89,20 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const after = parseCursorOf(request, [isListedId]);
         const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), after?.[0]);
-        return rawJson(200, {
-          failed_events: page.events.map(({ eventId, runs: shown, failedRuns }) => {
-            const event = ctx.events.get(org.id, eventId);
-            return { event: event === undefined ? { id: eventId } : eventWithRawPayload(event), runs: shown.map(summarizeRun), failed_runs: failedRuns };
-          }),
-          next_cursor: page.nextCursor === null ? null : encodeCursor([page.nextCursor]),
-        });
+        const rows = [];
+        let nextCursor = page.nextCursor;
+        let bytes = 0;
+        for (const { eventId, runs: shown, failedRuns } of page.events) {
+          // As the event list: past MAX_PAGE_BYTES of payloads the page ends, with a cursor after its last event.
+          if (bytes >= MAX_PAGE_BYTES) {
+            nextCursor = rows.at(-1)?.event.id ?? nextCursor;
+            break;
+          }
+          const event = ctx.events.get(org.id, eventId);
+          bytes += event === undefined ? 0 : weighEvent(event);
+          rows.push({ event: event === undefined ? { id: eventId } : eventWithRawPayload(event), runs: shown.map(summarizeRun), failed_runs: failedRuns });
+        }
+        return rawJson(200, { failed_events: rows, next_cursor: nextCursor === null ? null : encodeCursor([nextCursor]) });
       },
     },
   ];

@@ -9,7 +9,7 @@ import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from '../ledger/led
 import type { Environment } from '../sources/source-record.ts';
 import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
-import { payloadTextOf } from './payload-text.ts';
+import { payloadTextOf, weighEvent } from './payload-text.ts';
 
 /** What a reactor did inside a storing transaction, to finish once its fate is known. */
 export interface Reaction {
@@ -298,7 +298,7 @@ export class EventStore {
       const event = this.get(orgId, id);
       const matches = event !== undefined && (options.type === undefined || event.type === options.type) && (options.source === undefined || event.source === options.source);
       return matches ? event : undefined;
-    });
+    }, weighEvent);
     return { events: page.items, nextCursor: page.next };
   }
 

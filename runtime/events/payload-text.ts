@@ -17,6 +17,9 @@ export function withPayloadText(event: StoredEvent, text: string): StoredEvent {
 /** The payload as received, or (for an event built without its text) as serialized now. */
 export const payloadTextOf = (event: StoredEvent): string => texts.get(event) ?? JSON.stringify(event.payload ?? null);
 
+/** An event's size in a list answer, for paging by bytes: its payload text and about 512 bytes for the rest. */
+export const weighEvent = (event: StoredEvent): number => payloadTextOf(event).length + 512;
+
 /** The event for an answer or a step body: its payload written as received (serialize with stringifyWithRaw). */
 export const eventWithRawPayload = (event: StoredEvent): Omit<StoredEvent, 'payload'> & { readonly payload: RawJson } => ({
   ...event,

@@ -6,26 +6,48 @@ import type { LedgerKeyPart, LedgerTable } from './ledger.ts';
 /** Index entries looked at per page at most; a page may come back short with a cursor to continue. */
 export const MAX_SCAN_PER_PAGE = 20_000;
 
+/**
+ * Bytes of items (as `weigh` counts them) after which a page ends, short, with a cursor: 500 events
+ * of 8 MiB would not fit in one answer (V8 strings stop at 512 MiB). A page always holds one item.
+ */
+export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
+
 export interface TimePage<T> {
   readonly items: T[];
   /** Position after the last entry looked at, or null when the index is exhausted. */
   readonly next: [number, string] | null;
 }
 
-/** `load` returns the item for an id, or undefined when it is gone or filtered out. */
-export function pageByTime<T>(index: LedgerTable, scope: readonly LedgerKeyPart[], limit: number, cursor: [number, string] | undefined, load: (id: string) => T | undefined): TimePage<T> {
+/**
+ * `load` returns the item for an id, or undefined when it is gone or filtered out; `weigh`, when
+ * given, its size in an answer, and the page ends once MAX_PAGE_BYTES are reached.
+ */
+export function pageByTime<T>(
+  index: LedgerTable,
+  scope: readonly LedgerKeyPart[],
+  limit: number,
+  cursor: [number, string] | undefined,
+  load: (id: string) => T | undefined,
+  weigh?: (item: T) => number,
+): TimePage<T> {
   const start = cursor === undefined ? [...scope, Number.MAX_SAFE_INTEGER] : [...scope, ...cursor];
   const items: T[] = [];
   let last: [number, string] | null = null;
   let scanned = 0;
+  let bytes = 0;
+  let full = false;
   for (const key of index.getKeys({ start, end: [...scope], reverse: true })) {
     const [at, id] = (key as LedgerKeyPart[]).slice(scope.length) as [number, string];
     if (cursor !== undefined && at === cursor[0] && id === cursor[1]) continue;
     last = [at, id];
     scanned++;
     const item = load(id);
-    if (item !== undefined) items.push(item);
-    if (items.length >= limit || scanned >= MAX_SCAN_PER_PAGE) break;
+    if (item !== undefined) {
+      items.push(item);
+      bytes += weigh?.(item) ?? 0;
+    }
+    full = items.length >= limit || scanned >= MAX_SCAN_PER_PAGE || bytes >= MAX_PAGE_BYTES;
+    if (full) break;
   }
-  return { items, next: items.length >= limit || scanned >= MAX_SCAN_PER_PAGE ? last : null };
+  return { items, next: full ? last : null };
 }
