@@ -2,11 +2,13 @@
 // keys `projection` and `derived_event` must have their exact shape, or the step fails naming the field.
 
 import type { JsonValue } from '../../actors/json.ts';
+import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
+import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 
 export const PROJECTION_NAME = /^[a-z0-9_.-]{1,120}$/;
 export const ENTITY_TYPE = /^[a-z0-9_.-]{1,64}$/;
-const EVENT_TYPE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
+const EVENT_TYPE = new RegExp(EVENT_TYPE_PATTERN);
 
 export interface ProjectionWrite {
   readonly name: string;
@@ -109,6 +111,8 @@ export function parseActionOutput(outputJson: string): ActionOutput {
   } catch {
     throw new OutputContractError('output', 'The action output is not valid JSON.');
   }
+  const protoAt = protoKeyPath(document);
+  if (protoAt !== undefined) throw new OutputContractError('output', `The action output uses the key "${PROTO_KEY}" (at ${protoAt}), which Sluice cannot store.`);
   if (!isObject(document)) return { document, projection: null, derivedEvent: null };
   return {
     document,

@@ -105,7 +105,7 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   return stored;
 }
 
-const EVENT_TYPE_RULE = 'The event type must be 1-128 letters, digits, "_", ".", ":" or "-", starting with a letter, digit or "_".';
+const EVENT_TYPE_RULE = 'The event type must be 1-128 letters, digits, "_", ".", ":" or "-", starting with a letter, digit or "_" (and not "__proto__").';
 
 function bodyString(body: Record<string, unknown>, field: 'id' | 'type'): string {
   const value = body[field];

@@ -9,7 +9,8 @@ export type Environment = 'production' | 'sandbox';
 export const ENVIRONMENTS: readonly Environment[] = ['production', 'sandbox'];
 
 export const SOURCE_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,63}$';
-export const EVENT_TYPE_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$';
+/** 1-128 letters, digits, `_.:-`, not starting with `.:-`; never `__proto__` (validation/proto-key.ts says why). */
+export const EVENT_TYPE_PATTERN = '^(?!__proto__$)[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$';
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 export const MAX_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
 export const MAX_ACTIVE_SECRETS = 5;

@@ -1,6 +1,7 @@
 // The outbound target of a webhook step: its URL and the extra headers the author may add.
 // Headers that frame the request or carry Sluice's signature and idempotency key are refused.
 
+import { PROTO_KEY } from '../validation/proto-key.ts';
 import { describeField, expectRecord, fail, pathOf, readString } from './input-fields.ts';
 
 export const MAX_URL_LENGTH = 2048;
@@ -70,6 +71,7 @@ export function parseWebhookHeaders(value: unknown, field: string): Record<strin
   for (const [name, raw] of entries) {
     const at = pathOf(field, name);
     if (!TOKEN.test(name)) fail(at, `Header name "${name.slice(0, 64)}" is not a valid HTTP header name.`);
+    if (name === PROTO_KEY) fail(at, `Header name "${PROTO_KEY}" cannot be stored.`);
     const lower = name.toLowerCase();
     if (FORBIDDEN_HEADERS.has(lower)) {
       fail(at, `Header "${name}" is set by Sluice or by the transport and cannot be overridden.`, 'forbidden_header');

@@ -58,3 +58,13 @@ test('projection caps (DESIGN 6.5): name [a-z0-9_.-]{1,120}, entity_id, title â‰
     assert.ok(!check.ok && check.message.includes(field), `${what}: the message names ${field}: ${!check.ok && check.message}`);
   }
 });
+
+test('a "__proto__" key anywhere in the output fails the contract naming where (it could not be stored as given)', () => {
+  for (const [output, at] of [['{"__proto__":{"admin":true}}', '__proto__'], ['{"a":[1,{"b":{"__proto__":1}}]}', 'a[1].b.__proto__'], ['[{"__proto__":null}]', '[0].__proto__']]) {
+    const checked = checkContract(output as string);
+    assert.equal(checked.ok, false, output);
+    assert.equal(!checked.ok && checked.field, 'output');
+    assert.match(!checked.ok ? checked.message : '', new RegExp(`at ${(at as string).replace(/[[\].]/g, '\\$&')}\\)`), output);
+  }
+  assert.deepEqual(parseActionOutput('{"proto":"__proto__","__proto":1}').document, { proto: '__proto__', __proto: 1 }, 'only that exact key');
+});

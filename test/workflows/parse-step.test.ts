@@ -43,6 +43,8 @@ describe('webhook steps', () => {
     rejects(withSteps(webhook({ headers: { 'X-A': 'a→b' } })), 'invalid_request', 'steps[0].headers.X-A');
     assert.ok(only(webhook({ headers: { 'X-A': 'spaced value ~!' } })), 'spaces and printable ASCII are fine');
     rejects(withSteps(webhook({ headers: { 'Bad Name': 'v' } })), 'invalid_request', 'steps[0].headers.Bad Name');
+    // Parsed JSON makes "__proto__" an own key; storage would read it back renamed, so it is refused.
+    rejects(withSteps(webhook({ headers: JSON.parse('{"__proto__":"v","X-A":"1"}') })), 'invalid_request', 'steps[0].headers.__proto__');
     rejects(withSteps(webhook({ headers: { 'x-a': '1', 'X-A': '2' } })), 'invalid_request', 'steps[0].headers.X-A');
   });
 
