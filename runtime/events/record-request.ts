@@ -17,8 +17,8 @@ const REDACTED = new Set([
   'x-hub-signature',
   'x-hub-signature-256',
 ]);
-/** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, x-signing-key, ...). */
-const CREDENTIAL_NAME = /token|secret|signature|passw|auth|key|session|credential/;
+/** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, x-signing-key, x-shopify-hmac-sha256, x-pwd, ...). */
+const CREDENTIAL_NAME = /token|secret|signature|hmac|pass|pwd|auth|key|session|credential/;
 /** Idempotency keys (idempotency-key, x-idempotency-key) are no credentials: kept, since support matches a delivery with its sender's retries by them. */
 const IDEMPOTENCY_KEY = /(^|-)idempotency-key$/;
 

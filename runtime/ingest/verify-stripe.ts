@@ -21,6 +21,7 @@ export function verifyStripe(
     if (key === 't') timestamp = value;
     else if (key === 'v1') presented.push(value.toLowerCase());
   }
+  if (timestamp === undefined) throw signedHeaderError('stripe-signature', 'The Stripe-Signature header has no t= timestamp.');
   assertFreshTimestamp('stripe-signature', timestamp, nowMs);
   if (presented.length === 0) throw signatureError('invalid_signature', 'The Stripe-Signature header has no v1 signature.');
   const prefix = Buffer.from(`${timestamp}.`, 'utf8');

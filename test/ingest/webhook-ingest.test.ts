@@ -75,7 +75,7 @@ test('a signed standard webhook is accepted with 204, a repeat is 409 naming the
 
   // Providers put tokens in headers of their own naming: any name that says so is redacted too.
   const body = JSON.stringify({ type: 'payment.succeeded', data: { amount: 11 } });
-  const tokens = { 'x-gitlab-token': 'glpat-SECRET', 'x-webhook-secret': 'SECRET', 'x-auth-token': 'SECRET', 'x-session-id': 'SECRET', 'x-api-key': 'SECRET', 'x-webhook-key': 'SECRET', 'x-signing-key': 'SECRET', 'x-password': 'SECRET' };
+  const tokens = { 'x-gitlab-token': 'glpat-SECRET', 'x-webhook-secret': 'SECRET', 'x-auth-token': 'SECRET', 'x-session-id': 'SECRET', 'x-api-key': 'SECRET', 'x-webhook-key': 'SECRET', 'x-signing-key': 'SECRET', 'x-password': 'SECRET', 'x-shopify-hmac-sha256': 'SECRET', 'x-pwd': 'SECRET', 'x-passphrase': 'SECRET' };
   const sent = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: { ...signStandard(SECRET, 'msg_tokens', nowSeconds(), body), ...tokens, 'idempotency-key': 'order-77', 'x-idempotency-key': 'order-77b' } });
   assert.equal(sent.status, 204, sent.text);
   const recorded = (await call(rt.url, 'GET', `/organizations/acct-hooks/events/${sent.headers.get('sluice-event-id')}`, { token: key })).body.recording;
@@ -83,6 +83,7 @@ test('a signed standard webhook is accepted with 204, a repeat is 409 naming the
   assert.ok(!JSON.stringify(recorded).includes('SECRET'));
   assert.equal(recorded.headers['idempotency-key'], 'order-77', 'an idempotency key is not a credential: kept for triage');
   assert.equal(recorded.headers['x-idempotency-key'], 'order-77b');
+  assert.equal(recorded.headers['webhook-id'], 'msg_tokens', 'other headers are kept as sent');
   assert.equal(fetched.body.recording.body, JSON.stringify({ type: 'payment.succeeded', data: { amount: 10 } }));
 });
 
@@ -170,6 +171,8 @@ test('stripe: t + v1 hex over "t.body", several v1 allowed, v0 ignored, id and t
     assert.equal(answer.body.error.code, 'invalid_signature_header');
     assert.equal(answer.body.error.field, 'headers.stripe-signature');
   }
+  const noTimestamp = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': `v1=${good}` } });
+  assert.equal(noTimestamp.body.error.message, 'The Stripe-Signature header has no t= timestamp.');
   const noId = JSON.stringify({ type: 'invoice.paid' });
   const noIdSig = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t}.${noId}`).digest('hex');
   const missingId = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body: noId, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${noIdSig}` } });
