@@ -9,6 +9,7 @@ import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, type BodyReservation } from './body-budget.ts';
 import { readBody } from './read-body.ts';
+import { ReadQuery } from './read-query.ts';
 import { Router } from './router.ts';
 import type { HttpReply, HttpRequest, RequestHead, Route } from './types.ts';
 
@@ -113,7 +114,7 @@ export class HttpServer {
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const rawUrl = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
-    const query = new URLSearchParams(rawQuery);
+    const query = new ReadQuery(rawQuery);
     const headers: Record<string, string> = {};
     let headerBytes = rawUrl.length + rawQuery.length;
     req.forEach((key, value) => {
@@ -170,7 +171,9 @@ export class HttpServer {
       const request: HttpRequest = { ...head, body };
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
       if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
-      return route.handler(request);
+      const reply = await route.handler(request);
+      if (method === 'GET' || method === 'HEAD') query.assertAllAsked();
+      return reply;
     };
     run().then(finish, (error: unknown) => finish(this.#errorReply(error)));
   }

@@ -1,6 +1,6 @@
 // The uWS adapter on a real socket: a reply that cannot be serialized becomes a logged 500, and the
 // server keeps serving; HEAD is answered as GET without the body; a repeated query parameter is a
-// 400, and the query string counts toward the 16 KiB head limit.
+// 400, so is one a read's handler never asks for, and the query string counts toward the 16 KiB head limit.
 
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -18,6 +18,8 @@ before(async () => {
   server.addRoutes(
     { method: 'GET', pattern: '/bigint', handler: () => ({ status: 200, json: { amount: 10n } }) },
     { method: 'GET', pattern: '/fine', handler: () => ({ status: 200, json: { ok: true }, headers: { 'x-kept': 'yes' } }) },
+    { method: 'GET', pattern: '/reads', handler: (request) => ({ status: 200, json: { a: request.query.get('a'), b: request.query.has('b') } }) },
+    { method: 'POST', pattern: '/writes', handler: () => ({ status: 204 }) },
   );
   url = `http://127.0.0.1:${await server.listen('127.0.0.1', 0)}`;
 });
@@ -48,7 +50,7 @@ test('a query parameter given twice is a 400 naming it; a query string past the 
   const twice = await fetch(`${url}/fine?limit=1&limit=600`);
   assert.equal(twice.status, 400);
   assert.deepEqual(((await twice.json()) as { error: unknown }).error, { code: 'repeated_query_parameter', message: 'The query parameter "limit" is given more than once.', field: 'limit' });
-  assert.equal((await fetch(`${url}/fine?a=1&b=2`)).status, 200);
+  assert.equal((await fetch(`${url}/reads?a=1&b=2`)).status, 200);
   const long = await fetch(`${url}/fine?pad=${'x'.repeat(MAX_HEADER_BYTES)}`);
   assert.equal(long.status, 431);
 });
@@ -159,4 +161,19 @@ test('one org may hold an eighth of the body budget: its senders get 503 while a
   } finally {
     await shared.close();
   }
+});
+
+test('a GET or HEAD with a query parameter its handler never asks for is a 400 naming it; asked ones, given or not, are fine', async () => {
+  const typo = await fetch(`${url}/reads?a=1&enviroment=sandbox`);
+  assert.equal(typo.status, 400);
+  const error = ((await typo.json()) as { error: { code: string; field: string; message: string } }).error;
+  assert.deepEqual([error.code, error.field], ['unknown_query_parameter', 'enviroment']);
+  assert.match(error.message, /no query parameter "enviroment"/);
+  assert.equal((await fetch(`${url}/fine?x=1`, { method: 'HEAD' })).status, 400);
+  const read = await fetch(`${url}/reads?b=`);
+  assert.equal(read.status, 200);
+  assert.deepEqual(await read.json(), { a: null, b: true });
+  assert.equal((await fetch(`${url}/fine`)).status, 200);
+  // A write has already acted when its handler returns: its parameters are not checked this way.
+  assert.equal((await fetch(`${url}/writes?anything=1`, { method: 'POST' })).status, 204);
 });
