@@ -12,6 +12,8 @@ interface OrgQueue {
   /** Durable updates waiting for a predecessor; null marks a seq to pass over without emitting. */
   readonly pending: Map<number, RunUpdate | null>;
   timer: NodeJS.Timeout | undefined;
+  /** The missing seq the timer waits for: later offers do not restart its grace, or steady traffic would hold a gap forever. */
+  timerFor: number;
   /** Seqs skipped as gaps and not emitted since, with when they were skipped. */
   readonly skipped: Map<number, number>;
 }
@@ -102,7 +104,7 @@ export class SeqOrder {
   #queue(orgId: string): OrgQueue {
     let queue = this.#queues.get(orgId);
     if (queue === undefined) {
-      queue = { next: this.#firstSeq(orgId), pending: new Map(), timer: undefined, skipped: new Map() };
+      queue = { next: this.#firstSeq(orgId), pending: new Map(), timer: undefined, timerFor: 0, skipped: new Map() };
       this.#queues.set(orgId, queue);
     }
     return queue;
@@ -114,17 +116,22 @@ export class SeqOrder {
       queue.next++;
       if (update !== null) this.#emit(orgId, update, false);
     }
+    // The grace of a gap runs from when that seq was first missed, whatever arrives meanwhile.
+    if (queue.timer !== undefined && queue.pending.size > 0 && queue.timerFor === queue.next) return;
     if (queue.timer !== undefined) clearTimeout(queue.timer);
     queue.timer = undefined;
     if (queue.pending.size > 0) {
+      queue.timerFor = queue.next;
       queue.timer = setTimeout(() => this.#skipGap(orgId, queue), GAP_GRACE_MS);
       queue.timer.unref();
     }
   }
 
   #skipGap(orgId: string, queue: OrgQueue): void {
+    queue.timer = undefined;
     if (queue.pending.size === 0) return;
-    const resume = Math.min(...queue.pending.keys());
+    let resume = Number.POSITIVE_INFINITY;
+    for (const seq of queue.pending.keys()) if (seq < resume) resume = seq;
     const now = Date.now();
     forgetOldSkips(queue, now);
     // Remembered (for SKIPPED_MEMORY_MS) so that a Subscribe does not count them as sent to a socket

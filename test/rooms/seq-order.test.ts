@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
-import { SeqOrder, SKIPPED_MEMORY_MS } from '../../runtime/rooms/seq-order.ts';
+import { GAP_GRACE_MS, SeqOrder, SKIPPED_MEMORY_MS } from '../../runtime/rooms/seq-order.ts';
 
 const update = (seq: number): RunUpdate =>
   ({ seq, org_id: 'org', run_id: `run-${seq}`, state: 'running', channel: '', workflow_id: 'wf', event_id: 'evt', step_id: 's', attempt: 1, at_ms: 1, error: '', environment: 'production' }) as RunUpdate;
@@ -71,4 +71,31 @@ test('a passed-over seq (a reset mark) counts as emitted in its turn, sends noth
   order.passOver('org', 2);
   assert.equal(order.emitted('org'), 4, 'an old mark changes nothing');
   order.close();
+});
+
+test('a gap is skipped GAP_GRACE_MS after it was first missed, even while later updates keep arriving', () => {
+  mock.timers.enable({ apis: ['Date', 'setTimeout'], now: 1_000_000 });
+  try {
+    const emitted: number[] = [];
+    const order = new SeqOrder(() => 1, (_org, u) => emitted.push(u.seq));
+    order.offer('org', [update(1), update(3)]);
+    // An update every 100 ms: before, each offer restarted the grace, so 2's gap held back every later one.
+    let seq = 4;
+    for (let elapsed = 100; elapsed < GAP_GRACE_MS; elapsed += 100) {
+      mock.timers.tick(100);
+      order.offer('org', [update(seq++)]);
+    }
+    assert.deepEqual(emitted, [1], 'within the grace, 3 and later wait for 2');
+    mock.timers.tick(100);
+    assert.deepEqual(emitted, [1, 3, 4, 5, 6, 7], 'the grace of 2 is over: the rest follows in order');
+    order.offer('org', [update(9)]);
+    mock.timers.tick(GAP_GRACE_MS - 1);
+    order.offer('org', [update(10)]);
+    assert.deepEqual(emitted.slice(6), [], 'a new gap (8) gets its own full grace');
+    mock.timers.tick(1);
+    assert.deepEqual(emitted.slice(6), [9, 10]);
+    order.close();
+  } finally {
+    mock.timers.reset();
+  }
 });
