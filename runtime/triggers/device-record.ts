@@ -12,6 +12,8 @@ import type { Environment } from '../sources/source-record.ts';
 export const MAX_DEVICES_PER_ORG = 1000;
 const CONNECTED_EVENT_TYPE = 'device.connected';
 const DISCONNECTED_EVENT_TYPE = 'device.disconnected';
+/** The event types only Sluice writes for a device: a device's own message may not claim them. */
+export const CONNECTION_EVENT_TYPES: ReadonlySet<string> = new Set([CONNECTED_EVENT_TYPE, DISCONNECTED_EVENT_TYPE]);
 
 /** Why a connection ended, as `device.disconnected` and the device's view say. */
 export type DisconnectReason =

@@ -152,6 +152,9 @@ test('bad frames get a nack naming the problem, and the socket stays open', asyn
     [`{"id":"b-7","type":"reading.taken","payload":{"blob":"${'x'.repeat(70_000)}"}}`, false, null, 'frame_too_large', undefined],
     [Buffer.from('{"id":"b-8","type":"reading.taken"}'), true, null, 'unsupported_frame', undefined],
     ['{"id":"tab\\there","type":"reading.taken"}', false, null, 'invalid_message', 'id'],
+    // Only Sluice says when a connection opened or ended: a device claiming it would fake an outage.
+    ['{"id":"b-9","type":"device.disconnected","payload":{"device":"thermo-2","reason":"connection_lost"}}', false, 'b-9', 'reserved_event_type', 'type'],
+    ['{"id":"b-10","type":"device.connected"}', false, 'b-10', 'reserved_event_type', 'type'],
   ];
   for (const [frame, binary, id, code, field] of cases) {
     const before = device.frames.length;
@@ -166,6 +169,7 @@ test('bad frames get a nack naming the problem, and the socket stays open', asyn
   }
   device.send({ id: 'good-1', type: 'reading.taken' });
   assert.equal((await device.answerTo('good-1')).type, 'ack', 'still open and storing');
+  assert.deepEqual(await deviceEvents('thermo-2', 'device.disconnected'), [], 'the refused claims stored nothing');
   const [stored] = await deviceEvents('thermo-2', 'reading.taken');
   assert.deepEqual(stored!.payload, {}, 'a message without a payload is stored with {}');
   device.close();
