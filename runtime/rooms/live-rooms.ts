@@ -81,13 +81,14 @@ export class LiveRooms {
         const principal = token === undefined ? undefined : auth.principalForToken(token);
         let admitted: { principal: Principal; requested: Subscription };
         try {
-          admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query);
+          admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query, offered);
         } catch (error) {
           const refusal = error instanceof SluiceError ? error : new InputError(400, 'invalid_subscription', 'The live room request is malformed.');
           res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify(refusal.toBody()));
           return;
         }
-        const protocol = offered.includes(LIVE_PROTOCOL) ? LIVE_PROTOCOL : (offered[0] ?? '');
+        // Never an offered entry other than LIVE_PROTOCOL: that one is the API key.
+        const protocol = offered.length > 0 ? LIVE_PROTOCOL : '';
         res.upgrade<SocketData>({ orgId, ...admitted, state: { status: 'opening' } }, key, protocol, extensions, context);
       },
       open: (ws) => {

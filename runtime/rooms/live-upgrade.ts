@@ -13,10 +13,20 @@ export const LIVE_PROTOCOL = 'sluice-live';
 
 /**
  * What an upgrade asks for, once its caller may have it; otherwise the refusal, as the REST API
- * words it: 401 without a valid key, 404 for another org's (or no) org, 400 for a malformed
- * subscription, 402 for the sandbox on a plan without one.
+ * words it: 400 for subprotocols without LIVE_PROTOCOL (the server would have to echo one of them,
+ * the key, in its answer), 401 without a valid key, 404 for another org's (or no) org, 400 for a
+ * malformed subscription, 402 for the sandbox on a plan without one.
  */
-export function admitUpgrade(principal: Principal | undefined, org: Organization | undefined, orgId: string, query: URLSearchParams): { principal: Principal; requested: Subscription } {
+export function admitUpgrade(
+  principal: Principal | undefined,
+  org: Organization | undefined,
+  orgId: string,
+  query: URLSearchParams,
+  offered: readonly string[],
+): { principal: Principal; requested: Subscription } {
+  if (offered.length > 0 && !offered.includes(LIVE_PROTOCOL)) {
+    throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${LIVE_PROTOCOL} (the API key may ride next to it).`);
+  }
   if (principal === undefined) throw new AccessError(401, 'unauthorized', `A valid API key is required: ?token=<key>, or a Sec-WebSocket-Protocol entry next to ${LIVE_PROTOCOL}.`);
   if (org === undefined || (principal.kind !== 'platform_admin' && principal.orgId !== orgId)) throw notFound('Organization');
   let requested: Subscription;

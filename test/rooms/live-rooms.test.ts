@@ -81,6 +81,8 @@ test('upgrade needs a key of that org: none 401, other org 404, viewer via ?toke
   const byQuery = await connectLive(rt.url, 'acct-live', { token: viewer.body.key });
   const byProtocol = await connectLive(rt.url, 'acct-live', { protocols: [LIVE_PROTOCOL, viewer.body.key] });
   assert.equal(byProtocol.socket.protocol, LIVE_PROTOCOL);
+  // The key alone as a subprotocol would have to be echoed in the answer's headers: refused instead.
+  await assert.rejects(connectLive(rt.url, 'acct-live', { protocols: [viewer.body.key] }), /400/);
   byQuery.close();
   byProtocol.close();
 });
