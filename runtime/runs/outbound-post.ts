@@ -34,6 +34,11 @@ export interface PostOptions {
   readonly readLimitBytes: number;
   /** The connection pool (see outbound-connections.ts). */
   readonly pool: OutboundPool;
+  /**
+   * Asked once the pool hands the request a socket, before anything is written: false (the run
+   * was cancelled or deleted while the request waited) drops it unsent, with PostWithdrawnError.
+   */
+  readonly stillWanted?: () => boolean;
 }
 
 /** Thrown when the deadline passes before the exchange ends. */
@@ -46,6 +51,15 @@ export class PostTimeoutError extends Error {
     readonly queuedMs: number | undefined,
   ) {
     super(message);
+  }
+}
+
+/** Thrown when the request was dropped unsent because it was no longer wanted (PostOptions.stillWanted). */
+export class PostWithdrawnError extends Error {
+  override readonly name = 'PostWithdrawnError';
+
+  constructor(readonly queuedMs: number | undefined) {
+    super('the request was withdrawn before it was sent');
   }
 }
 
@@ -92,6 +106,11 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     let hasSocket = false;
     let answered: IncomingMessage | undefined;
     const release = pool.untilClosed(() => {
+      // Answered: the receiver took the delivery; ending its body settles with what came.
+      if (answered !== undefined) {
+        answered.destroy();
+        return;
+      }
       fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
     });
@@ -99,6 +118,11 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       if (outgoing.destroyed) return;
       hasSocket = true;
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
+      if (!stillWanted(options)) {
+        fail(new PostWithdrawnError(queuedMs));
+        outgoing.destroy();
+        return;
+      }
       timer = setTimeout(() => {
         // Answered: the receiver took the delivery; ending its body settles with what came.
         if (answered !== undefined) {
@@ -119,8 +143,12 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       }
       outgoing.end(body);
     });
-    // `on`, not `once`: a request can be told of a failure more than once (a refused connection at shutdown).
-    outgoing.on('error', fail);
+    // `on`, not `once`: a request can be told of a failure more than once (a refused connection at
+    // shutdown). Once answered, a failure (a reset mid-body) only ends the body: the response's
+    // close settles, with the status the receiver gave, or a 2xx would be sent again.
+    outgoing.on('error', (error: Error) => {
+      if (answered === undefined) fail(error);
+    });
     outgoing.once('response', (response: IncomingMessage) => {
       answered = response;
       const kept: Buffer[] = [];
@@ -146,4 +174,13 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       });
     });
   });
+}
+
+/** Whether to send after all; a check that throws (a failed read) sends: the attempt was wanted when it was made. */
+function stillWanted(options: PostOptions): boolean {
+  try {
+    return options.stillWanted?.() !== false;
+  } catch {
+    return true;
+  }
 }

@@ -354,8 +354,19 @@ export class RunEngine {
       nowMs: this.#d.clock.now(),
       actions: this.#d.actions,
       runner: this.#d.runner,
+      stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence),
     });
     await this.send(ctx.orgId, ctx.runId, report, effects);
+  }
+
+  /**
+   * Whether the run still waits for the attempt under `fence`: what the ledger holds (the live
+   * actor's last durable snapshot when there is one). A cancel or reset answered as done is durable,
+   * so a request still waiting for a connection after it is never sent.
+   */
+  #stillWanted(orgId: OrgId, runId: RunId, fence: number): boolean {
+    const run = this.#actors.get(orgScopedKey(orgId, runId))?.persisted ?? this.#d.runs.get(orgId, runId);
+    return run !== undefined && run.value === 'running' && run.context.fence === fence;
   }
 
   /** The live update of a transition; `version` when the caller already has it. */

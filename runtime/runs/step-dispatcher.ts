@@ -41,6 +41,8 @@ export interface StepContext {
   readonly runner: HookRunnerClient | undefined;
   /** Events derived so far from the root of the run's event (its correlation_id). */
   readonly derivedSoFar: () => number;
+  /** Whether the run still waits for this attempt (running, under its fence): asked before a webhook leaves. */
+  readonly stillWanted: () => boolean;
 }
 
 /**
@@ -126,6 +128,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         attempt: work.attempt,
         signingSecrets: ctx.signingSecrets,
         nowMs: ctx.nowMs,
+        stillWanted: ctx.stillWanted,
       },
       { selfPort: ctx.selfPort, connections: ctx.connections },
     );

@@ -11,7 +11,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import { embeddedIPv4, ForbiddenTargetError, isPublicAddress } from './webhook-address-policy.ts';
-import { postOnce, PostRequestError, PostTimeoutError, type PostAnswer } from './outbound-post.ts';
+import { postOnce, PostRequestError, PostTimeoutError, PostWithdrawnError, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
@@ -30,6 +30,8 @@ export interface WebhookRequest {
   /** Active signing secrets of the workflow (newest first); every one signs, for rotation. */
   readonly signingSecrets: readonly string[];
   readonly nowMs: number;
+  /** Asked before the request is written (it may wait for a connection): false leaves it unsent. */
+  readonly stillWanted?: () => boolean;
 }
 
 /** `sentAt`: when the request got its connection, on the attempt's clock; absent when it was never sent. */
@@ -137,6 +139,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       keepBytes: EVIDENCE_BODY_CAP,
       readLimitBytes: 16 * EVIDENCE_BODY_CAP,
       pool: target.connections.pool(url, request.orgId),
+      ...(request.stillWanted === undefined ? {} : { stillWanted: request.stillWanted }),
     });
   } catch (error) {
     const queued = error instanceof PostTimeoutError ? queuedEvidence(error.queuedMs) : {};
@@ -145,6 +148,10 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // at any point, so the attempt's own time stands for it.
     if (error instanceof PostRequestError) return failure('webhook_request_invalid', `The request could not be sent as configured: ${error.message}.`, false, evidence);
     if (error instanceof ForbiddenTargetError) return failure('webhook_target_forbidden', `${error.message}.`, false, evidence);
+    // Nothing was sent: the report only says so (it reaches a cancelled run's record, or nothing).
+    if (error instanceof PostWithdrawnError) {
+      return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) while the request waited for a connection.', false, { ...evidence, ...queuedEvidence(error.queuedMs) });
+    }
     return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, request.nowMs + (error.queuedMs ?? 0))
       : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, request.nowMs);

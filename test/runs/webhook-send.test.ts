@@ -4,6 +4,7 @@
 // and the per-org connection cap.
 
 import assert from 'node:assert/strict';
+import diagnostics from 'node:diagnostics_channel';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
@@ -152,6 +153,36 @@ async function holding(begin: (res: ServerResponse) => void = () => undefined): 
   });
   return { local, reached, release: () => held.forEach((res) => res.destroy()) };
 }
+
+test('a 2xx whose connection is reset mid-body (a proxy\'s RST) still counts once: the reset only cuts the body', async () => {
+  // The reset comes once the client has read the status line and the first bytes (node:http tells
+  // its diagnostics channel), as from a proxy; Node then fails the request, not only the response.
+  let answering: ServerResponse | undefined;
+  const resetAfterRead = (): void => void setImmediate(() => answering?.socket?.resetAndDestroy());
+  diagnostics.subscribe('http.client.response.finish', resetAfterRead);
+  try {
+    for (const status of [200, 503]) {
+      let requests = 0;
+      const reset = await serve((_req, res) => {
+        requests += 1;
+        answering = res;
+        res.writeHead(status, { 'content-length': '100' });
+        res.write('partial');
+      });
+      const outcome = await attempt(reset.url);
+      assert.equal(requests, 1);
+      if (status === 503) {
+        assert.equal(errorOf(outcome)?.code, 'webhook_http_503', 'a reset after a 503 is still a retryable 503');
+        continue;
+      }
+      assert.equal(outcome.ok, true, JSON.stringify(outcome));
+      assert.equal((outcome.evidence as { body?: string }).body, 'partial');
+      assert.equal((outcome.evidence as { body_cut_off?: boolean }).body_cut_off, true);
+    }
+  } finally {
+    diagnostics.unsubscribe('http.client.response.finish', resetAfterRead);
+  }
+});
 
 test('a receiver that never answers times out at the step deadline', async () => {
   const { local, reached, release } = await holding();
@@ -310,6 +341,33 @@ test('closing the pools fails the requests in flight and the queued ones, and op
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(receiver.order, ['a', 'b']);
     assert.equal(receiver.local.connections, 2);
+  } finally {
+    receiver.drop();
+  }
+});
+
+test('a request no longer wanted when it gets its connection (its run was cancelled) is dropped unsent', HOLDING_TEST, async () => {
+  const receiver = await holdingReceiver();
+  const single = connectionPool(1);
+  let wanted = true;
+  try {
+    const first = attempt(receiver.local.url, { idempotencyKey: 'w1' }, single);
+    await receiver.arrived(1);
+    const second = attempt(receiver.local.url, { idempotencyKey: 'w2', stillWanted: () => wanted }, single);
+    while (single.stats().waiting === 0) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(single.stats(), { open: 1, waiting: 1 });
+    wanted = false;
+    receiver.answer('w1');
+    assert.equal((await first).ok, true);
+    const withdrawn = await second;
+    assert.deepEqual([errorOf(withdrawn)?.code, errorOf(withdrawn)?.retryable], ['webhook_withdrawn', false]);
+    assert.equal('sentAt' in withdrawn, false, 'it never started');
+    assert.equal(typeof (withdrawn.evidence as { queued_ms?: number }).queued_ms, 'number');
+    const third = attempt(receiver.local.url, { idempotencyKey: 'w3', stillWanted: () => true }, single);
+    await receiver.arrived(2);
+    receiver.answer('w3');
+    assert.equal((await third).ok, true);
+    assert.deepEqual(receiver.order, ['w1', 'w3'], 'w2 never reached the receiver');
   } finally {
     receiver.drop();
   }

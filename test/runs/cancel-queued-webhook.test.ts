@@ -1,0 +1,68 @@
+// A cancel answered as done means the run's webhook is not sent afterwards: a request still waiting
+// for a connection (its org at the cap for that receiver) is dropped unsent when it gets one, and
+// the run's record says so; the request already out completes as before.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+
+const ORG = 'acct-cancel-queued';
+let rt: TestRuntime;
+let key: string;
+let receiver: Receiver;
+let releaseFirst: () => void = () => undefined;
+
+before(async () => {
+  // One connection per org and receiver: the second run's request waits for the first's.
+  rt = await startRuntime({ args: ['--webhook-connections', '1'] });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
+  receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>((resolve) => (releaseFirst = resolve)) }, { status: 200, body: '{}' }]);
+  const workflow = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'notify', trigger_event: 'order.placed', steps: [{ id: 'send', type: 'webhook', url: receiver.url }] } });
+  assert.equal(workflow.status, 201, workflow.text);
+});
+after(async () => {
+  releaseFirst();
+  await rt.close();
+  await receiver.close();
+});
+
+const waitingRequests = async (): Promise<number> => {
+  const text = (await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text;
+  return Number(/^sluice_webhook_requests_waiting (\d+)/m.exec(text)?.[1] ?? NaN);
+};
+
+async function runOf(eventId: string): Promise<{ run_id: string; state: string }> {
+  const runs = (await call(rt.url, 'GET', `/organizations/${ORG}/runs?limit=500`, { token: key })).body.runs as Array<{ run_id: string; state: string; event_id: string }>;
+  const run = runs.find((r) => r.event_id === eventId);
+  assert.ok(run !== undefined, `a run for ${eventId}`);
+  return run;
+}
+
+test('a run cancelled while its webhook waits for a connection never sends it; the record says it was withdrawn', async () => {
+  for (const id of ['evt_0000000000q1', 'evt_0000000000q2']) {
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.placed', payload: {}, id } })).status, 202);
+  }
+  await eventually('the first request out and the second waiting for its connection', async () => [receiver.received.length, await waitingRequests()], ([out, waiting]) => out === 1 && waiting === 1);
+  const first = await runOf('evt_0000000000q1');
+  const second = await runOf('evt_0000000000q2');
+  assert.equal(receiver.received[0]?.headers['idempotency-key'], `${first.run_id}:send`);
+
+  const cancelled = await call(rt.url, 'POST', `/organizations/${ORG}/runs/${second.run_id}/cancel`, { token: key });
+  assert.equal(cancelled.status, 200, cancelled.text);
+  assert.equal(cancelled.body.run.state, 'cancelled');
+  releaseFirst();
+  await eventually('the first run completed', () => runOf('evt_0000000000q1'), (run) => run.state === 'completed');
+  const view = await eventually(
+    'the withdrawn attempt recorded',
+    async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${second.run_id}`, { token: key })).body.run,
+    (run) => run.steps[0].attempts[0].after_cancel !== undefined,
+  );
+  const attempt = view.steps[0].attempts[0];
+  assert.equal(attempt.started_at, null, 'it never started');
+  assert.equal(attempt.after_cancel.outcome, 'failed');
+  assert.equal(attempt.after_cancel.error.code, 'webhook_withdrawn');
+  assert.equal(await waitingRequests(), 0);
+  assert.deepEqual(receiver.received.map((r) => r.headers['idempotency-key']), [`${first.run_id}:send`], 'the cancelled run sent nothing');
+});
