@@ -68,8 +68,11 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
         if (run.value !== 'failed') throw new ConflictError('run_not_failed', `Only a failed run can be resumed; this one is ${run.value}.`);
-        await engine.command(org.id, run.context.runId, { type: 'run.resume' });
-        return json(202, { run: describeRun(runs.get(org.id, run.context.runId) ?? run) });
+        const resumed = await engine.command(org.id, run.context.runId, { type: 'run.resume' });
+        const now = runs.get(org.id, run.context.runId) ?? run;
+        // Another resume or a cancel got there first.
+        if (!resumed) throw new ConflictError('run_not_failed', `Only a failed run can be resumed; this one is ${now.value}.`);
+        return json(202, { run: describeRun(now) });
       },
     },
     {
@@ -78,8 +81,11 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
         if (isFinished(run)) throw new ConflictError('run_finished', `The run is already ${run.value}.`);
-        await engine.command(org.id, run.context.runId, { type: 'run.cancel', reason: 'cancelled through the API' });
-        return json(200, { run: describeRun(runs.get(org.id, run.context.runId) ?? run) });
+        const cancelled = await engine.command(org.id, run.context.runId, { type: 'run.cancel', reason: 'cancelled through the API' });
+        const now = runs.get(org.id, run.context.runId) ?? run;
+        // It finished (or another cancel landed) between the check and the command.
+        if (!cancelled) throw new ConflictError('run_finished', `The run is already ${now.value}.`);
+        return json(200, { run: describeRun(now) });
       },
     },
     {

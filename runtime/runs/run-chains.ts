@@ -12,13 +12,17 @@ export class RunChains {
   }
 
   /**
-   * Runs `task` once the run's earlier tasks are done (never after `close`). The returned promise
-   * rejects with the task's failure, which the chain has already reported.
+   * Runs `task` once the run's earlier tasks are done (never after `close`: then it resolves
+   * undefined). The returned promise has the task's result, or rejects with its failure, which
+   * the chain has already reported.
    */
-  serially(runKey: string, task: () => Promise<void> | void): Promise<void> {
+  serially<T>(runKey: string, task: () => Promise<T> | T): Promise<T | undefined> {
     const previous = this.#chains.get(runKey) ?? Promise.resolve();
     const outcome = previous.then(() => (this.#closed ? undefined : task()));
-    const next = outcome.catch((error: unknown) => this.#onFailure(runKey, error));
+    const next = outcome.then(
+      () => undefined,
+      (error: unknown) => this.#onFailure(runKey, error),
+    );
     this.#chains.set(runKey, next);
     void next.then(() => {
       if (this.#chains.get(runKey) === next) this.#chains.delete(runKey);

@@ -99,16 +99,21 @@ export class RunEngine {
 
   /** Queues `command` for the run; resolves once it has been applied (and, if it changed the run, persisted). */
   send(orgId: string, runId: string, command: RunCommand, effects?: ActionEffects): Promise<void> {
-    return this.#chains.serially(orgScopedKey(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects)).catch(() => undefined);
+    return this.#chains.serially(orgScopedKey(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, effects)).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /**
    * As `send`, for a caller that must know whether it took effect (a person through the API):
-   * rejects with a retryable 503 when the transition could not be written.
+   * resolves true once the run's transition is durable, false when the run did not take the command
+   * (it moved on meanwhile, or is gone); rejects with a retryable 503 when the transition could not
+   * be written.
    */
-  async command(orgId: string, runId: string, command: RunCommand): Promise<void> {
+  async command(orgId: string, runId: string, command: RunCommand): Promise<boolean> {
     try {
-      await this.#chains.serially(orgScopedKey(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined));
+      return (await this.#chains.serially(orgScopedKey(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined))) === true;
     } catch (error) {
       // Usually nothing was written; a commit whose flush failed may still have taken effect.
       throw new RetryableError('write_failed', 'The change to the run could not be saved durably. Read the run, then try again if it did not change.', undefined, { cause: error });
@@ -143,14 +148,15 @@ export class RunEngine {
     this.#actors.clear();
   }
 
-  async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined): Promise<void> {
+  /** Applies one command; true when it changed the run (and the change is durable). */
+  async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined): Promise<boolean> {
     const key = orgScopedKey(orgId, runId);
     const cached = this.#actors.get(key);
     // The cached snapshot saves a read and decode per transition; the existence check still sees a reset.
     const previous = cached !== undefined && this.#d.runs.has(orgId, runId) ? cached.persisted : this.#d.runs.get(orgId, runId);
     if (previous === undefined) {
       this.#removed(orgId, runId);
-      return;
+      return false;
     }
     const live = cached ?? this.#restore(key, previous);
     const { actor } = live;
@@ -167,7 +173,7 @@ export class RunEngine {
       }
       this.#settleSlot(previous);
       this.#pump();
-      return;
+      return false;
     }
     const run = persistedRunOf(actor);
     let written: TransitionWritten;
@@ -183,11 +189,12 @@ export class RunEngine {
     this.#stalled.cleared(key);
     if (written.gone) {
       this.#removed(orgId, runId);
-      return;
+      return false;
     }
     live.persisted = run;
     if (written.update !== undefined) this.#d.rooms.publish(orgId, [written.update]);
     this.#act(run);
+    return true;
   }
 
   /** Keeps what an effect reported after its run was cancelled; the done actor is dropped, so the next read takes the record from the ledger. */

@@ -145,6 +145,22 @@ test('a non-retryable failure fails the run, lists the event as failed, and resu
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/resume`, { token: key })).status, 409);
 });
 
+test('of two resumes (or two cancels) sent together, one takes effect and the other is a 409, never two successes', async () => {
+  receiver.script([{ status: 400 }]);
+  await workflow({ name: 'racing', trigger_event: 'order.racing', steps: [{ id: 'only', type: 'webhook', url: `${receiver.url}/racing` }] });
+  const runId = await onlyRun(await sendEvent('order.racing', {}, 'evt-racing'));
+  await runInState(runId, 'failed');
+  const resume = () => call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/resume`, { token: key });
+  const resumes = await Promise.all([resume(), resume()]);
+  assert.deepEqual(resumes.map((r) => r.status).sort(), [202, 409], resumes.map((r) => r.text).join('\n'));
+  assert.equal(resumes.find((r) => r.status === 409)!.body.error.code, 'run_not_failed');
+  await runInState(runId, 'failed');
+  const cancel = () => call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/cancel`, { token: key });
+  const cancels = await Promise.all([cancel(), cancel()]);
+  assert.deepEqual(cancels.map((r) => r.status).sort(), [200, 409], cancels.map((r) => r.text).join('\n'));
+  assert.match(cancels.find((r) => r.status === 409)!.body.error.message, /already cancelled/);
+});
+
 test('exhausted retries fail the run with retries_exhausted', async () => {
   receiver.script([{ status: 500 }]);
   await workflow({ name: 'exhaust', trigger_event: 'order.exhaust', steps: [{ id: 'x', type: 'webhook', url: receiver.url, retry: { max_retries: 1, initial_ms: 10, max_ms: 10 } }] });
