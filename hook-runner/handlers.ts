@@ -1,5 +1,6 @@
 // The six RPCs as plain async functions over typed wire messages: parse, act on the registry,
 // vault and ledger, answer. Transport concerns (auth, status mapping, binding) live in server.ts.
+import { createHash } from 'node:crypto';
 import { createGuestEnvelope } from './envelope.ts';
 import type { InvocationLedger } from './invocation-ledger.ts';
 import { createInvocationResult, toInvokeReply, type InvocationResult } from './invocation-outcome.ts';
@@ -62,6 +63,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
           orgId: command.scope.orgId,
           actionId: command.scope.actionId,
           digest: command.digest,
+          inputs: invocationInputs(command.permissions, deps.vault.revision(command.scope, command.secretKeys)),
           idempotencyKey: mode.idempotencyKey,
           runId: mode.runId,
           fence: mode.fence,
@@ -91,4 +93,9 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       return { ok: deps.sandboxReady(), version: deps.version, uptime_ms: String(Math.max(0, deps.now() - deps.startedAtMs)) };
     },
   };
+}
+
+/** The guest's inputs besides its module and payload, as one value: its permissions (sorted) and its secrets' revision. */
+function invocationInputs(permissions: readonly string[], secretsRevision: string): string {
+  return createHash('sha256').update(JSON.stringify([[...permissions].sort(), secretsRevision])).digest('base64url');
 }

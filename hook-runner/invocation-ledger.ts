@@ -8,6 +8,8 @@ export interface InvocationClaim {
   readonly orgId: string;
   readonly actionId: string;
   readonly digest: string;
+  /** The guest's other inputs: its approved permissions and the revision of the secrets they name (see `run`). */
+  readonly inputs: string;
   readonly idempotencyKey: string;
   readonly runId: string;
   readonly fence: bigint;
@@ -45,6 +47,10 @@ const assertSameAction = (claim: InvocationClaim, other: { actionId: string }): 
 const completedOutput = (record: InvocationRecord | undefined): InvocationRecord | undefined =>
   record?.outcome.kind === 'output' ? record : undefined;
 
+/** Whether a stored or running execution is the one `claim` asks for: the same module given the same inputs. */
+const sameExecution = (claim: InvocationClaim, other: { digest: string; inputs?: string }): boolean =>
+  other.digest === claim.digest && (other.inputs === undefined || other.inputs === claim.inputs);
+
 const larger = (a: bigint, b: bigint): bigint => (a > b ? a : b);
 /** The in-memory key of a claim's run. */
 const runSlotOf = (claim: InvocationClaim): string => `${claim.orgId}\0${claim.runId}`;
@@ -64,9 +70,11 @@ export class InvocationLedger {
   /**
    * Runs `execute` until it yields an output, at most once at a time per (org, idempotency key):
    * 1. refuse a fence lower than the highest committed or admitted for the run (StaleFenceError);
-   * 2. a completed key called with the same module digest answers its stored output (`replayed`)
-   *    without executing. Called with another digest (a version approved since), it executes that
-   *    module and its output replaces the stored one: the runtime applies a step's effects only in
+   * 2. a completed key called with the same module digest and the same inputs answers its stored
+   *    output (`replayed`) without executing. Called with another digest or other inputs (a version
+   *    approved since, with other permissions, or a secret written since: how a person fixes a
+   *    failed run before resuming it), it executes again and its output replaces the stored one:
+   *    the runtime applies a step's effects only in
    *    the write that commits its result, so a key it still asks about has applied nothing from the
    *    earlier output (which may even have broken the output contract), and the step's evidence
    *    then names the module that really produced its result;
@@ -90,7 +98,7 @@ export class InvocationLedger {
     // the registration are atomic, and an execution leaves the map only after its record committed.
     const completed = completedOutput(this.#store.invocations.get(key));
     if (completed !== undefined) assertSameAction(claim, completed);
-    if (completed !== undefined && completed.digest === claim.digest) {
+    if (completed !== undefined && sameExecution(claim, completed)) {
       this.#admitFence(claim);
       await this.#commit(claim, () => undefined);
       return { result: { outcome: completed.outcome, fuelUsed: completed.fuelUsed }, replayed: true };
@@ -100,9 +108,9 @@ export class InvocationLedger {
       assertSameAction(claim, running.claim);
       this.#admitFence(claim);
       running.joined += 1;
-      // Another module's answer (or failure) is not this module's. That execution leaves the map
-      // (below) when it settles, so this caller then starts over and runs its own module.
-      if (running.claim.digest !== claim.digest) {
+      // Another module's (or other inputs') answer is not this caller's. That execution leaves the
+      // map (below) when it settles, so this caller then starts over and runs its own.
+      if (!sameExecution(claim, running.claim)) {
         await running.execution.catch(() => undefined);
         return this.run(claim, execute);
       }
@@ -194,6 +202,7 @@ export class InvocationLedger {
       const record: InvocationRecord = {
         actionId: claim.actionId,
         digest: claim.digest,
+        inputs: claim.inputs,
         fence: claim.fence.toString(),
         outcome: result.outcome,
         fuelUsed: result.fuelUsed,

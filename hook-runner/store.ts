@@ -12,6 +12,12 @@ import { privateDirectory, privateFilesIn } from './private-directory.ts';
 export interface InvocationRecord {
   readonly actionId: string;
   readonly digest: string;
+  /**
+   * What else the guest was given besides the run's payload (its permissions and the revision of
+   * the secrets they name; invocation-ledger.ts): another value runs the guest again. Absent in
+   * records of earlier releases, which then match on the digest alone.
+   */
+  readonly inputs?: string;
   /** Decimal uint64: the fence of the attempt that executed. */
   readonly fence: string;
   readonly outcome: InvocationOutcome;

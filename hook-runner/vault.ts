@@ -1,6 +1,6 @@
 // The secrets vault: AES-256-GCM per value (random 96-bit nonce, AAD = org\0action\0key) under the
 // master key, stored in the runner's LMDB. Reads fail closed; values never appear in errors or logs.
-import { createCipheriv, createDecipheriv, randomBytes, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, type KeyObject } from 'node:crypto';
 import type { SecretKey, SecretScope } from './requests.ts';
 import { SecretLimitError, SecretUnreadableError } from './runner-error.ts';
 import type { RunnerStore, SecretRecordKey } from './store.ts';
@@ -69,6 +69,19 @@ export class SecretVault {
       }),
     );
     if (!stored) throw new SecretLimitError(MAX_SECRETS_PER_ACTION);
+  }
+
+  /**
+   * A digest of the stored (sealed) values of `keys`, read without decrypting anything: it changes
+   * whenever one of them is written or deleted (each write seals with a fresh nonce).
+   */
+  revision(scope: SecretScope, keys: readonly SecretKey[]): string {
+    const hash = createHash('sha256');
+    for (const key of [...keys].sort()) {
+      const sealed = this.#store.secrets.get(recordKey(scope, key)) as Uint8Array | undefined;
+      hash.update(`${key}\0`).update(sealed ?? '-').update('\0');
+    }
+    return hash.digest('base64url');
   }
 
   /** Key names of one action's secrets, in byte order. */

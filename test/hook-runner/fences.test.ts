@@ -89,6 +89,22 @@ describe('idempotency', () => {
     assert.deepEqual(payloadOf(again), { resumed: 1 });
   });
 
+  it('runs a completed key again when its module is given other permissions or a secret written since, then replays that', async () => {
+    const scope = { orgId: 'org_inputs', actionId: 'act_inputs' };
+    const key = 'run_i6:step_1';
+    await runner.client.putSecret({ ...scope, key: 'FIX', value: 'first-value-123' });
+    const call = (fence: number, permissions: string[]) => runner.client.invoke(invocation(echo, { ...scope, idempotencyKey: key, fence, permissions, payloadJson: JSON.stringify({ fence }) }));
+    assert.equal((await call(1, [])).replayed, false);
+    assert.equal((await call(2, [])).replayed, true, 'the same inputs: replayed');
+    const newPermission = await call(3, ['read_secret:FIX']);
+    assert.deepEqual([newPermission.replayed, payloadOf(newPermission)], [false, { fence: 3 }], 'another permission: the guest ran again');
+    assert.equal((await call(4, ['read_secret:FIX'])).replayed, true);
+    await runner.client.putSecret({ ...scope, key: 'FIX', value: 'second-value-456' });
+    const newSecret = await call(5, ['read_secret:FIX']);
+    assert.deepEqual([newSecret.replayed, payloadOf(newSecret)], [false, { fence: 5 }], 'a secret written since: the guest ran again');
+    assert.equal((await call(6, ['read_secret:FIX'])).replayed, true);
+  });
+
   it('executes concurrent calls with one key once', async () => {
     const key = 'run_i3:step_1';
     const results = await Promise.all(

@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 const claim = (overrides: Partial<InvocationClaim> = {}): InvocationClaim => ({
-  orgId: 'org_a', actionId: 'act', digest: 'd'.repeat(64), idempotencyKey: 'run_1:step_1', runId: 'run_1', fence: 1n, ...overrides,
+  orgId: 'org_a', actionId: 'act', digest: 'd'.repeat(64), inputs: 'i1', idempotencyKey: 'run_1:step_1', runId: 'run_1', fence: 1n, ...overrides,
 });
 
 function counter(output = '{"n":1}'): { execute: () => Promise<InvocationResult>; readonly calls: number } {
@@ -179,6 +179,21 @@ describe('invocation ledger', () => {
     assert.deepEqual(await ledger.run(claim({ digest: 'e'.repeat(64), fence: 3n }), newer.execute), { result: v2, replayed: true });
     assert.equal(newer.calls, 1);
     assert.equal(ledger.highestFence('org_a', 'run_1'), 3n);
+  });
+
+  it('executes a completed key again when the same module is given other inputs (permissions, a secret written since); a record without inputs matches on its digest', async () => {
+    await ledger.run(claim({ fence: 1n }), counter('{"broken":true}').execute);
+    const fixed = counter('{"fixed":true}');
+    const answer = await ledger.run(claim({ inputs: 'i2', fence: 2n }), fixed.execute);
+    assert.deepEqual([answer.result.outcome, answer.replayed, fixed.calls], [{ kind: 'output', outputJson: '{"fixed":true}' }, false, 1]);
+    assert.equal((await ledger.run(claim({ inputs: 'i2', fence: 3n }), fixed.execute)).replayed, true, 'then it replays under the new inputs');
+    assert.equal(store.invocations.get(['org_a', 'run_1:step_1'])?.inputs, 'i2');
+    await store.durable(store.invocations.put(['org_a', 'run_1:step_2'], {
+      actionId: 'act', digest: 'd'.repeat(64), fence: '1', outcome: { kind: 'output', outputJson: '{"old":true}' }, fuelUsed: 1, completedAtMs: 0,
+    }));
+    const untouched = counter();
+    const old = await ledger.run(claim({ idempotencyKey: 'run_1:step_2', inputs: 'i9', fence: 4n }), untouched.execute);
+    assert.deepEqual([old.replayed, untouched.calls], [true, 0]);
   });
 
   it('a caller with a new module digest that joined an execution runs its own module once that one ends, however it ends', async () => {

@@ -27,7 +27,7 @@ afterEach(async () => {
 });
 
 const claim = (runId: string, step: string, fence: bigint): InvocationClaim => ({
-  orgId: 'org_a', actionId: 'act', digest: 'd'.repeat(64), idempotencyKey: `${runId}:${step}`, runId, fence,
+  orgId: 'org_a', actionId: 'act', digest: 'd'.repeat(64), inputs: 'i1', idempotencyKey: `${runId}:${step}`, runId, fence,
 });
 let executions = 0;
 const execute = async (): Promise<InvocationResult> => {
