@@ -3,6 +3,7 @@
 
 import type { JsonValue } from '../../actors/json.ts';
 import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
+import { inexactNumberIn } from '../validation/inexact-number.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 
@@ -113,10 +114,17 @@ export function parseActionOutput(outputJson: string): ActionOutput {
   }
   const protoAt = protoKeyPath(document);
   if (protoAt !== undefined) throw new OutputContractError('output', `The action output uses the key "${PROTO_KEY}" (at ${protoAt}), which Sluice cannot store.`);
-  if (!isObject(document)) return { document, projection: null, derivedEvent: null };
-  return {
-    document,
-    projection: document.projection === undefined ? null : parseProjection(document.projection),
-    derivedEvent: document.derived_event === undefined ? null : parseDerivedEvent(document.derived_event),
-  };
+  const output: ActionOutput = isObject(document)
+    ? {
+        document,
+        projection: document.projection === undefined ? null : parseProjection(document.projection),
+        derivedEvent: document.derived_event === undefined ? null : parseDerivedEvent(document.derived_event),
+      }
+    : { document, projection: null, derivedEvent: null };
+  // After the reserved keys, whose own errors (a numeric entity_id past 2^53) say more.
+  const inexact = inexactNumberIn(outputJson);
+  if (inexact !== undefined) {
+    throw new OutputContractError('output', `The action output holds the number ${inexact.slice(0, 40)}, which JSON numbers cannot keep exactly (whole numbers are exact within ±2^53); write it as a string.`);
+  }
+  return output;
 }

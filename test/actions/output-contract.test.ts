@@ -68,3 +68,18 @@ test('a "__proto__" key anywhere in the output fails the contract naming where (
   }
   assert.deepEqual(parseActionOutput('{"proto":"__proto__","__proto":1}').document, { proto: '__proto__', __proto: 1 }, 'only that exact key');
 });
+
+test('a number JSON.parse cannot keep (a whole number past ±2^53, or one that overflows) fails the contract naming it; fractions and exact ones pass', () => {
+  for (const [output, literal] of [
+    ['{"big":12345678901234567890}', '12345678901234567890'],
+    ['{"projection":{"name":"p","data":{"n":[1,-9007199254740993]}}}', '-9007199254740993'],
+    ['{"derived_event":{"type":"a.b","payload":{"n":1e400}}}', '1e400'],
+  ]) {
+    const checked = checkContract(output as string);
+    assert.equal(checked.ok, false, output);
+    assert.equal(!checked.ok && checked.field, 'output');
+    assert.match(!checked.ok ? checked.message : '', new RegExp(`number ${literal}, .*write it as a string`));
+  }
+  const fine = '{"max":9007199254740991,"min":-9007199254740991,"dec":0.1000000000000000055511151231257827,"exp":1e20,"s":"12345678901234567890","esc":"\\\\","q":"a\\"12345678901234567890"}';
+  assert.equal(checkContract(fine).ok, true);
+});
