@@ -6,7 +6,7 @@ import type { Inbox } from '../inbox/inbox.ts';
 import { pageByTime } from '../ledger/page-by-time.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from '../ledger/ledger.ts';
-import type { Environment } from '../sources/source-record.ts';
+import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
 import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
 import { payloadTextOf, weighEvent } from './payload-text.ts';
@@ -156,7 +156,8 @@ export class EventStore {
   /** The event a delivery or API id duplicates, if it is still remembered (or was removed by retention). */
   #duplicateOf(event: StoredEvent, claim: NewEvent['claim']): string | undefined {
     if (claim !== null) return this.inbox.liveClaim(event.org_id, claim.source, claim.providerEventId, event.received_at_ms)?.event_id;
-    const seen = this.#ledger.events.doesExist([event.org_id, event.id]) || this.#tombstones.doesExist([event.org_id, event.environment, event.id]);
+    // Ids are unique across both environments, after retention too: a tombstone of either counts.
+    const seen = this.#ledger.events.doesExist([event.org_id, event.id]) || ENVIRONMENTS.some((environment) => this.#tombstones.doesExist([event.org_id, environment, event.id]));
     return seen ? event.id : undefined;
   }
 

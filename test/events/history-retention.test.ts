@@ -88,9 +88,10 @@ test('a pruned API event id is refused when sent again (409), a sandbox one agai
   assert.equal((await send('reused-sandbox', 'sandbox')).status, 202);
   clock.advance(31 * DAY_MS);
   assert.deepEqual(await prune(), { events: 3, runs: 0 }, 'these two, and the first test\'s new-lonely, now old too');
-  for (const [id, environment] of [['reused-prod', 'production'], ['reused-sandbox', 'sandbox']]) {
+  // Ids are unique across both environments, so each stays taken in the other environment too.
+  for (const [id, environment] of [['reused-prod', 'production'], ['reused-sandbox', 'sandbox'], ['reused-prod', 'sandbox'], ['reused-sandbox', 'production']]) {
     const again = await send(id!, environment!);
-    assert.equal(again.status, 409, `${id}: ${again.text}`);
+    assert.equal(again.status, 409, `${id} in ${environment}: ${again.text}`);
     assert.equal(again.body.error.code, 'duplicate_event');
   }
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key })).status, 200);
