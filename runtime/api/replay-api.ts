@@ -87,7 +87,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         const report = explainTransportReplay(event, ctx.events.recording(org.id, event.id), {
           source: ctx.sources.get(org.id, event.source),
           inbox,
-          matching: (type) => workflows.matching(org.id, event.environment, type),
+          matching: (type, environment) => workflows.matching(org.id, environment, type),
           nowMs: ctx.clock.now(),
         });
         return json(200, { report });

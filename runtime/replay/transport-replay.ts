@@ -13,8 +13,14 @@ import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 export interface TransportReplayReport {
   readonly event_id: string;
   readonly source: string;
-  /** What ingest would answer for this request today: 204 stored, 409 duplicate, 404 source gone, 400 unparsable, 422 schema. */
-  readonly would_answer: { readonly status: 204 | 400 | 404 | 409 | 422; readonly code: string | null };
+  /**
+   * What ingest would answer for this request today: 204 stored, 409 duplicate, 404 source gone,
+   * 413 over the source's body limit (changed since), 400 unparsable, 422 schema. (Its content type
+   * was JSON, or ingest would not have stored it.)
+   */
+  readonly would_answer: { readonly status: 204 | 400 | 404 | 409 | 413 | 422; readonly code: string | null };
+  /** The environment ingest would store it in today: the source's (it may have been recreated in the other one); null when gone. */
+  readonly environment: string | null;
   readonly parsed: boolean;
   readonly type: string | null;
   /** `ok: null`: not checked, because the source is gone or the body does not parse. */
@@ -23,7 +29,7 @@ export interface TransportReplayReport {
     | { readonly ok: false; readonly code: string; readonly field: string | null; readonly message: string }
     | { readonly ok: null; readonly reason: 'source_deleted' | 'body_unparsable' };
   readonly dedup: { readonly provider_event_id: string | null; readonly duplicate_of: string | null };
-  /** The workflows the event's type matches today; none when the source is gone. */
+  /** The workflows the event's type matches today, in `environment`; none when the source is gone. */
   readonly would_trigger: ReadonlyArray<{ readonly workflow_id: string; readonly version: number; readonly name: string }>;
   readonly signature: 'not_rechecked_recordings_hold_no_signatures';
 }
@@ -31,7 +37,7 @@ export interface TransportReplayReport {
 export interface TransportReplayDeps {
   readonly source: SourceRecord | undefined;
   readonly inbox: Inbox;
-  readonly matching: (type: string) => readonly WorkflowVersion[];
+  readonly matching: (type: string, environment: string) => readonly WorkflowVersion[];
   readonly nowMs: number;
 }
 
@@ -55,12 +61,13 @@ export function explainTransportReplay(event: StoredEvent, recording: Recording 
   return {
     event_id: event.id,
     source: event.source,
-    would_answer: wouldAnswer(source !== undefined, parsed, schema, claim !== undefined),
+    would_answer: wouldAnswer(source, recording, parsed, schema, claim !== undefined),
+    environment: source?.environment ?? null,
     parsed,
     type: parsed ? event.type : null,
     schema,
     dedup: { provider_event_id: event.provider_event_id, duplicate_of: claim?.event_id ?? null },
-    would_trigger: source === undefined ? [] : deps.matching(event.type).map((v) => ({ workflow_id: v.workflow_id, version: v.version, name: v.definition.name })),
+    would_trigger: source === undefined ? [] : deps.matching(event.type, source.environment).map((v) => ({ workflow_id: v.workflow_id, version: v.version, name: v.definition.name })),
     signature: 'not_rechecked_recordings_hold_no_signatures',
   };
 }
@@ -78,9 +85,16 @@ function checkSchema(source: SourceRecord | undefined, parsed: boolean, type: st
   }
 }
 
-/** Ingest's order (hook-routes.ts): unknown source, then the body, then the schema, then dedup at the write. */
-function wouldAnswer(sourceFound: boolean, parsed: boolean, schema: TransportReplayReport['schema'], duplicate: boolean): TransportReplayReport['would_answer'] {
-  if (!sourceFound) return { status: 404, code: 'not_found' };
+/** Ingest's order (hook-routes.ts): unknown source, size, then the body, the schema, and dedup at the write. */
+function wouldAnswer(
+  source: SourceRecord | undefined,
+  recording: Recording,
+  parsed: boolean,
+  schema: TransportReplayReport['schema'],
+  duplicate: boolean,
+): TransportReplayReport['would_answer'] {
+  if (source === undefined) return { status: 404, code: 'not_found' };
+  if (recording.body_bytes > source.body_limit_bytes) return { status: 413, code: 'payload_too_large' };
   if (!parsed) return { status: 400, code: 'malformed_json' };
   if (schema.ok === false) return { status: 422, code: schema.code };
   if (duplicate) return { status: 409, code: 'duplicate_event' };

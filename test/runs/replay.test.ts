@@ -194,6 +194,7 @@ test('transport replay explains dedup, schema and routing, and creates nothing',
   assert.equal(report.body.report.parsed, true);
   assert.deepEqual(report.body.report.dedup, { provider_event_id: 'msg-replay', duplicate_of: originalId });
   assert.deepEqual(report.body.report.would_answer, { status: 409, code: 'duplicate_event' });
+  assert.equal(report.body.report.environment, 'production');
   assert.deepEqual(report.body.report.schema, { ok: true });
   assert.equal(report.body.report.would_trigger.length, 1);
   assert.equal(report.body.report.would_trigger[0].name, 'charge');
@@ -230,4 +231,30 @@ test('transport replay after the source was deleted: ingest would answer 404, no
   assert.deepEqual(report.would_answer, { status: 404, code: 'not_found' });
   assert.deepEqual(report.schema, { ok: null, reason: 'source_deleted' });
   assert.deepEqual(report.would_trigger, []);
+});
+
+test('transport replay answers 413 when the source\'s body limit has since dropped below the recorded body', async () => {
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'shrunk', secrets: [SECRET] } })).status, 201);
+  const body = JSON.stringify({ type: 'payment.succeeded', filler: 'x'.repeat(3000) });
+  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/shrunk`, { body, headers: signStandard(SECRET, 'msg-shrunk', Math.floor(Date.now() / 1000), body) });
+  assert.equal(sent.status, 204, sent.text);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${ORG}/sources/shrunk`, { token: key, json: { body_limit_bytes: 1024 } })).status, 200);
+  const { report } = (await call(rt.url, 'POST', `/organizations/${ORG}/events/${sent.headers.get('sluice-event-id')}/transport-replay`, { token: key })).body;
+  assert.deepEqual(report.would_answer, { status: 413, code: 'payload_too_large' });
+});
+
+test('transport replay of a delivery whose source now lives in the other environment explains it there: its schema, its workflows', async () => {
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'moved', secrets: [SECRET] } })).status, 201);
+  const body = JSON.stringify({ type: 'payment.succeeded', amount: 5 });
+  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/moved`, { body, headers: signStandard(SECRET, 'msg-moved', Math.floor(Date.now() / 1000), body) });
+  assert.equal(sent.status, 204, sent.text);
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/sources/moved`, { token: key })).status, 204);
+  const sandboxSource = { name: 'moved', environment: 'sandbox', secrets: [SECRET], event_types: { 'payment.succeeded': { type: 'object', required: ['zzz'] } } };
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: sandboxSource })).status, 201);
+  const sandboxFlow = { name: 'charge-sandbox', environment: 'sandbox', trigger_event: 'payment.succeeded', steps: [{ id: 'notify', type: 'webhook', url: `${receiver.url}/sandbox` }] };
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: sandboxFlow })).status, 201);
+  const { report } = (await call(rt.url, 'POST', `/organizations/${ORG}/events/${sent.headers.get('sluice-event-id')}/transport-replay`, { token: key })).body;
+  assert.equal(report.environment, 'sandbox');
+  assert.deepEqual(report.would_answer, { status: 422, code: 'schema_validation_failed' });
+  assert.deepEqual(report.would_trigger.map((w: { name: string }) => w.name), ['charge-sandbox'], 'the sandbox workflow, not the production one');
 });
