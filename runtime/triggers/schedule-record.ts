@@ -55,13 +55,17 @@ const cronOf = (schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron =>
   new Cron(schedule.cron, { timezone: schedule.timezone, paused: true, mode: '5-part', fixedTimeRule: 'no-wildcard' });
 
 /**
- * The pattern and zone as stored (trimmed; the zone's canonical name), or 400 naming the field:
- * five crontab fields or a nickname, a pattern that fires at all, and a zone croner can use.
+ * The pattern and zone as stored (trimmed; the zone as written, in its canonical case), or 400
+ * naming the field: five crontab fields or a nickname, a pattern that fires at all, and a zone
+ * croner can use.
  */
 export function checkSchedule(cron: string, timezone: string): { readonly cron: string; readonly timezone: string } {
   let zone: string;
   try {
-    zone = new Intl.DateTimeFormat('en', { timeZone: timezone }).resolvedOptions().timeZone;
+    // ICU (Node 20) resolves current names to older aliases (Asia/Kolkata to Asia/Calcutta): only
+    // its spelling of the very name given is taken, which fixes the case ("europe/berlin").
+    const resolved = new Intl.DateTimeFormat('en', { timeZone: timezone }).resolvedOptions().timeZone;
+    zone = resolved.toLowerCase() === timezone.toLowerCase() ? resolved : timezone;
     cronOf({ cron: '* * * * *', timezone: zone }).nextRun();
   } catch {
     throw badRequest('invalid_timezone', `"${timezone}" is not an IANA time zone (for example "UTC" or "Europe/Berlin").`, 'timezone');
