@@ -4,10 +4,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { eventually } from './helpers/receiver.ts';
-import { ADMIN_TOKEN, spawnRuntime, tempDir } from './helpers/runtime.ts';
+import { ADMIN_TOKEN, spawnRuntime, tempDir, type ChildRuntime } from './helpers/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const sluice = (...args: string[]) =>
@@ -70,3 +71,39 @@ test("the welcome's first command, run in bash as printed, creates an org and le
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('a second runtime on a port another one holds exits 1 saying so, instead of sharing the port (SO_REUSEPORT) with it', async () => {
+  const first = tempDir();
+  const second = tempDir();
+  let runtime: ChildRuntime | undefined;
+  try {
+    // A fixed port, as `npm start` uses: uSockets shares only explicitly named ports.
+    const port = String(await freePort());
+    runtime = await spawnRuntime(first, 'serve', ['--port', port]);
+    // Bounded: a second runtime that did listen would run until killed.
+    const refused = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'serve', '--port', port, '--data-dir', second, '--admin-token', ADMIN_TOKEN, '--log-level', 'warn'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.equal(refused.status, 1, refused.stdout);
+    assert.match(refused.stderr, new RegExp(`could not listen on 127\\.0\\.0\\.1:${port}`));
+    const answer = await fetch(`${runtime.url}/healthz`);
+    assert.equal(answer.status, 200, 'the first one still answers');
+  } finally {
+    runtime?.child.kill('SIGTERM');
+    if (runtime !== undefined) assert.equal(await runtime.exited, 0);
+    rmSync(first, { recursive: true, force: true });
+    rmSync(second, { recursive: true, force: true });
+  }
+});
+
+/** A port nothing listens on right now (the kernel's pick, released at once). */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}

@@ -87,8 +87,12 @@ export class HttpServer {
   /** Registers the catch-all HTTP handler and listens; resolves with the bound port. */
   listen(host: string, port: number): Promise<number> {
     this.app.any('/*', (res, req) => this.#handle(res, req));
+    // Exclusive: uSockets sets SO_REUSEPORT by default, so a second Sluice on a taken port would
+    // listen beside the first and the kernel would split requests between two data dirs.
+    // (The 20.30 typings lack this overload of listen; the binding has it.)
+    const listenExclusive = this.app.listen as unknown as (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => void;
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (socket) => {
+      listenExclusive.call(this.app, host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
         if (socket === false) {
           reject(new Error(`could not listen on ${host}:${port}`));
           return;
@@ -202,6 +206,9 @@ export class HttpServer {
     return INTERNAL_ERROR;
   }
 }
+
+/** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (the binding exports it; the 20.30 typings declare it only as a const enum member). */
+const LISTEN_EXCLUSIVE_PORT = (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
 
 const INTERNAL_ERROR: HttpReply = { status: 500, json: { error: { code: 'internal_error', message: 'An internal error occurred.' } } };
 
