@@ -5,7 +5,6 @@
 import { relative } from 'node:path';
 import { DEV_DEFAULTS, loadRuntimeConfig, SERVE_DEFAULTS, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
-import { SluiceError } from './errors.ts';
 import { guardLedgerCommitFailures } from './ledger/commit-failure-guard.ts';
 import { createLogger } from './log.ts';
 import { signCommand } from './sign-command.ts';
@@ -58,7 +57,7 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
   const tokenFile = relativeFile === undefined || relativeFile.startsWith('..') ? file : relativeFile;
   // The token itself is never printed: the file it is in, the variable, or a placeholder for the
   // flag (which wins over the variable when both are given).
-  const tokenExpr = tokenFile !== undefined ? `$(cat ${tokenFile})` : config.adminTokenFrom === 'env' ? '$SLUICE_ADMIN_TOKEN' : '<your --admin-token>';
+  const tokenExpr = tokenFile !== undefined ? `$(cat ${shellWord(tokenFile)})` : config.adminTokenFrom === 'env' ? '$SLUICE_ADMIN_TOKEN' : '<your --admin-token>';
   const lines = [
     `sluice ${command}: data in ${config.dataDir}`,
     `listening on ${runtime.url}`,
@@ -81,12 +80,33 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
   process.stdout.write(lines.join('\n'));
 }
 
+/** A path as one bash word: as is when it holds only plain characters, else single-quoted. */
+const shellWord = (path: string): string => (/^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * Writes to stdout once its reader is gone (`| head`, a closed terminal) fail with EPIPE, emitted
+ * as an error event: without a listener that ends the process before a shutdown can finish.
+ * `onClosed` hears of it once; other errors still end the process.
+ */
+function whenStdoutCloses(onClosed: () => void): void {
+  let told = false;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    if (!told) onClosed();
+    told = true;
+  });
+}
+
 async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
   const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
   guardLedgerCommitFailures(createLogger(config.logLevel));
   const starting = createRuntime(config);
+  // The runtime keeps running when its output is no longer read (its logs go to stderr).
+  whenStdoutCloses(() => undefined);
+  let stopping = false;
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
   const stop = (signal: string): void => {
+    stopping = true;
     process.stdout.write(`received ${signal}, shutting down\n`);
     starting
       .then((runtime) => runtime.close())
@@ -100,7 +120,9 @@ async function runServer(command: 'dev' | 'serve', args: readonly string[]): Pro
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
-  printWelcome(await starting, config, command);
+  const runtime = await starting;
+  // Stopped while starting: no welcome that ends "Ctrl-C stops" after "shutting down".
+  if (!stopping) printWelcome(runtime, config, command);
 }
 
 async function main(argv: readonly string[]): Promise<void> {
@@ -129,6 +151,8 @@ async function main(argv: readonly string[]): Promise<void> {
       const stop = new AbortController();
       process.once('SIGINT', () => stop.abort());
       process.once('SIGTERM', () => stop.abort());
+      // `sluice watch … | head`: once nobody reads, stop watching, as Ctrl-C would.
+      whenStdoutCloses(() => stop.abort());
       process.exitCode = await watchCommand(rest, { stdout: process.stdout, signal: stop.signal });
       return;
     }
@@ -145,7 +169,8 @@ async function main(argv: readonly string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  const message = error instanceof SluiceError || error instanceof TypeError ? error.message : String(error);
+  // The message only: a class name (RunnerConfigError for a runtime's own file) would mislead.
+  const message = error instanceof Error ? error.message : String(error);
   process.stderr.write(`sluice: ${message}\n`);
   process.exit(1);
 });

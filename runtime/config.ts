@@ -53,7 +53,17 @@ export const DEV_DEFAULTS: CommandDefaults = { runner: 'child', webhookTargets: 
 export const DEFAULT_PORT = 8787;
 
 /** A whole-number setting in decimal digits (no sign, hex or exponent); `raw` comes through `text()`. */
-function integer(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+/** A setting's text and the name it came by, for messages: the flag when given, else its environment variable. */
+interface Setting {
+  readonly name: string;
+  readonly raw: string | undefined;
+}
+
+function setting(flag: string, flagValue: string | undefined, envName: string, env: NodeJS.ProcessEnv): Setting {
+  return { name: flagValue !== undefined ? flag : envName, raw: text(flag, flagValue, env[envName]) };
+}
+
+function integer({ name, raw }: Setting, fallback: number, min: number, max: number): number {
   if (raw === undefined) return fallback;
   const value = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isInteger(value) || value < min || value > max) {
@@ -108,10 +118,10 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
     throw new InputError(400, 'invalid_config', `log level must be debug, info, warn, error or silent; got "${logLevel}".`);
   }
-  const dedupWindowMs = integer('--dedup-window-ms', text('--dedup-window-ms', values['dedup-window-ms'], env.SLUICE_DEDUP_WINDOW_MS), DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * DAY_MS);
+  const dedupWindowMs = integer(setting('--dedup-window-ms', values['dedup-window-ms'], 'SLUICE_DEDUP_WINDOW_MS', env), DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * DAY_MS);
   // Unset, it grows to cover a longer dedup window instead of refusing to start.
   const retentionFallback = Math.max(DEFAULT_RETENTION_DAYS, Math.ceil(dedupWindowMs / DAY_MS));
-  const retentionDays = integer('--retention-days', text('--retention-days', values['retention-days'], env.SLUICE_RETENTION_DAYS), retentionFallback, 1, 3650);
+  const retentionDays = integer(setting('--retention-days', values['retention-days'], 'SLUICE_RETENTION_DAYS', env), retentionFallback, 1, 3650);
   if (retentionDays * DAY_MS < dedupWindowMs) {
     // A duplicate inside the window is answered with its original event: that event must still exist.
     throw new InputError(400, 'invalid_config', `--retention-days (${retentionDays}) must cover the dedup window (${dedupWindowMs / DAY_MS} days).`);
@@ -119,29 +129,31 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
   const givenAdminToken = text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN);
   return {
     host: text('--host', values.host, env.SLUICE_HOST) ?? '127.0.0.1',
-    port: integer('--port', text('--port', values.port, env.SLUICE_PORT), DEFAULT_PORT, 0, 65535),
+    port: integer(setting('--port', values.port, 'SLUICE_PORT', env), DEFAULT_PORT, 0, 65535),
     dataDir,
     adminToken: adminToken(givenAdminToken),
     adminTokenFrom: givenAdminToken === undefined ? undefined : values['admin-token'] !== undefined ? 'flag' : 'env',
     adminTokenFile: join(dataDir, 'admin-token'),
     dedupWindowMs,
     retentionDays,
-    liveRetention: integer('--live-retention', text('--live-retention', values['live-retention'], env.SLUICE_LIVE_RETENTION), DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
+    liveRetention: integer(setting('--live-retention', values['live-retention'], 'SLUICE_LIVE_RETENTION', env), DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
     logLevel,
-    runner: parseRunner(text('--runner', values.runner, env.SLUICE_RUNNER) ?? defaults.runner),
+    runner: parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner),
     runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),
-    webhookConnections: integer('--webhook-connections', text('--webhook-connections', values['webhook-connections'], env.SLUICE_WEBHOOK_CONNECTIONS), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
-    webhookTargets: parseWebhookTargets(text('--webhook-targets', values['webhook-targets'], env.SLUICE_WEBHOOK_TARGETS) ?? defaults.webhookTargets),
+    webhookConnections: integer(setting('--webhook-connections', values['webhook-connections'], 'SLUICE_WEBHOOK_CONNECTIONS', env), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
+    webhookTargets: parseWebhookTargets(setting('--webhook-targets', values['webhook-targets'], 'SLUICE_WEBHOOK_TARGETS', env), defaults.webhookTargets),
   };
 }
 
-function parseWebhookTargets(value: string): WebhookTargets {
+function parseWebhookTargets({ name, raw }: Setting, fallback: WebhookTargets): WebhookTargets {
+  const value = raw ?? fallback;
   if ((WEBHOOK_TARGETS as readonly string[]).includes(value)) return value as WebhookTargets;
-  throw new InputError(400, 'invalid_config', `--webhook-targets must be "public" or "any"; got "${value}".`);
+  throw new InputError(400, 'invalid_config', `${name} must be "public" or "any"; got "${value}".`);
 }
 
-function parseRunner(value: string): RuntimeConfig['runner'] {
-  if (value === 'child' || value === 'off') return value;
-  if (/^unix:\/.+$/.test(value) || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(value)) return { address: value };
-  throw new InputError(400, 'invalid_config', `--runner must be "child", "off" or an address like 127.0.0.1:7878; got "${value}".`);
+function parseRunner({ name, raw }: Setting, fallback: RuntimeConfig['runner']): RuntimeConfig['runner'] {
+  if (raw === undefined) return fallback;
+  if (raw === 'child' || raw === 'off') return raw;
+  if (/^unix:\/.+$/.test(raw) || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(raw)) return { address: raw };
+  throw new InputError(400, 'invalid_config', `${name} must be "child", "off" or an address like 127.0.0.1:7878; got "${raw}".`);
 }

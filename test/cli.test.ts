@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -53,8 +53,13 @@ test('the welcome of a runtime started with --admin-token shows where the token 
   }
 });
 
-test("the welcome's first command, run in bash as printed, creates an org and leaves its working key in $KEY", async () => {
-  const dataDir = tempDir();
+test("the welcome's first command, run in bash as printed, creates an org and leaves its working key in $KEY, whatever the data dir is called", async () => {
+  for (const name of ['plain', "my data's home"]) await welcomeWorksIn(name);
+});
+
+async function welcomeWorksIn(name: string): Promise<void> {
+  const parent = tempDir();
+  const dataDir = join(parent, name);
   try {
     const runtime = await spawnRuntime(dataDir, 'serve', [], 'file');
     await eventually('the whole welcome', () => runtime.output, (lines) => lines.some((line) => line.includes('Ctrl-C stops')));
@@ -66,7 +71,21 @@ test("the welcome's first command, run in bash as printed, creates an org and le
     const result = spawnSync('bash', ['-c', `${command}\n${check}`], { cwd: ROOT, encoding: 'utf8' });
     runtime.child.kill('SIGTERM');
     assert.equal(await runtime.exited, 0);
-    assert.equal(result.stdout, '200', result.stderr);
+    assert.equal(result.stdout, '200', `${name}: ${result.stderr}`);
+  } finally {
+    rmSync(parent, { recursive: true, force: true });
+  }
+}
+
+test('a runtime whose output nobody reads any more (| head) still shuts down cleanly on SIGTERM: exit 0, lock released', async () => {
+  const dataDir = tempDir();
+  try {
+    const runtime = await spawnRuntime(dataDir, 'serve');
+    // The reader goes away, as `head` does after its lines: the shutdown notice then meets EPIPE.
+    runtime.child.stdout?.destroy();
+    runtime.child.kill('SIGTERM');
+    assert.equal(await runtime.exited, 0, runtime.output.join('\n'));
+    assert.equal(existsSync(join(dataDir, 'owner.pid')), false, 'the data dir lock was released by a clean close');
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -22,6 +22,24 @@ test('webhook connections outside 1-1000 or not an integer are refused, naming t
   }
 });
 
+test('a bad value from the environment is refused naming the variable, one from a flag naming the flag', () => {
+  const refusal = (args: string[], env: NodeJS.ProcessEnv): string => {
+    try {
+      loadRuntimeConfig(args, env);
+    } catch (error) {
+      assert.ok(error instanceof InputError && error.code === 'invalid_config');
+      return error.message;
+    }
+    return assert.fail('accepted');
+  };
+  assert.match(refusal([], { SLUICE_PORT: 'abc' }), /^SLUICE_PORT must be an integer/);
+  assert.match(refusal(['--port', 'abc'], { SLUICE_PORT: '8787' }), /^--port must be an integer/);
+  assert.match(refusal([], { SLUICE_RUNNER: 'bogus' }), /^SLUICE_RUNNER must be "child", "off"/);
+  assert.match(refusal(['--runner', 'bogus'], {}), /^--runner must be/);
+  assert.match(refusal([], { SLUICE_WEBHOOK_TARGETS: 'some' }), /^SLUICE_WEBHOOK_TARGETS must be "public" or "any"/);
+  assert.match(refusal([], { SLUICE_RETENTION_DAYS: '0' }), /^SLUICE_RETENTION_DAYS must be an integer from 1/);
+});
+
 test('a blank environment variable means "not set": SLUICE_HOST= stays on loopback, SLUICE_DATA_DIR= on ./.sluice', () => {
   const config = loadRuntimeConfig([], { SLUICE_HOST: '', SLUICE_DATA_DIR: ' ', SLUICE_LOG_LEVEL: '', SLUICE_RUNNER: '', SLUICE_RUNNER_TOKEN: '' });
   assert.equal(config.host, '127.0.0.1');
@@ -61,7 +79,7 @@ test('numeric settings: blank environment values count as not set, empty flags a
     assert.throws(() => loadRuntimeConfig([flag, ''], {}), (error: unknown) => error instanceof InputError && error.message === `${flag} must not be empty.`);
   }
   for (const bad of ['0x1f90', '8e3', '+80', '80.0', ' 80']) {
-    assert.throws(() => loadRuntimeConfig([], { SLUICE_PORT: bad }), (error: unknown) => error instanceof InputError && error.message.includes('--port'), bad);
+    assert.throws(() => loadRuntimeConfig([], { SLUICE_PORT: bad }), (error: unknown) => error instanceof InputError && error.message.includes('SLUICE_PORT'), bad);
   }
   assert.equal(loadRuntimeConfig([], { SLUICE_PORT: '8080' }).port, 8080);
 });
