@@ -75,12 +75,19 @@ function refuseStoreLeftBehind(dataDir: string): void {
   );
 }
 
+/**
+ * Resolves with the first stop request. Later signals are ignored while the runner drains: under
+ * `sluice hook-runner` a terminal's Ctrl-C reaches this process twice (from the terminal, and
+ * forwarded by the parent that re-executed it), and the second must not cut the drain short.
+ */
 function waitForStopSignal(): Promise<string> {
   return new Promise((done) => {
     const stop = (reason: string) => (): void => {
       process.off('SIGTERM', onTerm).off('SIGINT', onInt).off('disconnect', onDisconnect);
+      process.on('SIGTERM', ignore).on('SIGINT', ignore);
       done(reason);
     };
+    const ignore = (): void => undefined;
     const onTerm = stop('SIGTERM');
     const onInt = stop('SIGINT');
     // Spawned with an IPC channel (runtime/hook-runner/child.ts): a parent that died, even by

@@ -10,7 +10,7 @@ import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddre
 import { loadMasterKey, parseMasterKey } from './master-key.ts';
 import { ModuleRegistry } from './module-registry.ts';
 import { isSandboxAvailable } from './sandbox.ts';
-import { RunnerError, toServerError, unauthenticated } from './runner-error.ts';
+import { RunnerConfigError, RunnerError, toServerError, unauthenticated } from './runner-error.ts';
 import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
 import { openRunnerStore, runnerStoreDir, type RunnerStore } from './store.ts';
 import { createRunLimiter, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
@@ -109,7 +109,8 @@ function bind(server: Server, address: ListenAddress): Promise<number> {
   return new Promise((resolvePort, reject) => {
     server.bindAsync(formatAddress(address), ServerCredentials.createInsecure(), (error, port) => {
       if (error === null) resolvePort(port);
-      else reject(error);
+      // One line for the operator (a port in use, a unix socket path not writable), not grpc-js's stack.
+      else reject(new RunnerConfigError(`could not listen on ${formatAddress(address)}: ${/\[(.+)\]\s*$/.exec(error.message)?.[1] ?? error.message}`));
     });
   });
 }

@@ -1,8 +1,10 @@
-// `sluice hook-runner` from the CLI: it serves gRPC with its token file and stops cleanly on SIGTERM
-// (it re-executes itself once so libuv's thread pool is sized for the machine).
+// `sluice hook-runner` from the CLI: it serves gRPC with its token file and stops cleanly on SIGTERM,
+// and on a terminal's Ctrl-C, which reaches both the command and the runner it re-executes once (so
+// libuv's thread pool is sized for the machine).
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -12,29 +14,89 @@ import { tempDir } from '../helpers/runtime.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
-test('sluice hook-runner listens, answers Health with its token, and exits 0 on SIGTERM', async () => {
-  const dataDir = tempDir('sluice-cli-runner-');
+interface RunnerCommand {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  readonly client: HookRunnerClient;
+}
+
+/** Starts `sluice hook-runner` in its own process group (as a terminal runs it) and connects a client. */
+async function startCommand(dataDir: string): Promise<RunnerCommand> {
   const env = { ...process.env };
   delete env.UV_THREADPOOL_SIZE;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'hook-runner', '--listen', '127.0.0.1:0', '--data-dir', dataDir], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'hook-runner', '--listen', '127.0.0.1:0', '--data-dir', dataDir], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  try {
-    const address = await new Promise<string>((resolveAddress, reject) => {
-      createInterface({ input: child.stdout }).on('line', (line) => {
-        const match = /listening on (\S+)$/.exec(line);
-        if (match?.[1] !== undefined) resolveAddress(match[1]);
-      });
-      void exited.then((code) => reject(new Error(`exited early with ${code}`)));
+  const address = await new Promise<string>((resolveAddress, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const match = /listening on (\S+)$/.exec(line);
+      if (match?.[1] !== undefined) resolveAddress(match[1]);
     });
-    const token = readFileSync(join(dataDir, 'runner-token'), 'utf8').trim();
-    const client = new HookRunnerClient(address, token);
-    const health = await client.health();
-    assert.equal(health.ok, true);
-    client.close();
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0);
+    void exited.then((code) => reject(new Error(`exited early with ${code}`)));
+  });
+  const token = readFileSync(join(dataDir, 'runner-token'), 'utf8').trim();
+  return { child, exited, client: new HookRunnerClient(address, token) };
+}
+
+/** Leaves nothing of a failed test running. */
+function killGroup(started: RunnerCommand | undefined): void {
+  try {
+    if (started?.child.pid !== undefined) process.kill(-started.child.pid, 'SIGKILL');
+  } catch {
+    // The group is gone already.
+  }
+}
+
+test('sluice hook-runner listens, answers Health with its token, and exits 0 on SIGTERM', async () => {
+  const dataDir = tempDir('sluice-cli-runner-');
+  let started: RunnerCommand | undefined;
+  try {
+    started = await startCommand(dataDir);
+    assert.equal((await started.client.health()).ok, true);
+    started.client.close();
+    started.child.kill('SIGTERM');
+    assert.equal(await started.exited, 0);
   } finally {
-    child.kill('SIGKILL');
+    killGroup(started);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('Ctrl-C (SIGINT to the whole process group) stops it cleanly: exit 0, though the runner hears it twice', async () => {
+  const dataDir = tempDir('sluice-cli-runner-');
+  let started: RunnerCommand | undefined;
+  try {
+    started = await startCommand(dataDir);
+    assert.equal((await started.client.health()).ok, true);
+    started.client.close();
+    process.kill(-started.child.pid!, 'SIGINT');
+    assert.equal(await started.exited, 0);
+  } finally {
+    killGroup(started);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a listen address in use is one line naming it, exit 2, no stack trace', async () => {
+  const dataDir = tempDir('sluice-cli-runner-');
+  const busy = createServer();
+  await new Promise<void>((resolveListen) => busy.listen(0, '127.0.0.1', resolveListen));
+  const { port } = busy.address() as AddressInfo;
+  try {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'hook-runner', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(result.status, 2, result.stderr);
+    assert.match(result.stderr, new RegExp(`hook-runner: could not listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`));
+    assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+  } finally {
+    busy.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
