@@ -4,6 +4,7 @@
 import { createHmac } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { InputError } from './errors.ts';
+import { isDeliveryId } from './ingest/verification.ts';
 import { assertSecretsFit, decodeStandardSecret } from './sources/source-record.ts';
 
 /** Returns the curl arguments `-H webhook-id:… -H webhook-timestamp:… -H webhook-signature:v1,…`. */
@@ -19,6 +20,8 @@ export function signCommand(args: readonly string[], nowMs: number): string {
   }
   // The same rules a source applies, so a signature this prints is one a source can verify.
   assertSecretsFit('standard-webhooks', [secret]);
+  // Printed into curl arguments split on spaces ($HDRS), and a source's webhook-id rule anyway.
+  if (!isDeliveryId(id)) throw new InputError(400, 'invalid_id', '--id must be 1-256 printable ASCII characters without spaces (the webhook-id a source accepts).');
   const key = decodeStandardSecret(secret) ?? Buffer.alloc(0);
   const timestamp = values.timestamp ?? String(Math.floor(nowMs / 1000));
   if (!/^\d{1,12}$/.test(timestamp)) throw new InputError(400, 'invalid_timestamp', '--timestamp must be unix seconds (digits only)');

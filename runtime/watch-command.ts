@@ -28,7 +28,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   if (values.org === undefined || values.key === undefined) throw new InputError(400, 'usage', `--org and --key are required. ${USAGE}`);
   const environment = values.environment ?? 'production';
   if (environment !== 'production' && environment !== 'sandbox') throw new InputError(400, 'usage', `--environment is production or sandbox. ${USAGE}`);
-  const afterSeq = values['after-seq'] === undefined ? undefined : Number(values['after-seq']);
+  const afterSeq = values['after-seq'] === undefined ? undefined : /^\d{1,16}$/.test(values['after-seq']) ? Number(values['after-seq']) : Number.NaN;
   if (afterSeq !== undefined && !(Number.isSafeInteger(afterSeq) && afterSeq >= 0)) throw new InputError(400, 'usage', `--after-seq is a whole number. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   const live = watchRuns({

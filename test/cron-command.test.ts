@@ -23,6 +23,6 @@ test('the next ticks in the zone, UTC first, across the spring-forward night in 
 test('what the API refuses is refused with its message; usage when the pattern is missing', () => {
   assert.throws(() => cronCommand(['0 0 L * *'], NOW), /A cron pattern has five fields/);
   assert.throws(() => cronCommand(['0 0 * * *', '--timezone', 'Mars/Olympus'], NOW), /not an IANA time zone/);
-  assert.throws(() => cronCommand(['0 0 * * *', '--count', '0'], NOW), /--count must be a whole number from 1 to 50/);
+  for (const count of ['0', '0x5', '5.0', '', ' 5', '51']) assert.throws(() => cronCommand(['0 0 * * *', '--count', count], NOW), /--count must be a whole number from 1 to 50/, count);
   assert.throws(() => cronCommand([], NOW), /usage: sluice cron/);
 });

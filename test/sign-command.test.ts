@@ -28,4 +28,6 @@ test('a secret a source would refuse and a timestamp that is not unix seconds ar
   assert.throws(() => sign('--secret', SECRET, '--timestamp', 'abc'), /--timestamp must be unix seconds/);
   assert.equal(headersOf(sign('--secret', SECRET, '--timestamp', '1700000000'))['webhook-timestamp'], '1700000000');
   assert.throws(() => signCommand(['--secret', SECRET], NOW), /usage: sluice sign/);
+  // $HDRS is split on spaces: an id with one would break the printed arguments (and no source takes it).
+  for (const id of ['msg 1', '', 'tab\there']) assert.throws(() => signCommand(['--secret', SECRET, '--id', id, '--body', '{}'], NOW), /--id must be 1-256 printable ASCII characters without spaces/, id);
 });
