@@ -51,35 +51,26 @@ function killGroup(started: RunnerCommand | undefined): void {
   }
 }
 
-test('sluice hook-runner listens, answers Health with its token, and exits 0 on SIGTERM', async () => {
+/** Starts the command, checks it answers Health with its token, stops it with `stop`, and expects exit 0. */
+async function stopsCleanly(stop: (started: RunnerCommand) => void): Promise<void> {
   const dataDir = tempDir('sluice-cli-runner-');
   let started: RunnerCommand | undefined;
   try {
     started = await startCommand(dataDir);
     assert.equal((await started.client.health()).ok, true);
     started.client.close();
-    started.child.kill('SIGTERM');
+    stop(started);
     assert.equal(await started.exited, 0);
   } finally {
     killGroup(started);
     rmSync(dataDir, { recursive: true, force: true });
   }
-});
+}
 
-test('Ctrl-C (SIGINT to the whole process group) stops it cleanly: exit 0, though the runner hears it twice', async () => {
-  const dataDir = tempDir('sluice-cli-runner-');
-  let started: RunnerCommand | undefined;
-  try {
-    started = await startCommand(dataDir);
-    assert.equal((await started.client.health()).ok, true);
-    started.client.close();
-    process.kill(-started.child.pid!, 'SIGINT');
-    assert.equal(await started.exited, 0);
-  } finally {
-    killGroup(started);
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-});
+test('sluice hook-runner listens, answers Health with its token, and exits 0 on SIGTERM', () => stopsCleanly((started) => started.child.kill('SIGTERM')));
+
+test('Ctrl-C (SIGINT to the whole process group) stops it cleanly: exit 0, though the runner hears it twice', () =>
+  stopsCleanly((started) => process.kill(-started.child.pid!, 'SIGINT')));
 
 test('a listen address in use is one line naming it, exit 2, no stack trace', async () => {
   const dataDir = tempDir('sluice-cli-runner-');

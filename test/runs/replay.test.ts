@@ -221,39 +221,43 @@ test('transport replay of a delivery over the recording cap checks the whole sto
   assert.deepEqual(report.would_answer, { status: 422, code: 'schema_validation_failed' });
 });
 
-test('transport replay after the source was deleted: ingest would answer 404, no schema check, nothing triggered', async () => {
-  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'gone', secrets: [SECRET] } })).status, 201);
-  const body = JSON.stringify({ type: 'payment.succeeded', amount: 5 });
-  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/gone`, { body, headers: signStandard(SECRET, 'msg-gone', Math.floor(Date.now() / 1000), body) });
+/** Creates a source and delivers one signed webhook to it; the stored event's id. */
+async function deliverOnce(source: string, body: string, messageId: string): Promise<string> {
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: source, secrets: [SECRET] } })).status, 201);
+  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/${source}`, { body, headers: signStandard(SECRET, messageId, Math.floor(Date.now() / 1000), body) });
   assert.equal(sent.status, 204, sent.text);
+  return sent.headers.get('sluice-event-id')!;
+}
+
+/** The transport replay report of an event. */
+async function transportReport(eventId: string): Promise<Record<string, any>> {
+  return (await call(rt.url, 'POST', `/organizations/${ORG}/events/${eventId}/transport-replay`, { token: key })).body.report;
+}
+
+test('transport replay after the source was deleted: ingest would answer 404, no schema check, nothing triggered', async () => {
+  const eventId = await deliverOnce('gone', JSON.stringify({ type: 'payment.succeeded', amount: 5 }), 'msg-gone');
   assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/sources/gone`, { token: key })).status, 204);
-  const { report } = (await call(rt.url, 'POST', `/organizations/${ORG}/events/${sent.headers.get('sluice-event-id')}/transport-replay`, { token: key })).body;
+  const report = await transportReport(eventId);
   assert.deepEqual(report.would_answer, { status: 404, code: 'not_found' });
   assert.deepEqual(report.schema, { ok: null, reason: 'source_deleted' });
   assert.deepEqual(report.would_trigger, []);
 });
 
 test('transport replay answers 413 when the source\'s body limit has since dropped below the recorded body', async () => {
-  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'shrunk', secrets: [SECRET] } })).status, 201);
-  const body = JSON.stringify({ type: 'payment.succeeded', filler: 'x'.repeat(3000) });
-  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/shrunk`, { body, headers: signStandard(SECRET, 'msg-shrunk', Math.floor(Date.now() / 1000), body) });
-  assert.equal(sent.status, 204, sent.text);
+  const eventId = await deliverOnce('shrunk', JSON.stringify({ type: 'payment.succeeded', filler: 'x'.repeat(3000) }), 'msg-shrunk');
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${ORG}/sources/shrunk`, { token: key, json: { body_limit_bytes: 1024 } })).status, 200);
-  const { report } = (await call(rt.url, 'POST', `/organizations/${ORG}/events/${sent.headers.get('sluice-event-id')}/transport-replay`, { token: key })).body;
+  const report = await transportReport(eventId);
   assert.deepEqual(report.would_answer, { status: 413, code: 'payload_too_large' });
 });
 
 test('transport replay of a delivery whose source now lives in the other environment explains it there: its schema, its workflows', async () => {
-  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'moved', secrets: [SECRET] } })).status, 201);
-  const body = JSON.stringify({ type: 'payment.succeeded', amount: 5 });
-  const sent = await call(rt.url, 'POST', `/hooks/${ORG}/moved`, { body, headers: signStandard(SECRET, 'msg-moved', Math.floor(Date.now() / 1000), body) });
-  assert.equal(sent.status, 204, sent.text);
+  const eventId = await deliverOnce('moved', JSON.stringify({ type: 'payment.succeeded', amount: 5 }), 'msg-moved');
   assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/sources/moved`, { token: key })).status, 204);
   const sandboxSource = { name: 'moved', environment: 'sandbox', secrets: [SECRET], event_types: { 'payment.succeeded': { type: 'object', required: ['zzz'] } } };
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: sandboxSource })).status, 201);
   const sandboxFlow = { name: 'charge-sandbox', environment: 'sandbox', trigger_event: 'payment.succeeded', steps: [{ id: 'notify', type: 'webhook', url: `${receiver.url}/sandbox` }] };
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: sandboxFlow })).status, 201);
-  const { report } = (await call(rt.url, 'POST', `/organizations/${ORG}/events/${sent.headers.get('sluice-event-id')}/transport-replay`, { token: key })).body;
+  const report = await transportReport(eventId);
   assert.equal(report.environment, 'sandbox');
   assert.deepEqual(report.would_answer, { status: 422, code: 'schema_validation_failed' });
   assert.deepEqual(report.would_trigger.map((w: { name: string }) => w.name), ['charge-sandbox'], 'the sandbox workflow, not the production one');
