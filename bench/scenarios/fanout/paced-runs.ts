@@ -2,21 +2,23 @@
 // guard — a pause while the slowest subscriber is too far behind — so an overloaded system queues seconds, not gigabytes.
 
 import { performance } from 'node:perf_hooks';
+import { UPDATES_PER_RUN } from './fanout-sizes.ts';
 import type { SubscriberPool } from './subscriber-pool.ts';
 
 /** What the schedule drives: Sluice (events through its API) or the peer (frames to its driver socket). */
 export interface RunSource {
   /** Starts run `index` without waiting for it. */
   startRun(index: number): void;
-  /** Run updates put out so far: what every subscriber should have received once it caught up. */
-  published(): number;
 }
 
 export interface PacedSchedule {
   readonly runsPerSec: number;
   readonly warmupSec: number;
   readonly measureSec: number;
-  /** Pause while published - (slowest subscriber's updates) exceeds this; resume below half of it. */
+  /**
+   * Pause while the updates offered (UPDATES_PER_RUN per run started, the same count for both
+   * systems) minus the slowest subscriber's exceed this; resume below half of it.
+   */
   readonly maxBacklogUpdates: number;
   /** One pause longer than this means the subscribers stopped receiving: the round fails. */
   readonly maxPauseMs: number;
@@ -46,13 +48,15 @@ export async function runPaced(pool: SubscriberPool, source: RunSource, schedule
   let pausedMs = 0;
   let polling = false;
   let pollError: unknown;
+  /** Runs started so far. */
+  let i = 0;
   const poll = setInterval(() => {
     if (polling) return;
     polling = true;
     pool
       .progress()
       .then((p) => {
-        const behind = source.published() - p.minUpdates;
+        const behind = i * UPDATES_PER_RUN - p.minUpdates;
         if (!paused && behind > schedule.maxBacklogUpdates) {
           paused = true;
           pauses += 1;
@@ -62,7 +66,6 @@ export async function runPaced(pool: SubscriberPool, source: RunSource, schedule
       .finally(() => (polling = false));
   }, PROGRESS_POLL_MS);
   const started = performance.now();
-  let i = 0;
   try {
     let base = started;
     let baseIndex = 0;

@@ -56,7 +56,6 @@ async function openPeerRoom(baseUrl: string, orgId: string, delayMs: number): Pr
         if (pending === 0) drained?.();
       }, delayMs);
     },
-    published: () => seq,
     settle: async () => {
       if (pending > 0) await new Promise<void>((resolve) => (drained = resolve));
       return { published: seq, remarks: [] };

@@ -37,7 +37,6 @@ async function openSluiceRoom(runtime: SluiceRuntime, orgId: string, delayMs: nu
       };
       posts.push(postEvent(runtime.baseUrl, orgId, apiKey, `evt-fanout-${String(index).padStart(6, '0')}`).then(counted, () => counted(0)));
     },
-    published: () => observer.updates(),
     settle: async (timeoutMs) => {
       await Promise.all(posts);
       await observer.waitForCompleted(accepted, timeoutMs);
