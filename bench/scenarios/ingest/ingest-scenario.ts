@@ -196,9 +196,18 @@ function describeMethod(driver: LoadDriver, sizes: IngestSizes, reference: Refer
   ];
 }
 
+/**
+ * A row's throughput for a target, only when every request of it was stored: wrk counts answered
+ * requests, and fast refusals (401, 409, 429) must never pass for ingest.
+ */
+function storedThroughput(systems: readonly SystemResult[], name: string): number | undefined {
+  const row = measuredRow(systems, name);
+  return row !== undefined && (row.errors ?? 0) === 0 ? row.throughputPerSec : undefined;
+}
+
 function ingestTargets(systems: readonly SystemResult[], curve: readonly LatencyPoint[]): TargetCheck[] {
-  const sluice = measuredThroughput(systems, sluiceSystem.system);
-  const fastify = measuredThroughput(systems, fastifySqlitePeer.system);
+  const sluice = storedThroughput(systems, sluiceSystem.system);
+  const fastify = storedThroughput(systems, fastifySqlitePeer.system);
   const atHalfPeak = (system: string) => curve.find((p) => p.system === system && p.fractionOfPeak === 0.5 && p.status === 'measured');
   const halfPeak = atHalfPeak(sluiceSystem.system);
   const storageFloor = atHalfPeak(lmdbLoopMeta.system)?.p99Ms;
