@@ -153,7 +153,7 @@ async function main(argv: readonly string[]): Promise<void> {
       process.once('SIGTERM', () => stop.abort());
       // `sluice watch … | head`: once nobody reads, stop watching, as Ctrl-C would.
       whenStdoutCloses(() => stop.abort());
-      process.exitCode = await watchCommand(rest, { stdout: process.stdout, signal: stop.signal });
+      process.exitCode = await watchCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: stop.signal });
       return;
     }
     case 'help':

@@ -11,6 +11,8 @@ const USAGE = 'usage: sluice watch <http://host:port> --org <org id> --key <API 
 
 export interface WatchCommandIo {
   readonly stdout: Writable;
+  /** Hears each dropped or refused connection before it reconnects (stdout stays updates only). */
+  readonly stderr?: Writable;
   /** Aborting it stops watching (the CLI aborts on SIGINT/SIGTERM). */
   readonly signal: AbortSignal;
 }
@@ -37,6 +39,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     ...(afterSeq === undefined ? {} : { afterSeq }),
     onUpdate: (update) => print(JSON.stringify(update)),
     onReload: (reason) => print(JSON.stringify({ reload: reason })),
+    onDisconnect: (why) => void io.stderr?.write(`sluice watch: ${why}; reconnecting\n`),
   });
   const stop = (): void => live.close();
   io.signal.addEventListener('abort', stop, { once: true });

@@ -3,6 +3,7 @@
 // from, and says why when the room refuses it.
 
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { watchCommand } from '../runtime/watch-command.ts';
@@ -28,13 +29,17 @@ after(async () => {
 });
 
 /** Starts the command; `lines()` is what it printed so far. */
-function start(args: string[]): { lines: () => string[]; stop: () => void; exit: Promise<number> } {
+function start(args: string[]): { lines: () => string[]; notices: () => string[]; stop: () => void; exit: Promise<number> } {
   const stdout = new PassThrough();
+  const stderr = new PassThrough();
   let printed = '';
+  let noticed = '';
   stdout.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
+  stderr.on('data', (chunk: Buffer) => (noticed += chunk.toString('utf8')));
   const controller = new AbortController();
-  const exit = watchCommand(args, { stdout, signal: controller.signal });
-  return { lines: () => printed.split('\n').filter((line) => line !== ''), stop: () => controller.abort(), exit };
+  const exit = watchCommand(args, { stdout, stderr, signal: controller.signal });
+  const linesOf = (text: string): string[] => text.split('\n').filter((line) => line !== '');
+  return { lines: () => linesOf(printed), notices: () => linesOf(noticed), stop: () => controller.abort(), exit };
 }
 
 test('prints each update of a run as a JSON line, then the position to resume from', async () => {
@@ -61,4 +66,17 @@ test('a refused key ends it with 1 and the reason; bad arguments are usage error
   for (const afterSeq of ['1.5', '', '0x10', '1e3']) {
     await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--after-seq', afterSeq], { stdout: new PassThrough(), signal }), /--after-seq is a whole number/, afterSeq);
   }
+});
+
+test('a live room it cannot reach is said on stderr while it retries (stdout keeps to updates); Ctrl-C still ends it with 0', async () => {
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as AddressInfo;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const watch = start([`http://127.0.0.1:${port}`, '--org', ORG, '--key', key]);
+  const notices = await eventually('a notice', () => watch.notices(), (lines) => lines.length > 0);
+  assert.equal(notices[0], 'sluice watch: the live room could not be reached; reconnecting');
+  watch.stop();
+  assert.equal(await watch.exit, 0);
+  assert.deepEqual(watch.lines().map((line) => JSON.parse(line)), [{ stopped: true, after_seq: null }]);
 });

@@ -35,6 +35,12 @@ export interface WatchOptions {
   readonly silenceMs?: number;
   /** Hears what `onUpdate` or `onReload` threw (default: a process warning). */
   readonly onError?: (error: unknown) => void;
+  /**
+   * Hears each connection that ended (or could not open) before the subscription reconnects: a
+   * sentence saying why, for a log or a status line. Not called for an end that stops the
+   * subscription (`done` rejects then) or for `close()`.
+   */
+  readonly onDisconnect?: (why: string) => void;
   readonly sleep?: Sleep;
 }
 
@@ -102,6 +108,7 @@ export class LiveSubscription {
         this.#position = undefined;
       }
     }
+    this.#o.onDisconnect?.(describeEnd(end));
     return undefined;
   }
 
@@ -150,3 +157,15 @@ export class LiveSubscription {
 
 /** Starts watching runs; see LiveSubscription. */
 export const watchRuns = (options: WatchOptions): LiveSubscription => new LiveSubscription(options);
+
+/** Why a connection ended, as one sentence. */
+function describeEnd(end: SocketEnd): string {
+  switch (end.kind) {
+    case 'unreachable':
+      return 'the live room could not be reached';
+    case 'refused':
+      return `the live room refused the connection (${end.status})`;
+    case 'closed':
+      return `the connection closed (${end.code}${end.reason === '' ? '' : `: ${end.reason}`})`;
+  }
+}
