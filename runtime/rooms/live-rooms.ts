@@ -305,6 +305,13 @@ export class LiveRooms {
       return;
     }
     const publishedSeq = this.#publishedSeq(data.orgId);
+    // A position past every update sent out cannot come from this log (its data dir was replaced,
+    // or the position from another org): following it would skip every update up to it, silently.
+    if (replay.after > publishedSeq) {
+      data.state = { status: 'closed' };
+      ws.end(CLOSE_REPLAY_GONE, `replay_gone: after_seq ${replay.after} is past the last update sent (seq ${publishedSeq}); reload and subscribe live`);
+      return;
+    }
     const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget, (seq) => this.#order.isSkipped(data.orgId, seq));
     if (page.frames.length > 0) {
       ws.cork(() => {

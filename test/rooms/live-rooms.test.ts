@@ -191,7 +191,10 @@ test('filters: sandbox environment and a single run', async () => {
   const sandbox = await connectLive(rt.url, 'acct-live', { token: key });
   sandbox.subscribe({ environment: 'sandbox', after_seq: 0 });
   const oneRun = await connectLive(rt.url, 'acct-live', { token: key });
-  oneRun.subscribe({ run_id: 'run-9', after_seq: 1_000_000 });
+  // From its current position (the opening heartbeat's): only what comes next, no replay.
+  await oneRun.waitFor(() => oneRun.messages.some((m) => 'heartbeat' in m), 'the opening heartbeat');
+  const opening = oneRun.messages.find((m) => 'heartbeat' in m);
+  oneRun.subscribe({ run_id: 'run-9', after_seq: opening !== undefined && 'heartbeat' in opening ? Number(opening.heartbeat.last_seq) : 0 });
   await sandbox.waitFor(() => sandbox.updates().some((u) => u.run_id === 'run-3'), 'retained sandbox update');
   // A heartbeat comes when a socket joins the live stream and when it leaves it: one at its opening,
   // then one each as its Subscribe takes it out and, replayed, back in.

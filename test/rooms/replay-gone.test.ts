@@ -101,3 +101,17 @@ test('a Subscribe on a socket that was live through the dropped stretch is not c
   assert.equal(await Promise.race([client.closed.then(() => 'closed'), Promise.resolve('open')]), 'open');
   client.close();
 });
+
+test('an after_seq past every update sent out (a position from a replaced data dir) is closed with 4410, not followed silently', async () => {
+  const org = 'acct-gone-old';
+  const last = (await commit(org, 1, 10))[0]!.seq;
+  const ahead = await connectLive(rt.url, org, liveQuery(org, last + 1000));
+  const closed = await closeOf(ahead);
+  assert.ok(closed !== 'still open', 'the socket was closed');
+  assert.equal(closed.code, CLOSE_REPLAY_GONE);
+  assert.match(closed.reason, new RegExp(`after_seq ${last + 1000} is past the last update sent \\(seq ${last}\\)`));
+  const atTheEnd = await connectLive(rt.url, org, liveQuery(org, last));
+  const [next] = await commit(org, 1, 10);
+  await atTheEnd.waitFor(() => atTheEnd.updates().some((u) => u.seq === next!.seq), 'the last position itself streams on');
+  atTheEnd.close();
+});
