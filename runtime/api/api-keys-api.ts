@@ -1,6 +1,7 @@
 // REST: create, list and revoke an org's API keys (admin role). The key text is shown once; a
 // revocation is reported to `onRevoked` (the live rooms close the key's sockets) before the answer.
 
+import { RetryableError, SluiceError } from '../errors.ts';
 import { json, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -48,7 +49,17 @@ export function apiKeyRoutes(ctx: ApiContext, onRevoked: (orgId: string, keyId: 
       pattern: `${base}/:key_id`,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
-        const revoked = await ctx.apiKeys.revoke(org.id, request.params.key_id ?? '', isoAt(ctx.clock.now()));
+        const keyId = request.params.key_id ?? '';
+        let revoked;
+        try {
+          revoked = await ctx.apiKeys.revoke(org.id, keyId, isoAt(ctx.clock.now()));
+        } catch (error) {
+          // A write whose flush failed may have committed: the key's sockets close all the same (the
+          // caller asked for it, and gets a 503 to retry), rather than stream on until a retry.
+          if (!(error instanceof SluiceError) || error.status >= 500) onRevoked(org.id, keyId);
+          if (error instanceof SluiceError) throw error;
+          throw new RetryableError('write_failed', 'The revocation could not be saved durably; it may have taken effect. List the keys, then try again if it did not.', undefined, { cause: error });
+        }
         onRevoked(org.id, revoked.id);
         return json(200, { api_key: describeApiKey(revoked) });
       },

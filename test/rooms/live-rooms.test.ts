@@ -119,6 +119,29 @@ test('revoking an API key closes its live sockets with 4401; other keys and the 
   assert.equal((await admin.closed).code, 1005, 'the admin socket closed only when its client closed it');
 });
 
+test('a revocation whose flush fails (it may have committed) answers an error and still closes the key\'s sockets', async () => {
+  const issued = await call(rt.url, 'POST', '/organizations/acct-live/api-keys', { token: key, json: { role: 'viewer' } });
+  const socket = await connectLive(rt.url, 'acct-live', { token: issued.body.key });
+  const { apiKeys } = rt.runtime.context;
+  const revoke = apiKeys.revoke.bind(apiKeys);
+  // Committed, then the flush fails: what the caller hears is an error.
+  apiKeys.revoke = async (...args) => {
+    await revoke(...args);
+    throw new Error('flush failed (injected)');
+  };
+  try {
+    const answer = await call(rt.url, 'DELETE', `/organizations/acct-live/api-keys/${issued.body.id}`, { token: key });
+    assert.equal(answer.status, 503, answer.text);
+    assert.equal(answer.body.error.code, 'write_failed');
+  } finally {
+    apiKeys.revoke = revoke;
+  }
+  assert.equal((await closeOf(socket)).code, CLOSE_KEY_REVOKED);
+  await assert.rejects(connectLive(rt.url, 'acct-live', { token: issued.body.key }), /401/, 'the revocation did commit');
+  const unknown = await call(rt.url, 'DELETE', '/organizations/acct-live/api-keys/key_unknown', { token: key });
+  assert.equal(unknown.status, 404);
+});
+
 test('a Subscribe on a socket whose key was revoked is refused with 4401 instead of replaying history', async () => {
   await commit('acct-live', [update('run-history', 'running')]);
   const issued = await call(rt.url, 'POST', '/organizations/acct-live/api-keys', { token: key, json: { role: 'viewer' } });
