@@ -98,7 +98,7 @@ test('the README walkthrough, steps 1-10 run in bash as printed against `sluice 
     const step = (n: number): string => out.get(n) ?? '';
 
     const vars = Object.fromEntries(step(99).trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
-    assert.match(vars.KEY ?? '', /^sk_\w+/, 'step 1 leaves an API key in $KEY');
+    assert.match(vars.KEY ?? '', /^sk_[A-Za-z0-9_-]{32}$/, 'step 1 leaves an API key in $KEY');
 
     assert.equal((jsonObjects(step(2))[0]?.source as { active_secrets?: number } | undefined)?.active_secrets, 1, `step 2 registers the source:\n${step(2)}`);
 
