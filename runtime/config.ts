@@ -52,7 +52,6 @@ export const DEV_DEFAULTS: CommandDefaults = { runner: 'child', webhookTargets: 
 
 export const DEFAULT_PORT = 8787;
 
-/** A whole-number setting in decimal digits (no sign, hex or exponent); `raw` comes through `text()`. */
 /** A setting's text and the name it came by, for messages: the flag when given, else its environment variable. */
 interface Setting {
   readonly name: string;
@@ -63,6 +62,7 @@ function setting(flag: string, flagValue: string | undefined, envName: string, e
   return { name: flagValue !== undefined ? flag : envName, raw: text(flag, flagValue, env[envName]) };
 }
 
+/** A whole-number setting in decimal digits (no sign, hex or exponent); `raw` comes through `text()`. */
 function integer({ name, raw }: Setting, fallback: number, min: number, max: number): number {
   if (raw === undefined) return fallback;
   const value = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;

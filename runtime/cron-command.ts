@@ -16,7 +16,8 @@ export function cronCommand(args: readonly string[], nowMs: number): string {
     options: { timezone: { type: 'string' }, count: { type: 'string' } },
   });
   if (positionals.length !== 1) throw new InputError(400, 'usage', USAGE);
-  const count = /^\d{1,2}$/.test(values.count ?? '5') ? Number(values.count ?? '5') : Number.NaN;
+  const givenCount = values.count ?? '5';
+  const count = /^\d{1,2}$/.test(givenCount) ? Number(givenCount) : Number.NaN;
   if (!Number.isInteger(count) || count < 1 || count > 50) throw new InputError(400, 'invalid_count', `--count must be a whole number from 1 to 50. ${USAGE}`);
   const { cron, timezone } = checkSchedule(positionals[0] ?? '', values.timezone ?? 'UTC');
   const wallTime = new Intl.DateTimeFormat('en-GB', {

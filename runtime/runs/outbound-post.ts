@@ -105,12 +105,13 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     };
     let hasSocket = false;
     let answered: IncomingMessage | undefined;
+    // Answered: the receiver took the delivery; ending its body settles with what came. True if so.
+    const endAnswer = (): boolean => {
+      answered?.destroy();
+      return answered !== undefined;
+    };
     const release = pool.untilClosed(() => {
-      // Answered: the receiver took the delivery; ending its body settles with what came.
-      if (answered !== undefined) {
-        answered.destroy();
-        return;
-      }
+      if (endAnswer()) return;
       fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
     });
@@ -124,11 +125,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
         return;
       }
       timer = setTimeout(() => {
-        // Answered: the receiver took the delivery; ending its body settles with what came.
-        if (answered !== undefined) {
-          answered.destroy();
-          return;
-        }
+        if (endAnswer()) return;
         fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
         outgoing.destroy();
       }, options.timeoutMs);
