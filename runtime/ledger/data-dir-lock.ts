@@ -2,7 +2,9 @@
 // runtime would run boot recovery over the first one's steps in flight (sending them again under a
 // higher fence), and each keeps its own sequence counters and caches. The lock is a file naming its
 // owner (pid, host, boot and the process's start time, so a reused pid or a reboot is seen as
-// stale), linked into place whole; a stale one is taken over by renaming it away first.
+// stale), linked into place whole; a stale one is taken over by renaming it away first. A killed
+// owner still exiting is waited for; once it is a zombie (its parent has not reaped it yet, which
+// a supervisor may never do) it holds nothing and its lock is stale.
 
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
@@ -32,11 +34,29 @@ function readOr(path: string, fallback: string): string {
 
 const bootId = (): string => readOr('/proc/sys/kernel/random/boot_id', '').trim();
 
-/** The process's start time in clock ticks since boot (/proc/<pid>/stat, field 22), or undefined. */
-function startTimeOf(pid: number): string | undefined {
+/** `/proc/<pid>/stat`'s fields from field 3 (the state) on; empty when there is no such process. */
+function statOf(pid: number): string[] {
   const stat = readOr(`/proc/${pid}/stat`, '');
   // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  return stat === '' ? [] : stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The process's start time in clock ticks since boot (field 22), or undefined. */
+const startTimeOf = (pid: number): string | undefined => statOf(pid)[19];
+
+/** The kernel's PF_EXITING flag (field 9): the process was killed or is exiting. */
+const PF_EXITING = 0x4;
+const EXIT_WAIT_MS = 10_000;
+
+/** Zombie or dead: it has released its files and memory, whatever its parent does. (Without
+ * /proc, as on macOS, a process that answers a signal counts as running.) */
+const hasExited = (pid: number): boolean => ['Z', 'X', 'x'].includes(statOf(pid)[0] ?? '');
+
+/** Waits (blocking, as taking the lock is) up to EXIT_WAIT_MS for an exiting process to finish. */
+function waitWhileExiting(pid: number): void {
+  const deadline = Date.now() + EXIT_WAIT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while (Date.now() < deadline && !hasExited(pid) && (Number(statOf(pid)[6]) & PF_EXITING) !== 0) Atomics.wait(pause, 0, 0, 20);
 }
 
 function isRunning(pid: number): boolean {
@@ -74,7 +94,9 @@ function stateOf(owner: Owner | undefined): 'held' | 'mine' | 'stale' {
   if (owner.boot !== undefined && owner.boot !== bootId()) return 'stale';
   if (!isRunning(owner.pid)) return 'stale';
   if (owner.start !== undefined && owner.start !== startTimeOf(owner.pid)) return 'stale';
-  return owner.pid === process.pid ? 'mine' : 'held';
+  if (owner.pid === process.pid) return 'mine';
+  waitWhileExiting(owner.pid);
+  return !isRunning(owner.pid) || hasExited(owner.pid) ? 'stale' : 'held';
 }
 
 const describeOwner = (owner: Owner | undefined): string =>

@@ -30,6 +30,20 @@ test('a live owner refuses the lock; a gone one is taken over; this process may 
   assert.equal(existsSync(join(path, 'owner.pid')), false, 'released');
 });
 
+test('a killed owner that its parent has not reaped yet (a zombie) holds nothing: its lock is taken over', () => {
+  const path = join(dir, 'zombie');
+  mkdirSync(path, { recursive: true });
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => undefined, 1000)']);
+  child.kill('SIGKILL');
+  // Node reaps children from its event loop, which this synchronous test keeps from running.
+  const state = () => readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.[0];
+  while (state() !== 'Z');
+  writeFileSync(join(path, 'owner.pid'), JSON.stringify({ pid: child.pid, host: hostname() }));
+  const release = lockDataDir(path);
+  assert.equal((JSON.parse(readFileSync(join(path, 'owner.pid'), 'utf8')) as { pid: number }).pid, process.pid, 'taken over');
+  release();
+});
+
 test('a live pid from another boot or with another start time is a stale lock; another host\'s is not', () => {
   const path = join(dir, 'owners');
   mkdirSync(path, { recursive: true });
