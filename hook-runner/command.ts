@@ -2,6 +2,7 @@
 // server, prints `hook-runner listening on <addr>` once bound, and stops cleanly on SIGTERM/SIGINT.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { setLogger } from '@grpc/grpc-js';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
 import { loadMasterKey, parsePreviousMasterKeys } from './master-key.ts';
 import { RunnerConfigError } from './runner-error.ts';
@@ -98,6 +99,18 @@ function waitForStopSignal(): Promise<string> {
 }
 
 /**
+ * grpc-js's own log lines go to `log` marked as its. A failed bind it logs before handing the error
+ * to the server, which reports it in one line naming the address: that line is not repeated.
+ */
+function routeGrpcLog(log: (line: string) => void): void {
+  const forward = (level: string) => (...parts: unknown[]): void => {
+    const line = parts.map(String).join(' ');
+    if (!line.startsWith('No address added')) log(`hook-runner: grpc-js ${level}: ${line}`);
+  };
+  setLogger({ error: forward('error'), info: forward('info'), debug: forward('debug') });
+}
+
+/**
  * Runs the hook-runner until SIGTERM/SIGINT (or the parent's IPC channel closes), then resolves
  * after in-flight calls finished and the store closed. Throws RunnerConfigError for bad flags,
  * tokens or keys, before anything is bound.
@@ -110,6 +123,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   }
   if (!flags.dataDirFlag) refuseStoreLeftBehind(flags.dataDir);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  routeGrpcLog(log);
   const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);
   // Master keys as given: a blank one is refused (master-key.ts says why), never taken for unset.

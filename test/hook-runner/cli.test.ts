@@ -84,7 +84,7 @@ test('a listen address in use is one line naming it, exit 2, no stack trace', as
       timeout: 30_000,
     });
     assert.equal(result.status, 2, result.stderr);
-    assert.match(result.stderr, new RegExp(`hook-runner: could not listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`));
+    assert.match(result.stderr, new RegExp(`^hook-runner: could not listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE.*\\n$`), 'that one line only');
     assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
   } finally {
     busy.close();
