@@ -1,6 +1,9 @@
 // Business replay (DESIGN 5): a NEW event with a new identity (so new run ids and new effect keys),
 // made only after a person explicitly chose side_effects "skip" or "run". "skip" marks the event
 // `replay_skip_side_effects`: its webhook steps are recorded as skipped, and derived events inherit it.
+// A replay is a root of its own (its correlation_id is its id; causation_id names the replayed
+// event): the events its runs derive count against its own budget, not the original's, which
+// earlier replays would otherwise use up until no replay of that event could derive anything.
 
 import { generateEventId, type StoredEvent } from '../events/event-record.ts';
 import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
@@ -9,14 +12,15 @@ export const REPLAY_SOURCE = '@replay';
 
 /** The replay of `original`, with its payload exactly as the original received it. */
 export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', nowMs: number): StoredEvent {
+  const id = generateEventId(nowMs);
   const replay: StoredEvent = {
     ...original,
-    id: generateEventId(nowMs),
+    id,
     source: REPLAY_SOURCE,
     provider_event_id: null,
     received_at: new Date(nowMs).toISOString(),
     received_at_ms: nowMs,
-    correlation_id: original.correlation_id,
+    correlation_id: id,
     causation_id: original.id,
     // The person's choice, also on a replay of a skip replay: "run" there sends what it skipped.
     replay_skip_side_effects: sideEffects === 'skip',

@@ -1,5 +1,6 @@
 // Derived events from one root event share a budget: depth alone bounds a chain, not its width,
 // and a workflow whose steps each derive its own trigger would otherwise double (or triple) per level.
+// A business replay of the root is a new root with a budget of its own.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -11,6 +12,7 @@ import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'acct-fanout';
+let workflowId: string;
 let rt: TestRuntime;
 let key: string;
 before(async () => {
@@ -27,7 +29,9 @@ test(`one root event's descendants stop at ${MAX_DERIVED_PER_ROOT} derived event
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${actionId}/review`, { token: key, json: { status: 'approved', version: 1 } })).status, 200);
   // Three steps that each derive the workflow's own trigger: 3^8 events by depth alone.
   const steps = ['a', 'b', 'c'].map((id) => ({ id, type: 'custom_action', action_id: actionId }));
-  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'boom', trigger_event: 'boom', steps } })).status, 201);
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'boom', trigger_event: 'boom', steps } });
+  assert.equal(created.status, 201);
+  workflowId = created.body.workflow.id;
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'boom', payload: {}, id: 'root-1' } })).status, 202);
 
   const unfinished = async (): Promise<number> => {
@@ -41,4 +45,26 @@ test(`one root event's descendants stop at ${MAX_DERIVED_PER_ROOT} derived event
   assert.ok(derived >= MAX_DERIVED_PER_ROOT && derived < MAX_DERIVED_PER_ROOT + 50, `derived ${derived}`);
   const failed = (await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=failed&limit=500`, { token: key })).body.runs as Array<{ error: { code: string } }>;
   assert.ok(failed.some((run) => run.error.code === 'derived_event_budget_exceeded'), 'runs past the budget fail naming it');
+});
+
+test('a replay of a root whose budget is spent derives again: it counts against a budget of its own', { timeout: 60_000 }, async () => {
+  // One step now, deriving an event nobody listens to, so the replay derives exactly one.
+  const wasm = await assembleWat('sink', constantWat(JSON.stringify({ derived_event: { type: 'sink', payload: {} } })));
+  const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name: 'sink', file: wasm });
+  const actionId = (uploaded.body as { custom_action: { id: string } }).custom_action.id;
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${actionId}/review`, { token: key, json: { status: 'approved', version: 1 } })).status, 200);
+  const steps = [{ id: 'a', type: 'custom_action', action_id: actionId }];
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${ORG}/workflows/${workflowId}`, { token: key, json: { steps } })).status, 200);
+
+  const replay = await call(rt.url, 'POST', `/organizations/${ORG}/events/root-1/replay`, { token: key, json: { side_effects: 'skip' } });
+  assert.equal(replay.status, 202, replay.text);
+  const replayId = replay.body.event.id as string;
+  const runs = await eventually(
+    'the replay\'s run to finish',
+    async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${replayId}`, { token: key })).body.reactions as Array<{ state: string; run_id: string }>,
+    (list) => list.length === 1 && (list[0]!.state === 'completed' || list[0]!.state === 'failed'),
+  );
+  const run = (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runs[0]!.run_id}`, { token: key })).body.run;
+  assert.equal(run.state, 'completed', JSON.stringify(run.error));
+  assert.equal(rt.runtime.context.events.derivedCount(ORG, replayId), 1);
 });

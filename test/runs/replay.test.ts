@@ -51,6 +51,7 @@ test('side_effects "skip": a new event and run whose webhook step is recorded sk
   assert.equal(replay.status, 202, replay.text);
   assert.notEqual(replay.body.event.id, originalId);
   assert.equal(replay.body.event.causation_id, originalId);
+  assert.equal(replay.body.event.correlation_id, replay.body.event.id, 'a replay is a root of its own');
   assert.equal(replay.body.event.replay_skip_side_effects, true);
   const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0]!.state === 'completed');
   const run = (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${reaction!.run_id}`, { token: key })).body.run;
