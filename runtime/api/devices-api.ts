@@ -16,7 +16,7 @@ import type { DeviceStore } from '../triggers/device-store.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
-import { namedInEnvironment } from './query-params.ts';
+import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 
 const parseCreate = createBodyParser<{ name: string; environment?: Environment; event_types?: Record<string, object> }>({
   type: 'object',
@@ -72,6 +72,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       // A new schema applies to the next message, on an open socket too.
       method: 'PATCH',
       pattern: `${base}/:name`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name } = requireDevice(request, org);
@@ -89,6 +90,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       // The socket opened with the old token closes (4401); the device reconnects with the new one.
       method: 'POST',
       pattern: `${base}/:name/token`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name } = requireDevice(request, org);
@@ -100,6 +102,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
     {
       method: 'DELETE',
       pattern: `${base}/:name`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name } = requireDevice(request, org);

@@ -8,6 +8,9 @@ import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
+/** What a write to a record named by its path takes: `?environment=`, the record's environment. */
+export const ENVIRONMENT_QUERY = ['environment'] as const;
+
 /**
  * The environment a read is scoped to: `?environment=`, default production; anything else is a 400,
  * and sandbox on a plan without one is a 402.

@@ -13,7 +13,7 @@ import { explainTransportReplay } from '../replay/transport-replay.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { ApiContext } from './context.ts';
-import { environmentOf } from './query-params.ts';
+import { ENVIRONMENT_QUERY, environmentOf } from './query-params.ts';
 
 const parseReplay = createBodyParser<{ side_effects: 'skip' | 'run' }>({
   type: 'object',
@@ -37,6 +37,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
     {
       method: 'POST',
       pattern: `${base}/replay`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const original = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
@@ -81,6 +82,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
     {
       method: 'POST',
       pattern: `${base}/transport-replay`,
+      query: ENVIRONMENT_QUERY,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));

@@ -11,7 +11,7 @@ import type { RunEngine } from '../runs/run-engine.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ApiContext } from './context.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
-import { encodeCursor, environmentOf, isListedId, parseCursor, parseCursorOf, parseLimit } from './query-params.ts';
+import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, isListedId, parseCursor, parseCursorOf, parseLimit } from './query-params.ts';
 import { isWorkflowId } from '../workflows/workflow-store.ts';
 import { redactRunView } from '../workflows/viewer-redaction.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
@@ -65,6 +65,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
     {
       method: 'POST',
       pattern: `${base}/:run_id/resume`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
         if (run.value !== 'failed') throw new ConflictError('run_not_failed', `Only a failed run can be resumed; this one is ${run.value}.`);
@@ -78,6 +79,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
     {
       method: 'POST',
       pattern: `${base}/:run_id/cancel`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
         if (isFinished(run)) throw new ConflictError('run_finished', `The run is already ${run.value}.`);

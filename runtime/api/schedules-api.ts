@@ -23,7 +23,7 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
-import { namedInEnvironment } from './query-params.ts';
+import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 
 interface ScheduleBody {
   name: string;
@@ -109,6 +109,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
     {
       method: 'PATCH',
       pattern: `${base}/:name`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const current = requireSchedule(request, org);
@@ -140,6 +141,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
     {
       method: 'DELETE',
       pattern: `${base}/:name`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name } = requireSchedule(request, org);

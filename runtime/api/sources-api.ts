@@ -22,7 +22,7 @@ import {
 import type { Organization } from '../tenancy/organizations.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
-import { namedInEnvironment } from './query-params.ts';
+import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 interface SourceBody {
@@ -98,6 +98,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
     {
       method: 'PATCH',
       pattern: `${base}/:name`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const current = requireSource(request, org);
@@ -118,6 +119,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
     {
       method: 'DELETE',
       pattern: `${base}/:name`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         await ctx.sources.delete(org.id, requireSource(request, org).name);

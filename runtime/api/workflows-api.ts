@@ -13,7 +13,7 @@ import type { Workflow, WorkflowDraft } from '../workflows/workflow-types.ts';
 import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts';
 import type { ApiContext } from './context.ts';
 import { sortedPage } from './sorted-page.ts';
-import { environmentOf, parseLimit } from './query-params.ts';
+import { ENVIRONMENT_QUERY, environmentOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 /** A PUT/PATCH that loses a race with another write is re-applied onto the newer version this often. */
@@ -119,11 +119,12 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       pattern: one,
       handler: (request) => json(200, { workflow: forCaller(request, requireWorkflow(orgFor(request, 'viewer'), request)) }),
     },
-    { method: 'PUT', pattern: one, handler: update },
-    { method: 'PATCH', pattern: one, handler: update },
+    { method: 'PUT', pattern: one, query: ENVIRONMENT_QUERY, handler: update },
+    { method: 'PATCH', pattern: one, query: ENVIRONMENT_QUERY, handler: update },
     {
       method: 'DELETE',
       pattern: one,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         await workflows.delete(org.id, requireWorkflow(org, request).id);
@@ -133,6 +134,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     {
       method: 'POST',
       pattern: `${one}/toggle`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const current = requireWorkflow(org, request);
@@ -170,6 +172,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     {
       method: 'POST',
       pattern: `${one}/signing-secret/rotate`,
+      query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const current = requireWorkflow(org, request);

@@ -1,8 +1,9 @@
-// A request's query that remembers which parameters its handler asked for. A read (GET, HEAD) that
-// carries a parameter its handler never asked for is refused, 400 unknown_query_parameter: a typo
-// such as `?enviroment=sandbox` would otherwise be answered with production data, silently.
-// Writes are not checked this way (the check comes after the handler); they take parameters only
-// to find a record, and a typo there finds nothing.
+// A request's query, and the refusal of parameters an endpoint does not take (400
+// unknown_query_parameter): a typo such as `?enviroment=sandbox` would otherwise be answered with
+// production data, and `POST …/events?environment=sandbox` would create a production event with
+// real effects, silently. A read (GET, HEAD) is checked after its handler, against the parameters
+// the handler asked for; a write, which must be refused before it does anything, against the
+// parameters its route declares (`Route.query`).
 
 import { InputError } from '../errors.ts';
 
@@ -26,10 +27,18 @@ export class ReadQuery extends URLSearchParams {
 
   /** Throws 400 naming the first parameter given that the handler never asked for. */
   assertAllAsked(): void {
-    for (const name of this.keys()) {
-      if (this.#asked.has(name)) continue;
-      const shown = name.slice(0, 64);
-      throw new InputError(400, 'unknown_query_parameter', `This endpoint takes no query parameter "${shown}" (see the API reference for the ones it does).`, { field: shown });
-    }
+    for (const name of this.keys()) if (!this.#asked.has(name)) throw unknownParameter(name);
   }
+
+  /** Throws 400 naming the first parameter given that is not one of `accepted`. */
+  assertOnly(accepted: readonly string[]): void {
+    for (const name of this.keys()) if (!accepted.includes(name)) throw unknownParameter(name);
+  }
+}
+
+function unknownParameter(name: string): InputError {
+  const shown = name.slice(0, 64);
+  // A create takes a record's environment in its body; the query names the environment of an existing one.
+  const hint = name === 'environment' ? ' (a new record\'s environment goes in the JSON body, as "environment")' : ' (see the API reference for the ones it does)';
+  return new InputError(400, 'unknown_query_parameter', `This endpoint takes no query parameter "${shown}"${hint}.`, { field: shown });
 }

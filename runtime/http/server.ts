@@ -156,9 +156,11 @@ export class HttpServer {
       const path = `/${segments.join('/')}`;
       const head: RequestHead = { method, path, query, headers, params };
       let body: Buffer = EMPTY_BODY;
+      const reads = method === 'GET' || method === 'HEAD';
       try {
         route.beforeBody?.(head);
-        if (method !== 'GET' && method !== 'HEAD' && method !== 'DELETE') {
+        if (!reads && route.query !== 'any') query.assertOnly(route.query ?? []);
+        if (!reads && method !== 'DELETE') {
           reservation = this.#bodyBudget.open(params.org_id ?? '');
           body = await readBody(res, {
             limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
@@ -176,7 +178,7 @@ export class HttpServer {
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
       if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
       const reply = await route.handler(request);
-      if (method === 'GET' || method === 'HEAD') query.assertAllAsked();
+      if (reads) query.assertAllAsked();
       return reply;
     };
     run().then(finish, (error: unknown) => finish(this.#errorReply(error)));

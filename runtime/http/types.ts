@@ -42,6 +42,12 @@ export interface Route {
   readonly beforeBody?: (head: RequestHead) => void;
   /** Told why a request was refused before its handler ran (`beforeBody`, or the body read: 413, 408, 503). */
   readonly onRefused?: (error: unknown) => void;
+  /**
+   * Query parameters a write (POST, PUT, PATCH, DELETE) takes; any other is refused with 400 before
+   * the body is read (default: none). `any` lets every one through, for URLs that callers outside
+   * Sluice build. A GET is checked against what its handler reads instead (read-query.ts).
+   */
+  readonly query?: readonly string[] | 'any';
   /** Name used for the latency metric; defaults to the pattern. */
   readonly metricName?: string;
   /** Answered while the server holds requests at boot (liveness and metrics, which read no tenant state). */

@@ -45,6 +45,8 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
     {
       method: 'POST',
       pattern: '/hooks/:org_id/:source',
+      // A provider posts to the URL it was given, which may carry parameters of its own.
+      query: 'any',
       metricName: 'ingest',
       bodyLimit: (params) => lookup(params)?.source.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
       // An unknown org or source is answered before its body is read.

@@ -81,3 +81,20 @@ test('resume and cancel do not cross environments', async () => {
   assert.equal(cancelled.status, 200, cancelled.text);
   assert.equal(cancelled.body.run.state, 'cancelled');
 });
+
+test('a create takes its environment in the body: `?environment=` on it is a 400 and creates nothing in production', async () => {
+  const countProduction = async () => (await get('/events?limit=500')).body.events.length as number;
+  const before = await countProduction();
+  for (const [path, json] of [
+    ['/events', { type: 'x.y', payload: {} }],
+    ['/workflows', { name: 'p', trigger_event: 'x.y', steps: [{ type: 'delay', duration_ms: 1000 }] }],
+    ['/sources', { name: 'pay', secrets: [`whsec_${Buffer.alloc(24, 1).toString('base64')}`] }],
+  ] as const) {
+    const refused = await post(`${path}?environment=sandbox`, json);
+    assert.equal(refused.status, 400, `${path}: ${refused.text}`);
+    assert.deepEqual([refused.body.error.code, refused.body.error.field], ['unknown_query_parameter', 'environment']);
+  }
+  assert.equal(await countProduction(), before, 'no production event');
+  assert.equal((await get('/workflows')).body.workflows.length, 0, 'no production workflow');
+  assert.equal((await get('/sources')).body.sources.length, 0, 'no production source');
+});

@@ -13,13 +13,16 @@ const logged: string[] = [];
 let server: HttpServer;
 let url: string;
 
+let writes = 0;
 before(async () => {
   server = new HttpServer({ logger: createLogger('error', (line) => logged.push(line)), metrics: createRuntimeMetrics() });
   server.addRoutes(
     { method: 'GET', pattern: '/bigint', handler: () => ({ status: 200, json: { amount: 10n } }) },
     { method: 'GET', pattern: '/fine', handler: () => ({ status: 200, json: { ok: true }, headers: { 'x-kept': 'yes' } }) },
     { method: 'GET', pattern: '/reads', handler: (request) => ({ status: 200, json: { a: request.query.get('a'), b: request.query.has('b') } }) },
-    { method: 'POST', pattern: '/writes', handler: () => ({ status: 204 }) },
+    { method: 'POST', pattern: '/writes', handler: () => ((writes += 1), { status: 204 }) },
+    { method: 'DELETE', pattern: '/scoped', query: ['environment'], handler: () => ((writes += 1), { status: 204 }) },
+    { method: 'POST', pattern: '/open', query: 'any', handler: () => ((writes += 1), { status: 204 }) },
   );
   url = `http://127.0.0.1:${await server.listen('127.0.0.1', 0)}`;
 });
@@ -174,6 +177,19 @@ test('a GET or HEAD with a query parameter its handler never asks for is a 400 n
   assert.equal(read.status, 200);
   assert.deepEqual(await read.json(), { a: null, b: true });
   assert.equal((await fetch(`${url}/fine`)).status, 200);
-  // A write has already acted when its handler returns: its parameters are not checked this way.
-  assert.equal((await fetch(`${url}/writes?anything=1`, { method: 'POST' })).status, 204);
+});
+
+test('a write with a query parameter its route does not declare is a 400 before its handler runs; declared ones and `any` pass', async () => {
+  const before = writes;
+  const create = await fetch(`${url}/writes?environment=sandbox`, { method: 'POST', body: '{}' });
+  assert.equal(create.status, 400);
+  const error = ((await create.json()) as { error: { code: string; field: string; message: string } }).error;
+  assert.deepEqual([error.code, error.field], ['unknown_query_parameter', 'environment']);
+  assert.match(error.message, /environment goes in the JSON body/);
+  assert.equal((await fetch(`${url}/scoped?enviroment=sandbox`, { method: 'DELETE' })).status, 400);
+  assert.equal(writes, before, 'neither handler ran');
+  assert.equal((await fetch(`${url}/scoped?environment=sandbox`, { method: 'DELETE' })).status, 204);
+  assert.equal((await fetch(`${url}/writes`, { method: 'POST' })).status, 204);
+  assert.equal((await fetch(`${url}/open?provider=x`, { method: 'POST' })).status, 204);
+  assert.equal(writes, before + 3);
 });
