@@ -73,7 +73,7 @@ export function skipReplayed(ctx: RunContext, at: number): RunContext {
       attempt: step.attempts.length + 1,
       fence,
       claimedAt: at,
-      startedAt: at,
+      startedAt: null,
       endedAt: at,
       outcome: 'skipped',
       error: null,
@@ -158,10 +158,16 @@ export function recordFailure(ctx: RunContext, failure: StepFailure, evidence: J
   return decision.kind === 'retry' ? { ...updated, retryAt: at + decision.delayMs } : { ...updated, error: decision.error };
 }
 
-/** After a restart the open attempt's effect is lost track of: close it; the next claim gets a new fence. */
+/** Evidence of an attempt a restart found open: whether its effect went out is not recorded. */
+export const ABANDONED_AT_RESTART = { reason: 'runtime_restarted', effect_sent: 'unknown' } as const;
+
+/**
+ * After a restart the open attempt's effect is lost track of: close it (at `at`, the restart; its
+ * evidence says so); the next claim gets a new fence and sends the effect with the same key.
+ */
 export function abandonPending(ctx: RunContext, at: number): RunContext {
   return withCurrent({ ...ctx, updatedAt: at }, (s) => ({
-    ...patchOpenAttempt(s, { outcome: 'abandoned', endedAt: at }),
+    ...patchOpenAttempt(s, { outcome: 'abandoned', endedAt: at, evidence: ABANDONED_AT_RESTART }),
     status: 'pending',
   }));
 }

@@ -108,6 +108,7 @@ describe('recovery after a crash', () => {
 
     const b = admitted.run.context.steps[1];
     assert.deepEqual(b?.attempts.map((x) => [x.outcome, x.fence, x.endedAt]), [['abandoned', 2, T0 + 10_000], ['pending', 3, null]]);
+    assert.deepEqual(b?.attempts[0]?.evidence, { reason: 'runtime_restarted', effect_sent: 'unknown' }, 'the abandoned attempt says why, and that nobody knows whether it went out');
     assert.equal(admitted.run.context.steps[0]?.attempts.length, 1, 'step a is never executed again');
 
     const late = applyRunEvent(admitted.run, { type: 'step.succeeded', stepId: asStepId('b'), fence: interrupted.fence, result: 'pre-crash', at: T0 + 10_002 });

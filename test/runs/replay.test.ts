@@ -56,6 +56,7 @@ test('side_effects "skip": a new event and run whose webhook step is recorded sk
   const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0]!.state === 'completed');
   const run = (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${reaction!.run_id}`, { token: key })).body.run;
   assert.equal(run.steps[0].status, 'skipped');
+  assert.equal(run.steps[0].attempts[0].started_at, null, 'a skipped attempt never started');
   assert.equal(receiver.received.length, before, 'nothing was sent');
 });
 
