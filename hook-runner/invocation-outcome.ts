@@ -10,7 +10,8 @@ export interface InvocationResult {
   readonly fuelUsed: number;
 }
 
-export const REJECTED_REASON = 'The module rejected the payload (execute returned 0).';
+/** Why a module rejected a payload: the only way it can, as a clause the caller words a sentence around. */
+export const REJECTED_REASON = 'execute returned 0';
 
 /**
  * A trap message names up to 8 backtrace frames by the module's own function names, which a

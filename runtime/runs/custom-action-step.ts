@@ -103,7 +103,7 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
   const evidence = { ...base, fuel_used: reply.fuelUsed, replayed: reply.replayed };
   const outcome = reply.outcome;
   if (outcome.kind === 'trap') return fail(`action_trap_${outcome.trap}`, `The action trapped (${outcome.trap}): ${outcome.message}`, false, evidence);
-  if (outcome.kind === 'rejected') return fail('action_rejected_payload', `The action rejected the payload${outcome.reason === '' ? '' : `: ${outcome.reason}`}.`, false, evidence);
+  if (outcome.kind === 'rejected') return fail('action_rejected_payload', `The action rejected the payload${outcome.reason === '' ? '' : ` (${outcome.reason})`}.`, false, evidence);
   try {
     const parsed = parseActionOutput(outcome.outputJson);
     if (parsed.derivedEvent !== null && input.eventDepth + 1 > MAX_DERIVED_DEPTH) {

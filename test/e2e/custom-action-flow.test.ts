@@ -118,6 +118,18 @@ test('an unapproved action fails closed and its event lands in failed events', a
   assert.ok(failed.body.failed_events.some((f: { event: { id: string } }) => f.event.id === 'unapproved-1'));
 });
 
+test('a payload the action rejects fails the run at once, saying so in one sentence', async () => {
+  const picky = await upload('picky-scorer', scorer, '');
+  const id = picky.body.custom_action.id;
+  await call(rt.url, 'POST', `/organizations/${ORG}/custom-actions/${id}/review`, { token: key, json: { status: 'approved', version: 1 } });
+  await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'picky', trigger_event: 'orders.unreadable', steps: [{ id: 'score', type: 'custom_action', action_id: id }] } });
+  await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'orders.unreadable', payload: { no_order_id: 1 }, id: 'unreadable-1' } });
+  const reactions = await eventually('rejected run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/unreadable-1`, { token: key })).body.reactions, (r) => r.length === 1 && r[0].state === 'failed');
+  const error = (await runOf(reactions[0].run_id)).error;
+  assert.equal(error.code, 'action_rejected_payload');
+  assert.equal(error.message, 'The action rejected the payload (execute returned 0).');
+});
+
 test('an undeclared secret is absent, and a permission edit does not widen the approved version', async () => {
   const narrow = await upload('narrow-scorer', scorer, '');
   const id = narrow.body.custom_action.id;
