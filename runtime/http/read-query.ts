@@ -3,7 +3,8 @@
 // production data, and `POST …/events?environment=sandbox` would create a production event with
 // real effects, silently. A read (GET, HEAD) is checked after its handler, against the parameters
 // the handler asked for; a write, which must be refused before it does anything, against the
-// parameters its route declares (`Route.query`).
+// parameters its route declares (`Route.query`). The WebSocket upgrades (live rooms, devices) are
+// reads. A parameter given twice is refused everywhere.
 
 import { InputError } from '../errors.ts';
 
@@ -23,6 +24,15 @@ export class ReadQuery extends URLSearchParams {
   override has(name: string, value?: string): boolean {
     this.#asked.add(name);
     return value === undefined ? super.has(name) : super.has(name, value);
+  }
+
+  /** Throws 400 naming the first parameter given more than once (which value would count is a guess). */
+  assertNoRepeats(): void {
+    const seen = new Set<string>();
+    for (const name of this.keys()) {
+      if (seen.has(name)) throw new InputError(400, 'repeated_query_parameter', `The query parameter "${name.slice(0, 64)}" is given more than once.`, { field: name.slice(0, 64) });
+      seen.add(name);
+    }
   }
 
   /** Throws 400 naming the first parameter given that the handler never asked for. */

@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ConflictError, InputError, SluiceError } from '../errors.ts';
+import { ConflictError, SluiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, type BodyReservation } from './body-budget.ts';
@@ -148,7 +148,7 @@ export class HttpServer {
       if (headerBytes > MAX_HEADER_BYTES) {
         throw new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
       }
-      assertNoRepeatedParameter(query);
+      query.assertNoRepeats();
       const segments = Router.decodePath(rawUrl);
       // HEAD is answered as GET, without the body.
       const { route, params } = this.#router.match(method === 'HEAD' ? 'GET' : method, segments);
@@ -234,15 +234,6 @@ function renderReply(reply: HttpReply): RenderedReply {
 function parseContentLength(value: string | undefined): number | undefined {
   if (value === undefined || !/^\d{1,15}$/.test(value)) return undefined;
   return Number(value);
-}
-
-/** A query parameter given twice is refused: which one counts would otherwise be a guess. */
-function assertNoRepeatedParameter(query: URLSearchParams): void {
-  const seen = new Set<string>();
-  for (const name of query.keys()) {
-    if (seen.has(name)) throw new InputError(400, 'repeated_query_parameter', `The query parameter "${name.slice(0, 64)}" is given more than once.`, { field: name.slice(0, 64) });
-    seen.add(name);
-  }
 }
 
 function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean): void {

@@ -15,6 +15,7 @@ import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDB
 import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
+import { ReadQuery } from '../http/read-query.ts';
 
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
 export const MAX_BACKPRESSURE = 1024 * 1024;
@@ -73,7 +74,7 @@ export class LiveRooms {
       idleTimeout: 60,
       upgrade: (res, req, context) => {
         const orgId = req.getParameter(0) ?? '';
-        const query = new URLSearchParams(req.getQuery() ?? '');
+        const query = new ReadQuery(req.getQuery() ?? '');
         const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
         const token = query.get('token') ?? offered.find((p) => p !== LIVE_PROTOCOL);
         const key = req.getHeader('sec-websocket-key');
@@ -82,6 +83,9 @@ export class LiveRooms {
         let admitted: { principal: Principal; requested: Subscription };
         try {
           admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query, offered);
+          // As a GET is: `?enviroment=sandbox` would otherwise stream production updates.
+          query.assertNoRepeats();
+          query.assertAllAsked();
         } catch (error) {
           const refusal = error instanceof SluiceError ? error : new InputError(400, 'invalid_subscription', 'The live room request is malformed.');
           res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify(refusal.toBody()));

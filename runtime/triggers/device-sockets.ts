@@ -27,6 +27,7 @@ import { connectedEventId, type DeviceConnection, type DeviceRecord } from './de
 import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
 import type { Ending } from './device-store.ts';
 import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
+import { ReadQuery } from '../http/read-query.ts';
 
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
 const MAX_BACKPRESSURE = 64 * 1024;
@@ -59,7 +60,8 @@ export class DeviceSockets {
         const orgId = req.getParameter(0) ?? '';
         const name = req.getParameter(1) ?? '';
         const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
-        const queryToken = new URLSearchParams(req.getQuery() ?? '').get('token');
+        const query = new ReadQuery(req.getQuery() ?? '');
+        const queryToken = query.get('token');
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
         let device: DeviceRecord;
@@ -67,6 +69,8 @@ export class DeviceSockets {
           if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
           const org = deps.orgs.get(orgId);
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
+          query.assertNoRepeats();
+          query.assertAllAsked();
         } catch (error) {
           const refusal = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.');
           res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify(refusal.toBody()));

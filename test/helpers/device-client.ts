@@ -33,8 +33,9 @@ function maskedTextFrame(text: string): Buffer {
 }
 
 /** Opens a device socket; resolves once Sluice sent `ready` (the connection is recorded), or rejects with the refusal's status. */
-export function connectDevice(baseUrl: string, orgId: string, name: string, token: string | undefined, options: { protocols?: string[] } = {}): Promise<DeviceClient> {
-  const query = token === undefined || options.protocols !== undefined ? '' : `?token=${encodeURIComponent(token)}`;
+export function connectDevice(baseUrl: string, orgId: string, name: string, token: string | undefined, options: { protocols?: string[]; extraQuery?: string } = {}): Promise<DeviceClient> {
+  const tokenQuery = token === undefined || options.protocols !== undefined ? '' : `token=${encodeURIComponent(token)}`;
+  const query = [tokenQuery, options.extraQuery ?? ''].filter((part) => part !== '').join('&').replace(/^(?=.)/, '?');
   const socket = new WebSocket(`${baseUrl.replace('http', 'ws')}/devices/${orgId}/${name}${query}`, options.protocols ?? []);
   const frames: DeviceFrame[] = [];
   socket.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as DeviceFrame));

@@ -57,6 +57,8 @@ test('each refused upgrade says why, in the API\'s words; a plain GET is told to
     [`${live}?token=${encodeURIComponent(otherKey)}`, 404, 'not_found', /Organization was not found/],
     [`${live}?token=${encodeURIComponent(key)}&after_seq=abc`, 400, 'invalid_subscription', /after_seq/],
     [`${live}?token=${encodeURIComponent(key)}&environment=staging`, 400, 'invalid_subscription', /environment/],
+    [`${live}?token=${encodeURIComponent(key)}&enviroment=sandbox`, 400, 'unknown_query_parameter', /no query parameter "enviroment"/],
+    [`${live}?token=${encodeURIComponent(key)}&after_seq=1&after_seq=2`, 400, 'repeated_query_parameter', /"after_seq" is given more than once/],
   ] as const;
   const starterKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-live-starter', 'starter');
   const sandbox = await refusal(`/organizations/acct-live-starter/live?token=${encodeURIComponent(starterKey)}&environment=sandbox`);
