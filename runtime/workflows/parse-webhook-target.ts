@@ -11,7 +11,8 @@ export const MAX_HEADER_VALUE = 1024;
 /**
  * Hop-by-hop headers (RFC 9110 §7.6.1) and framing headers are the transport's; the body is always
  * plain JSON, so its content headers are Sluice's; the Standard Webhooks headers and
- * `Idempotency-Key` are what receivers verify and dedupe on. A step may never override them.
+ * `Idempotency-Key` are what receivers verify and dedupe on, and `sluice-fence` / `sluice-attempt`
+ * name the claim that sent a request (a step's own value would be replaced). A step may never set them.
  */
 export const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
   'connection',
@@ -33,6 +34,8 @@ export const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
   'webhook-timestamp',
   'webhook-signature',
   'idempotency-key',
+  'sluice-fence',
+  'sluice-attempt',
 ]);
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;

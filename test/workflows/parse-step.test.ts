@@ -33,7 +33,7 @@ describe('webhook steps', () => {
     const step = only(webhook({ headers: { 'X-Tenant': 'acme', Authorization: 'Bearer t' } }));
     assert.ok(step.type === 'webhook');
     assert.deepEqual(step.headers, { 'X-Tenant': 'acme', Authorization: 'Bearer t' });
-    for (const name of ['Connection', 'transfer-encoding', 'Webhook-Signature', 'webhook-id', 'Idempotency-Key', 'Host', 'Content-Type', 'content-encoding', 'Expect']) {
+    for (const name of ['Connection', 'transfer-encoding', 'Webhook-Signature', 'webhook-id', 'Idempotency-Key', 'Host', 'Content-Type', 'content-encoding', 'Expect', 'Sluice-Fence', 'sluice-attempt']) {
       rejects(withSteps(webhook({ headers: { [name]: 'x' } })), 'forbidden_header', `steps[0].headers.${name}`);
     }
     const many = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, 'v']));
