@@ -1,112 +1,128 @@
 // The REST side of the TypeScript client, bound to one organization: send events (safe to retry:
 // each carries an id), read events and runs page by page, resume, cancel and replay runs, and any
-// other endpoint through `request`. Errors arrive as SluiceApiError with the API's code and field.
+// other endpoint through `request`. Each attempt has a timeout, and a signal cancels a call at once.
 
 import { randomUUID } from 'node:crypto';
+import { linkSignals, raceAbort } from './abort.ts';
+import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
+import type { Environment, EventDetails, RunSummary, SluiceEvent } from './api-types.ts';
+import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 
 export interface ClientOptions {
-  /** Where Sluice listens, e.g. http://127.0.0.1:8787. */
+  /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
   readonly url: string;
   readonly apiKey: string;
   readonly org: string;
   /** Attempts of a request that is safe to repeat, the first included (default 5). */
   readonly maxAttempts?: number;
+  /** How long one attempt may take, its answer's body included, before it counts as a network failure (default 30,000). */
+  readonly timeoutMs?: number;
+  /** Cancels every call of this client once it aborts (see CallOptions.signal). */
+  readonly signal?: AbortSignal;
   readonly fetch?: typeof fetch;
   readonly sleep?: Sleep;
 }
 
-/** An answer of 4xx/5xx, with the API's error body: `{"error":{"code","message","field"?,...}}`. */
-export class SluiceApiError extends Error {
-  readonly status: number;
-  readonly code: string;
-  readonly field: string | undefined;
-  /** The whole `error` object (a 409 duplicate names `original_event_id`, for instance). */
-  readonly details: Readonly<Record<string, unknown>>;
-  constructor(status: number, details: Readonly<Record<string, unknown>>) {
-    super(typeof details['message'] === 'string' ? details['message'] : `Sluice answered ${status}.`);
-    this.name = 'SluiceApiError';
-    this.status = status;
-    this.code = typeof details['code'] === 'string' ? details['code'] : 'http_error';
-    this.field = typeof details['field'] === 'string' ? details['field'] : undefined;
-    this.details = details;
-  }
+/** Options every call takes. */
+export interface CallOptions {
+  /** Cancels the call at once, a wait between attempts too: it rejects with the signal's reason and is not retried. */
+  readonly signal?: AbortSignal;
+  /** This call's per-attempt timeout, instead of the client's. */
+  readonly timeoutMs?: number;
 }
 
-export type Environment = 'production' | 'sandbox';
-
-export interface SluiceEvent {
-  readonly id: string;
-  readonly type: string;
-  readonly payload: unknown;
-  readonly environment: Environment;
-  readonly source: string;
-  readonly received_at: string;
-  readonly [field: string]: unknown;
-}
-
-export interface RunSummary {
-  readonly run_id: string;
-  readonly workflow_id: string;
-  readonly event_id: string;
-  readonly environment: Environment;
-  readonly state: string;
-  readonly error: { readonly code: string; readonly message: string; readonly step_id: string | null } | null;
-  readonly [field: string]: unknown;
-}
-
-export interface RequestOptions {
+export interface RequestOptions extends CallOptions {
   readonly json?: unknown;
   readonly query?: Readonly<Record<string, string | number | undefined>>;
   readonly headers?: Readonly<Record<string, string>>;
-  /** Repeat on a network error, 429, 502, 503 or 504 (default: only for GET). Only for requests safe to repeat. */
+  /** Repeat on a network error, a timeout, 429, 502, 503 or 504 (default: only for GET). Only for requests safe to repeat. */
   readonly retry?: boolean;
 }
 
 /** Statuses worth another attempt: the request may succeed later as it is. */
 const RETRYABLE = new Set([429, 502, 503, 504]);
+const DEFAULT_TIMEOUT_MS = 30_000;
+/** The longest delay a Node timer takes (a longer one would fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+type Attempt =
+  | { readonly kind: 'answered'; readonly status: number; readonly retryAfter: string | null; readonly text: string }
+  | { readonly kind: 'failed'; readonly timedOut: boolean; readonly error: unknown };
+
+type Run = Record<string, unknown> & { state: string };
 
 export class SluiceClient {
   readonly org: string;
   readonly #o: ClientOptions;
+  readonly #base: URL;
   readonly #fetch: typeof fetch;
   readonly #sleep: Sleep;
 
+  /** Throws TypeError for a url that is not http(s) or carries a query, RangeError for a bad timeoutMs. */
   constructor(options: ClientOptions) {
     this.#o = options;
     this.org = options.org;
+    this.#base = parseBaseUrl(options.url);
     this.#fetch = options.fetch ?? fetch;
     this.#sleep = options.sleep ?? realSleep;
+    checkTimeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
   /**
-   * Calls `method path` under /organizations/:org (a path starting with `//` is taken from the
-   * root instead) and resolves with the parsed JSON answer (undefined for 204).
+   * Calls `method path` under /organizations/:org (a path starting with `//` is taken from Sluice's
+   * root instead; both under the url's own path) and resolves with the parsed JSON answer
+   * (undefined for 204). Rejects with SluiceApiError, SluiceNetworkError, or the signal's reason.
    */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const url = new URL(path.startsWith('//') ? path.slice(1) : `/organizations/${encodeURIComponent(this.org)}${path}`, this.#o.url);
+    const relative = path.startsWith('//') ? path.slice(1) : `/organizations/${encodeURIComponent(this.org)}/${path.replace(/^\/+/, '')}`;
+    const url = urlUnder(this.#base, relative, 'http');
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { authorization: `Bearer ${this.#o.apiKey}`, ...options.headers };
     if (options.json !== undefined) headers['content-type'] = 'application/json';
-    const body = options.json === undefined ? undefined : JSON.stringify(options.json);
+    const init: RequestInit = { method, headers, ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }) };
     const attempts = (options.retry ?? method === 'GET') ? (this.#o.maxAttempts ?? 5) : 1;
-    for (let attempt = 0; ; attempt++) {
-      let response: Response;
-      try {
-        response = await this.#fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
-      } catch (error) {
-        if (attempt + 1 >= attempts) throw error;
-        await this.#sleep(backoffMs(attempt));
-        continue;
+    const timeoutMs = checkTimeout(options.timeoutMs ?? this.#o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const cancel = linkSignals([this.#o.signal, options.signal]);
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const outcome = await this.#attempt(url, init, cancel.signal, timeoutMs);
+        if (outcome.kind === 'failed') {
+          if (attempt + 1 >= attempts) throw networkError(`${method} ${url.href}`, outcome, timeoutMs, attempt + 1);
+          await raceAbort(this.#sleep(backoffMs(attempt)), cancel.signal);
+          continue;
+        }
+        if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 ? undefined : JSON.parse(outcome.text)) as T;
+        if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts) {
+          const retryAfter = Number(outcome.retryAfter);
+          await raceAbort(this.#sleep(backoffMs(attempt, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined)), cancel.signal);
+          continue;
+        }
+        throw new SluiceApiError(outcome.status, errorOf(outcome.text));
       }
-      if (response.ok) return (response.status === 204 ? undefined : await response.json()) as T;
-      const text = await response.text();
-      if (RETRYABLE.has(response.status) && attempt + 1 < attempts) {
-        const retryAfter = Number(response.headers.get('retry-after'));
-        await this.#sleep(backoffMs(attempt, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined));
-        continue;
-      }
-      throw new SluiceApiError(response.status, errorOf(text));
+    } finally {
+      cancel.release();
+    }
+  }
+
+  /** One attempt, answer body included, within `timeoutMs`; throws only the caller's abort reason. */
+  async #attempt(url: URL, init: RequestInit, cancel: AbortSignal, timeoutMs: number): Promise<Attempt> {
+    const attempt = linkSignals([cancel]);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      attempt.abort(new Error('timed out'));
+    }, timeoutMs);
+    try {
+      const response = await raceAbort(this.#fetch(url, { ...init, signal: attempt.signal }), attempt.signal);
+      const text = await raceAbort(response.text(), attempt.signal);
+      return { kind: 'answered', status: response.status, retryAfter: response.headers.get('retry-after'), text };
+    } catch (error) {
+      if (cancel.aborted) throw cancel.reason;
+      return { kind: 'failed', timedOut, error };
+    } finally {
+      clearTimeout(timer);
+      attempt.release();
     }
   }
 
@@ -114,10 +130,10 @@ export class SluiceClient {
    * Sends an event through the API. It always carries an id (yours, or a fresh one), so a lost
    * answer is simply sent again: an event stored by an earlier attempt comes back as `duplicate`.
    */
-  async sendEvent(input: { type: string; payload: unknown; id?: string; environment?: Environment }): Promise<{ event_id: string; duplicate: boolean }> {
+  async sendEvent(input: { type: string; payload: unknown; id?: string; environment?: Environment }, call: CallOptions = {}): Promise<{ event_id: string; duplicate: boolean }> {
     const id = input.id ?? `cli_${randomUUID()}`;
     try {
-      const answer = await this.request<{ event: SluiceEvent }>('POST', '/events', { json: { ...input, id }, retry: true });
+      const answer = await this.request<{ event: SluiceEvent }>('POST', '/events', { ...call, json: { ...input, id }, retry: true });
       return { event_id: answer.event.id, duplicate: false };
     } catch (error) {
       if (error instanceof SluiceApiError && error.code === 'duplicate_event') return { event_id: String(error.details['original_event_id'] ?? id), duplicate: true };
@@ -125,31 +141,31 @@ export class SluiceClient {
     }
   }
 
-  getEvent(id: string, environment: Environment = 'production'): Promise<{ event: SluiceEvent; reactions: RunSummary[] }> {
-    return this.request('GET', `/events/${encodeURIComponent(id)}`, { query: { environment } });
+  getEvent(id: string, environment: Environment = 'production', call: CallOptions = {}): Promise<EventDetails> {
+    return this.request('GET', `/events/${encodeURIComponent(id)}`, { ...call, query: { environment } });
   }
 
   /** Every event (newest first), fetched a page at a time as you iterate. */
-  events(filter: { environment?: Environment; type?: string; source?: string; pageSize?: number } = {}): AsyncIterable<SluiceEvent> {
-    return this.#pages<SluiceEvent>('/events', 'events', { environment: filter.environment, type: filter.type, source: filter.source, limit: filter.pageSize });
+  events(filter: { environment?: Environment; type?: string; source?: string; pageSize?: number } = {}, call: CallOptions = {}): AsyncIterable<SluiceEvent> {
+    return this.#pages<SluiceEvent>('/events', 'events', { environment: filter.environment, type: filter.type, source: filter.source, limit: filter.pageSize }, call);
   }
 
-  getRun(runId: string, environment: Environment = 'production'): Promise<{ run: Record<string, unknown> & { state: string } }> {
-    return this.request('GET', `/runs/${encodeURIComponent(runId)}`, { query: { environment } });
+  getRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
+    return this.request('GET', `/runs/${encodeURIComponent(runId)}`, { ...call, query: { environment } });
   }
 
   /** Every run (newest first), fetched a page at a time as you iterate. */
-  runs(filter: { environment?: Environment; state?: string; workflowId?: string; pageSize?: number } = {}): AsyncIterable<RunSummary> {
-    return this.#pages<RunSummary>('/runs', 'runs', { environment: filter.environment, state: filter.state, workflow_id: filter.workflowId, limit: filter.pageSize });
+  runs(filter: { environment?: Environment; state?: string; workflowId?: string; pageSize?: number } = {}, call: CallOptions = {}): AsyncIterable<RunSummary> {
+    return this.#pages<RunSummary>('/runs', 'runs', { environment: filter.environment, state: filter.state, workflow_id: filter.workflowId, limit: filter.pageSize }, call);
   }
 
   /** Continues a failed run from its first incomplete step (completed steps are not run again). */
-  resumeRun(runId: string, environment: Environment = 'production'): Promise<{ run: Record<string, unknown> & { state: string } }> {
-    return this.request('POST', `/runs/${encodeURIComponent(runId)}/resume`, { query: { environment } });
+  resumeRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
+    return this.request('POST', `/runs/${encodeURIComponent(runId)}/resume`, { ...call, query: { environment } });
   }
 
-  cancelRun(runId: string, environment: Environment = 'production'): Promise<{ run: Record<string, unknown> & { state: string } }> {
-    return this.request('POST', `/runs/${encodeURIComponent(runId)}/cancel`, { query: { environment } });
+  cancelRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
+    return this.request('POST', `/runs/${encodeURIComponent(runId)}/cancel`, { ...call, query: { environment } });
   }
 
   /**
@@ -157,8 +173,9 @@ export class SluiceClient {
    * `skip` records webhook steps as skipped instead of sending. With an `idempotencyKey` the
    * replay is made once however often it is sent, and is retried on transient failures.
    */
-  async replayEvent(id: string, options: { sideEffects: 'skip' | 'run'; idempotencyKey?: string; environment?: Environment }): Promise<SluiceEvent> {
+  async replayEvent(id: string, options: { sideEffects: 'skip' | 'run'; idempotencyKey?: string; environment?: Environment }, call: CallOptions = {}): Promise<SluiceEvent> {
     const answer = await this.request<{ event: SluiceEvent }>('POST', `/events/${encodeURIComponent(id)}/replay`, {
+      ...call,
       json: { side_effects: options.sideEffects },
       query: { environment: options.environment },
       ...(options.idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': options.idempotencyKey }, retry: true }),
@@ -166,14 +183,28 @@ export class SluiceClient {
     return answer.event;
   }
 
-  async *#pages<T>(path: string, field: string, query: Record<string, string | number | undefined>): AsyncIterable<T> {
+  async *#pages<T>(path: string, field: string, query: Record<string, string | number | undefined>, call: CallOptions): AsyncIterable<T> {
     let cursor: string | undefined;
     do {
-      const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { query: { ...query, cursor } });
+      const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { ...call, query: { ...query, cursor } });
       yield* page[field] as T[];
       cursor = page.next_cursor ?? undefined;
     } while (cursor !== undefined);
   }
+}
+
+function checkTimeout(ms: number): number {
+  if (!(ms >= 1 && ms <= MAX_TIMER_MS)) throw new RangeError(`timeoutMs is a number of milliseconds from 1 to ${MAX_TIMER_MS} (got ${ms}).`);
+  return ms;
+}
+
+/** The error for the last failed attempt of `what`, naming fetch's reason (`fetch failed` alone says little). */
+function networkError(what: string, failed: Extract<Attempt, { kind: 'failed' }>, timeoutMs: number, attempts: number): SluiceNetworkError {
+  const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
+  if (failed.timedOut) return new SluiceNetworkError('timeout', `${what}: no answer within ${timeoutMs} ms (${tries}).`, attempts);
+  const error = failed.error;
+  const reason = error instanceof Error ? error.message + (error.cause instanceof Error ? ` (${error.cause.message})` : '') : String(error);
+  return new SluiceNetworkError('network_error', `${what}: ${reason} (${tries}).`, attempts, error);
 }
 
 /** The `error` object of an error answer (or a stand-in when the body is not the API's shape). */

@@ -4,6 +4,8 @@
 // nack is sent again after the wait Sluice asked for. A non-retryable nack rejects that message.
 
 import { randomUUID } from 'node:crypto';
+import { credentialProblem } from './credential-check.ts';
+import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { isDeliveryId } from '../../runtime/ingest/verification.ts';
@@ -19,13 +21,18 @@ import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { runSocket, type SocketEnd } from './socket-run.ts';
 
 export interface DeviceOptions {
-  /** Where Sluice listens, e.g. http://127.0.0.1:8787. */
+  /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
   readonly url: string;
   readonly org: string;
   readonly device: string;
   readonly token: string;
   /** Messages held until acked (default 10,000); past it `send` rejects at once. */
   readonly maxPending?: number;
+  /**
+   * How long without a frame or a ping counts as a dead connection (default 150 s: Sluice pings a
+   * quiet socket within 120 s). A connection not open within 15 s, or silenceMs if shorter, is given up.
+   */
+  readonly silenceMs?: number;
   readonly sleep?: Sleep;
 }
 
@@ -42,7 +49,12 @@ export interface Acked {
   readonly duplicate: boolean;
 }
 
-/** A message Sluice refused for good (`code` from its nack), or the connection ended for good (a close code or HTTP status). */
+/**
+ * A message Sluice refused for good (`code` from its nack), or the connection ended for good: a
+ * close code (`closed_4401`), an HTTP status (`http_404`), or a connection that cannot be attempted
+ * (`invalid_token`: a token a WebSocket cannot carry, such as one with a trailing newline;
+ * `invalid_options`: a url that is not http(s), say).
+ */
 export class DeviceError extends Error {
   readonly code: string;
   readonly field: string | undefined;
@@ -95,7 +107,12 @@ export class DeviceConnection {
   constructor(options: DeviceOptions) {
     this.#o = options;
     this.#sleep = options.sleep ?? realSleep;
-    this.#loop = new ReconnectLoop({ open: (working) => this.#open(working), classify: (end) => this.#classify(end), sleep: this.#sleep });
+    this.#loop = new ReconnectLoop({
+      open: (working) => this.#open(working),
+      classify: (end) => this.#classify(end),
+      cannotOpen: (error) => this.#end(error instanceof DeviceError ? error : new DeviceError('invalid_options', `The device socket cannot be opened: ${error instanceof Error ? error.message : String(error)}`)),
+      sleep: this.#sleep,
+    });
     this.done = this.#loop.done;
   }
 
@@ -134,9 +151,11 @@ export class DeviceConnection {
     this.#failAll(new DeviceError('closed', 'The device connection was closed before Sluice acked this message.'));
   }
 
-  /** One attempt: every unacked message is sent again on the new socket. */
+  /** One attempt: every unacked message is sent again on the new socket. Throws (ending it all) for a token or url that cannot work. */
   #open(working: () => void): ReturnType<typeof runSocket> {
-    const url = new URL(`/devices/${encodeURIComponent(this.#o.org)}/${encodeURIComponent(this.#o.device)}`, this.#o.url.replace(/^http/, 'ws'));
+    const problem = credentialProblem('The device token', this.#o.token);
+    if (problem !== undefined) throw new DeviceError('invalid_token', problem, 'token');
+    const url = urlUnder(parseBaseUrl(this.#o.url), `/devices/${encodeURIComponent(this.#o.org)}/${encodeURIComponent(this.#o.device)}`, 'ws');
     for (const pending of this.#pending.values()) pending.sent = false;
     const { socket, ended } = runSocket(url, [DEVICE_PROTOCOL, this.#o.token], (data) => {
       let answer: Answer;
@@ -150,7 +169,7 @@ export class DeviceConnection {
       // `ready` (every time, say) backs off like one never opened.
       else if (this.#answer(answer)) working();
       this.#pump();
-    }, DEVICE_SILENCE_MS);
+    }, this.#o.silenceMs ?? DEVICE_SILENCE_MS);
     // Not ready from the moment the socket is over, whether close() ended it or not.
     return { socket, ended: ended.finally(() => (this.#ready = false)) };
   }
@@ -163,11 +182,14 @@ export class DeviceConnection {
         : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
           ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)
           : undefined;
-    if (terminal !== undefined) {
-      this.#ended = terminal;
-      this.#failAll(terminal);
-    }
-    return terminal;
+    return terminal === undefined ? undefined : this.#end(terminal);
+  }
+
+  /** Ends the connection for good: pending sends reject with `error`, and so does every later one. */
+  #end(error: DeviceError): DeviceError {
+    this.#ended = error;
+    this.#failAll(error);
+    return error;
   }
 
   /** Settles the message an answer names; true for an ack. */

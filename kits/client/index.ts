@@ -1,7 +1,9 @@
 // The TypeScript client of Sluice: the REST API bound to one organization, live run updates with
 // resume handled, and a device connection that loses nothing. README.md in this folder shows each.
 
-export { SluiceApiError, SluiceClient, type ClientOptions, type Environment, type RequestOptions, type RunSummary, type SluiceEvent } from './api-client.ts';
+export { SluiceClient, type CallOptions, type ClientOptions, type RequestOptions } from './api-client.ts';
+export { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
+export type { Environment, EventDetails, EventRecording, RunFailureReason, RunSummary, SluiceEvent } from './api-types.ts';
 export { LiveClosedError, LiveSubscription, watchRuns, type RunUpdate, type WatchOptions } from './live-subscription.ts';
 export { DeviceConnection, DeviceError, connectDevice, type Acked, type DeviceMessage, type DeviceOptions } from './device-connection.ts';
 export type { Sleep } from './retry.ts';

@@ -7,7 +7,9 @@
 import { decodeLiveMessage, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
-import type { Environment } from './api-client.ts';
+import type { Environment } from './api-types.ts';
+import { credentialProblem } from './credential-check.ts';
+import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { runSocket, type SocketEnd } from './socket-run.ts';
@@ -15,7 +17,7 @@ import { runSocket, type SocketEnd } from './socket-run.ts';
 export type { RunUpdate };
 
 export interface WatchOptions {
-  /** Where Sluice listens, e.g. http://127.0.0.1:8787. */
+  /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
   readonly url: string;
   readonly apiKey: string;
   readonly org: string;
@@ -31,7 +33,10 @@ export interface WatchOptions {
    * happens during the reload is missed.
    */
   readonly onReload?: (reason: 'replay_gone' | 'sandbox_reset') => void | Promise<void>;
-  /** How long without a frame counts as a dead connection (default 15 s: three missed heartbeats). */
+  /**
+   * How long without a frame counts as a dead connection (default 15 s: three missed heartbeats);
+   * also, up to 15 s, the longest a connection may take to open.
+   */
   readonly silenceMs?: number;
   /** Hears what `onUpdate` or `onReload` threw (default: a process warning). */
   readonly onError?: (error: unknown) => void;
@@ -44,7 +49,11 @@ export interface WatchOptions {
   readonly sleep?: Sleep;
 }
 
-/** The subscription ended for a reason retrying cannot fix: a close code (4401, 4402, 1002) or an upgrade refused with an HTTP status. */
+/**
+ * The subscription ended for a reason retrying cannot fix: a close code (4401, 4402, 1002), an
+ * upgrade refused with an HTTP status, or 0 when no connection could be attempted (an API key a
+ * WebSocket cannot carry, such as one with a trailing newline; a url that is not http(s)).
+ */
 export class LiveClosedError extends Error {
   readonly code: number;
   constructor(code: number, message: string) {
@@ -75,12 +84,16 @@ export class LiveSubscription {
     this.#position = options.afterSeq;
     this.#loop = new ReconnectLoop({
       // Any frame, a heartbeat too, shows the connection working.
-      open: (working) =>
-        runSocket(this.#url(), [LIVE_PROTOCOL, this.#o.apiKey], (data) => {
+      open: (working) => {
+        const problem = credentialProblem('The API key', this.#o.apiKey);
+        if (problem !== undefined) throw new LiveClosedError(0, problem);
+        return runSocket(this.#url(), [LIVE_PROTOCOL, this.#o.apiKey], (data) => {
           working();
           this.#onFrame(data);
-        }, this.#o.silenceMs ?? SILENCE_MS),
+        }, this.#o.silenceMs ?? SILENCE_MS);
+      },
       classify: (end) => this.#classify(end),
+      cannotOpen: (error) => (error instanceof LiveClosedError ? error : new LiveClosedError(0, `the live room cannot be opened: ${error instanceof Error ? error.message : String(error)}`)),
       sleep: options.sleep ?? realSleep,
     });
     this.done = this.#loop.done;
@@ -113,7 +126,7 @@ export class LiveSubscription {
   }
 
   #url(): URL {
-    const url = new URL(`/organizations/${encodeURIComponent(this.#o.org)}/live`, this.#o.url.replace(/^http/, 'ws'));
+    const url = urlUnder(parseBaseUrl(this.#o.url), `/organizations/${encodeURIComponent(this.#o.org)}/live`, 'ws');
     if (this.#o.environment !== undefined) url.searchParams.set('environment', this.#o.environment);
     if (this.#o.runId !== undefined) url.searchParams.set('run_id', this.#o.runId);
     if (this.#position !== undefined) url.searchParams.set('after_seq', String(this.#position));
@@ -162,7 +175,7 @@ export const watchRuns = (options: WatchOptions): LiveSubscription => new LiveSu
 function describeEnd(end: SocketEnd): string {
   switch (end.kind) {
     case 'unreachable':
-      return 'the live room could not be reached';
+      return end.timedOutMs === undefined ? 'the live room could not be reached' : `the live room did not answer within ${end.timedOutMs} ms`;
     case 'refused':
       return `the live room refused the connection (${end.status})`;
     case 'closed':

@@ -18,11 +18,16 @@ export interface Reconnecting {
    * after whatever the caller did here), undefined reconnects after the backoff.
    */
   readonly classify: (end: SocketEnd) => Error | undefined;
+  /**
+   * Hears what `open` threw (a URL or a credential that cannot be sent: no attempt could ever
+   * work): the loop ends, and `done` rejects with the error returned.
+   */
+  readonly cannotOpen: (error: unknown) => Error;
   readonly sleep: Sleep;
 }
 
 export class ReconnectLoop {
-  /** Resolves once close() is called; rejects with the error `classify` returned. */
+  /** Resolves once close() is called; rejects with the error `classify` or `cannotOpen` returned. */
   readonly done: Promise<void>;
   readonly #r: Reconnecting;
   #socket: WebSocket | undefined;
@@ -58,7 +63,13 @@ export class ReconnectLoop {
     let attempt = 0;
     while (!this.#closed) {
       let working = false;
-      const { socket, ended } = this.#r.open(() => (working = true));
+      let opened: ReturnType<Reconnecting['open']>;
+      try {
+        opened = this.#r.open(() => (working = true));
+      } catch (error) {
+        throw this.#r.cannotOpen(error);
+      }
+      const { socket, ended } = opened;
       this.#socket = socket;
       const end = await ended;
       if (this.#closed) return;

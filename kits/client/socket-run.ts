@@ -1,24 +1,43 @@
 // One WebSocket connection from open to end, as the client's live and device connections use it:
 // resolves how it ended (closed with a code, refused with an HTTP status, or unreachable), and
-// ends a connection that has gone silent (a half-open TCP connection would otherwise hang on).
+// ends a connection that never opens or has gone silent (a half-open TCP connection, a server that
+// accepts and never answers the handshake, would otherwise hang on).
 
 import WebSocket from 'ws';
 
 export type SocketEnd =
   | { readonly kind: 'closed'; readonly code: number; readonly reason: string }
   | { readonly kind: 'refused'; readonly status: number; readonly body: string }
-  | { readonly kind: 'unreachable' };
+  /** Could not connect, or (`timedOutMs`) the handshake had no answer in time. */
+  | { readonly kind: 'unreachable'; readonly timedOutMs?: number };
 
 /** The most of a refusal's body kept for the error message. */
 const MAX_REFUSAL_BODY = 1024;
+/** The longest an opening handshake may take by default; a silenceMs shorter than this takes its place. */
+export const OPEN_TIMEOUT_MS = 15_000;
 
 /**
- * Opens `url` and resolves once the connection is over. `onMessage` sees every frame;
- * `silenceMs` without a frame or a ping terminates the socket (it then ends `closed`, 1006).
+ * Opens `url` and resolves once the connection is over. `onMessage` sees every frame. A connection
+ * not open after `openTimeoutMs` (default: silenceMs, at most 15 s) is given up (it ends
+ * `unreachable`, with `timedOutMs`); once open, `silenceMs` without a frame or a ping terminates
+ * it (it then ends `closed`, 1006). Throws (synchronously) what `ws` throws for a URL or a
+ * subprotocol it cannot use.
  */
-export function runSocket(url: URL, protocols: string[], onMessage: (data: Buffer) => void, silenceMs: number): { readonly socket: WebSocket; readonly ended: Promise<SocketEnd> } {
+export function runSocket(
+  url: URL,
+  protocols: string[],
+  onMessage: (data: Buffer) => void,
+  silenceMs: number,
+  openTimeoutMs: number = Math.min(silenceMs, OPEN_TIMEOUT_MS),
+): { readonly socket: WebSocket; readonly ended: Promise<SocketEnd> } {
   const socket = new WebSocket(url, protocols);
-  let silence: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  // Started before the handshake: a server that accepts and never answers is given up too.
+  let silence: NodeJS.Timeout = setTimeout(() => {
+    timedOut = true;
+    socket.terminate();
+  }, openTimeoutMs);
+  silence.unref();
   const heard = (): void => {
     clearTimeout(silence);
     silence = setTimeout(() => socket.terminate(), silenceMs);
@@ -48,7 +67,7 @@ export function runSocket(url: URL, protocols: string[], onMessage: (data: Buffe
       response.on('error', refused);
     });
     socket.on('error', () => {
-      if (socket.readyState !== WebSocket.OPEN) end({ kind: 'unreachable' });
+      if (socket.readyState !== WebSocket.OPEN) end(timedOut ? { kind: 'unreachable', timedOutMs: openTimeoutMs } : { kind: 'unreachable' });
     });
     socket.on('open', heard);
     socket.on('ping', heard);

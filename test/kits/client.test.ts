@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
-import { connectDevice, DeviceError, LiveClosedError, SluiceApiError, SluiceClient, watchRuns, type RunUpdate, type Sleep } from '../../kits/client/index.ts';
+import { connectDevice, DeviceError, LiveClosedError, SluiceApiError, SluiceClient, SluiceNetworkError, watchRuns, type RunUpdate, type Sleep } from '../../kits/client/index.ts';
 import { ManualClock } from '../../runtime/clock.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -93,7 +93,7 @@ test('over the ingest quota the client waits the Retry-After the server gave, th
 
   const unreachable = new SluiceClient({ url: `http://127.0.0.1:${await freePort()}`, apiKey: orgKey, org, sleep, maxAttempts: 3 });
   waits.length = 0;
-  await assert.rejects(unreachable.sendEvent({ type: 'tick', payload: {} }), TypeError);
+  await assert.rejects(unreachable.sendEvent({ type: 'tick', payload: {} }), (error: unknown) => error instanceof SluiceNetworkError && error.code === 'network_error' && error.cause instanceof TypeError);
   assert.equal(waits.length, 2, 'three attempts, two waits between them');
 });
 

@@ -1,6 +1,7 @@
 // The reconnect loop the client's live and device connections share, against a real `ws` server
 // that ends each connection as the test says: the backoff grows while connections do not work and
-// starts again after one that did, an error from `classify` ends it, and close() ends it at once.
+// starts again after one that did, an error from `classify` ends it, close() ends it at once, and
+// an open() that throws ends it through `cannotOpen`.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -24,6 +25,9 @@ const opener = (url: URL, opens: { n: number }) => (working: () => void) => {
   return runSocket(url, ['sluice-test'], () => working(), 5_000);
 };
 
+/** For loops whose open() never throws. */
+const cannotOpen = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
 /** The range backoffMs draws the wait before attempt `attempt + 1` from. */
 const inRange = (ms: number, attempt: number): boolean => ms >= 125 * 2 ** attempt && ms <= 250 * 2 ** attempt;
 
@@ -42,6 +46,7 @@ test('the backoff grows while connections do not work and starts again after one
       ends.push(end);
       return end.kind === 'closed' && end.code === 4000 ? stop : undefined;
     },
+    cannotOpen,
     sleep: async (ms) => void waits.push(ms),
   });
   await assert.rejects(loop.done, (error) => error === stop);
@@ -58,18 +63,41 @@ test('close() during a wait ends the loop at once; close() during a connection e
   });
   const opens = { n: 0 };
   let classified = 0;
-  const waiting = new ReconnectLoop({ open: opener(room.url, opens), classify: () => void classified++, sleep: () => new Promise(() => undefined) });
+  const waiting = new ReconnectLoop({ open: opener(room.url, opens), classify: () => void classified++, cannotOpen, sleep: () => new Promise(() => undefined) });
   await eventually('the first wait', () => classified, (n) => n === 1);
   waiting.close();
   await waiting.done; // resolves although the wait never ends by itself
   assert.equal(opens.n, 1);
 
-  const open = new ReconnectLoop({ open: opener(room.url, opens), classify: () => void classified++, sleep: async () => undefined });
+  const open = new ReconnectLoop({ open: opener(room.url, opens), classify: () => void classified++, cannotOpen, sleep: async () => undefined });
   await eventually('the second connection open', () => open.socket?.readyState, (state) => state === open.socket?.OPEN);
   open.close();
   await open.done;
   assert.equal(classified, 1, 'an end that close() caused is not classified');
   assert.equal(opens.n, 2);
   assert.equal(open.closed, true);
+  room.close();
+});
+
+test('an open() that throws (a subprotocol ws refuses) ends the loop with what cannotOpen made of it, and opens nothing more', async () => {
+  const room = await server(() => undefined);
+  const heard: unknown[] = [];
+  const ended = new Error('cannot open');
+  let opens = 0;
+  const loop = new ReconnectLoop({
+    open: (working) => {
+      opens++;
+      return runSocket(room.url, ['key with a newline\n'], () => working(), 5_000);
+    },
+    classify: () => undefined,
+    cannotOpen: (error) => {
+      heard.push(error);
+      return ended;
+    },
+    sleep: async () => undefined,
+  });
+  await assert.rejects(loop.done, (error) => error === ended);
+  assert.equal(opens, 1);
+  assert.match(String(heard[0]), /subprotocol/, 'cannotOpen heard what ws threw');
   room.close();
 });

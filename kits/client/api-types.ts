@@ -1,0 +1,67 @@
+// The JSON the REST API answers, as the client sees it: events (runtime/events/event-record.ts),
+// their request recordings and run summaries (runtime/runs/run-summary.ts). Every field the server
+// writes is declared; test/kits/client-types.test.ts checks them against a real runtime's answers.
+
+export type Environment = 'production' | 'sandbox';
+
+export interface SluiceEvent {
+  readonly id: string;
+  readonly org_id: string;
+  readonly type: string;
+  /** As it was received, byte for byte where JSON allows (the server passes its text on). */
+  readonly payload: unknown;
+  readonly environment: Environment;
+  /** The source name for a webhook; `@api`, `@schedule`, `@device:<name>`, ... for a trigger. */
+  readonly source: string;
+  /** The sender's own id (sendEvent's `id`, a provider's delivery id, a device message id), else null. */
+  readonly provider_event_id: string | null;
+  /** ISO 8601, the same instant as `received_at_ms`. */
+  readonly received_at: string;
+  readonly received_at_ms: number;
+  /** The root event of its chain: its own id for an event a trigger received or a replay. */
+  readonly correlation_id: string;
+  /** What made it: the run that derived it, or the event a replay copies; null for a received event. */
+  readonly causation_id: string | null;
+  /** 0 for a received event or a replay, one more per derivation. */
+  readonly depth: number;
+  /** A replay made with `side_effects: "skip"`: its webhook steps are recorded as skipped. */
+  readonly replay_skip_side_effects: boolean;
+}
+
+/** Bounded evidence of the request that created an event (a webhook); secrets and signatures redacted. */
+export interface EventRecording {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  readonly body_bytes: number;
+  readonly body_truncated: boolean;
+  readonly verifier: { readonly scheme: string; readonly key_index: number } | null;
+  readonly received_at: string;
+}
+
+/** Why a failed run failed: a step's error that is never retried, or its last attempt. */
+export type RunFailureReason = 'non_retryable' | 'retries_exhausted';
+
+/** The short form of a run, as run lists and an event's reactions give it. */
+export interface RunSummary {
+  readonly run_id: string;
+  readonly workflow_id: string;
+  /** The workflow version the run started on (it keeps it to the end). */
+  readonly workflow_version: number;
+  readonly event_id: string;
+  readonly environment: Environment;
+  readonly state: string;
+  /** Set once the run failed. */
+  readonly error: { readonly code: string; readonly message: string; readonly step_id: string; readonly reason: RunFailureReason } | null;
+  /** ISO 8601. */
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+/** GET /events/:id: the event, the request that created it (null for one that came another way), and the runs it started. */
+export interface EventDetails {
+  readonly event: SluiceEvent;
+  readonly recording: EventRecording | null;
+  readonly reactions: RunSummary[];
+}

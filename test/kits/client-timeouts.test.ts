@@ -1,0 +1,108 @@
+// The client against a real TCP server that accepts connections and never says a word: a live or
+// device socket whose handshake never completes is given up after silenceMs and retried (it used
+// to wait forever), a REST attempt times out after timeoutMs and counts as a network failure, and
+// a call's signal cancels it at once, not retried. Timeouts are injected small; nothing sleeps.
+
+import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
+import { after, test } from 'node:test';
+import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
+import { eventually } from '../helpers/receiver.ts';
+
+const noWait: Sleep = async () => undefined;
+const servers: Server[] = [];
+const sockets: Socket[] = [];
+after(() => {
+  sockets.forEach((socket) => socket.destroy());
+  servers.forEach((server) => server.close());
+});
+
+/**
+ * A server of the test's own that accepts, reads and never answers. `requests` counts the
+ * connections that sent a request (undici may open a spare one that sends nothing).
+ */
+async function silentServer(): Promise<{ url: string; requests: () => number }> {
+  let requests = 0;
+  const server = createServer((socket) => {
+    sockets.push(socket);
+    socket.once('data', () => requests++);
+    socket.resume();
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, requests: () => requests };
+}
+
+test('a live subscription whose handshake is never answered gives up after silenceMs, says so, and reconnects', async () => {
+  const { url, requests } = await silentServer();
+  const disconnects: string[] = [];
+  const live = watchRuns({ url, apiKey: 'k', org: 'o', silenceMs: 200, sleep: noWait, onUpdate: () => undefined, onDisconnect: (why) => disconnects.push(why) });
+  await eventually('a reconnect', requests, (n) => n >= 2);
+  live.close();
+  await live.done;
+  assert.equal(disconnects[0], 'the live room did not answer within 200 ms');
+});
+
+test('a device socket whose handshake is never answered is retried; a send waits for it and close() rejects it', async () => {
+  const { url, requests } = await silentServer();
+  const device = connectDevice({ url, org: 'o', device: 'd', token: 't', silenceMs: 200, sleep: noWait });
+  const sent = device.send({ type: 'reading.taken' });
+  await eventually('a reconnect', requests, (n) => n >= 2);
+  assert.equal(device.pending, 1, 'held across the attempts');
+  device.close();
+  await assert.rejects(sent, (error: unknown) => error instanceof DeviceError && error.code === 'closed');
+});
+
+test('a REST attempt with no answer times out after timeoutMs and is retried like a network failure', async () => {
+  const { url, requests } = await silentServer();
+  const client = new SluiceClient({ url, apiKey: 'k', org: 'o', timeoutMs: 200, maxAttempts: 2, sleep: noWait });
+  const failed = await client.getEvent('evt_1').catch((error: unknown) => error);
+  assert.ok(failed instanceof SluiceNetworkError, String(failed));
+  assert.equal(failed.code, 'timeout');
+  assert.equal(failed.attempts, 2);
+  assert.match(failed.message, /^GET http:\/\/127\.0\.0\.1:\d+\/organizations\/o\/events\/evt_1\?environment=production: no answer within 200 ms \(2 attempts\)\.$/);
+  assert.equal(requests(), 2);
+
+  // A POST that is not safe to repeat times out once, as a call's own timeoutMs says.
+  await assert.rejects(client.resumeRun('run_1', 'production', { timeoutMs: 100 }), (error: unknown) => error instanceof SluiceNetworkError && error.code === 'timeout' && error.attempts === 1);
+  assert.equal(requests(), 3, 'one more attempt');
+});
+
+test("a call's signal cancels it at once with the signal's reason, during an attempt or a wait, and it is not retried", async () => {
+  const { url, requests } = await silentServer();
+  const client = new SluiceClient({ url, apiKey: 'k', org: 'o', sleep: noWait });
+  const controller = new AbortController();
+  const sending = client.sendEvent({ type: 'note.added', payload: {} }, { signal: controller.signal });
+  await eventually('the attempt sent', requests, (n) => n === 1);
+  const reason = new Error('the user went away');
+  controller.abort(reason);
+  await assert.rejects(sending, (error: unknown) => error === reason);
+  assert.equal(requests(), 1, 'not retried');
+
+  // The client's own signal ends a wait between attempts (this sleep never ends by itself).
+  const clientSignal = new AbortController();
+  let waits = 0;
+  const neverEnds: Sleep = () => {
+    waits++;
+    return new Promise(() => undefined);
+  };
+  const waiting = new SluiceClient({ url, apiKey: 'k', org: 'o', timeoutMs: 50, signal: clientSignal.signal, sleep: neverEnds });
+  const listing = waiting.getRun('run_1');
+  await eventually('the wait after the first attempt timed out', () => waits, (n) => n === 1);
+  clientSignal.abort();
+  await assert.rejects(listing, (error: unknown) => error instanceof DOMException && error.name === 'AbortError');
+  assert.equal(requests(), 2, 'the first call, and the one attempt of the second');
+});
+
+test('an unreachable server is a SluiceNetworkError that keeps fetch\'s error as its cause', async () => {
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = (closed.address() as { port: number }).port;
+  await new Promise((resolve) => closed.close(resolve));
+  const client = new SluiceClient({ url: `http://127.0.0.1:${port}`, apiKey: 'k', org: 'o', sleep: noWait, maxAttempts: 2 });
+  const failed = await client.getEvent('evt_1').catch((error: unknown) => error);
+  assert.ok(failed instanceof SluiceNetworkError, String(failed));
+  assert.equal(failed.code, 'network_error');
+  assert.ok(failed.cause instanceof TypeError);
+  assert.match(failed.message, /ECONNREFUSED.*\(2 attempts\)/);
+});
