@@ -1,6 +1,7 @@
 // The README's five-minute walkthrough, run in bash as printed against a real `sluice dev` (what
 // `npm start` runs): only the address and the data dir are swapped in. A newcomer's first commands
 // must keep working at every landing, so a change that breaks one fails here, naming the step.
+// "Write your first action" is run the same way, after the walkthrough's step 1.
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -14,11 +15,11 @@ const README_PATH = join(ROOT, 'README.md');
 const README_ADDRESS = '127.0.0.1:8787';
 const README_TOKEN_FILE = '.sluice/admin-token';
 
-/** The walkthrough's bash block, split at its numbered step comments (`# 1. ...`). */
-function walkthroughSteps(readme: string): Map<number, string> {
-  const section = readme.slice(readme.indexOf('## A five-minute walkthrough'));
+/** The first bash block under `heading`, split at its numbered step comments (`# 1. ...`). */
+function stepsUnder(readme: string, heading: string): Map<number, string> {
+  const section = readme.slice(readme.indexOf(heading));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  assert.ok(block !== undefined, 'README.md has a ```sh block under "A five-minute walkthrough"');
+  assert.ok(block !== undefined, `README.md has a \`\`\`sh block under "${heading}"`);
   const steps = new Map<number, string>();
   let current: number | undefined;
   for (const line of block.split('\n')) {
@@ -86,7 +87,7 @@ test('the README walkthrough, steps 1-10 run in bash as printed against `sluice 
   const dataDir = tempDir();
   const runtime = await spawnRuntime(dataDir, 'dev', [], 'file');
   try {
-    const steps = walkthroughSteps(readFileSync(README_PATH, 'utf8'));
+    const steps = stepsUnder(readFileSync(README_PATH, 'utf8'), '## A five-minute walkthrough');
     assert.deepEqual([...steps.keys()], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 'the walkthrough has steps 1 to 10');
     assert.ok(steps.get(1)?.includes(README_TOKEN_FILE), 'step 1 reads the admin token from its default file');
     const script = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((n) => `echo; echo '@@step ${n}'\n${steps.get(n)}`).join('\n');
@@ -141,5 +142,34 @@ test('the README walkthrough, steps 1-10 run in bash as printed against `sluice 
     runtime.child.kill('SIGTERM');
     await runtime.exited;
     rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('the README\'s "Write your first action", run in bash as printed after walkthrough step 1, ends with the projection row', { timeout: 300_000 }, async () => {
+  const dataDir = tempDir();
+  const buildDir = tempDir('sluice-readme-kit-');
+  const runtime = await spawnRuntime(dataDir, 'dev', [], 'file');
+  try {
+    const readme = readFileSync(README_PATH, 'utf8');
+    const first = stepsUnder(readme, '## A five-minute walkthrough').get(1) ?? '';
+    const action = [...stepsUnder(readme, '### Write your first action').values()].join('');
+    // The kit builds into a temp dir instead of the checkout's kits/build/.
+    assert.ok(action.includes('node kits/build.mjs assemblyscript') && action.includes('kits/build/'), action);
+    const built = action.replace('node kits/build.mjs assemblyscript', `node kits/build.mjs assemblyscript --out ${buildDir}`).replaceAll('kits/build/', `${buildDir}/`);
+    const script = `${localized(first, runtime.url, dataDir)}\n${localized(built, runtime.url, dataDir)}`;
+    const run = spawnSync('bash', ['-c', `set -euo pipefail\n${script}`], { cwd: ROOT, encoding: 'utf8', timeout: 240_000 });
+    assert.equal(run.status, 0, `the script failed:\n${run.stdout}\n${run.stderr}`);
+    const answers = jsonObjects(run.stdout);
+    const simulated = answers.find((answer) => 'outcome' in answer);
+    assert.equal(simulated?.outcome, 'output', `simulate runs the action:\n${run.stdout}`);
+    const dataOf = (projection: unknown) => (projection as { data?: { threshold_source?: string } } | undefined)?.data;
+    assert.equal(dataOf((simulated?.output as { projection?: unknown } | undefined)?.projection)?.threshold_source, 'default', 'simulate runs without secrets');
+    const row = answers.at(-1)?.row as { status?: string; entity_id?: string; data?: unknown } | undefined;
+    assert.deepEqual([row?.entity_id, row?.status, dataOf(row)?.threshold_source], ['ord_1', 'held_for_review', 'secret'], `the last command prints the row the run wrote:\n${run.stdout}`);
+  } finally {
+    runtime.child.kill('SIGTERM');
+    await runtime.exited;
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(buildDir, { recursive: true, force: true });
   }
 });
