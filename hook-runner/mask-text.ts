@@ -8,11 +8,21 @@
 // search per position. Occurrences that overlap repeat the value's period, so once one is found
 // the rest of such a run is found by comparing characters, and covered positions are marked in
 // one byte array instead of collected as spans.
+//
+// A text that was cut short (a receiver's answer kept to its first 4 KiB) may end with only the
+// start of a value; masking it too keeps the cut from showing all but the last characters.
 
-/** `text` with every occurrence of each of `values` (empty ones ignored) replaced by `mask`. */
-export function maskOccurrences(text: string, values: Iterable<string>, mask: string): string {
+/**
+ * `text` with every occurrence of each of `values` (empty ones ignored) replaced by `mask`; with
+ * `cutAtLeast`, also a start of a value at least that long with which the text ends.
+ */
+export function maskOccurrences(text: string, values: Iterable<string>, mask: string, cutAtLeast?: number): string {
   let covered: Uint8Array | undefined;
   for (const value of values) {
+    if (cutAtLeast !== undefined && value !== '') {
+      const cut = cutStartLength(text, value);
+      if (cut >= cutAtLeast) (covered ??= new Uint8Array(text.length)).fill(1, text.length - cut);
+    }
     let at = value === '' ? -1 : text.indexOf(value);
     if (at === -1) continue;
     covered ??= new Uint8Array(text.length);
@@ -42,9 +52,8 @@ function maskCovered(text: string, covered: Uint8Array, mask: string): string {
   return masked + text.slice(done);
 }
 
-/** The smallest p with value[i] === value[i + p] throughout (the length, if the value never repeats). */
-function smallestPeriod(value: string): number {
-  // border[i]: the length of the longest proper prefix of value[0..i] that is also its suffix.
+/** border[i]: the length of the longest proper prefix of value[0..i] that is also its suffix. */
+function bordersOf(value: string): Int32Array {
   const border = new Int32Array(value.length);
   let k = 0;
   for (let i = 1; i < value.length; i += 1) {
@@ -52,5 +61,23 @@ function smallestPeriod(value: string): number {
     if (value.charCodeAt(i) === value.charCodeAt(k)) k += 1;
     border[i] = k;
   }
-  return value.length - (border[value.length - 1] as number);
+  return border;
+}
+
+/** The smallest p with value[i] === value[i + p] throughout (the length, if the value never repeats). */
+function smallestPeriod(value: string): number {
+  return value.length - (bordersOf(value)[value.length - 1] as number);
+}
+
+/** How long a start of `value`, shorter than it, `text` ends with (0 for none): KMP over the text's last characters. */
+function cutStartLength(text: string, value: string): number {
+  const border = bordersOf(value);
+  let k = 0;
+  // A start shorter than the value fits in its length minus one, so only that tail is read.
+  for (let i = Math.max(0, text.length - value.length + 1); i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    while (k > 0 && value.charCodeAt(k) !== c) k = border[k - 1] as number;
+    if (value.charCodeAt(k) === c) k += 1;
+  }
+  return k;
 }

@@ -15,10 +15,13 @@ export const REDACTED = '[redacted]';
 /** A path segment kept for viewers: a lowercase word ("hooks", "in"). Ids and tokens have digits or capitals. */
 const PLAIN_SEGMENT = /^[a-z._-]{0,32}$/;
 
+/** The query's parts as written; a bare one (`?s3cr3tT0ken`, no `=`) is a value, not a name. */
+const queryParts = (url: URL): string[] => (url.search.length > 1 ? url.search.slice(1).split('&') : []);
+
 function redactUrl(text: string): string {
   const url = new URL(text);
   const path = url.pathname.split('/').map((segment) => (PLAIN_SEGMENT.test(segment) ? segment : REDACTED)).join('/');
-  const names = [...url.searchParams.keys()].map((name) => `${encodeURIComponent(name)}=${REDACTED}`);
+  const names = queryParts(url).map((part) => (part.includes('=') ? `${part.slice(0, part.indexOf('='))}=${REDACTED}` : REDACTED));
   return `${url.origin}${path}${url.search === '' ? '' : `?${names.join('&')}`}${url.hash === '' ? '' : `#${REDACTED}`}`;
 }
 
@@ -35,6 +38,12 @@ export const redactVersion = (version: WorkflowVersion): WorkflowVersion => ({ .
 
 /** Shorter values are not searched for in answers: "v2" in a path is no secret, and would redact half a body. */
 const MIN_SCRUBBED_LENGTH = 6;
+/**
+ * A receiver's answer is kept to its first 4 KiB: one cut in the middle of a credential it quotes
+ * ends with that credential's start, which is masked from this many characters on (over a few
+ * runs with other cut points a viewer would otherwise read all of it but the last character).
+ */
+const MIN_CUT_START = 4;
 
 /** A path segment as a receiver may quote it, decoded; as written when it is not valid percent-encoding. */
 function decodedOr(segment: string): string {
@@ -43,6 +52,18 @@ function decodedOr(segment: string): string {
   } catch {
     return segment;
   }
+}
+
+/**
+ * What a `Basic` authorization value carries, as a receiver that decoded it may quote it (a 401
+ * page saying `user=… password=…`): `user:password` and the password.
+ */
+function basicCredentialsOf(value: string): string[] {
+  const encoded = /^basic\s+([A-Za-z0-9+/=_-]+)$/i.exec(value.trim())?.[1];
+  if (encoded === undefined) return [];
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? [decoded] : [decoded, decoded.slice(colon + 1)];
 }
 
 /** A word of a header value that is a token, not prose: "s3cr3t" of "Bearer s3cr3t", not "Bearer" or "application/json". */
@@ -61,11 +82,13 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
     for (const value of Object.values(step.headers)) {
       found.add(value);
       for (const word of value.split(/\s+/)) if (TOKEN_WORD.test(word)) found.add(word);
+      for (const part of basicCredentialsOf(value)) found.add(part);
     }
     const url = new URL(step.url);
     for (const segment of url.pathname.split('/')) if (!PLAIN_SEGMENT.test(segment)) found.add(segment).add(decodedOr(segment));
     for (const value of url.searchParams.values()) found.add(value);
-    for (const pair of url.search.slice(1).split('&')) found.add(pair.slice(pair.indexOf('=') + 1));
+    // A bare part is all value; a pair's value as written too.
+    for (const part of queryParts(url)) found.add(part.slice(part.indexOf('=') + 1)).add(decodedOr(part.slice(part.indexOf('=') + 1)));
     if (url.hash.length > 1) found.add(url.hash.slice(1));
   }
   const long = [...found].filter((value) => value.length >= MIN_SCRUBBED_LENGTH);
@@ -77,7 +100,7 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
 /** `value` with every occurrence of a credential in its strings read as "[redacted]". */
 function scrub(value: JsonValue | null, credentials: readonly string[]): JsonValue | null {
   if (credentials.length === 0 || value === null) return value;
-  if (typeof value === 'string') return maskOccurrences(value, credentials, REDACTED);
+  if (typeof value === 'string') return maskOccurrences(value, credentials, REDACTED, MIN_CUT_START);
   if (Array.isArray(value)) return value.map((item: JsonValue) => scrub(item, credentials) as JsonValue);
   if (typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, scrub(item, credentials) as JsonValue]));

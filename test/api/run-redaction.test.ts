@@ -71,3 +71,20 @@ test('credentials are scrubbed in the forms a receiver quotes them: a query valu
   const { viewer } = await runOnce('sas', step, 'failed');
   assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, '{"error":"Cannot POST /in?sig=[redacted]","seen":"[redacted]"}');
 });
+
+test('a receiver answer cut at 4 KiB inside a quoted credential, and a decoded Basic password, read redacted for a viewer', async () => {
+  const bearer = 'Bearer PADSECRETtoken0123456789abcdef';
+  // 4,096 bytes are kept: the cut falls one character before the credential's end.
+  const cut = `${'x'.repeat(4096 - 'auth='.length - (bearer.length - 1))}auth=${bearer}`;
+  receiver.script([{ status: 200, body: cut }]);
+  const padded = await runOnce('cut', { id: 'post', type: 'webhook', url: `${receiver.url}/in`, headers: { authorization: bearer } }, 'completed');
+  assert.equal(padded.developer.body.run.steps[0].attempts[0].evidence.body_truncated, true);
+  assert.ok(padded.developer.body.run.steps[0].attempts[0].evidence.body.endsWith('auth=Bearer PADSECRETtoken0123456789abcde'));
+  assert.ok(padded.viewer.body.run.steps[0].attempts[0].evidence.body.endsWith('auth=[redacted]'), 'the cut credential is masked');
+  assert.ok(!padded.viewer.text.includes('PADSECRET'));
+
+  receiver.script([{ status: 401, body: 'invalid credentials: user=user password=BasicPasswordSecret99' }]);
+  const basic = `Basic ${Buffer.from('user:BasicPasswordSecret99').toString('base64')}`;
+  const { viewer } = await runOnce('basic', { id: 'post', type: 'webhook', url: `${receiver.url}/in`, headers: { authorization: basic } }, 'failed');
+  assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, 'invalid credentials: user=user password=[redacted]');
+});

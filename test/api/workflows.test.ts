@@ -220,6 +220,9 @@ describe('workflows REST API', () => {
     const inPath = await create({ name: 'Path token', steps: [{ id: 'slack', type: 'webhook', url: slack }] });
     const seenPath = (await api('GET', `/${inPath.workflow.id}`, undefined, viewer)).body.workflow.steps[0].url;
     assert.equal(seenPath, 'https://hooks.slack.com/services/[redacted]/[redacted]/[redacted]');
+    // A bare query part (`?s3cr3tT0ken`) is a value, not a name.
+    const bare = await create({ name: 'Bare query', steps: [{ id: 'bare', type: 'webhook', url: 'https://crm.example/in?BareQ5ecretT0ken987&k=v' }] });
+    assert.equal((await api('GET', `/${bare.workflow.id}`, undefined, viewer)).body.workflow.steps[0].url, 'https://crm.example/in?[redacted]&k=[redacted]');
     assert.equal((await api('GET', `/${inPath.workflow.id}`)).body.workflow.steps[0].url, slack);
     const developer = (await api('GET', `/${id}`)).body.workflow;
     assert.deepEqual(developer.steps[0].headers, { Authorization: 'Bearer s3cr3t' });

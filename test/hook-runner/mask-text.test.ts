@@ -61,3 +61,12 @@ test('a text that repeats a periodic value everywhere is one mask, for each of m
   const values = Array.from({ length: 25 }, (_, i) => 'a'.repeat(8 + i));
   assert.equal(maskOccurrences(text, values, '[redacted]'), '{"x":"[redacted]"}');
 });
+
+test('a text cut short masks the start of a value it ends with, from the given length on', () => {
+  assert.equal(maskOccurrences('auth=Bearer PADSECRETtoken0123456789abcde', ['Bearer PADSECRETtoken0123456789abcdef'], '[m]', 4), 'auth=[m]');
+  assert.equal(maskOccurrences('ends with Bear', ['Bearer s3cr3t'], '[m]', 4), 'ends with [m]');
+  assert.equal(maskOccurrences('ends with Bea', ['Bearer s3cr3t'], '[m]', 4), 'ends with Bea', 'shorter than the minimum');
+  assert.equal(maskOccurrences('abab', ['ababx'], '[m]', 4), '[m]', 'the longest start counts (a border of the value)');
+  assert.equal(maskOccurrences('x secret y secr', ['secret'], '[m]', 4), 'x [m] y [m]', 'with whole occurrences');
+  assert.equal(maskOccurrences('PADSECRET', ['PADSECRETtoken'], '[m]'), 'PADSECRET', 'without cutAtLeast nothing changes');
+});
