@@ -12,6 +12,8 @@ import { RecordCache } from '../ledger/record-cache.ts';
 import { forgetSourceSchemas } from './event-schemas.ts';
 import type { SourceRecord } from './source-record.ts';
 
+const deletingKey = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
+
 /** Each source may hold 200 schemas of 64 KiB: the cap keeps one org's configuration bounded. */
 export const MAX_SOURCES_PER_ORG = 200;
 
@@ -20,6 +22,12 @@ export class SourceStore {
   /** Every webhook reads its source twice (body cap, then verification); this store is the table's only writer. */
   readonly #cache = new RecordCache<SourceRecord>();
   readonly #inbox: Inbox;
+  /**
+   * Sources whose delete is under way read as gone at once: a delivery checked before the delete
+   * queued its claim ahead of it (the delete removes it), one checked after is a 404, and none
+   * leaves a claim behind that would refuse a later source of the name its ids.
+   */
+  readonly #deleting = new Set<string>();
   constructor(ledger: Ledger, inbox: Inbox) {
     this.#ledger = ledger;
     this.#inbox = inbox;
@@ -27,6 +35,7 @@ export class SourceStore {
 
   /** Frozen: readers share one copy. */
   get(orgId: string, name: string): SourceRecord | undefined {
+    if (this.#deleting.size > 0 && this.#deleting.has(deletingKey(orgId, name))) return undefined;
     return this.#cache.read(orgId, name, () => this.#ledger.sources.get([orgId, name]) as SourceRecord | undefined);
   }
 
@@ -63,17 +72,26 @@ export class SourceStore {
   /** Removes the source and its dedup claims in one write; 404 if it is gone. */
   async delete(orgId: string, name: string): Promise<void> {
     const { root, sources } = this.#ledger;
-    const removed = await this.#cache.writing(orgId, () =>
-      durably(
-        root,
-        root.transaction(() => {
-          if (sources.get([orgId, name]) === undefined) return false;
-          sources.remove([orgId, name]);
-          this.#inbox.removeSourceClaimsWithin(orgId, name);
-          return true;
-        }),
-      ),
-    );
+    const key = deletingKey(orgId, name);
+    const first = !this.#deleting.has(key);
+    this.#deleting.add(key);
+    let removed: boolean;
+    try {
+      removed = await this.#cache.writing(orgId, () =>
+        durably(
+          root,
+          root.transaction(() => {
+            if (sources.get([orgId, name]) === undefined) return false;
+            sources.remove([orgId, name]);
+            this.#inbox.removeSourceClaimsWithin(orgId, name);
+            return true;
+          }),
+        ),
+      );
+    } finally {
+      // Of deletes of one name at once, the first one's write removes the source: its mark is the one needed.
+      if (first) this.#deleting.delete(key);
+    }
     forgetSourceSchemas(orgId, name);
     if (!removed) throw notFound(`Source "${name}"`, 'name');
   }

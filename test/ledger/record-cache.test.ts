@@ -65,7 +65,10 @@ for (const kind of LEDGER_KINDS) describe(`cached org and source reads (${kind.n
 
   test('a deleted source reads as missing, and a source created under that name again is the new one', async () => {
     assert.notEqual(sources.get(ORG.id, SOURCE.name), undefined);
-    await sources.delete(ORG.id, SOURCE.name);
+    const deleting = sources.delete(ORG.id, SOURCE.name);
+    // At once, not when durable: a delivery checked meanwhile would write a claim behind the delete's.
+    assert.equal(sources.get(ORG.id, SOURCE.name), undefined, 'gone from the moment the delete starts');
+    await deleting;
     assert.equal(sources.get(ORG.id, SOURCE.name), undefined);
     await sources.create({ ...SOURCE, scheme: 'stripe', secrets: ['whsec_stripe'] });
     assert.equal(sources.get(ORG.id, SOURCE.name)?.scheme, 'stripe');
