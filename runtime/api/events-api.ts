@@ -48,7 +48,11 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         const environment = body.environment ?? 'production';
         // Stored only once no sandbox reset of the org is in flight, and with no await between this
         // check and the store: the runs then take the generation their event lives in (sandbox-generation.ts).
-        if (environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
+        if (environment === 'sandbox') {
+          await ctx.runs.sandboxGenerations.quiet(org.id);
+          // The plan may have lost its sandbox (or the key been revoked) while it waited.
+          assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), environment);
+        }
         const nowMs = ctx.clock.now();
         const id = body.id ?? generateEventId(nowMs);
         const event = withPayloadText(

@@ -53,7 +53,11 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
         // A replay is a new event: it counts toward the ingest quota (a keyed retry that stores
         // nothing does not), and waits out a sandbox reset like API events (events-api.ts).
-        if (original.environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
+        if (original.environment === 'sandbox') {
+          await ctx.runs.sandboxGenerations.quiet(org.id);
+          // The reset waited for may have deleted the original, or the plan lost its sandbox meanwhile.
+          ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
+        }
         const replay = replayOf(original, choice.side_effects, ctx.clock.now());
         if (idempotencyKey === undefined) {
           await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });

@@ -57,7 +57,7 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
       onRefused: countRefusal,
       handler: async (request) => {
         try {
-          const event = await ingest(deps, lookup(request.params), request);
+          const event = await ingest(deps, () => lookup(request.params), request);
           deps.metrics.ingestTotal.inc({ outcome: 'accepted' });
           return { status: 204, headers: { 'sluice-event-id': event.id } };
         } catch (error) {
@@ -75,10 +75,16 @@ interface Target {
   readonly source: SourceRecord;
 }
 
-async function ingest(deps: HookRouteDeps, target: Target | undefined, request: HttpRequest): Promise<StoredEvent> {
+/** The org and source, if both exist and the org's plan allows the source's environment. */
+function admitted(target: Target | undefined): Target {
   if (target === undefined) throw notFound('Organization or source');
-  const { org, source } = target;
-  assertSandboxAllowed(org, source.environment);
+  assertSandboxAllowed(target.org, target.source.environment);
+  return target;
+}
+
+/** `lookup` reads the path's org and source: once at the start, and again after waiting out a sandbox reset. */
+async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, request: HttpRequest): Promise<StoredEvent> {
+  const { org, source } = admitted(lookup());
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'Webhook bodies must be JSON (Content-Type: application/json).');
   }
@@ -98,7 +104,11 @@ async function ingest(deps: HookRouteDeps, target: Target | undefined, request: 
   const event = rootEvent({ id, org_id: source.org_id, type, payload, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs });
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
   // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
-  if (source.environment === 'sandbox') await deps.generations.quiet(org.id);
+  // While it waited, the source may have been deleted or the plan lost its sandbox.
+  if (source.environment === 'sandbox') {
+    await deps.generations.quiet(org.id);
+    admitted(lookup());
+  }
   const started = performance.now();
   // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
   // unsigned requests nor replayed copies of a signed one may lock the tenant's real provider out.

@@ -84,3 +84,42 @@ test('a sandbox webhook that arrives while a reset is in flight is stored after 
   assert.equal((await webhook).status, 204);
   assert.equal((await apiEvent).status, 202);
 });
+
+test('a sandbox write that waited out a reset checks the plan again: a downgrade meanwhile is a 402, and nothing is stored', async () => {
+  const org = 'acct-reset-downgrade';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const secret = `whsec_${Buffer.alloc(32, 6).toString('base64')}`;
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { token: orgKey, json: { name: 'fixtures', secrets: [secret], environment: 'sandbox' } })).status, 201);
+  const original = await call(rt.url, 'POST', `/organizations/${org}/events`, { token: orgKey, json: { type: 'fixture.sent', environment: 'sandbox', payload: {}, id: 'to-replay' } });
+  assert.equal(original.status, 202, original.text);
+
+  const generations = rt.runtime.context.runs.sandboxGenerations;
+  let finish!: () => void;
+  const held = generations.during(org, () => new Promise<void>((resolve) => (finish = resolve)));
+  let waiting = 0;
+  const quiet = generations.quiet.bind(generations);
+  generations.quiet = (orgId: string) => {
+    waiting++;
+    return quiet(orgId);
+  };
+  const body = JSON.stringify({ type: 'fixture.sent', id: 'fx-downgraded' });
+  const writes = [
+    call(rt.url, 'POST', `/hooks/${org}/fixtures`, { body, headers: signStandard(secret, 'fx-downgraded', Math.floor(Date.now() / 1000), body) }),
+    call(rt.url, 'POST', `/organizations/${org}/events`, { token: orgKey, json: { type: 'fixture.sent', environment: 'sandbox', payload: {} } }),
+    call(rt.url, 'POST', `/organizations/${org}/events/to-replay/replay?environment=sandbox`, { token: orgKey, json: { side_effects: 'skip' } }),
+  ];
+  try {
+    await eventually('the three writes waiting for the reset', () => waiting, (count) => count === 3);
+  } finally {
+    generations.quiet = quiet;
+  }
+  const downgraded = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } });
+  assert.equal(downgraded.status, 200, downgraded.text);
+  finish();
+  await held;
+  for (const answer of await Promise.all(writes)) assert.deepEqual([answer.status, answer.body.error?.code], [402, 'sandbox_disabled'], answer.text);
+  assert.equal(rt.runtime.context.events.get(org, 'to-replay')?.id, 'to-replay');
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'pro' } })).status, 200);
+  const stored = (await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey })).body.events as Array<{ id: string }>;
+  assert.deepEqual(stored.map((event) => event.id), ['to-replay'], 'only the event from before the downgrade');
+});
