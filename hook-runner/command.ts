@@ -83,9 +83,12 @@ function refuseStoreLeftBehind(dataDir: string): void {
  */
 function waitForStopSignal(): Promise<string> {
   return new Promise((done) => {
+    // `on`, not `once`, and the ignoring listeners added before these are removed: a signal left
+    // with no listener, even for a moment, falls back to its default action and kills the process
+    // (the second Ctrl-C arrives right after the first).
     const stop = (reason: string) => (): void => {
-      process.off('SIGTERM', onTerm).off('SIGINT', onInt).off('disconnect', onDisconnect);
       process.on('SIGTERM', ignore).on('SIGINT', ignore);
+      process.off('SIGTERM', onTerm).off('SIGINT', onInt).off('disconnect', onDisconnect);
       done(reason);
     };
     const ignore = (): void => undefined;
@@ -94,7 +97,7 @@ function waitForStopSignal(): Promise<string> {
     // Spawned with an IPC channel (runtime/hook-runner/child.ts): a parent that died, even by
     // SIGKILL, closes the channel, so the runner never outlives the runtime that owns it.
     const onDisconnect = stop('parent disconnected');
-    process.once('SIGTERM', onTerm).once('SIGINT', onInt).once('disconnect', onDisconnect);
+    process.on('SIGTERM', onTerm).on('SIGINT', onInt).on('disconnect', onDisconnect);
   });
 }
 

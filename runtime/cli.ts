@@ -106,6 +106,7 @@ async function runServer(command: 'dev' | 'serve', args: readonly string[]): Pro
   let stopping = false;
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
   const stop = (signal: string): void => {
+    if (stopping) return;
     stopping = true;
     process.stdout.write(`received ${signal}, shutting down\n`);
     starting
@@ -118,8 +119,10 @@ async function runServer(command: 'dev' | 'serve', args: readonly string[]): Pro
         },
       );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  // `on`, not `once`: under `npm start` one Ctrl-C arrives more than once (from the terminal, and
+  // forwarded by npm and tsx), and a signal left without a listener would kill the shutdown.
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   const runtime = await starting;
   // Stopped while starting: no welcome that ends "Ctrl-C stops" after "shutting down".
   if (!stopping) printWelcome(runtime, config, command);
@@ -149,8 +152,8 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     case 'watch': {
       const stop = new AbortController();
-      process.once('SIGINT', () => stop.abort());
-      process.once('SIGTERM', () => stop.abort());
+      process.on('SIGINT', () => stop.abort());
+      process.on('SIGTERM', () => stop.abort());
       // `sluice watch … | head`: once nobody reads, stop watching, as Ctrl-C would.
       whenStdoutCloses(() => stop.abort());
       process.exitCode = await watchCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: stop.signal });

@@ -85,7 +85,22 @@ test('a runtime whose output nobody reads any more (| head) still shuts down cle
     runtime.child.stdout?.destroy();
     runtime.child.kill('SIGTERM');
     assert.equal(await runtime.exited, 0, runtime.output.join('\n'));
-    assert.equal(existsSync(join(dataDir, 'owner.pid')), false, 'the data dir lock was released by a clean close');
+    assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the data dir lock was released by a clean close');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a Ctrl-C that arrives again while the runtime shuts down (npm and tsx forward it too) does not cut the shutdown short', async () => {
+  const dataDir = tempDir();
+  try {
+    const runtime = await spawnRuntime(dataDir, 'dev');
+    runtime.child.kill('SIGINT');
+    await eventually('the shutdown to begin', () => runtime.output.some((line) => line.startsWith('received SIGINT')), (begun) => begun);
+    runtime.child.kill('SIGINT');
+    assert.equal(await runtime.exited, 0, runtime.output.join('\n'));
+    assert.equal(runtime.output.filter((line) => line.startsWith('received')).length, 1, 'one shutdown');
+    assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the data dir lock was released by a clean close');
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
