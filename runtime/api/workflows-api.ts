@@ -13,10 +13,12 @@ import type { Workflow, WorkflowDraft } from '../workflows/workflow-types.ts';
 import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts';
 import type { ApiContext } from './context.ts';
 import { sortedPage } from './sorted-page.ts';
+import { KeyedSerial } from './keyed-serial.ts';
 import { ENVIRONMENT_QUERY, environmentOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 /** A PUT/PATCH that loses a race with another write is re-applied onto the newer version this often. */
+/** Conflicts left once updates are serialized are with writes that are not updates (none today): retried a few times. */
 const UPDATE_ATTEMPTS = 5;
 const VERSION_NUMBER = /^[1-9]\d{0,14}$/;
 
@@ -70,8 +72,18 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
   };
 
   /** Parses the body onto the current version and stores it; re-applies onto a newer version if another write won. */
-  const update = async (request: HttpRequest) => {
+  /**
+   * One write of a workflow at a time (updates, toggles, rotations: each makes a version), so an
+   * update never finds the version it read replaced by a concurrent request's.
+   */
+  const writes = new KeyedSerial();
+  const oneAtATime = <T>(org: Organization, request: HttpRequest, write: () => Promise<T>): Promise<T> =>
+    writes.run(`${org.id}\u0000${request.params.workflow_id ?? ''}`, write);
+  const update = (request: HttpRequest) => {
     const org = orgFor(request, 'developer');
+    return oneAtATime(org, request, () => updateNow(org, request));
+  };
+  const updateNow = async (org: Organization, request: HttpRequest) => {
     let current = requireWorkflow(org, request);
     const body = parseJsonRequest(request);
     for (let attempt = 1; ; attempt += 1) {
@@ -137,10 +149,12 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
-        const current = requireWorkflow(org, request);
         const action = parseToggle(parseJsonRequest(request));
-        const workflow = await workflows.setStatus(org.id, current.id, action === 'enable' ? 'enabled' : 'disabled', ctx.clock.now());
-        return json(200, { workflow });
+        return oneAtATime(org, request, async () => {
+          const current = requireWorkflow(org, request);
+          const workflow = await workflows.setStatus(org.id, current.id, action === 'enable' ? 'enabled' : 'disabled', ctx.clock.now());
+          return json(200, { workflow });
+        });
       },
     },
     {
@@ -175,9 +189,11 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
-        const current = requireWorkflow(org, request);
-        const signingSecret = await workflows.rotateSigningSecret(org.id, current.id, ctx.clock.now());
-        return json(200, { signing_secret: signingSecret });
+        return oneAtATime(org, request, async () => {
+          const current = requireWorkflow(org, request);
+          const signingSecret = await workflows.rotateSigningSecret(org.id, current.id, ctx.clock.now());
+          return json(200, { signing_secret: signingSecret });
+        });
       },
     },
   ];

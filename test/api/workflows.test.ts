@@ -157,6 +157,19 @@ describe('workflows REST API', () => {
     assert.deepEqual(ids(store.matching('acct-wf', 'production', 'payment.refunded')), [workflow.id]);
   });
 
+  test('many concurrent updates and toggles of one workflow all land, each a version of its own, none refused as a conflict', async () => {
+    const { workflow } = await create();
+    const answers = await Promise.all([
+      ...Array.from({ length: 40 }, (_, i) => api('PATCH', `/${workflow.id}`, { name: `Name ${i}` })),
+      ...Array.from({ length: 10 }, (_, i) => api('POST', `/${workflow.id}/toggle`, { action: i % 2 === 0 ? 'disable' : 'enable' })),
+    ]);
+    assert.deepEqual(answers.filter((a) => a.status !== 200).map((a) => a.text), []);
+    const final = (await api('GET', `/${workflow.id}`)).body.workflow;
+    const versions = (await api('GET', `/${workflow.id}/versions?limit=500`)).body.versions as Array<{ version: number }>;
+    assert.deepEqual(versions.map((v) => v.version).sort((a, b) => a - b), Array.from({ length: final.version }, (_, i) => i + 1), 'no gaps, no duplicates');
+    assert.ok(final.version >= 41, `at least one version per rename, and the toggles that changed the status: ${final.version}`);
+  });
+
   test('bad workflow documents get 400 naming the field', async () => {
     const valid = { name: 'n', trigger_event: 'a.b', steps: [hook()] };
     const cases: [Record<string, unknown>, string, string][] = [
