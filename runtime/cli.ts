@@ -20,12 +20,13 @@ commands:
   serve         run the runtime alone
   hook-runner   run the WebAssembly hook-runner (gRPC)
   sign          print Standard Webhooks headers for a body as curl -H arguments
-                (--secret whsec_... --id <message id> --body <json> [--timestamp <s>])
+                (--secret whsec_... or SLUICE_SIGNING_SECRET, --id <message id> --body <json> [--timestamp <s>])
   cron          print the next ticks of a schedule pattern ("<pattern>" [--timezone <zone>] [--count <n>])
   device        act as a device: connect, send messages, print Sluice's answers
-                (<ws://host:port/devices/<org>/<name>> --token <device token> [--send <json>]...; else stdin lines)
+                (<ws://host:port/devices/<org>/<name>> --token <device token> or SLUICE_DEVICE_TOKEN [--send <json>]...; else stdin lines)
   watch         print a live room's run updates as JSON lines, resuming after drops
-                (<http://host:port> --org <org> --key <API key> [--environment <env>] [--run <id>] [--after-seq <n>])
+                (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY [--environment <env>] [--run <id>] [--after-seq <n>])
+                a credential in SLUICE_* stays out of ps, which every local user can read; a flag does not
 
 options (dev, serve):
   --port <n>            listen port, 0 = any free port (SLUICE_PORT, default 8787)
@@ -142,13 +143,13 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'hook-runner':
       return runStandaloneHookRunner(rest);
     case 'sign':
-      process.stdout.write(`${signCommand(rest, Date.now())}\n`);
+      process.stdout.write(`${signCommand(rest, Date.now(), process.env)}\n`);
       return;
     case 'cron':
       process.stdout.write(`${cronCommand(rest, Date.now())}\n`);
       return;
     case 'device':
-      process.exitCode = await deviceCommand(rest, { stdin: process.stdin, stdout: process.stdout });
+      process.exitCode = await deviceCommand(rest, { stdin: process.stdin, stdout: process.stdout, env: process.env });
       return;
     case 'watch': {
       const stop = new AbortController();
@@ -156,7 +157,7 @@ async function main(argv: readonly string[]): Promise<void> {
       process.on('SIGTERM', () => stop.abort());
       // `sluice watch … | head`: once nobody reads, stop watching, as Ctrl-C would.
       whenStdoutCloses(() => stop.abort());
-      process.exitCode = await watchCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: stop.signal });
+      process.exitCode = await watchCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: stop.signal, env: process.env });
       return;
     }
     case 'help':

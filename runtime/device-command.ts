@@ -7,14 +7,17 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
 import { runSocket } from '../kits/client/socket-run.ts';
+import { credentialOf } from './cli-credential.ts';
 import { InputError } from './errors.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
-const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> --token <device token> [--send <json>]... (without --send: one message per stdin line)';
+const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> [--token <device token>, or SLUICE_DEVICE_TOKEN] [--send <json>]... (without --send: one message per stdin line)';
 
 export interface DeviceCommandIo {
   readonly stdin: Readable;
   readonly stdout: Writable;
+  /** Where SLUICE_DEVICE_TOKEN is read when --token is not given. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** Runs the command; resolves with the exit code (0: every message acked). */
@@ -27,7 +30,8 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   });
   const url = positionals[0];
   if (positionals.length !== 1 || url === undefined || !/^wss?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
-  if (values.token === undefined || values.token === '') throw new InputError(400, 'usage', `--token is required. ${USAGE}`);
+  const token = credentialOf(values.token === '' ? undefined : values.token, io.env ?? {}, 'SLUICE_DEVICE_TOKEN');
+  if (token === undefined) throw new InputError(400, 'usage', `A device token is required: --token, or SLUICE_DEVICE_TOKEN. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   /** Messages sent and not answered yet (Sluice answers each frame once, with an ack or a nack). */
   let outstanding = 0;
@@ -43,7 +47,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     socket.send(line);
   };
   // The token rides as a subprotocol entry, not in the URL, so it stays out of access logs.
-  const { socket, ended } = runSocket(new URL(url), [DEVICE_PROTOCOL, values.token], (data) => {
+  const { socket, ended } = runSocket(new URL(url), [DEVICE_PROTOCOL, token], (data) => {
     const text = data.toString('utf8');
     print(text);
     const frame = JSON.parse(text) as { type: string };

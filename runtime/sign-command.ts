@@ -3,20 +3,22 @@
 
 import { createHmac } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { credentialOf } from './cli-credential.ts';
 import { InputError } from './errors.ts';
 import { isDeliveryId } from './ingest/verification.ts';
 import { assertSecretsFit, decodeStandardSecret } from './sources/source-record.ts';
 
 /** Returns the curl arguments `-H webhook-id:… -H webhook-timestamp:… -H webhook-signature:v1,…`. */
-export function signCommand(args: readonly string[], nowMs: number): string {
+export function signCommand(args: readonly string[], nowMs: number, env: NodeJS.ProcessEnv = {}): string {
   const { values } = parseArgs({
     args: [...args],
     strict: true,
     options: { secret: { type: 'string' }, id: { type: 'string' }, body: { type: 'string' }, timestamp: { type: 'string' } },
   });
-  const { secret, id, body } = values;
+  const { id, body } = values;
+  const secret = credentialOf(values.secret, env, 'SLUICE_SIGNING_SECRET');
   if (secret === undefined || id === undefined || body === undefined) {
-    throw new InputError(400, 'usage', 'usage: sluice sign --secret whsec_... --id <message id> --body <json> [--timestamp <unix seconds>]');
+    throw new InputError(400, 'usage', 'usage: sluice sign [--secret whsec_..., or SLUICE_SIGNING_SECRET] --id <message id> --body <json> [--timestamp <unix seconds>]');
   }
   // The same rules a source applies, so a signature this prints is one a source can verify.
   assertSecretsFit('standard-webhooks', [secret]);

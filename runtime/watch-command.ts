@@ -5,9 +5,10 @@
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
 import { LiveClosedError, watchRuns } from '../kits/client/index.ts';
+import { credentialOf } from './cli-credential.ts';
 import { InputError } from './errors.ts';
 
-const USAGE = 'usage: sluice watch <http://host:port> --org <org id> --key <API key> [--environment production|sandbox] [--run <run id>] [--after-seq <n>]';
+const USAGE = 'usage: sluice watch <http://host:port> --org <org id> [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox] [--run <run id>] [--after-seq <n>]';
 
 export interface WatchCommandIo {
   readonly stdout: Writable;
@@ -15,6 +16,8 @@ export interface WatchCommandIo {
   readonly stderr?: Writable;
   /** Aborting it stops watching (the CLI aborts on SIGINT/SIGTERM). */
   readonly signal: AbortSignal;
+  /** Where SLUICE_API_KEY is read when --key is not given. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** Watches until `signal` aborts (exit 0) or the room ends the subscription for good (exit 1). */
@@ -27,14 +30,15 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   });
   const url = positionals[0];
   if (positionals.length !== 1 || url === undefined || !/^https?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
-  if (values.org === undefined || values.key === undefined) throw new InputError(400, 'usage', `--org and --key are required. ${USAGE}`);
+  const key = credentialOf(values.key, io.env ?? {}, 'SLUICE_API_KEY');
+  if (values.org === undefined || key === undefined) throw new InputError(400, 'usage', `--org and an API key (--key, or SLUICE_API_KEY) are required. ${USAGE}`);
   const environment = values.environment ?? 'production';
   if (environment !== 'production' && environment !== 'sandbox') throw new InputError(400, 'usage', `--environment is production or sandbox. ${USAGE}`);
   const afterSeq = values['after-seq'] === undefined ? undefined : /^\d{1,16}$/.test(values['after-seq']) ? Number(values['after-seq']) : Number.NaN;
   if (afterSeq !== undefined && !(Number.isSafeInteger(afterSeq) && afterSeq >= 0)) throw new InputError(400, 'usage', `--after-seq is a whole number. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   const live = watchRuns({
-    url, apiKey: values.key, org: values.org, environment,
+    url, apiKey: key, org: values.org, environment,
     ...(values.run === undefined ? {} : { runId: values.run }),
     ...(afterSeq === undefined ? {} : { afterSeq }),
     onUpdate: (update) => print(JSON.stringify(update)),

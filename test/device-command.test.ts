@@ -25,11 +25,11 @@ before(async () => {
 after(() => rt.close());
 
 /** Runs the command with `stdinText` as its stdin; answers the exit code and the printed lines. */
-async function run(args: string[], stdinText = ''): Promise<{ code: number; lines: string[] }> {
+async function run(args: string[], stdinText = '', env: NodeJS.ProcessEnv = {}): Promise<{ code: number; lines: string[] }> {
   const stdout = new PassThrough();
   let printed = '';
   stdout.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
-  const code = await deviceCommand(args, { stdin: Readable.from([stdinText]), stdout });
+  const code = await deviceCommand(args, { stdin: Readable.from([stdinText]), stdout, env });
   return { code, lines: printed.trim().split('\n') };
 }
 
@@ -49,10 +49,17 @@ test('stdin lines are messages too; a nack makes the exit 1', async () => {
   assert.ok(lines.some((line) => /"type":"nack","id":"c-4".*"field":"type"/.test(line)), lines.join('\n'));
 });
 
+test('the token may come from SLUICE_DEVICE_TOKEN instead of --token (out of ps); --token wins', async () => {
+  const fromEnv = await run([socketUrl, '--send', '{"id":"e-1","type":"door.opened"}'], '', { SLUICE_DEVICE_TOKEN: token });
+  assert.equal(fromEnv.code, 0, fromEnv.lines.join('\n'));
+  const flagWins = await run([socketUrl, '--token', 'sdt_wrong', '--send', '{"id":"e-2","type":"t"}'], '', { SLUICE_DEVICE_TOKEN: token });
+  assert.match(flagWins.lines[0]!, /refused with 401/);
+});
+
 test('a wrong token is refused with the reason printed; a bad URL or a missing token is a usage error', async () => {
   const refused = await run([socketUrl, '--token', 'sdt_wrong', '--send', '{"id":"x","type":"t"}']);
   assert.equal(refused.code, 1);
   assert.match(refused.lines[0]!, /refused with 401: .*unauthorized/);
   await assert.rejects(run(['http://example.test/devices/a/b', '--token', token]), /usage: sluice device/);
-  await assert.rejects(run([socketUrl]), /--token is required/);
+  await assert.rejects(run([socketUrl]), /A device token is required: --token, or SLUICE_DEVICE_TOKEN/);
 });

@@ -21,6 +21,12 @@ test('the printed headers verify against the same secret and body', () => {
   assert.throws(() => verifyStandardWebhook(headers, Buffer.from(`${body} `), [SECRET], NOW), /No webhook signature matches/);
 });
 
+test('the secret may come from SLUICE_SIGNING_SECRET instead of --secret (out of ps)', () => {
+  const args = ['--id', 'msg_1', '--body', '{}', '--timestamp', '1700000000'];
+  assert.equal(signCommand(args, NOW, { SLUICE_SIGNING_SECRET: SECRET }), signCommand(['--secret', SECRET, ...args], NOW));
+  assert.throws(() => signCommand(args, NOW, { SLUICE_SIGNING_SECRET: ' ' }), /usage: sluice sign/, 'a blank one is not set');
+});
+
 test('a secret a source would refuse and a timestamp that is not unix seconds are refused', () => {
   const sign = (...extra: string[]) => signCommand(['--id', 'msg_1', '--body', '{}', ...extra], NOW);
   assert.throws(() => sign('--secret', `whsec_${Buffer.alloc(8).toString('base64')}`), /at least 24 bytes; this one has 8/);

@@ -62,7 +62,7 @@ test('a refused key ends it with 1 and the reason; bad arguments are usage error
   assert.match(refused.lines().at(-1)!, /^ended: .*\(401\)/);
   const signal = new AbortController().signal;
   await assert.rejects(watchCommand(['ws://x', '--org', ORG, '--key', key], { stdout: new PassThrough(), signal }), /usage: sluice watch/);
-  await assert.rejects(watchCommand([rt.url, '--org', ORG], { stdout: new PassThrough(), signal }), /--org and --key are required/);
+  await assert.rejects(watchCommand([rt.url, '--org', ORG], { stdout: new PassThrough(), signal }), /--org and an API key \(--key, or SLUICE_API_KEY\) are required/);
   for (const afterSeq of ['1.5', '', '0x10', '1e3']) {
     await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--after-seq', afterSeq], { stdout: new PassThrough(), signal }), /--after-seq is a whole number/, afterSeq);
   }
