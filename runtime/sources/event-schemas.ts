@@ -4,14 +4,14 @@
 // Customer schemas are hostile input: `pattern` runs on RE2 (linear time, no backtracking),
 // `uniqueItems` must be linear or bounded (unboundedUniqueItems), and no
 // compiled schema stays registered in ajv, so one tenant's `$id` can neither clash with nor be
-// `$ref`erenced by another tenant's schema, and recompiling never grows memory.
+// `$ref`erenced by another tenant's schema; the compiling instance is replaced once it has compiled
+// as much as the validator cache holds (schema-compiler.ts), so compiling never grows memory.
 
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import traverse from 'json-schema-traverse';
-import { RE2JS } from 're2js';
 import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
+import { SchemaCompiler } from './schema-compiler.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
 
@@ -31,19 +31,11 @@ export const EVENT_TYPES_BODY_SCHEMA = {
   additionalProperties: { type: 'object' },
 } as const;
 
-/**
- * `pattern` and `patternProperties` compiled by RE2 instead of V8's backtracking engine: a schema
- * with `^(a+)+$` would otherwise let one payload freeze the event loop for every tenant. RE2 has
- * no lookaround or backreferences; a schema that uses them is refused when it is written.
- */
-const re2Engine = Object.assign((pattern: string) => RE2JS.compile(pattern), { code: 're2js' });
-
-// A separate instance: customer schemas never share compiled state with the API's own schemas.
-// Not strict: real-world schemas carry harmless extras (`required` without `properties`, vendor
-// keywords); meta-schema validation still refuses anything that is not a JSON Schema.
-// `addUsedSchema: false` keeps a schema's `$id` out of the instance's registry.
-const ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true, addUsedSchema: false, code: { regExp: re2Engine } });
-(addFormats as unknown as (instance: Ajv) => void)(ajv);
+/** Up to 2,000 validators from up to 16 MiB of schemas: about 0.5 GB of heap at most. */
+const CACHE_BOUNDS = { compiles: 2_000, bytes: 16 * 1024 * 1024 };
+const cache = new ValidatorCache(CACHE_BOUNDS.compiles, CACHE_BOUNDS.bytes);
+/** Its validators hold the instance that compiled them: a replaced one goes with all of them. */
+const compiler = new SchemaCompiler(CACHE_BOUNDS, () => cache.clear());
 
 /** Why a schema is not self-contained (a `$id`, or a `$ref` outside itself), or undefined when it is. */
 function notSelfContained(schema: object): string | undefined {
@@ -66,8 +58,8 @@ function unknownFormat(schema: object): string | undefined {
   let problem: string | undefined;
   // Only where ajv applies `format` (not inside `example`, `x-*` or other annotations).
   traverse(schema, { allKeys: false }, (subschema, pointer) => {
-    if (problem === undefined && typeof subschema.format === 'string' && ajv.formats[subschema.format] === undefined) {
-      problem = `"format": "${subschema.format.slice(0, 64)}" at "${pointer || '/'}" is not a known format (${Object.keys(ajv.formats).join(', ')})`;
+    if (problem === undefined && typeof subschema.format === 'string' && !compiler.formats.includes(subschema.format)) {
+      problem = `"format": "${subschema.format.slice(0, 64)}" at "${pointer || '/'}" is not a known format (${compiler.formats.join(', ')})`;
     }
   });
   return problem;
@@ -109,15 +101,8 @@ function compileIsolated(schema: object): ValidateFunction {
   // Also for a schema stored before this rule: a payload must never cost seconds to validate.
   const unbounded = unboundedUniqueItems(schema);
   if (unbounded !== undefined) throw new Error(unbounded);
-  try {
-    return ajv.compile(schema);
-  } finally {
-    ajv.removeSchema(schema);
-  }
+  return compiler.compile(schema, JSON.stringify(schema).length);
 }
-
-/** Up to 2,000 validators from up to 16 MiB of schemas: about 0.5 GB of heap at most. */
-const cache = new ValidatorCache(2_000, 16 * 1024 * 1024);
 
 /** Compiles every declared schema; a schema that is not valid JSON Schema is a 400 naming the event type. */
 export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>>): void {

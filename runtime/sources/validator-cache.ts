@@ -40,6 +40,11 @@ export class ValidatorCache {
     for (const key of [...this.#entries.keys()]) if (key.startsWith(prefix)) this.#entries.delete(key);
   }
 
+  /** Drops every validator (the instance that compiled them is being replaced). */
+  clear(): void {
+    this.#entries.clear();
+  }
+
   /** Stores the validator compiled from `version` of a `bytes`-long schema, replacing the key's older one. */
   set(key: string, version: string, validate: ValidateFunction, bytes: number): void {
     this.#entries.set(key, { version, validate, bytes });
