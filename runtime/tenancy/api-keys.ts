@@ -1,11 +1,14 @@
 // API keys: issued once in plain text, stored only as a SHA-256 hash, scoped to one org and one role.
 // Lookup is by hash of the presented key; listing is by [orgId, keyId]. Revocation is a durable flag.
+// The cap on active keys is checked against an index of the active ones (`api-keys-active`), not by
+// reading every key the org ever had: revoked keys are kept for ever, and that read (two lookups a
+// key, inside the write transaction that every writer of the ledger waits for) grew with each one.
 
 import { randomBytes } from 'node:crypto';
 import { ConflictError, notFound } from '../errors.ts';
 import { generateToken, hashToken } from '../auth/secrets.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/ledger.ts';
+import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
 
 export type Role = 'viewer' | 'developer' | 'admin';
 
@@ -32,10 +35,18 @@ export type ApiKeyView = Omit<ApiKeyRecord, 'hash' | 'org_id'>;
 
 export const describeApiKey = ({ hash: _hash, org_id: _org, ...view }: ApiKeyRecord): ApiKeyView => view;
 
+/** In `api-keys-active`, under [orgId, INDEXED]: the org's active keys are all indexed (keys from before the index are not). */
+const INDEXED = '';
+/** The range of an org's indexed keys (key ids start with `key_`; the marker sorts before them). */
+const activeRange = (orgId: string) => ({ start: [orgId, 'key_'], end: [orgId, 'key_\uffff'] });
+
 export class ApiKeyStore {
   readonly #ledger: Ledger;
+  /** [orgId, keyId] -> true while the key is active; [orgId, INDEXED] once the org's keys are all in. */
+  readonly #active: LedgerTable;
   constructor(ledger: Ledger) {
     this.#ledger = ledger;
+    this.#active = ledger.openDatabase('api-keys-active');
   }
 
   /** Builds a new key; `write` puts it into the current transaction (call inside one). */
@@ -52,6 +63,7 @@ export class ApiKeyStore {
     const write = (): void => {
       this.#ledger.apiKeys.put([record.hash], record);
       this.#ledger.apiKeysByOrg.put([orgId, record.id], record.hash);
+      this.#active.put([orgId, record.id], true);
     };
     return { record, key, write };
   }
@@ -62,7 +74,7 @@ export class ApiKeyStore {
     const stored = await durably(
       this.#ledger.root,
       this.#ledger.root.transaction(() => {
-        if (this.list(orgId).filter((record) => record.revoked_at === undefined).length >= MAX_ACTIVE_API_KEYS) return false;
+        if (this.#activeCountWithin(orgId) >= MAX_ACTIVE_API_KEYS) return false;
         issued.write();
         return true;
       }),
@@ -100,8 +112,26 @@ export class ApiKeyStore {
     if (record === undefined) throw notFound('API key', 'key_id');
     if (record.revoked_at !== undefined) return record;
     const revoked: ApiKeyRecord = { ...record, revoked_at: nowIso };
-    await durably(this.#ledger.root, this.#ledger.apiKeys.put([record.hash], revoked));
+    await durably(
+      this.#ledger.root,
+      this.#ledger.root.transaction(() => {
+        this.#ledger.apiKeys.put([record.hash], revoked);
+        this.#active.remove([orgId, keyId]);
+      }),
+    );
     return revoked;
+  }
+
+  /**
+   * How many active keys the org holds; call inside a write transaction. The first call for an org
+   * whose keys predate the index fills it from the full list, once.
+   */
+  #activeCountWithin(orgId: string): number {
+    if (!this.#active.doesExist([orgId, INDEXED])) {
+      for (const record of this.list(orgId)) if (record.revoked_at === undefined) this.#active.put([orgId, record.id], true);
+      this.#active.put([orgId, INDEXED], true);
+    }
+    return this.#active.getKeysCount(activeRange(orgId));
   }
 
   #byId(orgId: string, keyId: string): ApiKeyRecord | undefined {

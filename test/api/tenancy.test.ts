@@ -146,3 +146,19 @@ test('the API key list comes in pages with a cursor that visits each key once, r
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-key-pages/api-keys?limit=0', { token: admin })).status, 400);
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-key-pages/api-keys?cursor=bogus', { token: admin })).status, 400);
 });
+
+test('the active-key cap counts active keys only, also for keys written before its index (filled once, on the next create)', async () => {
+  const admin = await createOrg(rt.url, ADMIN_TOKEN, 'acct-key-index');
+  const base = '/organizations/acct-key-index/api-keys';
+  const made = await Promise.all(Array.from({ length: 9 }, () => call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } })));
+  for (const answer of made.slice(0, 5)) assert.equal((await call(rt.url, 'DELETE', `${base}/${answer.body.id}`, { token: admin })).status, 200);
+  // As a ledger from before the index holds them: no index entries, no marker.
+  const active = rt.runtime.ledger.openDatabase('api-keys-active');
+  await rt.runtime.ledger.root.transaction(() => {
+    for (const key of [...active.getKeys({ start: ['acct-key-index'], end: ['acct-key-index', '\uffff'] })]) active.remove(key);
+  });
+  // 1 admin + 4 active viewers: 95 more fit, and not one more.
+  const more = await Promise.all(Array.from({ length: 95 }, () => call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } })));
+  assert.deepEqual([...new Set(more.map((answer) => answer.status))], [201]);
+  assert.equal((await call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } })).body.error?.code, 'too_many_api_keys');
+});
