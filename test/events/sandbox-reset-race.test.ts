@@ -18,6 +18,35 @@ before(async () => {
 });
 after(async () => rt.close());
 
+/**
+ * A sandbox reset of `orgId` held open (the org is `resetting` until its write settles), counting
+ * the requests that reach the wait for it; `finish` lets it settle.
+ */
+function holdReset(orgId: string): { waitingFor: (count: number) => Promise<void>; finish: () => Promise<void> } {
+  const generations = rt.runtime.context.runs.sandboxGenerations;
+  let release!: () => void;
+  const held = generations.during(orgId, () => new Promise<void>((resolve) => (release = resolve)));
+  let waiting = 0;
+  const quiet = generations.quiet.bind(generations);
+  generations.quiet = (id: string) => {
+    waiting++;
+    return quiet(id);
+  };
+  return {
+    waitingFor: async (count) => {
+      try {
+        await eventually(`${count} requests waiting for the reset`, () => waiting, (n) => n === count);
+      } finally {
+        generations.quiet = quiet;
+      }
+    },
+    finish: async () => {
+      release();
+      await held;
+    },
+  };
+}
+
 test('a run removed by a sandbox reset while its cancel is applied is not written back', async () => {
   const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, {
     token: key,
@@ -55,17 +84,7 @@ test('a sandbox webhook that arrives while a reset is in flight is stored after 
   const secret = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
   const source = await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'fixtures', secrets: [secret], environment: 'sandbox' } });
   assert.equal(source.status, 201, source.text);
-  // A reset held open: the org is `resetting` until its write settles.
-  const generations = rt.runtime.context.runs.sandboxGenerations;
-  let finish!: () => void;
-  const held = generations.during(ORG, () => new Promise<void>((resolve) => (finish = resolve)));
-  // Each request tells when it reaches the wait for the reset (the webhook's and the API event's).
-  let waiting = 0;
-  const quiet = generations.quiet.bind(generations);
-  generations.quiet = (orgId: string) => {
-    waiting++;
-    return quiet(orgId);
-  };
+  const reset = holdReset(ORG);
   const body = JSON.stringify({ type: 'fixture.sent', id: 'fx-during-reset' });
   let answered = false;
   const webhook = call(rt.url, 'POST', `/hooks/${ORG}/fixtures`, { body, headers: signStandard(secret, 'fx-during-reset', Math.floor(Date.now() / 1000), body) }).then((answer) => {
@@ -73,14 +92,9 @@ test('a sandbox webhook that arrives while a reset is in flight is stored after 
     return answer;
   });
   const apiEvent = call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'fixture.sent', environment: 'sandbox', payload: {} } });
-  try {
-    await eventually('both requests waiting for the reset', () => waiting, (count) => count === 2);
-  } finally {
-    generations.quiet = quiet;
-  }
+  await reset.waitingFor(2);
   assert.equal(answered, false, 'the delivery waits for the reset');
-  finish();
-  await held;
+  await reset.finish();
   assert.equal((await webhook).status, 204);
   assert.equal((await apiEvent).status, 202);
 });
@@ -93,30 +107,17 @@ test('a sandbox write that waited out a reset checks the plan again: a downgrade
   const original = await call(rt.url, 'POST', `/organizations/${org}/events`, { token: orgKey, json: { type: 'fixture.sent', environment: 'sandbox', payload: {}, id: 'to-replay' } });
   assert.equal(original.status, 202, original.text);
 
-  const generations = rt.runtime.context.runs.sandboxGenerations;
-  let finish!: () => void;
-  const held = generations.during(org, () => new Promise<void>((resolve) => (finish = resolve)));
-  let waiting = 0;
-  const quiet = generations.quiet.bind(generations);
-  generations.quiet = (orgId: string) => {
-    waiting++;
-    return quiet(orgId);
-  };
+  const reset = holdReset(org);
   const body = JSON.stringify({ type: 'fixture.sent', id: 'fx-downgraded' });
   const writes = [
     call(rt.url, 'POST', `/hooks/${org}/fixtures`, { body, headers: signStandard(secret, 'fx-downgraded', Math.floor(Date.now() / 1000), body) }),
     call(rt.url, 'POST', `/organizations/${org}/events`, { token: orgKey, json: { type: 'fixture.sent', environment: 'sandbox', payload: {} } }),
     call(rt.url, 'POST', `/organizations/${org}/events/to-replay/replay?environment=sandbox`, { token: orgKey, json: { side_effects: 'skip' } }),
   ];
-  try {
-    await eventually('the three writes waiting for the reset', () => waiting, (count) => count === 3);
-  } finally {
-    generations.quiet = quiet;
-  }
+  await reset.waitingFor(3);
   const downgraded = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } });
   assert.equal(downgraded.status, 200, downgraded.text);
-  finish();
-  await held;
+  await reset.finish();
   for (const answer of await Promise.all(writes)) assert.deepEqual([answer.status, answer.body.error?.code], [402, 'sandbox_disabled'], answer.text);
   assert.equal(rt.runtime.context.events.get(org, 'to-replay')?.id, 'to-replay');
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'pro' } })).status, 200);
