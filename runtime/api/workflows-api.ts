@@ -17,8 +17,10 @@ import { KeyedSerial } from './keyed-serial.ts';
 import { ENVIRONMENT_QUERY, environmentOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
-/** A PUT/PATCH that loses a race with another write is re-applied onto the newer version this often. */
-/** Conflicts left once updates are serialized are with writes that are not updates (none today): retried a few times. */
+/**
+ * How often a PUT/PATCH that finds its version replaced is re-applied onto the newer one. Writes of
+ * one workflow are serialized in this process, so this guards only against a writer outside them.
+ */
 const UPDATE_ATTEMPTS = 5;
 const VERSION_NUMBER = /^[1-9]\d{0,14}$/;
 
@@ -71,7 +73,6 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     return id;
   };
 
-  /** Parses the body onto the current version and stores it; re-applies onto a newer version if another write won. */
   /**
    * One write of a workflow at a time (updates, toggles, rotations: each makes a version), so an
    * update never finds the version it read replaced by a concurrent request's.
@@ -83,6 +84,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     const org = orgFor(request, 'developer');
     return oneAtATime(org, request, () => updateNow(org, request));
   };
+  /** Parses the body onto the current version and stores it; re-applies onto a newer version if another write won. */
   const updateNow = async (org: Organization, request: HttpRequest) => {
     let current = requireWorkflow(org, request);
     const body = parseJsonRequest(request);

@@ -1,9 +1,9 @@
 // Business replay (DESIGN 5): a NEW event with a new identity (so new run ids and new effect keys),
 // made only after a person explicitly chose side_effects "skip" or "run". "skip" marks the event
 // `replay_skip_side_effects`: its webhook steps are recorded as skipped, and derived events inherit it.
-// A replay is a root of its own (its correlation_id is its id; causation_id names the replayed
-// event): the events its runs derive count against its own budget, not the original's, which
-// earlier replays would otherwise use up until no replay of that event could derive anything.
+// A replay is a root of its own (its correlation_id is its id, its depth 0; causation_id names the
+// replayed event): the events its runs derive count against its own budget and depth, not the
+// original's, which earlier replays would otherwise use up until no replay could derive anything.
 
 import { generateEventId, type StoredEvent } from '../events/event-record.ts';
 import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
@@ -21,6 +21,7 @@ export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', now
     received_at: new Date(nowMs).toISOString(),
     received_at_ms: nowMs,
     correlation_id: id,
+    depth: 0,
     causation_id: original.id,
     // The person's choice, also on a replay of a skip replay: "run" there sends what it skipped.
     replay_skip_side_effects: sideEffects === 'skip',

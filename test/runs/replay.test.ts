@@ -52,6 +52,7 @@ test('side_effects "skip": a new event and run whose webhook step is recorded sk
   assert.notEqual(replay.body.event.id, originalId);
   assert.equal(replay.body.event.causation_id, originalId);
   assert.equal(replay.body.event.correlation_id, replay.body.event.id, 'a replay is a root of its own');
+  assert.equal(replay.body.event.depth, 0);
   assert.equal(replay.body.event.replay_skip_side_effects, true);
   const [reaction] = await eventually('replay run completed', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0]!.state === 'completed');
   const run = (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${reaction!.run_id}`, { token: key })).body.run;
@@ -105,6 +106,11 @@ test('side_effects "skip" is inherited by derived events: the webhook of the wor
   assert.equal(skipped.run.steps[0].status, 'skipped');
   assert.deepEqual(skipped.run.steps[0].attempts.map((a: { outcome: string; evidence: unknown }) => [a.outcome, a.evidence]), [['skipped', { reason: 'replay_skip_side_effects' }]]);
   assert.equal(told(), 1, 'nothing more was sent');
+
+  // A replay of the derived event (depth 1) is a root: depth 0, its own correlation.
+  const rooted = await call(rt.url, 'POST', `/organizations/${ORG}/events/${original.derived.id}/replay`, { token: key, json: { side_effects: 'skip' } });
+  assert.equal(rooted.status, 202, rooted.text);
+  assert.deepEqual([rooted.body.event.depth, rooted.body.event.correlation_id, rooted.body.event.causation_id], [0, rooted.body.event.id, original.derived.id]);
 });
 
 test('side_effects "run": everything runs again under a new run id and new effect keys', async () => {
