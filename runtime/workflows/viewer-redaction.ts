@@ -100,19 +100,35 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
 /** `value` with every occurrence of a credential in its strings read as "[redacted]". */
 function scrub(value: JsonValue | null, credentials: readonly string[]): JsonValue | null {
   if (credentials.length === 0 || value === null) return value;
-  if (typeof value === 'string') return maskOccurrences(value, credentials, REDACTED, MIN_CUT_START);
+  if (typeof value === 'string') return maskOccurrences(value, credentials, REDACTED);
   if (Array.isArray(value)) return value.map((item: JsonValue) => scrub(item, credentials) as JsonValue);
   if (typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, scrub(item, credentials) as JsonValue]));
 }
 
+type Fields = { readonly [key: string]: JsonValue };
+const fieldsOf = (value: JsonValue | null): Fields | undefined => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Fields) : undefined);
+
+/** Whether evidence records a receiver's answer kept only in part (cut at 4 KiB, or cut off). */
+const wasCut = (evidence: JsonValue | null): boolean => fieldsOf(evidence)?.['body_truncated'] === true;
+
+/**
+ * `value` scrubbed; when `cut`, its `body` (a receiver's answer kept only in part) also loses the
+ * start of a credential it ends with. Only such bodies are searched for that: the search costs a
+ * credential's length for every string it looks at.
+ */
+function scrubAnswer(value: JsonValue | null, credentials: readonly string[], cut: boolean): JsonValue | null {
+  const scrubbed = scrub(value, credentials);
+  const body = fieldsOf(scrubbed)?.['body'];
+  if (!cut || typeof body !== 'string') return scrubbed;
+  return { ...(scrubbed as Fields), body: maskOccurrences(body, credentials, REDACTED, MIN_CUT_START) };
+}
+
 /** Attempt evidence with its recorded `url` redacted as in the workflow, and the credentials scrubbed from the rest. */
 function redactEvidence(evidence: JsonValue | null, credentials: readonly string[]): JsonValue | null {
-  if (evidence === null || typeof evidence !== 'object' || Array.isArray(evidence)) return scrub(evidence, credentials);
-  const fields = evidence as { readonly [key: string]: JsonValue };
-  const url = fields['url'];
-  const scrubbed = scrub(fields, credentials) as { readonly [key: string]: JsonValue };
-  return typeof url === 'string' && URL.canParse(url) ? { ...scrubbed, url: redactUrl(url) } : scrubbed;
+  const scrubbed = scrubAnswer(evidence, credentials, wasCut(evidence));
+  const url = fieldsOf(evidence)?.['url'];
+  return typeof url === 'string' && URL.canParse(url) ? { ...(scrubbed as Fields), url: redactUrl(url) } : scrubbed;
 }
 
 /**
@@ -126,7 +142,8 @@ export function redactRunView(run: RunView, workflow: WorkflowDraft | undefined)
     ...run,
     steps: run.steps.map((step) => ({
       ...step,
-      result: scrub(step.result, credentials),
+      // A webhook step's result is the answer its succeeded attempt recorded.
+      result: scrubAnswer(step.result, credentials, step.attempts.some((a) => a.outcome === 'succeeded' && wasCut(a.evidence))),
       attempts: step.attempts.map((a) => ({
         ...a,
         evidence: redactEvidence(a.evidence, credentials),

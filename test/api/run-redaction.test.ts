@@ -81,7 +81,13 @@ test('a receiver answer cut at 4 KiB inside a quoted credential, and a decoded B
   assert.equal(padded.developer.body.run.steps[0].attempts[0].evidence.body_truncated, true);
   assert.ok(padded.developer.body.run.steps[0].attempts[0].evidence.body.endsWith('auth=Bearer PADSECRETtoken0123456789abcde'));
   assert.ok(padded.viewer.body.run.steps[0].attempts[0].evidence.body.endsWith('auth=[redacted]'), 'the cut credential is masked');
+  assert.ok(padded.viewer.body.run.steps[0].result.body.endsWith('auth=[redacted]'), 'in the step result too');
   assert.ok(!padded.viewer.text.includes('PADSECRET'));
+
+  // An answer kept whole is not cut: one that merely ends like a credential's start stays as it is.
+  receiver.script([{ status: 200, body: 'auth scheme: Bearer PADSEC' }]);
+  const whole = await runOnce('whole', { id: 'post', type: 'webhook', url: `${receiver.url}/in`, headers: { authorization: bearer } }, 'completed');
+  assert.equal(whole.viewer.body.run.steps[0].attempts[0].evidence.body, 'auth scheme: Bearer PADSEC');
 
   receiver.script([{ status: 401, body: 'invalid credentials: user=user password=BasicPasswordSecret99' }]);
   const basic = `Basic ${Buffer.from('user:BasicPasswordSecret99').toString('base64')}`;
