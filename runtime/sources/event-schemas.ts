@@ -34,8 +34,10 @@ export const EVENT_TYPES_BODY_SCHEMA = {
 /** Up to 2,000 validators from up to 16 MiB of schemas: about 0.5 GB of heap at most. */
 const CACHE_BOUNDS = { compiles: 2_000, bytes: 16 * 1024 * 1024 };
 const cache = new ValidatorCache(CACHE_BOUNDS.compiles, CACHE_BOUNDS.bytes);
-/** Its validators hold the instance that compiled them: a replaced one goes with all of them. */
+/** Compiles the validators ingest caches; they hold the instance that compiled them, so a replaced one goes with all of them. */
 const compiler = new SchemaCompiler(CACHE_BOUNDS, () => cache.clear());
+/** A write's check compiles in an instance of its own, dropped after it: it neither spends the ingest compiler's budget nor empties the cache every tenant reads. */
+const scratchCompiler = (): SchemaCompiler => new SchemaCompiler({ compiles: Number.POSITIVE_INFINITY, bytes: Number.POSITIVE_INFINITY }, () => undefined);
 
 /** Why a schema is not self-contained (a `$id`, or a `$ref` outside itself), or undefined when it is. */
 function notSelfContained(schema: object): string | undefined {
@@ -95,17 +97,18 @@ function unboundedUniqueItems(schema: object): string | undefined {
  * Only self-contained schemas: without any `$id`, ajv registers nothing, and removing the schema
  * removes only its cache entry (by object), never a registered schema such as the meta-schema.
  */
-function compileIsolated(schema: object): ValidateFunction {
+function compileIsolated(schema: object, using: SchemaCompiler = compiler): ValidateFunction {
   const problem = notSelfContained(schema);
   if (problem !== undefined) throw new Error(`${problem}: event type schemas must be self-contained`);
   // Also for a schema stored before this rule: a payload must never cost seconds to validate.
   const unbounded = unboundedUniqueItems(schema);
   if (unbounded !== undefined) throw new Error(unbounded);
-  return compiler.compile(schema, JSON.stringify(schema).length);
+  return using.compile(schema, JSON.stringify(schema).length);
 }
 
 /** Compiles every declared schema; a schema that is not valid JSON Schema is a 400 naming the event type. */
 export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>>): void {
+  const scratch = scratchCompiler();
   for (const [type, schema] of Object.entries(eventTypes)) {
     const field = `event_types.${type}`;
     if (JSON.stringify(schema).length > MAX_SCHEMA_BYTES) {
@@ -114,7 +117,7 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
     try {
       const problem = unknownFormat(schema);
       if (problem !== undefined) throw new Error(problem);
-      compileIsolated(schema);
+      compileIsolated(schema, scratch);
     } catch (error) {
       const detail = error instanceof Error ? error.message : 'invalid schema';
       throw new InputError(400, 'invalid_event_schema', `The schema for "${type}" is not a valid JSON Schema: ${detail}.`, { field });
