@@ -5,6 +5,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { credentialProblem } from '../kits/client/credential-check.ts';
 import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
 import { runSocket } from '../kits/client/socket-run.ts';
 import { credentialOf } from './cli-credential.ts';
@@ -32,6 +33,8 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   if (positionals.length !== 1 || url === undefined || !/^wss?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
   const token = credentialOf(values.token === '' ? undefined : values.token, io.env ?? {}, 'SLUICE_DEVICE_TOKEN');
   if (token === undefined) throw new InputError(400, 'usage', `A device token is required: --token, or SLUICE_DEVICE_TOKEN. ${USAGE}`);
+  const problem = credentialProblem('The device token', token);
+  if (problem !== undefined) throw new InputError(400, 'usage', problem);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   /** Messages sent and not answered yet (Sluice answers each frame once, with an ack or a nack). */
   let outstanding = 0;

@@ -54,6 +54,8 @@ test('the token may come from SLUICE_DEVICE_TOKEN instead of --token (out of ps)
   assert.equal(fromEnv.code, 0, fromEnv.lines.join('\n'));
   const flagWins = await run([socketUrl, '--token', 'sdt_wrong', '--send', '{"id":"e-2","type":"t"}'], '', { SLUICE_DEVICE_TOKEN: token });
   assert.match(flagWins.lines[0]!, /refused with 401/);
+  // Read from a CRLF file: named, not a subprotocol error from deep inside the WebSocket library.
+  await assert.rejects(run([socketUrl, '--send', '{"id":"e-3","type":"t"}'], '', { SLUICE_DEVICE_TOKEN: `${token}\r` }), /The device token holds U\+000D at position \d+ \(white space around it/);
 });
 
 test('a wrong token is refused with the reason printed; a bad URL or a missing token is a usage error', async () => {
