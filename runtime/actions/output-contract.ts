@@ -5,6 +5,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
 import { inexactNumberIn } from '../validation/inexact-number.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
+import { loneSurrogatePath } from '../validation/lone-surrogate.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 
 export const PROJECTION_NAME = /^[a-z0-9_.-]{1,120}$/;
@@ -114,6 +115,8 @@ export function parseActionOutput(outputJson: string): ActionOutput {
   }
   const protoAt = protoKeyPath(document);
   if (protoAt !== undefined) throw new OutputContractError('output', `The action output uses the key "${PROTO_KEY}" (at ${protoAt}), which Sluice cannot store.`);
+  const surrogateAt = loneSurrogatePath(document);
+  if (surrogateAt !== undefined) throw new OutputContractError('output', `The action output holds a lone UTF-16 surrogate at ${surrogateAt}, which Sluice cannot store as it is; strings must be Unicode text.`);
   const output: ActionOutput = isObject(document)
     ? {
         document,

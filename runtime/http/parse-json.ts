@@ -1,8 +1,10 @@
-// Parses a request body as JSON: 415 for other content types, 400 for malformed bytes.
+// Parses a request body as JSON: 415 for other content types, 400 for malformed bytes, and for an
+// API body, 400 for a string that is not Unicode text (validation/lone-surrogate.ts).
 // Returns `unknown`; a body parser (validation/body-schema.ts) turns it into a typed value.
 
 import { InputError } from '../errors.ts';
 import { duplicateKeyAt } from '../validation/duplicate-keys.ts';
+import { loneSurrogatePath } from '../validation/lone-surrogate.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
 import type { HttpRequest } from './types.ts';
 
@@ -58,5 +60,12 @@ export function parseJsonRequestText(request: HttpRequest): { readonly value: un
     throw new InputError(415, 'unsupported_media_type', 'The request body must be JSON (Content-Type: application/json).');
   }
   if (request.body.length === 0) throw new InputError(400, 'malformed_json', 'The request body is empty; a JSON document is required.');
-  return decodeJsonBytes(request.body);
+  const parsed = decodeJsonBytes(request.body);
+  // API bodies hold what Sluice stores as values (names, schemas, payloads of schedules): only text.
+  // (Webhook bodies are stored as the exact text received, and are not checked this way.)
+  const surrogateAt = loneSurrogatePath(parsed.value);
+  if (surrogateAt !== undefined) {
+    throw new InputError(400, 'invalid_unicode', `The request body holds a lone UTF-16 surrogate (a "\\uD800"-style escape without its pair) at ${surrogateAt}: strings must be Unicode text.`, { field: surrogateAt });
+  }
+  return parsed;
 }

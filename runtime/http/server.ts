@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ConflictError, SluiceError } from '../errors.ts';
+import { ConflictError, InputError, SluiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, type BodyReservation } from './body-budget.ts';
@@ -231,9 +231,17 @@ function renderReply(reply: HttpReply): RenderedReply {
   return { status: reply.status, headers, body: undefined };
 }
 
+/**
+ * The declared body length. Given twice (joined as "28, 3") with different values it is a 400:
+ * the uWS parser frames the body by the first, and a proxy in front may frame it by the other
+ * (request smuggling). Repeats of one value are that value (RFC 9112 §6.3).
+ */
 function parseContentLength(value: string | undefined): number | undefined {
-  if (value === undefined || !/^\d{1,15}$/.test(value)) return undefined;
-  return Number(value);
+  if (value === undefined) return undefined;
+  const values = new Set(value.split(',').map((part) => part.trim()));
+  if (values.size > 1) throw new InputError(400, 'invalid_content_length', 'The Content-Length header is given more than once with different values.');
+  const [only] = values;
+  return only !== undefined && /^\d{1,15}$/.test(only) ? Number(only) : undefined;
 }
 
 function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean): void {

@@ -11,6 +11,7 @@ import type { ValidateFunction } from 'ajv';
 import traverse from 'json-schema-traverse';
 import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
+import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 import { SchemaCompiler } from './schema-compiler.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
@@ -115,6 +116,8 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
       throw new InputError(400, 'schema_too_large', `The schema for "${type}" exceeds ${MAX_SCHEMA_BYTES} bytes.`, { field });
     }
     try {
+      const protoAt = protoKeyPath(schema);
+      if (protoAt !== undefined) throw new Error(`the key "${PROTO_KEY}" (at ${protoAt}) cannot be stored`);
       const problem = unknownFormat(schema);
       if (problem !== undefined) throw new Error(problem);
       compileIsolated(schema, scratch);

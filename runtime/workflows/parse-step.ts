@@ -5,6 +5,7 @@ import { asStepId, type StepId } from '../../actors/ids.ts';
 import { RETRY_LIMITS, resolveRetryPolicy, type RetryOverride } from '../../actors/retry-policy.ts';
 import { describeField, expectRecord, fail, isPresent, pathOf, readInteger, readString, rejectUnknown, requirePresent } from './input-fields.ts';
 import { MAX_DELAY_MS, parseIsoDuration } from './parse-duration.ts';
+import { PROTO_KEY } from '../validation/proto-key.ts';
 import { parseWebhookHeaders, parseWebhookUrl } from './parse-webhook-target.ts';
 import { STEP_TYPES, type StepRetry, type WorkflowStep, type WorkflowStepType } from './workflow-types.ts';
 
@@ -34,6 +35,8 @@ export function readStepType(step: Record<string, unknown>, field: string): Work
 export function readGivenStepId(step: Record<string, unknown>, field: string): StepId | undefined {
   if (!isPresent(step, 'id')) return undefined;
   const id = readString(step['id'], pathOf(field, 'id'), { max: 64, pattern: STEP_ID_PATTERN, patternHint: 'letters, digits, "_" and "-"' });
+  // Later steps get earlier results keyed by step id: that key would be dropped (proto-key.ts).
+  if (id === PROTO_KEY) fail(pathOf(field, 'id'), `A step id may not be "${PROTO_KEY}".`);
   return asStepId(id);
 }
 

@@ -58,6 +58,8 @@ export function parseWebhookUrl(value: unknown, field: string): string {
     fail(field, `${describeField(field)} must use http or https, not ${url.protocol.replace(':', '')}.`, 'invalid_url');
   }
   if (url.hostname === '') fail(field, `${describeField(field)} must name a host.`, 'invalid_url');
+  // Node sends to port 0 as if no port were given (80 or 443): the step would call another address than the one it shows.
+  if (url.port === '0') fail(field, `${describeField(field)} must not use port 0.`, 'invalid_url');
   if (url.username !== '' || url.password !== '') {
     fail(field, `${describeField(field)} must not embed credentials; put them in a header.`, 'invalid_url');
   }

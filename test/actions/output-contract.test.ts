@@ -69,6 +69,15 @@ test('a "__proto__" key anywhere in the output fails the contract naming where (
   assert.deepEqual(parseActionOutput('{"proto":"__proto__","__proto":1}').document, { proto: '__proto__', __proto: 1 }, 'only that exact key');
 });
 
+test('a lone UTF-16 surrogate in the output fails the contract naming where; a paired one (an emoji) passes', () => {
+  for (const [output, at] of [['{"name":"ok\\ud800"}', 'name'], ['{"a":["x",{"\\udc00":1}]}', 'a[1] (a member name)']]) {
+    const checked = checkContract(output as string);
+    assert.equal(checked.ok, false, output);
+    assert.match(!checked.ok ? checked.message : '', new RegExp(`lone UTF-16 surrogate at ${(at as string).replace(/[[\]().]/g, '\\$&')},`), output);
+  }
+  assert.deepEqual(parseActionOutput('{"e":"\\ud83d\\ude00"}').document, { e: '😀' });
+});
+
 test('a number JSON.parse cannot keep (a whole number past ±2^53, or one that overflows) fails the contract naming it; fractions and exact ones pass', () => {
   for (const [output, literal] of [
     ['{"big":12345678901234567890}', '12345678901234567890'],

@@ -1,0 +1,64 @@
+// Input Sluice could not store as given is refused with a 400 naming it, never stored changed: a
+// lone UTF-16 surrogate (read back as U+FFFD), a "__proto__" key in an event schema or as a step id
+// (msgpackr renames it; a results map drops it), a webhook URL on port 0 (Node sends to 80 or 443),
+// and a Content-Length given twice with different values (a proxy may frame the body by the other).
+
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg } from '../helpers/http.ts';
+
+const ORG = 'acct-unstorable';
+const base = `/organizations/${ORG}`;
+let rt: TestRuntime;
+let key: string;
+
+before(async () => {
+  rt = await startRuntime();
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
+});
+after(async () => rt.close());
+
+const refusal = async (method: string, path: string, json: unknown, token = key) => {
+  const answer = await call(rt.url, method, path, { token, json });
+  return [answer.status, answer.body.error?.code, answer.body.error?.field];
+};
+const webhookStep = (fields: Record<string, unknown>) => ({ name: 'w', trigger_event: 'a.b', steps: [{ type: 'webhook', url: 'https://example.com/in', ...fields }] });
+
+test('a lone surrogate in an API body is a 400 naming where; a paired one (an emoji) is kept', async () => {
+  assert.deepEqual(await refusal('POST', '/organizations', { id: 'acct-lone', name: 'Lumen\ud800' }, ADMIN_TOKEN), [400, 'invalid_unicode', 'name']);
+  assert.deepEqual(await refusal('POST', `${base}/workflows`, { ...webhookStep({}), name: 'x\udc00' }), [400, 'invalid_unicode', 'name']);
+  const schema = { enum: ['ok\ud800'] };
+  assert.deepEqual(await refusal('POST', `${base}/sources`, { name: 'lone', secrets: [`whsec_${Buffer.alloc(24, 1).toString('base64')}`], event_types: { 'a.b': schema } }), [400, 'invalid_unicode', 'event_types.a.b.enum[0]']);
+  const emoji = await call(rt.url, 'POST', `${base}/workflows`, { token: key, json: { ...webhookStep({}), name: 'Orders 😀' } });
+  assert.equal(emoji.status, 201, emoji.text);
+  assert.equal((await call(rt.url, 'GET', `${base}/workflows/${emoji.body.workflow.id}`, { token: key })).body.workflow.name, 'Orders 😀');
+});
+
+test('"__proto__" as an event schema key or as a step id is a 400', async () => {
+  const schemas = { 'a.b': { type: 'object', properties: JSON.parse('{"__proto__":{"type":"string"}}') as object } };
+  assert.deepEqual(await refusal('POST', `${base}/sources`, { name: 'proto', secrets: [`whsec_${Buffer.alloc(24, 1).toString('base64')}`], event_types: schemas }), [400, 'invalid_event_schema', 'event_types.a.b']);
+  assert.deepEqual(await refusal('POST', `${base}/workflows`, webhookStep({ id: '__proto__' })), [400, 'invalid_request', 'steps[0].id']);
+});
+
+test('a webhook URL on port 0 is a 400', async () => {
+  assert.deepEqual(await refusal('POST', `${base}/workflows`, webhookStep({ url: 'http://127.0.0.1:0/zero-port' })), [400, 'invalid_url', 'steps[0].url']);
+});
+
+test('a Content-Length given twice with different values is a 400, and nothing is stored', async () => {
+  const port = Number(new URL(rt.url).port);
+  const body = JSON.stringify({ type: 'a.b', payload: {}, id: 'twice' });
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(`POST ${base}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: 3\r\nConnection: close\r\n\r\n${body}`);
+    });
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+  });
+  assert.match(answer, /^HTTP\/1\.1 400 /, answer);
+  assert.match(answer, /"code":"invalid_content_length"/);
+  assert.equal((await call(rt.url, 'GET', `${base}/events/twice`, { token: key })).status, 404);
+});
