@@ -79,10 +79,28 @@ export function checkSchedule(cron: string, timezone: string): { readonly cron: 
   try {
     next = cronOf({ cron: trimmed, timezone: zone }).nextRun();
   } catch (error) {
-    throw badRequest('invalid_cron', `The cron pattern cannot be read: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300), 'cron');
+    throw badRequest('invalid_cron', `The cron pattern cannot be read: ${cronerProblem(error)}`.slice(0, 300), 'cron');
   }
   if (next === null) throw badRequest('invalid_cron', 'The cron pattern never fires (for example February 30th).', 'cron');
   return { cron: trimmed, timezone: zone };
+}
+
+/** Croner's fields, with the range a crontab writer knows (croner counts days and months from 0 in its messages). */
+const FIELD_RANGES: Readonly<Record<string, string>> = {
+  second: 'second (0-59)',
+  minute: 'minute (0-59)',
+  hour: 'hour (0-23)',
+  day: 'day of month (1-31)',
+  month: 'month (1-12 or JAN-DEC)',
+  dayOfWeek: 'day of week (0-7 or SUN-SAT)',
+};
+
+/** Croner's complaint in crontab terms: "Invalid value for day: -1" (for a 0 written) names the field and its range instead. */
+function cronerProblem(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const field = /Invalid value for (\w+)/.exec(message)?.[1];
+  const range = field === undefined ? undefined : FIELD_RANGES[field];
+  return range === undefined ? message : `a value of the ${range} field is out of its range.`;
 }
 
 /**

@@ -23,6 +23,12 @@ function ticksBetween(cron: string, timezone: string, from: number, to: number):
   return ticks;
 }
 
+test('a value out of its field\'s range is named in crontab terms, not in the parser\'s 0-based counting', () => {
+  for (const [cron, named] of [['0 0 0 * *', 'day of month (1-31)'], ['0 0 * 13 *', 'month (1-12 or JAN-DEC)'], ['0 0 32 * *', 'day of month (1-31)'], ['0 24 * * *', 'hour (0-23)'], ['0 0 * * 8', 'day of week (0-7 or SUN-SAT)']]) {
+    assert.throws(() => checkSchedule(cron!, 'UTC'), (error: unknown) => error instanceof InputError && error.message === `The cron pattern cannot be read: a value of the ${named} field is out of its range.`, cron);
+  }
+});
+
 test('only crontab patterns pass, and zones are stored as written in their canonical case, never as an older alias', () => {
   for (const cron of ['0 0 1 * +1', '0 0 L * *', '0 0 ? * *', '0 0 * * 1#2', '0 0 15W * *', '* * * * * *', '0 9 * *']) {
     assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron', cron);
