@@ -231,6 +231,8 @@ function renderReply(reply: HttpReply): RenderedReply {
   return { status: reply.status, headers, body: undefined };
 }
 
+const SINGLE_LENGTH = /^\d{1,15}$/;
+
 /**
  * The declared body length. Given twice (joined as "28, 3") with different values it is a 400:
  * the uWS parser frames the body by the first, and a proxy in front may frame it by the other
@@ -238,10 +240,11 @@ function renderReply(reply: HttpReply): RenderedReply {
  */
 function parseContentLength(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
+  if (SINGLE_LENGTH.test(value)) return Number(value);
   const values = new Set(value.split(',').map((part) => part.trim()));
   if (values.size > 1) throw new InputError(400, 'invalid_content_length', 'The Content-Length header is given more than once with different values.');
   const [only] = values;
-  return only !== undefined && /^\d{1,15}$/.test(only) ? Number(only) : undefined;
+  return only !== undefined && SINGLE_LENGTH.test(only) ? Number(only) : undefined;
 }
 
 function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean): void {
