@@ -27,6 +27,10 @@ export interface Organization {
   readonly created_at: string;
 }
 
+/** An org as this version reads it: one stored before the ingest quota has its plan's default rate (starter's 100/s, not unlimited). */
+const withCurrentFields = (org: Organization | undefined): Organization | undefined =>
+  org === undefined || org.ingest_rate_per_second !== undefined ? org : { ...org, ingest_rate_per_second: defaultIngestRate(org.plan) };
+
 export class OrganizationStore {
   readonly #ledger: Ledger;
   /** Every request reads its org (auth, quota, ingest); this store is the table's only writer. */
@@ -37,7 +41,7 @@ export class OrganizationStore {
 
   /** Frozen: readers share one copy. */
   get(orgId: string): Organization | undefined {
-    return this.#cache.read(orgId, '', () => this.#ledger.orgs.get([orgId]) as Organization | undefined);
+    return this.#cache.read(orgId, '', () => withCurrentFields(this.#ledger.orgs.get([orgId]) as Organization | undefined));
   }
 
   /** Stores a new org together with its first records; resolves after the write is durable. Throws 409 if the id is taken. */

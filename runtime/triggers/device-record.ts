@@ -68,7 +68,10 @@ export interface DeviceRecord {
 export const deviceSource = (name: string): string => `@device:${name}`;
 
 /** The device as the event schemas see it (its validators are cached under its event source). */
-export const deviceSchemas = (device: DeviceRecord): SchemaDeclarer => ({ org_id: device.org_id, name: deviceSource(device.name), event_types: device.event_types, updated_at: device.updated_at });
+/** A device registered before devices declared schemas has none stored: it declares none. */
+const eventTypesOf = (device: DeviceRecord): Readonly<Record<string, object>> => device.event_types ?? {};
+
+export const deviceSchemas = (device: DeviceRecord): SchemaDeclarer => ({ org_id: device.org_id, name: deviceSource(device.name), event_types: eventTypesOf(device), updated_at: device.updated_at });
 
 /** The socket path a device connects to (beside /hooks/:org/:source, outside the API-key paths). */
 const devicePath = (orgId: string, name: string): string => `/devices/${orgId}/${name}`;
@@ -82,7 +85,7 @@ export function describeDevice(device: DeviceRecord): Record<string, unknown> {
     environment: device.environment,
     token_prefix: device.token_prefix,
     socket_path: devicePath(device.org_id, device.name),
-    event_types: device.event_types,
+    event_types: eventTypesOf(device),
     state: device.connection === null ? 'disconnected' : 'connected',
     connection_id: device.connection?.id ?? null,
     connected_at: device.connection === null ? null : iso(device.connection.connected_at_ms),
