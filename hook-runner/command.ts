@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
+import { guardCommitFailures } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
 import { loadMasterKey, parsePreviousMasterKeys } from './master-key.ts';
 import { RunnerConfigError } from './runner-error.ts';
@@ -127,6 +128,8 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   if (!flags.dataDirFlag) refuseStoreLeftBehind(flags.dataDir);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   routeGrpcLog(log);
+  // A full disk fails the calls that write, not the runner (lmdb-commit-failure.ts).
+  guardCommitFailures((error) => log(`hook-runner: a store commit failed: ${error.message}`));
   const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);
   // Master keys as given: a blank one is refused (master-key.ts says why), never taken for unset.

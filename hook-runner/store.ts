@@ -2,6 +2,7 @@
 // Durability rule: every write path awaits `durable()`, i.e. commit *and* fsync, before it answers.
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { watchedWrite } from './lmdb-commit-failure.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
 
@@ -79,7 +80,8 @@ export function openRunnerStore(dataDir: string): RunnerStore {
     // import runtime code, so the four lines live on both sides of the process boundary.
     async durable<T>(write: Promise<T>): Promise<T> {
       const ownFlush = (write as Promise<T> & { flushed?: PromiseLike<unknown> }).flushed;
-      const result = await write;
+      // A failed commit's own rejection is settled with the write's (lmdb-commit-failure.ts).
+      const result = await watchedWrite(write);
       await (ownFlush ?? root.flushed);
       return result;
     },

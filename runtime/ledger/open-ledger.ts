@@ -5,9 +5,10 @@
 
 import { join } from 'node:path';
 import { open } from 'lmdb';
+import { watchedWrite } from '../../hook-runner/lmdb-commit-failure.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { lockDataDir } from './data-dir-lock.ts';
-import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
+import type { Ledger, LedgerKey, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
 
 /**
  * Values are plain msgpack maps (msgpackr's `useRecords: false`, passed through by lmdb-js but not
@@ -17,6 +18,19 @@ import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
  */
 export const PLAIN_MSGPACK: object = { useRecords: false };
 
+/**
+ * The table with its writes watched: a failed commit's own rejection is settled with theirs
+ * (hook-runner/lmdb-commit-failure.ts), so a full disk fails the requests, not the process.
+ */
+function watchingWrites(table: LedgerTable): LedgerTable {
+  const { put, remove, ifNoExists } = table;
+  return Object.assign(table, {
+    put: (key: LedgerKey, value: unknown) => watchedWrite(put.call(table, key, value)),
+    remove: (key: LedgerKey) => watchedWrite(remove.call(table, key)),
+    ifNoExists: (key: LedgerKey, writes: () => void) => watchedWrite(ifNoExists.call(table, key, writes)),
+  });
+}
+
 export function openLedger(dataDir: string): Ledger {
   const path = join(dataDir, 'runtime');
   privateDirectory(path);
@@ -25,12 +39,12 @@ export function openLedger(dataDir: string): Ledger {
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
   privateFilesIn(path);
-  const db = (name: string): LedgerTable => root.openDB({ name, compression: false, ...PLAIN_MSGPACK });
+  const db = (name: string): LedgerTable => watchingWrites(root.openDB({ name, compression: false, ...PLAIN_MSGPACK }));
   // A transaction's callback runs in an LMDB child transaction, so a throw takes back what it wrote:
   // lmdb-js commits the writes an (async) transaction callback made before it threw.
   const ledgerRoot: LedgerRoot = {
-    transaction: <T>(body: () => T): LedgerWrite<T> => root.transaction(() => root.childTransaction(body)) as LedgerWrite<T>,
-    batch: (writes) => root.batch(writes),
+    transaction: <T>(body: () => T): LedgerWrite<T> => watchedWrite(root.transaction(() => root.childTransaction(body)) as LedgerWrite<T>),
+    batch: (writes) => watchedWrite(root.batch(writes)),
     get flushed() {
       return root.flushed;
     },

@@ -48,3 +48,34 @@ test('recognises lmdb-js commit failures only', () => {
   assert.equal(isLedgerCommitFailure(throughLmdb), false, 'passing through lmdb-js is not enough');
   assert.equal(isLedgerCommitFailure('a string'), false);
 });
+
+test('a disk that fills (here a 2 MiB file-size limit) fails the writes, not the process: they fail one by one and reads are still answered', () => {
+  // Every write is handled by its caller, as the runtime's are; the commit's own rejection, which
+  // lmdb-js gives no holder, must be settled by the ledger, or the first failed commit ends the process.
+  const script = `
+    import { mkdtempSync } from 'node:fs';
+    import { tmpdir } from 'node:os';
+    import { join } from 'node:path';
+    import { guardLedgerCommitFailures } from './runtime/ledger/commit-failure-guard.ts';
+    import { durably } from './runtime/ledger/durable-write.ts';
+    import { openLedger } from './runtime/ledger/open-ledger.ts';
+    import { createLogger } from './runtime/log.ts';
+    guardLedgerCommitFailures(createLogger('silent'));
+    const ledger = openLedger(mkdtempSync(join(tmpdir(), 'sluice-full-')));
+    let stored = 0, failed = 0;
+    for (let i = 0; i < 20000 && failed < 5; i++) {
+      try { await durably(ledger.root, ledger.events.put(['org', 'e' + i], 'x'.repeat(1024))); stored++; } catch { failed++; }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    process.stdout.write(JSON.stringify({ stored, failed, read: ledger.events.get(['org', 'e0'])?.length }));
+  `;
+  // SIGXFSZ ignored, as exec keeps it: the write past the limit fails with EFBIG instead of killing.
+  const child = spawnSync('bash', ['-c', `trap '' XFSZ; ulimit -f 2048; exec "${process.execPath}" --import tsx --input-type=module -e "$SCRIPT"`], {
+    cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, SCRIPT: script },
+  });
+  assert.equal(child.status, 0, `${child.stdout}\n${child.stderr}`);
+  const outcome = JSON.parse(child.stdout) as { stored: number; failed: number; read: number };
+  assert.ok(outcome.stored > 100, `writes were stored before the disk filled: ${child.stdout}`);
+  assert.equal(outcome.failed, 5, 'and failed once it had');
+  assert.equal(outcome.read, 1024, 'reads still answered');
+});

@@ -1,0 +1,35 @@
+// What lmdb-js (3.5) does when a commit fails (a full disk, an I/O error), and how both processes
+// live through it. It rejects every write of the failed batch or transaction with an error whose
+// `commitError` is the commit's own promise, which it rejects too, later, with the underlying error
+// (kriszyp/lmdb-js#368). The writes Sluice made are handled by their callers (a 5xx, a stalled
+// run), but nobody holds the commit's promise, nor the writes lmdb-js makes for itself: without
+// help, the first such rejection ends the process, and a full disk took the runtime and the
+// hook-runner down with it. Each write's failure settles its commit's promise (watchedWrite), and
+// the process-wide guard logs the strays; any other unhandled rejection still ends the process.
+// (Shared by the runtime, whose ledger imports it, and the hook-runner, which imports no runtime code.)
+
+/** Whether an unhandled rejection is one of lmdb-js's strays for a failed commit (it carries `commitError`). */
+export function isLedgerCommitFailure(reason: unknown): boolean {
+  return reason instanceof Error && 'commitError' in reason;
+}
+
+/** Handles the commit's own rejection that a write's failure carries, if it does. */
+export function settleCommitFailure(error: unknown): void {
+  const commitError = (error as { commitError?: unknown } | null)?.commitError;
+  if (commitError instanceof Promise) commitError.catch(() => undefined);
+}
+
+/** `write` unchanged; should it fail, its commit's own rejection is settled (its caller still sees the failure). */
+export function watchedWrite<T>(write: T): T {
+  if (write instanceof Promise) write.then(undefined, settleCommitFailure);
+  return write;
+}
+
+/** Installs the guard for this process (call once, at startup); `log` hears each stray. */
+export function guardCommitFailures(log: (error: Error) => void): void {
+  process.on('unhandledRejection', (reason) => {
+    if (!isLedgerCommitFailure(reason)) throw reason;
+    settleCommitFailure(reason);
+    log(reason as Error);
+  });
+}
