@@ -5,6 +5,7 @@ import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { ConflictError, InputError, SluiceError } from '../errors.ts';
+import { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, type BodyReservation } from './body-budget.ts';
@@ -204,6 +205,11 @@ export class HttpServer {
       const headers = typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) } : undefined;
       return headers === undefined ? { status: error.status, json: error.toBody() } : { status: error.status, json: error.toBody(), headers };
     }
+    // A commit that failed (a full disk, an I/O error) stored nothing of this request: worth trying again.
+    if (isLedgerCommitFailure(error)) {
+      this.#logger.error('a request failed: its write could not be committed', { error: (error as Error).message });
+      return { status: 503, json: WRITE_FAILED, headers: { 'retry-after': '5' } };
+    }
     this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });
     return INTERNAL_ERROR;
   }
@@ -246,6 +252,8 @@ function parseContentLength(value: string | undefined): number | undefined {
   const [only] = values;
   return only !== undefined && SINGLE_LENGTH.test(only) ? Number(only) : undefined;
 }
+
+const WRITE_FAILED = { error: { code: 'write_failed', message: 'The request could not be stored: its write failed (the disk may be full). Nothing of it was kept; try again later.' } };
 
 function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean): void {
   res.cork(() => {

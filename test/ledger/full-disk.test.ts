@@ -1,0 +1,44 @@
+// A runtime whose disk fills answers the requests it cannot store with a retryable 503 and keeps
+// serving: the data file is held to 4 MiB by a file-size limit (SIGXFSZ ignored, so a write past
+// it fails with EFBIG, as one on a full disk fails with ENOSPC). It used to die at the first failed commit.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { test } from 'node:test';
+import { call, createOrg } from '../helpers/http.ts';
+import { ADMIN_TOKEN, ROOT, tempDir } from '../helpers/runtime.ts';
+
+test('a full disk: writes answer 503 write_failed with Retry-After, reads go on, nothing acknowledged is lost', { timeout: 120_000 }, async () => {
+  const dataDir = tempDir('sluice-full-disk-');
+  const command = `trap '' XFSZ; ulimit -f 4096; exec "${process.execPath}" --import tsx runtime/cli.ts serve --port 0 --data-dir "${dataDir}" --admin-token ${ADMIN_TOKEN} --log-level silent`;
+  const child = spawn('bash', ['-c', command], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | string>((done) => child.once('exit', (code, signal) => done(code ?? signal ?? 'unknown')));
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/.exec(line);
+        if (match?.[1] !== undefined) resolve(match[1]);
+      });
+      void exited.then((code) => reject(new Error(`exited (${code}) before listening`)));
+    });
+    const key = await createOrg(url, ADMIN_TOKEN, 'acct-full', 'pro');
+    const acknowledged: string[] = [];
+    let refused: Awaited<ReturnType<typeof call>> | undefined;
+    for (let i = 0; i < 10_000 && refused === undefined; i += 1) {
+      const sent = await call(url, 'POST', '/organizations/acct-full/events', { token: key, json: { type: 'a.b', payload: { filler: 'y'.repeat(1000) }, id: `e-${i}` } });
+      if (sent.status === 202) acknowledged.push(`e-${i}`);
+      else refused = sent;
+    }
+    assert.ok(refused !== undefined && acknowledged.length > 100, `the disk filled after ${acknowledged.length} events`);
+    assert.deepEqual([refused.status, refused.body.error.code, refused.headers.get('retry-after')], [503, 'write_failed', '5']);
+    assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'still serving');
+    for (const id of [acknowledged[0]!, acknowledged.at(-1)!]) assert.equal((await call(url, 'GET', `/organizations/acct-full/events/${id}`, { token: key })).status, 200, id);
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  } finally {
+    child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
