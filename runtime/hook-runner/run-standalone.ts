@@ -14,7 +14,18 @@ export async function runStandaloneHookRunner(args: readonly string[]): Promise<
     stdio: 'inherit',
     env: { ...process.env, UV_THREADPOOL_SIZE: String(chooseThreadPoolSize()) },
   });
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => child.kill(signal));
-  const code = await new Promise<number>((resolve) => child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal === null ? 1 : 128))));
+  let forwarded: NodeJS.Signals | undefined;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      forwarded ??= signal;
+      child.kill(signal);
+    });
+  }
+  // The runner ignores a stop signal while it drains; one that ends it anyway came before its
+  // handlers were installed or after it had closed (a terminal's Ctrl-C reaches it twice, the second
+  // late): either way it stopped as asked.
+  const code = await new Promise<number>((resolve) =>
+    child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal !== null && signal === forwarded ? 0 : signal === null ? 1 : 128))),
+  );
   process.exitCode = code;
 }
