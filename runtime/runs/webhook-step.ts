@@ -98,6 +98,9 @@ const failure = (code: string, message: string, retryable: boolean, evidence: Js
 /** `queued_ms`, only when the attempt waited for a connection (its pool was at its cap). */
 const queuedEvidence = (queuedMs: number | undefined): { queued_ms?: number } => (queuedMs === undefined ? {} : { queued_ms: Math.round(queuedMs) });
 
+/** Errors of the process running out of file descriptors (its own, or the system's). */
+const OUT_OF_DESCRIPTORS = new Set(['EMFILE', 'ENFILE']);
+
 /** Sends one attempt. Never throws: every failure is classified as retryable or not. */
 export async function sendWebhook(request: WebhookRequest, target: WebhookTarget): Promise<WebhookOutcome> {
   const url = new URL(request.url);
@@ -151,6 +154,10 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // Nothing was sent: the report only says so (it reaches a cancelled run's record, or nothing).
     if (error instanceof PostWithdrawnError) {
       return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) while the request waited for a connection.', false, { ...evidence, ...queuedEvidence(error.queuedMs) });
+    }
+    // Sluice's own shortage, not the receiver's: named so, or triage would blame a healthy receiver.
+    if (OUT_OF_DESCRIPTORS.has((error as NodeJS.ErrnoException).code ?? '')) {
+      return failure('sluice_out_of_file_descriptors', `The request was not sent: the Sluice process is out of file descriptors (${(error as NodeJS.ErrnoException).code}; raise its limit, ulimit -n). The receiver was not reached.`, true, evidence, request.nowMs);
     }
     return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, request.nowMs + (error.queuedMs ?? 0))

@@ -4,10 +4,12 @@
 // and the per-org connection cap.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
 import { after, mock, test } from 'node:test';
 import { OutboundConnections } from '../../runtime/runs/outbound-connections.ts';
 import { EVIDENCE_BODY_CAP, sendWebhook, targetsSelf, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
@@ -413,4 +415,28 @@ test('headers Node will not send fail the attempt for good, and never crash the 
   }
   assert.equal(local.requests.length, 0, 'nothing reached the receiver');
   assert.equal((await attempt(local.url)).ok, true, 'the process and the pool still work');
+});
+
+test('a process out of file descriptors fails the attempt as its own shortage (retryable), not as the receiver\'s network error', () => {
+  const script = `
+    import { openSync } from 'node:fs';
+    import { OutboundConnections } from './runtime/runs/outbound-connections.ts';
+    import { sendWebhook } from './runtime/runs/webhook-step.ts';
+    // Every descriptor taken, as a burst of sockets would: the connect then fails with EMFILE.
+    const held = [];
+    try { for (;;) held.push(openSync('/dev/null', 'r')); } catch {}
+    const outcome = await sendWebhook(
+      { orgId: 'acct-a', url: 'http://127.0.0.1:9/hook', headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: 0 },
+      { selfPort: 1, connections: new OutboundConnections(undefined, 'any') },
+    );
+    process.stdout.write(JSON.stringify(outcome.ok ? null : outcome.error));
+    process.exit(0);
+  `;
+  const child = spawnSync('bash', ['-c', `ulimit -n 128; exec "${process.execPath}" --import tsx --input-type=module -e "$SCRIPT"`], {
+    cwd: join(import.meta.dirname, '..', '..'), encoding: 'utf8', timeout: 60_000, env: { ...process.env, SCRIPT: script },
+  });
+  assert.equal(child.status, 0, child.stderr);
+  const error = JSON.parse(child.stdout) as { code: string; retryable: boolean; message: string };
+  assert.deepEqual([error.code, error.retryable], ['sluice_out_of_file_descriptors', true], child.stdout);
+  assert.match(error.message, /EMFILE.*receiver was not reached/);
 });
