@@ -3,23 +3,14 @@
 // so a name or a schema holding it would change on its way to disk (a 200-character name reading
 // back as 600, a schema `enum` refusing the very value it was written with): refused instead.
 
-/** The path (`a.b[2]`, or `a.<key>` for a key) of the first string or key with a lone surrogate in a parsed JSON value, or undefined. */
+import { findInJson } from './json-find.ts';
+
+/** The path (`a.b[2]`, or `a (a member name)` for a key) of the first string or key with a lone surrogate in a parsed JSON value, or undefined. */
 export function loneSurrogatePath(root: unknown): string | undefined {
-  const pending: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }];
-  while (pending.length > 0) {
-    const { value, path } = pending.pop()!;
-    if (typeof value === 'string') {
-      if (!isWellFormed(value)) return path === '' ? '(the value)' : path;
-    } else if (Array.isArray(value)) value.forEach((item, index) => pending.push({ value: item, path: `${path}[${index}]` }));
-    else if (value !== null && typeof value === 'object') {
-      for (const [key, item] of Object.entries(value)) {
-        const at = path === '' ? key : `${path}.${key}`;
-        if (!isWellFormed(key)) return path === '' ? '(a member name)' : `${path} (a member name)`;
-        pending.push({ value: item, path: at });
-      }
-    }
-  }
-  return undefined;
+  const found = findInJson(root, { badKey: (key) => !isWellFormed(key), badText: (text) => !isWellFormed(text) });
+  if (found === undefined) return undefined;
+  if (found.key === undefined) return found.path === '' ? '(the value)' : found.path;
+  return found.path === '' ? '(a member name)' : `${found.path} (a member name)`;
 }
 
 /** String.prototype.isWellFormed (Node 20; not yet in this project's ES2023 typings). */

@@ -4,21 +4,12 @@
 // schema map, webhook header names, a custom action's output), must not hold it: refused with a
 // clear error instead of silently renamed or dropped.
 
+import { findInJson, memberPath } from './json-find.ts';
+
 export const PROTO_KEY = '__proto__';
 
 /** The path (`a.b[2]`) of the first "__proto__" key in a parsed JSON value, or undefined. */
 export function protoKeyPath(root: unknown): string | undefined {
-  const pending: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }];
-  while (pending.length > 0) {
-    const { value, path } = pending.pop()!;
-    if (Array.isArray(value)) value.forEach((item, index) => pending.push({ value: item, path: `${path}[${index}]` }));
-    else if (value !== null && typeof value === 'object') {
-      for (const [key, item] of Object.entries(value)) {
-        const at = path === '' ? key : `${path}.${key}`;
-        if (key === PROTO_KEY) return at;
-        pending.push({ value: item, path: at });
-      }
-    }
-  }
-  return undefined;
+  const found = findInJson(root, { badKey: (key) => key === PROTO_KEY });
+  return found === undefined ? undefined : memberPath(found.path, found.key ?? '');
 }
