@@ -109,7 +109,8 @@ function compileIsolated(schema: object, using: SchemaCompiler = compiler): Vali
 
 /** Compiles every declared schema; a schema that is not valid JSON Schema is a 400 naming the event type. */
 export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>>): void {
-  const scratch = scratchCompiler();
+  // Made for the first schema only: a write that declares none costs no ajv instance.
+  let scratch: SchemaCompiler | undefined;
   for (const [type, schema] of Object.entries(eventTypes)) {
     const field = `event_types.${type}`;
     if (JSON.stringify(schema).length > MAX_SCHEMA_BYTES) {
@@ -120,7 +121,7 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
       if (protoAt !== undefined) throw new Error(`the key "${PROTO_KEY}" (at ${protoAt}) cannot be stored`);
       const problem = unknownFormat(schema);
       if (problem !== undefined) throw new Error(problem);
-      compileIsolated(schema, scratch);
+      compileIsolated(schema, (scratch ??= scratchCompiler()));
     } catch (error) {
       const detail = error instanceof Error ? error.message : 'invalid schema';
       throw new InputError(400, 'invalid_event_schema', `The schema for "${type}" is not a valid JSON Schema: ${detail}.`, { field });
