@@ -48,15 +48,16 @@ const startTimeOf = (pid: number): string | undefined => statOf(pid)[19];
 const PF_EXITING = 0x4;
 const EXIT_WAIT_MS = 10_000;
 
-/** Zombie or dead: it has released its files and memory, whatever its parent does. (Without
- * /proc, as on macOS, a process that answers a signal counts as running.) */
-const hasExited = (pid: number): boolean => ['Z', 'X', 'x'].includes(statOf(pid)[0] ?? '');
+/** Zombie or dead (from its stat fields): it has released its files and memory, whatever its
+ * parent does. (Without /proc, as on macOS, a process that answers a signal counts as running.) */
+const exitedIn = (stat: readonly string[]): boolean => ['Z', 'X', 'x'].includes(stat[0] ?? '');
+const hasExited = (pid: number): boolean => exitedIn(statOf(pid));
 
 /** Waits (blocking, as taking the lock is) up to EXIT_WAIT_MS for an exiting process to finish. */
 function waitWhileExiting(pid: number): void {
   const deadline = Date.now() + EXIT_WAIT_MS;
   const pause = new Int32Array(new SharedArrayBuffer(4));
-  while (Date.now() < deadline && !hasExited(pid) && (Number(statOf(pid)[6]) & PF_EXITING) !== 0) Atomics.wait(pause, 0, 0, 20);
+  for (let stat = statOf(pid); Date.now() < deadline && !exitedIn(stat) && (Number(stat[6]) & PF_EXITING) !== 0; stat = statOf(pid)) Atomics.wait(pause, 0, 0, 20);
 }
 
 function isRunning(pid: number): boolean {

@@ -67,10 +67,10 @@ export interface DeviceRecord {
 /** The source recorded on a device's events; its messages' ids are deduplicated under it. */
 export const deviceSource = (name: string): string => `@device:${name}`;
 
-/** The device as the event schemas see it (its validators are cached under its event source). */
 /** A device registered before devices declared schemas has none stored: it declares none. */
 const eventTypesOf = (device: DeviceRecord): Readonly<Record<string, object>> => device.event_types ?? {};
 
+/** The device as the event schemas see it (its validators are cached under its event source). */
 export const deviceSchemas = (device: DeviceRecord): SchemaDeclarer => ({ org_id: device.org_id, name: deviceSource(device.name), event_types: eventTypesOf(device), updated_at: device.updated_at });
 
 /** The socket path a device connects to (beside /hooks/:org/:source, outside the API-key paths). */

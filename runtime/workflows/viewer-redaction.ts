@@ -87,8 +87,8 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
     const url = new URL(step.url);
     for (const segment of url.pathname.split('/')) if (!PLAIN_SEGMENT.test(segment)) found.add(segment).add(decodedOr(segment));
     for (const value of url.searchParams.values()) found.add(value);
-    // A bare part is all value; a pair's value as written too.
-    for (const part of queryParts(url)) found.add(part.slice(part.indexOf('=') + 1)).add(decodedOr(part.slice(part.indexOf('=') + 1)));
+    // A bare part is all value; a pair's value as written, and decoded.
+    for (const value of queryParts(url).map((part) => part.slice(part.indexOf('=') + 1))) found.add(value).add(decodedOr(value));
     if (url.hash.length > 1) found.add(url.hash.slice(1));
   }
   const long = [...found].filter((value) => value.length >= MIN_SCRUBBED_LENGTH);
