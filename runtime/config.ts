@@ -9,6 +9,7 @@ import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
+import { defaultStepInputBytes } from './runs/step-input-budget.ts';
 import { WEBHOOK_TARGETS, type WebhookTargets } from './runs/webhook-address-policy.ts';
 
 export interface RuntimeConfig {
@@ -37,6 +38,8 @@ export interface RuntimeConfig {
   readonly runnerToken: string | undefined;
   /** Open connections webhook steps may hold per org and receiver origin; more requests wait for one. */
   readonly webhookConnections: number;
+  /** Payload bytes the steps being performed may hold at once (webhook bodies, custom action input); more steps wait. */
+  readonly stepInputBytes: number;
   /** Which addresses webhook steps may reach: `public` only, or `any` (local receivers too). */
   readonly webhookTargets: WebhookTargets;
 }
@@ -111,6 +114,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       runner: { type: 'string' },
       'webhook-connections': { type: 'string' },
       'webhook-targets': { type: 'string' },
+      'step-input-mib': { type: 'string' },
     },
   });
   const dataDir = resolve(text('--data-dir', values['data-dir'], env.SLUICE_DATA_DIR) ?? './.sluice');
@@ -141,8 +145,14 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     runner: parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner),
     runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),
     webhookConnections: integer(setting('--webhook-connections', values['webhook-connections'], 'SLUICE_WEBHOOK_CONNECTIONS', env), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
+    stepInputBytes: stepInputBytes(setting('--step-input-mib', values['step-input-mib'], 'SLUICE_STEP_INPUT_MIB', env)),
     webhookTargets: parseWebhookTargets(setting('--webhook-targets', values['webhook-targets'], 'SLUICE_WEBHOOK_TARGETS', env), defaults.webhookTargets),
   };
+}
+
+/** `--step-input-mib` in bytes; unset, a share of the heap limit (step-input-budget.ts). */
+function stepInputBytes(given: Setting): number {
+  return given.raw === undefined ? defaultStepInputBytes() : integer(given, 0, 1, 65_536) * 1024 * 1024;
 }
 
 function parseWebhookTargets({ name, raw }: Setting, fallback: WebhookTargets): WebhookTargets {

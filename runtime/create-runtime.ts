@@ -36,13 +36,14 @@ import { openLedger } from './ledger/open-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics, observeDevices, observeEngine, observeWebhookConnections } from './metrics.ts';
+import { createRuntimeMetrics, observeDevices, observeEngine, observeStepInputs, observeWebhookConnections } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
 import { DAY_MS, pruneHistory } from './events/history-retention.ts';
 import { RunEngine } from './runs/run-engine.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
+import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { WorkflowStore } from './workflows/workflow-store.ts';
@@ -122,10 +123,13 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets);
   observeWebhookConnections(metrics, () => connections.stats());
   opened.push(() => connections.close());
+  const stepInputs = new StepInputBudget(config.stepInputBytes);
+  observeStepInputs(metrics, () => stepInputs.stats());
   const engine = new RunEngine({
     ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, projections,
     selfPort: () => boundPort,
     connections,
+    stepInputs,
     actions,
     runner: runner.client,
   });

@@ -78,3 +78,8 @@ export function observeWebhookConnections(metrics: RuntimeMetrics, stats: () => 
   scrapedGauge(metrics, 'sluice_webhook_connections_open', 'Sockets webhook steps hold open (busy or idle), over every org and receiver.', () => stats().open);
   scrapedGauge(metrics, 'sluice_webhook_requests_waiting', 'Webhook requests waiting for a connection because their org is at its cap for that receiver.', () => stats().waiting);
 }
+
+export function observeStepInputs(metrics: RuntimeMetrics, stats: () => { readonly heldBytes: number; readonly waiting: number }): void {
+  scrapedGauge(metrics, 'sluice_step_input_bytes', 'Payload bytes held by the steps being performed (webhook bodies, custom action input).', () => stats().heldBytes);
+  scrapedGauge(metrics, 'sluice_steps_waiting_for_memory', 'Steps waiting for their payload to fit the step input budget before they read their event.', () => stats().waiting);
+}

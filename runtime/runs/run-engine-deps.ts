@@ -15,6 +15,7 @@ import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { ActionResolver } from './custom-action-step.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import type { RunStore } from './run-store.ts';
+import type { StepInputBudget } from './step-input-budget.ts';
 
 /** What the engine reads of workflows (implemented by the workflow store). */
 export interface WorkflowLookup {
@@ -40,6 +41,8 @@ export interface RunEngineDeps {
   readonly selfPort: () => number;
   /** The capped keep-alive pools webhook steps send through. */
   readonly connections: OutboundConnections;
+  /** Payload bytes the steps being performed may hold at once; a step waits for its share before it reads its event. */
+  readonly stepInputs: StepInputBudget;
   readonly projections: ProjectionStore;
   /** Custom actions and the hook-runner; a custom_action step fails closed without them. */
   readonly actions: ActionResolver | undefined;

@@ -9,6 +9,8 @@ import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } fro
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
+import type { StoredEvent } from '../events/event-record.ts';
+import { payloadTextOf } from '../events/payload-text.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
@@ -20,7 +22,7 @@ import { recoverUnfinishedRuns } from './run-recovery.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';
-import { performStep } from './step-dispatcher.ts';
+import { performStep, type StepOutcome } from './step-dispatcher.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 
 interface LiveRun {
@@ -348,8 +350,26 @@ export class RunEngine {
 
   async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
-    const event = this.#d.events.get(ctx.orgId, ctx.eventId);
-    const { report, effects } = await performStep({
+    let event = this.#d.events.get(ctx.orgId, ctx.eventId);
+    const bytes = event === undefined ? 0 : payloadTextOf(event).length;
+    if (!this.#d.stepInputs.tryTake(bytes)) {
+      // Not held while it waits: the wait exists to bound how many payloads are in memory.
+      event = undefined;
+      await this.#d.stepInputs.take(bytes);
+      event = this.#d.events.get(ctx.orgId, ctx.eventId);
+    }
+    let outcome: StepOutcome;
+    try {
+      outcome = await this.#performWith(run, work, event);
+    } finally {
+      this.#d.stepInputs.release(bytes);
+    }
+    await this.send(ctx.orgId, ctx.runId, outcome.report, outcome.effects);
+  }
+
+  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: StoredEvent | undefined): Promise<StepOutcome> {
+    const ctx = run.context;
+    return performStep({
       run,
       work,
       version: this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion),
@@ -363,7 +383,6 @@ export class RunEngine {
       runner: this.#d.runner,
       stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence),
     });
-    await this.send(ctx.orgId, ctx.runId, report, effects);
   }
 
   /**
