@@ -8,6 +8,7 @@ import { ScheduleStore } from './triggers/schedule-store.ts';
 import { ScheduleTicker } from './triggers/schedule-ticker.ts';
 import { deviceRoutes } from './api/devices-api.ts';
 import { DeviceStore } from './triggers/device-store.ts';
+import { deviceSchemas } from './triggers/device-record.ts';
 import { DeviceSockets } from './triggers/device-sockets.ts';
 import { deviceUpgradeRequired } from './triggers/device-upgrade.ts';
 import { eventRoutes } from './api/events-api.ts';
@@ -46,6 +47,7 @@ import { OutboundConnections } from './runs/outbound-connections.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
 import { SourceStore } from './sources/source-store.ts';
+import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
 import { WorkflowStore } from './workflows/workflow-store.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
 import { OrganizationStore } from './tenancy/organizations.ts';
@@ -195,6 +197,8 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   // previous process left open, make runs, which the engine must own.
   ticker.start();
   await devices.start();
+  // Schemas stored before a rule that now refuses them: named now, not first by a sender's 422.
+  warnOfStaleSchemas([...sources.all(), ...Array.from(deviceStore.all(), deviceSchemas)], logger);
 
   const pruneTimer = setInterval(() => {
     const failed = (job: string) => (error: unknown): void => {

@@ -94,6 +94,14 @@ function unboundedUniqueItems(schema: object): string | undefined {
 }
 
 /**
+ * Why a stored schema would be refused at ingest without compiling it (a rule introduced after it
+ * was written), or undefined: the checks compileIsolated makes before ajv sees the schema.
+ */
+export function storedSchemaProblem(schema: object): string | undefined {
+  return notSelfContained(schema) ?? unboundedUniqueItems(schema);
+}
+
+/**
  * Compiles one customer schema and drops ajv's own reference to it; the validator keeps working.
  * Only self-contained schemas: without any `$id`, ajv registers nothing, and removing the schema
  * removes only its cache entry (by object), never a registered schema such as the meta-schema.

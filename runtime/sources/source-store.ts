@@ -45,6 +45,11 @@ export class SourceStore {
     return source;
   }
 
+  /** Every org's sources, read as stored (for the boot check of their schemas). */
+  *all(): Generator<SourceRecord> {
+    for (const { value } of this.#ledger.sources.getRange({})) yield value as SourceRecord;
+  }
+
   list(orgId: string): SourceRecord[] {
     return [...this.#ledger.sources.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as SourceRecord);
   }

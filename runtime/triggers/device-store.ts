@@ -47,6 +47,11 @@ export class DeviceStore {
     return device;
   }
 
+  /** Every org's devices, read as stored (for the boot check of their schemas). */
+  *all(): Generator<DeviceRecord> {
+    for (const { value } of this.#table.getRange({})) yield value as DeviceRecord;
+  }
+
   list(orgId: string): DeviceRecord[] {
     return [...this.#table.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as DeviceRecord);
   }

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import type { Clock } from '../../runtime/clock.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { createRuntime, type Runtime } from '../../runtime/create-runtime.ts';
-import { createLogger } from '../../runtime/log.ts';
+import { createLogger, type Logger } from '../../runtime/log.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 
@@ -32,6 +32,8 @@ interface StartOptions {
   readonly dataDir?: string;
   readonly args?: string[];
   readonly ledger?: Ledger;
+  /** Default: silent. */
+  readonly logger?: Logger;
 }
 
 /**
@@ -50,7 +52,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
   // Tests' receivers are local, so webhook steps may reach any address unless a test asks otherwise.
   const config = loadRuntimeConfig(['--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, '--webhook-targets', 'any', ...(options.args ?? [])], {});
   const runtime = await createRuntime(config, {
-    logger: createLogger('silent'),
+    logger: options.logger ?? createLogger('silent'),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(ledger === undefined ? {} : { ledger }),
   });

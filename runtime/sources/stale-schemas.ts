@@ -1,0 +1,34 @@
+// Finds, at boot, the event schemas stored before a rule that now refuses them (an unbounded
+// `uniqueItems`, a `$id`): ingest answers their events `422 invalid_event_schema` until the source
+// or device is updated, and the operator should hear of it before the senders do.
+
+import type { Logger } from '../log.ts';
+import { storedSchemaProblem, type SchemaDeclarer } from './event-schemas.ts';
+
+export interface StaleSchema {
+  readonly org_id: string;
+  /** The source's name, or a device's event source (`@device:<name>`). */
+  readonly source: string;
+  readonly event_type: string;
+  readonly problem: string;
+}
+
+export function* staleSchemas(declarers: Iterable<SchemaDeclarer>): Generator<StaleSchema> {
+  for (const declarer of declarers) {
+    // Sources stored before schemas existed have no event_types.
+    for (const [type, schema] of Object.entries(declarer.event_types ?? {})) {
+      const problem = storedSchemaProblem(schema);
+      if (problem !== undefined) yield { org_id: declarer.org_id, source: declarer.name, event_type: type, problem };
+    }
+  }
+}
+
+/** One warning per stale schema; returns how many there were. */
+export function warnOfStaleSchemas(declarers: Iterable<SchemaDeclarer>, logger: Logger): number {
+  let count = 0;
+  for (const stale of staleSchemas(declarers)) {
+    count += 1;
+    logger.warn('stored event schema refused at ingest: its events get 422 invalid_event_schema until the source or device is updated', { ...stale });
+  }
+  return count;
+}
