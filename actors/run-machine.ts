@@ -18,7 +18,10 @@
 //
 // A run holds a tenant slot exactly while it is `running`: between consecutive steps it keeps
 // it, a timer wait gives it back, and the wake-up re-enters `queued` (supervisor's resume lane).
-// `advancing` is a transient routing state (eventless transitions): no snapshot ever rests there.
+// Moving on to the next step (replay skips, then the claim) is part of the transition that
+// causes it, `advance`, and guards pick its target beforehand (`advanceStop`): each event is one
+// microstep with one `assign`. An earlier version routed through a transient `advancing` state;
+// no snapshot ever rested there, so none is stored (and readPersistedRun rejects one).
 // Step reports whose step id or fence do not match the open attempt are ignored (no transition),
 // as is any event a state does not list. `snapshot.can(event)` tells the shell beforehand.
 // Every claim of a step increments `context.fence`, so fences strictly increase within a run.
@@ -26,10 +29,9 @@
 import { and, assign, setup } from 'xstate';
 import {
   abandonPending,
-  allStepsDone,
+  advance,
+  advanceStop,
   cancelRun,
-  claimCurrent,
-  currentStep,
   decideFailure,
   finishCurrent,
   initialContext,
@@ -37,7 +39,6 @@ import {
   markStarted,
   prepareResume,
   recordFailure,
-  skipReplayed,
   timerDue,
 } from './run-progress.ts';
 import type { RunContext, RunEvent, RunInput } from './run-types.ts';
@@ -65,23 +66,25 @@ export const runMachine = setup({
       event.type === 'step.failed' && decideFailure(context, event.error).kind === 'retry',
     retryDue: ({ context, event }) => timerDue(context.retryAt, event.at),
     wakeDue: ({ context, event }) => timerDue(context.wakeAt, event.at),
-    allDone: ({ context }) => allStepsDone(context),
     delayIsLastStep: ({ context }) => context.currentIndex >= context.steps.length - 1,
-    currentIsDelay: ({ context }) => currentStep(context)?.type === 'delay',
+    // Where the transition's `advance` will leave the run: from the cursor on admission, from the
+    // step after the current one when that one finishes (guards run before the `assign`).
+    admissionCompletes: ({ context }) => advanceStop(context, context.currentIndex) === 'completed',
+    admissionDelays: ({ context }) => advanceStop(context, context.currentIndex) === 'delaying',
+    finishCompletes: ({ context }) => advanceStop(context, context.currentIndex + 1) === 'completed',
+    finishDelays: ({ context }) => advanceStop(context, context.currentIndex + 1) === 'delaying',
   },
   actions: {
-    // Every accepted event carries the shell's `at`; routing actions read it back from context.
-    touch: assign(({ event }) => ({ updatedAt: event.at })),
-    claim: assign(({ context }) => claimCurrent(context, context.updatedAt)),
-    skipReplayed: assign(({ context }) => skipReplayed(context, context.updatedAt)),
+    // One `assign` per transition: XState clones the snapshot once per `assign`.
+    admitAndAdvance: assign(({ context, event }) => advance({ ...context, updatedAt: event.at }, event.at)),
     markStarted: assign(({ context, event }) => markStarted(context, event.at)),
-    recordSuccess: assign(({ context, event }) => {
+    succeedAndAdvance: assign(({ context, event }) => {
       const e = event as EventOf<'step.succeeded'>;
-      return finishCurrent(startedBy(context, e.startedAt), 'succeeded', e.at, e.result, e.evidence ?? null);
+      return advance(finishCurrent(startedBy(context, e.startedAt), 'succeeded', e.at, e.result, e.evidence ?? null), e.at);
     }),
-    recordSkip: assign(({ context, event }) => {
+    skipAndAdvance: assign(({ context, event }) => {
       const e = event as EventOf<'step.skipped'>;
-      return finishCurrent(startedBy(context, e.startedAt), 'skipped', e.at, null, e.evidence ?? { reason: e.reason });
+      return advance(finishCurrent(startedBy(context, e.startedAt), 'skipped', e.at, null, e.evidence ?? { reason: e.reason }), e.at);
     }),
     recordFailure: assign(({ context, event }) => {
       const e = event as EventOf<'step.failed'>;
@@ -109,22 +112,29 @@ export const runMachine = setup({
   },
   states: {
     queued: {
-      on: { 'run.admitted': { target: 'advancing', actions: 'touch' } },
-    },
-    advancing: {
-      // Entry runs before the eventless transitions are chosen, so they see the cursor after skips.
-      entry: 'skipReplayed',
-      always: [
-        { guard: 'allDone', target: 'completed' },
-        { guard: 'currentIsDelay', target: 'delaying', actions: 'claim' },
-        { target: 'running', actions: 'claim' },
-      ],
+      on: {
+        'run.admitted': [
+          { guard: 'admissionCompletes', target: 'completed', actions: 'admitAndAdvance' },
+          { guard: 'admissionDelays', target: 'delaying', actions: 'admitAndAdvance' },
+          { target: 'running', actions: 'admitAndAdvance' },
+        ],
+      },
     },
     running: {
+      // A finished step whose successor is dispatched stays `running` (no target): the claim of
+      // the next step is the new open attempt. `running` has no entry or exit actions to re-run.
       on: {
         'step.started': { guard: 'isCurrentReport', actions: 'markStarted' },
-        'step.succeeded': { guard: 'isCurrentReport', target: 'advancing', actions: 'recordSuccess' },
-        'step.skipped': { guard: 'isCurrentReport', target: 'advancing', actions: 'recordSkip' },
+        'step.succeeded': [
+          { guard: and(['isCurrentReport', 'finishCompletes']), target: 'completed', actions: 'succeedAndAdvance' },
+          { guard: and(['isCurrentReport', 'finishDelays']), target: 'delaying', actions: 'succeedAndAdvance' },
+          { guard: 'isCurrentReport', actions: 'succeedAndAdvance' },
+        ],
+        'step.skipped': [
+          { guard: and(['isCurrentReport', 'finishCompletes']), target: 'completed', actions: 'skipAndAdvance' },
+          { guard: and(['isCurrentReport', 'finishDelays']), target: 'delaying', actions: 'skipAndAdvance' },
+          { guard: 'isCurrentReport', actions: 'skipAndAdvance' },
+        ],
         'step.failed': [
           { guard: and(['isCurrentReport', 'shouldRetry']), target: 'backoff', actions: 'recordFailure' },
           { guard: 'isCurrentReport', target: 'failed', actions: 'recordFailure' },

@@ -61,13 +61,16 @@ function patchOpenAttempt(step: StepRecord, patch: Partial<StepAttempt>): StepRe
   return { ...step, attempts };
 }
 
+/** A step a replay with `skipSideEffects` closes as skipped instead of running it: a webhook. */
+const isReplaySkipped = (ctx: RunContext, step: StepRecord | undefined): step is StepRecord => ctx.skipSideEffects && step?.type === 'webhook';
+
 /**
  * Replays with `skipSideEffects` never send webhooks: each such step at the cursor is claimed
  * under its own fence and closed as `skipped` at once. Stops at the first step that must run.
  */
 export function skipReplayed(ctx: RunContext, at: number): RunContext {
   let next = ctx;
-  for (let step = currentStep(next); next.skipSideEffects && step?.type === 'webhook'; step = currentStep(next)) {
+  for (let step = currentStep(next); isReplaySkipped(next, step); step = currentStep(next)) {
     const fence = next.fence + 1;
     const attempt: StepAttempt = {
       attempt: step.attempts.length + 1,
@@ -106,6 +109,31 @@ export function claimCurrent(ctx: RunContext, at: number): RunContext {
     attempts: [...s.attempts, attempt],
   }));
   return step.type === 'delay' ? { ...claimed, wakeAt: at + (step.delayMs ?? 0) } : claimed;
+}
+
+/** The state a run rests in after `advance`: finished, waiting on a delay, or dispatching a step. */
+export type AdvanceStop = 'completed' | 'delaying' | 'running';
+
+/**
+ * Where `advance` will leave a run whose cursor moves to step `from`: past the steps a replay
+ * skips, at the end, at a delay, or at a step to dispatch. It builds nothing, so the machine's
+ * guards ask it before the transition's `assign` runs (guards see the context before it).
+ */
+export function advanceStop(ctx: RunContext, from: number): AdvanceStop {
+  let index = from;
+  while (isReplaySkipped(ctx, ctx.steps[index])) index += 1;
+  const step = ctx.steps[index];
+  if (step === undefined) return 'completed';
+  return step.type === 'delay' ? 'delaying' : 'running';
+}
+
+/**
+ * Brings the cursor (at the step to run next) to rest: closes the steps a replay skips, then claims
+ * the step it reaches, if any. `advanceStop(ctx, ctx.currentIndex)` says where it rests.
+ */
+export function advance(ctx: RunContext, at: number): RunContext {
+  const next = skipReplayed(ctx, at);
+  return allStepsDone(next) ? next : claimCurrent(next, at);
 }
 
 export function markStarted(ctx: RunContext, at: number): RunContext {

@@ -1,10 +1,13 @@
 // The run machine driven through a real XState actor with injected times: happy path, retries,
-// failures, cancel, resume, stale fences, delays and replays that skip side effects.
+// failures, cancel, resume, stale fences, delays, replays that skip side effects, and advancing.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { createActor } from 'xstate';
 import { asStepId } from '../../actors/ids.ts';
+import { runMachine } from '../../actors/run-machine.ts';
 import { applyReportAfterCancel, persistSnapshot } from '../../actors/run-transition.ts';
+import type { RunStepPlan } from '../../actors/run-types.ts';
 import {
   actionStep,
   allFences,
@@ -14,6 +17,7 @@ import {
   failStep,
   runInput,
   startActor,
+  type RunActor,
   stateOf,
   succeed,
   T0,
@@ -297,5 +301,75 @@ describe('run machine: delays and skipped steps', () => {
     assert.equal(attemptsOf(actor, 'c')[0]?.outcome, 'skipped');
     assert.deepEqual(attemptsOf(actor, 'c')[0]?.evidence, { reason: 'replay_skip_side_effects' });
     assert.equal(dispatch(actor).stepId, 'd');
+  });
+});
+
+describe('run machine: advancing to the next step', () => {
+  /** Every plan of up to three steps drawn from webhook, custom action and delay. */
+  function allPlans(): RunStepPlan[][] {
+    const kinds = [webhookStep, actionStep, (id: string) => delayStep(id, 10)];
+    const plans: RunStepPlan[][] = [[]];
+    for (let length = 1; length <= 3; length += 1) {
+      for (let code = 0; code < 3 ** length; code += 1) {
+        plans.push(Array.from({ length }, (_, i) => kinds[Math.floor(code / 3 ** i) % 3]!(`s${i}`)));
+      }
+    }
+    return plans;
+  }
+
+  /** The state the context implies: where the cursor rests and what its open attempt is. */
+  function impliedState(actor: RunActor): string {
+    const { context } = actor.getSnapshot();
+    const step = context.steps[context.currentIndex];
+    if (step === undefined) return 'completed';
+    // A delay's wake-up re-enters `queued` at the next step: the next admission skips or claims it.
+    if (step.attempts.at(-1)?.outcome !== 'pending') return 'queued';
+    return step.type === 'delay' ? 'delaying' : 'running';
+  }
+
+  it('lands each admission and finished step in the state its context implies, for every mix of steps', () => {
+    let checked = 0;
+    for (const skipSideEffects of [false, true]) {
+      for (const plan of allPlans()) {
+        const label = `${plan.map((s) => s.type).join(',') || 'no steps'} skipSideEffects=${skipSideEffects}`;
+        const actor = startActor(runInput(plan, { skipSideEffects }));
+        let now = T0;
+        let reportSkip = false;
+        while (actor.getSnapshot().status === 'active') {
+          const state = stateOf(actor);
+          if (state === 'queued') actor.send({ type: 'run.admitted', at: (now += 1) });
+          else if (state === 'delaying') actor.send({ type: 'timer.fired', at: (now += 10) });
+          else if ((reportSkip = !reportSkip)) succeed(actor, (now += 1));
+          else actor.send({ type: 'step.skipped', stepId: dispatch(actor).stepId, fence: dispatch(actor).fence, reason: 'test', at: (now += 1) });
+          assert.equal(stateOf(actor), impliedState(actor), label);
+          checked += 1;
+        }
+        const statuses = actor.getSnapshot().context.steps.map((s) => s.status);
+        assert.deepEqual(statuses.filter((s) => s !== 'succeeded' && s !== 'skipped'), [], label);
+        if (skipSideEffects) assert.ok(plan.every((s, i) => s.type !== 'webhook' || attemptsOf(actor, s.id)[0]?.evidence !== null && statuses[i] === 'skipped'), label);
+        assert.deepEqual(allFences(actor), plan.map((_, i) => i + 1), `${label}: one claim per step`);
+      }
+    }
+    assert.ok(checked > 200, `checked ${checked} transitions`);
+  });
+
+  it('takes one microstep per admission and step report (no transient routing state)', () => {
+    let microsteps = 0;
+    const actor = createActor(runMachine, {
+      input: runInput([webhookStep('a'), actionStep('b'), delayStep('d', 5), webhookStep('e')], { skipSideEffects: true }),
+      inspect: (event) => {
+        if (event.type === '@xstate.microstep') microsteps += 1;
+      },
+    }).start();
+    const countOf = (send: () => void): number => {
+      microsteps = 0;
+      send();
+      return microsteps;
+    };
+    assert.equal(countOf(() => actor.send({ type: 'run.admitted', at: T0 })), 1, 'admission (after a replay skip)');
+    assert.equal(countOf(() => succeed(actor, T0 + 1)), 1, 'step report into a delay');
+    assert.equal(countOf(() => actor.send({ type: 'timer.fired', at: T0 + 6 })), 1);
+    assert.equal(countOf(() => actor.send({ type: 'run.admitted', at: T0 + 7 })), 1, 'admission that completes the run');
+    assert.equal(stateOf(actor), 'completed');
   });
 });
