@@ -8,8 +8,11 @@ import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts
 import { loneSurrogatePath } from '../validation/lone-surrogate.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 
-export const PROJECTION_NAME = /^[a-z0-9_.-]{1,120}$/;
-export const ENTITY_TYPE = /^[a-z0-9_.-]{1,64}$/;
+// Never `.` or `..` alone: each is a segment of the row's URL, and URL clients (fetch, browsers)
+// resolve them, `%2E` too, so `/projections/..` would read the organization instead.
+export const PROJECTION_NAME = /^(?!\.\.?$)[a-z0-9_.-]{1,120}$/;
+export const ENTITY_TYPE = /^(?!\.\.?$)[a-z0-9_.-]{1,64}$/;
+const isDotSegment = (text: string): boolean => text === '.' || text === '..';
 const EVENT_TYPE = new RegExp(EVENT_TYPE_PATTERN);
 
 export interface ProjectionWrite {
@@ -55,7 +58,7 @@ function parseProjection(value: JsonValue): ProjectionWrite {
   if (!isObject(value)) throw new OutputContractError('projection', 'projection must be an object.');
   const name = value.name;
   if (typeof name !== 'string' || !PROJECTION_NAME.test(name)) {
-    throw new OutputContractError('projection.name', 'projection.name must match [a-z0-9_.-]{1,120}.');
+    throw new OutputContractError('projection.name', 'projection.name must match [a-z0-9_.-]{1,120} and not be "." or "..".');
   }
   const type = value.entity_type;
   const id = value.entity_id;
@@ -68,7 +71,7 @@ function parseProjection(value: JsonValue): ProjectionWrite {
   let entity: ProjectionWrite['entity'] = null;
   if (hasType && hasId) {
     if (typeof type !== 'string' || !ENTITY_TYPE.test(type)) {
-      throw new OutputContractError('projection.entity_type', 'projection.entity_type must match [a-z0-9_.-]{1,64}.');
+      throw new OutputContractError('projection.entity_type', 'projection.entity_type must match [a-z0-9_.-]{1,64} and not be "." or "..".');
     }
     // A number past 2^53 was rounded by JSON.parse: two entities would share one row. It must come as a string.
     if (typeof id === 'number' && !Number.isSafeInteger(id)) {
@@ -78,6 +81,7 @@ function parseProjection(value: JsonValue): ProjectionWrite {
     if (typeof text !== 'string' || text.length === 0 || text.length > 200) {
       throw new OutputContractError('projection.entity_id', 'projection.entity_id must be a string of 1-200 characters or a whole number.');
     }
+    if (isDotSegment(text)) throw new OutputContractError('projection.entity_id', 'projection.entity_id cannot be "." or "..": URL clients resolve them as path segments.');
     entity = { type, id: text };
   }
   return {

@@ -42,11 +42,18 @@ test('projection caps (DESIGN 6.5): name [a-z0-9_.-]{1,120}, entity_id, title â‰
     { name: 120, id: 200, title: 200, status: 40 },
   );
   assert.deepEqual(checkContract(projection({ name: 'order_risk.v2-eu' })), { ok: true }, 'every character of the name\'s charset');
+  assert.deepEqual(checkContract(projection({ name: '...', entity_type: '.x', entity_id: '..x' })), { ok: true }, 'dots with more than a path segment\'s');
 
   const overCap: Array<[string, Record<string, unknown>, string]> = [
     ['a name of 121 characters', { name: 'a'.repeat(121) }, 'projection.name'],
     ['an uppercase name', { name: 'Risk' }, 'projection.name'],
     ['an empty name', { name: '' }, 'projection.name'],
+    // Path segments URL clients resolve (`/projections/..` would read the organization).
+    ['a name "."', { name: '.' }, 'projection.name'],
+    ['a name ".."', { name: '..' }, 'projection.name'],
+    ['an entity_type ".."', { entity_type: '..', entity_id: 'x' }, 'projection.entity_type'],
+    ['an entity_id "."', { entity_type: 'order', entity_id: '.' }, 'projection.entity_id'],
+    ['an entity_id ".."', { entity_type: 'order', entity_id: '..' }, 'projection.entity_id'],
     ['an entity_id of 201 characters', { entity_type: 'order', entity_id: 'i'.repeat(201) }, 'projection.entity_id'],
     ['a title of 201 characters', { title: 't'.repeat(201) }, 'projection.title'],
     ['a status of 41 characters', { status: 's'.repeat(41) }, 'projection.status'],
