@@ -67,7 +67,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         return rawJson(201, { device: describeDevice(device), token });
       },
     },
-    ...namedRecordReads(ctx, base, { plural: 'devices', singular: 'device', what: 'Device', list: (orgId) => devices.list(orgId), require: (orgId, name) => devices.require(orgId, name), describe: describeDevice }),
+    ...namedRecordReads(ctx, base, { plural: 'devices', singular: 'device', what: 'Device', listAfter: (orgId, afterName) => devices.listAfter(orgId, afterName), require: (orgId, name) => devices.require(orgId, name), describe: describeDevice }),
     {
       // A new schema applies to the next message, on an open socket too.
       method: 'PATCH',

@@ -1,23 +1,34 @@
 // The two reads every org's named, environment-scoped record has (sources, schedules, devices):
-// GET <base> lists those of the requested environment, GET <base>/:name answers one (404 for a
-// record of the other environment). Reads need the viewer role.
+// GET <base> lists those of the requested environment by name, a page at a time (`limit`, `cursor`,
+// and at most MAX_PAGE_BYTES of answer: a device or source can carry a megabyte of schemas),
+// GET <base>/:name answers one (404 for a record of the other environment). Reads need the viewer role.
 
 import { rawJson, type Route } from '../http/types.ts';
 import type { ApiContext } from './context.ts';
-import { environmentOf, namedInEnvironment } from './query-params.ts';
+import { MAX_PAGE_BYTES } from '../ledger/page-by-time.ts';
+import { encodeCursor, environmentOf, namedInEnvironment, parseCursorOf, parseLimit } from './query-params.ts';
 
-export interface NamedRecords<T extends { readonly environment: string }> {
+interface NamedRecord {
+  readonly name: string;
+  readonly environment: string;
+}
+
+/** Names in a cursor: every record name here is at most 64 characters. */
+const isRecordName = (value: unknown): value is string => typeof value === 'string' && value.length > 0 && value.length <= 128;
+
+export interface NamedRecords<T extends NamedRecord> {
   /** The answers' keys: `{[plural]: [...]}` and `{[singular]: {...}}`; `what` names one in a 404. */
   readonly plural: string;
   readonly singular: string;
   readonly what: string;
-  readonly list: (orgId: string) => readonly T[];
+  /** The org's records in name order after `afterName`, read lazily. */
+  readonly listAfter: (orgId: string, afterName: string | undefined) => Iterable<T>;
   readonly require: (orgId: string, name: string) => T;
   /** The API view of one record. */
   readonly describe: (record: T) => unknown;
 }
 
-export function namedRecordReads<T extends { readonly environment: string }>(ctx: ApiContext, base: string, records: NamedRecords<T>): Route[] {
+export function namedRecordReads<T extends NamedRecord>(ctx: ApiContext, base: string, records: NamedRecords<T>): Route[] {
   return [
     {
       method: 'GET',
@@ -25,7 +36,24 @@ export function namedRecordReads<T extends { readonly environment: string }>(ctx
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const environment = environmentOf(request, org);
-        return rawJson(200, { [records.plural]: records.list(org.id).filter((record) => record.environment === environment).map(records.describe) });
+        const limit = parseLimit(request);
+        const after = parseCursorOf(request, [isRecordName]);
+        const page: unknown[] = [];
+        let bytes = 0;
+        let last: string | undefined;
+        let more = false;
+        for (const record of records.listAfter(org.id, after?.[0])) {
+          if (record.environment !== environment) continue;
+          if (page.length === limit || bytes >= MAX_PAGE_BYTES) {
+            more = true;
+            break;
+          }
+          const view = records.describe(record);
+          bytes += JSON.stringify(view).length;
+          page.push(view);
+          last = record.name;
+        }
+        return rawJson(200, { [records.plural]: page, next_cursor: more && last !== undefined ? encodeCursor([last]) : null });
       },
     },
     {

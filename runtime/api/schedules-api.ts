@@ -102,7 +102,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
       plural: 'schedules',
       singular: 'schedule',
       what: 'Schedule',
-      list: (orgId) => schedules.list(orgId),
+      listAfter: (orgId, afterName) => schedules.listAfter(orgId, afterName),
       require: (orgId, name) => schedules.require(orgId, name),
       describe: (schedule) => describeSchedule(schedule, ctx.clock.now()),
     }),

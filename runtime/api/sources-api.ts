@@ -94,7 +94,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         return json(201, { source: describeSource(source) });
       },
     },
-    ...namedRecordReads(ctx, base, { plural: 'sources', singular: 'source', what: 'Source', list: (orgId) => ctx.sources.list(orgId), require: (orgId, name) => ctx.sources.require(orgId, name), describe: describeSource }),
+    ...namedRecordReads(ctx, base, { plural: 'sources', singular: 'source', what: 'Source', listAfter: (orgId, afterName) => ctx.sources.listAfter(orgId, afterName), require: (orgId, name) => ctx.sources.require(orgId, name), describe: describeSource }),
     {
       method: 'PATCH',
       pattern: `${base}/:name`,

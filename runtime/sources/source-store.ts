@@ -11,6 +11,7 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { forgetSourceSchemas } from './event-schemas.ts';
 import type { SourceRecord } from './source-record.ts';
+import { orgRecords } from '../ledger/org-records.ts';
 
 const deletingKey = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
 
@@ -51,7 +52,12 @@ export class SourceStore {
   }
 
   list(orgId: string): SourceRecord[] {
-    return [...this.#ledger.sources.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as SourceRecord);
+    return [...orgRecords<SourceRecord>(this.#ledger.sources, orgId)];
+  }
+
+  /** The org's sources in name order after `afterName`, read as iterated (list pages). */
+  listAfter(orgId: string, afterName: string | undefined): Iterable<SourceRecord> {
+    return orgRecords<SourceRecord>(this.#ledger.sources, orgId, afterName);
   }
 
   /** Resolves after the source is durable; 409 if the name is taken in this org, or the org holds MAX_SOURCES_PER_ORG. */

@@ -9,6 +9,7 @@ import { changeRecord } from '../ledger/change-record.ts';
 import { forgetSourceSchemas } from '../sources/event-schemas.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import { orgRecords } from '../ledger/org-records.ts';
 import {
   MAX_DEVICES_PER_ORG,
   connectedEvent,
@@ -53,7 +54,12 @@ export class DeviceStore {
   }
 
   list(orgId: string): DeviceRecord[] {
-    return [...this.#table.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as DeviceRecord);
+    return [...orgRecords<DeviceRecord>(this.#table, orgId)];
+  }
+
+  /** The org's devices in name order after `afterName`, read as iterated (list pages). */
+  listAfter(orgId: string, afterName: string | undefined): Iterable<DeviceRecord> {
+    return orgRecords<DeviceRecord>(this.#table, orgId, afterName);
   }
 
   /** Resolves once the device is durable; 409 if the name is taken in this org, or the org holds MAX_DEVICES_PER_ORG. */

@@ -9,6 +9,7 @@ import { durably } from '../ledger/durable-write.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { ScheduleRecord } from './schedule-record.ts';
+import { orgRecords } from '../ledger/org-records.ts';
 
 /** An org's schedules are all armed in memory; the cap keeps that bounded. */
 export const MAX_SCHEDULES_PER_ORG = 100;
@@ -36,7 +37,12 @@ export class ScheduleStore {
   }
 
   list(orgId: string): ScheduleRecord[] {
-    return [...this.#table.getRange({ start: [orgId], end: [orgId, '\uffff'] })].map(({ value }) => value as ScheduleRecord);
+    return [...orgRecords<ScheduleRecord>(this.#table, orgId)];
+  }
+
+  /** The org's schedules in name order after `afterName`, read as iterated (list pages). */
+  listAfter(orgId: string, afterName: string | undefined): Iterable<ScheduleRecord> {
+    return orgRecords<ScheduleRecord>(this.#table, orgId, afterName);
   }
 
   /** Every org's schedules (the ticker arms them at boot). */
