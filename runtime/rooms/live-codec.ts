@@ -21,6 +21,8 @@ export interface RunUpdate {
 export interface Heartbeat {
   readonly at_ms: number;
   readonly last_seq: number;
+  /** Subscribe frames the server had applied on the socket when it sent this heartbeat. */
+  readonly subscribe_frames: number;
 }
 
 export type LiveMessage = { readonly run_update: RunUpdate } | { readonly heartbeat: Heartbeat };

@@ -33,6 +33,8 @@ interface SocketData {
   /** What the upgrade URL asked for; `open` acts on it. */
   readonly requested: Subscription;
   state: SocketState;
+  /** Subscribe frames applied so far; every heartbeat says it, so a client knows which frames follow its last one. */
+  subscribeFrames: number;
 }
 
 /**
@@ -93,7 +95,7 @@ export class LiveRooms {
         }
         // Never an offered entry other than LIVE_PROTOCOL: that one is the API key.
         const protocol = offered.length > 0 ? LIVE_PROTOCOL : '';
-        res.upgrade<SocketData>({ orgId, ...admitted, state: { status: 'opening' } }, key, protocol, extensions, context);
+        res.upgrade<SocketData>({ orgId, ...admitted, state: { status: 'opening' }, subscribeFrames: 0 }, key, protocol, extensions, context);
       },
       open: (ws) => {
         this.#sockets.add(ws);
@@ -239,6 +241,7 @@ export class LiveRooms {
       ws.end(CLOSE_SANDBOX_DISABLED, 'sandbox_disabled: the sandbox is not available on this plan');
       return;
     }
+    data.subscribeFrames += 1;
     this.#enter(ws, subscription);
   }
 
@@ -275,12 +278,13 @@ export class LiveRooms {
    */
   #leave(ws: WebSocket<SocketData>, data: SocketData, publishedSeq: number, nextAfterSeq: number | undefined): Sent {
     const { state } = data;
-    if (state.status === 'replaying') return sentSoFar(state.replay);
-    if (state.status !== 'live') return [];
-    // uWS holds each subscriber's topic messages until the end of the loop turn and drops the ones
-    // still held when it unsubscribes; a send delivers them first. This heartbeat is that send. Its
-    // position is one the new subscription holds too: a replay from after_seq follows it.
+    if (state.status !== 'live' && state.status !== 'replaying') return [];
+    // The boundary: frames before this heartbeat belong to the earlier subscription, and it carries
+    // the new Subscribe's count. Its position is one the new subscription holds too: a replay from
+    // after_seq follows it. uWS holds each subscriber's topic messages until the end of the loop
+    // turn and drops the ones still held when it unsubscribes; this send delivers them first.
     this.#sendHeartbeat(ws, Math.min(publishedSeq, nextAfterSeq ?? publishedSeq));
+    if (state.status === 'replaying') return sentSoFar(state.replay);
     if (data.state.status !== 'live') return [];
     ws.unsubscribe(topicFor(data.orgId, state.room));
     // The topic delivered everything fanned out until now, and nothing more; not a gap skipped
@@ -349,7 +353,7 @@ export class LiveRooms {
 
   /** Every update of the socket's room up to `lastSeq` has been sent before this heartbeat. */
   #sendHeartbeat(ws: WebSocket<SocketData>, lastSeq: number, atMs = this.#clock.now()): void {
-    ws.send(encodeLiveMessage({ heartbeat: { at_ms: atMs, last_seq: lastSeq } }), true);
+    ws.send(encodeLiveMessage({ heartbeat: { at_ms: atMs, last_seq: lastSeq, subscribe_frames: ws.getUserData().subscribeFrames } }), true);
   }
 
   /**

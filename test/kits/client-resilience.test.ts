@@ -28,7 +28,7 @@ const update = (seq: number): RunUpdate => ({ run_id: `run_${seq}`, state: 'comp
 
 test('an unknown frame is skipped and a throwing onUpdate is reported; later updates still arrive', async () => {
   const room = await fakeLiveRoom((socket) => {
-    socket.send(encodeLiveMessage({ heartbeat: { at_ms: 1, last_seq: 5 } }));
+    socket.send(encodeLiveMessage({ heartbeat: { at_ms: 1, last_seq: 5, subscribe_frames: 0 } }));
     socket.send(Buffer.alloc(0)); // a LiveMessage of a kind this client does not know
     socket.send(encodeLiveMessage({ run_update: update(6) }));
     socket.send(encodeLiveMessage({ run_update: update(7) }));

@@ -170,3 +170,52 @@ test('Subscribe sequences repeat nothing: into one run and back, two replays in 
     await rt.close();
   }
 });
+
+test('frames of the earlier subscription still in flight after a Subscribe come before a heartbeat carrying its count, and never move the resume position', async () => {
+  const rt = await startRuntime();
+  try {
+    const org = 'acct-in-flight';
+    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+    const { rooms } = rt.runtime;
+    const first = await append(rt, org, ['x0', 'target', 'x1', 'x2', 'target', 'x3'].map((id) => update(id)));
+    rooms.publish(org, first);
+    const client = await connectLive(rt.url, org, { token: key });
+    await client.waitFor(() => client.messages.some((m) => 'heartbeat' in m), 'the join heartbeat');
+    const targetSeqs = first.filter((u) => u.run_id === 'target').map((u) => u.seq);
+    const afterSeq = first[0]!.seq;
+    const inFlight = await append(rt, org, ['y0', 'y1', 'y2'].map((id) => update(id)));
+    const sentAt = client.messages.length;
+    client.subscribe({ after_seq: afterSeq, run_id: 'target' });
+    // Published before the server reads the frame (same event loop, no await between): they go to
+    // the old room and reach the client after it sent its Subscribe, with seqs past the target's.
+    rooms.publish(org, inFlight);
+    await client.waitFor(() => client.updates().filter((u) => u.run_id === 'target').length === targetSeqs.length && rooms.replayingCount === 0, 'the target run replayed');
+    const after = client.messages.slice(sentAt);
+    const boundary = after.findIndex((m) => 'heartbeat' in m && m.heartbeat.subscribe_frames === 1);
+    assert.ok(boundary >= 0, 'a heartbeat says the Subscribe was applied');
+    assert.ok(after.slice(0, boundary).some((m) => 'run_update' in m && m.run_update.run_id !== 'target'), 'the old room\'s frames came first (the race this guards)');
+    assert.deepEqual(after.slice(boundary).flatMap((m) => ('run_update' in m ? [m.run_update.run_id] : [])), targetSeqs.map(() => 'target'), 'after it, only the new subscription');
+
+    // README: the position starts at the Subscribe's after_seq and moves only with frames from that
+    // heartbeat on. A socket dropped after any number of these frames resumes without a loss.
+    for (let received = 0; received <= after.length; received += 1) {
+      let position = afterSeq;
+      let applied = false;
+      const got = new Set<number>();
+      for (const message of after.slice(0, received)) {
+        if ('heartbeat' in message) applied ||= message.heartbeat.subscribe_frames === 1;
+        if (!applied) continue;
+        if ('heartbeat' in message) position = Math.max(position, message.heartbeat.last_seq);
+        else {
+          got.add(message.run_update.seq);
+          position = Math.max(position, message.run_update.seq);
+        }
+      }
+      const lost = targetSeqs.filter((seq) => !got.has(seq) && seq <= position);
+      assert.deepEqual(lost, [], `dropped after ${received} frames: resuming from ${position} loses nothing`);
+    }
+    client.close();
+  } finally {
+    await rt.close();
+  }
+});
