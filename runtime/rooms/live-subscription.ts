@@ -28,10 +28,19 @@ export const isInRoom = (update: RunUpdate, room: Room): boolean =>
 export const isRoomWithin = (inner: Room, outer: Room): boolean =>
   inner.environment === outer.environment && (outer.runId === '' || outer.runId === inner.runId);
 
+/** A subscription field a socket cannot have, said in a sentence that names it. */
+export class SubscriptionError extends Error {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
 function parseRoom(environment: string, runId: string): Room {
   const room = { environment: environment === '' ? 'production' : environment, runId };
-  if (!ENVIRONMENTS.has(room.environment)) throw new Error('unknown environment');
-  if (runId.length > MAX_RUN_ID_LENGTH) throw new Error('run_id too long');
+  if (!ENVIRONMENTS.has(room.environment)) throw new SubscriptionError('environment', 'environment must be "production" or "sandbox".');
+  if (runId.length > MAX_RUN_ID_LENGTH) throw new SubscriptionError('run_id', `run_id must be at most ${MAX_RUN_ID_LENGTH} characters.`);
   return room;
 }
 
@@ -48,6 +57,6 @@ export function parseSubscribeQuery(query: URLSearchParams): Subscription {
   const room = parseRoom(query.get('environment') ?? '', query.get('run_id') ?? '');
   const afterSeq = query.get('after_seq');
   if (afterSeq === null) return { room, afterSeq: undefined };
-  if (!/^\d{1,15}$/.test(afterSeq)) throw new Error('after_seq must be a sequence number');
+  if (!/^\d{1,15}$/.test(afterSeq)) throw new SubscriptionError('after_seq', 'after_seq must be a sequence number (a whole number of at most 15 digits).');
   return { room, afterSeq: Number(afterSeq) };
 }

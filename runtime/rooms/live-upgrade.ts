@@ -6,7 +6,7 @@ import { AccessError, InputError, notFound, SluiceError } from '../errors.ts';
 import type { Route } from '../http/types.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import { parseSubscribeQuery, type Subscription } from './live-subscription.ts';
+import { parseSubscribeQuery, SubscriptionError, type Subscription } from './live-subscription.ts';
 
 /** The WebSocket subprotocol of live rooms; the API key may ride as a second entry beside it. */
 export const LIVE_PROTOCOL = 'sluice-live';
@@ -33,7 +33,8 @@ export function admitUpgrade(
   try {
     requested = parseSubscribeQuery(query);
   } catch (error) {
-    throw new InputError(400, 'invalid_subscription', error instanceof Error ? error.message : 'The subscription is malformed.');
+    if (error instanceof SubscriptionError) throw new InputError(400, 'invalid_subscription', error.message, { field: error.field });
+    throw error;
   }
   assertSandboxAllowed(org, requested.room.environment);
   return { principal, requested };

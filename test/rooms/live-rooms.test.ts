@@ -36,7 +36,7 @@ async function commit(orgId: string, updates: NewRunUpdate[]): Promise<RunUpdate
 }
 
 /** An upgrade request by hand, to read a refusal's status and body (WebSocket clients hide them). */
-function refusal(path: string): Promise<{ status: number; error: { code: string; message: string } }> {
+function refusal(path: string): Promise<{ status: number; error: { code: string; message: string; field?: string } }> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(`${rt.url}${path}`, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
     request.on('upgrade', () => reject(new Error('upgraded')));
@@ -55,8 +55,9 @@ test('each refused upgrade says why, in the API\'s words; a plain GET is told to
   const cases = [
     [`${live}`, 401, 'unauthorized', /valid API key is required/],
     [`${live}?token=${encodeURIComponent(otherKey)}`, 404, 'not_found', /Organization was not found/],
-    [`${live}?token=${encodeURIComponent(key)}&after_seq=abc`, 400, 'invalid_subscription', /after_seq/],
-    [`${live}?token=${encodeURIComponent(key)}&environment=staging`, 400, 'invalid_subscription', /environment/],
+    [`${live}?token=${encodeURIComponent(key)}&after_seq=abc`, 400, 'invalid_subscription', /^after_seq must be a sequence number \(.*\)\.$/],
+    [`${live}?token=${encodeURIComponent(key)}&environment=staging`, 400, 'invalid_subscription', /^environment must be "production" or "sandbox"\.$/],
+    [`${live}?token=${encodeURIComponent(key)}&run_id=${'r'.repeat(201)}`, 400, 'invalid_subscription', /^run_id must be at most 200 characters\.$/],
     [`${live}?token=${encodeURIComponent(key)}&enviroment=sandbox`, 400, 'unknown_query_parameter', /no query parameter "enviroment"/],
     [`${live}?token=${encodeURIComponent(key)}&after_seq=1&after_seq=2`, 400, 'repeated_query_parameter', /"after_seq" is given more than once/],
   ] as const;
@@ -69,6 +70,8 @@ test('each refused upgrade says why, in the API\'s words; a plain GET is told to
     assert.equal(answer.status, status, path);
     assert.equal(answer.error.code, code, path);
     assert.match(answer.error.message, message, path);
+    // As every API error: a field where one is at fault.
+    if (code === 'invalid_subscription') assert.equal(answer.error.field, /^(after_seq|environment|run_id)/.exec(answer.error.message)?.[1], path);
   }
   const plain = await call(rt.url, 'GET', live, { token: key });
   assert.equal(plain.status, 426);
