@@ -11,7 +11,9 @@ const ENTRY = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url
 export async function runStandaloneHookRunner(args: readonly string[]): Promise<void> {
   if (process.env.UV_THREADPOOL_SIZE !== undefined) return runHookRunnerCommand(args, process.env);
   const child = spawn(process.execPath, [...process.execArgv, ENTRY, ...args], {
-    stdio: 'inherit',
+    // The IPC channel carries no messages: its closing tells the runner this process is gone, even
+    // by SIGKILL, so it never outlives the command an operator killed (holding the port).
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, UV_THREADPOOL_SIZE: String(chooseThreadPoolSize()) },
   });
   let forwarded: NodeJS.Signals | undefined;

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,6 +18,7 @@ interface RunnerCommand {
   readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
   readonly client: HookRunnerClient;
+  readonly address: string;
 }
 
 /** Starts `sluice hook-runner` in its own process group (as a terminal runs it) and connects a client. */
@@ -39,7 +40,7 @@ async function startCommand(dataDir: string): Promise<RunnerCommand> {
     void exited.then((code) => reject(new Error(`exited early with ${code}`)));
   });
   const token = readFileSync(join(dataDir, 'runner-token'), 'utf8').trim();
-  return { child, exited, client: new HookRunnerClient(address, token) };
+  return { child, exited, address, client: new HookRunnerClient(address, token) };
 }
 
 /** Leaves nothing of a failed test running. */
@@ -71,6 +72,36 @@ test('sluice hook-runner listens, answers Health with its token, and exits 0 on 
 
 test('Ctrl-C (SIGINT to the whole process group) stops it cleanly: exit 0, though the runner hears it twice', () =>
   stopsCleanly((started) => process.kill(-started.child.pid!, 'SIGINT')));
+
+test('a SIGKILL of the command ends the runner it re-executed: the port is free again', async () => {
+  const dataDir = tempDir('sluice-cli-runner-');
+  let started: RunnerCommand | undefined;
+  try {
+    started = await startCommand(dataDir);
+    assert.equal((await started.client.health()).ok, true);
+    const port = Number(/:(\d+)$/.exec(started.address)?.[1]);
+    started.client.close();
+    started.child.kill('SIGKILL');
+    await started.exited;
+    const refused = async (): Promise<boolean> =>
+      new Promise((answer) => {
+        const socket = connect(port, '127.0.0.1');
+        socket.once('connect', () => {
+          socket.destroy();
+          answer(false);
+        });
+        socket.once('error', () => answer(true));
+      });
+    const deadline = Date.now() + 10_000;
+    while (!(await refused())) {
+      assert.ok(Date.now() < deadline, `port ${port} still held 10 s after the command was killed`);
+      await new Promise((wait) => setTimeout(wait, 50));
+    }
+  } finally {
+    killGroup(started);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
 
 test('a listen address in use is one line naming it, exit 2, no stack trace', async () => {
   const dataDir = tempDir('sluice-cli-runner-');
