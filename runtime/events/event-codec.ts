@@ -20,6 +20,16 @@ export function toEventRecord(event: StoredEvent, payloadJson: string | undefine
   return { ...rest, payload_json: payloadJson ?? payloadTextOf(event) };
 }
 
+/**
+ * The record in today's layout, its payload left as text: one written before that layout (it holds
+ * the payload itself) gets the text `payloadTextOf` gives for it, the payload serialized.
+ */
+export function currentEventRecord(record: EventRecord): EventRecord {
+  if (typeof record.payload_json === 'string') return record;
+  const { payload, ...rest } = record as unknown as StoredEvent;
+  return { ...rest, payload_json: JSON.stringify(payload ?? null) };
+}
+
 export function fromEventRecord(record: EventRecord): StoredEvent {
   // Data dirs from before this layout hold the payload itself.
   if (typeof record.payload_json !== 'string') return record as unknown as StoredEvent;

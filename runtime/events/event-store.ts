@@ -7,7 +7,7 @@ import { pageByTime } from '../ledger/page-by-time.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from '../ledger/ledger.ts';
 import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
-import { fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
+import { currentEventRecord, fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
 import { payloadTextOf, weighEvent } from './payload-text.ts';
 
@@ -274,6 +274,15 @@ export class EventStore {
   get(orgId: string, eventId: string): StoredEvent | undefined {
     const record = this.#ledger.events.get([orgId, eventId]) as EventRecord | undefined;
     return record === undefined ? undefined : fromEventRecord(record);
+  }
+
+  /**
+   * The event with its payload as the JSON text stored, not parsed: for readers that hand the
+   * payload on as text (a step's input), for whom `get` would parse it for nothing.
+   */
+  getRecord(orgId: string, eventId: string): EventRecord | undefined {
+    const record = this.#ledger.events.get([orgId, eventId]) as EventRecord | undefined;
+    return record === undefined ? undefined : currentEventRecord(record);
   }
 
   /** Whether the event exists, without decoding it. */

@@ -9,8 +9,7 @@ import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } fro
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
-import type { StoredEvent } from '../events/event-record.ts';
-import { payloadTextOf } from '../events/payload-text.ts';
+import type { EventRecord } from '../events/event-codec.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
@@ -350,13 +349,14 @@ export class RunEngine {
 
   async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
-    let event = this.#d.events.get(ctx.orgId, ctx.eventId);
-    const bytes = event === undefined ? 0 : payloadTextOf(event).length;
+    // The payload stays text (getRecord): the step hands it on as received, and never needs it parsed.
+    let event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
+    const bytes = event === undefined ? 0 : event.payload_json.length;
     if (!this.#d.stepInputs.tryTake(bytes)) {
       // Not held while it waits: the wait exists to bound how many payloads are in memory.
       event = undefined;
       await this.#d.stepInputs.take(bytes);
-      event = this.#d.events.get(ctx.orgId, ctx.eventId);
+      event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
     }
     let outcome: StepOutcome;
     try {
@@ -367,7 +367,7 @@ export class RunEngine {
     await this.send(ctx.orgId, ctx.runId, outcome.report, outcome.effects);
   }
 
-  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: StoredEvent | undefined): Promise<StepOutcome> {
+  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined): Promise<StepOutcome> {
     const ctx = run.context;
     return performStep({
       run,

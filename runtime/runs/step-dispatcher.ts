@@ -5,8 +5,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import type { Work } from '../../actors/run-work.ts';
-import type { StoredEvent } from '../events/event-record.ts';
-import { payloadTextOf } from '../events/payload-text.ts';
+import type { EventRecord } from '../events/event-codec.ts';
 import { RawJson, stringifyWithRaw } from '../validation/raw-json.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
@@ -32,7 +31,8 @@ export interface StepContext {
   readonly run: PersistedRun;
   readonly work: DispatchWork;
   readonly version: WorkflowVersion | undefined;
-  readonly event: StoredEvent | undefined;
+  /** The run's event with its payload as the JSON text stored: a step hands the payload on as that text and never parses it. */
+  readonly event: EventRecord | undefined;
   readonly signingSecrets: readonly string[];
   readonly selfPort: number;
   readonly connections: OutboundConnections;
@@ -60,7 +60,7 @@ export function stepInput(ctx: StepContext): unknown {
         : {
             id: event.id,
             type: event.type,
-            payload: new RawJson(payloadTextOf(event)),
+            payload: new RawJson(event.payload_json),
             environment: event.environment,
             source: event.source,
             received_at: event.received_at,
@@ -97,7 +97,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         orgId: ctx.run.context.orgId,
         actionId: step.action_id,
         pinnedVersion: pinnedActionVersion(ctx.run.context, step.action_id),
-        payloadJson: ctx.event === undefined ? 'null' : payloadTextOf(ctx.event),
+        payloadJson: ctx.event === undefined ? 'null' : ctx.event.payload_json,
         eventDepth: ctx.event?.depth ?? 0,
         derivedSoFar: ctx.derivedSoFar,
         idempotencyKey: work.idempotencyKey,

@@ -1,7 +1,7 @@
 // How many payload bytes the steps being performed may hold at once, across all tenants. A webhook
 // step builds its body from the event's whole payload and a custom action ships it to the
 // hook-runner; with large events and slow receivers those copies (several per payload byte: the
-// text, the parsed value, the body, its buffer) outgrew the heap, and a restart then dispatched
+// text, the body, its buffer, the signed string) outgrew the heap, and a restart then dispatched
 // every recovered run at once and died again. A step whose payload does not fit waits, in order.
 
 import { getHeapStatistics } from 'node:v8';

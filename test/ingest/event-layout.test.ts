@@ -78,6 +78,25 @@ test('a null payload and events written in the older layout read back unchanged'
   assert.equal(store.has('org_a', 'evt_missing'), false);
 });
 
+test('getRecord hands the payload on as its stored text, unparsed, in either layout', async () => {
+  const body = '{ "id":"msg_2", "big": 820982911946154508, "total": 1e400 }';
+  const event = eventOf(JSON.parse(body));
+  await store.store({ event, payloadJson: body, recording: null, claim: { source: 'shop', providerEventId: 'msg_2' } });
+  const { payload: _parsed, ...fields } = event;
+  // The text as received: a parse and re-serialization would lose its spacing and its numbers.
+  assert.deepEqual(store.getRecord('org_a', event.id), { ...fields, payload_json: body });
+
+  const older = eventOf({ kept: 'as an object', n: [1, 2] });
+  await ledger.events.put(['org_a', older.id], older);
+  const { payload: olderPayload, ...olderFields } = older;
+  assert.deepEqual(store.getRecord('org_a', older.id), { ...olderFields, payload_json: JSON.stringify(olderPayload) });
+
+  const empty = eventOf(null);
+  await ledger.events.put(['org_a', empty.id], empty);
+  assert.equal(store.getRecord('org_a', empty.id)?.payload_json, 'null');
+  assert.equal(store.getRecord('org_a', 'evt_missing'), undefined);
+});
+
 test('values written by the earlier encoder (msgpack records, no shared structures) still read', async () => {
   // The earlier code opened its databases with lmdb-js defaults: encode the same way in a scratch env.
   const oldDir = tempDir();

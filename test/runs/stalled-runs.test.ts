@@ -152,11 +152,12 @@ test('a dispatch whose reads fail stalls the run instead of ending the process, 
   const key = await setup(org, '/dispatch');
   receiver.script([{ status: 200 }]);
   const events = rt.runtime.context.events;
-  const get = events.get.bind(events);
+  // The dispatch reads its event with getRecord (the payload as text).
+  const getRecord = events.getRecord.bind(events);
   let failReads = true;
-  events.get = (orgId, eventId) => {
+  events.getRecord = (orgId, eventId) => {
     if (failReads && orgId === org) throw new Error('EIO: read failed');
-    return get(orgId, eventId);
+    return getRecord(orgId, eventId);
   };
   try {
     await send(org, key, 'unreadable');
@@ -168,6 +169,6 @@ test('a dispatch whose reads fail stalls the run instead of ending the process, 
     await eventually('the run to complete', () => runStates(org, key), (s) => s.get(runId!) === 'completed');
     assert.equal(receiver.received.filter((r) => r.path === '/dispatch').length, 1);
   } finally {
-    events.get = get;
+    events.getRecord = getRecord;
   }
 });
