@@ -5,7 +5,7 @@ import {
   isWireTrapKind, loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods,
   type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
-import { isServiceError, toSluiceError, unavailable } from './runner-errors.ts';
+import { isServiceError, neverSent, toSluiceError, unavailable } from './runner-errors.ts';
 
 /** A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt. */
 export type HookRunnerAddress = string | (() => Promise<string>);
@@ -59,7 +59,7 @@ export function parseInvokeReply(reply: InvokeReplyWire): InvokeResult {
     const { kind, message } = reply.trap;
     return { ...base, outcome: { kind: 'trap', trap: isWireTrapKind(kind) ? kind : 'other', message } };
   }
-  throw unavailable('The hook-runner answered Invoke without an outcome.');
+  throw unavailable('The hook-runner answered Invoke without an outcome.', undefined, true);
 }
 
 export class HookRunnerClient {
@@ -128,6 +128,7 @@ export class HookRunnerClient {
     const attempts = Math.max(1, this.#options.attempts ?? 3);
     const deadlineMs = this.#options.deadlinesMs?.[kind] ?? (kind === 'other' ? 10_000 : 30_000);
     let lastError: unknown;
+    let mayHaveRun = false;
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
       if (this.#closed) throw unavailable('The hook-runner client is closed.');
       let address: string | undefined;
@@ -142,13 +143,14 @@ export class HookRunnerClient {
         } catch (error) {
           if (!isServiceError(error)) throw error;
           if (error.code !== status.UNAVAILABLE) throw toSluiceError(method, error);
+          mayHaveRun ||= !neverSent(error);
           lastError = error;
         }
       }
       if (attempt < attempts) await (this.#options.sleep ?? realSleep)((this.#options.retryDelayMs ?? defaultDelay)(attempt));
     }
     const reason = lastError instanceof Error ? lastError.message : String(lastError);
-    throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${reason}`, lastError);
+    throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${reason}`, lastError, mayHaveRun);
   }
 
   #clientFor(address: string): Client {
@@ -182,7 +184,7 @@ export class HookRunnerClient {
         { deadline: Date.now() + deadlineMs },
         (error: ServiceError | null, reply?: HookRunnerMethods[M]['reply']) => {
           if (error !== null) reject(error);
-          else if (reply === undefined) reject(unavailable(`The hook-runner sent an empty ${method} reply.`));
+          else if (reply === undefined) reject(unavailable(`The hook-runner sent an empty ${method} reply.`, undefined, true));
           else resolve(reply);
         },
       );

@@ -12,9 +12,26 @@ const trailer = (error: ServiceError, key: string): string | undefined => {
 export const isServiceError = (error: unknown): error is ServiceError =>
   error instanceof Error && typeof (error as Partial<ServiceError>).code === 'number' && 'details' in error;
 
-/** The runner could not be reached (after the client's own retries): the step retries later. */
-export const unavailable = (message: string, cause?: unknown): RetryableError =>
-  new RetryableError('hook_runner_unavailable', message, undefined, cause === undefined ? {} : { cause });
+/**
+ * The runner could not be reached (after the client's own retries): the step retries later.
+ * `mayHaveRun`: whether a request may have got to the runner (a connection lost mid-call); false
+ * when none did (no connection, no address), so the attempt never started.
+ */
+export class RunnerUnavailableError extends RetryableError {
+  readonly mayHaveRun: boolean;
+  constructor(message: string, mayHaveRun: boolean, cause?: unknown) {
+    super('hook_runner_unavailable', message, undefined, cause === undefined ? {} : { cause });
+    this.mayHaveRun = mayHaveRun;
+  }
+}
+
+export const unavailable = (message: string, cause?: unknown, mayHaveRun = false): RunnerUnavailableError => new RunnerUnavailableError(message, mayHaveRun, cause);
+
+/**
+ * Whether a failed call never left this process: grpc-js fails a call that no connection could take
+ * (its picker) with UNAVAILABLE "No connection established"; any other UNAVAILABLE may have been sent.
+ */
+export const neverSent = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && error.details.startsWith('No connection established');
 
 /**
  * The Sluice error for a failed call. Messages are the runner's own, which never contain secret

@@ -5,6 +5,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import type { RunContext, StepFailure } from '../../actors/run-types.ts';
 import { OutputContractError, parseActionOutput, type DerivedEventSpec, type ProjectionWrite } from '../actions/output-contract.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
+import { RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
 import type { HookRunnerClient } from '../hook-runner/client.ts';
 
 /** Derived events deeper than this fail the step: a hook cannot loop an event forever. */
@@ -65,12 +66,15 @@ export interface ActionStepInput {
   readonly fence: number;
 }
 
-/** A failure; with evidence the call had gone to the hook-runner, without it it was refused before. */
-const fail = (code: string, message: string, retryable: boolean, evidence: JsonValue | null = null): ActionStepOutcome => ({
+/**
+ * A failure; with evidence the call had gone to the hook-runner (unless `invoked` says it never got
+ * there: no connection), without it it was refused before.
+ */
+const fail = (code: string, message: string, retryable: boolean, evidence: JsonValue | null = null, invoked = evidence !== null): ActionStepOutcome => ({
   ok: false,
   error: { code, message, retryable },
   evidence,
-  invoked: evidence !== null,
+  invoked,
 });
 
 export async function runCustomAction(input: ActionStepInput, actions: ActionResolver | undefined, runner: HookRunnerClient | undefined): Promise<ActionStepOutcome> {
@@ -96,6 +100,8 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
       fence: input.fence,
     });
   } catch (error) {
+    // No connection took the call: the attempt never started (no started_at), as a refused webhook's.
+    if (error instanceof RunnerUnavailableError && !error.mayHaveRun) return fail(error.code, error.message, true, base, false);
     if (error instanceof RetryableError) return fail(error.code, error.message, true, base);
     if (error instanceof SluiceError) return fail(error.code, error.message, false, base);
     return fail('hook_runner_error', error instanceof Error ? error.message : String(error), true, base);

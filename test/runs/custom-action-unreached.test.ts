@@ -1,0 +1,66 @@
+// A custom_action attempt that no connection could take never started (no started_at, as a refused
+// webhook), while one whose connection was lost mid-call may have run and says so; both are
+// retryable hook_runner_unavailable with the version they would run as evidence.
+
+import assert from 'node:assert/strict';
+import { createServer as createHttp2Server } from 'node:http2';
+import { createServer, type AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+import { runCustomAction, type ActionResolver } from '../../runtime/runs/custom-action-step.ts';
+
+const approved: ActionResolver = {
+  resolveForRun: () => ({ kind: 'approved', version: 3, digest: 'a'.repeat(64), permissions: [] }),
+  resolveVersion: () => ({ kind: 'approved', version: 3, digest: 'a'.repeat(64), permissions: [] }),
+};
+
+const input = {
+  orgId: 'acct-unreached',
+  actionId: 'score',
+  pinnedVersion: undefined,
+  payloadJson: '{}',
+  eventDepth: 0,
+  derivedSoFar: () => 0,
+  idempotencyKey: 'run_1:score',
+  fence: 1,
+};
+
+const clientFor = (port: number): HookRunnerClient => new HookRunnerClient(`127.0.0.1:${port}`, 'token-'.padEnd(32, 'x'), { attempts: 2, retryDelayMs: () => 1 });
+
+/** A port nothing listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((closed) => server.close(() => closed()));
+  return port;
+}
+
+test('no runner listening: the attempt fails hook_runner_unavailable, retryable, and was never invoked', async () => {
+  const client = clientFor(await closedPort());
+  try {
+    const outcome = await runCustomAction(input, approved, client);
+    assert.equal(outcome.ok, false);
+    assert.deepEqual(!outcome.ok && { code: outcome.error.code, retryable: outcome.error.retryable }, { code: 'hook_runner_unavailable', retryable: true });
+    assert.equal(outcome.invoked, false, 'no connection took the call: it never started');
+    assert.deepEqual(outcome.evidence, { action_id: 'score', version: 3, digest: 'a'.repeat(64) });
+  } finally {
+    client.close();
+  }
+});
+
+test('a connection lost after the call was sent: the attempt may have run, so it counts as invoked', async () => {
+  // An HTTP/2 server that takes each call's stream and then drops the whole connection.
+  const server = createHttp2Server();
+  server.on('stream', (stream) => stream.session?.destroy());
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const client = clientFor((server.address() as AddressInfo).port);
+  try {
+    const outcome = await runCustomAction(input, approved, client);
+    assert.deepEqual(!outcome.ok && { code: outcome.error.code, retryable: outcome.error.retryable }, { code: 'hook_runner_unavailable', retryable: true });
+    assert.equal(outcome.invoked, true);
+  } finally {
+    client.close();
+    await new Promise<void>((closed) => server.close(() => closed()));
+  }
+});
