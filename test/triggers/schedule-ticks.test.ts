@@ -60,6 +60,15 @@ test('daylight saving in New York: a skipped 02:00 fires once at 03:00, a repeat
   assert.deepEqual(hourly, Array.from({ length: 11 }, (_, i) => Date.UTC(2026, 10, 1, i + 1)));
 });
 
+test('daylight saving with * or a step in the minute or hour field follows the wall clock (Vixie cron): no tick in a skipped hour, two rounds in a repeated one', () => {
+  const spring = Date.UTC(2026, 2, 28, 22); // Europe/Berlin: 02:00-03:00 is skipped on 2026-03-29
+  assert.deepEqual(ticksBetween('*/15 2 * * *', 'Europe/Berlin', spring, spring + 24 * 3_600_000), [], 'no 02:xx exists that day');
+  const fall = Date.UTC(2026, 9, 24, 22); // 02:00-03:00 happens twice on 2026-10-25
+  assert.equal(ticksBetween('*/15 2 * * *', 'Europe/Berlin', fall, fall + 24 * 3_600_000).length, 8, '02:00-02:45 in CEST, then again in CET');
+  // A fixed time's skipped ticks and the tick due when the hour ends make one event.
+  assert.deepEqual(ticksBetween('0 1-3 * * *', 'Europe/Berlin', spring, spring + 24 * 3_600_000), ['2026-03-29T00:00:00.000Z', '2026-03-29T01:00:00.000Z']);
+});
+
 test('a clock set back behind the last tick done counts from now, not from the future', () => {
   const now = Date.UTC(2026, 10, 30, 10, 0, 1);
   const ahead = schedule('0 * * * *', 'UTC', Date.UTC(2027, 10, 30, 10));
