@@ -352,14 +352,16 @@ export class RunEngine {
     // The payload stays text (getRecord): the step hands it on as received, and never needs it parsed.
     let event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
     const bytes = event === undefined ? 0 : event.payload_json.length;
-    if (!this.#d.stepInputs.tryTake(bytes)) {
+    const waited = !this.#d.stepInputs.tryTake(bytes);
+    if (waited) {
       // Not held while it waits: the wait exists to bound how many payloads are in memory.
       event = undefined;
       await this.#d.stepInputs.take(bytes);
-      event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
     }
     let outcome: StepOutcome;
     try {
+      // Read again inside: a failed read must give back what the wait took.
+      if (waited) event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
       outcome = await this.#performWith(run, work, event);
     } finally {
       this.#d.stepInputs.release(bytes);
