@@ -86,8 +86,11 @@ test("a call's signal cancels it at once with the signal's reason, during an att
     waits++;
     return new Promise(() => undefined);
   };
-  const waiting = new SluiceClient({ url, apiKey: 'k', org: 'o', timeoutMs: 50, signal: clientSignal.signal, sleep: neverEnds });
+  // Long enough for the attempt to reach the server on a loaded machine (50 ms timed out before it
+  // was sent, under a full test run), so the count below is the client's doing, not the machine's.
+  const waiting = new SluiceClient({ url, apiKey: 'k', org: 'o', timeoutMs: 500, signal: clientSignal.signal, sleep: neverEnds });
   const listing = waiting.getRun('run_1');
+  await eventually('the attempt sent', requests, (n) => n === 2);
   await eventually('the wait after the first attempt timed out', () => waits, (n) => n === 1);
   clientSignal.abort();
   await assert.rejects(listing, (error: unknown) => error instanceof DOMException && error.name === 'AbortError');
