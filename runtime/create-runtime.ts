@@ -46,6 +46,7 @@ import { RunEngine } from './runs/run-engine.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
+import { upgradeFailedIndex } from './runs/failed-index-upgrade.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
 import { WorkflowStore } from './workflows/workflow-store.ts';
@@ -108,6 +109,9 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const sources = new SourceStore(ledger, inbox);
   const events = new EventStore(ledger, inbox);
   const runs = new RunStore(ledger);
+  // Before anything writes runs: the move assumes it is the index's only writer (failed-index-upgrade.ts).
+  const movedFailed = await upgradeFailedIndex(ledger, runs);
+  if (movedFailed > 0) logger.info('failed-event index moved to its arrival order', { entries: movedFailed });
   const workflows = new WorkflowStore(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics };

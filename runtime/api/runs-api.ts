@@ -11,7 +11,7 @@ import type { RunEngine } from '../runs/run-engine.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { ApiContext } from './context.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
-import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, isListedId, parseCursor, parseCursorOf, parseLimit } from './query-params.ts';
+import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursor, parseLimit } from './query-params.ts';
 import { isWorkflowId } from '../workflows/workflow-store.ts';
 import { redactRunView } from '../workflows/viewer-redaction.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
@@ -95,22 +95,19 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
       pattern: '/organizations/:org_id/failed-events',
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const after = parseCursorOf(request, [isListedId]);
-        const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), after?.[0]);
+        const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), parseCursor(request));
         const rows = [];
-        let nextCursor = page.nextCursor;
         let bytes = 0;
         for (const { eventId, runs: shown, failedRuns } of page.events) {
           // As the event list: past MAX_PAGE_BYTES of payloads the page ends, with a cursor after its last event.
-          if (bytes >= MAX_PAGE_BYTES) {
-            nextCursor = rows.at(-1)?.event.id ?? nextCursor;
-            break;
-          }
+          if (bytes >= MAX_PAGE_BYTES) break;
           const event = ctx.events.get(org.id, eventId);
           bytes += event === undefined ? 0 : weighEvent(event);
           rows.push({ event: event === undefined ? { id: eventId } : eventWithRawPayload(event), runs: shown.map(summarizeRun), failed_runs: failedRuns });
         }
-        return rawJson(200, { failed_events: rows, next_cursor: nextCursor === null ? null : encodeCursor([nextCursor]) });
+        const last = page.events[rows.length - 1];
+        const nextCursor = rows.length < page.events.length && last !== undefined ? [last.receivedAtMs, last.eventId] : page.nextCursor;
+        return rawJson(200, { failed_events: rows, next_cursor: nextCursor === null ? null : encodeCursor(nextCursor) });
       },
     },
   ];

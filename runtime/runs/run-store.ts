@@ -28,8 +28,21 @@ export function runIdFor(orgId: string, eventId: string, workflowId: string, san
 /** Failed runs listed per event in the triage list; `failedRuns` counts them all. */
 export const FAILED_RUNS_SHOWN = 20;
 
+/**
+ * The failed-event index (failed-event triage): [orgId, environment, receivedAtMs, eventId, runId]
+ * -> the run's updatedAt when it failed. Ordered by the event's arrival, whatever its id (schedule,
+ * device and derived events have hash ids, API callers choose theirs). Replaced `runs-failed`, keyed
+ * by event id (failed-index-upgrade.ts moves its entries over at boot).
+ */
+export const FAILED_INDEX = 'runs-failed-by-arrival';
+
+/** A failed-event triage position: the event's received_at_ms and id. */
+export type FailedEventPosition = readonly [receivedAtMs: number, eventId: string];
+
 export interface FailedEvent {
   readonly eventId: EventId;
+  /** The event's received_at_ms: what the list is ordered by. */
+  readonly receivedAtMs: number;
   readonly runs: PersistedRun[];
   failedRuns: number;
 }
@@ -49,7 +62,7 @@ export class RunStore {
     this.#byEvent = ledger.openDatabase('runs-by-event');
     this.#byTime = ledger.openDatabase('runs-by-time');
     this.#unfinished = ledger.openDatabase('runs-unfinished');
-    this.#failed = ledger.openDatabase('runs-failed');
+    this.#failed = ledger.openDatabase(FAILED_INDEX);
   }
 
   get(orgId: string, runId: string): PersistedRun | undefined {
@@ -74,9 +87,13 @@ export class RunStore {
       if (unfinished) this.#unfinished.put([ctx.orgId, ctx.runId], null);
       else this.#unfinished.remove([ctx.orgId, ctx.runId]);
     }
-    const failedKey = [ctx.orgId, ctx.environment, ctx.eventId, ctx.runId];
-    if (run.value === 'failed') this.#failed.put(failedKey, ctx.updatedAt);
-    else if (previous?.value === 'failed') this.#failed.remove(failedKey);
+    if (run.value === 'failed') this.indexFailedWithin(run);
+    else if (previous?.value === 'failed') this.#failed.remove(failedKey(run));
+  }
+
+  /** Puts the failed-event index entry of a failed run. Call inside a write transaction. */
+  indexFailedWithin(run: PersistedRun): void {
+    this.#failed.put(failedKey(run), run.context.updatedAt);
   }
 
   /** Removes a run and its index entries (sandbox reset). Call inside a write transaction. */
@@ -86,7 +103,7 @@ export class RunStore {
     this.#byEvent.remove([ctx.orgId, ctx.eventId, ctx.runId]);
     this.#byTime.remove([ctx.orgId, ctx.environment, ctx.createdAt, ctx.runId]);
     this.#unfinished.remove([ctx.orgId, ctx.runId]);
-    this.#failed.remove([ctx.orgId, ctx.environment, ctx.eventId, ctx.runId]);
+    this.#failed.remove(failedKey(run));
   }
 
   forEvent(orgId: string, eventId: string): PersistedRun[] {
@@ -121,21 +138,24 @@ export class RunStore {
   }
 
   /**
-   * Events with at least one failed run, with those runs: by event id, highest first (generated ids
-   * sort by arrival, so newest events first), `limit` events per page, continuing below `beforeEventId`.
-   * Reads only the index entries of the events on the page. Each lists at most FAILED_RUNS_SHOWN of
-   * its failed runs (an event can trigger thousands of workflows) and counts them all.
+   * Events with at least one failed run, with those runs: newest first by the event's arrival
+   * (received_at_ms; events of one millisecond by id, highest first), `limit` events per page,
+   * continuing below `before`. An event's place never moves (a later failure of another of its runs
+   * joins it there), so a cursor neither skips nor repeats events while failures come in (one that
+   * comes in above it, such as a new event's, shows on a listing from the top). Reads only the index
+   * entries of the events on the page. Each lists at most FAILED_RUNS_SHOWN of its failed runs (an
+   * event can trigger thousands of workflows) and counts them all.
    */
-  failedEvents(orgId: string, environment: string, limit: number, beforeEventId?: string): { events: FailedEvent[]; nextCursor: string | null } {
+  failedEvents(orgId: string, environment: string, limit: number, before?: FailedEventPosition): { events: FailedEvent[]; nextCursor: FailedEventPosition | null } {
     const events: FailedEvent[] = [];
-    // Reverse: from the highest key below the cursor's event (its own [..., event, run] keys sort above it).
-    const start = beforeEventId === undefined ? [orgId, environment, '\uffff'] : [orgId, environment, beforeEventId];
+    // Reverse: from the highest key below the cursor's event (its own [..., at, event, run] keys sort above it).
+    const start = before === undefined ? [orgId, environment, Number.MAX_SAFE_INTEGER] : [orgId, environment, before[0], before[1]];
     for (const key of this.#failed.getKeys({ start, end: [orgId, environment], reverse: true })) {
-      const [, , eventId, runId] = key as [string, string, string, string];
+      const [, , receivedAtMs, eventId, runId] = key as [string, string, number, string, string];
       let current = events.at(-1);
-      if (current?.eventId !== eventId) {
-        if (events.length === limit) return { events, nextCursor: current?.eventId ?? null };
-        current = { eventId: eventId as EventId, runs: [], failedRuns: 0 };
+      if (current === undefined || current.eventId !== eventId || current.receivedAtMs !== receivedAtMs) {
+        if (current !== undefined && events.length === limit) return { events, nextCursor: [current.receivedAtMs, current.eventId] };
+        current = { eventId: eventId as EventId, receivedAtMs, runs: [], failedRuns: 0 };
         events.push(current);
       }
       current.failedRuns += 1;
@@ -153,4 +173,10 @@ export class RunStore {
       if (run !== undefined) yield run;
     }
   }
+}
+
+/** A run's key in the failed-event index. Its createdAt is its event's received_at_ms (run-creation.ts). */
+function failedKey(run: PersistedRun): [string, string, number, string, string] {
+  const ctx = run.context;
+  return [ctx.orgId, ctx.environment, ctx.createdAt, ctx.eventId, ctx.runId];
 }

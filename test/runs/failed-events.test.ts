@@ -1,4 +1,4 @@
-// Failed-event triage over many failures: pages of events (newest generated ids first), each with
+// Failed-event triage over many failures: pages of events (newest first), each with
 // its failed runs (at most FAILED_RUNS_SHOWN listed, all counted), a cursor that visits every event once, and a clear 400 for a bad cursor.
 
 import assert from 'node:assert/strict';
