@@ -18,6 +18,7 @@ import { replayRoutes } from './api/replay-api.ts';
 import { projectionRoutes } from './api/projections-api.ts';
 import { customActionRoutes } from './api/custom-actions-api.ts';
 import { CustomActionStore } from './actions/custom-action-store.ts';
+import { createRestoringInvoker } from './actions/module-restore.ts';
 import { ProjectionStore } from './projections/projection-store.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
@@ -126,6 +127,10 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   opened.push(() => rooms.close(), () => server.close());
   const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);
+  // One for runs and simulations alike: concurrent restores of one module are shared.
+  const invoker = runner.client === undefined ? undefined : createRestoringInvoker(runner.client, actions, {
+    onRestored: (orgId, digest) => logger.warn('hook-runner lacked a custom action module; sent it again from the ledger (its secrets, if it lost them too, must be set again)', { org: orgId, digest }),
+  });
   const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets);
   observeWebhookConnections(metrics, () => connections.stats());
   opened.push(() => connections.close());
@@ -137,7 +142,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     connections,
     stepInputs,
     actions,
-    runner: runner.client,
+    runner: invoker,
   });
   opened.push(() => engine.close());
   const schedules = new ScheduleStore(ledger, events);
@@ -186,7 +191,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     }),
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections),
-    ...customActionRoutes(context, actions, runner.client),
+    ...customActionRoutes(context, actions, runner.client, invoker),
   ]));
   let recovered: () => void = () => undefined;
   server.holdRequestsUntil(new Promise<void>((resolve) => (recovered = resolve)));

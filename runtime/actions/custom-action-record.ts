@@ -1,5 +1,6 @@
 // The stored shapes of a custom action and its versions, their lifecycle, and the API view of both.
-// Module bytes are never here: the hook-runner holds them under their digest (DESIGN 6.4).
+// Module bytes are never here, nor in any answer: the store keeps them in a table of their own
+// (custom-action-store.ts), and the hook-runner its compiled copy under their digest (DESIGN 6.4).
 
 import { randomBytes } from 'node:crypto';
 

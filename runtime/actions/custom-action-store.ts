@@ -4,8 +4,14 @@
 // Databases (every key starts with the org id):
 //   custom-actions           [orgId, actionId]           -> CustomActionRecord
 //   custom-action-versions   [orgId, actionId, version]  -> ActionVersionRecord
+//   custom-action-modules    [orgId, digest]             -> the module's bytes (Buffer)
 // A version's digest and permissions never change after it is written: a permissions edit is a new
 // version that needs its own approval, so an approval binds exactly what the reviewer saw.
+// Module bytes are kept per (org, digest), written in the transaction that records the version, so
+// a hook-runner that lost a module can be given it again (module-restore.ts); versions that share a
+// module (a permissions edit, the same file uploaded again) share one copy. Versions written before
+// the runtime kept bytes have none until the same module is uploaded again. Nothing deletes actions,
+// so nothing deletes their bytes either.
 
 import type { LedgerTable } from '../ledger/ledger.ts';
 import { ConflictError, notFound, type SluiceError } from '../errors.ts';
@@ -30,11 +36,14 @@ export type ActionResolution =
   /** The version a run is pinned to was revoked: the run fails rather than move to another version. */
   | { readonly kind: 'revoked'; readonly version: number };
 
-/** A module the hook-runner has already compiled and stored durably. */
+/** A module the hook-runner has already compiled and stored durably, with its bytes (kept here too). */
 export interface CompiledUpload {
   readonly digest: string;
   readonly size: number;
+  readonly bytes: Uint8Array;
 }
+
+const DIGEST = /^[0-9a-f]{64}$/;
 
 export interface CreateInput {
   readonly name: string;
@@ -86,12 +95,14 @@ export class CustomActionStore {
   readonly #root: Ledger['root'];
   readonly #actions: LedgerTable;
   readonly #versions: LedgerTable;
+  readonly #modules: LedgerTable;
   readonly #newId: () => CustomActionId;
 
   constructor(ledger: Ledger, options: StoreOptions = {}) {
     this.#root = ledger.root;
     this.#actions = ledger.openDatabase('custom-actions');
     this.#versions = ledger.openDatabase('custom-action-versions');
+    this.#modules = ledger.openDatabase('custom-action-modules');
     this.#newId = options.newId ?? newCustomActionId;
   }
 
@@ -110,6 +121,17 @@ export class CustomActionStore {
   version(orgId: string, actionId: string, version: number): ActionVersionRecord | undefined {
     if (!isCustomActionId(actionId) || !Number.isSafeInteger(version) || version < 1) return undefined;
     return this.#versions.get([orgId, actionId, version]) as ActionVersionRecord | undefined;
+  }
+
+  /**
+   * The bytes of a module some version of this org's actions has (`digest`: lower-case hex sha256 as
+   * recorded), as stored: the caller checks them against the digest. Undefined when no version
+   * uploaded since the runtime kept bytes has that module.
+   */
+  moduleBytes(orgId: string, digest: string): Uint8Array | undefined {
+    if (!DIGEST.test(digest)) return undefined;
+    const bytes = this.#modules.get([orgId, digest]);
+    return bytes instanceof Uint8Array ? bytes : undefined;
   }
 
   describe(orgId: string, actionId: string): CustomActionView | undefined {
@@ -178,6 +200,7 @@ export class CustomActionStore {
       const version = pendingVersion(1, input.module, input.permissions, at);
       this.#actions.put([orgId, id], action);
       this.#versions.put([orgId, id, 1], version);
+      this.#putModule(orgId, input.module);
       return { ok: true, value: describeCustomAction(action, [version]) };
     });
     return unwrap(outcome);
@@ -192,6 +215,7 @@ export class CustomActionStore {
         if (action === undefined || latest === undefined) return fail(missingAction());
         if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
         const version = pendingVersion(latest.version + 1, input.module, input.permissions ?? latest.permissions, at);
+        this.#putModule(orgId, input.module);
         return { ok: true, value: this.#putChange(orgId, action, { name: input.name, description: input.description }, version, at) };
       }),
     );
@@ -302,12 +326,17 @@ export class CustomActionStore {
     return { action: describeCustomAction(next, this.versions(orgId, action.id)), version };
   }
 
+  /** Stores an upload's bytes unless this org already has that module. In a transaction. */
+  #putModule(orgId: string, module: CompiledUpload): void {
+    if (!this.#modules.doesExist([orgId, module.digest])) this.#modules.put([orgId, module.digest], Buffer.from(module.bytes.buffer, module.bytes.byteOffset, module.bytes.byteLength));
+  }
+
   #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {
     return durably(this.#root, this.#root.transaction(body));
   }
 }
 
-function pendingVersion(version: number, module: CompiledUpload, permissions: readonly string[], at: number): ActionVersionRecord {
+function pendingVersion(version: number, module: Pick<CompiledUpload, 'digest' | 'size'>, permissions: readonly string[], at: number): ActionVersionRecord {
   return {
     version,
     digest: module.digest,

@@ -3,7 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { RawJson } from '../validation/raw-json.ts';
-import type { HookRunnerClient } from '../hook-runner/client.ts';
+import type { ActionInvoker } from '../hook-runner/client.ts';
 import { OutputContractError, parseActionOutput } from './output-contract.ts';
 import { nestsDeeperThan } from '../validation/json-nesting.ts';
 
@@ -57,7 +57,7 @@ function rawOutput(outputJson: string): RawJson | null {
  * Runs the module once with `simulate: true`: the runner injects no secret and records nothing, so
  * the idempotency key and fence it requires on the wire are throwaway values.
  */
-export async function simulateAction(runner: HookRunnerClient, input: SimulationInput): Promise<SimulationView> {
+export async function simulateAction(runner: ActionInvoker, input: SimulationInput): Promise<SimulationView> {
   const result = await runner.invoke({
     ...input,
     idempotencyKey: `simulate:${randomBytes(8).toString('hex')}`,

@@ -4,12 +4,12 @@
 import { createHash } from 'node:crypto';
 import { parseActionName, parseDescription, parseLongText, MAX_REASON_LENGTH } from '../actions/action-fields.ts';
 import { describeCustomAction, type ActionVersionRecord, type CustomActionRecord, type ReviewDecision } from '../actions/custom-action-record.ts';
-import type { CustomActionStore } from '../actions/custom-action-store.ts';
+import type { CompiledUpload, CustomActionStore } from '../actions/custom-action-store.ts';
 import { parseActionUpload, UPLOAD_BODY_LIMIT } from '../actions/multipart-upload.ts';
 import { parsePermissionList, SECRET_KEY_PATTERN } from '../actions/permissions.ts';
 import { simulateAction } from '../actions/simulate-action.ts';
 import { InputError, notFound, RetryableError, SluiceError } from '../errors.ts';
-import type { HookRunnerClient } from '../hook-runner/client.ts';
+import type { ActionInvoker, HookRunnerClient } from '../hook-runner/client.ts';
 import { parseJsonRequest, parseJsonRequestText } from '../http/parse-json.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { json, noContent, rawJson, type HttpRequest, type RequestHead, type Route } from '../http/types.ts';
@@ -71,8 +71,9 @@ function parseSecretValue(value: string): string {
 /**
  * Routes under `/organizations/:org_id/custom-actions`. `runner` is the hook-runner client, or
  * undefined when the runtime runs without one: then uploads, secrets and simulate answer 503.
+ * `invoker` runs simulations (default: `runner`); the runtime's restores a module the runner lost.
  */
-export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, runner: HookRunnerClient | undefined): Route[] {
+export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, runner: HookRunnerClient | undefined, invoker: ActionInvoker | undefined = runner): Route[] {
   const base = '/organizations/:org_id/custom-actions';
   const one = `${base}/:action_id`;
   const orgFor = (request: RequestHead, role: Role): Organization => ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
@@ -92,10 +93,11 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
   };
 
   /**
-   * Has the runner validate, compile and durably store the module; resolves with its digest. A refusal
-   * keeps the runner's code and reason (it names the problem) but points at the form's `file` field.
+   * Has the runner validate, compile and durably store the module; resolves with its digest and the
+   * bytes (the store keeps them too). A refusal keeps the runner's code and reason (it names the
+   * problem) but points at the form's `file` field.
    */
-  const compile = async (module: Uint8Array): Promise<{ digest: string; size: number }> => {
+  const compile = async (module: Uint8Array): Promise<CompiledUpload> => {
     const client = requireRunner();
     let digest: string;
     try {
@@ -107,7 +109,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
     if (digest !== createHash('sha256').update(module).digest('hex')) {
       throw new SluiceError(502, 'hook_runner_digest_mismatch', 'The hook-runner reported a digest that does not match the uploaded module.');
     }
-    return { digest, size: module.byteLength };
+    return { digest, size: module.byteLength, bytes: module };
   };
 
   const reviewerOf = (request: HttpRequest): string => {
@@ -263,7 +265,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const parsed = parseJsonRequestText(request);
         const body = parseSimulate(parsed.value);
         const version = pickVersion(org, action, body.version);
-        const simulation = await simulateAction(requireRunner(), {
+        const simulation = await simulateAction(invoker ?? requireRunner(), {
           orgId: org.id,
           actionId: action.id,
           digest: version.digest,

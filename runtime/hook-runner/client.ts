@@ -42,6 +42,9 @@ export interface InvokeResult {
   readonly replayed: boolean;
 }
 
+/** What runs a custom action: the client itself, or one that restores a lost module first (actions/module-restore.ts). */
+export type ActionInvoker = Pick<HookRunnerClient, 'invoke'>;
+
 export interface SecretRef { readonly orgId: string; readonly actionId: string; readonly key: string }
 export interface HealthStatus { readonly ok: boolean; readonly version: string; readonly uptimeMs: number }
 

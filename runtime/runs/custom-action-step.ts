@@ -6,7 +6,7 @@ import type { RunContext, StepFailure } from '../../actors/run-types.ts';
 import { OutputContractError, parseActionOutput, type DerivedEventSpec, type ProjectionWrite } from '../actions/output-contract.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
 import { RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
-import type { HookRunnerClient } from '../hook-runner/client.ts';
+import type { ActionInvoker } from '../hook-runner/client.ts';
 
 /** Derived events deeper than this fail the step: a hook cannot loop an event forever. */
 export const MAX_DERIVED_DEPTH = 8;
@@ -77,7 +77,11 @@ const fail = (code: string, message: string, retryable: boolean, evidence: JsonV
   invoked,
 });
 
-export async function runCustomAction(input: ActionStepInput, actions: ActionResolver | undefined, runner: HookRunnerClient | undefined): Promise<ActionStepOutcome> {
+/**
+ * `runner` is the hook-runner client, or in the runtime one that first gives the runner back a module
+ * it lost (actions/module-restore.ts), within this attempt.
+ */
+export async function runCustomAction(input: ActionStepInput, actions: ActionResolver | undefined, runner: ActionInvoker | undefined): Promise<ActionStepOutcome> {
   const resolved = (input.pinnedVersion === undefined ? actions?.resolveForRun(input.orgId, input.actionId) : actions?.resolveVersion(input.orgId, input.actionId, input.pinnedVersion)) ?? { kind: 'missing' as const };
   if (resolved.kind === 'missing') return fail('custom_action_not_found', `Custom action "${input.actionId}" does not exist in this organization.`, false);
   if (resolved.kind === 'not_approved') {

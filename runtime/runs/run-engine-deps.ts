@@ -4,7 +4,7 @@
 import type { RunEvent } from '../../actors/run-types.ts';
 import type { Clock } from '../clock.ts';
 import type { EventStore } from '../events/event-store.ts';
-import type { HookRunnerClient } from '../hook-runner/client.ts';
+import type { ActionInvoker } from '../hook-runner/client.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { Logger } from '../log.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
@@ -44,7 +44,7 @@ export interface RunEngineDeps {
   /** Payload bytes the steps being performed may hold at once; a step waits for its share before it reads its event. */
   readonly stepInputs: StepInputBudget;
   readonly projections: ProjectionStore;
-  /** Custom actions and the hook-runner; a custom_action step fails closed without them. */
+  /** Custom actions and the hook-runner (restoring lost modules); a custom_action step fails closed without them. */
   readonly actions: ActionResolver | undefined;
-  readonly runner: HookRunnerClient | undefined;
+  readonly runner: ActionInvoker | undefined;
 }

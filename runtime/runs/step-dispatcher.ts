@@ -1,5 +1,5 @@
 // Performs the effect of one claimed step and turns its outcome into the run event that reports it.
-// Webhook steps call out (signed, keyed); custom actions go to the hook-runner (a later slice).
+// Webhook steps call out (signed, keyed); custom actions go to the hook-runner (custom-action-step.ts).
 
 import type { JsonValue } from '../../actors/json.ts';
 import type { PersistedRun } from '../../actors/run-transition.ts';
@@ -8,7 +8,7 @@ import type { Work } from '../../actors/run-work.ts';
 import type { EventRecord } from '../events/event-codec.ts';
 import { RawJson, stringifyWithRaw } from '../validation/raw-json.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
-import type { HookRunnerClient } from '../hook-runner/client.ts';
+import type { ActionInvoker } from '../hook-runner/client.ts';
 import { pinnedActionVersion, runCustomAction, type ActionEffects, type ActionResolver } from './custom-action-step.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import { sendWebhook } from './webhook-step.ts';
@@ -38,7 +38,7 @@ export interface StepContext {
   readonly connections: OutboundConnections;
   readonly nowMs: number;
   readonly actions: ActionResolver | undefined;
-  readonly runner: HookRunnerClient | undefined;
+  readonly runner: ActionInvoker | undefined;
   /** Events derived so far from the root of the run's event (its correlation_id). */
   readonly derivedSoFar: () => number;
   /** Whether the run still waits for this attempt (running, under its fence): asked before a webhook leaves. */

@@ -18,7 +18,7 @@ const ORG = 'acct-store';
 let store: CustomActionStore;
 
 const create = (permissions: string[] = [], digest = DIGEST_A) =>
-  store.create(ORG, { name: 'scorer', description: '', module: { digest, size: 100 }, permissions }, AT);
+  store.create(ORG, { name: 'scorer', description: '', module: { digest, size: 100, bytes: new Uint8Array(100) }, permissions }, AT);
 
 async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<SluiceError> {
   const error = await promise.then(() => assert.fail('expected a rejection'), (caught: unknown) => caught);
@@ -66,10 +66,10 @@ for (const kind of LEDGER_KINDS) describe(`custom action store (${kind.name} led
     await store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin' }, AT);
     assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 1, digest: DIGEST_A, permissions: ['read_secret:A'] });
 
-    const v2 = await store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 200 } }, AT);
+    const v2 = await store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 200, bytes: new Uint8Array(200) } }, AT);
     assert.equal(v2.version?.version, 2);
     assert.deepEqual(v2.version?.permissions, ['read_secret:A'], 'omitted permissions carry over, to be reviewed again');
-    const v3 = await store.addVersion(ORG, action.id, { module: { digest: DIGEST_C, size: 300 }, permissions: [], name: 'scorer v3' }, AT);
+    const v3 = await store.addVersion(ORG, action.id, { module: { digest: DIGEST_C, size: 300, bytes: new Uint8Array(300) }, permissions: [], name: 'scorer v3' }, AT);
     assert.equal(v3.action.name, 'scorer v3');
     assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 1, digest: DIGEST_A, permissions: ['read_secret:A'] });
 
@@ -108,7 +108,7 @@ for (const kind of LEDGER_KINDS) describe(`custom action store (${kind.name} led
   it('rejecting a newer version leaves the approved one running', async () => {
     const action = await create();
     await store.review(ORG, action.id, { decision: 'approved', reason: null, reviewer: 'key_admin' }, AT);
-    await store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 1 } }, AT);
+    await store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 1, bytes: new Uint8Array(1) } }, AT);
     const rejected = await store.review(ORG, action.id, { decision: 'rejected', reason: 'no', reviewer: 'key_admin' }, AT);
     assert.equal(rejected.action.approved_version, 1);
     assert.deepEqual(store.resolveForRun(ORG, action.id), { kind: 'approved', version: 1, digest: DIGEST_A, permissions: [] });
@@ -117,22 +117,42 @@ for (const kind of LEDGER_KINDS) describe(`custom action store (${kind.name} led
   it('lists an org (the API shows it newest first), never another org; refuses writes to unknown actions and past the version cap', async () => {
     const ids = ['act_00000000000000a1', 'act_00000000000000a2'] as CustomActionId[];
     const isolated = new CustomActionStore(opened.ledger, { newId: () => ids.shift() ?? assert.fail('no id left') });
-    await isolated.create('acct-list', { name: 'one', description: 'd', module: { digest: DIGEST_A, size: 1 }, permissions: [] }, AT);
-    await isolated.create('acct-list', { name: 'two', description: '', module: { digest: DIGEST_B, size: 2 }, permissions: [] }, AT + 1);
+    await isolated.create('acct-list', { name: 'one', description: 'd', module: { digest: DIGEST_A, size: 1, bytes: new Uint8Array(1) }, permissions: [] }, AT);
+    await isolated.create('acct-list', { name: 'two', description: '', module: { digest: DIGEST_B, size: 2, bytes: new Uint8Array(2) }, permissions: [] }, AT + 1);
     assert.deepEqual(isolated.list('acct-list').sort(newestFirst).map((a) => a.name), ['two', 'one']);
     assert.deepEqual(isolated.list('acct-list-other'), []);
-    await rejects(store.addVersion('acct-list-other', 'act_00000000000000a1', { module: { digest: DIGEST_A, size: 1 } }, AT), 404, 'not_found');
+    await rejects(store.addVersion('acct-list-other', 'act_00000000000000a1', { module: { digest: DIGEST_A, size: 1, bytes: new Uint8Array(1) } }, AT), 404, 'not_found');
     await rejects(store.update(ORG, 'act_00000000000000a1', { name: 'x' }, AT), 404, 'not_found');
 
     const capped = await create();
-    for (let n = 2; n <= MAX_VERSIONS_PER_ACTION; n++) await store.addVersion(ORG, capped.id, { module: { digest: DIGEST_B, size: 1 } }, AT);
-    await rejects(store.addVersion(ORG, capped.id, { module: { digest: DIGEST_C, size: 1 } }, AT), 409, 'version_limit_reached');
+    for (let n = 2; n <= MAX_VERSIONS_PER_ACTION; n++) await store.addVersion(ORG, capped.id, { module: { digest: DIGEST_B, size: 1, bytes: new Uint8Array(1) } }, AT);
+    await rejects(store.addVersion(ORG, capped.id, { module: { digest: DIGEST_C, size: 1, bytes: new Uint8Array(1) } }, AT), 409, 'version_limit_reached');
     assert.equal(store.describe(ORG, capped.id)?.latest_version, MAX_VERSIONS_PER_ACTION);
+  });
+
+  it('keeps each upload\'s module bytes in the write that records the version, one copy per org and module, never in a view', async () => {
+    const org = 'acct-bytes';
+    const first = Buffer.from([0, 97, 115, 109, 1]);
+    const second = Buffer.from([0, 97, 115, 109, 2]);
+    const action = await store.create(org, { name: 'kept', description: '', module: { digest: DIGEST_A, size: first.length, bytes: first }, permissions: [] }, AT);
+    assert.deepEqual(store.moduleBytes(org, DIGEST_A), first, 'readable once create resolves');
+    await store.addVersion(org, action.id, { module: { digest: DIGEST_B, size: second.length, bytes: second } }, AT);
+    assert.deepEqual(store.moduleBytes(org, DIGEST_B), second);
+    // A permissions edit is a new version of the latest module: it shares the bytes kept.
+    const edited = await store.update(org, action.id, { permissions: ['read_secret:A'] }, AT);
+    assert.equal(edited.version?.digest, DIGEST_B);
+    assert.deepEqual(store.moduleBytes(org, DIGEST_B), second);
+    assert.equal(store.moduleBytes('acct-bytes-other', DIGEST_A), undefined, 'keys start with the org');
+    assert.equal(store.moduleBytes(org, DIGEST_C), undefined);
+    assert.equal(store.moduleBytes(org, 'not-a-digest'), undefined);
+    const view = JSON.stringify(store.describe(org, action.id));
+    assert.doesNotMatch(view, /bytes/, 'an answer carries digests and sizes only');
+    assert.deepEqual(Object.keys(store.version(org, action.id, 1) ?? {}).sort(), ['created_at', 'digest', 'permissions', 'reason', 'reviewed_at', 'reviewer', 'size', 'status', 'version']);
   });
 
   it('concurrent new versions get distinct numbers', async () => {
     const action = await create();
-    const results = await Promise.all([1, 2, 3, 4, 5].map(() => store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 1 } }, AT)));
+    const results = await Promise.all([1, 2, 3, 4, 5].map(() => store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 1, bytes: new Uint8Array(1) } }, AT)));
     assert.deepEqual(results.map((r) => r.version?.version).sort(), [2, 3, 4, 5, 6]);
   });
 });

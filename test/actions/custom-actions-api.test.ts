@@ -141,7 +141,7 @@ describe('upload', () => {
   it('an upload past the version cap is refused before it is compiled (the runner keeps every module it compiles)', async () => {
     const { id } = await createAction();
     const digest = createHash('sha256').update('filler').digest('hex');
-    for (let n = 2; n <= MAX_VERSIONS_PER_ACTION; n++) await store.addVersion(ORG, id, { module: { digest, size: 1 } }, Date.now());
+    for (let n = 2; n <= MAX_VERSIONS_PER_ACTION; n++) await store.addVersion(ORG, id, { module: { digest, size: 1, bytes: new Uint8Array(1) } }, Date.now());
     // Garbage would be a 400 not_wasm from the compiler: the 409 shows the cap was checked first.
     const refused = await upload(rt.url, `${base}/${id}/versions`, developer, { file: new TextEncoder().encode('not wasm') });
     assert.equal(refused.status, 409, refused.text);

@@ -34,7 +34,7 @@ it('uploads, secrets and simulate answer 503; reads and reviews still work', asy
 
   // An action written while a runner was configured (straight into this runtime's ledger).
   const store = new CustomActionStore(rt.runtime.ledger);
-  const action = await store.create(ORG, { name: 'earlier', description: '', module: { digest: 'd'.repeat(64), size: 8 }, permissions: [] }, Date.now());
+  const action = await store.create(ORG, { name: 'earlier', description: '', module: { digest: 'd'.repeat(64), size: 8, bytes: new Uint8Array(8) }, permissions: [] }, Date.now());
   const one = `${base}/${action.id}`;
   expect503(await upload(rt.url, `${one}/versions`, key, { file: new Uint8Array([1]) }), 'new version');
   expect503(await call(rt.url, 'POST', `${one}/secrets`, { token: key, json: { key: 'A', value: 'v' } }), 'put secret');
@@ -70,7 +70,7 @@ async function retryAt(runId: string, at: number): Promise<void> {
 }
 
 it('a custom_action step backs off and retries as hook_runner_unavailable; out of retries the run fails and waits to be resumed', async () => {
-  const action = await new CustomActionStore(rt.runtime.ledger).create(ORG, { name: 'offline', description: '', module: { digest: 'e'.repeat(64), size: 8 }, permissions: [] }, clock.now());
+  const action = await new CustomActionStore(rt.runtime.ledger).create(ORG, { name: 'offline', description: '', module: { digest: 'e'.repeat(64), size: 8, bytes: new Uint8Array(8) }, permissions: [] }, clock.now());
   assert.equal((await call(rt.url, 'POST', `${base}/${action.id}/review`, { token: key, json: { status: 'approved', version: 1 } })).status, 200);
   const step = { id: 'score', type: 'custom_action', action_id: action.id, retry: { max_retries: 2, initial_ms: 1000, max_ms: 60_000 } };
   const workflow = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'offline', trigger_event: 'offline.go', steps: [step] } });

@@ -40,6 +40,8 @@ export interface RunnerFixture {
 
 export interface RunnerFixtureOptions {
   readonly dataDir?: string;
+  /** The runner token; default: a new random one (a runtime reads its own from `<its data dir>/runner-token`). */
+  readonly token?: string;
   readonly masterKey?: string;
   readonly client?: HookRunnerClientOptions;
   readonly child?: Partial<HookRunnerChildOptions>;
@@ -47,7 +49,7 @@ export interface RunnerFixtureOptions {
 
 export async function startRunner(options: RunnerFixtureOptions = {}): Promise<RunnerFixture> {
   const dataDir = options.dataDir ?? tempDataDir();
-  const token = newToken();
+  const token = options.token ?? newToken();
   const masterKey = options.masterKey ?? newMasterKey();
   const logLines: string[] = [];
   const spawnChild = async (): Promise<HookRunnerChild> => {

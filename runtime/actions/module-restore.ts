@@ -1,0 +1,143 @@
+// Gives a hook-runner back a module it lost (its data dir is new or was wiped, or the runtime now
+// points at another runner): an Invoke answered `module_not_found` sends the bytes the runtime kept
+// (custom-action-store.ts) with Compile, the upload's own RPC, then tries the Invoke once more.
+//
+// The second Invoke is the same call (fence, idempotency key): the runner looks the module up before
+// it checks the fence or runs anything, so the first one left no trace and the guest runs once.
+// A runner that lost its modules lost its secrets vault with them (the runtime never holds secrets):
+// a call whose permissions read secrets the runner no longer has is not restored (its guest would
+// run without them, as if never configured) but fails, retryably, naming the keys to set again.
+// Restores are shared per (org, digest): concurrent runs that find the module missing join the one
+// under way, and a run whose Invoke was sent before a restore finished skips its own, so a lost
+// module costs one transfer of its bytes, not one per run.
+
+import { createHash } from 'node:crypto';
+import { AccessError, RetryableError, SluiceError, TerminalError } from '../errors.ts';
+import type { ActionInvoker, InvokeInput, InvokeResult } from '../hook-runner/client.ts';
+import { RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
+
+/** Where the kept module bytes are read (the custom action store). */
+export interface StoredModules {
+  moduleBytes(orgId: string, digest: string): Uint8Array | undefined;
+}
+
+/** What restoring needs of the hook-runner client. */
+export interface RestoringRunner extends ActionInvoker {
+  /** Resolves with the digest once the runner has the bytes durably. */
+  compile(wasm: Uint8Array): Promise<string>;
+  /** The names of the secrets the runner holds for an action. */
+  listSecretKeys(scope: { readonly orgId: string; readonly actionId: string }): Promise<string[]>;
+}
+
+/** The secret keys a call's permissions let the guest read (`read_secret:<KEY>`). */
+const secretsRead = (permissions: readonly string[]): string[] => permissions.filter((p) => p.startsWith('read_secret:')).map((p) => p.slice('read_secret:'.length));
+
+export interface RestoreOptions {
+  /**
+   * Told of each module sent again. A runner that lost its modules lost its secrets vault with them
+   * (the runtime never holds secrets): the runtime warns, so an operator knows to set them again.
+   */
+  readonly onRestored?: (orgId: string, digest: string) => void;
+}
+
+/** The runner's answer to an Invoke of a digest it does not have (hook-runner/runner-error.ts). */
+export const isModuleNotFound = (error: unknown): boolean => error instanceof SluiceError && error.code === 'module_not_found';
+
+const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/**
+ * The first Invoke reached the runner, so the attempt started, whatever later calls find: an
+ * unreachable runner now is "may have run", not "never sent" (custom-action-step.ts).
+ */
+function afterReached(error: unknown): unknown {
+  if (error instanceof RunnerUnavailableError && !error.mayHaveRun) return new RunnerUnavailableError(error.message, true, error.cause);
+  return error;
+}
+
+/**
+ * An invoker that restores a lost module once per call, as the header says. Failures name what to
+ * do: no kept bytes (a version uploaded before the runtime kept them) is `module_not_found`, not
+ * retried, saying to upload the module again; kept bytes that do not hash to the digest, or a runner
+ * that reports another digest, fail closed without running anything; a runner that cannot be reached
+ * is retryable.
+ */
+export function createRestoringInvoker(runner: RestoringRunner, modules: StoredModules, options: RestoreOptions = {}): ActionInvoker {
+  const underWay = new Map<string, Promise<void>>();
+  /** Restores completed per (org, digest). One small number per module ever restored in this process. */
+  const completed = new Map<string, number>();
+  const keyOf = (orgId: string, digest: string): string => JSON.stringify([orgId, digest]);
+
+  /** Refuses to restore for a call that reads secrets the runner does not hold (see the header). */
+  async function assertSecretsHeld(input: InvokeInput): Promise<void> {
+    const wanted = secretsRead(input.permissions);
+    if (wanted.length === 0) return;
+    const held = new Set(await runner.listSecretKeys({ orgId: input.orgId, actionId: input.actionId }));
+    const missing = wanted.filter((key) => !held.has(key));
+    if (missing.length === 0) return;
+    throw new RetryableError(
+      'secrets_missing_on_runner',
+      `The hook-runner had lost this action's module (its data is new or was wiped) and does not hold the secrets its approved permissions read: ${missing.join(', ')}. Set them again (POST /organizations/${input.orgId}/custom-actions/${input.actionId}/secrets); the step is retried, and a run out of retries can be resumed.`,
+    );
+  }
+
+  async function send(orgId: string, digest: string): Promise<void> {
+    const bytes = modules.moduleBytes(orgId, digest);
+    if (bytes === undefined) {
+      throw new AccessError(404, 'module_not_found', `The hook-runner does not have module ${digest} (its data was lost or it is another runner), and this version was uploaded before Sluice kept module bytes, so it cannot be sent again. Upload the action's module again (a new version), approve it, then resume the run.`);
+    }
+    if (sha256(bytes) !== digest) {
+      throw new TerminalError('stored_module_corrupt', `The stored bytes of module ${digest} do not match its digest; nothing was sent to the hook-runner. Upload the action's module again.`);
+    }
+    let reported: string;
+    try {
+      reported = await runner.compile(bytes);
+    } catch (error) {
+      if (error instanceof RetryableError || !(error instanceof SluiceError)) throw error;
+      throw new TerminalError(error.code, `The hook-runner lost module ${digest} and refused it when it was sent again: ${error.message}`, { cause: error });
+    }
+    if (reported !== digest) {
+      throw new SluiceError(502, 'hook_runner_digest_mismatch', `The hook-runner reported digest ${reported} for module ${digest} when it was sent again; nothing was run.`);
+    }
+    options.onRestored?.(orgId, digest);
+  }
+
+  /** Resolves once the module is back; `seen` is how many restores had completed when the failed Invoke was sent. */
+  function restore(orgId: string, digest: string, seen: number): Promise<void> {
+    const key = keyOf(orgId, digest);
+    if ((completed.get(key) ?? 0) > seen) return Promise.resolve();
+    let pending = underWay.get(key);
+    if (pending === undefined) {
+      // Counted before it leaves `underWay`, so no caller finds neither and sends the bytes again.
+      pending = send(orgId, digest)
+        .then(() => void completed.set(key, (completed.get(key) ?? 0) + 1))
+        .finally(() => underWay.delete(key));
+      underWay.set(key, pending);
+    }
+    return pending;
+  }
+
+  return {
+    async invoke(input: InvokeInput): Promise<InvokeResult> {
+      const seen = completed.get(keyOf(input.orgId, input.digest)) ?? 0;
+      try {
+        return await runner.invoke(input);
+      } catch (error) {
+        if (!isModuleNotFound(error)) throw error;
+      }
+      try {
+        await assertSecretsHeld(input);
+        await restore(input.orgId, input.digest, seen);
+      } catch (error) {
+        throw afterReached(error);
+      }
+      try {
+        return await runner.invoke(input);
+      } catch (error) {
+        if (isModuleNotFound(error)) {
+          throw new RetryableError('module_not_found', `The hook-runner lost module ${input.digest} again just after it was sent again; the step is retried.`, undefined, { cause: error });
+        }
+        throw afterReached(error);
+      }
+    },
+  };
+}

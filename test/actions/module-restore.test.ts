@@ -1,0 +1,110 @@
+// Restoring a module the hook-runner lost, with the real runner (on a fresh data dir, so it has no
+// module at all) and the real custom action store: one transfer for many calls at once, and failing
+// closed when no bytes or the wrong bytes are kept.
+
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { CustomActionStore } from '../../runtime/actions/custom-action-store.ts';
+import { createRestoringInvoker, type RestoringRunner } from '../../runtime/actions/module-restore.ts';
+import { SluiceError } from '../../runtime/errors.ts';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
+import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import { assembleWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
+import { invocation, parseOutput, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
+
+const ORG = 'acct-restore';
+const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+let runner: RunnerFixture;
+let ledger: Ledger;
+let store: CustomActionStore;
+let compiles = 0;
+/** The real client, counting the Compile calls that carry a module's bytes. */
+let counted: RestoringRunner;
+
+before(async () => {
+  runner = await startRunner();
+  ledger = openMemoryLedger();
+  store = new CustomActionStore(ledger);
+  counted = {
+    invoke: (input) => runner.client.invoke(input),
+    compile: (wasm) => {
+      compiles += 1;
+      return runner.client.compile(wasm);
+    },
+    listSecretKeys: (scope) => runner.client.listSecretKeys(scope),
+  };
+});
+after(async () => {
+  await runner.close();
+  await ledger.close();
+});
+
+async function kept(name: string, bytes: Uint8Array, digest = sha256(bytes)): Promise<{ actionId: string; digest: string }> {
+  const action = await store.create(ORG, { name, description: '', module: { digest, size: bytes.length, bytes }, permissions: [] }, Date.now());
+  return { actionId: action.id, digest };
+}
+
+async function failure(promise: Promise<unknown>): Promise<SluiceError> {
+  const error = await promise.then(() => assert.fail('expected a rejection'), (caught: unknown) => caught);
+  assert.ok(error instanceof SluiceError, String(error));
+  return error;
+}
+
+test('many calls that find the module missing at once send its bytes once, and each runs', async () => {
+  const echo = await assembleWat('echo', ECHO_WAT);
+  const { actionId, digest } = await kept('echo', echo);
+  const invoker = createRestoringInvoker(counted, store);
+  compiles = 0;
+  const results = await Promise.all(Array.from({ length: 8 }, (_, n) => invoker.invoke(invocation(digest, { orgId: ORG, actionId, payloadJson: `{"n":${n}}` }))));
+  assert.equal(compiles, 1);
+  assert.deepEqual(results.map((result) => result.outcome.kind === 'output' && parseOutput(result.outcome.outputJson)['payload']), Array.from({ length: 8 }, (_, n) => ({ n })));
+  assert.ok(results.every((result) => !result.replayed));
+
+  await invoker.invoke(invocation(digest, { orgId: ORG, actionId }));
+  assert.equal(compiles, 1, 'a module the runner has is not sent');
+});
+
+test('a module with no bytes kept (a version from before they were) fails module_not_found, saying to upload again; nothing is sent', async () => {
+  const reject = await assembleWat('reject', REJECT_WAT);
+  const invoker = createRestoringInvoker(counted, store);
+  compiles = 0;
+  const error = await failure(invoker.invoke(invocation(sha256(reject), { orgId: ORG })));
+  assert.equal(error.code, 'module_not_found');
+  assert.match(error.message, /uploaded before Sluice kept module bytes.*Upload the action's module again/);
+  assert.equal(compiles, 0);
+});
+
+test('kept bytes that do not hash to the digest fail closed: nothing is sent or run', async () => {
+  const trap = await assembleWat('trap', HOSTILE_WAT.unreachable);
+  const other = await assembleWat('reject', REJECT_WAT);
+  const { actionId, digest } = await kept('mislabelled', other, sha256(trap));
+  const invoker = createRestoringInvoker(counted, store);
+  compiles = 0;
+  const error = await failure(invoker.invoke(invocation(digest, { orgId: ORG, actionId })));
+  assert.equal(error.code, 'stored_module_corrupt');
+  assert.equal(compiles, 0);
+  assert.equal((await failure(runner.client.invoke(invocation(digest, { orgId: ORG, actionId })))).code, 'module_not_found', 'the runner still lacks it');
+});
+
+test('a call whose permissions read secrets the runner no longer holds is not restored: it fails, retryably, naming them, and runs once they are set', async () => {
+  const echo = await assembleWat('echo', ECHO_WAT);
+  // A distinct module (the echo one above is on the runner by now): the same code plus a custom
+  // section (id 0, 2 bytes: a 1-byte name "x"), which makes other bytes and another digest.
+  const bytes = new Uint8Array([...echo, 0x00, 0x02, 0x01, 0x78]);
+  const digest = sha256(bytes);
+  const action = await store.create(ORG, { name: 'with-secret', description: '', module: { digest, size: bytes.length, bytes }, permissions: ['read_secret:API_TOKEN'] }, Date.now());
+  const invoker = createRestoringInvoker(counted, store);
+  compiles = 0;
+  const call = () => invoker.invoke(invocation(digest, { orgId: ORG, actionId: action.id, permissions: ['read_secret:API_TOKEN'] }));
+  const refused = await failure(call());
+  assert.equal(refused.code, 'secrets_missing_on_runner');
+  assert.equal(refused.status, 503, 'retryable');
+  assert.match(refused.message, /API_TOKEN/);
+  assert.equal(compiles, 0, 'the module was not sent: every retry checks again');
+  await runner.client.putSecret({ orgId: ORG, actionId: action.id, key: 'API_TOKEN', value: 'secret-value-1234' });
+  const ran = await call();
+  assert.equal(ran.outcome.kind, 'output');
+  assert.equal(compiles, 1);
+});
