@@ -72,17 +72,16 @@ export function parseStep(value: unknown, field: string, id: StepId): WorkflowSt
 function parseDelay(step: Record<string, unknown>, field: string, id: StepId): WorkflowStep {
   const hasMs = isPresent(step, 'duration_ms');
   const hasIso = isPresent(step, 'duration');
-  if (hasMs && hasIso) fail(pathOf(field, 'duration'), 'Give either "duration_ms" or "duration", not both.');
   if (!hasMs && !hasIso) fail(pathOf(field, 'duration_ms'), `A delay step needs "duration_ms" or "duration" (ISO-8601, e.g. "PT5M").`);
-  if (hasMs) {
-    const at = pathOf(field, 'duration_ms');
-    return { id, type: 'delay', duration_ms: readInteger(step['duration_ms'], at, 1, MAX_DELAY_MS, 'invalid_duration') };
-  }
+  const ms = hasMs ? readInteger(step['duration_ms'], pathOf(field, 'duration_ms'), 1, MAX_DELAY_MS, 'invalid_duration') : undefined;
+  if (!hasIso) return { id, type: 'delay', duration_ms: ms as number };
   const at = pathOf(field, 'duration');
   const text = readString(step['duration'], at, { max: 64, trim: true }).toUpperCase();
   const parsed = parseIsoDuration(text);
   if (!parsed.ok) fail(at, `${describeField(at)} ${parsed.reason}.`, 'invalid_duration');
   if (parsed.ms > MAX_DELAY_MS) fail(at, `${describeField(at)} must be at most 30 days.`, 'invalid_duration');
+  // Both, as the API answers a step given as `duration` (so a step read back can be written back), must agree.
+  if (ms !== undefined && ms !== parsed.ms) fail(at, `Give either "duration_ms" or "duration", or both meaning the same time ("${text}" is ${parsed.ms} ms, not ${ms}).`);
   return { id, type: 'delay', duration_ms: parsed.ms, duration: text };
 }
 

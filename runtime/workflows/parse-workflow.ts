@@ -14,9 +14,11 @@
 // Update semantics: top-level fields that are absent keep their current value (so a partial
 // body and a full body both work); `channel: null` removes the channel; `steps`, when given,
 // replaces the whole list. A step that repeats an id keeps that id; a step without one gets
-// a fresh id that no step of this or the previous version used.
+// a fresh id that no step of this or the previous version used, unless it is the previous
+// version's step at the same place, unchanged: then it keeps that step's id.
 
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { asStepId, type StepId } from '../../actors/ids.ts';
 import { describeField, expectRecord, fail, isPresent, pathOf, readEnum, readString, rejectUnknown } from './input-fields.ts';
 import { parseStep, readGivenStepId } from './parse-step.ts';
@@ -95,7 +97,19 @@ function parseSteps(value: unknown, existing: WorkflowDraft | undefined, newStep
   });
 
   const taken = new Set<string>([...firstIndex.keys(), ...(existing?.steps.map((s) => s.id) ?? [])]);
-  return value.map((raw, index) => parseStep(raw, pathOf('steps', index), given[index] ?? mintId(taken, newStepId)));
+  return value.map((raw, index) => {
+    const at = pathOf('steps', index);
+    const id = given[index];
+    if (id !== undefined) return parseStep(raw, at, id);
+    // Sent again unchanged at its place (a document written back as it was first sent, without
+    // ids): the step keeps its id, so an update that changes nothing makes no version.
+    const same = existing?.steps[index];
+    if (same !== undefined && !firstIndex.has(same.id)) {
+      const parsed = parseStep(raw, at, same.id);
+      return isDeepStrictEqual(parsed, same) ? parsed : { ...parsed, id: mintId(taken, newStepId) };
+    }
+    return parseStep(raw, at, mintId(taken, newStepId));
+  });
 }
 
 /** A fresh id, also unused by the previous version so an old step's history is never inherited. */

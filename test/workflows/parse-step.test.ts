@@ -108,9 +108,11 @@ describe('delay steps', () => {
     }
   });
 
-  it('needs exactly one of duration_ms and duration', () => {
+  it('needs duration_ms or duration, or both meaning the same time (as the API answers a step, so it can be written back)', () => {
     rejects(withSteps({ type: 'delay' }), 'invalid_request', 'steps[0].duration_ms');
     rejects(withSteps({ type: 'delay', duration_ms: 5, duration: 'PT5S' }), 'invalid_request', 'steps[0].duration');
+    assert.deepEqual(only({ type: 'delay', duration_ms: 5000, duration: 'pt5s' }), { id: 'gen', type: 'delay', duration_ms: 5000, duration: 'PT5S' });
+    rejects(withSteps({ type: 'delay', duration_ms: 0, duration: 'PT5S' }), 'invalid_duration', 'steps[0].duration_ms');
     rejects(withSteps({ type: 'delay', duration_ms: 5, retry: {} }), 'unknown_field', 'steps[0].retry');
   });
 });

@@ -33,8 +33,18 @@ describe('step ids', () => {
 
   it('never mints an id the previous version or this document already uses', () => {
     const v1 = parseWorkflowInput(doc([hook()]), undefined, sequence('x'));
-    const v2 = parseWorkflowInput({ steps: [hook(), hook('y')] }, v1, sequence('x', 'y', 'z'));
+    const changed = { type: 'webhook', url: 'https://e.example/other' };
+    const v2 = parseWorkflowInput({ steps: [changed, hook('y')] }, v1, sequence('x', 'y', 'z'));
     assert.deepEqual(v2.steps.map((s) => s.id), ['z', 'y']);
+  });
+
+  it('a step sent again without its id, unchanged and at its place, keeps its id: the same document is no change', () => {
+    const v1 = parseWorkflowInput(doc([hook(), { type: 'delay', duration: 'PT1M' }]), undefined, sequence('a1', 'b2'));
+    const again = parseWorkflowInput(doc([hook(), { type: 'delay', duration: 'PT1M' }]), v1, sequence('c3', 'd4'));
+    assert.deepEqual(again, v1, 'nothing changed, so nothing differs (no new version)');
+    // Changed, or moved to another place: a new step, with an id of its own.
+    const moved = parseWorkflowInput(doc([{ type: 'delay', duration: 'PT1M' }, hook()]), v1, sequence('c3', 'd4'));
+    assert.deepEqual(moved.steps.map((s) => s.id), ['c3', 'd4']);
   });
 
   it('rejects duplicate ids, naming the later step', () => {
