@@ -11,6 +11,7 @@
 // Deleting a workflow removes the first and third; versions and secrets stay so runs pinned to a
 // version can still finish (and still sign their webhooks).
 
+import { isDeepStrictEqual } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import type { LedgerTable } from '../ledger/ledger.ts';
 import { asOrgId, asWorkflowId, type WorkflowId } from '../../actors/ids.ts';
@@ -166,7 +167,9 @@ export class WorkflowStore {
         const previous = this.get(orgId, workflowId);
         if (previous === undefined) return { ok: false, reason: 'missing' };
         if (options.ifVersion !== undefined && previous.version !== options.ifVersion) return { ok: false, reason: 'conflict', current: previous.version };
-        if (previous.version >= MAX_VERSIONS_PER_WORKFLOW) return { ok: false, reason: 'versions' };
+        // An update that only disables goes through at the cap, as setStatus's disable does.
+        const onlyDisables = draft.status === 'disabled' && isDeepStrictEqual(draft, { ...toWorkflowVersion(previous).definition, status: 'disabled' });
+        if (previous.version >= MAX_VERSIONS_PER_WORKFLOW && !onlyDisables) return { ok: false, reason: 'versions' };
         const next = nextWorkflow(draft, { orgId: previous.org_id, workflowId: previous.id, at, previous });
         this.#putVersion(next, previous);
         return { ok: true, value: next };

@@ -150,13 +150,15 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.equal(store.version('org-c', workflow.id, 3), undefined);
   });
 
-  test('a workflow takes at most 1,000 versions: the next update or enable is 409, but it can still be disabled', async () => {
+  test('a workflow takes at most 1,000 versions: the next update or enable is 409, but it can still be disabled (by an update that only disables too)', async () => {
     const { workflow } = await store.create(draftOf({}), 'org-cap', T0);
     let current = workflow;
     while (current.version < MAX_VERSIONS_PER_WORKFLOW) current = await store.update('org-cap', workflow.id, parseWorkflowInput({ name: `v${current.version + 1}` }, current), T0);
     await assert.rejects(store.update('org-cap', workflow.id, parseWorkflowInput({ name: 'one too many' }, current), T0), { code: 'version_limit_reached' });
     assert.equal(store.get('org-cap', workflow.id)?.version, MAX_VERSIONS_PER_WORKFLOW);
-    const disabled = await store.setStatus('org-cap', workflow.id, 'disabled', T0);
+    // An update that disables and changes something else is refused too; one that only disables is not.
+    await assert.rejects(store.update('org-cap', workflow.id, parseWorkflowInput({ status: 'disabled', name: 'and renamed' }, current), T0), { code: 'version_limit_reached' });
+    const disabled = await store.update('org-cap', workflow.id, parseWorkflowInput({ status: 'disabled' }, current), T0);
     assert.deepEqual([disabled.status, disabled.version], ['disabled', MAX_VERSIONS_PER_WORKFLOW + 1]);
     await assert.rejects(store.setStatus('org-cap', workflow.id, 'enabled', T0), { code: 'version_limit_reached' });
     assert.equal(store.get('org-cap', workflow.id)?.status, 'disabled');
