@@ -176,7 +176,9 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     ...(answer.cutOff ? { body_cut_off: true } : {}),
   };
   if (status >= 200 && status < 300) return { ok: true, result: { status, body: answer.text }, evidence, sentAt };
-  const retryAfterMs = parseRetryAfter(answer.retryAfter, request.nowMs);
+  // An HTTP-date counts from the answer, on the attempt's clock: the run adds the delay to the
+  // report's time, so counting from the attempt's start would add the request's duration twice.
+  const retryAfterMs = parseRetryAfter(answer.retryAfter, request.nowMs + (performance.now() - started));
   if (status === 429 || status >= 500) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, sentAt, retryAfterMs);
   return failure(`webhook_http_${status}`, `The receiver answered ${status}; not retried.`, false, evidence, sentAt);
 }

@@ -110,6 +110,17 @@ test('503 with Retry-After is retryable after that many seconds', async () => {
   assert.deepEqual(error, { code: 'webhook_http_503', message: 'The receiver answered 503.', retryable: true, retryAfterMs: 7000 });
 });
 
+test('a Retry-After date counts from the answer, not from when the attempt started', async () => {
+  const startedAt = Date.UTC(2026, 10, 30);
+  // The receiver asks for a retry 10 s after the attempt's start, and answers 300 ms into it.
+  const local = await serve((_req, res) => {
+    setTimeout(() => res.writeHead(503, { 'retry-after': new Date(startedAt + 10_000).toUTCString() }).end(), 300);
+  });
+  const error = errorOf(await attempt(local.url, { nowMs: startedAt }));
+  const wait = error?.retryAfterMs ?? Number.NaN;
+  assert.ok(wait <= 9_700 && wait > 5_000, `about 10 s less the 300 ms the answer took, got ${wait}`);
+});
+
 test('a refused connection is a retryable network error', async () => {
   const closed = await serve(() => undefined);
   const port = new URL(closed.url).port;
