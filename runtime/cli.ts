@@ -151,7 +151,7 @@ async function main(argv: readonly string[]): Promise<void> {
       process.stdout.write(`${cronCommand(rest, Date.now())}\n`);
       return;
     case 'device':
-      process.exitCode = await deviceCommand(rest, { stdin: process.stdin, stdout: process.stdout, env: process.env });
+      process.exitCode = await deviceCommand(rest, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env });
       return;
     case 'watch': {
       const stop = new AbortController();

@@ -1,15 +1,19 @@
 // `sluice device`: acts as a device from a terminal. It opens a device socket with the device's
-// token, sends each `--send` message (or each line of stdin), prints every frame Sluice answers as
-// one JSON line, and ends once each message has its answer: exit 0 if all were acked.
+// token, sends each `--send` message (or each line of stdin), paced by device-pacer.ts, prints
+// Sluice's `ready` and each message's last answer as one JSON line, and ends once each message has
+// it: exit 0 if all were acked.
 
 import type { Readable, Writable } from 'node:stream';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { credentialProblem } from '../kits/client/credential-check.ts';
 import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
+import type { Sleep } from '../kits/client/retry.ts';
 import { runSocket } from '../kits/client/socket-run.ts';
 import { credentialOf } from './cli-credential.ts';
+import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
 import { InputError } from './errors.ts';
+import { MAX_MESSAGES_IN_FLIGHT } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
 const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> [--token <device token>, or SLUICE_DEVICE_TOKEN] [--send <json>]... (without --send: one message per stdin line)';
@@ -17,8 +21,24 @@ const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> [--t
 export interface DeviceCommandIo {
   readonly stdin: Readable;
   readonly stdout: Writable;
+  /** Hears each retryable nack, whose message is sent again (stdout stays last answers only). */
+  readonly stderr?: Writable;
   /** Where SLUICE_DEVICE_TOKEN is read when --token is not given. */
   readonly env?: NodeJS.ProcessEnv;
+  /** Waits out a retryable nack (default: a timer that does not hold the process open by itself). */
+  readonly sleep?: Sleep;
+}
+
+const unrefSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
+/** A frame Sluice sent, or undefined for one that is not a JSON object (printed, never counted). */
+function parseFrame(text: string): DeviceAnswer | undefined {
+  try {
+    const frame = JSON.parse(text) as unknown;
+    return typeof frame === 'object' && frame !== null && typeof (frame as { type?: unknown }).type === 'string' ? (frame as DeviceAnswer) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Runs the command; resolves with the exit code (0: every message acked). */
@@ -31,52 +51,76 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   });
   const url = positionals[0];
   if (positionals.length !== 1 || url === undefined || !/^wss?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
-  const token = credentialOf(values.token === '' ? undefined : values.token, io.env ?? {}, 'SLUICE_DEVICE_TOKEN');
+  // An empty --token is refused below ("The device token is empty."), as `watch` refuses an empty
+  // --key: not replaced by SLUICE_DEVICE_TOKEN, which the flag was given to override.
+  const token = credentialOf(values.token, io.env ?? {}, 'SLUICE_DEVICE_TOKEN');
   if (token === undefined) throw new InputError(400, 'usage', `A device token is required: --token, or SLUICE_DEVICE_TOKEN. ${USAGE}`);
   const problem = credentialProblem('The device token', token);
   if (problem !== undefined) throw new InputError(400, 'usage', problem);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
-  /** Messages sent and not answered yet (Sluice answers each frame once, with an ack or a nack). */
-  let outstanding = 0;
+  const sleep = io.sleep ?? unrefSleep;
   let failed = false;
   let sending = true;
+  let lines: Interface | undefined;
+  let linesPaused = false;
+  const pacer = new DevicePacer({
+    cap: MAX_MESSAGES_IN_FLIGHT,
+    send: (text) => {
+      if (socket.readyState === socket.OPEN) socket.send(text);
+    },
+    sleep,
+    onProgress: () => {
+      // Lines are read only as fast as they are sent (readline may still hand over the rest of
+      // a chunk it has read after pause(), so the queue is bounded by the cap plus one chunk).
+      if (lines !== undefined && linesPaused !== pacer.queued >= MAX_MESSAGES_IN_FLIGHT) {
+        linesPaused = !linesPaused;
+        if (linesPaused) lines.pause();
+        else lines.resume();
+      }
+      maybeEnd();
+    },
+  });
   const maybeEnd = (): void => {
-    if (!sending && outstanding === 0) socket.close(1000);
+    if (!sending && pacer.settled && socket.readyState === socket.OPEN) socket.close(1000);
   };
-  const send = (text: string): void => {
+  const add = (text: string): void => {
     const line = text.trim();
-    if (line === '') return;
-    outstanding++;
-    socket.send(line);
+    if (line !== '') pacer.add(line);
+  };
+  const doneSending = (): void => {
+    sending = false;
+    maybeEnd();
   };
   // The token rides as a subprotocol entry, not in the URL, so it stays out of access logs.
   const { socket, ended } = runSocket(new URL(url), [DEVICE_PROTOCOL, token], (data) => {
     const text = data.toString('utf8');
-    print(text);
-    const frame = JSON.parse(text) as { type: string };
-    if (frame.type === 'ready') {
+    const frame = parseFrame(text);
+    if (frame?.type === 'ready') {
+      print(text);
       if (values.send !== undefined) {
-        for (const message of values.send) send(message);
-        sending = false;
-        maybeEnd();
+        for (const message of values.send) add(message);
+        doneSending();
         return;
       }
-      const lines = createInterface({ input: io.stdin });
-      lines.on('line', send);
-      lines.on('close', () => {
-        sending = false;
-        maybeEnd();
-      });
+      lines = createInterface({ input: io.stdin });
+      lines.on('line', add);
+      lines.on('close', doneSending);
       return;
     }
-    if (frame.type === 'nack') failed = true;
-    outstanding--;
-    maybeEnd();
+    const outcome = frame === undefined ? undefined : pacer.answer(frame);
+    if (outcome?.kind === 'retry') {
+      io.stderr?.write(`sluice device: ${text}; sending it again in ${outcome.waitMs} ms\n`);
+      return;
+    }
+    print(text);
+    if (outcome?.kind === 'final' && !outcome.acked) failed = true;
   }, DEVICE_SILENCE_MS);
   const end = await ended;
+  // Ended early (a dropped socket): stdin is no longer read, so it cannot hold the process open.
+  lines?.close();
   if (end.kind === 'refused') print(`refused with ${end.status}: ${end.body}`);
   if (end.kind === 'unreachable') print(`could not reach ${url}`);
   if (end.kind !== 'closed') return 1;
   if (end.code !== 1000) print(`closed with ${end.code}${end.reason.length > 0 ? `: ${end.reason}` : ''}`);
-  return end.code === 1000 && !failed && outstanding === 0 ? 0 : 1;
+  return end.code === 1000 && !failed && pacer.settled ? 0 : 1;
 }

@@ -1,21 +1,27 @@
-// `sluice device` against a real runtime: it connects with the device's token, sends each message,
-// prints Sluice's answers one per line and exits 0 when all were acked; a nack, a refused token or
-// a bad URL give a non-zero exit and say why.
+// `sluice device` against a real runtime: it connects with the device's token, sends each message
+// (never more unanswered than Sluice's per-socket cap; a retryable nack sent again after the wait
+// it names), prints Sluice's answers one per line and exits 0 when all were acked; a nack, a
+// refused or empty token or a bad URL give a non-zero exit and say why.
 
 import assert from 'node:assert/strict';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
+import { ManualClock } from '../runtime/clock.ts';
 import { deviceCommand } from '../runtime/device-command.ts';
+import { MAX_MESSAGES_IN_FLIGHT } from '../runtime/triggers/device-frame.ts';
+import type { Sleep } from '../kits/client/retry.ts';
 import { call, createOrg } from './helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 const ORG = 'acct-device-cli';
+/** Moves only when a test moves it: the starter quota refills only as the command waits. */
+const clock = new ManualClock(Date.UTC(2026, 10, 30, 12, 0, 0));
 let rt: TestRuntime;
 let token: string;
 let socketUrl: string;
 
 before(async () => {
-  rt = await startRuntime();
+  rt = await startRuntime({ clock });
   const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
   const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'cli-1' } });
   assert.equal(created.status, 201, created.text);
@@ -24,14 +30,32 @@ before(async () => {
 });
 after(() => rt.close());
 
-/** Runs the command with `stdinText` as its stdin; answers the exit code and the printed lines. */
-async function run(args: string[], stdinText = '', env: NodeJS.ProcessEnv = {}): Promise<{ code: number; lines: string[] }> {
+/** Runs the command with `stdinText` as its stdin; answers the exit code and the lines printed to stdout and stderr. */
+async function run(args: string[], stdinText = '', env: NodeJS.ProcessEnv = {}, sleep?: Sleep): Promise<{ code: number; lines: string[]; notices: string[] }> {
   const stdout = new PassThrough();
+  const stderr = new PassThrough();
   let printed = '';
+  let noticed = '';
   stdout.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
-  const code = await deviceCommand(args, { stdin: Readable.from([stdinText]), stdout, env });
-  return { code, lines: printed.trim().split('\n') };
+  stderr.on('data', (chunk: Buffer) => (noticed += chunk.toString('utf8')));
+  const code = await deviceCommand(args, { stdin: Readable.from([stdinText]), stdout, stderr, env, ...(sleep === undefined ? {} : { sleep }) });
+  return { code, lines: printed.trim().split('\n'), notices: noticed === '' ? [] : noticed.trim().split('\n') };
 }
+
+/** `count` stdin lines, each a message with id `<prefix>-<n>`. */
+const messageLines = (prefix: string, count: number): string =>
+  Array.from({ length: count }, (_, i) => `{"id":"${prefix}-${i + 1}","type":"bulk.ev"}\n`).join('');
+
+/** The ids of the acks among printed lines, sorted; and how many lines were anything but ready or an ack. */
+function acksOf(lines: string[]): { acked: string[]; other: string[] } {
+  const frames = lines.map((line) => JSON.parse(line) as { type: string; id?: string; duplicate?: boolean });
+  return {
+    acked: frames.filter((f) => f.type === 'ack' && f.duplicate === false).map((f) => f.id!).sort(),
+    other: lines.filter((_, i) => frames[i]!.type !== 'ready' && frames[i]!.type !== 'ack'),
+  };
+}
+
+const idsOf = (prefix: string, count: number): string[] => Array.from({ length: count }, (_, i) => `${prefix}-${i + 1}`).sort();
 
 test('--send messages are stored and acked, one answer line each; exit 0', async () => {
   const { code, lines } = await run([socketUrl, '--token', token, '--send', '{"id":"c-1","type":"door.opened"}', '--send', '{"id":"c-2","type":"door.closed","payload":{"by":"badge-7"}}']);
@@ -64,4 +88,40 @@ test('a wrong token is refused with the reason printed; a bad URL or a missing t
   assert.match(refused.lines[0]!, /refused with 401: .*unauthorized/);
   await assert.rejects(run(['http://example.test/devices/a/b', '--token', token]), /usage: sluice device/);
   await assert.rejects(run([socketUrl]), /A device token is required: --token, or SLUICE_DEVICE_TOKEN/);
+});
+
+test('more stdin lines than a socket may have unanswered are paced, not nacked: 300 lines, 300 acks, exit 0', async () => {
+  assert.ok(300 > 4 * MAX_MESSAGES_IN_FLIGHT, 'well past the cap');
+  const { code, lines, notices } = await run([socketUrl, '--token', token], messageLines('bulk', 300));
+  assert.deepEqual(acksOf(lines), { acked: idsOf('bulk', 300), other: [] }, 'each message acked once, no nack printed');
+  assert.deepEqual(notices, [], 'none was even refused for too many in flight: the command never had more unanswered than the cap');
+  assert.equal(code, 0);
+});
+
+test("a starter org's quota nacks are sent again after the wait Sluice names, until acked", async () => {
+  const org = 'acct-device-cli-starter';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'starter');
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'till' } });
+  assert.equal(created.status, 201, created.text);
+  const url = `${rt.url.replace('http', 'ws')}${created.body.device.socket_path}`;
+  // The starter quota is 100 events a second with one second of burst: 130 messages at one
+  // instant overrun it by 30. Waiting is moving the runtime's clock, so the refill is exact.
+  const waits: number[] = [];
+  const sleep: Sleep = async (ms) => {
+    waits.push(ms);
+    clock.advance(ms);
+  };
+  const { code, lines, notices } = await run([url, '--token', created.body.token], messageLines('quota', 130), {}, sleep);
+  assert.deepEqual(acksOf(lines), { acked: idsOf('quota', 130), other: [] }, 'each message acked once; a retried nack is not printed as an answer');
+  assert.ok(notices.length >= 30, `at least 30 nacks were retried (${notices.length})`);
+  const nacks = notices.map((notice) => JSON.parse(/^sluice device: (\{.*\}); sending it again in \d+ ms$/.exec(notice)![1]!) as { error: { code: string }; retry_after_ms: number });
+  assert.ok(nacks.every((nack) => nack.error.code === 'ingest_quota_exceeded'), notices.join('\n'));
+  assert.deepEqual(waits, nacks.map((nack) => nack.retry_after_ms), 'each wait is the one its nack named');
+  assert.equal(code, 0);
+  const stored = await call(rt.url, 'GET', `/organizations/${org}/events?type=bulk.ev&limit=500`, { token: orgKey });
+  assert.equal(stored.body.events.length, 130);
+});
+
+test('an empty --token is refused, not replaced by SLUICE_DEVICE_TOKEN', async () => {
+  await assert.rejects(run([socketUrl, '--token', '', '--send', '{"id":"t-1","type":"t"}'], '', { SLUICE_DEVICE_TOKEN: token }), { message: 'The device token is empty.' });
 });
