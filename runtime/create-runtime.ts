@@ -19,6 +19,7 @@ import { projectionRoutes } from './api/projections-api.ts';
 import { customActionRoutes } from './api/custom-actions-api.ts';
 import { CustomActionStore } from './actions/custom-action-store.ts';
 import { createRestoringInvoker } from './actions/module-restore.ts';
+import { SecretNames } from './actions/secret-names.ts';
 import { ProjectionStore } from './projections/projection-store.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
@@ -128,7 +129,9 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);
   // One for runs and simulations alike: concurrent restores of one module are shared.
+  const secretNames = new SecretNames(ledger);
   const invoker = runner.client === undefined ? undefined : createRestoringInvoker(runner.client, actions, {
+    secretNames,
     onRestored: (orgId, digest) => logger.warn('hook-runner lacked a custom action module; sent it again from the ledger (its secrets, if it lost them too, must be set again)', { org: orgId, digest }),
   });
   const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets);
@@ -191,7 +194,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     }),
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections),
-    ...customActionRoutes(context, actions, runner.client, invoker),
+    ...customActionRoutes(context, actions, secretNames, runner.client, invoker),
   ]));
   let recovered: () => void = () => undefined;
   server.holdRequestsUntil(new Promise<void>((resolve) => (recovered = resolve)));
@@ -207,7 +210,14 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   ticker.start();
   await devices.start();
   // Schemas stored before a rule that now refuses them: named now, not first by a sender's 422.
-  warnOfStaleSchemas([...sources.all(), ...Array.from(deviceStore.all(), deviceSchemas)], logger);
+  // Read one record at a time: a device or source can hold a megabyte of schemas.
+  warnOfStaleSchemas(
+    (function* () {
+      yield* sources.all();
+      for (const device of deviceStore.all()) yield deviceSchemas(device);
+    })(),
+    logger,
+  );
 
   const pruneTimer = setInterval(() => {
     const failed = (job: string) => (error: unknown): void => {

@@ -326,9 +326,12 @@ export class CustomActionStore {
     return { action: describeCustomAction(next, this.versions(orgId, action.id)), version };
   }
 
-  /** Stores an upload's bytes unless this org already has that module. In a transaction. */
+  /**
+   * Stores an upload's bytes (the runner compiled them to this digest), also over a copy already
+   * kept: uploading the file again is how a copy that went bad is repaired. In a transaction.
+   */
   #putModule(orgId: string, module: CompiledUpload): void {
-    if (!this.#modules.doesExist([orgId, module.digest])) this.#modules.put([orgId, module.digest], Buffer.from(module.bytes.buffer, module.bytes.byteOffset, module.bytes.byteLength));
+    this.#modules.put([orgId, module.digest], Buffer.from(module.bytes.buffer, module.bytes.byteOffset, module.bytes.byteLength));
   }
 
   #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {

@@ -4,9 +4,12 @@
 //
 // The second Invoke is the same call (fence, idempotency key): the runner looks the module up before
 // it checks the fence or runs anything, so the first one left no trace and the guest runs once.
-// A runner that lost its modules lost its secrets vault with them (the runtime never holds secrets):
-// a call whose permissions read secrets the runner no longer has is not restored (its guest would
-// run without them, as if never configured) but fails, retryably, naming the keys to set again.
+// A runner that lost its modules lost its secrets vault with them (the runtime holds only their
+// names, secret-names.ts), and its vault skips a missing key: a guest would run as if its secrets
+// were never set. So before a call whose permissions read secrets this runtime set, the runner is
+// asked once per action (again after any restore: its data was lost) whether it still holds them;
+// if not, the call is not sent and fails, retryably, naming the keys to set again. This holds for
+// every action, also one whose module another restore or upload already put back.
 // Restores are shared per (org, digest): concurrent runs that find the module missing join the one
 // under way, and a run whose Invoke was sent before a restore finished skips its own, so a lost
 // module costs one transfer of its bytes, not one per run.
@@ -14,7 +17,7 @@
 import { createHash } from 'node:crypto';
 import { AccessError, RetryableError, SluiceError, TerminalError } from '../errors.ts';
 import type { ActionInvoker, InvokeInput, InvokeResult } from '../hook-runner/client.ts';
-import { RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
+import { CallNotSentError, RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
 
 /** Where the kept module bytes are read (the custom action store). */
 export interface StoredModules {
@@ -32,7 +35,14 @@ export interface RestoringRunner extends ActionInvoker {
 /** The secret keys a call's permissions let the guest read (`read_secret:<KEY>`). */
 const secretsRead = (permissions: readonly string[]): string[] => permissions.filter((p) => p.startsWith('read_secret:')).map((p) => p.slice('read_secret:'.length));
 
+/** The secret names set per action (secret-names.ts). */
+export interface KnownSecrets {
+  of(orgId: string, actionId: string): string[];
+}
+
 export interface RestoreOptions {
+  /** Without it, no call is checked for secrets (tests of restoring alone). */
+  readonly secretNames?: KnownSecrets;
   /**
    * Told of each module sent again. A runner that lost its modules lost its secrets vault with them
    * (the runtime never holds secrets): the runtime warns, so an operator knows to set them again.
@@ -67,17 +77,29 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
   const completed = new Map<string, number>();
   const keyOf = (orgId: string, digest: string): string => JSON.stringify([orgId, digest]);
 
-  /** Refuses to restore for a call that reads secrets the runner does not hold (see the header). */
+  /** Actions whose secrets the runner was found to hold, since this process started or the last restore. */
+  const secretsFound = new Set<string>();
+
+  /** Refuses a call that reads secrets this runtime set and the runner no longer holds (see the header). */
   async function assertSecretsHeld(input: InvokeInput): Promise<void> {
-    const wanted = secretsRead(input.permissions);
+    // A simulation reads no secret.
+    if (input.simulate === true || options.secretNames === undefined) return;
+    const permitted = secretsRead(input.permissions);
+    if (permitted.length === 0) return;
+    const action = keyOf(input.orgId, input.actionId);
+    if (secretsFound.has(action)) return;
+    const set = new Set(options.secretNames.of(input.orgId, input.actionId));
+    const wanted = permitted.filter((key) => set.has(key));
     if (wanted.length === 0) return;
     const held = new Set(await runner.listSecretKeys({ orgId: input.orgId, actionId: input.actionId }));
     const missing = wanted.filter((key) => !held.has(key));
-    if (missing.length === 0) return;
-    throw new RetryableError(
-      'secrets_missing_on_runner',
-      `The hook-runner had lost this action's module (its data is new or was wiped) and does not hold the secrets its approved permissions read: ${missing.join(', ')}. Set them again (POST /organizations/${input.orgId}/custom-actions/${input.actionId}/secrets); the step is retried, and a run out of retries can be resumed.`,
-    );
+    if (missing.length > 0) {
+      throw new CallNotSentError(
+        'secrets_missing_on_runner',
+        `The hook-runner does not hold secrets this action's approved permissions read and that were set for it: ${missing.join(', ')} (its data is new or was wiped). Set them again (POST /organizations/${input.orgId}/custom-actions/${input.actionId}/secrets); the step is retried, and a run out of retries can be resumed.`,
+      );
+    }
+    secretsFound.add(action);
   }
 
   async function send(orgId: string, digest: string): Promise<void> {
@@ -98,6 +120,8 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
     if (reported !== digest) {
       throw new SluiceError(502, 'hook_runner_digest_mismatch', `The hook-runner reported digest ${reported} for module ${digest} when it was sent again; nothing was run.`);
     }
+    // The runner lost its data: every action's secrets are asked for again before its next call.
+    secretsFound.clear();
     options.onRestored?.(orgId, digest);
   }
 
@@ -119,17 +143,19 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
   return {
     async invoke(input: InvokeInput): Promise<InvokeResult> {
       const seen = completed.get(keyOf(input.orgId, input.digest)) ?? 0;
+      await assertSecretsHeld(input);
       try {
         return await runner.invoke(input);
       } catch (error) {
         if (!isModuleNotFound(error)) throw error;
       }
       try {
-        await assertSecretsHeld(input);
         await restore(input.orgId, input.digest, seen);
       } catch (error) {
         throw afterReached(error);
       }
+      // The runner ran nothing yet (module_not_found); with its data lost, its secrets may be too.
+      await assertSecretsHeld(input);
       try {
         return await runner.invoke(input);
       } catch (error) {

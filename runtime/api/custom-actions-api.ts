@@ -18,6 +18,7 @@ import type { Organization } from '../tenancy/organizations.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { ApiContext } from './context.ts';
 import { sortedPage } from './sorted-page.ts';
+import type { SecretNames } from '../actions/secret-names.ts';
 
 const MAX_SECRET_VALUE_BYTES = 64 * 1024;
 /** Generous bound for the schema; the permission parser enforces the real limit after removing duplicates. */
@@ -73,7 +74,7 @@ function parseSecretValue(value: string): string {
  * undefined when the runtime runs without one: then uploads, secrets and simulate answer 503.
  * `invoker` runs simulations (default: `runner`); the runtime's restores a module the runner lost.
  */
-export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, runner: HookRunnerClient | undefined, invoker: ActionInvoker | undefined = runner): Route[] {
+export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, secretNames: SecretNames, runner: HookRunnerClient | undefined, invoker: ActionInvoker | undefined = runner): Route[] {
   const base = '/organizations/:org_id/custom-actions';
   const one = `${base}/:action_id`;
   const orgFor = (request: RequestHead, role: Role): Organization => ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
@@ -231,6 +232,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const key = parseSecretKey(body.key, 'key');
         const value = parseSecretValue(body.value);
         await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
+        // Its name, so a runner that loses it is noticed before a call (module-restore.ts).
+        await secretNames.set(org.id, action.id, key);
         return noContent();
       },
     },
@@ -252,6 +255,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const action = requireAction(org, request);
         const key = parseSecretKey(request.params.key ?? '', 'key');
         const deleted = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
+        await secretNames.delete(org.id, action.id, key);
         if (!deleted) throw notFound(`Secret "${key}" of this custom action`, 'key');
         return noContent();
       },

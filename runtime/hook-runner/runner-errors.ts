@@ -25,6 +25,13 @@ export class RunnerUnavailableError extends RetryableError {
   }
 }
 
+/** A call the runtime refused to send (it would have run wrongly): the attempt never started; retried. */
+export class CallNotSentError extends RetryableError {
+  constructor(code: string, message: string) {
+    super(code, message);
+  }
+}
+
 export const unavailable = (message: string, cause?: unknown, mayHaveRun = false): RunnerUnavailableError => new RunnerUnavailableError(message, mayHaveRun, cause);
 
 /**

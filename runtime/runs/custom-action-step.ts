@@ -5,7 +5,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import type { RunContext, StepFailure } from '../../actors/run-types.ts';
 import { OutputContractError, parseActionOutput, type DerivedEventSpec, type ProjectionWrite } from '../actions/output-contract.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
-import { RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
+import { CallNotSentError, RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
 import type { ActionInvoker } from '../hook-runner/client.ts';
 
 /** Derived events deeper than this fail the step: a hook cannot loop an event forever. */
@@ -104,8 +104,8 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
       fence: input.fence,
     });
   } catch (error) {
-    // No connection took the call: the attempt never started (no started_at), as a refused webhook's.
-    if (error instanceof RunnerUnavailableError && !error.mayHaveRun) return fail(error.code, error.message, true, base, false);
+    // No connection took the call, or the runtime held it back: the attempt never started (no started_at), as a refused webhook's.
+    if ((error instanceof RunnerUnavailableError && !error.mayHaveRun) || error instanceof CallNotSentError) return fail(error.code, error.message, true, base, false);
     if (error instanceof RetryableError) return fail(error.code, error.message, true, base);
     if (error instanceof SluiceError) return fail(error.code, error.message, false, base);
     return fail('hook_runner_error', error instanceof Error ? error.message : String(error), true, base);

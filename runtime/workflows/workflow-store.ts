@@ -169,6 +169,8 @@ export class WorkflowStore {
         if (options.ifVersion !== undefined && previous.version !== options.ifVersion) return { ok: false, reason: 'conflict', current: previous.version };
         // An update that only disables goes through at the cap, as setStatus's disable does.
         const onlyDisables = draft.status === 'disabled' && isDeepStrictEqual(draft, { ...toWorkflowVersion(previous).definition, status: 'disabled' });
+        // Checked here, in the transaction: concurrent disables at the cap write one version, not one each.
+        if (onlyDisables && previous.status === 'disabled') return { ok: true, value: previous };
         if (previous.version >= MAX_VERSIONS_PER_WORKFLOW && !onlyDisables) return { ok: false, reason: 'versions' };
         const next = nextWorkflow(draft, { orgId: previous.org_id, workflowId: previous.id, at, previous });
         this.#putVersion(next, previous);

@@ -7,6 +7,8 @@ import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { CustomActionStore } from '../../runtime/actions/custom-action-store.ts';
 import { createRestoringInvoker, type RestoringRunner } from '../../runtime/actions/module-restore.ts';
+import { SecretNames } from '../../runtime/actions/secret-names.ts';
+import { CallNotSentError } from '../../runtime/hook-runner/runner-errors.ts';
 import { SluiceError } from '../../runtime/errors.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
@@ -86,25 +88,42 @@ test('kept bytes that do not hash to the digest fail closed: nothing is sent or 
   assert.equal(error.code, 'stored_module_corrupt');
   assert.equal(compiles, 0);
   assert.equal((await failure(runner.client.invoke(invocation(digest, { orgId: ORG, actionId })))).code, 'module_not_found', 'the runner still lacks it');
+  // Uploading the file again, as the error says, repairs the kept copy.
+  await store.addVersion(ORG, actionId, { module: { digest, size: trap.length, bytes: trap } }, Date.now());
+  const ran = await invoker.invoke(invocation(digest, { orgId: ORG, actionId }));
+  assert.equal(ran.outcome.kind, 'trap', 'the right module ran (it traps by design)');
+  assert.equal(compiles, 1);
 });
 
-test('a call whose permissions read secrets the runner no longer holds is not restored: it fails, retryably, naming them, and runs once they are set', async () => {
+test('a call reading secrets this runtime set, which the runner no longer holds, is not sent: it fails retryably, naming them, also when the module is back; it runs once they are set', async () => {
   const echo = await assembleWat('echo', ECHO_WAT);
   // A distinct module (the echo one above is on the runner by now): the same code plus a custom
   // section (id 0, 2 bytes: a 1-byte name "x"), which makes other bytes and another digest.
   const bytes = new Uint8Array([...echo, 0x00, 0x02, 0x01, 0x78]);
   const digest = sha256(bytes);
-  const action = await store.create(ORG, { name: 'with-secret', description: '', module: { digest, size: bytes.length, bytes }, permissions: ['read_secret:API_TOKEN'] }, Date.now());
-  const invoker = createRestoringInvoker(counted, store);
+  const permissions = ['read_secret:API_TOKEN', 'read_secret:NEVER_SET'];
+  const first = await store.create(ORG, { name: 'with-secret', description: '', module: { digest, size: bytes.length, bytes }, permissions }, Date.now());
+  // Another action with the same file: once one call restores the module, its calls find it there.
+  const second = await store.create(ORG, { name: 'same-file', description: '', module: { digest, size: bytes.length, bytes }, permissions }, Date.now());
+  const secretNames = new SecretNames(ledger);
+  // Set through this runtime once (the runner has lost them since); NEVER_SET never was, so it is not required.
+  await secretNames.set(ORG, first.id, 'API_TOKEN');
+  await secretNames.set(ORG, second.id, 'API_TOKEN');
+  const invoker = createRestoringInvoker(counted, store, { secretNames });
   compiles = 0;
-  const call = () => invoker.invoke(invocation(digest, { orgId: ORG, actionId: action.id, permissions: ['read_secret:API_TOKEN'] }));
-  const refused = await failure(call());
-  assert.equal(refused.code, 'secrets_missing_on_runner');
-  assert.equal(refused.status, 503, 'retryable');
+  const call = (actionId: string, simulate = false) => invoker.invoke(invocation(digest, { orgId: ORG, actionId, permissions, ...(simulate ? { simulate: true } : {}) }));
+  const refused = await failure(call(first.id));
+  assert.deepEqual([refused.code, refused.status, refused instanceof CallNotSentError], ['secrets_missing_on_runner', 503, true], 'retryable, and never sent');
   assert.match(refused.message, /API_TOKEN/);
-  assert.equal(compiles, 0, 'the module was not sent: every retry checks again');
-  await runner.client.putSecret({ orgId: ORG, actionId: action.id, key: 'API_TOKEN', value: 'secret-value-1234' });
-  const ran = await call();
-  assert.equal(ran.outcome.kind, 'output');
+  assert.doesNotMatch(refused.message, /NEVER_SET/);
+  assert.equal(compiles, 0);
+  // A simulation reads no secret: it restores the module and runs.
+  assert.equal((await invoker.invoke(invocation(digest, { orgId: ORG, actionId: first.id, permissions, simulate: true, idempotencyKey: 'sim:1' }))).outcome.kind, 'output');
+  assert.equal(compiles, 1);
+  // The module is on the runner now; the other action's call is still held back.
+  assert.equal((await failure(call(second.id))).code, 'secrets_missing_on_runner');
+  await runner.client.putSecret({ orgId: ORG, actionId: first.id, key: 'API_TOKEN', value: 'secret-value-1234' });
+  assert.equal((await call(first.id)).outcome.kind, 'output');
+  assert.equal((await failure(call(second.id))).code, 'secrets_missing_on_runner', 'per action');
   assert.equal(compiles, 1);
 });

@@ -126,3 +126,27 @@ test('simulate sends a lost module again too', async () => {
   assert.equal(simulated.status, 200, simulated.text);
   assert.deepEqual({ outcome: simulated.body.outcome, payload: simulated.body.output.payload }, { outcome: 'output', payload: { order_id: 'sim-1' } });
 });
+
+test('secrets set through the runtime and lost with the runner hold the call back (not sent, retried) until they are set again', async () => {
+  const module = await assembleWat('secretive', constantWat(JSON.stringify({ secretive: true })));
+  const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name: 'secretive', file: module, permissions: 'read_secret:API_TOKEN' });
+  assert.equal(uploaded.status, 201, uploaded.text);
+  const id: string = uploaded.body.custom_action.id;
+  assert.equal((await post(`/custom-actions/${id}/review`, { status: 'approved', version: 1 })).status, 200);
+  assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-123456' })).status, 204);
+  const retry = { max_retries: 20, initial_ms: 100, max_ms: 100 };
+  assert.equal((await post('/workflows', { name: 'secretive', trigger_event: 'secret.needed', steps: [{ id: 'act', type: 'custom_action', action_id: id, retry }] })).status, 201);
+  await replaceRunner();
+
+  assert.equal((await post('/events', { type: 'secret.needed', payload: {}, id: 'secret-1' })).status, 202);
+  const reactions = await eventually('the run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/secret-1`, { token: key })).body.reactions, (r) => r.length === 1);
+  const runPath = `/organizations/${ORG}/runs/${reactions[0].run_id}`;
+  const held = await eventually('an attempt held back', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run & { steps: Array<{ attempts: Array<Attempt & { started_at: string | null }> }> }, (run) => run.steps[0]!.attempts.length >= 1 && run.steps[0]!.attempts[0]!.outcome === 'failed');
+  const first = held.steps[0]!.attempts[0]!;
+  assert.deepEqual({ code: first.error?.code, retryable: first.error?.retryable, started: first.started_at }, { code: 'secrets_missing_on_runner', retryable: true, started: null });
+  assert.match(first.error?.message ?? '', /API_TOKEN/);
+
+  assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-123456' })).status, 204);
+  const done = await eventually('the run completes', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run, (run) => run.state === 'completed', 20_000);
+  assert.deepEqual(done.steps[0]!.result, { secretive: true });
+});
