@@ -42,7 +42,7 @@ options (dev, serve):
                         a separate runner needs the same token: SLUICE_RUNNER_TOKEN, else <data-dir>/runner-token
   --webhook-connections <n>  connections webhook steps may hold per org and receiver; more requests
                         wait for one (SLUICE_WEBHOOK_CONNECTIONS, default 32)
-  --step-input-mib <n>  payload MiB the steps being performed may hold at once; more steps wait
+  --step-input-mib <n>  payload MiB the steps being performed may hold at once (an org an eighth); more wait
                         (SLUICE_STEP_INPUT_MIB, default a sixteenth of the heap limit, at least 16)
   --webhook-targets <p> public: webhook steps reach public addresses only; any: local and private
                         ones too (SLUICE_WEBHOOK_TARGETS; dev: any, serve: public)

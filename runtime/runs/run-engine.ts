@@ -352,11 +352,11 @@ export class RunEngine {
     // The payload stays text (getRecord): the step hands it on as received, and never needs it parsed.
     let event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
     const bytes = event === undefined ? 0 : event.payload_json.length;
-    const waited = !this.#d.stepInputs.tryTake(bytes);
+    const waited = !this.#d.stepInputs.tryTake(ctx.orgId, bytes);
     if (waited) {
       // Not held while it waits: the wait exists to bound how many payloads are in memory.
       event = undefined;
-      await this.#d.stepInputs.take(bytes);
+      await this.#d.stepInputs.take(ctx.orgId, bytes);
     }
     let outcome: StepOutcome;
     try {
@@ -364,7 +364,7 @@ export class RunEngine {
       if (waited) event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
       outcome = await this.#performWith(run, work, event);
     } finally {
-      this.#d.stepInputs.release(bytes);
+      this.#d.stepInputs.release(ctx.orgId, bytes);
     }
     await this.send(ctx.orgId, ctx.runId, outcome.report, outcome.effects);
   }

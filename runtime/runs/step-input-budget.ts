@@ -1,8 +1,10 @@
-// How many payload bytes the steps being performed may hold at once, across all tenants. A webhook
-// step builds its body from the event's whole payload and a custom action ships it to the
-// hook-runner; with large events and slow receivers those copies (several per payload byte: the
-// text, the body, its buffer, the signed string) outgrew the heap, and a restart then dispatched
-// every recovered run at once and died again. A step whose payload does not fit waits, in order.
+// How many payload bytes the steps being performed may hold at once: a total, and a share of it per
+// tenant. A webhook step builds its body from the event's whole payload and a custom action ships
+// it to the hook-runner; with large events and slow receivers those copies (several per payload
+// byte: the text, the body, its buffer, the signed string) outgrew the heap, and a restart then
+// dispatched every recovered run at once and died again. A step whose payload does not fit waits:
+// in order within its tenant, and tenants take turns, so one tenant's large, slow steps (holding
+// their share while they wait for a connection) never hold back another tenant's.
 
 import { getHeapStatistics } from 'node:v8';
 import { FifoQueue } from '../../actors/fifo-queue.ts';
@@ -13,54 +15,97 @@ export function defaultStepInputBytes(): number {
 }
 
 interface Waiter {
-  readonly bytes: number;
+  readonly cost: number;
   readonly grant: () => void;
 }
 
 export class StepInputBudget {
   readonly #total: number;
+  readonly #perTenant: number;
   #free: number;
-  readonly #waiting = new FifoQueue<Waiter>();
+  readonly #heldBy = new Map<string, number>();
+  /** Each tenant's waiting steps, oldest first; only tenants with some. */
+  readonly #waiting = new Map<string, FifoQueue<Waiter>>();
+  /** Tenants with waiting steps, in the order they are served. */
+  readonly #turns = new FifoQueue<string>();
+  #waiters = 0;
 
-  constructor(totalBytes: number) {
+  /** `perTenant` defaults to an eighth of the total. */
+  constructor(totalBytes: number, perTenant = Math.max(1, Math.floor(totalBytes / 8))) {
     if (!(totalBytes >= 1)) throw new RangeError(`the step input budget must be at least 1 byte, got ${totalBytes}`);
     this.#total = totalBytes;
+    this.#perTenant = Math.min(perTenant, totalBytes);
     this.#free = totalBytes;
   }
 
   /** Bytes taken now; steps waiting. For metrics and tests. */
   stats(): { readonly heldBytes: number; readonly waiting: number } {
-    return { heldBytes: this.#total - this.#free, waiting: this.#waiting.size };
+    return { heldBytes: this.#total - this.#free, waiting: this.#waiters };
   }
 
   /**
-   * Takes `bytes` now when they fit and no step waits before this one; false (nothing taken)
-   * otherwise. A payload larger than the whole budget takes all of it, so it runs alone.
+   * Takes `bytes` for `tenant` now when they fit (the total and the tenant's share) and none of the
+   * tenant's steps waits before this one; false (nothing taken) otherwise. A payload larger than the
+   * share takes all of it, so it runs alone among its tenant's.
    */
-  tryTake(bytes: number): boolean {
+  tryTake(tenant: string, bytes: number): boolean {
     const cost = this.#cost(bytes);
-    if (this.#waiting.size > 0 || cost > this.#free) return false;
-    this.#free -= cost;
+    if (this.#waiting.has(tenant) || !this.#fits(tenant, cost)) return false;
+    this.#hold(tenant, cost);
     return true;
   }
 
-  /** Resolves once `bytes` are taken, after every step that waited before. */
-  take(bytes: number): Promise<void> {
-    if (this.tryTake(bytes)) return Promise.resolve();
-    return new Promise((grant) => this.#waiting.push({ bytes: this.#cost(bytes), grant }));
+  /** Resolves once `bytes` are taken for `tenant`, after the tenant's steps that waited before. */
+  take(tenant: string, bytes: number): Promise<void> {
+    if (this.tryTake(tenant, bytes)) return Promise.resolve();
+    return new Promise((grant) => {
+      let queue = this.#waiting.get(tenant);
+      if (queue === undefined) {
+        queue = new FifoQueue<Waiter>();
+        this.#waiting.set(tenant, queue);
+        this.#turns.push(tenant);
+      }
+      queue.push({ cost: this.#cost(bytes), grant });
+      this.#waiters += 1;
+    });
   }
 
-  /** Gives back what a `take` or a successful `tryTake` of `bytes` took, and lets waiters in. */
-  release(bytes: number): void {
-    this.#free = Math.min(this.#total, this.#free + this.#cost(bytes));
-    for (let next = this.#waiting.peek(); next !== undefined && next.bytes <= this.#free; next = this.#waiting.peek()) {
-      this.#waiting.shift();
-      this.#free -= next.bytes;
-      next.grant();
+  /** Gives back what a `take` or a successful `tryTake` of `bytes` for `tenant` took, and lets waiters in. */
+  release(tenant: string, bytes: number): void {
+    const cost = this.#cost(bytes);
+    this.#free = Math.min(this.#total, this.#free + cost);
+    const left = (this.#heldBy.get(tenant) ?? cost) - cost;
+    if (left > 0) this.#heldBy.set(tenant, left);
+    else this.#heldBy.delete(tenant);
+    this.#serve();
+  }
+
+  /** One pass over the tenants waiting, in turn: each grants what fits of its queue's head. */
+  #serve(): void {
+    for (let turns = this.#turns.size; turns > 0; turns -= 1) {
+      const tenant = this.#turns.shift() as string;
+      const queue = this.#waiting.get(tenant) as FifoQueue<Waiter>;
+      for (let head = queue.peek(); head !== undefined && this.#fits(tenant, head.cost); head = queue.peek()) {
+        queue.shift();
+        this.#waiters -= 1;
+        this.#hold(tenant, head.cost);
+        head.grant();
+      }
+      if (queue.size > 0) this.#turns.push(tenant);
+      else this.#waiting.delete(tenant);
     }
   }
 
+  #fits(tenant: string, cost: number): boolean {
+    return cost <= this.#free && (this.#heldBy.get(tenant) ?? 0) + cost <= this.#perTenant;
+  }
+
+  #hold(tenant: string, cost: number): void {
+    this.#free -= cost;
+    this.#heldBy.set(tenant, (this.#heldBy.get(tenant) ?? 0) + cost);
+  }
+
   #cost(bytes: number): number {
-    return Math.min(Math.max(0, bytes), this.#total);
+    return Math.min(Math.max(0, bytes), this.#perTenant);
   }
 }
