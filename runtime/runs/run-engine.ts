@@ -22,6 +22,7 @@ import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';
 import { performStep, type StepOutcome } from './step-dispatcher.ts';
+import { withStepInput } from './step-input.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 
 interface LiveRun {
@@ -349,24 +350,8 @@ export class RunEngine {
 
   async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
-    // The payload stays text (getRecord): the step hands it on as received, and never needs it parsed.
-    let event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
-    const bytes = event === undefined ? 0 : event.payload_json.length;
-    const waited = !this.#d.stepInputs.tryTake(ctx.orgId, bytes);
-    if (waited) {
-      // Not held while it waits: the wait exists to bound how many payloads are in memory.
-      event = undefined;
-      await this.#d.stepInputs.take(ctx.orgId, bytes);
-    }
-    let outcome: StepOutcome;
-    try {
-      // Read again inside: a failed read must give back what the wait took.
-      if (waited) event = this.#d.events.getRecord(ctx.orgId, ctx.eventId);
-      outcome = await this.#performWith(run, work, event);
-    } finally {
-      this.#d.stepInputs.release(ctx.orgId, bytes);
-    }
-    await this.send(ctx.orgId, ctx.runId, outcome.report, outcome.effects);
+    const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event) => this.#performWith(run, work, event));
+    await this.send(ctx.orgId, ctx.runId, report, effects);
   }
 
   #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined): Promise<StepOutcome> {
