@@ -21,6 +21,8 @@ export function signCommand(args: readonly string[], nowMs: number, env: NodeJS.
     throw new InputError(400, 'usage', 'usage: sluice sign [--secret whsec_..., or SLUICE_SIGNING_SECRET] --id <message id> --body <json> [--timestamp <unix seconds>]');
   }
   // The same rules a source applies, so a signature this prints is one a source can verify.
+  // Most often an unset shell variable (`--secret "$SECRET"` in a new terminal): say that, not "must be base64".
+  if (secret.trim() === '') throw new InputError(400, 'usage', 'The signing secret is empty (is the variable you passed to --secret set in this shell?).');
   assertSecretsFit('standard-webhooks', [secret]);
   // Printed into curl arguments split on spaces ($HDRS), and a source's webhook-id rule anyway.
   if (!isDeliveryId(id)) throw new InputError(400, 'invalid_id', '--id must be 1-256 printable ASCII characters without spaces (the webhook-id a source accepts).');
