@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { InputError } from './errors.ts';
 import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
+import { TIMESTAMP_TOLERANCE_SECONDS } from './ingest/verification.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
@@ -122,7 +123,9 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
     throw new InputError(400, 'invalid_config', `log level must be debug, info, warn, error or silent; got "${logLevel}".`);
   }
-  const dedupWindowMs = integer(setting('--dedup-window-ms', values['dedup-window-ms'], 'SLUICE_DEDUP_WINDOW_MS', env), DEFAULT_DEDUP_WINDOW_MS, 1000, 365 * DAY_MS);
+  // At least the signature timestamp tolerance: a shorter window let a replayed delivery, its
+  // signature still fresh, through as a new event once its id was forgotten.
+  const dedupWindowMs = integer(setting('--dedup-window-ms', values['dedup-window-ms'], 'SLUICE_DEDUP_WINDOW_MS', env), DEFAULT_DEDUP_WINDOW_MS, TIMESTAMP_TOLERANCE_SECONDS * 1000, 365 * DAY_MS);
   // Unset, it grows to cover a longer dedup window instead of refusing to start.
   const retentionFallback = Math.max(DEFAULT_RETENTION_DAYS, Math.ceil(dedupWindowMs / DAY_MS));
   const retentionDays = integer(setting('--retention-days', values['retention-days'], 'SLUICE_RETENTION_DAYS', env), retentionFallback, 1, 3650);

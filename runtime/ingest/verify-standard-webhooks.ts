@@ -26,7 +26,9 @@ export function verifyStandardWebhook(
   const timestamp = headers['webhook-timestamp'];
   assertFreshTimestamp('webhook-timestamp', timestamp, nowMs);
   const presented = signatureHeader
-    .split(' ')
+    .split(/\s+/)
+    // A header sent as several lines reaches us joined with ", ": that comma is no part of a signature.
+    .map((entry) => entry.replace(/,+$/, ''))
     .filter((entry) => entry.startsWith('v1,'))
     .map((entry) => entry.slice(3));
   if (presented.length === 0) throw signatureError('invalid_signature', 'The webhook-signature header has no v1 signature.');

@@ -76,6 +76,17 @@ test('the timestamp tolerance is ±300 s around the injected clock', () => {
   }
 });
 
+test('a signature header sent as two lines (joined with ", ") verifies whichever line holds the match', () => {
+  const vector = vectors.find((v) => v.valid && v.scheme === undefined && v.payload !== undefined && !v.signature.includes(' '))!;
+  const at = Number(vector.timestamp) * 1000;
+  const body = Buffer.from(vector.payload!, 'utf8');
+  const wrong = `v1,${Buffer.alloc(32, 7).toString('base64')}`;
+  for (const joined of [`${vector.signature}, ${wrong}`, `${wrong}, ${vector.signature}`, `${vector.signature},`]) {
+    const headers = { 'webhook-id': vector.msg_id, 'webhook-timestamp': String(vector.timestamp), 'webhook-signature': joined };
+    assert.equal(verifyStandardWebhook(headers, body, [vector.secret], at).keyIndex, 0, joined);
+  }
+});
+
 test('rotation: a delivery verifies against any active secret, and reports which one', () => {
   const vector = vectors.find((v) => v.valid && v.secret.startsWith('whsec_Mf') && v.payload !== undefined)!;
   const headers = { 'webhook-id': vector.msg_id, 'webhook-timestamp': String(vector.timestamp), 'webhook-signature': vector.signature };
