@@ -162,6 +162,7 @@ export class HttpServer {
         route.beforeBody?.(head);
         if (!reads && route.query !== 'any') query.assertOnly(route.query ?? []);
         if (!reads && method !== 'DELETE') {
+          assertIdentityEncoding(headers['content-encoding']);
           reservation = this.#bodyBudget.open(params.org_id ?? '');
           body = await readBody(res, {
             limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
@@ -263,4 +264,14 @@ function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean):
     else if (reply.body === undefined) res.end();
     else res.end(reply.body);
   });
+}
+
+/**
+ * Bodies are taken as sent, never decoded: a compressed one would fail its signature check (signed
+ * over the plain bytes) or its JSON parse with a message that blames the wrong thing.
+ */
+function assertIdentityEncoding(header: string | undefined): void {
+  const coding = header?.trim().toLowerCase();
+  if (coding === undefined || coding === '' || coding === 'identity') return;
+  throw new InputError(415, 'unsupported_content_encoding', `Content-Encoding "${coding.slice(0, 64)}" is not accepted: send the body uncompressed (identity).`, { field: 'content-encoding' });
 }

@@ -167,6 +167,25 @@ test('invalid UTF-8 and deeply broken JSON bodies are 400 and leave no trace', a
   assert.ok(!JSON.stringify(deepAnswer.body).includes('at '), 'no stack trace in errors');
 });
 
+test('a compressed body (Content-Encoding other than identity) is 415 naming the coding, before its signature is checked; identity is accepted', async () => {
+  const before = await eventCount();
+  const body = JSON.stringify({ type: 'zip.test' });
+  const { gzipSync } = await import('node:zlib');
+  for (const coding of ['gzip', 'deflate', 'br-bogus']) {
+    const sent = coding === 'br-bogus' ? Buffer.from(body) : gzipSync(body);
+    const answer = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body: sent, headers: { ...signStandard(SECRET, `msg_enc_${coding}`, Math.floor(Date.now() / 1000), body), 'content-encoding': coding } });
+    assert.deepEqual([answer.status, answer.body.error.code, answer.body.error.field], [415, 'unsupported_content_encoding', 'content-encoding'], coding);
+    assert.match(answer.body.error.message, new RegExp(`"${coding}"`));
+  }
+  const api = await call(rt.url, 'POST', '/organizations/acct-bad/events', { token: key, json: { type: 'zip.test' }, headers: { 'content-encoding': 'gzip' } });
+  assert.equal(api.status, 415, 'API bodies too');
+  assert.equal(await eventCount(), before);
+  const plain = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body, headers: { ...signStandard(SECRET, 'msg_enc_identity', Math.floor(Date.now() / 1000), body), 'content-encoding': 'identity' } });
+  assert.equal(plain.status, 204);
+  const metrics = await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN });
+  assert.match(metrics.text, /sluice_ingest_total\{outcome="unsupported_content_encoding"\} 3/, 'hook refusals are counted');
+});
+
 test('a well-formed body nested past 128 levels is refused with 400; 128 levels are stored and read back', async () => {
   const nested = (levels: number): string => `{"type":"deep.x","d":${'['.repeat(levels - 1)}"[{not a bracket}]"${']'.repeat(levels - 1)}}`;
   const before = await eventCount();
