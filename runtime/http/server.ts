@@ -146,10 +146,6 @@ export class HttpServer {
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {
-      if (headerBytes > MAX_HEADER_BYTES) {
-        throw new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
-      }
-      query.assertNoRepeats();
       const segments = Router.decodePath(rawUrl);
       // HEAD is answered as GET, without the body.
       const { route, params } = this.#router.match(method === 'HEAD' ? 'GET' : method, segments);
@@ -159,6 +155,12 @@ export class HttpServer {
       let body: Buffer = EMPTY_BODY;
       const reads = method === 'GET' || method === 'HEAD';
       try {
+        // Inside, so a route hears of these refusals too (the ingest counter counts every delivery).
+        if (headerBytes > MAX_HEADER_BYTES) {
+          throw new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
+        }
+        // A URL a provider was given may repeat a parameter of its own (`query: 'any'`).
+        if (route.query !== 'any') query.assertNoRepeats();
         route.beforeBody?.(head);
         if (!reads && route.query !== 'any') query.assertOnly(route.query ?? []);
         if (!reads && method !== 'DELETE') {

@@ -123,10 +123,20 @@ test('an API write or upload without a key and a hook for an unknown source are 
   await serverStillServes();
 });
 
+test('a hook URL may repeat a query parameter of its own (providers are given such URLs): the delivery is verified and stored', async () => {
+  const body = JSON.stringify({ type: 'query.repeat' });
+  const answer = await call(rt.url, 'POST', '/hooks/acct-bad/in?tag=a&tag=b', { body, headers: signStandard(SECRET, 'msg_repeat', Math.floor(Date.now() / 1000), body) });
+  assert.equal(answer.status, 204, answer.text);
+});
+
 test('huge headers are refused without crashing', async () => {
   const answer = await raw([`GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(64 * 1024)}\r\n\r\n`]);
   assert.match(answer, /^HTTP\/1\.1 431/);
   assert.match(answer, /headers_too_large/);
+  // A delivery refused so is counted as one (sluice_ingest_total counts every webhook delivery).
+  const hook = await raw([`POST /hooks/acct-bad/in HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nx-big: ${'a'.repeat(20 * 1024)}\r\n\r\n{}`]);
+  assert.match(hook, /^HTTP\/1\.1 431/);
+  assert.match((await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text, /sluice_ingest_total\{outcome="headers_too_large"\} 1/);
   const enormous = await raw([`GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(4 * 1024 * 1024)}\r\n\r\n`]);
   assert.doesNotMatch(enormous, /^HTTP\/1\.1 2/);
   await serverStillServes();
