@@ -14,10 +14,11 @@
 // under way, and a run whose Invoke was sent before a restore finished skips its own, so a lost
 // module costs one transfer of its bytes, not one per run.
 
-import { createHash } from 'node:crypto';
 import { AccessError, RetryableError, SluiceError, TerminalError } from '../errors.ts';
 import type { ActionInvoker, InvokeInput, InvokeResult } from '../hook-runner/client.ts';
 import { CallNotSentError, RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
+import { moduleDigest } from './custom-action-record.ts';
+import { secretKeysOf } from './permissions.ts';
 
 /** Where the kept module bytes are read (the custom action store). */
 export interface StoredModules {
@@ -31,9 +32,6 @@ export interface RestoringRunner extends ActionInvoker {
   /** The names of the secrets the runner holds for an action. */
   listSecretKeys(scope: { readonly orgId: string; readonly actionId: string }): Promise<string[]>;
 }
-
-/** The secret keys a call's permissions let the guest read (`read_secret:<KEY>`). */
-const secretsRead = (permissions: readonly string[]): string[] => permissions.filter((p) => p.startsWith('read_secret:')).map((p) => p.slice('read_secret:'.length));
 
 /** The secret names set per action (secret-names.ts). */
 export interface KnownSecrets {
@@ -52,8 +50,6 @@ export interface RestoreOptions {
 
 /** The runner's answer to an Invoke of a digest it does not have (hook-runner/runner-error.ts). */
 export const isModuleNotFound = (error: unknown): boolean => error instanceof SluiceError && error.code === 'module_not_found';
-
-const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
 /**
  * The first Invoke reached the runner, so the attempt started, whatever later calls find: an
@@ -84,7 +80,7 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
   async function assertSecretsHeld(input: InvokeInput): Promise<void> {
     // A simulation reads no secret.
     if (input.simulate === true || options.secretNames === undefined) return;
-    const permitted = secretsRead(input.permissions);
+    const permitted = secretKeysOf(input.permissions);
     if (permitted.length === 0) return;
     const action = keyOf(input.orgId, input.actionId);
     if (secretsFound.has(action)) return;
@@ -107,7 +103,7 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
     if (bytes === undefined) {
       throw new AccessError(404, 'module_not_found', `The hook-runner does not have module ${digest} (its data was lost or it is another runner), and this version was uploaded before Sluice kept module bytes, so it cannot be sent again. Upload the action's module again (a new version), approve it, then resume the run.`);
     }
-    if (sha256(bytes) !== digest) {
+    if (moduleDigest(bytes) !== digest) {
       throw new TerminalError('stored_module_corrupt', `The stored bytes of module ${digest} do not match its digest; nothing was sent to the hook-runner. Upload the action's module again.`);
     }
     let reported: string;

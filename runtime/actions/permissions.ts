@@ -54,6 +54,11 @@ export function parsePermissionText(text: string, field = 'permissions'): Permis
   return parsePermissionList(entries, field);
 }
 
+/** The secret keys a list of permissions lets a guest read (each `read_secret:<KEY>`'s KEY). */
+export function secretKeysOf(permissions: readonly string[]): string[] {
+  return permissions.flatMap((permission) => READ_SECRET.exec(permission)?.[1] ?? []);
+}
+
 /** Same set of permissions, whatever the order. */
 export function samePermissions(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;

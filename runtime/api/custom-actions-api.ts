@@ -1,9 +1,8 @@
 // REST: upload custom actions and new versions (multipart), edit, review, simulate, and manage their
 // secrets through the hook-runner vault. Writes need developer, reviews admin, reads viewer.
 
-import { createHash } from 'node:crypto';
 import { parseActionName, parseDescription, parseLongText, MAX_REASON_LENGTH } from '../actions/action-fields.ts';
-import { describeCustomAction, type ActionVersionRecord, type CustomActionRecord, type ReviewDecision } from '../actions/custom-action-record.ts';
+import { describeCustomAction, moduleDigest, type ActionVersionRecord, type CustomActionRecord, type ReviewDecision } from '../actions/custom-action-record.ts';
 import type { CompiledUpload, CustomActionStore } from '../actions/custom-action-store.ts';
 import { parseActionUpload, UPLOAD_BODY_LIMIT } from '../actions/multipart-upload.ts';
 import { parsePermissionList, SECRET_KEY_PATTERN } from '../actions/permissions.ts';
@@ -107,7 +106,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       if (error instanceof InputError) throw new InputError(error.status, error.code, error.message, { field: 'file', cause: error });
       throw error;
     }
-    if (digest !== createHash('sha256').update(module).digest('hex')) {
+    if (digest !== moduleDigest(module)) {
       throw new SluiceError(502, 'hook_runner_digest_mismatch', 'The hook-runner reported a digest that does not match the uploaded module.');
     }
     return { digest, size: module.byteLength, bytes: module };
