@@ -4,10 +4,12 @@
 // byte: the text, the body, its buffer, the signed string) outgrew the heap, and a restart then
 // dispatched every recovered run at once and died again. A step whose payload does not fit waits:
 // in order within its tenant, and tenants take turns, so one tenant's large, slow steps (holding
-// their share while they wait for a connection) never hold back another tenant's.
+// their share while they wait for a connection) never hold back another tenant's. The accounting is
+// tenant-byte-shares.ts, as for request bodies.
 
 import { getHeapStatistics } from 'node:v8';
 import { FifoQueue } from '../../actors/fifo-queue.ts';
+import { TenantByteShares } from '../tenancy/tenant-byte-shares.ts';
 
 /** The default: a sixteenth of V8's heap limit (about 259 MiB with Node's default heap here), at least 16 MiB. */
 export function defaultStepInputBytes(): number {
@@ -20,10 +22,8 @@ interface Waiter {
 }
 
 export class StepInputBudget {
-  readonly #total: number;
   readonly #perTenant: number;
-  #free: number;
-  readonly #heldBy = new Map<string, number>();
+  readonly #shares: TenantByteShares;
   /** Each tenant's waiting steps, oldest first; only tenants with some. */
   readonly #waiting = new Map<string, FifoQueue<Waiter>>();
   /** Tenants with waiting steps, in the order they are served. */
@@ -33,14 +33,13 @@ export class StepInputBudget {
   /** `perTenant` defaults to an eighth of the total. */
   constructor(totalBytes: number, perTenant = Math.max(1, Math.floor(totalBytes / 8))) {
     if (!(totalBytes >= 1)) throw new RangeError(`the step input budget must be at least 1 byte, got ${totalBytes}`);
-    this.#total = totalBytes;
     this.#perTenant = Math.min(perTenant, totalBytes);
-    this.#free = totalBytes;
+    this.#shares = new TenantByteShares(totalBytes, this.#perTenant);
   }
 
   /** Bytes taken now; steps waiting. For metrics and tests. */
   stats(): { readonly heldBytes: number; readonly waiting: number } {
-    return { heldBytes: this.#total - this.#free, waiting: this.#waiters };
+    return { heldBytes: this.#shares.held, waiting: this.#waiters };
   }
 
   /**
@@ -50,8 +49,8 @@ export class StepInputBudget {
    */
   tryTake(tenant: string, bytes: number): boolean {
     const cost = this.#cost(bytes);
-    if (this.#waiting.has(tenant) || !this.#fits(tenant, cost)) return false;
-    this.#hold(tenant, cost);
+    if (this.#waiting.has(tenant) || !this.#shares.fits(tenant, cost)) return false;
+    this.#shares.hold(tenant, cost);
     return true;
   }
 
@@ -72,11 +71,7 @@ export class StepInputBudget {
 
   /** Gives back what a `take` or a successful `tryTake` of `bytes` for `tenant` took, and lets waiters in. */
   release(tenant: string, bytes: number): void {
-    const cost = this.#cost(bytes);
-    this.#free = Math.min(this.#total, this.#free + cost);
-    const left = (this.#heldBy.get(tenant) ?? cost) - cost;
-    if (left > 0) this.#heldBy.set(tenant, left);
-    else this.#heldBy.delete(tenant);
+    this.#shares.give(tenant, this.#cost(bytes));
     this.#serve();
   }
 
@@ -85,24 +80,15 @@ export class StepInputBudget {
     for (let turns = this.#turns.size; turns > 0; turns -= 1) {
       const tenant = this.#turns.shift() as string;
       const queue = this.#waiting.get(tenant) as FifoQueue<Waiter>;
-      for (let head = queue.peek(); head !== undefined && this.#fits(tenant, head.cost); head = queue.peek()) {
+      for (let head = queue.peek(); head !== undefined && this.#shares.fits(tenant, head.cost); head = queue.peek()) {
         queue.shift();
         this.#waiters -= 1;
-        this.#hold(tenant, head.cost);
+        this.#shares.hold(tenant, head.cost);
         head.grant();
       }
       if (queue.size > 0) this.#turns.push(tenant);
       else this.#waiting.delete(tenant);
     }
-  }
-
-  #fits(tenant: string, cost: number): boolean {
-    return cost <= this.#free && (this.#heldBy.get(tenant) ?? 0) + cost <= this.#perTenant;
-  }
-
-  #hold(tenant: string, cost: number): void {
-    this.#free -= cost;
-    this.#heldBy.set(tenant, (this.#heldBy.get(tenant) ?? 0) + cost);
   }
 
   #cost(bytes: number): number {

@@ -1,0 +1,40 @@
+// Bytes held out of a total, with a share of it per tenant that no tenant may pass, so one tenant
+// cannot spend what all need: the accounting behind the request-body budget (http/body-budget.ts)
+// and the step input budget (runs/step-input-budget.ts), which differ in what they do when bytes
+// do not fit (refuse at once, or wait).
+
+export class TenantByteShares {
+  readonly #total: number;
+  readonly #perTenant: number;
+  #held = 0;
+  readonly #heldBy = new Map<string, number>();
+
+  constructor(total: number, perTenant: number) {
+    this.#total = total;
+    this.#perTenant = perTenant;
+  }
+
+  /** Bytes held now, over every tenant. */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Whether `bytes` more fit the total and `tenant`'s share. */
+  fits(tenant: string, bytes: number): boolean {
+    return this.#held + bytes <= this.#total && (this.#heldBy.get(tenant) ?? 0) + bytes <= this.#perTenant;
+  }
+
+  /** Counts `bytes` more for `tenant` (after `fits`). */
+  hold(tenant: string, bytes: number): void {
+    this.#held += bytes;
+    this.#heldBy.set(tenant, (this.#heldBy.get(tenant) ?? 0) + bytes);
+  }
+
+  /** Gives back `bytes` that `hold` counted for `tenant`. */
+  give(tenant: string, bytes: number): void {
+    this.#held -= bytes;
+    const left = (this.#heldBy.get(tenant) ?? bytes) - bytes;
+    if (left > 0) this.#heldBy.set(tenant, left);
+    else this.#heldBy.delete(tenant);
+  }
+}
