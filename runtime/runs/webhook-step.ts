@@ -164,11 +164,12 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, request.nowMs);
   }
   const sentAt = request.nowMs + (answer.queuedMs ?? 0);
+  const answeredAfterMs = performance.now() - started;
   const { status } = answer;
   const evidence = {
     ...base,
     status,
-    duration_ms: Math.round(performance.now() - started),
+    duration_ms: Math.round(answeredAfterMs),
     ...queuedEvidence(answer.queuedMs),
     body: answer.text,
     body_bytes: answer.bytes,
@@ -178,7 +179,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
   if (status >= 200 && status < 300) return { ok: true, result: { status, body: answer.text }, evidence, sentAt };
   // An HTTP-date counts from the answer, on the attempt's clock: the run adds the delay to the
   // report's time, so counting from the attempt's start would add the request's duration twice.
-  const retryAfterMs = parseRetryAfter(answer.retryAfter, request.nowMs + (performance.now() - started));
+  const retryAfterMs = parseRetryAfter(answer.retryAfter, request.nowMs + answeredAfterMs);
   if (status === 429 || status >= 500) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, sentAt, retryAfterMs);
   return failure(`webhook_http_${status}`, `The receiver answered ${status}; not retried.`, false, evidence, sentAt);
 }
