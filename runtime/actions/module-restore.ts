@@ -86,7 +86,12 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
     if (secretsFound.has(action)) return;
     const set = new Set(options.secretNames.of(input.orgId, input.actionId));
     const wanted = permitted.filter((key) => set.has(key));
-    if (wanted.length === 0) return;
+    // Nothing it reads was set through this runtime: nothing to ask the runner, on later calls either
+    // (a secret set from now on is on the runner; after a restore every action is asked again).
+    if (wanted.length === 0) {
+      secretsFound.add(action);
+      return;
+    }
     const held = new Set(await runner.listSecretKeys({ orgId: input.orgId, actionId: input.actionId }));
     const missing = wanted.filter((key) => !held.has(key));
     if (missing.length > 0) {
