@@ -1,5 +1,5 @@
-// Retry schedule of a failed step: exponential backoff with a cap, a retry budget, and
-// server-given Retry-After hints. Pure: the current time is always passed in.
+// Retry schedule of a failed step: exponential backoff with a cap and a deterministic jitter, a
+// retry budget, and server-given Retry-After hints. Pure: the current time is always passed in.
 
 /**
  * How often and how patiently a retryable step failure is retried.
@@ -48,15 +48,22 @@ export function resolveRetryPolicy(override?: RetryOverride): RetryPolicy {
 }
 
 /**
+ * How much of its backoff a retry may give up: runs that failed together (a receiver went down)
+ * spread their retries over the last fifth of each wait instead of all arriving at once.
+ */
+export const RETRY_JITTER = 0.2;
+
+/**
  * Delay before the next attempt after failed attempt number `failedAttempts` (1 = the first
  * attempt failed), or `'exhausted'` when the retry budget is spent. The backoff is
- * `initialMs * 2^(failedAttempts-1)` capped at `maxMs`. A server hint (`retryAfterMs`, from
+ * `initialMs * 2^(failedAttempts-1)` capped at `maxMs`, shortened by `jitter` (in [0, 1)) times
+ * RETRY_JITTER of itself: never later than the schedule, never sooner than 80 % of it. A server hint (`retryAfterMs`, from
  * `Retry-After` or the hook-runner) replaces the backoff but is still capped at `maxMs`,
  * so a hostile endpoint cannot park a run for a year, and waits at least MIN_HINT_MS (or
  * `initialMs`, if shorter), so `Retry-After: 0` cannot spend the whole budget in milliseconds;
  * it never extends the retry budget.
  */
-export function nextRetryDelay(policy: RetryPolicy, failedAttempts: number, retryAfterMs?: number): number | 'exhausted' {
+export function nextRetryDelay(policy: RetryPolicy, failedAttempts: number, retryAfterMs?: number, jitter = 0): number | 'exhausted' {
   if (!Number.isInteger(failedAttempts) || failedAttempts < 1) {
     throw new RangeError(`failedAttempts must be a positive integer, got ${failedAttempts}`);
   }
@@ -66,7 +73,18 @@ export function nextRetryDelay(policy: RetryPolicy, failedAttempts: number, retr
   }
   // 2^52 already exceeds any cap; clamping the exponent keeps the arithmetic finite.
   const exponent = Math.min(failedAttempts - 1, 52);
-  return Math.min(policy.initialMs * 2 ** exponent, policy.maxMs);
+  const backoff = Math.min(policy.initialMs * 2 ** exponent, policy.maxMs);
+  return Math.round(backoff * (1 - RETRY_JITTER * jitter));
+}
+
+/**
+ * A fraction in [0, 1) fixed by `key` (FNV-1a): the same run, step and failure always get the same
+ * jitter, so the pure run machine stays deterministic and a replayed decision repeats itself.
+ */
+export function jitterOf(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) / 2 ** 32;
 }
 
 /** The shortest wait a Retry-After hint can ask for (a step's own shorter initial delay still wins). */

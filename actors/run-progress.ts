@@ -3,7 +3,7 @@
 
 import type { StepId } from './ids.ts';
 import type { JsonValue } from './json.ts';
-import { nextRetryDelay } from './retry-policy.ts';
+import { jitterOf, nextRetryDelay } from './retry-policy.ts';
 import type { LateOutcome, RunContext, RunError, RunInput, StepAttempt, StepError, StepFailure, StepRecord } from './run-types.ts';
 
 export function initialContext(input: RunInput): RunContext {
@@ -162,12 +162,12 @@ export function decideFailure(ctx: RunContext, failure: StepFailure): FailureDec
   if (!failure.retryable || step.retry === null) {
     return { kind: 'fail', error: { ...base, reason: 'non_retryable', message: failure.message } };
   }
-  const delay = nextRetryDelay(step.retry, step.failures + 1, failure.retryAfterMs);
+  const failed = step.failures + 1;
+  const delay = nextRetryDelay(step.retry, failed, failure.retryAfterMs, jitterOf(`${ctx.runId}:${step.id}:${failed}`));
   if (delay !== 'exhausted') return { kind: 'retry', delayMs: delay };
-  const attempts = step.failures + 1;
   return {
     kind: 'fail',
-    error: { ...base, reason: 'retries_exhausted', message: `Step "${step.id}" failed ${attempts} times; last error: ${failure.message}` },
+    error: { ...base, reason: 'retries_exhausted', message: `Step "${step.id}" failed ${failed} times; last error: ${failure.message}` },
   };
 }
 

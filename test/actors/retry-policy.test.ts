@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_RETRY_POLICY, nextRetryDelay, parseRetryAfter, resolveRetryPolicy } from '../../actors/retry-policy.ts';
+import { DEFAULT_RETRY_POLICY, jitterOf, nextRetryDelay, parseRetryAfter, resolveRetryPolicy } from '../../actors/retry-policy.ts';
 
 describe('nextRetryDelay', () => {
   it('follows 30 s, 60 s, 120 s, 240 s, 480 s and is exhausted after 5 retries', () => {
@@ -36,6 +36,23 @@ describe('nextRetryDelay', () => {
     assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, 86_400_000), 3_600_000);
     assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 6, 1_000), 'exhausted');
     assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, Number.NaN), 30_000);
+  });
+
+  it('shortens the backoff by its jitter, at most a fifth, but never a Retry-After hint', () => {
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, undefined, 0.5), 27_000);
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 2, undefined, 0.999_999), 48_000);
+    assert.equal(nextRetryDelay(resolveRetryPolicy({ max_retries: 20 }), 9, undefined, 0.5), 3_240_000, 'of the capped wait');
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 1, 5_000, 0.5), 5_000);
+    assert.equal(nextRetryDelay(DEFAULT_RETRY_POLICY, 6, undefined, 0.5), 'exhausted');
+  });
+
+  it('draws the jitter from its key: fixed per key, spread over [0, 1) across keys', () => {
+    assert.equal(jitterOf('run_1:a:1'), jitterOf('run_1:a:1'));
+    const draws = Array.from({ length: 1000 }, (_, i) => jitterOf(`run_${i}:call:1`));
+    assert.ok(draws.every((j) => j >= 0 && j < 1));
+    const tenths = new Set(draws.map((j) => Math.floor(j * 10)));
+    assert.equal(tenths.size, 10, 'every tenth of the range is drawn');
+    assert.notEqual(jitterOf('run_1:a:1'), jitterOf('run_1:a:2'), 'each retry of a run draws again');
   });
 
   it('refuses attempt numbers below 1', () => {

@@ -10,6 +10,7 @@ import { runMachine } from '../../actors/run-machine.ts';
 import { restoreRunActor, type PersistedRun } from '../../actors/run-transition.ts';
 import type { RunInput, RunStepPlan, StepAttempt } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
+import { assertRetryDue } from '../helpers/retry-due.ts';
 
 export const T0 = Date.UTC(2025, 0, 1);
 export const FAST_RETRY: RetryPolicy = { maxRetries: 2, initialMs: 1000, maxMs: 4000 };
@@ -67,6 +68,13 @@ export const failStep = (actor: RunActor, at: number, retryable: boolean, retryA
 };
 
 export const stateOf = (actor: RunActor): string => String(actor.getSnapshot().value);
+
+/** The actor's armed retry timer, checked with assertRetryDue. */
+export function retryDue(actor: RunActor, from: number, scheduledMs: number): number {
+  const w = work(actor);
+  assert.equal(w.kind === 'arm_timer' && w.reason, 'retry', `expected a retry timer, got ${JSON.stringify(w)}`);
+  return assertRetryDue((w as Extract<Work, { kind: 'arm_timer' }>).at, from, scheduledMs);
+}
 
 export function attemptsOf(actor: RunActor, stepId: string): readonly StepAttempt[] {
   const step = actor.getSnapshot().context.steps.find((s) => s.id === (stepId as StepId));

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createActor } from 'xstate';
-import { asStepId } from '../../actors/ids.ts';
+import { asRunId, asStepId } from '../../actors/ids.ts';
 import { runMachine } from '../../actors/run-machine.ts';
 import { applyReportAfterCancel, persistSnapshot } from '../../actors/run-transition.ts';
 import type { RunStepPlan } from '../../actors/run-types.ts';
@@ -15,6 +15,7 @@ import {
   delayStep,
   dispatch,
   failStep,
+  retryDue,
   runInput,
   startActor,
   type RunActor,
@@ -74,13 +75,13 @@ describe('run machine: retries', () => {
     actor.send({ type: 'run.admitted', at: T0 });
     failStep(actor, T0 + 100, true);
     assert.equal(stateOf(actor), 'backoff');
-    assert.deepEqual(work(actor), { kind: 'arm_timer', at: T0 + 1100, reason: 'retry' });
+    const due = retryDue(actor, T0 + 100, 1000);
 
     const before = actor.getSnapshot();
-    actor.send({ type: 'timer.fired', at: T0 + 1099 });
+    actor.send({ type: 'timer.fired', at: due - 1 });
     assert.equal(actor.getSnapshot(), before, 'an early timer changes nothing');
 
-    actor.send({ type: 'timer.fired', at: T0 + 1100 });
+    actor.send({ type: 'timer.fired', at: due });
     assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume' });
     actor.send({ type: 'run.admitted', at: T0 + 1200 });
     const retry = dispatch(actor);
@@ -90,6 +91,21 @@ describe('run machine: retries', () => {
     succeed(actor, T0 + 1300);
     assert.equal(stateOf(actor), 'completed');
     assert.deepEqual(attemptsOf(actor, 'a').map((a) => a.outcome), ['failed', 'succeeded']);
+  });
+
+  it('spreads the retries of runs that failed together, the same way every time for one run', () => {
+    const dues = Array.from({ length: 200 }, (_, i) => {
+      const actor = startActor(runInput([webhookStep('a')], { runId: asRunId(`run_${i}`) }));
+      actor.send({ type: 'run.admitted', at: T0 });
+      failStep(actor, T0, true);
+      return retryDue(actor, T0, 1000);
+    });
+    assert.ok(new Set(dues).size > 100, `200 runs share ${new Set(dues).size} retry times`);
+    assert.ok(Math.min(...dues) < T0 + 850 && Math.max(...dues) > T0 + 950, 'the spread covers the jitter window');
+    const again = startActor(runInput([webhookStep('a')], { runId: asRunId('run_7') }));
+    again.send({ type: 'run.admitted', at: T0 });
+    failStep(again, T0, true);
+    assert.equal(work(again).kind === 'arm_timer' && (work(again) as { at: number }).at, dues[7], 'a run decides its jitter the same way on every replay');
   });
 
   it('uses retryAfterMs from the failure instead of the backoff', () => {
@@ -116,8 +132,7 @@ describe('run machine: retries', () => {
     actor.send({ type: 'run.admitted', at: now });
     for (const expectedDelay of [1000, 2000]) {
       failStep(actor, (now += 10), true);
-      assert.deepEqual(work(actor), { kind: 'arm_timer', at: now + expectedDelay, reason: 'retry' });
-      actor.send({ type: 'timer.fired', at: (now += expectedDelay) });
+      actor.send({ type: 'timer.fired', at: (now = retryDue(actor, now, expectedDelay)) });
       actor.send({ type: 'run.admitted', at: (now += 1) });
     }
     failStep(actor, (now += 10), true);

@@ -22,6 +22,7 @@ import {
   webhookStep,
   type RunActor,
 } from './run-fixtures.ts';
+import { assertRetryDue } from '../helpers/retry-due.ts';
 
 const persisted = (actor: RunActor): PersistedRun => readPersistedRun(JSON.parse(JSON.stringify(actor.getPersistedSnapshot())));
 
@@ -136,12 +137,13 @@ describe('recovery after a crash', () => {
     const backoff = applyRunEvent(applyRunEvent(queued, { type: 'run.admitted', at: T0 }).run, {
       type: 'step.failed', stepId: asStepId('a'), fence: 1, error: { code: 'timeout', message: 't', retryable: true }, at: T0 + 5,
     }).run;
+    const retryAt = assertRetryDue(backoff.context.retryAt, T0 + 5, 1000);
     const delaying = applyRunEvent(applyRunEvent(applyRunEvent(backoff, { type: 'timer.fired', at: T0 + 1005 }).run, { type: 'run.admitted', at: T0 + 1006 }).run, {
       type: 'step.succeeded', stepId: asStepId('a'), fence: 2, result: null, at: T0 + 1007,
     }).run;
     for (const [run, expected] of [
       [queued, { kind: 'await_admission', lane: 'new' }],
-      [backoff, { kind: 'arm_timer', at: T0 + 1005, reason: 'retry' }],
+      [backoff, { kind: 'arm_timer', at: retryAt, reason: 'retry' }],
       [delaying, { kind: 'arm_timer', at: T0 + 61_007, reason: 'delay' }],
     ] as const) {
       const step = reclaimAfterRestart(run, T0 + 999_999);

@@ -9,6 +9,7 @@ import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.
 import { call, createOrg } from '../helpers/http.ts';
 import { connectLive } from '../helpers/live-client.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { assertRetryDue } from '../helpers/retry-due.ts';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 30, 9, 0, 0));
 let rt: TestRuntime;
@@ -97,10 +98,11 @@ test('a retryable failure backs off on the injected clock, then retries with the
   const before = receiver.received.length;
   const runId = await onlyRun(await sendEvent('order.retry', {}, 'evt-retry'));
   const first = await runInState(runId, 'backoff');
-  assert.equal(Date.parse(first.retry_at), clock.now() + 1000);
-  await armed(runId, clock.now() + 1000);
+  const due = assertRetryDue(Date.parse(first.retry_at), clock.now(), 1000);
+  await armed(runId, due);
+  clock.advance(due - 1 - clock.now());
   assert.equal(rt.runtime.engine.timers.fireDue(), 0, 'nothing fires before its time');
-  clock.advance(1000);
+  clock.advance(1);
   assert.equal(rt.runtime.engine.timers.fireDue(), 1);
   const second = await eventually('second backoff', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runId}`, { token: key })).body.run, (r) => r.steps[0].attempts.length === 2 && r.state === 'backoff');
   assert.equal(Date.parse(second.retry_at), clock.now() + 7000, 'Retry-After wins over the schedule');
@@ -165,9 +167,10 @@ test('exhausted retries fail the run with retries_exhausted', async () => {
   receiver.script([{ status: 500 }]);
   await workflow({ name: 'exhaust', trigger_event: 'order.exhaust', steps: [{ id: 'x', type: 'webhook', url: receiver.url, retry: { max_retries: 1, initial_ms: 10, max_ms: 10 } }] });
   const runId = await onlyRun(await sendEvent('order.exhaust', {}, 'evt-exhaust'));
-  await runInState(runId, 'backoff');
-  await armed(runId, clock.now() + 10);
-  clock.advance(10);
+  const backoff = await runInState(runId, 'backoff');
+  const due = assertRetryDue(Date.parse(backoff.retry_at), clock.now(), 10);
+  await armed(runId, due);
+  clock.advance(due - clock.now());
   rt.runtime.engine.timers.fireDue();
   const failed = await runInState(runId, 'failed');
   assert.equal(failed.error.reason, 'retries_exhausted');
@@ -241,10 +244,10 @@ test('a retry timer whose event lands on a clock stepped back (NTP, a VM resume)
   receiver.script([{ status: 503 }, { status: 200 }]);
   await workflow({ name: 'clock-back', trigger_event: 'order.clock_back', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/clock`, retry: { max_retries: 3, initial_ms: 1000, max_ms: 1000 } }] });
   const runId = await onlyRun(await sendEvent('order.clock_back', {}, 'evt-clock-back'));
-  await runInState(runId, 'backoff');
-  const due = clock.now() + 1000;
+  const backoff = await runInState(runId, 'backoff');
+  const due = assertRetryDue(Date.parse(backoff.retry_at), clock.now(), 1000);
   await armed(runId, due);
-  clock.advance(1000);
+  clock.advance(due - clock.now());
   assert.equal(rt.runtime.engine.timers.fireDue(), 1);
   clock.advance(-5);
   await eventually('the timer armed again', () => rt.runtime.engine.timerDueAt(ORG, runId), (at) => at === due);
