@@ -10,6 +10,7 @@ import {
   parseDeleteSecretRequest, parseInvokeRequest, parseModuleBytes, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
 } from './requests.ts';
 import { type CompiledModule } from './sandbox.ts';
+import { SecretsMissingError } from './runner-error.ts';
 import { runModule } from './sandbox-run.ts';
 import type { RunLimiter } from './thread-pool.ts';
 import type { SecretVault } from './vault.ts';
@@ -58,6 +59,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       const execute = createExecution(deps, command, compiled);
       const { mode } = command;
       if (mode.kind === 'simulate') return toInvokeReply(await execute({}), false);
+      assertSecretsHeld(deps.vault, command);
       const answer = await deps.ledger.run(
         {
           orgId: command.scope.orgId,
@@ -93,6 +95,14 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       return { ok: deps.sandboxReady(), version: deps.version, uptime_ms: String(Math.max(0, deps.now() - deps.startedAtMs)) };
     },
   };
+}
+
+/** Refuses, before anything runs or is recorded, a call whose required secrets the vault lost. */
+function assertSecretsHeld(vault: SecretVault, command: InvokeCommand): void {
+  if (command.requiredSecretKeys.length === 0) return;
+  const held = new Set(vault.listKeys(command.scope));
+  const missing = command.requiredSecretKeys.filter((key) => !held.has(key));
+  if (missing.length > 0) throw new SecretsMissingError(missing);
 }
 
 /** The guest's inputs besides its module and payload, as one value: its permissions (sorted) and its secrets' revision. */

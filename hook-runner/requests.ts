@@ -34,6 +34,8 @@ export interface InvokeCommand {
   readonly permissions: readonly string[];
   /** Secret keys named by `read_secret:<KEY>` permissions, deduplicated, in permission order. */
   readonly secretKeys: readonly SecretKey[];
+  /** Of those, the keys the caller set and expects the vault to hold (empty when simulating). */
+  readonly requiredSecretKeys: readonly SecretKey[];
   /** Validated JSON text, passed to the guest byte for byte. */
   readonly payloadJson: string;
   readonly mode: InvocationMode;
@@ -149,5 +151,17 @@ export function parseInvokeRequest(request: InvokeRequestWire): InvokeCommand {
   const mode: InvocationMode = request.simulate
     ? { kind: 'simulate' }
     : { kind: 'recorded', ...parseIdempotencyKey(request.idempotency_key), fence: parseFence(request.fence) };
-  return { scope, digest, permissions, secretKeys, payloadJson, mode };
+  const requiredSecretKeys = request.simulate ? [] : parseRequiredSecretKeys(request.required_secret_keys ?? [], secretKeys);
+  return { scope, digest, permissions, secretKeys, requiredSecretKeys, payloadJson, mode };
+}
+
+/** Each required key must also be read by a permission: the call may not demand a secret it cannot read. */
+function parseRequiredSecretKeys(keys: readonly string[], readable: readonly SecretKey[]): SecretKey[] {
+  const permitted = new Set<string>(readable);
+  return keys.map((key, index) => {
+    const field = `required_secret_keys[${index}]`;
+    const parsed = parseSecretKey(key, field);
+    if (!permitted.has(parsed)) throw invalid(field, `${field} (${key}) is not named by a read_secret permission of the call.`);
+    return parsed;
+  });
 }

@@ -38,6 +38,13 @@ export class StaleFenceError extends RunnerError {
   }
 }
 
+/** The caller expects secrets this runner's vault does not hold (its data is new or was wiped): nothing ran. */
+export class SecretsMissingError extends RunnerError {
+  constructor(keys: readonly string[]) {
+    super(status.FAILED_PRECONDITION, 'secrets_missing_on_runner', `This runner does not hold secrets the call requires: ${keys.join(', ')} (its data is new or was wiped); nothing was run.`);
+  }
+}
+
 /** Fail-closed vault read: the ciphertext does not authenticate under the master key. */
 export class SecretUnreadableError extends RunnerError {
   constructor(key: string) {

@@ -64,6 +64,7 @@ export interface InvokeRequestWire {
   idempotency_key: string;
   fence: Uint64Input;
   simulate: boolean;
+  required_secret_keys: string[];
 }
 export interface RejectionWire { reason: string }
 export interface TrapWire { kind: string; message: string }

@@ -6,10 +6,10 @@
 // it checks the fence or runs anything, so the first one left no trace and the guest runs once.
 // A runner that lost its modules lost its secrets vault with them (the runtime holds only their
 // names, secret-names.ts), and its vault skips a missing key: a guest would run as if its secrets
-// were never set. So before a call whose permissions read secrets this runtime set, the runner is
-// asked once per action (again after any restore: its data was lost) whether it still holds them;
-// if not, the call is not sent and fails, retryably, naming the keys to set again. This holds for
-// every action, also one whose module another restore or upload already put back.
+// were never set. So every call names the secrets it reads that were set through this runtime, and
+// the runner refuses it before running or recording anything when its vault lacks one; the refusal
+// is retryable, never sent on, and says which keys to set again. The runner checks on every call,
+// so an action whose module came back by another restore or an upload is covered as well.
 // Restores are shared per (org, digest): concurrent runs that find the module missing join the one
 // under way, and a run whose Invoke was sent before a restore finished skips its own, so a lost
 // module costs one transfer of its bytes, not one per run.
@@ -29,8 +29,6 @@ export interface StoredModules {
 export interface RestoringRunner extends ActionInvoker {
   /** Resolves with the digest once the runner has the bytes durably. */
   compile(wasm: Uint8Array): Promise<string>;
-  /** The names of the secrets the runner holds for an action. */
-  listSecretKeys(scope: { readonly orgId: string; readonly actionId: string }): Promise<string[]>;
 }
 
 /** The secret names set per action (secret-names.ts). */
@@ -73,34 +71,28 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
   const completed = new Map<string, number>();
   const keyOf = (orgId: string, digest: string): string => JSON.stringify([orgId, digest]);
 
-  /** Actions whose secrets the runner was found to hold, since this process started or the last restore. */
-  const secretsFound = new Set<string>();
-
-  /** Refuses a call that reads secrets this runtime set and the runner no longer holds (see the header). */
-  async function assertSecretsHeld(input: InvokeInput): Promise<void> {
+  /** The call, naming the secrets it reads that were set through this runtime (see the header). */
+  function withRequiredSecrets(input: InvokeInput): InvokeInput {
     // A simulation reads no secret.
-    if (input.simulate === true || options.secretNames === undefined) return;
+    if (input.simulate === true || options.secretNames === undefined) return input;
     const permitted = secretKeysOf(input.permissions);
-    if (permitted.length === 0) return;
-    const action = keyOf(input.orgId, input.actionId);
-    if (secretsFound.has(action)) return;
+    if (permitted.length === 0) return input;
     const set = new Set(options.secretNames.of(input.orgId, input.actionId));
-    const wanted = permitted.filter((key) => set.has(key));
-    // Nothing it reads was set through this runtime: nothing to ask the runner, on later calls either
-    // (a secret set from now on is on the runner; after a restore every action is asked again).
-    if (wanted.length === 0) {
-      secretsFound.add(action);
-      return;
-    }
-    const held = new Set(await runner.listSecretKeys({ orgId: input.orgId, actionId: input.actionId }));
-    const missing = wanted.filter((key) => !held.has(key));
-    if (missing.length > 0) {
+    const requiredSecretKeys = permitted.filter((key) => set.has(key));
+    return requiredSecretKeys.length === 0 ? input : { ...input, requiredSecretKeys };
+  }
+
+  /** A call through the runner, its refusal for lost secrets told as what to do about it. */
+  async function invokeOnce(input: InvokeInput): Promise<InvokeResult> {
+    try {
+      return await runner.invoke(input);
+    } catch (error) {
+      if (!(error instanceof SluiceError) || error.code !== 'secrets_missing_on_runner') throw error;
       throw new CallNotSentError(
         'secrets_missing_on_runner',
-        `The hook-runner does not hold secrets this action's approved permissions read and that were set for it: ${missing.join(', ')} (its data is new or was wiped). Set them again (POST /organizations/${input.orgId}/custom-actions/${input.actionId}/secrets); the step is retried, and a run out of retries can be resumed.`,
+        `${error.message} Set them again (POST /organizations/${input.orgId}/custom-actions/${input.actionId}/secrets); the step is retried, and a run out of retries can be resumed.`,
       );
     }
-    secretsFound.add(action);
   }
 
   async function send(orgId: string, digest: string): Promise<void> {
@@ -121,8 +113,6 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
     if (reported !== digest) {
       throw new SluiceError(502, 'hook_runner_digest_mismatch', `The hook-runner reported digest ${reported} for module ${digest} when it was sent again; nothing was run.`);
     }
-    // The runner lost its data: every action's secrets are asked for again before its next call.
-    secretsFound.clear();
     options.onRestored?.(orgId, digest);
   }
 
@@ -142,11 +132,11 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
   }
 
   return {
-    async invoke(input: InvokeInput): Promise<InvokeResult> {
+    async invoke(call: InvokeInput): Promise<InvokeResult> {
+      const input = withRequiredSecrets(call);
       const seen = completed.get(keyOf(input.orgId, input.digest)) ?? 0;
-      await assertSecretsHeld(input);
       try {
-        return await runner.invoke(input);
+        return await invokeOnce(input);
       } catch (error) {
         if (!isModuleNotFound(error)) throw error;
       }
@@ -155,10 +145,8 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
       } catch (error) {
         throw afterReached(error);
       }
-      // The runner ran nothing yet (module_not_found); with its data lost, its secrets may be too.
-      await assertSecretsHeld(input);
       try {
-        return await runner.invoke(input);
+        return await invokeOnce(input);
       } catch (error) {
         if (isModuleNotFound(error)) {
           throw new RetryableError('module_not_found', `The hook-runner lost module ${input.digest} again just after it was sent again; the step is retried.`, undefined, { cause: error });

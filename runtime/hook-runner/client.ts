@@ -31,6 +31,11 @@ export interface InvokeInput {
   /** The step attempt's fence (>= 1); ignored when `simulate`. */
   readonly fence: bigint | number;
   readonly simulate?: boolean;
+  /**
+   * Secret keys set for the action through this runtime that the call reads: the runner refuses the
+   * call (`secrets_missing_on_runner`, nothing run) when its vault lost one (actions/module-restore.ts).
+   */
+  readonly requiredSecretKeys?: readonly string[];
 }
 
 export type { InvokeOutcome } from '../../hook-runner/wire.ts';
@@ -94,6 +99,7 @@ export class HookRunnerClient {
       idempotency_key: input.idempotencyKey,
       fence: input.fence.toString(),
       simulate: input.simulate ?? false,
+      required_secret_keys: [...(input.requiredSecretKeys ?? [])],
     }, 'invoke');
     return parseInvokeReply(reply);
   }

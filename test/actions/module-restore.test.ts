@@ -35,7 +35,6 @@ before(async () => {
       compiles += 1;
       return runner.client.compile(wasm);
     },
-    listSecretKeys: (scope) => runner.client.listSecretKeys(scope),
   };
 });
 after(async () => {
@@ -115,9 +114,10 @@ test('a call reading secrets this runtime set, which the runner no longer holds,
   const refused = await failure(call(first.id));
   assert.deepEqual([refused.code, refused.status, refused instanceof CallNotSentError], ['secrets_missing_on_runner', 503, true], 'retryable, and never sent');
   assert.match(refused.message, /API_TOKEN/);
+  assert.match(refused.message, /POST \/organizations\/acct-restore\/custom-actions\/.+\/secrets/, 'it says how to set them');
   assert.doesNotMatch(refused.message, /NEVER_SET/);
-  assert.equal(compiles, 0);
-  // A simulation reads no secret: it restores the module and runs.
+  assert.equal(compiles, 1, 'the module is back (the runner refuses the call only once it has the module)');
+  // A simulation reads no secret: it runs.
   assert.equal((await invoker.invoke(invocation(digest, { orgId: ORG, actionId: first.id, permissions, simulate: true, idempotencyKey: 'sim:1' }))).outcome.kind, 'output');
   assert.equal(compiles, 1);
   // The module is on the runner now; the other action's call is still held back.

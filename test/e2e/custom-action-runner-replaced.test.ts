@@ -150,3 +150,29 @@ test('secrets set through the runtime and lost with the runner hold the call bac
   const done = await eventually('the run completes', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run, (run) => run.state === 'completed', 20_000);
   assert.deepEqual(done.steps[0]!.result, { secretive: true });
 });
+
+test('an action that ran with its secrets is held back after the runner is replaced, also when its module came back by an upload (here another org\'s)', async () => {
+  const module = await assembleWat('keyed', constantWat(JSON.stringify({ keyed: true })));
+  const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name: 'keyed', file: module, permissions: 'read_secret:API_TOKEN' });
+  assert.equal(uploaded.status, 201, uploaded.text);
+  const id: string = uploaded.body.custom_action.id;
+  assert.equal((await post(`/custom-actions/${id}/review`, { status: 'approved', version: 1 })).status, 200);
+  assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-654321' })).status, 204);
+  const retry = { max_retries: 20, initial_ms: 100, max_ms: 100 };
+  assert.equal((await post('/workflows', { name: 'keyed', trigger_event: 'keyed.needed', steps: [{ id: 'act', type: 'custom_action', action_id: id, retry }] })).status, 201);
+  assert.equal((await runFor('keyed.needed', 'keyed-1')).state, 'completed', 'it ran with its secret');
+
+  await replaceRunner();
+  const other = await createOrg(rt.url, ADMIN_TOKEN, 'acct-replaced-other');
+  const reupload = await upload(rt.url, '/organizations/acct-replaced-other/custom-actions', other, { name: 'same-bytes', file: module });
+  assert.equal(reupload.status, 201, `the module is on the new runner again: ${reupload.text}`);
+
+  assert.equal((await post('/events', { type: 'keyed.needed', payload: {}, id: 'keyed-2' })).status, 202);
+  const reactions = await eventually('the run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/keyed-2`, { token: key })).body.reactions, (r) => r.length === 1);
+  const runPath = `/organizations/${ORG}/runs/${reactions[0].run_id}`;
+  const held = await eventually('an attempt held back', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run, (run) => run.steps[0]!.attempts.length >= 1 && run.steps[0]!.attempts[0]!.outcome === 'failed');
+  assert.equal(held.steps[0]!.attempts[0]!.error?.code, 'secrets_missing_on_runner', JSON.stringify(held.steps[0]!.attempts[0]));
+  assert.notEqual(held.state, 'completed');
+  assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-654321' })).status, 204);
+  assert.equal((await eventually('the run completes', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run, (run) => run.state === 'completed', 20_000)).state, 'completed');
+});

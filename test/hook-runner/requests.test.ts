@@ -1,5 +1,5 @@
 // Request parsers of the runner (pure): run ids from idempotency keys, uint64 fences, permission and
-// secret-key rules, and simulate mode needing neither key nor fence.
+// secret-key rules, required secret keys, and simulate mode needing neither key nor fence.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseIdempotencyKey, parseInvokeRequest } from '../../hook-runner/requests.ts';
@@ -8,7 +8,7 @@ import type { InvokeRequestWire } from '../../hook-runner/wire.ts';
 
 const request = (overrides: Partial<InvokeRequestWire> = {}): InvokeRequestWire => ({
   org_id: 'org_1', action_id: 'act_1', digest: 'a'.repeat(64), permissions: [], payload_json: '{}',
-  idempotency_key: 'run:step', fence: '1', simulate: false, ...overrides,
+  idempotency_key: 'run:step', fence: '1', simulate: false, required_secret_keys: [], ...overrides,
 });
 
 const invalidField = (field: string) => (error: unknown): boolean => {
@@ -40,6 +40,14 @@ describe('invoke request parsing', () => {
     assert.deepEqual(parsed.permissions, ['read_secret:B', 'emit_event:order.created', 'read_secret:A', 'read_secret:B']);
     assert.throws(() => parseInvokeRequest(request({ permissions: ['read_secret:'] })), invalidField('permissions[0]'));
     assert.throws(() => parseInvokeRequest(request({ permissions: [`read_secret:${'K'.repeat(65)}`] })), invalidField('permissions[0]'));
+  });
+
+  it('takes required secret keys only among those a read_secret permission names, and none when simulating', () => {
+    const permissions = ['read_secret:A', 'read_secret:B'];
+    assert.deepEqual(parseInvokeRequest(request({ permissions, required_secret_keys: ['B'] })).requiredSecretKeys, ['B']);
+    assert.throws(() => parseInvokeRequest(request({ permissions, required_secret_keys: ['A', 'C'] })), invalidField('required_secret_keys[1]'));
+    assert.throws(() => parseInvokeRequest(request({ permissions, required_secret_keys: ['a'] })), invalidField('required_secret_keys[0]'));
+    assert.deepEqual(parseInvokeRequest(request({ permissions, simulate: true, required_secret_keys: ['A'] })).requiredSecretKeys, []);
   });
 
   it('needs neither idempotency key nor fence to simulate', () => {
