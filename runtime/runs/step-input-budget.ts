@@ -16,13 +16,20 @@ export function defaultStepInputBytes(): number {
   return Math.max(16 * 1024 * 1024, Math.floor(getHeapStatistics().heap_size_limit / 16));
 }
 
+/** What a step's payload counts: against its tenant's share (at most the share), and against the total (at most the total). */
+interface Cost {
+  readonly share: number;
+  readonly overall: number;
+}
+
 interface Waiter {
-  readonly cost: number;
+  readonly cost: Cost;
   readonly grant: () => void;
 }
 
 export class StepInputBudget {
   readonly #perTenant: number;
+  readonly #total: number;
   readonly #shares: TenantByteShares;
   /** Each tenant's waiting steps, oldest first; only tenants with some. */
   readonly #waiting = new Map<string, FifoQueue<Waiter>>();
@@ -34,6 +41,7 @@ export class StepInputBudget {
   constructor(totalBytes: number, perTenant = Math.max(1, Math.floor(totalBytes / 8))) {
     if (!(totalBytes >= 1)) throw new RangeError(`the step input budget must be at least 1 byte, got ${totalBytes}`);
     this.#perTenant = Math.min(perTenant, totalBytes);
+    this.#total = totalBytes;
     this.#shares = new TenantByteShares(totalBytes, this.#perTenant);
   }
 
@@ -45,12 +53,13 @@ export class StepInputBudget {
   /**
    * Takes `bytes` for `tenant` now when they fit (the total and the tenant's share) and none of the
    * tenant's steps waits before this one; false (nothing taken) otherwise. A payload larger than the
-   * share takes all of it, so it runs alone among its tenant's.
+   * share takes all of it, so it runs alone among its tenant's, and counts its whole size against
+   * the total (at most the total: a payload larger than that runs alone).
    */
   tryTake(tenant: string, bytes: number): boolean {
     const cost = this.#cost(bytes);
-    if (this.#waiting.has(tenant) || !this.#shares.fits(tenant, cost)) return false;
-    this.#shares.hold(tenant, cost);
+    if (this.#waiting.has(tenant) || !this.#fits(tenant, cost)) return false;
+    this.#shares.hold(tenant, cost.share, cost.overall);
     return true;
   }
 
@@ -71,7 +80,8 @@ export class StepInputBudget {
 
   /** Gives back what a `take` or a successful `tryTake` of `bytes` for `tenant` took, and lets waiters in. */
   release(tenant: string, bytes: number): void {
-    this.#shares.give(tenant, this.#cost(bytes));
+    const cost = this.#cost(bytes);
+    this.#shares.give(tenant, cost.share, cost.overall);
     this.#serve();
   }
 
@@ -80,10 +90,10 @@ export class StepInputBudget {
     for (let turns = this.#turns.size; turns > 0; turns -= 1) {
       const tenant = this.#turns.shift() as string;
       const queue = this.#waiting.get(tenant) as FifoQueue<Waiter>;
-      for (let head = queue.peek(); head !== undefined && this.#shares.fits(tenant, head.cost); head = queue.peek()) {
+      for (let head = queue.peek(); head !== undefined && this.#fits(tenant, head.cost); head = queue.peek()) {
         queue.shift();
         this.#waiters -= 1;
-        this.#shares.hold(tenant, head.cost);
+        this.#shares.hold(tenant, head.cost.share, head.cost.overall);
         head.grant();
       }
       if (queue.size > 0) this.#turns.push(tenant);
@@ -91,7 +101,12 @@ export class StepInputBudget {
     }
   }
 
-  #cost(bytes: number): number {
-    return Math.min(Math.max(0, bytes), this.#perTenant);
+  #fits(tenant: string, cost: Cost): boolean {
+    return this.#shares.fits(tenant, cost.share, cost.overall);
+  }
+
+  #cost(bytes: number): Cost {
+    const size = Math.max(0, bytes);
+    return { share: Math.min(size, this.#perTenant), overall: Math.min(size, this.#total) };
   }
 }

@@ -19,20 +19,23 @@ export class TenantByteShares {
     return this.#held;
   }
 
-  /** Whether `bytes` more fit the total and `tenant`'s share. */
-  fits(tenant: string, bytes: number): boolean {
-    return this.#held + bytes <= this.#total && (this.#heldBy.get(tenant) ?? 0) + bytes <= this.#perTenant;
+  /**
+   * Whether `bytes` more fit the total and `tenant`'s share. `overall` is what they count against the
+   * total when that differs from what they count against the share (a cost capped at the share).
+   */
+  fits(tenant: string, bytes: number, overall = bytes): boolean {
+    return this.#held + overall <= this.#total && (this.#heldBy.get(tenant) ?? 0) + bytes <= this.#perTenant;
   }
 
-  /** Counts `bytes` more for `tenant` (after `fits`). */
-  hold(tenant: string, bytes: number): void {
-    this.#held += bytes;
+  /** Counts `bytes` more for `tenant`, `overall` for the total (after `fits` with the same). */
+  hold(tenant: string, bytes: number, overall = bytes): void {
+    this.#held += overall;
     this.#heldBy.set(tenant, (this.#heldBy.get(tenant) ?? 0) + bytes);
   }
 
-  /** Gives back `bytes` that `hold` counted for `tenant`. */
-  give(tenant: string, bytes: number): void {
-    this.#held -= bytes;
+  /** Gives back what `hold` counted for `tenant`. */
+  give(tenant: string, bytes: number, overall = bytes): void {
+    this.#held -= overall;
     const left = (this.#heldBy.get(tenant) ?? bytes) - bytes;
     if (left > 0) this.#heldBy.set(tenant, left);
     else this.#heldBy.delete(tenant);
