@@ -64,6 +64,11 @@ export interface ActionStepInput {
   readonly derivedSoFar: () => number;
   readonly idempotencyKey: string;
   readonly fence: number;
+  /**
+   * Whether the run still waits for this attempt, asked just before the call goes to the hook-runner:
+   * a run cancelled while the step waited (for memory: step-input.ts) does not run its guest.
+   */
+  readonly stillWanted?: () => boolean;
 }
 
 /**
@@ -92,6 +97,9 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
   }
   if (runner === undefined) return fail('hook_runner_unavailable', 'No hook-runner is configured (start with sluice dev or --runner).', true);
   const base = { action_id: input.actionId, version: resolved.version, digest: resolved.digest };
+  if (input.stillWanted?.() === false) {
+    return fail('custom_action_withdrawn', 'Not run: the run left this attempt (cancelled or deleted) while the step waited to start.', false, base, false);
+  }
   let reply;
   try {
     reply = await runner.invoke({

@@ -41,7 +41,7 @@ export interface StepContext {
   readonly runner: ActionInvoker | undefined;
   /** Events derived so far from the root of the run's event (its correlation_id). */
   readonly derivedSoFar: () => number;
-  /** Whether the run still waits for this attempt (running, under its fence): asked before a webhook leaves. */
+  /** Whether the run still waits for this attempt (running, under its fence): asked before a webhook leaves or a guest runs. */
   readonly stillWanted: () => boolean;
 }
 
@@ -102,6 +102,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         derivedSoFar: ctx.derivedSoFar,
         idempotencyKey: work.idempotencyKey,
         fence: work.fence,
+        stillWanted: ctx.stillWanted,
       },
       ctx.actions,
       ctx.runner,

@@ -8,6 +8,7 @@ import { StepInputBudget } from '../../runtime/runs/step-input-budget.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
+import { buildModules, upload } from '../actions/action-fixtures.ts';
 
 test('the budget grants in order within a tenant, never past the total or a tenant\'s share, and lets an oversized payload run alone', async () => {
   const budget = new StepInputBudget(100, 60);
@@ -28,13 +29,30 @@ test('the budget grants in order within a tenant, never past the total or a tena
   assert.deepEqual(budget.stats(), { heldBytes: 50, waiting: 0 });
   budget.release('a', 20);
   budget.release('b', 30);
-  await budget.take('c', 1_000);
-  assert.deepEqual(budget.stats(), { heldBytes: 60, waiting: 0 }, 'larger than a share: takes the whole share');
+  await budget.take('c', 80);
+  assert.deepEqual(budget.stats(), { heldBytes: 80, waiting: 0 }, 'larger than a share: takes the whole share, and its whole size of the total');
   assert.equal(budget.tryTake('c', 1), false);
-  assert.equal(budget.tryTake('d', 40), true);
-  budget.release('c', 1_000);
-  budget.release('d', 40);
+  assert.equal(budget.tryTake('d', 20), true);
+  assert.equal(budget.tryTake('e', 1), false, 'the total is spent');
+  budget.release('c', 80);
+  budget.release('d', 20);
+  await budget.take('f', 1_000);
+  assert.deepEqual(budget.stats(), { heldBytes: 100, waiting: 0 }, 'larger than the total: runs alone');
+  assert.equal(budget.tryTake('g', 1), false);
+  budget.release('f', 1_000);
   assert.deepEqual(budget.stats(), { heldBytes: 0, waiting: 0 });
+});
+
+test('payloads larger than a share count their size against the total: eight tenants cannot hold eight shares\' worth each', async () => {
+  const mib = 1024 * 1024;
+  const budget = new StepInputBudget(16 * mib);
+  const granted = Array.from({ length: 8 }, (_, i) => budget.tryTake(`org-${i}`, 8 * mib));
+  assert.deepEqual(granted.filter(Boolean).length, 2, '16 MiB hold two 8 MiB payloads');
+  assert.deepEqual(budget.stats(), { heldBytes: 16 * mib, waiting: 0 });
+  const third = budget.take('org-2', 8 * mib);
+  budget.release('org-0', 8 * mib);
+  await third;
+  assert.deepEqual(budget.stats(), { heldBytes: 16 * mib, waiting: 0 });
 });
 
 test('tenants waiting take turns as bytes come back', async () => {
@@ -85,6 +103,42 @@ test('a runtime with --step-input-mib 8 holds one org\'s 1 MB payloads to its sh
     await eventually('all delivered', () => receiver.received.length, (n) => n === 9, 20_000);
     const bigOnes = receiver.received.filter((r) => r.path === `/${big}`).map((r) => (JSON.parse(r.body) as { event: { payload: { i: number } } }).event.payload.i);
     assert.deepEqual([...bigOnes].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5], 'each payload delivered once');
+    await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
+  } finally {
+    release();
+    await rt.close();
+    await receiver.close();
+  }
+});
+
+test('a custom action step cancelled while it waits for the budget does not run its guest (custom_action_withdrawn)', async () => {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const receiver = await startReceiver([{ status: 200, after: held }]);
+  const rt = await startRuntime({ args: ['--runner', 'child', '--step-input-mib', '1'] });
+  try {
+    const org = 'acct-withdrawn-action';
+    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+    const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
+    const uploaded = await upload(rt.url, `/organizations/${org}/custom-actions`, key, { name: 'echo', file: (await buildModules()).echo });
+    assert.equal(uploaded.status, 201, uploaded.text);
+    const actionId: string = uploaded.body.custom_action.id;
+    assert.equal((await post(`/custom-actions/${actionId}/review`, { status: 'approved', version: 1 })).status, 200);
+    assert.equal((await post('/workflows', { name: 'hold', trigger_event: 'hold', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/hold` }] })).status, 201);
+    assert.equal((await post('/workflows', { name: 'act', trigger_event: 'act', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
+    const blob = 'x'.repeat(200 * 1024);
+    assert.equal((await post('/events', { type: 'hold', id: 'hold-1', payload: { blob } })).status, 202);
+    await eventually('the held webhook out', () => receiver.received.length, (n) => n === 1);
+    assert.equal((await post('/events', { type: 'act', id: 'act-1', payload: { blob } })).status, 202);
+    const metric = async (name: string): Promise<number> => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec((await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text)?.[1] ?? Number.NaN);
+    await eventually('the action step waits for the budget (the org\'s 128 KiB share is held)', () => metric('sluice_steps_waiting_for_memory'), (n) => n === 1);
+    const [reaction] = (await call(rt.url, 'GET', `/organizations/${org}/events/act-1`, { token: key })).body.reactions;
+    const runPath = `/organizations/${org}/runs/${reaction.run_id}`;
+    assert.equal((await post(`/runs/${reaction.run_id}/cancel`, {})).status, 200);
+    release();
+    const run = await eventually('the withdrawn attempt recorded', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run, (r) => r.steps[0].attempts[0].after_cancel !== null);
+    const late = run.steps[0].attempts[0].after_cancel;
+    assert.deepEqual({ state: run.state, outcome: late.outcome, code: late.error?.code, started: late.started_at, ran: late.evidence?.fuel_used }, { state: 'cancelled', outcome: 'failed', code: 'custom_action_withdrawn', started: null, ran: undefined });
     await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
   } finally {
     release();
