@@ -16,8 +16,14 @@ import type { RunLimiter } from './thread-pool.ts';
 import type { SecretVault } from './vault.ts';
 import type { HookRunnerMethodName, HookRunnerMethods } from './wire.ts';
 
+/** What a handler may ask of its call besides the request. */
+export interface CallState {
+  /** Whether the caller has gone: the call was cancelled or its deadline passed. */
+  readonly gaveUp: () => boolean;
+}
+
 export type HookRunnerHandlers = {
-  readonly [M in HookRunnerMethodName]: (request: HookRunnerMethods[M]['request']) => Promise<HookRunnerMethods[M]['reply']>;
+  readonly [M in HookRunnerMethodName]: (request: HookRunnerMethods[M]['request'], call?: CallState) => Promise<HookRunnerMethods[M]['reply']>;
 };
 
 export interface HookRunnerHandlerDeps {
@@ -49,8 +55,8 @@ function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, co
 
 export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunnerHandlers {
   return {
-    async Compile(request) {
-      return { digest: await deps.modules.compile(parseModuleBytes(request.wasm)) };
+    async Compile(request, call) {
+      return { digest: await deps.modules.compile(parseModuleBytes(request.wasm), call?.gaveUp) };
     },
 
     async Invoke(request) {

@@ -2,13 +2,15 @@
 // compiled form is cached in memory (lru-cache, bounded by count and by module bytes: compiled code
 // takes some 20 times a module's size) and lazily recompiled from LMDB after a restart. Compiles run
 // one at a time on the libuv thread set aside for them (thread-pool.ts); one of the same bytes
-// already under way is joined, not started again.
+// already under way is joined, not started again. A recompile that an Invoke waits for goes before
+// queued uploads, so one tenant's uploads (each can take seconds) cannot stall other tenants' runs,
+// and an upload every caller of which gave up (its deadline passed) is dropped before it starts.
 import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { LRUCache } from 'lru-cache';
 import { compileModuleAsync, SandboxCompileError, type CompiledModule } from './sandbox.ts';
 import type { ModuleDigest } from './requests.ts';
-import { InvalidRequestError, ModuleNotFoundError, RunnerError } from './runner-error.ts';
+import { CompileAbandonedError, InvalidRequestError, ModuleNotFoundError, RunnerError } from './runner-error.ts';
 import type { RunnerStore } from './store.ts';
 import { COMPILE_THREADS, createRunLimiter } from './thread-pool.ts';
 
@@ -29,13 +31,22 @@ interface Cached {
   readonly bytes: number;
 }
 
+/** An upload compile under way or queued, with a check per caller of whether it gave up. */
+interface Compiling {
+  readonly compiled: Promise<CompiledModule>;
+  readonly gaveUp: Array<() => boolean>;
+}
+
+/** Says whether the caller of a compile has gone (its call cancelled or past its deadline). */
+export type GaveUp = () => boolean;
+
 export class ModuleRegistry {
   readonly #store: RunnerStore;
   readonly #cache: LRUCache<ModuleDigest, Cached>;
   /** Recompilations from LMDB in progress, so concurrent first invokes after a restart share one. */
   readonly #loading = new Map<ModuleDigest, Promise<CompiledModule>>();
   /** Compiles of uploaded bytes in progress, so the same upload sent again waits for the first. */
-  readonly #compiling = new Map<ModuleDigest, Promise<CompiledModule>>();
+  readonly #compiling = new Map<ModuleDigest, Compiling>();
   /** A compile holds a thread for up to seconds: they queue here instead of taking every thread. */
   readonly #compiles = createRunLimiter(COMPILE_THREADS);
 
@@ -53,15 +64,22 @@ export class ModuleRegistry {
    * Validates and compiles `bytes`, then resolves with their digest once the bytes are durable.
    * Compiling an already known module again is cheap and returns the same digest.
    */
-  async compile(bytes: Uint8Array): Promise<ModuleDigest> {
+  async compile(bytes: Uint8Array, gaveUp: GaveUp = () => false): Promise<ModuleDigest> {
     const digest = digestOf(bytes);
     if (!this.#cache.has(digest)) {
       let compiling = this.#compiling.get(digest);
       if (compiling === undefined) {
-        compiling = this.#compiles.run(() => this.#compileOrReject(bytes)).finally(() => this.#compiling.delete(digest));
+        // Filled before the compile can start (with a free thread it starts at once).
+        const callers: GaveUp[] = [gaveUp];
+        const compiled = this.#compiles
+          .run(() => (callers.every((gone) => gone()) ? Promise.reject(new CompileAbandonedError()) : this.#compileOrReject(bytes)))
+          .finally(() => this.#compiling.delete(digest));
+        compiling = { compiled, gaveUp: callers };
         this.#compiling.set(digest, compiling);
+      } else {
+        compiling.gaveUp.push(gaveUp);
       }
-      this.#cache.set(digest, { compiled: await compiling, bytes: bytes.length });
+      this.#cache.set(digest, { compiled: await compiling.compiled, bytes: bytes.length });
     }
     if (!this.#store.modules.doesExist(digest)) {
       await this.#store.durable(this.#store.modules.put(digest, Buffer.from(bytes)));
@@ -103,7 +121,7 @@ export class ModuleRegistry {
     }
     let compiled: CompiledModule;
     try {
-      compiled = await this.#compiles.run(() => compileModuleAsync(bytes));
+      compiled = await this.#compiles.run(() => compileModuleAsync(bytes), true);
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner; compile it again.`, { cause: error });

@@ -31,6 +31,13 @@ export class ModuleNotFoundError extends RunnerError {
   }
 }
 
+/** Every caller of an upload compile gave up before it started (cancelled or past its deadline): nothing was compiled. */
+export class CompileAbandonedError extends RunnerError {
+  constructor() {
+    super(status.CANCELLED, 'compile_abandoned', 'The compile was dropped before it started: its caller gave up (cancelled or past its deadline).');
+  }
+}
+
 /** A fence lower than the highest one seen for the run: a newer attempt owns the step. */
 export class StaleFenceError extends RunnerError {
   constructor(fence: bigint, highest: bigint) {

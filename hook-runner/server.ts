@@ -4,7 +4,7 @@ import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { Server, ServerCredentials, type handleUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import { createHookRunnerHandlers, type HookRunnerHandlers } from './handlers.ts';
+import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } from './handlers.ts';
 import { InvocationLedger } from './invocation-ledger.ts';
 import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddress } from './listen-address.ts';
 import { loadMasterKey, parseMasterKey } from './master-key.ts';
@@ -86,8 +86,10 @@ function createImplementation(handlers: HookRunnerHandlers, token: string, log: 
       callback(toServerError(unauthenticated()));
       return;
     }
-    const handle = handlers[method] as (request: HookRunnerMethods[M]['request']) => Promise<HookRunnerMethods[M]['reply']>;
-    handle(call.request).then(
+    const handle = handlers[method] as (request: HookRunnerMethods[M]['request'], state: CallState) => Promise<HookRunnerMethods[M]['reply']>;
+    const deadline = call.getDeadline();
+    const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+    handle(call.request, { gaveUp: () => call.cancelled || Date.now() >= deadlineMs }).then(
       (reply) => callback(null, reply),
       (error: unknown) => {
         if (!(error instanceof RunnerError)) log(`hook-runner: ${method} failed unexpectedly: ${describe(error)}`);

@@ -28,8 +28,11 @@ export function parseThreadPoolSize(value: string | undefined): number {
 export const sandboxSlotsFor = (poolSize: number): number => Math.max(1, poolSize - RESERVED_THREADS - COMPILE_THREADS);
 
 export interface RunLimiter {
-  /** Runs `task` when a slot is free; tasks start in arrival order. */
-  run<T>(task: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `task` when a slot is free; tasks start in arrival order, those marked `first` before every
+   * other waiting one (the compile a waiting Invoke needs goes before uploads queued earlier).
+   */
+  run<T>(task: () => Promise<T>, first?: boolean): Promise<T>;
   readonly active: number;
   readonly queued: number;
 }
@@ -37,15 +40,16 @@ export interface RunLimiter {
 export function createRunLimiter(slots: number): RunLimiter {
   let active = 0;
   const waiting: Array<() => void> = [];
+  const waitingFirst: Array<() => void> = [];
   const release = (): void => {
-    const next = waiting.shift();
+    const next = waitingFirst.shift() ?? waiting.shift();
     if (next === undefined) active -= 1;
     else next();
   };
   return {
-    async run<T>(task: () => Promise<T>): Promise<T> {
+    async run<T>(task: () => Promise<T>, first = false): Promise<T> {
       if (active < slots) active += 1;
-      else await new Promise<void>((resolve) => waiting.push(resolve));
+      else await new Promise<void>((resolve) => (first ? waitingFirst : waiting).push(resolve));
       try {
         return await task();
       } finally {
@@ -56,7 +60,7 @@ export function createRunLimiter(slots: number): RunLimiter {
       return active;
     },
     get queued() {
-      return waiting.length;
+      return waiting.length + waitingFirst.length;
     },
   };
 }

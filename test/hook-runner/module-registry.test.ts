@@ -65,3 +65,33 @@ test('a module whose code would take long to compile is refused before compiling
     });
   }
 });
+
+test('a recompile an Invoke waits for goes before uploads queued earlier, so one tenant\'s uploads cannot stall others\' runs', async () => {
+  const registry = new ModuleRegistry(store, { maxCached: 1 });
+  const [evicted, busy, upload] = await Promise.all(['evicted', 'busy', 'queued-upload'].map((text) => assembleWat(text, constantWat(`"${text}"`))));
+  const evictedDigest = await registry.compile(evicted!);
+  await registry.compile(modules[0]!);
+  const running = registry.compile(busy!);
+  const queued = registry.compile(upload!);
+  let uploadCompiling: number | undefined;
+  const invoked = registry.get(evictedDigest).then(() => (uploadCompiling = registry.compiles.active));
+  assert.deepEqual(registry.compiles, { active: 1, queued: 2 });
+  await Promise.all([running, queued, invoked]);
+  // With the Invoke's recompile first, the upload took the thread when it finished; had the upload
+  // gone first (arrival order), no compile would be left when the recompile finished.
+  assert.equal(uploadCompiling, 1, 'the upload compiled after the recompile the Invoke waited for');
+});
+
+test('a queued upload whose every caller gave up is dropped before it compiles; one a caller still waits for is compiled', async () => {
+  const registry = new ModuleRegistry(store);
+  const [busy, dropped, joined] = await Promise.all(['busy-2', 'dropped', 'joined'].map((text) => assembleWat(text, constantWat(`"${text}"`))));
+  const running = registry.compile(busy!);
+  const gone = assert.rejects(registry.compile(dropped!, () => true), (error: unknown) => (error as { code?: string }).code === 'compile_abandoned');
+  const first = registry.compile(joined!, () => true);
+  const second = registry.compile(joined!, () => false);
+  await running;
+  await gone;
+  assert.equal(store.modules.doesExist(await second), true, 'compiled and stored for the caller still waiting');
+  assert.equal(await first, await second);
+  assert.equal(registry.cached.count, 2, 'the dropped module never compiled');
+});
