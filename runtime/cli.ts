@@ -73,7 +73,7 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
     '',
     'in a second terminal, step 1 of the walkthrough in README.md: create an organization and keep its',
     'admin API key in $KEY (it is shown only in this answer):',
-    `  KEY=$(curl -s -X POST ${runtime.url}/organizations \\`,
+    `  export KEY=$(curl -s -X POST ${runtime.url}/organizations \\`,
     `    -H "Authorization: Bearer ${tokenExpr}" -H 'content-type: application/json' \\`,
     `    -d '{"id":"acct-lumen","name":"Lumen","plan":"pro"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).api_key')`,
     '',

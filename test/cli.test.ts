@@ -53,7 +53,7 @@ test('the welcome of a runtime started with --admin-token shows where the token 
   }
 });
 
-test("the welcome's first command, run in bash as printed, creates an org and leaves its working key in $KEY, whatever the data dir is called", async () => {
+test("the welcome's first command, run in bash as printed, creates an org and leaves its working key exported in $KEY, whatever the data dir is called", async () => {
   for (const name of ['plain', "my data's home"]) await welcomeWorksIn(name);
 });
 
@@ -63,15 +63,16 @@ async function welcomeWorksIn(name: string): Promise<void> {
   try {
     const runtime = await spawnRuntime(dataDir, 'serve', [], 'file');
     await eventually('the whole welcome', () => runtime.output, (lines) => lines.some((line) => line.includes('Ctrl-C stops')));
-    const start = runtime.output.findIndex((line) => line.startsWith('  KEY=$(curl'));
+    const start = runtime.output.findIndex((line) => line.startsWith('  export KEY=$(curl'));
     assert.ok(start >= 0, `the welcome prints the command:\n${runtime.output.join('\n')}`);
     const end = runtime.output.indexOf('', start);
     const command = runtime.output.slice(start, end).map((line) => line.trim()).join('\n');
-    const check = `curl -s -o /dev/null -w '%{http_code}' ${runtime.url}/organizations/acct-lumen -H "Authorization: Bearer $KEY"`;
+    // Exported, as the live-room snippet reads it from the environment.
+    const check = `curl -s -o /dev/null -w '%{http_code}' ${runtime.url}/organizations/acct-lumen -H "Authorization: Bearer $KEY"; node -e 'process.stdout.write(process.env.KEY ? " exported" : " not exported")'`;
     const result = spawnSync('bash', ['-c', `${command}\n${check}`], { cwd: ROOT, encoding: 'utf8' });
     runtime.child.kill('SIGTERM');
     assert.equal(await runtime.exited, 0);
-    assert.equal(result.stdout, '200', `${name}: ${result.stderr}`);
+    assert.equal(result.stdout, '200 exported', `${name}: ${result.stderr}`);
   } finally {
     rmSync(parent, { recursive: true, force: true });
   }

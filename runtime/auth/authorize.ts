@@ -56,8 +56,13 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
     principalForToken,
     isStillValid: (principal) => principal.kind === 'platform_admin' || keys.isActive(principal.orgId, principal.keyId),
     requirePlatformAdmin(request) {
+      const token = bearerToken(request.headers.authorization);
+      const principal = token === undefined ? undefined : principalForToken(token);
+      if (principal === undefined) {
+        throw new AccessError(401, 'unauthorized', 'The platform admin token is required (Authorization: Bearer <token>; `sluice dev` keeps it in <data-dir>/admin-token).');
+      }
       // A valid API key is known but not enough: 403, as for a key without the role.
-      if (authenticate(request).kind !== 'platform_admin') {
+      if (principal.kind !== 'platform_admin') {
         throw new AccessError(403, 'forbidden', 'This endpoint needs the platform admin token; an API key cannot use it.');
       }
     },

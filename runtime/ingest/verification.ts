@@ -58,14 +58,14 @@ export function assertFreshTimestamp(header: string, value: string | undefined, 
   return seconds;
 }
 
-/** A provider delivery id, from a header or a body: 1-256 printable ASCII characters. */
+/** A provider delivery id, from a header or a body: 1-256 printable ASCII characters, no spaces. */
 export const isDeliveryId = (value: string): boolean => value.length > 0 && value.length <= MAX_ID_LENGTH && /^[\x21-\x7e]+$/.test(value);
 
 /** A provider delivery id from a header: printable ASCII, bounded; `fail` says whether the id is signed (401) or not (400). */
 export function assertDeliveryId(header: string, value: string | undefined, fail = headerError): string {
   if (value === undefined || value === '') throw fail(header, `The ${header} header is required.`);
   if (!isDeliveryId(value)) {
-    throw fail(header, `The ${header} header must be 1-${MAX_ID_LENGTH} printable ASCII characters.`);
+    throw fail(header, `The ${header} header must be 1-${MAX_ID_LENGTH} printable ASCII characters without spaces.`);
   }
   return value;
 }

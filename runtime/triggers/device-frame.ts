@@ -63,7 +63,7 @@ export function parseDeviceMessage(frame: Buffer, isBinary: boolean): DeviceMess
   }
   const { value, text } = decodeJsonBytes(frame, 'The frame');
   const message = parseShape(value);
-  if (!isDeliveryId(message.id)) throw new InputError(400, 'invalid_message', 'Field "id" must be 1-256 printable ASCII characters.', { field: 'id' });
+  if (!isDeliveryId(message.id)) throw new InputError(400, 'invalid_message', 'Field "id" must be 1-256 printable ASCII characters without spaces.', { field: 'id' });
   // A workflow on device.disconnected must be able to trust that the device is really gone.
   if (CONNECTION_EVENT_TYPES.has(message.type)) {
     throw new InputError(400, 'reserved_event_type', `"${message.type}" is written by Sluice when a connection opens or ends; a device may not send it.`, { field: 'type' });

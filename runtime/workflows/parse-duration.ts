@@ -19,7 +19,8 @@ export function parseIsoDuration(text: string): DurationResult {
   const value = text.trim().toUpperCase();
   if (value.startsWith('-') || value.startsWith('+')) return { ok: false, reason: 'must not be signed; durations are positive' };
   const datePart = value.split('T')[0] ?? '';
-  if (/\d[YM]/.test(datePart)) {
+  // Only for what looks like an ISO duration: "1m" (a minute, meant some other way) gets the shape message.
+  if (value.startsWith('P') && /\d[YM]/.test(datePart)) {
     return { ok: false, reason: 'may not use years or months, which have no fixed length; use days (D) or weeks (W)' };
   }
   const match = SHAPE.exec(value);

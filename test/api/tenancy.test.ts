@@ -28,7 +28,11 @@ test('the platform admin creates an org and receives a first admin key', async (
 
 test('creating an org needs the platform admin token, and a valid body', async () => {
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-noadmin');
-  assert.equal((await call(rt.url, 'POST', '/organizations', { json: { id: 'x1', name: 'X' } })).status, 401);
+  for (const token of [undefined, 'not-the-admin-token']) {
+    const refused = await call(rt.url, 'POST', '/organizations', { ...(token === undefined ? {} : { token }), json: { id: 'x1', name: 'X' } });
+    assert.equal(refused.status, 401);
+    assert.match(refused.body.error.message, /platform admin token is required/, 'it names the token it needs, not an API key');
+  }
   const withKey = await call(rt.url, 'POST', '/organizations', { token: orgKey, json: { id: 'x2', name: 'X' } });
   assert.deepEqual([withKey.status, withKey.body.error.code], [403, 'forbidden'], 'a valid key that is not the platform admin is forbidden, not unauthenticated');
   assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-noadmin', { token: orgKey, json: { name: 'Mine' } })).status, 403);

@@ -108,6 +108,19 @@ describe('delay steps', () => {
     }
   });
 
+  it('names the ISO shape for a duration that is not one ("1m"), and calendar units only for one that is ("P1M")', () => {
+    const messageOf = (duration: string): string => {
+      try {
+        parseWorkflowInput(withSteps({ type: "delay", duration }));
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return assert.fail(`${duration} was accepted`);
+    };
+    for (const duration of ['1m', '2y', '5M']) assert.match(messageOf(duration), /ISO-8601 duration such as "PT5M"/, duration);
+    assert.match(messageOf('P1M'), /years or months/);
+  });
+
   it('needs duration_ms or duration, or both meaning the same time (as the API answers a step, so it can be written back)', () => {
     rejects(withSteps({ type: 'delay' }), 'invalid_request', 'steps[0].duration_ms');
     rejects(withSteps({ type: 'delay', duration_ms: 5, duration: 'PT5S' }), 'invalid_request', 'steps[0].duration');
