@@ -4,7 +4,10 @@
 import { Ajv, type ErrorObject, type JSONSchemaType, type ValidateFunction } from 'ajv';
 import { InputError } from '../errors.ts';
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+// `verbose` puts the failing object and its schema on an error, so a missing field can be told
+// apart from a misspelled one. allErrors stays off: on untrusted input it lets one body produce an
+// error per element.
+const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true, verbose: true });
 
 /** A parser that returns a typed value or throws a 400 InputError whose `field` names the bad path. */
 export type BodyParser<T> = (value: unknown) => T;
@@ -27,15 +30,50 @@ export function fieldPath(error: ErrorObject): string {
   return parts.reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path === '' ? part : `${path}.${part}`), '');
 }
 
+/** A key of the object that failed `required` which its schema does not know: most likely the misspelled field. */
+function unknownKeyBeside(error: ErrorObject): string | undefined {
+  const schema = error.parentSchema as { properties?: Record<string, unknown>; additionalProperties?: unknown } | undefined;
+  if (schema?.additionalProperties !== false || typeof error.data !== 'object' || error.data === null) return undefined;
+  const known = schema.properties ?? {};
+  return Object.keys(error.data).find((key) => !Object.hasOwn(known, key));
+}
+
+const quoteAll = (values: readonly unknown[]): string => values.map((value) => JSON.stringify(value)).join(', ');
+
+/** ajv's own wording for the rest, made to read as a sentence about the field. */
+function problemOf(error: ErrorObject): string {
+  const params = error.params as { allowedValues?: unknown[]; type?: string | string[]; limit?: number };
+  switch (error.keyword) {
+    case 'enum':
+      return `must be one of ${quoteAll(params.allowedValues ?? [])}`;
+    case 'type': {
+      const types = Array.isArray(params.type) ? params.type : [params.type ?? 'valid'];
+      return `must be ${types.map((type) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`)).join(' or ')}`;
+    }
+    case 'minProperties':
+      return params.limit === 1 ? 'must name at least one field' : `must name at least ${params.limit} fields`;
+    default:
+      return error.message ?? 'is invalid';
+  }
+}
+
 export function describeSchemaError(error: ErrorObject | undefined, code: string, status = 400): InputError {
   if (error === undefined) return new InputError(status, code, 'The request body is invalid.');
   const field = fieldPath(error);
   const where = field === '' ? 'The request body' : `Field "${field}"`;
+  if (error.keyword === 'required') {
+    const unknown = unknownKeyBeside(error);
+    if (unknown !== undefined) {
+      const path = field.replace(/\.?[^.[\]]+$/, '');
+      const unknownField = path === '' ? unknown : `${path}.${unknown}`;
+      return new InputError(status, 'unknown_field', `Field "${unknownField}" is not a known field (and "${field}" is required: is it misspelled?).`, { field: unknownField });
+    }
+  }
   const message =
     error.keyword === 'additionalProperties'
       ? `${where} is not a known field.`
       : error.keyword === 'required'
         ? `${where} is required.`
-        : `${where} ${error.message ?? 'is invalid'}.`;
+        : `${where} ${problemOf(error)}.`;
   return new InputError(status, error.keyword === 'additionalProperties' ? 'unknown_field' : code, message, field === '' ? {} : { field });
 }
