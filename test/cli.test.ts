@@ -60,20 +60,24 @@ test("the welcome's first command, run in bash as printed, creates an org and le
 async function welcomeWorksIn(name: string): Promise<void> {
   const parent = tempDir();
   const dataDir = join(parent, name);
+  let runtime: Awaited<ReturnType<typeof spawnRuntime>> | undefined;
   try {
-    const runtime = await spawnRuntime(dataDir, 'serve', [], 'file');
-    await eventually('the whole welcome', () => runtime.output, (lines) => lines.some((line) => line.includes('Ctrl-C stops')));
-    const start = runtime.output.findIndex((line) => line.startsWith('  export KEY=$(curl'));
-    assert.ok(start >= 0, `the welcome prints the command:\n${runtime.output.join('\n')}`);
-    const end = runtime.output.indexOf('', start);
-    const command = runtime.output.slice(start, end).map((line) => line.trim()).join('\n');
+    const server = await spawnRuntime(dataDir, 'serve', [], 'file');
+    runtime = server;
+    await eventually('the whole welcome', () => server.output, (lines) => lines.some((line) => line.includes('Ctrl-C stops')));
+    const start = server.output.findIndex((line) => line.startsWith('  export KEY=$(curl'));
+    assert.ok(start >= 0, `the welcome prints the command:\n${server.output.join('\n')}`);
+    const end = server.output.indexOf('', start);
+    const command = server.output.slice(start, end).map((line) => line.trim()).join('\n');
     // Exported, as the live-room snippet reads it from the environment.
-    const check = `curl -s -o /dev/null -w '%{http_code}' ${runtime.url}/organizations/acct-lumen -H "Authorization: Bearer $KEY"; node -e 'process.stdout.write(process.env.KEY ? " exported" : " not exported")'`;
+    const check = `curl -s -o /dev/null -w '%{http_code}' ${server.url}/organizations/acct-lumen -H "Authorization: Bearer $KEY"; node -e 'process.stdout.write(process.env.KEY ? " exported" : " not exported")'`;
     const result = spawnSync('bash', ['-c', `${command}\n${check}`], { cwd: ROOT, encoding: 'utf8' });
-    runtime.child.kill('SIGTERM');
-    assert.equal(await runtime.exited, 0);
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 0);
     assert.equal(result.stdout, '200 exported', `${name}: ${result.stderr}`);
   } finally {
+    // A failed assertion must not leave the server running: the test file would never end.
+    if (runtime?.child.exitCode === null) runtime.child.kill('SIGKILL');
     rmSync(parent, { recursive: true, force: true });
   }
 }
