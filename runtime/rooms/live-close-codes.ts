@@ -7,6 +7,8 @@
  * frame) the moment a message would exceed it; either way it reconnects with `after_seq`.
  */
 export const CLOSE_PROTOCOL_ERROR = 1002;
+/** More Subscribe frames than a socket may send (live-rooms.ts, SUBSCRIBE_BURST and SUBSCRIBE_PER_SECOND). */
+export const CLOSE_POLICY_VIOLATION = 1008;
 export const CLOSE_SLOW_CONSUMER = 4008;
 /** Sent to every socket opened with an API key when the key is revoked, and to any frame sent after. */
 export const CLOSE_KEY_REVOKED = 4401;

@@ -11,7 +11,7 @@ import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
 import { nextPage, sentSoFar, sentWhileLive, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
-import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
+import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
 import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
@@ -25,6 +25,13 @@ export const MAX_BACKPRESSURE = 1024 * 1024;
  */
 export const REPLAY_HIGH_WATER = MAX_BACKPRESSURE / 4;
 const HEARTBEAT_MS = 5000;
+/**
+ * Subscribe frames a socket may send at once, and per second after that. Each one may start a replay
+ * that reads the retained log on the event loop, so a flood of them (a few bytes each) would stall
+ * every tenant; a client changing its filter as a person types stays well inside this.
+ */
+export const SUBSCRIBE_BURST = 20;
+export const SUBSCRIBE_PER_SECOND = 5;
 
 interface SocketData {
   readonly orgId: string;
@@ -35,6 +42,9 @@ interface SocketData {
   state: SocketState;
   /** Subscribe frames applied so far; every heartbeat says it, so a client knows which frames follow its last one. */
   subscribeFrames: number;
+  /** Subscribe frames the socket may still send now (refilled at SUBSCRIBE_PER_SECOND up to SUBSCRIBE_BURST), and when that was counted. */
+  subscribeAllowance: number;
+  allowanceAt: number;
 }
 
 /**
@@ -95,7 +105,8 @@ export class LiveRooms {
         }
         // Never an offered entry other than LIVE_PROTOCOL: that one is the API key.
         const protocol = offered.length > 0 ? LIVE_PROTOCOL : '';
-        res.upgrade<SocketData>({ orgId, ...admitted, state: { status: 'opening' }, subscribeFrames: 0 }, key, protocol, extensions, context);
+        const fresh = { state: { status: 'opening' } as const, subscribeFrames: 0, subscribeAllowance: SUBSCRIBE_BURST, allowanceAt: clock.now() };
+        res.upgrade<SocketData>({ orgId, ...admitted, ...fresh }, key, protocol, extensions, context);
       },
       open: (ws) => {
         this.#sockets.add(ws);
@@ -228,6 +239,11 @@ export class LiveRooms {
       this.#refuseRevoked(ws);
       return;
     }
+    if (!this.#allowFrame(data)) {
+      data.state = { status: 'closed' };
+      ws.end(CLOSE_POLICY_VIOLATION, `subscribe_rate_exceeded: at most ${SUBSCRIBE_BURST} Subscribe frames at once, then ${SUBSCRIBE_PER_SECOND} per second`);
+      return;
+    }
     let subscription;
     try {
       if (!isBinary) throw new Error('frames must be binary');
@@ -243,6 +259,17 @@ export class LiveRooms {
     }
     data.subscribeFrames += 1;
     this.#enter(ws, subscription);
+  }
+
+  /** Takes one frame from the socket's allowance, refilled for the time since it was last counted; false when none is left. */
+  #allowFrame(data: SocketData): boolean {
+    const now = this.#clock.now();
+    const refill = (Math.max(0, now - data.allowanceAt) * SUBSCRIBE_PER_SECOND) / 1000;
+    data.subscribeAllowance = Math.min(SUBSCRIBE_BURST, data.subscribeAllowance + refill);
+    data.allowanceAt = now;
+    if (data.subscribeAllowance < 1) return false;
+    data.subscribeAllowance -= 1;
+    return true;
   }
 
   /**
