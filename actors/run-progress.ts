@@ -200,10 +200,19 @@ export function abandonPending(ctx: RunContext, at: number): RunContext {
   }));
 }
 
+/**
+ * Evidence of an attempt cancelled while it was out: its request (or guest) may have gone out or be
+ * on its way. Its `afterCancel` says what happened once the answer comes; a stop or crash before that
+ * leaves this as the whole record, so it must not read as "never sent".
+ */
+export const CANCELLED_WHILE_OUT = { reason: 'cancelled_while_out', effect_sent: 'unknown' } as const;
+
 /** The step under way (claimed at least once, not finished or failed) ends `cancelled` with its open attempt. */
 export function cancelRun(ctx: RunContext, at: number, reason: string): RunContext {
   const updated = withCurrent(ctx, (s) =>
-    s.attempts.length === 0 || s.status === 'failed' ? s : { ...patchOpenAttempt(s, { outcome: 'cancelled', endedAt: at }), status: 'cancelled' },
+    s.attempts.length === 0 || s.status === 'failed'
+      ? s
+      : { ...patchOpenAttempt(s, { outcome: 'cancelled', endedAt: at, evidence: s.attempts.at(-1)?.evidence ?? CANCELLED_WHILE_OUT }), status: 'cancelled' },
   );
   return { ...updated, updatedAt: at, retryAt: null, wakeAt: null, cancelReason: reason };
 }

@@ -190,10 +190,11 @@ describe('run machine: cancel and resume', () => {
     const running = cancelIn((a) => a.send({ type: 'run.admitted', at: T0 }), 'cancelled');
     running.send({ type: 'step.succeeded', stepId: asStepId('a'), fence: 1, result: null, at: T0 + 60_000 });
     assert.equal(stateOf(running), 'cancelled');
-    cancelIn((a) => {
+    const backoff = cancelIn((a) => {
       a.send({ type: 'run.admitted', at: T0 });
       failStep(a, T0 + 1, true);
     }, 'failed');
+    assert.equal(backoff.getSnapshot().context.steps[0]!.attempts[0]!.evidence, null, 'a closed attempt keeps its own evidence');
     cancelIn((a) => {
       a.send({ type: 'run.admitted', at: T0 });
       succeed(a, T0 + 1);
@@ -210,6 +211,7 @@ describe('run machine: cancel and resume', () => {
     actor.send({ type: 'run.cancel', at: T0 + 10 });
     const cancelled = persistSnapshot(actor.getPersistedSnapshot());
     assert.deepEqual(cancelled.context.steps.map((s) => s.status), ['cancelled', 'pending']);
+    assert.deepEqual(cancelled.context.steps[0]!.attempts[0]!.evidence, { reason: 'cancelled_while_out', effect_sent: 'unknown' }, 'until a report says, nobody knows whether it went out (a crash may mean nobody ever will)');
     const report = (fence: number, at: number) => ({ type: 'step.succeeded' as const, stepId: asStepId('a'), fence, result: null, evidence: { status: 200 }, startedAt: T0 + 1, at });
     assert.equal(applyReportAfterCancel(cancelled, report(2, T0 + 20)).changed, false, 'another fence is not this attempt');
     const late = applyReportAfterCancel(cancelled, report(1, T0 + 20));

@@ -226,6 +226,7 @@ test('a run cancelled while its webhook is out keeps what the receiver answered 
   assert.equal(charge.status, 'cancelled');
   assert.equal(charge.attempts[0].outcome, 'cancelled');
   assert.equal(charge.attempts[0].after_cancel, null, 'nothing reported yet');
+  assert.deepEqual(charge.attempts[0].evidence, { reason: 'cancelled_while_out', effect_sent: 'unknown' }, 'not "never sent": the request is out');
   assert.equal(email.status, 'pending', 'a step never reached stays pending');
 
   answer();
