@@ -63,7 +63,9 @@ export function parseJsonRequestText(request: HttpRequest): { readonly value: un
   const parsed = decodeJsonBytes(request.body);
   // API bodies hold what Sluice stores as values (names, schemas, payloads of schedules): only text.
   // (Webhook bodies are stored as the exact text received, and are not checked this way.)
-  const surrogateAt = loneSurrogatePath(parsed.value);
+  // The strict UTF-8 decoder refuses encoded surrogates, so only a \uD800-\uDFFF escape can make
+  // one: without such an escape in the text, the walk (which visits every value) is skipped.
+  const surrogateAt = /\\u[dD][89a-fA-F]/.test(parsed.text) ? loneSurrogatePath(parsed.value) : undefined;
   if (surrogateAt !== undefined) {
     throw new InputError(400, 'invalid_unicode', `The request body holds a lone UTF-16 surrogate (a "\\uD800"-style escape without its pair) at ${surrogateAt}: strings must be Unicode text.`, { field: surrogateAt });
   }

@@ -36,6 +36,18 @@ test('a lone surrogate in an API body is a 400 naming where; a paired one (an em
   assert.equal((await call(rt.url, 'GET', `${base}/workflows/${emoji.body.workflow.id}`, { token: key })).body.workflow.name, 'Orders 😀');
 });
 
+test('a lone surrogate written as an upper-case escape, in a member name or deep in a large array, is found too', async () => {
+  const raw = async (text: string) => {
+    const answer = await call(rt.url, 'POST', `${base}/events`, { token: key, body: text, headers: { 'content-type': 'application/json' } });
+    return [answer.status, answer.body.error?.code, answer.body.error?.field];
+  };
+  assert.deepEqual(await raw('{"type":"a.b","payload":{"n":"x\\uDC00"}}'), [400, 'invalid_unicode', 'payload.n']);
+  assert.deepEqual(await raw('{"type":"a.b","payload":{"k\\uD83D":1}}'), [400, 'invalid_unicode', 'payload (a member name)']);
+  const large = `{"type":"a.b","payload":{"list":[${'0,'.repeat(100_000)}"\\ud800"]}}`;
+  assert.deepEqual(await raw(large), [400, 'invalid_unicode', 'payload.list[100000]']);
+  assert.equal((await raw('{"type":"a.b","payload":{"escaped":"\\\\uD800 is text, not an escape"}}'))[0], 202, 'an escaped backslash before uD800 is plain text');
+});
+
 test('"__proto__" as an event schema key or as a step id is a 400', async () => {
   const schemas = { 'a.b': { type: 'object', properties: JSON.parse('{"__proto__":{"type":"string"}}') as object } };
   assert.deepEqual(await refusal('POST', `${base}/sources`, { name: 'proto', secrets: [`whsec_${Buffer.alloc(24, 1).toString('base64')}`], event_types: schemas }), [400, 'invalid_event_schema', 'event_types.a.b']);
