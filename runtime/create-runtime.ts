@@ -19,6 +19,7 @@ import { projectionRoutes } from './api/projections-api.ts';
 import { customActionRoutes } from './api/custom-actions-api.ts';
 import { CustomActionStore } from './actions/custom-action-store.ts';
 import { createRestoringInvoker } from './actions/module-restore.ts';
+import { createSecretRequiringInvoker } from './actions/required-secrets.ts';
 import { SecretNames } from './actions/secret-names.ts';
 import { ProjectionStore } from './projections/projection-store.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
@@ -130,10 +131,9 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const actions = new CustomActionStore(ledger);
   // One for runs and simulations alike: concurrent restores of one module are shared.
   const secretNames = new SecretNames(ledger);
-  const invoker = runner.client === undefined ? undefined : createRestoringInvoker(runner.client, actions, {
-    secretNames,
+  const invoker = runner.client === undefined ? undefined : createSecretRequiringInvoker(createRestoringInvoker(runner.client, actions, {
     onRestored: (orgId, digest) => logger.warn('hook-runner lacked a custom action module; sent it again from the ledger (its secrets, if it lost them too, must be set again)', { org: orgId, digest }),
-  });
+  }), secretNames);
   const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets);
   observeWebhookConnections(metrics, () => connections.stats());
   opened.push(() => connections.close());

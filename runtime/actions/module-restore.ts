@@ -4,21 +4,16 @@
 //
 // The second Invoke is the same call (fence, idempotency key): the runner looks the module up before
 // it checks the fence or runs anything, so the first one left no trace and the guest runs once.
-// A runner that lost its modules lost its secrets vault with them (the runtime holds only their
-// names, secret-names.ts), and its vault skips a missing key: a guest would run as if its secrets
-// were never set. So every call names the secrets it reads that were set through this runtime, and
-// the runner refuses it before running or recording anything when its vault lacks one; the refusal
-// is retryable, never sent on, and says which keys to set again. The runner checks on every call,
-// so an action whose module came back by another restore or an upload is covered as well.
+// A runner that lost its modules lost its secrets too: required-secrets.ts holds back the calls
+// that read them.
 // Restores are shared per (org, digest): concurrent runs that find the module missing join the one
 // under way, and a run whose Invoke was sent before a restore finished skips its own, so a lost
 // module costs one transfer of its bytes, not one per run.
 
 import { AccessError, RetryableError, SluiceError, TerminalError } from '../errors.ts';
 import type { ActionInvoker, InvokeInput, InvokeResult } from '../hook-runner/client.ts';
-import { CallNotSentError, RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
+import { RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
 import { moduleDigest } from './custom-action-record.ts';
-import { secretKeysOf } from './permissions.ts';
 
 /** Where the kept module bytes are read (the custom action store). */
 export interface StoredModules {
@@ -31,14 +26,7 @@ export interface RestoringRunner extends ActionInvoker {
   compile(wasm: Uint8Array): Promise<string>;
 }
 
-/** The secret names set per action (secret-names.ts). */
-export interface KnownSecrets {
-  of(orgId: string, actionId: string): string[];
-}
-
 export interface RestoreOptions {
-  /** Without it, no call is checked for secrets (tests of restoring alone). */
-  readonly secretNames?: KnownSecrets;
   /**
    * Told of each module sent again. A runner that lost its modules lost its secrets vault with them
    * (the runtime never holds secrets): the runtime warns, so an operator knows to set them again.
@@ -70,30 +58,6 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
   /** Restores completed per (org, digest). One small number per module ever restored in this process. */
   const completed = new Map<string, number>();
   const keyOf = (orgId: string, digest: string): string => JSON.stringify([orgId, digest]);
-
-  /** The call, naming the secrets it reads that were set through this runtime (see the header). */
-  function withRequiredSecrets(input: InvokeInput): InvokeInput {
-    // A simulation reads no secret.
-    if (input.simulate === true || options.secretNames === undefined) return input;
-    const permitted = secretKeysOf(input.permissions);
-    if (permitted.length === 0) return input;
-    const set = new Set(options.secretNames.of(input.orgId, input.actionId));
-    const requiredSecretKeys = permitted.filter((key) => set.has(key));
-    return requiredSecretKeys.length === 0 ? input : { ...input, requiredSecretKeys };
-  }
-
-  /** A call through the runner, its refusal for lost secrets told as what to do about it. */
-  async function invokeOnce(input: InvokeInput): Promise<InvokeResult> {
-    try {
-      return await runner.invoke(input);
-    } catch (error) {
-      if (!(error instanceof SluiceError) || error.code !== 'secrets_missing_on_runner') throw error;
-      throw new CallNotSentError(
-        'secrets_missing_on_runner',
-        `${error.message} Set them again (POST /organizations/${input.orgId}/custom-actions/${input.actionId}/secrets); the step is retried, and a run out of retries can be resumed.`,
-      );
-    }
-  }
 
   async function send(orgId: string, digest: string): Promise<void> {
     const bytes = modules.moduleBytes(orgId, digest);
@@ -132,11 +96,10 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
   }
 
   return {
-    async invoke(call: InvokeInput): Promise<InvokeResult> {
-      const input = withRequiredSecrets(call);
+    async invoke(input: InvokeInput): Promise<InvokeResult> {
       const seen = completed.get(keyOf(input.orgId, input.digest)) ?? 0;
       try {
-        return await invokeOnce(input);
+        return await runner.invoke(input);
       } catch (error) {
         if (!isModuleNotFound(error)) throw error;
       }
@@ -146,7 +109,7 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
         throw afterReached(error);
       }
       try {
-        return await invokeOnce(input);
+        return await runner.invoke(input);
       } catch (error) {
         if (isModuleNotFound(error)) {
           throw new RetryableError('module_not_found', `The hook-runner lost module ${input.digest} again just after it was sent again; the step is retried.`, undefined, { cause: error });

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { CustomActionStore } from '../../runtime/actions/custom-action-store.ts';
 import { createRestoringInvoker, type RestoringRunner } from '../../runtime/actions/module-restore.ts';
+import { createSecretRequiringInvoker } from '../../runtime/actions/required-secrets.ts';
 import { SecretNames } from '../../runtime/actions/secret-names.ts';
 import { CallNotSentError } from '../../runtime/hook-runner/runner-errors.ts';
 import { SluiceError } from '../../runtime/errors.ts';
@@ -108,7 +109,7 @@ test('a call reading secrets this runtime set, which the runner no longer holds,
   // Set through this runtime once (the runner has lost them since); NEVER_SET never was, so it is not required.
   await secretNames.set(ORG, first.id, 'API_TOKEN');
   await secretNames.set(ORG, second.id, 'API_TOKEN');
-  const invoker = createRestoringInvoker(counted, store, { secretNames });
+  const invoker = createSecretRequiringInvoker(createRestoringInvoker(counted, store), secretNames);
   compiles = 0;
   const call = (actionId: string, simulate = false) => invoker.invoke(invocation(digest, { orgId: ORG, actionId, permissions, ...(simulate ? { simulate: true } : {}) }));
   const refused = await failure(call(first.id));
