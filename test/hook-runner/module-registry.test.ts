@@ -55,6 +55,9 @@ test('a module whose code would take long to compile is refused before compiling
     ['functions', shell('(func)'.repeat(20_000)), /defines 20001 functions/],
     ['body', shell(`(func ${'nop '.repeat(256 * 1024)})`), /a function body is \d+ bytes/],
     ['code', shell(`(func ${'nop '.repeat(250 * 1024)})`.repeat(9)), /the code section is \d+ bytes/],
+    // Small files that compile for long or into gigabytes: many types, many declared locals.
+    ['types', shell('(type (func))'.repeat(20_000)), /declares 20001 types/],
+    ['locals', shell(`(func (local ${'i64 '.repeat(50_000)}))`.repeat(21)), /more than 1000000 locals/],
   ] as const;
   for (const [name, text, reason] of cases) {
     const bytes = await assembleWat(name, text);
@@ -64,6 +67,43 @@ test('a module whose code would take long to compile is refused before compiling
       return true;
     });
   }
+});
+
+/** Signed LEB128, as wasm encodes i32.const. */
+function sleb(value: number): number[] {
+  const bytes: number[] = [];
+  for (;;) {
+    const byte = value & 0x7f;
+    value >>= 7;
+    const done = (value === 0 && (byte & 0x40) === 0) || (value === -1 && (byte & 0x40) !== 0);
+    bytes.push(done ? byte : byte | 0x80);
+    if (done) return bytes;
+  }
+}
+
+/**
+ * A module (one page, an `execute` returning 10) with one data segment "{}\0" at the offset `expr`
+ * computes, written byte by byte: wabt cannot assemble extended-const offsets.
+ */
+function moduleWithDataOffset(expr: number[]): Uint8Array {
+  const section = (id: number, content: number[]): number[] => [id, content.length, ...content];
+  const name = (text: string): number[] => [text.length, ...Buffer.from(text)];
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, [1, 0x60, 2, 0x7f, 0x7f, 1, 0x7f]),
+    ...section(3, [1, 0]),
+    ...section(5, [1, 0x00, 1]),
+    ...section(7, [2, ...name('memory'), 0x02, 0, ...name('execute'), 0x00, 0]),
+    ...section(10, [1, 4, 0, 0x41, 10, 0x0b]),
+    ...section(11, [1, 0x00, ...expr, 0x0b, 3, 0x7b, 0x7d, 0x00]),
+  ]);
+}
+
+test('a data segment whose offset is computed (extended-const) is left to instantiation, not read as its first constant', async () => {
+  const registry = new ModuleRegistry(store);
+  const computed = moduleWithDataOffset([0x41, ...sleb(100_000), 0x41, ...sleb(-99_990), 0x6a]);
+  assert.match(await registry.compile(computed), /^[0-9a-f]{64}$/, 'offset 10 fits one page');
+  await assert.rejects(registry.compile(moduleWithDataOffset([0x41, ...sleb(100_000)])), (error: Error & { code?: string }) => error.code === 'data_segment_too_large');
 });
 
 test('a recompile an Invoke waits for goes before uploads queued earlier, so one tenant\'s uploads cannot stall others\' runs', async () => {

@@ -13,6 +13,12 @@ use crate::refusal::{refuse, Refusal};
 pub const MAX_FUNCTIONS: u32 = 20_000;
 pub const MAX_CODE_BYTES: u32 = 2 * 1024 * 1024;
 pub const MAX_FUNCTION_BODY_BYTES: usize = 256 * 1024;
+/// Function types cost compile memory too (600,000 of them, 3 bytes each, made a compile hold
+/// 3.6 GB); a module has at most one per function it could use, so the function cap bounds them.
+pub const MAX_TYPES: u32 = MAX_FUNCTIONS;
+/// Declared locals cost compile time without code bytes ("49,990 i64 locals" takes 3 bytes;
+/// 20,000 such functions compiled for minutes). About 0.1-0.2 us each here, so well under a second.
+pub const MAX_LOCALS: u64 = 1_000_000;
 
 /// What the scan learned that later stages need.
 pub struct Facts {
@@ -25,6 +31,7 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
     let mut imports = Vec::new();
     let mut initial_pages = 0u64;
     let mut has_start = false;
+    let mut locals = 0u64;
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload
             .map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e}")))?;
@@ -56,6 +63,11 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
                     check_data_segment(index, &data, initial_pages)?;
                 }
             }
+            Payload::TypeSection(reader) => {
+                check_code_cap(reader.count(), MAX_TYPES, |n| {
+                    format!("module declares {n} types; the sandbox compiles at most {MAX_TYPES}")
+                })?
+            }
             Payload::FunctionSection(reader) => {
                 check_code_cap(reader.count(), MAX_FUNCTIONS, |n| {
                     format!("module defines {n} functions; the sandbox compiles at most {MAX_FUNCTIONS}")
@@ -69,6 +81,17 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
             Payload::CodeSectionEntry(body) => {
                 check_code_cap(body.range().len(), MAX_FUNCTION_BODY_BYTES, |n| {
                     format!("a function body is {n} bytes; the sandbox compiles at most {MAX_FUNCTION_BODY_BYTES} per function")
+                })?;
+                for declared in body
+                    .get_locals_reader()
+                    .map_err(|e| refuse("invalid_module", format!("bad locals: {e}")))?
+                {
+                    let (count, _) = declared
+                        .map_err(|e| refuse("invalid_module", format!("bad locals: {e}")))?;
+                    locals = locals.saturating_add(u64::from(count));
+                }
+                check_code_cap(locals, MAX_LOCALS, |_| {
+                    format!("functions declare more than {MAX_LOCALS} locals in all; the sandbox compiles at most {MAX_LOCALS}")
                 })?
             }
             Payload::StartSection { .. } => has_start = true,
@@ -139,8 +162,8 @@ fn check_initial_pages(pages: u64) -> Result<(), Refusal> {
 }
 
 /// Refuses any segment larger than the memory cap, and active segments with a constant
-/// offset that overrun the initial memory. Computed offsets are left to the trial
-/// instantiation in validate.rs.
+/// offset that overrun the initial memory. Computed offsets (a global, or an extended-const
+/// expression) are left to the trial instantiation in validate.rs.
 fn check_data_segment(
     index: usize,
     data: &wasmparser::Data<'_>,
@@ -156,7 +179,10 @@ fn check_data_segment(
     let DataKind::Active { offset_expr, .. } = &data.kind else {
         return Ok(());
     };
-    let Ok(Operator::I32Const { value }) = offset_expr.get_operators_reader().read() else {
+    // Constant only when the whole expression is `i32.const; end` (extended-const may compute it).
+    let mut operators = offset_expr.get_operators_reader();
+    let (Ok(Operator::I32Const { value }), Ok(Operator::End)) = (operators.read(), operators.read())
+    else {
         return Ok(());
     };
     let offset = u64::from(value as u32);
