@@ -7,6 +7,7 @@ import type { CompiledUpload, CustomActionStore } from '../actions/custom-action
 import { parseActionUpload, UPLOAD_BODY_LIMIT } from '../actions/multipart-upload.ts';
 import { parsePermissionList, SECRET_KEY_PATTERN } from '../actions/permissions.ts';
 import { simulateAction } from '../actions/simulate-action.ts';
+import { SimulationSlots } from '../actions/simulation-slots.ts';
 import { InputError, notFound, RetryableError, SluiceError } from '../errors.ts';
 import type { ActionInvoker, HookRunnerClient } from '../hook-runner/client.ts';
 import { parseJsonRequest, parseJsonRequestText } from '../http/parse-json.ts';
@@ -83,6 +84,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
     if (action === undefined) throw notFound('Custom action', 'action_id');
     return action;
   };
+
+  const simulations = new SimulationSlots();
 
   const requireRunner = (): HookRunnerClient => {
     if (runner !== undefined) return runner;
@@ -268,14 +271,15 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const parsed = parseJsonRequestText(request);
         const body = parseSimulate(parsed.value);
         const version = pickVersion(org, action, body.version);
-        const simulation = await simulateAction(invoker ?? requireRunner(), {
+        const runner = invoker ?? requireRunner();
+        const simulation = await simulations.run(org.id, () => simulateAction(runner, {
           orgId: org.id,
           actionId: action.id,
           digest: version.digest,
           permissions: version.permissions,
           // The payload exactly as sent (long integers, 1e400), as a run hands on an event's payload.
           payloadJson: memberText(parsed.text, 'payload') ?? JSON.stringify(body.payload ?? null),
-        });
+        }));
         return rawJson(200, { version: version.version, ...simulation });
       },
     },
