@@ -127,20 +127,34 @@ test('simulate sends a lost module again too', async () => {
   assert.deepEqual({ outcome: simulated.body.outcome, payload: simulated.body.output.payload }, { outcome: 'output', payload: { order_id: 'sim-1' } });
 });
 
-test('secrets set through the runtime and lost with the runner hold the call back (not sent, retried) until they are set again', async () => {
-  const module = await assembleWat('secretive', constantWat(JSON.stringify({ secretive: true })));
-  const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name: 'secretive', file: module, permissions: 'read_secret:API_TOKEN' });
+/**
+ * An approved action answering `output` that reads secret API_TOKEN, set through the runtime, and a
+ * workflow on `trigger` running it with quick retries; the module's bytes come back for re-uploads.
+ */
+async function secretReadingAction(name: string, trigger: string, output: unknown): Promise<{ id: string; module: Uint8Array }> {
+  const module = await assembleWat(name, constantWat(JSON.stringify(output)));
+  const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name, file: module, permissions: 'read_secret:API_TOKEN' });
   assert.equal(uploaded.status, 201, uploaded.text);
   const id: string = uploaded.body.custom_action.id;
   assert.equal((await post(`/custom-actions/${id}/review`, { status: 'approved', version: 1 })).status, 200);
   assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-123456' })).status, 204);
   const retry = { max_retries: 20, initial_ms: 100, max_ms: 100 };
-  assert.equal((await post('/workflows', { name: 'secretive', trigger_event: 'secret.needed', steps: [{ id: 'act', type: 'custom_action', action_id: id, retry }] })).status, 201);
+  assert.equal((await post('/workflows', { name, trigger_event: trigger, steps: [{ id: 'act', type: 'custom_action', action_id: id, retry }] })).status, 201);
+  return { id, module };
+}
+
+/** The path of the one run of event `eventId`, once the event has it. */
+async function runPathOf(eventId: string): Promise<string> {
+  const reactions = await eventually('the run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${eventId}`, { token: key })).body.reactions, (r) => r.length === 1);
+  return `/organizations/${ORG}/runs/${reactions[0].run_id}`;
+}
+
+test('secrets set through the runtime and lost with the runner hold the call back (not sent, retried) until they are set again', async () => {
+  const { id } = await secretReadingAction('secretive', 'secret.needed', { secretive: true });
   await replaceRunner();
 
   assert.equal((await post('/events', { type: 'secret.needed', payload: {}, id: 'secret-1' })).status, 202);
-  const reactions = await eventually('the run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/secret-1`, { token: key })).body.reactions, (r) => r.length === 1);
-  const runPath = `/organizations/${ORG}/runs/${reactions[0].run_id}`;
+  const runPath = await runPathOf('secret-1');
   const held = await eventually('an attempt held back', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run & { steps: Array<{ attempts: Array<Attempt & { started_at: string | null }> }> }, (run) => run.steps[0]!.attempts.length >= 1 && run.steps[0]!.attempts[0]!.outcome === 'failed');
   const first = held.steps[0]!.attempts[0]!;
   assert.deepEqual({ code: first.error?.code, retryable: first.error?.retryable, started: first.started_at }, { code: 'secrets_missing_on_runner', retryable: true, started: null });
@@ -152,14 +166,7 @@ test('secrets set through the runtime and lost with the runner hold the call bac
 });
 
 test('an action that ran with its secrets is held back after the runner is replaced, also when its module came back by an upload (here another org\'s)', async () => {
-  const module = await assembleWat('keyed', constantWat(JSON.stringify({ keyed: true })));
-  const uploaded = await upload(rt.url, `/organizations/${ORG}/custom-actions`, key, { name: 'keyed', file: module, permissions: 'read_secret:API_TOKEN' });
-  assert.equal(uploaded.status, 201, uploaded.text);
-  const id: string = uploaded.body.custom_action.id;
-  assert.equal((await post(`/custom-actions/${id}/review`, { status: 'approved', version: 1 })).status, 200);
-  assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-654321' })).status, 204);
-  const retry = { max_retries: 20, initial_ms: 100, max_ms: 100 };
-  assert.equal((await post('/workflows', { name: 'keyed', trigger_event: 'keyed.needed', steps: [{ id: 'act', type: 'custom_action', action_id: id, retry }] })).status, 201);
+  const { id, module } = await secretReadingAction('keyed', 'keyed.needed', { keyed: true });
   assert.equal((await runFor('keyed.needed', 'keyed-1')).state, 'completed', 'it ran with its secret');
 
   await replaceRunner();
@@ -168,11 +175,10 @@ test('an action that ran with its secrets is held back after the runner is repla
   assert.equal(reupload.status, 201, `the module is on the new runner again: ${reupload.text}`);
 
   assert.equal((await post('/events', { type: 'keyed.needed', payload: {}, id: 'keyed-2' })).status, 202);
-  const reactions = await eventually('the run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/keyed-2`, { token: key })).body.reactions, (r) => r.length === 1);
-  const runPath = `/organizations/${ORG}/runs/${reactions[0].run_id}`;
+  const runPath = await runPathOf('keyed-2');
   const held = await eventually('an attempt held back', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run, (run) => run.steps[0]!.attempts.length >= 1 && run.steps[0]!.attempts[0]!.outcome === 'failed');
   assert.equal(held.steps[0]!.attempts[0]!.error?.code, 'secrets_missing_on_runner', JSON.stringify(held.steps[0]!.attempts[0]));
   assert.notEqual(held.state, 'completed');
-  assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-654321' })).status, 204);
+  assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-123456' })).status, 204);
   assert.equal((await eventually('the run completes', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run, (run) => run.state === 'completed', 20_000)).state, 'completed');
 });
