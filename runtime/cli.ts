@@ -37,6 +37,8 @@ options (dev, serve):
   --retention-days <n>  how long events, recordings and finished runs are kept (SLUICE_RETENTION_DAYS,
                         default 30; at least the dedup window)
   --live-retention <n>  live updates kept per org for reconnecting subscribers (SLUICE_LIVE_RETENTION, default 10000)
+  --live-sockets-per-org <n>  live-room sockets an org may hold open at once (SLUICE_LIVE_SOCKETS_PER_ORG,
+                        default 20000)
   --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
   --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off);
                         a separate runner needs the same token: SLUICE_RUNNER_TOKEN, else <data-dir>/runner-token

@@ -9,6 +9,7 @@ import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
 import { TIMESTAMP_TOLERANCE_SECONDS } from './ingest/verification.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
+import { DEFAULT_LIVE_SOCKETS_PER_ORG } from './rooms/live-rooms.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
 import { defaultStepInputBytes } from './runs/step-input-budget.ts';
 import { WEBHOOK_TARGETS, type WebhookTargets } from './runs/webhook-address-policy.ts';
@@ -37,6 +38,8 @@ export interface RuntimeConfig {
   readonly runner: 'child' | 'off' | { readonly address: string };
   /** The shared runner token: SLUICE_RUNNER_TOKEN, else `<dataDir>/runner-token` (0600, generated). */
   readonly runnerToken: string | undefined;
+  /** Live-room sockets one org may hold open at once; more upgrades are refused (429). */
+  readonly liveSocketsPerOrg: number;
   /** Open connections webhook steps may hold per org and receiver origin; more requests wait for one. */
   readonly webhookConnections: number;
   /** Payload bytes the steps being performed may hold at once (webhook bodies, custom action input); more steps wait. */
@@ -111,6 +114,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'dedup-window-ms': { type: 'string' },
       'retention-days': { type: 'string' },
       'live-retention': { type: 'string' },
+      'live-sockets-per-org': { type: 'string' },
       'log-level': { type: 'string' },
       runner: { type: 'string' },
       'webhook-connections': { type: 'string' },
@@ -144,6 +148,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     dedupWindowMs,
     retentionDays,
     liveRetention: integer(setting('--live-retention', values['live-retention'], 'SLUICE_LIVE_RETENTION', env), DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
+    liveSocketsPerOrg: integer(setting('--live-sockets-per-org', values['live-sockets-per-org'], 'SLUICE_LIVE_SOCKETS_PER_ORG', env), DEFAULT_LIVE_SOCKETS_PER_ORG, 1, 1_000_000),
     logLevel,
     runner: parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner),
     runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),

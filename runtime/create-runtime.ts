@@ -125,7 +125,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const updateLog = new UpdateLog(ledger, config.liveRetention);
   await updateLog.adoptRetention();
   const server = new HttpServer({ logger, metrics });
-  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock);
+  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, config.liveSocketsPerOrg);
   opened.push(() => rooms.close(), () => server.close());
   const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);

@@ -31,6 +31,8 @@ const HEARTBEAT_MS = 5000;
  * every tenant; a client changing its filter as a person types stays well inside this.
  */
 export const SUBSCRIBE_BURST = 20;
+/** Live sockets one org may hold open at once by default (--live-sockets-per-org). */
+export const DEFAULT_LIVE_SOCKETS_PER_ORG = 20_000;
 export const SUBSCRIBE_PER_SECOND = 5;
 
 interface SocketData {
@@ -66,11 +68,16 @@ export class LiveRooms {
   readonly #clock: Clock;
   readonly #orgs: OrganizationStore;
   readonly #sockets = new Set<WebSocket<SocketData>>();
+  /** Open sockets per org, for LIVE_SOCKETS_PER_ORG. */
+  readonly #perOrg = new Map<string, number>();
   /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
   readonly #order: SeqOrder;
   readonly #heartbeat: NodeJS.Timeout;
 
-  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock) {
+  readonly #socketsPerOrg: number;
+
+  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock, socketsPerOrg = DEFAULT_LIVE_SOCKETS_PER_ORG) {
+    this.#socketsPerOrg = socketsPerOrg;
     this.#app = app;
     this.#auth = auth;
     this.#log = log;
@@ -95,6 +102,10 @@ export class LiveRooms {
         let admitted: { principal: Principal; requested: Subscription };
         try {
           admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query, offered);
+          // Each socket holds memory and may replay the log: one org (one leaked key) cannot open them without end.
+          if ((this.#perOrg.get(orgId) ?? 0) >= this.#socketsPerOrg) {
+            throw new SluiceError(429, 'too_many_live_sockets', `An organization may hold at most ${this.#socketsPerOrg} live sockets open at once; close one first.`);
+          }
           // As a GET is: `?enviroment=sandbox` would otherwise stream production updates.
           query.assertNoRepeats();
           query.assertAllAsked();
@@ -110,6 +121,8 @@ export class LiveRooms {
       },
       open: (ws) => {
         this.#sockets.add(ws);
+        const orgId = ws.getUserData().orgId;
+        this.#perOrg.set(orgId, (this.#perOrg.get(orgId) ?? 0) + 1);
         this.#enter(ws, ws.getUserData().requested);
       },
       message: (ws, message, isBinary) => this.#onMessage(ws, new Uint8Array(message.slice(0)), isBinary),
@@ -119,6 +132,10 @@ export class LiveRooms {
       },
       close: (ws) => {
         this.#sockets.delete(ws);
+        const orgId = ws.getUserData().orgId;
+        const left = (this.#perOrg.get(orgId) ?? 1) - 1;
+        if (left > 0) this.#perOrg.set(orgId, left);
+        else this.#perOrg.delete(orgId);
         ws.getUserData().state = { status: 'closed' };
       },
     });
