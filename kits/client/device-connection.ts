@@ -18,7 +18,7 @@ import {
   MAX_MESSAGES_IN_FLIGHT,
 } from '../../runtime/triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
-import { runSocket, type SocketEnd } from './socket-run.ts';
+import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 
 export interface DeviceOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
@@ -177,7 +177,7 @@ export class DeviceConnection {
   /** The error that ends the connection (every pending send rejects with it first), or undefined to reconnect after the backoff. */
   #classify(end: SocketEnd): DeviceError | undefined {
     const terminal =
-      end.kind === 'refused' && end.status !== 503
+      end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)
         ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${end.body}`)
         : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
           ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)

@@ -12,7 +12,7 @@ import { credentialProblem } from './credential-check.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
-import { runSocket, type SocketEnd } from './socket-run.ts';
+import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 
 export type { RunUpdate };
 
@@ -111,7 +111,7 @@ export class LiveSubscription {
 
   /** The error that ends the subscription, or undefined to reconnect (every reconnect waits its backoff first). */
   #classify(end: SocketEnd): LiveClosedError | undefined {
-    if (end.kind === 'refused' && end.status !== 503) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${end.body}`);
+    if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${end.body}`);
     if (end.kind === 'closed') {
       if (TERMINAL_CLOSE.has(end.code)) return new LiveClosedError(end.code, `the live room closed the connection (${end.code}): ${end.reason}`);
       const reload = RELOAD.get(end.code);

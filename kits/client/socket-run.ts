@@ -11,6 +11,12 @@ export type SocketEnd =
   /** Could not connect, or (`timedOutMs`) the handshake had no answer in time. */
   | { readonly kind: 'unreachable'; readonly timedOutMs?: number };
 
+/**
+ * Upgrade refusals that pass: 503 (Sluice starting or stopping) and 429 (an org at its cap of live
+ * sockets until one closes); a connection refused with one of them is tried again after its backoff.
+ */
+export const RETRIED_REFUSALS: ReadonlySet<number> = new Set([429, 503]);
+
 /** The most of a refusal's body kept for the error message. */
 const MAX_REFUSAL_BODY = 1024;
 /** The longest an opening handshake may take by default; a silenceMs shorter than this takes its place. */

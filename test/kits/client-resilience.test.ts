@@ -138,3 +138,31 @@ describe('devices', () => {
     device.close();
   });
 });
+
+test('an org at its live-socket cap (429) is retried, and the subscription connects once a socket closes', async () => {
+  const capped = await startRuntime({ args: ['--live-sockets-per-org', '1'] });
+  const subscriptions: Array<ReturnType<typeof watchRuns>> = [];
+  try {
+    const apiKey = await createOrg(capped.url, ADMIN_TOKEN, 'acct-kit-capped');
+    const first = watchRuns({ url: capped.url, apiKey, org: 'acct-kit-capped', onUpdate: () => undefined, sleep: noWait });
+    subscriptions.push(first);
+    await eventually('the first socket open', () => capped.runtime.rooms.subscriberCount, (n) => n === 1);
+    const refusals: string[] = [];
+    // A short real wait between attempts: the test only needs the refusals not to spin the loop.
+    const second = watchRuns({ url: capped.url, apiKey, org: 'acct-kit-capped', onUpdate: () => undefined, sleep: () => new Promise((resolve) => setTimeout(resolve, 10)), onDisconnect: (why) => refusals.push(why) });
+    subscriptions.push(second);
+    let ended: unknown;
+    second.done.catch((error: unknown) => (ended = error));
+    await eventually('refusals retried', () => (ended === undefined ? refusals.length : -1), (n) => n >= 2 || n === -1);
+    assert.equal(ended, undefined, 'a 429 does not end the subscription');
+    assert.match(refusals[0]!, /429/);
+    first.close();
+    await first.done;
+    await eventually('the second socket open once the first closed', () => capped.runtime.rooms.subscriberCount, (n) => n === 1);
+    assert.equal(ended, undefined, 'the subscription never gave up');
+  } finally {
+    for (const subscription of subscriptions) subscription.close();
+    await Promise.allSettled(subscriptions.map((subscription) => subscription.done));
+    await capped.close();
+  }
+});
