@@ -3,7 +3,8 @@
 // takes some 20 times a module's size) and lazily recompiled from LMDB after a restart. Compiles run
 // one at a time on the libuv thread set aside for them (thread-pool.ts); one of the same bytes
 // already under way is joined, not started again. A recompile that an Invoke waits for goes before
-// queued uploads, so one tenant's uploads (each can take seconds) cannot stall other tenants' runs,
+// queued uploads (a few in a row at most: thread-pool.ts), so one tenant's uploads (each can take
+// seconds) cannot stall other tenants' runs, nor a stream of recompiles every upload,
 // and an upload every caller of which gave up (its deadline passed) is dropped before it starts.
 import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';

@@ -29,20 +29,28 @@ export const sandboxSlotsFor = (poolSize: number): number => Math.max(1, poolSiz
 
 export interface RunLimiter {
   /**
-   * Runs `task` when a slot is free; tasks start in arrival order, those marked `first` before every
-   * other waiting one (the compile a waiting Invoke needs goes before uploads queued earlier).
+   * Runs `task` when a slot is free; tasks start in arrival order, those marked `first` before other
+   * waiting ones (the compile a waiting Invoke needs goes before uploads queued earlier), but never
+   * more than FIRST_IN_A_ROW of them while another task waits, so a steady stream of `first` tasks
+   * cannot hold the others back for ever.
    */
   run<T>(task: () => Promise<T>, first?: boolean): Promise<T>;
   readonly active: number;
   readonly queued: number;
 }
 
+/** `first` tasks started one after another while other tasks wait, before one of those goes. */
+export const FIRST_IN_A_ROW = 4;
+
 export function createRunLimiter(slots: number): RunLimiter {
   let active = 0;
   const waiting: Array<() => void> = [];
   const waitingFirst: Array<() => void> = [];
+  let firstInARow = 0;
   const release = (): void => {
-    const next = waitingFirst.shift() ?? waiting.shift();
+    const takeFirst = waitingFirst.length > 0 && (waiting.length === 0 || firstInARow < FIRST_IN_A_ROW);
+    firstInARow = takeFirst ? firstInARow + 1 : 0;
+    const next = takeFirst ? waitingFirst.shift() : waiting.shift();
     if (next === undefined) active -= 1;
     else next();
   };
