@@ -207,12 +207,15 @@ export function abandonPending(ctx: RunContext, at: number): RunContext {
  */
 export const CANCELLED_WHILE_OUT = { reason: 'cancelled_while_out', effect_sent: 'unknown' } as const;
 
-/** The step under way (claimed at least once, not finished or failed) ends `cancelled` with its open attempt. */
+/**
+ * The step under way (claimed at least once, not finished or failed) ends `cancelled` with its open
+ * attempt; a delay sends nothing, so only a webhook or custom action attempt says it may have.
+ */
 export function cancelRun(ctx: RunContext, at: number, reason: string): RunContext {
   const updated = withCurrent(ctx, (s) =>
     s.attempts.length === 0 || s.status === 'failed'
       ? s
-      : { ...patchOpenAttempt(s, { outcome: 'cancelled', endedAt: at, evidence: s.attempts.at(-1)?.evidence ?? CANCELLED_WHILE_OUT }), status: 'cancelled' },
+      : { ...patchOpenAttempt(s, { outcome: 'cancelled', endedAt: at, evidence: s.attempts.at(-1)?.evidence ?? (s.type === 'delay' ? null : CANCELLED_WHILE_OUT) }), status: 'cancelled' },
   );
   return { ...updated, updatedAt: at, retryAt: null, wakeAt: null, cancelReason: reason };
 }

@@ -195,10 +195,11 @@ describe('run machine: cancel and resume', () => {
       failStep(a, T0 + 1, true);
     }, 'failed');
     assert.equal(backoff.getSnapshot().context.steps[0]!.attempts[0]!.evidence, null, 'a closed attempt keeps its own evidence');
-    cancelIn((a) => {
+    const delaying = cancelIn((a) => {
       a.send({ type: 'run.admitted', at: T0 });
       succeed(a, T0 + 1);
     }, 'cancelled');
+    assert.equal(delaying.getSnapshot().context.steps[1]!.attempts[0]!.evidence, null, 'a delay sent nothing: its cancelled attempt does not say it may have');
     cancelIn((a) => {
       a.send({ type: 'run.admitted', at: T0 });
       failStep(a, T0 + 1, false);
