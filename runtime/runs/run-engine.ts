@@ -17,7 +17,7 @@ import type { ActionEffects } from './custom-action-step.ts';
 import { RunChains } from './run-chains.ts';
 import { RunCreation } from './run-creation.ts';
 import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
-import { recoverUnfinishedRuns } from './run-recovery.ts';
+import { nextTurn, RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';
@@ -136,7 +136,10 @@ export class RunEngine {
   async recover(): Promise<number> {
     const d = this.#d;
     const runs = await recoverUnfinishedRuns({ ...d, updateFor: (run) => this.#updateFor(run) }, d.clock.now());
-    for (const { orgId, runId, work } of runs) this.#actOn(orgId, runId, work);
+    for (const [i, { orgId, runId, work }] of runs.entries()) {
+      if (i > 0 && i % RECOVERY_BATCH === 0) await nextTurn();
+      this.#actOn(orgId, runId, work);
+    }
     return runs.length;
   }
 

@@ -4,7 +4,9 @@
 // the engine acts on any run. Runs come back in admission order (see `admissionOrder`), since the
 // store keys them by [org, run id] and run ids are hashes. Only what the engine must do next is
 // kept per run (its id and pending work, not the decoded snapshot): a million runs waiting in
-// long delays restart in a fraction of the memory their snapshots would take.
+// long delays restart in a fraction of the memory their snapshots would take. The reading yields to
+// the event loop every RECOVERY_BATCH runs, so /healthz answers during a long recovery (requests
+// other than it are held until recovery is over: create-runtime.ts).
 
 import type { OrgId, RunId } from '../../actors/ids.ts';
 import { reclaimAfterRestart, type PersistedRun } from '../../actors/run-transition.ts';
@@ -31,6 +33,12 @@ export interface RecoveredRun {
   readonly work: Work;
 }
 
+/** Runs read (or acted on, run-engine.ts) between two turns of the event loop during recovery. */
+export const RECOVERY_BATCH = 1000;
+
+/** Lets the event loop turn (timers, sockets: a liveness probe) before the next batch. */
+export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 const recovered = (run: PersistedRun): RecoveredRun => ({ orgId: run.context.orgId, runId: run.context.runId, createdAt: run.context.createdAt, work: pendingWork(run) });
 
 /**
@@ -41,7 +49,9 @@ const recovered = (run: PersistedRun): RecoveredRun => ({ orgId: run.context.org
 export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<RecoveredRun[]> {
   const reclaimed: Array<{ run: PersistedRun; update: NewRunUpdate }> = [];
   const resting: RecoveredRun[] = [];
+  let read = 0;
   for (const { orgId, runId } of deps.runs.unfinished()) {
+    if (++read % RECOVERY_BATCH === 0) await nextTurn();
     const run = deps.runs.get(orgId, runId);
     if (run === undefined) continue;
     const step = reclaimAfterRestart(run, nowMs);

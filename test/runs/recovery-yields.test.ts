@@ -1,0 +1,41 @@
+// Boot recovery reads unfinished runs in batches, letting the event loop turn between them, so a
+// liveness probe (/healthz) is answered during a long recovery instead of after it.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { LiveRooms } from '../../runtime/rooms/live-rooms.ts';
+import type { UpdateLog } from '../../runtime/rooms/update-log.ts';
+import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import { RECOVERY_BATCH, recoverUnfinishedRuns } from '../../runtime/runs/run-recovery.ts';
+import type { RunStore } from '../../runtime/runs/run-store.ts';
+
+test('reading the unfinished runs lets the event loop turn between batches', async () => {
+  const ledger = openMemoryLedger();
+  try {
+    const total = 2 * RECOVERY_BATCH + 500;
+    let turns = 0;
+    const turnsSeenAt: number[] = [];
+    // Counts event-loop turns for as long as recovery reads.
+    const tick = (): void => {
+      turns++;
+      if (turnsSeenAt.length < total) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const runs = {
+      *unfinished() {
+        for (let i = 0; i < total; i++) yield { orgId: 'org', runId: `run_${i}` };
+      },
+      get: () => {
+        turnsSeenAt.push(turns);
+        return undefined;
+      },
+    } as unknown as RunStore;
+    const recovered = await recoverUnfinishedRuns({ ledger, runs, updateLog: {} as UpdateLog, rooms: {} as LiveRooms, updateFor: () => assert.fail('nothing to reclaim') }, Date.now());
+    assert.deepEqual(recovered, []);
+    assert.equal(turnsSeenAt.length, total);
+    assert.ok(turnsSeenAt[total - 1]! >= 2, `the loop turned ${turnsSeenAt[total - 1]} times while ${total} runs were read`);
+    assert.equal(turnsSeenAt[RECOVERY_BATCH - 2], turnsSeenAt[0], 'no turn inside a batch');
+  } finally {
+    await ledger.close();
+  }
+});
