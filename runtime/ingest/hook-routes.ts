@@ -1,11 +1,12 @@
 // POST /hooks/:org_id/:source — signed provider webhooks in, durable events out.
 // Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 400 JSON, 422 schema, then one durable write on the quota (429).
 
-import { InputError, SluiceError, notFound } from '../errors.ts';
+import { InputError, notFound } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { EventStore } from '../events/event-store.ts';
 import { generateEventId, rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { recordRequest } from '../events/record-request.ts';
+import { errorCodeOf } from '../http/error-code.ts';
 import { decodeJsonBytes, isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
@@ -39,7 +40,7 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
     return source === undefined || org === undefined ? undefined : { org, source };
   };
   const countRefusal = (error: unknown): void => {
-    deps.metrics.ingestTotal.inc({ outcome: error instanceof SluiceError ? error.code : 'internal_error' });
+    deps.metrics.ingestTotal.inc({ outcome: errorCodeOf(error) });
   };
   return [
     {

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
-import { call, createOrg } from '../helpers/http.ts';
+import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { ADMIN_TOKEN, ROOT, tempDir } from '../helpers/runtime.ts';
 
 test('a full disk: writes answer 503 write_failed with Retry-After, reads go on, nothing acknowledged is lost', { timeout: 120_000 }, async () => {
@@ -24,6 +24,9 @@ test('a full disk: writes answer 503 write_failed with Retry-After, reads go on,
       void exited.then((code) => reject(new Error(`exited (${code}) before listening`)));
     });
     const key = await createOrg(url, ADMIN_TOKEN, 'acct-full', 'pro');
+    const secret = newStandardSecret();
+    const source = await call(url, 'POST', '/organizations/acct-full/sources', { token: key, json: { name: 'psp', secrets: [secret] } });
+    assert.equal(source.status, 201, source.text);
     const acknowledged: string[] = [];
     let refused: Awaited<ReturnType<typeof call>> | undefined;
     for (let i = 0; i < 10_000 && refused === undefined; i += 1) {
@@ -33,6 +36,13 @@ test('a full disk: writes answer 503 write_failed with Retry-After, reads go on,
     }
     assert.ok(refused !== undefined && acknowledged.length > 100, `the disk filled after ${acknowledged.length} events`);
     assert.deepEqual([refused.status, refused.body.error.code, refused.headers.get('retry-after')], [503, 'write_failed', '5']);
+    // A webhook refused the same way is counted by its code, not as an internal error.
+    const body = JSON.stringify({ type: 'a.b', filler: 'z'.repeat(1000) });
+    const hook = await call(url, 'POST', '/hooks/acct-full/psp', { body, headers: signStandard(secret, 'msg_full_disk', Math.floor(Date.now() / 1000), body) });
+    assert.deepEqual([hook.status, hook.body.error?.code], [503, 'write_failed']);
+    const metrics = (await call(url, 'GET', '/metrics')).text;
+    assert.match(metrics, /^sluice_ingest_total\{outcome="write_failed"\} 1$/m);
+    assert.doesNotMatch(metrics, /outcome="internal_error"/);
     assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'still serving');
     for (const id of [acknowledged[0]!, acknowledged.at(-1)!]) assert.equal((await call(url, 'GET', `/organizations/acct-full/events/${id}`, { token: key })).status, 200, id);
     child.kill('SIGTERM');
