@@ -34,6 +34,8 @@ export class ReconnectLoop {
   #closed = false;
   #stop: () => void = () => undefined;
   readonly #stopped = new Promise<void>((resolve) => (this.#stop = resolve));
+  /** Ends a wait between attempts, timer and all: a program that closed its last loop can exit at once. */
+  readonly #waiting = new AbortController();
 
   /** Opens the first connection at once (synchronously, within this constructor). */
   constructor(reconnecting: Reconnecting) {
@@ -56,6 +58,7 @@ export class ReconnectLoop {
   close(): void {
     this.#closed = true;
     this.#stop();
+    this.#waiting.abort();
     this.#socket?.close(1000);
   }
 
@@ -76,7 +79,7 @@ export class ReconnectLoop {
       const error = this.#r.classify(end);
       if (error !== undefined) throw error;
       if (working) attempt = 0;
-      await Promise.race([this.#r.sleep(backoffMs(attempt++)), this.#stopped]);
+      await Promise.race([this.#r.sleep(backoffMs(attempt++), this.#waiting.signal), this.#stopped]);
     }
   }
 }

@@ -1,9 +1,18 @@
 // How the client waits between attempts: exponential backoff with jitter, capped, or the server's
 // own Retry-After when it gave one. `sleep` is injectable so tests drive time instead of waiting.
 
-export type Sleep = (ms: number) => Promise<void>;
+/** Waits `ms`; an abort of `signal` ends the wait at once (and its timer, which would keep a program alive). */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-export const realSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export const realSleep: Sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    if (signal?.aborted === true) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
 
 /** First wait, and the cap the waits double up to. */
 const FIRST_WAIT_MS = 250;

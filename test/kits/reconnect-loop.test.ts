@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { ReconnectLoop } from '../../kits/client/reconnect-loop.ts';
+import { realSleep } from '../../kits/client/retry.ts';
 import { runSocket, type SocketEnd } from '../../kits/client/socket-run.ts';
 import { eventually } from '../helpers/receiver.ts';
 
@@ -100,4 +101,31 @@ test('an open() that throws (a subprotocol ws refuses) ends the loop with what c
   assert.equal(opens, 1);
   assert.match(String(heard[0]), /subprotocol/, 'cannotOpen heard what ws threw');
   room.close();
+});
+
+test('close() during a real wait clears its timer, so a program that closed its last loop can exit at once', async () => {
+  const room = await server((socket) => socket.close(1011));
+  const timers = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+  const before = timers();
+  let waits = 0;
+  const loop = new ReconnectLoop({
+    open: opener(room.url, { n: 0 }),
+    classify: () => undefined,
+    cannotOpen,
+    // The real sleep, with a wait long enough that only its timer would keep the process alive.
+    sleep: (_ms, signal) => {
+      waits++;
+      return realSleep(60_000, signal);
+    },
+  });
+  try {
+    await eventually('a wait under way', () => waits, (n) => n === 1);
+    assert.ok(timers() > before, 'the wait holds a timer');
+    loop.close();
+    await loop.done;
+    await eventually('its timer cleared', () => timers(), (n) => n <= before, 2000);
+  } finally {
+    loop.close();
+    room.close();
+  }
 });
