@@ -172,6 +172,8 @@ function parseWebhookTargets({ name, raw }: Setting, fallback: WebhookTargets): 
 function parseRunner({ name, raw }: Setting, fallback: RuntimeConfig['runner']): RuntimeConfig['runner'] {
   if (raw === undefined) return fallback;
   if (raw === 'child' || raw === 'off') return raw;
-  if (/^unix:\/.+$/.test(raw) || /^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(raw)) return { address: raw };
-  throw new InputError(400, 'invalid_config', `${name} must be "child", "off" or an address like 127.0.0.1:7878; got "${raw}".`);
+  if (/^unix:\/.+$/.test(raw)) return { address: raw };
+  const port = /^[A-Za-z0-9.\-[\]:]+:(\d{1,5})$/.exec(raw)?.[1];
+  if (port !== undefined && Number(port) >= 1 && Number(port) <= 65535) return { address: raw };
+  throw new InputError(400, 'invalid_config', `${name} must be "child", "off" or an address like 127.0.0.1:7878 (a port from 1 to 65535) or unix:/path; got "${raw}".`);
 }

@@ -36,6 +36,8 @@ test('a bad value from the environment is refused naming the variable, one from 
   assert.match(refusal(['--port', 'abc'], { SLUICE_PORT: '8787' }), /^--port must be an integer/);
   assert.match(refusal([], { SLUICE_RUNNER: 'bogus' }), /^SLUICE_RUNNER must be "child", "off"/);
   assert.match(refusal(['--runner', 'bogus'], {}), /^--runner must be/);
+  for (const address of ['127.0.0.1:99999', '127.0.0.1:0', 'runner.internal:65536']) assert.match(refusal(['--runner', address], {}), /a port from 1 to 65535/, address);
+  assert.deepEqual(loadRuntimeConfig(['--runner', 'runner.internal:65535'], {}).runner, { address: 'runner.internal:65535' });
   assert.match(refusal([], { SLUICE_WEBHOOK_TARGETS: 'some' }), /^SLUICE_WEBHOOK_TARGETS must be "public" or "any"/);
   assert.match(refusal([], { SLUICE_RETENTION_DAYS: '0' }), /^SLUICE_RETENTION_DAYS must be an integer from 1/);
 });
