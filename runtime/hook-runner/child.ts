@@ -196,6 +196,7 @@ export class HookRunnerChild {
     if (code === CONFIG_ERROR_EXIT_CODE) {
       const reason = this.#stderrTail.findLast((line) => line.startsWith(RUNNER_LINE_PREFIX))?.slice(RUNNER_LINE_PREFIX.length);
       this.#transition(['starting', 'running'], 'failed');
+      this.#log(`hook-runner child: will not be restarted: it refused its configuration (${reason ?? 'see its output above'}); fix that, then restart Sluice (custom action steps are retried meanwhile)`);
       this.#settleWaiters(unavailable(`The hook-runner refused its configuration: ${reason ?? 'see its log.'}`));
       return;
     }
