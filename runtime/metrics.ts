@@ -33,7 +33,7 @@ export function createRuntimeMetrics(): RuntimeMetrics {
     }),
     ledgerCommitSeconds: new Histogram({
       name: 'sluice_ledger_commit_duration_seconds',
-      help: 'Time from issuing a ledger transaction to it being flushed to disk.',
+      help: 'Time from issuing a webhook delivery\'s ledger transaction to it being flushed to disk (operation="ingest"; successful commits only).',
       labelNames: ['operation'],
       buckets: fastBuckets,
       registers: [registry],
