@@ -50,6 +50,7 @@ import { OutboundConnections } from './runs/outbound-connections.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
 import { upgradeFailedIndex } from './runs/failed-index-upgrade.ts';
+import { assertDataFormatKnown, stampDataFormat } from './ledger/data-format.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
 import { WorkflowStore } from './workflows/workflow-store.ts';
@@ -102,6 +103,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
 }
 
 async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger): Promise<Runtime> {
+  assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
   const runner = await connectRunner(config, logger);
@@ -115,6 +117,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   // Before anything writes runs: the move assumes it is the index's only writer (failed-index-upgrade.ts).
   const movedFailed = await upgradeFailedIndex(ledger, runs);
   if (movedFailed > 0) logger.info('failed-event index moved to its arrival order', { entries: movedFailed });
+  await stampDataFormat(ledger);
   const workflows = new WorkflowStore(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics };

@@ -1,0 +1,33 @@
+// The layout version of a data dir's ledger, so that a release never reads data a newer one wrote
+// in a layout it does not know (it would misread it silently: an older release finds no failed
+// events in a dir whose index a newer one moved). A release checks it at boot, before anything
+// else reads the ledger, and stamps its own once its upgrades are done. A dir without a stamp is
+// from before the stamp existed (layout 1).
+
+import { InputError } from '../errors.ts';
+import { durably } from './durable-write.ts';
+import type { Ledger } from './ledger.ts';
+
+/**
+ * The layout this release writes. 2: failed events indexed by arrival (failed-index-upgrade.ts).
+ * Raise it with any change an older release would misread, with the upgrade that makes it.
+ */
+export const DATA_FORMAT = 2;
+
+const TABLE = 'data-format';
+const KEY = 'version';
+
+/** Refuses (invalid_config, at boot) a data dir written in a newer layout than this release knows. */
+export function assertDataFormatKnown(ledger: Ledger, dataDir: string): void {
+  const stored = ledger.openDatabase(TABLE).get(KEY);
+  if (typeof stored === 'number' && stored > DATA_FORMAT) {
+    throw new InputError(400, 'invalid_config', `${dataDir} was written by a newer Sluice (data format ${stored}; this release reads up to ${DATA_FORMAT}). Run that release or a newer one on it, or start this one on another data dir.`);
+  }
+}
+
+/** Records that the ledger is in this release's layout (after its upgrades have run); resolves once durable. */
+export async function stampDataFormat(ledger: Ledger): Promise<void> {
+  const table = ledger.openDatabase(TABLE);
+  if (table.get(KEY) === DATA_FORMAT) return;
+  await durably(ledger.root, ledger.root.transaction(() => table.put(KEY, DATA_FORMAT)));
+}

@@ -1,0 +1,39 @@
+// A data dir carries the layout version of the release that last wrote it: a fresh or older dir
+// is stamped with this release's, and one written by a newer release is refused at boot, naming
+// both versions, instead of being misread.
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { test } from 'node:test';
+import { DATA_FORMAT } from '../../runtime/ledger/data-format.ts';
+import { openLedger } from '../../runtime/ledger/open-ledger.ts';
+import { startRuntime, tempDir } from '../helpers/runtime.ts';
+
+const formatIn = async (dataDir: string, write?: number): Promise<unknown> => {
+  const ledger = openLedger(dataDir);
+  try {
+    const table = ledger.openDatabase('data-format');
+    if (write !== undefined) await ledger.root.transaction(() => table.put('version', write));
+    return table.get('version');
+  } finally {
+    await ledger.close();
+  }
+};
+
+test('a data dir is stamped with this release\'s format, and one from a newer release is refused at boot', async () => {
+  const dataDir = tempDir();
+  try {
+    await (await startRuntime({ dataDir })).close();
+    assert.equal(await formatIn(dataDir), DATA_FORMAT);
+    await formatIn(dataDir, DATA_FORMAT + 1);
+    // A start that wrongly succeeds is closed again, so a failure here cannot leave the test running.
+    const refusal = await startRuntime({ dataDir }).then(async (rt) => void (await rt.close()), (error: Error) => error);
+    assert.match(String(refusal?.message), new RegExp(`written by a newer Sluice \\(data format ${DATA_FORMAT + 1}; this release reads up to ${DATA_FORMAT}\\)`));
+    assert.equal(await formatIn(dataDir), DATA_FORMAT + 1, 'the refusal left the stamp as it was');
+    await formatIn(dataDir, DATA_FORMAT - 1);
+    await (await startRuntime({ dataDir })).close();
+    assert.equal(await formatIn(dataDir), DATA_FORMAT, 'an older dir is upgraded and stamped');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
