@@ -31,9 +31,9 @@ const HEARTBEAT_MS = 5000;
  * every tenant; a client changing its filter as a person types stays well inside this.
  */
 export const SUBSCRIBE_BURST = 20;
+export const SUBSCRIBE_PER_SECOND = 5;
 /** Live sockets one org may hold open at once by default (--live-sockets-per-org). */
 export const DEFAULT_LIVE_SOCKETS_PER_ORG = 20_000;
-export const SUBSCRIBE_PER_SECOND = 5;
 
 interface SocketData {
   readonly orgId: string;
@@ -68,12 +68,13 @@ export class LiveRooms {
   readonly #clock: Clock;
   readonly #orgs: OrganizationStore;
   readonly #sockets = new Set<WebSocket<SocketData>>();
-  /** Open sockets per org, for LIVE_SOCKETS_PER_ORG. */
+  /** Open sockets per org, held to `#socketsPerOrg`. */
   readonly #perOrg = new Map<string, number>();
   /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
   readonly #order: SeqOrder;
   readonly #heartbeat: NodeJS.Timeout;
 
+  /** Live sockets one org may hold open at once (--live-sockets-per-org). */
   readonly #socketsPerOrg: number;
 
   constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock, socketsPerOrg = DEFAULT_LIVE_SOCKETS_PER_ORG) {
