@@ -3,9 +3,9 @@
 // takes some 20 times a module's size) and lazily recompiled from LMDB after a restart. Compiles run
 // one at a time on the libuv thread set aside for them (thread-pool.ts); one of the same bytes
 // already under way is joined, not started again. A recompile that an Invoke waits for goes before
-// queued uploads (a few in a row at most: thread-pool.ts), so one tenant's uploads (each can take
-// seconds) cannot stall other tenants' runs, nor a stream of recompiles every upload,
-// and an upload every caller of which gave up (its deadline passed) is dropped before it starts.
+// queued uploads, so one tenant's uploads (each can take seconds) cannot stall other tenants' runs;
+// at most a few go ahead in a row (thread-pool.ts), so a stream of recompiles cannot stall uploads
+// either. An upload every caller of which gave up (its deadline passed) is dropped before it starts.
 import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { LRUCache } from 'lru-cache';
@@ -32,14 +32,14 @@ interface Cached {
   readonly bytes: number;
 }
 
+/** Says whether the caller of a compile has gone (its call cancelled or past its deadline). */
+export type GaveUp = () => boolean;
+
 /** An upload compile under way or queued, with a check per caller of whether it gave up. */
 interface Compiling {
   readonly compiled: Promise<CompiledModule>;
-  readonly gaveUp: Array<() => boolean>;
+  readonly gaveUp: GaveUp[];
 }
-
-/** Says whether the caller of a compile has gone (its call cancelled or past its deadline). */
-export type GaveUp = () => boolean;
 
 export class ModuleRegistry {
   readonly #store: RunnerStore;
