@@ -47,6 +47,16 @@ export interface InvokeResult {
   readonly replayed: boolean;
 }
 
+/**
+ * Why the runner could not be reached, as a tenant may read it (run errors, API answers): grpc-js's
+ * own text names the runner's address (`connect ECONNREFUSED 10.0.3.7:7878`), an internal detail
+ * that stays in the error's cause. The runtime's own reasons (a child still restarting) are kept.
+ */
+function reasonOf(error: unknown): string {
+  if (isServiceError(error)) return neverSent(error) ? 'no connection to it could be made' : 'the connection to it failed during the call';
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** What runs a custom action: the client itself, or one that restores a lost module first (actions/module-restore.ts). */
 export type ActionInvoker = Pick<HookRunnerClient, 'invoke'>;
 
@@ -158,8 +168,7 @@ export class HookRunnerClient {
       }
       if (attempt < attempts) await (this.#options.sleep ?? realSleep)((this.#options.retryDelayMs ?? defaultDelay)(attempt));
     }
-    const reason = lastError instanceof Error ? lastError.message : String(lastError);
-    throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${reason}`, lastError, mayHaveRun);
+    throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${reasonOf(lastError)}`, lastError, mayHaveRun);
   }
 
   #clientFor(address: string): Client {

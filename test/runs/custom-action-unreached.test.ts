@@ -37,11 +37,15 @@ async function closedPort(): Promise<number> {
 }
 
 test('no runner listening: the attempt fails hook_runner_unavailable, retryable, and was never invoked', async () => {
-  const client = clientFor(await closedPort());
+  const port = await closedPort();
+  const client = clientFor(port);
   try {
     const outcome = await runCustomAction(input, approved, client);
     assert.equal(outcome.ok, false);
     assert.deepEqual(!outcome.ok && { code: outcome.error.code, retryable: outcome.error.retryable }, { code: 'hook_runner_unavailable', retryable: true });
+    // The tenant reads this message: it says what happened, not where the runner is.
+    assert.match(!outcome.ok ? outcome.error.message : '', /unavailable after 2 attempts \(Invoke\): no connection to it could be made/);
+    assert.doesNotMatch(!outcome.ok ? outcome.error.message : '', new RegExp(`127\\.0\\.0\\.1|${port}|ECONNREFUSED`));
     assert.equal(outcome.invoked, false, 'no connection took the call: it never started');
     assert.deepEqual(outcome.evidence, { action_id: 'score', version: 3, digest: 'a'.repeat(64) });
   } finally {
