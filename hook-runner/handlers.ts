@@ -12,7 +12,7 @@ import {
 import { type CompiledModule } from './sandbox.ts';
 import { SecretsMissingError } from './runner-error.ts';
 import { runModule } from './sandbox-run.ts';
-import type { RunLimiter } from './thread-pool.ts';
+import type { TenantTurns } from './tenant-turns.ts';
 import type { SecretVault } from './vault.ts';
 import type { HookRunnerMethodName, HookRunnerMethods } from './wire.ts';
 
@@ -30,7 +30,8 @@ export interface HookRunnerHandlerDeps {
   readonly modules: ModuleRegistry;
   readonly vault: SecretVault;
   readonly ledger: InvocationLedger;
-  readonly limiter: RunLimiter;
+  /** The guest slots, taken by orgs in turn. */
+  readonly limiter: TenantTurns;
   readonly version: string;
   /** Whether guests can run (the addon loaded and its engine started); Health reports it as `ok`. */
   readonly sandboxReady: () => boolean;
@@ -49,7 +50,7 @@ function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, co
       actionId: command.scope.actionId,
       digest: command.digest,
     });
-    return maskSecrets(createInvocationResult(await deps.limiter.run(() => runModule(compiled, envelope))), secrets);
+    return maskSecrets(createInvocationResult(await deps.limiter.run(command.scope.orgId, () => runModule(compiled, envelope))), secrets);
   };
 }
 

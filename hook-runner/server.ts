@@ -13,7 +13,8 @@ import { isSandboxAvailable } from './sandbox.ts';
 import { RunnerConfigError, RunnerError, toServerError, unauthenticated } from './runner-error.ts';
 import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
 import { openRunnerStore, runnerStoreDir, type RunnerStore } from './store.ts';
-import { createRunLimiter, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
+import { parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
+import { createTenantTurns } from './tenant-turns.ts';
 import { SecretVault } from './vault.ts';
 import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
 import { pruneRunnerRecords, PRUNE_INTERVAL_MS } from './record-pruning.ts';
@@ -137,7 +138,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     modules: new ModuleRegistry(store),
     vault: new SecretVault(store, masterKey),
     ledger: new InvocationLedger(store, now),
-    limiter: createRunLimiter(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
+    limiter: createTenantTurns(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
     version: options.version ?? readPackageVersion(),
     sandboxReady: isSandboxAvailable,
     startedAtMs: now(),

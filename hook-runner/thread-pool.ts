@@ -1,5 +1,6 @@
 // Sizing of the libuv thread pool, which runs the Wasmtime addon (guest runs and compiles) and
-// lmdb-js's commits and fsyncs, and the limiter that keeps guests from taking every thread from LMDB.
+// lmdb-js's commits and fsyncs, and the limiter that queues compiles for their thread (guests take
+// their slots in tenant turns: tenant-turns.ts), so neither takes every thread from LMDB.
 import { availableParallelism } from 'node:os';
 
 const LIBUV_DEFAULT_POOL_SIZE = 4;
