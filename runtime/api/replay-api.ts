@@ -4,6 +4,7 @@
 
 import { ConflictError, InputError } from '../errors.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
+import type { StoredEvent } from '../events/event-record.ts';
 import { eventWithRawPayload } from '../events/payload-text.ts';
 import { json, rawJson, type Route } from '../http/types.ts';
 import type { Inbox } from '../inbox/inbox.ts';
@@ -40,16 +41,46 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const original = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
-        let choice: { side_effects: 'skip' | 'run' };
-        try {
-          choice = parseReplay(parseJsonRequest(request));
-        } catch (error) {
-          if (error instanceof InputError && error.status === 400 && error.code !== 'malformed_json') {
-            throw new InputError(400, 'side_effects_required', 'Choose side_effects: "skip" (webhooks are recorded, not sent) or "run" (everything runs again under new keys).', { field: 'side_effects' });
+        const eventId = request.params.event_id ?? '';
+        const environment = environmentOf(request, org);
+        const choiceOf = (): { side_effects: 'skip' | 'run' } => {
+          try {
+            return parseReplay(parseJsonRequest(request));
+          } catch (error) {
+            if (error instanceof InputError && error.status === 400 && error.code !== 'malformed_json') {
+              throw new InputError(400, 'side_effects_required', 'Choose side_effects: "skip" (webhooks are recorded, not sent) or "run" (everything runs again under new keys).', { field: 'side_effects' });
+            }
+            throw error;
           }
-          throw error;
+        };
+        /** The replay this key already made of `eventId`, if its claim is still inside the dedup window. */
+        const earlierReplay = (key: string) => {
+          const claim = inbox.liveClaim(org.id, REPLAY_SOURCE, `${eventId} ${key}`, ctx.clock.now());
+          return claim === undefined ? undefined : ctx.events.get(org.id, claim.event_id);
+        };
+        /** The keyed retry's answer: the earlier replay, if it was made with the same choice. */
+        const replayedAnswer = (earlier: StoredEvent, choice: { side_effects: 'skip' | 'run' }) => {
+          if (earlier.causation_id !== eventId || earlier.environment !== environment) {
+            // Only a claim written before the separator was a space can name another event's replay.
+            throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of another event.');
+          }
+          if (earlier.replay_skip_side_effects !== (choice.side_effects === 'skip')) {
+            throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event with a different side_effects choice.', { original_event_id: earlier.id });
+          }
+          return rawJson(202, { event: eventWithRawPayload(earlier) }, { 'idempotent-replayed': 'true' });
+        };
+        let original;
+        try {
+          original = ctx.events.require(org.id, eventId, environment);
+        } catch (error) {
+          // The original may have been pruned (retention) while the key's claim, younger, is live:
+          // a retry still learns of the replay it made.
+          const key = request.headers['idempotency-key'] === undefined ? undefined : parseIdempotencyKey(request.headers['idempotency-key']);
+          const earlier = key === undefined ? undefined : earlierReplay(key);
+          if (earlier === undefined) throw error;
+          return replayedAnswer(earlier, choiceOf());
         }
+        const choice = choiceOf();
         const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
         // A replay is a new event: it counts toward the ingest quota (a keyed retry that stores
         // nothing does not), and waits out a sandbox reset like API events (events-api.ts).
@@ -72,14 +103,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         } catch (error) {
           const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
           if (earlier === undefined) throw error;
-          if (earlier.causation_id !== original.id || earlier.environment !== original.environment) {
-            // Only a claim written before the separator was a space can name another event's replay.
-            throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of another event.');
-          }
-          if (earlier.replay_skip_side_effects !== replay.replay_skip_side_effects) {
-            throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event with a different side_effects choice.', { original_event_id: earlier.id });
-          }
-          return rawJson(202, { event: eventWithRawPayload(earlier) }, { 'idempotent-replayed': 'true' });
+          return replayedAnswer(earlier, choice);
         }
       },
     },
