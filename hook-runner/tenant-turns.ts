@@ -3,57 +3,38 @@
 // org's calls behind all of its own. Waiting calls queue per org, and a freed slot goes to the
 // next org in turn, so another org's call waits for at most one call of each org ahead of it.
 
-export interface TenantTurns {
-  /** Runs `task` for `tenant` when a slot is free and it is the tenant's turn. */
-  run<T>(tenant: string, task: () => Promise<T>): Promise<T>;
-  readonly active: number;
-  readonly queued: number;
-}
+import { createSlotGate, type SlotGate } from './slot-gate.ts';
+
+/** The guest slots: `run(tenant, task)`. */
+export type TenantTurns = SlotGate<string>;
 
 export function createTenantTurns(slots: number): TenantTurns {
-  let active = 0;
-  let queued = 0;
   /** Each tenant's waiting calls, oldest first; only tenants with some. */
   const waiting = new Map<string, Array<() => void>>();
   /** Tenants with waiting calls, in the order they are served. */
   const turns: string[] = [];
-  const release = (): void => {
-    const tenant = turns.shift();
-    if (tenant === undefined) {
-      active -= 1;
-      return;
-    }
-    const queue = waiting.get(tenant) as Array<() => void>;
-    const next = queue.shift() as () => void;
-    if (queue.length > 0) turns.push(tenant);
-    else waiting.delete(tenant);
-    queued -= 1;
-    next();
-  };
-  return {
-    async run<T>(tenant: string, task: () => Promise<T>): Promise<T> {
-      if (active < slots) active += 1;
-      else {
-        await new Promise<void>((resolve) => {
-          const queue = waiting.get(tenant);
-          if (queue === undefined) {
-            waiting.set(tenant, [resolve]);
-            turns.push(tenant);
-          } else queue.push(resolve);
-          queued += 1;
-        });
-      }
-      try {
-        return await task();
-      } finally {
-        release();
-      }
+  let size = 0;
+  return createSlotGate<string>(slots, {
+    push: (tenant, resume) => {
+      const queue = waiting.get(tenant);
+      if (queue === undefined) {
+        waiting.set(tenant, [resume]);
+        turns.push(tenant);
+      } else queue.push(resume);
+      size += 1;
     },
-    get active() {
-      return active;
+    next: () => {
+      const tenant = turns.shift();
+      if (tenant === undefined) return undefined;
+      const queue = waiting.get(tenant) as Array<() => void>;
+      const resume = queue.shift();
+      if (queue.length > 0) turns.push(tenant);
+      else waiting.delete(tenant);
+      size -= 1;
+      return resume;
     },
-    get queued() {
-      return queued;
+    get size() {
+      return size;
     },
-  };
+  });
 }

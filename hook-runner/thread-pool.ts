@@ -2,6 +2,7 @@
 // lmdb-js's commits and fsyncs, and the limiter that queues compiles for their thread (guests take
 // their slots in tenant turns: tenant-turns.ts), so neither takes every thread from LMDB.
 import { availableParallelism } from 'node:os';
+import { createSlotGate } from './slot-gate.ts';
 
 const LIBUV_DEFAULT_POOL_SIZE = 4;
 const LIBUV_MAX_POOL_SIZE = 1024;
@@ -44,32 +45,27 @@ export interface RunLimiter {
 export const FIRST_IN_A_ROW = 4;
 
 export function createRunLimiter(slots: number): RunLimiter {
-  let active = 0;
   const waiting: Array<() => void> = [];
   const waitingFirst: Array<() => void> = [];
   let firstInARow = 0;
-  const release = (): void => {
-    const takeFirst = waitingFirst.length > 0 && (waiting.length === 0 || firstInARow < FIRST_IN_A_ROW);
-    firstInARow = takeFirst ? firstInARow + 1 : 0;
-    const next = takeFirst ? waitingFirst.shift() : waiting.shift();
-    if (next === undefined) active -= 1;
-    else next();
-  };
-  return {
-    async run<T>(task: () => Promise<T>, first = false): Promise<T> {
-      if (active < slots) active += 1;
-      else await new Promise<void>((resolve) => (first ? waitingFirst : waiting).push(resolve));
-      try {
-        return await task();
-      } finally {
-        release();
-      }
+  const gate = createSlotGate<boolean>(slots, {
+    push: (first, resume) => void (first ? waitingFirst : waiting).push(resume),
+    next: () => {
+      const takeFirst = waitingFirst.length > 0 && (waiting.length === 0 || firstInARow < FIRST_IN_A_ROW);
+      firstInARow = takeFirst ? firstInARow + 1 : 0;
+      return takeFirst ? waitingFirst.shift() : waiting.shift();
     },
+    get size() {
+      return waiting.length + waitingFirst.length;
+    },
+  });
+  return {
+    run: (task, first = false) => gate.run(first, task),
     get active() {
-      return active;
+      return gate.active;
     },
     get queued() {
-      return waiting.length + waitingFirst.length;
+      return gate.queued;
     },
   };
 }
