@@ -7,6 +7,7 @@ import { inexactNumberIn } from '../validation/inexact-number.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
 import { loneSurrogatePath } from '../validation/lone-surrogate.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
+import { CONNECTION_EVENT_TYPES } from '../triggers/device-record.ts';
 
 // Never `.` or `..` alone: each is a segment of the row's URL, and URL clients (fetch, browsers)
 // resolve them, `%2E` too, so `/projections/..` would read the organization instead.
@@ -98,6 +99,9 @@ function parseDerivedEvent(value: JsonValue): DerivedEventSpec | null {
   if (!isObject(value)) throw new OutputContractError('derived_event', 'derived_event must be {"type", "payload"} or false.');
   if (typeof value.type !== 'string' || !EVENT_TYPE.test(value.type)) {
     throw new OutputContractError('derived_event.type', 'derived_event.type must be 1-128 letters, digits, "_", ".", ":" or "-".');
+  }
+  if (CONNECTION_EVENT_TYPES.has(value.type)) {
+    throw new OutputContractError('derived_event.type', `derived_event.type "${value.type}" is written by Sluice for device connections only.`);
   }
   // Present, even if null: a forgotten payload is a bug in the action, not an empty event.
   if (!Object.hasOwn(value, 'payload')) throw new OutputContractError('derived_event.payload', 'derived_event.payload is required (any JSON value).');

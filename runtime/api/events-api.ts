@@ -14,6 +14,7 @@ import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { ApiContext } from './context.ts';
+import { assertNotReservedType } from '../triggers/device-record.ts';
 
 interface SendEventBody {
   type: string;
@@ -44,6 +45,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const parsed = parseJsonRequestText(request);
         const body = parseSend(parsed.value);
+        assertNotReservedType(body.type, 'type');
         assertSandboxAllowed(org, body.environment ?? 'production');
         const environment = body.environment ?? 'production';
         // Stored only once no sandbox reset of the org is in flight, and with no await between this

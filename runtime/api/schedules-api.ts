@@ -24,6 +24,7 @@ import { memberText } from '../validation/json-member-text.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
+import { assertNotReservedType } from '../triggers/device-record.ts';
 
 interface ScheduleBody {
   name: string;
@@ -74,6 +75,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const parsed = parseJsonRequestText(request);
         const body = parseCreate(parsed.value);
+        assertNotReservedType(body.event_type, 'event_type');
         const environment = body.environment ?? 'production';
         assertSandboxAllowed(org, environment);
         const { cron, timezone } = checkSchedule(body.cron, body.timezone ?? 'UTC');
@@ -115,6 +117,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         const current = requireSchedule(request, org);
         const parsed = parseJsonRequestText(request);
         const update = parseUpdate(parsed.value);
+        if (update.event_type !== undefined) assertNotReservedType(update.event_type, 'event_type');
         const payloadJson = 'payload' in update ? payloadText(parsed.text, true) : undefined;
         // Checked only when changed: a pattern stored under older rules can still be paused or edited.
         const retimed = update.cron !== undefined || update.timezone !== undefined;

@@ -10,7 +10,7 @@ import { isDeliveryId } from '../ingest/verification.ts';
 import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { memberText } from '../validation/json-member-text.ts';
-import { CONNECTION_EVENT_TYPES } from './device-record.ts';
+import { assertNotReservedType } from './device-record.ts';
 
 /** A message frame's bytes (its payload is most of it); a larger one gets a `frame_too_large` nack. */
 export const MAX_DEVICE_MESSAGE_BYTES = 64 * 1024;
@@ -65,9 +65,7 @@ export function parseDeviceMessage(frame: Buffer, isBinary: boolean): DeviceMess
   const message = parseShape(value);
   if (!isDeliveryId(message.id)) throw new InputError(400, 'invalid_message', 'Field "id" must be 1-256 printable ASCII characters without spaces.', { field: 'id' });
   // A workflow on device.disconnected must be able to trust that the device is really gone.
-  if (CONNECTION_EVENT_TYPES.has(message.type)) {
-    throw new InputError(400, 'reserved_event_type', `"${message.type}" is written by Sluice when a connection opens or ends; a device may not send it.`, { field: 'type' });
-  }
+  assertNotReservedType(message.type, 'type');
   const payloadJson = message.payload === undefined ? '{}' : (memberText(text, 'payload') ?? JSON.stringify(message.payload));
   return { id: message.id, type: message.type, payload: message.payload ?? {}, payloadJson };
 }

@@ -3,6 +3,7 @@
 // when a connection opens, `device.disconnected` when it ends, each sent once per connection.
 
 import { createHash } from 'node:crypto';
+import { InputError } from '../errors.ts';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { withPayloadText } from '../events/payload-text.ts';
 import type { SchemaDeclarer } from '../sources/event-schemas.ts';
@@ -12,8 +13,18 @@ import type { Environment } from '../sources/source-record.ts';
 export const MAX_DEVICES_PER_ORG = 1000;
 const CONNECTED_EVENT_TYPE = 'device.connected';
 const DISCONNECTED_EVENT_TYPE = 'device.disconnected';
-/** The event types only Sluice writes for a device: a device's own message may not claim them. */
+/**
+ * The event types only Sluice writes for a device: no device message, API event, schedule or
+ * action output may claim them, so a workflow on device.disconnected can trust the device is gone.
+ */
 export const CONNECTION_EVENT_TYPES: ReadonlySet<string> = new Set([CONNECTED_EVENT_TYPE, DISCONNECTED_EVENT_TYPE]);
+
+/** Refuses (400 reserved_event_type, naming `field`) an event type only Sluice writes. */
+export function assertNotReservedType(type: string, field: string): void {
+  if (CONNECTION_EVENT_TYPES.has(type)) {
+    throw new InputError(400, 'reserved_event_type', `"${type}" is written by Sluice when a device connection opens or ends; nothing else may send it.`, { field });
+  }
+}
 
 /** Why a connection ended, as `device.disconnected` and the device's view say. */
 export type DisconnectReason =

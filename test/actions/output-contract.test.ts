@@ -20,6 +20,8 @@ test('derived_event null, a missing payload, a bad type or an extra key fails th
   assert.equal(!noPayload.ok && noPayload.field, 'derived_event.payload');
   const badType = checkContract('{"derived_event":{"type":"no spaces","payload":{}}}');
   assert.equal(!badType.ok && badType.field, 'derived_event.type');
+  const reserved = checkContract('{"derived_event":{"type":"device.disconnected","payload":{}}}');
+  assert.equal(!reserved.ok && reserved.field, 'derived_event.type', 'only Sluice writes device connection events');
   const extra = checkContract('{"derived_event":{"type":"a.b","payload":1,"delay_ms":5}}');
   assert.equal(!extra.ok && extra.field, 'derived_event.delay_ms');
 });

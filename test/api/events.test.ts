@@ -46,6 +46,10 @@ test('invalid event bodies name the field', async () => {
   assert.equal(badEnv.body.error.field, 'environment');
   const badId = await send({ type: 'a.b', payload: {}, id: 'ünï' });
   assert.equal(badId.body.error.field, 'id');
+  for (const type of ['device.connected', 'device.disconnected']) {
+    const reserved = await send({ type, payload: { device: 'kiosk-1' } });
+    assert.deepEqual([reserved.status, reserved.body.error.code, reserved.body.error.field], [400, 'reserved_event_type', 'type'], 'only Sluice writes device connection events');
+  }
   const notJson = await call(rt.url, 'POST', '/organizations/acct-events/events', { token: key, body: 'x', headers: { 'content-type': 'text/plain' } });
   assert.equal(notJson.status, 415);
 });

@@ -60,6 +60,7 @@ test('bad patterns, zones, names and payloads are refused with the field named',
     [{ ...base, timezone: 'Mars/Olympus' }, 400, 'invalid_timezone', 'timezone'],
     [{ ...base, name: 'Bad Name' }, 400, 'invalid_request', 'name'],
     [{ ...base, event_type: 'has space' }, 400, 'invalid_request', 'event_type'],
+    [{ ...base, event_type: 'device.disconnected' }, 400, 'reserved_event_type', 'event_type'],
     [{ ...base, payload: { blob: 'x'.repeat(70_000) } }, 413, 'payload_too_large', 'payload'],
   ];
   for (const [json, status, code, field] of cases) {
@@ -113,6 +114,8 @@ test('a restart sends only the newest tick missed while down, once', async () =>
 });
 
 test('a disabled schedule sends nothing, and enabling it again owes none of the ticks it missed', async () => {
+  const forged = await call(rt.url, 'PATCH', `${schedulesPath}/quarter-hourly`, { token: key, json: { event_type: 'device.connected' } });
+  assert.deepEqual([forged.status, forged.body.error?.code, forged.body.error?.field], [400, 'reserved_event_type', 'event_type']);
   const disabled = await call(rt.url, 'PATCH', `${schedulesPath}/quarter-hourly`, { token: key, json: { enabled: false } });
   assert.equal(disabled.status, 200, disabled.text);
   assert.equal(disabled.body.schedule.next_tick_at, null);
