@@ -2,8 +2,9 @@
 // refusal worded as the REST API words it; and the answer to a plain GET of the room's path.
 
 import type { Principal } from '../auth/authorize.ts';
-import { AccessError, InputError, notFound, SluiceError } from '../errors.ts';
+import { AccessError, InputError, notFound } from '../errors.ts';
 import type { Route } from '../http/types.ts';
+import { upgradeRequiredRoute } from '../http/upgrade-required.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { parseSubscribeQuery, SubscriptionError, type Subscription } from './live-subscription.ts';
@@ -41,10 +42,8 @@ export function admitUpgrade(
 }
 
 /** A plain GET of the live room (no WebSocket upgrade) is told what the endpoint is. */
-export const liveUpgradeRequired: Route = {
-  method: 'GET',
-  pattern: '/organizations/:org_id/live',
-  handler: () => {
-    throw new SluiceError(426, 'upgrade_required', `This is a WebSocket endpoint: open it with a WebSocket client (subprotocol ${LIVE_PROTOCOL}).`);
-  },
-};
+export const liveUpgradeRequired: Route = upgradeRequiredRoute(
+  '/organizations/:org_id/live',
+  '/organizations/<org>/live',
+  `This is a WebSocket endpoint: open it with a WebSocket client (subprotocol ${LIVE_PROTOCOL}).`,
+);

@@ -4,6 +4,7 @@
 import { constantTimeEqual, hashToken } from '../auth/secrets.ts';
 import { AccessError, InputError, notFound } from '../errors.ts';
 import type { Route } from '../http/types.ts';
+import { upgradeRequiredRoute } from '../http/upgrade-required.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { DeviceRecord } from './device-record.ts';
@@ -36,10 +37,8 @@ export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefine
 }
 
 /** A plain GET of a device socket path (no WebSocket upgrade) is told what the endpoint is. */
-export const deviceUpgradeRequired: Route = {
-  method: 'GET',
-  pattern: '/devices/:org_id/:device',
-  handler: () => {
-    throw new InputError(426, 'upgrade_required', `This is a device WebSocket endpoint: open it with a WebSocket client (subprotocol ${DEVICE_PROTOCOL}) and the device's token.`);
-  },
-};
+export const deviceUpgradeRequired: Route = upgradeRequiredRoute(
+  '/devices/:org_id/:device',
+  '/devices/<org>/<device name>',
+  `This is a device WebSocket endpoint: open it with a WebSocket client (subprotocol ${DEVICE_PROTOCOL}) and the device's token.`,
+);

@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import WebSocket from 'ws';
 import { ManualClock } from '../../runtime/clock.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
@@ -92,6 +93,19 @@ test('the socket refuses a missing or wrong token (401), an unknown device (404)
   const plain = await call(rt.url, 'GET', `/devices/${ORG}/gate-1`);
   assert.equal(plain.status, 426);
   assert.equal(plain.body.error.code, 'upgrade_required');
+  // A WebSocket client on a path that is not exact (a trailing slash) is told the exact path, not to use a WebSocket client.
+  const refused = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const socket = new WebSocket(`${rt.url.replace('http', 'ws')}/devices/${ORG}/gate-1/?token=${token}`, ['sluice-device']);
+    socket.once('unexpected-response', (_request, response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    socket.once('open', () => reject(new Error('opened')));
+    socket.once('error', () => undefined);
+  });
+  assert.equal(refused.status, 404);
+  assert.match(refused.body, /open \/devices\/<org>\/<device name> exactly/);
   // The token may ride as a subprotocol entry beside sluice-device.
   const device = await connectDevice(rt.url, ORG, 'gate-1', token, { protocols: ['sluice-device', token] });
   assert.equal(device.socket.protocol, 'sluice-device');

@@ -1,0 +1,21 @@
+// The HTTP answer at a WebSocket endpoint's path. uWS serves the WebSocket only at the exact path;
+// the HTTP router also matches it with a trailing or doubled slash. A plain GET is told what the
+// endpoint is (426); a WebSocket upgrade that reached the router came to a path that is not exact,
+// and is told the exact one (404), rather than to use a WebSocket client, which it is.
+
+import { InputError } from '../errors.ts';
+import type { Route } from './types.ts';
+
+/** The route for `pattern`: `exact` spells the path for messages, `plainGet` is the 426 message. */
+export function upgradeRequiredRoute(pattern: string, exact: string, plainGet: string): Route {
+  return {
+    method: 'GET',
+    pattern,
+    handler: (request) => {
+      if (request.headers['upgrade']?.toLowerCase() === 'websocket') {
+        throw new InputError(404, 'not_found', `No WebSocket endpoint at this path: open ${exact} exactly (no trailing or doubled slash).`);
+      }
+      throw new InputError(426, 'upgrade_required', plainGet);
+    },
+  };
+}
