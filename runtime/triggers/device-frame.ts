@@ -50,6 +50,7 @@ const parseShape = createBodyParser<{ id: string; type: string; payload?: Record
     },
   },
   'invalid_message',
+  'The frame',
 );
 
 /**

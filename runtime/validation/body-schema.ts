@@ -12,12 +12,13 @@ const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true, ver
 /** A parser that returns a typed value or throws a 400 InputError whose `field` names the bad path. */
 export type BodyParser<T> = (value: unknown) => T;
 
-export function createBodyParser<T>(schema: JSONSchemaType<T> | Record<string, unknown>, code = 'invalid_request'): BodyParser<T> {
+/** `subject` names the whole value in messages ("The request body must be an object."). */
+export function createBodyParser<T>(schema: JSONSchemaType<T> | Record<string, unknown>, code = 'invalid_request', subject = 'The request body'): BodyParser<T> {
   const validate = ajv.compile(schema) as ValidateFunction<T>;
   return (value: unknown): T => {
     if (validate(value)) return value;
     const first = validate.errors?.[0];
-    throw describeSchemaError(first, code);
+    throw describeSchemaError(first, code, 400, subject);
   };
 }
 
@@ -57,10 +58,10 @@ function problemOf(error: ErrorObject): string {
   }
 }
 
-export function describeSchemaError(error: ErrorObject | undefined, code: string, status = 400): InputError {
-  if (error === undefined) return new InputError(status, code, 'The request body is invalid.');
+export function describeSchemaError(error: ErrorObject | undefined, code: string, status = 400, subject = 'The request body'): InputError {
+  if (error === undefined) return new InputError(status, code, `${subject} is invalid.`);
   const field = fieldPath(error);
-  const where = field === '' ? 'The request body' : `Field "${field}"`;
+  const where = field === '' ? subject : `Field "${field}"`;
   if (error.keyword === 'required') {
     const unknown = unknownKeyBeside(error);
     if (unknown !== undefined) {

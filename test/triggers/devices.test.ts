@@ -184,6 +184,10 @@ test('bad frames get a nack naming the problem, and the socket stays open', asyn
     assert.equal(nack.error.field, field, String(frame).slice(0, 60));
     assert.equal(nack.retryable, false);
   }
+  const before = device.frames.length;
+  device.send('[1,2]');
+  await device.waitFor(() => device.frames.length > before, 'the answer to an array');
+  assert.deepEqual([device.frames[before]!.error.code, device.frames[before]!.error.message], ['invalid_message', 'The frame must be an object.'], 'a frame is not a request body');
   device.send({ id: 'good-1', type: 'reading.taken' });
   assert.equal((await device.answerTo('good-1')).type, 'ack', 'still open and storing');
   assert.deepEqual(await deviceEvents('thermo-2', 'device.disconnected'), [], 'the refused claims stored nothing');
