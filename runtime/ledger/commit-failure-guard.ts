@@ -1,13 +1,29 @@
 // The runtime's guard for lmdb-js's failed commits (hook-runner/lmdb-commit-failure.ts says what
 // lmdb-js does and why): a stray is logged and the process goes on; a failed write answers its
 // caller (a 5xx, a stalled run), and the ledger settles its commit's own rejection (open-ledger.ts).
+// lmdb-js leaves one stray per failed commit, so a full disk under load would log one per request:
+// the guard logs the first, then at most one per STRAY_LOG_INTERVAL_MS, counting those it held back.
 
 import { guardCommitFailures } from '../../hook-runner/lmdb-commit-failure.ts';
 import type { Logger } from '../log.ts';
 
 export { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
 
-/** Installs the guard for this process (call once, at startup). */
-export function guardLedgerCommitFailures(logger: Logger): void {
-  guardCommitFailures((error) => logger.error('ledger commit failed', { error: error.message, stack: error.stack }));
+/** The shortest time between two logged strays. */
+export const STRAY_LOG_INTERVAL_MS = 10_000;
+
+/** Installs the guard for this process (call once, at startup); `now` is injectable for tests. */
+export function guardLedgerCommitFailures(logger: Logger, now: () => number = Date.now): void {
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  let heldBack = 0;
+  guardCommitFailures((error) => {
+    const at = now();
+    if (at - loggedAt < STRAY_LOG_INTERVAL_MS) {
+      heldBack += 1;
+      return;
+    }
+    logger.error('ledger commit failed', { error: error.message, stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
+    loggedAt = at;
+    heldBack = 0;
+  });
 }

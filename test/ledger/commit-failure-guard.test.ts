@@ -34,6 +34,26 @@ test('a stray commit failure, as lmdb-js rejects it, is logged and the process g
   assert.match(result.stdout + result.stderr, /ledger commit failed/);
 });
 
+test('a burst of strays (a full disk under load) logs the first, then one per interval with the count held back', () => {
+  const script = `
+    import { guardLedgerCommitFailures, STRAY_LOG_INTERVAL_MS } from './runtime/ledger/commit-failure-guard.ts';
+    let now = 0;
+    const logged = [];
+    guardLedgerCommitFailures({ error: (message, fields) => logged.push(fields.more_since_last_logged ?? 0), warn() {}, info() {}, debug() {} }, () => now);
+    const stray = () => Promise.reject(Object.assign(new Error('Commit failed (see commitError for details)'), { commitError: Promise.resolve() }));
+    const turn = () => new Promise((resolve) => setTimeout(resolve, 5));
+    for (let i = 0; i < 50; i++) stray();
+    await turn();
+    now += STRAY_LOG_INTERVAL_MS;
+    stray();
+    await turn();
+    process.stdout.write(JSON.stringify(logged));
+  `;
+  const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+  assert.equal(child.status, 0, child.stderr);
+  assert.deepEqual(JSON.parse(child.stdout), [0, 49], 'the first of 50 logged, the other 49 counted in the next line, an interval later');
+});
+
 test('any other unhandled rejection still ends the process', () => {
   const result = withGuard(`Promise.reject(new Error('a real bug'));`);
   assert.notEqual(result.status, 0);
