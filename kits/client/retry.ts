@@ -7,11 +7,16 @@ export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 export const realSleep: Sleep = (ms, signal) =>
   new Promise((resolve) => {
     if (signal?.aborted === true) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const onAbort = (): void => {
       clearTimeout(timer);
       resolve();
-    }, { once: true });
+    };
+    // A loop passes one signal to every wait: each wait takes its listener off again when it ends.
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 
 /** First wait, and the cap the waits double up to. */

@@ -77,7 +77,8 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           // a retry still learns of the replay it made.
           const key = request.headers['idempotency-key'] === undefined ? undefined : parseIdempotencyKey(request.headers['idempotency-key']);
           const earlier = key === undefined ? undefined : earlierReplay(key);
-          if (earlier === undefined) throw error;
+          // Only a replay of this very event in this environment: anything else is the 404 it was.
+          if (earlier === undefined || earlier.causation_id !== eventId || earlier.environment !== environment) throw error;
           return replayedAnswer(earlier, choiceOf());
         }
         const choice = choiceOf();

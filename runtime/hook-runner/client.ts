@@ -2,7 +2,7 @@
 // UNAVAILABLE (re-resolving the address, so a restarted child is found), Sluice errors on failure.
 import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import {
-  isWireTrapKind, loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods,
+  isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
   type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
 import { isServiceError, neverSent, toSluiceError, unavailable } from './runner-errors.ts';
@@ -52,9 +52,11 @@ export interface InvokeResult {
  * own text names the runner's address (`connect ECONNREFUSED 10.0.3.7:7878`), an internal detail
  * that stays in the error's cause. The runtime's own reasons (a child still restarting) are kept.
  */
-function reasonOf(error: unknown): string {
-  if (isServiceError(error)) return neverSent(error) ? 'no connection to it could be made' : 'the connection to it failed during the call';
-  return error instanceof Error ? error.message : String(error);
+export function unreachableReason(error: unknown): string {
+  if (!isServiceError(error)) return error instanceof Error ? error.message : String(error);
+  // The runner's own answer (its code rides in metadata: a sandbox that cannot run) says what is wrong.
+  if ((error.metadata?.get(SLUICE_CODE_METADATA_KEY) ?? []).length > 0) return error.details;
+  return neverSent(error) ? 'no connection to it could be made' : 'the connection to it failed during the call';
 }
 
 /** What runs a custom action: the client itself, or one that restores a lost module first (actions/module-restore.ts). */
@@ -168,7 +170,7 @@ export class HookRunnerClient {
       }
       if (attempt < attempts) await (this.#options.sleep ?? realSleep)((this.#options.retryDelayMs ?? defaultDelay)(attempt));
     }
-    throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${reasonOf(lastError)}`, lastError, mayHaveRun);
+    throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${unreachableReason(lastError)}`, lastError, mayHaveRun);
   }
 
   #clientFor(address: string): Client {

@@ -1,7 +1,8 @@
 // The HTTP answer at a WebSocket endpoint's path. uWS serves the WebSocket only at the exact path;
 // the HTTP router also matches it with a trailing or doubled slash. A plain GET is told what the
-// endpoint is (426); a WebSocket upgrade that reached the router came to a path that is not exact,
-// and is told the exact one (404), rather than to use a WebSocket client, which it is.
+// endpoint is (426); a WebSocket handshake that reached the router came to a path that is not
+// exact (a trailing or doubled slash), and is told the exact one (404), rather than to use a
+// WebSocket client, which it is. An upgrade without a handshake key is no WebSocket client: 426.
 
 import { InputError } from '../errors.ts';
 import type { Route } from './types.ts';
@@ -12,7 +13,8 @@ export function upgradeRequiredRoute(pattern: string, exact: string, plainGet: s
     method: 'GET',
     pattern,
     handler: (request) => {
-      if (request.headers['upgrade']?.toLowerCase() === 'websocket') {
+      // uWS takes every handshake (one with a key) at the exact path: one here came to another.
+      if (request.headers['upgrade']?.toLowerCase() === 'websocket' && request.headers['sec-websocket-key'] !== undefined) {
         throw new InputError(404, 'not_found', `No WebSocket endpoint at this path: open ${exact} exactly (no trailing or doubled slash).`);
       }
       throw new InputError(426, 'upgrade_required', plainGet);

@@ -16,6 +16,7 @@ import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
 import type { IngestQuota } from './ingest-quota.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
+import { assertNotReservedType } from '../triggers/device-record.ts';
 import { isDeliveryId } from './verification.ts';
 import { verifyDelivery } from './verify-delivery.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
@@ -99,6 +100,7 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   const providerEventId = delivery.providerEventId ?? bodyString(body, 'id');
   const type = delivery.eventType ?? bodyString(body, 'type');
   if (!eventTypePattern.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
+  assertNotReservedType(type, 'type');
   validateEventPayload(source, type, payload);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);

@@ -317,3 +317,8 @@ test('a schema changed within the same millisecond applies at once: the cached v
   assert.equal((await call(rt.url, 'PATCH', `${path}/schema-swap`, { token: key, json: { event_types: { 'order.placed': { type: 'object' } } } })).status, 200);
   assert.equal((await sendStandard('schema-swap', 'msg_swap_2', { type: 'order.placed' })).status, 204, 'the new schema, not the cached old one');
 });
+
+test('a webhook may not claim a device connection event type, which only Sluice writes (400 reserved_event_type)', async () => {
+  const forged = await sendStandard('billing-2', 'msg_forged_disconnect', { type: 'device.disconnected', data: { device: 'kiosk-1' } });
+  assert.deepEqual([forged.status, forged.body.error?.code, forged.body.error?.field], [400, 'reserved_event_type', 'type']);
+});

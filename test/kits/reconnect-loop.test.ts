@@ -4,6 +4,7 @@
 // an open() that throws ends it through `cannotOpen`.
 
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { ReconnectLoop } from '../../kits/client/reconnect-loop.ts';
@@ -128,4 +129,10 @@ test('close() during a real wait clears its timer, so a program that closed its 
     loop.close();
     room.close();
   }
+});
+
+test('waits that end on their own take their abort listener off the loop\'s signal (one signal serves every wait)', async () => {
+  const controller = new AbortController();
+  for (let i = 0; i < 20; i++) await realSleep(1, controller.signal);
+  assert.equal(EventEmitter.getEventListeners(controller.signal, 'abort').length, 0);
 });

@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { createServer as createHttp2Server } from 'node:http2';
 import { createServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+import { Metadata, status } from '@grpc/grpc-js';
+import { SLUICE_CODE_METADATA_KEY } from '../../hook-runner/wire.ts';
+import { HookRunnerClient, unreachableReason } from '../../runtime/hook-runner/client.ts';
 import { runCustomAction, type ActionResolver } from '../../runtime/runs/custom-action-step.ts';
 
 const approved: ActionResolver = {
@@ -67,4 +69,14 @@ test('a connection lost after the call was sent: the attempt may have run, so it
     client.close();
     await new Promise<void>((closed) => server.close(() => closed()));
   }
+});
+
+test('the runner\'s own UNAVAILABLE answer (a sandbox that cannot run) keeps its words; grpc-js\'s transport text does not reach the tenant', () => {
+  const own = new Metadata();
+  own.set(SLUICE_CODE_METADATA_KEY, 'sandbox_unavailable');
+  const answered = Object.assign(new Error('14 UNAVAILABLE'), { code: status.UNAVAILABLE, details: 'The WebAssembly sandbox is unavailable on this runner; see its log.', metadata: own });
+  assert.equal(unreachableReason(answered), 'The WebAssembly sandbox is unavailable on this runner; see its log.');
+  const transport = Object.assign(new Error('14 UNAVAILABLE'), { code: status.UNAVAILABLE, details: 'Connection dropped: read ECONNRESET 10.0.3.7:7878', metadata: new Metadata() });
+  assert.equal(unreachableReason(transport), 'the connection to it failed during the call');
+  assert.equal(unreachableReason(new Error('the hook-runner child is restarting')), 'the hook-runner child is restarting');
 });

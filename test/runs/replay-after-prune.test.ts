@@ -27,6 +27,8 @@ test('a keyed replay retried after its original was pruned answers with the repl
     const retry = await replay('skip');
     assert.deepEqual([retry.status, retry.body.event?.id, retry.headers.get('idempotent-replayed')], [202, first.body.event.id, 'true']);
     assert.equal((await replay('run')).body.error?.code, 'idempotency_key_reused', 'the other choice is still refused');
+    const otherEnvironment = await call(rt.url, 'POST', `${base}/orig/replay?environment=sandbox`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'K1' } });
+    assert.equal(otherEnvironment.status, 404, 'the key\'s replay is of the production event: in the sandbox there is none');
     const unkeyed = await call(rt.url, 'POST', `${base}/orig/replay`, { token: key, json: { side_effects: 'skip' } });
     assert.equal(unkeyed.status, 404, 'without the key, the original is simply gone');
   } finally {

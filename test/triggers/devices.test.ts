@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { request as httpRequest } from 'node:http';
 import WebSocket from 'ws';
 import { ManualClock } from '../../runtime/clock.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
@@ -106,6 +107,18 @@ test('the socket refuses a missing or wrong token (401), an unknown device (404)
   });
   assert.equal(refused.status, 404);
   assert.match(refused.body, /open \/devices\/<org>\/<device name> exactly/);
+  // An upgrade request at the exact path that uWS did not take (no Sec-WebSocket-Key) is not told to fix its path.
+  const keyless = await new Promise<number>((resolve, reject) => {
+    const request = httpRequest(`${rt.url}/devices/${ORG}/gate-1`, { headers: { connection: 'Upgrade', upgrade: 'websocket' } });
+    request.once('response', (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.once('upgrade', () => reject(new Error('upgraded')));
+    request.once('error', reject);
+    request.end();
+  });
+  assert.equal(keyless, 426);
   // The token may ride as a subprotocol entry beside sluice-device.
   const device = await connectDevice(rt.url, ORG, 'gate-1', token, { protocols: ['sluice-device', token] });
   assert.equal(device.socket.protocol, 'sluice-device');
