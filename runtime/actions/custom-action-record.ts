@@ -53,10 +53,10 @@ const ACTION_ID = /^act_[0-9a-f]{16}$/;
 
 export const isCustomActionId = (value: string): value is CustomActionId => ACTION_ID.test(value);
 
-/** `act_` + 16 lower-case hex characters (64 random bits). */
 /** The digest a module is known by, here and in the hook-runner: sha256 of its bytes, in hex. */
 export const moduleDigest = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
+/** `act_` + 16 lower-case hex characters (64 random bits). */
 export const newCustomActionId = (): CustomActionId => `act_${randomBytes(8).toString('hex')}` as CustomActionId;
 
 export function describeCustomAction(action: CustomActionRecord, versions: readonly ActionVersionRecord[]): CustomActionView {

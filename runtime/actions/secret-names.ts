@@ -1,7 +1,7 @@
 // The names (never the values) of the secrets set for each custom action through this runtime. The
 // values live only in the hook-runner's vault; a runner that lost its data lost them silently (its
 // vault skips a missing key), so the runtime keeps the names to notice, before a call, that secrets
-// the action had are gone (module-restore.ts). Names set before this record existed are unknown.
+// the action had are gone (required-secrets.ts). Names set before this record existed are unknown.
 
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerTable } from '../ledger/ledger.ts';

@@ -234,7 +234,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const key = parseSecretKey(body.key, 'key');
         const value = parseSecretValue(body.value);
         await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
-        // Its name, so a runner that loses it is noticed before a call (module-restore.ts).
+        // Its name, so a runner that loses it refuses the calls that read it (required-secrets.ts).
         await secretNames.set(org.id, action.id, key);
         return noContent();
       },

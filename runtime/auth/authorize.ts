@@ -45,9 +45,13 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
     const record = keys.findActive(token);
     return record === undefined ? undefined : { kind: 'api_key', orgId: record.org_id, role: record.role, keyId: record.id };
   };
-  const authenticate = (request: RequestHead): Principal => {
+  /** Who the request's bearer token names, if anyone. */
+  const principalOf = (request: RequestHead): Principal | undefined => {
     const token = bearerToken(request.headers.authorization);
-    const principal = token === undefined ? undefined : principalForToken(token);
+    return token === undefined ? undefined : principalForToken(token);
+  };
+  const authenticate = (request: RequestHead): Principal => {
+    const principal = principalOf(request);
     if (principal === undefined) throw unauthorized();
     return principal;
   };
@@ -56,8 +60,7 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
     principalForToken,
     isStillValid: (principal) => principal.kind === 'platform_admin' || keys.isActive(principal.orgId, principal.keyId),
     requirePlatformAdmin(request) {
-      const token = bearerToken(request.headers.authorization);
-      const principal = token === undefined ? undefined : principalForToken(token);
+      const principal = principalOf(request);
       if (principal === undefined) {
         throw new AccessError(401, 'unauthorized', 'The platform admin token is required (Authorization: Bearer <token>; `sluice dev` keeps it in <data-dir>/admin-token).');
       }

@@ -33,7 +33,7 @@ export interface InvokeInput {
   readonly simulate?: boolean;
   /**
    * Secret keys set for the action through this runtime that the call reads: the runner refuses the
-   * call (`secrets_missing_on_runner`, nothing run) when its vault lost one (actions/module-restore.ts).
+   * call (`secrets_missing_on_runner`, nothing run) when its vault lost one (actions/required-secrets.ts).
    */
   readonly requiredSecretKeys?: readonly string[];
 }
