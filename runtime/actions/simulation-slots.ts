@@ -3,6 +3,7 @@
 // bound, one org's many slow guests would fill the runner's guest slots (first come, first served)
 // and hold back every other org's runs.
 
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { SluiceError } from '../errors.ts';
 
 /** Simulations one org may have running at once. */
@@ -17,19 +18,16 @@ export class TooManySimulationsError extends SluiceError {
 }
 
 export class SimulationSlots {
-  readonly #running = new Map<string, number>();
+  readonly #running = new KeyedCounts();
 
   /** Runs `simulate` in one of the org's slots, or refuses at once (429) when all are taken. */
   async run<T>(orgId: string, simulate: () => Promise<T>): Promise<T> {
-    const running = this.#running.get(orgId) ?? 0;
-    if (running >= SIMULATIONS_PER_ORG) throw new TooManySimulationsError();
-    this.#running.set(orgId, running + 1);
+    if (this.#running.get(orgId) >= SIMULATIONS_PER_ORG) throw new TooManySimulationsError();
+    this.#running.add(orgId);
     try {
       return await simulate();
     } finally {
-      const left = (this.#running.get(orgId) ?? 1) - 1;
-      if (left > 0) this.#running.set(orgId, left);
-      else this.#running.delete(orgId);
+      this.#running.subtract(orgId);
     }
   }
 }

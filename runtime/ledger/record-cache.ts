@@ -6,11 +6,13 @@
 // the new records exactly as it would without a cache; once the write settles the org's entries
 // are forgotten and reads fill the cache again.
 
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
+
 /** Bounded; the org whose entries were cached first goes first. Cached records are frozen, since every reader shares them. */
 export class RecordCache<V extends object> {
   readonly #orgs = new Map<string, Map<string, V>>();
   /** Writes in progress per org: while any is, that org's reads go to the ledger. */
-  readonly #writing = new Map<string, number>();
+  readonly #writing = new KeyedCounts();
   readonly #capacity: number;
   #size = 0;
 
@@ -20,7 +22,7 @@ export class RecordCache<V extends object> {
 
   /** The cached record, else `load()`'s (kept when it exists and no write of the org is in progress). */
   read(orgId: string, key: string, load: () => V | undefined): V | undefined {
-    if (this.#writing.has(orgId)) return frozen(load());
+    if (this.#writing.get(orgId) > 0) return frozen(load());
     const cached = this.#orgs.get(orgId)?.get(key);
     if (cached !== undefined) return cached;
     const loaded = load();
@@ -35,14 +37,12 @@ export class RecordCache<V extends object> {
 
   /** Runs `write` (which changes records of `orgId`): forgets the org's entries, and its reads bypass the cache until the write settles, durable or failed. */
   async writing<T>(orgId: string, write: () => Promise<T>): Promise<T> {
-    this.#writing.set(orgId, (this.#writing.get(orgId) ?? 0) + 1);
+    this.#writing.add(orgId);
     this.#forget(orgId);
     try {
       return await write();
     } finally {
-      const left = (this.#writing.get(orgId) ?? 1) - 1;
-      if (left === 0) this.#writing.delete(orgId);
-      else this.#writing.set(orgId, left);
+      this.#writing.subtract(orgId);
     }
   }
 

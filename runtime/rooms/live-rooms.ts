@@ -2,6 +2,7 @@
 // revocation), Subscribe with a paced replay from the retained log, uWS topic fan-out, heartbeats, slow consumers.
 
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import type { Authorizer, Principal } from '../auth/authorize.ts';
 import { STATUS_CODES } from 'node:http';
 import type { Clock } from '../clock.ts';
@@ -69,7 +70,7 @@ export class LiveRooms {
   readonly #orgs: OrganizationStore;
   readonly #sockets = new Set<WebSocket<SocketData>>();
   /** Open sockets per org, held to `#socketsPerOrg`. */
-  readonly #perOrg = new Map<string, number>();
+  readonly #perOrg = new KeyedCounts();
   /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
   readonly #order: SeqOrder;
   readonly #heartbeat: NodeJS.Timeout;
@@ -104,7 +105,7 @@ export class LiveRooms {
         try {
           admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query, offered);
           // Each socket holds memory and may replay the log: one org (one leaked key) cannot open them without end.
-          if ((this.#perOrg.get(orgId) ?? 0) >= this.#socketsPerOrg) {
+          if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
             throw new SluiceError(429, 'too_many_live_sockets', `An organization may hold at most ${this.#socketsPerOrg} live sockets open at once; close one first.`);
           }
           // As a GET is: `?enviroment=sandbox` would otherwise stream production updates.
@@ -122,8 +123,7 @@ export class LiveRooms {
       },
       open: (ws) => {
         this.#sockets.add(ws);
-        const orgId = ws.getUserData().orgId;
-        this.#perOrg.set(orgId, (this.#perOrg.get(orgId) ?? 0) + 1);
+        this.#perOrg.add(ws.getUserData().orgId);
         this.#enter(ws, ws.getUserData().requested);
       },
       message: (ws, message, isBinary) => this.#onMessage(ws, new Uint8Array(message.slice(0)), isBinary),
@@ -133,10 +133,7 @@ export class LiveRooms {
       },
       close: (ws) => {
         this.#sockets.delete(ws);
-        const orgId = ws.getUserData().orgId;
-        const left = (this.#perOrg.get(orgId) ?? 1) - 1;
-        if (left > 0) this.#perOrg.set(orgId, left);
-        else this.#perOrg.delete(orgId);
+        this.#perOrg.subtract(ws.getUserData().orgId);
         ws.getUserData().state = { status: 'closed' };
       },
     });

@@ -6,6 +6,7 @@
 // them is written, so a failure part way leaves the event's batch with nothing of it.
 
 import { asEventId, asOrgId, type OrgId, type RunId } from '../../actors/ids.ts';
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { persistedRunOf, startRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { PreparedReaction } from '../events/event-store.ts';
@@ -52,7 +53,7 @@ export class RunCreation {
    * of them only after the commit, so until then no later run of the org may be admitted on the
    * spot ahead of them (admission stays first in, first out).
    */
-  readonly #queuedInFlight = new Map<string, number>();
+  readonly #queuedInFlight = new KeyedCounts();
 
   constructor(host: RunCreationHost) {
     this.#host = host;
@@ -69,9 +70,7 @@ export class RunCreation {
     const orgId = asOrgId(event.org_id);
     const created: NewRun[] = [];
     const settleWaiting = (): void => {
-      const left = (this.#queuedInFlight.get(orgId) ?? 0) - created.filter((c) => !c.admitted).length;
-      if (left > 0) this.#queuedInFlight.set(orgId, left);
-      else this.#queuedInFlight.delete(orgId);
+      this.#queuedInFlight.subtract(orgId, created.filter((c) => !c.admitted).length);
     };
     const undoInMemory = (): void => {
       settleWaiting();
@@ -125,7 +124,7 @@ export class RunCreation {
     const orgId = asOrgId(event.org_id);
     const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
     const { actor, run: queued } = startRunActor(input);
-    const admitted = (this.#queuedInFlight.get(orgId) ?? 0) === 0 && host.admitNow(orgId, runId);
+    const admitted = this.#queuedInFlight.get(orgId) === 0 && host.admitNow(orgId, runId);
     try {
       const newUpdates = [host.updateFor(queued, version)];
       let run = queued;
@@ -135,7 +134,7 @@ export class RunCreation {
         newUpdates.push(host.updateFor(run, version));
       }
       const updates = newUpdates.map((update) => host.updateLog.reserve(orgId, update));
-      if (!admitted) this.#queuedInFlight.set(orgId, (this.#queuedInFlight.get(orgId) ?? 0) + 1);
+      if (!admitted) this.#queuedInFlight.add(orgId);
       return { run, actor, admitted, updates };
     } catch (error) {
       actor.stop();

@@ -3,11 +3,13 @@
 // and the step input budget (runs/step-input-budget.ts), which differ in what they do when bytes
 // do not fit (refuse at once, or wait).
 
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
+
 export class TenantByteShares {
   readonly #total: number;
   readonly #perTenant: number;
   #held = 0;
-  readonly #heldBy = new Map<string, number>();
+  readonly #heldBy = new KeyedCounts();
 
   constructor(total: number, perTenant: number) {
     this.#total = total;
@@ -24,20 +26,18 @@ export class TenantByteShares {
    * total when that differs from what they count against the share (a cost capped at the share).
    */
   fits(tenant: string, bytes: number, overall = bytes): boolean {
-    return this.#held + overall <= this.#total && (this.#heldBy.get(tenant) ?? 0) + bytes <= this.#perTenant;
+    return this.#held + overall <= this.#total && this.#heldBy.get(tenant) + bytes <= this.#perTenant;
   }
 
   /** Counts `bytes` more for `tenant`, `overall` for the total (after `fits` with the same). */
   hold(tenant: string, bytes: number, overall = bytes): void {
     this.#held += overall;
-    this.#heldBy.set(tenant, (this.#heldBy.get(tenant) ?? 0) + bytes);
+    this.#heldBy.add(tenant, bytes);
   }
 
   /** Gives back what `hold` counted for `tenant`. */
   give(tenant: string, bytes: number, overall = bytes): void {
     this.#held -= overall;
-    const left = (this.#heldBy.get(tenant) ?? bytes) - bytes;
-    if (left > 0) this.#heldBy.set(tenant, left);
-    else this.#heldBy.delete(tenant);
+    this.#heldBy.subtract(tenant, bytes);
   }
 }
