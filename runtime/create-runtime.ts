@@ -49,8 +49,8 @@ import { RunEngine } from './runs/run-engine.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
-import { upgradeFailedIndex } from './runs/failed-index-upgrade.ts';
-import { assertDataFormatKnown, stampDataFormat } from './ledger/data-format.ts';
+import { FAILED_INDEX_MOVED_FORMAT, upgradeFailedIndex } from './runs/failed-index-upgrade.ts';
+import { assertDataFormatKnown, stampDataFormat, storedDataFormat } from './ledger/data-format.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
 import { WorkflowStore } from './workflows/workflow-store.ts';
@@ -115,7 +115,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const events = new EventStore(ledger, inbox);
   const runs = new RunStore(ledger);
   // Before anything writes runs: the move assumes it is the index's only writer (failed-index-upgrade.ts).
-  const movedFailed = await upgradeFailedIndex(ledger, runs);
+  const movedFailed = storedDataFormat(ledger) < FAILED_INDEX_MOVED_FORMAT ? await upgradeFailedIndex(ledger, runs) : 0;
   if (movedFailed > 0) logger.info('failed-event index moved to its arrival order', { entries: movedFailed });
   await stampDataFormat(ledger);
   const workflows = new WorkflowStore(ledger);

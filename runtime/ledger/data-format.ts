@@ -17,10 +17,16 @@ export const DATA_FORMAT = 2;
 const TABLE = 'data-format';
 const KEY = 'version';
 
+/** The layout a data dir was last stamped with: 1 for a dir from before the stamp existed. */
+export function storedDataFormat(ledger: Ledger): number {
+  const stored = ledger.openDatabase(TABLE).get(KEY);
+  return typeof stored === 'number' ? stored : 1;
+}
+
 /** Refuses (invalid_config, at boot) a data dir written in a newer layout than this release knows. */
 export function assertDataFormatKnown(ledger: Ledger, dataDir: string): void {
-  const stored = ledger.openDatabase(TABLE).get(KEY);
-  if (typeof stored === 'number' && stored > DATA_FORMAT) {
+  const stored = storedDataFormat(ledger);
+  if (stored > DATA_FORMAT) {
     throw new InputError(400, 'invalid_config', `${dataDir} was written by a newer Sluice (data format ${stored}; this release reads up to ${DATA_FORMAT}). Run that release or a newer one on it, or start this one on another data dir.`);
   }
 }

@@ -5,8 +5,8 @@
 // would read all of them (and each run) on every page, for as long as one is left. Each pass moves
 // a bounded number of entries in one transaction (each old entry is removed where its new one is
 // put), so a crash between passes leaves both tables correct, and the next boot moves the rest.
-// Moving is idempotent (the new key is a function of the run), and a data dir with nothing left in
-// the old table costs one empty range read per boot.
+// Moving is idempotent (the new key is a function of the run). A data dir stamped with this layout
+// or a later one (data-format.ts) has nothing left to move, and is not read at all.
 
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
@@ -14,6 +14,9 @@ import type { RunStore } from './run-store.ts';
 
 /** The old index: [orgId, environment, eventId, runId] -> updatedAt. Empty once upgraded. */
 export const LEGACY_FAILED_INDEX = 'runs-failed';
+
+/** The data format (data-format.ts) from which on the old table is empty. */
+export const FAILED_INDEX_MOVED_FORMAT = 2;
 
 /** Old entries moved per transaction. */
 const PASS_SIZE = 1000;

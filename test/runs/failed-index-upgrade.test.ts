@@ -1,7 +1,8 @@
 // A data dir whose failed-event index has the old layout (`runs-failed`, keyed by event id) still
 // lists its failed events after an upgrade, newest first by arrival: boot moves the old entries
 // once, finishes a move a crash left part done, drops entries of runs gone or no longer failed,
-// and a second boot changes nothing. Also in passes smaller than the index.
+// and a second boot changes nothing. Also in passes smaller than the index; a dir stamped with
+// the moved layout is not read for old entries.
 
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -9,7 +10,8 @@ import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
-import { LEGACY_FAILED_INDEX, upgradeFailedIndex } from '../../runtime/runs/failed-index-upgrade.ts';
+import { storedDataFormat } from '../../runtime/ledger/data-format.ts';
+import { FAILED_INDEX_MOVED_FORMAT, LEGACY_FAILED_INDEX, upgradeFailedIndex } from '../../runtime/runs/failed-index-upgrade.ts';
 import { FAILED_INDEX, RunStore } from '../../runtime/runs/run-store.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -77,7 +79,8 @@ after(async () => {
 /**
  * Rewrites the data dir's index into the old layout, as an older Sluice left it, but for the
  * entries of `alreadyMoved` (a move a crash stopped part way); adds entries of a run that is gone
- * and of one that is not failed. Answers how many old entries there are.
+ * and of one that is not failed; removes the data-format stamp (older releases wrote none).
+ * Answers how many old entries there are.
  */
 async function toOldLayout(alreadyMoved: string | undefined): Promise<number> {
   const ledger = openLedger(dataDir);
@@ -94,6 +97,7 @@ async function toOldLayout(alreadyMoved: string | undefined): Promise<number> {
       }
       legacy.put([ORG, 'production', 'evt-gone', 'run_00000000000000000000000000000000'], START);
       legacy.put([ORG, 'production', 'order-slow', waitingRunId], START);
+      ledger.openDatabase('data-format').remove('version');
     }));
     return legacy.getKeysCount({});
   } finally {
@@ -113,6 +117,24 @@ test('boot moves an old failed-event index, finishing a move left part done; the
   }
   rt = await boot();
   try {
+    assert.deepEqual(await listed(rt), expected.map((id) => ({ id, failed_runs: 2 })));
+  } finally {
+    await rt.close();
+  }
+});
+
+test('a data dir stamped with the moved layout is not read for old entries at boot', async () => {
+  const ledger = openLedger(dataDir);
+  try {
+    // Nothing writes the old table any more; an entry planted there shows whether boot looked.
+    await durably(ledger.root, ledger.root.transaction(() => ledger.openDatabase(LEGACY_FAILED_INDEX).put([ORG, 'production', 'planted', waitingRunId], START)));
+    assert.equal(storedDataFormat(ledger), FAILED_INDEX_MOVED_FORMAT);
+  } finally {
+    await ledger.close();
+  }
+  const rt = await boot();
+  try {
+    assert.equal(rt.runtime.ledger.openDatabase(LEGACY_FAILED_INDEX).getKeysCount({}), 1, 'the old table was left unread');
     assert.deepEqual(await listed(rt), expected.map((id) => ({ id, failed_runs: 2 })));
   } finally {
     await rt.close();
