@@ -3,6 +3,7 @@
 
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
@@ -72,7 +73,7 @@ function setting(flag: string, flagValue: string | undefined, envName: string, e
 /** A whole-number setting in decimal digits (no sign, hex or exponent); `raw` comes through `text()`. */
 function integer({ name, raw }: Setting, fallback: number, min: number, max: number): number {
   if (raw === undefined) return fallback;
-  const value = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
+  const value = wholeNumberOfDigits(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new InputError(400, 'invalid_config', `${name} must be an integer from ${min} to ${max}; got "${raw}".`);
   }

@@ -2,6 +2,7 @@
 // rules the schedules API applies, so a pattern can be tried before a schedule is made with it.
 
 import { parseArgs } from 'node:util';
+import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { checkSchedule, ticksAfter } from './triggers/schedule-record.ts';
 
@@ -17,7 +18,7 @@ export function cronCommand(args: readonly string[], nowMs: number): string {
   });
   if (positionals.length !== 1) throw new InputError(400, 'usage', USAGE);
   const givenCount = values.count ?? '5';
-  const count = /^\d{1,2}$/.test(givenCount) ? Number(givenCount) : Number.NaN;
+  const count = wholeNumberOfDigits(givenCount, 2);
   if (!Number.isInteger(count) || count < 1 || count > 50) throw new InputError(400, 'invalid_count', `--count must be a whole number from 1 to 50. ${USAGE}`);
   const { cron, timezone } = checkSchedule(positionals[0] ?? '', values.timezone ?? 'UTC');
   const wallTime = new Intl.DateTimeFormat('en-GB', {

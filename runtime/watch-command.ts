@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
 import { LiveClosedError, watchRuns } from '../kits/client/index.ts';
 import { credentialOf } from './cli-credential.ts';
+import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 
 const USAGE = 'usage: sluice watch <http://host:port> --org <org id> [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox] [--run <run id>] [--after-seq <n>]';
@@ -34,7 +35,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   if (values.org === undefined || key === undefined) throw new InputError(400, 'usage', `--org and an API key (--key, or SLUICE_API_KEY) are required. ${USAGE}`);
   const environment = values.environment ?? 'production';
   if (environment !== 'production' && environment !== 'sandbox') throw new InputError(400, 'usage', `--environment is production or sandbox. ${USAGE}`);
-  const afterSeq = values['after-seq'] === undefined ? undefined : /^\d{1,16}$/.test(values['after-seq']) ? Number(values['after-seq']) : Number.NaN;
+  const afterSeq = values['after-seq'] === undefined ? undefined : wholeNumberOfDigits(values['after-seq']);
   if (afterSeq !== undefined && !(Number.isSafeInteger(afterSeq) && afterSeq >= 0)) throw new InputError(400, 'usage', `--after-seq is a whole number. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   const live = watchRuns({
