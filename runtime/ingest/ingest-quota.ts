@@ -7,6 +7,7 @@ import type { Clock } from '../clock.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { EventStore, NewEvent } from '../events/event-store.ts';
 import { SluiceError } from '../errors.ts';
+import { TokenBucket } from '../token-bucket.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 
 /** The caller should retry after `retryAfterMs`; the server turns this into a Retry-After header. */
@@ -18,15 +19,9 @@ export class QuotaExceededError extends SluiceError {
   }
 }
 
-interface Bucket {
-  tokens: number;
-  at: number;
-  rate: number;
-}
-
 export class IngestQuota {
   readonly #clock: Clock;
-  readonly #buckets = new Map<string, Bucket>();
+  readonly #buckets = new Map<string, TokenBucket>();
 
   constructor(clock: Clock) {
     this.#clock = clock;
@@ -48,8 +43,7 @@ export class IngestQuota {
     try {
       return await events.store(newEvent);
     } catch (error) {
-      const bucket = this.#buckets.get(org.id);
-      if (bucket !== undefined) bucket.tokens = Math.min(bucket.rate, bucket.tokens + 1);
+      this.#buckets.get(org.id)?.giveBack();
       throw error;
     }
   }
@@ -60,14 +54,12 @@ export class IngestQuota {
     if (rate === null) return undefined;
     const now = this.#clock.now();
     let bucket = this.#buckets.get(org.id);
-    if (bucket === undefined || bucket.rate !== rate) {
-      bucket = { tokens: rate, at: now, rate };
+    // One second of burst; a changed rate starts a full bucket.
+    if (bucket === undefined || bucket.perSecond !== rate) {
+      bucket = new TokenBucket(rate, rate, now);
       this.#buckets.set(org.id, bucket);
     }
-    bucket.tokens = Math.min(rate, bucket.tokens + ((now - bucket.at) / 1000) * rate);
-    bucket.at = now;
-    if (bucket.tokens < 1) return new QuotaExceededError(rate, Math.max(1, Math.ceil(((1 - bucket.tokens) / rate) * 1000)));
-    bucket.tokens -= 1;
-    return undefined;
+    const waitMs = bucket.take(now);
+    return waitMs === 0 ? undefined : new QuotaExceededError(rate, waitMs);
   }
 }

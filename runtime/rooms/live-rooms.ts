@@ -7,6 +7,7 @@ import type { Authorizer, Principal } from '../auth/authorize.ts';
 import { STATUS_CODES } from 'node:http';
 import type { Clock } from '../clock.ts';
 import { InputError, SluiceError } from '../errors.ts';
+import { TokenBucket } from '../token-bucket.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
@@ -45,9 +46,8 @@ interface SocketData {
   state: SocketState;
   /** Subscribe frames applied so far; every heartbeat says it, so a client knows which frames follow its last one. */
   subscribeFrames: number;
-  /** Subscribe frames the socket may still send now (refilled at SUBSCRIBE_PER_SECOND up to SUBSCRIBE_BURST), and when that was counted. */
-  subscribeAllowance: number;
-  allowanceAt: number;
+  /** Subscribe frames the socket may still send (SUBSCRIBE_BURST, refilled at SUBSCRIBE_PER_SECOND). */
+  readonly subscribeAllowance: TokenBucket;
 }
 
 /**
@@ -118,7 +118,7 @@ export class LiveRooms {
         }
         // Never an offered entry other than LIVE_PROTOCOL: that one is the API key.
         const protocol = offered.length > 0 ? LIVE_PROTOCOL : '';
-        const fresh = { state: { status: 'opening' } as const, subscribeFrames: 0, subscribeAllowance: SUBSCRIBE_BURST, allowanceAt: clock.now() };
+        const fresh = { state: { status: 'opening' } as const, subscribeFrames: 0, subscribeAllowance: new TokenBucket(SUBSCRIBE_BURST, SUBSCRIBE_PER_SECOND, clock.now()) };
         res.upgrade<SocketData>({ orgId, ...admitted, ...fresh }, key, protocol, extensions, context);
       },
       open: (ws) => {
@@ -276,15 +276,9 @@ export class LiveRooms {
     this.#enter(ws, subscription);
   }
 
-  /** Takes one frame from the socket's allowance, refilled for the time since it was last counted; false when none is left. */
+  /** Takes one frame from the socket's allowance; false when none is left. */
   #allowFrame(data: SocketData): boolean {
-    const now = this.#clock.now();
-    const refill = (Math.max(0, now - data.allowanceAt) * SUBSCRIBE_PER_SECOND) / 1000;
-    data.subscribeAllowance = Math.min(SUBSCRIBE_BURST, data.subscribeAllowance + refill);
-    data.allowanceAt = now;
-    if (data.subscribeAllowance < 1) return false;
-    data.subscribeAllowance -= 1;
-    return true;
+    return data.subscribeAllowance.take(this.#clock.now()) === 0;
   }
 
   /**

@@ -50,6 +50,25 @@ test('over the quota: 429 with Retry-After for webhooks and API events, nothing 
   assert.equal((await hook('m3')).status, 204, 'the provider retry after Retry-After is accepted');
 });
 
+test('a wall clock set back refills nothing and locks no one out for the time it went back', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-back');
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-back', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 2 } })).status, 200);
+  const send = (id: string) => call(rt.url, 'POST', '/organizations/acct-q-back/events', { token: key, json: { type: 'q.api', payload: {}, id } });
+  assert.equal((await send('b1')).status, 202);
+  const before = clock.now();
+  try {
+    clock.set(before - 3_600_000);
+    assert.equal((await send('b2')).status, 202, 'the token left before the clock went back is still there');
+    const over = await send('b3');
+    assert.equal(over.status, 429, 'going back gave no tokens');
+    assert.equal(over.headers.get('retry-after'), '1', 'the wait is the refill time, not the hour the clock went back');
+    clock.advance(1000);
+    assert.equal((await send('b3')).status, 202);
+  } finally {
+    clock.set(before + 1000);
+  }
+});
+
 test('requests that fail the signature check do not use up the quota', async () => {
   const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-forged');
   assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-forged', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 2 } })).status, 200);
