@@ -45,6 +45,7 @@ import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
 import { DAY_MS, pruneHistory } from './events/history-retention.ts';
+import { startPruneLoop } from './ledger/prune-loop.ts';
 import { RunEngine } from './runs/run-engine.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
@@ -222,16 +223,19 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     logger,
   );
 
-  const pruneTimer = setInterval(() => {
-    const failed = (job: string) => (error: unknown): void => {
+  const pruning = startPruneLoop(
+    {
+      inbox: () => inbox.prune(clock.now()),
+      live_updates: () => updateLog.trim(),
+      history: () => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS),
+    },
+    Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))),
+    (job, error) => {
       metrics.pruneFailures.inc({ job });
       logger.error('prune failed', { job, error: String(error) });
-    };
-    inbox.prune(clock.now()).catch(failed('inbox'));
-    updateLog.trim().catch(failed('live_updates'));
-    pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS).catch(failed('history'));
-  }, Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))));
-  pruneTimer.unref();
+    },
+  );
+  opened.push(() => pruning.close());
   logger.info('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt), webhook_targets: config.webhookTargets, retention_days: config.retentionDays });
 
   let closing: Promise<void> | undefined;
@@ -252,8 +256,8 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     runner,
     close: () =>
       (closing ??= (async () => {
-        clearInterval(pruneTimer);
-        ticker.close();
+        await pruning.close();
+        await ticker.close();
         rooms.close();
         await devices.close();
         await server.close();

@@ -3,7 +3,8 @@
 // its `pendingWork`, the ticker a schedule's from its record. Due times are wall-clock times, while
 // Node's timers count monotonic time, which stands still while the host is suspended and ignores a
 // wall clock stepped forward: the wake-up is never further away than RECHECK_MS, so such a timer
-// is at most that late.
+// is at most that late. A wall clock set back is noticed at the next look (onClockBack): owners
+// whose due times are worked out from the clock (the schedule ticker) arm them again from now.
 
 import type { Clock } from '../clock.ts';
 
@@ -14,6 +15,8 @@ interface Entry {
 
 /** The longest the timers sleep before looking at the clock again. */
 const RECHECK_MS = 60_000;
+/** A clock read this much earlier than the latest one seen was set back (not jitter between reads). */
+const CLOCK_BACK_MS = 1000;
 /** Heaps smaller than this are never compacted: a rebuild would cost more than the stale entries. */
 const COMPACT_FLOOR = 1024;
 
@@ -26,11 +29,20 @@ export class RunTimers {
   #handle: NodeJS.Timeout | undefined;
   #closed = false;
   readonly #recheckMs: number;
+  readonly #onClockBack: (() => void) | undefined;
+  /** The latest clock reading seen by fireDue (after a set back: that reading). */
+  #latestNow: number;
 
-  constructor(clock: Clock, onDue: (key: string) => void, recheckMs = RECHECK_MS) {
+  /**
+   * `onClockBack` is called (before anything fires) when fireDue finds the clock set back behind
+   * what it read before; without it, timers armed before keep their wall-clock times.
+   */
+  constructor(clock: Clock, onDue: (key: string) => void, recheckMs = RECHECK_MS, onClockBack?: () => void) {
     this.#clock = clock;
     this.#onDue = onDue;
     this.#recheckMs = recheckMs;
+    this.#onClockBack = onClockBack;
+    this.#latestNow = clock.now();
   }
 
   get size(): number {
@@ -72,6 +84,9 @@ export class RunTimers {
   /** Fires every timer due at the clock's current time; returns how many fired. Tests call it after advancing a manual clock. */
   fireDue(): number {
     const now = this.#clock.now();
+    const setBack = now < this.#latestNow - CLOCK_BACK_MS;
+    this.#latestNow = setBack ? now : Math.max(this.#latestNow, now);
+    if (setBack) this.#onClockBack?.();
     let fired = 0;
     while (this.#heap.length > 0 && (this.#heap[0] as Entry).at <= now) {
       const entry = this.#pop();

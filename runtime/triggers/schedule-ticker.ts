@@ -2,6 +2,7 @@
 // armed for its next tick. At a tick, the event, its runs and the schedule's `last_tick_ms` commit
 // in one transaction, so a tick sends once across crashes and restarts. Ticks missed while the
 // runtime was down are not sent one by one: only the newest one owed is sent, once, at start.
+// A wall clock set back re-arms every schedule from now (RunTimers' onClockBack).
 
 import type { Clock } from '../clock.ts';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
@@ -40,10 +41,14 @@ function tickEvent(schedule: ScheduleRecord, tickMs: number, nowMs: number): Sto
 export class ScheduleTicker {
   readonly #d: ScheduleTickerDeps;
   readonly #timers: RunTimers;
+  /** Ticks being sent: close waits for them, so none reads or writes a closed ledger. */
+  readonly #inFlight = new Set<Promise<void>>();
 
   constructor(deps: ScheduleTickerDeps) {
     this.#d = deps;
-    this.#timers = new RunTimers(deps.clock, (key) => void this.#tick(key));
+    // A clock set back re-arms every schedule from its record: the tick owed at the new time is due
+    // at once (nextTickAt trusts a set back), where the old timer would wait for the old time.
+    this.#timers = new RunTimers(deps.clock, (key) => this.#track(this.#tick(key)), undefined, () => this.start());
   }
 
   /** The schedules' timers (tests fire them after advancing a manual clock). */
@@ -78,8 +83,18 @@ export class ScheduleTicker {
     this.#timers.disarm(orgScopedKey(orgId, name));
   }
 
-  close(): void {
+  /** Fires no more ticks; resolves once the ticks being sent have ended. */
+  async close(): Promise<void> {
     this.#timers.close();
+    await Promise.all([...this.#inFlight]);
+  }
+
+  #track(tick: Promise<void>): void {
+    // #tick catches its own failures; this only keeps a throw after the send (re-arming) from being unhandled.
+    const settled: Promise<void> = tick
+      .catch((error: unknown) => this.#d.logger.error('schedule tick failed', { error: String(error) }))
+      .finally(() => this.#inFlight.delete(settled));
+    this.#inFlight.add(settled);
   }
 
   async #tick(key: string): Promise<void> {

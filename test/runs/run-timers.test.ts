@@ -1,6 +1,6 @@
 // Run timers on an injected clock: a timer fires once at its time, a disarmed or re-armed one does
 // not fire at its old time, and the heap sheds the entries they leave behind instead of keeping
-// them until their (possibly days away) due time.
+// them until their (possibly days away) due time. A clock set back is told to the owner once.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -52,5 +52,25 @@ test('a timer whose wall-clock time passes sooner than its sleep (host suspended
   const deadline = Date.now() + 2000;
   while (fired.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
   assert.deepEqual(fired, ['in-an-hour'], 'fired by the timers themselves, without a fireDue() call');
+  timers.close();
+});
+
+test('a clock set back is told to the owner once, before anything fires; reads a moment apart are not a set back', () => {
+  const clock = new ManualClock(10_000_000);
+  const told: number[] = [];
+  const fired: string[] = [];
+  const timers = new RunTimers(clock, (key) => fired.push(key), undefined, () => told.push(clock.now()));
+  timers.arm('later', 20_000_000);
+  clock.set(9_999_500);
+  timers.fireDue();
+  assert.deepEqual(told, [], 'half a second back is jitter between reads');
+  clock.set(5_000_000);
+  timers.fireDue();
+  timers.fireDue();
+  assert.deepEqual(told, [5_000_000], 'told once, not again at the next look');
+  clock.set(30_000_000);
+  assert.equal(timers.fireDue(), 1);
+  assert.deepEqual(told, [5_000_000], 'going forward is not a set back');
+  assert.deepEqual(fired, ['later']);
   timers.close();
 });

@@ -34,7 +34,7 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     ticker = new ScheduleTicker({ schedules, orgs, generations: new RunStore(ledger).sandboxGenerations, clock, logger: createLogger('silent'), onSent: () => undefined });
   });
   after(async () => {
-    ticker.close();
+    await ticker.close();
     await opened.close();
   });
 

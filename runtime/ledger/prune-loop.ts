@@ -1,0 +1,39 @@
+// What retention lets go (dedup claims, live updates past retention, history past retention) is
+// pruned once right after start and then every interval: a runtime restarted more often than the
+// interval still prunes. One pass at a time (a slow pass is not started again over itself), each
+// job on its own, a failed job counted and logged; close waits for the pass in flight, so none
+// runs on into a closed ledger.
+
+export interface PruneLoop {
+  /** Stops the loop; resolves once the pass in flight (if any) has ended. */
+  close(): Promise<void>;
+}
+
+/** Starts the loop: `jobs` by name; `onFailure` hears a job that threw or rejected. */
+export function startPruneLoop(
+  jobs: Readonly<Record<string, () => Promise<unknown>>>,
+  intervalMs: number,
+  onFailure: (job: string, error: unknown) => void,
+): PruneLoop {
+  let inFlight: Promise<void> | undefined;
+  let closed = false;
+  const pass = (): void => {
+    if (closed || inFlight !== undefined) return;
+    const runs = Object.entries(jobs).map(([job, run]) => Promise.resolve().then(run).catch((error: unknown) => onFailure(job, error)));
+    inFlight = Promise.all(runs).then(() => {
+      inFlight = undefined;
+    });
+  };
+  const first = setTimeout(pass, 0);
+  const every = setInterval(pass, intervalMs);
+  first.unref();
+  every.unref();
+  return {
+    async close(): Promise<void> {
+      closed = true;
+      clearTimeout(first);
+      clearInterval(every);
+      await inFlight;
+    },
+  };
+}

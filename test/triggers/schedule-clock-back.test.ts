@@ -1,0 +1,51 @@
+// A wall clock set back while Sluice runs (an NTP correction of a host clock that ran a year
+// ahead): a running schedule sends the tick owed at the new time at once and goes on hourly from
+// there, as a restart would, instead of waiting a year for the time its timer was armed for.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const AHEAD = Date.UTC(2027, 10, 30, 9, 0, 0);
+const CORRECT = Date.UTC(2026, 10, 30, 10, 30, 0);
+const HOUR = 3_600_000;
+const ORG = 'acct-clock-back';
+const clock = new ManualClock(AHEAD);
+let rt: TestRuntime;
+let key: string;
+
+before(async () => {
+  rt = await startRuntime({ clock });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+});
+after(async () => rt.close());
+
+const sentTicks = async (): Promise<string[]> => {
+  const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=report.hourly`, { token: key });
+  assert.equal(listed.status, 200, listed.text);
+  return listed.body.events.map((e: { payload: { scheduled_for: string } }) => e.payload.scheduled_for).sort();
+};
+
+/** Moves the clock to `at` and lets the ticker look, as its re-check does at least every minute. */
+const lookAt = (at: number): number => {
+  clock.set(at);
+  return rt.runtime.ticker.timers.fireDue();
+};
+
+test('a clock set back sends the tick owed at the new time at once, then the next ones on time', async () => {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/schedules`, { token: key, json: { name: 'hourly', cron: '0 * * * *', event_type: 'report.hourly' } });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(lookAt(AHEAD + HOUR), 1);
+  await eventually('the tick of the clock that ran ahead', sentTicks, (ticks) => ticks.length === 1);
+
+  assert.equal(lookAt(CORRECT), 1, 'the 10:00 tick of the corrected clock is due at once');
+  await eventually('the owed tick', sentTicks, (ticks) => ticks.length === 2);
+  await eventually('the next tick to be armed', () => rt.runtime.ticker.timers.dueAt(`${ORG}\u0000hourly`), (at) => at === CORRECT + HOUR / 2);
+  assert.equal(lookAt(CORRECT + HOUR / 2 - 1000), 0, 'not before 11:00');
+  assert.equal(lookAt(CORRECT + HOUR / 2), 1);
+  const ticks = await eventually('the 11:00 tick', sentTicks, (list) => list.length === 3);
+  assert.deepEqual(ticks, ['2026-11-30T10:00:00.000Z', '2026-11-30T11:00:00.000Z', '2027-11-30T10:00:00.000Z']);
+});
