@@ -11,6 +11,7 @@ import type { Inbox } from '../inbox/inbox.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { REPLAY_SOURCE, replayOf } from '../replay/business-replay.ts';
 import { explainTransportReplay } from '../replay/transport-replay.ts';
+import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { ApiContext } from './context.ts';
@@ -117,6 +118,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
         const report = explainTransportReplay(event, ctx.events.recording(org.id, event.id), {
           source: ctx.sources.get(org.id, event.source),
+          sandboxAllowed: sandboxAllowed(org),
           inbox,
           matching: (type, environment) => workflows.matching(org.id, environment, type),
           nowMs: ctx.clock.now(),

@@ -15,10 +15,11 @@ export interface TransportReplayReport {
   readonly source: string;
   /**
    * What ingest would answer for this request today: 204 stored, 409 duplicate, 404 source gone,
-   * 413 over the source's body limit (changed since), 400 unparsable, 422 schema. (Its content type
-   * was JSON, or ingest would not have stored it.)
+   * 402 a sandbox source of an org whose plan has no sandbox (now), 413 over the source's body
+   * limit (changed since), 400 unparsable, 422 schema. (Its content type was JSON, or ingest would
+   * not have stored it.)
    */
-  readonly would_answer: { readonly status: 204 | 400 | 404 | 409 | 413 | 422; readonly code: string | null };
+  readonly would_answer: { readonly status: 204 | 400 | 402 | 404 | 409 | 413 | 422; readonly code: string | null };
   /** The environment ingest would store it in today: the source's (it may have been recreated in the other one); null when gone. */
   readonly environment: string | null;
   readonly parsed: boolean;
@@ -36,6 +37,8 @@ export interface TransportReplayReport {
 
 export interface TransportReplayDeps {
   readonly source: SourceRecord | undefined;
+  /** The org's plan has a sandbox today (sandbox-guard.ts). */
+  readonly sandboxAllowed: boolean;
   readonly inbox: Inbox;
   readonly matching: (type: string, environment: string) => readonly WorkflowVersion[];
   readonly nowMs: number;
@@ -61,7 +64,7 @@ export function explainTransportReplay(event: StoredEvent, recording: Recording 
   return {
     event_id: event.id,
     source: event.source,
-    would_answer: wouldAnswer(source, recording, parsed, schema, claim !== undefined),
+    would_answer: wouldAnswer(source, deps.sandboxAllowed, recording, parsed, schema, claim !== undefined),
     environment: source?.environment ?? null,
     parsed,
     type: parsed ? event.type : null,
@@ -85,15 +88,17 @@ function checkSchema(source: SourceRecord | undefined, parsed: boolean, type: st
   }
 }
 
-/** Ingest's order (hook-routes.ts): unknown source, size, then the body, the schema, and dedup at the write. */
+/** Ingest's order (hook-routes.ts): unknown source, the plan's sandbox, size, then the body, the schema, and dedup at the write. */
 function wouldAnswer(
   source: SourceRecord | undefined,
+  sandboxAllowed: boolean,
   recording: Recording,
   parsed: boolean,
   schema: TransportReplayReport['schema'],
   duplicate: boolean,
 ): TransportReplayReport['would_answer'] {
   if (source === undefined) return { status: 404, code: 'not_found' };
+  if (source.environment === 'sandbox' && !sandboxAllowed) return { status: 402, code: 'sandbox_disabled' };
   if (recording.body_bytes > source.body_limit_bytes) return { status: 413, code: 'payload_too_large' };
   if (!parsed) return { status: 400, code: 'malformed_json' };
   if (schema.ok === false) return { status: 422, code: schema.code };

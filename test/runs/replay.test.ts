@@ -270,3 +270,22 @@ test('transport replay of a delivery whose source now lives in the other environ
   assert.deepEqual(report.would_answer, { status: 422, code: 'schema_validation_failed' });
   assert.deepEqual(report.would_trigger.map((w: { name: string }) => w.name), ['charge-sandbox'], 'the sandbox workflow, not the production one');
 });
+
+test('transport replay of a delivery whose source is now a sandbox one, in an org whose plan has no sandbox: 402, as ingest answers', async () => {
+  const org = 'acct-replay-downgraded';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const asOrg = { token: orgKey };
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { ...asOrg, json: { name: 'pay', secrets: [SECRET] } })).status, 201);
+  const body = JSON.stringify({ type: 'payment.succeeded', amount: 5 });
+  const sent = await call(rt.url, 'POST', `/hooks/${org}/pay`, { body, headers: signStandard(SECRET, 'msg-downgraded', Math.floor(Date.now() / 1000), body) });
+  assert.equal(sent.status, 204, sent.text);
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}/sources/pay`, asOrg)).status, 204);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { ...asOrg, json: { name: 'pay', environment: 'sandbox', secrets: [SECRET] } })).status, 201);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+
+  const again = await call(rt.url, 'POST', `/hooks/${org}/pay`, { body, headers: signStandard(SECRET, 'msg-downgraded-2', Math.floor(Date.now() / 1000), body) });
+  assert.equal(again.status, 402, 'what ingest answers today');
+  const report = await call(rt.url, 'POST', `/organizations/${org}/events/${sent.headers.get('sluice-event-id')}/transport-replay`, asOrg);
+  assert.equal(report.status, 200, report.text);
+  assert.deepEqual(report.body.report.would_answer, { status: 402, code: 'sandbox_disabled' });
+});
