@@ -1,8 +1,9 @@
 // Compiles the JSON Schemas that sources (and devices) declare for their event types (ajv +
 // ajv-formats). Compiled validators are cached per (org, source, event type), within bounds (validator-cache.ts);
 // schema errors name the failing payload field.
-// Customer schemas are hostile input: `pattern` runs on RE2 (linear time, no backtracking),
-// `uniqueItems` must be linear or bounded (unboundedUniqueItems), and no
+// Customer schemas are hostile input: `pattern` runs on RE2 (linear time, no backtracking, a
+// capped program size), `uniqueItems` must be linear or bounded (unboundedUniqueItems), `$ref`s
+// may not recurse or expand past a cap (schema-expansion.ts), and no
 // compiled schema stays registered in ajv, so one tenant's `$id` can neither clash with nor be
 // `$ref`erenced by another tenant's schema; the compiling instance is replaced once it has compiled
 // as much as the validator cache holds (schema-compiler.ts), so compiling never grows memory.
@@ -13,6 +14,7 @@ import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 import { SchemaCompiler } from './schema-compiler.ts';
+import { expansionProblem } from './schema-expansion.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
 
@@ -98,7 +100,7 @@ function unboundedUniqueItems(schema: object): string | undefined {
  * was written), or undefined: the checks compileIsolated makes before ajv sees the schema.
  */
 export function storedSchemaProblem(schema: object): string | undefined {
-  return notSelfContained(schema) ?? unboundedUniqueItems(schema);
+  return notSelfContained(schema) ?? unboundedUniqueItems(schema) ?? expansionProblem(schema);
 }
 
 /**
@@ -110,7 +112,7 @@ function compileIsolated(schema: object, using: SchemaCompiler = compiler): Vali
   const problem = notSelfContained(schema);
   if (problem !== undefined) throw new Error(`${problem}: event type schemas must be self-contained`);
   // Also for a schema stored before this rule: a payload must never cost seconds to validate.
-  const unbounded = unboundedUniqueItems(schema);
+  const unbounded = unboundedUniqueItems(schema) ?? expansionProblem(schema);
   if (unbounded !== undefined) throw new Error(unbounded);
   return using.compile(schema, JSON.stringify(schema).length);
 }

@@ -146,6 +146,34 @@ test('uniqueItems is allowed where its check is linear (scalar items) or bounded
   assert.equal((await send('u4', { lines: [{ a: 1 }, { a: 2 }] })).status, 204);
 });
 
+test('schemas whose checks could hold the event loop are refused: $refs that expand past the cap or recurse, and patterns with a large RE2 program', async () => {
+  const refusal = async (name: string, schema: object): Promise<string> => {
+    const answer = await call(rt.url, 'POST', base, { token: key, json: { name, secrets: [SECRET], event_types: { 'x.y': schema } } });
+    assert.equal(answer.status, 400, answer.text);
+    assert.equal(answer.body.error.code, 'invalid_event_schema');
+    assert.equal(answer.body.error.field, 'event_types.x.y');
+    return answer.body.error.message;
+  };
+  // Each definition checks the one before twice: 2^28 subschemas from 2 KB.
+  const definitions: Record<string, object> = { d0: { type: 'string' } };
+  for (let i = 1; i <= 28; i++) definitions[`d${i}`] = { allOf: [{ $ref: `#/definitions/d${i - 1}` }, { $ref: `#/definitions/d${i - 1}` }] };
+  const doubling = await refusal('doubling', { definitions, properties: { s: { $ref: '#/definitions/d28' } } });
+  assert.match(doubling, /more than 20,000 subschemas once its "\$ref"s are followed/);
+  const recursive = await refusal('recursive', { definitions: { node: { properties: { left: { $ref: '#/definitions/node' }, right: { $ref: '#/definitions/node' } } } }, $ref: '#/definitions/node' });
+  assert.match(recursive, /leads back into itself; recursive schemas are not supported/);
+  const pattern = await refusal('repeats', { properties: { s: { type: 'string', pattern: '[a-z]{1000}[a-z]{1000}[a-z]{1000}[a-z]{1000}[0-9]' } } });
+  assert.match(pattern, /compiles to 4003 RE2 instructions, more than 1,000/);
+
+  // Shared definitions used a few times, and everyday patterns, are fine.
+  const shared = { definitions: { money: { type: 'object', properties: { amount: { type: 'integer' }, currency: { type: 'string', pattern: '^[A-Z]{3}$' } } } }, properties: { total: { $ref: '#/definitions/money' }, tax: { $ref: '#/definitions/money' } } };
+  const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'shared-defs', secrets: [SECRET], event_types: { 'x.y': shared } } });
+  assert.equal(created.status, 201, created.text);
+  const body = JSON.stringify({ type: 'x.y', total: { amount: 5, currency: 'eur' } });
+  const refused = await call(rt.url, 'POST', '/hooks/acct-src/shared-defs', { body, headers: signStandard(SECRET, 'shared-1', Math.floor(Date.now() / 1000), body) });
+  assert.equal(refused.status, 422, 'the shared definition still checks');
+  assert.equal(refused.body.error.field, 'payload.total.currency');
+});
+
 test('viewers cannot create sources', async () => {
   const viewer = await call(rt.url, 'POST', '/organizations/acct-src/api-keys', { token: key, json: { role: 'viewer' } });
   const denied = await call(rt.url, 'POST', base, { token: viewer.body.key, json: { name: 'v', secrets: [SECRET] } });
