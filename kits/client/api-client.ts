@@ -89,13 +89,13 @@ export class SluiceClient {
         const outcome = await this.#attempt(url, init, cancel.signal, timeoutMs);
         if (outcome.kind === 'failed') {
           if (attempt + 1 >= attempts) throw networkError(`${method} ${url.href}`, outcome, timeoutMs, attempt + 1);
-          await raceAbort(this.#sleep(backoffMs(attempt)), cancel.signal);
+          await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
         if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 ? undefined : JSON.parse(outcome.text)) as T;
         if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts) {
           const retryAfter = Number(outcome.retryAfter);
-          await raceAbort(this.#sleep(backoffMs(attempt, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined)), cancel.signal);
+          await raceAbort(this.#sleep(backoffMs(attempt, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined), cancel.signal), cancel.signal);
           continue;
         }
         throw new SluiceApiError(outcome.status, errorOf(outcome.text));

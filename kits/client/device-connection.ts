@@ -103,6 +103,17 @@ export class DeviceConnection {
   readonly #loop: ReconnectLoop;
   #ready = false;
   #ended: DeviceError | undefined;
+  /**
+   * How many may be unanswered now: Sluice's per-socket cap, halved at each retryable nack and grown
+   * back by one per ack, as `sluice device` paces (runtime/device-pacer.ts). Without it every wait
+   * ended with the whole cap sent into the same refusal (an org's quota refills one message at a
+   * time): ~38 nacks per accepted message.
+   */
+  #window = MAX_MESSAGES_IN_FLIGHT;
+  /** Waits Sluice asked for that are not over: nothing is sent until they are. */
+  #waits = 0;
+  /** Ends the waits between retries at close(), so their timers keep no program alive. */
+  readonly #closing = new AbortController();
 
   constructor(options: DeviceOptions) {
     this.#o = options;
@@ -147,6 +158,7 @@ export class DeviceConnection {
 
   /** Closes the socket (a wait between attempts too); messages still unacked are rejected (their ids are safe to send again later). */
   close(): void {
+    this.#closing.abort();
     this.#loop.close();
     this.#failAll(new DeviceError('closed', 'The device connection was closed before Sluice acked this message.'));
   }
@@ -199,6 +211,7 @@ export class DeviceConnection {
     const pending = answer.id === null || answer.id === undefined ? (answer.type === 'nack' ? [...this.#pending.values()].find((p) => p.sent) : undefined) : this.#pending.get(answer.id);
     if (pending === undefined) return false;
     if (answer.type === 'ack') {
+      this.#window = Math.min(MAX_MESSAGES_IN_FLIGHT, this.#window + 1);
       this.#pending.delete(pending.id);
       pending.resolve({ event_id: answer.event_id ?? '', duplicate: answer.duplicate === true });
       return true;
@@ -206,11 +219,16 @@ export class DeviceConnection {
     if (answer.retryable === true) {
       pending.sent = false;
       pending.waiting = true;
+      // A quota or a busy server refuses the next message as it refused this one: all sending
+      // holds for the wait, and fewer go at once after it.
+      this.#window = Math.max(1, Math.floor(this.#window / 2));
+      this.#waits++;
       const again = (): void => {
         pending.waiting = false;
+        this.#waits--;
         this.#pump();
       };
-      void this.#sleep(backoffMs(pending.attempts++, answer.retry_after_ms)).then(again, again);
+      void this.#sleep(backoffMs(pending.attempts++, answer.retry_after_ms), this.#closing.signal).then(again, again);
       return false;
     }
     this.#pending.delete(pending.id);
@@ -218,14 +236,14 @@ export class DeviceConnection {
     return false;
   }
 
-  /** Sends unsent messages, oldest first, while fewer than MAX_MESSAGES_IN_FLIGHT are unanswered (Sluice's cap) on this socket. */
+  /** Sends unsent messages, oldest first, while no wait runs and fewer than the window (at most Sluice's cap) are unanswered on this socket. */
   #pump(): void {
     const socket = this.#loop.socket;
-    if (!this.#ready || socket === undefined || socket.readyState !== socket.OPEN) return;
+    if (!this.#ready || this.#waits > 0 || socket === undefined || socket.readyState !== socket.OPEN) return;
     let inFlight = 0;
     for (const pending of this.#pending.values()) if (pending.sent) inFlight++;
     for (const pending of this.#pending.values()) {
-      if (inFlight >= MAX_MESSAGES_IN_FLIGHT) return;
+      if (inFlight >= this.#window) return;
       if (pending.sent || pending.waiting) continue;
       pending.sent = true;
       inFlight++;

@@ -4,6 +4,7 @@
 // a call's signal cancels it at once, not retried. Timeouts are injected small; nothing sleeps.
 
 import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
@@ -108,4 +109,29 @@ test('an unreachable server is a SluiceNetworkError that keeps fetch\'s error as
   assert.equal(failed.code, 'network_error');
   assert.ok(failed.cause instanceof TypeError);
   assert.match(failed.message, /ECONNREFUSED.*\(2 attempts\)/);
+});
+
+test('an abort during a wait between attempts also ends the wait: its timer keeps no program alive', async () => {
+  let answered = 0;
+  const busy = createHttpServer((_request, response) => {
+    answered++;
+    response.writeHead(503, { 'retry-after': '20', 'content-type': 'application/json' }).end('{"error":{"code":"busy","message":"busy"}}');
+  });
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  try {
+    const timers = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const controller = new AbortController();
+    // The real sleep: after the 503 it waits the 20 s Retry-After.
+    const client = new SluiceClient({ url: `http://127.0.0.1:${(busy.address() as { port: number }).port}`, apiKey: 'k', org: 'o', signal: controller.signal });
+    const before = timers();
+    const reading = client.getRun('run_1');
+    await eventually('the first answer', () => answered, (n) => n === 1);
+    await eventually('the 20 s wait', timers, (n) => n > before);
+    controller.abort();
+    await assert.rejects(reading, (error: unknown) => error instanceof DOMException && error.name === 'AbortError');
+    assert.ok(timers() <= before, 'the wait\'s timer was cleared with the abort');
+  } finally {
+    busy.closeAllConnections();
+    busy.close();
+  }
 });

@@ -173,3 +173,29 @@ test('a device connection holds messages while Sluice is down and each is stored
   await assert.rejects(device.done, (error: unknown) => error instanceof DeviceError && error.code === 'closed_4401');
   await assert.rejects(device.send({ type: 'sale.made' }), DeviceError, 'a connection ended for good takes no more messages');
 });
+
+test("over a starter org's quota a device connection paces itself: every message stored once, at most about one nack per message", async () => {
+  const org = 'acct-client-paced';
+  const orgKey = await createOrg(url, ADMIN_TOKEN, org, 'starter');
+  const created = await call(url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'meter' } });
+  assert.equal(created.status, 201, created.text);
+  let nacks = 0;
+  // Each retryable nack makes one wait. Waits that overlap take the time of the longest, as real
+  // ones would (adding them up, as the shared sleep does, would refill the quota by their sum).
+  const countingSleep: Sleep = async (ms) => {
+    nacks++;
+    const end = clock.now() + ms;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    if (clock.now() < end) clock.set(end);
+  };
+  const device = connectDevice({ url, org, device: 'meter', token: created.body.token, sleep: countingSleep });
+  try {
+    // The starter quota is 100 a second with one second of burst: most of these meet it.
+    const acks = await Promise.all(Array.from({ length: 400 }, (_, i) => device.send({ id: `reading-${i}`, type: 'meter.read', payload: { i } })));
+    assert.equal(new Set(acks.map((ack) => ack.event_id)).size, 400, 'each stored once');
+    assert.ok(nacks >= 100, `the quota was met (${nacks} nacks)`);
+    assert.ok(nacks <= 400, `${nacks} nacks for 400 messages: the whole window went into each refusal`);
+  } finally {
+    device.close();
+  }
+});
