@@ -35,9 +35,10 @@ function withinProgramSize(compiled: RE2JS, pattern: string): RE2JS {
 // A separate instance: customer schemas never share compiled state with the API's own schemas.
 // Not strict: real-world schemas carry harmless extras (`required` without `properties`, vendor
 // keywords); meta-schema validation still refuses anything that is not a JSON Schema.
-// `addUsedSchema: false` keeps a schema's `$id` out of the instance's registry.
+// `addUsedSchema: false` keeps a schema's `$id` out of the instance's registry. `ownProperties`: a
+// payload's inherited members (`constructor`, `toString`) are not its fields.
 function freshAjv(): Ajv {
-  const ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true, addUsedSchema: false, code: { regExp: re2Engine } });
+  const ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true, addUsedSchema: false, ownProperties: true, code: { regExp: re2Engine } });
   (addFormats as unknown as (instance: Ajv) => void)(ajv);
   return ajv;
 }

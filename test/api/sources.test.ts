@@ -90,7 +90,7 @@ test('bad source documents get 400 naming the field', async () => {
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'string', format: 'emial' } } } } }, 'event_types.a.b'],
     // uniqueItems that ajv can only check pair by pair needs a maxItems that bounds the pairs.
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true } } } } }, 'event_types.a.b'],
-    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true, items: { type: 'object' }, maxItems: 1001 } } } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true, items: { type: 'object' }, maxItems: 101 } } } } }, 'event_types.a.b'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { items: { uniqueItems: true, items: { type: ['string', 'array'] } } } } }, 'event_types.a.b'],
   ];
   for (const [json, field] of cases) {
@@ -121,15 +121,15 @@ test('the same schema can be written again and again, and a property named "$id"
   assert.match(refused.body.error.message, /self-contained/);
 });
 
-test('uniqueItems is allowed where its check is linear (scalar items) or bounded (maxItems <= 1000), and still finds duplicates', async () => {
+test('uniqueItems is allowed where its check is linear (scalar items) or bounded (maxItems <= 100), and still finds duplicates', async () => {
   const refused = await call(rt.url, 'POST', base, { token: key, json: { name: 'uniq-any', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { uniqueItems: true } } } } } });
   assert.equal(refused.status, 400);
-  assert.match(refused.body.error.message, /"uniqueItems" at "\/properties\/d" needs "maxItems" of at most 1000/);
+  assert.match(refused.body.error.message, /"uniqueItems" at "\/properties\/d" needs "maxItems" of at most 100\b/);
   const schema = {
     type: 'object',
     properties: {
       ids: { type: 'array', uniqueItems: true, items: { type: ['string', 'integer'] } },
-      lines: { type: 'array', uniqueItems: true, items: { type: 'object' }, maxItems: 1000 },
+      lines: { type: 'array', uniqueItems: true, items: { type: 'object' }, maxItems: 100 },
     },
   };
   const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'uniq', secrets: [SECRET], event_types: { 'u.t': schema } } });
@@ -172,6 +172,23 @@ test('schemas whose checks could hold the event loop are refused: $refs that exp
   const refused = await call(rt.url, 'POST', '/hooks/acct-src/shared-defs', { body, headers: signStandard(SECRET, 'shared-1', Math.floor(Date.now() / 1000), body) });
   assert.equal(refused.status, 422, 'the shared definition still checks');
   assert.equal(refused.body.error.field, 'payload.total.currency');
+});
+
+test('an async schema is refused (it would pass every payload, and throw for a bad one), and inherited members are not payload fields', async () => {
+  const refused = await call(rt.url, 'POST', base, { token: key, json: { name: 'async', secrets: [SECRET], event_types: { 'o.c': { $async: true, type: 'object', required: ['must'] } } } });
+  assert.equal(refused.status, 400, refused.text);
+  assert.match(refused.body.error.message, /"\$async" at "\/" is not allowed/);
+  const schema = { type: 'object', properties: { driver: { type: 'string' }, constructor: { type: 'string' } }, required: ['driver'] };
+  const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'laps', secrets: [SECRET], event_types: { lap: schema, 'lap.strict': { type: 'object', required: ['valueOf'] } } } });
+  assert.equal(created.status, 201, created.text);
+  const send = (id: string, payload: object) => {
+    const body = JSON.stringify(payload);
+    return call(rt.url, 'POST', '/hooks/acct-src/laps', { body, headers: signStandard(SECRET, id, Math.floor(Date.now() / 1000), body) });
+  };
+  assert.equal((await send('lap-1', { type: 'lap', driver: 'Max' })).status, 204, 'an absent optional "constructor" is absent');
+  const missing = await send('lap-2', { type: 'lap.strict' });
+  assert.equal(missing.status, 422, 'a required "valueOf" is not found on Object.prototype');
+  assert.equal(missing.body.error.field, 'payload.valueOf');
 });
 
 test('viewers cannot create sources', async () => {
