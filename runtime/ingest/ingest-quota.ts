@@ -48,6 +48,16 @@ export class IngestQuota {
     }
   }
 
+  /**
+   * Takes one event's worth of the org's quota for events written without storeEvent (a device
+   * connecting writes `device.connected`, and `device.disconnected` of the socket it replaces);
+   * throws QuotaExceededError when none is left.
+   */
+  charge(org: Organization): void {
+    const refusal = this.#take(org);
+    if (refusal !== undefined) throw refusal;
+  }
+
   /** Takes one event's worth of quota, or answers the QuotaExceededError to throw. Orgs without a rate are unlimited. */
   #take(org: Organization): QuotaExceededError | undefined {
     const rate = org.ingest_rate_per_second ?? null;

@@ -9,6 +9,7 @@ import { STATUS_CODES } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { RetryableError, SluiceError } from '../errors.ts';
+import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import {
@@ -71,9 +72,14 @@ export class DeviceSockets {
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
           query.assertNoRepeats();
           query.assertAllAsked();
+          // A connect writes events (and their runs): a reconnect loop counts against the org's
+          // ingest quota like the messages do, or it would write events past any rate.
+          deps.quota.charge(org!);
         } catch (error) {
           const refusal = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.');
-          res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify(refusal.toBody()));
+          res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json');
+          if (refusal instanceof QuotaExceededError) res.writeHeader('retry-after', String(Math.max(1, Math.ceil(refusal.retryAfterMs / 1000))));
+          res.end(JSON.stringify(refusal.toBody()));
           return;
         }
         const connection: DeviceConnection = { id: `con_${randomBytes(12).toString('hex')}`, connected_at_ms: deps.clock.now() };

@@ -210,12 +210,19 @@ test('bad frames get a nack naming the problem, and the socket stays open', asyn
   await device.closed;
 });
 
-test('over the org ingest quota a message gets a retryable nack with retry_after_ms, and nothing is stored', async () => {
+test('over the org ingest quota a connect is refused (429) and a message gets a retryable nack with retry_after_ms; nothing is stored', async () => {
   const org = 'acct-devices-quota';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
   const limited = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } });
   assert.equal(limited.status, 200, limited.text);
-  const device = await connectDevice(rt.url, org, 'meter', await register('meter', {}, org, orgKey));
+  const token = await register('meter', {}, org, orgKey);
+  const device = await connectDevice(rt.url, org, 'meter', token);
+  // The connect took this second's one event (device.connected): a second connect now is refused.
+  const refused = await connectDevice(rt.url, org, 'meter', token).catch((error: { status: number; body: string }) => error);
+  assert.equal((refused as { status: number }).status, 429);
+  assert.equal(JSON.parse((refused as { body: string }).body).error.code, 'ingest_quota_exceeded');
+  assert.equal(device.socket.readyState, WebSocket.OPEN, 'the refused connect did not replace the open one');
+  clock.advance(1000);
   device.send({ id: 'q-1', type: 'reading.taken' });
   assert.equal((await device.answerTo('q-1')).type, 'ack');
   device.send({ id: 'q-2', type: 'reading.taken' });
