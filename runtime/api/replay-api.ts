@@ -113,10 +113,10 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
       method: 'POST',
       pattern: `${base}/transport-replay`,
       query: ENVIRONMENT_QUERY,
-      handler: (request) => {
+      handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
-        const report = explainTransportReplay(event, ctx.events.recording(org.id, event.id), {
+        const report = await explainTransportReplay(event, ctx.events.recording(org.id, event.id), {
           source: ctx.sources.get(org.id, event.source),
           sandboxAllowed: sandboxAllowed(org),
           inbox,

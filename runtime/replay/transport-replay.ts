@@ -6,7 +6,7 @@ import { InputError } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Recording, StoredEvent } from '../events/event-record.ts';
 import { parseJsonBytes } from '../http/parse-json.ts';
-import { validateEventPayload } from '../sources/event-schemas.ts';
+import { schemaChecks } from '../sources/schema-checks.ts';
 import type { SourceRecord } from '../sources/source-record.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 
@@ -44,7 +44,7 @@ export interface TransportReplayDeps {
   readonly nowMs: number;
 }
 
-export function explainTransportReplay(event: StoredEvent, recording: Recording | undefined, deps: TransportReplayDeps): TransportReplayReport {
+export async function explainTransportReplay(event: StoredEvent, recording: Recording | undefined, deps: TransportReplayDeps): Promise<TransportReplayReport> {
   if (recording === undefined) {
     throw new InputError(409, 'no_recording', 'This event has no recorded request (it was not received as a webhook); nothing to replay.');
   }
@@ -59,7 +59,7 @@ export function explainTransportReplay(event: StoredEvent, recording: Recording 
     }
   }
   const { source } = deps;
-  const schema = checkSchema(source, parsed, event.type, payload);
+  const schema = await checkSchema(source, parsed, event.type, payload);
   const claim = event.provider_event_id === null ? undefined : deps.inbox.liveClaim(event.org_id, event.source, event.provider_event_id, deps.nowMs);
   return {
     event_id: event.id,
@@ -75,12 +75,12 @@ export function explainTransportReplay(event: StoredEvent, recording: Recording 
   };
 }
 
-/** The payload against the source's schema today; not checked when the source is gone or the body does not parse. */
-function checkSchema(source: SourceRecord | undefined, parsed: boolean, type: string, payload: unknown): TransportReplayReport['schema'] {
+/** The payload against the source's schema today, as ingest checks it (schema-checks.ts); not checked when the source is gone or the body does not parse. */
+async function checkSchema(source: SourceRecord | undefined, parsed: boolean, type: string, payload: unknown): Promise<TransportReplayReport['schema']> {
   if (source === undefined) return { ok: null, reason: 'source_deleted' };
   if (!parsed) return { ok: null, reason: 'body_unparsable' };
   try {
-    validateEventPayload(source, type, payload);
+    await schemaChecks.check(source, type, JSON.stringify(payload));
     return { ok: true };
   } catch (error) {
     const failure = error as InputError;

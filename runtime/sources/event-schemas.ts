@@ -20,7 +20,8 @@ import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
 
 /**
  * Who declares schemas for the event types it sends: a source, or a device (whose `name` here is its
- * event source, `@device:<name>`, which no source name can be). `updated_at` versions the validators.
+ * event source, `@device:<name>`, which no source name can be). `updated_at` versions the validators
+ * (the checking thread, schema-check-worker.ts, passes the schema's text: any change is a new version).
  */
 export type SchemaDeclarer = Pick<SourceRecord, 'org_id' | 'name' | 'event_types' | 'updated_at'>;
 
@@ -145,14 +146,9 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
 const cacheKeyOf = (orgId: string, sourceName: string, type: string): string => `${orgId}\u0000${sourceName}\u0000${type}`;
 
 /**
- * Drops the cached validators of a source (or device) that was just written or deleted. Their
- * version is its `updated_at`, a millisecond: two writes within one would otherwise keep the first's.
+ * Validates a payload against the source's schema for `type`, if one is declared; throws 422 naming
+ * the field. Runs in the checking thread (schema-check-worker.ts): it can take long (schema-checks.ts).
  */
-export function forgetSourceSchemas(orgId: string, sourceName: string): void {
-  cache.forget(cacheKeyOf(orgId, sourceName, ''));
-}
-
-/** Validates a payload against the source's schema for `type`, if one is declared; throws 422 naming the field. */
 export function validateEventPayload(source: SchemaDeclarer, type: string, payload: unknown): void {
   // Own keys only: a type named like an Object.prototype member ("constructor") declares no schema.
   if (!Object.hasOwn(source.event_types, type)) return;

@@ -9,7 +9,6 @@ import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
-import { forgetSourceSchemas } from './event-schemas.ts';
 import type { SourceRecord } from './source-record.ts';
 import { orgRecords } from '../ledger/org-records.ts';
 
@@ -64,7 +63,6 @@ export class SourceStore {
   async create(source: SourceRecord): Promise<void> {
     const { root, sources } = this.#ledger;
     const outcome = await this.#cache.writing(source.org_id, () => insertCapped(root, sources, source.org_id, source.name, source, MAX_SOURCES_PER_ORG));
-    forgetSourceSchemas(source.org_id, source.name);
     if (outcome === 'exists') throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('source_limit_reached', `An organization can hold at most ${MAX_SOURCES_PER_ORG} sources; delete one first.`);
   }
@@ -75,7 +73,6 @@ export class SourceStore {
    */
   async update(orgId: string, name: string, change: (current: SourceRecord) => SourceRecord): Promise<SourceRecord> {
     const updated = await this.#cache.writing(orgId, () => changeRecord(this.#ledger.root, this.#ledger.sources, [orgId, name], change));
-    forgetSourceSchemas(orgId, name);
     if (updated === undefined) throw notFound(`Source "${name}"`, 'name');
     return updated;
   }
@@ -103,7 +100,6 @@ export class SourceStore {
       // Of deletes of one name at once, the first one's write removes the source: its mark is the one needed.
       if (first) this.#deleting.delete(key);
     }
-    forgetSourceSchemas(orgId, name);
     if (!removed) throw notFound(`Source "${name}"`, 'name');
   }
 }

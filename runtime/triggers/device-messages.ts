@@ -11,7 +11,7 @@ import type { EventStore } from '../events/event-store.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import type { Logger } from '../log.ts';
-import { validateEventPayload } from '../sources/event-schemas.ts';
+import { schemaChecks } from '../sources/schema-checks.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { ackFrame, CLOSE_SANDBOX_RESET, frameIdOf, MAX_MESSAGES_IN_FLIGHT, nackFrame, parseDeviceMessage, type DeviceMessage } from './device-frame.ts';
 import { deviceSchemas, deviceSource } from './device-record.ts';
@@ -76,6 +76,12 @@ export class DeviceMessages {
     if (!(await data.ready)) return;
     const { device } = data;
     try {
+      // Checked first, against the device's schemas as they are now (a PATCH applies to open sockets
+      // too): the check may wait for the checking thread (schema-checks.ts), and nothing below may
+      // wait before the store. `ordered`: the org's messages are stored in the order they came.
+      const declared = this.#d.devices.get(device.org_id, device.name);
+      const checking = declared === undefined ? undefined : schemaChecks.check(deviceSchemas(declared), message.type, message.payloadJson, true);
+      if (checking !== undefined) await checking;
       // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
       // Checked with no await before the store: a change that ends this connection waits for it.
@@ -91,8 +97,6 @@ export class DeviceMessages {
         closeSocket(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'this connection is no longer recorded; connect again');
         return;
       }
-      // Its schemas as they are now (a PATCH applies to open sockets too).
-      validateEventPayload(deviceSchemas(current), message.type, message.payload);
       const nowMs = this.#d.clock.now();
       const id = generateEventId(nowMs);
       const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };

@@ -6,7 +6,6 @@ import { ConflictError, notFound } from '../errors.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { EventStore } from '../events/event-store.ts';
 import { changeRecord } from '../ledger/change-record.ts';
-import { forgetSourceSchemas } from '../sources/event-schemas.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { orgRecords } from '../ledger/org-records.ts';
@@ -69,10 +68,9 @@ export class DeviceStore {
     if (outcome === 'full') throw new ConflictError('device_limit_reached', `An organization can hold at most ${MAX_DEVICES_PER_ORG} devices; delete one first.`);
   }
 
-  /** Applies `change` to the device as stored when the write runs (its schemas' validators are dropped); 404 if gone. */
+  /** Applies `change` to the device as stored when the write runs; 404 if gone. */
   async update(orgId: string, name: string, change: (current: DeviceRecord) => DeviceRecord): Promise<DeviceRecord> {
     const updated = await changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], change);
-    forgetSourceSchemas(orgId, deviceSource(name));
     if (updated === undefined) throw notFound(`Device "${name}"`, 'name');
     return updated;
   }
@@ -99,7 +97,6 @@ export class DeviceStore {
       this.#table.remove([orgId, name]);
       return true;
     });
-    forgetSourceSchemas(orgId, deviceSource(name));
     if (!removed) throw notFound(`Device "${name}"`, 'name');
   }
 

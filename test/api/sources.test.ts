@@ -191,6 +191,30 @@ test('an async schema is refused (it would pass every payload, and throw for a b
   assert.equal(missing.body.error.field, 'payload.valueOf');
 });
 
+test('a payload whose check would take seconds is refused at the deadline (422), and the runtime answers others meanwhile', async () => {
+  // Within every write-time cap; its check costs items x branches.
+  const costly = { type: 'object', properties: { a: { type: 'array', items: { anyOf: Array.from({ length: 1500 }, (_, i) => ({ const: `v${i}` })) } } } };
+  const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'costly', secrets: [SECRET], event_types: { 'c.x': costly } } });
+  assert.equal(created.status, 201, created.text);
+  const body = JSON.stringify({ type: 'c.x', a: Array.from({ length: 20_000 }, () => 'v1499') });
+  const order: string[] = [];
+  const hook = call(rt.url, 'POST', '/hooks/acct-src/costly', { body, headers: signStandard(SECRET, 'costly-1', Math.floor(Date.now() / 1000), body) }).then((answer) => {
+    order.push('hook');
+    return answer;
+  });
+  // Sent once the hook's check is running in the checking thread: answered long before it ends.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const health = await call(rt.url, 'GET', '/healthz');
+  order.push('healthz');
+  assert.equal(health.status, 200);
+  const refused = await hook;
+  assert.deepEqual(order, ['healthz', 'hook']);
+  assert.equal(refused.status, 422, refused.text);
+  assert.equal(refused.body.error.code, 'schema_check_too_slow');
+  const stored = await call(rt.url, 'GET', '/organizations/acct-src/events?type=c.x', { token: key });
+  assert.deepEqual(stored.body.events, [], 'nothing was stored');
+});
+
 test('viewers cannot create sources', async () => {
   const viewer = await call(rt.url, 'POST', '/organizations/acct-src/api-keys', { token: key, json: { role: 'viewer' } });
   const denied = await call(rt.url, 'POST', base, { token: viewer.body.key, json: { name: 'v', secrets: [SECRET] } });

@@ -1,0 +1,41 @@
+// The worker thread that checks event payloads against their source's (or device's) schema
+// (event-schemas.ts), one request at a time: a check that takes long holds this thread, never the
+// event loop every tenant shares; schema-checks.ts ends the thread past a deadline.
+
+import { parentPort } from 'node:worker_threads';
+import { SluiceError } from '../errors.ts';
+import { validateEventPayload } from './event-schemas.ts';
+
+/** What the checking side asks: `payloadJson` against `schemaText`, declared by (orgId, name) for `type`. */
+export interface CheckRequest {
+  readonly id: number;
+  readonly orgId: string;
+  readonly name: string;
+  readonly type: string;
+  readonly schemaText: string;
+  readonly payloadJson: string;
+}
+
+/** What this thread answers: first `ready`, then one result per request, in order. */
+export type CheckAnswer =
+  | { readonly kind: 'ready' }
+  | { readonly kind: 'passed'; readonly id: number }
+  | { readonly kind: 'refused'; readonly id: number; readonly status: number; readonly code: string; readonly message: string; readonly field: string | undefined };
+
+const port = parentPort;
+if (port === null) throw new Error('schema-check-worker.ts runs as a worker thread (schema-checks.ts starts it)');
+
+port.on('message', (request: CheckRequest) => {
+  let answer: CheckAnswer;
+  try {
+    // The schema's text versions its cached validator: a changed schema is compiled again.
+    const declarer = { org_id: request.orgId, name: request.name, updated_at: request.schemaText, event_types: { [request.type]: JSON.parse(request.schemaText) as object } };
+    validateEventPayload(declarer, request.type, JSON.parse(request.payloadJson));
+    answer = { kind: 'passed', id: request.id };
+  } catch (error) {
+    const refusal = error instanceof SluiceError ? error : new SluiceError(422, 'schema_check_failed', `The payload could not be checked against its schema: ${error instanceof Error ? error.message : String(error)}`);
+    answer = { kind: 'refused', id: request.id, status: refusal.status, code: refusal.code, message: refusal.message, field: refusal.field };
+  }
+  port.postMessage(answer);
+});
+port.postMessage({ kind: 'ready' } satisfies CheckAnswer);

@@ -1,0 +1,185 @@
+// Checks event payloads against the schemas their source (or device) declares, in a worker thread
+// (schema-check-worker.ts), with a deadline. A check costs up to schema size x payload size, and a
+// hostile schema within every write-time cap (a 26 KB `anyOf` of 1,500 values against 20,000 array
+// items) took 9 s: on the event loop that was 9 s of no answer for every tenant. Past the deadline
+// the thread is ended (and a new one started) and the payload refused, nothing stored.
+//
+// One check runs at a time; orgs take turns, and each org's checks run in the order they came, so
+// a tenant's slow checks delay its own, not another's behind all of them. A check that asks for
+// order (`ordered`, a device socket's messages) waits behind its org's earlier checks even when its
+// own type declares no schema, so messages are still stored in the order they came.
+
+import { Worker } from 'node:worker_threads';
+import { InputError, RetryableError, SluiceError } from '../errors.ts';
+import type { SchemaDeclarer } from './event-schemas.ts';
+import type { CheckAnswer, CheckRequest } from './schema-check-worker.ts';
+
+/** How long one payload's check may take. */
+export const SCHEMA_CHECK_DEADLINE_MS = 1000;
+
+/** Memory the checking thread may use; past it the thread ends, as at the deadline. */
+const WORKER_HEAP_MB = 512;
+
+interface Check {
+  readonly orgId: string;
+  /** Undefined for a place in line only (an ordered check of a type without a schema). */
+  readonly request: CheckRequest | undefined;
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** The text of a schema object, kept per object (sources and devices come from caches that reuse them). */
+const schemaTexts = new WeakMap<object, string>();
+const schemaTextOf = (schema: object): string => {
+  let text = schemaTexts.get(schema);
+  if (text === undefined) schemaTexts.set(schema, (text = JSON.stringify(schema)));
+  return text;
+};
+
+export class SchemaChecks {
+  readonly #deadlineMs: number;
+  #worker: Worker | undefined;
+  #ready = false;
+  /** Each org's checks not started yet, oldest first. */
+  readonly #waiting = new Map<string, Check[]>();
+  /** Orgs with checks waiting, in the order they take their turns. */
+  readonly #turns: string[] = [];
+  #running: Check | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #nextId = 1;
+
+  constructor(deadlineMs = SCHEMA_CHECK_DEADLINE_MS) {
+    this.#deadlineMs = deadlineMs;
+  }
+
+  /**
+   * Checks the payload (as JSON text) against the declarer's schema for `type`: resolves when it
+   * passes, rejects with the 422 naming the field otherwise. Undefined (nothing to wait for) when
+   * the type declares no schema and, for an `ordered` check, none of the org's checks is waiting.
+   */
+  check(declarer: SchemaDeclarer, type: string, payloadJson: string, ordered = false): Promise<void> | undefined {
+    const orgId = declarer.org_id;
+    // Own keys only: a type named like an Object.prototype member ("constructor") declares no schema.
+    const schema = Object.hasOwn(declarer.event_types, type) ? declarer.event_types[type] : undefined;
+    if (schema === undefined && !(ordered && (this.#waiting.has(orgId) || this.#running?.orgId === orgId))) return undefined;
+    const request = schema === undefined ? undefined : { id: this.#nextId++, orgId, name: declarer.name, type, schemaText: schemaTextOf(schema), payloadJson };
+    return new Promise<void>((resolve, reject) => {
+      const queue = this.#waiting.get(orgId);
+      if (queue === undefined) {
+        this.#waiting.set(orgId, [{ orgId, request, resolve, reject }]);
+        this.#turns.push(orgId);
+      } else queue.push({ orgId, request, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  /** Ends the thread; checks waiting or running are refused as retryable (the runtime is stopping). */
+  async close(): Promise<void> {
+    const stopping = new RetryableError('stopping', 'Sluice is stopping; send it again in a few seconds.', 2000);
+    this.#running?.reject(stopping);
+    this.#running = undefined;
+    for (const queue of this.#waiting.values()) for (const check of queue) check.reject(stopping);
+    this.#waiting.clear();
+    this.#turns.length = 0;
+    clearTimeout(this.#timer);
+    const worker = this.#worker;
+    this.#worker = undefined;
+    this.#ready = false;
+    await worker?.terminate();
+  }
+
+  /** Starts the next check when none runs: orgs in turn, places in line settled on the way. */
+  #pump(): void {
+    this.#drain();
+    this.#holdOpenWhileBusy();
+  }
+
+  #drain(): void {
+    while (this.#running === undefined && this.#turns.length > 0) {
+      const orgId = this.#turns[0]!;
+      const queue = this.#waiting.get(orgId)!;
+      const next = queue[0]!;
+      if (next.request !== undefined && !this.#ready) {
+        this.#start();
+        return;
+      }
+      queue.shift();
+      this.#turns.shift();
+      if (queue.length > 0) this.#turns.push(orgId);
+      else this.#waiting.delete(orgId);
+      if (next.request === undefined) {
+        next.resolve();
+        continue;
+      }
+      this.#running = next;
+      this.#worker!.postMessage(next.request);
+      this.#timer = setTimeout(() => this.#giveUp(next, 'schema_check_too_slow', `took longer than ${this.#deadlineMs} ms`), this.#deadlineMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** Starts the thread (once); it says `ready` when it can check. */
+  #start(): void {
+    if (this.#worker !== undefined) return;
+    const worker = new Worker(new URL('./schema-check-thread.mjs', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+    this.#worker = worker;
+    worker.on('message', (answer: CheckAnswer) => this.#answer(worker, answer));
+    // A thread that dies (out of memory) takes the running check with it, as at the deadline.
+    worker.on('error', (error) => {
+      if (this.#worker !== worker) return;
+      const running = this.#running;
+      if (running !== undefined) this.#giveUp(running, 'schema_check_failed', `failed (${error.message})`);
+      else this.#replace();
+    });
+    this.#holdOpenWhileBusy();
+  }
+
+  /**
+   * A thread with checks to do keeps the program alive until they are answered; an idle one does
+   * not. Called after the listeners are added (adding a 'message' listener refs the thread again).
+   */
+  #holdOpenWhileBusy(): void {
+    if (this.#running !== undefined || this.#turns.length > 0) this.#worker?.ref();
+    else this.#worker?.unref();
+  }
+
+  #answer(worker: Worker, answer: CheckAnswer): void {
+    if (this.#worker !== worker) return;
+    if (answer.kind === 'ready') {
+      this.#ready = true;
+      this.#pump();
+      return;
+    }
+    const running = this.#running;
+    if (running?.request?.id !== answer.id) return;
+    clearTimeout(this.#timer);
+    this.#running = undefined;
+    if (answer.kind === 'passed') running.resolve();
+    else {
+      const options = answer.field === undefined ? {} : { field: answer.field };
+      running.reject(answer.status < 500 ? new InputError(answer.status, answer.code, answer.message, options) : new SluiceError(answer.status, answer.code, answer.message, options));
+    }
+    this.#pump();
+  }
+
+  /** Refuses the running check (its payload and schema are what took too long), and starts a new thread for the rest. */
+  #giveUp(check: Check, code: string, what: string): void {
+    if (this.#running !== check) return;
+    this.#running = undefined;
+    const type = check.request?.type ?? '';
+    check.reject(new InputError(422, code, `Checking this payload against the schema for "${type}" ${what}; nothing was stored. Send a smaller payload, or make the schema simpler.`, { field: 'payload' }));
+    this.#replace();
+  }
+
+  #replace(): void {
+    clearTimeout(this.#timer);
+    const worker = this.#worker;
+    this.#worker = undefined;
+    this.#ready = false;
+    void worker?.terminate();
+    this.#pump();
+  }
+}
+
+/** The process's checker: one thread, shared by every runtime in the process (tests start several). */
+export const schemaChecks = new SchemaChecks();

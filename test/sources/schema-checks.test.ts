@@ -1,0 +1,62 @@
+// Payload checks against customer schemas run in the checking thread with a deadline: a check that
+// would take seconds is refused (422) at the deadline while the event loop keeps turning, the next
+// check runs on a fresh thread, orgs take turns, and an `ordered` check of a type without a schema
+// still waits behind its org's earlier checks.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { InputError } from '../../runtime/errors.ts';
+import { SchemaChecks } from '../../runtime/sources/schema-checks.ts';
+
+const DEADLINE_MS = 300;
+
+/** A schema within every write-time cap whose check costs items x branches: seconds for these payloads. */
+const costly = { type: 'object', properties: { a: { type: 'array', items: { anyOf: Array.from({ length: 1500 }, (_, i) => ({ const: `v${i}` })) } } } };
+const costlyPayload = JSON.stringify({ a: Array.from({ length: 20_000 }, () => 'v1499') });
+const simple = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
+
+const declarer = (orgId: string, eventTypes: Record<string, object>) => ({ org_id: orgId, name: 'in', updated_at: '2026-12-01T00:00:00.000Z', event_types: eventTypes });
+
+test('a check past the deadline is refused while the event loop turns; the next check runs on a new thread', async () => {
+  const checks = new SchemaChecks(DEADLINE_MS);
+  try {
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 10);
+    const slow = await checks.check(declarer('acct-a', { 'x.y': costly }), 'x.y', costlyPayload)!.catch((error: unknown) => error);
+    clearInterval(ticking);
+    assert.ok(slow instanceof InputError);
+    assert.deepEqual([slow.status, slow.code, slow.field], [422, 'schema_check_too_slow', 'payload']);
+    assert.match(slow.message, new RegExp(`schema for "x.y" took longer than ${DEADLINE_MS} ms; nothing was stored`));
+    assert.ok(turns >= 5, `the event loop kept turning during the check (${turns} timer turns)`);
+
+    await checks.check(declarer('acct-a', { 'x.y': simple }), 'x.y', '{"id":"a-1"}');
+    const refused = await checks.check(declarer('acct-a', { 'x.y': simple }), 'x.y', '{"id":7}')!.catch((error: unknown) => error);
+    assert.ok(refused instanceof InputError);
+    assert.deepEqual([refused.code, refused.field], ['schema_validation_failed', 'payload.id']);
+    assert.equal(checks.check(declarer('acct-a', { 'x.y': simple }), 'other.type', '{}'), undefined, 'a type without a schema is not checked');
+  } finally {
+    await checks.close();
+  }
+});
+
+test('orgs take turns: one org\'s slow checks hold another\'s back by at most one; ordered checks keep their org\'s order', async () => {
+  const checks = new SchemaChecks(DEADLINE_MS);
+  try {
+    const settled: string[] = [];
+    const note = (name: string) => (promise: Promise<void> | undefined): Promise<void> =>
+      (promise ?? Promise.resolve()).then(() => void settled.push(`${name} passed`), () => void settled.push(`${name} refused`));
+    const slowOrg = declarer('acct-slow', { 'x.y': costly });
+    const otherOrg = declarer('acct-other', { 'x.y': simple });
+    const all = [
+      note('slow-1')(checks.check(slowOrg, 'x.y', costlyPayload)),
+      note('slow-2')(checks.check(slowOrg, 'x.y', costlyPayload)),
+      // No schema for this type, but ordered: it waits for the org's two checks before it.
+      note('slow-unchecked')(checks.check(slowOrg, 'no.schema', '{}', true)),
+      note('other-1')(checks.check(otherOrg, 'x.y', '{"id":"b"}')),
+    ];
+    await Promise.all(all);
+    assert.deepEqual(settled, ['slow-1 refused', 'other-1 passed', 'slow-2 refused', 'slow-unchecked passed']);
+  } finally {
+    await checks.close();
+  }
+});
