@@ -88,12 +88,13 @@ export class SchemaChecks {
     await worker?.terminate();
   }
 
-  /** Starts the next check when none runs: orgs in turn, places in line settled on the way. */
+  /** Moves the line on, then holds the program open only while there is checking to do. */
   #pump(): void {
     this.#drain();
     this.#holdOpenWhileBusy();
   }
 
+  /** Starts the next check when none runs (the thread first, if it is not ready): orgs in turn, places in line settled on the way. */
   #drain(): void {
     while (this.#running === undefined && this.#turns.length > 0) {
       const orgId = this.#turns[0]!;
