@@ -18,6 +18,7 @@ import { asOrgId, asWorkflowId, type WorkflowId } from '../../actors/ids.ts';
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import { LRUCache } from 'lru-cache';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
@@ -32,8 +33,18 @@ export const MAX_WORKFLOWS_PER_ORG = 2000;
 export const MAX_VERSIONS_PER_WORKFLOW = 1000;
 const WORKFLOW_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HIGH = '\uffff';
-/** Pinned versions kept decoded in memory; they never change once written, so only size bounds this. */
-const PINNED_CACHE_SIZE = 4096;
+/**
+ * Pinned versions kept decoded in memory; they never change once written, so only size bounds
+ * this: by count, and by their JSON size (a version can be about 1 MiB: 400 of them once took the
+ * heap past 1 GB for one org, and a few orgs could have taken the process out of memory).
+ */
+export const PINNED_CACHE = { max: 4096, maxBytes: 64 * 1024 * 1024 };
+
+/** What `matching` remembers of a matching workflow: its current version, read through the pinned cache each time. */
+type MatchRef = readonly [workflowId: string, version: number] | WorkflowVersion;
+
+const NO_MATCHES: readonly WorkflowVersion[] = Object.freeze([]);
+const isVersionRef = (ref: MatchRef): ref is readonly [string, number] => Array.isArray(ref);
 
 /** True for the ids this store mints (lower-case UUIDs); anything else cannot name a workflow. */
 export const isWorkflowId = (value: string): value is WorkflowId => WORKFLOW_ID.test(value);
@@ -57,17 +68,26 @@ export class WorkflowStore {
   readonly #versions: LedgerTable;
   readonly #triggers: LedgerTable;
   readonly #secrets: LedgerTable;
-  /** Decoded pinned versions, oldest first: every event and step reads one, and a version never changes. */
-  readonly #pinned = new Map<string, WorkflowVersion>();
-  /** `matching` answers (empty ones too: most event types trigger nothing), forgotten per org on every workflow write. */
-  readonly #matches = new RecordCache<readonly WorkflowVersion[]>();
+  /** Decoded pinned versions, least recently used out first: every event and step reads one, and a version never changes. */
+  readonly #pinned: LRUCache<string, WorkflowVersion>;
+  /**
+   * `matching` answers (empty ones too: most event types trigger nothing), forgotten per org on
+   * every workflow write. They name versions rather than hold them, so only #pinned weighs them.
+   */
+  readonly #matches = new RecordCache<readonly MatchRef[]>();
 
-  constructor(ledger: Ledger) {
+  constructor(ledger: Ledger, pinnedCache: { readonly max: number; readonly maxBytes: number } = PINNED_CACHE) {
+    this.#pinned = new LRUCache({ max: pinnedCache.max, maxSize: pinnedCache.maxBytes, sizeCalculation: (version) => Math.max(1, JSON.stringify(version).length) });
     this.#root = ledger.root;
     this.#workflows = ledger.openDatabase('workflows');
     this.#versions = ledger.openDatabase('workflow-versions');
     this.#triggers = ledger.openDatabase('workflow-triggers');
     this.#secrets = ledger.openDatabase('workflow-secrets');
+  }
+
+  /** How many pinned versions are held decoded, and their JSON size (at most PINNED_CACHE.maxBytes). */
+  get pinnedHeld(): { readonly versions: number; readonly bytes: number } {
+    return { versions: this.#pinned.size, bytes: this.#pinned.calculatedSize };
   }
 
   get(orgId: string, workflowId: string): Workflow | undefined {
@@ -84,7 +104,6 @@ export class WorkflowStore {
     const stored = this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined;
     if (stored === undefined) return undefined;
     this.#pinned.set(slot, stored);
-    if (this.#pinned.size > PINNED_CACHE_SIZE) this.#pinned.delete(this.#pinned.keys().next().value as string);
     return stored;
   }
 
@@ -110,11 +129,18 @@ export class WorkflowStore {
    * comes from the ledger (see record-cache.ts).
    */
   matching(orgId: string, environment: string, eventType: string): readonly WorkflowVersion[] {
-    return this.#matches.read(orgId, `${environment}\u0000${eventType}`, () => this.#readMatching(orgId, environment, eventType)) ?? [];
+    const refs = this.#matches.read(orgId, `${environment}\u0000${eventType}`, () => this.#readMatching(orgId, environment, eventType)) ?? [];
+    if (refs.length === 0) return NO_MATCHES;
+    const matches: WorkflowVersion[] = [];
+    for (const ref of refs) {
+      const version = isVersionRef(ref) ? this.version(orgId, ref[0], ref[1]) : ref;
+      if (version !== undefined) matches.push(version);
+    }
+    return matches;
   }
 
-  #readMatching(orgId: string, environment: string, eventType: string): WorkflowVersion[] {
-    const matches: WorkflowVersion[] = [];
+  #readMatching(orgId: string, environment: string, eventType: string): MatchRef[] {
+    const matches: MatchRef[] = [];
     const entries = this.#triggers.getRange({ start: [orgId, environment, eventType], end: [orgId, environment, eventType, HIGH] });
     for (const { key, value } of entries) {
       const [keyOrg, keyEnv, keyType, workflowId] = key as [string, string, string, string];
@@ -122,13 +148,14 @@ export class WorkflowStore {
       // A trigger entry exists only for an enabled workflow and holds its current version.
       const pinned = typeof value === 'number' ? this.version(orgId, workflowId, value) : undefined;
       if (pinned !== undefined) {
-        matches.push(pinned);
+        matches.push([workflowId, pinned.version]);
         continue;
       }
       // Entries written before triggers held the version: read the workflow itself.
       const workflow = this.#workflows.get([orgId, workflowId]) as Workflow | undefined;
       if (workflow === undefined || workflow.status !== 'enabled') continue;
-      matches.push(this.version(orgId, workflowId, workflow.version) ?? toWorkflowVersion(workflow));
+      // A workflow whose version record is missing (older data) is kept whole: it has nothing to read again.
+      matches.push(this.version(orgId, workflowId, workflow.version) === undefined ? toWorkflowVersion(workflow) : [workflowId, workflow.version]);
     }
     return matches;
   }

@@ -179,3 +179,28 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.deepEqual(store.signingSecrets('org-v', 'not-a-uuid'), []);
   });
 });
+
+describe('WorkflowStore pinned-version cache', () => {
+  test('decoded versions are held within their byte bound; matching still answers every workflow, read again as needed', async () => {
+    const kind = LEDGER_KINDS[0]!;
+    const opened = kind.open();
+    try {
+      const bound = { max: 4096, maxBytes: 100_000 };
+      const store = new WorkflowStore(opened.ledger, bound);
+      // Ten workflows of about 30 KB each (a header value of 1,000 characters on 25 steps).
+      const steps = Array.from({ length: 25 }, (_, i) => ({ id: `s${i}`, ...hook(), headers: { 'x-note': 'n'.repeat(1000) } }));
+      const made: string[] = [];
+      for (let i = 0; i < 10; i++) made.push((await store.create(draftOf({ name: `big-${i}`, trigger_event: 'big.event', steps }), 'org-big', T0)).workflow.id);
+      for (let round = 0; round < 2; round++) {
+        const matches = store.matching('org-big', 'production', 'big.event');
+        assert.deepEqual(ids(matches), [...made].sort(), 'every matching workflow, whole');
+        assert.ok(matches.every((v) => v.definition.steps.length === 25));
+        const held = store.pinnedHeld;
+        assert.ok(held.bytes <= bound.maxBytes, `${held.bytes} bytes held`);
+        assert.ok(held.versions >= 1 && held.versions <= 4, `${held.versions} versions of about 30 KB held within 100,000 bytes`);
+      }
+    } finally {
+      await opened.close();
+    }
+  });
+});
