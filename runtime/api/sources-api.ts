@@ -5,7 +5,8 @@
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
-import { assertSchemasCompile, EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
+import { EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
+import { compileSchemas } from '../sources/schema-checks.ts';
 import {
   DEFAULT_BODY_LIMIT_BYTES,
   ENVIRONMENTS,
@@ -77,7 +78,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         assertSandboxAllowed(org, body.environment ?? 'production');
         const scheme = body.scheme ?? 'standard-webhooks';
         assertSecretsFit(scheme, body.secrets);
-        assertSchemasCompile(body.event_types ?? {});
+        await compileSchemas(org.id, body.event_types);
         const now = isoAt(ctx.clock.now());
         const source: SourceRecord = {
           org_id: org.id,
@@ -104,7 +105,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         const current = requireSource(request, org);
         const update = parseUpdate(parseJsonRequest(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
-        if (update.event_types !== undefined) assertSchemasCompile(update.event_types);
+        await compileSchemas(org.id, update.event_types);
         // Merged onto the source as stored when the write runs: a concurrent update is not undone.
         const next = await ctx.sources.update(org.id, current.name, (stored): SourceRecord => ({
           ...stored,

@@ -1,20 +1,19 @@
-// The worker thread that checks event payloads against their source's (or device's) schema
-// (event-schemas.ts), one request at a time: a check that takes long holds this thread, never the
-// event loop every tenant shares; schema-checks.ts ends the thread past a deadline.
+// The worker thread that checks event payloads against their source's (or device's) schema, and
+// compiles the schemas a write declares (event-schemas.ts), one request at a time: work that takes
+// long holds this thread, never the event loop every tenant shares; schema-checks.ts ends the
+// thread past a deadline.
 
 import { parentPort } from 'node:worker_threads';
 import { SluiceError } from '../errors.ts';
-import { validateEventPayload } from './event-schemas.ts';
+import { assertSchemasCompile, validateEventPayload } from './event-schemas.ts';
 
-/** What the checking side asks: `payloadJson` against `schemaText`, declared by (orgId, name) for `type`. */
-export interface CheckRequest {
-  readonly id: number;
-  readonly orgId: string;
-  readonly name: string;
-  readonly type: string;
-  readonly schemaText: string;
-  readonly payloadJson: string;
-}
+/**
+ * What the checking side asks: `payloadJson` against `schemaText`, declared by (orgId, name) for
+ * `type`; or whether every schema of a write (`eventTypesText`, type -> schema) compiles.
+ */
+export type CheckRequest =
+  | { readonly kind: 'payload'; readonly id: number; readonly orgId: string; readonly name: string; readonly type: string; readonly schemaText: string; readonly payloadJson: string }
+  | { readonly kind: 'compile'; readonly id: number; readonly eventTypesText: string };
 
 /** What this thread answers: first `ready`, then one result per request, in order. */
 export type CheckAnswer =
@@ -28,9 +27,12 @@ if (port === null) throw new Error('schema-check-worker.ts runs as a worker thre
 port.on('message', (request: CheckRequest) => {
   let answer: CheckAnswer;
   try {
-    // The schema's text versions its cached validator: a changed schema is compiled again.
-    const declarer = { org_id: request.orgId, name: request.name, updated_at: request.schemaText, event_types: { [request.type]: JSON.parse(request.schemaText) as object } };
-    validateEventPayload(declarer, request.type, JSON.parse(request.payloadJson));
+    if (request.kind === 'compile') assertSchemasCompile(JSON.parse(request.eventTypesText) as Record<string, object>);
+    else {
+      // The schema's text versions its cached validator: a changed schema is compiled again.
+      const declarer = { org_id: request.orgId, name: request.name, updated_at: request.schemaText, event_types: { [request.type]: JSON.parse(request.schemaText) as object } };
+      validateEventPayload(declarer, request.type, JSON.parse(request.payloadJson));
+    }
     answer = { kind: 'passed', id: request.id };
   } catch (error) {
     const refusal = error instanceof SluiceError ? error : new SluiceError(422, 'schema_check_failed', `The payload could not be checked against its schema: ${error instanceof Error ? error.message : String(error)}`);

@@ -1,13 +1,14 @@
-// Checks event payloads against the schemas their source (or device) declares, in a worker thread
-// (schema-check-worker.ts), with a deadline. A check costs up to schema size x payload size, and a
-// hostile schema within every write-time cap (a 26 KB `anyOf` of 1,500 values against 20,000 array
-// items) took 9 s: on the event loop that was 9 s of no answer for every tenant. Past the deadline
-// the thread is ended (and a new one started) and the payload refused, nothing stored.
+// Checks event payloads against the schemas their source (or device) declares, and compiles the
+// schemas a write declares, in worker threads (schema-check-worker.ts), each with a deadline. A
+// check costs up to schema size x payload size: a hostile schema within every write-time cap (a
+// 26 KB `anyOf` of 1,500 values against 20,000 array items) took 9 s, and compiling a 1 MiB write
+// of schemas 6.5 s; on the event loop that was that long with no answer for any tenant. Past the
+// deadline the thread is ended (a new one starts for the rest) and the payload or write refused.
 //
-// One check runs at a time; orgs take turns, and each org's checks run in the order they came, so
-// a tenant's slow checks delay its own, not another's behind all of them. A check that asks for
-// order (`ordered`, a device socket's messages) waits behind its org's earlier checks even when its
-// own type declares no schema, so messages are still stored in the order they came.
+// One check runs at a time per thread; orgs take turns, and each org's checks run in the order they
+// came, so a tenant's slow checks delay its own, not another's behind all of them. A check that
+// asks for order (`ordered`, a device socket's messages) waits behind its org's earlier checks even
+// when its own type declares no schema, so messages are still stored in the order they came.
 
 import { Worker } from 'node:worker_threads';
 import { InputError, RetryableError, SluiceError } from '../errors.ts';
@@ -16,6 +17,8 @@ import type { CheckAnswer, CheckRequest } from './schema-check-worker.ts';
 
 /** How long one payload's check may take. */
 export const SCHEMA_CHECK_DEADLINE_MS = 1000;
+/** How long compiling the schemas of one write may take (a 1 MiB write of 200 schemas took 6.5 s). */
+export const SCHEMA_COMPILE_DEADLINE_MS = 20_000;
 
 /** Memory the checking thread may use; past it the thread ends, as at the deadline. */
 const WORKER_HEAP_MB = 512;
@@ -24,6 +27,8 @@ interface Check {
   readonly orgId: string;
   /** Undefined for a place in line only (an ordered check of a type without a schema). */
   readonly request: CheckRequest | undefined;
+  /** The refusal when the deadline passes (`what`: "took longer than …" or why the thread ended). */
+  readonly tooSlow: (code: string, what: string) => InputError;
   readonly resolve: () => void;
   readonly reject: (error: Error) => void;
 }
@@ -62,13 +67,31 @@ export class SchemaChecks {
     // Own keys only: a type named like an Object.prototype member ("constructor") declares no schema.
     const schema = Object.hasOwn(declarer.event_types, type) ? declarer.event_types[type] : undefined;
     if (schema === undefined && !(ordered && (this.#waiting.has(orgId) || this.#running?.orgId === orgId))) return undefined;
-    const request = schema === undefined ? undefined : { id: this.#nextId++, orgId, name: declarer.name, type, schemaText: schemaTextOf(schema), payloadJson };
+    const request = schema === undefined ? undefined : { kind: 'payload' as const, id: this.#nextId++, orgId, name: declarer.name, type, schemaText: schemaTextOf(schema), payloadJson };
+    const tooSlow = (code: string, what: string): InputError =>
+      new InputError(422, code, `Checking this payload against the schema for "${type}" ${what}; nothing was stored. Send a smaller payload, or make the schema simpler.`, { field: 'payload' });
+    return this.#enqueue(orgId, request, tooSlow);
+  }
+
+  /**
+   * Compiles every schema a write of `orgId` declares (type -> schema): resolves when all compile,
+   * rejects with the 400 naming the event type otherwise (assertSchemasCompile).
+   */
+  compile(orgId: string, eventTypes: Readonly<Record<string, object>>): Promise<void> {
+    const request = { kind: 'compile' as const, id: this.#nextId++, eventTypesText: JSON.stringify(eventTypes) };
+    const tooSlow = (code: string, what: string): InputError =>
+      new InputError(400, code === 'schema_check_too_slow' ? 'schema_compile_too_slow' : code, `Compiling these event type schemas ${what}; nothing was saved. Declare fewer or smaller schemas in one write.`, { field: 'event_types' });
+    return this.#enqueue(orgId, request, tooSlow);
+  }
+
+  #enqueue(orgId: string, request: CheckRequest | undefined, tooSlow: Check['tooSlow']): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      const check = { orgId, request, tooSlow, resolve, reject };
       const queue = this.#waiting.get(orgId);
       if (queue === undefined) {
-        this.#waiting.set(orgId, [{ orgId, request, resolve, reject }]);
+        this.#waiting.set(orgId, [check]);
         this.#turns.push(orgId);
-      } else queue.push({ orgId, request, resolve, reject });
+      } else queue.push(check);
       this.#pump();
     });
   }
@@ -167,8 +190,7 @@ export class SchemaChecks {
   #giveUp(check: Check, code: string, what: string): void {
     if (this.#running !== check) return;
     this.#running = undefined;
-    const type = check.request?.type ?? '';
-    check.reject(new InputError(422, code, `Checking this payload against the schema for "${type}" ${what}; nothing was stored. Send a smaller payload, or make the schema simpler.`, { field: 'payload' }));
+    check.reject(check.tooSlow(code, what));
     this.#replace();
   }
 
@@ -182,5 +204,13 @@ export class SchemaChecks {
   }
 }
 
-/** The process's checker: one thread, shared by every runtime in the process (tests start several). */
+/** The process's payload checker: one thread, shared by every runtime in the process (tests start several). */
 export const schemaChecks = new SchemaChecks();
+
+/** Compiles the schemas source and device writes declare, in a thread of its own: a slow write never holds up payload checks. */
+export const schemaCompiles = new SchemaChecks(SCHEMA_COMPILE_DEADLINE_MS);
+
+/** Checks that every schema a write declares compiles (none declared: nothing to do); 400 naming the event type otherwise. */
+export async function compileSchemas(orgId: string, eventTypes: Readonly<Record<string, object>> | undefined): Promise<void> {
+  if (eventTypes !== undefined && Object.keys(eventTypes).length > 0) await schemaCompiles.compile(orgId, eventTypes);
+}

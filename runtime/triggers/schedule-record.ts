@@ -104,13 +104,23 @@ function cronerProblem(error: unknown): string {
 }
 
 /**
- * Whether the tick at `tickMs` is done: at or before `last_tick_ms`. A `last_tick_ms` past `nowMs`
- * means the clock was ahead when it was written and has been set back; trusting it would keep the
- * schedule quiet until the clock caught up, so then no tick counts as done: the newest one owed is
- * sent and `last_tick_ms` comes back to the clock (a tick sent before keeps its event id, so it is
- * not stored twice while that event is retained).
+ * How far behind the last tick sent the clock may be set back and still be waited out: up to this,
+ * the ticks of the time it went back were sent already (a step of a few seconds right after a tick
+ * must not send the tick before it again), so the schedule goes on when the clock passes its last
+ * tick again, at most this late.
  */
-export const isTickDone = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean => schedule.last_tick_ms <= nowMs && tickMs <= schedule.last_tick_ms;
+export const WAITED_OUT_SET_BACK_MS = 60 * 60_000;
+
+/**
+ * Whether the tick at `tickMs` is done: at or before `last_tick_ms`. A `last_tick_ms` more than
+ * WAITED_OUT_SET_BACK_MS past `nowMs` means the clock was far ahead when it was written and has been
+ * set back; trusting it would keep the schedule quiet until the clock caught up (a year, for a host
+ * clock that ran a year ahead), so then no tick counts as done: the newest one owed is sent and
+ * `last_tick_ms` comes back to the clock (a tick sent before keeps its event id, so it is not stored
+ * twice while that event is retained).
+ */
+export const isTickDone = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean =>
+  schedule.last_tick_ms <= nowMs + WAITED_OUT_SET_BACK_MS && tickMs <= schedule.last_tick_ms;
 
 /** The newest tick at or before `nowMs` that is not done: the one tick owed now, if any. */
 export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | undefined {

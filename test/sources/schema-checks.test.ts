@@ -60,3 +60,23 @@ test('orgs take turns: one org\'s slow checks hold another\'s back by at most on
     await checks.close();
   }
 });
+
+/** Many event type schemas whose compiling takes a while (ajv generates code for each property). */
+const manySchemas = (count: number): Record<string, object> =>
+  Object.fromEntries(Array.from({ length: count }, (_, i) => [`t.${i}`, { type: 'object', properties: Object.fromEntries(Array.from({ length: 120 }, (_, j) => [`p${j}`, { type: 'string', minLength: 1, maxLength: 64 }])) }]));
+
+test('a write\'s schemas compile in the thread: a bad one is refused naming its type, and one past the deadline is refused as too slow', async () => {
+  const compiles = new SchemaChecks(DEADLINE_MS);
+  try {
+    await compiles.compile('acct-a', { 'ok.type': simple });
+    const bad = await compiles.compile('acct-a', { 'ok.type': simple, 'bad.type': { type: 'no-such-type' } }).catch((error: unknown) => error);
+    assert.ok(bad instanceof InputError);
+    assert.deepEqual([bad.status, bad.code, bad.field], [400, 'invalid_event_schema', 'event_types.bad.type']);
+    const slow = await compiles.compile('acct-a', manySchemas(200)).catch((error: unknown) => error);
+    assert.ok(slow instanceof InputError);
+    assert.deepEqual([slow.status, slow.code, slow.field], [400, 'schema_compile_too_slow', 'event_types']);
+    assert.match(slow.message, /Compiling these event type schemas took longer than 300 ms; nothing was saved/);
+  } finally {
+    await compiles.close();
+  }
+});

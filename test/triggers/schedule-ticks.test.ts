@@ -69,13 +69,20 @@ test('daylight saving with * or a step in the minute or hour field follows the w
   assert.deepEqual(ticksBetween('0 1-3 * * *', 'Europe/Berlin', spring, spring + 24 * 3_600_000), ['2026-03-29T00:00:00.000Z', '2026-03-29T01:00:00.000Z']);
 });
 
-test('a clock set back behind the last tick done counts from now, not from the future', () => {
+test('a clock set back far behind the last tick done counts from now, not from the future; a small step back is waited out', () => {
   const now = Date.UTC(2026, 10, 30, 10, 0, 1);
   const ahead = schedule('0 * * * *', 'UTC', Date.UTC(2027, 10, 30, 10));
   assert.equal(tickOwed(ahead, now), Date.UTC(2026, 10, 30, 10), 'the newest tick up to now is owed (its event id keeps it from being stored twice)');
   const caughtUp = { ...ahead, last_tick_ms: Date.UTC(2026, 10, 30, 10) };
   assert.equal(nextTickAt(caughtUp, now), Date.UTC(2026, 10, 30, 11), 'then the next hour, not next year');
   assert.equal(tickOwed(caughtUp, Date.UTC(2026, 10, 30, 11)), Date.UTC(2026, 10, 30, 11));
+  // A step of a few seconds back right after the 10:00 tick sends nothing: not 09:00 again, not 10:00 twice.
+  const justSent = schedule('0 * * * *', 'UTC', Date.UTC(2026, 10, 30, 10));
+  const stepBack = Date.UTC(2026, 10, 30, 9, 59, 58);
+  assert.equal(tickOwed(justSent, stepBack), undefined);
+  assert.equal(nextTickAt(justSent, stepBack), Date.UTC(2026, 10, 30, 10));
+  assert.equal(tickOwed(justSent, Date.UTC(2026, 10, 30, 10)), undefined, 'its time comes again: done already');
+  assert.equal(nextTickAt(justSent, Date.UTC(2026, 10, 30, 10)), Date.UTC(2026, 10, 30, 11));
   const missed = schedule('0 * * * *', 'UTC', Date.UTC(2026, 10, 30, 7));
   assert.equal(tickOwed(missed, now), Date.UTC(2026, 10, 30, 10), 'only the newest missed tick is owed');
   assert.equal(nextTickAt(missed, now), now);
