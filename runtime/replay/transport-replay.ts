@@ -88,7 +88,7 @@ async function checkSchema(source: SourceRecord | undefined, parsed: boolean, ty
   }
 }
 
-/** Ingest's order (hook-routes.ts): unknown source, the plan's sandbox, size, then the body, the schema, and dedup at the write. */
+/** Ingest's order (server.ts reads the body within the source's limit before hook-routes.ts runs): unknown source, size, the plan's sandbox, then the body, the schema, and dedup at the write. */
 function wouldAnswer(
   source: SourceRecord | undefined,
   sandboxAllowed: boolean,
@@ -98,8 +98,8 @@ function wouldAnswer(
   duplicate: boolean,
 ): TransportReplayReport['would_answer'] {
   if (source === undefined) return { status: 404, code: 'not_found' };
-  if (source.environment === 'sandbox' && !sandboxAllowed) return { status: 402, code: 'sandbox_disabled' };
   if (recording.body_bytes > source.body_limit_bytes) return { status: 413, code: 'payload_too_large' };
+  if (source.environment === 'sandbox' && !sandboxAllowed) return { status: 402, code: 'sandbox_disabled' };
   if (!parsed) return { status: 400, code: 'malformed_json' };
   if (schema.ok === false) return { status: 422, code: schema.code };
   if (duplicate) return { status: 409, code: 'duplicate_event' };

@@ -271,21 +271,28 @@ test('transport replay of a delivery whose source now lives in the other environ
   assert.deepEqual(report.would_trigger.map((w: { name: string }) => w.name), ['charge-sandbox'], 'the sandbox workflow, not the production one');
 });
 
-test('transport replay of a delivery whose source is now a sandbox one, in an org whose plan has no sandbox: 402, as ingest answers', async () => {
+test('transport replay of a delivery whose source is now a sandbox one, in an org whose plan has no sandbox: 402, or 413 first when over its limit, as ingest answers', async () => {
   const org = 'acct-replay-downgraded';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
   const asOrg = { token: orgKey };
-  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { ...asOrg, json: { name: 'pay', secrets: [SECRET] } })).status, 201);
-  const body = JSON.stringify({ type: 'payment.succeeded', amount: 5 });
-  const sent = await call(rt.url, 'POST', `/hooks/${org}/pay`, { body, headers: signStandard(SECRET, 'msg-downgraded', Math.floor(Date.now() / 1000), body) });
-  assert.equal(sent.status, 204, sent.text);
-  assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}/sources/pay`, asOrg)).status, 204);
-  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { ...asOrg, json: { name: 'pay', environment: 'sandbox', secrets: [SECRET] } })).status, 201);
+  const body = JSON.stringify({ type: 'payment.succeeded', amount: 5, note: 'x'.repeat(2000) });
+  const send = (source: string, id: string) => call(rt.url, 'POST', `/hooks/${org}/${source}`, { body, headers: signStandard(SECRET, id, Math.floor(Date.now() / 1000), body) });
+  const delivered = new Map<string, string>();
+  for (const [source, sandboxLimit] of [['pay', 1024 * 1024], ['pay-small', 1024]] as const) {
+    assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { ...asOrg, json: { name: source, secrets: [SECRET] } })).status, 201);
+    const sent = await send(source, `msg-${source}`);
+    assert.equal(sent.status, 204, sent.text);
+    delivered.set(source, sent.headers.get('sluice-event-id')!);
+    assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}/sources/${source}`, asOrg)).status, 204);
+    const recreated = { name: source, environment: 'sandbox', secrets: [SECRET], body_limit_bytes: sandboxLimit };
+    assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { ...asOrg, json: recreated })).status, 201);
+  }
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
 
-  const again = await call(rt.url, 'POST', `/hooks/${org}/pay`, { body, headers: signStandard(SECRET, 'msg-downgraded-2', Math.floor(Date.now() / 1000), body) });
-  assert.equal(again.status, 402, 'what ingest answers today');
-  const report = await call(rt.url, 'POST', `/organizations/${org}/events/${sent.headers.get('sluice-event-id')}/transport-replay`, asOrg);
-  assert.equal(report.status, 200, report.text);
-  assert.deepEqual(report.body.report.would_answer, { status: 402, code: 'sandbox_disabled' });
+  for (const [source, status, code] of [['pay', 402, 'sandbox_disabled'], ['pay-small', 413, 'payload_too_large']] as const) {
+    assert.equal((await send(source, `msg-${source}-again`)).status, status, `what ingest answers today (${source})`);
+    const report = await call(rt.url, 'POST', `/organizations/${org}/events/${delivered.get(source)}/transport-replay`, asOrg);
+    assert.equal(report.status, 200, report.text);
+    assert.deepEqual(report.body.report.would_answer, { status, code });
+  }
 });
