@@ -225,9 +225,9 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
 
   const pruning = startPruneLoop(
     {
-      inbox: () => inbox.prune(clock.now()),
+      inbox: (stop) => inbox.prune(clock.now(), undefined, stop),
       live_updates: () => updateLog.trim(),
-      history: () => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS),
+      history: (stop) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
     },
     Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))),
     (job, error) => {

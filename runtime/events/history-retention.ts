@@ -28,9 +28,10 @@ export interface PrunedHistory {
 /**
  * Removes every event received before `nowMs - retentionMs` whose runs have all finished, with its
  * recording, its runs and their index entries; at most `passSize` events are read per transaction.
- * Resolves once all of it is durable.
+ * Resolves once all of it is durable, or after the pass in progress once `stop` is aborted (the
+ * runtime is closing: the next prune goes on from where this one got).
  */
-export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs: number, passSize = 1000): Promise<PrunedHistory> {
+export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs: number, passSize = 1000, stop?: AbortSignal): Promise<PrunedHistory> {
   const cutoff = nowMs - retentionMs;
   let events = 0;
   let runs = 0;
@@ -45,6 +46,7 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
         events += pass.events;
         runs += pass.runs;
         const last = keys.at(-1);
+        if (stop?.aborted === true) return { events, runs };
         if (keys.length < passSize || last === undefined) break;
         // Just after the last key read: ids never hold "\u0000".
         start = [orgId, environment, last[2], `${last[3]}\u0000`];

@@ -72,12 +72,13 @@ export class Inbox {
    * (each durable before the next is read, so requests go on in between); resolves with the number
    * of index entries removed. A claim renewed since is left in place.
    */
-  async prune(nowMs: number, passSize = 10_000): Promise<number> {
+  async prune(nowMs: number, passSize = 10_000, stop?: AbortSignal): Promise<number> {
     let removed = 0;
     for (;;) {
       const pass = await this.#prunePass(nowMs, passSize);
       removed += pass;
-      if (pass < passSize) return removed;
+      // Closing: the rest is left to the next start's prune.
+      if (pass < passSize || stop?.aborted === true) return removed;
     }
   }
 

@@ -1,25 +1,27 @@
 // What retention lets go (dedup claims, live updates past retention, history past retention) is
 // pruned once right after start and then every interval: a runtime restarted more often than the
 // interval still prunes. One pass at a time (a slow pass is not started again over itself), each
-// job on its own, a failed job counted and logged; close waits for the pass in flight, so none
-// runs on into a closed ledger.
+// job on its own, a failed job counted and logged; close stops the pass in flight after the batch
+// each job is writing (a start-up prune of a long backlog would otherwise hold a shutdown for
+// seconds) and waits for that, so none runs on into a closed ledger.
 
 export interface PruneLoop {
   /** Stops the loop; resolves once the pass in flight (if any) has ended. */
   close(): Promise<void>;
 }
 
-/** Starts the loop: `jobs` by name; `onFailure` hears a job that threw or rejected. */
+/** Starts the loop: `jobs` by name, each told by `stop` to end after its current batch; `onFailure` hears a job that threw or rejected. */
 export function startPruneLoop(
-  jobs: Readonly<Record<string, () => Promise<unknown>>>,
+  jobs: Readonly<Record<string, (stop: AbortSignal) => Promise<unknown>>>,
   intervalMs: number,
   onFailure: (job: string, error: unknown) => void,
 ): PruneLoop {
   let inFlight: Promise<void> | undefined;
   let closed = false;
+  const stopping = new AbortController();
   const pass = (): void => {
     if (closed || inFlight !== undefined) return;
-    const runs = Object.entries(jobs).map(([job, run]) => Promise.resolve().then(run).catch((error: unknown) => onFailure(job, error)));
+    const runs = Object.entries(jobs).map(([job, run]) => Promise.resolve(stopping.signal).then(run).catch((error: unknown) => onFailure(job, error)));
     inFlight = Promise.all(runs).then(() => {
       inFlight = undefined;
     });
@@ -31,6 +33,7 @@ export function startPruneLoop(
   return {
     async close(): Promise<void> {
       closed = true;
+      stopping.abort();
       clearTimeout(first);
       clearInterval(every);
       await inFlight;

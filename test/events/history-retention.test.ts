@@ -126,3 +126,17 @@ test('a time index entry that names no event (gone, or its id now names a later 
   assert.equal(ledger.eventsByTime.doesExist(replaced), false);
   assert.notEqual(await reactions('evt-replaced'), 'gone', 'the event its id names now (newer) stays');
 });
+
+test('a prune told to stop ends after the pass in progress; the next one goes on from there', async () => {
+  for (const id of ['stop-1', 'stop-2', 'stop-3']) await sendApi(id, 'nobody.listens');
+  clock.advance(31 * DAY_MS);
+  const { ledger, context } = rt.runtime;
+  const stopped = new AbortController();
+  stopped.abort();
+  const first = await pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 1, stopped.signal);
+  assert.ok(first.events <= 1, `one pass of one event at most (${first.events})`);
+  const left = async (): Promise<number> => (await Promise.all(['stop-1', 'stop-2', 'stop-3'].map(reactions))).filter((found) => found !== 'gone').length;
+  assert.ok((await left()) >= 2, 'the rest was left for the next prune');
+  await pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 1);
+  assert.equal(await left(), 0);
+});

@@ -56,3 +56,25 @@ test('a first pass at once, then one per interval, never two at a time; failures
     mock.timers.reset();
   }
 });
+
+test('close tells the jobs to stop and waits until they have', async () => {
+  let passes = 0;
+  let sawStop = false;
+  const loop = startPruneLoop(
+    {
+      backlog: async (stop) => {
+        // A long backlog: one batch per turn until told to stop.
+        while (!stop.aborted) {
+          passes++;
+          await new Promise(setImmediate);
+        }
+        sawStop = true;
+      },
+    },
+    HOUR,
+    () => undefined,
+  );
+  while (passes < 3) await new Promise(setImmediate);
+  await loop.close();
+  assert.equal(sawStop, true, 'close resolved after the job saw the stop and ended');
+});
