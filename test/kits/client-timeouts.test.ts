@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer } from 'node:http';
+import { WebSocketServer } from 'ws';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
@@ -133,5 +134,33 @@ test('an abort during a wait between attempts also ends the wait: its timer keep
   } finally {
     busy.closeAllConnections();
     busy.close();
+  }
+});
+
+test('close() during a device\'s wait after a retryable nack ends the wait: its timer keeps no program alive', async () => {
+  // A device endpoint of the test's own: ready at once, then a retryable nack with a 20 s wait for every message.
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
+  server.on('connection', (socket) => {
+    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: 'con_1', event_id: 'evt_1' }));
+    socket.on('message', (data) => {
+      const { id } = JSON.parse(data.toString()) as { id: string };
+      socket.send(JSON.stringify({ type: 'nack', id, retryable: true, retry_after_ms: 20_000, error: { code: 'server_busy', message: 'busy' } }));
+    });
+  });
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const timers = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test' });
+    await eventually('the socket ready', () => device.connected, (connected) => connected);
+    const before = timers();
+    const sent = device.send({ type: 'reading.taken' });
+    await eventually('the 20 s wait after the nack', timers, (n) => n > before);
+    device.close();
+    await assert.rejects(sent, (error: unknown) => error instanceof DeviceError && error.code === 'closed');
+    await device.done;
+    assert.ok(timers() <= before, 'the wait\'s timer was cleared with close()');
+  } finally {
+    for (const client of server.clients) client.terminate();
+    await new Promise((resolve) => server.close(resolve));
   }
 });
