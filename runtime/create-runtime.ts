@@ -6,6 +6,7 @@ import { isoAt, type ApiContext } from './api/context.ts';
 import { scheduleRoutes } from './api/schedules-api.ts';
 import { ScheduleStore } from './triggers/schedule-store.ts';
 import { ScheduleTicker } from './triggers/schedule-ticker.ts';
+import { startSchemaThreads } from './sources/schema-checks.ts';
 import { deviceRoutes } from './api/devices-api.ts';
 import { DeviceStore } from './triggers/device-store.ts';
 import { deviceSchemas } from './triggers/device-record.ts';
@@ -121,7 +122,9 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   await stampDataFormat(ledger);
   const workflows = new WorkflowStore(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
-  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics };
+  const schemas = startSchemaThreads();
+  opened.push(() => schemas.payloads.close(), () => schemas.writes.close());
+  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas };
   const startedAt = clock.now();
 
   const quota = new IngestQuota(clock);
@@ -163,6 +166,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const devices = new DeviceSockets(server.app, {
     devices: deviceStore, events, orgs, quota, clock, logger,
     generations: runs.sandboxGenerations,
+    schemaChecks: schemas.payloads,
     onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),
   });
   opened.push(() => devices.close());
@@ -172,7 +176,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     stalledRuns: () => engine.stalled.size,
     runner: child === undefined ? undefined : () => ({ up: child.state === 'running', restarts: child.restarts }),
   });
-  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations }), liveUpgradeRequired, deviceUpgradeRequired);
+  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations, schemaChecks: schemas.payloads }), liveUpgradeRequired, deviceUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => {
       engine.refreshLimit(orgId);
@@ -258,6 +262,9 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
       (closing ??= (async () => {
         await pruning.close();
         await ticker.close();
+        // Before the server waits for requests in flight: their queued checks are refused at once
+        // (503 stopping), not worked through one deadline after another.
+        await Promise.all([schemas.payloads.close(), schemas.writes.close()]);
         rooms.close();
         await devices.close();
         await server.close();

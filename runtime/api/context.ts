@@ -8,6 +8,7 @@ import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { EventStore } from '../events/event-store.ts';
 import type { RunStore } from '../runs/run-store.ts';
+import type { SchemaThreads } from '../sources/schema-checks.ts';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { ApiKeyStore } from '../tenancy/api-keys.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
@@ -23,6 +24,8 @@ export interface ApiContext {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: RuntimeMetrics;
+  /** The threads that check payloads and compile written schemas, off the event loop. */
+  readonly schemas: SchemaThreads;
 }
 
 export const isoAt = (ms: number): string => new Date(ms).toISOString();

@@ -7,7 +7,6 @@ import { generateToken, hashToken } from '../auth/secrets.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { noContent, rawJson, type HttpRequest, type Route } from '../http/types.ts';
 import { EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
-import { compileSchemas } from '../sources/schema-checks.ts';
 import { ENVIRONMENTS, SOURCE_NAME_PATTERN, type Environment } from '../sources/source-record.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
@@ -47,7 +46,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const body = parseCreate(parseJsonRequest(request));
         const environment = body.environment ?? 'production';
         assertSandboxAllowed(org, environment);
-        await compileSchemas(org.id, body.event_types);
+        await ctx.schemas.writes.compile(org.id, body.event_types);
         const { token, hash, prefix } = newToken();
         const now = isoAt(ctx.clock.now());
         const device: DeviceRecord = {
@@ -78,7 +77,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name } = requireDevice(request, org);
         const update = parseUpdate(parseJsonRequest(request));
-        await compileSchemas(org.id, update.event_types);
+        await ctx.schemas.writes.compile(org.id, update.event_types);
         const device = await devices.update(org.id, name, (current) => ({
           ...current,
           ...(update.event_types === undefined ? {} : { event_types: update.event_types }),

@@ -118,6 +118,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
         const report = await explainTransportReplay(event, ctx.events.recording(org.id, event.id), {
           source: ctx.sources.get(org.id, event.source),
+          schemaChecks: ctx.schemas.payloads,
           sandboxAllowed: sandboxAllowed(org),
           inbox,
           matching: (type, environment) => workflows.matching(org.id, environment, type),

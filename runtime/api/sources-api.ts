@@ -6,7 +6,6 @@ import { json, noContent, type HttpRequest, type Route } from '../http/types.ts'
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
-import { compileSchemas } from '../sources/schema-checks.ts';
 import {
   DEFAULT_BODY_LIMIT_BYTES,
   ENVIRONMENTS,
@@ -78,7 +77,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         assertSandboxAllowed(org, body.environment ?? 'production');
         const scheme = body.scheme ?? 'standard-webhooks';
         assertSecretsFit(scheme, body.secrets);
-        await compileSchemas(org.id, body.event_types);
+        await ctx.schemas.writes.compile(org.id, body.event_types);
         const now = isoAt(ctx.clock.now());
         const source: SourceRecord = {
           org_id: org.id,
@@ -105,7 +104,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         const current = requireSource(request, org);
         const update = parseUpdate(parseJsonRequest(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
-        await compileSchemas(org.id, update.event_types);
+        await ctx.schemas.writes.compile(org.id, update.event_types);
         // Merged onto the source as stored when the write runs: a concurrent update is not undone.
         const next = await ctx.sources.update(org.id, current.name, (stored): SourceRecord => ({
           ...stored,

@@ -10,7 +10,7 @@ import { errorCodeOf } from '../http/error-code.ts';
 import { decodeJsonBytes, isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
-import { schemaChecks } from '../sources/schema-checks.ts';
+import type { SchemaChecks } from '../sources/schema-checks.ts';
 import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, type SourceRecord } from '../sources/source-record.ts';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
@@ -30,6 +30,8 @@ export interface HookRouteDeps {
   readonly quota: IngestQuota;
   /** A sandbox delivery is stored only while no sandbox reset of its org is in flight (sandbox-generation.ts). */
   readonly generations: SandboxGenerations;
+  /** Payloads are checked against the source's schema here, off the event loop (schema-checks.ts). */
+  readonly schemaChecks: SchemaChecks;
 }
 
 const eventTypePattern = new RegExp(EVENT_TYPE_PATTERN);
@@ -101,9 +103,7 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   const type = delivery.eventType ?? bodyString(body, 'type');
   if (!eventTypePattern.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
   assertNotReservedType(type, 'type');
-  // In the checking thread, within its deadline (schema-checks.ts); most types declare no schema.
-  const checking = schemaChecks.check(source, type, payloadJson);
-  if (checking !== undefined) await checking;
+  await checkSchema(deps.schemaChecks, source, type, payloadJson, lookup);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);
   const event = rootEvent({ id, org_id: source.org_id, type, payload, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs });
@@ -120,6 +120,25 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   const stored = await deps.quota.storeEvent(org, deps.events, { event, payloadJson, recording, claim: { source: source.name, providerEventId } });
   deps.metrics.ledgerCommitSeconds.observe({ operation: 'ingest' }, (performance.now() - started) / 1000);
   return stored;
+}
+
+/**
+ * Checks the payload against the source's schema for its type in the checking thread (most types
+ * declare none: no wait). The wait may be long, and the source deleted or changed meanwhile: it is
+ * read again after each check; a changed one checks again, and a deleted one (or one made again
+ * under the name: another source, with its own delivery ids) is 404, so the provider sends again.
+ */
+async function checkSchema(checks: SchemaChecks, source: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined): Promise<void> {
+  let checked = source;
+  for (;;) {
+    const checking = checks.check(checked, type, payloadJson);
+    if (checking === undefined) return;
+    await checking;
+    const current = admitted(lookup()).source;
+    if (current.created_at !== source.created_at) throw notFound('Organization or source');
+    if (current.updated_at === checked.updated_at) return;
+    checked = current;
+  }
 }
 
 const EVENT_TYPE_RULE = 'The event type must be 1-128 letters, digits, "_", ".", ":" or "-", starting with a letter, digit or "_" (and not "__proto__").';

@@ -6,7 +6,7 @@ import { InputError } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Recording, StoredEvent } from '../events/event-record.ts';
 import { parseJsonBytes } from '../http/parse-json.ts';
-import { schemaChecks } from '../sources/schema-checks.ts';
+import type { SchemaChecks } from '../sources/schema-checks.ts';
 import type { SourceRecord } from '../sources/source-record.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 
@@ -37,6 +37,8 @@ export interface TransportReplayReport {
 
 export interface TransportReplayDeps {
   readonly source: SourceRecord | undefined;
+  /** The payload is checked against the source's schema as ingest checks it. */
+  readonly schemaChecks: SchemaChecks;
   /** The org's plan has a sandbox today (sandbox-guard.ts). */
   readonly sandboxAllowed: boolean;
   readonly inbox: Inbox;
@@ -59,7 +61,7 @@ export async function explainTransportReplay(event: StoredEvent, recording: Reco
     }
   }
   const { source } = deps;
-  const schema = await checkSchema(source, parsed, event.type, payload);
+  const schema = await checkSchema(deps.schemaChecks, source, parsed, event.type, payload);
   const claim = event.provider_event_id === null ? undefined : deps.inbox.liveClaim(event.org_id, event.source, event.provider_event_id, deps.nowMs);
   return {
     event_id: event.id,
@@ -76,11 +78,11 @@ export async function explainTransportReplay(event: StoredEvent, recording: Reco
 }
 
 /** The payload against the source's schema today, as ingest checks it (schema-checks.ts); not checked when the source is gone or the body does not parse. */
-async function checkSchema(source: SourceRecord | undefined, parsed: boolean, type: string, payload: unknown): Promise<TransportReplayReport['schema']> {
+async function checkSchema(checks: SchemaChecks, source: SourceRecord | undefined, parsed: boolean, type: string, payload: unknown): Promise<TransportReplayReport['schema']> {
   if (source === undefined) return { ok: null, reason: 'source_deleted' };
   if (!parsed) return { ok: null, reason: 'body_unparsable' };
   try {
-    await schemaChecks.check(source, type, JSON.stringify(payload));
+    await checks.check(source, type, JSON.stringify(payload));
     return { ok: true };
   } catch (error) {
     const failure = error as InputError;

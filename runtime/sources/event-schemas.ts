@@ -13,7 +13,7 @@ import traverse from 'json-schema-traverse';
 import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
-import { SchemaCompiler } from './schema-compiler.ts';
+import { patternSizeProblem, SchemaCompiler } from './schema-compiler.ts';
 import { expansionProblem } from './schema-expansion.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
@@ -43,6 +43,8 @@ const compiler = new SchemaCompiler(CACHE_BOUNDS, () => cache.clear());
 /** A write's check compiles in an instance of its own, dropped after it: it neither spends the ingest compiler's budget nor empties the cache every tenant reads. */
 const scratchCompiler = (): SchemaCompiler => new SchemaCompiler({ compiles: Number.POSITIVE_INFINITY, bytes: Number.POSITIVE_INFINITY }, () => undefined);
 
+const ANCHOR_KEYWORDS = ['$anchor', '$dynamicAnchor', '$recursiveAnchor', '$dynamicRef', '$recursiveRef'] as const;
+
 /** Why a schema is not self-contained (a `$id`, a `$ref` outside itself) or not synchronous (`$async`), or undefined. */
 function notSelfContained(schema: object): string | undefined {
   let problem: string | undefined;
@@ -50,6 +52,9 @@ function notSelfContained(schema: object): string | undefined {
   traverse(schema, { allKeys: true }, (subschema, pointer) => {
     if (problem !== undefined) return;
     if (Object.hasOwn(subschema, '$id')) problem = `"$id" at "${pointer || '/'}" is not allowed`;
+    // A `$ref: "#name"` to an anchor would pass by the expansion cap and the recursion check
+    // (schema-expansion.ts follows JSON pointers only); "#/…" pointers say the same.
+    else if (ANCHOR_KEYWORDS.some((keyword) => Object.hasOwn(subschema, keyword))) problem = `"${ANCHOR_KEYWORDS.find((keyword) => Object.hasOwn(subschema, keyword))}" at "${pointer || '/'}" is not allowed (refer to "#/…" instead)`;
     // An async validator answers a promise, which reads as "valid", and rejects one for a bad payload.
     else if (Object.hasOwn(subschema, '$async')) problem = `"$async" at "${pointer || '/'}" is not allowed`;
     else if (typeof subschema.$ref === 'string' && !subschema.$ref.startsWith('#')) problem = `"$ref" at "${pointer || '/'}" must point inside the schema (start with "#")`;
@@ -104,7 +109,18 @@ function unboundedUniqueItems(schema: object): string | undefined {
  * was written), or undefined: the checks compileIsolated makes before ajv sees the schema.
  */
 export function storedSchemaProblem(schema: object): string | undefined {
-  return notSelfContained(schema) ?? unboundedUniqueItems(schema) ?? expansionProblem(schema);
+  return notSelfContained(schema) ?? unboundedUniqueItems(schema) ?? expansionProblem(schema) ?? oversizedPattern(schema);
+}
+
+/** A `pattern` (or `patternProperties` key) whose RE2 program is past the cap, or undefined (compiling refuses it too; this names it at boot). */
+function oversizedPattern(schema: object): string | undefined {
+  let problem: string | undefined;
+  traverse(schema, { allKeys: false }, (subschema) => {
+    if (problem !== undefined) return;
+    const patterns = [...(typeof subschema.pattern === 'string' ? [subschema.pattern] : []), ...Object.keys(typeof subschema.patternProperties === 'object' && subschema.patternProperties !== null ? subschema.patternProperties : {})];
+    for (const pattern of patterns) problem ??= patternSizeProblem(pattern);
+  });
+  return problem;
 }
 
 /**
@@ -146,12 +162,13 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
 const cacheKeyOf = (orgId: string, sourceName: string, type: string): string => `${orgId}\u0000${sourceName}\u0000${type}`;
 
 /**
- * Validates a payload against the source's schema for `type`, if one is declared; throws 422 naming
- * the field. Runs in the checking thread (schema-check-worker.ts): it can take long (schema-checks.ts).
+ * The compiled validator of the source's schema for `type` (cached per source version), or
+ * undefined when the type declares none; throws 422 `invalid_event_schema` for a stored schema that
+ * no longer compiles. Runs in the checking thread (schema-check-worker.ts): compiling can take long.
  */
-export function validateEventPayload(source: SchemaDeclarer, type: string, payload: unknown): void {
+export function compiledValidator(source: SchemaDeclarer, type: string): ValidateFunction | undefined {
   // Own keys only: a type named like an Object.prototype member ("constructor") declares no schema.
-  if (!Object.hasOwn(source.event_types, type)) return;
+  if (!Object.hasOwn(source.event_types, type)) return undefined;
   const schema = source.event_types[type]!;
   const cacheKey = cacheKeyOf(source.org_id, source.name, type);
   let validate = cache.get(cacheKey, source.updated_at);
@@ -165,10 +182,21 @@ export function validateEventPayload(source: SchemaDeclarer, type: string, paylo
     }
     cache.set(cacheKey, source.updated_at, validate, JSON.stringify(schema).length);
   }
+  return validate;
+}
+
+/** Checks a payload with a compiled validator; throws 422 `schema_validation_failed` naming the field. */
+export function validateWith(validate: ValidateFunction, payload: unknown): void {
   // `!== true`: only a synchronous validator's true is a pass (`$async` is refused, this is the backstop).
   if (validate(payload) !== true) {
     const error = describeSchemaError(validate.errors?.[0], 'schema_validation_failed', 422);
     const field = error.field === undefined ? 'payload' : `payload.${error.field}`;
     throw new InputError(422, 'schema_validation_failed', error.message.replace(/^Field "[^"]*"|^The request body/, `Field "${field}"`), { field });
   }
+}
+
+/** Validates a payload against the source's schema for `type`, if one is declared; throws 422 naming the field. */
+export function validateEventPayload(source: SchemaDeclarer, type: string, payload: unknown): void {
+  const validate = compiledValidator(source, type);
+  if (validate !== undefined) validateWith(validate, payload);
 }

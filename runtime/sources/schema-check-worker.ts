@@ -5,7 +5,7 @@
 
 import { parentPort } from 'node:worker_threads';
 import { SluiceError } from '../errors.ts';
-import { assertSchemasCompile, validateEventPayload } from './event-schemas.ts';
+import { assertSchemasCompile, compiledValidator, validateWith } from './event-schemas.ts';
 
 /**
  * What the checking side asks: `payloadJson` against `schemaText`, declared by (orgId, name) for
@@ -15,9 +15,13 @@ export type CheckRequest =
   | { readonly kind: 'payload'; readonly id: number; readonly orgId: string; readonly name: string; readonly type: string; readonly schemaText: string; readonly payloadJson: string }
   | { readonly kind: 'compile'; readonly id: number; readonly eventTypesText: string };
 
-/** What this thread answers: first `ready`, then one result per request, in order. */
+/**
+ * What this thread answers: first `ready`, then per request, in order, `compiled` (a payload
+ * request's validator is ready: the check proper starts) and one result.
+ */
 export type CheckAnswer =
   | { readonly kind: 'ready' }
+  | { readonly kind: 'compiled'; readonly id: number }
   | { readonly kind: 'passed'; readonly id: number }
   | { readonly kind: 'refused'; readonly id: number; readonly status: number; readonly code: string; readonly message: string; readonly field: string | undefined };
 
@@ -31,7 +35,9 @@ port.on('message', (request: CheckRequest) => {
     else {
       // The schema's text versions its cached validator: a changed schema is compiled again.
       const declarer = { org_id: request.orgId, name: request.name, updated_at: request.schemaText, event_types: { [request.type]: JSON.parse(request.schemaText) as object } };
-      validateEventPayload(declarer, request.type, JSON.parse(request.payloadJson));
+      const validate = compiledValidator(declarer, request.type);
+      port.postMessage({ kind: 'compiled', id: request.id } satisfies CheckAnswer);
+      if (validate !== undefined) validateWith(validate, JSON.parse(request.payloadJson));
     }
     answer = { kind: 'passed', id: request.id };
   } catch (error) {

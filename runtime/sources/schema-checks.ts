@@ -5,6 +5,11 @@
 // of schemas 6.5 s; on the event loop that was that long with no answer for any tenant. Past the
 // deadline the thread is ended (a new one starts for the rest) and the payload or write refused.
 //
+// Compiling a schema and checking a payload with it have deadlines of their own: a large schema
+// that compiles in seconds (it passed the write's compile) must not fail every payload's check.
+// A deadline is only given up on after the event loop has taken the thread's answers in: a busy
+// loop (another tenant's work) must not turn a check that finished in time into a refusal.
+//
 // One check runs at a time per thread; orgs take turns, and each org's checks run in the order they
 // came, so a tenant's slow checks delay its own, not another's behind all of them. A check that
 // asks for order (`ordered`, a device socket's messages) waits behind its org's earlier checks even
@@ -15,19 +20,24 @@ import { InputError, RetryableError, SluiceError } from '../errors.ts';
 import type { SchemaDeclarer } from './event-schemas.ts';
 import type { CheckAnswer, CheckRequest } from './schema-check-worker.ts';
 
-/** How long one payload's check may take. */
+/** How long checking one payload may take, once its schema is compiled. */
 export const SCHEMA_CHECK_DEADLINE_MS = 1000;
-/** How long compiling the schemas of one write may take (a 1 MiB write of 200 schemas took 6.5 s). */
+/** How long compiling may take: a write's schemas (a 1 MiB write of 200 took 6.5 s), or one schema before a check. */
 export const SCHEMA_COMPILE_DEADLINE_MS = 20_000;
 
-/** Memory the checking thread may use; past it the thread ends, as at the deadline. */
+/** Memory a checking thread may use; past it the thread ends, as at the deadline. */
 const WORKER_HEAP_MB = 512;
+
+export interface SchemaCheckDeadlines {
+  readonly checkMs: number;
+  readonly compileMs: number;
+}
 
 interface Check {
   readonly orgId: string;
   /** Undefined for a place in line only (an ordered check of a type without a schema). */
   readonly request: CheckRequest | undefined;
-  /** The refusal when the deadline passes (`what`: "took longer than …" or why the thread ended). */
+  /** The refusal when a deadline passes (`what`: "took longer than …", or why the thread ended). */
   readonly tooSlow: (code: string, what: string) => InputError;
   readonly resolve: () => void;
   readonly reject: (error: Error) => void;
@@ -42,9 +52,10 @@ const schemaTextOf = (schema: object): string => {
 };
 
 export class SchemaChecks {
-  readonly #deadlineMs: number;
+  readonly #deadlines: SchemaCheckDeadlines;
   #worker: Worker | undefined;
   #ready = false;
+  #closed = false;
   /** Each org's checks not started yet, oldest first. */
   readonly #waiting = new Map<string, Check[]>();
   /** Orgs with checks waiting, in the order they take their turns. */
@@ -53,8 +64,8 @@ export class SchemaChecks {
   #timer: NodeJS.Timeout | undefined;
   #nextId = 1;
 
-  constructor(deadlineMs = SCHEMA_CHECK_DEADLINE_MS) {
-    this.#deadlineMs = deadlineMs;
+  constructor(deadlines: SchemaCheckDeadlines = { checkMs: SCHEMA_CHECK_DEADLINE_MS, compileMs: SCHEMA_COMPILE_DEADLINE_MS }) {
+    this.#deadlines = deadlines;
   }
 
   /**
@@ -74,31 +85,21 @@ export class SchemaChecks {
   }
 
   /**
-   * Compiles every schema a write of `orgId` declares (type -> schema): resolves when all compile,
-   * rejects with the 400 naming the event type otherwise (assertSchemasCompile).
+   * Compiles every schema a write of `orgId` declares (type -> schema; none: nothing to do):
+   * resolves when all compile, rejects with the 400 naming the event type otherwise (assertSchemasCompile).
    */
-  compile(orgId: string, eventTypes: Readonly<Record<string, object>>): Promise<void> {
+  async compile(orgId: string, eventTypes: Readonly<Record<string, object>> | undefined): Promise<void> {
+    if (eventTypes === undefined || Object.keys(eventTypes).length === 0) return;
     const request = { kind: 'compile' as const, id: this.#nextId++, eventTypesText: JSON.stringify(eventTypes) };
     const tooSlow = (code: string, what: string): InputError =>
       new InputError(400, code === 'schema_check_too_slow' ? 'schema_compile_too_slow' : code, `Compiling these event type schemas ${what}; nothing was saved. Declare fewer or smaller schemas in one write.`, { field: 'event_types' });
-    return this.#enqueue(orgId, request, tooSlow);
+    await this.#enqueue(orgId, request, tooSlow);
   }
 
-  #enqueue(orgId: string, request: CheckRequest | undefined, tooSlow: Check['tooSlow']): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const check = { orgId, request, tooSlow, resolve, reject };
-      const queue = this.#waiting.get(orgId);
-      if (queue === undefined) {
-        this.#waiting.set(orgId, [check]);
-        this.#turns.push(orgId);
-      } else queue.push(check);
-      this.#pump();
-    });
-  }
-
-  /** Ends the thread; checks waiting or running are refused as retryable (the runtime is stopping). */
+  /** Ends the thread; checks waiting or running, and any asked for later, are refused as retryable (the runtime is stopping). */
   async close(): Promise<void> {
-    const stopping = new RetryableError('stopping', 'Sluice is stopping; send it again in a few seconds.', 2000);
+    this.#closed = true;
+    const stopping = stoppingError();
     this.#running?.reject(stopping);
     this.#running = undefined;
     for (const queue of this.#waiting.values()) for (const check of queue) check.reject(stopping);
@@ -111,6 +112,19 @@ export class SchemaChecks {
     await worker?.terminate();
   }
 
+  #enqueue(orgId: string, request: CheckRequest | undefined, tooSlow: Check['tooSlow']): Promise<void> {
+    if (this.#closed) return Promise.reject(stoppingError());
+    return new Promise<void>((resolve, reject) => {
+      const check = { orgId, request, tooSlow, resolve, reject };
+      const queue = this.#waiting.get(orgId);
+      if (queue === undefined) {
+        this.#waiting.set(orgId, [check]);
+        this.#turns.push(orgId);
+      } else queue.push(check);
+      this.#pump();
+    });
+  }
+
   /** Moves the line on, then holds the program open only while there is checking to do. */
   #pump(): void {
     this.#drain();
@@ -119,7 +133,7 @@ export class SchemaChecks {
 
   /** Starts the next check when none runs (the thread first, if it is not ready): orgs in turn, places in line settled on the way. */
   #drain(): void {
-    while (this.#running === undefined && this.#turns.length > 0) {
+    while (!this.#closed && this.#running === undefined && this.#turns.length > 0) {
       const orgId = this.#turns[0]!;
       const queue = this.#waiting.get(orgId)!;
       const next = queue[0]!;
@@ -137,9 +151,18 @@ export class SchemaChecks {
       }
       this.#running = next;
       this.#worker!.postMessage(next.request);
-      this.#timer = setTimeout(() => this.#giveUp(next, 'schema_check_too_slow', `took longer than ${this.#deadlineMs} ms`), this.#deadlineMs);
-      this.#timer.unref();
+      // A payload check compiles its schema first (compileMs); `compiled` starts its own deadline.
+      this.#arm(next, this.#deadlines.compileMs);
     }
+  }
+
+  /** The deadline of the running check, from now. */
+  #arm(check: Check, ms: number): void {
+    clearTimeout(this.#timer);
+    // When it passes, the thread's answer may be waiting behind a busy event loop: take what has
+    // come in first (setImmediate runs after the loop has read the thread's messages).
+    this.#timer = setTimeout(() => setImmediate(() => this.#giveUp(check, 'schema_check_too_slow', `took longer than ${ms} ms`)), ms);
+    this.#timer.unref();
   }
 
   /** Starts the thread (once); it says `ready` when it can check. */
@@ -176,6 +199,10 @@ export class SchemaChecks {
     }
     const running = this.#running;
     if (running?.request?.id !== answer.id) return;
+    if (answer.kind === 'compiled') {
+      this.#arm(running, this.#deadlines.checkMs);
+      return;
+    }
     clearTimeout(this.#timer);
     this.#running = undefined;
     if (answer.kind === 'passed') running.resolve();
@@ -204,13 +231,12 @@ export class SchemaChecks {
   }
 }
 
-/** The process's payload checker: one thread, shared by every runtime in the process (tests start several). */
-export const schemaChecks = new SchemaChecks();
+const stoppingError = (): RetryableError => new RetryableError('stopping', 'Sluice is stopping; send it again in a few seconds.', 2000);
 
-/** Compiles the schemas source and device writes declare, in a thread of its own: a slow write never holds up payload checks. */
-export const schemaCompiles = new SchemaChecks(SCHEMA_COMPILE_DEADLINE_MS);
-
-/** Checks that every schema a write declares compiles (none declared: nothing to do); 400 naming the event type otherwise. */
-export async function compileSchemas(orgId: string, eventTypes: Readonly<Record<string, object>> | undefined): Promise<void> {
-  if (eventTypes !== undefined && Object.keys(eventTypes).length > 0) await schemaCompiles.compile(orgId, eventTypes);
+/** A runtime's two checking threads: payloads, and the schemas of source and device writes (a slow write never holds up payload checks). */
+export interface SchemaThreads {
+  readonly payloads: SchemaChecks;
+  readonly writes: SchemaChecks;
 }
+
+export const startSchemaThreads = (deadlines?: SchemaCheckDeadlines): SchemaThreads => ({ payloads: new SchemaChecks(deadlines), writes: new SchemaChecks(deadlines) });

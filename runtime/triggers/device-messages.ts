@@ -11,7 +11,7 @@ import type { EventStore } from '../events/event-store.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import type { Logger } from '../log.ts';
-import { schemaChecks } from '../sources/schema-checks.ts';
+import type { SchemaChecks } from '../sources/schema-checks.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { ackFrame, CLOSE_SANDBOX_RESET, frameIdOf, MAX_MESSAGES_IN_FLIGHT, nackFrame, parseDeviceMessage, type DeviceMessage } from './device-frame.ts';
 import { deviceSchemas, deviceSource } from './device-record.ts';
@@ -33,6 +33,8 @@ export interface DeviceMessageDeps {
   readonly logger: Logger;
   /** Counts each message stored (sluice_ingest_total{outcome="accepted_device"}). */
   readonly onStored: () => void;
+  /** Messages are checked against the device's schemas here, off the event loop (schema-checks.ts). */
+  readonly schemaChecks: SchemaChecks;
 }
 
 export class DeviceMessages {
@@ -76,11 +78,12 @@ export class DeviceMessages {
     if (!(await data.ready)) return;
     const { device } = data;
     try {
-      // Checked first, against the device's schemas as they are now (a PATCH applies to open sockets
-      // too): the check may wait for the checking thread (schema-checks.ts), and nothing below may
-      // wait before the store. `ordered`: the org's messages are stored in the order they came.
+      // Checked first, against the device's schemas as they are when its check is asked for (a PATCH
+      // applies to the next message, on open sockets too): the check may wait for the checking
+      // thread, and nothing below may wait before the store. `ordered`: the org's messages are
+      // stored in the order they came.
       const declared = this.#d.devices.get(device.org_id, device.name);
-      const checking = declared === undefined ? undefined : schemaChecks.check(deviceSchemas(declared), message.type, message.payloadJson, true);
+      const checking = declared === undefined ? undefined : this.#d.schemaChecks.check(deviceSchemas(declared), message.type, message.payloadJson, true);
       if (checking !== undefined) await checking;
       // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);

@@ -9,6 +9,7 @@ import { InputError } from '../../runtime/errors.ts';
 import { SchemaChecks } from '../../runtime/sources/schema-checks.ts';
 
 const DEADLINE_MS = 300;
+const DEADLINES = { checkMs: DEADLINE_MS, compileMs: DEADLINE_MS };
 
 /** A schema within every write-time cap whose check costs items x branches: seconds for these payloads. */
 const costly = { type: 'object', properties: { a: { type: 'array', items: { anyOf: Array.from({ length: 1500 }, (_, i) => ({ const: `v${i}` })) } } } };
@@ -18,7 +19,7 @@ const simple = { type: 'object', required: ['id'], properties: { id: { type: 'st
 const declarer = (orgId: string, eventTypes: Record<string, object>) => ({ org_id: orgId, name: 'in', updated_at: '2026-12-01T00:00:00.000Z', event_types: eventTypes });
 
 test('a check past the deadline is refused while the event loop turns; the next check runs on a new thread', async () => {
-  const checks = new SchemaChecks(DEADLINE_MS);
+  const checks = new SchemaChecks(DEADLINES);
   try {
     let turns = 0;
     const ticking = setInterval(() => turns++, 10);
@@ -40,7 +41,7 @@ test('a check past the deadline is refused while the event loop turns; the next 
 });
 
 test('orgs take turns: one org\'s slow checks hold another\'s back by at most one; ordered checks keep their org\'s order', async () => {
-  const checks = new SchemaChecks(DEADLINE_MS);
+  const checks = new SchemaChecks(DEADLINES);
   try {
     const settled: string[] = [];
     const note = (name: string) => (promise: Promise<void> | undefined): Promise<void> =>
@@ -66,7 +67,7 @@ const manySchemas = (count: number): Record<string, object> =>
   Object.fromEntries(Array.from({ length: count }, (_, i) => [`t.${i}`, { type: 'object', properties: Object.fromEntries(Array.from({ length: 120 }, (_, j) => [`p${j}`, { type: 'string', minLength: 1, maxLength: 64 }])) }]));
 
 test('a write\'s schemas compile in the thread: a bad one is refused naming its type, and one past the deadline is refused as too slow', async () => {
-  const compiles = new SchemaChecks(DEADLINE_MS);
+  const compiles = new SchemaChecks(DEADLINES);
   try {
     await compiles.compile('acct-a', { 'ok.type': simple });
     const bad = await compiles.compile('acct-a', { 'ok.type': simple, 'bad.type': { type: 'no-such-type' } }).catch((error: unknown) => error);
@@ -79,4 +80,54 @@ test('a write\'s schemas compile in the thread: a bad one is refused naming its 
   } finally {
     await compiles.close();
   }
+});
+
+test('compiling a large schema has its own deadline: one that takes longer than a check may still checks payloads', async () => {
+  const checks = new SchemaChecks({ checkMs: DEADLINE_MS, compileMs: 30_000 });
+  try {
+    // 1,050 properties, each with a 513-instruction RE2 pattern: compiles in seconds, checks in a moment.
+    const large = { type: 'object', properties: Object.fromEntries(Array.from({ length: 1050 }, (_, i) => [`f${i}`, { type: 'string', pattern: '^[A-Za-z0-9_-]{1,255}$' }])) };
+    await checks.check(declarer('acct-a', { 'big.schema': large }), 'big.schema', '{"f0":"abc"}');
+    const refused = await checks.check(declarer('acct-a', { 'big.schema': large }), 'big.schema', '{"f0":"a b"}')!.catch((error: unknown) => error);
+    assert.ok(refused instanceof InputError);
+    assert.equal(refused.code, 'schema_validation_failed', 'compiled once, checked again');
+  } finally {
+    await checks.close();
+  }
+});
+
+test('an answer that came in time is taken even when the event loop was busy past the deadline', async () => {
+  const checks = new SchemaChecks({ checkMs: DEADLINE_MS, compileMs: 30_000 });
+  try {
+    // A check of some 50 ms (100 items against the costly schema), its schema compiled beforehand.
+    const payload = JSON.stringify({ a: Array.from({ length: 100 }, () => 'v1499') });
+    await checks.check(declarer('acct-a', { 'x.y': costly }), 'x.y', payload);
+    // The check is asked for in the timers' turn of the loop; in the same turn's check phase another
+    // tenant's work holds the loop past the deadline. The thread answers meanwhile, but the
+    // deadline's timer comes up in the next turn before the answer is read.
+    const outcome = await new Promise<string>((resolve) =>
+      setTimeout(() => {
+        checks.check(declarer('acct-a', { 'x.y': costly }), 'x.y', payload)!.then(() => resolve('passed'), (error: { code: string }) => resolve(error.code));
+        setImmediate(() => {
+          const until = performance.now() + 2 * DEADLINE_MS;
+          while (performance.now() < until);
+        });
+      }, 10),
+    );
+    assert.equal(outcome, 'passed');
+  } finally {
+    await checks.close();
+  }
+});
+
+test('close refuses the checks waiting and running, and later ones, as retryable', async () => {
+  const checks = new SchemaChecks(DEADLINES);
+  const waiting = [checks.check(declarer('acct-a', { 'x.y': costly }), 'x.y', costlyPayload)!, checks.check(declarer('acct-b', { 'x.y': simple }), 'x.y', '{"id":"b"}')!];
+  const outcomes = Promise.allSettled(waiting);
+  await checks.close();
+  for (const outcome of await outcomes) {
+    assert.equal(outcome.status, 'rejected');
+    assert.deepEqual([(outcome.reason as { status: number }).status, (outcome.reason as { code: string }).code], [503, 'stopping']);
+  }
+  await assert.rejects(checks.check(declarer('acct-a', { 'x.y': simple }), 'x.y', '{"id":"late"}')!, (error: unknown) => (error as { code: string }).code === 'stopping');
 });

@@ -33,7 +33,9 @@ test('a stored schema that a later rule refuses is named at boot, and its events
   const storedSource = ledger.sources.get([org, 'shop']) as { event_types: Record<string, object> };
   const storedDevice = devices.get([org, 'scale']) as { event_types: Record<string, object> };
   await durably(ledger.root, ledger.root.transaction(() => {
-    ledger.sources.put([org, 'shop'], { ...storedSource, event_types: { ...storedSource.event_types, 'order.tagged': unbounded } });
+    // And one before the RE2 program cap: a pattern compiling to 11,002 instructions.
+    const coded = { type: 'object', properties: { code: { type: 'string', pattern: '[a-z]{1000}'.repeat(11) } } };
+    ledger.sources.put([org, 'shop'], { ...storedSource, event_types: { ...storedSource.event_types, 'order.tagged': unbounded, 'order.coded': coded } });
     devices.put([org, 'scale'], { ...storedDevice, event_types: { weight: unbounded } });
   }));
   await ledger.close();
@@ -44,10 +46,12 @@ test('a stored schema that a later rule refuses is named at boot, and its events
     const warned = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => String(entry['message']).startsWith('stored event schema refused at ingest'));
     assert.deepEqual(
       warned.map((entry) => [entry['org_id'], entry['source'], entry['event_type']]).sort(),
-      [[org, '@device:scale', 'weight'], [org, 'shop', 'order.tagged']],
+      [[org, '@device:scale', 'weight'], [org, 'shop', 'order.coded'], [org, 'shop', 'order.tagged']],
       'one warning per stale schema, none for the others',
     );
-    assert.match(String(warned[0]?.['problem']), /"uniqueItems" at "\/properties\/tags" needs "maxItems"/);
+    const problemOf = (type: string): string => String(warned.find((entry) => entry['event_type'] === type)?.['problem']);
+    assert.match(problemOf('order.tagged'), /"uniqueItems" at "\/properties\/tags" needs "maxItems"/);
+    assert.match(problemOf('order.coded'), /compiles to 11002 RE2 instructions, more than 10,000/);
 
     const send = (type: string, id: string) => {
       const body = JSON.stringify({ type, tags: [] });
