@@ -97,10 +97,13 @@ test('compiling a large schema has its own deadline: one that takes longer than 
 });
 
 test('an answer that came in time is taken even when the event loop was busy past the deadline', async () => {
-  const checks = new SchemaChecks({ checkMs: DEADLINE_MS, compileMs: 30_000 });
+  // Deadlines with room for a cold check on a loaded machine; the loop is held for twice as long.
+  const checkMs = 1000;
+  const checks = new SchemaChecks({ checkMs, compileMs: 30_000 });
   try {
     // A check of some 50 ms (100 items against the costly schema), its schema compiled beforehand.
     const payload = JSON.stringify({ a: Array.from({ length: 100 }, () => 'v1499') });
+    await checks.check(declarer('acct-a', { 'x.y': costly }), 'x.y', payload);
     await checks.check(declarer('acct-a', { 'x.y': costly }), 'x.y', payload);
     // The check is asked for in the timers' turn of the loop; in the same turn's check phase another
     // tenant's work holds the loop past the deadline. The thread answers meanwhile, but the
@@ -109,7 +112,7 @@ test('an answer that came in time is taken even when the event loop was busy pas
       setTimeout(() => {
         checks.check(declarer('acct-a', { 'x.y': costly }), 'x.y', payload)!.then(() => resolve('passed'), (error: { code: string }) => resolve(error.code));
         setImmediate(() => {
-          const until = performance.now() + 2 * DEADLINE_MS;
+          const until = performance.now() + 2 * checkMs;
           while (performance.now() < until);
         });
       }, 10),
