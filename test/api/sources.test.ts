@@ -234,6 +234,20 @@ test('a write with many schemas compiles them off the event loop: the runtime an
   assert.ok(writeAnsweredAt - healthAnsweredAt > 1000, `/healthz was answered ${Math.round(writeAnsweredAt - healthAnsweredAt)} ms before the write, while it compiled`);
 });
 
+test('a source deleted while its delivery waited for the schema check is 404: nothing is stored for it', async () => {
+  // A check of about a quarter of a second (500 items against 1,500 values), within the 1 s deadline.
+  const slow = { type: 'object', properties: { a: { type: 'array', items: { anyOf: Array.from({ length: 1500 }, (_, i) => ({ const: `v${i}` })) } } } };
+  assert.equal((await call(rt.url, 'POST', base, { token: key, json: { name: 'going', secrets: [SECRET], event_types: { 'g.x': slow } } })).status, 201);
+  const body = JSON.stringify({ type: 'g.x', a: Array.from({ length: 500 }, () => 'v1499') });
+  const hook = call(rt.url, 'POST', '/hooks/acct-src/going', { body, headers: signStandard(SECRET, 'going-1', Math.floor(Date.now() / 1000), body) });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal((await call(rt.url, 'DELETE', `${base}/going`, { token: key })).status, 204);
+  const answered = await hook;
+  assert.equal(answered.status, 404, answered.text);
+  const stored = await call(rt.url, 'GET', '/organizations/acct-src/events?type=g.x', { token: key });
+  assert.deepEqual(stored.body.events, [], 'nothing stored for the deleted source');
+});
+
 test('viewers cannot create sources', async () => {
   const viewer = await call(rt.url, 'POST', '/organizations/acct-src/api-keys', { token: key, json: { role: 'viewer' } });
   const denied = await call(rt.url, 'POST', base, { token: viewer.body.key, json: { name: 'v', secrets: [SECRET] } });
