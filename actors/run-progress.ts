@@ -233,10 +233,17 @@ export function recordAfterCancel(ctx: RunContext, stepId: StepId, fence: number
   return withCurrent(ctx, (s) => ({ ...s, attempts }));
 }
 
-/** From `failed`: clear the error and give the failed step a fresh retry budget; finished steps stay finished. */
+/** Resumes a run keeps in its context, newest last (a run can be resumed without end). */
+export const RESUMES_KEPT = 20;
+
+/**
+ * From `failed`: clear the error and give the failed step a fresh retry budget; finished steps stay
+ * finished. The error goes into `resumes`, so the run still tells why a person had to step in.
+ */
 export function prepareResume(ctx: RunContext, at: number): RunContext {
   const updated = withCurrent(ctx, (s) => ({ ...s, status: 'pending', failures: 0 }));
-  return { ...updated, error: null, updatedAt: at, resumedAt: at };
+  const resumes = [...(ctx.resumes ?? []), { at, error: ctx.error }].slice(-RESUMES_KEPT);
+  return { ...updated, error: null, updatedAt: at, resumedAt: at, resumes };
 }
 
 export const timerDue = (due: number | null, at: number): boolean => due !== null && at >= due;

@@ -91,6 +91,12 @@ export interface StepRecord extends RunStepPlan {
 
 export type RunFailureReason = 'non_retryable' | 'retries_exhausted';
 
+/** A person resumed the run at `at`; it had failed with `error`. */
+export interface Resume {
+  readonly at: number;
+  readonly error: RunError | null;
+}
+
 export interface RunError {
   readonly code: string;
   readonly message: string;
@@ -113,6 +119,8 @@ export interface RunContext extends Omit<RunInput, 'steps'> {
   readonly cancelReason: string | null;
   /** When a person last resumed the run (absent: never); attempts before it do not pin action versions. */
   readonly resumedAt?: number;
+  /** Each resume (the latest RESUMES_KEPT), with the error the run had failed with: resuming clears `error`. Absent: never resumed. */
+  readonly resumes?: readonly Resume[];
   /** `at` of the last accepted event: the run's only notion of "now". */
   readonly updatedAt: number;
 }

@@ -2,7 +2,7 @@
 // attempt of every step (times as ISO-8601 strings, or null when they have not happened).
 
 import type { JsonValue } from './json.ts';
-import type { AttemptOutcome, LateOutcome, RunFailureReason, StepError, StepStatus, StepType } from './run-types.ts';
+import type { AttemptOutcome, LateOutcome, RunError, RunFailureReason, StepError, StepStatus, StepType } from './run-types.ts';
 import type { RunSnapshotView } from './run-work.ts';
 
 export interface AttemptView {
@@ -48,14 +48,20 @@ export interface RunView {
   readonly fence: number;
   readonly retry_at: string | null;
   readonly wake_at: string | null;
-  readonly error: { readonly code: string; readonly message: string; readonly step_id: string; readonly reason: RunFailureReason } | null;
+  readonly error: RunErrorView | null;
   readonly cancel_reason: string | null;
+  /** Each time a person resumed the run (the latest 20), with the error it had failed with. */
+  readonly resumes: ReadonlyArray<{ readonly at: string; readonly error: RunErrorView | null }>;
   readonly created_at: string;
   readonly updated_at: string;
   readonly steps: readonly StepView[];
 }
 
+type RunErrorView = { readonly code: string; readonly message: string; readonly step_id: string; readonly reason: RunFailureReason };
+
 const iso = (ms: number): string => new Date(ms).toISOString();
+const runErrorView = (error: RunError | null): RunErrorView | null =>
+  error === null ? null : { code: error.code, message: error.message, step_id: error.stepId, reason: error.reason };
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
 const errorView = (error: StepError | null): ErrorView | null =>
   error === null ? null : { code: error.code, message: error.message, retryable: error.retryable, retry_after_ms: error.retryAfterMs };
@@ -77,8 +83,9 @@ export function describeRun(snapshot: RunSnapshotView): RunView {
     fence: ctx.fence,
     retry_at: isoOrNull(ctx.retryAt),
     wake_at: isoOrNull(ctx.wakeAt),
-    error: ctx.error === null ? null : { code: ctx.error.code, message: ctx.error.message, step_id: ctx.error.stepId, reason: ctx.error.reason },
+    error: runErrorView(ctx.error),
     cancel_reason: ctx.cancelReason,
+    resumes: (ctx.resumes ?? []).map((resume) => ({ at: iso(resume.at), error: runErrorView(resume.error) })),
     created_at: iso(ctx.createdAt),
     updated_at: iso(ctx.updatedAt),
     steps: ctx.steps.map((step, index) => ({

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { createActor } from 'xstate';
 import { asRunId, asStepId } from '../../actors/ids.ts';
 import { runMachine } from '../../actors/run-machine.ts';
+import { RESUMES_KEPT } from '../../actors/run-progress.ts';
 import { applyReportAfterCancel, persistSnapshot } from '../../actors/run-transition.ts';
 import type { RunStepPlan } from '../../actors/run-types.ts';
 import {
@@ -261,6 +262,22 @@ describe('run machine: cancel and resume', () => {
     actor.send({ type: 'run.admitted', at: T0 + 3 });
     assert.equal(dispatch(actor).attempt, 2);
     assert.equal(actor.getSnapshot().context.steps[0]?.failures, 0);
+  });
+
+  it('keeps each resume with the error it cleared, the latest RESUMES_KEPT of them', () => {
+    const actor = startActor(runInput([webhookStep('a', { maxRetries: 0, initialMs: 1, maxMs: 1 })]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    for (let i = 0; i < RESUMES_KEPT + 5; i++) {
+      failStep(actor, T0 + 10 * i + 1, true);
+      actor.send({ type: 'run.resume', at: T0 + 10 * i + 2 });
+      actor.send({ type: 'run.admitted', at: T0 + 10 * i + 3 });
+    }
+    const { resumes, error } = actor.getSnapshot().context;
+    assert.equal(error, null);
+    assert.equal(resumes?.length, RESUMES_KEPT);
+    assert.equal(resumes?.at(-1)?.at, T0 + 10 * (RESUMES_KEPT + 4) + 2, 'the latest kept');
+    assert.equal(resumes?.[0]?.at, T0 + 10 * 5 + 2, 'the oldest dropped');
+    assert.equal(resumes?.[0]?.error?.reason, 'retries_exhausted');
   });
 
   it('does not resume a run that is not failed', () => {

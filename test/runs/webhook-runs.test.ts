@@ -136,10 +136,15 @@ test('a non-retryable failure fails the run, lists the event as failed, and resu
   const triage = await call(rt.url, 'GET', `/organizations/${ORG}/failed-events`, { token: key });
   assert.ok(triage.body.failed_events.some((f: { event: { id: string } }) => f.event.id === eventId));
 
+  assert.deepEqual(failed.resumes, [], 'never resumed yet');
   receiver.script([{ status: 200 }]);
   const resumed = await call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/resume`, { token: key });
   assert.equal(resumed.status, 202);
-  await runInState(runId, 'completed');
+  const completed = await runInState(runId, 'completed');
+  assert.equal(completed.error, null);
+  assert.equal(completed.resumes.length, 1, 'the resume is told, with why the run had failed');
+  assert.deepEqual(completed.resumes[0].error, failed.error);
+  assert.ok(Date.parse(completed.resumes[0].at) >= Date.parse(failed.updated_at));
   const paths = receiver.received.slice(before).map((r) => r.path);
   assert.deepEqual(paths, ['/first', '/second', '/second'], 'the completed first step was not sent again');
   const after = await call(rt.url, 'GET', `/organizations/${ORG}/failed-events`, { token: key });
