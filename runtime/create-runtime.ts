@@ -55,7 +55,7 @@ import { FAILED_INDEX_MOVED_FORMAT, upgradeFailedIndex } from './runs/failed-ind
 import { assertDataFormatKnown, stampDataFormat, storedDataFormat } from './ledger/data-format.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
-import { WorkflowStore } from './workflows/workflow-store.ts';
+import { WORKFLOW_ORDER_FORMAT, WorkflowStore } from './workflows/workflow-store.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
 import { OrganizationStore } from './tenancy/organizations.ts';
 
@@ -119,8 +119,12 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   // Before anything writes runs: the move assumes it is the index's only writer (failed-index-upgrade.ts).
   const movedFailed = storedDataFormat(ledger) < FAILED_INDEX_MOVED_FORMAT ? await upgradeFailedIndex(ledger, runs) : 0;
   if (movedFailed > 0) logger.info('failed-event index moved to its arrival order', { entries: movedFailed });
-  await stampDataFormat(ledger);
   const workflows = new WorkflowStore(ledger);
+  if (storedDataFormat(ledger) < WORKFLOW_ORDER_FORMAT) {
+    const indexed = await workflows.indexOrder();
+    if (indexed > 0) logger.info('workflows indexed by creation for paging', { workflows: indexed });
+  }
+  await stampDataFormat(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const schemas = startSchemaThreads();
   opened.push(() => schemas.payloads.close(), () => schemas.writes.close());

@@ -10,9 +10,11 @@ import type { Ledger } from './ledger.ts';
 
 /**
  * The layout this release writes. 2: failed events indexed by arrival (failed-index-upgrade.ts).
- * Raise it with any change an older release would misread, with the upgrade that makes it.
+ * 3: workflows indexed by creation (WorkflowStore.indexOrder; an older release would leave a
+ * workflow it creates unlisted). Raise it with any change an older release would misread, with
+ * the upgrade that makes it.
  */
-export const DATA_FORMAT = 2;
+export const DATA_FORMAT = 3;
 
 const TABLE = 'data-format';
 const KEY = 'version';

@@ -13,7 +13,7 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import type { LedgerTable } from '../ledger/ledger.ts';
+import type { LedgerKey, LedgerTable } from '../ledger/ledger.ts';
 import { asOrgId, asWorkflowId, type WorkflowId } from '../../actors/ids.ts';
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
@@ -68,6 +68,8 @@ export class WorkflowStore {
   readonly #versions: LedgerTable;
   readonly #triggers: LedgerTable;
   readonly #secrets: LedgerTable;
+  /** [orgId, environment, created_at, workflowId] -> 1: the workflows of an environment, oldest first, for paging without reading them all. */
+  readonly #order: LedgerTable;
   /** Decoded pinned versions, least recently used out first: every event and step reads one, and a version never changes. */
   readonly #pinned: LRUCache<string, WorkflowVersion>;
   /**
@@ -83,6 +85,7 @@ export class WorkflowStore {
     this.#versions = ledger.openDatabase('workflow-versions');
     this.#triggers = ledger.openDatabase('workflow-triggers');
     this.#secrets = ledger.openDatabase('workflow-secrets');
+    this.#order = ledger.openDatabase(WORKFLOW_ORDER);
   }
 
   /** How many pinned versions are held decoded, and their JSON size (at most PINNED_CACHE.maxBytes). */
@@ -116,10 +119,37 @@ export class WorkflowStore {
     return [...range].map(({ value }) => value as WorkflowVersion);
   }
 
-  /** Every workflow of one environment, in key order (the API pages them newest first). */
-  list(orgId: string, environment: WorkflowEnvironment): Workflow[] {
-    const all = [...this.#workflows.getRange({ start: [orgId], end: [orgId, HIGH] })].map(({ value }) => value as Workflow);
-    return all.filter((workflow) => workflow.environment === environment);
+  /**
+   * The workflows of one environment, newest created first (ties by id, descending), after the
+   * one `after` names ([created_at, id]), read one at a time: a page reads only what it shows.
+   */
+  *newestFirst(orgId: string, environment: WorkflowEnvironment, after?: readonly [string, string]): Generator<Workflow> {
+    const start = after === undefined ? [orgId, environment, HIGH] : [orgId, environment, after[0], after[1]];
+    for (const key of this.#order.getKeys({ start, end: [orgId, environment, ''], reverse: true }) as Iterable<[string, string, string, string]>) {
+      if (after !== undefined && key[2] === after[0] && key[3] === after[1]) continue;
+      const workflow = this.#workflows.get([orgId, key[3]]) as Workflow | undefined;
+      if (workflow !== undefined) yield workflow;
+    }
+  }
+
+  /**
+   * Writes the ordering entry of every stored workflow (data written before it existed); resolves
+   * with how many, once durable. Idempotent. Boot calls it for a data dir stamped below WORKFLOW_ORDER_FORMAT.
+   */
+  async indexOrder(passSize = 1000): Promise<number> {
+    let indexed = 0;
+    let start: LedgerKey = [];
+    for (;;) {
+      // Read outside the transaction: a range read inside one that writes to the same table is unspecified (ledger.ts).
+      const entries = [...this.#workflows.getRange({ start, limit: passSize })] as Array<{ key: LedgerKey; value: Workflow }>;
+      if (entries.length === 0) return indexed;
+      await durably(this.#root, this.#root.transaction(() => {
+        for (const { value } of entries) this.#order.put(orderKey(value), 1);
+      }));
+      indexed += entries.length;
+      const last = entries.at(-1)!.key as [string, string];
+      start = [last[0], `${last[1]}\u0000`];
+    }
   }
 
   /**
@@ -177,6 +207,7 @@ export class WorkflowStore {
       const count = this.#workflows.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
       if (count >= MAX_WORKFLOWS_PER_ORG) return { ok: false, reason: 'limit' };
       this.#putVersion(workflow, undefined);
+      this.#order.put(orderKey(workflow), 1);
       this.#secrets.put([orgId, workflow.id], { secrets: [signingSecret], updated_at: workflow.created_at } satisfies SigningSecretsRecord);
       return { ok: true, value: workflow };
     });
@@ -235,6 +266,7 @@ export class WorkflowStore {
         if (current === undefined) return { ok: false, reason: 'missing' };
         this.#workflows.remove([orgId, current.id]);
         this.#triggers.remove(triggerKey(current));
+        this.#order.remove(orderKey(current));
         return { ok: true, value: null };
       }),
       workflowId,
@@ -272,6 +304,13 @@ export class WorkflowStore {
 }
 
 const triggerKey = (workflow: Workflow): [string, string, string, string] => [workflow.org_id, workflow.environment, workflow.trigger_event, workflow.id];
+// A workflow's environment and created_at never change, so its entry is written once and removed with it.
+const orderKey = (workflow: Workflow): [string, string, string, string] => [workflow.org_id, workflow.environment, workflow.created_at, workflow.id];
+
+/** The table ordering workflows by creation (WorkflowStore.newestFirst). */
+export const WORKFLOW_ORDER = 'workflow-order';
+/** The data format (data-format.ts) from which on every workflow has its ordering entry. */
+export const WORKFLOW_ORDER_FORMAT = 3;
 
 function unwrap<T>(outcome: Outcome<T>, id: string): T {
   if (outcome.ok) return outcome.value;

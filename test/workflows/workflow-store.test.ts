@@ -173,7 +173,13 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2, before: 4 }).map((v) => v.version), [3, 2]);
     assert.deepEqual(store.versions('org-v', workflow.id, { limit: 2, before: 1 }), []);
     const later = (await store.create(draftOf({}), 'org-v', T0 + 60_000)).workflow;
-    assert.deepEqual(store.list('org-v', 'production').map((w) => w.id).sort(), [later.id, workflow.id].sort());
+    const sameTime = (await store.create(draftOf({}), 'org-v', T0 + 60_000)).workflow;
+    const newest = [...store.newestFirst('org-v', 'production')].map((w) => w.id);
+    assert.deepEqual(newest, [...[later.id, sameTime.id].sort().reverse(), workflow.id], 'newest created first, ties by id descending');
+    assert.deepEqual([...store.newestFirst('org-v', 'production', [later.created_at, newest[0]!])].map((w) => w.id), newest.slice(1), 'after a cursor');
+    assert.deepEqual([...store.newestFirst('org-v', 'sandbox')], [], 'the other environment');
+    await store.delete('org-v', sameTime.id);
+    assert.deepEqual([...store.newestFirst('org-v', 'production')].map((w) => w.id), newest.filter((id) => id !== sameTime.id), 'a deleted one is not listed');
     assert.equal(store.get('org-v', 'x'.repeat(5000)), undefined);
     assert.equal(store.version('org-v', workflow.id, 0), undefined);
     assert.deepEqual(store.signingSecrets('org-v', 'not-a-uuid'), []);
