@@ -13,7 +13,7 @@ import traverse from 'json-schema-traverse';
 import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
-import { patternSizeProblem, SchemaCompiler } from './schema-compiler.ts';
+import { MAX_PATTERN_PROGRAM_SIZE, MAX_SCHEMA_PATTERN_PROGRAM, patternProgramSize, patternSizeProblem, SchemaCompiler } from './schema-compiler.ts';
 import { expansionProblem } from './schema-expansion.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
@@ -109,32 +109,57 @@ function unboundedUniqueItems(schema: object): string | undefined {
  * was written), or undefined: the checks compileIsolated makes before ajv sees the schema.
  */
 export function storedSchemaProblem(schema: object): string | undefined {
-  return notSelfContained(schema) ?? unboundedUniqueItems(schema) ?? expansionProblem(schema) ?? oversizedPattern(schema);
+  // Cheap structural checks only: this runs on the event loop at every start, for every stored
+  // schema. (The patterns' RE2 programs are weighed where schemas compile, in the checking thread.)
+  return notSelfContained(schema) ?? unboundedUniqueItems(schema) ?? expansionProblem(schema);
 }
 
-/** A `pattern` (or `patternProperties` key) whose RE2 program is past the cap, or undefined (compiling refuses it too; this names it at boot). */
-function oversizedPattern(schema: object): string | undefined {
+/**
+ * The RE2 instructions the schema's distinct patterns (`pattern` values, `patternProperties` keys;
+ * ajv compiles each distinct one once) compile to, with why that is too much, if it is: each at
+ * most MAX_PATTERN_PROGRAM_SIZE, all together at most MAX_SCHEMA_PATTERN_PROGRAM. A compiled
+ * instruction costs about 70 bytes of heap: 468 patterns of 9,000 instructions in one 64 KB schema
+ * took 300 MB of the checking thread. Weighing stops at the first pattern past the budget, so a
+ * hostile schema costs little to refuse.
+ */
+function patternProgram(schema: object): { readonly instructions: number; readonly problem: string | undefined } {
   let problem: string | undefined;
-  traverse(schema, { allKeys: false }, (subschema) => {
+  let instructions = 0;
+  const seen = new Set<string>();
+  traverse(schema, { allKeys: false }, (subschema, pointer) => {
     if (problem !== undefined) return;
     const patterns = [...(typeof subschema.pattern === 'string' ? [subschema.pattern] : []), ...Object.keys(typeof subschema.patternProperties === 'object' && subschema.patternProperties !== null ? subschema.patternProperties : {})];
-    for (const pattern of patterns) problem ??= patternSizeProblem(pattern);
+    for (const pattern of patterns) {
+      if (problem !== undefined || seen.has(pattern)) continue;
+      seen.add(pattern);
+      const size = patternProgramSize(pattern);
+      instructions += size;
+      if (size > MAX_PATTERN_PROGRAM_SIZE) problem = patternSizeProblem(pattern);
+      else if (instructions > MAX_SCHEMA_PATTERN_PROGRAM) problem = `its patterns compile to more than ${MAX_SCHEMA_PATTERN_PROGRAM.toLocaleString('en-US')} RE2 instructions in all (past it at "${pointer || '/'}"); use fewer or simpler patterns`;
+    }
   });
-  return problem;
+  return { instructions, problem };
 }
+
+/** Cache weight of one RE2 instruction, in the schema-text bytes the validator cache counts (a validator takes ~30x its text; an instruction ~70 bytes). */
+const INSTRUCTION_WEIGHT = 3;
 
 /**
  * Compiles one customer schema and drops ajv's own reference to it; the validator keeps working.
  * Only self-contained schemas: without any `$id`, ajv registers nothing, and removing the schema
  * removes only its cache entry (by object), never a registered schema such as the meta-schema.
  */
-function compileIsolated(schema: object, using: SchemaCompiler = compiler): ValidateFunction {
+function compileIsolated(schema: object, using: SchemaCompiler = compiler): { readonly validate: ValidateFunction; readonly weight: number } {
   const problem = notSelfContained(schema);
   if (problem !== undefined) throw new Error(`${problem}: event type schemas must be self-contained`);
   // Also for a schema stored before this rule: a payload must never cost seconds to validate.
   const unbounded = unboundedUniqueItems(schema) ?? expansionProblem(schema);
   if (unbounded !== undefined) throw new Error(unbounded);
-  return using.compile(schema, JSON.stringify(schema).length);
+  const program = patternProgram(schema);
+  if (program.problem !== undefined) throw new Error(program.problem);
+  // Weighed with its patterns' programs: the validator cache bounds the checking thread's heap.
+  const weight = JSON.stringify(schema).length + INSTRUCTION_WEIGHT * program.instructions;
+  return { validate: using.compile(schema, weight), weight };
 }
 
 /** Compiles every declared schema; a schema that is not valid JSON Schema is a 400 naming the event type. */
@@ -173,14 +198,15 @@ export function compiledValidator(source: SchemaDeclarer, type: string): Validat
   const cacheKey = cacheKeyOf(source.org_id, source.name, type);
   let validate = cache.get(cacheKey, source.updated_at);
   if (validate === undefined) {
+    let weight: number;
     try {
-      validate = compileIsolated(schema);
+      ({ validate, weight } = compileIsolated(schema));
     } catch (error) {
       // Only a schema stored before a rule it breaks was introduced (writes compile it first).
       const detail = error instanceof Error ? error.message : 'invalid schema';
       throw new InputError(422, 'invalid_event_schema', `The source's schema for "${type}" no longer compiles (${detail}); update the source.`, { field: `event_types.${type}` });
     }
-    cache.set(cacheKey, source.updated_at, validate, JSON.stringify(schema).length);
+    cache.set(cacheKey, source.updated_at, validate, weight);
   }
   return validate;
 }

@@ -62,6 +62,8 @@ export class SchemaChecks {
   readonly #turns: string[] = [];
   #running: Check | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** Counts deadlines armed: a give-up queued for one that has since been armed again (or cleared) does nothing. */
+  #armed = 0;
   #nextId = 1;
 
   constructor(deadlines: SchemaCheckDeadlines = { checkMs: SCHEMA_CHECK_DEADLINE_MS, compileMs: SCHEMA_COMPILE_DEADLINE_MS }) {
@@ -161,7 +163,10 @@ export class SchemaChecks {
     clearTimeout(this.#timer);
     // When it passes, the thread's answer may be waiting behind a busy event loop: take what has
     // come in first (setImmediate runs after the loop has read the thread's messages).
-    this.#timer = setTimeout(() => setImmediate(() => this.#giveUp(check, 'schema_check_too_slow', `took longer than ${ms} ms`)), ms);
+    const armed = ++this.#armed;
+    this.#timer = setTimeout(() => setImmediate(() => {
+      if (armed === this.#armed) this.#giveUp(check, 'schema_check_too_slow', `took longer than ${ms} ms`);
+    }), ms);
     this.#timer.unref();
   }
 

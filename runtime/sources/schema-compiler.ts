@@ -24,15 +24,21 @@ const re2Engine = Object.assign((pattern: string) => withinProgramSize(RE2JS.com
  * absurd patterns out; length bounds such as `^.{1,500}$` (1,003) are everyday schema fare.
  */
 export const MAX_PATTERN_PROGRAM_SIZE = 10_000;
+/** The most RE2 instructions all the patterns of one schema may compile to (event-schemas.ts weighs them). */
+export const MAX_SCHEMA_PATTERN_PROGRAM = 100_000;
 
-/** Why `pattern` compiles to too large an RE2 program, or undefined (a pattern RE2 cannot read is ajv's to refuse). */
-export function patternSizeProblem(pattern: string): string | undefined {
-  let size: number;
+/** The RE2 program size of `pattern`; 0 for one RE2 cannot read (ajv refuses it when compiling). */
+export function patternProgramSize(pattern: string): number {
   try {
-    size = RE2JS.compile(pattern).programSize();
+    return RE2JS.compile(pattern).programSize();
   } catch {
-    return undefined;
+    return 0;
   }
+}
+
+/** Why `pattern` compiles to too large an RE2 program, or undefined. */
+export function patternSizeProblem(pattern: string): string | undefined {
+  const size = patternProgramSize(pattern);
   return size > MAX_PATTERN_PROGRAM_SIZE
     ? `the pattern "${pattern.slice(0, 64)}" compiles to ${size} RE2 instructions, more than ${MAX_PATTERN_PROGRAM_SIZE.toLocaleString('en-US')} (lower its counted repetitions such as {1000})`
     : undefined;

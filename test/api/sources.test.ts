@@ -163,6 +163,11 @@ test('schemas whose checks could hold the event loop are refused: $refs that exp
   assert.match(recursive, /leads back into itself; recursive schemas are not supported/);
   const pattern = await refusal('repeats', { properties: { s: { type: 'string', pattern: `${'[a-z]{1000}'.repeat(11)}[0-9]` } } });
   assert.match(pattern, /compiles to 11003 RE2 instructions, more than 10,000/);
+  const nine = '[a-z]{1000}'.repeat(9);
+  // Twelve distinct patterns of 9,002 instructions each (the same pattern twice counts once).
+  const properties = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`p${i}`, { type: 'string', pattern: `${nine}${i}` }]));
+  const manyPatterns = await refusal('many-patterns', { properties: { again: { type: 'string', pattern: `${nine}0` }, ...properties } });
+  assert.match(manyPatterns, /its patterns compile to more than 100,000 RE2 instructions in all \(past it at "\/properties\/p11"\)/);
   const anchored = await refusal('anchored', { definitions: { d: { $anchor: 'd', type: 'string' } }, properties: { s: { $ref: '#d' } } });
   assert.match(anchored, /"\$anchor" at "\/definitions\/d" is not allowed/);
 
