@@ -8,6 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Clock } from '../clock.ts';
 import { InputError, SluiceError } from '../errors.ts';
 import { TokenBucket } from '../token-bucket.ts';
+import { StalledReader } from './stalled-reader.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
@@ -48,6 +49,8 @@ interface SocketData {
   subscribeFrames: number;
   /** Subscribe frames the socket may still send (SUBSCRIBE_BURST, refilled at SUBSCRIBE_PER_SECOND). */
   readonly subscribeAllowance: TokenBucket;
+  /** Whether its reader stopped reading what is queued for it (stalled-reader.ts). */
+  readonly reader: StalledReader;
 }
 
 /**
@@ -118,7 +121,7 @@ export class LiveRooms {
         }
         // Never an offered entry other than LIVE_PROTOCOL: that one is the API key.
         const protocol = offered.length > 0 ? LIVE_PROTOCOL : '';
-        const fresh = { state: { status: 'opening' } as const, subscribeFrames: 0, subscribeAllowance: new TokenBucket(SUBSCRIBE_BURST, SUBSCRIBE_PER_SECOND, clock.now()) };
+        const fresh = { state: { status: 'opening' } as const, subscribeFrames: 0, subscribeAllowance: new TokenBucket(SUBSCRIBE_BURST, SUBSCRIBE_PER_SECOND, clock.now()), reader: new StalledReader() };
         res.upgrade<SocketData>({ orgId, ...admitted, ...fresh }, key, protocol, extensions, context);
       },
       open: (ws) => {
@@ -129,6 +132,7 @@ export class LiveRooms {
       message: (ws, message, isBinary) => this.#onMessage(ws, new Uint8Array(message.slice(0)), isBinary),
       drain: (ws) => {
         const data = ws.getUserData();
+        data.reader.drained();
         if (data.state.status === 'replaying') this.#pump(ws, data, data.state.replay);
       },
       close: (ws) => {
@@ -404,8 +408,13 @@ export class LiveRooms {
   #beat(): void {
     const at = this.#clock.now();
     for (const ws of this.#sockets) {
-      if (ws.getBufferedAmount() > MAX_BACKPRESSURE / 2) {
+      const buffered = ws.getBufferedAmount();
+      if (buffered > MAX_BACKPRESSURE / 2) {
         ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer');
+        continue;
+      }
+      if (ws.getUserData().reader.beat(buffered)) {
+        ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer: nothing read for 30 s');
         continue;
       }
       this.#sendHeartbeat(ws, this.#resumePoint(ws.getUserData()), at);
