@@ -141,7 +141,7 @@ export class LiveRooms {
         ws.getUserData().state = { status: 'closed' };
       },
     });
-    this.#heartbeat = setInterval(() => this.#beat(), HEARTBEAT_MS);
+    this.#heartbeat = setInterval(() => this.heartbeat(), HEARTBEAT_MS);
     this.#heartbeat.unref();
   }
 
@@ -405,7 +405,8 @@ export class LiveRooms {
     return data.state.status === 'replaying' ? data.state.replay.cursor : this.#publishedSeq(data.orgId);
   }
 
-  #beat(): void {
+  /** One heartbeat to every socket, closing slow and stalled consumers first (every HEARTBEAT_MS; tests call it). */
+  heartbeat(): void {
     const at = this.#clock.now();
     for (const ws of this.#sockets) {
       const buffered = ws.getBufferedAmount();

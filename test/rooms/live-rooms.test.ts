@@ -305,3 +305,24 @@ test('a consumer that stops reading is closed instead of buffering without bound
   await fast.waitFor(() => fast.updates().length > 1000, 'the fast consumer keeps receiving');
   fast.close();
 });
+
+test('a consumer that reads nothing of what is queued for six heartbeats is closed long before the 512 KiB cut', async () => {
+  const stalled = await connectLive(rt.url, 'acct-live', { token: key });
+  (stalled.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+  const sockets = rt.runtime.rooms.subscriberCount;
+  const big = { ...update('run-stall', 'running'), error: 'e'.repeat(1000) };
+  // 50 KB a heartbeat: once the kernel's buffers are full the runtime queues them, and six beats
+  // after it holds 16 KiB the socket is closed with about 300 KB queued: under the 512 KiB cut.
+  const first = rt.runtime.rooms.emittedSeq('acct-live') + 1;
+  for (let round = 0; round < 400 && rt.runtime.rooms.subscriberCount === sockets; round++) {
+    rt.runtime.rooms.publish('acct-live', Array.from({ length: 50 }, (_, i) => ({ ...big, seq: first + round * 50 + i })));
+    await new Promise((r) => setImmediate(r));
+    rt.runtime.rooms.heartbeat();
+  }
+  const closedByRuntime = rt.runtime.rooms.subscriberCount === sockets - 1;
+  if (!closedByRuntime) stalled.socket.terminate();
+  (stalled.socket as unknown as { _socket: { resume(): void } })._socket.resume();
+  const result = await stalled.closed;
+  assert.ok(closedByRuntime, 'closed by the runtime');
+  assert.deepEqual([result.code, result.reason], [CLOSE_SLOW_CONSUMER, 'slow consumer: nothing read for 30 s']);
+});

@@ -128,7 +128,7 @@ test('a data dir stamped with the moved layout is not read for old entries at bo
   try {
     // Nothing writes the old table any more; an entry planted there shows whether boot looked.
     await durably(ledger.root, ledger.root.transaction(() => ledger.openDatabase(LEGACY_FAILED_INDEX).put([ORG, 'production', 'planted', waitingRunId], START)));
-    assert.equal(storedDataFormat(ledger), FAILED_INDEX_MOVED_FORMAT);
+    assert.ok(storedDataFormat(ledger) >= FAILED_INDEX_MOVED_FORMAT);
   } finally {
     await ledger.close();
   }

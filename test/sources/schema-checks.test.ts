@@ -97,7 +97,9 @@ test('compiling a large schema has its own deadline: one that takes longer than 
 });
 
 test('an answer that came in time is taken even when the event loop was busy past the deadline', async () => {
-  const checks = new SchemaChecks(DEADLINES);
+  // Deadlines with room for a loaded machine; the loop is held for twice as long.
+  const deadlineMs = 1000;
+  const checks = new SchemaChecks({ checkMs: deadlineMs, compileMs: deadlineMs });
   try {
     // A check of some milliseconds (200 items against 300 values), its schema compiled beforehand.
     const medium = { type: 'object', properties: { a: { type: 'array', items: { anyOf: Array.from({ length: 300 }, (_, i) => ({ const: `v${i}` })) } } } };
@@ -110,7 +112,7 @@ test('an answer that came in time is taken even when the event loop was busy pas
       setTimeout(() => {
         checks.check(declarer('acct-a', { 'x.y': medium }), 'x.y', payload)!.then(() => resolve('passed'), (error: { code: string }) => resolve(error.code));
         setImmediate(() => {
-          const until = performance.now() + 2 * DEADLINE_MS;
+          const until = performance.now() + 2 * deadlineMs;
           while (performance.now() < until);
         });
       }, 10),
@@ -122,13 +124,15 @@ test('an answer that came in time is taken even when the event loop was busy pas
 });
 
 test('a compile deadline that passed behind a busy loop does not refuse a check that compiled in time and is still within its own', async () => {
-  const checks = new SchemaChecks({ checkMs: 10_000, compileMs: DEADLINE_MS });
+  // A compile deadline with room for a loaded machine; the loop is held for twice as long.
+  const compileMs = 1000;
+  const checks = new SchemaChecks({ checkMs: 20_000, compileMs });
   try {
     // Compiled beforehand (a check of 1 item, well within the compile deadline), then a check of
-    // 10,000 items against 300 values: about a second.
+    // 30,000 items against 300 values: a few seconds.
     const medium = { type: 'object', properties: { a: { type: 'array', items: { anyOf: Array.from({ length: 300 }, (_, i) => ({ const: `v${i}` })) } } } };
     await checks.check(declarer('acct-a', { 'x.y': medium }), 'x.y', JSON.stringify({ a: ['v299'] }));
-    const payload = JSON.stringify({ a: Array.from({ length: 10_000 }, () => 'v299') });
+    const payload = JSON.stringify({ a: Array.from({ length: 30_000 }, () => 'v299') });
     // Asked for in the timers' turn; the loop is held past the compile deadline in the same turn.
     // The thread says `compiled` at once; the compile deadline's give-up, queued when its timer
     // fired, must see that the check now runs on its own deadline.
@@ -136,7 +140,7 @@ test('a compile deadline that passed behind a busy loop does not refuse a check 
       setTimeout(() => {
         checks.check(declarer('acct-a', { 'x.y': medium }), 'x.y', payload)!.then(() => resolve('passed'), (error: { code: string; message: string }) => resolve(`${error.code}: ${error.message}`));
         setImmediate(() => {
-          const until = performance.now() + 2 * DEADLINE_MS;
+          const until = performance.now() + 2 * compileMs;
           while (performance.now() < until);
         });
       }, 10),
