@@ -13,7 +13,7 @@ import traverse from 'json-schema-traverse';
 import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
-import { MAX_PATTERN_PROGRAM_SIZE, MAX_SCHEMA_PATTERN_PROGRAM, patternProgramSize, patternSizeProblem, SchemaCompiler } from './schema-compiler.ts';
+import { MAX_PATTERN_PROGRAM_SIZE, MAX_SCHEMA_PATTERN_PROGRAM, patternProgramSize, SchemaCompiler } from './schema-compiler.ts';
 import { expansionProblem } from './schema-expansion.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
@@ -44,6 +44,7 @@ const compiler = new SchemaCompiler(CACHE_BOUNDS, () => cache.clear());
 const scratchCompiler = (): SchemaCompiler => new SchemaCompiler({ compiles: Number.POSITIVE_INFINITY, bytes: Number.POSITIVE_INFINITY }, () => undefined);
 
 const ANCHOR_KEYWORDS = ['$anchor', '$dynamicAnchor', '$recursiveAnchor', '$dynamicRef', '$recursiveRef'] as const;
+const anchorOf = (subschema: object): string | undefined => ANCHOR_KEYWORDS.find((keyword) => Object.hasOwn(subschema, keyword));
 
 /** Why a schema is not self-contained (a `$id`, a `$ref` outside itself) or not synchronous (`$async`), or undefined. */
 function notSelfContained(schema: object): string | undefined {
@@ -51,10 +52,11 @@ function notSelfContained(schema: object): string | undefined {
   // allKeys, as ajv itself walks a schema for ids: a `$id` under any keyword would be registered.
   traverse(schema, { allKeys: true }, (subschema, pointer) => {
     if (problem !== undefined) return;
+    const anchor = anchorOf(subschema);
     if (Object.hasOwn(subschema, '$id')) problem = `"$id" at "${pointer || '/'}" is not allowed`;
     // A `$ref: "#name"` to an anchor would pass by the expansion cap and the recursion check
     // (schema-expansion.ts follows JSON pointers only); "#/…" pointers say the same.
-    else if (ANCHOR_KEYWORDS.some((keyword) => Object.hasOwn(subschema, keyword))) problem = `"${ANCHOR_KEYWORDS.find((keyword) => Object.hasOwn(subschema, keyword))}" at "${pointer || '/'}" is not allowed (refer to "#/…" instead)`;
+    else if (anchor !== undefined) problem = `"${anchor}" at "${pointer || '/'}" is not allowed (refer to "#/…" instead)`;
     // An async validator answers a promise, which reads as "valid", and rejects one for a bad payload.
     else if (Object.hasOwn(subschema, '$async')) problem = `"$async" at "${pointer || '/'}" is not allowed`;
     else if (typeof subschema.$ref === 'string' && !subschema.$ref.startsWith('#')) problem = `"$ref" at "${pointer || '/'}" must point inside the schema (start with "#")`;
@@ -134,7 +136,7 @@ function patternProgram(schema: object): { readonly instructions: number; readon
       seen.add(pattern);
       const size = patternProgramSize(pattern);
       instructions += size;
-      if (size > MAX_PATTERN_PROGRAM_SIZE) problem = patternSizeProblem(pattern);
+      if (size > MAX_PATTERN_PROGRAM_SIZE) problem = `the pattern "${pattern.slice(0, 64)}" compiles to ${size} RE2 instructions, more than ${MAX_PATTERN_PROGRAM_SIZE.toLocaleString('en-US')} (lower its counted repetitions such as {1000})`;
       else if (instructions > MAX_SCHEMA_PATTERN_PROGRAM) problem = `its patterns compile to more than ${MAX_SCHEMA_PATTERN_PROGRAM.toLocaleString('en-US')} RE2 instructions in all (past it at "${pointer || '/'}"); use fewer or simpler patterns`;
     }
   });

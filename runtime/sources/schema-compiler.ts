@@ -15,7 +15,7 @@ import { RE2JS } from 're2js';
  * with `^(a+)+$` would otherwise let one payload freeze the event loop for every tenant. RE2 has
  * no lookaround or backreferences; a schema that uses them is refused when it is written.
  */
-const re2Engine = Object.assign((pattern: string) => withinProgramSize(RE2JS.compile(pattern), pattern), { code: 're2js' });
+const re2Engine = Object.assign((pattern: string) => RE2JS.compile(pattern), { code: 're2js' });
 
 /**
  * The most instructions a `pattern` may compile to. RE2's time is linear in the text, times the
@@ -24,7 +24,7 @@ const re2Engine = Object.assign((pattern: string) => withinProgramSize(RE2JS.com
  * absurd patterns out; length bounds such as `^.{1,500}$` (1,003) are everyday schema fare.
  */
 export const MAX_PATTERN_PROGRAM_SIZE = 10_000;
-/** The most RE2 instructions all the patterns of one schema may compile to (event-schemas.ts weighs them). */
+/** The most RE2 instructions all the patterns of one schema may compile to. Both caps are checked before ajv compiles (event-schemas.ts patternProgram). */
 export const MAX_SCHEMA_PATTERN_PROGRAM = 100_000;
 
 /** The RE2 program size of `pattern`; 0 for one RE2 cannot read (ajv refuses it when compiling). */
@@ -34,20 +34,6 @@ export function patternProgramSize(pattern: string): number {
   } catch {
     return 0;
   }
-}
-
-/** Why `pattern` compiles to too large an RE2 program, or undefined. */
-export function patternSizeProblem(pattern: string): string | undefined {
-  const size = patternProgramSize(pattern);
-  return size > MAX_PATTERN_PROGRAM_SIZE
-    ? `the pattern "${pattern.slice(0, 64)}" compiles to ${size} RE2 instructions, more than ${MAX_PATTERN_PROGRAM_SIZE.toLocaleString('en-US')} (lower its counted repetitions such as {1000})`
-    : undefined;
-}
-
-function withinProgramSize(compiled: RE2JS, pattern: string): RE2JS {
-  const problem = compiled.programSize() > MAX_PATTERN_PROGRAM_SIZE ? patternSizeProblem(pattern) : undefined;
-  if (problem !== undefined) throw new Error(problem);
-  return compiled;
 }
 
 // A separate instance: customer schemas never share compiled state with the API's own schemas.
