@@ -222,9 +222,3 @@ export function validateWith(validate: ValidateFunction, payload: unknown): void
     throw new InputError(422, 'schema_validation_failed', error.message.replace(/^Field "[^"]*"|^The request body/, `Field "${field}"`), { field });
   }
 }
-
-/** Validates a payload against the source's schema for `type`, if one is declared; throws 422 naming the field. */
-export function validateEventPayload(source: SchemaDeclarer, type: string, payload: unknown): void {
-  const validate = compiledValidator(source, type);
-  if (validate !== undefined) validateWith(validate, payload);
-}
