@@ -116,11 +116,13 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const sources = new SourceStore(ledger, inbox);
   const events = new EventStore(ledger, inbox);
   const runs = new RunStore(ledger);
+  // The layout the dir was left in picks the upgrades to run (data-format.ts); stamped after them.
+  const format = storedDataFormat(ledger);
   // Before anything writes runs: the move assumes it is the index's only writer (failed-index-upgrade.ts).
-  const movedFailed = storedDataFormat(ledger) < FAILED_INDEX_MOVED_FORMAT ? await upgradeFailedIndex(ledger, runs) : 0;
+  const movedFailed = format < FAILED_INDEX_MOVED_FORMAT ? await upgradeFailedIndex(ledger, runs) : 0;
   if (movedFailed > 0) logger.info('failed-event index moved to its arrival order', { entries: movedFailed });
   const workflows = new WorkflowStore(ledger);
-  if (storedDataFormat(ledger) < WORKFLOW_ORDER_FORMAT) {
+  if (format < WORKFLOW_ORDER_FORMAT) {
     const indexed = await workflows.indexOrder();
     if (indexed > 0) logger.info('workflows indexed by creation for paging', { workflows: indexed });
   }
