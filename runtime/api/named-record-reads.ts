@@ -5,7 +5,7 @@
 
 import { rawJson, type Route } from '../http/types.ts';
 import type { ApiContext } from './context.ts';
-import { MAX_PAGE_BYTES } from '../ledger/page-by-time.ts';
+import { byteCappedPage } from './byte-capped-page.ts';
 import { encodeCursor, environmentOf, namedInEnvironment, parseCursorOf, parseLimit } from './query-params.ts';
 
 interface NamedRecord {
@@ -28,6 +28,10 @@ export interface NamedRecords<T extends NamedRecord> {
   readonly describe: (record: T) => unknown;
 }
 
+function* inEnvironment<T extends NamedRecord>(records: Iterable<T>, environment: string): Generator<T> {
+  for (const record of records) if (record.environment === environment) yield record;
+}
+
 export function namedRecordReads<T extends NamedRecord>(ctx: ApiContext, base: string, records: NamedRecords<T>): Route[] {
   return [
     {
@@ -38,22 +42,8 @@ export function namedRecordReads<T extends NamedRecord>(ctx: ApiContext, base: s
         const environment = environmentOf(request, org);
         const limit = parseLimit(request);
         const after = parseCursorOf(request, [isRecordName]);
-        const page: unknown[] = [];
-        let bytes = 0;
-        let last: string | undefined;
-        let more = false;
-        for (const record of records.listAfter(org.id, after?.[0])) {
-          if (record.environment !== environment) continue;
-          if (page.length === limit || bytes >= MAX_PAGE_BYTES) {
-            more = true;
-            break;
-          }
-          const view = records.describe(record);
-          bytes += JSON.stringify(view).length;
-          page.push(view);
-          last = record.name;
-        }
-        return rawJson(200, { [records.plural]: page, next_cursor: more && last !== undefined ? encodeCursor([last]) : null });
+        const page = byteCappedPage(inEnvironment(records.listAfter(org.id, after?.[0]), environment), limit, records.describe);
+        return rawJson(200, { [records.plural]: page.views, next_cursor: page.more && page.last !== undefined ? encodeCursor([page.last.name]) : null });
       },
     },
     {

@@ -13,7 +13,7 @@ import type { Workflow, WorkflowDraft } from '../workflows/workflow-types.ts';
 import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts';
 import type { ApiContext } from './context.ts';
 import { isCursorText } from './sorted-page.ts';
-import { MAX_PAGE_BYTES } from '../ledger/page-by-time.ts';
+import { byteCappedPage } from './byte-capped-page.ts';
 import { KeyedSerial } from './keyed-serial.ts';
 import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
@@ -130,20 +130,8 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const view = seesCredentials(request) ? (workflow: Workflow): Workflow => workflow : redactWorkflow;
         // Read one at a time, newest first, and like the other lists ended early past MAX_PAGE_BYTES:
         // a workflow can be about 1 MiB, and an org may hold 2,000.
-        const page: Workflow[] = [];
-        let bytes = 0;
-        let more = false;
-        for (const workflow of workflows.newestFirst(org.id, environment, after)) {
-          if (page.length === limit || bytes >= MAX_PAGE_BYTES) {
-            more = true;
-            break;
-          }
-          const shown = view(workflow);
-          bytes += JSON.stringify(shown).length;
-          page.push(shown);
-        }
-        const last = page.at(-1);
-        return json(200, { workflows: page, next_cursor: more && last !== undefined ? encodeCursor([last.created_at, last.id]) : null });
+        const page = byteCappedPage(workflows.newestFirst(org.id, environment, after), limit, view);
+        return json(200, { workflows: page.views, next_cursor: page.more && page.last !== undefined ? encodeCursor([page.last.created_at, page.last.id]) : null });
       },
     },
     {
