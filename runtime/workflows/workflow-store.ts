@@ -5,8 +5,8 @@
 // Databases (every key starts with the org id):
 //   workflows           [orgId, workflowId]                                -> Workflow (current)
 //   workflow-versions   [orgId, workflowId, version]                        -> WorkflowVersion (never rewritten)
-//   workflow-triggers   [orgId, environment, trigger_event, workflowId]     -> current version, present iff enabled
-//                       (entries from before this held null: matching then reads the workflow)
+//   workflow-triggers   [orgId, environment, trigger_event, workflowId]     -> [current version, its JSON size], present iff enabled
+//                       (older entries hold the version alone, or null: matching then reads the workflow)
 //   workflow-secrets    [orgId, workflowId]                                 -> SigningSecretsRecord
 // Deleting a workflow removes the first and third; versions and secrets stay so runs pinned to a
 // version can still finish (and still sign their webhooks).
@@ -39,6 +39,21 @@ const HIGH = '\uffff';
  * heap past 1 GB for one org, and a few orgs could have taken the process out of memory).
  */
 export const PINNED_CACHE = { max: 4096, maxBytes: 64 * 1024 * 1024 };
+/**
+ * The JSON size the enabled workflows of one (org, environment, trigger event) may have together:
+ * every such event reads them all (one run each). A quarter of the pinned cache, so one trigger's
+ * versions stay decoded between its events; without it, 100 workflows of ~900 KB on one event
+ * type pushed each other out and every event decoded ~100 MB again (0.4-0.9 s of the event loop).
+ */
+export const MAX_TRIGGER_BYTES = 16 * 1024 * 1024;
+
+export interface WorkflowStoreLimits {
+  readonly pinnedCache: { readonly max: number; readonly maxBytes: number };
+  readonly triggerBytes: number;
+}
+
+/** The size a version counts for, in the pinned cache and against MAX_TRIGGER_BYTES: its JSON length. */
+export const versionSize = (version: WorkflowVersion): number => Math.max(1, JSON.stringify(version).length);
 
 /** What `matching` remembers of a matching workflow: its current version, read through the pinned cache each time. */
 type MatchRef = readonly [workflowId: string, version: number] | WorkflowVersion;
@@ -60,7 +75,19 @@ export interface VersionPage {
   readonly before?: number;
 }
 
-type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'versions' | 'conflict'; readonly current?: number };
+/** A trigger's enabled workflows would outgrow MAX_TRIGGER_BYTES: what they hold without this one, and this one. */
+interface TriggerOverflow {
+  readonly event: string;
+  readonly environment: string;
+  readonly limit: number;
+  readonly others: number;
+  readonly size: number;
+}
+
+type Outcome<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'versions' | 'conflict'; readonly current?: number }
+  | { readonly ok: false; readonly reason: 'trigger'; readonly overflow: TriggerOverflow };
 
 export class WorkflowStore {
   readonly #root: Ledger['root'];
@@ -78,8 +105,12 @@ export class WorkflowStore {
    */
   readonly #matches = new RecordCache<readonly MatchRef[]>();
 
-  constructor(ledger: Ledger, pinnedCache: { readonly max: number; readonly maxBytes: number } = PINNED_CACHE) {
-    this.#pinned = new LRUCache({ max: pinnedCache.max, maxSize: pinnedCache.maxBytes, sizeCalculation: (version) => Math.max(1, JSON.stringify(version).length) });
+  readonly #triggerBytes: number;
+
+  constructor(ledger: Ledger, limits: Partial<WorkflowStoreLimits> = {}) {
+    const pinnedCache = limits.pinnedCache ?? PINNED_CACHE;
+    this.#pinned = new LRUCache({ max: pinnedCache.max, maxSize: pinnedCache.maxBytes, sizeCalculation: versionSize });
+    this.#triggerBytes = limits.triggerBytes ?? MAX_TRIGGER_BYTES;
     this.#root = ledger.root;
     this.#workflows = ledger.openDatabase('workflows');
     this.#versions = ledger.openDatabase('workflow-versions');
@@ -176,7 +207,8 @@ export class WorkflowStore {
       const [keyOrg, keyEnv, keyType, workflowId] = key as [string, string, string, string];
       if (keyOrg !== orgId || keyEnv !== environment || keyType !== eventType) continue;
       // A trigger entry exists only for an enabled workflow and holds its current version.
-      const pinned = typeof value === 'number' ? this.version(orgId, workflowId, value) : undefined;
+      const current = triggerVersion(value);
+      const pinned = current === undefined ? undefined : this.version(orgId, workflowId, current);
       if (pinned !== undefined) {
         matches.push([workflowId, pinned.version]);
         continue;
@@ -206,7 +238,8 @@ export class WorkflowStore {
     const outcome = await this.#write(orgId, (): Outcome<Workflow> => {
       const count = this.#workflows.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
       if (count >= MAX_WORKFLOWS_PER_ORG) return { ok: false, reason: 'limit' };
-      this.#putVersion(workflow, undefined);
+      const overflow = this.#putVersion(workflow, undefined);
+      if (overflow !== undefined) return { ok: false, reason: 'trigger', overflow };
       this.#order.put(orderKey(workflow), 1);
       this.#secrets.put([orgId, workflow.id], { secrets: [signingSecret], updated_at: workflow.created_at } satisfies SigningSecretsRecord);
       return { ok: true, value: workflow };
@@ -231,8 +264,8 @@ export class WorkflowStore {
         if (onlyDisables && previous.status === 'disabled') return { ok: true, value: previous };
         if (previous.version >= MAX_VERSIONS_PER_WORKFLOW && !onlyDisables) return { ok: false, reason: 'versions' };
         const next = nextWorkflow(draft, { orgId: previous.org_id, workflowId: previous.id, at, previous });
-        this.#putVersion(next, previous);
-        return { ok: true, value: next };
+        const overflow = this.#putVersion(next, previous);
+        return overflow === undefined ? { ok: true, value: next } : { ok: false, reason: 'trigger', overflow };
       }),
       workflowId,
     );
@@ -251,8 +284,8 @@ export class WorkflowStore {
         // Disabling always works, so a misbehaving workflow can be stopped at the cap (one version more at most).
         if (status === 'enabled' && previous.version >= MAX_VERSIONS_PER_WORKFLOW) return { ok: false, reason: 'versions' };
         const next = nextWorkflow({ ...toWorkflowVersion(previous).definition, status }, { orgId: previous.org_id, workflowId: previous.id, at, previous });
-        this.#putVersion(next, previous);
-        return { ok: true, value: next };
+        const overflow = this.#putVersion(next, previous);
+        return overflow === undefined ? { ok: true, value: next } : { ok: false, reason: 'trigger', overflow };
       }),
       workflowId,
     );
@@ -289,12 +322,48 @@ export class WorkflowStore {
     return fresh;
   }
 
-  /** Writes `next` as current, adds its version record and keeps the trigger index in step. In a transaction. */
-  #putVersion(next: Workflow, previous: Workflow | undefined): void {
+  /**
+   * Writes `next` as current, adds its version record and keeps the trigger index in step. In a
+   * transaction. Writes nothing, and says by how much, if `next` is enabled and its trigger's
+   * enabled workflows would outgrow their cap (a version that grows nothing goes through).
+   */
+  #putVersion(next: Workflow, previous: Workflow | undefined): TriggerOverflow | undefined {
+    const version = toWorkflowVersion(next);
+    const size = versionSize(version);
+    if (next.status === 'enabled') {
+      const sizes = this.#enabledSizes(next);
+      const others = sizes.total - (sizes.own ?? 0);
+      if (others + size > this.#triggerBytes && size > (sizes.own ?? 0)) {
+        return { event: next.trigger_event, environment: next.environment, limit: this.#triggerBytes, others, size };
+      }
+    }
     this.#workflows.put([next.org_id, next.id], next);
-    this.#versions.put([next.org_id, next.id, next.version], toWorkflowVersion(next));
+    this.#versions.put([next.org_id, next.id, next.version], version);
     if (previous !== undefined) this.#triggers.remove(triggerKey(previous));
-    if (next.status === 'enabled') this.#triggers.put(triggerKey(next), next.version);
+    if (next.status === 'enabled') this.#triggers.put(triggerKey(next), [next.version, size]);
+    return undefined;
+  }
+
+  /** The JSON size of the enabled workflows on `workflow`'s trigger, and of its own entry there if it has one. */
+  #enabledSizes(workflow: Workflow): { total: number; own: number | undefined } {
+    const [orgId, environment, event] = triggerKey(workflow);
+    let total = 0;
+    let own: number | undefined;
+    for (const { key, value } of this.#triggers.getRange({ start: [orgId, environment, event], end: [orgId, environment, event, HIGH] })) {
+      const workflowId = (key as string[])[3]!;
+      const size = this.#entrySize(orgId, workflowId, value);
+      total += size;
+      if (workflowId === workflow.id) own = size;
+    }
+    return { total, own };
+  }
+
+  /** What one trigger entry weighs: stored with it, or (older entries) measured from its version. */
+  #entrySize(orgId: string, workflowId: string, value: unknown): number {
+    if (Array.isArray(value)) return value[1] as number;
+    const current = triggerVersion(value) ?? (this.#workflows.get([orgId, workflowId]) as Workflow | undefined)?.version;
+    const version = current === undefined ? undefined : this.version(orgId, workflowId, current);
+    return version === undefined ? 0 : versionSize(version);
   }
 
   /** Every write of this store: one durable transaction on `orgId`'s records. */
@@ -303,6 +372,8 @@ export class WorkflowStore {
   }
 }
 
+/** The version a trigger entry names: [version, size] now, a bare version or null (read the workflow) before. */
+const triggerVersion = (value: unknown): number | undefined => (Array.isArray(value) ? (value[0] as number) : typeof value === 'number' ? value : undefined);
 const triggerKey = (workflow: Workflow): [string, string, string, string] => [workflow.org_id, workflow.environment, workflow.trigger_event, workflow.id];
 // A workflow's environment and created_at never change, so its entry is written once and removed with it.
 const orderKey = (workflow: Workflow): [string, string, string, string] => [workflow.org_id, workflow.environment, workflow.created_at, workflow.id];
@@ -311,6 +382,8 @@ const orderKey = (workflow: Workflow): [string, string, string, string] => [work
 export const WORKFLOW_ORDER = 'workflow-order';
 /** The data format (data-format.ts) from which on every workflow has its ordering entry. */
 export const WORKFLOW_ORDER_FORMAT = 3;
+
+const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(bytes < 1024 * 1024 ? 2 : 1)} MiB`;
 
 function unwrap<T>(outcome: Outcome<T>, id: string): T {
   if (outcome.ok) return outcome.value;
@@ -321,6 +394,15 @@ function unwrap<T>(outcome: Outcome<T>, id: string): T {
       throw new ConflictError('workflow_limit_reached', `An organization can hold at most ${MAX_WORKFLOWS_PER_ORG} workflows; delete one first.`);
     case 'versions':
       throw new ConflictError('version_limit_reached', `A workflow has at most ${MAX_VERSIONS_PER_WORKFLOW} versions; create a new workflow (and delete this one) to go on changing it.`);
+    case 'trigger': {
+      const { event, environment, limit, others, size } = outcome.overflow;
+      throw new ConflictError(
+        'trigger_size_limit_reached',
+        `The enabled workflows of event type "${event}" in ${environment} may hold at most ${mib(limit)} of JSON together (every such event reads them all); ` +
+          `the others hold ${mib(others)} and this version ${mib(size)}. Disable or shrink one of them first.`,
+        { limit_bytes: limit, enabled_bytes: others, version_bytes: size },
+      );
+    }
     case 'conflict':
       throw new ConflictError('workflow_version_conflict', 'The workflow was changed by another request; read it again and retry.', {
         current_version: outcome.current,

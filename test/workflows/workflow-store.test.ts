@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 import { parseWorkflowInput } from '../../runtime/workflows/parse-workflow.ts';
-import { MAX_VERSIONS_PER_WORKFLOW, WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
+import { MAX_VERSIONS_PER_WORKFLOW, versionSize, WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
 import type { WorkflowDraft } from '../../runtime/workflows/workflow-types.ts';
 
 const T0 = Date.UTC(2026, 10, 30);
@@ -121,6 +121,46 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.deepEqual(store.matching('org-l', 'production', 'legacy.trigger'), [], 'a disabled workflow never matches');
   });
 
+  test('the enabled workflows of one trigger hold at most their byte cap together; disabled ones, other triggers and shrinking pass', async () => {
+    const capped = new WorkflowStore(ledger, { triggerBytes: 100_000 });
+    // About 30 KB each: a header value of 1,000 characters on 25 steps.
+    const stepsOf = (count: number, prefix: string) => Array.from({ length: count }, (_, i) => ({ id: `${prefix}${i}`, ...hook(), headers: { 'x-note': 'n'.repeat(1000) } }));
+    const steps = stepsOf(25, 's');
+    const big = (body: Record<string, unknown> = {}) => draftOf({ trigger_event: 'big.event', steps, ...body });
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push((await capped.create(big({ name: `big-${i}` }), 'org-cap-t', T0)).workflow);
+    const size = versionSize(capped.version('org-cap-t', made[0]!.id, 1)!);
+    assert.ok(size > 25_000 && 3 * size < 100_000 && 4 * size > 100_000, `${size} bytes each`);
+
+    const refused = { status: 409, code: 'trigger_size_limit_reached', message: /event type "big\.event" in production may hold at most 0\.10 MiB of JSON together/ };
+    await assert.rejects(capped.create(big({ name: 'fourth' }), 'org-cap-t', T0), refused);
+    assert.equal([...capped.newestFirst('org-cap-t', 'production')].length, 3, 'the refused create wrote nothing');
+    const parked = (await capped.create(big({ name: 'parked', status: 'disabled' }), 'org-cap-t', T0)).workflow;
+    await assert.rejects(capped.setStatus('org-cap-t', parked.id, 'enabled', T0 + 1), refused);
+    assert.equal(capped.get('org-cap-t', parked.id)?.version, 1, 'the refused enable wrote no version');
+    await capped.create(big({ name: 'elsewhere', trigger_event: 'other.event' }), 'org-cap-t', T0);
+    await capped.create(big({ name: 'sandboxed', environment: 'sandbox' }), 'org-cap-t', T0);
+    await capped.create(big({ name: 'other org' }), 'org-cap-u', T0);
+    await assert.rejects(capped.update('org-cap-t', parked.id, parseWorkflowInput({ status: 'enabled' }, parked), T0 + 2), refused);
+    await assert.rejects(capped.update('org-cap-t', made[0]!.id, parseWorkflowInput({ steps: [...steps, ...stepsOf(20, 'more')] }, made[0]), T0 + 2), refused);
+    const shrunk = await capped.update('org-cap-t', made[0]!.id, parseWorkflowInput({ steps: steps.slice(0, 5) }, made[0]), T0 + 3);
+    assert.equal(shrunk.version, 2, 'a version that grows nothing goes through');
+    await capped.setStatus('org-cap-t', made[1]!.id, 'disabled', T0 + 4);
+    assert.equal((await capped.setStatus('org-cap-t', parked.id, 'enabled', T0 + 5)).status, 'enabled', 'room made by a disable is room');
+    assert.deepEqual(ids(capped.matching('org-cap-t', 'production', 'big.event')), [made[0]!.id, made[2]!.id, parked.id].sort());
+
+    // An entry of an older layout (a bare version, or null) is weighed from its version.
+    await ledger.openDatabase('workflow-triggers').put(['org-cap-t', 'production', 'big.event', made[2]!.id], 1);
+    await ledger.openDatabase('workflow-triggers').put(['org-cap-t', 'production', 'big.event', parked.id], null);
+    await capped.setStatus('org-cap-t', made[1]!.id, 'enabled', T0 + 6);
+    await assert.rejects(capped.create(big({ name: 'one more' }), 'org-cap-t', T0), refused);
+
+    // Over a cap lowered since (a store with a smaller one on the same data): shrinking still passes.
+    const tighter = new WorkflowStore(ledger, { triggerBytes: 50_000 });
+    const latest = tighter.get('org-cap-t', made[2]!.id)!;
+    assert.equal((await tighter.update('org-cap-t', latest.id, parseWorkflowInput({ steps: steps.slice(0, 20) }, latest), T0 + 7)).version, 2);
+  });
+
   test('matching reads inside a write transaction and sees that transaction\'s writes', async () => {
     const { workflow } = await store.create(draftOf({ trigger_event: 'txn.seen' }), 'org-t', T0);
     const seen = await ledger.root.transaction(() => store.matching('org-t', 'production', 'txn.seen').map((v) => v.workflow_id));
@@ -192,7 +232,7 @@ describe('WorkflowStore pinned-version cache', () => {
     const opened = kind.open();
     try {
       const bound = { max: 4096, maxBytes: 100_000 };
-      const store = new WorkflowStore(opened.ledger, bound);
+      const store = new WorkflowStore(opened.ledger, { pinnedCache: bound });
       // Ten workflows of about 30 KB each (a header value of 1,000 characters on 25 steps).
       const steps = Array.from({ length: 25 }, (_, i) => ({ id: `s${i}`, ...hook(), headers: { 'x-note': 'n'.repeat(1000) } }));
       const made: string[] = [];
