@@ -11,6 +11,7 @@ import { TIMESTAMP_TOLERANCE_SECONDS } from './ingest/verification.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
 import { DEFAULT_LIVE_SOCKETS_PER_ORG } from './rooms/live-rooms.ts';
+import { defaultWebSocketLimit } from './http/websocket-budget.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
 import { defaultStepInputBytes } from './runs/step-input-budget.ts';
 import { WEBHOOK_TARGETS, type WebhookTargets } from './runs/webhook-address-policy.ts';
@@ -41,6 +42,8 @@ export interface RuntimeConfig {
   readonly runnerToken: string | undefined;
   /** Live-room sockets one org may hold open at once; more upgrades are refused (429). */
   readonly liveSocketsPerOrg: number;
+  /** Live-room and device sockets open at once, every org together; more upgrades are refused (503). */
+  readonly websockets: number;
   /** Open connections webhook steps may hold per org and receiver origin; more requests wait for one. */
   readonly webhookConnections: number;
   /** Payload bytes the steps being performed may hold at once (webhook bodies, custom action input); more steps wait. */
@@ -116,6 +119,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'retention-days': { type: 'string' },
       'live-retention': { type: 'string' },
       'live-sockets-per-org': { type: 'string' },
+      websockets: { type: 'string' },
       'log-level': { type: 'string' },
       runner: { type: 'string' },
       'webhook-connections': { type: 'string' },
@@ -138,6 +142,9 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     // A duplicate inside the window is answered with its original event: that event must still exist.
     throw new InputError(400, 'invalid_config', `--retention-days (${retentionDays}) must cover the dedup window (${dedupWindowMs / DAY_MS} days).`);
   }
+  const websockets = integer(setting('--websockets', values.websockets, 'SLUICE_WEBSOCKETS', env), defaultWebSocketLimit(), 1, 10_000_000);
+  // Unset, one org may hold at most half of the total: another org's live room still opens.
+  const liveSocketsFallback = Math.max(1, Math.min(DEFAULT_LIVE_SOCKETS_PER_ORG, Math.floor(websockets / 2)));
   const givenAdminToken = text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN);
   return {
     host: text('--host', values.host, env.SLUICE_HOST) ?? '127.0.0.1',
@@ -149,7 +156,8 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     dedupWindowMs,
     retentionDays,
     liveRetention: integer(setting('--live-retention', values['live-retention'], 'SLUICE_LIVE_RETENTION', env), DEFAULT_RETAINED_UPDATES, 1, 10_000_000),
-    liveSocketsPerOrg: integer(setting('--live-sockets-per-org', values['live-sockets-per-org'], 'SLUICE_LIVE_SOCKETS_PER_ORG', env), DEFAULT_LIVE_SOCKETS_PER_ORG, 1, 1_000_000),
+    liveSocketsPerOrg: integer(setting('--live-sockets-per-org', values['live-sockets-per-org'], 'SLUICE_LIVE_SOCKETS_PER_ORG', env), liveSocketsFallback, 1, 1_000_000),
+    websockets,
     logLevel,
     runner: parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner),
     runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),

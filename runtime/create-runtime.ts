@@ -34,6 +34,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventStore } from './events/event-store.ts';
 import { HttpServer } from './http/server.ts';
+import { WebSocketBudget } from './http/websocket-budget.ts';
 import { Inbox } from './inbox/inbox.ts';
 import { hookRoutes } from './ingest/hook-routes.ts';
 import { IngestQuota } from './ingest/ingest-quota.ts';
@@ -41,7 +42,7 @@ import { openLedger } from './ledger/open-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics, observeDevices, observeEngine, observeStepInputs, observeWebhookConnections } from './metrics.ts';
+import { createRuntimeMetrics, observeDevices, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
@@ -138,7 +139,8 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const updateLog = new UpdateLog(ledger, config.liveRetention);
   await updateLog.adoptRetention();
   const server = new HttpServer({ logger, metrics });
-  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, config.liveSocketsPerOrg);
+  const websockets = new WebSocketBudget(config.websockets);
+  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, { socketsPerOrg: config.liveSocketsPerOrg, websockets });
   opened.push(() => rooms.close(), () => server.close());
   const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);
@@ -170,13 +172,14 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   opened.push(() => ticker.close());
   const deviceStore = new DeviceStore(ledger, events);
   const devices = new DeviceSockets(server.app, {
-    devices: deviceStore, events, orgs, quota, clock, logger,
+    devices: deviceStore, events, orgs, quota, clock, logger, websockets,
     generations: runs.sandboxGenerations,
     schemaChecks: schemas.payloads,
     onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),
   });
   opened.push(() => devices.close());
   observeDevices(metrics, () => devices.openSockets);
+  observeWebSockets(metrics, websockets);
   const child = runner.child;
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,

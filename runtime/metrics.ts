@@ -73,6 +73,12 @@ export function observeDevices(metrics: RuntimeMetrics, openSockets: () => numbe
   scrapedGauge(metrics, 'sluice_device_sockets_open', 'Device sockets open now, over every org.', openSockets);
 }
 
+/** Gauges of every WebSocket (live rooms and devices) against the process's total (--websockets). */
+export function observeWebSockets(metrics: RuntimeMetrics, budget: { readonly open: number; readonly total: number }): void {
+  scrapedGauge(metrics, 'sluice_websockets_open', 'Live-room and device WebSockets open now, over every org.', () => budget.open);
+  scrapedGauge(metrics, 'sluice_websockets_limit', 'WebSockets the process may hold open at once (--websockets); past it upgrades are refused with 503.', () => budget.total);
+}
+
 /** Gauges of the webhook connection pools, read at each scrape from `stats`. */
 export function observeWebhookConnections(metrics: RuntimeMetrics, stats: () => { readonly open: number; readonly waiting: number }): void {
   scrapedGauge(metrics, 'sluice_webhook_connections_open', 'Sockets webhook steps hold open (busy or idle), over every org and receiver.', () => stats().open);

@@ -4,7 +4,6 @@
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import type { Authorizer, Principal } from '../auth/authorize.ts';
-import { STATUS_CODES } from 'node:http';
 import type { Clock } from '../clock.ts';
 import { InputError, SluiceError } from '../errors.ts';
 import { TokenBucket } from '../token-bucket.ts';
@@ -19,6 +18,8 @@ import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type 
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 import { ReadQuery } from '../http/read-query.ts';
+import { refuseUpgrade } from '../http/refuse-upgrade.ts';
+import type { WebSocketBudget } from '../http/websocket-budget.ts';
 
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
 export const MAX_BACKPRESSURE = 1024 * 1024;
@@ -80,9 +81,12 @@ export class LiveRooms {
 
   /** Live sockets one org may hold open at once (--live-sockets-per-org). */
   readonly #socketsPerOrg: number;
+  /** WebSockets the process holds open at once, device sockets included (--websockets). */
+  readonly #websockets: WebSocketBudget;
 
-  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock, socketsPerOrg = DEFAULT_LIVE_SOCKETS_PER_ORG) {
-    this.#socketsPerOrg = socketsPerOrg;
+  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock, limits: { readonly socketsPerOrg: number; readonly websockets: WebSocketBudget }) {
+    this.#socketsPerOrg = limits.socketsPerOrg;
+    this.#websockets = limits.websockets;
     this.#app = app;
     this.#auth = auth;
     this.#log = log;
@@ -111,12 +115,12 @@ export class LiveRooms {
           if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
             throw new SluiceError(429, 'too_many_live_sockets', `An organization may hold at most ${this.#socketsPerOrg} live sockets open at once; close one first.`);
           }
+          this.#websockets.assertRoom();
           // As a GET is: `?enviroment=sandbox` would otherwise stream production updates.
           query.assertNoRepeats();
           query.assertAllAsked();
         } catch (error) {
-          const refusal = error instanceof SluiceError ? error : new InputError(400, 'invalid_subscription', 'The live room request is malformed.');
-          res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify(refusal.toBody()));
+          refuseUpgrade(res, error instanceof SluiceError ? error : new InputError(400, 'invalid_subscription', 'The live room request is malformed.'));
           return;
         }
         // Never an offered entry other than LIVE_PROTOCOL: that one is the API key.
@@ -125,6 +129,7 @@ export class LiveRooms {
         res.upgrade<SocketData>({ orgId, ...admitted, ...fresh }, key, protocol, extensions, context);
       },
       open: (ws) => {
+        this.#websockets.opened();
         this.#sockets.add(ws);
         this.#perOrg.add(ws.getUserData().orgId);
         this.#enter(ws, ws.getUserData().requested);
@@ -136,6 +141,7 @@ export class LiveRooms {
         if (data.state.status === 'replaying') this.#pump(ws, data, data.state.replay);
       },
       close: (ws) => {
+        this.#websockets.closed();
         this.#sockets.delete(ws);
         this.#perOrg.subtract(ws.getUserData().orgId);
         ws.getUserData().state = { status: 'closed' };

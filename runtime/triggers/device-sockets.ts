@@ -5,11 +5,9 @@
 // deletion) runs one at a time per device, and first stops the sockets it ends from storing and
 // waits for their messages: each connection's events come before its `device.disconnected`.
 
-import { STATUS_CODES } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { RetryableError, SluiceError } from '../errors.ts';
-import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import {
@@ -29,14 +27,18 @@ import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
 import type { Ending } from './device-store.ts';
 import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
 import { ReadQuery } from '../http/read-query.ts';
+import { refuseUpgrade } from '../http/refuse-upgrade.ts';
+import type { WebSocketBudget } from '../http/websocket-budget.ts';
 
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
 const MAX_BACKPRESSURE = 64 * 1024;
 /** Seconds without a frame or a pong before uWS drops the socket (it pings on its own before that). */
 const IDLE_TIMEOUT_S = 120;
 
-/** What the sockets need: what their messages need (device-messages.ts), nothing more. */
-export type DeviceSocketDeps = DeviceMessageDeps;
+/** What the sockets need: what their messages need (device-messages.ts), and the process's WebSocket total. */
+export interface DeviceSocketDeps extends DeviceMessageDeps {
+  readonly websockets: WebSocketBudget;
+}
 
 export class DeviceSockets {
   readonly #d: DeviceSocketDeps;
@@ -68,6 +70,7 @@ export class DeviceSockets {
         let device: DeviceRecord;
         try {
           if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
+          deps.websockets.assertRoom();
           const org = deps.orgs.get(orgId);
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
           query.assertNoRepeats();
@@ -76,10 +79,7 @@ export class DeviceSockets {
           // ingest quota like the messages do, or it would write events past any rate.
           deps.quota.charge(org!);
         } catch (error) {
-          const refusal = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.');
-          res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json');
-          if (refusal instanceof QuotaExceededError) res.writeHeader('retry-after', String(Math.max(1, Math.ceil(refusal.retryAfterMs / 1000))));
-          res.end(JSON.stringify(refusal.toBody()));
+          refuseUpgrade(res, error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.'));
           return;
         }
         const connection: DeviceConnection = { id: `con_${randomBytes(12).toString('hex')}`, connected_at_ms: deps.clock.now() };
@@ -87,6 +87,7 @@ export class DeviceSockets {
         res.upgrade<SocketData>(data, key, offered.length > 0 ? DEVICE_PROTOCOL : '', extensions, context);
       },
       open: (ws) => {
+        deps.websockets.opened();
         const data = ws.getUserData();
         const key = orgScopedKey(data.device.org_id, data.device.name);
         const sockets = this.#sockets.get(key) ?? new Set();
@@ -96,6 +97,7 @@ export class DeviceSockets {
       },
       message: (ws, message, isBinary) => this.#messages.onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
       close: (ws, code) => {
+        deps.websockets.closed();
         const data = ws.getUserData();
         data.open = false;
         data.accepting = false;

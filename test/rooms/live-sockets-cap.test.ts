@@ -1,10 +1,16 @@
 // An org holds at most --live-sockets-per-org live sockets open at once: one more upgrade is a 429
-// naming the cap, other orgs are not counted against it, and a closed socket frees its place.
+// naming the cap, other orgs are not counted against it, and a closed socket frees its place. The
+// process holds at most --websockets live and device sockets together: past it, 503 with Retry-After.
 
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { get } from 'node:http';
 import { test } from 'node:test';
-import { createOrg } from '../helpers/http.ts';
-import { connectLive } from '../helpers/live-client.ts';
+import { connectDevice } from '../helpers/device-client.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { connectLive, type LiveClient } from '../helpers/live-client.ts';
+import { defaultWebSocketLimit, WEBSOCKETS_FALLBACK } from '../../runtime/http/websocket-budget.ts';
+import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 
 test('past the org\'s cap an upgrade is refused with 429; another org and a freed place are admitted', async () => {
@@ -18,14 +24,74 @@ test('past the org\'s cap an upgrade is refused with 429; another org and a free
     const other = await connectLive(rt.url, 'acct-other-live', { token: otherKey });
     first.close();
     await first.closed;
-    let third;
-    for (let tries = 0; third === undefined; tries++) {
-      // The server counts the close when it sees it, a moment after the client's.
-      third = await connectLive(rt.url, 'acct-capped-live', { token: key }).catch((error: Error) => (tries < 50 ? undefined : Promise.reject(error)));
-      if (third === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const third = await connectOnceFreed(() => connectLive(rt.url, 'acct-capped-live', { token: key }));
     for (const client of [second, other, third]) client.close();
   } finally {
     await rt.close();
   }
 });
+
+test('past the process\'s --websockets total, live and device upgrades are refused with 503 and Retry-After; a closed socket frees its place', async () => {
+  const rt = await startRuntime({ args: ['--websockets', '3', '--live-sockets-per-org', '10'] });
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-ws-a');
+    const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-ws-b');
+    const device = await call(rt.url, 'POST', '/organizations/acct-ws-b/devices', { token: otherKey, json: { name: 'sensor-1' } });
+    assert.equal(device.status, 201, device.text);
+    const spare = await call(rt.url, 'POST', '/organizations/acct-ws-b/devices', { token: otherKey, json: { name: 'sensor-2' } });
+    const live: LiveClient[] = [await connectLive(rt.url, 'acct-ws-a', { token: key }), await connectLive(rt.url, 'acct-ws-a', { token: key })];
+    const sensor = await connectDevice(rt.url, 'acct-ws-b', 'sensor-1', device.body.token);
+    await assert.rejects(connectLive(rt.url, 'acct-ws-b', { token: otherKey }), /upgrade refused: 503/);
+    await assert.rejects(connectDevice(rt.url, 'acct-ws-b', 'sensor-2', spare.body.token), (error: { status: number; body: string }) => {
+      assert.equal(error.status, 503);
+      assert.match(JSON.parse(error.body).error.message, /as many WebSockets open as it may \(3\)/);
+      return true;
+    });
+    const refused = await upgradeAnswer(`${rt.url}/organizations/acct-ws-a/live?token=${key}`);
+    assert.deepEqual([refused.status, refused.retryAfter, refused.code], [503, '5', 'too_many_websockets']);
+    const metrics = await (await fetch(`${rt.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    assert.match(metrics, /^sluice_websockets_open 3$/m);
+    assert.match(metrics, /^sluice_websockets_limit 3$/m);
+    sensor.close();
+    await sensor.closed;
+    const another = await connectOnceFreed(() => connectLive(rt.url, 'acct-ws-b', { token: otherKey }));
+    for (const client of [...live, another]) client.close();
+  } finally {
+    await rt.close();
+  }
+});
+
+test('the total defaults to three quarters of the open-file limit, and an org\'s live sockets to half of it when that is under 20,000', () => {
+  assert.equal(defaultWebSocketLimit('Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\n'), 15_000);
+  assert.equal(defaultWebSocketLimit('Max open files            unlimited            unlimited            files\n'), WEBSOCKETS_FALLBACK);
+  assert.equal(defaultWebSocketLimit(''), WEBSOCKETS_FALLBACK, 'not Linux');
+  const small = loadRuntimeConfig(['--websockets', '1000'], {});
+  assert.deepEqual([small.websockets, small.liveSocketsPerOrg], [1000, 500]);
+  const large = loadRuntimeConfig([], { SLUICE_WEBSOCKETS: '1000000' });
+  assert.deepEqual([large.websockets, large.liveSocketsPerOrg], [1_000_000, 20_000]);
+  assert.equal(loadRuntimeConfig(['--websockets', '1000', '--live-sockets-per-org', '900'], {}).liveSocketsPerOrg, 900, 'as given');
+  assert.throws(() => loadRuntimeConfig(['--websockets', '0'], {}), /--websockets/);
+});
+
+/** A WebSocket handshake's HTTP answer when it is refused: status, Retry-After and error code. */
+function upgradeAnswer(url: string): Promise<{ status: number | undefined; retryAfter: string | undefined; code: string }> {
+  const headers = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') };
+  return new Promise((resolve, reject) => {
+    const request = get(url, { headers }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      response.on('end', () => resolve({ status: response.statusCode, retryAfter: response.headers['retry-after'], code: (JSON.parse(text) as { error: { code: string } }).error.code }));
+    });
+    request.on('upgrade', () => reject(new Error('the upgrade was accepted')));
+    request.on('error', reject);
+  });
+}
+
+/** Connects once the server has counted a close it sees a moment after the client's. */
+async function connectOnceFreed<T>(connect: () => Promise<T>): Promise<T> {
+  for (let tries = 0; ; tries++) {
+    const connected = await connect().catch((error: Error) => (tries < 50 ? undefined : Promise.reject(error)));
+    if (connected !== undefined) return connected;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

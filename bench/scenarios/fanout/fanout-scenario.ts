@@ -65,7 +65,9 @@ async function runFanout(context: ScenarioContext): Promise<ScenarioReport> {
   }
   try {
     await measureKind(context, sizes, pool, out, 'sluice', async () => {
-      const runtime = await startSluice(context, { label: 'sluice serve (fan-out)' });
+      // One org holds every subscriber: past the default share of --websockets on a low open-file limit.
+      const subscribers = String(Math.max(...sizes.sizes.map((size) => size.subscribers)));
+      const runtime = await startSluice(context, { label: 'sluice serve (fan-out)', args: ['--live-sockets-per-org', subscribers] });
       return { system: createSluiceSystem(runtime, sizes.delayMs, MAX_CONCURRENT_RUNS), stop: () => runtime.stop() };
     });
     await measureKind(context, sizes, pool, out, 'ws', async () => {

@@ -21,13 +21,13 @@ export interface SluiceRuntime {
 }
 
 /** Starts the runtime on `dataDir` (a fresh one when omitted); the same admin token works across restarts. */
-export async function startSluice(context: ScenarioContext, options: { dataDir?: string; adminToken?: string; label?: string } = {}): Promise<SluiceRuntime> {
+export async function startSluice(context: ScenarioContext, options: { dataDir?: string; adminToken?: string; label?: string; args?: readonly string[] } = {}): Promise<SluiceRuntime> {
   const dataDir = options.dataDir ?? context.tempDirs.make('sluice');
   const adminToken = options.adminToken ?? randomBytes(24).toString('hex');
   const server: ServerChild = await context.children.startServer({
     name: options.label ?? 'sluice serve',
     command: process.execPath,
-    args: [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn', '--webhook-targets', 'any'],
+    args: [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn', '--webhook-targets', 'any', ...(options.args ?? [])],
     cwd: context.repoRoot,
     timeoutMs: 120_000,
   });
