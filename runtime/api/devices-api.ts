@@ -75,10 +75,11 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const { name } = requireDevice(request, org);
+        const addressed = requireDevice(request, org);
         const update = parseUpdate(parseJsonRequest(request));
         await ctx.schemas.writes.compile(org.id, update.event_types);
-        const device = await devices.update(org.id, name, (current) => ({
+        // A device deleted and made again while the schemas compiled is another device: 404.
+        const device = await devices.update(org.id, addressed.name, (current) => current.id !== addressed.id ? undefined : ({
           ...current,
           ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
           updated_at: isoAt(ctx.clock.now()),

@@ -15,6 +15,7 @@ import {
   SOURCE_NAME_PATTERN,
   assertSecretsFit,
   describeSource,
+  isSameSource,
   type Environment,
   type Scheme,
   type SourceRecord,
@@ -105,8 +106,10 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         const update = parseUpdate(parseJsonRequest(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
         await ctx.schemas.writes.compile(org.id, update.event_types);
-        // Merged onto the source as stored when the write runs: a concurrent update is not undone.
-        const next = await ctx.sources.update(org.id, current.name, (stored): SourceRecord => ({
+        // Merged onto the source as stored when the write runs: a concurrent update is not undone. A
+        // source deleted and made again while the schemas compiled is another source: 404, never
+        // this request's secrets or schemas on it (its scheme may not even take those secrets).
+        const next = await ctx.sources.update(org.id, current.name, (stored): SourceRecord | undefined => (!isSameSource(stored, current) ? undefined : {
           ...stored,
           ...(update.secrets === undefined ? {} : { secrets: update.secrets }),
           ...(update.event_types === undefined ? {} : { event_types: update.event_types }),

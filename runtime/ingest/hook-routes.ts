@@ -11,7 +11,8 @@ import { decodeJsonBytes, isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
-import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, type SourceRecord } from '../sources/source-record.ts';
+import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, isSameSource, type SourceRecord } from '../sources/source-record.ts';
+import { isDeepStrictEqual } from 'node:util';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
 import type { IngestQuota } from './ingest-quota.ts';
@@ -103,7 +104,10 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   const type = delivery.eventType ?? bodyString(body, 'type');
   if (!eventTypePattern.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
   assertNotReservedType(type, 'type');
-  await checkSchema(deps.schemaChecks, source, type, payloadJson, lookup);
+  // A source whose secrets changed during the wait verifies the delivery again: a secret removed
+  // (leaked, say) signs nothing stored after its removal is durable.
+  const reverify = (changed: SourceRecord): void => void verifyDelivery(changed, request.headers, request.body, nowMs);
+  await checkSchema(deps.schemaChecks, source, type, payloadJson, lookup, reverify);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);
   const event = rootEvent({ id, org_id: source.org_id, type, payload, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs });
@@ -128,15 +132,16 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
  * read again after each check; a changed one checks again, and a deleted one (or one made again
  * under the name: another source, with its own delivery ids) is 404, so the provider sends again.
  */
-async function checkSchema(checks: SchemaChecks, source: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined): Promise<void> {
+async function checkSchema(checks: SchemaChecks, source: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined, reverify: (changed: SourceRecord) => void): Promise<void> {
   let checked = source;
   for (;;) {
     const checking = checks.check(checked, type, payloadJson);
     if (checking === undefined) return;
     await checking;
     const current = admitted(lookup()).source;
-    if (current.created_at !== source.created_at) throw notFound('Organization or source');
+    if (!isSameSource(current, source)) throw notFound('Organization or source');
     if (current.updated_at === checked.updated_at) return;
+    if (!isDeepStrictEqual(current.secrets, checked.secrets)) reverify(current);
     checked = current;
   }
 }

@@ -39,9 +39,10 @@ export function digestsEqual(expected: string, presented: string): boolean {
 }
 
 /** Returns the index of the first key whose digest matches any presented signature, or -1. */
-export function findMatchingKey(expectedPerKey: readonly string[], presented: readonly string[]): number {
+export function findMatchingKey(expectedPerKey: readonly (string | undefined)[], presented: readonly string[]): number {
   let match = -1;
   expectedPerKey.forEach((expected, index) => {
+    if (expected === undefined) return;
     for (const candidate of presented) if (digestsEqual(expected, candidate) && match === -1) match = index;
   });
   return match;

@@ -33,7 +33,11 @@ export function verifyStandardWebhook(
     .map((entry) => entry.slice(3));
   if (presented.length === 0) throw signatureError('invalid_signature', 'The webhook-signature header has no v1 signature.');
   const prefix = Buffer.from(`${id}.${timestamp}.`, 'utf8');
-  const expected = secrets.map((secret) => hmac(decodeStandardSecret(secret) ?? Buffer.alloc(0), [prefix, body], 'base64'));
+  // A secret that is not base64 (never stored for this scheme) signs nothing: an empty key would be anyone's.
+  const expected = secrets.map((secret) => {
+    const key = decodeStandardSecret(secret);
+    return key === undefined || key.length === 0 ? undefined : hmac(key, [prefix, body], 'base64');
+  });
   const keyIndex = findMatchingKey(expected, presented);
   if (keyIndex < 0) throw signatureError('invalid_signature', 'No webhook signature matches an active secret of this source.');
   return { providerEventId: id, eventType: undefined, keyIndex };

@@ -4,14 +4,19 @@
 import { durably } from './durable-write.ts';
 import type { LedgerKey, LedgerRoot, LedgerTable } from './ledger.ts';
 
-/** Stores `change(current)` at `key` in one durable transaction and resolves with it; undefined, writing nothing, when there is no record. */
-export function changeRecord<T>(root: LedgerRoot, table: LedgerTable, key: LedgerKey, change: (current: T) => T): Promise<T | undefined> {
+/**
+ * Stores `change(current)` at `key` in one durable transaction and resolves with it; undefined,
+ * writing nothing, when there is no record or `change` answers undefined (the record stored is not
+ * the one the caller read: deleted and made again under its key while the caller waited).
+ */
+export function changeRecord<T>(root: LedgerRoot, table: LedgerTable, key: LedgerKey, change: (current: T) => T | undefined): Promise<T | undefined> {
   return durably(
     root,
     root.transaction(() => {
       const current = table.get(key) as T | undefined;
       if (current === undefined) return undefined;
       const next = change(current);
+      if (next === undefined) return undefined;
       table.put(key, next);
       return next;
     }),

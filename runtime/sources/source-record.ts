@@ -31,6 +31,12 @@ export interface SourceRecord {
   readonly updated_at: string;
 }
 
+/**
+ * Whether two reads of a name are the same source: one deleted and made again under its name while
+ * a request waited is another (its own scheme, secrets and delivery ids), never to be mixed up.
+ */
+export const isSameSource = (a: SourceRecord, b: SourceRecord): boolean => a.created_at === b.created_at && a.scheme === b.scheme && a.environment === b.environment;
+
 export interface SourceView {
   readonly name: string;
   readonly scheme: Scheme;

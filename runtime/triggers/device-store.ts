@@ -69,7 +69,8 @@ export class DeviceStore {
   }
 
   /** Applies `change` to the device as stored when the write runs; 404 if gone. */
-  async update(orgId: string, name: string, change: (current: DeviceRecord) => DeviceRecord): Promise<DeviceRecord> {
+  /** Stores `change(stored)`; 404 if the device is gone, or `change` answers undefined (not the device meant). */
+  async update(orgId: string, name: string, change: (current: DeviceRecord) => DeviceRecord | undefined): Promise<DeviceRecord> {
     const updated = await changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], change);
     if (updated === undefined) throw notFound(`Device "${name}"`, 'name');
     return updated;

@@ -2,6 +2,7 @@
 // with the clock pinned to each vector's timestamp.
 
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
@@ -94,4 +95,18 @@ test('rotation: a delivery verifies against any active secret, and reports which
   const result = verifyStandardWebhook(headers, Buffer.from(vector.payload!), [other, vector.secret], Number(vector.timestamp) * 1000);
   assert.equal(result.keyIndex, 1);
   assert.equal(result.providerEventId, vector.msg_id);
+});
+
+test('a secret that is not base64 signs nothing: a signature made with an empty key is refused, and the next secret still verifies', () => {
+  const body = Buffer.from('{"type":"x.y"}');
+  const at = Date.UTC(2026, 11, 1);
+  const timestamp = String(Math.floor(at / 1000));
+  const emptyKeySignature = `v1,${createHmac('sha256', Buffer.alloc(0)).update(`msg_1.${timestamp}.`).update(body).digest('base64')}`;
+  const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': timestamp, 'webhook-signature': emptyKeySignature };
+  for (const secret of ['stripe secret: not base64!', 'whsec_']) {
+    assert.throws(() => verifyStandardWebhook(headers, body, [secret], at), { status: 401, code: 'invalid_signature' }, secret);
+  }
+  const good = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
+  const signature = `v1,${createHmac('sha256', Buffer.alloc(32, 3)).update(`msg_1.${timestamp}.`).update(body).digest('base64')}`;
+  assert.equal(verifyStandardWebhook({ ...headers, 'webhook-signature': signature }, body, ['not base64!', good], at).keyIndex, 1);
 });

@@ -390,3 +390,17 @@ test("a device's declared schemas: a message failing its type's schema is nacked
   device.close();
   await device.closed;
 });
+
+test('a PATCH whose device was deleted and made again while its schemas compiled is 404: the new device keeps its own (no) schemas', async () => {
+  await register('remade-thermo', { environment: 'sandbox' });
+  const eventTypes = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`t.${i}`, { type: 'object', properties: Object.fromEntries(Array.from({ length: 120 }, (_, j) => [`p${j}`, { type: 'string', minLength: 1, maxLength: 64 }])) }]));
+  // Compiling these takes about a second or more: the delete and the new device land meanwhile.
+  const patching = call(rt.url, 'PATCH', `${devicesPath}/remade-thermo?environment=sandbox`, { token: key, json: { event_types: eventTypes } });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal((await call(rt.url, 'DELETE', `${devicesPath}/remade-thermo?environment=sandbox`, { token: key })).status, 204);
+  await register('remade-thermo');
+  const patched = await patching;
+  assert.equal(patched.status, 404, patched.text);
+  const remade = await call(rt.url, 'GET', `${devicesPath}/remade-thermo`, { token: key });
+  assert.deepEqual([remade.body.device.environment, remade.body.device.event_types], ['production', {}]);
+});
