@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
 import { guardCommitFailures } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
-import { loadMasterKey, parsePreviousMasterKeys } from './master-key.ts';
+import { parseMasterKey, parsePreviousMasterKeys } from './master-key.ts';
 import { RunnerConfigError } from './runner-error.ts';
 import { loadRunnerToken, runnerTokenPath } from './runner-token.ts';
 import { createHookRunnerServer } from './server.ts';
@@ -133,7 +133,8 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);
   // Master keys as given: a blank one is refused (master-key.ts says why), never taken for unset.
-  const masterKey = loadMasterKey(env['SLUICE_MASTER_KEY'], runnerStoreDir(flags.dataDir));
+  // Without SLUICE_MASTER_KEY the server reads (or creates) the key file, knowing the vault's state.
+  const masterKey = env['SLUICE_MASTER_KEY'] === undefined ? undefined : parseMasterKey(env['SLUICE_MASTER_KEY'], 'SLUICE_MASTER_KEY');
   const previousMasterKeys = parsePreviousMasterKeys(env['SLUICE_PREVIOUS_MASTER_KEYS']);
   const server = await createHookRunnerServer({
     listen: flags.listen,

@@ -1,5 +1,6 @@
 // The vault's 32-byte master key: from SLUICE_MASTER_KEY (64 hex chars or base64 of 32 bytes) or
-// from the 0600 file <dataDir>/hook-runner/master.key, generated on first start. Anything else is refused.
+// from the 0600 file <dataDir>/hook-runner/master.key, generated while the vault is empty (a key file
+// lost with secrets sealed under it is an error, not a fresh start). Anything else is refused.
 // Earlier keys, for a rotation, come from SLUICE_PREVIOUS_MASTER_KEYS (comma separated).
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { join } from 'node:path';
@@ -31,11 +32,32 @@ export function parseMasterKey(text: string, source: string): KeyObject {
 
 export const masterKeyPath = (storeDir: string): string => join(storeDir, 'master.key');
 
-/** SLUICE_MASTER_KEY wins when set (even if empty: an empty value is an error, not a fallback). */
-export function loadMasterKey(envValue: string | undefined, storeDir: string): KeyObject {
+/** What deciding to create a missing key file needs to know of the vault. */
+export interface VaultState {
+  /** Secrets sealed in the vault now. */
+  readonly sealedSecrets: () => number;
+  /** Whether earlier keys are given (SLUICE_PREVIOUS_MASTER_KEYS): a new key file is then a rotation. */
+  readonly rotating: boolean;
+}
+
+/**
+ * SLUICE_MASTER_KEY wins when set (even if empty: an empty value is an error, not a fallback). A
+ * missing key file is created only when no secret needs the key it would replace: a new key opens
+ * none of them, and every run reading one would fail until each was written again.
+ */
+export function loadMasterKey(envValue: string | undefined, storeDir: string, vault: VaultState): KeyObject {
   if (envValue !== undefined) return parseMasterKey(envValue, 'SLUICE_MASTER_KEY');
   const path = masterKeyPath(storeDir);
-  const file = readOrCreatePrivateFile(path, () => randomBytes(32).toString('hex'));
+  const file = readOrCreatePrivateFile(path, () => {
+    const sealed = vault.rotating ? 0 : vault.sealedSecrets();
+    if (sealed > 0) {
+      throw new RunnerConfigError(
+        `${path} is missing, but the vault holds ${sealed} secret(s) sealed under a master key: restore the file or set SLUICE_MASTER_KEY. ` +
+          `If that key is lost for good, write a new one into the file yourself (umask 077; openssl rand -hex 32 > ${path}): the secrets it cannot open fail closed until written again.`,
+      );
+    }
+    return randomBytes(32).toString('hex');
+  });
   return parseMasterKey(file.text, path);
 }
 

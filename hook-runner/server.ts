@@ -31,7 +31,7 @@ export interface HookRunnerServerOptions {
   readonly dataDir: string;
   readonly token: string;
   /** The vault key, or its text (64 hex chars or base64 of 32 bytes); default: the 0600 key file in the store dir. */
-  readonly masterKey?: KeyObject | string;
+  readonly masterKey?: KeyObject | string | undefined;
   /** Earlier vault keys: secrets only these open are sealed again under `masterKey` before serving. */
   readonly previousMasterKeys?: readonly KeyObject[];
   /** Concurrent guest executions; default fits libuv's default pool (see thread-pool.ts). */
@@ -124,11 +124,12 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   const now = options.now ?? Date.now;
   const token = parseRunnerToken(options.token, 'the runner token');
   const listen = parseListenAddress(options.listen);
-  const masterKey = typeof options.masterKey === 'string'
-    ? parseMasterKey(options.masterKey, 'the master key')
-    : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir));
   const store = openRunnerStore(options.dataDir);
+  let masterKey: KeyObject;
   try {
+    masterKey = typeof options.masterKey === 'string'
+      ? parseMasterKey(options.masterKey, 'the master key')
+      : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), { sealedSecrets: () => store.secrets.getKeysCount(), rotating: (options.previousMasterKeys ?? []).length > 0 });
     await rotateMasterKey(store, masterKey, options.previousMasterKeys ?? [], log);
   } catch (error) {
     await store.close();

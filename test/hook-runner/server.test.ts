@@ -1,10 +1,14 @@
 // The programmatic server (createHookRunnerServer) in this process: reports the port it bound,
-// serves with the given token and key, refuses weak tokens, and closes idempotently.
+// serves with the given token and key, refuses weak tokens, and closes idempotently. Without a key
+// given it makes its key file while the vault is empty, and refuses to replace a lost one that
+// secrets were sealed under (unless earlier keys are given: a rotation).
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
+import { masterKeyPath, parseMasterKey } from '../../hook-runner/master-key.ts';
 import { createHookRunnerServer } from '../../hook-runner/server.ts';
+import { runnerStoreDir } from '../../hook-runner/store.ts';
 import { RetryableError } from '../../runtime/errors.ts';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { newMasterKey, newToken, tempDataDir } from '../helpers/hook-runner.ts';
@@ -30,5 +34,38 @@ describe('createHookRunnerServer', () => {
 
   it('refuses a short token before binding anything', async () => {
     await assert.rejects(createHookRunnerServer({ listen: '127.0.0.1:0', dataDir: tempDataDir(), token: 'short' }), RunnerConfigError);
+  });
+
+  it('makes its key file while the vault is empty, and will not replace a lost one that secrets were sealed under', async () => {
+    const dataDir = tempDataDir();
+    const token = newToken();
+    const keyFile = masterKeyPath(runnerStoreDir(dataDir));
+    try {
+      const first = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, log: () => undefined });
+      assert.ok(existsSync(keyFile), 'made on first start');
+      const lostKey = readFileSync(keyFile, 'utf8').trim();
+      const client = new HookRunnerClient(first.address, token, { attempts: 2, retryDelayMs: () => 0 });
+      await client.putSecret({ orgId: 'org_k', actionId: 'act', key: 'API_TOKEN', value: 'sk_live_sealed' });
+      client.close();
+      await first.close();
+
+      rmSync(keyFile);
+      const refused = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, log: () => undefined }).then(
+        async (started) => void (await started.close()),
+        (error: unknown) => error,
+      );
+      assert.ok(refused instanceof RunnerConfigError, String(refused));
+      assert.match(refused.message, /master\.key is missing, but the vault holds 1 secret\(s\) sealed under a master key: restore the file or set SLUICE_MASTER_KEY/);
+      assert.equal(existsSync(keyFile), false, 'no new key was written');
+
+      // With the lost key given as an earlier one, a new key file is a rotation.
+      const lines: string[] = [];
+      const rotated = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, previousMasterKeys: [parseMasterKey(lostKey, 'old')], log: (line) => void lines.push(line) });
+      await rotated.close();
+      assert.ok(existsSync(keyFile));
+      assert.match(lines.join('\n'), /master key rotation: 1 secret\(s\) sealed again/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
