@@ -12,6 +12,7 @@ import { RetryableError } from '../errors.ts';
 import type { EventRecord } from '../events/event-codec.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
+import { sandboxAllowed, sandboxDisabledMessage } from '../tenancy/sandbox-guard.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { ActionEffects } from './custom-action-step.ts';
 import { RunChains } from './run-chains.ts';
@@ -353,6 +354,14 @@ export class RunEngine {
 
   async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
+    // A plan that lost its sandbox sends nothing more from it (as its schedules and sockets stop):
+    // the step fails for good, so the run ends instead of retrying where no one can see or stop it.
+    const org = ctx.environment === 'sandbox' ? this.#d.orgs.get(ctx.orgId) : undefined;
+    if (org !== undefined && !sandboxAllowed(org)) {
+      const error = { code: 'sandbox_disabled', message: sandboxDisabledMessage(org.plan), retryable: false };
+      await this.send(ctx.orgId, ctx.runId, { type: 'step.failed', stepId: work.stepId, fence: work.fence, error });
+      return;
+    }
     const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event) => this.#performWith(run, work, event));
     await this.send(ctx.orgId, ctx.runId, report, effects);
   }

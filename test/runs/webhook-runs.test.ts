@@ -50,7 +50,11 @@ async function runInState(runId: string, state: string) {
 
 /** Waits until the engine has armed the run's timer for `at` (it arms right after the snapshot is flushed). */
 async function armed(runId: string, at: number): Promise<void> {
-  await eventually(`timer of ${runId}`, () => rt.runtime.engine.timerDueAt(ORG, runId), (due) => due === at);
+  await armedIn(ORG, runId, at);
+}
+
+async function armedIn(org: string, runId: string, at: number): Promise<void> {
+  await eventually(`timer of ${runId}`, () => rt.runtime.engine.timerDueAt(org, runId), (due) => due === at);
 }
 
 async function onlyRun(eventId: string): Promise<string> {
@@ -261,6 +265,33 @@ test('a retry timer whose event lands on a clock stepped back (NTP, a VM resume)
   assert.equal(rt.runtime.engine.timers.fireDue(), 1);
   await runInState(runId, 'completed');
   assert.equal(receiver.received.filter((r) => r.path === '/clock').length, 2);
+});
+
+test('a sandbox run of an org that lost its sandbox (a downgrade to starter) sends nothing more: its next attempt fails it for good', async () => {
+  const org = 'acct-runs-downgraded';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const path = `/organizations/${org}`;
+  const flow = { name: 'sandboxed', environment: 'sandbox', trigger_event: 'sbx.retry', steps: [{ id: 'call', type: 'webhook', url: `${receiver.url}/sandbox`, retry: { max_retries: 20, initial_ms: 1000, max_ms: 1000 } }] };
+  assert.equal((await call(rt.url, 'POST', `${path}/workflows`, { token: orgKey, json: flow })).status, 201);
+  receiver.script([{ status: 500 }]);
+  const before = receiver.received.length;
+  assert.equal((await call(rt.url, 'POST', `${path}/events`, { token: orgKey, json: { type: 'sbx.retry', payload: {}, id: 'evt-sbx', environment: 'sandbox' } })).status, 202);
+  const listed = await eventually('the run', async () => (await call(rt.url, 'GET', `${path}/runs?environment=sandbox`, { token: orgKey })).body.runs, (runs) => runs?.length === 1);
+  const runId: string = listed[0].run_id;
+  const backoff = await eventually('the run in backoff', async () => (await call(rt.url, 'GET', `${path}/runs/${runId}?environment=sandbox`, { token: orgKey })).body.run, (run) => run?.state === 'backoff');
+  assert.equal(receiver.received.length - before, 1);
+  assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+  const due = assertRetryDue(Date.parse(backoff.retry_at), clock.now(), 1000);
+  await armedIn(org, runId, due);
+  clock.advance(due - clock.now());
+  rt.runtime.engine.timers.fireDue();
+  await eventually('the run failed', () => rt.runtime.context.runs.get(org, runId), (run) => run?.value === 'failed');
+  // Read back through the API once the plan has a sandbox again.
+  assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'pro' } })).status, 200);
+  const failed = (await call(rt.url, 'GET', `${path}/runs/${runId}?environment=sandbox`, { token: orgKey })).body.run;
+  assert.equal(failed.state, 'failed');
+  assert.deepEqual(failed.steps[0].attempts.map((a: { outcome: string; error: { code: string } | null }) => [a.outcome, a.error?.code]), [['failed', 'webhook_http_500'], ['failed', 'sandbox_disabled']]);
+  assert.equal(receiver.received.length - before, 1, 'nothing sent after the downgrade');
 });
 
 test('runs list filters by state and workflow; unknown runs are 404 and other orgs see nothing', async () => {
