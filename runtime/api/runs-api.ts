@@ -29,6 +29,12 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
     if (run === undefined || run.context.environment !== environment) throw notFound('Run', 'run_id');
     return { org, run };
   };
+  /** The run as stored after a command on it; 404 if a sandbox reset removed it meanwhile (never the state read before). */
+  const readAgain = (orgId: string, runId: string) => {
+    const now = runs.get(orgId, runId);
+    if (now === undefined) throw notFound('Run', 'run_id');
+    return now;
+  };
   return [
     {
       method: 'GET',
@@ -70,7 +76,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
         const { org, run } = requireRun(request, 'developer');
         if (run.value !== 'failed') throw new ConflictError('run_not_failed', `Only a failed run can be resumed; this one is ${run.value}.`);
         const resumed = await engine.command(org.id, run.context.runId, { type: 'run.resume' });
-        const now = runs.get(org.id, run.context.runId) ?? run;
+        const now = readAgain(org.id, run.context.runId);
         // Another resume or a cancel got there first.
         if (!resumed) throw new ConflictError('run_not_failed', `Only a failed run can be resumed; this one is ${now.value}.`);
         return json(202, { run: describeRun(now) });
@@ -84,7 +90,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
         const { org, run } = requireRun(request, 'developer');
         if (isFinished(run)) throw new ConflictError('run_finished', `The run is already ${run.value}.`);
         const cancelled = await engine.command(org.id, run.context.runId, { type: 'run.cancel', reason: 'cancelled through the API' });
-        const now = runs.get(org.id, run.context.runId) ?? run;
+        const now = readAgain(org.id, run.context.runId);
         // It finished (or another cancel landed) between the check and the command.
         if (!cancelled) throw new ConflictError('run_finished', `The run is already ${now.value}.`);
         return json(200, { run: describeRun(now) });

@@ -294,6 +294,42 @@ test('a sandbox run of an org that lost its sandbox (a downgrade to starter) sen
   assert.equal(receiver.received.length - before, 1, 'nothing sent after the downgrade');
 });
 
+test('a resume or cancel whose run a sandbox reset removed meanwhile is 404, never the state read before it', async () => {
+  const org = 'acct-runs-reset-race';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const path = `/organizations/${org}`;
+  const flow = { name: 'sandboxed', environment: 'sandbox', trigger_event: 'sbx.bad', steps: [{ id: 'call', type: 'webhook', url: `${receiver.url}/bad` }] };
+  assert.equal((await call(rt.url, 'POST', `${path}/workflows`, { token: orgKey, json: flow })).status, 201);
+  const { engine } = rt.runtime;
+  for (const command of ['resume', 'cancel'] as const) {
+    receiver.script([{ status: 400 }]);
+    const eventId = `evt-reset-race-${command}`;
+    assert.equal((await call(rt.url, 'POST', `${path}/events`, { token: orgKey, json: { type: 'sbx.bad', payload: {}, id: eventId, environment: 'sandbox' } })).status, 202);
+    const runs = await eventually('the run', async () => (await call(rt.url, 'GET', `${path}/runs?environment=sandbox`, { token: orgKey })).body.runs, (list) => list?.length === 1);
+    const runId: string = runs[0].run_id;
+    await eventually('the run failed', () => rt.runtime.context.runs.get(org, runId), (run) => run?.value === 'failed');
+    if (command === 'cancel') {
+      // A failed run cannot be cancelled: resume it into a backoff the receiver keeps failing.
+      receiver.script([{ status: 503 }, { status: 503 }]);
+      assert.equal((await call(rt.url, 'POST', `${path}/runs/${runId}/resume?environment=sandbox`, { token: orgKey })).status, 202);
+    }
+    // The reset lands right after the command, before the API reads the run back.
+    const original = engine.command;
+    engine.command = async (...args: Parameters<typeof original>) => {
+      const done = await original.apply(engine, args);
+      assert.equal((await call(rt.url, 'POST', `${path}/sandbox/reset`, { token: orgKey })).status, 200);
+      return done;
+    };
+    try {
+      const answered = await call(rt.url, 'POST', `${path}/runs/${runId}/${command}?environment=sandbox`, { token: orgKey });
+      assert.equal(answered.status, 404, `${command}: ${answered.text}`);
+      assert.equal(answered.body.error.code, 'not_found');
+    } finally {
+      engine.command = original;
+    }
+  }
+});
+
 test('runs list filters by state and workflow; unknown runs are 404 and other orgs see nothing', async () => {
   const completed = await call(rt.url, 'GET', `/organizations/${ORG}/runs?state=completed`, { token: key });
   assert.ok(completed.body.runs.length >= 3);
