@@ -9,7 +9,7 @@ import type { Organization } from '../tenancy/organizations.ts';
 import { expectRecord, readEnum, rejectUnknown, requirePresent } from '../workflows/input-fields.ts';
 import { parseWorkflowInput } from '../workflows/parse-workflow.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
-import type { Workflow, WorkflowDraft } from '../workflows/workflow-types.ts';
+import type { Workflow, WorkflowDraft, WorkflowVersion } from '../workflows/workflow-types.ts';
 import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts';
 import type { ApiContext } from './context.ts';
 import { isCursorText } from './sorted-page.ts';
@@ -68,7 +68,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     const environment = environmentOf(request, org);
     const id = request.params.workflow_id ?? '';
     const current = workflows.get(org.id, id);
-    const newest = current === undefined ? workflows.versions(org.id, id, { limit: 1 })[0] : undefined;
+    const newest = current === undefined ? workflows.versions(org.id, id).next().value : undefined;
     const found = current?.environment ?? newest?.definition.environment;
     if (found !== environment) throw notFound('Workflow', 'workflow_id');
     return id;
@@ -173,10 +173,9 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const workflowId = requireHistory(org, request);
         const limit = parseLimit(request);
         const before = parseVersionCursor(request);
-        const versions = workflows.versions(org.id, workflowId, { limit, ...(before === undefined ? {} : { before }) });
-        const last = versions.at(-1);
-        const more = versions.length === limit && last !== undefined && last.version > 1;
-        return json(200, { versions: seesCredentials(request) ? versions : versions.map(redactVersion), next_cursor: more ? String(last.version) : null });
+        // A version can be over a megabyte: the page ends early past MAX_PAGE_BYTES, as every list does.
+        const page = byteCappedPage(workflows.versions(org.id, workflowId, before), limit, seesCredentials(request) ? (version: WorkflowVersion) => version : redactVersion);
+        return json(200, { versions: page.views, next_cursor: page.more && page.last !== undefined ? String(page.last.version) : null });
       },
     },
     {

@@ -63,7 +63,12 @@ export function parseWebhookUrl(value: unknown, field: string): string {
   if (url.username !== '' || url.password !== '') {
     fail(field, `${describeField(field)} must not embed credentials; put them in a header.`, 'invalid_url');
   }
-  return url.toString();
+  // Percent-encoding can make a URL nine times longer than it was sent (each "中" is "%E4%B8%AD"): the cap is on what is stored and sent.
+  const normalized = url.toString();
+  if (normalized.length > MAX_URL_LENGTH) {
+    fail(field, `${describeField(field)} must be at most ${MAX_URL_LENGTH} characters once percent-encoded; this one is ${normalized.length}.`, 'invalid_url');
+  }
+  return normalized;
 }
 
 /** String-to-string map, at most 20 entries, valid header names, no duplicates by case. */

@@ -69,11 +69,6 @@ export interface UpdateOptions {
   readonly ifVersion?: number;
 }
 
-export interface VersionPage {
-  readonly limit: number;
-  /** Only versions strictly below this number. */
-  readonly before?: number;
-}
 
 /** A trigger's enabled workflows would outgrow MAX_TRIGGER_BYTES: what they hold without this one, and this one. */
 interface TriggerOverflow {
@@ -141,13 +136,12 @@ export class WorkflowStore {
     return stored;
   }
 
-  /** Versions of one workflow, newest first. */
-  versions(orgId: string, workflowId: string, page: VersionPage): WorkflowVersion[] {
-    if (!isWorkflowId(workflowId)) return [];
-    const top = page.before === undefined ? Number.MAX_SAFE_INTEGER : page.before - 1;
-    if (top < 1) return [];
-    const range = this.#versions.getRange({ start: [orgId, workflowId, top], end: [orgId, workflowId, 0], reverse: true, limit: page.limit });
-    return [...range].map(({ value }) => value as WorkflowVersion);
+  /** Versions of one workflow, newest first, strictly below `before` if given; read one at a time (a version can be megabytes). */
+  *versions(orgId: string, workflowId: string, before?: number): Generator<WorkflowVersion> {
+    if (!isWorkflowId(workflowId)) return;
+    const top = before === undefined ? Number.MAX_SAFE_INTEGER : before - 1;
+    if (top < 1) return;
+    for (const { value } of this.#versions.getRange({ start: [orgId, workflowId, top], end: [orgId, workflowId, 0], reverse: true })) yield value as WorkflowVersion;
   }
 
   /**

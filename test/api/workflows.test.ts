@@ -141,6 +141,35 @@ describe('workflows REST API', () => {
     assert.equal((await api('GET', `/${workflow.id}/versions?cursor=zz`)).body.error.field, 'cursor');
   });
 
+  test('a page of versions ends once its answer passes 16 MiB, with a cursor to the rest', async () => {
+    // 50 steps of 20 headers of 1,000 characters: about 1 MB a version, as the limits allow.
+    const headers = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`x-h${i}`, 'v'.repeat(1000)]));
+    const { workflow } = await create({ steps: Array.from({ length: 50 }, (_, i) => ({ id: `s${i}`, ...hook(), headers })) });
+    for (let i = 2; i <= 20; i++) assert.equal((await api('PATCH', `/${workflow.id}`, { name: `v${i}` })).status, 200);
+    const seen: number[] = [];
+    const sizes: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await api('GET', `/${workflow.id}/versions?limit=500${cursor === null ? '' : `&cursor=${cursor}`}`);
+      assert.equal(page.status, 200, page.text.slice(0, 300));
+      const versions = page.body.versions as Array<{ version: number }>;
+      seen.push(...versions.map((v) => v.version));
+      sizes.push(versions.length);
+      cursor = page.body.next_cursor;
+    } while (cursor !== null && sizes.length < 10);
+    assert.deepEqual(seen, Array.from({ length: 20 }, (_, i) => 20 - i), 'every version once, newest first');
+    assert.ok(sizes[0]! >= 15 && sizes[0]! < 20, `the first page is cut short by bytes, after 16 MiB: ${sizes.join(', ')}`);
+  });
+
+  test('a webhook URL is at most 2,048 characters as stored, once percent-encoded', async () => {
+    const path = '中'.repeat(300);
+    const refused = await api('POST', '', { name: 'n', trigger_event: 'a.b', steps: [hook(`https://example.com/${path}`)] });
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.body.error.field, 'steps[0].url');
+    assert.match(refused.body.error.message, /2,?048 characters/);
+    assert.equal((await api('POST', '', { name: 'n', trigger_event: 'a.b', steps: [hook(`https://example.com/${'中'.repeat(200)}`)] })).status, 201, '1,820 once encoded');
+  });
+
   test('concurrent partial updates both land: neither PATCH loses the other\'s change', async () => {
     const { workflow } = await create();
     const answers = await Promise.all([
