@@ -151,9 +151,9 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       pattern: base,
       handler: (request) => {
         const org = orgFor(request, 'viewer');
-        // Versions are read for the page only.
-        const page = sortedPage(request, actions.list(org.id));
-        return json(200, { custom_actions: page.items.map((action) => describeCustomAction(action, actions.versions(org.id, action.id))), next_cursor: page.nextCursor });
+        // Versions are read for the page only; an action's can weigh megabytes, so the page also ends by bytes.
+        const page = sortedPage(request, actions.list(org.id), (action) => describeCustomAction(action, actions.versions(org.id, action.id)));
+        return json(200, { custom_actions: page.views, next_cursor: page.nextCursor });
       },
     },
     {

@@ -3,6 +3,7 @@
 // that order from their own index, one at a time: workflow-store.ts newestFirst.)
 
 import type { HttpRequest } from '../http/types.ts';
+import { byteCappedPage } from './byte-capped-page.ts';
 import { encodeCursor, parseCursorOf, parseLimit } from './query-params.ts';
 
 interface Created {
@@ -17,14 +18,16 @@ export const isCursorText = (value: unknown): value is string => typeof value ==
 export const newestFirst = (a: Created, b: Created): number =>
   a.created_at === b.created_at ? (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) : a.created_at < b.created_at ? 1 : -1;
 
-/** `?limit=` items after `?cursor=` (both as the other lists take them) of `items`, sorted here. */
-export function sortedPage<T extends Created>(request: HttpRequest, items: readonly T[]): { readonly items: T[]; readonly nextCursor: string | null } {
+/**
+ * The views of `?limit=` items after `?cursor=` (both as the other lists take them) of `items`,
+ * sorted here; `view` is called for the page's items only, and the page ends early past
+ * MAX_PAGE_BYTES of views (byte-capped-page.ts).
+ */
+export function sortedPage<T extends Created, V>(request: HttpRequest, items: readonly T[], view: (item: T) => V): { readonly views: V[]; readonly nextCursor: string | null } {
   const limit = parseLimit(request);
   const after = parseCursorOf(request, [isCursorText, isCursorText]);
   const sorted = [...items].sort(newestFirst);
   const start = after === undefined ? 0 : sorted.findIndex((item) => newestFirst(item, { created_at: after[0], id: after[1] }) > 0);
-  const page = start < 0 ? [] : sorted.slice(start, start + limit);
-  const last = page.at(-1);
-  const more = start >= 0 && start + limit < sorted.length;
-  return { items: page, nextCursor: more && last !== undefined ? encodeCursor([last.created_at, last.id]) : null };
+  const page = byteCappedPage(start < 0 ? [] : sorted.slice(start), limit, view);
+  return { views: page.views, nextCursor: page.more && page.last !== undefined ? encodeCursor([page.last.created_at, page.last.id]) : null };
 }
