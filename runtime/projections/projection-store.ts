@@ -6,7 +6,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import { ENTITY_TYPE, PROJECTION_NAME, type ProjectionWrite } from '../actions/output-contract.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
-import { MAX_SCAN_PER_PAGE } from '../ledger/page-by-time.ts';
+import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE } from '../ledger/page-by-time.ts';
 
 /** Rows without an entity live under this entity type, keyed by the step key that wrote them. */
 const APPENDED = '~step';
@@ -100,8 +100,10 @@ export class ProjectionStore {
     const rows: ProjectionRow[] = [];
     let last: [string, string] | null = null;
     // A status filter may match few rows: the scan is bounded as for events and runs, and a page
-    // that hit the bound comes back short, with a cursor to go on from.
+    // that hit the bound comes back short, with a cursor to go on from. A row's data can be 256 KiB:
+    // the page also ends once its rows pass MAX_PAGE_BYTES, as every list does.
     let scanned = 0;
+    let bytes = 0;
     for (const { key, value } of this.#rows.getRange({ start, end })) {
       const [, , , type, id] = key as [string, string, string, string, string];
       if (filter.entityType !== undefined && type !== filter.entityType) break;
@@ -109,9 +111,12 @@ export class ProjectionStore {
       last = [type, id];
       scanned++;
       const row = value as ProjectionRow;
-      if (filter.status === undefined || row.status === filter.status) rows.push(row);
-      if (rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE) break;
+      if (filter.status === undefined || row.status === filter.status) {
+        rows.push(row);
+        bytes += JSON.stringify(row).length;
+      }
+      if (rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE || bytes >= MAX_PAGE_BYTES) break;
     }
-    return { rows, next: rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE ? last : null };
+    return { rows, next: rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE || bytes >= MAX_PAGE_BYTES ? last : null };
   }
 }

@@ -1,9 +1,10 @@
 // Projection rows listed by entity type on both ledgers: every row of the type, whatever
-// characters its entity id starts with (an emoji's UTF-8 sorts above the U+FFFF sentinel).
+// characters its entity id starts with (an emoji's UTF-8 sorts above the U+FFFF sentinel); a page
+// ends at a bounded scan, and once its rows pass MAX_PAGE_BYTES (a row's data can be 256 KiB).
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MAX_SCAN_PER_PAGE } from '../../runtime/ledger/page-by-time.ts';
+import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE } from '../../runtime/ledger/page-by-time.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
@@ -28,6 +29,33 @@ for (const kind of LEDGER_KINDS) {
         const rest = store.list('org_p', 'production', 'risk', { entityType: 'order', limit: 50, ...(paged.next === null ? {} : { after: paged.next }) });
         assert.deepEqual([...paged.rows, ...rest.rows].map((row) => row.entity_id).sort(), [...ids].sort());
         assert.equal(store.list('org_p', 'production', 'risk', { limit: 50 }).rows.length, 5);
+      } finally {
+        await close();
+      }
+    });
+
+    test('a page ends once its rows pass MAX_PAGE_BYTES; the cursor brings the rest, each row once', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const store = new ProjectionStore(ledger);
+        const data = 'd'.repeat(Math.ceil(MAX_PAGE_BYTES / 4));
+        await ledger.root.transaction(() => {
+          for (let i = 0; i < 10; i++) {
+            const source = { orgId: 'org_b', environment: 'production', runId: `run_${i}`, stepId: 'score', eventId: `evt_${i}`, at: 1_700_000_000_000 };
+            store.write({ name: 'big', entity: { type: 'order', id: `o${i}` }, title: null, status: 'open', data }, source);
+          }
+        });
+        const seen: string[] = [];
+        const sizes: number[] = [];
+        let after: [string, string] | null = null;
+        do {
+          const page: { rows: Array<{ entity_id: string | null }>; next: [string, string] | null } = store.list('org_b', 'production', 'big', { limit: 500, ...(after === null ? {} : { after }) });
+          seen.push(...page.rows.map((row) => String(row.entity_id)));
+          sizes.push(page.rows.length);
+          after = page.next;
+        } while (after !== null && sizes.length < 20);
+        assert.deepEqual(seen, Array.from({ length: 10 }, (_, i) => `o${i}`));
+        assert.deepEqual(sizes.slice(0, 2), [4, 4]);
       } finally {
         await close();
       }
