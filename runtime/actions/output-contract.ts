@@ -4,6 +4,7 @@
 import type { JsonValue } from '../../actors/json.ts';
 import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
 import { inexactNumberIn } from '../validation/inexact-number.ts';
+import { memberText } from '../validation/json-member-text.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
 import { loneSurrogatePath } from '../validation/lone-surrogate.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
@@ -55,7 +56,8 @@ function optionalText(source: Record<string, JsonValue>, key: string, max: numbe
   return value;
 }
 
-function parseProjection(value: JsonValue): ProjectionWrite {
+/** `entityIdText` is the entity_id as the output wrote it (a number's literal). */
+function parseProjection(value: JsonValue, entityIdText: () => string | undefined): ProjectionWrite {
   if (!isObject(value)) throw new OutputContractError('projection', 'projection must be an object.');
   const name = value.name;
   if (typeof name !== 'string' || !PROJECTION_NAME.test(name)) {
@@ -77,6 +79,10 @@ function parseProjection(value: JsonValue): ProjectionWrite {
     // A number past 2^53 was rounded by JSON.parse: two entities would share one row. It must come as a string.
     if (typeof id === 'number' && !Number.isSafeInteger(id)) {
       throw new OutputContractError('projection.entity_id', 'projection.entity_id as a number must be a whole number within ±2^53 (9007199254740991); send a larger id as a string.');
+    }
+    // 4.9999999999999999 parses as 5 and 1e2 as 100: such an id would land on another entity's row.
+    if (typeof id === 'number' && !/^-?\d+$/.test(entityIdText() ?? '')) {
+      throw new OutputContractError('projection.entity_id', 'projection.entity_id as a number must be written as whole-number digits (no fraction or exponent); send other ids as strings.');
     }
     const text = typeof id === 'number' ? String(id) : id;
     if (typeof text !== 'string' || text.length === 0 || text.length > 200) {
@@ -128,7 +134,7 @@ export function parseActionOutput(outputJson: string): ActionOutput {
   const output: ActionOutput = isObject(document)
     ? {
         document,
-        projection: document.projection === undefined ? null : parseProjection(document.projection),
+        projection: document.projection === undefined ? null : parseProjection(document.projection, () => memberText(memberText(outputJson, 'projection') ?? '', 'entity_id')),
         derivedEvent: document.derived_event === undefined ? null : parseDerivedEvent(document.derived_event),
       }
     : { document, projection: null, derivedEvent: null };

@@ -30,10 +30,13 @@ test('a numeric projection.entity_id must be a whole number JSON.parse keeps exa
   const projection = (id: string) => `{"projection":{"name":"risk","entity_type":"order","entity_id":${id}}}`;
   assert.deepEqual(parseActionOutput(projection('9007199254740991')).projection?.entity, { type: 'order', id: '9007199254740991' });
   assert.deepEqual(parseActionOutput(projection('"820982911946154508"')).projection?.entity, { type: 'order', id: '820982911946154508' });
-  for (const id of ['820982911946154508', '820982911946154509', '1.5', '1e400']) {
+  for (const id of ['820982911946154508', '820982911946154509', '1.5', '1e400', '4.9999999999999999', '1e2', '5.0', '-5E0']) {
     const check = checkContract(projection(id));
     assert.equal(!check.ok && check.field, 'projection.entity_id', id);
   }
+  // Written in whole digits, with space around it or a repeated member (the last one counts, as JSON.parse keeps).
+  assert.deepEqual(parseActionOutput('{"projection": {"entity_id": 7.5, "name":"risk","entity_type":"order", "entity_id" : -5 }}').projection?.entity, { type: 'order', id: '-5' });
+  assert.equal(checkContract('{"projection":{"name":"risk","entity_type":"order","entity_id":5},"projection":{"name":"risk","entity_type":"order","entity_id":5.5}}').ok, false);
 });
 
 test('projection caps (DESIGN 6.5): name [a-z0-9_.-]{1,120}, entity_id, title ≤200, status ≤40; the exact cap passes, one past it fails naming the field', () => {
