@@ -73,7 +73,7 @@ export function skipReplayed(ctx: RunContext, at: number): RunContext {
   for (let step = currentStep(next); isReplaySkipped(next, step); step = currentStep(next)) {
     const fence = next.fence + 1;
     const attempt: StepAttempt = {
-      attempt: step.attempts.length + 1,
+      attempt: nextAttemptNumber(step),
       fence,
       claimedAt: at,
       startedAt: null,
@@ -94,7 +94,7 @@ export function claimCurrent(ctx: RunContext, at: number): RunContext {
   if (step === undefined) return ctx;
   const fence = ctx.fence + 1;
   const attempt: StepAttempt = {
-    attempt: step.attempts.length + 1,
+    attempt: nextAttemptNumber(step),
     fence,
     claimedAt: at,
     startedAt: step.type === 'delay' ? at : null,
@@ -235,13 +235,30 @@ export function recordAfterCancel(ctx: RunContext, stepId: StepId, fence: number
 
 /** Resumes a run keeps in its context, newest last (a run can be resumed without end). */
 export const RESUMES_KEPT = 20;
+/**
+ * Attempts of a step a resume keeps, the latest (a full pass of the largest retry budget, 21, and
+ * a few): every transition writes the whole run, and a run resumed without end grew by its
+ * attempts' evidence each time (47 MB after 100 resumes, each write stalling every tenant).
+ */
+export const ATTEMPTS_KEPT_AT_RESUME = 25;
+
+/** Number of a step's next attempt: one past its last, dropped ones counted. */
+const nextAttemptNumber = (step: StepRecord): number => (step.attempts.at(-1)?.attempt ?? 0) + 1;
+
+/** `step` with at most ATTEMPTS_KEPT_AT_RESUME attempts, the latest, and how many it let go of. */
+function keepLatestAttempts(step: StepRecord): StepRecord {
+  const extra = step.attempts.length - ATTEMPTS_KEPT_AT_RESUME;
+  if (extra <= 0) return step;
+  return { ...step, attempts: step.attempts.slice(extra), attemptsDropped: (step.attemptsDropped ?? 0) + extra };
+}
 
 /**
  * From `failed`: clear the error and give the failed step a fresh retry budget; finished steps stay
  * finished. The error goes into `resumes`, so the run still tells why a person had to step in.
  */
 export function prepareResume(ctx: RunContext, at: number): RunContext {
-  const updated = withCurrent(ctx, (s) => ({ ...s, status: 'pending', failures: 0 }));
+  const trimmed = { ...ctx, steps: ctx.steps.map(keepLatestAttempts) };
+  const updated = withCurrent(trimmed, (s) => ({ ...s, status: 'pending', failures: 0 }));
   const resumes = [...(ctx.resumes ?? []), { at, error: ctx.error }].slice(-RESUMES_KEPT);
   return { ...updated, error: null, updatedAt: at, resumedAt: at, resumes };
 }

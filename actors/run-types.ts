@@ -86,7 +86,10 @@ export interface StepRecord extends RunStepPlan {
   readonly result: JsonValue | null;
   /** Failed attempts since the run was created or last resumed: the retry budget used. */
   readonly failures: number;
+  /** The latest attempts: a resume keeps ATTEMPTS_KEPT_AT_RESUME of them (numbers go on from the last). */
   readonly attempts: readonly StepAttempt[];
+  /** Earlier attempts a resume let go of (absent: none). */
+  readonly attemptsDropped?: number;
 }
 
 export type RunFailureReason = 'non_retryable' | 'retries_exhausted';

@@ -33,6 +33,8 @@ export interface StepView {
   readonly status: StepStatus;
   readonly result: JsonValue | null;
   readonly attempts: readonly AttemptView[];
+  /** Earlier attempts no longer kept (a resume keeps a step's latest 25). */
+  readonly earlier_attempts_dropped: number;
 }
 
 export interface RunView {
@@ -111,6 +113,7 @@ export function describeRun(snapshot: RunSnapshotView): RunView {
           evidence: a.afterCancel.evidence,
         },
       })),
+      earlier_attempts_dropped: step.attemptsDropped ?? 0,
     })),
   };
 }

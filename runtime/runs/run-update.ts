@@ -18,7 +18,7 @@ export function runUpdateFor(run: PersistedRun, version: WorkflowVersion | undef
     workflow_id: ctx.workflowId,
     event_id: ctx.eventId,
     step_id: step?.id ?? '',
-    attempt: attempts.length,
+    attempt: attempts.at(-1)?.attempt ?? 0,
     at_ms: ctx.updatedAt,
     error: ctx.error === null ? '' : `${ctx.error.code}: ${ctx.error.message}`,
     environment: ctx.environment,

@@ -6,7 +6,8 @@ import { describe, it } from 'node:test';
 import { createActor } from 'xstate';
 import { asRunId, asStepId } from '../../actors/ids.ts';
 import { runMachine } from '../../actors/run-machine.ts';
-import { RESUMES_KEPT } from '../../actors/run-progress.ts';
+import { ATTEMPTS_KEPT_AT_RESUME, RESUMES_KEPT } from '../../actors/run-progress.ts';
+import { describeRun } from '../../actors/run-view.ts';
 import { applyReportAfterCancel, persistSnapshot } from '../../actors/run-transition.ts';
 import type { RunStepPlan } from '../../actors/run-types.ts';
 import {
@@ -16,6 +17,7 @@ import {
   delayStep,
   dispatch,
   failStep,
+  restart,
   retryDue,
   runInput,
   startActor,
@@ -278,6 +280,26 @@ describe('run machine: cancel and resume', () => {
     assert.equal(resumes?.at(-1)?.at, T0 + 10 * (RESUMES_KEPT + 4) + 2, 'the latest kept');
     assert.equal(resumes?.[0]?.at, T0 + 10 * 5 + 2, 'the oldest dropped');
     assert.equal(resumes?.[0]?.error?.reason, 'retries_exhausted');
+  });
+
+  it('a resume keeps each step\'s latest ATTEMPTS_KEPT_AT_RESUME attempts; numbers and fences go on, the view counts those let go', () => {
+    const actor = startActor(runInput([webhookStep('a', { maxRetries: 0, initialMs: 1, maxMs: 1 })]));
+    actor.send({ type: 'run.admitted', at: T0 });
+    const passes = ATTEMPTS_KEPT_AT_RESUME + 10;
+    for (let i = 0; i < passes; i++) {
+      failStep(actor, T0 + 10 * i + 1, true);
+      actor.send({ type: 'run.resume', at: T0 + 10 * i + 2 });
+      actor.send({ type: 'run.admitted', at: T0 + 10 * i + 3 });
+    }
+    const next = dispatch(actor);
+    assert.deepEqual([next.attempt, next.fence], [passes + 1, passes + 1], 'numbered from the last attempt, dropped ones counted');
+    const attempts = attemptsOf(actor, 'a');
+    assert.equal(attempts.length, ATTEMPTS_KEPT_AT_RESUME + 1, 'the kept ones and the one just claimed');
+    assert.deepEqual(attempts.map((a) => a.attempt), Array.from({ length: ATTEMPTS_KEPT_AT_RESUME + 1 }, (_, i) => passes - ATTEMPTS_KEPT_AT_RESUME + 1 + i));
+    const restored = restart(actor).getSnapshot();
+    const step = describeRun({ value: String(restored.value), context: restored.context }).steps[0]!;
+    assert.equal(step.earlier_attempts_dropped, passes - ATTEMPTS_KEPT_AT_RESUME);
+    assert.equal(step.attempts.at(-1)?.attempt, passes + 1, 'kept across a restart');
   });
 
   it('does not resume a run that is not failed', () => {

@@ -38,6 +38,7 @@ describe('describeRun', () => {
       attempts: [
         { attempt: 1, fence: 1, claimed_at: '2025-01-01T00:00:00.000Z', started_at: null, ended_at: '2025-01-01T00:00:01.000Z', outcome: 'succeeded', error: null, evidence: { status: 200 }, after_cancel: null },
       ],
+      earlier_attempts_dropped: 0,
     });
     assert.equal(b?.status, 'failed');
     assert.deepEqual(b?.attempts.map((x) => [x.attempt, x.fence, x.outcome, x.error?.code, x.error?.retry_after_ms]), [
