@@ -81,7 +81,7 @@ function parseProjection(value: JsonValue, entityIdText: () => string | undefine
       throw new OutputContractError('projection.entity_id', 'projection.entity_id as a number must be a whole number within ±2^53 (9007199254740991); send a larger id as a string.');
     }
     // 4.9999999999999999 parses as 5 and 1e2 as 100: such an id would land on another entity's row.
-    if (typeof id === 'number' && !/^-?\d+$/.test(entityIdText() ?? '')) {
+    if (typeof id === 'number' && !/^(0|-?[1-9]\d*)$/.test(entityIdText() ?? '')) {
       throw new OutputContractError('projection.entity_id', 'projection.entity_id as a number must be written as whole-number digits (no fraction or exponent); send other ids as strings.');
     }
     const text = typeof id === 'number' ? String(id) : id;

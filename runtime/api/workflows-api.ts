@@ -68,7 +68,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     const environment = environmentOf(request, org);
     const id = request.params.workflow_id ?? '';
     const current = workflows.get(org.id, id);
-    const newest = current === undefined ? workflows.versions(org.id, id).next().value : undefined;
+    const newest = current === undefined ? workflows.newestVersion(org.id, id) : undefined;
     const found = current?.environment ?? newest?.definition.environment;
     if (found !== environment) throw notFound('Workflow', 'workflow_id');
     return id;

@@ -136,7 +136,18 @@ export class WorkflowStore {
     return stored;
   }
 
-  /** Versions of one workflow, newest first, strictly below `before` if given; read one at a time (a version can be megabytes). */
+  /** The newest version of a workflow (deleted ones too), read whole: no range left open. */
+  newestVersion(orgId: string, workflowId: string): WorkflowVersion | undefined {
+    if (!isWorkflowId(workflowId)) return undefined;
+    const [newest] = this.#versions.getRange({ start: [orgId, workflowId, Number.MAX_SAFE_INTEGER], end: [orgId, workflowId, 0], reverse: true, limit: 1 });
+    return newest?.value as WorkflowVersion | undefined;
+  }
+
+  /**
+   * Versions of one workflow, newest first, strictly below `before` if given; read one at a time (a
+   * version can be megabytes). Iterate it to its end or leave it with `break`/`return`, which closes
+   * the range: a generator left paused holds an LMDB read transaction (a reader slot) for good.
+   */
   *versions(orgId: string, workflowId: string, before?: number): Generator<WorkflowVersion> {
     if (!isWorkflowId(workflowId)) return;
     const top = before === undefined ? Number.MAX_SAFE_INTEGER : before - 1;

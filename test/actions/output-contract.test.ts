@@ -30,7 +30,7 @@ test('a numeric projection.entity_id must be a whole number JSON.parse keeps exa
   const projection = (id: string) => `{"projection":{"name":"risk","entity_type":"order","entity_id":${id}}}`;
   assert.deepEqual(parseActionOutput(projection('9007199254740991')).projection?.entity, { type: 'order', id: '9007199254740991' });
   assert.deepEqual(parseActionOutput(projection('"820982911946154508"')).projection?.entity, { type: 'order', id: '820982911946154508' });
-  for (const id of ['820982911946154508', '820982911946154509', '1.5', '1e400', '4.9999999999999999', '1e2', '5.0', '-5E0']) {
+  for (const id of ['820982911946154508', '820982911946154509', '1.5', '1e400', '4.9999999999999999', '1e2', '5.0', '-5E0', '-0']) {
     const check = checkContract(projection(id));
     assert.equal(!check.ok && check.field, 'projection.entity_id', id);
   }

@@ -249,3 +249,24 @@ describe('WorkflowStore pinned-version cache', () => {
     }
   });
 });
+
+describe('WorkflowStore reads on LMDB', () => {
+  test('reading a deleted workflow\'s newest version again and again, between writes, leaves no LMDB reader behind', async () => {
+    const opened = LEDGER_KINDS[0]!.open();
+    try {
+      const store = new WorkflowStore(opened.ledger);
+      const { workflow } = await store.create(draftOf({ trigger_event: 'gone.soon' }), 'org-readers', T0);
+      await store.delete('org-readers', workflow.id);
+      let busy = (await store.create(draftOf({ trigger_event: 'kept' }), 'org-readers', T0)).workflow;
+      // Past the default reader table (126): a read left open per turn would fail with MDB_READERS_FULL.
+      for (let i = 0; i < 300; i++) {
+        assert.equal(store.newestVersion('org-readers', workflow.id)?.version, 1);
+        assert.equal([...store.versions('org-readers', workflow.id)].length, 1);
+        for (const version of store.versions('org-readers', busy.id)) if (version.version > 0) break;
+        busy = await store.update('org-readers', busy.id, parseWorkflowInput({ name: `n${i}` }, busy), T0 + i);
+      }
+    } finally {
+      await opened.close();
+    }
+  });
+});
