@@ -105,6 +105,9 @@ function adminToken(value: string | undefined): string | undefined {
   return value;
 }
 
+/** The shortest dedup window: as long as a delivery's signature can verify (see loadRuntimeConfig). */
+export const MIN_DEDUP_WINDOW_MS = (2 * TIMESTAMP_TOLERANCE_SECONDS + 1) * 1000;
+
 /** Parses `args` (after the sub-command) over `env`; flags win over environment variables. */
 export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEnv, defaults: CommandDefaults = SERVE_DEFAULTS): RuntimeConfig {
   const { values } = parseArgs({
@@ -132,9 +135,10 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
     throw new InputError(400, 'invalid_config', `log level must be debug, info, warn, error or silent; got "${logLevel}".`);
   }
-  // At least the signature timestamp tolerance: a shorter window let a replayed delivery, its
-  // signature still fresh, through as a new event once its id was forgotten.
-  const dedupWindowMs = integer(setting('--dedup-window-ms', values['dedup-window-ms'], 'SLUICE_DEDUP_WINDOW_MS', env), DEFAULT_DEDUP_WINDOW_MS, TIMESTAMP_TOLERANCE_SECONDS * 1000, 365 * DAY_MS);
+  // At least as long as a signature stays fresh: its timestamp is taken from 300 s before now to 300 s
+  // after, so one delivery verifies for 601 s of server time (whole seconds). A shorter window let
+  // a replayed delivery, its signature still fresh, through as a new event once its id was forgotten.
+  const dedupWindowMs = integer(setting('--dedup-window-ms', values['dedup-window-ms'], 'SLUICE_DEDUP_WINDOW_MS', env), DEFAULT_DEDUP_WINDOW_MS, MIN_DEDUP_WINDOW_MS, 365 * DAY_MS);
   // Unset, it grows to cover a longer dedup window instead of refusing to start.
   const retentionFallback = Math.max(DEFAULT_RETENTION_DAYS, Math.ceil(dedupWindowMs / DAY_MS));
   const retentionDays = integer(setting('--retention-days', values['retention-days'], 'SLUICE_RETENTION_DAYS', env), retentionFallback, 1, 3650);

@@ -92,9 +92,9 @@ test('history retention: 30 days by default, set by flag or environment, never s
   assert.equal(loadRuntimeConfig([], { SLUICE_RETENTION_DAYS: '7' }).retentionDays, 7, 'exactly the default 7-day window');
   assert.throws(() => loadRuntimeConfig(['--retention-days', '6'], {}), (error: unknown) => error instanceof InputError && /must cover the dedup window \(7 days\)/.test(error.message));
   assert.equal(loadRuntimeConfig(['--retention-days', '1', '--dedup-window-ms', '3600000'], {}).retentionDays, 1);
-  // Never shorter than the 300 s a signature timestamp stays fresh: a replay would pass as new.
-  assert.throws(() => loadRuntimeConfig(['--dedup-window-ms', '299999'], {}), (error: unknown) => error instanceof InputError && /--dedup-window-ms must be an integer from 300000/.test(error.message));
-  assert.equal(loadRuntimeConfig(['--dedup-window-ms', '300000'], {}).dedupWindowMs, 300_000);
+  // Never shorter than a signature verifies (±300 s around its timestamp, whole seconds: 601 s): a replay would pass as new.
+  assert.throws(() => loadRuntimeConfig(['--dedup-window-ms', '600999'], {}), (error: unknown) => error instanceof InputError && /--dedup-window-ms must be an integer from 601000/.test(error.message));
+  assert.equal(loadRuntimeConfig(['--dedup-window-ms', '601000'], {}).dedupWindowMs, 601_000);
   assert.equal(loadRuntimeConfig([], { SLUICE_DEDUP_WINDOW_MS: String(45 * 86_400_000) }).retentionDays, 45, 'unset, it covers a longer window');
   assert.throws(() => loadRuntimeConfig(['--retention-days', '0'], {}), (error: unknown) => error instanceof InputError && error.message.includes('from 1 to 3650'));
 });

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { watchedWrite } from '../../hook-runner/lmdb-commit-failure.ts';
+import { FlushWatch } from './flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import type { Ledger, LedgerKey, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
@@ -20,14 +21,15 @@ export const PLAIN_MSGPACK: object = { useRecords: false };
 
 /**
  * The table with its writes watched: a failed commit's own rejection is settled with theirs
- * (hook-runner/lmdb-commit-failure.ts), so a full disk fails the requests, not the process.
+ * (hook-runner/lmdb-commit-failure.ts), so a full disk fails the requests, not the process; and
+ * `watch` (flush-watch.ts) learns of it.
  */
-function watchingWrites(table: LedgerTable): LedgerTable {
+function watchingWrites(table: LedgerTable, watch: <T>(write: T) => T): LedgerTable {
   const { put, remove, ifNoExists } = table;
   return Object.assign(table, {
-    put: (key: LedgerKey, value: unknown) => watchedWrite(put.call(table, key, value)),
-    remove: (key: LedgerKey) => watchedWrite(remove.call(table, key)),
-    ifNoExists: (key: LedgerKey, writes: () => void) => watchedWrite(ifNoExists.call(table, key, writes)),
+    put: (key: LedgerKey, value: unknown) => watch(watchedWrite(put.call(table, key, value))),
+    remove: (key: LedgerKey) => watch(watchedWrite(remove.call(table, key))),
+    ifNoExists: (key: LedgerKey, writes: () => void) => watch(watchedWrite(ifNoExists.call(table, key, writes))),
   });
 }
 
@@ -39,14 +41,16 @@ export function openLedger(dataDir: string): Ledger {
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
   privateFilesIn(path);
-  const db = (name: string): LedgerTable => watchingWrites(root.openDB({ name, compression: false, ...PLAIN_MSGPACK }));
+  const flushes: FlushWatch = new FlushWatch(() => root.flushed, () => flushes.watch(watchedWrite(root.transaction(() => undefined))));
+  const watch = <T>(write: T): T => flushes.watch(write);
+  const db = (name: string): LedgerTable => watchingWrites(root.openDB({ name, compression: false, ...PLAIN_MSGPACK }), watch);
   // A transaction's callback runs in an LMDB child transaction, so a throw takes back what it wrote:
   // lmdb-js commits the writes an (async) transaction callback made before it threw.
   const ledgerRoot: LedgerRoot = {
-    transaction: <T>(body: () => T): LedgerWrite<T> => watchedWrite(root.transaction(() => root.childTransaction(body)) as LedgerWrite<T>),
-    batch: (writes) => watchedWrite(root.batch(writes)),
+    transaction: <T>(body: () => T): LedgerWrite<T> => watch(watchedWrite(root.transaction(() => root.childTransaction(body)) as LedgerWrite<T>)),
+    batch: (writes) => watch(watchedWrite(root.batch(writes))),
     get flushed() {
-      return root.flushed;
+      return flushes.flushed();
     },
   };
   return {
@@ -62,7 +66,8 @@ export function openLedger(dataDir: string): Ledger {
     recordings: db('recordings'),
     openDatabase: db,
     close: async () => {
-      await root.flushed;
+      // A flush that a failed commit left unsettled must not hold the close: the process is going anyway.
+      await flushes.flushed().catch(() => undefined);
       await root.close();
       unlock();
     },

@@ -44,6 +44,15 @@ test('a full disk: writes answer 503 write_failed with Retry-After, reads go on,
     assert.match(metrics, /^sluice_ingest_total\{outcome="write_failed"\} 1$/m);
     assert.doesNotMatch(metrics, /outcome="internal_error"/);
     assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'still serving');
+    // A duplicate writes nothing: it is answered at once, not left waiting on the failed batch's flush
+    // (which lmdb-js never settles), and so is one sent right after another failed write.
+    for (let round = 0; round < 2; round++) {
+      const duplicate = call(url, 'POST', '/organizations/acct-full/events', { token: key, json: { type: 'a.b', payload: {}, id: acknowledged.at(-1)! } });
+      const answered = await Promise.race([duplicate, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000).unref())]);
+      assert.equal(answered?.status, 409, `round ${round}: ${answered?.text ?? 'no answer within 10 s'}`);
+      const again = await call(url, 'POST', '/organizations/acct-full/events', { token: key, json: { type: 'a.b', payload: { filler: 'y'.repeat(1000) }, id: `past-full-${round}` } });
+      assert.equal(again.status, 503);
+    }
     for (const id of [acknowledged[0]!, acknowledged.at(-1)!]) assert.equal((await call(url, 'GET', `/organizations/acct-full/events/${id}`, { token: key })).status, 200, id);
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
