@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { watchedWrite } from './lmdb-commit-failure.ts';
+import { FlushWatch } from './flush-watch.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
 
@@ -68,6 +69,8 @@ export function openRunnerStore(dataDir: string): RunnerStore {
   const invocations = root.openDB<InvocationRecord, InvocationKey>({ name: 'invocations', encoding: 'msgpack' });
   const fencesByTime = root.openDB<string, FenceTimeKey>({ name: 'fences-by-time', encoding: 'string' });
   const invocationsByTime = root.openDB<null, InvocationTimeKey>({ name: 'invocations-by-time', encoding: 'msgpack' });
+  // Every write goes through `durable`, which shows it to this watch (flush-watch.ts: a failed commit's flush never settles).
+  const flushes: FlushWatch = new FlushWatch(() => root.flushed, () => flushes.watch(watchedWrite(root.transaction(() => undefined))));
 
   return {
     modules,
@@ -81,15 +84,16 @@ export function openRunnerStore(dataDir: string): RunnerStore {
     async durable<T>(write: Promise<T>): Promise<T> {
       const ownFlush = (write as Promise<T> & { flushed?: PromiseLike<unknown> }).flushed;
       // A failed commit's own rejection is settled with the write's (lmdb-commit-failure.ts).
-      const result = await watchedWrite(write);
-      await (ownFlush ?? root.flushed);
+      const result = await flushes.watch(watchedWrite(write));
+      await (ownFlush ?? flushes.flushed());
       return result;
     },
     async flushed(): Promise<void> {
-      await root.flushed;
+      await flushes.flushed();
     },
     async close(): Promise<void> {
-      await root.flushed;
+      // A flush a failed commit left unsettled must not hold the close.
+      await flushes.flushed().catch(() => undefined);
       await root.close();
     },
   };

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { watchedWrite } from '../../hook-runner/lmdb-commit-failure.ts';
-import { FlushWatch } from './flush-watch.ts';
+import { FlushWatch } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import type { Ledger, LedgerKey, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlushWatch } from '../../runtime/ledger/flush-watch.ts';
+import { FlushWatch } from '../../hook-runner/flush-watch.ts';
 
 /** A write failed at commit, as lmdb-js rejects one: its error carries the commit's own promise. */
 const failedCommit = (): Promise<never> => {
@@ -42,4 +42,37 @@ test('after a failed commit, a wait first commits a fresh batch (the flush on of
   await watch.watch(Promise.resolve('committed'));
   await watch.flushed();
   assert.deepEqual([fresh, flushes], [1, 2], 'no fresh batch once a commit succeeded');
+});
+
+/** 'flushed' if `wait` ends within a second, else 'hung'. */
+const within = (wait: Promise<void>): Promise<string> => Promise.race([wait.then(() => 'flushed'), new Promise<string>((resolve) => setTimeout(() => resolve('hung'), 1000).unref())]);
+
+test('outcomes settle out of batch order: the newest write by issue decides, so a commit settling after a newer failure does not hide it', async () => {
+  // lmdb-js settles a transaction one microtask after a put: a commit can settle after the next batch's failure.
+  let current: PromiseLike<unknown> = new Promise(() => undefined);
+  let fresh = 0;
+  const watch: FlushWatch = new FlushWatch(() => current, async () => {
+    fresh++;
+    current = Promise.resolve();
+  });
+  let commitOlder = (): void => undefined;
+  watch.watch(new Promise<void>((resolve) => (commitOlder = resolve)));
+  watch.watch(failedCommit());
+  await new Promise((resolve) => setImmediate(resolve));
+  commitOlder();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(await within(watch.flushed()), 'flushed');
+  assert.equal(fresh, 1, 'the failed batch is the newest settled: a fresh batch first');
+});
+
+test('a wait still on a dead flush follows the current one once a newer commit succeeds', async () => {
+  let current: PromiseLike<unknown> = new Promise(() => undefined);
+  const watch: FlushWatch = new FlushWatch(() => current, async () => undefined);
+  watch.watch(failedCommit());
+  await new Promise((resolve) => setImmediate(resolve));
+  const waiting = watch.flushed();
+  await new Promise((resolve) => setImmediate(resolve));
+  current = Promise.resolve();
+  watch.watch(Promise.resolve('a later commit'));
+  assert.equal(await within(waiting), 'flushed');
 });
