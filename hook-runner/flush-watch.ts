@@ -1,10 +1,12 @@
-// Waiting for an LMDB environment's flush without hanging on a failed commit. lmdb-js's `flushed`
-// is the flush promise of its latest batch, and a batch whose commit fails (a full disk) never
-// settles it: only a commit that succeeds calls its resolvers, and lmdb-js goes on handing out that
-// promise until the next write starts a batch. A duplicate delivery waiting on it was never
-// answered. Here a wait ends with the failure of a commit seen while it waits (a 503 to its
-// request), and while the newest write settled is a failed commit, a wait first starts a fresh
-// batch with an empty transaction (LMDB commits an empty one even on a full disk).
+// Waiting for an LMDB environment's flush without hanging on a failed commit. lmdb-js hands out
+// the flush promise of its latest batch (as `root.flushed`, and as a write's own `flushed`), and a
+// batch whose commit fails (a full disk) never settles it: only a commit that succeeds calls its
+// resolvers, a batch's promise may be shared by writes that committed before the failure, and
+// lmdb-js goes on handing the dead promise out until a write starts a new batch. A duplicate
+// delivery or a committed API key waiting on one was never answered. Here a wait ends with the
+// failure of a commit seen while it waits (a 503 to its request); and from a failed commit until a
+// write issued after it has committed (a new batch, a live promise), a wait also asks LMDB to sync
+// the environment, and ends when that sync has put everything committed on disk.
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
 import { isLedgerCommitFailure } from './lmdb-commit-failure.ts';
@@ -14,30 +16,43 @@ interface Waiter {
   readonly fail: (error: unknown) => void;
 }
 
-export class FlushWatch {
-  readonly #flushed: () => PromiseLike<unknown>;
-  readonly #freshBatch: () => Promise<unknown>;
-  readonly #waiting = new Set<Waiter>();
-  /** Writes watched so far, numbered in the order they were issued (their batches' order). */
-  #issued = 0;
-  /** The newest write, by issue, whose outcome is known, and whether it was a failed commit. */
-  #settled = 0;
-  #lastFailed = false;
+export interface FlushSource {
+  /** lmdb-js's `root.flushed`. */
+  readonly flushed: () => PromiseLike<unknown>;
+  /** lmdb-js's `root.sync(callback)`: fsyncs what is committed, then calls back (with an error if it failed). */
+  readonly sync: (done: (error?: unknown) => void) => void;
+}
 
-  /** `flushed` reads lmdb-js's; `freshBatch` commits an empty transaction (through `watch`). */
-  constructor(flushed: () => PromiseLike<unknown>, freshBatch: () => Promise<unknown>) {
-    this.#flushed = flushed;
-    this.#freshBatch = freshBatch;
+export class FlushWatch {
+  readonly #source: FlushSource;
+  readonly #waiting = new Set<Waiter>();
+  /** Writes watched so far, numbered as they are issued. */
+  #issued = 0;
+  /** While set, the flush promises on offer may be dead: writes issued up to this number may share one. */
+  #suspectUpTo: number | undefined;
+
+  constructor(source: FlushSource) {
+    this.#source = source;
   }
 
-  /** Call with every write's promise as it is issued: its outcome tells whether commits are failing. */
+  /**
+   * Call with every write's promise as it is issued: its outcome tells whether commits are failing,
+   * and its own `flushed`, read after this, is waited for as `wait` does.
+   */
   watch<T>(write: T): T {
     if (write instanceof Promise) {
       const seq = ++this.#issued;
+      const own = (write as { flushed?: PromiseLike<unknown> }).flushed;
+      if (own !== undefined) Object.defineProperty(write, 'flushed', { configurable: true, get: () => this.wait(own) });
       write.then(
-        () => this.#settle(seq, undefined),
+        () => {
+          // Issued after the failure was seen: its batch is a new one, with a live flush promise.
+          if (this.#suspectUpTo !== undefined && seq > this.#suspectUpTo) this.#suspectUpTo = undefined;
+        },
         (error: unknown) => {
-          if (isLedgerCommitFailure(error)) this.#settle(seq, error);
+          if (!isLedgerCommitFailure(error)) return;
+          this.#suspectUpTo = this.#issued;
+          for (const waiter of [...this.#waiting]) waiter.fail(error);
         },
       );
     }
@@ -45,34 +60,26 @@ export class FlushWatch {
   }
 
   /** Resolves once what is committed is on disk; rejects with a commit failure seen meanwhile. */
-  async flushed(): Promise<void> {
-    if (this.#lastFailed) await this.#freshBatch();
-    await new Promise<void>((resolve, reject) => {
+  flushed(): Promise<void> {
+    return this.wait(undefined);
+  }
+
+  /** Waits for `flush` (else the current one) as `flushed` does. */
+  wait(flush: PromiseLike<unknown> | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         done: () => void (this.#waiting.delete(waiter) && resolve()),
         fail: (error) => void (this.#waiting.delete(waiter) && reject(error)),
       };
       this.#waiting.add(waiter);
-      this.#follow(waiter);
+      Promise.resolve(flush ?? this.#source.flushed()).then(waiter.done, waiter.fail);
+      if (this.#suspectUpTo !== undefined) this.#source.sync((error) => (error === undefined || error === null ? waiter.done() : waiter.fail(error)));
     });
   }
+}
 
-  /**
-   * A write's outcome. Outcomes settle in JS out of batch order (a transaction's one microtask
-   * after a put's), so only the newest write by issue decides whether commits are failing now.
-   */
-  #settle(seq: number, failure: unknown): void {
-    if (failure !== undefined) for (const waiter of [...this.#waiting]) waiter.fail(failure);
-    if (seq < this.#settled) return;
-    const recovered = this.#lastFailed && failure === undefined;
-    this.#settled = seq;
-    this.#lastFailed = failure !== undefined;
-    // A commit after failed ones: a wait still on a dead flush follows the current one too (it covers
-    // every commit before it).
-    if (recovered) for (const waiter of [...this.#waiting]) this.#follow(waiter);
-  }
-
-  #follow(waiter: Waiter): void {
-    Promise.resolve(this.#flushed()).then(waiter.done, waiter.fail);
-  }
+/** The FlushSource of an lmdb-js root (lmdb-js 3.5 has `sync(callback)`; its typings do not). */
+export function lmdbFlushSource(root: { readonly flushed: PromiseLike<unknown> }): FlushSource {
+  const syncable = root as unknown as { sync(done: (error?: unknown) => void): unknown };
+  return { flushed: () => root.flushed, sync: (done) => void syncable.sync(done) };
 }

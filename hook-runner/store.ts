@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { watchedWrite } from './lmdb-commit-failure.ts';
-import { FlushWatch } from './flush-watch.ts';
+import { FlushWatch, lmdbFlushSource } from './flush-watch.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
 
@@ -70,7 +70,7 @@ export function openRunnerStore(dataDir: string): RunnerStore {
   const fencesByTime = root.openDB<string, FenceTimeKey>({ name: 'fences-by-time', encoding: 'string' });
   const invocationsByTime = root.openDB<null, InvocationTimeKey>({ name: 'invocations-by-time', encoding: 'msgpack' });
   // Every write goes through `durable`, which shows it to this watch (flush-watch.ts: a failed commit's flush never settles).
-  const flushes: FlushWatch = new FlushWatch(() => root.flushed, () => flushes.watch(watchedWrite(root.transaction(() => undefined))));
+  const flushes = new FlushWatch(lmdbFlushSource(root));
 
   return {
     modules,
@@ -82,9 +82,11 @@ export function openRunnerStore(dataDir: string): RunnerStore {
     // The runtime's ledger keeps the same rule (runtime/ledger/durable-write.ts); the runner does not
     // import runtime code, so the four lines live on both sides of the process boundary.
     async durable<T>(write: Promise<T>): Promise<T> {
-      const ownFlush = (write as Promise<T> & { flushed?: PromiseLike<unknown> }).flushed;
-      // A failed commit's own rejection is settled with the write's (lmdb-commit-failure.ts).
-      const result = await flushes.watch(watchedWrite(write));
+      // A failed commit's own rejection is settled with the write's (lmdb-commit-failure.ts); once
+      // watched, the write's own flush is waited for as flush-watch.ts does.
+      const watched = flushes.watch(watchedWrite(write));
+      const ownFlush = (watched as Promise<T> & { flushed?: PromiseLike<unknown> }).flushed;
+      const result = await watched;
       await (ownFlush ?? flushes.flushed());
       return result;
     },

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { watchedWrite } from '../../hook-runner/lmdb-commit-failure.ts';
-import { FlushWatch } from '../../hook-runner/flush-watch.ts';
+import { FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import type { Ledger, LedgerKey, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
@@ -41,7 +41,7 @@ export function openLedger(dataDir: string): Ledger {
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
   privateFilesIn(path);
-  const flushes: FlushWatch = new FlushWatch(() => root.flushed, () => flushes.watch(watchedWrite(root.transaction(() => undefined))));
+  const flushes = new FlushWatch(lmdbFlushSource(root));
   const watch = <T>(write: T): T => flushes.watch(write);
   const db = (name: string): LedgerTable => watchingWrites(root.openDB({ name, compression: false, ...PLAIN_MSGPACK }), watch);
   // A transaction's callback runs in an LMDB child transaction, so a throw takes back what it wrote:
