@@ -42,8 +42,8 @@ export function namedRecordReads<T extends NamedRecord>(ctx: ApiContext, base: s
         const environment = environmentOf(request, org);
         const limit = parseLimit(request);
         const after = parseCursorOf(request, [isRecordName]);
-        const page = byteCappedPage(inEnvironment(records.listAfter(org.id, after?.[0]), environment), limit, records.describe);
-        return rawJson(200, { [records.plural]: page.views, next_cursor: page.more && page.last !== undefined ? encodeCursor([page.last.name]) : null });
+        const page = byteCappedPage(inEnvironment(records.listAfter(org.id, after?.[0]), environment), limit, records.describe, (last) => encodeCursor([last.name]));
+        return rawJson(200, { [records.plural]: page.views, next_cursor: page.nextCursor });
       },
     },
     {

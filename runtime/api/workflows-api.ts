@@ -12,10 +12,10 @@ import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { Workflow, WorkflowDraft, WorkflowVersion } from '../workflows/workflow-types.ts';
 import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts';
 import type { ApiContext } from './context.ts';
-import { isCursorText } from './sorted-page.ts';
+import { createdCursor, isCursorText } from './sorted-page.ts';
 import { byteCappedPage } from './byte-capped-page.ts';
 import { KeyedSerial } from './keyed-serial.ts';
-import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
+import { ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 /**
@@ -130,8 +130,8 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const view = seesCredentials(request) ? (workflow: Workflow): Workflow => workflow : redactWorkflow;
         // Read one at a time, newest first, and like the other lists ended early past MAX_PAGE_BYTES:
         // a workflow can be about 1 MiB, and an org may hold 2,000.
-        const page = byteCappedPage(workflows.newestFirst(org.id, environment, after), limit, view);
-        return json(200, { workflows: page.views, next_cursor: page.more && page.last !== undefined ? encodeCursor([page.last.created_at, page.last.id]) : null });
+        const page = byteCappedPage(workflows.newestFirst(org.id, environment, after), limit, view, createdCursor);
+        return json(200, { workflows: page.views, next_cursor: page.nextCursor });
       },
     },
     {
@@ -174,8 +174,9 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const limit = parseLimit(request);
         const before = parseVersionCursor(request);
         // A version can be over a megabyte: the page ends early past MAX_PAGE_BYTES, as every list does.
-        const page = byteCappedPage(workflows.versions(org.id, workflowId, before), limit, seesCredentials(request) ? (version: WorkflowVersion) => version : redactVersion);
-        return json(200, { versions: page.views, next_cursor: page.more && page.last !== undefined ? String(page.last.version) : null });
+        const view = seesCredentials(request) ? (version: WorkflowVersion): WorkflowVersion => version : redactVersion;
+        const page = byteCappedPage(workflows.versions(org.id, workflowId, before), limit, view, (last) => String(last.version));
+        return json(200, { versions: page.views, next_cursor: page.nextCursor });
       },
     },
     {
