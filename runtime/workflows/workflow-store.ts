@@ -69,7 +69,6 @@ export interface UpdateOptions {
   readonly ifVersion?: number;
 }
 
-
 /** A trigger's enabled workflows would outgrow MAX_TRIGGER_BYTES: what they hold without this one, and this one. */
 interface TriggerOverflow {
   readonly event: string;
@@ -136,11 +135,10 @@ export class WorkflowStore {
     return stored;
   }
 
-  /** The newest version of a workflow (deleted ones too), read whole: no range left open. */
+  /** The newest version of a workflow (deleted ones too); the `return` inside the loop closes the range. */
   newestVersion(orgId: string, workflowId: string): WorkflowVersion | undefined {
-    if (!isWorkflowId(workflowId)) return undefined;
-    const [newest] = this.#versions.getRange({ start: [orgId, workflowId, Number.MAX_SAFE_INTEGER], end: [orgId, workflowId, 0], reverse: true, limit: 1 });
-    return newest?.value as WorkflowVersion | undefined;
+    for (const version of this.versions(orgId, workflowId)) return version;
+    return undefined;
   }
 
   /**
