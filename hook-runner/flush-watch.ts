@@ -9,7 +9,7 @@
 // the environment, and ends when that sync has put everything committed on disk.
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
-import { isLedgerCommitFailure } from './lmdb-commit-failure.ts';
+import { isLedgerCommitFailure, watchedWrite } from './lmdb-commit-failure.ts';
 
 interface Waiter {
   readonly done: () => void;
@@ -37,9 +37,11 @@ export class FlushWatch {
 
   /**
    * Call with every write's promise as it is issued: its outcome tells whether commits are failing,
-   * and its own `flushed`, read after this, is waited for as `wait` does.
+   * and its own `flushed`, read after this, is waited for as `wait` does. A failed commit's own
+   * rejection is settled with the write's (watchedWrite, lmdb-commit-failure.ts).
    */
   watch<T>(write: T): T {
+    watchedWrite(write);
     if (write instanceof Promise) {
       const seq = ++this.#issued;
       const own = (write as { flushed?: PromiseLike<unknown> }).flushed;

@@ -2,7 +2,6 @@
 // Durability rule: every write path awaits `durable()`, i.e. commit *and* fsync, before it answers.
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { watchedWrite } from './lmdb-commit-failure.ts';
 import { FlushWatch, lmdbFlushSource } from './flush-watch.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
@@ -82,9 +81,9 @@ export function openRunnerStore(dataDir: string): RunnerStore {
     // The runtime's ledger keeps the same rule (runtime/ledger/durable-write.ts); the runner does not
     // import runtime code, so the four lines live on both sides of the process boundary.
     async durable<T>(write: Promise<T>): Promise<T> {
-      // A failed commit's own rejection is settled with the write's (lmdb-commit-failure.ts); once
-      // watched, the write's own flush is waited for as flush-watch.ts does.
-      const watched = flushes.watch(watchedWrite(write));
+      // Watched (flush-watch.ts): a failed commit's own rejection is settled with the write's, and
+      // the write's own flush is waited for so that a failed commit cannot leave it hanging.
+      const watched = flushes.watch(write);
       const ownFlush = (watched as Promise<T> & { flushed?: PromiseLike<unknown> }).flushed;
       const result = await watched;
       await (ownFlush ?? flushes.flushed());

@@ -5,7 +5,6 @@
 
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { watchedWrite } from '../../hook-runner/lmdb-commit-failure.ts';
 import { FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -20,16 +19,15 @@ import type { Ledger, LedgerKey, LedgerRoot, LedgerTable, LedgerWrite } from './
 export const PLAIN_MSGPACK: object = { useRecords: false };
 
 /**
- * The table with its writes watched: a failed commit's own rejection is settled with theirs
- * (hook-runner/lmdb-commit-failure.ts), so a full disk fails the requests, not the process; and
- * `watch` (flush-watch.ts) learns of it.
+ * The table with its writes watched (flush-watch.ts): a failed commit's own rejection is settled
+ * with theirs, so a full disk fails the requests, not the process, and flush waits learn of it.
  */
-function watchingWrites(table: LedgerTable, watch: <T>(write: T) => T): LedgerTable {
+function watchingWrites(table: LedgerTable, flushes: FlushWatch): LedgerTable {
   const { put, remove, ifNoExists } = table;
   return Object.assign(table, {
-    put: (key: LedgerKey, value: unknown) => watch(watchedWrite(put.call(table, key, value))),
-    remove: (key: LedgerKey) => watch(watchedWrite(remove.call(table, key))),
-    ifNoExists: (key: LedgerKey, writes: () => void) => watch(watchedWrite(ifNoExists.call(table, key, writes))),
+    put: (key: LedgerKey, value: unknown) => flushes.watch(put.call(table, key, value)),
+    remove: (key: LedgerKey) => flushes.watch(remove.call(table, key)),
+    ifNoExists: (key: LedgerKey, writes: () => void) => flushes.watch(ifNoExists.call(table, key, writes)),
   });
 }
 
@@ -42,13 +40,12 @@ export function openLedger(dataDir: string): Ledger {
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
   privateFilesIn(path);
   const flushes = new FlushWatch(lmdbFlushSource(root));
-  const watch = <T>(write: T): T => flushes.watch(write);
-  const db = (name: string): LedgerTable => watchingWrites(root.openDB({ name, compression: false, ...PLAIN_MSGPACK }), watch);
+  const db = (name: string): LedgerTable => watchingWrites(root.openDB({ name, compression: false, ...PLAIN_MSGPACK }), flushes);
   // A transaction's callback runs in an LMDB child transaction, so a throw takes back what it wrote:
   // lmdb-js commits the writes an (async) transaction callback made before it threw.
   const ledgerRoot: LedgerRoot = {
-    transaction: <T>(body: () => T): LedgerWrite<T> => watch(watchedWrite(root.transaction(() => root.childTransaction(body)) as LedgerWrite<T>)),
-    batch: (writes) => watch(watchedWrite(root.batch(writes))),
+    transaction: <T>(body: () => T): LedgerWrite<T> => flushes.watch(root.transaction(() => root.childTransaction(body)) as LedgerWrite<T>),
+    batch: (writes) => flushes.watch(root.batch(writes)),
     get flushed() {
       return flushes.flushed();
     },
