@@ -59,6 +59,15 @@ export class RetryableError extends SluiceError {
   }
 }
 
+/**
+ * The Retry-After header value (whole seconds, at least 1) of an error that says when to try again
+ * (a `retryAfterMs`: RetryableError, a quota, a body budget); undefined for one that does not.
+ */
+export function retryAfterHeader(error: SluiceError): string | undefined {
+  const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
+  return typeof retryAfterMs === 'number' ? String(Math.max(1, Math.ceil(retryAfterMs / 1000))) : undefined;
+}
+
 /** A failure that must not be retried: the run fails with this reason. */
 export class TerminalError extends SluiceError {
   constructor(code: string, message: string, options: SluiceErrorOptions = {}) {

@@ -3,11 +3,11 @@
 
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
-import type { SluiceError } from '../errors.ts';
+import { retryAfterHeader, type SluiceError } from '../errors.ts';
 
 export function refuseUpgrade(res: HttpResponse, refusal: SluiceError): void {
   res.writeStatus(`${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}`).writeHeader('content-type', 'application/json');
-  const retryAfterMs = (refusal as { retryAfterMs?: unknown }).retryAfterMs;
-  if (typeof retryAfterMs === 'number') res.writeHeader('retry-after', String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
+  const retryAfter = retryAfterHeader(refusal);
+  if (retryAfter !== undefined) res.writeHeader('retry-after', retryAfter);
   res.end(JSON.stringify(refusal.toBody()));
 }

@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ConflictError, InputError, SluiceError } from '../errors.ts';
+import { ConflictError, InputError, retryAfterHeader, SluiceError } from '../errors.ts';
 import { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
@@ -204,9 +204,8 @@ export class HttpServer {
       return { status: 409, json: { error: { ...body.error, ...error.details } } };
     }
     if (error instanceof SluiceError) {
-      const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
-      const headers = typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) } : undefined;
-      return headers === undefined ? { status: error.status, json: error.toBody() } : { status: error.status, json: error.toBody(), headers };
+      const retryAfter = retryAfterHeader(error);
+      return retryAfter === undefined ? { status: error.status, json: error.toBody() } : { status: error.status, json: error.toBody(), headers: { 'retry-after': retryAfter } };
     }
     // A commit that failed (a full disk, an I/O error) stored nothing of this request: worth trying again.
     if (isLedgerCommitFailure(error)) {
