@@ -115,34 +115,33 @@ const checkWhileBusy = (checks: SchemaChecks, payload: string, busyMs: number): 
     }, 10),
   );
 
-test('an answer that came in time is taken even when the event loop was busy past the deadline', async () => {
-  // Deadlines with room for a loaded machine; the loop is held for twice as long.
-  const deadlineMs = 1000;
-  const checks = new SchemaChecks({ checkMs: deadlineMs, compileMs: deadlineMs });
+/** On a fresh SchemaChecks: compiles `medium` by a check of `warmItems`, then answers checkWhileBusy of `items`. */
+async function busyCheckAfterCompile(deadlines: { checkMs: number; compileMs: number }, warmItems: number, items: number, busyMs: number): Promise<string> {
+  const checks = new SchemaChecks(deadlines);
   try {
-    // A check of some milliseconds, its schema compiled beforehand. The thread answers while the
-    // loop is held past both deadlines, but the deadline's timer comes up in the next turn before
-    // the answer is read.
-    await checks.check(declarer('acct-a', { 'x.y': medium }), 'x.y', mediumPayload(200));
-    assert.equal(await checkWhileBusy(checks, mediumPayload(200), 2 * deadlineMs), 'passed');
+    await checks.check(declarer('acct-a', { 'x.y': medium }), 'x.y', mediumPayload(warmItems));
+    return await checkWhileBusy(checks, mediumPayload(items), busyMs);
   } finally {
     await checks.close();
   }
+}
+
+test('an answer that came in time is taken even when the event loop was busy past the deadline', async () => {
+  // Deadlines with room for a loaded machine; the loop is held for twice as long.
+  const deadlineMs = 1000;
+  // A check of some milliseconds, its schema compiled beforehand. The thread answers while the
+  // loop is held past both deadlines, but the deadline's timer comes up in the next turn before
+  // the answer is read.
+  assert.equal(await busyCheckAfterCompile({ checkMs: deadlineMs, compileMs: deadlineMs }, 200, 200, 2 * deadlineMs), 'passed');
 });
 
 test('a compile deadline that passed behind a busy loop does not refuse a check that compiled in time and is still within its own', async () => {
   // A compile deadline with room for a loaded machine; the loop is held for twice as long.
   const compileMs = 1000;
-  const checks = new SchemaChecks({ checkMs: 20_000, compileMs });
-  try {
-    // Compiled beforehand (a check of 1 item), then a check of a few seconds. The thread says
-    // `compiled` at once; the compile deadline's give-up, queued when its timer fired behind the
-    // busy loop, must see that the check now runs on its own deadline.
-    await checks.check(declarer('acct-a', { 'x.y': medium }), 'x.y', mediumPayload(1));
-    assert.equal(await checkWhileBusy(checks, mediumPayload(30_000), 2 * compileMs), 'passed');
-  } finally {
-    await checks.close();
-  }
+  // Compiled beforehand (a check of 1 item), then a check of a few seconds. The thread says
+  // `compiled` at once; the compile deadline's give-up, queued when its timer fired behind the
+  // busy loop, must see that the check now runs on its own deadline.
+  assert.equal(await busyCheckAfterCompile({ checkMs: 20_000, compileMs }, 1, 30_000, 2 * compileMs), 'passed');
 });
 
 test('close refuses the checks waiting and running, and later ones, as retryable', async () => {
