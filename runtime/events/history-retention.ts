@@ -4,6 +4,7 @@
 // retention never takes what a run, a resume or a triage still needs. A caller-chosen API event id
 // leaves a tombstone (event-store.ts), so it is never accepted again with the old runs' ids.
 
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isFinished } from '../../actors/run-work.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
@@ -42,7 +43,7 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
         const keys = [...deps.ledger.eventsByTime.getKeys({ start, end: [orgId, environment, cutoff], limit: passSize })] as [string, string, number, string][];
         const pass = await removeFinished(deps, keys, nowMs);
         // A pass that removes nothing does not wait on a write: yield, so requests go on between passes.
-        await new Promise((resolve) => setImmediate(resolve));
+        await nextTurn();
         events += pass.events;
         runs += pass.runs;
         const last = keys.at(-1);

@@ -3,6 +3,7 @@
 // effects, timers and boot recovery. The snapshot is the outbox: work is derived from it. New runs
 // are created by run-creation.ts inside the transaction that stores their event.
 
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
 import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
@@ -18,7 +19,7 @@ import type { ActionEffects } from './custom-action-step.ts';
 import { RunChains } from './run-chains.ts';
 import { RunCreation } from './run-creation.ts';
 import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
-import { nextTurn, RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
+import { RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';

@@ -8,6 +8,8 @@
 // the event loop every RECOVERY_BATCH runs, so /healthz answers during a long recovery (requests
 // other than it are held until recovery is over: create-runtime.ts).
 
+// nextTurn lets the event loop turn (timers, sockets: a liveness probe) before the next batch.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { OrgId, RunId } from '../../actors/ids.ts';
 import { reclaimAfterRestart, type PersistedRun } from '../../actors/run-transition.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
@@ -36,8 +38,6 @@ export interface RecoveredRun {
 /** Runs read (or acted on, run-engine.ts) between two turns of the event loop during recovery. */
 export const RECOVERY_BATCH = 1000;
 
-/** Lets the event loop turn (timers, sockets: a liveness probe) before the next batch. */
-export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 const recovered = (run: PersistedRun): RecoveredRun => ({ orgId: run.context.orgId, runId: run.context.runId, createdAt: run.context.createdAt, work: pendingWork(run) });
 
