@@ -28,7 +28,10 @@ export interface ActionResolver {
 /**
  * The version of `actionId` this run already ran since it was created or last resumed, if any: its
  * later steps and retries keep it, so one run never mixes code and permissions approved apart. A
- * resume picks the approved version afresh (a fixed one, say).
+ * resume picks the approved version afresh (a fixed one, say). Only an attempt the hook-runner
+ * answered ran a version (its evidence has `replayed`, from the reply): one that never reached the
+ * runner, or lost its call, names the version it would have run, and its retry takes the version
+ * approved then.
  */
 export function pinnedActionVersion(ctx: RunContext, actionId: string): number | undefined {
   const since = ctx.resumedAt ?? Number.NEGATIVE_INFINITY;
@@ -36,7 +39,7 @@ export function pinnedActionVersion(ctx: RunContext, actionId: string): number |
     for (const attempt of step.attempts) {
       if (attempt.claimedAt < since || attempt.evidence === null || typeof attempt.evidence !== 'object' || Array.isArray(attempt.evidence)) continue;
       const evidence = attempt.evidence as { readonly [key: string]: JsonValue };
-      if (evidence['action_id'] === actionId && typeof evidence['version'] === 'number') return evidence['version'];
+      if (evidence['action_id'] === actionId && typeof evidence['version'] === 'number' && typeof evidence['replayed'] === 'boolean') return evidence['version'];
     }
   }
   return undefined;

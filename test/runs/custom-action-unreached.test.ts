@@ -1,15 +1,17 @@
 // A custom_action attempt that no connection could take never started (no started_at, as a refused
 // webhook), while one whose connection was lost mid-call may have run and says so; both are
-// retryable hook_runner_unavailable with the version they would run as evidence.
+// retryable hook_runner_unavailable with the version they would run as evidence. Neither pins that
+// version for the run's retries: only an answered attempt ran a version.
 
 import assert from 'node:assert/strict';
 import { createServer as createHttp2Server } from 'node:http2';
 import { createServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { Metadata, status } from '@grpc/grpc-js';
+import type { RunContext } from '../../actors/run-types.ts';
 import { SLUICE_CODE_METADATA_KEY } from '../../hook-runner/wire.ts';
 import { HookRunnerClient, unreachableReason } from '../../runtime/hook-runner/client.ts';
-import { runCustomAction, type ActionResolver } from '../../runtime/runs/custom-action-step.ts';
+import { pinnedActionVersion, runCustomAction, type ActionResolver, type ActionStepOutcome } from '../../runtime/runs/custom-action-step.ts';
 
 const approved: ActionResolver = {
   resolveForRun: () => ({ kind: 'approved', version: 3, digest: 'a'.repeat(64), permissions: [] }),
@@ -28,6 +30,10 @@ const input = {
 };
 
 const clientFor = (port: number): HookRunnerClient => new HookRunnerClient(`127.0.0.1:${port}`, 'token-'.padEnd(32, 'x'), { attempts: 2, retryDelayMs: () => 1 });
+
+/** The version a run whose only attempt ended in `outcome` keeps for its retries (the fields pinnedActionVersion reads). */
+const pinnedAfter = (outcome: ActionStepOutcome): number | undefined =>
+  pinnedActionVersion({ steps: [{ attempts: [{ claimedAt: 1, evidence: outcome.evidence }] }] } as unknown as RunContext, 'score');
 
 /** A port nothing listens on (bound, then released). */
 async function closedPort(): Promise<number> {
@@ -50,6 +56,8 @@ test('no runner listening: the attempt fails hook_runner_unavailable, retryable,
     assert.doesNotMatch(!outcome.ok ? outcome.error.message : '', new RegExp(`127\\.0\\.0\\.1|${port}|ECONNREFUSED`));
     assert.equal(outcome.invoked, false, 'no connection took the call: it never started');
     assert.deepEqual(outcome.evidence, { action_id: 'score', version: 3, digest: 'a'.repeat(64) });
+    // Version 3 never ran: a version approved before the retry is the one the retry runs.
+    assert.equal(pinnedAfter(outcome), undefined);
   } finally {
     client.close();
   }
@@ -65,10 +73,17 @@ test('a connection lost after the call was sent: the attempt may have run, so it
     const outcome = await runCustomAction(input, approved, client);
     assert.deepEqual(!outcome.ok && { code: outcome.error.code, retryable: outcome.error.retryable }, { code: 'hook_runner_unavailable', retryable: true });
     assert.equal(outcome.invoked, true);
+    // No answer came: whether it ran is unknown, and the runner runs a key again under another digest.
+    assert.equal(pinnedAfter(outcome), undefined);
   } finally {
     client.close();
     await new Promise<void>((closed) => server.close(() => closed()));
   }
+});
+
+test('an answered attempt pins its version for the run\'s retries and later steps', () => {
+  const answered: ActionStepOutcome = { ok: false, error: { code: 'action_trap_unreachable', message: 'trapped', retryable: false }, evidence: { action_id: 'score', version: 3, digest: 'a'.repeat(64), fuel_used: 10, replayed: false }, invoked: true };
+  assert.equal(pinnedAfter(answered), 3);
 });
 
 test('the runner\'s own UNAVAILABLE answer (a sandbox that cannot run) keeps its words; grpc-js\'s transport text does not reach the tenant', () => {
