@@ -1,6 +1,7 @@
 // `sluice watch`: prints a live room's run updates as JSON lines, through the TypeScript client's
 // watchRuns (it resumes after a drop, so each update is printed once). Ctrl-C stops it; the
-// position printed on exit can be passed back as --after-seq.
+// position printed on exit can be passed back as --after-seq. Stdout carries JSON lines only; why a
+// connection dropped, or why watching ended for good, goes to stderr.
 
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
@@ -13,8 +14,8 @@ const USAGE = 'usage: sluice watch <http://host:port> --org <org id> [--key <API
 
 export interface WatchCommandIo {
   readonly stdout: Writable;
-  /** Hears each dropped or refused connection before it reconnects (stdout stays updates only). */
-  readonly stderr?: Writable;
+  /** Hears each dropped or refused connection before it reconnects, and why watching ended (stdout stays JSON lines only). */
+  readonly stderr: Writable;
   /** Aborting it stops watching (the CLI aborts on SIGINT/SIGTERM). */
   readonly signal: AbortSignal;
   /** Where SLUICE_API_KEY is read when --key is not given. */
@@ -44,7 +45,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     ...(afterSeq === undefined ? {} : { afterSeq }),
     onUpdate: (update) => print(JSON.stringify(update)),
     onReload: (reason) => print(JSON.stringify({ reload: reason })),
-    onDisconnect: (why) => void io.stderr?.write(`sluice watch: ${why}; reconnecting\n`),
+    onDisconnect: (why) => void io.stderr.write(`sluice watch: ${why}; reconnecting\n`),
   });
   const stop = (): void => live.close();
   io.signal.addEventListener('abort', stop, { once: true });
@@ -53,7 +54,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     print(JSON.stringify({ stopped: true, after_seq: live.position ?? null }));
     return 0;
   } catch (error) {
-    print(error instanceof LiveClosedError ? `ended: ${error.message}` : `ended: ${String(error)}`);
+    io.stderr.write(`sluice watch: ended: ${error instanceof LiveClosedError ? error.message : String(error)}\n`);
     return 1;
   } finally {
     io.signal.removeEventListener('abort', stop);

@@ -59,12 +59,13 @@ test('prints each update of a run as a JSON line, then the position to resume fr
 test('a refused key ends it with 1 and the reason; bad arguments are usage errors', async () => {
   const refused = start([rt.url, '--org', ORG, '--key', 'sk_not_a_key']);
   assert.equal(await refused.exit, 1);
-  assert.match(refused.lines().at(-1)!, /^ended: .*\(401\)/);
+  assert.match(refused.notices().at(-1)!, /^sluice watch: ended: .*\(401\)/);
+  assert.deepEqual(refused.lines(), [], 'stdout keeps to JSON lines');
   const signal = new AbortController().signal;
-  await assert.rejects(watchCommand(['ws://x', '--org', ORG, '--key', key], { stdout: new PassThrough(), signal }), /usage: sluice watch/);
-  await assert.rejects(watchCommand([rt.url, '--org', ORG], { stdout: new PassThrough(), signal }), /--org and an API key \(--key, or SLUICE_API_KEY\) are required/);
+  await assert.rejects(watchCommand(['ws://x', '--org', ORG, '--key', key], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /usage: sluice watch/);
+  await assert.rejects(watchCommand([rt.url, '--org', ORG], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--org and an API key \(--key, or SLUICE_API_KEY\) are required/);
   for (const afterSeq of ['1.5', '', '0x10', '1e3']) {
-    await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--after-seq', afterSeq], { stdout: new PassThrough(), signal }), /--after-seq is a whole number/, afterSeq);
+    await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--after-seq', afterSeq], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--after-seq is a whole number/, afterSeq);
   }
 });
 
