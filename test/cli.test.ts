@@ -2,10 +2,11 @@
 // name the setting and exit non-zero before anything listens.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { eventually } from './helpers/receiver.ts';
 import { ADMIN_TOKEN, spawnRuntime, tempDir, type ChildRuntime } from './helpers/runtime.ts';
@@ -146,3 +147,24 @@ function freePort(): Promise<number> {
     });
   });
 }
+
+test('SIGTERM to `npm run sluice -- serve` (as a supervisor stops it) reaches the runtime: it drains and releases its lock', async () => {
+  const dataDir = tempDir();
+  const lock = join(dataDir, 'runtime', 'owner.pid');
+  const npm = spawn('npm', ['run', '-s', 'sluice', '--', 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, '--log-level', 'warn'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const output: string[] = [];
+  createInterface({ input: npm.stdout }).on('line', (line) => output.push(line));
+  const exited = new Promise<number | null>((done) => npm.once('exit', (code) => done(code)));
+  try {
+    await eventually('the runtime to listen', () => output, (lines) => lines.some((line) => line.startsWith('listening on')));
+    npm.kill('SIGTERM');
+    await exited;
+    await eventually('the lock to be released', () => existsSync(lock), (held) => !held);
+    assert.ok(output.includes('received SIGTERM, shutting down'), output.join('\n'));
+  } finally {
+    if (npm.exitCode === null) npm.kill('SIGKILL');
+    // A runtime the signal never reached would hold the data dir with no parent: end it.
+    if (existsSync(lock)) process.kill((JSON.parse(readFileSync(lock, 'utf8')) as { pid: number }).pid, 'SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
