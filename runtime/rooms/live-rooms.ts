@@ -5,7 +5,7 @@ import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import type { Authorizer, Principal } from '../auth/authorize.ts';
 import type { Clock } from '../clock.ts';
-import { InputError, SluiceError } from '../errors.ts';
+import { InputError, RetryableError, SluiceError } from '../errors.ts';
 import { TokenBucket } from '../token-bucket.ts';
 import { StalledReader } from './stalled-reader.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
@@ -78,6 +78,8 @@ export class LiveRooms {
   /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
   readonly #order: SeqOrder;
   readonly #heartbeat: NodeJS.Timeout;
+  /** Set by close(): the runtime is stopping, and an upgrade now would only be cut off without a close frame. */
+  #closed = false;
 
   /** Live sockets one org may hold open at once (--live-sockets-per-org). */
   readonly #socketsPerOrg: number;
@@ -110,6 +112,7 @@ export class LiveRooms {
         const principal = token === undefined ? undefined : auth.principalForToken(token);
         let admitted: { principal: Principal; requested: Subscription };
         try {
+          if (this.#closed) throw new RetryableError('stopping', 'Sluice is stopping; connect again in a few seconds.', 2000);
           admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query, offered);
           // Each socket holds memory and may replay the log: one org (one leaked key) cannot open them without end.
           if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
@@ -244,7 +247,9 @@ export class LiveRooms {
     return count;
   }
 
+  /** Closes every socket with 1001; upgrades from now on are refused (503 stopping, Retry-After). */
   close(): void {
+    this.#closed = true;
     clearInterval(this.#heartbeat);
     this.#order.close();
     for (const ws of [...this.#sockets]) ws.end(1001, 'server shutting down');

@@ -326,3 +326,16 @@ test('a consumer that reads nothing of what is queued for six heartbeats is clos
   assert.ok(closedByRuntime, 'closed by the runtime');
   assert.deepEqual([result.code, result.reason], [CLOSE_SLOW_CONSUMER, 'slow consumer: nothing read for 30 s']);
 });
+
+test('once the rooms close (the runtime stopping), open sockets get 1001 and a new upgrade is refused 503, not cut off without a close frame', async () => {
+  const own = await startRuntime();
+  try {
+    const ownKey = await createOrg(own.url, ADMIN_TOKEN, 'acct-live-stopping');
+    const open = await connectLive(own.url, 'acct-live-stopping', { token: ownKey });
+    own.runtime.rooms.close();
+    assert.equal((await open.closed).code, 1001);
+    await assert.rejects(connectLive(own.url, 'acct-live-stopping', { token: ownKey }), /upgrade refused: 503/);
+  } finally {
+    await own.close();
+  }
+});
