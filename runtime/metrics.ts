@@ -27,7 +27,7 @@ export function createRuntimeMetrics(): RuntimeMetrics {
     }),
     ingestTotal: new Counter({
       name: 'sluice_ingest_total',
-      help: 'Webhook and API event ingest attempts by outcome (accepted, duplicate, unauthorized, invalid, ...).',
+      help: 'Events stored and webhook deliveries refused: accepted (webhook deliveries), accepted_api, accepted_replay, accepted_schedule, accepted_device, or the error code a webhook delivery was refused with (duplicate_event, invalid_signature, ...).',
       labelNames: ['outcome'],
       registers: [registry],
     }),

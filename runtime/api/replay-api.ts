@@ -94,6 +94,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         const replay = replayOf(original, choice.side_effects, ctx.clock.now());
         if (idempotencyKey === undefined) {
           await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
+          ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
           return rawJson(202, { event: eventWithRawPayload(replay) });
         }
         // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
@@ -101,6 +102,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         try {
           // A space occurs in neither part, so no two (event, key) pairs share a claim.
           await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });
+          ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
           return rawJson(202, { event: eventWithRawPayload(replay) });
         } catch (error) {
           const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;

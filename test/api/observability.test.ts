@@ -31,8 +31,15 @@ test('/metrics counts ingest outcomes, request latency and ledger commit latency
   const big = JSON.stringify({ type: 'm.x', pad: 'x'.repeat(2 * 1024 * 1024) });
   assert.equal((await call(rt.url, 'POST', '/hooks/acct-metrics/in', { body: big, headers: signStandard(SECRET, 'msg_big', Math.floor(Date.now() / 1000), big) })).status, 413);
 
+  // A business replay stores a new event (it counts toward the quota); its keyed retry stores none.
+  const stored = (await call(rt.url, 'GET', '/organizations/acct-metrics/events', { token: key })).body.events;
+  const replay = { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'replay-1' } };
+  assert.equal((await call(rt.url, 'POST', `/organizations/acct-metrics/events/${stored[0].id}/replay`, replay)).status, 202);
+  assert.equal((await call(rt.url, 'POST', `/organizations/acct-metrics/events/${stored[0].id}/replay`, replay)).status, 202);
+
   const metrics = await call(rt.url, 'GET', '/metrics');
   assert.equal(metrics.status, 200);
+  assert.match(metrics.text, /sluice_ingest_total\{outcome="accepted_replay"\} 1$/m);
   assert.match(metrics.headers.get('content-type') ?? '', /text\/plain/);
   assert.match(metrics.text, /sluice_ingest_total\{outcome="accepted"\} 1/);
   assert.match(metrics.text, /sluice_ingest_total\{outcome="duplicate_event"\} 1/);
