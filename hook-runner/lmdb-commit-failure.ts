@@ -25,11 +25,15 @@ export function watchedWrite<T>(write: T): T {
   return write;
 }
 
-/** Installs the guard for this process (call once, at startup); `log` hears each stray. */
-export function guardCommitFailures(log: (error: Error) => void): void {
+/**
+ * Installs the guard for this process (call once, at startup); `log` hears each stray with the
+ * commit's underlying error (ENOSPC, EFBIG, EIO), once its commit's own promise has told it.
+ */
+export function guardCommitFailures(log: (error: Error, cause: unknown) => void): void {
   process.on('unhandledRejection', (reason) => {
     if (!isLedgerCommitFailure(reason)) throw reason;
-    settleCommitFailure(reason);
-    log(reason as Error);
+    const commitError = (reason as { commitError?: unknown }).commitError;
+    if (commitError instanceof Promise) commitError.then(() => log(reason as Error, undefined), (cause: unknown) => log(reason as Error, cause));
+    else log(reason as Error, undefined);
   });
 }

@@ -209,7 +209,8 @@ export class HttpServer {
     }
     // A commit that failed (a full disk, an I/O error) stored nothing of this request: worth trying again.
     if (isLedgerCommitFailure(error)) {
-      this.#logger.error('a request failed: its write could not be committed', { error: (error as Error).message });
+      // The process-wide guard logs the commit's failure, rate-limited (commit-failure-guard.ts): one line per request would flood the log of a full disk.
+      this.#logger.debug('a request failed: its write could not be committed', { error: (error as Error).message });
       return { status: 503, json: WRITE_FAILED, headers: { 'retry-after': '5' } };
     }
     this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });

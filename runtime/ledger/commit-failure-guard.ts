@@ -2,7 +2,9 @@
 // lmdb-js does and why): a stray is logged and the process goes on; a failed write answers its
 // caller (a 5xx, a stalled run), and the ledger settles its commit's own rejection (open-ledger.ts).
 // lmdb-js leaves one stray per failed commit, so a full disk under load would log one per request:
-// the guard logs the first, then at most one per STRAY_LOG_INTERVAL_MS, counting those it held back.
+// the guard logs the first, then at most one per STRAY_LOG_INTERVAL_MS, counting those it held back,
+// each with the commit's own error (a full disk's ENOSPC). It is the one log line of a failed
+// commit: the requests and runs it fails log theirs at debug (they answer 503, or stall and retry).
 
 import { guardCommitFailures } from '../../hook-runner/lmdb-commit-failure.ts';
 import type { Logger } from '../log.ts';
@@ -12,17 +14,20 @@ export { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts'
 /** The shortest time between two logged strays. */
 export const STRAY_LOG_INTERVAL_MS = 10_000;
 
+/** The underlying error of a failed commit, as lmdb-js gives it (an Error, or a bare code). */
+const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause));
+
 /** Installs the guard for this process (call once, at startup); `now` is injectable for tests. */
 export function guardLedgerCommitFailures(logger: Logger, now: () => number = Date.now): void {
   let loggedAt = Number.NEGATIVE_INFINITY;
   let heldBack = 0;
-  guardCommitFailures((error) => {
+  guardCommitFailures((error, cause) => {
     const at = now();
     if (at - loggedAt < STRAY_LOG_INTERVAL_MS) {
       heldBack += 1;
       return;
     }
-    logger.error('ledger commit failed', { error: error.message, stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
+    logger.error('ledger commit failed', { error: error.message, cause: causeText(cause), stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
     loggedAt = at;
     heldBack = 0;
   });

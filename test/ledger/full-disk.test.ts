@@ -8,13 +8,19 @@ import { rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, ROOT, tempDir } from '../helpers/runtime.ts';
 
 test('a full disk: writes answer 503 write_failed with Retry-After, reads go on, nothing acknowledged is lost', { timeout: 120_000 }, async () => {
   const dataDir = tempDir('sluice-full-disk-');
-  const command = `trap '' XFSZ; ulimit -f 4096; exec "${process.execPath}" --import tsx runtime/cli.ts serve --port 0 --data-dir "${dataDir}" --admin-token ${ADMIN_TOKEN} --log-level silent`;
+  const command = `trap '' XFSZ; ulimit -f 4096; exec "${process.execPath}" --import tsx runtime/cli.ts serve --port 0 --data-dir "${dataDir}" --admin-token ${ADMIN_TOKEN} --log-level error`;
   const child = spawn('bash', ['-c', command], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | string>((done) => child.once('exit', (code, signal) => done(code ?? signal ?? 'unknown')));
+  // Sluice's JSON log lines (lmdb-js also prints lines of its own on stderr).
+  const logged: { message: string; cause?: string }[] = [];
+  createInterface({ input: child.stderr }).on('line', (line) => {
+    if (line.startsWith('{')) logged.push(JSON.parse(line) as { message: string; cause?: string });
+  });
   try {
     const url = await new Promise<string>((resolve, reject) => {
       createInterface({ input: child.stdout }).on('line', (line) => {
@@ -54,6 +60,10 @@ test('a full disk: writes answer 503 write_failed with Retry-After, reads go on,
       assert.equal(again.status, 503);
     }
     for (const id of [acknowledged[0]!, acknowledged.at(-1)!]) assert.equal((await call(url, 'GET', `/organizations/acct-full/events/${id}`, { token: key })).status, 200, id);
+    // One rate-limited line names the commit's own error; the requests it failed add none of their own.
+    const failures = await eventually('the commit failure logged', () => logged.filter((entry) => entry.message === 'ledger commit failed'), (lines) => lines.length > 0);
+    assert.match(failures[0]!.cause ?? '', /File too large/);
+    assert.deepEqual(logged.filter((entry) => entry.message !== 'ledger commit failed'), [], 'no other error lines');
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
   } finally {
