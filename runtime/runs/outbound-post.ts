@@ -160,6 +160,10 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       response.on('error', () => undefined);
       response.once('close', () => {
         settle();
+        // A receiver may answer before it has read the whole body, and then read no more: the
+        // request would go on writing with no deadline, its socket never back in the pool and its
+        // body held. The answer is in: end the request, closing its connection.
+        if (!outgoing.writableFinished) outgoing.destroy();
         resolve({
           status: response.statusCode ?? 0,
           retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { after, mock, test } from 'node:test';
@@ -450,4 +450,37 @@ test('a process out of file descriptors fails the attempt as its own shortage (r
   const error = JSON.parse(child.stdout) as { code: string; retryable: boolean; message: string };
   assert.deepEqual([error.code, error.retryable], ['sluice_out_of_file_descriptors', true], child.stdout);
   assert.match(error.message, /EMFILE.*receiver was not reached/);
+});
+
+test('a receiver that answers before reading the whole body gives its connection back: the request is ended, and the next one to it is sent', async () => {
+  // Answers 200 as soon as a request's head is in, then reads nothing more and keeps the socket open.
+  const sockets: Socket[] = [];
+  const early = createNetServer((socket) => {
+    sockets.push(socket);
+    let head = '';
+    const onData = (chunk: Buffer): void => {
+      head += chunk.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      socket.pause();
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
+    };
+    socket.on('data', onData);
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => early.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(early.address() as AddressInfo).port}/hook`;
+  const oneConnection = connectionPool(1);
+  try {
+    // Larger than what the kernel buffers on both ends: most of it is never written.
+    const big = await attempt(url, { body: JSON.stringify({ pad: 'x'.repeat(8 * 1024 * 1024) }) }, oneConnection);
+    assert.equal(big.ok, true);
+    const next = await Promise.race([attempt(url, {}, oneConnection), new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 10_000).unref())]);
+    assert.notEqual(next, 'stuck', 'the second request got the connection slot');
+    assert.equal(next !== 'stuck' && next.ok, true);
+    assert.equal(sockets.length, 2, 'the first connection, still writing, was closed instead of reused');
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => early.close(resolve));
+  }
 });
