@@ -114,9 +114,10 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     return failure('webhook_target_forbidden', `${literal} is not a public address (--webhook-targets public).`, false, base);
   }
   const headers: Record<string, string> = {
+    // A default: a step's own User-Agent (any case) replaces it.
+    'user-agent': 'Sluice-Webhooks/1',
     ...request.headers,
     'content-type': 'application/json',
-    'user-agent': 'Sluice-Webhooks/1',
     'webhook-id': request.idempotencyKey,
     'idempotency-key': request.idempotencyKey,
     'sluice-fence': String(request.fence),

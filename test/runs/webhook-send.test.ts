@@ -85,6 +85,17 @@ test('a 2xx answer succeeds with its status and body; the request carries the bo
   assert.deepEqual(local.requests, ['{"n":1}']);
 });
 
+test('the User-Agent is Sluice-Webhooks/1 unless the step sets its own', async () => {
+  const agents: (string | undefined)[] = [];
+  const local = await serve((req, res) => {
+    agents.push(req.headers['user-agent']);
+    res.writeHead(204).end();
+  });
+  assert.equal((await attempt(local.url)).ok, true);
+  assert.equal((await attempt(local.url, { headers: { 'User-Agent': 'acme-app/2.0' } })).ok, true);
+  assert.deepEqual(agents, ['Sluice-Webhooks/1', 'acme-app/2.0']);
+});
+
 test('the evidence keeps the first 4 KiB of a large answer and marks it truncated', async () => {
   const local = await serve((_req, res) => res.writeHead(200).end('x'.repeat(100_000)));
   const outcome = await attempt(local.url);
