@@ -106,5 +106,6 @@ export function parseRetryAfter(header: string | null | undefined, nowMs: number
   if (!/[A-Za-z]/.test(value) || !/\d{1,2}:\d{2}:\d{2}/.test(value)) return undefined;
   const at = Date.parse(value);
   if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
+  // Whole milliseconds (rounded up: never before the date), whatever `nowMs` carries.
+  return Math.max(0, Math.ceil(at - nowMs));
 }

@@ -71,6 +71,8 @@ describe('parseRetryAfter', () => {
   it('reads an HTTP-date relative to the injected now', () => {
     assert.equal(parseRetryAfter('Sun, 01 Jun 2025 12:01:30 GMT', now), 90_000);
     assert.equal(parseRetryAfter('Sun, 01 Jun 2025 11:00:00 GMT', now), 0);
+    // A now measured with sub-millisecond precision still gives whole milliseconds, never early.
+    assert.equal(parseRetryAfter('Sun, 01 Jun 2025 12:01:30 GMT', now + 428.517822265625), 89_572);
   });
 
   it('ignores absent and malformed values', () => {
