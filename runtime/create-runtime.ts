@@ -90,6 +90,8 @@ export interface Runtime {
 }
 
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** How long a /metrics scrape waits for the hook-runner's health answer (sluice_hook_runner_up). */
+const RUNNER_HEALTH_DEADLINE_MS = 1000;
 
 export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {}): Promise<Runtime> {
   const clock = deps.clock ?? systemClock;
@@ -180,10 +182,13 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   opened.push(() => devices.close());
   observeDevices(metrics, () => devices.openSockets);
   observeWebSockets(metrics, websockets);
-  const child = runner.child;
+  const { child, client: runnerClient } = runner;
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,
-    runner: child === undefined ? undefined : () => ({ up: child.state === 'running', restarts: child.restarts }),
+    runner: runnerClient === undefined ? undefined : {
+      up: async () => (child === undefined || child.state === 'running') && (await runnerClient.answersHealth(RUNNER_HEALTH_DEADLINE_MS)),
+      restarts: child === undefined ? undefined : () => child.restarts,
+    },
   });
   server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations, schemaChecks: schemas.payloads }), liveUpgradeRequired, deviceUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [

@@ -48,24 +48,32 @@ export function createRuntimeMetrics(): RuntimeMetrics {
 }
 
 /** A gauge read at each scrape. */
-function scrapedGauge(metrics: RuntimeMetrics, name: string, help: string, read: () => number): Gauge {
+function scrapedGauge(metrics: RuntimeMetrics, name: string, help: string, read: () => number | Promise<number>): Gauge {
   return new Gauge({
     name,
     help,
     registers: [metrics.registry],
-    collect() {
-      this.set(read());
+    async collect() {
+      this.set(await read());
     },
   });
 }
 
 /** Gauges an operator alerts on: runs whose last write failed, and the local hook-runner's health. */
-export function observeEngine(metrics: RuntimeMetrics, read: { readonly stalledRuns: () => number; readonly runner: (() => { readonly up: boolean; readonly restarts: number }) | undefined }): void {
+export function observeEngine(
+  metrics: RuntimeMetrics,
+  read: {
+    readonly stalledRuns: () => number;
+    /** The configured hook-runner, if any: whether it answers now, and (a supervised child) its restarts. */
+    readonly runner: { readonly up: () => Promise<boolean>; readonly restarts: (() => number) | undefined } | undefined;
+  },
+): void {
   scrapedGauge(metrics, 'sluice_runs_stalled', 'Runs whose last transition could not be written, waiting to be picked up again (a full or failing disk).', read.stalledRuns);
   const { runner } = read;
   if (runner === undefined) return;
-  scrapedGauge(metrics, 'sluice_hook_runner_up', '1 while the supervised hook-runner child is running, else 0 (custom_action steps fail meanwhile).', () => (runner().up ? 1 : 0));
-  scrapedGauge(metrics, 'sluice_hook_runner_restarts', 'Times the supervised hook-runner child was restarted since the runtime started.', () => runner().restarts);
+  scrapedGauge(metrics, 'sluice_hook_runner_up', '1 when the hook-runner answered a health check at this scrape (within 1 s) that it can run guests, else 0: down, restarting, wedged or without a sandbox (custom_action steps fail meanwhile).', async () => ((await runner.up()) ? 1 : 0));
+  const { restarts } = runner;
+  if (restarts !== undefined) scrapedGauge(metrics, 'sluice_hook_runner_restarts', 'Times the supervised hook-runner child was restarted since the runtime started.', restarts);
 }
 
 /** The gauge of open device sockets, read at each scrape. */

@@ -130,6 +130,19 @@ export class HookRunnerClient {
     return (await this.#call('DeleteSecret', { org_id: secret.orgId, action_id: secret.actionId, key: secret.key }, 'other')).deleted;
   }
 
+  /**
+   * One Health call, not retried: whether the runner answers within `deadlineMs` that it can run
+   * guests. False for a runner that is down, wedged (stopped, blocked) or without a sandbox.
+   */
+  async answersHealth(deadlineMs: number): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      return (await this.#unary(this.#clientFor(await this.#address()), 'Health', {}, deadlineMs)).ok;
+    } catch {
+      return false;
+    }
+  }
+
   async health(): Promise<HealthStatus> {
     const reply = await this.#call('Health', {}, 'other');
     return { ok: reply.ok, version: reply.version, uptimeMs: Number(reply.uptime_ms) };

@@ -67,6 +67,19 @@ test('the supervised hook-runner shows as up in /metrics', async () => {
   assert.match(metrics, /^sluice_hook_runner_restarts 0$/m);
 });
 
+test('a hook-runner that is running but does not answer (stopped) shows as down in /metrics, and up again once it answers', async () => {
+  const pid = rt.runtime.runner.child?.pid;
+  assert.ok(pid !== undefined);
+  process.kill(pid, 'SIGSTOP');
+  try {
+    assert.equal(rt.runtime.runner.child?.state, 'running', 'the process is still there');
+    assert.match((await call(rt.url, 'GET', '/metrics')).text, /^sluice_hook_runner_up 0$/m);
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  assert.match((await call(rt.url, 'GET', '/metrics')).text, /^sluice_hook_runner_up 1$/m);
+});
+
 test('a fixture re-sent after a sandbox reset gets a new run: new effect keys, fresh fences, its own output', async () => {
   const form = new FormData();
   form.set('name', 'echo');
