@@ -6,7 +6,7 @@
 // each with the commit's own error (a full disk's ENOSPC). It is the one log line of a failed
 // commit: the requests and runs it fails log theirs at debug (they answer 503, or stall and retry).
 
-import { guardCommitFailures } from '../../hook-runner/lmdb-commit-failure.ts';
+import { guardCommitFailures, isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
 import type { Logger } from '../log.ts';
 
 export { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
@@ -31,4 +31,15 @@ export function guardLedgerCommitFailures(logger: Logger, now: () => number = Da
     loggedAt = at;
     heldBack = 0;
   });
+}
+
+/**
+ * Logs what failed at error level, or at debug when the cause is a failed commit: the guard's
+ * rate-limited line speaks for those, where a full disk would otherwise log a line for every
+ * request, device message, run and retry it refuses.
+ */
+export function logFailure(logger: Logger, message: string, fields: Record<string, unknown>, error: unknown): void {
+  const entry = { ...fields, error: String(error) };
+  if (isLedgerCommitFailure(error)) logger.debug(message, entry);
+  else logger.error(message, entry);
 }

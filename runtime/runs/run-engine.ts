@@ -9,10 +9,9 @@ import { RootScheduler } from '../../actors/root-scheduler.ts';
 import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
-import { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
 import { RetryableError } from '../errors.ts';
-import type { Logger } from '../log.ts';
 import type { EventRecord } from '../events/event-codec.ts';
+import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed, sandboxDisabledMessage } from '../tenancy/sandbox-guard.ts';
@@ -33,17 +32,6 @@ interface LiveRun {
   readonly actor: RunActor;
   /** What the ledger holds for this run: the engine is its only writer while the actor lives. */
   persisted: PersistedRun;
-}
-
-/**
- * Logs a run's failed write or read. A failed commit (a full disk) is logged once, rate-limited, by
- * the process-wide guard (ledger/commit-failure-guard.ts); every stalled run retrying would add a
- * line per run per retry, so those are debug lines here.
- */
-function logRunFailure(logger: Logger, message: string, orgId: string, runId: string, error: unknown): void {
-  const fields = { org_id: orgId, run_id: runId, error: String(error) };
-  if (isLedgerCommitFailure(error)) logger.debug(message, fields);
-  else logger.error(message, fields);
 }
 
 export class RunEngine {
@@ -68,7 +56,7 @@ export class RunEngine {
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
     this.#chains = new RunChains((key, error) => {
       const [orgId, runId] = orgScopedParts(key);
-      logRunFailure(deps.logger, 'run transition failed', orgId, runId, error);
+      logFailure(deps.logger, 'run transition failed', { org_id: orgId, run_id: runId }, error);
     });
     const creation = new RunCreation({
       runs: deps.runs,
@@ -306,7 +294,7 @@ export class RunEngine {
             if (snapshot !== undefined) await this.#dispatch(snapshot, work);
           };
           dispatch().catch((error: unknown) => {
-            logRunFailure(this.#d.logger, 'step dispatch failed', orgId, runId, error);
+            logFailure(this.#d.logger, 'step dispatch failed', { org_id: orgId, run_id: runId }, error);
             this.#stalled.failed(key);
           });
         }

@@ -4,6 +4,7 @@
 // caps a device must keep to and the close codes it must handle (README, "Devices").
 
 import { InputError, RetryableError, SluiceError } from '../errors.ts';
+import { isLedgerCommitFailure } from '../ledger/commit-failure-guard.ts';
 import { decodeJsonBytes } from '../http/parse-json.ts';
 import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { isDeliveryId } from '../ingest/verification.ts';
@@ -92,10 +93,13 @@ export const ackFrame = (id: string, eventId: string, duplicate: boolean): strin
  * The message was not stored. `retryable`: the same frame may succeed later (quota, too many in
  * flight, a failed write), after `retry_after_ms` when given; otherwise it never will.
  */
+/** A commit that failed (a full disk) stored nothing of the message: as HTTP answers it, retryable after 5 s. */
+const writeFailed = (): RetryableError => new RetryableError('write_failed', 'The message could not be stored: its write failed (the disk may be full). Nothing of it was kept; send it again later.', 5000);
+
 export function nackFrame(id: string | null, error: unknown): string {
-  const known = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.');
+  const known = error instanceof SluiceError ? error : isLedgerCommitFailure(error) ? writeFailed() : new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.');
   const retryable = known.status === 429 || known.status >= 500;
-  const hint = error instanceof QuotaExceededError || error instanceof RetryableError ? error.retryAfterMs : undefined;
+  const hint = known instanceof QuotaExceededError || known instanceof RetryableError ? known.retryAfterMs : undefined;
   const retryAfter = hint === undefined ? {} : { retry_after_ms: hint };
   return JSON.stringify({ type: 'nack', id, ...known.toBody(), retryable, ...retryAfter });
 }

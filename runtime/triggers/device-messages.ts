@@ -10,6 +10,7 @@ import { generateEventId, rootEvent } from '../events/event-record.ts';
 import type { EventStore } from '../events/event-store.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
+import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
@@ -114,7 +115,7 @@ export class DeviceMessages {
         return;
       }
       if (!(error instanceof InputError || error instanceof SluiceError)) {
-        this.#d.logger.error('device message could not be stored', { org_id: device.org_id, device: device.name, error: String(error) });
+        logFailure(this.#d.logger, 'device message could not be stored', { org_id: device.org_id, device: device.name }, error);
       }
       sendFrame(data, ws, nackFrame(message.id, error));
     }

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { RetryableError, SluiceError } from '../errors.ts';
+import { logFailure } from '../ledger/commit-failure-guard.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import {
@@ -256,7 +257,7 @@ export class DeviceSockets {
       recorded = await this.#d.devices.connect(device, connection, (open) => this.#endingOf(key, open, { reason: 'replaced', code: CLOSE_REPLACED }));
     } catch (error) {
       // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
-      this.#d.logger.error('device connection could not be recorded', { org_id: device.org_id, device: device.name, error: String(error) });
+      logFailure(this.#d.logger, 'device connection could not be recorded', { org_id: device.org_id, device: device.name }, error);
       for (const socket of [ws, ...others]) closeSocket(socket, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
       return false;
     }
@@ -290,7 +291,7 @@ export class DeviceSockets {
     } catch (error) {
       // The ledger still holds the connection open: the device's next connection, or the next
       // start, ends it (reason connection_lost or runtime_restarted).
-      this.#d.logger.error('device disconnection could not be recorded', { org_id: data.device.org_id, device: data.device.name, error: String(error) });
+      logFailure(this.#d.logger, 'device disconnection could not be recorded', { org_id: data.device.org_id, device: data.device.name }, error);
     }
   }
 }

@@ -7,6 +7,7 @@
 import type { Clock } from '../clock.ts';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { withPayloadText } from '../events/payload-text.ts';
+import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
@@ -108,7 +109,7 @@ export class ScheduleTicker {
       if (tick !== undefined) await this.#send(schedule, tick, now);
     } catch (error) {
       const at = tick === undefined ? null : new Date(tick).toISOString();
-      this.#d.logger.error('schedule tick failed; trying again', { org_id: orgId, schedule: name, tick: at, error: String(error) });
+      logFailure(this.#d.logger, 'schedule tick failed; trying again', { org_id: orgId, schedule: name, tick: at }, error);
       this.#timers.arm(key, this.#d.clock.now() + TICK_RETRY_MS);
       return;
     }

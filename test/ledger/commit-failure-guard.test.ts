@@ -1,11 +1,13 @@
 // The guard against lmdb-js's stray rejections for a failed commit, in a real child process: such a
-// rejection is logged and the process goes on; any other unhandled rejection still ends it.
+// rejection is logged and the process goes on; any other unhandled rejection still ends it. The
+// requests, runs and device messages a failed commit refuses log at debug, the guard speaking for them.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { isLedgerCommitFailure } from '../../runtime/ledger/commit-failure-guard.ts';
+import { isLedgerCommitFailure, logFailure } from '../../runtime/ledger/commit-failure-guard.ts';
+import { nackFrame } from '../../runtime/triggers/device-frame.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -98,4 +100,15 @@ test('a disk that fills (here a 2 MiB file-size limit) fails the writes, not the
   assert.ok(outcome.stored > 100, `writes were stored before the disk filled: ${child.stdout}`);
   assert.equal(outcome.failed, 5, 'and failed once it had');
   assert.equal(outcome.read, 1024, 'reads still answered');
+});
+
+test('a failure whose cause is a failed commit is logged at debug (the guard speaks for it), any other at error; a device message it refused is nacked write_failed', () => {
+  const lines: string[] = [];
+  const logger = { error: (message: string) => lines.push(`error ${message}`), warn() {}, info() {}, debug: (message: string) => lines.push(`debug ${message}`) };
+  const commitFailure = Object.assign(new Error('Commit failed (see commitError for details)'), { commitError: Promise.resolve() });
+  logFailure(logger, 'device message could not be stored', { device: 'meter' }, commitFailure);
+  logFailure(logger, 'device message could not be stored', { device: 'meter' }, new TypeError('x is undefined'));
+  assert.deepEqual(lines, ['debug device message could not be stored', 'error device message could not be stored']);
+  const nack = JSON.parse(nackFrame('m-1', commitFailure)) as { error: { code: string }; retryable: boolean; retry_after_ms: number };
+  assert.deepEqual([nack.error.code, nack.retryable, nack.retry_after_ms], ['write_failed', true, 5000]);
 });
