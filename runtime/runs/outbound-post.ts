@@ -1,10 +1,11 @@
 // One outbound HTTP(S) POST for webhook steps through a capped keep-alive pool, one deadline for
 // the whole exchange (connect, send, answer, body) that starts once the pool hands the request a
 // socket, no redirects followed, and a capped body read. A body still arriving at the deadline
-// after the status line is cut off: the status decides, the body is only evidence.
+// after the status line is cut off: the status decides, the body is only evidence. A request body
+// still being sent when the answer came gets the step's timeout more to finish.
 // node:http instead of fetch: fetch's web streams and abort signals cost ~2x the CPU per request.
 
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { SHUT_DOWN, type OutboundPool } from './outbound-connections.ts';
 
@@ -160,10 +161,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       response.on('error', () => undefined);
       response.once('close', () => {
         settle();
-        // A receiver may answer before it has read the whole body, and then read no more: the
-        // request would go on writing with no deadline, its socket never back in the pool and its
-        // body held. The answer is in: end the request, closing its connection.
-        if (!outgoing.writableFinished) outgoing.destroy();
+        if (!outgoing.writableFinished) finishSendingWithin(outgoing, options.timeoutMs);
         resolve({
           status: response.statusCode ?? 0,
           retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
@@ -175,6 +173,19 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       });
     });
   });
+}
+
+/**
+ * A receiver may answer before it has read the whole body (HTTP allows it; it may read the rest
+ * afterwards). The answer stands; the body gets `timeoutMs` more to be sent, then the request is
+ * ended, closing its connection: one that reads no more would otherwise hold its socket out of the
+ * pool, and the body in memory, for good.
+ */
+function finishSendingWithin(outgoing: ClientRequest, timeoutMs: number): void {
+  const cut = setTimeout(() => outgoing.destroy(), timeoutMs);
+  cut.unref();
+  outgoing.once('finish', () => clearTimeout(cut));
+  outgoing.once('close', () => clearTimeout(cut));
 }
 
 /** Whether to send after all; a check that throws (a failed read) sends: the attempt was wanted when it was made. */

@@ -12,6 +12,7 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { after, mock, test } from 'node:test';
 import { OutboundConnections } from '../../runtime/runs/outbound-connections.ts';
+import { eventually } from '../helpers/receiver.ts';
 import { EVIDENCE_BODY_CAP, sendWebhook, targetsSelf, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
 
 const servers: Server[] = [];
@@ -463,35 +464,67 @@ test('a process out of file descriptors fails the attempt as its own shortage (r
   assert.match(error.message, /EMFILE.*receiver was not reached/);
 });
 
-test('a receiver that answers before reading the whole body gives its connection back: the request is ended, and the next one to it is sent', async () => {
-  // Answers 200 as soon as a request's head is in, then reads nothing more and keeps the socket open.
+/**
+ * A raw receiver that answers 200 as soon as a request's head is in, then reads the rest of the body
+ * only once `readAfterAnswer` says so (never: it keeps the socket open and reads nothing more).
+ */
+async function answersEarly(readAfterAnswer: (socket: Socket) => void): Promise<{ url: string; sockets: Socket[]; received: number[]; close: () => Promise<void> }> {
   const sockets: Socket[] = [];
-  const early = createNetServer((socket) => {
-    sockets.push(socket);
+  const received: number[] = [];
+  const server = createNetServer((socket) => {
+    const index = sockets.push(socket) - 1;
+    received[index] = 0;
     let head = '';
-    const onData = (chunk: Buffer): void => {
+    const onHead = (chunk: Buffer): void => {
       head += chunk.toString('latin1');
-      if (!head.includes('\r\n\r\n')) return;
-      socket.off('data', onData);
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      received[index] = Buffer.byteLength(head.slice(end + 4), 'latin1');
+      socket.off('data', onHead);
       socket.pause();
-      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
+      socket.on('data', (more: Buffer) => (received[index]! += more.byteLength));
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok', () => readAfterAnswer(socket));
     };
-    socket.on('data', onData);
+    socket.on('data', onHead);
     socket.on('error', () => undefined);
   });
-  await new Promise<void>((resolve) => early.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(early.address() as AddressInfo).port}/hook`;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    sockets,
+    received,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** A body larger than what the kernel buffers on both ends: most of it is still unsent when the answer comes. */
+const HUGE_BODY = JSON.stringify({ pad: 'x'.repeat(8 * 1024 * 1024) });
+
+test('a receiver that answers before reading the body and then reads it gets all of it; the step succeeds on its answer', async () => {
+  const receiver = await answersEarly((socket) => setTimeout(() => socket.resume(), 200));
+  try {
+    const outcome = await attempt(receiver.url, { body: HUGE_BODY });
+    assert.equal(outcome.ok, true);
+    await eventually('the whole body to arrive', () => receiver.received[0], (bytes) => bytes === Buffer.byteLength(HUGE_BODY));
+  } finally {
+    await receiver.close();
+  }
+});
+
+test('a receiver that answers before reading the body and never reads it gives its connection back after the step\'s timeout', async () => {
+  const receiver = await answersEarly(() => undefined);
   const oneConnection = connectionPool(1);
   try {
-    // Larger than what the kernel buffers on both ends: most of it is never written.
-    const big = await attempt(url, { body: JSON.stringify({ pad: 'x'.repeat(8 * 1024 * 1024) }) }, oneConnection);
+    const big = await attempt(receiver.url, { body: HUGE_BODY, timeoutMs: 300 }, oneConnection);
     assert.equal(big.ok, true);
-    const next = await Promise.race([attempt(url, {}, oneConnection), new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 10_000).unref())]);
+    const next = await Promise.race([attempt(receiver.url, {}, oneConnection), new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 10_000).unref())]);
     assert.notEqual(next, 'stuck', 'the second request got the connection slot');
     assert.equal(next !== 'stuck' && next.ok, true);
-    assert.equal(sockets.length, 2, 'the first connection, still writing, was closed instead of reused');
+    assert.equal(receiver.sockets.length, 2, 'the first connection, still sending, was closed instead of reused');
   } finally {
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => early.close(resolve));
+    await receiver.close();
   }
 });
