@@ -8,6 +8,7 @@ import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
 import type { Environment, EventDetails, RunSummary, SluiceEvent } from './api-types.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
+import { checkTimerDuration } from './timer-duration.ts';
 
 export interface ClientOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
@@ -43,8 +44,6 @@ export interface RequestOptions extends CallOptions {
 /** Statuses worth another attempt: the request may succeed later as it is. */
 const RETRYABLE = new Set([429, 502, 503, 504]);
 const DEFAULT_TIMEOUT_MS = 30_000;
-/** The longest delay a Node timer takes (a longer one would fire at once). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 type Attempt =
   | { readonly kind: 'answered'; readonly status: number; readonly retryAfter: string | null; readonly text: string }
@@ -193,10 +192,7 @@ export class SluiceClient {
   }
 }
 
-function checkTimeout(ms: number): number {
-  if (!(ms >= 1 && ms <= MAX_TIMER_MS)) throw new RangeError(`timeoutMs is a number of milliseconds from 1 to ${MAX_TIMER_MS} (got ${ms}).`);
-  return ms;
-}
+const checkTimeout = (ms: number): number => checkTimerDuration('timeoutMs', ms);
 
 /** The error for the last failed attempt of `what`, naming fetch's reason (`fetch failed` alone says little). */
 function networkError(what: string, failed: Extract<Attempt, { kind: 'failed' }>, timeoutMs: number, attempts: number): SluiceNetworkError {

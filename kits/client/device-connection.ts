@@ -19,6 +19,7 @@ import {
 } from '../../runtime/triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
+import { checkTimerDuration } from './timer-duration.ts';
 
 export interface DeviceOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
@@ -116,6 +117,7 @@ export class DeviceConnection {
   readonly #closing = new AbortController();
 
   constructor(options: DeviceOptions) {
+    if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     this.#o = options;
     this.#sleep = options.sleep ?? realSleep;
     this.#loop = new ReconnectLoop({

@@ -13,6 +13,7 @@ import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
+import { checkTimerDuration } from './timer-duration.ts';
 
 export type { RunUpdate };
 
@@ -80,6 +81,7 @@ export class LiveSubscription {
   #reload: 'sandbox_reset' | 'replay_gone' | undefined;
 
   constructor(options: WatchOptions) {
+    if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     this.#o = options;
     this.#position = options.afterSeq;
     this.#loop = new ReconnectLoop({
