@@ -167,7 +167,7 @@ test('close() during a device\'s wait after a retryable nack ends the wait: its 
 
 test('a silenceMs or timeoutMs no timer can wait (0, Infinity, past 2^31 - 1 ms) is refused when given, not turned into a reconnect loop', () => {
   for (const silenceMs of [0, -1, Infinity, 2 ** 31, Number.NaN]) {
-    assert.throws(() => watchRuns({ url: 'http://127.0.0.1:1', apiKey: 'k', org: 'o', silenceMs }), /silenceMs is a number of milliseconds from 1 to 2147483647/, String(silenceMs));
+    assert.throws(() => watchRuns({ url: 'http://127.0.0.1:1', apiKey: 'k', org: 'o', onUpdate: () => undefined, silenceMs }), /silenceMs is a number of milliseconds from 1 to 2147483647/, String(silenceMs));
     assert.throws(() => connectDevice({ url: 'http://127.0.0.1:1', org: 'o', device: 'd', token: 't', silenceMs }), /silenceMs is a number of milliseconds from 1 to 2147483647/, String(silenceMs));
     assert.throws(() => new SluiceClient({ url: 'http://127.0.0.1:1', apiKey: 'k', org: 'o', timeoutMs: silenceMs }), /timeoutMs is a number of milliseconds/, String(silenceMs));
   }
