@@ -25,7 +25,10 @@ export interface WatchOptions {
   readonly environment?: Environment;
   /** Only this run's updates. */
   readonly runId?: string;
-  /** Start after this seq (a position saved earlier); default: live from now. */
+  /**
+   * Start after this seq (a position saved earlier, 0 included: updates after it that Sluice no
+   * longer retains end in onReload('replay_gone')); default: live from now.
+   */
   readonly afterSeq?: number;
   readonly onUpdate: (update: RunUpdate) => void;
   /**
@@ -131,7 +134,11 @@ export class LiveSubscription {
     const url = urlUnder(parseBaseUrl(this.#o.url), `/organizations/${encodeURIComponent(this.#o.org)}/live`, 'ws');
     if (this.#o.environment !== undefined) url.searchParams.set('environment', this.#o.environment);
     if (this.#o.runId !== undefined) url.searchParams.set('run_id', this.#o.runId);
-    if (this.#position !== undefined) url.searchParams.set('after_seq', String(this.#position));
+    if (this.#position !== undefined) {
+      url.searchParams.set('after_seq', String(this.#position));
+      // A position, even 0 (a quiet org's heartbeat): not "whatever is retained".
+      url.searchParams.set('strict', 'true');
+    }
     return url;
   }
 

@@ -31,6 +31,8 @@ export interface Subscribe {
   readonly after_seq: number;
   readonly environment: string;
   readonly run_id: string;
+  /** after_seq is a position, even 0 (live.proto); absent: false. */
+  readonly strict?: boolean;
 }
 
 export type ClientMessage = { readonly subscribe: Subscribe };
@@ -61,6 +63,7 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       after_seq: Number(object.subscribe.after_seq ?? 0),
       environment: object.subscribe.environment ?? '',
       run_id: object.subscribe.run_id ?? '',
+      strict: object.subscribe.strict ?? false,
     },
   };
 }

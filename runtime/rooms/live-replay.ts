@@ -37,6 +37,8 @@ export interface Replay {
   readonly room: Room;
   /** The after_seq asked for. */
   readonly after: number;
+  /** `after` is a position, 0 included: a trimmed log refuses it (Subscription.strict). */
+  readonly strict: boolean;
   /** Every log entry with a seq up to this one has been sent or left out. Only `nextPage` moves it. */
   cursor: number;
   /** What the socket had been sent before this replay began; left out of it. */
@@ -62,8 +64,8 @@ export interface Page {
 export const wasSent = (sent: Sent, update: RunUpdate): boolean =>
   sent.some((range) => update.seq > range.after && update.seq <= range.upTo && !range.missing.has(update.seq) && isInRoom(update, range.room));
 
-export function startReplay(room: Room, after: number, earlier: Sent): Replay {
-  return { room, after, cursor: after, earlier, scheduled: false, gaps: new Set() };
+export function startReplay(room: Room, after: number, earlier: Sent, strict = false): Replay {
+  return { room, after, strict, cursor: after, earlier, scheduled: false, gaps: new Set() };
 }
 
 /** What a replay has sent of its room so far (for a Subscribe that interrupts it). */

@@ -301,11 +301,13 @@ export class LiveRooms {
    * leaves its topic and is replayed the retained updates after `afterSeq` (#pump), leaving out what
    * it was already sent in its previous room or replay, and joins the topic once caught up.
    */
-  #enter(ws: WebSocket<SocketData>, { room, afterSeq }: Subscription): void {
+  #enter(ws: WebSocket<SocketData>, { room, afterSeq, strict }: Subscription): void {
     const data = ws.getUserData();
     // A position from before a sandbox reset: the client may show runs the reset removed, and a
-    // replay would only leave their updates out. It reloads instead (after_seq 0 is never refused).
-    if (room.environment === 'sandbox' && afterSeq !== undefined && afterSeq > 0 && afterSeq <= this.#log.resetSeq(data.orgId, 'sandbox')) {
+    // replay would only leave their updates out. It reloads instead (after_seq 0 is refused only
+    // when strict: otherwise it asks for whatever is retained).
+    const resetSeq = this.#log.resetSeq(data.orgId, 'sandbox');
+    if (room.environment === 'sandbox' && afterSeq !== undefined && (afterSeq > 0 || (strict && resetSeq > 0)) && afterSeq <= resetSeq) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_SANDBOX_RESET, `sandbox_reset: the sandbox was reset after seq ${afterSeq}; reload, then reconnect without after_seq`);
       return;
@@ -318,7 +320,7 @@ export class LiveRooms {
       this.#join(ws, data, room, undefined, publishedSeq, earlier);
       return;
     }
-    const replay = startReplay(room, afterSeq, earlier);
+    const replay = startReplay(room, afterSeq, earlier, strict);
     data.state = { status: 'replaying', replay };
     this.#pump(ws, data, replay);
   }
@@ -354,11 +356,11 @@ export class LiveRooms {
     if (data.state.status !== 'replaying' || data.state.replay !== replay) return;
     const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
     if (budget <= 0) return;
-    // after_seq 0 asks for whatever is retained; any other position must still be in the log,
-    // unless the socket was already sent that stretch (a Subscribe on a socket that was live).
+    // after_seq 0 asks for whatever is retained (unless strict); any other position must still be
+    // in the log, unless the socket was already sent that stretch (a Subscribe on a socket that was live).
     const oldest = this.#log.oldestRetained(data.orgId);
     const coveredEarlier = replay.earlier.some((sent) => isRoomWithin(replay.room, sent.room) && sent.after <= replay.cursor && sent.upTo >= oldest - 1);
-    if (replay.cursor + 1 < oldest && !(replay.after === 0 && replay.cursor === 0) && !coveredEarlier) {
+    if (replay.cursor + 1 < oldest && !(replay.after === 0 && replay.cursor === 0 && !replay.strict) && !coveredEarlier) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: updates after seq ${replay.cursor} are no longer retained (oldest: ${oldest})`);
       return;

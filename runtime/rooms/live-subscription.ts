@@ -16,6 +16,8 @@ export interface Subscription {
   readonly room: Room;
   /** Replay retained updates with a higher seq before joining; undefined: live updates only, from now. */
   readonly afterSeq: number | undefined;
+  /** `afterSeq` is a position the client was sent, 0 included (live.proto `strict`); false: 0 asks for whatever is retained. */
+  readonly strict: boolean;
 }
 
 export const topicFor = (orgId: string, room: Room): string =>
@@ -46,17 +48,23 @@ function parseRoom(environment: string, runId: string): Room {
 
 /** The subscription of a Subscribe frame; throws on an unknown environment or an over-long run id. */
 export function parseSubscribeFrame(subscribe: Subscribe): Subscription {
-  return { room: parseRoom(subscribe.environment, subscribe.run_id), afterSeq: subscribe.after_seq };
+  return { room: parseRoom(subscribe.environment, subscribe.run_id), afterSeq: subscribe.after_seq, strict: subscribe.strict === true };
 }
 
 /**
  * The subscription of an upgrade URL: the Subscribe fields as query parameters (`environment`,
- * `run_id`, `after_seq`), all optional. Throws on a value a Subscribe frame could not carry.
+ * `run_id`, `after_seq`, `strict`), all optional. Throws on a value a Subscribe frame could not carry.
  */
 export function parseSubscribeQuery(query: URLSearchParams): Subscription {
   const room = parseRoom(query.get('environment') ?? '', query.get('run_id') ?? '');
+  const strictText = query.get('strict');
+  if (strictText !== null && strictText !== 'true' && strictText !== 'false') throw new SubscriptionError('strict', 'strict must be true or false.');
+  const strict = strictText === 'true';
   const afterSeq = query.get('after_seq');
-  if (afterSeq === null) return { room, afterSeq: undefined };
+  if (afterSeq === null) {
+    if (strict) throw new SubscriptionError('strict', 'strict applies to an after_seq; give one, or leave strict out.');
+    return { room, afterSeq: undefined, strict };
+  }
   if (!/^\d{1,15}$/.test(afterSeq)) throw new SubscriptionError('after_seq', 'after_seq must be a sequence number (a whole number of at most 15 digits).');
-  return { room, afterSeq: Number(afterSeq) };
+  return { room, afterSeq: Number(afterSeq), strict };
 }

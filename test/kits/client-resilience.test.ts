@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { WebSocketServer } from 'ws';
 import { connectDevice, DeviceError, watchRuns, type RunUpdate, type Sleep } from '../../kits/client/index.ts';
+import { durably } from '../../runtime/ledger/durable-write.ts';
 import { encodeLiveMessage } from '../../runtime/rooms/live-codec.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
@@ -164,5 +165,33 @@ test('an org at its live-socket cap (429) is retried, and the subscription conne
     for (const subscription of subscriptions) subscription.close();
     await Promise.allSettled(subscriptions.map((subscription) => subscription.done));
     await capped.close();
+  }
+});
+
+test('a position of 0 (a quiet org\'s heartbeat) is a position: updates after it that Sluice no longer retains end in onReload, not in a silent gap', async () => {
+  const rt = await startRuntime({ args: ['--live-retention', '20'] });
+  const subscriptions: Array<ReturnType<typeof watchRuns>> = [];
+  try {
+    const apiKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-kit-quiet');
+    const first = watchRuns({ url: rt.url, apiKey, org: 'acct-kit-quiet', onUpdate: () => undefined, sleep: noWait });
+    subscriptions.push(first);
+    await eventually('a position from the first heartbeat', () => first.position, (position) => position === 0);
+    first.close();
+    await first.done;
+    // 30 updates while nobody watches: the log keeps the newest 20.
+    const { ledger, updateLog, rooms } = rt.runtime;
+    const fresh = Array.from({ length: 30 }, (_, i) => ({ run_id: `run_q${i}`, state: 'queued', channel: '', workflow_id: 'w', event_id: 'e', step_id: '', attempt: 0, at_ms: 1, error: '', environment: 'production' }));
+    rooms.publish('acct-kit-quiet', await durably(ledger.root, ledger.root.transaction(() => fresh.map((u) => updateLog.append('acct-kit-quiet', u)))));
+    const reloads: string[] = [];
+    const seen: number[] = [];
+    const second = watchRuns({ url: rt.url, apiKey, org: 'acct-kit-quiet', afterSeq: first.position ?? 0, onUpdate: (u) => void seen.push(u.seq), onReload: (reason) => void reloads.push(reason), sleep: noWait });
+    subscriptions.push(second);
+    await eventually('the reload', () => reloads, (list) => list.length > 0);
+    assert.deepEqual(reloads, ['replay_gone']);
+    assert.deepEqual(seen, [], 'no partial replay passed off as complete');
+  } finally {
+    for (const subscription of subscriptions) subscription.close();
+    await Promise.allSettled(subscriptions.map((subscription) => subscription.done));
+    await rt.close();
   }
 });

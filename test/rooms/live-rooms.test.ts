@@ -248,6 +248,27 @@ test('retention: only the last N updates are replayed', async () => {
   client.close();
 });
 
+test('strict: after_seq 0 is a position (a quiet org\'s heartbeat), refused with 4410 once the log was trimmed past it; without strict it asks for whatever is retained', async () => {
+  const orgId = 'acct-live-strict';
+  const strictKey = await createOrg(rt.url, ADMIN_TOKEN, orgId);
+  await commit(orgId, Array.from({ length: 60 }, (_, i) => update(`run-s${i}`, 'queued')));
+  const retained = await connectLive(rt.url, orgId, { query: `?token=${strictKey}&after_seq=0` });
+  await retained.waitFor(() => retained.updates().length === 50, 'the retained updates');
+  retained.close();
+  const viaUrl = await connectLive(rt.url, orgId, { query: `?token=${strictKey}&after_seq=0&strict=true` });
+  assert.equal((await viaUrl.closed).code, 4410);
+  assert.deepEqual(viaUrl.updates(), [], 'nothing replayed past the gap');
+  const viaFrame = await connectLive(rt.url, orgId, { token: strictKey });
+  viaFrame.subscribe({ after_seq: 0, strict: true });
+  assert.equal((await viaFrame.closed).code, 4410);
+  // Within the log, strict changes nothing: every update after the position, once.
+  const within = await connectLive(rt.url, orgId, { query: `?token=${strictKey}&after_seq=55&strict=true` });
+  await within.waitFor(() => within.updates().length === 5, 'the five updates after seq 55');
+  within.close();
+  assert.deepEqual((await refusal(`/organizations/${orgId}/live?token=${strictKey}&after_seq=0&strict=yes`)).error.field, 'strict');
+  assert.deepEqual((await refusal(`/organizations/${orgId}/live?token=${strictKey}&strict=true`)).error.field, 'strict');
+});
+
 test('an invalid ClientMessage closes that socket with 1002 and affects nobody else', async () => {
   const bad = await connectLive(rt.url, 'acct-live', { token: key });
   const good = await connectLive(rt.url, 'acct-live', { token: key });
