@@ -54,10 +54,21 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
             throw error;
           }
         };
+        /**
+         * The replay of `eventId` a key made before the claim's separator was a space (data written
+         * by earlier releases, claimed as `<event>:<key>`), if that claim is still inside the dedup
+         * window. That form could also name a replay of another event (an event id ending in
+         * `:<part of the key>`), so only a replay of this very event counts.
+         */
+        const legacyReplay = (key: string) => {
+          const claim = inbox.liveClaim(org.id, REPLAY_SOURCE, `${eventId}:${key}`, ctx.clock.now());
+          const earlier = claim === undefined ? undefined : ctx.events.get(org.id, claim.event_id);
+          return earlier?.causation_id === eventId ? earlier : undefined;
+        };
         /** The replay this key already made of `eventId`, if its claim is still inside the dedup window. */
         const earlierReplay = (key: string) => {
           const claim = inbox.liveClaim(org.id, REPLAY_SOURCE, `${eventId} ${key}`, ctx.clock.now());
-          return claim === undefined ? undefined : ctx.events.get(org.id, claim.event_id);
+          return claim === undefined ? legacyReplay(key) : ctx.events.get(org.id, claim.event_id);
         };
         /** The keyed retry's answer: the earlier replay, if it was made with the same choice. */
         const replayedAnswer = (earlier: StoredEvent, choice: { side_effects: 'skip' | 'run' }) => {
@@ -99,6 +110,8 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         }
         // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
         // (within the dedup window) answers with the replay it already made instead of a second one.
+        const legacy = legacyReplay(idempotencyKey);
+        if (legacy !== undefined) return replayedAnswer(legacy, choice);
         try {
           // A space occurs in neither part, so no two (event, key) pairs share a claim.
           await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });

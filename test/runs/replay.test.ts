@@ -8,6 +8,8 @@ import { upload } from '../actions/action-fixtures.ts';
 import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
+import { durably } from '../../runtime/ledger/durable-write.ts';
+import { REPLAY_SOURCE } from '../../runtime/replay/business-replay.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 
 const ORG = 'acct-replay';
@@ -176,6 +178,25 @@ test('an Idempotency-Key makes a replay once: a retry answers with the same even
   assert.equal(badKey.status, 400);
   assert.equal(badKey.body.error.field, 'Idempotency-Key');
   assert.equal(await replaysMade(), replaysBefore + 2, 'two keys, two replays; the retry made none');
+});
+
+test('a keyed replay claimed by an earlier release (`<event>:<key>`) is still answered as made, not made again', async () => {
+  const replay = () => call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'ticket-before-upgrade' } });
+  const first = await replay();
+  assert.equal(first.status, 202, first.text);
+  // Rewrite its claim as releases before the space separator stored it.
+  const { ledger } = rt.runtime;
+  const current = [ORG, REPLAY_SOURCE, `${originalId} ticket-before-upgrade`];
+  const claim = ledger.inbox.get(current);
+  assert.ok(claim !== undefined);
+  await durably(ledger.root, ledger.root.transaction(() => {
+    ledger.inbox.remove(current);
+    ledger.inbox.put([ORG, REPLAY_SOURCE, `${originalId}:ticket-before-upgrade`], claim);
+  }));
+  const retried = await replay();
+  assert.equal(retried.status, 202, retried.text);
+  assert.equal(retried.body.event.id, first.body.event.id, 'the replay made before, not a second one');
+  assert.equal(retried.headers.get('idempotent-replayed'), 'true');
 });
 
 test('keyed replays of two events never share a claim, whatever colons their ids and keys hold', async () => {
