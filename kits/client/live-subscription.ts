@@ -76,12 +76,21 @@ const TERMINAL_CLOSE = new Set([CLOSE_PROTOCOL_ERROR, CLOSE_KEY_REVOKED, CLOSE_S
 const SILENCE_MS = 15_000;
 
 export class LiveSubscription {
-  /** Resolves when `close()` is called; rejects with LiveClosedError when the server ends it for good. */
+  /**
+   * Resolves when `close()` is called; rejects with LiveClosedError when the server ends it for
+   * good. No `onUpdate` is called after `close()`, so `position` read then is final.
+   */
   readonly done: Promise<void>;
   readonly #o: WatchOptions;
   readonly #loop: ReconnectLoop;
   #position: number | undefined;
+  /**
+   * A reload the server asked for (4409/4410), told to the application once a connection is live
+   * again. Until then the socket connects live (no after_seq), while `position` keeps the last
+   * one: a program that stops meanwhile resumes from it, and is told to reload again.
+   */
   #reload: 'sandbox_reset' | 'replay_gone' | undefined;
+  #closed = false;
 
   constructor(options: WatchOptions) {
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
@@ -109,8 +118,9 @@ export class LiveSubscription {
     return this.#position;
   }
 
-  /** Ends the subscription (a wait between attempts too). */
+  /** Ends the subscription (a wait between attempts too); frames still on their way are dropped. */
   close(): void {
+    this.#closed = true;
     this.#loop.close();
   }
 
@@ -120,11 +130,8 @@ export class LiveSubscription {
     if (end.kind === 'closed') {
       if (TERMINAL_CLOSE.has(end.code)) return new LiveClosedError(end.code, `the live room closed the connection (${end.code}): ${end.reason}`);
       const reload = RELOAD.get(end.code);
-      if (reload !== undefined) {
-        // Reconnect live; the application reloads once that socket has joined (see onReload).
-        this.#reload ??= reload;
-        this.#position = undefined;
-      }
+      // Reconnect live; the application reloads once that socket has joined (see onReload).
+      if (reload !== undefined) this.#reload ??= reload;
     }
     this.#o.onDisconnect?.(describeEnd(end));
     return undefined;
@@ -134,7 +141,7 @@ export class LiveSubscription {
     const url = urlUnder(parseBaseUrl(this.#o.url), `/organizations/${encodeURIComponent(this.#o.org)}/live`, 'ws');
     if (this.#o.environment !== undefined) url.searchParams.set('environment', this.#o.environment);
     if (this.#o.runId !== undefined) url.searchParams.set('run_id', this.#o.runId);
-    if (this.#position !== undefined) {
+    if (this.#position !== undefined && this.#reload === undefined) {
       url.searchParams.set('after_seq', String(this.#position));
       // A position, even 0 (a quiet org's heartbeat): not "whatever is retained".
       url.searchParams.set('strict', 'true');
@@ -144,6 +151,7 @@ export class LiveSubscription {
 
   /** A frame of a kind this client does not know (a newer server) is skipped. */
   #onFrame(data: Buffer): void {
+    if (this.#closed) return;
     let message: LiveMessage;
     try {
       message = decodeLiveMessage(new Uint8Array(data));
@@ -151,10 +159,15 @@ export class LiveSubscription {
       return;
     }
     if ('heartbeat' in message) {
-      this.#advance(message.heartbeat.last_seq);
       const reload = this.#reload;
+      if (reload === undefined) {
+        this.#advance(message.heartbeat.last_seq);
+        return;
+      }
+      // Live again: the position starts over from here (it may be lower, in a log that was replaced).
       this.#reload = undefined;
-      if (reload !== undefined) void Promise.resolve().then(() => this.#o.onReload?.(reload)).catch((error: unknown) => this.#report(error));
+      this.#position = message.heartbeat.last_seq;
+      void Promise.resolve().then(() => this.#o.onReload?.(reload)).catch((error: unknown) => this.#report(error));
       return;
     }
     try {
@@ -164,7 +177,8 @@ export class LiveSubscription {
       this.#report(error);
       return;
     }
-    this.#advance(message.run_update.seq);
+    // Before the reload is told (the first heartbeat of the live socket), the position stays where the gap is.
+    if (this.#reload === undefined) this.#advance(message.run_update.seq);
   }
 
   #report(error: unknown): void {

@@ -52,6 +52,25 @@ test('an unknown frame is skipped and a throwing onUpdate is reported; later upd
   assert.equal(live.position, 7);
 });
 
+test('no onUpdate after close(): frames still on their way are dropped, so the position read at close() is the one to resume from', async () => {
+  const room = await fakeLiveRoom((socket) => {
+    socket.send(encodeLiveMessage({ heartbeat: { at_ms: 1, last_seq: 5, subscribe_frames: 0 } }));
+    for (let seq = 6; seq <= 15; seq++) socket.send(encodeLiveMessage({ run_update: update(seq) }));
+  });
+  const seen: number[] = [];
+  const live = watchRuns({
+    url: room.url, apiKey: 'k', org: 'o', sleep: noWait,
+    onUpdate: (u) => {
+      seen.push(u.seq);
+      live.close();
+    },
+  });
+  await live.done;
+  room.close();
+  assert.deepEqual(seen, [6]);
+  assert.equal(live.position, 6);
+});
+
 test('a refusal whose body is cut off, and a server that goes silent, are retried', async () => {
   let refusals = 0;
   const tcp = createServer((socket) => {
@@ -189,6 +208,16 @@ test('a position of 0 (a quiet org\'s heartbeat) is a position: updates after it
     await eventually('the reload', () => reloads, (list) => list.length > 0);
     assert.deepEqual(reloads, ['replay_gone']);
     assert.deepEqual(seen, [], 'no partial replay passed off as complete');
+    // Stopped while its reload is pending (the reconnect still waiting): the position stays where
+    // the gap is, so a program that resumes from it is told to reload again.
+    const ends: string[] = [];
+    const stalled = watchRuns({ url: rt.url, apiKey, org: 'acct-kit-quiet', afterSeq: 1, onUpdate: () => undefined, onReload: (reason) => void reloads.push(reason), onDisconnect: (why) => void ends.push(why), sleep: () => new Promise<void>(() => undefined) });
+    subscriptions.push(stalled);
+    await eventually('the 4410', () => ends, (list) => list.some((why) => why.includes('4410')));
+    stalled.close();
+    await stalled.done;
+    assert.equal(stalled.position, 1, 'not undefined ("live from now"), which would skip the gap silently');
+    assert.deepEqual(reloads, ['replay_gone'], 'its reload was not told yet');
   } finally {
     for (const subscription of subscriptions) subscription.close();
     await Promise.allSettled(subscriptions.map((subscription) => subscription.done));
