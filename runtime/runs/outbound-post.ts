@@ -40,6 +40,8 @@ export interface PostOptions {
    * was cancelled or deleted while the request waited) drops it unsent, with PostWithdrawnError.
    */
   readonly stillWanted?: () => boolean;
+  /** Told, when the answer came before the body was all sent, of when sending it ends (sent, or cut off). */
+  readonly stillSending?: (ended: Promise<void>) => void;
 }
 
 /** Thrown when the deadline passes before the exchange ends. */
@@ -161,7 +163,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       response.on('error', () => undefined);
       response.once('close', () => {
         settle();
-        if (!outgoing.writableFinished) finishSendingWithin(outgoing, options.timeoutMs);
+        if (!outgoing.writableFinished) options.stillSending?.(finishSendingWithin(outgoing, options.timeoutMs));
         resolve({
           status: response.statusCode ?? 0,
           retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
@@ -179,13 +181,19 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
  * A receiver may answer before it has read the whole body (HTTP allows it; it may read the rest
  * afterwards). The answer stands; the body gets `timeoutMs` more to be sent, then the request is
  * ended, closing its connection: one that reads no more would otherwise hold its socket out of the
- * pool, and the body in memory, for good.
+ * pool, and the body in memory, for good. Resolves when the body is sent or the request is ended.
  */
-function finishSendingWithin(outgoing: ClientRequest, timeoutMs: number): void {
+function finishSendingWithin(outgoing: ClientRequest, timeoutMs: number): Promise<void> {
   const cut = setTimeout(() => outgoing.destroy(), timeoutMs);
   cut.unref();
-  outgoing.once('finish', () => clearTimeout(cut));
-  outgoing.once('close', () => clearTimeout(cut));
+  return new Promise<void>((ended) => {
+    const end = (): void => {
+      clearTimeout(cut);
+      ended();
+    };
+    outgoing.once('finish', end);
+    outgoing.once('close', end);
+  });
 }
 
 /** Whether to send after all; a check that throws (a failed read) sends: the attempt was wanted when it was made. */

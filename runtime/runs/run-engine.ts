@@ -25,7 +25,7 @@ import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';
 import { performStep, type StepOutcome } from './step-dispatcher.ts';
-import { withStepInput } from './step-input.ts';
+import { withStepInput, type HoldStepInput } from './step-input.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 
 interface LiveRun {
@@ -364,11 +364,11 @@ export class RunEngine {
       await this.send(ctx.orgId, ctx.runId, { type: 'step.failed', stepId: work.stepId, fence: work.fence, error });
       return;
     }
-    const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event) => this.#performWith(run, work, event));
+    const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event, holdInput) => this.#performWith(run, work, event, holdInput));
     await this.send(ctx.orgId, ctx.runId, report, effects);
   }
 
-  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined): Promise<StepOutcome> {
+  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined, holdInput: HoldStepInput): Promise<StepOutcome> {
     const ctx = run.context;
     return performStep({
       run,
@@ -383,6 +383,7 @@ export class RunEngine {
       actions: this.#d.actions,
       runner: this.#d.runner,
       stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence),
+      holdInput,
     });
   }
 

@@ -11,6 +11,7 @@ import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { ActionInvoker } from '../hook-runner/client.ts';
 import { pinnedActionVersion, runCustomAction, type ActionEffects, type ActionResolver } from './custom-action-step.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
+import type { HoldStepInput } from './step-input.ts';
 import { sendWebhook } from './webhook-step.ts';
 
 type DispatchWork = Extract<Work, { kind: 'dispatch_step' }>;
@@ -43,6 +44,8 @@ export interface StepContext {
   readonly derivedSoFar: () => number;
   /** Whether the run still waits for this attempt (running, under its fence): asked before a webhook leaves or a guest runs. */
   readonly stillWanted: () => boolean;
+  /** Keeps the step input's bytes taken past the step's end, while a webhook body is still being sent (step-input.ts). */
+  readonly holdInput?: HoldStepInput;
 }
 
 /**
@@ -130,6 +133,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         signingSecrets: ctx.signingSecrets,
         nowMs: ctx.nowMs,
         stillWanted: ctx.stillWanted,
+        ...(ctx.holdInput === undefined ? {} : { stillSending: ctx.holdInput }),
       },
       { selfPort: ctx.selfPort, connections: ctx.connections },
     );

@@ -1,14 +1,22 @@
 // How a step reads its run's event under the step input budget (step-input-budget.ts): the payload
 // stays the stored text (the step hands it on as received and never needs it parsed), the bytes are
-// taken before the step and given back after it on every path, and a step that has to wait does
-// not hold the event meanwhile (the wait exists to bound how many payloads are in memory).
+// taken before the step and given back after it on every path (or, when the step hands over
+// something that still holds them, such as a request body still being sent, once that is done),
+// and a step that has to wait does not hold the event meanwhile (the wait exists to bound how many
+// payloads are in memory).
 
 import type { EventRecord } from '../events/event-codec.ts';
 import type { EventStore } from '../events/event-store.ts';
 import type { StepInputBudget } from './step-input-budget.ts';
 
-/** Runs `use` with the run's event (undefined when it is gone), its payload's bytes taken from `budget` meanwhile. */
-export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, use: (event: EventRecord | undefined) => Promise<T>): Promise<T> {
+/** Keeps the step input's bytes taken until `stillHeld` settles, past the step's own end. */
+export type HoldStepInput = (stillHeld: Promise<unknown>) => void;
+
+/**
+ * Runs `use` with the run's event (undefined when it is gone), its payload's bytes taken from
+ * `budget` meanwhile and, past its end, until whatever `use` holds them for has settled.
+ */
+export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, use: (event: EventRecord | undefined, hold: HoldStepInput) => Promise<T>): Promise<T> {
   let event = events.getRecord(orgId, eventId);
   const bytes = event === undefined ? 0 : event.payload_json.length;
   const waited = !budget.tryTake(orgId, bytes);
@@ -16,11 +24,13 @@ export async function withStepInput<T>(budget: StepInputBudget, events: EventSto
     event = undefined;
     await budget.take(orgId, bytes);
   }
+  const held: Promise<unknown>[] = [];
   try {
     // Read again inside: a failed read must give back what the wait took.
     if (waited) event = events.getRecord(orgId, eventId);
-    return await use(event);
+    return await use(event, (stillHeld) => void held.push(stillHeld));
   } finally {
-    budget.release(orgId, bytes);
+    if (held.length === 0) budget.release(orgId, bytes);
+    else void Promise.allSettled(held).then(() => budget.release(orgId, bytes));
   }
 }

@@ -32,6 +32,8 @@ export interface WebhookRequest {
   readonly nowMs: number;
   /** Asked before the request is written (it may wait for a connection): false leaves it unsent. */
   readonly stillWanted?: () => boolean;
+  /** Told of a body still being sent after the answer came, and when that ends (PostOptions.stillSending). */
+  readonly stillSending?: (ended: Promise<void>) => void;
 }
 
 /** `sentAt`: when the request got its connection, on the attempt's clock; absent when it was never sent. */
@@ -144,6 +146,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       readLimitBytes: 16 * EVIDENCE_BODY_CAP,
       pool: target.connections.pool(url, request.orgId),
       ...(request.stillWanted === undefined ? {} : { stillWanted: request.stillWanted }),
+      ...(request.stillSending === undefined ? {} : { stillSending: request.stillSending }),
     });
   } catch (error) {
     const queued = error instanceof PostTimeoutError ? queuedEvidence(error.queuedMs) : {};

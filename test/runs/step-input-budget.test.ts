@@ -4,7 +4,10 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { EventRecord } from '../../runtime/events/event-codec.ts';
+import type { EventStore } from '../../runtime/events/event-store.ts';
 import { StepInputBudget } from '../../runtime/runs/step-input-budget.ts';
+import { withStepInput } from '../../runtime/runs/step-input.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
@@ -41,6 +44,24 @@ test('the budget grants in order within a tenant, never past the total or a tena
   assert.equal(budget.tryTake('g', 1), false);
   budget.release('f', 1_000);
   assert.deepEqual(budget.stats(), { heldBytes: 0, waiting: 0 });
+});
+
+test('a step that hands its input on to something still running (a webhook body still being sent) keeps its bytes taken until that ends', async () => {
+  const budget = new StepInputBudget(100, 100);
+  const event = { payload_json: 'x'.repeat(40) } as EventRecord;
+  const events = { getRecord: () => event } as unknown as EventStore;
+  let sent: () => void = () => undefined;
+  const sending = new Promise<void>((resolve) => (sent = resolve));
+  const outcome = await withStepInput(budget, events, 'a', 'evt_1', async (_event, hold) => {
+    hold(sending);
+    return 'answered';
+  });
+  assert.equal(outcome, 'answered', 'the step ends with its answer, not with the sending');
+  assert.deepEqual(budget.stats(), { heldBytes: 40, waiting: 0 }, 'the body still being sent holds the payload');
+  sent();
+  await eventually('the bytes back', () => budget.stats().heldBytes, (held) => held === 0);
+  await withStepInput(budget, events, 'a', 'evt_1', async () => undefined);
+  assert.deepEqual(budget.stats(), { heldBytes: 0, waiting: 0 }, 'a step that holds nothing gives its bytes back at its end');
 });
 
 test('payloads larger than a share count their size against the total: eight tenants cannot hold eight shares\' worth each', async () => {

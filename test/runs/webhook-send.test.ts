@@ -79,8 +79,10 @@ const errorOf = (outcome: WebhookOutcome) => {
 
 test('a 2xx answer succeeds with its status and body; the request carries the body and step key', async () => {
   const local = await serve((_req, res) => res.writeHead(201).end('{"crm":"ok"}'));
-  const outcome = await attempt(local.url);
+  let stillSending = 0;
+  const outcome = await attempt(local.url, { stillSending: () => void (stillSending += 1) });
   assert.equal(outcome.ok, true);
+  assert.equal(stillSending, 0, 'a receiver that read the body before answering holds nothing past the step');
   assert.deepEqual(outcome.ok ? outcome.result : null, { status: 201, body: '{"crm":"ok"}' });
   assert.equal((outcome.evidence as Record<string, unknown>)['body_bytes'], 12);
   assert.deepEqual(local.requests, ['{"n":1}']);
@@ -518,8 +520,12 @@ test('a receiver that answers before reading the body and never reads it gives i
   const receiver = await answersEarly(() => undefined);
   const oneConnection = connectionPool(1);
   try {
-    const big = await attempt(receiver.url, { body: HUGE_BODY, timeoutMs: 300 }, oneConnection);
+    // The step's input stays held while its body is still being sent (step-input.ts): told here.
+    const stillSending: Promise<void>[] = [];
+    const big = await attempt(receiver.url, { body: HUGE_BODY, timeoutMs: 300, stillSending: (ended) => void stillSending.push(ended) }, oneConnection);
     assert.equal(big.ok, true);
+    assert.equal(stillSending.length, 1, 'the answer came with the body still being sent');
+    await stillSending[0];
     const next = await Promise.race([attempt(receiver.url, {}, oneConnection), new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 10_000).unref())]);
     assert.notEqual(next, 'stuck', 'the second request got the connection slot');
     assert.equal(next !== 'stuck' && next.ok, true);
