@@ -143,8 +143,9 @@ export class LiveSubscription {
     if (this.#o.runId !== undefined) url.searchParams.set('run_id', this.#o.runId);
     if (this.#position !== undefined && this.#reload === undefined) {
       url.searchParams.set('after_seq', String(this.#position));
-      // A position, even 0 (a quiet org's heartbeat): not "whatever is retained".
-      url.searchParams.set('strict', 'true');
+      // A position of 0 (a quiet org's heartbeat) is a position, not "whatever is retained". Only
+      // then: strict changes nothing above 0, and servers before it refuse the parameter.
+      if (this.#position === 0) url.searchParams.set('strict', 'true');
     }
     return url;
   }
