@@ -265,6 +265,14 @@ test('strict: after_seq 0 is a position (a quiet org\'s heartbeat), refused with
   const within = await connectLive(rt.url, orgId, { query: `?token=${strictKey}&after_seq=55&strict=true` });
   await within.waitFor(() => within.updates().length === 5, 'the five updates after seq 55');
   within.close();
+  // A sandbox reset after the position: 4409 when strict; without strict, 0 is whatever is retained.
+  await commit(orgId, [update('run-sandbox', 'queued', 'sandbox')]);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${orgId}/sandbox/reset`, { token: strictKey })).status, 200);
+  const strictSandbox = await connectLive(rt.url, orgId, { query: `?token=${strictKey}&environment=sandbox&after_seq=0&strict=true` });
+  assert.equal((await strictSandbox.closed).code, 4409);
+  const retainedSandbox = await connectLive(rt.url, orgId, { query: `?token=${strictKey}&environment=sandbox&after_seq=0` });
+  await retainedSandbox.waitFor(() => retainedSandbox.messages.some((m) => 'heartbeat' in m), 'the replay to catch up');
+  retainedSandbox.close();
   assert.deepEqual((await refusal(`/organizations/${orgId}/live?token=${strictKey}&after_seq=0&strict=yes`)).error.field, 'strict');
   assert.deepEqual((await refusal(`/organizations/${orgId}/live?token=${strictKey}&strict=true`)).error.field, 'strict');
 });
