@@ -68,6 +68,13 @@ export function retryAfterHeader(error: SluiceError): string | undefined {
   return typeof retryAfterMs === 'number' ? String(Math.max(1, Math.ceil(retryAfterMs / 1000))) : undefined;
 }
 
+/**
+ * The answer to a write whose commit failed (a full disk, an I/O error): nothing of `what` (the
+ * request, the message) was kept, and it may succeed if sent again; retryable after 5 s.
+ */
+export const writeFailedError = (what: string): RetryableError =>
+  new RetryableError('write_failed', `The ${what} could not be stored: its write failed (the disk may be full). Nothing of it was kept; try again later.`, 5000);
+
 /** A failure that must not be retried: the run fails with this reason. */
 export class TerminalError extends SluiceError {
   constructor(code: string, message: string, options: SluiceErrorOptions = {}) {

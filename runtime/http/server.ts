@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ConflictError, InputError, retryAfterHeader, SluiceError } from '../errors.ts';
+import { ConflictError, InputError, retryAfterHeader, SluiceError, writeFailedError } from '../errors.ts';
 import { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
@@ -211,7 +211,7 @@ export class HttpServer {
     if (isLedgerCommitFailure(error)) {
       // The process-wide guard logs the commit's failure, rate-limited (commit-failure-guard.ts): one line per request would flood the log of a full disk.
       this.#logger.debug('a request failed: its write could not be committed', { error: (error as Error).message });
-      return { status: 503, json: WRITE_FAILED, headers: { 'retry-after': '5' } };
+      return this.#errorReply(writeFailedError('request'));
     }
     this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });
     return INTERNAL_ERROR;
@@ -255,8 +255,6 @@ function parseContentLength(value: string | undefined): number | undefined {
   const [only] = values;
   return only !== undefined && SINGLE_LENGTH.test(only) ? Number(only) : undefined;
 }
-
-const WRITE_FAILED = { error: { code: 'write_failed', message: 'The request could not be stored: its write failed (the disk may be full). Nothing of it was kept; try again later.' } };
 
 function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean): void {
   res.cork(() => {

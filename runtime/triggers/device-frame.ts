@@ -3,7 +3,7 @@
 // its event is durable, or a `nack` saying why not and whether sending it again can help. Also the
 // caps a device must keep to and the close codes it must handle (README, "Devices").
 
-import { InputError, RetryableError, SluiceError } from '../errors.ts';
+import { InputError, RetryableError, SluiceError, writeFailedError } from '../errors.ts';
 import { isLedgerCommitFailure } from '../ledger/commit-failure-guard.ts';
 import { decodeJsonBytes } from '../http/parse-json.ts';
 import { QuotaExceededError } from '../ingest/ingest-quota.ts';
@@ -91,13 +91,11 @@ export const ackFrame = (id: string, eventId: string, duplicate: boolean): strin
 
 /**
  * The message was not stored. `retryable`: the same frame may succeed later (quota, too many in
- * flight, a failed write), after `retry_after_ms` when given; otherwise it never will.
+ * flight, a failed write: `write_failed`, as HTTP answers it), after `retry_after_ms` when given;
+ * otherwise it never will.
  */
-/** A commit that failed (a full disk) stored nothing of the message: as HTTP answers it, retryable after 5 s. */
-const writeFailed = (): RetryableError => new RetryableError('write_failed', 'The message could not be stored: its write failed (the disk may be full). Nothing of it was kept; send it again later.', 5000);
-
 export function nackFrame(id: string | null, error: unknown): string {
-  const known = error instanceof SluiceError ? error : isLedgerCommitFailure(error) ? writeFailed() : new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.');
+  const known = error instanceof SluiceError ? error : isLedgerCommitFailure(error) ? writeFailedError('message') : new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.');
   const retryable = known.status === 429 || known.status >= 500;
   const hint = known instanceof QuotaExceededError || known instanceof RetryableError ? known.retryAfterMs : undefined;
   const retryAfter = hint === undefined ? {} : { retry_after_ms: hint };
