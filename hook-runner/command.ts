@@ -129,7 +129,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   routeGrpcLog(log);
   // A full disk fails the calls that write, not the runner (lmdb-commit-failure.ts).
-  guardCommitFailures((error, cause) => log(`hook-runner: a store commit failed: ${error.message}: ${cause instanceof Error ? cause.message : String(cause)}`));
+  guardCommitFailures((error, cause) => log(`hook-runner: a store commit failed: ${error.message}: ${cause}`));
   const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);
   // Master keys as given: a blank one is refused (master-key.ts says why), never taken for unset.

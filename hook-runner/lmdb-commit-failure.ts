@@ -25,15 +25,19 @@ export function watchedWrite<T>(write: T): T {
   return write;
 }
 
+/** The text of a failed commit's underlying error, as lmdb-js gives it (an Error, or a bare code). */
+const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause));
+
 /**
- * Installs the guard for this process (call once, at startup); `log` hears each stray with the
- * commit's underlying error (ENOSPC, EFBIG, EIO), once its commit's own promise has told it.
+ * Installs the guard for this process (call once, at startup); `log` hears each stray with the text
+ * of the commit's underlying error (ENOSPC, EFBIG, EIO), once its commit's own promise has told it.
  */
-export function guardCommitFailures(log: (error: Error, cause: unknown) => void): void {
+export function guardCommitFailures(log: (error: Error, cause: string) => void): void {
   process.on('unhandledRejection', (reason) => {
     if (!isLedgerCommitFailure(reason)) throw reason;
     const commitError = (reason as { commitError?: unknown }).commitError;
-    if (commitError instanceof Promise) commitError.then(() => log(reason as Error, undefined), (cause: unknown) => log(reason as Error, cause));
-    else log(reason as Error, undefined);
+    const told = (cause: unknown): void => log(reason as Error, causeText(cause));
+    if (commitError instanceof Promise) commitError.then(() => told(undefined), told);
+    else told(undefined);
   });
 }

@@ -14,9 +14,6 @@ export { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts'
 /** The shortest time between two logged strays. */
 export const STRAY_LOG_INTERVAL_MS = 10_000;
 
-/** The underlying error of a failed commit, as lmdb-js gives it (an Error, or a bare code). */
-const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause));
-
 /** Installs the guard for this process (call once, at startup); `now` is injectable for tests. */
 export function guardLedgerCommitFailures(logger: Logger, now: () => number = Date.now): void {
   let loggedAt = Number.NEGATIVE_INFINITY;
@@ -27,7 +24,7 @@ export function guardLedgerCommitFailures(logger: Logger, now: () => number = Da
       heldBack += 1;
       return;
     }
-    logger.error('ledger commit failed', { error: error.message, cause: causeText(cause), stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
+    logger.error('ledger commit failed', { error: error.message, cause, stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
     loggedAt = at;
     heldBack = 0;
   });
