@@ -306,8 +306,8 @@ export class LiveRooms {
     // A position from before a sandbox reset: the client may show runs the reset removed, and a
     // replay would only leave their updates out. It reloads instead (after_seq 0 is refused only
     // when strict: otherwise it asks for whatever is retained).
-    const resetSeq = this.#log.resetSeq(data.orgId, 'sandbox');
-    if (room.environment === 'sandbox' && afterSeq !== undefined && (afterSeq > 0 || (strict && resetSeq > 0)) && afterSeq <= resetSeq) {
+    const resetSeq = room.environment === 'sandbox' && afterSeq !== undefined ? this.#log.resetSeq(data.orgId, 'sandbox') : 0;
+    if (afterSeq !== undefined && resetSeq > 0 && afterSeq <= resetSeq && (afterSeq > 0 || strict)) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_SANDBOX_RESET, `sandbox_reset: the sandbox was reset after seq ${afterSeq}; reload, then reconnect without after_seq`);
       return;
