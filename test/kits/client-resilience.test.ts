@@ -159,18 +159,34 @@ describe('devices', () => {
   });
 });
 
-test('an org at its live-socket cap (429) is retried, and the subscription connects once a socket closes', async () => {
-  const capped = await startRuntime({ args: ['--live-sockets-per-org', '1'] });
+/**
+ * Runs `body` against a runtime started with `args`; `watch` starts a subscription that, like the
+ * runtime, is ended afterwards whatever happened.
+ */
+async function withRuntime(args: string[], body: (rt: TestRuntime, watch: typeof watchRuns) => Promise<void>): Promise<void> {
+  const rt = await startRuntime({ args });
   const subscriptions: Array<ReturnType<typeof watchRuns>> = [];
   try {
+    await body(rt, (options) => {
+      const subscription = watchRuns(options);
+      subscriptions.push(subscription);
+      return subscription;
+    });
+  } finally {
+    for (const subscription of subscriptions) subscription.close();
+    await Promise.allSettled(subscriptions.map((subscription) => subscription.done));
+    await rt.close();
+  }
+}
+
+test('an org at its live-socket cap (429) is retried, and the subscription connects once a socket closes', async () => {
+  await withRuntime(['--live-sockets-per-org', '1'], async (capped, watch) => {
     const apiKey = await createOrg(capped.url, ADMIN_TOKEN, 'acct-kit-capped');
-    const first = watchRuns({ url: capped.url, apiKey, org: 'acct-kit-capped', onUpdate: () => undefined, sleep: noWait });
-    subscriptions.push(first);
+    const first = watch({ url: capped.url, apiKey, org: 'acct-kit-capped', onUpdate: () => undefined, sleep: noWait });
     await eventually('the first socket open', () => capped.runtime.rooms.subscriberCount, (n) => n === 1);
     const refusals: string[] = [];
     // A short real wait between attempts: the test only needs the refusals not to spin the loop.
-    const second = watchRuns({ url: capped.url, apiKey, org: 'acct-kit-capped', onUpdate: () => undefined, sleep: () => new Promise((resolve) => setTimeout(resolve, 10)), onDisconnect: (why) => refusals.push(why) });
-    subscriptions.push(second);
+    const second = watch({ url: capped.url, apiKey, org: 'acct-kit-capped', onUpdate: () => undefined, sleep: () => new Promise((resolve) => setTimeout(resolve, 10)), onDisconnect: (why) => refusals.push(why) });
     let ended: unknown;
     second.done.catch((error: unknown) => (ended = error));
     await eventually('refusals retried', () => (ended === undefined ? refusals.length : -1), (n) => n >= 2 || n === -1);
@@ -180,20 +196,13 @@ test('an org at its live-socket cap (429) is retried, and the subscription conne
     await first.done;
     await eventually('the second socket open once the first closed', () => capped.runtime.rooms.subscriberCount, (n) => n === 1);
     assert.equal(ended, undefined, 'the subscription never gave up');
-  } finally {
-    for (const subscription of subscriptions) subscription.close();
-    await Promise.allSettled(subscriptions.map((subscription) => subscription.done));
-    await capped.close();
-  }
+  });
 });
 
 test('a position of 0 (a quiet org\'s heartbeat) is a position: updates after it that Sluice no longer retains end in onReload, not in a silent gap', async () => {
-  const rt = await startRuntime({ args: ['--live-retention', '20'] });
-  const subscriptions: Array<ReturnType<typeof watchRuns>> = [];
-  try {
+  await withRuntime(['--live-retention', '20'], async (rt, watch) => {
     const apiKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-kit-quiet');
-    const first = watchRuns({ url: rt.url, apiKey, org: 'acct-kit-quiet', onUpdate: () => undefined, sleep: noWait });
-    subscriptions.push(first);
+    const first = watch({ url: rt.url, apiKey, org: 'acct-kit-quiet', onUpdate: () => undefined, sleep: noWait });
     await eventually('a position from the first heartbeat', () => first.position, (position) => position === 0);
     first.close();
     await first.done;
@@ -203,24 +212,18 @@ test('a position of 0 (a quiet org\'s heartbeat) is a position: updates after it
     rooms.publish('acct-kit-quiet', await durably(ledger.root, ledger.root.transaction(() => fresh.map((u) => updateLog.append('acct-kit-quiet', u)))));
     const reloads: string[] = [];
     const seen: number[] = [];
-    const second = watchRuns({ url: rt.url, apiKey, org: 'acct-kit-quiet', afterSeq: first.position ?? 0, onUpdate: (u) => void seen.push(u.seq), onReload: (reason) => void reloads.push(reason), sleep: noWait });
-    subscriptions.push(second);
+    watch({ url: rt.url, apiKey, org: 'acct-kit-quiet', afterSeq: first.position ?? 0, onUpdate: (u) => void seen.push(u.seq), onReload: (reason) => void reloads.push(reason), sleep: noWait });
     await eventually('the reload', () => reloads, (list) => list.length > 0);
     assert.deepEqual(reloads, ['replay_gone']);
     assert.deepEqual(seen, [], 'no partial replay passed off as complete');
     // Stopped while its reload is pending (the reconnect still waiting): the position stays where
     // the gap is, so a program that resumes from it is told to reload again.
     const ends: string[] = [];
-    const stalled = watchRuns({ url: rt.url, apiKey, org: 'acct-kit-quiet', afterSeq: 1, onUpdate: () => undefined, onReload: (reason) => void reloads.push(reason), onDisconnect: (why) => void ends.push(why), sleep: () => new Promise<void>(() => undefined) });
-    subscriptions.push(stalled);
+    const stalled = watch({ url: rt.url, apiKey, org: 'acct-kit-quiet', afterSeq: 1, onUpdate: () => undefined, onReload: (reason) => void reloads.push(reason), onDisconnect: (why) => void ends.push(why), sleep: () => new Promise<void>(() => undefined) });
     await eventually('the 4410', () => ends, (list) => list.some((why) => why.includes('4410')));
     stalled.close();
     await stalled.done;
     assert.equal(stalled.position, 1, 'not undefined ("live from now"), which would skip the gap silently');
     assert.deepEqual(reloads, ['replay_gone'], 'its reload was not told yet');
-  } finally {
-    for (const subscription of subscriptions) subscription.close();
-    await Promise.allSettled(subscriptions.map((subscription) => subscription.done));
-    await rt.close();
-  }
+  });
 });
