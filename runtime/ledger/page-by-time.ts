@@ -14,7 +14,7 @@ export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
 
 export interface TimePage<T> {
   readonly items: T[];
-  /** Position after the last entry looked at, or null when the index is exhausted. */
+  /** Position after the last entry looked at, or null when no entry is left beyond the page. */
   readonly next: [number, string] | null;
 }
 
@@ -39,6 +39,8 @@ export function pageByTime<T>(
   for (const key of index.getKeys({ start, end: [...scope], reverse: true })) {
     const [at, id] = (key as LedgerKeyPart[]).slice(scope.length) as [number, string];
     if (cursor !== undefined && at === cursor[0] && id === cursor[1]) continue;
+    // An entry beyond a full page: there is more to read (an exactly full last page answers null).
+    if (full) return { items, next: last };
     last = [at, id];
     scanned++;
     const item = load(id);
@@ -47,7 +49,6 @@ export function pageByTime<T>(
       bytes += weigh?.(item) ?? 0;
     }
     full = items.length >= limit || scanned >= MAX_SCAN_PER_PAGE || bytes >= MAX_PAGE_BYTES;
-    if (full) break;
   }
-  return { items, next: full ? last : null };
+  return { items, next: null };
 }

@@ -73,6 +73,11 @@ test('listing pages newest first, filters by type, and never mixes environments'
     cursor = page.body.next_cursor;
   } while (cursor !== null);
   assert.deepEqual(seen, [6, 4, 2, 0]);
+  const all = (await call(rt.url, 'GET', '/organizations/acct-events/events?limit=500', { token: key })).body.events.length;
+  const exact = await call(rt.url, 'GET', `/organizations/acct-events/events?limit=${all}`, { token: key });
+  assert.deepEqual([exact.body.events.length, exact.body.next_cursor], [all, null], 'a page that holds exactly the rest says there is no more');
+  const short = await call(rt.url, 'GET', `/organizations/acct-events/events?limit=${all - 1}`, { token: key });
+  assert.ok(short.body.next_cursor !== null, 'one left beyond a full page: a cursor');
 
   const sandbox = await call(rt.url, 'GET', '/organizations/acct-events/events?environment=sandbox', { token: key });
   assert.deepEqual(sandbox.body.events.map((e: { id: string }) => e.id), ['sandbox-1']);
