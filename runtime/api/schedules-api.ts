@@ -94,6 +94,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
           updated_at: isoAt(nowMs),
           last_tick_ms: nowMs,
           last_sent_tick_ms: null,
+          started_ms: nowMs,
         };
         await schedules.create(schedule);
         ticker.arm(schedule);
@@ -135,7 +136,8 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
             updated_at: isoAt(ctx.clock.now()),
           };
           const restarts = merged.cron !== stored.cron || merged.timezone !== stored.timezone || (merged.enabled && !stored.enabled);
-          return restarts ? { ...merged, last_tick_ms: ctx.clock.now() } : merged;
+          const startMs = ctx.clock.now();
+          return restarts ? { ...merged, last_tick_ms: startMs, started_ms: startMs } : merged;
         });
         ticker.arm(next);
         return rawJson(200, { schedule: describeSchedule(next, ctx.clock.now()) });

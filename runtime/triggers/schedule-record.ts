@@ -33,11 +33,17 @@ export interface ScheduleRecord {
   readonly updated_at: string;
   /**
    * The newest tick that is done: its event is stored (in the same write as this field), or it was
-   * passed over. A tick at or before it never sends again; creating and enabling set it to now.
+   * passed over. A tick at or before it never sends again; creating, re-timing and enabling set it
+   * (and `started_ms`) to now.
    */
   readonly last_tick_ms: number;
   /** The tick of the newest event the schedule sent, if it sent any. */
   readonly last_sent_tick_ms: number | null;
+  /**
+   * The clock's reading when the schedule started counting ticks (created, re-timed, enabled): while
+   * `last_tick_ms` still equals it, no tick has been done since. Absent in records of older releases.
+   */
+  readonly started_ms?: number;
 }
 
 const NICKNAME = /^@(yearly|annually|monthly|weekly|daily|hourly)$/;
@@ -121,6 +127,15 @@ export const WAITED_OUT_SET_BACK_MS = 60 * 60_000;
  */
 export const isTickDone = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean =>
   schedule.last_tick_ms <= nowMs + WAITED_OUT_SET_BACK_MS && tickMs <= schedule.last_tick_ms;
+
+/**
+ * Whether the schedule started (created, re-timed, enabled) while the clock was more than
+ * WAITED_OUT_SET_BACK_MS ahead of `nowMs`, and has done no tick since. It started at some real time
+ * before now that cannot be told, so a tick owed by the corrected clock may fall before it: that
+ * tick is passed over, and the schedule starts again from now.
+ */
+export const startedAheadOfClock = (schedule: ScheduleRecord, nowMs: number): boolean =>
+  schedule.last_tick_ms > nowMs + WAITED_OUT_SET_BACK_MS && schedule.last_tick_ms === schedule.started_ms;
 
 /** The newest tick at or before `nowMs` that is not done: the one tick owed now, if any. */
 export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | undefined {

@@ -13,7 +13,7 @@ import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import { SCHEDULE_SOURCE, isTickDone, nextTickAt, sendsAlike, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
+import { SCHEDULE_SOURCE, isTickDone, nextTickAt, sendsAlike, startedAheadOfClock, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
 import type { ScheduleStore } from './schedule-store.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 
@@ -121,7 +121,8 @@ export class ScheduleTicker {
    * Stores the tick's event with its runs and marks the tick done, in one transaction that first
    * checks the schedule is still the one read (not changed since), enabled, and not past this
    * tick. A sandbox tick of an org whose plan has no sandbox any more is passed over (marked done,
-   * nothing sent).
+   * nothing sent); so is a tick of a schedule started while the clock ran far ahead
+   * (startedAheadOfClock), which starts again from now.
    */
   async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
     const { schedules, orgs, generations } = this.#d;
@@ -135,7 +136,9 @@ export class ScheduleTicker {
       // again from the new record when the timer is armed again. The clock is read here, after any
       // write ordered before this one, so a PATCH's fresh last_tick_ms never looks like a clock set back.
       if (current === undefined || !sendsAlike(current, schedule) || !current.enabled) return undefined;
-      if (isTickDone(current, tick, Math.max(now, this.#d.clock.now()))) return undefined;
+      const nowMs = Math.max(now, this.#d.clock.now());
+      if (isTickDone(current, tick, nowMs)) return undefined;
+      if (startedAheadOfClock(current, nowMs)) return { ...current, last_tick_ms: nowMs, started_ms: nowMs };
       sent = event !== undefined && write(event);
       return { ...current, last_tick_ms: tick, last_sent_tick_ms: sent ? tick : current.last_sent_tick_ms };
     });

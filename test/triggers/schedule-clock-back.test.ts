@@ -1,6 +1,7 @@
 // A wall clock set back while Sluice runs (an NTP correction of a host clock that ran a year
 // ahead): a running schedule sends the tick owed at the new time at once and goes on hourly from
-// there, as a restart would, instead of waiting a year for the time its timer was armed for.
+// there, as a restart would, instead of waiting a year for the time its timer was armed for. A
+// schedule that started while the clock ran ahead owes no tick from before the correction.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -48,4 +49,25 @@ test('a clock set back sends the tick owed at the new time at once, then the nex
   assert.equal(lookAt(CORRECT + HOUR / 2), 1);
   const ticks = await eventually('the 11:00 tick', sentTicks, (list) => list.length === 3);
   assert.deepEqual(ticks, ['2026-11-30T10:00:00.000Z', '2026-11-30T11:00:00.000Z', '2027-11-30T10:00:00.000Z']);
+});
+
+test('a schedule created while the clock ran far ahead owes nothing from before the correction: it starts from the corrected time', async () => {
+  const freshTicks = async (): Promise<string[]> => {
+    const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=report.fresh`, { token: key });
+    assert.equal(listed.status, 200, listed.text);
+    return listed.body.events.map((e: { payload: { scheduled_for: string } }) => e.payload.scheduled_for);
+  };
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/schedules/hourly`, { token: key })).status, 204, 'only this schedule has a timer');
+  lookAt(AHEAD + 2 * HOUR + 600_000);
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/schedules`, { token: key, json: { name: 'fresh', cron: '0 * * * *', event_type: 'report.fresh' } });
+  assert.equal(created.status, 201, created.text);
+
+  assert.equal(lookAt(CORRECT + HOUR), 1, 'the corrected clock owes the 11:00 tick of a schedule whose start it cannot place');
+  await eventually('the 11:00 tick to be passed over', () => rt.runtime.ticker.timers.dueAt(`${ORG}\u0000fresh`), (at) => at === CORRECT + 1.5 * HOUR);
+  assert.deepEqual(await freshTicks(), [], 'no tick from before the schedule existed');
+  const shown = await call(rt.url, 'GET', `/organizations/${ORG}/schedules/fresh`, { token: key });
+  assert.deepEqual([shown.body.schedule.last_sent_tick_at, shown.body.schedule.next_tick_at], [null, '2026-11-30T12:00:00.000Z']);
+
+  assert.equal(lookAt(CORRECT + 1.5 * HOUR), 1);
+  assert.deepEqual(await eventually('the 12:00 tick', freshTicks, (ticks) => ticks.length === 1), ['2026-11-30T12:00:00.000Z']);
 });
