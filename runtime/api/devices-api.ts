@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { generateToken, hashToken } from '../auth/secrets.ts';
-import { parseJsonRequest } from '../http/parse-json.ts';
+import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
 import { noContent, rawJson, type HttpRequest, type Route } from '../http/types.ts';
 import { EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
 import { ENVIRONMENTS, SOURCE_NAME_PATTERN, type Environment } from '../sources/source-record.ts';
@@ -95,6 +95,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name } = requireDevice(request, org);
+        assertNoBodyFields(request);
         const { token, hash, prefix } = newToken();
         const device = await sockets.rotateToken(org.id, name, () => devices.rotateToken(org.id, name, hash, prefix, isoAt(ctx.clock.now())));
         return rawJson(200, { device: describeDevice(device), token });

@@ -3,7 +3,7 @@
 // do with the recorded request.
 
 import { ConflictError, InputError } from '../errors.ts';
-import { parseJsonRequest } from '../http/parse-json.ts';
+import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import { eventWithRawPayload } from '../events/payload-text.ts';
 import { json, rawJson, type Route } from '../http/types.ts';
@@ -48,7 +48,9 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           try {
             return parseReplay(parseJsonRequest(request));
           } catch (error) {
-            if (error instanceof InputError && error.status === 400 && error.code !== 'malformed_json') {
+            // Missing, or not one of the two: the choice is explained. Any other problem (an unknown
+            // field, a duplicate member, a body nested too deep) keeps its own error.
+            if (error instanceof InputError && error.field === 'side_effects') {
               throw new InputError(400, 'side_effects_required', 'Choose side_effects: "skip" (webhooks are recorded, not sent) or "run" (everything runs again under new keys).', { field: 'side_effects' });
             }
             throw error;
@@ -131,6 +133,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
+        assertNoBodyFields(request);
         const report = await explainTransportReplay(event, ctx.events.recording(org.id, event.id), {
           source: ctx.sources.get(org.id, event.source),
           schemaChecks: ctx.schemas.payloads,

@@ -4,6 +4,7 @@
 import { describeRun } from '../../actors/run-view.ts';
 import { isFinished } from '../../actors/run-work.ts';
 import { ConflictError, InputError, notFound } from '../errors.ts';
+import { assertNoBodyFields } from '../http/parse-json.ts';
 import { json, rawJson, type HttpRequest, type Route } from '../http/types.ts';
 import { eventWithRawPayload, weighEvent } from '../events/payload-text.ts';
 import { MAX_PAGE_BYTES } from '../ledger/page-by-time.ts';
@@ -74,6 +75,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
+        assertNoBodyFields(request);
         if (run.value !== 'failed') throw new ConflictError('run_not_failed', `Only a failed run can be resumed; this one is ${run.value}.`);
         const resumed = await engine.command(org.id, run.context.runId, { type: 'run.resume' });
         const now = readAgain(org.id, run.context.runId);
@@ -88,6 +90,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const { org, run } = requireRun(request, 'developer');
+        assertNoBodyFields(request);
         if (isFinished(run)) throw new ConflictError('run_finished', `The run is already ${run.value}.`);
         const cancelled = await engine.command(org.id, run.context.runId, { type: 'run.cancel', reason: 'cancelled through the API' });
         const now = readAgain(org.id, run.context.runId);

@@ -4,6 +4,7 @@
 // connections it ended; a reset that failed (it may have committed) closes the sandbox live and
 // device sockets.
 
+import { assertNoBodyFields } from '../http/parse-json.ts';
 import { json, type Route } from '../http/types.ts';
 import { resetSandbox, type SandboxResetResult } from '../events/sandbox-reset.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
@@ -27,6 +28,7 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         assertSandboxAllowed(org, 'sandbox');
+        assertNoBodyFields(request);
         let result: SandboxResetResult;
         try {
           result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections }, org.id, ctx.clock.now());

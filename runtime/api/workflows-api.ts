@@ -3,7 +3,7 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, InputError, notFound } from '../errors.ts';
-import { parseJsonRequest } from '../http/parse-json.ts';
+import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { expectRecord, readEnum, rejectUnknown, requirePresent } from '../workflows/input-fields.ts';
@@ -199,6 +199,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const org = orgFor(request, 'developer');
         return oneAtATime(org, request, async () => {
           const current = requireWorkflow(org, request);
+          assertNoBodyFields(request);
           const signingSecret = await workflows.rotateSigningSecret(org.id, current.id, ctx.clock.now());
           return json(200, { signing_secret: signingSecret });
         });

@@ -71,3 +71,21 @@ export function parseJsonRequestText(request: HttpRequest): { readonly value: un
   }
   return parsed;
 }
+
+/**
+ * For a POST that takes no options (resume, cancel, a reset, a rotation): no body, or an empty JSON
+ * object, is fine; anything else is refused as another write refuses it (415, `malformed_json`,
+ * `unknown_field`), so an option the endpoint does not have (`{"dry_run":true}`) never goes unheard.
+ */
+export function assertNoBodyFields(request: HttpRequest): void {
+  if (request.body.length === 0) return;
+  const { value } = parseJsonRequestText(request);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InputError(400, 'invalid_request', 'This endpoint takes no request body: send none, or {}.');
+  }
+  const [field] = Object.keys(value);
+  if (field !== undefined) {
+    const name = field.slice(0, 64);
+    throw new InputError(400, 'unknown_field', `Field "${name}" is not a known field: this endpoint takes no request body (send none, or {}).`, { field: name });
+  }
+}
