@@ -45,6 +45,12 @@ test('business replay needs an explicit side_effects choice', async () => {
   assert.equal(missing.status, 400);
   assert.equal(missing.body.error.code, 'side_effects_required');
   assert.equal(missing.body.error.field, 'side_effects');
+  const unknown = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'skip', dry_run: true } });
+  assert.deepEqual([unknown.status, unknown.body.error.code, unknown.body.error.field], [400, 'unknown_field', 'dry_run'], 'another problem keeps its own error');
+  const twice = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, body: '{"side_effects":"skip","side_effects":"run"}', headers: { 'content-type': 'application/json' } });
+  assert.deepEqual([twice.status, twice.body.error.code], [400, 'duplicate_json_member']);
+  const other = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'maybe' } });
+  assert.deepEqual([other.status, other.body.error.code], [400, 'side_effects_required']);
 });
 
 test('side_effects "skip": a new event and run whose webhook step is recorded skipped, never sent', async () => {
