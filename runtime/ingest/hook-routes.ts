@@ -11,7 +11,7 @@ import { decodeJsonBytes, isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
-import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, isSameSource, type SourceRecord } from '../sources/source-record.ts';
+import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, EVENT_TYPE_RULE, isSameSource, type SourceRecord } from '../sources/source-record.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
@@ -145,8 +145,6 @@ async function checkSchema(checks: SchemaChecks, source: SourceRecord, type: str
     checked = current;
   }
 }
-
-const EVENT_TYPE_RULE = 'The event type must be 1-128 letters, digits, "_", ".", ":" or "-", starting with a letter, digit or "_" (and not "__proto__").';
 
 function bodyString(body: Record<string, unknown>, field: 'id' | 'type'): string {
   const value = body[field];

@@ -137,3 +137,9 @@ test('events?source= that no source could be is a 400 naming the parameter', asy
   const listed = await get('/events?source=%40api');
   assert.equal(listed.status, 200, listed.text);
 });
+
+test('events?type= that no event type could be is a 400 naming the parameter', async () => {
+  for (const type of ['has%20space', '', '__proto__', 'a'.repeat(129)]) assertError(await get(`/events?type=${type}`), 400, 'type', `type "${type.slice(0, 20)}"`);
+  const listed = await get('/events?type=order.placed');
+  assert.equal(listed.status, 200, listed.text);
+});
