@@ -170,9 +170,15 @@ export class DeviceSockets {
     this.#closeWhere(({ device }) => device.org_id === orgId && device.environment === 'sandbox', ending, 'the sandbox reset could not be confirmed; connect again');
   }
 
-  /** Refuses new sockets, closes the open ones (1001) and resolves once their endings are durable. */
+  /**
+   * Refuses new sockets, lets the open ones finish storing (each message being stored is acked, a
+   * later one is nacked `connection_closing`, as before a rotation), closes them (1001) and resolves
+   * once their endings are durable. Closing at once dropped the acks of messages it then stored: the
+   * devices sent them again after every clean stop.
+   */
   async close(): Promise<void> {
     this.#accepting = false;
+    await this.#quiesce([...this.#sockets.values()].flatMap((sockets) => [...sockets]));
     this.#closeWhere(() => true, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
     while (this.#chains.size > 0) await Promise.allSettled([...this.#chains.values()]);
   }
