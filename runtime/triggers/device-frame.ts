@@ -72,9 +72,12 @@ export function parseDeviceMessage(frame: Buffer, isBinary: boolean): DeviceMess
   return { id: message.id, type: message.type, payload: message.payload ?? {}, payloadJson };
 }
 
-/** The id a frame names, if it is a JSON object with a usable string `id` (for the nack of a bad frame). */
+/**
+ * The id a frame names, if it is a JSON object with a usable string `id` (for the nack of a bad
+ * frame), a frame over the message cap included: the socket's own cap (twice as large) bounds the parse.
+ */
 export function frameIdOf(frame: Buffer, isBinary: boolean): string | null {
-  if (isBinary || frame.length > MAX_DEVICE_MESSAGE_BYTES) return null;
+  if (isBinary) return null;
   try {
     const id = (JSON.parse(frame.toString('utf8')) as { id?: unknown } | null)?.id;
     return typeof id === 'string' && isDeliveryId(id) ? id : null;

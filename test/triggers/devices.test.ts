@@ -179,7 +179,7 @@ test('bad frames get a nack naming the problem, and the socket stays open', asyn
     ['{"id":"b-4","type":"reading.taken","payload":[1]}', false, 'b-4', 'invalid_message', 'payload'],
     ['{"id":"b-5","type":"reading.taken","extra":1}', false, 'b-5', 'unknown_field', 'extra'],
     ['{"id":"b-6","type":"a","type":"b"}', false, 'b-6', 'duplicate_json_member', undefined],
-    [`{"id":"b-7","type":"reading.taken","payload":{"blob":"${'x'.repeat(70_000)}"}}`, false, null, 'frame_too_large', undefined],
+    [`{"id":"b-7","type":"reading.taken","payload":{"blob":"${'x'.repeat(70_000)}"}}`, false, 'b-7', 'frame_too_large', undefined],
     [Buffer.from('{"id":"b-8","type":"reading.taken"}'), true, null, 'unsupported_frame', undefined],
     ['{"id":"tab\\there","type":"reading.taken"}', false, null, 'invalid_message', 'id'],
     // Only Sluice says when a connection opened or ended: a device claiming it would fake an outage.
