@@ -11,6 +11,7 @@ import type { Inbox } from '../inbox/inbox.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { REPLAY_SOURCE, replayOf } from '../replay/business-replay.ts';
 import { explainTransportReplay } from '../replay/transport-replay.ts';
+import { CONNECTION_EVENT_TYPES } from '../triggers/device-record.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
@@ -96,6 +97,11 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           return replayedAnswer(earlier, choiceOf());
         }
         const choice = choiceOf();
+        // Only Sluice says when a device connection opened or ended (a workflow on device.disconnected
+        // trusts the device is gone): a replay of such an event would claim it again.
+        if (CONNECTION_EVENT_TYPES.has(original.type)) {
+          throw new InputError(400, 'reserved_event_type', `A "${original.type}" event is written by Sluice when a device connection opens or ends and cannot be replayed; resume a failed run of it instead.`);
+        }
         const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
         // A replay is a new event: it counts toward the ingest quota (a keyed retry that stores
         // nothing does not), and waits out a sandbox reset like API events (events-api.ts).

@@ -169,6 +169,19 @@ test('a connection is sent as device.connected, each message as one event (acked
   assert.deepEqual([after.body.device.state, after.body.device.last_disconnect_reason], ['disconnected', 'client_closed']);
 });
 
+test("a device's connection events cannot be business-replayed (a replay would claim the device went again); its messages can", async () => {
+  const replay = (eventId: string) => call(rt.url, 'POST', `/organizations/${ORG}/events/${eventId}/replay`, { token: key, json: { side_effects: 'skip' } });
+  for (const type of ['device.connected', 'device.disconnected']) {
+    const [event] = await deviceEvents('thermo-1', type);
+    const refused = await replay(event!.id);
+    assert.deepEqual([refused.status, refused.body.error?.code], [400, 'reserved_event_type'], refused.text);
+  }
+  const [reading] = await deviceEvents('thermo-1', 'reading.taken');
+  assert.equal((await replay(reading!.id)).status, 202);
+  const replayed = await call(rt.url, 'GET', `/organizations/${ORG}/events?source=%40replay&limit=500`, { token: key });
+  assert.deepEqual(replayed.body.events.map((e: { type: string }) => e.type), ['reading.taken'], 'the message was replayed, no connection event');
+});
+
 test('bad frames get a nack naming the problem, and the socket stays open', async () => {
   const token = await register('thermo-2');
   const device = await connectDevice(rt.url, ORG, 'thermo-2', token);
