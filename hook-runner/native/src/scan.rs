@@ -1,8 +1,10 @@
 //! Structural admission checks on an already-validated module, done before compiling so
-//! hostile uploads cost no codegen: no imports, initial memory <= 160 pages, data fits, and
-//! code small enough that compiling it stays within seconds.
+//! hostile uploads cost no codegen: no imports, initial memory <= 160 pages, data fits, code
+//! small enough that compiling it stays within seconds, and only plain constants as initializers.
 
-use wasmparser::{DataKind, Operator, Parser, Payload, TypeRef};
+use wasmparser::{
+    ConstExpr, DataKind, ElementItems, ElementKind, Operator, Parser, Payload, TableInit, TypeRef,
+};
 
 use crate::engine::{MAX_MEMORY_BYTES, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
 use crate::refusal::{refuse, Refusal};
@@ -60,14 +62,57 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
                 for (index, data) in reader.into_iter().enumerate() {
                     let data = data
                         .map_err(|e| refuse("invalid_module", format!("bad data segment: {e}")))?;
+                    if let DataKind::Active { offset_expr, .. } = &data.kind {
+                        check_initializer(offset_expr, || {
+                            format!("the offset of data segment #{index}")
+                        })?;
+                    }
                     check_data_segment(index, &data, initial_pages)?;
                 }
             }
-            Payload::TypeSection(reader) => {
-                check_code_cap(reader.count(), MAX_TYPES, |n| {
-                    format!("module declares {n} types; the sandbox compiles at most {MAX_TYPES}")
-                })?
+            Payload::GlobalSection(reader) => {
+                for (index, global) in reader.into_iter().enumerate() {
+                    let global =
+                        global.map_err(|e| refuse("invalid_module", format!("bad global: {e}")))?;
+                    check_initializer(&global.init_expr, || {
+                        format!("the initializer of global #{index}")
+                    })?;
+                }
             }
+            Payload::TableSection(reader) => {
+                for (index, table) in reader.into_iter().enumerate() {
+                    let table =
+                        table.map_err(|e| refuse("invalid_module", format!("bad table: {e}")))?;
+                    if let TableInit::Expr(expr) = &table.init {
+                        check_initializer(expr, || format!("the initializer of table #{index}"))?;
+                    }
+                }
+            }
+            Payload::ElementSection(reader) => {
+                for (index, element) in reader.into_iter().enumerate() {
+                    let element = element.map_err(|e| {
+                        refuse("invalid_module", format!("bad element segment: {e}"))
+                    })?;
+                    if let ElementKind::Active { offset_expr, .. } = &element.kind {
+                        check_initializer(offset_expr, || {
+                            format!("the offset of element segment #{index}")
+                        })?;
+                    }
+                    if let ElementItems::Expressions(_, items) = element.items {
+                        for item in items {
+                            let item = item.map_err(|e| {
+                                refuse("invalid_module", format!("bad element segment: {e}"))
+                            })?;
+                            check_initializer(&item, || {
+                                format!("an item of element segment #{index}")
+                            })?;
+                        }
+                    }
+                }
+            }
+            Payload::TypeSection(reader) => check_code_cap(reader.count(), MAX_TYPES, |n| {
+                format!("module declares {n} types; the sandbox compiles at most {MAX_TYPES}")
+            })?,
             Payload::FunctionSection(reader) => {
                 check_code_cap(reader.count(), MAX_FUNCTIONS, |n| {
                     format!("module defines {n} functions; the sandbox compiles at most {MAX_FUNCTIONS}")
@@ -136,6 +181,34 @@ fn refuse_imports(imports: &[String]) -> Result<(), Refusal> {
     ))
 }
 
+/// Refuses an initializer (a global's value, a segment's offset, a table element) that is not a
+/// single constant or function reference. Computed ones (`global.get`, extended-const arithmetic)
+/// are valid wasm that no toolchain emits without imports, and they made compiles of tiny modules
+/// take minutes: 86,000 data segments, one of them at a `global.get` offset, 44 s and 1.6 GB.
+fn check_initializer(expr: &ConstExpr<'_>, what: impl FnOnce() -> String) -> Result<(), Refusal> {
+    let mut operators = expr.get_operators_reader();
+    let constant = matches!(
+        operators.read(),
+        Ok(Operator::I32Const { .. }
+            | Operator::I64Const { .. }
+            | Operator::F32Const { .. }
+            | Operator::F64Const { .. }
+            | Operator::V128Const { .. }
+            | Operator::RefNull { .. }
+            | Operator::RefFunc { .. })
+    );
+    if constant && matches!(operators.read(), Ok(Operator::End)) {
+        return Ok(());
+    }
+    Err(refuse(
+        "code_too_large",
+        format!(
+            "{} is computed; the sandbox takes only a constant (or ref.func/ref.null) there",
+            what()
+        ),
+    ))
+}
+
 /// Refuses code past one of the compile-cost caps, with `message(value)` as the reason.
 fn check_code_cap<T: PartialOrd + Copy>(
     value: T,
@@ -161,9 +234,8 @@ fn check_initial_pages(pages: u64) -> Result<(), Refusal> {
     ))
 }
 
-/// Refuses any segment larger than the memory cap, and active segments with a constant
-/// offset that overrun the initial memory. Computed offsets (a global, or an extended-const
-/// expression) are left to the trial instantiation in validate.rs.
+/// Refuses any segment larger than the memory cap, and active segments whose (constant:
+/// check_initializer) offset overruns the initial memory.
 fn check_data_segment(
     index: usize,
     data: &wasmparser::Data<'_>,
@@ -181,7 +253,8 @@ fn check_data_segment(
     };
     // Constant only when the whole expression is `i32.const; end` (extended-const may compute it).
     let mut operators = offset_expr.get_operators_reader();
-    let (Ok(Operator::I32Const { value }), Ok(Operator::End)) = (operators.read(), operators.read())
+    let (Ok(Operator::I32Const { value }), Ok(Operator::End)) =
+        (operators.read(), operators.read())
     else {
         return Ok(());
     };
