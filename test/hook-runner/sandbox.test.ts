@@ -179,9 +179,21 @@ describe('compile refusals', () => {
     expectRefusal(bytes, 'bad_export_type', /`alloc` must have type \(i32\) -> \(i32\)/);
   });
 
-  it('refuses an initial memory of 161 pages and accepts 160', async () => {
+  it('refuses an initial memory of 161 pages and accepts 160 (with alloc: the input needs a place)', async () => {
+    const ALLOC = '(func (export "alloc") (param i32) (result i32) (i32.const 0))';
     expectRefusal(await assemble(`(module (memory (export "memory") 161) ${EXECUTE})`), 'memory_too_large', /161 initial pages/);
-    assert.equal(compileModule(await assemble(`(module (memory (export "memory") 160) ${EXECUTE})`)).initialPages, 160);
+    assert.equal(compileModule(await assemble(`(module (memory (export "memory") 160) ${EXECUTE} ${ALLOC})`)).initialPages, 160);
+  });
+
+  it('refuses a module without alloc whose memory cannot grow (no input could ever be placed)', async () => {
+    expectRefusal(await assemble(`(module (memory (export "memory") 160) ${EXECUTE})`), 'missing_export', /no `alloc` and its memory cannot grow \(160 initial pages of at most 160\)/);
+    expectRefusal(await assemble(`(module (memory (export "memory") 1 1) ${EXECUTE})`), 'missing_export', /\(1 initial pages of at most 1\)/);
+    assert.equal(compileModule(await assemble(`(module (memory (export "memory") 1 2) ${EXECUTE})`)).initialPages, 1, 'one page to grow is enough for a small input');
+  });
+
+  it("says when an input does not fit under the module's own declared maximum", async () => {
+    const module = compileModule(await assemble(`(module (memory (export "memory") 1 2) ${EXECUTE})`));
+    expectTrap(await runModule(module, JSON.stringify({ blob: 'x'.repeat(70_000) })), 'abi_error', /beyond the module's declared maximum of 2 pages/);
   });
 
   it('accepts a large declared maximum (capped at run time)', async () => {
@@ -199,6 +211,18 @@ describe('compile refusals', () => {
     const bytes = await assemble(`(module (memory (export "memory") 1) (table 1 funcref) (func $f)
       (elem (i32.const 5) $f) ${EXECUTE})`);
     expectRefusal(bytes, 'instantiation_failed', /out of bounds table access/);
+  });
+
+  it('refuses computed initializers (global.get, extended-const) of globals, data and element offsets, and takes constants', async () => {
+    const shell = (parts: string) => `(module (memory (export "memory") 1) (table 2 funcref) (func $f) (global $g i32 (i32.const 0)) ${parts} ${EXECUTE})`;
+    // Valid wasm since the extended-const and GC proposals (wasmtime validates it); wabt's validator refuses it.
+    const computed = (parts: string) => assemble(shell(parts), { features: { extended_const: true }, validate: false });
+    expectRefusal(await computed('(data (global.get $g) "x")'), 'code_too_large', /the offset of data segment #0 is computed/);
+    expectRefusal(await computed('(data (i32.const 0) "a") (data (i32.add (i32.const 1) (i32.const 1)) "b")'), 'code_too_large', /data segment #1 is computed/);
+    expectRefusal(await computed('(global i32 (global.get $g))'), 'code_too_large', /the initializer of global #1 is computed/);
+    expectRefusal(await computed('(elem (global.get $g) $f)'), 'code_too_large', /the offset of element segment #0 is computed/);
+    const constants = shell('(global f64 (f64.const 1.5)) (global funcref (ref.func $f)) (data (i32.const 8) "x") (elem (i32.const 1) $f) (elem funcref (ref.null func))');
+    assert.equal((await runModule(compileModule(await assemble(constants, { features: { reference_types: true } })), '{}')).kind, 'rejected');
   });
 
   it('refuses a table beyond the pool limits', async () => {
@@ -249,6 +273,20 @@ describe('hostile guests', () => {
     assert.equal(outcome.kind, 'output');
     // one initial page + one grown for the input; growing to 160 works, one more fails
     assert.deepEqual(JSON.parse(outcome.output), { first: 2, second: -1, pages: 160 });
+  });
+
+  it('charges an operator the runtime carries out by its time, not 1 unit: 1,000 memory.fill of length 0 cost over 200,000', async () => {
+    // A plain loop spends 50,000,000 units in ~55 ms; this one spent them in seconds when each fill cost 1.
+    const module = compileModule(
+      await assemble(`(module (memory (export "memory") 1)
+        (func (export "execute") (param i32 i32) (result i32) (local $n i32)
+          (loop $l (memory.fill (i32.const 0) (i32.const 0) (i32.const 0))
+            (local.set $n (i32.add (local.get $n) (i32.const 1))) (br_if $l (i32.lt_u (local.get $n) (i32.const 1000))))
+          (i32.const 0)))`),
+    );
+    const outcome = await runModule(module, '{}');
+    assert.equal(outcome.kind, 'rejected');
+    assert.ok(outcome.fuelUsed > 200_000 && outcome.fuelUsed < 300_000, `fuel used: ${outcome.fuelUsed}`);
   });
 
   it('runs a start function under fuel too', async () => {

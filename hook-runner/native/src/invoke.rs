@@ -6,7 +6,7 @@ use wasmtime::{
 };
 
 use crate::abi::{pages_for_input, read_output};
-use crate::engine::{StoreData, WASM_PAGE_BYTES};
+use crate::engine::{StoreData, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
 use crate::validate::Compiled;
 
 /// Limits of one call, already clamped to the sandbox ceilings.
@@ -132,12 +132,20 @@ fn place_input(
             match memory.grow(&mut *store, pages) {
                 Ok(old_pages) => match u32::try_from(old_pages * WASM_PAGE_BYTES) {
                     Ok(ptr) => ptr,
-                    Err(_) => return Ok(Err("guest memory is too large to place the input".into())),
+                    Err(_) => {
+                        return Ok(Err("guest memory is too large to place the input".into()))
+                    }
                 },
                 Err(_) => {
+                    let limit = match memory.ty(&*store).maximum() {
+                        Some(max) if max < MAX_MEMORY_PAGES => {
+                            format!("the module's declared maximum of {max} pages")
+                        }
+                        _ => "the sandbox memory limit".to_owned(),
+                    };
                     return Ok(Err(format!(
-                        "input of {len} bytes needs {pages} more page(s) of guest memory, beyond the sandbox memory limit"
-                    )))
+                        "input of {len} bytes needs {pages} more page(s) of guest memory, beyond {limit} (export `alloc` to place it in memory the module has)"
+                    )));
                 }
             }
         }

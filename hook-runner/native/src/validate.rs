@@ -6,7 +6,7 @@ use wasmtime::{
     Store, Trap, ValType,
 };
 
-use crate::engine::{engine, StoreData, MAX_MEMORY_BYTES, WASM_PAGE_BYTES};
+use crate::engine::{engine, StoreData, MAX_MEMORY_BYTES, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
 use crate::refusal::{refuse, Refusal};
 use crate::scan::scan;
 use crate::sniff::sniff;
@@ -54,9 +54,12 @@ pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
             format!("module does not fit the sandbox: {e:#}"),
         )
     })?;
-    let initial_pages = check_memory(&module)?;
+    let (initial_pages, maximum_pages) = check_memory(&module)?;
     check_func(&module, "execute", &[ValType::I32, ValType::I32], true)?;
     let has_alloc = check_func(&module, "alloc", &[ValType::I32], false)?;
+    if !has_alloc {
+        check_room_for_input(initial_pages, maximum_pages)?;
+    }
 
     let pre = Linker::new(engine)
         .instantiate_pre(&module)
@@ -90,8 +93,23 @@ fn extern_kind(ty: &ExternType) -> &'static str {
     }
 }
 
-/// Returns the exported memory's initial size in pages.
-fn check_memory(module: &Module) -> Result<u64, Refusal> {
+/// Without `alloc` the input goes into pages grown for it: a memory that cannot grow (its
+/// declared maximum, or the sandbox's 160 pages, reached at the start) could never take one.
+fn check_room_for_input(initial_pages: u64, maximum_pages: Option<u64>) -> Result<(), Refusal> {
+    let limit = maximum_pages.map_or(MAX_MEMORY_PAGES, |max| max.min(MAX_MEMORY_PAGES));
+    if initial_pages < limit {
+        return Ok(());
+    }
+    Err(refuse(
+        "missing_export",
+        format!(
+            "module has no `alloc` and its memory cannot grow ({initial_pages} initial pages of at most {limit}), so no input could be placed: export `alloc`, or leave the memory room to grow"
+        ),
+    ))
+}
+
+/// Returns the exported memory's initial size and declared maximum, in pages.
+fn check_memory(module: &Module) -> Result<(u64, Option<u64>), Refusal> {
     let memory = match module.get_export("memory") {
         Some(ExternType::Memory(m)) => m,
         Some(other) => {
@@ -116,7 +134,7 @@ fn check_memory(module: &Module) -> Result<u64, Refusal> {
             "`memory` must be an unshared 32-bit memory with 64 KiB pages",
         ));
     }
-    Ok(memory.minimum())
+    Ok((memory.minimum(), memory.maximum()))
 }
 
 /// Checks export `name` is a function `params -> i32`; returns whether it exists.
