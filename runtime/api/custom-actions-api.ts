@@ -159,6 +159,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
     {
       method: 'GET',
       pattern: one,
+      query: [],
       handler: (request) => {
         const org = orgFor(request, 'viewer');
         const action = actions.describe(org.id, requireAction(org, request).id);
@@ -242,6 +243,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
     {
       method: 'GET',
       pattern: `${one}/secrets`,
+      query: [],
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);

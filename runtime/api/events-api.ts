@@ -9,7 +9,7 @@ import { rawJson, type Route } from '../http/types.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { ENVIRONMENTS, EVENT_TYPE_PATTERN, EVENT_TYPE_RULE, type Environment } from '../sources/source-record.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
-import { encodeCursor, environmentOf, parseCursor, parseLimit } from './query-params.ts';
+import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursor, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -94,6 +94,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
     {
       method: 'GET',
       pattern: `${base}/:event_id`,
+      query: ENVIRONMENT_QUERY,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));

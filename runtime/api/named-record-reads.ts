@@ -6,7 +6,7 @@
 import { rawJson, type Route } from '../http/types.ts';
 import type { ApiContext } from './context.ts';
 import { byteCappedPage } from './byte-capped-page.ts';
-import { encodeCursor, environmentOf, namedInEnvironment, parseCursorOf, parseLimit } from './query-params.ts';
+import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, namedInEnvironment, parseCursorOf, parseLimit } from './query-params.ts';
 
 interface NamedRecord {
   readonly name: string;
@@ -49,6 +49,7 @@ export function namedRecordReads<T extends NamedRecord>(ctx: ApiContext, base: s
     {
       method: 'GET',
       pattern: `${base}/:name`,
+      query: ENVIRONMENT_QUERY,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         return rawJson(200, { [records.singular]: records.describe(namedInEnvironment(request, org, records.what, records.require)) });

@@ -89,6 +89,7 @@ export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: str
     {
       method: 'GET',
       pattern: '/organizations/:org_id',
+      query: [],
       handler: (request) => json(200, { organization: ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer') }),
     },
   ];

@@ -5,7 +5,7 @@ import { InputError, notFound } from '../errors.ts';
 import { json, type HttpRequest, type Route } from '../http/types.ts';
 import { isEntityId, isEntityType, isProjectionName, isRowType, type ProjectionStore } from '../projections/projection-store.ts';
 import type { ApiContext } from './context.ts';
-import { encodeCursor, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
+import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
 
 /** DESIGN 6.5: a row's status is at most 40 characters. */
 const MAX_STATUS_LENGTH = 40;
@@ -59,6 +59,7 @@ export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore):
     {
       method: 'GET',
       pattern: `${base}/:entity_type/:entity_id`,
+      query: ENVIRONMENT_QUERY,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const name = projectionName(request);

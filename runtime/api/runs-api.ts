@@ -62,6 +62,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
     {
       method: 'GET',
       pattern: `${base}/:run_id`,
+      query: ENVIRONMENT_QUERY,
       handler: (request) => {
         const { run } = requireRun(request, 'viewer');
         const view = describeRun(run);

@@ -137,6 +137,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     {
       method: 'GET',
       pattern: one,
+      query: ENVIRONMENT_QUERY,
       handler: (request) => json(200, { workflow: forCaller(request, requireWorkflow(orgFor(request, 'viewer'), request)) }),
     },
     { method: 'PUT', pattern: one, query: ENVIRONMENT_QUERY, handler: update },
@@ -168,6 +169,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     {
       method: 'GET',
       pattern: `${one}/versions`,
+      query: [...ENVIRONMENT_QUERY, 'limit', 'cursor'],
       handler: (request) => {
         const org = orgFor(request, 'viewer');
         const workflowId = requireHistory(org, request);
@@ -182,6 +184,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     {
       method: 'GET',
       pattern: `${one}/versions/:version`,
+      query: ENVIRONMENT_QUERY,
       handler: (request) => {
         const org = orgFor(request, 'viewer');
         const workflowId = requireHistory(org, request);

@@ -162,7 +162,10 @@ export class HttpServer {
         // A URL a provider was given may repeat a parameter of its own (`query: 'any'`).
         if (route.query !== 'any') query.assertNoRepeats();
         route.beforeBody?.(head);
-        if (!reads && route.query !== 'any') query.assertOnly(route.query ?? []);
+        // A GET that declares its parameters is checked here too: one that can fail before reading them
+        // all (a 404 by id) would otherwise answer a typo (`?enviroment=`) with "not found".
+        const declared = route.query !== undefined && route.query !== 'any';
+        if ((!reads || declared) && route.query !== 'any') query.assertOnly(route.query ?? []);
         if (!reads && method !== 'DELETE') {
           assertIdentityEncoding(headers['content-encoding']);
           reservation = this.#bodyBudget.open(params.org_id ?? '');
@@ -182,7 +185,7 @@ export class HttpServer {
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
       if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
       const reply = await route.handler(request);
-      if (reads) query.assertAllAsked();
+      if (reads && route.query === undefined) query.assertAllAsked();
       return reply;
     };
     run().then(finish, (error: unknown) => finish(this.#errorReply(error)));

@@ -45,7 +45,8 @@ export interface Route {
   /**
    * Query parameters a write (POST, PUT, PATCH, DELETE) takes; any other is refused with 400 before
    * the body is read (default: none). `any` lets every one through, for URLs that callers outside
-   * Sluice build. A GET is checked against what its handler reads instead (read-query.ts).
+   * Sluice build. A GET without a list is checked against what its handler read (read-query.ts),
+   * once it answered; a GET that can fail before reading them all (by id: a 404) declares them.
    */
   readonly query?: readonly string[] | 'any';
   /** Name used for the latency metric; defaults to the pattern. */

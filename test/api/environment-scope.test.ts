@@ -98,3 +98,28 @@ test('a create takes its environment in the body: `?environment=` on it is a 400
   assert.equal((await get('/workflows')).body.workflows.length, 0, 'no production workflow');
   assert.equal((await get('/sources')).body.sources.length, 0, 'no production source');
 });
+
+test('a misspelled parameter on a read by id is 400 naming it, not a 404 for what exists', async () => {
+  const run = (await get(`/runs/${runId}?environment=sandbox`)).body.run;
+  const paths = [
+    `/workflows/${workflowId}`,
+    `/workflows/${workflowId}/versions`,
+    `/workflows/${workflowId}/versions/1`,
+    `/runs/${runId}`,
+    `/events/${run.event_id}`,
+    '/sources/pay',
+    '/devices/kiosk',
+    '/schedules/nightly',
+    '/projections/inv/item/sku-1',
+  ];
+  for (const path of paths) {
+    const typo = await get(`${path}?enviroment=sandbox`);
+    assert.deepEqual([typo.status, typo.body.error?.code, typo.body.error?.field], [400, 'unknown_query_parameter', 'enviroment'], `${path}: ${typo.text}`);
+  }
+  for (const path of ['', '/custom-actions/act_nope', '/custom-actions/act_nope/secrets']) {
+    const typo = await get(`${path}?verbose=1`);
+    assert.deepEqual([typo.status, typo.body.error?.code], [400, 'unknown_query_parameter'], `${path}: ${typo.text}`);
+  }
+  assert.equal((await get(`/events/${run.event_id}?environment=sandbox`)).status, 200, 'the parameter spelled right');
+  assert.equal((await get(`/workflows/${workflowId}/versions?environment=sandbox&limit=1`)).status, 200);
+});
