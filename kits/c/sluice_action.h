@@ -20,8 +20,9 @@
 #error "sluice_action.h targets wasm32 (clang --target=wasm32)"
 #endif
 
-/* Arrays and objects nested deeper than this are refused (the envelope itself is level 1). */
-#define SL_MAX_DEPTH 128
+/* Arrays and objects nested deeper than this are refused. The envelope itself is level 1, so a
+   payload of 128 levels, the deepest Sluice stores (a webhook body is the payload), reaches 129. */
+#define SL_MAX_DEPTH 129
 /* The host reads at most this many bytes before the NUL (DESIGN 6.5). */
 #define SL_MAX_OUTPUT_BYTES (256u * 1024u)
 

@@ -119,8 +119,9 @@ export function namedCases(): RiskCase[] {
     raw('amount i64 min', '{"order_id":"o","amount_cents":-9223372036854775808}',
       (model({ order_id: 'o', amount_cents: -1 }) ?? '').replace('"amount_cents":-1', '"amount_cents":-9223372036854775808')),
     raw('amount -0', '{"order_id":"o","amount_cents":-0}', model({ order_id: 'o', amount_cents: 0 })),
-    raw('nesting at the depth limit (128) is accepted', `{"order_id":"deep","x":${nest(126)}}`, model({ order_id: 'deep' })),
-    raw('nesting past the depth limit is rejected', `{"order_id":"deep","x":${nest(127)}}`, null),
+    // A payload of 128 levels (the most Sluice stores) is 129 with the envelope around it.
+    raw('a payload nested 128 levels (129 in the envelope) is accepted', `{"order_id":"deep","x":${nest(127)}}`, model({ order_id: 'deep' })),
+    raw('nesting past the depth limit is rejected', `{"order_id":"deep","x":${nest(128)}}`, null),
     raw('missing order id -> rejected', '{"amount_cents":184900}', null),
     raw('null order id -> rejected', '{"order_id":null}', null),
     raw('empty order id -> rejected', '{"order_id":""}', null),

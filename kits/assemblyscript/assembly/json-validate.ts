@@ -2,8 +2,11 @@
 // linear memory that also fills the skip index (end offset of every string and container).
 import { JsonDoc, JsonView, hex4 } from "./json-view";
 
-/** Arrays and objects nested deeper than this are refused (the envelope itself is level 1). */
-export const MAX_DEPTH: i32 = 128;
+/**
+ * Arrays and objects nested deeper than this are refused. The envelope itself is level 1, so a
+ * payload of 128 levels, the deepest Sluice stores (a webhook body is the payload), reaches 129.
+ */
+export const MAX_DEPTH: i32 = 129;
 
 /**
  * Validates [ptr, ptr + len) as exactly one JSON document; null when it is not JSON, nests

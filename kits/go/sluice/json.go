@@ -2,8 +2,9 @@
 // owns the zero-copy Value views over validated bytes and their skip index.
 package sluice
 
-// MaxDepth: arrays and objects nested deeper are refused (the envelope itself is level 1).
-const MaxDepth = 128
+// MaxDepth: arrays and objects nested deeper are refused. The envelope itself is level 1, so a
+// payload of 128 levels, the deepest Sluice stores (a webhook body is the payload), reaches 129.
+const MaxDepth = 129
 
 type Kind int
 

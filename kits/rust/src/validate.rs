@@ -5,8 +5,9 @@
 use crate::json::Index;
 use crate::Value;
 
-/// Arrays and objects nested deeper than this are refused (the envelope itself is level 1).
-pub const MAX_DEPTH: usize = 128;
+/// Arrays and objects nested deeper than this are refused. The envelope itself is level 1, so a
+/// payload of 128 levels, the deepest Sluice stores (a webhook body is the payload), reaches 129.
+pub const MAX_DEPTH: usize = 129;
 
 /// Validates `input` as exactly one JSON document and returns it; None when it is not JSON,
 /// nests deeper than MAX_DEPTH, or holds a lone UTF-16 surrogate escape. The skip index takes
