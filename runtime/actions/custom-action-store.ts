@@ -223,8 +223,8 @@ export class CustomActionStore {
 
   /**
    * Renames or re-describes in place. New permissions become a new version, pending review, of the
-   * latest version's module; the same set as the latest writes no version. A module that was
-   * rejected or revoked in any version is refused (409 module_rejected): a permissions edit must never
+   * latest version's module; the same set as the latest writes no version. A module whose code stands
+   * rejected or revoked (moduleRefusal) is refused (409 module_rejected): a permissions edit must never
    * put such code up for a review that looks like a permission change. To try that module again,
    * upload it again, on purpose.
    */
@@ -237,7 +237,7 @@ export class CustomActionStore {
         if (action === undefined || latest === undefined) return fail(missingAction());
         let version: ActionVersionRecord | null = null;
         if (input.permissions !== undefined && !samePermissions(input.permissions, latest.permissions)) {
-          const rejected = versions.find((v) => v.digest === latest.digest && (v.status === 'rejected' || v.status === 'revoked'));
+          const rejected = moduleRefusal(versions, latest.digest);
           if (rejected !== undefined) {
             return fail(new ConflictError('module_rejected', `The latest module was ${rejected.status} in version ${rejected.version}; upload a module (the same one again, if you mean it) instead of changing its permissions.`, { version: rejected.version }));
           }
@@ -337,6 +337,28 @@ export class CustomActionStore {
   #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {
     return durably(this.#root, this.#root.transaction(body));
   }
+}
+
+/**
+ * The version whose verdict on the module `digest` still stands against its code, if any: a
+ * revocation, or a rejection while no version of that module was approved (a rejection after it
+ * was approved is a verdict on that version's permissions, not on the code). A later approval of
+ * the module, uploaded again on purpose, lifts either.
+ */
+function moduleRefusal(versions: readonly ActionVersionRecord[], digest: string): ActionVersionRecord | undefined {
+  let refusal: ActionVersionRecord | undefined;
+  let approved = false;
+  for (const version of versions) {
+    if (version.digest !== digest) continue;
+    if (version.status === 'approved' || version.status === 'superseded') {
+      approved = true;
+      refusal = undefined;
+    } else if (version.status === 'revoked' || (version.status === 'rejected' && !approved)) {
+      approved = false;
+      refusal = version;
+    }
+  }
+  return refusal;
 }
 
 function pendingVersion(version: number, module: Pick<CompiledUpload, 'digest' | 'size'>, permissions: readonly string[], at: number): ActionVersionRecord {

@@ -262,6 +262,17 @@ describe('review and versions', () => {
     assert.equal(v4.status, 409);
     assert.equal(v4.body.error.code, 'module_rejected');
   });
+
+  it('a rejected permissions change of an approved module leaves the module editable: the verdict was on the permissions', async () => {
+    const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
+    await review(id, { status: 'approved', version: 1 });
+    const wider = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: ['read_secret:API_KEY', 'read_secret:ADMIN_PASSWORD'] } });
+    assert.equal(wider.body.new_version.version, 2);
+    assert.equal((await review(id, { status: 'rejected', version: 2, reason: 'too wide' })).status, 200);
+    const narrower = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: [] } });
+    assert.equal(narrower.status, 200, narrower.text);
+    assert.deepEqual([narrower.body.new_version.version, narrower.body.new_version.status], [3, 'pending_review']);
+  });
 });
 
 describe('secrets', () => {
