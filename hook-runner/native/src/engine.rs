@@ -57,12 +57,13 @@ impl StoreData {
 /// carries out through a call into the runtime take far longer than an instruction at any length,
 /// 0 included: a `(loop (memory.fill 0 0 0) (br 0))` spent 50,000,000 units in 1.7-3.6 s where a
 /// plain loop spends them in ~55 ms (~1.1 ns a unit). Each flat cost here is about that operator's
-/// time in such units, measured on the 2-core dev VM at length 0 (memory.fill ~180 ns, memory.grow
-/// ~40 ns, table.grow ~25 ns, the others 2-13 ns), so the fuel limit bounds a call's time whatever
-/// it runs.
+/// time in such units, measured on the 2-core dev VM at length 0 (memory.fill ~180 ns, ref.func
+/// 70-225 ns, memory.grow ~40 ns, elem.drop ~38 ns, table.grow ~25 ns, the others 2-13 ns), so the
+/// fuel limit bounds a call's time whatever it runs.
 fn fuel_costs() -> OperatorCost {
     let mut cost = OperatorCost::new();
     cost.MemoryFill = 200;
+    cost.RefFunc = 160;
     cost.MemoryGrow = 48;
     cost.TableGrow = 32;
     cost.TableInit = 16;
@@ -71,7 +72,7 @@ fn fuel_costs() -> OperatorCost {
     cost.TableCopy = 8;
     cost.TableFill = 8;
     cost.DataDrop = 4;
-    cost.ElemDrop = 4;
+    cost.ElemDrop = 32;
     cost
 }
 
