@@ -350,7 +350,8 @@ function moduleRefusal(versions: readonly ActionVersionRecord[], digest: string)
   let approved = false;
   for (const version of versions) {
     if (version.digest !== digest) continue;
-    if (version.status === 'approved' || version.status === 'superseded') {
+    // A version still pending when a newer one was approved is superseded too, never reviewed (no reviewer).
+    if (version.status === 'approved' || (version.status === 'superseded' && version.reviewer !== null)) {
       approved = true;
       refusal = undefined;
     } else if (version.status === 'revoked' || (version.status === 'rejected' && !approved)) {

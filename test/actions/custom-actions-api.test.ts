@@ -273,6 +273,16 @@ describe('review and versions', () => {
     assert.equal(narrower.status, 200, narrower.text);
     assert.deepEqual([narrower.body.new_version.version, narrower.body.new_version.status], [3, 'pending_review']);
   });
+
+  it('a module superseded while pending was never approved: its later rejection still stands against permission edits', async () => {
+    const { id } = await createAction();
+    assert.equal((await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.projection })).status, 201);
+    await review(id, { status: 'approved', version: 2 });
+    assert.equal((await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.echo })).status, 201);
+    assert.equal((await review(id, { status: 'rejected', version: 3, reason: 'this code is not acceptable' })).status, 200);
+    const edit = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
+    assert.deepEqual([edit.status, edit.body.error?.code, edit.body.error?.version], [409, 'module_rejected', 3], edit.text);
+  });
 });
 
 describe('secrets', () => {
