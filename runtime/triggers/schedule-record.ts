@@ -126,13 +126,21 @@ export const WAITED_OUT_SET_BACK_MS = 60 * 60_000;
  * twice while that event is retained).
  */
 export const isTickDone = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean =>
-  schedule.last_tick_ms <= nowMs + WAITED_OUT_SET_BACK_MS && tickMs <= schedule.last_tick_ms;
+  (schedule.last_tick_ms <= nowMs + WAITED_OUT_SET_BACK_MS && tickMs <= schedule.last_tick_ms) || isBeforeStart(schedule, tickMs, nowMs);
+
+/**
+ * A tick before the schedule started (`started_ms`) is never owed, once the clock is back near or
+ * past that start: a start passed over as far ahead of a slow clock (startedAheadOfClock) keeps it,
+ * so a clock corrected again does not send a tick from before the schedule existed.
+ */
+const isBeforeStart = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean =>
+  schedule.started_ms !== undefined && tickMs < schedule.started_ms && schedule.started_ms <= nowMs + WAITED_OUT_SET_BACK_MS;
 
 /**
  * Whether the schedule started (created, re-timed, enabled) while the clock was more than
  * WAITED_OUT_SET_BACK_MS ahead of `nowMs`, and has done no tick since. It started at some real time
- * before now that cannot be told, so a tick owed by the corrected clock may fall before it: that
- * tick is passed over, and the schedule starts again from now.
+ * before now that cannot be told, so a tick owed by the clock now may fall before it: that tick is
+ * passed over (`last_tick_ms` becomes now; `started_ms` stays, should the clock be right again).
  */
 export const startedAheadOfClock = (schedule: ScheduleRecord, nowMs: number): boolean =>
   schedule.last_tick_ms > nowMs + WAITED_OUT_SET_BACK_MS && schedule.last_tick_ms === schedule.started_ms;

@@ -122,7 +122,7 @@ export class ScheduleTicker {
    * checks the schedule is still the one read (not changed since), enabled, and not past this
    * tick. A sandbox tick of an org whose plan has no sandbox any more is passed over (marked done,
    * nothing sent); so is a tick of a schedule started while the clock ran far ahead
-   * (startedAheadOfClock), which starts again from now.
+   * (startedAheadOfClock), which goes on from now.
    */
   async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
     const { schedules, orgs, generations } = this.#d;
@@ -138,7 +138,7 @@ export class ScheduleTicker {
       if (current === undefined || !sendsAlike(current, schedule) || !current.enabled) return undefined;
       const nowMs = Math.max(now, this.#d.clock.now());
       if (isTickDone(current, tick, nowMs)) return undefined;
-      if (startedAheadOfClock(current, nowMs)) return { ...current, last_tick_ms: nowMs, started_ms: nowMs };
+      if (startedAheadOfClock(current, nowMs)) return { ...current, last_tick_ms: nowMs };
       sent = event !== undefined && write(event);
       return { ...current, last_tick_ms: tick, last_sent_tick_ms: sent ? tick : current.last_sent_tick_ms };
     });

@@ -71,3 +71,23 @@ test('a schedule created while the clock ran far ahead owes nothing from before 
   assert.equal(lookAt(CORRECT + 1.5 * HOUR), 1);
   assert.deepEqual(await eventually('the 12:00 tick', freshTicks, (ticks) => ticks.length === 1), ['2026-11-30T12:00:00.000Z']);
 });
+
+test('a schedule whose start a slow clock passed over sends no tick from before that start once the clock is right again', async () => {
+  const laterTicks = async (): Promise<string[]> => {
+    const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=report.later`, { token: key });
+    return listed.body.events.map((e: { payload: { scheduled_for: string } }) => e.payload.scheduled_for);
+  };
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/schedules/fresh`, { token: key })).status, 204, 'only this schedule has a timer');
+  const start = CORRECT + 1.5 * HOUR + 600_000; // 12:10
+  lookAt(start);
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/schedules`, { token: key, json: { name: 'later', cron: '0 * * * *', event_type: 'report.later' } });
+  assert.equal(created.status, 201, created.text);
+
+  lookAt(start - 2 * HOUR); // set back to 10:10: the 10:00 tick of a schedule "made" at 12:10 is passed over
+  await eventually('the 10:00 tick to be passed over', () => rt.runtime.ticker.timers.dueAt(`${ORG}\u0000later`), (at) => at === CORRECT + 0.5 * HOUR);
+  lookAt(start + 60_000); // right again at 12:11: the 12:00 tick is from before the schedule started
+  await eventually('the next tick to be armed', () => rt.runtime.ticker.timers.dueAt(`${ORG}\u0000later`), (at) => at === CORRECT + 2.5 * HOUR);
+  assert.deepEqual(await laterTicks(), []);
+  lookAt(CORRECT + 2.5 * HOUR);
+  assert.deepEqual(await eventually('the 13:00 tick', laterTicks, (ticks) => ticks.length === 1), ['2026-11-30T13:00:00.000Z']);
+});
