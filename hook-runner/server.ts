@@ -3,7 +3,7 @@
 import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
-import { Server, ServerCredentials, type handleUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Server, ServerCredentials, ServerInterceptingCall, status, type handleUnaryCall, type Metadata, type ServerInterceptor, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } from './handlers.ts';
 import { InvocationLedger } from './invocation-ledger.ts';
 import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddress } from './listen-address.ts';
@@ -108,6 +108,29 @@ function createImplementation(handlers: HookRunnerHandlers, token: string, log: 
   };
 }
 
+/**
+ * Refuses a call without the runner token once its metadata is in, before its message is read: a
+ * Compile may carry 12 MiB, and a caller without the token could otherwise make the runner buffer
+ * and decode that much per call (unary handlers see a call only with its whole message).
+ */
+function refuseWithoutToken(authorized: (metadata: Metadata) => boolean): ServerInterceptor {
+  return (_method, next) => {
+    const call: ServerInterceptingCall = new ServerInterceptingCall(next, {
+      start: (startNext) =>
+        startNext({
+          onReceiveMetadata: (metadata, metadataNext) => {
+            if (authorized(metadata)) metadataNext(metadata);
+            else {
+              const refused = toServerError(unauthenticated());
+              call.sendStatus({ code: refused.code ?? status.UNAUTHENTICATED, details: refused.details ?? '', metadata: refused.metadata ?? null });
+            }
+          },
+        }),
+    });
+    return call;
+  };
+}
+
 function bind(server: Server, address: ListenAddress): Promise<number> {
   return new Promise((resolvePort, reject) => {
     server.bindAsync(formatAddress(address), ServerCredentials.createInsecure(), (error, port) => {
@@ -149,6 +172,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   const server = new Server({
     'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
     'grpc.max_send_message_length': MAX_SEND_BYTES,
+    interceptors: [refuseWithoutToken(createTokenCheck(token))],
   });
   server.addService(loadHookRunnerService(), createImplementation(handlers, token, log));
   let port: number;

@@ -57,6 +57,17 @@ describe('runner token', () => {
     });
   }
 
+  it('refuses a call without the token before reading its message: 11 MiB that no decoder could read is never decoded', async () => {
+    const definition = loadHookRunnerService().Compile as unknown as { path: string };
+    const metadata = new Metadata();
+    metadata.set('authorization', `Bearer ${newToken()}`);
+    const garbage = Buffer.alloc(11 * 1024 * 1024, 0xff);
+    const error = await new Promise<ServiceError | null>((resolve) => {
+      raw.makeUnaryRequest(definition.path, (bytes: Buffer) => bytes, (bytes: Buffer) => bytes, garbage, metadata, { deadline: Date.now() + 10_000 }, (failure) => resolve(failure));
+    });
+    assert.equal(error?.code, status.UNAUTHENTICATED, `a decoded message fails as a bad request instead: ${error?.details}`);
+  });
+
   it('did nothing for refused calls', async () => {
     assert.deepEqual(await runner.client.listSecretKeys({ orgId: 'org_auth', actionId: 'a' }), []);
   });
