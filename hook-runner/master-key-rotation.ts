@@ -21,13 +21,18 @@ export interface ResealCounts {
 export async function resealUnderCurrentKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[]): Promise<ResealCounts> {
   let resealed = 0;
   let unreadable = 0;
-  let pending: Array<{ key: SecretRecordKey; sealed: Buffer }> = [];
+  let pending: Array<{ key: SecretRecordKey; sealed: Buffer; was: Uint8Array }> = [];
   const flush = async (): Promise<void> => {
     const batch = pending;
     pending = [];
     if (batch.length === 0) return;
     await store.durable(store.secrets.batch(() => {
-      for (const { key, sealed } of batch) void store.secrets.put(key, sealed);
+      for (const { key, sealed, was } of batch) {
+        void store.secrets.put(key, sealed);
+        // A secret of an earlier release is known to invocation records by its sealed bytes: they
+        // become its revision mark, so its runs' records still match (vault.ts revision).
+        if (!store.secretRevisions.doesExist(key)) void store.secretRevisions.put(key, Buffer.from(was));
+      }
     }));
   };
   for (const { key, value } of store.secrets.getRange({ snapshot: false })) {
@@ -38,7 +43,7 @@ export async function resealUnderCurrentKey(store: RunnerStore, current: KeyObje
       unreadable += 1;
       continue;
     }
-    pending.push({ key, sealed: sealSecret(current, aad, plaintext) });
+    pending.push({ key, sealed: sealSecret(current, aad, plaintext), was: value });
     resealed += 1;
     if (pending.length >= RESEAL_BATCH) await flush();
   }

@@ -38,6 +38,12 @@ export interface RunnerStore {
   readonly modules: Database<Buffer, string>;
   /** (org, action, key) -> sealed secret (see vault.ts); never plaintext. */
   readonly secrets: Database<Buffer, SecretRecordKey>;
+  /**
+   * (org, action, key) -> the mark of the secret's value in invocation records (vault.ts revision):
+   * random bytes per write, so sealing it again under a new master key keeps it. A secret written by
+   * an earlier release has none until a rotation gives it its sealed bytes as they were.
+   */
+  readonly secretRevisions: Database<Buffer, SecretRecordKey>;
   /** (org, run) -> highest fence seen, as a decimal string (uint64 does not fit a JS number). */
   readonly fences: Database<string, FenceKey>;
   /** (org, idempotency key) -> completed invocation (its output). */
@@ -64,6 +70,7 @@ export function openRunnerStore(dataDir: string): RunnerStore {
   privateFilesIn(dir);
   const modules = root.openDB<Buffer, string>({ name: 'modules', encoding: 'binary' });
   const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });
+  const secretRevisions = root.openDB<Buffer, SecretRecordKey>({ name: 'secret-revisions', encoding: 'binary' });
   const fences = root.openDB<string, FenceKey>({ name: 'fences', encoding: 'string' });
   const invocations = root.openDB<InvocationRecord, InvocationKey>({ name: 'invocations', encoding: 'msgpack' });
   const fencesByTime = root.openDB<string, FenceTimeKey>({ name: 'fences-by-time', encoding: 'string' });
@@ -74,6 +81,7 @@ export function openRunnerStore(dataDir: string): RunnerStore {
   return {
     modules,
     secrets,
+    secretRevisions,
     fences,
     invocations,
     fencesByTime,

@@ -65,6 +65,7 @@ export class SecretVault {
       secrets.transaction(() => {
         if (!secrets.doesExist(id) && this.listKeys(scope).length >= MAX_SECRETS_PER_ACTION) return false;
         secrets.putSync(id, sealed);
+        this.#store.secretRevisions.putSync(id, randomBytes(16));
         return true;
       }),
     );
@@ -72,14 +73,17 @@ export class SecretVault {
   }
 
   /**
-   * A digest of the stored (sealed) values of `keys`, read without decrypting anything: it changes
-   * whenever one of them is written or deleted (each write seals with a fresh nonce).
+   * A digest of the revision marks of `keys` (store.ts), read without decrypting anything: it changes
+   * whenever one of them is written or deleted, and not when a new master key seals them again (a
+   * secret of an earlier release without a mark counts by its sealed bytes, which a rotation keeps
+   * as its mark).
    */
   revision(scope: SecretScope, keys: readonly SecretKey[]): string {
     const hash = createHash('sha256');
     for (const key of [...keys].sort()) {
-      const sealed = this.#store.secrets.get(recordKey(scope, key)) as Uint8Array | undefined;
-      hash.update(`${key}\0`).update(sealed ?? '-').update('\0');
+      const id = recordKey(scope, key);
+      const mark = (this.#store.secretRevisions.get(id) ?? this.#store.secrets.get(id)) as Uint8Array | undefined;
+      hash.update(`${key}\0`).update(mark ?? '-').update('\0');
     }
     return hash.digest('base64url');
   }
@@ -99,7 +103,12 @@ export class SecretVault {
   async delete(scope: SecretScope, key: SecretKey): Promise<boolean> {
     const id = recordKey(scope, key);
     const secrets = this.#store.secrets;
-    return this.#store.durable(secrets.transaction(() => secrets.doesExist(id) && secrets.removeSync(id)));
+    return this.#store.durable(
+      secrets.transaction(() => {
+        this.#store.secretRevisions.removeSync(id);
+        return secrets.doesExist(id) && secrets.removeSync(id);
+      }),
+    );
   }
 
   /**

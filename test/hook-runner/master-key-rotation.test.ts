@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
 import { parsePreviousMasterKeys } from '../../hook-runner/master-key.ts';
+import { openRunnerStore } from '../../hook-runner/store.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { TerminalError } from '../../runtime/errors.ts';
 import { invocation, newMasterKey, startRunner, tempDataDir, type RunnerFixture } from '../helpers/hook-runner.ts';
@@ -109,4 +110,30 @@ test('SLUICE_PREVIOUS_MASTER_KEYS: unset means none; blank or a bad entry is ref
     assert.doesNotMatch(error.message, /SECRETISH/);
     return true;
   });
+});
+
+test('a call completed before a rotation is answered from its record after it: sealing again under a new key is not a new secret value', async () => {
+  const dataDir = tempDataDir();
+  const oldKey = newMasterKey();
+  const newKey = newMasterKey();
+  const before = await runnerWith(dataDir, oldKey);
+  const echo = await before.client.compile(await assembleWat('hex-echo', HEX_ECHO_WAT));
+  await before.client.putSecret({ ...scope, key: 'STRIPE_KEY', value: 'sk_live_kept' });
+  await before.client.putSecret({ ...scope, key: 'LEGACY_KEY', value: 'sk_live_legacy' });
+  await stop(before);
+  // A secret written by an earlier release has no revision mark: its runs' records know it by its sealed bytes.
+  const store = openRunnerStore(dataDir);
+  await store.durable(store.secretRevisions.remove([scope.orgId, scope.actionId, 'LEGACY_KEY']));
+  await store.close();
+
+  const first = await runnerWith(dataDir, oldKey);
+  const call = (fence: number) => invocation(echo, { ...scope, permissions: ['read_secret:STRIPE_KEY', 'read_secret:LEGACY_KEY'], idempotencyKey: 'run_rotation:step_1', fence });
+  assert.equal((await first.client.invoke(call(1))).replayed, false);
+  await stop(first);
+
+  const rotated = await runnerWith(dataDir, newKey, oldKey);
+  assert.match(rotated.logLines.join('\n'), /2 secret\(s\) sealed again/);
+  assert.equal((await rotated.client.invoke(call(2))).replayed, true, 'the guest is not run again');
+  await rotated.client.putSecret({ ...scope, key: 'STRIPE_KEY', value: 'sk_live_new' });
+  assert.equal((await rotated.client.invoke(call(3))).replayed, false, 'a secret written again is a new value: the guest runs again');
 });
