@@ -9,7 +9,7 @@ import { parseMasterKey, parsePreviousMasterKeys } from './master-key.ts';
 import { RunnerConfigError } from './runner-error.ts';
 import { loadRunnerToken, runnerTokenPath } from './runner-token.ts';
 import { createHookRunnerServer } from './server.ts';
-import { runnerStoreDir } from './store.ts';
+import { isStoreOfEarlierRelease, runnerStoreDir } from './store.ts';
 import { chooseThreadPoolSize, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
 import { LISTENING_PREFIX } from './wire.ts';
 
@@ -70,9 +70,10 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
 function refuseStoreLeftBehind(dataDir: string): void {
   const earlier = runnerStoreDir(resolve(DEFAULT_DATA_DIR));
   const wanted = runnerStoreDir(dataDir);
-  if (wanted === earlier || existsSync(wanted) || !existsSync(earlier)) return;
+  // A store this release (or a later one) opened there, such as `sluice dev`'s, was not left behind.
+  if (wanted === earlier || existsSync(wanted) || !isStoreOfEarlierRelease(earlier)) return;
   throw new RunnerConfigError(
-    `SLUICE_DATA_DIR is ${dataDir}, which holds no hook-runner store yet, but ${earlier} does (where the runner kept it before it read SLUICE_DATA_DIR). ` +
+    `SLUICE_DATA_DIR is ${dataDir}, which holds no hook-runner store yet, but ${earlier} holds one that a release before the runner read SLUICE_DATA_DIR kept there. ` +
       `Move ${earlier} to ${wanted} to keep its secrets, or pass --data-dir (${DEFAULT_DATA_DIR} to keep using it, or ${dataDir} to start afresh there).`,
   );
 }

@@ -1,5 +1,6 @@
 // The hook-runner's LMDB environment (<dataDir>/hook-runner/runner.mdb) and its databases.
 // Durability rule: every write path awaits `durable()`, i.e. commit *and* fsync, before it answers.
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { FlushWatch, lmdbFlushSource } from './flush-watch.ts';
@@ -61,9 +62,19 @@ export interface RunnerStore {
 
 export const runnerStoreDir = (dataDir: string): string => join(dataDir, 'hook-runner');
 
+/**
+ * A file every store opened by a release that reads SLUICE_DATA_DIR holds: a store without it in
+ * ./.sluice was kept there by an earlier standalone runner that ignored the variable (command.ts).
+ */
+const READS_DATA_DIR_MARK = 'reads-sluice-data-dir';
+
+/** Whether `dir` holds a runner store no release reading SLUICE_DATA_DIR has opened. */
+export const isStoreOfEarlierRelease = (dir: string): boolean => existsSync(dir) && !existsSync(join(dir, READS_DATA_DIR_MARK));
+
 export function openRunnerStore(dataDir: string): RunnerStore {
   const dir = runnerStoreDir(dataDir);
   privateDirectory(dir);
+  if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
   const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8, overlappingSync: true, separateFlushed: true });

@@ -2,7 +2,7 @@
 // socket listening, clean exit on SIGTERM, and clear refusals of bad flags, keys and key files.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
@@ -75,10 +75,17 @@ describe('hook-runner command', () => {
     await earlier.listening;
     earlier.process.kill('SIGTERM');
     assert.equal(await earlier.exited, 0);
+    // A store this release opened (as `sluice dev`'s child does) was not left behind: the runner starts.
+    const devStore = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: tempDataDir() }, workDir);
+    await devStore.listening;
+    devStore.process.kill('SIGTERM');
+    assert.equal(await devStore.exited, 0);
+    // One kept there by a release before the runner read SLUICE_DATA_DIR has no mark.
+    rmSync(join(workDir, '.sluice', 'hook-runner', 'reads-sluice-data-dir'));
     const dataDir = tempDataDir();
     const refused = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: dataDir }, workDir);
     assert.equal(await refused.exited, 2);
-    assert.match(refused.output.join('\n'), /holds no hook-runner store yet, but .*\.sluice\/hook-runner does/);
+    assert.match(refused.output.join('\n'), /holds no hook-runner store yet, but .*\.sluice\/hook-runner holds one that a release before/);
     const chosen = spawnRunner(['--listen', '127.0.0.1:0', '--data-dir', dataDir], { SLUICE_DATA_DIR: dataDir }, workDir);
     await chosen.listening;
     chosen.process.kill('SIGTERM');
