@@ -71,7 +71,7 @@ export function observeEngine(
   scrapedGauge(metrics, 'sluice_runs_stalled', 'Runs whose last transition could not be written, waiting to be picked up again (a full or failing disk).', read.stalledRuns);
   const { runner } = read;
   if (runner === undefined) return;
-  scrapedGauge(metrics, 'sluice_hook_runner_up', '1 when the hook-runner answered a health check at this scrape (within 1 s) that it can run guests, else 0: down, restarting, wedged or without a sandbox (custom_action steps fail meanwhile).', async () => ((await runner.up()) ? 1 : 0));
+  scrapedGauge(metrics, 'sluice_hook_runner_up', '1 when the hook-runner answered a health check at this scrape (within 1 s) that it can run guests, else 0: down, restarting, wedged, without a sandbox or refusing the runner token of the runtime (custom_action steps fail or wait meanwhile).', async () => ((await runner.up()) ? 1 : 0));
   const { restarts } = runner;
   if (restarts !== undefined) scrapedGauge(metrics, 'sluice_hook_runner_restarts', 'Times the supervised hook-runner child was restarted since the runtime started.', restarts);
 }

@@ -18,6 +18,8 @@ export interface HookRunnerClientOptions {
   readonly retryDelayMs?: (attempt: number) => number;
   /** Injected for tests; defaults to a real timer. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Told each time the runner refuses the token (a deployment fault the operator must hear of). */
+  readonly onTokenRefused?: () => void;
 }
 
 export interface InvokeInput {
@@ -138,7 +140,8 @@ export class HookRunnerClient {
     if (this.#closed) return false;
     try {
       return (await this.#unary(this.#clientFor(await this.#address()), 'Health', {}, deadlineMs)).ok;
-    } catch {
+    } catch (error) {
+      if (isServiceError(error) && (error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED)) this.#options.onTokenRefused?.();
       return false;
     }
   }
@@ -176,6 +179,7 @@ export class HookRunnerClient {
           return await this.#unary(this.#clientFor(address), method, request, deadlineMs);
         } catch (error) {
           if (!isServiceError(error)) throw error;
+          if (error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED) this.#options.onTokenRefused?.();
           if (error.code !== status.UNAVAILABLE) throw toSluiceError(method, error);
           mayHaveRun ||= !neverSent(error);
           lastError = error;

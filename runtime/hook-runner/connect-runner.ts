@@ -16,11 +16,26 @@ export interface RunnerConnection {
   close(): Promise<void>;
 }
 
+/** The shortest time between two logged token refusals: every call and scrape meets one. */
+const TOKEN_REFUSED_LOG_INTERVAL_MS = 60_000;
+
+/** Logs a refused runner token at once, then at most once a minute while it goes on. */
+function tokenRefusalLog(logger: Logger, dataDir: string): () => void {
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  return () => {
+    const now = Date.now();
+    if (now - loggedAt < TOKEN_REFUSED_LOG_INTERVAL_MS) return;
+    loggedAt = now;
+    logger.warn('the hook-runner refused the runner token: custom_action steps wait and retry until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir });
+  };
+}
+
 export async function connectRunner(config: RuntimeConfig, logger: Logger): Promise<RunnerConnection> {
   if (config.runner === 'off') return { client: undefined, child: undefined, close: async () => undefined };
   const token = loadRunnerToken(config.runnerToken, config.dataDir);
+  const options = { onTokenRefused: tokenRefusalLog(logger, config.dataDir) };
   if (config.runner !== 'child') {
-    const client = new HookRunnerClient(config.runner.address, token);
+    const client = new HookRunnerClient(config.runner.address, token, options);
     return {
       client,
       child: undefined,
@@ -31,7 +46,7 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger): Prom
   }
   const log = (line: string): void => (NOTEWORTHY_RUNNER_LINE.test(line) ? logger.warn : logger.debug)('hook-runner', { line });
   const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log });
-  const client = new HookRunnerClient(() => child.address(), token);
+  const client = new HookRunnerClient(() => child.address(), token, options);
   return {
     client,
     child,
