@@ -73,6 +73,11 @@ export class SchemaCompiler {
     return Object.keys(this.#ajv.formats);
   }
 
+  /** Whether ajv applies `keyword` when it checks a payload (annotations such as "title" it does not). */
+  appliesKeyword(keyword: string): boolean {
+    return this.#ajv.getKeyword(keyword) !== false;
+  }
+
   /** Which instance compiles now (1, 2, …): it changes when the budget of the last is spent. */
   get generation(): number {
     return this.#generation;

@@ -88,6 +88,11 @@ test('bad source documents get 400 naming the field', async () => {
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'string', pattern: '^(?=a)a$' } } } } }, 'event_types.a.b'],
     // An unknown format would check nothing: a typo must not pass as validation.
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'string', format: 'emial' } } } } }, 'event_types.a.b'],
+    // So would an unknown keyword: a typo, or one of a later draft that draft-07 validation ignores.
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { type: 'object', propertees: { a: { type: 'string' } } } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { o: { type: 'object', requird: ['a'] } } } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { type: 'object', unevaluatedProperties: false } } }, 'event_types.a.b'],
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { type: 'object', dependentRequired: { a: ['b'] } } } }, 'event_types.a.b'],
     // uniqueItems that ajv can only check pair by pair needs a maxItems that bounds the pairs.
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true } } } } }, 'event_types.a.b'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true, items: { type: 'object' }, maxItems: 101 } } } } }, 'event_types.a.b'],
@@ -110,6 +115,7 @@ test('the same schema can be written again and again, and a property named "$id"
     // Annotations may hold anything, a "format" too: ajv never applies them.
     example: { format: 'pdf' },
     'x-vendor': { format: 'v2' },
+    title: 'An order', description: 'kept as written', deprecated: false, readOnly: true, nullable: true, $comment: 'a note',
   };
   const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'typed-again', secrets: [SECRET], event_types: { 'a.b': schema, 'c.d': schema } } });
   assert.equal(created.status, 201, created.text);
