@@ -40,8 +40,9 @@ export interface ScheduleRecord {
   /** The tick of the newest event the schedule sent, if it sent any. */
   readonly last_sent_tick_ms: number | null;
   /**
-   * The clock's reading when the schedule started counting ticks (created, re-timed, enabled): while
-   * `last_tick_ms` still equals it, no tick has been done since. Absent in records of older releases.
+   * The clock's reading when the schedule started counting ticks (created, re-timed, enabled), until
+   * it sends a tick (then dropped). While `last_tick_ms` still equals it, no tick has been done
+   * since. Absent in records of older releases.
    */
   readonly started_ms?: number;
 }
@@ -129,9 +130,10 @@ export const isTickDone = (schedule: ScheduleRecord, tickMs: number, nowMs: numb
   (schedule.last_tick_ms <= nowMs + WAITED_OUT_SET_BACK_MS && tickMs <= schedule.last_tick_ms) || isBeforeStart(schedule, tickMs, nowMs);
 
 /**
- * A tick before the schedule started (`started_ms`) is never owed, once the clock is back near or
- * past that start: a start passed over as far ahead of a slow clock (startedAheadOfClock) keeps it,
- * so a clock corrected again does not send a tick from before the schedule existed.
+ * A tick before the schedule started (`started_ms`, kept only until it sends a tick) is not owed
+ * once the clock is back near or past that start: a start passed over as far ahead of a slow clock
+ * (startedAheadOfClock) keeps its mark, so a clock corrected again does not send a tick from before
+ * the schedule existed. Once it has sent a tick, set backs follow the rules above alone.
  */
 const isBeforeStart = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean =>
   schedule.started_ms !== undefined && tickMs < schedule.started_ms && schedule.started_ms <= nowMs + WAITED_OUT_SET_BACK_MS;
@@ -152,10 +154,15 @@ export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | unde
   return at !== undefined && !isTickDone(schedule, at, nowMs) ? at : undefined;
 }
 
-/** When the schedule should next send: now if a tick is owed, else its first tick after now (undefined: never again). */
+/**
+ * When the schedule should next send: now if a tick is owed, else its first tick after now that it
+ * will send (one before its start is passed over: isBeforeStart); undefined: never again.
+ */
 export function nextTickAt(schedule: ScheduleRecord, nowMs: number): number | undefined {
   if (tickOwed(schedule, nowMs) !== undefined) return nowMs;
-  return cronOf(schedule).nextRun(new Date(nowMs))?.getTime();
+  const next = cronOf(schedule).nextRun(new Date(nowMs))?.getTime();
+  if (next === undefined || schedule.started_ms === undefined || !isBeforeStart(schedule, next, next)) return next;
+  return cronOf(schedule).nextRun(new Date(schedule.started_ms))?.getTime();
 }
 
 /** The next `count` ticks of a pattern after `afterMs`, as the ticker walks them (the CLI's preview). */

@@ -140,7 +140,10 @@ export class ScheduleTicker {
       if (isTickDone(current, tick, nowMs)) return undefined;
       if (startedAheadOfClock(current, nowMs)) return { ...current, last_tick_ms: nowMs };
       sent = event !== undefined && write(event);
-      return { ...current, last_tick_ms: tick, last_sent_tick_ms: sent ? tick : current.last_sent_tick_ms };
+      if (!sent) return { ...current, last_tick_ms: tick };
+      // A schedule that sent a tick is past its start: set backs follow the usual rules (isTickDone).
+      const { started_ms: _started, ...rest } = current;
+      return { ...rest, last_tick_ms: tick, last_sent_tick_ms: tick };
     });
     if (sent) this.#d.onSent();
   }

@@ -91,3 +91,21 @@ test('a schedule whose start a slow clock passed over sends no tick from before 
   lookAt(CORRECT + 2.5 * HOUR);
   assert.deepEqual(await eventually('the 13:00 tick', laterTicks, (ticks) => ticks.length === 1), ['2026-11-30T13:00:00.000Z']);
 });
+
+test('once a schedule has sent a tick, a set back of more than an hour to before its start is trusted as before: the owed tick is sent', async () => {
+  const laterTicks = async (): Promise<string[]> => {
+    const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=report.later`, { token: key });
+    return listed.body.events.map((e: { payload: { scheduled_for: string } }) => e.payload.scheduled_for).sort();
+  };
+  assert.equal(lookAt(CORRECT + 3.5 * HOUR), 1);
+  await eventually('the 14:00 tick', laterTicks, (ticks) => ticks.length === 2);
+  lookAt(CORRECT + 4 * HOUR); // 14:30
+  // Back to 11:30, before the schedule's start mark (12:10): the 11:00 tick is sent at once, and 12:00 on time.
+  assert.equal(lookAt(CORRECT + HOUR), 1);
+  await eventually('the 11:00 tick', laterTicks, (ticks) => ticks.length === 3);
+  const shown = await call(rt.url, 'GET', `/organizations/${ORG}/schedules/later`, { token: key });
+  assert.equal(shown.body.schedule.next_tick_at, '2026-11-30T12:00:00.000Z');
+  await eventually('the 12:00 tick to be armed', () => rt.runtime.ticker.timers.dueAt(`${ORG}\u0000later`), (at) => at === CORRECT + 1.5 * HOUR);
+  assert.equal(lookAt(CORRECT + 1.5 * HOUR), 1);
+  assert.deepEqual(await eventually('the 12:00 tick', laterTicks, (ticks) => ticks.length === 4), ['2026-11-30T11:00:00.000Z', '2026-11-30T12:00:00.000Z', '2026-11-30T13:00:00.000Z', '2026-11-30T14:00:00.000Z']);
+});
