@@ -26,7 +26,7 @@ function tokenRefusalLog(logger: Logger, dataDir: string): () => void {
     const now = Date.now();
     if (now - loggedAt < TOKEN_REFUSED_LOG_INTERVAL_MS) return;
     loggedAt = now;
-    logger.warn('the hook-runner refused the runner token: custom_action steps wait and retry until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir });
+    logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir });
   };
 }
 

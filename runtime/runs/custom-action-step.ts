@@ -117,7 +117,7 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
   } catch (error) {
     // No connection took the call, or the runtime held it back: the attempt never started (no started_at), as a refused webhook's.
     if ((error instanceof RunnerUnavailableError && !error.mayHaveRun) || error instanceof CallNotSentError) return fail(error.code, error.message, true, base, false);
-    // A runner token the runner refuses is a deployment fault that clears once fixed: nothing ran, so the step waits and retries.
+    // A runner token the runner refuses is a deployment fault that clears once fixed: nothing ran, so the step retries (its policy's budget, as for an unavailable runner).
     if (error instanceof SluiceError && error.code === 'hook_runner_unauthenticated') return fail(error.code, error.message, true, base, false);
     if (error instanceof RetryableError) return fail(error.code, error.message, true, base);
     if (error instanceof SluiceError) return fail(error.code, error.message, false, base);
