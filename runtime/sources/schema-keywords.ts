@@ -6,11 +6,17 @@
 
 import traverse from 'json-schema-traverse';
 
-/** Keys that describe rather than check: JSON Schema's own annotations and OpenAPI's, kept as written. */
+/**
+ * Keys that describe rather than check, kept as written: JSON Schema's own annotations, OpenAPI's,
+ * and those of common editors and generators (VS Code and the JSON Schema Store, ajv-errors and
+ * zod-to-json-schema, typescript-json-schema).
+ */
 const ANNOTATIONS = new Set([
   '$schema', '$id', 'definitions', '$defs', 'title', 'description', 'default', 'examples', 'example',
-  'deprecated', 'readOnly', 'writeOnly', 'contentMediaType', 'contentEncoding', 'discriminator', 'xml',
-  'externalDocs', '$anchor', '$async',
+  'deprecated', 'readOnly', 'writeOnly', 'contentMediaType', 'contentEncoding', 'contentSchema', '$anchor', '$async',
+  'discriminator', 'xml', 'externalDocs',
+  'markdownDescription', 'deprecationMessage', 'enumDescriptions', 'markdownEnumDescriptions', 'defaultSnippets',
+  'doNotSuggest', 'allowComments', 'allowTrailingCommas', 'errorMessage', 'defaultProperties', 'propertyOrder', 'tsType',
 ]);
 
 /** Keywords of the 2019-09 and 2020-12 drafts that draft-07 validation does not apply. */
