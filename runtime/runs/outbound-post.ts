@@ -149,6 +149,16 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     outgoing.on('error', (error: Error) => {
       if (answered === undefined) fail(error);
     });
+    // A 101 answer (an upgrade nobody asked for) ends the exchange without an HTTP answer and
+    // without an error: unheard, the request would wait for its deadline. So would any close
+    // before an answer that reports no error.
+    outgoing.once('upgrade', (_response: IncomingMessage, socket: { destroy(): void }) => {
+      socket.destroy();
+      fail(new Error('the receiver answered 101 Switching Protocols, not an HTTP answer'));
+    });
+    outgoing.once('close', () => {
+      if (answered === undefined) fail(new Error('the connection closed before an answer'));
+    });
     outgoing.once('response', (response: IncomingMessage) => {
       answered = response;
       const kept: Buffer[] = [];

@@ -184,6 +184,6 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
   // An HTTP-date counts from the answer, on the attempt's clock: the run adds the delay to the
   // report's time, so counting from the attempt's start would add the request's duration twice.
   const retryAfterMs = parseRetryAfter(answer.retryAfter, request.nowMs + answeredAfterMs);
-  if (status === 429 || status >= 500) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, sentAt, retryAfterMs);
+  if (status === 429 || (status >= 500 && status <= 599)) return failure(`webhook_http_${status}`, `The receiver answered ${status}.`, true, evidence, sentAt, retryAfterMs);
   return failure(`webhook_http_${status}`, `The receiver answered ${status}; not retried.`, false, evidence, sentAt);
 }

@@ -135,6 +135,27 @@ test('a Retry-After date counts from the answer, not from when the attempt start
   assert.ok(wait <= 9_700 && wait > 5_000, `about 10 s less the 300 ms the answer took, got ${wait}`);
 });
 
+/** A raw TCP receiver that answers any request with `reply` as written. */
+async function rawReceiver(reply: string): Promise<string> {
+  const server = createNetServer((socket: Socket) => socket.once('data', () => socket.write(reply)));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  servers.push(server as unknown as Server);
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+}
+
+test('a 101 Switching Protocols answer fails the attempt at once, saying so (it waited for the deadline)', async () => {
+  const url = await rawReceiver('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+  const error = errorOf(await attempt(url, { timeoutMs: 60_000 }));
+  assert.deepEqual([error?.code, error?.retryable], ['webhook_network_error', true]);
+  assert.match(error?.message ?? '', /101 Switching Protocols/);
+});
+
+test('a status past 599 is not retried: only 5xx and 429 are', async () => {
+  const url = await rawReceiver('HTTP/1.1 999 Weird\r\nContent-Length: 0\r\n\r\n');
+  const error = errorOf(await attempt(url));
+  assert.deepEqual([error?.code, error?.retryable], ['webhook_http_999', false]);
+});
+
 test('a refused connection is a retryable network error', async () => {
   const closed = await serve(() => undefined);
   const port = new URL(closed.url).port;
