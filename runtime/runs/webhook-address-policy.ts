@@ -49,7 +49,11 @@ export function isPublicAddress(address: string): boolean {
 export class ForbiddenTargetError extends Error {
   override readonly name = 'ForbiddenTargetError';
 
-  /** The message names the host, not the address: a tenant must not map internal names this way. */
+  /**
+   * The message names the host, not the address it resolved to: a tenant learns no internal
+   * address this way. (That an internal name exists it can tell from a name that does not resolve
+   * at all, a retryable network error: a transient DNS failure must not fail runs for good.)
+   */
   constructor(host: string) {
     super(`${host} does not resolve to a public address (--webhook-targets public)`);
   }
