@@ -5,7 +5,7 @@
 
 import type { KeyObject } from 'node:crypto';
 import type { RunnerStore, SecretRecordKey } from './store.ts';
-import { openSealedSecret, recordAad, sealSecret } from './vault.ts';
+import { currentMark, openSealedSecret, recordAad, revisionMark, sealSecret } from './vault.ts';
 
 /** Secrets sealed again per transaction: bounds each write while a big vault is rotated. */
 const RESEAL_BATCH = 500;
@@ -29,9 +29,9 @@ export async function resealUnderCurrentKey(store: RunnerStore, current: KeyObje
     await store.durable(store.secrets.batch(() => {
       for (const { key, sealed, was } of batch) {
         void store.secrets.put(key, sealed);
-        // A secret of an earlier release is known to invocation records by its sealed bytes: they
-        // become its revision mark, so its runs' records still match (vault.ts revision).
-        if (!store.secretRevisions.doesExist(key)) void store.secretRevisions.put(key, Buffer.from(was));
+        // The value is the same: its mark (or, for a secret without one that belongs, the sealed
+        // bytes records knew it by) moves to the new sealed bytes (vault.ts revision).
+        void store.secretRevisions.put(key, revisionMark(sealed, currentMark(store.secretRevisions.get(key), was)));
       }
     }));
   };

@@ -41,8 +41,9 @@ export interface RunnerStore {
   readonly secrets: Database<Buffer, SecretRecordKey>;
   /**
    * (org, action, key) -> the mark of the secret's value in invocation records (vault.ts revision):
-   * random bytes per write, so sealing it again under a new master key keeps it. A secret written by
-   * an earlier release has none until a rotation gives it its sealed bytes as they were.
+   * the sha256 of the sealed value it belongs to, then random bytes per write, so sealing it again
+   * under a new master key keeps it. A secret written by an earlier release has none (or one that no
+   * longer belongs) until a rotation gives it its sealed bytes as they were.
    */
   readonly secretRevisions: Database<Buffer, SecretRecordKey>;
   /** (org, run) -> highest fence seen, as a decimal string (uint64 does not fit a JS number). */

@@ -65,7 +65,7 @@ export class SecretVault {
       secrets.transaction(() => {
         if (!secrets.doesExist(id) && this.listKeys(scope).length >= MAX_SECRETS_PER_ACTION) return false;
         secrets.putSync(id, sealed);
-        this.#store.secretRevisions.putSync(id, randomBytes(16));
+        this.#store.secretRevisions.putSync(id, revisionMark(sealed, randomBytes(16)));
         return true;
       }),
     );
@@ -82,8 +82,8 @@ export class SecretVault {
     const hash = createHash('sha256');
     for (const key of [...keys].sort()) {
       const id = recordKey(scope, key);
-      const mark = (this.#store.secretRevisions.get(id) ?? this.#store.secrets.get(id)) as Uint8Array | undefined;
-      hash.update(`${key}\0`).update(mark ?? '-').update('\0');
+      const sealed = this.#store.secrets.get(id) as Uint8Array | undefined;
+      hash.update(`${key}\0`).update(markOf(this.#store.secretRevisions.get(id), sealed) ?? sealed ?? '-').update('\0');
     }
     return hash.digest('base64url');
   }
@@ -126,4 +126,25 @@ export class SecretVault {
     }
     return values;
   }
+}
+
+/**
+ * A stored revision mark: the sha256 of the sealed value it was written with, then the mark. An
+ * earlier release's runner writes a secret without touching its mark (a rollback), so a mark counts
+ * only while it still belongs to the sealed value stored beside it.
+ */
+export function revisionMark(sealed: Uint8Array, mark: Uint8Array): Buffer {
+  return Buffer.concat([createHash('sha256').update(sealed).digest(), mark]);
+}
+
+/** The mark of `stored` when it belongs to `sealed`, else undefined (the sealed bytes then stand for the value). */
+function markOf(stored: Uint8Array | undefined, sealed: Uint8Array | undefined): Uint8Array | undefined {
+  if (stored === undefined || sealed === undefined || stored.length < 32) return undefined;
+  const belongs = Buffer.from(stored.subarray(0, 32)).equals(createHash('sha256').update(sealed).digest());
+  return belongs ? stored.subarray(32) : undefined;
+}
+
+/** The mark a secret is known by now, as `revision` reads it: its own, or its sealed bytes when it has none that belongs. */
+export function currentMark(stored: Uint8Array | undefined, sealed: Uint8Array): Uint8Array {
+  return markOf(stored, sealed) ?? sealed;
 }

@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
-import { parsePreviousMasterKeys } from '../../hook-runner/master-key.ts';
+import { parseMasterKey, parsePreviousMasterKeys } from '../../hook-runner/master-key.ts';
+import { recordAad, sealSecret } from '../../hook-runner/vault.ts';
 import { openRunnerStore } from '../../hook-runner/store.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { TerminalError } from '../../runtime/errors.ts';
@@ -136,4 +137,23 @@ test('a call completed before a rotation is answered from its record after it: s
   assert.equal((await rotated.client.invoke(call(2))).replayed, true, 'the guest is not run again');
   await rotated.client.putSecret({ ...scope, key: 'STRIPE_KEY', value: 'sk_live_new' });
   assert.equal((await rotated.client.invoke(call(3))).replayed, false, 'a secret written again is a new value: the guest runs again');
+});
+
+test('a secret written by an earlier release after this one recorded a call (a rollback) makes that call run again: its mark no longer belongs', async () => {
+  const dataDir = tempDataDir();
+  const masterKey = newMasterKey();
+  const first = await runnerWith(dataDir, masterKey);
+  const echo = await first.client.compile(await assembleWat('hex-echo', HEX_ECHO_WAT));
+  await first.client.putSecret({ ...scope, key: 'STRIPE_KEY', value: 'sk_live_before' });
+  const call = (fence: number) => invocation(echo, { ...scope, permissions: ['read_secret:STRIPE_KEY'], idempotencyKey: 'run_rollback:step_1', fence });
+  assert.equal((await first.client.invoke(call(1))).replayed, false);
+  await stop(first);
+  // An earlier release's runner writes the sealed value alone, leaving the mark as it was.
+  const store = openRunnerStore(dataDir);
+  const id = [scope.orgId, scope.actionId, 'STRIPE_KEY'] as const;
+  await store.durable(store.secrets.put([...id], sealSecret(parseMasterKey(masterKey, 'the test key'), recordAad([...id]), 'sk_live_after')));
+  await store.close();
+
+  const again = await runnerWith(dataDir, masterKey);
+  assert.equal((await again.client.invoke(call(2))).replayed, false, 'a secret written since the record: the guest runs again');
 });
