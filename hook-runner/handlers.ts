@@ -9,7 +9,6 @@ import { maskSecrets } from './output-secrets.ts';
 import {
   parseDeleteSecretRequest, parseInvokeRequest, parseModuleBytes, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
 } from './requests.ts';
-import { type CompiledModule } from './sandbox.ts';
 import { SecretsMissingError } from './runner-error.ts';
 import { runModule } from './sandbox-run.ts';
 import type { TenantTurns } from './tenant-turns.ts';
@@ -41,8 +40,13 @@ export interface HookRunnerHandlerDeps {
 
 type Execution = (secrets: Readonly<Record<string, string>>) => Promise<InvocationResult>;
 
-function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, compiled: CompiledModule): Execution {
+/**
+ * The guest's run. Its module is loaded when it runs, not before: a call the ledger answers from its
+ * record needs none (the module may be gone from this runner, or refused by this release's sandbox).
+ */
+function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand): Execution {
   return async (secrets: Readonly<Record<string, string>>): Promise<InvocationResult> => {
+    const compiled = await deps.modules.get(command.digest);
     const envelope = createGuestEnvelope({
       payloadJson: command.payloadJson,
       secrets,
@@ -62,8 +66,9 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
 
     async Invoke(request) {
       const command = parseInvokeRequest(request);
-      const compiled = await deps.modules.get(command.digest);
-      const execute = createExecution(deps, command, compiled);
+      // A module this runner lacks is asked for first (the runtime sends it back), before anything else is checked.
+      deps.modules.assertStored(command.digest);
+      const execute = createExecution(deps, command);
       const { mode } = command;
       if (mode.kind === 'simulate') return toInvokeReply(await execute({}), false);
       assertSecretsHeld(deps.vault, command);
@@ -113,6 +118,6 @@ function assertSecretsHeld(vault: SecretVault, command: InvokeCommand): void {
 }
 
 /** The guest's inputs besides its module and payload, as one value: its permissions (sorted) and its secrets' revision. */
-function invocationInputs(permissions: readonly string[], secretsRevision: string): string {
+export function invocationInputs(permissions: readonly string[], secretsRevision: string): string {
   return createHash('sha256').update(JSON.stringify([[...permissions].sort(), secretsRevision])).digest('base64url');
 }

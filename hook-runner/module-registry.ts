@@ -102,6 +102,11 @@ export class ModuleRegistry {
     return { count: this.#cache.size, bytes: this.#cache.calculatedSize };
   }
 
+  /** Throws ModuleNotFoundError when `digest` was never compiled here (its bytes are not stored); compiles nothing. */
+  assertStored(digest: ModuleDigest): void {
+    if (!this.#cache.has(digest) && !this.#store.modules.doesExist(digest)) throw new ModuleNotFoundError(digest);
+  }
+
   /** The compiled module for `digest`; rejects with ModuleNotFoundError when it was never compiled here. */
   async get(digest: ModuleDigest): Promise<CompiledModule> {
     const cached = this.#cache.get(digest);
@@ -125,7 +130,7 @@ export class ModuleRegistry {
       compiled = await this.#compiles.run(() => compileModuleAsync(bytes), true);
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
-      throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner; compile it again.`, { cause: error });
+      throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner (${error.reason}); upload a rebuilt module as a new version.`, { cause: error });
     }
     this.#cache.set(digest, { compiled, bytes: bytes.length });
     return compiled;
