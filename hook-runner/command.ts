@@ -1,7 +1,7 @@
 // `sluice hook-runner [--listen <addr>] [--data-dir <dir>]`: reads flags and environment, starts the
 // server, prints `hook-runner listening on <addr>` once bound, and stops cleanly on SIGTERM/SIGINT.
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
 import { guardCommitFailures } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
@@ -62,6 +62,9 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
   return { listen, dataDir: resolve(dataDir), dataDirFlag, help };
 }
 
+/** Where a runtime keeps its ledger in a data dir (runtime/ledger/open-ledger.ts; the runner imports no runtime code). */
+const RUNTIME_LEDGER_DIR = 'runtime';
+
 /**
  * Before the runner read SLUICE_DATA_DIR, one started without --data-dir kept its store (vault,
  * master key, modules) in ./.sluice whatever the variable said. Starting afresh in the variable's
@@ -70,8 +73,10 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
 function refuseStoreLeftBehind(dataDir: string): void {
   const earlier = runnerStoreDir(resolve(DEFAULT_DATA_DIR));
   const wanted = runnerStoreDir(dataDir);
-  // A store this release (or a later one) opened there, such as `sluice dev`'s, was not left behind.
-  if (wanted === earlier || existsSync(wanted) || !isStoreOfEarlierRelease(earlier)) return;
+  // Not left behind: a store this release (or a later one) opened there, and the store of a
+  // `sluice dev` there (a runtime's ledger beside it; dev's child runner keeps its store with it).
+  const devStore = existsSync(join(resolve(DEFAULT_DATA_DIR), RUNTIME_LEDGER_DIR));
+  if (wanted === earlier || existsSync(wanted) || devStore || !isStoreOfEarlierRelease(earlier)) return;
   throw new RunnerConfigError(
     `SLUICE_DATA_DIR is ${dataDir}, which holds no hook-runner store yet, but ${earlier} holds one that a release before the runner read SLUICE_DATA_DIR kept there. ` +
       `Move ${earlier} to ${wanted} to keep its secrets, or pass --data-dir (${DEFAULT_DATA_DIR} to keep using it, or ${dataDir} to start afresh there).`,

@@ -2,7 +2,7 @@
 // socket listening, clean exit on SIGTERM, and clear refusals of bad flags, keys and key files.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
@@ -80,8 +80,15 @@ describe('hook-runner command', () => {
     await devStore.listening;
     devStore.process.kill('SIGTERM');
     assert.equal(await devStore.exited, 0);
-    // One kept there by a release before the runner read SLUICE_DATA_DIR has no mark.
+    // A store without the mark beside a runtime's ledger is a `sluice dev` store (of a release before the mark): it starts too.
     rmSync(join(workDir, '.sluice', 'hook-runner', 'reads-sluice-data-dir'));
+    mkdirSync(join(workDir, '.sluice', 'runtime'));
+    const olderDev = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: tempDataDir() }, workDir);
+    await olderDev.listening;
+    olderDev.process.kill('SIGTERM');
+    assert.equal(await olderDev.exited, 0);
+    // One kept there alone by a release before the runner read SLUICE_DATA_DIR has neither.
+    rmSync(join(workDir, '.sluice', 'runtime'), { recursive: true });
     const dataDir = tempDataDir();
     const refused = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: dataDir }, workDir);
     assert.equal(await refused.exited, 2);
