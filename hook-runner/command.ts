@@ -68,15 +68,18 @@ const RUNTIME_LEDGER_DIR = 'runtime';
 /**
  * Before the runner read SLUICE_DATA_DIR, one started without --data-dir kept its store (vault,
  * master key, modules) in ./.sluice whatever the variable said. Starting afresh in the variable's
- * directory would leave those secrets behind without a word: refused, saying what to do.
+ * directory would leave those secrets behind without a word: refused, saying what to do. A store
+ * with a runtime's ledger beside it is taken for a `sluice dev` store (its child runner keeps its
+ * store there), which is not this runner's: the runner starts, and the returned line says so.
  */
-function refuseStoreLeftBehind(dataDir: string): void {
+function refuseStoreLeftBehind(dataDir: string): string | undefined {
   const earlier = runnerStoreDir(resolve(DEFAULT_DATA_DIR));
   const wanted = runnerStoreDir(dataDir);
-  // Not left behind: a store this release (or a later one) opened there, and the store of a
-  // `sluice dev` there (a runtime's ledger beside it; dev's child runner keeps its store with it).
-  const devStore = existsSync(join(resolve(DEFAULT_DATA_DIR), RUNTIME_LEDGER_DIR));
-  if (wanted === earlier || existsSync(wanted) || devStore || !isStoreOfEarlierRelease(earlier)) return;
+  // Not left behind: a store this release (or a later one) opened there.
+  if (wanted === earlier || existsSync(wanted) || !isStoreOfEarlierRelease(earlier)) return undefined;
+  if (existsSync(join(resolve(DEFAULT_DATA_DIR), RUNTIME_LEDGER_DIR))) {
+    return `hook-runner: warning: ${earlier} (a store of an earlier release, taken for sluice dev's) is not used; if it holds this runner's secrets, stop and move it to ${wanted}.`;
+  }
   throw new RunnerConfigError(
     `SLUICE_DATA_DIR is ${dataDir}, which holds no hook-runner store yet, but ${earlier} holds one that a release before the runner read SLUICE_DATA_DIR kept there. ` +
       `Move ${earlier} to ${wanted} to keep its secrets, or pass --data-dir (${DEFAULT_DATA_DIR} to keep using it, or ${dataDir} to start afresh there).`,
@@ -131,8 +134,9 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  if (!flags.dataDirFlag) refuseStoreLeftBehind(flags.dataDir);
+  const leftBehind = flags.dataDirFlag ? undefined : refuseStoreLeftBehind(flags.dataDir);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  if (leftBehind !== undefined) log(leftBehind);
   routeGrpcLog(log);
   // A full disk fails the calls that write, not the runner (lmdb-commit-failure.ts).
   guardCommitFailures((error, cause) => log(`hook-runner: a store commit failed: ${error.message}: ${cause}`));

@@ -87,6 +87,7 @@ describe('hook-runner command', () => {
     await olderDev.listening;
     olderDev.process.kill('SIGTERM');
     assert.equal(await olderDev.exited, 0);
+    assert.match(olderDev.output.join('\n'), /warning: .*\.sluice\/hook-runner \(a store of an earlier release, taken for sluice dev's\) is not used/, "it says so: the store may be this runner's");
     // One kept there alone by a release before the runner read SLUICE_DATA_DIR has neither.
     rmSync(join(workDir, '.sluice', 'runtime'), { recursive: true });
     const dataDir = tempDataDir();
