@@ -15,8 +15,9 @@ const ANNOTATIONS = new Set([
   '$schema', '$id', 'definitions', '$defs', 'title', 'description', 'default', 'examples', 'example',
   'deprecated', 'readOnly', 'writeOnly', 'contentMediaType', 'contentEncoding', 'contentSchema', '$anchor', '$async',
   'discriminator', 'xml', 'externalDocs',
-  'markdownDescription', 'deprecationMessage', 'enumDescriptions', 'markdownEnumDescriptions', 'defaultSnippets',
-  'doNotSuggest', 'allowComments', 'allowTrailingCommas', 'errorMessage', 'defaultProperties', 'propertyOrder', 'tsType',
+  'markdownDescription', 'deprecationMessage', 'markdownDeprecationMessage', 'enumDescriptions', 'markdownEnumDescriptions',
+  'defaultSnippets', 'doNotSuggest', 'suggestSortText', 'patternErrorMessage', 'allowComments', 'allowTrailingCommas', 'secret',
+  'showInPicker', 'errorMessage', 'defaultProperties', 'propertyOrder', 'tsType',
 ]);
 
 /** Keywords of the 2019-09 and 2020-12 drafts that draft-07 validation does not apply. */

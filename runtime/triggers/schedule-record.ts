@@ -136,7 +136,12 @@ export const isTickDone = (schedule: ScheduleRecord, tickMs: number, nowMs: numb
  * the schedule existed. Once it has sent a tick, set backs follow the rules above alone.
  */
 const isBeforeStart = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean =>
-  schedule.started_ms !== undefined && tickMs < schedule.started_ms && schedule.started_ms <= nowMs + WAITED_OUT_SET_BACK_MS;
+  schedule.started_ms !== undefined &&
+  // A record written before the mark was dropped at a sent tick may still hold it: a tick sent at or after the start ends it.
+  (schedule.last_sent_tick_ms === null || schedule.last_sent_tick_ms < schedule.started_ms) &&
+  // A tick at the very start is done, as one at `last_tick_ms` is.
+  tickMs <= schedule.started_ms &&
+  schedule.started_ms <= nowMs + WAITED_OUT_SET_BACK_MS;
 
 /**
  * Whether the schedule started (created, re-timed, enabled) while the clock was more than

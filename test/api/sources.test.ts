@@ -116,7 +116,7 @@ test('the same schema can be written again and again, and a property named "$id"
     example: { format: 'pdf' },
     'x-vendor': { format: 'v2' },
     title: 'An order', description: 'kept as written', deprecated: false, readOnly: true, nullable: true, $comment: 'a note',
-    markdownDescription: 'an **order**', errorMessage: 'not an order', defaultProperties: [],
+    markdownDescription: 'an **order**', errorMessage: 'not an order', defaultProperties: [], patternErrorMessage: 'like o-123',
   };
   const created = await call(rt.url, 'POST', base, { token: key, json: { name: 'typed-again', secrets: [SECRET], event_types: { 'a.b': schema, 'c.d': schema } } });
   assert.equal(created.status, 201, created.text);

@@ -87,3 +87,15 @@ test('a clock set back far behind the last tick done counts from now, not from t
   assert.equal(tickOwed(missed, now), Date.UTC(2026, 10, 30, 10), 'only the newest missed tick is owed');
   assert.equal(nextTickAt(missed, now), now);
 });
+
+test('a start mark: a tick at the very start is done; once a tick at or after the start was sent, the mark no longer counts', () => {
+  const at = (hh: number, mm = 0) => Date.UTC(2026, 10, 30, hh, mm);
+  // Started exactly on 12:00, its start passed over by a clock set back to 10:00:30 (last_tick_ms is then that reading).
+  const onTick: ScheduleRecord = { ...schedule('0 * * * *', 'UTC', at(10) + 30_000), started_ms: at(12) };
+  assert.equal(tickOwed(onTick, at(12)), undefined, 'the 12:00 tick is the start itself');
+  assert.equal(nextTickAt(onTick, at(11, 30)), at(13), 'next_tick_at names the tick that will be sent');
+  assert.equal(nextTickAt(onTick, at(12)), at(13));
+  // A record that kept its mark after sending ticks past it (written before the mark was dropped at a sent tick).
+  const sentPast: ScheduleRecord = { ...schedule('0 * * * *', 'UTC', at(14)), last_sent_tick_ms: at(14), started_ms: at(12, 10) };
+  assert.equal(tickOwed(sentPast, at(11, 30)), at(11), 'a set back of more than an hour is trusted: the owed tick is sent');
+});
