@@ -137,8 +137,9 @@ export const isTickDone = (schedule: ScheduleRecord, tickMs: number, nowMs: numb
  */
 const isBeforeStart = (schedule: ScheduleRecord, tickMs: number, nowMs: number): boolean =>
   schedule.started_ms !== undefined &&
-  // A record written before the mark was dropped at a sent tick may still hold it: a tick sent at or after the start ends it.
-  (schedule.last_sent_tick_ms === null || schedule.last_sent_tick_ms < schedule.started_ms) &&
+  // A record written before the mark was dropped at a sent tick may still hold it: a tick sent
+  // after the start ends it (a start set later, with an older tick sent, has last_tick_ms at it).
+  (schedule.last_sent_tick_ms === null || schedule.last_sent_tick_ms < schedule.started_ms || schedule.last_tick_ms <= schedule.started_ms) &&
   // A tick at the very start is done, as one at `last_tick_ms` is.
   tickMs <= schedule.started_ms &&
   schedule.started_ms <= nowMs + WAITED_OUT_SET_BACK_MS;

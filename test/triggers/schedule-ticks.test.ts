@@ -99,3 +99,11 @@ test('a start mark: a tick at the very start is done; once a tick at or after th
   const sentPast: ScheduleRecord = { ...schedule('0 * * * *', 'UTC', at(14)), last_sent_tick_ms: at(14), started_ms: at(12, 10) };
   assert.equal(tickOwed(sentPast, at(11, 30)), at(11), 'a set back of more than an hour is trusted: the owed tick is sent');
 });
+
+test('a start set while the clock read before the last tick sent (a re-time after a small set back) keeps its mark through a pass-over', () => {
+  const at = (hh: number, mm = 0) => Date.UTC(2026, 10, 30, hh, mm);
+  // Re-timed to :30 at 11:57 by a clock 5 minutes back from the sent 12:00 tick, then passed over at 09:58.
+  const retimed: ScheduleRecord = { ...schedule('30 * * * *', 'UTC', at(9, 58)), last_sent_tick_ms: at(12), started_ms: at(11, 57) };
+  assert.equal(tickOwed(retimed, at(12, 5)), undefined, 'the 11:30 tick is from before the start');
+  assert.equal(nextTickAt(retimed, at(12, 5)), at(12, 30));
+});
