@@ -68,17 +68,20 @@ const RUNTIME_LEDGER_DIR = 'runtime';
 /**
  * Before the runner read SLUICE_DATA_DIR, one started without --data-dir kept its store (vault,
  * master key, modules) in ./.sluice whatever the variable said. Starting afresh in the variable's
- * directory would leave those secrets behind without a word: refused, saying what to do. A store
- * with a runtime's ledger beside it is taken for a `sluice dev` store (its child runner keeps its
- * store there), which is not this runner's: the runner starts, and the returned line says so.
+ * directory would leave those secrets behind without a word: refused, saying what to do, before
+ * anything is created there. A store with a runtime's ledger beside it may also be `sluice dev`'s
+ * (its child runner keeps its store there): the refusal then says both, and how to go on.
  */
-function refuseStoreLeftBehind(dataDir: string): string | undefined {
+function refuseStoreLeftBehind(dataDir: string): void {
   const earlier = runnerStoreDir(resolve(DEFAULT_DATA_DIR));
   const wanted = runnerStoreDir(dataDir);
   // Not left behind: a store this release (or a later one) opened there.
-  if (wanted === earlier || existsSync(wanted) || !isStoreOfEarlierRelease(earlier)) return undefined;
+  if (wanted === earlier || existsSync(wanted) || !isStoreOfEarlierRelease(earlier)) return;
   if (existsSync(join(resolve(DEFAULT_DATA_DIR), RUNTIME_LEDGER_DIR))) {
-    return `hook-runner: warning: ${earlier} (a store of an earlier release, taken for sluice dev's) is not used; if it holds this runner's secrets, stop and move it to ${wanted}.`;
+    throw new RunnerConfigError(
+      `SLUICE_DATA_DIR is ${dataDir}, which holds no hook-runner store yet, and ${earlier} holds one of an earlier release: sluice dev's (a runtime's data is beside it), or this runner's own from before it read SLUICE_DATA_DIR. ` +
+        `If it is sluice dev's, pass --data-dir ${dataDir} (or run sluice dev here once, which marks it as its own); if it is this runner's, move ${earlier} to ${wanted} to keep its secrets.`,
+    );
   }
   throw new RunnerConfigError(
     `SLUICE_DATA_DIR is ${dataDir}, which holds no hook-runner store yet, but ${earlier} holds one that a release before the runner read SLUICE_DATA_DIR kept there. ` +
@@ -134,9 +137,8 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const leftBehind = flags.dataDirFlag ? undefined : refuseStoreLeftBehind(flags.dataDir);
+  if (!flags.dataDirFlag) refuseStoreLeftBehind(flags.dataDir);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
-  if (leftBehind !== undefined) log(leftBehind);
   routeGrpcLog(log);
   // A full disk fails the calls that write, not the runner (lmdb-commit-failure.ts).
   guardCommitFailures((error, cause) => log(`hook-runner: a store commit failed: ${error.message}: ${cause}`));

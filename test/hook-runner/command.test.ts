@@ -2,7 +2,7 @@
 // socket listening, clean exit on SIGTERM, and clear refusals of bad flags, keys and key files.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
@@ -80,14 +80,15 @@ describe('hook-runner command', () => {
     await devStore.listening;
     devStore.process.kill('SIGTERM');
     assert.equal(await devStore.exited, 0);
-    // A store without the mark beside a runtime's ledger is a `sluice dev` store (of a release before the mark): it starts too.
+    // An unmarked store beside a runtime's data may be an earlier `sluice dev`'s or this runner's own:
+    // refused before anything is created in SLUICE_DATA_DIR, saying both and how to go on.
     rmSync(join(workDir, '.sluice', 'hook-runner', 'reads-sluice-data-dir'));
     mkdirSync(join(workDir, '.sluice', 'runtime'));
-    const olderDev = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: tempDataDir() }, workDir);
-    await olderDev.listening;
-    olderDev.process.kill('SIGTERM');
-    assert.equal(await olderDev.exited, 0);
-    assert.match(olderDev.output.join('\n'), /warning: .*\.sluice\/hook-runner \(a store of an earlier release, taken for sluice dev's\) is not used/, "it says so: the store may be this runner's");
+    const unsure = tempDataDir();
+    const olderDev = spawnRunner(['--listen', '127.0.0.1:0'], { SLUICE_DATA_DIR: unsure }, workDir);
+    assert.equal(await olderDev.exited, 2);
+    assert.match(olderDev.output.join('\n'), /holds one of an earlier release: sluice dev's .* or this runner's own .* pass --data-dir .* move /);
+    assert.equal(existsSync(join(unsure, 'hook-runner')), false, 'nothing was created where the store would be moved to');
     // One kept there alone by a release before the runner read SLUICE_DATA_DIR has neither.
     rmSync(join(workDir, '.sluice', 'runtime'), { recursive: true });
     const dataDir = tempDataDir();
