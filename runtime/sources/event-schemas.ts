@@ -15,7 +15,7 @@ import { describeSchemaError } from '../validation/body-schema.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 import { MAX_PATTERN_PROGRAM_SIZE, MAX_SCHEMA_PATTERN_PROGRAM, patternProgramSize, SchemaCompiler } from './schema-compiler.ts';
 import { expansionProblem } from './schema-expansion.ts';
-import { unknownKeyword } from './schema-keywords.ts';
+import { otherDialect, unknownKeyword } from './schema-keywords.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
 
@@ -177,7 +177,7 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
     try {
       const protoAt = protoKeyPath(schema);
       if (protoAt !== undefined) throw new Error(`the key "${PROTO_KEY}" (at ${protoAt}) cannot be stored`);
-      const problem = unknownFormat(schema) ?? unknownKeyword(schema, (keyword) => compiler.appliesKeyword(keyword));
+      const problem = otherDialect(schema) ?? unknownFormat(schema) ?? unknownKeyword(schema, (keyword) => compiler.appliesKeyword(keyword));
       if (problem !== undefined) throw new Error(problem);
       compileIsolated(schema, (scratch ??= scratchCompiler()));
     } catch (error) {

@@ -26,6 +26,16 @@ const LATER_DRAFT = new Set([
   'minContains', 'maxContains', '$dynamicRef', '$dynamicAnchor', '$recursiveRef', '$recursiveAnchor', '$vocabulary',
 ]);
 
+/** The `$schema` values that name draft-07, the one dialect the schemas are read in. */
+const DRAFT_07 = /^http:\/\/json-schema\.org\/draft-07\/schema#?$/;
+
+/** A top-level `$schema` naming another dialect (ajv would say only "no schema with key or ref"), said as a problem; or undefined. */
+export function otherDialect(schema: object): string | undefined {
+  const named = (schema as { $schema?: unknown }).$schema;
+  if (named === undefined || (typeof named === 'string' && DRAFT_07.test(named))) return undefined;
+  return `"$schema" names ${JSON.stringify(named).slice(0, 100)}, but schemas are read as JSON Schema draft-07 ("http://json-schema.org/draft-07/schema#", or leave "$schema" out)`;
+}
+
 /** The first key of `schema` (at any subschema) that checks nothing, said as a problem; or undefined. */
 export function unknownKeyword(schema: object, applies: (keyword: string) => boolean): string | undefined {
   let problem: string | undefined;

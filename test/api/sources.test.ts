@@ -106,6 +106,14 @@ test('bad source documents get 400 naming the field', async () => {
   }
 });
 
+test('a schema naming another JSON Schema dialect in $schema is refused saying which one is read; draft-07 named or left out is fine', async () => {
+  const write = (name: string, $schema: string) => call(rt.url, 'POST', base, { token: key, json: { name, secrets: [SECRET], event_types: { 'a.b': { $schema, type: 'object' } } } });
+  const later = await write('dialect-2020', 'https://json-schema.org/draft/2020-12/schema');
+  assert.equal(later.status, 400, later.text);
+  assert.match(later.body.error.message, /"\$schema" names "https:\/\/json-schema.org\/draft\/2020-12\/schema", but schemas are read as JSON Schema draft-07/);
+  assert.equal((await write('dialect-07', 'http://json-schema.org/draft-07/schema#')).status, 201);
+});
+
 test('the same schema can be written again and again, and a property named "$id" is just a property', async () => {
   const schema = {
     type: 'object',
