@@ -2,7 +2,7 @@
 // keys `projection` and `derived_event` must have their exact shape, or the step fails naming the field.
 
 import type { JsonValue } from '../../actors/json.ts';
-import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
+import { EVENT_TYPE_REGEX } from '../sources/source-record.ts';
 import { inexactNumberIn } from '../validation/inexact-number.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
@@ -15,7 +15,6 @@ import { CONNECTION_EVENT_TYPES } from '../triggers/device-record.ts';
 export const PROJECTION_NAME = /^(?!\.\.?$)[a-z0-9_.-]{1,120}$/;
 export const ENTITY_TYPE = /^(?!\.\.?$)[a-z0-9_.-]{1,64}$/;
 const isDotSegment = (text: string): boolean => text === '.' || text === '..';
-const EVENT_TYPE = new RegExp(EVENT_TYPE_PATTERN);
 
 export interface ProjectionWrite {
   readonly name: string;
@@ -103,7 +102,7 @@ function parseProjection(value: JsonValue, entityIdText: () => string | undefine
 function parseDerivedEvent(value: JsonValue): DerivedEventSpec | null {
   if (value === false) return null;
   if (!isObject(value)) throw new OutputContractError('derived_event', 'derived_event must be {"type", "payload"} or false.');
-  if (typeof value.type !== 'string' || !EVENT_TYPE.test(value.type)) {
+  if (typeof value.type !== 'string' || !EVENT_TYPE_REGEX.test(value.type)) {
     throw new OutputContractError('derived_event.type', 'derived_event.type must be 1-128 letters, digits, "_", ".", ":" or "-".');
   }
   if (CONNECTION_EVENT_TYPES.has(value.type)) {

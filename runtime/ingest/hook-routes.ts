@@ -11,7 +11,7 @@ import { decodeJsonBytes, isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
-import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_PATTERN, EVENT_TYPE_RULE, isSameSource, type SourceRecord } from '../sources/source-record.ts';
+import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_REGEX, EVENT_TYPE_RULE, isSameSource, type SourceRecord } from '../sources/source-record.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
@@ -35,7 +35,6 @@ export interface HookRouteDeps {
   readonly schemaChecks: SchemaChecks;
 }
 
-const eventTypePattern = new RegExp(EVENT_TYPE_PATTERN);
 
 export function hookRoutes(deps: HookRouteDeps): Route[] {
   const lookup = (params: Readonly<Record<string, string>>): Target | undefined => {
@@ -102,7 +101,7 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   const body = payload as Record<string, unknown>;
   const providerEventId = delivery.providerEventId ?? bodyString(body, 'id');
   const type = delivery.eventType ?? bodyString(body, 'type');
-  if (!eventTypePattern.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
+  if (!EVENT_TYPE_REGEX.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
   assertNotReservedType(type, 'type');
   // A source whose secrets changed during the wait verifies the delivery again: a secret removed
   // (leaked, say) signs nothing stored after its removal is durable.

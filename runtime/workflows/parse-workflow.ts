@@ -23,10 +23,9 @@ import { asStepId, type StepId } from '../../actors/ids.ts';
 import { describeField, expectRecord, fail, isPresent, pathOf, readEnum, readString, rejectUnknown } from './input-fields.ts';
 import { parseStep, readGivenStepId } from './parse-step.ts';
 import type { WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowStep } from './workflow-types.ts';
-import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
+import { EVENT_TYPE_REGEX } from '../sources/source-record.ts';
 
 /** A trigger names an event type, so it follows the event type rule: any other would never fire. */
-const EVENT_TYPE_REGEX = new RegExp(EVENT_TYPE_PATTERN);
 
 export const MAX_STEPS = 50;
 const WRITABLE = ['name', 'trigger_event', 'environment', 'status', 'channel', 'steps'] as const;
