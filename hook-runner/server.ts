@@ -80,13 +80,9 @@ async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous:
 
 type UnaryHandler<M extends HookRunnerMethodName> = handleUnaryCall<HookRunnerMethods[M]['request'], HookRunnerMethods[M]['reply']>;
 
-function createImplementation(handlers: HookRunnerHandlers, token: string, log: (line: string) => void): UntypedServiceImplementation {
-  const authorized = createTokenCheck(token);
+function createImplementation(handlers: HookRunnerHandlers, log: (line: string) => void): UntypedServiceImplementation {
+  // The token was checked before the message was read (refuseWithoutToken).
   const unary = <M extends HookRunnerMethodName>(method: M): UnaryHandler<M> => (call, callback) => {
-    if (!authorized(call.metadata)) {
-      callback(toServerError(unauthenticated()));
-      return;
-    }
     const handle = handlers[method] as (request: HookRunnerMethods[M]['request'], state: CallState) => Promise<HookRunnerMethods[M]['reply']>;
     const deadline = call.getDeadline();
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number(deadline);
@@ -174,7 +170,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     'grpc.max_send_message_length': MAX_SEND_BYTES,
     interceptors: [refuseWithoutToken(createTokenCheck(token))],
   });
-  server.addService(loadHookRunnerService(), createImplementation(handlers, token, log));
+  server.addService(loadHookRunnerService(), createImplementation(handlers, log));
   let port: number;
   try {
     await reclaimStaleSocket(listen);

@@ -5,7 +5,7 @@ import {
   isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
   type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
-import { isServiceError, neverSent, toSluiceError, unavailable } from './runner-errors.ts';
+import { isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
 
 /** A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt. */
 export type HookRunnerAddress = string | (() => Promise<string>);
@@ -141,7 +141,7 @@ export class HookRunnerClient {
     try {
       return (await this.#unary(this.#clientFor(await this.#address()), 'Health', {}, deadlineMs)).ok;
     } catch (error) {
-      if (isServiceError(error) && (error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED)) this.#options.onTokenRefused?.();
+      if (isServiceError(error) && refusesToken(error)) this.#options.onTokenRefused?.();
       return false;
     }
   }
@@ -179,7 +179,7 @@ export class HookRunnerClient {
           return await this.#unary(this.#clientFor(address), method, request, deadlineMs);
         } catch (error) {
           if (!isServiceError(error)) throw error;
-          if (error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED) this.#options.onTokenRefused?.();
+          if (refusesToken(error)) this.#options.onTokenRefused?.();
           if (error.code !== status.UNAVAILABLE) throw toSluiceError(method, error);
           mayHaveRun ||= !neverSent(error);
           lastError = error;

@@ -9,6 +9,9 @@ const trailer = (error: ServiceError, key: string): string | undefined => {
   return typeof value === 'string' && value.length > 0 ? value : undefined;
 };
 
+/** The runner refused the runtime's runner token: a deployment fault, not the caller's. */
+export const refusesToken = (error: ServiceError): boolean => error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED;
+
 export const isServiceError = (error: unknown): error is ServiceError =>
   error instanceof Error && typeof (error as Partial<ServiceError>).code === 'number' && 'details' in error;
 
