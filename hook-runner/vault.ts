@@ -83,7 +83,7 @@ export class SecretVault {
     for (const key of [...keys].sort()) {
       const id = recordKey(scope, key);
       const sealed = this.#store.secrets.get(id) as Uint8Array | undefined;
-      hash.update(`${key}\0`).update(markOf(this.#store.secretRevisions.get(id), sealed) ?? sealed ?? '-').update('\0');
+      hash.update(`${key}\0`).update(sealed === undefined ? '-' : currentMark(this.#store.secretRevisions.get(id), sealed)).update('\0');
     }
     return hash.digest('base64url');
   }
@@ -134,17 +134,13 @@ export class SecretVault {
  * only while it still belongs to the sealed value stored beside it.
  */
 export function revisionMark(sealed: Uint8Array, mark: Uint8Array): Buffer {
-  return Buffer.concat([createHash('sha256').update(sealed).digest(), mark]);
+  return Buffer.concat([sealedDigest(sealed), mark]);
 }
 
-/** The mark of `stored` when it belongs to `sealed`, else undefined (the sealed bytes then stand for the value). */
-function markOf(stored: Uint8Array | undefined, sealed: Uint8Array | undefined): Uint8Array | undefined {
-  if (stored === undefined || sealed === undefined || stored.length < 32) return undefined;
-  const belongs = Buffer.from(stored.subarray(0, 32)).equals(createHash('sha256').update(sealed).digest());
-  return belongs ? stored.subarray(32) : undefined;
-}
+const sealedDigest = (sealed: Uint8Array): Buffer => createHash('sha256').update(sealed).digest();
 
-/** The mark a secret is known by now, as `revision` reads it: its own, or its sealed bytes when it has none that belongs. */
+/** The mark a secret is known by now, as `revision` reads it: its own (`stored`) when it belongs to `sealed`, else the sealed bytes. */
 export function currentMark(stored: Uint8Array | undefined, sealed: Uint8Array): Uint8Array {
-  return markOf(stored, sealed) ?? sealed;
+  const belongs = stored !== undefined && stored.length >= 32 && Buffer.from(stored.subarray(0, 32)).equals(sealedDigest(sealed));
+  return belongs ? stored.subarray(32) : sealed;
 }
