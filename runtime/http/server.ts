@@ -164,8 +164,7 @@ export class HttpServer {
         route.beforeBody?.(head);
         // A GET that declares its parameters is checked here too: one that can fail before reading them
         // all (a 404 by id) would otherwise answer a typo (`?enviroment=`) with "not found".
-        const declared = route.query !== undefined && route.query !== 'any';
-        if ((!reads || declared) && route.query !== 'any') query.assertOnly(route.query ?? []);
+        if (route.query !== 'any' && (!reads || route.query !== undefined)) query.assertOnly(route.query ?? []);
         if (!reads && method !== 'DELETE') {
           assertIdentityEncoding(headers['content-encoding']);
           reservation = this.#bodyBudget.open(params.org_id ?? '');
