@@ -2,7 +2,8 @@
 // the whole exchange (connect, send, answer, body) that starts once the pool hands the request a
 // socket, no redirects followed, and a capped body read. A body still arriving at the deadline
 // after the status line is cut off: the status decides, the body is only evidence. A request body
-// still being sent when the answer came gets the step's timeout more to finish.
+// still being sent when the answer came gets the step's timeout more to finish. A request that went
+// out on a kept-alive connection the receiver was closing is sent once more on a fresh one.
 // node:http instead of fetch: fetch's web streams and abort signals cost ~2x the CPU per request.
 
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
@@ -75,11 +76,33 @@ export class PostRequestError extends Error {
   }
 }
 
+/** Errors of a connection closed under a request: a reset, or a write to a closed socket. */
+const CLOSED_UNDER_REQUEST = new Set(['ECONNRESET', 'EPIPE']);
+
 /**
  * Posts `body` to `url`; rejects with PostTimeoutError at the deadline or with the network error.
  * Time spent waiting for a free socket in the pool is not the receiver's and is not on the clock.
+ *
+ * A receiver may close an idle kept-alive connection (without `Connection: close`) just as a request
+ * goes out on it; the request then fails with "socket hang up" although the receiver never saw it.
+ * Such a failure, before any answer and on a reused socket, sends the request once more (Node's
+ * pool hands out a fresh or a live socket by then). The receiver might have read the first one
+ * before dropping the connection: the step's idempotency key is what makes a repeat harmless, as
+ * for any retry.
  */
-export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
+export async function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
+  try {
+    return await exchange(url, options, true);
+  } catch (error) {
+    if (!(error instanceof StaleConnectionError)) throw error;
+    return exchange(url, options, false);
+  }
+}
+
+/** A request failed before any answer on a reused socket the receiver had closed: worth sending again. */
+class StaleConnectionError extends Error {}
+
+function exchange(url: URL, options: PostOptions, retryStale: boolean): Promise<PostAnswer> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const body = Buffer.from(options.body, 'utf8');
   const { pool } = options;
@@ -146,15 +169,18 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     // `on`, not `once`: a request can be told of a failure more than once (a refused connection at
     // shutdown). Once answered, a failure (a reset mid-body) only ends the body: the response's
     // close settles, with the status the receiver gave, or a 2xx would be sent again.
-    outgoing.on('error', (error: Error) => {
-      if (answered === undefined) fail(error);
+    outgoing.on('error', (error: NodeJS.ErrnoException) => {
+      if (answered !== undefined) return;
+      const stale = retryStale && outgoing.reusedSocket && CLOSED_UNDER_REQUEST.has(error.code ?? '');
+      fail(stale ? new StaleConnectionError(error.message) : error);
     });
-    // A 101 answer (an upgrade nobody asked for) ends the exchange without an HTTP answer and
+    // A 101 answer (an upgrade nobody asked for) ends the exchange without a 'response' and
     // without an error: unheard, the request would wait for its deadline. So would any close
-    // before an answer that reports no error.
+    // before an answer that reports no error. It is an answer like any other non-2xx.
     outgoing.once('upgrade', (_response: IncomingMessage, socket: { destroy(): void }) => {
       socket.destroy();
-      fail(new Error('the receiver answered 101 Switching Protocols, not an HTTP answer'));
+      settle();
+      resolve({ status: 101, retryAfter: undefined, text: '', bytes: 0, cutOff: false, queuedMs });
     });
     outgoing.once('close', () => {
       if (answered === undefined) fail(new Error('the connection closed before an answer'));

@@ -143,11 +143,44 @@ async function rawReceiver(reply: string): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 }
 
-test('a 101 Switching Protocols answer fails the attempt at once, saying so (it waited for the deadline)', async () => {
+test('a 101 Switching Protocols answer fails the attempt at once and for good, like other answers outside 2xx, 429 and 5xx', async () => {
   const url = await rawReceiver('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
   const error = errorOf(await attempt(url, { timeoutMs: 60_000 }));
+  assert.deepEqual([error?.code, error?.retryable], ['webhook_http_101', false]);
+  assert.match(error?.message ?? '', /answered 101; not retried/);
+});
+
+test('a request sent on a kept-alive connection the receiver closes without answering is sent once more on a fresh one', async () => {
+  // The receiver answers the first request of each connection (keep-alive, no `Connection: close`)
+  // and drops the connection when a second request arrives on it: what a receiver closing an idle
+  // connection does when the request crosses its close on the wire.
+  let connections = 0;
+  let requests = 0;
+  const server = createNetServer((socket: Socket) => {
+    connections += 1;
+    let answered = false;
+    socket.on('data', () => {
+      requests += 1;
+      if (answered) return socket.destroy();
+      answered = true;
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  servers.push(server as unknown as Server);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  const pool = connectionPool();
+  assert.equal((await attempt(url, {}, pool)).ok, true);
+  const second = await attempt(url, {}, pool);
+  assert.deepEqual(second.ok ? second.result : errorOf(second), { status: 200, body: 'ok' });
+  assert.deepEqual({ connections, requests }, { connections: 2, requests: 3 }, 'the dropped request went out again on a new connection');
+  // A fresh connection that fails the same way is not sent again: only reuse explains the failure.
+  const dropping = createNetServer((socket: Socket) => socket.once('data', () => socket.destroy()));
+  await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
+  servers.push(dropping as unknown as Server);
+  const error = errorOf(await attempt(`http://127.0.0.1:${(dropping.address() as AddressInfo).port}/hook`, {}, pool));
   assert.deepEqual([error?.code, error?.retryable], ['webhook_network_error', true]);
-  assert.match(error?.message ?? '', /101 Switching Protocols/);
+  assert.match(error?.message ?? '', /socket hang up/);
 });
 
 test('a status past 599 is not retried: only 5xx and 429 are', async () => {
