@@ -47,6 +47,7 @@ import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
 import { DAY_MS, pruneHistory } from './events/history-retention.ts';
+import { finishInterruptedResets } from './events/sandbox-reset.ts';
 import { startPruneLoop } from './ledger/prune-loop.ts';
 import { RunEngine } from './runs/run-engine.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
@@ -223,6 +224,9 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   const port = await server.listen(config.host, config.port);
   boundPort = port;
   try {
+    // Before recovery, which would pick up the unfinished sandbox runs such a reset removes.
+    const resumed = await finishInterruptedResets({ ledger, events, runs, sources, devices: deviceStore, updateLog, projections }, clock.now());
+    if (resumed.length > 0) logger.info('sandbox resets cut short were finished', { orgs: resumed });
     await engine.recover();
   } finally {
     recovered();

@@ -1,9 +1,10 @@
 // REST: POST /organizations/:org_id/sandbox/reset (developer) wipes the org's sandbox data.
 // Starter plans have no sandbox: 402 `sandbox_disabled`. Once the reset is durable, its hooks close
 // the org's sandbox live sockets (4409: the runs they show are gone) and the sockets of the device
-// connections it ended; a reset that failed (it may have committed) closes the sandbox live and
-// device sockets.
+// connections it ended; a reset that failed (part of it may be done: the org's next reset, or the
+// next start, finishes it) closes the sandbox live and device sockets.
 
+import type { PersistedRun } from '../../actors/run-transition.ts';
 import { assertNoBodyFields } from '../http/parse-json.ts';
 import { json, type Route } from '../http/types.ts';
 import { resetSandbox, type SandboxResetResult } from '../events/sandbox-reset.ts';
@@ -31,14 +32,14 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
         assertNoBodyFields(request);
         let result: SandboxResetResult;
         try {
-          result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections }, org.id, ctx.clock.now());
+          const forget = (runs: readonly PersistedRun[]): void => engine.forget(runs);
+          result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections, forget }, org.id, ctx.clock.now());
         } catch (error) {
           hooks.unconfirmed(org.id);
           throw error;
         }
-        engine.forget(result.runs);
         hooks.durable(org.id, result);
-        return json(200, { deleted: { events: result.events, runs: result.runs.length, inbox_claims: result.inbox_claims, projection_rows: result.projection_rows } });
+        return json(200, { deleted: { events: result.events, runs: result.runs, inbox_claims: result.inbox_claims, projection_rows: result.projection_rows } });
       },
     },
   ];

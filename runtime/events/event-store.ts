@@ -174,9 +174,9 @@ export class EventStore {
     if (event.source === API_SOURCE && event.provider_event_id !== null) this.#tombstones.put([event.org_id, event.environment, event.id], nowMs);
   }
 
-  /** Removes the tombstones of one org's environment (sandbox reset: its ids may be sent again). Call inside a write transaction. */
-  removeTombstonesWithin(orgId: string, environment: string): number {
-    return removeEnvironmentKeys(this.#tombstones, orgId, environment);
+  /** Removes the tombstones of one org's environment, at most `limit` (sandbox reset: its ids may be sent again). Call inside a write transaction. */
+  removeTombstonesWithin(orgId: string, environment: string, limit?: number): number {
+    return removeEnvironmentKeys(this.#tombstones, orgId, environment, limit);
   }
 
   /** A claim that exists but is past the dedup window is replaced inside one serialized transaction. */

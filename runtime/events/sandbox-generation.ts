@@ -2,8 +2,10 @@
 // its org's generation, so an event id re-sent after a reset makes new runs (new effect keys, fresh
 // fences) while within one generation it stays a duplicate. Production has no generation.
 //
-// Table `sandbox-generations`: [orgId] -> { generation } (absent: 0, the generation before any reset).
-// Ordering: a reset advances the generation inside its own transaction (resetSandbox). A transaction
+// Table `sandbox-generations`: [orgId] -> { generation, reset_since_ms? } (absent: 0, the generation
+// before any reset). `reset_since_ms` marks a reset under way: its removal runs in several
+// transactions (sandbox-reset.ts), and a reset cut short is finished at the next start.
+// Ordering: a reset advances the generation inside its first transaction (resetSandbox). A transaction
 // ordered after it reads the new value (the cache is bypassed while a reset is in flight, as in
 // record-cache.ts). A conditional batch, how API events are stored, runs its callback when it is
 // made, not when it commits: it could read the old generation yet commit after the reset, which is
@@ -14,6 +16,8 @@ import { RecordCache } from '../ledger/record-cache.ts';
 
 interface GenerationRecord {
   readonly generation: number;
+  /** When the reset still under way started; absent when none is. */
+  readonly reset_since_ms?: number;
 }
 
 const BEFORE_ANY_RESET: GenerationRecord = Object.freeze({ generation: 0 });
@@ -52,9 +56,9 @@ export class SandboxGenerations {
   }
 
   /**
-   * Runs `reset`, the durable write whose transaction calls `advanceWithin`, and resolves with its
-   * result. The org is `resetting` from this call until that write settles, and meanwhile reads of
-   * its generation bypass the cache.
+   * Runs `reset`, the durable writes that begin and end the reset (`beginResetWithin`,
+   * `endResetWithin`), and resolves with its result. The org is `resetting` from this call until
+   * `reset` settles, and meanwhile reads of its generation bypass the cache.
    */
   during<T>(orgId: string, reset: () => Promise<T>): Promise<T> {
     const write = this.#cache.writing(orgId, reset);
@@ -67,14 +71,29 @@ export class SandboxGenerations {
   }
 
   /**
-   * Starts the org's next generation and returns it. Call inside the reset's write transaction: the
-   * generation commits with the removal or not at all (a throw takes back both), so a generation
-   * whose runs were deleted is never reused.
+   * Starts the org's next generation, marks its reset as under way, and returns the generation.
+   * Call inside the reset's first write transaction, before anything is removed: a generation whose
+   * runs were deleted is never reused.
    */
-  advanceWithin(orgId: string): number {
+  beginResetWithin(orgId: string, nowMs: number): number {
     const generation = this.#load(orgId).generation + 1;
-    this.#table.put([orgId], { generation } satisfies GenerationRecord);
+    this.#table.put([orgId], { generation, reset_since_ms: nowMs } satisfies GenerationRecord);
     return generation;
+  }
+
+  /** Clears the org's reset mark. Call inside the reset's last write transaction, with the last removals. */
+  endResetWithin(orgId: string): void {
+    this.#table.put([orgId], { generation: this.#load(orgId).generation } satisfies GenerationRecord);
+  }
+
+  /** The orgs whose reset was cut short (a crash, a failed write): still marked as under way. */
+  interruptedResets(): string[] {
+    const orgs: string[] = [];
+    for (const { key, value } of this.#table.getRange({})) {
+      // A one-part key reads back as its part from LMDB (ordered-binary), as written from memory.
+      if ((value as GenerationRecord).reset_since_ms !== undefined) orgs.push(String(Array.isArray(key) ? key[0] : key));
+    }
+    return orgs;
   }
 
   #load(orgId: string): GenerationRecord {

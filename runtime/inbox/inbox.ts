@@ -54,13 +54,14 @@ export class Inbox {
   }
 
   /**
-   * Forgets every claim of a source (it is being deleted: a source made later under its name starts
-   * with no dedup memory); returns how many. Call inside a write transaction. Their time index
-   * entries stay until the prune, which skips a claim that is gone.
+   * Forgets the claims of a source, at most `limit` of them (it is being deleted: a source made
+   * later under its name starts with no dedup memory); returns how many. Call inside a write
+   * transaction. Their time index entries stay until the prune, which skips a claim that is gone.
    */
-  removeSourceClaimsWithin(orgId: string, source: string): number {
+  removeSourceClaimsWithin(orgId: string, source: string, limit = Number.POSITIVE_INFINITY): number {
     let removed = 0;
     for (const { key } of this.claimsOf(orgId, source)) {
+      if (removed === limit) break;
       this.#ledger.inbox.remove(key);
       removed++;
     }

@@ -3,10 +3,11 @@
 
 import type { LedgerTable } from './ledger.ts';
 
-/** Removes every key under [orgId, environment]; returns how many. Call inside a write transaction. */
-export function removeEnvironmentKeys(table: LedgerTable, orgId: string, environment: string): number {
+/** Removes the keys under [orgId, environment], at most `limit` of them; returns how many. Call inside a write transaction. */
+export function removeEnvironmentKeys(table: LedgerTable, orgId: string, environment: string, limit = Number.POSITIVE_INFINITY): number {
   let removed = 0;
   for (const key of table.getKeys({ start: [orgId, environment], end: [orgId, environment, '\uffff'] })) {
+    if (removed === limit) break;
     table.remove(key);
     removed++;
   }

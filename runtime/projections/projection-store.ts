@@ -55,9 +55,9 @@ export class ProjectionStore {
     this.#rows = ledger.openDatabase('projections');
   }
 
-  /** Removes every row of one org's environment (sandbox reset); returns how many. Call inside a write transaction. */
-  removeEnvironment(orgId: string, environment: string): number {
-    return removeEnvironmentKeys(this.#rows, orgId, environment);
+  /** Removes the rows of one org's environment, at most `limit` (sandbox reset); returns how many. Call inside a write transaction. */
+  removeEnvironment(orgId: string, environment: string, limit?: number): number {
+    return removeEnvironmentKeys(this.#rows, orgId, environment, limit);
   }
 
   /** Upserts (entity) or appends (step key) one row. Call inside the step-completing transaction. */

@@ -1,0 +1,121 @@
+// A sandbox reset removes in bounded transactions, so other orgs' writes go on between them (one
+// transaction held every org's writes for the whole removal), and a reset cut short part-way is
+// finished at the next start, before that start recovers the sandbox runs it was removing. On a
+// real runtime over LMDB in a temp dir.
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { test } from 'node:test';
+import type { PersistedRun } from '../../actors/run-transition.ts';
+import { resetSandbox, type SandboxResetDeps } from '../../runtime/events/sandbox-reset.ts';
+import { createLogger } from '../../runtime/log.ts';
+import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
+import { DeviceStore } from '../../runtime/triggers/device-store.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-reset-chunks';
+const OTHER = 'acct-reset-bystander';
+
+/** The reset's dependencies over the runtime's own stores, removing `chunk` records per transaction. */
+function resetDeps(rt: TestRuntime, chunk: number, forget: (runs: readonly PersistedRun[]) => void): SandboxResetDeps {
+  const { ledger, events, runs, sources } = rt.runtime.context;
+  return { ledger, events, runs, sources, devices: new DeviceStore(ledger, events), updateLog: rt.runtime.updateLog, projections: new ProjectionStore(ledger), forget, chunk };
+}
+
+/** An org with a sandbox workflow whose runs wait an hour, and `count` sandbox events each with its run waiting. */
+async function sandboxWithWaitingRuns(rt: TestRuntime, count: number): Promise<{ key: string; runIds: string[] }> {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${ORG}`, { token: ADMIN_TOKEN, json: { max_concurrent_runs: 100 } })).status, 200);
+  const workflow = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, {
+    token: key,
+    json: { name: 'waits', trigger_event: 'order.placed', environment: 'sandbox', steps: [{ id: 'wait', type: 'delay', duration_ms: 3_600_000 }] },
+  });
+  assert.equal(workflow.status, 201, workflow.text);
+  for (let i = 0; i < count; i++) assert.equal((await send(rt, key, `order-${i}`)).status, 202);
+  const runIds = await eventually(
+    `${count} sandbox runs waiting`,
+    async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?environment=sandbox&limit=100`, { token: key })).body.runs as { run_id: string }[],
+    (runs) => runs.length === count && runs.every((run) => rt.runtime.engine.timerDueAt(ORG, run.run_id) !== undefined),
+  );
+  return { key, runIds: runIds.map((run) => run.run_id) };
+}
+
+const send = (rt: TestRuntime, key: string, id: string) =>
+  call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.placed', environment: 'sandbox', id, payload: { id } } });
+
+const sandboxEventsStored = (rt: TestRuntime): number => rt.runtime.ledger.eventsByTime.getKeysCount({ start: [ORG, 'sandbox'], end: [ORG, 'sandbox', Number.MAX_SAFE_INTEGER] });
+
+test('a reset removes in transactions of at most its chunk, and a write queued meanwhile commits between them', async () => {
+  const rt = await startRuntime();
+  try {
+    const { runIds } = await sandboxWithWaitingRuns(rt, 7);
+    const batches: number[] = [];
+    const reset = resetSandbox(
+      resetDeps(rt, 2, (runs) => {
+        batches.push(runs.length);
+        rt.runtime.engine.forget(runs);
+      }),
+      ORG,
+      Date.now(),
+    );
+    // Queued right after the reset's first transaction: it runs before the removal is done.
+    const seenByBystander = rt.runtime.ledger.root.transaction(() => {
+      rt.runtime.ledger.events.put([OTHER, 'evt-bystander'], { marker: true });
+      return sandboxEventsStored(rt);
+    });
+    const result = await reset;
+    assert.equal(await seenByBystander, 7, "another org's write went in before the reset's removals, not after all of them");
+    assert.deepEqual(batches, [2, 2, 2, 1], 'runs removed two per transaction, each batch forgotten once durable');
+    assert.deepEqual([result.runs, result.events, result.generation], [7, 7, 1]);
+    assert.equal(sandboxEventsStored(rt), 0);
+    for (const runId of runIds) assert.equal(rt.runtime.engine.timerDueAt(ORG, runId), undefined, `${runId}'s delay timer is disarmed`);
+    assert.deepEqual(rt.runtime.context.runs.sandboxGenerations.interruptedResets(), [], 'a finished reset leaves no mark');
+  } finally {
+    await rt.close();
+    rmSync(rt.dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a reset cut short part-way is finished at the next start, before its sandbox runs could be recovered', async () => {
+  const dataDir = tempDir();
+  const first = await startRuntime({ dataDir });
+  let key: string;
+  let runIds: string[];
+  try {
+    ({ key, runIds } = await sandboxWithWaitingRuns(first, 5));
+    // The first batch of runs is removed and durable, then the reset fails (as a failed write would).
+    const cutShort = resetSandbox(
+      resetDeps(first, 2, () => {
+        throw new Error('the reset stops here');
+      }),
+      ORG,
+      Date.now(),
+    );
+    await assert.rejects(cutShort, /the reset stops here/);
+    assert.deepEqual(first.runtime.context.runs.sandboxGenerations.interruptedResets(), [ORG], 'the reset is marked as under way');
+    assert.equal(sandboxEventsStored(first), 5, 'its events are still there');
+  } finally {
+    await first.close();
+  }
+  const lines: string[] = [];
+  const second = await startRuntime({ dataDir, logger: createLogger('info', (line) => lines.push(line)) });
+  try {
+    assert.ok(lines.some((line) => line.includes('sandbox resets cut short were finished') && line.includes(ORG)), lines.join(''));
+    assert.equal(sandboxEventsStored(second), 0);
+    const runs = await call(second.url, 'GET', `/organizations/${ORG}/runs?environment=sandbox`, { token: key });
+    assert.deepEqual(runs.body.runs, []);
+    for (const runId of runIds) {
+      assert.equal(second.runtime.engine.timerDueAt(ORG, runId), undefined, `${runId} was not recovered`);
+      assert.equal((await call(second.url, 'GET', `/organizations/${ORG}/runs/${runId}?environment=sandbox`, { token: key })).status, 404);
+    }
+    assert.deepEqual(second.runtime.context.runs.sandboxGenerations.interruptedResets(), []);
+    assert.equal(second.runtime.context.runs.sandboxGenerations.current(ORG), 1);
+    // An id sent before the reset is new again, and makes a run of the new generation.
+    assert.equal((await send(second, key, 'order-0')).status, 202);
+  } finally {
+    await second.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
