@@ -50,7 +50,8 @@ function afterReached(error: unknown): unknown {
  * An invoker that restores a lost module once per call, as the header says. Failures name what to
  * do: no kept bytes (a version uploaded before the runtime kept them) is `module_not_found`, not
  * retried, saying to upload the module again; kept bytes that do not hash to the digest, or a runner
- * that reports another digest, fail closed without running anything; a runner that cannot be reached
+ * that reports another digest, fail closed without running anything; bytes the runner refuses (a
+ * rule it holds now refuses the module) are `module_recompile_failed`; a runner that cannot be reached
  * is retryable.
  */
 export function createRestoringInvoker(runner: RestoringRunner, modules: StoredModules, options: RestoreOptions = {}): ActionInvoker {
@@ -72,7 +73,9 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
       reported = await runner.compile(bytes);
     } catch (error) {
       if (error instanceof RetryableError || !(error instanceof SluiceError)) throw error;
-      throw new TerminalError(error.code, `The hook-runner lost module ${digest} and refused it when it was sent again: ${error.message}`, { cause: error });
+      // What the runner answers when a module it kept no longer compiles (module-registry.ts): the
+      // same fix, whichever way the runner found out.
+      throw new TerminalError('module_recompile_failed', `The hook-runner lost module ${digest} and refused it when it was sent again (${error.code}: ${error.message}); upload a rebuilt module as a new version.`, { cause: error });
     }
     if (reported !== digest) {
       throw new SluiceError(502, 'hook_runner_digest_mismatch', `The hook-runner reported digest ${reported} for module ${digest} when it was sent again; nothing was run.`);

@@ -95,6 +95,18 @@ test('kept bytes that do not hash to the digest fail closed: nothing is sent or 
   assert.equal(compiles, 1);
 });
 
+test('kept bytes the runner refuses when they are sent again fail module_recompile_failed, naming its reason, as a module it can no longer compile does', async () => {
+  // A rule the runner holds now (here: no `run` export) refuses what an earlier one accepted.
+  const refused = await assembleWat('no-run', '(module (memory (export "memory") 1))');
+  const { actionId, digest } = await kept('refused-now', refused);
+  const invoker = createRestoringInvoker(counted, store);
+  compiles = 0;
+  const error = await failure(invoker.invoke(invocation(digest, { orgId: ORG, actionId })));
+  assert.equal(compiles, 1);
+  assert.equal(error.code, 'module_recompile_failed');
+  assert.match(error.message, /refused it when it was sent again \(missing_export: .*\); upload a rebuilt module as a new version/);
+});
+
 test('a call reading secrets this runtime set, which the runner no longer holds, is not sent: it fails retryably, naming them, also when the module is back; it runs once they are set', async () => {
   const echo = await assembleWat('echo', ECHO_WAT);
   // A distinct module (the echo one above is on the runner by now): the same code plus a custom
