@@ -3,7 +3,7 @@
 // socket, no redirects followed, and a capped body read. A body still arriving at the deadline
 // after the status line is cut off: the status decides, the body is only evidence. A request body
 // still being sent when the answer came gets the step's timeout more to finish. A request that went
-// out on a kept-alive connection the receiver was closing is sent once more on a fresh one.
+// out on a kept-alive connection the receiver closed before answering says so (PostStaleConnectionError).
 // node:http instead of fetch: fetch's web streams and abort signals cost ~2x the CPU per request.
 
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
@@ -76,33 +76,29 @@ export class PostRequestError extends Error {
   }
 }
 
+/**
+ * Thrown when the connection closed (reset, or a write to a closed socket) before any answer, on a
+ * kept-alive connection that had carried an earlier request: most often the receiver closed it as
+ * idle just as this request went out, so it never saw it (though it may have).
+ */
+export class PostStaleConnectionError extends Error {
+  override readonly name = 'PostStaleConnectionError';
+}
+
 /** Errors of a connection closed under a request: a reset, or a write to a closed socket. */
 const CLOSED_UNDER_REQUEST = new Set(['ECONNRESET', 'EPIPE']);
 
 /**
+ * Sockets that have been handed to a request. Node's `reusedSocket` misses a socket passed on to a
+ * request that waited for one (its pool at the cap), so reuse is tracked here.
+ */
+const carried = new WeakSet<object>();
+
+/**
  * Posts `body` to `url`; rejects with PostTimeoutError at the deadline or with the network error.
  * Time spent waiting for a free socket in the pool is not the receiver's and is not on the clock.
- *
- * A receiver may close an idle kept-alive connection (without `Connection: close`) just as a request
- * goes out on it; the request then fails with "socket hang up" although the receiver never saw it.
- * Such a failure, before any answer and on a reused socket, sends the request once more (Node's
- * pool hands out a fresh or a live socket by then). The receiver might have read the first one
- * before dropping the connection: the step's idempotency key is what makes a repeat harmless, as
- * for any retry.
  */
-export async function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
-  try {
-    return await exchange(url, options, true);
-  } catch (error) {
-    if (!(error instanceof StaleConnectionError)) throw error;
-    return exchange(url, options, false);
-  }
-}
-
-/** A request failed before any answer on a reused socket the receiver had closed: worth sending again. */
-class StaleConnectionError extends Error {}
-
-function exchange(url: URL, options: PostOptions, retryStale: boolean): Promise<PostAnswer> {
+export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const body = Buffer.from(options.body, 'utf8');
   const { pool } = options;
@@ -130,6 +126,7 @@ function exchange(url: URL, options: PostOptions, retryStale: boolean): Promise<
       reject(error);
     };
     let hasSocket = false;
+    let reused = false;
     let answered: IncomingMessage | undefined;
     // Answered: the receiver took the delivery; ending its body settles with what came. True if so.
     const endAnswer = (): boolean => {
@@ -141,9 +138,11 @@ function exchange(url: URL, options: PostOptions, retryStale: boolean): Promise<
       fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
     });
-    outgoing.once('socket', () => {
+    outgoing.once('socket', (socket: object) => {
       if (outgoing.destroyed) return;
       hasSocket = true;
+      reused = carried.has(socket);
+      carried.add(socket);
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
       if (!stillWanted(options)) {
         fail(new PostWithdrawnError(queuedMs));
@@ -171,8 +170,7 @@ function exchange(url: URL, options: PostOptions, retryStale: boolean): Promise<
     // close settles, with the status the receiver gave, or a 2xx would be sent again.
     outgoing.on('error', (error: NodeJS.ErrnoException) => {
       if (answered !== undefined) return;
-      const stale = retryStale && outgoing.reusedSocket && CLOSED_UNDER_REQUEST.has(error.code ?? '');
-      fail(stale ? new StaleConnectionError(error.message) : error);
+      fail(reused && CLOSED_UNDER_REQUEST.has(error.code ?? '') ? new PostStaleConnectionError(error.message) : error);
     });
     // A 101 answer (an upgrade nobody asked for) ends the exchange without a 'response' and
     // without an error: unheard, the request would wait for its deadline. So would any close

@@ -11,7 +11,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import { embeddedIPv4, ForbiddenTargetError, isPublicAddress } from './webhook-address-policy.ts';
-import { postOnce, PostRequestError, PostTimeoutError, PostWithdrawnError, type PostAnswer } from './outbound-post.ts';
+import { postOnce, PostRequestError, PostStaleConnectionError, PostTimeoutError, PostWithdrawnError, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
@@ -162,6 +162,11 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // Sluice's own shortage, not the receiver's: named so, or triage would blame a healthy receiver.
     if (OUT_OF_DESCRIPTORS.has((error as NodeJS.ErrnoException).code ?? '')) {
       return failure('sluice_out_of_file_descriptors', `The request was not sent: the Sluice process is out of file descriptors (${(error as NodeJS.ErrnoException).code}; raise its limit, ulimit -n). The receiver was not reached.`, true, evidence, request.nowMs);
+    }
+    // Most often the receiver closed the connection as idle just as the request went out on it: a
+    // retry soon, not after the step's backoff (the retry is an attempt of its own, under the policy).
+    if (error instanceof PostStaleConnectionError) {
+      return failure('webhook_connection_closed', `The receiver closed its kept-alive connection before answering this request (${error.message}); it is retried after the shortest wait, not the step's backoff.`, true, evidence, request.nowMs, 0);
     }
     return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, request.nowMs + (error.queuedMs ?? 0))

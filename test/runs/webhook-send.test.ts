@@ -150,7 +150,7 @@ test('a 101 Switching Protocols answer fails the attempt at once and for good, l
   assert.match(error?.message ?? '', /answered 101; not retried/);
 });
 
-test('a request sent on a kept-alive connection the receiver closes without answering is sent once more on a fresh one', async () => {
+test('a kept-alive connection the receiver closes before answering fails the attempt as webhook_connection_closed, retried after the shortest wait; nothing is sent twice', async () => {
   // The receiver answers the first request of each connection (keep-alive, no `Connection: close`)
   // and drops the connection when a second request arrives on it: what a receiver closing an idle
   // connection does when the request crosses its close on the wire.
@@ -163,7 +163,7 @@ test('a request sent on a kept-alive connection the receiver closes without answ
       requests += 1;
       if (answered) return socket.destroy();
       answered = true;
-      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+      setTimeout(() => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'), 50);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -171,10 +171,18 @@ test('a request sent on a kept-alive connection the receiver closes without answ
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   const pool = connectionPool();
   assert.equal((await attempt(url, {}, pool)).ok, true);
-  const second = await attempt(url, {}, pool);
-  assert.deepEqual(second.ok ? second.result : errorOf(second), { status: 200, body: 'ok' });
-  assert.deepEqual({ connections, requests }, { connections: 2, requests: 3 }, 'the dropped request went out again on a new connection');
-  // A fresh connection that fails the same way is not sent again: only reuse explains the failure.
+  const idle = errorOf(await attempt(url, {}, pool));
+  assert.deepEqual([idle?.code, idle?.retryable, idle?.retryAfterMs], ['webhook_connection_closed', true, 0]);
+  assert.match(idle?.message ?? '', /closed its kept-alive connection before answering/);
+  assert.deepEqual({ connections, requests }, { connections: 1, requests: 2 }, 'the attempt sent the request once');
+
+  // A request that waited for the only connection of its pool, then went out on it, is told the same.
+  const single = connectionPool(1);
+  const [first, queued] = await Promise.all([attempt(url, {}, single), attempt(url, {}, single)]);
+  assert.equal(first.ok, true);
+  assert.equal(errorOf(queued)?.code, 'webhook_connection_closed');
+
+  // A fresh connection dropped the same way is a plain network error: nothing suggests an idle close.
   const dropping = createNetServer((socket: Socket) => socket.once('data', () => socket.destroy()));
   await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
   servers.push(dropping as unknown as Server);
