@@ -57,12 +57,17 @@ export class SandboxGenerations {
 
   /**
    * Runs `reset`, the durable writes that begin and end the reset (`beginResetWithin`,
-   * `endResetWithin`), and resolves with its result. The org is `resetting` from this call until
-   * `reset` settles, and meanwhile reads of its generation bypass the cache.
+   * `endResetWithin`), after any reset of the org still in flight, and resolves with its result.
+   * The org is `resetting` from this call until `reset` settles, and meanwhile reads of its
+   * generation bypass the cache.
    */
   during<T>(orgId: string, reset: () => Promise<T>): Promise<T> {
-    const write = this.#cache.writing(orgId, reset);
-    const done = Promise.all([this.#resets.get(orgId), write.then(ignore, ignore)]).then(ignore);
+    // A reset asked for while one is in flight starts once that one has settled: two interleaved
+    // would split the removal (and its counts) between them, and the first to end would clear the
+    // mark of the other.
+    const previous = this.#resets.get(orgId);
+    const write = this.#cache.writing(orgId, previous === undefined ? reset : () => previous.then(reset));
+    const done = Promise.all([previous, write.then(ignore, ignore)]).then(ignore);
     this.#resets.set(orgId, done);
     void done.then(() => {
       if (this.#resets.get(orgId) === done) this.#resets.delete(orgId);

@@ -6,14 +6,17 @@
 //
 // In transactions of at most `chunk` records, so other orgs' writes go on between them (one
 // transaction held every org's writes for the whole removal: 2 s for 40,000 runs). The first
-// transaction advances the generation and marks the org's reset as under way (sandbox-generation.ts);
-// the last clears the mark. A reset cut short (a crash, a failed write) is finished by the next
-// reset of the org or at the next start, before runs are recovered. The org's sandbox events wait
-// while its reset is in flight (`SandboxGenerations.quiet`), so no new sandbox data arrives meanwhile.
+// transaction advances the generation, marks the org's reset as under way (sandbox-generation.ts)
+// and ends the sandbox devices' connections (so a socket that drops meanwhile writes no
+// `device.disconnected`); the last clears the mark. A reset cut short (a crash, a failed write) is
+// finished by the next reset of the org or at the next start, before runs are recovered. The org's
+// sandbox events wait while its reset is in flight (`SandboxGenerations.quiet`), and its resets
+// run one after the other.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/ledger.ts';
+import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
+import type { InboxClaim } from '../inbox/inbox.ts';
 import type { EventStore } from './event-store.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import { REPLAY_SOURCE } from '../replay/business-replay.ts';
@@ -48,13 +51,13 @@ export interface SandboxRemoval {
   readonly projection_rows: number;
   /** The seq the reset reserved as its mark in the org's live updates (UpdateLog.removeEnvironment). */
   readonly live_mark: number;
-  /** The sandbox device connections the reset ended: their sockets are to be closed. */
-  readonly device_connections: string[];
 }
 
 export interface SandboxResetResult extends SandboxRemoval {
   /** The sandbox generation the reset started (1 after the first reset). */
   readonly generation: number;
+  /** The sandbox device connections the reset ended: their sockets are to be closed. */
+  readonly device_connections: string[];
 }
 
 /**
@@ -66,21 +69,27 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
   const { root } = deps.ledger;
   const generations = deps.runs.sandboxGenerations;
   return generations.during(orgId, async () => {
-    const generation = await durably(root, root.transaction(() => generations.beginResetWithin(orgId, nowMs)));
-    return { generation, ...(await removeSandbox(deps, orgId, nowMs)) };
+    const begun = await durably(
+      root,
+      root.transaction(() => {
+        const sandboxDevices = deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
+        return { generation: generations.beginResetWithin(orgId, nowMs), deviceConnections: deps.devices.endConnectionsWithin(sandboxDevices, 'sandbox_reset', nowMs) };
+      }),
+    );
+    return { generation: begun.generation, device_connections: begun.deviceConnections, ...(await removeSandbox(deps, orgId)) };
   });
 }
 
 /** At start, before runs are recovered: finishes every reset a crash or a failed write cut short; resolves with their orgs. */
-export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: number): Promise<string[]> {
+export async function finishInterruptedResets(deps: SandboxResetDeps): Promise<string[]> {
   const generations = deps.runs.sandboxGenerations;
   const orgs = generations.interruptedResets();
-  for (const orgId of orgs) await generations.during(orgId, () => removeSandbox(deps, orgId, nowMs));
+  for (const orgId of orgs) await generations.during(orgId, () => removeSandbox(deps, orgId));
   return orgs;
 }
 
 /** Removes the org's sandbox data in bounded transactions, then clears its reset mark. */
-async function removeSandbox(deps: SandboxResetDeps, orgId: string, nowMs: number): Promise<SandboxRemoval> {
+async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<SandboxRemoval> {
   const { ledger } = deps;
   const chunk = deps.chunk ?? RESET_CHUNK;
   const inChunks = (removeUpTo: (limit: number) => number, afterEach?: () => void): Promise<number> => removeInChunks(ledger, chunk, removeUpTo, afterEach);
@@ -88,6 +97,9 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string, nowMs: numbe
   // Runs first: a run still there may go on and derive sandbox events, which the sweeps below then
   // find. A removed run's next write finds it gone (transition-write.ts) and stops there.
   let removedRuns: PersistedRun[] = [];
+  const forgetRemoved = (): void => {
+    if (removedRuns.length > 0) deps.forget?.(removedRuns);
+  };
   const runs = await inChunks(
     (limit) => {
       removedRuns = [];
@@ -98,37 +110,53 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string, nowMs: numbe
       }
       return removedRuns.length;
     },
-    () => deps.forget?.(removedRuns),
+    forgetRemoved,
   );
 
-  // Keyed replays claim under REPLAY_SOURCE whatever their environment: the claims of replays that
-  // are sandbox events go (a claim whose event is gone already, from a reset cut short, goes too).
-  // Before the events, whose environment tells which claims those are.
-  let claims = 0;
-  claims += await inChunks((limit) => {
-    let removed = 0;
-    for (const { key, claim } of deps.events.inbox.claimsOf(orgId, REPLAY_SOURCE)) {
-      const event = deps.events.getRecord(orgId, claim.event_id);
-      if (event !== undefined && event.environment !== 'sandbox') continue;
-      if (removed === limit) break;
-      ledger.inbox.remove(key);
-      removed++;
-    }
-    return removed;
-  });
-
+  // An event goes with its runs: one a writer stored after the runs above went (none should: the
+  // org's sandbox events wait for the reset) leaves no run behind without its event.
   let events = 0;
+  let runsOfEvents = 0;
+  await inChunks(
+    (limit) => {
+      let seen = 0;
+      removedRuns = [];
+      for (const key of ledger.eventsByTime.getKeys({ start: [orgId, 'sandbox'], end: [orgId, 'sandbox', Number.MAX_SAFE_INTEGER], limit })) {
+        seen++;
+        const eventId = (key as [string, string, number, string])[3];
+        ledger.eventsByTime.remove(key);
+        if (!ledger.events.doesExist([orgId, eventId])) continue;
+        ledger.events.remove([orgId, eventId]);
+        ledger.recordings.remove([orgId, eventId]);
+        deps.events.forgetDerivedCountWithin(orgId, eventId);
+        events++;
+        for (const run of deps.runs.forEvent(orgId, eventId)) {
+          deps.runs.remove(run);
+          removedRuns.push(run);
+        }
+      }
+      runsOfEvents += removedRuns.length;
+      return seen;
+    },
+    forgetRemoved,
+  );
+
+  // Keyed replays claim under REPLAY_SOURCE whatever their environment: a claim whose event is gone
+  // (removed above, or by an earlier reset cut short) goes. Bounded by the claims looked at, each
+  // pass going on after the last one's; only existence is read, never an event's payload.
+  let claims = 0;
+  let after: LedgerKey | undefined;
   await inChunks((limit) => {
     let seen = 0;
-    for (const key of ledger.eventsByTime.getKeys({ start: [orgId, 'sandbox'], end: [orgId, 'sandbox', Number.MAX_SAFE_INTEGER], limit })) {
+    const end = [orgId, REPLAY_SOURCE, '\uffff'];
+    for (const { key, value } of ledger.inbox.getRange({ start: after ?? [orgId, REPLAY_SOURCE], end, limit: limit + 1 })) {
+      if (after !== undefined && sameKey(key, after)) continue;
+      if (seen === limit) break;
       seen++;
-      const eventId = (key as [string, string, number, string])[3];
-      ledger.eventsByTime.remove(key);
-      if (!ledger.events.doesExist([orgId, eventId])) continue;
-      ledger.events.remove([orgId, eventId]);
-      ledger.recordings.remove([orgId, eventId]);
-      deps.events.forgetDerivedCountWithin(orgId, eventId);
-      events++;
+      after = key;
+      if (ledger.events.doesExist([orgId, (value as InboxClaim).event_id])) continue;
+      ledger.inbox.remove(key);
+      claims++;
     }
     return seen;
   });
@@ -144,19 +172,19 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string, nowMs: numbe
   await inChunks((limit) => deps.events.removeTombstonesWithin(orgId, 'sandbox', limit));
   const projectionRows = await inChunks((limit) => deps.projections.removeEnvironment(orgId, 'sandbox', limit));
 
-  // The org's retained live updates are capped (--live-retention); its sandbox devices are few.
+  // The org's retained live updates are capped (--live-retention).
   const { root } = ledger;
-  const last = await durably(
+  const liveMark = await durably(
     root,
     root.transaction(() => {
-      const liveMark = deps.updateLog.removeEnvironment(orgId, 'sandbox');
-      const deviceConnections = deps.devices.endConnectionsWithin(sandboxDevices, 'sandbox_reset', nowMs);
       deps.runs.sandboxGenerations.endResetWithin(orgId);
-      return { liveMark, deviceConnections };
+      return deps.updateLog.removeEnvironment(orgId, 'sandbox');
     }),
   );
-  return { events, runs, inbox_claims: claims, projection_rows: projectionRows, live_mark: last.liveMark, device_connections: last.deviceConnections };
+  return { events, runs: runs + runsOfEvents, inbox_claims: claims, projection_rows: projectionRows, live_mark: liveMark };
 }
+
+const sameKey = (a: LedgerKey, b: LedgerKey): boolean => JSON.stringify(a) === JSON.stringify(b);
 
 /**
  * Calls `removeUpTo(limit)` in a durable transaction of its own, then `afterEach`, until one

@@ -1,16 +1,19 @@
 // A sandbox reset removes in bounded transactions, so other orgs' writes go on between them (one
 // transaction held every org's writes for the whole removal), and a reset cut short part-way is
-// finished at the next start, before that start recovers the sandbox runs it was removing. On a
-// real runtime over LMDB in a temp dir.
+// finished at the next start, before that start recovers the sandbox runs it was removing. What
+// lands between its transactions stays right: a device rotated meanwhile, a late sandbox event, a
+// second reset; production's replay claims stay. On a real runtime over LMDB in a temp dir.
 
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import type { PersistedRun } from '../../actors/run-transition.ts';
+import { API_SOURCE, rootEvent } from '../../runtime/events/event-record.ts';
 import { resetSandbox, type SandboxResetDeps } from '../../runtime/events/sandbox-reset.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import { DeviceStore } from '../../runtime/triggers/device-store.ts';
+import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
@@ -117,5 +120,100 @@ test('a reset cut short part-way is finished at the next start, before its sandb
   } finally {
     await second.close();
     rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test("a sandbox device whose token is rotated while a reset runs keeps the new token: the reset ends its connection first and writes it no more", async () => {
+  const rt = await startRuntime();
+  try {
+    const { key } = await sandboxWithWaitingRuns(rt, 6);
+    const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'till-1', environment: 'sandbox' } });
+    assert.equal(created.status, 201, created.text);
+    const device = await connectDevice(rt.url, ORG, 'till-1', created.body.token);
+    try {
+      const store = new DeviceStore(rt.runtime.ledger, rt.runtime.context.events);
+      const deps = resetDeps(rt, 2, (runs) => rt.runtime.engine.forget(runs));
+      // Late in the reset (its projection rows go last but one), as a rotation through the API would land.
+      let rotation: Promise<unknown> | undefined;
+      const projections = deps.projections;
+      const lateRotation: SandboxResetDeps['projections'] = Object.assign(Object.create(projections) as typeof projections, {
+        removeEnvironment: (orgId: string, environment: string, limit?: number) => {
+          rotation ??= store.rotateToken(ORG, 'till-1', 'f'.repeat(64), 'sdt_rotated0', new Date().toISOString());
+          return projections.removeEnvironment(orgId, environment, limit);
+        },
+      });
+      const result = await resetSandbox({ ...deps, projections: lateRotation }, ORG, Date.now());
+      assert.ok(rotation !== undefined);
+      await rotation;
+      assert.equal(result.device_connections.length, 1, 'the open connection was ended');
+      const read = await call(rt.url, 'GET', `/organizations/${ORG}/devices/till-1?environment=sandbox`, { token: key });
+      assert.equal(read.body.device.token_prefix, 'sdt_rotated0', read.text);
+      assert.deepEqual([read.body.device.state, read.body.device.last_disconnect_reason], ['disconnected', 'sandbox_reset'], read.text);
+    } finally {
+      device.close();
+    }
+  } finally {
+    await rt.close();
+    rmSync(rt.dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a sandbox event stored while a reset runs, by a writer that did not wait for it, goes with its runs', async () => {
+  const rt = await startRuntime();
+  try {
+    await sandboxWithWaitingRuns(rt, 4);
+    const { events } = rt.runtime.context;
+    let late: Promise<unknown> | undefined;
+    const result = await resetSandbox(
+      resetDeps(rt, 3, (runs) => {
+        // After the last runs the run sweep finds (a batch short of its chunk): the event makes a run
+        // of its own, which that sweep never sees.
+        if (runs.length < 3) late ??= events.store({ event: rootEvent({ id: 'evt_late', org_id: ORG, type: 'order.placed', payload: {}, environment: 'sandbox', source: API_SOURCE, provider_event_id: null, received_at_ms: Date.now() }), recording: null, claim: null });
+        rt.runtime.engine.forget(runs);
+      }),
+      ORG,
+      Date.now(),
+    );
+    await late;
+    assert.equal(sandboxEventsStored(rt), 0);
+    assert.deepEqual([...rt.runtime.context.runs.allIn(ORG, 'sandbox')], [], 'no run is left without its event');
+    assert.deepEqual([result.events, result.runs], [5, 5]);
+  } finally {
+    await rt.close();
+    rmSync(rt.dataDir, { recursive: true, force: true });
+  }
+});
+
+test('two resets of one org asked for together run one after the other: the first removes everything, the second finds nothing', async () => {
+  const rt = await startRuntime();
+  try {
+    await sandboxWithWaitingRuns(rt, 5);
+    const deps = resetDeps(rt, 2, (runs) => rt.runtime.engine.forget(runs));
+    const [first, second] = await Promise.all([resetSandbox(deps, ORG, Date.now()), resetSandbox(deps, ORG, Date.now())]);
+    assert.deepEqual([first.events, first.runs, first.generation], [5, 5, 1]);
+    assert.deepEqual([second.events, second.runs, second.generation], [0, 0, 2]);
+    assert.deepEqual(rt.runtime.context.runs.sandboxGenerations.interruptedResets(), []);
+  } finally {
+    await rt.close();
+    rmSync(rt.dataDir, { recursive: true, force: true });
+  }
+});
+
+test("a reset leaves production's keyed replay claims: the same keyed replay of a production event is still the same replay", async () => {
+  const rt = await startRuntime();
+  try {
+    const { key } = await sandboxWithWaitingRuns(rt, 3);
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.placed', id: 'prod-1', payload: {} } })).status, 202);
+    const replay = () => call(rt.url, 'POST', `/organizations/${ORG}/events/prod-1/replay`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'ticket-9' } });
+    const before = await replay();
+    assert.equal(before.status, 202, before.text);
+    const result = await resetSandbox(resetDeps(rt, 2, (runs) => rt.runtime.engine.forget(runs)), ORG, Date.now());
+    assert.equal(result.inbox_claims, 0);
+    const after = await replay();
+    assert.equal(after.body.event.id, before.body.event.id, after.text);
+    assert.equal(after.headers.get('idempotent-replayed'), 'true');
+  } finally {
+    await rt.close();
+    rmSync(rt.dataDir, { recursive: true, force: true });
   }
 });
