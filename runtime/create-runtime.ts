@@ -133,7 +133,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   await stampDataFormat(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const schemas = startSchemaThreads();
-  opened.push(() => schemas.payloads.close(), () => schemas.writes.close());
+  opened.push(() => schemas.payloads.close(), () => schemas.writes.close(), () => schemas.bodies.close());
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas };
   const startedAt = clock.now();
 
@@ -191,7 +191,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
       restarts: child === undefined ? undefined : () => child.restarts,
     },
   });
-  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations, schemaChecks: schemas.payloads }), liveUpgradeRequired, deviceUpgradeRequired);
+  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations, schemaChecks: schemas.payloads, bodyReads: schemas.bodies }), liveUpgradeRequired, deviceUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => {
       engine.refreshLimit(orgId);
@@ -282,7 +282,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
         await ticker.close();
         // Before the server waits for requests in flight: their queued checks are refused at once
         // (503 stopping), not worked through one deadline after another.
-        await Promise.all([schemas.payloads.close(), schemas.writes.close()]);
+        await Promise.all([schemas.payloads.close(), schemas.writes.close(), schemas.bodies.close()]);
         rooms.close();
         await devices.close();
         await server.close();

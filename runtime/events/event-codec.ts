@@ -16,8 +16,11 @@ export type RecordingRecord = Omit<Recording, 'body'> & { readonly body?: string
  * parsed); otherwise the event's remembered text (payload-text.ts), or its payload serialized.
  */
 export function toEventRecord(event: StoredEvent, payloadJson: string | undefined): EventRecord {
-  const { payload: _parsed, ...rest } = event;
-  return { ...rest, payload_json: payloadJson ?? payloadTextOf(event) };
+  // Copied field by field, so `payload` is never read: it may be parsed only when read (withLazyPayload).
+  const record: Record<string, unknown> = {};
+  for (const key of Object.keys(event)) if (key !== 'payload') record[key] = event[key as keyof StoredEvent];
+  record['payload_json'] = payloadJson ?? payloadTextOf(event);
+  return record as EventRecord;
 }
 
 /**

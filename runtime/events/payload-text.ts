@@ -14,6 +14,20 @@ export function withPayloadText(event: StoredEvent, text: string): StoredEvent {
   return event;
 }
 
+/**
+ * Makes `event.payload` the parse of `text`, done when something first reads it, and remembers
+ * `text` as its payload text; returns the event. For webhook ingest, which reads the body in a
+ * thread (read-webhook-body.ts) and needs no parsed payload on the event loop.
+ */
+export function withLazyPayload(event: StoredEvent, text: string): StoredEvent {
+  let parsed: { value: unknown } | undefined;
+  Object.defineProperty(event, 'payload', {
+    enumerable: true,
+    get: () => (parsed ??= { value: JSON.parse(text) as unknown }).value,
+  });
+  return withPayloadText(event, text);
+}
+
 /** The payload as received, or (for an event built without its text) as serialized now. */
 export const payloadTextOf = (event: StoredEvent): string => texts.get(event) ?? JSON.stringify(event.payload ?? null);
 

@@ -23,12 +23,24 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
  * document in error messages.
  */
 export function decodeJsonBytes(body: Buffer, what = 'The request body'): { readonly value: unknown; readonly text: string } {
-  let text: string;
+  const text = decodeUtf8(body, what);
+  return { value: readJsonText(text, what), text };
+}
+
+/** Decodes UTF-8 strictly: 400 `malformed_json` for bytes that are not UTF-8. */
+export function decodeUtf8(body: Buffer, what = 'The request body'): string {
   try {
-    text = strictUtf8.decode(body);
+    return strictUtf8.decode(body);
   } catch {
     throw new InputError(400, 'malformed_json', `${what} is not valid UTF-8.`);
   }
+}
+
+/**
+ * Parses JSON text nested at most MAX_JSON_NESTING deep, with no member named twice in one object
+ * (400 otherwise). Pure computation, so a thread may do it for the event loop (body-reading.ts).
+ */
+export function readJsonText(text: string, what = 'The request body'): unknown {
   if (nestsDeeperThan(text)) {
     throw new InputError(400, 'json_too_deep', `${what} nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`);
   }
@@ -42,7 +54,7 @@ export function decodeJsonBytes(body: Buffer, what = 'The request body'): { read
   }
   const duplicate = duplicateKeyAt(text);
   if (duplicate >= 0) throw new InputError(400, 'duplicate_json_member', `${what} names a member twice in one object (at position ${duplicate}).`);
-  return { value, text };
+  return value;
 }
 
 /** Decodes UTF-8 strictly and parses JSON; never returns a half-parsed value. */

@@ -1,5 +1,6 @@
 // POST /hooks/:org_id/:source — signed provider webhooks in, durable events out.
 // Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 400 JSON, 422 schema, then one durable write on the quota (429).
+// A large body is read in a thread (read-webhook-body.ts); ingest never parses the payload on the event loop.
 
 import { InputError, notFound } from '../errors.ts';
 import type { Clock } from '../clock.ts';
@@ -7,7 +8,8 @@ import type { EventStore } from '../events/event-store.ts';
 import { generateEventId, rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { recordRequest } from '../events/record-request.ts';
 import { errorCodeOf } from '../http/error-code.ts';
-import { decodeJsonBytes, isJsonContentType } from '../http/parse-json.ts';
+import { withLazyPayload } from '../events/payload-text.ts';
+import { isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
@@ -16,6 +18,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
 import type { IngestQuota } from './ingest-quota.ts';
+import { readWebhookBody } from './read-webhook-body.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { assertNotReservedType } from '../triggers/device-record.ts';
 import { isDeliveryId } from './verification.ts';
@@ -33,6 +36,8 @@ export interface HookRouteDeps {
   readonly generations: SandboxGenerations;
   /** Payloads are checked against the source's schema here, off the event loop (schema-checks.ts). */
   readonly schemaChecks: SchemaChecks;
+  /** Large bodies are read (checked and parsed) here, off the event loop (read-webhook-body.ts). */
+  readonly bodyReads: SchemaChecks;
 }
 
 
@@ -94,22 +99,21 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   }
   const nowMs = deps.clock.now();
   const delivery = verifyDelivery(source, request.headers, request.body, nowMs);
-  const { value: payload, text: payloadJson } = decodeJsonBytes(request.body);
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
-    throw new InputError(400, 'invalid_payload', 'The webhook body must be a JSON object.');
-  }
-  const body = payload as Record<string, unknown>;
-  const providerEventId = delivery.providerEventId ?? bodyString(body, 'id');
-  const type = delivery.eventType ?? bodyString(body, 'type');
-  if (!EVENT_TYPE_REGEX.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
-  assertNotReservedType(type, 'type');
-  // A source whose secrets changed during the wait verifies the delivery again: a secret removed
+  // A source whose secrets changed during a wait verifies the delivery again: a secret removed
   // (leaked, say) signs nothing stored after its removal is durable.
   const reverify = (changed: SourceRecord): void => void verifyDelivery(changed, request.headers, request.body, nowMs);
-  await checkSchema(deps.schemaChecks, source, type, payloadJson, lookup, reverify);
+  const { text: payloadJson, facts } = await readWebhookBody(request.body, org.id, deps.bodyReads);
+  // A large body was read in a thread: the source may have changed or gone meanwhile.
+  const current = sourceAfterWait(source, source, lookup, reverify);
+  if (!facts.object) throw new InputError(400, 'invalid_payload', 'The webhook body must be a JSON object.');
+  const providerEventId = delivery.providerEventId ?? bodyString(facts.id, 'id');
+  const type = delivery.eventType ?? bodyString(facts.type, 'type');
+  if (!EVENT_TYPE_REGEX.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
+  assertNotReservedType(type, 'type');
+  await checkSchema(deps.schemaChecks, source, current, type, payloadJson, lookup, reverify);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);
-  const event = rootEvent({ id, org_id: source.org_id, type, payload, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs });
+  const event = withLazyPayload(rootEvent({ id, org_id: source.org_id, type, payload: undefined, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs }), payloadJson);
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
   // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
   // While it waited, the source may have been deleted or the plan lost its sandbox.
@@ -131,22 +135,32 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
  * read again after each check; a changed one checks again, and a deleted one (or one made again
  * under the name: another source, with its own delivery ids) is 404, so the provider sends again.
  */
-async function checkSchema(checks: SchemaChecks, source: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined, reverify: (changed: SourceRecord) => void): Promise<void> {
-  let checked = source;
+async function checkSchema(checks: SchemaChecks, source: SourceRecord, current: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined, reverify: (changed: SourceRecord) => void): Promise<void> {
+  let checked = current;
   for (;;) {
     const checking = checks.check(checked, type, payloadJson);
     if (checking === undefined) return;
     await checking;
-    const current = admitted(lookup()).source;
-    if (!isSameSource(current, source)) throw notFound('Organization or source');
-    if (current.updated_at === checked.updated_at) return;
-    if (!isDeepStrictEqual(current.secrets, checked.secrets)) reverify(current);
-    checked = current;
+    const now = sourceAfterWait(source, checked, lookup, reverify);
+    if (now.updated_at === checked.updated_at) return;
+    checked = now;
   }
 }
 
-function bodyString(body: Record<string, unknown>, field: 'id' | 'type'): string {
-  const value = body[field];
+/**
+ * The delivery's source as it is after a wait: 404 when it was deleted (or made again under the
+ * name: another source, with its own delivery ids), so the provider sends again; the delivery is
+ * verified again when its secrets changed since `checked`, the version last seen.
+ */
+function sourceAfterWait(source: SourceRecord, checked: SourceRecord, lookup: () => Target | undefined, reverify: (changed: SourceRecord) => void): SourceRecord {
+  const current = admitted(lookup()).source;
+  if (!isSameSource(current, source)) throw notFound('Organization or source');
+  if (current.updated_at !== checked.updated_at && !isDeepStrictEqual(current.secrets, checked.secrets)) reverify(current);
+  return current;
+}
+
+/** The body's top-level `id` or `type` (undefined when it is not a string), as the event's. */
+function bodyString(value: string | undefined, field: 'id' | 'type'): string {
   // An id becomes the dedup key, like a webhook-id header, and is checked as one.
   if (typeof value !== 'string' || value === '' || value.length > 256 || (field === 'id' && !isDeliveryId(value))) {
     const what = field === 'id' ? 'The webhook body needs a string "id" (1-256 printable ASCII characters).' : `The webhook body needs a string "type". ${EVENT_TYPE_RULE}`;

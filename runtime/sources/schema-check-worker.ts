@@ -1,19 +1,24 @@
-// The worker thread that checks event payloads against their source's (or device's) schema, and
-// compiles the schemas a write declares (event-schemas.ts), one request at a time: work that takes
+// The worker thread that checks event payloads against their source's (or device's) schema,
+// compiles the schemas a write declares (event-schemas.ts), and reads large webhook bodies (checks
+// and parses them, answering what ingest needs of them), one request at a time: work that takes
 // long holds this thread, never the event loop every tenant shares; schema-checks.ts ends the
 // thread past a deadline.
 
 import { parentPort } from 'node:worker_threads';
 import { SluiceError } from '../errors.ts';
+import { readJsonText } from '../http/parse-json.ts';
+import { bodyFactsOf, type BodyFacts } from '../ingest/body-facts.ts';
 import { assertSchemasCompile, compiledValidator, validateWith } from './event-schemas.ts';
 
 /**
  * What the checking side asks: `payloadJson` against `schemaText`, declared by (orgId, name) for
- * `type`; or whether every schema of a write (`eventTypesText`, type -> schema) compiles.
+ * `type`; whether every schema of a write (`eventTypesText`, type -> schema) compiles; or the
+ * facts of a webhook body's `text` (readJsonText's checks, then bodyFactsOf).
  */
 export type CheckRequest =
   | { readonly kind: 'payload'; readonly id: number; readonly orgId: string; readonly name: string; readonly type: string; readonly schemaText: string; readonly payloadJson: string }
-  | { readonly kind: 'compile'; readonly id: number; readonly eventTypesText: string };
+  | { readonly kind: 'compile'; readonly id: number; readonly eventTypesText: string }
+  | { readonly kind: 'body'; readonly id: number; readonly text: string };
 
 /**
  * What this thread answers: first `ready`, then per request, in order, `compiled` (a payload
@@ -23,6 +28,7 @@ export type CheckAnswer =
   | { readonly kind: 'ready' }
   | { readonly kind: 'compiled'; readonly id: number }
   | { readonly kind: 'passed'; readonly id: number }
+  | { readonly kind: 'read'; readonly id: number; readonly facts: BodyFacts }
   | { readonly kind: 'refused'; readonly id: number; readonly status: number; readonly code: string; readonly message: string; readonly field: string | undefined };
 
 const port = parentPort;
@@ -31,6 +37,10 @@ if (port === null) throw new Error('schema-check-worker.ts runs as a worker thre
 port.on('message', (request: CheckRequest) => {
   let answer: CheckAnswer;
   try {
+    if (request.kind === 'body') {
+      port.postMessage({ kind: 'read', id: request.id, facts: bodyFactsOf(readJsonText(request.text)) } satisfies CheckAnswer);
+      return;
+    }
     if (request.kind === 'compile') assertSchemasCompile(JSON.parse(request.eventTypesText) as Record<string, object>);
     else {
       // The schema's text versions its cached validator: a changed schema is compiled again.
