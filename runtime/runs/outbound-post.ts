@@ -78,12 +78,20 @@ export class PostRequestError extends Error {
 
 /**
  * Thrown when the connection closed (reset, or a write to a closed socket) before any answer, on a
- * kept-alive connection that had carried an earlier request: most often the receiver closed it as
- * idle just as this request went out, so it never saw it (though it may have).
+ * kept-alive connection that had carried an earlier request, while the request was still going out
+ * or within STALE_WINDOW_MS of it: most often the receiver closed it as idle just as this request
+ * went out, so it never saw it (though it may have).
  */
 export class PostStaleConnectionError extends Error {
   override readonly name = 'PostStaleConnectionError';
 }
+
+/**
+ * How soon after the request was sent a close still reads as one that crossed it on the wire (an
+ * idle close takes a round trip to show). Later, the receiver had the request: it closed while
+ * handling it (a crash), which is an ordinary network error, retried after the step's backoff.
+ */
+const STALE_WINDOW_MS = 1000;
 
 /** Errors of a connection closed under a request: a reset, or a write to a closed socket. */
 const CLOSED_UNDER_REQUEST = new Set(['ECONNRESET', 'EPIPE']);
@@ -127,6 +135,11 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     };
     let hasSocket = false;
     let reused = false;
+    /** When the whole request had been handed to the socket (performance.now()); undefined while it is still going out. */
+    let requestSentAt: number | undefined;
+    outgoing.once('finish', () => {
+      requestSentAt = performance.now();
+    });
     let answered: IncomingMessage | undefined;
     // Answered: the receiver took the delivery; ending its body settles with what came. True if so.
     const endAnswer = (): boolean => {
@@ -170,7 +183,8 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     // close settles, with the status the receiver gave, or a 2xx would be sent again.
     outgoing.on('error', (error: NodeJS.ErrnoException) => {
       if (answered !== undefined) return;
-      fail(reused && CLOSED_UNDER_REQUEST.has(error.code ?? '') ? new PostStaleConnectionError(error.message) : error);
+      const crossed = requestSentAt === undefined || performance.now() - requestSentAt <= STALE_WINDOW_MS;
+      fail(reused && crossed && CLOSED_UNDER_REQUEST.has(error.code ?? '') ? new PostStaleConnectionError(error.message) : error);
     });
     // A 101 answer (an upgrade nobody asked for) ends the exchange without a 'response' and
     // without an error: unheard, the request would wait for its deadline. So would any close

@@ -191,6 +191,25 @@ test('a kept-alive connection the receiver closes before answering fails the att
   assert.match(error?.message ?? '', /socket hang up/);
 });
 
+test('a kept-alive connection the receiver drops well after it read the request (a crash while handling it) is a plain network error, retried after the backoff', async () => {
+  // The second request on a connection is read, then the connection is reset 1.5 s later.
+  const server = createNetServer((socket: Socket) => {
+    let answered = false;
+    socket.on('data', () => {
+      if (answered) return void setTimeout(() => socket.resetAndDestroy(), 1500);
+      answered = true;
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  servers.push(server as unknown as Server);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  const pool = connectionPool();
+  assert.equal((await attempt(url, {}, pool)).ok, true);
+  const crashed = errorOf(await attempt(url, {}, pool));
+  assert.deepEqual([crashed?.code, crashed?.retryable, crashed?.retryAfterMs], ['webhook_network_error', true, undefined]);
+});
+
 test('a status past 599 is not retried: only 5xx and 429 are', async () => {
   const url = await rawReceiver('HTTP/1.1 999 Weird\r\nContent-Length: 0\r\n\r\n');
   const error = errorOf(await attempt(url));
