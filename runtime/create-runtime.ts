@@ -225,7 +225,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   boundPort = port;
   try {
     // Before recovery, which would pick up the unfinished sandbox runs such a reset removes.
-    const resumed = await finishInterruptedResets({ ledger, events, runs, sources, devices: deviceStore, updateLog, projections });
+    const resumed = await finishInterruptedResets({ ledger, events, runs, sources, devices: deviceStore, updateLog, projections }, clock.now());
     if (resumed.length > 0) logger.info('sandbox resets cut short were finished', { orgs: resumed });
     await engine.recover();
   } finally {

@@ -80,11 +80,22 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
   });
 }
 
-/** At start, before runs are recovered: finishes every reset a crash or a failed write cut short; resolves with their orgs. */
-export async function finishInterruptedResets(deps: SandboxResetDeps): Promise<string[]> {
+/**
+ * At start, before runs are recovered: finishes every reset a crash or a failed write cut short;
+ * resolves with their orgs. Each starts a generation again: after a failed write the process went
+ * on, and sandbox events stored meanwhile made runs in the cut-short reset's generation, which
+ * this removes (a generation whose runs were deleted is never reused).
+ */
+export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: number): Promise<string[]> {
+  const { root } = deps.ledger;
   const generations = deps.runs.sandboxGenerations;
   const orgs = generations.interruptedResets();
-  for (const orgId of orgs) await generations.during(orgId, () => removeSandbox(deps, orgId));
+  for (const orgId of orgs) {
+    await generations.during(orgId, async () => {
+      await durably(root, root.transaction(() => generations.beginResetWithin(orgId, nowMs)));
+      return removeSandbox(deps, orgId);
+    });
+  }
   return orgs;
 }
 

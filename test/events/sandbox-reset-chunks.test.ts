@@ -86,6 +86,7 @@ test('a reset cut short part-way is finished at the next start, before its sandb
   const first = await startRuntime({ dataDir });
   let key: string;
   let runIds: string[];
+  let lateRunId: string | undefined;
   try {
     ({ key, runIds } = await sandboxWithWaitingRuns(first, 5));
     // The first batch of runs is removed and durable, then the reset fails (as a failed write would).
@@ -99,6 +100,10 @@ test('a reset cut short part-way is finished at the next start, before its sandb
     await assert.rejects(cutShort, /the reset stops here/);
     assert.deepEqual(first.runtime.context.runs.sandboxGenerations.interruptedResets(), [ORG], 'the reset is marked as under way');
     assert.equal(sandboxEventsStored(first), 5, 'its events are still there');
+    // The process goes on after the failed write: a sandbox event now makes a run in the generation
+    // the cut-short reset started, which the finishing removes.
+    assert.equal((await send(first, key, 'order-late')).status, 202);
+    lateRunId = (await eventually('the late run', async () => (await call(first.url, 'GET', `/organizations/${ORG}/events/order-late?environment=sandbox`, { token: key })).body?.reactions ?? [], (r) => r.length === 1))[0].run_id;
   } finally {
     await first.close();
   }
@@ -114,9 +119,12 @@ test('a reset cut short part-way is finished at the next start, before its sandb
       assert.equal((await call(second.url, 'GET', `/organizations/${ORG}/runs/${runId}?environment=sandbox`, { token: key })).status, 404);
     }
     assert.deepEqual(second.runtime.context.runs.sandboxGenerations.interruptedResets(), []);
-    assert.equal(second.runtime.context.runs.sandboxGenerations.current(ORG), 1);
-    // An id sent before the reset is new again, and makes a run of the new generation.
-    assert.equal((await send(second, key, 'order-0')).status, 202);
+    assert.equal(second.runtime.context.runs.sandboxGenerations.current(ORG), 2, 'the finishing started a generation of its own');
+    // Ids sent before the reset, and between its failure and the restart, are new again, and make
+    // runs of the new generation: never the ids of runs that were removed.
+    for (const id of ['order-0', 'order-late']) assert.equal((await send(second, key, id)).status, 202, id);
+    const [again] = await eventually("the late event's new run", async () => (await call(second.url, 'GET', `/organizations/${ORG}/events/order-late?environment=sandbox`, { token: key })).body?.reactions ?? [], (r) => r.length === 1);
+    assert.notEqual(again.run_id, lateRunId);
   } finally {
     await second.close();
     rmSync(dataDir, { recursive: true, force: true });
