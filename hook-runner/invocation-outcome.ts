@@ -31,8 +31,9 @@ export function createInvocationResult(outcome: SandboxOutcome): InvocationResul
     case 'output':
       try {
         JSON.parse(outcome.output);
-      } catch {
-        return { outcome: { kind: 'trap', trap: 'abi_error', message: 'The module output is not a JSON document.' }, fuelUsed: outcome.fuelUsed };
+      } catch (error) {
+        const message = `The module output (${outcome.output.length} characters) is not a JSON document: ${parseFailure(error)}.`;
+        return { outcome: { kind: 'trap', trap: 'abi_error', message }, fuelUsed: outcome.fuelUsed };
       }
       return { outcome: { kind: 'output', outputJson: outcome.output }, fuelUsed: outcome.fuelUsed };
     case 'rejected':
@@ -43,6 +44,15 @@ export function createInvocationResult(outcome: SandboxOutcome): InvocationResul
         fuelUsed: outcome.fuelUsed,
       };
   }
+}
+
+/**
+ * What JSON.parse found wrong, without the text V8 quotes around it: output that does not parse
+ * is never masked (output-secrets.ts), so none of it may reach a message.
+ */
+function parseFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/, ".*" is not valid JSON$/s, '').replace(/\.$/, '');
 }
 
 export function toInvokeReply(result: InvocationResult, replayed: boolean): InvokeReplyWire {

@@ -75,8 +75,12 @@ describe('hostile guests', () => {
     });
   }
 
-  it('reports output that is not JSON as an abi_error', async () => {
-    expectTrap(await runner.client.invoke(invocation(digest('notJson'))), 'abi_error');
+  it('reports output that is not JSON as an abi_error naming what is wrong with it, never quoting it', async () => {
+    const result = await runner.client.invoke(invocation(digest('notJson')));
+    expectTrap(result, 'abi_error');
+    const message = result.outcome.kind === 'trap' ? result.outcome.message : '';
+    assert.match(message, /^The module output \(10 characters\) is not a JSON document: Unexpected token 'o'\.$/);
+    assert.ok(!message.includes('not json'), 'the output itself is not shown: it is not masked');
   });
 
   it('keeps serving after every hostile guest', assertStillServing);
