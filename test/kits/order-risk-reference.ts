@@ -17,7 +17,7 @@ const member = (value: unknown, key: string): unknown =>
 function orderId(value: unknown): string | number | null {
   if (typeof value === 'string') {
     const bytes = Buffer.byteLength(value, 'utf8');
-    return bytes >= 1 && bytes <= MAX_ID_BYTES ? value : null;
+    return bytes >= 1 && bytes <= MAX_ID_BYTES && value !== '.' && value !== '..' ? value : null;
   }
   if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_NUMERIC_ID) {
     return value;

@@ -13,11 +13,12 @@ typedef struct {
   int64_t number;
 } order_id;
 
-/* A usable id is a 1..64-byte string or an integer in 0..999999999999999. */
+/* A usable id is a 1..64-byte string other than "." and ".." (the host refuses them as an
+   entity_id) or an integer in 0..999999999999999. */
 static bool read_order_id(sl_value value, order_id *id) {
   if (sl_kind_of(value) == SL_STRING) {
     size_t len = sl_str_len(value);
-    if (len == 0 || len > MAX_ID_BYTES) return false;
+    if (len == 0 || len > MAX_ID_BYTES || sl_str_eq(value, ".") || sl_str_eq(value, "..")) return false;
     id->is_text = true;
     id->text = value;
     return true;

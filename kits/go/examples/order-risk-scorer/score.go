@@ -122,8 +122,9 @@ func scoreOrder(env *sluice.Envelope, out *sluice.Writer) bool {
 // readOrderID accepts a 1..64-byte string or an integer in 0..999999999999999.
 func readOrderID(value sluice.Value) (orderID, bool) {
 	if text, ok := value.Str(); ok {
+		// "." and ".." are no entity_id the host takes (URL clients read them as path segments).
 		n := text.Len()
-		return orderID{text: text, isText: true}, n >= 1 && n <= maxIDBytes
+		return orderID{text: text, isText: true}, n >= 1 && n <= maxIDBytes && !text.Equal(".") && !text.Equal("..")
 	}
 	n, ok := value.Int64()
 	return orderID{number: n}, ok && n >= 0 && n <= maxNumericID

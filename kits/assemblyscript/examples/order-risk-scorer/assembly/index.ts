@@ -105,6 +105,8 @@ function readOrderId(id: JsonView | null): bool {
     const bytes = id.utf8Length();
     if (bytes == 0 || bytes > MAX_ID_BYTES) return false;
     orderIdText = id.asString()!;
+    // "." and ".." are no entity_id the host takes (URL clients read them as path segments).
+    if (orderIdText == "." || orderIdText == "..") return false;
     orderIdValue = JsonValue.ofString(orderIdText);
     return true;
   }

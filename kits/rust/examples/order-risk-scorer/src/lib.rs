@@ -108,8 +108,10 @@ fn score_order(env: &Envelope<'_>, out: &mut Writer) -> Result<(), Reject> {
 fn order_id(value: Option<Value<'_>>) -> Option<OrderId<'_>> {
     let value = value?;
     if let Some(text) = value.as_str() {
+        // "." and ".." are no entity_id the host takes (URL clients read them as path segments).
         let len = text.len();
-        return if len == 0 || len > MAX_ID_BYTES { None } else { Some(OrderId::Text(text)) };
+        let usable = len != 0 && len <= MAX_ID_BYTES && !text.eq_str(".") && !text.eq_str("..");
+        return if usable { Some(OrderId::Text(text)) } else { None };
     }
     let n = value.as_i64()?;
     if (0..=MAX_NUMERIC_ID).contains(&n) {
