@@ -48,11 +48,21 @@ async function sandboxWithWaitingRuns(rt: TestRuntime, count: number): Promise<{
 const send = (rt: TestRuntime, key: string, id: string) =>
   call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.placed', environment: 'sandbox', id, payload: { id } } });
 
-const sandboxEventsStored = (rt: TestRuntime): number => rt.runtime.ledger.eventsByTime.getKeysCount({ start: [ORG, 'sandbox'], end: [ORG, 'sandbox', Number.MAX_SAFE_INTEGER] });
-
-test('a reset removes in transactions of at most its chunk, and a write queued meanwhile commits between them', async () => {
+/** Runs `body` on a runtime of its own (LMDB in a temp dir), closed and removed afterwards. */
+async function onFreshRuntime(body: (rt: TestRuntime) => Promise<void>): Promise<void> {
   const rt = await startRuntime();
   try {
+    await body(rt);
+  } finally {
+    await rt.close();
+    rmSync(rt.dataDir, { recursive: true, force: true });
+  }
+}
+
+const sandboxEventsStored = (rt: TestRuntime): number => rt.runtime.ledger.eventsByTime.getKeysCount({ start: [ORG, 'sandbox'], end: [ORG, 'sandbox', Number.MAX_SAFE_INTEGER] });
+
+test('a reset removes in transactions of at most its chunk, and a write queued meanwhile commits between them', () =>
+  onFreshRuntime(async (rt) => {
     const { runIds } = await sandboxWithWaitingRuns(rt, 7);
     const batches: number[] = [];
     const reset = resetSandbox(
@@ -75,11 +85,7 @@ test('a reset removes in transactions of at most its chunk, and a write queued m
     assert.equal(sandboxEventsStored(rt), 0);
     for (const runId of runIds) assert.equal(rt.runtime.engine.timerDueAt(ORG, runId), undefined, `${runId}'s delay timer is disarmed`);
     assert.deepEqual(rt.runtime.context.runs.sandboxGenerations.interruptedResets(), [], 'a finished reset leaves no mark');
-  } finally {
-    await rt.close();
-    rmSync(rt.dataDir, { recursive: true, force: true });
-  }
-});
+  }));
 
 test('a reset cut short part-way is finished at the next start, before its sandbox runs could be recovered', async () => {
   const dataDir = tempDir();
@@ -131,9 +137,8 @@ test('a reset cut short part-way is finished at the next start, before its sandb
   }
 });
 
-test("a sandbox device whose token is rotated while a reset runs keeps the new token: the reset ends its connection first and writes it no more", async () => {
-  const rt = await startRuntime();
-  try {
+test("a sandbox device whose token is rotated while a reset runs keeps the new token: the reset ends its connection first and writes it no more", () =>
+  onFreshRuntime(async (rt) => {
     const { key } = await sandboxWithWaitingRuns(rt, 6);
     const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'till-1', environment: 'sandbox' } });
     assert.equal(created.status, 201, created.text);
@@ -160,15 +165,10 @@ test("a sandbox device whose token is rotated while a reset runs keeps the new t
     } finally {
       device.close();
     }
-  } finally {
-    await rt.close();
-    rmSync(rt.dataDir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('a sandbox event stored while a reset runs, by a writer that did not wait for it, goes with its runs', async () => {
-  const rt = await startRuntime();
-  try {
+test('a sandbox event stored while a reset runs, by a writer that did not wait for it, goes with its runs', () =>
+  onFreshRuntime(async (rt) => {
     await sandboxWithWaitingRuns(rt, 4);
     const { events } = rt.runtime.context;
     let late: Promise<unknown> | undefined;
@@ -186,30 +186,20 @@ test('a sandbox event stored while a reset runs, by a writer that did not wait f
     assert.equal(sandboxEventsStored(rt), 0);
     assert.deepEqual([...rt.runtime.context.runs.allIn(ORG, 'sandbox')], [], 'no run is left without its event');
     assert.deepEqual([result.events, result.runs], [5, 5]);
-  } finally {
-    await rt.close();
-    rmSync(rt.dataDir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('two resets of one org asked for together run one after the other: the first removes everything, the second finds nothing', async () => {
-  const rt = await startRuntime();
-  try {
+test('two resets of one org asked for together run one after the other: the first removes everything, the second finds nothing', () =>
+  onFreshRuntime(async (rt) => {
     await sandboxWithWaitingRuns(rt, 5);
     const deps = resetDeps(rt, 2, (runs) => rt.runtime.engine.forget(runs));
     const [first, second] = await Promise.all([resetSandbox(deps, ORG, Date.now()), resetSandbox(deps, ORG, Date.now())]);
     assert.deepEqual([first.events, first.runs, first.generation], [5, 5, 1]);
     assert.deepEqual([second.events, second.runs, second.generation], [0, 0, 2]);
     assert.deepEqual(rt.runtime.context.runs.sandboxGenerations.interruptedResets(), []);
-  } finally {
-    await rt.close();
-    rmSync(rt.dataDir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test("a reset leaves production's keyed replay claims: the same keyed replay of a production event is still the same replay", async () => {
-  const rt = await startRuntime();
-  try {
+test("a reset leaves production's keyed replay claims: the same keyed replay of a production event is still the same replay", () =>
+  onFreshRuntime(async (rt) => {
     const { key } = await sandboxWithWaitingRuns(rt, 3);
     assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.placed', id: 'prod-1', payload: {} } })).status, 202);
     const replay = () => call(rt.url, 'POST', `/organizations/${ORG}/events/prod-1/replay`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'ticket-9' } });
@@ -220,8 +210,4 @@ test("a reset leaves production's keyed replay claims: the same keyed replay of 
     const after = await replay();
     assert.equal(after.body.event.id, before.body.event.id, after.text);
     assert.equal(after.headers.get('idempotent-replayed'), 'true');
-  } finally {
-    await rt.close();
-    rmSync(rt.dataDir, { recursive: true, force: true });
-  }
-});
+  }));

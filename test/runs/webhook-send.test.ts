@@ -135,13 +135,16 @@ test('a Retry-After date counts from the answer, not from when the attempt start
   assert.ok(wait <= 9_700 && wait > 5_000, `about 10 s less the 300 ms the answer took, got ${wait}`);
 });
 
-/** A raw TCP receiver that answers any request with `reply` as written. */
-async function rawReceiver(reply: string): Promise<string> {
-  const server = createNetServer((socket: Socket) => socket.once('data', () => socket.write(reply)));
+/** A raw TCP receiver whose connections `onConnection` handles; resolves with its hook URL. */
+async function tcpReceiver(onConnection: (socket: Socket) => void): Promise<string> {
+  const server = createNetServer(onConnection);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   servers.push(server as unknown as Server);
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 }
+
+/** A raw TCP receiver that answers any request with `reply` as written. */
+const rawReceiver = (reply: string): Promise<string> => tcpReceiver((socket) => socket.once('data', () => socket.write(reply)));
 
 test('a 101 Switching Protocols answer fails the attempt at once and for good, like other answers outside 2xx, 429 and 5xx', async () => {
   const url = await rawReceiver('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
@@ -156,7 +159,7 @@ test('a kept-alive connection the receiver closes before answering fails the att
   // connection does when the request crosses its close on the wire.
   let connections = 0;
   let requests = 0;
-  const server = createNetServer((socket: Socket) => {
+  const url = await tcpReceiver((socket) => {
     connections += 1;
     let answered = false;
     socket.on('data', () => {
@@ -166,9 +169,6 @@ test('a kept-alive connection the receiver closes before answering fails the att
       setTimeout(() => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'), 50);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  servers.push(server as unknown as Server);
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   const pool = connectionPool();
   assert.equal((await attempt(url, {}, pool)).ok, true);
   const idle = errorOf(await attempt(url, {}, pool));
@@ -183,17 +183,15 @@ test('a kept-alive connection the receiver closes before answering fails the att
   assert.equal(errorOf(queued)?.code, 'webhook_connection_closed');
 
   // A fresh connection dropped the same way is a plain network error: nothing suggests an idle close.
-  const dropping = createNetServer((socket: Socket) => socket.once('data', () => socket.destroy()));
-  await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
-  servers.push(dropping as unknown as Server);
-  const error = errorOf(await attempt(`http://127.0.0.1:${(dropping.address() as AddressInfo).port}/hook`, {}, pool));
+  const dropping = await tcpReceiver((socket) => socket.once('data', () => socket.destroy()));
+  const error = errorOf(await attempt(dropping, {}, pool));
   assert.deepEqual([error?.code, error?.retryable], ['webhook_network_error', true]);
   assert.match(error?.message ?? '', /socket hang up/);
 });
 
 test('a kept-alive connection the receiver drops well after it read the request (a crash while handling it) is a plain network error, retried after the backoff', async () => {
   // The second request on a connection is read, then the connection is reset 1.5 s later.
-  const server = createNetServer((socket: Socket) => {
+  const url = await tcpReceiver((socket) => {
     let answered = false;
     socket.on('data', () => {
       if (answered) return void setTimeout(() => socket.resetAndDestroy(), 1500);
@@ -201,9 +199,6 @@ test('a kept-alive connection the receiver drops well after it read the request 
       socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  servers.push(server as unknown as Server);
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   const pool = connectionPool();
   assert.equal((await attempt(url, {}, pool)).ok, true);
   const crashed = errorOf(await attempt(url, {}, pool));
