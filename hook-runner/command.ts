@@ -139,6 +139,11 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   }
   if (!flags.dataDirFlag) refuseStoreLeftBehind(flags.dataDir);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  // A log line nobody reads any more (the reader of stderr went away) fails with EPIPE as an error
+  // event, which would end the runner with no shutdown: it goes on, its lines unread.
+  process.stderr.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
   routeGrpcLog(log);
   // A full disk fails the calls that write, not the runner (lmdb-commit-failure.ts).
   guardCommitFailures((error, cause) => log(`hook-runner: a store commit failed: ${error.message}: ${cause}`));

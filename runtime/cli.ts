@@ -91,13 +91,14 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
 const shellWord = (path: string): string => (/^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`);
 
 /**
- * Writes to stdout once its reader is gone (`| head`, a closed terminal) fail with EPIPE, emitted
- * as an error event: without a listener that ends the process before a shutdown can finish.
- * `onClosed` hears of it once; other errors still end the process.
+ * Writes to stdout or stderr once its reader is gone (`| head`, a closed terminal, a log shipper
+ * that restarted) fail with EPIPE, emitted as an error event: without a listener that ends the
+ * process at its next line, with no shutdown. `onClosed` hears of it once; other errors still end
+ * the process.
  */
-function whenStdoutCloses(onClosed: () => void): void {
+function whenOutputCloses(output: NodeJS.WriteStream, onClosed: () => void): void {
   let told = false;
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  output.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
     if (!told) onClosed();
     told = true;
@@ -108,8 +109,9 @@ async function runServer(command: 'dev' | 'serve', args: readonly string[]): Pro
   const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
   guardLedgerCommitFailures(createLogger(config.logLevel));
   const starting = createRuntime(config);
-  // The runtime keeps running when its output is no longer read (its logs go to stderr).
-  whenStdoutCloses(() => undefined);
+  // The runtime keeps running when its output or its logs (stderr) are no longer read.
+  whenOutputCloses(process.stdout, () => undefined);
+  whenOutputCloses(process.stderr, () => undefined);
   let stopping = false;
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
   const stop = (signal: string): void => {
@@ -162,7 +164,7 @@ async function main(argv: readonly string[]): Promise<void> {
       process.on('SIGINT', () => stop.abort());
       process.on('SIGTERM', () => stop.abort());
       // `sluice watch … | head`: once nobody reads, stop watching, as Ctrl-C would.
-      whenStdoutCloses(() => stop.abort());
+      whenOutputCloses(process.stdout, () => stop.abort());
       process.exitCode = await watchCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: stop.signal, env: process.env });
       return;
     }

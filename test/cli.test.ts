@@ -2,12 +2,13 @@
 // name the setting and exit non-zero before anything listens.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
+import { call } from './helpers/http.ts';
 import { eventually } from './helpers/receiver.ts';
 import { ADMIN_TOKEN, spawnRuntime, tempDir, type ChildRuntime } from './helpers/runtime.ts';
 
@@ -91,6 +92,25 @@ test('a runtime whose output nobody reads any more (| head) still shuts down cle
     runtime.child.stdout?.destroy();
     runtime.child.kill('SIGTERM');
     assert.equal(await runtime.exited, 0, runtime.output.join('\n'));
+    assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the data dir lock was released by a clean close');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a runtime whose logs nobody reads any more (stderr closed) keeps serving when it logs next, and still shuts down cleanly', async () => {
+  const dataDir = tempDir();
+  try {
+    const runtime = await spawnRuntime(dataDir, 'dev');
+    runtime.child.stderr?.destroy();
+    // The supervised hook-runner dies: the runtime logs a warning about it, to the closed stderr.
+    const runner = Number(execFileSync('pgrep', ['-P', String(runtime.child.pid), '-f', 'hook-runner'], { encoding: 'utf8' }).trim().split('\n')[0]);
+    process.kill(runner, 'SIGKILL');
+    await eventually('the hook-runner restarted', async () => (await call(runtime.url, 'GET', '/metrics').catch(() => undefined))?.text ?? '', (metrics) => /^sluice_hook_runner_restarts 1$/m.test(metrics));
+    assert.equal(runtime.child.exitCode, null, 'still running after logging to a closed stderr');
+    assert.equal((await call(runtime.url, 'GET', '/healthz')).status, 200);
+    runtime.child.kill('SIGTERM');
+    assert.equal(await runtime.exited, 0);
     assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the data dir lock was released by a clean close');
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
