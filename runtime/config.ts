@@ -3,6 +3,7 @@
 
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ADMIN_TOKEN_PATTERN } from './auth/admin-token.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
@@ -94,8 +95,6 @@ function text(flag: string, flagValue: string | undefined, envValue: string | un
   }
   return envValue === undefined || envValue.trim() === '' ? undefined : envValue;
 }
-
-const ADMIN_TOKEN_PATTERN = /^\S{16,512}$/;
 
 /** An explicit admin token must be one a bearer header can carry, and not guessable by length. */
 function adminToken(value: string | undefined): string | undefined {

@@ -63,7 +63,12 @@ test('the admin token file is private too, and must hold a usable token', () => 
   assert.throws(() => loadAdminToken(undefined, path), /readable by group or others/);
   writeFileSync(path, 'short\n', { mode: 0o600 });
   chmodSync(path, 0o600);
-  assert.throws(() => loadAdminToken(undefined, path), /shorter than 16 characters/);
+  assert.throws(() => loadAdminToken(undefined, path), /must be 16-512 characters without whitespace \(it holds 5\)/);
+  // A token no bearer header can carry would start a runtime every request to is a 401.
+  writeFileSync(path, 'my admin token for sluice prod\n');
+  assert.throws(() => loadAdminToken(undefined, path), /admin-token holds no usable token: .*\(it holds 30, with whitespace\)/);
+  writeFileSync(path, 'x'.repeat(513));
+  assert.throws(() => loadAdminToken(undefined, path), /\(it holds 513\)/);
 });
 
 test('the LMDB directories and their files are owner-only, also when the directory was there before', async () => {
