@@ -245,12 +245,16 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     logger,
   );
 
+  const pruneJobs = {
+    inbox: (stop: AbortSignal) => inbox.prune(clock.now(), undefined, stop),
+    live_updates: () => updateLog.trim(),
+    history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
+  };
+  // Each job's failure count is there from the start, at 0: a series that first appears at 1 is
+  // one `increase()` and `rate()` never see, so an alert on them would miss the first failure.
+  for (const job of Object.keys(pruneJobs)) metrics.pruneFailures.inc({ job }, 0);
   const pruning = startPruneLoop(
-    {
-      inbox: (stop) => inbox.prune(clock.now(), undefined, stop),
-      live_updates: () => updateLog.trim(),
-      history: (stop) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
-    },
+    pruneJobs,
     Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))),
     (job, error) => {
       metrics.pruneFailures.inc({ job });

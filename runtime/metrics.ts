@@ -16,7 +16,7 @@ export function createRuntimeMetrics(): RuntimeMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'sluice_process_' });
   const fastBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
-  return {
+  const metrics: RuntimeMetrics = {
     registry,
     httpRequestSeconds: new Histogram({
       name: 'sluice_http_request_duration_seconds',
@@ -45,6 +45,10 @@ export function createRuntimeMetrics(): RuntimeMetrics {
       registers: [registry],
     }),
   };
+  // A series an operator alerts on is there from the start, at 0: a counter's series otherwise
+  // appears at its first increment, at 1, which `increase()` and `rate()` cannot see.
+  metrics.ingestTotal.inc({ outcome: 'write_failed' }, 0);
+  return metrics;
 }
 
 /** A gauge read at each scrape. */

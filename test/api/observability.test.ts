@@ -18,6 +18,17 @@ test('/healthz answers ok without a key', async () => {
   assert.equal(health.body.status, 'ok');
 });
 
+test('/metrics shows the series an operator alerts on from the start, at 0 (a series born at 1 is an increase no rate() sees)', async () => {
+  const fresh = await startRuntime();
+  try {
+    const metrics = (await call(fresh.url, 'GET', '/metrics')).text;
+    for (const job of ['inbox', 'live_updates', 'history']) assert.match(metrics, new RegExp(`^sluice_prune_failures_total\\{job="${job}"\\} 0$`, 'm'), job);
+    assert.match(metrics, /^sluice_ingest_total\{outcome="write_failed"\} 0$/m);
+  } finally {
+    await fresh.close();
+  }
+});
+
 test('/metrics counts ingest outcomes, request latency and ledger commit latency', async () => {
   const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-metrics');
   await call(rt.url, 'POST', '/organizations/acct-metrics/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
