@@ -21,6 +21,9 @@ before(async () => {
     echo: ECHO_WAT,
     reject: REJECT_WAT,
     notJson: constantWat('not json {'),
+    // Past 20 characters V8 quotes only a window of the text, in other words.
+    longNotJson: constantWat('sk_live_51HxSECRETabcdef0123456789 was the token'),
+    longNotJsonInside: constantWat('{"user":"bob","password":hunter2-s3cr3t-value}'),
     ...Object.fromEntries(Object.entries(HOSTILE_WAT).filter(([name]) => name !== 'wasiImport')),
   };
   for (const [name, text] of Object.entries(sources)) digests.set(name, await runner.client.compile(await assembleWat(name, text)));
@@ -81,6 +84,12 @@ describe('hostile guests', () => {
     const message = result.outcome.kind === 'trap' ? result.outcome.message : '';
     assert.match(message, /^The module output \(10 characters\) is not a JSON document: Unexpected token 'o'\.$/);
     assert.ok(!message.includes('not json'), 'the output itself is not shown: it is not masked');
+    for (const [name, secret] of [['longNotJson', 'sk_live'], ['longNotJsonInside', 'hunter2']] as const) {
+      const long = await runner.client.invoke(invocation(digest(name)));
+      const text = long.outcome.kind === 'trap' ? long.outcome.message : '';
+      assert.match(text, /^The module output \(\d+ characters\) is not a JSON document: Unexpected token '.'\.$/, name);
+      assert.ok(!text.includes(secret) && !text.includes('"'), `${name}: no window of the output is quoted`);
+    }
   });
 
   it('keeps serving after every hostile guest', assertStillServing);
