@@ -127,11 +127,24 @@ function routeGrpcLog(log: (line: string) => void): void {
 }
 
 /**
+ * A line nobody reads any more (its reader went away: `2>&1 | head`, a log shipper restarting)
+ * fails with EPIPE as an error event, which would end the runner with no shutdown: it goes on,
+ * its lines unread. Other write errors still end it.
+ */
+function keepRunningUnread(output: NodeJS.WriteStream): void {
+  output.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}
+
+/**
  * Runs the hook-runner until SIGTERM/SIGINT (or the parent's IPC channel closes), then resolves
  * after in-flight calls finished and the store closed. Throws RunnerConfigError for bad flags,
  * tokens or keys, before anything is bound.
  */
 export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
+  keepRunningUnread(process.stdout);
+  keepRunningUnread(process.stderr);
   const flags = parseHookRunnerFlags(args, env);
   if (flags.help) {
     process.stdout.write(`${USAGE}\n`);
@@ -139,11 +152,6 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   }
   if (!flags.dataDirFlag) refuseStoreLeftBehind(flags.dataDir);
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
-  // A log line nobody reads any more (the reader of stderr went away) fails with EPIPE as an error
-  // event, which would end the runner with no shutdown: it goes on, its lines unread.
-  process.stderr.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-  });
   routeGrpcLog(log);
   // A full disk fails the calls that write, not the runner (lmdb-commit-failure.ts).
   guardCommitFailures((error, cause) => log(`hook-runner: a store commit failed: ${error.message}: ${cause}`));

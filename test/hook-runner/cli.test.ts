@@ -73,6 +73,49 @@ test('sluice hook-runner listens, answers Health with its token, and exits 0 on 
 test('Ctrl-C (SIGINT to the whole process group) stops it cleanly: exit 0, though the runner hears it twice', () =>
   stopsCleanly((started) => process.kill(-started.child.pid!, 'SIGINT')));
 
+test('a runner whose output nobody reads (2>&1 | head, closed before it starts) keeps serving, and exits 0 on SIGTERM', async () => {
+  const dataDir = tempDir('sluice-cli-runner-');
+  const free = createServer();
+  await new Promise<void>((resolveListen) => free.listen(0, '127.0.0.1', resolveListen));
+  const { port } = free.address() as AddressInfo;
+  await new Promise((closed) => free.close(closed));
+  const env = { ...process.env };
+  delete env.UV_THREADPOOL_SIZE;
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'hook-runner', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  // The reader goes away before the runner writes its first line (it starts in about a second).
+  child.stdout?.destroy();
+  child.stderr?.destroy();
+  const started: RunnerCommand = { child, exited, address: `127.0.0.1:${port}`, client: undefined as unknown as HookRunnerClient };
+  try {
+    const deadline = Date.now() + 30_000;
+    let client: HookRunnerClient | undefined;
+    for (;;) {
+      assert.equal(child.exitCode, null, 'the runner is still running after writing to closed output');
+      try {
+        client = new HookRunnerClient(started.address, readFileSync(join(dataDir, 'runner-token'), 'utf8').trim());
+        if ((await client.health()).ok) break;
+      } catch {
+        // Not listening yet, or no token file yet.
+      }
+      client?.close();
+      assert.ok(Date.now() < deadline, 'the runner never answered Health');
+      await new Promise((wait) => setTimeout(wait, 100));
+    }
+    client.close();
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  } finally {
+    killGroup(started);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('a SIGKILL of the command ends the runner it re-executed: the port is free again', async () => {
   const dataDir = tempDir('sluice-cli-runner-');
   let started: RunnerCommand | undefined;
