@@ -69,15 +69,19 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
   const { root } = deps.ledger;
   const generations = deps.runs.sandboxGenerations;
   return generations.during(orgId, async () => {
-    const begun = await durably(
-      root,
-      root.transaction(() => {
-        const sandboxDevices = deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
-        return { generation: generations.beginResetWithin(orgId, nowMs), deviceConnections: deps.devices.endConnectionsWithin(sandboxDevices, 'sandbox_reset', nowMs) };
-      }),
-    );
+    const begun = await durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs)));
     return { generation: begun.generation, device_connections: begun.deviceConnections, ...(await removeSandbox(deps, orgId)) };
   });
+}
+
+/**
+ * The first transaction of a reset, or of finishing one: a new generation, the mark, and the end
+ * of the sandbox devices' open connections (read here, so no older copy is written back; ended
+ * without events, so a socket that drops meanwhile, or a restart, writes no `device.disconnected`).
+ */
+function beginWithin(deps: SandboxResetDeps, orgId: string, nowMs: number): { readonly generation: number; readonly deviceConnections: string[] } {
+  const sandboxDevices = deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
+  return { generation: deps.runs.sandboxGenerations.beginResetWithin(orgId, nowMs), deviceConnections: deps.devices.endConnectionsWithin(sandboxDevices, 'sandbox_reset', nowMs) };
 }
 
 /**
@@ -92,7 +96,8 @@ export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: num
   const orgs = generations.interruptedResets();
   for (const orgId of orgs) {
     await generations.during(orgId, async () => {
-      await durably(root, root.transaction(() => generations.beginResetWithin(orgId, nowMs)));
+      // A device may have connected between a failed write and the restart: its connection goes too.
+      await durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs)));
       return removeSandbox(deps, orgId);
     });
   }

@@ -107,8 +107,13 @@ test('a reset cut short part-way is finished at the next start, before its sandb
     assert.deepEqual(first.runtime.context.runs.sandboxGenerations.interruptedResets(), [ORG], 'the reset is marked as under way');
     assert.equal(sandboxEventsStored(first), 5, 'its events are still there');
     // The process goes on after the failed write: a sandbox event now makes a run in the generation
-    // the cut-short reset started, which the finishing removes.
+    // the cut-short reset started, which the finishing removes; a sandbox device connects, and the
+    // process ends with that connection open (as a crash leaves it).
     assert.equal((await send(first, key, 'order-late')).status, 202);
+    const device = await call(first.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'till-9', environment: 'sandbox' } });
+    assert.equal(device.status, 201, device.text);
+    const store = new DeviceStore(first.runtime.ledger, first.runtime.context.events);
+    assert.equal(await store.connect(store.require(ORG, 'till-9'), { id: 'conn_left_open', connected_at_ms: Date.now() }, () => assert.fail('no earlier connection')), true);
     lateRunId = (await eventually('the late run', async () => (await call(first.url, 'GET', `/organizations/${ORG}/events/order-late?environment=sandbox`, { token: key })).body?.reactions ?? [], (r) => r.length === 1))[0].run_id;
   } finally {
     await first.close();
@@ -117,7 +122,7 @@ test('a reset cut short part-way is finished at the next start, before its sandb
   const second = await startRuntime({ dataDir, logger: createLogger('info', (line) => lines.push(line)) });
   try {
     assert.ok(lines.some((line) => line.includes('sandbox resets cut short were finished') && line.includes(ORG)), lines.join(''));
-    assert.equal(sandboxEventsStored(second), 0);
+    assert.equal(sandboxEventsStored(second), 0, 'nothing sandbox is left, nor written at start for the connection left open');
     const runs = await call(second.url, 'GET', `/organizations/${ORG}/runs?environment=sandbox`, { token: key });
     assert.deepEqual(runs.body.runs, []);
     for (const runId of runIds) {
