@@ -3,7 +3,7 @@
 
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ADMIN_TOKEN_PATTERN } from './auth/admin-token.ts';
+import { ADMIN_TOKEN_PATTERN, ADMIN_TOKEN_RULE } from './auth/admin-token.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
@@ -99,7 +99,7 @@ function text(flag: string, flagValue: string | undefined, envValue: string | un
 /** An explicit admin token must be one a bearer header can carry, and not guessable by length. */
 function adminToken(value: string | undefined): string | undefined {
   if (value !== undefined && !ADMIN_TOKEN_PATTERN.test(value)) {
-    throw new InputError(400, 'invalid_config', '--admin-token (SLUICE_ADMIN_TOKEN) must be 16-512 characters without whitespace.');
+    throw new InputError(400, 'invalid_config', `--admin-token (SLUICE_ADMIN_TOKEN) must be ${ADMIN_TOKEN_RULE}.`);
   }
   return value;
 }

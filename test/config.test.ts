@@ -61,15 +61,15 @@ test('an empty flag is refused, naming it', () => {
   }
 });
 
-test('an explicit admin token must be 16-512 characters without whitespace', () => {
+test('an explicit admin token must be 16-512 visible ASCII characters (a bearer header carries it as it is)', () => {
   const good = 'a'.repeat(16);
   assert.equal(loadRuntimeConfig(['--admin-token', good], {}).adminToken, good);
   assert.equal(loadRuntimeConfig([], { SLUICE_ADMIN_TOKEN: good }).adminToken, good);
   assert.equal(loadRuntimeConfig([], { SLUICE_ADMIN_TOKEN: '' }).adminToken, undefined, 'blank: the token file is used');
-  for (const bad of ['x', 'a'.repeat(15), `${'a'.repeat(10)} ${'a'.repeat(10)}`, 'a'.repeat(513)]) {
+  for (const bad of ['x', 'a'.repeat(15), `${'a'.repeat(10)} ${'a'.repeat(10)}`, 'a'.repeat(513), 'é'.repeat(17), `${'a'.repeat(16)}\u0001`]) {
     assert.throws(
       () => loadRuntimeConfig(['--admin-token', bad], {}),
-      (error: unknown) => error instanceof InputError && error.message.includes('16-512 characters without whitespace'),
+      (error: unknown) => error instanceof InputError && error.message.includes('16-512 visible ASCII characters (no spaces)'),
     );
   }
 });

@@ -10,19 +10,26 @@ export interface AdminToken {
   readonly file: string | undefined;
 }
 
-/** What an admin token must be, given or in its file: one a bearer header can carry, not guessable by length. */
-export const ADMIN_TOKEN_PATTERN = /^\S{16,512}$/;
+/**
+ * What an admin token must be, given or in its file: one a bearer header carries as it is (visible
+ * ASCII: a header is bytes, so `é` or a control character would not compare equal), not
+ * guessable by length.
+ */
+export const ADMIN_TOKEN_PATTERN = /^[\x21-\x7e]{16,512}$/;
+/** The rule, in words, for error messages. */
+export const ADMIN_TOKEN_RULE = '16-512 visible ASCII characters (no spaces)';
 
 /**
  * Returns the configured token, else the one in `file`, else a new one written to `file`. Throws
  * when the file is readable by group or others, or holds no usable token (ADMIN_TOKEN_PATTERN:
- * a token with whitespace or past 512 characters could never be sent, and every request would be 401).
+ * a token no bearer header carries as it is would make every admin request 401).
  */
 export function loadAdminToken(configured: string | undefined, file: string): AdminToken {
   if (configured !== undefined && configured !== '') return { token: configured, file: undefined };
   const { text } = readOrCreatePrivateFile(file, () => generateToken('sluice_admin_'));
   if (!ADMIN_TOKEN_PATTERN.test(text)) {
-    throw new Error(`${file} holds no usable token: it must be 16-512 characters without whitespace (it holds ${text.length}${/\s/.test(text) ? ', with whitespace' : ''}); put one in it, or delete it to have one generated.`);
+    const other = /[^\x21-\x7e]/.test(text) ? ', not all of them visible ASCII' : '';
+    throw new Error(`${file} holds no usable token: it must be ${ADMIN_TOKEN_RULE} (it holds ${text.length}${other}); put one in it, or delete it to have one generated.`);
   }
   return { token: text, file };
 }

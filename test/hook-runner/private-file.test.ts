@@ -63,10 +63,12 @@ test('the admin token file is private too, and must hold a usable token', () => 
   assert.throws(() => loadAdminToken(undefined, path), /readable by group or others/);
   writeFileSync(path, 'short\n', { mode: 0o600 });
   chmodSync(path, 0o600);
-  assert.throws(() => loadAdminToken(undefined, path), /must be 16-512 characters without whitespace \(it holds 5\)/);
+  assert.throws(() => loadAdminToken(undefined, path), /must be 16-512 visible ASCII characters \(no spaces\) \(it holds 5\)/);
   // A token no bearer header can carry would start a runtime every request to is a 401.
   writeFileSync(path, 'my admin token for sluice prod\n');
-  assert.throws(() => loadAdminToken(undefined, path), /admin-token holds no usable token: .*\(it holds 30, with whitespace\)/);
+  assert.throws(() => loadAdminToken(undefined, path), /admin-token holds no usable token: .*\(it holds 30, not all of them visible ASCII\)/);
+  writeFileSync(path, `${'é'.repeat(17)}\n`);
+  assert.throws(() => loadAdminToken(undefined, path), /\(it holds 17, not all of them visible ASCII\)/);
   writeFileSync(path, 'x'.repeat(513));
   assert.throws(() => loadAdminToken(undefined, path), /\(it holds 513\)/);
 });
