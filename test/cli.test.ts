@@ -38,7 +38,7 @@ test('an empty --host or a short --admin-token stops the start with a message na
   assert.match(emptyHost.stderr, /--host must not be empty/);
   const shortToken = sluice('serve', '--admin-token', 'short');
   assert.equal(shortToken.status, 1);
-  assert.match(shortToken.stderr, /--admin-token \(SLUICE_ADMIN_TOKEN\) must be 16-512 characters/);
+  assert.match(shortToken.stderr, /--admin-token \(SLUICE_ADMIN_TOKEN\) must be 16-512 visible ASCII characters/);
 });
 
 test('the welcome of a runtime started with --admin-token shows where the token goes, never the token', async () => {
