@@ -10,9 +10,13 @@ const MIN_TOKEN_LENGTH = 16;
 
 export const runnerTokenPath = (dataDir: string): string => join(dataDir, 'runner-token');
 
+/**
+ * The token as given, when a client can send it: gRPC metadata values are visible ASCII (grpc-js
+ * refuses to send any other, so a runner started with one could be called by no one).
+ */
 export function parseRunnerToken(token: string, source: string): string {
-  if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) {
-    throw new RunnerConfigError(`${source} must be at least ${MIN_TOKEN_LENGTH} characters without whitespace.`);
+  if (token.length < MIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new RunnerConfigError(`${source} must be at least ${MIN_TOKEN_LENGTH} visible ASCII characters (no spaces).`);
   }
   return token;
 }

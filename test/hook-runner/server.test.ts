@@ -36,6 +36,12 @@ describe('createHookRunnerServer', () => {
     await assert.rejects(createHookRunnerServer({ listen: '127.0.0.1:0', dataDir: tempDataDir(), token: 'short' }), RunnerConfigError);
   });
 
+  it('refuses a token no gRPC client can send (not visible ASCII) before binding anything', async () => {
+    for (const token of ['é'.repeat(17), `${'a'.repeat(16)}\u0001`, `${'a'.repeat(8)} ${'a'.repeat(8)}`]) {
+      await assert.rejects(createHookRunnerServer({ listen: '127.0.0.1:0', dataDir: tempDataDir(), token }), /the runner token must be at least 16 visible ASCII characters \(no spaces\)/);
+    }
+  });
+
   it('makes its key file while the vault is empty, and will not replace a lost one that secrets were sealed under', async () => {
     const dataDir = tempDataDir();
     const token = newToken();
