@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
 import { guardCommitFailures } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
+import { whenOutputCloses } from './output-closed.ts';
 import { parseMasterKey, parsePreviousMasterKeys } from './master-key.ts';
 import { RunnerConfigError } from './runner-error.ts';
 import { loadRunnerToken, runnerTokenPath } from './runner-token.ts';
@@ -127,24 +128,14 @@ function routeGrpcLog(log: (line: string) => void): void {
 }
 
 /**
- * A line nobody reads any more (its reader went away: `2>&1 | head`, a log shipper restarting)
- * fails with EPIPE as an error event, which would end the runner with no shutdown: it goes on,
- * its lines unread. Other write errors still end it.
- */
-function keepRunningUnread(output: NodeJS.WriteStream): void {
-  output.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-  });
-}
-
-/**
  * Runs the hook-runner until SIGTERM/SIGINT (or the parent's IPC channel closes), then resolves
  * after in-flight calls finished and the store closed. Throws RunnerConfigError for bad flags,
  * tokens or keys, before anything is bound.
  */
 export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
-  keepRunningUnread(process.stdout);
-  keepRunningUnread(process.stderr);
+  // `2>&1 | head`, a log shipper restarting: the runner goes on, its lines unread.
+  whenOutputCloses(process.stdout);
+  whenOutputCloses(process.stderr);
   const flags = parseHookRunnerFlags(args, env);
   if (flags.help) {
     process.stdout.write(`${USAGE}\n`);

@@ -12,6 +12,7 @@ import { cronCommand } from './cron-command.ts';
 import { deviceCommand } from './device-command.ts';
 import { watchCommand } from './watch-command.ts';
 import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
+import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -90,28 +91,13 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
 /** A path as one bash word: as is when it holds only plain characters, else single-quoted. */
 const shellWord = (path: string): string => (/^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`);
 
-/**
- * Writes to stdout or stderr once its reader is gone (`| head`, a closed terminal, a log shipper
- * that restarted) fail with EPIPE, emitted as an error event: without a listener that ends the
- * process at its next line, with no shutdown. `onClosed` hears of it once; other errors still end
- * the process.
- */
-function whenOutputCloses(output: NodeJS.WriteStream, onClosed: () => void): void {
-  let told = false;
-  output.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-    if (!told) onClosed();
-    told = true;
-  });
-}
-
 async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
   const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
   guardLedgerCommitFailures(createLogger(config.logLevel));
   const starting = createRuntime(config);
   // The runtime keeps running when its output or its logs (stderr) are no longer read.
-  whenOutputCloses(process.stdout, () => undefined);
-  whenOutputCloses(process.stderr, () => undefined);
+  whenOutputCloses(process.stdout);
+  whenOutputCloses(process.stderr);
   let stopping = false;
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
   const stop = (signal: string): void => {
