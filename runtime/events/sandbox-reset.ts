@@ -23,7 +23,7 @@ import { REPLAY_SOURCE } from '../replay/business-replay.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
-import { deviceSource } from '../triggers/device-record.ts';
+import { deviceSource, type DeviceRecord } from '../triggers/device-record.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
 
 /** Records removed per transaction by default: each takes the write lock, and the main thread, for ~10-20 ms. */
@@ -80,9 +80,10 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
  * without events, so a socket that drops meanwhile, or a restart, writes no `device.disconnected`).
  */
 function beginWithin(deps: SandboxResetDeps, orgId: string, nowMs: number): { readonly generation: number; readonly deviceConnections: string[] } {
-  const sandboxDevices = deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
-  return { generation: deps.runs.sandboxGenerations.beginResetWithin(orgId, nowMs), deviceConnections: deps.devices.endConnectionsWithin(sandboxDevices, 'sandbox_reset', nowMs) };
+  return { generation: deps.runs.sandboxGenerations.beginResetWithin(orgId, nowMs), deviceConnections: deps.devices.endConnectionsWithin(sandboxDevicesOf(deps, orgId), 'sandbox_reset', nowMs) };
 }
+
+const sandboxDevicesOf = (deps: SandboxResetDeps, orgId: string): DeviceRecord[] => deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
 
 /**
  * At start, before runs are recovered: finishes every reset a crash or a failed write cut short;
@@ -177,11 +178,10 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
     return seen;
   });
 
-  const sandboxDevices = deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
   // Sandbox sources claim deliveries under their names, sandbox devices messages under their event source.
   const claimSources = [
     ...deps.sources.list(orgId).filter((s) => s.environment === 'sandbox').map((s) => s.name),
-    ...sandboxDevices.map((d) => deviceSource(d.name)),
+    ...sandboxDevicesOf(deps, orgId).map((d) => deviceSource(d.name)),
   ];
   for (const source of claimSources) claims += await inChunks((limit) => deps.events.inbox.removeSourceClaimsWithin(orgId, source, limit));
   // Ids retention removed may be sent again too: the new generation gives their runs new ids.
