@@ -6,7 +6,7 @@ import { isoAt, type ApiContext } from './api/context.ts';
 import { scheduleRoutes } from './api/schedules-api.ts';
 import { ScheduleStore } from './triggers/schedule-store.ts';
 import { ScheduleTicker } from './triggers/schedule-ticker.ts';
-import { startSchemaThreads } from './sources/schema-checks.ts';
+import { closeSchemaThreads, startSchemaThreads } from './sources/schema-checks.ts';
 import { deviceRoutes } from './api/devices-api.ts';
 import { DeviceStore } from './triggers/device-store.ts';
 import { deviceSchemas } from './triggers/device-record.ts';
@@ -133,7 +133,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   await stampDataFormat(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const schemas = startSchemaThreads();
-  opened.push(() => schemas.payloads.close(), () => schemas.writes.close(), () => schemas.bodies.close());
+  opened.push(() => closeSchemaThreads(schemas));
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas };
   const startedAt = clock.now();
 
@@ -286,7 +286,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
         await ticker.close();
         // Before the server waits for requests in flight: their queued checks are refused at once
         // (503 stopping), not worked through one deadline after another.
-        await Promise.all([schemas.payloads.close(), schemas.writes.close(), schemas.bodies.close()]);
+        await closeSchemaThreads(schemas);
         rooms.close();
         await devices.close();
         await server.close();

@@ -269,3 +269,8 @@ export interface SchemaThreads {
 }
 
 export const startSchemaThreads = (deadlines?: SchemaCheckDeadlines): SchemaThreads => ({ payloads: new SchemaChecks(deadlines), writes: new SchemaChecks(deadlines), bodies: new SchemaChecks(deadlines) });
+
+/** Ends every thread of the runtime (SchemaChecks.close). */
+export const closeSchemaThreads = async (threads: SchemaThreads): Promise<void> => {
+  await Promise.all(Object.values(threads).map((checks: SchemaChecks) => checks.close()));
+};
