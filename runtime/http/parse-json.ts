@@ -38,7 +38,7 @@ export function decodeUtf8(body: Buffer, what = 'The request body'): string {
 
 /**
  * Parses JSON text nested at most MAX_JSON_NESTING deep, with no member named twice in one object
- * (400 otherwise). Pure computation, so a thread may do it for the event loop (body-reading.ts).
+ * (400 otherwise). Pure computation, so a thread may do it for the event loop (read-webhook-body.ts).
  */
 export function readJsonText(text: string, what = 'The request body'): unknown {
   if (nestsDeeperThan(text)) {

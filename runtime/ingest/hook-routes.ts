@@ -40,7 +40,6 @@ export interface HookRouteDeps {
   readonly bodyReads: SchemaChecks;
 }
 
-
 export function hookRoutes(deps: HookRouteDeps): Route[] {
   const lookup = (params: Readonly<Record<string, string>>): Target | undefined => {
     const org = deps.orgs.get(params.org_id ?? '');
