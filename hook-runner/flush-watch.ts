@@ -9,7 +9,7 @@
 // the environment, and ends when that sync has put everything committed on disk.
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
-import { isLedgerCommitFailure, watchedWrite } from './lmdb-commit-failure.ts';
+import { isLedgerCommitFailure, settleCommitFailure } from './lmdb-commit-failure.ts';
 
 interface Waiter {
   readonly done: () => void;
@@ -26,6 +26,7 @@ export interface FlushSource {
 export class FlushWatch {
   readonly #source: FlushSource;
   readonly #waiting = new Set<Waiter>();
+  readonly #watched = new WeakSet<Promise<unknown>>();
   /** Writes watched so far, numbered as they are issued. */
   #issued = 0;
   /** While set, the flush promises on offer may be dead: writes issued up to this number may share one. */
@@ -38,26 +39,28 @@ export class FlushWatch {
   /**
    * Call with every write's promise as it is issued: its outcome tells whether commits are failing,
    * and its own `flushed`, read after this, is waited for as `wait` does. A failed commit's own
-   * rejection is settled with the write's (watchedWrite, lmdb-commit-failure.ts).
+   * rejection is settled with the write's (settleCommitFailure, lmdb-commit-failure.ts).
    */
   watch<T>(write: T): T {
-    watchedWrite(write);
-    if (write instanceof Promise) {
-      const seq = ++this.#issued;
-      const own = (write as { flushed?: PromiseLike<unknown> }).flushed;
-      if (own !== undefined) Object.defineProperty(write, 'flushed', { configurable: true, get: () => this.wait(own) });
-      write.then(
-        () => {
-          // Issued after the failure was seen: its batch is a new one, with a live flush promise.
-          if (this.#suspectUpTo !== undefined && seq > this.#suspectUpTo) this.#suspectUpTo = undefined;
-        },
-        (error: unknown) => {
-          if (!isLedgerCommitFailure(error)) return;
-          this.#suspectUpTo = this.#issued;
-          for (const waiter of [...this.#waiting]) waiter.fail(error);
-        },
-      );
-    }
+    // lmdb-js answers the unconditional writes of one batch with one promise: it is watched once
+    // (its `flushed` wrapped once, not in a getter per write).
+    if (!(write instanceof Promise) || this.#watched.has(write)) return write;
+    this.#watched.add(write);
+    const seq = ++this.#issued;
+    const own = (write as { flushed?: PromiseLike<unknown> }).flushed;
+    if (own !== undefined) Object.defineProperty(write, 'flushed', { configurable: true, get: () => this.wait(own) });
+    write.then(
+      () => {
+        // Issued after the failure was seen: its batch is a new one, with a live flush promise.
+        if (this.#suspectUpTo !== undefined && seq > this.#suspectUpTo) this.#suspectUpTo = undefined;
+      },
+      (error: unknown) => {
+        settleCommitFailure(error);
+        if (!isLedgerCommitFailure(error)) return;
+        this.#suspectUpTo = this.#issued;
+        for (const waiter of [...this.#waiting]) waiter.fail(error);
+      },
+    );
     return write;
   }
 

@@ -4,7 +4,7 @@
 // (kriszyp/lmdb-js#368). The writes Sluice made are handled by their callers (a 5xx, a stalled
 // run), but nobody holds the commit's promise, nor the writes lmdb-js makes for itself: without
 // help, the first such rejection ends the process, and a full disk took the runtime and the
-// hook-runner down with it. Each write's failure settles its commit's promise (watchedWrite), and
+// hook-runner down with it. Each write's failure settles its commit's promise (FlushWatch.watch), and
 // the process-wide guard logs the strays; any other unhandled rejection still ends the process.
 // (Shared by the runtime, whose ledger imports it, and the hook-runner, which imports no runtime code.)
 
@@ -17,12 +17,6 @@ export function isLedgerCommitFailure(reason: unknown): boolean {
 export function settleCommitFailure(error: unknown): void {
   const commitError = (error as { commitError?: unknown } | null)?.commitError;
   if (commitError instanceof Promise) commitError.catch(() => undefined);
-}
-
-/** `write` unchanged; should it fail, its commit's own rejection is settled (its caller still sees the failure). */
-export function watchedWrite<T>(write: T): T {
-  if (write instanceof Promise) write.then(undefined, settleCommitFailure);
-  return write;
 }
 
 /** The text of a failed commit's underlying error, as lmdb-js gives it (an Error, or a bare code). */
