@@ -25,10 +25,11 @@ const causeText = (cause: unknown): string => (cause instanceof Error ? cause.me
 /**
  * Installs the guard for this process (call once, at startup); `log` hears each stray with the text
  * of the commit's underlying error (ENOSPC, EFBIG, EIO), once its commit's own promise has told it.
+ * `isStray` may widen what counts (the runtime adds writes its disk floor refused).
  */
-export function guardCommitFailures(log: (error: Error, cause: string) => void): void {
+export function guardCommitFailures(log: (error: Error, cause: string) => void, isStray: (reason: unknown) => boolean = isLedgerCommitFailure): void {
   process.on('unhandledRejection', (reason) => {
-    if (!isLedgerCommitFailure(reason)) throw reason;
+    if (!isStray(reason)) throw reason;
     const commitError = (reason as { commitError?: unknown }).commitError;
     const told = (cause: unknown): void => log(reason as Error, causeText(cause));
     if (commitError instanceof Promise) commitError.then(() => told(undefined), told);

@@ -51,6 +51,8 @@ options (dev, serve):
                         (SLUICE_STEP_INPUT_MIB, default a sixteenth of the heap limit, at least 16)
   --webhook-targets <p> public: webhook steps reach public addresses only; any: local and private
                         ones too (SLUICE_WEBHOOK_TARGETS; dev: any, serve: public)
+  --min-free-disk-mib <n>  free MiB the data dir's disk keeps: below it nothing is written (503
+                        write_failed, runs wait) until space is freed (SLUICE_MIN_FREE_DISK_MIB, default 256; 0: off)
   A blank environment variable counts as not set; an empty flag is refused.
 
 options (hook-runner):

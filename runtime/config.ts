@@ -8,6 +8,7 @@ import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
+import { DEFAULT_MIN_FREE_DISK_MIB } from './ledger/disk-floor.ts';
 import { TIMESTAMP_TOLERANCE_SECONDS } from './ingest/verification.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
@@ -51,6 +52,8 @@ export interface RuntimeConfig {
   readonly stepInputBytes: number;
   /** Which addresses webhook steps may reach: `public` only, or `any` (local receivers too). */
   readonly webhookTargets: WebhookTargets;
+  /** Free MiB the data dir's disk keeps: below it the ledger commits nothing (disk-floor.ts); 0 turns that off. */
+  readonly minFreeDiskMib: number;
 }
 
 /** What `dev` and `serve` differ in: dev runs a local hook-runner and may call local receivers. */
@@ -127,6 +130,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'webhook-connections': { type: 'string' },
       'webhook-targets': { type: 'string' },
       'step-input-mib': { type: 'string' },
+      'min-free-disk-mib': { type: 'string' },
     },
   });
   const dataDir = resolve(text('--data-dir', values['data-dir'], env.SLUICE_DATA_DIR) ?? './.sluice');
@@ -167,6 +171,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     webhookConnections: integer(setting('--webhook-connections', values['webhook-connections'], 'SLUICE_WEBHOOK_CONNECTIONS', env), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
     stepInputBytes: stepInputBytes(setting('--step-input-mib', values['step-input-mib'], 'SLUICE_STEP_INPUT_MIB', env)),
     webhookTargets: parseWebhookTargets(setting('--webhook-targets', values['webhook-targets'], 'SLUICE_WEBHOOK_TARGETS', env), defaults.webhookTargets),
+    minFreeDiskMib: integer(setting('--min-free-disk-mib', values['min-free-disk-mib'], 'SLUICE_MIN_FREE_DISK_MIB', env), DEFAULT_MIN_FREE_DISK_MIB, 0, 1_048_576),
   };
 }
 

@@ -39,10 +39,12 @@ import { Inbox } from './inbox/inbox.ts';
 import { hookRoutes } from './ingest/hook-routes.ts';
 import { IngestQuota } from './ingest/ingest-quota.ts';
 import { openLedger } from './ledger/open-ledger.ts';
+import { DiskFloor, statfsProbe, type FreeSpaceProbe } from './ledger/disk-floor.ts';
+import { flooredLedger } from './ledger/floored-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics, observeDevices, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets } from './metrics.ts';
+import { createRuntimeMetrics, observeDevices, observeDiskFloor, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
@@ -66,6 +68,8 @@ export interface RuntimeDeps {
   readonly logger?: Logger;
   /** Storage; default: the LMDB ledger in the data dir (tests also run the runtime on the memory twin). */
   readonly ledger?: Ledger;
+  /** How the free space of the data dir's disk is read (disk-floor.ts); default statfs (tests inject theirs). */
+  readonly freeDiskSpace?: FreeSpaceProbe;
 }
 
 export interface Runtime {
@@ -86,6 +90,8 @@ export interface Runtime {
   readonly devices: DeviceSockets;
   /** The hook-runner connection (client and, under `sluice dev`, the supervised child). */
   readonly runner: RunnerConnection;
+  /** The free space the ledger keeps on the data dir's disk (tests read it again with probeNow). */
+  readonly disk: DiskFloor;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
   close(): Promise<void>;
 }
@@ -97,18 +103,21 @@ const RUNNER_HEALTH_DEADLINE_MS = 1000;
 export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {}): Promise<Runtime> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger(config.logLevel);
-  const ledger = deps.ledger ?? openLedger(config.dataDir);
+  // Its first read answers while the runtime starts; the writes made before it go ahead.
+  const disk = new DiskFloor(config.minFreeDiskMib, deps.freeDiskSpace ?? statfsProbe(config.dataDir), logger);
+  const ledger = flooredLedger(deps.ledger ?? openLedger(config.dataDir), disk);
+  disk.start();
   // What has been opened so far, closed again (newest first) if starting fails part way.
-  const opened: Array<() => unknown> = [() => ledger.close()];
+  const opened: Array<() => unknown> = [() => ledger.close(), () => disk.close()];
   try {
-    return await startOn(ledger, opened, config, clock, logger);
+    return await startOn(ledger, disk, opened, config, clock, logger);
   } catch (error) {
     for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
     throw error;
   }
 }
 
-async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -183,6 +192,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
   opened.push(() => devices.close());
   observeDevices(metrics, () => devices.openSockets);
   observeWebSockets(metrics, websockets);
+  observeDiskFloor(metrics, disk);
   const { child, client: runnerClient } = runner;
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,
@@ -280,6 +290,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
     ticker,
     devices,
     runner,
+    disk,
     close: () =>
       (closing ??= (async () => {
         await pruning.close();
@@ -294,6 +305,7 @@ async function startOn(ledger: Ledger, opened: Array<() => unknown>, config: Run
         connections.close();
         await runner.close();
         await ledger.close();
+        disk.close();
       })()),
   };
 }

@@ -80,6 +80,12 @@ export function observeEngine(
   if (restarts !== undefined) scrapedGauge(metrics, 'sluice_hook_runner_restarts', 'Times the supervised hook-runner child was restarted since the runtime started.', restarts);
 }
 
+/** Gauges of the data dir's free disk space and the floor below which the ledger commits nothing (disk-floor.ts). */
+export function observeDiskFloor(metrics: RuntimeMetrics, disk: { readonly freeBytes: number | undefined; readonly floorBytes: number }): void {
+  scrapedGauge(metrics, 'sluice_disk_free_bytes', 'Bytes free on the data dir\'s disk at its last read (once a second; NaN before the first).', () => disk.freeBytes ?? Number.NaN);
+  scrapedGauge(metrics, 'sluice_disk_floor_bytes', 'Below this many free bytes the runtime commits nothing: requests are answered 503 write_failed and runs wait (--min-free-disk-mib; 0: off).', () => disk.floorBytes);
+}
+
 /** The gauge of open device sockets, read at each scrape. */
 export function observeDevices(metrics: RuntimeMetrics, openSockets: () => number): void {
   scrapedGauge(metrics, 'sluice_device_sockets_open', 'Device sockets open now, over every org.', openSockets);

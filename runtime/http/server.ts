@@ -4,8 +4,8 @@
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ConflictError, InputError, retryAfterHeader, SluiceError, writeFailedError } from '../errors.ts';
-import { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
+import { ConflictError, InputError, retryAfterHeader, SluiceError } from '../errors.ts';
+import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, type BodyReservation } from './body-budget.ts';
@@ -209,11 +209,13 @@ export class HttpServer {
       const retryAfter = retryAfterHeader(error);
       return retryAfter === undefined ? { status: error.status, json: error.toBody() } : { status: error.status, json: error.toBody(), headers: { 'retry-after': retryAfter } };
     }
-    // A commit that failed (a full disk, an I/O error) stored nothing of this request: worth trying again.
-    if (isLedgerCommitFailure(error)) {
+    // A commit that failed (a full disk, an I/O error) or that the disk floor refused stored nothing
+    // of this request: worth trying again.
+    const failedWrite = failedWriteError('request', error);
+    if (failedWrite !== undefined) {
       // The process-wide guard logs the commit's failure, rate-limited (commit-failure-guard.ts): one line per request would flood the log of a full disk.
       this.#logger.debug('a request failed: its write could not be committed', { error: (error as Error).message });
-      return this.#errorReply(writeFailedError('request'));
+      return this.#errorReply(failedWrite);
     }
     this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });
     return INTERNAL_ERROR;

@@ -5,11 +5,23 @@
 // the guard logs the first, then at most one per STRAY_LOG_INTERVAL_MS, counting those it held back,
 // each with the commit's own error (a full disk's ENOSPC). It is the one log line of a failed
 // commit: the requests and runs it fails log theirs at debug (they answer 503, or stall and retry).
+// Writes refused below the disk floor (disk-floor.ts) are handled as failed ones, without a line.
 
 import { guardCommitFailures, isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
+import { RetryableError, writeFailedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { DiskSpaceLowError } from './disk-floor.ts';
 
-export { isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
+/** Whether nothing of a write was kept because it failed to commit or was refused below the disk floor (disk-floor.ts). */
+export const isFailedWrite = (error: unknown): boolean => isLedgerCommitFailure(error) || error instanceof DiskSpaceLowError;
+
+/** The retryable 503 `write_failed` for a write that kept nothing of `what` (isFailedWrite); undefined for any other error. */
+export function failedWriteError(what: string, error: unknown): RetryableError | undefined {
+  if (error instanceof DiskSpaceLowError) {
+    return new RetryableError('write_failed', `The ${what} could not be stored: the server's disk is nearly full. Nothing of it was kept; try again later.`, 5000);
+  }
+  return isLedgerCommitFailure(error) ? writeFailedError(what) : undefined;
+}
 
 /** The shortest time between two logged strays. */
 export const STRAY_LOG_INTERVAL_MS = 10_000;
@@ -19,6 +31,8 @@ export function guardLedgerCommitFailures(logger: Logger, now: () => number = Da
   let loggedAt = Number.NEGATIVE_INFINITY;
   let heldBack = 0;
   guardCommitFailures((error, cause) => {
+    // A write the disk floor refused never reached storage; the floor logs its own line when it trips.
+    if (error instanceof DiskSpaceLowError) return;
     const at = now();
     if (at - loggedAt < STRAY_LOG_INTERVAL_MS) {
       heldBack += 1;
@@ -27,7 +41,7 @@ export function guardLedgerCommitFailures(logger: Logger, now: () => number = Da
     logger.error('ledger commit failed', { error: error.message, cause, stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
     loggedAt = at;
     heldBack = 0;
-  });
+  }, isFailedWrite);
 }
 
 /**
@@ -37,6 +51,6 @@ export function guardLedgerCommitFailures(logger: Logger, now: () => number = Da
  */
 export function logFailure(logger: Logger, message: string, fields: Record<string, unknown>, error: unknown): void {
   const entry = { ...fields, error: String(error) };
-  if (isLedgerCommitFailure(error)) logger.debug(message, entry);
+  if (isFailedWrite(error)) logger.debug(message, entry);
   else logger.error(message, entry);
 }

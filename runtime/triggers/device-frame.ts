@@ -3,8 +3,8 @@
 // its event is durable, or a `nack` saying why not and whether sending it again can help. Also the
 // caps a device must keep to and the close codes it must handle (README, "Devices").
 
-import { InputError, RetryableError, SluiceError, writeFailedError } from '../errors.ts';
-import { isLedgerCommitFailure } from '../ledger/commit-failure-guard.ts';
+import { InputError, RetryableError, SluiceError } from '../errors.ts';
+import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import { decodeJsonBytes } from '../http/parse-json.ts';
 import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { isDeliveryId } from '../ingest/verification.ts';
@@ -98,7 +98,7 @@ export const ackFrame = (id: string, eventId: string, duplicate: boolean): strin
  * otherwise it never will.
  */
 export function nackFrame(id: string | null, error: unknown): string {
-  const known = error instanceof SluiceError ? error : isLedgerCommitFailure(error) ? writeFailedError('message') : new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.');
+  const known = error instanceof SluiceError ? error : (failedWriteError('message', error) ?? new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.'));
   const retryable = known.status === 429 || known.status >= 500;
   const hint = known instanceof QuotaExceededError || known instanceof RetryableError ? known.retryAfterMs : undefined;
   const retryAfter = hint === undefined ? {} : { retry_after_ms: hint };

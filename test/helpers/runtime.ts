@@ -11,6 +11,7 @@ import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { createRuntime, type Runtime } from '../../runtime/create-runtime.ts';
 import { createLogger, type Logger } from '../../runtime/log.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
+import type { FreeSpaceProbe } from '../../runtime/ledger/disk-floor.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -34,6 +35,8 @@ interface StartOptions {
   readonly ledger?: Ledger;
   /** Default: silent. */
   readonly logger?: Logger;
+  /** How the free space of the data dir's disk is read (disk-floor.ts); default statfs. */
+  readonly freeDiskSpace?: FreeSpaceProbe;
 }
 
 /**
@@ -55,6 +58,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     logger: options.logger ?? createLogger('silent'),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(ledger === undefined ? {} : { ledger }),
+    ...(options.freeDiskSpace === undefined ? {} : { freeDiskSpace: options.freeDiskSpace }),
   });
   return {
     runtime,

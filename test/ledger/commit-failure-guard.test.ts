@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { isLedgerCommitFailure, logFailure } from '../../runtime/ledger/commit-failure-guard.ts';
+import { isFailedWrite, logFailure } from '../../runtime/ledger/commit-failure-guard.ts';
+import { DiskSpaceLowError } from '../../runtime/ledger/disk-floor.ts';
 import { nackFrame } from '../../runtime/triggers/device-frame.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -36,6 +37,16 @@ test('a stray commit failure, as lmdb-js rejects it, is logged and the process g
   assert.match(result.stdout + result.stderr, /ledger commit failed/);
 });
 
+test('a stray write refused below the disk floor is not logged (the floor logs its own line) and the process goes on', () => {
+  const result = withGuard(`
+    const { DiskSpaceLowError } = await import('./runtime/ledger/disk-floor.ts');
+    Promise.reject(new DiskSpaceLowError(1, 2));
+  `);
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /still running/);
+  assert.equal(result.stderr, '');
+});
+
 test('a burst of strays (a full disk under load) logs the first, then one per interval with the count held back', () => {
   const script = `
     import { guardLedgerCommitFailures, STRAY_LOG_INTERVAL_MS } from './runtime/ledger/commit-failure-guard.ts';
@@ -63,12 +74,13 @@ test('any other unhandled rejection still ends the process', () => {
   assert.match(result.stderr, /a real bug/);
 });
 
-test('recognises lmdb-js commit failures only', () => {
-  assert.equal(isLedgerCommitFailure(Object.assign(new Error('Commit failed'), { commitError: Promise.resolve() })), true);
-  assert.equal(isLedgerCommitFailure(new Error('unrelated')), false);
+test('recognises lmdb-js commit failures and writes refused below the disk floor only', () => {
+  assert.equal(isFailedWrite(Object.assign(new Error('Commit failed'), { commitError: Promise.resolve() })), true);
+  assert.equal(isFailedWrite(new DiskSpaceLowError(1, 2)), true);
+  assert.equal(isFailedWrite(new Error('unrelated')), false);
   const throughLmdb = Object.assign(new TypeError('a bug in a transaction callback'), { stack: 'TypeError: x\n    at transactionSync (file:///app/node_modules/lmdb/write.js:900:5)' });
-  assert.equal(isLedgerCommitFailure(throughLmdb), false, 'passing through lmdb-js is not enough');
-  assert.equal(isLedgerCommitFailure('a string'), false);
+  assert.equal(isFailedWrite(throughLmdb), false, 'passing through lmdb-js is not enough');
+  assert.equal(isFailedWrite('a string'), false);
 });
 
 test('a disk that fills (here a 2 MiB file-size limit) fails the writes, not the process: they fail one by one and reads are still answered', () => {

@@ -1,0 +1,192 @@
+// Below the free-space floor of the data dir's disk the runtime writes nothing and says why: a
+// webhook or API write is 503 write_failed, a run whose step answered stalls, reads go on; once
+// space is back, writes resume and the stalled run sends its step again under the same key.
+// The free space is injected (a real disk cannot be filled here); the ledger is the real LMDB one.
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { loadRuntimeConfig } from '../../runtime/config.ts';
+import { InputError } from '../../runtime/errors.ts';
+import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, DiskSpaceLowError, statfsProbe } from '../../runtime/ledger/disk-floor.ts';
+import { flooredLedger } from '../../runtime/ledger/floored-ledger.ts';
+import { openLedger } from '../../runtime/ledger/open-ledger.ts';
+import { createLogger } from '../../runtime/log.ts';
+import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
+import { connectDevice } from '../helpers/device-client.ts';
+import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
+
+const MIB = 1024 * 1024;
+const ORG = 'acct-disk';
+const clock = new ManualClock(Date.UTC(2026, 11, 2, 9, 0, 0));
+let free = 10_000 * MIB;
+const lines: Array<{ level: string; message: string; free_mib?: number; floor_mib?: number }> = [];
+let rt: TestRuntime;
+let receiver: Receiver;
+let key: string;
+const secret = newStandardSecret();
+
+before(async () => {
+  receiver = await startReceiver();
+  rt = await startRuntime({ clock, freeDiskSpace: async () => free, logger: createLogger('info', (line) => lines.push(JSON.parse(line) as (typeof lines)[number])) });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'psp', secrets: [secret] } })).status, 201);
+  const workflow = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'w', trigger_event: 'pay.ok', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/effect` }] } });
+  assert.equal(workflow.status, 201, workflow.text);
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+const setFree = async (bytes: number): Promise<void> => {
+  free = bytes;
+  await rt.runtime.disk.probeNow();
+};
+
+const hook = (id: string) => {
+  const body = JSON.stringify({ type: 'pay.ok', amount: 1 });
+  return call(rt.url, 'POST', `/hooks/${ORG}/psp`, { body, headers: signStandard(secret, id, Math.floor(clock.now() / 1000), body) });
+};
+
+const runStates = async (): Promise<string[]> =>
+  ((await call(rt.url, 'GET', `/organizations/${ORG}/runs`, { token: key })).body.runs as Array<{ state: string }>).map((run) => run.state);
+
+test('below the floor nothing is written and requests are told why; above it again, writes and the stalled run go on', async () => {
+  await setFree(10_000 * MIB);
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200 }]);
+  assert.equal((await hook('msg_before')).status, 204);
+  await eventually('the step to be out', () => receiver.received.length, (n) => n === 1);
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'till' } });
+  assert.equal(created.status, 201, created.text);
+  const device = await connectDevice(rt.url, ORG, 'till', created.body.token);
+
+  await setFree(100 * MIB);
+  const refused = await hook('msg_during');
+  assert.deepEqual([refused.status, refused.body.error?.code, refused.headers.get('retry-after')], [503, 'write_failed', '5']);
+  assert.match(refused.body.error.message, /disk is nearly full/);
+  const apiEvent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'other.thing', payload: {} } });
+  assert.deepEqual([apiEvent.status, apiEvent.body.error?.code], [503, 'write_failed']);
+  device.send({ id: 'sale-1', type: 'sale.made', payload: {} });
+  const nack = await device.answerTo('sale-1');
+  assert.deepEqual([nack.type, nack.error?.code, nack.retryable], ['nack', 'write_failed', true]);
+  assert.match(nack.error.message, /disk is nearly full/);
+  const events = await call(rt.url, 'GET', `/organizations/${ORG}/events`, { token: key });
+  assert.equal(events.status, 200, 'reads go on');
+  assert.deepEqual(events.body.events.map((event: { type: string }) => event.type).sort(), ['device.connected', 'pay.ok'], 'the refused events were not kept');
+
+  // The held step answers: the run cannot write its result, so it stalls (it is not lost).
+  release();
+  await eventually('the run to stall', () => rt.runtime.engine.stalled.size, (n) => n === 1);
+  assert.deepEqual(await runStates(), ['running']);
+  const metrics = (await call(rt.url, 'GET', '/metrics')).text;
+  assert.match(metrics, new RegExp(`^sluice_disk_free_bytes ${100 * MIB}$`, 'm'));
+  assert.match(metrics, new RegExp(`^sluice_disk_floor_bytes ${DEFAULT_MIN_FREE_DISK_MIB * MIB}$`, 'm'));
+  assert.match(metrics, /^sluice_ingest_total\{outcome="write_failed"\} 1$/m);
+  assert.doesNotMatch(metrics, /outcome="internal_error"/);
+
+  await setFree(300 * MIB);
+  assert.equal((await hook('msg_during')).status, 204, 'the delivery refused before is taken now: nothing of it was kept');
+  device.send({ id: 'sale-1', type: 'sale.made', payload: {} });
+  await device.waitFor(() => device.frames.filter((frame) => frame.id === 'sale-1').length === 2, 'the second answer');
+  assert.deepEqual([device.frames.filter((frame) => frame.id === 'sale-1')[1]!.type], ['ack'], 'the message refused before is stored now');
+  device.close(1000);
+  await device.closed;
+  clock.advance(FIRST_RETRY_MS);
+  assert.equal(rt.runtime.engine.stalled.timers.fireDue(), 1);
+  await eventually('both runs to complete', runStates, (states) => states.length === 2 && states.every((state) => state === 'completed'));
+  const [stalledKey, ...later] = receiver.received.map((request) => String(request.headers['idempotency-key']));
+  assert.equal(later.length, 2, 'the stalled step went out again, and the new run\'s step once');
+  assert.equal(later.filter((sent) => sent === stalledKey).length, 1, 'the stalled step again under its idempotency key');
+
+  const floorLines = lines.filter((line) => line.message.includes('its floor'));
+  assert.deepEqual(floorLines.map((line) => [line.level, line.free_mib, line.floor_mib]), [['error', 100, 256], ['info', 300, 256]], 'one line down, one line up');
+  assert.deepEqual(lines.filter((line) => line.level === 'error' && !line.message.includes('its floor')), [], 'the refused writes log no errors of their own');
+});
+
+test('the ledger refuses each write and group started below the floor, never a write inside a group it admitted', async () => {
+  const dir = tempDir('sluice-floored-');
+  let freeHere = 10_000 * MIB;
+  const floor = new DiskFloor(256, async () => freeHere, createLogger('silent'));
+  const ledger = flooredLedger(openLedger(dir), floor);
+  try {
+    await floor.probeNow();
+    const table = ledger.openDatabase('things');
+    // Admitted while above the floor; its body runs later, after the floor is crossed.
+    let lowWhenBodyRan: boolean | undefined;
+    const admitted = ledger.root.transaction(() => {
+      lowWhenBodyRan = floor.refusal() !== undefined;
+      void table.put(['a'], 1);
+      void table.put(['b'], 2);
+      return 'done';
+    });
+    freeHere = 10 * MIB;
+    await floor.probeNow();
+    assert.equal(await admitted, 'done');
+    assert.equal(lowWhenBodyRan, true, 'the body ran below the floor');
+    assert.deepEqual([table.get(['a']), table.get(['b'])], [1, 2], 'its writes were kept');
+
+    let ran = false;
+    const isLow = (error: unknown) => error instanceof DiskSpaceLowError && /10 MiB free, below the floor of 256 MiB/.test(error.message);
+    await assert.rejects(ledger.root.transaction(() => (ran = true)), isLow);
+    await assert.rejects(ledger.root.batch(() => void (ran = true)), isLow);
+    await assert.rejects(table.ifNoExists(['c'], () => void (ran = true)), isLow);
+    await assert.rejects(table.put(['c'], 3), isLow);
+    await assert.rejects(table.remove(['a']), isLow);
+    assert.equal(ran, false, 'no refused callback ran');
+    assert.deepEqual([table.get(['a']), table.get(['c'])], [1, undefined]);
+
+    freeHere = 257 * MIB;
+    await floor.probeNow();
+    assert.equal(await table.put(['c'], 3), true);
+    assert.equal(table.get(['c']), 3);
+  } finally {
+    floor.close();
+    await ledger.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the floor: 0 turns it off, a failed read keeps the last answer and logs once, statfs reads a real disk', async () => {
+  const off = new DiskFloor(0, async () => 0, createLogger('silent'));
+  await off.probeNow();
+  assert.deepEqual([off.freeBytes, off.refusal()], [0, undefined]);
+
+  const logged: string[] = [];
+  let answer: number | Error = 1 * MIB;
+  const floor = new DiskFloor(2, async () => {
+    if (answer instanceof Error) throw answer;
+    return answer;
+  }, createLogger('warn', (line) => logged.push(line)));
+  await floor.probeNow();
+  assert.ok(floor.refusal() instanceof DiskSpaceLowError);
+  answer = new Error('ENOENT: no such file or directory');
+  await floor.probeNow();
+  await floor.probeNow();
+  assert.equal(floor.freeBytes, 1 * MIB);
+  assert.ok(floor.refusal() instanceof DiskSpaceLowError, 'still below: the last answer holds');
+  assert.equal(logged.filter((line) => line.includes('could not read the free space')).length, 1);
+  answer = 3 * MIB;
+  await floor.probeNow();
+  assert.equal(floor.refusal(), undefined);
+
+  const dir = tempDir('sluice-statfs-');
+  try {
+    assert.ok((await statfsProbe(dir)()) > 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('--min-free-disk-mib: default 256, SLUICE_MIN_FREE_DISK_MIB, 0 allowed, a bad value named', () => {
+  assert.equal(loadRuntimeConfig([], {}).minFreeDiskMib, DEFAULT_MIN_FREE_DISK_MIB);
+  assert.equal(loadRuntimeConfig([], { SLUICE_MIN_FREE_DISK_MIB: '1024' }).minFreeDiskMib, 1024);
+  assert.equal(loadRuntimeConfig(['--min-free-disk-mib', '0'], { SLUICE_MIN_FREE_DISK_MIB: '1024' }).minFreeDiskMib, 0);
+  for (const bad of ['-1', '1048577', '1.5', 'lots']) {
+    assert.throws(() => loadRuntimeConfig([`--min-free-disk-mib=${bad}`], {}), (error: unknown) => error instanceof InputError && error.message.includes('--min-free-disk-mib'));
+  }
+});
