@@ -39,7 +39,7 @@ import { Inbox } from './inbox/inbox.ts';
 import { hookRoutes } from './ingest/hook-routes.ts';
 import { IngestQuota } from './ingest/ingest-quota.ts';
 import { openLedger } from './ledger/open-ledger.ts';
-import { DiskFloor, statfsProbe, type FreeSpaceProbe } from './ledger/disk-floor.ts';
+import { DiskFloor, DiskSpaceLowError, statfsProbe, type FreeSpaceProbe } from './ledger/disk-floor.ts';
 import { flooredLedger } from './ledger/floored-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
@@ -103,14 +103,16 @@ const RUNNER_HEALTH_DEADLINE_MS = 1000;
 export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {}): Promise<Runtime> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger(config.logLevel);
-  // Its first read answers while the runtime starts; the writes made before it go ahead.
+  // Armed once started: start-up's writes go ahead below the floor (disk-floor.ts).
   const disk = new DiskFloor(config.minFreeDiskMib, deps.freeDiskSpace ?? statfsProbe(config.dataDir), logger);
   const ledger = flooredLedger(deps.ledger ?? openLedger(config.dataDir), disk);
   disk.start();
   // What has been opened so far, closed again (newest first) if starting fails part way.
   const opened: Array<() => unknown> = [() => ledger.close(), () => disk.close()];
   try {
-    return await startOn(ledger, disk, opened, config, clock, logger);
+    const runtime = await startOn(ledger, disk, opened, config, clock, logger);
+    disk.arm();
+    return runtime;
   } catch (error) {
     for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
     throw error;
@@ -143,7 +145,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const schemas = startSchemaThreads();
   opened.push(() => closeSchemaThreads(schemas));
-  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas };
+  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas, disk };
   const startedAt = clock.now();
 
   const quota = new IngestQuota(clock);
@@ -267,6 +269,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     pruneJobs,
     Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))),
     (job, error) => {
+      // Below the disk floor the floor's own line speaks for it; it is not a pruning fault to alert on.
+      if (error instanceof DiskSpaceLowError) return logger.debug('prune refused below the disk floor', { job });
       metrics.pruneFailures.inc({ job });
       logger.error('prune failed', { job, error: String(error) });
     },

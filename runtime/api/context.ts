@@ -4,6 +4,7 @@
 import type { Authorizer } from '../auth/authorize.ts';
 import type { Clock } from '../clock.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import type { DiskFloor } from '../ledger/disk-floor.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { EventStore } from '../events/event-store.ts';
@@ -26,6 +27,8 @@ export interface ApiContext {
   readonly metrics: RuntimeMetrics;
   /** The threads that check payloads and compile written schemas, off the event loop. */
   readonly schemas: SchemaThreads;
+  /** The free space kept on the data dir's disk: a write that first changes the hook-runner asks it beforehand. */
+  readonly disk: Pick<DiskFloor, 'assertWritable'>;
 }
 
 export const isoAt = (ms: number): string => new Date(ms).toISOString();

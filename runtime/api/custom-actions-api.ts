@@ -102,6 +102,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
    */
   const compile = async (module: Uint8Array): Promise<CompiledUpload> => {
     const client = requireRunner();
+    // Below the disk floor the action could not be stored: the runner is not asked to keep its module.
+    ctx.disk.assertWritable();
     let digest: string;
     try {
       digest = await client.compile(module);
@@ -234,6 +236,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const body = parseSecret(parseJsonRequest(request));
         const key = parseSecretKey(body.key, 'key');
         const value = parseSecretValue(body.value);
+        // Below the disk floor its name could not be stored: the runner is not asked to keep it.
+        ctx.disk.assertWritable();
         await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
         // Its name, so a runner that loses it refuses the calls that read it (required-secrets.ts).
         await secretNames.set(org.id, action.id, key);
@@ -258,6 +262,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);
         const key = parseSecretKey(request.params.key ?? '', 'key');
+        ctx.disk.assertWritable();
         const deleted = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
         await secretNames.delete(org.id, action.id, key);
         if (!deleted) throw notFound(`Secret "${key}" of this custom action`, 'key');

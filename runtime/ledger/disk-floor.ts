@@ -4,6 +4,8 @@
 // on. Writes are refused before LMDB meets a full disk, because lmdb-js 3.5.6 can abort the
 // process on a failed page write (README "Durability"). Free space is read with statfs once per
 // PROBE_INTERVAL_MS, off the request path, so a flood can pass the floor by one interval's writes.
+// The floor refuses nothing until armed, once the runtime has started: start-up's own writes are
+// few and small, and a runtime that could not start below the floor could not serve reads either.
 
 import { statfs } from 'node:fs/promises';
 import type { Logger } from '../log.ts';
@@ -42,6 +44,7 @@ export class DiskFloor {
   /** Unknown until the first probe answers; writes go ahead meanwhile. */
   #freeBytes: number | undefined;
   #low = false;
+  #armed = false;
   #timer: NodeJS.Timeout | undefined;
   #probing: Promise<void> | undefined;
   #readFailing = false;
@@ -73,9 +76,20 @@ export class DiskFloor {
     return this.#probing;
   }
 
-  /** The error to refuse a write with, or undefined while the disk is above the floor. */
+  /** From now on, writes are refused while the disk is below the floor. */
+  arm(): void {
+    this.#armed = true;
+  }
+
+  /** The error to refuse a write with, or undefined while the disk is above the floor (or the floor is not armed). */
   refusal(): DiskSpaceLowError | undefined {
-    return this.#low ? new DiskSpaceLowError(this.#freeBytes ?? 0, this.floorBytes) : undefined;
+    return this.#armed && this.#low ? new DiskSpaceLowError(this.#freeBytes ?? 0, this.floorBytes) : undefined;
+  }
+
+  /** Throws the refusal, if a write now would be refused: for work done elsewhere before the ledger writes (the hook-runner's). */
+  assertWritable(): void {
+    const refusal = this.refusal();
+    if (refusal !== undefined) throw refusal;
   }
 
   close(): void {

@@ -16,6 +16,9 @@
 //   inside a `batch` or `ifNoExists` callback does not take back the writes made before it, so
 //   those callbacks must not throw after writing. Whether a write is visible before its promise
 //   resolves is unspecified.
+// - A `batch`, `ifNoExists` or `transaction` callback makes puts and removes only, never another
+//   group: lmdb-js would commit that one on its own, unwatched for failure (open-ledger.ts) and
+//   unchecked against the disk floor (floored-ledger.ts).
 // - A write counts only once durable (see durable-write.ts).
 
 /** One part of an ordered key; every runtime key is an array of these starting with the org id. */

@@ -14,6 +14,8 @@ import { flooredLedger } from '../../runtime/ledger/floored-ledger.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
+import { upload } from '../actions/action-fixtures.ts';
+import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -115,6 +117,7 @@ test('the ledger refuses each write and group started below the floor, never a w
   const ledger = flooredLedger(openLedger(dir), floor);
   try {
     await floor.probeNow();
+    floor.arm();
     const table = ledger.openDatabase('things');
     // Admitted while above the floor; its body runs later, after the floor is crossed.
     let lowWhenBodyRan: boolean | undefined;
@@ -151,8 +154,9 @@ test('the ledger refuses each write and group started below the floor, never a w
   }
 });
 
-test('the floor: 0 turns it off, a failed read keeps the last answer and logs once, statfs reads a real disk', async () => {
+test('the floor: armed once started, 0 turns it off, a failed read keeps the last answer and logs once, statfs reads a real disk', async () => {
   const off = new DiskFloor(0, async () => 0, createLogger('silent'));
+  off.arm();
   await off.probeNow();
   assert.deepEqual([off.freeBytes, off.refusal()], [0, undefined]);
 
@@ -163,6 +167,8 @@ test('the floor: 0 turns it off, a failed read keeps the last answer and logs on
     return answer;
   }, createLogger('warn', (line) => logged.push(line)));
   await floor.probeNow();
+  assert.equal(floor.refusal(), undefined, 'nothing is refused before the floor is armed');
+  floor.arm();
   assert.ok(floor.refusal() instanceof DiskSpaceLowError);
   answer = new Error('ENOENT: no such file or directory');
   await floor.probeNow();
@@ -188,5 +194,54 @@ test('--min-free-disk-mib: default 256, SLUICE_MIN_FREE_DISK_MIB, 0 allowed, a b
   assert.equal(loadRuntimeConfig(['--min-free-disk-mib', '0'], { SLUICE_MIN_FREE_DISK_MIB: '1024' }).minFreeDiskMib, 0);
   for (const bad of ['-1', '1048577', '1.5', 'lots']) {
     assert.throws(() => loadRuntimeConfig([`--min-free-disk-mib=${bad}`], {}), (error: unknown) => error instanceof InputError && error.message.includes('--min-free-disk-mib'));
+  }
+});
+
+test('a runtime restarted below the floor starts (its start-up writes go ahead), answers reads and refuses writes', async () => {
+  const dataDir = tempDir('sluice-floor-boot-');
+  let freeHere = 10_000 * MIB;
+  try {
+    const first = await startRuntime({ dataDir, freeDiskSpace: async () => freeHere });
+    const bootKey = await createOrg(first.url, ADMIN_TOKEN, 'acct-boot');
+    await first.close();
+    freeHere = 10 * MIB;
+    const second = await startRuntime({ dataDir, freeDiskSpace: async () => freeHere });
+    try {
+      await second.runtime.disk.probeNow();
+      assert.equal((await call(second.url, 'GET', '/organizations/acct-boot/events', { token: bootKey })).status, 200);
+      const refused = await call(second.url, 'POST', '/organizations/acct-boot/events', { token: bootKey, json: { type: 'a.b', payload: {} } });
+      assert.deepEqual([refused.status, refused.body.error?.code], [503, 'write_failed']);
+      freeHere = 10_000 * MIB;
+      await second.runtime.disk.probeNow();
+      assert.equal((await call(second.url, 'POST', '/organizations/acct-boot/events', { token: bootKey, json: { type: 'a.b', payload: {} } })).status, 202);
+    } finally {
+      await second.close();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('below the floor a custom action secret is refused before the hook-runner keeps it', { timeout: 60_000 }, async () => {
+  let freeHere = 10_000 * MIB;
+  const withRunner = await startRuntime({ args: ['--runner', 'child'], freeDiskSpace: async () => freeHere });
+  try {
+    const orgKey = await createOrg(withRunner.url, ADMIN_TOKEN, 'acct-floor-actions');
+    const created = await upload(withRunner.url, '/organizations/acct-floor-actions/custom-actions', orgKey, { name: 'echo', file: await assembleWat('echo', ECHO_WAT), permissions: 'read_secret:API_KEY' });
+    assert.equal(created.status, 201, created.text);
+    const secrets = `/organizations/acct-floor-actions/custom-actions/${created.body.custom_action.id}/secrets`;
+    freeHere = 10 * MIB;
+    await withRunner.runtime.disk.probeNow();
+    const refused = await call(withRunner.url, 'POST', secrets, { token: orgKey, json: { key: 'API_KEY', value: 'kept-nowhere' } });
+    assert.deepEqual([refused.status, refused.body.error?.code], [503, 'write_failed']);
+    assert.deepEqual((await call(withRunner.url, 'GET', secrets, { token: orgKey })).body.keys, [], 'the runner was not given it');
+    const upload2 = await upload(withRunner.url, '/organizations/acct-floor-actions/custom-actions', orgKey, { name: 'echo 2', file: await assembleWat('echo', ECHO_WAT) });
+    assert.deepEqual([upload2.status, upload2.body.error?.code], [503, 'write_failed']);
+    freeHere = 10_000 * MIB;
+    await withRunner.runtime.disk.probeNow();
+    assert.equal((await call(withRunner.url, 'POST', secrets, { token: orgKey, json: { key: 'API_KEY', value: 'kept' } })).status, 204);
+    assert.deepEqual((await call(withRunner.url, 'GET', secrets, { token: orgKey })).body.keys, ['API_KEY']);
+  } finally {
+    await withRunner.close();
   }
 });
