@@ -25,6 +25,11 @@ export const headerError = (header: string, message: string): InputError =>
 export const signedHeaderError = (header: string, message: string): SluiceError =>
   new SluiceError(401, 'invalid_signature_header', message, { field: `headers.${header}` });
 
+/**
+ * On the event loop: ~0.6 ms per MiB per key on the dev VM (SHA extensions). WebCrypto's HMAC, which
+ * runs on libuv's pool, was measured to cost the event loop as much for large bodies (it copies the
+ * data into fresh memory per key, and page faults cost what hashing does), so it is not used.
+ */
 export function hmac(key: Buffer | string, data: Buffer[], encoding: 'base64' | 'hex'): string {
   const mac = createHmac('sha256', key);
   for (const part of data) mac.update(part);
