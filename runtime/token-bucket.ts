@@ -1,6 +1,8 @@
 // A token bucket on an injected clock: up to `capacity` tokens, refilled at `perSecond`. Time that
 // runs backwards (a wall clock set back) refills nothing and takes nothing away: the bucket never
 // owes tokens for time it did not see pass, so a clock set back an hour locks no one out for an hour.
+// A take larger than the capacity (a payload bigger than a second's bytes) waits for a full bucket
+// and leaves it in debt, which the refill pays off before anything else is taken.
 
 export class TokenBucket {
   #tokens: number;
@@ -15,17 +17,18 @@ export class TokenBucket {
     this.#countedAt = now;
   }
 
-  /** Takes one token: 0 when taken, else how many ms until one will be there (nothing taken). */
-  take(now: number): number {
+  /** Takes `amount` tokens: 0 when taken, else how many ms until they will be there (nothing taken). */
+  take(now: number, amount = 1): number {
     this.#tokens = Math.min(this.capacity, this.#tokens + (Math.max(0, now - this.#countedAt) * this.perSecond) / 1000);
     this.#countedAt = now;
-    if (this.#tokens < 1) return Math.max(1, Math.ceil(((1 - this.#tokens) / this.perSecond) * 1000));
-    this.#tokens -= 1;
+    const needed = Math.min(amount, this.capacity);
+    if (this.#tokens < needed) return Math.max(1, Math.ceil(((needed - this.#tokens) / this.perSecond) * 1000));
+    this.#tokens -= amount;
     return 0;
   }
 
-  /** Returns a token taken for something that did not happen after all. */
-  giveBack(): void {
-    this.#tokens = Math.min(this.capacity, this.#tokens + 1);
+  /** Returns tokens taken for something that did not happen after all. */
+  giveBack(amount = 1): void {
+    this.#tokens = Math.min(this.capacity, this.#tokens + amount);
   }
 }

@@ -15,7 +15,11 @@ interface CreateOrganizationBody {
   plan?: Plan;
   max_concurrent_runs?: number;
   ingest_rate_per_second?: number | null;
+  ingest_bytes_per_second?: number | null;
 }
+
+/** Payload bytes per second: from 1 KiB (a smaller rate would hold most payloads for seconds) to 1 TiB. */
+const BYTE_RATE_SCHEMA = { type: ['integer', 'null'], minimum: 1024, maximum: 2 ** 40 };
 
 /** A display name: 1-200 characters, not only spaces, no control characters (as workflow names). */
 const NAME_SCHEMA = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u001f\\u007f\\s][^\\u0000-\\u001f\\u007f]*$' };
@@ -30,6 +34,7 @@ const parseCreate = createBodyParser<CreateOrganizationBody>({
     plan: { type: 'string', enum: [...PLANS] },
     max_concurrent_runs: { type: 'integer', minimum: 1, maximum: 1000 },
     ingest_rate_per_second: { type: ['integer', 'null'], minimum: 1, maximum: 1_000_000 },
+    ingest_bytes_per_second: BYTE_RATE_SCHEMA,
   },
 });
 
@@ -42,6 +47,7 @@ const parseUpdate = createBodyParser<Partial<Omit<CreateOrganizationBody, 'id'>>
     plan: { type: 'string', enum: [...PLANS] },
     max_concurrent_runs: { type: 'integer', minimum: 1, maximum: 1000 },
     ingest_rate_per_second: { type: ['integer', 'null'], minimum: 1, maximum: 1_000_000 },
+    ingest_bytes_per_second: BYTE_RATE_SCHEMA,
   },
 });
 
@@ -61,6 +67,7 @@ export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: str
           plan: body.plan ?? 'starter',
           max_concurrent_runs: body.max_concurrent_runs ?? DEFAULT_MAX_CONCURRENT_RUNS,
           ingest_rate_per_second: body.ingest_rate_per_second === undefined ? defaultIngestRate(body.plan ?? 'starter') : body.ingest_rate_per_second,
+          ingest_bytes_per_second: body.ingest_bytes_per_second ?? null,
           created_at: now,
         };
         const issued = ctx.apiKeys.issue(org.id, 'admin', now);

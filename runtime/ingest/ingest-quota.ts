@@ -1,27 +1,52 @@
-// Per-tenant ingest quota: a token bucket per org refilled at the org's `ingest_rate_per_second`
-// (one second of burst). Over it, webhooks, API events and replays get 429 with Retry-After (device messages a retryable nack),
-// nothing stored. Only stored events count: a write that stores nothing (a duplicate) gives its
-// token back, and a duplicate over the quota still gets its 409.
+// Per-tenant ingest quota: token buckets per org refilled at the org's `ingest_rate_per_second`
+// (events) and `ingest_bytes_per_second` (payload bytes), each with one second of burst; a payload
+// larger than a second's bytes goes once the bucket is full and leaves it in debt (token-bucket.ts).
+// Over either, webhooks, API events and replays get 429 with Retry-After (device messages a
+// retryable nack), nothing stored. Only stored events count: a write that stores nothing (a
+// duplicate) gives its tokens back, and a duplicate over the quota still gets its 409.
 
 import type { Clock } from '../clock.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { EventStore, NewEvent } from '../events/event-store.ts';
 import { SluiceError } from '../errors.ts';
+import { payloadTextOf } from '../events/payload-text.ts';
 import { TokenBucket } from '../token-bucket.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 
 /** The caller should retry after `retryAfterMs`; the server turns this into a Retry-After header. */
 export class QuotaExceededError extends SluiceError {
   readonly retryAfterMs: number;
-  constructor(rate: number, retryAfterMs: number) {
-    super(429, 'ingest_quota_exceeded', `This organization may send ${rate} events per second; retry after ${Math.ceil(retryAfterMs / 1000)} s.`);
+  /** `limit`: what the org may send per second ("100 events", "1048576 payload bytes"). */
+  constructor(limit: string, retryAfterMs: number) {
+    super(429, 'ingest_quota_exceeded', `This organization may send ${limit} per second; retry after ${Math.ceil(retryAfterMs / 1000)} s.`);
     this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** Per org, a bucket refilled at the org's rate (one second of burst); a changed rate starts a full bucket. */
+class OrgBuckets {
+  readonly #buckets = new Map<string, TokenBucket>();
+
+  /** Takes `amount` from the org's bucket: 0 when taken (or `rate` is null: unlimited), else the ms to wait. */
+  take(orgId: string, rate: number | null, amount: number, now: number): number {
+    if (rate === null) return 0;
+    let bucket = this.#buckets.get(orgId);
+    if (bucket === undefined || bucket.perSecond !== rate) {
+      bucket = new TokenBucket(rate, rate, now);
+      this.#buckets.set(orgId, bucket);
+    }
+    return bucket.take(now, amount);
+  }
+
+  giveBack(orgId: string, amount: number): void {
+    this.#buckets.get(orgId)?.giveBack(amount);
   }
 }
 
 export class IngestQuota {
   readonly #clock: Clock;
-  readonly #buckets = new Map<string, TokenBucket>();
+  readonly #events = new OrgBuckets();
+  readonly #bytes = new OrgBuckets();
 
   constructor(clock: Clock) {
     this.#clock = clock;
@@ -35,7 +60,9 @@ export class IngestQuota {
    * failed write), nothing was stored and the token is given back.
    */
   async storeEvent(org: Organization, events: EventStore, newEvent: NewEvent): Promise<StoredEvent> {
-    const refusal = this.#take(org);
+    // Counted only for an org with a byte rate: measuring the payload is not free.
+    const bytes = (org.ingest_bytes_per_second ?? null) === null ? 0 : Buffer.byteLength(newEvent.payloadJson ?? payloadTextOf(newEvent.event));
+    const refusal = this.#take(org, bytes);
     if (refusal !== undefined) {
       await events.refuseDuplicate(newEvent);
       throw refusal;
@@ -43,7 +70,8 @@ export class IngestQuota {
     try {
       return await events.store(newEvent);
     } catch (error) {
-      this.#buckets.get(org.id)?.giveBack();
+      this.#events.giveBack(org.id, 1);
+      this.#bytes.giveBack(org.id, bytes);
       throw error;
     }
   }
@@ -54,22 +82,20 @@ export class IngestQuota {
    * throws QuotaExceededError when none is left.
    */
   charge(org: Organization): void {
-    const refusal = this.#take(org);
+    const refusal = this.#take(org, 0);
     if (refusal !== undefined) throw refusal;
   }
 
-  /** Takes one event's worth of quota, or answers the QuotaExceededError to throw. Orgs without a rate are unlimited. */
-  #take(org: Organization): QuotaExceededError | undefined {
-    const rate = org.ingest_rate_per_second ?? null;
-    if (rate === null) return undefined;
+  /** Takes one event and `bytes` of quota, or answers the QuotaExceededError to throw (taking nothing). Orgs without a rate are unlimited. */
+  #take(org: Organization, bytes: number): QuotaExceededError | undefined {
     const now = this.#clock.now();
-    let bucket = this.#buckets.get(org.id);
-    // One second of burst; a changed rate starts a full bucket.
-    if (bucket === undefined || bucket.perSecond !== rate) {
-      bucket = new TokenBucket(rate, rate, now);
-      this.#buckets.set(org.id, bucket);
-    }
-    const waitMs = bucket.take(now);
-    return waitMs === 0 ? undefined : new QuotaExceededError(rate, waitMs);
+    const eventRate = org.ingest_rate_per_second ?? null;
+    const eventWaitMs = this.#events.take(org.id, eventRate, 1, now);
+    if (eventWaitMs > 0) return new QuotaExceededError(`${eventRate} events`, eventWaitMs);
+    const byteRate = org.ingest_bytes_per_second ?? null;
+    const byteWaitMs = this.#bytes.take(org.id, byteRate, bytes, now);
+    if (byteWaitMs === 0) return undefined;
+    this.#events.giveBack(org.id, 1);
+    return new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs);
   }
 }

@@ -24,12 +24,19 @@ export interface Organization {
   readonly max_concurrent_runs: number;
   /** Events per second this org may ingest (webhooks + API); null means unlimited. */
   readonly ingest_rate_per_second?: number | null;
+  /** Payload bytes per second this org may ingest (webhooks + API); null (and absent, in orgs stored before it) means unlimited. */
+  readonly ingest_bytes_per_second?: number | null;
   readonly created_at: string;
 }
 
-/** An org as this version reads it: one stored before the ingest quota has its plan's default rate (starter's 100/s, not unlimited). */
+/**
+ * An org as this version reads it: one stored before the ingest quota has its plan's default rate
+ * (starter's 100/s, not unlimited), and one stored before the byte quota has none (null).
+ */
 const withCurrentFields = (org: Organization | undefined): Organization | undefined =>
-  org === undefined || org.ingest_rate_per_second !== undefined ? org : { ...org, ingest_rate_per_second: defaultIngestRate(org.plan) };
+  org === undefined || (org.ingest_rate_per_second !== undefined && org.ingest_bytes_per_second !== undefined)
+    ? org
+    : { ...org, ingest_rate_per_second: org.ingest_rate_per_second === undefined ? defaultIngestRate(org.plan) : org.ingest_rate_per_second, ingest_bytes_per_second: org.ingest_bytes_per_second ?? null };
 
 export class OrganizationStore {
   readonly #ledger: Ledger;

@@ -149,3 +149,46 @@ test('with the quota used up, a retried keyed replay answers its replay (202) an
   device.close(1000);
   await device.closed;
 });
+
+test('a byte quota: payload bytes per second, one second of burst; a payload over a second\'s bytes waits for a full bucket and leaves it in debt', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-bytes', 'pro');
+  const created = await call(rt.url, 'GET', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN });
+  assert.equal(created.body.organization.ingest_bytes_per_second, null, 'unlimited unless set');
+  for (const bad of [1023, 0, 1.5, 2 ** 40 + 1]) {
+    const refused = await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: bad } });
+    assert.deepEqual([refused.status, refused.body.error.field], [400, 'ingest_bytes_per_second'], String(bad));
+  }
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: 4096 } })).body.organization.ingest_bytes_per_second, 4096);
+  await call(rt.url, 'POST', '/organizations/acct-q-bytes/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
+  // Each webhook payload is 1,500 bytes of JSON, counted as received.
+  const hook = (id: string, size = 1500) => {
+    const head = JSON.stringify({ type: 'q.bytes', pad: '' });
+    const body = head.replace('"pad":""', `"pad":"${'x'.repeat(size - head.length)}"`);
+    assert.equal(Buffer.byteLength(body), size);
+    return call(rt.url, 'POST', '/hooks/acct-q-bytes/in', { body, headers: signStandard(SECRET, id, Math.floor(clock.now() / 1000), body) });
+  };
+  assert.deepEqual([(await hook('b1')).status, (await hook('b2')).status], [204, 204]);
+  const over = await hook('b3');
+  assert.deepEqual([over.status, over.body.error.code, over.headers.get('retry-after')], [429, 'ingest_quota_exceeded', '1']);
+  assert.match(over.body.error.message, /may send 4096 payload bytes per second/);
+  // A duplicate stores nothing and takes nothing: it is answered 409 even with the bucket short.
+  assert.equal((await hook('b1')).status, 409);
+  clock.advance(500);
+  assert.equal((await hook('b3')).status, 204, '2,048 bytes refilled in half a second');
+  // 10,000 bytes, more than a second's: it waits for a full bucket, then goes, leaving it in debt.
+  clock.advance(250);
+  const large = await hook('big', 10_000);
+  assert.equal(large.status, 429, 'the bucket is not full yet');
+  clock.advance(1000);
+  assert.equal((await hook('big', 10_000)).status, 204, 'a full bucket lets it through');
+  clock.advance(1000);
+  assert.equal((await hook('b4')).status, 429, 'in debt: 4,096 refilled of the 5,904 owed and 1,500 needed');
+  clock.advance(1000);
+  assert.equal((await hook('b4')).status, 204);
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: null } })).body.organization.ingest_bytes_per_second, null);
+  assert.equal((await hook('b5', 100_000)).status, 204, 'unlimited again');
+  // An API event counts its payload's JSON text (a changed rate starts a full bucket).
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: 2048 } })).status, 200);
+  const api = () => call(rt.url, 'POST', '/organizations/acct-q-bytes/events', { token: key, json: { type: 'q.api', payload: { note: 'y'.repeat(1200) } } });
+  assert.deepEqual([(await api()).status, (await api()).status], [202, 429]);
+});

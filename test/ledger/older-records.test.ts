@@ -1,5 +1,5 @@
 // Records written by earlier versions, which lack fields added since, read as this version means
-// them: a starter org stored before the ingest quota gets its plan's rate (not unlimited), and a
+// them: a starter org stored before the ingest quota gets its plan's rate (not unlimited) and no byte quota, and a
 // device registered before devices declared schemas stores messages (it declares none).
 
 import assert from 'node:assert/strict';
@@ -24,7 +24,7 @@ test('an org without ingest_rate_per_second and a device without event_types, as
   // Take the fields away, as the versions before them wrote these records.
   const ledger = openLedger(dataDir);
   const devices = ledger.openDatabase('devices');
-  const { ingest_rate_per_second: _rate, ...olderOrg } = ledger.orgs.get(['acct-older']) as Record<string, unknown>;
+  const { ingest_rate_per_second: _rate, ingest_bytes_per_second: _bytes, ...olderOrg } = ledger.orgs.get(['acct-older']) as Record<string, unknown>;
   const { event_types: _types, ...olderDevice } = devices.get(['acct-older', 'thermo-1']) as Record<string, unknown>;
   await durably(ledger.root, ledger.root.transaction(() => {
     ledger.orgs.put(['acct-older'], olderOrg);
@@ -34,7 +34,9 @@ test('an org without ingest_rate_per_second and a device without event_types, as
 
   rt = await startRuntime({ dataDir });
   try {
-    assert.equal((await call(rt.url, 'GET', '/organizations/acct-older', { token: starter })).body.organization.ingest_rate_per_second, 100, "the starter plan's rate");
+    const older = (await call(rt.url, 'GET', '/organizations/acct-older', { token: starter })).body.organization;
+    assert.equal(older.ingest_rate_per_second, 100, "the starter plan's rate");
+    assert.equal(older.ingest_bytes_per_second, null, 'no byte quota');
     const answers = await Promise.all(Array.from({ length: 150 }, () => call(rt.url, 'POST', '/organizations/acct-older/events', { token: starter, json: { type: 'a.b', payload: {} } })));
     assert.ok(answers.some((answer) => answer.status === 429), 'past 100 events at once, the quota answers 429');
     assert.deepEqual((await call(rt.url, 'GET', '/organizations/acct-older/devices/thermo-1', { token: starter })).body.device.event_types, {});
