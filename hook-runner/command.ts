@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
+import { DEFAULT_MIN_FREE_DISK_MIB } from './disk-floor.ts';
 import { guardCommitFailures } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
 import { whenOutputCloses } from './output-closed.ts';
@@ -16,9 +17,11 @@ import { LISTENING_PREFIX } from './wire.ts';
 
 const DEFAULT_DATA_DIR = './.sluice';
 
-const USAGE = `usage: sluice hook-runner [--listen <host:port|unix:/path>] [--data-dir <dir>]
+const USAGE = `usage: sluice hook-runner [--listen <host:port|unix:/path>] [--data-dir <dir>] [--min-free-disk-mib <n>]
   --listen    address to serve gRPC on (default ${DEFAULT_LISTEN}; port 0 picks a free port)
   --data-dir  data directory; the runner keeps its LMDB in <dir>/hook-runner (SLUICE_DATA_DIR, default ${DEFAULT_DATA_DIR})
+  --min-free-disk-mib  free MiB its disk keeps: below it, calls that would write are refused
+              (UNAVAILABLE hook_runner_disk_full, retried by callers) (SLUICE_MIN_FREE_DISK_MIB, default ${DEFAULT_MIN_FREE_DISK_MIB}; 0: off)
 environment:
   SLUICE_RUNNER_TOKEN  shared token callers must send (default, or blank: <data-dir>/runner-token, generated, 0600)
   SLUICE_MASTER_KEY    vault key, 64 hex chars or base64 of 32 bytes (default: <data-dir>/hook-runner/master.key)
@@ -31,6 +34,7 @@ export interface HookRunnerFlags {
   readonly dataDir: string;
   /** Whether --data-dir named it (else SLUICE_DATA_DIR or the default). */
   readonly dataDirFlag: boolean;
+  readonly minFreeDiskMib: number;
   readonly help: boolean;
 }
 
@@ -45,6 +49,8 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
   let listen = DEFAULT_LISTEN;
   let dataDir = setting(env, 'SLUICE_DATA_DIR') ?? DEFAULT_DATA_DIR;
   let dataDirFlag = false;
+  let minFreeDisk = setting(env, 'SLUICE_MIN_FREE_DISK_MIB');
+  let minFreeDiskFrom = 'SLUICE_MIN_FREE_DISK_MIB';
   let help = false;
   for (let index = 0; index < args.length; index += 1) {
     const arg = args[index] ?? '';
@@ -53,14 +59,22 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
       help = true;
       continue;
     }
-    if (flag !== '--listen' && flag !== '--data-dir') throw new RunnerConfigError(`Unknown argument ${arg}.\n${USAGE}`);
+    if (flag !== '--listen' && flag !== '--data-dir' && flag !== '--min-free-disk-mib') throw new RunnerConfigError(`Unknown argument ${arg}.\n${USAGE}`);
     const value = inline ?? args[(index += 1)];
     if (value === undefined || value.length === 0) throw new RunnerConfigError(`${flag} needs a value.\n${USAGE}`);
     if (flag === '--listen') listen = value;
+    else if (flag === '--min-free-disk-mib') [minFreeDisk, minFreeDiskFrom] = [value, flag];
     else [dataDir, dataDirFlag] = [value, true];
   }
   parseListenAddress(listen);
-  return { listen, dataDir: resolve(dataDir), dataDirFlag, help };
+  return { listen, dataDir: resolve(dataDir), dataDirFlag, minFreeDiskMib: parseMinFreeDiskMib(minFreeDisk, minFreeDiskFrom), help };
+}
+
+/** A whole number of MiB, 0 (off) to 1,048,576; unset, the default. */
+function parseMinFreeDiskMib(value: string | undefined, from: string): number {
+  if (value === undefined) return DEFAULT_MIN_FREE_DISK_MIB;
+  if (!/^\d{1,7}$/.test(value) || Number(value) > 1_048_576) throw new RunnerConfigError(`${from} must be a whole number of MiB from 0 to 1048576; got "${value}".`);
+  return Number(value);
 }
 
 /** Where a runtime keeps its ledger in a data dir (runtime/ledger/open-ledger.ts; the runner imports no runtime code). */
@@ -160,6 +174,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
     previousMasterKeys,
     sandboxSlots: sandboxSlotsFor(poolSize),
     log,
+    minFreeDiskMib: flags.minFreeDiskMib,
   });
   const stopped = waitForStopSignal();
   if (!isLoopback(parseListenAddress(flags.listen))) log(`hook-runner: warning: listening on a non-loopback address (${server.address}); only the runner token protects it.`);

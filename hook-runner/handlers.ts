@@ -36,6 +36,8 @@ export interface HookRunnerHandlerDeps {
   readonly sandboxReady: () => boolean;
   readonly startedAtMs: number;
   readonly now: () => number;
+  /** Throws DiskFullError below the disk floor: called before anything that writes runs. */
+  readonly assertWritable: () => void;
 }
 
 type Execution = (secrets: Readonly<Record<string, string>>) => Promise<InvocationResult>;
@@ -61,7 +63,9 @@ function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand): E
 export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunnerHandlers {
   return {
     async Compile(request, call) {
-      return { digest: await deps.modules.compile(parseModuleBytes(request.wasm), call?.gaveUp) };
+      const bytes = parseModuleBytes(request.wasm);
+      deps.assertWritable();
+      return { digest: await deps.modules.compile(bytes, call?.gaveUp) };
     },
 
     async Invoke(request) {
@@ -72,6 +76,8 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       const { mode } = command;
       if (mode.kind === 'simulate') return toInvokeReply(await execute({}), false);
       assertSecretsHeld(deps.vault, command);
+      // Before the guest runs: a run whose record could not be written would be run again.
+      deps.assertWritable();
       const answer = await deps.ledger.run(
         {
           orgId: command.scope.orgId,
@@ -90,6 +96,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
 
     async PutSecret(request) {
       const { scope, key, value } = parsePutSecretRequest(request);
+      deps.assertWritable();
       await deps.vault.put(scope, key, value);
       return {};
     },
@@ -100,6 +107,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
 
     async DeleteSecret(request) {
       const { scope, key } = parseDeleteSecretRequest(request);
+      deps.assertWritable();
       return { deleted: await deps.vault.delete(scope, key) };
     },
 

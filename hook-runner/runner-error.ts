@@ -16,6 +16,13 @@ export class RunnerError extends Error {
   }
 }
 
+/** The runner's disk is below its free-space floor (disk-floor.ts): nothing was run or written; callers retry. */
+export class DiskFullError extends RunnerError {
+  constructor(message: string) {
+    super(status.UNAVAILABLE, 'hook_runner_disk_full', message);
+  }
+}
+
 /** The request is malformed; `field` names the offending proto field. */
 export class InvalidRequestError extends RunnerError {
   readonly field: string | undefined;

@@ -4,13 +4,14 @@ import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { Server, ServerCredentials, ServerInterceptingCall, status, type handleUnaryCall, type Metadata, type ServerInterceptor, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, statfsProbe, type FloorLog, type FreeSpaceProbe } from './disk-floor.ts';
 import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } from './handlers.ts';
 import { InvocationLedger } from './invocation-ledger.ts';
 import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddress } from './listen-address.ts';
 import { loadMasterKey, parseMasterKey } from './master-key.ts';
 import { ModuleRegistry } from './module-registry.ts';
 import { isSandboxAvailable } from './sandbox.ts';
-import { RunnerConfigError, RunnerError, toServerError, unauthenticated } from './runner-error.ts';
+import { DiskFullError, RunnerConfigError, RunnerError, toServerError, unauthenticated } from './runner-error.ts';
 import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
 import { openRunnerStore, runnerStoreDir, type RunnerStore } from './store.ts';
 import { parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
@@ -40,6 +41,10 @@ export interface HookRunnerServerOptions {
   readonly now?: () => number;
   /** Operator log lines (startup, unexpected errors); never receives secret values. */
   readonly log?: (line: string) => void;
+  /** Free MiB the store's disk keeps: below it calls that write are refused (disk-floor.ts); default 256, 0 off. */
+  readonly minFreeDiskMib?: number;
+  /** How the free space is read; default statfs of the store's directory (tests inject theirs). */
+  readonly freeDiskSpace?: FreeSpaceProbe;
 }
 
 export interface HookRunnerServer {
@@ -137,6 +142,12 @@ function bind(server: Server, address: ListenAddress): Promise<number> {
   });
 }
 
+/** The disk floor's lines (crossed down, crossed up, a failed read) as the runner's log lines. */
+function floorLog(log: (line: string) => void): FloorLog {
+  const line = (message: string, fields: Record<string, unknown>): void => log(`hook-runner: ${message} ${JSON.stringify(fields)}`);
+  return { info: line, warn: line, error: line };
+}
+
 /** Opens the runner's state under `<dataDir>/hook-runner` and resolves once the server is bound. */
 export async function createHookRunnerServer(options: HookRunnerServerOptions): Promise<HookRunnerServer> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -154,6 +165,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     await store.close();
     throw error;
   }
+  const disk = new DiskFloor(options.minFreeDiskMib ?? DEFAULT_MIN_FREE_DISK_MIB, options.freeDiskSpace ?? statfsProbe(runnerStoreDir(options.dataDir)), floorLog(log));
   const handlers = createHookRunnerHandlers({
     modules: new ModuleRegistry(store),
     vault: new SecretVault(store, masterKey),
@@ -163,6 +175,10 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     sandboxReady: isSandboxAvailable,
     startedAtMs: now(),
     now,
+    assertWritable: () => {
+      const refusal = disk.refusal();
+      if (refusal !== undefined) throw new DiskFullError(`The hook-runner's disk is nearly full: ${refusal.message}`);
+    },
   });
 
   const server = new Server({
@@ -181,6 +197,9 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     throw error;
   }
 
+  // Armed once serving: start-up's writes (a key rotation) go ahead, as the runtime's do.
+  disk.start();
+  disk.arm();
   const prune = (): void => {
     pruneRunnerRecords(store, now()).catch((error: unknown) => log(`pruning old invocation records failed: ${describe(error)}`));
   };
@@ -191,6 +210,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   let closing: Promise<void> | undefined;
   const shutdown = async (): Promise<void> => {
     clearInterval(pruneTimer);
+    disk.close();
     await new Promise<void>((done) => {
       const force = setTimeout(() => server.forceShutdown(), SHUTDOWN_GRACE_MS);
       server.tryShutdown(() => {

@@ -8,7 +8,7 @@ import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
-import { DEFAULT_MIN_FREE_DISK_MIB } from './ledger/disk-floor.ts';
+import { DEFAULT_MIN_FREE_DISK_MIB } from '../hook-runner/disk-floor.ts';
 import { TIMESTAMP_TOLERANCE_SECONDS } from './ingest/verification.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';

@@ -39,7 +39,7 @@ import { Inbox } from './inbox/inbox.ts';
 import { hookRoutes } from './ingest/hook-routes.ts';
 import { IngestQuota } from './ingest/ingest-quota.ts';
 import { openLedger } from './ledger/open-ledger.ts';
-import { DiskFloor, DiskSpaceLowError, statfsProbe, type FreeSpaceProbe } from './ledger/disk-floor.ts';
+import { DiskFloor, DiskSpaceLowError, statfsProbe, type FreeSpaceProbe } from '../hook-runner/disk-floor.ts';
 import { flooredLedger } from './ledger/floored-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
@@ -103,16 +103,14 @@ const RUNNER_HEALTH_DEADLINE_MS = 1000;
 export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {}): Promise<Runtime> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger(config.logLevel);
-  // Armed once started: start-up's writes go ahead below the floor (disk-floor.ts).
+  // Armed before requests are let in: start-up's writes go ahead below the floor (disk-floor.ts).
   const disk = new DiskFloor(config.minFreeDiskMib, deps.freeDiskSpace ?? statfsProbe(config.dataDir), logger);
   const ledger = flooredLedger(deps.ledger ?? openLedger(config.dataDir), disk);
   disk.start();
   // What has been opened so far, closed again (newest first) if starting fails part way.
   const opened: Array<() => unknown> = [() => ledger.close(), () => disk.close()];
   try {
-    const runtime = await startOn(ledger, disk, opened, config, clock, logger);
-    disk.arm();
-    return runtime;
+    return await startOn(ledger, disk, opened, config, clock, logger);
   } catch (error) {
     for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
     throw error;
@@ -240,13 +238,16 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     const resumed = await finishInterruptedResets({ ledger, events, runs, sources, devices: deviceStore, updateLog, projections }, clock.now());
     if (resumed.length > 0) logger.info('sandbox resets cut short were finished', { orgs: resumed });
     await engine.recover();
+    // After recovery: a tick owed since the last start, and the endings of device connections the
+    // previous process left open, make runs, which the engine must own.
+    ticker.start();
+    await devices.start();
+    // Start-up's own writes are done: from here, and before any request is let in, the disk floor
+    // refuses writes below it (disk-floor.ts).
+    disk.arm();
   } finally {
     recovered();
   }
-  // After recovery: a tick owed since the last start, and the endings of device connections the
-  // previous process left open, make runs, which the engine must own.
-  ticker.start();
-  await devices.start();
   // Schemas stored before a rule that now refuses them: named now, not first by a sender's 422.
   // Read one record at a time: a device or source can hold a megabyte of schemas.
   warnOfStaleSchemas(

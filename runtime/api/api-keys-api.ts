@@ -8,7 +8,7 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import { ROLES, describeApiKey, type Role } from '../tenancy/api-keys.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { encodeCursor, isListedId, parseCursorOf, parseLimit } from './query-params.ts';
-import { DiskSpaceLowError } from '../ledger/disk-floor.ts';
+import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 
 const parseCreate = createBodyParser<{ role: Role }>({

@@ -4,7 +4,7 @@
 import type { Authorizer } from '../auth/authorize.ts';
 import type { Clock } from '../clock.ts';
 import type { Ledger } from '../ledger/ledger.ts';
-import type { DiskFloor } from '../ledger/disk-floor.ts';
+import type { DiskFloor } from '../../hook-runner/disk-floor.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { EventStore } from '../events/event-store.ts';

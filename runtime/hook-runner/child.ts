@@ -27,6 +27,8 @@ export interface HookRunnerChildOptions {
   readonly masterKey?: string;
   /** Default `127.0.0.1:0`: a free loopback port, learned from the child's output. */
   readonly listen?: string;
+  /** The runtime's `--min-free-disk-mib`, given to the runner (it shares the data dir's disk); default the runner's. */
+  readonly minFreeDiskMib?: number;
   /** Base environment of the child (default: this process's); token and key are added to it. */
   readonly env?: NodeJS.ProcessEnv;
   /** How long a start may take before the child is killed and retried (default 30 s). */
@@ -135,6 +137,7 @@ export class HookRunnerChild {
       '--import', import.meta.resolve('tsx'), ENTRY,
       '--listen', this.#options.listen ?? '127.0.0.1:0',
       '--data-dir', this.#options.dataDir,
+      ...(this.#options.minFreeDiskMib === undefined ? [] : ['--min-free-disk-mib', String(this.#options.minFreeDiskMib)]),
     ], {
       env: {
         ...base,

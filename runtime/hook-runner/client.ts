@@ -5,7 +5,7 @@ import {
   isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
   type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
-import { isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
+import { answeredDiskFull, isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
 
 /** A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt. */
 export type HookRunnerAddress = string | (() => Promise<string>);
@@ -180,7 +180,7 @@ export class HookRunnerClient {
         } catch (error) {
           if (!isServiceError(error)) throw error;
           if (refusesToken(error)) this.#options.onTokenRefused?.();
-          if (error.code !== status.UNAVAILABLE) throw toSluiceError(method, error);
+          if (error.code !== status.UNAVAILABLE || answeredDiskFull(error)) throw toSluiceError(method, error);
           mayHaveRun ||= !neverSent(error);
           lastError = error;
         }

@@ -8,7 +8,7 @@ import { createHookRunnerChild, type HookRunnerChild } from './child.ts';
 import { HookRunnerClient } from './client.ts';
 
 /** Runner lines an operator must see at the default level: warnings, crashes, the key-rotation result. */
-const NOTEWORTHY_RUNNER_LINE = /warning:|failed unexpectedly|exited unexpectedly|will not be restarted|master key rotation/;
+const NOTEWORTHY_RUNNER_LINE = /warning:|failed unexpectedly|exited unexpectedly|will not be restarted|master key rotation|its floor|free space/;
 
 export interface RunnerConnection {
   readonly client: HookRunnerClient | undefined;
@@ -45,7 +45,7 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger): Prom
     };
   }
   const log = (line: string): void => (NOTEWORTHY_RUNNER_LINE.test(line) ? logger.warn : logger.debug)('hook-runner', { line });
-  const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log });
+  const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log, minFreeDiskMib: config.minFreeDiskMib });
   const client = new HookRunnerClient(() => child.address(), token, options);
   return {
     client,

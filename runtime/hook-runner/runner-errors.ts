@@ -9,6 +9,13 @@ const trailer = (error: ServiceError, key: string): string | undefined => {
   return typeof value === 'string' && value.length > 0 ? value : undefined;
 };
 
+/**
+ * The runner answered that its disk is below its floor (hook-runner/disk-floor.ts): it ran and wrote
+ * nothing. An answer, not a lost connection, so the client does not try again at once; the step's
+ * retry policy (or the API caller, after a 503) does.
+ */
+export const answeredDiskFull = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && trailer(error, SLUICE_CODE_METADATA_KEY) === 'hook_runner_disk_full';
+
 /** The runner refused the runtime's runner token: a deployment fault, not the caller's. */
 export const refusesToken = (error: ServiceError): boolean => error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED;
 

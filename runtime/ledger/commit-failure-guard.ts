@@ -10,7 +10,7 @@
 import { guardCommitFailures, isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
 import { RetryableError, writeFailedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { DiskSpaceLowError } from './disk-floor.ts';
+import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 
 /** Whether nothing of a write was kept because it failed to commit or was refused below the disk floor (disk-floor.ts). */
 export const isFailedWrite = (error: unknown): boolean => isLedgerCommitFailure(error) || error instanceof DiskSpaceLowError;

@@ -3,7 +3,7 @@
 // storage. Writes made inside a batch, ifNoExists or transaction callback belong to that
 // (already admitted) group and are not checked again, so a group is never cut in half.
 
-import type { DiskFloor } from './disk-floor.ts';
+import type { DiskFloor } from '../../hook-runner/disk-floor.ts';
 import type { Ledger, LedgerKey, LedgerTable, LedgerWrite } from './ledger.ts';
 
 /** Puts the floor in front of every write of `ledger` (its tables are changed in place); returns it. */

@@ -27,7 +27,7 @@ import { StalledRuns } from './stalled-runs.ts';
 import { performStep, type StepOutcome } from './step-dispatcher.ts';
 import { withStepInput, type HoldStepInput } from './step-input.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
-import { DiskSpaceLowError } from '../ledger/disk-floor.ts';
+import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 
 interface LiveRun {

@@ -11,7 +11,7 @@ import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { createRuntime, type Runtime } from '../../runtime/create-runtime.ts';
 import { createLogger, type Logger } from '../../runtime/log.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
-import type { FreeSpaceProbe } from '../../runtime/ledger/disk-floor.ts';
+import type { FreeSpaceProbe } from '../../hook-runner/disk-floor.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { isFailedWrite, logFailure } from '../../runtime/ledger/commit-failure-guard.ts';
-import { DiskSpaceLowError } from '../../runtime/ledger/disk-floor.ts';
+import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { nackFrame } from '../../runtime/triggers/device-frame.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -39,7 +39,7 @@ test('a stray commit failure, as lmdb-js rejects it, is logged and the process g
 
 test('a stray write refused below the disk floor is not logged (the floor logs its own line) and the process goes on', () => {
   const result = withGuard(`
-    const { DiskSpaceLowError } = await import('./runtime/ledger/disk-floor.ts');
+    const { DiskSpaceLowError } = await import('./hook-runner/disk-floor.ts');
     Promise.reject(new DiskSpaceLowError(1, 2));
   `);
   assert.equal(result.status, 0, result.stderr);

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { InputError } from '../../runtime/errors.ts';
-import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, DiskSpaceLowError, statfsProbe } from '../../runtime/ledger/disk-floor.ts';
+import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, DiskSpaceLowError, statfsProbe } from '../../hook-runner/disk-floor.ts';
 import { flooredLedger } from '../../runtime/ledger/floored-ledger.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { createLogger } from '../../runtime/log.ts';

@@ -1,14 +1,21 @@
-// The free space the data dir's filesystem keeps for the ledger (`--min-free-disk-mib`). Below it the
-// ledger commits nothing (floored-ledger.ts): a request is answered 503 `write_failed` saying the
-// disk is nearly full, a device message is nacked, a run stalls and is tried again later. Reads go
-// on. Writes are refused before LMDB meets a full disk, because lmdb-js 3.5.6 can abort the
+// The free space a data dir's filesystem keeps for its LMDB store (`--min-free-disk-mib`). Below it
+// the runtime's ledger commits nothing (runtime/ledger/floored-ledger.ts): a request is answered 503
+// `write_failed` saying the disk is nearly full, a device message is nacked, a run stalls and is tried
+// again later; the hook-runner refuses the calls that would write (UNAVAILABLE hook_runner_disk_full,
+// which callers retry). Reads go on. (Shared by both processes; the runner imports no runtime code.) Writes are refused before LMDB meets a full disk, because lmdb-js 3.5.6 can abort the
 // process on a failed page write (README "Durability"). Free space is read with statfs once per
 // PROBE_INTERVAL_MS, off the request path, so a flood can pass the floor by one interval's writes.
 // The floor refuses nothing until armed, once the runtime has started: start-up's own writes are
 // few and small, and a runtime that could not start below the floor could not serve reads either.
 
 import { statfs } from 'node:fs/promises';
-import type { Logger } from '../log.ts';
+
+/** Where the floor says that it was crossed (the runtime's logger fits; the runner adapts its log lines). */
+export interface FloorLog {
+  info(message: string, fields: Record<string, unknown>): void;
+  warn(message: string, fields: Record<string, unknown>): void;
+  error(message: string, fields: Record<string, unknown>): void;
+}
 
 export const DEFAULT_MIN_FREE_DISK_MIB = 256;
 export const PROBE_INTERVAL_MS = 1000;
@@ -40,7 +47,7 @@ const mib = (bytes: number): number => Math.floor(bytes / MIB);
 export class DiskFloor {
   readonly floorBytes: number;
   readonly #probe: FreeSpaceProbe;
-  readonly #logger: Logger;
+  readonly #logger: FloorLog;
   /** Unknown until the first probe answers; writes go ahead meanwhile. */
   #freeBytes: number | undefined;
   #low = false;
@@ -50,7 +57,7 @@ export class DiskFloor {
   #readFailing = false;
 
   /** `floorMib` 0 turns the floor off (the free space is still read, for the gauge). */
-  constructor(floorMib: number, probe: FreeSpaceProbe, logger: Logger) {
+  constructor(floorMib: number, probe: FreeSpaceProbe, logger: FloorLog) {
     this.floorBytes = floorMib * MIB;
     this.#probe = probe;
     this.#logger = logger;
