@@ -17,14 +17,19 @@ export class TokenBucket {
     this.#countedAt = now;
   }
 
-  /** Takes `amount` tokens: 0 when taken, else how many ms until they will be there (nothing taken). */
-  take(now: number, amount = 1): number {
+  /** How many ms until `amount` tokens can be taken: 0 when they can be now. Takes nothing. */
+  waitFor(now: number, amount = 1): number {
     this.#tokens = Math.min(this.capacity, this.#tokens + (Math.max(0, now - this.#countedAt) * this.perSecond) / 1000);
     this.#countedAt = now;
     const needed = Math.min(amount, this.capacity);
-    if (this.#tokens < needed) return Math.max(1, Math.ceil(((needed - this.#tokens) / this.perSecond) * 1000));
-    this.#tokens -= amount;
-    return 0;
+    return this.#tokens < needed ? Math.max(1, Math.ceil(((needed - this.#tokens) / this.perSecond) * 1000)) : 0;
+  }
+
+  /** Takes `amount` tokens: 0 when taken, else how many ms until they will be there (nothing taken). */
+  take(now: number, amount = 1): number {
+    const waitMs = this.waitFor(now, amount);
+    if (waitMs === 0) this.#tokens -= amount;
+    return waitMs;
   }
 
   /** Returns tokens taken for something that did not happen after all. */

@@ -18,8 +18,11 @@ interface CreateOrganizationBody {
   ingest_bytes_per_second?: number | null;
 }
 
-/** Payload bytes per second: from 1 KiB (a smaller rate would hold most payloads for seconds) to 1 TiB. */
-const BYTE_RATE_SCHEMA = { type: ['integer', 'null'], minimum: 1024, maximum: 2 ** 40 };
+/**
+ * Payload bytes per second: from 1 MiB (a payload over a second's bytes leaves the org waiting until
+ * the debt is paid: at most 7 s for an 8 MiB body at this rate) to 1 TiB.
+ */
+const BYTE_RATE_SCHEMA = { type: ['integer', 'null'], minimum: 1_048_576, maximum: 2 ** 40 };
 
 /** A display name: 1-200 characters, not only spaces, no control characters (as workflow names). */
 const NAME_SCHEMA = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u001f\\u007f\\s][^\\u0000-\\u001f\\u007f]*$' };

@@ -1,6 +1,7 @@
 // Per-tenant ingest quota: token buckets per org refilled at the org's `ingest_rate_per_second`
-// (events) and `ingest_bytes_per_second` (payload bytes), each with one second of burst; a payload
-// larger than a second's bytes goes once the bucket is full and leaves it in debt (token-bucket.ts).
+// (events) and `ingest_bytes_per_second` (payload bytes, at least 1 MiB/s), each with one second of
+// burst; a payload larger than a second's bytes goes once the bucket is full and leaves it in debt
+// (token-bucket.ts): at most 7 s for the largest body (8 MiB) at the lowest rate.
 // Over either, webhooks, API events and replays get 429 with Retry-After (device messages a
 // retryable nack), nothing stored. Only stored events count: a write that stores nothing (a
 // duplicate) gives its tokens back, and a duplicate over the quota still gets its 409.
@@ -27,15 +28,23 @@ export class QuotaExceededError extends SluiceError {
 class OrgBuckets {
   readonly #buckets = new Map<string, TokenBucket>();
 
-  /** Takes `amount` from the org's bucket: 0 when taken (or `rate` is null: unlimited), else the ms to wait. */
-  take(orgId: string, rate: number | null, amount: number, now: number): number {
-    if (rate === null) return 0;
+  /** The ms until `amount` can be taken from the org's bucket: 0 when it can now (or `rate` is null: unlimited). */
+  waitFor(orgId: string, rate: number | null, amount: number, now: number): number {
+    return rate === null ? 0 : this.#bucket(orgId, rate, now).waitFor(now, amount);
+  }
+
+  /** Takes `amount` from the org's bucket (call after waitFor answered 0). */
+  take(orgId: string, rate: number | null, amount: number, now: number): void {
+    if (rate !== null) this.#bucket(orgId, rate, now).take(now, amount);
+  }
+
+  #bucket(orgId: string, rate: number, now: number): TokenBucket {
     let bucket = this.#buckets.get(orgId);
     if (bucket === undefined || bucket.perSecond !== rate) {
       bucket = new TokenBucket(rate, rate, now);
       this.#buckets.set(orgId, bucket);
     }
-    return bucket.take(now, amount);
+    return bucket;
   }
 
   giveBack(orgId: string, amount: number): void {
@@ -82,20 +91,26 @@ export class IngestQuota {
    * throws QuotaExceededError when none is left.
    */
   charge(org: Organization): void {
-    const refusal = this.#take(org, 0);
+    // A connection's event is a few bytes: only the event quota counts it.
+    const refusal = this.#take(org, undefined);
     if (refusal !== undefined) throw refusal;
   }
 
-  /** Takes one event and `bytes` of quota, or answers the QuotaExceededError to throw (taking nothing). Orgs without a rate are unlimited. */
-  #take(org: Organization, bytes: number): QuotaExceededError | undefined {
+  /**
+   * Takes one event and `bytes` of quota (none when undefined), or answers the QuotaExceededError
+   * to throw, with the longer of the two waits, taking nothing. Orgs without a rate are unlimited.
+   */
+  #take(org: Organization, bytes: number | undefined): QuotaExceededError | undefined {
     const now = this.#clock.now();
     const eventRate = org.ingest_rate_per_second ?? null;
-    const eventWaitMs = this.#events.take(org.id, eventRate, 1, now);
-    if (eventWaitMs > 0) return new QuotaExceededError(`${eventRate} events`, eventWaitMs);
-    const byteRate = org.ingest_bytes_per_second ?? null;
-    const byteWaitMs = this.#bytes.take(org.id, byteRate, bytes, now);
-    if (byteWaitMs === 0) return undefined;
-    this.#events.giveBack(org.id, 1);
-    return new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs);
+    const byteRate = bytes === undefined ? null : (org.ingest_bytes_per_second ?? null);
+    const eventWaitMs = this.#events.waitFor(org.id, eventRate, 1, now);
+    const byteWaitMs = this.#bytes.waitFor(org.id, byteRate, bytes ?? 0, now);
+    if (eventWaitMs > 0 || byteWaitMs > 0) {
+      return eventWaitMs >= byteWaitMs ? new QuotaExceededError(`${eventRate} events`, eventWaitMs) : new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs);
+    }
+    this.#events.take(org.id, eventRate, 1, now);
+    this.#bytes.take(org.id, byteRate, bytes ?? 0, now);
+    return undefined;
   }
 }

@@ -74,6 +74,7 @@ export class OrganizationStore {
    * two concurrent updates both land; resolves with the new record, or undefined if it is gone.
    */
   async update(orgId: string, change: (current: Organization) => Organization): Promise<Organization | undefined> {
-    return this.#cache.writing(orgId, () => changeRecord(this.#ledger.root, this.#ledger.orgs, [orgId], change));
+    // Changed as this version reads it, so a record stored before a field was added gains it.
+    return this.#cache.writing(orgId, () => changeRecord(this.#ledger.root, this.#ledger.orgs, [orgId], (stored: Organization) => change(withCurrentFields(stored) ?? stored)));
   }
 }

@@ -151,17 +151,19 @@ test('with the quota used up, a retried keyed replay answers its replay (202) an
 });
 
 test('a byte quota: payload bytes per second, one second of burst; a payload over a second\'s bytes waits for a full bucket and leaves it in debt', async () => {
+  const MIB = 1_048_576;
   const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-bytes', 'pro');
   const created = await call(rt.url, 'GET', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN });
   assert.equal(created.body.organization.ingest_bytes_per_second, null, 'unlimited unless set');
-  for (const bad of [1023, 0, 1.5, 2 ** 40 + 1]) {
+  for (const bad of [MIB - 1, 0, 1.5, 2 ** 40 + 1]) {
     const refused = await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: bad } });
     assert.deepEqual([refused.status, refused.body.error.field], [400, 'ingest_bytes_per_second'], String(bad));
   }
-  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: 4096 } })).body.organization.ingest_bytes_per_second, 4096);
-  await call(rt.url, 'POST', '/organizations/acct-q-bytes/sources', { token: key, json: { name: 'in', secrets: [SECRET] } });
-  // Each webhook payload is 1,500 bytes of JSON, counted as received.
-  const hook = (id: string, size = 1500) => {
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: MIB } })).body.organization.ingest_bytes_per_second, MIB);
+  const source = await call(rt.url, 'POST', '/organizations/acct-q-bytes/sources', { token: key, json: { name: 'in', secrets: [SECRET], body_limit_bytes: 4 * MIB } });
+  assert.equal(source.status, 201, source.text);
+  /** A webhook whose payload is exactly `size` bytes of JSON, counted as received. */
+  const hook = (id: string, size = 400_000) => {
     const head = JSON.stringify({ type: 'q.bytes', pad: '' });
     const body = head.replace('"pad":""', `"pad":"${'x'.repeat(size - head.length)}"`);
     assert.equal(Buffer.byteLength(body), size);
@@ -170,25 +172,48 @@ test('a byte quota: payload bytes per second, one second of burst; a payload ove
   assert.deepEqual([(await hook('b1')).status, (await hook('b2')).status], [204, 204]);
   const over = await hook('b3');
   assert.deepEqual([over.status, over.body.error.code, over.headers.get('retry-after')], [429, 'ingest_quota_exceeded', '1']);
-  assert.match(over.body.error.message, /may send 4096 payload bytes per second/);
-  // A duplicate stores nothing and takes nothing: it is answered 409 even with the bucket short.
+  assert.match(over.body.error.message, /may send 1048576 payload bytes per second/);
+  // A duplicate over the quota stores nothing and takes nothing: 409, as ever.
   assert.equal((await hook('b1')).status, 409);
   clock.advance(500);
-  assert.equal((await hook('b3')).status, 204, '2,048 bytes refilled in half a second');
-  // 10,000 bytes, more than a second's: it waits for a full bucket, then goes, leaving it in debt.
+  assert.equal((await hook('b3')).status, 204, 'half a second refilled half a MiB');
+  // 1.5 MB, more than a second's: it waits for a full bucket, then goes, leaving it in debt.
   clock.advance(250);
-  const large = await hook('big', 10_000);
-  assert.equal(large.status, 429, 'the bucket is not full yet');
+  assert.equal((await hook('big', 1_500_000)).status, 429, 'the bucket is not full yet');
   clock.advance(1000);
-  assert.equal((await hook('big', 10_000)).status, 204, 'a full bucket lets it through');
-  clock.advance(1000);
-  assert.equal((await hook('b4')).status, 429, 'in debt: 4,096 refilled of the 5,904 owed and 1,500 needed');
-  clock.advance(1000);
+  assert.equal((await hook('big', 1_500_000)).status, 204, 'a full bucket lets it through');
+  clock.advance(500);
+  assert.equal((await hook('b4')).status, 429, 'in debt: half a MiB refilled of the 451,424 bytes owed and 400,000 needed');
+  clock.advance(500);
   assert.equal((await hook('b4')).status, 204);
-  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: null } })).body.organization.ingest_bytes_per_second, null);
-  assert.equal((await hook('b5', 100_000)).status, 204, 'unlimited again');
-  // An API event counts its payload's JSON text (a changed rate starts a full bucket).
-  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: 2048 } })).status, 200);
-  const api = () => call(rt.url, 'POST', '/organizations/acct-q-bytes/events', { token: key, json: { type: 'q.api', payload: { note: 'y'.repeat(1200) } } });
+
+  // A duplicate the store refuses (the bucket had room) gives its bytes back: two more fit after it.
+  clock.advance(2000);
+  assert.equal((await hook('b4')).status, 409);
+  assert.deepEqual([(await hook('c1')).status, (await hook('c2')).status], [204, 204], 'the duplicate took nothing');
+
+  // In a long byte debt a device still connects (its event is a few bytes), but its message waits,
+  // and the answer names the longer wait.
+  clock.advance(2000);
+  assert.equal((await hook('huge', 3_000_000)).status, 204);
+  const device = await call(rt.url, 'POST', '/organizations/acct-q-bytes/devices', { token: key, json: { name: 'till' } });
+  assert.equal(device.status, 201, device.text);
+  const socket = await connectDevice(rt.url, 'acct-q-bytes', 'till', device.body.token);
+  socket.send({ id: 'sale-1', type: 'sale.made', payload: { items: 3 } });
+  const nack = await socket.answerTo('sale-1');
+  assert.deepEqual([nack.type, nack.error?.code, nack.retryable], ['nack', 'ingest_quota_exceeded', true]);
+  socket.close(1000);
+  await socket.closed;
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
+  const longer = await hook('after-huge');
+  assert.deepEqual([longer.status, longer.headers.get('retry-after')], [429, '3'], 'the byte debt (about 2.2 s) outlasts the event wait');
+  assert.match(longer.body.error.message, /payload bytes per second/);
+
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: null, ingest_rate_per_second: null } })).body.organization.ingest_bytes_per_second, null);
+  assert.equal((await hook('b5', 3_000_000)).status, 204, 'unlimited again');
+  // An API event counts its payload's JSON text (the debt, kept while unlimited, is paid off by now).
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: MIB } })).status, 200);
+  clock.advance(3000);
+  const api = () => call(rt.url, 'POST', '/organizations/acct-q-bytes/events', { token: key, json: { type: 'q.api', payload: { note: 'y'.repeat(600_000) } } });
   assert.deepEqual([(await api()).status, (await api()).status], [202, 429]);
 });

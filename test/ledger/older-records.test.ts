@@ -37,6 +37,9 @@ test('an org without ingest_rate_per_second and a device without event_types, as
     const older = (await call(rt.url, 'GET', '/organizations/acct-older', { token: starter })).body.organization;
     assert.equal(older.ingest_rate_per_second, 100, "the starter plan's rate");
     assert.equal(older.ingest_bytes_per_second, null, 'no byte quota');
+    // A change writes the record as this version reads it: the fields it lacked are there after it.
+    const renamed = await call(rt.url, 'PATCH', '/organizations/acct-older', { token: ADMIN_TOKEN, json: { name: 'Renamed' } });
+    assert.deepEqual([renamed.body.organization.ingest_rate_per_second, renamed.body.organization.ingest_bytes_per_second], [100, null]);
     const answers = await Promise.all(Array.from({ length: 150 }, () => call(rt.url, 'POST', '/organizations/acct-older/events', { token: starter, json: { type: 'a.b', payload: {} } })));
     assert.ok(answers.some((answer) => answer.status === 429), 'past 100 events at once, the quota answers 429');
     assert.deepEqual((await call(rt.url, 'GET', '/organizations/acct-older/devices/thermo-1', { token: starter })).body.device.event_types, {});
