@@ -165,7 +165,12 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     await store.close();
     throw error;
   }
+  // Armed after its first reading, before any call can come: start-up's writes (the key rotation
+  // above) went ahead, as the runtime's do.
   const disk = new DiskFloor(options.minFreeDiskMib ?? DEFAULT_MIN_FREE_DISK_MIB, options.freeDiskSpace ?? statfsProbe(runnerStoreDir(options.dataDir)), floorLog(log));
+  disk.start();
+  await disk.probeNow();
+  disk.arm();
   const handlers = createHookRunnerHandlers({
     modules: new ModuleRegistry(store),
     vault: new SecretVault(store, masterKey),
@@ -193,14 +198,14 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     port = await bind(server, listen);
   } catch (error) {
     server.forceShutdown();
+    disk.close();
     await store.close();
     throw error;
   }
 
-  // Armed once serving: start-up's writes (a key rotation) go ahead, as the runtime's do.
-  disk.start();
-  disk.arm();
   const prune = (): void => {
+    // Removals write pages too: none below the floor (the floor's own line says so).
+    if (disk.refusal() !== undefined) return;
     pruneRunnerRecords(store, now()).catch((error: unknown) => log(`pruning old invocation records failed: ${describe(error)}`));
   };
   prune();

@@ -35,10 +35,13 @@ export class RunnerUnavailableError extends RetryableError {
   }
 }
 
-/** A call the runtime refused to send (it would have run wrongly): the attempt never started; retried. */
+/**
+ * A call that ran nothing: the runtime refused to send it (it would have run wrongly), or the runner
+ * refused it before anything ran (its disk below its floor). The attempt never started; retried.
+ */
 export class CallNotSentError extends RetryableError {
-  constructor(code: string, message: string) {
-    super(code, message);
+  constructor(code: string, message: string, retryAfterMs?: number) {
+    super(code, message, retryAfterMs);
   }
 }
 
@@ -82,6 +85,8 @@ export function toSluiceError(method: string, error: ServiceError): SluiceError 
       if (code === 'module_recompile_failed') return new TerminalError(code, details, options);
       return new RetryableError(code ?? 'hook_runner_internal', details, undefined, options);
     case status.UNAVAILABLE:
+      // Nothing ran or was written; an API caller is told to come back in 5 s, as for the runtime's own floor.
+      if (code === 'hook_runner_disk_full') return new CallNotSentError(code, details, 5000);
       return new RetryableError(code ?? 'hook_runner_unavailable', details, undefined, options);
     case status.DEADLINE_EXCEEDED:
       return new RetryableError('hook_runner_timeout', `hook-runner ${method} did not answer before its deadline.`, undefined, options);

@@ -143,8 +143,8 @@ describe('hook-runner command', () => {
 
 describe('flag and address parsing', () => {
   it('reads --listen and --data-dir in both forms, with defaults', () => {
-    assert.deepEqual(parseHookRunnerFlags([]), { listen: '127.0.0.1:7878', dataDir: join(process.cwd(), '.sluice'), dataDirFlag: false, help: false });
-    assert.deepEqual(parseHookRunnerFlags(['--listen=[::1]:0', '--data-dir', '/tmp/x']), { listen: '[::1]:0', dataDir: '/tmp/x', dataDirFlag: true, help: false });
+    assert.deepEqual(parseHookRunnerFlags([]), { listen: '127.0.0.1:7878', dataDir: join(process.cwd(), '.sluice'), dataDirFlag: false, minFreeDiskMib: 256, help: false });
+    assert.deepEqual(parseHookRunnerFlags(['--listen=[::1]:0', '--data-dir', '/tmp/x']), { listen: '[::1]:0', dataDir: '/tmp/x', dataDirFlag: true, minFreeDiskMib: 256, help: false });
     assert.equal(parseHookRunnerFlags([], { SLUICE_DATA_DIR: '/tmp/from-env' }).dataDir, '/tmp/from-env');
     assert.equal(parseHookRunnerFlags(['--data-dir', '/tmp/x'], { SLUICE_DATA_DIR: '/tmp/from-env' }).dataDir, '/tmp/x', 'the flag wins');
     assert.equal(parseHookRunnerFlags([], { SLUICE_DATA_DIR: ' ' }).dataDir, join(process.cwd(), '.sluice'), 'blank is not set');

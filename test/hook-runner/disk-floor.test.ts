@@ -5,8 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RetryableError } from '../../runtime/errors.ts';
 import type { InvokeResult } from '../../runtime/hook-runner/client.ts';
+import { CallNotSentError } from '../../runtime/hook-runner/runner-errors.ts';
 import { parseHookRunnerFlags } from '../../hook-runner/command.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
@@ -15,7 +15,9 @@ import { invocation, parseOutput, startRunner, waitFor } from '../helpers/hook-r
 const ABOVE_ANY_DISK_MIB = 1_048_576;
 /** The payload the echo guest answered with. */
 const echoed = (result: InvokeResult): unknown => (result.outcome.kind === 'output' ? parseOutput(result.outcome.outputJson)['payload'] : result.outcome);
-const diskFull = (error: unknown): boolean => error instanceof RetryableError && error.code === 'hook_runner_disk_full' && /disk is nearly full/.test(error.message);
+/** Refused as never sent (the attempt did not start), with a Retry-After for API callers. */
+const diskFull = (error: unknown): boolean =>
+  error instanceof CallNotSentError && error.code === 'hook_runner_disk_full' && error.retryAfterMs === 5000 && /disk is nearly full/.test(error.message);
 
 test('below its disk floor the runner refuses what would write, before any guest runs, and answers the rest', { timeout: 60_000 }, async () => {
   const echo = await assembleWat('echo', ECHO_WAT);
@@ -25,6 +27,7 @@ test('below its disk floor the runner refuses what would write, before any guest
   assert.deepEqual(echoed(await roomy.client.invoke(kept)), { n: 1 });
   await roomy.close({ keepData: true });
 
+  const refused = invocation(digest, { payloadJson: '{"n":2}' });
   const full = await startRunner({ dataDir: roomy.dataDir, token: roomy.token, masterKey: roomy.masterKey, child: { minFreeDiskMib: ABOVE_ANY_DISK_MIB } });
   try {
     await waitFor(() => full.logLines.some((line) => line.includes('below its floor')), 'the floor to be crossed');
@@ -33,11 +36,20 @@ test('below its disk floor the runner refuses what would write, before any guest
     await assert.rejects(full.client.putSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY', value: 'kept-nowhere' }), diskFull);
     await assert.rejects(full.client.deleteSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY' }), diskFull);
     assert.deepEqual(await full.client.listSecretKeys({ orgId: 'org_test', actionId: 'act_test' }), []);
-    await assert.rejects(full.client.invoke(invocation(digest, { payloadJson: '{"n":2}' })), diskFull);
+    await assert.rejects(full.client.invoke(refused), diskFull);
     const simulated = await full.client.invoke(invocation(digest, { payloadJson: '{"n":3}', simulate: true }));
     assert.deepEqual(echoed(simulated), { n: 3 }, 'a simulation records nothing and runs');
   } finally {
-    await full.close();
+    await full.close({ keepData: true });
+  }
+  // Refused before its guest ran: nothing was recorded, so the same call runs afresh, not as a replay.
+  const again = await startRunner({ dataDir: roomy.dataDir, token: roomy.token, masterKey: roomy.masterKey });
+  try {
+    const answer = await again.client.invoke(refused);
+    assert.deepEqual([answer.replayed, echoed(answer)], [false, { n: 2 }]);
+    assert.equal((await again.client.invoke(kept)).replayed, true, 'a call recorded before is still a replay');
+  } finally {
+    await again.close();
   }
 });
 

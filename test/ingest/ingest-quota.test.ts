@@ -204,9 +204,12 @@ test('a byte quota: payload bytes per second, one second of burst; a payload ove
   assert.deepEqual([nack.type, nack.error?.code, nack.retryable], ['nack', 'ingest_quota_exceeded', true]);
   socket.close(1000);
   await socket.closed;
+  // With the event bucket empty too (1 event/s), the answer names the longer wait: the byte debt.
   assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
+  clock.advance(3000);
+  assert.equal((await hook('huge-2', 3_000_000)).status, 204);
   const longer = await hook('after-huge');
-  assert.deepEqual([longer.status, longer.headers.get('retry-after')], [429, '3'], 'the byte debt (about 2.2 s) outlasts the event wait');
+  assert.deepEqual([longer.status, longer.headers.get('retry-after')], [429, '3'], 'the byte debt (about 2.2 s) outlasts the event wait (1 s)');
   assert.match(longer.body.error.message, /payload bytes per second/);
 
   assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-bytes', { token: ADMIN_TOKEN, json: { ingest_bytes_per_second: null, ingest_rate_per_second: null } })).body.organization.ingest_bytes_per_second, null);
