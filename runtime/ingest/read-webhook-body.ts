@@ -13,13 +13,15 @@ export const THREAD_READ_BYTES = 64 * 1024;
 export interface ReadBody {
   readonly text: string;
   readonly facts: BodyFacts;
+  /** The parsed body, when it was parsed on the event loop (a small one). */
+  readonly parsed?: { readonly value: unknown };
 }
 
 /** Rejects as decodeJsonBytes would (400 for bytes that are not UTF-8 JSON within its rules). */
 export async function readWebhookBody(body: Buffer, orgId: string, bodies: SchemaChecks): Promise<ReadBody> {
   if (body.length < THREAD_READ_BYTES) {
     const { value, text } = decodeJsonBytes(body);
-    return { text, facts: bodyFactsOf(value) };
+    return { text, facts: bodyFactsOf(value), parsed: { value } };
   }
   // Decoding is native and fast; the thread gets the text, which is what is stored.
   const text = decodeUtf8(body);
