@@ -8,7 +8,8 @@ import { open } from 'lmdb';
 import { FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { lockDataDir } from './data-dir-lock.ts';
-import type { Ledger, LedgerKey, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
+import { TopLevelWrites } from './top-level-writes.ts';
+import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
 
 /**
  * Values are plain msgpack maps (msgpackr's `useRecords: false`, passed through by lmdb-js but not
@@ -17,51 +18,6 @@ import type { Ledger, LedgerKey, LedgerRoot, LedgerTable, LedgerWrite } from './
  * runtime's allocations. Records written that way by earlier versions still decode.
  */
 export const PLAIN_MSGPACK: object = { useRecords: false };
-
-/**
- * Watches the writes that commit on their own (flush-watch.ts): a failed commit's own rejection is
- * settled with theirs, so a full disk fails the requests, not the process, and flush waits learn of
- * it. A put or remove made inside a batch, ifNoExists or transaction callback commits with its
- * group, whose promise is watched; lmdb-js answers it with a shared settled promise, which is not
- * watched again (watching each added two promise reactions per record; ingest A/B: about +4 %).
- * Groups are never started inside a group's callback (ledger.ts), so none goes unwatched.
- */
-class WriteWatch {
-  readonly flushes: FlushWatch;
-  /** Group callbacks running now. */
-  #inside = 0;
-
-  constructor(flushes: FlushWatch) {
-    this.flushes = flushes;
-  }
-
-  /** `write` watched, unless it was made inside a group's callback. */
-  watch<T>(write: T): T {
-    return this.#inside > 0 ? write : this.flushes.watch(write);
-  }
-
-  /** `body` marked as a group's callback while it runs. */
-  within<T>(body: () => T): () => T {
-    return () => {
-      this.#inside += 1;
-      try {
-        return body();
-      } finally {
-        this.#inside -= 1;
-      }
-    };
-  }
-
-  /** The table with its writes watched. */
-  table(table: LedgerTable): LedgerTable {
-    const { put, remove, ifNoExists } = table;
-    return Object.assign(table, {
-      put: (key: LedgerKey, value: unknown) => this.watch(put.call(table, key, value)),
-      remove: (key: LedgerKey) => this.watch(remove.call(table, key)),
-      ifNoExists: (key: LedgerKey, writes: () => void) => this.watch(ifNoExists.call(table, key, this.within(writes))),
-    });
-  }
-}
 
 export function openLedger(dataDir: string): Ledger {
   const path = join(dataDir, 'runtime');
@@ -72,13 +28,17 @@ export function openLedger(dataDir: string): Ledger {
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
   privateFilesIn(path);
   const flushes = new FlushWatch(lmdbFlushSource(root));
-  const writes = new WriteWatch(flushes);
+  // Only the writes that commit on their own are watched (flush-watch.ts): a failed commit's own
+  // rejection is settled with theirs, so a full disk fails the requests, not the process, and flush
+  // waits learn of it. lmdb-js answers a put inside a group's callback with one shared settled
+  // promise; watching each added two promise reactions per record (ingest A/B: about +4 %).
+  const writes = new TopLevelWrites((issue) => flushes.watch(issue()));
   const db = (name: string): LedgerTable => writes.table(root.openDB({ name, compression: false, ...PLAIN_MSGPACK }));
   // A transaction's callback runs in an LMDB child transaction, so a throw takes back what it wrote:
   // lmdb-js commits the writes an (async) transaction callback made before it threw.
   const ledgerRoot: LedgerRoot = {
-    transaction: <T>(body: () => T): LedgerWrite<T> => writes.watch(root.transaction(() => root.childTransaction(writes.within(body))) as LedgerWrite<T>),
-    batch: (group) => writes.watch(root.batch(writes.within(group))),
+    transaction: <T>(body: () => T): LedgerWrite<T> => writes.write(() => root.transaction(() => root.childTransaction(writes.within(body))) as LedgerWrite<T>),
+    batch: (group) => writes.write(() => root.batch(writes.within(group))),
     get flushed() {
       return flushes.flushed();
     },
