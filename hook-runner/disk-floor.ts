@@ -2,11 +2,12 @@
 // the runtime's ledger commits nothing (runtime/ledger/floored-ledger.ts): a request is answered 503
 // `write_failed` saying the disk is nearly full, a device message is nacked, a run stalls and is tried
 // again later; the hook-runner refuses the calls that would write (UNAVAILABLE hook_runner_disk_full,
-// which callers retry). Reads go on. (Shared by both processes; the runner imports no runtime code.) Writes are refused before LMDB meets a full disk, because lmdb-js 3.5.6 can abort the
-// process on a failed page write (README "Durability"). Free space is read with statfs once per
-// PROBE_INTERVAL_MS, off the request path, so a flood can pass the floor by one interval's writes.
-// The floor refuses nothing until armed, once the runtime has started: start-up's own writes are
-// few and small, and a runtime that could not start below the floor could not serve reads either.
+// which callers retry). Reads go on. Writes are refused before LMDB meets a full disk, because
+// lmdb-js 3.5.6 can abort the process on a failed page write (README "Durability"). Free space is
+// read with statfs once per PROBE_INTERVAL_MS, off the request path, so a flood can pass the floor by
+// one interval's writes. The floor refuses nothing until armed, which each process does before it
+// lets calls in: start-up's own writes are few and small, and a process that could not start below
+// the floor could not serve reads either. (Shared by both processes; the runner imports no runtime code.)
 
 import { statfs } from 'node:fs/promises';
 

@@ -9,7 +9,7 @@ import { ROLES, describeApiKey, type Role } from '../tenancy/api-keys.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { encodeCursor, isListedId, parseCursorOf, parseLimit } from './query-params.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
-import { failedWriteError } from '../ledger/commit-failure-guard.ts';
+import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
 
 const parseCreate = createBodyParser<{ role: Role }>({
   type: 'object',
@@ -57,7 +57,7 @@ export function apiKeyRoutes(ctx: ApiContext, onRevoked: (orgId: string, keyId: 
           revoked = await ctx.apiKeys.revoke(org.id, keyId, isoAt(ctx.clock.now()));
         } catch (error) {
           // Refused below the disk floor: nothing was written, and the key's sockets stay.
-          if (error instanceof DiskSpaceLowError) throw failedWriteError('revocation', error) ?? error;
+          if (error instanceof DiskSpaceLowError) throw diskLowWriteError('revocation');
           // A write whose flush failed may have committed: the key's sockets close all the same (the
           // caller asked for it, and gets a 503 to retry), rather than stream on until a retry.
           if (!(error instanceof SluiceError) || error.status >= 500) onRevoked(org.id, keyId);

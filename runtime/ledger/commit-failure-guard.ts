@@ -17,11 +17,13 @@ export const isFailedWrite = (error: unknown): boolean => isLedgerCommitFailure(
 
 /** The retryable 503 `write_failed` for a write that kept nothing of `what` (isFailedWrite); undefined for any other error. */
 export function failedWriteError(what: string, error: unknown): RetryableError | undefined {
-  if (error instanceof DiskSpaceLowError) {
-    return new RetryableError('write_failed', `The ${what} could not be stored: the server's disk is nearly full. Nothing of it was kept; try again later.`, 5000);
-  }
+  if (error instanceof DiskSpaceLowError) return diskLowWriteError(what);
   return isLedgerCommitFailure(error) ? writeFailedError(what) : undefined;
 }
+
+/** The retryable 503 `write_failed` for a write of `what` the disk floor refused: nothing of it was kept. */
+export const diskLowWriteError = (what: string): RetryableError =>
+  new RetryableError('write_failed', `The ${what} could not be stored: the server's disk is nearly full. Nothing of it was kept; try again later.`, 5000);
 
 /** The shortest time between two logged strays. */
 export const STRAY_LOG_INTERVAL_MS = 10_000;

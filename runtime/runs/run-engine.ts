@@ -28,7 +28,7 @@ import { performStep, type StepOutcome } from './step-dispatcher.ts';
 import { withStepInput, type HoldStepInput } from './step-input.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
-import { failedWriteError } from '../ledger/commit-failure-guard.ts';
+import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
 
 interface LiveRun {
   readonly actor: RunActor;
@@ -122,7 +122,7 @@ export class RunEngine {
     try {
       return (await this.#chains.serially(orgScopedKey(orgId, runId), () => this.#apply(asOrgId(orgId), asRunId(runId), command, undefined))) === true;
     } catch (error) {
-      if (error instanceof DiskSpaceLowError) throw failedWriteError('change to the run', error) ?? error;
+      if (error instanceof DiskSpaceLowError) throw diskLowWriteError('change to the run');
       // Usually nothing was written; a commit whose flush failed may still have taken effect.
       throw new RetryableError('write_failed', 'The change to the run could not be saved durably. Read the run, then try again if it did not change.', undefined, { cause: error });
     }
