@@ -38,6 +38,8 @@ export interface HookRunnerHandlerDeps {
   readonly now: () => number;
   /** Throws DiskFullError below the disk floor: called before anything that writes runs. */
   readonly assertWritable: () => void;
+  /** Whether the disk is below the floor now (assertWritable would throw); Health reports it as `disk_low`. */
+  readonly diskLow: () => boolean;
 }
 
 type Execution = (secrets: Readonly<Record<string, string>>) => Promise<InvocationResult>;
@@ -112,7 +114,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
     },
 
     async Health() {
-      return { ok: deps.sandboxReady(), version: deps.version, uptime_ms: String(Math.max(0, deps.now() - deps.startedAtMs)) };
+      return { ok: deps.sandboxReady(), version: deps.version, uptime_ms: String(Math.max(0, deps.now() - deps.startedAtMs)), disk_low: deps.diskLow() };
     },
   };
 }

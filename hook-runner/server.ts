@@ -184,6 +184,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
       const refusal = disk.refusal();
       if (refusal !== undefined) throw new DiskFullError(`The hook-runner's disk is nearly full: ${refusal.message}`);
     },
+    diskLow: () => disk.refusal() !== undefined,
   });
 
   const server = new Server({

@@ -97,7 +97,7 @@ export interface Runtime {
 }
 
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
-/** How long a /metrics scrape waits for the hook-runner's health answer (sluice_hook_runner_up). */
+/** How long a /metrics scrape waits for the hook-runner's health answer (sluice_hook_runner_up, _disk_low). */
 const RUNNER_HEALTH_DEADLINE_MS = 1000;
 
 export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {}): Promise<Runtime> {
@@ -197,7 +197,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,
     runner: runnerClient === undefined ? undefined : {
-      up: async () => (child === undefined || child.state === 'running') && (await runnerClient.answersHealth(RUNNER_HEALTH_DEADLINE_MS)),
+      health: async () => {
+        const answer = child === undefined || child.state === 'running' ? await runnerClient.checkHealth(RUNNER_HEALTH_DEADLINE_MS) : undefined;
+        return { up: answer?.ok === true, diskLow: answer?.diskLow === true };
+      },
       restarts: child === undefined ? undefined : () => child.restarts,
     },
   });

@@ -63,19 +63,29 @@ function scrapedGauge(metrics: RuntimeMetrics, name: string, help: string, read:
   });
 }
 
+/** What a /metrics scrape learns of the hook-runner: whether it can run guests, and whether its disk is below its floor. */
+export interface RunnerHealth { readonly up: boolean; readonly diskLow: boolean }
+
 /** Gauges an operator alerts on: runs whose last write failed, and the local hook-runner's health. */
 export function observeEngine(
   metrics: RuntimeMetrics,
   read: {
     readonly stalledRuns: () => number;
-    /** The configured hook-runner, if any: whether it answers now, and (a supervised child) its restarts. */
-    readonly runner: { readonly up: () => Promise<boolean>; readonly restarts: (() => number) | undefined } | undefined;
+    /** The configured hook-runner, if any: its health now (asked once per scrape), and (a supervised child) its restarts. */
+    readonly runner: { readonly health: () => Promise<RunnerHealth>; readonly restarts: (() => number) | undefined } | undefined;
   },
 ): void {
   scrapedGauge(metrics, 'sluice_runs_stalled', 'Runs whose last transition could not be written, waiting to be picked up again (a full or failing disk).', read.stalledRuns);
   const { runner } = read;
   if (runner === undefined) return;
-  scrapedGauge(metrics, 'sluice_hook_runner_up', '1 when the hook-runner answered a health check at this scrape (within 1 s) that it can run guests, else 0: down, restarting, wedged, without a sandbox or refusing the runner token of the runtime (custom_action steps fail or wait meanwhile).', async () => ((await runner.up()) ? 1 : 0));
+  // A scrape collects every gauge at once: the two runner gauges share the one health call in flight.
+  let asking: Promise<RunnerHealth> | undefined;
+  const health = (): Promise<RunnerHealth> =>
+    (asking ??= runner.health().finally(() => {
+      asking = undefined;
+    }));
+  scrapedGauge(metrics, 'sluice_hook_runner_up', '1 when the hook-runner answered a health check at this scrape (within 1 s) that it can run guests, else 0: down, restarting, wedged, without a sandbox or refusing the runner token of the runtime (custom_action steps fail or wait meanwhile).', async () => ((await health()).up ? 1 : 0));
+  scrapedGauge(metrics, 'sluice_hook_runner_disk_low', '1 when the hook-runner answered at this scrape that its disk is below its floor (its --min-free-disk-mib): it refuses compiles, secret changes and custom_action steps (retried) until space is freed; else 0.', async () => ((await health()).diskLow ? 1 : 0));
   const { restarts } = runner;
   if (restarts !== undefined) scrapedGauge(metrics, 'sluice_hook_runner_restarts', 'Times the supervised hook-runner child was restarted since the runtime started.', restarts);
 }

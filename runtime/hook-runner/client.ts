@@ -3,7 +3,7 @@
 import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import {
   isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
-  type InvokeOutcome, type InvokeReplyWire,
+  type HealthReplyWire, type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
 import { answeredDiskFull, isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
 
@@ -65,12 +65,21 @@ export function unreachableReason(error: unknown): string {
 export type ActionInvoker = Pick<HookRunnerClient, 'invoke'>;
 
 export interface SecretRef { readonly orgId: string; readonly actionId: string; readonly key: string }
-export interface HealthStatus { readonly ok: boolean; readonly version: string; readonly uptimeMs: number }
+export interface HealthStatus {
+  /** The runner can run guests. */
+  readonly ok: boolean;
+  readonly version: string;
+  readonly uptimeMs: number;
+  /** The runner's disk is below its floor: it refuses compiles, secret changes and recorded invocations. */
+  readonly diskLow: boolean;
+}
 
 const MAX_SEND_BYTES = 12 * 1024 * 1024;
 const MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
 const defaultDelay = (attempt: number): number => Math.min(2000, 100 * 2 ** (attempt - 1));
 const realSleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+
+const healthOf = (reply: HealthReplyWire): HealthStatus => ({ ok: reply.ok, version: reply.version, uptimeMs: Number(reply.uptime_ms), diskLow: reply.disk_low });
 
 export function parseInvokeReply(reply: InvokeReplyWire): InvokeResult {
   const fuelUsed = Number(reply.fuel_used);
@@ -133,22 +142,21 @@ export class HookRunnerClient {
   }
 
   /**
-   * One Health call, not retried: whether the runner answers within `deadlineMs` that it can run
-   * guests. False for a runner that is down, wedged (stopped, blocked) or without a sandbox.
+   * One Health call, not retried: the runner's answer within `deadlineMs`, or undefined for a runner
+   * that is down or wedged (stopped, blocked), or refuses this runtime's token.
    */
-  async answersHealth(deadlineMs: number): Promise<boolean> {
-    if (this.#closed) return false;
+  async checkHealth(deadlineMs: number): Promise<HealthStatus | undefined> {
+    if (this.#closed) return undefined;
     try {
-      return (await this.#unary(this.#clientFor(await this.#address()), 'Health', {}, deadlineMs)).ok;
+      return healthOf(await this.#unary(this.#clientFor(await this.#address()), 'Health', {}, deadlineMs));
     } catch (error) {
       if (isServiceError(error) && refusesToken(error)) this.#options.onTokenRefused?.();
-      return false;
+      return undefined;
     }
   }
 
   async health(): Promise<HealthStatus> {
-    const reply = await this.#call('Health', {}, 'other');
-    return { ok: reply.ok, version: reply.version, uptimeMs: Number(reply.uptime_ms) };
+    return healthOf(await this.#call('Health', {}, 'other'));
   }
 
   close(): void {

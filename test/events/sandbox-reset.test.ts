@@ -61,9 +61,10 @@ async function createWorkflow(environment: 'sandbox' | 'production', steps: unkn
   return created.body.workflow.id;
 }
 
-test('the supervised hook-runner shows as up in /metrics', async () => {
+test('the supervised hook-runner shows as up in /metrics, its disk above its floor', async () => {
   const metrics = (await call(rt.url, 'GET', '/metrics')).text;
   assert.match(metrics, /^sluice_hook_runner_up 1$/m);
+  assert.match(metrics, /^sluice_hook_runner_disk_low 0$/m);
   assert.match(metrics, /^sluice_hook_runner_restarts 0$/m);
 });
 

@@ -25,13 +25,14 @@ test('below its disk floor the runner refuses what would write, before any guest
   const digest = await roomy.client.compile(echo);
   const kept = invocation(digest, { payloadJson: '{"n":1}' });
   assert.deepEqual(echoed(await roomy.client.invoke(kept)), { n: 1 });
+  assert.equal((await roomy.client.health()).diskLow, false);
   await roomy.close({ keepData: true });
 
   const refused = invocation(digest, { payloadJson: '{"n":2}' });
   const full = await startRunner({ dataDir: roomy.dataDir, token: roomy.token, masterKey: roomy.masterKey, child: { minFreeDiskMib: ABOVE_ANY_DISK_MIB } });
   try {
     await waitFor(() => full.logLines.some((line) => line.includes('below its floor')), 'the floor to be crossed');
-    assert.equal((await full.client.health()).ok, true);
+    assert.deepEqual([(await full.client.health()).ok, (await full.client.health()).diskLow], [true, true], 'it can run guests; its health says why it refuses writes');
     await assert.rejects(full.client.compile(await assembleWat('echo-2', ECHO_WAT.replace('(module', '(module (global i32 (i32.const 7))'))), diskFull);
     await assert.rejects(full.client.putSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY', value: 'kept-nowhere' }), diskFull);
     await assert.rejects(full.client.deleteSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY' }), diskFull);

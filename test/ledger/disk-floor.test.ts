@@ -245,3 +245,22 @@ test('below the floor a custom action secret is refused before the hook-runner k
     await withRunner.close();
   }
 });
+
+test('a hook-runner below its own floor shows in /metrics, and an upload it refuses is a 503 that leaves nothing behind', { timeout: 60_000 }, async () => {
+  // The runtime's floor reads an injected, roomy disk; its child runner gets the same floor (1 TiB)
+  // and reads the real disk, which is below it.
+  const lowRunner = await startRuntime({ args: ['--runner', 'child', '--min-free-disk-mib', '1048576'], freeDiskSpace: async () => 2 * 1_048_576 * MIB });
+  try {
+    const metrics = (await call(lowRunner.url, 'GET', '/metrics')).text;
+    assert.match(metrics, /^sluice_hook_runner_up 1$/m, 'it still runs guests it has');
+    assert.match(metrics, /^sluice_hook_runner_disk_low 1$/m);
+    assert.match(metrics, /^sluice_disk_free_bytes 2199023255552$/m, "the runtime's own disk is roomy");
+    const orgKey = await createOrg(lowRunner.url, ADMIN_TOKEN, 'acct-floor-runner');
+    const refused = await upload(lowRunner.url, '/organizations/acct-floor-runner/custom-actions', orgKey, { name: 'echo', file: await assembleWat('echo', ECHO_WAT) });
+    assert.deepEqual([refused.status, refused.body.error?.code, refused.headers.get('retry-after')], [503, 'hook_runner_disk_full', '5'], refused.text);
+    assert.match(refused.body.error.message, /hook-runner's disk is nearly full/);
+    assert.deepEqual((await call(lowRunner.url, 'GET', '/organizations/acct-floor-runner/custom-actions', { token: orgKey })).body.custom_actions, []);
+  } finally {
+    await lowRunner.close();
+  }
+});
