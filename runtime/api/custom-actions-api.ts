@@ -262,7 +262,15 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);
         const key = parseSecretKey(request.params.key ?? '', 'key');
-        ctx.disk.assertWritable();
+        try {
+          ctx.disk.assertWritable();
+        } catch (error) {
+          // Below the floor a secret neither side holds is still a 404 (both reads): nothing to refuse.
+          if (!secretNames.of(org.id, action.id).includes(key) && !(await requireRunner().listSecretKeys({ orgId: org.id, actionId: action.id })).includes(key)) {
+            throw notFound(`Secret "${key}" of this custom action`, 'key');
+          }
+          throw error;
+        }
         const deleted = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
         await secretNames.delete(org.id, action.id, key);
         if (!deleted) throw notFound(`Secret "${key}" of this custom action`, 'key');

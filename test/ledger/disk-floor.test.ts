@@ -235,11 +235,18 @@ test('below the floor a custom action secret is refused before the hook-runner k
     const refused = await call(withRunner.url, 'POST', secrets, { token: orgKey, json: { key: 'API_KEY', value: 'kept-nowhere' } });
     assert.deepEqual([refused.status, refused.body.error?.code], [503, 'write_failed']);
     assert.deepEqual((await call(withRunner.url, 'GET', secrets, { token: orgKey })).body.keys, [], 'the runner was not given it');
+    const missing = await call(withRunner.url, 'DELETE', `${secrets}/API_KEY`, { token: orgKey });
+    assert.deepEqual([missing.status, missing.body.error?.code], [404, 'not_found'], 'a secret nobody holds is not there, disk or no disk');
     const upload2 = await upload(withRunner.url, '/organizations/acct-floor-actions/custom-actions', orgKey, { name: 'echo 2', file: await assembleWat('echo', ECHO_WAT) });
     assert.deepEqual([upload2.status, upload2.body.error?.code], [503, 'write_failed']);
     freeHere = 10_000 * MIB;
     await withRunner.runtime.disk.probeNow();
     assert.equal((await call(withRunner.url, 'POST', secrets, { token: orgKey, json: { key: 'API_KEY', value: 'kept' } })).status, 204);
+    assert.deepEqual((await call(withRunner.url, 'GET', secrets, { token: orgKey })).body.keys, ['API_KEY']);
+    freeHere = 10 * MIB;
+    await withRunner.runtime.disk.probeNow();
+    const held = await call(withRunner.url, 'DELETE', `${secrets}/API_KEY`, { token: orgKey });
+    assert.deepEqual([held.status, held.body.error?.code], [503, 'write_failed'], 'one that is held cannot be deleted below the floor');
     assert.deepEqual((await call(withRunner.url, 'GET', secrets, { token: orgKey })).body.keys, ['API_KEY']);
   } finally {
     await withRunner.close();
