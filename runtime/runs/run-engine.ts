@@ -30,6 +30,17 @@ import { writeReportAfterCancel, writeTransition, type TransitionWritten } from 
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
 
+/** A step's report (its outcome) whose transition could not be written, kept while its run is stalled. */
+interface UnwrittenReport {
+  readonly command: Extract<RunCommand, { readonly fence: number; readonly stepId: string }>;
+  readonly effects: ActionEffects | undefined;
+  /** When the report first came, so the attempt's times are the step's own, not the retry's. */
+  readonly at: number;
+}
+
+const isStepReport = (command: RunCommand): command is UnwrittenReport['command'] =>
+  command.type === 'step.succeeded' || command.type === 'step.failed' || command.type === 'step.skipped';
+
 interface LiveRun {
   readonly actor: RunActor;
   /** What the ledger holds for this run: the engine is its only writer while the actor lives. */
@@ -50,6 +61,8 @@ export class RunEngine {
   readonly #limitsSet = new Set<string>();
   /** Per run, the fence of the step attempt that is out and has not reported yet. */
   readonly #dispatched = new Map<string, number>();
+  /** Stalled runs whose step answered but whose report could not be written: #resume writes it again instead of sending the step again. */
+  readonly #unwrittenReports = new Map<string, UnwrittenReport>();
   #closed = false;
 
   constructor(deps: RunEngineDeps) {
@@ -160,7 +173,7 @@ export class RunEngine {
   }
 
   /** Applies one command; true when it changed the run (and the change is durable). */
-  async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined): Promise<boolean> {
+  async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined, at = this.#d.clock.now()): Promise<boolean> {
     const key = orgScopedKey(orgId, runId);
     const cached = this.#actors.get(key);
     // The cached snapshot saves a read and decode per transition; the existence check still sees a reset.
@@ -172,7 +185,7 @@ export class RunEngine {
     const live = cached ?? this.#restore(key, previous);
     const { actor } = live;
     const before = actor.getSnapshot();
-    const event = { ...command, at: this.#d.clock.now() } as RunEvent;
+    const event = { ...command, at } as RunEvent;
     actor.send(event);
     if (actor.getSnapshot() === before) {
       await this.#recordAfterCancel(key, previous, event);
@@ -194,6 +207,7 @@ export class RunEngine {
     } catch (error) {
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
       this.#dropActor(key);
+      if (isStepReport(command)) this.#unwrittenReports.set(key, { command, effects, at });
       this.#stalled.failed(key);
       throw error;
     }
@@ -240,9 +254,29 @@ export class RunEngine {
     const orgId = asOrgId(org);
     const runId = asRunId(id);
     // A read that fails here (the disk that stalled the run) stalls it again, for the next pause.
-    this.#chains.serially(key, () => {
+    this.#chains.serially(key, async () => {
+      const report = this.#unwrittenReports.get(key);
+      this.#unwrittenReports.delete(key);
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
+      // The step answered but its report was not written: while the ledger still has that attempt
+      // out, its report is written again (a failure stalls the run again, keeping the report), so a
+      // stall never sends the step twice. A restart loses the report, and sends it again under its key.
+      if (report !== undefined && run !== undefined) {
+        const work = pendingWork(run);
+        if (work.kind === 'dispatch_step' && work.fence === report.command.fence && work.stepId === report.command.stepId) {
+          try {
+            await this.#apply(orgId, runId, report.command, report.effects, report.at);
+          } catch {
+            // A failed write kept the report and stalled the run again; a failed read before it did neither.
+            if (!this.#unwrittenReports.has(key)) {
+              this.#unwrittenReports.set(key, report);
+              this.#stalled.failed(key);
+            }
+          }
+          return;
+        }
+      }
       // A run whose creating write was not confirmed may still be on its way (a put threw in its
       // batch, settled before the batch committed): it gets one more pause before it counts as gone.
       const unconfirmed = this.#unconfirmed.delete(key);

@@ -1,7 +1,7 @@
 // A run whose transition cannot be written is not left where memory and the ledger disagree: it is
 // picked up again from its durable snapshot after a pause on the injected clock. A queued run whose
 // admission failed to be written gives its slot back and is admitted again; a run whose step result
-// failed to be written sends the step again with the same idempotency key.
+// failed to be written writes that result again (the step is not sent twice).
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -87,24 +87,30 @@ test('a queued run whose admission could not be written gives back its slot and 
   assert.equal(rt.runtime.engine.stalled.has(`${org}\u0000${stalled}`), false, 'no longer stalled');
 });
 
-test('a run whose step result could not be written sends the step again, with the same idempotency key, after the pause', async () => {
+test('a run whose step result could not be written writes that result after the pause, without sending the step again, however often it fails', async () => {
   const org = 'acct-stalled-step';
   const key = await setup(org, '/step');
   receiver.script([{ status: 200 }]);
   failNext = (run) => run.value === 'completed' && run.context.orgId === org;
   await send(org, key, 'only');
+  const answeredAt = clock.now();
   await eventually('the completion write to fail', () => failed.length, (n) => n === 2);
   const stalled = failed[1]!;
   assert.equal((await runStates(org, key)).get(stalled), 'running');
-  const first = receiver.received.filter((r) => r.path === '/step');
-  assert.equal(first.length, 1);
+  assert.equal(receiver.received.filter((r) => r.path === '/step').length, 1);
 
+  // Picked up again, its result fails to be written once more: stalled again, nothing sent.
+  failNext = (run) => run.value === 'completed' && run.context.orgId === org;
   assert.equal(resumeDue(), 1);
-  await eventually('the run to complete', () => runStates(org, key), (s) => s.get(stalled) === 'completed');
-  const both = receiver.received.filter((r) => r.path === '/step');
-  assert.equal(both.length, 2, 'the step went out again');
-  assert.equal(both[1]!.headers['idempotency-key'], both[0]!.headers['idempotency-key']);
-  assert.ok(both[0]!.headers['idempotency-key'], 'the step carries an idempotency key');
+  await eventually('the second write to fail', () => failed.length, (n) => n === 3);
+  assert.equal(rt.runtime.engine.stalled.has(`${org}\u0000${stalled}`), true);
+  clock.advance(FIRST_RETRY_MS);
+  assert.equal(resumeDue(), 1, 'the pause doubled');
+  const run = await eventually('the run to complete', async () => (await call(rt.url, 'GET', `/organizations/${org}/runs/${stalled}`, { token: key })).body.run, (r) => r.state === 'completed');
+  assert.equal(receiver.received.filter((r) => r.path === '/step').length, 1, 'the step went out once: its answer was kept, not asked for again');
+  assert.equal(rt.runtime.engine.stalled.has(`${org}\u0000${stalled}`), false);
+  const attempts = run.steps[0].attempts as Array<{ attempt: number; outcome: string; ended_at: string }>;
+  assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome, a.ended_at]), [[1, 'succeeded', new Date(answeredAt).toISOString()]], 'one attempt, finished when the receiver answered');
 });
 
 test('a cancel that cannot be written answers 503 and changes nothing; picking the run up again does not send its step a second time while it is out', async () => {

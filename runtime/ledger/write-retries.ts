@@ -1,0 +1,57 @@
+// Keys whose write failed (a full disk, a failed commit), each tried again after a pause that
+// doubles with every failure in a row, up to a minute. The pauses run on timers of the injected
+// clock (tests fire them with `timers.fireDue()` after advancing it). Stalled runs (runs/stalled-runs.ts)
+// and device endings that could not be written (triggers/device-sockets.ts) wait on one each.
+
+import type { Clock } from '../clock.ts';
+import { RunTimers } from '../runs/run-timers.ts';
+
+/** The first pause after a failed write, doubled per further failure of the same key up to the cap. */
+export const FIRST_RETRY_MS = 1000;
+export const MAX_RETRY_MS = 60_000;
+
+export class WriteRetries {
+  readonly #clock: Clock;
+  /** Failed writes in a row, per key; a key waits while it has an entry. */
+  readonly #failures = new Map<string, number>();
+  readonly #timers: RunTimers;
+
+  /** `retry(key)` is called once a failed key's pause is over. */
+  constructor(clock: Clock, retry: (key: string) => void) {
+    this.#clock = clock;
+    this.#timers = new RunTimers(clock, (key) => {
+      if (this.#failures.has(key)) retry(key);
+    });
+  }
+
+  /** The timers the retries wait on (tests fire them after advancing a manual clock). */
+  get timers(): RunTimers {
+    return this.#timers;
+  }
+
+  /** Keys waiting now. */
+  get size(): number {
+    return this.#failures.size;
+  }
+
+  has(key: string): boolean {
+    return this.#failures.has(key);
+  }
+
+  /** A write for the key failed: try it again after the pause its failures so far call for. */
+  failed(key: string): void {
+    const failures = (this.#failures.get(key) ?? 0) + 1;
+    this.#failures.set(key, failures);
+    this.#timers.arm(key, this.#clock.now() + Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1)));
+  }
+
+  /** The key's write succeeded, or there is nothing left to write: it no longer waits. */
+  cleared(key: string): void {
+    if (!this.#failures.delete(key)) return;
+    this.#timers.disarm(key);
+  }
+
+  close(): void {
+    this.#timers.close();
+  }
+}
