@@ -2,12 +2,13 @@
 // Starter plans have no sandbox: 402 `sandbox_disabled`. Once the reset is durable, its hooks close
 // the org's sandbox live sockets (4409: the runs they show are gone) and the sockets of the device
 // connections it ended; a reset that failed (part of it may be done: the org's next reset, or the
-// next start, finishes it) closes the sandbox live and device sockets.
+// next start, finishes it) closes the sandbox live and device sockets, unless the disk floor refused
+// its first write (nothing of it was written).
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { assertNoBodyFields } from '../http/parse-json.ts';
 import { json, type Route } from '../http/types.ts';
-import { resetSandbox, type SandboxResetResult } from '../events/sandbox-reset.ts';
+import { resetSandbox, SandboxResetRefusedError, type SandboxResetResult } from '../events/sandbox-reset.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunEngine } from '../runs/run-engine.ts';
@@ -35,7 +36,8 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
           const forget = (runs: readonly PersistedRun[]): void => engine.forget(runs);
           result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections, forget }, org.id, ctx.clock.now());
         } catch (error) {
-          hooks.unconfirmed(org.id);
+          // Refused before it began (below the disk floor): nothing was written, the sockets stay.
+          if (!(error instanceof SandboxResetRefusedError)) hooks.unconfirmed(org.id);
           throw error;
         }
         hooks.durable(org.id, result);

@@ -14,6 +14,8 @@
 // run one after the other.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
+import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
+import { RetryableError } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import type { InboxClaim } from '../inbox/inbox.ts';
@@ -69,9 +71,26 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
   const { root } = deps.ledger;
   const generations = deps.runs.sandboxGenerations;
   return generations.during(orgId, async () => {
-    const begun = await durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs)));
-    return { generation: begun.generation, device_connections: begun.deviceConnections, ...(await removeSandbox(deps, orgId)) };
+    let begun;
+    try {
+      begun = await durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs)));
+    } catch (error) {
+      throw error instanceof DiskSpaceLowError ? new SandboxResetRefusedError() : error;
+    }
+    try {
+      return { generation: begun.generation, device_connections: begun.deviceConnections, ...(await removeSandbox(deps, orgId)) };
+    } catch (error) {
+      if (!(error instanceof DiskSpaceLowError)) throw error;
+      throw new RetryableError('write_failed', "The sandbox reset was cut short: the server's disk is nearly full. What it removed stays removed, and the org's next reset (or the next start) finishes it; try again later.", 5000, { cause: error });
+    }
   });
+}
+
+/** The reset's first write was refused below the disk floor: nothing of the reset was written, its sockets stay. */
+export class SandboxResetRefusedError extends RetryableError {
+  constructor() {
+    super('write_failed', "The sandbox reset could not start: the server's disk is nearly full. Nothing was removed; try again later.", 5000);
+  }
 }
 
 /**

@@ -7,8 +7,10 @@
 
 import { randomBytes } from 'node:crypto';
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
+import { WriteRetries } from '../ledger/write-retries.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import {
@@ -48,11 +50,16 @@ export class DeviceSockets {
   /** The tail of each device's chain of connection changes (see the header). */
   readonly #chains = new Map<string, Promise<unknown>>();
   readonly #messages: DeviceMessages;
+  /** Endings that could not be written (a full disk), by connection id, each tried again after its pause. */
+  readonly #endingRetries: WriteRetries;
+  readonly #unwrittenEndings = new Map<string, () => void>();
   #accepting = false;
+  #stopping = false;
 
   constructor(app: TemplatedApp, deps: DeviceSocketDeps) {
     this.#d = deps;
     this.#messages = new DeviceMessages(deps);
+    this.#endingRetries = new WriteRetries(deps.clock, (connectionId) => this.#unwrittenEndings.get(connectionId)?.());
     app.ws<SocketData>('/devices/:org_id/:device', {
       maxPayloadLength: 2 * MAX_DEVICE_MESSAGE_BYTES,
       maxBackpressure: MAX_BACKPRESSURE,
@@ -104,13 +111,35 @@ export class DeviceSockets {
         data.accepting = false;
         const ending: Ending = { reason: data.ending?.reason ?? (code === 1006 ? 'connection_lost' : 'client_closed'), code };
         data.ending = ending;
-        const key = orgScopedKey(data.device.org_id, data.device.name);
-        void this.#serially(key, () => this.#end(data, ending)).finally(() => {
-          const sockets = this.#sockets.get(key);
-          sockets?.delete(ws);
-          if (sockets?.size === 0) this.#sockets.delete(key);
-        });
+        this.#writeEnding(ws, data, ending, deps.clock.now());
       },
+    });
+  }
+
+  /** Endings of closed sockets waiting to be written again (tests fire their timers after advancing the clock). */
+  get endingRetries(): WriteRetries {
+    return this.#endingRetries;
+  }
+
+  /**
+   * Writes a closed socket's ending, after the device's earlier changes. One that cannot be written
+   * (a full disk) is tried again after a pause, and its socket stays among the device's until then,
+   * so a newer connection of the device ends it with its own reason. At shutdown the next start ends it.
+   */
+  #writeEnding(ws: WebSocket<SocketData>, data: SocketData, ending: Ending, at: number): void {
+    const key = orgScopedKey(data.device.org_id, data.device.name);
+    const id = data.connection.id;
+    void this.#serially(key, () => this.#end(data, ending, at)).then((written) => {
+      if (!written && !this.#stopping) {
+        this.#unwrittenEndings.set(id, () => this.#writeEnding(ws, data, ending, at));
+        this.#endingRetries.failed(id);
+        return;
+      }
+      this.#unwrittenEndings.delete(id);
+      this.#endingRetries.cleared(id);
+      const sockets = this.#sockets.get(key);
+      sockets?.delete(ws);
+      if (sockets?.size === 0) this.#sockets.delete(key);
     });
   }
 
@@ -178,6 +207,8 @@ export class DeviceSockets {
    */
   async close(): Promise<void> {
     this.#accepting = false;
+    this.#stopping = true;
+    this.#endingRetries.close();
     await this.#quiesce([...this.#sockets.values()].flatMap((sockets) => [...sockets]));
     this.#closeWhere(() => true, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
     while (this.#chains.size > 0) await Promise.allSettled([...this.#chains.values()]);
@@ -219,11 +250,16 @@ export class DeviceSockets {
   #changeDevice<T>(orgId: string, name: string, write: () => Promise<T>, ending: Ending & { readonly code: number }): Promise<T> {
     const key = orgScopedKey(orgId, name);
     return this.#serially(key, async () => {
-      await this.#quiesce(this.#sockets.get(key) ?? []);
+      const stopped = await this.#quiesce(this.#sockets.get(key) ?? []);
       let result: T;
       try {
         result = await write();
       } catch (error) {
+        // Refused below the disk floor: nothing was written, so the sockets go on storing.
+        if (error instanceof DiskSpaceLowError) {
+          for (const ws of stopped) ws.getUserData().accepting = ws.getUserData().open;
+          throw error;
+        }
         for (const ws of [...(this.#sockets.get(key) ?? [])]) closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the change could not be confirmed; connect again');
         throw error;
       }
@@ -262,8 +298,15 @@ export class DeviceSockets {
       data.attempted = true;
       recorded = await this.#d.devices.connect(device, connection, (open) => this.#endingOf(key, open, { reason: 'replaced', code: CLOSE_REPLACED }));
     } catch (error) {
-      // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
       logFailure(this.#d.logger, 'device connection could not be recorded', { org_id: device.org_id, device: device.name }, error);
+      // Refused below the disk floor: nothing was written, so only this socket closes; the others go on storing.
+      if (error instanceof DiskSpaceLowError) {
+        data.attempted = false;
+        closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection: the server\'s disk is nearly full; connect again later');
+        for (const other of others) other.getUserData().accepting = other.getUserData().open;
+        return false;
+      }
+      // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
       for (const socket of [ws, ...others]) closeSocket(socket, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
       return false;
     }
@@ -287,17 +330,20 @@ export class DeviceSockets {
   }
 
   /** Writes the connection's ending once its messages are settled (each event before `device.disconnected`). */
-  async #end(data: SocketData, ending: Ending): Promise<void> {
+  /** Writes the ending as of `at` (when the socket closed); false when the write failed. */
+  async #end(data: SocketData, ending: Ending, at: number): Promise<boolean> {
     await data.ready;
     // Not tried: nothing to end. Tried (recorded or not): the store ends it only if the ledger holds it.
-    if (!data.attempted) return;
+    if (!data.attempted) return true;
     await Promise.allSettled([...data.inFlight]);
     try {
-      await this.#d.devices.disconnect(data.device, data.connection, ending, this.#d.clock.now());
+      await this.#d.devices.disconnect(data.device, data.connection, ending, at);
+      return true;
     } catch (error) {
-      // The ledger still holds the connection open: the device's next connection, or the next
-      // start, ends it (reason connection_lost or runtime_restarted).
+      // The ledger still holds the connection open: tried again after a pause; meanwhile the
+      // device's next connection ends it, and a stop leaves it to the next start (runtime_restarted).
       logFailure(this.#d.logger, 'device disconnection could not be recorded', { org_id: data.device.org_id, device: data.device.name }, error);
+      return false;
     }
   }
 }

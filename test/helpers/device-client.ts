@@ -32,14 +32,15 @@ function maskedTextFrame(text: string): Buffer {
   return Buffer.concat([head, mask, payload.map((byte, i) => byte ^ mask[i % 4]!)]);
 }
 
-/** Opens a device socket; resolves once Sluice sent `ready` (the connection is recorded), or rejects with the refusal's status. */
+/** Opens a device socket; resolves once Sluice sent `ready` (the connection is recorded), or rejects with the refusal's status (or the close that came instead of `ready`: `closedWith`). */
 export function connectDevice(baseUrl: string, orgId: string, name: string, token: string | undefined, options: { protocols?: string[]; extraQuery?: string } = {}): Promise<DeviceClient> {
   const tokenQuery = token === undefined || options.protocols !== undefined ? '' : `token=${encodeURIComponent(token)}`;
   const query = [tokenQuery, options.extraQuery ?? ''].filter((part) => part !== '').join('&').replace(/^(?=.)/, '?');
   const socket = new WebSocket(`${baseUrl.replace('http', 'ws')}/devices/${orgId}/${name}${query}`, options.protocols ?? []);
   const frames: DeviceFrame[] = [];
   socket.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as DeviceFrame));
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  let closedWith: { code: number; reason: string } | undefined;
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve((closedWith = { code, reason: reason.toString() }))));
   const waitFor = async (predicate: () => boolean, what: string, timeoutMs = 5000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
     while (!predicate()) {
@@ -72,6 +73,11 @@ export function connectDevice(baseUrl: string, orgId: string, name: string, toke
       response.on('end', () => reject(Object.assign(new Error(`refused with ${response.statusCode}: ${text}`), { status: response.statusCode, body: text })));
     });
     socket.on('error', reject);
-    socket.on('open', () => void waitFor(() => frames.some((f) => f.type === 'ready'), 'the ready frame').then(() => resolve(client), reject));
+    const ready = (): boolean => frames.some((f) => f.type === 'ready');
+    socket.on('open', () =>
+      void waitFor(() => ready() || closedWith !== undefined, 'the ready frame').then(() => {
+        if (ready()) resolve(client);
+        else reject(Object.assign(new Error(`closed before ready with ${closedWith?.code}: ${closedWith?.reason}`), { closedWith }));
+      }, reject));
   });
 }

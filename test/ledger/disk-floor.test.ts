@@ -1,6 +1,6 @@
 // Below the free-space floor of the data dir's disk the runtime writes nothing and says why: a
 // webhook or API write is 503 write_failed, a run whose step answered stalls, reads go on; once
-// space is back, writes resume and the stalled run sends its step again under the same key.
+// space is back, writes resume and the stalled run writes the answer it kept (the step is not sent again).
 // The free space is injected (a real disk cannot be filled here); the ledger is the real LMDB one.
 
 import assert from 'node:assert/strict';
@@ -17,6 +17,7 @@ import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
 import { upload } from '../actions/action-fixtures.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { connectDevice } from '../helpers/device-client.ts';
+import { connectLive } from '../helpers/live-client.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
@@ -102,12 +103,74 @@ test('below the floor nothing is written and requests are told why; above it aga
   assert.equal(rt.runtime.engine.stalled.timers.fireDue(), 1);
   await eventually('both runs to complete', runStates, (states) => states.length === 2 && states.every((state) => state === 'completed'));
   const [stalledKey, ...later] = receiver.received.map((request) => String(request.headers['idempotency-key']));
-  assert.equal(later.length, 2, 'the stalled step went out again, and the new run\'s step once');
-  assert.equal(later.filter((sent) => sent === stalledKey).length, 1, 'the stalled step again under its idempotency key');
+  assert.equal(later.length, 1, 'the new run\'s step went out; the stalled one\'s answer was kept and written, not asked for again');
+  assert.notEqual(later[0], stalledKey);
 
   const floorLines = lines.filter((line) => line.message.includes('its floor'));
   assert.deepEqual(floorLines.map((line) => [line.level, line.free_mib, line.floor_mib]), [['error', 100, 256], ['info', 300, 256]], 'one line down, one line up');
   assert.deepEqual(lines.filter((line) => line.level === 'error' && !line.message.includes('its floor')), [], 'the refused writes log no errors of their own');
+});
+
+test('below the floor a second socket of a device is refused alone, and an ending that cannot be written is written once space is back', async () => {
+  await setFree(10_000 * MIB);
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'kiosk' } });
+  assert.equal(created.status, 201, created.text);
+  const first = await connectDevice(rt.url, ORG, 'kiosk', created.body.token);
+  const firstId = first.frames.find((frame) => frame.type === 'ready')!.connection_id;
+  await setFree(100 * MIB);
+  await assert.rejects(connectDevice(rt.url, ORG, 'kiosk', created.body.token), (error: { closedWith?: { code: number; reason: string } }) => error.closedWith?.code === 1011 && /disk is nearly full/.test(error.closedWith.reason));
+  first.send({ id: 'ping-1', type: 'kiosk.ping', payload: {} });
+  const nack = await first.answerTo('ping-1');
+  assert.deepEqual([nack.type, nack.error?.code], ['nack', 'write_failed'], 'the first socket stays open and stores again once it can');
+
+  // It leaves while its ending cannot be written: the device stays connected on record, and its ending waits.
+  const leftAt = clock.now();
+  first.close(1000);
+  await first.closed;
+  await eventually('the ending to wait for its retry', () => rt.runtime.devices.endingRetries.size, (n) => n === 1);
+  const device = async () => (await call(rt.url, 'GET', `/organizations/${ORG}/devices/kiosk`, { token: key })).body.device;
+  assert.equal((await device()).state, 'connected');
+  clock.advance(FIRST_RETRY_MS);
+  assert.equal(rt.runtime.devices.endingRetries.timers.fireDue(), 1);
+  await eventually('the retry to fail too', () => rt.runtime.devices.endingRetries.size === 1 && rt.runtime.devices.endingRetries.timers.dueAt(firstId) !== undefined, (waiting) => waiting);
+
+  await setFree(10_000 * MIB);
+  clock.advance(2 * FIRST_RETRY_MS);
+  assert.equal(rt.runtime.devices.endingRetries.timers.fireDue(), 1, 'the pause doubled');
+  await eventually('the ending to be written', () => rt.runtime.devices.endingRetries.size, (n) => n === 0);
+  const ended = await device();
+  assert.deepEqual([ended.state, ended.last_disconnect_reason, ended.last_disconnected_at], ['disconnected', 'client_closed', new Date(leftAt).toISOString()], 'ended as it ended, when it ended');
+  const events = (await call(rt.url, 'GET', `/organizations/${ORG}/events?type=device.disconnected`, { token: key })).body.events as Array<{ payload: { device: string; connection_id: string; reason: string; close_code: number | null } }>;
+  assert.deepEqual(events.filter((event) => event.payload.device === 'kiosk').map((event) => [event.payload.connection_id, event.payload.reason, event.payload.close_code]), [[firstId, 'client_closed', 1000]]);
+});
+
+test('a sandbox reset refused below the floor removes nothing and leaves the sandbox sockets open', async () => {
+  await setFree(10_000 * MIB);
+  const org = 'acct-disk-reset';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'till', environment: 'sandbox' } });
+  assert.equal(created.status, 201, created.text);
+  const device = await connectDevice(rt.url, org, 'till', created.body.token);
+  const live = await connectLive(rt.url, org, { token: orgKey });
+  const socketsOpen = async (): Promise<string | undefined> => /^sluice_websockets_open (\d+)$/m.exec((await call(rt.url, 'GET', '/metrics')).text)?.[1];
+  const openBefore = await socketsOpen();
+
+  await setFree(100 * MIB);
+  const refused = await call(rt.url, 'POST', `/organizations/${org}/sandbox/reset`, { token: orgKey });
+  assert.deepEqual([refused.status, refused.body.error?.code, refused.headers.get('retry-after')], [503, 'write_failed', '5']);
+  assert.match(refused.body.error.message, /could not start: the server's disk is nearly full\. Nothing was removed/);
+  assert.equal(await socketsOpen(), openBefore, 'no socket was closed');
+  device.send({ id: 'sale-1', type: 'sale.made', payload: {} });
+  assert.equal((await device.answerTo('sale-1')).error?.code, 'write_failed', 'the device socket is still there');
+
+  await setFree(10_000 * MIB);
+  device.send({ id: 'sale-2', type: 'sale.made', payload: {} });
+  assert.equal((await device.answerTo('sale-2')).type, 'ack');
+  const events = (await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey })).body.events as Array<{ type: string }>;
+  assert.deepEqual(events.map((event) => event.type).sort(), ['device.connected', 'sale.made'], 'nothing was removed');
+  live.close();
+  device.close(1000);
+  await device.closed;
 });
 
 test('the ledger refuses each write and group started below the floor, never a write inside a group it admitted', async () => {
