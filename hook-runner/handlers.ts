@@ -109,6 +109,8 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
 
     async DeleteSecret(request) {
       const { scope, key } = parseDeleteSecretRequest(request);
+      // A secret it does not hold is not there, disk or no disk: nothing to refuse.
+      if (!deps.vault.listKeys(scope).includes(key)) return { deleted: false };
       deps.assertWritable();
       return { deleted: await deps.vault.delete(scope, key) };
     },

@@ -58,6 +58,8 @@ options (dev, serve):
 options (hook-runner):
   --listen <addr>       gRPC listen address (default 127.0.0.1:7878; unix:<path> allowed)
   --data-dir <dir>      where its LMDB, master key and token live (SLUICE_DATA_DIR, default ./.sluice)
+  --min-free-disk-mib <n>  free MiB its disk keeps: below it compiles, secret changes and recorded
+                        invocations are refused (SLUICE_MIN_FREE_DISK_MIB, default 256; 0: off)
   sluice hook-runner --help also lists its environment (SLUICE_MASTER_KEY, SLUICE_PREVIOUS_MASTER_KEYS)
 `;
 

@@ -246,7 +246,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     ticker.start();
     await devices.start();
     // Start-up's own writes are done: from here, and before any request is let in, the disk floor
-    // refuses writes below it (disk-floor.ts).
+    // refuses writes below it (disk-floor.ts), knowing the free space (the first read may still be on its way).
+    await disk.probeNow();
     disk.arm();
   } finally {
     recovered();

@@ -188,6 +188,9 @@ export class HookRunnerClient {
         } catch (error) {
           if (!isServiceError(error)) throw error;
           if (refusesToken(error)) this.#options.onTokenRefused?.();
+          // A runner that refuses (its disk below its floor) after an earlier attempt of this call was
+          // lost on the way may have run that one: the caller must not take it as never sent.
+          if (answeredDiskFull(error) && mayHaveRun) throw unavailable(`The hook-runner may have taken an earlier attempt of this call (${method}), then refused it: ${error.details}`, error, true);
           if (error.code !== status.UNAVAILABLE || answeredDiskFull(error)) throw toSluiceError(method, error);
           mayHaveRun ||= !neverSent(error);
           lastError = error;

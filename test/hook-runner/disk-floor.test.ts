@@ -26,6 +26,7 @@ test('below its disk floor the runner refuses what would write, before any guest
   const kept = invocation(digest, { payloadJson: '{"n":1}' });
   assert.deepEqual(echoed(await roomy.client.invoke(kept)), { n: 1 });
   assert.equal((await roomy.client.health()).diskLow, false);
+  await roomy.client.putSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY', value: 'held-before' });
   await roomy.close({ keepData: true });
 
   const refused = invocation(digest, { payloadJson: '{"n":2}' });
@@ -35,8 +36,9 @@ test('below its disk floor the runner refuses what would write, before any guest
     assert.deepEqual([(await full.client.health()).ok, (await full.client.health()).diskLow], [true, true], 'it can run guests; its health says why it refuses writes');
     await assert.rejects(full.client.compile(await assembleWat('echo-2', ECHO_WAT.replace('(module', '(module (global i32 (i32.const 7))'))), diskFull);
     await assert.rejects(full.client.putSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY', value: 'kept-nowhere' }), diskFull);
+    assert.equal(await full.client.deleteSecret({ orgId: 'org_test', actionId: 'act_test', key: 'NOT_HELD' }), false, 'a secret it does not hold is simply not there');
     await assert.rejects(full.client.deleteSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY' }), diskFull);
-    assert.deepEqual(await full.client.listSecretKeys({ orgId: 'org_test', actionId: 'act_test' }), []);
+    assert.deepEqual(await full.client.listSecretKeys({ orgId: 'org_test', actionId: 'act_test' }), ['API_KEY'], 'the one held before is still held');
     await assert.rejects(full.client.invoke(refused), diskFull);
     const simulated = await full.client.invoke(invocation(digest, { payloadJson: '{"n":3}', simulate: true }));
     assert.deepEqual(echoed(simulated), { n: 3 }, 'a simulation records nothing and runs');

@@ -1,0 +1,53 @@
+// The runtime's hook-runner client against a real gRPC server that answers as scripted: a runner
+// that refuses a call (its disk below its floor) is not retried at once, and the refusal means
+// "never sent" only when no earlier attempt of the same call may have reached the runner.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Metadata, Server, ServerCredentials, status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { loadHookRunnerService, SLUICE_CODE_METADATA_KEY } from '../../hook-runner/wire.ts';
+import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+import { CallNotSentError, RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
+
+type Answer = 'dropped' | 'disk_full';
+
+/** A server whose Invoke answers each call with the next of `answers`; resolves with it and its calls so far. */
+async function scriptedRunner(answers: Answer[]): Promise<{ client: HookRunnerClient; calls: () => number; close: () => void }> {
+  let calls = 0;
+  const server = new Server();
+  server.addService(loadHookRunnerService() as never, {
+    Invoke: (_call: ServerUnaryCall<unknown, unknown>, answer: sendUnaryData<unknown>) => {
+      const next = answers[calls++] ?? 'disk_full';
+      if (next === 'dropped') return answer({ code: status.UNAVAILABLE, details: 'the connection dropped mid-call' });
+      const metadata = new Metadata();
+      metadata.set(SLUICE_CODE_METADATA_KEY, 'hook_runner_disk_full');
+      return answer({ code: status.UNAVAILABLE, details: "The hook-runner's disk is nearly full", metadata });
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+  const client = new HookRunnerClient(`127.0.0.1:${port}`, 'runner-token-for-scripted-tests', { sleep: async () => undefined });
+  return { client, calls: () => calls, close: () => { client.close(); server.forceShutdown(); } };
+}
+
+const invoke = (client: HookRunnerClient) =>
+  client.invoke({ orgId: 'org_a', actionId: 'act_a', digest: 'd'.repeat(64), permissions: [], payloadJson: '{}', idempotencyKey: 'run_a:step', fence: 1 });
+
+test('a refusal at the first attempt is a call never sent, not retried at once', async () => {
+  const runner = await scriptedRunner(['disk_full']);
+  try {
+    await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof CallNotSentError && error.code === 'hook_runner_disk_full' && error.retryAfterMs === 5000);
+    assert.equal(runner.calls(), 1);
+  } finally {
+    runner.close();
+  }
+});
+
+test('a refusal after an attempt lost mid-call is not taken as never sent: that attempt may have run', async () => {
+  const runner = await scriptedRunner(['dropped', 'disk_full']);
+  try {
+    await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof RunnerUnavailableError && error.mayHaveRun && /may have taken an earlier attempt/.test(error.message));
+    assert.equal(runner.calls(), 2);
+  } finally {
+    runner.close();
+  }
+});
