@@ -161,6 +161,17 @@ export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | unde
 }
 
 /**
+ * Catching up after failed writes: `fromMs` (a tick that could not be written) if it is not done,
+ * else the schedule's first tick after its last one done, if that is due by `nowMs` and not done.
+ * Undefined when caught up.
+ */
+export function oldestTickOwedSince(schedule: ScheduleRecord, fromMs: number, nowMs: number): number | undefined {
+  if (fromMs <= nowMs && !isTickDone(schedule, fromMs, nowMs)) return fromMs;
+  const next = cronOf(schedule).nextRun(new Date(Math.max(fromMs, schedule.last_tick_ms)))?.getTime();
+  return next !== undefined && next <= nowMs && !isTickDone(schedule, next, nowMs) ? next : undefined;
+}
+
+/**
  * When the schedule should next send: now if a tick is owed, else its first tick after now that it
  * will send (one before its start is passed over: isBeforeStart); undefined: never again.
  */

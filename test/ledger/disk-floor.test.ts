@@ -173,6 +173,38 @@ test('a sandbox reset refused below the floor removes nothing and leaves the san
   await device.closed;
 });
 
+test('schedule ticks that fall due below the floor are each sent once space is back, oldest first', async () => {
+  await setFree(10_000 * MIB);
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/schedules`, { token: key, json: { name: 'every-minute', cron: '* * * * *', event_type: 'tick.minute' } });
+  assert.equal(created.status, 201, created.text);
+  const ticker = rt.runtime.ticker;
+  const sent = async (): Promise<string[]> =>
+    ((await call(rt.url, 'GET', `/organizations/${ORG}/events?type=tick.minute`, { token: key })).body.events as Array<{ payload: { scheduled_for: string } }>).map((event) => event.payload.scheduled_for).sort();
+  const minute = (n: number): number => (Math.floor(clock.now() / 60_000) + n) * 60_000;
+  const first = minute(1);
+  clock.set(first);
+  assert.equal(ticker.timers.fireDue(), 1);
+  await eventually('the first tick', sent, (ticks) => ticks.length === 1);
+
+  await setFree(100 * MIB);
+  for (const at of [first + 60_000, first + 121_000, first + 181_000]) {
+    clock.set(at);
+    assert.equal(ticker.timers.fireDue(), 1);
+    await eventually('the tick to be refused and tried again later', () => ticker.timers.dueAt(`${ORG}\u0000every-minute`), (due) => due !== undefined && due > at);
+  }
+  assert.deepEqual(await sent(), [new Date(first).toISOString()], 'nothing was written below the floor');
+
+  await setFree(10_000 * MIB);
+  clock.advance(5_000);
+  const ticks = await eventually('the three ticks owed to be sent', async () => {
+    ticker.timers.fireDue();
+    return sent();
+  }, (list) => list.length === 4);
+  assert.deepEqual(ticks, [0, 1, 2, 3].map((n) => new Date(first + n * 60_000).toISOString()), 'each once, none passed over');
+  await eventually('the next tick to be armed', () => ticker.timers.dueAt(`${ORG}\u0000every-minute`), (due) => due === first + 4 * 60_000);
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/schedules/every-minute`, { token: key })).status, 204);
+});
+
 test('the ledger refuses each write and group started below the floor, never a write inside a group it admitted', async () => {
   const dir = tempDir('sluice-floored-');
   let freeHere = 10_000 * MIB;
