@@ -146,6 +146,7 @@ export class RunEngine {
     for (const run of runs) {
       const { orgId, runId } = run.context;
       this.#timers.disarm(orgScopedKey(orgId, runId));
+      this.#unwrittenReports.delete(orgScopedKey(orgId, runId));
       this.#letGo(orgId, runId);
     }
     this.#pump();
@@ -212,6 +213,9 @@ export class RunEngine {
       throw error;
     }
     this.#stalled.cleared(key);
+    // Another command went through while the run was stalled with a step's answer kept (a cancel).
+    const kept = this.#unwrittenReports.get(key);
+    this.#unwrittenReports.delete(key);
     if (written.gone) {
       this.#removed(orgId, runId);
       return false;
@@ -219,7 +223,22 @@ export class RunEngine {
     live.persisted = run;
     if (written.update !== undefined) this.#d.rooms.publish(orgId, [written.update]);
     this.#act(run);
+    if (kept !== undefined) await this.#keepAfterCancel(key, run, kept);
     return true;
+  }
+
+  /**
+   * A step answer kept while its run was stalled, once a cancel went through: recorded as an answer
+   * that came after the cancel (the effect was sent), as a live report would be. A failure to write
+   * it only loses that record (the attempt says `effect_sent: unknown`), never the cancel.
+   */
+  async #keepAfterCancel(key: string, run: PersistedRun, kept: UnwrittenReport): Promise<void> {
+    if (run.value !== 'cancelled') return;
+    try {
+      await this.#recordAfterCancel(key, run, { ...kept.command, at: kept.at } as RunEvent);
+    } catch (error) {
+      logFailure(this.#d.logger, 'step answer kept while the run was stalled could not be recorded after its cancel', { run_id: run.context.runId }, error);
+    }
   }
 
   /** Keeps what an effect reported after its run was cancelled; the done actor is dropped, so the next read takes the record from the ledger. */
@@ -229,6 +248,7 @@ export class RunEngine {
 
   /** The run was deleted (sandbox reset): it keeps no actor and no slot. */
   #removed(orgId: OrgId, runId: RunId): void {
+    this.#unwrittenReports.delete(orgScopedKey(orgId, runId));
     this.#letGo(orgId, runId);
     this.#pump();
   }
@@ -255,10 +275,11 @@ export class RunEngine {
     const runId = asRunId(id);
     // A read that fails here (the disk that stalled the run) stalls it again, for the next pause.
     this.#chains.serially(key, async () => {
-      const report = this.#unwrittenReports.get(key);
-      this.#unwrittenReports.delete(key);
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
+      // Taken once the read worked: a failed read keeps it for the next pause.
+      const report = this.#unwrittenReports.get(key);
+      this.#unwrittenReports.delete(key);
       // The step answered but its report was not written: while the ledger still has that attempt
       // out, its report is written again (a failure stalls the run again, keeping the report), so a
       // stall never sends the step twice. A restart loses the report, and sends it again under its key.

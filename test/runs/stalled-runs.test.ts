@@ -113,6 +113,29 @@ test('a run whose step result could not be written writes that result after the 
   assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome, a.ended_at]), [[1, 'succeeded', new Date(answeredAt).toISOString()]], 'one attempt, finished when the receiver answered');
 });
 
+test('a run cancelled while stalled with its step\'s answer kept records that answer as one that came after the cancel', async () => {
+  const org = 'acct-stalled-answer-cancel';
+  const key = await setup(org, '/answer-cancel');
+  receiver.script([{ status: 200 }]);
+  const failedBefore = failed.length;
+  failNext = (run) => run.value === 'completed' && run.context.orgId === org;
+  await send(org, key, 'answered');
+  const answeredAt = clock.now();
+  await eventually('the completion write to fail', () => failed.length, (n) => n === failedBefore + 1);
+  const runId = failed[failedBefore]!;
+  await eventually('the run to stall', () => rt.runtime.engine.stalled.has(`${org}\u0000${runId}`), (stalled) => stalled);
+
+  const cancel = await call(rt.url, 'POST', `/organizations/${org}/runs/${runId}/cancel`, { token: key });
+  assert.equal(cancel.status, 200, cancel.text);
+  const run = await eventually('the kept answer to be recorded', async () => (await call(rt.url, 'GET', `/organizations/${org}/runs/${runId}`, { token: key })).body.run, (r) => r.steps[0].attempts[0].after_cancel !== null);
+  assert.equal(run.state, 'cancelled');
+  const attempt = run.steps[0].attempts[0] as { after_cancel: { outcome: string; at: string } };
+  assert.deepEqual([attempt.after_cancel.outcome, attempt.after_cancel.at], ['succeeded', new Date(answeredAt).toISOString()], 'the receiver\'s answer, when it came');
+  clock.advance(10 * FIRST_RETRY_MS);
+  assert.equal(rt.runtime.engine.stalled.timers.fireDue(), 0, 'nothing is left to pick up');
+  assert.equal(receiver.received.filter((r) => r.path === '/answer-cancel').length, 1, 'the step went out once');
+});
+
 test('a cancel that cannot be written answers 503 and changes nothing; picking the run up again does not send its step a second time while it is out', async () => {
   const org = 'acct-stalled-cancel';
   const key = await setup(org, '/cancel');
