@@ -124,7 +124,8 @@ export class DeviceSockets {
   /**
    * Writes a closed socket's ending, after the device's earlier changes. One that cannot be written
    * (a full disk) is tried again after a pause, and its socket stays among the device's until then,
-   * so a newer connection of the device ends it with its own reason. At shutdown the next start ends it.
+   * so a newer connection of the device ends it with its own reason. A stop tries it once more; if
+   * that fails too, the next start ends it.
    */
   #writeEnding(ws: WebSocket<SocketData>, data: SocketData, ending: Ending, at: number): void {
     const key = orgScopedKey(data.device.org_id, data.device.name);
@@ -211,6 +212,9 @@ export class DeviceSockets {
     this.#endingRetries.close();
     await this.#quiesce([...this.#sockets.values()].flatMap((sockets) => [...sockets]));
     this.#closeWhere(() => true, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
+    // Endings still waiting get one last try (the disk may have room again); one that fails is
+    // left to the next start (runtime_restarted).
+    for (const retry of [...this.#unwrittenEndings.values()]) retry();
     while (this.#chains.size > 0) await Promise.allSettled([...this.#chains.values()]);
   }
 
@@ -329,8 +333,10 @@ export class DeviceSockets {
     return true;
   }
 
-  /** Writes the connection's ending once its messages are settled (each event before `device.disconnected`). */
-  /** Writes the ending as of `at` (when the socket closed); false when the write failed. */
+  /**
+   * Writes the connection's ending as of `at` (when the socket closed), once its messages are
+   * settled (each event before `device.disconnected`); false when the write failed.
+   */
   async #end(data: SocketData, ending: Ending, at: number): Promise<boolean> {
     await data.ready;
     // Not tried: nothing to end. Tried (recorded or not): the store ends it only if the ledger holds it.

@@ -161,6 +161,16 @@ export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | unde
 }
 
 /**
+ * Where catching up after failed writes starts: `fromMs`, or later when more than `limit` ticks
+ * are due from it by `nowMs`: then the oldest of the newest `limit` (older ones are passed over).
+ */
+export function catchUpStart(schedule: ScheduleRecord, fromMs: number, nowMs: number, limit: number): number {
+  const latest = cronOf(schedule).previousRuns(limit, new Date(nowMs + 1));
+  const oldestKept = latest.length === limit ? latest[limit - 1]!.getTime() : Number.NEGATIVE_INFINITY;
+  return Math.max(fromMs, oldestKept);
+}
+
+/**
  * Catching up after failed writes: `fromMs` (a tick that could not be written) if it is not done,
  * else the schedule's first tick after its last one done, if that is due by `nowMs` and not done.
  * Undefined when caught up.

@@ -3,7 +3,7 @@
 // in one transaction, so a tick sends once across crashes and restarts. Ticks missed while the
 // runtime was down are not sent one by one: only the newest one owed is sent, once, at start.
 // Ticks that fall due while their writes fail (a full disk) are sent one by one once writes go
-// through, oldest first, up to CATCH_UP_LIMIT of them; older ones are passed over, with a log line.
+// through, oldest first: the newest CATCH_UP_LIMIT of them; older ones are passed over, with a log line.
 // A wall clock set back re-arms every schedule from now (RunTimers' onClockBack).
 
 import type { Clock } from '../clock.ts';
@@ -15,21 +15,19 @@ import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import { SCHEDULE_SOURCE, isTickDone, nextTickAt, oldestTickOwedSince, sendsAlike, startedAheadOfClock, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
+import { SCHEDULE_SOURCE, catchUpStart, isTickDone, nextTickAt, oldestTickOwedSince, sendsAlike, startedAheadOfClock, tickEventId, tickOwed, type ScheduleRecord } from './schedule-record.ts';
 import type { ScheduleStore } from './schedule-store.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 
 /** A tick whose write failed is tried again after this long. */
 export const TICK_RETRY_MS = 5_000;
-/** The most ticks a schedule sends one by one after its writes failed; past it the newest owed is sent. */
+/** The most ticks a schedule sends one by one after its writes failed: the newest ones owed. */
 export const CATCH_UP_LIMIT = 100;
 
 /** A schedule behind after failed writes: its oldest tick not sent, as of the record it was worked out from. */
 interface Behind {
   readonly fromMs: number;
   readonly schedule: ScheduleRecord;
-  /** Ticks sent while catching up. */
-  readonly sent: number;
 }
 
 export interface ScheduleTickerDeps {
@@ -119,25 +117,30 @@ export class ScheduleTicker {
     let schedule: ScheduleRecord | undefined;
     try {
       schedule = this.#d.schedules.get(orgId, name);
-      if (schedule === undefined) return;
+      if (schedule === undefined) {
+        this.#behind.delete(key);
+        return;
+      }
       const now = this.#d.clock.now();
       tick = schedule.enabled ? this.#nextToSend(key, schedule, now) : undefined;
       if (tick !== undefined) await this.#send(schedule, tick, now);
     } catch (error) {
       const at = tick === undefined ? null : new Date(tick).toISOString();
       logFailure(this.#d.logger, 'schedule tick failed; trying again', { org_id: orgId, schedule: name, tick: at }, error);
-      if (tick !== undefined && schedule !== undefined && !this.#behind.has(key)) this.#behind.set(key, { fromMs: tick, schedule, sent: 0 });
+      if (tick !== undefined && schedule !== undefined && !this.#behind.has(key)) this.#behind.set(key, { fromMs: tick, schedule });
       this.#timers.arm(key, this.#d.clock.now() + TICK_RETRY_MS);
       return;
     }
     const current = this.#d.schedules.get(orgId, name);
-    if (current === undefined) return;
+    if (current === undefined) {
+      this.#behind.delete(key);
+      return;
+    }
     const behind = this.#behind.get(key);
     if (behind !== undefined && tick !== undefined) {
       // Caught up tick by tick: the next one owed goes at once.
-      const next = { fromMs: tick, schedule: current, sent: behind.sent + 1 };
       if (sendsAlike(current, behind.schedule) && oldestTickOwedSince(current, tick, this.#d.clock.now()) !== undefined) {
-        this.#behind.set(key, next);
+        this.#behind.set(key, { fromMs: tick, schedule: current });
         this.#timers.arm(key, this.#d.clock.now());
         return;
       }
@@ -148,7 +151,7 @@ export class ScheduleTicker {
 
   /**
    * The tick to send now: the newest owed, or for a schedule behind after failed writes its oldest
-   * not sent (until CATCH_UP_LIMIT were sent, or the schedule was changed since: then the newest).
+   * not sent among the newest CATCH_UP_LIMIT owed (the newest, once the schedule was changed since).
    */
   #nextToSend(key: string, schedule: ScheduleRecord, now: number): number | undefined {
     const behind = this.#behind.get(key);
@@ -157,12 +160,14 @@ export class ScheduleTicker {
       this.#behind.delete(key);
       return tickOwed(schedule, now);
     }
-    if (behind.sent >= CATCH_UP_LIMIT) {
-      this.#behind.delete(key);
-      this.#d.logger.warn('schedule fell too far behind while its ticks could not be written; older ticks are passed over', { org_id: schedule.org_id, schedule: schedule.name, sent: behind.sent });
-      return tickOwed(schedule, now);
+    const from = catchUpStart(schedule, behind.fromMs, now, CATCH_UP_LIMIT);
+    if (from > behind.fromMs) {
+      this.#d.logger.warn('schedule fell far behind while its ticks could not be written; older ticks are passed over', {
+        org_id: schedule.org_id, schedule: schedule.name, passed_over_from: new Date(behind.fromMs).toISOString(), sending_from: new Date(from).toISOString(),
+      });
+      this.#behind.set(key, { fromMs: from, schedule: behind.schedule });
     }
-    return oldestTickOwedSince(schedule, behind.fromMs, now) ?? tickOwed(schedule, now);
+    return oldestTickOwedSince(schedule, from, now) ?? tickOwed(schedule, now);
   }
 
   /**

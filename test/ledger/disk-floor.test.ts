@@ -179,7 +179,7 @@ test('schedule ticks that fall due below the floor are each sent once space is b
   assert.equal(created.status, 201, created.text);
   const ticker = rt.runtime.ticker;
   const sent = async (): Promise<string[]> =>
-    ((await call(rt.url, 'GET', `/organizations/${ORG}/events?type=tick.minute`, { token: key })).body.events as Array<{ payload: { scheduled_for: string } }>).map((event) => event.payload.scheduled_for).sort();
+    ((await call(rt.url, 'GET', `/organizations/${ORG}/events?type=tick.minute&limit=500`, { token: key })).body.events as Array<{ payload: { scheduled_for: string } }>).map((event) => event.payload.scheduled_for).sort();
   const minute = (n: number): number => (Math.floor(clock.now() / 60_000) + n) * 60_000;
   const first = minute(1);
   clock.set(first);
@@ -202,6 +202,21 @@ test('schedule ticks that fall due below the floor are each sent once space is b
   }, (list) => list.length === 4);
   assert.deepEqual(ticks, [0, 1, 2, 3].map((n) => new Date(first + n * 60_000).toISOString()), 'each once, none passed over');
   await eventually('the next tick to be armed', () => ticker.timers.dueAt(`${ORG}\u0000every-minute`), (due) => due === first + 4 * 60_000);
+
+  // Far behind: 150 ticks owed; the newest 100 are sent, the older ones passed over with a warning.
+  await setFree(100 * MIB);
+  clock.set(first + 4 * 60_000);
+  assert.equal(ticker.timers.fireDue(), 1);
+  await eventually('the tick to be refused', () => ticker.timers.dueAt(`${ORG}\u0000every-minute`), (due) => due !== undefined && due > first + 4 * 60_000);
+  const late = first + 153 * 60_000;
+  clock.set(late + 30_000);
+  await setFree(10_000 * MIB);
+  const caughtUp = await eventually('the newest 100 ticks to be sent', async () => {
+    ticker.timers.fireDue();
+    return sent();
+  }, (list) => list.length === 104);
+  assert.deepEqual(caughtUp.slice(4), Array.from({ length: 100 }, (_, n) => new Date(late - (99 - n) * 60_000).toISOString()));
+  assert.ok(lines.some((line) => line.level === 'warn' && line.message.includes('older ticks are passed over')));
   assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/schedules/every-minute`, { token: key })).status, 204);
 });
 
