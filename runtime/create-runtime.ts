@@ -110,6 +110,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   // What has been opened so far, closed again (newest first) if starting fails part way.
   const opened: Array<() => unknown> = [() => ledger.close(), () => disk.close()];
   try {
+    await disk.probeNow();
     return await startOn(ledger, disk, opened, config, clock, logger);
   } catch (error) {
     for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
@@ -246,8 +247,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     ticker.start();
     await devices.start();
     // Start-up's own writes are done: from here, and before any request is let in, the disk floor
-    // refuses writes below it (disk-floor.ts), knowing the free space (the first read may still be on its way).
-    await disk.probeNow();
+    // refuses writes below it (disk-floor.ts), knowing the free space (its first read, awaited
+    // below before anything starts: an await here would let due timers fire mid-start).
     disk.arm();
   } finally {
     recovered();
