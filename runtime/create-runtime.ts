@@ -244,11 +244,12 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     await engine.recover();
     // After recovery: a tick owed since the last start, and the endings of device connections the
     // previous process left open, make runs, which the engine must own.
-    ticker.start();
+    // The ticker last: a tick owed is due at once, and its timer must not fire mid-start.
     await devices.start();
+    ticker.start();
     // Start-up's own writes are done: from here, and before any request is let in, the disk floor
-    // refuses writes below it (disk-floor.ts), knowing the free space (its first read, awaited
-    // below before anything starts: an await here would let due timers fire mid-start).
+    // refuses writes below it (disk-floor.ts), knowing the free space (its first read was awaited
+    // in createRuntime, before anything started: an await here would let due timers fire mid-start).
     disk.arm();
   } finally {
     recovered();

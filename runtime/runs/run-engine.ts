@@ -305,6 +305,8 @@ export class RunEngine {
         this.#stalled.failed(key);
         return;
       }
+      // A cancel whose flush failed after its commit: the answer kept goes on record after it.
+      if (report !== undefined && run !== undefined) await this.#keepAfterCancel(key, run, report);
       // Nothing left to retry: gone, finished, or failed and waiting for a person.
       const kind = run === undefined ? 'done' : pendingWork(run).kind;
       if (kind === 'done' || kind === 'none') this.#stalled.cleared(key);

@@ -161,13 +161,21 @@ export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | unde
 }
 
 /**
- * Where catching up after failed writes starts: `fromMs`, or later when more than `limit` ticks
- * are due from it by `nowMs`: then the oldest of the newest `limit` (older ones are passed over).
+ * Where catching up after failed writes starts: `oldestOwedMs` (the oldest tick owed), or later
+ * when more than `limit` ticks are owed by `nowMs`: then the oldest of the newest `limit` (older
+ * ones are passed over). Walks at most `limit` ticks forward; only past that asks croner for the
+ * newest `limit` (slower: ~10 ms for 100).
  */
-export function catchUpStart(schedule: ScheduleRecord, fromMs: number, nowMs: number, limit: number): number {
-  const latest = cronOf(schedule).previousRuns(limit, new Date(nowMs + 1));
-  const oldestKept = latest.length === limit ? latest[limit - 1]!.getTime() : Number.NEGATIVE_INFINITY;
-  return Math.max(fromMs, oldestKept);
+export function catchUpStart(schedule: ScheduleRecord, oldestOwedMs: number, nowMs: number, limit: number): number {
+  const cron = cronOf(schedule);
+  let at = oldestOwedMs;
+  for (let owed = 1; owed <= limit; owed++) {
+    const next = cron.nextRun(new Date(at))?.getTime();
+    if (next === undefined || next > nowMs) return oldestOwedMs;
+    at = next;
+  }
+  const latest = cron.previousRuns(limit, new Date(nowMs + 1));
+  return latest.length === limit ? Math.max(oldestOwedMs, latest[limit - 1]!.getTime()) : oldestOwedMs;
 }
 
 /**

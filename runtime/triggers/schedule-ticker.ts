@@ -28,6 +28,8 @@ export const CATCH_UP_LIMIT = 100;
 interface Behind {
   readonly fromMs: number;
   readonly schedule: ScheduleRecord;
+  /** Ticks were passed over (said once, in a warning). */
+  readonly passedOver?: true;
 }
 
 export interface ScheduleTickerDeps {
@@ -87,8 +89,10 @@ export class ScheduleTicker {
     } catch (error) {
       this.#d.logger.error('schedule cannot be read; it sends nothing until it is changed', { org_id: schedule.org_id, schedule: schedule.name, error: String(error) });
     }
-    if (at === undefined) this.#timers.disarm(key);
-    else this.#timers.arm(key, at);
+    if (at === undefined) {
+      this.#timers.disarm(key);
+      this.#behind.delete(key);
+    } else this.#timers.arm(key, at);
   }
 
   /** The schedule was deleted. */
@@ -140,7 +144,7 @@ export class ScheduleTicker {
     if (behind !== undefined && tick !== undefined) {
       // Caught up tick by tick: the next one owed goes at once.
       if (sendsAlike(current, behind.schedule) && oldestTickOwedSince(current, tick, this.#d.clock.now()) !== undefined) {
-        this.#behind.set(key, { fromMs: tick, schedule: current });
+        this.#behind.set(key, { ...behind, fromMs: tick, schedule: current });
         this.#timers.arm(key, this.#d.clock.now());
         return;
       }
@@ -160,12 +164,16 @@ export class ScheduleTicker {
       this.#behind.delete(key);
       return tickOwed(schedule, now);
     }
-    const from = catchUpStart(schedule, behind.fromMs, now, CATCH_UP_LIMIT);
-    if (from > behind.fromMs) {
-      this.#d.logger.warn('schedule fell far behind while its ticks could not be written; older ticks are passed over', {
-        org_id: schedule.org_id, schedule: schedule.name, passed_over_from: new Date(behind.fromMs).toISOString(), sending_from: new Date(from).toISOString(),
-      });
-      this.#behind.set(key, { fromMs: from, schedule: behind.schedule });
+    const oldest = oldestTickOwedSince(schedule, behind.fromMs, now);
+    if (oldest === undefined) return tickOwed(schedule, now);
+    const from = catchUpStart(schedule, oldest, now, CATCH_UP_LIMIT);
+    if (from > oldest) {
+      if (behind.passedOver === undefined) {
+        this.#d.logger.warn('schedule fell far behind while its ticks could not be written; older ticks are passed over', {
+          org_id: schedule.org_id, schedule: schedule.name, passed_over_from: new Date(oldest).toISOString(), sending_from: new Date(from).toISOString(),
+        });
+      }
+      this.#behind.set(key, { fromMs: from, schedule: behind.schedule, passedOver: true });
     }
     return oldestTickOwedSince(schedule, from, now) ?? tickOwed(schedule, now);
   }

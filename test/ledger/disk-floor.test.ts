@@ -216,7 +216,8 @@ test('schedule ticks that fall due below the floor are each sent once space is b
     return sent();
   }, (list) => list.length === 104);
   assert.deepEqual(caughtUp.slice(4), Array.from({ length: 100 }, (_, n) => new Date(late - (99 - n) * 60_000).toISOString()));
-  assert.ok(lines.some((line) => line.level === 'warn' && line.message.includes('older ticks are passed over')));
+  const passedOver = lines.filter((line) => line.level === 'warn' && line.message.includes('older ticks are passed over')) as unknown as Array<{ passed_over_from: string; sending_from: string }>;
+  assert.deepEqual(passedOver.map((line) => [line.passed_over_from, line.sending_from]), [[new Date(first + 4 * 60_000).toISOString(), new Date(late - 99 * 60_000).toISOString()]], 'said once, naming the first tick passed over');
   assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/schedules/every-minute`, { token: key })).status, 204);
 });
 
