@@ -172,10 +172,10 @@ export class SluiceClient {
    * `skip` records webhook steps as skipped instead of sending. With an `idempotencyKey` the
    * replay is made once however often it is sent, and is retried on transient failures.
    */
-  async replayEvent(id: string, options: { sideEffects: 'skip' | 'run'; idempotencyKey?: string; environment?: Environment }, call: CallOptions = {}): Promise<SluiceEvent> {
+  async replayEvent(id: string, options: { sideEffects: 'skip' | 'run'; workflowIds?: readonly string[]; idempotencyKey?: string; environment?: Environment }, call: CallOptions = {}): Promise<SluiceEvent> {
     const answer = await this.request<{ event: SluiceEvent }>('POST', `/events/${encodeURIComponent(id)}/replay`, {
       ...call,
-      json: { side_effects: options.sideEffects },
+      json: { side_effects: options.sideEffects, ...(options.workflowIds === undefined ? {} : { workflow_ids: options.workflowIds }) },
       query: { environment: options.environment },
       ...(options.idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': options.idempotencyKey }, retry: true }),
     });

@@ -26,6 +26,8 @@ export interface SluiceEvent {
   readonly depth: number;
   /** A replay made with `side_effects: "skip"`: its webhook steps are recorded as skipped. */
   readonly replay_skip_side_effects: boolean;
+  /** A replay limited to these workflows (`workflowIds`); null: every workflow listening. */
+  readonly replay_workflow_ids: readonly string[] | null;
 }
 
 /** Bounded evidence of the request that created an event (a webhook); secrets and signatures redacted. */

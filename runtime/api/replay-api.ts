@@ -18,12 +18,27 @@ import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { ApiContext } from './context.ts';
 import { ENVIRONMENT_QUERY, environmentOf } from './query-params.ts';
 
-const parseReplay = createBodyParser<{ side_effects: 'skip' | 'run' }>({
+interface ReplayChoice {
+  readonly side_effects: 'skip' | 'run';
+  /** Only these workflows start runs (each must listen for the event now); all listeners when absent. */
+  readonly workflow_ids?: string[];
+}
+
+const MAX_REPLAY_WORKFLOWS = 100;
+
+const parseReplay = createBodyParser<ReplayChoice>({
   type: 'object',
   additionalProperties: false,
   required: ['side_effects'],
-  properties: { side_effects: { type: 'string', enum: ['skip', 'run'] } },
+  properties: {
+    side_effects: { type: 'string', enum: ['skip', 'run'] },
+    workflow_ids: { type: 'array', minItems: 1, maxItems: MAX_REPLAY_WORKFLOWS, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 200 } },
+  },
 });
+
+/** Whether an earlier keyed replay was made with the same workflow choice. */
+const sameWorkflows = (earlier: StoredEvent, choice: ReplayChoice): boolean =>
+  JSON.stringify(earlier.replay_workflow_ids ?? null) === JSON.stringify(choice.workflow_ids === undefined ? null : [...choice.workflow_ids].sort());
 
 /** An optional `Idempotency-Key` header: 1-255 printable ASCII characters, no spaces. */
 function parseIdempotencyKey(value: string | undefined): string | undefined {
@@ -45,7 +60,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const eventId = request.params.event_id ?? '';
         const environment = environmentOf(request, org);
-        const choiceOf = (): { side_effects: 'skip' | 'run' } => {
+        const choiceOf = (): ReplayChoice => {
           try {
             return parseReplay(parseJsonRequest(request));
           } catch (error) {
@@ -74,13 +89,16 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           return claim === undefined ? legacyReplay(key) : ctx.events.get(org.id, claim.event_id);
         };
         /** The keyed retry's answer: the earlier replay, if it was made with the same choice. */
-        const replayedAnswer = (earlier: StoredEvent, choice: { side_effects: 'skip' | 'run' }) => {
+        const replayedAnswer = (earlier: StoredEvent, choice: ReplayChoice) => {
           if (earlier.causation_id !== eventId || earlier.environment !== environment) {
             // Only a claim written before the separator was a space can name another event's replay.
             throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of another event.');
           }
           if (earlier.replay_skip_side_effects !== (choice.side_effects === 'skip')) {
             throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event with a different side_effects choice.', { original_event_id: earlier.id });
+          }
+          if (!sameWorkflows(earlier, choice)) {
+            throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event for other workflow_ids.', { original_event_id: earlier.id });
           }
           return rawJson(202, { event: eventWithRawPayload(earlier) }, { 'idempotent-replayed': 'true' });
         };
@@ -110,7 +128,15 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           // The reset waited for may have deleted the original, or the plan lost its sandbox meanwhile.
           ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
         }
-        const replay = replayOf(original, choice.side_effects, ctx.clock.now());
+        if (choice.workflow_ids !== undefined) {
+          // A workflow named that would start no run is a mistake to say now, not a replay that does nothing.
+          const listening = new Set(workflows.matching(org.id, original.environment, original.type).map((version) => String(version.workflow_id)));
+          const idle = choice.workflow_ids.find((id) => !listening.has(id));
+          if (idle !== undefined) {
+            throw new InputError(422, 'workflow_not_listening', `Workflow "${idle.slice(0, 64)}" is not an enabled ${original.environment} workflow of this organization listening for "${original.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
+          }
+        }
+        const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
         if (idempotencyKey === undefined) {
           await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
           ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });

@@ -22,6 +22,8 @@ export interface StoredEvent {
   readonly causation_id: string | null;
   readonly depth: number;
   readonly replay_skip_side_effects: boolean;
+  /** A business replay limited to these workflows (the person's choice): only they start runs; null: every listener. */
+  readonly replay_workflow_ids: readonly string[] | null;
 }
 
 /** What a trigger knows of an event it received (a webhook, an API call, a tick, a device message). */
@@ -43,6 +45,7 @@ export function rootEvent(fields: RootEventFields): StoredEvent {
     causation_id: null,
     depth: 0,
     replay_skip_side_effects: false,
+    replay_workflow_ids: null,
   };
 }
 

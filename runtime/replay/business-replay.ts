@@ -1,6 +1,7 @@
 // Business replay (DESIGN 5): a NEW event with a new identity (so new run ids and new effect keys),
 // made only after a person explicitly chose side_effects "skip" or "run". "skip" marks the event
 // `replay_skip_side_effects`: its webhook steps are recorded as skipped, and derived events inherit it.
+// `workflow_ids` limits which of the workflows listening now start a run (derived events are not limited).
 // A replay is a root of its own (its correlation_id is its id, its depth 0; causation_id names the
 // replayed event): the events its runs derive count against its own budget and depth, not the
 // original's, which earlier replays would otherwise use up until no replay could derive anything.
@@ -11,7 +12,7 @@ import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
 export const REPLAY_SOURCE = '@replay';
 
 /** The replay of `original`, with its payload exactly as the original received it. */
-export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', nowMs: number): StoredEvent {
+export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', nowMs: number, workflowIds?: readonly string[]): StoredEvent {
   const id = generateEventId(nowMs);
   const replay: StoredEvent = {
     ...original,
@@ -25,6 +26,8 @@ export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', now
     causation_id: original.id,
     // The person's choice, also on a replay of a skip replay: "run" there sends what it skipped.
     replay_skip_side_effects: sideEffects === 'skip',
+    // Limited to the workflows the person named (one run to redo, not every listener's effects).
+    replay_workflow_ids: workflowIds === undefined ? null : [...workflowIds].sort(),
   };
   return withPayloadText(replay, payloadTextOf(original));
 }

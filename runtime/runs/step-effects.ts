@@ -43,6 +43,7 @@ export function writeStepEffects(stores: StepEffectStores, run: PersistedRun, st
       causation_id: ctx.runId,
       depth: parent.depth + 1,
       replay_skip_side_effects: parent.replay_skip_side_effects,
+      replay_workflow_ids: null,
     },
     null,
   );

@@ -29,7 +29,7 @@ after(async () => {
 
 const eventOf = (payload: unknown, id = generateEventId(AT)): StoredEvent => ({
   id, org_id: 'org_a', type: 'order.paid', payload, environment: 'production', source: 'shop', provider_event_id: id,
-  received_at: new Date(AT).toISOString(), received_at_ms: AT, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false,
+  received_at: new Date(AT).toISOString(), received_at_ms: AT, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false, replay_workflow_ids: null,
 });
 
 const recordingOf = (body: string, truncated = false): Recording => ({

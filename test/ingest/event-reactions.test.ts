@@ -17,7 +17,7 @@ const delivery = (): StoredEvent => {
   const id = generateEventId(AT);
   return {
     id, org_id: 'org_a', type: 'order.paid', payload: { n: 1 }, environment: 'production', source: 'shop', provider_event_id: 'msg_same',
-    received_at: new Date(AT).toISOString(), received_at_ms: AT, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false,
+    received_at: new Date(AT).toISOString(), received_at_ms: AT, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false, replay_workflow_ids: null,
   };
 };
 

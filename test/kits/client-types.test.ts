@@ -16,12 +16,12 @@ import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.
 type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
 
 /** How a field's value looks in JSON. */
-type Kind = 'string' | 'number' | 'boolean' | 'string|null' | 'object' | 'object|null' | 'array' | 'any';
+type Kind = 'string' | 'number' | 'boolean' | 'string|null' | 'object' | 'object|null' | 'array' | 'array|null' | 'any';
 
 const EVENT = {
   id: 'string', org_id: 'string', type: 'string', payload: 'any', environment: 'string', source: 'string',
   provider_event_id: 'string|null', received_at: 'string', received_at_ms: 'number', correlation_id: 'string',
-  causation_id: 'string|null', depth: 'number', replay_skip_side_effects: 'boolean',
+  causation_id: 'string|null', depth: 'number', replay_skip_side_effects: 'boolean', replay_workflow_ids: 'array|null',
 } as const satisfies Record<keyof SluiceEvent, Kind>;
 const RECORDING = {
   method: 'string', path: 'string', headers: 'object', body: 'string', body_bytes: 'number', body_truncated: 'boolean',

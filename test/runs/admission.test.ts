@@ -122,7 +122,7 @@ test('a duplicate delivery that loses the race gives back the slot it took on th
     const id = generateEventId(at);
     return {
       id, org_id: 'acct-race', type: 'job.run', payload: {}, environment: 'production', source: 'shop', provider_event_id: 'dup-1',
-      received_at: new Date(at).toISOString(), received_at_ms: at, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false,
+      received_at: new Date(at).toISOString(), received_at_ms: at, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false, replay_workflow_ids: null,
     };
   };
   // Both pass the duplicate check before either commits, and both runs are admitted on the spot

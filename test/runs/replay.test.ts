@@ -222,6 +222,32 @@ test('keyed replays of two events never share a claim, whatever colons their ids
   assert.deepEqual(second.body.event.payload, { id: 'colon' });
 });
 
+test('workflow_ids limits a replay to the runs to redo: other listeners send nothing again; a workflow not listening is refused', async () => {
+  const receipts = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'receipt', trigger_event: 'payment.succeeded', steps: [{ id: 'mail', type: 'webhook', url: `${receiver.url}/receipt` }] } });
+  assert.equal(receipts.status, 201, receipts.text);
+  const receiptId = receipts.body.workflow.id as string;
+  const other = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'elsewhere', trigger_event: 'refund.made', steps: [{ id: 'x', type: 'webhook', url: `${receiver.url}/x` }] } });
+  const notifiedBefore = receiver.received.filter((r) => r.path === '/notify').length;
+
+  const idle = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'run', workflow_ids: [receiptId, other.body.workflow.id] } });
+  assert.deepEqual([idle.status, idle.body.error?.code, idle.body.error?.field], [422, 'workflow_not_listening', 'workflow_ids'], idle.text);
+  assert.match(idle.body.error.message, /listening for "payment.succeeded"/);
+  const empty = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, json: { side_effects: 'run', workflow_ids: [] } });
+  assert.deepEqual([empty.status, empty.body.error?.field], [400, 'workflow_ids']);
+
+  const headers = { 'idempotency-key': 'redo-receipt-1' };
+  const replay = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, headers, json: { side_effects: 'run', workflow_ids: [receiptId] } });
+  assert.equal(replay.status, 202, replay.text);
+  assert.deepEqual(replay.body.event.replay_workflow_ids, [receiptId]);
+  const reactions = await eventually('the one run to complete', () => reactionsOf(replay.body.event.id), (r) => r.length === 1 && r[0]!.state === 'completed');
+  assert.equal((reactions[0] as unknown as { workflow_id: string }).workflow_id, receiptId);
+  assert.equal(receiver.received.filter((r) => r.path === '/notify').length, notifiedBefore, 'the charge was not sent again');
+  assert.equal(receiver.received.filter((r) => r.path === '/receipt' && r.headers['idempotency-key'] === `${reactions[0]!.run_id}:mail`).length, 1);
+  const otherChoice = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/replay`, { token: key, headers, json: { side_effects: 'run' } });
+  assert.deepEqual([otherChoice.status, otherChoice.body.error?.code], [409, 'idempotency_key_reused'], 'the key remembers the workflows chosen');
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/workflows/${receiptId}`, { token: key })).status, 204);
+});
+
 test('transport replay explains dedup, schema and routing, and creates nothing', async () => {
   const before = (await call(rt.url, 'GET', `/organizations/${ORG}/events?limit=500`, { token: key })).body.events.length;
   const report = await call(rt.url, 'POST', `/organizations/${ORG}/events/${originalId}/transport-replay`, { token: key });

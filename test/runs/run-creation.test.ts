@@ -62,7 +62,7 @@ function setUp(onLedger: Ledger): void {
 
 const event = (id: string): StoredEvent => ({
   id, org_id: ORG, type: 'job.run', payload: {}, environment: 'production', source: '@api', provider_event_id: null,
-  received_at: '2026-11-30T00:00:00.000Z', received_at_ms: 1_000, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false,
+  received_at: '2026-11-30T00:00:00.000Z', received_at_ms: 1_000, correlation_id: id, causation_id: null, depth: 0, replay_skip_side_effects: false, replay_workflow_ids: null,
 });
 
 /** Creates the event's run inside a real transaction and returns its (not yet settled) reaction. */
