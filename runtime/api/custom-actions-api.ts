@@ -39,7 +39,7 @@ const parseReview = createBodyParser<ReviewBody>({
   type: 'object',
   additionalProperties: false,
   required: ['status'],
-  properties: { status: { type: 'string', enum: ['approved', 'rejected', 'revoked'] }, reason: {}, version: { type: 'integer', minimum: 1 } },
+  properties: { status: { type: 'string', enum: ['approved', 'rejected', 'revoked'] }, reason: {}, version: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } },
 });
 const parseSecret = createBodyParser<SecretBody>({
   type: 'object',
@@ -51,7 +51,7 @@ const parseSimulate = createBodyParser<SimulateBody>({
   type: 'object',
   additionalProperties: false,
   required: ['payload'],
-  properties: { payload: {}, version: { type: 'integer', minimum: 1 } },
+  properties: { payload: {}, version: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } },
 });
 
 function parseSecretKey(value: string, field: string): string {

@@ -161,6 +161,9 @@ describe('review and versions', () => {
     assert.equal(byDeveloper.status, 403);
     assert.deepEqual(store.resolveForRun(ORG, id), { kind: 'not_approved', status: 'pending_review' });
 
+    // A version past what a JSON number holds exactly is refused by name, not looked up rounded.
+    const huge = await call(rt.url, 'POST', `${base}/${id}/review`, { token: admin.key, body: '{"status":"approved","version":99999999999999999999}', headers: { 'content-type': 'application/json' } });
+    assert.deepEqual([huge.status, huge.body.error?.field], [400, 'version'], huge.text);
     const unnamed = await review(id, { status: 'approved' });
     assert.deepEqual([unnamed.status, unnamed.body.error.code, unnamed.body.error.field], [400, 'version_required', 'version'], 'an approval names the version reviewed');
     const approved = await review(id, { status: 'approved', version: 1, reason: 'reads one key, looks fine' });
