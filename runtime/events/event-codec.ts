@@ -28,16 +28,21 @@ export function toEventRecord(event: StoredEvent, payloadJson: string | undefine
  * the payload itself) gets the text `payloadTextOf` gives for it, the payload serialized.
  */
 export function currentEventRecord(record: EventRecord): EventRecord {
-  if (typeof record.payload_json === 'string') return record;
+  if (typeof record.payload_json === 'string') return withCurrentFields(record);
   const { payload, ...rest } = record as unknown as StoredEvent;
-  return { ...rest, payload_json: JSON.stringify(payload ?? null) };
+  return withCurrentFields({ ...rest, payload_json: JSON.stringify(payload ?? null) });
 }
 
 export function fromEventRecord(record: EventRecord): StoredEvent {
   // Data dirs from before this layout hold the payload itself.
-  if (typeof record.payload_json !== 'string') return record as unknown as StoredEvent;
-  const { payload_json: payloadJson, ...rest } = record;
+  if (typeof record.payload_json !== 'string') return withCurrentFields(record as unknown as StoredEvent);
+  const { payload_json: payloadJson, ...rest } = withCurrentFields(record);
   return withPayloadText({ ...rest, payload: JSON.parse(payloadJson) as unknown }, payloadJson);
+}
+
+/** Fields added since a record was written read as their default: `replay_workflow_ids` null (every listener). */
+function withCurrentFields<T extends { readonly replay_workflow_ids: readonly string[] | null }>(record: T): T {
+  return record.replay_workflow_ids === undefined ? { ...record, replay_workflow_ids: null } : record;
 }
 
 export function toRecordingRecord(recording: Recording, payloadJson: string): RecordingRecord {

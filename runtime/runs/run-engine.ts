@@ -79,8 +79,7 @@ export class RunEngine {
       matching: (event) => {
         const listening = deps.workflows.matching(event.org_id, event.environment, event.type);
         const only = event.replay_workflow_ids;
-        // Events stored before the field read undefined: every listener, as before.
-        return only === undefined || only === null ? listening : listening.filter((version) => only.includes(version.workflow_id));
+        return only === null ? listening : listening.filter((version) => only.includes(version.workflow_id));
       },
       updateFor: (run, version) => this.#updateFor(run, version),
       admitNow: (orgId, runId) => {

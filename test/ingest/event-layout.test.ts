@@ -75,6 +75,11 @@ test('a null payload and events written in the older layout read back unchanged'
   assert.deepEqual(store.get('org_a', older.id), older);
   assert.deepEqual(store.recording('org_a', older.id), recordingOf('{"kept":"as an object"}'));
   assert.equal(store.has('org_a', older.id), true);
+  // Written before replays could name workflows: it reads as a replay of every listener would (null).
+  const { replay_workflow_ids: _added, ...beforeTheField } = eventOf({ n: 2 });
+  await ledger.events.put(['org_a', beforeTheField.id], { ...beforeTheField, payload_json: '{"n":2}' });
+  assert.equal(store.get('org_a', beforeTheField.id)?.replay_workflow_ids, null);
+  assert.equal(store.getRecord('org_a', beforeTheField.id)?.replay_workflow_ids, null);
   assert.equal(store.has('org_a', 'evt_missing'), false);
 });
 
