@@ -150,7 +150,6 @@ export class RunEngine {
     for (const run of runs) {
       const { orgId, runId } = run.context;
       this.#timers.disarm(orgScopedKey(orgId, runId));
-      this.#unwrittenReports.delete(orgScopedKey(orgId, runId));
       this.#letGo(orgId, runId);
     }
     this.#pump();
@@ -252,14 +251,14 @@ export class RunEngine {
 
   /** The run was deleted (sandbox reset): it keeps no actor and no slot. */
   #removed(orgId: OrgId, runId: RunId): void {
-    this.#unwrittenReports.delete(orgScopedKey(orgId, runId));
     this.#letGo(orgId, runId);
     this.#pump();
   }
 
-  /** Drops the run's live actor and its place in the scheduler; the caller pumps afterwards. */
+  /** Drops the run's live actor, any answer kept for it and its place in the scheduler; the caller pumps afterwards. */
   #letGo(orgId: OrgId, runId: RunId): void {
     this.#dropActor(orgScopedKey(orgId, runId));
+    this.#unwrittenReports.delete(orgScopedKey(orgId, runId));
     if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
   }
 

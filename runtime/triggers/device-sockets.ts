@@ -246,6 +246,11 @@ export class DeviceSockets {
     return stopped;
   }
 
+  /** The sockets `#quiesce` stopped go on storing (those still open), after a change refused before it wrote anything. */
+  #resumeStoring(sockets: Iterable<WebSocket<SocketData>>): void {
+    for (const ws of sockets) ws.getUserData().accepting = ws.getUserData().open;
+  }
+
   /**
    * A change that ends the device's connections: quiesce, write, then close every socket of the
    * device (`ending`). A write that fails may still have committed (its flush failed), so the
@@ -261,7 +266,7 @@ export class DeviceSockets {
       } catch (error) {
         // Refused below the disk floor: nothing was written, so the sockets go on storing.
         if (error instanceof DiskSpaceLowError) {
-          for (const ws of stopped) ws.getUserData().accepting = ws.getUserData().open;
+          this.#resumeStoring(stopped);
           throw error;
         }
         for (const ws of [...(this.#sockets.get(key) ?? [])]) closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the change could not be confirmed; connect again');
@@ -307,7 +312,7 @@ export class DeviceSockets {
       if (error instanceof DiskSpaceLowError) {
         data.attempted = false;
         closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection: the server\'s disk is nearly full; connect again later');
-        for (const other of others) other.getUserData().accepting = other.getUserData().open;
+        this.#resumeStoring(others);
         return false;
       }
       // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
