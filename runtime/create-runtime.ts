@@ -57,6 +57,7 @@ import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
 import { FAILED_INDEX_MOVED_FORMAT, upgradeFailedIndex } from './runs/failed-index-upgrade.ts';
 import { assertDataFormatKnown, stampDataFormat, storedDataFormat } from './ledger/data-format.ts';
+import { REPLAY_INDEX_FORMAT } from './events/replay-index.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
 import { WORKFLOW_ORDER_FORMAT, WorkflowStore } from './workflows/workflow-store.ts';
@@ -139,6 +140,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   if (format < WORKFLOW_ORDER_FORMAT) {
     const indexed = await workflows.indexOrder();
     if (indexed > 0) logger.info('workflows indexed by creation for paging', { workflows: indexed });
+  }
+  if (format < REPLAY_INDEX_FORMAT) {
+    const read = await events.replays.indexStored(ledger.events);
+    if (read > 0) logger.info('business replays indexed under their events', { events_read: read });
   }
   await stampDataFormat(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);

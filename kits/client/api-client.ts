@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { linkSignals, raceAbort } from './abort.ts';
 import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
-import type { Environment, EventDetails, RunSummary, SluiceEvent } from './api-types.ts';
+import type { Environment, EventDetails, ReplayMade, RunSummary, SluiceEvent } from './api-types.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
@@ -170,16 +170,17 @@ export class SluiceClient {
   /**
    * A business replay: a new event with new runs and new effect keys. `sideEffects` is required:
    * `skip` records webhook steps as skipped instead of sending. With an `idempotencyKey` the
-   * replay is made once however often it is sent, and is retried on transient failures.
+   * replay is made once however often it is sent, and is retried on transient failures. Without
+   * one, the same replay made again within 5 minutes is refused (`409 replay_just_made`, naming
+   * it) unless `again` is true. Answers the new event and the runs it started.
    */
-  async replayEvent(id: string, options: { sideEffects: 'skip' | 'run'; workflowIds?: readonly string[]; idempotencyKey?: string; environment?: Environment }, call: CallOptions = {}): Promise<SluiceEvent> {
-    const answer = await this.request<{ event: SluiceEvent }>('POST', `/events/${encodeURIComponent(id)}/replay`, {
+  replayEvent(id: string, options: { sideEffects: 'skip' | 'run'; workflowIds?: readonly string[]; idempotencyKey?: string; again?: boolean; environment?: Environment }, call: CallOptions = {}): Promise<ReplayMade> {
+    return this.request<ReplayMade>('POST', `/events/${encodeURIComponent(id)}/replay`, {
       ...call,
-      json: { side_effects: options.sideEffects, ...(options.workflowIds === undefined ? {} : { workflow_ids: options.workflowIds }) },
+      json: { side_effects: options.sideEffects, ...(options.workflowIds === undefined ? {} : { workflow_ids: options.workflowIds }), ...(options.again === undefined ? {} : { again: options.again }) },
       query: { environment: options.environment },
       ...(options.idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': options.idempotencyKey }, retry: true }),
     });
-    return answer.event;
   }
 
   async *#pages<T>(path: string, field: string, query: Record<string, string | number | undefined>, call: CallOptions): AsyncIterable<T> {

@@ -61,9 +61,26 @@ export interface RunSummary {
   readonly updated_at: string;
 }
 
-/** GET /events/:id: the event, the request that created it (null for one that came another way), and the runs it started. */
+/** One business replay of an event, as the event's view lists them (newest first, at most 20). */
+export interface EventReplay {
+  /** The replay's own event: its runs are on its view. */
+  readonly event_id: string;
+  readonly received_at: string;
+  readonly received_at_ms: number;
+  readonly side_effects: 'skip' | 'run';
+  readonly workflow_ids: readonly string[] | null;
+}
+
+/** GET /events/:id: the event, the request that created it (null for one that came another way), the runs it started and its replays. */
 export interface EventDetails {
   readonly event: SluiceEvent;
   readonly recording: EventRecording | null;
+  readonly reactions: RunSummary[];
+  readonly replays: EventReplay[];
+}
+
+/** What a business replay answers: its new event and the runs that event started. */
+export interface ReplayMade {
+  readonly event: SluiceEvent;
   readonly reactions: RunSummary[];
 }

@@ -1,4 +1,4 @@
-// REST: send a custom event, get one (with its recording and reactions), list by time (by type and source too).
+// REST: send a custom event, get one (with its recording, reactions and replays), list by time (by type and source too).
 // Every read is scoped to one environment (`?environment=`, default production).
 
 import { InputError } from '../errors.ts';
@@ -34,6 +34,9 @@ const parseSend = createBodyParser<SendEventBody>({
     id: { type: 'string', pattern: EVENT_ID_PATTERN },
   },
 });
+
+/** The newest replays an event's view lists (all of them: `?source=@replay` on the list). */
+const LISTED_REPLAYS = 20;
 
 export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
   const base = '/organizations/:org_id/events';
@@ -96,7 +99,13 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const event = ctx.events.require(org.id, request.params.event_id ?? '', environmentOf(request, org));
-        return rawJson(200, { event: eventWithRawPayload(event), recording: ctx.events.recording(org.id, event.id) ?? null, reactions: ctx.runs.forEvent(org.id, event.id).map(summarizeRun) });
+        return rawJson(200, {
+          event: eventWithRawPayload(event),
+          recording: ctx.events.recording(org.id, event.id) ?? null,
+          reactions: ctx.runs.forEvent(org.id, event.id).map(summarizeRun),
+          // Where its business replays went (each one's runs are on its own view).
+          replays: ctx.events.replays.newest(org.id, event.environment, event.id, LISTED_REPLAYS),
+        });
       },
     },
   ];

@@ -1,20 +1,23 @@
 // REST: the two event replays. Business replay makes a new event after an explicit side_effects
-// choice (once per Idempotency-Key, when given); transport replay only explains what ingest would
-// do with the recorded request.
+// choice (once per Idempotency-Key, when given; an unkeyed one is not repeated within minutes
+// unless the person says "again"); transport replay only explains what ingest would do with the
+// recorded request.
 
 import { ConflictError, InputError } from '../errors.ts';
 import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
-import type { StoredEvent } from '../events/event-record.ts';
+import { REPLAY_SOURCE, type StoredEvent } from '../events/event-record.ts';
 import { eventWithRawPayload } from '../events/payload-text.ts';
 import { json, rawJson, type Route } from '../http/types.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
-import { REPLAY_SOURCE, replayOf } from '../replay/business-replay.ts';
+import { replayOf } from '../replay/business-replay.ts';
 import { explainTransportReplay } from '../replay/transport-replay.ts';
 import { CONNECTION_EVENT_TYPES } from '../triggers/device-record.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
+import { summarizeRun } from '../runs/run-summary.ts';
+import { KeyedSerial } from './keyed-serial.ts';
 import type { ApiContext } from './context.ts';
 import { ENVIRONMENT_QUERY, environmentOf } from './query-params.ts';
 
@@ -22,9 +25,21 @@ interface ReplayChoice {
   readonly side_effects: 'skip' | 'run';
   /** Only these workflows start runs (each must listen for the event now); all listeners when absent. */
   readonly workflow_ids?: string[];
+  /** Replay once more although the same replay was made moments ago (an unkeyed request's guard). */
+  readonly again?: boolean;
 }
 
 const MAX_REPLAY_WORKFLOWS = 100;
+
+/**
+ * How long an unkeyed replay refuses to be made again with the same choice: a double click, a
+ * client retrying after a timeout or a form sent again all come within it, and each would send
+ * every effect again under new keys. `"again": true` says the person means it.
+ */
+export const REPEAT_GUARD_MS = 5 * 60_000;
+
+/** The replays looked at for a repeat: the newest ones, made within the guard. */
+const REPEAT_LOOKBACK = 20;
 
 const parseReplay = createBodyParser<ReplayChoice>({
   type: 'object',
@@ -33,12 +48,13 @@ const parseReplay = createBodyParser<ReplayChoice>({
   properties: {
     side_effects: { type: 'string', enum: ['skip', 'run'] },
     workflow_ids: { type: 'array', minItems: 1, maxItems: MAX_REPLAY_WORKFLOWS, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 200 } },
+    again: { type: 'boolean' },
   },
 });
 
-/** Whether an earlier keyed replay was made with the same workflow choice. */
-const sameWorkflows = (earlier: StoredEvent, choice: ReplayChoice): boolean =>
-  JSON.stringify(earlier.replay_workflow_ids ?? null) === JSON.stringify(choice.workflow_ids === undefined ? null : [...choice.workflow_ids].sort());
+/** Whether a replay made earlier (its workflow_ids as stored: sorted, or null) chose the same workflows. */
+const sameWorkflows = (earlier: readonly string[] | null, choice: ReplayChoice): boolean =>
+  JSON.stringify(earlier) === JSON.stringify(choice.workflow_ids === undefined ? null : [...choice.workflow_ids].sort());
 
 /** An optional `Idempotency-Key` header: 1-255 printable ASCII characters, no spaces. */
 function parseIdempotencyKey(value: string | undefined): string | undefined {
@@ -51,6 +67,23 @@ function parseIdempotencyKey(value: string | undefined): string | undefined {
 
 export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowStore, quota: IngestQuota): Route[] {
   const base = '/organizations/:org_id/events/:event_id';
+  const unkeyed = new KeyedSerial();
+  /** The answer for a replay made (now or by an earlier keyed request): the event and the runs it started. */
+  const made = (replay: StoredEvent) => ({ event: eventWithRawPayload(replay), reactions: ctx.runs.forEvent(replay.org_id, replay.id).map(summarizeRun) });
+  /** Refuses an unkeyed replay that repeats one made within REPEAT_GUARD_MS with the same choice. */
+  const refuseRepeat = (orgId: string, original: StoredEvent, choice: ReplayChoice): void => {
+    const nowMs = ctx.clock.now();
+    const repeated = ctx.events.replays
+      .newest(orgId, original.environment, original.id, REPEAT_LOOKBACK)
+      .find((earlier) => nowMs - earlier.received_at_ms < REPEAT_GUARD_MS && earlier.side_effects === choice.side_effects && sameWorkflows(earlier.workflow_ids, choice));
+    if (repeated === undefined) return;
+    const ago = Math.max(0, Math.round((nowMs - repeated.received_at_ms) / 1000));
+    throw new ConflictError(
+      'replay_just_made',
+      `This event was replayed with the same side_effects and workflows ${ago} s ago (event ${repeated.event_id}). To replay it once more, send "again": true; to make retries of one replay safe, send an Idempotency-Key.`,
+      { replay_event_id: repeated.event_id },
+    );
+  };
   return [
     {
       method: 'POST',
@@ -97,10 +130,10 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           if (earlier.replay_skip_side_effects !== (choice.side_effects === 'skip')) {
             throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event with a different side_effects choice.', { original_event_id: earlier.id });
           }
-          if (!sameWorkflows(earlier, choice)) {
+          if (!sameWorkflows(earlier.replay_workflow_ids, choice)) {
             throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event for other workflow_ids.', { original_event_id: earlier.id });
           }
-          return rawJson(202, { event: eventWithRawPayload(earlier) }, { 'idempotent-replayed': 'true' });
+          return rawJson(202, made(earlier), { 'idempotent-replayed': 'true' });
         };
         let original;
         try {
@@ -136,12 +169,17 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
             throw new InputError(422, 'workflow_not_listening', `Workflow "${idle.slice(0, 64)}" is not an enabled ${original.environment} workflow of this organization listening for "${original.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
           }
         }
-        const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
         if (idempotencyKey === undefined) {
-          await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
-          ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
-          return rawJson(202, { event: eventWithRawPayload(replay) });
+          // One at a time per event, so a double click's second request sees the first one's replay.
+          return unkeyed.run(`${org.id} ${original.id}`, async () => {
+            if (choice.again !== true) refuseRepeat(org.id, original, choice);
+            const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
+            await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
+            ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
+            return rawJson(202, made(replay));
+          });
         }
+        const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
         // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
         // (within the dedup window) answers with the replay it already made instead of a second one.
         const legacy = legacyReplay(idempotencyKey);
@@ -150,7 +188,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           // A space occurs in neither part, so no two (event, key) pairs share a claim.
           await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });
           ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
-          return rawJson(202, { event: eventWithRawPayload(replay) });
+          return rawJson(202, made(replay));
         } catch (error) {
           const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
           if (earlier === undefined) throw error;

@@ -6,6 +6,8 @@ import type { Environment } from '../sources/source-record.ts';
 
 export const EVENT_ID_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$';
 export const API_SOURCE = '@api';
+/** The source of a business replay's event (runtime/replay/business-replay.ts). */
+export const REPLAY_SOURCE = '@replay';
 
 export interface StoredEvent {
   readonly id: string;

@@ -1,4 +1,4 @@
-// Stores events durably: inbox claim + event + time index + recording in ONE atomic write, and
+// Stores events durably: inbox claim + event + time index (+ replay index) + recording in ONE atomic write, and
 // resolves only after it is flushed. Reactors (workflow runs) join the same write.
 
 import { ConflictError, notFound } from '../errors.ts';
@@ -10,6 +10,7 @@ import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
 import { currentEventRecord, fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
 import { payloadTextOf, weighEvent } from './payload-text.ts';
+import { ReplayIndex } from './replay-index.ts';
 
 /** What a reactor did inside a storing transaction, to finish once its fate is known. */
 export interface Reaction {
@@ -99,12 +100,15 @@ export class EventStore {
   readonly #tombstones: LedgerTable;
   /** [orgId, root event id] -> how many events custom actions derived from that root (its correlation_id). */
   readonly #derivedCounts: LedgerTable;
+  /** Each event's business replays, written and removed with them. */
+  readonly replays: ReplayIndex;
 
   constructor(ledger: Ledger, inbox: Inbox) {
     this.#ledger = ledger;
     this.inbox = inbox;
     this.#tombstones = ledger.openDatabase('event-tombstones');
     this.#derivedCounts = ledger.openDatabase('derived-counts');
+    this.replays = new ReplayIndex(ledger);
   }
 
   /** Registers a reactor that runs inside every event-storing transaction. */
@@ -171,6 +175,7 @@ export class EventStore {
     events.remove([event.org_id, event.id]);
     recordings.remove([event.org_id, event.id]);
     this.#derivedCounts.remove([event.org_id, event.id]);
+    this.replays.removeWithin(event);
     if (event.source === API_SOURCE && event.provider_event_id !== null) this.#tombstones.put([event.org_id, event.environment, event.id], nowMs);
   }
 
@@ -209,6 +214,7 @@ export class EventStore {
       if (claim !== null) this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
       events.put([event.org_id, event.id], record);
       eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], null);
+      this.replays.writeWithin(event);
       if (recordingRecord !== null) recordings.put([event.org_id, event.id], recordingRecord);
       for (const reaction of reactions) reaction.write();
     } catch (error) {

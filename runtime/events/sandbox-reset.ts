@@ -21,7 +21,7 @@ import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import type { InboxClaim } from '../inbox/inbox.ts';
 import type { EventStore } from './event-store.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
-import { REPLAY_SOURCE } from '../replay/business-replay.ts';
+import { REPLAY_SOURCE } from './event-record.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
@@ -205,6 +205,8 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
   for (const source of claimSources) claims += await inChunks((limit) => deps.events.inbox.removeSourceClaimsWithin(orgId, source, limit));
   // Ids retention removed may be sent again too: the new generation gives their runs new ids.
   await inChunks((limit) => deps.events.removeTombstonesWithin(orgId, 'sandbox', limit));
+  // The replays listed under sandbox events went with their events.
+  await inChunks((limit) => deps.events.replays.removeEnvironmentWithin(orgId, 'sandbox', limit));
   const projectionRows = await inChunks((limit) => deps.projections.removeEnvironment(orgId, 'sandbox', limit));
 
   // The org's retained live updates are capped (--live-retention).

@@ -12,9 +12,10 @@ import type { Ledger } from './ledger.ts';
  * The layout this release writes. 2: failed events indexed by arrival (failed-index-upgrade.ts).
  * 3: workflows indexed by creation (WorkflowStore.indexOrder; an older release would leave a
  * workflow it creates unlisted). Raise it with any change an older release would misread, with
- * the upgrade that makes it.
+ * the upgrade that makes it. 4: business replays indexed under their event (replay-index.ts; an
+ * older release would leave a replay it makes unlisted, and its double click unguarded).
  */
-export const DATA_FORMAT = 3;
+export const DATA_FORMAT = 4;
 
 const TABLE = 'data-format';
 const KEY = 'version';

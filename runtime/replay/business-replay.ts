@@ -6,10 +6,8 @@
 // replayed event): the events its runs derive count against its own budget and depth, not the
 // original's, which earlier replays would otherwise use up until no replay could derive anything.
 
-import { generateEventId, type StoredEvent } from '../events/event-record.ts';
+import { generateEventId, REPLAY_SOURCE, type StoredEvent } from '../events/event-record.ts';
 import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
-
-export const REPLAY_SOURCE = '@replay';
 
 /** The replay of `original`, with its payload exactly as the original received it. */
 export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', nowMs: number, workflowIds?: readonly string[]): StoredEvent {

@@ -1,13 +1,14 @@
 // The client's types say what the server sends. At compile time (tsc --noEmit, part of the test
 // command) each client type must have exactly the fields of the server's own type; at run time a
-// real runtime's answers (a webhook event with its recording, a run failed non_retryable) must
+// real runtime's answers (a webhook event with its recording, a run failed non_retryable, a replay) must
 // have exactly those fields, each of the kind the client type declares.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { StoredEvent, Recording } from '../../runtime/events/event-record.ts';
 import type { RunSummary as ServerRunSummary } from '../../runtime/runs/run-summary.ts';
-import { SluiceClient, type EventDetails, type EventRecording, type RunSummary, type SluiceEvent } from '../../kits/client/index.ts';
+import { SluiceClient, type EventDetails, type EventRecording, type EventReplay, type ReplayMade, type RunSummary, type SluiceEvent } from '../../kits/client/index.ts';
+import type { ReplayEntry } from '../../runtime/events/replay-index.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -32,7 +33,9 @@ const RUN = {
   state: 'string', error: 'object|null', created_at: 'string', updated_at: 'string',
 } as const satisfies Record<keyof RunSummary, Kind>;
 const RUN_ERROR = { code: 'string', message: 'string', step_id: 'string', reason: 'string' } as const satisfies Record<keyof NonNullable<RunSummary['error']>, Kind>;
-const DETAILS = { event: 'object', recording: 'object|null', reactions: 'array' } as const satisfies Record<keyof EventDetails, Kind>;
+const DETAILS = { event: 'object', recording: 'object|null', reactions: 'array', replays: 'array' } as const satisfies Record<keyof EventDetails, Kind>;
+const REPLAY = { event_id: 'string', received_at: 'string', received_at_ms: 'number', side_effects: 'string', workflow_ids: 'array|null' } as const satisfies Record<keyof EventReplay, Kind>;
+const REPLAY_MADE = { event: 'object', reactions: 'array' } as const satisfies Record<keyof ReplayMade, Kind>;
 
 // Compile-time checks: the client's types against the server's, and against the shapes above.
 true satisfies SameKeys<SluiceEvent, StoredEvent>;
@@ -43,6 +46,9 @@ true satisfies SameKeys<SluiceEvent, typeof EVENT>;
 true satisfies SameKeys<EventRecording, typeof RECORDING>;
 true satisfies SameKeys<RunSummary, typeof RUN>;
 true satisfies SameKeys<EventDetails, typeof DETAILS>;
+true satisfies SameKeys<EventReplay, ReplayEntry>;
+true satisfies SameKeys<EventReplay, typeof REPLAY>;
+true satisfies SameKeys<ReplayMade, typeof REPLAY_MADE>;
 
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
@@ -100,4 +106,14 @@ test('getEvent answers the fields SluiceEvent, EventRecording and RunSummary dec
   assertShape('an API event', viaApi.event, EVENT);
   assert.equal(viaApi.recording, null);
   assert.equal(viaApi.event.provider_event_id, 'note-1');
+
+  const replay = await client.replayEvent(eventId, { sideEffects: 'skip' });
+  assertShape('replayEvent', replay, REPLAY_MADE);
+  assertShape('replayEvent().event', replay.event, EVENT);
+  assert.equal(replay.reactions.length, 1, 'the replay started the one run listening');
+  assertShape('replayEvent().reactions[0]', replay.reactions[0], RUN);
+  const replayed = await client.getEvent(eventId);
+  assert.equal(replayed.replays.length, 1);
+  assertShape('getEvent().replays[0]', replayed.replays[0], REPLAY);
+  assert.equal(replayed.replays[0]?.event_id, replay.event.id);
 });

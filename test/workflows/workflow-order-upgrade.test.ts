@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
+import { DATA_FORMAT } from '../../runtime/ledger/data-format.ts';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { WORKFLOW_ORDER } from '../../runtime/workflows/workflow-store.ts';
@@ -53,7 +54,7 @@ test('boot indexes workflows stored before the creation index', { skip: process.
         cursor = page.body.next_cursor;
       } while (cursor !== null);
       assert.deepEqual(listed, made, 'every workflow, newest first, across pages');
-      assert.equal(rt.runtime.ledger.openDatabase('data-format').get('version'), 3);
+      assert.equal(rt.runtime.ledger.openDatabase('data-format').get('version'), DATA_FORMAT);
     } finally {
       await rt.close();
     }

@@ -1,0 +1,161 @@
+// A business replay is listed under the event it replays, and an unkeyed one is not made twice by
+// accident: the same choice again within 5 minutes (a double click, a retry after a timeout) is
+// `409 replay_just_made`, naming the replay made, unless the person sends "again": true. The list
+// goes with the events: retention, sandbox reset; a data dir from before the list gets it at boot.
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { DAY_MS, pruneHistory } from '../../runtime/events/history-retention.ts';
+import { REPLAY_INDEX } from '../../runtime/events/replay-index.ts';
+import { durably } from '../../runtime/ledger/durable-write.ts';
+import { openLedger } from '../../runtime/ledger/open-ledger.ts';
+import { REPEAT_GUARD_MS } from '../../runtime/api/replay-api.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-replay-repeat';
+const clock = new ManualClock(Date.UTC(2026, 11, 2, 9, 0, 0));
+let rt: TestRuntime;
+let key: string;
+let receiver: Receiver;
+let workflowId: string;
+
+before(async () => {
+  rt = await startRuntime({ clock });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  receiver = await startReceiver();
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'charge', trigger_event: 'order.paid', steps: [{ id: 'charge', type: 'webhook', url: `${receiver.url}/charge` }] } });
+  assert.equal(created.status, 201, created.text);
+  workflowId = created.body.workflow.id;
+});
+after(async () => {
+  await rt.close();
+  await receiver.close();
+});
+
+const base = `/organizations/${ORG}/events`;
+const replay = (eventId: string, json: Record<string, unknown>, headers: Record<string, string> = {}, environment = 'production') =>
+  call(rt.url, 'POST', `${base}/${eventId}/replay?environment=${environment}`, { token: key, json, headers });
+const sendEvent = async (id: string): Promise<string> => {
+  const sent = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.paid', payload: { order: id }, id } });
+  assert.equal(sent.status, 202, sent.text);
+  return sent.body.event.id;
+};
+const charges = (runId: string) => receiver.received.filter((r) => r.headers['idempotency-key'] === `${runId}:charge`).length;
+
+test('a double click makes one replay: the second unkeyed request with the same choice is 409 replay_just_made, naming the first', async () => {
+  const original = await sendEvent('order-1');
+  const clicks = await Promise.all([replay(original, { side_effects: 'run' }), replay(original, { side_effects: 'run' })]);
+  const made = clicks.find((c) => c.status === 202);
+  const refused = clicks.find((c) => c.status === 409);
+  assert.ok(made !== undefined && refused !== undefined, `one made, one refused: ${clicks.map((c) => c.status).join(', ')}`);
+  assert.equal(refused.body.error.code, 'replay_just_made');
+  assert.equal(refused.body.error.replay_event_id, made.body.event.id);
+  assert.match(refused.body.error.message, /"again": true/);
+  assert.equal(made.body.reactions.length, 1, 'the answer lists the run the replay started');
+  assert.equal(made.body.reactions[0].workflow_id, workflowId);
+  const runId: string = made.body.reactions[0].run_id;
+  await eventually('the replay charged', () => charges(runId), (n) => n === 1);
+  assert.equal(receiver.received.filter((r) => r.path === '/charge').length, 2, 'the original\'s charge and one replay\'s, not two');
+
+  // Still within the guard: the same choice is refused; another choice, another workflow set, a key or "again" is meant.
+  clock.advance(REPEAT_GUARD_MS - 1000);
+  assert.equal((await replay(original, { side_effects: 'run' })).status, 409);
+  assert.equal((await replay(original, { side_effects: 'run', workflow_ids: [workflowId] })).status, 202, 'a replay limited to named workflows is another choice');
+  assert.equal((await replay(original, { side_effects: 'skip' })).status, 202);
+  assert.equal((await replay(original, { side_effects: 'skip' })).body.error?.code, 'replay_just_made', 'the skip just made is guarded too');
+  assert.equal((await replay(original, { side_effects: 'run' }, { 'idempotency-key': 'ticket-7' })).status, 202, 'a keyed request: the key makes its retries safe');
+  const again = await replay(original, { side_effects: 'run', again: true });
+  assert.equal(again.status, 202, again.text);
+  assert.equal((await replay(original, { side_effects: 'run', again: 'yes' })).body.error?.field, 'again');
+
+  // Past the guard of the newest "run" (the keyed and "again" ones count too): made again.
+  clock.advance(REPEAT_GUARD_MS);
+  assert.equal((await replay(original, { side_effects: 'run' })).status, 202);
+});
+
+test('an event\'s view lists its replays newest first with the choice made; a replay lists its own', async () => {
+  const original = await sendEvent('order-2');
+  const skip = await replay(original, { side_effects: 'skip' });
+  clock.advance(1000);
+  const limited = await replay(original, { side_effects: 'run', workflow_ids: [workflowId] });
+  clock.advance(1000);
+  const ofReplay = await replay(skip.body.event.id, { side_effects: 'run' });
+  const view = await call(rt.url, 'GET', `${base}/${original}`, { token: key });
+  assert.deepEqual(view.body.replays, [
+    { event_id: limited.body.event.id, received_at: limited.body.event.received_at, received_at_ms: limited.body.event.received_at_ms, side_effects: 'run', workflow_ids: [workflowId] },
+    { event_id: skip.body.event.id, received_at: skip.body.event.received_at, received_at_ms: skip.body.event.received_at_ms, side_effects: 'skip', workflow_ids: null },
+  ]);
+  const skipView = await call(rt.url, 'GET', `${base}/${skip.body.event.id}`, { token: key });
+  assert.deepEqual(skipView.body.replays.map((r: { event_id: string }) => r.event_id), [ofReplay.body.event.id]);
+  const sandboxView = await call(rt.url, 'GET', `${base}/${original}?environment=sandbox`, { token: key });
+  assert.equal(sandboxView.status, 404);
+});
+
+test('retention removes a replay from its event\'s list with the replay; a sandbox reset removes the sandbox ones', async () => {
+  const table = rt.runtime.ledger.openDatabase(REPLAY_INDEX);
+  const entries = (environment: string) => table.getKeysCount({ start: [ORG, environment], end: [ORG, environment, '\uffff'] });
+  const original = await sendEvent('order-3');
+  const made = await replay(original, { side_effects: 'skip' });
+  assert.equal(made.status, 202);
+  const runId: string = made.body.reactions[0].run_id;
+  await eventually('the skip replay run completed', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runId}`, { token: key })).body.run?.state, (s) => s === 'completed');
+  const before = entries('production');
+  assert.ok(before > 0);
+  const { context } = rt.runtime;
+  clock.advance(31 * DAY_MS);
+  // Only events whose runs have all finished are pruned.
+  await eventually('every run completed', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?limit=500`, { token: key })).body.runs as Array<{ state: string }>, (runs) => runs.every((r) => r.state === 'completed'));
+  const pruned = await pruneHistory({ ledger: rt.runtime.ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS);
+  assert.ok(pruned.events > 0);
+  assert.equal(entries('production'), 0, `every replay went with its event (${before} listed before)`);
+
+  const sandboxed = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.paid', payload: {}, environment: 'sandbox' } });
+  assert.equal(sandboxed.status, 202, sandboxed.text);
+  assert.equal((await replay(sandboxed.body.event.id, { side_effects: 'skip' }, {}, 'sandbox')).status, 202);
+  assert.equal(entries('sandbox'), 1);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key })).status, 200);
+  assert.equal(entries('sandbox'), 0);
+});
+
+test('boot lists the replays a data dir holds from before the list existed', { skip: process.env['SLUICE_TEST_LEDGER'] === 'memory' && 'reopens an LMDB data dir' }, async () => {
+  const dataDir = tempDir();
+  try {
+    let older = await startRuntime({ clock, dataDir });
+    let orgKey: string;
+    let original: string;
+    let made: string;
+    try {
+      orgKey = await createOrg(older.url, ADMIN_TOKEN, ORG);
+      const sent = await call(older.url, 'POST', base, { token: orgKey, json: { type: 'order.paid', payload: {} } });
+      original = sent.body.event.id;
+      made = (await call(older.url, 'POST', `${base}/${original}/replay`, { token: orgKey, json: { side_effects: 'skip' } })).body.event.id;
+    } finally {
+      await older.close();
+    }
+    // As a release before the list left it: no entries, stamped 3.
+    const ledger = openLedger(dataDir);
+    try {
+      const table = ledger.openDatabase(REPLAY_INDEX);
+      await durably(ledger.root, ledger.root.transaction(() => {
+        for (const entry of [...table.getKeys({})]) table.remove(entry);
+        ledger.openDatabase('data-format').put('version', 3);
+      }));
+    } finally {
+      await ledger.close();
+    }
+    older = await startRuntime({ clock, dataDir });
+    try {
+      const view = await call(older.url, 'GET', `${base}/${original}`, { token: orgKey });
+      assert.deepEqual(view.body.replays.map((r: { event_id: string; side_effects: string }) => [r.event_id, r.side_effects]), [[made, 'skip']]);
+      assert.equal((await call(older.url, 'POST', `${base}/${original}/replay`, { token: orgKey, json: { side_effects: 'skip' } })).body.error?.code, 'replay_just_made', 'and guarded');
+    } finally {
+      await older.close();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
