@@ -103,6 +103,13 @@ const queuedEvidence = (queuedMs: number | undefined): { queued_ms?: number } =>
 /** Errors of the process running out of file descriptors (its own, or the system's). */
 const OUT_OF_DESCRIPTORS = new Set(['EMFILE', 'ENFILE']);
 
+/**
+ * Errors that come before any connection exists (the receiver refused it, or its name has no
+ * address): nothing was sent. Errors on a connection (a reset, a broken pipe) may come after the
+ * request went out, so they are not among them.
+ */
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+
 /** Sends one attempt. Never throws: every failure is classified as retryable or not. */
 export async function sendWebhook(request: WebhookRequest, target: WebhookTarget): Promise<WebhookOutcome> {
   const url = new URL(request.url);
@@ -161,7 +168,11 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     }
     // Sluice's own shortage, not the receiver's: named so, or triage would blame a healthy receiver.
     if (OUT_OF_DESCRIPTORS.has((error as NodeJS.ErrnoException).code ?? '')) {
-      return failure('sluice_out_of_file_descriptors', `The request was not sent: the Sluice process is out of file descriptors (${(error as NodeJS.ErrnoException).code}; raise its limit, ulimit -n). The receiver was not reached.`, true, evidence, request.nowMs);
+      return failure('sluice_out_of_file_descriptors', `The request was not sent: the Sluice process is out of file descriptors (${(error as NodeJS.ErrnoException).code}; raise its limit, ulimit -n). The receiver was not reached.`, true, evidence);
+    }
+    // No connection: the attempt never started (no started_at), so the run view does not say the receiver got it.
+    if (NEVER_CONNECTED.has((error as NodeJS.ErrnoException).code ?? '')) {
+      return failure('webhook_network_error', `The request was not sent: ${(error as Error).message}. The receiver was not reached.`, true, evidence);
     }
     // Most often the receiver closed the connection as idle just as the request went out on it: a
     // retry soon, not after the step's backoff (the retry is an attempt of its own, under the policy).

@@ -55,7 +55,7 @@ test('no runner listening: the attempt fails hook_runner_unavailable, retryable,
     assert.match(!outcome.ok ? outcome.error.message : '', /unavailable after 2 attempts \(Invoke\): no connection to it could be made/);
     assert.doesNotMatch(!outcome.ok ? outcome.error.message : '', new RegExp(`127\\.0\\.0\\.1|${port}|ECONNREFUSED`));
     assert.equal(outcome.invoked, false, 'no connection took the call: it never started');
-    assert.deepEqual(outcome.evidence, { action_id: 'score', version: 3, digest: 'a'.repeat(64) });
+    assert.deepEqual(outcome.evidence, { action_id: 'score', version: 3, digest: 'a'.repeat(64), idempotency_key: input.idempotencyKey });
     // Version 3 never ran: a version approved before the retry is the one the retry runs.
     assert.equal(pinnedAfter(outcome), undefined);
   } finally {

@@ -215,10 +215,20 @@ test('a refused connection is a retryable network error', async () => {
   const closed = await serve(() => undefined);
   const port = new URL(closed.url).port;
   await new Promise((resolve) => servers.pop()?.close(resolve));
-  const refused = errorOf(await attempt(`http://127.0.0.1:${port}/hook`));
+  const outcome = await attempt(`http://127.0.0.1:${port}/hook`);
+  const refused = errorOf(outcome);
   assert.equal(refused?.code, 'webhook_network_error');
-  assert.match(refused?.message ?? '', /ECONNREFUSED/);
+  assert.match(refused?.message ?? '', /ECONNREFUSED.*receiver was not reached/);
   assert.equal(refused?.retryable, true);
+  assert.equal('sentAt' in outcome, false, 'no connection: the attempt never started');
+});
+
+test('a connection reset after the request went out may have reached the receiver: the attempt started', async () => {
+  const reset = await serve((req) => req.socket.destroy());
+  const outcome = await attempt(reset.url);
+  assert.equal(errorOf(outcome)?.code, 'webhook_network_error');
+  assert.equal(reset.requests.length, 1, 'the receiver read the request');
+  assert.equal(outcome.sentAt, Date.UTC(2026, 10, 30));
 });
 
 test('a 2xx whose body is cut off still counts: the receiver accepted, the cut is in the evidence', async () => {
@@ -530,16 +540,17 @@ test('a process out of file descriptors fails the attempt as its own shortage (r
       { orgId: 'acct-a', url: 'http://127.0.0.1:9/hook', headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: 0 },
       { selfPort: 1, connections: new OutboundConnections(undefined, 'any') },
     );
-    process.stdout.write(JSON.stringify(outcome.ok ? null : outcome.error));
+    process.stdout.write(JSON.stringify(outcome.ok ? null : { ...outcome.error, sent_at: outcome.sentAt ?? null }));
     process.exit(0);
   `;
   const child = spawnSync('bash', ['-c', `ulimit -n 128; exec "${process.execPath}" --import tsx --input-type=module -e "$SCRIPT"`], {
     cwd: join(import.meta.dirname, '..', '..'), encoding: 'utf8', timeout: 60_000, env: { ...process.env, SCRIPT: script },
   });
   assert.equal(child.status, 0, child.stderr);
-  const error = JSON.parse(child.stdout) as { code: string; retryable: boolean; message: string };
+  const error = JSON.parse(child.stdout) as { code: string; retryable: boolean; message: string; sent_at: number | null };
   assert.deepEqual([error.code, error.retryable], ['sluice_out_of_file_descriptors', true], child.stdout);
   assert.match(error.message, /EMFILE.*receiver was not reached/);
+  assert.equal(error.sent_at, null, 'nothing was sent: the attempt never started');
 });
 
 /**
