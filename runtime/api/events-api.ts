@@ -35,7 +35,7 @@ const parseSend = createBodyParser<SendEventBody>({
   },
 });
 
-/** The newest replays an event's view lists (all of them: `?source=@replay` on the list). */
+/** The newest replays an event's view lists (older ones: the list's `?source=@replay`, by causation_id). */
 const LISTED_REPLAYS = 20;
 
 export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {

@@ -38,9 +38,6 @@ const MAX_REPLAY_WORKFLOWS = 100;
  */
 export const REPEAT_GUARD_MS = 5 * 60_000;
 
-/** The replays looked at for a repeat: the newest ones, made within the guard. */
-const REPEAT_LOOKBACK = 20;
-
 const parseReplay = createBodyParser<ReplayChoice>({
   type: 'object',
   additionalProperties: false,
@@ -67,15 +64,18 @@ function parseIdempotencyKey(value: string | undefined): string | undefined {
 
 export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowStore, quota: IngestQuota): Route[] {
   const base = '/organizations/:org_id/events/:event_id';
-  const unkeyed = new KeyedSerial();
+  const serial = new KeyedSerial();
   /** The answer for a replay made (now or by an earlier keyed request): the event and the runs it started. */
   const made = (replay: StoredEvent) => ({ event: eventWithRawPayload(replay), reactions: ctx.runs.forEvent(replay.org_id, replay.id).map(summarizeRun) });
-  /** Refuses an unkeyed replay that repeats one made within REPEAT_GUARD_MS with the same choice. */
+  /**
+   * Refuses an unkeyed replay that repeats one made within REPEAT_GUARD_MS with the same choice
+   * (on either side of now: after the clock was set back, a replay made minutes ago reads as later).
+   */
   const refuseRepeat = (orgId: string, original: StoredEvent, choice: ReplayChoice): void => {
     const nowMs = ctx.clock.now();
     const repeated = ctx.events.replays
-      .newest(orgId, original.environment, original.id, REPEAT_LOOKBACK)
-      .find((earlier) => nowMs - earlier.received_at_ms < REPEAT_GUARD_MS && earlier.side_effects === choice.side_effects && sameWorkflows(earlier.workflow_ids, choice));
+      .within(orgId, original.environment, original.id, nowMs - REPEAT_GUARD_MS + 1, nowMs + REPEAT_GUARD_MS)
+      .find((earlier) => earlier.side_effects === choice.side_effects && sameWorkflows(earlier.workflow_ids, choice));
     if (repeated === undefined) return;
     const ago = Math.max(0, Math.round((nowMs - repeated.received_at_ms) / 1000));
     throw new ConflictError(
@@ -100,7 +100,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
             // Missing, or not one of the two: the choice is explained. Any other problem (an unknown
             // field, a duplicate member, a body nested too deep) keeps its own error.
             if (error instanceof InputError && error.field === 'side_effects') {
-              throw new InputError(400, 'side_effects_required', 'Choose side_effects: "skip" (webhooks are recorded, not sent) or "run" (everything runs again under new keys).', { field: 'side_effects' });
+              throw new InputError(400, 'side_effects_required', 'Choose side_effects: "skip" (webhook steps are recorded as skipped, not sent; custom actions still run and write their projection rows) or "run" (everything runs again under new keys).', { field: 'side_effects' });
             }
             throw error;
           }
@@ -154,46 +154,46 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           throw new InputError(400, 'reserved_event_type', `A "${original.type}" event is written by Sluice when a device connection opens or ends and cannot be replayed; resume a failed run of it instead.`);
         }
         const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
-        // A replay is a new event: it counts toward the ingest quota (a keyed retry that stores
-        // nothing does not), and waits out a sandbox reset like API events (events-api.ts).
-        if (original.environment === 'sandbox') {
-          await ctx.runs.sandboxGenerations.quiet(org.id);
-          // The reset waited for may have deleted the original, or the plan lost its sandbox meanwhile.
+        // One replay of an event at a time, so the second of a double click (or a keyed and an
+        // unkeyed request overlapping) sees the first one's replay. Everything a queued request
+        // checked is read again inside: a reset or retention may have removed the original meanwhile.
+        return serial.run(`${org.id} ${original.id}`, async () => {
+          // A replay is a new event: it counts toward the ingest quota (a keyed retry that stores
+          // nothing does not), and waits out a sandbox reset like API events (events-api.ts).
+          if (original.environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
+          // The reset waited for may have deleted the original, retention pruned it, or the plan lost its sandbox.
           ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
-        }
-        if (choice.workflow_ids !== undefined) {
-          // A workflow named that would start no run is a mistake to say now, not a replay that does nothing.
-          const listening = new Set(workflows.matching(org.id, original.environment, original.type).map((version) => String(version.workflow_id)));
-          const idle = choice.workflow_ids.find((id) => !listening.has(id));
-          if (idle !== undefined) {
-            throw new InputError(422, 'workflow_not_listening', `Workflow "${idle.slice(0, 64)}" is not an enabled ${original.environment} workflow of this organization listening for "${original.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
+          if (choice.workflow_ids !== undefined) {
+            // A workflow named that would start no run is a mistake to say now, not a replay that does nothing.
+            const listening = new Set(workflows.matching(org.id, original.environment, original.type).map((version) => String(version.workflow_id)));
+            const idle = choice.workflow_ids.find((id) => !listening.has(id));
+            if (idle !== undefined) {
+              throw new InputError(422, 'workflow_not_listening', `Workflow "${idle.slice(0, 64)}" is not an enabled ${original.environment} workflow of this organization listening for "${original.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
+            }
           }
-        }
-        if (idempotencyKey === undefined) {
-          // One at a time per event, so a double click's second request sees the first one's replay.
-          return unkeyed.run(`${org.id} ${original.id}`, async () => {
+          if (idempotencyKey === undefined) {
             if (choice.again !== true) refuseRepeat(org.id, original, choice);
             const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
             await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
             ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
             return rawJson(202, made(replay));
-          });
-        }
-        const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
-        // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
-        // (within the dedup window) answers with the replay it already made instead of a second one.
-        const legacy = legacyReplay(idempotencyKey);
-        if (legacy !== undefined) return replayedAnswer(legacy, choice);
-        try {
-          // A space occurs in neither part, so no two (event, key) pairs share a claim.
-          await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });
-          ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
-          return rawJson(202, made(replay));
-        } catch (error) {
-          const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
-          if (earlier === undefined) throw error;
-          return replayedAnswer(earlier, choice);
-        }
+          }
+          // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
+          // (within the dedup window) answers with the replay it already made instead of a second one.
+          const legacy = legacyReplay(idempotencyKey);
+          if (legacy !== undefined) return replayedAnswer(legacy, choice);
+          const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
+          try {
+            // A space occurs in neither part, so no two (event, key) pairs share a claim.
+            await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });
+            ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
+            return rawJson(202, made(replay));
+          } catch (error) {
+            const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
+            if (earlier === undefined) throw error;
+            return replayedAnswer(earlier, choice);
+          }
+        });
       },
     },
     {

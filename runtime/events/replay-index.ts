@@ -4,9 +4,8 @@
 // (replay-api.ts), so a double click does not charge twice under two sets of keys.
 
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger, LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
-import { currentEventRecord, type EventRecord } from './event-codec.ts';
 import { REPLAY_SOURCE, type StoredEvent } from './event-record.ts';
 
 /** One replay of an event, as the person chose it. */
@@ -50,9 +49,16 @@ export class ReplayIndex {
     this.#table.put(keyOf(event), record);
   }
 
-  /** Forgets `event` as a replay (it is being removed); call inside a write transaction. */
+  /**
+   * Forgets `event` as a replay, and the replays listed under it (it is being removed: its view is
+   * gone, and a replay that outlives it, failed runs keeping it, would hold its entry for ever).
+   * Call inside a write transaction.
+   */
   removeWithin(event: StoredEvent): void {
     if (isReplay(event)) this.#table.remove(keyOf(event));
+    // Read in full before the removes: a range read in a transaction that writes to it is unspecified (ledger.ts).
+    const listed = [...this.#table.getKeys({ start: [event.org_id, event.environment, event.id], end: [event.org_id, event.environment, event.id, '\uffff'] })];
+    for (const key of listed) this.#table.remove(key);
   }
 
   /** Removes one org's environment's entries, at most `limit` (sandbox reset). Call inside a write transaction. */
@@ -62,7 +68,15 @@ export class ReplayIndex {
 
   /** The newest `limit` replays of the event, newest first (a replay removed since is not listed). */
   newest(orgId: string, environment: string, originalId: string, limit: number): ReplayEntry[] {
-    const range = { start: [orgId, environment, originalId, Number.MAX_SAFE_INTEGER], end: [orgId, environment, originalId, -1], reverse: true, limit };
+    return this.#entries({ start: [orgId, environment, originalId, Number.MAX_SAFE_INTEGER], end: [orgId, environment, originalId, -1], reverse: true, limit });
+  }
+
+  /** The replays of the event received from `fromMs` up to (not including) `toMs`, newest first. */
+  within(orgId: string, environment: string, originalId: string, fromMs: number, toMs: number): ReplayEntry[] {
+    return this.#entries({ start: [orgId, environment, originalId, toMs], end: [orgId, environment, originalId, fromMs], reverse: true });
+  }
+
+  #entries(range: LedgerRange): ReplayEntry[] {
     return [...this.#table.getRange(range)].map(({ key, value }) => {
       const [, , , receivedAtMs, replayId] = key as ReplayKey;
       const choice = value as ReplayChoiceRecord;
@@ -73,19 +87,30 @@ export class ReplayIndex {
   /**
    * Indexes every stored replay (data written before the index existed); resolves with how many
    * events it read, once durable. Idempotent. Boot calls it for a dir stamped below REPLAY_INDEX_FORMAT.
+   * Events are read one at a time and only a replay's few fields are kept, so a pass holds at most
+   * one event's payload however large the events are.
    */
   async indexStored(events: LedgerTable, passSize = 1000): Promise<number> {
     let read = 0;
     let start: LedgerKey = [];
     for (;;) {
-      // Read outside the transaction (ledger.ts). writeWithin reads no payload: the record stands in for the event.
-      const entries = [...events.getRange({ start, limit: passSize })] as Array<{ key: [string, string]; value: EventRecord }>;
-      if (entries.length === 0) return read;
-      await durably(this.#root, this.#root.transaction(() => {
-        for (const { value } of entries) this.writeWithin(currentEventRecord(value) as unknown as StoredEvent);
-      }));
-      read += entries.length;
-      const last = entries.at(-1)!.key;
+      const found: StoredEvent[] = [];
+      let last: [string, string] | undefined;
+      // Read outside the transaction (ledger.ts); old layouts keep these fields as today's does.
+      for (const { key, value } of events.getRange({ start, limit: passSize })) {
+        last = key as [string, string];
+        read++;
+        const record = value as StoredEvent;
+        if (record.source !== REPLAY_SOURCE || record.causation_id === null) continue;
+        found.push({
+          id: record.id, org_id: record.org_id, type: record.type, payload: null, environment: record.environment, source: record.source,
+          provider_event_id: record.provider_event_id, received_at: record.received_at, received_at_ms: record.received_at_ms,
+          correlation_id: record.correlation_id, causation_id: record.causation_id, depth: record.depth,
+          replay_skip_side_effects: record.replay_skip_side_effects === true, replay_workflow_ids: record.replay_workflow_ids ?? null,
+        });
+      }
+      if (last === undefined) return read;
+      if (found.length > 0) await durably(this.#root, this.#root.transaction(() => found.forEach((replay) => this.writeWithin(replay))));
       start = [last[0], `${last[1]}\u0000`];
     }
   }

@@ -1,7 +1,8 @@
 // A business replay is listed under the event it replays, and an unkeyed one is not made twice by
 // accident: the same choice again within 5 minutes (a double click, a retry after a timeout) is
 // `409 replay_just_made`, naming the replay made, unless the person sends "again": true. The list
-// goes with the events: retention, sandbox reset; a data dir from before the list gets it at boot.
+// goes with the events: retention, sandbox reset (also of a replay that waited behind another); a
+// data dir from before the list gets it at boot.
 
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -75,6 +76,14 @@ test('a double click makes one replay: the second unkeyed request with the same 
   // Past the guard of the newest "run" (the keyed and "again" ones count too): made again.
   clock.advance(REPEAT_GUARD_MS);
   assert.equal((await replay(original, { side_effects: 'run' })).status, 202);
+
+  // A clock set back: a replay made 2 minutes ago reads as later, and is still a repeat; one made
+  // further off than the guard is not.
+  clock.advance(-2 * 60_000);
+  assert.equal((await replay(original, { side_effects: 'run' })).body.error?.code, 'replay_just_made');
+  clock.advance(-60 * 60_000);
+  assert.equal((await replay(original, { side_effects: 'run' })).status, 202);
+  clock.advance(62 * 60_000 + REPEAT_GUARD_MS);
 });
 
 test('an event\'s view lists its replays newest first with the choice made; a replay lists its own', async () => {
@@ -105,12 +114,24 @@ test('retention removes a replay from its event\'s list with the replay; a sandb
   await eventually('the skip replay run completed', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runId}`, { token: key })).body.run?.state, (s) => s === 'completed');
   const before = entries('production');
   assert.ok(before > 0);
+  // An original pruned before its replay takes the replays listed under it along.
+  const older = await sendEvent('order-4');
+  clock.advance(2 * DAY_MS);
+  const younger = await replay(older, { side_effects: 'skip' });
+  assert.equal(younger.status, 202);
+  const listedUnder = (eventId: string) => table.getKeysCount({ start: [ORG, 'production', eventId], end: [ORG, 'production', eventId, '\uffff'] });
+  assert.equal(listedUnder(older), 1);
   const { context } = rt.runtime;
-  clock.advance(31 * DAY_MS);
+  // The originals are now 31 days old, the younger replay 29.
+  clock.advance(29 * DAY_MS);
   // Only events whose runs have all finished are pruned.
   await eventually('every run completed', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs?limit=500`, { token: key })).body.runs as Array<{ state: string }>, (runs) => runs.every((r) => r.state === 'completed'));
   const pruned = await pruneHistory({ ledger: rt.runtime.ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS);
   assert.ok(pruned.events > 0);
+  assert.equal(listedUnder(older), 0, 'the pruned original\'s list went with it');
+  assert.equal((await call(rt.url, 'GET', `${base}/${younger.body.event.id}`, { token: key })).status, 200, 'the younger replay itself is kept');
+  clock.advance(2 * DAY_MS);
+  await pruneHistory({ ledger: rt.runtime.ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS);
   assert.equal(entries('production'), 0, `every replay went with its event (${before} listed before)`);
 
   const sandboxed = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.paid', payload: {}, environment: 'sandbox' } });
@@ -121,6 +142,25 @@ test('retention removes a replay from its event\'s list with the replay; a sandb
   assert.equal(entries('sandbox'), 0);
 });
 
+test('a replay waiting behind another one of the same sandbox event is not stored once a sandbox reset removed the event', async () => {
+  const table = rt.runtime.ledger.openDatabase(REPLAY_INDEX);
+  for (let round = 0; round < 3; round++) {
+    const sent = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.paid', payload: { round }, environment: 'sandbox' } });
+    assert.equal(sent.status, 202, sent.text);
+    const original: string = sent.body.event.id;
+    const replays = Array.from({ length: 6 }, () => replay(original, { side_effects: 'skip', again: true }, {}, 'sandbox'));
+    await new Promise((resolve) => setImmediate(resolve));
+    const reset = await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key });
+    assert.equal(reset.status, 200, reset.text);
+    const answers = await Promise.all(replays);
+    assert.ok(answers.every((a) => a.status === 202 || a.status === 404), answers.map((a) => a.text).join('\n'));
+    const left = await call(rt.url, 'GET', `${base}?environment=sandbox&source=@replay&limit=500`, { token: key });
+    const orphans = (left.body.events as Array<{ id: string; causation_id: string }>).filter((e) => e.causation_id === original);
+    assert.deepEqual(orphans.map((e) => e.id), [], `round ${round}: no replay of the removed event outlives the reset`);
+    assert.equal(table.getKeysCount({ start: [ORG, 'sandbox'], end: [ORG, 'sandbox', '\uffff'] }), 0);
+  }
+});
+
 test('boot lists the replays a data dir holds from before the list existed', { skip: process.env['SLUICE_TEST_LEDGER'] === 'memory' && 'reopens an LMDB data dir' }, async () => {
   const dataDir = tempDir();
   try {
@@ -128,6 +168,7 @@ test('boot lists the replays a data dir holds from before the list existed', { s
     let orgKey: string;
     let original: string;
     let made: string;
+    let legacy: Record<string, unknown> & { id: string };
     try {
       orgKey = await createOrg(older.url, ADMIN_TOKEN, ORG);
       const sent = await call(older.url, 'POST', base, { token: orgKey, json: { type: 'order.paid', payload: {} } });
@@ -140,8 +181,13 @@ test('boot lists the replays a data dir holds from before the list existed', { s
     const ledger = openLedger(dataDir);
     try {
       const table = ledger.openDatabase(REPLAY_INDEX);
+      // And one replay as the oldest layout stored it: the payload itself, no replay_workflow_ids.
+      const receivedAtMs = clock.now() - 60_000;
+      legacy = { id: 'evt_legacy_replay', org_id: ORG, type: 'order.paid', payload: { old: true }, environment: 'production', source: '@replay', provider_event_id: null, received_at: new Date(receivedAtMs).toISOString(), received_at_ms: receivedAtMs, correlation_id: 'evt_legacy_replay', causation_id: original, depth: 0, replay_skip_side_effects: false };
       await durably(ledger.root, ledger.root.transaction(() => {
         for (const entry of [...table.getKeys({})]) table.remove(entry);
+        ledger.events.put([ORG, legacy.id], legacy);
+        ledger.eventsByTime.put([ORG, 'production', receivedAtMs, legacy.id], null);
         ledger.openDatabase('data-format').put('version', 3);
       }));
     } finally {
@@ -150,7 +196,7 @@ test('boot lists the replays a data dir holds from before the list existed', { s
     older = await startRuntime({ clock, dataDir });
     try {
       const view = await call(older.url, 'GET', `${base}/${original}`, { token: orgKey });
-      assert.deepEqual(view.body.replays.map((r: { event_id: string; side_effects: string }) => [r.event_id, r.side_effects]), [[made, 'skip']]);
+      assert.deepEqual(view.body.replays.map((r: { event_id: string; side_effects: string; workflow_ids: unknown }) => [r.event_id, r.side_effects, r.workflow_ids]), [[made, 'skip', null], ['evt_legacy_replay', 'run', null]]);
       assert.equal((await call(older.url, 'POST', `${base}/${original}/replay`, { token: orgKey, json: { side_effects: 'skip' } })).body.error?.code, 'replay_just_made', 'and guarded');
     } finally {
       await older.close();
