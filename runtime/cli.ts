@@ -1,5 +1,5 @@
 // The `sluice` command: `dev` (runtime + local hook-runner), `serve` (runtime only), `hook-runner`,
-// and the helpers `sign`, `cron`, `device` and `watch`.
+// and the helpers `sign`, `cron`, `device`, `watch`, `explain` and `replay`.
 // Prints where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
 import { relative } from 'node:path';
@@ -11,6 +11,8 @@ import { signCommand } from './sign-command.ts';
 import { cronCommand } from './cron-command.ts';
 import { deviceCommand } from './device-command.ts';
 import { watchCommand } from './watch-command.ts';
+import { explainCommand } from './explain-command.ts';
+import { replayCommand } from './replay-command.ts';
 import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 
@@ -27,6 +29,11 @@ commands:
                 (<ws://host:port/devices/<org>/<name>> --token <device token> or SLUICE_DEVICE_TOKEN [--send <json>]...; else stdin lines)
   watch         print a live room's run updates as JSON lines, resuming after drops
                 (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY [--environment <env>] [--run <id>] [--after-seq <n>])
+  explain       say what happened to an event (its origin, runs, replays) or a run (every step and attempt)
+                (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY (--event <id> | --run <id>) [--environment <env>])
+  replay        make a business replay of an event: a new event, new runs, new effect keys
+                (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY --event <id> --side-effects skip|run
+                [--workflow <id>]... [--again] [--idempotency-key <key>] [--environment <env>])
                 a credential in SLUICE_* stays out of ps, which every local user can read; a flag does not
 
 options (dev, serve):
@@ -158,6 +165,12 @@ async function main(argv: readonly string[]): Promise<void> {
       process.exitCode = await watchCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: stop.signal, env: process.env });
       return;
     }
+    case 'explain':
+      process.exitCode = await explainCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+      return;
+    case 'replay':
+      process.exitCode = await replayCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+      return;
     case 'help':
     case '--help':
     case '-h':

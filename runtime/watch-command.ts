@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
 import { LiveClosedError, watchRuns } from '../kits/client/index.ts';
-import { credentialOf } from './cli-credential.ts';
+import { API_TARGET_OPTIONS, apiTargetOf } from './cli-api-target.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 
@@ -28,19 +28,14 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     args: [...args],
     strict: true,
     allowPositionals: true,
-    options: { org: { type: 'string' }, key: { type: 'string' }, environment: { type: 'string' }, run: { type: 'string' }, 'after-seq': { type: 'string' } },
+    options: { ...API_TARGET_OPTIONS, run: { type: 'string' }, 'after-seq': { type: 'string' } },
   });
-  const url = positionals[0];
-  if (positionals.length !== 1 || url === undefined || !/^https?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
-  const key = credentialOf(values.key, io.env ?? {}, 'SLUICE_API_KEY');
-  if (values.org === undefined || key === undefined) throw new InputError(400, 'usage', `--org and an API key (--key, or SLUICE_API_KEY) are required. ${USAGE}`);
-  const environment = values.environment ?? 'production';
-  if (environment !== 'production' && environment !== 'sandbox') throw new InputError(400, 'usage', `--environment is production or sandbox. ${USAGE}`);
+  const { url, org, apiKey, environment } = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
   const afterSeq = values['after-seq'] === undefined ? undefined : wholeNumberOfDigits(values['after-seq']);
   if (afterSeq !== undefined && !(Number.isSafeInteger(afterSeq) && afterSeq >= 0)) throw new InputError(400, 'usage', `--after-seq is a whole number. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   const live = watchRuns({
-    url, apiKey: key, org: values.org, environment,
+    url, apiKey, org, environment,
     ...(values.run === undefined ? {} : { runId: values.run }),
     ...(afterSeq === undefined ? {} : { afterSeq }),
     onUpdate: (update) => print(JSON.stringify(update)),

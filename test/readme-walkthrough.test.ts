@@ -126,6 +126,8 @@ test('the README walkthrough, steps 1-10 run in bash as printed against `sluice 
     assert.ok(listedRun !== undefined && listedRun.event_id !== eventId, 'step 7 lists the run of its own payment first');
     assert.equal((runView?.run as { run_id?: string } | undefined)?.run_id, listedRun.run_id, `step 7 shows that run:\n${step(7)}`);
     assert.deepEqual(failed?.failed_events, [], `step 7 lists failed events (none yet: the run still retries):\n${step(7)}`);
+    assert.match(step(7), new RegExp(`run ${listedRun.run_id} \\(workflow \\S+ v1, production\\): \\w+$`, 'm'), `step 7 explains the run:\n${step(7)}`);
+    assert.match(step(7), /^ {2}step 1 "notify" \(webhook\): \w+$/m);
 
     assert.match(String((jsonObjects(step(8))[0]?.schedule as { next_tick_at?: string } | undefined)?.next_tick_at), /^\d{4}-\d\d-\d\dT/, `step 8 schedules a tick:\n${step(8)}`);
 

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { linkSignals, raceAbort } from './abort.ts';
 import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
-import type { Environment, EventDetails, ReplayMade, RunSummary, SluiceEvent } from './api-types.ts';
+import type { Environment, EventDetails, ReplayMade, Run, RunSummary, SluiceEvent } from './api-types.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
@@ -48,8 +48,6 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 type Attempt =
   | { readonly kind: 'answered'; readonly status: number; readonly retryAfter: string | null; readonly text: string }
   | { readonly kind: 'failed'; readonly timedOut: boolean; readonly error: unknown };
-
-type Run = Record<string, unknown> & { state: string };
 
 export class SluiceClient {
   readonly org: string;

@@ -1,5 +1,5 @@
 // The JSON the REST API answers, as the client sees it: events (runtime/events/event-record.ts),
-// their request recordings and run summaries (runtime/runs/run-summary.ts). Every field the server
+// their request recordings, run summaries (runtime/runs/run-summary.ts) and runs (actors/run-view.ts). Every field the server
 // writes is declared; test/kits/client-types.test.ts checks them against a real runtime's answers.
 
 export type Environment = 'production' | 'sandbox';
@@ -83,4 +83,70 @@ export interface EventDetails {
 export interface ReplayMade {
   readonly event: SluiceEvent;
   readonly reactions: RunSummary[];
+}
+
+/** A step attempt's error (a run's failure names the step it came from instead). */
+export interface AttemptError {
+  readonly code: string;
+  readonly message: string;
+  readonly retryable: boolean;
+  readonly retry_after_ms: number | null;
+}
+
+/** One try of a step. Times are ISO 8601, null when they have not happened. */
+export interface RunAttempt {
+  /** 1-based, counting every claim of the step. */
+  readonly attempt: number;
+  readonly fence: number;
+  readonly claimed_at: string;
+  /** When it went out (a connection, a hook-runner call); null when nothing was sent. */
+  readonly started_at: string | null;
+  readonly ended_at: string | null;
+  readonly outcome: 'pending' | 'succeeded' | 'failed' | 'skipped' | 'abandoned' | 'cancelled';
+  readonly error: AttemptError | null;
+  /** What was sent and answered (webhook: url, status, body; custom action: version, fuel), with the idempotency key. */
+  readonly evidence: unknown;
+  /** A cancelled attempt that was already out: what it did after the cancel. */
+  readonly after_cancel: {
+    readonly outcome: 'succeeded' | 'failed' | 'skipped';
+    readonly at: string;
+    readonly started_at: string | null;
+    readonly error: AttemptError | null;
+    readonly evidence: unknown;
+  } | null;
+}
+
+export interface RunStep {
+  readonly id: string;
+  readonly index: number;
+  readonly type: 'webhook' | 'custom_action' | 'delay';
+  readonly status: 'pending' | 'active' | 'retrying' | 'succeeded' | 'skipped' | 'failed' | 'cancelled';
+  readonly result: unknown;
+  readonly attempts: RunAttempt[];
+  /** Earlier attempts no longer kept (a resume keeps a step's latest 25). */
+  readonly earlier_attempts_dropped: number;
+}
+
+/** GET /runs/:id: a run with every step and attempt. */
+export interface Run {
+  readonly run_id: string;
+  readonly org_id: string;
+  readonly event_id: string;
+  readonly workflow_id: string;
+  readonly workflow_version: number;
+  readonly environment: Environment;
+  readonly state: string;
+  /** Its event is a `side_effects: "skip"` replay (or derived from one): webhook steps are recorded as skipped. */
+  readonly skip_side_effects: boolean;
+  readonly current_step: { readonly id: string; readonly index: number; readonly type: RunStep['type'] } | null;
+  readonly fence: number;
+  readonly retry_at: string | null;
+  readonly wake_at: string | null;
+  readonly error: RunSummary['error'];
+  readonly cancel_reason: string | null;
+  /** Each time a person resumed it (the latest 20), with the error it had failed with. */
+  readonly resumes: ReadonlyArray<{ readonly at: string; readonly error: RunSummary['error'] }>;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly steps: RunStep[];
 }

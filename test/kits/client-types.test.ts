@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { StoredEvent, Recording } from '../../runtime/events/event-record.ts';
 import type { RunSummary as ServerRunSummary } from '../../runtime/runs/run-summary.ts';
-import { SluiceClient, type EventDetails, type EventRecording, type EventReplay, type ReplayMade, type RunSummary, type SluiceEvent } from '../../kits/client/index.ts';
+import { SluiceClient, type AttemptError, type EventDetails, type EventRecording, type EventReplay, type ReplayMade, type Run, type RunAttempt, type RunStep, type RunSummary, type SluiceEvent } from '../../kits/client/index.ts';
+import type { AttemptView, RunView, StepView } from '../../actors/run-view.ts';
 import type { ReplayEntry } from '../../runtime/events/replay-index.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
@@ -17,7 +18,7 @@ import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.
 type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
 
 /** How a field's value looks in JSON. */
-type Kind = 'string' | 'number' | 'boolean' | 'string|null' | 'object' | 'object|null' | 'array' | 'array|null' | 'any';
+type Kind = 'string' | 'number' | 'number|null' | 'boolean' | 'string|null' | 'object' | 'object|null' | 'array' | 'array|null' | 'any';
 
 const EVENT = {
   id: 'string', org_id: 'string', type: 'string', payload: 'any', environment: 'string', source: 'string',
@@ -35,6 +36,17 @@ const RUN = {
 const RUN_ERROR = { code: 'string', message: 'string', step_id: 'string', reason: 'string' } as const satisfies Record<keyof NonNullable<RunSummary['error']>, Kind>;
 const DETAILS = { event: 'object', recording: 'object|null', reactions: 'array', replays: 'array' } as const satisfies Record<keyof EventDetails, Kind>;
 const REPLAY = { event_id: 'string', received_at: 'string', received_at_ms: 'number', side_effects: 'string', workflow_ids: 'array|null' } as const satisfies Record<keyof EventReplay, Kind>;
+const FULL_RUN = {
+  run_id: 'string', org_id: 'string', event_id: 'string', workflow_id: 'string', workflow_version: 'number', environment: 'string', state: 'string',
+  skip_side_effects: 'boolean', current_step: 'object|null', fence: 'number', retry_at: 'string|null', wake_at: 'string|null', error: 'object|null',
+  cancel_reason: 'string|null', resumes: 'array', created_at: 'string', updated_at: 'string', steps: 'array',
+} as const satisfies Record<keyof Run, Kind>;
+const STEP = { id: 'string', index: 'number', type: 'string', status: 'string', result: 'any', attempts: 'array', earlier_attempts_dropped: 'number' } as const satisfies Record<keyof RunStep, Kind>;
+const ATTEMPT = {
+  attempt: 'number', fence: 'number', claimed_at: 'string', started_at: 'string|null', ended_at: 'string|null', outcome: 'string', error: 'object|null',
+  evidence: 'any', after_cancel: 'object|null',
+} as const satisfies Record<keyof RunAttempt, Kind>;
+const ATTEMPT_ERROR = { code: 'string', message: 'string', retryable: 'boolean', retry_after_ms: 'number|null' } as const satisfies Record<keyof AttemptError, Kind>;
 const REPLAY_MADE = { event: 'object', reactions: 'array' } as const satisfies Record<keyof ReplayMade, Kind>;
 
 // Compile-time checks: the client's types against the server's, and against the shapes above.
@@ -49,6 +61,16 @@ true satisfies SameKeys<EventDetails, typeof DETAILS>;
 true satisfies SameKeys<EventReplay, ReplayEntry>;
 true satisfies SameKeys<EventReplay, typeof REPLAY>;
 true satisfies SameKeys<ReplayMade, typeof REPLAY_MADE>;
+true satisfies SameKeys<Run, RunView>;
+true satisfies SameKeys<RunStep, StepView>;
+true satisfies SameKeys<RunAttempt, AttemptView>;
+true satisfies SameKeys<NonNullable<RunAttempt['after_cancel']>, NonNullable<AttemptView['after_cancel']>>;
+true satisfies SameKeys<NonNullable<Run['current_step']>, NonNullable<RunView['current_step']>>;
+true satisfies SameKeys<Run['resumes'][number], RunView['resumes'][number]>;
+true satisfies SameKeys<Run, typeof FULL_RUN>;
+true satisfies SameKeys<RunStep, typeof STEP>;
+true satisfies SameKeys<RunAttempt, typeof ATTEMPT>;
+true satisfies SameKeys<AttemptError, typeof ATTEMPT_ERROR>;
 
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
@@ -80,7 +102,7 @@ after(async () => {
   await receiver.close();
 });
 
-test('getEvent answers the fields SluiceEvent, EventRecording and RunSummary declare (a failed run\'s error has its reason)', async () => {
+test('getEvent, getRun and replayEvent answer the fields their client types declare (a failed run\'s error has its reason)', async () => {
   const secret = newStandardSecret();
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'pay', secrets: [secret] } })).status, 201);
   const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'notify', trigger_event: 'payment.succeeded', steps: [{ id: 'post', type: 'webhook', url: `${receiver.url}/paid` }] } });
@@ -99,6 +121,12 @@ test('getEvent answers the fields SluiceEvent, EventRecording and RunSummary dec
   assertShape('run', run, RUN);
   assertShape('run.error', run?.error, RUN_ERROR);
   assert.equal(run?.error?.reason, 'non_retryable');
+  const { run: full } = await client.getRun(run!.run_id);
+  assertShape('getRun', full, FULL_RUN);
+  assertShape('getRun().error', full.error, RUN_ERROR);
+  assertShape('getRun().steps[0]', full.steps[0], STEP);
+  assertShape('getRun().steps[0].attempts[0]', full.steps[0]?.attempts[0], ATTEMPT);
+  assertShape('getRun().steps[0].attempts[0].error', full.steps[0]?.attempts[0]?.error, ATTEMPT_ERROR);
 
   for await (const listed of client.runs({ pageSize: 1 })) assertShape('runs()', listed, RUN);
   const sent = await client.sendEvent({ type: 'note.added', id: 'note-1', payload: {} });

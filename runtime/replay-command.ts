@@ -1,0 +1,48 @@
+// `sluice replay`: a business replay of one event from the command line (POST .../replay), after the
+// person chose --side-effects skip or run. Prints the new event and the runs it started. Without
+// --idempotency-key nothing is retried, and the same replay again within 5 minutes is refused
+// (409 replay_just_made) unless --again: running the command twice does not charge twice.
+
+import { parseArgs } from 'node:util';
+import { SluiceApiError, SluiceClient } from '../kits/client/index.ts';
+import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
+import { clientFailure } from './cli-client-failure.ts';
+import { InputError } from './errors.ts';
+
+const USAGE =
+  'usage: sluice replay <http://host:port> --org <org id> --event <event id> --side-effects skip|run [--workflow <workflow id>]... [--again] [--idempotency-key <key>] [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox]';
+
+/** Makes the replay (exit 0), or prints why it was not made (exit 1). */
+export async function replayCommand(args: readonly string[], io: ClientCommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: true,
+    options: { ...API_TARGET_OPTIONS, event: { type: 'string' }, 'side-effects': { type: 'string' }, workflow: { type: 'string', multiple: true }, again: { type: 'boolean' }, 'idempotency-key': { type: 'string' } },
+  });
+  const target = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
+  if (values.event === undefined) throw new InputError(400, 'usage', `--event names the event to replay. ${USAGE}`);
+  const sideEffects = values['side-effects'];
+  if (sideEffects !== 'skip' && sideEffects !== 'run') {
+    throw new InputError(400, 'usage', `Choose --side-effects skip (webhook steps are recorded as skipped, not sent; custom actions still run) or run (everything runs again under new keys). ${USAGE}`);
+  }
+  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
+  try {
+    const made = await client.replayEvent(values.event, {
+      sideEffects,
+      environment: target.environment,
+      ...(values.workflow === undefined ? {} : { workflowIds: values.workflow }),
+      ...(values.again === true ? { again: true } : {}),
+      ...(values['idempotency-key'] === undefined ? {} : { idempotencyKey: values['idempotency-key'] }),
+    });
+    const lines = [`replay ${made.event.id} of event ${values.event} (side_effects ${sideEffects}, ${target.environment})`];
+    lines.push(made.reactions.length === 0 ? '  runs: none started' : `  runs (${made.reactions.length}):`);
+    for (const run of made.reactions) lines.push(`    ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}`);
+    io.stdout.write(`${lines.join('\n')}\n`);
+    return 0;
+  } catch (error) {
+    const again = error instanceof SluiceApiError && error.code === 'replay_just_made' ? ' (pass --again to make it once more)' : '';
+    io.stderr.write(`sluice replay: ${clientFailure(error)}${again}\n`);
+    return 1;
+  }
+}
