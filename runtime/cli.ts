@@ -1,5 +1,6 @@
 // The `sluice` command: `dev` (runtime + local hook-runner), `serve` (runtime only), `hook-runner`,
-// and the helpers `sign`, `cron`, `device`, `watch`, `explain` and `replay`.
+// and the helpers `sign`, `cron`, `device`, `watch`, and support's `explain`, `replay`, `failed`,
+// `resume` and `cancel`.
 // Prints where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
 import { relative } from 'node:path';
@@ -13,6 +14,7 @@ import { deviceCommand } from './device-command.ts';
 import { watchCommand } from './watch-command.ts';
 import { explainCommand } from './explain-command.ts';
 import { replayCommand } from './replay-command.ts';
+import { failedCommand, runActionCommand } from './triage-command.ts';
 import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 
@@ -34,6 +36,10 @@ commands:
   replay        make a business replay of an event: a new event, new runs, new effect keys
                 (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY --event <id> --side-effects skip|run
                 [--workflow <id>]... [--again] [--idempotency-key <key>] [--environment <env>])
+  failed        list the newest events with failed runs, each run's reason (triage)
+                (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY [--limit <n>] [--environment <env>])
+  resume        continue a failed run from its first incomplete step; cancel: stop a run that has not finished
+  cancel        (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY --run <id> [--environment <env>])
                 a credential in SLUICE_* stays out of ps, which every local user can read; a flag does not
 
 options (dev, serve):
@@ -170,6 +176,13 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     case 'replay':
       process.exitCode = await replayCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+      return;
+    case 'failed':
+      process.exitCode = await failedCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+      return;
+    case 'resume':
+    case 'cancel':
+      process.exitCode = await runActionCommand(command, rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
       return;
     case 'help':
     case '--help':

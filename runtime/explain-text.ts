@@ -1,15 +1,35 @@
-// What `sluice explain` prints: an event (where it came from, the runs it started, its replays) or a
-// run (each step and attempt: what went out, what came back, with the idempotency key) as a few
-// lines a person on support can read, ending with what they can do next. Pure: the views come
-// from the REST client.
+// What `sluice explain` (and the triage commands) print: an event (where it came from, the runs it
+// started, its replays), a run (each step and attempt: what went out, what came back, with the
+// idempotency key) or the failed events, as lines a person on support can read, ending with what
+// they can do next. Pure: the views come from the REST client. Every line goes through
+// printable(): receivers and actions choose some of this text, and it must not drive the terminal.
 
-import type { EventDetails, Run, RunAttempt, RunStep, SluiceEvent } from '../kits/client/index.ts';
+import type { EventDetails, FailedEvent, Run, RunAttempt, RunStep, SluiceEvent } from '../kits/client/index.ts';
+import { printable } from './terminal-text.ts';
+
+/** The events whose runs only Sluice starts (a device connection opening or ending): never replayed. */
+const CONNECTION_TYPES = new Set(['device.connected', 'device.disconnected']);
+
+const asText = (lines: readonly string[]): string => lines.map(printable).join('\n');
+
+/** ` --environment sandbox` for a sandbox item (production is every command's default). */
+const environmentFlag = (environment: string): string => (environment === 'production' ? '' : ` --environment ${environment}`);
+
+/** A field of an object payload, when it is a string. */
+const payloadString = (payload: unknown, field: string): string | undefined => {
+  const value = payload !== null && typeof payload === 'object' ? (payload as Record<string, unknown>)[field] : undefined;
+  return typeof value === 'string' ? value : undefined;
+};
 
 /** Where an event came from, in words. */
 function originOf(event: SluiceEvent): string {
   const { source } = event;
-  if (source === '@api') return `sent through the API${event.provider_event_id === null ? '' : ` (id chosen by the sender)`}`;
-  if (source === '@schedule') return 'a schedule tick';
+  if (source === '@api') return `sent through the API${event.provider_event_id === null ? '' : ' (id chosen by the sender)'}`;
+  if (source === '@schedule') {
+    const schedule = payloadString(event.payload, 'schedule');
+    const due = payloadString(event.payload, 'scheduled_for');
+    return `a tick of schedule ${schedule === undefined ? '?' : `"${schedule}"`}${due === undefined ? '' : ` due ${due}`}`;
+  }
   if (source.startsWith('@device:')) return `from device "${source.slice('@device:'.length)}"`;
   if (source === '@replay') {
     const limited = event.replay_workflow_ids === null ? 'every workflow listening' : `only workflows ${event.replay_workflow_ids.join(', ')}`;
@@ -36,48 +56,73 @@ export function explainEvent(details: EventDetails): string {
     lines.push(`    ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}${run.error === null ? '' : `: ${failureOf(run.error)}`}`);
   }
   if (replays.length > 0) {
-    lines.push(`  replays (${replays.length === 20 ? 'the newest 20' : replays.length}, newest first):`);
+    lines.push(`  replays (${replays.length === 20 ? 'the newest 20; there may be more' : replays.length}, newest first):`);
     for (const replay of replays) {
       lines.push(`    ${replay.event_id}  ${replay.received_at}  side_effects ${replay.side_effects}${replay.workflow_ids === null ? '' : `, workflows ${replay.workflow_ids.join(', ')}`}`);
     }
   }
-  if (reactions.length > 0) lines.push(`  next: sluice explain ... --run <run id> shows a run's steps; sluice replay ... --event ${event.id} makes a new event from this one`);
-  return lines.join('\n');
+  const flag = environmentFlag(event.environment);
+  if (reactions.length > 0) {
+    // Only Sluice says when a device connection opened or ended: such an event is never replayed.
+    const redo = CONNECTION_TYPES.has(event.type) ? 'sluice resume ... --run <run id> retries a failed one' : `sluice replay ... --event ${event.id}${flag} makes a new event from this one`;
+    lines.push(`  next: sluice explain ...${flag} --run <run id> shows a run's steps; ${redo}`);
+  }
+  return asText(lines);
 }
 
 /** The evidence's own fields, when it is an object. */
 const fieldsOf = (evidence: unknown): Readonly<Record<string, unknown>> =>
   evidence !== null && typeof evidence === 'object' && !Array.isArray(evidence) ? (evidence as Record<string, unknown>) : {};
 
-/** A receiver's answer body as one short line. */
-const snippet = (body: unknown): string => {
-  if (typeof body !== 'string' || body === '') return '';
-  const quoted = JSON.stringify(body.length > 120 ? `${body.slice(0, 120)}…` : body);
-  return ` ${quoted}`;
-};
+/** A receiver's answer body as one short quoted piece. */
+const snippet = (body: unknown): string => (typeof body !== 'string' || body === '' ? '' : ` ${JSON.stringify(body.length > 120 ? `${body.slice(0, 120)}…` : body)}`);
 
-/** One attempt in one line: its outcome, what went out and what came back. */
-function attemptLine(attempt: RunAttempt): string {
-  const evidence = fieldsOf(attempt.evidence);
-  const parts = [`attempt ${attempt.attempt} (fence ${attempt.fence}): ${attempt.outcome}${attempt.error === null ? '' : ` ${attempt.error.code}`}`];
-  const url = typeof evidence['url'] === 'string' ? evidence['url'] : undefined;
-  if (attempt.started_at === null) parts.push(url === undefined ? 'nothing sent' : `nothing sent to ${url}`);
-  else parts.push(`sent ${attempt.started_at}`, ...(url === undefined ? [] : [`POST ${url}${typeof evidence['status'] === 'number' ? ` → ${evidence['status']}${snippet(evidence['body'])}` : ''}`]));
-  if (typeof evidence['action_id'] === 'string') parts.push(`action ${evidence['action_id']} v${String(evidence['version'])}${typeof evidence['fuel_used'] === 'number' ? `, fuel ${evidence['fuel_used']}` : ''}${evidence['replayed'] === true ? ', answer replayed by the hook-runner' : ''}`);
+/** What evidence says of the target and its answer: the request, the action, times, the key. */
+function evidenceParts(evidenceValue: unknown, sent: boolean): string[] {
+  const evidence = fieldsOf(evidenceValue);
+  const parts: string[] = [];
+  if (typeof evidence['url'] === 'string') {
+    const answer = typeof evidence['status'] === 'number' ? ` → ${evidence['status']}${snippet(evidence['body'])}` : '';
+    parts.push(sent ? `POST ${evidence['url']}${answer}` : `to ${evidence['url']}`);
+  }
+  if (typeof evidence['action_id'] === 'string') {
+    const fuel = typeof evidence['fuel_used'] === 'number' ? `, fuel ${evidence['fuel_used']}` : '';
+    parts.push(`action ${evidence['action_id']} v${String(evidence['version'])}${fuel}${evidence['replayed'] === true ? ', answer replayed by the hook-runner' : ''}`);
+  }
   if (typeof evidence['duration_ms'] === 'number') parts.push(`${evidence['duration_ms']} ms`);
   if (typeof evidence['queued_ms'] === 'number') parts.push(`waited ${evidence['queued_ms']} ms for a connection`);
   if (typeof evidence['idempotency_key'] === 'string') parts.push(`key ${evidence['idempotency_key']}`);
-  if (evidence['effect_sent'] === 'unknown') parts.push('whether it reached its target is unknown');
-  let line = parts.join('; ');
-  if (attempt.error !== null) line += `\n        ${attempt.error.message}`;
-  if (attempt.after_cancel !== null) line += `\n        after the cancel: ${attempt.after_cancel.outcome} at ${attempt.after_cancel.at}${attempt.after_cancel.error === null ? '' : ` (${attempt.after_cancel.error.code})`}`;
-  return line;
+  return parts;
+}
+
+/** Whether the attempt went out, in words: a delay sends nothing, a pending one is under way, an interrupted one may have. */
+function sendingOf(attempt: RunAttempt, type: RunStep['type']): string {
+  if (type === 'delay') return attempt.started_at === null ? 'waiting' : `started ${attempt.started_at}`;
+  if (attempt.started_at !== null) return `sent ${attempt.started_at}`;
+  if (attempt.outcome === 'pending') return 'under way, not answered yet';
+  // Cancelled while out, or cut off by a restart: it may well have reached its target.
+  if (fieldsOf(attempt.evidence)['effect_sent'] === 'unknown' || attempt.after_cancel !== null) return 'it was out when the run left it: it may have reached its target';
+  return 'nothing sent';
+}
+
+/** One attempt: its outcome, what went out and what came back; then its error and what it did after a cancel. */
+function attemptLines(attempt: RunAttempt, type: RunStep['type']): string[] {
+  const sending = sendingOf(attempt, type);
+  const head = [`attempt ${attempt.attempt} (fence ${attempt.fence}): ${attempt.outcome}${attempt.error === null ? '' : ` ${attempt.error.code}`}`, sending];
+  const lines = [[...head, ...evidenceParts(attempt.evidence, sending.startsWith('sent'))].join('; ')];
+  if (attempt.error !== null) lines.push(`    ${attempt.error.message}`);
+  const late = attempt.after_cancel;
+  if (late !== null) {
+    const parts = [`after the cancel: ${late.outcome}${late.error === null ? '' : ` ${late.error.code}`} at ${late.at}`, late.started_at === null ? 'nothing sent' : `sent ${late.started_at}`];
+    lines.push(`    ${[...parts, ...evidenceParts(late.evidence, late.started_at !== null)].join('; ')}`);
+  }
+  return lines;
 }
 
 function stepLines(step: RunStep): string[] {
   const lines = [`  step ${step.index + 1} "${step.id}" (${step.type}): ${step.status}`];
   if (step.earlier_attempts_dropped > 0) lines.push(`      (${step.earlier_attempts_dropped} earlier attempts no longer kept)`);
-  for (const attempt of step.attempts) lines.push(`      ${attemptLine(attempt)}`);
+  for (const attempt of step.attempts) lines.push(...attemptLines(attempt, step.type).map((line) => `      ${line}`));
   return lines;
 }
 
@@ -86,13 +131,27 @@ export function explainRun(run: Run): string {
   if (run.error !== null) lines.push(`  failed: ${failureOf(run.error)}`);
   if (run.cancel_reason !== null) lines.push(`  cancelled: ${run.cancel_reason}`);
   if (run.skip_side_effects) lines.push('  webhook steps are recorded as skipped, not sent (its event is a skip replay, or derived from one)');
-  if (run.resumes.length > 0) lines.push(`  resumed ${run.resumes.length} time${run.resumes.length === 1 ? '' : 's'}, last at ${run.resumes.at(-1)!.at}`);
+  const last = run.resumes.at(-1);
+  if (last !== undefined) lines.push(`  resumed ${run.resumes.length === 20 ? 'at least 20 times' : `${run.resumes.length} time${run.resumes.length === 1 ? '' : 's'}`}, last at ${last.at}`);
   if (run.retry_at !== null) lines.push(`  next attempt at ${run.retry_at}`);
   if (run.wake_at !== null) lines.push(`  waiting until ${run.wake_at}`);
   for (const step of run.steps) lines.push(...stepLines(step));
   if (run.state === 'failed') {
-    const from = run.error === null ? '' : ` from step "${run.error.step_id}" (steps already completed are not run again; it keeps its idempotency keys)`;
-    lines.push(`  next: POST /organizations/${run.org_id}/runs/${run.run_id}/resume continues it${from}`);
+    const from = run.error === null ? '' : ` from step "${run.error.step_id}" (completed steps are not run again; its steps keep their idempotency keys)`;
+    lines.push(`  next (a developer key): sluice resume ...${environmentFlag(run.environment)} --run ${run.run_id} continues it${from}`);
   }
-  return lines.join('\n');
+  return asText(lines);
+}
+
+/** The failed events listed by `sluice failed`, newest first: each with its failed runs' reasons. */
+export function explainFailedEvents(failed: readonly FailedEvent[], limit: number): string {
+  if (failed.length === 0) return 'no events with failed runs';
+  const lines = [`${failed.length === limit ? `the newest ${limit}` : failed.length} event${failed.length === 1 ? '' : 's'} with failed runs, newest first:`];
+  for (const { event, runs, failed_runs: count } of failed) {
+    const described = 'type' in event ? `${event.type}  ${event.received_at}` : '(the event itself is no longer kept)';
+    lines.push(`${event.id}  ${described}  ${count} failed run${count === 1 ? '' : 's'}${count > runs.length ? ` (${runs.length} shown)` : ''}`);
+    for (const run of runs) lines.push(`  ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}${run.error === null ? '' : `: ${failureOf(run.error)}`}`);
+  }
+  lines.push('next: sluice explain ... --run <run id> shows a run; sluice resume ... --run <run id> continues a failed one');
+  return asText(lines);
 }

@@ -1,13 +1,19 @@
-// `sluice explain` and `sluice replay` against a real runtime and receiver: an event is explained by
-// where it came from, its runs and its replays; a run by its steps and attempts (what went out,
-// what came back, the idempotency key) and what to do next; a replay run twice is refused the
-// second time unless --again. Usage mistakes are usage errors, Sluice's refusals exit 1 saying why.
+// Support's commands against a real runtime and receivers: `explain` gives an event by where it came
+// from, its runs and its replays, a run by its steps and attempts (what went out, what came back,
+// the idempotency key, an attempt still out or cancelled while out) and what to do next, never
+// passing on characters that drive a terminal; `replay` run twice is refused the second time unless
+// --again; `failed` lists failed runs' reasons, `resume` and `cancel` act on one run. Usage mistakes
+// are usage errors, Sluice's refusals exit 1 saying why, and a key or URL that cannot be sent is
+// refused before any request, naming the character and never the key.
 
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { explainCommand } from '../runtime/explain-command.ts';
+import { explainEvent } from '../runtime/explain-text.ts';
 import { replayCommand } from '../runtime/replay-command.ts';
+import { failedCommand, runActionCommand } from '../runtime/triage-command.ts';
+import type { EventDetails } from '../kits/client/index.ts';
 import { call, createOrg, newStandardSecret, signStandard } from './helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
@@ -42,14 +48,14 @@ after(async () => {
 });
 
 /** Runs a command with the key in SLUICE_API_KEY; answers its exit code and what it printed. */
-async function run(command: typeof explainCommand, args: string[]): Promise<{ code: number; out: string; err: string }> {
+async function run(command: typeof explainCommand, args: string[], apiKey = key): Promise<{ code: number; out: string; err: string }> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
   let err = '';
   stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
   stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const code = await command([rt.url, '--org', ORG, ...args], { stdout, stderr, env: { SLUICE_API_KEY: key } });
+  const code = await command([rt.url, '--org', ORG, ...args], { stdout, stderr, env: { SLUICE_API_KEY: apiKey } });
   return { code, out, err };
 }
 
@@ -73,7 +79,7 @@ test('explain --run shows each attempt: what went out, the answer, the key, and 
   assert.match(out, /attempt 1 \(fence 1\): failed webhook_http_400; sent \S+Z; /);
   assert.ok(out.includes(`; ${answer}; `), out);
   assert.match(out, new RegExp(`; \\d+ ms; key ${runId}:charge\n`));
-  assert.match(out, new RegExp(`next: POST /organizations/${ORG}/runs/${runId}/resume continues it from step "charge"`));
+  assert.ok(out.includes(`next (a developer key): sluice resume ... --run ${runId} continues it from step "charge"`), out);
 });
 
 test('replay makes one replay per choice: the same command again is refused until --again, and explain lists them', async () => {
@@ -89,7 +95,8 @@ test('replay makes one replay per choice: the same command again is refused unti
   assert.equal(again.code, 0, again.err);
   const listed = await run(explainCommand, ['--event', eventId]);
   assert.match(listed.out, /replays \(2, newest first\):/);
-  assert.ok(listed.out.indexOf(/^replay (\S+)/.exec(again.out)![1]!) < listed.out.indexOf(made), 'newest first');
+  const newest = listed.out.indexOf(/^replay (\S+)/.exec(again.out)![1]!);
+  assert.ok(newest >= 0 && newest < listed.out.indexOf(made), 'newest first');
   const replayView = await run(explainCommand, ['--event', made]);
   assert.match(replayView.out, new RegExp(`a business replay of event ${eventId} \\(side_effects skip; every workflow listening\\)`));
   const replayRun = /    (run_\S+)/.exec(replayView.out)![1]!;
@@ -112,4 +119,106 @@ test('usage mistakes are usage errors; what Sluice refuses exits 1 saying why', 
   assert.equal(elsewhere.code, 1, 'environments never see each other');
   const stranger = await explainCommand([rt.url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: 'sk_not_a_key' } });
   assert.equal(stranger, 1);
+});
+
+const runAction = (verb: 'resume' | 'cancel') => (args: readonly string[], io: Parameters<typeof explainCommand>[1]) => runActionCommand(verb, args, io);
+
+test('an attempt still out reads as under way; cancelled while out, as possibly delivered, with what it did after the cancel', async () => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const slow = await startReceiver([{ status: 200, after: held, body: '{"shipped":true}' }]);
+  try {
+    const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'ship', trigger_event: 'order.shipped', steps: [{ id: 'ship', type: 'webhook', url: `${slow.url}/ship` }, { id: 'rest', type: 'delay', duration: 'PT1H' }] } });
+    assert.equal(wf.status, 201, wf.text);
+    const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.shipped', payload: {} } });
+    const shipRun: string = (await eventually('the run started', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${sent.body.event.id}`, { token: key })).body.reactions, (r) => r.length === 1)).at(0).run_id;
+    await eventually('the request reached the receiver', () => slow.received.length, (n) => n === 1);
+    const out = (await run(explainCommand, ['--run', shipRun])).out;
+    assert.match(out, /attempt 1 \(fence 1\): pending; under way, not answered yet\n/);
+    const cancelled = await run(runAction('cancel'), ['--run', shipRun]);
+    assert.equal(cancelled.code, 0, cancelled.err);
+    assert.match(cancelled.out, new RegExp(`^cancelled: run ${shipRun} .*: cancelled\n`));
+    assert.match(cancelled.out, /cancelled; it was out when the run left it: it may have reached its target/);
+    assert.doesNotMatch(cancelled.out, /nothing sent/);
+    release();
+    const after = await eventually('the answer after the cancel is kept', async () => (await run(explainCommand, ['--run', shipRun])).out, (o) => o.includes('after the cancel'));
+    assert.match(after, new RegExp(`after the cancel: succeeded at \\S+; sent \\S+; POST ${slow.url}/ship → 200 "\\{\\\\"shipped\\\\":true\\}"; \\d+ ms; key ${shipRun}:ship`));
+    const again = await run(runAction('cancel'), ['--run', shipRun]);
+    assert.deepEqual([again.code, /^sluice cancel: 409 run_finished/.test(again.err)], [1, true], again.err);
+
+    // A delay sends nothing: its attempt started, and waits.
+    const rest = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'rest', trigger_event: 'order.rested', steps: [{ id: 'nap', type: 'delay', duration: 'PT1H' }] } });
+    assert.equal(rest.status, 201, rest.text);
+    const rested = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.rested', payload: {} } });
+    const restRun: string = (await eventually('the delay started', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${rested.body.event.id}`, { token: key })).body.reactions, (r) => r[0]?.state === 'delaying')).at(0).run_id;
+    const napping = (await run(explainCommand, ['--run', restRun])).out;
+    assert.match(napping, /step 1 "nap" \(delay\): active\n {6}attempt 1 \(fence 1\): pending; started \S+Z\n/);
+    assert.match(napping, /waiting until \S+Z/);
+    assert.equal((await run(runAction('cancel'), ['--run', restRun])).code, 0);
+  } finally {
+    release();
+    await slow.close();
+  }
+});
+
+test('what a receiver answers never drives the terminal: controls, DEL, C1 and bidi characters are escaped', async () => {
+  const hostile = await startReceiver([{ status: 400, body: '\u001b]0;PWNED\u0007\u001b[2J\u009b31m\u007f\u202eevil\u2028' }]);
+  try {
+    const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'hostile', trigger_event: 'order.hostile', steps: [{ id: 'post', type: 'webhook', url: `${hostile.url}/x` }] } });
+    assert.equal(wf.status, 201, wf.text);
+    const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.hostile', payload: {} } });
+    const [failed] = await eventually('the run failed', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${sent.body.event.id}`, { token: key })).body.reactions, (r) => r[0]?.state === 'failed');
+    const { out } = await run(explainCommand, ['--run', failed.run_id]);
+    assert.match(out, /→ 400 /);
+    assert.doesNotMatch(out, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e\u2028]/, JSON.stringify(out));
+    assert.ok(out.includes('\\u009b31m\\u007f\\u202eevil\\u2028'), out);
+  } finally {
+    await hostile.close();
+  }
+});
+
+test('failed lists the failed runs with their reasons; resume continues one (a sandbox one with --environment sandbox); explain names the flag', async () => {
+  const listed = await run(failedCommand, []);
+  assert.equal(listed.code, 0, listed.err);
+  assert.match(listed.out, /events? with failed runs, newest first:\n/);
+  assert.ok(listed.out.includes(`${eventId}  order.paid  `), listed.out);
+  assert.ok(listed.out.includes(`  ${runId}  workflow ${workflowId} v1  failed: webhook_http_400 at step "charge" (not retried)`), listed.out);
+  assert.equal((await run(failedCommand, ['--limit', '0']).catch((error: Error) => error)) instanceof Error, true, '--limit 0 is a usage error');
+
+  const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'sandboxed', trigger_event: 'order.paid', environment: 'sandbox', steps: [{ id: 'charge', type: 'webhook', url: `${receiver.url}/charge` }] } });
+  assert.equal(wf.status, 201, wf.text);
+  const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: {}, environment: 'sandbox' } });
+  const [sandboxRun] = await eventually('the sandbox run failed', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${sent.body.event.id}?environment=sandbox`, { token: key })).body.reactions, (r) => r[0]?.state === 'failed');
+  const explained = await run(explainCommand, ['--run', sandboxRun.run_id, '--environment', 'sandbox']);
+  assert.ok(explained.out.includes(`sluice resume ... --environment sandbox --run ${sandboxRun.run_id} continues it`), explained.out);
+  assert.equal((await run(runAction('resume'), ['--run', sandboxRun.run_id])).code, 1, 'not in production');
+  const resumed = await run(runAction('resume'), ['--run', sandboxRun.run_id, '--environment', 'sandbox']);
+  assert.equal(resumed.code, 0, resumed.err);
+  assert.match(resumed.out, new RegExp(`^resumed: run ${sandboxRun.run_id} \\(workflow \\S+ v1, sandbox\\): \\w+\n`));
+  assert.match(resumed.out, /resumed 1 time, last at /);
+  const eventView = await run(explainCommand, ['--event', sent.body.event.id, '--environment', 'sandbox']);
+  assert.ok(eventView.out.includes(`sluice replay ... --event ${sent.body.event.id} --environment sandbox makes a new event`), eventView.out);
+  const notFailed = await run(runAction('resume'), ['--run', runId]);
+  assert.equal(notFailed.code, 0, 'the production run failed, so it resumes');
+  const twice = await run(runAction('resume'), ['--run', runId]);
+  assert.match(twice.err, /^sluice resume: 409 /);
+});
+
+test('a device connection event is never offered for replay: resume its run instead', () => {
+  const run = { run_id: 'run_1', workflow_id: 'wf', workflow_version: 1, event_id: 'evt_dev_1', environment: 'production', state: 'failed', error: null, created_at: '', updated_at: '' } as const;
+  const event = { id: 'evt_dev_1', org_id: ORG, type: 'device.disconnected', payload: {}, environment: 'production', source: '@device:thermo-1', provider_event_id: null, received_at: '2026-12-02T00:00:00.000Z', received_at_ms: 0, correlation_id: 'evt_dev_1', causation_id: null, depth: 0, replay_skip_side_effects: false, replay_workflow_ids: null } as const;
+  const text = explainEvent({ event, recording: null, reactions: [run], replays: [] } as unknown as EventDetails);
+  assert.match(text, /from device "thermo-1"/);
+  assert.doesNotMatch(text, /sluice replay/);
+  assert.match(text, /sluice resume \.\.\. --run <run id> retries a failed one/);
+});
+
+test('a key or URL that cannot be sent is refused before any request, naming the character, never the key or password', async () => {
+  const asked = receiver.received.length;
+  await assert.rejects(run(explainCommand, ['--run', runId], `${key}\n`), (error: Error) => /U\+000A at position \d+ \(white space around it/.test(error.message) && !error.message.includes(key));
+  await assert.rejects(
+    explainCommand([rt.url.replace('http://', 'http://admin:hunter2@'), '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: key } }),
+    (error: Error) => /holds a user name or password/.test(error.message) && !error.message.includes('hunter2'),
+  );
+  assert.equal(receiver.received.length, asked);
 });

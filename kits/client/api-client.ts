@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { linkSignals, raceAbort } from './abort.ts';
 import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
-import type { Environment, EventDetails, ReplayMade, Run, RunSummary, SluiceEvent } from './api-types.ts';
+import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummary, SluiceEvent } from './api-types.ts';
+import { headerCredentialProblem } from './credential-check.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
@@ -56,11 +57,13 @@ export class SluiceClient {
   readonly #fetch: typeof fetch;
   readonly #sleep: Sleep;
 
-  /** Throws TypeError for a url that is not http(s) or carries a query, RangeError for a bad timeoutMs. */
+  /** Throws TypeError for a url that is not http(s) or carries credentials or a query, or an API key a header cannot carry; RangeError for a bad timeoutMs. */
   constructor(options: ClientOptions) {
     this.#o = options;
     this.org = options.org;
     this.#base = parseBaseUrl(options.url);
+    const problem = headerCredentialProblem('The API key', options.apiKey);
+    if (problem !== undefined) throw new TypeError(problem);
     this.#fetch = options.fetch ?? fetch;
     this.#sleep = options.sleep ?? realSleep;
     checkTimeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
@@ -145,6 +148,11 @@ export class SluiceClient {
   /** Every event (newest first), fetched a page at a time as you iterate. */
   events(filter: { environment?: Environment; type?: string; source?: string; pageSize?: number } = {}, call: CallOptions = {}): AsyncIterable<SluiceEvent> {
     return this.#pages<SluiceEvent>('/events', 'events', { environment: filter.environment, type: filter.type, source: filter.source, limit: filter.pageSize }, call);
+  }
+
+  /** Every event with failed runs (newest first by arrival), a page at a time as you iterate: triage. */
+  failedEvents(filter: { environment?: Environment; pageSize?: number } = {}, call: CallOptions = {}): AsyncIterable<FailedEvent> {
+    return this.#pages<FailedEvent>('/failed-events', 'failed_events', { environment: filter.environment, limit: filter.pageSize }, call);
   }
 
   getRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {

@@ -79,6 +79,14 @@ export interface EventDetails {
   readonly replays: EventReplay[];
 }
 
+/** GET /failed-events: an event with failed runs (at most 20 of them listed; `failed_runs` counts all). */
+export interface FailedEvent {
+  /** Only its id when the event itself is no longer kept. */
+  readonly event: SluiceEvent | { readonly id: string };
+  readonly runs: RunSummary[];
+  readonly failed_runs: number;
+}
+
 /** What a business replay answers: its new event and the runs that event started. */
 export interface ReplayMade {
   readonly event: SluiceEvent;
@@ -99,7 +107,11 @@ export interface RunAttempt {
   readonly attempt: number;
   readonly fence: number;
   readonly claimed_at: string;
-  /** When it went out (a connection, a hook-runner call); null when nothing was sent. */
+  /**
+   * When it went out (a connection, a hook-runner call), once it reported; null while it is under
+   * way, when nothing was sent, and for one cancelled or cut off while out (then `after_cancel`, or
+   * evidence `effect_sent: "unknown"`, says more).
+   */
   readonly started_at: string | null;
   readonly ended_at: string | null;
   readonly outcome: 'pending' | 'succeeded' | 'failed' | 'skipped' | 'abandoned' | 'cancelled';

@@ -2,9 +2,16 @@
 // keeping that URL's own path (Sluice behind a proxy at http://host/sluice/), with or without its
 // trailing slash. `new URL('/x', base)` would drop that path and send everything to the wrong place.
 
-/** The base URL a program gave, checked once: http(s) or ws(s), no query or fragment (they would be lost). */
+/** The base URL a program gave, checked once: http(s) or ws(s), no credentials, no query or fragment (they would be lost). */
 export function parseBaseUrl(url: string): URL {
-  const base = new URL(url);
+  let base: URL;
+  try {
+    base = new URL(url);
+  } catch {
+    throw new TypeError('The Sluice url is not a URL: give where Sluice listens, such as http://127.0.0.1:8787.');
+  }
+  // Never quoted: it holds a password. fetch refuses such URLs, and would say so with the URL in the message.
+  if (base.username !== '' || base.password !== '') throw new TypeError('The Sluice url holds a user name or password: leave them out (the API key authenticates every call).');
   if (!['http:', 'https:', 'ws:', 'wss:'].includes(base.protocol)) throw new TypeError(`The Sluice url must start with http://, https://, ws:// or wss:// (got ${base.protocol}).`);
   if (base.search !== '' || base.hash !== '') throw new TypeError('The Sluice url is where Sluice listens (scheme, host, port and an optional path): it takes no query or fragment.');
   return base;

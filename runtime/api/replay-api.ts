@@ -162,18 +162,19 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           // nothing does not), and waits out a sandbox reset like API events (events-api.ts).
           if (original.environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
           // The reset waited for may have deleted the original, retention pruned it, or the plan lost its sandbox.
-          ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
+          // What is replayed is the event as read now: an id a reset freed may name a new event.
+          const current = ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
           if (choice.workflow_ids !== undefined) {
             // A workflow named that would start no run is a mistake to say now, not a replay that does nothing.
-            const listening = new Set(workflows.matching(org.id, original.environment, original.type).map((version) => String(version.workflow_id)));
+            const listening = new Set(workflows.matching(org.id, current.environment, current.type).map((version) => String(version.workflow_id)));
             const idle = choice.workflow_ids.find((id) => !listening.has(id));
             if (idle !== undefined) {
-              throw new InputError(422, 'workflow_not_listening', `Workflow "${idle.slice(0, 64)}" is not an enabled ${original.environment} workflow of this organization listening for "${original.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
+              throw new InputError(422, 'workflow_not_listening', `Workflow "${idle.slice(0, 64)}" is not an enabled ${current.environment} workflow of this organization listening for "${current.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
             }
           }
           if (idempotencyKey === undefined) {
-            if (choice.again !== true) refuseRepeat(org.id, original, choice);
-            const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
+            if (choice.again !== true) refuseRepeat(org.id, current, choice);
+            const replay = replayOf(current, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
             await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
             ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
             return rawJson(202, made(replay));
@@ -182,10 +183,10 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           // (within the dedup window) answers with the replay it already made instead of a second one.
           const legacy = legacyReplay(idempotencyKey);
           if (legacy !== undefined) return replayedAnswer(legacy, choice);
-          const replay = replayOf(original, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
+          const replay = replayOf(current, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
           try {
             // A space occurs in neither part, so no two (event, key) pairs share a claim.
-            await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${original.id} ${idempotencyKey}` } });
+            await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${current.id} ${idempotencyKey}` } });
             ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
             return rawJson(202, made(replay));
           } catch (error) {

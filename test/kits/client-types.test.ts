@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { StoredEvent, Recording } from '../../runtime/events/event-record.ts';
 import type { RunSummary as ServerRunSummary } from '../../runtime/runs/run-summary.ts';
-import { SluiceClient, type AttemptError, type EventDetails, type EventRecording, type EventReplay, type ReplayMade, type Run, type RunAttempt, type RunStep, type RunSummary, type SluiceEvent } from '../../kits/client/index.ts';
+import { SluiceClient, type AttemptError, type EventDetails, type FailedEvent, type EventRecording, type EventReplay, type ReplayMade, type Run, type RunAttempt, type RunStep, type RunSummary, type SluiceEvent } from '../../kits/client/index.ts';
 import type { AttemptView, RunView, StepView } from '../../actors/run-view.ts';
 import type { ReplayEntry } from '../../runtime/events/replay-index.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
@@ -47,6 +47,7 @@ const ATTEMPT = {
   evidence: 'any', after_cancel: 'object|null',
 } as const satisfies Record<keyof RunAttempt, Kind>;
 const ATTEMPT_ERROR = { code: 'string', message: 'string', retryable: 'boolean', retry_after_ms: 'number|null' } as const satisfies Record<keyof AttemptError, Kind>;
+const FAILED = { event: 'object', runs: 'array', failed_runs: 'number' } as const satisfies Record<keyof FailedEvent, Kind>;
 const REPLAY_MADE = { event: 'object', reactions: 'array' } as const satisfies Record<keyof ReplayMade, Kind>;
 
 // Compile-time checks: the client's types against the server's, and against the shapes above.
@@ -102,7 +103,7 @@ after(async () => {
   await receiver.close();
 });
 
-test('getEvent, getRun and replayEvent answer the fields their client types declare (a failed run\'s error has its reason)', async () => {
+test('getEvent, getRun, failedEvents and replayEvent answer the fields their client types declare (a failed run\'s error has its reason)', async () => {
   const secret = newStandardSecret();
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'pay', secrets: [secret] } })).status, 201);
   const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'notify', trigger_event: 'payment.succeeded', steps: [{ id: 'post', type: 'webhook', url: `${receiver.url}/paid` }] } });
@@ -121,6 +122,12 @@ test('getEvent, getRun and replayEvent answer the fields their client types decl
   assertShape('run', run, RUN);
   assertShape('run.error', run?.error, RUN_ERROR);
   assert.equal(run?.error?.reason, 'non_retryable');
+  for await (const failed of client.failedEvents()) {
+    assertShape('failedEvents()', failed, FAILED);
+    assertShape('failedEvents().event', failed.event, EVENT);
+    assertShape('failedEvents().runs[0]', failed.runs[0], RUN);
+    assert.equal(failed.failed_runs, 1);
+  }
   const { run: full } = await client.getRun(run!.run_id);
   assertShape('getRun', full, FULL_RUN);
   assertShape('getRun().error', full.error, RUN_ERROR);
