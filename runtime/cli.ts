@@ -15,6 +15,7 @@ import { watchCommand } from './watch-command.ts';
 import { explainCommand } from './explain-command.ts';
 import { replayCommand } from './replay-command.ts';
 import { failedCommand, runActionCommand } from './triage-command.ts';
+import { printable } from './terminal-text.ts';
 import { runStandaloneHookRunner } from './hook-runner/run-standalone.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 
@@ -199,6 +200,7 @@ async function main(argv: readonly string[]): Promise<void> {
 main(process.argv.slice(2)).catch((error: unknown) => {
   // The message only: a class name (RunnerConfigError for a runtime's own file) would mislead.
   const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`sluice: ${message}\n`);
+  // Escaped: a message may quote what a server or a file said.
+  process.stderr.write(`sluice: ${printable(message)}\n`);
   process.exit(1);
 });

@@ -6,9 +6,7 @@
 
 import type { EventDetails, FailedEvent, Run, RunAttempt, RunStep, SluiceEvent } from '../kits/client/index.ts';
 import { printable } from './terminal-text.ts';
-
-/** The events whose runs only Sluice starts (a device connection opening or ending): never replayed. */
-const CONNECTION_TYPES = new Set(['device.connected', 'device.disconnected']);
+import { CONNECTION_EVENT_TYPES } from './triggers/device-record.ts';
 
 const asText = (lines: readonly string[]): string => lines.map(printable).join('\n');
 
@@ -64,7 +62,7 @@ export function explainEvent(details: EventDetails): string {
   const flag = environmentFlag(event.environment);
   if (reactions.length > 0) {
     // Only Sluice says when a device connection opened or ended: such an event is never replayed.
-    const redo = CONNECTION_TYPES.has(event.type) ? 'sluice resume ... --run <run id> retries a failed one' : `sluice replay ... --event ${event.id}${flag} makes a new event from this one`;
+    const redo = CONNECTION_EVENT_TYPES.has(event.type) ? `sluice resume ...${flag} --run <run id> retries a failed one` : `sluice replay ... --event ${event.id}${flag} makes a new event from this one`;
     lines.push(`  next: sluice explain ...${flag} --run <run id> shows a run's steps; ${redo}`);
   }
   return asText(lines);
@@ -74,8 +72,11 @@ export function explainEvent(details: EventDetails): string {
 const fieldsOf = (evidence: unknown): Readonly<Record<string, unknown>> =>
   evidence !== null && typeof evidence === 'object' && !Array.isArray(evidence) ? (evidence as Record<string, unknown>) : {};
 
+/** The first `length` UTF-16 units of `text`, not ending inside a surrogate pair. */
+const cut = (text: string, length: number): string => (/[\ud800-\udbff]/.test(text.charAt(length - 1)) ? text.slice(0, length - 1) : text.slice(0, length));
+
 /** A receiver's answer body as one short quoted piece. */
-const snippet = (body: unknown): string => (typeof body !== 'string' || body === '' ? '' : ` ${JSON.stringify(body.length > 120 ? `${body.slice(0, 120)}…` : body)}`);
+const snippet = (body: unknown): string => (typeof body !== 'string' || body === '' ? '' : ` ${JSON.stringify(body.length > 120 ? `${cut(body, 120)}…` : body)}`);
 
 /** What evidence says of the target and its answer: the request, the action, times, the key. */
 function evidenceParts(evidenceValue: unknown, sent: boolean): string[] {
@@ -95,13 +96,22 @@ function evidenceParts(evidenceValue: unknown, sent: boolean): string[] {
   return parts;
 }
 
-/** Whether the attempt went out, in words: a delay sends nothing, a pending one is under way, an interrupted one may have. */
+/**
+ * Whether the attempt went out, in words: a delay sends nothing; a pending one is under way (it may
+ * still wait for a connection); one the run left while it was out may have reached its target,
+ * unless what it reported after the cancel says it never went (withdrawn while it waited).
+ */
 function sendingOf(attempt: RunAttempt, type: RunStep['type']): string {
   if (type === 'delay') return attempt.started_at === null ? 'waiting' : `started ${attempt.started_at}`;
   if (attempt.started_at !== null) return `sent ${attempt.started_at}`;
-  if (attempt.outcome === 'pending') return 'under way, not answered yet';
-  // Cancelled while out, or cut off by a restart: it may well have reached its target.
-  if (fieldsOf(attempt.evidence)['effect_sent'] === 'unknown' || attempt.after_cancel !== null) return 'it was out when the run left it: it may have reached its target';
+  if (attempt.outcome === 'pending') return 'under way, not finished';
+  const late = attempt.after_cancel;
+  if (late !== null) return late.started_at === null ? 'nothing sent (withdrawn after the cancel)' : 'it was out when the run was cancelled (what came of it: below)';
+  // Cancelled or cut off by a restart while out, nothing heard since: it may well have reached its target.
+  const evidence = fieldsOf(attempt.evidence);
+  if (evidence['effect_sent'] === 'unknown') {
+    return `${evidence['reason'] === 'runtime_restarted' ? 'the runtime stopped while it was out' : 'it was out when the run was cancelled'}: it may have reached its target`;
+  }
   return 'nothing sent';
 }
 
@@ -115,6 +125,7 @@ function attemptLines(attempt: RunAttempt, type: RunStep['type']): string[] {
   if (late !== null) {
     const parts = [`after the cancel: ${late.outcome}${late.error === null ? '' : ` ${late.error.code}`} at ${late.at}`, late.started_at === null ? 'nothing sent' : `sent ${late.started_at}`];
     lines.push(`    ${[...parts, ...evidenceParts(late.evidence, late.started_at !== null)].join('; ')}`);
+    if (late.error !== null) lines.push(`    ${late.error.message}`);
   }
   return lines;
 }
@@ -144,14 +155,16 @@ export function explainRun(run: Run): string {
 }
 
 /** The failed events listed by `sluice failed`, newest first: each with its failed runs' reasons. */
-export function explainFailedEvents(failed: readonly FailedEvent[], limit: number): string {
+export function explainFailedEvents(failed: readonly FailedEvent[], limit: number, environment: string): string {
   if (failed.length === 0) return 'no events with failed runs';
-  const lines = [`${failed.length === limit ? `the newest ${limit}` : failed.length} event${failed.length === 1 ? '' : 's'} with failed runs, newest first:`];
+  const count = `${failed.length} event${failed.length === 1 ? '' : 's'}`;
+  const lines = [`${count} with failed runs, newest first${failed.length === limit ? ' (the --limit: there may be more)' : ''}:`];
   for (const { event, runs, failed_runs: count } of failed) {
     const described = 'type' in event ? `${event.type}  ${event.received_at}` : '(the event itself is no longer kept)';
     lines.push(`${event.id}  ${described}  ${count} failed run${count === 1 ? '' : 's'}${count > runs.length ? ` (${runs.length} shown)` : ''}`);
     for (const run of runs) lines.push(`  ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}${run.error === null ? '' : `: ${failureOf(run.error)}`}`);
   }
-  lines.push('next: sluice explain ... --run <run id> shows a run; sluice resume ... --run <run id> continues a failed one');
+  const flag = environmentFlag(environment);
+  lines.push(`next: sluice explain ...${flag} --run <run id> shows a run; sluice resume ...${flag} --run <run id> continues a failed one`);
   return asText(lines);
 }

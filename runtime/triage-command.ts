@@ -26,7 +26,7 @@ export async function failedCommand(args: readonly string[], io: ClientCommandIo
       failed.push(entry);
       if (failed.length === limit) break;
     }
-    io.stdout.write(`${explainFailedEvents(failed, limit)}\n`);
+    io.stdout.write(`${explainFailedEvents(failed, limit, target.environment)}\n`);
     return 0;
   } catch (error) {
     io.stderr.write(`sluice failed: ${clientFailure(error)}\n`);

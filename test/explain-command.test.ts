@@ -10,10 +10,10 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { explainCommand } from '../runtime/explain-command.ts';
-import { explainEvent } from '../runtime/explain-text.ts';
+import { explainEvent, explainRun } from '../runtime/explain-text.ts';
 import { replayCommand } from '../runtime/replay-command.ts';
 import { failedCommand, runActionCommand } from '../runtime/triage-command.ts';
-import type { EventDetails } from '../kits/client/index.ts';
+import type { EventDetails, Run } from '../kits/client/index.ts';
 import { call, createOrg, newStandardSecret, signStandard } from './helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
@@ -25,6 +25,8 @@ let key: string;
 let eventId: string;
 let runId: string;
 let workflowId: string;
+/** A run that completed (the skip replay's), set by the replay test. */
+let completedRunId: string;
 
 before(async () => {
   rt = await startRuntime();
@@ -100,6 +102,7 @@ test('replay makes one replay per choice: the same command again is refused unti
   const replayView = await run(explainCommand, ['--event', made]);
   assert.match(replayView.out, new RegExp(`a business replay of event ${eventId} \\(side_effects skip; every workflow listening\\)`));
   const replayRun = /    (run_\S+)/.exec(replayView.out)![1]!;
+  completedRunId = replayRun;
   await eventually('the skip replay run completed', async () => (await run(explainCommand, ['--run', replayRun])).out, (out) => /: completed\n/.test(out));
   const skipped = await run(explainCommand, ['--run', replayRun]);
   assert.match(skipped.out, /webhook steps are recorded as skipped, not sent/);
@@ -134,11 +137,11 @@ test('an attempt still out reads as under way; cancelled while out, as possibly 
     const shipRun: string = (await eventually('the run started', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${sent.body.event.id}`, { token: key })).body.reactions, (r) => r.length === 1)).at(0).run_id;
     await eventually('the request reached the receiver', () => slow.received.length, (n) => n === 1);
     const out = (await run(explainCommand, ['--run', shipRun])).out;
-    assert.match(out, /attempt 1 \(fence 1\): pending; under way, not answered yet\n/);
+    assert.match(out, /attempt 1 \(fence 1\): pending; under way, not finished\n/);
     const cancelled = await run(runAction('cancel'), ['--run', shipRun]);
     assert.equal(cancelled.code, 0, cancelled.err);
     assert.match(cancelled.out, new RegExp(`^cancelled: run ${shipRun} .*: cancelled\n`));
-    assert.match(cancelled.out, /cancelled; it was out when the run left it: it may have reached its target/);
+    assert.match(cancelled.out, /cancelled; it was out when the run was cancelled: it may have reached its target/);
     assert.doesNotMatch(cancelled.out, /nothing sent/);
     release();
     const after = await eventually('the answer after the cancel is kept', async () => (await run(explainCommand, ['--run', shipRun])).out, (o) => o.includes('after the cancel'));
@@ -189,6 +192,9 @@ test('failed lists the failed runs with their reasons; resume continues one (a s
   assert.equal(wf.status, 201, wf.text);
   const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: {}, environment: 'sandbox' } });
   const [sandboxRun] = await eventually('the sandbox run failed', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${sent.body.event.id}?environment=sandbox`, { token: key })).body.reactions, (r) => r[0]?.state === 'failed');
+  // The hints of a sandbox listing name the environment too.
+  const sandboxFailed = await run(failedCommand, ['--environment', 'sandbox']);
+  assert.match(sandboxFailed.out, /next: sluice explain \.\.\. --environment sandbox --run <run id>/);
   const explained = await run(explainCommand, ['--run', sandboxRun.run_id, '--environment', 'sandbox']);
   assert.ok(explained.out.includes(`sluice resume ... --environment sandbox --run ${sandboxRun.run_id} continues it`), explained.out);
   assert.equal((await run(runAction('resume'), ['--run', sandboxRun.run_id])).code, 1, 'not in production');
@@ -198,10 +204,10 @@ test('failed lists the failed runs with their reasons; resume continues one (a s
   assert.match(resumed.out, /resumed 1 time, last at /);
   const eventView = await run(explainCommand, ['--event', sent.body.event.id, '--environment', 'sandbox']);
   assert.ok(eventView.out.includes(`sluice replay ... --event ${sent.body.event.id} --environment sandbox makes a new event`), eventView.out);
-  const notFailed = await run(runAction('resume'), ['--run', runId]);
-  assert.equal(notFailed.code, 0, 'the production run failed, so it resumes');
-  const twice = await run(runAction('resume'), ['--run', runId]);
-  assert.match(twice.err, /^sluice resume: 409 /);
+  const completed = await run(runAction('resume'), ['--run', completedRunId]);
+  assert.equal(completed.code, 1, 'only a failed run resumes');
+  assert.match(completed.err, /^sluice resume: 409 /);
+
 });
 
 test('a device connection event is never offered for replay: resume its run instead', () => {
@@ -213,12 +219,53 @@ test('a device connection event is never offered for replay: resume its run inst
   assert.match(text, /sluice resume \.\.\. --run <run id> retries a failed one/);
 });
 
-test('a key or URL that cannot be sent is refused before any request, naming the character, never the key or password', async () => {
-  const asked = receiver.received.length;
-  await assert.rejects(run(explainCommand, ['--run', runId], `${key}\n`), (error: Error) => /U\+000A at position \d+ \(white space around it/.test(error.message) && !error.message.includes(key));
-  await assert.rejects(
-    explainCommand([rt.url.replace('http://', 'http://admin:hunter2@'), '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: key } }),
-    (error: Error) => /holds a user name or password/.test(error.message) && !error.message.includes('hunter2'),
-  );
-  assert.equal(receiver.received.length, asked);
+test('a key or URL that cannot be sent is refused before any request, naming the character, never the key or password; a key\'s trailing newline is dropped', async () => {
+  const counter = await startReceiver([{ status: 200, body: '{}' }]);
+  try {
+    const at = (url: string, apiKey: string) => explainCommand([url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: apiKey } });
+    await assert.rejects(at(counter.url, `${key.slice(0, 10)}\n${key.slice(10)}`), (error: Error) => /U\+000A at position 10: it is sent in the Authorization header/.test(error.message) && !error.message.includes(key.slice(10)));
+    await assert.rejects(at(counter.url, `${key}\u201d`), /U\+201D at position/);
+    await assert.rejects(at(counter.url.replace('http://', 'http://admin:hunter2@'), key), (error: Error) => /holds a user name or password/.test(error.message) && !error.message.includes('hunter2'));
+    assert.equal(counter.received.length, 0, 'nothing was sent');
+  } finally {
+    await counter.close();
+  }
+  // As fetch sends it: white space at the ends of a key (a file's last newline) is not part of it.
+  const fromFile = await run(explainCommand, ['--run', runId], `${key}\n`);
+  assert.equal(fromFile.code, 0, fromFile.err);
+});
+
+test('an answer that is not JSON reaches the terminal escaped, as every other answer', async () => {
+  const { createServer } = await import('node:http');
+  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>\u001b]0;PWNED\u0007</html>'));
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', () => listening()));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+    const stderr = new PassThrough();
+    let err = '';
+    stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    const code = await explainCommand([url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr, env: { SLUICE_API_KEY: key } });
+    assert.equal(code, 1);
+    assert.match(err, /^sluice explain: 200 invalid_answer: GET \/organizations\/acct-explain-cli\/runs\/run_\w+ answered 200 with a body that is not JSON/);
+    assert.doesNotMatch(err, /[\u0000-\u0009\u000b-\u001f]/, JSON.stringify(err));
+  } finally {
+    await new Promise((closed) => server.close(closed));
+  }
+});
+
+test('a request withdrawn after the cancel (it waited for a connection) reads as never sent, with the reason', () => {
+  const attempt = {
+    attempt: 1, fence: 1, claimed_at: '2026-12-02T00:00:00.000Z', started_at: null, ended_at: '2026-12-02T00:00:01.000Z', outcome: 'cancelled', error: null,
+    evidence: { reason: 'cancelled_while_out', effect_sent: 'unknown' },
+    after_cancel: { outcome: 'failed', at: '2026-12-02T00:00:02.000Z', started_at: null, error: { code: 'webhook_withdrawn', message: 'Not sent: the run left this attempt.', retryable: false, retry_after_ms: null }, evidence: { url: 'https://example.test/x', idempotency_key: 'run_1:post' } },
+  } as const;
+  const view = {
+    run_id: 'run_1', org_id: ORG, event_id: 'evt_1', workflow_id: 'wf', workflow_version: 1, environment: 'production', state: 'cancelled', skip_side_effects: false,
+    current_step: null, fence: 1, retry_at: null, wake_at: null, error: null, cancel_reason: 'cancelled through the API', resumes: [], created_at: '', updated_at: '',
+    steps: [{ id: 'post', index: 0, type: 'webhook', status: 'cancelled', result: null, attempts: [attempt], earlier_attempts_dropped: 0 }],
+  };
+  const text = explainRun(view as unknown as Run);
+  assert.match(text, /attempt 1 \(fence 1\): cancelled; nothing sent \(withdrawn after the cancel\)\n/);
+  assert.match(text, /after the cancel: failed webhook_withdrawn at \S+; nothing sent; to https:\/\/example\.test\/x; key run_1:post\n {10}Not sent: the run left this attempt\./);
+  assert.doesNotMatch(text, /may have reached/);
 });

@@ -7,7 +7,7 @@ import { linkSignals, raceAbort } from './abort.ts';
 import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
 import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummary, SluiceEvent } from './api-types.ts';
 import { headerCredentialProblem } from './credential-check.ts';
-import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
+import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 
@@ -62,7 +62,9 @@ export class SluiceClient {
     this.#o = options;
     this.org = options.org;
     this.#base = parseBaseUrl(options.url);
-    const problem = headerCredentialProblem('The API key', options.apiKey);
+    refuseUrlCredentials(this.#base);
+    // fetch drops white space at the ends of a header value (a key file's last newline): only what it sends is checked.
+    const problem = headerCredentialProblem('The API key', options.apiKey.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, ''));
     if (problem !== undefined) throw new TypeError(problem);
     this.#fetch = options.fetch ?? fetch;
     this.#sleep = options.sleep ?? realSleep;
@@ -92,7 +94,7 @@ export class SluiceClient {
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
-        if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 ? undefined : JSON.parse(outcome.text)) as T;
+        if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 ? undefined : answerOf(outcome.status, outcome.text, `${method} ${url.pathname}`)) as T;
         if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts) {
           const retryAfter = Number(outcome.retryAfter);
           await raceAbort(this.#sleep(backoffMs(attempt, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined), cancel.signal), cancel.signal);
@@ -200,6 +202,18 @@ export class SluiceClient {
 }
 
 const checkTimeout = (ms: number): number => checkTimerDuration('timeoutMs', ms);
+
+/**
+ * A success's JSON. One that is not JSON (a proxy's login page at the url) is SluiceApiError
+ * `invalid_answer`, never quoting the body: JSON.parse's message would, control characters and all.
+ */
+function answerOf(status: number, text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new SluiceApiError(status, { code: 'invalid_answer', message: `${what} answered ${status} with a body that is not JSON: is the url where Sluice listens, not a proxy's page?` });
+  }
+}
 
 /** The error for the last failed attempt of `what`, naming fetch's reason (`fetch failed` alone says little). */
 function networkError(what: string, failed: Extract<Attempt, { kind: 'failed' }>, timeoutMs: number, attempts: number): SluiceNetworkError {

@@ -108,9 +108,9 @@ export interface RunAttempt {
   readonly fence: number;
   readonly claimed_at: string;
   /**
-   * When it went out (a connection, a hook-runner call), once it reported; null while it is under
-   * way, when nothing was sent, and for one cancelled or cut off while out (then `after_cancel`, or
-   * evidence `effect_sent: "unknown"`, says more).
+   * When it went out (a connection, a hook-runner call; a delay: when it began), once it reported;
+   * null while a webhook or custom action attempt is under way, when nothing was sent, and for one
+   * cancelled or cut off while out (then `after_cancel`, or evidence `effect_sent: "unknown"`, says more).
    */
   readonly started_at: string | null;
   readonly ended_at: string | null;

@@ -3,7 +3,7 @@
 // unless the person says "again"); transport replay only explains what ingest would do with the
 // recorded request.
 
-import { ConflictError, InputError } from '../errors.ts';
+import { ConflictError, InputError, notFound } from '../errors.ts';
 import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
 import { REPLAY_SOURCE, type StoredEvent } from '../events/event-record.ts';
 import { eventWithRawPayload } from '../events/payload-text.ts';
@@ -162,8 +162,9 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           // nothing does not), and waits out a sandbox reset like API events (events-api.ts).
           if (original.environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
           // The reset waited for may have deleted the original, retention pruned it, or the plan lost its sandbox.
-          // What is replayed is the event as read now: an id a reset freed may name a new event.
           const current = ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
+          // A reset freed the id and a new event took it: the choice was made for the one removed.
+          if (current.received_at_ms !== original.received_at_ms) throw notFound(`Event "${original.id}"`, 'event_id');
           if (choice.workflow_ids !== undefined) {
             // A workflow named that would start no run is a mistake to say now, not a replay that does nothing.
             const listening = new Set(workflows.matching(org.id, current.environment, current.type).map((version) => String(version.workflow_id)));

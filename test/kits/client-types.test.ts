@@ -122,12 +122,15 @@ test('getEvent, getRun, failedEvents and replayEvent answer the fields their cli
   assertShape('run', run, RUN);
   assertShape('run.error', run?.error, RUN_ERROR);
   assert.equal(run?.error?.reason, 'non_retryable');
+  let listedFailed = 0;
   for await (const failed of client.failedEvents()) {
+    listedFailed++;
     assertShape('failedEvents()', failed, FAILED);
     assertShape('failedEvents().event', failed.event, EVENT);
     assertShape('failedEvents().runs[0]', failed.runs[0], RUN);
     assert.equal(failed.failed_runs, 1);
   }
+  assert.equal(listedFailed, 1, 'the one event with a failed run');
   const { run: full } = await client.getRun(run!.run_id);
   assertShape('getRun', full, FULL_RUN);
   assertShape('getRun().error', full.error, RUN_ERROR);
