@@ -6,8 +6,9 @@
 // lmdb-js 3.5.6 can abort the process on a failed page write (README "Durability"). Free space is
 // read with statfs once per PROBE_INTERVAL_MS, off the request path, so a flood can pass the floor by
 // one interval's writes. The floor refuses nothing until armed, which each process does before it
-// lets calls in: start-up's own writes are few and small, and a process that could not start below
-// the floor could not serve reads either. (Shared by both processes; the runner imports no runtime code.)
+// lets calls in: start-up's own writes are few and small (a data-format upgrade, once, indexes what
+// is stored: bounded by it), and a process that could not start below the floor could not serve
+// reads either. (Shared by both processes; the runner imports no runtime code.)
 
 import { statfs } from 'node:fs/promises';
 

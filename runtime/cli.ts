@@ -39,8 +39,9 @@ commands:
                 [--workflow <id>]... [--again] [--idempotency-key <key>] [--environment <env>])
   failed        list the newest events with failed runs, each run's reason (triage)
                 (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY [--limit <n>] [--environment <env>])
-  resume        continue a failed run from its first incomplete step; cancel: stop a run that has not finished
-  cancel        (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY --run <id> [--environment <env>])
+  resume        continue a failed run from its first incomplete step
+  cancel        stop a run that has not finished
+                (both: <http://host:port> --org <org> --key <API key> or SLUICE_API_KEY --run <id> [--environment <env>])
                 a credential in SLUICE_* stays out of ps, which every local user can read; a flag does not
 
 options (dev, serve):

@@ -42,7 +42,9 @@ const failureOf = (error: NonNullable<Run['error']>): string =>
   `${error.code} at step "${error.step_id}" (${error.reason === 'non_retryable' ? 'not retried' : 'retries used up'}): ${error.message}`;
 
 export function explainEvent(details: EventDetails): string {
-  const { event, recording, reactions, replays } = details;
+  const { event, recording, reactions } = details;
+  // A Sluice from before replays were listed sends none.
+  const replays = details.replays ?? [];
   const lines = [`event ${event.id} (${event.type}, ${event.environment})`, `  received ${event.received_at}: ${originOf(event)}`];
   if (event.replay_skip_side_effects && event.source !== '@replay') lines.push('  its runs record webhook steps as skipped (it comes from a skip replay)');
   if (recording !== null) {
@@ -106,7 +108,10 @@ function sendingOf(attempt: RunAttempt, type: RunStep['type']): string {
   if (attempt.started_at !== null) return `sent ${attempt.started_at}`;
   if (attempt.outcome === 'pending') return 'under way, not finished';
   const late = attempt.after_cancel;
-  if (late !== null) return late.started_at === null ? 'nothing sent (withdrawn after the cancel)' : 'it was out when the run was cancelled (what came of it: below)';
+  if (late !== null) {
+    if (late.started_at !== null) return 'it was out when the run was cancelled (what came of it: below)';
+    return late.error !== null && late.error.code.endsWith('_withdrawn') ? 'nothing sent (withdrawn after the cancel)' : 'nothing sent (it never reached its target: below)';
+  }
   // Cancelled or cut off by a restart while out, nothing heard since: it may well have reached its target.
   const evidence = fieldsOf(attempt.evidence);
   if (evidence['effect_sent'] === 'unknown') {

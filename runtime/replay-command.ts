@@ -8,6 +8,7 @@ import { SluiceApiError, SluiceClient } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
 import { clientFailure } from './cli-client-failure.ts';
 import { InputError } from './errors.ts';
+import { printable } from './terminal-text.ts';
 
 const USAGE =
   'usage: sluice replay <http://host:port> --org <org id> --event <event id> --side-effects skip|run [--workflow <workflow id>]... [--again] [--idempotency-key <key>] [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox]';
@@ -36,9 +37,11 @@ export async function replayCommand(args: readonly string[], io: ClientCommandIo
       ...(values['idempotency-key'] === undefined ? {} : { idempotencyKey: values['idempotency-key'] }),
     });
     const lines = [`replay ${made.event.id} of event ${values.event} (side_effects ${sideEffects}, ${target.environment})`];
-    lines.push(made.reactions.length === 0 ? '  runs: none started' : `  runs (${made.reactions.length}):`);
-    for (const run of made.reactions) lines.push(`    ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}`);
-    io.stdout.write(`${lines.join('\n')}\n`);
+    // A Sluice from before the answer listed its runs sends the event alone: the replay is made all the same.
+    const reactions = made.reactions ?? [];
+    lines.push(made.reactions === undefined ? '  runs: see sluice explain ... --event <this replay>' : reactions.length === 0 ? '  runs: none started' : `  runs (${reactions.length}):`);
+    for (const run of reactions) lines.push(`    ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}`);
+    io.stdout.write(`${lines.map(printable).join('\n')}\n`);
     return 0;
   } catch (error) {
     const again = error instanceof SluiceApiError && error.code === 'replay_just_made' ? ' (pass --again to make it once more)' : '';

@@ -220,19 +220,16 @@ test('a device connection event is never offered for replay: resume its run inst
 });
 
 test('a key or URL that cannot be sent is refused before any request, naming the character, never the key or password; a key\'s trailing newline is dropped', async () => {
-  const counter = await startReceiver([{ status: 200, body: '{}' }]);
-  try {
-    const at = (url: string, apiKey: string) => explainCommand([url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: apiKey } });
-    await assert.rejects(at(counter.url, `${key.slice(0, 10)}\n${key.slice(10)}`), (error: Error) => /U\+000A at position 10: it is sent in the Authorization header/.test(error.message) && !error.message.includes(key.slice(10)));
-    await assert.rejects(at(counter.url, `${key}\u201d`), /U\+201D at position/);
-    await assert.rejects(at(counter.url.replace('http://', 'http://admin:hunter2@'), key), (error: Error) => /holds a user name or password/.test(error.message) && !error.message.includes('hunter2'));
-    assert.equal(counter.received.length, 0, 'nothing was sent');
-  } finally {
-    await counter.close();
+  // Refused when the client is made, so before any request: the message names the character, not the key.
+  const at = (url: string, apiKey: string) => explainCommand([url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: apiKey } });
+  await assert.rejects(at(rt.url, `${key.slice(0, 10)}\n${key.slice(10)}`), (error: Error) => /U\+000A at position 10: it is sent in the Authorization header/.test(error.message) && !error.message.includes(key.slice(10)));
+  await assert.rejects(at(rt.url, `${key}\u201d`), /U\+201D at position/);
+  await assert.rejects(at(rt.url.replace('http://', 'http://admin:hunter2@'), key), (error: Error) => /holds a user name or password/.test(error.message) && !error.message.includes('hunter2'));
+  // White space around a key (a file's last newline, a stray one before it) is not part of it.
+  for (const padded of [`${key}\n`, `\n${key}`, ` ${key}\r\n`]) {
+    const fromFile = await run(explainCommand, ['--run', runId], padded);
+    assert.equal(fromFile.code, 0, fromFile.err);
   }
-  // As fetch sends it: white space at the ends of a key (a file's last newline) is not part of it.
-  const fromFile = await run(explainCommand, ['--run', runId], `${key}\n`);
-  assert.equal(fromFile.code, 0, fromFile.err);
 });
 
 test('an answer that is not JSON reaches the terminal escaped, as every other answer', async () => {
@@ -268,4 +265,23 @@ test('a request withdrawn after the cancel (it waited for a connection) reads as
   assert.match(text, /attempt 1 \(fence 1\): cancelled; nothing sent \(withdrawn after the cancel\)\n/);
   assert.match(text, /after the cancel: failed webhook_withdrawn at \S+; nothing sent; to https:\/\/example\.test\/x; key run_1:post\n {10}Not sent: the run left this attempt\./);
   assert.doesNotMatch(text, /may have reached/);
+});
+
+test('an attempt cancelled while it was connecting, refused afterwards, reads as never reaching its target; an older Sluice\'s views still explain', () => {
+  const refused = {
+    attempt: 1, fence: 1, claimed_at: '2026-12-02T00:00:00.000Z', started_at: null, ended_at: '2026-12-02T00:00:01.000Z', outcome: 'cancelled', error: null,
+    evidence: { reason: 'cancelled_while_out', effect_sent: 'unknown' },
+    after_cancel: { outcome: 'failed', at: '2026-12-02T00:00:02.000Z', started_at: null, error: { code: 'webhook_network_error', message: 'The request was not sent: getaddrinfo EAI_AGAIN example.test.', retryable: true, retry_after_ms: null }, evidence: { url: 'https://example.test/x', idempotency_key: 'run_1:post' } },
+  } as const;
+  const view = {
+    run_id: 'run_1', org_id: ORG, event_id: 'evt_1', workflow_id: 'wf', workflow_version: 1, environment: 'production', state: 'cancelled', skip_side_effects: false,
+    current_step: null, fence: 1, retry_at: null, wake_at: null, error: null, cancel_reason: 'cancelled through the API', resumes: [], created_at: '', updated_at: '',
+    steps: [{ id: 'post', index: 0, type: 'webhook', status: 'cancelled', result: null, attempts: [refused], earlier_attempts_dropped: 0 }],
+  };
+  const text = explainRun(view as unknown as Run);
+  assert.match(text, /cancelled; nothing sent \(it never reached its target: below\)\n/);
+  assert.doesNotMatch(text, /withdrawn/);
+  const event = { id: 'evt_1', org_id: ORG, type: 'order.paid', payload: {}, environment: 'production', source: '@api', provider_event_id: null, received_at: '2026-12-02T00:00:00.000Z', received_at_ms: 0, correlation_id: 'evt_1', causation_id: null, depth: 0, replay_skip_side_effects: false, replay_workflow_ids: null };
+  const older = explainEvent({ event, recording: null, reactions: [] } as unknown as EventDetails);
+  assert.match(older, /runs: none/);
 });

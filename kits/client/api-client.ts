@@ -56,6 +56,8 @@ export class SluiceClient {
   readonly #base: URL;
   readonly #fetch: typeof fetch;
   readonly #sleep: Sleep;
+  /** The key as sent: without the white space around it. */
+  readonly #apiKey: string;
 
   /** Throws TypeError for a url that is not http(s) or carries credentials or a query, or an API key a header cannot carry; RangeError for a bad timeoutMs. */
   constructor(options: ClientOptions) {
@@ -63,8 +65,10 @@ export class SluiceClient {
     this.org = options.org;
     this.#base = parseBaseUrl(options.url);
     refuseUrlCredentials(this.#base);
-    // fetch drops white space at the ends of a header value (a key file's last newline): only what it sends is checked.
-    const problem = headerCredentialProblem('The API key', options.apiKey.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, ''));
+    if (typeof options.apiKey !== 'string') throw new TypeError('The API key is missing (apiKey).');
+    // White space at the ends (a key file's last newline) is not part of the key: dropped, and only what is sent is checked.
+    this.#apiKey = options.apiKey.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+    const problem = headerCredentialProblem('The API key', this.#apiKey);
     if (problem !== undefined) throw new TypeError(problem);
     this.#fetch = options.fetch ?? fetch;
     this.#sleep = options.sleep ?? realSleep;
@@ -80,7 +84,7 @@ export class SluiceClient {
     const relative = path.startsWith('//') ? path.slice(1) : `/organizations/${encodeURIComponent(this.org)}/${path.replace(/^\/+/, '')}`;
     const url = urlUnder(this.#base, relative, 'http');
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
-    const headers: Record<string, string> = { authorization: `Bearer ${this.#o.apiKey}`, ...options.headers };
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#apiKey}`, ...options.headers };
     if (options.json !== undefined) headers['content-type'] = 'application/json';
     const init: RequestInit = { method, headers, ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }) };
     const attempts = (options.retry ?? method === 'GET') ? (this.#o.maxAttempts ?? 5) : 1;

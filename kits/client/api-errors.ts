@@ -2,7 +2,10 @@
 // SluiceNetworkError when no answer came (the request may or may not have been carried out). A
 // call cancelled through its `signal` rejects with the signal's reason instead, never retried.
 
-/** An answer of 4xx/5xx, with the API's error body: `{"error":{"code","message","field"?,...}}`. */
+/**
+ * An answer of 4xx/5xx, with the API's error body: `{"error":{"code","message","field"?,...}}`; or
+ * `invalid_answer`, a success whose body is not JSON (not Sluice answering: a POST may have been carried out).
+ */
 export class SluiceApiError extends Error {
   readonly status: number;
   readonly code: string;

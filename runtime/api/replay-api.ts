@@ -3,7 +3,7 @@
 // unless the person says "again"); transport replay only explains what ingest would do with the
 // recorded request.
 
-import { ConflictError, InputError, notFound } from '../errors.ts';
+import { ConflictError, InputError, notFound, SluiceError } from '../errors.ts';
 import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
 import { REPLAY_SOURCE, type StoredEvent } from '../events/event-record.ts';
 import { eventWithRawPayload } from '../events/payload-text.ts';
@@ -37,6 +37,20 @@ const MAX_REPLAY_WORKFLOWS = 100;
  * every effect again under new keys. `"again": true` says the person means it.
  */
 export const REPEAT_GUARD_MS = 5 * 60_000;
+
+/** Replays of one event waiting for their turn (or being made) at most; more are 429. */
+const MAX_QUEUED_REPLAYS = 100;
+
+/** 429 `too_many_replays`: MAX_QUEUED_REPLAYS replays of the event are waiting already; retry after a second. */
+class ReplaysWaitingError extends SluiceError {
+  readonly retryAfterMs = 1000;
+  constructor() {
+    super(429, 'too_many_replays', `${MAX_QUEUED_REPLAYS} replays of this event are being made already; retry in a second.`);
+  }
+}
+
+/** Replays within the guard looked at for a repeat at most (the newest): more than a person makes by accident. */
+const REPEAT_LOOKBACK = 1000;
 
 const parseReplay = createBodyParser<ReplayChoice>({
   type: 'object',
@@ -74,7 +88,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
   const refuseRepeat = (orgId: string, original: StoredEvent, choice: ReplayChoice): void => {
     const nowMs = ctx.clock.now();
     const repeated = ctx.events.replays
-      .within(orgId, original.environment, original.id, nowMs - REPEAT_GUARD_MS + 1, nowMs + REPEAT_GUARD_MS)
+      .within(orgId, original.environment, original.id, nowMs - REPEAT_GUARD_MS + 1, nowMs + REPEAT_GUARD_MS, REPEAT_LOOKBACK)
       .find((earlier) => earlier.side_effects === choice.side_effects && sameWorkflows(earlier.workflow_ids, choice));
     if (repeated === undefined) return;
     const ago = Math.max(0, Math.round((nowMs - repeated.received_at_ms) / 1000));
@@ -157,7 +171,12 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         // One replay of an event at a time, so the second of a double click (or a keyed and an
         // unkeyed request overlapping) sees the first one's replay. Everything a queued request
         // checked is read again inside: a reset or retention may have removed the original meanwhile.
-        return serial.run(`${org.id} ${original.id}`, async () => {
+        const queue = `${org.id} ${original.id}`;
+        // Bounded: a flood of replays of one event is refused, not held in memory behind the first.
+        if (serial.queued(queue) >= MAX_QUEUED_REPLAYS) {
+          throw new ReplaysWaitingError();
+        }
+        return serial.run(queue, async () => {
           // A replay is a new event: it counts toward the ingest quota (a keyed retry that stores
           // nothing does not), and waits out a sandbox reset like API events (events-api.ts).
           if (original.environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);

@@ -25,6 +25,9 @@ interface ReplayChoiceRecord {
 
 type ReplayKey = [orgId: string, environment: string, originalId: string, receivedAtMs: number, replayId: string];
 
+/** The data format (data-format.ts) from which on every stored replay is indexed. */
+export const REPLAY_INDEX_FORMAT = 4;
+
 /** The table's name (tests and upgrades open it). */
 export const REPLAY_INDEX = 'event-replays';
 
@@ -56,7 +59,9 @@ export class ReplayIndex {
    */
   removeWithin(event: StoredEvent): void {
     if (isReplay(event)) this.#table.remove(keyOf(event));
-    // Read in full before the removes: a range read in a transaction that writes to it is unspecified (ledger.ts).
+    // Read in full before removing (lmdb-js and the memory twin both see the transaction's own
+    // writes here; ledger.ts leaves range reads in a writing transaction unspecified, and sandbox
+    // reset's removeEnvironmentKeys relies on the same).
     const listed = [...this.#table.getKeys({ start: [event.org_id, event.environment, event.id], end: [event.org_id, event.environment, event.id, '\uffff'] })];
     for (const key of listed) this.#table.remove(key);
   }
@@ -71,9 +76,9 @@ export class ReplayIndex {
     return this.#entries({ start: [orgId, environment, originalId, Number.MAX_SAFE_INTEGER], end: [orgId, environment, originalId, -1], reverse: true, limit });
   }
 
-  /** The replays of the event received from `fromMs` up to (not including) `toMs`, newest first. */
-  within(orgId: string, environment: string, originalId: string, fromMs: number, toMs: number): ReplayEntry[] {
-    return this.#entries({ start: [orgId, environment, originalId, toMs], end: [orgId, environment, originalId, fromMs], reverse: true });
+  /** The newest `limit` replays of the event received from `fromMs` up to (not including) `toMs`, newest first. */
+  within(orgId: string, environment: string, originalId: string, fromMs: number, toMs: number, limit: number): ReplayEntry[] {
+    return this.#entries({ start: [orgId, environment, originalId, toMs], end: [orgId, environment, originalId, fromMs], reverse: true, limit });
   }
 
   #entries(range: LedgerRange): ReplayEntry[] {
@@ -115,6 +120,3 @@ export class ReplayIndex {
     }
   }
 }
-
-/** The data format (data-format.ts) from which on every stored replay is indexed. */
-export const REPLAY_INDEX_FORMAT = 4;
