@@ -250,35 +250,29 @@ test('an answer that is not JSON reaches the terminal escaped, as every other an
   }
 });
 
-test('a request withdrawn after the cancel (it waited for a connection) reads as never sent, with the reason', () => {
+/** A cancelled run whose one webhook attempt was out at the cancel and afterwards failed with `code`, `message` (nothing sent). */
+function cancelledWhileOut(code: string, message: string): Run {
   const attempt = {
     attempt: 1, fence: 1, claimed_at: '2026-12-02T00:00:00.000Z', started_at: null, ended_at: '2026-12-02T00:00:01.000Z', outcome: 'cancelled', error: null,
     evidence: { reason: 'cancelled_while_out', effect_sent: 'unknown' },
-    after_cancel: { outcome: 'failed', at: '2026-12-02T00:00:02.000Z', started_at: null, error: { code: 'webhook_withdrawn', message: 'Not sent: the run left this attempt.', retryable: false, retry_after_ms: null }, evidence: { url: 'https://example.test/x', idempotency_key: 'run_1:post' } },
-  } as const;
-  const view = {
+    after_cancel: { outcome: 'failed', at: '2026-12-02T00:00:02.000Z', started_at: null, error: { code, message, retryable: false, retry_after_ms: null }, evidence: { url: 'https://example.test/x', idempotency_key: 'run_1:post' } },
+  };
+  return {
     run_id: 'run_1', org_id: ORG, event_id: 'evt_1', workflow_id: 'wf', workflow_version: 1, environment: 'production', state: 'cancelled', skip_side_effects: false,
     current_step: null, fence: 1, retry_at: null, wake_at: null, error: null, cancel_reason: 'cancelled through the API', resumes: [], created_at: '', updated_at: '',
     steps: [{ id: 'post', index: 0, type: 'webhook', status: 'cancelled', result: null, attempts: [attempt], earlier_attempts_dropped: 0 }],
-  };
-  const text = explainRun(view as unknown as Run);
+  } as unknown as Run;
+}
+
+test('a request withdrawn after the cancel (it waited for a connection) reads as never sent, with the reason', () => {
+  const text = explainRun(cancelledWhileOut('webhook_withdrawn', 'Not sent: the run left this attempt.'));
   assert.match(text, /attempt 1 \(fence 1\): cancelled; nothing sent \(withdrawn after the cancel\)\n/);
   assert.match(text, /after the cancel: failed webhook_withdrawn at \S+; nothing sent; to https:\/\/example\.test\/x; key run_1:post\n {10}Not sent: the run left this attempt\./);
   assert.doesNotMatch(text, /may have reached/);
 });
 
 test('an attempt cancelled while it was connecting, refused afterwards, reads as never reaching its target; an older Sluice\'s views still explain', () => {
-  const refused = {
-    attempt: 1, fence: 1, claimed_at: '2026-12-02T00:00:00.000Z', started_at: null, ended_at: '2026-12-02T00:00:01.000Z', outcome: 'cancelled', error: null,
-    evidence: { reason: 'cancelled_while_out', effect_sent: 'unknown' },
-    after_cancel: { outcome: 'failed', at: '2026-12-02T00:00:02.000Z', started_at: null, error: { code: 'webhook_network_error', message: 'The request was not sent: getaddrinfo EAI_AGAIN example.test.', retryable: true, retry_after_ms: null }, evidence: { url: 'https://example.test/x', idempotency_key: 'run_1:post' } },
-  } as const;
-  const view = {
-    run_id: 'run_1', org_id: ORG, event_id: 'evt_1', workflow_id: 'wf', workflow_version: 1, environment: 'production', state: 'cancelled', skip_side_effects: false,
-    current_step: null, fence: 1, retry_at: null, wake_at: null, error: null, cancel_reason: 'cancelled through the API', resumes: [], created_at: '', updated_at: '',
-    steps: [{ id: 'post', index: 0, type: 'webhook', status: 'cancelled', result: null, attempts: [refused], earlier_attempts_dropped: 0 }],
-  };
-  const text = explainRun(view as unknown as Run);
+  const text = explainRun(cancelledWhileOut('webhook_network_error', 'The request was not sent: getaddrinfo EAI_AGAIN example.test.'));
   assert.match(text, /cancelled; nothing sent \(it never reached its target: below\)\n/);
   assert.doesNotMatch(text, /withdrawn/);
   const event = { id: 'evt_1', org_id: ORG, type: 'order.paid', payload: {}, environment: 'production', source: '@api', provider_event_id: null, received_at: '2026-12-02T00:00:00.000Z', received_at_ms: 0, correlation_id: 'evt_1', causation_id: null, depth: 0, replay_skip_side_effects: false, replay_workflow_ids: null };
