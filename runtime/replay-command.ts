@@ -36,7 +36,8 @@ export async function replayCommand(args: readonly string[], io: ClientCommandIo
       ...(values.again === true ? { again: true } : {}),
       ...(values['idempotency-key'] === undefined ? {} : { idempotencyKey: values['idempotency-key'] }),
     });
-    const lines = [`replay ${made.event.id} of event ${values.event} (side_effects ${sideEffects}, ${target.environment})`];
+    const earlier = made.idempotent_replayed === true ? ' (made earlier with this --idempotency-key: nothing new was made)' : '';
+    const lines = [`replay ${made.event.id} of event ${values.event} (side_effects ${sideEffects}, ${target.environment})${earlier}`];
     // A Sluice from before the answer listed its runs sends the event alone: the replay is made all the same.
     const reactions = made.reactions ?? [];
     lines.push(made.reactions === undefined ? '  runs: see sluice explain ... --event <this replay>' : reactions.length === 0 ? '  runs: none started' : `  runs (${reactions.length}):`);

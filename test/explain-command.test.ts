@@ -95,8 +95,14 @@ test('replay makes one replay per choice: the same command again is refused unti
   assert.match(twice.err, new RegExp(`^sluice replay: 409 replay_just_made: .*event ${made}.*\\(pass --again to make it once more\\)\n$`));
   const again = await run(replayCommand, ['--event', eventId, '--side-effects', 'skip', '--again']);
   assert.equal(again.code, 0, again.err);
+  assert.doesNotMatch(again.out, /made earlier/);
+  const keyed = await run(replayCommand, ['--event', eventId, '--side-effects', 'run', '--idempotency-key', 'ticket-9']);
+  const keyedAgain = await run(replayCommand, ['--event', eventId, '--side-effects', 'run', '--idempotency-key', 'ticket-9']);
+  assert.equal(keyedAgain.code, 0, keyedAgain.err);
+  assert.equal(/^replay (\S+)/.exec(keyedAgain.out)?.[1], /^replay (\S+)/.exec(keyed.out)?.[1]);
+  assert.match(keyedAgain.out, /\(made earlier with this --idempotency-key: nothing new was made\)\n/);
   const listed = await run(explainCommand, ['--event', eventId]);
-  assert.match(listed.out, /replays \(2, newest first\):/);
+  assert.match(listed.out, /replays \(3, newest first\):/);
   const newest = listed.out.indexOf(/^replay (\S+)/.exec(again.out)![1]!);
   assert.ok(newest >= 0 && newest < listed.out.indexOf(made), 'newest first');
   const replayView = await run(explainCommand, ['--event', made]);

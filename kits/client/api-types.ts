@@ -91,6 +91,8 @@ export interface FailedEvent {
 export interface ReplayMade {
   readonly event: SluiceEvent;
   readonly reactions: RunSummary[];
+  /** Present when an earlier request with the same Idempotency-Key made this replay: nothing new was made. */
+  readonly idempotent_replayed?: true;
 }
 
 /** A step attempt's error (a run's failure names the step it came from instead). */

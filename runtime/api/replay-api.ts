@@ -147,7 +147,8 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           if (!sameWorkflows(earlier.replay_workflow_ids, choice)) {
             throw new ConflictError('idempotency_key_reused', 'This Idempotency-Key already made a replay of this event for other workflow_ids.', { original_event_id: earlier.id });
           }
-          return rawJson(202, made(earlier), { 'idempotent-replayed': 'true' });
+          // Said in the body too, for clients that read only the body (the TypeScript client, the CLI).
+          return rawJson(202, { ...made(earlier), idempotent_replayed: true }, { 'idempotent-replayed': 'true' });
         };
         let original;
         try {

@@ -48,7 +48,8 @@ const ATTEMPT = {
 } as const satisfies Record<keyof RunAttempt, Kind>;
 const ATTEMPT_ERROR = { code: 'string', message: 'string', retryable: 'boolean', retry_after_ms: 'number|null' } as const satisfies Record<keyof AttemptError, Kind>;
 const FAILED = { event: 'object', runs: 'array', failed_runs: 'number' } as const satisfies Record<keyof FailedEvent, Kind>;
-const REPLAY_MADE = { event: 'object', reactions: 'array' } as const satisfies Record<keyof ReplayMade, Kind>;
+const REPLAY_MADE = { event: 'object', reactions: 'array' } as const satisfies Record<Exclude<keyof ReplayMade, 'idempotent_replayed'>, Kind>;
+const REPLAY_MADE_BEFORE = { ...REPLAY_MADE, idempotent_replayed: 'boolean' } as const satisfies Record<keyof ReplayMade, Kind>;
 
 // Compile-time checks: the client's types against the server's, and against the shapes above.
 true satisfies SameKeys<SluiceEvent, StoredEvent>;
@@ -61,7 +62,7 @@ true satisfies SameKeys<RunSummary, typeof RUN>;
 true satisfies SameKeys<EventDetails, typeof DETAILS>;
 true satisfies SameKeys<EventReplay, ReplayEntry>;
 true satisfies SameKeys<EventReplay, typeof REPLAY>;
-true satisfies SameKeys<ReplayMade, typeof REPLAY_MADE>;
+true satisfies SameKeys<ReplayMade, typeof REPLAY_MADE_BEFORE>;
 true satisfies SameKeys<Run, RunView>;
 true satisfies SameKeys<RunStep, StepView>;
 true satisfies SameKeys<RunAttempt, AttemptView>;
@@ -154,4 +155,9 @@ test('getEvent, getRun, failedEvents and replayEvent answer the fields their cli
   assert.equal(replayed.replays.length, 1);
   assertShape('getEvent().replays[0]', replayed.replays[0], REPLAY);
   assert.equal(replayed.replays[0]?.event_id, replay.event.id);
+  const keyed = await client.replayEvent(eventId, { sideEffects: 'skip', idempotencyKey: 'types-1' });
+  assertShape('replayEvent (keyed)', keyed, REPLAY_MADE);
+  const again = await client.replayEvent(eventId, { sideEffects: 'skip', idempotencyKey: 'types-1' });
+  assertShape('replayEvent (keyed, again)', again, REPLAY_MADE_BEFORE);
+  assert.deepEqual([again.event.id, again.idempotent_replayed], [keyed.event.id, true]);
 });
