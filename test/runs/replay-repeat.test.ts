@@ -181,6 +181,36 @@ test('replays of one event waiting for their turn are capped: past 100, 429 too_
   assert.deepEqual([statuses.length, statuses.filter((s) => s === 202).length, statuses.filter((s) => s === 409).length], [100, 1, 99], 'one made, the rest repeats of it');
 });
 
+test('a replay waiting its turn while its event id came to name another event (a reset freed it) answers 404, replaying nothing', async () => {
+  const sent = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.paid', payload: { first: true }, environment: 'sandbox', id: 'taken-1' } });
+  assert.equal(sent.status, 202, sent.text);
+  const generations = rt.runtime.context.runs.sandboxGenerations;
+  let release!: () => void;
+  const held = generations.during(ORG, () => new Promise<void>((resolve) => (release = resolve)));
+  const quiet = generations.quiet.bind(generations);
+  let waiting = 0;
+  generations.quiet = (orgId: string) => {
+    waiting++;
+    return quiet(orgId);
+  };
+  try {
+    const replaying = replay('taken-1', { side_effects: 'run' }, {}, 'sandbox');
+    await eventually('the replay waits for the reset', () => waiting, (n) => n === 1);
+    // What a reset and a new event of the same id leave: another event under that id.
+    const { ledger } = rt.runtime;
+    const record = ledger.events.get([ORG, 'taken-1']) as Record<string, unknown>;
+    await durably(ledger.root, ledger.root.transaction(() => ledger.events.put([ORG, 'taken-1'], { ...record, received_at_ms: Number(record['received_at_ms']) + 1000, payload_json: '{"second":true}' })));
+    release();
+    await held;
+    const answer = await replaying;
+    assert.deepEqual([answer.status, answer.body.error?.code], [404, 'not_found'], answer.text);
+    assert.deepEqual((await call(rt.url, 'GET', `${base}/taken-1?environment=sandbox`, { token: key })).body.replays, [], 'nothing was replayed');
+  } finally {
+    generations.quiet = quiet;
+    release();
+  }
+});
+
 test('boot lists the replays a data dir holds from before the list existed', { skip: process.env['SLUICE_TEST_LEDGER'] === 'memory' && 'reopens an LMDB data dir' }, async () => {
   const dataDir = tempDir();
   try {
