@@ -101,7 +101,10 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
     `    -H "Authorization: Bearer ${tokenExpr}" -H 'content-type: application/json' \\`,
     `    -d '{"id":"acct-lumen","name":"Lumen","plan":"pro"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).api_key')`,
     '',
-    'then go on with step 2 of the walkthrough. Ctrl-C stops.',
+    'then go on with step 2 of the walkthrough. What an event or a run did, in words (support\'s view):',
+    `  SLUICE_API_KEY=$KEY npm run -s sluice -- explain ${runtime.url} --org acct-lumen --run <run id>`,
+    '',
+    'Ctrl-C stops.',
     '',
   ];
   process.stdout.write(lines.join('\n'));
