@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { holdReset } from '../helpers/hold-reset.ts';
 
 const ORG = 'acct-reset-race';
 let rt: TestRuntime;
@@ -17,35 +18,6 @@ before(async () => {
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
 });
 after(async () => rt.close());
-
-/**
- * A sandbox reset of `orgId` held open (the org is `resetting` until its write settles), counting
- * the requests that reach the wait for it; `finish` lets it settle.
- */
-function holdReset(orgId: string): { waitingFor: (count: number) => Promise<void>; finish: () => Promise<void> } {
-  const generations = rt.runtime.context.runs.sandboxGenerations;
-  let release!: () => void;
-  const held = generations.during(orgId, () => new Promise<void>((resolve) => (release = resolve)));
-  let waiting = 0;
-  const quiet = generations.quiet.bind(generations);
-  generations.quiet = (id: string) => {
-    waiting++;
-    return quiet(id);
-  };
-  return {
-    waitingFor: async (count) => {
-      try {
-        await eventually(`${count} requests waiting for the reset`, () => waiting, (n) => n === count);
-      } finally {
-        generations.quiet = quiet;
-      }
-    },
-    finish: async () => {
-      release();
-      await held;
-    },
-  };
-}
 
 test('a run removed by a sandbox reset while its cancel is applied is not written back', async () => {
   const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, {
@@ -84,7 +56,7 @@ test('a sandbox webhook that arrives while a reset is in flight is stored after 
   const secret = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
   const source = await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'fixtures', secrets: [secret], environment: 'sandbox' } });
   assert.equal(source.status, 201, source.text);
-  const reset = holdReset(ORG);
+  const reset = holdReset(rt, ORG);
   const body = JSON.stringify({ type: 'fixture.sent', id: 'fx-during-reset' });
   let answered = false;
   const webhook = call(rt.url, 'POST', `/hooks/${ORG}/fixtures`, { body, headers: signStandard(secret, 'fx-during-reset', Math.floor(Date.now() / 1000), body) }).then((answer) => {
@@ -107,7 +79,7 @@ test('a sandbox write that waited out a reset checks the plan again: a downgrade
   const original = await call(rt.url, 'POST', `/organizations/${org}/events`, { token: orgKey, json: { type: 'fixture.sent', environment: 'sandbox', payload: {}, id: 'to-replay' } });
   assert.equal(original.status, 202, original.text);
 
-  const reset = holdReset(org);
+  const reset = holdReset(rt, org);
   const body = JSON.stringify({ type: 'fixture.sent', id: 'fx-downgraded' });
   const writes = [
     call(rt.url, 'POST', `/hooks/${org}/fixtures`, { body, headers: signStandard(secret, 'fx-downgraded', Math.floor(Date.now() / 1000), body) }),

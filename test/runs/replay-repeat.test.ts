@@ -16,6 +16,7 @@ import { REPEAT_GUARD_MS } from '../../runtime/api/replay-api.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
+import { holdReset } from '../helpers/hold-reset.ts';
 
 const ORG = 'acct-replay-repeat';
 const clock = new ManualClock(Date.UTC(2026, 11, 2, 9, 0, 0));
@@ -167,15 +168,14 @@ test('replays of one event waiting for their turn are capped: past 100, 429 too_
   const sent = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.paid', payload: {}, environment: 'sandbox' } });
   assert.equal(sent.status, 202, sent.text);
   // A sandbox reset held open keeps the first replay waiting (for the reset) in its turn, and the others behind it.
-  let release!: () => void;
-  const held = rt.runtime.context.runs.sandboxGenerations.during(ORG, () => new Promise<void>((resolve) => (release = resolve)));
+  const reset = holdReset(rt, ORG);
   const answered: Array<Awaited<ReturnType<typeof replay>>> = [];
   const requests = Array.from({ length: 101 }, () => replay(sent.body.event.id, { side_effects: 'skip' }, {}, 'sandbox').then((answer) => void answered.push(answer)));
   // The one past the cap answers at once; the hundred wait for the reset.
   await eventually('the request past the cap answered', () => answered.length, (n) => n === 1);
   assert.deepEqual([answered[0]?.status, answered[0]?.body.error?.code, answered[0]?.headers.get('retry-after')], [429, 'too_many_replays', '1']);
-  release();
-  await held;
+  await reset.waitingFor(1);
+  await reset.finish();
   await Promise.all(requests);
   const statuses = answered.slice(1).map((a) => a.status);
   assert.deepEqual([statuses.length, statuses.filter((s) => s === 202).length, statuses.filter((s) => s === 409).length], [100, 1, 99], 'one made, the rest repeats of it');
@@ -184,30 +184,20 @@ test('replays of one event waiting for their turn are capped: past 100, 429 too_
 test('a replay waiting its turn while its event id came to name another event (a reset freed it) answers 404, replaying nothing', async () => {
   const sent = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.paid', payload: { first: true }, environment: 'sandbox', id: 'taken-1' } });
   assert.equal(sent.status, 202, sent.text);
-  const generations = rt.runtime.context.runs.sandboxGenerations;
-  let release!: () => void;
-  const held = generations.during(ORG, () => new Promise<void>((resolve) => (release = resolve)));
-  const quiet = generations.quiet.bind(generations);
-  let waiting = 0;
-  generations.quiet = (orgId: string) => {
-    waiting++;
-    return quiet(orgId);
-  };
+  const reset = holdReset(rt, ORG);
   try {
     const replaying = replay('taken-1', { side_effects: 'run' }, {}, 'sandbox');
-    await eventually('the replay waits for the reset', () => waiting, (n) => n === 1);
+    await reset.waitingFor(1);
     // What a reset and a new event of the same id leave: another event under that id.
     const { ledger } = rt.runtime;
     const record = ledger.events.get([ORG, 'taken-1']) as Record<string, unknown>;
     await durably(ledger.root, ledger.root.transaction(() => ledger.events.put([ORG, 'taken-1'], { ...record, received_at_ms: Number(record['received_at_ms']) + 1000, payload_json: '{"second":true}' })));
-    release();
-    await held;
+    await reset.finish();
     const answer = await replaying;
     assert.deepEqual([answer.status, answer.body.error?.code], [404, 'not_found'], answer.text);
     assert.deepEqual((await call(rt.url, 'GET', `${base}/taken-1?environment=sandbox`, { token: key })).body.replays, [], 'nothing was replayed');
   } finally {
-    generations.quiet = quiet;
-    release();
+    await reset.finish();
   }
 });
 
