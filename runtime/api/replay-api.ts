@@ -10,7 +10,7 @@ import { eventWithRawPayload } from '../events/payload-text.ts';
 import { json, rawJson, type Route } from '../http/types.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
-import { replayOf } from '../replay/business-replay.ts';
+import { chosenWorkflows, replayOf } from '../replay/business-replay.ts';
 import { explainTransportReplay } from '../replay/transport-replay.ts';
 import { CONNECTION_EVENT_TYPES } from '../triggers/device-record.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
@@ -63,9 +63,8 @@ const parseReplay = createBodyParser<ReplayChoice>({
   },
 });
 
-/** Whether a replay made earlier (its workflow_ids as stored: sorted, or null) chose the same workflows. */
-const sameWorkflows = (earlier: readonly string[] | null, choice: ReplayChoice): boolean =>
-  JSON.stringify(earlier) === JSON.stringify(choice.workflow_ids === undefined ? null : [...choice.workflow_ids].sort());
+/** Whether a replay made earlier (its workflow_ids as stored) chose the same workflows. */
+const sameWorkflows = (earlier: readonly string[] | null, choice: ReplayChoice): boolean => JSON.stringify(earlier) === JSON.stringify(chosenWorkflows(choice.workflow_ids));
 
 /** An optional `Idempotency-Key` header: 1-255 printable ASCII characters, no spaces. */
 function parseIdempotencyKey(value: string | undefined): string | undefined {

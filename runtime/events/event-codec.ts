@@ -41,7 +41,7 @@ export function fromEventRecord(record: EventRecord): StoredEvent {
 }
 
 /** Fields added since a record was written read as their default: `replay_workflow_ids` null (every listener). */
-function withCurrentFields<T extends { readonly replay_workflow_ids: readonly string[] | null }>(record: T): T {
+export function withCurrentFields<T extends { readonly replay_workflow_ids: readonly string[] | null }>(record: T): T {
   return record.replay_workflow_ids === undefined ? { ...record, replay_workflow_ids: null } : record;
 }
 

@@ -6,6 +6,7 @@
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
+import { withCurrentFields, type EventRecord } from './event-codec.ts';
 import { REPLAY_SOURCE, type StoredEvent } from './event-record.ts';
 
 /** One replay of an event, as the person chose it. */
@@ -25,15 +26,18 @@ interface ReplayChoiceRecord {
 
 type ReplayKey = [orgId: string, environment: string, originalId: string, receivedAtMs: number, replayId: string];
 
+/** What the index reads of an event: whether it is a replay, its key, the choice. */
+type ReplayFields = Pick<StoredEvent, 'id' | 'org_id' | 'environment' | 'source' | 'received_at_ms' | 'causation_id' | 'replay_skip_side_effects' | 'replay_workflow_ids'>;
+
 /** The data format (data-format.ts) from which on every stored replay is indexed. */
 export const REPLAY_INDEX_FORMAT = 4;
 
 /** The table's name (tests and upgrades open it). */
 export const REPLAY_INDEX = 'event-replays';
 
-const keyOf = (replay: StoredEvent): ReplayKey => [replay.org_id, replay.environment, replay.causation_id!, replay.received_at_ms, replay.id];
+const keyOf = (replay: ReplayFields): ReplayKey => [replay.org_id, replay.environment, replay.causation_id!, replay.received_at_ms, replay.id];
 
-const isReplay = (event: StoredEvent): boolean => event.source === REPLAY_SOURCE && event.causation_id !== null;
+const isReplay = (event: ReplayFields): boolean => event.source === REPLAY_SOURCE && event.causation_id !== null;
 
 export class ReplayIndex {
   /** [orgId, environment, original event id, replay received-at ms, replay event id] -> ReplayChoiceRecord */
@@ -46,7 +50,7 @@ export class ReplayIndex {
   }
 
   /** Indexes `event` if it is a business replay; call inside the write that stores it. */
-  writeWithin(event: StoredEvent): void {
+  writeWithin(event: ReplayFields): void {
     if (!isReplay(event)) return;
     const record: ReplayChoiceRecord = { skip: event.replay_skip_side_effects, workflow_ids: event.replay_workflow_ids };
     this.#table.put(keyOf(event), record);
@@ -99,20 +103,17 @@ export class ReplayIndex {
     let read = 0;
     let start: LedgerKey = [];
     for (;;) {
-      const found: StoredEvent[] = [];
+      const found: ReplayFields[] = [];
       let last: [string, string] | undefined;
       // Read outside the transaction (ledger.ts); old layouts keep these fields as today's does.
       for (const { key, value } of events.getRange({ start, limit: passSize })) {
         last = key as [string, string];
         read++;
-        const record = value as StoredEvent;
-        if (record.source !== REPLAY_SOURCE || record.causation_id === null) continue;
-        found.push({
-          id: record.id, org_id: record.org_id, type: record.type, payload: null, environment: record.environment, source: record.source,
-          provider_event_id: record.provider_event_id, received_at: record.received_at, received_at_ms: record.received_at_ms,
-          correlation_id: record.correlation_id, causation_id: record.causation_id, depth: record.depth,
-          replay_skip_side_effects: record.replay_skip_side_effects === true, replay_workflow_ids: record.replay_workflow_ids ?? null,
-        });
+        const record = withCurrentFields(value as EventRecord);
+        if (!isReplay(record)) continue;
+        // Only the fields the index needs: the record (its payload) is not held past this step.
+        const { id, org_id, environment, source, received_at_ms, causation_id, replay_skip_side_effects, replay_workflow_ids } = record;
+        found.push({ id, org_id, environment, source, received_at_ms, causation_id, replay_skip_side_effects, replay_workflow_ids });
       }
       if (last === undefined) return read;
       if (found.length > 0) await durably(this.#root, this.#root.transaction(() => found.forEach((replay) => this.writeWithin(replay))));

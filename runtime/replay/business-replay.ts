@@ -9,6 +9,9 @@
 import { generateEventId, REPLAY_SOURCE, type StoredEvent } from '../events/event-record.ts';
 import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
 
+/** The workflows a replay is limited to, as the event stores them (sorted), or null for every listener. */
+export const chosenWorkflows = (workflowIds: readonly string[] | undefined): readonly string[] | null => (workflowIds === undefined ? null : [...workflowIds].sort());
+
 /** The replay of `original`, with its payload exactly as the original received it. */
 export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', nowMs: number, workflowIds?: readonly string[]): StoredEvent {
   const id = generateEventId(nowMs);
@@ -25,7 +28,7 @@ export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', now
     // The person's choice, also on a replay of a skip replay: "run" there sends what it skipped.
     replay_skip_side_effects: sideEffects === 'skip',
     // Limited to the workflows the person named (one run to redo, not every listener's effects).
-    replay_workflow_ids: workflowIds === undefined ? null : [...workflowIds].sort(),
+    replay_workflow_ids: chosenWorkflows(workflowIds),
   };
   return withPayloadText(replay, payloadTextOf(original));
 }

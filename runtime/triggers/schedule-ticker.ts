@@ -175,7 +175,8 @@ export class ScheduleTicker {
       }
       this.#behind.set(key, { fromMs: from, schedule: behind.schedule, passedOver: true });
     }
-    return oldestTickOwedSince(schedule, from, now) ?? tickOwed(schedule, now);
+    // Owed: a tick is done only at or before a point (isTickDone), and `from` is `oldest` or a later tick due by now.
+    return from;
   }
 
   /**
