@@ -145,6 +145,9 @@ async function runServer(command: 'dev' | 'serve', args: readonly string[]): Pro
   if (!stopping) printWelcome(runtime, config, command);
 }
 
+/** What the one-shot client commands (explain, replay, failed, resume, cancel) write to and read their key from. */
+const processIo = { stdout: process.stdout, stderr: process.stderr, env: process.env };
+
 async function main(argv: readonly string[]): Promise<void> {
   const [command, ...rest] = argv;
   // The hook-runner prints its own usage, with its environment (the vault's master keys).
@@ -177,17 +180,17 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     }
     case 'explain':
-      process.exitCode = await explainCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+      process.exitCode = await explainCommand(rest, processIo);
       return;
     case 'replay':
-      process.exitCode = await replayCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+      process.exitCode = await replayCommand(rest, processIo);
       return;
     case 'failed':
-      process.exitCode = await failedCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+      process.exitCode = await failedCommand(rest, processIo);
       return;
     case 'resume':
     case 'cancel':
-      process.exitCode = await runActionCommand(command, rest, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+      process.exitCode = await runActionCommand(command, rest, processIo);
       return;
     case 'help':
     case '--help':

@@ -3,9 +3,8 @@
 // what went out, what came back and under which idempotency key. Read-only: a viewer key will do.
 
 import { parseArgs } from 'node:util';
-import { SluiceClient } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
-import { clientFailure } from './cli-client-failure.ts';
+import { callAndPrint } from './cli-client-call.ts';
 import { InputError } from './errors.ts';
 import { explainEvent, explainRun } from './explain-text.ts';
 
@@ -16,13 +15,7 @@ export async function explainCommand(args: readonly string[], io: ClientCommandI
   const { values, positionals } = parseArgs({ args: [...args], strict: true, allowPositionals: true, options: { ...API_TARGET_OPTIONS, event: { type: 'string' }, run: { type: 'string' } } });
   const target = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
   if ((values.event === undefined) === (values.run === undefined)) throw new InputError(400, 'usage', `Name one event (--event) or one run (--run). ${USAGE}`);
-  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
-  try {
-    const text = values.event !== undefined ? explainEvent(await client.getEvent(values.event, target.environment)) : explainRun((await client.getRun(values.run!, target.environment)).run);
-    io.stdout.write(`${text}\n`);
-    return 0;
-  } catch (error) {
-    io.stderr.write(`sluice explain: ${clientFailure(error)}\n`);
-    return 1;
-  }
+  return callAndPrint('explain', target, io, async (client) =>
+    values.event !== undefined ? explainEvent(await client.getEvent(values.event, target.environment)) : explainRun((await client.getRun(values.run!, target.environment)).run),
+  );
 }

@@ -4,9 +4,8 @@
 // (409 replay_just_made) unless --again: running the command twice does not charge twice.
 
 import { parseArgs } from 'node:util';
-import { SluiceApiError, SluiceClient } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
-import { clientFailure } from './cli-client-failure.ts';
+import { callAndPrint } from './cli-client-call.ts';
 import { InputError } from './errors.ts';
 import { printable } from './terminal-text.ts';
 
@@ -27,26 +26,27 @@ export async function replayCommand(args: readonly string[], io: ClientCommandIo
   if (sideEffects !== 'skip' && sideEffects !== 'run') {
     throw new InputError(400, 'usage', `Choose --side-effects skip (webhook steps are recorded as skipped, not sent; custom actions still run) or run (everything runs again under new keys). ${USAGE}`);
   }
-  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
-  try {
-    const made = await client.replayEvent(values.event, {
-      sideEffects,
-      environment: target.environment,
-      ...(values.workflow === undefined ? {} : { workflowIds: values.workflow }),
-      ...(values.again === true ? { again: true } : {}),
-      ...(values['idempotency-key'] === undefined ? {} : { idempotencyKey: values['idempotency-key'] }),
-    });
-    const earlier = made.idempotent_replayed === true ? ' (made earlier with this --idempotency-key: nothing new was made)' : '';
-    const lines = [`replay ${made.event.id} of event ${values.event} (side_effects ${sideEffects}, ${target.environment})${earlier}`];
-    // A Sluice from before the answer listed its runs sends the event alone: the replay is made all the same.
-    const reactions = made.reactions ?? [];
-    lines.push(made.reactions === undefined ? '  runs: see sluice explain ... --event <this replay>' : reactions.length === 0 ? '  runs: none started' : `  runs (${reactions.length}):`);
-    for (const run of reactions) lines.push(`    ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}`);
-    io.stdout.write(`${lines.map(printable).join('\n')}\n`);
-    return 0;
-  } catch (error) {
-    const again = error instanceof SluiceApiError && error.code === 'replay_just_made' ? ' (pass --again to make it once more)' : '';
-    io.stderr.write(`sluice replay: ${clientFailure(error)}${again}\n`);
-    return 1;
-  }
+  const eventId = values.event;
+  return callAndPrint(
+    'replay',
+    target,
+    io,
+    async (client) => {
+      const made = await client.replayEvent(eventId, {
+        sideEffects,
+        environment: target.environment,
+        ...(values.workflow === undefined ? {} : { workflowIds: values.workflow }),
+        ...(values.again === true ? { again: true } : {}),
+        ...(values['idempotency-key'] === undefined ? {} : { idempotencyKey: values['idempotency-key'] }),
+      });
+      const earlier = made.idempotent_replayed === true ? ' (made earlier with this --idempotency-key: nothing new was made)' : '';
+      const lines = [`replay ${made.event.id} of event ${eventId} (side_effects ${sideEffects}, ${target.environment})${earlier}`];
+      // A Sluice from before the answer listed its runs sends the event alone: the replay is made all the same.
+      const reactions = made.reactions ?? [];
+      lines.push(made.reactions === undefined ? '  runs: see sluice explain ... --event <this replay>' : reactions.length === 0 ? '  runs: none started' : `  runs (${reactions.length}):`);
+      for (const run of reactions) lines.push(`    ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}`);
+      return lines.map(printable).join('\n');
+    },
+    (refusal) => (refusal.code === 'replay_just_made' ? ' (pass --again to make it once more)' : ''),
+  );
 }

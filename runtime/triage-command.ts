@@ -3,9 +3,8 @@
 // two act on one run (POST .../resume, .../cancel) and print it as `sluice explain` would.
 
 import { parseArgs } from 'node:util';
-import { SluiceClient } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
-import { clientFailure } from './cli-client-failure.ts';
+import { callAndPrint } from './cli-client-call.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { explainFailedEvents, explainRun } from './explain-text.ts';
@@ -19,19 +18,14 @@ export async function failedCommand(args: readonly string[], io: ClientCommandIo
   const target = apiTargetOf(values, positionals, io.env ?? {}, FAILED_USAGE);
   const limit = values.limit === undefined ? 20 : wholeNumberOfDigits(values.limit);
   if (!(Number.isSafeInteger(limit) && limit >= 1 && limit <= 500)) throw new InputError(400, 'usage', `--limit is a whole number from 1 to 500. ${FAILED_USAGE}`);
-  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
-  try {
+  return callAndPrint('failed', target, io, async (client) => {
     const failed = [];
     for await (const entry of client.failedEvents({ environment: target.environment, pageSize: limit })) {
       failed.push(entry);
       if (failed.length === limit) break;
     }
-    io.stdout.write(`${explainFailedEvents(failed, limit, target.environment)}\n`);
-    return 0;
-  } catch (error) {
-    io.stderr.write(`sluice failed: ${clientFailure(error)}\n`);
-    return 1;
-  }
+    return explainFailedEvents(failed, limit, target.environment);
+  });
 }
 
 /** Resumes or cancels one run and prints it (exit 0), or prints why Sluice refused (exit 1). */
@@ -39,13 +33,9 @@ export async function runActionCommand(verb: 'resume' | 'cancel', args: readonly
   const { values, positionals } = parseArgs({ args: [...args], strict: true, allowPositionals: true, options: { ...API_TARGET_OPTIONS, run: { type: 'string' } } });
   const target = apiTargetOf(values, positionals, io.env ?? {}, RUN_USAGE(verb));
   if (values.run === undefined) throw new InputError(400, 'usage', `--run names the run to ${verb}. ${RUN_USAGE(verb)}`);
-  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
-  try {
-    const { run } = verb === 'resume' ? await client.resumeRun(values.run, target.environment) : await client.cancelRun(values.run, target.environment);
-    io.stdout.write(`${verb === 'resume' ? 'resumed' : 'cancelled'}: ${explainRun(run)}\n`);
-    return 0;
-  } catch (error) {
-    io.stderr.write(`sluice ${verb}: ${clientFailure(error)}\n`);
-    return 1;
-  }
+  const runId = values.run;
+  return callAndPrint(verb, target, io, async (client) => {
+    const { run } = verb === 'resume' ? await client.resumeRun(runId, target.environment) : await client.cancelRun(runId, target.environment);
+    return `${verb === 'resume' ? 'resumed' : 'cancelled'}: ${explainRun(run)}`;
+  });
 }

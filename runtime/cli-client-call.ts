@@ -1,0 +1,32 @@
+// One call of a CLI command built on the REST client (explain, replay, failed, resume, cancel): a
+// client for the target, the command's work, and its text on stdout (exit 0); or why the call
+// failed, on one printable line on stderr (exit 1): Sluice's own answer (status, code, message) or
+// the network's. Anything else is a bug and is thrown on.
+
+import { SluiceApiError, SluiceClient, SluiceNetworkError } from '../kits/client/index.ts';
+import type { ApiTarget, ClientCommandIo } from './cli-api-target.ts';
+import { printable } from './terminal-text.ts';
+
+/** The failure as one printable line (a proxy's error page may hold anything). */
+function clientFailure(error: unknown): string {
+  if (error instanceof SluiceApiError) return printable(`${error.status} ${error.code}: ${error.message}`);
+  if (error instanceof SluiceNetworkError) return printable(`${error.code}: ${error.message}`);
+  throw error;
+}
+
+/**
+ * Runs `work` with a client for `target` and prints the text it answers; `hint` adds to a refusal
+ * what the command's own flags can do about it.
+ */
+export async function callAndPrint(command: string, target: ApiTarget, io: ClientCommandIo, work: (client: SluiceClient) => Promise<string>, hint: (refusal: SluiceApiError) => string = () => ''): Promise<number> {
+  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
+  let text: string;
+  try {
+    text = await work(client);
+  } catch (error) {
+    io.stderr.write(`sluice ${command}: ${clientFailure(error)}${error instanceof SluiceApiError ? hint(error) : ''}\n`);
+    return 1;
+  }
+  io.stdout.write(`${text}\n`);
+  return 0;
+}
