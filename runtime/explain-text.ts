@@ -4,7 +4,7 @@
 // they can do next. Pure: the views come from the REST client. Every line goes through
 // printable(): receivers and actions choose some of this text, and it must not drive the terminal.
 
-import type { EventDetails, FailedEvent, Run, RunAttempt, RunStep, SluiceEvent } from '../kits/client/index.ts';
+import type { EventDetails, FailedEvent, Run, RunAttempt, RunStep, RunSummary, SluiceEvent } from '../kits/client/index.ts';
 import { printable } from './terminal-text.ts';
 import { CONNECTION_EVENT_TYPES } from './triggers/device-record.ts';
 
@@ -41,6 +41,10 @@ function originOf(event: SluiceEvent): string {
 const failureOf = (error: NonNullable<Run['error']>): string =>
   `${error.code} at step "${error.step_id}" (${error.reason === 'non_retryable' ? 'not retried' : 'retries used up'}): ${error.message}`;
 
+/** One run of a list (an event's runs, a replay's, the failed ones): id, workflow and version, state, and why it failed. */
+export const runLine = (run: RunSummary): string =>
+  `${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}${run.error === null ? '' : `: ${failureOf(run.error)}`}`;
+
 export function explainEvent(details: EventDetails): string {
   const { event, recording, reactions } = details;
   // A Sluice from before replays were listed sends none.
@@ -53,7 +57,7 @@ export function explainEvent(details: EventDetails): string {
   }
   lines.push(reactions.length === 0 ? '  runs: none (no enabled workflow listened for it)' : `  runs (${reactions.length}):`);
   for (const run of reactions) {
-    lines.push(`    ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}${run.error === null ? '' : `: ${failureOf(run.error)}`}`);
+    lines.push(`    ${runLine(run)}`);
   }
   if (replays.length > 0) {
     lines.push(`  replays (${replays.length === 20 ? 'the newest 20; there may be more' : replays.length}, newest first):`);
@@ -167,7 +171,7 @@ export function explainFailedEvents(failed: readonly FailedEvent[], limit: numbe
   for (const { event, runs, failed_runs: count } of failed) {
     const described = 'type' in event ? `${event.type}  ${event.received_at}` : '(the event itself is no longer kept)';
     lines.push(`${event.id}  ${described}  ${count} failed run${count === 1 ? '' : 's'}${count > runs.length ? ` (${runs.length} shown)` : ''}`);
-    for (const run of runs) lines.push(`  ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}${run.error === null ? '' : `: ${failureOf(run.error)}`}`);
+    for (const run of runs) lines.push(`  ${runLine(run)}`);
   }
   const flag = environmentFlag(environment);
   lines.push(`next: sluice explain ...${flag} --run <run id> shows a run; sluice resume ...${flag} --run <run id> continues a failed one`);

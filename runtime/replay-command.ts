@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
 import { callAndPrint } from './cli-client-call.ts';
 import { InputError } from './errors.ts';
+import { runLine } from './explain-text.ts';
 import { printable } from './terminal-text.ts';
 
 const USAGE =
@@ -44,7 +45,7 @@ export async function replayCommand(args: readonly string[], io: ClientCommandIo
       // A Sluice from before the answer listed its runs sends the event alone: the replay is made all the same.
       const reactions = made.reactions ?? [];
       lines.push(made.reactions === undefined ? '  runs: see sluice explain ... --event <this replay>' : reactions.length === 0 ? '  runs: none started' : `  runs (${reactions.length}):`);
-      for (const run of reactions) lines.push(`    ${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}`);
+      for (const run of reactions) lines.push(`    ${runLine(run)}`);
       return lines.map(printable).join('\n');
     },
     (refusal) => (refusal.code === 'replay_just_made' ? ' (pass --again to make it once more)' : ''),

@@ -166,12 +166,13 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     if (error instanceof PostWithdrawnError) {
       return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) while the request waited for a connection.', false, { ...evidence, ...queuedEvidence(error.queuedMs) });
     }
+    const code = (error as NodeJS.ErrnoException).code ?? '';
     // Sluice's own shortage, not the receiver's: named so, or triage would blame a healthy receiver.
-    if (OUT_OF_DESCRIPTORS.has((error as NodeJS.ErrnoException).code ?? '')) {
-      return failure('sluice_out_of_file_descriptors', `The request was not sent: the Sluice process is out of file descriptors (${(error as NodeJS.ErrnoException).code}; raise its limit, ulimit -n). The receiver was not reached.`, true, evidence);
+    if (OUT_OF_DESCRIPTORS.has(code)) {
+      return failure('sluice_out_of_file_descriptors', `The request was not sent: the Sluice process is out of file descriptors (${code}; raise its limit, ulimit -n). The receiver was not reached.`, true, evidence);
     }
     // No connection: the attempt never started (no started_at), so the run view does not say the receiver got it.
-    if (NEVER_CONNECTED.has((error as NodeJS.ErrnoException).code ?? '')) {
+    if (NEVER_CONNECTED.has(code)) {
       return failure('webhook_network_error', `The request was not sent: ${(error as Error).message}. The receiver was not reached.`, true, evidence);
     }
     // Most often the receiver closed the connection as idle just as the request went out on it: a
