@@ -4,13 +4,14 @@
 // refused or empty token or a bad URL give a non-zero exit and say why.
 
 import assert from 'node:assert/strict';
-import { PassThrough, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../runtime/clock.ts';
 import { deviceCommand } from '../runtime/device-command.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from '../runtime/triggers/device-frame.ts';
 import type { Sleep } from '../kits/client/retry.ts';
 import { call, createOrg } from './helpers/http.ts';
+import { capturedOutput } from './helpers/captured-output.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 const ORG = 'acct-device-cli';
@@ -32,14 +33,9 @@ after(() => rt.close());
 
 /** Runs the command with `stdinText` as its stdin; answers the exit code and the lines printed to stdout and stderr. */
 async function run(args: string[], stdinText = '', env: NodeJS.ProcessEnv = {}, sleep?: Sleep): Promise<{ code: number; lines: string[]; notices: string[] }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let printed = '';
-  let noticed = '';
-  stdout.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
-  stderr.on('data', (chunk: Buffer) => (noticed += chunk.toString('utf8')));
-  const code = await deviceCommand(args, { stdin: Readable.from([stdinText]), stdout, stderr, env, ...(sleep === undefined ? {} : { sleep }) });
-  return { code, lines: printed.trim().split('\n'), notices: noticed === '' ? [] : noticed.trim().split('\n') };
+  const output = capturedOutput();
+  const code = await deviceCommand(args, { stdin: Readable.from([stdinText]), stdout: output.stdout, stderr: output.stderr, env, ...(sleep === undefined ? {} : { sleep }) });
+  return { code, lines: output.out().trim().split('\n'), notices: output.err() === '' ? [] : output.err().trim().split('\n') };
 }
 
 /** `count` stdin lines, each a message with id `<prefix>-<n>`. */

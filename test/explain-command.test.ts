@@ -16,6 +16,7 @@ import { failedCommand, runActionCommand } from '../runtime/triage-command.ts';
 import type { EventDetails, Run } from '../kits/client/index.ts';
 import { call, createOrg, newStandardSecret, signStandard } from './helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
+import { capturedOutput } from './helpers/captured-output.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 const ORG = 'acct-explain-cli';
@@ -51,14 +52,9 @@ after(async () => {
 
 /** Runs a command with the key in SLUICE_API_KEY; answers its exit code and what it printed. */
 async function run(command: typeof explainCommand, args: string[], apiKey = key): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const code = await command([rt.url, '--org', ORG, ...args], { stdout, stderr, env: { SLUICE_API_KEY: apiKey } });
-  return { code, out, err };
+  const output = capturedOutput();
+  const code = await command([rt.url, '--org', ORG, ...args], { stdout: output.stdout, stderr: output.stderr, env: { SLUICE_API_KEY: apiKey } });
+  return { code, out: output.out(), err: output.err() };
 }
 
 test('explain --event says where the event came from and what its run did', async () => {
@@ -244,10 +240,9 @@ test('an answer that is not JSON reaches the terminal escaped, as every other an
   await new Promise<void>((listening) => server.listen(0, '127.0.0.1', () => listening()));
   try {
     const url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
-    const stderr = new PassThrough();
-    let err = '';
-    stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    const code = await explainCommand([url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr, env: { SLUICE_API_KEY: key } });
+    const output = capturedOutput();
+    const code = await explainCommand([url, '--org', ORG, '--run', runId], { stdout: output.stdout, stderr: output.stderr, env: { SLUICE_API_KEY: key } });
+    const err = output.err();
     assert.equal(code, 1);
     assert.match(err, /^sluice explain: 200 invalid_answer: GET \/organizations\/acct-explain-cli\/runs\/run_\w+ answered 200 with a body that is not JSON/);
     assert.doesNotMatch(err, /[\u0000-\u0009\u000b-\u001f]/, JSON.stringify(err));

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { watchCommand } from '../runtime/watch-command.ts';
 import { call, createOrg } from './helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
+import { capturedOutput } from './helpers/captured-output.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 const ORG = 'acct-watch-cli';
@@ -30,16 +31,11 @@ after(async () => {
 
 /** Starts the command; `lines()` is what it printed so far. */
 function start(args: string[]): { lines: () => string[]; notices: () => string[]; stop: () => void; exit: Promise<number> } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let printed = '';
-  let noticed = '';
-  stdout.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
-  stderr.on('data', (chunk: Buffer) => (noticed += chunk.toString('utf8')));
+  const output = capturedOutput();
   const controller = new AbortController();
-  const exit = watchCommand(args, { stdout, stderr, signal: controller.signal });
+  const exit = watchCommand(args, { stdout: output.stdout, stderr: output.stderr, signal: controller.signal });
   const linesOf = (text: string): string[] => text.split('\n').filter((line) => line !== '');
-  return { lines: () => linesOf(printed), notices: () => linesOf(noticed), stop: () => controller.abort(), exit };
+  return { lines: () => linesOf(output.out()), notices: () => linesOf(output.err()), stop: () => controller.abort(), exit };
 }
 
 test('prints each update of a run as a JSON line, then the position to resume from', async () => {
