@@ -5,8 +5,9 @@
 // exactly one run of the tenant at the head, which then goes to the back if it still can.
 // With an optional process-wide cap (`maxActiveRuns`), a freed slot goes to the next tenant in
 // the ring, not to the tenant with the longest queue. Every operation is O(1) amortised.
-// Not durable by design: on boot the shell re-enqueues every run whose pendingWork is
-// `await_admission` (see run-transition.ts `reclaimAfterRestart`).
+// Not durable by design: on boot the shell admits the runs it reclaims on the spot (`admitNow`)
+// and re-enqueues every other run whose pendingWork is `await_admission`, in the order they were
+// created (runtime/runs/run-recovery.ts).
 
 import type { OrgId, RunId } from './ids.ts';
 import { FifoQueue } from './fifo-queue.ts';
@@ -64,11 +65,13 @@ export class RootScheduler {
   }
 
   /**
-   * Admits a brand-new run on the spot, without queueing, when that is what `enqueue` followed by
+   * Admits a run on the spot, without queueing, when that is what `enqueue` followed by
    * `nextAdmissions` would do anyway: its tenant has no run waiting and a free slot, and the
    * process-wide cap has room with no other tenant waiting for it. Lets the shell start a run in
-   * the transaction that creates it. Returns false (and changes nothing) otherwise; if the
-   * creating transaction is abandoned, `release` the run.
+   * the transaction that creates it (or, on boot, that reclaims it). Returns false (and changes
+   * nothing) otherwise; if that transaction is abandoned, `release` the run. Boot offers runs in
+   * creation order across tenants, so under a process-wide cap (the runtime sets none) the
+   * first slots after a restart go by age rather than round-robin.
    */
   admitNow(orgId: OrgId, runId: RunId): boolean {
     if (this.#active >= this.#maxActive || (Number.isFinite(this.#maxActive) && this.#ring.size > 0)) return false;

@@ -133,18 +133,11 @@ function lateOutcomeOf(event: RunEvent): { stepId: StepId; fence: number; outcom
 }
 
 /**
- * Call once per unfinished run on boot, before acting on its work. A run that was `running`
- * when the process died is moved back to `queued` with its open attempt marked `abandoned`;
- * the admission that follows claims the same step under a higher fence, with the same
- * idempotency key. Other states are unchanged (their timers are re-armed from `work`).
- */
-export function reclaimAfterRestart(run: PersistedRun, at: number): RunStep {
-  return applyRunEvent(run, { type: 'run.recovered', at });
-}
-
-/**
  * A (not yet started) actor continuing from a stored snapshot, for shells that prefer live
- * actors. XState re-runs no actions on restore: act on `pendingWork`, after `reclaimAfterRestart`.
+ * actors. XState re-runs no actions on restore: act on `pendingWork`. On boot, a run that was
+ * `running` is sent `run.recovered` first (runtime/runs/run-recovery.ts): its open attempt is
+ * marked `abandoned`, and the admission that follows claims the same step under a higher fence,
+ * with the same idempotency key.
  */
 export function restoreRunActor(run: PersistedRun): RunActor {
   // The cast bridges two typing gaps, not a runtime difference: XState's Snapshot type wants

@@ -82,19 +82,11 @@ export class RunEngine {
         return only === null ? listening : listening.filter((version) => only.includes(version.workflow_id));
       },
       updateFor: (run, version) => this.#updateFor(run, version),
-      admitNow: (orgId, runId) => {
-        this.#ensureLimit(orgId);
-        return this.#scheduler.admitNow(orgId, runId);
-      },
+      admitNow: (orgId, runId) => this.#admitNow(orgId, runId),
       release: (orgId, runId) => void this.#scheduler.release(orgId, runId),
       started: (orgId, updates, runs) => {
         this.#d.rooms.publish(orgId, updates);
-        for (const { run, actor } of runs) {
-          // An admitted run keeps its actor live; #act stops it again if the run is not `running`.
-          if (run.value === 'running') this.#actors.set(orgScopedKey(orgId, run.context.runId), { actor, persisted: run });
-          else actor.stop();
-          this.#act(run);
-        }
+        for (const { run, actor } of runs) this.#startLive(run, actor);
       },
       pump: () => this.#pump(),
       unconfirmed: (orgId, runIds) => {
@@ -158,12 +150,34 @@ export class RunEngine {
   /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot. */
   async recover(): Promise<number> {
     const d = this.#d;
-    const runs = await recoverUnfinishedRuns({ ...d, updateFor: (run) => this.#updateFor(run) }, d.clock.now());
-    for (const [i, { orgId, runId, work }] of runs.entries()) {
+    const runs = await recoverUnfinishedRuns(
+      {
+        ...d,
+        updateFor: (run) => this.#updateFor(run),
+        admitNow: (orgId, runId) => this.#admitNow(orgId, runId),
+        release: (orgId, runId) => void this.#scheduler.release(orgId, runId),
+      },
+      d.clock.now(),
+    );
+    for (const [i, { orgId, runId, work, admitted }] of runs.entries()) {
       if (i > 0 && i % RECOVERY_BATCH === 0) await nextTurn();
-      this.#actOn(orgId, runId, work);
+      if (admitted === undefined) this.#actOn(orgId, runId, work);
+      else this.#startLive(admitted.run, admitted.actor);
     }
     return runs.length;
+  }
+
+  /** Admits a run on the spot if its org has a free slot and nothing waiting (RootScheduler.admitNow). */
+  #admitNow(orgId: OrgId, runId: RunId): boolean {
+    this.#ensureLimit(orgId);
+    return this.#scheduler.admitNow(orgId, runId);
+  }
+
+  /** A run admitted (or not) in the write that stored it, now durable: it keeps its actor live while `running`, and its work is done. */
+  #startLive(run: PersistedRun, actor: RunActor): void {
+    if (run.value === 'running') this.#actors.set(orgScopedKey(run.context.orgId, run.context.runId), { actor, persisted: run });
+    else actor.stop();
+    this.#act(run);
   }
 
   /** Stops timers and new transitions, then waits for the ones in progress to be durable. */

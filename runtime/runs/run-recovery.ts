@@ -1,20 +1,24 @@
 // Boot recovery: every unfinished run is read back from its persisted snapshot. A run that was
 // `running` when the process died goes back to `queued` with its open attempt marked abandoned
-// (actors/run-transition.ts), and those changes commit durably, with their live updates, before
-// the engine acts on any run. Runs come back in admission order (see `admissionOrder`), since the
-// store keys them by [org, run id] and run ids are hashes. Only what the engine must do next is
-// kept per run (its id and pending work, not the decoded snapshot): a million runs waiting in
-// long delays restart in a fraction of the memory their snapshots would take. The reading yields to
-// the event loop every RECOVERY_BATCH runs, so /healthz answers during a long recovery (requests
-// other than it are held until recovery is over: create-runtime.ts).
+// (actors/run-machine.ts, `run.recovered`), and is admitted again on the spot when its org has a
+// free slot and no run of it waits ahead (as a new run is at creation, run-creation.ts): the step
+// is claimed under a higher fence with the same idempotency key in the same write. Those changes
+// commit durably in one transaction, with their live updates, before the engine acts on any run.
+// Runs come back in admission order (see `admissionOrder`), since the store keys them by
+// [org, run id] and run ids are hashes. Only what the engine must do next is kept per resting run
+// (its id and pending work, not the decoded snapshot): a million runs waiting in long delays restart
+// in a fraction of the memory their snapshots would take. The reading yields to the event loop
+// every RECOVERY_BATCH runs, so /healthz answers during a long recovery (requests other than it are
+// held until recovery is over: create-runtime.ts).
 
 // nextTurn lets the event loop turn (timers, sockets: a liveness probe) before the next batch.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { OrgId, RunId } from '../../actors/ids.ts';
-import { reclaimAfterRestart, type PersistedRun } from '../../actors/run-transition.ts';
+import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import type { RunUpdate } from '../rooms/live-codec.ts';
 import type { LiveRooms } from '../rooms/live-rooms.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from './run-store.ts';
@@ -25,6 +29,10 @@ export interface RecoveryDeps {
   readonly updateLog: UpdateLog;
   readonly rooms: LiveRooms;
   readonly updateFor: (run: PersistedRun) => NewRunUpdate;
+  /** Admits a reclaimed run on the spot if its org has a free slot and nothing waiting (RootScheduler.admitNow). */
+  readonly admitNow: (orgId: OrgId, runId: RunId) => boolean;
+  /** Gives back a slot `admitNow` took (the recovery transaction did not commit). */
+  readonly release: (orgId: OrgId, runId: RunId) => void;
 }
 
 /** An unfinished run as recovery hands it to the engine: which run, and what to do for it. */
@@ -33,43 +41,109 @@ export interface RecoveredRun {
   readonly runId: RunId;
   readonly createdAt: number;
   readonly work: Work;
+  /** A reclaimed run admitted on the spot: its live actor and the snapshot now stored. */
+  readonly admitted?: { readonly actor: RunActor; readonly run: PersistedRun };
 }
 
 /** Runs read (or acted on, run-engine.ts) between two turns of the event loop during recovery. */
 export const RECOVERY_BATCH = 1000;
 
+/** A run that was `running` at the kill, moved back to `queued` by its live actor. */
+interface Reclaimed extends RecoveredRun {
+  readonly stored: PersistedRun;
+  readonly queued: PersistedRun;
+  readonly actor: RunActor;
+}
+
+/** A snapshot the recovery transaction writes over the stored one, with its live updates. */
+interface Written {
+  readonly run: PersistedRun;
+  readonly previous: PersistedRun;
+  readonly updates: NewRunUpdate[];
+}
 
 const recovered = (run: PersistedRun): RecoveredRun => ({ orgId: run.context.orgId, runId: run.context.runId, createdAt: run.context.createdAt, work: pendingWork(run) });
 
 /**
  * Resolves with every unfinished run that has work to do (a failed run waits for a person: none),
  * as now durably stored, in `admissionOrder`: the engine enqueues them in the order given, so that
- * order is what each org's FIFO sees.
+ * order is what each org's FIFO sees; a run given with `admitted` already holds its slot.
  */
 export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<RecoveredRun[]> {
-  const reclaimed: Array<{ run: PersistedRun; update: NewRunUpdate }> = [];
-  const resting: RecoveredRun[] = [];
+  const found: RecoveredRun[] = [];
   let read = 0;
   for (const { orgId, runId } of deps.runs.unfinished()) {
     if (++read % RECOVERY_BATCH === 0) await nextTurn();
     const run = deps.runs.get(orgId, runId);
     if (run === undefined) continue;
-    const step = reclaimAfterRestart(run, nowMs);
-    if (step.changed) reclaimed.push({ run: step.run, update: deps.updateFor(step.run) });
-    else if (pendingWork(run).kind !== 'none') resting.push(recovered(run));
+    if (run.value === 'running') found.push(reclaim(run, nowMs));
+    else if (pendingWork(run).kind !== 'none') found.push(recovered(run));
   }
+  found.sort(admissionOrder);
+  const { ordered, written } = admitInOrder(deps, found, nowMs);
   const { root } = deps.ledger;
-  const stored = await durably(
-    root,
-    root.transaction(() =>
-      reclaimed.map(({ run, update }) => {
-        deps.runs.write(run, deps.runs.get(run.context.orgId, run.context.runId));
-        return deps.updateLog.append(run.context.orgId, update);
-      }),
-    ),
-  );
-  stored.forEach((update, i) => deps.rooms.publish((reclaimed[i] as { run: PersistedRun }).run.context.orgId, [update]));
-  return [...resting, ...reclaimed.map(({ run }) => recovered(run))].sort(admissionOrder);
+  let stored: RunUpdate[][];
+  try {
+    stored = await durably(
+      root,
+      root.transaction(() =>
+        written.map(({ run, previous, updates }) => {
+          deps.runs.write(run, previous);
+          return updates.map((update) => deps.updateLog.append(run.context.orgId, update));
+        }),
+      ),
+    );
+  } catch (error) {
+    for (const { admitted, orgId, runId } of ordered) {
+      if (admitted === undefined) continue;
+      admitted.actor.stop();
+      deps.release(orgId, runId);
+    }
+    throw error;
+  }
+  stored.forEach((updates, i) => deps.rooms.publish((written[i] as Written).run.context.orgId, updates));
+  return ordered;
+}
+
+/** The run moved back to `queued` (its open attempt abandoned) by a live actor, kept for its admission. */
+function reclaim(stored: PersistedRun, nowMs: number): Reclaimed {
+  const actor = restoreRunActor(stored).start();
+  actor.send({ type: 'run.recovered', at: nowMs });
+  const queued = persistedRunOf(actor);
+  return { ...recovered(queued), stored, queued, actor };
+}
+
+const isReclaimed = (run: RecoveredRun): run is Reclaimed => 'actor' in run;
+
+/**
+ * Walks the runs in admission order and admits each reclaimed run on the spot while its org has a
+ * free slot and no run of the org waits ahead of it (a run waiting for admission, or a reclaimed
+ * one refused a slot): what enqueueing them all in this order would do. Returns the runs for the
+ * engine and the snapshots (with their updates) the recovery transaction writes.
+ */
+function admitInOrder(deps: RecoveryDeps, found: readonly RecoveredRun[], nowMs: number): { ordered: RecoveredRun[]; written: Written[] } {
+  const waiting = new Set<OrgId>();
+  const written: Written[] = [];
+  const ordered = found.map((entry): RecoveredRun => {
+    if (!isReclaimed(entry)) {
+      if (entry.work.kind === 'await_admission') waiting.add(entry.orgId);
+      return entry;
+    }
+    const { orgId, runId, createdAt, stored, queued, actor } = entry;
+    const updates = [deps.updateFor(queued)];
+    if (!waiting.has(orgId) && deps.admitNow(orgId, runId)) {
+      actor.send({ type: 'run.admitted', at: nowMs });
+      const run = persistedRunOf(actor);
+      updates.push(deps.updateFor(run));
+      written.push({ run, previous: stored, updates });
+      return { orgId, runId, createdAt, work: pendingWork(run), admitted: { actor, run } };
+    }
+    actor.stop();
+    waiting.add(orgId);
+    written.push({ run: queued, previous: stored, updates });
+    return { orgId, runId, createdAt, work: entry.work };
+  });
+  return { ordered, written };
 }
 
 /**

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { asStepId } from '../../actors/ids.ts';
-import { applyRunEvent, readPersistedRun, reclaimAfterRestart, startRun, type PersistedRun } from '../../actors/run-transition.ts';
+import { applyRunEvent, readPersistedRun, startRun, type PersistedRun } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { describeRun } from '../../actors/run-view.ts';
 import { holdsSlot, pendingWork } from '../../actors/run-work.ts';
@@ -94,7 +94,7 @@ describe('recovery after a crash', () => {
     // kill -9: only the stored snapshot survives; the rest continues through the pure path.
     const stored = persisted(actor);
     assert.deepEqual(pendingWork(stored), interrupted);
-    const recovered = reclaimAfterRestart(stored, T0 + 10_000);
+    const recovered = applyRunEvent(stored, { type: 'run.recovered', at: T0 + 10_000 });
     assert.equal(recovered.changed, true);
     assert.deepEqual(recovered.work, { kind: 'await_admission', lane: 'resume' });
     assert.equal(holdsSlot(recovered.run), false);
@@ -123,7 +123,7 @@ describe('recovery after a crash', () => {
       const work = pendingWork(run);
       assert.equal(work.kind, 'dispatch_step');
       if (work.kind === 'dispatch_step') fences.push(work.fence);
-      run = reclaimAfterRestart(run, T0 + crash * 100).run;
+      run = applyRunEvent(run, { type: 'run.recovered', at: T0 + crash * 100 }).run;
       run = applyRunEvent(run, { type: 'run.admitted', at: T0 + crash * 100 + 1 }).run;
     }
     assert.deepEqual(fences, [1, 2, 3]);
@@ -146,7 +146,7 @@ describe('recovery after a crash', () => {
       [backoff, { kind: 'arm_timer', at: retryAt, reason: 'retry' }],
       [delaying, { kind: 'arm_timer', at: T0 + 61_007, reason: 'delay' }],
     ] as const) {
-      const step = reclaimAfterRestart(run, T0 + 999_999);
+      const step = applyRunEvent(run, { type: 'run.recovered', at: T0 + 999_999 });
       assert.equal(step.changed, false);
       assert.equal(step.run, run);
       assert.deepEqual(step.work, expected);

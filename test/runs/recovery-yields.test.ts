@@ -30,7 +30,7 @@ test('reading the unfinished runs lets the event loop turn between batches', asy
         return undefined;
       },
     } as unknown as RunStore;
-    const recovered = await recoverUnfinishedRuns({ ledger, runs, updateLog: {} as UpdateLog, rooms: {} as LiveRooms, updateFor: () => assert.fail('nothing to reclaim') }, Date.now());
+    const recovered = await recoverUnfinishedRuns({ ledger, runs, updateLog: {} as UpdateLog, rooms: {} as LiveRooms, updateFor: () => assert.fail('nothing to reclaim'), admitNow: () => assert.fail('nothing to admit'), release: () => assert.fail('nothing to release') }, Date.now());
     assert.deepEqual(recovered, []);
     assert.equal(turnsSeenAt.length, total);
     assert.ok(turnsSeenAt[total - 1]! >= 2, `the loop turned ${turnsSeenAt[total - 1]} times while ${total} runs were read`);
