@@ -213,9 +213,14 @@ export class LiveRooms {
   }
 
   #fanOut(orgId: string, update: RunUpdate, late: boolean): void {
+    const orgTopic = topicFor(orgId, { environment: update.environment, runId: '' });
+    const runTopic = topicFor(orgId, { environment: update.environment, runId: update.run_id });
+    // A frame no socket would get is not encoded: boot recovery publishes every reclaimed run's
+    // updates before anyone can connect, and most orgs have no one watching most of the time.
+    if (!late && this.#app.numSubscribers(orgTopic) === 0 && this.#app.numSubscribers(runTopic) === 0) return;
     const frame = encodeLiveMessage({ run_update: update });
-    this.#app.publish(topicFor(orgId, { environment: update.environment, runId: '' }), frame, true);
-    this.#app.publish(topicFor(orgId, { environment: update.environment, runId: update.run_id }), frame, true);
+    this.#app.publish(orgTopic, frame, true);
+    this.#app.publish(runTopic, frame, true);
     if (late) this.#sendLateToReplays(orgId, update, frame);
   }
 
