@@ -3,7 +3,7 @@
 // (actors/run-machine.ts, `run.recovered`), and is admitted again on the spot when its org has a
 // free slot and no run of it waits ahead (as a new run is at creation, run-creation.ts): the step
 // is claimed under a higher fence with the same idempotency key in the same write. Those changes
-// commit durably in one transaction, with their live updates, before the engine acts on any run.
+// commit durably, with their live updates, before the engine acts on any run.
 // Runs come back in admission order (see `admissionOrder`), since the store keys them by
 // [org, run id] and run ids are hashes. Only what the engine must do next is kept per resting run
 // (its id and pending work, not the decoded snapshot): a million runs waiting in long delays restart
@@ -55,7 +55,7 @@ interface Reclaimed extends RecoveredRun {
   readonly actor: RunActor;
 }
 
-/** A snapshot the recovery transaction writes over the stored one, with its live updates. */
+/** A snapshot recovery writes over the stored one, with its live updates. */
 interface Written {
   readonly run: PersistedRun;
   readonly previous: PersistedRun;
@@ -81,19 +81,10 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
   }
   found.sort(admissionOrder);
   const { ordered, written } = admitInOrder(deps, found, nowMs);
-  const { root } = deps.ledger;
-  let stored: RunUpdate[][];
   try {
-    stored = await durably(
-      root,
-      root.transaction(() =>
-        written.map(({ run, previous, updates }) => {
-          deps.runs.write(run, previous);
-          return updates.map((update) => deps.updateLog.append(run.context.orgId, update));
-        }),
-      ),
-    );
+    for (let from = 0; from < written.length; from += RECOVERY_BATCH) await storeAndPublish(deps, written.slice(from, from + RECOVERY_BATCH));
   } catch (error) {
+    // Boot fails with this error, and no run is acted on: the slots taken go back all the same.
     for (const { admitted, orgId, runId } of ordered) {
       if (admitted === undefined) continue;
       admitted.actor.stop();
@@ -101,8 +92,26 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
     }
     throw error;
   }
-  stored.forEach((updates, i) => deps.rooms.publish((written[i] as Written).run.context.orgId, updates));
   return ordered;
+}
+
+/**
+ * One transaction of reclaimed snapshots and their updates, published once durable. Recovery
+ * writes RECOVERY_BATCH runs per transaction: the event loop turns between them (a liveness probe
+ * is answered), and no write holds every interrupted run of a large deployment at once.
+ */
+async function storeAndPublish(deps: RecoveryDeps, batch: readonly Written[]): Promise<void> {
+  const { root } = deps.ledger;
+  const stored = await durably(
+    root,
+    root.transaction(() =>
+      batch.map(({ run, previous, updates }) => {
+        deps.runs.write(run, previous);
+        return updates.map((update) => deps.updateLog.append(run.context.orgId, update));
+      }),
+    ),
+  );
+  stored.forEach((updates: RunUpdate[], i) => deps.rooms.publish((batch[i] as Written).run.context.orgId, updates));
 }
 
 /** The run moved back to `queued` (its open attempt abandoned) by a live actor, kept for its admission. */

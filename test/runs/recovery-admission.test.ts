@@ -13,7 +13,7 @@ import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import type { LiveRooms } from '../../runtime/rooms/live-rooms.ts';
 import { UpdateLog } from '../../runtime/rooms/update-log.ts';
-import { recoverUnfinishedRuns, type RecoveredRun } from '../../runtime/runs/run-recovery.ts';
+import { RECOVERY_BATCH, recoverUnfinishedRuns, type RecoveredRun } from '../../runtime/runs/run-recovery.ts';
 import { RunStore } from '../../runtime/runs/run-store.ts';
 import { runUpdateFor } from '../../runtime/runs/run-update.ts';
 import type { WorkflowVersion } from '../../runtime/workflows/workflow-types.ts';
@@ -152,6 +152,37 @@ for (const kind of LEDGER_KINDS) describe(`boot recovery admission (${kind.name}
       ['acct-a/a1:queued:1', 'acct-a/a1:running:2', 'acct-a/a2:queued:3', 'acct-a/a2:running:4', 'acct-a/a3:queued:5', 'acct-b/b2:queued:1'],
       'published once durable, with their stored seqs',
     );
+  });
+
+  test('a large recovery writes in transactions of RECOVERY_BATCH runs, and the org limit holds across them', async () => {
+    scheduler = new RootScheduler();
+    published = [];
+    const total = RECOVERY_BATCH + 5;
+    scheduler.setLimit(A, RECOVERY_BATCH);
+    await store(...Array.from({ length: total }, (_, i) => runAt(A, `r${String(i).padStart(5, '0')}`, T0 + i, 'running')));
+    const transaction = ledger.root.transaction.bind(ledger.root);
+    const sizes: number[] = [];
+    ledger.root.transaction = ((work: () => unknown) =>
+      transaction(() => {
+        const result = work();
+        sizes.push((result as unknown[]).length);
+        return result;
+      })) as typeof ledger.root.transaction;
+    let recovered: RecoveredRun[];
+    try {
+      recovered = await recover();
+    } finally {
+      ledger.root.transaction = transaction;
+    }
+    assert.deepEqual(sizes, [RECOVERY_BATCH, 5], 'one transaction per batch');
+    assert.equal(recovered.filter((r) => r.admitted !== undefined).length, RECOVERY_BATCH);
+    assert.equal(scheduler.stats(A).running, RECOVERY_BATCH);
+    const last = recovered[total - 1];
+    assert.equal(last?.admitted, undefined, 'the run past the limit waits');
+    assert.equal(storedRun(A, last?.runId ?? '')?.value, 'queued');
+    assert.equal(updateLog.lastSeq(A), RECOVERY_BATCH * 2 + 5, 'every update stored');
+    assert.equal(published.length, total);
+    for (const r of recovered) r.admitted?.actor.stop();
   });
 
   test('a recovery whose write fails gives back the slots it took and changes nothing stored', async () => {
