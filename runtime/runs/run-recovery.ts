@@ -48,12 +48,17 @@ export interface RecoveredRun {
 /** Runs read (or acted on, run-engine.ts) between two turns of the event loop during recovery. */
 export const RECOVERY_BATCH = 1000;
 
-/** A run that was `running` at the kill, moved back to `queued` by its live actor. */
-interface Reclaimed extends RecoveredRun {
+/** A run that was `running` at the kill, as stored: the walk in admission order reclaims it. */
+interface Interrupted extends RecoveredRun {
   readonly stored: PersistedRun;
-  readonly queued: PersistedRun;
-  readonly actor: RunActor;
 }
+
+/**
+ * What `run.recovered` leaves an interrupted run to do (run-machine.ts): wait for admission in the
+ * resume lane. Known before its actor is made, so the runs can be sorted first and an actor made
+ * only for a run in the walk (and kept only for one admitted).
+ */
+const RECLAIMED_WORK: Work = { kind: 'await_admission', lane: 'resume' };
 
 /** A snapshot recovery writes over the stored one, with its live updates. */
 interface Written {
@@ -70,18 +75,19 @@ const recovered = (run: PersistedRun): RecoveredRun => ({ orgId: run.context.org
  * order is what each org's FIFO sees; a run given with `admitted` already holds its slot.
  */
 export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<RecoveredRun[]> {
-  const found: RecoveredRun[] = [];
+  const found: Array<RecoveredRun | Interrupted> = [];
   let read = 0;
   for (const { orgId, runId } of deps.runs.unfinished()) {
     if (++read % RECOVERY_BATCH === 0) await nextTurn();
     const run = deps.runs.get(orgId, runId);
     if (run === undefined) continue;
-    if (run.value === 'running') found.push(reclaim(run, nowMs));
+    if (run.value === 'running') found.push({ ...recovered(run), work: RECLAIMED_WORK, stored: run });
     else if (pendingWork(run).kind !== 'none') found.push(recovered(run));
   }
   found.sort(admissionOrder);
-  const { ordered, written } = admitInOrder(deps, found, nowMs);
+  const ordered: RecoveredRun[] = [];
   try {
+    const written = await admitInOrder(deps, found, nowMs, ordered);
     for (let from = 0; from < written.length; from += RECOVERY_BATCH) await storeAndPublish(deps, written.slice(from, from + RECOVERY_BATCH));
   } catch (error) {
     // Boot fails with this error, and no run is acted on: the slots taken go back all the same.
@@ -114,45 +120,44 @@ async function storeAndPublish(deps: RecoveryDeps, batch: readonly Written[]): P
   stored.forEach((updates: RunUpdate[], i) => deps.rooms.publish((batch[i] as Written).run.context.orgId, updates));
 }
 
-/** The run moved back to `queued` (its open attempt abandoned) by a live actor, kept for its admission. */
-function reclaim(stored: PersistedRun, nowMs: number): Reclaimed {
-  const actor = restoreRunActor(stored).start();
-  actor.send({ type: 'run.recovered', at: nowMs });
-  const queued = persistedRunOf(actor);
-  return { ...recovered(queued), stored, queued, actor };
-}
-
-const isReclaimed = (run: RecoveredRun): run is Reclaimed => 'actor' in run;
+const isInterrupted = (run: RecoveredRun | Interrupted): run is Interrupted => 'stored' in run;
 
 /**
- * Walks the runs in admission order and admits each reclaimed run on the spot while its org has a
- * free slot and no run of the org waits ahead of it (a run waiting for admission, or a reclaimed
- * one refused a slot): what enqueueing them all in this order would do. Returns the runs for the
- * engine and the snapshots (with their updates) the recovery transaction writes.
+ * Walks the runs in admission order, appending each to `ordered` as the engine is to take it, and
+ * reclaims each interrupted run with a live actor: admitted on the spot (the actor kept) while its
+ * org has a free slot and no run of the org waits ahead of it (a run waiting for admission, or a
+ * reclaimed one refused a slot), which is what enqueueing them all in this order would do; stored
+ * `queued` otherwise. Returns the snapshots (with their updates) recovery writes.
  */
-function admitInOrder(deps: RecoveryDeps, found: readonly RecoveredRun[], nowMs: number): { ordered: RecoveredRun[]; written: Written[] } {
+async function admitInOrder(deps: RecoveryDeps, found: ReadonlyArray<RecoveredRun | Interrupted>, nowMs: number, ordered: RecoveredRun[]): Promise<Written[]> {
   const waiting = new Set<OrgId>();
   const written: Written[] = [];
-  const ordered = found.map((entry): RecoveredRun => {
-    if (!isReclaimed(entry)) {
+  for (const entry of found) {
+    if (written.length > 0 && written.length % RECOVERY_BATCH === 0 && isInterrupted(entry)) await nextTurn();
+    if (!isInterrupted(entry)) {
       if (entry.work.kind === 'await_admission') waiting.add(entry.orgId);
-      return entry;
+      ordered.push(entry);
+      continue;
     }
-    const { orgId, runId, createdAt, stored, queued, actor } = entry;
+    const { orgId, runId, createdAt, stored } = entry;
+    const actor = restoreRunActor(stored).start();
+    actor.send({ type: 'run.recovered', at: nowMs });
+    const queued = persistedRunOf(actor);
     const updates = [deps.updateFor(queued)];
     if (!waiting.has(orgId) && deps.admitNow(orgId, runId)) {
       actor.send({ type: 'run.admitted', at: nowMs });
       const run = persistedRunOf(actor);
       updates.push(deps.updateFor(run));
       written.push({ run, previous: stored, updates });
-      return { orgId, runId, createdAt, work: pendingWork(run), admitted: { actor, run } };
+      ordered.push({ orgId, runId, createdAt, work: pendingWork(run), admitted: { actor, run } });
+      continue;
     }
     actor.stop();
     waiting.add(orgId);
     written.push({ run: queued, previous: stored, updates });
-    return { orgId, runId, createdAt, work: entry.work };
-  });
-  return { ordered, written };
+    ordered.push({ orgId, runId, createdAt, work: pendingWork(queued) });
+  }
+  return written;
 }
 
 /**
