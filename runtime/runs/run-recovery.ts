@@ -7,9 +7,10 @@
 // Runs come back in admission order (see `admissionOrder`), since the store keys them by
 // [org, run id] and run ids are hashes. Only what the engine must do next is kept per resting run
 // (its id and pending work, not the decoded snapshot): a million runs waiting in long delays restart
-// in a fraction of the memory their snapshots would take. The reading yields to the event loop
-// every RECOVERY_BATCH runs, so /healthz answers during a long recovery (requests other than it are
-// held until recovery is over: create-runtime.ts).
+// in a fraction of the memory their snapshots would take (a run that was `running` keeps its
+// snapshot until it is reclaimed: those are bounded by the orgs' limits). Reading, reclaiming and
+// writing yield to the event loop every RECOVERY_BATCH runs, so /healthz answers during a long
+// recovery (requests other than it are held until recovery is over: create-runtime.ts).
 
 // nextTurn lets the event loop turn (timers, sockets: a liveness probe) before the next batch.
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -31,7 +32,7 @@ export interface RecoveryDeps {
   readonly updateFor: (run: PersistedRun) => NewRunUpdate;
   /** Admits a reclaimed run on the spot if its org has a free slot and nothing waiting (RootScheduler.admitNow). */
   readonly admitNow: (orgId: OrgId, runId: RunId) => boolean;
-  /** Gives back a slot `admitNow` took (the recovery transaction did not commit). */
+  /** Gives back a slot `admitNow` took (recovery failed, and boot with it). */
   readonly release: (orgId: OrgId, runId: RunId) => void;
 }
 
