@@ -1,0 +1,77 @@
+// The `sluice dev` and `sluice serve` commands: start the runtime from flags and environment,
+// print where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
+
+import { relative } from 'node:path';
+import { DEV_DEFAULTS, loadRuntimeConfig, SERVE_DEFAULTS, type RuntimeConfig } from './config.ts';
+import { createRuntime, type Runtime } from './create-runtime.ts';
+import { guardLedgerCommitFailures } from './ledger/commit-failure-guard.ts';
+import { createLogger } from './log.ts';
+import { whenOutputCloses } from '../hook-runner/output-closed.ts';
+
+function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string): void {
+  const file = runtime.adminToken.file;
+  const relativeFile = file === undefined ? undefined : relative(process.cwd(), file);
+  const tokenFile = relativeFile === undefined || relativeFile.startsWith('..') ? file : relativeFile;
+  // The token itself is never printed: the file it is in, the variable, or a placeholder for the
+  // flag (which wins over the variable when both are given).
+  const tokenExpr = tokenFile !== undefined ? `$(cat ${shellWord(tokenFile)})` : config.adminTokenFrom === 'env' ? '$SLUICE_ADMIN_TOKEN' : '<your --admin-token>';
+  const lines = [
+    `sluice ${command}: data in ${config.dataDir}`,
+    `listening on ${runtime.url}`,
+    runtime.runner.child !== undefined
+      ? `hook-runner: a local child at ${runtime.runner.child.currentAddress ?? '(starting)'}, supervised and restarted if it dies`
+      : config.runner === 'off'
+        ? 'hook-runner: off (custom actions unavailable; use sluice dev or --runner)'
+        : `hook-runner: ${config.runner === 'child' ? 'child' : config.runner.address}`,
+    tokenFile === undefined ? 'platform admin token: as given (--admin-token / SLUICE_ADMIN_TOKEN)' : `platform admin token: in ${tokenFile} (mode 0600)`,
+    '',
+    'in a second terminal, step 1 of the walkthrough in README.md: create an organization and keep its',
+    'admin API key in $KEY (it is shown only in this answer):',
+    `  export KEY=$(curl -s -X POST ${runtime.url}/organizations \\`,
+    `    -H "Authorization: Bearer ${tokenExpr}" -H 'content-type: application/json' \\`,
+    `    -d '{"id":"acct-lumen","name":"Lumen","plan":"pro"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).api_key')`,
+    '',
+    'then go on with step 2 of the walkthrough. What an event or a run did, in words (support\'s view):',
+    `  SLUICE_API_KEY=$KEY npm run -s sluice -- explain ${runtime.url} --org acct-lumen --run <run id>`,
+    '',
+    'Ctrl-C stops.',
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+}
+
+/** A path as one bash word: as is when it holds only plain characters, else single-quoted. */
+const shellWord = (path: string): string => (/^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`);
+
+/** `sluice dev` / `sluice serve`: starts the runtime, prints the welcome, and shuts down cleanly on SIGTERM/SIGINT. */
+export async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
+  const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
+  guardLedgerCommitFailures(createLogger(config.logLevel));
+  const starting = createRuntime(config);
+  // The runtime keeps running when its output or its logs (stderr) are no longer read.
+  whenOutputCloses(process.stdout);
+  whenOutputCloses(process.stderr);
+  let stopping = false;
+  // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`received ${signal}, shutting down\n`);
+    starting
+      .then((runtime) => runtime.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`shutdown failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
+  };
+  // `on`, not `once`: under `npm start` one Ctrl-C arrives more than once (from the terminal, and
+  // forwarded by npm and tsx), and a signal left without a listener would kill the shutdown.
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  const runtime = await starting;
+  // Stopped while starting: no welcome that ends "Ctrl-C stops" after "shutting down".
+  if (!stopping) printWelcome(runtime, config, command);
+}
