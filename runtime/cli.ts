@@ -3,6 +3,7 @@
 // `resume` and `cancel`. Each command's module is loaded when that command runs: a client command
 // does not load the runtime (it starts in about half the time).
 
+import { inspect } from 'node:util';
 import { printable } from './terminal-text.ts';
 
 const USAGE = `usage: sluice <command> [options]
@@ -64,6 +65,15 @@ options (hook-runner):
   sluice hook-runner --help also lists its environment (SLUICE_MASTER_KEY, SLUICE_PREVIOUS_MASTER_KEYS)
 `;
 
+/** A command's module that failed to load: a fault of the installation or of the code, not of the input. */
+class ModuleLoadFailure extends Error {}
+
+/** Loads a command's module; a failure is shown whole (file, line, stack), as Node shows one at start-up. */
+const load = <T>(loading: Promise<T>): Promise<T> =>
+  loading.catch((error: unknown) => {
+    throw new ModuleLoadFailure('a module of this command could not be loaded', { cause: error });
+  });
+
 /** What the one-shot client commands (explain, replay, failed, resume, cancel) write to and read their key from. */
 const processIo = { stdout: process.stdout, stderr: process.stderr, env: process.env };
 
@@ -77,20 +87,20 @@ async function main(argv: readonly string[]): Promise<void> {
   switch (command) {
     case 'dev':
     case 'serve':
-      return (await import('./server-command.ts')).runServer(command, rest);
+      return (await load(import('./server-command.ts'))).runServer(command, rest);
     case 'hook-runner':
-      return (await import('./hook-runner/run-standalone.ts')).runStandaloneHookRunner(rest);
+      return (await load(import('./hook-runner/run-standalone.ts'))).runStandaloneHookRunner(rest);
     case 'sign':
-      process.stdout.write(`${(await import('./sign-command.ts')).signCommand(rest, Date.now(), process.env)}\n`);
+      process.stdout.write(`${(await load(import('./sign-command.ts'))).signCommand(rest, Date.now(), process.env)}\n`);
       return;
     case 'cron':
-      process.stdout.write(`${(await import('./cron-command.ts')).cronCommand(rest, Date.now())}\n`);
+      process.stdout.write(`${(await load(import('./cron-command.ts'))).cronCommand(rest, Date.now())}\n`);
       return;
     case 'device':
-      process.exitCode = await (await import('./device-command.ts')).deviceCommand(rest, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env });
+      process.exitCode = await (await load(import('./device-command.ts'))).deviceCommand(rest, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env });
       return;
     case 'watch': {
-      const [{ watchCommand }, { whenOutputCloses }] = await Promise.all([import('./watch-command.ts'), import('../hook-runner/output-closed.ts')]);
+      const [{ watchCommand }, { whenOutputCloses }] = await Promise.all([load(import('./watch-command.ts')), load(import('../hook-runner/output-closed.ts'))]);
       const stop = new AbortController();
       process.on('SIGINT', () => stop.abort());
       process.on('SIGTERM', () => stop.abort());
@@ -100,17 +110,17 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     }
     case 'explain':
-      process.exitCode = await (await import('./explain-command.ts')).explainCommand(rest, processIo);
+      process.exitCode = await (await load(import('./explain-command.ts'))).explainCommand(rest, processIo);
       return;
     case 'replay':
-      process.exitCode = await (await import('./replay-command.ts')).replayCommand(rest, processIo);
+      process.exitCode = await (await load(import('./replay-command.ts'))).replayCommand(rest, processIo);
       return;
     case 'failed':
-      process.exitCode = await (await import('./triage-command.ts')).failedCommand(rest, processIo);
+      process.exitCode = await (await load(import('./triage-command.ts'))).failedCommand(rest, processIo);
       return;
     case 'resume':
     case 'cancel':
-      process.exitCode = await (await import('./triage-command.ts')).runActionCommand(command, rest, processIo);
+      process.exitCode = await (await load(import('./triage-command.ts'))).runActionCommand(command, rest, processIo);
       return;
     case 'help':
     case '--help':
@@ -125,6 +135,10 @@ async function main(argv: readonly string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ModuleLoadFailure) {
+    process.stderr.write(`sluice: ${error.message}: ${inspect(error.cause)}\n`);
+    process.exit(1);
+  }
   // The message only: a class name (RunnerConfigError for a runtime's own file) would mislead.
   const message = error instanceof Error ? error.message : String(error);
   // Escaped: a message may quote what a server or a file said.

@@ -32,6 +32,20 @@ test('--help after any command prints the usage, which lists every runtime flag;
   }
 });
 
+test('a command whose module fails to load says so with the whole error (file, line, stack), exit 1', () => {
+  // A loader hook hands the CLI a sign-command.ts that throws while it is evaluated.
+  const hook = `export async function load(url, context, next) {
+    if (url.endsWith('/runtime/sign-command.ts')) return { format: 'module', source: 'null.boom;', shortCircuit: true };
+    return next(url, context);
+  }`;
+  const register = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});`;
+  const result = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, '--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'sign', '--secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '--id', 'm1', '--body', '{}'], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(result.status, 1, result.stderr);
+  assert.match(result.stderr, /^sluice: a module of this command could not be loaded: TypeError: Cannot read properties of null/);
+  assert.match(result.stderr, /sign-command\.ts:\d+/, 'names the file and line');
+  assert.ok(sluice('cron', '0 9 * * *', '--count', '1').status === 0, 'the other commands still load');
+});
+
 test('an empty --host or a short --admin-token stops the start with a message naming it', () => {
   const emptyHost = sluice('serve', '--host', '');
   assert.equal(emptyHost.status, 1);
