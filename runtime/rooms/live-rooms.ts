@@ -216,7 +216,7 @@ export class LiveRooms {
     const orgTopic = topicFor(orgId, { environment: update.environment, runId: '' });
     const runTopic = topicFor(orgId, { environment: update.environment, runId: update.run_id });
     // A frame no socket would get is not encoded: boot recovery publishes every reclaimed run's
-    // updates before anyone can connect, and most orgs have no one watching most of the time.
+    // updates, mostly before anyone has connected, and most orgs have no one watching most of the time.
     if (!late && this.#app.numSubscribers(orgTopic) === 0 && this.#app.numSubscribers(runTopic) === 0) return;
     const frame = encodeLiveMessage({ run_update: update });
     this.#app.publish(orgTopic, frame, true);

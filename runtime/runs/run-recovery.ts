@@ -7,10 +7,11 @@
 // Runs come back in admission order (see `admissionOrder`), since the store keys them by
 // [org, run id] and run ids are hashes. Only what the engine must do next is kept per resting run
 // (its id and pending work, not the decoded snapshot): a million runs waiting in long delays restart
-// in a fraction of the memory their snapshots would take (a run that was `running` keeps its
-// snapshot until it is reclaimed: those are bounded by the orgs' limits). Reading, reclaiming and
-// writing yield to the event loop every RECOVERY_BATCH runs, so /healthz answers during a long
-// recovery (requests other than it are held until recovery is over: create-runtime.ts).
+// in a fraction of the memory their snapshots would take (a run that was `running` keeps its stored
+// and its reclaimed snapshot until recovery's writes are done: those runs are bounded by the orgs'
+// limits). Reading, reclaiming and writing yield to the event loop every RECOVERY_BATCH runs, so
+// /healthz answers during a long recovery (requests other than it are held until recovery is over:
+// create-runtime.ts).
 
 // nextTurn lets the event loop turn (timers, sockets: a liveness probe) before the next batch.
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -89,9 +90,12 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
   const ordered: RecoveredRun[] = [];
   try {
     const written = await admitInOrder(deps, found, nowMs, ordered);
+    found.length = 0;
     for (let from = 0; from < written.length; from += RECOVERY_BATCH) await storeAndPublish(deps, written.slice(from, from + RECOVERY_BATCH));
   } catch (error) {
     // Boot fails with this error, and no run is acted on: the slots taken go back all the same.
+    // Batches written before the failing one stay written: the next boot reclaims their runs again,
+    // and each then shows one more attempt abandoned at a restart, never sent (same key, higher fence).
     for (const { admitted, orgId, runId } of ordered) {
       if (admitted === undefined) continue;
       admitted.actor.stop();

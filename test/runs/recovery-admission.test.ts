@@ -185,6 +185,29 @@ for (const kind of LEDGER_KINDS) describe(`boot recovery admission (${kind.name}
     for (const r of recovered) r.admitted?.actor.stop();
   });
 
+  test('a write that fails in a later batch gives back every slot; the batches before it stay written', async () => {
+    scheduler = new RootScheduler();
+    published = [];
+    scheduler.setLimit(A, RECOVERY_BATCH + 5);
+    const ids = Array.from({ length: RECOVERY_BATCH + 5 }, (_, i) => `f${String(i).padStart(5, '0')}`);
+    await store(...ids.map((id, i) => runAt(A, id, T0 + i, 'running')));
+    const write = runs.write.bind(runs);
+    let writes = 0;
+    runs.write = (run, previous) => {
+      if (++writes === RECOVERY_BATCH + 2) throw new Error('disk said no');
+      write(run, previous);
+    };
+    try {
+      await assert.rejects(recover(), /disk said no/);
+    } finally {
+      runs.write = write;
+    }
+    assert.equal(scheduler.stats(A).running, 0, 'boot fails: no slot is kept');
+    assert.deepEqual(attemptsOf(storedRun(A, ids[0] ?? '')), [['abandoned', 1], ['pending', 2]], 'the first batch committed');
+    assert.deepEqual(attemptsOf(storedRun(A, ids.at(-1) ?? '')), [['pending', 1]], 'the failing batch left nothing');
+    assert.equal(published.length, RECOVERY_BATCH, 'only what committed was published');
+  });
+
   test('a recovery whose write fails gives back the slots it took and changes nothing stored', async () => {
     scheduler = new RootScheduler();
     published = [];
