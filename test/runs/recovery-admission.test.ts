@@ -88,6 +88,21 @@ function recover(): Promise<RecoveredRun[]> {
   );
 }
 
+/** Runs recovery with the run store's `nth` write throwing (a disk that fails part way); expects it to reject. */
+async function recoverFailingAtWrite(nth: number): Promise<void> {
+  const write = runs.write.bind(runs);
+  let writes = 0;
+  runs.write = (run, previous) => {
+    if (++writes === nth) throw new Error('disk said no');
+    write(run, previous);
+  };
+  try {
+    await assert.rejects(recover(), /disk said no/);
+  } finally {
+    runs.write = write;
+  }
+}
+
 const storedRun = (orgId: OrgId, id: string): PersistedRun | undefined => runs.get(orgId, asRunId(id));
 const attemptsOf = (run: PersistedRun | undefined): Array<[string, number]> =>
   (run?.context.steps[0]?.attempts ?? []).map((attempt) => [attempt.outcome, attempt.fence]);
@@ -191,17 +206,7 @@ for (const kind of LEDGER_KINDS) describe(`boot recovery admission (${kind.name}
     scheduler.setLimit(A, RECOVERY_BATCH + 5);
     const ids = Array.from({ length: RECOVERY_BATCH + 5 }, (_, i) => `f${String(i).padStart(5, '0')}`);
     await store(...ids.map((id, i) => runAt(A, id, T0 + i, 'running')));
-    const write = runs.write.bind(runs);
-    let writes = 0;
-    runs.write = (run, previous) => {
-      if (++writes === RECOVERY_BATCH + 2) throw new Error('disk said no');
-      write(run, previous);
-    };
-    try {
-      await assert.rejects(recover(), /disk said no/);
-    } finally {
-      runs.write = write;
-    }
+    await recoverFailingAtWrite(RECOVERY_BATCH + 2);
     assert.equal(scheduler.stats(A).running, 0, 'boot fails: no slot is kept');
     assert.deepEqual(attemptsOf(storedRun(A, ids[0] ?? '')), [['abandoned', 1], ['pending', 2]], 'the first batch committed');
     assert.deepEqual(attemptsOf(storedRun(A, ids.at(-1) ?? '')), [['pending', 1]], 'the failing batch left nothing');
@@ -214,17 +219,7 @@ for (const kind of LEDGER_KINDS) describe(`boot recovery admission (${kind.name}
     scheduler.setLimit(A, 5);
     const before = runAt(A, 'c1', T0 + 10, 'running');
     await store(before, runAt(A, 'c2', T0 + 11, 'running'));
-    const write = runs.write.bind(runs);
-    let writes = 0;
-    runs.write = (run, previous) => {
-      if (++writes === 2) throw new Error('disk said no');
-      write(run, previous);
-    };
-    try {
-      await assert.rejects(recover(), /disk said no/);
-    } finally {
-      runs.write = write;
-    }
+    await recoverFailingAtWrite(2);
     assert.equal(scheduler.stats(A).running, 0, 'no slot is kept by a run the ledger does not hold as running');
     assert.equal(place(A, 'c1'), 'absent');
     assert.deepEqual(attemptsOf(storedRun(A, 'c1')), [['pending', 1]], 'the transaction left nothing');
