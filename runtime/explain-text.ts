@@ -5,10 +5,8 @@
 // printable(): receivers and actions choose some of this text, and it must not drive the terminal.
 
 import type { EventDetails, FailedEvent, Run, RunAttempt, RunStep, RunSummary, SluiceEvent } from '../kits/client/index.ts';
-import { printable } from './terminal-text.ts';
+import { printableLines } from './terminal-text.ts';
 import { CONNECTION_EVENT_TYPES } from './triggers/device-record.ts';
-
-const asText = (lines: readonly string[]): string => lines.map(printable).join('\n');
 
 /** ` --environment sandbox` for a sandbox item (production is every command's default). */
 const environmentFlag = (environment: string): string => (environment === 'production' ? '' : ` --environment ${environment}`);
@@ -71,7 +69,7 @@ export function explainEvent(details: EventDetails): string {
     const redo = CONNECTION_EVENT_TYPES.has(event.type) ? `sluice resume ...${flag} --run <run id> retries a failed one` : `sluice replay ... --event ${event.id}${flag} makes a new event from this one`;
     lines.push(`  next: sluice explain ...${flag} --run <run id> shows a run's steps; ${redo}`);
   }
-  return asText(lines);
+  return printableLines(lines);
 }
 
 /** The evidence's own fields, when it is an object. */
@@ -160,7 +158,7 @@ export function explainRun(run: Run): string {
     const from = run.error === null ? '' : ` from step "${run.error.step_id}" (completed steps are not run again; its steps keep their idempotency keys)`;
     lines.push(`  next (a developer key): sluice resume ...${environmentFlag(run.environment)} --run ${run.run_id} continues it${from}`);
   }
-  return asText(lines);
+  return printableLines(lines);
 }
 
 /** The failed events listed by `sluice failed`, newest first: each with its failed runs' reasons. */
@@ -175,5 +173,5 @@ export function explainFailedEvents(failed: readonly FailedEvent[], limit: numbe
   }
   const flag = environmentFlag(environment);
   lines.push(`next: sluice explain ...${flag} --run <run id> shows a run; sluice resume ...${flag} --run <run id> continues a failed one`);
-  return asText(lines);
+  return printableLines(lines);
 }

@@ -8,7 +8,7 @@ import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api
 import { callAndPrint } from './cli-client-call.ts';
 import { InputError } from './errors.ts';
 import { runLine } from './explain-text.ts';
-import { printable } from './terminal-text.ts';
+import { printableLines } from './terminal-text.ts';
 
 const USAGE =
   'usage: sluice replay <http://host:port> --org <org id> --event <event id> --side-effects skip|run [--workflow <workflow id>]... [--again] [--idempotency-key <key>] [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox]';
@@ -46,7 +46,7 @@ export async function replayCommand(args: readonly string[], io: ClientCommandIo
       const reactions = made.reactions ?? [];
       lines.push(made.reactions === undefined ? '  runs: see sluice explain ... --event <this replay>' : reactions.length === 0 ? '  runs: none started' : `  runs (${reactions.length}):`);
       for (const run of reactions) lines.push(`    ${runLine(run)}`);
-      return lines.map(printable).join('\n');
+      return printableLines(lines);
     },
     (refusal) => (refusal.code === 'replay_just_made' ? ' (pass --again to make it once more)' : ''),
   );

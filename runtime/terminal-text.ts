@@ -19,3 +19,6 @@ export function printable(text: string): string {
     return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`;
   });
 }
+
+/** Lines for the terminal, each made printable, as one text. */
+export const printableLines = (lines: readonly string[]): string => lines.map(printable).join('\n');
