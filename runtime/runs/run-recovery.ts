@@ -69,7 +69,7 @@ interface Written {
   readonly updates: NewRunUpdate[];
 }
 
-const recovered = (run: PersistedRun): RecoveredRun => ({ orgId: run.context.orgId, runId: run.context.runId, createdAt: run.context.createdAt, work: pendingWork(run) });
+const recovered = (run: PersistedRun, work: Work = pendingWork(run)): RecoveredRun => ({ orgId: run.context.orgId, runId: run.context.runId, createdAt: run.context.createdAt, work });
 
 /**
  * Resolves with every unfinished run that has work to do (a failed run waits for a person: none),
@@ -83,8 +83,12 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
     if (++read % RECOVERY_BATCH === 0) await nextTurn();
     const run = deps.runs.get(orgId, runId);
     if (run === undefined) continue;
-    if (run.value === 'running') found.push({ ...recovered(run), work: RECLAIMED_WORK, stored: run });
-    else if (pendingWork(run).kind !== 'none') found.push(recovered(run));
+    if (run.value === 'running') {
+      found.push({ ...recovered(run, RECLAIMED_WORK), stored: run });
+      continue;
+    }
+    const work = pendingWork(run);
+    if (work.kind !== 'none') found.push(recovered(run, work));
   }
   found.sort(admissionOrder);
   const ordered: RecoveredRun[] = [];
