@@ -6,7 +6,7 @@ import { isoAt, type ApiContext } from './api/context.ts';
 import { scheduleRoutes } from './api/schedules-api.ts';
 import { ScheduleStore } from './triggers/schedule-store.ts';
 import { ScheduleTicker } from './triggers/schedule-ticker.ts';
-import { closeSchemaThreads, startSchemaThreads } from './sources/schema-checks.ts';
+import { closeSchemaThreads, startSchemaThreads, type SchemaCheckDeadlines } from './sources/schema-checks.ts';
 import { deviceRoutes } from './api/devices-api.ts';
 import { DeviceStore } from './triggers/device-store.ts';
 import { deviceSchemas } from './triggers/device-record.ts';
@@ -71,6 +71,8 @@ export interface RuntimeDeps {
   readonly ledger?: Ledger;
   /** How the free space of the data dir's disk is read (disk-floor.ts); default statfs (tests inject theirs). */
   readonly freeDiskSpace?: FreeSpaceProbe;
+  /** How long a schema check or compile may take (schema-checks.ts); default 1 s and 20 s. */
+  readonly schemaDeadlines?: SchemaCheckDeadlines;
 }
 
 export interface Runtime {
@@ -112,14 +114,14 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const opened: Array<() => unknown> = [() => ledger.close(), () => disk.close()];
   try {
     await disk.probeNow();
-    return await startOn(ledger, disk, opened, config, clock, logger);
+    return await startOn(ledger, disk, opened, config, clock, logger, deps.schemaDeadlines);
   } catch (error) {
     for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
     throw error;
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, schemaDeadlines: SchemaCheckDeadlines | undefined): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -147,7 +149,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   }
   await stampDataFormat(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
-  const schemas = startSchemaThreads();
+  const schemas = startSchemaThreads(schemaDeadlines);
   opened.push(() => closeSchemaThreads(schemas));
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas, disk };
   const startedAt = clock.now();

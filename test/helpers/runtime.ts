@@ -13,6 +13,7 @@ import { createLogger, type Logger } from '../../runtime/log.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import type { FreeSpaceProbe } from '../../hook-runner/disk-floor.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import type { SchemaCheckDeadlines } from '../../runtime/sources/schema-checks.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -37,6 +38,8 @@ interface StartOptions {
   readonly logger?: Logger;
   /** How the free space of the data dir's disk is read (disk-floor.ts); default statfs. */
   readonly freeDiskSpace?: FreeSpaceProbe;
+  /** How long a schema check or compile may take; default the runtime's. */
+  readonly schemaDeadlines?: SchemaCheckDeadlines;
 }
 
 /**
@@ -59,6 +62,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(ledger === undefined ? {} : { ledger }),
     ...(options.freeDiskSpace === undefined ? {} : { freeDiskSpace: options.freeDiskSpace }),
+    ...(options.schemaDeadlines === undefined ? {} : { schemaDeadlines: options.schemaDeadlines }),
   });
   return {
     runtime,
