@@ -63,6 +63,11 @@ export class RunEngine {
   readonly #dispatched = new Map<string, number>();
   /** Stalled runs whose step answered but whose report could not be written: #resume writes it again instead of sending the step again. */
   readonly #unwrittenReports = new Map<string, UnwrittenReport>();
+  /** Admission in the write that stores a run, for run creation and boot recovery: a slot taken on the spot, given back if the write fails. */
+  readonly #onTheSpot = {
+    admitNow: (orgId: OrgId, runId: RunId): boolean => this.#admitNow(orgId, runId),
+    release: (orgId: OrgId, runId: RunId): void => void this.#scheduler.release(orgId, runId),
+  };
   #closed = false;
 
   constructor(deps: RunEngineDeps) {
@@ -82,8 +87,7 @@ export class RunEngine {
         return only === null ? listening : listening.filter((version) => only.includes(version.workflow_id));
       },
       updateFor: (run, version) => this.#updateFor(run, version),
-      admitNow: (orgId, runId) => this.#admitNow(orgId, runId),
-      release: (orgId, runId) => void this.#scheduler.release(orgId, runId),
+      ...this.#onTheSpot,
       started: (orgId, updates, runs) => {
         this.#d.rooms.publish(orgId, updates);
         for (const { run, actor } of runs) this.#startLive(run, actor);
@@ -154,8 +158,7 @@ export class RunEngine {
       {
         ...d,
         updateFor: (run) => this.#updateFor(run),
-        admitNow: (orgId, runId) => this.#admitNow(orgId, runId),
-        release: (orgId, runId) => void this.#scheduler.release(orgId, runId),
+        ...this.#onTheSpot,
       },
       d.clock.now(),
     );
