@@ -29,6 +29,7 @@ import { connectedEventId, type DeviceConnection, type DeviceRecord } from './de
 import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
 import type { Ending } from './device-store.ts';
 import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
@@ -37,6 +38,21 @@ import type { WebSocketBudget } from '../http/websocket-budget.ts';
 const MAX_BACKPRESSURE = 64 * 1024;
 /** Seconds without a frame or a pong before uWS drops the socket (it pings on its own before that). */
 const IDLE_TIMEOUT_S = 120;
+/**
+ * Sockets of one device held at once, from their opening until their ending is written: the open
+ * one, a newer one replacing it, and a few closing. Connects of a device are written one at a time
+ * (~70-80/s), so without a cap one device token opening sockets faster than that held every
+ * WebSocket the process allows while they waited.
+ */
+export const MAX_SOCKETS_PER_DEVICE = 4;
+
+/** 429 `too_many_device_sockets`: the device, or its org, holds as many sockets as it may; retry after a second. */
+class TooManyDeviceSocketsError extends SluiceError {
+  readonly retryAfterMs = 1000;
+  constructor(message: string) {
+    super(429, 'too_many_device_sockets', message);
+  }
+}
 
 /** What the sockets need: what their messages need (device-messages.ts), and the process's WebSocket total. */
 export interface DeviceSocketDeps extends DeviceMessageDeps {
@@ -47,6 +63,10 @@ export class DeviceSockets {
   readonly #d: DeviceSocketDeps;
   /** Every socket of each device, from its opening until its ending is written. */
   readonly #sockets = new Map<string, Set<WebSocket<SocketData>>>();
+  /** The sockets of `#sockets` per org. */
+  readonly #perOrg = new KeyedCounts();
+  /** Device sockets one org may hold at once: half of the process's WebSockets, as live sockets by default. */
+  readonly #socketsPerOrg: number;
   /** The tail of each device's chain of connection changes (see the header). */
   readonly #chains = new Map<string, Promise<unknown>>();
   readonly #messages: DeviceMessages;
@@ -58,6 +78,7 @@ export class DeviceSockets {
 
   constructor(app: TemplatedApp, deps: DeviceSocketDeps) {
     this.#d = deps;
+    this.#socketsPerOrg = Math.max(1, Math.floor(deps.websockets.total / 2));
     this.#messages = new DeviceMessages(deps);
     this.#endingRetries = new WriteRetries(deps.clock, (connectionId) => this.#unwrittenEndings.get(connectionId)?.());
     app.ws<SocketData>('/devices/:org_id/:device', {
@@ -81,6 +102,7 @@ export class DeviceSockets {
           deps.websockets.assertRoom();
           const org = deps.orgs.get(orgId);
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
+          this.#assertSocketRoom(orgId, name);
           query.assertNoRepeats();
           query.assertAllAsked();
           // A connect writes events (and their runs): a reconnect loop counts against the org's
@@ -101,6 +123,7 @@ export class DeviceSockets {
         const sockets = this.#sockets.get(key) ?? new Set();
         sockets.add(ws);
         this.#sockets.set(key, sockets);
+        this.#perOrg.add(data.device.org_id);
         data.ready = this.#serially(key, () => this.#connect(ws, data)).catch(() => false);
       },
       message: (ws, message, isBinary) => this.#messages.onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
@@ -139,9 +162,20 @@ export class DeviceSockets {
       this.#unwrittenEndings.delete(id);
       this.#endingRetries.cleared(id);
       const sockets = this.#sockets.get(key);
-      sockets?.delete(ws);
+      if (sockets?.delete(ws) === true) this.#perOrg.subtract(data.device.org_id);
       if (sockets?.size === 0) this.#sockets.delete(key);
     });
+  }
+
+  /** 429 when the device holds MAX_SOCKETS_PER_DEVICE sockets, or its org its share of the process's WebSockets. */
+  #assertSocketRoom(orgId: string, name: string): void {
+    const held = this.#sockets.get(orgScopedKey(orgId, name))?.size ?? 0;
+    if (held >= MAX_SOCKETS_PER_DEVICE) {
+      throw new TooManyDeviceSocketsError(`Device "${name}" has ${held} connections opening or ending (at most ${MAX_SOCKETS_PER_DEVICE}); connect again in a second.`);
+    }
+    if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
+      throw new TooManyDeviceSocketsError(`An organization's devices may hold at most ${this.#socketsPerOrg} sockets at once; connect again in a second.`);
+    }
   }
 
   /** Device sockets open now (for the metrics). */

@@ -3,8 +3,6 @@
 // process holds at most --websockets live and device sockets together: past it, 503 with Retry-After.
 
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { get } from 'node:http';
 import { test } from 'node:test';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -12,6 +10,7 @@ import { connectLive, type LiveClient } from '../helpers/live-client.ts';
 import { defaultWebSocketLimit, WEBSOCKETS_FALLBACK } from '../../runtime/http/websocket-budget.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
+import { upgradeAnswer } from '../helpers/upgrade-answer.ts';
 
 test('past the org\'s cap an upgrade is refused with 429; another org and a freed place are admitted', async () => {
   const rt = await startRuntime({ args: ['--live-sockets-per-org', '2'] });
@@ -72,20 +71,6 @@ test('the total defaults to three quarters of the open-file limit, and an org\'s
   assert.equal(loadRuntimeConfig(['--websockets', '1000', '--live-sockets-per-org', '900'], {}).liveSocketsPerOrg, 900, 'as given');
   assert.throws(() => loadRuntimeConfig(['--websockets', '0'], {}), /--websockets/);
 });
-
-/** A WebSocket handshake's HTTP answer when it is refused: status, Retry-After and error code. */
-function upgradeAnswer(url: string): Promise<{ status: number | undefined; retryAfter: string | undefined; code: string }> {
-  const headers = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') };
-  return new Promise((resolve, reject) => {
-    const request = get(url, { headers }, (response) => {
-      let text = '';
-      response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-      response.on('end', () => resolve({ status: response.statusCode, retryAfter: response.headers['retry-after'], code: (JSON.parse(text) as { error: { code: string } }).error.code }));
-    });
-    request.on('upgrade', () => reject(new Error('the upgrade was accepted')));
-    request.on('error', reject);
-  });
-}
 
 /** Connects once the server has counted a close it sees a moment after the client's. */
 async function connectOnceFreed<T>(connect: () => Promise<T>): Promise<T> {

@@ -1,0 +1,31 @@
+// The HTTP answer to a WebSocket handshake that is refused: its status, Retry-After and error code
+// (a raw request, so the refusal's headers and body can be read; an accepted upgrade rejects).
+
+import { randomBytes } from 'node:crypto';
+import { get } from 'node:http';
+
+export interface UpgradeRefusal {
+  readonly status: number | undefined;
+  readonly retryAfter: string | undefined;
+  readonly code: string;
+  readonly message: string;
+}
+
+export function upgradeAnswer(url: string): Promise<UpgradeRefusal> {
+  const headers = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') };
+  return new Promise((resolve, reject) => {
+    const request = get(url, { headers }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      response.on('end', () => {
+        const { code, message } = (JSON.parse(text) as { error: { code: string; message: string } }).error;
+        resolve({ status: response.statusCode, retryAfter: response.headers['retry-after'], code, message });
+      });
+    });
+    request.on('upgrade', (_response, socket) => {
+      socket.destroy();
+      reject(new Error('the upgrade was accepted'));
+    });
+    request.on('error', reject);
+  });
+}

@@ -1,0 +1,90 @@
+// A device holds at most MAX_SOCKETS_PER_DEVICE sockets at once (from their opening until their
+// ending is written), and an org's devices at most half of the process's WebSockets: one token
+// opening sockets faster than their connects are written cannot take every WebSocket the process
+// allows. Past either cap an upgrade is 429 too_many_device_sockets with Retry-After; other
+// devices and orgs still connect.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import WebSocket from 'ws';
+import { DeviceStore } from '../../runtime/triggers/device-store.ts';
+import { MAX_SOCKETS_PER_DEVICE } from '../../runtime/triggers/device-sockets.ts';
+import { connectDevice } from '../helpers/device-client.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { upgradeAnswer } from '../helpers/upgrade-answer.ts';
+
+/** While set, DeviceStore.connect waits for it: sockets opened meanwhile stay unrecorded, as behind a slow disk. */
+let held: Promise<void> | undefined;
+const store = DeviceStore.prototype as unknown as { connect: (...args: unknown[]) => Promise<unknown> };
+const connect = store.connect;
+store.connect = async function (this: unknown, ...args: unknown[]) {
+  await held;
+  return connect.apply(this, args);
+};
+
+async function register(rt: TestRuntime, org: string, token: string, name: string): Promise<string> {
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token, json: { name } });
+  assert.equal(created.status, 201, created.text);
+  return created.body.token;
+}
+
+function openRaw(rt: TestRuntime, org: string, name: string, token: string): Promise<WebSocket> {
+  const socket = new WebSocket(`${rt.url.replace('http', 'ws')}/devices/${org}/${name}?token=${token}`);
+  return new Promise((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('open', () => resolve(socket));
+  });
+}
+
+test(`a device holds at most ${MAX_SOCKETS_PER_DEVICE} sockets while their connects wait; one more is 429, another device is admitted`, async () => {
+  const rt = await startRuntime();
+  let release = (): void => undefined;
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-flood');
+    const token = await register(rt, 'acct-flood', key, 'flooder');
+    const quietToken = await register(rt, 'acct-flood', key, 'quiet');
+    held = new Promise((resolve) => (release = resolve));
+    const sockets: WebSocket[] = [];
+    for (let i = 0; i < MAX_SOCKETS_PER_DEVICE; i++) sockets.push(await openRaw(rt, 'acct-flood', 'flooder', token));
+    const refused = await upgradeAnswer(`${rt.url}/devices/acct-flood/flooder?token=${token}`);
+    assert.deepEqual([refused.status, refused.code, refused.retryAfter], [429, 'too_many_device_sockets', '1']);
+    assert.match(refused.message, /Device "flooder" has 4 connections opening or ending/);
+    held = undefined;
+    release();
+    const quiet = await connectDevice(rt.url, 'acct-flood', 'quiet', quietToken);
+    // The held connects are written in turn; each replaces the one before (4409), so one stays.
+    await eventually('one socket of the device left open', () => sockets.filter((socket) => socket.readyState === WebSocket.OPEN).length, (open) => open === 1);
+    for (const socket of sockets) socket.close();
+    const again = await eventually('the device connects again once its sockets ended', () => connectDevice(rt.url, 'acct-flood', 'flooder', token).catch(() => undefined), (client) => client !== undefined);
+    again!.close();
+    quiet.close();
+  } finally {
+    held = undefined;
+    release();
+    await rt.close();
+  }
+});
+
+test('an org\'s devices hold at most half of --websockets; one more is 429, another org is admitted', async () => {
+  const rt = await startRuntime({ args: ['--websockets', '6', '--live-sockets-per-org', '6'] });
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-many');
+    const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-few');
+    const tokens: string[] = [];
+    for (let i = 0; i < 4; i++) tokens.push(await register(rt, 'acct-many', key, `d${i}`));
+    const otherToken = await register(rt, 'acct-few', otherKey, 'd0');
+    const open: Awaited<ReturnType<typeof connectDevice>>[] = [];
+    for (let i = 0; i < 3; i++) open.push(await connectDevice(rt.url, 'acct-many', `d${i}`, tokens[i]));
+    const refused = await upgradeAnswer(`${rt.url}/devices/acct-many/d3?token=${tokens[3]}`);
+    assert.deepEqual([refused.status, refused.code, refused.retryAfter], [429, 'too_many_device_sockets', '1']);
+    assert.match(refused.message, /devices may hold at most 3 sockets at once/);
+    const other = await connectDevice(rt.url, 'acct-few', 'd0', otherToken);
+    open[0]!.close();
+    const freed = await eventually('a place freed by a closed socket', () => connectDevice(rt.url, 'acct-many', 'd3', tokens[3]).catch(() => undefined), (client) => client !== undefined);
+    for (const client of [...open.slice(1), other, freed!]) client.close();
+  } finally {
+    await rt.close();
+  }
+});
