@@ -107,3 +107,13 @@ test('a start set while the clock read before the last tick sent (a re-time afte
   assert.equal(tickOwed(retimed, at(12, 5)), undefined, 'the 11:30 tick is from before the start');
   assert.equal(nextTickAt(retimed, at(12, 5)), at(12, 30));
 });
+
+test('days match as in crontab: both day fields when either starts with *, either one when both are restricted', () => {
+  const from = Date.parse('2025-12-31T12:00:00Z');
+  const to = Date.parse('2026-02-01T00:00:00Z');
+  const days = (cron: string): string[] => ticksBetween(cron, 'UTC', from, to).map((tick) => tick.slice(0, 10));
+  assert.deepEqual(days('0 0 */2 * 1'), ['2026-01-05', '2026-01-19'], 'odd-numbered days that are Mondays');
+  assert.deepEqual(days('0 0 1-10 * */3'), ['2026-01-03', '2026-01-04', '2026-01-07', '2026-01-10'], 'days 1-10 that are Sundays, Wednesdays or Saturdays');
+  assert.deepEqual(days('0 0 1,15 * 1'), ['2026-01-01', '2026-01-05', '2026-01-12', '2026-01-15', '2026-01-19', '2026-01-26'], 'the 1st, the 15th and every Monday');
+  assert.deepEqual(days('0 0 1-31/2 * 1'), days('0 0 1-31/2 * *').concat(['2026-01-12', '2026-01-26']).sort(), 'a step without * is restricted: odd days or Mondays');
+});
