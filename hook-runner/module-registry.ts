@@ -82,7 +82,9 @@ export class ModuleRegistry {
       }
       this.#cache.set(digest, { compiled: await compiling.compiled, bytes: bytes.length });
     }
-    if (!this.#store.modules.doesExist(digest)) {
+    if (!this.#holdsIntact(digest)) {
+      // Missing, or damaged (its bytes no longer hash to the digest: #load refuses them as
+      // module_corrupt): these bytes replace them, so the runtime sending them again repairs it.
       await this.#store.durable(this.#store.modules.put(digest, Buffer.from(bytes)));
     } else {
       // Committed is visible before it is flushed: a concurrent compile of the same bytes may have
@@ -90,6 +92,12 @@ export class ModuleRegistry {
       await this.#store.flushed();
     }
     return digest;
+  }
+
+  /** Whether the bytes stored for `digest` are there and hash to it (read and hashed: compiles are rare). */
+  #holdsIntact(digest: ModuleDigest): boolean {
+    const stored = this.#store.modules.get(digest);
+    return stored !== undefined && digestOf(stored) === digest;
   }
 
   /** Compiles running (at most COMPILE_THREADS) and waiting for a thread. */

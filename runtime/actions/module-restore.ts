@@ -1,6 +1,8 @@
 // Gives a hook-runner back a module it lost (its data dir is new or was wiped, or the runtime now
-// points at another runner): an Invoke answered `module_not_found` sends the bytes the runtime kept
-// (custom-action-store.ts) with Compile, the upload's own RPC, then tries the Invoke once more.
+// points at another runner) or holds damaged: an Invoke answered `module_not_found` or
+// `module_corrupt` (its stored bytes no longer hash to the digest) sends the bytes the runtime kept
+// (custom-action-store.ts) with Compile, the upload's own RPC, which stores them again, then tries
+// the Invoke once more.
 //
 // The second Invoke is the same call (fence, idempotency key): the runner looks the module up before
 // it checks the fence or runs anything, so the first one left no trace and the guest runs once.
@@ -34,8 +36,8 @@ export interface RestoreOptions {
   readonly onRestored?: (orgId: string, digest: string) => void;
 }
 
-/** The runner's answer to an Invoke of a digest it does not have (hook-runner/runner-error.ts). */
-export const isModuleNotFound = (error: unknown): boolean => error instanceof SluiceError && error.code === 'module_not_found';
+/** The runner's answer to an Invoke of a digest it does not have, or holds damaged (hook-runner/module-registry.ts). */
+const needsModuleAgain = (error: unknown): error is SluiceError => error instanceof SluiceError && (error.code === 'module_not_found' || error.code === 'module_corrupt');
 
 /**
  * The first Invoke reached the runner, so the attempt started, whatever later calls find: an
@@ -104,7 +106,7 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
       try {
         return await runner.invoke(input);
       } catch (error) {
-        if (!isModuleNotFound(error)) throw error;
+        if (!needsModuleAgain(error)) throw error;
       }
       try {
         await restore(input.orgId, input.digest, seen);
@@ -114,8 +116,8 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
       try {
         return await runner.invoke(input);
       } catch (error) {
-        if (isModuleNotFound(error)) {
-          throw new RetryableError('module_not_found', `The hook-runner lost module ${input.digest} again just after it was sent again; the step is retried.`, undefined, { cause: error });
+        if (needsModuleAgain(error)) {
+          throw new RetryableError(error.code, `The hook-runner lost module ${input.digest} again just after it was sent again (${error.code}); the step is retried.`, undefined, { cause: error });
         }
         throw afterReached(error);
       }

@@ -15,6 +15,7 @@ import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import { assembleWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
 import { invocation, parseOutput, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { openRunnerStore } from '../../hook-runner/store.ts';
 
 const ORG = 'acct-restore';
 const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
@@ -139,4 +140,28 @@ test('a call reading secrets this runtime set, which the runner no longer holds,
   assert.equal((await call(first.id)).outcome.kind, 'output');
   assert.equal((await failure(call(second.id))).code, 'secrets_missing_on_runner', 'per action');
   assert.equal(compiles, 1);
+});
+
+test('a module whose stored bytes the runner finds damaged is sent again and runs; the bytes it stored again last past a restart', async () => {
+  const echo = await assembleWat('echo-damaged', ECHO_WAT.replace('(memory (export "memory") 1)', '(memory (export "memory") 1) (global i32 (i32.const 7))'));
+  const { actionId, digest } = await kept('echo-damaged', echo);
+  const invoker = createRestoringInvoker(counted, store);
+  await invoker.invoke(invocation(digest, { orgId: ORG, actionId }));
+  // Stopped, one byte of its copy flipped on disk, started again (its compiled cache is gone).
+  await runner.child.stop();
+  const runnerStore = openRunnerStore(runner.dataDir);
+  const damaged = Buffer.from(runnerStore.modules.get(digest)!);
+  damaged[damaged.length - 1]! ^= 0xff;
+  await runnerStore.modules.put(digest, damaged);
+  await runnerStore.close();
+  await runner.restart();
+  await assert.rejects(runner.client.invoke(invocation(digest, { orgId: ORG, actionId })), (error: SluiceError) => error.code === 'module_corrupt');
+
+  compiles = 0;
+  const result = await invoker.invoke(invocation(digest, { orgId: ORG, actionId, payloadJson: '{"after":"repair"}' }));
+  assert.equal(compiles, 1, 'the kept bytes were sent');
+  assert.deepEqual(result.outcome.kind === 'output' && parseOutput(result.outcome.outputJson)['payload'], { after: 'repair' });
+  await runner.restart();
+  const again = await runner.client.invoke(invocation(digest, { orgId: ORG, actionId, payloadJson: '{"after":"restart"}' }));
+  assert.deepEqual(again.outcome.kind === 'output' && parseOutput(again.outcome.outputJson)['payload'], { after: 'restart' }, 'the runner holds intact bytes again');
 });
