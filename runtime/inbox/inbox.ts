@@ -5,6 +5,8 @@ import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import { durably } from '../ledger/durable-write.ts';
 
 export const DEFAULT_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
+/** Claims forgotten per transaction when a name is made again (createFresh). */
+export const FORGET_CHUNK = 1_000;
 
 export interface InboxClaim {
   readonly event_id: string;
@@ -14,6 +16,8 @@ export interface InboxClaim {
 export class Inbox {
   readonly #ledger: Ledger;
   readonly #windowMs: number;
+  /** The tail of each (org, source)'s creates (createFresh), so they run one at a time. */
+  readonly #creating = new Map<string, Promise<unknown>>();
   constructor(ledger: Ledger, windowMs: number) {
     this.#ledger = ledger;
     this.#windowMs = windowMs;
@@ -54,9 +58,36 @@ export class Inbox {
   }
 
   /**
-   * Forgets the claims of a source, at most `limit` of them (it is being deleted: a source made
-   * later under its name starts with no dedup memory); returns how many. Call inside a write
-   * transaction. Their time index entries stay until the prune, which skips a claim that is gone.
+   * Makes a source (a webhook source, a device's `@device:<name>`) that starts with no dedup memory:
+   * while nothing is stored under the name (`exists` false), the claims a deleted one of the name
+   * left are forgotten, in transactions of at most `chunk` (each durable before the next, so other
+   * tenants' writes go on between them), then `create` runs. A delete leaves its claims: removing
+   * a busy device's million claims in its own write held every tenant's writes for seconds.
+   * Creates of one name run one at a time, so none forgets the claims of a source made meanwhile.
+   */
+  createFresh<T>(orgId: string, source: string, exists: () => boolean, create: () => Promise<T>, chunk = FORGET_CHUNK): Promise<T> {
+    const key = JSON.stringify([orgId, source]);
+    const outcome = (this.#creating.get(key) ?? Promise.resolve()).then(async () => {
+      if (!exists()) {
+        const { root } = this.#ledger;
+        let removed: number;
+        do removed = await durably(root, root.transaction(() => this.removeSourceClaimsWithin(orgId, source, chunk)));
+        while (removed === chunk);
+      }
+      return create();
+    });
+    const tail = outcome.catch(() => undefined);
+    this.#creating.set(key, tail);
+    void tail.then(() => {
+      if (this.#creating.get(key) === tail) this.#creating.delete(key);
+    });
+    return outcome;
+  }
+
+  /**
+   * Forgets the claims of a source, at most `limit` of them (a source made again under its name,
+   * a sandbox reset); returns how many. Call inside a write transaction. Their time index entries
+   * stay until the prune, which skips a claim that is gone.
    */
   removeSourceClaimsWithin(orgId: string, source: string, limit = Number.POSITIVE_INFINITY): number {
     let removed = 0;

@@ -24,8 +24,8 @@ export class SourceStore {
   readonly #inbox: Inbox;
   /**
    * Sources whose delete is under way read as gone at once: a delivery checked before the delete
-   * queued its claim ahead of it (the delete removes it), one checked after is a 404, and none
-   * leaves a claim behind that would refuse a later source of the name its ids.
+   * queued its claim ahead of it, one checked after is a 404, so no claim is written after the
+   * delete (a source made again under the name forgets those before it, Inbox.createFresh).
    */
   readonly #deleting = new Set<string>();
   constructor(ledger: Ledger, inbox: Inbox) {
@@ -62,7 +62,11 @@ export class SourceStore {
   /** Resolves after the source is durable; 409 if the name is taken in this org, or the org holds MAX_SOURCES_PER_ORG. */
   async create(source: SourceRecord): Promise<void> {
     const { root, sources } = this.#ledger;
-    const outcome = await this.#cache.writing(source.org_id, () => insertCapped(root, sources, source.org_id, source.name, source, MAX_SOURCES_PER_ORG));
+    // A source made under the name of a deleted one starts with no dedup memory (Inbox.createFresh).
+    const exists = (): boolean => sources.get([source.org_id, source.name]) !== undefined;
+    const outcome = await this.#inbox.createFresh(source.org_id, source.name, exists, () =>
+      this.#cache.writing(source.org_id, () => insertCapped(root, sources, source.org_id, source.name, source, MAX_SOURCES_PER_ORG)),
+    );
     if (outcome === 'exists') throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('source_limit_reached', `An organization can hold at most ${MAX_SOURCES_PER_ORG} sources; delete one first.`);
   }
@@ -78,7 +82,7 @@ export class SourceStore {
     return updated;
   }
 
-  /** Removes the source and its dedup claims in one write; 404 if it is gone. */
+  /** Removes the source; 404 if it is gone. Its dedup claims stay until the prune, or a source made again under the name (create). */
   async delete(orgId: string, name: string): Promise<void> {
     const { root, sources } = this.#ledger;
     const key = deletingKey(orgId, name);
@@ -92,7 +96,6 @@ export class SourceStore {
           root.transaction(() => {
             if (sources.get([orgId, name]) === undefined) return false;
             sources.remove([orgId, name]);
-            this.#inbox.removeSourceClaimsWithin(orgId, name);
             return true;
           }),
         ),

@@ -63,7 +63,11 @@ export class DeviceStore {
 
   /** Resolves once the device is durable; 409 if the name is taken in this org, or the org holds MAX_DEVICES_PER_ORG. */
   async create(device: DeviceRecord): Promise<void> {
-    const outcome = await insertCapped(this.#root, this.#table, device.org_id, device.name, device, MAX_DEVICES_PER_ORG);
+    // A device made under the name of a deleted one starts with no dedup memory (Inbox.createFresh).
+    const exists = (): boolean => this.#table.get([device.org_id, device.name]) !== undefined;
+    const outcome = await this.#events.inbox.createFresh(device.org_id, deviceSource(device.name), exists, () =>
+      insertCapped(this.#root, this.#table, device.org_id, device.name, device, MAX_DEVICES_PER_ORG),
+    );
     if (outcome === 'exists') throw new ConflictError('device_exists', `A device named "${device.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('device_limit_reached', `An organization can hold at most ${MAX_DEVICES_PER_ORG} devices; delete one first.`);
   }
@@ -82,8 +86,9 @@ export class DeviceStore {
   }
 
   /**
-   * Removes the device and the dedup memory of its messages (a device made later under its name
-   * starts afresh); an open connection gets its `device.disconnected` (`ending` says how) in the same write.
+   * Removes the device; an open connection gets its `device.disconnected` (`ending` says how) in the
+   * same write. The dedup memory of its messages stays until the prune, or a device made again
+   * under its name (create), so the delete is one small write however many messages it sent.
    * 404 if gone.
    */
   async delete(orgId: string, name: string, ending: (connection: DeviceConnection) => Ending, nowMs: number): Promise<void> {
@@ -94,7 +99,6 @@ export class DeviceStore {
         const { reason, code } = ending(current.connection);
         write(disconnectedEvent(current, current.connection, reason, code, nowMs));
       }
-      this.#events.inbox.removeSourceClaimsWithin(orgId, deviceSource(name));
       this.#table.remove([orgId, name]);
       return true;
     });
