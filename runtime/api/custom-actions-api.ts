@@ -271,9 +271,12 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           }
           throw error;
         }
+        const named = secretNames.of(org.id, action.id).includes(key);
         const deleted = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
         await secretNames.delete(org.id, action.id, key);
-        if (!deleted) throw notFound(`Secret "${key}" of this custom action`, 'key');
+        // A runner without it, while Sluice named it, may have deleted it on an attempt of this call
+        // whose answer was lost (the client sends again): the secret is gone either way.
+        if (!deleted && !named) throw notFound(`Secret "${key}" of this custom action`, 'key');
         return noContent();
       },
     },

@@ -313,6 +313,17 @@ describe('secrets', () => {
     assert.equal(gone.body.error.field, 'key');
   });
 
+  it('a delete whose secret the runner no longer holds (an earlier attempt of the call took it, its answer lost) is 204 while Sluice still named it', async () => {
+    const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
+    const secrets = `${base}/${id}/secrets`;
+    assert.equal((await call(rt.url, 'POST', secrets, { token: developer, json: { key: 'API_KEY', value: 'v' } })).status, 204);
+    // What a first attempt whose answer was lost did: the runner deleted it; the client's retry finds nothing.
+    assert.equal(await rt.runtime.runner.client!.deleteSecret({ orgId: ORG, actionId: id, key: 'API_KEY' }), true);
+    assert.equal((await call(rt.url, 'DELETE', `${secrets}/API_KEY`, { token: developer })).status, 204);
+    assert.deepEqual((await call(rt.url, 'GET', secrets, { token: developer })).body, { keys: [] });
+    assert.equal((await call(rt.url, 'DELETE', `${secrets}/API_KEY`, { token: developer })).status, 404, 'named by neither side now');
+  });
+
   it('validates key and value without echoing the value; needs developer; needs the action', async () => {
     const { id } = await createAction();
     const secrets = `${base}/${id}/secrets`;
