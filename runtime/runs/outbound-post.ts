@@ -8,6 +8,7 @@
 
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { isIP, type Socket } from 'node:net';
 import { SHUT_DOWN, type OutboundPool } from './outbound-connections.ts';
 
 export interface PostAnswer {
@@ -45,6 +46,13 @@ export interface PostOptions {
   readonly stillSending?: (ended: Promise<void>) => void;
 }
 
+/**
+ * Where the exchange was when its deadline passed: resolving the receiver's name (`lookup`),
+ * opening the connection (`connect`, TLS included), or waiting for the answer once it was open
+ * (`answer`: only then can the request have reached the receiver).
+ */
+export type TimeoutPhase = 'lookup' | 'connect' | 'answer';
+
 /** Thrown when the deadline passes before the exchange ends. */
 export class PostTimeoutError extends Error {
   override readonly name = 'TimeoutError';
@@ -53,6 +61,7 @@ export class PostTimeoutError extends Error {
     message: string,
     /** How long the request waited for a free socket before its deadline started; undefined when it did not wait. */
     readonly queuedMs: number | undefined,
+    readonly phase: TimeoutPhase = 'answer',
   ) {
     super(message);
   }
@@ -156,6 +165,12 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       hasSocket = true;
       reused = carried.has(socket);
       carried.add(socket);
+      // A kept-alive socket is open already; a new one is open once connected (and, for https, once its TLS handshake is done).
+      let phase: TimeoutPhase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 ? 'lookup' : 'connect';
+      if (phase !== 'answer') {
+        (socket as Socket).once('lookup', () => (phase = phase === 'lookup' ? 'connect' : phase));
+        (socket as Socket).once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => (phase = 'answer'));
+      }
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
       if (!stillWanted(options)) {
         fail(new PostWithdrawnError(queuedMs));
@@ -164,7 +179,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       }
       timer = setTimeout(() => {
         if (endAnswer()) return;
-        fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs));
+        fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs, phase));
         outgoing.destroy();
       }, options.timeoutMs);
       // Headers go out with the body, so both wait for the socket. This runs outside the promise's

@@ -158,8 +158,8 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
   } catch (error) {
     const queued = error instanceof PostTimeoutError ? queuedEvidence(error.queuedMs) : {};
     const evidence = { ...base, duration_ms: Math.round(performance.now() - started), ...queued };
-    // A timeout runs from the connection, so the request went out; a network error may have come
-    // at any point, so the attempt's own time stands for it.
+    // A timeout once the connection was open means the request went out; a network error may have
+    // come at any point, so the attempt's own time stands for it.
     if (error instanceof PostRequestError) return failure('webhook_request_invalid', `The request could not be sent as configured: ${error.message}.`, false, evidence);
     if (error instanceof ForbiddenTargetError) return failure('webhook_target_forbidden', `${error.message}.`, false, evidence);
     // Nothing was sent: the report only says so (it reaches a cancelled run's record, or nothing).
@@ -179,6 +179,13 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // retry soon, not after the step's backoff (the retry is an attempt of its own, under the policy).
     if (error instanceof PostStaleConnectionError) {
       return failure('webhook_connection_closed', `The receiver closed its kept-alive connection before answering this request (${error.message}); it is retried after the shortest wait, not the step's backoff.`, true, evidence, request.nowMs, 0);
+    }
+    // A deadline that passed before the connection was open sent nothing (no started_at).
+    if (error instanceof PostTimeoutError && error.phase === 'lookup') {
+      return failure('webhook_dns_timeout', `The receiver's name did not resolve within ${request.timeoutMs} ms. Nothing was sent; the receiver was not reached.`, true, evidence);
+    }
+    if (error instanceof PostTimeoutError && error.phase === 'connect') {
+      return failure('webhook_connect_timeout', `No connection to the receiver opened within ${request.timeoutMs} ms. Nothing was sent; the receiver was not reached.`, true, evidence);
     }
     return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, request.nowMs + (error.queuedMs ?? 0))

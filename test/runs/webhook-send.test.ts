@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, createServer, type AgentOptions, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { after, mock, test } from 'node:test';
-import { OutboundConnections } from '../../runtime/runs/outbound-connections.ts';
+import { OutboundConnections, type OutboundPool } from '../../runtime/runs/outbound-connections.ts';
+import { postOnce, PostTimeoutError } from '../../runtime/runs/outbound-post.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { EVIDENCE_BODY_CAP, sendWebhook, targetsSelf, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
 
@@ -310,6 +311,49 @@ test('a receiver that never answers times out at the step deadline', async () =>
     assert.equal(error?.message, 'The receiver did not answer within 2500 ms.');
   } finally {
     mock.timers.reset();
+    release();
+  }
+});
+
+test('a deadline that passes before the connection opens (a TLS handshake the receiver never answers) sent nothing: webhook_connect_timeout, no started_at', async () => {
+  const sockets: Socket[] = [];
+  let connected: () => void = () => undefined;
+  const reached = new Promise<void>((resolve) => (connected = resolve));
+  const silent = createNetServer((socket) => {
+    sockets.push(socket);
+    connected();
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const pending = attempt(`https://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`, { timeoutMs: 2500 });
+    await reached;
+    mock.timers.tick(2500);
+    const outcome = await pending;
+    assert.equal(errorOf(outcome)?.code, 'webhook_connect_timeout');
+    assert.equal(errorOf(outcome)?.message, 'No connection to the receiver opened within 2500 ms. Nothing was sent; the receiver was not reached.');
+    assert.equal(outcome.ok ? undefined : outcome.error.retryable, true);
+    assert.equal('sentAt' in outcome, false, 'the attempt never started');
+  } finally {
+    mock.timers.reset();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
+});
+
+test('a deadline that passes while the receiver\'s name is being resolved says so (phase lookup); one past an open connection is the receiver\'s (phase answer)', async () => {
+  const hangingLookup = (): void => undefined;
+  const pool = (agent: Agent): OutboundPool => ({ requestOptions: { agent, poolOrg: 'acct-a' }, untilClosed: () => () => undefined, isQueued: () => false });
+  const post = (url: string, agent: Agent) =>
+    postOnce(new URL(url), { headers: {}, body: '{}', timeoutMs: 200, keepBytes: 10, readLimitBytes: 100, pool: pool(agent) }).then(
+      () => assert.fail('expected a timeout'),
+      (error: unknown) => (error instanceof PostTimeoutError ? error.phase : String(error)),
+    );
+  assert.equal(await post('http://receiver.example/hook', new Agent({ lookup: hangingLookup } as AgentOptions)), 'lookup');
+  const { local, release } = await holding();
+  try {
+    assert.equal(await post(local.url, new Agent()), 'answer');
+  } finally {
     release();
   }
 });
