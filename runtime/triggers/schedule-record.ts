@@ -90,6 +90,7 @@ export function checkSchedule(cron: string, timezone: string): { readonly cron: 
   if (!NICKNAME.test(trimmed) && (fields.length !== 5 || !fields.every((field) => FIELD.test(field.replace(NAMES, '0'))))) {
     throw badRequest('invalid_cron', PATTERN_HELP, 'cron');
   }
+  if (fields.length === 5) assertRangesWithin(fields);
   let next: Date | null;
   try {
     next = cronOf({ cron: trimmed, timezone: zone }).nextRun();
@@ -109,6 +110,24 @@ const FIELD_RANGES: Readonly<Record<string, string>> = {
   month: 'month (1-12 or JAN-DEC)',
   dayOfWeek: 'day of week (0-7 or SUN-SAT)',
 };
+
+/** Each field's key in FIELD_RANGES and its bounds, in crontab order. */
+const FIELD_BOUNDS: ReadonlyArray<readonly [field: string, min: number, max: number]> = [['minute', 0, 59], ['hour', 0, 23], ['day', 1, 31], ['month', 1, 12], ['dayOfWeek', 0, 7]];
+
+/**
+ * Refuses a range whose end lies outside its field (`1-60/5`): croner checks only the values a step
+ * reaches, and crontab refuses the range. Names (JAN, MON) are within their fields by definition.
+ */
+function assertRangesWithin(fields: readonly string[]): void {
+  for (const [i, [field, min, max]] of FIELD_BOUNDS.entries()) {
+    for (const item of fields[i]!.split(',')) {
+      for (const bound of item.split('/')[0]!.split('-')) {
+        if (!/^\d+$/.test(bound)) continue;
+        if (Number(bound) < min || Number(bound) > max) throw badRequest('invalid_cron', `The cron pattern cannot be read: a value of the ${FIELD_RANGES[field]} field is out of its range.`, 'cron');
+      }
+    }
+  }
+}
 
 /** Croner's complaint in crontab terms: "Invalid value for day: -1" (for a 0 written) names the field and its range instead. */
 function cronerProblem(error: unknown): string {

@@ -24,7 +24,7 @@ function ticksBetween(cron: string, timezone: string, from: number, to: number):
 }
 
 test('a value out of its field\'s range is named in crontab terms, not in the parser\'s 0-based counting', () => {
-  for (const [cron, named] of [['0 0 0 * *', 'day of month (1-31)'], ['0 0 * 13 *', 'month (1-12 or JAN-DEC)'], ['0 0 32 * *', 'day of month (1-31)'], ['0 24 * * *', 'hour (0-23)'], ['0 0 * * 8', 'day of week (0-7 or SUN-SAT)']]) {
+  for (const [cron, named] of [['0 0 0 * *', 'day of month (1-31)'], ['0 0 * 13 *', 'month (1-12 or JAN-DEC)'], ['0 0 32 * *', 'day of month (1-31)'], ['0 24 * * *', 'hour (0-23)'], ['0 0 * * 8', 'day of week (0-7 or SUN-SAT)'], ['1-60/5 * * * *', 'minute (0-59)'], ['0 0 * * 1-8', 'day of week (0-7 or SUN-SAT)'], ['0 0 20-32/2 * *', 'day of month (1-31)']]) {
     assert.throws(() => checkSchedule(cron!, 'UTC'), (error: unknown) => error instanceof InputError && error.message === `The cron pattern cannot be read: a value of the ${named} field is out of its range.`, cron);
   }
 });
