@@ -39,6 +39,13 @@ export interface Replay {
   readonly after: number;
   /** `after` is a position, 0 included: a trimmed log refuses it (Subscription.strict). */
   readonly strict: boolean;
+  /**
+   * Where what the replay sends starts: `after`, except for a non-strict after_seq 0, which starts
+   * below the oldest update retained when it first reads (startAtRetained). What the socket was sent
+   * is recorded from here: recorded from 0, a later Subscribe from an older position found it
+   * covered and got nothing of the trimmed stretch, where it is owed a 4410.
+   */
+  start: number;
   /** Every log entry with a seq up to this one has been sent or left out. Only `nextPage` moves it. */
   cursor: number;
   /** What the socket had been sent before this replay began; left out of it. */
@@ -65,12 +72,22 @@ export const wasSent = (sent: Sent, update: RunUpdate): boolean =>
   sent.some((range) => update.seq > range.after && update.seq <= range.upTo && !range.missing.has(update.seq) && isInRoom(update, range.room));
 
 export function startReplay(room: Room, after: number, earlier: Sent, strict = false): Replay {
-  return { room, after, strict, cursor: after, earlier, scheduled: false, gaps: new Set() };
+  return { room, after, strict, start: after, cursor: after, earlier, scheduled: false, gaps: new Set() };
+}
+
+/**
+ * A non-strict after_seq 0 asks for whatever is retained: before its first read, its start and
+ * cursor move below the oldest retained update `oldest`. True if it was such a replay (it may go on).
+ */
+export function startAtRetained(replay: Replay, oldest: number): boolean {
+  if (replay.after !== 0 || replay.strict || replay.cursor !== 0) return false;
+  replay.start = replay.cursor = Math.max(0, oldest - 1);
+  return true;
 }
 
 /** What a replay has sent of its room so far (for a Subscribe that interrupts it). */
 export const sentSoFar = (replay: Replay): Sent =>
-  withRange(replay.earlier, { room: replay.room, after: replay.after, upTo: replay.cursor, missing: new Set(replay.gaps) });
+  withRange(replay.earlier, { room: replay.room, after: replay.start, upTo: replay.cursor, missing: new Set(replay.gaps) });
 
 /**
  * What a socket on the room's topic since `from` (the last seq fanned out when it joined) has been

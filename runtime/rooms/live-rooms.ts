@@ -11,7 +11,7 @@ import { StalledReader } from './stalled-reader.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
-import { nextPage, sentSoFar, sentWhileLive, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
+import { nextPage, sentSoFar, sentWhileLive, startAtRetained, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
 import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
@@ -361,11 +361,12 @@ export class LiveRooms {
     if (data.state.status !== 'replaying' || data.state.replay !== replay) return;
     const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
     if (budget <= 0) return;
-    // after_seq 0 asks for whatever is retained (unless strict); any other position must still be
-    // in the log, unless the socket was already sent that stretch (a Subscribe on a socket that was live).
+    // after_seq 0 asks for whatever is retained (unless strict: startAtRetained moves it there); any
+    // other position must still be in the log, unless the socket was already sent that stretch (a
+    // Subscribe on a socket that was live).
     const oldest = this.#log.oldestRetained(data.orgId);
     const coveredEarlier = replay.earlier.some((sent) => isRoomWithin(replay.room, sent.room) && sent.after <= replay.cursor && sent.upTo >= oldest - 1);
-    if (replay.cursor + 1 < oldest && !(replay.after === 0 && replay.cursor === 0 && !replay.strict) && !coveredEarlier) {
+    if (replay.cursor + 1 < oldest && !startAtRetained(replay, oldest) && !coveredEarlier) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: updates after seq ${replay.cursor} are no longer retained (oldest: ${oldest})`);
       return;
@@ -387,7 +388,7 @@ export class LiveRooms {
       if (data.state.status !== 'replaying') return;
     }
     if (page.caughtUp) {
-      this.#join(ws, data, replay.room, replay.after, publishedSeq, replay.earlier);
+      this.#join(ws, data, replay.room, replay.start, publishedSeq, replay.earlier);
     } else if (!replay.scheduled && ws.getBufferedAmount() < REPLAY_HIGH_WATER) {
       // One page per turn, so a long replay does not hold up other sockets and requests.
       replay.scheduled = true;

@@ -16,7 +16,7 @@ let rt: TestRuntime;
 const keys = new Map<string, string>();
 before(async () => {
   rt = await startRuntime({ args: ['--live-retention', String(RETAINED)] });
-  for (const org of ['acct-gone-old', 'acct-gone-overtaken']) keys.set(org, await createOrg(rt.url, ADMIN_TOKEN, org));
+  for (const org of ['acct-gone-old', 'acct-gone-overtaken', 'acct-gone-resubscribed']) keys.set(org, await createOrg(rt.url, ADMIN_TOKEN, org));
 });
 after(async () => rt.close());
 
@@ -114,4 +114,17 @@ test('an after_seq past every update sent out (a position from a replaced data d
   const [next] = await commit(org, 1, 10);
   await atTheEnd.waitFor(() => atTheEnd.updates().some((u) => u.seq === next!.seq), 'the last position itself streams on');
   atTheEnd.close();
+});
+
+test('a socket that replayed whatever is retained (after_seq 0) is refused with 4410 when it then subscribes strictly from a position the log dropped', async () => {
+  const org = 'acct-gone-resubscribed';
+  await commit(org, RETAINED + 100, 10); // seqs 1-500; 101-500 retained
+  const client = await connectLive(rt.url, org, liveQuery(org, 0));
+  await client.waitFor(() => client.updates().length === RETAINED, 'the retained updates');
+  // It was sent 101-500, not 51-100: those are gone, and a fresh socket asking for them gets 4410.
+  client.subscribe({ after_seq: 50, strict: true, run_id: 'run-60' });
+  const closed = await closeOf(client);
+  assert.ok(closed !== 'still open', 'the socket was closed');
+  assert.equal(closed.code, CLOSE_REPLAY_GONE);
+  assert.match(closed.reason, /updates after seq 50 are no longer retained \(oldest: 101\)/);
 });
