@@ -109,7 +109,7 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   const type = delivery.eventType ?? bodyString(facts.type, 'type');
   if (!EVENT_TYPE_REGEX.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
   assertNotReservedType(type, 'type');
-  await checkSchema(deps.schemaChecks, source, current, type, payloadJson, lookup, reverify);
+  let checked = await checkSchema(deps.schemaChecks, source, current, type, payloadJson, lookup, reverify);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);
   // A small body parsed here is kept as the payload: a lazy getter (for one read in a thread) made
@@ -118,10 +118,14 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   const event = parsed === undefined ? withLazyPayload(rootEvent({ ...fields, payload: undefined }), payloadJson) : withPayloadText(rootEvent({ ...fields, payload: parsed.value }), payloadJson);
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
   // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
-  // While it waited, the source may have been deleted or the plan lost its sandbox.
-  if (source.environment === 'sandbox') {
+  // A reset can take seconds: meanwhile the source may have been deleted (or made again), lost a
+  // secret or changed its schemas, or the plan lost its sandbox, so it is read and judged again as
+  // after any wait; a changed source is checked again, then the wait starts over.
+  while (source.environment === 'sandbox') {
     await deps.generations.quiet(org.id);
-    admitted(lookup());
+    const now = sourceAfterWait(source, checked, lookup, reverify);
+    if (now.updated_at === checked.updated_at) break;
+    checked = await checkSchema(deps.schemaChecks, source, now, type, payloadJson, lookup, reverify);
   }
   const started = performance.now();
   // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
@@ -136,15 +140,16 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
  * declare none: no wait). The wait may be long, and the source deleted or changed meanwhile: it is
  * read again after each check; a changed one checks again, and a deleted one (or one made again
  * under the name: another source, with its own delivery ids) is 404, so the provider sends again.
+ * Resolves with the version last checked.
  */
-async function checkSchema(checks: SchemaChecks, source: SourceRecord, current: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined, reverify: (changed: SourceRecord) => void): Promise<void> {
+async function checkSchema(checks: SchemaChecks, source: SourceRecord, current: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined, reverify: (changed: SourceRecord) => void): Promise<SourceRecord> {
   let checked = current;
   for (;;) {
     const checking = checks.check(checked, type, payloadJson);
-    if (checking === undefined) return;
+    if (checking === undefined) return checked;
     await checking;
     const now = sourceAfterWait(source, checked, lookup, reverify);
-    if (now.updated_at === checked.updated_at) return;
+    if (now.updated_at === checked.updated_at) return checked;
     checked = now;
   }
 }

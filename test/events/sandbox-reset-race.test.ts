@@ -96,3 +96,29 @@ test('a sandbox write that waited out a reset checks the plan again: a downgrade
   const stored = (await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey })).body.events as Array<{ id: string }>;
   assert.deepEqual(stored.map((event) => event.id), ['to-replay'], 'only the event from before the downgrade');
 });
+
+test('a sandbox webhook that waited out a reset is judged by its source as it is then: a removed secret is 401, a source deleted and made again is 404, and nothing is stored', async () => {
+  const org = 'acct-reset-source-change';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const leaked = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+  const newer = `whsec_${Buffer.alloc(32, 8).toString('base64')}`;
+  for (const name of ['rotating', 'remade']) {
+    assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { token: orgKey, json: { name, secrets: [leaked], environment: 'sandbox' } })).status, 201);
+  }
+  const reset = holdReset(rt, org);
+  const deliver = (source: string, id: string) => {
+    const body = JSON.stringify({ type: 'fixture.sent', id });
+    return call(rt.url, 'POST', `/hooks/${org}/${source}`, { body, headers: signStandard(leaked, id, Math.floor(Date.now() / 1000), body) });
+  };
+  const deliveries = [deliver('rotating', 'fx-leaked'), deliver('remade', 'fx-old-source')];
+  await reset.waitingFor(2);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}/sources/rotating?environment=sandbox`, { token: orgKey, json: { secrets: [newer] } })).status, 200);
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}/sources/remade?environment=sandbox`, { token: orgKey })).status, 204);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { token: orgKey, json: { name: 'remade', secrets: [leaked], environment: 'sandbox' } })).status, 201);
+  await reset.finish();
+  const [rotated, remade] = await Promise.all(deliveries);
+  assert.deepEqual([rotated!.status, rotated!.body.error?.code], [401, 'invalid_signature'], rotated!.text);
+  assert.equal(remade!.status, 404, remade!.text);
+  const stored = (await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey })).body.events as Array<{ id: string }>;
+  assert.deepEqual(stored, [], 'nothing stored under a removed secret or into the source made again');
+});
