@@ -68,11 +68,17 @@ function basicCredentialsOf(value: string): string[] {
 
 /** A word of a header value that is a token, not prose: "s3cr3t" of "Bearer s3cr3t", not "Bearer" or "application/json". */
 const TOKEN_WORD = /^(?=.*\d|.*[a-z].*[A-Z]|.*[A-Z].*[a-z]).{8,}$/;
+/** What separates the words of a header value or a path segment: spaces, and the punctuation of `name=value`, lists, quotes, parameters and paths. */
+const WORD_SEPARATORS = /[\s,;:="'()/&]+/;
+
+/** The token-like words of `text`, as a receiver may quote one alone (`Invalid token S3cretValue99` of `Token token="S3cretValue99"`). */
+const tokenWordsOf = (text: string): string[] => text.split(WORD_SEPARATORS).filter((word) => TOKEN_WORD.test(word));
 
 /**
  * The credential values a workflow's webhook steps carry, in the forms a receiver may quote them:
- * header values (and their token-like words), URL path segments that are not plain words (as
- * written and decoded), query values (decoded and as written) and fragments; each also as JSON
+ * header values (and their token-like words, also inside `name=value`, quotes and lists), URL path
+ * segments that are not plain words (as written, decoded, and their token-like words), query
+ * values (decoded and as written) and fragments; each also as JSON
  * escapes it (a receiver's JSON answer, "/" escaped or not).
  */
 function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
@@ -81,11 +87,16 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
     if (step.type !== 'webhook') continue;
     for (const value of Object.values(step.headers)) {
       found.add(value);
-      for (const word of value.split(/\s+/)) if (TOKEN_WORD.test(word)) found.add(word);
+      for (const word of tokenWordsOf(value)) found.add(word);
       for (const part of basicCredentialsOf(value)) found.add(part);
     }
     const url = new URL(step.url);
-    for (const segment of url.pathname.split('/')) if (!PLAIN_SEGMENT.test(segment)) found.add(segment).add(decodedOr(segment));
+    for (const segment of url.pathname.split('/')) {
+      if (PLAIN_SEGMENT.test(segment)) continue;
+      found.add(segment).add(decodedOr(segment));
+      // A parameter of a segment (`;token=…`) may be quoted alone.
+      for (const word of tokenWordsOf(decodedOr(segment))) found.add(word);
+    }
     for (const value of url.searchParams.values()) found.add(value);
     // A bare part is all value; a pair's value as written, and decoded.
     for (const value of queryParts(url).map((part) => part.slice(part.indexOf('=') + 1))) found.add(value).add(decodedOr(value));

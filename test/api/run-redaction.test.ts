@@ -94,3 +94,15 @@ test('a receiver answer cut at 4 KiB inside a quoted credential, and a decoded B
   const { viewer } = await runOnce('basic', { id: 'post', type: 'webhook', url: `${receiver.url}/in`, headers: { authorization: basic } }, 'failed');
   assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, 'invalid credentials: user=user password=[redacted]');
 });
+
+test('a credential inside a header\'s name=value, quotes or list, or in a path segment\'s parameter, reads redacted for a viewer when an answer quotes it alone', async () => {
+  receiver.script([{ status: 401, body: 'Invalid token S3cretValue99; unknown session AbCdEf123456; bad key q1w2e3r4t5y6; bad zzTopSecret1; user bob' }]);
+  const step = {
+    id: 'post',
+    type: 'webhook',
+    url: `${receiver.url}/h;token=zzTopSecret1`,
+    headers: { authorization: 'Token token="S3cretValue99"', cookie: 'session=AbCdEf123456', 'x-auth': 'key=q1w2e3r4t5y6,user=bob' },
+  };
+  const { viewer } = await runOnce('quoted', step, 'failed');
+  assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, 'Invalid token [redacted]; unknown session [redacted]; bad key [redacted]; bad [redacted]; user bob');
+});
