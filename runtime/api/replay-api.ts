@@ -184,6 +184,10 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           const current = ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
           // A reset freed the id and a new event took it: the choice was made for the one removed.
           if (current.received_at_ms !== original.received_at_ms) throw notFound(`Event "${original.id}"`, 'event_id');
+          // A keyed retry answers with the replay the key made, whatever changed since (a workflow
+          // it named disabled meanwhile): the replay exists, and its runs were made.
+          const earlier = idempotencyKey === undefined ? undefined : earlierReplay(idempotencyKey);
+          if (earlier !== undefined) return replayedAnswer(earlier, choice);
           if (choice.workflow_ids !== undefined) {
             // A workflow named that would start no run is a mistake to say now, not a replay that does nothing.
             const listening = new Set(workflows.matching(org.id, current.environment, current.type).map((version) => String(version.workflow_id)));
@@ -201,8 +205,6 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
           }
           // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
           // (within the dedup window) answers with the replay it already made instead of a second one.
-          const legacy = legacyReplay(idempotencyKey);
-          if (legacy !== undefined) return replayedAnswer(legacy, choice);
           const replay = replayOf(current, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
           try {
             // A space occurs in neither part, so no two (event, key) pairs share a claim.

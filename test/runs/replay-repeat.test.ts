@@ -245,3 +245,18 @@ test('boot lists the replays a data dir holds from before the list existed', { s
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('a keyed retry of a replay limited to a workflow answers with the replay it made, even once that workflow is disabled', async () => {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'notify', trigger_event: 'order.paid', steps: [{ id: 'notify', type: 'webhook', url: `${receiver.url}/notify` }] } });
+  assert.equal(created.status, 201, created.text);
+  const notifyId: string = created.body.workflow.id;
+  const original = await sendEvent('order-keyed-limited');
+  const first = await replay(original, { side_effects: 'skip', workflow_ids: [notifyId] }, { 'idempotency-key': 'ticket-limited' });
+  assert.equal(first.status, 202, first.text);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows/${notifyId}/toggle`, { token: key, json: { action: 'disable' } })).status, 200);
+  const retry = await replay(original, { side_effects: 'skip', workflow_ids: [notifyId] }, { 'idempotency-key': 'ticket-limited' });
+  assert.equal(retry.status, 202, retry.text);
+  assert.deepEqual([retry.body.event.id, retry.body.idempotent_replayed], [first.body.event.id, true]);
+  const unkeyed = await replay(original, { side_effects: 'skip', workflow_ids: [notifyId], again: true });
+  assert.equal(unkeyed.body.error?.code, 'workflow_not_listening', 'a new replay limited to it is still refused');
+});
