@@ -86,6 +86,21 @@ export class PostRequestError extends Error {
 }
 
 /**
+ * Thrown when the exchange failed before its connection was open (the name did not resolve, the
+ * connection or its TLS handshake failed: a certificate refused, a host unreachable): nothing was
+ * sent. `code` is the failure's own (ECONNREFUSED, EHOSTUNREACH, …).
+ */
+export class PostNeverConnectedError extends Error {
+  override readonly name = 'PostNeverConnectedError';
+  readonly code: string | undefined;
+
+  constructor(cause: NodeJS.ErrnoException) {
+    super(cause.message, { cause });
+    this.code = cause.code;
+  }
+}
+
+/**
  * Thrown when the connection closed (reset, or a write to a closed socket) before any answer, on a
  * kept-alive connection that had carried an earlier request, while the request was still going out
  * or within STALE_WINDOW_MS of it: most often the receiver closed it as idle just as this request
@@ -144,6 +159,8 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     };
     let hasSocket = false;
     let reused = false;
+    /** How far the connection got (set once the request has a socket): only at `answer` can anything have been sent. */
+    let phase: TimeoutPhase = 'connect';
     /** When the whole request had been handed to the socket (performance.now()); undefined while it is still going out. */
     let requestSentAt: number | undefined;
     outgoing.once('finish', () => {
@@ -166,7 +183,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       reused = carried.has(socket);
       carried.add(socket);
       // A kept-alive socket is open already; a new one is open once connected (and, for https, once its TLS handshake is done).
-      let phase: TimeoutPhase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 ? 'lookup' : 'connect';
+      phase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 ? 'lookup' : 'connect';
       if (phase !== 'answer') {
         (socket as Socket).once('lookup', () => (phase = phase === 'lookup' ? 'connect' : phase));
         (socket as Socket).once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => (phase = 'answer'));
@@ -198,6 +215,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     // close settles, with the status the receiver gave, or a 2xx would be sent again.
     outgoing.on('error', (error: NodeJS.ErrnoException) => {
       if (answered !== undefined) return;
+      if (phase !== 'answer') return fail(new PostNeverConnectedError(error));
       const crossed = requestSentAt === undefined || performance.now() - requestSentAt <= STALE_WINDOW_MS;
       fail(reused && crossed && CLOSED_UNDER_REQUEST.has(error.code ?? '') ? new PostStaleConnectionError(error.message) : error);
     });

@@ -11,7 +11,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import { embeddedIPv4, ForbiddenTargetError, isPublicAddress } from './webhook-address-policy.ts';
-import { postOnce, PostRequestError, PostStaleConnectionError, PostTimeoutError, PostWithdrawnError, type PostAnswer } from './outbound-post.ts';
+import { postOnce, PostNeverConnectedError, PostRequestError, PostStaleConnectionError, PostTimeoutError, PostWithdrawnError, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
@@ -161,7 +161,9 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // A timeout once the connection was open means the request went out; a network error may have
     // come at any point, so the attempt's own time stands for it.
     if (error instanceof PostRequestError) return failure('webhook_request_invalid', `The request could not be sent as configured: ${error.message}.`, false, evidence);
-    if (error instanceof ForbiddenTargetError) return failure('webhook_target_forbidden', `${error.message}.`, false, evidence);
+    // Refused in the connection's lookup: before it opened.
+    const beforeConnecting = error instanceof PostNeverConnectedError ? error.cause : error;
+    if (beforeConnecting instanceof ForbiddenTargetError) return failure('webhook_target_forbidden', `${beforeConnecting.message}.`, false, evidence);
     // Nothing was sent: the report only says so (it reaches a cancelled run's record, or nothing).
     if (error instanceof PostWithdrawnError) {
       return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) while the request waited for a connection.', false, { ...evidence, ...queuedEvidence(error.queuedMs) });
@@ -172,7 +174,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       return failure('sluice_out_of_file_descriptors', `The request was not sent: the Sluice process is out of file descriptors (${code}; raise its limit, ulimit -n). The receiver was not reached.`, true, evidence);
     }
     // No connection: the attempt never started (no started_at), so the run view does not say the receiver got it.
-    if (NEVER_CONNECTED.has(code)) {
+    if (error instanceof PostNeverConnectedError || NEVER_CONNECTED.has(code)) {
       return failure('webhook_network_error', `The request was not sent: ${(error as Error).message}. The receiver was not reached.`, true, evidence);
     }
     // Most often the receiver closed the connection as idle just as the request went out on it: a

@@ -341,6 +341,23 @@ test('a deadline that passes before the connection opens (a TLS handshake the re
   }
 });
 
+test('a connection whose TLS handshake fails sent nothing (no started_at); one dropped once open may have carried the request', async () => {
+  const dropping = createNetServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (dropping.address() as AddressInfo).port;
+    const tls = await attempt(`https://127.0.0.1:${port}/hook`);
+    assert.equal(errorOf(tls)?.code, 'webhook_network_error');
+    assert.match(errorOf(tls)?.message ?? '', /^The request was not sent: .*The receiver was not reached\.$/);
+    assert.equal('sentAt' in tls, false, 'the handshake never completed: nothing went out');
+    const plain = await attempt(`http://127.0.0.1:${port}/hook`);
+    assert.equal(errorOf(plain)?.code, 'webhook_network_error');
+    assert.equal(typeof (plain as { sentAt?: number }).sentAt, 'number', 'a connection that opened may have carried it');
+  } finally {
+    await new Promise((resolve) => dropping.close(resolve));
+  }
+});
+
 test('a deadline that passes while the receiver\'s name is being resolved says so (phase lookup); one past an open connection is the receiver\'s (phase answer)', async () => {
   const hangingLookup = (): void => undefined;
   const pool = (agent: Agent): OutboundPool => ({ requestOptions: { agent, poolOrg: 'acct-a' }, untilClosed: () => () => undefined, isQueued: () => false });
