@@ -167,6 +167,7 @@ export class HttpServer {
         if (route.query !== 'any' && (!reads || route.query !== undefined)) query.assertOnly(route.query ?? []);
         if (!reads && method !== 'DELETE') {
           assertIdentityEncoding(headers['content-encoding']);
+          assertChunkedTransfer(headers['transfer-encoding']);
           reservation = this.#bodyBudget.open(params.org_id ?? '');
           body = await readBody(res, {
             limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
@@ -268,6 +269,23 @@ function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean):
     else if (reply.body === undefined) res.end();
     else res.end(reply.body);
   });
+}
+
+/**
+ * The one transfer coding read is `chunked` (uWS reads any Transfer-Encoding as chunked and hands
+ * the bytes on undecoded: a gzip one would fail its signature as if forged, and a proxy in front that
+ * frames it otherwise would disagree on where the request ends). RFC 9112 §6.1: chunked not last is
+ * a 400; a coding not understood, 501.
+ */
+function assertChunkedTransfer(header: string | undefined): void {
+  if (header === undefined) return;
+  const codings = header.split(',').map((coding) => coding.trim().toLowerCase());
+  if (codings.length === 1 && codings[0] === 'chunked') return;
+  const shown = header.trim().slice(0, 64);
+  if (codings.includes('chunked') && codings.at(-1) !== 'chunked') {
+    throw new InputError(400, 'invalid_transfer_encoding', `Transfer-Encoding "${shown}" does not end with chunked, so the body has no framing.`, { field: 'transfer-encoding' });
+  }
+  throw new SluiceError(501, 'unsupported_transfer_encoding', `Transfer-Encoding "${shown}" is not accepted: send the body chunked or with a Content-Length, uncompressed.`, { field: 'transfer-encoding' });
 }
 
 /**

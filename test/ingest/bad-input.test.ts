@@ -196,6 +196,23 @@ test('a compressed body (Content-Encoding other than identity) is 415 naming the
   assert.match(metrics.text, /sluice_ingest_total\{outcome="unsupported_content_encoding"\} 3/, 'hook refusals are counted');
 });
 
+test('a Transfer-Encoding other than chunked is refused before the body is read: chunked not last 400, any other coding 501; chunked is accepted', async () => {
+  const before = await eventCount();
+  const body = JSON.stringify({ type: 'te.test' });
+  const chunked = `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+  const send = (coding: string, id: string): Promise<string> => {
+    const headers = Object.entries(signStandard(SECRET, id, Math.floor(Date.now() / 1000), body)).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    return raw([`POST /hooks/acct-bad/in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n${headers}\r\n${chunked}`]);
+  };
+  for (const [coding, status, code] of [['gzip, chunked', 501, 'unsupported_transfer_encoding'], ['xchunked', 501, 'unsupported_transfer_encoding'], ['chunked, gzip', 400, 'invalid_transfer_encoding']] as const) {
+    const answer = await send(coding, `msg_te_${code}_${status}_${coding.length}`);
+    assert.match(answer, new RegExp(`^HTTP/1.1 ${status} `), `${coding}: ${answer.slice(0, 200)}`);
+    assert.match(answer, new RegExp(`"code":"${code}"`), coding);
+  }
+  assert.equal(await eventCount(), before, 'nothing stored');
+  assert.match(await send('Chunked', 'msg_te_plain'), /^HTTP\/1.1 204 /);
+});
+
 test('a well-formed body nested past 128 levels is refused with 400; 128 levels are stored and read back', async () => {
   const nested = (levels: number): string => `{"type":"deep.x","d":${'['.repeat(levels - 1)}"[{not a bracket}]"${']'.repeat(levels - 1)}}`;
   const before = await eventCount();
