@@ -2,7 +2,8 @@
 // REST API words it; and the answer to a plain GET of a device socket's path.
 
 import { constantTimeEqual, hashToken } from '../auth/secrets.ts';
-import { AccessError, InputError, notFound } from '../errors.ts';
+import { randomBytes } from 'node:crypto';
+import { AccessError, InputError } from '../errors.ts';
 import type { Route } from '../http/types.ts';
 import { upgradeRequiredRoute } from '../http/upgrade-required.ts';
 import type { Organization } from '../tenancy/organizations.ts';
@@ -18,18 +19,23 @@ export interface DeviceUpgrade {
   readonly queryToken: string | null;
 }
 
+/** Compared against when the org or device does not exist, so that case costs what a wrong token does. */
+const NO_DEVICE_HASH = hashToken(randomBytes(32).toString('hex'));
+
 /**
  * The device the upgrade may open, or the refusal: 400 for subprotocols without ours (the one
- * answered would be the token), 404 for an unknown org or device, 401 without its current token,
- * 402 for a sandbox device on a plan without one.
+ * answered would be the token), 401 without the device's current token, or for an org or device
+ * that does not exist (the same answer, so names cannot be probed without a token), 402 for a
+ * sandbox device on a plan without one.
  */
 export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefined, device: DeviceRecord | undefined): DeviceRecord {
   if (upgrade.offered.length > 0 && !upgrade.offered.includes(DEVICE_PROTOCOL)) {
     throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${DEVICE_PROTOCOL} (the token may ride next to it).`);
   }
-  if (org === undefined || device === undefined) throw notFound('Organization or device');
   const token = upgrade.queryToken ?? upgrade.offered.find((p) => p !== DEVICE_PROTOCOL);
-  if (token === undefined || !constantTimeEqual(hashToken(token), device.token_hash)) {
+  const current = org === undefined || device === undefined ? NO_DEVICE_HASH : device.token_hash;
+  const matches = token !== undefined && constantTimeEqual(hashToken(token), current);
+  if (!matches || org === undefined || device === undefined) {
     throw new AccessError(401, 'unauthorized', `The device's token is required and must be current: ?token=<token>, or a Sec-WebSocket-Protocol entry next to ${DEVICE_PROTOCOL}.`);
   }
   assertSandboxAllowed(org, device.environment);

@@ -83,11 +83,12 @@ test('registering: the token is shown once, names and roles are checked, another
   assert.equal((await call(rt.url, 'GET', `${devicesPath}/kiosk-sb?environment=sandbox`, { token: key })).status, 200);
 });
 
-test('the socket refuses a missing or wrong token (401), an unknown device (404), an unknown or repeated query parameter (400), and a plain GET (426)', async () => {
+test('the socket refuses a missing or wrong token, and an unknown org or device, alike (401: names cannot be probed), an unknown or repeated query parameter (400), and a plain GET (426)', async () => {
   const token = await register('gate-1');
   await assert.rejects(connectDevice(rt.url, ORG, 'gate-1', undefined), { status: 401 });
   await assert.rejects(connectDevice(rt.url, ORG, 'gate-1', `${token}x`), { status: 401 });
-  await assert.rejects(connectDevice(rt.url, ORG, 'gate-404', token), { status: 404 });
+  await assert.rejects(connectDevice(rt.url, ORG, 'gate-404', token), { status: 401 });
+  await assert.rejects(connectDevice(rt.url, 'acct-no-such-org', 'gate-1', token), { status: 401 });
   const refusedWith = (code: string) => (error: { status?: number; body?: string }) => error.status === 400 && error.body?.includes(`"${code}"`) === true;
   await assert.rejects(connectDevice(rt.url, ORG, 'gate-1', token, { extraQuery: 'toekn=x' }), refusedWith('unknown_query_parameter'));
   await assert.rejects(connectDevice(rt.url, ORG, 'gate-1', token, { extraQuery: 'token=other' }), refusedWith('repeated_query_parameter'));
