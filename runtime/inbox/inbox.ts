@@ -3,6 +3,7 @@
 
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import { durably } from '../ledger/durable-write.ts';
+import { KeyedSerial } from '../api/keyed-serial.ts';
 
 export const DEFAULT_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
 /** Claims forgotten per transaction when a name is made again (createFresh). */
@@ -16,8 +17,8 @@ export interface InboxClaim {
 export class Inbox {
   readonly #ledger: Ledger;
   readonly #windowMs: number;
-  /** The tail of each (org, source)'s creates (createFresh), so they run one at a time. */
-  readonly #creating = new Map<string, Promise<unknown>>();
+  /** Creates of one (org, source) run one at a time (createFresh). */
+  readonly #creating = new KeyedSerial();
   constructor(ledger: Ledger, windowMs: number) {
     this.#ledger = ledger;
     this.#windowMs = windowMs;
@@ -66,8 +67,7 @@ export class Inbox {
    * Creates of one name run one at a time, so none forgets the claims of a source made meanwhile.
    */
   createFresh<T>(orgId: string, source: string, exists: () => boolean, create: () => Promise<T>, chunk = FORGET_CHUNK): Promise<T> {
-    const key = JSON.stringify([orgId, source]);
-    const outcome = (this.#creating.get(key) ?? Promise.resolve()).then(async () => {
+    return this.#creating.run(JSON.stringify([orgId, source]), async () => {
       if (!exists()) {
         const { root } = this.#ledger;
         let removed: number;
@@ -76,12 +76,6 @@ export class Inbox {
       }
       return create();
     });
-    const tail = outcome.catch(() => undefined);
-    this.#creating.set(key, tail);
-    void tail.then(() => {
-      if (this.#creating.get(key) === tail) this.#creating.delete(key);
-    });
-    return outcome;
   }
 
   /**
