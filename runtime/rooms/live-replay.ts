@@ -77,12 +77,11 @@ export function startReplay(room: Room, after: number, earlier: Sent, strict = f
 
 /**
  * A non-strict after_seq 0 asks for whatever is retained: before its first read, its start and
- * cursor move below the oldest retained update `oldest`. True if it was such a replay (it may go on).
+ * cursor move below the oldest retained update `oldest` (any other replay is left as it is).
  */
-export function startAtRetained(replay: Replay, oldest: number): boolean {
-  if (replay.after !== 0 || replay.strict || replay.cursor !== 0) return false;
+export function startAtRetained(replay: Replay, oldest: number): void {
+  if (replay.after !== 0 || replay.strict || replay.cursor !== 0) return;
   replay.start = replay.cursor = Math.max(0, oldest - 1);
-  return true;
 }
 
 /** What a replay has sent of its room so far (for a Subscribe that interrupts it). */

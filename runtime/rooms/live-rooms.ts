@@ -361,12 +361,13 @@ export class LiveRooms {
     if (data.state.status !== 'replaying' || data.state.replay !== replay) return;
     const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
     if (budget <= 0) return;
-    // after_seq 0 asks for whatever is retained (unless strict: startAtRetained moves it there); any
-    // other position must still be in the log, unless the socket was already sent that stretch (a
-    // Subscribe on a socket that was live).
+    // after_seq 0 asks for whatever is retained (unless strict): it starts there. Any other position
+    // must still be in the log, unless the socket was already sent that stretch (a Subscribe on a
+    // socket that was live).
     const oldest = this.#log.oldestRetained(data.orgId);
+    startAtRetained(replay, oldest);
     const coveredEarlier = replay.earlier.some((sent) => isRoomWithin(replay.room, sent.room) && sent.after <= replay.cursor && sent.upTo >= oldest - 1);
-    if (replay.cursor + 1 < oldest && !startAtRetained(replay, oldest) && !coveredEarlier) {
+    if (replay.cursor + 1 < oldest && !coveredEarlier) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: updates after seq ${replay.cursor} are no longer retained (oldest: ${oldest})`);
       return;
