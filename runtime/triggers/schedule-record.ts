@@ -57,8 +57,9 @@ const PATTERN_HELP = 'A cron pattern has five fields (minute hour day-of-month m
  * The pattern as croner reads it (paused: it only computes times, never runs anything). Hours given
  * as lists or ranges count as fixed times across daylight saving, as single hours do: a tick in a
  * skipped hour fires once when the hour ends, and a repeated hour fires once. Days match as in
- * crontab (Vixie cron, cronie): a day must match both day fields when either starts with `*`
- * (a day-of-month step every other day and a weekday: days that are both), and either when both are restricted (croner's default).
+ * crontab (Vixie cron, cronie): a day must match both day fields when either starts with `*` (a
+ * day-of-month step and a weekday: days that are both), and either one when both are restricted
+ * (croner's default).
  */
 const cronOf = (schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron =>
   new Cron(schedule.cron, { timezone: schedule.timezone, paused: true, mode: '5-part', fixedTimeRule: 'no-wildcard', domAndDow: eitherDayFieldStarred(schedule.cron) });
