@@ -69,7 +69,7 @@ export interface Ledger {
   readonly sources: LedgerTable;
   /** [orgId, eventId] -> StoredEvent */
   readonly events: LedgerTable;
-  /** [orgId, environment, receivedAtMs, eventId] -> null (time-ordered paging) */
+  /** [orgId, environment, receivedAtMs, eventId] -> [type, source] (time-ordered paging; event-time-index.ts) */
   readonly eventsByTime: LedgerTable;
   /** [orgId, sourceName, providerEventId] -> InboxClaim */
   readonly inbox: LedgerTable;

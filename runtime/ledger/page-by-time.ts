@@ -19,15 +19,16 @@ export interface TimePage<T> {
 }
 
 /**
- * `load` returns the item for an id, or undefined when it is gone or filtered out; `weigh`, when
- * given, its size in an answer, and the page ends once MAX_PAGE_BYTES are reached.
+ * `load` returns the item for an id (given the index entry's value, which a store may use to filter
+ * without reading the item), or undefined when it is gone or filtered out; `weigh`, when given, its
+ * size in an answer, and the page ends once MAX_PAGE_BYTES are reached.
  */
 export function pageByTime<T>(
   index: LedgerTable,
   scope: readonly LedgerKeyPart[],
   limit: number,
   cursor: [number, string] | undefined,
-  load: (id: string) => T | undefined,
+  load: (id: string, indexValue: unknown) => T | undefined,
   weigh?: (item: T) => number,
 ): TimePage<T> {
   const start = cursor === undefined ? [...scope, Number.MAX_SAFE_INTEGER] : [...scope, ...cursor];
@@ -36,14 +37,14 @@ export function pageByTime<T>(
   let scanned = 0;
   let bytes = 0;
   let full = false;
-  for (const key of index.getKeys({ start, end: [...scope], reverse: true })) {
+  for (const { key, value } of index.getRange({ start, end: [...scope], reverse: true })) {
     const [at, id] = (key as LedgerKeyPart[]).slice(scope.length) as [number, string];
     if (cursor !== undefined && at === cursor[0] && id === cursor[1]) continue;
     // An entry beyond a full page: there is more to read (an exactly full last page answers null).
     if (full) return { items, next: last };
     last = [at, id];
     scanned++;
-    const item = load(id);
+    const item = load(id, value);
     if (item !== undefined) {
       items.push(item);
       bytes += weigh?.(item) ?? 0;
