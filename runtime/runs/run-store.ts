@@ -9,6 +9,7 @@ import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunStateName } from '../../actors/run-types.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { pageByTime } from '../ledger/page-by-time.ts';
+import { mayMatch, runTimeEntryOf } from './run-time-index.ts';
 
 /** States with work still to come: the set boot recovery walks. `failed` waits for a person. */
 const UNFINISHED: ReadonlySet<RunStateName> = new Set(['queued', 'running', 'backoff', 'delaying']);
@@ -78,10 +79,8 @@ export class RunStore {
   write(run: PersistedRun, previous: PersistedRun | undefined): void {
     const ctx = run.context;
     this.#runs.put([ctx.orgId, ctx.runId], run);
-    if (previous === undefined) {
-      this.#byEvent.put([ctx.orgId, ctx.eventId, ctx.runId], null);
-      this.#byTime.put([ctx.orgId, ctx.environment, ctx.createdAt, ctx.runId], null);
-    }
+    if (previous === undefined) this.#byEvent.put([ctx.orgId, ctx.eventId, ctx.runId], null);
+    if (previous === undefined || previous.value !== run.value) this.#byTime.put([ctx.orgId, ctx.environment, ctx.createdAt, ctx.runId], runTimeEntryOf(run));
     const unfinished = UNFINISHED.has(run.value);
     if (previous === undefined || UNFINISHED.has(previous.value) !== unfinished) {
       if (unfinished) this.#unfinished.put([ctx.orgId, ctx.runId], null);
@@ -129,7 +128,10 @@ export class RunStore {
     environment: string,
     filter: { state?: string; workflowId?: string; limit: number; cursor?: [number, string] },
   ): { runs: PersistedRun[]; nextCursor: [number, string] | null } {
-    const page = pageByTime(this.#byTime, [orgId, environment], filter.limit, filter.cursor, (runId) => {
+    const page = pageByTime(this.#byTime, [orgId, environment], filter.limit, filter.cursor, (runId, entry) => {
+      // The index entry tells most runs that do not match without reading them (a run holds its
+      // steps' outputs: decoding 20,000 to find none stalled every tenant).
+      if (!mayMatch(entry, filter)) return undefined;
       const run = this.get(orgId, runId);
       const matches = run !== undefined && (filter.state === undefined || run.value === filter.state) && (filter.workflowId === undefined || run.context.workflowId === filter.workflowId);
       return matches ? run : undefined;
