@@ -22,7 +22,7 @@ import { CustomActionStore } from './actions/custom-action-store.ts';
 import { createRestoringInvoker } from './actions/module-restore.ts';
 import { createSecretRequiringInvoker } from './actions/required-secrets.ts';
 import { SecretNames } from './actions/secret-names.ts';
-import { ProjectionStore } from './projections/projection-store.ts';
+import { PROJECTION_STATUS_FORMAT, ProjectionStore } from './projections/projection-store.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
 import { sourceRoutes } from './api/sources-api.ts';
@@ -147,6 +147,11 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     const read = await events.replays.indexStored(ledger.events);
     if (read > 0) logger.info('business replays indexed under their events', { events_read: read });
   }
+  const projections = new ProjectionStore(ledger);
+  if (format < PROJECTION_STATUS_FORMAT) {
+    const read = await projections.indexStatuses();
+    if (read > 0) logger.info('projection rows indexed by status', { rows_read: read });
+  }
   await stampDataFormat(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const schemas = startSchemaThreads(schemaDeadlines);
@@ -162,7 +167,6 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const websockets = new WebSocketBudget(config.websockets);
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, { socketsPerOrg: config.liveSocketsPerOrg, websockets });
   opened.push(() => rooms.close(), () => server.close());
-  const projections = new ProjectionStore(ledger);
   const actions = new CustomActionStore(ledger);
   // One for runs and simulations alike: concurrent restores of one module are shared.
   const secretNames = new SecretNames(ledger);

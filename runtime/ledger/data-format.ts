@@ -13,9 +13,11 @@ import type { Ledger } from './ledger.ts';
  * 3: workflows indexed by creation (WorkflowStore.indexOrder; an older release would leave a
  * workflow it creates unlisted). Raise it with any change an older release would misread, with
  * the upgrade that makes it. 4: business replays indexed under their event (replay-index.ts; an
- * older release would leave a replay it makes unlisted, and its double click unguarded).
+ * older release would leave a replay it makes unlisted, and its double click unguarded). 5: projection
+ * rows indexed by status (ProjectionStore.indexStatuses; an older release would leave a row's status
+ * index behind when it changes the status).
  */
-export const DATA_FORMAT = 4;
+export const DATA_FORMAT = 5;
 
 const TABLE = 'data-format';
 const KEY = 'version';

@@ -1,12 +1,17 @@
 // Read models written by custom actions (DESIGN 6.5 `projection`): upserted by entity, or appended
 // per step key, always inside the transaction that completes the step, so a retry never doubles a row.
+// Rows with a status are indexed by it too, so a status filter reads only the rows it lists.
 
-import type { LedgerTable } from '../ledger/ledger.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { ENTITY_TYPE, PROJECTION_NAME, type ProjectionWrite } from '../actions/output-contract.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE } from '../ledger/page-by-time.ts';
+
+/** The data format (data-format.ts) from which on rows with a status are indexed by it. */
+export const PROJECTION_STATUS_FORMAT = 5;
 
 /** Rows without an entity live under this entity type, keyed by the step key that wrote them. */
 const APPENDED = '~step';
@@ -48,23 +53,57 @@ export interface ProjectionSource {
   readonly at: number;
 }
 
+type RowKey = [orgId: string, environment: string, name: string, entityType: string, entityId: string];
+
+/** The status index entry of a row: [orgId, environment, name, status, entityType, entityId] -> null. */
+const statusKey = ([orgId, environment, name, entityType, entityId]: RowKey, status: string): LedgerKey => [orgId, environment, name, status, entityType, entityId];
+
 export class ProjectionStore {
+  readonly #root: LedgerRoot;
+  /** [orgId, environment, name, entityType, entityId] -> ProjectionRow */
   readonly #rows: LedgerTable;
+  readonly #byStatus: LedgerTable;
 
   constructor(ledger: Ledger) {
+    this.#root = ledger.root;
     this.#rows = ledger.openDatabase('projections');
+    this.#byStatus = ledger.openDatabase('projections-by-status');
   }
 
-  /** Removes the rows of one org's environment, at most `limit` (sandbox reset); returns how many. Call inside a write transaction. */
-  removeEnvironment(orgId: string, environment: string, limit?: number): number {
-    return removeEnvironmentKeys(this.#rows, orgId, environment, limit);
+  /** Removes the rows of one org's environment, at most `limit` (sandbox reset), and their status entries; returns how many rows. Call inside a write transaction. */
+  removeEnvironment(orgId: string, environment: string, limit = Number.POSITIVE_INFINITY): number {
+    const removed = removeEnvironmentKeys(this.#rows, orgId, environment, limit);
+    // Status entries are at most one per row: once the rows are gone, so are the rest of them.
+    removeEnvironmentKeys(this.#byStatus, orgId, environment, removed < limit ? Number.POSITIVE_INFINITY : limit);
+    return removed;
+  }
+
+  /**
+   * Indexes by status the rows written before rows were (a data dir older than
+   * PROJECTION_STATUS_FORMAT), `passSize` rows per durable transaction; returns how many rows it
+   * read. Idempotent. Call at boot, before anything writes rows.
+   */
+  async indexStatuses(passSize = 1000): Promise<number> {
+    let read = 0;
+    let start: LedgerKey = [];
+    for (;;) {
+      // Read outside the transaction: a range read inside one that writes to the same table is unspecified (ledger.ts).
+      const entries = [...this.#rows.getRange({ start, limit: passSize })] as Array<{ key: RowKey; value: ProjectionRow }>;
+      if (entries.length === 0) return read;
+      await durably(this.#root, this.#root.transaction(() => {
+        for (const { key, value } of entries) if (value.status !== null) this.#byStatus.put(statusKey(key, value.status), null);
+      }));
+      read += entries.length;
+      const last = entries.at(-1)!.key;
+      start = [...last.slice(0, 4), `${last[4]}\u0000`];
+    }
   }
 
   /** Upserts (entity) or appends (step key) one row. Call inside the step-completing transaction. */
   write(projection: ProjectionWrite, source: ProjectionSource): ProjectionRow {
     const entityType = projection.entity?.type ?? APPENDED;
     const entityId = projection.entity?.id ?? `${source.runId}:${source.stepId}`;
-    const key = [source.orgId, source.environment, projection.name, entityType, entityId];
+    const key: RowKey = [source.orgId, source.environment, projection.name, entityType, entityId];
     const previous = this.#rows.get(key) as ProjectionRow | undefined;
     const now = new Date(source.at).toISOString();
     const row: ProjectionRow = {
@@ -83,6 +122,10 @@ export class ProjectionStore {
       updated_at: now,
     };
     this.#rows.put(key, row);
+    if (previous?.status !== row.status) {
+      if (previous !== undefined && previous.status !== null) this.#byStatus.remove(statusKey(key, previous.status));
+      if (row.status !== null) this.#byStatus.put(statusKey(key, row.status), null);
+    }
     return row;
   }
 
@@ -90,33 +133,51 @@ export class ProjectionStore {
     return this.#rows.get([orgId, environment, name, entityType, entityId]) as ProjectionRow | undefined;
   }
 
-  /** Rows of one projection in key order, filtered by entity type and status; `after` continues a page. */
+  /**
+   * Rows of one projection in key order (entity type, then id), filtered by entity type and status;
+   * `after` continues a page. A status filter walks that status's index entries, so it reads only
+   * the rows it lists.
+   */
   list(orgId: string, environment: string, name: string, filter: { entityType?: string; status?: string; limit: number; after?: [string, string] }): { rows: ProjectionRow[]; next: [string, string] | null } {
-    const base = [orgId, environment, name];
-    const start = filter.after !== undefined ? [...base, ...filter.after] : filter.entityType !== undefined ? [...base, filter.entityType] : base;
-    // Entity types ([a-z0-9_.-], or "~step") sort below U+FFFF; entity ids need not (an emoji's
-    // UTF-8 sorts above it), so one type's rows end where the type changes, not at a sentinel id.
-    const end = [...base, '\uffff'];
     const rows: ProjectionRow[] = [];
     let last: [string, string] | null = null;
-    // A status filter may match few rows: the scan is bounded as for events and runs, and a page
-    // that hit the bound comes back short, with a cursor to go on from. A row's data can be 256 KiB:
-    // the page also ends once its rows pass MAX_PAGE_BYTES, as every list does.
+    // The scan stays bounded as a safeguard (an index entry whose row is gone is passed over), and
+    // a row's data can be 256 KiB: the page also ends once its rows pass MAX_PAGE_BYTES, as every list does.
     let scanned = 0;
     let bytes = 0;
-    for (const { key, value } of this.#rows.getRange({ start, end })) {
-      const [, , , type, id] = key as [string, string, string, string, string];
+    const full = (): boolean => rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE || bytes >= MAX_PAGE_BYTES;
+    for (const [type, id, row] of this.#walk([orgId, environment, name], filter)) {
       if (filter.entityType !== undefined && type !== filter.entityType) break;
       if (filter.after !== undefined && type === filter.after[0] && id === filter.after[1]) continue;
       last = [type, id];
       scanned++;
-      const row = value as ProjectionRow;
-      if (filter.status === undefined || row.status === filter.status) {
+      if (row !== undefined) {
         rows.push(row);
         bytes += JSON.stringify(row).length;
       }
-      if (rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE || bytes >= MAX_PAGE_BYTES) break;
+      if (full()) break;
     }
-    return { rows, next: rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE || bytes >= MAX_PAGE_BYTES ? last : null };
+    return { rows, next: full() ? last : null };
   }
+
+  /** [entityType, entityId, the row when it passes the status filter] in key order, from the filter's start. */
+  *#walk(base: [string, string, string], filter: { entityType?: string; status?: string; after?: [string, string] }): Iterable<[string, string, ProjectionRow | undefined]> {
+    const from = filter.after ?? (filter.entityType === undefined ? [] : [filter.entityType]);
+    // Entity types ([a-z0-9_.-], or "~step") sort below U+FFFF; entity ids need not (an emoji's
+    // UTF-8 sorts above it), so one type's rows end where the type changes, not at a sentinel id.
+    if (filter.status === undefined) {
+      for (const { key, value } of this.#rows.getRange({ start: [...base, ...from], end: [...base, '\uffff'] })) {
+        const [, , , type, id] = key as RowKey;
+        yield [type, id, value as ProjectionRow];
+      }
+      return;
+    }
+    const scope = [...base, filter.status];
+    for (const key of this.#byStatus.getKeys({ start: [...scope, ...from], end: [...scope, '\uffff'] })) {
+      const [, , , , type, id] = key as [string, string, string, string, string, string];
+      const row = this.#rows.get([...base, type, id]) as ProjectionRow | undefined;
+      yield [type, id, row?.status === filter.status ? row : undefined];
+    }
+  }
+
 }
