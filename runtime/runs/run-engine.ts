@@ -327,9 +327,11 @@ export class RunEngine {
       }
       // A cancel whose flush failed after its commit: the answer kept goes on record after it.
       if (report !== undefined && run !== undefined) await this.#keepAfterCancel(key, run, report);
-      // Nothing left to retry: gone, finished, or failed and waiting for a person.
-      const kind = run === undefined ? 'done' : pendingWork(run).kind;
-      if (kind === 'done' || kind === 'none') this.#stalled.cleared(key);
+      // Memory now holds what the ledger does and no answer is kept: nothing waits to be written.
+      // The work the snapshot implies (a timer armed again, a place in the queue, a step sent) is
+      // done below, and stalls the run again if its own write fails. (A run waiting for a timer
+      // stayed counted in sluice_runs_stalled until the timer fired, up to days later.)
+      this.#stalled.cleared(key);
       if (run === undefined) {
         this.#removed(orgId, runId);
         return;

@@ -201,3 +201,26 @@ test('a dispatch whose reads fail stalls the run instead of ending the process, 
     events.getRecord = getRecord;
   }
 });
+
+test('a cancel that cannot be written on a run waiting for its timer is no longer stalled once picked up again, and the timer still fires', async () => {
+  const org = 'acct-stalled-waiting';
+  const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'nap', trigger_event: 'nap.start', steps: [{ id: 'nap', type: 'delay', duration: 'PT1H' }] } });
+  assert.equal(wf.status, 201, wf.text);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'nap.start', payload: {}, id: 'nap-1' } })).status, 202);
+  const [runId] = await eventually('the run to wait', async () => [...(await runStates(org, key))].filter(([, state]) => state === 'delaying').map(([id]) => id), (ids) => ids.length === 1);
+  const runKey = `${org}\u0000${runId}`;
+
+  failNext = (run) => run.value === 'cancelled' && run.context.orgId === org;
+  const cancel = await call(rt.url, 'POST', `/organizations/${org}/runs/${runId}/cancel`, { token: key });
+  assert.equal(cancel.status, 503, cancel.text);
+  assert.equal(rt.runtime.engine.stalled.has(runKey), true);
+  assert.equal(resumeDue(), 1);
+  await eventually('the stalled entry to clear', () => rt.runtime.engine.stalled.has(runKey), (stalled) => !stalled);
+  assert.doesNotMatch((await call(rt.url, 'GET', '/metrics')).text, /^sluice_runs_stalled [1-9]/m);
+  assert.equal((await runStates(org, key)).get(runId!), 'delaying', 'still waiting: the cancel was never written');
+
+  clock.advance(60 * 60 * 1000);
+  rt.runtime.engine.timers.fireDue();
+  await eventually('the run to complete after its delay', () => runStates(org, key), (s) => s.get(runId!) === 'completed');
+});
