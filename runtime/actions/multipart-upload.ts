@@ -3,8 +3,10 @@
 //
 // uWS 20.30's `getParts` matches the media type case-sensitively, does not unquote a quoted boundary,
 // misreads a boundary after another parameter, and on a truncated body silently returns the parts
-// before the cut. So the content type is parsed here and handed over normalized, and a body without
-// its closing delimiter is refused before any part is trusted.
+// before the cut; it also ends a part wherever `--boundary` occurs, even inside a line, dropping
+// what follows. So the content type is parsed here and handed over normalized, and a body in which
+// the boundary appears anywhere but at the start of a line, or whose last delimiter is not the
+// closing one, is refused before any part is trusted.
 
 import uws from 'uWebSockets.js';
 import { InputError } from '../errors.ts';
@@ -50,11 +52,28 @@ export function multipartBoundary(contentType: string | undefined): string {
   throw malformed('The multipart/form-data content type has no boundary parameter.');
 }
 
-/** Each named part once; unknown or repeated fields are refused so a typo is never silently dropped. */
-function readParts(body: Buffer, boundary: string): Map<FieldName, Buffer> {
-  if (!body.includes(`--${boundary}--`, 0, 'latin1')) {
+/**
+ * Refuses a body `getParts` would misread: every `--boundary` must start the body or follow a CRLF
+ * (RFC 2046: anywhere else it is content, which getParts would cut the part at), and the last one
+ * must be the closing delimiter (otherwise the body was cut short).
+ */
+function assertDelimiters(body: Buffer, boundary: string): void {
+  const dashed = Buffer.from(`--${boundary}`, 'latin1');
+  let last = -1;
+  for (let at = body.indexOf(dashed); at >= 0; at = body.indexOf(dashed, at + dashed.length)) {
+    if (at !== 0 && !(body[at - 2] === 0x0d && body[at - 1] === 0x0a)) {
+      throw malformed(`The multipart boundary "${boundary}" occurs inside a field's content (at byte ${at}): send the form with a boundary that its content does not contain.`);
+    }
+    last = at;
+  }
+  if (last < 0 || body[last + dashed.length] !== 0x2d || body[last + dashed.length + 1] !== 0x2d) {
     throw malformed('The multipart body is incomplete: its closing boundary is missing.');
   }
+}
+
+/** Each named part once; unknown or repeated fields are refused so a typo is never silently dropped. */
+function readParts(body: Buffer, boundary: string): Map<FieldName, Buffer> {
+  assertDelimiters(body, boundary);
   const parts = uws.getParts(body, `multipart/form-data; boundary=${boundary}`);
   if (parts === undefined || parts.length === 0) throw malformed('The multipart body holds no readable parts.');
   const fields = new Map<FieldName, Buffer>();

@@ -101,6 +101,24 @@ describe('multipart upload', () => {
     expectInputError(() => parseActionUpload(twice, { requireName: true }), 400, 'duplicate_field', 'file');
   });
 
+  it('400 for a boundary inside a field, or a body cut where its content held the closing boundary; a boundary that only starts lines is fine', async () => {
+    const part = (name: string, data: string | Uint8Array): Buffer =>
+      Buffer.concat([Buffer.from(`--BND\r\nContent-Disposition: form-data; name="${name}"${typeof data === 'string' ? '' : '; filename="m.wasm"'}\r\n\r\n`), Buffer.from(data), Buffer.from('\r\n')]);
+    const headers = { 'content-type': 'multipart/form-data; boundary=BND' };
+    const closing = Buffer.from('--BND--\r\n');
+    // uWS's getParts cut the description at "--BND" and dropped the permissions after it: 201 with none.
+    const inside = Buffer.concat([part('name', 'split'), part('file', WASM), part('description', 'Split on --BND markers.'), part('permissions', 'read_secret:API_KEY'), closing]);
+    const error = expectInputError(() => parseActionUpload({ headers, body: inside }, { requireName: true }), 400, 'malformed_multipart');
+    assert.match(error.message, /boundary "BND" occurs inside a field's content/);
+    // Cut short after a field whose content names the closing boundary.
+    const cut = Buffer.concat([part('name', 'cut'), part('file', WASM), part('description', 'ends with --BND--')]);
+    expectInputError(() => parseActionUpload({ headers, body: cut }, { requireName: true }), 400, 'malformed_multipart');
+    // The same fields with the boundary text only at line starts (where it is a delimiter) parse whole.
+    const whole = Buffer.concat([part('name', 'whole'), part('file', WASM), part('description', 'Split on markers.'), part('permissions', 'read_secret:API_KEY'), closing]);
+    const upload = parseActionUpload({ headers, body: whole }, { requireName: true });
+    assert.deepEqual([upload.name, upload.description, upload.permissions], ['whole', 'Split on markers.', ['read_secret:API_KEY']]);
+  });
+
   it('400 without a file, with an empty file, a missing name or bad text; 413 past 8 MiB', async () => {
     const parse = async (fields: Record<string, string | Uint8Array>, requireName = true) => {
       const request = await encode(fields);
