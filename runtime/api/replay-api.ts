@@ -17,7 +17,7 @@ import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
-import { KeyedSerial } from './keyed-serial.ts';
+import { KeyedSerial } from '../keyed-serial.ts';
 import type { ApiContext } from './context.ts';
 import { ENVIRONMENT_QUERY, environmentOf } from './query-params.ts';
 

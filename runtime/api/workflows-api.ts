@@ -14,7 +14,7 @@ import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts'
 import type { ApiContext } from './context.ts';
 import { createdCursor, isCursorText } from './sorted-page.ts';
 import { byteCappedPage } from './byte-capped-page.ts';
-import { KeyedSerial } from './keyed-serial.ts';
+import { KeyedSerial } from '../keyed-serial.ts';
 import { ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 

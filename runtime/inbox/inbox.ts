@@ -3,7 +3,7 @@
 
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import { durably } from '../ledger/durable-write.ts';
-import { KeyedSerial } from '../api/keyed-serial.ts';
+import { KeyedSerial } from '../keyed-serial.ts';
 
 export const DEFAULT_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
 /** Claims forgotten per transaction when a name is made again (createFresh). */
