@@ -1,7 +1,8 @@
 // Tasks that share a key run one after another, in the order they came; other keys run freely.
 // Updates of one workflow read it, merge the request into it and write a new version: run at once,
 // all but one of them would find the version they read already replaced. Replays of one event
-// queue the same way, so a second click sees the replay the first one made.
+// queue the same way, so a second click sees the replay the first one made; so do the creates of
+// one inbox name, and the writes of one custom action secret.
 
 export class KeyedSerial {
   /** Per key, the settling of its last task (never rejects), while one is queued or running. */

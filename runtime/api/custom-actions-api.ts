@@ -19,6 +19,7 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import type { ApiContext } from './context.ts';
 import { sortedPage } from './sorted-page.ts';
 import type { SecretNames } from '../actions/secret-names.ts';
+import { KeyedSerial } from '../keyed-serial.ts';
 
 const MAX_SECRET_VALUE_BYTES = 64 * 1024;
 /** Generous bound for the schema; the permission parser enforces the real limit after removing duplicates. */
@@ -69,12 +70,19 @@ function parseSecretValue(value: string): string {
   return value;
 }
 
+/** Which secret a write is to: one org's action's key. */
+const secretWriteKey = (orgId: string, actionId: string, key: string): string => `${orgId}\u0000${actionId}\u0000${key}`;
+
 /**
  * Routes under `/organizations/:org_id/custom-actions`. `runner` is the hook-runner client, or
  * undefined when the runtime runs without one: then uploads, secrets and simulate answer 503.
  * `invoker` runs simulations (default: `runner`); the runtime's restores a module the runner lost.
  */
 export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, secretNames: SecretNames, runner: HookRunnerClient | undefined, invoker: ActionInvoker | undefined = runner): Route[] {
+  // Writes of one secret (the runner's copy, then Sluice's record of its name) go one at a time:
+  // a PUT and a DELETE interleaved left Sluice naming a secret the runner no longer held, and every
+  // run of the action failing with secrets_missing_on_runner.
+  const secretWrites = new KeyedSerial();
   const base = '/organizations/:org_id/custom-actions';
   const one = `${base}/:action_id`;
   const orgFor = (request: RequestHead, role: Role): Organization => ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
@@ -238,9 +246,11 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const value = parseSecretValue(body.value);
         // Below the disk floor its name could not be stored: the runner is not asked to keep it.
         ctx.disk.assertWritable();
-        await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
-        // Its name, so a runner that loses it refuses the calls that read it (required-secrets.ts).
-        await secretNames.set(org.id, action.id, key);
+        await secretWrites.run(secretWriteKey(org.id, action.id, key), async () => {
+          await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
+          // Its name, so a runner that loses it refuses the calls that read it (required-secrets.ts).
+          await secretNames.set(org.id, action.id, key);
+        });
         return noContent();
       },
     },
@@ -271,9 +281,12 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           }
           throw error;
         }
-        const named = secretNames.of(org.id, action.id).includes(key);
-        const deleted = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
-        await secretNames.delete(org.id, action.id, key);
+        const { deleted, named } = await secretWrites.run(secretWriteKey(org.id, action.id, key), async () => {
+          const wasNamed = secretNames.of(org.id, action.id).includes(key);
+          const gone = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
+          await secretNames.delete(org.id, action.id, key);
+          return { deleted: gone, named: wasNamed };
+        });
         // A runner without it, while Sluice named it, may have deleted it on an attempt of this call
         // whose answer was lost (the client sends again): the secret is gone either way.
         if (!deleted && !named) throw notFound(`Secret "${key}" of this custom action`, 'key');

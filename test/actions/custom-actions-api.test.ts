@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { CustomActionStore, MAX_VERSIONS_PER_ACTION } from '../../runtime/actions/custom-action-store.ts';
+import { SecretNames } from '../../runtime/actions/secret-names.ts';
 import { call } from '../helpers/http.ts';
 import { createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -322,6 +323,41 @@ describe('secrets', () => {
     assert.equal((await call(rt.url, 'DELETE', `${secrets}/API_KEY`, { token: developer })).status, 204);
     assert.deepEqual((await call(rt.url, 'GET', secrets, { token: developer })).body, { keys: [] });
     assert.equal((await call(rt.url, 'DELETE', `${secrets}/API_KEY`, { token: developer })).status, 404, 'named by neither side now');
+  });
+
+  it('a PUT and a DELETE of one secret at once go one after the other: Sluice names it exactly when the runner holds it', async () => {
+    const { id } = await createAction({ permissions: 'read_secret:API_KEY' });
+    const secrets = `${base}/${id}/secrets`;
+    const client = rt.runtime.runner.client!;
+    const putSecret = client.putSecret.bind(client);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let stored: () => void = () => undefined;
+    const runnerHasIt = new Promise<void>((resolve) => (stored = resolve));
+    // The runner stores it, and its answer is slow to come back: the DELETE arrives in between.
+    client.putSecret = async (request) => {
+      const answer = await putSecret(request);
+      stored();
+      await held;
+      return answer;
+    };
+    try {
+      const put = call(rt.url, 'POST', secrets, { token: developer, json: { key: 'API_KEY', value: 'value-1234' } });
+      await runnerHasIt;
+      const deleted = call(rt.url, 'DELETE', `${secrets}/API_KEY`, { token: developer });
+      // Time for the DELETE to reach the server. Nothing observable says it waits there (that is the
+      // point), so a pause: with the fix the test passes however long it is; without it, it fails
+      // whenever the DELETE got in before the release.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      assert.equal((await put).status, 204);
+      assert.equal((await deleted).status, 204);
+    } finally {
+      client.putSecret = putSecret;
+    }
+    const runnerKeys = (await call(rt.url, 'GET', secrets, { token: developer })).body.keys;
+    const named = new SecretNames(rt.runtime.ledger).of(ORG, id);
+    assert.deepEqual({ runnerKeys, named }, { runnerKeys: [], named: [] }, 'the DELETE came second, on both sides');
   });
 
   it('validates key and value without echoing the value; needs developer; needs the action', async () => {
