@@ -9,7 +9,7 @@ import { maskSecrets } from './output-secrets.ts';
 import {
   parseDeleteSecretRequest, parseInvokeRequest, parseModuleBytes, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
 } from './requests.ts';
-import { SecretsMissingError } from './runner-error.ts';
+import { InvokeAbandonedError, SecretsMissingError } from './runner-error.ts';
 import { runModule } from './sandbox-run.ts';
 import type { TenantTurns } from './tenant-turns.ts';
 import type { SecretVault } from './vault.ts';
@@ -47,8 +47,10 @@ type Execution = (secrets: Readonly<Record<string, string>>) => Promise<Invocati
 /**
  * The guest's run. Its module is loaded when it runs, not before: a call the ledger answers from its
  * record needs none (the module may be gone from this runner, or refused by this release's sandbox).
+ * `wanted` is asked when the guest's slot comes: a call nobody waits for any more is dropped there
+ * (InvokeAbandonedError), so that under a backlog the slots go to calls whose answers are awaited.
  */
-function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand): Execution {
+function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, wanted: () => boolean): Execution {
   return async (secrets: Readonly<Record<string, string>>): Promise<InvocationResult> => {
     const compiled = await deps.modules.get(command.digest);
     const envelope = createGuestEnvelope({
@@ -58,7 +60,8 @@ function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand): E
       actionId: command.scope.actionId,
       digest: command.digest,
     });
-    return maskSecrets(createInvocationResult(await deps.limiter.run(command.scope.orgId, () => runModule(compiled, envelope))), secrets);
+    const outcome = await deps.limiter.run(command.scope.orgId, () => (wanted() ? runModule(compiled, envelope) : Promise.reject(new InvokeAbandonedError())));
+    return maskSecrets(createInvocationResult(outcome), secrets);
   };
 }
 
@@ -70,12 +73,15 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       return { digest: await deps.modules.compile(bytes, call?.gaveUp) };
     },
 
-    async Invoke(request) {
+    async Invoke(request, call) {
       const command = parseInvokeRequest(request);
       // A module this runner lacks is asked for first (the runtime sends it back), before anything else is checked.
       deps.modules.assertStored(command.digest);
-      const execute = createExecution(deps, command);
       const { mode } = command;
+      const gaveUp = call?.gaveUp ?? (() => false);
+      // A recorded call is still wanted while another caller of its key waits on it (a retry joined it).
+      const wanted = mode.kind === 'simulate' ? () => !gaveUp() : () => !gaveUp() || (deps.ledger.joinedCount(command.scope.orgId, mode.idempotencyKey) ?? 0) > 0;
+      const execute = createExecution(deps, command, wanted);
       if (mode.kind === 'simulate') return toInvokeReply(await execute({}), false);
       assertSecretsHeld(deps.vault, command);
       // Before the guest runs: a run whose record could not be written would be run again.

@@ -45,6 +45,13 @@ export class CompileAbandonedError extends RunnerError {
   }
 }
 
+/** Every caller of an Invoke gave up before the guest's turn came (cancelled or past its deadline): nothing ran. */
+export class InvokeAbandonedError extends RunnerError {
+  constructor() {
+    super(status.CANCELLED, 'invoke_abandoned', 'The call was dropped before its guest ran: its caller gave up (cancelled or past its deadline).');
+  }
+}
+
 /** A fence lower than the highest one seen for the run: a newer attempt owns the step. */
 export class StaleFenceError extends RunnerError {
   constructor(fence: bigint, highest: bigint) {
