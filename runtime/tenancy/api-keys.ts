@@ -1,8 +1,10 @@
 // API keys: issued once in plain text, stored only as a SHA-256 hash, scoped to one org and one role.
 // Lookup is by hash of the presented key; listing is by [orgId, keyId]. Revocation is a durable flag.
 // The cap on active keys is checked against an index of the active ones (`api-keys-active`), not by
-// reading every key the org ever had: revoked keys are kept for ever, and that read (two lookups a
-// key, inside the write transaction that every writer of the ledger waits for) grew with each one.
+// reading every key the org ever had (two lookups a key, inside the write transaction that every
+// writer of the ledger waits for). Revoked keys stay listed as a record of who had access, the latest
+// MAX_REVOKED_API_KEYS of them: a new key drops the records of the oldest revocations past that
+// (`api-keys-revoked`, in revocation order), so creating and revoking keys cannot grow an org without end.
 
 import { randomBytes } from 'node:crypto';
 import { ConflictError, notFound } from '../errors.ts';
@@ -12,8 +14,10 @@ import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
 
 export type Role = 'viewer' | 'developer' | 'admin';
 
-/** Active (not revoked) keys per org; revoked ones stay listed as a record of who had access. */
+/** Active (not revoked) keys per org. */
 export const MAX_ACTIVE_API_KEYS = 100;
+/** Revoked keys kept listed per org (the latest revocations). */
+export const MAX_REVOKED_API_KEYS = 1_000;
 export const ROLES: readonly Role[] = ['viewer', 'developer', 'admin'];
 const RANK: Record<Role, number> = { viewer: 1, developer: 2, admin: 3 };
 
@@ -39,14 +43,21 @@ export const describeApiKey = ({ hash: _hash, org_id: _org, ...view }: ApiKeyRec
 const INDEXED = '';
 /** The range of an org's indexed keys (key ids start with `key_`; the marker sorts before them). */
 const activeRange = (orgId: string) => ({ start: [orgId, 'key_'], end: [orgId, 'key_\uffff'] });
+/** The range of an org's revocations, [orgId, revokedAt, keyId] (ISO times start with a digit; the marker, '', sorts before them). */
+const revokedRange = (orgId: string) => ({ start: [orgId, '0'], end: [orgId, '\uffff'] });
 
 export class ApiKeyStore {
   readonly #ledger: Ledger;
   /** [orgId, keyId] -> true while the key is active; [orgId, INDEXED] once the org's keys are all in. */
   readonly #active: LedgerTable;
-  constructor(ledger: Ledger) {
+  /** [orgId, revokedAt, keyId] -> null per revoked key kept; [orgId, INDEXED] once the org's revoked keys are all in. */
+  readonly #revoked: LedgerTable;
+  readonly #maxRevoked: number;
+  constructor(ledger: Ledger, maxRevoked = MAX_REVOKED_API_KEYS) {
     this.#ledger = ledger;
     this.#active = ledger.openDatabase('api-keys-active');
+    this.#revoked = ledger.openDatabase('api-keys-revoked');
+    this.#maxRevoked = maxRevoked;
   }
 
   /** Builds a new key; `write` puts it into the current transaction (call inside one). */
@@ -76,6 +87,7 @@ export class ApiKeyStore {
       this.#ledger.root.transaction(() => {
         if (this.#activeCountWithin(orgId) >= MAX_ACTIVE_API_KEYS) return false;
         issued.write();
+        this.#forgetOldRevocationsWithin(orgId);
         return true;
       }),
     );
@@ -117,6 +129,7 @@ export class ApiKeyStore {
       this.#ledger.root.transaction(() => {
         this.#ledger.apiKeys.put([record.hash], revoked);
         this.#active.remove([orgId, keyId]);
+        this.#revoked.put([orgId, nowIso, keyId], null);
       }),
     );
     return revoked;
@@ -132,6 +145,28 @@ export class ApiKeyStore {
       this.#active.put([orgId, INDEXED], true);
     }
     return this.#active.getKeysCount(activeRange(orgId));
+  }
+
+  /**
+   * Drops the records of the org's oldest revocations past the cap (MAX_REVOKED_API_KEYS; a presented key
+   * that was revoked is refused the same with or without its record); call inside a write
+   * transaction. The first call for an org whose revocations predate the index fills it, once.
+   */
+  #forgetOldRevocationsWithin(orgId: string): void {
+    if (!this.#revoked.doesExist([orgId, INDEXED])) {
+      for (const record of this.list(orgId)) if (record.revoked_at !== undefined) this.#revoked.put([orgId, record.revoked_at, record.id], null);
+      this.#revoked.put([orgId, INDEXED], null);
+    }
+    const excess = this.#revoked.getKeysCount(revokedRange(orgId)) - this.#maxRevoked;
+    if (excess <= 0) return;
+    const oldest = [...this.#revoked.getKeys({ ...revokedRange(orgId), limit: excess })] as Array<[string, string, string]>;
+    for (const entry of oldest) {
+      const keyId = entry[2];
+      const hash = this.#ledger.apiKeysByOrg.get([orgId, keyId]) as string | undefined;
+      if (hash !== undefined) this.#ledger.apiKeys.remove([hash]);
+      this.#ledger.apiKeysByOrg.remove([orgId, keyId]);
+      this.#revoked.remove(entry);
+    }
   }
 
   #byId(orgId: string, keyId: string): ApiKeyRecord | undefined {

@@ -1,0 +1,61 @@
+// Revoked API keys stay listed as a record of who had access, the latest MAX_REVOKED_API_KEYS of
+// them: a new key drops the records of the oldest revocations past the cap, so creating and revoking
+// keys cannot grow an org without end. Revocations from before the index are counted too. Through
+// the real ApiKeyStore on both ledgers (a cap of 3 and of 2 here).
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ApiKeyStore } from '../../runtime/tenancy/api-keys.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+
+const at = (minute: number): string => new Date(Date.UTC(2026, 11, 2, 12, minute)).toISOString();
+
+for (const kind of LEDGER_KINDS) {
+  test(`${kind.name}: a new key forgets the oldest revocations past the cap; a forgotten key is still refused`, async () => {
+    const { ledger, close } = kind.open();
+    try {
+      const store = new ApiKeyStore(ledger, 3);
+      const keys: Array<{ id: string; key: string }> = [];
+      for (let i = 0; i < 5; i++) {
+        const { record, key } = await store.create('org_k', 'viewer', at(i));
+        keys.push({ id: record.id, key });
+      }
+      // Revoked in another order than created: the oldest revocations go first.
+      const revokeOrder = [3, 0, 4, 1];
+      for (const [minute, i] of revokeOrder.entries()) await store.revoke('org_k', keys[i]!.id, at(10 + minute));
+      assert.equal(store.list('org_k').filter((record) => record.revoked_at !== undefined).length, 4, 'revoking alone forgets nothing');
+
+      const kept = await store.create('org_k', 'admin', at(20));
+      const listed = store.list('org_k');
+      const revoked = listed.filter((record) => record.revoked_at !== undefined).map((record) => record.id).sort();
+      assert.deepEqual(revoked, [keys[0]!.id, keys[4]!.id, keys[1]!.id].sort(), 'the first revocation (key 3) is forgotten');
+      assert.deepEqual(listed.filter((record) => record.revoked_at === undefined).map((record) => record.id).sort(), [keys[2]!.id, kept.record.id].sort());
+      assert.equal(store.findActive(keys[3]!.key), undefined, 'a forgotten key is refused as a revoked one is');
+      await assert.rejects(store.revoke('org_k', keys[3]!.id, at(30)), /API key/);
+      assert.ok(store.findActive(kept.key));
+    } finally {
+      await close();
+    }
+  });
+
+  test(`${kind.name}: revocations from before the index count toward the cap`, async () => {
+    const { ledger, close } = kind.open();
+    try {
+      const store = new ApiKeyStore(ledger, 2);
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) ids.push((await store.create('org_old', 'viewer', at(i))).record.id);
+      for (const [minute, id] of ids.entries()) await store.revoke('org_old', id, at(10 + minute));
+      // As a release before the index left them: revoked records, no index entries, no marker.
+      const index = ledger.openDatabase('api-keys-revoked');
+      await ledger.root.transaction(() => {
+        for (const key of [...index.getKeys({ start: ['org_old'], end: ['org_old', '\uffff'] })]) index.remove(key);
+        index.remove(['org_old', '']);
+      });
+      await store.create('org_old', 'viewer', at(20));
+      const revoked = store.list('org_old').filter((record) => record.revoked_at !== undefined).map((record) => record.id).sort();
+      assert.deepEqual(revoked, ids.slice(2).sort());
+    } finally {
+      await close();
+    }
+  });
+}
