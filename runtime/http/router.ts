@@ -41,17 +41,28 @@ export class Router {
     });
   }
 
-  /** Returns the matching route, or throws 404/405 as a SluiceError. */
+  /** Returns the matching route, or throws 404/405 as a SluiceError (a 405 names the methods the path takes). */
   match(method: string, segments: readonly string[]): RouteMatch {
-    let pathExists = false;
+    const allowed = new Set<string>();
     for (const compiled of this.#routes) {
       const params = matchSegments(compiled.segments, segments);
       if (params === undefined) continue;
-      pathExists = true;
       if (compiled.route.method === method) return { route: compiled.route, params: assertParamSizes(params) };
+      allowed.add(compiled.route.method);
     }
-    if (pathExists) throw new SluiceError(405, 'method_not_allowed', `${method} is not allowed on this path.`);
+    if (allowed.size > 0) throw new MethodNotAllowedError(method, allowed);
     throw new SluiceError(404, 'route_not_found', 'No endpoint matches this path.');
+  }
+}
+
+/** 405, with the methods the path takes (RFC 9110: the answer's `Allow` header lists them). */
+export class MethodNotAllowedError extends SluiceError {
+  readonly allow: string;
+  constructor(method: string, allowed: ReadonlySet<string>) {
+    // HEAD is answered wherever GET is.
+    const methods = [...allowed, ...(allowed.has('GET') ? ['HEAD'] : [])].sort();
+    super(405, 'method_not_allowed', `${method} is not allowed on this path; it takes ${methods.join(', ')}.`);
+    this.allow = methods.join(', ');
   }
 }
 

@@ -11,7 +11,7 @@ import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, type BodyReservation } from './body-budget.ts';
 import { readBody } from './read-body.ts';
 import { ReadQuery } from './read-query.ts';
-import { Router } from './router.ts';
+import { MethodNotAllowedError, Router } from './router.ts';
 import type { HttpReply, HttpRequest, RequestHead, Route } from './types.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -208,7 +208,13 @@ export class HttpServer {
     }
     if (error instanceof SluiceError) {
       const retryAfter = retryAfterHeader(error);
-      return retryAfter === undefined ? { status: error.status, json: error.toBody() } : { status: error.status, json: error.toBody(), headers: { 'retry-after': retryAfter } };
+      const headers = {
+        ...(retryAfter === undefined ? {} : { 'retry-after': retryAfter }),
+        ...(error instanceof MethodNotAllowedError ? { allow: error.allow } : {}),
+        // Every 426 here is a WebSocket endpoint asked for without the handshake (upgrade-required.ts).
+        ...(error.status === 426 ? { upgrade: 'websocket' } : {}),
+      };
+      return Object.keys(headers).length === 0 ? { status: error.status, json: error.toBody() } : { status: error.status, json: error.toBody(), headers };
     }
     // A commit that failed (a full disk, an I/O error) or that the disk floor refused stored nothing
     // of this request: worth trying again.

@@ -146,8 +146,15 @@ test('wrong methods are 405, unknown paths 404, bad escapes and unicode ids 4xx,
   const wrongMethod = await call(rt.url, 'GET', '/hooks/acct-bad/in');
   assert.equal(wrongMethod.status, 405);
   assert.equal(wrongMethod.body.error.code, 'method_not_allowed');
+  // RFC 9110: a 405 lists what the path takes, in `Allow` and (for a person) in the message.
+  assert.equal(wrongMethod.headers.get('allow'), 'POST');
+  assert.match(wrongMethod.body.error.message, /GET is not allowed on this path; it takes POST\./);
   const put = await call(rt.url, 'PUT', '/organizations', { token: ADMIN_TOKEN, json: {} });
   assert.equal(put.status, 405);
+  assert.equal(put.headers.get('allow'), 'POST');
+  const deleteList = await call(rt.url, 'DELETE', '/organizations/acct-bad/events', { token: ADMIN_TOKEN });
+  assert.equal(deleteList.status, 405);
+  assert.equal(deleteList.headers.get('allow'), 'GET, HEAD, POST');
   const unknown = await call(rt.url, 'GET', '/nothing/here');
   assert.equal(unknown.status, 404);
   assert.equal(unknown.body.error.code, 'route_not_found');

@@ -76,6 +76,7 @@ test('each refused upgrade says why, in the API\'s words; a plain GET is told to
   const plain = await call(rt.url, 'GET', live, { token: key });
   assert.equal(plain.status, 426);
   assert.equal(plain.body.error.code, 'upgrade_required');
+  assert.equal(plain.headers.get('upgrade'), 'websocket', 'RFC 9110: a 426 names the protocol to switch to');
 });
 
 test('upgrade needs a key of that org: none 401, other org 404, viewer via ?token= or subprotocol', async () => {

@@ -95,6 +95,7 @@ test('the socket refuses a missing or wrong token, and an unknown org or device,
   const plain = await call(rt.url, 'GET', `/devices/${ORG}/gate-1`);
   assert.equal(plain.status, 426);
   assert.equal(plain.body.error.code, 'upgrade_required');
+  assert.equal(plain.headers.get('upgrade'), 'websocket', 'RFC 9110: a 426 names the protocol to switch to');
   // A WebSocket client on a path that is not exact (a trailing slash) is told the exact path, not to use a WebSocket client.
   const refused = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     const socket = new WebSocket(`${rt.url.replace('http', 'ws')}/devices/${ORG}/gate-1/?token=${token}`, ['sluice-device']);
