@@ -165,6 +165,8 @@ export class HttpServer {
         // A GET that declares its parameters is checked here too: one that can fail before reading them
         // all (a 404 by id) would otherwise answer a typo (`?enviroment=`) with "not found".
         if (route.query !== 'any' && (!reads || route.query !== undefined)) query.assertOnly(route.query ?? []);
+        // A DELETE takes no body: one sent with a body is refused, not quietly done without it.
+        if (method === 'DELETE') assertNoBody(headers);
         if (!reads && method !== 'DELETE') {
           assertIdentityEncoding(headers['content-encoding']);
           assertChunkedTransfer(headers['transfer-encoding']);
@@ -258,6 +260,13 @@ const SINGLE_LENGTH = /^\d{1,15}$/;
  * the uWS parser frames the body by the first, and a proxy in front may frame it by the other
  * (request smuggling). Repeats of one value are that value (RFC 9112 §6.3).
  */
+function assertNoBody(headers: Readonly<Record<string, string | undefined>>): void {
+  const declared = parseContentLength(headers['content-length']);
+  if ((declared !== undefined && declared > 0) || headers['transfer-encoding'] !== undefined) {
+    throw new InputError(400, 'unexpected_body', 'A DELETE takes no body: send the request without one.');
+  }
+}
+
 function parseContentLength(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (SINGLE_LENGTH.test(value)) return Number(value);

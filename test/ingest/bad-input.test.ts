@@ -280,3 +280,18 @@ test('a body that names a member twice in one object is a 400 and nothing is sto
   assert.equal(api.status, 400, api.text);
   assert.equal(api.body.error.code, 'duplicate_json_member');
 });
+
+test('a DELETE sent with a body is 400 unexpected_body and deletes nothing; without one it deletes', async () => {
+  const path = '/organizations/acct-bad/sources/doomed';
+  assert.equal((await call(rt.url, 'POST', '/organizations/acct-bad/sources', { token: key, json: { name: 'doomed', secrets: [SECRET] } })).status, 201);
+  for (const body of ['{"x":1}', '{not json']) {
+    const refused = await call(rt.url, 'DELETE', path, { token: key, body, headers: { 'content-type': 'application/json' } });
+    assert.equal(refused.status, 400, body);
+    assert.equal(refused.body.error.code, 'unexpected_body');
+    assert.match(refused.body.error.message, /A DELETE takes no body/);
+  }
+  assert.equal((await call(rt.url, 'GET', path, { token: key })).status, 200, 'still there');
+  assert.equal((await call(rt.url, 'DELETE', path, { token: key })).status, 204);
+  assert.equal((await call(rt.url, 'GET', path, { token: key })).status, 404);
+  await serverStillServes();
+});
