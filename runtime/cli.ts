@@ -4,7 +4,7 @@
 // does not load the runtime (it starts in about half the time).
 
 import { inspect } from 'node:util';
-import { printable } from './terminal-text.ts';
+import { printable, printableLines } from './terminal-text.ts';
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -141,7 +141,9 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   }
   // The message only: a class name (RunnerConfigError for a runtime's own file) would mislead.
   const message = error instanceof Error ? error.message : String(error);
-  // Escaped: a message may quote what a server or a file said.
-  process.stderr.write(`sluice: ${printable(message)}\n`);
+  // Escaped: a message may quote what a server or a file said. Node's own usage errors (parseArgs)
+  // are several lines of its text with the argument quoted: printed line by line, each escaped.
+  const usageError = String((error as { code?: unknown } | null)?.code ?? '').startsWith('ERR_PARSE_ARGS_');
+  process.stderr.write(`sluice: ${usageError ? printableLines(message.split('\n')) : printable(message)}\n`);
   process.exit(1);
 });

@@ -46,6 +46,16 @@ test('a command whose module fails to load says so with the whole error (file, l
   assert.ok(sluice('cron', '0 9 * * *', '--count', '1').status === 0, 'the other commands still load');
 });
 
+test("Node's own usage errors print as the lines they are, with what the user typed escaped; exit 1", () => {
+  const ambiguous = sluice('watch', 'http://127.0.0.1:1', '--org', 'a', '--key', 'b', '--after-seq', '-1');
+  assert.equal(ambiguous.status, 1);
+  assert.match(ambiguous.stderr, /^sluice: Option '--after-seq' argument is ambiguous\.\nDid you forget/);
+  assert.doesNotMatch(ambiguous.stderr, /\\u000a/);
+  const escaped = sluice('watch', 'http://127.0.0.1:1', '--org', 'a', '--key', 'b', '--bogus\u001b[2J');
+  assert.equal(escaped.status, 1);
+  assert.match(escaped.stderr, /--bogus\\u001b\[2J/, 'a control character the user typed is shown, not obeyed');
+});
+
 test('an empty --host or a short --admin-token stops the start with a message naming it', () => {
   const emptyHost = sluice('serve', '--host', '');
   assert.equal(emptyHost.status, 1);
