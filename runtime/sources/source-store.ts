@@ -73,9 +73,9 @@ export class SourceStore {
 
   /**
    * Applies `change` to the source as stored when the write runs (not as read earlier), so two
-   * concurrent updates both land and none brings back a deleted source; 404 if it is gone.
+   * concurrent updates both land and none brings back a deleted source; 404 if it is gone, or if
+   * `change` answers undefined (the source stored is not the one meant).
    */
-  /** Stores `change(stored)`; 404 if the source is gone, or `change` answers undefined (not the source meant). */
   async update(orgId: string, name: string, change: (current: SourceRecord) => SourceRecord | undefined): Promise<SourceRecord> {
     const updated = await this.#cache.writing(orgId, () => changeRecord(this.#ledger.root, this.#ledger.sources, [orgId, name], change));
     if (updated === undefined) throw notFound(`Source "${name}"`, 'name');
