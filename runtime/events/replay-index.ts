@@ -3,8 +3,8 @@
 // to its replays), and an unkeyed replay repeated with the same choice within minutes is refused
 // (replay-api.ts), so a double click does not charge twice under two sets of keys.
 
-import { durably } from '../ledger/durable-write.ts';
-import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import type { Ledger, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import { passesOverTable } from '../ledger/passes-over-table.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import { withCurrentFields, type EventRecord } from './event-codec.ts';
 import { REPLAY_SOURCE, type StoredEvent } from './event-record.ts';
@@ -100,24 +100,13 @@ export class ReplayIndex {
    * one event's payload however large the events are.
    */
   async indexStored(events: LedgerTable, passSize = 1000): Promise<number> {
-    let read = 0;
-    let start: LedgerKey = [];
-    for (;;) {
-      const found: ReplayFields[] = [];
-      let last: [string, string] | undefined;
-      // Read outside the transaction (ledger.ts); old layouts keep these fields as today's does.
-      for (const { key, value } of events.getRange({ start, limit: passSize })) {
-        last = key as [string, string];
-        read++;
-        const record = withCurrentFields(value as EventRecord);
-        if (!isReplay(record)) continue;
-        // Only the fields the index needs: the record (its payload) is not held past this step.
-        const { id, org_id, environment, source, received_at_ms, causation_id, replay_skip_side_effects, replay_workflow_ids } = record;
-        found.push({ id, org_id, environment, source, received_at_ms, causation_id, replay_skip_side_effects, replay_workflow_ids });
-      }
-      if (last === undefined) return read;
-      if (found.length > 0) await durably(this.#root, this.#root.transaction(() => found.forEach((replay) => this.writeWithin(replay))));
-      start = [last[0], `${last[1]}\u0000`];
-    }
+    return passesOverTable(this.#root, events, passSize, (_key, value) => {
+      // Old layouts keep these fields as today's does.
+      const record = withCurrentFields(value as EventRecord);
+      if (!isReplay(record)) return undefined;
+      // Only the fields the index needs: the record (its payload) is not held past this step.
+      const { id, org_id, environment, source, received_at_ms, causation_id, replay_skip_side_effects, replay_workflow_ids } = record;
+      return { id, org_id, environment, source, received_at_ms, causation_id, replay_skip_side_effects, replay_workflow_ids } satisfies ReplayFields;
+    }, (replay) => this.writeWithin(replay));
   }
 }

@@ -2,11 +2,11 @@
 // per step key, always inside the transaction that completes the step, so a retry never doubles a row.
 // Rows with a status are indexed by it too, so a status filter reads only the rows it lists.
 
-import { durably } from '../ledger/durable-write.ts';
 import type { LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { ENTITY_TYPE, PROJECTION_NAME, type ProjectionWrite } from '../actions/output-contract.ts';
 import type { Ledger } from '../ledger/ledger.ts';
+import { passesOverTable } from '../ledger/passes-over-table.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE } from '../ledger/page-by-time.ts';
 
@@ -84,19 +84,10 @@ export class ProjectionStore {
    * read. Idempotent. Call at boot, before anything writes rows.
    */
   async indexStatuses(passSize = 1000): Promise<number> {
-    let read = 0;
-    let start: LedgerKey = [];
-    for (;;) {
-      // Read outside the transaction: a range read inside one that writes to the same table is unspecified (ledger.ts).
-      const entries = [...this.#rows.getRange({ start, limit: passSize })] as Array<{ key: RowKey; value: ProjectionRow }>;
-      if (entries.length === 0) return read;
-      await durably(this.#root, this.#root.transaction(() => {
-        for (const { key, value } of entries) if (value.status !== null) this.#byStatus.put(statusKey(key, value.status), null);
-      }));
-      read += entries.length;
-      const last = entries.at(-1)!.key;
-      start = [...last.slice(0, 4), `${last[4]}\u0000`];
-    }
+    return passesOverTable(this.#root, this.#rows, passSize, (key, value) => {
+      const { status } = value as ProjectionRow;
+      return status === null ? undefined : statusKey(key as RowKey, status);
+    }, (entry) => this.#byStatus.put(entry, null));
   }
 
   /** Upserts (entity) or appends (step key) one row. Call inside the step-completing transaction. */

@@ -13,12 +13,13 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import type { LedgerKey, LedgerTable } from '../ledger/ledger.ts';
+import type { LedgerTable } from '../ledger/ledger.ts';
 import { asOrgId, asWorkflowId, type WorkflowId } from '../../actors/ids.ts';
 import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { LRUCache } from 'lru-cache';
+import { passesOverTable } from '../ledger/passes-over-table.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
@@ -171,19 +172,7 @@ export class WorkflowStore {
    * with how many, once durable. Idempotent. Boot calls it for a data dir stamped below WORKFLOW_ORDER_FORMAT.
    */
   async indexOrder(passSize = 1000): Promise<number> {
-    let indexed = 0;
-    let start: LedgerKey = [];
-    for (;;) {
-      // Read outside the transaction: a range read inside one that writes to the same table is unspecified (ledger.ts).
-      const entries = [...this.#workflows.getRange({ start, limit: passSize })] as Array<{ key: LedgerKey; value: Workflow }>;
-      if (entries.length === 0) return indexed;
-      await durably(this.#root, this.#root.transaction(() => {
-        for (const { value } of entries) this.#order.put(orderKey(value), 1);
-      }));
-      indexed += entries.length;
-      const last = entries.at(-1)!.key as [string, string];
-      start = [last[0], `${last[1]}\u0000`];
-    }
+    return passesOverTable(this.#root, this.#workflows, passSize, (_key, value) => value as Workflow, (workflow) => this.#order.put(orderKey(workflow), 1));
   }
 
   /**
