@@ -159,7 +159,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas, disk };
   const startedAt = clock.now();
 
-  const quota = new IngestQuota(clock);
+  const quota = new IngestQuota(clock, (orgId) => orgs.get(orgId));
   let boundPort = 0;
   const updateLog = new UpdateLog(ledger, config.liveRetention);
   await updateLog.adoptRetention();

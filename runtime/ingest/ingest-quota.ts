@@ -4,7 +4,9 @@
 // (token-bucket.ts): at most 7 s for the largest body (8 MiB) at the lowest rate.
 // Over either, webhooks, API events and replays get 429 with Retry-After (device messages a
 // retryable nack), nothing stored. Only stored events count: a write that stores nothing (a
-// duplicate) gives its tokens back, and a duplicate over the quota still gets its 409.
+// duplicate) gives its tokens back, and a duplicate over the quota still gets its 409. The rates are
+// the org's as it is when the event is stored, not as a caller read it: a request that waited (out
+// of a sandbox reset, a schema check) is held to a rate lowered meanwhile.
 
 import type { Clock } from '../clock.ts';
 import type { StoredEvent } from '../events/event-record.ts';
@@ -54,11 +56,14 @@ class OrgBuckets {
 
 export class IngestQuota {
   readonly #clock: Clock;
+  readonly #currentOrg: (orgId: string) => Organization | undefined;
   readonly #events = new OrgBuckets();
   readonly #bytes = new OrgBuckets();
 
-  constructor(clock: Clock) {
+  /** `currentOrg` reads the org as stored now (its rates); the org a caller passes is used when it is gone. */
+  constructor(clock: Clock, currentOrg: (orgId: string) => Organization | undefined = () => undefined) {
     this.#clock = clock;
+    this.#currentOrg = currentOrg;
   }
 
   /**
@@ -68,7 +73,8 @@ export class IngestQuota {
    * stops sending it), anything else QuotaExceededError. When the store throws (a duplicate, a
    * failed write), nothing was stored and the token is given back.
    */
-  async storeEvent(org: Organization, events: EventStore, newEvent: NewEvent): Promise<StoredEvent> {
+  async storeEvent(given: Organization, events: EventStore, newEvent: NewEvent): Promise<StoredEvent> {
+    const org = this.#currentOrg(given.id) ?? given;
     // Counted only for an org with a byte rate: measuring the payload is not free.
     const bytes = (org.ingest_bytes_per_second ?? null) === null ? 0 : Buffer.byteLength(newEvent.payloadJson ?? payloadTextOf(newEvent.event));
     const refusal = this.#take(org, bytes);
@@ -90,7 +96,8 @@ export class IngestQuota {
    * connecting writes `device.connected`, and `device.disconnected` of the socket it replaces);
    * throws QuotaExceededError when none is left.
    */
-  charge(org: Organization): void {
+  charge(given: Organization): void {
+    const org = this.#currentOrg(given.id) ?? given;
     // A connection's event is a few bytes: only the event quota counts it.
     const refusal = this.#take(org, undefined);
     if (refusal !== undefined) throw refusal;

@@ -7,6 +7,7 @@ import { ManualClock } from '../../runtime/clock.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
+import { holdReset } from '../helpers/hold-reset.ts';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 30, 10, 0, 0));
 const SECRET = `whsec_${Buffer.alloc(32, 13).toString('base64')}`;
@@ -219,4 +220,24 @@ test('a byte quota: payload bytes per second, one second of burst; a payload ove
   clock.advance(3000);
   const api = () => call(rt.url, 'POST', '/organizations/acct-q-bytes/events', { token: key, json: { type: 'q.api', payload: { note: 'y'.repeat(600_000) } } });
   assert.deepEqual([(await api()).status, (await api()).status], [202, 429]);
+});
+
+test('a quota lowered while requests wait out a sandbox reset holds them to the new rate when they are stored', async () => {
+  const org = 'acct-q-waiting';
+  const key = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  await call(rt.url, 'POST', `/organizations/${org}/sources`, { token: key, json: { name: 'sbx', secrets: [SECRET], environment: 'sandbox' } });
+  const reset = holdReset(rt, org);
+  const apiEvents = Array.from({ length: 5 }, (_, i) => call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'q.wait', payload: {}, id: `wait-${i}`, environment: 'sandbox' } }));
+  const hooks = Array.from({ length: 5 }, (_, i) => {
+    const body = JSON.stringify({ type: 'q.wait' });
+    return call(rt.url, 'POST', `/hooks/${org}/sbx`, { body, headers: signStandard(SECRET, `wait-hook-${i}`, Math.floor(clock.now() / 1000), body) });
+  });
+  await reset.waitingFor(10);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 2 } })).status, 200);
+  await reset.finish();
+  const statuses = (await Promise.all([...apiEvents, ...hooks])).map((answer) => answer.status);
+  assert.equal(statuses.filter((status) => status === 202 || status === 204).length, 2, `one second's burst at the new rate: ${statuses.join(' ')}`);
+  assert.equal(statuses.filter((status) => status === 429).length, 8);
+  const stored = await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: key });
+  assert.equal(stored.body.events.length, 2);
 });
