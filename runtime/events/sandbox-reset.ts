@@ -209,13 +209,20 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
   await inChunks((limit) => deps.events.replays.removeEnvironmentWithin(orgId, 'sandbox', limit));
   const projectionRows = await inChunks((limit) => deps.projections.removeEnvironment(orgId, 'sandbox', limit));
 
-  // The org's retained live updates are capped (--live-retention).
+  // The org's retained live updates (up to --live-retention of them, both environments) are swept
+  // in bounded steps too; the last write only marks the reset and removes what came in since.
+  let fromSeq = 0;
+  await inChunks((limit) => {
+    const { looked, next } = deps.updateLog.sweepEnvironmentWithin(orgId, 'sandbox', fromSeq, limit);
+    fromSeq = next;
+    return looked;
+  });
   const { root } = ledger;
   const liveMark = await durably(
     root,
     root.transaction(() => {
       deps.runs.sandboxGenerations.endResetWithin(orgId);
-      return deps.updateLog.removeEnvironment(orgId, 'sandbox');
+      return deps.updateLog.removeEnvironment(orgId, 'sandbox', fromSeq);
     }),
   );
   return { events, runs: runs + runsOfEvents, inbox_claims: claims, projection_rows: projectionRows, live_mark: liveMark };

@@ -143,13 +143,32 @@ export class UpdateLog {
   }
 
   /**
+   * Looks at up to `limit` of the org's retained updates from seq `fromSeq` on, below its newest
+   * (which removeEnvironment's reckoning needs), and removes those of `environment`; returns how
+   * many it looked at and the seq to go on from. Call inside a write transaction: a sandbox reset
+   * sweeps in such bounded steps before removeEnvironment, which then has little left to remove.
+   */
+  sweepEnvironmentWithin(orgId: string, environment: string, fromSeq: number, limit: number): { looked: number; next: number } {
+    const newest = this.lastSeq(orgId);
+    let looked = 0;
+    let next = fromSeq;
+    for (const { key, value } of [...this.#updates.getRange({ start: [orgId, fromSeq], end: [orgId, newest], limit })]) {
+      looked++;
+      next = (key as [string, number])[1] + 1;
+      if ((value as RunUpdate).environment === environment) this.#updates.remove(key);
+    }
+    return { looked, next };
+  }
+
+  /**
    * Removes every retained update of one org's environment (sandbox reset), remembering where
    * (resetSeq), and reserves the next seq as the reset's own mark; returns it. Once the reset is
    * durable the rooms pass over the mark (SeqOrder.passOver): a client that joins after the reset
    * hears a position past resetSeq, so resuming from it is not taken for a position before the
-   * reset. Call inside a write transaction.
+   * reset. Updates below `fromSeq` are not looked at (a sweep already removed that environment's).
+   * Call inside a write transaction.
    */
-  removeEnvironment(orgId: string, environment: string): number {
+  removeEnvironment(orgId: string, environment: string, fromSeq = 0): number {
     // The newest update may be one of those removed while the counter lags behind it (see lastSeq):
     // the counter keeps its seq (and the mark's), so that neither is handed out again after a restart.
     const highest = Math.max(this.#issued.get(orgId) ?? 0, this.lastSeq(orgId));
@@ -158,7 +177,7 @@ export class UpdateLog {
     if (!this.#firstIssued.has(orgId)) this.#firstIssued.set(orgId, mark);
     this.#counters.put([orgId], mark);
     this.#floors.put([orgId, environment], highest);
-    for (const { key, value } of this.#updates.getRange({ start: [orgId, 0], end: [orgId, Number.MAX_SAFE_INTEGER] })) {
+    for (const { key, value } of [...this.#updates.getRange({ start: [orgId, fromSeq], end: [orgId, Number.MAX_SAFE_INTEGER] })]) {
       if ((value as RunUpdate).environment === environment) this.#updates.remove(key);
     }
     return mark;

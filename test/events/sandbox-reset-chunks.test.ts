@@ -216,3 +216,35 @@ test("a reset leaves production's keyed replay claims: the same keyed replay of 
     assert.equal(after.body.event.id, before.body.event.id, after.text);
     assert.equal(after.headers.get('idempotent-replayed'), 'true');
   }));
+
+test("a reset sweeps the org's retained live updates in steps of its chunk too; its last write looks only at what is left, and the mark is past every seq", () =>
+  onFreshRuntime(async (rt) => {
+    const { key } = await sandboxWithWaitingRuns(rt, 6);
+    // Production updates between the sandbox ones: the sweep looks at both and removes only the sandbox's.
+    const production = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'prod', trigger_event: 'order.placed', steps: [{ id: 'wait', type: 'delay', duration_ms: 3_600_000 }] } });
+    assert.equal(production.status, 201, production.text);
+    for (let i = 0; i < 4; i++) {
+      assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.placed', id: `prod-${i}`, payload: {} } })).status, 202);
+    }
+    const log = rt.runtime.updateLog;
+    const before = await eventually('production updates retained', () => log.range(ORG, 0, Number.MAX_SAFE_INTEGER), (updates) => updates.filter((update) => update.environment === 'production').length >= 4);
+    assert.ok(before.filter((update) => update.environment === 'sandbox').length >= 6);
+    const highest = Math.max(...before.map((update) => update.seq));
+
+    let leftForTheLastWrite = -1;
+    const removeEnvironment = log.removeEnvironment.bind(log);
+    log.removeEnvironment = (orgId, environment, fromSeq) => {
+      leftForTheLastWrite = log.range(orgId, (fromSeq ?? 0) - 1, Number.MAX_SAFE_INTEGER).length;
+      return removeEnvironment(orgId, environment, fromSeq);
+    };
+    try {
+      const result = await resetSandbox(resetDeps(rt, 2, (runs) => rt.runtime.engine.forget(runs)), ORG, Date.now());
+      assert.ok(result.live_mark > highest, 'the mark is past every seq handed out');
+    } finally {
+      log.removeEnvironment = removeEnvironment;
+    }
+    assert.equal(leftForTheLastWrite, 1, 'the last write looks only at the newest update (kept for its seq), not at every retained one');
+    const after = log.range(ORG, 0, Number.MAX_SAFE_INTEGER);
+    assert.deepEqual(after.filter((update) => update.environment === 'sandbox'), []);
+    assert.deepEqual(after.map((update) => update.seq), before.filter((update) => update.environment === 'production').map((update) => update.seq), "production's updates stay, all of them");
+  }));
