@@ -6,7 +6,7 @@
  *   SLUICE_ACTION(handle)
  * and build with
  *   clang --target=wasm32 -O2 -ffreestanding -nostdlib -mbulk-memory \
- *         -Wl,--no-entry -Wl,--export=alloc -Wl,--export=execute action.c -o action.wasm
+ *         -Wl,--no-entry -Wl,--stack-first -Wl,--export=alloc -Wl,--export=execute action.c -o action.wasm
  * Returning false rejects the payload (execute returns 0). Every run gets a fresh instance,
  * so nothing is ever freed. */
 #ifndef SLUICE_ACTION_H
