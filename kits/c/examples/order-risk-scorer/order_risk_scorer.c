@@ -6,6 +6,8 @@
 #define MAX_ID_BYTES 64
 #define MAX_NUMERIC_ID 999999999999999LL
 #define MAX_ITEM_QUANTITY 1000
+/* The largest integer the host takes as a number in an output (2^53 - 1). */
+#define MAX_SAFE_AMOUNT 9007199254740991LL
 
 typedef struct {
   bool is_text;
@@ -88,6 +90,10 @@ static bool score_order(const sl_envelope *env) {
 
   int64_t cents = 0;
   bool has_amount = sl_as_i64(sl_get(order, "amount_cents"), &cents);
+  if (has_amount && (cents > MAX_SAFE_AMOUNT || cents < -MAX_SAFE_AMOUNT)) {
+    has_amount = false;
+    cents = 0;
+  }
   if (cents >= 100000) ADD(40, "amount_high");
   else if (cents >= 50000) ADD(25, "amount_elevated");
   else if (cents >= 10000) ADD(10, "amount_moderate");

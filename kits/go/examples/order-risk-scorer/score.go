@@ -9,6 +9,8 @@ const (
 	maxIDBytes       = 64
 	maxNumericID     = 999_999_999_999_999
 	maxItemQuantity  = 1000
+	// The largest integer the host takes as a number in an output (2^53 - 1).
+	maxSafeAmount = 9_007_199_254_740_991
 )
 
 type orderID struct {
@@ -43,6 +45,9 @@ func scoreOrder(env *sluice.Envelope, out *sluice.Writer) bool {
 	amount, hasAmount := int64(0), false
 	if value, ok := order.Get("amount_cents"); ok {
 		amount, hasAmount = value.Int64()
+	}
+	if hasAmount && (amount > maxSafeAmount || amount < -maxSafeAmount) {
+		amount, hasAmount = 0, false
 	}
 	switch {
 	case amount >= 100000:

@@ -12,6 +12,8 @@ const DEFAULT_THRESHOLD: i64 = 70;
 const MAX_ID_BYTES: i32 = 64;
 const MAX_NUMERIC_ID: i64 = 999_999_999_999_999;
 const MAX_ITEM_QUANTITY: i64 = 1000;
+/** The largest integer the host takes as a number in an output (2^53 - 1). */
+const MAX_SAFE_AMOUNT: i64 = 9_007_199_254_740_991;
 
 // Results of the helpers below (AssemblyScript has no tuples): the order id as written to the
 // output, its text for the title, and the threshold with where it came from.
@@ -30,7 +32,7 @@ function scoreOrder(envelope: Envelope): JsonValue | null {
   const reasons = JsonValue.newArray();
 
   const amount = order.get("amount_cents");
-  const hasAmount = amount != null && amount.isI64();
+  const hasAmount = amount != null && amount.isI64() && amount.toI64() <= MAX_SAFE_AMOUNT && amount.toI64() >= -MAX_SAFE_AMOUNT;
   const cents: i64 = hasAmount ? amount!.toI64() : 0;
   if (cents >= 100000) {
     score += 40;

@@ -8,6 +8,8 @@ const DEFAULT_THRESHOLD: i64 = 70;
 const MAX_ID_BYTES: usize = 64;
 const MAX_NUMERIC_ID: i64 = 999_999_999_999_999;
 const MAX_ITEM_QUANTITY: i64 = 1000;
+/// The largest integer the host takes as a number in an output (2^53 - 1).
+const MAX_SAFE_AMOUNT: i64 = 9_007_199_254_740_991;
 
 sluice_action::sluice_action!(score_order);
 sluice_action::sluice_panic_handler!();
@@ -35,7 +37,10 @@ fn score_order(env: &Envelope<'_>, out: &mut Writer) -> Result<(), Reject> {
         reason_count += 1;
     };
 
-    let amount = order.get("amount_cents").and_then(|v| v.as_i64());
+    let amount = order
+        .get("amount_cents")
+        .and_then(|v| v.as_i64())
+        .filter(|cents| (-MAX_SAFE_AMOUNT..=MAX_SAFE_AMOUNT).contains(cents));
     let cents = amount.unwrap_or(0);
     if cents >= 100_000 {
         add(40, "amount_high");
