@@ -3,6 +3,7 @@
 // other endpoint through `request`. Each attempt has a timeout, and a signal cancels a call at once.
 
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { linkSignals, raceAbort } from './abort.ts';
 import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
 import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummary, SluiceEvent } from './api-types.ts';
@@ -134,7 +135,9 @@ export class SluiceClient {
 
   /**
    * Sends an event through the API. It always carries an id (yours, or a fresh one), so a lost
-   * answer is simply sent again: an event stored by an earlier attempt comes back as `duplicate`.
+   * answer is simply sent again: the same event stored by an earlier attempt (or an earlier call)
+   * comes back as `duplicate`. An id that another event holds (another type, payload or
+   * environment) is no duplicate: that `409 duplicate_event` is thrown.
    */
   async sendEvent(input: { type: string; payload: unknown; id?: string; environment?: Environment }, call: CallOptions = {}): Promise<{ event_id: string; duplicate: boolean }> {
     const id = input.id ?? `cli_${randomUUID()}`;
@@ -142,9 +145,22 @@ export class SluiceClient {
       const answer = await this.request<{ event: SluiceEvent }>('POST', '/events', { ...call, json: { ...input, id }, retry: true });
       return { event_id: answer.event.id, duplicate: false };
     } catch (error) {
-      if (error instanceof SluiceApiError && error.code === 'duplicate_event') return { event_id: String(error.details['original_event_id'] ?? id), duplicate: true };
+      if (error instanceof SluiceApiError && error.code === 'duplicate_event' && (await this.#holdsSameEvent(id, input, call))) return { event_id: id, duplicate: true };
       throw error;
     }
+  }
+
+  /** Whether the event stored under `id` is the one `input` describes (its type, environment and payload). */
+  async #holdsSameEvent(id: string, input: { type: string; payload: unknown; environment?: Environment }, call: CallOptions): Promise<boolean> {
+    let stored: SluiceEvent;
+    try {
+      stored = (await this.getEvent(id, input.environment ?? 'production', call)).event;
+    } catch {
+      return false; // Not in this environment, or not readable now: not known to be this event.
+    }
+    // As sent: the payload went out as JSON text (undefined members dropped, and so on).
+    const sent: unknown = JSON.parse(JSON.stringify(input.payload ?? null));
+    return stored.type === input.type && isDeepStrictEqual(stored.payload, sent);
   }
 
   getEvent(id: string, environment: Environment = 'production', call: CallOptions = {}): Promise<EventDetails> {

@@ -66,6 +66,10 @@ test('sendEvent stores once however often it is sent; pages are walked; errors c
   const first = await client.sendEvent({ type: 'note.added', id: 'note-1', payload: { n: 1 } });
   assert.deepEqual(first, { event_id: 'note-1', duplicate: false });
   assert.deepEqual(await client.sendEvent({ type: 'note.added', id: 'note-1', payload: { n: 1 } }), { event_id: 'note-1', duplicate: true });
+  // The id held by another event (another payload, type or environment) is no duplicate: the 409 is thrown.
+  for (const other of [{ type: 'note.added', payload: { n: 2 } }, { type: 'note.removed', payload: { n: 1 } }]) {
+    await assert.rejects(client.sendEvent({ ...other, id: 'note-1' }), (error: unknown) => error instanceof SluiceApiError && error.status === 409 && error.code === 'duplicate_event');
+  }
   const generated = await client.sendEvent({ type: 'note.added', payload: { n: 2 } });
   assert.match(generated.event_id, /^cli_/);
   for (let n = 3; n <= 5; n++) await client.sendEvent({ type: 'note.added', payload: { n } });
