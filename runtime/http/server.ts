@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ConflictError, InputError, retryAfterHeader, SluiceError } from '../errors.ts';
+import { ConflictError, InputError, RetryableError, retryAfterHeader, SluiceError } from '../errors.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
@@ -46,6 +46,8 @@ export class HttpServer {
   readonly #metrics: RuntimeMetrics;
   #listenSocket: us_listen_socket | undefined;
   #inFlight = 0;
+  /** close() was called: new requests are answered 503 (SHUTTING_DOWN). */
+  #closing = false;
   #drained: (() => void) | undefined;
   #held: Promise<void> | undefined;
   #port = 0;
@@ -105,8 +107,13 @@ export class HttpServer {
     });
   }
 
-  /** Stops accepting connections, resolves once every in-flight request has been answered, then drops idle connections. */
+  /**
+   * Stops accepting connections, resolves once every in-flight request has been answered, then drops
+   * idle connections. A request that arrives meanwhile on an open connection is answered 503 and
+   * its connection closed, rather than reset with the rest when they are dropped.
+   */
   async close(): Promise<void> {
+    this.#closing = true;
     if (this.#listenSocket !== undefined) uws.us_listen_socket_close(this.#listenSocket);
     this.#listenSocket = undefined;
     if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
@@ -115,6 +122,10 @@ export class HttpServer {
   }
 
   #handle(res: HttpResponse, req: UwsRequest): void {
+    if (this.#closing) {
+      answerShuttingDown(res, this.#render(this.#errorReply(SHUTTING_DOWN)));
+      return;
+    }
     const started = performance.now();
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const rawUrl = req.getUrl();
@@ -274,6 +285,18 @@ function parseContentLength(value: string | undefined): number | undefined {
   if (values.size > 1) throw new InputError(400, 'invalid_content_length', 'The Content-Length header is given more than once with different values.');
   const [only] = values;
   return only !== undefined && SINGLE_LENGTH.test(only) ? Number(only) : undefined;
+}
+
+/** What a request that arrives while the server shuts down is answered. */
+const SHUTTING_DOWN = new RetryableError('shutting_down', 'Sluice is shutting down and takes no new requests: send this one again in a moment (nothing of it was stored).', 1000);
+
+/** The 503 for a request that arrived during shutdown; its connection is closed with it (its body is not read). */
+function answerShuttingDown(res: HttpResponse, reply: RenderedReply): void {
+  res.cork(() => {
+    res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
+    for (const [name, value] of reply.headers) res.writeHeader(name, value);
+    res.end(reply.body ?? '', true);
+  });
 }
 
 function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean): void {

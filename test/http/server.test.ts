@@ -193,3 +193,48 @@ test('a write with a query parameter its route does not declare is a 400 before 
   assert.equal((await fetch(`${url}/open?provider=x`, { method: 'POST' })).status, 204);
   assert.equal(writes, before + 3);
 });
+
+test('a request arriving on an open connection while the server shuts down is 503 shutting_down and its connection closed; the one in flight is answered', async () => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let started!: () => void;
+  const slowStarted = new Promise<void>((resolve) => (started = resolve));
+  const closing = new HttpServer({ logger: createLogger('error', () => undefined), metrics: createRuntimeMetrics() });
+  closing.addRoutes(
+    { method: 'GET', pattern: '/slow', handler: async () => (started(), await held, { status: 200, json: { done: true } }) },
+    { method: 'GET', pattern: '/fine', handler: () => ({ status: 200, json: { ok: true } }) },
+  );
+  const port = await closing.listen('127.0.0.1', 0);
+  /** A raw connection and everything it received, and whether the server closed it. */
+  const open = async () => {
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    const state = { received: '', ended: false };
+    socket.on('data', (chunk: Buffer) => (state.received += chunk.toString('latin1')));
+    socket.on('close', () => (state.ended = true));
+    return { socket, state };
+  };
+  const inFlight = await open();
+  const idle = await open();
+  inFlight.socket.write('GET /slow HTTP/1.1\r\nhost: x\r\n\r\n');
+  await slowStarted;
+  const closed = closing.close();
+  try {
+    idle.socket.write('GET /fine HTTP/1.1\r\nhost: x\r\n\r\n');
+    await waitUntil(() => idle.state.ended);
+    assert.match(idle.state.received, /^HTTP\/1\.1 503 /);
+    assert.match(idle.state.received, /retry-after: 1\r\n/i);
+    assert.match(idle.state.received, /"code":"shutting_down"/);
+  } finally {
+    release();
+    await closed;
+  }
+  await waitUntil(() => inFlight.state.ended);
+  assert.match(inFlight.state.received, /^HTTP\/1\.1 200 /);
+  assert.match(inFlight.state.received, /\{"done":true\}/);
+});
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(condition(), 'condition not met within 5 s');
+}
