@@ -53,22 +53,25 @@ export function multipartBoundary(contentType: string | undefined): string {
 }
 
 /**
- * Refuses a body `getParts` would misread: every `--boundary` must start the body or follow a CRLF
- * (RFC 2046: anywhere else it is content, which getParts would cut the part at), and the last one
- * must be the closing delimiter (otherwise the body was cut short).
+ * Refuses a body `getParts` would misread. RFC 2046: a delimiter is `--boundary` at the start of
+ * the body or of a line, followed by CRLF, or by `--` for the closing one, which ends the parts.
+ * getParts cuts a part wherever `--boundary` occurs, and ends at the first closing delimiter: so
+ * every occurrence must be one of these, and the closing delimiter the last (a body without it was
+ * cut short).
  */
 function assertDelimiters(body: Buffer, boundary: string): void {
   const dashed = Buffer.from(`--${boundary}`, 'latin1');
-  let last = -1;
+  const inside = (at: number): InputError =>
+    malformed(`The multipart boundary "${boundary}" occurs inside a field's content (at byte ${at}): send the form with a boundary that its content does not contain.`);
+  let closed = false;
   for (let at = body.indexOf(dashed); at >= 0; at = body.indexOf(dashed, at + dashed.length)) {
-    if (at !== 0 && !(body[at - 2] === 0x0d && body[at - 1] === 0x0a)) {
-      throw malformed(`The multipart boundary "${boundary}" occurs inside a field's content (at byte ${at}): send the form with a boundary that its content does not contain.`);
-    }
-    last = at;
+    if (closed) throw inside(at);
+    if (at !== 0 && !(body[at - 2] === 0x0d && body[at - 1] === 0x0a)) throw inside(at);
+    const after = at + dashed.length;
+    if (body[after] === 0x2d && body[after + 1] === 0x2d) closed = true;
+    else if (!(body[after] === 0x0d && body[after + 1] === 0x0a)) throw inside(at);
   }
-  if (last < 0 || body[last + dashed.length] !== 0x2d || body[last + dashed.length + 1] !== 0x2d) {
-    throw malformed('The multipart body is incomplete: its closing boundary is missing.');
-  }
+  if (!closed) throw malformed('The multipart body is incomplete: its closing boundary is missing.');
 }
 
 /** Each named part once; unknown or repeated fields are refused so a typo is never silently dropped. */

@@ -113,6 +113,13 @@ describe('multipart upload', () => {
     // Cut short after a field whose content names the closing boundary.
     const cut = Buffer.concat([part('name', 'cut'), part('file', WASM), part('description', 'ends with --BND--')]);
     expectInputError(() => parseActionUpload({ headers, body: cut }, { requireName: true }), 400, 'malformed_multipart');
+    // A line of content that starts with the boundary and goes on (--BNDxyz), or looks like the
+    // closing delimiter (--BND--xyz): getParts cut the file there and dropped the permissions after it.
+    for (const line of ['--BNDxyz more', '--BND--xyz']) {
+      const file = Buffer.concat([WASM, Buffer.from(`\r\n${line}\r\nmore bytes`)]);
+      const body = Buffer.concat([part('name', 'lines'), part('file', file), part('permissions', 'read_secret:API_KEY'), closing]);
+      expectInputError(() => parseActionUpload({ headers, body }, { requireName: true }), 400, 'malformed_multipart');
+    }
     // The same fields with the boundary text only at line starts (where it is a delimiter) parse whole.
     const whole = Buffer.concat([part('name', 'whole'), part('file', WASM), part('description', 'Split on markers.'), part('permissions', 'read_secret:API_KEY'), closing]);
     const upload = parseActionUpload({ headers, body: whole }, { requireName: true });
