@@ -1,7 +1,7 @@
 // Fences and idempotency for recorded invocations: the highest fence per (org, run), the successful
 // output per (org, idempotency key), and in-flight coalescing so one key never executes twice at once.
 import type { InvocationResult } from './invocation-outcome.ts';
-import { IdempotencyKeyReusedError, StaleFenceError } from './runner-error.ts';
+import { IdempotencyKeyReusedError, InvokeAbandonedError, StaleFenceError } from './runner-error.ts';
 import type { FenceKey, InvocationKey, InvocationRecord, RunnerStore } from './store.ts';
 
 export interface InvocationClaim {
@@ -119,6 +119,11 @@ export class InvocationLedger {
       let result: InvocationResult;
       try {
         result = await running.execution;
+      } catch (error) {
+        // Dropped when its slot came because its own caller had gone (handlers.ts): this caller,
+        // which joined after that, runs the key itself instead of inheriting the drop.
+        if (!(error instanceof InvokeAbandonedError)) throw error;
+        return this.run(claim, execute);
       } finally {
         await this.#commit(claim, () => undefined);
       }

@@ -5,7 +5,7 @@ import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { InvocationLedger, type InvocationClaim } from '../../hook-runner/invocation-ledger.ts';
 import type { InvocationResult } from '../../hook-runner/invocation-outcome.ts';
-import { IdempotencyKeyReusedError, StaleFenceError } from '../../hook-runner/runner-error.ts';
+import { IdempotencyKeyReusedError, InvokeAbandonedError, StaleFenceError } from '../../hook-runner/runner-error.ts';
 import { openRunnerStore, type RunnerStore } from '../../hook-runner/store.ts';
 import { tempDataDir } from '../helpers/hook-runner.ts';
 
@@ -39,6 +39,21 @@ function counter(output = '{"n":1}'): { execute: () => Promise<InvocationResult>
 }
 
 describe('invocation ledger', () => {
+  it('a caller that joins an execution its own caller abandoned runs the key itself instead of inheriting the drop', async () => {
+    let retry: Promise<unknown> | undefined;
+    const second = counter('{"ran":"for the retry"}');
+    // The first caller gave up: its execution is dropped when its slot comes (handlers.ts). The
+    // retry arrives while that drop's fence is being committed, and joins it.
+    const first = ledger.run(claim(), async () => {
+      setImmediate(() => (retry = ledger.run(claim({ fence: 2n }), second.execute)));
+      throw new InvokeAbandonedError();
+    });
+    await assert.rejects(first, InvokeAbandonedError);
+    while (retry === undefined) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(await retry, { result: { outcome: { kind: 'output', outputJson: '{"ran":"for the retry"}' }, fuelUsed: 42 }, replayed: false });
+    assert.equal(second.calls, 1);
+  });
+
   it('executes a key once and replays it at the same or a higher fence', async () => {
     const first = counter('{"first":true}');
     assert.deepEqual(await ledger.run(claim(), first.execute), { result: { outcome: { kind: 'output', outputJson: '{"first":true}' }, fuelUsed: 42 }, replayed: false });
