@@ -117,6 +117,9 @@ export class HttpServer {
     if (this.#listenSocket !== undefined) uws.us_listen_socket_close(this.#listenSocket);
     this.#listenSocket = undefined;
     if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    // A turn later: the last answer may have been written inside a uWS callback (a body that failed
+    // to parse is answered where its last chunk arrives), and is sent once that callback returns.
+    await new Promise((resolve) => setImmediate(resolve));
     // Present at runtime in uWS 20.30 but missing from its typings: closes idle keep-alive sockets too.
     (this.app as unknown as { close(): void }).close();
   }

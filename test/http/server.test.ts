@@ -199,10 +199,14 @@ test('a request arriving on an open connection while the server shuts down is 50
   const held = new Promise<void>((resolve) => (release = resolve));
   let started!: () => void;
   const slowStarted = new Promise<void>((resolve) => (started = resolve));
+  let receiving!: () => void;
+  const uploadStarted = new Promise<void>((resolve) => (receiving = resolve));
   const closing = new HttpServer({ logger: createLogger('error', () => undefined), metrics: createRuntimeMetrics() });
   closing.addRoutes(
     { method: 'GET', pattern: '/slow', handler: async () => (started(), await held, { status: 200, json: { done: true } }) },
     { method: 'GET', pattern: '/fine', handler: () => ({ status: 200, json: { ok: true } }) },
+    // Answered where the body's last chunk arrives: inside uWS's data callback.
+    { method: 'POST', pattern: '/sized', beforeBody: () => receiving(), handler: (request) => ({ status: 200, json: { bytes: request.body.length } }) },
   );
   const port = await closing.listen('127.0.0.1', 0);
   /** A raw connection and everything it received, and whether the server closed it. */
@@ -216,8 +220,11 @@ test('a request arriving on an open connection while the server shuts down is 50
   };
   const inFlight = await open();
   const idle = await open();
+  const uploading = await open();
   inFlight.socket.write('GET /slow HTTP/1.1\r\nhost: x\r\n\r\n');
   await slowStarted;
+  uploading.socket.write('POST /sized HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n12345');
+  await uploadStarted;
   const closed = closing.close();
   try {
     idle.socket.write('GET /fine HTTP/1.1\r\nhost: x\r\n\r\n');
@@ -227,11 +234,14 @@ test('a request arriving on an open connection while the server shuts down is 50
     assert.match(idle.state.received, /"code":"shutting_down"/);
   } finally {
     release();
-    await closed;
   }
-  await waitUntil(() => inFlight.state.ended);
+  await waitUntil(() => inFlight.state.received.includes('{"done":true}'));
   assert.match(inFlight.state.received, /^HTTP\/1\.1 200 /);
-  assert.match(inFlight.state.received, /\{"done":true\}/);
+  // The last request in flight is answered as its body completes, and that answer goes out before the connections close.
+  uploading.socket.write('67890');
+  await closed;
+  await waitUntil(() => uploading.state.ended && inFlight.state.ended);
+  assert.match(uploading.state.received, /^HTTP\/1\.1 200 [^]*\{"bytes":10\}/);
 });
 
 async function waitUntil(condition: () => boolean): Promise<void> {
