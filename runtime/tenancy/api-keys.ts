@@ -124,15 +124,21 @@ export class ApiKeyStore {
     if (record === undefined) throw notFound('API key', 'key_id');
     if (record.revoked_at !== undefined) return record;
     const revoked: ApiKeyRecord = { ...record, revoked_at: nowIso };
-    await durably(
+    // Checked again in the write: of two revokes at once, the second finds the first's and keeps it
+    // (one revocation time, one entry in the revocation order).
+    const stored = await durably(
       this.#ledger.root,
-      this.#ledger.root.transaction(() => {
+      this.#ledger.root.transaction((): ApiKeyRecord | undefined => {
+        const current = this.#ledger.apiKeys.get([record.hash]) as ApiKeyRecord | undefined;
+        if (current === undefined || current.revoked_at !== undefined) return current;
         this.#ledger.apiKeys.put([record.hash], revoked);
         this.#active.remove([orgId, keyId]);
         this.#revoked.put([orgId, nowIso, keyId], null);
+        return revoked;
       }),
     );
-    return revoked;
+    if (stored === undefined) throw notFound('API key', 'key_id');
+    return stored;
   }
 
   /**

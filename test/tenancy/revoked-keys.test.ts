@@ -58,4 +58,22 @@ for (const kind of LEDGER_KINDS) {
       await close();
     }
   });
+
+  test(`${kind.name}: two revokes of one key at once keep one revocation: one time, one place in the order`, async () => {
+    const { ledger, close } = kind.open();
+    try {
+      const store = new ApiKeyStore(ledger, 1);
+      const { record } = await store.create('org_twice', 'viewer', at(0));
+      const [first, second] = await Promise.all([store.revoke('org_twice', record.id, at(1)), store.revoke('org_twice', record.id, at(2))]);
+      assert.equal(first.revoked_at, at(1));
+      assert.equal(second.revoked_at, at(1), 'the second revoke answers the first one\'s time');
+      const index = ledger.openDatabase('api-keys-revoked');
+      assert.equal([...index.getKeys({ start: ['org_twice', '0'], end: ['org_twice', '\uffff'] })].length, 1);
+      // With a cap of 1, the one revocation is kept when the next key is made.
+      await store.create('org_twice', 'viewer', at(3));
+      assert.deepEqual(store.list('org_twice').filter((key) => key.revoked_at !== undefined).map((key) => key.id), [record.id]);
+    } finally {
+      await close();
+    }
+  });
 }
