@@ -45,6 +45,9 @@ export class CallNotSentError extends RetryableError {
   }
 }
 
+/** What a caller is told when the hook-runner's disk is below its floor. */
+export const RUNNER_DISK_FULL = "The hook-runner's disk is nearly full: nothing was run or stored. Try again later.";
+
 export const unavailable = (message: string, cause?: unknown, mayHaveRun = false): RunnerUnavailableError => new RunnerUnavailableError(message, mayHaveRun, cause);
 
 /**
@@ -86,7 +89,9 @@ export function toSluiceError(method: string, error: ServiceError): SluiceError 
       return new RetryableError(code ?? 'hook_runner_internal', details, undefined, options);
     case status.UNAVAILABLE:
       // Nothing ran or was written; an API caller is told to come back in 5 s, as for the runtime's own floor.
-      if (code === 'hook_runner_disk_full') return new CallNotSentError(code, details, 5000);
+      // Said the same way to everyone: the runner's answer names its disk's free space and floor,
+      // which are the operator's to know (sluice_hook_runner_disk_low tells them), not a tenant's.
+      if (code === 'hook_runner_disk_full') return new CallNotSentError(code, RUNNER_DISK_FULL, 5000);
       return new RetryableError(code ?? 'hook_runner_unavailable', details, undefined, options);
     case status.DEADLINE_EXCEEDED:
       return new RetryableError('hook_runner_timeout', `hook-runner ${method} did not answer before its deadline.`, undefined, options);

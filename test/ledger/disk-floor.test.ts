@@ -377,6 +377,7 @@ test('a hook-runner below its own floor shows in /metrics, and an upload it refu
     const refused = await upload(lowRunner.url, '/organizations/acct-floor-runner/custom-actions', orgKey, { name: 'echo', file: await assembleWat('echo', ECHO_WAT) });
     assert.deepEqual([refused.status, refused.body.error?.code, refused.headers.get('retry-after')], [503, 'hook_runner_disk_full', '5'], refused.text);
     assert.match(refused.body.error.message, /hook-runner's disk is nearly full/);
+    assert.doesNotMatch(refused.body.error.message, /MiB|--min-free-disk-mib/, "the operator's disk figures are not a tenant's to read");
     assert.deepEqual((await call(lowRunner.url, 'GET', '/organizations/acct-floor-runner/custom-actions', { token: orgKey })).body.custom_actions, []);
   } finally {
     await lowRunner.close();
