@@ -10,10 +10,14 @@ export function privateDirectory(dir: string): void {
   chmodSync(dir, 0o700);
 }
 
-/** Makes every file directly in `dir` owner-only. */
-export function privateFilesIn(dir: string): void {
+/**
+ * Makes owner-only the files directly in `dir` whose names start with `prefix` (an LMDB
+ * environment's data and lock files). Key files are left to their own check (private-file.ts),
+ * which refuses one readable by others, so an exposed key is reported, not quietly hidden.
+ */
+export function privateFilesIn(dir: string, prefix: string): void {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (lstatSync(path).isFile()) chmodSync(path, 0o600);
+    if (name.startsWith(prefix) && lstatSync(path).isFile()) chmodSync(path, 0o600);
   }
 }

@@ -79,7 +79,7 @@ export function openRunnerStore(dataDir: string): RunnerStore {
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
   const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8, overlappingSync: true, separateFlushed: true });
-  privateFilesIn(dir);
+  privateFilesIn(dir, 'runner.mdb');
   const modules = root.openDB<Buffer, string>({ name: 'modules', encoding: 'binary' });
   const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });
   const secretRevisions = root.openDB<Buffer, SecretRecordKey>({ name: 'secret-revisions', encoding: 'binary' });

@@ -26,7 +26,7 @@ export function openLedger(dataDir: string): Ledger {
   // overlappingSync + separateFlushed: a write's promise resolves at commit and carries a
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
-  privateFilesIn(path);
+  privateFilesIn(path, ''); // LMDB's files and the lock: no key file lives here
   const flushes = new FlushWatch(lmdbFlushSource(root));
   // Only the writes that commit on their own are watched (flush-watch.ts): a failed commit's own
   // rejection is settled with theirs, so a full disk fails the requests, not the process, and flush

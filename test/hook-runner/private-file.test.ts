@@ -8,9 +8,11 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, st
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { readOrCreatePrivateFile, removeIfStillEmpty } from '../../hook-runner/private-file.ts';
+import { createHookRunnerServer } from '../../hook-runner/server.ts';
 import { openRunnerStore } from '../../hook-runner/store.ts';
 import { loadAdminToken } from '../../runtime/auth/admin-token.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
+import { newToken, tempDataDir } from '../helpers/hook-runner.ts';
 import { tempDir } from '../helpers/runtime.ts';
 
 const dir = tempDir('sluice-private-file-');
@@ -89,5 +91,24 @@ test('the LMDB directories and their files are owner-only, also when the directo
   } finally {
     await ledger.close();
     await store.close();
+  }
+});
+
+/** A runner server on `dataDir` with its master key from the key file there (made on first start). */
+const startRunnerServerOnce = (dataDir: string) => createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token: newToken(), log: () => undefined });
+
+test('a runner store whose master.key others can read is refused at start, not quietly made private', async () => {
+  const dataDir = tempDataDir();
+  try {
+    const first = await startRunnerServerOnce(dataDir);
+    await first.close();
+    const keyPath = join(dataDir, 'hook-runner', 'master.key');
+    chmodSync(keyPath, 0o644);
+    // A start that wrongly succeeds is closed again, so a failure here cannot leave the test running.
+    const refusal = await startRunnerServerOnce(dataDir).then(async (server) => void (await server.close()), (error: Error) => error);
+    assert.match(String(refusal?.message), /master\.key is readable by group or others \(mode 644\); run chmod 600 on it/);
+    assert.equal(statSync(keyPath).mode & 0o777, 0o644, 'left as found, for the operator to see (and rotate)');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });
