@@ -16,9 +16,12 @@ const REDACTED = new Set([
   'stripe-signature',
   'x-hub-signature',
   'x-hub-signature-256',
+  // Providers' signature headers whose names say so only in their own words.
+  'x-trello-webhook',
+  'plaid-verification',
 ]);
-/** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, x-signing-key, x-shopify-hmac-sha256, x-pwd, ...). */
-const CREDENTIAL_NAME = /token|secret|signature|hmac|pass|pwd|auth|key|session|credential/;
+/** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, x-signing-key, x-shopify-hmac-sha256, x-pwd, paypal-transmission-sig, ...). */
+const CREDENTIAL_NAME = /token|secret|signature|hmac|pass|pwd|auth|key|session|credential|(^|-)sig(-|$)/;
 /** Idempotency keys (idempotency-key, x-idempotency-key) are no credentials: kept, since support matches a delivery with its sender's retries by them. */
 const IDEMPOTENCY_KEY = /(^|-)idempotency-key$/;
 

@@ -75,7 +75,7 @@ test('a signed standard webhook is accepted with 204, a repeat is 409 naming the
 
   // Providers put tokens in headers of their own naming: any name that says so is redacted too.
   const body = JSON.stringify({ type: 'payment.succeeded', data: { amount: 11 } });
-  const tokens = { 'x-gitlab-token': 'glpat-SECRET', 'x-webhook-secret': 'SECRET', 'x-auth-token': 'SECRET', 'x-session-id': 'SECRET', 'x-api-key': 'SECRET', 'x-webhook-key': 'SECRET', 'x-signing-key': 'SECRET', 'x-password': 'SECRET', 'x-shopify-hmac-sha256': 'SECRET', 'x-pwd': 'SECRET', 'x-passphrase': 'SECRET' };
+  const tokens = { 'x-gitlab-token': 'glpat-SECRET', 'x-webhook-secret': 'SECRET', 'x-auth-token': 'SECRET', 'x-session-id': 'SECRET', 'x-api-key': 'SECRET', 'x-webhook-key': 'SECRET', 'x-signing-key': 'SECRET', 'x-password': 'SECRET', 'x-shopify-hmac-sha256': 'SECRET', 'x-pwd': 'SECRET', 'x-passphrase': 'SECRET', 'paypal-transmission-sig': 'SECRET', 'x-trello-webhook': 'SECRET', 'plaid-verification': 'SECRET' };
   const sent = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: { ...signStandard(SECRET, 'msg_tokens', nowSeconds(), body), ...tokens, 'idempotency-key': 'order-77', 'x-idempotency-key': 'order-77b' } });
   assert.equal(sent.status, 204, sent.text);
   const recorded = (await call(rt.url, 'GET', `/organizations/acct-hooks/events/${sent.headers.get('sluice-event-id')}`, { token: key })).body.recording;
