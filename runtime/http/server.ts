@@ -126,7 +126,7 @@ export class HttpServer {
 
   #handle(res: HttpResponse, req: UwsRequest): void {
     if (this.#closing) {
-      answerShuttingDown(res, this.#render(this.#errorReply(SHUTTING_DOWN)));
+      writeReply(res, this.#render(this.#errorReply(SHUTTING_DOWN)), false, true);
       return;
     }
     const started = performance.now();
@@ -269,11 +269,7 @@ function renderReply(reply: HttpReply): RenderedReply {
 
 const SINGLE_LENGTH = /^\d{1,15}$/;
 
-/**
- * The declared body length. Given twice (joined as "28, 3") with different values it is a 400:
- * the uWS parser frames the body by the first, and a proxy in front may frame it by the other
- * (request smuggling). Repeats of one value are that value (RFC 9112 §6.3).
- */
+/** A DELETE with a body (a declared length above 0, or any transfer coding) is a 400, not done without it. */
 function assertNoBody(headers: Readonly<Record<string, string | undefined>>): void {
   const declared = parseContentLength(headers['content-length']);
   if ((declared !== undefined && declared > 0) || headers['transfer-encoding'] !== undefined) {
@@ -281,6 +277,11 @@ function assertNoBody(headers: Readonly<Record<string, string | undefined>>): vo
   }
 }
 
+/**
+ * The declared body length. Given twice (joined as "28, 3") with different values it is a 400:
+ * the uWS parser frames the body by the first, and a proxy in front may frame it by the other
+ * (request smuggling). Repeats of one value are that value (RFC 9112 §6.3).
+ */
 function parseContentLength(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (SINGLE_LENGTH.test(value)) return Number(value);
@@ -293,22 +294,13 @@ function parseContentLength(value: string | undefined): number | undefined {
 /** What a request that arrives while the server shuts down is answered. */
 const SHUTTING_DOWN = new RetryableError('shutting_down', 'Sluice is shutting down and takes no new requests: send this one again in a moment (nothing of it was stored).', 1000);
 
-/** The 503 for a request that arrived during shutdown; its connection is closed with it (its body is not read). */
-function answerShuttingDown(res: HttpResponse, reply: RenderedReply): void {
+/** `closeConnection`: the connection ends with this answer (a request during shutdown, whose body is not read). */
+function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, closeConnection = false): void {
   res.cork(() => {
     res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
     for (const [name, value] of reply.headers) res.writeHeader(name, value);
-    res.end(reply.body ?? '', true);
-  });
-}
-
-function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean): void {
-  res.cork(() => {
-    res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
-    for (const [name, value] of reply.headers) res.writeHeader(name, value);
-    if (headOnly) res.endWithoutBody(reply.body === undefined ? 0 : Buffer.byteLength(reply.body));
-    else if (reply.body === undefined) res.end();
-    else res.end(reply.body);
+    if (headOnly) res.endWithoutBody(reply.body === undefined ? 0 : Buffer.byteLength(reply.body), closeConnection);
+    else res.end(reply.body ?? '', closeConnection);
   });
 }
 
