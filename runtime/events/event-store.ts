@@ -3,14 +3,14 @@
 
 import { ConflictError, notFound } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
-import { pageByTime } from '../ledger/page-by-time.ts';
+import { entryMayMatch, pageByTime } from '../ledger/page-by-time.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from '../ledger/ledger.ts';
 import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
 import { currentEventRecord, fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
 import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
 import { payloadTextOf, weighEvent } from './payload-text.ts';
-import { eventTimeEntryOf, mayMatch } from './event-time-index.ts';
+import { eventTimeEntryOf } from './event-time-index.ts';
 import { ReplayIndex } from './replay-index.ts';
 
 /** What a reactor did inside a storing transaction, to finish once its fate is known. */
@@ -314,7 +314,7 @@ export class EventStore {
     const page = pageByTime(this.#ledger.eventsByTime, [orgId, environment], options.limit, options.cursor, (id, entry) => {
       // Filtered on the index entry first, then on the stored record: only a match's record is read
       // and only its payload parsed.
-      if (!mayMatch(entry, options)) return undefined;
+      if (!entryMayMatch(entry, [options.type, options.source])) return undefined;
       const record = this.#ledger.events.get([orgId, id]) as EventRecord | undefined;
       const matches = record !== undefined && (options.type === undefined || record.type === options.type) && (options.source === undefined || record.source === options.source);
       return matches ? fromEventRecord(record) : undefined;

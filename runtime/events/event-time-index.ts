@@ -1,7 +1,8 @@
 // What the events-by-time index holds per entry: the event's type and source, so that a filtered
 // event list skips events that do not match without reading their records (an event's record holds
 // its payload, up to the ingest body cap; decoding 20,000 of them to find none stalled every tenant).
-// Entries written before the index held them are null: those events are read to be filtered.
+// Entries written before the index held them are null: those events are read to be filtered
+// (entryMayMatch in ledger/page-by-time.ts).
 
 import type { StoredEvent } from './event-record.ts';
 
@@ -9,10 +10,3 @@ import type { StoredEvent } from './event-record.ts';
 export type EventTimeEntry = readonly [string, string];
 
 export const eventTimeEntryOf = (event: Pick<StoredEvent, 'type' | 'source'>): EventTimeEntry => [event.type, event.source];
-
-/** False when the entry shows that the event does not pass the filter; true when it does or cannot tell. */
-export function mayMatch(entry: unknown, filter: { readonly type?: string; readonly source?: string }): boolean {
-  if (!Array.isArray(entry) || entry.length !== 2) return true;
-  const [type, source] = entry as unknown[];
-  return (filter.type === undefined || filter.type === type) && (filter.source === undefined || filter.source === source);
-}

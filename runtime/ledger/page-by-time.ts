@@ -12,6 +12,17 @@ export const MAX_SCAN_PER_PAGE = 20_000;
  */
 export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Whether an index entry written as fields in a fixed order (a store's `[type, source]`, say) may
+ * belong to an item that passes a filter: false only when a field the filter names differs.
+ * `wanted` gives the filter's value per field, undefined where it names none. An entry of another
+ * shape (null, from before entries held fields) cannot tell: true, and the item is read to decide.
+ */
+export function entryMayMatch(entry: unknown, wanted: readonly (string | undefined)[]): boolean {
+  if (!Array.isArray(entry) || entry.length !== wanted.length) return true;
+  return wanted.every((value, i) => value === undefined || value === entry[i]);
+}
+
 export interface TimePage<T> {
   readonly items: T[];
   /** Position after the last entry looked at, or null when no entry is left beyond the page. */

@@ -8,8 +8,8 @@ import { asRunId, type EventId, type OrgId, type RunId } from '../../actors/ids.
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunStateName } from '../../actors/run-types.ts';
 import type { Ledger } from '../ledger/ledger.ts';
-import { pageByTime } from '../ledger/page-by-time.ts';
-import { mayMatch, runTimeEntryOf } from './run-time-index.ts';
+import { entryMayMatch, pageByTime } from '../ledger/page-by-time.ts';
+import { runTimeEntryOf } from './run-time-index.ts';
 
 /** States with work still to come: the set boot recovery walks. `failed` waits for a person. */
 const UNFINISHED: ReadonlySet<RunStateName> = new Set(['queued', 'running', 'backoff', 'delaying']);
@@ -131,7 +131,7 @@ export class RunStore {
     const page = pageByTime(this.#byTime, [orgId, environment], filter.limit, filter.cursor, (runId, entry) => {
       // The index entry tells most runs that do not match without reading them (a run holds its
       // steps' outputs: decoding 20,000 to find none stalled every tenant).
-      if (!mayMatch(entry, filter)) return undefined;
+      if (!entryMayMatch(entry, [filter.workflowId, filter.state])) return undefined;
       const run = this.get(orgId, runId);
       const matches = run !== undefined && (filter.state === undefined || run.value === filter.state) && (filter.workflowId === undefined || run.context.workflowId === filter.workflowId);
       return matches ? run : undefined;
