@@ -61,7 +61,7 @@ export class IngestQuota {
   readonly #bytes = new OrgBuckets();
 
   /** `currentOrg` reads the org as stored now (its rates); the org a caller passes is used when it is gone. */
-  constructor(clock: Clock, currentOrg: (orgId: string) => Organization | undefined = () => undefined) {
+  constructor(clock: Clock, currentOrg: (orgId: string) => Organization | undefined) {
     this.#clock = clock;
     this.#currentOrg = currentOrg;
   }

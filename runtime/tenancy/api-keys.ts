@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { ConflictError, notFound } from '../errors.ts';
 import { generateToken, hashToken } from '../auth/secrets.ts';
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
+import type { Ledger, LedgerKey, LedgerTable } from '../ledger/ledger.ts';
 
 export type Role = 'viewer' | 'developer' | 'admin';
 
@@ -146,11 +146,22 @@ export class ApiKeyStore {
    * whose keys predate the index fills it from the full list, once.
    */
   #activeCountWithin(orgId: string): number {
-    if (!this.#active.doesExist([orgId, INDEXED])) {
-      for (const record of this.list(orgId)) if (record.revoked_at === undefined) this.#active.put([orgId, record.id], true);
-      this.#active.put([orgId, INDEXED], true);
-    }
+    this.#indexOnce(this.#active, orgId, true, (record) => (record.revoked_at === undefined ? [orgId, record.id] : undefined));
     return this.#active.getKeysCount(activeRange(orgId));
+  }
+
+  /**
+   * Fills `index` from the org's keys the first time it is asked for that org (keys from before the
+   * index), then marks the org indexed: `entryOf` gives a key's entry (stored with `value`), or
+   * undefined for none. Call inside a write transaction.
+   */
+  #indexOnce(index: LedgerTable, orgId: string, value: true | null, entryOf: (record: ApiKeyRecord) => LedgerKey | undefined): void {
+    if (index.doesExist([orgId, INDEXED])) return;
+    for (const record of this.list(orgId)) {
+      const entry = entryOf(record);
+      if (entry !== undefined) index.put(entry, value);
+    }
+    index.put([orgId, INDEXED], value);
   }
 
   /**
@@ -159,10 +170,7 @@ export class ApiKeyStore {
    * transaction. The first call for an org whose revocations predate the index fills it, once.
    */
   #forgetOldRevocationsWithin(orgId: string): void {
-    if (!this.#revoked.doesExist([orgId, INDEXED])) {
-      for (const record of this.list(orgId)) if (record.revoked_at !== undefined) this.#revoked.put([orgId, record.revoked_at, record.id], null);
-      this.#revoked.put([orgId, INDEXED], null);
-    }
+    this.#indexOnce(this.#revoked, orgId, null, (record) => (record.revoked_at === undefined ? undefined : [orgId, record.revoked_at, record.id]));
     const excess = this.#revoked.getKeysCount(revokedRange(orgId)) - this.#maxRevoked;
     if (excess <= 0) return;
     const oldest = [...this.#revoked.getKeys({ ...revokedRange(orgId), limit: excess })] as Array<[string, string, string]>;
