@@ -170,5 +170,4 @@ export class ProjectionStore {
       yield [type, id, row?.status === filter.status ? row : undefined];
     }
   }
-
 }

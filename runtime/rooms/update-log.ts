@@ -2,7 +2,7 @@
 // Appends happen inside the transaction that persists the run transition, so seq order = commit order.
 
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger, LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { RunUpdate } from './live-codec.ts';
 
 export const DEFAULT_RETAINED_UPDATES = 10_000;
@@ -149,10 +149,14 @@ export class UpdateLog {
    * sweeps in such bounded steps before removeEnvironment, which then has little left to remove.
    */
   sweepEnvironmentWithin(orgId: string, environment: string, fromSeq: number, limit: number): { looked: number; next: number } {
-    const newest = this.lastSeq(orgId);
+    return this.#removeOf(environment, { start: [orgId, fromSeq], end: [orgId, this.lastSeq(orgId)], limit }, fromSeq);
+  }
+
+  /** Removes the updates of `environment` in `range`; how many it looked at, and the seq after the last. */
+  #removeOf(environment: string, range: LedgerRange, fromSeq: number): { looked: number; next: number } {
     let looked = 0;
     let next = fromSeq;
-    for (const { key, value } of [...this.#updates.getRange({ start: [orgId, fromSeq], end: [orgId, newest], limit })]) {
+    for (const { key, value } of [...this.#updates.getRange(range)]) {
       looked++;
       next = (key as [string, number])[1] + 1;
       if ((value as RunUpdate).environment === environment) this.#updates.remove(key);
@@ -177,9 +181,7 @@ export class UpdateLog {
     if (!this.#firstIssued.has(orgId)) this.#firstIssued.set(orgId, mark);
     this.#counters.put([orgId], mark);
     this.#floors.put([orgId, environment], highest);
-    for (const { key, value } of [...this.#updates.getRange({ start: [orgId, fromSeq], end: [orgId, Number.MAX_SAFE_INTEGER] })]) {
-      if ((value as RunUpdate).environment === environment) this.#updates.remove(key);
-    }
+    this.#removeOf(environment, { start: [orgId, fromSeq], end: [orgId, Number.MAX_SAFE_INTEGER] }, fromSeq);
     return mark;
   }
 }
