@@ -92,7 +92,7 @@ export function admissionLane(ctx: RunContext): AdmissionLane {
 }
 
 /** `completed` or `cancelled`: final states, where `pendingWork` is `done`. */
-export const isFinished = (snapshot: RunSnapshotView): boolean => snapshot.value === 'completed' || snapshot.value === 'cancelled';
+export const isFinished = (snapshot: Pick<RunSnapshotView, 'value'>): boolean => snapshot.value === 'completed' || snapshot.value === 'cancelled';
 
 /** True exactly while the run occupies one of its tenant's concurrency slots. */
 export const holdsSlot = (snapshot: RunSnapshotView): boolean => snapshot.value === 'running';

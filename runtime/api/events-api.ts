@@ -102,7 +102,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         return rawJson(200, {
           event: eventWithRawPayload(event),
           recording: ctx.events.recording(org.id, event.id) ?? null,
-          reactions: ctx.runs.forEvent(org.id, event.id).map(summarizeRun),
+          reactions: ctx.runs.forEvent(org.id, event.id, summarizeRun),
           // Where its business replays went (each one's runs are on its own view).
           replays: ctx.events.replays.newest(org.id, event.environment, event.id, LISTED_REPLAYS),
         });

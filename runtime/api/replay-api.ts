@@ -79,7 +79,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
   const base = '/organizations/:org_id/events/:event_id';
   const serial = new KeyedSerial();
   /** The answer for a replay made (now or by an earlier keyed request): the event and the runs it started. */
-  const made = (replay: StoredEvent) => ({ event: eventWithRawPayload(replay), reactions: ctx.runs.forEvent(replay.org_id, replay.id).map(summarizeRun) });
+  const made = (replay: StoredEvent) => ({ event: eventWithRawPayload(replay), reactions: ctx.runs.forEvent(replay.org_id, replay.id, summarizeRun) });
   /**
    * Refuses an unkeyed replay that repeats one made within REPEAT_GUARD_MS with the same choice
    * (on either side of now: after the clock was set back, a replay made minutes ago reads as later).

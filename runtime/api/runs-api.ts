@@ -52,9 +52,9 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
           ...(state === undefined ? {} : { state }),
           ...(workflowId === undefined ? {} : { workflowId }),
           ...(cursor === undefined ? {} : { cursor }),
-        });
+        }, summarizeRun);
         return json(200, {
-          runs: page.runs.map((run) => summarizeRun(run)),
+          runs: page.runs,
           next_cursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor),
         });
       },
@@ -105,7 +105,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
       pattern: '/organizations/:org_id/failed-events',
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), parseCursor(request));
+        const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), parseCursor(request), summarizeRun);
         const rows = [];
         let bytes = 0;
         for (const { eventId, runs: shown, failedRuns } of page.events) {
@@ -113,7 +113,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
           if (bytes >= MAX_PAGE_BYTES) break;
           const event = ctx.events.get(org.id, eventId);
           bytes += event === undefined ? 0 : weighEvent(event);
-          rows.push({ event: event === undefined ? { id: eventId } : eventWithRawPayload(event), runs: shown.map(summarizeRun), failed_runs: failedRuns });
+          rows.push({ event: event === undefined ? { id: eventId } : eventWithRawPayload(event), runs: shown, failed_runs: failedRuns });
         }
         const last = page.events[rows.length - 1];
         const nextCursor = rows.length < page.events.length && last !== undefined ? [last.receivedAtMs, last.eventId] : page.nextCursor;

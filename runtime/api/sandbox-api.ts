@@ -5,7 +5,7 @@
 // next start, finishes it) closes the sandbox live and device sockets, unless the disk floor refused
 // its first write (nothing of it was written).
 
-import type { PersistedRun } from '../../actors/run-transition.ts';
+import type { RunKeys } from '../runs/run-store.ts';
 import { assertNoBodyFields } from '../http/parse-json.ts';
 import { json, type Route } from '../http/types.ts';
 import { resetSandbox, SandboxResetRefusedError, type SandboxResetResult } from '../events/sandbox-reset.ts';
@@ -33,7 +33,7 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
         assertNoBodyFields(request);
         let result: SandboxResetResult;
         try {
-          const forget = (runs: readonly PersistedRun[]): void => engine.forget(runs);
+          const forget = (runs: readonly RunKeys[]): void => engine.forget(runs);
           result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections, forget }, org.id, ctx.clock.now());
         } catch (error) {
           // Refused before it began (below the disk floor): nothing was written, the sockets stay.

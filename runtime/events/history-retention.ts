@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isFinished } from '../../actors/run-work.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
-import type { RunStore } from '../runs/run-store.ts';
+import { runKeysOf, type RunStore } from '../runs/run-store.ts';
 import type { EventStore } from './event-store.ts';
 import { ENVIRONMENTS } from '../sources/source-record.ts';
 
@@ -60,7 +60,7 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
 async function removeFinished(deps: HistoryDeps, keys: readonly [string, string, number, string][], nowMs: number): Promise<PrunedHistory> {
   const { ledger } = deps;
   const removable = keys
-    .map((key) => (isStale(deps, key) ? { key, stale: true, runs: [] } : { key, stale: false, runs: deps.runs.forEvent(key[0], key[3]) }))
+    .map((key) => (isStale(deps, key) ? { key, stale: true, runs: [] } : { key, stale: false, runs: deps.runs.forEvent(key[0], key[3], runKeysOf) }))
     // Only finished runs may go: the others are still at work or wait for a person to resume them.
     .filter(({ runs }) => runs.every(isFinished));
   if (removable.length === 0) return { events: 0, runs: 0 };

@@ -13,7 +13,6 @@
 // sandbox events wait while its reset is in flight (`SandboxGenerations.quiet`), and its resets
 // run one after the other.
 
-import type { PersistedRun } from '../../actors/run-transition.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { RetryableError } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
@@ -23,7 +22,7 @@ import type { EventStore } from './event-store.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import { REPLAY_SOURCE } from './event-record.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
-import type { RunStore } from '../runs/run-store.ts';
+import { runKeysOf, type RunKeys, type RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
 import { deviceSource, type DeviceRecord } from '../triggers/device-record.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
@@ -40,7 +39,7 @@ export interface SandboxResetDeps {
   readonly updateLog: UpdateLog;
   readonly projections: ProjectionStore;
   /** Told of each batch of removed runs once its removal is durable: their actors and timers go. */
-  readonly forget?: (runs: readonly PersistedRun[]) => void;
+  readonly forget?: (runs: readonly RunKeys[]) => void;
   /** Records per transaction (RESET_CHUNK). */
   readonly chunk?: number;
 }
@@ -132,7 +131,7 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
 
   // Runs first: a run still there may go on and derive sandbox events, which the sweeps below then
   // find. A removed run's next write finds it gone (transition-write.ts) and stops there.
-  let removedRuns: PersistedRun[] = [];
+  let removedRuns: RunKeys[] = [];
   const forgetRemoved = (): void => {
     if (removedRuns.length > 0) deps.forget?.(removedRuns);
   };
@@ -142,7 +141,7 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
       for (const run of deps.runs.allIn(orgId, 'sandbox')) {
         if (removedRuns.length === limit) break;
         deps.runs.remove(run);
-        removedRuns.push(run);
+        removedRuns.push(runKeysOf(run));
       }
       return removedRuns.length;
     },
@@ -166,7 +165,7 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
         ledger.recordings.remove([orgId, eventId]);
         deps.events.forgetDerivedCountWithin(orgId, eventId);
         events++;
-        for (const run of deps.runs.forEvent(orgId, eventId)) {
+        for (const run of deps.runs.forEvent(orgId, eventId, runKeysOf)) {
           deps.runs.remove(run);
           removedRuns.push(run);
         }

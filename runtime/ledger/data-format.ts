@@ -15,7 +15,10 @@ import type { Ledger } from './ledger.ts';
  * the upgrade that makes it. 4: business replays indexed under their event (replay-index.ts; an
  * older release would leave a replay it makes unlisted, and its double click unguarded). 5: projection
  * rows indexed by status (ProjectionStore.indexStatuses; an older release would leave a row's status
- * index behind when it changes the status).
+ * index behind when it changes the status). Format 5 also covers runs-by-time entries holding the
+ * run's workflow and state (run-time-index.ts), which came in the same release: an older one would
+ * leave an entry's state behind when the run moves on, and list filters trust it. No upgrade is
+ * needed for them: a format-4 release wrote null entries, which say nothing and are read through.
  */
 export const DATA_FORMAT = 5;
 

@@ -40,6 +40,11 @@ export interface LedgerTable {
   /** The value as stored, or undefined; each store narrows it to its record type. */
   get(key: LedgerKey): unknown;
   doesExist(key: LedgerKey): boolean;
+  /**
+   * The value's stored bytes, or undefined, without decoding them (valid only until the next read):
+   * what a list weighs a record by before deciding to read it whole.
+   */
+  getBinaryFast(key: LedgerKey): Uint8Array | undefined;
   getRange(range: LedgerRange): Iterable<{ key: LedgerKey; value: unknown }>;
   getKeys(range: LedgerRange): Iterable<LedgerKey>;
   getKeysCount(range: LedgerRange): number;

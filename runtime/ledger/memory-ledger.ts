@@ -67,6 +67,10 @@ class MemoryTable implements LedgerTable {
     return found.entry === undefined ? undefined : packr.unpack(found.entry.value);
   }
 
+  getBinaryFast(key: LedgerKey): Uint8Array | undefined {
+    return this.#find(keyBytes(key)).entry?.value;
+  }
+
   doesExist(key: LedgerKey): boolean {
     return this.#find(keyBytes(key)).entry !== undefined;
   }

@@ -18,6 +18,7 @@ import { sandboxAllowed, sandboxDisabledMessage } from '../tenancy/sandbox-guard
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { ActionEffects } from './custom-action-step.ts';
 import { RunChains } from './run-chains.ts';
+import type { RunKeys } from './run-store.ts';
 import { RunCreation } from './run-creation.ts';
 import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
 import { RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
@@ -142,7 +143,7 @@ export class RunEngine {
   }
 
   /** Drops every in-memory trace of runs that were deleted (sandbox reset): slots, timers, actors. */
-  forget(runs: readonly PersistedRun[]): void {
+  forget(runs: readonly RunKeys[]): void {
     for (const run of runs) {
       const { orgId, runId } = run.context;
       this.#timers.disarm(orgScopedKey(orgId, runId));

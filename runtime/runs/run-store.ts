@@ -8,7 +8,7 @@ import { asRunId, type EventId, type OrgId, type RunId } from '../../actors/ids.
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunStateName } from '../../actors/run-types.ts';
 import type { Ledger } from '../ledger/ledger.ts';
-import { entryMayMatch, pageByTime } from '../ledger/page-by-time.ts';
+import { entryMayMatch, MAX_PAGE_BYTES, pageByTime } from '../ledger/page-by-time.ts';
 import { runTimeEntryOf } from './run-time-index.ts';
 
 /** States with work still to come: the set boot recovery walks. `failed` waits for a person. */
@@ -40,12 +40,27 @@ export const FAILED_INDEX = 'runs-failed-by-arrival';
 /** A failed-event triage position: the event's received_at_ms and id. */
 export type FailedEventPosition = readonly [receivedAtMs: number, eventId: string];
 
-export interface FailedEvent {
+export interface FailedEvent<T> {
   readonly eventId: EventId;
   /** The event's received_at_ms: what the list is ordered by. */
   readonly receivedAtMs: number;
-  readonly runs: PersistedRun[];
+  /** The views of its first FAILED_RUNS_SHOWN failed runs. */
+  readonly runs: T[];
   failedRuns: number;
+}
+
+/**
+ * What removing a run needs of it: the fields its keys are made of. A snapshot holds every step's
+ * results (megabytes), so a pass that removes many runs keeps only these.
+ */
+export interface RunKeys {
+  readonly value: RunStateName;
+  readonly context: Pick<PersistedRun['context'], 'orgId' | 'runId' | 'eventId' | 'environment' | 'createdAt'>;
+}
+
+export function runKeysOf(run: PersistedRun): RunKeys {
+  const { orgId, runId, eventId, environment, createdAt } = run.context;
+  return { value: run.value, context: { orgId, runId, eventId, environment, createdAt } };
 }
 
 export class RunStore {
@@ -95,8 +110,8 @@ export class RunStore {
     this.#failed.put(failedKey(run), run.context.updatedAt);
   }
 
-  /** Removes a run and its index entries (sandbox reset). Call inside a write transaction. */
-  remove(run: PersistedRun): void {
+  /** Removes a run and its index entries (sandbox reset, retention). Call inside a write transaction. */
+  remove(run: RunKeys): void {
     const ctx = run.context;
     this.#runs.remove([ctx.orgId, ctx.runId]);
     this.#byEvent.remove([ctx.orgId, ctx.eventId, ctx.runId]);
@@ -105,13 +120,17 @@ export class RunStore {
     this.#failed.remove(failedKey(run));
   }
 
-  forEvent(orgId: string, eventId: string): PersistedRun[] {
-    const runs: PersistedRun[] = [];
+  /**
+   * `view` of each run of an event. Each snapshot is let go once viewed: an event may have thousands
+   * of runs, each holding megabytes of step results.
+   */
+  forEvent<T>(orgId: string, eventId: string, view: (run: PersistedRun) => T): T[] {
+    const views: T[] = [];
     for (const key of this.#byEvent.getKeys({ start: [orgId, eventId], end: [orgId, eventId, '\uffff'] })) {
       const run = this.get(orgId, (key as [string, string, string])[2]);
-      if (run !== undefined) runs.push(run);
+      if (run !== undefined) views.push(view(run));
     }
-    return runs;
+    return views;
   }
 
   /** Every run that still has work to do, across all orgs: what boot recovery resumes. */
@@ -122,21 +141,38 @@ export class RunStore {
     });
   }
 
-  /** Newest first within an org and environment; filters by state and workflow; resumes after `cursor`. */
-  list(
+  /**
+   * `view` of each run, newest first within an org and environment; filters by state and workflow;
+   * resumes after `cursor`. A snapshot holds its steps' results (up to megabytes): each is let go once
+   * viewed, and a page ends, with a cursor, once the snapshots it read pass MAX_PAGE_BYTES stored.
+   */
+  list<T>(
     orgId: string,
     environment: string,
     filter: { state?: string; workflowId?: string; limit: number; cursor?: [number, string] },
-  ): { runs: PersistedRun[]; nextCursor: [number, string] | null } {
-    const page = pageByTime(this.#byTime, [orgId, environment], filter.limit, filter.cursor, (runId, entry) => {
-      // The index entry tells most runs that do not match without reading them (a run holds its
-      // steps' outputs: decoding 20,000 to find none stalled every tenant).
-      if (!entryMayMatch(entry, [filter.workflowId, filter.state])) return undefined;
-      const run = this.get(orgId, runId);
-      const matches = run !== undefined && (filter.state === undefined || run.value === filter.state) && (filter.workflowId === undefined || run.context.workflowId === filter.workflowId);
-      return matches ? run : undefined;
-    });
-    return { runs: page.items, nextCursor: page.next };
+    view: (run: PersistedRun) => T,
+  ): { runs: T[]; nextCursor: [number, string] | null } {
+    const page = pageByTime(
+      this.#byTime,
+      [orgId, environment],
+      filter.limit,
+      filter.cursor,
+      (runId, entry) => {
+        // The index entry tells most runs that do not match without reading them (a run holds its
+        // steps' outputs: decoding 20,000 to find none stalled every tenant).
+        if (!entryMayMatch(entry, [filter.workflowId, filter.state])) return undefined;
+        const bytes = this.#storedBytes(orgId, runId);
+        const run = this.get(orgId, runId);
+        const matches = run !== undefined && (filter.state === undefined || run.value === filter.state) && (filter.workflowId === undefined || run.context.workflowId === filter.workflowId);
+        return matches ? { view: view(run), bytes } : undefined;
+      },
+      (item) => item.bytes,
+    );
+    return { runs: page.items.map((item) => item.view), nextCursor: page.next };
+  }
+
+  #storedBytes(orgId: string, runId: string): number {
+    return this.#runs.getBinaryFast([orgId, runId])?.length ?? 0;
   }
 
   /**
@@ -145,25 +181,34 @@ export class RunStore {
    * continuing below `before`. An event's place never moves (a later failure of another of its runs
    * joins it there), so a cursor neither skips nor repeats events while failures come in (one that
    * comes in above it, such as a new event's, shows on a listing from the top). Reads only the index
-   * entries of the events on the page. Each lists at most FAILED_RUNS_SHOWN of its failed runs (an
-   * event can trigger thousands of workflows) and counts them all.
+   * entries of the events on the page. Each lists `view` of at most FAILED_RUNS_SHOWN of its failed
+   * runs (an event can trigger thousands of workflows) and counts them all. As `list`, a page ends
+   * once the snapshots it read pass MAX_PAGE_BYTES stored (after a whole event).
    */
-  failedEvents(orgId: string, environment: string, limit: number, before?: FailedEventPosition): { events: FailedEvent[]; nextCursor: FailedEventPosition | null } {
-    const events: FailedEvent[] = [];
+  failedEvents<T>(
+    orgId: string,
+    environment: string,
+    limit: number,
+    before: FailedEventPosition | undefined,
+    view: (run: PersistedRun) => T,
+  ): { events: FailedEvent<T>[]; nextCursor: FailedEventPosition | null } {
+    const events: FailedEvent<T>[] = [];
+    let bytes = 0;
     // Reverse: from the highest key below the cursor's event (its own [..., at, event, run] keys sort above it).
     const start = before === undefined ? [orgId, environment, Number.MAX_SAFE_INTEGER] : [orgId, environment, before[0], before[1]];
     for (const key of this.#failed.getKeys({ start, end: [orgId, environment], reverse: true })) {
       const [, , receivedAtMs, eventId, runId] = key as [string, string, number, string, string];
       let current = events.at(-1);
       if (current === undefined || current.eventId !== eventId || current.receivedAtMs !== receivedAtMs) {
-        if (current !== undefined && events.length === limit) return { events, nextCursor: [current.receivedAtMs, current.eventId] };
+        if (current !== undefined && (events.length === limit || bytes >= MAX_PAGE_BYTES)) return { events, nextCursor: [current.receivedAtMs, current.eventId] };
         current = { eventId: eventId as EventId, receivedAtMs, runs: [], failedRuns: 0 };
         events.push(current);
       }
       current.failedRuns += 1;
       if (current.runs.length >= FAILED_RUNS_SHOWN) continue;
+      bytes += this.#storedBytes(orgId, runId);
       const run = this.get(orgId, runId);
-      if (run !== undefined) current.runs.push(run);
+      if (run !== undefined) current.runs.push(view(run));
     }
     return { events, nextCursor: null };
   }
@@ -178,7 +223,7 @@ export class RunStore {
 }
 
 /** A run's key in the failed-event index. Its createdAt is its event's received_at_ms (run-creation.ts). */
-function failedKey(run: PersistedRun): [string, string, number, string, string] {
+function failedKey(run: RunKeys): [string, string, number, string, string] {
   const ctx = run.context;
   return [ctx.orgId, ctx.environment, ctx.createdAt, ctx.eventId, ctx.runId];
 }

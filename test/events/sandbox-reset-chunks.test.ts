@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
-import type { PersistedRun } from '../../actors/run-transition.ts';
+import type { RunKeys } from '../../runtime/runs/run-store.ts';
 import { API_SOURCE, rootEvent } from '../../runtime/events/event-record.ts';
 import { resetSandbox, type SandboxResetDeps } from '../../runtime/events/sandbox-reset.ts';
 import { createLogger } from '../../runtime/log.ts';
@@ -22,7 +22,7 @@ const ORG = 'acct-reset-chunks';
 const OTHER = 'acct-reset-bystander';
 
 /** The reset's dependencies over the runtime's own stores, removing `chunk` records per transaction. */
-function resetDeps(rt: TestRuntime, chunk: number, forget: (runs: readonly PersistedRun[]) => void): SandboxResetDeps {
+function resetDeps(rt: TestRuntime, chunk: number, forget: (runs: readonly RunKeys[]) => void): SandboxResetDeps {
   const { ledger, events, runs, sources } = rt.runtime.context;
   return { ledger, events, runs, sources, devices: new DeviceStore(ledger, events), updateLog: rt.runtime.updateLog, projections: new ProjectionStore(ledger), forget, chunk };
 }
