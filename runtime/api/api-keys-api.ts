@@ -43,7 +43,7 @@ export function apiKeyRoutes(ctx: ApiContext, onRevoked: (orgId: string, keyId: 
         const keys = ctx.apiKeys.list(org.id, { limit: limit + 1, ...(after === undefined ? {} : { afterId: after[0] }) });
         const page = keys.slice(0, limit);
         const last = page.at(-1);
-        return json(200, { api_keys: page.map(describeApiKey), next_cursor: keys.length > limit && last !== undefined ? encodeCursor([last.id]) : null });
+        return json(200, { api_keys: page.map(describeApiKey), next_cursor: keys.length > limit && last !== undefined ? encodeCursor(request, [last.id]) : null });
       },
     },
     {

@@ -89,7 +89,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
           ...(source === undefined ? {} : { source }),
           ...(cursor === undefined ? {} : { cursor }),
         });
-        return rawJson(200, { events: page.events.map(eventWithRawPayload), next_cursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor) });
+        return rawJson(200, { events: page.events.map(eventWithRawPayload), next_cursor: page.nextCursor === null ? null : encodeCursor(request, page.nextCursor) });
       },
     },
     {

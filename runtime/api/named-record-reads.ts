@@ -42,7 +42,7 @@ export function namedRecordReads<T extends NamedRecord>(ctx: ApiContext, base: s
         const environment = environmentOf(request, org);
         const limit = parseLimit(request);
         const after = parseCursorOf(request, [isRecordName]);
-        const page = byteCappedPage(inEnvironment(records.listAfter(org.id, after?.[0]), environment), limit, records.describe, (last) => encodeCursor([last.name]));
+        const page = byteCappedPage(inEnvironment(records.listAfter(org.id, after?.[0]), environment), limit, records.describe, (last) => encodeCursor(request, [last.name]));
         return rawJson(200, { [records.plural]: page.views, next_cursor: page.nextCursor });
       },
     },

@@ -53,7 +53,7 @@ export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore):
           ...(status === undefined ? {} : { status }),
           ...(after === undefined ? {} : { after }),
         });
-        return json(200, { rows: page.rows, next_cursor: page.next === null ? null : encodeCursor(page.next) });
+        return json(200, { rows: page.rows, next_cursor: page.next === null ? null : encodeCursor(request, page.next) });
       },
     },
     {

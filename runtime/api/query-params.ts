@@ -1,6 +1,7 @@
 // Shared query-string parsers of the list endpoints: environment scope, page size and cursor.
 // Each returns a typed value or throws a 400 naming the parameter.
 
+import { createHash } from 'node:crypto';
 import { InputError, notFound } from '../errors.ts';
 import { EVENT_ID_PATTERN } from '../events/event-record.ts';
 import type { HttpRequest } from '../http/types.ts';
@@ -44,8 +45,19 @@ export function parseLimit(request: HttpRequest): number {
   return Number(raw);
 }
 
-/** Encodes a list position as the opaque `next_cursor` string of a list answer. */
-export const encodeCursor = (position: readonly unknown[]): string => Buffer.from(JSON.stringify(position)).toString('base64url');
+/**
+ * What a cursor belongs to: the list's path (its org and endpoint) and its filters, every query
+ * parameter but `cursor` and `limit`, hashed. A cursor carries it, so one used on another list,
+ * org or filter is a 400 instead of a silently wrong page (a projection cursor of one entity type
+ * read under another answered no rows).
+ */
+function listScope(request: HttpRequest): string {
+  const filters = [...request.query].filter(([name]) => name !== 'cursor' && name !== 'limit').sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify([request.path, filters])).digest('base64url').slice(0, 16);
+}
+
+/** Encodes a list position as the opaque `next_cursor` string of the list `request` asked for. */
+export const encodeCursor = (request: HttpRequest, position: readonly unknown[]): string => Buffer.from(JSON.stringify([...position, listScope(request)])).toString('base64url');
 
 /** Longer than any cursor this API hands out (two key parts of at most a few hundred bytes). */
 const MAX_CURSOR_LENGTH = 2048;
@@ -65,12 +77,14 @@ export function parseCursorOf<const S extends readonly PositionPart<unknown>[]>(
   if (raw.length <= MAX_CURSOR_LENGTH) {
     try {
       const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
-      if (Array.isArray(value) && value.length === shape.length && shape.every((isPart, i) => isPart(value[i]))) return value as PositionOf<S>;
+      if (Array.isArray(value) && value.length === shape.length + 1 && shape.every((isPart, i) => isPart(value[i])) && value[shape.length] === listScope(request)) {
+        return value.slice(0, shape.length) as PositionOf<S>;
+      }
     } catch {
       // fall through to the error below
     }
   }
-  throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
+  throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint, for the same organization and filters (only limit may change).', { field: 'cursor' });
 }
 
 const isTime = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;

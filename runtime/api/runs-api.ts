@@ -55,7 +55,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
         }, summarizeRun);
         return json(200, {
           runs: page.runs,
-          next_cursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor),
+          next_cursor: page.nextCursor === null ? null : encodeCursor(request, page.nextCursor),
         });
       },
     },
@@ -117,7 +117,7 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
         }
         const last = page.events[rows.length - 1];
         const nextCursor = rows.length < page.events.length && last !== undefined ? [last.receivedAtMs, last.eventId] : page.nextCursor;
-        return rawJson(200, { failed_events: rows, next_cursor: nextCursor === null ? null : encodeCursor(nextCursor) });
+        return rawJson(200, { failed_events: rows, next_cursor: nextCursor === null ? null : encodeCursor(request, nextCursor) });
       },
     },
   ];

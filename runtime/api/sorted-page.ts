@@ -14,8 +14,11 @@ interface Created {
 /** A part of a [created_at, id] cursor as these lists write it. */
 export const isCursorText = (value: unknown): value is string => typeof value === 'string' && value.length <= 200;
 
-/** The cursor naming `item` in such a list: its [created_at, id]. */
-export const createdCursor = (item: Created): string => encodeCursor([item.created_at, item.id]);
+/** The cursor naming `item` in such a list (the one `request` asked for): its [created_at, id]. */
+export const createdCursor =
+  (request: HttpRequest) =>
+  (item: Created): string =>
+    encodeCursor(request, [item.created_at, item.id]);
 
 /** Newest created first, ties by id descending: the order every such list is shown in. */
 export const newestFirst = (a: Created, b: Created): number =>
@@ -31,5 +34,5 @@ export function sortedPage<T extends Created, V>(request: HttpRequest, items: re
   const after = parseCursorOf(request, [isCursorText, isCursorText]);
   const sorted = [...items].sort(newestFirst);
   const start = after === undefined ? 0 : sorted.findIndex((item) => newestFirst(item, { created_at: after[0], id: after[1] }) > 0);
-  return byteCappedPage(start < 0 ? [] : sorted.slice(start), limit, view, createdCursor);
+  return byteCappedPage(start < 0 ? [] : sorted.slice(start), limit, view, createdCursor(request));
 }

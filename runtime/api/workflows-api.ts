@@ -130,7 +130,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const view = seesCredentials(request) ? (workflow: Workflow): Workflow => workflow : redactWorkflow;
         // Read one at a time, newest first, and like the other lists ended early past MAX_PAGE_BYTES:
         // a workflow can be about 1 MiB, and an org may hold 2,000.
-        const page = byteCappedPage(workflows.newestFirst(org.id, environment, after), limit, view, createdCursor);
+        const page = byteCappedPage(workflows.newestFirst(org.id, environment, after), limit, view, createdCursor(request));
         return json(200, { workflows: page.views, next_cursor: page.nextCursor });
       },
     },

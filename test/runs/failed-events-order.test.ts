@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { encodeCursor } from '../../runtime/api/query-params.ts';
+import type { HttpRequest } from '../../runtime/http/types.ts';
 import { FAILED_INDEX } from '../../runtime/runs/run-store.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -124,7 +125,9 @@ test('failures that come in while a listing is paged neither shift its pages nor
 
 test('a cursor of the old id-ordered list, or of another shape, is a 400 invalid_cursor', async () => {
   for (const position of [['evt_00000000001a'], ['zz-caller-chosen'], [START, 42], ['evt_00000000001a', START]]) {
-    const answer = await call(rt.url, 'GET', `/organizations/${ORG}/failed-events?cursor=${encodeCursor(position)}`, { token: key });
+    // Made for this list (its path, no filters), so only the position's shape is wrong.
+    const forThisList = { path: `/organizations/${ORG}/failed-events`, query: new URLSearchParams() } as HttpRequest;
+    const answer = await call(rt.url, 'GET', `/organizations/${ORG}/failed-events?cursor=${encodeCursor(forThisList, position)}`, { token: key });
     assert.equal(answer.status, 400, `${JSON.stringify(position)}: ${answer.text}`);
     assert.equal(answer.body.error.code, 'invalid_cursor');
     assert.equal(answer.body.error.field, 'cursor');
