@@ -108,13 +108,43 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
   return [...new Set([...long, ...escaped, ...escaped.map((value) => value.replaceAll('/', '\\/'))])];
 }
 
+/**
+ * Characters a viewer's read of one run may search for credentials (each string's length times the
+ * credentials searched in it): at most ~0.1 s of the event loop on text made to defeat the search
+ * (~1 ns a unit on the dev VM; ordinary text ~0.02 ns), and room for 2,400 answers of 4 KiB against
+ * 10 credentials. A workflow within the caps can carry 100,000 token-like words, and a run thousands
+ * of 4 KiB answers: searching them all took 30 s, with every tenant waiting. Past the budget a string
+ * reads as "[redacted]" whole (it is never shown unsearched).
+ */
+export const SCRUB_BUDGET = 100_000_000;
+/** What searching a string costs beyond its length, per credential. */
+const SEARCH_OVERHEAD = 16;
+
+/** The credentials of one read and what is left of its SCRUB_BUDGET. */
+interface Scrubbing {
+  readonly credentials: readonly string[];
+  /** Their lengths together: what looking for a cut start of each at a string's end costs. */
+  readonly totalLength: number;
+  left: number;
+}
+
+/** Takes `cost` from the read's budget: false, taking nothing, when not that much is left. */
+function spend(scrubbing: Scrubbing, cost: number): boolean {
+  if (cost > scrubbing.left) return false;
+  scrubbing.left -= cost;
+  return true;
+}
+
 /** `value` with every occurrence of a credential in its strings read as "[redacted]". */
-function scrub(value: JsonValue | null, credentials: readonly string[]): JsonValue | null {
-  if (credentials.length === 0 || value === null) return value;
-  if (typeof value === 'string') return maskOccurrences(value, credentials, REDACTED);
-  if (Array.isArray(value)) return value.map((item: JsonValue) => scrub(item, credentials) as JsonValue);
+function scrub(value: JsonValue | null, scrubbing: Scrubbing): JsonValue | null {
+  if (scrubbing.credentials.length === 0 || value === null) return value;
+  if (typeof value === 'string') {
+    if (!spend(scrubbing, (value.length + SEARCH_OVERHEAD) * scrubbing.credentials.length)) return REDACTED;
+    return maskOccurrences(value, scrubbing.credentials, REDACTED);
+  }
+  if (Array.isArray(value)) return value.map((item: JsonValue) => scrub(item, scrubbing) as JsonValue);
   if (typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, scrub(item, credentials) as JsonValue]));
+  return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, scrub(item, scrubbing) as JsonValue]));
 }
 
 type Fields = { readonly [key: string]: JsonValue };
@@ -128,16 +158,17 @@ const wasCut = (evidence: JsonValue | null): boolean => fieldsOf(evidence)?.['bo
  * start of a credential it ends with. Only such bodies are searched for that: the search costs a
  * credential's length for every string it looks at.
  */
-function scrubAnswer(value: JsonValue | null, credentials: readonly string[], cut: boolean): JsonValue | null {
-  const scrubbed = scrub(value, credentials);
+function scrubAnswer(value: JsonValue | null, scrubbing: Scrubbing, cut: boolean): JsonValue | null {
+  const scrubbed = scrub(value, scrubbing);
   const body = fieldsOf(scrubbed)?.['body'];
-  if (!cut || typeof body !== 'string') return scrubbed;
-  return { ...(scrubbed as Fields), body: maskOccurrences(body, credentials, REDACTED, MIN_CUT_START) };
+  if (!cut || typeof body !== 'string' || body === REDACTED) return scrubbed;
+  const cost = (body.length + SEARCH_OVERHEAD) * scrubbing.credentials.length + scrubbing.totalLength;
+  return { ...(scrubbed as Fields), body: spend(scrubbing, cost) ? maskOccurrences(body, scrubbing.credentials, REDACTED, MIN_CUT_START) : REDACTED };
 }
 
 /** Attempt evidence with its recorded `url` redacted as in the workflow, and the credentials scrubbed from the rest. */
-function redactEvidence(evidence: JsonValue | null, credentials: readonly string[]): JsonValue | null {
-  const scrubbed = scrubAnswer(evidence, credentials, wasCut(evidence));
+function redactEvidence(evidence: JsonValue | null, scrubbing: Scrubbing): JsonValue | null {
+  const scrubbed = scrubAnswer(evidence, scrubbing, wasCut(evidence));
   const url = fieldsOf(evidence)?.['url'];
   return typeof url === 'string' && URL.canParse(url) ? { ...(scrubbed as Fields), url: redactUrl(url) } : scrubbed;
 }
@@ -147,18 +178,19 @@ function redactEvidence(evidence: JsonValue | null, credentials: readonly string
  * pinned `workflow` scrubbed from step results and evidence (a receiver that echoes its request,
  * or quotes it in an error page, would otherwise show them).
  */
-export function redactRunView(run: RunView, workflow: WorkflowDraft | undefined): RunView {
+export function redactRunView(run: RunView, workflow: WorkflowDraft | undefined, budget = SCRUB_BUDGET): RunView {
   const credentials = credentialsOf(workflow);
+  const scrubbing: Scrubbing = { credentials, totalLength: credentials.reduce((sum, value) => sum + value.length, 0), left: budget };
   return {
     ...run,
     steps: run.steps.map((step) => ({
       ...step,
       // A webhook step's result is the answer its succeeded attempt recorded.
-      result: scrubAnswer(step.result, credentials, step.attempts.some((a) => a.outcome === 'succeeded' && wasCut(a.evidence))),
+      result: scrubAnswer(step.result, scrubbing, step.attempts.some((a) => a.outcome === 'succeeded' && wasCut(a.evidence))),
       attempts: step.attempts.map((a) => ({
         ...a,
-        evidence: redactEvidence(a.evidence, credentials),
-        after_cancel: a.after_cancel === null ? null : { ...a.after_cancel, evidence: redactEvidence(a.after_cancel.evidence, credentials) },
+        evidence: redactEvidence(a.evidence, scrubbing),
+        after_cancel: a.after_cancel === null ? null : { ...a.after_cancel, evidence: redactEvidence(a.after_cancel.evidence, scrubbing) },
       })),
     })),
   };
