@@ -77,6 +77,11 @@ export function toSluiceError(method: string, error: ServiceError): SluiceError 
         return new ConflictError('stale_fence', details, {}, options);
       }
       if (code === 'idempotency_key_reused' || code === 'secret_limit_reached') return new ConflictError(code, details, {}, options);
+      // The runner's master key is not the one the secret was sealed under (or its bytes are
+      // damaged): the operator's to fix, and refused before the guest ran, so retried as a call never sent.
+      if (code === 'secret_unreadable') {
+        return new CallNotSentError(code, `${details} Nothing was run: start the hook-runner with the master key the secret was sealed under (SLUICE_PREVIOUS_MASTER_KEYS during a rotation), or set the secret again; the step is retried, and a run out of retries can be resumed.`);
+      }
       return new TerminalError(code ?? 'failed_precondition', details, options);
     case status.UNAUTHENTICATED:
     case status.PERMISSION_DENIED:
