@@ -1,16 +1,16 @@
 // One call of a CLI command built on the REST client (explain, replay, failed, resume, cancel): a
 // client for the target, the command's work, and its text on stdout (exit 0); or why the call
-// failed, on one printable line on stderr (exit 1): Sluice's own answer (status, code, message) or
-// the network's. Anything else is a bug and is thrown on.
+// failed, on one printable line on stderr (exit 1): Sluice's own answer (status, code, message), the
+// network's, or an argument the client would not send (an empty id). Anything else is a bug and is thrown on.
 
-import { SluiceApiError, SluiceClient, SluiceNetworkError } from '../kits/client/index.ts';
+import { SluiceApiError, SluiceArgumentError, SluiceClient, SluiceNetworkError } from '../kits/client/index.ts';
 import type { ApiTarget, ClientCommandIo } from './cli-api-target.ts';
 import { printable } from './terminal-text.ts';
 
 /** The failure as one printable line (a proxy's error page may hold anything). */
 function clientFailure(error: unknown): string {
   if (error instanceof SluiceApiError) return printable(`${error.status} ${error.code}: ${error.message}`);
-  if (error instanceof SluiceNetworkError) return printable(`${error.code}: ${error.message}`);
+  if (error instanceof SluiceNetworkError || error instanceof SluiceArgumentError) return printable(`${error.code}: ${error.message}`);
   throw error;
 }
 

@@ -126,6 +126,26 @@ test('usage mistakes are usage errors; what Sluice refuses exits 1 saying why', 
   assert.equal(stranger, 1);
 });
 
+test('an id that names no record, or an idempotency key a header cannot carry, exits 1 saying so before any request', async () => {
+  const replaysOf = async (): Promise<number> => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${eventId}`, { token: key })).body.replays.length;
+  const replaysBefore = await replaysOf();
+  const cases: Array<[typeof explainCommand, string[], RegExp]> = [
+    [explainCommand, ['--run', ''], /^sluice explain: invalid_argument: The run id is empty\.\n$/],
+    [explainCommand, ['--run', '.'], /^sluice explain: invalid_argument: The run id "\." names no record\.\n$/],
+    [explainCommand, ['--event', '..'], /^sluice explain: invalid_argument: The event id "\.\." names no record\.\n$/],
+    [runAction('cancel'), ['--run', ''], /^sluice cancel: invalid_argument: The run id is empty\.\n$/],
+    [replayCommand, ['--event', '', '--side-effects', 'skip'], /^sluice replay: invalid_argument: The event id is empty\.\n$/],
+    [replayCommand, ['--event', eventId, '--side-effects', 'skip', '--idempotency-key', 'retry-caf\u00e9'], /^sluice replay: invalid_argument: The idempotency key holds U\+00E9 at position 9: it is sent in the Idempotency-Key header/],
+    [replayCommand, ['--event', eventId, '--side-effects', 'skip', '--idempotency-key', 'k'.repeat(256)], /^sluice replay: invalid_argument: The idempotency key is 256 characters long; the API takes at most 255\.\n$/],
+  ];
+  for (const [command, args, expected] of cases) {
+    const { code, out, err } = await run(command, args);
+    assert.equal(code, 1, `${args.join(' ')}: ${out}`);
+    assert.match(err, expected);
+  }
+  assert.equal(await replaysOf(), replaysBefore, 'no replay was made');
+});
+
 const runAction = (verb: 'resume' | 'cancel') => (args: readonly string[], io: Parameters<typeof explainCommand>[1]) => runActionCommand(verb, args, io);
 
 test('an attempt still out reads as under way; cancelled while out, as possibly delivered, with what it did after the cancel', async () => {

@@ -8,6 +8,7 @@ import { linkSignals, raceAbort } from './abort.ts';
 import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
 import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummary, SluiceEvent } from './api-types.ts';
 import { headerCredentialProblem } from './credential-check.ts';
+import { idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
@@ -60,10 +61,11 @@ export class SluiceClient {
   /** The key as sent: without the white space around it. */
   readonly #apiKey: string;
 
-  /** Throws TypeError for a url that is not http(s) or carries credentials or a query, or an API key a header cannot carry; RangeError for a bad timeoutMs. */
+  /** Throws TypeError for a url that is not http(s) or carries credentials or a query, an API key a header cannot carry, or an empty or "." org; RangeError for a bad timeoutMs. */
   constructor(options: ClientOptions) {
     this.#o = options;
     this.org = options.org;
+    pathId('The organization id', options.org);
     this.#base = parseBaseUrl(options.url);
     refuseUrlCredentials(this.#base);
     if (typeof options.apiKey !== 'string') throw new TypeError('The API key is missing (apiKey).');
@@ -164,7 +166,7 @@ export class SluiceClient {
   }
 
   getEvent(id: string, environment: Environment = 'production', call: CallOptions = {}): Promise<EventDetails> {
-    return this.request('GET', `/events/${encodeURIComponent(id)}`, { ...call, query: { environment } });
+    return this.request('GET', `/events/${pathId('The event id', id)}`, { ...call, query: { environment } });
   }
 
   /** Every event (newest first), fetched a page at a time as you iterate. */
@@ -178,7 +180,7 @@ export class SluiceClient {
   }
 
   getRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
-    return this.request('GET', `/runs/${encodeURIComponent(runId)}`, { ...call, query: { environment } });
+    return this.request('GET', `/runs/${pathId('The run id', runId)}`, { ...call, query: { environment } });
   }
 
   /** Every run (newest first), fetched a page at a time as you iterate. */
@@ -188,11 +190,11 @@ export class SluiceClient {
 
   /** Continues a failed run from its first incomplete step (completed steps are not run again). */
   resumeRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
-    return this.request('POST', `/runs/${encodeURIComponent(runId)}/resume`, { ...call, query: { environment } });
+    return this.request('POST', `/runs/${pathId('The run id', runId)}/resume`, { ...call, query: { environment } });
   }
 
   cancelRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
-    return this.request('POST', `/runs/${encodeURIComponent(runId)}/cancel`, { ...call, query: { environment } });
+    return this.request('POST', `/runs/${pathId('The run id', runId)}/cancel`, { ...call, query: { environment } });
   }
 
   /**
@@ -203,11 +205,11 @@ export class SluiceClient {
    * it) unless `again` is true. Answers the new event and the runs it started.
    */
   replayEvent(id: string, options: { sideEffects: 'skip' | 'run'; workflowIds?: readonly string[]; idempotencyKey?: string; again?: boolean; environment?: Environment }, call: CallOptions = {}): Promise<ReplayMade> {
-    return this.request<ReplayMade>('POST', `/events/${encodeURIComponent(id)}/replay`, {
+    return this.request<ReplayMade>('POST', `/events/${pathId('The event id', id)}/replay`, {
       ...call,
       json: { side_effects: options.sideEffects, ...(options.workflowIds === undefined ? {} : { workflow_ids: options.workflowIds }), ...(options.again === undefined ? {} : { again: options.again }) },
       query: { environment: options.environment },
-      ...(options.idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': options.idempotencyKey }, retry: true }),
+      ...(options.idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': idempotencyKeyHeader(options.idempotencyKey) }, retry: true }),
     });
   }
 

@@ -23,6 +23,18 @@ export class SluiceApiError extends Error {
 }
 
 /**
+ * An argument a call cannot send as given (an empty or "." id, an idempotency key a header cannot
+ * carry): thrown before anything is sent.
+ */
+export class SluiceArgumentError extends TypeError {
+  readonly code = 'invalid_argument';
+  constructor(message: string) {
+    super(message);
+    this.name = 'SluiceArgumentError';
+  }
+}
+
+/**
  * No answer from Sluice: the connection failed (`network_error`, `cause` is fetch's error) or an
  * attempt took longer than `timeoutMs` (`timeout`). Thrown once the attempts are used up, for a
  * call that retries. A POST that does not retry may have been carried out all the same.

@@ -30,5 +30,10 @@ export function credentialProblem(what: string, value: string): string | undefin
 
 /** As credentialProblem, for a credential sent in the Authorization header (REST calls). */
 export function headerCredentialProblem(what: string, value: string): string | undefined {
-  return problemWith(what, value, VISIBLE_ASCII, 'it is sent in the Authorization header, which takes visible ASCII characters only (no spaces or line breaks).');
+  return headerValueProblem(what, value, 'Authorization');
+}
+
+/** As credentialProblem, for a value sent in the header `header`: visible ASCII only. */
+export function headerValueProblem(what: string, value: string, header: string): string | undefined {
+  return problemWith(what, value, VISIBLE_ASCII, `it is sent in the ${header} header, which takes visible ASCII characters only (no spaces or line breaks).`);
 }

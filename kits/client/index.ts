@@ -2,7 +2,7 @@
 // resume handled, and a device connection that loses nothing. README.md in this folder shows each.
 
 export { SluiceClient, type CallOptions, type ClientOptions, type RequestOptions } from './api-client.ts';
-export { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
+export { SluiceApiError, SluiceArgumentError, SluiceNetworkError } from './api-errors.ts';
 export type { AttemptError, Environment, EventDetails, EventRecording, EventReplay, FailedEvent, ReplayMade, Run, RunAttempt, RunFailureReason, RunStep, RunSummary, SluiceEvent } from './api-types.ts';
 export { LiveClosedError, LiveSubscription, watchRuns, type RunUpdate, type WatchOptions } from './live-subscription.ts';
 export { DeviceConnection, DeviceError, connectDevice, type Acked, type DeviceMessage, type DeviceOptions } from './device-connection.ts';
