@@ -254,18 +254,31 @@ test('a key or URL that cannot be sent is refused before any request, naming the
   }
 });
 
-test('an answer that is not JSON reaches the terminal escaped, as every other answer', async () => {
+test('an answer that is not JSON is never printed: a success is invalid_answer, an error names its status and size', async () => {
   const { createServer } = await import('node:http');
-  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>\u001b]0;PWNED\u0007</html>'));
+  const pages = new Map([
+    ['/ok', { status: 200, body: '<html>\u001b]0;PWNED\u0007</html>' }],
+    ['/login', { status: 403, body: '<html>Proxy login required session=sess_4f9a2c</html>' }],
+  ]);
+  const server = createServer((req, res) => {
+    const page = pages.get((req.url ?? '').split('/organizations')[0] ?? '') ?? { status: 404, body: '' };
+    res.writeHead(page.status, { 'content-type': 'text/html' }).end(page.body);
+  });
   await new Promise<void>((listening) => server.listen(0, '127.0.0.1', () => listening()));
   try {
-    const url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
-    const output = capturedOutput();
-    const code = await explainCommand([url, '--org', ORG, '--run', runId], { stdout: output.stdout, stderr: output.stderr, env: { SLUICE_API_KEY: key } });
-    const err = output.err();
-    assert.equal(code, 1);
-    assert.match(err, /^sluice explain: 200 invalid_answer: GET \/organizations\/acct-explain-cli\/runs\/run_\w+ answered 200 with a body that is not JSON/);
-    assert.doesNotMatch(err, /[\u0000-\u0009\u000b-\u001f]/, JSON.stringify(err));
+    const base = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+    const explainAt = async (url: string): Promise<string> => {
+      const output = capturedOutput();
+      const code = await explainCommand([url, '--org', ORG, '--run', runId], { stdout: output.stdout, stderr: output.stderr, env: { SLUICE_API_KEY: key } });
+      assert.equal(code, 1);
+      return output.err();
+    };
+    const success = await explainAt(`${base}/ok`);
+    assert.match(success, /^sluice explain: 200 invalid_answer: GET \/ok\/organizations\/acct-explain-cli\/runs\/run_\w+ answered 200 with a body that is not JSON/);
+    assert.doesNotMatch(success, /PWNED/);
+    const refused = await explainAt(`${base}/login`);
+    assert.match(refused, /^sluice explain: 403 http_error: GET \/login\/organizations\/acct-explain-cli\/runs\/run_\w+ answered 403 with a body of 53 bytes that is not Sluice's JSON error \(not shown\)/);
+    assert.doesNotMatch(refused, /sess_4f9a2c|Proxy login/);
   } finally {
     await new Promise((closed) => server.close(closed));
   }

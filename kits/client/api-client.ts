@@ -107,7 +107,7 @@ export class SluiceClient {
           await raceAbort(this.#sleep(backoffMs(attempt, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined), cancel.signal), cancel.signal);
           continue;
         }
-        throw new SluiceApiError(outcome.status, errorOf(outcome.text));
+        throw new SluiceApiError(outcome.status, errorOf(outcome.status, outcome.text, `${method} ${url.pathname}`));
       }
     } finally {
       cancel.release();
@@ -247,12 +247,14 @@ function networkError(what: string, failed: Extract<Attempt, { kind: 'failed' }>
 }
 
 /** The `error` object of an error answer (or a stand-in when the body is not the API's shape). */
-function errorOf(text: string): Record<string, unknown> {
+function errorOf(status: number, text: string, what: string): Record<string, unknown> {
   try {
     const parsed = JSON.parse(text) as { error?: unknown };
-    if (parsed.error !== null && typeof parsed.error === 'object') return parsed.error as Record<string, unknown>;
+    if (parsed !== null && typeof parsed === 'object' && parsed.error !== null && typeof parsed.error === 'object') return parsed.error as Record<string, unknown>;
   } catch {
     // fall through
   }
-  return { code: 'http_error', message: text.slice(0, 200) || 'Sluice answered without a body.' };
+  // Not quoted: a proxy's login or error page may hold anything (a session id), and ends up in logs and terminals.
+  const body = text === '' ? 'no body' : `a body of ${Buffer.byteLength(text)} bytes that is not Sluice's JSON error (not shown)`;
+  return { code: 'http_error', message: `${what} answered ${status} with ${body}: is the url where Sluice listens, not a proxy's page?` };
 }
