@@ -41,7 +41,7 @@ const failureOf = (error: NonNullable<Run['error']>): string =>
 
 /** One run of a list (an event's runs, a replay's, the failed ones): id, workflow and version, state, and why it failed. */
 export const runLine = (run: RunSummary): string =>
-  `${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}${run.error === null ? '' : `: ${failureOf(run.error)}`}`;
+  `${run.run_id}  workflow ${run.workflow_id} v${run.workflow_version}  ${run.state}${run.error === null ? '' : run.state === 'failed' ? `: ${failureOf(run.error)}` : ` (it had failed: ${failureOf(run.error)})`}`;
 
 export function explainEvent(details: EventDetails): string {
   const { event, recording, reactions } = details;

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { explainCommand } from '../runtime/explain-command.ts';
-import { explainEvent, explainRun } from '../runtime/explain-text.ts';
+import { explainEvent, explainRun, runLine } from '../runtime/explain-text.ts';
 import { replayCommand } from '../runtime/replay-command.ts';
 import { failedCommand, runActionCommand } from '../runtime/triage-command.ts';
 import type { EventDetails, Run } from '../kits/client/index.ts';
@@ -282,6 +282,13 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
   } finally {
     await new Promise((closed) => server.close(closed));
   }
+});
+
+test('a run cancelled after it failed reads as cancelled, with the failure it had, not as failed', () => {
+  const error = { code: 'webhook_http_400', message: 'The receiver answered 400; not retried.', step_id: 'second', reason: 'non_retryable' } as const;
+  const summary = { run_id: 'run_1', workflow_id: 'wf_1', workflow_version: 2, event_id: 'evt_1', environment: 'production', error, created_at: '', updated_at: '' } as const;
+  assert.equal(runLine({ ...summary, state: 'failed' }), 'run_1  workflow wf_1 v2  failed: webhook_http_400 at step "second" (not retried): The receiver answered 400; not retried.');
+  assert.equal(runLine({ ...summary, state: 'cancelled' }), 'run_1  workflow wf_1 v2  cancelled (it had failed: webhook_http_400 at step "second" (not retried): The receiver answered 400; not retried.)');
 });
 
 /** A cancelled run whose one webhook attempt was out at the cancel and afterwards failed with `code`, `message` (nothing sent). */
