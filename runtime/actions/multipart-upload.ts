@@ -69,7 +69,14 @@ function assertDelimiters(body: Buffer, boundary: string): void {
     if (at !== 0 && !(body[at - 2] === 0x0d && body[at - 1] === 0x0a)) throw inside(at);
     const after = at + dashed.length;
     if (body[after] === 0x2d && body[after + 1] === 0x2d) closed = true;
-    else if (!(body[after] === 0x0d && body[after + 1] === 0x0a)) throw inside(at);
+    else if (!(body[after] === 0x0d && body[after + 1] === 0x0a)) {
+      // At a line's start but not ended by CRLF: white space before the line break (RFC 2046
+      // transport padding) or a bare LF, which the parser does not read; or content of a part.
+      if (body[after] === 0x20 || body[after] === 0x09 || body[after] === 0x0a) {
+        throw malformed(`The multipart boundary line at byte ${at} must end with CRLF right after the boundary (white space after it, or a bare LF, is not read here).`);
+      }
+      throw inside(at);
+    }
   }
   if (!closed) throw malformed('The multipart body is incomplete: its closing boundary is missing.');
 }

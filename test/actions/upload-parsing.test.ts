@@ -120,6 +120,13 @@ describe('multipart upload', () => {
       const body = Buffer.concat([part('name', 'lines'), part('file', file), part('permissions', 'read_secret:API_KEY'), closing]);
       expectInputError(() => parseActionUpload({ headers, body }, { requireName: true }), 400, 'malformed_multipart');
     }
+    // A delimiter line with white space after the boundary (RFC 2046 transport padding) or ended by a
+    // bare LF: the parser does not read those, and the refusal says so (it blamed the content at byte 0).
+    for (const opening of ['--BND \r\n', '--BND\n']) {
+      const body = Buffer.concat([Buffer.from(opening), part('name', 'padded').subarray('--BND\r\n'.length), part('file', WASM), closing]);
+      const refused = expectInputError(() => parseActionUpload({ headers, body }, { requireName: true }), 400, 'malformed_multipart');
+      assert.match(refused.message, /^The multipart boundary line at byte 0 must end with CRLF right after the boundary/, JSON.stringify(opening));
+    }
     // The same fields with the boundary text only at line starts (where it is a delimiter) parse whole.
     const whole = Buffer.concat([part('name', 'whole'), part('file', WASM), part('description', 'Split on markers.'), part('permissions', 'read_secret:API_KEY'), closing]);
     const upload = parseActionUpload({ headers, body: whole }, { requireName: true });
