@@ -60,6 +60,8 @@ import { assertDataFormatKnown, stampDataFormat, storedDataFormat } from './ledg
 import { REPLAY_INDEX_FORMAT } from './events/replay-index.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
+import { DELETED_WORKFLOWS_FORMAT } from './workflows/deleted-workflows.ts';
+import { pruneDeletedWorkflows } from './workflows/prune-deleted-workflows.ts';
 import { WORKFLOW_ORDER_FORMAT, WorkflowStore } from './workflows/workflow-store.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
 import { OrganizationStore } from './tenancy/organizations.ts';
@@ -151,6 +153,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   if (format < PROJECTION_STATUS_FORMAT) {
     const read = await projections.indexStatuses();
     if (read > 0) logger.info('projection rows indexed by status', { rows_read: read });
+  }
+  if (format < DELETED_WORKFLOWS_FORMAT) {
+    const listed = await workflows.deleted.listEarlierDeletes(clock.now());
+    if (listed > 0) logger.info('deleted workflows listed for their versions to be pruned', { workflows: listed });
   }
   await stampDataFormat(ledger);
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
@@ -279,6 +285,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     inbox: (stop: AbortSignal) => inbox.prune(clock.now(), undefined, stop),
     live_updates: () => updateLog.trim(),
     history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
+    deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs }, clock.now(), config.retentionDays * DAY_MS, stop),
   };
   // Each job's failure count is there from the start, at 0: a series that first appears at 1 is
   // one `increase()` and `rate()` never see, so an alert on them would miss the first failure.

@@ -148,7 +148,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
-        await workflows.delete(org.id, requireWorkflow(org, request).id);
+        await workflows.delete(org.id, requireWorkflow(org, request).id, ctx.clock.now());
         return noContent();
       },
     },

@@ -19,8 +19,10 @@ import type { Ledger } from './ledger.ts';
  * run's workflow and state (run-time-index.ts), which came in the same release: an older one would
  * leave an entry's state behind when the run moves on, and list filters trust it. No upgrade is
  * needed for them: a format-4 release wrote null entries, which say nothing and are read through.
+ * 6: deleted workflows listed until their versions are pruned (workflows/deleted-workflows.ts; an
+ * older release would delete a workflow without listing it, and its versions would stay for good).
  */
-export const DATA_FORMAT = 5;
+export const DATA_FORMAT = 6;
 
 const TABLE = 'data-format';
 const KEY = 'version';

@@ -2,8 +2,9 @@
 // reactions, listings, boot recovery and failed-event triage read. Writes happen inside a transaction.
 
 import { createHash } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { SandboxGenerations } from '../events/sandbox-generation.ts';
-import type { LedgerTable } from '../ledger/ledger.ts';
+import type { LedgerKey, LedgerTable } from '../ledger/ledger.ts';
 import { asRunId, type EventId, type OrgId, type RunId } from '../../actors/ids.ts';
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunStateName } from '../../actors/run-types.ts';
@@ -25,6 +26,9 @@ export function runIdFor(orgId: string, eventId: string, workflowId: string, san
   const generation = sandboxGeneration === 0 ? '' : `\u0000sandbox-generation:${sandboxGeneration}`;
   return asRunId(`run_${createHash('sha256').update(`${orgId}\u0000${eventId}\u0000${workflowId}${generation}`).digest('hex').slice(0, 32)}`);
 }
+
+/** Runs-by-time entries read per turn of the event loop by `workflowsNamed`. */
+const NAMED_SLICE = 10_000;
 
 /** Failed runs listed per event in the triage list; `failedRuns` counts them all. */
 export const FAILED_RUNS_SHOWN = 20;
@@ -131,6 +135,29 @@ export class RunStore {
       if (run !== undefined) views.push(view(run));
     }
     return views;
+  }
+
+  /**
+   * Which of `candidates` (workflow ids) a run of the org names. Walks the org's runs-by-time
+   * entries, which name each run's workflow (a run stored before they did is read), in slices with
+   * a turn of the event loop between them: an org may hold a million runs. Resolves early (with what
+   * it found so far) when `stop` is aborted.
+   */
+  async workflowsNamed(orgId: string, candidates: ReadonlySet<string>, stop?: AbortSignal): Promise<Set<string>> {
+    const named = new Set<string>();
+    let start: LedgerKey = [orgId];
+    for (;;) {
+      let last: LedgerKey | undefined;
+      for (const { key, value } of this.#byTime.getRange({ start, end: [orgId, '\uffff'], limit: NAMED_SLICE })) {
+        last = key;
+        const workflowId = Array.isArray(value) ? String(value[0]) : this.get(orgId, (key as string[])[3]!)?.context.workflowId;
+        if (workflowId !== undefined && candidates.has(workflowId)) named.add(workflowId);
+      }
+      if (last === undefined || named.size === candidates.size || stop?.aborted === true) return named;
+      const [, environment, createdAt, runId] = last as [string, string, number, string];
+      start = [orgId, environment, createdAt, `${runId}\u0000`];
+      await nextTurn();
+    }
   }
 
   /** Every run that still has work to do, across all orgs: what boot recovery resumes. */

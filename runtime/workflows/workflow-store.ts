@@ -9,7 +9,7 @@
 //                       (older entries hold the version alone, or null: matching then reads the workflow)
 //   workflow-secrets    [orgId, workflowId]                                 -> SigningSecretsRecord
 // Deleting a workflow removes the first and third; versions and secrets stay so runs pinned to a
-// version can still finish (and still sign their webhooks).
+// version can still finish (and still sign their webhooks), until no run names it (deleted-workflows.ts).
 
 import { isDeepStrictEqual } from 'node:util';
 import { randomUUID } from 'node:crypto';
@@ -20,6 +20,7 @@ import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { LRUCache } from 'lru-cache';
 import { passesOverTable } from '../ledger/passes-over-table.ts';
+import { DeletedWorkflows } from './deleted-workflows.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
@@ -101,8 +102,11 @@ export class WorkflowStore {
   readonly #matches = new RecordCache<readonly MatchRef[]>();
 
   readonly #triggerBytes: number;
+  /** Deleted workflows whose versions and secrets are still kept. */
+  readonly deleted: DeletedWorkflows;
 
   constructor(ledger: Ledger, limits: Partial<WorkflowStoreLimits> = {}) {
+    this.deleted = new DeletedWorkflows(ledger);
     const pinnedCache = limits.pinnedCache ?? PINNED_CACHE;
     this.#pinned = new LRUCache({ max: pinnedCache.max, maxSize: pinnedCache.maxBytes, sizeCalculation: versionSize });
     this.#triggerBytes = limits.triggerBytes ?? MAX_TRIGGER_BYTES;
@@ -283,8 +287,11 @@ export class WorkflowStore {
     );
   }
 
-  /** Removes the workflow and its trigger entry (no new run will pin it); keeps versions and secrets. */
-  async delete(orgId: string, workflowId: string): Promise<void> {
+  /**
+   * Removes the workflow and its trigger entry (no new run will pin it); keeps versions and secrets,
+   * and lists it in `deleted`, which removes them once no run names it (deleted-workflows.ts).
+   */
+  async delete(orgId: string, workflowId: string, at: number): Promise<void> {
     unwrap(
       await this.#write(orgId, (): Outcome<null> => {
         const current = this.get(orgId, workflowId);
@@ -292,6 +299,7 @@ export class WorkflowStore {
         this.#workflows.remove([orgId, current.id]);
         this.#triggers.remove(triggerKey(current));
         this.#order.remove(orderKey(current));
+        this.deleted.markWithin(orgId, current.id, at);
         return { ok: true, value: null };
       }),
       workflowId,

@@ -87,13 +87,13 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.deepEqual(indexed(), [['org-m', 'production', 'cart.x', workflow.id]], 'exactly one entry, for the current trigger');
     assert.equal(current.version, 6);
 
-    await store.delete('org-m', workflow.id);
+    await store.delete('org-m', workflow.id, T0);
     assert.deepEqual(matchIds('production', 'cart.x'), []);
     assert.deepEqual(indexed(), [], 'delete leaves no trigger entry behind');
     assert.equal(store.get('org-m', workflow.id), undefined);
     assert.equal(store.version('org-m', workflow.id, 6)?.definition.trigger_event, 'cart.x', 'versions outlive the workflow');
     assert.equal(store.signingSecrets('org-m', workflow.id).length, 1, 'secrets outlive it too, for runs still finishing');
-    await assert.rejects(store.delete('org-m', workflow.id), { status: 404, code: 'not_found' });
+    await assert.rejects(store.delete('org-m', workflow.id, T0), { status: 404, code: 'not_found' });
     await assert.rejects(store.setStatus('org-m', workflow.id, 'enabled', T0), { status: 404 });
   });
 
@@ -217,7 +217,7 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.deepEqual(newest, [...[later.id, sameTime.id].sort().reverse(), workflow.id], 'newest created first, ties by id descending');
     assert.deepEqual([...store.newestFirst('org-v', 'production', [later.created_at, newest[0]!])].map((w) => w.id), newest.slice(1), 'after a cursor');
     assert.deepEqual([...store.newestFirst('org-v', 'sandbox')], [], 'the other environment');
-    await store.delete('org-v', sameTime.id);
+    await store.delete('org-v', sameTime.id, T0);
     assert.deepEqual([...store.newestFirst('org-v', 'production')].map((w) => w.id), newest.filter((id) => id !== sameTime.id), 'a deleted one is not listed');
     assert.equal(store.get('org-v', 'x'.repeat(5000)), undefined);
     assert.equal(store.version('org-v', workflow.id, 0), undefined);
@@ -256,7 +256,7 @@ describe('WorkflowStore reads on LMDB', () => {
     try {
       const store = new WorkflowStore(opened.ledger);
       const { workflow } = await store.create(draftOf({ trigger_event: 'gone.soon' }), 'org-readers', T0);
-      await store.delete('org-readers', workflow.id);
+      await store.delete('org-readers', workflow.id, T0);
       let busy = (await store.create(draftOf({ trigger_event: 'kept' }), 'org-readers', T0)).workflow;
       // Past the default reader table (126): a read left open per turn would fail with MDB_READERS_FULL.
       for (let i = 0; i < 300; i++) {
