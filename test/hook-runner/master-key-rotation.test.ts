@@ -9,7 +9,7 @@ import { parseMasterKey, parsePreviousMasterKeys } from '../../hook-runner/maste
 import { recordAad, sealSecret } from '../../hook-runner/vault.ts';
 import { openRunnerStore } from '../../hook-runner/store.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
-import { TerminalError } from '../../runtime/errors.ts';
+import { CallNotSentError } from '../../runtime/hook-runner/runner-errors.ts';
 import { invocation, newMasterKey, startRunner, tempDataDir, type RunnerFixture } from '../helpers/hook-runner.ts';
 import { assembleWat, fromHexEcho, HEX_ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
@@ -65,7 +65,7 @@ test('a runner started with the old key as previous seals every secret again und
   await stop(after);
 
   const oldOnly = await runnerWith(dataDir, oldKey);
-  await assert.rejects(secretsSeen(oldOnly, echo, ['STRIPE_KEY']), (error: unknown) => error instanceof TerminalError && error.code === 'secret_unreadable', 'the old key no longer opens them');
+  await assert.rejects(secretsSeen(oldOnly, echo, ['STRIPE_KEY']), (error: unknown) => error instanceof CallNotSentError && error.code === 'secret_unreadable', 'the old key no longer opens them');
 });
 
 test('secrets that no given key opens are counted, left alone and still fail closed', async () => {
@@ -82,7 +82,7 @@ test('secrets that no given key opens are counted, left alone and still fail clo
   const logged = rotating.logLines.join('\n');
   assert.match(logged, /0 secret\(s\) sealed again/);
   assert.match(logged, /warning: 1 secret\(s\) open under none of the given master keys/);
-  await assert.rejects(secretsSeen(rotating, echo, ['ORPHAN']), (error: unknown) => error instanceof TerminalError && error.code === 'secret_unreadable');
+  await assert.rejects(secretsSeen(rotating, echo, ['ORPHAN']), (error: unknown) => error instanceof CallNotSentError && error.code === 'secret_unreadable');
   await stop(rotating);
 
   const recovered = await runnerWith(dataDir, newKey, lostKey);

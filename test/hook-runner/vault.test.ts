@@ -9,7 +9,8 @@ import type { ActionId, OrgId } from '../../hook-runner/requests.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { openRunnerStore, runnerStoreDir, type SecretRecordKey } from '../../hook-runner/store.ts';
 import { MAX_SECRETS_PER_ACTION, openSealedSecret, sealSecret, secretAad } from '../../hook-runner/vault.ts';
-import { ConflictError, InputError, TerminalError } from '../../runtime/errors.ts';
+import { ConflictError, InputError } from '../../runtime/errors.ts';
+import { CallNotSentError } from '../../runtime/hook-runner/runner-errors.ts';
 import { invocation, newMasterKey, startRunner, tempDataDir, type RunnerFixture } from '../helpers/hook-runner.ts';
 import { assembleWat, fromHexEcho, HEX_ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
@@ -42,10 +43,15 @@ async function withStoppedRunner(edit: (secrets: ReturnType<typeof openRunnerSto
   runner = await startRunner({ dataDir, masterKey: key });
 }
 
+/**
+ * Refused before the guest runs, and retried as a call never sent: the runner's key or data is the
+ * operator's to fix, not the guest's fault (a run failed for good on it).
+ */
 const failsClosed = (key: string) => (error: unknown): boolean => {
-  assert.ok(error instanceof TerminalError, `expected TerminalError, got ${String(error)}`);
+  assert.ok(error instanceof CallNotSentError, `expected CallNotSentError, got ${String(error)}`);
   assert.equal(error.code, 'secret_unreadable');
   assert.match(error.message, new RegExp(`secret could not be decrypted: ${key}`));
+  assert.match(error.message, /Nothing was run: start the hook-runner with the master key the secret was sealed under/);
   assert.doesNotMatch(error.message, /PLAINTEXT|sk_live/);
   return true;
 };
