@@ -32,7 +32,7 @@ export function decodeUtf8(body: Buffer, what = 'The request body'): string {
   try {
     return strictUtf8.decode(body);
   } catch {
-    throw new InputError(400, 'malformed_json', `${what} is not valid UTF-8.`);
+    throw new InputError(400, 'malformed_json', `${what} is not valid UTF-8 (JSON is always UTF-8, RFC 8259, whatever charset a Content-Type names).`);
   }
 }
 

@@ -177,6 +177,7 @@ test('invalid UTF-8 and deeply broken JSON bodies are 400 and leave no trace', a
   const answer = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body: invalidUtf8, headers: { ...headers, 'webhook-signature': `v1,${sig.digest('base64')}` } });
   assert.equal(answer.status, 400);
   assert.equal(answer.body.error.code, 'malformed_json');
+  assert.match(answer.body.error.message, /is not valid UTF-8 \(JSON is always UTF-8, RFC 8259, whatever charset a Content-Type names\)/);
   const deep = '['.repeat(100_000);
   const deepAnswer = await call(rt.url, 'POST', '/hooks/acct-bad/in', { body: deep, headers: signStandard(SECRET, 'msg_deep', Math.floor(Date.now() / 1000), deep) });
   assert.equal(deepAnswer.status, 400);
