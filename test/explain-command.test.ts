@@ -66,6 +66,7 @@ test('explain --event says where the event came from and what its run did', asyn
   assert.match(out, new RegExp(`request: POST /hooks/${ORG}/pay, 35 bytes, verified by standard-webhooks, key #0`));
   assert.ok(out.includes(`    ${runId}  workflow ${workflowId} v1  failed: webhook_http_400 at step "charge" (not retried): The receiver answered 400; not retried.\n`), out);
   assert.match(out, /next: sluice explain \.\.\. --run <run id>/);
+  assert.match(out, /sluice replay \.\.\. --event \S+ makes a new event from this one, with runs of the workflows listening now/);
 });
 
 test('explain --run shows each attempt: what went out, the answer, the key, and how to resume', async () => {
