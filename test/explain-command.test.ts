@@ -260,6 +260,7 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
   const pages = new Map([
     ['/ok', { status: 200, body: '<html>\u001b]0;PWNED\u0007</html>' }],
     ['/login', { status: 403, body: '<html>Proxy login required session=sess_4f9a2c</html>' }],
+    ['/gateway', { status: 403, body: '{"error":{"code":403,"message":"Access denied for session sess_77e1"}}' }],
   ]);
   const server = createServer((req, res) => {
     const page = pages.get((req.url ?? '').split('/organizations')[0] ?? '') ?? { status: 404, body: '' };
@@ -280,6 +281,10 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
     const refused = await explainAt(`${base}/login`);
     assert.match(refused, /^sluice explain: 403 http_error: GET \/login\/organizations\/acct-explain-cli\/runs\/run_\w+ answered 403 with a body of 53 bytes that is not Sluice's JSON error \(not shown\)/);
     assert.doesNotMatch(refused, /sess_4f9a2c|Proxy login/);
+    // JSON, but not Sluice's error shape (its code is a number): a gateway's, not quoted either.
+    const gateway = await explainAt(`${base}/gateway`);
+    assert.match(gateway, /^sluice explain: 403 http_error: GET \/gateway\/organizations\/\S+ answered 403 with a body of 70 bytes that is not Sluice's JSON error \(not shown\)/);
+    assert.doesNotMatch(gateway, /sess_77e1|Access denied/);
   } finally {
     await new Promise((closed) => server.close(closed));
   }

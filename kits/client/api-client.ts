@@ -250,7 +250,10 @@ function networkError(what: string, failed: Extract<Attempt, { kind: 'failed' }>
 function errorOf(status: number, text: string, what: string): Record<string, unknown> {
   try {
     const parsed = JSON.parse(text) as { error?: unknown };
-    if (parsed !== null && typeof parsed === 'object' && parsed.error !== null && typeof parsed.error === 'object') return parsed.error as Record<string, unknown>;
+    // Sluice's shape: {"error": {"code": "snake_case", "message", ...}}. Another JSON error (a
+    // gateway's {"error": {"code": 403, "message": ...}}) is not quoted either.
+    const error = parsed !== null && typeof parsed === 'object' ? parsed.error : undefined;
+    if (error !== null && typeof error === 'object' && !Array.isArray(error) && typeof (error as { code?: unknown }).code === 'string') return error as Record<string, unknown>;
   } catch {
     // fall through
   }

@@ -15,7 +15,7 @@ import type { ApiContext } from './context.ts';
 import { createdCursor, isCursorText } from './sorted-page.ts';
 import { byteCappedPage } from './byte-capped-page.ts';
 import { KeyedSerial } from '../keyed-serial.ts';
-import { ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
+import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
 /**
@@ -177,7 +177,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const before = parseVersionCursor(request);
         // A version can be over a megabyte: the page ends early past MAX_PAGE_BYTES, as every list does.
         const view = seesCredentials(request) ? (version: WorkflowVersion): WorkflowVersion => version : redactVersion;
-        const page = byteCappedPage(workflows.versions(org.id, workflowId, before), limit, view, (last) => String(last.version));
+        const page = byteCappedPage(workflows.versions(org.id, workflowId, before), limit, view, (last) => encodeCursor(request, [last.version]));
         return json(200, { versions: page.views, next_cursor: page.nextCursor });
       },
     },
@@ -217,15 +217,11 @@ function parseToggle(body: unknown): ToggleAction {
   return readEnum(requirePresent(record, 'action', ''), 'action', TOGGLE_ACTIONS);
 }
 
-/** `?cursor=` of the versions list: the version number the previous page ended at (exclusive). */
-function parseVersionCursor(request: HttpRequest): number | undefined {
-  const raw = request.query.get('cursor');
-  if (raw === null) return undefined;
-  if (!VERSION_NUMBER.test(raw)) {
-    throw new InputError(400, 'invalid_cursor', 'cursor must be a value returned as next_cursor by this endpoint.', { field: 'cursor' });
-  }
-  return Number(raw);
-}
+/** A version number as a cursor part: the page before it ended there (exclusive). */
+const isVersionNumber = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 1;
+
+/** `?cursor=` of the versions list (of this workflow: query-params.ts ties a cursor to its list). */
+const parseVersionCursor = (request: HttpRequest): number | undefined => parseCursorOf(request, [isVersionNumber])?.[0];
 
 /** The writable part of a workflow, shaped as `parseWorkflowInput` returns it. */
 function draftOf(workflow: Workflow): WorkflowDraft {

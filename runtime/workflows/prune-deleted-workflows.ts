@@ -19,7 +19,11 @@ export interface PrunedWorkflows {
 
 export async function pruneDeletedWorkflows(deps: DeletedWorkflowPruneDeps, nowMs: number, retentionMs: number, stop?: AbortSignal): Promise<PrunedWorkflows> {
   const byOrg = new Map<string, DeletedWorkflow[]>();
-  for (const workflow of deps.deleted.due(nowMs - retentionMs, nowMs)) byOrg.set(workflow.orgId, [...(byOrg.get(workflow.orgId) ?? []), workflow]);
+  for (const workflow of deps.deleted.due(nowMs - retentionMs, nowMs)) {
+    let ofOrg = byOrg.get(workflow.orgId);
+    if (ofOrg === undefined) byOrg.set(workflow.orgId, (ofOrg = []));
+    ofOrg.push(workflow);
+  }
   // A function, so that each check reads the signal afresh (an await lies between them).
   const stopped = (): boolean => stop?.aborted === true;
   let workflows = 0;

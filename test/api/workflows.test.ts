@@ -139,6 +139,11 @@ describe('workflows REST API', () => {
       assert.equal((await api('GET', `/${workflow.id}/versions/${missing}`)).status, 404, missing);
     }
     assert.equal((await api('GET', `/${workflow.id}/versions?cursor=zz`)).body.error.field, 'cursor');
+    // A cursor goes on only with its own workflow's versions: another's page is a 400, not its versions.
+    const { workflow: other } = await create({ steps: [{ id: 'one', ...hook('https://other.example/') }] });
+    await api('PUT', `/${other.id}`, { steps: [{ id: 'one', ...hook('https://other2.example/') }] });
+    const elsewhere = await api('GET', `/${other.id}/versions?limit=1&cursor=${page.body.next_cursor}`);
+    assert.deepEqual([elsewhere.status, elsewhere.body.error?.code], [400, 'invalid_cursor']);
   });
 
   test('a page of versions ends once its answer passes 16 MiB, with a cursor to the rest', async () => {
