@@ -22,10 +22,13 @@ const REDACTED = new Set([
 ]);
 /** Names that say they carry a credential (x-gitlab-token, x-webhook-secret, x-auth-token, x-signing-key, x-shopify-hmac-sha256, x-pwd, paypal-transmission-sig, ...). */
 const CREDENTIAL_NAME = /token|secret|signature|hmac|pass|pwd|auth|key|session|credential|(^|-)sig(-|$)/;
-/** Idempotency keys (idempotency-key, x-idempotency-key) are no credentials: kept, since support matches a delivery with its sender's retries by them. */
-const IDEMPOTENCY_KEY = /(^|-)idempotency-key$/;
+/**
+ * Idempotency keys are no credentials: kept, since support matches a delivery with its sender's
+ * retries by them. Only these two names: `x-secret-idempotency-key` says it is a secret.
+ */
+const IDEMPOTENCY_KEYS: ReadonlySet<string> = new Set(['idempotency-key', 'x-idempotency-key']);
 
-const isCredential = (name: string): boolean => REDACTED.has(name) || (CREDENTIAL_NAME.test(name) && !IDEMPOTENCY_KEY.test(name));
+const isCredential = (name: string): boolean => REDACTED.has(name) || (CREDENTIAL_NAME.test(name) && !IDEMPOTENCY_KEYS.has(name));
 
 export function recordRequest(
   method: string,

@@ -171,7 +171,7 @@ export function assertSchemasCompile(eventTypes: Readonly<Record<string, object>
   let scratch: SchemaCompiler | undefined;
   for (const [type, schema] of Object.entries(eventTypes)) {
     const field = `event_types.${type}`;
-    if (JSON.stringify(schema).length > MAX_SCHEMA_BYTES) {
+    if (Buffer.byteLength(JSON.stringify(schema)) > MAX_SCHEMA_BYTES) {
       throw new InputError(400, 'schema_too_large', `The schema for "${type}" exceeds ${MAX_SCHEMA_BYTES} bytes.`, { field });
     }
     try {

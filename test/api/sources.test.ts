@@ -97,6 +97,8 @@ test('bad source documents get 400 naming the field', async () => {
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true } } } } }, 'event_types.a.b'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { properties: { d: { type: 'array', uniqueItems: true, items: { type: 'object' }, maxItems: 101 } } } } }, 'event_types.a.b'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { items: { uniqueItems: true, items: { type: ['string', 'array'] } } } } }, 'event_types.a.b'],
+    // 64 KiB of UTF-8: 30,000 "€" are 90 KB, though 30,000 characters.
+    [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { description: '€'.repeat(30_000) } } }, 'event_types.a.b'],
   ];
   for (const [json, field] of cases) {
     const answer = await call(rt.url, 'POST', base, { token: key, json });

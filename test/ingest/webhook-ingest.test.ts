@@ -75,7 +75,7 @@ test('a signed standard webhook is accepted with 204, a repeat is 409 naming the
 
   // Providers put tokens in headers of their own naming: any name that says so is redacted too.
   const body = JSON.stringify({ type: 'payment.succeeded', data: { amount: 11 } });
-  const tokens = { 'x-gitlab-token': 'glpat-SECRET', 'x-webhook-secret': 'SECRET', 'x-auth-token': 'SECRET', 'x-session-id': 'SECRET', 'x-api-key': 'SECRET', 'x-webhook-key': 'SECRET', 'x-signing-key': 'SECRET', 'x-password': 'SECRET', 'x-shopify-hmac-sha256': 'SECRET', 'x-pwd': 'SECRET', 'x-passphrase': 'SECRET', 'paypal-transmission-sig': 'SECRET', 'x-trello-webhook': 'SECRET', 'plaid-verification': 'SECRET' };
+  const tokens = { 'x-gitlab-token': 'glpat-SECRET', 'x-webhook-secret': 'SECRET', 'x-auth-token': 'SECRET', 'x-session-id': 'SECRET', 'x-api-key': 'SECRET', 'x-webhook-key': 'SECRET', 'x-signing-key': 'SECRET', 'x-password': 'SECRET', 'x-shopify-hmac-sha256': 'SECRET', 'x-pwd': 'SECRET', 'x-passphrase': 'SECRET', 'paypal-transmission-sig': 'SECRET', 'x-trello-webhook': 'SECRET', 'plaid-verification': 'SECRET', 'x-secret-idempotency-key': 'SECRET', 'x-auth-idempotency-key': 'SECRET' };
   const sent = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: { ...signStandard(SECRET, 'msg_tokens', nowSeconds(), body), ...tokens, 'idempotency-key': 'order-77', 'x-idempotency-key': 'order-77b' } });
   assert.equal(sent.status, 204, sent.text);
   const recorded = (await call(rt.url, 'GET', `/organizations/acct-hooks/events/${sent.headers.get('sluice-event-id')}`, { token: key })).body.recording;
@@ -204,6 +204,18 @@ test('github: sha256 over the raw body, delivery id and event from headers', asy
   assert.equal(noDelivery.status, 400, noDelivery.text);
   assert.equal(noDelivery.body.error.code, 'invalid_header');
   assert.equal(noDelivery.body.error.field, 'headers.x-github-delivery');
+  // The event name's own rule and reserved names, said of the header (no body field is involved).
+  const refusals: Array<[string, string, RegExp]> = [
+    ['a b', 'invalid_header', /^The X-GitHub-Event header is not an event type\. The event type must be/],
+    ['.x', 'invalid_header', /^The X-GitHub-Event header is not an event type/],
+    ['device.connected', 'reserved_event_type', /written by Sluice/],
+  ];
+  for (const [i, [name, code, message]] of refusals.entries()) {
+    const refused = await call(rt.url, 'POST', '/hooks/acct-hooks/gh', { body, headers: { ...headers, 'x-github-delivery': `d-event-${i}`, 'x-github-event': name } });
+    assert.deepEqual([refused.status, refused.body.error.code, refused.body.error.field], [400, code, 'headers.x-github-event'], name);
+    assert.match(refused.body.error.message, message, name);
+  }
+  assert.equal((await call(rt.url, 'POST', '/hooks/acct-hooks/gh', { body, headers: { ...headers, 'x-github-delivery': 'd-colon', 'x-github-event': 'repo:push' } })).status, 204, 'a colon is allowed in event types');
 });
 
 test('declared schemas: 422 naming the failing field; undeclared types pass unvalidated', async () => {
