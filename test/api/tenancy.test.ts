@@ -166,3 +166,20 @@ test('the active-key cap counts active keys only, also for keys written before i
   assert.deepEqual([...new Set(more.map((answer) => answer.status))], [201]);
   assert.equal((await call(rt.url, 'POST', base, { token: admin, json: { role: 'viewer' } })).body.error?.code, 'too_many_api_keys');
 });
+
+test('no key, or an unknown one, is 401 before anything else of the request is checked: query parameters, a DELETE body', async () => {
+  const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-401-first');
+  const requests: Array<[string, string, { json?: unknown; headers?: Record<string, string> }]> = [
+    ['GET', '/organizations/acct-401-first?x=1', {}],
+    ['GET', '/organizations/acct-401-first/runs/run_x?x=1', {}],
+    ['DELETE', '/organizations/acct-401-first/api-keys/key_x', { json: {} }],
+  ];
+  for (const [method, path, options] of requests) {
+    for (const token of [undefined, 'sk_unknown_key_1234567890']) {
+      const answer = await call(rt.url, method, path, { ...options, ...(token === undefined ? {} : { token }) });
+      assert.deepEqual([answer.status, answer.body.error.code], [401, 'unauthorized'], `${method} ${path} ${token ?? 'no key'}`);
+    }
+  }
+  // With the key, the request's own shape is what is wrong.
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-401-first?x=1', { token: key })).body.error.code, 'unknown_query_parameter');
+});
