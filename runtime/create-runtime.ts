@@ -257,7 +257,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   try {
     // Before recovery, which would pick up the unfinished sandbox runs such a reset removes.
     const resumed = await finishInterruptedResets({ ledger, events, runs, sources, devices: deviceStore, updateLog, projections }, clock.now());
-    if (resumed.length > 0) logger.info('sandbox resets cut short were finished', { orgs: resumed });
+    // Live sockets are taken from the listen on: one opened meanwhile was replayed the runs just
+    // removed, and a client joining later must hear a position past the mark (update-log.ts).
+    for (const { orgId, liveMark } of resumed) rooms.closeSandboxSocketsAfterReset(orgId, liveMark);
+    if (resumed.length > 0) logger.info('sandbox resets cut short were finished', { orgs: resumed.map((reset) => reset.orgId) });
     await engine.recover();
     // After recovery: a tick owed since the last start, and the endings of device connections the
     // previous process left open, make runs, which the engine must own.

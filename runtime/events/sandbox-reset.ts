@@ -103,24 +103,33 @@ function beginWithin(deps: SandboxResetDeps, orgId: string, nowMs: number): { re
 
 const sandboxDevicesOf = (deps: SandboxResetDeps, orgId: string): DeviceRecord[] => deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
 
+/** A reset finished at start: its org, and the mark it reserved in the org's live updates. */
+export interface FinishedReset {
+  readonly orgId: string;
+  readonly liveMark: number;
+}
+
 /**
  * At start, before runs are recovered: finishes every reset a crash or a failed write cut short;
- * resolves with their orgs. Each starts a generation again: after a failed write the process went
- * on, and sandbox events stored meanwhile made runs in the cut-short reset's generation, which
- * this removes (a generation whose runs were deleted is never reused).
+ * resolves with their orgs and live marks, which the live rooms must pass over (closing the
+ * sandbox sockets opened before it, as after a reset made through the API). Each starts a
+ * generation again: after a failed write the process went on, and sandbox events stored meanwhile
+ * made runs in the cut-short reset's generation, which this removes (a generation whose runs were
+ * deleted is never reused).
  */
-export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: number): Promise<string[]> {
+export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: number): Promise<FinishedReset[]> {
   const { root } = deps.ledger;
   const generations = deps.runs.sandboxGenerations;
-  const orgs = generations.interruptedResets();
-  for (const orgId of orgs) {
-    await generations.during(orgId, async () => {
+  const finished: FinishedReset[] = [];
+  for (const orgId of generations.interruptedResets()) {
+    const removal = await generations.during(orgId, async () => {
       // A device may have connected between a failed write and the restart: its connection goes too.
       await durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs)));
       return removeSandbox(deps, orgId);
     });
+    finished.push({ orgId, liveMark: removal.live_mark });
   }
-  return orgs;
+  return finished;
 }
 
 /** Removes the org's sandbox data in bounded transactions, then clears its reset mark. */

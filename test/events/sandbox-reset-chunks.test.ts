@@ -7,14 +7,15 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
-import type { RunKeys } from '../../runtime/runs/run-store.ts';
 import { API_SOURCE, rootEvent } from '../../runtime/events/event-record.ts';
 import { resetSandbox, type SandboxResetDeps } from '../../runtime/events/sandbox-reset.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
+import type { RunKeys } from '../../runtime/runs/run-store.ts';
 import { DeviceStore } from '../../runtime/triggers/device-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { connectLive } from '../helpers/live-client.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -131,6 +132,18 @@ test('a reset cut short part-way is finished at the next start, before its sandb
     }
     assert.deepEqual(second.runtime.context.runs.sandboxGenerations.interruptedResets(), []);
     assert.equal(second.runtime.context.runs.sandboxGenerations.current(ORG), 2, 'the finishing started a generation of its own');
+    // The live rooms passed over the finished reset's mark, as after a reset made through the API: a
+    // client joining now hears a position past it, and resuming from that is no position before the reset.
+    const fresh = await connectLive(second.url, ORG, { query: `?token=${key}&environment=sandbox` });
+    await fresh.waitFor(() => fresh.messages.some((message) => 'heartbeat' in message), 'the joining heartbeat');
+    const heard = fresh.messages.flatMap((message) => ('heartbeat' in message ? [message.heartbeat.last_seq] : []))[0]!;
+    fresh.close();
+    const resumed = await connectLive(second.url, ORG, { query: `?token=${key}&environment=sandbox&after_seq=${heard}&strict=true` });
+    let resumedClosed: number | undefined;
+    void resumed.closed.then((closed) => (resumedClosed = closed.code));
+    await resumed.waitFor(() => resumed.messages.some((message) => 'heartbeat' in message), 'a heartbeat after resuming');
+    assert.equal(resumedClosed, undefined, `resuming from ${heard} is not refused with 4409`);
+    resumed.close();
     // Ids sent before the reset, and between its failure and the restart, are new again, and make
     // runs of the new generation: never the ids of runs that were removed.
     for (const id of ['order-0', 'order-late']) assert.equal((await send(second, key, id)).status, 202, id);
