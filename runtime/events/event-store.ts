@@ -11,6 +11,7 @@ import { currentEventRecord, fromEventRecord, fromRecordingRecord, toEventRecord
 import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
 import { payloadTextOf, weighEvent } from './payload-text.ts';
 import { eventTimeEntryOf } from './event-time-index.ts';
+import { DerivedCounts } from './derived-counts.ts';
 import { ReplayIndex } from './replay-index.ts';
 
 /** What a reactor did inside a storing transaction, to finish once its fate is known. */
@@ -99,8 +100,8 @@ export class EventStore {
    * keys and fences of the removed ones (run ids are a function of org, event and workflow).
    */
   readonly #tombstones: LedgerTable;
-  /** [orgId, root event id] -> how many events custom actions derived from that root (its correlation_id). */
-  readonly #derivedCounts: LedgerTable;
+  /** Each chain's derived-event count (derived-counts.ts). */
+  readonly #derivedCounts: DerivedCounts;
   /** Each event's business replays, written and removed with them. */
   readonly replays: ReplayIndex;
 
@@ -108,7 +109,7 @@ export class EventStore {
     this.#ledger = ledger;
     this.inbox = inbox;
     this.#tombstones = ledger.openDatabase('event-tombstones');
-    this.#derivedCounts = ledger.openDatabase('derived-counts');
+    this.#derivedCounts = new DerivedCounts(ledger);
     this.replays = new ReplayIndex(ledger);
   }
 
@@ -175,7 +176,7 @@ export class EventStore {
     eventsByTime.remove([event.org_id, event.environment, event.received_at_ms, event.id]);
     events.remove([event.org_id, event.id]);
     recordings.remove([event.org_id, event.id]);
-    this.#derivedCounts.remove([event.org_id, event.id]);
+    this.#derivedCounts.removedWithin(event);
     this.replays.removeWithin(event);
     if (event.source === API_SOURCE && event.provider_event_id !== null) this.#tombstones.put([event.org_id, event.environment, event.id], nowMs);
   }
@@ -265,17 +266,17 @@ export class EventStore {
 
   /** How many events custom actions have derived from this root event (a correlation_id), in all generations. */
   derivedCount(orgId: string, rootEventId: string): number {
-    return (this.#derivedCounts.get([orgId, rootEventId]) as number | undefined) ?? 0;
+    return this.#derivedCounts.derivedSoFar(orgId, rootEventId);
   }
 
   /** Counts one more event derived from the root; call inside the transaction that writes it. */
   countDerivedWithin(orgId: string, rootEventId: string): void {
-    this.#derivedCounts.put([orgId, rootEventId], this.derivedCount(orgId, rootEventId) + 1);
+    this.#derivedCounts.countWithin(orgId, rootEventId);
   }
 
   /** Forgets a removed root event's count (sandbox reset); call inside a write transaction. */
   forgetDerivedCountWithin(orgId: string, rootEventId: string): void {
-    this.#derivedCounts.remove([orgId, rootEventId]);
+    this.#derivedCounts.forgetWithin(orgId, rootEventId);
   }
 
   get(orgId: string, eventId: string): StoredEvent | undefined {

@@ -1,0 +1,59 @@
+// The derived-event budget of each chain (DESIGN: 1,000 events derived from one root event, all
+// its descendants together), and how many of those descendants are still stored. Retention prunes
+// each event on its own once its runs are done, so a chain's root can go while a descendant still
+// works (in a delay, in backoff, failed and resumed later): its count must stay, or the chain's
+// budget would start over. A count goes once neither the root nor any descendant is stored.
+//
+//   derived-counts   [orgId, root event id]  ->  [derived so far, descendants still stored]
+//                                                 (a bare number: written before descendants were
+//                                                 counted; read as none stored, as it was treated then)
+
+import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
+import type { StoredEvent } from './event-record.ts';
+
+type Stored = number | readonly [number, number];
+
+/** [derived so far, descendants still stored]. */
+const read = (stored: Stored | undefined): readonly [number, number] => (stored === undefined ? [0, 0] : typeof stored === 'number' ? [stored, 0] : stored);
+
+export class DerivedCounts {
+  readonly #counts: LedgerTable;
+  readonly #events: LedgerTable;
+
+  constructor(ledger: Ledger) {
+    this.#counts = ledger.openDatabase('derived-counts');
+    this.#events = ledger.events;
+  }
+
+  /** How many events have been derived from the root (its correlation_id), in all generations. */
+  derivedSoFar(orgId: string, rootEventId: string): number {
+    return read(this.#counts.get([orgId, rootEventId]) as Stored | undefined)[0];
+  }
+
+  /** Counts one more event derived from the root, stored with it; call inside the transaction that writes it. */
+  countWithin(orgId: string, rootEventId: string): void {
+    const [derived, live] = read(this.#counts.get([orgId, rootEventId]) as Stored | undefined);
+    void this.#counts.put([orgId, rootEventId], [derived + 1, live + 1]);
+  }
+
+  /** Keeps the counts in step with an event retention removes; call inside that transaction, after removing it. */
+  removedWithin(event: StoredEvent): void {
+    if (event.correlation_id === event.id) {
+      // A root: its count goes unless a descendant is still stored.
+      const stored = this.#counts.get([event.org_id, event.id]) as Stored | undefined;
+      if (stored !== undefined && read(stored)[1] <= 0) void this.#counts.remove([event.org_id, event.id]);
+      return;
+    }
+    const key = [event.org_id, event.correlation_id];
+    const stored = this.#counts.get(key) as Stored | undefined;
+    if (stored === undefined) return;
+    const [derived, live] = read(stored);
+    if (live - 1 <= 0 && !this.#events.doesExist(key)) void this.#counts.remove(key);
+    else void this.#counts.put(key, [derived, Math.max(0, live - 1)]);
+  }
+
+  /** Forgets a removed root event's count (sandbox reset, which removes its descendants too); call inside a write transaction. */
+  forgetWithin(orgId: string, rootEventId: string): void {
+    void this.#counts.remove([orgId, rootEventId]);
+  }
+}
