@@ -3,6 +3,7 @@
 
 import type { JsonValue } from '../../actors/json.ts';
 import { EVENT_TYPE_REGEX } from '../sources/source-record.ts';
+import { characterCount } from '../validation/character-count.ts';
 import { inexactNumberIn } from '../validation/inexact-number.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan } from '../validation/json-nesting.ts';
@@ -46,18 +47,28 @@ export class OutputContractError extends Error {
   }
 }
 
+/** The members a projection write may have. */
+const PROJECTION_KEYS: ReadonlySet<string> = new Set(['name', 'entity_type', 'entity_id', 'title', 'status', 'data']);
+
 const isObject = (value: unknown): value is Record<string, JsonValue> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function optionalText(source: Record<string, JsonValue>, key: string, max: number, field: string): string | null {
   const value = source[key];
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.length > max) throw new OutputContractError(field, `${field} must be a string of at most ${max} characters.`);
+  if (typeof value !== 'string' || characterCount(value) > max) throw new OutputContractError(field, `${field} must be a string of at most ${max} characters.`);
   return value;
 }
 
 /** `entityIdText` is the entity_id as the output wrote it (a number's literal). */
 function parseProjection(value: JsonValue, entityIdText: () => string | undefined): ProjectionWrite {
   if (!isObject(value)) throw new OutputContractError('projection', 'projection must be an object.');
+  // A typo (`entityType`, `colour`) would be dropped and the row written without it: an appended
+  // row where an upsert was meant.
+  const extra = Object.keys(value).find((key) => !PROJECTION_KEYS.has(key));
+  if (extra !== undefined) {
+    const field = `projection.${extra.slice(0, 64)}`;
+    throw new OutputContractError(field, `${field} is not a member of a projection, which has only ${[...PROJECTION_KEYS].join(', ')}: it would be lost.`);
+  }
   const name = value.name;
   if (typeof name !== 'string' || !PROJECTION_NAME.test(name)) {
     throw new OutputContractError('projection.name', 'projection.name must match [a-z0-9_.-]{1,120} and not be "." or "..".');
@@ -84,7 +95,7 @@ function parseProjection(value: JsonValue, entityIdText: () => string | undefine
       throw new OutputContractError('projection.entity_id', 'projection.entity_id as a number must be written as whole-number digits (no fraction or exponent); send other ids as strings.');
     }
     const text = typeof id === 'number' ? String(id) : id;
-    if (typeof text !== 'string' || text.length === 0 || text.length > 200) {
+    if (typeof text !== 'string' || text.length === 0 || characterCount(text) > 200) {
       throw new OutputContractError('projection.entity_id', 'projection.entity_id must be a string of 1-200 characters or a whole number.');
     }
     if (isDotSegment(text)) throw new OutputContractError('projection.entity_id', 'projection.entity_id cannot be "." or "..": URL clients resolve them as path segments.');

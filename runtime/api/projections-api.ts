@@ -4,6 +4,7 @@
 import { InputError, notFound } from '../errors.ts';
 import { json, type HttpRequest, type Route } from '../http/types.ts';
 import { isEntityId, isEntityType, isProjectionName, isRowType, type ProjectionStore } from '../projections/projection-store.ts';
+import { characterCount } from '../validation/character-count.ts';
 import type { ApiContext } from './context.ts';
 import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
 
@@ -29,7 +30,7 @@ function parseEntityTypeFilter(request: HttpRequest): string | undefined {
 
 function parseStatusFilter(request: HttpRequest): string | undefined {
   const value = request.query.get('status') ?? undefined;
-  if (value !== undefined && value.length > MAX_STATUS_LENGTH) {
+  if (value !== undefined && characterCount(value) > MAX_STATUS_LENGTH) {
     throw new InputError(400, 'invalid_status', `status must be at most ${MAX_STATUS_LENGTH} characters.`, { field: 'status' });
   }
   return value;

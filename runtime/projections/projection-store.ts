@@ -8,6 +8,7 @@ import { ENTITY_TYPE, PROJECTION_NAME, type ProjectionWrite } from '../actions/o
 import type { Ledger } from '../ledger/ledger.ts';
 import { passesOverTable } from '../ledger/passes-over-table.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
+import { characterCount } from '../validation/character-count.ts';
 import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE } from '../ledger/page-by-time.ts';
 
 /** The data format (data-format.ts) from which on rows with a status are indexed by it. */
@@ -23,7 +24,7 @@ export const isProjectionName = (value: unknown): value is string => typeof valu
 /** Whether a string can be a row's entity_type. */
 export const isEntityType = (value: unknown): value is string => typeof value === 'string' && ENTITY_TYPE.test(value);
 /** Whether a string can be a row's entity_id. */
-export const isEntityId = (value: unknown): value is string => typeof value === 'string' && value.length >= 1 && value.length <= MAX_ENTITY_ID_LENGTH;
+export const isEntityId = (value: unknown): value is string => typeof value === 'string' && value.length >= 1 && characterCount(value) <= MAX_ENTITY_ID_LENGTH;
 /** Whether a value can be the entity type half of a list position: an entity_type, or the appended rows' marker. */
 export const isRowType = (value: unknown): value is string => value === APPENDED || isEntityType(value);
 

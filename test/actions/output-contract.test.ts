@@ -47,6 +47,8 @@ test('projection caps (DESIGN 6.5): name [a-z0-9_.-]{1,120}, entity_id, title �
     { name: 120, id: 200, title: 200, status: 40 },
   );
   assert.deepEqual(checkContract(projection({ name: 'order_risk.v2-eu' })), { ok: true }, 'every character of the name\'s charset');
+  // Characters, as a person (and ajv's maxLength) counts them: an emoji is one, not two UTF-16 units.
+  assert.deepEqual(checkContract(projection({ entity_type: 'order', entity_id: '😀'.repeat(200), title: '😀'.repeat(200), status: '😀'.repeat(40) })), { ok: true }, 'emoji at the caps');
   assert.deepEqual(checkContract(projection({ name: '...', entity_type: '.x', entity_id: '..x' })), { ok: true }, 'dots with more than a path segment\'s');
 
   const overCap: Array<[string, Record<string, unknown>, string]> = [
@@ -62,6 +64,10 @@ test('projection caps (DESIGN 6.5): name [a-z0-9_.-]{1,120}, entity_id, title �
     ['an entity_id of 201 characters', { entity_type: 'order', entity_id: 'i'.repeat(201) }, 'projection.entity_id'],
     ['a title of 201 characters', { title: 't'.repeat(201) }, 'projection.title'],
     ['a status of 41 characters', { status: 's'.repeat(41) }, 'projection.status'],
+    ['a status of 41 emoji', { status: '😀'.repeat(41) }, 'projection.status'],
+    // A member it does not have would be lost: camelCase or a typo wrote a row without it.
+    ['an entityType member', { entityType: 'order', entityId: 'o-1' }, 'projection.entityType'],
+    ['a colour member', { colour: 'red' }, 'projection.colour'],
   ];
   for (const [what, fields, field] of overCap) {
     const check = checkContract(projection(fields));
