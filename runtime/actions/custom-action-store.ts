@@ -295,6 +295,16 @@ export class CustomActionStore {
           }
         } else {
           this.#versions.put([orgId, action.id, target.version], reviewed);
+          // A rejection that stands against the code (no version of it approved, moduleRefusal)
+          // rejects its other pending versions too (a permission edit of it), as a revocation does:
+          // approving one would run the rejected code under the look of a permission change.
+          const after = versions.map((version) => (version.version === target.version ? reviewed : version));
+          if (input.decision === 'rejected' && moduleRefusal(after, target.digest) !== undefined) {
+            for (const version of versions) {
+              if (version.digest !== target.digest || version.version === target.version || version.status !== 'pending_review') continue;
+              this.#versions.put([orgId, action.id, version.version], { ...version, status: 'rejected', reviewer: input.reviewer, reason: `its module was rejected in version ${target.version}`, reviewed_at: iso(at) });
+            }
+          }
         }
         let next: CustomActionRecord = { ...action, updated_at: iso(at) };
         if (input.decision === 'approved') {

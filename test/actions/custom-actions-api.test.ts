@@ -265,6 +265,12 @@ describe('review and versions', () => {
     const v4 = await call(rt.url, 'PATCH', `${base}/${other}`, { token: developer, json: { permissions: ['read_secret:OTHER'] } });
     assert.equal(v4.status, 409);
     assert.equal(v4.body.error.code, 'module_rejected');
+    // The permission edit made before the rejection (v3, the same code) is rejected with it: approving
+    // it would have run the rejected code under a new secret permission.
+    const v3After = store.versions(ORG, other).find((version) => version.version === 3)!;
+    assert.deepEqual([v3After.status, v3After.reason], ['rejected', 'its module was rejected in version 2']);
+    const approveV3 = await review(other, { status: 'approved', version: 3 });
+    assert.deepEqual([approveV3.status, approveV3.body.error.code], [409, 'version_not_pending']);
   });
 
   it('a rejected permissions change of an approved module leaves the module editable: the verdict was on the permissions', async () => {
