@@ -239,7 +239,7 @@ export class CustomActionStore {
         if (input.permissions !== undefined && !samePermissions(input.permissions, latest.permissions)) {
           const rejected = moduleRefusal(versions, latest.digest);
           if (rejected !== undefined) {
-            return fail(new ConflictError('module_rejected', `The latest module was ${rejected.status} in version ${rejected.version}; upload a module (the same one again, if you mean it) instead of changing its permissions.`, { version: rejected.version }));
+            return fail(new ConflictError('module_rejected', `The latest module was ${rejected.status} in version ${rejected.version}; upload a module (the same one again, if you mean it) with the permissions it needs, in the upload's permissions field, instead of changing them here.`, { version: rejected.version }));
           }
           if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
           version = pendingVersion(latest.version + 1, latest, input.permissions, at);
