@@ -30,6 +30,8 @@ export function apiTargetOf(values: { readonly org?: string; readonly key?: stri
   if (positionals.length !== 1 || url === undefined || !/^https?:\/\//.test(url)) throw new InputError(400, 'usage', usage);
   const apiKey = credentialOf(values.key, env, 'SLUICE_API_KEY');
   if (values.org === undefined || apiKey === undefined) throw new InputError(400, 'usage', `--org and an API key (--key, or SLUICE_API_KEY) are required. ${usage}`);
+  // An unset shell variable (`--org "$ORG"`) names no org.
+  if (values.org === '') throw new InputError(400, 'usage', `--org is empty. ${usage}`);
   const environment = values.environment ?? 'production';
   if (environment !== 'production' && environment !== 'sandbox') throw new InputError(400, 'usage', `--environment is production or sandbox. ${usage}`);
   return { url, org: values.org, apiKey, environment };

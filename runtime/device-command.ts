@@ -13,6 +13,7 @@ import { runSocket } from '../kits/client/socket-run.ts';
 import { credentialOf } from './cli-credential.ts';
 import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
 import { InputError } from './errors.ts';
+import { printable } from './terminal-text.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
@@ -118,9 +119,10 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   const end = await ended;
   // Ended early (a dropped socket): stdin is no longer read, so it cannot hold the process open.
   lines?.close();
-  if (end.kind === 'refused') print(`refused with ${end.status}: ${end.body}`);
+  // What a refusing server or a close said: whatever answered, it never drives the terminal.
+  if (end.kind === 'refused') print(`refused with ${end.status}: ${printable(end.body)}`);
   if (end.kind === 'unreachable') print(`could not reach ${url}`);
   if (end.kind !== 'closed') return 1;
-  if (end.code !== 1000) print(`closed with ${end.code}${end.reason.length > 0 ? `: ${end.reason}` : ''}`);
+  if (end.code !== 1000) print(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : ''}`);
   return end.code === 1000 && !failed && pacer.settled ? 0 : 1;
 }

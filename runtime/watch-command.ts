@@ -9,6 +9,7 @@ import { LiveClosedError, watchRuns } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf } from './cli-api-target.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
+import { printable } from './terminal-text.ts';
 
 const USAGE = 'usage: sluice watch <http://host:port> --org <org id> [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox] [--run <run id>] [--after-seq <n>]';
 
@@ -31,6 +32,8 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     options: { ...API_TARGET_OPTIONS, run: { type: 'string' }, 'after-seq': { type: 'string' } },
   });
   const { url, org, apiKey, environment } = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
+  // An empty run id would subscribe to every run of the org (an unset `--run "$RUN"`).
+  if (values.run === '') throw new InputError(400, 'usage', `--run is empty. ${USAGE}`);
   const afterSeq = values['after-seq'] === undefined ? undefined : wholeNumberOfDigits(values['after-seq']);
   if (afterSeq !== undefined && !(Number.isSafeInteger(afterSeq) && afterSeq >= 0)) throw new InputError(400, 'usage', `--after-seq is a whole number. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
@@ -40,7 +43,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     ...(afterSeq === undefined ? {} : { afterSeq }),
     onUpdate: (update) => print(JSON.stringify(update)),
     onReload: (reason) => print(JSON.stringify({ reload: reason })),
-    onDisconnect: (why) => void io.stderr.write(`sluice watch: ${why}; reconnecting\n`),
+    onDisconnect: (why) => void io.stderr.write(`sluice watch: ${printable(why)}; reconnecting\n`),
   });
   const stop = (): void => live.close();
   io.signal.addEventListener('abort', stop, { once: true });
@@ -49,7 +52,8 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     print(JSON.stringify({ stopped: true, after_seq: live.position ?? null }));
     return 0;
   } catch (error) {
-    io.stderr.write(`sluice watch: ended: ${error instanceof LiveClosedError ? error.message : String(error)}\n`);
+    // A refusing server's body is part of the message: whatever answered, it never drives the terminal.
+    io.stderr.write(`sluice watch: ended: ${printable(error instanceof LiveClosedError ? error.message : String(error))}\n`);
     return 1;
   } finally {
     io.signal.removeEventListener('abort', stop);

@@ -261,6 +261,8 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
     ['/ok', { status: 200, body: '<html>\u001b]0;PWNED\u0007</html>' }],
     ['/login', { status: 403, body: '<html>Proxy login required session=sess_4f9a2c</html>' }],
     ['/gateway', { status: 403, body: '{"error":{"code":403,"message":"Access denied for session sess_77e1"}}' }],
+    ['/empty', { status: 200, body: '{}' }],
+    ['/null', { status: 200, body: 'null' }],
   ]);
   const server = createServer((req, res) => {
     const page = pages.get((req.url ?? '').split('/organizations')[0] ?? '') ?? { status: 404, body: '' };
@@ -285,6 +287,11 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
     const gateway = await explainAt(`${base}/gateway`);
     assert.match(gateway, /^sluice explain: 403 http_error: GET \/gateway\/organizations\/\S+ answered 403 with a body of 70 bytes that is not Sluice's JSON error \(not shown\)/);
     assert.doesNotMatch(gateway, /sess_77e1|Access denied/);
+    // JSON without Sluice's answer in it: said so, not a TypeError naming nothing.
+    for (const page of ['/empty', '/null']) {
+      const shapeless = await explainAt(`${base}${page}`);
+      assert.match(shapeless, new RegExp(`^sluice explain: 200 invalid_answer: GET \\${page}/organizations/\\S+ answered 200 with JSON that is not Sluice's answer \\(no "run"\\)`), shapeless);
+    }
   } finally {
     await new Promise((closed) => server.close(closed));
   }

@@ -60,6 +60,9 @@ test('a refused key ends it with 1 and the reason; bad arguments are usage error
   const signal = new AbortController().signal;
   await assert.rejects(watchCommand(['ws://x', '--org', ORG, '--key', key], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /usage: sluice watch/);
   await assert.rejects(watchCommand([rt.url, '--org', ORG], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--org and an API key \(--key, or SLUICE_API_KEY\) are required/);
+  // An unset shell variable (`--org "$ORG"`, `--run "$RUN"`): an empty run id would watch every run.
+  await assert.rejects(watchCommand([rt.url, '--org', '', '--key', key], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--org is empty/);
+  await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--run', ''], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--run is empty/);
   for (const afterSeq of ['1.5', '', '0x10', '1e3']) {
     await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--after-seq', afterSeq], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--after-seq is a whole number/, afterSeq);
   }
@@ -76,4 +79,23 @@ test('a live room it cannot reach is said on stderr while it retries (stdout kee
   watch.stop();
   assert.equal(await watch.exit, 0);
   assert.deepEqual(watch.lines().map((line) => JSON.parse(line)), [{ stopped: true, after_seq: null }]);
+});
+
+test('what a refusing server sends reaches the terminal escaped: its body never drives it', async () => {
+  const { createServer } = await import('node:http');
+  const body = '\u001b]0;PWNED\u0007\u001b[2J refused';
+  const server = createServer((_req, res) => res.writeHead(404).end());
+  server.on('upgrade', (_req, socket) => socket.end(`HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`));
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', () => listening()));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+    const watch = start([url, '--org', ORG, '--key', key]);
+    assert.equal(await watch.exit, 1);
+    const notice = watch.notices().join('\n');
+    assert.match(notice, /^sluice watch: ended: .*\(401\)/);
+    assert.match(notice, /PWNED/, 'the body is said');
+    assert.doesNotMatch(notice, /[\u0000-\u0009\u000b-\u001f]/, 'escaped');
+  } finally {
+    await new Promise((closed) => server.close(closed));
+  }
 });

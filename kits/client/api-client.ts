@@ -42,6 +42,8 @@ export interface RequestOptions extends CallOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** Repeat on a network error, a timeout, 429, 502, 503 or 504 (default: only for GET). Only for requests safe to repeat. */
   readonly retry?: boolean;
+  /** A member Sluice's answer holds (an object, or an array): an answer without it is `invalid_answer`. */
+  readonly expect?: string;
 }
 
 /** Statuses worth another attempt: the request may succeed later as it is. */
@@ -101,7 +103,7 @@ export class SluiceClient {
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
-        if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 ? undefined : answerOf(outcome.status, outcome.text, `${method} ${url.pathname}`)) as T;
+        if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 ? undefined : answerOf(outcome.status, outcome.text, `${method} ${url.pathname}`, options.expect)) as T;
         if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts) {
           const retryAfter = Number(outcome.retryAfter);
           await raceAbort(this.#sleep(backoffMs(attempt, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined), cancel.signal), cancel.signal);
@@ -166,7 +168,7 @@ export class SluiceClient {
   }
 
   getEvent(id: string, environment: Environment = 'production', call: CallOptions = {}): Promise<EventDetails> {
-    return this.request('GET', `/events/${pathId('The event id', id)}`, { ...call, query: { environment } });
+    return this.request('GET', `/events/${pathId('The event id', id)}`, { ...call, query: { environment }, expect: 'event' });
   }
 
   /** Every event (newest first), fetched a page at a time as you iterate. */
@@ -180,7 +182,7 @@ export class SluiceClient {
   }
 
   getRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
-    return this.request('GET', `/runs/${pathId('The run id', runId)}`, { ...call, query: { environment } });
+    return this.request('GET', `/runs/${pathId('The run id', runId)}`, { ...call, query: { environment }, expect: 'run' });
   }
 
   /** Every run (newest first), fetched a page at a time as you iterate. */
@@ -190,11 +192,11 @@ export class SluiceClient {
 
   /** Continues a failed run from its first incomplete step (completed steps are not run again). */
   resumeRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
-    return this.request('POST', `/runs/${pathId('The run id', runId)}/resume`, { ...call, query: { environment } });
+    return this.request('POST', `/runs/${pathId('The run id', runId)}/resume`, { ...call, query: { environment }, expect: 'run' });
   }
 
   cancelRun(runId: string, environment: Environment = 'production', call: CallOptions = {}): Promise<{ run: Run }> {
-    return this.request('POST', `/runs/${pathId('The run id', runId)}/cancel`, { ...call, query: { environment } });
+    return this.request('POST', `/runs/${pathId('The run id', runId)}/cancel`, { ...call, query: { environment }, expect: 'run' });
   }
 
   /**
@@ -209,6 +211,7 @@ export class SluiceClient {
       ...call,
       json: { side_effects: options.sideEffects, ...(options.workflowIds === undefined ? {} : { workflow_ids: options.workflowIds }), ...(options.again === undefined ? {} : { again: options.again }) },
       query: { environment: options.environment },
+      expect: 'event',
       ...(options.idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': idempotencyKeyHeader(options.idempotencyKey) }, retry: true }),
     });
   }
@@ -216,7 +219,7 @@ export class SluiceClient {
   async *#pages<T>(path: string, field: string, query: Record<string, string | number | undefined>, call: CallOptions): AsyncIterable<T> {
     let cursor: string | undefined;
     do {
-      const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { ...call, query: { ...query, cursor } });
+      const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { ...call, query: { ...query, cursor }, expect: field });
       yield* page[field] as T[];
       cursor = page.next_cursor ?? undefined;
     } while (cursor !== undefined);
@@ -229,12 +232,20 @@ const checkTimeout = (ms: number): number => checkTimerDuration('timeoutMs', ms)
  * A success's JSON. One that is not JSON (a proxy's login page at the url) is SluiceApiError
  * `invalid_answer`, never quoting the body: JSON.parse's message would, control characters and all.
  */
-function answerOf(status: number, text: string, what: string): unknown {
+function answerOf(status: number, text: string, what: string, expect?: string): unknown {
+  let answer: unknown;
   try {
-    return JSON.parse(text);
+    answer = JSON.parse(text);
   } catch {
     throw new SluiceApiError(status, { code: 'invalid_answer', message: `${what} answered ${status} with a body that is not JSON: is the url where Sluice listens, not a proxy's page?` });
   }
+  // JSON of another shape (`{}`, `null`) would fail later as a TypeError naming nothing; a POST so
+  // answered may have been carried out all the same, by whatever answered.
+  const member = expect === undefined || answer === null || typeof answer !== 'object' ? undefined : (answer as Record<string, unknown>)[expect];
+  if (expect !== undefined && (member === null || typeof member !== 'object')) {
+    throw new SluiceApiError(status, { code: 'invalid_answer', message: `${what} answered ${status} with JSON that is not Sluice's answer (no "${expect}"): is the url where Sluice listens?` });
+  }
+  return answer;
 }
 
 /** The error for the last failed attempt of `what`, naming fetch's reason (`fetch failed` alone says little). */
