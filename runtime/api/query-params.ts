@@ -13,15 +13,17 @@ import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 export const ENVIRONMENT_QUERY = ['environment'] as const;
 
 /**
- * The environment a read is scoped to: `?environment=`, default production; anything else is a 400,
- * and sandbox on a plan without one is a 402.
+ * The environment a request is scoped to: `?environment=`, default production; anything else is a
+ * 400, and sandbox on a plan without one is a 402, except for a DELETE: sandbox records kept from
+ * a plan that had one still count against the org's caps (sources, schedules, devices, workflows),
+ * and an org told "delete one first" must be able to.
  */
 export function environmentOf(request: HttpRequest, org: Organization): Environment {
   const value = request.query.get('environment') ?? 'production';
   if (!(ENVIRONMENTS as readonly string[]).includes(value)) {
     throw new InputError(400, 'invalid_environment', 'environment must be "production" or "sandbox".', { field: 'environment' });
   }
-  assertSandboxAllowed(org, value);
+  if (request.method !== 'DELETE') assertSandboxAllowed(org, value);
   return value as Environment;
 }
 
