@@ -12,6 +12,7 @@ import { MAX_MESSAGES_IN_FLIGHT } from '../runtime/triggers/device-frame.ts';
 import type { Sleep } from '../kits/client/retry.ts';
 import { call, createOrg } from './helpers/http.ts';
 import { capturedOutput } from './helpers/captured-output.ts';
+import { startRefusingUpgradeServer } from './helpers/refusing-upgrade-server.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 const ORG = 'acct-device-cli';
@@ -123,19 +124,15 @@ test('an empty --token is refused, not replaced by SLUICE_DEVICE_TOKEN', async (
 });
 
 test('what a refusing server sends is printed escaped: its body never drives the terminal', async () => {
-  const { createServer } = await import('node:http');
-  const body = '\u001b]0;PWNED\u0007\u001b[2J refused';
-  const server = createServer((_req, res) => res.writeHead(404).end());
-  server.on('upgrade', (_req, socket) => socket.end(`HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`));
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', () => listening()));
+  const server = await startRefusingUpgradeServer(401, '\u001b]0;PWNED\u0007\u001b[2J refused');
   try {
     const fake = new URL(socketUrl);
-    fake.host = `127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+    fake.host = `127.0.0.1:${server.port}`;
     const refused = await run([fake.href, '--token', token, '--send', '{"id":"x","type":"t"}']);
     assert.equal(refused.code, 1);
     assert.match(refused.lines[0]!, /^refused with 401: .*PWNED/);
     assert.doesNotMatch(refused.lines.join('\n'), /[\u0000-\u0009\u000b-\u001f]/, 'escaped');
   } finally {
-    await new Promise((closed) => server.close(closed));
+    await server.close();
   }
 });

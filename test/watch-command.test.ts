@@ -10,6 +10,7 @@ import { watchCommand } from '../runtime/watch-command.ts';
 import { call, createOrg } from './helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
 import { capturedOutput } from './helpers/captured-output.ts';
+import { startRefusingUpgradeServer } from './helpers/refusing-upgrade-server.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 const ORG = 'acct-watch-cli';
@@ -82,20 +83,15 @@ test('a live room it cannot reach is said on stderr while it retries (stdout kee
 });
 
 test('what a refusing server sends reaches the terminal escaped: its body never drives it', async () => {
-  const { createServer } = await import('node:http');
-  const body = '\u001b]0;PWNED\u0007\u001b[2J refused';
-  const server = createServer((_req, res) => res.writeHead(404).end());
-  server.on('upgrade', (_req, socket) => socket.end(`HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`));
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', () => listening()));
+  const server = await startRefusingUpgradeServer(401, '\u001b]0;PWNED\u0007\u001b[2J refused');
   try {
-    const url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
-    const watch = start([url, '--org', ORG, '--key', key]);
+    const watch = start([`http://127.0.0.1:${server.port}`, '--org', ORG, '--key', key]);
     assert.equal(await watch.exit, 1);
     const notice = watch.notices().join('\n');
     assert.match(notice, /^sluice watch: ended: .*\(401\)/);
     assert.match(notice, /PWNED/, 'the body is said');
     assert.doesNotMatch(notice, /[\u0000-\u0009\u000b-\u001f]/, 'escaped');
   } finally {
-    await new Promise((closed) => server.close(closed));
+    await server.close();
   }
 });
