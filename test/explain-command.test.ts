@@ -263,6 +263,7 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
     ['/gateway', { status: 403, body: '{"error":{"code":403,"message":"Access denied for session sess_77e1"}}' }],
     ['/empty', { status: 200, body: '{}' }],
     ['/null', { status: 200, body: 'null' }],
+    ['/object-list', { status: 200, body: '{"failed_events":{"0":{}},"next_cursor":null}' }],
   ]);
   const server = createServer((req, res) => {
     const page = pages.get((req.url ?? '').split('/organizations')[0] ?? '') ?? { status: 404, body: '' };
@@ -292,6 +293,9 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
       const shapeless = await explainAt(`${base}${page}`);
       assert.match(shapeless, new RegExp(`^sluice explain: 200 invalid_answer: GET \\${page}/organizations/\\S+ answered 200 with JSON that is not Sluice's answer \\(no "run"\\)`), shapeless);
     }
+    const listOutput = capturedOutput();
+    assert.equal(await failedCommand([`${base}/object-list`, '--org', ORG], { stdout: listOutput.stdout, stderr: listOutput.stderr, env: { SLUICE_API_KEY: key } }), 1);
+    assert.match(listOutput.err(), /^sluice failed: 200 invalid_answer: GET \/failed-events answered with JSON whose "failed_events" is not a list/);
   } finally {
     await new Promise((closed) => server.close(closed));
   }

@@ -220,7 +220,9 @@ export class SluiceClient {
     let cursor: string | undefined;
     do {
       const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { ...call, query: { ...query, cursor }, expect: field });
-      yield* page[field] as T[];
+      const items = page[field];
+      if (!Array.isArray(items)) throw new SluiceApiError(200, { code: 'invalid_answer', message: `GET ${path} answered with JSON whose "${field}" is not a list: is the url where Sluice listens?` });
+      yield* items as T[];
       cursor = page.next_cursor ?? undefined;
     } while (cursor !== undefined);
   }
