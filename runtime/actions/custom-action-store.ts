@@ -282,29 +282,29 @@ export class CustomActionStore {
         const reviewed: ActionVersionRecord = revoking
           ? { ...target, status: 'revoked', revoked: revocation }
           : { ...target, status: input.decision, reviewer: input.reviewer, reason: input.reason, reviewed_at: iso(at) };
+        /** Rejects the other versions of the target's module still pending review (a permission edit of it), saying why. */
+        const rejectPendingOfModule = (verdict: 'revoked' | 'rejected'): void => {
+          for (const version of versions) {
+            if (version.digest !== target.digest || version.version === target.version || version.status !== 'pending_review') continue;
+            this.#versions.put([orgId, action.id, version.version], { ...version, status: 'rejected', reviewer: input.reviewer, reason: `its module was ${verdict} in version ${target.version}`, reviewed_at: iso(at) });
+          }
+        };
         if (revoking) {
           // What is revoked is the module: the target and every other version of it (a permission
           // edit), in use or waiting for review, or it would come back looking like a permission change.
           for (const version of versions) {
-            if (version.digest !== target.digest) continue;
-            if (version.status === 'approved' || version.status === 'superseded') {
+            if (version.digest === target.digest && (version.status === 'approved' || version.status === 'superseded')) {
               this.#versions.put([orgId, action.id, version.version], { ...version, status: 'revoked', revoked: revocation });
-            } else if (version.status === 'pending_review') {
-              this.#versions.put([orgId, action.id, version.version], { ...version, status: 'rejected', reviewer: input.reviewer, reason: `its module was revoked in version ${target.version}`, reviewed_at: iso(at) });
             }
           }
+          rejectPendingOfModule('revoked');
         } else {
           this.#versions.put([orgId, action.id, target.version], reviewed);
           // A rejection that stands against the code (no version of it approved, moduleRefusal)
-          // rejects its other pending versions too (a permission edit of it), as a revocation does:
-          // approving one would run the rejected code under the look of a permission change.
+          // rejects its other pending versions too, as a revocation does: approving one would run
+          // the rejected code under the look of a permission change.
           const after = versions.map((version) => (version.version === target.version ? reviewed : version));
-          if (input.decision === 'rejected' && moduleRefusal(after, target.digest) !== undefined) {
-            for (const version of versions) {
-              if (version.digest !== target.digest || version.version === target.version || version.status !== 'pending_review') continue;
-              this.#versions.put([orgId, action.id, version.version], { ...version, status: 'rejected', reviewer: input.reviewer, reason: `its module was rejected in version ${target.version}`, reviewed_at: iso(at) });
-            }
-          }
+          if (input.decision === 'rejected' && moduleRefusal(after, target.digest) !== undefined) rejectPendingOfModule('rejected');
         }
         let next: CustomActionRecord = { ...action, updated_at: iso(at) };
         if (input.decision === 'approved') {
