@@ -19,6 +19,13 @@ export const RECHECK_MS = 24 * 60 * 60 * 1000;
 /** Version records removed per transaction: a workflow may hold 1,000 of up to a megabyte each. */
 const REMOVE_PASS = 100;
 
+/** The workflow store's tables a delete leaves behind or reads (workflow-store.ts opens them). */
+export interface WorkflowTables {
+  readonly workflows: LedgerTable;
+  readonly versions: LedgerTable;
+  readonly secrets: LedgerTable;
+}
+
 export interface DeletedWorkflow {
   readonly orgId: string;
   readonly workflowId: string;
@@ -31,12 +38,12 @@ export class DeletedWorkflows {
   readonly #versions: LedgerTable;
   readonly #secrets: LedgerTable;
 
-  constructor(ledger: Ledger) {
+  constructor(ledger: Ledger, tables: WorkflowTables) {
     this.#root = ledger.root;
     this.#deleted = ledger.openDatabase(DELETED_WORKFLOWS);
-    this.#workflows = ledger.openDatabase('workflows');
-    this.#versions = ledger.openDatabase('workflow-versions');
-    this.#secrets = ledger.openDatabase('workflow-secrets');
+    this.#workflows = tables.workflows;
+    this.#versions = tables.versions;
+    this.#secrets = tables.secrets;
   }
 
   /** Lists a workflow deleted at `atMs`. Call inside the transaction that deletes it. */

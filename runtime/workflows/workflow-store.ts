@@ -106,7 +106,6 @@ export class WorkflowStore {
   readonly deleted: DeletedWorkflows;
 
   constructor(ledger: Ledger, limits: Partial<WorkflowStoreLimits> = {}) {
-    this.deleted = new DeletedWorkflows(ledger);
     const pinnedCache = limits.pinnedCache ?? PINNED_CACHE;
     this.#pinned = new LRUCache({ max: pinnedCache.max, maxSize: pinnedCache.maxBytes, sizeCalculation: versionSize });
     this.#triggerBytes = limits.triggerBytes ?? MAX_TRIGGER_BYTES;
@@ -116,6 +115,7 @@ export class WorkflowStore {
     this.#triggers = ledger.openDatabase('workflow-triggers');
     this.#secrets = ledger.openDatabase('workflow-secrets');
     this.#order = ledger.openDatabase(WORKFLOW_ORDER);
+    this.deleted = new DeletedWorkflows(ledger, { workflows: this.#workflows, versions: this.#versions, secrets: this.#secrets });
   }
 
   /** How many pinned versions are held decoded, and their JSON size (at most PINNED_CACHE.maxBytes). */
