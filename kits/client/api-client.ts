@@ -219,8 +219,8 @@ export class SluiceClient {
   async *#pages<T>(path: string, field: string, query: Record<string, string | number | undefined>, call: CallOptions): AsyncIterable<T> {
     let cursor: string | undefined;
     do {
-      const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { ...call, query: { ...query, cursor }, expect: field });
-      const items = page[field];
+      const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { ...call, query: { ...query, cursor } });
+      const items = page?.[field];
       if (!Array.isArray(items)) throw new SluiceApiError(200, { code: 'invalid_answer', message: `GET ${path} answered with JSON whose "${field}" is not a list: is the url where Sluice listens?` });
       yield* items as T[];
       cursor = page.next_cursor ?? undefined;
