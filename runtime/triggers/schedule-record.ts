@@ -219,11 +219,13 @@ export function oldestTickOwedSince(schedule: ScheduleRecord, fromMs: number, no
 
 /**
  * When the schedule should next send: now if a tick is owed, else its first tick after now that it
- * will send (one before its start is passed over: isBeforeStart); undefined: never again.
+ * will send: after the last tick done while a small set back is waited out (isTickDone), and after
+ * its start (isBeforeStart); undefined: never again.
  */
 export function nextTickAt(schedule: ScheduleRecord, nowMs: number): number | undefined {
   if (tickOwed(schedule, nowMs) !== undefined) return nowMs;
-  const next = cronOf(schedule).nextRun(new Date(nowMs))?.getTime();
+  const waitingOut = schedule.last_tick_ms <= nowMs + WAITED_OUT_SET_BACK_MS;
+  const next = cronOf(schedule).nextRun(new Date(waitingOut ? Math.max(nowMs, schedule.last_tick_ms) : nowMs))?.getTime();
   if (next === undefined || schedule.started_ms === undefined || !isBeforeStart(schedule, next, next)) return next;
   return cronOf(schedule).nextRun(new Date(schedule.started_ms))?.getTime();
 }

@@ -80,7 +80,9 @@ test('a clock set back far behind the last tick done counts from now, not from t
   const justSent = schedule('0 * * * *', 'UTC', Date.UTC(2026, 10, 30, 10));
   const stepBack = Date.UTC(2026, 10, 30, 9, 59, 58);
   assert.equal(tickOwed(justSent, stepBack), undefined);
-  assert.equal(nextTickAt(justSent, stepBack), Date.UTC(2026, 10, 30, 10));
+  assert.equal(nextTickAt(justSent, stepBack), Date.UTC(2026, 10, 30, 11), 'next_tick_at names the tick that will be sent, not 10:00 again');
+  const fiveMinutes = schedule('*/5 * * * *', 'UTC', Date.UTC(2026, 10, 30, 10));
+  assert.equal(nextTickAt(fiveMinutes, Date.UTC(2026, 10, 30, 9, 20)), Date.UTC(2026, 10, 30, 10, 5), 'set back 40 minutes: the ticks up to 10:00 were sent');
   assert.equal(tickOwed(justSent, Date.UTC(2026, 10, 30, 10)), undefined, 'its time comes again: done already');
   assert.equal(nextTickAt(justSent, Date.UTC(2026, 10, 30, 10)), Date.UTC(2026, 10, 30, 11));
   const missed = schedule('0 * * * *', 'UTC', Date.UTC(2026, 10, 30, 7));
