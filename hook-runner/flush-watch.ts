@@ -3,17 +3,33 @@
 // batch whose commit fails (a full disk) never settles it: only a commit that succeeds calls its
 // resolvers, a batch's promise may be shared by writes that committed before the failure, and
 // lmdb-js goes on handing the dead promise out until a write starts a new batch. A duplicate
-// delivery or a committed API key waiting on one was never answered. Here a wait ends with the
-// failure of a commit seen while it waits (a 503 to its request); and from a failed commit until a
-// write issued after it has committed (a new batch, a live promise), a wait also asks LMDB to sync
-// the environment, and ends when that sync has put everything committed on disk.
+// delivery or a committed API key waiting on one was never answered. Here, when a commit fails, a
+// wait whose own write failed ends with that failure (a 503 to its request); every other wait (its
+// write committed, or it waits for what is committed) asks LMDB to sync the environment and ends
+// when that sync has put everything committed on disk: failing those too answered "nothing was
+// kept" for events that were stored, and a client sending one again stored it twice. From a failed
+// commit until a write issued after it has committed (a new batch, a live promise), every new wait
+// asks for that sync too. A sync that fails ends its waits with UnconfirmedFlushError.
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
 import { isLedgerCommitFailure, settleCommitFailure } from './lmdb-commit-failure.ts';
 
 interface Waiter {
+  /** The write whose flush this waits for; none for a wait on what is committed (`flushed()`). */
+  readonly write: Promise<unknown> | undefined;
   readonly done: () => void;
   readonly fail: (error: unknown) => void;
+}
+
+/**
+ * What was committed may not be on disk: LMDB's sync (asked for after a failed commit) failed. A
+ * write that waited for it took, and it may or may not outlive a crash.
+ */
+export class UnconfirmedFlushError extends Error {
+  constructor(cause: unknown) {
+    super(`committed writes could not be confirmed on disk: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'UnconfirmedFlushError';
+  }
 }
 
 export interface FlushSource {
@@ -48,7 +64,7 @@ export class FlushWatch {
     this.#watched.add(write);
     const seq = ++this.#issued;
     const own = (write as { flushed?: PromiseLike<unknown> }).flushed;
-    if (own !== undefined) Object.defineProperty(write, 'flushed', { configurable: true, get: () => this.wait(own) });
+    if (own !== undefined) Object.defineProperty(write, 'flushed', { configurable: true, get: () => this.#wait(own, write) });
     write.then(
       () => {
         // Issued after the failure was seen: its batch is a new one, with a live flush promise.
@@ -58,28 +74,40 @@ export class FlushWatch {
         settleCommitFailure(error);
         if (!isLedgerCommitFailure(error)) return;
         this.#suspectUpTo = this.#issued;
-        for (const waiter of [...this.#waiting]) waiter.fail(error);
+        for (const waiter of [...this.#waiting]) {
+          if (waiter.write === undefined) this.#sync(waiter);
+          else waiter.write.then(() => this.#sync(waiter), () => waiter.fail(error));
+        }
       },
     );
     return write;
   }
 
-  /** Resolves once what is committed is on disk; rejects with a commit failure seen meanwhile. */
+  /** Resolves once what is committed is on disk; rejects with UnconfirmedFlushError when that cannot be told. */
   flushed(): Promise<void> {
-    return this.wait(undefined);
+    return this.#wait(undefined, undefined);
   }
 
-  /** Waits for `flush` (else the current one) as `flushed` does. */
-  wait(flush: PromiseLike<unknown> | undefined): Promise<void> {
+  /**
+   * Waits for `flush` (else the current one), the flush of `write` if given: rejects with the
+   * write's commit failure, or as `flushed` does.
+   */
+  #wait(flush: PromiseLike<unknown> | undefined, write: Promise<unknown> | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
+        write,
         done: () => void (this.#waiting.delete(waiter) && resolve()),
         fail: (error) => void (this.#waiting.delete(waiter) && reject(error)),
       };
       this.#waiting.add(waiter);
       Promise.resolve(flush ?? this.#source.flushed()).then(waiter.done, waiter.fail);
-      if (this.#suspectUpTo !== undefined) this.#source.sync((error) => (error === undefined || error === null ? waiter.done() : waiter.fail(error)));
+      if (this.#suspectUpTo !== undefined) this.#sync(waiter);
     });
+  }
+
+  /** Ends the wait once LMDB has synced what is committed. */
+  #sync(waiter: Waiter): void {
+    this.#source.sync((error) => (error === undefined || error === null ? waiter.done() : waiter.fail(new UnconfirmedFlushError(error))));
   }
 }
 

@@ -11,15 +11,29 @@ import { guardCommitFailures, isLedgerCommitFailure } from '../../hook-runner/lm
 import { RetryableError, writeFailedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
+import { UnconfirmedFlushError } from '../../hook-runner/flush-watch.ts';
 
 /** Whether nothing of a write was kept because it failed to commit or was refused below the disk floor (disk-floor.ts). */
 export const isFailedWrite = (error: unknown): boolean => isLedgerCommitFailure(error) || error instanceof DiskSpaceLowError;
 
-/** The retryable 503 `write_failed` for a write that kept nothing of `what` (isFailedWrite); undefined for any other error. */
+/**
+ * The retryable 503 for a write of `what` the ledger could not complete: `write_failed` when it kept
+ * nothing (isFailedWrite), `write_unconfirmed` when it took but its flush could not be confirmed;
+ * undefined for any other error.
+ */
 export function failedWriteError(what: string, error: unknown): RetryableError | undefined {
   if (error instanceof DiskSpaceLowError) return diskLowWriteError(what);
+  if (error instanceof UnconfirmedFlushError) return unconfirmedWriteError(what);
   return isLedgerCommitFailure(error) ? writeFailedError(what) : undefined;
 }
+
+/** The retryable 503 `write_unconfirmed` for a write of `what` that took but that the disk could not confirm (UnconfirmedFlushError). */
+export const unconfirmedWriteError = (what: string): RetryableError =>
+  new RetryableError(
+    'write_unconfirmed',
+    `The ${what} was written, but the disk could not confirm it (an I/O error): it may have been stored. Look for it before sending it again, or send it again with the same id, which is refused with 409 if it was kept.`,
+    5000,
+  );
 
 /** The retryable 503 `write_failed` for a write of `what` the disk floor refused: nothing of it was kept. */
 export const diskLowWriteError = (what: string): RetryableError =>

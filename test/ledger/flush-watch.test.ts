@@ -1,10 +1,11 @@
-// FlushWatch: a wait for an LMDB flush ends with a commit failure seen meanwhile (lmdb-js never
-// settles a failed batch's flush promise), and after a failed commit, until a write issued after it
-// commits, a wait also ends once a sync has put what is committed on disk.
+// FlushWatch: lmdb-js never settles a failed batch's flush promise. When a commit fails, a wait
+// whose own write failed ends with that failure, the others once a sync has put what is committed
+// on disk; until a write issued after the failure commits, every new wait syncs too.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlushWatch } from '../../hook-runner/flush-watch.ts';
+import { FlushWatch, UnconfirmedFlushError } from '../../hook-runner/flush-watch.ts';
+import { failedWriteError } from '../../runtime/ledger/commit-failure-guard.ts';
 
 /** A write failed at commit, as lmdb-js rejects one: its error carries the commit's own promise. */
 const failedCommit = (): Promise<never> => {
@@ -24,20 +25,50 @@ const deadSource = () => {
   return source;
 };
 
-test('a wait on a flush that never settles ends with the commit failure seen meanwhile; a failure of another kind does not end it', async () => {
+test('when a commit fails, a wait whose own write failed ends with that failure; a failure of another kind ends nothing', async () => {
   const source = deadSource();
   const watch = new FlushWatch(source);
-  const waiting = watch.flushed();
+  const write = watch.watch(Object.assign(failedCommit(), { flushed: dead() }));
+  const waiting = write.flushed;
   let settled = false;
   waiting.then(() => (settled = true), () => (settled = true));
   const notACommit = Promise.reject(new Error('the transaction body threw'));
   notACommit.catch(() => undefined);
   watch.watch(notACommit);
   await turn();
-  assert.equal(settled, false, 'a write that failed before its commit says nothing of the disk');
-  watch.watch(failedCommit());
+  assert.equal(source.syncs, 0, 'a write that failed before its commit says nothing of the disk');
+  await assert.rejects(write, /MDB_EFBIG/);
   await assert.rejects(waiting, /MDB_EFBIG/);
-  assert.equal(source.syncs, 0, 'no sync while no commit had failed');
+});
+
+test('when another commit fails, waits whose write committed, or that wait for what is committed, end once a sync has put it on disk', async () => {
+  // Answering them with the failure said "nothing was kept" of events that were stored: sent again, they were stored twice.
+  const source = deadSource();
+  const watch = new FlushWatch(source);
+  const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
+  const ownFlush = committed.flushed;
+  const whatIsCommitted = watch.flushed();
+  let commitLater = (): void => undefined;
+  const later = watch.watch(Object.assign(new Promise<void>((resolve) => (commitLater = resolve)), { flushed: dead() }));
+  const laterFlush = later.flushed;
+  watch.watch(failedCommit());
+  await turn();
+  assert.equal(await within(ownFlush), 'flushed');
+  assert.equal(await within(whatIsCommitted), 'flushed');
+  assert.equal(source.syncs, 2, 'the write still out is synced for once it commits');
+  commitLater();
+  assert.equal(await within(laterFlush), 'flushed');
+  assert.equal(source.syncs, 3);
+});
+
+test('a sync that fails ends the waits with UnconfirmedFlushError: what took may not be on disk', async () => {
+  const source = { flushed: dead, sync: (done: (error?: unknown) => void) => void setImmediate(() => done(new Error('EIO'))) };
+  const watch = new FlushWatch(source);
+  const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
+  const ownFlush = committed.flushed;
+  watch.watch(failedCommit());
+  await assert.rejects(ownFlush, (error: unknown) => error instanceof UnconfirmedFlushError && /EIO/.test(error.message));
+  assert.equal(failedWriteError('request', await ownFlush.catch((error: unknown) => error))?.code, 'write_unconfirmed');
 });
 
 test('after a failed commit a wait on a dead flush ends with a sync; a write issued after the failure that commits ends the suspicion', async () => {
