@@ -4,8 +4,11 @@
 // byte: the text, the body, its buffer, the signed string) outgrew the heap, and a restart then
 // dispatched every recovered run at once and died again. A step whose payload does not fit waits:
 // in order within its tenant, and tenants take turns, so one tenant's large, slow steps (holding
-// their share while they wait for a connection) never hold back another tenant's. The accounting is
-// tenant-byte-shares.ts, as for request bodies.
+// their share while they wait for a connection) never hold back another tenant's. A step that fits
+// its tenant's share and waits only for the total is next: no other tenant's step takes from the
+// total before it (busy tenants' small steps, each fitting the bytes just freed, kept a larger one
+// waiting for as long as they kept coming). The accounting is tenant-byte-shares.ts, as for
+// request bodies.
 
 import { getHeapStatistics } from 'node:v8';
 import { FifoQueue } from '../../actors/fifo-queue.ts';
@@ -58,7 +61,7 @@ export class StepInputBudget {
    */
   tryTake(tenant: string, bytes: number): boolean {
     const cost = this.#cost(bytes);
-    if (this.#waiting.has(tenant) || !this.#fits(tenant, cost)) return false;
+    if (this.#waiting.has(tenant) || !this.#fits(tenant, cost) || this.#someoneWaitsForTotal()) return false;
     this.#shares.hold(tenant, cost.share, cost.overall);
     return true;
   }
@@ -85,10 +88,13 @@ export class StepInputBudget {
     this.#serve();
   }
 
-  /** One pass over the tenants waiting, in turn: each grants what fits of its queue's head. */
+  /**
+   * One pass over the tenants waiting, in turn: each grants what fits of its queue's head. A head
+   * that fits its share but not the total ends the pass and keeps its tenant's turn first.
+   */
   #serve(): void {
     for (let turns = this.#turns.size; turns > 0; turns -= 1) {
-      const tenant = this.#turns.shift() as string;
+      const tenant = this.#turns.peek() as string;
       const queue = this.#waiting.get(tenant) as FifoQueue<Waiter>;
       for (let head = queue.peek(); head !== undefined && this.#fits(tenant, head.cost); head = queue.peek()) {
         queue.shift();
@@ -96,13 +102,29 @@ export class StepInputBudget {
         this.#shares.hold(tenant, head.cost.share, head.cost.overall);
         head.grant();
       }
+      const head = queue.peek();
+      if (head !== undefined && this.#fitsShare(tenant, head.cost)) return;
+      this.#turns.shift();
       if (queue.size > 0) this.#turns.push(tenant);
       else this.#waiting.delete(tenant);
     }
   }
 
+  /** Whether a tenant's oldest waiting step fits its share, so that it waits for the total alone. */
+  #someoneWaitsForTotal(): boolean {
+    for (const [tenant, queue] of this.#waiting) {
+      if (this.#fitsShare(tenant, (queue.peek() as Waiter).cost)) return true;
+    }
+    return false;
+  }
+
   #fits(tenant: string, cost: Cost): boolean {
     return this.#shares.fits(tenant, cost.share, cost.overall);
+  }
+
+  /** Whether the cost fits the tenant's share, whatever the total holds. */
+  #fitsShare(tenant: string, cost: Cost): boolean {
+    return this.#shares.fits(tenant, cost.share, 0);
   }
 
   #cost(bytes: number): Cost {

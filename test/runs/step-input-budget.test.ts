@@ -89,6 +89,41 @@ test('tenants waiting take turns as bytes come back', async () => {
   assert.deepEqual(order, ['a1', 'a2', 'b1']);
 });
 
+test('a step waiting for the total alone is next: other tenants\' small steps, each fitting the bytes just freed, do not keep it waiting', async () => {
+  const budget = new StepInputBudget(100, 50);
+  const out: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    for (const tenant of ['b', 'c']) {
+      assert.equal(budget.tryTake(tenant, 10), true);
+      out.push(tenant);
+    }
+  }
+  let granted = false;
+  const large = budget.take('a', 40).then(() => (granted = true));
+  assert.equal(budget.tryTake('d', 10), false, 'a tenant with nothing waiting waits behind it too');
+  const d = budget.take('d', 10);
+  // b and c keep steps coming: each one that ends is followed by another.
+  for (let ends = 0; ends < 4; ends++) {
+    const tenant = out.shift() as string;
+    budget.release(tenant, 10);
+    await Promise.resolve();
+    assert.equal(budget.tryTake(tenant, 10), false, `the ${ends + 1}. freed 10 bytes wait for a's 40`);
+  }
+  await large;
+  assert.equal(granted, true);
+  assert.deepEqual(budget.stats(), { heldBytes: 100, waiting: 1 }, '60 still out and a\'s 40; d waits its turn');
+  budget.release('a', 40);
+  await d;
+  assert.equal(budget.tryTake('b', 10), true, 'nothing waits for the total: takes go through again');
+  // A tenant held back by its own share holds no one back.
+  const shares = new StepInputBudget(100, 30);
+  assert.equal(shares.tryTake('a', 30), true);
+  const second = shares.take('a', 10);
+  assert.equal(shares.tryTake('b', 30), true, 'a waits for its share, not for the total');
+  shares.release('a', 30);
+  await second;
+});
+
 test('a runtime with --step-input-mib 8 holds one org\'s 1 MB payloads to its share (an eighth) while another org\'s steps go on', async () => {
   let release: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (release = resolve));
