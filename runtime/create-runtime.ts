@@ -102,6 +102,9 @@ export interface Runtime {
 }
 
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** How long requests in flight at a stop may still use the schema threads (checks of 1 s, body reads). */
+const SCHEMA_DRAIN_GRACE_MS = 5_000;
+
 /** How long a /metrics scrape waits for the hook-runner's health answer (sluice_hook_runner_up, _disk_low). */
 const RUNNER_HEALTH_DEADLINE_MS = 1000;
 
@@ -327,12 +330,15 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
       (closing ??= (async () => {
         await pruning.close();
         await ticker.close();
-        // Before the server waits for requests in flight: their queued checks are refused at once
-        // (503 stopping), not worked through one deadline after another.
-        await closeSchemaThreads(schemas);
+        // Requests in flight finish their schema checks and body reads; what is still queued or
+        // running SCHEMA_DRAIN_GRACE_MS into the stop is refused (503 stopping), so a queue of slow
+        // checks cannot hold the stop for one deadline after another.
+        const refuseLateChecks = setTimeout(() => void closeSchemaThreads(schemas), SCHEMA_DRAIN_GRACE_MS);
         rooms.close();
         await devices.close();
         await server.close();
+        clearTimeout(refuseLateChecks);
+        await closeSchemaThreads(schemas);
         await engine.close();
         connections.close();
         await runner.close();

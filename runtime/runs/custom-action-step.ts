@@ -116,6 +116,8 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
     });
   } catch (error) {
     // No connection took the call, or the runtime held it back: the attempt never started (no started_at), as a refused webhook's.
+    // A runner's retryAfterMs (5 s below its disk floor) is for API callers; a step keeps its policy's
+    // backoff, so that a disk low for minutes does not use up the step's retries in 25 s.
     if ((error instanceof RunnerUnavailableError && !error.mayHaveRun) || error instanceof CallNotSentError) return fail(error.code, error.message, true, base, false);
     // A runner token the runner refuses is a deployment fault that clears once fixed: nothing ran, so the step retries (its policy's budget, as for an unavailable runner).
     if (error instanceof SluiceError && error.code === 'hook_runner_unauthenticated') return fail(error.code, error.message, true, base, false);

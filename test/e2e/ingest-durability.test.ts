@@ -72,7 +72,7 @@ test('SIGKILL after the answers loses no acknowledged event; repeats stay 409 af
   }
 });
 
-test('SIGTERM finishes in-flight writes and exits 0; the admin token file is 0600', async () => {
+test('SIGTERM exits 0 (requests in flight at a stop: test/http/stop-drains-requests.test.ts); the admin token file is 0600', async () => {
   const dataDir = tempDir();
   try {
     const runtime = await spawnRuntime(dataDir, 'serve', [], 'file');
