@@ -7,8 +7,11 @@
 --   BENCH_POOL    pool file      BENCH_PATH        request path
 --   BENCH_THREADS wrk's -t       BENCH_CONNECTIONS wrk's -c       BENCH_OUT  where done() writes the JSON
 -- Thread i takes pool lines i, i+T, i+2T, ...; once it has sent its share it answers request() with an
--- empty request, so the connection idles. Each connection asks exactly once more after its last answer,
--- so when every connection of the thread has asked, all its requests are answered and the thread stops.
+-- empty request, so the connection idles. Each connection asks once more after its last answer, so when
+-- every connection of the thread has asked, all its requests are answered and the thread stops. A
+-- connection the server closes while it idles (past its keep-alive timeout: 10 s for uWS, 5 s for
+-- Node) reconnects and asks again, so an answer slower than that can be cut off: the run then counts
+-- it as timed out (requests < pool size) and its idle close as a socket error, never as a success.
 -- wrk 4.1 otherwise sleeps for the whole -d: the last thread to finish sends wrk its own SIGINT (which only
 -- sets wrk's stop flag), and the duration is measured here, from the first request sent to the last answer.
 

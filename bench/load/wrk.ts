@@ -28,8 +28,9 @@ export async function runWrk(children: ChildProcesses, spec: LoadSpec, threads: 
       `-t${threadCount}`,
       `-c${spec.connections}`,
       `-d${Math.ceil(spec.timeoutMs / 1000)}s`,
+      // wrk leaves an answer slower than --timeout out of its latencies (errors.timeout): no sooner than the run's bound.
       '--timeout',
-      '10s',
+      `${Math.ceil(spec.timeoutMs / 1000)}s`,
       '-s',
       SCRIPT,
       `http://127.0.0.1:${spec.port}${spec.path}`,
@@ -44,7 +45,7 @@ export async function runWrk(children: ChildProcesses, spec: LoadSpec, threads: 
 interface WrkOutput {
   readonly requests: number;
   readonly durationUs: number;
-  readonly errors: { readonly connect: number; readonly read: number; readonly write: number; readonly status: number };
+  readonly errors: { readonly connect: number; readonly read: number; readonly write: number; readonly status: number; readonly timeout: number };
   readonly latencyUs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
 }
 
@@ -58,10 +59,11 @@ function parseWrkResult(text: string, count: number): LoadResult {
   return {
     generator: 'wrk',
     completed: out.requests,
-    // wrk counts only statuses above 399; the pools never cause a redirect, so the rest succeeded.
-    statuses: { '2xx': out.requests - out.errors.status, 'non-2xx': out.errors.status },
+    // wrk counts only statuses above 399; the pools never cause a redirect, so the rest succeeded,
+    // but for answers past --timeout: wrk counts them as requests without their latency.
+    statuses: { '2xx': out.requests - out.errors.status - out.errors.timeout, 'non-2xx': out.errors.status },
     socketErrors,
-    timedOut: Math.max(0, count - out.requests),
+    timedOut: Math.max(0, count - out.requests) + out.errors.timeout,
     durationSec,
     throughputPerSec: out.requests / durationSec,
     ...(out.requests === 0
