@@ -28,15 +28,15 @@ const deadSource = () => {
 test('when a commit fails, a wait whose own write failed ends with that failure; a failure of another kind ends nothing', async () => {
   const source = deadSource();
   const watch = new FlushWatch(source);
-  const write = watch.watch(Object.assign(failedCommit(), { flushed: dead() }));
-  const waiting = write.flushed;
   let settled = false;
-  waiting.then(() => (settled = true), () => (settled = true));
+  watch.flushed().then(() => (settled = true), () => (settled = true));
   const notACommit = Promise.reject(new Error('the transaction body threw'));
   notACommit.catch(() => undefined);
   watch.watch(notACommit);
   await turn();
-  assert.equal(source.syncs, 0, 'a write that failed before its commit says nothing of the disk');
+  assert.deepEqual([settled, source.syncs], [false, 0], 'a write that failed before its commit says nothing of the disk');
+  const write = watch.watch(Object.assign(failedCommit(), { flushed: dead() }));
+  const waiting = write.flushed;
   await assert.rejects(write, /MDB_EFBIG/);
   await assert.rejects(waiting, /MDB_EFBIG/);
 });
