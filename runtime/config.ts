@@ -134,9 +134,10 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     },
   });
   const dataDir = resolve(text('--data-dir', values['data-dir'], env.SLUICE_DATA_DIR) ?? './.sluice');
-  const logLevel = (text('--log-level', values['log-level'], env.SLUICE_LOG_LEVEL) ?? 'info') as LogLevel;
+  const logLevelSetting = setting('--log-level', values['log-level'], 'SLUICE_LOG_LEVEL', env);
+  const logLevel = (logLevelSetting.raw ?? 'info') as LogLevel;
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
-    throw new InputError(400, 'invalid_config', `log level must be debug, info, warn, error or silent; got "${logLevel}".`);
+    throw new InputError(400, 'invalid_config', `${logLevelSetting.name} must be debug, info, warn, error or silent; got "${logLevel}".`);
   }
   // At least as long as a signature stays fresh: its timestamp is taken from 300 s before now to 300 s
   // after, so one delivery verifies for 601 s of server time (whole seconds). A shorter window let
@@ -189,7 +190,9 @@ function parseWebhookTargets({ name, raw }: Setting, fallback: WebhookTargets): 
 function parseRunner({ name, raw }: Setting, fallback: RuntimeConfig['runner']): RuntimeConfig['runner'] {
   if (raw === undefined) return fallback;
   if (raw === 'child' || raw === 'off') return raw;
-  if (/^unix:\/.+$/.test(raw)) return { address: raw };
+  // A relative socket path is taken from the working directory, as `sluice hook-runner --listen` takes it.
+  const socketPath = /^unix:(.+)$/.exec(raw)?.[1];
+  if (socketPath !== undefined) return { address: `unix:${resolve(socketPath.replace(/^\/\/(?=\/)/, ''))}` };
   const port = /^[A-Za-z0-9.\-[\]:]+:(\d{1,5})$/.exec(raw)?.[1];
   if (port !== undefined && Number(port) >= 1 && Number(port) <= 65535) return { address: raw };
   throw new InputError(400, 'invalid_config', `${name} must be "child", "off" or an address like 127.0.0.1:7878 (a port from 1 to 65535) or unix:/path; got "${raw}".`);

@@ -38,6 +38,11 @@ test('a bad value from the environment is refused naming the variable, one from 
   assert.match(refusal(['--runner', 'bogus'], {}), /^--runner must be/);
   for (const address of ['127.0.0.1:99999', '127.0.0.1:0', 'runner.internal:65536']) assert.match(refusal(['--runner', address], {}), /a port from 1 to 65535/, address);
   assert.deepEqual(loadRuntimeConfig(['--runner', 'runner.internal:65535'], {}).runner, { address: 'runner.internal:65535' });
+  // A socket path as `sluice hook-runner --listen` takes it: relative to the working directory.
+  assert.deepEqual(loadRuntimeConfig(['--runner', 'unix:run/runner.sock'], {}).runner, { address: `unix:${process.cwd()}/run/runner.sock` });
+  assert.deepEqual(loadRuntimeConfig(['--runner', 'unix:///run/runner.sock'], {}).runner, { address: 'unix:/run/runner.sock' });
+  assert.match(refusal([], { SLUICE_LOG_LEVEL: 'INFO' }), /^SLUICE_LOG_LEVEL must be debug, info/);
+  assert.match(refusal(['--log-level', 'loud'], { SLUICE_LOG_LEVEL: 'info' }), /^--log-level must be debug, info/);
   assert.match(refusal([], { SLUICE_WEBHOOK_TARGETS: 'some' }), /^SLUICE_WEBHOOK_TARGETS must be "public" or "any"/);
   assert.match(refusal([], { SLUICE_RETENTION_DAYS: '0' }), /^SLUICE_RETENTION_DAYS must be an integer from 1/);
 });
