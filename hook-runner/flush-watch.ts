@@ -9,27 +9,16 @@
 // when that sync has put everything committed on disk: failing those too answered "nothing was
 // kept" for events that were stored, and a client sending one again stored it twice. From a failed
 // commit until a write issued after it has committed (a new batch, a live promise), every new wait
-// asks for that sync too. A sync that fails ends its waits with UnconfirmedFlushError.
+// asks for that sync too. A sync that fails ends its waits with UnconfirmedFlushError (lmdb-commit-failure.ts).
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
-import { isLedgerCommitFailure, settleCommitFailure } from './lmdb-commit-failure.ts';
+import { isLedgerCommitFailure, settleCommitFailure, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
 
 interface Waiter {
   /** The write whose flush this waits for; none for a wait on what is committed (`flushed()`). */
   readonly write: Promise<unknown> | undefined;
   readonly done: () => void;
   readonly fail: (error: unknown) => void;
-}
-
-/**
- * What was committed may not be on disk: LMDB's sync (asked for after a failed commit) failed. A
- * write that waited for it took, and it may or may not outlive a crash.
- */
-export class UnconfirmedFlushError extends Error {
-  constructor(cause: unknown) {
-    super(`committed writes could not be confirmed on disk: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-    this.name = 'UnconfirmedFlushError';
-  }
 }
 
 export interface FlushSource {
@@ -101,7 +90,12 @@ export class FlushWatch {
       };
       this.#waiting.add(waiter);
       Promise.resolve(flush ?? this.#source.flushed()).then(waiter.done, waiter.fail);
-      if (this.#suspectUpTo !== undefined) this.#sync(waiter);
+      // A sync before the write has committed would not cover it; a failed write fails the wait
+      // through the failure handler in `watch`.
+      if (this.#suspectUpTo !== undefined) {
+        if (write === undefined) this.#sync(waiter);
+        else write.then(() => this.#sync(waiter), () => undefined);
+      }
     });
   }
 

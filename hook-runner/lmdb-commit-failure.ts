@@ -23,12 +23,26 @@ export function settleCommitFailure(error: unknown): void {
 const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause));
 
 /**
+ * What was committed may not be on disk: LMDB's sync, asked for after a failed commit (flush-watch.ts),
+ * failed. A write that waited for it took, and it may or may not outlive a crash.
+ */
+export class UnconfirmedFlushError extends Error {
+  constructor(cause: unknown) {
+    super(`committed writes could not be confirmed on disk: ${causeText(cause)}`, { cause });
+    this.name = 'UnconfirmedFlushError';
+  }
+}
+
+/**
  * Installs the guard for this process (call once, at startup); `log` hears each stray with the text
- * of the commit's underlying error (ENOSPC, EFBIG, EIO), once its commit's own promise has told it.
+ * of the commit's underlying error (ENOSPC, EFBIG, EIO), once its commit's own promise has told it,
+ * and each unconfirmed flush no caller awaited.
  * `isStray` may widen what counts (the runtime adds writes its disk floor refused).
  */
 export function guardCommitFailures(log: (error: Error, cause: string) => void, isStray: (reason: unknown) => boolean = isLedgerCommitFailure): void {
   process.on('unhandledRejection', (reason) => {
+    // A flush wait no caller awaits yet (it reads a write's `flushed` before awaiting the write).
+    if (reason instanceof UnconfirmedFlushError) return log(reason, causeText(reason.cause));
     if (!isStray(reason)) throw reason;
     const commitError = (reason as { commitError?: unknown }).commitError;
     const told = (cause: unknown): void => log(reason as Error, causeText(cause));

@@ -236,9 +236,9 @@ export class HttpServer {
     // of this request: worth trying again. One that took but could not be synced may be stored.
     const failedWrite = failedWriteError('request', error);
     if (failedWrite !== undefined) {
-      // The process-wide guard logs a commit's failure, rate-limited (commit-failure-guard.ts): one line per request would flood the log of a full disk.
-      if (failedWrite.code === 'write_unconfirmed') this.#logger.error('a request was written but the disk could not confirm it', { error: (error as Error).message });
-      else this.#logger.debug('a request failed: its write could not be committed', { error: (error as Error).message });
+      // The process-wide guard logs the commit's failure (a sync fails only after one), rate-limited
+      // (commit-failure-guard.ts): one line per request would flood the log of a full disk.
+      this.#logger.debug(`a request failed: its write ${failedWrite.code === 'write_unconfirmed' ? 'could not be confirmed on disk' : 'could not be committed'}`, { error: (error as Error).message });
       return this.#errorReply(failedWrite);
     }
     this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });

@@ -7,11 +7,10 @@
 // commit: the requests and runs it fails log theirs at debug (they answer 503, or stall and retry).
 // Writes refused below the disk floor (disk-floor.ts) are handled as failed ones, without a line.
 
-import { guardCommitFailures, isLedgerCommitFailure } from '../../hook-runner/lmdb-commit-failure.ts';
+import { guardCommitFailures, isLedgerCommitFailure, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
 import { RetryableError, writeFailedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
-import { UnconfirmedFlushError } from '../../hook-runner/flush-watch.ts';
 
 /** Whether nothing of a write was kept because it failed to commit or was refused below the disk floor (disk-floor.ts). */
 export const isFailedWrite = (error: unknown): boolean => isLedgerCommitFailure(error) || error instanceof DiskSpaceLowError;

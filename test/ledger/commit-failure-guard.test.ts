@@ -37,6 +37,16 @@ test('a stray commit failure, as lmdb-js rejects it, is logged and the process g
   assert.match(result.stdout + result.stderr, /ledger commit failed/);
 });
 
+test('an unconfirmed flush no caller awaited yet (a failed sync after a failed commit) is logged and the process goes on', () => {
+  const result = withGuard(`
+    const { UnconfirmedFlushError } = await import('./hook-runner/lmdb-commit-failure.ts');
+    Promise.reject(new UnconfirmedFlushError(new Error('Input/output error')));
+  `);
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /still running/);
+  assert.match(result.stdout + result.stderr, /Input\/output error/);
+});
+
 test('a stray write refused below the disk floor is not logged (the floor logs its own line) and the process goes on', () => {
   const result = withGuard(`
     const { DiskSpaceLowError } = await import('./hook-runner/disk-floor.ts');

@@ -4,7 +4,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlushWatch, UnconfirmedFlushError } from '../../hook-runner/flush-watch.ts';
+import { FlushWatch } from '../../hook-runner/flush-watch.ts';
+import { UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
 import { failedWriteError } from '../../runtime/ledger/commit-failure-guard.ts';
 
 /** A write failed at commit, as lmdb-js rejects one: its error carries the commit's own promise. */
@@ -107,4 +108,19 @@ test('a write\'s own flush, shared with a batch that then failed, is waited for 
   await turn();
   assert.equal(await committed, 'key stored');
   assert.equal(await within(committed.flushed), 'flushed');
+});
+
+test('after a failed commit, a write issued meanwhile is synced for once it has committed, not before (a sync before would not cover it)', async () => {
+  const source = deadSource();
+  const watch = new FlushWatch(source);
+  watch.watch(failedCommit());
+  await turn();
+  let commit = (): void => undefined;
+  const write = watch.watch(Object.assign(new Promise<void>((resolve) => (commit = resolve)), { flushed: dead() }));
+  const ownFlush = write.flushed;
+  await turn();
+  assert.equal(source.syncs, 0, 'no sync while the write is out');
+  commit();
+  assert.equal(await within(ownFlush), 'flushed');
+  assert.equal(source.syncs, 1);
 });
