@@ -75,6 +75,11 @@ export class SchemaChecks {
     this.#deadlines = deadlines;
   }
 
+  /** Whether the thread is working on a check now (tests wait for one to be under way). */
+  get running(): boolean {
+    return this.#running !== undefined;
+  }
+
   /**
    * Checks the payload (as JSON text) against the declarer's schema for `type`: resolves when it
    * passes, rejects with the 422 naming the field otherwise. Undefined (nothing to wait for) when
