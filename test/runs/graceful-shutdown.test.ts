@@ -32,9 +32,9 @@ test('closing the runtime mid-step loses no run and sends no step twice but the 
 
     await rt.close();
     rt = undefined;
-    // Had the closed runtime kept its connection, this answer would free it for a queued step.
+    // Had the closed runtime kept its connection, this answer would free it for a queued step, sent
+    // then as well as after the restart: the check of one delivery per queued key below says not.
     answerHeld();
-    assert.equal(receiver.received.length, 1, 'the two steps waiting for a connection were not sent');
 
     receiver.script([{ status: 200, body: '{}' }]);
     rt = await startRuntime({ dataDir });
