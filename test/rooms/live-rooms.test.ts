@@ -322,16 +322,15 @@ test('a consumer that stops reading is closed instead of buffering without bound
   const fast = await connectLive(rt.url, 'acct-live', { token: key });
   (slow.socket as unknown as { _socket: { pause(): void } })._socket.pause();
   const big = { ...update('run-flood', 'running'), error: 'e'.repeat(1000) };
-  let closed = false;
-  void slow.closed.then(() => (closed = true));
-  for (let round = 0; round < 200 && !closed; round++) {
+  for (let round = 0; round < 200; round++) {
     rt.runtime.rooms.publish('acct-live', Array.from({ length: 100 }, (_, i) => ({ ...big, seq: 10_000_000 + round * 100 + i })));
     await new Promise((r) => setImmediate(r));
   }
   (slow.socket as unknown as { _socket: { resume(): void } })._socket.resume();
   const result = await slow.closed;
-  assert.ok(closed, 'the slow consumer was closed');
-  assert.ok([CLOSE_SLOW_CONSUMER, 1006].includes(result.code), `closed with ${result.code}`);
+  // Cut off by uWS at the backpressure limit (1006, no close frame): without the limit, the
+  // heartbeat's check of what is queued would close it later with 4008.
+  assert.equal(result.code, 1006);
   await fast.waitFor(() => fast.updates().length > 1000, 'the fast consumer keeps receiving');
   fast.close();
 });
