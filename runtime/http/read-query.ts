@@ -49,6 +49,6 @@ export class ReadQuery extends URLSearchParams {
 function unknownParameter(name: string): InputError {
   const shown = name.slice(0, 64);
   // A create takes a record's environment in its body; the query names the environment of an existing one.
-  const hint = name === 'environment' ? ' (a new record\'s environment goes in the JSON body, as "environment")' : ' (see the API reference for the ones it does)';
+  const hint = name === 'environment' ? ' (where a new record has an environment, it goes in the JSON body, as "environment")' : ' (see the API reference for the ones it does)';
   return new InputError(400, 'unknown_query_parameter', `This endpoint takes no query parameter "${shown}"${hint}.`, { field: shown });
 }

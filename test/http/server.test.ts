@@ -185,7 +185,7 @@ test('a write with a query parameter its route does not declare is a 400 before 
   assert.equal(create.status, 400);
   const error = ((await create.json()) as { error: { code: string; field: string; message: string } }).error;
   assert.deepEqual([error.code, error.field], ['unknown_query_parameter', 'environment']);
-  assert.match(error.message, /environment goes in the JSON body/);
+  assert.match(error.message, /where a new record has an environment, it goes in the JSON body/);
   assert.equal((await fetch(`${url}/scoped?enviroment=sandbox`, { method: 'DELETE' })).status, 400);
   assert.equal(writes, before, 'neither handler ran');
   assert.equal((await fetch(`${url}/scoped?environment=sandbox`, { method: 'DELETE' })).status, 204);
