@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ADMIN_TOKEN, spawnRuntime, tempDir } from '../helpers/runtime.ts';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
+import { holdLedgerWrites, type WriteHold } from '../helpers/lmdb-write-hold.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 
@@ -66,6 +67,36 @@ test('SIGKILL after the answers loses no acknowledged event; repeats stay 409 af
     } finally {
       second.child.kill('SIGTERM');
       await second.exited;
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('no 204 goes out before its write has committed: with the write lock held elsewhere none comes, and all come once it is let go', async () => {
+  // The burst above cannot tell an answer sent before the commit from one sent after: the kill
+  // lands long after the commits. Here the commits cannot happen until the hold ends.
+  const dataDir = tempDir();
+  try {
+    const runtime = await spawnRuntime(dataDir);
+    let hold: WriteHold | undefined;
+    try {
+      await prepare(runtime.url);
+      hold = await holdLedgerWrites(dataDir);
+      const answered: number[] = [];
+      const deliveries = Array.from({ length: 20 }, (_, i) => deliver(runtime.url, `held_${i}`).then(({ status }) => void answered.push(status)));
+      // Reads go on meanwhile; the deliveries are given time that answers them within milliseconds when nothing waits.
+      assert.equal((await call(runtime.url, 'GET', '/healthz')).status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.deepEqual(answered, [], 'nothing answered while its commit cannot happen');
+      await hold.release();
+      hold = undefined;
+      await Promise.all(deliveries);
+      assert.deepEqual(answered, Array.from({ length: 20 }, () => 204));
+    } finally {
+      await hold?.release();
+      runtime.child.kill('SIGKILL');
+      await runtime.exited;
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
