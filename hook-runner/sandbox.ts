@@ -24,7 +24,8 @@ export type TrapKind = WireTrapKind;
  * How one run ended. `fuelUsed` is exact for `output`, `rejected` and `out_of_fuel`
  * (then it equals the fuel limit); after other traps it is a lower bound, because
  * compiled code publishes its fuel counter only at certain points (such as calls and
- * returns). Trap kinds map wasmtime's codes; a null or out-of-range `call_indirect` is `indirect_call`, a failed
+ * returns). Trap kinds map wasmtime's codes; a null or out-of-range `call_indirect`, or any table access out of
+ * range (`table.get`, `table.fill`: wasmtime does not tell them apart), is `indirect_call`, a failed
  * float-to-int conversion is `other`, and `abi_error` is the host refusing what the
  * guest handed back (bad `alloc` or output pointer, no NUL within the output cap,
  * invalid UTF-8) or input too large for the guest's memory.

@@ -48,7 +48,7 @@ test('compiles run one at a time; the same bytes sent again while compiling join
   assert.deepEqual(registry.compiles, { active: 0, queued: 0 });
 });
 
-test('a module whose code would take long to compile is refused before compiling: too many functions, a huge function, too much code', async () => {
+test('a module whose code would take long to compile is refused before compiling: too many functions, a huge function, too much code, deep stacks and loop nests, many element items', async () => {
   const registry = new ModuleRegistry(store);
   const shell = (funcs: string) => `(module (memory (export "memory") 1) (func (export "execute") (param i32 i32) (result i32) (i32.const 0)) ${funcs})`;
   const cases = [
@@ -58,6 +58,9 @@ test('a module whose code would take long to compile is refused before compiling
     // Small files that compile for long or into gigabytes: many types, many declared locals.
     ['types', shell('(type (func))'.repeat(20_000)), /declares 20001 types/],
     ['locals', shell(`(func (local ${'i64 '.repeat(50_000)}))`.repeat(21)), /more than 1000000 locals/],
+    // Small bodies whose compile grows faster than their size: many values on the stack, loops in loops.
+    ['operand stack', shell(`(func ${'i32.const 0 '.repeat(1001)}${'drop '.repeat(1001)})`), /more than 1000 values on its operand stack/],
+    ['element items', shell(`(elem func ${'$e '.repeat(20_001)}) (func $e)`), /more than 20000 items/],
   ] as const;
   for (const [name, text, reason] of cases) {
     const bytes = await assembleWat(name, text);
@@ -67,7 +70,41 @@ test('a module whose code would take long to compile is refused before compiling
       return true;
     });
   }
+  // Loops in loops, written byte by byte (wabt takes minutes to assemble deep nests): 1,414 count
+  // 1,000,405, past the cap; 1,413 count 998,991.
+  const loops = (depth: number): Uint8Array => moduleWithFunction([...Array(depth).fill([0x03, 0x40]).flat(), ...Array(depth).fill(0x0b)]);
+  await assert.rejects(registry.compile(loops(1414)), (error: Error & { code?: string }) => error.code === 'code_too_large' && /loops nest too deeply/.test(error.message));
+  assert.match(await registry.compile(loops(1413)), /^[0-9a-f]{64}$/);
+  // At the other caps: 1,000 values at once, 20,000 element items.
+  const atCaps = shell(`(func ${'i32.const 0 '.repeat(1000)}${'drop '.repeat(1000)}) (elem func ${'$e '.repeat(20_000)}) (func $e)`);
+  assert.match(await registry.compile(await assembleWat('at-caps', atCaps)), /^[0-9a-f]{64}$/);
 });
+
+/** Unsigned LEB128, as wasm encodes sizes and counts. */
+function uleb(value: number): number[] {
+  const bytes: number[] = [];
+  do {
+    const byte = value & 0x7f;
+    value >>>= 7;
+    bytes.push(value === 0 ? byte : byte | 0x80);
+  } while (value !== 0);
+  return bytes;
+}
+
+/** A module (one page, an `execute` returning 0) with a second function of no params whose body is `code` (an `end` is added). */
+function moduleWithFunction(code: number[]): Uint8Array {
+  const section = (id: number, content: number[]): number[] => [id, ...uleb(content.length), ...content];
+  const name = (text: string): number[] => [text.length, ...Buffer.from(text)];
+  const body = (ops: number[]): number[] => [...uleb(ops.length + 2), 0, ...ops, 0x0b];
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, [2, 0x60, 2, 0x7f, 0x7f, 1, 0x7f, 0x60, 0, 0]),
+    ...section(3, [2, 0, 1]),
+    ...section(5, [1, 0x00, 1]),
+    ...section(7, [2, ...name('memory'), 0x02, 0, ...name('execute'), 0x00, 0]),
+    ...section(10, [2, ...body([0x41, 0]), ...body(code)]),
+  ]);
+}
 
 /** Signed LEB128, as wasm encodes i32.const. */
 function sleb(value: number): number[] {

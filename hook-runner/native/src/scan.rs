@@ -1,9 +1,13 @@
 //! Structural admission checks on an already-validated module, done before compiling so
 //! hostile uploads cost no codegen: no imports, initial memory <= 160 pages, data fits, code
-//! small enough that compiling it stays within seconds, and only plain constants as initializers.
+//! small enough (in bytes, and in operand stack height and loop nesting, whose compile cost grows
+//! faster than their bytes) that compiling it stays within seconds, few element items, and only
+//! plain constants as initializers.
 
 use wasmparser::{
-    ConstExpr, DataKind, ElementItems, ElementKind, Operator, Parser, Payload, TableInit, TypeRef,
+    ConstExpr, DataKind, ElementItems, ElementKind, FuncToValidate, FuncValidatorAllocations,
+    FunctionBody, Operator, Parser, Payload, TableInit, TypeRef, ValidPayload, Validator,
+    ValidatorResources, WasmFeatures,
 };
 
 use crate::engine::{MAX_MEMORY_BYTES, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
@@ -22,6 +26,20 @@ pub const MAX_TYPES: u32 = MAX_FUNCTIONS;
 /// 20,000 such functions compiled for minutes). About 0.1-0.2 us each here, so well under a second.
 pub const MAX_LOCALS: u64 = 1_000_000;
 
+/// Values on a function's operand stack at once. Cranelift's register allocation grows faster
+/// than linearly with values live together: 33,000 loads left on the stack (one 254 KB body) held
+/// a compile for 60 s. Compilers keep a few dozen there.
+pub const MAX_OPERAND_STACK: u32 = 1_000;
+/// Loop nesting costs compile time by its square: one body of 20,000 nested empty loops (60 KB)
+/// compiled for 10 s, 80,000 for 185 s. This counts, for every `loop`, the loops around it and
+/// itself, in all functions together: 1,000,000 is ~1,400 nested loops, well under a second.
+/// Compiled code nests a handful.
+pub const MAX_LOOP_NESTING_WORK: u64 = 1_000_000;
+/// Element segment items, all segments together: a table holds at most 20,000, and each item is
+/// set up at every instantiation without fuel (a module of a million `ref.func` items took
+/// 170 ms per call at 3 fuel, and a minute to compile).
+pub const MAX_ELEMENT_ITEMS: u64 = 20_000;
+
 /// What the scan learned that later stages need.
 pub struct Facts {
     /// The module has a start function, which runs at every instantiation.
@@ -34,9 +52,20 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
     let mut initial_pages = 0u64;
     let mut has_start = false;
     let mut locals = 0u64;
+    let mut element_items = 0u64;
+    let mut loop_work = 0u64;
+    // Wasmtime's own validation accepted the module; this one follows each function's operand
+    // stack, which the compile-cost caps below need (every feature on: it refuses nothing more).
+    let mut validator = Validator::new_with_features(WasmFeatures::all());
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload
             .map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e}")))?;
+        let valid = validator
+            .payload(&payload)
+            .map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e}")))?;
+        if let ValidPayload::Func(func, body) = valid {
+            check_function_shape(func, &body, &mut loop_work)?;
+        }
         match payload {
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
@@ -98,6 +127,13 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
                             format!("the offset of element segment #{index}")
                         })?;
                     }
+                    element_items = element_items.saturating_add(u64::from(match &element.items {
+                        ElementItems::Functions(items) => items.count(),
+                        ElementItems::Expressions(_, items) => items.count(),
+                    }));
+                    check_code_cap(element_items, MAX_ELEMENT_ITEMS, |_| {
+                        format!("element segments hold more than {MAX_ELEMENT_ITEMS} items in all; the sandbox sets up at most {MAX_ELEMENT_ITEMS}")
+                    })?;
                     if let ElementItems::Expressions(_, items) = element.items {
                         for item in items {
                             let item = item.map_err(|e| {
@@ -145,6 +181,59 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
     }
     refuse_imports(&imports)?;
     Ok(Facts { has_start })
+}
+
+/// Refuses a function body whose operand stack grows past MAX_OPERAND_STACK, and adds its loop
+/// nesting to `loop_work` (refused past MAX_LOOP_NESTING_WORK): both cost compile time that the
+/// byte caps do not bound.
+fn check_function_shape(
+    func: FuncToValidate<ValidatorResources>,
+    body: &FunctionBody<'_>,
+    loop_work: &mut u64,
+) -> Result<(), Refusal> {
+    let invalid = |e: wasmparser::BinaryReaderError| {
+        refuse("invalid_module", format!("invalid function body: {e}"))
+    };
+    let mut validator = func.into_validator(FuncValidatorAllocations::default());
+    let mut locals = body.get_locals_reader().map_err(invalid)?;
+    for _ in 0..locals.get_count() {
+        let offset = locals.original_position();
+        let (count, ty) = locals.read().map_err(invalid)?;
+        validator
+            .define_locals(offset, count, ty)
+            .map_err(invalid)?;
+    }
+    let mut operators = body.get_operators_reader().map_err(invalid)?;
+    // For each control frame opened in the body: whether it is a loop.
+    let mut frames: Vec<bool> = Vec::new();
+    let mut loops_open = 0u64;
+    while !operators.eof() {
+        let (operator, offset) = operators.read_with_offset().map_err(invalid)?;
+        validator.op(offset, &operator).map_err(invalid)?;
+        match operator {
+            Operator::Loop { .. } => {
+                frames.push(true);
+                loops_open += 1;
+                *loop_work = loop_work.saturating_add(loops_open);
+            }
+            Operator::Block { .. }
+            | Operator::If { .. }
+            | Operator::Try { .. }
+            | Operator::TryTable { .. } => frames.push(false),
+            Operator::End | Operator::Delegate { .. } => {
+                if frames.pop() == Some(true) {
+                    loops_open -= 1;
+                }
+            }
+            _ => {}
+        }
+        check_code_cap(validator.operand_stack_height(), MAX_OPERAND_STACK, |_| {
+            format!("a function holds more than {MAX_OPERAND_STACK} values on its operand stack at once; the sandbox compiles at most {MAX_OPERAND_STACK}")
+        })?;
+    }
+    check_code_cap(*loop_work, MAX_LOOP_NESTING_WORK, |_| {
+        format!("loops nest too deeply (counting, for every loop, the loops around it: more than {MAX_LOOP_NESTING_WORK} in all); the sandbox compiles at most that")
+    })
 }
 
 fn import_kind(ty: &TypeRef) -> &'static str {

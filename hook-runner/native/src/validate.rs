@@ -12,7 +12,8 @@ use crate::scan::scan;
 use crate::sniff::sniff;
 
 /// Fuel for the trial instantiation of a module without a start function; only constant
-/// expressions are evaluated, so this is far more than enough.
+/// expressions are evaluated (element items cost fuel: a module at the item cap may run out,
+/// which is not a refusal).
 const TRIAL_FUEL: u64 = 1_000_000;
 
 /// An admitted module, pre-instantiated: a call only allocates a pool slot and runs.
@@ -213,7 +214,9 @@ fn trial_instantiate(pre: &InstancePre<StoreData>, has_start: bool) -> Result<()
         )));
     }
     match err.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) if has_start => Ok(()),
+        // A start function stopped at once, or segments whose setting up costs more than the
+        // trial's fuel (a run has more, and is charged for it): nothing wrong is known yet.
+        Some(Trap::OutOfFuel) => Ok(()),
         Some(trap) => Err(refuse(
             "instantiation_failed",
             format!("instantiating the module traps before any guest code runs ({trap}): a data or element segment does not fit its memory or table"),
