@@ -52,7 +52,17 @@ describe('hook-runner child supervisor', () => {
   it('retries an invoke that was in flight when the runner died', async () => {
     const loop = await runner.client.compile(await assembleWat('loop', HOSTILE_WAT.loop));
     const pid = runner.child.pid ?? assert.fail('no pid');
-    const pending = runner.client.invoke(invocation(loop, { idempotencyKey: 'run_inflight:step_1' }));
+    let settled = false;
+    const pending = runner.client.invoke(invocation(loop, { idempotencyKey: 'run_inflight:step_1', fence: 2 })).finally(() => (settled = true));
+    // The runner holds the call once it has admitted its fence: a call of the same run with a lower
+    // fence is then refused as stale. The guest burns its 50M fuel meanwhile (tens of ms).
+    const staleNow = (): Promise<boolean> =>
+      runner.client.invoke(invocation(loop, { idempotencyKey: 'run_inflight:step_0', fence: 1 })).then(
+        () => false,
+        (error: unknown) => (error as { code?: string }).code === 'stale_fence',
+      );
+    while (!(await staleNow())) assert.equal(settled, false, 'the call was answered before the runner was seen holding it');
+    assert.equal(settled, false, 'still running when the runner is killed');
     process.kill(pid, 'SIGKILL');
     const result = await pending;
     assert.equal(result.outcome.kind === 'trap' && result.outcome.trap, 'out_of_fuel');
