@@ -12,7 +12,7 @@ import { SecretNames } from '../../runtime/actions/secret-names.ts';
 import { CallNotSentError } from '../../runtime/hook-runner/runner-errors.ts';
 import { SluiceError } from '../../runtime/errors.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
-import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import { LMDB_LEDGER } from '../helpers/ledgers.ts';
 import { assembleWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
 import { invocation, parseOutput, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
 import { openRunnerStore } from '../../hook-runner/store.ts';
@@ -22,6 +22,7 @@ const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes)
 
 let runner: RunnerFixture;
 let ledger: Ledger;
+let closeLedger: () => Promise<void>;
 let store: CustomActionStore;
 let compiles = 0;
 /** The real client, counting the Compile calls that carry a module's bytes. */
@@ -29,7 +30,9 @@ let counted: RestoringRunner;
 
 before(async () => {
   runner = await startRunner();
-  ledger = openMemoryLedger();
+  const opened = LMDB_LEDGER.open();
+  ledger = opened.ledger;
+  closeLedger = opened.close;
   store = new CustomActionStore(ledger);
   counted = {
     invoke: (input) => runner.client.invoke(input),
@@ -41,7 +44,7 @@ before(async () => {
 });
 after(async () => {
   await runner.close();
-  await ledger.close();
+  await closeLedger();
 });
 
 async function kept(name: string, bytes: Uint8Array, digest = sha256(bytes)): Promise<{ actionId: string; digest: string }> {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { resetSandbox } from '../../runtime/events/sandbox-reset.ts';
-import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import { LMDB_LEDGER } from '../helpers/ledgers.ts';
 import { CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
 import { UpdateLog } from '../../runtime/rooms/update-log.ts';
 import { EventStore } from '../../runtime/events/event-store.ts';
@@ -146,7 +146,8 @@ test('a fixture re-sent after a sandbox reset gets a new run: new effect keys, f
 });
 
 test('a sandbox reset is ordered with the writes around it: later transactions see the new generation', async () => {
-  const ledger = openMemoryLedger();
+  const opened = LMDB_LEDGER.open();
+  const ledger = opened.ledger;
   const runs = new RunStore(ledger);
   const generations = runs.sandboxGenerations;
   assert.equal(generations.current('acct-a'), 0);
@@ -161,7 +162,7 @@ test('a sandbox reset is ordered with the writes around it: later transactions s
   assert.equal(generations.current('acct-a'), 1);
   assert.equal(generations.current('acct-b'), 0, 'generations are per org');
   assert.equal(new RunStore(ledger).sandboxGenerations.current('acct-a'), 1, 'the generation is stored, not only cached');
-  await ledger.close();
+  await opened.close();
 });
 
 test('a reset forgets every inbox claim of its sandbox sources, whatever printable characters the provider id starts with', async () => {
@@ -199,7 +200,8 @@ test('a keyed business replay of a sandbox event can be made again after a reset
 });
 
 test('a sandbox reset removes the sandbox projection rows and keeps production ones', async () => {
-  const ledger = openMemoryLedger();
+  const opened = LMDB_LEDGER.open();
+  const ledger = opened.ledger;
   const runs = new RunStore(ledger);
   const projections = new ProjectionStore(ledger);
   const row = (environment: string, id: string | null) => projections.write(
@@ -215,7 +217,7 @@ test('a sandbox reset removes the sandbox projection rows and keeps production o
   assert.equal(result.projection_rows, 2);
   assert.equal(projections.list('acct-p', 'sandbox', 'orders', { limit: 10 }).rows.length, 0);
   assert.equal(projections.get('acct-p', 'production', 'orders', 'order', 'o1')?.revision, 1, 'production keeps its row');
-  await ledger.close();
+  await opened.close();
 });
 
 test('a sandbox reset closes the org sandbox live sockets with 4409 and leaves production sockets streaming', async () => {

@@ -12,21 +12,24 @@ export interface LedgerKind {
   open(): { readonly ledger: Ledger; close(): Promise<void> };
 }
 
-export const LEDGER_KINDS: readonly LedgerKind[] = [
-  {
-    name: 'lmdb',
-    open() {
-      const dir = tempDir();
-      const ledger = openLedger(dir);
-      return {
-        ledger,
-        close: async () => {
-          await ledger.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
+/** LMDB in a temp dir: the ledger a test that exercises one kind only should run on. */
+export const LMDB_LEDGER: LedgerKind = {
+  name: 'lmdb',
+  open() {
+    const dir = tempDir();
+    const ledger = openLedger(dir);
+    return {
+      ledger,
+      close: async () => {
+        await ledger.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   },
+};
+
+export const LEDGER_KINDS: readonly LedgerKind[] = [
+  LMDB_LEDGER,
   {
     name: 'memory',
     open() {

@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
-import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import { nextPage, REPLAY_PAGE_SIZE, sentSoFar, startReplay, wasSent } from '../../runtime/rooms/live-replay.ts';
 import { MAX_BACKPRESSURE } from '../../runtime/rooms/live-rooms.ts';
@@ -12,6 +11,7 @@ import { UpdateLog, type NewRunUpdate } from '../../runtime/rooms/update-log.ts'
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { createOrg } from '../helpers/http.ts';
 import { connectLive, type LiveClient } from '../helpers/live-client.ts';
+import { LMDB_LEDGER } from '../helpers/ledgers.ts';
 
 /** Retained per org; at ~1 KiB each, a replay of all of them is ~10x the backpressure limit. */
 const RETAINED = 10_000;
@@ -50,14 +50,14 @@ const seqsOf = (client: LiveClient): number[] => client.updates().map((u) => u.s
 /** For nextPage: every entry in the log is durable. */
 const durable = (): boolean => false;
 
-/** A log on a memory ledger keeping `retention` updates, after `count` appends to org 'org'. */
+/** A log on an LMDB ledger keeping `retention` updates, after `count` appends to org 'org'; `ledger.close()` removes it. */
 async function filledLog(retention: number, count: number, runOf: (i: number) => string, bytes: number) {
-  const ledger = openMemoryLedger();
-  const log = new UpdateLog(ledger, retention);
-  await ledger.root.transaction(() => {
+  const opened = LMDB_LEDGER.open();
+  const log = new UpdateLog(opened.ledger, retention);
+  await opened.ledger.root.transaction(() => {
     for (let i = 0; i < count; i++) log.append('org', update(runOf(i), bytes));
   });
-  return { ledger, log };
+  return { ledger: { close: opened.close }, log };
 }
 
 test('a replay reads one page of the log at a time, about a byte budget, and is caught up only on a short page', async () => {

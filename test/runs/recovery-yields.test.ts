@@ -1,16 +1,18 @@
-// Boot recovery reads unfinished runs in batches, letting the event loop turn between them, so a
-// liveness probe (/healthz) is answered during a long recovery instead of after it.
+// Boot recovery reads unfinished runs in batches and lets the event loop turn between them (so
+// that requests such as /healthz can be answered during a long recovery). The batching alone, on
+// a store that hands out run ids: what a recovered run becomes is test/e2e/run-crash-safety.test.ts.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { LiveRooms } from '../../runtime/rooms/live-rooms.ts';
 import type { UpdateLog } from '../../runtime/rooms/update-log.ts';
-import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
+import { LMDB_LEDGER } from '../helpers/ledgers.ts';
 import { RECOVERY_BATCH, recoverUnfinishedRuns } from '../../runtime/runs/run-recovery.ts';
 import type { RunStore } from '../../runtime/runs/run-store.ts';
 
 test('reading the unfinished runs lets the event loop turn between batches', async () => {
-  const ledger = openMemoryLedger();
+  const opened = LMDB_LEDGER.open();
+  const { ledger } = opened;
   try {
     const total = 2 * RECOVERY_BATCH + 500;
     let turns = 0;
@@ -36,6 +38,6 @@ test('reading the unfinished runs lets the event loop turn between batches', asy
     assert.ok(turnsSeenAt[total - 1]! >= 2, `the loop turned ${turnsSeenAt[total - 1]} times while ${total} runs were read`);
     assert.equal(turnsSeenAt[RECOVERY_BATCH - 2], turnsSeenAt[0], 'no turn inside a batch');
   } finally {
-    await ledger.close();
+    await opened.close();
   }
 });
