@@ -52,7 +52,7 @@ type Execution = (secrets: Readonly<Record<string, string>>) => Promise<Invocati
  */
 function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, wanted: () => boolean): Execution {
   return async (secrets: Readonly<Record<string, string>>): Promise<InvocationResult> => {
-    const compiled = await deps.modules.get(command.digest);
+    const compiled = await deps.modules.get(command.digest, command.scope.orgId);
     const envelope = createGuestEnvelope({
       payloadJson: command.payloadJson,
       secrets,
@@ -70,7 +70,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
     async Compile(request, call) {
       const bytes = parseModuleBytes(request.wasm);
       deps.assertWritable();
-      return { digest: await deps.modules.compile(bytes, call?.gaveUp) };
+      return { digest: await deps.modules.compile(bytes, call?.gaveUp, { tenant: request.org_id, first: request.restore }) };
     },
 
     async Invoke(request, call) {

@@ -41,6 +41,12 @@ interface Compiling {
   readonly gaveUp: GaveUp[];
 }
 
+/** Whose turn a compile waits in (tenant-queue.ts), and whether it goes before uploads (a run waits on it). */
+export interface CompileTurn {
+  readonly tenant?: string;
+  readonly first?: boolean;
+}
+
 export class ModuleRegistry {
   readonly #store: RunnerStore;
   readonly #cache: LRUCache<ModuleDigest, Cached>;
@@ -65,7 +71,7 @@ export class ModuleRegistry {
    * Validates and compiles `bytes`, then resolves with their digest once the bytes are durable.
    * Compiling an already known module again is cheap and returns the same digest.
    */
-  async compile(bytes: Uint8Array, gaveUp: GaveUp = () => false): Promise<ModuleDigest> {
+  async compile(bytes: Uint8Array, gaveUp: GaveUp = () => false, turn: CompileTurn = {}): Promise<ModuleDigest> {
     const digest = digestOf(bytes);
     if (!this.#cache.has(digest)) {
       let compiling = this.#compiling.get(digest);
@@ -73,7 +79,7 @@ export class ModuleRegistry {
         // Filled before the compile can start (with a free thread it starts at once).
         const callers: GaveUp[] = [gaveUp];
         const compiled = this.#compiles
-          .run(() => (callers.every((gone) => gone()) ? Promise.reject(new CompileAbandonedError()) : this.#compileOrReject(bytes)))
+          .run(() => (callers.every((gone) => gone()) ? Promise.reject(new CompileAbandonedError()) : this.#compileOrReject(bytes)), turn.first ?? false, turn.tenant ?? '')
           .finally(() => this.#compiling.delete(digest));
         compiling = { compiled, gaveUp: callers };
         this.#compiling.set(digest, compiling);
@@ -115,19 +121,22 @@ export class ModuleRegistry {
     if (!this.#cache.has(digest) && !this.#store.modules.doesExist(digest)) throw new ModuleNotFoundError(digest);
   }
 
-  /** The compiled module for `digest`; rejects with ModuleNotFoundError when it was never compiled here. */
-  async get(digest: ModuleDigest): Promise<CompiledModule> {
+  /**
+   * The compiled module for `digest`, compiled again from LMDB (in `tenant`'s turn, before uploads)
+   * when it is not cached; rejects with ModuleNotFoundError when it was never compiled here.
+   */
+  async get(digest: ModuleDigest, tenant = ''): Promise<CompiledModule> {
     const cached = this.#cache.get(digest);
     if (cached !== undefined) return cached.compiled;
     let loading = this.#loading.get(digest);
     if (loading === undefined) {
-      loading = this.#load(digest).finally(() => this.#loading.delete(digest));
+      loading = this.#load(digest, tenant).finally(() => this.#loading.delete(digest));
       this.#loading.set(digest, loading);
     }
     return loading;
   }
 
-  async #load(digest: ModuleDigest): Promise<CompiledModule> {
+  async #load(digest: ModuleDigest, tenant: string): Promise<CompiledModule> {
     const bytes = this.#store.modules.get(digest);
     if (bytes === undefined) throw new ModuleNotFoundError(digest);
     if (digestOf(bytes) !== digest) {
@@ -135,7 +144,7 @@ export class ModuleRegistry {
     }
     let compiled: CompiledModule;
     try {
-      compiled = await this.#compiles.run(() => compileModuleAsync(bytes), true);
+      compiled = await this.#compiles.run(() => compileModuleAsync(bytes), true, tenant);
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner (${error.reason}); upload a rebuilt module as a new version.`, { cause: error });

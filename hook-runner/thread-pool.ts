@@ -1,8 +1,10 @@
 // Sizing of the libuv thread pool, which runs the Wasmtime addon (guest runs and compiles) and
-// lmdb-js's commits and fsyncs, and the limiter that queues compiles for their thread (guests take
-// their slots in tenant turns: tenant-turns.ts), so neither takes every thread from LMDB.
+// lmdb-js's commits and fsyncs, and the limiter that queues compiles for their thread, tenants
+// taking turns (guests take their slots in tenant turns too: tenant-turns.ts), so neither takes
+// every thread from LMDB and one tenant's compiles do not hold another's back.
 import { availableParallelism } from 'node:os';
 import { createSlotGate } from './slot-gate.ts';
+import { TenantQueue } from './tenant-queue.ts';
 
 const LIBUV_DEFAULT_POOL_SIZE = 4;
 const LIBUV_MAX_POOL_SIZE = 1024;
@@ -31,12 +33,12 @@ export const sandboxSlotsFor = (poolSize: number): number => Math.max(1, poolSiz
 
 export interface RunLimiter {
   /**
-   * Runs `task` when a slot is free; tasks start in arrival order, those marked `first` before other
-   * waiting ones (the compile a waiting Invoke needs goes before uploads queued earlier), but never
-   * more than FIRST_IN_A_ROW of them while another task waits, so a steady stream of `first` tasks
-   * cannot hold the others back for ever.
+   * Runs `task` when a slot is free; tasks wait per tenant, tenants taking turns (tenant-queue.ts),
+   * those marked `first` before other waiting ones (the compile a waiting Invoke needs goes before
+   * uploads queued earlier), but never more than FIRST_IN_A_ROW of them while another task waits,
+   * so a steady stream of `first` tasks cannot hold the others back for ever.
    */
-  run<T>(task: () => Promise<T>, first?: boolean): Promise<T>;
+  run<T>(task: () => Promise<T>, first?: boolean, tenant?: string): Promise<T>;
   readonly active: number;
   readonly queued: number;
 }
@@ -45,22 +47,22 @@ export interface RunLimiter {
 export const FIRST_IN_A_ROW = 4;
 
 export function createRunLimiter(slots: number): RunLimiter {
-  const waiting: Array<() => void> = [];
-  const waitingFirst: Array<() => void> = [];
+  const waiting = new TenantQueue<() => void>();
+  const waitingFirst = new TenantQueue<() => void>();
   let firstInARow = 0;
-  const gate = createSlotGate<boolean>(slots, {
-    push: (first, resume) => void (first ? waitingFirst : waiting).push(resume),
+  const gate = createSlotGate<{ readonly first: boolean; readonly tenant: string }>(slots, {
+    push: ({ first, tenant }, resume) => (first ? waitingFirst : waiting).push(tenant, resume),
     next: () => {
-      const takeFirst = waitingFirst.length > 0 && (waiting.length === 0 || firstInARow < FIRST_IN_A_ROW);
+      const takeFirst = waitingFirst.size > 0 && (waiting.size === 0 || firstInARow < FIRST_IN_A_ROW);
       firstInARow = takeFirst ? firstInARow + 1 : 0;
       return takeFirst ? waitingFirst.shift() : waiting.shift();
     },
     get size() {
-      return waiting.length + waitingFirst.length;
+      return waiting.size + waitingFirst.size;
     },
   });
   return {
-    run: (task, first = false) => gate.run(first, task),
+    run: (task, first = false, tenant = '') => gate.run({ first, tenant }, task),
     get active() {
       return gate.active;
     },

@@ -52,7 +52,7 @@ export type InvokeOutcome =
 type Uint64 = string;
 type Uint64Input = string | number;
 
-export interface CompileRequestWire { wasm: Uint8Array }
+export interface CompileRequestWire { wasm: Uint8Array; org_id: string; restore: boolean }
 export interface CompileReplyWire { digest: string }
 
 export interface InvokeRequestWire {

@@ -24,8 +24,8 @@ export interface StoredModules {
 
 /** What restoring needs of the hook-runner client. */
 export interface RestoringRunner extends ActionInvoker {
-  /** Resolves with the digest once the runner has the bytes durably. */
-  compile(wasm: Uint8Array): Promise<string>;
+  /** Resolves with the digest once the runner has the bytes durably (`restore`: a run waits on them). */
+  compile(wasm: Uint8Array, orgId: string, restore: boolean): Promise<string>;
 }
 
 export interface RestoreOptions {
@@ -72,7 +72,7 @@ export function createRestoringInvoker(runner: RestoringRunner, modules: StoredM
     }
     let reported: string;
     try {
-      reported = await runner.compile(bytes);
+      reported = await runner.compile(bytes, orgId, true);
     } catch (error) {
       if (error instanceof RetryableError || !(error instanceof SluiceError)) throw error;
       // What the runner answers when a module it kept no longer compiles (module-registry.ts): the

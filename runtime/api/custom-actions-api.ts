@@ -108,13 +108,13 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
    * bytes (the store keeps them too). A refusal keeps the runner's code and reason (it names the
    * problem) but points at the form's `file` field.
    */
-  const compile = async (module: Uint8Array): Promise<CompiledUpload> => {
+  const compile = async (orgId: string, module: Uint8Array): Promise<CompiledUpload> => {
     const client = requireRunner();
     // Below the disk floor the action could not be stored: the runner is not asked to keep its module.
     ctx.disk.assertWritable();
     let digest: string;
     try {
-      digest = await client.compile(module);
+      digest = await client.compile(module, orgId);
     } catch (error) {
       if (error instanceof InputError) throw new InputError(error.status, error.code, error.message, { field: 'file', cause: error });
       throw error;
@@ -146,7 +146,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const org = orgFor(request, 'developer');
         const upload = parseActionUpload(request, { requireName: true });
         actions.assertRoom(org.id);
-        const module = await compile(upload.module);
+        const module = await compile(org.id, upload.module);
         const action = await actions.create(org.id, {
           name: upload.name ?? '',
           description: upload.description ?? '',
@@ -202,7 +202,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const action = requireAction(org, request);
         const upload = parseActionUpload(request, { requireName: false });
         actions.assertRoom(org.id, action.id);
-        const module = await compile(upload.module);
+        const module = await compile(org.id, upload.module);
         const change = await actions.addVersion(org.id, action.id, {
           module,
           ...(upload.permissions === undefined ? {} : { permissions: upload.permissions }),

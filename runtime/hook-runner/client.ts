@@ -106,9 +106,13 @@ export class HookRunnerClient {
     this.#options = options;
   }
 
-  /** Compiles and stores a module; resolves with its sha256 digest once the bytes are durable. */
-  async compile(wasm: Uint8Array): Promise<string> {
-    return (await this.#call('Compile', { wasm }, 'compile')).digest;
+  /**
+   * Compiles and stores a module for `orgId` (compiles take the runner's compile thread with orgs
+   * taking turns; `restore`: sent back for a waiting run, before uploads); resolves with its sha256
+   * digest once the bytes are durable.
+   */
+  async compile(wasm: Uint8Array, orgId = '', restore = false): Promise<string> {
+    return (await this.#call('Compile', { wasm, org_id: orgId, restore }, 'compile')).digest;
   }
 
   /** Runs a module. Same key and fence again answers the stored result (`replayed`). */

@@ -35,3 +35,28 @@ test('first tasks go ahead of earlier ones, but a waiting task goes after FIRST_
   assert.deepEqual(order.filter((name) => name !== 'upload'), firsts.map((_, i) => `first-${i}`), 'first tasks keep their own order');
   assert.deepEqual([limiter.active, limiter.queued], [0, 0]);
 });
+
+test('tenants take turns for the compile thread: one tenant\'s queued compiles hold another\'s back by one each, in both classes', async () => {
+  const limiter = createRunLimiter(1);
+  const started: string[] = [];
+  const blocker = controlled(started, 'blocker');
+  const running = [limiter.run(blocker.task)];
+  const tasks = new Map([['blocker', blocker]]);
+  const queue = (name: string, first: boolean, tenant: string) => {
+    const task = controlled(started, name);
+    tasks.set(name, task);
+    running.push(limiter.run(task.task, first, tenant));
+  };
+  for (let i = 0; i < 3; i++) queue(`a-upload-${i}`, false, 'org_a');
+  queue('b-upload', false, 'org_b');
+  for (let i = 0; i < 3; i++) queue(`a-recompile-${i}`, true, 'org_a');
+  queue('b-recompile', true, 'org_b');
+  for (let i = 0; i < 8; i++) {
+    tasks.get(started.at(-1)!)!.end();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  tasks.get(started.at(-1)!)!.end();
+  await Promise.all(running);
+  assert.deepEqual(started.slice(1), ['a-recompile-0', 'b-recompile', 'a-recompile-1', 'a-recompile-2', 'a-upload-0', 'b-upload', 'a-upload-1', 'a-upload-2']);
+  assert.deepEqual([limiter.active, limiter.queued], [0, 0]);
+});
