@@ -19,6 +19,8 @@ interface Waiter {
   readonly write: Promise<unknown> | undefined;
   readonly done: () => void;
   readonly fail: (error: unknown) => void;
+  /** A commit failure has set this wait on its way (a sync, or its write's failure): once is enough. */
+  settling: boolean;
 }
 
 export interface FlushSource {
@@ -63,7 +65,10 @@ export class FlushWatch {
         settleCommitFailure(error);
         if (!isLedgerCommitFailure(error)) return;
         this.#suspectUpTo = this.#issued;
+        // Every write of a failed batch is rejected: each wait is set on its way by the first only.
         for (const waiter of [...this.#waiting]) {
+          if (waiter.settling) continue;
+          waiter.settling = true;
           if (waiter.write === undefined) this.#sync(waiter);
           else waiter.write.then(() => this.#sync(waiter), () => waiter.fail(error));
         }
@@ -85,6 +90,7 @@ export class FlushWatch {
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         write,
+        settling: false,
         done: () => void (this.#waiting.delete(waiter) && resolve()),
         fail: (error) => void (this.#waiting.delete(waiter) && reject(error)),
       };
@@ -109,4 +115,17 @@ export class FlushWatch {
 export function lmdbFlushSource(root: { readonly flushed: PromiseLike<unknown> }): FlushSource {
   const syncable = root as unknown as { sync(done: (error?: unknown) => void): unknown };
   return { flushed: () => root.flushed, sync: (done) => void syncable.sync(done) };
+}
+
+/**
+ * Closes an lmdb-js root whose commits may have failed. A flush a failed commit left unsettled must
+ * not hold the close; nor may lmdb-js's own close, which waits for the last batch's flush promise,
+ * the dead one after a failure (a stop on a full disk never finished, its lock left behind): an
+ * empty transaction first starts a batch whose promise settles (it writes no new page, so it
+ * commits on a full disk too; if it fails, the close goes on all the same).
+ */
+export async function closeAfterFailedCommits(root: { transaction(body: () => void): PromiseLike<unknown>; close(): Promise<void> }, flushes: FlushWatch): Promise<void> {
+  await flushes.flushed().catch(() => undefined);
+  await Promise.resolve(root.transaction(() => undefined)).catch(settleCommitFailure);
+  await root.close();
 }

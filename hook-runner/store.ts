@@ -3,7 +3,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { FlushWatch, lmdbFlushSource } from './flush-watch.ts';
+import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from './flush-watch.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
 
@@ -113,9 +113,7 @@ export function openRunnerStore(dataDir: string): RunnerStore {
       await flushes.flushed();
     },
     async close(): Promise<void> {
-      // A flush a failed commit left unsettled must not hold the close.
-      await flushes.flushed().catch(() => undefined);
-      await root.close();
+      await closeAfterFailedCommits(root, flushes);
     },
   };
 }

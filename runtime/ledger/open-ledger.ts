@@ -5,7 +5,7 @@
 
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
+import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { TopLevelWrites } from './top-level-writes.ts';
@@ -56,9 +56,7 @@ export function openLedger(dataDir: string): Ledger {
     recordings: db('recordings'),
     openDatabase: db,
     close: async () => {
-      // A flush that a failed commit left unsettled must not hold the close: the process is going anyway.
-      await flushes.flushed().catch(() => undefined);
-      await root.close();
+      await closeAfterFailedCommits(root, flushes);
       unlock();
     },
   };

@@ -124,3 +124,13 @@ test('after a failed commit, a write issued meanwhile is synced for once it has 
   assert.equal(await within(ownFlush), 'flushed');
   assert.equal(source.syncs, 1);
 });
+
+test('the writes of one failed batch, each rejected, set a wait on its way once: one sync, not one per rejected write', async () => {
+  const source = deadSource();
+  const watch = new FlushWatch(source);
+  const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
+  const ownFlush = committed.flushed;
+  for (let i = 0; i < 50; i++) watch.watch(failedCommit());
+  assert.equal(await within(ownFlush), 'flushed');
+  assert.equal(source.syncs, 1);
+});

@@ -4,7 +4,8 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
@@ -66,6 +67,8 @@ test('a full disk: writes answer 503 write_failed with Retry-After, reads go on,
     assert.deepEqual(logged.filter((entry) => entry.message !== 'ledger commit failed'), [], 'no other error lines');
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
+    // A stop that closed LMDB lets go of the data dir; lmdb-js's close waited for the failed batch's flush for ever.
+    assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the stop finished closing the ledger');
   } finally {
     child.kill('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
