@@ -52,7 +52,7 @@ type Execution = (secrets: Readonly<Record<string, string>>) => Promise<Invocati
  */
 function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, wanted: () => boolean): Execution {
   return async (secrets: Readonly<Record<string, string>>): Promise<InvocationResult> => {
-    const compiled = await deps.modules.get(command.digest, command.scope.orgId);
+    const compiled = await deps.modules.get(command.digest, command.scope.orgId, () => !wanted());
     const envelope = createGuestEnvelope({
       payloadJson: command.payloadJson,
       secrets,

@@ -11,7 +11,7 @@ import { status } from '@grpc/grpc-js';
 import { LRUCache } from 'lru-cache';
 import { compileModuleAsync, SandboxCompileError, type CompiledModule } from './sandbox.ts';
 import type { ModuleDigest } from './requests.ts';
-import { CompileAbandonedError, InvalidRequestError, ModuleNotFoundError, RunnerError } from './runner-error.ts';
+import { CompileAbandonedError, InvalidRequestError, InvokeAbandonedError, ModuleNotFoundError, RunnerError } from './runner-error.ts';
 import type { RunnerStore } from './store.ts';
 import { COMPILE_THREADS, createRunLimiter } from './thread-pool.ts';
 
@@ -51,7 +51,7 @@ export class ModuleRegistry {
   readonly #store: RunnerStore;
   readonly #cache: LRUCache<ModuleDigest, Cached>;
   /** Recompilations from LMDB in progress, so concurrent first invokes after a restart share one. */
-  readonly #loading = new Map<ModuleDigest, Promise<CompiledModule>>();
+  readonly #loading = new Map<ModuleDigest, Compiling>();
   /** Compiles of uploaded bytes in progress, so the same upload sent again waits for the first. */
   readonly #compiling = new Map<ModuleDigest, Compiling>();
   /** A compile holds a thread for up to seconds: they queue here instead of taking every thread. */
@@ -123,20 +123,24 @@ export class ModuleRegistry {
 
   /**
    * The compiled module for `digest`, compiled again from LMDB (in `tenant`'s turn, before uploads)
-   * when it is not cached; rejects with ModuleNotFoundError when it was never compiled here.
+   * when it is not cached; rejects with ModuleNotFoundError when it was never compiled here, and
+   * with InvokeAbandonedError when every caller waiting for it gave up before its turn came.
    */
-  async get(digest: ModuleDigest, tenant = ''): Promise<CompiledModule> {
+  async get(digest: ModuleDigest, tenant = '', gaveUp: GaveUp = () => false): Promise<CompiledModule> {
     const cached = this.#cache.get(digest);
     if (cached !== undefined) return cached.compiled;
     let loading = this.#loading.get(digest);
     if (loading === undefined) {
-      loading = this.#load(digest, tenant).finally(() => this.#loading.delete(digest));
+      const callers: GaveUp[] = [gaveUp];
+      loading = { compiled: this.#load(digest, tenant, callers).finally(() => this.#loading.delete(digest)), gaveUp: callers };
       this.#loading.set(digest, loading);
+    } else {
+      loading.gaveUp.push(gaveUp);
     }
-    return loading;
+    return loading.compiled;
   }
 
-  async #load(digest: ModuleDigest, tenant: string): Promise<CompiledModule> {
+  async #load(digest: ModuleDigest, tenant: string, callers: readonly GaveUp[]): Promise<CompiledModule> {
     const bytes = this.#store.modules.get(digest);
     if (bytes === undefined) throw new ModuleNotFoundError(digest);
     if (digestOf(bytes) !== digest) {
@@ -144,7 +148,8 @@ export class ModuleRegistry {
     }
     let compiled: CompiledModule;
     try {
-      compiled = await this.#compiles.run(() => compileModuleAsync(bytes), true, tenant);
+      // Seconds of the one compile thread: not spent for Invokes whose callers have all gone.
+      compiled = await this.#compiles.run(() => (callers.every((gone) => gone()) ? Promise.reject(new InvokeAbandonedError()) : compileModuleAsync(bytes)), true, tenant);
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner (${error.reason}); upload a rebuilt module as a new version.`, { cause: error });

@@ -173,3 +173,18 @@ test('a queued upload whose every caller gave up is dropped before it compiles; 
   assert.equal(await first, await second);
   assert.equal(registry.cached.count, 2, 'the dropped module never compiled');
 });
+
+test('a recompile whose every caller gave up before its turn is dropped uncompiled; one a caller still waits for is compiled', async () => {
+  const registry = new ModuleRegistry(store, { maxCached: 1 });
+  const [evicted, busy] = await Promise.all(['evicted-2', 'busy-3'].map((text) => assembleWat(text, constantWat(`"${text}"`))));
+  const evictedDigest = await registry.compile(evicted!);
+  await registry.compile(modules[0]!);
+  const running = registry.compile(busy!);
+  let gone = false;
+  const dropped = assert.rejects(registry.get(evictedDigest, 'org_a', () => gone), (error: unknown) => (error as { code?: string }).code === 'invoke_abandoned');
+  gone = true;
+  await running;
+  await dropped;
+  const wanted = await registry.get(evictedDigest, 'org_a', () => false);
+  assert.ok(wanted !== undefined);
+});
