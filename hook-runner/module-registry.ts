@@ -74,19 +74,10 @@ export class ModuleRegistry {
   async compile(bytes: Uint8Array, gaveUp: GaveUp = () => false, turn: CompileTurn = {}): Promise<ModuleDigest> {
     const digest = digestOf(bytes);
     if (!this.#cache.has(digest)) {
-      let compiling = this.#compiling.get(digest);
-      if (compiling === undefined) {
-        // Filled before the compile can start (with a free thread it starts at once).
-        const callers: GaveUp[] = [gaveUp];
-        const compiled = this.#compiles
-          .run(() => (callers.every((gone) => gone()) ? Promise.reject(new CompileAbandonedError()) : this.#compileOrReject(bytes)), turn.first ?? false, turn.tenant ?? '')
-          .finally(() => this.#compiling.delete(digest));
-        compiling = { compiled, gaveUp: callers };
-        this.#compiling.set(digest, compiling);
-      } else {
-        compiling.gaveUp.push(gaveUp);
-      }
-      this.#cache.set(digest, { compiled: await compiling.compiled, bytes: bytes.length });
+      const compiled = this.#joinOrStart(this.#compiling, digest, gaveUp, (callers) =>
+        this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes), turn.first ?? false, turn.tenant ?? ''),
+      );
+      this.#cache.set(digest, { compiled: await compiled, bytes: bytes.length });
     }
     if (!this.#holdsIntact(digest)) {
       // Missing, or damaged (its bytes no longer hash to the digest: #load refuses them as
@@ -129,15 +120,30 @@ export class ModuleRegistry {
   async get(digest: ModuleDigest, tenant = '', gaveUp: GaveUp = () => false): Promise<CompiledModule> {
     const cached = this.#cache.get(digest);
     if (cached !== undefined) return cached.compiled;
-    let loading = this.#loading.get(digest);
-    if (loading === undefined) {
-      const callers: GaveUp[] = [gaveUp];
-      loading = { compiled: this.#load(digest, tenant, callers).finally(() => this.#loading.delete(digest)), gaveUp: callers };
-      this.#loading.set(digest, loading);
-    } else {
-      loading.gaveUp.push(gaveUp);
+    return this.#joinOrStart(this.#loading, digest, gaveUp, (callers) => this.#load(digest, tenant, callers));
+  }
+
+  /**
+   * The compile of `digest` under way in `underWay`, joined by one more caller (`gaveUp`), or one
+   * `start`ed now for that caller: `start` gets the list of callers, which later joiners extend,
+   * and the entry leaves `underWay` once the compile has settled.
+   */
+  #joinOrStart(underWay: Map<ModuleDigest, Compiling>, digest: ModuleDigest, gaveUp: GaveUp, start: (callers: readonly GaveUp[]) => Promise<CompiledModule>): Promise<CompiledModule> {
+    const joined = underWay.get(digest);
+    if (joined !== undefined) {
+      joined.gaveUp.push(gaveUp);
+      return joined.compiled;
     }
-    return loading.compiled;
+    // Filled before the compile can start (with a free thread it starts at once).
+    const callers: GaveUp[] = [gaveUp];
+    const compiled = start(callers).finally(() => underWay.delete(digest));
+    underWay.set(digest, { compiled, gaveUp: callers });
+    return compiled;
+  }
+
+  /** Runs `compile` in its turn for the compile thread, or rejects with `abandoned()` when every caller gave up before that turn came. */
+  #compileUnlessAbandoned(callers: readonly GaveUp[], abandoned: () => Error, compile: () => Promise<CompiledModule>, first: boolean, tenant: string): Promise<CompiledModule> {
+    return this.#compiles.run(() => (callers.every((gone) => gone()) ? Promise.reject(abandoned()) : compile()), first, tenant);
   }
 
   async #load(digest: ModuleDigest, tenant: string, callers: readonly GaveUp[]): Promise<CompiledModule> {
@@ -149,7 +155,7 @@ export class ModuleRegistry {
     let compiled: CompiledModule;
     try {
       // Seconds of the one compile thread: not spent for Invokes whose callers have all gone.
-      compiled = await this.#compiles.run(() => (callers.every((gone) => gone()) ? Promise.reject(new InvokeAbandonedError()) : compileModuleAsync(bytes)), true, tenant);
+      compiled = await this.#compileUnlessAbandoned(callers, () => new InvokeAbandonedError(), () => compileModuleAsync(bytes), true, tenant);
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner (${error.reason}); upload a rebuilt module as a new version.`, { cause: error });
