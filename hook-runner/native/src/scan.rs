@@ -66,9 +66,6 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
         let valid = validator
             .payload(&payload)
             .map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e}")))?;
-        if let ValidPayload::Func(func, body) = valid {
-            check_function_shape(func, &body, &mut loop_work)?;
-        }
         match payload {
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
@@ -165,33 +162,27 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
             Payload::CodeSectionEntry(body) => {
                 check_code_cap(body.range().len(), MAX_FUNCTION_BODY_BYTES, |n| {
                     format!("a function body is {n} bytes; the sandbox compiles at most {MAX_FUNCTION_BODY_BYTES} per function")
-                })?;
-                for declared in body
-                    .get_locals_reader()
-                    .map_err(|e| refuse("invalid_module", format!("bad locals: {e}")))?
-                {
-                    let (count, _) = declared
-                        .map_err(|e| refuse("invalid_module", format!("bad locals: {e}")))?;
-                    locals = locals.saturating_add(u64::from(count));
-                }
-                check_code_cap(locals, MAX_LOCALS, |_| {
-                    format!("functions declare more than {MAX_LOCALS} locals in all; the sandbox compiles at most {MAX_LOCALS}")
                 })?
             }
             Payload::StartSection { .. } => has_start = true,
             _ => {}
+        }
+        // After the body's byte cap: its locals and operators are read once, here.
+        if let ValidPayload::Func(func, body) = valid {
+            check_function_shape(func, &body, &mut locals, &mut loop_work)?;
         }
     }
     refuse_imports(&imports)?;
     Ok(Facts { has_start })
 }
 
-/// Refuses a function body whose operand stack grows past MAX_OPERAND_STACK, and adds its loop
-/// nesting to `loop_work` (refused past MAX_LOOP_NESTING_WORK): both cost compile time that the
-/// byte caps do not bound.
+/// Adds a function body's declared locals to `locals` (refused past MAX_LOCALS), refuses it when
+/// its operand stack grows past MAX_OPERAND_STACK, and adds its loop nesting to `loop_work`
+/// (refused past MAX_LOOP_NESTING_WORK): all cost compile time that the byte caps do not bound.
 fn check_function_shape(
     func: FuncToValidate<ValidatorResources>,
     body: &FunctionBody<'_>,
+    locals_total: &mut u64,
     loop_work: &mut u64,
 ) -> Result<(), Refusal> {
     let invalid = |e: wasmparser::BinaryReaderError| {
@@ -202,6 +193,10 @@ fn check_function_shape(
     for _ in 0..locals.get_count() {
         let offset = locals.original_position();
         let (count, ty) = locals.read().map_err(invalid)?;
+        *locals_total = locals_total.saturating_add(u64::from(count));
+        check_code_cap(*locals_total, MAX_LOCALS, |_| {
+            format!("functions declare more than {MAX_LOCALS} locals in all; the sandbox compiles at most {MAX_LOCALS}")
+        })?;
         validator
             .define_locals(offset, count, ty)
             .map_err(invalid)?;
