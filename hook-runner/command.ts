@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
+import type { CompileProcessOptions } from './compile-process.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB } from './disk-floor.ts';
 import { guardCommitFailures } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
@@ -27,6 +28,9 @@ environment:
   SLUICE_MASTER_KEY    vault key, 64 hex chars or base64 of 32 bytes (default: <data-dir>/hook-runner/master.key)
   SLUICE_PREVIOUS_MASTER_KEYS  earlier vault keys, comma separated: secrets they sealed are sealed again
                        under the current key at start (key rotation)
+  SLUICE_COMPILE_TIMEOUT_S      wall-clock limit of one module compile, 1 to 600 (default 20): past it the
+                       compile process is killed and the module refused (code_too_large)
+  SLUICE_COMPILE_MAX_MEMORY_MIB memory the compile process may reach, 256 to 65536 (default 1024)
   UV_THREADPOOL_SIZE   libuv pool size; must be set before the process starts`;
 
 export interface HookRunnerFlags {
@@ -74,6 +78,25 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
 function parseMinFreeDiskMib(value: string | undefined, from: string): number {
   if (value === undefined) return DEFAULT_MIN_FREE_DISK_MIB;
   if (!/^\d{1,7}$/.test(value) || Number(value) > 1_048_576) throw new RunnerConfigError(`${from} must be a whole number of MiB from 0 to 1048576; got "${value}".`);
+  return Number(value);
+}
+
+/** The compile process's limits from SLUICE_COMPILE_TIMEOUT_S and SLUICE_COMPILE_MAX_MEMORY_MIB (unset: its defaults). */
+export function parseCompileLimits(env: NodeJS.ProcessEnv): CompileProcessOptions {
+  const timeout = wholeNumberSetting(env, 'SLUICE_COMPILE_TIMEOUT_S', 1, 600, 'seconds');
+  const memory = wholeNumberSetting(env, 'SLUICE_COMPILE_MAX_MEMORY_MIB', 256, 65_536, 'MiB');
+  return {
+    ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }),
+    ...(memory === undefined ? {} : { maxMemoryBytes: memory * 1024 * 1024 }),
+  };
+}
+
+function wholeNumberSetting(env: NodeJS.ProcessEnv, name: string, min: number, max: number, unit: string): number | undefined {
+  const value = setting(env, name);
+  if (value === undefined) return undefined;
+  if (!/^\d{1,6}$/.test(value.trim()) || Number(value) < min || Number(value) > max) {
+    throw new RunnerConfigError(`${name} must be a whole number of ${unit} from ${min} to ${max}; got "${value}".`);
+  }
   return Number(value);
 }
 
@@ -175,6 +198,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
     sandboxSlots: sandboxSlotsFor(poolSize),
     log,
     minFreeDiskMib: flags.minFreeDiskMib,
+    compile: parseCompileLimits(env),
   });
   const stopped = waitForStopSignal();
   if (!isLoopback(parseListenAddress(flags.listen))) log(`hook-runner: warning: listening on a non-loopback address (${server.address}); only the runner token protects it.`);

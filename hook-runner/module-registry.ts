@@ -1,7 +1,8 @@
 // Compiled guest modules by sha256 digest: bytes are stored durably in LMDB (content-addressed), the
 // compiled form is cached in memory (lru-cache, bounded by count and by module bytes: compiled code
 // takes some 20 times a module's size) and lazily recompiled from LMDB after a restart. Compiles run
-// one at a time on the libuv thread set aside for them (thread-pool.ts); one of the same bytes
+// one at a time, in the compile process (compile-process.ts), which is killed at a deadline; loading
+// what it compiled takes the libuv thread set aside for compiles (thread-pool.ts). One of the same bytes
 // already under way is joined, not started again. A recompile that an Invoke waits for goes before
 // queued uploads, so one tenant's uploads (each can take seconds) cannot stall other tenants' runs;
 // at most a few go ahead in a row (thread-pool.ts), so a stream of recompiles cannot stall uploads
@@ -9,7 +10,8 @@
 import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { LRUCache } from 'lru-cache';
-import { compileModuleAsync, SandboxCompileError, type CompiledModule } from './sandbox.ts';
+import { CompileProcess, type CompileProcessOptions } from './compile-process.ts';
+import { SandboxCompileError, type CompiledModule } from './sandbox.ts';
 import type { ModuleDigest } from './requests.ts';
 import { CompileAbandonedError, InvalidRequestError, InvokeAbandonedError, ModuleNotFoundError, RunnerError } from './runner-error.ts';
 import type { RunnerStore } from './store.ts';
@@ -25,6 +27,8 @@ export interface ModuleRegistryOptions {
   readonly maxCached?: number;
   /** Total size of the modules whose compiled form is kept (default 32 MiB). */
   readonly maxCachedBytes?: number;
+  /** The compile process's deadline and memory cap per compile. */
+  readonly compile?: CompileProcessOptions | undefined;
 }
 
 interface Cached {
@@ -56,9 +60,11 @@ export class ModuleRegistry {
   readonly #compiling = new Map<ModuleDigest, Compiling>();
   /** A compile holds a thread for up to seconds: they queue here instead of taking every thread. */
   readonly #compiles = createRunLimiter(COMPILE_THREADS);
+  readonly #compiler: CompileProcess;
 
   constructor(store: RunnerStore, options: ModuleRegistryOptions = {}) {
     this.#store = store;
+    this.#compiler = new CompileProcess(options.compile);
     // Modules are at most 8 MiB (the upload cap), well inside the byte bound.
     this.#cache = new LRUCache<ModuleDigest, Cached>({
       max: options.maxCached ?? 256,
@@ -89,6 +95,11 @@ export class ModuleRegistry {
       await this.#store.flushed();
     }
     return digest;
+  }
+
+  /** Ends the compile process; a compile under way fails as the sandbox being unavailable. */
+  close(): void {
+    this.#compiler.close();
   }
 
   /** Whether the bytes stored for `digest` are there and hash to it (read and hashed: compiles are rare). */
@@ -155,7 +166,7 @@ export class ModuleRegistry {
     let compiled: CompiledModule;
     try {
       // Seconds of the one compile thread: not spent for Invokes whose callers have all gone.
-      compiled = await this.#compileUnlessAbandoned(callers, () => new InvokeAbandonedError(), () => compileModuleAsync(bytes), true, tenant);
+      compiled = await this.#compileUnlessAbandoned(callers, () => new InvokeAbandonedError(), () => this.#compiler.compile(bytes), true, tenant);
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner (${error.reason}); upload a rebuilt module as a new version.`, { cause: error });
@@ -166,7 +177,7 @@ export class ModuleRegistry {
 
   async #compileOrReject(bytes: Uint8Array): Promise<CompiledModule> {
     try {
-      return await compileModuleAsync(bytes);
+      return await this.#compiler.compile(bytes);
     } catch (error) {
       if (error instanceof SandboxCompileError) {
         throw new InvalidRequestError(error.code, `Invalid module (${error.code}): ${error.reason.slice(0, MAX_REASON_LENGTH)}`, 'wasm');

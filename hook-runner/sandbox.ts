@@ -109,7 +109,8 @@ export interface NativeOutcome {
 export interface NativeAddon {
   readonly CompiledModule: abstract new () => NativeHandle;
   compile(bytes: Uint8Array): NativeHandle | NativeRefusal;
-  compileAsync(bytes: Uint8Array): Promise<NativeHandle | NativeRefusal>;
+  compileArtifactAsync(bytes: Uint8Array): Promise<CompiledArtifact | NativeRefusal>;
+  loadArtifactAsync(code: Uint8Array, hasStart: boolean): Promise<NativeHandle | NativeRefusal>;
   run(module: NativeHandle, input: string, limits: Partial<SandboxRunLimits>): Promise<NativeOutcome>;
   runInline(module: NativeHandle, input: string, limits: Partial<SandboxRunLimits>): NativeOutcome;
   ceilings(): Record<string, number>;
@@ -193,7 +194,8 @@ export function hostFailure(error: unknown): SandboxUnavailableError {
 
 /**
  * Validates and compiles a core module on the calling thread (blocks the event loop for
- * the compile; see compileModuleAsync). Throws SandboxCompileError naming the reason.
+ * the compile, which a hostile module can make long: the hook-runner compiles in compile-process.ts).
+ * Throws SandboxCompileError naming the reason.
  */
 export function compileModule(bytes: Uint8Array): CompiledModule {
   const native = addon();
@@ -206,12 +208,38 @@ export function compileModule(bytes: Uint8Array): CompiledModule {
   return admit(native, result);
 }
 
-/** compileModule on the libuv thread pool; rejects with SandboxCompileError when refused. */
-export async function compileModuleAsync(bytes: Uint8Array): Promise<CompiledModule> {
+/** Compiled code in wasmtime's serialized form: what the compile process (compile-worker.ts) hands back. */
+export interface CompiledArtifact {
+  readonly code: Uint8Array;
+  readonly hasStart: boolean;
+}
+
+/**
+ * Admits and compiles `bytes` as compileModule does, on the libuv thread pool, into an artifact for
+ * loadArtifact in the process that asked for it. Rejects with SandboxCompileError when refused.
+ */
+export async function compileArtifact(bytes: Uint8Array): Promise<CompiledArtifact> {
+  const native = addon();
+  let result: CompiledArtifact | NativeRefusal;
+  try {
+    result = await native.compileArtifactAsync(bytes);
+  } catch (error) {
+    throw hostFailure(error);
+  }
+  if ('reason' in result) throw new SandboxCompileError(result.code as CompileRefusalCode, result.reason);
+  return { code: result.code, hasStart: result.hasStart };
+}
+
+/**
+ * Loads an artifact made by compileArtifact, checked as a fresh compile is, without compiling
+ * again. Its machine code runs as it is: only compile-process.ts calls this, with what the compile
+ * process it started sent over that process's IPC pipe, never bytes from storage or a request.
+ */
+export async function loadArtifact(artifact: CompiledArtifact): Promise<CompiledModule> {
   const native = addon();
   let result: NativeHandle | NativeRefusal;
   try {
-    result = await native.compileAsync(bytes);
+    result = await native.loadArtifactAsync(artifact.code, artifact.hasStart);
   } catch (error) {
     throw hostFailure(error);
   }

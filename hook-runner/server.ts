@@ -9,6 +9,7 @@ import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } fro
 import { InvocationLedger } from './invocation-ledger.ts';
 import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddress } from './listen-address.ts';
 import { loadMasterKey, parseMasterKey } from './master-key.ts';
+import type { CompileProcessOptions } from './compile-process.ts';
 import { ModuleRegistry } from './module-registry.ts';
 import { isSandboxAvailable } from './sandbox.ts';
 import { DiskFullError, RunnerConfigError, RunnerError, toServerError, unauthenticated } from './runner-error.ts';
@@ -45,6 +46,8 @@ export interface HookRunnerServerOptions {
   readonly minFreeDiskMib?: number;
   /** How the free space is read; default statfs of the store's directory (tests inject theirs). */
   readonly freeDiskSpace?: FreeSpaceProbe;
+  /** The compile process's deadline and memory cap per compile (compile-process.ts defaults). */
+  readonly compile?: CompileProcessOptions;
 }
 
 export interface HookRunnerServer {
@@ -171,8 +174,9 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   disk.start();
   await disk.probeNow();
   disk.arm();
+  const modules = new ModuleRegistry(store, { compile: options.compile });
   const handlers = createHookRunnerHandlers({
-    modules: new ModuleRegistry(store),
+    modules,
     vault: new SecretVault(store, masterKey),
     ledger: new InvocationLedger(store, now),
     limiter: createTenantTurns(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
@@ -224,6 +228,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
         done();
       });
     });
+    modules.close();
     await store.close();
     if (listen.kind === 'unix') await unlink(listen.path).catch(() => undefined);
   };

@@ -11,7 +11,10 @@ const LIBUV_MAX_POOL_SIZE = 1024;
 /** Threads left to lmdb-js (write transaction + flush) and fs while guests run. */
 const RESERVED_THREADS = 2;
 
-/** Threads for compiling modules (module-registry.ts queues compiles for them); not counted as guest slots. */
+/**
+ * Compiles at once (module-registry.ts queues them): each runs in the compile process
+ * (compile-process.ts), then loading its result takes a thread here; not counted as guest slots.
+ */
 export const COMPILE_THREADS = 1;
 
 /** One thread per core for guests plus the compile thread and the reserve, at least libuv's default, at most 64. */

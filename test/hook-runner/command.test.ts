@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
-import { parseHookRunnerFlags } from '../../hook-runner/command.ts';
+import { parseCompileLimits, parseHookRunnerFlags } from '../../hook-runner/command.ts';
 import { parseListenAddress } from '../../hook-runner/listen-address.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { tempDataDir } from '../helpers/hook-runner.ts';
@@ -150,6 +150,15 @@ describe('flag and address parsing', () => {
     assert.equal(parseHookRunnerFlags([], { SLUICE_DATA_DIR: ' ' }).dataDir, join(process.cwd(), '.sluice'), 'blank is not set');
     assert.throws(() => parseHookRunnerFlags(['--listen']), RunnerConfigError);
     assert.throws(() => parseHookRunnerFlags(['--listen', 'nonsense']), RunnerConfigError);
+  });
+
+  it('reads the compile limits from the environment, refusing values out of range by name', () => {
+    assert.deepEqual(parseCompileLimits({}), {});
+    assert.deepEqual(parseCompileLimits({ SLUICE_COMPILE_TIMEOUT_S: '5', SLUICE_COMPILE_MAX_MEMORY_MIB: '512' }), { timeoutMs: 5000, maxMemoryBytes: 512 * 1024 * 1024 });
+    assert.deepEqual(parseCompileLimits({ SLUICE_COMPILE_TIMEOUT_S: ' ' }), {}, 'blank is not set');
+    for (const [name, value] of [['SLUICE_COMPILE_TIMEOUT_S', '0'], ['SLUICE_COMPILE_TIMEOUT_S', '601'], ['SLUICE_COMPILE_TIMEOUT_S', '2.5'], ['SLUICE_COMPILE_MAX_MEMORY_MIB', '255'], ['SLUICE_COMPILE_MAX_MEMORY_MIB', 'lots']] as const) {
+      assert.throws(() => parseCompileLimits({ [name]: value }), (error: Error) => error instanceof RunnerConfigError && error.message.startsWith(`${name} must be a whole number`), `${name}=${value}`);
+    }
   });
 
   it('parses tcp and unix addresses', () => {

@@ -8,6 +8,7 @@ import { ModuleRegistry } from '../../hook-runner/module-registry.ts';
 import { openRunnerStore, type RunnerStore } from '../../hook-runner/store.ts';
 import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
 import { tempDir } from '../helpers/runtime.ts';
+import { moduleWithFunction } from '../helpers/wasm-bytes.ts';
 
 const dir = tempDir('sluice-modules-');
 let store: RunnerStore;
@@ -79,32 +80,6 @@ test('a module whose code would take long to compile is refused before compiling
   const atCaps = shell(`(func ${'i32.const 0 '.repeat(1000)}${'drop '.repeat(1000)}) (elem func ${'$e '.repeat(20_000)}) (func $e)`);
   assert.match(await registry.compile(await assembleWat('at-caps', atCaps)), /^[0-9a-f]{64}$/);
 });
-
-/** Unsigned LEB128, as wasm encodes sizes and counts. */
-function uleb(value: number): number[] {
-  const bytes: number[] = [];
-  do {
-    const byte = value & 0x7f;
-    value >>>= 7;
-    bytes.push(value === 0 ? byte : byte | 0x80);
-  } while (value !== 0);
-  return bytes;
-}
-
-/** A module (one page, an `execute` returning 0) with a second function of no params whose body is `code` (an `end` is added). */
-function moduleWithFunction(code: number[]): Uint8Array {
-  const section = (id: number, content: number[]): number[] => [id, ...uleb(content.length), ...content];
-  const name = (text: string): number[] => [text.length, ...Buffer.from(text)];
-  const body = (ops: number[]): number[] => [...uleb(ops.length + 2), 0, ...ops, 0x0b];
-  return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, [2, 0x60, 2, 0x7f, 0x7f, 1, 0x7f, 0x60, 0, 0]),
-    ...section(3, [2, 0, 1]),
-    ...section(5, [1, 0x00, 1]),
-    ...section(7, [2, ...name('memory'), 0x02, 0, ...name('execute'), 0x00, 0]),
-    ...section(10, [2, ...body([0x41, 0]), ...body(code)]),
-  ]);
-}
 
 /** Signed LEB128, as wasm encodes i32.const. */
 function sleb(value: number): number[] {

@@ -7,7 +7,8 @@ import {
   SANDBOX_LIMITS,
   SandboxCompileError,
   compileModule,
-  compileModuleAsync,
+  compileArtifact,
+  loadArtifact,
   isSandboxAvailable,
   type CompileRefusalCode,
   type CompiledModule,
@@ -104,11 +105,20 @@ describe('echo action (DESIGN 6.5 ABI)', () => {
     }
   });
 
-  it('compiles off the event loop too', async () => {
-    const module = await compileModuleAsync(await assembleFixture('echo-alloc.wat'));
-    const outcome = await runModule(module, '{"a":1}');
+  it('compiles off the event loop too, into an artifact that loads without compiling again and runs', async () => {
+    const artifact = await compileArtifact(await assembleFixture('echo-alloc.wat'));
+    assert.equal(artifact.hasStart, false);
+    const outcome = await runModule(await loadArtifact(artifact), '{"a":1}');
     assert.deepEqual(outcome.kind === 'output' && JSON.parse(outcome.output), { a: 1 });
-    await assert.rejects(compileModuleAsync(new Uint8Array(0)), SandboxCompileError);
+    await assert.rejects(compileArtifact(new Uint8Array(0)), (error: unknown) => error instanceof SandboxCompileError && error.code === 'empty_module');
+    const started = await compileArtifact(await assemble(`(module (memory (export "memory") 1) ${EXECUTE} (func $s) (start $s))`));
+    assert.equal(started.hasStart, true);
+    assert.equal((await loadArtifact(started)).initialPages, 1);
+  });
+
+  it('refuses to load bytes that are not an artifact of this addon (a host failure, not a refusal)', async () => {
+    const wasm = await assembleFixture('echo-alloc.wat');
+    await assert.rejects(loadArtifact({ code: wasm, hasStart: false }), /loading the compiled module failed/);
   });
 
   it('rejects a forged module handle', async () => {

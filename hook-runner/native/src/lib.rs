@@ -1,5 +1,6 @@
 //! Node-API surface of the Sluice sandbox addon (napi-rs): compile untrusted core wasm
-//! into a handle, report limits; running it lives in run.rs. Wrapped by sandbox.ts.
+//! into a handle (here, or in a compile process that hands back an artifact to load), report
+//! limits; running it lives in run.rs. Wrapped by sandbox.ts.
 
 mod abi;
 mod engine;
@@ -13,7 +14,7 @@ mod validate;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Either, Uint8Array};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Either, Uint8Array};
 use napi::{Env, Error, Result, Task};
 use napi_derive::napi;
 
@@ -21,7 +22,9 @@ use crate::engine::{
     DEFAULT_FUEL, GUARD_BYTES, MAX_MEMORY_BYTES, MAX_MODULE_BYTES, MAX_OUTPUT_BYTES,
     MAX_STACK_BYTES, POOL_SLOTS,
 };
-use crate::validate::{compile as compile_bytes, CompileError, Compiled};
+use crate::validate::{
+    compile as compile_bytes, compile_artifact, load_artifact, Artifact, CompileError, Compiled,
+};
 
 /// An admitted, pre-instantiated module. Opaque to JS; cheap to share between calls.
 #[napi]
@@ -48,18 +51,24 @@ pub struct CompileRefusal {
     pub reason: String,
 }
 
-fn settle_compile(
-    result: std::result::Result<Compiled, CompileError>,
-) -> Result<Either<CompiledModule, CompileRefusal>> {
+/// A compile's result for JS: the value, a refusal (returned, not thrown), or a host error.
+fn settle<T, J>(
+    result: std::result::Result<T, CompileError>,
+    value: impl FnOnce(T) -> J,
+) -> Result<Either<J, CompileRefusal>> {
     match result {
-        Ok(compiled) => Ok(Either::A(CompiledModule {
-            inner: Arc::new(compiled),
-        })),
+        Ok(done) => Ok(Either::A(value(done))),
         Err(CompileError::Refused(r)) => Ok(Either::B(CompileRefusal {
             code: r.code.to_owned(),
             reason: r.reason,
         })),
         Err(CompileError::Host(message)) => Err(Error::from_reason(message)),
+    }
+}
+
+fn handle(compiled: Compiled) -> CompiledModule {
+    CompiledModule {
+        inner: Arc::new(compiled),
     }
 }
 
@@ -81,31 +90,73 @@ pub(crate) fn contain_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
 /// Compiles on the calling thread; a refusal is returned, not thrown.
 #[napi]
 pub fn compile(bytes: Uint8Array) -> Result<Either<CompiledModule, CompileRefusal>> {
-    contain_panic(|| settle_compile(compile_bytes(&bytes)))
+    contain_panic(|| settle(compile_bytes(&bytes), handle))
 }
 
-pub struct CompileTask {
+/// Compiled code in wasmtime's serialized form, for `loadArtifactAsync` in the process that
+/// started the compiling one.
+#[napi(object)]
+pub struct CompiledArtifact {
+    pub code: Buffer,
+    pub has_start: bool,
+}
+
+pub struct CompileArtifactTask {
     bytes: Vec<u8>,
 }
 
-impl Task for CompileTask {
+impl Task for CompileArtifactTask {
+    type Output = std::result::Result<Artifact, CompileError>;
+    type JsValue = Either<CompiledArtifact, CompileRefusal>;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        contain_panic(|| Ok(compile_artifact(&self.bytes)))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        settle(output, |artifact| CompiledArtifact {
+            code: artifact.code.into(),
+            has_start: artifact.has_start,
+        })
+    }
+}
+
+/// Admits and compiles `bytes` on the libuv thread pool, as `compile` does, into an artifact
+/// (used by the hook-runner's compile process, which its runner can kill at a deadline).
+#[napi(ts_return_type = "Promise<CompiledArtifact | CompileRefusal>")]
+pub fn compile_artifact_async(bytes: Uint8Array) -> AsyncTask<CompileArtifactTask> {
+    AsyncTask::new(CompileArtifactTask {
+        bytes: bytes.to_vec(),
+    })
+}
+
+pub struct LoadArtifactTask {
+    code: Vec<u8>,
+    has_start: bool,
+}
+
+impl Task for LoadArtifactTask {
     type Output = std::result::Result<Compiled, CompileError>;
     type JsValue = Either<CompiledModule, CompileRefusal>;
 
     fn compute(&mut self) -> Result<Self::Output> {
-        contain_panic(|| Ok(compile_bytes(&self.bytes)))
+        // SAFETY: see load_artifact; sandbox.ts accepts artifacts only from compile-process.ts,
+        // which takes them from the compile process it started, over that process's IPC pipe.
+        contain_panic(|| Ok(unsafe { load_artifact(&self.code, self.has_start) }))
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
-        settle_compile(output)
+        settle(output, handle)
     }
 }
 
-/// Same as `compile`, on the libuv thread pool.
+/// Loads what `compileArtifactAsync` made in this runner's own compile process, on the libuv
+/// thread pool. Never give it bytes from anywhere else: its machine code runs as it is.
 #[napi(ts_return_type = "Promise<CompiledModule | CompileRefusal>")]
-pub fn compile_async(bytes: Uint8Array) -> AsyncTask<CompileTask> {
-    AsyncTask::new(CompileTask {
-        bytes: bytes.to_vec(),
+pub fn load_artifact_async(code: Uint8Array, has_start: bool) -> AsyncTask<LoadArtifactTask> {
+    AsyncTask::new(LoadArtifactTask {
+        code: code.to_vec(),
+        has_start,
     })
 }
 

@@ -16,9 +16,10 @@ use crate::refusal::{refuse, Refusal};
 /// Compiling ordinary code costs about 100 us per function plus 1.5-7 us per code byte on one core
 /// (measured with Cranelift here), so about 10 s at most under these caps; without them an 8 MiB
 /// upload could hold a compile thread for a minute and gigabytes of memory. The kits are far below
-/// them. Not bounded yet: many locals live across many control frames (5,000 locals through 1,000
-/// nested `if`s, 31 KB, compiled for 30 s; 20,000 through 50 nested loops for 65 s); the sure bound
-/// is a compile in a process killed at a deadline.
+/// them. These caps do not bound every shape: many locals live across many control frames (5,000
+/// locals through 1,000 nested `if`s, 31 KB, compiled for 30 s; 20,000 through 50 nested loops for
+/// 65 s), so the hook-runner compiles in a process it kills at a deadline and a memory cap
+/// (hook-runner/compile-process.ts); these caps refuse the shapes they know before any codegen.
 pub const MAX_FUNCTIONS: u32 = 20_000;
 pub const MAX_CODE_BYTES: u32 = 2 * 1024 * 1024;
 pub const MAX_FUNCTION_BODY_BYTES: usize = 256 * 1024;

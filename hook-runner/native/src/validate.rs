@@ -1,5 +1,6 @@
 //! The compile pipeline for untrusted bytes: sniff, validate, structural scan, compile,
-//! guest ABI export checks (`memory`, `execute`, optional `alloc`), pre-instantiation.
+//! guest ABI export checks (`memory`, `execute`, optional `alloc`), pre-instantiation; and the
+//! artifact a compile process hands back (compiled code, loaded without compiling again).
 
 use wasmtime::{
     ExternType, FuncType, InstancePre, Linker, Module, ModuleExport, PoolConcurrencyLimitError,
@@ -23,6 +24,14 @@ pub struct Compiled {
     pub execute: ModuleExport,
     pub alloc: Option<ModuleExport>,
     pub initial_pages: u64,
+    /// The module has a start function (its trial instantiation gets no fuel).
+    pub has_start: bool,
+}
+
+/// A compiled module in wasmtime's serialized form, made by `compile_artifact`.
+pub struct Artifact {
+    pub code: Vec<u8>,
+    pub has_start: bool,
 }
 
 /// Failure that is not the module's fault (engine missing, pool exhausted).
@@ -55,6 +64,41 @@ pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
             format!("module does not fit the sandbox: {e:#}"),
         )
     })?;
+    prepare(module, facts.has_start)
+}
+
+/// Admits and compiles `bytes` as `compile` does, then serializes the compiled code for
+/// `load_artifact` in another process running this same addon (and so the same engine settings).
+pub fn compile_artifact(bytes: &[u8]) -> Result<Artifact, CompileError> {
+    let compiled = compile(bytes)?;
+    let code = compiled.pre.module().serialize().map_err(|e| {
+        CompileError::Host(format!("serializing the compiled module failed: {e:#}"))
+    })?;
+    Ok(Artifact {
+        code,
+        has_start: compiled.has_start,
+    })
+}
+
+/// Loads what `compile_artifact` made and checks it as a fresh compile is checked, without
+/// compiling again.
+///
+/// # Safety
+/// wasmtime runs the artifact's machine code as it is: `code` must come from `compile_artifact`
+/// of this addon, handed over by a process the caller started for it (the hook-runner's compile
+/// process, over its private IPC pipe), never from storage or a request.
+pub unsafe fn load_artifact(code: &[u8], has_start: bool) -> Result<Compiled, CompileError> {
+    let engine = engine().map_err(CompileError::Host)?;
+    // SAFETY: the caller vouches for the bytes (above); wasmtime checks they were made by this
+    // wasmtime version with compatible engine settings and refuses them otherwise.
+    let module = unsafe { Module::deserialize(engine, code) }
+        .map_err(|e| CompileError::Host(format!("loading the compiled module failed: {e:#}")))?;
+    prepare(module, has_start)
+}
+
+/// The guest ABI checks, pre-instantiation and trial instantiation of a compiled module.
+fn prepare(module: Module, has_start: bool) -> Result<Compiled, CompileError> {
+    let engine = module.engine().clone();
     let (initial_pages, maximum_pages) = check_memory(&module)?;
     check_func(&module, "execute", &[ValType::I32, ValType::I32], true)?;
     let has_alloc = check_func(&module, "alloc", &[ValType::I32], false)?;
@@ -62,10 +106,10 @@ pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
         check_room_for_input(initial_pages, maximum_pages)?;
     }
 
-    let pre = Linker::new(engine)
+    let pre = Linker::new(&engine)
         .instantiate_pre(&module)
         .map_err(|e| refuse("invalid_module", format!("module cannot be linked: {e:#}")))?;
-    trial_instantiate(&pre, facts.has_start)?;
+    trial_instantiate(&pre, has_start)?;
     let export = |name: &str| module.get_export_index(name);
     Ok(Compiled {
         memory: export("memory").ok_or_else(|| host_bug("memory"))?,
@@ -76,6 +120,7 @@ pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
             None
         },
         initial_pages,
+        has_start,
         pre,
     })
 }

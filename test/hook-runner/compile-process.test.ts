@@ -1,0 +1,125 @@
+// The hook-runner compiles untrusted modules in a process of its own (compile-process.ts), killed
+// when a compile passes its deadline or memory cap: Cranelift cannot be stopped part way, and modules
+// within every admission cap can still compile for a minute or into gigabytes. Real worker processes
+// and the real addon; the slow and greedy modules really are (about a minute, several GB unchecked).
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { CompileProcess } from '../../hook-runner/compile-process.ts';
+import { runModule } from '../../hook-runner/sandbox-run.ts';
+import { SandboxCompileError, SandboxUnavailableError } from '../../hook-runner/sandbox.ts';
+import { invocation, startRunner } from '../helpers/hook-runner.ts';
+import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
+import { moduleWithFunction, slowToCompileModule, uleb } from '../helpers/wasm-bytes.ts';
+
+/** 30,000 nested blocks, then 30,000 locals read: ~220 KB that compiles into several GB. */
+function greedyModule(): Uint8Array {
+  const count = 30_000;
+  const reads = Array.from({ length: count }, (_, index) => [0x20, ...uleb(index), 0x1a]).flat();
+  return moduleWithFunction([...Array(count).fill([0x02, 0x40]).flat(), ...Array(count).fill(0x0b), ...reads], count);
+}
+
+const isGone = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+};
+
+/** Resolves once process `pid` is gone (a killed child is reaped by its parent's event loop). */
+async function gone(pid: number): Promise<boolean> {
+  for (let tries = 0; tries < 500 && !isGone(pid); tries += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  return isGone(pid);
+}
+
+test('a module compiles in the compile process, which gets none of the runner\'s environment, and runs here; a refusal comes back with its code and reason', async () => {
+  // As a runner started with its token in the environment has it.
+  process.env['SLUICE_RUNNER_TOKEN'] = 'token-the-compile-process-must-not-see';
+  const compiler = new CompileProcess();
+  try {
+    const echo = await compiler.compile(await assembleWat('echo', ECHO_WAT));
+    assert.ok(compiler.pid !== undefined && compiler.pid !== process.pid, 'compiled in a process of its own');
+    const environment = readFileSync(`/proc/${compiler.pid}/environ`, 'utf8');
+    assert.doesNotMatch(environment, /SLUICE_|token-the-compile/, 'none of the runner\'s settings (its token and master key may be among them)');
+    const outcome = await runModule(echo, '{"a":1}');
+    assert.deepEqual(outcome.kind === 'output' && JSON.parse(outcome.output), { a: 1 });
+    const importing = await assembleWat('importing', '(module (import "env" "f" (func)) (memory (export "memory") 1) (func (export "execute") (param i32 i32) (result i32) (i32.const 0)))');
+    await assert.rejects(compiler.compile(importing), (error: unknown) => error instanceof SandboxCompileError && error.code === 'imports_not_allowed' && /env\.f/.test(error.reason));
+  } finally {
+    compiler.close();
+    delete process.env['SLUICE_RUNNER_TOKEN'];
+  }
+});
+
+test('a compile past its deadline is refused (code_too_large) and its process killed; the next compile gets a fresh one', async () => {
+  const compiler = new CompileProcess({ timeoutMs: 1000 });
+  try {
+    await compiler.compile(await assembleWat('warm', ECHO_WAT));
+    const first = compiler.pid!;
+    await assert.rejects(compiler.compile(slowToCompileModule()), (error: unknown) => {
+      assert.ok(error instanceof SandboxCompileError);
+      assert.equal(error.code, 'code_too_large');
+      assert.match(error.reason, /took longer than 1 s, the sandbox's limit/);
+      return true;
+    });
+    assert.ok(await gone(first), 'the process that was compiling it is killed');
+    const echo = await compiler.compile(await assembleWat('echo', ECHO_WAT));
+    assert.notEqual(compiler.pid, first);
+    assert.equal((await runModule(echo, '{}')).kind, 'output');
+  } finally {
+    compiler.close();
+  }
+});
+
+test('a compile past the memory cap is refused (code_too_large); the next compile gets a fresh process', async () => {
+  const compiler = new CompileProcess({ maxMemoryBytes: 400 * 1024 * 1024 });
+  try {
+    await compiler.compile(await assembleWat('warm', ECHO_WAT));
+    const first = compiler.pid!;
+    await assert.rejects(compiler.compile(greedyModule()), (error: unknown) => error instanceof SandboxCompileError && error.code === 'code_too_large' && /needed more than 400 MiB of memory/.test(error.reason));
+    assert.ok(await gone(first));
+    assert.ok(await compiler.compile(await assembleWat('echo', ECHO_WAT)));
+  } finally {
+    compiler.close();
+  }
+});
+
+test('the compile process dying mid-compile fails that compile as retryable (sandbox unavailable); close() fails the one under way', async () => {
+  const compiler = new CompileProcess();
+  try {
+    await compiler.compile(await assembleWat('warm', ECHO_WAT));
+    const killed = compiler.compile(slowToCompileModule());
+    process.kill(compiler.pid!, 'SIGKILL');
+    await assert.rejects(killed, (error: unknown) => error instanceof SandboxUnavailableError && /exited during the compile \(SIGKILL\)/.test(error.message));
+    assert.ok(await compiler.compile(await assembleWat('echo', ECHO_WAT)), 'the next compile starts a fresh process');
+
+    const pid = compiler.pid!;
+    const stopped = compiler.compile(slowToCompileModule());
+    compiler.close();
+    await assert.rejects(stopped, (error: unknown) => error instanceof SandboxUnavailableError && /stopping/.test(error.message));
+    assert.ok(await gone(pid));
+    await assert.rejects(compiler.compile(await assembleWat('echo', ECHO_WAT)), SandboxUnavailableError);
+  } finally {
+    compiler.close();
+  }
+});
+
+test('through the runner: an upload past SLUICE_COMPILE_TIMEOUT_S is refused (400 code_too_large), and another org compiles and runs right after', async () => {
+  const runner = await startRunner({ child: { env: { ...process.env, SLUICE_COMPILE_TIMEOUT_S: '1' } } });
+  try {
+    await assert.rejects(runner.client.compile(slowToCompileModule(), 'org_slow'), (error: Error & { status?: unknown; code?: unknown }) => {
+      assert.equal(error.status, 400);
+      assert.equal(error.code, 'code_too_large');
+      assert.match(error.message, /took longer than 1 s, the sandbox's limit/);
+      return true;
+    });
+    const echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT), 'org_other');
+    const result = await runner.client.invoke(invocation(echo, { orgId: 'org_other', payloadJson: '{"b":2}' }));
+    assert.equal(result.outcome.kind, 'output');
+  } finally {
+    await runner.close();
+  }
+});
