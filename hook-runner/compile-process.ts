@@ -79,6 +79,11 @@ export class CompileProcess {
     return this.#child?.pid;
   }
 
+  /** Whether the compile process has a module to compile now. */
+  get compiling(): boolean {
+    return this.#pending !== undefined;
+  }
+
   /**
    * Admits and compiles `bytes` in the compile process; one compile at a time (the registry's
    * limiter queues them). Rejects with SandboxCompileError when the module is refused, including
@@ -181,7 +186,7 @@ export class CompileProcess {
     if (reply.id !== this.#pending?.id) return;
     if (reply.kind === 'compiled') this.#take()?.resolve({ code: reply.code, hasStart: reply.hasStart });
     else if (reply.kind === 'refused') this.#fail(new SandboxCompileError(reply.code, reply.reason));
-    else this.#fail(new SandboxUnavailableError(`sandbox host failure: ${reply.message}`));
+    else this.#fail(new SandboxUnavailableError(reply.message));
   }
 
   /** Kills `child` and starts the next compile in a fresh process. */

@@ -23,12 +23,15 @@ process.on('message', (request: CompileRequest) => {
   );
 });
 
+// Not process.exit: it waits for the libuv thread still compiling, minutes at worst.
+const die = (): void => void process.kill(process.pid, 'SIGKILL');
+
 // The runner stopped or died: nothing is left to compile for.
-process.on('disconnect', () => process.exit(0));
+process.on('disconnect', die);
 
 setInterval(() => {
   const rss = process.memoryUsage.rss();
-  if (Number.isFinite(maxMemoryBytes) && rss > maxMemoryBytes) send({ kind: 'memory', rss }, () => process.exit(1));
+  if (Number.isFinite(maxMemoryBytes) && rss > maxMemoryBytes) send({ kind: 'memory', rss }, die);
 }, MEMORY_CHECK_MS);
 
 send({ kind: 'ready' });

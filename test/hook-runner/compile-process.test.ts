@@ -4,12 +4,12 @@
 // and the real addon; the slow and greedy modules really are (about a minute, several GB unchecked).
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { CompileProcess } from '../../hook-runner/compile-process.ts';
 import { runModule } from '../../hook-runner/sandbox-run.ts';
 import { SandboxCompileError, SandboxUnavailableError } from '../../hook-runner/sandbox.ts';
-import { invocation, startRunner } from '../helpers/hook-runner.ts';
+import { invocation, startRunner, waitFor } from '../helpers/hook-runner.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { moduleWithFunction, slowToCompileModule, uleb } from '../helpers/wasm-bytes.ts';
 
@@ -98,8 +98,9 @@ test('the compile process dying mid-compile fails that compile as retryable (san
 
     const pid = compiler.pid!;
     const stopped = compiler.compile(slowToCompileModule());
+    await waitFor(() => compiler.compiling, 'the compile process to get the module');
     compiler.close();
-    await assert.rejects(stopped, (error: unknown) => error instanceof SandboxUnavailableError && /stopping/.test(error.message));
+    await assert.rejects(stopped, (error: unknown) => error instanceof SandboxUnavailableError && /stopping: the compile was not finished/.test(error.message));
     assert.ok(await gone(pid));
     await assert.rejects(compiler.compile(await assembleWat('echo', ECHO_WAT)), SandboxUnavailableError);
   } finally {
@@ -119,6 +120,38 @@ test('through the runner: an upload past SLUICE_COMPILE_TIMEOUT_S is refused (40
     const echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT), 'org_other');
     const result = await runner.client.invoke(invocation(echo, { orgId: 'org_other', payloadJson: '{"b":2}' }));
     assert.equal(result.outcome.kind, 'output');
+  } finally {
+    await runner.close();
+  }
+});
+
+/** The pids of compile processes whose parent is `parent` (from /proc). */
+function compileProcessesOf(parent: number): number[] {
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+    try {
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      const ppid = Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]);
+      return cmdline.includes('compile-worker.ts') && ppid === parent ? [Number(name)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+test('a runner killed mid-compile takes its compile process with it, however long that compile would run', async () => {
+  const runner = await startRunner({ child: { restartDelayMs: () => 60_000 } });
+  try {
+    const upload = runner.client.compile(slowToCompileModule(), 'org_slow').catch((error: unknown) => error);
+    const runnerPid = runner.child.pid!;
+    let compiling: number[] = [];
+    await waitFor(() => (compiling = compileProcessesOf(runnerPid)).length === 1, 'the runner to start its compile process');
+    // Until it has the module and is compiling (a minute of work for this one): CPU time climbs.
+    const cpu = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[11]);
+    const started = cpu(compiling[0]!);
+    await waitFor(() => cpu(compiling[0]!) > started + 100, 'the compile process to spend a second compiling');
+    process.kill(runnerPid, 'SIGKILL');
+    assert.ok(await gone(compiling[0]!), 'the compile process ended with its runner, not when its compile would have');
+    assert.ok(await upload instanceof Error);
   } finally {
     await runner.close();
   }
