@@ -1,6 +1,6 @@
 // Compiled guest modules by sha256 digest: bytes are stored durably in LMDB (content-addressed), the
-// compiled form is cached in memory (lru-cache, bounded by count and by module bytes: compiled code
-// takes some 20 times a module's size) and lazily recompiled from LMDB after a restart. Compiles run
+// compiled form is cached in memory (compiled-cache.ts: bounded, orgs past half of it giving up their
+// own first) and lazily recompiled from LMDB after a restart. Compiles run
 // one at a time, in the compile process (compile-process.ts), which is killed at a deadline; loading
 // what it compiled takes the libuv thread set aside for compiles (thread-pool.ts). One of the same bytes
 // already under way is joined, not started again. A recompile that an Invoke waits for goes before
@@ -9,7 +9,7 @@
 // either. An upload every caller of which gave up (its deadline passed) is dropped before it starts.
 import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
-import { LRUCache } from 'lru-cache';
+import { CompiledCache, type CompiledCacheBounds } from './compiled-cache.ts';
 import { CompileProcess, type CompileProcessOptions } from './compile-process.ts';
 import { SandboxCompileError, type CompiledModule } from './sandbox.ts';
 import type { ModuleDigest } from './requests.ts';
@@ -22,18 +22,10 @@ const MAX_REASON_LENGTH = 2000;
 export const digestOf = (bytes: Uint8Array): ModuleDigest =>
   createHash('sha256').update(bytes).digest('hex') as ModuleDigest;
 
-export interface ModuleRegistryOptions {
-  /** Compiled modules kept in memory; older ones are recompiled from LMDB on demand. */
-  readonly maxCached?: number;
-  /** Total size of the modules whose compiled form is kept (default 32 MiB). */
-  readonly maxCachedBytes?: number;
+/** The bounds of the compiled cache (compiled-cache.ts: older modules are recompiled from LMDB on demand). */
+export interface ModuleRegistryOptions extends CompiledCacheBounds {
   /** The compile process's deadline and memory cap per compile. */
   readonly compile?: CompileProcessOptions | undefined;
-}
-
-interface Cached {
-  readonly compiled: CompiledModule;
-  readonly bytes: number;
 }
 
 /** Says whether the caller of a compile has gone (its call cancelled or past its deadline). */
@@ -53,7 +45,7 @@ export interface CompileTurn {
 
 export class ModuleRegistry {
   readonly #store: RunnerStore;
-  readonly #cache: LRUCache<ModuleDigest, Cached>;
+  readonly #cache: CompiledCache;
   /** Recompilations from LMDB in progress, so concurrent first invokes after a restart share one. */
   readonly #loading = new Map<ModuleDigest, Compiling>();
   /** Compiles of uploaded bytes in progress, so the same upload sent again waits for the first. */
@@ -65,12 +57,7 @@ export class ModuleRegistry {
   constructor(store: RunnerStore, options: ModuleRegistryOptions = {}) {
     this.#store = store;
     this.#compiler = new CompileProcess(options.compile);
-    // Modules are at most 8 MiB (the upload cap), well inside the byte bound.
-    this.#cache = new LRUCache<ModuleDigest, Cached>({
-      max: options.maxCached ?? 256,
-      maxSize: options.maxCachedBytes ?? 32 * 1024 * 1024,
-      sizeCalculation: (entry) => Math.max(1, entry.bytes),
-    });
+    this.#cache = new CompiledCache(options);
   }
 
   /**
@@ -83,7 +70,7 @@ export class ModuleRegistry {
       const compiled = this.#joinOrStart(this.#compiling, digest, gaveUp, (callers) =>
         this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes), turn.first ?? false, turn.tenant ?? ''),
       );
-      this.#cache.set(digest, { compiled: await compiled, bytes: bytes.length });
+      this.#cache.set(digest, await compiled, bytes.length, turn.tenant ?? '');
     }
     if (!this.#holdsIntact(digest)) {
       // Missing, or damaged (its bytes no longer hash to the digest: #load refuses them as
@@ -115,7 +102,12 @@ export class ModuleRegistry {
 
   /** How many compiled modules are cached, and their modules' total size. */
   get cached(): { readonly count: number; readonly bytes: number } {
-    return { count: this.#cache.size, bytes: this.#cache.calculatedSize };
+    return this.#cache.held;
+  }
+
+  /** What one org's compiles hold of the cache. */
+  cachedFor(tenant: string): { readonly count: number; readonly bytes: number } {
+    return this.#cache.heldBy(tenant);
   }
 
   /** Throws ModuleNotFoundError when `digest` was never compiled here (its bytes are not stored); compiles nothing. */
@@ -130,7 +122,7 @@ export class ModuleRegistry {
    */
   async get(digest: ModuleDigest, tenant = '', gaveUp: GaveUp = () => false): Promise<CompiledModule> {
     const cached = this.#cache.get(digest);
-    if (cached !== undefined) return cached.compiled;
+    if (cached !== undefined) return cached;
     return this.#joinOrStart(this.#loading, digest, gaveUp, (callers) => this.#load(digest, tenant, callers));
   }
 
@@ -171,7 +163,7 @@ export class ModuleRegistry {
       if (!(error instanceof SandboxCompileError)) throw error;
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner (${error.reason}); upload a rebuilt module as a new version.`, { cause: error });
     }
-    this.#cache.set(digest, { compiled, bytes: bytes.length });
+    this.#cache.set(digest, compiled, bytes.length, tenant);
     return compiled;
   }
 

@@ -163,3 +163,29 @@ test('a recompile whose every caller gave up before its turn is dropped uncompil
   const wanted = await registry.get(evictedDigest, 'org_a', () => false);
   assert.ok(wanted !== undefined);
 });
+
+test('when the cache is full, an org holding more than half of it gives up its own modules first: one org cycling through many cannot push another\'s out', async () => {
+  const texts = Array.from({ length: 8 }, (_, index) => `share-${index}`);
+  const own = await Promise.all(texts.map((text) => assembleWat(text, constantWat(`"${text}"`))));
+  const size = Math.max(...own.map((bytes) => bytes.length));
+  const registry = new ModuleRegistry(store, { maxCachedBytes: 4 * size });
+  const quiet = await registry.compile(own[0]!, undefined, { tenant: 'org_quiet' });
+  for (const bytes of own.slice(1)) await registry.compile(bytes, undefined, { tenant: 'org_busy' });
+  assert.equal(registry.cachedFor('org_quiet').count, 1, 'the quiet org\'s module stayed');
+  assert.equal(registry.cachedFor('org_busy').count, 3, 'the busy org has the rest');
+  // Room for a third org comes from the org over half, not from the quiet one.
+  await registry.compile(await assembleWat('third', constantWat('"third"')), undefined, { tenant: 'org_third' });
+  assert.deepEqual([registry.cachedFor('org_quiet').count, registry.cachedFor('org_third').count, registry.cachedFor('org_busy').count], [1, 1, 2]);
+  assert.ok(registry.cached.bytes <= 4 * size);
+
+  // Alone, an org may fill the whole cache.
+  const alone = new ModuleRegistry(store, { maxCachedBytes: 4 * size });
+  for (const bytes of own) await alone.compile(bytes, undefined, { tenant: 'org_alone' });
+  assert.equal(alone.cachedFor('org_alone').count, alone.cached.count);
+  assert.ok(alone.cached.bytes > 3 * size, 'past half: nobody else wanted the room');
+  // Recompiles count for the org whose call needed them.
+  await registry.get(quiet, 'org_quiet');
+  assert.equal(registry.cachedFor('org_quiet').count, 1);
+  alone.close();
+  registry.close();
+});
