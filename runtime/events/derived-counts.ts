@@ -25,14 +25,19 @@ export class DerivedCounts {
     this.#events = ledger.events;
   }
 
+  /** The root's stored count as written (undefined: none). */
+  #stored(orgId: string, rootEventId: string): Stored | undefined {
+    return this.#counts.get([orgId, rootEventId]) as Stored | undefined;
+  }
+
   /** How many events have been derived from the root (its correlation_id), in all generations. */
   derivedSoFar(orgId: string, rootEventId: string): number {
-    return read(this.#counts.get([orgId, rootEventId]) as Stored | undefined)[0];
+    return read(this.#stored(orgId, rootEventId))[0];
   }
 
   /** Counts one more event derived from the root, stored with it; call inside the transaction that writes it. */
   countWithin(orgId: string, rootEventId: string): void {
-    const [derived, live] = read(this.#counts.get([orgId, rootEventId]) as Stored | undefined);
+    const [derived, live] = read(this.#stored(orgId, rootEventId));
     void this.#counts.put([orgId, rootEventId], [derived + 1, live + 1]);
   }
 
@@ -40,12 +45,12 @@ export class DerivedCounts {
   removedWithin(event: StoredEvent): void {
     if (event.correlation_id === event.id) {
       // A root: its count goes unless a descendant is still stored.
-      const stored = this.#counts.get([event.org_id, event.id]) as Stored | undefined;
+      const stored = this.#stored(event.org_id, event.id);
       if (stored !== undefined && read(stored)[1] <= 0) void this.#counts.remove([event.org_id, event.id]);
       return;
     }
     const key = [event.org_id, event.correlation_id];
-    const stored = this.#counts.get(key) as Stored | undefined;
+    const stored = this.#stored(event.org_id, event.correlation_id);
     if (stored === undefined) return;
     const [derived, live] = read(stored);
     if (live - 1 <= 0 && !this.#events.doesExist(key)) void this.#counts.remove(key);
