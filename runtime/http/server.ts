@@ -134,7 +134,8 @@ export class HttpServer {
     const rawUrl = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
     const query = new ReadQuery(rawQuery);
-    const headers: Record<string, string> = {};
+    // No prototype: a header named `constructor` (or any Object member) is a header like any other.
+    const headers: Record<string, string> = Object.create(null) as Record<string, string>;
     let headerBytes = rawUrl.length + rawQuery.length;
     req.forEach((key, value) => {
       headerBytes += key.length + value.length + 4;

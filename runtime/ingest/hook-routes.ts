@@ -99,8 +99,12 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   const nowMs = deps.clock.now();
   const delivery = verifyDelivery(source, request.headers, request.body, nowMs);
   // A source whose secrets changed during a wait verifies the delivery again: a secret removed
-  // (leaked, say) signs nothing stored after its removal is durable.
-  const reverify = (changed: SourceRecord): void => void verifyDelivery(changed, request.headers, request.body, nowMs);
+  // (leaked, say) signs nothing stored after its removal is durable. The recording names the key
+  // of the last check (the list may have been reordered).
+  let keyIndex = delivery.keyIndex;
+  const reverify = (changed: SourceRecord): void => {
+    keyIndex = verifyDelivery(changed, request.headers, request.body, nowMs).keyIndex;
+  };
   const { text: payloadJson, facts, parsed } = await readWebhookBody(request.body, org.id, deps.bodyReads);
   // A large body was read in a thread: the source may have changed or gone meanwhile.
   const current = sourceAfterWait(source, source, lookup, reverify);
@@ -116,7 +120,6 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   // every event object slower to use (alternating ingest runs: about +8 % without it).
   const fields = { id, org_id: source.org_id, type, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs };
   const event = parsed === undefined ? withLazyPayload(rootEvent({ ...fields, payload: undefined }), payloadJson) : withPayloadText(rootEvent({ ...fields, payload: parsed.value }), payloadJson);
-  const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: delivery.keyIndex }, receivedAt);
   // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
   // A reset can take seconds: meanwhile the source may have been deleted (or made again), lost a
   // secret or changed its schemas, or the plan lost its sandbox, so it is read and judged again as
@@ -127,6 +130,7 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
     if (now.updated_at === checked.updated_at) break;
     checked = await checkSchema(deps.schemaChecks, source, now, type, payloadJson, lookup, reverify);
   }
+  const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: keyIndex }, receivedAt);
   const started = performance.now();
   // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
   // unsigned requests nor replayed copies of a signed one may lock the tenant's real provider out.

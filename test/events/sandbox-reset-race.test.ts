@@ -122,3 +122,21 @@ test('a sandbox webhook that waited out a reset is judged by its source as it is
   const stored = (await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey })).body.events as Array<{ id: string }>;
   assert.deepEqual(stored, [], 'nothing stored under a removed secret or into the source made again');
 });
+
+test('a sandbox webhook verified again after its source\'s secrets changed during a reset records the key that signed it in the new list', async () => {
+  const org = 'acct-reset-key-index';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const [a, b, c] = [9, 10, 11].map((fill) => `whsec_${Buffer.alloc(32, fill).toString('base64')}`);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { token: orgKey, json: { name: 'keys', secrets: [a, b], environment: 'sandbox' } })).status, 201);
+  const reset = holdReset(rt, org);
+  const body = JSON.stringify({ type: 'fixture.sent', id: 'fx-key-index' });
+  const delivery = call(rt.url, 'POST', `/hooks/${org}/keys`, { body, headers: signStandard(a!, 'fx-key-index', Math.floor(Date.now() / 1000), body) });
+  await reset.waitingFor(1);
+  // The key that signed it moves from #0 to #1.
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}/sources/keys?environment=sandbox`, { token: orgKey, json: { secrets: [c, a] } })).status, 200);
+  await reset.finish();
+  const answer = await delivery;
+  assert.equal(answer.status, 204, answer.text);
+  const stored = await call(rt.url, 'GET', `/organizations/${org}/events/${answer.headers.get('sluice-event-id')}?environment=sandbox`, { token: orgKey });
+  assert.equal(stored.body.recording.verifier.key_index, 1);
+});

@@ -73,6 +73,13 @@ test('a signed standard webhook is accepted with 204, a repeat is 409 naming the
   assert.equal(fetched.body.recording.headers['content-type'], 'application/json', 'other headers are kept');
   assert.equal(fetched.body.recording.verifier.key_index, 0);
 
+  // Header names are data: one named like an Object member is recorded as sent.
+  const named = JSON.stringify({ type: 'payment.succeeded', data: { amount: 12 } });
+  const odd = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body: named, headers: { ...signStandard(SECRET, 'msg_constructor', nowSeconds(), named), constructor: 'x' } });
+  assert.equal(odd.status, 204, odd.text);
+  const oddEvent = await call(rt.url, 'GET', `/organizations/acct-hooks/events/${odd.headers.get('sluice-event-id')}`, { token: key });
+  assert.equal(oddEvent.body.recording.headers['constructor'], 'x');
+
   // Providers put tokens in headers of their own naming: any name that says so is redacted too.
   const body = JSON.stringify({ type: 'payment.succeeded', data: { amount: 11 } });
   const tokens = { 'x-gitlab-token': 'glpat-SECRET', 'x-webhook-secret': 'SECRET', 'x-auth-token': 'SECRET', 'x-session-id': 'SECRET', 'x-api-key': 'SECRET', 'x-webhook-key': 'SECRET', 'x-signing-key': 'SECRET', 'x-password': 'SECRET', 'x-shopify-hmac-sha256': 'SECRET', 'x-pwd': 'SECRET', 'x-passphrase': 'SECRET', 'paypal-transmission-sig': 'SECRET', 'x-trello-webhook': 'SECRET', 'plaid-verification': 'SECRET', 'x-secret-idempotency-key': 'SECRET', 'x-auth-idempotency-key': 'SECRET' };
