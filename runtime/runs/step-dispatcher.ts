@@ -71,7 +71,9 @@ export function stepInput(ctx: StepContext): unknown {
             causation_id: event.causation_id,
             depth: event.depth,
           },
-    run: { id: run.context.runId, workflow_id: run.context.workflowId, workflow_version: run.context.workflowVersion, attempt: work.attempt },
+    // No attempt number (it is in `sluice-attempt`): every attempt sends the same bytes under its
+    // one Idempotency-Key, which receivers that keep a key's first request require.
+    run: { id: run.context.runId, workflow_id: run.context.workflowId, workflow_version: run.context.workflowVersion },
     step: { id: work.stepId, index: work.stepIndex },
     results,
   };

@@ -117,8 +117,11 @@ test('a retryable failure backs off on the injected clock, then retries with the
   const attempts = done.steps[0].attempts;
   assert.deepEqual(attempts.map((a: { outcome: string }) => a.outcome), ['failed', 'failed', 'succeeded']);
   assert.ok(attempts[0].fence < attempts[1].fence && attempts[1].fence < attempts[2].fence, 'fences strictly increase');
-  const keys = receiver.received.slice(before).map((r) => r.headers['idempotency-key']);
-  assert.deepEqual(keys, [`${runId}:call`, `${runId}:call`, `${runId}:call`]);
+  const sent = receiver.received.slice(before);
+  assert.deepEqual(sent.map((r) => r.headers['idempotency-key']), [`${runId}:call`, `${runId}:call`, `${runId}:call`]);
+  assert.deepEqual(sent.map((r) => r.headers['sluice-attempt']), ['1', '2', '3'], 'the attempt rides in a header');
+  // A receiver that keeps the first answer per key refuses the same key with another body (Stripe, the IETF draft): every attempt sends the same bytes.
+  assert.equal(new Set(sent.map((r) => r.body)).size, 1, 'one body under one key');
 });
 
 test('a non-retryable failure fails the run, lists the event as failed, and resume skips completed steps', async () => {
