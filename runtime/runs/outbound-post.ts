@@ -59,19 +59,23 @@ export class PostTimeoutError extends Error {
 
   constructor(
     message: string,
-    /** How long the request waited for a free socket before its deadline started; undefined when it did not wait. */
-    readonly queuedMs: number | undefined,
     readonly phase: TimeoutPhase = 'answer',
   ) {
     super(message);
   }
 }
 
+/** How long each failed request had waited for a connection (only those that waited). */
+const waitedFor = new WeakMap<object, number>();
+
+/** How long the request `postOnce` rejected with `error` waited for a free connection; undefined when it did not wait. */
+export const queuedMsOf = (error: unknown): number | undefined => (typeof error === 'object' && error !== null ? waitedFor.get(error) : undefined);
+
 /** Thrown when the request was dropped unsent because it was no longer wanted (PostOptions.stillWanted). */
 export class PostWithdrawnError extends Error {
   override readonly name = 'PostWithdrawnError';
 
-  constructor(readonly queuedMs: number | undefined) {
+  constructor() {
     super('the request was withdrawn before it was sent');
   }
 }
@@ -155,6 +159,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     };
     const fail = (error: Error): void => {
       settle();
+      if (queuedMs !== undefined) waitedFor.set(error, queuedMs);
       reject(error);
     };
     let hasSocket = false;
@@ -190,13 +195,13 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       }
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
       if (!stillWanted(options)) {
-        fail(new PostWithdrawnError(queuedMs));
+        fail(new PostWithdrawnError());
         outgoing.destroy();
         return;
       }
       timer = setTimeout(() => {
         if (endAnswer()) return;
-        fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, queuedMs, phase));
+        fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, phase));
         outgoing.destroy();
       }, options.timeoutMs);
       // Headers go out with the body, so both wait for the socket. This runs outside the promise's

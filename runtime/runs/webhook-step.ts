@@ -11,7 +11,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import { embeddedIPv4, ForbiddenTargetError, isPublicAddress } from './webhook-address-policy.ts';
-import { postOnce, PostNeverConnectedError, PostRequestError, PostStaleConnectionError, PostTimeoutError, PostWithdrawnError, type PostAnswer } from './outbound-post.ts';
+import { postOnce, PostNeverConnectedError, PostRequestError, PostStaleConnectionError, PostTimeoutError, PostWithdrawnError, queuedMsOf, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
@@ -156,8 +156,10 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       ...(request.stillSending === undefined ? {} : { stillSending: request.stillSending }),
     });
   } catch (error) {
-    const queued = error instanceof PostTimeoutError ? queuedEvidence(error.queuedMs) : {};
-    const evidence = { ...base, duration_ms: Math.round(performance.now() - started), ...queued };
+    // A request that waited for a connection was sent (if at all) only once it had one.
+    const queuedMs = queuedMsOf(error);
+    const sentAt = request.nowMs + (queuedMs ?? 0);
+    const evidence = { ...base, duration_ms: Math.round(performance.now() - started), ...queuedEvidence(queuedMs) };
     // A timeout once the connection was open means the request went out; a network error may have
     // come at any point, so the attempt's own time stands for it.
     if (error instanceof PostRequestError) return failure('webhook_request_invalid', `The request could not be sent as configured: ${error.message}.`, false, evidence);
@@ -166,7 +168,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     if (beforeConnecting instanceof ForbiddenTargetError) return failure('webhook_target_forbidden', `${beforeConnecting.message}.`, false, evidence);
     // Nothing was sent: the report only says so (it reaches a cancelled run's record, or nothing).
     if (error instanceof PostWithdrawnError) {
-      return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) while the request waited for a connection.', false, { ...evidence, ...queuedEvidence(error.queuedMs) });
+      return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) while the request waited for a connection.', false, evidence);
     }
     const code = (error as NodeJS.ErrnoException).code ?? '';
     // Sluice's own shortage, not the receiver's: named so, or triage would blame a healthy receiver.
@@ -180,7 +182,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // Most often the receiver closed the connection as idle just as the request went out on it: a
     // retry soon, not after the step's backoff (the retry is an attempt of its own, under the policy).
     if (error instanceof PostStaleConnectionError) {
-      return failure('webhook_connection_closed', `The receiver closed its kept-alive connection before answering this request (${error.message}); it is retried after the shortest wait, not the step's backoff.`, true, evidence, request.nowMs, 0);
+      return failure('webhook_connection_closed', `The receiver closed its kept-alive connection before answering this request (${error.message}); if the step has retries left, the next comes after the shortest wait, not the step's backoff.`, true, evidence, sentAt, 0);
     }
     // A deadline that passed before the connection was open sent nothing (no started_at).
     if (error instanceof PostTimeoutError && error.phase === 'lookup') {
@@ -190,8 +192,8 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       return failure('webhook_connect_timeout', `No connection to the receiver opened within ${request.timeoutMs} ms. Nothing was sent; the receiver was not reached.`, true, evidence);
     }
     return error instanceof PostTimeoutError
-      ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, request.nowMs + (error.queuedMs ?? 0))
-      : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, request.nowMs);
+      ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, sentAt)
+      : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, sentAt);
   }
   const sentAt = request.nowMs + (answer.queuedMs ?? 0);
   const answeredAfterMs = performance.now() - started;

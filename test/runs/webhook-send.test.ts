@@ -427,6 +427,8 @@ async function holdingReceiver() {
         else waiter = { count, resolve };
       }),
     answer: (key: string) => held.get(key)?.writeHead(200).end('{}'),
+    /** Closes the connection of the request sent under `key` without answering it (a receiver crashing). */
+    cut: (key: string) => held.get(key)?.socket?.destroy(),
     drop: () => {
       for (const res of held.values()) res.destroy();
     },
@@ -543,6 +545,31 @@ test('a request no longer wanted when it gets its connection (its run was cancel
     assert.equal((await third).ok, true);
     assert.deepEqual(receiver.order, ['w1', 'w3'], 'w2 never reached the receiver');
   } finally {
+    receiver.drop();
+  }
+});
+
+test('a request that waited for a connection and then lost it unanswered says how long it waited, and was sent only once it had one', HOLDING_TEST, async () => {
+  const receiver = await holdingReceiver();
+  const single = connectionPool(1);
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  try {
+    const nowMs = Date.UTC(2026, 10, 30);
+    const first = attempt(receiver.local.url, { idempotencyKey: 'first' }, single);
+    await receiver.arrived(1);
+    const second = attempt(receiver.local.url, { idempotencyKey: 'second', nowMs }, single);
+    await new Promise((resolve) => setImmediate(resolve)); // it reaches the pool's queue
+    mock.timers.tick(1200);
+    receiver.answer('first');
+    assert.equal((await first).ok, true);
+    await receiver.arrived(2);
+    receiver.cut('second');
+    const lost = await second;
+    assert.match(errorOf(lost)?.code ?? '', /^webhook_(network_error|connection_closed)$/);
+    assert.equal((lost.evidence as Record<string, unknown>)['queued_ms'], 1200);
+    assert.equal(lost.sentAt, nowMs + 1200, 'started when it got its connection, not when it was queued');
+  } finally {
+    mock.timers.reset();
     receiver.drop();
   }
 });
