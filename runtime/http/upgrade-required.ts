@@ -2,7 +2,8 @@
 // the HTTP router also matches it with a trailing or doubled slash. A plain GET is told what the
 // endpoint is (426); a WebSocket handshake that reached the router came to a path that is not
 // exact (a trailing or doubled slash), and is told the exact one (404), rather than to use a
-// WebSocket client, which it is. An upgrade without a handshake key is no WebSocket client: 426.
+// WebSocket client, which it is; or, at the exact path, had a key uWS refuses (not 24 characters):
+// 400 naming the header. An upgrade without a handshake key is no WebSocket client: 426.
 
 import { InputError } from '../errors.ts';
 import type { Route } from './types.ts';
@@ -13,9 +14,11 @@ export function upgradeRequiredRoute(pattern: string, exact: string, plainGet: s
     method: 'GET',
     pattern,
     handler: (request) => {
-      // uWS takes every handshake (one with a key) at the exact path: one here came to another.
+      // uWS takes every handshake with a well-formed key at the exact path: one here came to another, or had a bad key.
       if (request.headers['upgrade']?.toLowerCase() === 'websocket' && request.headers['sec-websocket-key'] !== undefined) {
-        throw new InputError(404, 'not_found', `No WebSocket endpoint at this path: open ${exact} exactly (no trailing or doubled slash).`);
+        // (The router's path is normalized; the key tells: uWS refuses only keys not 24 characters long.)
+        if (request.headers['sec-websocket-key'].trim().length === 24) throw new InputError(404, 'not_found', `No WebSocket endpoint at this path: open ${exact} exactly (no trailing or doubled slash).`);
+        throw new InputError(400, 'invalid_handshake', 'The WebSocket handshake was refused: Sec-WebSocket-Key must be a base64-encoded 16-byte nonce (24 characters).', { field: 'Sec-WebSocket-Key' });
       }
       throw new InputError(426, 'upgrade_required', plainGet);
     },

@@ -121,6 +121,20 @@ test('the socket refuses a missing or wrong token, and an unknown org or device,
     request.end();
   });
   assert.equal(keyless, 426);
+  // A handshake at the exact path with a key uWS refuses is told what is wrong with it, not its path.
+  const badKey = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const request = httpRequest(`${rt.url}/devices/${ORG}/gate-1`, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'x', 'sec-websocket-version': '13' } });
+    request.once('response', (response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    request.once('upgrade', () => reject(new Error('upgraded')));
+    request.once('error', reject);
+    request.end();
+  });
+  assert.equal(badKey.status, 400, badKey.body);
+  assert.match(badKey.body, /"invalid_handshake".*Sec-WebSocket-Key/);
   // The token may ride as a subprotocol entry beside sluice-device.
   const device = await connectDevice(rt.url, ORG, 'gate-1', token, { protocols: ['sluice-device', token] });
   assert.equal(device.socket.protocol, 'sluice-device');
