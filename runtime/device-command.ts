@@ -58,6 +58,9 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   if (token === undefined) throw new InputError(400, 'usage', `A device token is required: --token, or SLUICE_DEVICE_TOKEN. ${USAGE}`);
   const problem = credentialProblem('The device token', token);
   if (problem !== undefined) throw new InputError(400, 'usage', problem);
+  // Each --send is one message: a blank one (an unset shell variable) would send nothing and exit 0,
+  // as if every message had been acked. Blank stdin lines are skipped instead (a trailing newline).
+  if (values.send?.some((message) => message.trim() === '') === true) throw new InputError(400, 'usage', '--send is empty: give it the message to send.');
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   const sleep = io.sleep ?? unrefSleep;
   let failed = false;

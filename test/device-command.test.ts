@@ -119,6 +119,12 @@ test("a starter org's quota nacks are sent again after the wait Sluice names, un
   assert.equal(stored.body.events.length, 130);
 });
 
+test('a blank --send is refused before connecting, not taken for a run that sent nothing', async () => {
+  for (const blank of ['', '   ']) {
+    await assert.rejects(run([socketUrl, '--token', token, '--send', '{"id":"t-2","type":"t"}', '--send', blank], ''), { message: '--send is empty: give it the message to send.' });
+  }
+});
+
 test('an empty --token is refused, not replaced by SLUICE_DEVICE_TOKEN', async () => {
   await assert.rejects(run([socketUrl, '--token', '', '--send', '{"id":"t-1","type":"t"}'], '', { SLUICE_DEVICE_TOKEN: token }), { message: 'The device token is empty.' });
 });
