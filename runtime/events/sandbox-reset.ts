@@ -169,10 +169,16 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
         seen++;
         const eventId = (key as [string, string, number, string])[3];
         ledger.eventsByTime.remove(key);
-        if (!ledger.events.doesExist([orgId, eventId])) continue;
+        const removed = ledger.events.get([orgId, eventId]) as { readonly correlation_id?: string } | undefined;
+        if (removed === undefined) continue;
         ledger.events.remove([orgId, eventId]);
         ledger.recordings.remove([orgId, eventId]);
         deps.events.forgetDerivedCountWithin(orgId, eventId);
+        // A chain lives in one environment and goes whole: its root's count goes too when retention
+        // pruned the root before (its id may be sent again, then starting from 0). A stored root is
+        // this sweep's own (sandbox) or another chain's under the id (production, made since): kept.
+        const root = removed.correlation_id;
+        if (root !== undefined && root !== eventId && !ledger.events.doesExist([orgId, root])) deps.events.forgetDerivedCountWithin(orgId, root);
         events++;
         for (const run of deps.runs.forEvent(orgId, eventId, runKeysOf)) {
           deps.runs.remove(run);
