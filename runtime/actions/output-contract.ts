@@ -1,6 +1,7 @@
 // The output contract of a custom action (DESIGN 6.5): the document is the step result; the reserved
 // keys `projection` and `derived_event` must have their exact shape, or the step fails naming the field.
 
+import { shownName } from '../validation/shown-name.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { EVENT_TYPE_REGEX } from '../sources/source-record.ts';
 import { characterCount } from '../validation/character-count.ts';
@@ -39,11 +40,14 @@ export interface ActionOutput {
 }
 
 /** A reserved key of the wrong shape; `field` names it (e.g. `projection.entity_type`). */
+/** The most an output-contract error says: it quotes names the guest chose, and is kept on the run and sent live. */
+export const MAX_CONTRACT_ERROR_CHARS = 2048;
+
 export class OutputContractError extends Error {
   readonly field: string;
   constructor(field: string, message: string) {
-    super(message);
-    this.field = field;
+    super(message.length > MAX_CONTRACT_ERROR_CHARS ? `${message.slice(0, MAX_CONTRACT_ERROR_CHARS)}…` : message);
+    this.field = field.length > MAX_CONTRACT_ERROR_CHARS ? field.slice(0, MAX_CONTRACT_ERROR_CHARS) : field;
   }
 }
 
@@ -66,7 +70,7 @@ function parseProjection(value: JsonValue, entityIdText: () => string | undefine
   // row where an upsert was meant.
   const extra = Object.keys(value).find((key) => !PROJECTION_KEYS.has(key));
   if (extra !== undefined) {
-    const field = `projection.${extra.slice(0, 64)}`;
+    const field = `projection.${shownName(extra)}`;
     throw new OutputContractError(field, `${field} is not a member of a projection, which has only ${[...PROJECTION_KEYS].join(', ')}: it would be lost.`);
   }
   const name = value.name;
@@ -122,7 +126,7 @@ function parseDerivedEvent(value: JsonValue): DerivedEventSpec | null {
   // Present, even if null: a forgotten payload is a bug in the action, not an empty event.
   if (!Object.hasOwn(value, 'payload')) throw new OutputContractError('derived_event.payload', 'derived_event.payload is required (any JSON value).');
   const extra = Object.keys(value).find((key) => key !== 'type' && key !== 'payload');
-  if (extra !== undefined) throw new OutputContractError(`derived_event.${extra}`, `derived_event has only "type" and "payload"; "${extra}" would be lost.`);
+  if (extra !== undefined) throw new OutputContractError(`derived_event.${shownName(extra)}`, `derived_event has only "type" and "payload"; "${shownName(extra)}" would be lost.`);
   return { type: value.type, payload: value.payload ?? null };
 }
 

@@ -110,3 +110,19 @@ test('a number JSON.parse cannot keep (a whole number past ±2^53, or one that o
   const fine = '{"max":9007199254740991,"min":-9007199254740991,"dec":0.1000000000000000055511151231257827,"exp":1e20,"s":"12345678901234567890","esc":"\\\\","q":"a\\"12345678901234567890"}';
   assert.equal(checkContract(fine).ok, true);
 });
+
+test('names the guest chose are echoed cut short: an error about a long member name or path stays small (it is kept on the run and sent live)', () => {
+  const long = 'k'.repeat(200_000);
+  const cases = [
+    JSON.stringify({ derived_event: { type: 'a.b', payload: 1, [long]: 1 } }),
+    JSON.stringify({ projection: { name: 'n', [long]: 1 } }),
+    `{"${long}":{"__proto__":1}}`,
+    `{"${long}":"\\ud800"}`,
+  ];
+  for (const output of cases) {
+    assert.throws(() => parseActionOutput(output), (error: Error & { field?: string }) => {
+      assert.ok(error.message.length <= 2049 && (error.field ?? '').length <= 2048, `${error.message.length} / ${(error.field ?? '').length}`);
+      return true;
+    });
+  }
+});
