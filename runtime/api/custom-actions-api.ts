@@ -1,6 +1,7 @@
 // REST: upload custom actions and new versions (multipart), edit, review, simulate, and manage their
 // secrets through the hook-runner vault. Writes need developer, reviews admin, reads viewer.
 
+import { shownName } from '../validation/shown-name.ts';
 import { parseActionName, parseDescription, parseLongText, MAX_REASON_LENGTH } from '../actions/action-fields.ts';
 import { describeCustomAction, moduleDigest, type ActionVersionRecord, type CustomActionRecord, type ReviewDecision } from '../actions/custom-action-record.ts';
 import type { CompiledUpload, CustomActionStore } from '../actions/custom-action-store.ts';
@@ -271,7 +272,14 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);
-        const key = parseSecretKey(request.params.key ?? '', 'key');
+        const raw = request.params.key ?? '';
+        let key: string;
+        try {
+          key = parseSecretKey(raw, 'key');
+        } catch {
+          // A name no secret can have names none held: 404, as any path naming nothing.
+          throw notFound(`Secret "${shownName(raw)}" of this custom action`, 'key');
+        }
         try {
           ctx.disk.assertWritable();
         } catch (error) {

@@ -174,9 +174,10 @@ export class HttpServer {
         if (headerBytes > MAX_HEADER_BYTES) {
           throw new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
         }
-        // A URL a provider was given may repeat a parameter of its own (`query: 'any'`).
-        if (route.query !== 'any') query.assertNoRepeats();
+        // The caller first (authenticate-first.ts: no key is a 401, whatever the query); then the query:
+        // a URL a provider was given may repeat a parameter of its own (`query: 'any'`).
         route.beforeBody?.(head);
+        if (route.query !== 'any') query.assertNoRepeats();
         // A GET that declares its parameters is checked here too: one that can fail before reading them
         // all (a 404 by id) would otherwise answer a typo (`?enviroment=`) with "not found".
         if (route.query !== 'any' && (!reads || route.query !== undefined)) query.assertOnly(route.query ?? []);

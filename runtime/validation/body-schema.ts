@@ -3,6 +3,7 @@
 
 import { Ajv, type ErrorObject, type JSONSchemaType, type ValidateFunction } from 'ajv';
 import { InputError } from '../errors.ts';
+import { shownName } from './shown-name.ts';
 
 // `verbose` puts the failing object and its schema on an error, so a missing field can be told
 // apart from a misspelled one. allErrors stays off: on untrusted input it lets one body produce an
@@ -22,13 +23,18 @@ export function createBodyParser<T>(schema: JSONSchemaType<T> | Record<string, u
   };
 }
 
-/** `/steps/1/type` -> `steps[1].type`; the property an error is about is appended when ajv names it apart. */
+/**
+ * `/steps/1/type` -> `steps[1].type`; the property an error is about is appended when ajv names it
+ * apart, and a key refused by `propertyNames` in brackets (`event_types["bad type!"]`). Names the
+ * caller made up are cut to 64 characters, so an error stays small whatever the body.
+ */
 export function fieldPath(error: ErrorObject): string {
   const parts = error.instancePath.split('/').slice(1).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
   const extra = error.params as { missingProperty?: string; additionalProperty?: string };
   if (extra.missingProperty !== undefined) parts.push(extra.missingProperty);
   if (extra.additionalProperty !== undefined) parts.push(extra.additionalProperty);
-  return parts.reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path === '' ? part : `${path}.${part}`), '');
+  const path = parts.map(shownName).reduce((joined, part) => (/^\d+$/.test(part) ? `${joined}[${part}]` : joined === '' ? part : `${joined}.${part}`), '');
+  return error.propertyName === undefined ? path : `${path}[${JSON.stringify(shownName(error.propertyName))}]`;
 }
 
 /** A key of the object that failed `required` which its schema does not know: most likely the misspelled field. */
@@ -66,7 +72,7 @@ export function describeSchemaError(error: ErrorObject | undefined, code: string
     const unknown = unknownKeyBeside(error);
     if (unknown !== undefined) {
       const path = field.replace(/\.?[^.[\]]+$/, '');
-      const unknownField = path === '' ? unknown : `${path}.${unknown}`;
+      const unknownField = path === '' ? shownName(unknown) : `${path}.${shownName(unknown)}`;
       return new InputError(status, 'unknown_field', `Field "${unknownField}" is not a known field (and "${field}" is required: is it misspelled?).`, { field: unknownField });
     }
   }

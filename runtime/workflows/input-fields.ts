@@ -2,6 +2,7 @@
 // InputError whose `field` is the path (`steps[1].url`) and whose message names it.
 
 import { InputError } from '../errors.ts';
+import { shownName } from '../validation/shown-name.ts';
 
 /** Joins a path the way API errors name fields: `steps[1].retry.max_ms`. */
 export function pathOf(parent: string, key: string | number): string {
@@ -25,7 +26,7 @@ export function expectRecord(value: unknown, field: string): Record<string, unkn
 export function rejectUnknown(record: Record<string, unknown>, allowed: readonly string[], parent: string, readOnly: readonly string[] = []): void {
   for (const key of Object.keys(record)) {
     if (allowed.includes(key)) continue;
-    const field = pathOf(parent, key);
+    const field = pathOf(parent, shownName(key));
     const why = readOnly.includes(key) ? 'is read-only and cannot be written' : 'is not a known field';
     fail(field, `${describeField(field)} ${why}.`, 'unknown_field');
   }
@@ -64,7 +65,9 @@ export function readString(value: unknown, field: string, rule: StringRule): str
 }
 
 export function readInteger(value: unknown, field: string, min: number, max: number, code = 'invalid_request'): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) fail(field, `${describeField(field)} must be a number.`);
+  if (typeof value !== 'number') fail(field, `${describeField(field)} must be a number.`);
+  // JSON's 1e400 parses as Infinity: a number, only far out of range.
+  if (!Number.isFinite(value)) fail(field, `${describeField(field)} must be between ${min} and ${max}.`, code);
   if (!Number.isInteger(value)) fail(field, `${describeField(field)} must be a whole number.`, code);
   if (value < min || value > max) fail(field, `${describeField(field)} must be between ${min} and ${max}.`, code);
   return value;

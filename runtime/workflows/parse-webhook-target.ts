@@ -1,6 +1,7 @@
 // The outbound target of a webhook step: its URL and the extra headers the author may add.
 // Headers that frame the request or carry Sluice's signature and idempotency key are refused.
 
+import { shownName } from '../validation/shown-name.ts';
 import { PROTO_KEY } from '../validation/proto-key.ts';
 import { describeField, expectRecord, fail, pathOf, readString } from './input-fields.ts';
 
@@ -79,8 +80,8 @@ export function parseWebhookHeaders(value: unknown, field: string): Record<strin
   const seen = new Set<string>();
   const headers: Record<string, string> = {};
   for (const [name, raw] of entries) {
-    const at = pathOf(field, name);
-    if (!TOKEN.test(name)) fail(at, `Header name "${name.slice(0, 64)}" is not a valid HTTP header name.`);
+    const at = pathOf(field, shownName(name));
+    if (!TOKEN.test(name)) fail(at, `Header name "${shownName(name)}" is not a valid HTTP header name.`);
     if (name === PROTO_KEY) fail(at, `Header name "${PROTO_KEY}" cannot be stored.`);
     const lower = name.toLowerCase();
     if (FORBIDDEN_HEADERS.has(lower)) {

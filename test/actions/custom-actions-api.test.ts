@@ -318,6 +318,11 @@ describe('secrets', () => {
     const gone = await call(rt.url, 'DELETE', `${secrets}/OTHER`, { token: developer });
     assert.equal(gone.status, 404);
     assert.equal(gone.body.error.field, 'key');
+    // A name no secret could have names none held: 404 too, not a 400 about its spelling.
+    for (const never of ['lowercase', '__proto__', 'X'.repeat(300)]) {
+      const none = await call(rt.url, 'DELETE', `${secrets}/${never}`, { token: developer });
+      assert.deepEqual([none.status, none.body.error.code, none.body.error.field], [404, 'not_found', 'key'], never.slice(0, 20));
+    }
   });
 
   it('a delete whose secret the runner no longer holds (an earlier attempt of the call took it, its answer lost) is 204 while Sluice still named it', async () => {
@@ -378,7 +383,7 @@ describe('secrets', () => {
     assert.equal(tooLarge.body.error.code, 'secret_too_large');
     assert.ok(!tooLarge.text.includes('xxxxxxxx'));
     assert.equal((await call(rt.url, 'POST', secrets, { token: developer, json: { key: 'MAX', value: 'y'.repeat(64 * 1024) } })).status, 204);
-    assert.equal((await call(rt.url, 'DELETE', `${secrets}/bad-key`, { token: developer })).status, 400);
+    assert.equal((await call(rt.url, 'DELETE', `${secrets}/bad-key`, { token: developer })).status, 404, 'a name no secret could have: none held');
     assert.equal((await call(rt.url, 'GET', secrets, { token: viewer })).status, 403);
     assert.equal((await call(rt.url, 'POST', secrets, { token: viewer, json: { key: 'A', value: 'v' } })).status, 403);
     const unknown = await call(rt.url, 'POST', `${base}/act_0000000000000000/secrets`, { token: developer, json: { key: 'A', value: 'v' } });

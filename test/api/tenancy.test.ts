@@ -172,6 +172,8 @@ test('no key, or an unknown one, is 401 before anything else of the request is c
   const requests: Array<[string, string, { json?: unknown; headers?: Record<string, string> }]> = [
     ['GET', '/organizations/acct-401-first?x=1', {}],
     ['GET', '/organizations/acct-401-first/runs/run_x?x=1', {}],
+    ['GET', '/organizations/acct-401-first/events?x=1&x=2', {}],
+    ['POST', '/organizations/acct-401-first/events?x=1&x=2', { json: {} }],
     ['DELETE', '/organizations/acct-401-first/api-keys/key_x', { json: {} }],
   ];
   for (const [method, path, options] of requests) {
@@ -182,4 +184,5 @@ test('no key, or an unknown one, is 401 before anything else of the request is c
   }
   // With the key, the request's own shape is what is wrong.
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-401-first?x=1', { token: key })).body.error.code, 'unknown_query_parameter');
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-401-first/events?limit=1&limit=2', { token: key })).body.error.code, 'repeated_query_parameter');
 });

@@ -31,6 +31,17 @@ function refusal(body: unknown): { code: string; field: string | undefined; mess
   return assert.fail(`accepted ${JSON.stringify(body)}`);
 }
 
+test('a made-up field name is echoed cut to 64 characters; a key refused by propertyNames is named in brackets', () => {
+  const long = 'q'.repeat(100_000);
+  const unknown = refusal({ type: 'a', [long]: 1 });
+  assert.deepEqual([unknown.code, unknown.field], ['unknown_field', 'q'.repeat(64)]);
+  assert.ok(unknown.message.length < 120, String(unknown.message.length));
+  const misspelled = refusal({ [long]: 1 });
+  assert.equal(misspelled.field, 'q'.repeat(64));
+  const keyed = createBodyParser<unknown>({ type: 'object', properties: { event_types: { type: 'object', propertyNames: { pattern: '^[a-z.]+$' } } } });
+  assert.throws(() => keyed({ event_types: { 'ok.type': {}, 'bad type!': {} } }), (error: InputError) => error.field === 'event_types["bad type!"]' && error.message.includes('"bad type!"'));
+});
+
 test('a misspelled required field is named as unknown, with the field it probably meant', () => {
   assert.deepEqual(refusal({ typ: 'a.b' }), { code: 'unknown_field', field: 'typ', message: 'Field "typ" is not a known field (and "type" is required: is it misspelled?).' });
   const nested = refusal({ type: 'a', steps: [{ url: 'x' }, { ulr: 'y' }] });

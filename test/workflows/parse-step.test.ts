@@ -51,6 +51,14 @@ describe('webhook steps', () => {
   it('bounds timeout_ms to 100..60000', () => {
     rejects(withSteps(webhook({ timeout_ms: 99 })), 'invalid_request', 'steps[0].timeout_ms');
     rejects(withSteps(webhook({ timeout_ms: 60_001 })), 'invalid_request', 'steps[0].timeout_ms');
+    // JSON's 1e400 parses as Infinity: out of range, not "not a number".
+    assert.match(rejects(withSteps(webhook({ timeout_ms: Number.POSITIVE_INFINITY })), 'invalid_request', 'steps[0].timeout_ms').message, /must be between 100 and 60000/);
+    // A made-up name is echoed cut short (the field and the message), however long it was.
+    const long = 'h'.repeat(100_000);
+    const unknown = rejects(withSteps(webhook({ [long]: 1 })), 'unknown_field', `steps[0].${'h'.repeat(64)}`);
+    assert.ok(unknown.message.length < 200, String(unknown.message.length));
+    const header = rejects(withSteps(webhook({ headers: { [`x ${long}`]: 'v' } })), 'invalid_request', `steps[0].headers.x ${'h'.repeat(62)}`);
+    assert.ok(header.message.length < 200, String(header.message.length));
     rejects(withSteps(webhook({ timeout_ms: 1500.5 })), 'invalid_request', 'steps[0].timeout_ms');
     const step = only(webhook({ timeout_ms: 100 }));
     assert.ok(step.type === 'webhook');
