@@ -30,7 +30,7 @@ environment:
                        under the current key at start (key rotation)
   SLUICE_COMPILE_TIMEOUT_S      wall-clock limit of one module compile, 1 to 600 (default 20): past it the
                        compile process is killed and the module refused (code_too_large)
-  SLUICE_COMPILE_MAX_MEMORY_MIB memory the compile process may reach, 256 to 65536 (default 1024)
+  SLUICE_COMPILE_MAX_MEMORY_MIB memory one compile may take, 256 to 65536 (default 1024)
   UV_THREADPOOL_SIZE   libuv pool size; must be set before the process starts`;
 
 export interface HookRunnerFlags {

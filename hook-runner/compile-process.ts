@@ -19,7 +19,8 @@ import {
 /** Wall-clock limit of one compile: ordinary code under the caps compiles in a few seconds (scan.rs). */
 export const DEFAULT_COMPILE_TIMEOUT_MS = 20_000;
 /**
- * Resident memory the compile process may reach. Measured here: a 1.9 MB rustc -O0 module peaks at
+ * Memory one compile may add to the compile process's resident size (a process that earlier compiles
+ * left past half of it is retired after its compile, so none is judged by another's). Measured here: a 1.9 MB rustc -O0 module peaks at
  * ~160 MB (3 s); 30,000 nested blocks with 30,000 locals (220 KB) pass 1 GiB within 4 s.
  */
 export const DEFAULT_COMPILE_MAX_MEMORY_BYTES = 1024 ** 3;
@@ -37,15 +38,15 @@ export interface CompileRequest {
 /** What the compile process sends back. */
 export type CompileReply =
   | { readonly kind: 'ready' }
-  | { readonly kind: 'compiled'; readonly id: number; readonly code: Uint8Array; readonly hasStart: boolean }
-  | { readonly kind: 'refused'; readonly id: number; readonly code: CompileRefusalCode; readonly reason: string }
+  | { readonly kind: 'compiled'; readonly id: number; readonly code: Uint8Array; readonly hasStart: boolean; readonly retire: boolean }
+  | { readonly kind: 'refused'; readonly id: number; readonly code: CompileRefusalCode; readonly reason: string; readonly retire: boolean }
   | { readonly kind: 'failed'; readonly id: number; readonly message: string }
   | { readonly kind: 'memory'; readonly rss: number };
 
 export interface CompileProcessOptions {
   /** Wall-clock limit of one compile, from when the process gets the bytes (default 20 s). */
   readonly timeoutMs?: number;
-  /** Resident memory the compile process may reach during a compile (default 1 GiB). */
+  /** Memory one compile may add to the compile process's resident size (default 1 GiB). */
   readonly maxMemoryBytes?: number;
 }
 
@@ -184,6 +185,8 @@ export class CompileProcess {
       return;
     }
     if (reply.id !== this.#pending?.id) return;
+    // Earlier compiles left it large: the next one starts afresh, judged by its own memory alone.
+    if (reply.kind !== 'failed' && reply.retire) this.#discard(child);
     if (reply.kind === 'compiled') this.#take()?.resolve({ code: reply.code, hasStart: reply.hasStart });
     else if (reply.kind === 'refused') this.#fail(new SandboxCompileError(reply.code, reply.reason));
     else this.#fail(new SandboxUnavailableError(reply.message));

@@ -13,9 +13,8 @@ import { invocation, startRunner, waitFor } from '../helpers/hook-runner.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { moduleWithFunction, slowToCompileModule, uleb } from '../helpers/wasm-bytes.ts';
 
-/** 30,000 nested blocks, then 30,000 locals read: ~220 KB that compiles into several GB. */
-function greedyModule(): Uint8Array {
-  const count = 30_000;
+/** `count` nested blocks, then `count` locals read: at 30,000, ~220 KB that compiles into several GB; at 5,200, ~210 MB. */
+function greedyModule(count = 30_000): Uint8Array {
   const reads = Array.from({ length: count }, (_, index) => [0x20, ...uleb(index), 0x1a]).flat();
   return moduleWithFunction([...Array(count).fill([0x02, 0x40]).flat(), ...Array(count).fill(0x0b), ...reads], count);
 }
@@ -82,6 +81,15 @@ test('a compile past the memory cap is refused (code_too_large); the next compil
     await assert.rejects(compiler.compile(greedyModule()), (error: unknown) => error instanceof SandboxCompileError && error.code === 'code_too_large' && /needed more than 400 MiB of memory/.test(error.reason));
     assert.ok(await gone(first));
     assert.ok(await compiler.compile(await assembleWat('echo', ECHO_WAT)));
+  } finally {
+    compiler.close();
+  }
+});
+
+test('a compile is judged by the memory it adds, not by what earlier compiles left: a process left large is retired', async () => {
+  const compiler = new CompileProcess({ maxMemoryBytes: 256 * 1024 * 1024 });
+  try {
+    for (let round = 0; round < 3; round += 1) assert.ok(await compiler.compile(greedyModule(5200)), `round ${round}: under the cap on its own`);
   } finally {
     compiler.close();
   }
