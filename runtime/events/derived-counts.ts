@@ -57,6 +57,19 @@ export class DerivedCounts {
     else void this.#counts.put(key, [derived, Math.max(0, live - 1)]);
   }
 
+  /**
+   * The roots of `orgId` whose count is kept while the root itself is no longer stored (retention
+   * pruned it before a descendant): few, read from the counts alone.
+   */
+  rootsNotStored(orgId: string): Set<string> {
+    const roots = new Set<string>();
+    for (const key of this.#counts.getKeys({ start: [orgId, ''], end: [orgId, '\uffff'] })) {
+      const root = (key as [string, string])[1];
+      if (!this.#events.doesExist([orgId, root])) roots.add(root);
+    }
+    return roots;
+  }
+
   /** Forgets a removed root event's count (sandbox reset, which removes its descendants too); call inside a write transaction. */
   forgetWithin(orgId: string, rootEventId: string): void {
     void this.#counts.remove([orgId, rootEventId]);

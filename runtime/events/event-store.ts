@@ -274,6 +274,11 @@ export class EventStore {
     this.#derivedCounts.countWithin(orgId, rootEventId);
   }
 
+  /** Roots of the org whose derived count outlived them (derived-counts.ts), for a sandbox reset. */
+  derivedCountRootsNotStored(orgId: string): Set<string> {
+    return this.#derivedCounts.rootsNotStored(orgId);
+  }
+
   /** Forgets a removed root event's count (sandbox reset); call inside a write transaction. */
   forgetDerivedCountWithin(orgId: string, rootEventId: string): void {
     this.#derivedCounts.forgetWithin(orgId, rootEventId);

@@ -161,6 +161,10 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
   // org's sandbox events wait for the reset) leaves no run behind without its event.
   let events = 0;
   let runsOfEvents = 0;
+  // Chains whose root retention pruned keep their count while a descendant is stored: the sweep
+  // takes that count with the chain. Only for them is an event's record read (payload and all);
+  // otherwise existence is enough.
+  const rootsGone = deps.events.derivedCountRootsNotStored(orgId);
   await inChunks(
     (limit) => {
       let seen = 0;
@@ -169,16 +173,15 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
         seen++;
         const eventId = (key as [string, string, number, string])[3];
         ledger.eventsByTime.remove(key);
-        const removed = ledger.events.get([orgId, eventId]) as { readonly correlation_id?: string } | undefined;
-        if (removed === undefined) continue;
+        const removed = rootsGone.size === 0 ? ledger.events.doesExist([orgId, eventId]) : (ledger.events.get([orgId, eventId]) as { readonly correlation_id?: string } | undefined);
+        if (removed === undefined || removed === false) continue;
         ledger.events.remove([orgId, eventId]);
         ledger.recordings.remove([orgId, eventId]);
         deps.events.forgetDerivedCountWithin(orgId, eventId);
-        // A chain lives in one environment and goes whole: its root's count goes too when retention
-        // pruned the root before (its id may be sent again, then starting from 0). A stored root is
-        // this sweep's own (sandbox) or another chain's under the id (production, made since): kept.
-        const root = removed.correlation_id;
-        if (root !== undefined && root !== eventId && !ledger.events.doesExist([orgId, root])) deps.events.forgetDerivedCountWithin(orgId, root);
+        // A chain lives in one environment and goes whole: its root's count goes too (the id may be
+        // sent again, then starting from 0).
+        const root = removed === true ? undefined : removed.correlation_id;
+        if (root !== undefined && rootsGone.has(root)) deps.events.forgetDerivedCountWithin(orgId, root);
         events++;
         for (const run of deps.runs.forEvent(orgId, eventId, runKeysOf)) {
           deps.runs.remove(run);
