@@ -1,7 +1,7 @@
 // The output contract of a custom action (DESIGN 6.5): the document is the step result; the reserved
 // keys `projection` and `derived_event` must have their exact shape, or the step fails naming the field.
 
-import { shownName } from '../validation/shown-name.ts';
+import { cutText, shownName } from '../validation/shown-name.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { EVENT_TYPE_REGEX } from '../sources/source-record.ts';
 import { characterCount } from '../validation/character-count.ts';
@@ -46,8 +46,8 @@ export const MAX_CONTRACT_ERROR_CHARS = 2048;
 export class OutputContractError extends Error {
   readonly field: string;
   constructor(field: string, message: string) {
-    super(message.length > MAX_CONTRACT_ERROR_CHARS ? `${message.slice(0, MAX_CONTRACT_ERROR_CHARS)}…` : message);
-    this.field = field.length > MAX_CONTRACT_ERROR_CHARS ? field.slice(0, MAX_CONTRACT_ERROR_CHARS) : field;
+    super(message.length > MAX_CONTRACT_ERROR_CHARS ? `${cutText(message, MAX_CONTRACT_ERROR_CHARS)}…` : message);
+    this.field = cutText(field, MAX_CONTRACT_ERROR_CHARS);
   }
 }
 

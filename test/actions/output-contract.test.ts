@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseActionOutput } from '../../runtime/actions/output-contract.ts';
+import { loneSurrogatePath } from '../../runtime/validation/lone-surrogate.ts';
 import { checkContract } from '../../runtime/actions/simulate-action.ts';
 
 test('derived_event false means none; {type, payload} is a derived event, whatever JSON the payload is', () => {
@@ -118,10 +119,12 @@ test('names the guest chose are echoed cut short: an error about a long member n
     JSON.stringify({ projection: { name: 'n', [long]: 1 } }),
     `{"${long}":{"__proto__":1}}`,
     `{"${long}":"\\ud800"}`,
+    JSON.stringify({ derived_event: { type: 'a.b', payload: 1, [`${'e'.repeat(2030)}${'😀'.repeat(100)}`]: 1 } }),
   ];
   for (const output of cases) {
     assert.throws(() => parseActionOutput(output), (error: Error & { field?: string }) => {
       assert.ok(error.message.length <= 2049 && (error.field ?? '').length <= 2048, `${error.message.length} / ${(error.field ?? '').length}`);
+      assert.equal(loneSurrogatePath([error.message, error.field]), undefined, 'no half of a surrogate pair');
       return true;
     });
   }

@@ -38,6 +38,9 @@ test('a made-up field name is echoed cut to 64 characters; a key refused by prop
   assert.ok(unknown.message.length < 120, String(unknown.message.length));
   const misspelled = refusal({ [long]: 1 });
   assert.equal(misspelled.field, 'q'.repeat(64));
+  // Never half an emoji: the cut falls before a pair it would split.
+  const emoji = refusal({ type: 'a', [`${'a'.repeat(63)}😀tail`]: 1 });
+  assert.equal(emoji.field, 'a'.repeat(63));
   const keyed = createBodyParser<unknown>({ type: 'object', properties: { event_types: { type: 'object', propertyNames: { pattern: '^[a-z.]+$' } } } });
   assert.throws(() => keyed({ event_types: { 'ok.type': {}, 'bad type!': {} } }), (error: InputError) => error.field === 'event_types["bad type!"]' && error.message.includes('"bad type!"'));
 });
