@@ -87,9 +87,12 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   const maybeEnd = (): void => {
     if (!sending && pacer.settled && socket.readyState === socket.OPEN) socket.close(1000);
   };
+  let added = 0;
   const add = (text: string): void => {
     const line = text.trim();
-    if (line !== '') pacer.add(line);
+    if (line === '') return;
+    added += 1;
+    pacer.add(line);
   };
   const doneSending = (): void => {
     sending = false;
@@ -108,7 +111,14 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
       }
       lines = createInterface({ input: io.stdin });
       lines.on('line', add);
-      lines.on('close', doneSending);
+      lines.on('close', () => {
+        // An empty pipe (`echo "$UNSET" | sluice device …`) sent nothing: not a success.
+        if (added === 0) {
+          io.stderr?.write('sluice device: stdin held no message (only blank lines or none): nothing was sent\n');
+          failed = true;
+        }
+        doneSending();
+      });
       return;
     }
     const outcome = frame === undefined ? undefined : pacer.answer(frame);

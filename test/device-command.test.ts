@@ -119,6 +119,14 @@ test("a starter org's quota nacks are sent again after the wait Sluice names, un
   assert.equal(stored.body.events.length, 130);
 });
 
+test('stdin with no message in it (an empty pipe) exits 1 saying nothing was sent', async () => {
+  for (const blank of ['', '\n', '   \n\n']) {
+    const { code, notices } = await run([socketUrl, '--token', token], blank);
+    assert.equal(code, 1, JSON.stringify(blank));
+    assert.deepEqual(notices, ['sluice device: stdin held no message (only blank lines or none): nothing was sent']);
+  }
+});
+
 test('a blank --send is refused before connecting, not taken for a run that sent nothing', async () => {
   for (const blank of ['', '   ']) {
     await assert.rejects(run([socketUrl, '--token', token, '--send', '{"id":"t-2","type":"t"}', '--send', blank], ''), { message: '--send is empty: give it the message to send.' });
