@@ -80,7 +80,7 @@ test('bad source documents get 400 naming the field', async () => {
     [{ name: 'x', secrets: [SECRET], body_limit_bytes: 10 }, 'body_limit_bytes'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { type: 'nonsense' } } }, 'event_types.a.b'],
     [{ name: 'x', secrets: [SECRET], event_types: { 'bad type': {} } }, 'event_types["bad type"]'],
-    [{ name: 'x', secrets: [SECRET], event_types: JSON.parse('{"__proto__":{"required":["must"]},"ok.t":{}}') }, 'event_types'],
+    [{ name: 'x', secrets: [SECRET], event_types: JSON.parse('{"__proto__":{"required":["must"]},"ok.t":{}}') }, 'event_types["__proto__"]'],
     [{ name: 'x' }, 'secrets'],
     // Schemas are self-contained: an `$id` would register in the shared validator, an outside `$ref` could reach another tenant's.
     [{ name: 'x', secrets: [SECRET], event_types: { 'a.b': { $id: 'https://a.example/order', type: 'object' } } }, 'event_types.a.b'],
