@@ -8,6 +8,7 @@
 // the boundary appears anywhere but at the start of a line, or whose last delimiter is not the
 // closing one, is refused before any part is trusted.
 
+import { shownName } from '../validation/shown-name.ts';
 import uws from 'uWebSockets.js';
 import { InputError } from '../errors.ts';
 import type { HttpRequest } from '../http/types.ts';
@@ -91,7 +92,7 @@ function readParts(body: Buffer, boundary: string): Map<FieldName, Buffer> {
     const name = part.name as string | undefined;
     if (name === undefined || name === '') throw malformed('Every multipart part needs a Content-Disposition name.');
     if (!(FIELDS as readonly string[]).includes(name)) {
-      throw new InputError(400, 'unknown_field', `Field "${name.slice(0, 64)}" is not a known field (name, description, permissions, file).`, { field: name.slice(0, 64) });
+      throw new InputError(400, 'unknown_field', `Field "${shownName(name)}" is not a known field (name, description, permissions, file).`, { field: shownName(name) });
     }
     if (fields.has(name as FieldName)) throw new InputError(400, 'duplicate_field', `Field "${name}" appears more than once.`, { field: name });
     // `data` points into the request body's memory: copy it before anything else can touch the body.

@@ -3,6 +3,7 @@
 // unless the person says "again"); transport replay only explains what ingest would do with the
 // recorded request.
 
+import { shownName } from '../validation/shown-name.ts';
 import { ConflictError, InputError, notFound, SluiceError } from '../errors.ts';
 import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
 import { REPLAY_SOURCE, type StoredEvent } from '../events/event-record.ts';
@@ -193,7 +194,7 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
             const listening = new Set(workflows.matching(org.id, current.environment, current.type).map((version) => String(version.workflow_id)));
             const idle = choice.workflow_ids.find((id) => !listening.has(id));
             if (idle !== undefined) {
-              throw new InputError(422, 'workflow_not_listening', `Workflow "${idle.slice(0, 64)}" is not an enabled ${current.environment} workflow of this organization listening for "${current.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
+              throw new InputError(422, 'workflow_not_listening', `Workflow "${shownName(idle)}" is not an enabled ${current.environment} workflow of this organization listening for "${current.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
             }
           }
           if (idempotencyKey === undefined) {

@@ -2,6 +2,7 @@
 // API body, 400 for a string that is not Unicode text (validation/lone-surrogate.ts).
 // Returns `unknown`; a body parser (validation/body-schema.ts) turns it into a typed value.
 
+import { shownName } from '../validation/shown-name.ts';
 import { InputError } from '../errors.ts';
 import { duplicateKeyAt } from '../validation/duplicate-keys.ts';
 import { loneSurrogatePath } from '../validation/lone-surrogate.ts';
@@ -97,7 +98,7 @@ export function assertNoBodyFields(request: HttpRequest): void {
   }
   const [field] = Object.keys(value);
   if (field !== undefined) {
-    const name = field.slice(0, 64);
+    const name = shownName(field);
     throw new InputError(400, 'unknown_field', `Field "${name}" is not a known field: this endpoint takes no request body (send none, or {}).`, { field: name });
   }
 }

@@ -6,6 +6,7 @@
 // parameters its route declares (`Route.query`). The WebSocket upgrades (live rooms, devices) are
 // reads. A parameter given twice is refused everywhere.
 
+import { shownName } from '../validation/shown-name.ts';
 import { InputError } from '../errors.ts';
 
 export class ReadQuery extends URLSearchParams {
@@ -30,7 +31,7 @@ export class ReadQuery extends URLSearchParams {
   assertNoRepeats(): void {
     const seen = new Set<string>();
     for (const name of this.keys()) {
-      if (seen.has(name)) throw new InputError(400, 'repeated_query_parameter', `The query parameter "${name.slice(0, 64)}" is given more than once.`, { field: name.slice(0, 64) });
+      if (seen.has(name)) throw new InputError(400, 'repeated_query_parameter', `The query parameter "${shownName(name)}" is given more than once.`, { field: shownName(name) });
       seen.add(name);
     }
   }
@@ -47,7 +48,7 @@ export class ReadQuery extends URLSearchParams {
 }
 
 function unknownParameter(name: string): InputError {
-  const shown = name.slice(0, 64);
+  const shown = shownName(name);
   // A create takes a record's environment in its body; the query names the environment of an existing one.
   const hint = name === 'environment' ? ' (where a new record has an environment, it goes in the JSON body, as "environment")' : ' (see the API reference for the ones it does)';
   return new InputError(400, 'unknown_query_parameter', `This endpoint takes no query parameter "${shown}"${hint}.`, { field: shown });

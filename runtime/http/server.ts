@@ -1,6 +1,7 @@
 // The uWebSockets.js adapter: turns uWS requests into HttpRequest, routes them, writes replies.
 // Owns listening, the in-flight count, and graceful shutdown (stop accepting, finish what is in flight).
 
+import { shownName } from '../validation/shown-name.ts';
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
@@ -317,7 +318,7 @@ function assertChunkedTransfer(header: string | undefined): void {
   if (header === undefined) return;
   const codings = header.split(',').map((coding) => coding.trim().toLowerCase());
   if (codings.length === 1 && codings[0] === 'chunked') return;
-  const shown = header.trim().slice(0, 64);
+  const shown = shownName(header.trim());
   if (codings.includes('chunked') && codings.at(-1) !== 'chunked') {
     throw new InputError(400, 'invalid_transfer_encoding', `Transfer-Encoding "${shown}" does not end with chunked, so the body has no framing.`, { field: 'transfer-encoding' });
   }
@@ -331,5 +332,5 @@ function assertChunkedTransfer(header: string | undefined): void {
 function assertIdentityEncoding(header: string | undefined): void {
   const coding = header?.trim().toLowerCase();
   if (coding === undefined || coding === '' || coding === 'identity') return;
-  throw new InputError(415, 'unsupported_content_encoding', `Content-Encoding "${coding.slice(0, 64)}" is not accepted: send the body uncompressed (identity).`, { field: 'content-encoding' });
+  throw new InputError(415, 'unsupported_content_encoding', `Content-Encoding "${shownName(coding)}" is not accepted: send the body uncompressed (identity).`, { field: 'content-encoding' });
 }

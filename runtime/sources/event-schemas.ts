@@ -8,6 +8,7 @@
 // `$ref`erenced by another tenant's schema; the compiling instance is replaced once it has compiled
 // as much as the validator cache holds (schema-compiler.ts), so compiling never grows memory.
 
+import { shownName } from '../validation/shown-name.ts';
 import type { ValidateFunction } from 'ajv';
 import traverse from 'json-schema-traverse';
 import { InputError } from '../errors.ts';
@@ -75,7 +76,7 @@ function unknownFormat(schema: object): string | undefined {
   // Only where ajv applies `format` (not inside `example`, `x-*` or other annotations).
   traverse(schema, { allKeys: false }, (subschema, pointer) => {
     if (problem === undefined && typeof subschema.format === 'string' && !compiler.formats.includes(subschema.format)) {
-      problem = `"format": "${subschema.format.slice(0, 64)}" at "${pointer || '/'}" is not a known format (${compiler.formats.join(', ')})`;
+      problem = `"format": "${shownName(subschema.format)}" at "${pointer || '/'}" is not a known format (${compiler.formats.join(', ')})`;
     }
   });
   return problem;
@@ -137,7 +138,7 @@ function patternProgram(schema: object): { readonly instructions: number; readon
       seen.add(pattern);
       const size = patternProgramSize(pattern);
       instructions += size;
-      if (size > MAX_PATTERN_PROGRAM_SIZE) problem = `the pattern "${pattern.slice(0, 64)}" compiles to ${size} RE2 instructions, more than ${MAX_PATTERN_PROGRAM_SIZE.toLocaleString('en-US')} (lower its counted repetitions such as {1000})`;
+      if (size > MAX_PATTERN_PROGRAM_SIZE) problem = `the pattern "${shownName(pattern)}" compiles to ${size} RE2 instructions, more than ${MAX_PATTERN_PROGRAM_SIZE.toLocaleString('en-US')} (lower its counted repetitions such as {1000})`;
       else if (instructions > MAX_SCHEMA_PATTERN_PROGRAM) problem = `its patterns compile to more than ${MAX_SCHEMA_PATTERN_PROGRAM.toLocaleString('en-US')} RE2 instructions in all (past it at "${pointer || '/'}"); use fewer or simpler patterns`;
     }
   });

@@ -4,6 +4,7 @@
 // through that its author meant to refuse. Checked when a schema is written, not when a stored one
 // is used, so sources and devices written before this rule keep ingesting.
 
+import { shownName } from '../validation/shown-name.ts';
 import traverse from 'json-schema-traverse';
 
 /**
@@ -43,7 +44,7 @@ export function unknownKeyword(schema: object, applies: (keyword: string) => boo
     if (problem !== undefined) return;
     for (const key of Object.keys(subschema)) {
       if (applies(key) || ANNOTATIONS.has(key) || key.startsWith('x-')) continue;
-      const where = `"${key.slice(0, 64)}" at "${pointer || '/'}"`;
+      const where = `"${shownName(key)}" at "${pointer || '/'}"`;
       problem = LATER_DRAFT.has(key)
         ? `${where} is a keyword of a later JSON Schema draft; draft-07 validation would ignore it and check nothing`
         : `${where} is not a JSON Schema (draft-07) keyword, so it would check nothing (annotations such as "title", and keys starting "x-", are kept)`;

@@ -1,6 +1,7 @@
 // One step of a workflow document: its type, its id, and the fields that type allows.
 // Every problem is a 400 naming the exact field, e.g. `steps[1].type` or `steps[0].retry.max_ms`.
 
+import { shownName } from '../validation/shown-name.ts';
 import { asStepId, type StepId } from '../../actors/ids.ts';
 import { RETRY_LIMITS, resolveRetryPolicy, type RetryOverride } from '../../actors/retry-policy.ts';
 import { describeField, expectRecord, fail, isPresent, pathOf, readInteger, readString, rejectUnknown, requirePresent } from './input-fields.ts';
@@ -26,7 +27,7 @@ export function readStepType(step: Record<string, unknown>, field: string): Work
   if (typeof type !== 'string') return fail(at, `${describeField(at)} must be a string.`);
   if (!(STEP_TYPES as readonly string[]).includes(type)) {
     const known = STEP_TYPES.map((t) => `"${t}"`).join(', ');
-    fail(at, `Step type "${type.slice(0, 64)}" is not supported; use one of ${known}.`, 'unsupported_step_type');
+    fail(at, `Step type "${shownName(type)}" is not supported; use one of ${known}.`, 'unsupported_step_type');
   }
   return type as WorkflowStepType;
 }
