@@ -272,14 +272,9 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);
-        const raw = request.params.key ?? '';
-        let key: string;
-        try {
-          key = parseSecretKey(raw, 'key');
-        } catch {
-          // A name no secret can have names none held: 404, as any path naming nothing.
-          throw notFound(`Secret "${shownName(raw)}" of this custom action`, 'key');
-        }
+        const key = request.params.key ?? '';
+        // A name no secret can have names none held: 404, as any path naming nothing.
+        if (!SECRET_KEY_PATTERN.test(key)) throw notFound(`Secret "${shownName(key)}" of this custom action`, 'key');
         try {
           ctx.disk.assertWritable();
         } catch (error) {
