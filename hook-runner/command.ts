@@ -76,8 +76,14 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
 
 /** A whole number of MiB, 0 (off) to 1,048,576; unset, the default. */
 function parseMinFreeDiskMib(value: string | undefined, from: string): number {
-  if (value === undefined) return DEFAULT_MIN_FREE_DISK_MIB;
-  if (!/^\d{1,7}$/.test(value) || Number(value) > 1_048_576) throw new RunnerConfigError(`${from} must be a whole number of MiB from 0 to 1048576; got "${value}".`);
+  return value === undefined ? DEFAULT_MIN_FREE_DISK_MIB : wholeNumber(value, from, 0, 1_048_576, 'MiB');
+}
+
+/** `value` (from flag or variable `from`) as a whole number from `min` to `max`, else a RunnerConfigError naming `from`. */
+function wholeNumber(value: string, from: string, min: number, max: number, unit: string): number {
+  if (!/^\d{1,7}$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new RunnerConfigError(`${from} must be a whole number of ${unit} from ${min} to ${max}; got "${value}".`);
+  }
   return Number(value);
 }
 
@@ -93,11 +99,7 @@ export function parseCompileLimits(env: NodeJS.ProcessEnv): CompileProcessOption
 
 function wholeNumberSetting(env: NodeJS.ProcessEnv, name: string, min: number, max: number, unit: string): number | undefined {
   const value = setting(env, name);
-  if (value === undefined) return undefined;
-  if (!/^\d{1,6}$/.test(value.trim()) || Number(value) < min || Number(value) > max) {
-    throw new RunnerConfigError(`${name} must be a whole number of ${unit} from ${min} to ${max}; got "${value}".`);
-  }
-  return Number(value);
+  return value === undefined ? undefined : wholeNumber(value.trim(), name, min, max, unit);
 }
 
 /** Where a runtime keeps its ledger in a data dir (runtime/ledger/open-ledger.ts; the runner imports no runtime code). */
