@@ -173,14 +173,13 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
         seen++;
         const eventId = (key as [string, string, number, string])[3];
         ledger.eventsByTime.remove(key);
-        const removed = rootsGone.size === 0 ? ledger.events.doesExist([orgId, eventId]) : (ledger.events.get([orgId, eventId]) as { readonly correlation_id?: string } | undefined);
-        if (removed === undefined || removed === false) continue;
+        if (!ledger.events.doesExist([orgId, eventId])) continue;
+        const root = rootsGone.size === 0 ? undefined : (ledger.events.get([orgId, eventId]) as { readonly correlation_id: string }).correlation_id;
         ledger.events.remove([orgId, eventId]);
         ledger.recordings.remove([orgId, eventId]);
         deps.events.forgetDerivedCountWithin(orgId, eventId);
         // A chain lives in one environment and goes whole: its root's count goes too (the id may be
         // sent again, then starting from 0).
-        const root = removed === true ? undefined : removed.correlation_id;
         if (root !== undefined && rootsGone.has(root)) deps.events.forgetDerivedCountWithin(orgId, root);
         events++;
         for (const run of deps.runs.forEvent(orgId, eventId, runKeysOf)) {
