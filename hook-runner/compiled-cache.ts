@@ -81,16 +81,23 @@ export class CompiledCache {
     const full = (): boolean => this.#cache.size + 1 > this.#maxCount || this.#cache.calculatedSize + bytes > this.#maxBytes;
     while (full()) {
       const hog = this.#overHalf(tenant, bytes);
-      const oldest = hog === undefined ? undefined : [...this.#cache.rkeys()].find((digest) => this.#cache.peek(digest)?.tenant === hog);
+      const oldest = hog === undefined ? undefined : this.#oldestOf(hog);
       if (oldest === undefined) return;
       this.#cache.delete(oldest);
     }
   }
 
+  /** `tenant`'s least recently used module (read only: the cache is not changed while it is walked). */
+  #oldestOf(tenant: string): ModuleDigest | undefined {
+    for (const digest of this.#cache.rkeys()) if (this.#cache.peek(digest)?.tenant === tenant) return digest;
+    return undefined;
+  }
+
   /** An org holding more than half of either bound, counting `bytes` more for `tenant`. */
   #overHalf(tenant: string, bytes: number): string | undefined {
     const over = (count: number, held: number): boolean => count > this.#maxCount / 2 || held > this.#maxBytes / 2;
-    if (over(this.heldBy(tenant).count + 1, this.heldBy(tenant).bytes + bytes)) return tenant;
+    const own = this.heldBy(tenant);
+    if (over(own.count + 1, own.bytes + bytes)) return tenant;
     for (const [other, held] of this.#held) if (over(held.count, held.bytes)) return other;
     return undefined;
   }

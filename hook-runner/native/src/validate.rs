@@ -98,7 +98,6 @@ pub unsafe fn load_artifact(code: &[u8], has_start: bool) -> Result<Compiled, Co
 
 /// The guest ABI checks, pre-instantiation and trial instantiation of a compiled module.
 fn prepare(module: Module, has_start: bool) -> Result<Compiled, CompileError> {
-    let engine = module.engine().clone();
     let (initial_pages, maximum_pages) = check_memory(&module)?;
     check_func(&module, "execute", &[ValType::I32, ValType::I32], true)?;
     let has_alloc = check_func(&module, "alloc", &[ValType::I32], false)?;
@@ -106,7 +105,7 @@ fn prepare(module: Module, has_start: bool) -> Result<Compiled, CompileError> {
         check_room_for_input(initial_pages, maximum_pages)?;
     }
 
-    let pre = Linker::new(&engine)
+    let pre = Linker::new(module.engine())
         .instantiate_pre(&module)
         .map_err(|e| refuse("invalid_module", format!("module cannot be linked: {e:#}")))?;
     trial_instantiate(&pre, has_start)?;
