@@ -12,13 +12,14 @@ import { idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
+import { checkCount } from './count-option.ts';
 
 export interface ClientOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
   readonly url: string;
   readonly apiKey: string;
   readonly org: string;
-  /** Attempts of a request that is safe to repeat, the first included (default 5). */
+  /** Attempts of a request that is safe to repeat, the first included (default 5, at most 100). */
   readonly maxAttempts?: number;
   /** How long one attempt may take, its answer's body included, before it counts as a network failure (default 30,000). */
   readonly timeoutMs?: number;
@@ -49,6 +50,13 @@ export interface RequestOptions extends CallOptions {
 /** Statuses worth another attempt: the request may succeed later as it is. */
 const RETRYABLE = new Set([429, 502, 503, 504]);
 const DEFAULT_TIMEOUT_MS = 30_000;
+const MAX_ATTEMPTS = 100;
+/**
+ * The longest `Retry-After` the client waits out between attempts. A server asking for more (a
+ * proxy's maintenance page, say) gets its answer thrown, its hint in `retryAfterMs`: a longer
+ * timer would fire at once past 2^31 - 1 ms, and a call should not hang for hours unseen.
+ */
+const MAX_RETRY_AFTER_MS = 300_000;
 
 type Attempt =
   | { readonly kind: 'answered'; readonly status: number; readonly retryAfter: string | null; readonly text: string }
@@ -63,7 +71,7 @@ export class SluiceClient {
   /** The key as sent: without the white space around it. */
   readonly #apiKey: string;
 
-  /** Throws TypeError for a url that is not http(s) or carries credentials or a query, an API key a header cannot carry, or an empty or "." org; RangeError for a bad timeoutMs. */
+  /** Throws TypeError for a url that is not http(s) or carries credentials or a query, an API key a header cannot carry, or an empty or "." org; RangeError for a bad timeoutMs or maxAttempts. */
   constructor(options: ClientOptions) {
     this.#o = options;
     this.org = options.org;
@@ -78,6 +86,7 @@ export class SluiceClient {
     this.#fetch = options.fetch ?? fetch;
     this.#sleep = options.sleep ?? realSleep;
     checkTimeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    checkCount('maxAttempts', options.maxAttempts ?? 5, 1, MAX_ATTEMPTS);
   }
 
   /**
@@ -104,12 +113,12 @@ export class SluiceClient {
           continue;
         }
         if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 ? undefined : answerOf(outcome.status, outcome.text, `${method} ${url.pathname}`, options.expect)) as T;
-        if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts) {
-          const retryAfter = Number(outcome.retryAfter);
-          await raceAbort(this.#sleep(backoffMs(attempt, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined), cancel.signal), cancel.signal);
+        const retryAfterMs = retryAfterMsOf(outcome.retryAfter);
+        if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts && !(retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) {
+          await raceAbort(this.#sleep(backoffMs(attempt, retryAfterMs), cancel.signal), cancel.signal);
           continue;
         }
-        throw new SluiceApiError(outcome.status, errorOf(outcome.status, outcome.text, `${method} ${url.pathname}`));
+        throw new SluiceApiError(outcome.status, errorOf(outcome.status, outcome.text, `${method} ${url.pathname}`), retryAfterMs);
       }
     } finally {
       cancel.release();
@@ -146,7 +155,7 @@ export class SluiceClient {
   async sendEvent(input: { type: string; payload: unknown; id?: string; environment?: Environment }, call: CallOptions = {}): Promise<{ event_id: string; duplicate: boolean }> {
     const id = input.id ?? `cli_${randomUUID()}`;
     try {
-      const answer = await this.request<{ event: SluiceEvent }>('POST', '/events', { ...call, json: { ...input, id }, retry: true });
+      const answer = await this.request<{ event: SluiceEvent }>('POST', '/events', { ...call, json: { ...input, id }, retry: true, expect: 'event' });
       return { event_id: answer.event.id, duplicate: false };
     } catch (error) {
       if (error instanceof SluiceApiError && error.code === 'duplicate_event' && (await this.#holdsSameEvent(id, input, call))) return { event_id: id, duplicate: true };
@@ -229,6 +238,12 @@ export class SluiceClient {
 }
 
 const checkTimeout = (ms: number): number => checkTimerDuration('timeoutMs', ms);
+
+/** A `Retry-After` of delta-seconds (what Sluice sends) in ms; undefined for none, 0, or an HTTP-date. */
+function retryAfterMsOf(header: string | null): number | undefined {
+  const seconds = Number(header ?? '');
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
+}
 
 /**
  * A success's JSON. One that is not JSON (a proxy's login page at the url) is SluiceApiError

@@ -12,13 +12,16 @@ export class SluiceApiError extends Error {
   readonly field: string | undefined;
   /** The whole `error` object (a 409 duplicate names `original_event_id`, for instance). */
   readonly details: Readonly<Record<string, unknown>>;
-  constructor(status: number, details: Readonly<Record<string, unknown>>) {
+  /** The answer's `Retry-After`, in ms, when it gave one in seconds (a 429 or 503 not retried, or retried to the last attempt). */
+  readonly retryAfterMs: number | undefined;
+  constructor(status: number, details: Readonly<Record<string, unknown>>, retryAfterMs?: number) {
     super(typeof details['message'] === 'string' ? details['message'] : `Sluice answered ${status}.`);
     this.name = 'SluiceApiError';
     this.status = status;
     this.code = typeof details['code'] === 'string' ? details['code'] : 'http_error';
     this.field = typeof details['field'] === 'string' ? details['field'] : undefined;
     this.details = details;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 

@@ -20,6 +20,7 @@ import {
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { checkTimerDuration } from './timer-duration.ts';
+import { checkCount } from './count-option.ts';
 
 export interface DeviceOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
@@ -27,7 +28,7 @@ export interface DeviceOptions {
   readonly org: string;
   readonly device: string;
   readonly token: string;
-  /** Messages held until acked (default 10,000); past it `send` rejects at once. */
+  /** Messages held until acked (default 10,000, at most 1,000,000); past it `send` rejects at once. */
   readonly maxPending?: number;
   /**
    * How long without a frame or a ping counts as a dead connection (default 150 s: Sluice pings a
@@ -71,6 +72,7 @@ export class DeviceError extends Error {
 const TERMINAL_CLOSE = new Set([CLOSE_TOKEN_ROTATED, CLOSE_SANDBOX_DISABLED, CLOSE_DEVICE_DELETED, CLOSE_REPLACED]);
 /** Sluice pings a quiet device socket within its 120 s idle timeout: this long without a frame or ping means it is dead. */
 export const DEVICE_SILENCE_MS = 150_000;
+const MAX_PENDING = 1_000_000;
 
 interface Answer {
   readonly type: string;
@@ -118,6 +120,7 @@ export class DeviceConnection {
 
   constructor(options: DeviceOptions) {
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
+    if (options.maxPending !== undefined) checkCount('maxPending', options.maxPending, 1, MAX_PENDING);
     this.#o = options;
     this.#sleep = options.sleep ?? realSleep;
     this.#loop = new ReconnectLoop({

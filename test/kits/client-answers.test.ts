@@ -1,0 +1,68 @@
+// The REST client against a scripted HTTP server: an answer of the wrong shape to sendEvent is
+// `invalid_answer` (not a TypeError), a Retry-After too long to wait out ends the retries with the
+// hint on the error, and counts that cannot work (maxAttempts NaN, 0, 2.5) are refused when given.
+
+import assert from 'node:assert/strict';
+import { createServer, type ServerResponse } from 'node:http';
+import { after, test } from 'node:test';
+import { connectDevice, SluiceApiError, SluiceClient, type Sleep } from '../../kits/client/index.ts';
+
+const servers: import('node:http').Server[] = [];
+after(() => servers.forEach((server) => server.close()));
+
+/** A server answering each request with `answer`; `requests()` counts them. */
+async function scripted(answer: (res: ServerResponse) => void): Promise<{ url: string; requests: () => number }> {
+  let requests = 0;
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    req.on('end', () => answer(res));
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, requests: () => requests };
+}
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) => (res: ServerResponse): void => {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+};
+
+test('sendEvent answered 2xx without an event is invalid_answer, as getEvent is', async () => {
+  for (const [status, body] of [[200, {}], [202, null]] as const) {
+    const { url } = await scripted(json(status, body));
+    const client = new SluiceClient({ url, apiKey: 'k', org: 'o' });
+    await assert.rejects(client.sendEvent({ type: 'order.created', payload: {} }), (error: unknown) => {
+      assert.ok(error instanceof SluiceApiError, `got ${String(error)}`);
+      assert.equal(error.code, 'invalid_answer');
+      assert.match(error.message, /no "event"/);
+      return true;
+    });
+  }
+});
+
+test('a Retry-After the client can wait out is waited; a longer one ends the retries with the hint on the error', async () => {
+  const waits: number[] = [];
+  const sleep: Sleep = async (ms) => void waits.push(ms);
+  const brief = await scripted(json(503, { error: { code: 'busy', message: 'later' } }, { 'retry-after': '7' }));
+  const client = new SluiceClient({ url: brief.url, apiKey: 'k', org: 'o', maxAttempts: 2, sleep });
+  await assert.rejects(client.getEvent('evt_1'), (error: unknown) => error instanceof SluiceApiError && error.status === 503 && error.retryAfterMs === 7000);
+  assert.deepEqual(waits, [7000]);
+  assert.equal(brief.requests(), 2);
+
+  waits.length = 0;
+  const month = await scripted(json(503, { error: { code: 'maintenance', message: 'back next month' } }, { 'retry-after': '2592000' }));
+  const patient = new SluiceClient({ url: month.url, apiKey: 'k', org: 'o', sleep });
+  await assert.rejects(patient.getEvent('evt_1'), (error: unknown) => error instanceof SluiceApiError && error.code === 'maintenance' && error.retryAfterMs === 2_592_000_000);
+  assert.deepEqual(waits, [], 'no wait: a timer that long would fire at once');
+  assert.equal(month.requests(), 1);
+});
+
+test('maxAttempts and maxPending that are not whole numbers in range are refused when given', () => {
+  for (const maxAttempts of [Number(undefined), 0, -1, 2.5, 101, Infinity]) {
+    assert.throws(() => new SluiceClient({ url: 'http://127.0.0.1:1', apiKey: 'k', org: 'o', maxAttempts }), (error: unknown) => error instanceof RangeError && error.message.includes('maxAttempts'));
+  }
+  assert.equal(new SluiceClient({ url: 'http://127.0.0.1:1', apiKey: 'k', org: 'o', maxAttempts: 1 }).org, 'o');
+  for (const maxPending of [Number(undefined), 0, 1.5]) {
+    assert.throws(() => connectDevice({ url: 'http://127.0.0.1:1', org: 'o', device: 'd', token: 't', maxPending }), (error: unknown) => error instanceof RangeError && error.message.includes('maxPending'));
+  }
+});
