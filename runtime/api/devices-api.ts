@@ -94,10 +94,11 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const { name } = requireDevice(request, org);
+        // By id: a device made again under the name since it was read (another environment, say) is 404.
+        const { name, id } = requireDevice(request, org);
         assertNoBodyFields(request);
         const { token, hash, prefix } = newToken();
-        const device = await sockets.rotateToken(org.id, name, () => devices.rotateToken(org.id, name, hash, prefix, isoAt(ctx.clock.now())));
+        const device = await sockets.rotateToken(org.id, name, () => devices.rotateToken(org.id, name, id, hash, prefix, isoAt(ctx.clock.now())));
         return rawJson(200, { device: describeDevice(device), token });
       },
     },
@@ -107,8 +108,8 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const { name } = requireDevice(request, org);
-        await sockets.deleteDevice(org.id, name);
+        const { name, id } = requireDevice(request, org);
+        await sockets.deleteDevice(org.id, name, id);
         return noContent();
       },
     },

@@ -123,9 +123,11 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         // Checked only when changed: a pattern stored under older rules can still be paused or edited.
         const retimed = update.cron !== undefined || update.timezone !== undefined;
         const checked = retimed ? checkSchedule(update.cron ?? current.cron, update.timezone ?? current.timezone) : current;
-        // Merged onto the schedule as stored when the write runs. A new pattern, zone or an enabling
+        // Merged onto the schedule as stored when the write runs (one made again under the name since,
+        // in the other environment say, is not this one: 404). A new pattern, zone or an enabling
         // starts from now: ticks it would have had before are not owed.
-        const next = await schedules.update(org.id, current.name, (stored): ScheduleRecord => {
+        const next = await schedules.update(org.id, current.name, (stored): ScheduleRecord | undefined => {
+          if (stored.id !== current.id) return undefined;
           const merged: ScheduleRecord = {
             ...stored,
             ...(update.cron === undefined ? {} : { cron: checked.cron }),
@@ -149,9 +151,12 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const { name } = requireSchedule(request, org);
-        await schedules.delete(org.id, name);
-        ticker.disarm(org.id, name);
+        const { name, id } = requireSchedule(request, org);
+        await schedules.delete(org.id, name, id);
+        // A schedule made again under the name may have been armed already (its write in the same batch).
+        const remade = schedules.get(org.id, name);
+        if (remade === undefined) ticker.disarm(org.id, name);
+        else ticker.arm(remade);
         return noContent();
       },
     },

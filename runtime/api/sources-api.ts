@@ -125,7 +125,9 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        await ctx.sources.delete(org.id, requireSource(request, org).name);
+        // One made again under the name (another environment, say) since it was read is not this one: 404.
+        const addressed = requireSource(request, org);
+        await ctx.sources.delete(org.id, addressed.name, (stored) => isSameSource(stored, addressed));
         return noContent();
       },
     },

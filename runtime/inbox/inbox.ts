@@ -64,7 +64,8 @@ export class Inbox {
    * left are forgotten, in transactions of at most `chunk` (each durable before the next, so other
    * tenants' writes go on between them), then `create` runs. A delete leaves its claims: removing
    * a busy device's million claims in its own write held every tenant's writes for seconds.
-   * Creates of one name run one at a time, so none forgets the claims of a source made meanwhile.
+   * Creates of one name run one at a time, so none forgets the claims of a source made meanwhile,
+   * and after the deletes of the name queued before them (`deleting`).
    */
   createFresh<T>(orgId: string, source: string, exists: () => boolean, create: () => Promise<T>, chunk = FORGET_CHUNK): Promise<T> {
     return this.#creating.run(JSON.stringify([orgId, source]), async () => {
@@ -76,6 +77,16 @@ export class Inbox {
       }
       return create();
     });
+  }
+
+  /**
+   * Runs the delete of a source (or device) in the queue of creates of its name: a create sent while
+   * the delete was being written saw the name still taken, kept the deleted one's claims, then
+   * inserted once the delete committed, and the new device's first messages were acked as
+   * duplicates of the old one's and never stored. Resolve only once the delete is durable.
+   */
+  deleting<T>(orgId: string, source: string, remove: () => Promise<T>): Promise<T> {
+    return this.#creating.run(JSON.stringify([orgId, source]), remove);
   }
 
   /**

@@ -82,22 +82,29 @@ export class SourceStore {
     return updated;
   }
 
-  /** Removes the source; 404 if it is gone. Its dedup claims stay until the prune, or a source made again under the name (create). */
-  async delete(orgId: string, name: string): Promise<void> {
+  /**
+   * Removes the source; 404 if it is gone or `meant` says the stored one is another (made again
+   * under the name since the caller read it). Its dedup claims stay until the prune, or a source made
+   * again under the name (create).
+   */
+  async delete(orgId: string, name: string, meant: (stored: SourceRecord) => boolean): Promise<void> {
     const { root, sources } = this.#ledger;
     const key = deletingKey(orgId, name);
     const first = !this.#deleting.has(key);
     this.#deleting.add(key);
     let removed: boolean;
     try {
-      removed = await this.#cache.writing(orgId, () =>
-        durably(
-          root,
-          root.transaction(() => {
-            if (sources.get([orgId, name]) === undefined) return false;
-            sources.remove([orgId, name]);
-            return true;
-          }),
+      removed = await this.#inbox.deleting(orgId, name, () =>
+        this.#cache.writing(orgId, () =>
+          durably(
+            root,
+            root.transaction(() => {
+              const stored = sources.get([orgId, name]) as SourceRecord | undefined;
+              if (stored === undefined || !meant(stored)) return false;
+              sources.remove([orgId, name]);
+              return true;
+            }),
+          ),
         ),
       );
     } finally {

@@ -201,10 +201,10 @@ export class DeviceSockets {
   }
 
   /** Deletes the device (its open connection's `device.disconnected` in the same write) and closes its sockets (4404). */
-  deleteDevice(orgId: string, name: string): Promise<void> {
+  deleteDevice(orgId: string, name: string, id: string): Promise<void> {
     const ending = { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const;
     const key = orgScopedKey(orgId, name);
-    return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, (open) => this.#endingOf(key, open, ending), this.#d.clock.now()), ending);
+    return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, id, (open) => this.#endingOf(key, open, ending), this.#d.clock.now()), ending);
   }
 
   /** The org's plan lost its sandbox: its sandbox devices' sockets close with 4402. */

@@ -80,28 +80,28 @@ export class DeviceStore {
     return updated;
   }
 
-  /** Stores a new token hash (the socket opened with the old one is the caller's to close); 404 if gone. */
-  rotateToken(orgId: string, name: string, hash: string, prefix: string, nowIso: string): Promise<DeviceRecord> {
-    return this.update(orgId, name, (current) => ({ ...current, token_hash: hash, token_prefix: prefix, updated_at: nowIso }));
+  /** Stores a new token hash (the socket opened with the old one is the caller's to close); 404 if gone or another device (`id`) holds the name. */
+  rotateToken(orgId: string, name: string, id: string, hash: string, prefix: string, nowIso: string): Promise<DeviceRecord> {
+    return this.update(orgId, name, (current) => (current.id !== id ? undefined : { ...current, token_hash: hash, token_prefix: prefix, updated_at: nowIso }));
   }
 
   /**
    * Removes the device; an open connection gets its `device.disconnected` (`ending` says how) in the
    * same write. The dedup memory of its messages stays until the prune, or a device made again
    * under its name (create), so the delete is one small write however many messages it sent.
-   * 404 if gone.
+   * 404 if gone, or if another device (`id`) holds the name now.
    */
-  async delete(orgId: string, name: string, ending: (connection: DeviceConnection) => Ending, nowMs: number): Promise<void> {
-    const removed = await this.#events.writeWithEvents((write) => {
+  async delete(orgId: string, name: string, id: string, ending: (connection: DeviceConnection) => Ending, nowMs: number): Promise<void> {
+    const removed = await this.#events.inbox.deleting(orgId, deviceSource(name), () => this.#events.writeWithEvents((write) => {
       const current = this.get(orgId, name);
-      if (current === undefined) return false;
+      if (current === undefined || current.id !== id) return false;
       if (current.connection !== null) {
         const { reason, code } = ending(current.connection);
         write(disconnectedEvent(current, current.connection, reason, code, nowMs));
       }
       this.#table.remove([orgId, name]);
       return true;
-    });
+    }));
     if (!removed) throw notFound(`Device "${name}"`, 'name');
   }
 

@@ -57,8 +57,8 @@ export class ScheduleStore {
     if (outcome === 'full') throw new ConflictError('schedule_limit_reached', `An organization can hold at most ${MAX_SCHEDULES_PER_ORG} schedules; delete one first.`);
   }
 
-  /** Applies `change` to the schedule as stored when the write runs; 404 if it is gone. */
-  async update(orgId: string, name: string, change: (current: ScheduleRecord) => ScheduleRecord): Promise<ScheduleRecord> {
+  /** Applies `change` to the schedule as stored when the write runs; 404 if it is gone, or `change` answers undefined (not the schedule meant). */
+  async update(orgId: string, name: string, change: (current: ScheduleRecord) => ScheduleRecord | undefined): Promise<ScheduleRecord> {
     const updated = await changeRecord(this.#root, this.#table, [orgId, name], change);
     if (updated === undefined) throw notFound(`Schedule "${name}"`, 'name');
     return updated;
@@ -76,14 +76,14 @@ export class ScheduleStore {
     });
   }
 
-  /** 404 if it is gone. */
-  async delete(orgId: string, name: string): Promise<void> {
+  /** 404 if it is gone, or another schedule (`id`) holds the name now. */
+  async delete(orgId: string, name: string, id: string): Promise<void> {
     const root = this.#root;
     const table = this.#table;
     const removed = await durably(
       root,
       root.transaction(() => {
-        if (table.get([orgId, name]) === undefined) return false;
+        if ((table.get([orgId, name]) as ScheduleRecord | undefined)?.id !== id) return false;
         table.remove([orgId, name]);
         return true;
       }),
