@@ -3,6 +3,7 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, InputError, notFound } from '../errors.ts';
+import { cutText } from '../validation/shown-name.ts';
 import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
 import type { Organization } from '../tenancy/organizations.ts';
@@ -190,7 +191,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         const workflowId = requireHistory(org, request);
         const raw = request.params.version ?? '';
         const version = VERSION_NUMBER.test(raw) ? workflows.version(org.id, workflowId, Number(raw)) : undefined;
-        if (version === undefined) throw notFound(`Version ${raw.slice(0, 20)} of this workflow`, 'version');
+        if (version === undefined) throw notFound(`Version ${cutText(raw, 20)} of this workflow`, 'version');
         return json(200, { version: seesCredentials(request) ? version : redactVersion(version) });
       },
     },

@@ -138,6 +138,9 @@ describe('workflows REST API', () => {
     for (const missing of ['3', '0', '-1', 'abc', '1.5']) {
       assert.equal((await api('GET', `/${workflow.id}/versions/${missing}`)).status, 404, missing);
     }
+    // The name echoed is cut to 20 characters, never inside a surrogate pair (a lone half is JSON strict parsers refuse).
+    const cut = await api('GET', `/${workflow.id}/versions/${encodeURIComponent(`${'x'.repeat(19)}😀`)}`);
+    assert.equal(cut.body.error.message.startsWith(`Version ${'x'.repeat(19)} of this workflow`), true, cut.body.error.message);
     assert.equal((await api('GET', `/${workflow.id}/versions?cursor=zz`)).body.error.field, 'cursor');
     // A cursor goes on only with its own workflow's versions: another's page is a 400, not its versions.
     const { workflow: other } = await create({ steps: [{ id: 'one', ...hook('https://other.example/') }] });
