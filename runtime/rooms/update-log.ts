@@ -4,6 +4,7 @@
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { RunUpdate } from './live-codec.ts';
+import { ENVIRONMENTS } from '../sources/source-record.ts';
 
 export const DEFAULT_RETAINED_UPDATES = 10_000;
 
@@ -102,15 +103,28 @@ export class UpdateLog {
   }
 
   /**
-   * The highest seq on disk: the counter or the newest retained update, whichever is larger. Seqs
-   * are handed out when a write is queued, and batches and transactions reach the write thread in
-   * different orders, so the counter written last may be a lower seq than one already stored.
+   * The highest seq on disk: the counter, the newest retained update or a reset's mark, whichever is
+   * larger. Seqs are handed out when a write is queued, and batches and transactions reach the write
+   * thread in different orders, so the counter written last may be a lower seq than one already
+   * stored, or than the mark of a reset committed before it (the mark is stored as its resetSeq + 1:
+   * a client that heard the mark as its position, then resumed after a restart, missed the update
+   * that was handed the mark's seq again).
    */
   lastSeq(orgId: string): number {
     const counter = (this.#counters.get([orgId]) as number | undefined) ?? 0;
     const [newest] = this.#updates.getKeys({ start: [orgId, Number.MAX_SAFE_INTEGER], end: [orgId, 0], reverse: true, limit: 1 });
     const stored = newest === undefined ? 0 : (newest as [string, number])[1];
-    return Math.max(counter, stored);
+    return Math.max(counter, stored, this.#lastResetMark(orgId));
+  }
+
+  /** The highest mark of the org's environment resets (0: none). */
+  #lastResetMark(orgId: string): number {
+    let mark = 0;
+    for (const environment of ENVIRONMENTS) {
+      const resetSeq = this.resetSeq(orgId, environment);
+      if (resetSeq > 0) mark = Math.max(mark, resetSeq + 1);
+    }
+    return mark;
   }
 
   /** Retained updates with after < seq <= upTo, oldest first; at most `limit` of them (a page) when given. */

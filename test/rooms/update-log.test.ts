@@ -56,6 +56,22 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     assert.equal((await ledger.root.transaction(() => restarted.append('org_s', update('run_3')))).seq, 4, 'a client that saw seq 2 misses nothing, and the mark is not handed out again');
   });
 
+  test('a reset\'s mark is not handed out again after a restart when an update reserved below it commits after the reset', async () => {
+    const log = new UpdateLog(ledger, 100);
+    await ledger.root.transaction(() => log.append('org_m', update('run_1')));
+    await ledger.root.transaction(() => log.append('org_m', { ...update('run_2'), environment: 'sandbox' }));
+    // A production transition reserved seq 3 in a batch queued before the reset's transaction ran...
+    const late = log.reserve('org_m', update('run_3'));
+    const mark = await ledger.root.transaction(() => log.removeEnvironment('org_m', 'sandbox'));
+    assert.equal(mark, 4);
+    // ...and committed after it: the counter on disk is 3 again, below the mark clients may have heard.
+    await ledger.root.transaction(() => log.store('org_m', late));
+    assert.equal(await ledger.openDatabase('live-seq').get(['org_m']), 3);
+    const restarted = new UpdateLog(ledger, 100);
+    assert.equal(restarted.lastSeq('org_m'), 4);
+    assert.equal((await ledger.root.transaction(() => restarted.append('org_m', update('run_4')))).seq, 5, 'a client resuming from the mark hears the next update');
+  });
+
   test('the counter still wins when the newest updates were removed (sandbox reset)', async () => {
     const log = new UpdateLog(ledger, 100);
     await ledger.root.transaction(() => log.append('org_c', { ...update('run_1'), environment: 'sandbox' }));
