@@ -6,12 +6,13 @@ import type { Route } from './types.ts';
 
 /**
  * Longest path parameter, in UTF-8 bytes. The longest name a path part stands for is a projection
- * entity_id (200 UTF-16 units, at most 600 bytes). Parameters end up in ledger keys, capped at 1978
+ * entity_id (200 characters, counted as code points, so at most 800 bytes: 600 refused rows of 151
+ * emoji that the list showed). Parameters end up in ledger keys, capped at 1978
  * bytes (lmdb-js throws on such a range bound, the memory twin on any use: a 500), so a longer one
  * can name nothing: 404 here, before any handler builds a key from it. Handlers narrow each
  * parameter further (ids, charsets).
  */
-export const MAX_PATH_PARAM_BYTES = 600;
+export const MAX_PATH_PARAM_BYTES = 800;
 
 export interface RouteMatch {
   readonly route: Route;

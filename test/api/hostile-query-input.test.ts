@@ -14,8 +14,8 @@ const ORG = 'acct-hostile';
 const base = `/organizations/${ORG}`;
 const long = 'a'.repeat(3000);
 const cursor = (position: unknown): string => Buffer.from(JSON.stringify(position)).toString('base64url');
-/** The longest entity_id DESIGN 6.5 allows, in characters that take two bytes each. */
-const WIDE_ENTITY_ID = 'é'.repeat(200);
+/** The longest entity_id DESIGN 6.5 allows, in characters of 4 UTF-8 bytes each (400 UTF-16 units): the widest a path must carry. */
+const WIDE_ENTITY_ID = '😀'.repeat(200);
 
 let rt: TestRuntime;
 let key: string;
