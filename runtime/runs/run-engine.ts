@@ -198,8 +198,16 @@ export class RunEngine {
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined, at = this.#d.clock.now()): Promise<boolean> {
     const key = orgScopedKey(orgId, runId);
     const cached = this.#actors.get(key);
-    // The cached snapshot saves a read and decode per transition; the existence check still sees a reset.
-    const previous = cached !== undefined && this.#d.runs.has(orgId, runId) ? cached.persisted : this.#d.runs.get(orgId, runId);
+    let previous: PersistedRun | undefined;
+    try {
+      // The cached snapshot saves a read and decode per transition; the existence check still sees a reset.
+      previous = cached !== undefined && this.#d.runs.has(orgId, runId) ? cached.persisted : this.#d.runs.get(orgId, runId);
+    } catch (error) {
+      // A failed read must not lose the command (a step's answer, a timer that fired, an admission
+      // that took a slot): the run is picked up again from the ledger, as after a failed write.
+      this.#stallUnapplied(key, command, effects, at);
+      throw error;
+    }
     if (previous === undefined) {
       this.#removed(orgId, runId);
       return false;
@@ -228,9 +236,7 @@ export class RunEngine {
       written = await writeTransition(this.#d, run, previous, this.#updateFor(run), stepEffects);
     } catch (error) {
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
-      this.#dropActor(key);
-      if (isStepReport(command)) this.#unwrittenReports.set(key, { command, effects, at });
-      this.#stalled.failed(key);
+      this.#stallUnapplied(key, command, effects, at);
       throw error;
     }
     this.#stalled.cleared(key);
@@ -310,7 +316,7 @@ export class RunEngine {
           try {
             await this.#apply(orgId, runId, report.command, report.effects, report.at);
           } catch {
-            // A failed write kept the report and stalled the run again; a failed read before it did neither.
+            // A failed read or write kept the report and stalled the run again; anything else did neither.
             if (!this.#unwrittenReports.has(key)) {
               this.#unwrittenReports.set(key, report);
               this.#stalled.failed(key);
@@ -340,6 +346,17 @@ export class RunEngine {
       if (run.value === 'queued' && this.#scheduler.placeOf(orgId, runId) === 'running') this.#scheduler.release(orgId, runId);
       this.#act(run);
     }).catch(() => this.#stalled.failed(key));
+  }
+
+  /**
+   * A command that could not be applied (its read or its write failed): the live actor is dropped,
+   * a step's answer is kept to be written when the run is picked up again (#resume; the step is not
+   * sent twice), and the run stalls until then.
+   */
+  #stallUnapplied(key: string, command: RunCommand, effects: ActionEffects | undefined, at: number): void {
+    this.#dropActor(key);
+    if (isStepReport(command)) this.#unwrittenReports.set(key, { command, effects, at });
+    this.#stalled.failed(key);
   }
 
   #restore(key: string, run: PersistedRun): LiveRun {

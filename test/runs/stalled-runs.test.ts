@@ -1,7 +1,8 @@
 // A run whose transition cannot be written is not left where memory and the ledger disagree: it is
 // picked up again from its durable snapshot after a pause on the injected clock. A queued run whose
 // admission failed to be written gives its slot back and is admitted again; a run whose step result
-// failed to be written writes that result again (the step is not sent twice).
+// failed to be written writes that result again (the step is not sent twice). A command whose run
+// cannot be read (a step's answer, an admission, a timer) stalls the run the same way.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -223,4 +224,71 @@ test('a cancel that cannot be written on a run waiting for its timer is no longe
   clock.advance(60 * 60 * 1000);
   rt.runtime.engine.timers.fireDue();
   await eventually('the run to complete after its delay', () => runStates(org, key), (s) => s.get(runId!) === 'completed');
+});
+
+/** Makes the next read of `runId` through the run store fail once (EIO), whoever reads it. */
+function failNextReadOf(runId: string): () => boolean {
+  const runs = rt.runtime.context.runs;
+  const { has, get } = runs;
+  let failed = false;
+  const fail = (id: string): void => {
+    if (failed || id !== runId) return;
+    failed = true;
+    runs.has = has;
+    runs.get = get;
+    throw new Error('EIO: read failed');
+  };
+  runs.has = (orgId, id) => (fail(id), has.call(runs, orgId, id));
+  runs.get = (orgId, id) => (fail(id), get.call(runs, orgId, id));
+  return () => failed;
+}
+
+const runOf = async (org: string, key: string, eventId: string): Promise<string> =>
+  (await eventually('the event\'s run', async () => (await call(rt.url, 'GET', `/organizations/${org}/events/${eventId}`, { token: key })).body.reactions, (r: unknown[]) => r?.length === 1))[0].run_id;
+
+test('a step answer whose run cannot be read is kept: the run stalls, then completes without sending the step again, and the org\'s next run goes on', async () => {
+  const org = 'acct-unread-report';
+  const key = await setup(org, '/unread-report');
+  const release = await sendHeld(org, key, '/unread-report', 'first');
+  const first = await runOf(org, key, 'first');
+  await send(org, key, 'second');
+  const readFailed = failNextReadOf(first);
+  release();
+  await eventually('the run to stall', () => rt.runtime.engine.stalled.has(`${org}\u0000${first}`), Boolean);
+  assert.equal(readFailed(), true);
+  assert.equal(resumeDue(), 1);
+  await eventually('both runs to complete', () => runStates(org, key), (s) => [...s.values()].every((state) => state === 'completed') && s.size === 2);
+  assert.equal(receiver.received.filter((r) => r.path === '/unread-report').length, 2, 'one request per run: the answer was kept, not asked for again');
+});
+
+test('an admission whose run cannot be read gives back its slot once picked up again, and the run is admitted', async () => {
+  const org = 'acct-unread-admit';
+  const key = await setup(org, '/unread-admit');
+  const release = await sendHeld(org, key, '/unread-admit', 'first');
+  await send(org, key, 'second');
+  const second = await runOf(org, key, 'second');
+  failNextReadOf(second);
+  release();
+  await eventually('the queued run to stall', () => rt.runtime.engine.stalled.has(`${org}\u0000${second}`), Boolean);
+  assert.equal(resumeDue(), 1);
+  await eventually('the second run to complete', () => runStates(org, key), (s) => s.get(second) === 'completed');
+});
+
+test('a timer that fired for a run that cannot be read stalls the run; picked up again, its timer is armed again and the run goes on', async () => {
+  const org = 'acct-unread-timer';
+  const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'job.run', steps: [{ id: 'wait', type: 'delay', duration_ms: 1000 }, { id: 's', type: 'webhook', url: `${receiver.url}/unread-timer` }] } });
+  assert.equal(wf.status, 201, wf.text);
+  receiver.script([{ status: 200 }]);
+  await send(org, key, 'only');
+  const runId = await runOf(org, key, 'only');
+  await eventually('the delay', () => runStates(org, key), (s) => s.get(runId) === 'delaying');
+  failNextReadOf(runId);
+  clock.advance(1000);
+  assert.equal(rt.runtime.engine.timers.fireDue(), 1);
+  await eventually('the run to stall', () => rt.runtime.engine.stalled.has(`${org}\u0000${runId}`), Boolean);
+  // Picked up again, its timer is armed again; being due already, it fires at once.
+  assert.equal(resumeDue(), 1);
+  await eventually('the run to complete', () => runStates(org, key), (s) => s.get(runId) === 'completed');
+  assert.equal(receiver.received.filter((r) => r.path === '/unread-timer').length, 1);
 });
