@@ -63,8 +63,8 @@ export interface ActionStepInput {
   /** The version this run already ran (pinnedActionVersion), if any. */
   readonly pinnedVersion: number | undefined;
   readonly eventDepth: number;
-  /** How many events have been derived from the run's root event so far (read when the output is in). */
-  readonly derivedSoFar: () => number;
+  /** Takes a place in the root event's derived-event budget when the output derives one; false when it is used up (derived-budget.ts). */
+  readonly takeDerived: () => boolean;
   readonly idempotencyKey: string;
   readonly fence: number;
   /**
@@ -136,7 +136,7 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
     }
     // Depth bounds a chain, not its width: workflows that each derive two events of their own
     // trigger would double every level. One root event's descendants share this budget.
-    if (parsed.derivedEvent !== null && input.derivedSoFar() >= MAX_DERIVED_PER_ROOT) {
+    if (parsed.derivedEvent !== null && !input.takeDerived()) {
       return fail('derived_event_budget_exceeded', `${MAX_DERIVED_PER_ROOT} events have already been derived from this run's root event; no more are made.`, false, evidence);
     }
     return { ok: true, result: parsed.document, evidence, effects: { projection: parsed.projection, derivedEvent: parsed.derivedEvent }, invoked: true };

@@ -16,7 +16,7 @@ import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed, sandboxDisabledMessage } from '../tenancy/sandbox-guard.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
-import type { ActionEffects } from './custom-action-step.ts';
+import { MAX_DERIVED_PER_ROOT, type ActionEffects } from './custom-action-step.ts';
 import { RunChains } from './run-chains.ts';
 import type { RunKeys } from './run-store.ts';
 import { RunCreation } from './run-creation.ts';
@@ -30,6 +30,7 @@ import { withStepInput, type HoldStepInput } from './step-input.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
+import { DerivedBudget, type DerivedHold } from './derived-budget.ts';
 
 /** A step's report (its outcome) whose transition could not be written, kept while its run is stalled. */
 interface UnwrittenReport {
@@ -53,6 +54,7 @@ export class RunEngine {
   readonly #scheduler = new RootScheduler();
   readonly #timers: RunTimers;
   readonly #stalled: StalledRuns;
+  readonly #derivedBudget: DerivedBudget;
   /** Stalled runs whose creating write committed (or may yet) without its flush confirmed: see #resume. */
   readonly #unconfirmed = new Set<string>();
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
@@ -75,6 +77,7 @@ export class RunEngine {
     this.#d = deps;
     this.#timers = new RunTimers(deps.clock, (key) => void this.send(...orgScopedParts(key), { type: 'timer.fired' }));
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
+    this.#derivedBudget = new DerivedBudget(MAX_DERIVED_PER_ROOT, (orgId, rootEventId) => deps.events.derivedCount(orgId, rootEventId));
     this.#chains = new RunChains((key, error) => {
       const [orgId, runId] = orgScopedParts(key);
       logFailure(deps.logger, 'run transition failed', { org_id: orgId, run_id: runId }, error);
@@ -464,18 +467,29 @@ export class RunEngine {
       await this.send(ctx.orgId, ctx.runId, { type: 'step.failed', stepId: work.stepId, fence: work.fence, error });
       return;
     }
-    const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event, holdInput) => this.#performWith(run, work, event, holdInput));
-    await this.send(ctx.orgId, ctx.runId, report, effects);
+    // A place in the root's derived-event budget, taken when the output derives an event, is held
+    // until the completion's write has settled (then the count on disk has it, or the step failed).
+    // A completion whose write failed and is written later holds none (a failing disk: rare).
+    let derived: DerivedHold | undefined;
+    try {
+      const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event, holdInput) => {
+        derived = event === undefined ? undefined : this.#derivedBudget.hold(ctx.orgId, event.correlation_id);
+        return this.#performWith(run, work, event, holdInput, derived);
+      });
+      await this.send(ctx.orgId, ctx.runId, report, effects);
+    } finally {
+      derived?.release();
+    }
   }
 
-  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined, holdInput: HoldStepInput): Promise<StepOutcome> {
+  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined, holdInput: HoldStepInput, derived: DerivedHold | undefined): Promise<StepOutcome> {
     const ctx = run.context;
     return performStep({
       run,
       work,
       version: this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion),
       event,
-      derivedSoFar: () => (event === undefined ? 0 : this.#d.events.derivedCount(ctx.orgId, event.correlation_id)),
+      takeDerived: () => derived?.take() ?? true,
       signingSecrets: this.#d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
       selfPort: this.#d.selfPort(),
       connections: this.#d.connections,

@@ -40,8 +40,8 @@ export interface StepContext {
   readonly nowMs: number;
   readonly actions: ActionResolver | undefined;
   readonly runner: ActionInvoker | undefined;
-  /** Events derived so far from the root of the run's event (its correlation_id). */
-  readonly derivedSoFar: () => number;
+  /** Takes a place in the derived-event budget of the run's root event (derived-budget.ts); false when it is used up. */
+  readonly takeDerived: () => boolean;
   /** Whether the run still waits for this attempt (running, under its fence): asked before a webhook leaves or a guest runs. */
   readonly stillWanted: () => boolean;
   /** Keeps the step input's bytes taken past the step's end, while a webhook body is still being sent (step-input.ts). */
@@ -104,7 +104,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         pinnedVersion: pinnedActionVersion(ctx.run.context, step.action_id),
         payloadJson: ctx.event === undefined ? 'null' : ctx.event.payload_json,
         eventDepth: ctx.event?.depth ?? 0,
-        derivedSoFar: ctx.derivedSoFar,
+        takeDerived: ctx.takeDerived,
         idempotencyKey: work.idempotencyKey,
         fence: work.fence,
         stillWanted: ctx.stillWanted,

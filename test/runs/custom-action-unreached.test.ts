@@ -24,7 +24,7 @@ const input = {
   pinnedVersion: undefined,
   payloadJson: '{}',
   eventDepth: 0,
-  derivedSoFar: () => 0,
+  takeDerived: () => true,
   idempotencyKey: 'run_1:score',
   fence: 1,
 };

@@ -243,8 +243,10 @@ function failNextReadOf(runId: string): () => boolean {
   return () => failed;
 }
 
-const runOf = async (org: string, key: string, eventId: string): Promise<string> =>
-  (await eventually('the event\'s run', async () => (await call(rt.url, 'GET', `/organizations/${org}/events/${eventId}`, { token: key })).body.reactions, (r: unknown[]) => r?.length === 1))[0].run_id;
+const runOf = async (org: string, key: string, eventId: string): Promise<string> => {
+  const reactions = await eventually('the event\'s run', async () => (await call(rt.url, 'GET', `/organizations/${org}/events/${eventId}`, { token: key })).body.reactions as Array<{ run_id: string }>, (r) => r?.length === 1);
+  return reactions[0]!.run_id;
+};
 
 test('a step answer whose run cannot be read is kept: the run stalls, then completes without sending the step again, and the org\'s next run goes on', async () => {
   const org = 'acct-unread-report';
