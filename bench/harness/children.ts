@@ -120,12 +120,31 @@ export class ChildProcesses {
     this.#live.clear();
   }
 
+  /**
+   * For a worker process the bench starts (and stops by signalling its group): SIGTERM or SIGINT
+   * kills these children first, whose groups are their own, then ends the worker. Without it a
+   * worker's peer (grpc-echo, which has no IPC link to notice) outlived it. Returns the undo.
+   */
+  killOnSignals(): () => void {
+    const end = (signal: NodeJS.Signals): void => {
+      this.killAllNow();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    };
+    process.once('SIGTERM', end);
+    process.once('SIGINT', end);
+    return () => {
+      process.off('SIGTERM', end);
+      process.off('SIGINT', end);
+    };
+  }
+
   #spawn(spec: ChildSpec): ChildProcess {
     const child = spawn(spec.command, [...spec.args], {
       cwd: spec.cwd,
       env: { ...process.env, ...spec.env },
       stdio: ['ignore', 'pipe', 'pipe'],
-      // Its own process group, so a server's own children (e.g. a hook-runner) stop with it.
+      // Its own process group, so a server's own children stop with it. (The hook-runner a server
+      // starts has a group of its own too; it exits when its IPC link to the server closes.)
       detached: true,
     });
     this.#live.add(child);

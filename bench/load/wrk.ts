@@ -49,7 +49,7 @@ interface WrkOutput {
   readonly latencyUs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
 }
 
-function parseWrkResult(text: string, count: number): LoadResult {
+export function parseWrkResult(text: string, count: number): LoadResult {
   const out = JSON.parse(text) as WrkOutput;
   if (typeof out.requests !== 'number' || typeof out.durationUs !== 'number' || typeof out.errors !== 'object') {
     throw new Error(`unexpected wrk result: ${text.slice(0, 200)}`);
@@ -58,9 +58,10 @@ function parseWrkResult(text: string, count: number): LoadResult {
   const socketErrors = out.errors.connect + out.errors.read + out.errors.write;
   return {
     generator: 'wrk',
-    completed: out.requests,
-    // wrk counts only statuses above 399; the pools never cause a redirect, so the rest succeeded,
-    // but for answers past --timeout: wrk counts them as requests without their latency.
+    // wrk counts answers past --timeout as requests (without their latency): here they are not
+    // completed but timed out, so each is one error, not two (not accepted, and timed out).
+    completed: out.requests - out.errors.timeout,
+    // wrk counts only statuses above 399; the pools never cause a redirect, so the rest succeeded.
     statuses: { '2xx': out.requests - out.errors.status - out.errors.timeout, 'non-2xx': out.errors.status },
     socketErrors,
     timedOut: Math.max(0, count - out.requests) + out.errors.timeout,

@@ -20,8 +20,15 @@ interface Round {
   readonly sockets: WebSocket[];
   updates: Uint32Array;
   lastSeq: Float64Array;
-  /** Sum of the seqs each socket received: with the count, it tells "each of 1..N once" from a repeat plus a miss. */
+  /**
+   * Sum of the seqs each socket received. With the count, and no seq received twice (`seen`), it
+   * tells "each of 1..N once": N distinct whole numbers from 1 sum to N(N+1)/2 only when they are
+   * 1..N. (Count and sum alone took 1,1,4,4,5 for 1..5.)
+   */
   seqSum: Float64Array;
+  /** Per socket, a bit per seq received (grown as seqs come); a seq seen again marks `repeated`. */
+  seen: Uint8Array[];
+  repeated: Uint8Array;
   windowStartMs: number;
   totals: { updates: number; measured: number; heartbeats: number; bytes: number; outOfOrder: number; badFrames: number; checked: number; mismatches: number };
   firstMeasuredAtMs: number | null;
@@ -41,6 +48,8 @@ function newRound(count: number): Round {
     updates: new Uint32Array(count),
     lastSeq: new Float64Array(count),
     seqSum: new Float64Array(count),
+    seen: [],
+    repeated: new Uint8Array(count),
     windowStartMs: Number.POSITIVE_INFINITY,
     totals: { updates: 0, measured: 0, heartbeats: 0, bytes: 0, outOfOrder: 0, badFrames: 0, checked: 0, mismatches: 0 },
     firstMeasuredAtMs: null,
@@ -70,6 +79,7 @@ function onFrame(r: Round, index: number, data: Buffer): void {
   if (t.updates % spec.checkEvery === 0) verify(r, data);
   r.updates[index] = (r.updates[index] as number) + 1;
   r.seqSum[index] = (r.seqSum[index] as number) + scanned.seq;
+  if (markSeen(r, index, scanned.seq)) r.repeated[index] = 1;
   if (scanned.seq < (r.lastSeq[index] as number)) t.outOfOrder += 1;
   else r.lastSeq[index] = scanned.seq;
   if (scanned.atMs < r.windowStartMs) return;
@@ -77,6 +87,22 @@ function onFrame(r: Round, index: number, data: Buffer): void {
   r.firstMeasuredAtMs ??= atMs;
   r.lastMeasuredAtMs = atMs;
   recordLag(r.lag, atMs - scanned.atMs);
+}
+
+/** Sets the bit of `seq` for the socket; true when it was set already (a repeat), or is no seq a round can have. */
+function markSeen(r: Round, index: number, seq: number): boolean {
+  if (!(Number.isInteger(seq) && seq >= 1 && seq < 2 ** 28)) return true;
+  const byte = seq >>> 3;
+  let bits = r.seen[index];
+  if (bits === undefined || byte >= bits.length) {
+    const grown = new Uint8Array(Math.max(64, 2 ** Math.ceil(Math.log2(byte + 1))));
+    if (bits !== undefined) grown.set(bits);
+    r.seen[index] = bits = grown;
+  }
+  const mask = 1 << (seq & 7);
+  const was = ((bits[byte] as number) & mask) !== 0;
+  bits[byte] = (bits[byte] as number) | mask;
+  return was;
 }
 
 /** The scan is only trusted because a sample of frames is decoded in full and compared. */
@@ -142,12 +168,12 @@ function progress(): WorkerProgress {
   return { open, minUpdates: open === 0 ? 0 : min, maxUpdates: max };
 }
 
-/** Sockets that received exactly seqs 1..expected: the right count and the right sum (no repeat hiding a miss). */
+/** Sockets that received exactly seqs 1..expected: the right count and sum, no seq twice (no repeat hiding a miss). */
 function completeSockets(r: Round, expected: number): number {
   const sum = (expected * (expected + 1)) / 2;
   let complete = 0;
   r.updates.forEach((n, i) => {
-    if (n === expected && r.seqSum[i] === sum) complete += 1;
+    if (n === expected && r.seqSum[i] === sum && r.repeated[i] === 0) complete += 1;
   });
   return complete;
 }

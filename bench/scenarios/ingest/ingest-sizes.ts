@@ -59,6 +59,15 @@ export function ingestSizes(quick: boolean): IngestSizes {
 /** The offered rate of a curve point: `fraction` of the reference peak, at least 1/s. */
 export const curveRate = (fraction: number, referencePeakPerSec: number): number => Math.max(1, Math.round(fraction * referencePeakPerSec));
 
+/** A rate above this share of a system's own peak is not offered: it would only measure a growing queue. */
+const CAPACITY_MARGIN = 0.95;
+
+/** Why a curve point at `ratePerSec` is not offered to a system that peaked at `ownPeakPerSec`; undefined when it is. */
+export function overCapacityNote(ratePerSec: number, ownPeakPerSec: number | undefined): string | undefined {
+  if (ownPeakPerSec === undefined || ratePerSec <= CAPACITY_MARGIN * ownPeakPerSec) return undefined;
+  return `above ${Math.round(CAPACITY_MARGIN * 100)} % of its own peak (${Math.round(ownPeakPerSec)}/s)`;
+}
+
 /** Requests (or records) for a curve point: `curveSeconds` at its rate, at least `curveMinRequests`. */
 export const curveRequestCount = (sizes: IngestSizes, ratePerSec: number): number => Math.max(sizes.curveMinRequests, Math.round(ratePerSec * sizes.curveSeconds));
 

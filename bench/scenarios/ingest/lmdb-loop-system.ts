@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { LoopResult, LoopSpec } from '../../peers/lmdb-commit-loop.ts';
 import { curveLatencies, failedResult, type SystemMeta } from '../../result-helpers.ts';
 import type { LatencyPoint, ScenarioContext, SystemResult } from '../../scenario.ts';
-import { curveRate, curveRequestCount, type IngestSizes } from './ingest-sizes.ts';
+import { curveRate, curveRequestCount, overCapacityNote, type IngestSizes } from './ingest-sizes.ts';
 
 export const lmdbLoopMeta: SystemMeta = {
   system: 'lmdb-commit-loop',
@@ -59,12 +59,21 @@ export async function measureLmdbLoop(context: ScenarioContext, sizes: IngestSiz
   }
 }
 
-/** The loop at each rate of the curve (fractions of the reference peak): the storage's own latency there. */
-export async function measureLmdbLoopCurve(context: ScenarioContext, sizes: IngestSizes, referencePeakPerSec: number): Promise<LatencyPoint[]> {
+/**
+ * The loop at each rate of the curve (fractions of the reference peak): the storage's own latency
+ * there. A rate near or above the loop's own peak (`ownPeakPerSec`, in a slow disk phase) is not
+ * offered, as for every system.
+ */
+export async function measureLmdbLoopCurve(context: ScenarioContext, sizes: IngestSizes, referencePeakPerSec: number, ownPeakPerSec: number | undefined): Promise<LatencyPoint[]> {
   const points: LatencyPoint[] = [];
   for (const fraction of sizes.curveFractions) {
     const rate = curveRate(fraction, referencePeakPerSec);
     const base = { system: lmdbLoopMeta.system, fractionOfPeak: fraction, targetRatePerSec: rate };
+    const over = overCapacityNote(rate, ownPeakPerSec);
+    if (over !== undefined) {
+      points.push({ ...base, status: 'over_capacity', note: over });
+      continue;
+    }
     const count = curveRequestCount(sizes, rate);
     context.log(`ingest: ${lmdbLoopMeta.label}: open loop at ${rate}/s, ${count} records`);
     try {

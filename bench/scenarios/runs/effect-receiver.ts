@@ -27,6 +27,14 @@ export interface EffectReceiver {
   counts(): ReceiverCounts;
   /** Answers 200 to every request held so far (the connections still open). */
   answerHeld(): number;
+  /** The keys of the requests held unanswered now (connections still open). */
+  heldKeys(): Set<string>;
+  /**
+   * Deliveries beyond one per key, or two for a key in `heldAtKill` (sent once more after a crash
+   * is the promise for a request left unanswered), summed over the keys: a key sent twice and
+   * another not sent again do not cancel out, as totals would.
+   */
+  excessDeliveries(heldAtKill: ReadonlySet<string>): number;
   /** Called for every delivery as it arrives, with the key and the arrival time (performance.now()). */
   onDelivery?: (key: string, atMs: number) => void;
   close(): Promise<void>;
@@ -67,6 +75,12 @@ export async function startEffectReceiver(mode: ReceiverMode): Promise<EffectRec
       let redeliveredKeys = 0;
       for (const state of keys.values()) if (state.deliveries > 1) redeliveredKeys += 1;
       return { deliveries, distinctKeys: keys.size, redeliveredKeys, deliveriesAfterAck, answered, held: held.filter((h) => !h.res.destroyed).length };
+    },
+    heldKeys: () => new Set(held.filter((h) => !h.res.destroyed).map((h) => h.key)),
+    excessDeliveries: (heldAtKill) => {
+      let excess = 0;
+      for (const [key, state] of keys) excess += Math.max(0, state.deliveries - (heldAtKill.has(key) ? 2 : 1));
+      return excess;
     },
     answerHeld: () => {
       const open = held.filter((h) => !h.res.destroyed);

@@ -25,6 +25,7 @@ export async function measureFloors(spec: FloorSpec): Promise<CallRun[]> {
 
 async function measureGrpcFloor(spec: FloorSpec): Promise<CallRun> {
   const children = new ChildProcesses();
+  const undoSignals = children.killOnSignals();
   try {
     const server = await children.startServer({
       name: 'grpc-echo',
@@ -49,6 +50,7 @@ async function measureGrpcFloor(spec: FloorSpec): Promise<CallRun> {
     }
   } finally {
     await children.stopAll();
+    undoSignals();
   }
 }
 
