@@ -14,6 +14,7 @@ import { credentialOf } from './cli-credential.ts';
 import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
 import { InputError } from './errors.ts';
 import { printable } from './terminal-text.ts';
+import { describeRefusalBody } from '../kits/client/refusal-body.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
@@ -133,7 +134,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   // Ended early (a dropped socket): stdin is no longer read, so it cannot hold the process open.
   lines?.close();
   // What a refusing server or a close said: whatever answered, it never drives the terminal.
-  if (end.kind === 'refused') print(`refused with ${end.status}: ${printable(end.body)}`);
+  if (end.kind === 'refused') print(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}`);
   if (end.kind === 'unreachable') print(`could not reach ${url}`);
   if (end.kind !== 'closed') return 1;
   if (end.code !== 1000) print(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : ''}`);

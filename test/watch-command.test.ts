@@ -82,14 +82,14 @@ test('a live room it cannot reach is said on stderr while it retries (stdout kee
   assert.deepEqual(watch.lines().map((line) => JSON.parse(line)), [{ stopped: true, after_seq: null }]);
 });
 
-test('what a refusing server sends reaches the terminal escaped: its body never drives it', async () => {
-  const server = await startRefusingUpgradeServer(401, '\u001b]0;PWNED\u0007\u001b[2J refused');
+test('what a refusing server says in Sluice\'s error shape reaches the terminal escaped: it never drives it', async () => {
+  const server = await startRefusingUpgradeServer(401, JSON.stringify({ error: { code: 'unauthorized', message: '\u001b]0;PWNED\u0007\u001b[2J refused' } }));
   try {
     const watch = start([`http://127.0.0.1:${server.port}`, '--org', ORG, '--key', key]);
     assert.equal(await watch.exit, 1);
     const notice = watch.notices().join('\n');
     assert.match(notice, /^sluice watch: ended: .*\(401\)/);
-    assert.match(notice, /PWNED/, 'the body is said');
+    assert.match(notice, /unauthorized: .*PWNED/, 'the error is said');
     assert.doesNotMatch(notice, /[\u0000-\u0009\u000b-\u001f]/, 'escaped');
   } finally {
     await server.close();

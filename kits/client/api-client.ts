@@ -13,6 +13,7 @@ import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts'
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
+import { describeRefusalBody, sluiceErrorIn } from './refusal-body.ts';
 
 export interface ClientOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
@@ -276,16 +277,6 @@ function networkError(what: string, failed: Extract<Attempt, { kind: 'failed' }>
 
 /** The `error` object of an error answer (or a stand-in when the body is not the API's shape). */
 function errorOf(status: number, text: string, what: string): Record<string, unknown> {
-  try {
-    const parsed = JSON.parse(text) as { error?: unknown };
-    // Sluice's shape: {"error": {"code": "snake_case", "message", ...}}. Another JSON error (a
-    // gateway's {"error": {"code": 403, "message": ...}}) is not quoted either.
-    const error = parsed !== null && typeof parsed === 'object' ? parsed.error : undefined;
-    if (error !== null && typeof error === 'object' && !Array.isArray(error) && typeof (error as { code?: unknown }).code === 'string') return error as Record<string, unknown>;
-  } catch {
-    // fall through
-  }
-  // Not quoted: a proxy's login or error page may hold anything (a session id), and ends up in logs and terminals.
-  const body = text === '' ? 'no body' : `a body of ${Buffer.byteLength(text)} bytes that is not Sluice's JSON error (not shown)`;
-  return { code: 'http_error', message: `${what} answered ${status} with ${body}: is the url where Sluice listens, not a proxy's page?` };
+  // Not quoted unless it is Sluice's (refusal-body.ts).
+  return sluiceErrorIn(text) ?? { code: 'http_error', message: `${what} answered ${status} with ${describeRefusalBody(text)}: is the url where Sluice listens, not a proxy's page?` };
 }

@@ -14,6 +14,7 @@ import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { checkTimerDuration } from './timer-duration.ts';
+import { describeRefusalBody } from './refusal-body.ts';
 
 export type { RunUpdate };
 
@@ -126,7 +127,7 @@ export class LiveSubscription {
 
   /** The error that ends the subscription, or undefined to reconnect (every reconnect waits its backoff first). */
   #classify(end: SocketEnd): LiveClosedError | undefined {
-    if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${end.body}`);
+    if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeRefusalBody(end.body)}`);
     if (end.kind === 'closed') {
       if (TERMINAL_CLOSE.has(end.code)) return new LiveClosedError(end.code, `the live room closed the connection (${end.code}): ${end.reason}`);
       const reload = RELOAD.get(end.code);

@@ -106,7 +106,7 @@ test('a refusal answered in full on a kept-alive connection: the client closes t
   await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
   const closedByClient = new Promise<void>((resolve) => tcp.once('connection', (socket) => socket.once('close', () => resolve())));
   const live = watchRuns({ url: `http://127.0.0.1:${(tcp.address() as { port: number }).port}`, apiKey: 'k', org: 'o', sleep: noWait, onUpdate: () => undefined });
-  await assert.rejects(live.done, /refused the connection \(401\)/);
+  await assert.rejects(live.done, /refused the connection \(401\): unauthorized: no$/);
   // The server never closes it: only the client can end this wait.
   await closedByClient;
   assert.ok(connection?.destroyed);
@@ -226,4 +226,22 @@ test('a position of 0 (a quiet org\'s heartbeat) is a position: updates after it
     assert.equal(stalled.position, 1, 'not undefined ("live from now"), which would skip the gap silently');
     assert.deepEqual(reloads, ['replay_gone'], 'its reload was not told yet');
   });
+});
+
+test('a refusal whose body is not Sluice\'s (a proxy\'s page) is told by its size, never quoted: it may hold a session id', async () => {
+  const page = '<html>session=abc123</html>';
+  const tcp = createServer((socket) => {
+    socket.once('data', () => socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/html\r\ncontent-length: ${page.length}\r\n\r\n${page}`));
+  });
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  try {
+    const live = watchRuns({ url: `http://127.0.0.1:${(tcp.address() as { port: number }).port}`, apiKey: 'k', org: 'o', sleep: noWait, onUpdate: () => undefined });
+    await assert.rejects(live.done, (error: unknown) => {
+      assert.match(String(error), /refused the connection \(403\): a body of 27 bytes that is not Sluice's JSON error \(not shown\)/);
+      assert.doesNotMatch(String(error), /session/);
+      return true;
+    });
+  } finally {
+    tcp.close();
+  }
 });
