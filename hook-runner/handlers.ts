@@ -69,8 +69,9 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
   return {
     async Compile(request, call) {
       const bytes = parseModuleBytes(request.wasm);
+      // Before the compile, and again before its bytes are written (it may wait its turn for seconds).
       deps.assertWritable();
-      return { digest: await deps.modules.compile(bytes, call?.gaveUp, { tenant: request.org_id, first: request.restore }) };
+      return { digest: await deps.modules.compile(bytes, call?.gaveUp, { tenant: request.org_id, first: request.restore }, deps.assertWritable) };
     },
 
     async Invoke(request, call) {

@@ -62,9 +62,12 @@ export class ModuleRegistry {
 
   /**
    * Validates and compiles `bytes`, then resolves with their digest once the bytes are durable.
-   * Compiling an already known module again is cheap and returns the same digest.
+   * Compiling an already known module again is cheap and returns the same digest. `assertWritable`
+   * runs again just before the bytes are written (it throws when the disk is below its floor): a
+   * compile waits its turn for up to seconds, and a queue of uploads let in while there was room
+   * wrote tens of MiB after the floor was crossed, until LMDB met the full disk.
    */
-  async compile(bytes: Uint8Array, gaveUp: GaveUp = () => false, turn: CompileTurn = {}): Promise<ModuleDigest> {
+  async compile(bytes: Uint8Array, gaveUp: GaveUp = () => false, turn: CompileTurn = {}, assertWritable: () => void = () => undefined): Promise<ModuleDigest> {
     const digest = digestOf(bytes);
     if (!this.#cache.has(digest)) {
       const compiled = this.#joinOrStart(this.#compiling, digest, gaveUp, (callers) =>
@@ -75,6 +78,7 @@ export class ModuleRegistry {
     if (!this.#holdsIntact(digest)) {
       // Missing, or damaged (its bytes no longer hash to the digest: #load refuses them as
       // module_corrupt): these bytes replace them, so the runtime sending them again repairs it.
+      assertWritable();
       await this.#store.durable(this.#store.modules.put(digest, Buffer.from(bytes)));
     } else {
       // Committed is visible before it is flushed: a concurrent compile of the same bytes may have

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { ModuleRegistry } from '../../hook-runner/module-registry.ts';
+import { digestOf, ModuleRegistry } from '../../hook-runner/module-registry.ts';
+import { DiskFullError } from '../../hook-runner/runner-error.ts';
 import { openRunnerStore, type RunnerStore } from '../../hook-runner/store.ts';
 import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
 import { tempDir } from '../helpers/runtime.ts';
@@ -188,4 +189,24 @@ test('when the cache is full, an org holding more than half of it gives up its o
   assert.equal(registry.cachedFor('org_quiet').count, 1);
   alone.close();
   registry.close();
+});
+
+test('a compile that waited its turn while the disk went below its floor is refused before its bytes are written', async () => {
+  const registry = new ModuleRegistry(store);
+  const [held, late] = await Promise.all(['held-turn', 'late-turn'].map((text) => assembleWat(text, constantWat(`"${text}"`))));
+  let low = false;
+  const assertWritable = (): void => {
+    if (low) throw new DiskFullError('below the floor');
+  };
+  const first = registry.compile(held!, undefined, {}, assertWritable);
+  const queued = registry.compile(late!, undefined, {}, assertWritable);
+  assert.deepEqual(registry.compiles, { active: 1, queued: 1 });
+  low = true; // crossed while both wait for the compile thread
+  await assert.rejects(first, DiskFullError);
+  await assert.rejects(queued, DiskFullError);
+  assert.equal(store.modules.get(digestOf(held!)), undefined, 'nothing written');
+  assert.equal(store.modules.get(digestOf(late!)), undefined);
+  low = false;
+  assert.equal(await registry.compile(late!, undefined, {}, assertWritable), digestOf(late!), 'sent again once there is room, it is stored');
+  assert.ok(store.modules.get(digestOf(late!)));
 });
