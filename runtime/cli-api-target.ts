@@ -5,6 +5,7 @@
 import type { Writable } from 'node:stream';
 import { credentialOf } from './cli-credential.ts';
 import { InputError } from './errors.ts';
+import { shownName } from './validation/shown-name.ts';
 
 /** The parseArgs options every such command takes. */
 export const API_TARGET_OPTIONS = { org: { type: 'string' }, key: { type: 'string' }, environment: { type: 'string' } } as const;
@@ -27,7 +28,9 @@ export interface ApiTarget {
 /** Reads the target from parsed arguments; a usage error (400 `usage`, ending with `usage`) when something is missing. */
 export function apiTargetOf(values: { readonly org?: string; readonly key?: string; readonly environment?: string }, positionals: readonly string[], env: NodeJS.ProcessEnv, usage: string): ApiTarget {
   const url = positionals[0];
-  if (positionals.length !== 1 || url === undefined || !/^https?:\/\//.test(url)) throw new InputError(400, 'usage', usage);
+  if (url === undefined) throw new InputError(400, 'usage', usage);
+  if (positionals.length !== 1) throw new InputError(400, 'usage', `Give one Sluice URL (got ${positionals.length}: ${positionals.map((p) => JSON.stringify(shownName(p))).join(', ')}). ${usage}`);
+  if (!/^https?:\/\//.test(url)) throw new InputError(400, 'usage', `The Sluice URL starts with http:// or https:// (got ${JSON.stringify(shownName(url))}). ${usage}`);
   const apiKey = credentialOf(values.key, env, 'SLUICE_API_KEY');
   if (values.org === undefined || apiKey === undefined) throw new InputError(400, 'usage', `--org and an API key (--key, or SLUICE_API_KEY) are required. ${usage}`);
   // An unset shell variable (`--org "$ORG"`) names no org.

@@ -146,7 +146,8 @@ function stepLines(step: RunStep): string[] {
 
 export function explainRun(run: Run): string {
   const lines = [`run ${run.run_id} (workflow ${run.workflow_id} v${run.workflow_version}, ${run.environment}): ${run.state}`, `  event ${run.event_id}; created ${run.created_at}, updated ${run.updated_at}`];
-  if (run.error !== null) lines.push(`  failed: ${failureOf(run.error)}`);
+  // A failed run cancelled afterwards keeps its error: told as past, as runLine does.
+  if (run.error !== null) lines.push(run.state === 'failed' ? `  failed: ${failureOf(run.error)}` : `  had failed (before it was cancelled): ${failureOf(run.error)}`);
   if (run.cancel_reason !== null) lines.push(`  cancelled: ${run.cancel_reason}`);
   if (run.skip_side_effects) lines.push('  webhook steps are recorded as skipped, not sent (its event is a skip replay, or derived from one)');
   const last = run.resumes.at(-1);

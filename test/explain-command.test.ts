@@ -115,6 +115,9 @@ test('replay makes one replay per choice: the same command again is refused unti
 test('usage mistakes are usage errors; what Sluice refuses exits 1 saying why', async () => {
   await assert.rejects(run(explainCommand, ['--event', eventId, '--run', runId]), /Name one event \(--event\) or one run \(--run\)/);
   await assert.rejects(run(explainCommand, []), /Name one event/);
+  // A URL without its scheme, or two, says which and why, not only the usage line.
+  await assert.rejects(explainCommand(['127.0.0.1:8787', '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: 'k' } }), /The Sluice URL starts with http:\/\/ or https:\/\/ \(got "127\.0\.0\.1:8787"\)\. usage: sluice explain/);
+  await assert.rejects(explainCommand([rt.url, rt.url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: 'k' } }), /Give one Sluice URL \(got 2: /);
   await assert.rejects(run(replayCommand, ['--event', eventId]), /Choose --side-effects skip/);
   await assert.rejects(run(replayCommand, ['--event', eventId, '--side-effects', 'maybe']), /Choose --side-effects skip/);
   await assert.rejects(run(replayCommand, ['--side-effects', 'run']), /--event names the event to replay/);
@@ -306,6 +309,10 @@ test('a run cancelled after it failed reads as cancelled, with the failure it ha
   const summary = { run_id: 'run_1', workflow_id: 'wf_1', workflow_version: 2, event_id: 'evt_1', environment: 'production', error, created_at: '', updated_at: '' } as const;
   assert.equal(runLine({ ...summary, state: 'failed' }), 'run_1  workflow wf_1 v2  failed: webhook_http_400 at step "second" (not retried): The receiver answered 400; not retried.');
   assert.equal(runLine({ ...summary, state: 'cancelled' }), 'run_1  workflow wf_1 v2  cancelled (it had failed: webhook_http_400 at step "second" (not retried): The receiver answered 400; not retried.)');
+  // The run's own explanation says the same: not a current failure.
+  const text = explainRun({ ...cancelledWhileOut('webhook_withdrawn', 'Not sent.'), error });
+  assert.match(text, /: cancelled\n.*\n  had failed \(before it was cancelled\): webhook_http_400 at step "second"/);
+  assert.doesNotMatch(text, /^ {2}failed:/m);
 });
 
 /** A cancelled run whose one webhook attempt was out at the cancel and afterwards failed with `code`, `message` (nothing sent). */
