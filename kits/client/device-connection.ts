@@ -21,6 +21,7 @@ import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
+import { describeRefusalBody } from './refusal-body.ts';
 
 export interface DeviceOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
@@ -195,7 +196,7 @@ export class DeviceConnection {
   #classify(end: SocketEnd): DeviceError | undefined {
     const terminal =
       end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)
-        ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${end.body}`)
+        ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${describeRefusalBody(end.body)}`)
         : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
           ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)
           : undefined;

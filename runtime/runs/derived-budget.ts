@@ -2,55 +2,64 @@
 // The count on disk grows only when a step's completion commits, and many runs of one root can
 // have their actions answered before any of them commits: each read the same count, and all
 // derived their event (8 runs at 999 made 1,007). A step whose output derives an event takes a
-// place here when it passes the check and holds it until its completion has been written or has
-// failed to be; the check counts the places held with the count on disk.
+// place here when it passes the check; the place counts until that event is stored (its commit,
+// read as the event existing: the count on disk has it then) or the step lets go of it.
 
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 
-export class DerivedBudget {
-  readonly #held = new Map<string, number>();
-  readonly #max: number;
-  /** Events derived from the root as stored (its derived-counts record). */
-  readonly #stored: (orgId: string, rootEventId: string) => number;
+interface Place {
+  readonly orgId: string;
+  /** The derived event the step will write (derivedEventId): its place ends when it is stored. */
+  readonly eventId: string;
+}
 
-  constructor(max: number, stored: (orgId: string, rootEventId: string) => number) {
+export interface DerivedBudgetReads {
+  /** Events derived from the root as stored (its derived-counts record). */
+  readonly derivedSoFar: (orgId: string, rootEventId: string) => number;
+  readonly eventStored: (orgId: string, eventId: string) => boolean;
+}
+
+export class DerivedBudget {
+  readonly #places = new Map<string, Set<Place>>();
+  readonly #max: number;
+  readonly #reads: DerivedBudgetReads;
+
+  constructor(max: number, reads: DerivedBudgetReads) {
     this.#max = max;
-    this.#stored = stored;
+    this.#reads = reads;
   }
 
-  /** A hold for one step attempt: `take` once its output derives an event, `release` once its completion's write has settled. */
-  hold(orgId: string, rootEventId: string): DerivedHold {
+  /** A hold for one step attempt, whose output would derive `eventId` from the root: `take` at the output check, `release` once its completion's write has settled. */
+  hold(orgId: string, rootEventId: string, eventId: string): DerivedHold {
     const key = orgScopedKey(orgId, rootEventId);
+    const place: Place = { orgId, eventId };
     let taken = false;
     return {
       take: () => {
-        if (taken) return true;
-        const held = this.#held.get(key) ?? 0;
-        if (this.#stored(orgId, rootEventId) + held >= this.#max) return false;
-        this.#held.set(key, held + 1);
+        // Stored already (the step ran before a crash): writing it again adds nothing.
+        if (taken || this.#reads.eventStored(orgId, eventId)) return true;
+        const places = this.#places.get(key) ?? new Set<Place>();
+        let pending = 0;
+        for (const other of places) if (!this.#reads.eventStored(other.orgId, other.eventId)) pending++;
+        if (this.#reads.derivedSoFar(orgId, rootEventId) + pending >= this.#max) return false;
+        places.add(place);
+        this.#places.set(key, places);
         taken = true;
         return true;
       },
       release: () => {
         if (!taken) return;
         taken = false;
-        const held = (this.#held.get(key) ?? 1) - 1;
-        if (held <= 0) this.#held.delete(key);
-        else this.#held.set(key, held);
+        const places = this.#places.get(key);
+        places?.delete(place);
+        if (places?.size === 0) this.#places.delete(key);
       },
     };
-  }
-
-  /** Places held now, all roots together (tests). */
-  get held(): number {
-    let sum = 0;
-    for (const n of this.#held.values()) sum += n;
-    return sum;
   }
 }
 
 export interface DerivedHold {
-  /** True, holding a place, when the root has room for one more derived event; false when its budget is used up. */
+  /** True (holding a place) when the root has room for one more derived event, or the step's is stored already; false when the budget is used up. */
   readonly take: () => boolean;
   readonly release: () => void;
 }

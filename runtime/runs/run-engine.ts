@@ -31,6 +31,7 @@ import { writeReportAfterCancel, writeTransition, type TransitionWritten } from 
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
 import { DerivedBudget, type DerivedHold } from './derived-budget.ts';
+import { derivedEventId } from './step-effects.ts';
 
 /** A step's report (its outcome) whose transition could not be written, kept while its run is stalled. */
 interface UnwrittenReport {
@@ -77,7 +78,10 @@ export class RunEngine {
     this.#d = deps;
     this.#timers = new RunTimers(deps.clock, (key) => void this.send(...orgScopedParts(key), { type: 'timer.fired' }));
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
-    this.#derivedBudget = new DerivedBudget(MAX_DERIVED_PER_ROOT, (orgId, rootEventId) => deps.events.derivedCount(orgId, rootEventId));
+    this.#derivedBudget = new DerivedBudget(MAX_DERIVED_PER_ROOT, {
+      derivedSoFar: (orgId, rootEventId) => deps.events.derivedCount(orgId, rootEventId),
+      eventStored: (orgId, eventId) => deps.events.has(orgId, eventId),
+    });
     this.#chains = new RunChains((key, error) => {
       const [orgId, runId] = orgScopedParts(key);
       logFailure(deps.logger, 'run transition failed', { org_id: orgId, run_id: runId }, error);
@@ -467,13 +471,13 @@ export class RunEngine {
       await this.send(ctx.orgId, ctx.runId, { type: 'step.failed', stepId: work.stepId, fence: work.fence, error });
       return;
     }
-    // A place in the root's derived-event budget, taken when the output derives an event, is held
-    // until the completion's write has settled (then the count on disk has it, or the step failed).
-    // A completion whose write failed and is written later holds none (a failing disk: rare).
+    // A place in the root's derived-event budget, taken when the output derives an event, counts
+    // until that event is stored, and is let go once the completion's write has settled (stored,
+    // or failed). A completion whose write failed and is written later holds none (a failing disk: rare).
     let derived: DerivedHold | undefined;
     try {
       const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event, holdInput) => {
-        derived = event === undefined ? undefined : this.#derivedBudget.hold(ctx.orgId, event.correlation_id);
+        derived = event === undefined ? undefined : this.#derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
         return this.#performWith(run, work, event, holdInput, derived);
       });
       await this.send(ctx.orgId, ctx.runId, report, effects);

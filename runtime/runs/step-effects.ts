@@ -15,6 +15,9 @@ export interface StepEffectStores {
   readonly events: EventStore;
 }
 
+/** The id of the event a run's step derives: a function of the step key, so a replayed step cannot emit it twice. */
+export const derivedEventId = (runId: string, stepId: string): string => `evt_d_${createHash('sha256').update(`${runId}:${stepId}`).digest('hex').slice(0, 28)}`;
+
 /** Call inside the step-completing transaction; returns the derived event's reactions to settle. */
 export function writeStepEffects(stores: StepEffectStores, run: PersistedRun, stepId: string, effects: ActionEffects, at: number): Reaction[] {
   const ctx = run.context;
@@ -24,8 +27,7 @@ export function writeStepEffects(stores: StepEffectStores, run: PersistedRun, st
   const spec = effects.derivedEvent;
   const parent = stores.events.get(ctx.orgId, ctx.eventId);
   if (spec === null || parent === undefined) return [];
-  // The derived event's id is a function of the step key: a replayed step cannot emit it twice.
-  const id = `evt_d_${createHash('sha256').update(`${ctx.runId}:${stepId}`).digest('hex').slice(0, 28)}`;
+  const id = derivedEventId(ctx.runId, stepId);
   if (stores.events.has(ctx.orgId, id)) return [];
   stores.events.countDerivedWithin(ctx.orgId, parent.correlation_id);
   return stores.events.writeWithin(

@@ -228,17 +228,24 @@ test('a position of 0 (a quiet org\'s heartbeat) is a position: updates after it
   });
 });
 
-test('a refusal whose body is not Sluice\'s (a proxy\'s page) is told by its size, never quoted: it may hold a session id', async () => {
+test('a refusal whose body is not Sluice\'s (a proxy\'s page) is told by its size, never quoted, by live and device sockets: it may hold a session id', async () => {
   const page = '<html>session=abc123</html>';
   const tcp = createServer((socket) => {
     socket.once('data', () => socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/html\r\ncontent-length: ${page.length}\r\n\r\n${page}`));
   });
   await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
   try {
-    const live = watchRuns({ url: `http://127.0.0.1:${(tcp.address() as { port: number }).port}`, apiKey: 'k', org: 'o', sleep: noWait, onUpdate: () => undefined });
+    const url = `http://127.0.0.1:${(tcp.address() as { port: number }).port}`;
+    const live = watchRuns({ url, apiKey: 'k', org: 'o', sleep: noWait, onUpdate: () => undefined });
     await assert.rejects(live.done, (error: unknown) => {
       assert.match(String(error), /refused the connection \(403\): a body of 27 bytes that is not Sluice's JSON error \(not shown\)/);
       assert.doesNotMatch(String(error), /session/);
+      return true;
+    });
+    const device = connectDevice({ url, org: 'o', device: 'd', token: 't', sleep: noWait });
+    await assert.rejects(device.done, (error: unknown) => {
+      assert.ok(error instanceof DeviceError && error.code === 'http_403', String(error));
+      assert.match(error.message, /refused the device socket \(403\): a body of 27 bytes that is not Sluice's JSON error \(not shown\)/);
       return true;
     });
   } finally {
