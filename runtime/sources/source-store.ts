@@ -3,8 +3,7 @@
 // Reads are cached: one store per ledger, the table's only writer.
 
 import { ConflictError, notFound } from '../errors.ts';
-import { changeRecord } from '../ledger/change-record.ts';
-import { durably } from '../ledger/durable-write.ts';
+import { changeRecord, removeRecord } from '../ledger/change-record.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
@@ -94,19 +93,7 @@ export class SourceStore {
     this.#deleting.add(key);
     let removed: boolean;
     try {
-      removed = await this.#inbox.deleting(orgId, name, () =>
-        this.#cache.writing(orgId, () =>
-          durably(
-            root,
-            root.transaction(() => {
-              const stored = sources.get([orgId, name]) as SourceRecord | undefined;
-              if (stored === undefined || !meant(stored)) return false;
-              sources.remove([orgId, name]);
-              return true;
-            }),
-          ),
-        ),
-      );
+      removed = await this.#inbox.deleting(orgId, name, () => this.#cache.writing(orgId, () => removeRecord(root, sources, [orgId, name], meant)));
     } finally {
       // Of deletes of one name at once, the first one's write removes the source: its mark is the one needed.
       if (first) this.#deleting.delete(key);

@@ -4,8 +4,7 @@
 import { ConflictError, notFound } from '../errors.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { EventStore } from '../events/event-store.ts';
-import { changeRecord } from '../ledger/change-record.ts';
-import { durably } from '../ledger/durable-write.ts';
+import { changeRecord, removeRecord } from '../ledger/change-record.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { ScheduleRecord } from './schedule-record.ts';
@@ -78,16 +77,7 @@ export class ScheduleStore {
 
   /** 404 if it is gone, or another schedule (`id`) holds the name now. */
   async delete(orgId: string, name: string, id: string): Promise<void> {
-    const root = this.#root;
-    const table = this.#table;
-    const removed = await durably(
-      root,
-      root.transaction(() => {
-        if ((table.get([orgId, name]) as ScheduleRecord | undefined)?.id !== id) return false;
-        table.remove([orgId, name]);
-        return true;
-      }),
-    );
+    const removed = await removeRecord<ScheduleRecord>(this.#root, this.#table, [orgId, name], (stored) => stored.id === id);
     if (!removed) throw notFound(`Schedule "${name}"`, 'name');
   }
 }
