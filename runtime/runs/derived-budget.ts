@@ -7,12 +7,6 @@
 
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 
-interface Place {
-  readonly orgId: string;
-  /** The derived event the step will write (derivedEventId): its place ends when it is stored. */
-  readonly eventId: string;
-}
-
 export interface DerivedBudgetReads {
   /** Events derived from the root as stored (its derived-counts record). */
   readonly derivedSoFar: (orgId: string, rootEventId: string) => number;
@@ -20,7 +14,12 @@ export interface DerivedBudgetReads {
 }
 
 export class DerivedBudget {
-  readonly #places = new Map<string, Set<Place>>();
+  /**
+   * Per org and root, the places held: each names the derived event its step will write
+   * (derivedEventId) and ends when that event is stored. One object per hold, so two attempts
+   * deriving the same event each hold their own place.
+   */
+  readonly #places = new Map<string, Set<{ readonly eventId: string }>>();
   readonly #max: number;
   readonly #reads: DerivedBudgetReads;
 
@@ -32,15 +31,15 @@ export class DerivedBudget {
   /** A hold for one step attempt, whose output would derive `eventId` from the root: `take` at the output check, `release` once its completion's write has settled. */
   hold(orgId: string, rootEventId: string, eventId: string): DerivedHold {
     const key = orgScopedKey(orgId, rootEventId);
-    const place: Place = { orgId, eventId };
+    const place = { eventId };
     let taken = false;
     return {
       take: () => {
         // Stored already (the step ran before a crash): writing it again adds nothing.
         if (taken || this.#reads.eventStored(orgId, eventId)) return true;
-        const places = this.#places.get(key) ?? new Set<Place>();
+        const places = this.#places.get(key) ?? new Set();
         let pending = 0;
-        for (const other of places) if (!this.#reads.eventStored(other.orgId, other.eventId)) pending++;
+        for (const other of places) if (!this.#reads.eventStored(orgId, other.eventId)) pending++;
         if (this.#reads.derivedSoFar(orgId, rootEventId) + pending >= this.#max) return false;
         places.add(place);
         this.#places.set(key, places);

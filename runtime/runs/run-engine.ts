@@ -474,11 +474,16 @@ export class RunEngine {
     // A place in the root's derived-event budget, taken when the output derives an event, counts
     // until that event is stored, and is let go once the completion's write has settled (stored,
     // or failed). A completion whose write failed and is written later holds none (a failing disk: rare).
+    // The hold is made only by an output that derives an event (its id is a hash): not per step.
     let derived: DerivedHold | undefined;
     try {
       const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event, holdInput) => {
-        derived = event === undefined ? undefined : this.#derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
-        return this.#performWith(run, work, event, holdInput, derived);
+        const takeDerived = (): boolean => {
+          if (event === undefined) return true;
+          derived ??= this.#derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
+          return derived.take();
+        };
+        return this.#performWith(run, work, event, holdInput, takeDerived);
       });
       await this.send(ctx.orgId, ctx.runId, report, effects);
     } finally {
@@ -486,14 +491,14 @@ export class RunEngine {
     }
   }
 
-  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined, holdInput: HoldStepInput, derived: DerivedHold | undefined): Promise<StepOutcome> {
+  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined, holdInput: HoldStepInput, takeDerived: () => boolean): Promise<StepOutcome> {
     const ctx = run.context;
     return performStep({
       run,
       work,
       version: this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion),
       event,
-      takeDerived: () => derived?.take() ?? true,
+      takeDerived,
       signingSecrets: this.#d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
       selfPort: this.#d.selfPort(),
       connections: this.#d.connections,
