@@ -1,7 +1,7 @@
 // A small HTTP client for tests over real sockets (fetch), plus Standard Webhooks signing.
 // Every call returns status, headers and the parsed JSON body (or undefined when there is none).
 
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 
 export interface CallResult {
   readonly status: number;
@@ -54,9 +54,12 @@ export function signStandard(secret: string, id: string, timestampSeconds: numbe
   };
 }
 
-/** A fresh Standard Webhooks secret with a 32-byte key. */
+/**
+ * A fresh Standard Webhooks secret with a random 32-byte key. (Keys made from the clock were equal
+ * whenever two calls were a multiple of 256 ms apart: a "rotated" secret was then the same one.)
+ */
 export function newStandardSecret(): string {
-  return `whsec_${Buffer.from(Array.from({ length: 32 }, (_, i) => (i * 37 + Date.now()) % 256)).toString('base64')}`;
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 /** Creates an org (as platform admin) and returns its admin API key. */
