@@ -1,15 +1,20 @@
 // How the bench counts what went wrong, on its real parts: the recovery receiver's duplicates per
 // key (a key sent twice and another not sent again do not cancel out), the fan-out subscriber
-// worker's "every seq once" (a repeat plus a miss is not complete; out of order but whole is), and
-// wrk's answers past its timeout (one error each, not two).
+// worker's "every seq once" (a repeat plus a miss is not complete; out of order but whole is), a
+// fan-out round whose sending paused for its whole window (measured by what arrived in it, not
+// failed), and wrk's answers past its timeout (one error each, not two).
 
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, test } from 'node:test';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { ChildProcesses } from '../../bench/harness/children.ts';
 import { parseWrkResult } from '../../bench/load/wrk.ts';
 import { startEffectReceiver } from '../../bench/scenarios/runs/effect-receiver.ts';
+import { toRow, type Measurement } from '../../bench/scenarios/fanout/fanout-round.ts';
+import { fanoutSizes } from '../../bench/scenarios/fanout/fanout-sizes.ts';
+import { startSubscriberPool, type SubscriberPool } from '../../bench/scenarios/fanout/subscriber-pool.ts';
+import type { ScenarioContext } from '../../bench/scenario.ts';
 import { encodeLiveMessage } from '../../runtime/rooms/live-codec.ts';
 import { ROOT } from '../helpers/runtime.ts';
 
@@ -49,9 +54,11 @@ test('recovery duplicates are counted per key: two sends before the kill and one
   }
 });
 
+/** A RunUpdate frame as a live room sends it, stamped `atMs`. */
+const frame = (seq: number, atMs = Date.now()): Uint8Array =>
+  encodeLiveMessage({ run_update: { run_id: 'run_x', state: 'queued', channel: 'bench', workflow_id: 'wf', event_id: 'evt', step_id: 's', attempt: 0, seq, at_ms: atMs, error: '', environment: 'production' } });
+
 test('the fan-out subscriber worker counts a socket complete only with each seq once: 1,1,4,4,5 is not 1..5; 1,3,2,4,5 is', async () => {
-  const frame = (seq: number): Uint8Array =>
-    encodeLiveMessage({ run_update: { run_id: 'run_x', state: 'queued', channel: 'bench', workflow_id: 'wf', event_id: 'evt', step_id: 's', attempt: 0, seq, at_ms: Date.now(), error: '', environment: 'production' } });
   const room = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
   await new Promise((resolve) => room.once('listening', resolve));
   let connections = 0;
@@ -73,6 +80,40 @@ test('the fan-out subscriber worker counts a socket complete only with each seq 
     const result = await call('/finish?expected=5&timeoutMs=10000');
     assert.deepEqual([result.sockets, result.updates, result.complete], [2, 10, 1]);
   } finally {
+    room.close();
+  }
+});
+
+test('a fan-out round whose sending paused for its whole window is measured by the updates that arrived in it (its backlog), without lag', async () => {
+  const room = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
+  await new Promise((resolve) => room.once('listening', resolve));
+  const sockets: WebSocket[] = [];
+  room.on('connection', (socket) => sockets.push(socket));
+  const context = { repoRoot: ROOT, children } as unknown as ScenarioContext;
+  let pool: SubscriberPool | undefined;
+  try {
+    pool = await startSubscriberPool(context, 2, { connectConcurrency: 1, checkEvery: 1 });
+    await pool.connect(`ws://127.0.0.1:${(room.address() as { port: number }).port}/`, 2);
+    // Every update was stamped in the warm-up (before the window) and arrives after it opened.
+    const windowStartMs = Date.now();
+    await pool.start(windowStartMs);
+    for (const socket of sockets) for (let seq = 1; seq <= 6; seq += 1) socket.send(frame(seq, windowStartMs - 1000));
+    const round = await pool.finish(6, 10_000);
+    assert.deepEqual([round.updates, round.complete, round.measuredUpdates, round.receivedInWindow], [12, 2, 0, 12]);
+    assert.ok(round.receivedSpanMs > 0, 'the arrivals span some time');
+    const sizes = fanoutSizes(true, 2);
+    const paced = { runs: 2, windowStartMs, sendSec: 1, pauses: 1, pausedSec: 1 };
+    const measurement: Measurement = { plan: { subscribers: 2, runsPerSec: 2 }, round, paced, published: 6, remarks: [], serverCpuCores: undefined, benchCpuCores: 0 };
+    const row = toRow({ system: 'ws-2', label: 'ws', role: 'peer', work: 'w' }, measurement, sizes);
+    assert.equal(row.status, 'measured', row.note);
+    assert.equal(row.throughputPerSec, 12 / (round.receivedSpanMs / 1000));
+    assert.deepEqual([row.p50Ms, row.p99Ms, row.errors], [undefined, undefined, 0]);
+    assert.match(row.note ?? '', /^no update was sent inside the measured window/);
+    // Had nothing arrived in the window either, the row fails as before.
+    const nothing = toRow({ system: 'ws-2', label: 'ws', role: 'peer', work: 'w' }, { ...measurement, round: { ...round, receivedInWindow: 0, receivedSpanMs: 0 } }, sizes);
+    assert.equal(nothing.status, 'failed');
+  } finally {
+    await pool?.stop();
     room.close();
   }
 });

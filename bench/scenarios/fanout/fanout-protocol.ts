@@ -37,6 +37,14 @@ export interface WorkerRoundResult {
   /** Wall-clock ms (performance.timeOrigin + now) of the first and last measured receipt. */
   readonly firstMeasuredAtMs: number | null;
   readonly lastMeasuredAtMs: number | null;
+  /**
+   * Updates received once the window opened, whenever they were stamped, and the wall-clock ms of
+   * the first and last of them: a system whose sending paused for the whole window (its subscribers
+   * behind from the warm-up on) sent no update in it, and is measured by these at its own pace.
+   */
+  readonly receivedInWindow: number;
+  readonly firstWindowReceiptAtMs: number | null;
+  readonly lastWindowReceiptAtMs: number | null;
   readonly heartbeats: number;
   readonly bytes: number;
   /** Sockets that received each seq of 1..`expected` exactly once (count and sum of seqs). */

@@ -73,11 +73,27 @@ export async function measureRound(pool: SubscriberPool, system: FanoutSystem, o
   }
 }
 
-/** Deliveries per second over the measured receipts; undefined when nothing measured arrived. */
-function deliveriesPerSec(m: Measurement): number | undefined {
-  const sec = m.round.measuredSpanMs / 1000;
-  return m.round.measuredUpdates === 0 || sec <= 0 ? undefined : m.round.measuredUpdates / sec;
+/** How a round's deliveries/s was measured: over the updates stamped in the window, or (none was) over what arrived in it. */
+interface Rate {
+  readonly perSec: number;
+  readonly basis: 'stamped' | 'received';
 }
+
+/**
+ * Deliveries per second over the measured receipts. A system so far behind that its sending paused
+ * before the window and never resumed sent nothing in it: then the updates that reached the
+ * subscribers during the window (the warm-up's backlog) give its rate at its own pace, without lag.
+ * Undefined when nothing arrived in the window at all.
+ */
+function deliveriesPerSec(m: Measurement): Rate | undefined {
+  const { measuredUpdates, measuredSpanMs, receivedInWindow, receivedSpanMs } = m.round;
+  if (measuredUpdates > 0 && measuredSpanMs > 0) return { perSec: measuredUpdates / (measuredSpanMs / 1000), basis: 'stamped' };
+  if (receivedInWindow > 0 && receivedSpanMs > 0) return { perSec: receivedInWindow / (receivedSpanMs / 1000), basis: 'received' };
+  return undefined;
+}
+
+/** Said in a row or point whose rate is over what arrived, not over what was sent in the window. */
+const RECEIVED_BASIS_NOTE = 'no update was sent inside the measured window (sending paused for all of it): deliveries/s is what reached the subscribers during the window, at the system\'s own pace; lag not measured';
 
 /** Deliveries lost or repeated, subscribers without every seq exactly once, frames that did not scan. */
 function errorsOf(m: Measurement): number {
@@ -104,21 +120,22 @@ function describe(m: Measurement, sizes: FanoutSizes): string[] {
 }
 
 export function toRow(meta: SystemMeta, m: Measurement, sizes: FanoutSizes): SystemResult {
-  const throughput = deliveriesPerSec(m);
+  const rate = deliveriesPerSec(m);
   const details = describe(m, sizes);
-  if (throughput === undefined) return { ...meta, status: 'failed', note: `no measured deliveries: ${details.join('; ')}` };
+  if (rate === undefined) return { ...meta, status: 'failed', note: `no measured deliveries: ${details.join('; ')}` };
+  if (rate.basis === 'received') details.unshift(RECEIVED_BASIS_NOTE);
   const p50 = lagPercentile(m.round.lag, 50);
   const p99 = lagPercentile(m.round.lag, 99);
   return {
     ...meta,
     status: 'measured',
-    throughputPerSec: throughput,
+    throughputPerSec: rate.perSec,
     ...(p50 === undefined ? {} : { p50Ms: p50 }),
     ...(p99 === undefined ? {} : { p99Ms: p99 }),
     completed: m.published * m.plan.subscribers,
     accepted: m.round.updates,
     errors: errorsOf(m),
-    durationSec: m.round.measuredSpanMs / 1000,
+    durationSec: (rate.basis === 'stamped' ? m.round.measuredSpanMs : m.round.receivedSpanMs) / 1000,
     note: [...details, `lag max ${m.round.lag.maxMs.toFixed(1)} ms`].join('; '),
   };
 }
@@ -126,7 +143,9 @@ export function toRow(meta: SystemMeta, m: Measurement, sizes: FanoutSizes): Sys
 export function toPoint(system: string, fraction: number, m: Measurement, sizes: FanoutSizes): LatencyPoint {
   const target = m.plan.runsPerSec * UPDATES_PER_RUN * m.plan.subscribers;
   const achieved = deliveriesPerSec(m);
-  const note = describe(m, sizes).slice(1).join('; ');
+  const details = describe(m, sizes).slice(1);
+  if (achieved?.basis === 'received') details.unshift(RECEIVED_BASIS_NOTE);
+  const note = details.join('; ');
   if (achieved === undefined) return { system, fractionOfPeak: fraction, targetRatePerSec: target, status: 'failed', note: `no measured deliveries: ${note}` };
   const percent = (p: number): number | undefined => lagPercentile(m.round.lag, p);
   return {
@@ -134,7 +153,7 @@ export function toPoint(system: string, fraction: number, m: Measurement, sizes:
     fractionOfPeak: fraction,
     targetRatePerSec: target,
     status: 'measured',
-    achievedRatePerSec: achieved,
+    achievedRatePerSec: achieved.perSec,
     ...optional('p50Ms', percent(50)),
     ...optional('p90Ms', percent(90)),
     ...optional('p99Ms', percent(99)),

@@ -13,6 +13,9 @@ export interface RoundResult {
   readonly measuredUpdates: number;
   /** Wall-clock ms span of the measured receipts, over every worker. */
   readonly measuredSpanMs: number;
+  /** Updates received after the window opened, whenever stamped, and their wall-clock span (WorkerRoundResult). */
+  readonly receivedInWindow: number;
+  readonly receivedSpanMs: number;
   readonly heartbeats: number;
   readonly bytes: number;
   readonly complete: number;
@@ -93,15 +96,21 @@ export async function startSubscriberPool(context: ScenarioContext, workers: num
 
 function mergeRounds(parts: readonly WorkerRoundResult[]): RoundResult {
   const sum = (pick: (p: WorkerRoundResult) => number): number => parts.reduce((total, p) => total + pick(p), 0);
-  const firsts = parts.flatMap((p) => (p.firstMeasuredAtMs === null ? [] : [p.firstMeasuredAtMs]));
-  const lasts = parts.flatMap((p) => (p.lastMeasuredAtMs === null ? [] : [p.lastMeasuredAtMs]));
+  /** Wall-clock ms from the earliest first to the latest last over the workers that have them. */
+  const span = (first: (p: WorkerRoundResult) => number | null, last: (p: WorkerRoundResult) => number | null): number => {
+    const firsts = parts.flatMap((p) => first(p) ?? []);
+    const lasts = parts.flatMap((p) => last(p) ?? []);
+    return firsts.length === 0 || lasts.length === 0 ? 0 : Math.max(...lasts) - Math.min(...firsts);
+  };
   const closedByCode: Record<string, number> = {};
   for (const p of parts) for (const [code, n] of Object.entries(p.closedByCode)) closedByCode[code] = (closedByCode[code] ?? 0) + n;
   return {
     subscribers: sum((p) => p.sockets),
     updates: sum((p) => p.updates),
     measuredUpdates: sum((p) => p.measuredUpdates),
-    measuredSpanMs: firsts.length === 0 ? 0 : Math.max(...lasts) - Math.min(...firsts),
+    measuredSpanMs: span((p) => p.firstMeasuredAtMs, (p) => p.lastMeasuredAtMs),
+    receivedInWindow: sum((p) => p.receivedInWindow),
+    receivedSpanMs: span((p) => p.firstWindowReceiptAtMs, (p) => p.lastWindowReceiptAtMs),
     heartbeats: sum((p) => p.heartbeats),
     bytes: sum((p) => p.bytes),
     complete: sum((p) => p.complete),

@@ -30,9 +30,12 @@ interface Round {
   seen: Uint8Array[];
   repeated: Uint8Array;
   windowStartMs: number;
-  totals: { updates: number; measured: number; heartbeats: number; bytes: number; outOfOrder: number; badFrames: number; checked: number; mismatches: number };
+  totals: { updates: number; measured: number; receivedInWindow: number; heartbeats: number; bytes: number; outOfOrder: number; badFrames: number; checked: number; mismatches: number };
   firstMeasuredAtMs: number | null;
   lastMeasuredAtMs: number | null;
+  /** Wall-clock ms of the first and last update received (whenever stamped) once the window opened. */
+  firstWindowReceiptAtMs: number | null;
+  lastWindowReceiptAtMs: number | null;
   readonly closedByCode: Record<string, number>;
   lag: LagHistogram;
   cpuAtStart: NodeJS.CpuUsage;
@@ -51,9 +54,11 @@ function newRound(count: number): Round {
     seen: [],
     repeated: new Uint8Array(count),
     windowStartMs: Number.POSITIVE_INFINITY,
-    totals: { updates: 0, measured: 0, heartbeats: 0, bytes: 0, outOfOrder: 0, badFrames: 0, checked: 0, mismatches: 0 },
+    totals: { updates: 0, measured: 0, receivedInWindow: 0, heartbeats: 0, bytes: 0, outOfOrder: 0, badFrames: 0, checked: 0, mismatches: 0 },
     firstMeasuredAtMs: null,
     lastMeasuredAtMs: null,
+    firstWindowReceiptAtMs: null,
+    lastWindowReceiptAtMs: null,
     closedByCode: {},
     lag: createLagHistogram(),
     cpuAtStart: process.cpuUsage(),
@@ -82,6 +87,11 @@ function onFrame(r: Round, index: number, data: Buffer): void {
   if (markSeen(r, index, scanned.seq)) r.repeated[index] = 1;
   if (scanned.seq < (r.lastSeq[index] as number)) t.outOfOrder += 1;
   else r.lastSeq[index] = scanned.seq;
+  if (atMs >= r.windowStartMs) {
+    t.receivedInWindow += 1;
+    r.firstWindowReceiptAtMs ??= atMs;
+    r.lastWindowReceiptAtMs = atMs;
+  }
   if (scanned.atMs < r.windowStartMs) return;
   t.measured += 1;
   r.firstMeasuredAtMs ??= atMs;
@@ -195,6 +205,9 @@ async function finishRound(expected: number, timeoutMs: number): Promise<WorkerR
     measuredUpdates: t.measured,
     firstMeasuredAtMs: r.firstMeasuredAtMs,
     lastMeasuredAtMs: r.lastMeasuredAtMs,
+    receivedInWindow: t.receivedInWindow,
+    firstWindowReceiptAtMs: r.firstWindowReceiptAtMs,
+    lastWindowReceiptAtMs: r.lastWindowReceiptAtMs,
     heartbeats: t.heartbeats,
     bytes: t.bytes,
     complete: completeSockets(r, expected),
