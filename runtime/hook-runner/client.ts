@@ -5,7 +5,7 @@ import {
   isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
   type HealthReplyWire, type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
-import { answeredDiskFull, isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
+import { answeredDiskFull, CallWithdrawnError, isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
 
 /** A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt. */
 export type HookRunnerAddress = string | (() => Promise<string>);
@@ -38,6 +38,11 @@ export interface InvokeInput {
    * call (`secrets_missing_on_runner`, nothing run) when its vault lost one (actions/required-secrets.ts).
    */
   readonly requiredSecretKeys?: readonly string[];
+  /**
+   * Aborted when the caller no longer wants the answer (its run left the attempt): the call is
+   * cancelled, and the runner drops it unrun if its guest has not started (CallWithdrawnError).
+   */
+  readonly signal?: AbortSignal;
 }
 
 export type { InvokeOutcome } from '../../hook-runner/wire.ts';
@@ -127,7 +132,7 @@ export class HookRunnerClient {
       fence: input.fence.toString(),
       simulate: input.simulate ?? false,
       required_secret_keys: [...(input.requiredSecretKeys ?? [])],
-    }, 'invoke');
+    }, 'invoke', input.signal);
     return parseInvokeReply(reply);
   }
 
@@ -173,6 +178,7 @@ export class HookRunnerClient {
     method: M,
     request: HookRunnerMethods[M]['request'],
     kind: 'invoke' | 'compile' | 'other',
+    signal?: AbortSignal,
   ): Promise<HookRunnerMethods[M]['reply']> {
     const attempts = Math.max(1, this.#options.attempts ?? 3);
     const deadlineMs = this.#options.deadlinesMs?.[kind] ?? (kind === 'other' ? 10_000 : 30_000);
@@ -180,6 +186,7 @@ export class HookRunnerClient {
     let mayHaveRun = false;
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
       if (this.#closed) throw unavailable('The hook-runner client is closed.');
+      if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun);
       let address: string | undefined;
       try {
         address = await this.#address();
@@ -188,9 +195,11 @@ export class HookRunnerClient {
       }
       if (address !== undefined) {
         try {
-          return await this.#unary(this.#clientFor(address), method, request, deadlineMs);
+          return await this.#unary(this.#clientFor(address), method, request, deadlineMs, signal);
         } catch (error) {
           if (!isServiceError(error)) throw error;
+          // Cancelled by its signal: a call that got to the runner may have run there.
+          if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun || !neverSent(error));
           if (refusesToken(error)) this.#options.onTokenRefused?.();
           // A runner that refuses (its disk below its floor) after an earlier attempt of this call was
           // lost on the way may have run that one: the caller must not take it as never sent.
@@ -224,10 +233,12 @@ export class HookRunnerClient {
     method: M,
     request: HookRunnerMethods[M]['request'],
     deadlineMs: number,
+    signal?: AbortSignal,
   ): Promise<HookRunnerMethods[M]['reply']> {
     const definition = loadHookRunnerService()[method];
     return new Promise((resolve, reject) => {
-      client.makeUnaryRequest(
+      const cancel = (): void => call.cancel();
+      const call = client.makeUnaryRequest(
         definition.path,
         definition.requestSerialize,
         definition.responseDeserialize,
@@ -235,11 +246,17 @@ export class HookRunnerClient {
         this.#metadata,
         { deadline: Date.now() + deadlineMs },
         (error: ServiceError | null, reply?: HookRunnerMethods[M]['reply']) => {
+          signal?.removeEventListener('abort', cancel);
           if (error !== null) reject(error);
           else if (reply === undefined) reject(unavailable(`The hook-runner sent an empty ${method} reply.`, undefined, true));
           else resolve(reply);
         },
       );
+      if (isAborted(signal)) call.cancel();
+      else signal?.addEventListener('abort', cancel, { once: true });
     });
   }
 }
+
+/** A function, not an inline test: an abort comes during an await, which TypeScript's narrowing does not see. */
+const isAborted = (signal: AbortSignal | undefined): boolean => signal?.aborted === true;

@@ -45,6 +45,19 @@ export class CallNotSentError extends RetryableError {
   }
 }
 
+/**
+ * The caller withdrew the call (its signal aborted: the run left the attempt). A call still waiting
+ * for its guest's turn is dropped by the runner unrun; one whose guest had started runs to its end
+ * and is recorded (a retry of its key replays it). `mayHaveRun`: whether the call had been sent.
+ */
+export class CallWithdrawnError extends SluiceError {
+  readonly mayHaveRun: boolean;
+  constructor(method: string, mayHaveRun: boolean) {
+    super(409, 'call_withdrawn', mayHaveRun ? `Withdrawn while the hook-runner had the call (${method}): its run left this attempt. A guest that had not started was not run.` : `Not sent (${method}): its run left this attempt before the call went out.`);
+    this.mayHaveRun = mayHaveRun;
+  }
+}
+
 /** What a caller is told when the hook-runner's disk is below its floor. */
 export const RUNNER_DISK_FULL = "The hook-runner's disk is nearly full: nothing was run or stored. Try again later.";
 

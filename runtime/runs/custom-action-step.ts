@@ -5,7 +5,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import type { RunContext, StepFailure } from '../../actors/run-types.ts';
 import { OutputContractError, parseActionOutput, type DerivedEventSpec, type ProjectionWrite } from '../actions/output-contract.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
-import { CallNotSentError, RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
+import { CallNotSentError, CallWithdrawnError, RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
 import type { ActionInvoker } from '../hook-runner/client.ts';
 
 /** Derived events deeper than this fail the step: a hook cannot loop an event forever. */
@@ -72,6 +72,8 @@ export interface ActionStepInput {
    * a run cancelled while the step waited (for memory: step-input.ts) does not run its guest.
    */
   readonly stillWanted?: () => boolean;
+  /** Aborted when the run leaves this attempt while its call is out: a call still queued in the hook-runner is dropped unrun. */
+  readonly withdrawn?: AbortSignal;
 }
 
 /**
@@ -113,8 +115,11 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
       payloadJson: input.payloadJson,
       idempotencyKey: input.idempotencyKey,
       fence: input.fence,
+      ...(input.withdrawn === undefined ? {} : { signal: input.withdrawn }),
     });
   } catch (error) {
+    // The run left the attempt while the call was out: dropped by the runner if its guest had not started.
+    if (error instanceof CallWithdrawnError) return fail('custom_action_withdrawn', error.message, false, base, error.mayHaveRun);
     // No connection took the call, or the runtime held it back: the attempt never started (no started_at), as a refused webhook's.
     // A runner's retryAfterMs (5 s below its disk floor) is for API callers; a step keeps its policy's
     // backoff, so that a disk low for minutes does not use up the step's retries in 25 s.

@@ -32,6 +32,7 @@ import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
 import { DerivedBudget, type DerivedHold } from './derived-budget.ts';
 import { derivedEventId } from './step-effects.ts';
+import { AttemptsOut, type AttemptOut } from './attempts-out.ts';
 
 /** A step's report (its outcome) whose transition could not be written, kept while its run is stalled. */
 interface UnwrittenReport {
@@ -63,8 +64,8 @@ export class RunEngine {
   /** The next transition of a run waits for the previous one to be durable. */
   readonly #chains: RunChains;
   readonly #limitsSet = new Set<string>();
-  /** Per run, the fence of the step attempt that is out and has not reported yet. */
-  readonly #dispatched = new Map<string, number>();
+  /** Per run, the step attempt that is out and has not reported yet; withdrawn when the run leaves it. */
+  readonly #dispatched = new AttemptsOut();
   /** Stalled runs whose step answered but whose report could not be written: #resume writes it again instead of sending the step again. */
   readonly #unwrittenReports = new Map<string, UnwrittenReport>();
   /** Admission in the write that stores a run, for run creation and boot recovery: a slot taken on the spot, given back if the write fails. */
@@ -255,6 +256,8 @@ export class RunEngine {
       return false;
     }
     live.persisted = run;
+    // Before #act: the attempt out now is the one this transition may have left.
+    this.#dispatched.withdrawIfLeft(key, run);
     if (written.update !== undefined) this.#d.rooms.publish(orgId, [written.update]);
     this.#act(run);
     if (kept !== undefined) await this.#keepAfterCancel(key, run, kept);
@@ -286,8 +289,9 @@ export class RunEngine {
     this.#pump();
   }
 
-  /** Drops the run's live actor, any answer kept for it and its place in the scheduler; the caller pumps afterwards. */
+  /** Withdraws the run's attempt out, drops its live actor, any answer kept for it and its place in the scheduler; the caller pumps afterwards. */
   #letGo(orgId: OrgId, runId: RunId): void {
+    this.#dispatched.withdrawIfLeft(orgScopedKey(orgId, runId), undefined);
     this.#dropActor(orgScopedKey(orgId, runId));
     this.#unwrittenReports.delete(orgScopedKey(orgId, runId));
     if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
@@ -351,6 +355,7 @@ export class RunEngine {
         return;
       }
       if (run.value === 'queued' && this.#scheduler.placeOf(orgId, runId) === 'running') this.#scheduler.release(orgId, runId);
+      this.#dispatched.withdrawIfLeft(key, run);
       this.#act(run);
     }).catch(() => this.#stalled.failed(key));
   }
@@ -393,7 +398,7 @@ export class RunEngine {
         break;
       case 'dispatch_step':
         // A stalled run picked up again while this very attempt is still out: its report carries the run on.
-        if (this.#dispatched.get(key) !== work.fence) {
+        if (this.#dispatched.fenceOf(key) !== work.fence) {
           // Reading what the step needs (its version, its event) can fail like any read: the run is
           // then picked up again later, as after a failed write, instead of an unhandled rejection.
           const dispatch = async (): Promise<void> => {
@@ -452,16 +457,16 @@ export class RunEngine {
   async #dispatch(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
     const key = orgScopedKey(ctx.orgId, ctx.runId);
-    this.#dispatched.set(key, work.fence);
+    const attempt = this.#dispatched.start(key, work.fence);
     try {
-      await this.#perform(run, work);
+      await this.#perform(run, work, attempt);
     } finally {
       // The report may already have dispatched the run's next attempt, under another fence.
-      if (this.#dispatched.get(key) === work.fence) this.#dispatched.delete(key);
+      this.#dispatched.finish(key, attempt);
     }
   }
 
-  async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
+  async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, attempt: AttemptOut): Promise<void> {
     const ctx = run.context;
     // A plan that lost its sandbox sends nothing more from it (as its schedules and sockets stop):
     // the step fails for good, so the run ends instead of retrying where no one can see or stop it.
@@ -483,7 +488,7 @@ export class RunEngine {
           derived ??= this.#derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
           return derived.take();
         };
-        return this.#performWith(run, work, event, holdInput, takeDerived);
+        return this.#performWith(run, work, event, holdInput, takeDerived, attempt);
       });
       await this.send(ctx.orgId, ctx.runId, report, effects);
     } finally {
@@ -491,7 +496,7 @@ export class RunEngine {
     }
   }
 
-  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined, holdInput: HoldStepInput, takeDerived: () => boolean): Promise<StepOutcome> {
+  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined, holdInput: HoldStepInput, takeDerived: () => boolean, attempt: AttemptOut): Promise<StepOutcome> {
     const ctx = run.context;
     return performStep({
       run,
@@ -506,6 +511,7 @@ export class RunEngine {
       actions: this.#d.actions,
       runner: this.#d.runner,
       stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence),
+      withdrawn: () => attempt.signal(),
       holdInput,
     });
   }

@@ -44,6 +44,8 @@ export interface StepContext {
   readonly takeDerived: () => boolean;
   /** Whether the run still waits for this attempt (running, under its fence): asked before a webhook leaves or a guest runs. */
   readonly stillWanted: () => boolean;
+  /** Aborted once the run no longer waits for this attempt: a custom action's call still queued in the hook-runner is dropped unrun (attempts-out.ts). */
+  readonly withdrawn?: () => AbortSignal;
   /** Keeps the step input's bytes taken past the step's end, while a webhook body is still being sent (step-input.ts). */
   readonly holdInput?: HoldStepInput;
 }
@@ -108,6 +110,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         idempotencyKey: work.idempotencyKey,
         fence: work.fence,
         stillWanted: ctx.stillWanted,
+        ...(ctx.withdrawn === undefined ? {} : { withdrawn: ctx.withdrawn() }),
       },
       ctx.actions,
       ctx.runner,

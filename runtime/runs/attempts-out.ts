@@ -1,0 +1,68 @@
+// The step attempts that are out (dispatched, not yet reported), one per run, under their fence. An
+// attempt can be withdrawn: once its run no longer waits for it (cancelled, deleted by a sandbox
+// reset, or moved on under another fence), its signal aborts, and a custom action's call still
+// waiting in the hook-runner for a guest slot is dropped there unrun. The signal is made only when a
+// step asks for it (AbortController costs microseconds, and webhook steps need none: a request still
+// waiting for a connection asks stillWanted instead).
+
+import type { PersistedRun } from '../../actors/run-transition.ts';
+
+/** One attempt out: its fence, and the controller made for the first step that asked for a signal. */
+export interface AttemptOut {
+  readonly fence: number;
+  /** Aborted when the run leaves the attempt. */
+  signal(): AbortSignal;
+}
+
+class Attempt implements AttemptOut {
+  readonly fence: number;
+  #controller: AbortController | undefined;
+  #withdrawn = false;
+
+  constructor(fence: number) {
+    this.fence = fence;
+  }
+
+  signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#withdrawn) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  withdraw(): void {
+    this.#withdrawn = true;
+    this.#controller?.abort();
+  }
+}
+
+/** Keyed by the run's org-scoped key. */
+export class AttemptsOut {
+  readonly #out = new Map<string, Attempt>();
+
+  /** The fence of the run's attempt out, if any. */
+  fenceOf(key: string): number | undefined {
+    return this.#out.get(key)?.fence;
+  }
+
+  /** Marks the attempt under `fence` as out (replacing any older one of the run). */
+  start(key: string, fence: number): AttemptOut {
+    const attempt = new Attempt(fence);
+    this.#out.set(key, attempt);
+    return attempt;
+  }
+
+  /** The attempt has reported (or failed to): forgotten, unless the run's next attempt is already out under another fence. */
+  finish(key: string, attempt: AttemptOut): void {
+    if (this.#out.get(key) === attempt) this.#out.delete(key);
+  }
+
+  /** Withdraws the run's attempt out unless `run` (its new durable state; undefined: deleted) still waits for it. */
+  withdrawIfLeft(key: string, run: PersistedRun | undefined): void {
+    const attempt = this.#out.get(key);
+    if (attempt === undefined) return;
+    if (run !== undefined && run.value === 'running' && run.context.fence === attempt.fence) return;
+    attempt.withdraw();
+  }
+}
