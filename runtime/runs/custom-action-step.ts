@@ -12,6 +12,12 @@ import type { ActionInvoker } from '../hook-runner/client.ts';
 export const MAX_DERIVED_DEPTH = 8;
 /** Events that custom actions may derive, in all, from one root event (all sharing its correlation_id). */
 export const MAX_DERIVED_PER_ROOT = 1000;
+/** How a step whose output would derive one event too many fails. */
+export const DERIVED_BUDGET_EXCEEDED: StepFailure = {
+  code: 'derived_event_budget_exceeded',
+  message: `${MAX_DERIVED_PER_ROOT} events have already been derived from this run's root event; no more are made.`,
+  retryable: false,
+};
 
 type Resolution =
   | { kind: 'approved'; version: number; digest: string; permissions: readonly string[] }
@@ -142,7 +148,8 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
     // Depth bounds a chain, not its width: workflows that each derive two events of their own
     // trigger would double every level. One root event's descendants share this budget.
     if (parsed.derivedEvent !== null && !input.takeDerived()) {
-      return fail('derived_event_budget_exceeded', `${MAX_DERIVED_PER_ROOT} events have already been derived from this run's root event; no more are made.`, false, evidence);
+      const { code, message, retryable } = DERIVED_BUDGET_EXCEEDED;
+      return fail(code, message, retryable, evidence);
     }
     return { ok: true, result: parsed.document, evidence, effects: { projection: parsed.projection, derivedEvent: parsed.derivedEvent }, invoked: true };
   } catch (error) {

@@ -16,7 +16,7 @@ import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed, sandboxDisabledMessage } from '../tenancy/sandbox-guard.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
-import { MAX_DERIVED_PER_ROOT, type ActionEffects } from './custom-action-step.ts';
+import { DERIVED_BUDGET_EXCEEDED, MAX_DERIVED_PER_ROOT, type ActionEffects } from './custom-action-step.ts';
 import { RunChains } from './run-chains.ts';
 import type { RunKeys } from './run-store.ts';
 import { RunCreation } from './run-creation.ts';
@@ -40,6 +40,14 @@ interface UnwrittenReport {
   readonly effects: ActionEffects | undefined;
   /** When the report first came, so the attempt's times are the step's own, not the retry's. */
   readonly at: number;
+}
+
+/** A kept completion whose derived event no longer fits its root's budget: the step fails as it would have when it answered. */
+function overDerivedBudget(report: UnwrittenReport): UnwrittenReport {
+  const { stepId, fence } = report.command;
+  const { startedAt, evidence } = report.command as Extract<RunCommand, { type: 'step.succeeded' }>;
+  const failed = { type: 'step.failed' as const, stepId, fence, error: DERIVED_BUDGET_EXCEEDED, ...(startedAt === undefined ? {} : { startedAt }), ...(evidence === undefined ? {} : { evidence }) };
+  return { command: failed, effects: undefined, at: report.at };
 }
 
 const isStepReport = (command: RunCommand): command is UnwrittenReport['command'] =>
@@ -297,6 +305,14 @@ export class RunEngine {
     if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
   }
 
+  /** For a kept completion whose output derives an event: a hold on a place in its root's budget. */
+  #derivedHoldFor(run: PersistedRun, report: UnwrittenReport): DerivedHold | undefined {
+    if (report.command.type !== 'step.succeeded' || report.effects?.derivedEvent == null) return undefined;
+    const { orgId, runId, eventId } = run.context;
+    const event = this.#d.events.getRecord(orgId, eventId);
+    return event === undefined ? undefined : this.#derivedBudget.hold(orgId, event.correlation_id, derivedEventId(runId, report.command.stepId));
+  }
+
   /** The run's actor, if live, stops and rests as its snapshot. */
   #dropActor(key: string): void {
     this.#actors.get(key)?.actor.stop();
@@ -324,14 +340,19 @@ export class RunEngine {
       if (report !== undefined && run !== undefined) {
         const work = pendingWork(run);
         if (work.kind === 'dispatch_step' && work.fence === report.command.fence && work.stepId === report.command.stepId) {
+          // Its place in the derived-event budget was let go when its write failed: it takes one again.
+          const derived = this.#derivedHoldFor(run, report);
           try {
-            await this.#apply(orgId, runId, report.command, report.effects, report.at);
+            const kept = derived === undefined || derived.take() ? report : overDerivedBudget(report);
+            await this.#apply(orgId, runId, kept.command, kept.effects, kept.at);
           } catch {
             // A failed read or write kept the report and stalled the run again; anything else did neither.
             if (!this.#unwrittenReports.has(key)) {
               this.#unwrittenReports.set(key, report);
               this.#stalled.failed(key);
             }
+          } finally {
+            derived?.release();
           }
           return;
         }
@@ -478,7 +499,7 @@ export class RunEngine {
     }
     // A place in the root's derived-event budget, taken when the output derives an event, counts
     // until that event is stored, and is let go once the completion's write has settled (stored,
-    // or failed). A completion whose write failed and is written later holds none (a failing disk: rare).
+    // or failed). A completion whose write failed takes a place again when #resume writes it.
     // The hold is made only by an output that derives an event (its id is a hash): not per step.
     let derived: DerivedHold | undefined;
     try {

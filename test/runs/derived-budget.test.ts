@@ -1,10 +1,18 @@
 // The derived-event budget for steps in flight together: a place counts until its event is stored
 // (not until the flush that follows: counted twice meanwhile, a valid step was refused), a step
-// whose event is stored already needs none, and a place let go frees the room.
+// whose event is stored already needs none, and a place let go frees the room. A completion whose
+// write failed is checked again when it is written after the pause (on a real runtime and runner).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
 import { DerivedBudget } from '../../runtime/runs/derived-budget.ts';
+import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
+import { upload } from '../actions/action-fixtures.ts';
+import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 
 test('places count until their events are stored, then the count on disk has them', () => {
   let derived = 998;
@@ -31,4 +39,50 @@ test('a step whose derived event is stored already (it ran before a crash) takes
   const budget = new DerivedBudget(1000, { derivedSoFar: () => 1000, eventStored: (_org, id) => id === 'evt_done' });
   assert.equal(budget.hold('org', 'root', 'evt_done').take(), true);
   assert.equal(budget.hold('org', 'root', 'evt_new').take(), false);
+});
+
+test('a completion whose write failed takes a place again when written after the pause: a budget filled meanwhile fails the step, nothing derived', { timeout: 60_000 }, async () => {
+  const clock = new ManualClock(Date.UTC(2026, 11, 3, 9, 0, 0));
+  const rt = await startRuntime({ clock, args: ['--runner', 'child'] });
+  try {
+    const org = 'acct-derived-resume';
+    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+    const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
+    const wasm = await assembleWat('sink', constantWat(JSON.stringify({ derived_event: { type: 'sink', payload: {} } })));
+    const uploaded = await upload(rt.url, `/organizations/${org}/custom-actions`, key, { name: 'sink', file: wasm });
+    assert.equal(uploaded.status, 201, uploaded.text);
+    const actionId: string = uploaded.body.custom_action.id;
+    assert.equal((await post(`/custom-actions/${actionId}/review`, { status: 'approved', version: 1 })).status, 200);
+    assert.equal((await post('/workflows', { name: 'derive', trigger_event: 'root', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
+
+    // The root's count as stored, plus events derived from it elsewhere (999: one place left).
+    const events = rt.runtime.context.events;
+    const storedCount = events.derivedCount.bind(events);
+    let elsewhere = 999;
+    events.derivedCount = (orgId, rootEventId) => storedCount(orgId, rootEventId) + elsewhere;
+    // The step's completion (its derived event with it) fails to be written once.
+    const runs = rt.runtime.context.runs;
+    const write = runs.write.bind(runs);
+    let failures = 0;
+    runs.write = (run, previous) => {
+      if (failures === 0 && run.value === 'completed') {
+        failures += 1;
+        throw new Error('ENOSPC: no space left on device');
+      }
+      write(run, previous);
+    };
+    assert.equal((await post('/events', { type: 'root', id: 'root-1', payload: {} })).status, 202);
+    await eventually('the completion write to fail', () => failures, (n) => n === 1);
+    // Meanwhile the root's last place is taken by an event derived elsewhere.
+    elsewhere = 1000;
+    clock.advance(FIRST_RETRY_MS);
+    rt.runtime.engine.stalled.timers.fireDue();
+    const [reaction] = (await call(rt.url, 'GET', `/organizations/${org}/events/root-1`, { token: key })).body.reactions;
+    const run = await eventually('the run to end', async () => (await call(rt.url, 'GET', `/organizations/${org}/runs/${reaction.run_id}`, { token: key })).body.run, (r) => r.state === 'failed' || r.state === 'completed');
+    assert.deepEqual([run.state, run.error?.code], ['failed', 'derived_event_budget_exceeded']);
+    assert.equal(storedCount(org, 'root-1'), 0, 'no event was derived past the budget');
+    assert.deepEqual((await call(rt.url, 'GET', `/organizations/${org}/events?type=sink`, { token: key })).body.events, []);
+  } finally {
+    await rt.close();
+  }
 });
