@@ -42,7 +42,7 @@ export class DerivedCounts {
   }
 
   /** Keeps the counts in step with an event retention removes; call inside that transaction, after removing it. */
-  removedWithin(event: StoredEvent): void {
+  removedWithin(event: Omit<StoredEvent, 'payload'>): void {
     if (event.correlation_id === event.id) {
       // A root: its count goes unless a descendant is still stored.
       const stored = this.#stored(event.org_id, event.id);

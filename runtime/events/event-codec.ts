@@ -3,7 +3,7 @@
 // from that text (a webhook's body usually is the payload, byte for byte).
 
 import type { Recording, StoredEvent } from './event-record.ts';
-import { payloadTextOf, withPayloadText } from './payload-text.ts';
+import { payloadTextOf, withLazyPayload } from './payload-text.ts';
 
 /** An event as stored: everything but `payload`, which is kept as `payload_json`. */
 export type EventRecord = Omit<StoredEvent, 'payload'> & { readonly payload_json: string };
@@ -33,11 +33,16 @@ export function currentEventRecord(record: EventRecord): EventRecord {
   return withCurrentFields({ ...rest, payload_json: JSON.stringify(payload ?? null) });
 }
 
+/**
+ * The event with its payload parsed when something first reads it: answers hand the payload on as
+ * its text (eventWithRawPayload), and a page of megabyte payloads parsed on the event loop only to
+ * be thrown away held every tenant's requests for seconds.
+ */
 export function fromEventRecord(record: EventRecord): StoredEvent {
   // Data dirs from before this layout hold the payload itself.
   if (typeof record.payload_json !== 'string') return withCurrentFields(record as unknown as StoredEvent);
   const { payload_json: payloadJson, ...rest } = withCurrentFields(record);
-  return withPayloadText({ ...rest, payload: JSON.parse(payloadJson) as unknown }, payloadJson);
+  return withLazyPayload({ ...rest, payload: undefined }, payloadJson);
 }
 
 /** Fields added since a record was written read as their default: `replay_workflow_ids` null (every listener). */

@@ -171,7 +171,7 @@ export class EventStore {
    * Removes an event, its time index entry and its recording for retention, leaving a tombstone
    * when its id was the caller's (see #tombstones). Call inside a write transaction.
    */
-  removeWithin(event: StoredEvent, nowMs: number): void {
+  removeWithin(event: Omit<StoredEvent, 'payload'>, nowMs: number): void {
     const { events, eventsByTime, recordings } = this.#ledger;
     eventsByTime.remove([event.org_id, event.environment, event.received_at_ms, event.id]);
     events.remove([event.org_id, event.id]);

@@ -79,7 +79,8 @@ async function removeFinished(deps: HistoryDeps, keys: readonly [string, string,
           continue;
         }
         if (stale) continue;
-        const event = deps.events.get(orgId, eventId)!;
+        // The record as stored: nothing here needs the payload parsed (it may be megabytes, under the write lock).
+        const event = deps.events.getRecord(orgId, eventId)!;
         deps.events.removeWithin(event, nowMs);
         for (const run of finished) deps.runs.remove(run);
         events += 1;
@@ -92,5 +93,5 @@ async function removeFinished(deps: HistoryDeps, keys: readonly [string, string,
 
 /** A time index entry that does not name its event: the event is gone, or the id now names a later one. */
 function isStale(deps: HistoryDeps, [orgId, , receivedAtMs, eventId]: readonly [string, string, number, string]): boolean {
-  return deps.events.get(orgId, eventId)?.received_at_ms !== receivedAtMs;
+  return deps.events.getRecord(orgId, eventId)?.received_at_ms !== receivedAtMs;
 }

@@ -34,8 +34,14 @@ export const payloadTextOf = (event: StoredEvent): string => texts.get(event) ??
 /** An event's size in a list answer, for paging by bytes: its payload text and about 512 bytes for the rest. */
 export const weighEvent = (event: StoredEvent): number => payloadTextOf(event).length + 512;
 
-/** The event for an answer or a step body: its payload written as received (serialize with stringifyWithRaw). */
-export const eventWithRawPayload = (event: StoredEvent): Omit<StoredEvent, 'payload'> & { readonly payload: RawJson } => ({
-  ...event,
-  payload: new RawJson(payloadTextOf(event)),
-});
+/**
+ * The event for an answer or a step body: its payload written as received (serialize with
+ * stringifyWithRaw). Copied member by member, so a payload not parsed yet (withLazyPayload) is not
+ * parsed for this: a spread would read it.
+ */
+export function eventWithRawPayload(event: StoredEvent): Omit<StoredEvent, 'payload'> & { readonly payload: RawJson } {
+  const shown: Record<string, unknown> = {};
+  for (const key of Object.keys(event)) if (key !== 'payload') shown[key] = event[key as keyof StoredEvent];
+  shown['payload'] = new RawJson(payloadTextOf(event));
+  return shown as Omit<StoredEvent, 'payload'> & { readonly payload: RawJson };
+}

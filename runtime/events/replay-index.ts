@@ -61,7 +61,7 @@ export class ReplayIndex {
    * gone, and a replay that outlives it, failed runs keeping it, would hold its entry for ever).
    * Call inside a write transaction.
    */
-  removeWithin(event: StoredEvent): void {
+  removeWithin(event: Omit<StoredEvent, 'payload'>): void {
     if (isReplay(event)) this.#table.remove(keyOf(event));
     // Read in full before removing (lmdb-js and the memory twin both see the transaction's own
     // writes here; ledger.ts leaves range reads in a writing transaction unspecified, and sandbox
