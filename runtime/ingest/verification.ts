@@ -6,6 +6,12 @@ import { InputError, SluiceError } from '../errors.ts';
 
 export const TIMESTAMP_TOLERANCE_SECONDS = 300;
 const MAX_ID_LENGTH = 256;
+/**
+ * Signatures one delivery may carry. Providers send one per active secret (a few while rotating);
+ * every one is compared with every key, so an unsigned request with thousands of them cost the event
+ * loop ~100x a normal one.
+ */
+export const MAX_SIGNATURES = 16;
 
 /** The provider's own identity for a delivery; `eventType` may come later from the body. */
 export interface VerifiedDelivery {
@@ -36,19 +42,22 @@ export function hmac(key: Buffer | string, data: Buffer[], encoding: 'base64' | 
   return mac.digest(encoding);
 }
 
-/** Constant-time comparison of two encoded digests of possibly different lengths. */
-export function digestsEqual(expected: string, presented: string): boolean {
-  const a = Buffer.from(expected, 'utf8');
-  const b = Buffer.from(presented, 'utf8');
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** Returns the index of the first key whose digest matches any presented signature, or -1. */
-export function findMatchingKey(expectedPerKey: readonly (string | undefined)[], presented: readonly string[]): number {
+/**
+ * Returns the index of the first key whose digest matches any presented signature, or -1; 401
+ * `too_many_signatures` past MAX_SIGNATURES (`header` names where they came from). Digests are ASCII
+ * (base64 or hex): a signature of another length cannot match and is not compared. Every key is
+ * compared with every signature of its length, in constant time, whatever matched before.
+ */
+export function findMatchingKey(header: string, expectedPerKey: readonly (string | undefined)[], presented: readonly string[]): number {
+  if (presented.length > MAX_SIGNATURES) {
+    throw signatureError('too_many_signatures', `The ${header} header carries ${presented.length} signatures; at most ${MAX_SIGNATURES} are accepted.`);
+  }
+  const candidates = presented.map((signature) => Buffer.from(signature, 'utf8'));
   let match = -1;
   expectedPerKey.forEach((expected, index) => {
     if (expected === undefined) return;
-    for (const candidate of presented) if (digestsEqual(expected, candidate) && match === -1) match = index;
+    const digest = Buffer.from(expected, 'utf8');
+    for (const candidate of candidates) if (candidate.length === digest.length && timingSafeEqual(digest, candidate) && match === -1) match = index;
   });
   return match;
 }

@@ -16,7 +16,7 @@ export function verifyGithub(headers: Readonly<Record<string, string>>, body: Bu
   if (!EVENT_TYPE_REGEX.test(eventType)) throw headerError('x-github-event', `The X-GitHub-Event header is not an event type. ${EVENT_TYPE_RULE}`);
   assertNotReservedType(eventType, 'headers.x-github-event');
   const expected = secrets.map((secret) => hmac(secret, [body], 'hex'));
-  const keyIndex = findMatchingKey(expected, [header.slice('sha256='.length).toLowerCase()]);
+  const keyIndex = findMatchingKey('X-Hub-Signature-256', expected, [header.slice('sha256='.length).toLowerCase()]);
   if (keyIndex < 0) throw signatureError('invalid_signature', 'The GitHub signature does not match an active secret of this source.');
   return { providerEventId, eventType, keyIndex };
 }

@@ -38,7 +38,7 @@ export function verifyStandardWebhook(
     const key = decodeStandardSecret(secret);
     return key === undefined || key.length === 0 ? undefined : hmac(key, [prefix, body], 'base64');
   });
-  const keyIndex = findMatchingKey(expected, presented);
+  const keyIndex = findMatchingKey('webhook-signature', expected, presented);
   if (keyIndex < 0) throw signatureError('invalid_signature', 'No webhook signature matches an active secret of this source.');
   return { providerEventId: id, eventType: undefined, keyIndex };
 }

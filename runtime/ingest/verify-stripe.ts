@@ -26,7 +26,7 @@ export function verifyStripe(
   if (presented.length === 0) throw signatureError('invalid_signature', 'The Stripe-Signature header has no v1 signature.');
   const prefix = Buffer.from(`${timestamp}.`, 'utf8');
   const expected = secrets.map((secret) => hmac(secret, [prefix, body], 'hex'));
-  const keyIndex = findMatchingKey(expected, presented);
+  const keyIndex = findMatchingKey('Stripe-Signature', expected, presented);
   if (keyIndex < 0) throw signatureError('invalid_signature', 'No Stripe signature matches an active secret of this source.');
   return { providerEventId: undefined, eventType: undefined, keyIndex };
 }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
+import { MAX_SIGNATURES } from '../../runtime/ingest/verification.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
 
@@ -192,6 +193,24 @@ test('stripe: t + v1 hex over "t.body", several v1 allowed, v0 ignored, id and t
     assert.equal(refused.status, 400, `id ${JSON.stringify(id)}: a dedup key is printable ASCII, as webhook-id headers are`);
     assert.equal(refused.body.error.field, 'id');
   }
+});
+
+test(`at most ${MAX_SIGNATURES} signatures per delivery: the last of ${MAX_SIGNATURES} verifies, one more is 401 too_many_signatures (standard and stripe)`, async () => {
+  const body = JSON.stringify({ type: 't.x' });
+  const signed = signStandard(SECRET, 'msg_many_sigs', nowSeconds(), body);
+  const decoys = (n: number): string[] => Array.from({ length: n }, (_, i) => `v1,${Buffer.alloc(32, i).toString('base64')}`);
+  const withSignatures = (list: string[]) => ({ ...signed, 'webhook-signature': list.join(' ') });
+  const tooMany = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: withSignatures([...decoys(MAX_SIGNATURES), signed['webhook-signature']!]) });
+  assert.deepEqual([tooMany.status, tooMany.body.error.code], [401, 'too_many_signatures'], tooMany.text);
+  assert.match(tooMany.body.error.message, new RegExp(`carries ${MAX_SIGNATURES + 1} signatures; at most ${MAX_SIGNATURES}`));
+  const enough = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: withSignatures([...decoys(MAX_SIGNATURES - 1), signed['webhook-signature']!]) });
+  assert.equal(enough.status, 204, enough.text);
+
+  const stripeBody = JSON.stringify({ id: 'evt_many_sigs', type: 'invoice.paid' });
+  const t = nowSeconds();
+  const good = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t}.${stripeBody}`).digest('hex');
+  const stripe = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body: stripeBody, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},${'v1=00,'.repeat(MAX_SIGNATURES)}v1=${good}` } });
+  assert.deepEqual([stripe.status, stripe.body.error.code], [401, 'too_many_signatures'], stripe.text);
 });
 
 test('github: sha256 over the raw body, delivery id and event from headers', async () => {
