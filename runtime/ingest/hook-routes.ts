@@ -173,7 +173,8 @@ function sourceAfterWait(source: SourceRecord, checked: SourceRecord, lookup: ()
 /** The body's top-level `id` or `type` (undefined when it is not a string), as the event's. */
 function bodyString(value: string | undefined, field: 'id' | 'type'): string {
   // An id becomes the dedup key, like a webhook-id header, and is checked as one.
-  if (typeof value !== 'string' || value === '' || value.length > 256 || (field === 'id' && !isDeliveryId(value))) {
+  // A type of any length is judged by EVENT_TYPE_REGEX after this (a 300-character one is invalid_event_type, not missing).
+  if (typeof value !== 'string' || value === '' || (field === 'id' && !isDeliveryId(value))) {
     const what = field === 'id' ? 'The webhook body needs a string "id" (1-256 printable ASCII characters).' : `The webhook body needs a string "type". ${EVENT_TYPE_RULE}`;
     throw new InputError(400, field === 'id' ? 'missing_event_id' : 'missing_event_type', what, { field });
   }

@@ -265,6 +265,10 @@ test('a signed body whose event type breaks the rule is a 400 that states the ru
   const leadingDot = await send('{"type":".hidden"}');
   assert.deepEqual([leadingDot.code, leadingDot.field], ['invalid_event_type', 'type']);
   assert.match(leadingDot.message, /1-128 .* starting with a letter, digit or "_"/);
+  for (const length of [129, 257, 5000]) {
+    const long = await send(JSON.stringify({ type: 'a'.repeat(length) }));
+    assert.deepEqual([long.code, long.field], ['invalid_event_type', 'type'], `a ${length}-character type is there, and too long`);
+  }
   const missing = await send('{"data":{}}');
   assert.deepEqual([missing.code, missing.field], ['missing_event_type', 'type']);
   assert.match(missing.message, /needs a string "type"\. The event type must be 1-128/);
