@@ -76,7 +76,8 @@ export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted
       size += chunk.byteLength;
       if (size > limit) return fail(new BodyTooLargeError(limit));
       if (!reserve(chunk.byteLength)) return fail(new ServerBusyError());
-      chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+      // uWS reuses the chunk's memory once this callback returns: one copy keeps it (Buffer.from of a Uint8Array would copy twice).
+      chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) {
         clearTimeout(deadline);
         resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
