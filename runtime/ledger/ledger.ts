@@ -11,7 +11,9 @@
 // - `batch` and `ifNoExists` run their callback at once and commit its writes together
 //   (`ifNoExists` only when the key is absent at commit). `transaction` runs its callback later,
 //   one at a time, after the writes and batches made in the same event turn (even after it), and
-//   resolves with the callback's result; writes made inside it belong to it.
+//   resolves with the callback's result; writes made inside it belong to it. A batch made in a
+//   later turn may commit before a transaction still waiting for its turn (LMDB does so when its
+//   write thread is busy; the memory ledger never does): code must not rely on either order.
 // - A throw inside a `transaction` callback rejects it and takes back every write it made. A throw
 //   inside a `batch` or `ifNoExists` callback does not take back the writes made before it, so
 //   those callbacks must not throw after writing. Whether a write is visible before its promise

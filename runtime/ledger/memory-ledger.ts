@@ -2,14 +2,16 @@
 // interface stands on its own. Keys are ordered exactly as LMDB orders them (ordered-binary) and
 // values are msgpack copies (msgpackr, as the LMDB ledger stores them), so a value read back is
 // never the object that was written. Writes commit in order on a queue, after the code that made
-// them (as LMDB commits on its write thread), so two racing writers see what they would see there.
+// them (as LMDB commits on its write thread), and a transaction before any batch of a later turn
+// (LMDB may commit such a batch first when its write thread is busy: ledger.ts says not to rely on it).
 // Nothing survives the process; a committed write counts as flushed.
 
 import { Packr } from 'msgpackr';
 import { fromBufferKey, toBufferKey } from 'ordered-binary';
 import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
 
-const packr = new Packr({ useRecords: false });
+/** `copyBuffers`, as lmdb-js sets it: a binary value read back is a copy, not a view of the stored bytes. */
+const packr = new Packr({ useRecords: false, copyBuffers: true });
 
 /** Replaced, never changed, on a write: a range read keeps the values it started with, as LMDB's. */
 interface Entry {
@@ -67,8 +69,10 @@ class MemoryTable implements LedgerTable {
     return found.entry === undefined ? undefined : packr.unpack(found.entry.value);
   }
 
+  /** A copy: LMDB's is a buffer reused by the next read, and changing it never changes what is stored. */
   getBinaryFast(key: LedgerKey): Uint8Array | undefined {
-    return this.#find(keyBytes(key)).entry?.value;
+    const value = this.#find(keyBytes(key)).entry?.value;
+    return value === undefined ? undefined : Uint8Array.prototype.slice.call(value);
   }
 
   doesExist(key: LedgerKey): boolean {

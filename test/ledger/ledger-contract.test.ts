@@ -39,6 +39,22 @@ for (const kind of LEDGER_KINDS) {
       assert.equal(table.get(['org_a', 'k']), undefined);
     });
 
+    it('returns binary values as copies: changing what get, getRange or getBinaryFast gave changes nothing stored', async () => {
+      table = freshTable();
+      await durably(ledger.root, table.put(['org_a', 'bytes'], Buffer.from([1, 2, 3, 4])));
+      await durably(ledger.root, table.put(['org_a', 'nested'], { b: Buffer.from([9, 9]) }));
+      (table.get(['org_a', 'bytes']) as Buffer)[0] = 0x63;
+      (table.get(['org_a', 'nested']) as { b: Buffer }).b[0] = 0x63;
+      for (const { value } of table.getRange({ start: ['org_a'], end: ['org_a', '\uffff'] })) {
+        if (Buffer.isBuffer(value)) value[1] = 0x63;
+      }
+      const fast = table.getBinaryFast(['org_a', 'bytes']);
+      assert.ok(fast !== undefined);
+      fast.fill(0x63);
+      assert.deepEqual([...(table.get(['org_a', 'bytes']) as Buffer)], [1, 2, 3, 4]);
+      assert.deepEqual([...(table.get(['org_a', 'nested']) as { b: Buffer }).b], [9, 9]);
+    });
+
     it('keeps tables apart and hands out the same table for the same name', async () => {
       const first = freshTable();
       const second = freshTable();
