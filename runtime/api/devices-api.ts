@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { generateToken, hashToken } from '../auth/secrets.ts';
-import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
+import { assertNoBodyFields } from '../http/parse-json.ts';
 import { noContent, rawJson, type HttpRequest, type Route } from '../http/types.ts';
 import { EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
 import { ENVIRONMENTS, SOURCE_NAME_PATTERN, type Environment } from '../sources/source-record.ts';
@@ -17,6 +17,7 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
+import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
 
 const parseCreate = createBodyParser<{ name: string; environment?: Environment; event_types?: Record<string, object> }>({
   type: 'object',
@@ -43,7 +44,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       pattern: base,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const body = parseCreate(parseJsonRequest(request));
+        const body = parseCreate(parseSchemaWrite(request));
         const environment = body.environment ?? 'production';
         assertSandboxAllowed(org, environment);
         await ctx.schemas.writes.compile(org.id, body.event_types);
@@ -76,7 +77,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const addressed = requireDevice(request, org);
-        const update = parseUpdate(parseJsonRequest(request));
+        const update = parseUpdate(parseSchemaWrite(request));
         await ctx.schemas.writes.compile(org.id, update.event_types);
         // A device deleted and made again while the schemas compiled is another device: 404.
         const device = await devices.update(org.id, addressed.name, (current) => current.id !== addressed.id ? undefined : ({

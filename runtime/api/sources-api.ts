@@ -3,7 +3,6 @@
 // to one environment (`?environment=`), as for workflows and runs.
 
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
-import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { EVENT_TYPES_BODY_SCHEMA } from '../sources/event-schemas.ts';
 import {
@@ -25,6 +24,7 @@ import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
 
 interface SourceBody {
   name: string;
@@ -74,7 +74,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       pattern: base,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const body = parseCreate(parseJsonRequest(request));
+        const body = parseCreate(parseSchemaWrite(request));
         assertSandboxAllowed(org, body.environment ?? 'production');
         const scheme = body.scheme ?? 'standard-webhooks';
         assertSecretsFit(scheme, body.secrets);
@@ -103,7 +103,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const current = requireSource(request, org);
-        const update = parseUpdate(parseJsonRequest(request));
+        const update = parseUpdate(parseSchemaWrite(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
         await ctx.schemas.writes.compile(org.id, update.event_types);
         // Merged onto the source as stored when the write runs: a concurrent update is not undone. A

@@ -48,6 +48,27 @@ test('a lone surrogate written as an upper-case escape, in a member name or deep
   assert.equal((await raw('{"type":"a.b","payload":{"escaped":"\\\\uD800 is text, not an escape"}}'))[0], 202, 'an escaped backslash before uD800 is plain text');
 });
 
+test('an event schema number that would not be stored as written (1e400, a whole number past 2^53) is a 400 for sources and devices; fractions and safe numbers are kept', async () => {
+  const secrets = [`whsec_${Buffer.alloc(24, 1).toString('base64')}`];
+  const raw = async (method: string, path: string, text: string) => {
+    const answer = await call(rt.url, method, path, { token: key, body: text, headers: { 'content-type': 'application/json' } });
+    return [answer.status, answer.body.error?.code, answer.body.error?.field, answer.body.error?.message];
+  };
+  const sourceWith = (schema: string) => `{"name":"exact","secrets":${JSON.stringify(secrets)},"event_types":{"a.b":${schema}}}`;
+  for (const number of ['1e400', '-1e400', '12345678901234567890123']) {
+    const refused = await raw('POST', `${base}/sources`, sourceWith(`{"properties":{"n":{"enum":[${number}]}}}`));
+    assert.deepEqual(refused.slice(0, 3), [400, 'invalid_event_schema', 'event_types'], number);
+    assert.match(String(refused[3]), new RegExp(`number ${number.replace('+', '\\+')}`));
+    assert.deepEqual((await raw('POST', `${base}/devices`, `{"name":"exact-device","event_types":{"a.b":{"const":${number}}}}`)).slice(0, 3), [400, 'invalid_event_schema', 'event_types'], `device ${number}`);
+  }
+  assert.equal((await raw('POST', `${base}/sources`, sourceWith('{"properties":{"n":{"maximum":0.1,"enum":[9007199254740991,2.5e10,"1e400"]}}}')))[0], 201);
+  assert.deepEqual((await raw('PATCH', `${base}/sources/exact`, '{"event_types":{"a.b":{"maximum":1e400}}}')).slice(0, 3), [400, 'invalid_event_schema', 'event_types']);
+  const kept = await call(rt.url, 'GET', `${base}/sources/exact`, { token: key });
+  assert.match(kept.text, /"enum":\[9007199254740991,25000000000,"1e400"\]/, 'the stored schema is the one written');
+  assert.equal((await raw('POST', `${base}/devices`, '{"name":"exact-device","event_types":{"a.b":{"minimum":-0.5}}}'))[0], 201);
+  assert.deepEqual((await raw('PATCH', `${base}/devices/exact-device`, '{"event_types":{"a.b":{"minimum":-1e400}}}')).slice(0, 3), [400, 'invalid_event_schema', 'event_types']);
+});
+
 test('"__proto__" as an event schema key or as a step id is a 400', async () => {
   const schemas = { 'a.b': { type: 'object', properties: JSON.parse('{"__proto__":{"type":"string"}}') as object } };
   assert.deepEqual(await refusal('POST', `${base}/sources`, { name: 'proto', secrets: [`whsec_${Buffer.alloc(24, 1).toString('base64')}`], event_types: schemas }), [400, 'invalid_event_schema', 'event_types.a.b']);
