@@ -2,7 +2,7 @@
 // Every read is scoped to one environment (`?environment=`, default production).
 
 import { InputError } from '../errors.ts';
-import { API_SOURCE, EVENT_ID_PATTERN, generateEventId, rootEvent } from '../events/event-record.ts';
+import { API_SOURCE, assertNotReservedEventId, EVENT_ID_PATTERN, generateEventId, rootEvent } from '../events/event-record.ts';
 import { eventWithRawPayload, withPayloadText } from '../events/payload-text.ts';
 import { parseJsonRequestText } from '../http/parse-json.ts';
 import { rawJson, type Route } from '../http/types.ts';
@@ -49,6 +49,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         const parsed = parseJsonRequestText(request);
         const body = parseSend(parsed.value);
         assertNotReservedType(body.type, 'type');
+        if (body.id !== undefined) assertNotReservedEventId(body.id, 'id');
         assertSandboxAllowed(org, body.environment ?? 'production');
         const environment = body.environment ?? 'production';
         // Stored only once no sandbox reset of the org is in flight, and with no await between this

@@ -2,9 +2,26 @@
 // Events are keyed [orgId, eventId]; event ids sort by time of arrival.
 
 import { randomFillSync } from 'node:crypto';
+import { InputError } from '../errors.ts';
 import type { Environment } from '../sources/source-record.ts';
 
 export const EVENT_ID_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$';
+/**
+ * Sluice's own deterministic event ids: a custom action's derived event (runs/step-effects.ts), a
+ * device's connection events (triggers/device-record.ts), a schedule's ticks (schedule-record.ts).
+ * Each is written once and an existing one counts as written already (a crash's retry), so an API
+ * event that took one first would make Sluice drop its own: such ids are not the caller's to choose.
+ */
+export const RESERVED_EVENT_ID_PREFIXES = ['evt_d_', 'evt_dev_', 'evt_sch_'] as const;
+
+/** 400 `reserved_event_id` for a caller-chosen id in one of Sluice's own id namespaces. */
+export function assertNotReservedEventId(id: string, field: string): void {
+  const prefix = RESERVED_EVENT_ID_PREFIXES.find((reserved) => id.startsWith(reserved));
+  if (prefix !== undefined) {
+    throw new InputError(400, 'reserved_event_id', `Event ids starting with "${prefix}" are Sluice's own (derived, device and schedule events); choose another id.`, { field });
+  }
+}
+
 export const API_SOURCE = '@api';
 /** The source of a business replay's event (runtime/replay/business-replay.ts). */
 export const REPLAY_SOURCE = '@replay';

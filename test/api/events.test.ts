@@ -4,6 +4,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
+import { RESERVED_EVENT_ID_PREFIXES } from '../../runtime/events/event-record.ts';
+import { derivedEventId } from '../../runtime/runs/step-effects.ts';
+import { connectedEventId, type DeviceConnection, type DeviceRecord } from '../../runtime/triggers/device-record.ts';
+import { tickEventId, type ScheduleRecord } from '../../runtime/triggers/schedule-record.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
 
@@ -52,6 +56,17 @@ test('invalid event bodies name the field', async () => {
   }
   const notJson = await call(rt.url, 'POST', '/organizations/acct-events/events', { token: key, body: 'x', headers: { 'content-type': 'text/plain' } });
   assert.equal(notJson.status, 415);
+});
+
+test('an id in one of Sluice\'s own namespaces (derived, device, schedule events) is a 400; a Stripe-style evt_ id is the caller\'s', async () => {
+  const own = [derivedEventId('run_1', 'step'), tickEventId({ id: 'sch_1' } as ScheduleRecord, 0), connectedEventId({ id: 'dev_1' } as DeviceRecord, { id: 'c_1' } as DeviceConnection)];
+  for (const id of own) {
+    assert.ok(RESERVED_EVENT_ID_PREFIXES.some((prefix) => id.startsWith(prefix)), `${id} is in a reserved namespace`);
+    const refused = await send({ type: 'order.placed', payload: {}, id });
+    assert.deepEqual([refused.status, refused.body.error.code, refused.body.error.field], [400, 'reserved_event_id', 'id'], id);
+  }
+  const stripeStyle = await send({ type: 'order.placed', payload: {}, id: 'evt_1NG8Du2eZvKYlo2CUI79vXWy' });
+  assert.equal(stripeStyle.status, 202, stripeStyle.text);
 });
 
 test('listing pages newest first, filters by type, and never mixes environments', async () => {
