@@ -2,6 +2,7 @@
 // multipart upload and the JSON endpoints so both give the same errors for the same mistakes.
 
 import { InputError } from '../errors.ts';
+import { characterCount } from '../validation/character-count.ts';
 
 export const MAX_NAME_LENGTH = 120;
 export const MAX_DESCRIPTION_LENGTH = 2000;
@@ -18,7 +19,7 @@ export function parseActionName(value: unknown, field = 'name'): string {
   if (typeof value !== 'string') throw invalid(field, `Field "${field}" must be a string.`);
   const name = value.trim();
   if (name.length === 0) throw invalid(field, `Field "${field}" must not be empty.`);
-  if (name.length > MAX_NAME_LENGTH) throw invalid(field, `Field "${field}" must be at most ${MAX_NAME_LENGTH} characters.`);
+  if (characterCount(name) > MAX_NAME_LENGTH) throw invalid(field, `Field "${field}" must be at most ${MAX_NAME_LENGTH} characters.`);
   if (CONTROL.test(name)) throw invalid(field, `Field "${field}" must not contain control characters.`);
   return name;
 }
@@ -26,7 +27,7 @@ export function parseActionName(value: unknown, field = 'name'): string {
 /** Free text up to `max` characters (may be empty), line breaks allowed. */
 export function parseLongText(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string') throw invalid(field, `Field "${field}" must be a string.`);
-  if (value.length > max) throw invalid(field, `Field "${field}" must be at most ${max} characters.`);
+  if (characterCount(value) > max) throw invalid(field, `Field "${field}" must be at most ${max} characters.`);
   if (CONTROL_EXCEPT_LINES.test(value)) throw invalid(field, `Field "${field}" must not contain control characters other than tabs and line breaks.`);
   return value;
 }

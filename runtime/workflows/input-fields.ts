@@ -3,6 +3,7 @@
 
 import { InputError } from '../errors.ts';
 import { shownName } from '../validation/shown-name.ts';
+import { characterCount } from '../validation/character-count.ts';
 
 /** Joins a path the way API errors name fields: `steps[1].retry.max_ms`. */
 export function pathOf(parent: string, key: string | number): string {
@@ -49,6 +50,8 @@ export interface StringRule {
   /** Human description of `pattern`, e.g. "letters, digits, _ . : -". */
   readonly patternHint?: string;
   readonly trim?: boolean;
+  /** `max` counts characters (code points: an emoji is one), for free text a person reads; else UTF-16 units. */
+  readonly characters?: true;
 }
 
 export function readString(value: unknown, field: string, rule: StringRule): string {
@@ -56,7 +59,7 @@ export function readString(value: unknown, field: string, rule: StringRule): str
   const text = rule.trim === true ? value.trim() : value;
   const min = rule.min ?? 1;
   if (text.length < min) fail(field, `${describeField(field)} must not be empty.`);
-  if (text.length > rule.max) fail(field, `${describeField(field)} must be at most ${rule.max} characters.`);
+  if ((rule.characters === true ? characterCount(text) : text.length) > rule.max) fail(field, `${describeField(field)} must be at most ${rule.max} characters.`);
   if (CONTROL.test(text)) fail(field, `${describeField(field)} must not contain control characters.`);
   if (rule.pattern !== undefined && !rule.pattern.test(text)) {
     fail(field, `${describeField(field)} may only contain ${rule.patternHint ?? 'allowed characters'}.`);

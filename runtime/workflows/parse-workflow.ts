@@ -55,7 +55,7 @@ export function parseWorkflowInput(body: unknown, existing?: WorkflowDraft, opti
   need('trigger_event');
   need('steps');
 
-  const name = isPresent(input, 'name') ? readString(input['name'], 'name', { max: 200, trim: true }) : existing?.name;
+  const name = isPresent(input, 'name') ? readString(input['name'], 'name', { max: 200, trim: true, characters: true }) : existing?.name;
   const trigger = isPresent(input, 'trigger_event')
     ? readString(input['trigger_event'], 'trigger_event', { max: 128, pattern: EVENT_TYPE_REGEX, patternHint: 'letters, digits, "_", ".", ":" and "-", starting with a letter, digit or "_" (an event type)' })
     : existing?.trigger_event;

@@ -231,6 +231,12 @@ describe('review and versions', () => {
 
     const renamed = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { description: 'no new version' } });
     assert.equal(renamed.body.new_version, null);
+    // Caps count characters: 120 emoji are a 120-character name, as 120 letters are.
+    const emoji = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { name: '🚀'.repeat(120), description: '🚀'.repeat(2000) } });
+    assert.equal(emoji.status, 200, emoji.text);
+    const tooLong = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { name: '🚀'.repeat(121) } });
+    assert.deepEqual([tooLong.status, tooLong.body.error.field], [400, 'name']);
+    assert.equal((await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { name: 'order risk v2' } })).status, 200);
     const bad = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: ['read_secret:OK', 'exec'] } });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.field, 'permissions[1]');

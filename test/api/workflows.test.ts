@@ -239,6 +239,12 @@ describe('workflows REST API', () => {
     assert.equal(notJson.status, 415);
   });
 
+  test('a workflow name is at most 200 characters, an emoji counting as one', async () => {
+    assert.equal((await api('POST', '', { name: '🚀'.repeat(200), trigger_event: 'payment.succeeded', steps: [hook()] })).status, 201);
+    const tooLong = await api('POST', '', { name: '🚀'.repeat(201), trigger_event: 'payment.succeeded', steps: [hook()] });
+    assert.deepEqual([tooLong.status, tooLong.body.error.field, tooLong.body.error.message], [400, 'name', 'Field "name" must be at most 200 characters.']);
+  });
+
   test('an update that changes nothing makes no version', async () => {
     const { workflow } = await create({ name: 'Unchanged' });
     for (const body of [{}, { name: 'Unchanged' }, { status: 'enabled', trigger_event: 'payment.succeeded' }]) {
