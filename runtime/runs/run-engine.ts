@@ -340,9 +340,11 @@ export class RunEngine {
       if (report !== undefined && run !== undefined) {
         const work = pendingWork(run);
         if (work.kind === 'dispatch_step' && work.fence === report.command.fence && work.stepId === report.command.stepId) {
-          // Its place in the derived-event budget was let go when its write failed: it takes one again.
-          const derived = this.#derivedHoldFor(run, report);
+          let derived: DerivedHold | undefined;
           try {
+            // Its place in the derived-event budget was let go when its write failed: it takes one
+            // again. (Read inside: a failed read keeps the report, as a failed write does.)
+            derived = this.#derivedHoldFor(run, report);
             const kept = derived === undefined || derived.take() ? report : overDerivedBudget(report);
             await this.#apply(orgId, runId, kept.command, kept.effects, kept.at);
           } catch {

@@ -75,11 +75,27 @@ test('a completion whose write failed takes a place again when written after the
     await eventually('the completion write to fail', () => failures, (n) => n === 1);
     // Meanwhile the root's last place is taken by an event derived elsewhere.
     elsewhere = 1000;
+    // The first pick-up cannot read the run's event (the disk that failed the write): the kept
+    // completion stays kept for the next, and the step is not sent again.
+    const getRecord = events.getRecord.bind(events);
+    let failedReads = 0;
+    events.getRecord = (orgId, eventId) => {
+      if (failedReads === 0 && eventId === 'root-1') {
+        failedReads += 1;
+        throw new Error('EIO: i/o error');
+      }
+      return getRecord(orgId, eventId);
+    };
     clock.advance(FIRST_RETRY_MS);
+    rt.runtime.engine.stalled.timers.fireDue();
+    await eventually('the first pick-up\'s read to fail', () => failedReads, (n) => n === 1);
+    // Its failure doubled the pause.
+    clock.advance(2 * FIRST_RETRY_MS);
     rt.runtime.engine.stalled.timers.fireDue();
     const [reaction] = (await call(rt.url, 'GET', `/organizations/${org}/events/root-1`, { token: key })).body.reactions;
     const run = await eventually('the run to end', async () => (await call(rt.url, 'GET', `/organizations/${org}/runs/${reaction.run_id}`, { token: key })).body.run, (r) => r.state === 'failed' || r.state === 'completed');
-    assert.deepEqual([run.state, run.error?.code], ['failed', 'derived_event_budget_exceeded']);
+    assert.deepEqual([run.state, run.error?.code, failedReads], ['failed', 'derived_event_budget_exceeded', 1]);
+    assert.deepEqual(run.steps[0].attempts.map((a: { evidence: { replayed: boolean } }) => a.evidence.replayed), [false], 'one attempt, its answer the one kept: the action was not invoked again');
     assert.equal(storedCount(org, 'root-1'), 0, 'no event was derived past the budget');
     assert.deepEqual((await call(rt.url, 'GET', `/organizations/${org}/events?type=sink`, { token: key })).body.events, []);
   } finally {
