@@ -1,6 +1,6 @@
 // The runtime's client for the hook-runner: typed calls with per-call deadlines, bounded retries on
 // UNAVAILABLE (re-resolving the address, so a restarted child is found), Sluice errors on failure.
-import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Client, connectivityState, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import {
   isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
   type HealthReplyWire, type InvokeOutcome, type InvokeReplyWire,
@@ -193,13 +193,18 @@ export class HookRunnerClient {
       } catch (error) {
         lastError = error; // e.g. a supervised child that is still restarting
       }
+      // Withdrawn while the address was awaited (a supervised runner restarting: up to 30 s): not sent.
+      if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun);
       if (address !== undefined) {
+        const client = this.#clientFor(address);
+        // Whether the channel was connected when the signal cancelled the call: if not, it never left.
+        let connectedAtCancel = true;
         try {
-          return await this.#unary(this.#clientFor(address), method, request, deadlineMs, signal);
+          return await this.#unary(client, method, request, deadlineMs, signal, () => (connectedAtCancel = client.getChannel().getConnectivityState(false) === connectivityState.READY));
         } catch (error) {
           if (!isServiceError(error)) throw error;
           // Cancelled by its signal: a call that got to the runner may have run there.
-          if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun || !neverSent(error));
+          if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun || (connectedAtCancel && !neverSent(error)));
           if (refusesToken(error)) this.#options.onTokenRefused?.();
           // A runner that refuses (its disk below its floor) after an earlier attempt of this call was
           // lost on the way may have run that one: the caller must not take it as never sent.
@@ -234,10 +239,14 @@ export class HookRunnerClient {
     request: HookRunnerMethods[M]['request'],
     deadlineMs: number,
     signal?: AbortSignal,
+    beforeCancel?: () => void,
   ): Promise<HookRunnerMethods[M]['reply']> {
     const definition = loadHookRunnerService()[method];
     return new Promise((resolve, reject) => {
-      const cancel = (): void => call.cancel();
+      const cancel = (): void => {
+        beforeCancel?.();
+        call.cancel();
+      };
       const call = client.makeUnaryRequest(
         definition.path,
         definition.requestSerialize,
@@ -252,7 +261,7 @@ export class HookRunnerClient {
           else resolve(reply);
         },
       );
-      if (isAborted(signal)) call.cancel();
+      if (isAborted(signal)) cancel();
       else signal?.addEventListener('abort', cancel, { once: true });
     });
   }

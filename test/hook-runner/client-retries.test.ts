@@ -1,13 +1,15 @@
 // The runtime's hook-runner client against a real gRPC server that answers as scripted: a runner
 // that refuses a call (its disk below its floor) is not retried at once, and the refusal means
-// "never sent" only when no earlier attempt of the same call may have reached the runner.
+// "never sent" only when no earlier attempt of the same call may have reached the runner. A call
+// withdrawn before it could leave (its address still awaited, its channel still connecting) says so.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Metadata, Server, ServerCredentials, status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import { loadHookRunnerService, SLUICE_CODE_METADATA_KEY } from '../../hook-runner/wire.ts';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
-import { CallNotSentError, RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
+import { createServer } from 'node:net';
+import { CallNotSentError, CallWithdrawnError, RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
 
 type Answer = 'dropped' | 'disk_full';
 
@@ -49,5 +51,32 @@ test('a refusal after an attempt lost mid-call is not taken as never sent: that 
     assert.equal(runner.calls(), 2);
   } finally {
     runner.close();
+  }
+});
+
+test('a call withdrawn before it could leave is reported as never sent: while its address was awaited, or while its channel was still connecting', async () => {
+  const input = { orgId: 'org_a', actionId: 'act_a', digest: 'd'.repeat(64), permissions: [], payloadJson: '{}', idempotencyKey: 'run_a:step', fence: 1 };
+  const withdrawn = (error: unknown): boolean => error instanceof CallWithdrawnError && !error.mayHaveRun;
+  // A TCP listener that never speaks HTTP/2: the channel stays connecting.
+  const silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const silentAddress = `127.0.0.1:${(silent.address() as { port: number }).port}`;
+  try {
+    const awaitingAddress = new AbortController();
+    const restarting = new HookRunnerClient(async () => {
+      awaitingAddress.abort(); // the run left the attempt while the runner was restarting
+      return silentAddress;
+    }, 'runner-token-for-scripted-tests', { sleep: async () => undefined });
+    await assert.rejects(restarting.invoke({ ...input, signal: awaitingAddress.signal }), withdrawn);
+    restarting.close();
+
+    const connecting = new HookRunnerClient(silentAddress, 'runner-token-for-scripted-tests', { sleep: async () => undefined });
+    const leaving = new AbortController();
+    const call = connecting.invoke({ ...input, signal: leaving.signal });
+    setImmediate(() => leaving.abort());
+    await assert.rejects(call, withdrawn);
+    connecting.close();
+  } finally {
+    silent.close();
   }
 });
