@@ -1,12 +1,12 @@
-// A source's or device's event type schemas are stored parsed: a number JSON.parse cannot keep (a
-// whole number past ±(2^53 − 1), or 1e400, which becomes Infinity and then null) would change
-// meaning on the way in (`"enum":[1e400]` was stored and checked as `"enum":[null]`). Such a write
-// is refused, naming the number, as an action's output is (inexact-number.ts).
+// A source's or device's event type schemas are stored parsed: a number JSON.parse does not keep as
+// written (1e400 becomes Infinity and then null, 1e-400 becomes 0, a whole number past ±(2^53 − 1) a
+// neighbour) would change meaning on the way in (`"enum":[1e400]` was stored and checked as
+// `"enum":[null]`). Such a write is refused, naming the number (inexact-number.ts).
 
 import { InputError } from '../errors.ts';
 import { parseJsonRequestText } from '../http/parse-json.ts';
 import type { HttpRequest } from '../http/types.ts';
-import { inexactNumberIn } from '../validation/inexact-number.ts';
+import { changedNumberIn } from '../validation/inexact-number.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { cutText } from '../validation/shown-name.ts';
 
@@ -14,9 +14,9 @@ import { cutText } from '../validation/shown-name.ts';
 export function parseSchemaWrite(request: HttpRequest): unknown {
   const { value, text } = parseJsonRequestText(request);
   const schemas = memberText(text, 'event_types');
-  const inexact = schemas === undefined ? undefined : inexactNumberIn(schemas);
-  if (inexact !== undefined) {
-    throw new InputError(400, 'invalid_event_schema', `event_types holds the number ${cutText(inexact, 40)}, which would not be stored as written (a whole number beyond ±(2^53 − 1), or one too large for a double).`, { field: 'event_types' });
+  const changed = schemas === undefined ? undefined : changedNumberIn(schemas);
+  if (changed !== undefined) {
+    throw new InputError(400, 'invalid_event_schema', `event_types holds the number ${cutText(changed, 40)}, which would not be stored as written (it reads as ${String(Number(changed))}: write a number a double holds).`, { field: 'event_types' });
   }
   return value;
 }

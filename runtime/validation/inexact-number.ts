@@ -1,12 +1,17 @@
-// Finds a number in JSON text that JSON.parse cannot keep: a whole number beyond ±(2^53 − 1), which
-// comes back as a neighbour (12345678901234567890 reads 12345678901234567000), or one so large it
-// becomes Infinity (and then null). Stored values that were parsed must refuse such numbers rather
-// than change them; fractions are doubles by nature and pass.
+// Finds number literals in JSON text that JSON.parse does not keep as written. Stored values that
+// were parsed must refuse such numbers rather than change them.
+// - inexactNumberIn: a whole number beyond ±(2^53 − 1), which comes back as a neighbour
+//   (12345678901234567890 reads 12345678901234567000), or one so large it becomes Infinity (and
+//   then null); fractions are doubles by nature and pass (an action's output, which a guest may
+//   print with more digits than a double holds).
+// - changedNumberIn: any literal whose double prints as another decimal (1e-400 reads 0,
+//   9007199254740993.0 reads 9007199254740992): for text a person wrote to be kept as written
+//   (an event type's schema), where 1e300 passes and an over-precise fraction does not.
 
 const NUMBER_CHAR = /[-+0-9.eE]/;
 
-/** The first such number literal outside strings in valid JSON `text`, or undefined. */
-export function inexactNumberIn(text: string): string | undefined {
+/** The first number literal outside strings in valid JSON `text` for which `refuse` holds, or undefined. */
+function findNumber(text: string, refuse: (literal: string) => boolean): string | undefined {
   for (let i = 0; i < text.length; i += 1) {
     const c = text[i]!;
     if (c === '"') {
@@ -17,9 +22,34 @@ export function inexactNumberIn(text: string): string | undefined {
     let end = i + 1;
     while (end < text.length && NUMBER_CHAR.test(text[end]!)) end += 1;
     const literal = text.slice(i, end);
-    const value = Number(literal);
-    if (!Number.isFinite(value) || (/^-?\d+$/.test(literal) && !Number.isSafeInteger(value))) return literal;
+    if (refuse(literal)) return literal;
     i = end - 1;
   }
   return undefined;
 }
+
+const isInexact = (literal: string): boolean => {
+  const value = Number(literal);
+  return !Number.isFinite(value) || (/^-?\d+$/.test(literal) && !Number.isSafeInteger(value));
+};
+
+/** A JSON number literal as `<sign><digits>e<exponent>` with no leading or trailing zeros in its digits ("0" for zero). */
+function canonicalDecimal(literal: string): string {
+  const parts = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal);
+  if (parts === null) return literal; // Infinity, NaN: never a JSON number's parse of a finite literal
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = parts;
+  const all = `${whole}${fraction}`.replace(/^0+/, '');
+  const digits = all.replace(/0+$/, '');
+  if (digits === '') return '0';
+  // The exponent as a BigInt: a literal may carry one past what a double's exponent holds.
+  const scale = BigInt(exponent) - BigInt(fraction.length) + BigInt(all.length - digits.length);
+  return `${sign}${digits}e${scale}`;
+}
+
+const changesWhenParsed = (literal: string): boolean => canonicalDecimal(literal) !== canonicalDecimal(String(Number(literal)));
+
+/** The first whole number past ±(2^53 − 1), or number too large for a double, outside strings in valid JSON `text`; else undefined. */
+export const inexactNumberIn = (text: string): string | undefined => findNumber(text, isInexact);
+
+/** The first number outside strings in valid JSON `text` that JSON.parse reads as another value (then printed otherwise); else undefined. */
+export const changedNumberIn = (text: string): string | undefined => findNumber(text, changesWhenParsed);
