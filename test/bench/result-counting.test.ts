@@ -102,16 +102,19 @@ test('a fan-out round whose sending paused for its whole window is measured by t
     assert.deepEqual([round.updates, round.complete, round.measuredUpdates, round.receivedInWindow], [12, 2, 0, 12]);
     assert.ok(round.receivedSpanMs > 0, 'the arrivals span some time');
     const sizes = fanoutSizes(true, 2);
-    const paced = { runs: 2, windowStartMs, sendSec: 1, pauses: 1, pausedSec: 1 };
+    const paced = { runs: 2, runsInWindow: 0, windowStartMs, sendSec: 1, pauses: 1, pausedSec: 1 };
     const measurement: Measurement = { plan: { subscribers: 2, runsPerSec: 2 }, round, paced, published: 6, remarks: [], serverCpuCores: undefined, benchCpuCores: 0 };
     const row = toRow({ system: 'ws-2', label: 'ws', role: 'peer', work: 'w' }, measurement, sizes);
     assert.equal(row.status, 'measured', row.note);
     assert.equal(row.throughputPerSec, 12 / (round.receivedSpanMs / 1000));
     assert.deepEqual([row.p50Ms, row.p99Ms, row.errors], [undefined, undefined, 0]);
     assert.match(row.note ?? '', /^no update was sent inside the measured window/);
-    // Had nothing arrived in the window either, the row fails as before.
+    // Had nothing arrived in the window either, the row fails as before; so it does when runs were
+    // started in the window and none of their updates came (lost, not slow).
     const nothing = toRow({ system: 'ws-2', label: 'ws', role: 'peer', work: 'w' }, { ...measurement, round: { ...round, receivedInWindow: 0, receivedSpanMs: 0 } }, sizes);
     assert.equal(nothing.status, 'failed');
+    const lost = toRow({ system: 'ws-2', label: 'ws', role: 'peer', work: 'w' }, { ...measurement, paced: { ...paced, runsInWindow: 1 } }, sizes);
+    assert.equal(lost.status, 'failed');
   } finally {
     await pool?.stop();
     room.close();

@@ -88,7 +88,8 @@ interface Rate {
 function deliveriesPerSec(m: Measurement): Rate | undefined {
   const { measuredUpdates, measuredSpanMs, receivedInWindow, receivedSpanMs } = m.round;
   if (measuredUpdates > 0 && measuredSpanMs > 0) return { perSec: measuredUpdates / (measuredSpanMs / 1000), basis: 'stamped' };
-  if (receivedInWindow > 0 && receivedSpanMs > 0) return { perSec: receivedInWindow / (receivedSpanMs / 1000), basis: 'received' };
+  // Only when nothing was sent in the window: runs started in it whose updates never came are lost, not slow.
+  if (m.paced.runsInWindow === 0 && receivedInWindow > 0 && receivedSpanMs > 0) return { perSec: receivedInWindow / (receivedSpanMs / 1000), basis: 'received' };
   return undefined;
 }
 

@@ -27,6 +27,8 @@ export interface PacedSchedule {
 export interface PacedOutcome {
   /** Runs started: rate x time, less what pauses cost (the schedule ends on time, not on count). */
   readonly runs: number;
+  /** Of those, runs started once the measured window had opened (none: sending paused for all of it). */
+  readonly runsInWindow: number;
   /** Wall clock (ms) from which updates count as measured: after the warm-up runs. */
   readonly windowStartMs: number;
   readonly sendSec: number;
@@ -48,8 +50,9 @@ export async function runPaced(pool: SubscriberPool, source: RunSource, schedule
   let pausedMs = 0;
   let polling = false;
   let pollError: unknown;
-  /** Runs started so far. */
+  /** Runs started so far, and of them in the measured window. */
   let i = 0;
+  let inWindow = 0;
   const poll = setInterval(() => {
     if (polling) return;
     polling = true;
@@ -90,11 +93,12 @@ export async function runPaced(pool: SubscriberPool, source: RunSource, schedule
       }
       source.startRun(i);
       i += 1;
+      if (Date.now() >= windowStartMs) inWindow += 1;
     }
   } finally {
     clearInterval(poll);
   }
-  return { runs: i, windowStartMs, sendSec: (performance.now() - started) / 1000, pauses, pausedSec: pausedMs / 1000 };
+  return { runs: i, runsInWindow: inWindow, windowStartMs, sendSec: (performance.now() - started) / 1000, pauses, pausedSec: pausedMs / 1000 };
 }
 
 function sleep(ms: number): Promise<void> {
