@@ -44,6 +44,16 @@ export async function upload(baseUrl: string, path: string, token: string, field
   return readResult(await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form }));
 }
 
+/** Uploads `wasm` as a custom action of `orgId` and approves its version 1 with the org's admin key; resolves with the action's id. */
+export async function uploadApproved(baseUrl: string, orgId: string, adminKey: string, name: string, wasm: Uint8Array): Promise<string> {
+  const uploaded = await upload(baseUrl, `/organizations/${orgId}/custom-actions`, adminKey, { name, file: wasm });
+  if (uploaded.status !== 201) throw new Error(`uploading ${name} failed: ${uploaded.status} ${uploaded.text}`);
+  const actionId = uploaded.body.custom_action.id as string;
+  const reviewed = await call(baseUrl, 'POST', `/organizations/${orgId}/custom-actions/${actionId}/review`, { token: adminKey, json: { status: 'approved', version: 1 } });
+  if (reviewed.status !== 200) throw new Error(`approving ${name} failed: ${reviewed.status} ${reviewed.text}`);
+  return actionId;
+}
+
 /** A new API key of `role` in `orgId` (its secret and its id), issued with that org's admin key. */
 export async function keyWithRole(baseUrl: string, orgId: string, adminKey: string, role: 'viewer' | 'developer' | 'admin'): Promise<{ key: string; id: string }> {
   const issued = await call(baseUrl, 'POST', `/organizations/${orgId}/api-keys`, { token: adminKey, json: { role } });

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { DerivedBudget } from '../../runtime/runs/derived-budget.ts';
 import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
-import { upload } from '../actions/action-fixtures.ts';
+import { uploadApproved } from '../actions/action-fixtures.ts';
 import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
@@ -49,10 +49,7 @@ test('a completion whose write failed takes a place again when written after the
     const key = await createOrg(rt.url, ADMIN_TOKEN, org);
     const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
     const wasm = await assembleWat('sink', constantWat(JSON.stringify({ derived_event: { type: 'sink', payload: {} } })));
-    const uploaded = await upload(rt.url, `/organizations/${org}/custom-actions`, key, { name: 'sink', file: wasm });
-    assert.equal(uploaded.status, 201, uploaded.text);
-    const actionId: string = uploaded.body.custom_action.id;
-    assert.equal((await post(`/custom-actions/${actionId}/review`, { status: 'approved', version: 1 })).status, 200);
+    const actionId = await uploadApproved(rt.url, org, key, 'sink', wasm);
     assert.equal((await post('/workflows', { name: 'derive', trigger_event: 'root', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
 
     // The root's count as stored, plus events derived from it elsewhere (999: one place left).

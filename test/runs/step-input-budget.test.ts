@@ -11,7 +11,7 @@ import { withStepInput } from '../../runtime/runs/step-input.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
-import { buildModules, upload } from '../actions/action-fixtures.ts';
+import { buildModules, uploadApproved } from '../actions/action-fixtures.ts';
 
 test('the budget grants in order within a tenant, never past the total or a tenant\'s share, and lets an oversized payload run alone', async () => {
   const budget = new StepInputBudget(100, 60);
@@ -176,10 +176,7 @@ test('a custom action step cancelled while it waits for the budget does not run 
     const org = 'acct-withdrawn-action';
     const key = await createOrg(rt.url, ADMIN_TOKEN, org);
     const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
-    const uploaded = await upload(rt.url, `/organizations/${org}/custom-actions`, key, { name: 'echo', file: (await buildModules()).echo });
-    assert.equal(uploaded.status, 201, uploaded.text);
-    const actionId: string = uploaded.body.custom_action.id;
-    assert.equal((await post(`/custom-actions/${actionId}/review`, { status: 'approved', version: 1 })).status, 200);
+    const actionId = await uploadApproved(rt.url, org, key, 'echo', (await buildModules()).echo);
     assert.equal((await post('/workflows', { name: 'hold', trigger_event: 'hold', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/hold` }] })).status, 201);
     assert.equal((await post('/workflows', { name: 'act', trigger_event: 'act', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
     const blob = 'x'.repeat(200 * 1024);

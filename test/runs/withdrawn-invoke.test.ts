@@ -10,7 +10,7 @@ import { invocation } from '../helpers/hook-runner.ts';
 import { assembleWat, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
-import { buildModules, upload } from '../actions/action-fixtures.ts';
+import { buildModules, uploadApproved } from '../actions/action-fixtures.ts';
 
 test('a run cancelled while its custom action call waits for a guest slot does not run the guest', async () => {
   const rt = await startRuntime({ args: ['--runner', 'child'] });
@@ -18,10 +18,7 @@ test('a run cancelled while its custom action call waits for a guest slot does n
     const org = 'acct-withdrawn-invoke';
     const key = await createOrg(rt.url, ADMIN_TOKEN, org);
     const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
-    const uploaded = await upload(rt.url, `/organizations/${org}/custom-actions`, key, { name: 'echo', file: (await buildModules()).echo });
-    assert.equal(uploaded.status, 201, uploaded.text);
-    const actionId: string = uploaded.body.custom_action.id;
-    assert.equal((await post(`/custom-actions/${actionId}/review`, { status: 'approved', version: 1 })).status, 200);
+    const actionId = await uploadApproved(rt.url, org, key, 'echo', (await buildModules()).echo);
     assert.equal((await post('/workflows', { name: 'act', trigger_event: 'act', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
 
     const runner = rt.runtime.runner.client;
