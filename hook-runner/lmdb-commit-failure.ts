@@ -33,6 +33,28 @@ export class UnconfirmedFlushError extends Error {
   }
 }
 
+/** The shortest time between two logged strays: a full disk fails every write, and each would log. */
+export const STRAY_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * `emit` for the first value, then at most once per STRAY_LOG_INTERVAL_MS, told how many values were
+ * held back since the last one it heard.
+ */
+export function throttledStrays<T>(emit: (value: T, heldBack: number) => void, now: () => number = Date.now): (value: T) => void {
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  let heldBack = 0;
+  return (value) => {
+    const at = now();
+    if (at - loggedAt < STRAY_LOG_INTERVAL_MS) {
+      heldBack += 1;
+      return;
+    }
+    emit(value, heldBack);
+    loggedAt = at;
+    heldBack = 0;
+  };
+}
+
 /**
  * Installs the guard for this process (call once, at startup); `log` hears each stray with the text
  * of the commit's underlying error (ENOSPC, EFBIG, EIO), once its commit's own promise has told it,

@@ -3,6 +3,7 @@
 import { Metadata, status, type ServerErrorResponse } from '@grpc/grpc-js';
 import { SandboxUnavailableError } from './sandbox.ts';
 import { SLUICE_CODE_METADATA_KEY } from './wire.ts';
+import { isLedgerCommitFailure } from './lmdb-commit-failure.ts';
 
 export class RunnerError extends Error {
   readonly grpcStatus: status;
@@ -99,7 +100,9 @@ export function toServerError(error: unknown): ServerErrorResponse {
     ? error
     : error instanceof SandboxUnavailableError
       ? new RunnerError(status.UNAVAILABLE, error.code, 'The WebAssembly sandbox is unavailable on this runner; see its log.')
-      : new RunnerError(status.INTERNAL, 'hook_runner_internal', 'The hook-runner failed unexpectedly; see its log.');
+      : isLedgerCommitFailure(error)
+        ? new RunnerError(status.UNAVAILABLE, 'hook_runner_write_failed', 'The hook-runner could not store this durably (a commit failed: its disk is full or failing); nothing of it was kept. Try again later.')
+        : new RunnerError(status.INTERNAL, 'hook_runner_internal', 'The hook-runner failed unexpectedly; see its log.');
   const metadata = new Metadata();
   metadata.set(SLUICE_CODE_METADATA_KEY, known.code);
   if (known instanceof InvalidRequestError && known.field !== undefined) metadata.set('sluice-field', known.field);

@@ -21,6 +21,7 @@ import { SecretVault } from './vault.ts';
 import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
 import { pruneRunnerRecords, PRUNE_INTERVAL_MS } from './record-pruning.ts';
 import { resealUnderCurrentKey } from './master-key-rotation.ts';
+import { isLedgerCommitFailure } from './lmdb-commit-failure.ts';
 
 /** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
 export const MAX_RECEIVE_BYTES = 12 * 1024 * 1024;
@@ -97,7 +98,8 @@ function createImplementation(handlers: HookRunnerHandlers, log: (line: string) 
     handle(call.request, { gaveUp: () => call.cancelled || Date.now() >= deadlineMs }).then(
       (reply) => callback(null, reply),
       (error: unknown) => {
-        if (!(error instanceof RunnerError)) log(`hook-runner: ${method} failed unexpectedly: ${describe(error)}`);
+        // A failed commit is logged once by the commit-failure guard (command.ts), not per call.
+        if (!(error instanceof RunnerError) && !isLedgerCommitFailure(error)) log(`hook-runner: ${method} failed unexpectedly: ${describe(error)}`);
         callback(toServerError(error));
       },
     );

@@ -8,7 +8,7 @@ import { createHookRunnerChild, type HookRunnerChild } from './child.ts';
 import { HookRunnerClient } from './client.ts';
 
 /** Runner lines an operator must see at the default level: warnings, crashes, the key-rotation result. */
-const NOTEWORTHY_RUNNER_LINE = /warning:|failed unexpectedly|exited unexpectedly|will not be restarted|master key rotation|its floor|free space/;
+const NOTEWORTHY_RUNNER_LINE = /warning:|failed unexpectedly|exited unexpectedly|will not be restarted|master key rotation|its floor|free space|a store commit failed/;
 
 export interface RunnerConnection {
   readonly client: HookRunnerClient | undefined;

@@ -16,6 +16,9 @@ const trailer = (error: ServiceError, key: string): string | undefined => {
  */
 export const answeredDiskFull = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && trailer(error, SLUICE_CODE_METADATA_KEY) === 'hook_runner_disk_full';
 
+/** The runner answered that a commit of its store failed (a full or failing disk): also an answer, not retried at once. */
+export const answeredWriteFailed = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && trailer(error, SLUICE_CODE_METADATA_KEY) === 'hook_runner_write_failed';
+
 /** The runner refused the runtime's runner token: a deployment fault, not the caller's. */
 export const refusesToken = (error: ServiceError): boolean => error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED;
 
@@ -57,6 +60,9 @@ export class CallWithdrawnError extends SluiceError {
     this.mayHaveRun = mayHaveRun;
   }
 }
+
+/** What a caller is told when a commit of the hook-runner's store failed. */
+export const RUNNER_WRITE_FAILED = "The hook-runner could not store this durably (its disk is full or failing): nothing of it was kept. Try again later.";
 
 /** What a caller is told when the hook-runner's disk is below its floor. */
 export const RUNNER_DISK_FULL = "The hook-runner's disk is nearly full: nothing was run or stored. Try again later.";
@@ -110,6 +116,8 @@ export function toSluiceError(method: string, error: ServiceError): SluiceError 
       // Said the same way to everyone: the runner's answer names its disk's free space and floor,
       // which are the operator's to know (sluice_hook_runner_disk_low tells them), not a tenant's.
       if (code === 'hook_runner_disk_full') return new CallNotSentError(code, RUNNER_DISK_FULL, 5000);
+      // As the runtime's own failed commits: 503 write_failed, Retry-After 5 (an Invoke's guest may have run; it is pure).
+      if (code === 'hook_runner_write_failed') return new RetryableError('write_failed', RUNNER_WRITE_FAILED, 5000, options);
       return new RetryableError(code ?? 'hook_runner_unavailable', details, undefined, options);
     case status.DEADLINE_EXCEEDED:
       return new RetryableError('hook_runner_timeout', `hook-runner ${method} did not answer before its deadline.`, undefined, options);

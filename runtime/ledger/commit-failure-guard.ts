@@ -7,7 +7,7 @@
 // commit: the requests and runs it fails log theirs at debug (they answer 503, or stall and retry).
 // Writes refused below the disk floor (disk-floor.ts) are handled as failed ones, without a line.
 
-import { guardCommitFailures, isLedgerCommitFailure, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
+import { guardCommitFailures, isLedgerCommitFailure, STRAY_LOG_INTERVAL_MS, throttledStrays, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
 import { RetryableError, writeFailedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
@@ -38,24 +38,17 @@ export const unconfirmedWriteError = (what: string): RetryableError =>
 export const diskLowWriteError = (what: string): RetryableError =>
   new RetryableError('write_failed', `The ${what} could not be stored: the server's disk is nearly full. Nothing of it was kept; try again later.`, 5000);
 
-/** The shortest time between two logged strays. */
-export const STRAY_LOG_INTERVAL_MS = 10_000;
+export { STRAY_LOG_INTERVAL_MS };
 
 /** Installs the guard for this process (call once, at startup); `now` is injectable for tests. */
 export function guardLedgerCommitFailures(logger: Logger, now: () => number = Date.now): void {
-  let loggedAt = Number.NEGATIVE_INFINITY;
-  let heldBack = 0;
+  const logged = throttledStrays<{ error: Error; cause: string }>(({ error, cause }, heldBack) => {
+    logger.error('ledger commit failed', { error: error.message, cause, stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
+  }, now);
   guardCommitFailures((error, cause) => {
     // A write the disk floor refused never reached storage; the floor logs its own line when it trips.
     if (error instanceof DiskSpaceLowError) return;
-    const at = now();
-    if (at - loggedAt < STRAY_LOG_INTERVAL_MS) {
-      heldBack += 1;
-      return;
-    }
-    logger.error('ledger commit failed', { error: error.message, cause, stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
-    loggedAt = at;
-    heldBack = 0;
+    logged({ error, cause });
   }, isFailedWrite);
 }
 
