@@ -10,7 +10,8 @@ import type { Ending } from './device-store.ts';
 export interface SocketData {
   /** The device as it was when its token was checked; the ledger refuses the connection if it changed since. */
   readonly device: DeviceRecord;
-  readonly connection: DeviceConnection;
+  /** Its `connected_at_ms` is stamped again when it is recorded (device-sockets.ts #connect says why). */
+  connection: DeviceConnection;
   /** Resolves true once `device.connected` is durable; false when it was not recorded (the socket is closed). */
   ready: Promise<boolean>;
   readonly inFlight: Set<Promise<void>>;

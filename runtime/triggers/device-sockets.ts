@@ -331,13 +331,17 @@ export class DeviceSockets {
    * closes the others (4409). False when it was not recorded (the socket is closed).
    */
   async #connect(ws: WebSocket<SocketData>, data: SocketData): Promise<boolean> {
-    const { device, connection } = data;
+    const { device } = data;
     if (!data.open) return false;
     const key = orgScopedKey(device.org_id, device.name);
     const others = await this.#quiesce([...(this.#sockets.get(key) ?? [])].filter((other) => other !== ws));
     let recorded: boolean;
     try {
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
+      // Stamped now, once the others stopped storing, not at the upgrade: the connection it replaces
+      // ends (and this one begins) after every message that one stored, which may have gone on
+      // while this connect waited its turn in the device's queue.
+      const connection = (data.connection = { ...data.connection, connected_at_ms: this.#d.clock.now() });
       data.attempted = true;
       recorded = await this.#d.devices.connect(device, connection, (open) => this.#endingOf(key, open, { reason: 'replaced', code: CLOSE_REPLACED }));
     } catch (error) {
@@ -368,7 +372,7 @@ export class DeviceSockets {
     }
     data.recorded = true;
     for (const other of others) closeSocket(other, { reason: 'replaced', code: CLOSE_REPLACED }, 'replaced by a newer connection of this device');
-    sendFrame(data, ws, readyFrame(device.name, connection.id, connectedEventId(device, connection)));
+    sendFrame(data, ws, readyFrame(device.name, data.connection.id, connectedEventId(device, data.connection)));
     return true;
   }
 
@@ -382,7 +386,8 @@ export class DeviceSockets {
     if (!data.attempted) return true;
     await Promise.allSettled([...data.inFlight]);
     try {
-      await this.#d.devices.disconnect(data.device, data.connection, ending, at);
+      // A socket that closed while its connect waited was stamped after it closed: it ends as it begins.
+      await this.#d.devices.disconnect(data.device, data.connection, ending, Math.max(at, data.connection.connected_at_ms));
       return true;
     } catch (error) {
       // The ledger still holds the connection open: tried again after a pause; meanwhile the

@@ -47,10 +47,15 @@ class Gate {
 const beforeConnect = new Gate();
 const afterConnect = new Gate();
 const afterDelete = new Gate();
+const beforeDisconnect = new Gate();
 /** The next such write fails after it committed, as when its flush fails (settleDurably throws). */
 const failAfterCommit = { connect: false, rotateToken: false };
-const store = DeviceStore.prototype as unknown as Record<'connect' | 'delete' | 'rotateToken', (...args: unknown[]) => Promise<unknown>>;
-const { connect, delete: remove, rotateToken } = store;
+const store = DeviceStore.prototype as unknown as Record<'connect' | 'delete' | 'rotateToken' | 'disconnect', (...args: unknown[]) => Promise<unknown>>;
+const { connect, delete: remove, rotateToken, disconnect } = store;
+store.disconnect = async function (this: unknown, ...args: unknown[]) {
+  await beforeDisconnect.pass();
+  return disconnect.apply(this, args);
+};
 store.connect = async function (this: unknown, ...args: unknown[]) {
   await beforeConnect.pass();
   const result = await connect.apply(this, args);
@@ -142,6 +147,33 @@ test('a message of a connection being replaced is refused (retryable), never sto
   assert.deepEqual(await storedIds('rep'), []);
   second.socket.close();
   await second.closed;
+});
+
+test('a connection replaced by one that waited its turn in the device\'s queue ends after every message it stored meanwhile', async () => {
+  const token = await register('turn');
+  const oldest = await connectDevice(rt.url, ORG, 'turn', token);
+  // The next connection replaces the oldest, whose ending then holds the device's queue at the gate.
+  beforeDisconnect.arm();
+  const replacing = await connectDevice(rt.url, ORG, 'turn', token);
+  assert.equal((await oldest.closed).code, 4409);
+  await eventually('the oldest one\'s ending at the gate', () => beforeDisconnect.reached, Boolean);
+  // A newer connection upgrades now, and waits its turn behind that ending.
+  const newest = await openRaw('turn', token);
+  const upgradedAt = Date.now();
+  while (Date.now() <= upgradedAt + 2) await new Promise((resolve) => setImmediate(resolve));
+  // Meanwhile the connection it will replace stores a message.
+  replacing.send({ id: 'meanwhile', type: 'reading.taken' });
+  assert.equal((await replacing.answerTo('meanwhile')).type, 'ack');
+  beforeDisconnect.release();
+  assert.equal((await replacing.closed).code, 4409);
+  const endings = await eventually('both endings', () => endingsOf('turn'), (list) => list.length === 2);
+  const replacingId = replacing.frames.find((frame) => frame.type === 'ready')?.connection_id;
+  const replaced = endings.find((e) => e.payload.connection_id === replacingId);
+  assert.ok(replaced !== undefined, JSON.stringify(endings));
+  const stored = (await call(rt.url, 'GET', `/organizations/${ORG}/events?type=reading.taken&limit=500`, { token: key })).body.events.find((e: { provider_event_id: string }) => e.provider_event_id === 'meanwhile');
+  assert.ok(Date.parse(String(replaced.payload.disconnected_at)) >= stored.received_at_ms, `ended at ${String(replaced.payload.disconnected_at)}, before its message of ${new Date(stored.received_at_ms).toISOString()}`);
+  newest.socket.close();
+  await newest.closed;
 });
 
 test('a message sent while the device is being deleted is refused; a device made again under its name starts afresh', async () => {
