@@ -92,31 +92,36 @@ export class IngestQuota {
   }
 
   /**
-   * Takes one event's worth of the org's quota for events written without storeEvent (a device
-   * connecting writes `device.connected`, and `device.disconnected` of the socket it replaces);
-   * throws QuotaExceededError when none is left.
+   * Takes `events` of the org's quota for events written without storeEvent (a device connection
+   * writes its `device.connected` and, when it ends, its `device.disconnected`); throws
+   * QuotaExceededError when they are not there, taking none.
    */
-  charge(given: Organization): void {
+  charge(given: Organization, events = 1): void {
     const org = this.#currentOrg(given.id) ?? given;
-    // A connection's event is a few bytes: only the event quota counts it.
-    const refusal = this.#take(org, undefined);
+    // A connection's events are a few bytes: only the event quota counts them.
+    const refusal = this.#take(org, undefined, events);
     if (refusal !== undefined) throw refusal;
   }
 
+  /** Gives back `events` charged for events that will not be written after all (a connection never recorded). */
+  refund(orgId: string, events: number): void {
+    this.#events.giveBack(orgId, events);
+  }
+
   /**
-   * Takes one event and `bytes` of quota (none when undefined), or answers the QuotaExceededError
+   * Takes `events` (one by default) and `bytes` of quota (none when undefined), or answers the QuotaExceededError
    * to throw, with the longer of the two waits, taking nothing. Orgs without a rate are unlimited.
    */
-  #take(org: Organization, bytes: number | undefined): QuotaExceededError | undefined {
+  #take(org: Organization, bytes: number | undefined, events = 1): QuotaExceededError | undefined {
     const now = this.#clock.now();
     const eventRate = org.ingest_rate_per_second ?? null;
     const byteRate = bytes === undefined ? null : (org.ingest_bytes_per_second ?? null);
-    const eventWaitMs = this.#events.waitFor(org.id, eventRate, 1, now);
+    const eventWaitMs = this.#events.waitFor(org.id, eventRate, events, now);
     const byteWaitMs = this.#bytes.waitFor(org.id, byteRate, bytes ?? 0, now);
     if (eventWaitMs > 0 || byteWaitMs > 0) {
       return eventWaitMs >= byteWaitMs ? new QuotaExceededError(`${eventRate} events`, eventWaitMs) : new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs);
     }
-    this.#events.take(org.id, eventRate, 1, now);
+    this.#events.take(org.id, eventRate, events, now);
     this.#bytes.take(org.id, byteRate, bytes ?? 0, now);
     return undefined;
   }

@@ -38,6 +38,8 @@ import type { WebSocketBudget } from '../http/websocket-budget.ts';
 const MAX_BACKPRESSURE = 64 * 1024;
 /** Seconds without a frame or a pong before uWS drops the socket (it pings on its own before that). */
 const IDLE_TIMEOUT_S = 120;
+/** Events a connection writes, charged to the ingest quota when it is admitted: its device.connected and its device.disconnected. */
+const EVENTS_PER_CONNECTION = 2;
 /**
  * Sockets of one device held at once, from their opening until their ending is written: the open
  * one, a newer one replacing it, and a few closing. Connects of a device are written one at a time
@@ -105,9 +107,10 @@ export class DeviceSockets {
           this.#assertSocketRoom(orgId, name);
           query.assertNoRepeats();
           query.assertAllAsked();
-          // A connect writes events (and their runs): a reconnect loop counts against the org's
-          // ingest quota like the messages do, or it would write events past any rate.
-          deps.quota.charge(org!);
+          // A connection writes two events (and their runs), its device.connected and, however it
+          // ends, its device.disconnected: a reconnect loop counts against the org's ingest quota
+          // like the messages do, or it would write events past any rate. Given back if it is never recorded.
+          deps.quota.charge(org!, EVENTS_PER_CONNECTION);
         } catch (error) {
           refuseUpgrade(res, error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.'));
           return;
@@ -332,7 +335,12 @@ export class DeviceSockets {
    */
   async #connect(ws: WebSocket<SocketData>, data: SocketData): Promise<boolean> {
     const { device } = data;
-    if (!data.open) return false;
+    // Never recorded, so neither of its events will be written: the quota they took goes back.
+    const unrecorded = (): false => {
+      this.#d.quota.refund(device.org_id, EVENTS_PER_CONNECTION);
+      return false;
+    };
+    if (!data.open) return unrecorded();
     const key = orgScopedKey(device.org_id, device.name);
     const others = await this.#quiesce([...(this.#sockets.get(key) ?? [])].filter((other) => other !== ws));
     let recorded: boolean;
@@ -351,7 +359,7 @@ export class DeviceSockets {
         data.attempted = false;
         closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection: the server\'s disk is nearly full; connect again later');
         this.#resumeStoring(others);
-        return false;
+        return unrecorded();
       }
       // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
       for (const socket of [ws, ...others]) closeSocket(socket, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
@@ -368,7 +376,7 @@ export class DeviceSockets {
         if (stale(other.getUserData().device)) closeSocket(other, ending);
         else other.getUserData().accepting = true;
       }
-      return false;
+      return unrecorded();
     }
     data.recorded = true;
     for (const other of others) closeSocket(other, { reason: 'replaced', code: CLOSE_REPLACED }, 'replaced by a newer connection of this device');

@@ -239,6 +239,26 @@ test('bad frames get a nack naming the problem, and the socket stays open', asyn
   await device.closed;
 });
 
+test('a connection counts as two events against the org ingest quota (its device.connected and its device.disconnected): a reconnect loop stores no more than the rate', async () => {
+  const org = 'acct-devices-reconnects';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 4 } })).status, 200);
+  const token = await register('blinker', {}, org, orgKey);
+  for (let round = 0; round < 2; round += 1) {
+    const device = await connectDevice(rt.url, org, 'blinker', token);
+    device.close();
+    await device.closed;
+  }
+  const refused = await connectDevice(rt.url, org, 'blinker', token).catch((error: { status: number }) => error);
+  assert.equal((refused as { status: number }).status, 429, 'two connections spent this second\'s four events');
+  const events = async (): Promise<number> => (await call(rt.url, 'GET', `/organizations/${org}/events?source=${encodeURIComponent('@device:blinker')}`, { token: orgKey })).body.events.length;
+  assert.equal(await eventually('both endings stored', events, (n) => n === 4), 4);
+  clock.advance(1000);
+  const again = await connectDevice(rt.url, org, 'blinker', token);
+  again.close();
+  await again.closed;
+});
+
 test('over the org ingest quota a connect is refused (429) and a message gets a retryable nack with retry_after_ms; nothing is stored', async () => {
   const org = 'acct-devices-quota';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
@@ -246,12 +266,13 @@ test('over the org ingest quota a connect is refused (429) and a message gets a 
   assert.equal(limited.status, 200, limited.text);
   const token = await register('meter', {}, org, orgKey);
   const device = await connectDevice(rt.url, org, 'meter', token);
-  // The connect took this second's one event (device.connected): a second connect now is refused.
+  // The connect took two events, its device.connected and its device.disconnected to come (two
+  // seconds at this rate): a second connect now is refused.
   const refused = await connectDevice(rt.url, org, 'meter', token).catch((error: { status: number; body: string }) => error);
   assert.equal((refused as { status: number }).status, 429);
   assert.equal(JSON.parse((refused as { body: string }).body).error.code, 'ingest_quota_exceeded');
   assert.equal(device.socket.readyState, WebSocket.OPEN, 'the refused connect did not replace the open one');
-  clock.advance(1000);
+  clock.advance(2000);
   device.send({ id: 'q-1', type: 'reading.taken' });
   assert.equal((await device.answerTo('q-1')).type, 'ack');
   device.send({ id: 'q-2', type: 'reading.taken' });
