@@ -122,7 +122,7 @@ test('with the quota used up, a copy of a stored delivery or API event is still 
 
 test('with the quota used up, a retried keyed replay answers its replay (202) and a device sending a stored message again gets its duplicate ack', async () => {
   const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-full-2');
-  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-full-2', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 4 } })).status, 200);
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-full-2', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 5 } })).status, 200);
   const created = await call(rt.url, 'POST', '/organizations/acct-q-full-2/devices', { token: key, json: { name: 'till' } });
   assert.equal(created.status, 201, created.text);
   const device = await connectDevice(rt.url, 'acct-q-full-2', 'till', created.body.token);
@@ -134,7 +134,7 @@ test('with the quota used up, a retried keyed replay answers its replay (202) an
   const replay = () => call(rt.url, 'POST', `/organizations/acct-q-full-2/events/${original.body.event.id}/replay`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'support-ticket-9' } });
   const made = await replay();
   assert.equal(made.status, 202, made.text);
-  // Four taken (the device's connect, the message, the event, the replay): the quota is used up.
+  // Five taken (the device's connection, two: its connected and disconnected events; the message, the event, the replay): the quota is used up.
   assert.equal((await call(rt.url, 'POST', '/organizations/acct-q-full-2/events', { token: key, json: { type: 'q.api', payload: {} } })).status, 429);
   const retried = await replay();
   assert.equal(retried.status, 202, retried.text);
