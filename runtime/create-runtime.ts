@@ -75,6 +75,8 @@ export interface RuntimeDeps {
   readonly freeDiskSpace?: FreeSpaceProbe;
   /** How long a schema check or compile may take (schema-checks.ts); default 1 s and 20 s. */
   readonly schemaDeadlines?: SchemaCheckDeadlines;
+  /** Aborted when the process is told to stop while it starts: a hook-runner child still starting (up to 30 s) is stopped at once. */
+  readonly stopStarting?: AbortSignal;
 }
 
 export interface Runtime {
@@ -119,18 +121,18 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const opened: Array<() => unknown> = [() => ledger.close(), () => disk.close()];
   try {
     await disk.probeNow();
-    return await startOn(ledger, disk, opened, config, clock, logger, deps.schemaDeadlines);
+    return await startOn(ledger, disk, opened, config, clock, logger, deps);
   } catch (error) {
     for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
     throw error;
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, schemaDeadlines: SchemaCheckDeadlines | undefined): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
-  const runner = await connectRunner(config, logger);
+  const runner = await connectRunner(config, logger, stopStarting);
   opened.push(() => runner.close());
   const orgs = new OrganizationStore(ledger);
   const apiKeys = new ApiKeyStore(ledger);

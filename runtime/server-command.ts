@@ -7,6 +7,7 @@ import { createRuntime, type Runtime } from './create-runtime.ts';
 import { guardLedgerCommitFailures } from './ledger/commit-failure-guard.ts';
 import { createLogger } from './log.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
+import { StartAbortedError } from './hook-runner/child.ts';
 
 function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string): void {
   const file = runtime.adminToken.file;
@@ -47,7 +48,8 @@ const shellWord = (path: string): string => (/^[\w./@%+=:,-]+$/.test(path) ? pat
 export async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
   const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
   guardLedgerCommitFailures(createLogger(config.logLevel));
-  const starting = createRuntime(config);
+  const stopStarting = new AbortController();
+  const starting = createRuntime(config, { stopStarting: stopStarting.signal });
   // The runtime keeps running when its output or its logs (stderr) are no longer read.
   whenOutputCloses(process.stdout);
   whenOutputCloses(process.stderr);
@@ -57,12 +59,17 @@ export async function runServer(command: 'dev' | 'serve', args: readonly string[
     if (stopping) return;
     stopping = true;
     process.stdout.write(`received ${signal}, shutting down\n`);
+    // A start still under way (a hook-runner child that does not come up) is given up at once.
+    stopStarting.abort();
     starting
-      .then((runtime) => runtime.close())
+      .then((runtime) => runtime.close(), (error: unknown) => {
+        // Stopped before it started: what it opened was closed again, and that is a clean stop.
+        if (!(error instanceof StartAbortedError)) throw error;
+      })
       .then(
         () => process.exit(0),
         (error: unknown) => {
-          process.stderr.write(`shutdown failed: ${String(error)}\n`);
+          process.stderr.write(`shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`);
           process.exit(1);
         },
       );
@@ -71,7 +78,14 @@ export async function runServer(command: 'dev' | 'serve', args: readonly string[
   // forwarded by npm and tsx), and a signal left without a listener would kill the shutdown.
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  const runtime = await starting;
+  let runtime: Runtime;
+  try {
+    runtime = await starting;
+  } catch (error) {
+    // Told to stop while starting: stop() ends the process (0 for a start it gave up, else 1).
+    if (stopping) return;
+    throw error;
+  }
   // Stopped while starting: no welcome that ends "Ctrl-C stops" after "shutting down".
   if (!stopping) printWelcome(runtime, config, command);
 }

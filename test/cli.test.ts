@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -151,6 +151,28 @@ test('a Ctrl-C that arrives again while the runtime shuts down (npm and tsx forw
     assert.equal(await runtime.exited, 0, runtime.output.join('\n'));
     assert.equal(runtime.output.filter((line) => line.startsWith('received')).length, 1, 'one shutdown');
     assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the data dir lock was released by a clean close');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('SIGTERM while the hook-runner child cannot come up (it crashes at each start) stops the start at once: exit 0, the child stopped, the lock released', async () => {
+  const dataDir = tempDir();
+  try {
+    // A store file that is not LMDB: the runner dies at each start, and the supervisor keeps restarting it (for up to 30 s).
+    mkdirSync(join(dataDir, 'hook-runner'), { recursive: true });
+    writeFileSync(join(dataDir, 'hook-runner', 'runner.mdb'), Buffer.alloc(64 * 1024, 0x5a));
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'dev', '--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const output: string[] = [];
+    for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => output.push(line));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await eventually('the child to fail at least once', () => output.some((line) => line.includes('exited unexpectedly')), Boolean, 20_000);
+    child.kill('SIGTERM');
+    // (Before, the start ran on to its 30 s timeout and the process exited 1, "shutdown failed".)
+    assert.equal(await exited, 0, output.join('\n'));
+    assert.ok(!output.some((line) => line.includes('shutdown failed')), output.join('\n'));
+    assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the data dir lock was released');
+    assert.throws(() => execFileSync('pgrep', ['-f', `${dataDir}.*hook-runner|hook-runner.*${dataDir}`]), 'no hook-runner left running');
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

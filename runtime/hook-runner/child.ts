@@ -223,14 +223,31 @@ export class HookRunnerChild {
   }
 }
 
-/** Creates the supervisor and waits until the first runner listens. */
-export async function createHookRunnerChild(options: HookRunnerChildOptions): Promise<HookRunnerChild> {
+/** The process was told to stop while its hook-runner child was starting. */
+export class StartAbortedError extends Error {
+  override readonly name = 'StartAbortedError';
+  constructor() {
+    super('stopped while the hook-runner was starting');
+  }
+}
+
+/** Creates the supervisor and waits until the first runner listens, or `stopStarting` aborts (the child is stopped, StartAbortedError). */
+export async function createHookRunnerChild(options: HookRunnerChildOptions, stopStarting?: AbortSignal): Promise<HookRunnerChild> {
   const child = new HookRunnerChild(options);
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new StartAbortedError());
+    if (stopStarting?.aborted === true) onAbort();
+    else stopStarting?.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
   try {
-    await child.start();
+    await Promise.race([child.start(), aborted]);
   } catch (error) {
     await child.stop();
     throw error;
+  } finally {
+    if (onAbort !== undefined) stopStarting?.removeEventListener('abort', onAbort);
   }
   return child;
 }

@@ -30,7 +30,7 @@ function tokenRefusalLog(logger: Logger, dataDir: string): () => void {
   };
 }
 
-export async function connectRunner(config: RuntimeConfig, logger: Logger): Promise<RunnerConnection> {
+export async function connectRunner(config: RuntimeConfig, logger: Logger, stopStarting?: AbortSignal): Promise<RunnerConnection> {
   if (config.runner === 'off') return { client: undefined, child: undefined, close: async () => undefined };
   const token = loadRunnerToken(config.runnerToken, config.dataDir);
   const options = { onTokenRefused: tokenRefusalLog(logger, config.dataDir) };
@@ -45,7 +45,7 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger): Prom
     };
   }
   const log = (line: string): void => (NOTEWORTHY_RUNNER_LINE.test(line) ? logger.warn : logger.debug)('hook-runner', { line });
-  const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log, minFreeDiskMib: config.minFreeDiskMib });
+  const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log, minFreeDiskMib: config.minFreeDiskMib }, stopStarting);
   const client = new HookRunnerClient(() => child.address(), token, options);
   return {
     client,
