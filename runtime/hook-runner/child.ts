@@ -198,8 +198,10 @@ export class HookRunnerChild {
     this.#log(`hook-runner child: exited unexpectedly (${signal ?? `code ${code}`})${lastOutput === '' ? '' : `; its last output: ${lastOutput}`}`);
     if (code === CONFIG_ERROR_EXIT_CODE) {
       const reason = this.#stderrTail.findLast((line) => line.startsWith(RUNNER_LINE_PREFIX))?.slice(RUNNER_LINE_PREFIX.length);
+      // At start-up Sluice then stops; a runner that was running goes on without one, its steps retried.
+      const wasRunning = this.#state === 'running';
       this.#transition(['starting', 'running'], 'failed');
-      this.#log(`hook-runner child: will not be restarted: it refused its configuration (${reason ?? 'see its output above'}); fix that, then restart Sluice (custom action steps are retried meanwhile)`);
+      this.#log(`hook-runner child: will not be restarted: it refused its configuration (${reason ?? 'see its output above'}); fix that, then ${wasRunning ? 'restart Sluice (custom action steps are retried meanwhile)' : 'start Sluice again'}`);
       this.#settleWaiters(unavailable(`The hook-runner refused its configuration: ${reason ?? 'see its log.'}`));
       return;
     }

@@ -92,7 +92,7 @@ describe('hook-runner child supervisor', () => {
     assert.equal(child.restarts, 0);
     assert.ok(lines.some((line) => line.includes('SLUICE_MASTER_KEY must be 64 hex characters')), lines.join('\n'));
     assert.ok(lines.some((line) => /exited unexpectedly \(code 2\); its last output: .*SLUICE_MASTER_KEY must be/.test(line)), 'the exit line carries the output');
-    assert.ok(lines.some((line) => /will not be restarted: it refused its configuration \(SLUICE_MASTER_KEY must be.*restart Sluice/.test(line)), 'and says it stays down until Sluice restarts');
+    assert.ok(lines.some((line) => /will not be restarted: it refused its configuration \(SLUICE_MASTER_KEY must be.*\); fix that, then start Sluice again$/.test(line)), 'at start-up: Sluice stops, so it says to start again (no steps are retried meanwhile)');
     assert.equal(lines.some((line) => line.includes('not-a-key')), false);
     await child.stop();
   });
