@@ -63,6 +63,8 @@ export class HookRunnerChild {
   #consecutiveRestarts = 0;
   #startedAt = 0;
   #stderrTail: string[] = [];
+  /** How the last child exited unexpectedly, for a wait that times out meanwhile. */
+  #lastExit: string | undefined;
   #timer: NodeJS.Timeout | undefined;
   #waiters: Waiter[] = [];
   #exited: Promise<void> = Promise.resolve();
@@ -97,7 +99,9 @@ export class HookRunnerChild {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiters = this.#waiters.filter((waiter) => waiter !== entry);
-        reject(unavailable(`The hook-runner did not become ready within ${timeoutMs} ms.`));
+        // A child that keeps dying says so: "not ready" alone reads as slow.
+        const exits = this.#state === 'restarting' || this.#restarts > 0 ? ` (it exited unexpectedly ${this.#restarts} time(s), last with ${this.#lastExit ?? 'unknown'}; see its output in the log)` : '';
+        reject(unavailable(`The hook-runner did not become ready within ${timeoutMs} ms${exits}.`));
       }, timeoutMs);
       const entry: Waiter = {
         resolve: (address) => { clearTimeout(timer); resolve(address); },
@@ -195,6 +199,7 @@ export class HookRunnerChild {
     this.#address = undefined;
     if (this.#state === 'stopping') return;
     const lastOutput = this.#stderrTail.join(' | ').slice(-STDERR_TAIL_CHARS);
+    this.#lastExit = `${signal ?? `code ${code}`}`;
     this.#log(`hook-runner child: exited unexpectedly (${signal ?? `code ${code}`})${lastOutput === '' ? '' : `; its last output: ${lastOutput}`}`);
     if (code === CONFIG_ERROR_EXIT_CODE) {
       const reason = this.#stderrTail.findLast((line) => line.startsWith(RUNNER_LINE_PREFIX))?.slice(RUNNER_LINE_PREFIX.length);

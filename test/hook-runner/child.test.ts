@@ -97,6 +97,16 @@ describe('hook-runner child supervisor', () => {
     await child.stop();
   });
 
+  it('a start that times out while the child keeps dying says so, with how it last exited', async () => {
+    const dataDir = tempDataDir();
+    // A store file that is not LMDB: the runner dies at each start.
+    mkdirSync(join(dataDir, 'hook-runner'), { recursive: true });
+    writeFileSync(join(dataDir, 'hook-runner', 'runner.mdb'), Buffer.alloc(64 * 1024, 0x5a));
+    const child = new HookRunnerChild({ dataDir, token: newToken(), startTimeoutMs: 3000, log: () => undefined });
+    await assert.rejects(child.start(), (error: unknown) => error instanceof RetryableError && /did not become ready within 3000 ms \(it exited unexpectedly \d+ time\(s\), last with [^)]+\)/.test(error.message));
+    await child.stop();
+  });
+
   it('exits when its parent is SIGKILLed', async () => {
     const dir = tempDataDir();
     mkdirSync(join(dir, 'parent'));
