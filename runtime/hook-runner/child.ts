@@ -65,6 +65,8 @@ export class HookRunnerChild {
   #stderrTail: string[] = [];
   /** How the last child exited unexpectedly, for a wait that times out meanwhile. */
   #lastExit: string | undefined;
+  /** A child has listened since start(): Sluice is up, not starting. */
+  #hasRun = false;
   #timer: NodeJS.Timeout | undefined;
   #waiters: Waiter[] = [];
   #exited: Promise<void> = Promise.resolve();
@@ -182,6 +184,7 @@ export class HookRunnerChild {
     child.once('exit', () => clearTimeout(startTimer));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.startsWith(LISTENING_PREFIX) && this.#process === child && this.#transition(['starting'], 'running')) {
+        this.#hasRun = true;
         clearTimeout(startTimer);
         this.#address = line.slice(LISTENING_PREFIX.length).trim();
         this.#settleWaiters(undefined, this.#address);
@@ -203,10 +206,9 @@ export class HookRunnerChild {
     this.#log(`hook-runner child: exited unexpectedly (${signal ?? `code ${code}`})${lastOutput === '' ? '' : `; its last output: ${lastOutput}`}`);
     if (code === CONFIG_ERROR_EXIT_CODE) {
       const reason = this.#stderrTail.findLast((line) => line.startsWith(RUNNER_LINE_PREFIX))?.slice(RUNNER_LINE_PREFIX.length);
-      // At start-up Sluice then stops; a runner that was running goes on without one, its steps retried.
-      const wasRunning = this.#state === 'running';
+      // At start-up Sluice then stops; once a runner has run (this one, or one before a restart), Sluice goes on without one, its steps retried.
       this.#transition(['starting', 'running'], 'failed');
-      this.#log(`hook-runner child: will not be restarted: it refused its configuration (${reason ?? 'see its output above'}); fix that, then ${wasRunning ? 'restart Sluice (custom action steps are retried meanwhile)' : 'start Sluice again'}`);
+      this.#log(`hook-runner child: will not be restarted: it refused its configuration (${reason ?? 'see its output above'}); fix that, then ${this.#hasRun ? 'restart Sluice (custom action steps are retried meanwhile)' : 'start Sluice again'}`);
       this.#settleWaiters(unavailable(`The hook-runner refused its configuration: ${reason ?? 'see its log.'}`));
       return;
     }

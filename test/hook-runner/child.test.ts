@@ -3,7 +3,7 @@
 // a runner that never outlives a SIGKILLed parent.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
@@ -94,6 +94,19 @@ describe('hook-runner child supervisor', () => {
     assert.ok(lines.some((line) => /exited unexpectedly \(code 2\); its last output: .*SLUICE_MASTER_KEY must be/.test(line)), 'the exit line carries the output');
     assert.ok(lines.some((line) => /will not be restarted: it refused its configuration \(SLUICE_MASTER_KEY must be.*\); fix that, then start Sluice again$/.test(line)), 'at start-up: Sluice stops, so it says to start again (no steps are retried meanwhile)');
     assert.equal(lines.some((line) => line.includes('not-a-key')), false);
+    await child.stop();
+  });
+
+  it('a runner that refuses its configuration once it has run (on a restart) says to restart Sluice, which goes on meanwhile', async () => {
+    const dataDir = tempDataDir();
+    const lines: string[] = [];
+    // No master key given: the runner makes and then reads its key file, which must stay private.
+    const child = new HookRunnerChild({ dataDir, token: newToken(), restartDelayMs: () => 20, log: (line) => void lines.push(line) });
+    await child.start();
+    chmodSync(join(dataDir, 'hook-runner', 'master.key'), 0o644);
+    process.kill(child.pid ?? assert.fail('no pid'), 'SIGKILL');
+    await waitFor(() => child.state === 'failed', 'the restarted runner to refuse its configuration');
+    assert.ok(lines.some((line) => /will not be restarted: it refused its configuration .*; fix that, then restart Sluice \(custom action steps are retried meanwhile\)$/.test(line)), lines.join('\n'));
     await child.stop();
   });
 
