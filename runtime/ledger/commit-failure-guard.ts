@@ -2,12 +2,12 @@
 // lmdb-js does and why): a stray is logged and the process goes on; a failed write answers its
 // caller (a 5xx, a stalled run), and the ledger settles its commit's own rejection (open-ledger.ts).
 // lmdb-js leaves one stray per failed commit, so a full disk under load would log one per request:
-// the guard logs the first, then at most one per STRAY_LOG_INTERVAL_MS, counting those it held back,
+// the guard logs the first, then at most one per STRAY_LOG_INTERVAL_MS (throttledStrays), counting those it held back,
 // each with the commit's own error (a full disk's ENOSPC). It is the one log line of a failed
 // commit: the requests and runs it fails log theirs at debug (they answer 503, or stall and retry).
 // Writes refused below the disk floor (disk-floor.ts) are handled as failed ones, without a line.
 
-import { guardCommitFailures, isLedgerCommitFailure, STRAY_LOG_INTERVAL_MS, throttledStrays, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
+import { guardCommitFailures, isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
 import { RetryableError, writeFailedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
@@ -37,8 +37,6 @@ export const unconfirmedWriteError = (what: string): RetryableError =>
 /** The retryable 503 `write_failed` for a write of `what` the disk floor refused: nothing of it was kept. */
 export const diskLowWriteError = (what: string): RetryableError =>
   new RetryableError('write_failed', `The ${what} could not be stored: the server's disk is nearly full. Nothing of it was kept; try again later.`, 5000);
-
-export { STRAY_LOG_INTERVAL_MS };
 
 /** Installs the guard for this process (call once, at startup); `now` is injectable for tests. */
 export function guardLedgerCommitFailures(logger: Logger, now: () => number = Date.now): void {

@@ -59,7 +59,8 @@ test('a stray write refused below the disk floor is not logged (the floor logs i
 
 test('a burst of strays (a full disk under load) logs the first, then one per interval with the count held back', () => {
   const script = `
-    import { guardLedgerCommitFailures, STRAY_LOG_INTERVAL_MS } from './runtime/ledger/commit-failure-guard.ts';
+    import { guardLedgerCommitFailures } from './runtime/ledger/commit-failure-guard.ts';
+    import { STRAY_LOG_INTERVAL_MS } from './hook-runner/lmdb-commit-failure.ts';
     let now = 0;
     const logged = [];
     guardLedgerCommitFailures({ error: (message, fields) => logged.push(fields.more_since_last_logged ?? 0), warn() {}, info() {}, debug() {} }, () => now);
