@@ -3,11 +3,12 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
+import { breakRunnerStore } from './helpers/hook-runner.ts';
 import { call } from './helpers/http.ts';
 import { eventually } from './helpers/receiver.ts';
 import { ADMIN_TOKEN, spawnRuntime, tempDir, type ChildRuntime } from './helpers/runtime.ts';
@@ -159,9 +160,8 @@ test('a Ctrl-C that arrives again while the runtime shuts down (npm and tsx forw
 test('SIGTERM while the hook-runner child cannot come up (it crashes at each start) stops the start at once: exit 0, the child stopped, the lock released', async () => {
   const dataDir = tempDir();
   try {
-    // A store file that is not LMDB: the runner dies at each start, and the supervisor keeps restarting it (for up to 30 s).
-    mkdirSync(join(dataDir, 'hook-runner'), { recursive: true });
-    writeFileSync(join(dataDir, 'hook-runner', 'runner.mdb'), Buffer.alloc(64 * 1024, 0x5a));
+    // The runner dies at each start, and the supervisor keeps restarting it (for up to 30 s).
+    breakRunnerStore(dataDir);
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'dev', '--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const output: string[] = [];
     for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => output.push(line));

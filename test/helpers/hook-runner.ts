@@ -1,7 +1,7 @@
 // Test fixture for the hook-runner: the real runner process (spawned by the real supervisor) on a
 // temp data dir, a real gRPC client, and bounded polling for the few waits on processes.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HookRunnerChild, type HookRunnerChildOptions } from '../../runtime/hook-runner/child.ts';
@@ -22,6 +22,12 @@ export function tempDataDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-hook-runner-'));
   created.push(dir);
   return dir;
+}
+
+/** Puts a store file that is not LMDB where the runner of `dataDir` opens its store: that runner then crashes at every start. */
+export function breakRunnerStore(dataDir: string): void {
+  mkdirSync(join(dataDir, 'hook-runner'), { recursive: true });
+  writeFileSync(join(dataDir, 'hook-runner', 'runner.mdb'), Buffer.alloc(64 * 1024, 0x5a));
 }
 
 export interface RunnerFixture {

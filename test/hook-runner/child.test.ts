@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { RetryableError } from '../../runtime/errors.ts';
 import { HookRunnerChild } from '../../runtime/hook-runner/child.ts';
-import { invocation, newToken, startRunner, tempDataDir, waitFor, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { breakRunnerStore, invocation, newToken, startRunner, tempDataDir, waitFor, type RunnerFixture } from '../helpers/hook-runner.ts';
 import { assembleWat, ECHO_WAT, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
 
 /** Alive and not a zombie (an orphan's zombie may linger where PID 1 does not reap). */
@@ -112,9 +112,7 @@ describe('hook-runner child supervisor', () => {
 
   it('a start that times out while the child keeps dying says so, with how it last exited', async () => {
     const dataDir = tempDataDir();
-    // A store file that is not LMDB: the runner dies at each start.
-    mkdirSync(join(dataDir, 'hook-runner'), { recursive: true });
-    writeFileSync(join(dataDir, 'hook-runner', 'runner.mdb'), Buffer.alloc(64 * 1024, 0x5a));
+    breakRunnerStore(dataDir);
     const child = new HookRunnerChild({ dataDir, token: newToken(), startTimeoutMs: 3000, log: () => undefined });
     await assert.rejects(child.start(), (error: unknown) => error instanceof RetryableError && /did not become ready within 3000 ms \(it exited unexpectedly \d+ time\(s\), last with [^)]+\)/.test(error.message));
     await child.stop();
