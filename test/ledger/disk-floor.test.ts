@@ -185,6 +185,8 @@ test('schedule ticks that fall due below the floor are each sent once space is b
   clock.set(first);
   assert.equal(ticker.timers.fireDue(), 1);
   await eventually('the first tick', sent, (ticks) => ticks.length === 1);
+  // The event is visible once its write commits, a moment before the ticker hears so and arms the next tick.
+  await eventually('the next tick to be armed', () => ticker.timers.dueAt(`${ORG}\u0000every-minute`), (due) => due === first + 60_000);
 
   await setFree(100 * MIB);
   for (const at of [first + 60_000, first + 121_000, first + 181_000]) {
