@@ -285,6 +285,8 @@ test('a timer that fired for a run that cannot be read stalls the run; picked up
   await send(org, key, 'only');
   const runId = await runOf(org, key, 'only');
   await eventually('the delay', () => runStates(org, key), (s) => s.get(runId) === 'delaying');
+  // The state is visible once written, a moment before the engine arms the timer.
+  await eventually('the delay timer', () => rt.runtime.engine.timerDueAt(org, runId), (due) => due !== undefined);
   failNextReadOf(runId);
   clock.advance(1000);
   assert.equal(rt.runtime.engine.timers.fireDue(), 1);
