@@ -21,7 +21,7 @@ import { SecretVault } from './vault.ts';
 import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
 import { pruneRunnerRecords, PRUNE_INTERVAL_MS } from './record-pruning.ts';
 import { resealUnderCurrentKey } from './master-key-rotation.ts';
-import { isLedgerCommitFailure } from './lmdb-commit-failure.ts';
+import { isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
 
 /** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
 export const MAX_RECEIVE_BYTES = 12 * 1024 * 1024;
@@ -90,6 +90,10 @@ async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous:
 type UnaryHandler<M extends HookRunnerMethodName> = handleUnaryCall<HookRunnerMethods[M]['request'], HookRunnerMethods[M]['reply']>;
 
 function createImplementation(handlers: HookRunnerHandlers, log: (line: string) => void): UntypedServiceImplementation {
+  // A failed sync fails every call waiting on it: one line, then at most one every 10 s.
+  const unconfirmed = throttledStrays<{ method: string; error: UnconfirmedFlushError }>(({ method, error }, heldBack) =>
+    log(`hook-runner: ${method}: ${error.message}${heldBack > 0 ? ` (${heldBack} more since the last line)` : ''}`),
+  );
   // The token was checked before the message was read (refuseWithoutToken).
   const unary = <M extends HookRunnerMethodName>(method: M): UnaryHandler<M> => (call, callback) => {
     const handle = handlers[method] as (request: HookRunnerMethods[M]['request'], state: CallState) => Promise<HookRunnerMethods[M]['reply']>;
@@ -99,7 +103,8 @@ function createImplementation(handlers: HookRunnerHandlers, log: (line: string) 
       (reply) => callback(null, reply),
       (error: unknown) => {
         // A failed commit is logged once by the commit-failure guard (command.ts), not per call.
-        if (!(error instanceof RunnerError) && !isLedgerCommitFailure(error)) log(`hook-runner: ${method} failed unexpectedly: ${describe(error)}`);
+        if (error instanceof UnconfirmedFlushError) unconfirmed({ method, error });
+        else if (!(error instanceof RunnerError) && !isLedgerCommitFailure(error)) log(`hook-runner: ${method} failed unexpectedly: ${describe(error)}`);
         callback(toServerError(error));
       },
     );

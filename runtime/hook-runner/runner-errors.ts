@@ -64,6 +64,9 @@ export class CallWithdrawnError extends SluiceError {
 /** What a caller is told when a commit of the hook-runner's store failed. */
 export const RUNNER_WRITE_FAILED = "The hook-runner could not store this durably (its disk is full or failing): nothing of it was kept. Try again later.";
 
+/** What a caller is told when the hook-runner's store took a write its disk could not confirm (its sync failed). */
+export const RUNNER_WRITE_UNCONFIRMED = "The hook-runner stored this, but its disk could not confirm it (an I/O error): it may or may not have been kept. Try again later.";
+
 /** What a caller is told when the hook-runner's disk is below its floor. */
 export const RUNNER_DISK_FULL = "The hook-runner's disk is nearly full: nothing was run or stored. Try again later.";
 
@@ -118,6 +121,8 @@ export function toSluiceError(method: string, error: ServiceError): SluiceError 
       if (code === 'hook_runner_disk_full') return new CallNotSentError(code, RUNNER_DISK_FULL, 5000);
       // As the runtime's own failed commits: 503 write_failed, Retry-After 5 (an Invoke's guest may have run; it is pure).
       if (code === 'hook_runner_write_failed') return new RetryableError('write_failed', RUNNER_WRITE_FAILED, 5000, options);
+      // As the runtime's own unconfirmed flushes: 503 write_unconfirmed, Retry-After 5.
+      if (code === 'hook_runner_write_unconfirmed') return new RetryableError('write_unconfirmed', RUNNER_WRITE_UNCONFIRMED, 5000, options);
       return new RetryableError(code ?? 'hook_runner_unavailable', details, undefined, options);
     case status.DEADLINE_EXCEEDED:
       return new RetryableError('hook_runner_timeout', `hook-runner ${method} did not answer before its deadline.`, undefined, options);
