@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { underFileSizeLimit } from '../helpers/file-size-limit.ts';
 import { ROOT, tempDir } from '../helpers/runtime.ts';
 
 const script = `
@@ -34,8 +35,7 @@ process.exit(0);
 test('after a failed commit, a wait for the store\'s flush ends instead of hanging on the failed batch', { timeout: 60_000 }, async () => {
   const dataDir = tempDir('sluice-runner-full-');
   try {
-    const command = `trap '' XFSZ; ulimit -f 8192; exec "${process.execPath}" --import tsx --input-type=module -e '${script.replace(/'/g, "'\\''")}' "${dataDir}"`;
-    const { stdout } = await promisify(execFile)('bash', ['-c', command], { cwd: ROOT });
+    const { stdout } = await promisify(execFile)('bash', underFileSizeLimit(8192, [process.execPath, '--import', 'tsx', '--input-type=module', '-e', script, dataDir]), { cwd: ROOT });
     const outcome = JSON.parse(stdout.trim().split('\n').at(-1)!) as { stored: number; failed: boolean; wait: string };
     assert.ok(outcome.failed && outcome.stored > 5, `the disk filled after ${outcome.stored} modules`);
     assert.notEqual(outcome.wait, 'hung');

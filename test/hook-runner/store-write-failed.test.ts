@@ -14,12 +14,13 @@ import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { newMasterKey, newToken } from '../helpers/hook-runner.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ROOT, tempDir } from '../helpers/runtime.ts';
+import { underFileSizeLimit } from '../helpers/file-size-limit.ts';
 
 test('a commit that fails in the runner\'s store is 503 write_failed with a 5 s retry, logged once, and the runner goes on', { timeout: 120_000 }, async () => {
   const dataDir = tempDir('sluice-runner-full-');
   const token = newToken();
-  const command = `trap '' XFSZ; ulimit -f 4096; exec "${process.execPath}" --import tsx runtime/cli.ts hook-runner --listen 127.0.0.1:0 --data-dir "${dataDir}" --min-free-disk-mib 0`;
-  const child = spawn('bash', ['-c', command], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SLUICE_RUNNER_TOKEN: token, SLUICE_MASTER_KEY: newMasterKey() } });
+  const runner = [process.execPath, '--import', 'tsx', 'runtime/cli.ts', 'hook-runner', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--min-free-disk-mib', '0'];
+  const child = spawn('bash', underFileSizeLimit(4096, runner), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SLUICE_RUNNER_TOKEN: token, SLUICE_MASTER_KEY: newMasterKey() } });
   const exited = new Promise<number | string>((done) => child.once('exit', (code, signal) => done(code ?? signal ?? 'unknown')));
   const logged: string[] = [];
   createInterface({ input: child.stderr }).on('line', (line) => logged.push(line));

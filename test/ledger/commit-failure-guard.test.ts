@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { isFailedWrite, logFailure } from '../../runtime/ledger/commit-failure-guard.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { nackFrame } from '../../runtime/triggers/device-frame.ts';
+import { underFileSizeLimit } from '../helpers/file-size-limit.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -114,10 +115,7 @@ test('a disk that fills (here a 2 MiB file-size limit) fails the writes, not the
     await new Promise((resolve) => setTimeout(resolve, 200));
     process.stdout.write(JSON.stringify({ stored, failed, read: ledger.events.get(['org', 'e0'])?.length }));
   `;
-  // SIGXFSZ ignored, as exec keeps it: the write past the limit fails with EFBIG instead of killing.
-  const child = spawnSync('bash', ['-c', `trap '' XFSZ; ulimit -f 2048; exec "${process.execPath}" --import tsx --input-type=module -e "$SCRIPT"`], {
-    cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, SCRIPT: script },
-  });
+  const child = spawnSync('bash', underFileSizeLimit(2048, [process.execPath, '--import', 'tsx', '--input-type=module', '-e', script]), { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
   assert.equal(child.status, 0, `${child.stdout}\n${child.stderr}`);
   const outcome = JSON.parse(child.stdout) as { stored: number; failed: number; read: number };
   assert.ok(outcome.stored > 100, `writes were stored before the disk filled: ${child.stdout}`);

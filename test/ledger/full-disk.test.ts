@@ -11,11 +11,12 @@ import { test } from 'node:test';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, ROOT, tempDir } from '../helpers/runtime.ts';
+import { underFileSizeLimit } from '../helpers/file-size-limit.ts';
 
 test('a full disk: writes answer 503 write_failed with Retry-After, reads go on, nothing acknowledged is lost', { timeout: 120_000 }, async () => {
   const dataDir = tempDir('sluice-full-disk-');
-  const command = `trap '' XFSZ; ulimit -f 4096; exec "${process.execPath}" --import tsx runtime/cli.ts serve --port 0 --data-dir "${dataDir}" --admin-token ${ADMIN_TOKEN} --log-level error`;
-  const child = spawn('bash', ['-c', command], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const serve = [process.execPath, '--import', 'tsx', 'runtime/cli.ts', 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, '--log-level', 'error'];
+  const child = spawn('bash', underFileSizeLimit(4096, serve), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | string>((done) => child.once('exit', (code, signal) => done(code ?? signal ?? 'unknown')));
   // Sluice's JSON log lines (lmdb-js also prints lines of its own on stderr).
   const logged: { message: string; cause?: string }[] = [];
