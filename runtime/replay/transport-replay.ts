@@ -6,6 +6,7 @@ import { InputError } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Recording, StoredEvent } from '../events/event-record.ts';
 import { parseJsonBytes } from '../http/parse-json.ts';
+import { payloadTextOf } from '../events/payload-text.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
 import type { SourceRecord } from '../sources/source-record.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
@@ -50,18 +51,21 @@ export async function explainTransportReplay(event: StoredEvent, recording: Reco
   if (recording === undefined) {
     throw new InputError(409, 'no_recording', 'This event has no recorded request (it was not received as a webhook); nothing to replay.');
   }
-  // A recording keeps at most 64 KiB of the body; the event's payload is the whole body, as parsed at ingest.
-  let payload: unknown = event.payload;
+  // A recording keeps at most 64 KiB of the body; the event's payload text is the whole body, as
+  // received. The text is what is checked, as ingest checks it: parsed and written out again, a
+  // number JSON cannot hold (1e400) would be checked as null.
+  let text = payloadTextOf(event);
   let parsed = true;
   if (!recording.body_truncated) {
+    text = recording.body;
     try {
-      payload = parseJsonBytes(Buffer.from(recording.body, 'utf8'));
+      parseJsonBytes(Buffer.from(text, 'utf8'));
     } catch {
       parsed = false;
     }
   }
   const { source } = deps;
-  const schema = await checkSchema(deps.schemaChecks, source, parsed, event.type, payload);
+  const schema = await checkSchema(deps.schemaChecks, source, parsed, event.type, text);
   const claim = event.provider_event_id === null ? undefined : deps.inbox.liveClaim(event.org_id, event.source, event.provider_event_id, deps.nowMs);
   return {
     event_id: event.id,
@@ -78,11 +82,11 @@ export async function explainTransportReplay(event: StoredEvent, recording: Reco
 }
 
 /** The payload against the source's schema today, as ingest checks it (schema-checks.ts); not checked when the source is gone or the body does not parse. */
-async function checkSchema(checks: SchemaChecks, source: SourceRecord | undefined, parsed: boolean, type: string, payload: unknown): Promise<TransportReplayReport['schema']> {
+async function checkSchema(checks: SchemaChecks, source: SourceRecord | undefined, parsed: boolean, type: string, text: string): Promise<TransportReplayReport['schema']> {
   if (source === undefined) return { ok: null, reason: 'source_deleted' };
   if (!parsed) return { ok: null, reason: 'body_unparsable' };
   try {
-    await checks.check(source, type, JSON.stringify(payload));
+    await checks.check(source, type, text);
     return { ok: true };
   } catch (error) {
     const failure = error as InputError;

@@ -283,6 +283,19 @@ test('transport replay of a delivery over the recording cap checks the whole sto
   assert.deepEqual(report.would_answer, { status: 422, code: 'schema_validation_failed' });
 });
 
+test('transport replay checks the body as received, whole or past the recording cap: a number JSON cannot hold (1e400) is checked as sent, not as null', async () => {
+  const schema = { type: 'object', properties: { amount: { type: 'number' } } };
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'huge', secrets: [SECRET], event_types: { 'huge.amount': schema } } });
+  assert.equal(created.status, 201, created.text);
+  for (const [messageId, filler] of [['msg-huge', ''], ['msg-huge-long', 'x'.repeat(70 * 1024)]] as const) {
+    const body = `{"type":"huge.amount","amount":1e400,"filler":"${filler}"}`;
+    const sent = await call(rt.url, 'POST', `/hooks/${ORG}/huge`, { body, headers: signStandard(SECRET, messageId, Math.floor(Date.now() / 1000), body) });
+    assert.equal(sent.status, 204, sent.text);
+    const report = await transportReport(sent.headers.get('sluice-event-id')!);
+    assert.deepEqual([report.schema, report.would_answer], [{ ok: true }, { status: 409, code: 'duplicate_event' }], messageId);
+  }
+});
+
 /** Creates a source and delivers one signed webhook to it; the stored event's id. */
 async function deliverOnce(source: string, body: string, messageId: string): Promise<string> {
   assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: source, secrets: [SECRET] } })).status, 201);
