@@ -1,9 +1,11 @@
 // Finds number literals in JSON text that JSON.parse does not keep as written. Stored values that
 // were parsed must refuse such numbers rather than change them.
-// - inexactNumberIn: a whole number beyond ±(2^53 − 1), which comes back as a neighbour
-//   (12345678901234567890 reads 12345678901234567000), or one so large it becomes Infinity (and
-//   then null); fractions are doubles by nature and pass (an action's output, which a guest may
-//   print with more digits than a double holds).
+// - inexactNumberIn: a whole number beyond ±(2^53 − 1) written in digits, which comes back as a
+//   neighbour (12345678901234567890 reads 12345678901234567000), one spelled with a fraction or an
+//   exponent that comes back as another (9007199254740993.0, 12345678901234567e1), or one so large
+//   it becomes Infinity (and then null); fractions are doubles by nature and pass, and so does a
+//   large one a double prints back as written (1e300) (an action's output, which a guest may print
+//   with more digits than a double holds).
 // - changedNumberIn: any literal whose double prints as another decimal (1e-400 reads 0,
 //   9007199254740993.0 reads 9007199254740992): for text a person wrote to be kept as written
 //   (an event type's schema), where 1e300 passes and an over-precise fraction does not.
@@ -30,7 +32,9 @@ function findNumber(text: string, refuse: (literal: string) => boolean): string 
 
 const isInexact = (literal: string): boolean => {
   const value = Number(literal);
-  return !Number.isFinite(value) || (/^-?\d+$/.test(literal) && !Number.isSafeInteger(value));
+  if (!Number.isFinite(value)) return true;
+  if (/^-?\d+$/.test(literal)) return !Number.isSafeInteger(value);
+  return Math.abs(value) > Number.MAX_SAFE_INTEGER && isWhole(literal) && changesWhenParsed(literal);
 };
 
 /** A JSON number literal as `<sign><digits>e<exponent>` with no leading or trailing zeros in its digits ("0" for zero). */
@@ -48,7 +52,10 @@ function canonicalDecimal(literal: string): string {
 
 const changesWhenParsed = (literal: string): boolean => canonicalDecimal(literal) !== canonicalDecimal(String(Number(literal)));
 
-/** The first whole number past ±(2^53 − 1), or number too large for a double, outside strings in valid JSON `text`; else undefined. */
+/** Whether a literal's value is a whole number, however it is spelled (`12e3`, `5.0`). */
+const isWhole = (literal: string): boolean => !/e-/.test(canonicalDecimal(literal));
+
+/** The first whole number past ±(2^53 − 1) that JSON.parse would change (any spelling; in digits, any), or number too large for a double, outside strings in valid JSON `text`; else undefined. */
 export const inexactNumberIn = (text: string): string | undefined => findNumber(text, isInexact);
 
 /** The first number outside strings in valid JSON `text` that JSON.parse reads as another value (then printed otherwise); else undefined. */

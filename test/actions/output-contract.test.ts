@@ -102,13 +102,16 @@ test('a number JSON.parse cannot keep (a whole number past ±2^53, or one that o
     ['{"big":12345678901234567890}', '12345678901234567890'],
     ['{"projection":{"name":"p","data":{"n":[1,-9007199254740993]}}}', '-9007199254740993'],
     ['{"derived_event":{"type":"a.b","payload":{"n":1e400}}}', '1e400'],
+    ['{"result":[9007199254740993.0]}', '9007199254740993.0'],
+    ['{"result":[-12345678901234567e1]}', '-12345678901234567e1'],
+    ['{"result":[9.007199254740993E15]}', '9.007199254740993E15'],
   ]) {
     const checked = checkContract(output as string);
     assert.equal(checked.ok, false, output);
     assert.equal(!checked.ok && checked.field, 'output');
     assert.match(!checked.ok ? checked.message : '', new RegExp(`number ${literal}, .*write it as a string`));
   }
-  const fine = '{"max":9007199254740991,"min":-9007199254740991,"dec":0.1000000000000000055511151231257827,"exp":1e20,"s":"12345678901234567890","esc":"\\\\","q":"a\\"12345678901234567890"}';
+  const fine = '{"max":9007199254740991,"min":-9007199254740991,"dec":0.1000000000000000055511151231257827,"exp":1e20,"s":"12345678901234567890","esc":"\\\\","q":"a\\"12345678901234567890","big":[1e300,-1.5e300,9007199254740992.0,1.2345678901234567e-5]}';
   assert.equal(checkContract(fine).ok, true);
 });
 
