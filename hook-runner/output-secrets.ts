@@ -37,10 +37,38 @@ function holdsSecret(parsed: unknown, secrets: readonly string[], keysOnly = fal
 }
 
 /**
+ * Whether `masked` is `original` with only string values changed: the same keys in the same order,
+ * the same array lengths, numbers, booleans and nulls. A secret whose raw text spans JSON structure
+ * (`x","b":"y`) is masked into a document that still parses but lost members. A walk with its own stack.
+ */
+function sameShape(original: unknown, masked: unknown): boolean {
+  const pending: Array<[unknown, unknown]> = [[original, masked]];
+  while (pending.length > 0) {
+    const [a, b] = pending.pop()!;
+    if (typeof a === 'string' && typeof b === 'string') continue;
+    if (Array.isArray(a)) {
+      if (!Array.isArray(b) || a.length !== b.length) return false;
+      a.forEach((item, i) => pending.push([item, b[i]]));
+    } else if (a !== null && typeof a === 'object') {
+      if (b === null || typeof b !== 'object' || Array.isArray(b)) return false;
+      const left = Object.entries(a);
+      const right = Object.entries(b);
+      if (left.length !== right.length) return false;
+      for (let i = 0; i < left.length; i += 1) {
+        if (left[i]![0] !== right[i]![0]) return false;
+        pending.push([left[i]![1], right[i]![1]]);
+      }
+    } else if (!Object.is(a, b)) return false;
+  }
+  return true;
+}
+
+/**
  * The result with each secret's value masked in its output strings, as written raw or escaped as
  * JSON.stringify escapes it. An output masking cannot make safe becomes a `secret_in_output` trap,
  * and nothing of it leaves the runner: a secret in an object key (masking would change the
- * output's shape), outside a string (a number), or in another escaping (`\/`, `\u0073`).
+ * output's shape), outside a string (a number), across strings (its raw text holding a quote), or in
+ * another escaping (`\/`, `\u0073`).
  */
 export function maskSecrets(result: InvocationResult, secrets: Readonly<Record<string, string>>): InvocationResult {
   const { outcome } = result;
@@ -62,5 +90,6 @@ export function maskSecrets(result: InvocationResult, secrets: Readonly<Record<s
   } catch {
     return refused('outside a JSON string');
   }
+  if (!sameShape(parsed, masked)) return refused('across JSON strings');
   return holdsSecret(masked, values) ? refused('in an escaped form') : { outcome: { kind: 'output', outputJson: text }, fuelUsed: result.fuelUsed };
 }

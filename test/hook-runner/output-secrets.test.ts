@@ -39,6 +39,14 @@ test('a secret written where masking would break the JSON (a number) fails the o
   assert.equal(masked.fuelUsed, 7);
 });
 
+test('a secret whose raw text spans JSON structure fails the output, never masks members away', () => {
+  for (const [text, secret] of [['{"a":"x","b":"y","c":1}', 'x","b":"y'], ['{"list":["tok","en12345"]}', 'tok","en12345']]) {
+    const masked = maskSecrets(output(text!), { S: secret! });
+    assert.equal(masked.outcome.kind === 'trap' && masked.outcome.trap, 'secret_in_output', text);
+    assert.match(masked.outcome.kind === 'trap' ? masked.outcome.message : '', /across JSON strings/);
+  }
+});
+
 test('short secrets, outputs without a secret and outcomes other than output pass as they are', () => {
   const plain = output('{"threshold":50,"note":"all fine"}');
   assert.equal(maskSecrets(plain, { RISK_THRESHOLD: '50' }), plain, 'under 8 characters: not masked');
