@@ -113,7 +113,8 @@ export class SluiceClient {
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
-        if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 ? undefined : answerOf(outcome.status, outcome.text, `${method} ${url.pathname}`, options.expect)) as T;
+        // A call that expects an answer is never content with none: a 204 where Sluice answers a body is not Sluice's.
+        if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 && options.expect === undefined ? undefined : answerOf(outcome.status, outcome.text, `${method} ${url.pathname}`, options.expect)) as T;
         const retryAfterMs = retryAfterMsOf(outcome.retryAfter);
         if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts && !(retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) {
           await raceAbort(this.#sleep(backoffMs(attempt, retryAfterMs), cancel.signal), cancel.signal);

@@ -1,5 +1,5 @@
-// The REST client against a scripted HTTP server: an answer of the wrong shape to sendEvent is
-// `invalid_answer` (not a TypeError), a Retry-After too long to wait out ends the retries with the
+// The REST client against a scripted HTTP server: an answer of the wrong shape to sendEvent, or a
+// 204 to a call that expects an answer, is `invalid_answer` (not a TypeError or undefined), a Retry-After too long to wait out ends the retries with the
 // hint on the error, and counts that cannot work (maxAttempts NaN, 0, 2.5) are refused when given.
 
 import assert from 'node:assert/strict';
@@ -37,6 +37,14 @@ test('sendEvent answered 2xx without an event is invalid_answer, as getEvent is'
       assert.match(error.message, /no "event"/);
       return true;
     });
+  }
+});
+
+test('a 204 to a call that expects an answer (sendEvent, getEvent, getRun) is invalid_answer, not undefined', async () => {
+  const { url } = await scripted((res) => res.writeHead(204).end());
+  const client = new SluiceClient({ url, apiKey: 'k', org: 'o' });
+  for (const [name, call] of [['sendEvent', () => client.sendEvent({ type: 'order.created', payload: {} })], ['getEvent', () => client.getEvent('evt_1')], ['getRun', () => client.getRun('run_1')]] as const) {
+    await assert.rejects(call(), (error: unknown) => error instanceof SluiceApiError && error.code === 'invalid_answer' && error.status === 204, name);
   }
 });
 
