@@ -122,6 +122,8 @@ export function namedCases(): RiskCase[] {
     raw('amount 2^53 - 1 counts', '{"order_id":"o","amount_cents":9007199254740991}', model({ order_id: 'o', amount_cents: 9007199254740991 })),
     raw('amount -(2^53 - 1) counts', '{"order_id":"o","amount_cents":-9007199254740991}', model({ order_id: 'o', amount_cents: -9007199254740991 })),
     raw('amount -0', '{"order_id":"o","amount_cents":-0}', model({ order_id: 'o', amount_cents: 0 })),
+    raw('quantity i64 max is capped at 1000', '{"order_id":"o","items":[{"quantity":9223372036854775807}]}', model({ order_id: 'o', items: [{ quantity: 1000 }] })),
+    raw('quantity past i64 adds 1', '{"order_id":"o","items":[{"quantity":99999999999999999999}]}', model({ order_id: 'o', items: [{ quantity: 'n/a' }] })),
     // A payload of 128 levels (the most Sluice stores) is 129 with the envelope around it.
     raw('a payload nested 128 levels (129 in the envelope) is accepted', `{"order_id":"deep","x":${nest(127)}}`, model({ order_id: 'deep' })),
     raw('nesting past the depth limit is rejected', `{"order_id":"deep","x":${nest(128)}}`, null),

@@ -44,7 +44,8 @@ function itemQuantity(items: unknown): number {
   let total = 0;
   for (const item of items) {
     const quantity = member(item, 'quantity');
-    total += typeof quantity === 'number' && Number.isInteger(quantity) && quantity >= 1 ? Math.min(quantity, MAX_ITEM_QUANTITY) : 1;
+    // An integer literal the kits read as an i64: a double of 2^63 or more was written past it.
+    total += typeof quantity === 'number' && Number.isInteger(quantity) && quantity >= 1 && quantity < 2 ** 63 ? Math.min(quantity, MAX_ITEM_QUANTITY) : 1;
   }
   return total;
 }
