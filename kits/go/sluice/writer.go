@@ -12,6 +12,15 @@ type Writer struct {
 	needComma bool
 }
 
+// checked panics (a trap under -panic=trap) once the document is past MaxOutputBytes, as the
+// other kits' writers trap: a handler that wrote too much and then rejects still traps.
+func (w *Writer) checked() *Writer {
+	if len(w.buf) > MaxOutputBytes {
+		panic("sluice: output document larger than 256 KB")
+	}
+	return w
+}
+
 func (w *Writer) beforeValue() {
 	if w.needComma {
 		w.buf = append(w.buf, ',')
@@ -23,26 +32,26 @@ func (w *Writer) BeginObject() *Writer {
 	w.beforeValue()
 	w.buf = append(w.buf, '{')
 	w.needComma = false
-	return w
+	return w.checked()
 }
 
 func (w *Writer) EndObject() *Writer {
 	w.buf = append(w.buf, '}')
 	w.needComma = true
-	return w
+	return w.checked()
 }
 
 func (w *Writer) BeginArray() *Writer {
 	w.beforeValue()
 	w.buf = append(w.buf, '[')
 	w.needComma = false
-	return w
+	return w.checked()
 }
 
 func (w *Writer) EndArray() *Writer {
 	w.buf = append(w.buf, ']')
 	w.needComma = true
-	return w
+	return w.checked()
 }
 
 // Key writes an object key; the next call writes its value.
@@ -50,13 +59,13 @@ func (w *Writer) Key(key string) *Writer {
 	w.String(key)
 	w.buf = append(w.buf, ':')
 	w.needComma = false
-	return w
+	return w.checked()
 }
 
 func (w *Writer) Null() *Writer {
 	w.beforeValue()
 	w.buf = append(w.buf, "null"...)
-	return w
+	return w.checked()
 }
 
 func (w *Writer) Bool(value bool) *Writer {
@@ -66,13 +75,13 @@ func (w *Writer) Bool(value bool) *Writer {
 	} else {
 		w.buf = append(w.buf, "false"...)
 	}
-	return w
+	return w.checked()
 }
 
 func (w *Writer) Int(value int64) *Writer {
 	w.beforeValue()
 	w.buf = appendDecimal(w.buf, value)
-	return w
+	return w.checked()
 }
 
 func (w *Writer) String(text string) *Writer {
@@ -88,38 +97,38 @@ func (w *Writer) StringJSON(text Str) *Writer {
 func (w *Writer) Raw(value Value) *Writer {
 	w.beforeValue()
 	w.buf = append(w.buf, value.raw...)
-	return w
+	return w.checked()
 }
 
 // BeginString starts a string built from parts; finish it with EndString.
 func (w *Writer) BeginString() *Writer {
 	w.beforeValue()
 	w.buf = append(w.buf, '"')
-	return w
+	return w.checked()
 }
 
 func (w *Writer) StringPart(text string) *Writer {
 	for i := 0; i < len(text); i++ {
 		w.escaped(text[i])
 	}
-	return w
+	return w.checked()
 }
 
 func (w *Writer) StringPartJSON(text Str) *Writer {
 	for _, b := range text.Decode(nil) {
 		w.escaped(b)
 	}
-	return w
+	return w.checked()
 }
 
 func (w *Writer) StringPartInt(value int64) *Writer {
 	w.buf = appendDecimal(w.buf, value)
-	return w
+	return w.checked()
 }
 
 func (w *Writer) EndString() *Writer {
 	w.buf = append(w.buf, '"')
-	return w
+	return w.checked()
 }
 
 // escaped writes one byte of UTF-8 text inside a string; multi-byte sequences never contain
