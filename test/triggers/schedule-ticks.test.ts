@@ -4,8 +4,9 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Cron } from 'croner';
 import { InputError } from '../../runtime/errors.ts';
-import { checkSchedule, nextTickAt, tickOwed, type ScheduleRecord } from '../../runtime/triggers/schedule-record.ts';
+import { checkSchedule, MAX_CRON_LENGTH, nextTickAt, tickOwed, type ScheduleRecord } from '../../runtime/triggers/schedule-record.ts';
 
 const schedule = (cron: string, timezone: string, lastTickMs: number): ScheduleRecord => ({
   id: 'sch_test', org_id: 'org', name: 'n', cron, timezone, event_type: 't', environment: 'production', payload_json: 'null',
@@ -118,4 +119,35 @@ test('days match as in crontab: both day fields when either starts with *, eithe
   assert.deepEqual(days('0 0 1-10 * */3'), ['2026-01-03', '2026-01-04', '2026-01-07', '2026-01-10'], 'days 1-10 that are Sundays, Wednesdays or Saturdays');
   assert.deepEqual(days('0 0 1,15 * 1'), ['2026-01-01', '2026-01-05', '2026-01-12', '2026-01-15', '2026-01-19', '2026-01-26'], 'the 1st, the 15th and every Monday');
   assert.deepEqual(days('0 0 1-31/2 * 1'), days('0 0 1-31/2 * *').concat(['2026-01-12', '2026-01-26']).sort(), 'a step without * is restricted: odd days or Mondays');
+});
+
+test('a pattern whose days never exist never fires: told from its day and month fields, as croner\'s own search would tell it', () => {
+  const dayFields = ['30', '31', '29', '1', '30,31', '29-31', '*/31', '31/5', '28-31/3', '*'];
+  const monthFields = ['2', 'feb', '4,6,9,11', 'apr-jun/2', '2,4,6,9,11', '*/2', '1', '*'];
+  let neverFires = 0;
+  for (const days of dayFields) {
+    for (const months of monthFields) {
+      for (const weekdays of ['*', '*/1', '1', 'mon-fri']) {
+        const cron = `59 23 ${days} ${months} ${weekdays}`;
+        const bothRestricted = !days.startsWith('*') && !weekdays.startsWith('*');
+        let fires: boolean;
+        try {
+          fires = new Cron(cron, { timezone: 'UTC', paused: true, mode: '5-part', domAndDow: !bothRestricted }).nextRun() !== null;
+        } catch {
+          assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && /cannot be read/.test(error.message), cron);
+          continue;
+        }
+        if (fires) assert.equal(checkSchedule(cron, 'UTC').cron, cron);
+        else assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron' && /never fires/.test(error.message), cron);
+        if (!fires) neverFires++;
+      }
+    }
+  }
+  assert.ok(neverFires >= 15, `the matrix holds patterns that never fire (${neverFires})`);
+});
+
+test('a pattern longer than the cap is refused by the check itself (sluice cron too), not only by the API\'s body schema', () => {
+  const long = `${Array.from({ length: 60 }, (_, i) => i).join(',')} * * * *`;
+  assert.ok(long.length > MAX_CRON_LENGTH);
+  assert.throws(() => checkSchedule(long, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron' && error.message.includes(`at most ${MAX_CRON_LENGTH} characters`));
 });
