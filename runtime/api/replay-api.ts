@@ -84,12 +84,13 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
   /**
    * Refuses an unkeyed replay that repeats one made within REPEAT_GUARD_MS with the same choice
    * (on either side of now: after the clock was set back, a replay made minutes ago reads as later).
+   * One that started no run (no workflow listened then) sent nothing: it holds no replay off.
    */
   const refuseRepeat = (orgId: string, original: StoredEvent, choice: ReplayChoice): void => {
     const nowMs = ctx.clock.now();
     const repeated = ctx.events.replays
       .within(orgId, original.environment, original.id, nowMs - REPEAT_GUARD_MS + 1, nowMs + REPEAT_GUARD_MS, REPEAT_LOOKBACK)
-      .find((earlier) => earlier.side_effects === choice.side_effects && sameWorkflows(earlier.workflow_ids, choice));
+      .find((earlier) => earlier.side_effects === choice.side_effects && sameWorkflows(earlier.workflow_ids, choice) && ctx.runs.hasRunsFor(orgId, earlier.event_id));
     if (repeated === undefined) return;
     const ago = Math.max(0, Math.round((nowMs - repeated.received_at_ms) / 1000));
     throw new ConflictError(

@@ -124,6 +124,12 @@ export class RunStore {
     this.#failed.remove(failedKey(run));
   }
 
+  /** Whether the event started any run (its runs are stored in the event's own write). */
+  hasRunsFor(orgId: string, eventId: string): boolean {
+    const [first] = this.#byEvent.getKeys({ start: [orgId, eventId], end: [orgId, eventId, '\uffff'], limit: 1 });
+    return first !== undefined;
+  }
+
   /**
    * `view` of each run of an event. Each snapshot is let go once viewed: an event may have thousands
    * of runs, each holding megabytes of step results.

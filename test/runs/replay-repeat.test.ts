@@ -1,6 +1,7 @@
 // A business replay is listed under the event it replays, and an unkeyed one is not made twice by
 // accident: the same choice again within 5 minutes (a double click, a retry after a timeout) is
-// `409 replay_just_made`, naming the replay made, unless the person sends "again": true. The list
+// `409 replay_just_made`, naming the replay made (one that started no run holds nothing off), unless
+// the person sends "again": true. The list
 // goes with the events: retention, sandbox reset (also of a replay that waited behind another); a
 // data dir from before the list gets it at boot.
 
@@ -88,6 +89,20 @@ test('a double click makes one replay: the second unkeyed request with the same 
   clock.advance(62 * 60_000 + REPEAT_GUARD_MS);
 });
 
+test('a replay that started no run (no workflow listened then) holds no replay off: once one listens, the same choice is made at once', async () => {
+  const sent = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.refunded', payload: {} } });
+  assert.equal(sent.status, 202, sent.text);
+  const original: string = sent.body.event.id;
+  const idle = await replay(original, { side_effects: 'run' });
+  assert.deepEqual([idle.status, idle.body.reactions], [202, []]);
+  const listener = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'refund', trigger_event: 'order.refunded', steps: [{ id: 'refund', type: 'webhook', url: `${receiver.url}/refund` }] } });
+  assert.equal(listener.status, 201, listener.text);
+  const meant = await replay(original, { side_effects: 'run' });
+  assert.equal(meant.status, 202, meant.text);
+  assert.equal(meant.body.reactions.length, 1);
+  assert.equal((await replay(original, { side_effects: 'run' })).body.error?.code, 'replay_just_made', 'the replay that started a run is guarded');
+});
+
 test('an event\'s view lists its replays newest first with the choice made; a replay lists its own', async () => {
   const original = await sendEvent('order-2');
   const skip = await replay(original, { side_effects: 'skip' });
@@ -165,6 +180,9 @@ test('a replay waiting behind another one of the same sandbox event is not store
 });
 
 test('replays of one event waiting for their turn are capped: past 100, 429 too_many_replays with Retry-After', async () => {
+  // A replay that starts no run guards nothing: a sandbox workflow listens.
+  const listener = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'sandbox-charge', environment: 'sandbox', trigger_event: 'order.paid', steps: [{ id: 'charge', type: 'webhook', url: `${receiver.url}/sandbox-charge` }] } });
+  assert.equal(listener.status, 201, listener.text);
   const sent = await call(rt.url, 'POST', base, { token: key, json: { type: 'order.paid', payload: {}, environment: 'sandbox' } });
   assert.equal(sent.status, 202, sent.text);
   // A sandbox reset held open keeps the first replay waiting (for the reset) in its turn, and the others behind it.
@@ -211,6 +229,8 @@ test('boot lists the replays a data dir holds from before the list existed', { s
     let legacy: Record<string, unknown> & { id: string };
     try {
       orgKey = await createOrg(older.url, ADMIN_TOKEN, ORG);
+      const listener = await call(older.url, 'POST', `/organizations/${ORG}/workflows`, { token: orgKey, json: { name: 'charge', trigger_event: 'order.paid', steps: [{ id: 'charge', type: 'webhook', url: `${receiver.url}/charge` }] } });
+      assert.equal(listener.status, 201, listener.text);
       const sent = await call(older.url, 'POST', base, { token: orgKey, json: { type: 'order.paid', payload: {} } });
       original = sent.body.event.id;
       made = (await call(older.url, 'POST', `${base}/${original}/replay`, { token: orgKey, json: { side_effects: 'skip' } })).body.event.id;
