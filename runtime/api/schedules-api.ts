@@ -98,7 +98,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         };
         await schedules.create(schedule);
         ticker.arm(schedule);
-        return rawJson(201, { schedule: describeSchedule(schedule, nowMs) });
+        return rawJson(201, { schedule: describeSchedule(schedule, nowMs, ticker.dueAt(org.id, schedule.name)) });
       },
     },
     ...namedRecordReads(ctx, base, {
@@ -107,7 +107,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
       what: 'Schedule',
       listAfter: (orgId, afterName) => schedules.listAfter(orgId, afterName),
       require: (orgId, name) => schedules.require(orgId, name),
-      describe: (schedule) => describeSchedule(schedule, ctx.clock.now()),
+      describe: (schedule) => describeSchedule(schedule, ctx.clock.now(), ticker.dueAt(schedule.org_id, schedule.name)),
     }),
     {
       method: 'PATCH',
@@ -142,7 +142,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
           return restarts ? { ...merged, last_tick_ms: startMs, started_ms: startMs } : merged;
         });
         ticker.arm(next);
-        return rawJson(200, { schedule: describeSchedule(next, ctx.clock.now()) });
+        return rawJson(200, { schedule: describeSchedule(next, ctx.clock.now(), ticker.dueAt(next.org_id, next.name)) });
       },
     },
     {

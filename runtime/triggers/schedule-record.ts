@@ -283,11 +283,16 @@ export const sendsAlike = (a: ScheduleRecord, b: ScheduleRecord): boolean =>
 export const tickEventId = (schedule: ScheduleRecord, tickMs: number): string =>
   `evt_sch_${createHash('sha256').update(`${schedule.id}\u0000${tickMs}`).digest('hex').slice(0, 32)}`;
 
-/** The API view (answer it with rawJson): the record without its internal fields, with the next tick when enabled. */
-export function describeSchedule(schedule: ScheduleRecord, nowMs: number): Record<string, unknown> {
+/**
+ * The API view (answer it with rawJson): the record without its internal fields, with the next tick
+ * when enabled. `armedAt` is when the ticker's timer for it fires, if armed: that time (now, once
+ * due), which spares croner's walk (a few ms for a rare pattern such as February 29th on a Sunday,
+ * for each schedule of a list); worked out from the record when not armed.
+ */
+export function describeSchedule(schedule: ScheduleRecord, nowMs: number, armedAt?: number): Record<string, unknown> {
   let next: number | undefined;
   try {
-    next = schedule.enabled ? nextTickAt(schedule, nowMs) : undefined;
+    next = !schedule.enabled ? undefined : armedAt === undefined ? nextTickAt(schedule, nowMs) : Math.max(armedAt, nowMs);
   } catch {
     // A stored pattern or zone this croner cannot read any more (the ticker logs it): no next tick.
   }

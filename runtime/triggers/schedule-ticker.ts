@@ -95,6 +95,11 @@ export class ScheduleTicker {
     } else this.#timers.arm(key, at);
   }
 
+  /** When the schedule's timer fires, if it is armed (a tick being sent is not, until it is armed again). */
+  dueAt(orgId: string, name: string): number | undefined {
+    return this.#timers.dueAt(orgScopedKey(orgId, name));
+  }
+
   /** The schedule was deleted. */
   disarm(orgId: string, name: string): void {
     this.#timers.disarm(orgScopedKey(orgId, name));
