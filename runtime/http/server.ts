@@ -13,6 +13,7 @@ import { BodyBudget, type BodyReservation } from './body-budget.ts';
 import { readBody } from './read-body.ts';
 import { ReadQuery } from './read-query.ts';
 import { MethodNotAllowedError, Router } from './router.ts';
+import { refuseHandshakeWithEmptySegment } from './upgrade-required.ts';
 import type { HttpReply, HttpRequest, RequestHead, Route } from './types.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -162,6 +163,7 @@ export class HttpServer {
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {
+      refuseHandshakeWithEmptySegment(rawUrl, headers);
       const segments = Router.decodePath(rawUrl);
       // HEAD is answered as GET, without the body.
       const { route, params } = this.#router.match(method === 'HEAD' ? 'GET' : method, segments);

@@ -8,6 +8,16 @@
 import { InputError } from '../errors.ts';
 import type { Route } from './types.ts';
 
+/**
+ * 404 for a WebSocket handshake whose path has an empty segment (`/organizations//live`): the
+ * router drops empty segments, so it would reach another route (`GET /organizations/:org`, a 401
+ * about the key) rather than be told no WebSocket endpoint is there.
+ */
+export function refuseHandshakeWithEmptySegment(rawPath: string, headers: Readonly<Record<string, string | undefined>>): void {
+  if (headers['upgrade']?.toLowerCase() !== 'websocket' || !rawPath.includes('//')) return;
+  throw new InputError(404, 'not_found', 'No WebSocket endpoint at this path: open a WebSocket endpoint exactly (no doubled slash).');
+}
+
 /** The route for `pattern`: `exact` spells the path for messages, `plainGet` is the 426 message. */
 export function upgradeRequiredRoute(pattern: string, exact: string, plainGet: string): Route {
   return {

@@ -60,6 +60,9 @@ test('each refused upgrade says why, in the API\'s words; a plain GET is told to
     [`${live}?token=${encodeURIComponent(key)}&run_id=${'r'.repeat(201)}`, 400, 'invalid_subscription', /^run_id must be at most 200 characters\.$/],
     [`${live}?token=${encodeURIComponent(key)}&enviroment=sandbox`, 400, 'unknown_query_parameter', /no query parameter "enviroment"/],
     [`${live}?token=${encodeURIComponent(key)}&after_seq=1&after_seq=2`, 400, 'repeated_query_parameter', /"after_seq" is given more than once/],
+    // Not the REST route the path reads as without its empty segment (GET /organizations/:org, a 401 about the key).
+    [`/organizations//live?token=${encodeURIComponent(key)}`, 404, 'not_found', /No WebSocket endpoint at this path/],
+    [`/organizations/acct-live//live?token=${encodeURIComponent(key)}`, 404, 'not_found', /No WebSocket endpoint at this path/],
   ] as const;
   const starterKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-live-starter', 'starter');
   const sandbox = await refusal(`/organizations/acct-live-starter/live?token=${encodeURIComponent(starterKey)}&environment=sandbox`);
