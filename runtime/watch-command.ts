@@ -9,6 +9,7 @@ import { LiveClosedError, watchRuns } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf } from './cli-api-target.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
+import { AFTER_SEQ_DIGITS } from './rooms/live-subscription.ts';
 import { printable } from './terminal-text.ts';
 
 const USAGE = 'usage: sluice watch <http://host:port> --org <org id> [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox] [--run <run id>] [--after-seq <n>]';
@@ -34,8 +35,8 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   const { url, org, apiKey, environment } = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
   // An empty run id would subscribe to every run of the org (an unset `--run "$RUN"`).
   if (values.run === '') throw new InputError(400, 'usage', `--run is empty. ${USAGE}`);
-  const afterSeq = values['after-seq'] === undefined ? undefined : wholeNumberOfDigits(values['after-seq']);
-  if (afterSeq !== undefined && !(Number.isSafeInteger(afterSeq) && afterSeq >= 0)) throw new InputError(400, 'usage', `--after-seq is a whole number. ${USAGE}`);
+  const afterSeq = values['after-seq'] === undefined ? undefined : wholeNumberOfDigits(values['after-seq'], AFTER_SEQ_DIGITS);
+  if (afterSeq !== undefined && Number.isNaN(afterSeq)) throw new InputError(400, 'usage', `--after-seq is a whole number of at most ${AFTER_SEQ_DIGITS} digits. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   const live = watchRuns({
     url, apiKey, org, environment,
@@ -49,7 +50,8 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   io.signal.addEventListener('abort', stop, { once: true });
   try {
     await live.done;
-    print(JSON.stringify({ stopped: true, after_seq: live.position ?? null }));
+    // Without a position (no frame came), there is nothing to pass back: the line says stopped alone.
+    print(JSON.stringify(live.position === undefined ? { stopped: true } : { stopped: true, after_seq: live.position }));
     return 0;
   } catch (error) {
     // A refusing server's body is part of the message: whatever answered, it never drives the terminal.

@@ -6,6 +6,7 @@
 
 import { decodeLiveMessage, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
+import { AFTER_SEQ_DIGITS } from '../../runtime/rooms/live-subscription.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
 import type { Environment } from './api-types.ts';
 import { credentialProblem } from './credential-check.ts';
@@ -13,6 +14,7 @@ import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
+import { checkCount } from './count-option.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { describeRefusalBody } from './refusal-body.ts';
 
@@ -95,6 +97,7 @@ export class LiveSubscription {
 
   constructor(options: WatchOptions) {
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
+    if (options.afterSeq !== undefined) checkCount('afterSeq', options.afterSeq, 0, 10 ** AFTER_SEQ_DIGITS - 1);
     this.#o = options;
     this.#position = options.afterSeq;
     this.#loop = new ReconnectLoop({

@@ -5,6 +5,8 @@ import type { RunUpdate, Subscribe } from './live-codec.ts';
 
 const ENVIRONMENTS = new Set(['production', 'sandbox']);
 const MAX_RUN_ID_LENGTH = 200;
+/** An `after_seq` has at most this many digits (the client and `sluice watch` check it too). */
+export const AFTER_SEQ_DIGITS = 15;
 
 export interface Room {
   readonly environment: string;
@@ -65,6 +67,6 @@ export function parseSubscribeQuery(query: URLSearchParams): Subscription {
     if (strict) throw new SubscriptionError('strict', 'strict applies to an after_seq; give one, or leave strict out.');
     return { room, afterSeq: undefined, strict };
   }
-  if (!/^\d{1,15}$/.test(afterSeq)) throw new SubscriptionError('after_seq', 'after_seq must be a sequence number (a whole number of at most 15 digits).');
+  if (!new RegExp(`^\\d{1,${AFTER_SEQ_DIGITS}}$`).test(afterSeq)) throw new SubscriptionError('after_seq', `after_seq must be a sequence number (a whole number of at most ${AFTER_SEQ_DIGITS} digits).`);
   return { room, afterSeq: Number(afterSeq), strict };
 }

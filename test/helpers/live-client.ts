@@ -40,7 +40,11 @@ export function connectLive(baseUrl: string, orgId: string, options: { token?: s
   };
   return new Promise((resolve, reject) => {
     socket.once('open', () => resolve(client));
-    socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+    // With this listener, ws leaves the refused request open: ended here, or it outlives the test.
+    socket.once('unexpected-response', (req, res) => {
+      req.destroy();
+      reject(new Error(`upgrade refused: ${res.statusCode}`));
+    });
     socket.once('error', reject);
   });
 }

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import { after, test } from 'node:test';
-import { connectDevice, SluiceApiError, SluiceClient, type Sleep } from '../../kits/client/index.ts';
+import { connectDevice, SluiceApiError, SluiceClient, watchRuns, type Sleep } from '../../kits/client/index.ts';
 
 const servers: import('node:http').Server[] = [];
 after(() => servers.forEach((server) => server.close()));
@@ -65,11 +65,14 @@ test('a Retry-After the client can wait out is waited; a longer one ends the ret
   assert.equal(month.requests(), 1);
 });
 
-test('maxAttempts and maxPending that are not whole numbers in range are refused when given', () => {
+test('maxAttempts, afterSeq and maxPending that are not whole numbers in range are refused when given', () => {
   for (const maxAttempts of [Number(undefined), 0, -1, 2.5, 101, Infinity]) {
     assert.throws(() => new SluiceClient({ url: 'http://127.0.0.1:1', apiKey: 'k', org: 'o', maxAttempts }), (error: unknown) => error instanceof RangeError && error.message.includes('maxAttempts'));
   }
   assert.equal(new SluiceClient({ url: 'http://127.0.0.1:1', apiKey: 'k', org: 'o', maxAttempts: 1 }).org, 'o');
+  for (const afterSeq of [-1, 1.5, Number.NaN, 10 ** 15]) {
+    assert.throws(() => watchRuns({ url: 'http://127.0.0.1:1', apiKey: 'k', org: 'o', afterSeq, onUpdate: () => undefined }), (error: unknown) => error instanceof RangeError && error.message.includes('afterSeq'), String(afterSeq));
+  }
   for (const maxPending of [Number(undefined), 0, 1.5]) {
     assert.throws(() => connectDevice({ url: 'http://127.0.0.1:1', org: 'o', device: 'd', token: 't', maxPending }), (error: unknown) => error instanceof RangeError && error.message.includes('maxPending'));
   }
