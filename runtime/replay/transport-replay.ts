@@ -5,7 +5,7 @@
 import { InputError } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Recording, StoredEvent } from '../events/event-record.ts';
-import { parseJsonBytes } from '../http/parse-json.ts';
+import { decodeJsonBytes } from '../http/parse-json.ts';
 import { payloadTextOf } from '../events/payload-text.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
 import type { SourceRecord } from '../sources/source-record.ts';
@@ -57,9 +57,9 @@ export async function explainTransportReplay(event: StoredEvent, recording: Reco
   let text = payloadTextOf(event);
   let parsed = true;
   if (!recording.body_truncated) {
-    text = recording.body;
     try {
-      parseJsonBytes(Buffer.from(text, 'utf8'));
+      // Decoded as ingest decodes it (a byte-order mark dropped), so the text is the one ingest checked.
+      text = decodeJsonBytes(Buffer.from(recording.body, 'utf8')).text;
     } catch {
       parsed = false;
     }
