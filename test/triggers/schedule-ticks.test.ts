@@ -144,6 +144,10 @@ test('a pattern whose days never exist never fires: told from its day and month 
     }
   }
   assert.ok(neverFires >= 15, `the matrix holds patterns that never fire (${neverFires})`);
+  // A pattern croner cannot read is told so first, though its days never exist either.
+  for (const cron of ['0 0 30 2 */8', '0 0 30-31/32 2 *', '0 0 31 2-2/13 *']) {
+    assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && /cannot be read/.test(error.message), cron);
+  }
 });
 
 test('a pattern longer than the cap is refused by the check itself (sluice cron too), not only by the API\'s body schema', () => {
