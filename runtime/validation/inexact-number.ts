@@ -2,10 +2,11 @@
 // were parsed must refuse such numbers rather than change them.
 // - inexactNumberIn: a whole number beyond ±(2^53 − 1) written in digits, which comes back as a
 //   neighbour (12345678901234567890 reads 12345678901234567000), one spelled with a fraction or an
-//   exponent that comes back as another (9007199254740993.0, 12345678901234567e1), or one so large
-//   it becomes Infinity (and then null); fractions are doubles by nature and pass, and so does a
-//   large one a double prints back as written (1e300) (an action's output, which a guest may print
-//   with more digits than a double holds).
+//   exponent whose double does not print back as written at its own precision (9007199254740993.0,
+//   12345678901234567e1), or one so large it becomes Infinity (and then null); fractions are doubles
+//   by nature and pass, and so does a large one that prints back (1e300, 9.9999999999999992e+22 as
+//   C's %.17g prints 1e23) (an action's output, which a guest may print with more digits than a
+//   double holds).
 // - changedNumberIn: any literal whose double prints as another decimal (1e-400 reads 0,
 //   9007199254740993.0 reads 9007199254740992): for text a person wrote to be kept as written
 //   (an event type's schema), where 1e300 passes and an over-precise fraction does not.
@@ -34,8 +35,18 @@ const isInexact = (literal: string): boolean => {
   const value = Number(literal);
   if (!Number.isFinite(value)) return true;
   if (/^-?\d+$/.test(literal)) return !Number.isSafeInteger(value);
-  return Math.abs(value) > Number.MAX_SAFE_INTEGER && isWhole(literal) && changesWhenParsed(literal);
+  return Math.abs(value) > Number.MAX_SAFE_INTEGER && isWhole(literal) && !printedAsParsed(literal, value);
 };
+
+/**
+ * Whether the double read from `literal` prints back as the literal at the literal's own count of
+ * significant digits: C's `%.17g` prints 1e23 as 9.9999999999999992e+22, which reads back as that
+ * very double, while 9007199254740993.0 reads as 9007199254740992.
+ */
+function printedAsParsed(literal: string, value: number): boolean {
+  const digits = /^-?(\d+)/.exec(canonicalDecimal(literal))![1]!.length;
+  return digits <= 100 && canonicalDecimal(literal) === canonicalDecimal(value.toPrecision(digits));
+}
 
 /** A JSON number literal as `<sign><digits>e<exponent>` with no leading or trailing zeros in its digits ("0" for zero). */
 function canonicalDecimal(literal: string): string {
