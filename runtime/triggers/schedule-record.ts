@@ -295,7 +295,8 @@ export const tickEventId = (schedule: ScheduleRecord, tickMs: number): string =>
  * The API view (answer it with rawJson): the record without its internal fields, with the next tick
  * when enabled. `armedAt` is when the ticker's timer for it fires, if armed: that time (now, once
  * due), which spares croner's walk (a few ms for a rare pattern such as February 29th on a Sunday,
- * for each schedule of a list); worked out from the record when not armed.
+ * for each schedule of a list); worked out from the record when not armed. After the wall clock is
+ * set back, the time armed before shows until the timers next look (at most a minute, run-timers.ts).
  */
 export function describeSchedule(schedule: ScheduleRecord, nowMs: number, armedAt?: number): Record<string, unknown> {
   let next: number | undefined;
