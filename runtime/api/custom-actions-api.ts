@@ -148,6 +148,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const upload = parseActionUpload(request, { requireName: true });
         actions.assertRoom(org.id);
         const module = await compile(org.id, upload.module);
+        // The key may have been revoked while the module compiled.
+        orgFor(request, 'developer');
         const action = await actions.create(org.id, {
           name: upload.name ?? '',
           description: upload.description ?? '',
@@ -204,6 +206,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const upload = parseActionUpload(request, { requireName: false });
         actions.assertRoom(org.id, action.id);
         const module = await compile(org.id, upload.module);
+        // The key may have been revoked while the module compiled.
+        orgFor(request, 'developer');
         const change = await actions.addVersion(org.id, action.id, {
           module,
           ...(upload.permissions === undefined ? {} : { permissions: upload.permissions }),
@@ -248,6 +252,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         // Below the disk floor its name could not be stored: the runner is not asked to keep it.
         ctx.disk.assertWritable();
         await secretWrites.run(secretWriteKey(org.id, action.id, key), async () => {
+          // The key may have been revoked while this write waited its turn.
+          orgFor(request, 'developer');
           await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
           // Its name, so a runner that loses it refuses the calls that read it (required-secrets.ts).
           await secretNames.set(org.id, action.id, key);

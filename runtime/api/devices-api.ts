@@ -48,6 +48,8 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const environment = body.environment ?? 'production';
         assertSandboxAllowed(org, environment);
         await ctx.schemas.writes.compile(org.id, body.event_types);
+        // The key may have been revoked (or the plan lost its sandbox) while the schemas compiled.
+        assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), environment);
         const { token, hash, prefix } = newToken();
         const now = isoAt(ctx.clock.now());
         const device: DeviceRecord = {
@@ -79,6 +81,8 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const addressed = requireDevice(request, org);
         const update = parseUpdate(parseSchemaWrite(request));
         await ctx.schemas.writes.compile(org.id, update.event_types);
+        // The key may have been revoked (or the plan lost its sandbox) while the schemas compiled.
+        assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), addressed.environment);
         // A device deleted and made again while the schemas compiled is another device: 404.
         const device = await devices.update(org.id, addressed.name, (current) => current.id !== addressed.id ? undefined : ({
           ...current,

@@ -79,6 +79,8 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         const scheme = body.scheme ?? 'standard-webhooks';
         assertSecretsFit(scheme, body.secrets);
         await ctx.schemas.writes.compile(org.id, body.event_types);
+        // The key may have been revoked (or the plan lost its sandbox) while the schemas compiled.
+        assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), body.environment ?? 'production');
         const now = isoAt(ctx.clock.now());
         const source: SourceRecord = {
           org_id: org.id,
@@ -106,6 +108,8 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         const update = parseUpdate(parseSchemaWrite(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
         await ctx.schemas.writes.compile(org.id, update.event_types);
+        // The key may have been revoked (or the plan lost its sandbox) while the schemas compiled.
+        assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), current.environment);
         // Merged onto the source as stored when the write runs: a concurrent update is not undone. A
         // source deleted and made again while the schemas compiled is another source: 404, never
         // this request's secrets or schemas on it (its scheme may not even take those secrets).

@@ -1,0 +1,65 @@
+// A key revoked while its write is on its way (its schemas compiling in the thread, which can take
+// seconds behind other orgs' compiles) writes nothing: the request is 401 once the wait is over, as
+// an API event that waited out a sandbox reset is. The compile is held by a gate around it, so the
+// revocation lands inside the wait every time.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-revoked-mid-write';
+let rt: TestRuntime;
+let admin: string;
+before(async () => {
+  rt = await startRuntime();
+  admin = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+});
+after(() => rt.close());
+
+/** Holds the next schema compile until released. */
+function holdCompile(): { reached: () => boolean; release: () => void } {
+  const writes = rt.runtime.context.schemas.writes;
+  const original = writes.compile.bind(writes);
+  let reached = false;
+  let release: () => void = () => undefined;
+  const opened = new Promise<void>((resolve) => (release = resolve));
+  writes.compile = async (...args: Parameters<typeof writes.compile>) => {
+    writes.compile = original;
+    reached = true;
+    await opened;
+    return original(...args);
+  };
+  return { reached: () => reached, release };
+}
+
+const newDeveloperKey = async (): Promise<{ id: string; key: string }> => {
+  const created = await call(rt.url, 'POST', `/organizations/${ORG}/api-keys`, { token: admin, json: { role: 'developer' } });
+  assert.equal(created.status, 201, created.text);
+  return { id: created.body.id, key: created.body.key };
+};
+
+const schemas = { event_types: { 'pay.ok': { type: 'object' } } };
+for (const [what, write, read] of [
+  ['a source create', (key: string) => call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'late-source', secrets: ['whsec_' + Buffer.alloc(32, 3).toString('base64')], ...schemas } }), `/organizations/${ORG}/sources/late-source`],
+  ['a device create', (key: string) => call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'late-device', ...schemas } }), `/organizations/${ORG}/devices/late-device`],
+  ['a source update', async (key: string) => {
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: admin, json: { name: 'kept', secrets: ['whsec_' + Buffer.alloc(32, 4).toString('base64')] } })).status, 201);
+    return call(rt.url, 'PATCH', `/organizations/${ORG}/sources/kept`, { token: key, json: { secrets: ['whsec_' + Buffer.alloc(32, 5).toString('base64')], ...schemas } });
+  }, `/organizations/${ORG}/sources/kept`],
+] as const) {
+  test(`${what} whose key is revoked while its schemas compile is 401 and writes nothing`, async () => {
+    const { id, key } = await newDeveloperKey();
+    const held = holdCompile();
+    const answer = write(key);
+    await eventually('the compile to be reached', held.reached, Boolean);
+    assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
+    held.release();
+    const refused = await answer;
+    assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
+    const after = await call(rt.url, 'GET', read, { token: admin });
+    if (what === 'a source update') assert.deepEqual(after.body.source.event_types, {}, 'the schemas were not written');
+    else assert.equal(after.status, 404, 'nothing was made');
+  });
+}
