@@ -90,7 +90,9 @@ export function jitterOf(key: string): number {
 /** The shortest wait a Retry-After hint can ask for (a step's own shorter initial delay still wins). */
 export const MIN_HINT_MS = 1000;
 
-const DELTA_SECONDS = /^\d{1,12}$/;
+const DELTA_SECONDS = /^\d+$/;
+/** Delta-seconds past this (~31,700 years) are read as it: any length is valid (RFC 9110), and the step's max_ms caps the wait anyway. */
+const MAX_DELTA_SECONDS = 1e12;
 
 /**
  * Parses an HTTP `Retry-After` header (RFC 9110 §10.2.3): delta-seconds or an HTTP-date, the
@@ -101,7 +103,7 @@ export function parseRetryAfter(header: string | null | undefined, nowMs: number
   if (header === null || header === undefined) return undefined;
   const value = header.trim();
   if (value === '') return undefined;
-  if (DELTA_SECONDS.test(value)) return Number(value) * 1000;
+  if (DELTA_SECONDS.test(value)) return Math.min(Number(value), MAX_DELTA_SECONDS) * 1000;
   // Only date-shaped values: Date.parse alone would also accept "5" or "2024".
   if (!/[A-Za-z]/.test(value) || !/\d{1,2}:\d{2}:\d{2}/.test(value)) return undefined;
   const at = Date.parse(value);

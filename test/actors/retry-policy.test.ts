@@ -66,6 +66,9 @@ describe('parseRetryAfter', () => {
   it('reads delta-seconds', () => {
     assert.equal(parseRetryAfter('120', now), 120_000);
     assert.equal(parseRetryAfter(' 0 ', now), 0);
+    // Any number of digits is delta-seconds (RFC 9110): a very long one asks for a very long wait.
+    assert.equal(parseRetryAfter('9999999999999', now), 1e15);
+    assert.equal(parseRetryAfter('9'.repeat(400), now), 1e15);
   });
 
   it('reads an HTTP-date relative to the injected now', () => {
