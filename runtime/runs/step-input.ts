@@ -18,7 +18,8 @@ export type HoldStepInput = (stillHeld: Promise<unknown>) => void;
  */
 export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, use: (event: EventRecord | undefined, hold: HoldStepInput) => Promise<T>): Promise<T> {
   let event = events.getRecord(orgId, eventId);
-  const bytes = event === undefined ? 0 : event.payload_json.length;
+  // UTF-8 bytes, as the budget and sluice_step_input_bytes count: a payload of CJK text is 3x its length.
+  const bytes = event === undefined ? 0 : Buffer.byteLength(event.payload_json);
   const waited = !budget.tryTake(orgId, bytes);
   if (waited) {
     event = undefined;

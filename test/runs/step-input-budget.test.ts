@@ -139,7 +139,8 @@ test('a runtime with --step-input-mib 8 holds one org\'s 1 MB payloads to its sh
       const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: keys[org]!, json: { name: 'w', trigger_event: 'e', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/${org}` }] } });
       assert.equal(wf.status, 201, wf.text);
     }
-    const blob = 'x'.repeat(1_000_000);
+    // 1 MB of 3-byte characters (340,000 of them): the budget counts bytes, so two do not fit a share.
+    const blob = '\u4e2d'.repeat(340_000);
     for (let i = 0; i < 6; i++) {
       const sent = await call(rt.url, 'POST', `/organizations/${big}/events`, { token: keys[big]!, json: { type: 'e', id: `big-${i}`, payload: { i, blob } } });
       assert.equal(sent.status, 202, sent.text);
