@@ -60,17 +60,19 @@ export function multipartBoundary(contentType: string | undefined): string {
  * every occurrence must be one of these, and the closing delimiter the last (a body without it was
  * cut short).
  */
-function assertDelimiters(body: Buffer, boundary: string): void {
+function assertDelimiters(body: Buffer, boundary: string): number {
   const dashed = Buffer.from(`--${boundary}`, 'latin1');
   const inside = (at: number): InputError =>
     malformed(`The multipart boundary "${boundary}" occurs inside a field's content (at byte ${at}): send the form with a boundary that its content does not contain.`);
   let closed = false;
+  let opened = 0;
   for (let at = body.indexOf(dashed); at >= 0; at = body.indexOf(dashed, at + dashed.length)) {
     if (closed) throw inside(at);
     if (at !== 0 && !(body[at - 2] === 0x0d && body[at - 1] === 0x0a)) throw inside(at);
     const after = at + dashed.length;
     if (body[after] === 0x2d && body[after + 1] === 0x2d) closed = true;
-    else if (!(body[after] === 0x0d && body[after + 1] === 0x0a)) {
+    else if (body[after] === 0x0d && body[after + 1] === 0x0a) opened += 1;
+    else {
       // At a line's start but not ended by CRLF: white space before the line break (RFC 2046
       // transport padding) or a bare LF, which the parser does not read; or content of a part.
       if (body[after] === 0x20 || body[after] === 0x09 || body[after] === 0x0a) {
@@ -80,13 +82,22 @@ function assertDelimiters(body: Buffer, boundary: string): void {
     }
   }
   if (!closed) throw malformed('The multipart body is incomplete: its closing boundary is missing.');
+  return opened;
 }
+
+/** The most header lines a part may have: uWS's parser stops at a part with more (and drops the rest). */
+const MAX_PART_HEADERS = 9;
 
 /** Each named part once; unknown or repeated fields are refused so a typo is never silently dropped. */
 function readParts(body: Buffer, boundary: string): Map<FieldName, Buffer> {
-  assertDelimiters(body, boundary);
-  const parts = uws.getParts(body, `multipart/form-data; boundary=${boundary}`);
-  if (parts === undefined || parts.length === 0) throw malformed('The multipart body holds no readable parts.');
+  const opened = assertDelimiters(body, boundary);
+  const parts = uws.getParts(body, `multipart/form-data; boundary=${boundary}`) ?? [];
+  // The parser returns the parts before the first it cannot read: that one and every later one
+  // would be dropped (narrower permissions, say, never applied).
+  if (parts.length < opened) {
+    throw malformed(`Part ${parts.length + 1} of the multipart body cannot be read: its headers must end with a blank line, and a part has at most ${MAX_PART_HEADERS} header lines.`);
+  }
+  if (parts.length === 0) throw malformed('The multipart body holds no readable parts.');
   const fields = new Map<FieldName, Buffer>();
   for (const part of parts) {
     const name = part.name as string | undefined;

@@ -133,6 +133,24 @@ describe('multipart upload', () => {
     assert.deepEqual([upload.name, upload.description, upload.permissions], ['whole', 'Split on markers.', ['read_secret:API_KEY']]);
   });
 
+  it('400 naming the part the parser cannot read (10 header lines, or no blank line after its headers), never the parts before it kept and the rest dropped', () => {
+    const headers = { 'content-type': 'multipart/form-data; boundary=BND' };
+    const field = (name: string, data: string | Uint8Array, extra = ''): Buffer =>
+      Buffer.concat([Buffer.from(`--BND\r\nContent-Disposition: form-data; name="${name}"${typeof data === 'string' ? '' : '; filename="m.wasm"'}\r\n${extra}\r\n`), Buffer.from(data), Buffer.from('\r\n')]);
+    const closing = Buffer.from('--BND--\r\n');
+    const nine = Array.from({ length: 9 }, (_, i) => `X-Extra-${i}: ${i}\r\n`).join('');
+    const eight = Array.from({ length: 8 }, (_, i) => `X-Extra-${i}: ${i}\r\n`).join('');
+    const noBlankLine = Buffer.from('--BND\r\nContent-Disposition: form-data; name="permissions"\r\nread_secret:C\r\n');
+    for (const [what, permissions] of [['ten header lines', field('permissions', 'read_secret:A', nine)], ['no blank line', noBlankLine]] as const) {
+      const body = Buffer.concat([field('file', WASM), permissions, field('description', 'narrower'), closing]);
+      const refused = expectInputError(() => parseActionUpload({ headers, body }, { requireName: false }), 400, 'malformed_multipart');
+      assert.match(refused.message, /^Part 2 of the multipart body cannot be read/, what);
+    }
+    // Nine header lines are read.
+    const read = parseActionUpload({ headers, body: Buffer.concat([field('file', WASM), field('permissions', 'read_secret:A', eight), closing]) }, { requireName: false });
+    assert.deepEqual(read.permissions, ['read_secret:A']);
+  });
+
   it('400 without a file, with an empty file, a missing name or bad text; 413 past 8 MiB', async () => {
     const parse = async (fields: Record<string, string | Uint8Array>, requireName = true) => {
       const request = await encode(fields);
