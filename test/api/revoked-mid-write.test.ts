@@ -1,10 +1,13 @@
 // A key revoked while its write is on its way (its schemas compiling in the thread, which can take
-// seconds behind other orgs' compiles) writes nothing: the request is 401 once the wait is over, as
+// seconds behind other orgs' compiles, or its module in the hook-runner) writes nothing: the request is 401 once the wait is over, as
 // an API event that waited out a sandbox reset is. The compile is held by a gate around it, so the
 // revocation lands inside the wait every time.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+import { keyWithRole, upload } from '../actions/action-fixtures.ts';
+import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -63,3 +66,33 @@ for (const [what, write, read] of [
     else assert.equal(after.status, 404, 'nothing was made');
   });
 }
+
+test('a custom action upload whose key is revoked while the hook-runner compiles it is 401 and makes no action', async () => {
+  const withRunner = await startRuntime({ args: ['--runner', 'child'] });
+  const proto = HookRunnerClient.prototype as unknown as { compile: (...args: unknown[]) => Promise<string> };
+  const original = proto.compile;
+  try {
+    const org = 'acct-revoked-upload';
+    const orgAdmin = await createOrg(withRunner.url, ADMIN_TOKEN, org);
+    const { key, id } = await keyWithRole(withRunner.url, org, orgAdmin, 'developer');
+    let reached = false;
+    let release: () => void = () => undefined;
+    const opened = new Promise<void>((resolve) => (release = resolve));
+    proto.compile = async function (this: unknown, ...args: unknown[]) {
+      proto.compile = original;
+      reached = true;
+      await opened;
+      return original.apply(this, args);
+    };
+    const answer = upload(withRunner.url, `/organizations/${org}/custom-actions`, key, { name: 'late-action', file: await assembleWat('echo', ECHO_WAT) });
+    await eventually('the compile to be reached', () => reached, Boolean);
+    assert.equal((await call(withRunner.url, 'DELETE', `/organizations/${org}/api-keys/${id}`, { token: orgAdmin })).status, 200);
+    release();
+    const refused = await answer;
+    assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
+    assert.deepEqual((await call(withRunner.url, 'GET', `/organizations/${org}/custom-actions`, { token: orgAdmin })).body.custom_actions, [], 'no action was made');
+  } finally {
+    proto.compile = original;
+    await withRunner.close();
+  }
+});
