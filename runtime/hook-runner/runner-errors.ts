@@ -16,8 +16,11 @@ const trailer = (error: ServiceError, key: string): string | undefined => {
  */
 export const answeredDiskFull = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && trailer(error, SLUICE_CODE_METADATA_KEY) === 'hook_runner_disk_full';
 
-/** The runner answered that a commit of its store failed (a full or failing disk): also an answer, not retried at once. */
-export const answeredWriteFailed = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && trailer(error, SLUICE_CODE_METADATA_KEY) === 'hook_runner_write_failed';
+/** Codes of the runner's answers that its store could not write (a commit failed) or confirm on disk (a sync failed). */
+const STORE_FAILURES = new Set(['hook_runner_write_failed', 'hook_runner_write_unconfirmed']);
+
+/** The runner answered that its store failed a write (a full or failing disk): also an answer, not retried at once. */
+export const answeredStoreFailure = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && STORE_FAILURES.has(trailer(error, SLUICE_CODE_METADATA_KEY) ?? '');
 
 /** The runner refused the runtime's runner token: a deployment fault, not the caller's. */
 export const refusesToken = (error: ServiceError): boolean => error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED;

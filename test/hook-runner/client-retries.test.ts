@@ -1,5 +1,6 @@
 // The runtime's hook-runner client against a real gRPC server that answers as scripted: a runner
-// that refuses a call (its disk below its floor) is not retried at once, and the refusal means
+// that refuses a call (its disk below its floor) or answers that its store could not confirm a write
+// is not retried at once, and the refusal means
 // "never sent" only when no earlier attempt of the same call may have reached the runner. A call
 // withdrawn before it could leave (its address still awaited, its channel still connecting) says so.
 
@@ -10,8 +11,9 @@ import { loadHookRunnerService, SLUICE_CODE_METADATA_KEY } from '../../hook-runn
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { createServer } from 'node:net';
 import { CallNotSentError, CallWithdrawnError, RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
+import { RetryableError } from '../../runtime/errors.ts';
 
-type Answer = 'dropped' | 'disk_full';
+type Answer = 'dropped' | 'disk_full' | 'write_unconfirmed';
 
 /** A server whose Invoke answers each call with the next of `answers`; resolves with it and its calls so far. */
 async function scriptedRunner(answers: Answer[]): Promise<{ client: HookRunnerClient; calls: () => number; close: () => void }> {
@@ -22,8 +24,8 @@ async function scriptedRunner(answers: Answer[]): Promise<{ client: HookRunnerCl
       const next = answers[calls++] ?? 'disk_full';
       if (next === 'dropped') return answer({ code: status.UNAVAILABLE, details: 'the connection dropped mid-call' });
       const metadata = new Metadata();
-      metadata.set(SLUICE_CODE_METADATA_KEY, 'hook_runner_disk_full');
-      return answer({ code: status.UNAVAILABLE, details: "The hook-runner's disk is nearly full", metadata });
+      metadata.set(SLUICE_CODE_METADATA_KEY, `hook_runner_${next}`);
+      return answer({ code: status.UNAVAILABLE, details: next === 'disk_full' ? "The hook-runner's disk is nearly full" : 'The hook-runner stored this, but its disk could not confirm it', metadata });
     },
   });
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
@@ -38,6 +40,16 @@ test('a refusal at the first attempt is a call never sent, not retried at once',
   const runner = await scriptedRunner(['disk_full']);
   try {
     await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof CallNotSentError && error.code === 'hook_runner_disk_full' && error.retryAfterMs === 5000);
+    assert.equal(runner.calls(), 1);
+  } finally {
+    runner.close();
+  }
+});
+
+test('a store write the runner could not confirm on disk is its answer: 503 write_unconfirmed with a 5 s retry, not retried at once', async () => {
+  const runner = await scriptedRunner(['write_unconfirmed']);
+  try {
+    await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof RetryableError && error.code === 'write_unconfirmed' && error.retryAfterMs === 5000);
     assert.equal(runner.calls(), 1);
   } finally {
     runner.close();
