@@ -16,6 +16,7 @@ import type { DeviceStore } from '../triggers/device-store.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
+import { compileSchemasForWrite } from './schema-write-compile.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
 
@@ -47,9 +48,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const body = parseCreate(parseSchemaWrite(request));
         const environment = body.environment ?? 'production';
         assertSandboxAllowed(org, environment);
-        await ctx.schemas.writes.compile(org.id, body.event_types);
-        // The key may have been revoked (or the plan lost its sandbox) while the schemas compiled.
-        assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), environment);
+        await compileSchemasForWrite(ctx, request, org.id, environment, body.event_types);
         const { token, hash, prefix } = newToken();
         const now = isoAt(ctx.clock.now());
         const device: DeviceRecord = {
@@ -80,9 +79,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const addressed = requireDevice(request, org);
         const update = parseUpdate(parseSchemaWrite(request));
-        await ctx.schemas.writes.compile(org.id, update.event_types);
-        // The key may have been revoked (or the plan lost its sandbox) while the schemas compiled.
-        assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), addressed.environment);
+        await compileSchemasForWrite(ctx, request, org.id, addressed.environment, update.event_types);
         // A device deleted and made again while the schemas compiled is another device: 404.
         const device = await devices.update(org.id, addressed.name, (current) => current.id !== addressed.id ? undefined : ({
           ...current,

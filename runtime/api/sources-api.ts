@@ -22,6 +22,7 @@ import {
 import type { Organization } from '../tenancy/organizations.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
+import { compileSchemasForWrite } from './schema-write-compile.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
@@ -78,9 +79,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         assertSandboxAllowed(org, body.environment ?? 'production');
         const scheme = body.scheme ?? 'standard-webhooks';
         assertSecretsFit(scheme, body.secrets);
-        await ctx.schemas.writes.compile(org.id, body.event_types);
-        // The key may have been revoked (or the plan lost its sandbox) while the schemas compiled.
-        assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), body.environment ?? 'production');
+        await compileSchemasForWrite(ctx, request, org.id, body.environment ?? 'production', body.event_types);
         const now = isoAt(ctx.clock.now());
         const source: SourceRecord = {
           org_id: org.id,
@@ -107,9 +106,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         const current = requireSource(request, org);
         const update = parseUpdate(parseSchemaWrite(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
-        await ctx.schemas.writes.compile(org.id, update.event_types);
-        // The key may have been revoked (or the plan lost its sandbox) while the schemas compiled.
-        assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), current.environment);
+        await compileSchemasForWrite(ctx, request, org.id, current.environment, update.event_types);
         // Merged onto the source as stored when the write runs: a concurrent update is not undone. A
         // source deleted and made again while the schemas compiled is another source: 404, never
         // this request's secrets or schemas on it (its scheme may not even take those secrets).
