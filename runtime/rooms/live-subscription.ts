@@ -7,6 +7,7 @@ const ENVIRONMENTS = new Set(['production', 'sandbox']);
 const MAX_RUN_ID_LENGTH = 200;
 /** An `after_seq` has at most this many digits (the client and `sluice watch` check it too). */
 export const AFTER_SEQ_DIGITS = 15;
+const AFTER_SEQ = new RegExp(`^\\d{1,${AFTER_SEQ_DIGITS}}$`);
 
 export interface Room {
   readonly environment: string;
@@ -67,6 +68,6 @@ export function parseSubscribeQuery(query: URLSearchParams): Subscription {
     if (strict) throw new SubscriptionError('strict', 'strict applies to an after_seq; give one, or leave strict out.');
     return { room, afterSeq: undefined, strict };
   }
-  if (!new RegExp(`^\\d{1,${AFTER_SEQ_DIGITS}}$`).test(afterSeq)) throw new SubscriptionError('after_seq', `after_seq must be a sequence number (a whole number of at most ${AFTER_SEQ_DIGITS} digits).`);
+  if (!AFTER_SEQ.test(afterSeq)) throw new SubscriptionError('after_seq', `after_seq must be a sequence number (a whole number of at most ${AFTER_SEQ_DIGITS} digits).`);
   return { room, afterSeq: Number(afterSeq), strict };
 }

@@ -35,17 +35,20 @@ const isInexact = (literal: string): boolean => {
   const value = Number(literal);
   if (!Number.isFinite(value)) return true;
   if (/^-?\d+$/.test(literal)) return !Number.isSafeInteger(value);
-  return Math.abs(value) > Number.MAX_SAFE_INTEGER && isWhole(literal) && !printedAsParsed(literal, value);
+  if (Math.abs(value) <= Number.MAX_SAFE_INTEGER) return false;
+  const canonical = canonicalDecimal(literal);
+  return isWhole(canonical) && !printedAsParsed(canonical, value);
 };
 
 /**
- * Whether the double read from `literal` prints back as the literal at the literal's own count of
- * significant digits: C's `%.17g` prints 1e23 as 9.9999999999999992e+22, which reads back as that
- * very double, while 9007199254740993.0 reads as 9007199254740992.
+ * Whether `value`, the double read from a literal (`canonical`, as canonicalDecimal writes it),
+ * prints back as the literal at the literal's own count of significant digits: C's `%.17g` prints
+ * 1e23 as 9.9999999999999992e+22, which reads back as that very double, while 9007199254740993.0
+ * reads as 9007199254740992.
  */
-function printedAsParsed(literal: string, value: number): boolean {
-  const digits = /^-?(\d+)/.exec(canonicalDecimal(literal))![1]!.length;
-  return digits <= 100 && canonicalDecimal(literal) === canonicalDecimal(value.toPrecision(digits));
+function printedAsParsed(canonical: string, value: number): boolean {
+  const digits = /^-?(\d+)/.exec(canonical)![1]!.length;
+  return digits <= 100 && canonical === canonicalDecimal(value.toPrecision(digits));
 }
 
 /** A JSON number literal as `<sign><digits>e<exponent>` with no leading or trailing zeros in its digits ("0" for zero). */
@@ -63,8 +66,8 @@ function canonicalDecimal(literal: string): string {
 
 const changesWhenParsed = (literal: string): boolean => canonicalDecimal(literal) !== canonicalDecimal(String(Number(literal)));
 
-/** Whether a literal's value is a whole number, however it is spelled (`12e3`, `5.0`). */
-const isWhole = (literal: string): boolean => !/e-/.test(canonicalDecimal(literal));
+/** Whether a literal (`canonical`, as canonicalDecimal writes it) is a whole number, however it was spelled (`12e3`, `5.0`). */
+const isWhole = (canonical: string): boolean => !/e-/.test(canonical);
 
 /** The first whole number past ±(2^53 − 1) that JSON.parse would change (any spelling; in digits, any), or number too large for a double, outside strings in valid JSON `text`; else undefined. */
 export const inexactNumberIn = (text: string): string | undefined => findNumber(text, isInexact);
