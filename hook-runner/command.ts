@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
 import type { CompileProcessOptions } from './compile-process.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB } from './disk-floor.ts';
-import { guardCommitFailures, throttledStrays } from './lmdb-commit-failure.ts';
+import { guardCommitFailures, heldBackNote, throttledStrays } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
 import { whenOutputCloses } from './output-closed.ts';
 import { parseMasterKey, parsePreviousMasterKeys } from './master-key.ts';
@@ -186,7 +186,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   // A full disk fails the calls that write, not the runner (lmdb-commit-failure.ts).
   // One line, then at most one every 10 s: a failing disk fails every write.
   const commitFailed = throttledStrays<{ error: Error; cause: string }>(({ error, cause }, heldBack) =>
-    log(`hook-runner: a store commit failed: ${error.message}: ${cause}${heldBack > 0 ? ` (${heldBack} more since the last line)` : ''}`),
+    log(`hook-runner: a store commit failed: ${error.message}: ${cause}${heldBackNote(heldBack)}`),
   );
   guardCommitFailures((error, cause) => commitFailed({ error, cause }));
   const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);

@@ -36,6 +36,9 @@ export class UnconfirmedFlushError extends Error {
 /** The shortest time between two logged strays: a full disk fails every write, and each would log. */
 export const STRAY_LOG_INTERVAL_MS = 10_000;
 
+/** The end of a plain log line emitted by throttledStrays: how many it held back, when any. */
+export const heldBackNote = (heldBack: number): string => (heldBack > 0 ? ` (${heldBack} more since the last line)` : '');
+
 /**
  * `emit` for the first value, then at most once per STRAY_LOG_INTERVAL_MS, told how many values were
  * held back since the last one it heard.

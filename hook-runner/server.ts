@@ -21,7 +21,7 @@ import { SecretVault } from './vault.ts';
 import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
 import { pruneRunnerRecords, PRUNE_INTERVAL_MS } from './record-pruning.ts';
 import { resealUnderCurrentKey } from './master-key-rotation.ts';
-import { isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
+import { heldBackNote, isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
 
 /** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
 export const MAX_RECEIVE_BYTES = 12 * 1024 * 1024;
@@ -92,7 +92,7 @@ type UnaryHandler<M extends HookRunnerMethodName> = handleUnaryCall<HookRunnerMe
 function createImplementation(handlers: HookRunnerHandlers, log: (line: string) => void): UntypedServiceImplementation {
   // A failed sync fails every call waiting on it: one line, then at most one every 10 s.
   const unconfirmed = throttledStrays<{ method: string; error: UnconfirmedFlushError }>(({ method, error }, heldBack) =>
-    log(`hook-runner: ${method}: ${error.message}${heldBack > 0 ? ` (${heldBack} more since the last line)` : ''}`),
+    log(`hook-runner: ${method}: ${error.message}${heldBackNote(heldBack)}`),
   );
   // The token was checked before the message was read (refuseWithoutToken).
   const unary = <M extends HookRunnerMethodName>(method: M): UnaryHandler<M> => (call, callback) => {
