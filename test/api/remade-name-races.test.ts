@@ -14,6 +14,7 @@ import { DeviceStore } from '../../runtime/triggers/device-store.ts';
 import { ScheduleStore } from '../../runtime/triggers/schedule-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -25,22 +26,6 @@ before(async () => {
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
 });
 after(() => rt.close());
-
-/** Holds the next call of `method` on `proto` before it runs, until released. */
-function gate(proto: object, method: string): { reached: () => boolean; release: () => void } {
-  const methods = proto as Record<string, (...args: unknown[]) => Promise<unknown>>;
-  const original = methods[method]!;
-  let reached = false;
-  let release: () => void = () => undefined;
-  const opened = new Promise<void>((resolve) => (release = resolve));
-  methods[method] = async function (this: unknown, ...args: unknown[]) {
-    methods[method] = original;
-    reached = true;
-    await opened;
-    return original.apply(this, args);
-  };
-  return { reached: () => reached, release };
-}
 
 const path = (kind: string, name = '', query = ''): string => `/organizations/${ORG}/${kind}${name === '' ? '' : `/${name}`}${query}`;
 
@@ -54,7 +39,7 @@ test('a schedule PATCH and DELETE that read the production schedule do not touch
     assert.equal(sandbox.status, 201, sandbox.text);
   };
 
-  const held = gate(ScheduleStore.prototype, 'update');
+  const held = gateNextCall(ScheduleStore.prototype, 'update');
   const patch = call(rt.url, 'PATCH', path('schedules', 'daily', '?environment=production'), { token: key, json: { enabled: false } });
   await eventually('the PATCH at its write', held.reached, Boolean);
   await remake();
@@ -66,7 +51,7 @@ test('a schedule PATCH and DELETE that read the production schedule do not touch
   // Production again, and a DELETE (a client's retry, say) that read it before it was remade in sandbox.
   assert.equal((await call(rt.url, 'DELETE', path('schedules', 'daily', '?environment=sandbox'), { token: key })).status, 204);
   assert.equal((await call(rt.url, 'POST', path('schedules'), { token: key, json: { name: 'daily', cron: '0 9 * * *', event_type: 'prod.tick' } })).status, 201);
-  const heldDelete = gate(ScheduleStore.prototype, 'delete');
+  const heldDelete = gateNextCall(ScheduleStore.prototype, 'delete');
   const deleting = call(rt.url, 'DELETE', path('schedules', 'daily', '?environment=production'), { token: key });
   await eventually('the DELETE at its write', heldDelete.reached, Boolean);
   await remake();
@@ -78,7 +63,7 @@ test('a schedule PATCH and DELETE that read the production schedule do not touch
 test('a source DELETE that read the production source leaves the sandbox one made under its name meanwhile', async () => {
   const secret = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
   assert.equal((await call(rt.url, 'POST', path('sources'), { token: key, json: { name: 'shop', secrets: [secret] } })).status, 201);
-  const held = gate(SourceStore.prototype, 'delete');
+  const held = gateNextCall(SourceStore.prototype, 'delete');
   const deleting = call(rt.url, 'DELETE', path('sources', 'shop', '?environment=production'), { token: key });
   await eventually('the DELETE at its write', held.reached, Boolean);
   assert.equal((await call(rt.url, 'DELETE', path('sources', 'shop'), { token: key })).status, 204);
@@ -97,7 +82,7 @@ test('a device token rotation or DELETE that read the production device does not
     return sandbox.body.device.token_prefix;
   };
   assert.equal((await call(rt.url, 'POST', path('devices'), { token: key, json: { name: 'till' } })).status, 201);
-  const heldRotation = gate(DeviceSockets.prototype, 'rotateToken');
+  const heldRotation = gateNextCall(DeviceSockets.prototype, 'rotateToken');
   const rotating = call(rt.url, 'POST', path('devices', 'till/token', '?environment=production'), { token: key });
   await eventually('the rotation at its write', heldRotation.reached, Boolean);
   const prefix = await remake();
@@ -108,7 +93,7 @@ test('a device token rotation or DELETE that read the production device does not
 
   assert.equal((await call(rt.url, 'DELETE', path('devices', 'till', '?environment=sandbox'), { token: key })).status, 204);
   assert.equal((await call(rt.url, 'POST', path('devices'), { token: key, json: { name: 'till' } })).status, 201);
-  const heldDelete = gate(DeviceSockets.prototype, 'deleteDevice');
+  const heldDelete = gateNextCall(DeviceSockets.prototype, 'deleteDevice');
   const deleting = call(rt.url, 'DELETE', path('devices', 'till', '?environment=production'), { token: key });
   await eventually('the DELETE at its write', heldDelete.reached, Boolean);
   await remake();

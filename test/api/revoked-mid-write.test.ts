@@ -9,6 +9,7 @@ import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { keyWithRole, upload } from '../actions/action-fixtures.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -20,22 +21,6 @@ before(async () => {
   admin = await createOrg(rt.url, ADMIN_TOKEN, ORG);
 });
 after(() => rt.close());
-
-/** Holds the next schema compile until released. */
-function holdCompile(): { reached: () => boolean; release: () => void } {
-  const writes = rt.runtime.context.schemas.writes;
-  const original = writes.compile.bind(writes);
-  let reached = false;
-  let release: () => void = () => undefined;
-  const opened = new Promise<void>((resolve) => (release = resolve));
-  writes.compile = async (...args: Parameters<typeof writes.compile>) => {
-    writes.compile = original;
-    reached = true;
-    await opened;
-    return original(...args);
-  };
-  return { reached: () => reached, release };
-}
 
 const newDeveloperKey = async (): Promise<{ id: string; key: string }> => {
   const created = await call(rt.url, 'POST', `/organizations/${ORG}/api-keys`, { token: admin, json: { role: 'developer' } });
@@ -54,7 +39,7 @@ for (const [what, write, read] of [
 ] as const) {
   test(`${what} whose key is revoked while its schemas compile is 401 and writes nothing`, async () => {
     const { id, key } = await newDeveloperKey();
-    const held = holdCompile();
+    const held = gateNextCall(rt.runtime.context.schemas.writes, 'compile');
     const answer = write(key);
     await eventually('the compile to be reached', held.reached, Boolean);
     assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
@@ -75,19 +60,11 @@ test('a custom action upload whose key is revoked while the hook-runner compiles
     const org = 'acct-revoked-upload';
     const orgAdmin = await createOrg(withRunner.url, ADMIN_TOKEN, org);
     const { key, id } = await keyWithRole(withRunner.url, org, orgAdmin, 'developer');
-    let reached = false;
-    let release: () => void = () => undefined;
-    const opened = new Promise<void>((resolve) => (release = resolve));
-    proto.compile = async function (this: unknown, ...args: unknown[]) {
-      proto.compile = original;
-      reached = true;
-      await opened;
-      return original.apply(this, args);
-    };
+    const held = gateNextCall(proto, 'compile');
     const answer = upload(withRunner.url, `/organizations/${org}/custom-actions`, key, { name: 'late-action', file: await assembleWat('echo', ECHO_WAT) });
-    await eventually('the compile to be reached', () => reached, Boolean);
+    await eventually('the compile to be reached', held.reached, Boolean);
     assert.equal((await call(withRunner.url, 'DELETE', `/organizations/${org}/api-keys/${id}`, { token: orgAdmin })).status, 200);
-    release();
+    held.release();
     const refused = await answer;
     assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
     assert.deepEqual((await call(withRunner.url, 'GET', `/organizations/${org}/custom-actions`, { token: orgAdmin })).body.custom_actions, [], 'no action was made');
