@@ -10,7 +10,6 @@ import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } fro
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
-import type { EventRecord } from '../events/event-codec.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
@@ -25,8 +24,8 @@ import { RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';
-import { performStep, type StepOutcome } from './step-dispatcher.ts';
-import { withStepInput, type HoldStepInput } from './step-input.ts';
+import { performStep, priorResultsText, type StepContext, type StepOutcome } from './step-dispatcher.ts';
+import { withStepInput } from './step-input.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
@@ -504,14 +503,16 @@ export class RunEngine {
     // or failed). A completion whose write failed takes a place again when #resume writes it.
     // The hold is made only by an output that derives an event (its id is a hash): not per step.
     let derived: DerivedHold | undefined;
+    const version = this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
+    const priorResults = priorResultsText(run, work, version);
     try {
-      const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, (event, holdInput) => {
+      const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, priorResults ?? '', (event, holdInput) => {
         const takeDerived = (): boolean => {
           if (event === undefined) return true;
           derived ??= this.#derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
           return derived.take();
         };
-        return this.#performWith(run, work, event, holdInput, takeDerived, attempt);
+        return this.#performWith(run, work, { version, event, holdInput, takeDerived, ...(priorResults === undefined ? {} : { priorResults }) }, attempt);
       });
       await this.send(ctx.orgId, ctx.runId, report, effects);
     } finally {
@@ -519,14 +520,12 @@ export class RunEngine {
     }
   }
 
-  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, event: EventRecord | undefined, holdInput: HoldStepInput, takeDerived: () => boolean, attempt: AttemptOut): Promise<StepOutcome> {
+  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, input: Pick<StepContext, 'version' | 'event' | 'holdInput' | 'takeDerived' | 'priorResults'>, attempt: AttemptOut): Promise<StepOutcome> {
     const ctx = run.context;
     return performStep({
       run,
       work,
-      version: this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion),
-      event,
-      takeDerived,
+      ...input,
       signingSecrets: this.#d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
       selfPort: this.#d.selfPort(),
       connections: this.#d.connections,
@@ -535,7 +534,6 @@ export class RunEngine {
       runner: this.#d.runner,
       stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence),
       withdrawn: () => attempt.signal(),
-      holdInput,
     });
   }
 

@@ -48,6 +48,21 @@ export interface StepContext {
   readonly withdrawn?: () => AbortSignal;
   /** Keeps the step input's bytes taken past the step's end, while a webhook body is still being sent (step-input.ts). */
   readonly holdInput?: HoldStepInput;
+  /** A webhook step's prior step results as JSON text (priorResultsText), counted with its input; worked out here when not given. */
+  readonly priorResults?: string;
+}
+
+/**
+ * The JSON text of the results of the steps before `work`'s, when its step is a webhook step (its
+ * body carries them: up to 49 custom action outputs of 256 KiB each); undefined for other steps.
+ * Worked out before the step takes its input bytes, so that the budget counts them too.
+ */
+export function priorResultsText(run: PersistedRun, work: DispatchWork, version: WorkflowVersion | undefined): string | undefined {
+  const step = version?.definition.steps.find((s) => s.id === work.stepId);
+  if (step?.type !== 'webhook') return undefined;
+  const results: Record<string, JsonValue> = {};
+  for (const prior of run.context.steps.slice(0, work.stepIndex)) results[prior.id] = prior.result;
+  return JSON.stringify(results);
 }
 
 /**
@@ -56,8 +71,6 @@ export interface StepContext {
  */
 export function stepInput(ctx: StepContext): unknown {
   const { run, work, event } = ctx;
-  const results: Record<string, JsonValue> = {};
-  for (const step of run.context.steps.slice(0, work.stepIndex)) results[step.id] = step.result;
   return {
     event:
       event === undefined
@@ -77,7 +90,7 @@ export function stepInput(ctx: StepContext): unknown {
     // one Idempotency-Key, which receivers that keep a key's first request require.
     run: { id: run.context.runId, workflow_id: run.context.workflowId, workflow_version: run.context.workflowVersion },
     step: { id: work.stepId, index: work.stepIndex },
-    results,
+    results: new RawJson(ctx.priorResults ?? priorResultsText(run, work, ctx.version) ?? '{}'),
   };
 }
 

@@ -1,9 +1,9 @@
 // How a step reads its run's event under the step input budget (step-input-budget.ts): the payload
 // stays the stored text (the step hands it on as received and never needs it parsed), the bytes are
-// taken before the step and given back after it on every path (or, when the step hands over
-// something that still holds them, such as a request body still being sent, once that is done),
-// and a step that has to wait does not hold the event meanwhile (the wait exists to bound how many
-// payloads are in memory).
+// taken before the step (with the earlier steps' results a webhook step's body carries) and given
+// back after it on every path (or, when the step hands over something that still holds them, such
+// as a request body still being sent, once that is done), and a step that has to wait does not hold
+// the event meanwhile (the wait exists to bound how many payloads are in memory).
 
 import type { EventRecord } from '../events/event-codec.ts';
 import type { EventStore } from '../events/event-store.ts';
@@ -13,13 +13,14 @@ import type { StepInputBudget } from './step-input-budget.ts';
 export type HoldStepInput = (stillHeld: Promise<unknown>) => void;
 
 /**
- * Runs `use` with the run's event (undefined when it is gone), its payload's bytes taken from
- * `budget` meanwhile and, past its end, until whatever `use` holds them for has settled.
+ * Runs `use` with the run's event (undefined when it is gone), its payload's bytes and `alsoHeld`
+ * (what the step holds besides: a webhook step's prior results) taken from `budget` meanwhile and,
+ * past its end, until whatever `use` holds them for has settled.
  */
-export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, use: (event: EventRecord | undefined, hold: HoldStepInput) => Promise<T>): Promise<T> {
+export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, alsoHeld: string, use: (event: EventRecord | undefined, hold: HoldStepInput) => Promise<T>): Promise<T> {
   let event = events.getRecord(orgId, eventId);
   // UTF-8 bytes, as the budget and sluice_step_input_bytes count: a payload of CJK text is 3x its length.
-  const bytes = event === undefined ? 0 : Buffer.byteLength(event.payload_json);
+  const bytes = (event === undefined ? 0 : Buffer.byteLength(event.payload_json)) + Buffer.byteLength(alsoHeld);
   const waited = !budget.tryTake(orgId, bytes);
   if (waited) {
     event = undefined;

@@ -52,7 +52,7 @@ test('a step that hands its input on to something still running (a webhook body 
   const events = { getRecord: () => event } as unknown as EventStore;
   let sent: () => void = () => undefined;
   const sending = new Promise<void>((resolve) => (sent = resolve));
-  const outcome = await withStepInput(budget, events, 'a', 'evt_1', async (_event, hold) => {
+  const outcome = await withStepInput(budget, events, 'a', 'evt_1', '', async (_event, hold) => {
     hold(sending);
     return 'answered';
   });
@@ -60,7 +60,7 @@ test('a step that hands its input on to something still running (a webhook body 
   assert.deepEqual(budget.stats(), { heldBytes: 40, waiting: 0 }, 'the body still being sent holds the payload');
   sent();
   await eventually('the bytes back', () => budget.stats().heldBytes, (held) => held === 0);
-  await withStepInput(budget, events, 'a', 'evt_1', async () => undefined);
+  await withStepInput(budget, events, 'a', 'evt_1', '', async () => undefined);
   assert.deepEqual(budget.stats(), { heldBytes: 0, waiting: 0 }, 'a step that holds nothing gives its bytes back at its end');
 });
 
@@ -193,6 +193,41 @@ test('a custom action step cancelled while it waits for the budget does not run 
     const run = await eventually('the withdrawn attempt recorded', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run, (r) => r.steps[0].attempts[0].after_cancel !== null);
     const late = run.steps[0].attempts[0].after_cancel;
     assert.deepEqual({ state: run.state, outcome: late.outcome, code: late.error?.code, started: late.started_at, ran: late.evidence?.fuel_used }, { state: 'cancelled', outcome: 'failed', code: 'custom_action_withdrawn', started: null, ran: undefined });
+    await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
+  } finally {
+    release();
+    await rt.close();
+    await receiver.close();
+  }
+});
+
+test('a webhook step counts the earlier steps\' results its body carries: a 50 KB event after two actions echoing it takes the org\'s whole share', async () => {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const receiver = await startReceiver([{ status: 200, after: held }]);
+  const rt = await startRuntime({ args: ['--runner', 'child', '--step-input-mib', '1'] });
+  try {
+    const org = 'acct-carried-results';
+    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+    const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
+    const actionId = await uploadApproved(rt.url, org, key, 'echo', (await buildModules()).echo);
+    const echo = (id: string) => ({ id, type: 'custom_action', action_id: actionId });
+    assert.equal((await post('/workflows', { name: 'carry', trigger_event: 'carry', steps: [echo('a1'), echo('a2'), { id: 'w', type: 'webhook', url: `${receiver.url}/carry` }] })).status, 201);
+    assert.equal((await post('/workflows', { name: 'plain', trigger_event: 'plain', steps: [{ id: 'w', type: 'webhook', url: `${receiver.url}/plain` }] })).status, 201);
+    assert.equal((await post('/events', { type: 'carry', id: 'carry-1', payload: { blob: 'x'.repeat(50 * 1024) } })).status, 202);
+    await eventually('the carrying webhook out (held)', () => receiver.received.length, (n) => n === 1);
+    const metric = async (name: string): Promise<number> => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec((await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text)?.[1] ?? Number.NaN);
+    const body = JSON.parse(receiver.received[0]!.body) as { event: { payload: unknown }; results: Record<string, unknown> };
+    assert.deepEqual(Object.keys(body.results), ['a1', 'a2']);
+    const carried = Buffer.byteLength(JSON.stringify(body.event.payload)) + Buffer.byteLength(JSON.stringify(body.results));
+    assert.ok(carried > 150 * 1024, `payload and two echoes: ${carried} bytes`);
+    assert.equal(await metric('sluice_step_input_bytes'), carried, 'the payload and the results the body carries');
+    // Past the org's 128 KiB share, so the step took all of it: a small step of the same org waits.
+    assert.equal((await post('/events', { type: 'plain', id: 'plain-1', payload: { small: true } })).status, 202);
+    await eventually('the small step waits for the share', () => metric('sluice_steps_waiting_for_memory'), (n) => n === 1);
+    assert.equal(receiver.received.length, 1);
+    release();
+    await eventually('both delivered', () => receiver.received.length, (n) => n === 2);
     await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
   } finally {
     release();
