@@ -33,13 +33,16 @@ export class Router {
 
   /** Splits and percent-decodes a raw URL path; malformed escapes are a 400. */
   static decodePath(rawPath: string): string[] {
-    return splitPath(rawPath).map((segment) => {
-      try {
-        return decodeURIComponent(segment);
-      } catch {
-        throw new InputError(400, 'malformed_path', 'The request path contains an invalid percent-encoding.');
-      }
-    });
+    return splitPath(rawPath).map(Router.decodeSegment);
+  }
+
+  /** Percent-decodes one raw path segment (a WebSocket route's parameter, as uWS hands it over undecoded); a malformed escape is a 400. */
+  static decodeSegment(segment: string): string {
+    try {
+      return decodeURIComponent(segment);
+    } catch {
+      throw new InputError(400, 'malformed_path', 'The request path contains an invalid percent-encoding.');
+    }
   }
 
   /** Returns the matching route, or throws 404/405 as a SluiceError (a 405 names the methods the path takes). */

@@ -19,6 +19,7 @@ import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
+import { Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
 
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
@@ -103,7 +104,7 @@ export class LiveRooms {
       closeOnBackpressureLimit: 1,
       idleTimeout: 60,
       upgrade: (res, req, context) => {
-        const orgId = req.getParameter(0) ?? '';
+        const rawOrgId = req.getParameter(0) ?? '';
         const query = new ReadQuery(req.getQuery() ?? '');
         const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
         const token = query.get('token') ?? offered.find((p) => p !== LIVE_PROTOCOL);
@@ -111,7 +112,9 @@ export class LiveRooms {
         const extensions = req.getHeader('sec-websocket-extensions');
         const principal = token === undefined ? undefined : auth.principalForToken(token);
         let admitted: { principal: Principal; requested: Subscription };
+        let orgId: string;
         try {
+          orgId = Router.decodeSegment(rawOrgId);
           if (this.#closed) throw new RetryableError('stopping', 'Sluice is stopping; connect again in a few seconds.', 2000);
           admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query, offered);
           // Each socket holds memory and may replay the log: one org (one leaked key) cannot open them without end.

@@ -32,6 +32,7 @@ import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
+import { Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
 
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
@@ -91,8 +92,8 @@ export class DeviceSockets {
       idleTimeout: IDLE_TIMEOUT_S,
       sendPingsAutomatically: true,
       upgrade: (res, req, context) => {
-        const orgId = req.getParameter(0) ?? '';
-        const name = req.getParameter(1) ?? '';
+        const rawOrgId = req.getParameter(0) ?? '';
+        const rawName = req.getParameter(1) ?? '';
         const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
         const query = new ReadQuery(req.getQuery() ?? '');
         const queryToken = query.get('token');
@@ -102,6 +103,8 @@ export class DeviceSockets {
         try {
           if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
           deps.websockets.assertRoom();
+          const orgId = Router.decodeSegment(rawOrgId);
+          const name = Router.decodeSegment(rawName);
           const org = deps.orgs.get(orgId);
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
           this.#assertSocketRoom(orgId, name);

@@ -63,6 +63,8 @@ test('each refused upgrade says why, in the API\'s words; a plain GET is told to
     // Not the REST route the path reads as without its empty segment (GET /organizations/:org, a 401 about the key).
     [`/organizations//live?token=${encodeURIComponent(key)}`, 404, 'not_found', /No WebSocket endpoint at this path/],
     [`/organizations/acct-live//live?token=${encodeURIComponent(key)}`, 404, 'not_found', /No WebSocket endpoint at this path/],
+    // Percent-decoded as REST paths are: a malformed escape says so.
+    [`/organizations/acct%E0%A4live/live?token=${encodeURIComponent(key)}`, 400, 'malformed_path', /invalid percent-encoding/],
   ] as const;
   const starterKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-live-starter', 'starter');
   const sandbox = await refusal(`/organizations/acct-live-starter/live?token=${encodeURIComponent(starterKey)}&environment=sandbox`);
@@ -92,8 +94,11 @@ test('upgrade needs a key of that org: none 401, other org 404, viewer via ?toke
   assert.equal(byProtocol.socket.protocol, LIVE_PROTOCOL);
   // The key alone as a subprotocol would have to be echoed in the answer's headers: refused instead.
   await assert.rejects(connectLive(rt.url, 'acct-live', { protocols: [viewer.body.key] }), /400/);
+  // The org percent-encoded, as a client that escapes every path segment sends it.
+  const encoded = await connectLive(rt.url, 'acct%2Dlive', { token: viewer.body.key });
   byQuery.close();
   byProtocol.close();
+  encoded.close();
 });
 
 /** The close code and reason, once the socket has closed (bounded by the client's waitFor deadline). */

@@ -140,6 +140,11 @@ test('the socket refuses a missing or wrong token, and an unknown org or device,
   assert.equal(device.socket.protocol, 'sluice-device');
   device.close();
   await device.closed;
+  // Path segments are percent-decoded as REST paths are: an escaping client reaches the same device; a malformed escape says so.
+  const escaped = await connectDevice(rt.url, ORG.replace('-', '%2D'), 'gate%2D1', token);
+  escaped.close();
+  await escaped.closed;
+  await assert.rejects(connectDevice(rt.url, ORG, 'gate%E0%A41', token), refusedWith('malformed_path'));
 });
 
 test('a connection is sent as device.connected, each message as one event (acked when durable), its end as device.disconnected', async () => {
