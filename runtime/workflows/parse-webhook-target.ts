@@ -59,6 +59,8 @@ export function parseWebhookUrl(value: unknown, field: string): string {
     fail(field, `${describeField(field)} must use http or https, not ${url.protocol.replace(':', '')}.`, 'invalid_url');
   }
   if (url.hostname === '') fail(field, `${describeField(field)} must name a host.`, 'invalid_url');
+  const nameProblem = dnsNameProblem(url.hostname);
+  if (nameProblem !== undefined) fail(field, `${describeField(field)} names a host no resolver can look up: ${nameProblem}.`, 'invalid_url');
   // Node sends to port 0 as if no port were given (80 or 443): the step would call another address than the one it shows.
   if (url.port === '0') fail(field, `${describeField(field)} must not use port 0.`, 'invalid_url');
   if (url.username !== '' || url.password !== '') {
@@ -70,6 +72,23 @@ export function parseWebhookUrl(value: unknown, field: string): string {
     fail(field, `${describeField(field)} must be at most ${MAX_URL_LENGTH} characters once percent-encoded; this one is ${normalized.length}.`, 'invalid_url');
   }
   return normalized;
+}
+
+/**
+ * Why a host name (as the URL parser leaves it: lowercase, punycode) can never resolve: an empty
+ * label (`a..b`), a label past 63 characters or a name past 253 (RFC 1035). Such a step would only
+ * fail at every delivery, retrying for hours. An IPv6 literal passes; an IPv4 one is short labels.
+ */
+function dnsNameProblem(hostname: string): string | undefined {
+  if (hostname.startsWith('[')) return undefined;
+  // One trailing dot names the root, as in `example.com.`.
+  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
+  if (name.length > 253) return `it is ${name.length} characters long, and a name may have at most 253`;
+  const labels = name.split('.');
+  if (labels.some((label) => label === '')) return 'it has an empty label (two dots in a row, or a leading dot)';
+  const long = labels.find((label) => label.length > 63);
+  if (long !== undefined) return `its label "${long.slice(0, 20)}…" is ${long.length} characters long, and a label may have at most 63`;
+  return undefined;
 }
 
 /** String-to-string map, at most 20 entries, valid header names, no duplicates by case. */

@@ -29,6 +29,20 @@ describe('webhook steps', () => {
     assert.equal(step.url, 'http://example.com:8080/a?b=1');
   });
 
+  it('refuses a host name no resolver can look up (RFC 1035 label and name lengths, empty labels), and keeps those at the limits', () => {
+    const label63 = 'a'.repeat(63);
+    for (const host of [`${'a'.repeat(64)}.example`, 'a..b', `${[label63, label63, label63, label63].join('.')}.com`]) {
+      rejects(withSteps(webhook({ url: `https://${host}/in` })), 'invalid_url', 'steps[0].url');
+    }
+    const longest = [label63, label63, label63, 'a'.repeat(61)].join('.');
+    assert.equal(longest.length, 253);
+    for (const host of [`${label63}.example`, longest, `${longest}.`, 'hooks.example.com.', '127.0.0.1', '[::1]', 'xn--bcher-kva.example', 'localhost']) {
+      const step = only(webhook({ url: `https://${host}/in` }));
+      assert.ok(step.type === 'webhook' && step.url === `https://${host}/in`, host);
+    }
+    assert.ok(only(webhook({ url: 'https://bücher.example/in' })), 'an IDN is checked as its punycode');
+  });
+
   it('accepts up to 20 custom headers and refuses transport and signature headers', () => {
     const step = only(webhook({ headers: { 'X-Tenant': 'acme', Authorization: 'Bearer t' } }));
     assert.ok(step.type === 'webhook');
