@@ -70,6 +70,11 @@ export class MethodNotAllowedError extends SluiceError {
   }
 }
 
+/** Whether a path parameter is short enough to name a record (past the cap a REST route answers 404; a store key could not hold it). */
+export function namesSomething(parameter: string): boolean {
+  return Buffer.byteLength(parameter, 'utf8') <= MAX_PATH_PARAM_BYTES;
+}
+
 function assertParamSizes(params: Record<string, string>): Record<string, string> {
   for (const [name, value] of Object.entries(params)) {
     const bytes = Buffer.byteLength(value, 'utf8');

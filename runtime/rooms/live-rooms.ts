@@ -19,7 +19,7 @@ import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
-import { Router } from '../http/router.ts';
+import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
 
 /** Bytes a socket may have queued before it is treated as a slow consumer. */
@@ -116,7 +116,8 @@ export class LiveRooms {
         try {
           orgId = Router.decodeSegment(rawOrgId);
           if (this.#closed) throw new RetryableError('stopping', 'Sluice is stopping; connect again in a few seconds.', 2000);
-          admitted = admitUpgrade(principal, orgs.get(orgId), orgId, query, offered);
+          // Past the REST routes' parameter cap an org id names nothing (and would not fit a store key): 404 as unknown.
+          admitted = admitUpgrade(principal, namesSomething(orgId) ? orgs.get(orgId) : undefined, orgId, query, offered);
           // Each socket holds memory and may replay the log: one org (one leaked key) cannot open them without end.
           if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
             throw new SluiceError(429, 'too_many_live_sockets', `An organization may hold at most ${this.#socketsPerOrg} live sockets open at once; close one first.`);

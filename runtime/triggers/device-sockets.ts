@@ -32,7 +32,7 @@ import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
-import { Router } from '../http/router.ts';
+import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
 
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
@@ -105,7 +105,9 @@ export class DeviceSockets {
           deps.websockets.assertRoom();
           const orgId = Router.decodeSegment(rawOrgId);
           const name = Router.decodeSegment(rawName);
-          const org = deps.orgs.get(orgId);
+          // Past the REST routes' parameter cap a name names nothing (and would not fit an LMDB key): as unknown, 401.
+          const named = namesSomething(orgId) && namesSomething(name);
+          const org = named ? deps.orgs.get(orgId) : undefined;
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
           this.#assertSocketRoom(orgId, name);
           query.assertNoRepeats();

@@ -65,6 +65,7 @@ test('each refused upgrade says why, in the API\'s words; a plain GET is told to
     [`/organizations/acct-live//live?token=${encodeURIComponent(key)}`, 404, 'not_found', /No WebSocket endpoint at this path/],
     // Percent-decoded as REST paths are: a malformed escape says so.
     [`/organizations/acct%E0%A4live/live?token=${encodeURIComponent(key)}`, 400, 'malformed_path', /invalid percent-encoding/],
+    [`/organizations/${'o'.repeat(5000)}/live?token=${encodeURIComponent(key)}`, 404, 'not_found', /Organization was not found/],
   ] as const;
   const starterKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-live-starter', 'starter');
   const sandbox = await refusal(`/organizations/acct-live-starter/live?token=${encodeURIComponent(starterKey)}&environment=sandbox`);

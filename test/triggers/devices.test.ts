@@ -145,6 +145,9 @@ test('the socket refuses a missing or wrong token, and an unknown org or device,
   escaped.close();
   await escaped.closed;
   await assert.rejects(connectDevice(rt.url, ORG, 'gate%E0%A41', token), refusedWith('malformed_path'));
+  // A name past any key's length is unknown like any other (it had been a 500 from the store's key encoding).
+  await assert.rejects(connectDevice(rt.url, ORG, 'g'.repeat(5000), token), { status: 401 });
+  await assert.rejects(connectDevice(rt.url, 'o'.repeat(5000), 'gate-1', token), { status: 401 });
 });
 
 test('a connection is sent as device.connected, each message as one event (acked when durable), its end as device.disconnected', async () => {
