@@ -48,10 +48,18 @@ export const PINNED_CACHE = { max: 4096, maxBytes: 64 * 1024 * 1024 };
  * type pushed each other out and every event decoded ~100 MB again (0.4-0.9 s of the event loop).
  */
 export const MAX_TRIGGER_BYTES = 16 * 1024 * 1024;
+/**
+ * The enabled workflows one (org, environment, trigger event) may have: each event of that type
+ * starts one run per workflow, all made in the event's own write, and the ingest quota counts
+ * events. 2,000 small workflows on one type made 2,000 runs per event, 180,000 runs from 90
+ * events within a starter plan's quota, and held the event loop for 12 s at a stretch.
+ */
+export const MAX_WORKFLOWS_PER_TRIGGER = 100;
 
 export interface WorkflowStoreLimits {
   readonly pinnedCache: { readonly max: number; readonly maxBytes: number };
   readonly triggerBytes: number;
+  readonly triggerWorkflows: number;
 }
 
 /** The size a version counts for, in the pinned cache and against MAX_TRIGGER_BYTES: its JSON length. */
@@ -71,14 +79,14 @@ export interface UpdateOptions {
   readonly ifVersion?: number;
 }
 
-/** A trigger's enabled workflows would outgrow MAX_TRIGGER_BYTES: what they hold without this one, and this one. */
-interface TriggerOverflow {
-  readonly event: string;
-  readonly environment: string;
-  readonly limit: number;
-  readonly others: number;
-  readonly size: number;
-}
+/**
+ * A trigger's enabled workflows would outgrow MAX_TRIGGER_BYTES (`bytes`: what they hold without
+ * this one, and this one) or MAX_WORKFLOWS_PER_TRIGGER (`workflows`: how many there are without it).
+ */
+type TriggerOverflow = { readonly event: string; readonly environment: string } & (
+  | { readonly kind: 'bytes'; readonly limit: number; readonly others: number; readonly size: number }
+  | { readonly kind: 'workflows'; readonly limit: number; readonly others: number }
+);
 
 type Outcome<T> =
   | { readonly ok: true; readonly value: T }
@@ -102,6 +110,7 @@ export class WorkflowStore {
   readonly #matches = new RecordCache<readonly MatchRef[]>();
 
   readonly #triggerBytes: number;
+  readonly #triggerWorkflows: number;
   /** Deleted workflows whose versions and secrets are still kept. */
   readonly deleted: DeletedWorkflows;
 
@@ -109,6 +118,7 @@ export class WorkflowStore {
     const pinnedCache = limits.pinnedCache ?? PINNED_CACHE;
     this.#pinned = new LRUCache({ max: pinnedCache.max, maxSize: pinnedCache.maxBytes, sizeCalculation: versionSize });
     this.#triggerBytes = limits.triggerBytes ?? MAX_TRIGGER_BYTES;
+    this.#triggerWorkflows = limits.triggerWorkflows ?? MAX_WORKFLOWS_PER_TRIGGER;
     this.#root = ledger.root;
     this.#workflows = ledger.openDatabase('workflows');
     this.#versions = ledger.openDatabase('workflow-versions');
@@ -325,16 +335,21 @@ export class WorkflowStore {
   /**
    * Writes `next` as current, adds its version record and keeps the trigger index in step. In a
    * transaction. Writes nothing, and says by how much, if `next` is enabled and its trigger's
-   * enabled workflows would outgrow their cap (a version that grows nothing goes through).
+   * enabled workflows would outgrow their caps (a version that grows nothing goes through: one
+   * already enabled there does not count again).
    */
   #putVersion(next: Workflow, previous: Workflow | undefined): TriggerOverflow | undefined {
     const version = toWorkflowVersion(next);
     const size = versionSize(version);
     if (next.status === 'enabled') {
       const sizes = this.#enabledSizes(next);
+      const trigger = { event: next.trigger_event, environment: next.environment };
+      if (sizes.own === undefined && sizes.others >= this.#triggerWorkflows) {
+        return { ...trigger, kind: 'workflows', limit: this.#triggerWorkflows, others: sizes.others };
+      }
       const others = sizes.total - (sizes.own ?? 0);
       if (others + size > this.#triggerBytes && size > (sizes.own ?? 0)) {
-        return { event: next.trigger_event, environment: next.environment, limit: this.#triggerBytes, others, size };
+        return { ...trigger, kind: 'bytes', limit: this.#triggerBytes, others, size };
       }
     }
     this.#workflows.put([next.org_id, next.id], next);
@@ -344,18 +359,20 @@ export class WorkflowStore {
     return undefined;
   }
 
-  /** The JSON size of the enabled workflows on `workflow`'s trigger, and of its own entry there if it has one. */
-  #enabledSizes(workflow: Workflow): { total: number; own: number | undefined } {
+  /** The JSON size of the enabled workflows on `workflow`'s trigger, and of its own entry there if it has one; how many others there are. */
+  #enabledSizes(workflow: Workflow): { total: number; own: number | undefined; others: number } {
     const [orgId, environment, event] = triggerKey(workflow);
     let total = 0;
     let own: number | undefined;
+    let others = 0;
     for (const { key, value } of this.#triggers.getRange({ start: [orgId, environment, event], end: [orgId, environment, event, HIGH] })) {
       const workflowId = (key as string[])[3]!;
       const size = this.#entrySize(orgId, workflowId, value);
       total += size;
       if (workflowId === workflow.id) own = size;
+      else others += 1;
     }
-    return { total, own };
+    return { total, own, others };
   }
 
   /** What one trigger entry weighs: stored with it, or (older entries) measured from its version. */
@@ -395,7 +412,17 @@ function unwrap<T>(outcome: Outcome<T>, id: string): T {
     case 'versions':
       throw new ConflictError('version_limit_reached', `A workflow has at most ${MAX_VERSIONS_PER_WORKFLOW} versions; create a new workflow (and delete this one) to go on changing it.`);
     case 'trigger': {
-      const { event, environment, limit, others, size } = outcome.overflow;
+      const overflow = outcome.overflow;
+      const { event, environment, limit, others } = overflow;
+      if (overflow.kind === 'workflows') {
+        throw new ConflictError(
+          'trigger_workflow_limit_reached',
+          `At most ${limit} enabled workflows may listen to event type "${event}" in ${environment} (each such event starts a run of every one); ` +
+            `${others} already do. Disable one of them first, or add steps to one that listens already.`,
+          { limit_workflows: limit, enabled_workflows: others },
+        );
+      }
+      const { size } = overflow;
       throw new ConflictError(
         'trigger_size_limit_reached',
         `The enabled workflows of event type "${event}" in ${environment} may hold at most ${mib(limit)} of JSON together (every such event reads them all); ` +

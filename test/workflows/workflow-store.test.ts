@@ -161,6 +161,27 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.equal((await tighter.update('org-cap-t', latest.id, parseWorkflowInput({ steps: steps.slice(0, 20) }, latest), T0 + 7)).version, 2);
   });
 
+  test('at most the cap of enabled workflows listen to one trigger; updating one of them, disabled ones, other triggers and other orgs pass', async () => {
+    const capped = new WorkflowStore(ledger, { triggerWorkflows: 3 });
+    const on = (body: Record<string, unknown> = {}) => draftOf({ trigger_event: 'fan.event', ...body });
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push((await capped.create(on({ name: `fan-${i}` }), 'org-fan', T0)).workflow);
+    const refused = { status: 409, code: 'trigger_workflow_limit_reached', message: /^At most 3 enabled workflows may listen to event type "fan\.event" in production .*; 3 already do\./ };
+    await assert.rejects(capped.create(on({ name: 'fourth' }), 'org-fan', T0), refused);
+    assert.equal([...capped.newestFirst('org-fan', 'production')].length, 3, 'the refused create wrote nothing');
+    const parked = (await capped.create(on({ name: 'parked', status: 'disabled' }), 'org-fan', T0)).workflow;
+    await assert.rejects(capped.setStatus('org-fan', parked.id, 'enabled', T0 + 1), refused);
+    await assert.rejects(capped.update('org-fan', parked.id, parseWorkflowInput({ status: 'enabled' }, parked), T0 + 1), refused);
+    const moved = (await capped.create(on({ name: 'elsewhere', trigger_event: 'other.event' }), 'org-fan', T0)).workflow;
+    await assert.rejects(capped.update('org-fan', moved.id, parseWorkflowInput({ trigger_event: 'fan.event' }, moved), T0 + 1), refused);
+    await capped.create(on({ name: 'sandboxed', environment: 'sandbox' }), 'org-fan', T0);
+    await capped.create(on({ name: 'other org' }), 'org-fan-other', T0);
+    assert.equal((await capped.update('org-fan', made[0]!.id, parseWorkflowInput({ name: 'renamed' }, made[0]), T0 + 2)).version, 2, 'one already listening does not count twice');
+    await capped.setStatus('org-fan', made[1]!.id, 'disabled', T0 + 3);
+    assert.equal((await capped.setStatus('org-fan', parked.id, 'enabled', T0 + 4)).status, 'enabled', 'room made by a disable is room');
+    assert.deepEqual(ids(capped.matching('org-fan', 'production', 'fan.event')), [made[0]!.id, made[2]!.id, parked.id].sort());
+  });
+
   test('matching reads inside a write transaction and sees that transaction\'s writes', async () => {
     const { workflow } = await store.create(draftOf({ trigger_event: 'txn.seen' }), 'org-t', T0);
     const seen = await ledger.root.transaction(() => store.matching('org-t', 'production', 'txn.seen').map((v) => v.workflow_id));
