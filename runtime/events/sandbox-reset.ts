@@ -72,7 +72,7 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
   return generations.during(orgId, async () => {
     let begun;
     try {
-      begun = await durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs)));
+      begun = await deps.devices.writing(orgId, () => durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs))));
     } catch (error) {
       throw error instanceof DiskSpaceLowError ? new SandboxResetRefusedError() : error;
     }
@@ -124,7 +124,7 @@ export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: num
   for (const orgId of generations.interruptedResets()) {
     const removal = await generations.during(orgId, async () => {
       // A device may have connected between a failed write and the restart: its connection goes too.
-      await durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs)));
+      await deps.devices.writing(orgId, () => durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs))));
       return removeSandbox(deps, orgId);
     });
     finished.push({ orgId, liveMark: removal.live_mark });

@@ -1,6 +1,8 @@
 // Durable storage of devices under [orgId, name], and the writes that change a device's connection:
 // each stores the record and the connection's state event (with its runs) in one transaction, so
 // the ledger's idea of "connected" and the events workflows see never disagree, even after a crash.
+// Records are read through a cache (record-cache.ts): each device message reads its device twice,
+// and a device may declare up to ~1 MB of schemas, which decoding per message made cost 20-30 ms.
 
 import { ConflictError, notFound } from '../errors.ts';
 import type { StoredEvent } from '../events/event-record.ts';
@@ -9,6 +11,7 @@ import { changeRecord } from '../ledger/change-record.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { orgRecords } from '../ledger/org-records.ts';
+import { RecordCache } from '../ledger/record-cache.ts';
 import {
   MAX_DEVICES_PER_ORG,
   connectedEvent,
@@ -30,6 +33,8 @@ export class DeviceStore {
   /** [orgId, name] -> DeviceRecord */
   readonly #table: LedgerTable;
   readonly #events: EventStore;
+  /** Every write of the table goes through `writing`, so reads never see a record older than the ledger's. */
+  readonly #cache = new RecordCache<DeviceRecord>();
 
   constructor(ledger: Ledger, events: EventStore) {
     this.#root = ledger.root;
@@ -37,8 +42,14 @@ export class DeviceStore {
     this.#events = events;
   }
 
+  /** The device as stored (frozen: shared by every reader). */
   get(orgId: string, name: string): DeviceRecord | undefined {
-    return this.#table.get([orgId, name]) as DeviceRecord | undefined;
+    return this.#cache.read(orgId, name, () => this.#table.get([orgId, name]) as DeviceRecord | undefined);
+  }
+
+  /** Runs `write`, which changes devices of `orgId` (here, or within a caller's transaction: endConnectionsWithin). */
+  writing<T>(orgId: string, write: () => Promise<T>): Promise<T> {
+    return this.#cache.writing(orgId, write);
   }
 
   require(orgId: string, name: string): DeviceRecord {
@@ -66,7 +77,7 @@ export class DeviceStore {
     // A device made under the name of a deleted one starts with no dedup memory (Inbox.createFresh).
     const exists = (): boolean => this.#table.get([device.org_id, device.name]) !== undefined;
     const outcome = await this.#events.inbox.createFresh(device.org_id, deviceSource(device.name), exists, () =>
-      insertCapped(this.#root, this.#table, device.org_id, device.name, device, MAX_DEVICES_PER_ORG),
+      this.writing(device.org_id, () => insertCapped(this.#root, this.#table, device.org_id, device.name, device, MAX_DEVICES_PER_ORG)),
     );
     if (outcome === 'exists') throw new ConflictError('device_exists', `A device named "${device.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('device_limit_reached', `An organization can hold at most ${MAX_DEVICES_PER_ORG} devices; delete one first.`);
@@ -75,7 +86,7 @@ export class DeviceStore {
   /** Applies `change` to the device as stored when the write runs; 404 if gone. */
   /** Stores `change(stored)`; 404 if the device is gone, or `change` answers undefined (not the device meant). */
   async update(orgId: string, name: string, change: (current: DeviceRecord) => DeviceRecord | undefined): Promise<DeviceRecord> {
-    const updated = await changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], change);
+    const updated = await this.writing(orgId, () => changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], change));
     if (updated === undefined) throw notFound(`Device "${name}"`, 'name');
     return updated;
   }
@@ -92,7 +103,7 @@ export class DeviceStore {
    * 404 if gone, or if another device (`id`) holds the name now.
    */
   async delete(orgId: string, name: string, id: string, ending: (connection: DeviceConnection) => Ending, nowMs: number): Promise<void> {
-    const removed = await this.#events.inbox.deleting(orgId, deviceSource(name), () => this.#events.writeWithEvents((write) => {
+    const removed = await this.#events.inbox.deleting(orgId, deviceSource(name), () => this.writing(orgId, () => this.#events.writeWithEvents((write) => {
       const current = this.get(orgId, name);
       if (current === undefined || current.id !== id) return false;
       if (current.connection !== null) {
@@ -101,7 +112,7 @@ export class DeviceStore {
       }
       this.#table.remove([orgId, name]);
       return true;
-    }));
+    })));
     if (!removed) throw notFound(`Device "${name}"`, 'name');
   }
 
@@ -112,7 +123,7 @@ export class DeviceStore {
    */
   connect(device: DeviceRecord, connection: DeviceConnection, previous: (connection: DeviceConnection) => Ending): Promise<boolean> {
     const { org_id: orgId, name } = device;
-    return this.#events.writeWithEvents((write) => {
+    return this.writing(orgId, () => this.#events.writeWithEvents((write) => {
       const current = this.get(orgId, name);
       if (current === undefined || current.id !== device.id || current.token_hash !== device.token_hash) return false;
       let record = current;
@@ -120,7 +131,7 @@ export class DeviceStore {
       write(connectedEvent(record, connection));
       this.#table.put([orgId, name], { ...record, connection });
       return true;
-    });
+    }));
   }
 
   /**
@@ -128,18 +139,18 @@ export class DeviceStore {
    * by a newer connection, a deletion or a restart). Resolves whether it wrote anything.
    */
   disconnect(device: DeviceRecord, connection: DeviceConnection, ending: Ending, nowMs: number): Promise<boolean> {
-    return this.#events.writeWithEvents((write) => {
+    return this.writing(device.org_id, () => this.#events.writeWithEvents((write) => {
       const current = this.get(device.org_id, device.name);
       if (current === undefined || current.id !== device.id || current.connection?.id !== connection.id) return false;
       this.#table.put([device.org_id, device.name], this.#ended(current, connection, ending, nowMs, write));
       return true;
-    });
+    }));
   }
 
   /**
    * Forgets the open connections of `devices` without an event (a sandbox reset: their
    * `device.connected` is among what it removes); returns their ids, whose sockets the caller
-   * closes once the write is durable. Call inside a write transaction.
+   * closes once the write is durable. Call inside a write transaction, itself inside `writing` for the org.
    */
   endConnectionsWithin(devices: readonly DeviceRecord[], reason: DisconnectReason, nowMs: number): string[] {
     const ended: string[] = [];
