@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isFinished } from '../../actors/run-work.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
-import { runKeysOf, type RunStore } from '../runs/run-store.ts';
+import { runKeysOf, type RunKeys, type RunStore } from '../runs/run-store.ts';
 import type { EventStore } from './event-store.ts';
 import { ENVIRONMENTS } from '../sources/source-record.ts';
 
@@ -27,8 +27,17 @@ export interface PrunedHistory {
 }
 
 /**
+ * What a pass may read before its transaction (and the main thread) goes on: each event counts 1,
+ * each of its runs 1, and each 64 KiB of its record 1 (it is decoded whole, payload included).
+ * Counting events alone, 1,000 events of 300 runs each held the event loop for 5 s, and passes that
+ * only keep (events with failed runs) read it all again every prune.
+ */
+const RECORD_BYTES_PER_UNIT = 64 * 1024;
+
+/**
  * Removes every event received before `nowMs - retentionMs` whose runs have all finished, with its
- * recording, its runs and their index entries; at most `passSize` events are read per transaction.
+ * recording, its runs and their index entries; each transaction reads at most about `passSize`
+ * units of work (events, their runs, their size: RECORD_BYTES_PER_UNIT), at least one event.
  * Resolves once all of it is durable, or after the pass in progress once `stop` is aborted (the
  * runtime is closing: the next prune goes on from where this one got).
  */
@@ -40,15 +49,15 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
     for (const environment of ENVIRONMENTS) {
       let start: LedgerKey = [orgId, environment, 0];
       for (;;) {
-        const keys = [...deps.ledger.eventsByTime.getKeys({ start, end: [orgId, environment, cutoff], limit: passSize })] as [string, string, number, string][];
-        const pass = await removeFinished(deps, keys, nowMs);
+        const { candidates, done } = readPass(deps, start, [orgId, environment, cutoff], passSize);
+        const pass = await removeFinished(deps, candidates, nowMs);
         // A pass that removes nothing does not wait on a write: yield, so requests go on between passes.
         await nextTurn();
         events += pass.events;
         runs += pass.runs;
-        const last = keys.at(-1);
+        const last = candidates.at(-1)?.key;
         if (stop?.aborted === true) return { events, runs };
-        if (keys.length < passSize || last === undefined) break;
+        if (done || last === undefined) break;
         // Just after the last key read: ids never hold "\u0000".
         start = [orgId, environment, last[2], `${last[3]}\u0000`];
       }
@@ -57,12 +66,34 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
   return { events, runs };
 }
 
-async function removeFinished(deps: HistoryDeps, keys: readonly [string, string, number, string][], nowMs: number): Promise<PrunedHistory> {
+type TimeKey = [orgId: string, environment: string, receivedAtMs: number, eventId: string];
+
+/** An event a pass looked at: its time index entry, whether that names it still, and its runs. */
+interface Candidate {
+  readonly key: TimeKey;
+  readonly stale: boolean;
+  readonly runs: readonly RunKeys[];
+}
+
+/** The next pass's events from `start`, up to `passSize` units of work; `done` when the range ran out first. */
+function readPass(deps: HistoryDeps, start: LedgerKey, end: LedgerKey, passSize: number): { candidates: Candidate[]; done: boolean } {
+  const candidates: Candidate[] = [];
+  let cost = 0;
+  for (const key of deps.ledger.eventsByTime.getKeys({ start, end }) as Iterable<TimeKey>) {
+    const event = deps.events.getRecord(key[0], key[3]);
+    const stale = event?.received_at_ms !== key[2];
+    const runs = stale ? [] : deps.runs.forEvent(key[0], key[3], runKeysOf);
+    candidates.push({ key, stale, runs });
+    cost += 1 + runs.length + (stale ? 0 : Math.floor(event!.payload_json.length / RECORD_BYTES_PER_UNIT));
+    if (cost >= passSize) return { candidates, done: false };
+  }
+  return { candidates, done: true };
+}
+
+async function removeFinished(deps: HistoryDeps, candidates: readonly Candidate[], nowMs: number): Promise<PrunedHistory> {
   const { ledger } = deps;
-  const removable = keys
-    .map((key) => (isStale(deps, key) ? { key, stale: true, runs: [] } : { key, stale: false, runs: deps.runs.forEvent(key[0], key[3], runKeysOf) }))
-    // Only finished runs may go: the others are still at work or wait for a person to resume them.
-    .filter(({ runs }) => runs.every(isFinished));
+  // Only finished runs may go: the others are still at work or wait for a person to resume them.
+  const removable = candidates.filter(({ runs }) => runs.every(isFinished));
   if (removable.length === 0) return { events: 0, runs: 0 };
   return durably(
     ledger.root,
@@ -92,6 +123,6 @@ async function removeFinished(deps: HistoryDeps, keys: readonly [string, string,
 }
 
 /** A time index entry that does not name its event: the event is gone, or the id now names a later one. */
-function isStale(deps: HistoryDeps, [orgId, , receivedAtMs, eventId]: readonly [string, string, number, string]): boolean {
+function isStale(deps: HistoryDeps, [orgId, , receivedAtMs, eventId]: Readonly<TimeKey>): boolean {
   return deps.events.getRecord(orgId, eventId)?.received_at_ms !== receivedAtMs;
 }

@@ -140,3 +140,31 @@ test('a prune told to stop ends after the pass in progress; the next one goes on
   await pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 1);
   assert.equal(await left(), 0);
 });
+
+test('a pass counts an event\'s runs as work: an event with three runs fills a pass of 2 alone', async () => {
+  receiver.script([{ status: 200 }]);
+  const org = 'acct-fan-history';
+  const fanKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: fanKey, json });
+  const runsOf = async (eventId: string): Promise<Array<{ state: string }> | 'gone'> => {
+    const read = await call(rt.url, 'GET', `/organizations/${org}/events/${eventId}`, { token: fanKey });
+    return read.status === 404 ? 'gone' : read.body.reactions;
+  };
+  for (const name of ['fan-a', 'fan-b', 'fan-c']) {
+    assert.equal((await post('/workflows', { name, trigger_event: 'fan.x', steps: [{ type: 'webhook', url: `${receiver.url}/ok` }] })).status, 201);
+  }
+  assert.equal((await post('/events', { type: 'fan.x', payload: {}, id: 'fan-1' })).status, 202);
+  await eventually('its three runs complete', () => runsOf('fan-1'), (runs) => runs !== 'gone' && runs.length === 3 && runs.every((run) => run.state === 'completed'));
+  clock.advance(1);
+  assert.equal((await post('/events', { type: 'nobody.listens', payload: {}, id: 'fan-2-lonely' })).status, 202);
+  clock.advance(31 * DAY_MS);
+  const { ledger, context } = rt.runtime;
+  // The org sorts before the earlier tests' (whose kept events would fill passes of their own): its events come first.
+  const stopped = new AbortController();
+  stopped.abort();
+  const first = await pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 2, stopped.signal);
+  assert.deepEqual(first, { events: 1, runs: 3 }, 'the pass that took fan-1 took nothing else');
+  assert.notEqual(await runsOf('fan-2-lonely'), 'gone', 'left for the next pass');
+  await pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 2);
+  assert.equal(await runsOf('fan-2-lonely'), 'gone');
+});
