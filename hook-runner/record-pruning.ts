@@ -3,12 +3,18 @@
 // again, which is harmless: a guest run is a pure function of its input (no imports, DESIGN 6.5),
 // and a run that moved past a fence is refused by the runtime's own fence check as well.
 
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FenceTimeKey, InvocationRecord, InvocationTimeKey, RunnerStore } from './store.ts';
 
 /** Far beyond any retry schedule (at most hours) and a support person's resume of a failed run. */
 export const RECORD_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
-const PASS_LIMIT = 10_000;
+/**
+ * Records of each kind per transaction. Each invocation is read whole (its output up to 256 KiB) on
+ * the runner's main thread: passes of 10,000 held it for 2.9 s, long enough for Invoke and Health
+ * calls to time out (sluice_hook_runner_up read 0). 256 outputs of 256 KiB decode in ~60 ms.
+ */
+const PASS_LIMIT = 256;
 
 export interface PrunedRecords {
   readonly invocations: number;
@@ -17,17 +23,20 @@ export interface PrunedRecords {
 
 /**
  * Removes everything written before `nowMs - retentionMs`, in transactions of at most `passSize`
- * records of each kind, each durable before the next is read; resolves with what was removed. A
- * fence raised since its old entry was written stays.
+ * records of each kind, each durable before the next is read; resolves with what was removed, or
+ * after the pass in progress once `stop` is aborted (the runner is closing: the next prune goes on).
+ * A fence raised since its old entry was written stays.
  */
-export async function pruneRunnerRecords(store: RunnerStore, nowMs: number, retentionMs = RECORD_RETENTION_MS, passSize = PASS_LIMIT): Promise<PrunedRecords> {
+export async function pruneRunnerRecords(store: RunnerStore, nowMs: number, retentionMs = RECORD_RETENTION_MS, passSize = PASS_LIMIT, stop?: AbortSignal): Promise<PrunedRecords> {
   let invocations = 0;
   let fences = 0;
   for (;;) {
     const pass = await prunePass(store, nowMs - retentionMs, passSize);
     invocations += pass.invocations;
     fences += pass.fences;
-    if (!pass.full) return { invocations, fences };
+    if (!pass.full || stop?.aborted === true) return { invocations, fences };
+    // Calls go on between passes.
+    await nextTurn();
   }
 }
 

@@ -215,10 +215,15 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     throw error;
   }
 
+  // One prune at a time; a shutdown stops it after its pass and waits for it before closing the store.
+  const stopPruning = new AbortController();
+  let pruning: Promise<unknown> | undefined;
   const prune = (): void => {
     // Removals write pages too: none below the floor (the floor's own line says so).
-    if (disk.refusal() !== undefined) return;
-    pruneRunnerRecords(store, now()).catch((error: unknown) => log(`pruning old invocation records failed: ${describe(error)}`));
+    if (pruning !== undefined || disk.refusal() !== undefined) return;
+    pruning = pruneRunnerRecords(store, now(), undefined, undefined, stopPruning.signal)
+      .catch((error: unknown) => log(`pruning old invocation records failed: ${describe(error)}`))
+      .finally(() => (pruning = undefined));
   };
   prune();
   const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
@@ -227,6 +232,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   let closing: Promise<void> | undefined;
   const shutdown = async (): Promise<void> => {
     clearInterval(pruneTimer);
+    stopPruning.abort();
     disk.close();
     await new Promise<void>((done) => {
       const force = setTimeout(() => server.forceShutdown(), SHUTDOWN_GRACE_MS);
@@ -236,6 +242,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
       });
     });
     modules.close();
+    await pruning;
     await store.close();
     if (listen.kind === 'unix') await unlink(listen.path).catch(() => undefined);
   };

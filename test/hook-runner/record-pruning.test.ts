@@ -89,4 +89,19 @@ describe('runner record pruning', () => {
     assert.equal(store.invocations.get(['org_a', 'run_4:s']), undefined);
     assert.notEqual(store.invocations.get(['org_a', 'run_5:s']), undefined);
   });
+
+  it('a prune told to stop (the runner is closing) ends after the pass in progress; the next goes on', async () => {
+    const start = now + 1000;
+    for (let i = 0; i < 3; i += 1) {
+      now = start + i;
+      await ledger.run(claim(`stop_${i}`, 's', 1n), execute);
+    }
+    const stopped = new AbortController();
+    stopped.abort();
+    const cutoffNow = start + RECORD_RETENTION_MS + 3;
+    assert.deepEqual(await pruneRunnerRecords(store, cutoffNow, RECORD_RETENTION_MS, 2, stopped.signal), { invocations: 2, fences: 2 }, 'one pass of 2');
+    assert.notEqual(store.invocations.get(['org_a', 'stop_2:s']), undefined, 'the newest old one is left');
+    await pruneRunnerRecords(store, cutoffNow, RECORD_RETENTION_MS, 2);
+    assert.equal(store.invocations.get(['org_a', 'stop_2:s']), undefined);
+  });
 });
