@@ -166,6 +166,24 @@ function routeGrpcLog(log: (line: string) => void): void {
   setLogger({ error: forward('error'), info: forward('info'), debug: forward('debug') });
 }
 
+/** File system errors that say the data dir (or a file the runner keeps in it) cannot be used as it is: no restart fixes them. */
+const UNUSABLE_PATH_CODES: ReadonlySet<string> = new Set(['ENOTDIR', 'EISDIR', 'EACCES', 'EPERM', 'EROFS', 'ELOOP', 'ENAMETOOLONG', 'EEXIST']);
+
+/**
+ * Runs the runner's start, turning a data dir it cannot use (a file where a directory goes, no
+ * permission, a read-only mount) into a RunnerConfigError: one line and exit code 2, which the
+ * runtime does not restart, instead of a stack trace and a restart every few seconds.
+ */
+async function withUsableDataDir<T>(dataDir: string, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    if (typeof code !== 'string' || !UNUSABLE_PATH_CODES.has(code)) throw error;
+    throw new RunnerConfigError(`The data dir ${dataDir} cannot be used: ${(error as Error).message}. Fix its ownership, permissions or path and start again.`);
+  }
+}
+
 /**
  * Runs the hook-runner until SIGTERM/SIGINT (or the parent's IPC channel closes), then resolves
  * after in-flight calls finished and the store closed. Throws RunnerConfigError for bad flags,
@@ -189,23 +207,24 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
     log(`hook-runner: a store commit failed: ${error.message}: ${cause}${heldBackNote(heldBack)}`),
   );
   guardCommitFailures((error, cause) => commitFailed({ error, cause }));
-  const token = loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir);
   const poolSize = parseThreadPoolSize(env['UV_THREADPOOL_SIZE']);
   // Master keys as given: a blank one is refused (master-key.ts says why), never taken for unset.
   // Without SLUICE_MASTER_KEY the server reads (or creates) the key file, knowing the vault's state.
   const masterKey = env['SLUICE_MASTER_KEY'] === undefined ? undefined : parseMasterKey(env['SLUICE_MASTER_KEY'], 'SLUICE_MASTER_KEY');
   const previousMasterKeys = parsePreviousMasterKeys(env['SLUICE_PREVIOUS_MASTER_KEYS']);
-  const server = await createHookRunnerServer({
-    listen: flags.listen,
-    dataDir: flags.dataDir,
-    token,
-    masterKey,
-    previousMasterKeys,
-    sandboxSlots: sandboxSlotsFor(poolSize),
-    log,
-    minFreeDiskMib: flags.minFreeDiskMib,
-    compile: parseCompileLimits(env),
-  });
+  const server = await withUsableDataDir(flags.dataDir, async () =>
+    createHookRunnerServer({
+      listen: flags.listen,
+      dataDir: flags.dataDir,
+      token: loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir),
+      masterKey,
+      previousMasterKeys,
+      sandboxSlots: sandboxSlotsFor(poolSize),
+      log,
+      minFreeDiskMib: flags.minFreeDiskMib,
+      compile: parseCompileLimits(env),
+    }),
+  );
   const stopped = waitForStopSignal();
   if (!isLoopback(parseListenAddress(flags.listen))) log(`hook-runner: warning: listening on a non-loopback address (${server.address}); only the runner token protects it.`);
   if (env['SLUICE_RUNNER_TOKEN'] === undefined) log(`hook-runner: runner token in ${runnerTokenPath(flags.dataDir)}`);

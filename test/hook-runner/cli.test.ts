@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
@@ -163,5 +163,22 @@ test('a listen address in use is one line naming it, exit 2, no stack trace', as
   } finally {
     busy.close();
     rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a data dir the runner cannot use (a file where the directory goes) is one line naming it, exit 2, no stack trace', () => {
+  const parent = tempDir('sluice-cli-runner-');
+  const dataDir = join(parent, 'a-file');
+  writeFileSync(dataDir, 'not a directory');
+  try {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'hook-runner', '--listen', '127.0.0.1:0', '--data-dir', dataDir], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(result.status, 2, result.stderr);
+    assert.match(result.stderr, /^hook-runner: The data dir .*a-file cannot be used: ENOTDIR: .*Fix its ownership, permissions or path and start again\.\n$/, 'that one line only');
+  } finally {
+    rmSync(parent, { recursive: true, force: true });
   }
 });
