@@ -8,7 +8,8 @@
 // | running   | current step claimed under `fence`; effect in flight | yes  | dispatch_step    | step.succeeded, step.skipped -> running      |
 // |           | (attempt `pending`; `startedAt` set by step.started) |      |                  |   (next step) / delaying / completed;        |
 // |           |                                                      |      |                  |   step.failed -> backoff / failed;           |
-// |           |                                                      |      |                  |   run.recovered -> queued; run.cancel        |
+// |           |                                                      |      |                  |   run.recovered -> queued (failed at the     |
+// |           |                                                      |      |                  |   5th abandoned attempt in a row); run.cancel|
 // | backoff   | durable retry timer, `retryAt` absolute ms           | no   | arm_timer retry  | timer.fired (at >= retryAt) -> queued        |
 // | delaying  | durable delay step, `wakeAt` absolute ms             | no   | arm_timer delay  | timer.fired (at >= wakeAt) -> queued /       |
 // |           |                                                      |      |                  |   completed (if it was the last step)        |
@@ -28,7 +29,9 @@
 
 import { and, assign, setup } from 'xstate';
 import {
+  abandonForGood,
   abandonPending,
+  abandonsTooOften,
   advance,
   advanceStop,
   cancelRun,
@@ -60,6 +63,7 @@ export const runMachine = setup({
     input: {} as RunInput,
   },
   guards: {
+    abandonsTooOften: ({ context }) => abandonsTooOften(context),
     isCurrentReport: ({ context, event }) =>
       'fence' in event && isCurrentReport(context, event.stepId, event.fence),
     shouldRetry: ({ context, event }) =>
@@ -93,6 +97,7 @@ export const runMachine = setup({
     completeDelay: assign(({ context, event }) => finishCurrent(context, 'succeeded', event.at, null, { woke_at: event.at })),
     clearRetry: assign(({ event }) => ({ retryAt: null, updatedAt: event.at })),
     abandon: assign(({ context, event }) => abandonPending(context, event.at)),
+    abandonForGood: assign(({ context, event }) => abandonForGood(context, event.at)),
     cancel: assign(({ context, event }) => {
       const e = event as EventOf<'run.cancel'>;
       return cancelRun(context, e.at, e.reason ?? 'cancelled');
@@ -139,7 +144,10 @@ export const runMachine = setup({
           { guard: and(['isCurrentReport', 'shouldRetry']), target: 'backoff', actions: 'recordFailure' },
           { guard: 'isCurrentReport', target: 'failed', actions: 'recordFailure' },
         ],
-        'run.recovered': { target: 'queued', actions: 'abandon' },
+        'run.recovered': [
+          { guard: 'abandonsTooOften', target: 'failed', actions: 'abandonForGood' },
+          { target: 'queued', actions: 'abandon' },
+        ],
       },
     },
     backoff: {

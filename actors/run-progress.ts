@@ -201,6 +201,37 @@ export function abandonPending(ctx: RunContext, at: number): RunContext {
 }
 
 /**
+ * Attempts of one step in a row a restart may find open before the step fails. Abandoned attempts
+ * use none of the step's retries (a deploy is not the step's fault), so a step that brings the
+ * process down every time (out of memory on its body, a receiver that kills its caller) would be
+ * sent again at every restart, forever.
+ */
+export const MAX_ABANDONED_IN_A_ROW = 5;
+
+/** Whether abandoning the open attempt makes MAX_ABANDONED_IN_A_ROW of the current step's in a row (since the run's last resume). */
+export function abandonsTooOften(ctx: RunContext): boolean {
+  const attempts = currentStep(ctx)?.attempts ?? [];
+  if (attempts.at(-1)?.outcome !== 'pending') return false;
+  let inARow = 1;
+  for (let i = attempts.length - 2; i >= 0; i -= 1) {
+    const attempt = attempts[i] as StepAttempt;
+    if (attempt.outcome !== 'abandoned' || attempt.claimedAt < (ctx.resumedAt ?? -Infinity)) break;
+    inARow += 1;
+  }
+  return inARow >= MAX_ABANDONED_IN_A_ROW;
+}
+
+/** Abandons the open attempt and fails the run: its step was cut off by a restart too often in a row (abandonsTooOften). */
+export function abandonForGood(ctx: RunContext, at: number): RunContext {
+  const abandoned = abandonPending(ctx, at);
+  const step = currentStep(abandoned) as StepRecord;
+  const message =
+    `The runtime stopped during each of the last ${MAX_ABANDONED_IN_A_ROW} attempts of step "${step.id}" (each abandoned at a restart, its effect unknown); ` +
+    'it is not sent again on its own, in case the step is what brings the process down. Resume the run once the cause is known.';
+  return { ...withCurrent(abandoned, (s) => ({ ...s, status: 'failed' })), error: { code: 'step_interrupted_repeatedly', stepId: step.id, reason: 'retries_exhausted', message } };
+}
+
+/**
  * Evidence of an attempt cancelled while it was out: its request (or guest) may have gone out or be
  * on its way. Its `afterCancel` says what happened once the answer comes; a stop or crash before that
  * leaves this as the whole record, so it must not read as "never sent".

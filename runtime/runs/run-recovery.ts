@@ -153,6 +153,12 @@ async function admitInOrder(deps: RecoveryDeps, found: ReadonlyArray<RecoveredRu
     actor.send({ type: 'run.recovered', at: nowMs });
     const queued = persistedRunOf(actor);
     const updates = [deps.updateFor(queued)];
+    // Failed instead: its step was cut off by a restart too often in a row (run-progress.ts, abandonsTooOften).
+    if (queued.value === 'failed') {
+      actor.stop();
+      written.push({ run: queued, previous: stored, updates });
+      continue;
+    }
     if (!waiting.has(orgId) && deps.admitNow(orgId, runId)) {
       actor.send({ type: 'run.admitted', at: nowMs });
       const run = persistedRunOf(actor);

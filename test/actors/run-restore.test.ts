@@ -131,6 +131,28 @@ describe('recovery after a crash', () => {
     assert.equal(run.context.steps[0]?.failures, 0, 'a crash is not the step failing');
   });
 
+  it('fails the run at the fifth attempt of a step in a row a restart cut off (a step that crashes the process is not sent forever); a resume starts the count again', () => {
+    let run = applyRunEvent(startRun(runInput([webhookStep('a')])).run, { type: 'run.admitted', at: T0 }).run;
+    for (let crash = 1; crash <= 4; crash += 1) {
+      run = applyRunEvent(run, { type: 'run.recovered', at: T0 + crash * 100 }).run;
+      assert.equal(run.value, 'queued', `restart ${crash}: sent again`);
+      run = applyRunEvent(run, { type: 'run.admitted', at: T0 + crash * 100 + 1 }).run;
+    }
+    const fifth = applyRunEvent(run, { type: 'run.recovered', at: T0 + 500 });
+    assert.equal(fifth.run.value, 'failed');
+    assert.deepEqual(fifth.work, { kind: 'none' });
+    assert.deepEqual({ ...fifth.run.context.error, message: undefined }, { code: 'step_interrupted_repeatedly', stepId: 'a', reason: 'retries_exhausted', message: undefined });
+    assert.match(fifth.run.context.error!.message, /^The runtime stopped during each of the last 5 attempts of step "a" .*Resume the run once the cause is known\.$/);
+    assert.deepEqual(fifth.run.context.steps[0]?.attempts.map((x) => x.outcome), ['abandoned', 'abandoned', 'abandoned', 'abandoned', 'abandoned']);
+    assert.equal(fifth.run.context.steps[0]?.status, 'failed');
+
+    // A person resumes it: four more restarts are tolerated before it fails again.
+    run = applyRunEvent(applyRunEvent(fifth.run, { type: 'run.resume', at: T0 + 1000 }).run, { type: 'run.admitted', at: T0 + 1001 }).run;
+    assert.equal(pendingWork(run).kind, 'dispatch_step');
+    run = applyRunEvent(run, { type: 'run.recovered', at: T0 + 1100 }).run;
+    assert.equal(run.value, 'queued', 'attempts before the resume do not count');
+  });
+
   it('leaves timers and queued runs alone: the absolute due time survives the restart', () => {
     const input = runInput([webhookStep('a'), delayStep('d', 60_000), webhookStep('b')]);
     const queued = startRun(input).run;

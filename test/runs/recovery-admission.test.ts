@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { asEventId, asOrgId, asRunId, asStepId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { persistedRunOf, startRunActor, type PersistedRun } from '../../actors/run-transition.ts';
+import { applyRunEvent, persistedRunOf, startRunActor, type PersistedRun } from '../../actors/run-transition.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import type { LiveRooms } from '../../runtime/rooms/live-rooms.ts';
@@ -224,5 +224,27 @@ for (const kind of LEDGER_KINDS) describe(`boot recovery admission (${kind.name}
     assert.equal(place(A, 'c1'), 'absent');
     assert.deepEqual(attemptsOf(storedRun(A, 'c1')), [['pending', 1]], 'the transaction left nothing');
     assert.deepEqual(published, []);
+  });
+
+  test('a run whose step was cut off at the fifth restart in a row is stored failed, takes no slot and is not handed on', async () => {
+    scheduler = new RootScheduler();
+    published = [];
+    scheduler.setLimit(A, 5);
+    // Four restarts already cut its step off; the process died with the fifth attempt out too.
+    let crashing = runAt(A, 'p1', T0, 'running');
+    for (let restart = 1; restart <= 4; restart += 1) {
+      crashing = applyRunEvent(crashing, { type: 'run.recovered', at: T0 + restart * 10 }).run;
+      crashing = applyRunEvent(crashing, { type: 'run.admitted', at: T0 + restart * 10 + 1 }).run;
+    }
+    await store(crashing, runAt(A, 'p2', T0 + 1, 'running'));
+
+    const recovered = await recover();
+
+    assert.deepEqual(recovered.map((r) => [r.runId, r.work.kind]), [['p2', 'dispatch_step']], 'only the other run goes on');
+    assert.equal(storedRun(A, 'p1')?.value, 'failed');
+    assert.equal(storedRun(A, 'p1')?.context.error?.code, 'step_interrupted_repeatedly');
+    assert.deepEqual(attemptsOf(storedRun(A, 'p1')).map(([outcome]) => outcome), ['abandoned', 'abandoned', 'abandoned', 'abandoned', 'abandoned']);
+    assert.equal(place(A, 'p1'), 'absent', 'it holds no slot');
+    assert.deepEqual(published.flatMap((p) => p.updates.filter((u) => u.run_id === 'p1').map((u) => u.state)), ['failed'], 'its failure is published live');
   });
 });
