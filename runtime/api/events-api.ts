@@ -38,6 +38,24 @@ const parseSend = createBodyParser<SendEventBody>({
 /** The newest replays an event's view lists (older ones: the list's `?source=@replay`, by causation_id). */
 const LISTED_REPLAYS = 20;
 
+const EVENT_ID = new RegExp(EVENT_ID_PATTERN);
+
+/**
+ * The event's id: the body's `id`, else an `Idempotency-Key` header, which clients send to make
+ * retries safe and which an event's id already is (a repeat is 409 duplicate_event). Ignoring the
+ * header made two events of a retried request. Both given, they must agree.
+ */
+function eventIdOf(bodyId: string | undefined, header: string | undefined): string | undefined {
+  if (header === undefined) return bodyId;
+  if (!EVENT_ID.test(header)) {
+    throw new InputError(400, 'invalid_idempotency_key', 'An Idempotency-Key names the event (its id) when the body has no "id": 1-128 letters, digits, "_", ".", ":" or "-", starting with a letter, digit or "_".', { field: 'Idempotency-Key' });
+  }
+  if (bodyId !== undefined && bodyId !== header) {
+    throw new InputError(400, 'idempotency_key_mismatch', `The Idempotency-Key header and the body's "id" name different events ("${header}" and "${bodyId}"); send one, or the same in both.`, { field: 'Idempotency-Key' });
+  }
+  return header;
+}
+
 export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
   const base = '/organizations/:org_id/events';
   return [
@@ -47,9 +65,10 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const parsed = parseJsonRequestText(request);
-        const body = parseSend(parsed.value);
+        const sent = parseSend(parsed.value);
+        const body = { ...sent, id: eventIdOf(sent.id, request.headers['idempotency-key']) };
         assertNotReservedType(body.type, 'type');
-        if (body.id !== undefined) assertNotReservedEventId(body.id, 'id');
+        if (body.id !== undefined) assertNotReservedEventId(body.id, sent.id === undefined ? 'Idempotency-Key' : 'id');
         assertSandboxAllowed(org, body.environment ?? 'production');
         const environment = body.environment ?? 'production';
         // Stored only once no sandbox reset of the org is in flight, and with no await between this
