@@ -1,10 +1,14 @@
 // How many WebSockets (live rooms and device sockets together) the process holds open at once.
 // Each holds a file descriptor: without a total, sockets (one org's up to its own cap, or many
 // orgs') could take the descriptors that HTTP requests, webhook deliveries and the ledger need,
-// and every tenant would fail at once instead of the next upgrade being refused.
+// and every tenant would fail at once instead of the next upgrade being refused. One org holds at
+// most three quarters of the total, its live and device sockets together: each kind has its own cap
+// (half the total), so without this one org could hold every socket, half of each kind; with it
+// other orgs keep a quarter, and a lone tenant still has most of the process.
 
 import { readFileSync } from 'node:fs';
-import { RetryableError } from '../errors.ts';
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
+import { RetryableError, SluiceError } from '../errors.ts';
 
 /** The total when the open-file limit cannot be read (not Linux) or is unlimited. */
 export const WEBSOCKETS_FALLBACK = 50_000;
@@ -28,10 +32,14 @@ function readProcLimits(): string | undefined {
 
 export class WebSocketBudget {
   readonly total: number;
+  /** What one org may hold open, live and device sockets together. */
+  readonly perOrg: number;
   #open = 0;
+  readonly #openPerOrg = new KeyedCounts();
 
   constructor(total: number) {
     this.total = total;
+    this.perOrg = Math.max(1, Math.floor((total * 3) / 4));
   }
 
   /** WebSockets open now. */
@@ -39,18 +47,26 @@ export class WebSocketBudget {
     return this.#open;
   }
 
-  /** Throws 503 `too_many_websockets` when the total is open; call in an upgrade, before `opened`. */
-  assertRoom(): void {
+  /**
+   * Throws 503 `too_many_websockets` when the total is open, 429 `too_many_org_websockets` when
+   * `orgId` holds its share; call in an upgrade, before `opened`.
+   */
+  assertRoom(orgId: string): void {
     if (this.#open >= this.total) {
       throw new RetryableError('too_many_websockets', `This server holds as many WebSockets open as it may (${this.total}); connect again later.`, 5000);
     }
+    if (this.#openPerOrg.get(orgId) >= this.perOrg) {
+      throw new SluiceError(429, 'too_many_org_websockets', `An organization may hold at most ${this.perOrg} WebSockets open at once, live and device sockets together; close one first.`);
+    }
   }
 
-  opened(): void {
+  opened(orgId: string): void {
     this.#open += 1;
+    this.#openPerOrg.add(orgId);
   }
 
-  closed(): void {
+  closed(orgId: string): void {
     this.#open -= 1;
+    this.#openPerOrg.subtract(orgId);
   }
 }

@@ -122,7 +122,7 @@ export class LiveRooms {
           if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
             throw new SluiceError(429, 'too_many_live_sockets', `An organization may hold at most ${this.#socketsPerOrg} live sockets open at once; close one first.`);
           }
-          this.#websockets.assertRoom();
+          this.#websockets.assertRoom(orgId);
           // As a GET is: `?enviroment=sandbox` would otherwise stream production updates.
           query.assertNoRepeats();
           query.assertAllAsked();
@@ -136,7 +136,7 @@ export class LiveRooms {
         res.upgrade<SocketData>({ orgId, ...admitted, ...fresh }, key, protocol, extensions, context);
       },
       open: (ws) => {
-        this.#websockets.opened();
+        this.#websockets.opened(ws.getUserData().orgId);
         this.#sockets.add(ws);
         this.#perOrg.add(ws.getUserData().orgId);
         this.#enter(ws, ws.getUserData().requested);
@@ -148,7 +148,7 @@ export class LiveRooms {
         if (data.state.status === 'replaying') this.#pump(ws, data, data.state.replay);
       },
       close: (ws) => {
-        this.#websockets.closed();
+        this.#websockets.closed(ws.getUserData().orgId);
         this.#sockets.delete(ws);
         this.#perOrg.subtract(ws.getUserData().orgId);
         ws.getUserData().state = { status: 'closed' };

@@ -102,13 +102,14 @@ export class DeviceSockets {
         let device: DeviceRecord;
         try {
           if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
-          deps.websockets.assertRoom();
           const orgId = Router.decodeSegment(rawOrgId);
           const name = Router.decodeSegment(rawName);
           // Past the REST routes' parameter cap a name names nothing (and would not fit an LMDB key): as unknown, 401.
           const named = namesSomething(orgId) && namesSomething(name);
           const org = named ? deps.orgs.get(orgId) : undefined;
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
+          // After the token: an org's share of the sockets is nobody else's to probe.
+          deps.websockets.assertRoom(orgId);
           this.#assertSocketRoom(orgId, name);
           query.assertNoRepeats();
           query.assertAllAsked();
@@ -125,7 +126,7 @@ export class DeviceSockets {
         res.upgrade<SocketData>(data, key, offered.length > 0 ? DEVICE_PROTOCOL : '', extensions, context);
       },
       open: (ws) => {
-        deps.websockets.opened();
+        deps.websockets.opened(ws.getUserData().device.org_id);
         const data = ws.getUserData();
         const key = orgScopedKey(data.device.org_id, data.device.name);
         const sockets = this.#sockets.get(key) ?? new Set();
@@ -136,7 +137,7 @@ export class DeviceSockets {
       },
       message: (ws, message, isBinary) => this.#messages.onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
       close: (ws, code) => {
-        deps.websockets.closed();
+        deps.websockets.closed(ws.getUserData().device.org_id);
         const data = ws.getUserData();
         data.open = false;
         data.accepting = false;

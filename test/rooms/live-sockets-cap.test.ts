@@ -60,6 +60,38 @@ test('past the process\'s --websockets total, live and device upgrades are refus
   }
 });
 
+test('one org holds at most three quarters of --websockets, live and device sockets together (429); another org still connects', async () => {
+  const rt = await startRuntime({ args: ['--websockets', '8'] });
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-ws-greedy');
+    const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-ws-modest');
+    const tokens: string[] = [];
+    for (const name of ['d-1', 'd-2', 'd-3']) {
+      const made = await call(rt.url, 'POST', '/organizations/acct-ws-greedy/devices', { token: key, json: { name } });
+      assert.equal(made.status, 201, made.text);
+      tokens.push(made.body.token);
+    }
+    // Each kind's own cap is half the total (4): four live sockets and two devices make six, the org's share.
+    const live = await Promise.all([1, 2, 3, 4].map(() => connectLive(rt.url, 'acct-ws-greedy', { token: key })));
+    const devices = [await connectDevice(rt.url, 'acct-ws-greedy', 'd-1', tokens[0]!), await connectDevice(rt.url, 'acct-ws-greedy', 'd-2', tokens[1]!)];
+    await assert.rejects(connectDevice(rt.url, 'acct-ws-greedy', 'd-3', tokens[2]!), (error: { status: number; body: string }) => {
+      assert.equal(error.status, 429);
+      assert.equal(JSON.parse(error.body).error.code, 'too_many_org_websockets');
+      assert.match(JSON.parse(error.body).error.message, /at most 6 WebSockets open at once, live and device sockets together/);
+      return true;
+    });
+    const other = await connectLive(rt.url, 'acct-ws-modest', { token: otherKey });
+    await assert.rejects(connectDevice(rt.url, 'acct-ws-greedy', 'd-3', 'sdt_wrong'), { status: 401 }, 'the share is told only to the device itself');
+    devices[0]!.close();
+    await devices[0]!.closed;
+    const third = await connectOnceFreed(() => connectDevice(rt.url, 'acct-ws-greedy', 'd-3', tokens[2]!));
+    for (const client of [...live, other]) client.close();
+    for (const device of [devices[1]!, third]) device.close();
+  } finally {
+    await rt.close();
+  }
+});
+
 test('the total defaults to three quarters of the open-file limit, and an org\'s live sockets to half of it when that is under 20,000', () => {
   assert.equal(defaultWebSocketLimit('Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\n'), 15_000);
   assert.equal(defaultWebSocketLimit('Max open files            unlimited            unlimited            files\n'), WEBSOCKETS_FALLBACK);
