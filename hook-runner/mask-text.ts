@@ -17,15 +17,30 @@
  * `cutAtLeast`, also a start of a value at least that long with which the text ends.
  */
 export function maskOccurrences(text: string, values: Iterable<string>, mask: string, cutAtLeast?: number): string {
-  let covered: Uint8Array | undefined;
-  for (const value of values) {
+  const covering = new OccurrenceCover(text);
+  for (const value of values) covering.cover(value, cutAtLeast);
+  return covering.masked(mask);
+}
+
+/**
+ * The positions of `text` that occurrences cover, one value at a time: a caller that must not hold
+ * the event loop through many values (the runner masking a guest's output) yields between them.
+ */
+export class OccurrenceCover {
+  #covered: Uint8Array | undefined;
+
+  constructor(readonly text: string) {}
+
+  /** Covers every occurrence of `value` (none if empty); with `cutAtLeast`, a start of it at least that long the text ends with. */
+  cover(value: string, cutAtLeast?: number): void {
+    const { text } = this;
     if (cutAtLeast !== undefined && value !== '') {
       const cut = cutStartLength(text, value);
-      if (cut >= cutAtLeast) (covered ??= new Uint8Array(text.length)).fill(1, text.length - cut);
+      if (cut >= cutAtLeast) (this.#covered ??= new Uint8Array(text.length)).fill(1, text.length - cut);
     }
     let at = value === '' ? -1 : text.indexOf(value);
-    if (at === -1) continue;
-    covered ??= new Uint8Array(text.length);
+    if (at === -1) return;
+    const covered = (this.#covered ??= new Uint8Array(text.length));
     const period = smallestPeriod(value);
     while (at !== -1) {
       // While the text goes on repeating the period, an occurrence starts every `period` characters.
@@ -37,7 +52,11 @@ export function maskOccurrences(text: string, values: Iterable<string>, mask: st
       at = text.indexOf(value, lastStart + 1);
     }
   }
-  return covered === undefined ? text : maskCovered(text, covered, mask);
+
+  /** The text with each run of covered positions replaced by one `mask` (the text itself when nothing is covered). */
+  masked(mask: string): string {
+    return this.#covered === undefined ? this.text : maskCovered(this.text, this.#covered, mask);
+  }
 }
 
 /** The text with each run of covered positions replaced by one mask. */

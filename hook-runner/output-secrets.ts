@@ -5,7 +5,8 @@
 // against an action echoing what it was given; it cannot see through an encoding the guest chose.
 
 import type { InvocationResult } from './invocation-outcome.ts';
-import { maskOccurrences } from './mask-text.ts';
+import { OccurrenceCover } from './mask-text.ts';
+import { WorkSlices } from './work-slices.ts';
 
 export const MASKED = '[redacted]';
 /** Secrets shorter than this are not masked: a threshold of "50" is no credential, and masking it would rewrite numbers. */
@@ -30,9 +31,15 @@ function* stringsOf(root: unknown): Generator<{ readonly text: string; readonly 
   }
 }
 
-/** Whether a decoded string (only keys, with `keysOnly`) of the parsed output holds one of the secrets. */
-function holdsSecret(parsed: unknown, secrets: readonly string[], keysOnly = false): boolean {
-  for (const { text, key } of stringsOf(parsed)) if ((key || !keysOnly) && secrets.some((secret) => text.includes(secret))) return true;
+/** Whether a decoded string (only keys, with `keysOnly`) of the parsed output holds one of the secrets; yields between slices. */
+async function holdsSecret(parsed: unknown, secrets: readonly string[], slices: WorkSlices, keysOnly = false): Promise<boolean> {
+  for (const { text, key } of stringsOf(parsed)) {
+    if (!key && keysOnly) continue;
+    for (const secret of secrets) {
+      if (text.includes(secret)) return true;
+      if (slices.due()) await slices.yield();
+    }
+  }
   return false;
 }
 
@@ -68,9 +75,10 @@ function sameShape(original: unknown, masked: unknown): boolean {
  * JSON.stringify escapes it. An output masking cannot make safe becomes a `secret_in_output` trap,
  * and nothing of it leaves the runner: a secret in an object key (masking would change the
  * output's shape), outside a string (a number), across strings (its raw text holding a quote), or in
- * another escaping (`\/`, `\u0073`).
+ * another escaping (`\/`, `\u0073`). The scans run in slices (work-slices.ts): the guest's org
+ * chooses both the output and the secrets, and other calls are served between them.
  */
-export function maskSecrets(result: InvocationResult, secrets: Readonly<Record<string, string>>): InvocationResult {
+export async function maskSecrets(result: InvocationResult, secrets: Readonly<Record<string, string>>, slices = new WorkSlices()): Promise<InvocationResult> {
   const { outcome } = result;
   if (outcome.kind !== 'output') return result;
   const values = Object.values(secrets).filter((value) => value.length >= MIN_MASKED_SECRET_CHARS);
@@ -80,10 +88,16 @@ export function maskSecrets(result: InvocationResult, secrets: Readonly<Record<s
     fuelUsed: result.fuelUsed,
   });
   const parsed: unknown = JSON.parse(outcome.outputJson);
-  if (holdsSecret(parsed, values, true)) return refused('in an object key');
-  const forms = values.flatMap((value) => [value, JSON.stringify(value).slice(1, -1)]);
-  const text = maskOccurrences(outcome.outputJson, forms, MASKED);
-  if (text === outcome.outputJson) return holdsSecret(parsed, values) ? refused('in an escaped form') : result;
+  if (await holdsSecret(parsed, values, slices, true)) return refused('in an object key');
+  // Most values need no escaping: their escaped form is the same text, scanned once.
+  const forms = new Set(values.flatMap((value) => [value, JSON.stringify(value).slice(1, -1)]));
+  const covering = new OccurrenceCover(outcome.outputJson);
+  for (const form of forms) {
+    covering.cover(form);
+    if (slices.due()) await slices.yield();
+  }
+  const text = covering.masked(MASKED);
+  if (text === outcome.outputJson) return (await holdsSecret(parsed, values, slices)) ? refused('in an escaped form') : result;
   let masked: unknown;
   try {
     masked = JSON.parse(text);
@@ -91,5 +105,5 @@ export function maskSecrets(result: InvocationResult, secrets: Readonly<Record<s
     return refused('outside a JSON string');
   }
   if (!sameShape(parsed, masked)) return refused('across JSON strings');
-  return holdsSecret(masked, values) ? refused('in an escaped form') : { outcome: { kind: 'output', outputJson: text }, fuelUsed: result.fuelUsed };
+  return (await holdsSecret(masked, values, slices)) ? refused('in an escaped form') : { outcome: { kind: 'output', outputJson: text }, fuelUsed: result.fuelUsed };
 }
