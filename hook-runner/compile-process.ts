@@ -118,7 +118,7 @@ export class CompileProcess {
     return new Promise<CompiledArtifact>((resolve, reject) => {
       const id = this.#nextId++;
       const timer = setTimeout(() => {
-        this.#fail(new SandboxCompileError('code_too_large', `compiling the module took longer than ${this.#timeoutMs / 1000} s, the sandbox's limit (compile time grows fastest with many locals live across deeply nested blocks and loops, and with long functions): split or simplify the code`));
+        this.#fail(new SandboxCompileError('code_too_large', `compiling the module took longer than ${this.#timeoutMs / 1000} s, the sandbox's limit (compile time grows fastest with many locals live across deeply nested blocks and loops, and with long functions): split or simplify the code`, true));
         this.#discard(child);
       }, this.#timeoutMs);
       this.#pending = { id, resolve, reject, timer };

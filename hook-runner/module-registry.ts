@@ -71,7 +71,7 @@ export class ModuleRegistry {
     const digest = digestOf(bytes);
     if (!this.#cache.has(digest)) {
       const compiled = this.#joinOrStart(this.#compiling, digest, gaveUp, (callers) =>
-        this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes), turn.first ?? false, turn.tenant ?? ''),
+        this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes, turn.first ?? false), turn.first ?? false, turn.tenant ?? ''),
       );
       this.#cache.set(digest, await compiled, bytes.length, turn.tenant ?? '');
     }
@@ -165,20 +165,33 @@ export class ModuleRegistry {
       compiled = await this.#compileUnlessAbandoned(callers, () => new InvokeAbandonedError(), () => this.#compiler.compile(bytes), true, tenant);
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
+      // It compiled within the deadline when it was uploaded: a busy machine, not the module, is the likely cause. Retried.
+      if (error.timedOut) throw recompileTimeout(digest, error);
       throw new RunnerError(status.INTERNAL, 'module_recompile_failed', `Module ${digest} no longer compiles on this runner (${error.reason}); upload a rebuilt module as a new version.`, { cause: error });
     }
     this.#cache.set(digest, compiled, bytes.length, tenant);
     return compiled;
   }
 
-  async #compileOrReject(bytes: Uint8Array): Promise<CompiledModule> {
+  /** `restore`: the runtime sends back a module it approved before, which compiled in time then. */
+  async #compileOrReject(bytes: Uint8Array, restore: boolean): Promise<CompiledModule> {
     try {
       return await this.#compiler.compile(bytes);
     } catch (error) {
+      if (error instanceof SandboxCompileError && error.timedOut && restore) throw recompileTimeout(digestOf(bytes), error);
       if (error instanceof SandboxCompileError) {
         throw new InvalidRequestError(error.code, `Invalid module (${error.code}): ${error.reason.slice(0, MAX_REASON_LENGTH)}`, 'wasm');
       }
       throw error;
     }
   }
+}
+
+/**
+ * A module that compiled within the deadline when it was uploaded ran past it compiling again (after
+ * a restart or an eviction, or sent back by the runtime): a busy machine, not the module, is the
+ * likely cause, so it is retryable (UNAVAILABLE), not `module_recompile_failed`.
+ */
+function recompileTimeout(digest: ModuleDigest, error: SandboxCompileError): RunnerError {
+  return new RunnerError(status.UNAVAILABLE, 'module_recompile_timeout', `Module ${digest} took longer than the compile deadline to compile again on this runner (${error.reason}); it compiled in time when uploaded, so the call is retried.`, { cause: error });
 }

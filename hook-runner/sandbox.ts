@@ -68,6 +68,8 @@ export class SandboxCompileError extends Error {
   constructor(
     readonly code: CompileRefusalCode,
     readonly reason: string,
+    /** Refused for the wall-clock deadline: load on the machine can cause that, unlike the module's content. */
+    readonly timedOut = false,
   ) {
     super(`module refused (${code}): ${reason}`);
   }

@@ -5,7 +5,7 @@ import {
   isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
   type HealthReplyWire, type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
-import { answeredDiskFull, answeredStoreFailure, CallWithdrawnError, isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
+import { answeredDiskFull, answeredRetryLater, CallWithdrawnError, isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
 
 /** A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt. */
 export type HookRunnerAddress = string | (() => Promise<string>);
@@ -209,7 +209,7 @@ export class HookRunnerClient {
           // A runner that refuses (its disk below its floor) after an earlier attempt of this call was
           // lost on the way may have run that one: the caller must not take it as never sent.
           if (answeredDiskFull(error) && mayHaveRun) throw unavailable(`The hook-runner may have taken an earlier attempt of this call (${method}), then refused it: ${error.details}`, error, true);
-          if (error.code !== status.UNAVAILABLE || answeredDiskFull(error) || answeredStoreFailure(error)) throw toSluiceError(method, error);
+          if (error.code !== status.UNAVAILABLE || answeredDiskFull(error) || answeredRetryLater(error)) throw toSluiceError(method, error);
           mayHaveRun ||= !neverSent(error);
           lastError = error;
         }

@@ -16,11 +16,15 @@ const trailer = (error: ServiceError, key: string): string | undefined => {
  */
 export const answeredDiskFull = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && trailer(error, SLUICE_CODE_METADATA_KEY) === 'hook_runner_disk_full';
 
-/** Codes of the runner's answers that its store could not write (a commit failed) or confirm on disk (a sync failed). */
-const STORE_FAILURES = new Set(['hook_runner_write_failed', 'hook_runner_write_unconfirmed']);
+/**
+ * Codes of the runner's UNAVAILABLE answers that asking again at once would not change: its store
+ * could not write (a commit failed) or confirm on disk (a sync failed), or a module took past the
+ * compile deadline to compile again (each attempt would spend up to that deadline again).
+ */
+const RETRY_LATER_ANSWERS = new Set(['hook_runner_write_failed', 'hook_runner_write_unconfirmed', 'module_recompile_timeout']);
 
-/** The runner answered that its store failed a write (a full or failing disk): also an answer, not retried at once. */
-export const answeredStoreFailure = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && STORE_FAILURES.has(trailer(error, SLUICE_CODE_METADATA_KEY) ?? '');
+/** The runner answered UNAVAILABLE for a reason that lasts (RETRY_LATER_ANSWERS): an answer, not retried at once. */
+export const answeredRetryLater = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && RETRY_LATER_ANSWERS.has(trailer(error, SLUICE_CODE_METADATA_KEY) ?? '');
 
 /** The runner refused the runtime's runner token: a deployment fault, not the caller's. */
 export const refusesToken = (error: ServiceError): boolean => error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED;

@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import { CallNotSentError, CallWithdrawnError, RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
 import { RetryableError } from '../../runtime/errors.ts';
 
-type Answer = 'dropped' | 'disk_full' | 'write_unconfirmed';
+type Answer = 'dropped' | 'disk_full' | 'write_unconfirmed' | 'module_recompile_timeout';
 
 /** A server whose Invoke answers each call with the next of `answers`; resolves with it and its calls so far. */
 async function scriptedRunner(answers: Answer[]): Promise<{ client: HookRunnerClient; calls: () => number; close: () => void }> {
@@ -24,7 +24,7 @@ async function scriptedRunner(answers: Answer[]): Promise<{ client: HookRunnerCl
       const next = answers[calls++] ?? 'disk_full';
       if (next === 'dropped') return answer({ code: status.UNAVAILABLE, details: 'the connection dropped mid-call' });
       const metadata = new Metadata();
-      metadata.set(SLUICE_CODE_METADATA_KEY, `hook_runner_${next}`);
+      metadata.set(SLUICE_CODE_METADATA_KEY, next.startsWith('module_') ? next : `hook_runner_${next}`);
       return answer({ code: status.UNAVAILABLE, details: next === 'disk_full' ? "The hook-runner's disk is nearly full" : 'The hook-runner stored this, but its disk could not confirm it', metadata });
     },
   });
@@ -50,6 +50,16 @@ test('a store write the runner could not confirm on disk is its answer: 503 writ
   const runner = await scriptedRunner(['write_unconfirmed']);
   try {
     await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof RetryableError && error.code === 'write_unconfirmed' && error.retryAfterMs === 5000);
+    assert.equal(runner.calls(), 1);
+  } finally {
+    runner.close();
+  }
+});
+
+test('a module past the compile deadline compiling again is the runner\'s answer: retryable, not asked again at once (each ask would spend the deadline again)', async () => {
+  const runner = await scriptedRunner(['module_recompile_timeout']);
+  try {
+    await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof RetryableError && error.code === 'module_recompile_timeout');
     assert.equal(runner.calls(), 1);
   } finally {
     runner.close();

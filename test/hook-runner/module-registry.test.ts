@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { digestOf, ModuleRegistry } from '../../hook-runner/module-registry.ts';
-import { DiskFullError } from '../../hook-runner/runner-error.ts';
+import { status } from '@grpc/grpc-js';
+import { DiskFullError, RunnerError } from '../../hook-runner/runner-error.ts';
 import { openRunnerStore, type RunnerStore } from '../../hook-runner/store.ts';
 import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
 import { tempDir } from '../helpers/runtime.ts';
@@ -209,4 +210,24 @@ test('a compile that waited its turn while the disk went below its floor is refu
   low = false;
   assert.equal(await registry.compile(late!, undefined, {}, assertWritable), digestOf(late!), 'sent again once there is room, it is stored');
   assert.ok(store.modules.get(digestOf(late!)));
+});
+
+test('a stored module that runs past the compile deadline compiling again (a busy machine) is retryable module_recompile_timeout, as is one the runtime restores; an upload past it is refused', async () => {
+  const bytes = await assembleWat('slow-again', constantWat('"slow again"'));
+  const digest = await new ModuleRegistry(store).compile(bytes);
+  // A deadline no compile meets: what a loaded machine does to one that met it at upload.
+  const hurried = new ModuleRegistry(store, { compile: { timeoutMs: 1 } });
+  try {
+    await assert.rejects(hurried.get(digest), (error: unknown) => {
+      assert.ok(error instanceof RunnerError, String(error));
+      assert.deepEqual([error.grpcStatus, error.code], [status.UNAVAILABLE, 'module_recompile_timeout']);
+      assert.match(error.message, /compiled in time when uploaded, so the call is retried/);
+      return true;
+    });
+    await assert.rejects(hurried.compile(bytes, undefined, { first: true }), { code: 'module_recompile_timeout' });
+    const fresh = await assembleWat('slow-new', constantWat('"never stored"'));
+    await assert.rejects(hurried.compile(fresh), { code: 'code_too_large' }, 'an upload past the deadline is the module\'s to fix');
+  } finally {
+    hurried.close();
+  }
 });
