@@ -95,6 +95,8 @@ export interface Runtime {
   readonly ticker: ScheduleTicker;
   /** Devices' sockets: their messages and connection changes become events. */
   readonly devices: DeviceSockets;
+  /** The runtime's one device store: its record cache assumes no other writer (use this one, never a second). */
+  readonly deviceStore: DeviceStore;
   /** The hook-runner connection (client and, under `sluice dev`, the supervised child). */
   readonly runner: RunnerConnection;
   /** The free space the ledger keeps on the data dir's disk (tests read it again with probeNow). */
@@ -326,6 +328,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     workflows,
     ticker,
     devices,
+    deviceStore,
     runner,
     disk,
     close: () =>

@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { SourceStore } from '../../runtime/sources/source-store.ts';
 import { DeviceSockets } from '../../runtime/triggers/device-sockets.ts';
-import { DeviceStore } from '../../runtime/triggers/device-store.ts';
 import { ScheduleStore } from '../../runtime/triggers/schedule-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -113,7 +112,7 @@ test('a device made again while its delete is still being written has no memory 
   await eventually('the connection ended', () => call(rt.url, 'GET', path('devices', 'pos'), { token: key }), (got) => got.body.device?.state === 'disconnected');
 
   // Both in one turn: the create reads whether the name is taken before the delete has committed.
-  const store = new DeviceStore(rt.runtime.ledger, rt.runtime.context.events);
+  const store = rt.runtime.deviceStore;
   const old = store.require(ORG, 'pos');
   const deleting = store.delete(ORG, 'pos', old.id, () => ({ reason: 'device_deleted', code: 4404 }), Date.now());
   const now = new Date().toISOString();

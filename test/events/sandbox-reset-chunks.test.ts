@@ -12,7 +12,6 @@ import { resetSandbox, type SandboxResetDeps } from '../../runtime/events/sandbo
 import { createLogger } from '../../runtime/log.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import type { RunKeys } from '../../runtime/runs/run-store.ts';
-import { DeviceStore } from '../../runtime/triggers/device-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { connectLive } from '../helpers/live-client.ts';
@@ -25,7 +24,7 @@ const OTHER = 'acct-reset-bystander';
 /** The reset's dependencies over the runtime's own stores, removing `chunk` records per transaction. */
 function resetDeps(rt: TestRuntime, chunk: number, forget: (runs: readonly RunKeys[]) => void): SandboxResetDeps {
   const { ledger, events, runs, sources } = rt.runtime.context;
-  return { ledger, events, runs, sources, devices: new DeviceStore(ledger, events), updateLog: rt.runtime.updateLog, projections: new ProjectionStore(ledger), forget, chunk };
+  return { ledger, events, runs, sources, devices: rt.runtime.deviceStore, updateLog: rt.runtime.updateLog, projections: new ProjectionStore(ledger), forget, chunk };
 }
 
 /** An org with a sandbox workflow whose runs wait an hour, and `count` sandbox events each with its run waiting. */
@@ -113,7 +112,7 @@ test('a reset cut short part-way is finished at the next start, before its sandb
     assert.equal((await send(first, key, 'order-late')).status, 202);
     const device = await call(first.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'till-9', environment: 'sandbox' } });
     assert.equal(device.status, 201, device.text);
-    const store = new DeviceStore(first.runtime.ledger, first.runtime.context.events);
+    const store = first.runtime.deviceStore;
     assert.equal(await store.connect(store.require(ORG, 'till-9'), { id: 'conn_left_open', connected_at_ms: Date.now() }, () => assert.fail('no earlier connection')), true);
     lateRunId = (await eventually('the late run', async () => (await call(first.url, 'GET', `/organizations/${ORG}/events/order-late?environment=sandbox`, { token: key })).body?.reactions ?? [], (r) => r.length === 1))[0].run_id;
   } finally {
@@ -162,7 +161,7 @@ test("a sandbox device whose token is rotated while a reset runs keeps the new t
     assert.equal(created.status, 201, created.text);
     const device = await connectDevice(rt.url, ORG, 'till-1', created.body.token);
     try {
-      const store = new DeviceStore(rt.runtime.ledger, rt.runtime.context.events);
+      const store = rt.runtime.deviceStore;
       const deps = resetDeps(rt, 2, (runs) => rt.runtime.engine.forget(runs));
       // Late in the reset (its projection rows go last but one), as a rotation through the API would land.
       let rotation: Promise<unknown> | undefined;
