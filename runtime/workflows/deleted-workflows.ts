@@ -12,12 +12,17 @@
 
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey, LedgerTable } from '../ledger/ledger.ts';
+import { versionSize, type OrgVersionBytes } from './version-bytes.ts';
+import type { WorkflowVersion } from './workflow-types.ts';
 
 export const DELETED_WORKFLOWS = 'workflows-deleted';
 /** How long a deleted workflow that a run still names waits before it is looked at again. */
 export const RECHECK_MS = 24 * 60 * 60 * 1000;
-/** Version records removed per transaction: a workflow may hold 1,000 of up to a megabyte each. */
-const REMOVE_PASS = 100;
+/**
+ * Version records removed per transaction: a workflow may hold 1,000 of up to a megabyte each, and
+ * each is read (decoded and measured, for the org's version bytes) before it goes.
+ */
+const REMOVE_PASS = 16;
 
 /** The workflow store's tables a delete leaves behind or reads (workflow-store.ts opens them). */
 export interface WorkflowTables {
@@ -37,13 +42,16 @@ export class DeletedWorkflows {
   readonly #workflows: LedgerTable;
   readonly #versions: LedgerTable;
   readonly #secrets: LedgerTable;
+  readonly #versionBytes: OrgVersionBytes;
 
-  constructor(ledger: Ledger, tables: WorkflowTables) {
+  /** `versionBytes` is told of the versions removed, in the transactions that remove them. */
+  constructor(ledger: Ledger, tables: WorkflowTables, versionBytes: OrgVersionBytes) {
     this.#root = ledger.root;
     this.#deleted = ledger.openDatabase(DELETED_WORKFLOWS);
     this.#workflows = tables.workflows;
     this.#versions = tables.versions;
     this.#secrets = tables.secrets;
+    this.#versionBytes = versionBytes;
   }
 
   /** Lists a workflow deleted at `atMs`. Call inside the transaction that deletes it. */
@@ -98,10 +106,17 @@ export class DeletedWorkflows {
     const { orgId, workflowId } = workflow;
     let removed = 0;
     for (;;) {
-      const keys = [...this.#versions.getKeys({ start: [orgId, workflowId, 0], end: [orgId, workflowId, Number.MAX_SAFE_INTEGER], limit: REMOVE_PASS })];
-      if (keys.length === 0) break;
-      await durably(this.#root, this.#root.transaction(() => keys.forEach((key) => void this.#versions.remove(key))));
-      removed += keys.length;
+      const entries = [...this.#versions.getRange({ start: [orgId, workflowId, 0], end: [orgId, workflowId, Number.MAX_SAFE_INTEGER], limit: REMOVE_PASS })];
+      if (entries.length === 0) break;
+      const bytes = entries.reduce((sum, { value }) => sum + versionSize(value as WorkflowVersion), 0);
+      await durably(
+        this.#root,
+        this.#root.transaction(() => {
+          for (const { key } of entries) void this.#versions.remove(key);
+          this.#versionBytes.subtract(orgId, bytes);
+        }),
+      );
+      removed += entries.length;
       if (stop?.aborted === true) return removed;
     }
     await durably(

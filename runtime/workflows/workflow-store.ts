@@ -8,6 +8,7 @@
 //   workflow-triggers   [orgId, environment, trigger_event, workflowId]     -> [current version, its JSON size], present iff enabled
 //                       (older entries hold the version alone, or null: matching then reads the workflow)
 //   workflow-secrets    [orgId, workflowId]                                 -> SigningSecretsRecord
+//   workflow-org-bytes  [orgId]                                             -> bytes of all its stored versions (version-bytes.ts)
 // Deleting a workflow removes the first and third; versions and secrets stay so runs pinned to a
 // version can still finish (and still sign their webhooks), until no run names it (deleted-workflows.ts).
 
@@ -24,6 +25,7 @@ import { DeletedWorkflows } from './deleted-workflows.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
+import { OrgVersionBytes, versionSize } from './version-bytes.ts';
 import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowVersion } from './workflow-types.ts';
 
 /** Keeps `list` (read whole, then paged by the API) and `matching` bounded. */
@@ -55,15 +57,21 @@ export const MAX_TRIGGER_BYTES = 16 * 1024 * 1024;
  * events within a starter plan's quota, and held the event loop for 12 s at a stretch.
  */
 export const MAX_WORKFLOWS_PER_TRIGGER = 100;
+/**
+ * The bytes of workflow versions one org may keep (every version of every workflow, and of deleted
+ * ones until they are pruned: version-bytes.ts). Ordinary workflows are a few KB: this holds tens
+ * of thousands of versions. A version that disables an enabled workflow always goes through.
+ */
+export const MAX_VERSION_BYTES_PER_ORG = 256 * 1024 * 1024;
 
 export interface WorkflowStoreLimits {
   readonly pinnedCache: { readonly max: number; readonly maxBytes: number };
   readonly triggerBytes: number;
   readonly triggerWorkflows: number;
+  readonly orgVersionBytes: number;
 }
 
-/** The size a version counts for, in the pinned cache and against MAX_TRIGGER_BYTES: its JSON length. */
-export const versionSize = (version: WorkflowVersion): number => Math.max(1, JSON.stringify(version).length);
+export { versionSize } from './version-bytes.ts';
 
 /** What `matching` remembers of a matching workflow: its current version, read through the pinned cache each time. */
 type MatchRef = readonly [workflowId: string, version: number] | WorkflowVersion;
@@ -88,10 +96,22 @@ type TriggerOverflow = { readonly event: string; readonly environment: string } 
   | { readonly kind: 'workflows'; readonly limit: number; readonly others: number }
 );
 
+/** A version the org's stored version bytes cannot take (MAX_VERSION_BYTES_PER_ORG). */
+interface StorageOverflow {
+  readonly limit: number;
+  readonly used: number;
+  readonly size: number;
+}
+
+/** Why #putVersion wrote nothing. */
+type VersionRefused =
+  | { readonly ok: false; readonly reason: 'trigger'; readonly overflow: TriggerOverflow }
+  | { readonly ok: false; readonly reason: 'storage'; readonly overflow: StorageOverflow };
+
 type Outcome<T> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'versions' | 'conflict'; readonly current?: number }
-  | { readonly ok: false; readonly reason: 'trigger'; readonly overflow: TriggerOverflow };
+  | VersionRefused;
 
 export class WorkflowStore {
   readonly #root: Ledger['root'];
@@ -111,6 +131,8 @@ export class WorkflowStore {
 
   readonly #triggerBytes: number;
   readonly #triggerWorkflows: number;
+  readonly #orgVersionBytes: number;
+  readonly #versionBytes: OrgVersionBytes;
   /** Deleted workflows whose versions and secrets are still kept. */
   readonly deleted: DeletedWorkflows;
 
@@ -119,13 +141,15 @@ export class WorkflowStore {
     this.#pinned = new LRUCache({ max: pinnedCache.max, maxSize: pinnedCache.maxBytes, sizeCalculation: versionSize });
     this.#triggerBytes = limits.triggerBytes ?? MAX_TRIGGER_BYTES;
     this.#triggerWorkflows = limits.triggerWorkflows ?? MAX_WORKFLOWS_PER_TRIGGER;
+    this.#orgVersionBytes = limits.orgVersionBytes ?? MAX_VERSION_BYTES_PER_ORG;
     this.#root = ledger.root;
     this.#workflows = ledger.openDatabase('workflows');
     this.#versions = ledger.openDatabase('workflow-versions');
     this.#triggers = ledger.openDatabase('workflow-triggers');
     this.#secrets = ledger.openDatabase('workflow-secrets');
     this.#order = ledger.openDatabase(WORKFLOW_ORDER);
-    this.deleted = new DeletedWorkflows(ledger, { workflows: this.#workflows, versions: this.#versions, secrets: this.#secrets });
+    this.#versionBytes = new OrgVersionBytes(ledger.openDatabase('workflow-org-bytes'), this.#versions);
+    this.deleted = new DeletedWorkflows(ledger, { workflows: this.#workflows, versions: this.#versions, secrets: this.#secrets }, this.#versionBytes);
   }
 
   /** How many pinned versions are held decoded, and their JSON size (at most PINNED_CACHE.maxBytes). */
@@ -244,8 +268,8 @@ export class WorkflowStore {
     const outcome = await this.#write(orgId, (): Outcome<Workflow> => {
       const count = this.#workflows.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
       if (count >= MAX_WORKFLOWS_PER_ORG) return { ok: false, reason: 'limit' };
-      const overflow = this.#putVersion(workflow, undefined);
-      if (overflow !== undefined) return { ok: false, reason: 'trigger', overflow };
+      const refused = this.#putVersion(workflow, undefined);
+      if (refused !== undefined) return refused;
       this.#order.put(orderKey(workflow), 1);
       this.#secrets.put([orgId, workflow.id], { secrets: [signingSecret], updated_at: workflow.created_at } satisfies SigningSecretsRecord);
       return { ok: true, value: workflow };
@@ -270,8 +294,7 @@ export class WorkflowStore {
         if (onlyDisables && previous.status === 'disabled') return { ok: true, value: previous };
         if (previous.version >= MAX_VERSIONS_PER_WORKFLOW && !onlyDisables) return { ok: false, reason: 'versions' };
         const next = nextWorkflow(draft, { orgId: previous.org_id, workflowId: previous.id, at, previous });
-        const overflow = this.#putVersion(next, previous);
-        return overflow === undefined ? { ok: true, value: next } : { ok: false, reason: 'trigger', overflow };
+        return this.#putVersion(next, previous) ?? { ok: true, value: next };
       }),
       workflowId,
     );
@@ -290,8 +313,7 @@ export class WorkflowStore {
         // Disabling always works, so a misbehaving workflow can be stopped at the cap (one version more at most).
         if (status === 'enabled' && previous.version >= MAX_VERSIONS_PER_WORKFLOW) return { ok: false, reason: 'versions' };
         const next = nextWorkflow({ ...toWorkflowVersion(previous).definition, status }, { orgId: previous.org_id, workflowId: previous.id, at, previous });
-        const overflow = this.#putVersion(next, previous);
-        return overflow === undefined ? { ok: true, value: next } : { ok: false, reason: 'trigger', overflow };
+        return this.#putVersion(next, previous) ?? { ok: true, value: next };
       }),
       workflowId,
     );
@@ -336,22 +358,29 @@ export class WorkflowStore {
    * Writes `next` as current, adds its version record and keeps the trigger index in step. In a
    * transaction. Writes nothing, and says by how much, if `next` is enabled and its trigger's
    * enabled workflows would outgrow their caps (a version that grows nothing goes through: one
-   * already enabled there does not count again).
+   * already enabled there does not count again), or the org's versions would outgrow their bytes
+   * (a version that disables an enabled workflow goes through: stopping one always works).
    */
-  #putVersion(next: Workflow, previous: Workflow | undefined): TriggerOverflow | undefined {
+  #putVersion(next: Workflow, previous: Workflow | undefined): VersionRefused | undefined {
     const version = toWorkflowVersion(next);
     const size = versionSize(version);
+    const disabling = next.status === 'disabled' && previous?.status === 'enabled';
+    const used = this.#versionBytes.used(next.org_id);
+    if (!disabling && used + size > this.#orgVersionBytes) {
+      return { ok: false, reason: 'storage', overflow: { limit: this.#orgVersionBytes, used, size } };
+    }
     if (next.status === 'enabled') {
       const sizes = this.#enabledSizes(next);
       const trigger = { event: next.trigger_event, environment: next.environment };
       if (sizes.own === undefined && sizes.others >= this.#triggerWorkflows) {
-        return { ...trigger, kind: 'workflows', limit: this.#triggerWorkflows, others: sizes.others };
+        return { ok: false, reason: 'trigger', overflow: { ...trigger, kind: 'workflows', limit: this.#triggerWorkflows, others: sizes.others } };
       }
       const others = sizes.total - (sizes.own ?? 0);
       if (others + size > this.#triggerBytes && size > (sizes.own ?? 0)) {
-        return { ...trigger, kind: 'bytes', limit: this.#triggerBytes, others, size };
+        return { ok: false, reason: 'trigger', overflow: { ...trigger, kind: 'bytes', limit: this.#triggerBytes, others, size } };
       }
     }
+    this.#versionBytes.add(next.org_id, size);
     this.#workflows.put([next.org_id, next.id], next);
     this.#versions.put([next.org_id, next.id, next.version], version);
     if (previous !== undefined) this.#triggers.remove(triggerKey(previous));
@@ -428,6 +457,15 @@ function unwrap<T>(outcome: Outcome<T>, id: string): T {
         `The enabled workflows of event type "${event}" in ${environment} may hold at most ${mib(limit)} of JSON together (every such event reads them all); ` +
           `the others hold ${mib(others)} and this version ${mib(size)}. Disable or shrink one of them first.`,
         { limit_bytes: limit, enabled_bytes: others, version_bytes: size },
+      );
+    }
+    case 'storage': {
+      const { limit, used, size } = outcome.overflow;
+      throw new ConflictError(
+        'workflow_storage_limit_reached',
+        `An organization's workflow versions may hold at most ${mib(limit)} (every version of every workflow, and of deleted workflows until they are pruned, --retention-days after the delete); ` +
+          `they hold ${mib(used)} and this version ${mib(size)}. Delete workflows you no longer use; disabling one always works.`,
+        { limit_bytes: limit, used_bytes: used, version_bytes: size },
       );
     }
     case 'conflict':

@@ -182,6 +182,37 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     assert.deepEqual(ids(capped.matching('org-fan', 'production', 'fan.event')), [made[0]!.id, made[2]!.id, parked.id].sort());
   });
 
+  test('an org keeps at most its cap of version bytes, deleted workflows\' included until pruned; disabling always passes; an uncounted org is counted from its versions', async () => {
+    const org = 'org-bytes';
+    const first = await store.create(draftOf({ name: 'v' }), org, T0);
+    const size = versionSize(store.version(org, first.workflow.id, 1)!);
+    // Room for three versions of this size, not four.
+    const capped = new WorkflowStore(ledger, { orgVersionBytes: Math.floor(3.5 * size) });
+    const second = await capped.update(org, first.workflow.id, parseWorkflowInput({ name: 'v2' }, first.workflow), T0 + 1);
+    const third = await capped.update(org, second.id, parseWorkflowInput({ name: 'v3' }, second), T0 + 2);
+    const refused = { status: 409, code: 'workflow_storage_limit_reached', message: /^An organization's workflow versions may hold at most .*; they hold .* and this version .*Delete workflows you no longer use; disabling one always works\.$/ };
+    await assert.rejects(capped.update(org, third.id, parseWorkflowInput({ name: 'v4' }, third), T0 + 3), refused);
+    await assert.rejects(capped.create(draftOf({ name: 'another' }), org, T0 + 3), refused);
+    assert.equal(capped.get(org, third.id)?.version, 3, 'the refused update wrote nothing');
+    const disabled = await capped.setStatus(org, third.id, 'disabled', T0 + 4);
+    assert.equal(disabled.version, 4, 'disabling goes through at the cap');
+    await assert.rejects(capped.setStatus(org, third.id, 'enabled', T0 + 5), refused);
+    await capped.create(draftOf({ name: 'elsewhere' }), 'org-bytes-other', T0 + 5);
+
+    // Counted again from the versions when no count is stored (an org from before the count): the same refusal.
+    const detail = async (): Promise<unknown> => (await capped.setStatus(org, third.id, 'enabled', T0 + 6).catch((error: { details?: unknown }) => error.details));
+    const counted = await detail();
+    assert.ok(((counted as { used_bytes?: number }).used_bytes ?? 0) > 3 * size, `four versions counted: ${JSON.stringify(counted)}`);
+    await ledger.root.transaction(() => ledger.openDatabase('workflow-org-bytes').remove([org]));
+    assert.deepEqual(await detail(), counted);
+
+    // A deleted workflow's versions count until they are pruned, then make room.
+    await capped.delete(org, third.id, T0 + 7);
+    await assert.rejects(capped.create(draftOf({ name: 'after delete' }), org, T0 + 8), refused);
+    assert.equal(await capped.deleted.remove({ orgId: org, workflowId: third.id }), 4);
+    assert.equal((await capped.create(draftOf({ name: 'after prune' }), org, T0 + 9)).workflow.version, 1);
+  });
+
   test('matching reads inside a write transaction and sees that transaction\'s writes', async () => {
     const { workflow } = await store.create(draftOf({ trigger_event: 'txn.seen' }), 'org-t', T0);
     const seen = await ledger.root.transaction(() => store.matching('org-t', 'production', 'txn.seen').map((v) => v.workflow_id));
