@@ -8,9 +8,9 @@ import type { EventRecord } from '../../runtime/events/event-codec.ts';
 import type { EventStore } from '../../runtime/events/event-store.ts';
 import { StepInputBudget } from '../../runtime/runs/step-input-budget.ts';
 import { withStepInput } from '../../runtime/runs/step-input.ts';
-import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
-import { call, createOrg } from '../helpers/http.ts';
-import { eventually, startReceiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg, type CallResult } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { buildModules, uploadApproved } from '../actions/action-fixtures.ts';
 
 test('the budget grants in order within a tenant, never past the total or a tenant\'s share, and lets an oversized payload run alone', async () => {
@@ -168,23 +168,37 @@ test('a runtime with --step-input-mib 8 holds one org\'s 1 MB payloads to its sh
   }
 });
 
-test('a custom action step cancelled while it waits for the budget does not run its guest (custom_action_withdrawn)', async () => {
+/**
+ * A receiver that holds its answers until `release`, a runtime with the child hook-runner and a
+ * 1 MiB step input budget (an org's share: 128 KiB), and `org` on it with the echo action uploaded.
+ */
+async function withHeldReceiver(org: string, body: (setup: { rt: TestRuntime; receiver: Receiver; key: string; actionId: string; release: () => void; post: (path: string, json: unknown) => Promise<CallResult>; metric: (name: string) => Promise<number> }) => Promise<void>): Promise<void> {
   let release: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (release = resolve));
   const receiver = await startReceiver([{ status: 200, after: held }]);
   const rt = await startRuntime({ args: ['--runner', 'child', '--step-input-mib', '1'] });
   try {
-    const org = 'acct-withdrawn-action';
     const key = await createOrg(rt.url, ADMIN_TOKEN, org);
     const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
     const actionId = await uploadApproved(rt.url, org, key, 'echo', (await buildModules()).echo);
+    const metric = async (name: string): Promise<number> => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec((await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text)?.[1] ?? Number.NaN);
+    await body({ rt, receiver, key, actionId, release, post, metric });
+  } finally {
+    release();
+    await rt.close();
+    await receiver.close();
+  }
+}
+
+test('a custom action step cancelled while it waits for the budget does not run its guest (custom_action_withdrawn)', () =>
+  withHeldReceiver('acct-withdrawn-action', async ({ rt, receiver, key, actionId, release, post, metric }) => {
+    const org = 'acct-withdrawn-action';
     assert.equal((await post('/workflows', { name: 'hold', trigger_event: 'hold', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/hold` }] })).status, 201);
     assert.equal((await post('/workflows', { name: 'act', trigger_event: 'act', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
     const blob = 'x'.repeat(200 * 1024);
     assert.equal((await post('/events', { type: 'hold', id: 'hold-1', payload: { blob } })).status, 202);
     await eventually('the held webhook out', () => receiver.received.length, (n) => n === 1);
     assert.equal((await post('/events', { type: 'act', id: 'act-1', payload: { blob } })).status, 202);
-    const metric = async (name: string): Promise<number> => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec((await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text)?.[1] ?? Number.NaN);
     await eventually('the action step waits for the budget (the org\'s 128 KiB share is held)', () => metric('sluice_steps_waiting_for_memory'), (n) => n === 1);
     const [reaction] = (await call(rt.url, 'GET', `/organizations/${org}/events/act-1`, { token: key })).body.reactions;
     const runPath = `/organizations/${org}/runs/${reaction.run_id}`;
@@ -194,29 +208,15 @@ test('a custom action step cancelled while it waits for the budget does not run 
     const late = run.steps[0].attempts[0].after_cancel;
     assert.deepEqual({ state: run.state, outcome: late.outcome, code: late.error?.code, started: late.started_at, ran: late.evidence?.fuel_used }, { state: 'cancelled', outcome: 'failed', code: 'custom_action_withdrawn', started: null, ran: undefined });
     await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
-  } finally {
-    release();
-    await rt.close();
-    await receiver.close();
-  }
-});
+  }));
 
-test('a webhook step counts the earlier steps\' results its body carries: a 50 KB event after two actions echoing it takes the org\'s whole share', async () => {
-  let release: () => void = () => undefined;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  const receiver = await startReceiver([{ status: 200, after: held }]);
-  const rt = await startRuntime({ args: ['--runner', 'child', '--step-input-mib', '1'] });
-  try {
-    const org = 'acct-carried-results';
-    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
-    const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
-    const actionId = await uploadApproved(rt.url, org, key, 'echo', (await buildModules()).echo);
+test('a webhook step counts the earlier steps\' results its body carries: a 50 KB event after two actions echoing it takes the org\'s whole share', () =>
+  withHeldReceiver('acct-carried-results', async ({ receiver, actionId, release, post, metric }) => {
     const echo = (id: string) => ({ id, type: 'custom_action', action_id: actionId });
     assert.equal((await post('/workflows', { name: 'carry', trigger_event: 'carry', steps: [echo('a1'), echo('a2'), { id: 'w', type: 'webhook', url: `${receiver.url}/carry` }] })).status, 201);
     assert.equal((await post('/workflows', { name: 'plain', trigger_event: 'plain', steps: [{ id: 'w', type: 'webhook', url: `${receiver.url}/plain` }] })).status, 201);
     assert.equal((await post('/events', { type: 'carry', id: 'carry-1', payload: { blob: 'x'.repeat(50 * 1024) } })).status, 202);
     await eventually('the carrying webhook out (held)', () => receiver.received.length, (n) => n === 1);
-    const metric = async (name: string): Promise<number> => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec((await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text)?.[1] ?? Number.NaN);
     const body = JSON.parse(receiver.received[0]!.body) as { event: { payload: unknown }; results: Record<string, unknown> };
     assert.deepEqual(Object.keys(body.results), ['a1', 'a2']);
     const carried = Buffer.byteLength(JSON.stringify(body.event.payload)) + Buffer.byteLength(JSON.stringify(body.results));
@@ -229,9 +229,4 @@ test('a webhook step counts the earlier steps\' results its body carries: a 50 K
     release();
     await eventually('both delivered', () => receiver.received.length, (n) => n === 2);
     await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
-  } finally {
-    release();
-    await rt.close();
-    await receiver.close();
-  }
-});
+  }));
