@@ -4,6 +4,7 @@ import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { Server, ServerCredentials, ServerInterceptingCall, status, type handleUnaryCall, type Metadata, type ServerInterceptor, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { lockDataDir } from './dir-lock.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, statfsProbe, type FloorLog, type FreeSpaceProbe } from './disk-floor.ts';
 import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } from './handlers.ts';
 import { InvocationLedger } from './invocation-ledger.ts';
@@ -166,13 +167,18 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   const listen = parseListenAddress(options.listen);
   const store = openRunnerStore(options.dataDir);
   let masterKey: KeyObject;
+  let unlock: () => void = () => undefined;
   try {
+    // Before anything is written: a second runner on this store (a standalone one beside sluice
+    // dev's child, or a child started while the one before it still drains) is refused.
+    unlock = lockDataDir(runnerStoreDir(options.dataDir), 'hook-runner');
     masterKey = typeof options.masterKey === 'string'
       ? parseMasterKey(options.masterKey, 'the master key')
       : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), { sealedSecrets: () => store.secrets.getKeysCount(), rotating: (options.previousMasterKeys ?? []).length > 0 });
     await rotateMasterKey(store, masterKey, options.previousMasterKeys ?? [], log);
   } catch (error) {
     await store.close();
+    unlock();
     throw error;
   }
   // Armed after its first reading, before any call can come: start-up's writes (the key rotation
@@ -212,6 +218,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     server.forceShutdown();
     disk.close();
     await store.close();
+    unlock();
     throw error;
   }
 
@@ -244,6 +251,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     modules.close();
     await pruning;
     await store.close();
+    unlock();
     if (listen.kind === 'unix') await unlink(listen.path).catch(() => undefined);
   };
   return {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
-import { lockDataDir } from './data-dir-lock.ts';
+import { lockDataDir } from '../../hook-runner/dir-lock.ts';
 import { TopLevelWrites } from './top-level-writes.ts';
 import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
 

@@ -182,3 +182,26 @@ test('a data dir the runner cannot use (a file where the directory goes) is one 
     rmSync(parent, { recursive: true, force: true });
   }
 });
+
+test('a second runner on a data dir one is running on is refused, one line naming the holder, exit 1 (a supervisor may retry once the first is gone); the first keeps serving', async () => {
+  const dataDir = tempDir('sluice-cli-runner-');
+  let started: RunnerCommand | undefined;
+  try {
+    started = await startCommand(dataDir);
+    const env = { ...process.env };
+    delete env.UV_THREADPOOL_SIZE;
+    const second = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'hook-runner', '--listen', '127.0.0.1:0', '--data-dir', dataDir], { cwd: ROOT, env, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(second.status, 1, second.stderr);
+    assert.match(second.stderr, new RegExp(`^hook-runner: .* is in use by process \\d+: run one hook-runner per data directory\\.\\n$`));
+    assert.equal((await started.client.health()).ok, true, 'the first still answers');
+    started.child.kill('SIGTERM');
+    assert.equal(await started.exited, 0);
+    // Its lock went with it: a runner starts there again.
+    started = await startCommand(dataDir);
+    started.child.kill('SIGTERM');
+    assert.equal(await started.exited, 0);
+  } finally {
+    killGroup(started);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { DataDirInUseError, lockDataDir } from '../../runtime/ledger/data-dir-lock.ts';
+import { DataDirInUseError, lockDataDir } from '../../hook-runner/dir-lock.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { spawnRuntime, tempDir } from '../helpers/runtime.ts';
 
@@ -64,7 +64,7 @@ test('processes starting at once on one directory: exactly one gets the lock', (
   // All four try at the same wall-clock moment, once each has started.
   const at = Date.now() + 3000;
   const script = `
-    import { lockDataDir } from './runtime/ledger/data-dir-lock.ts';
+    import { lockDataDir } from './hook-runner/dir-lock.ts';
     while (Date.now() < ${at});
     try { lockDataDir(${JSON.stringify(path)}); process.stdout.write('locked'); } catch { process.stdout.write('refused'); }
     setTimeout(() => undefined, 1500);

@@ -1,6 +1,8 @@
-// One runtime per data directory. LMDB lets many processes share an environment, but a second
-// runtime would run boot recovery over the first one's steps in flight (sending them again under a
-// higher fence), and each keeps its own sequence counters and caches. The lock is a file naming its
+// One process per store directory: a runtime's ledger, or a hook-runner's store. LMDB lets many
+// processes share an environment, but a second runtime would run boot recovery over the first
+// one's steps in flight (sending them again under a higher fence), and each keeps its own sequence
+// counters and caches; a second hook-runner would run a guest the first is running under the same
+// invocation key, and each checks fences against its own reading. The lock is a file naming its
 // owner (pid, host, boot and the process's start time, so a reused pid or a reboot is seen as
 // stale), linked into place whole; a stale one is taken over by renaming it away first. A killed
 // owner still exiting is waited for; once it is a zombie (its parent has not reaped it yet, which
@@ -10,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { createLinked } from '../../hook-runner/linked-file.ts';
+import { createLinked } from './linked-file.ts';
 
 /** Thrown when another running process holds the directory. */
 export class DataDirInUseError extends Error {
@@ -105,10 +107,11 @@ const describeOwner = (owner: Owner | undefined): string =>
 
 /**
  * Takes `dir`'s lock for this process, or throws DataDirInUseError naming the process that holds
- * it. Returns the release (call on close). A second lock of the same directory in the same process
- * is allowed, and released with the first.
+ * it (and that `what`, "Sluice runtime" or "hook-runner", runs one per directory). Returns the
+ * release (call on close). A second lock of the same directory in the same process is allowed, and
+ * released with the first.
  */
-export function lockDataDir(dir: string): () => void {
+export function lockDataDir(dir: string, what = 'Sluice runtime'): () => void {
   const path = join(dir, 'owner.pid');
   const text = `${JSON.stringify(self())}\n`;
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -122,7 +125,7 @@ export function lockDataDir(dir: string): () => void {
     const owner = parseOwner(found);
     const state = stateOf(owner);
     if (state === 'mine') return () => undefined;
-    if (state === 'held') throw new DataDirInUseError(`${dir} is in use by ${describeOwner(owner)}: run one Sluice runtime per data directory.`);
+    if (state === 'held') throw new DataDirInUseError(`${dir} is in use by ${describeOwner(owner)}: run one ${what} per data directory.`);
     // Stale: move it aside, and remove it only if it is still the one judged stale (another
     // process may have taken it over meanwhile and linked its own).
     const aside = join(dir, `.owner.stale.${process.pid}.${randomBytes(6).toString('hex')}`);
@@ -141,5 +144,5 @@ export function lockDataDir(dir: string): () => void {
     }
     unlinkSync(aside);
   }
-  throw new DataDirInUseError(`${dir}: could not take its lock (another runtime is starting on it).`);
+  throw new DataDirInUseError(`${dir}: could not take its lock (another ${what} is starting on it).`);
 }
