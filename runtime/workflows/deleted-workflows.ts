@@ -108,11 +108,16 @@ export class DeletedWorkflows {
     for (;;) {
       const entries = [...this.#versions.getRange({ start: [orgId, workflowId, 0], end: [orgId, workflowId, Number.MAX_SAFE_INTEGER], limit: REMOVE_PASS })];
       if (entries.length === 0) break;
-      const bytes = entries.reduce((sum, { value }) => sum + versionSize(value as WorkflowVersion), 0);
       await durably(
         this.#root,
         this.#root.transaction(() => {
-          for (const { key } of entries) void this.#versions.remove(key);
+          // Only what this transaction removes is subtracted: another removal may have got there first.
+          let bytes = 0;
+          for (const { key, value } of entries) {
+            if (!this.#versions.doesExist(key)) continue;
+            void this.#versions.remove(key);
+            bytes += versionSize(value as WorkflowVersion);
+          }
           this.#versionBytes.subtract(orgId, bytes);
         }),
       );

@@ -294,7 +294,7 @@ export class WorkflowStore {
         if (onlyDisables && previous.status === 'disabled') return { ok: true, value: previous };
         if (previous.version >= MAX_VERSIONS_PER_WORKFLOW && !onlyDisables) return { ok: false, reason: 'versions' };
         const next = nextWorkflow(draft, { orgId: previous.org_id, workflowId: previous.id, at, previous });
-        return this.#putVersion(next, previous) ?? { ok: true, value: next };
+        return this.#putVersion(next, previous, onlyDisables) ?? { ok: true, value: next };
       }),
       workflowId,
     );
@@ -313,7 +313,7 @@ export class WorkflowStore {
         // Disabling always works, so a misbehaving workflow can be stopped at the cap (one version more at most).
         if (status === 'enabled' && previous.version >= MAX_VERSIONS_PER_WORKFLOW) return { ok: false, reason: 'versions' };
         const next = nextWorkflow({ ...toWorkflowVersion(previous).definition, status }, { orgId: previous.org_id, workflowId: previous.id, at, previous });
-        return this.#putVersion(next, previous) ?? { ok: true, value: next };
+        return this.#putVersion(next, previous, status === 'disabled') ?? { ok: true, value: next };
       }),
       workflowId,
     );
@@ -359,14 +359,14 @@ export class WorkflowStore {
    * transaction. Writes nothing, and says by how much, if `next` is enabled and its trigger's
    * enabled workflows would outgrow their caps (a version that grows nothing goes through: one
    * already enabled there does not count again), or the org's versions would outgrow their bytes
-   * (a version that disables an enabled workflow goes through: stopping one always works).
+   * (`onlyDisables`, a version that changes nothing but disabling, goes through: stopping one always
+   * works; one that also changes the definition does not, or it would carry any size past the cap).
    */
-  #putVersion(next: Workflow, previous: Workflow | undefined): VersionRefused | undefined {
+  #putVersion(next: Workflow, previous: Workflow | undefined, onlyDisables = false): VersionRefused | undefined {
     const version = toWorkflowVersion(next);
     const size = versionSize(version);
-    const disabling = next.status === 'disabled' && previous?.status === 'enabled';
     const used = this.#versionBytes.used(next.org_id);
-    if (!disabling && used + size > this.#orgVersionBytes) {
+    if (!onlyDisables && used + size > this.#orgVersionBytes) {
       return { ok: false, reason: 'storage', overflow: { limit: this.#orgVersionBytes, used, size } };
     }
     if (next.status === 'enabled') {

@@ -194,6 +194,8 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     await assert.rejects(capped.update(org, third.id, parseWorkflowInput({ name: 'v4' }, third), T0 + 3), refused);
     await assert.rejects(capped.create(draftOf({ name: 'another' }), org, T0 + 3), refused);
     assert.equal(capped.get(org, third.id)?.version, 3, 'the refused update wrote nothing');
+    const bigger = parseWorkflowInput({ status: 'disabled', steps: Array.from({ length: 10 }, (_, i) => ({ id: `s${i}`, ...hook(), headers: { 'x-note': 'n'.repeat(500) } })) }, third);
+    await assert.rejects(capped.update(org, third.id, bigger, T0 + 4), refused, 'a disable that also changes the definition is counted');
     const disabled = await capped.setStatus(org, third.id, 'disabled', T0 + 4);
     assert.equal(disabled.version, 4, 'disabling goes through at the cap');
     await assert.rejects(capped.setStatus(org, third.id, 'enabled', T0 + 5), refused);
@@ -211,6 +213,17 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
     await assert.rejects(capped.create(draftOf({ name: 'after delete' }), org, T0 + 8), refused);
     assert.equal(await capped.deleted.remove({ orgId: org, workflowId: third.id }), 4);
     assert.equal((await capped.create(draftOf({ name: 'after prune' }), org, T0 + 9)).workflow.version, 1);
+  });
+
+  test('prunes of a deleted workflow running at once subtract its versions from the org\'s bytes once', async () => {
+    const org = 'org-bytes-prune';
+    const kept = await store.create(draftOf({ name: 'kept' }), org, T0);
+    const gone = await store.create(draftOf({ name: 'gone' }), org, T0);
+    await store.update(org, gone.workflow.id, parseWorkflowInput({ name: 'gone again' }, gone.workflow), T0 + 1);
+    await store.delete(org, gone.workflow.id, T0 + 2);
+    const workflow = { orgId: org, workflowId: gone.workflow.id };
+    await Promise.all([store.deleted.remove(workflow), store.deleted.remove(workflow)]);
+    assert.equal(ledger.openDatabase('workflow-org-bytes').get([org]), versionSize(store.version(org, kept.workflow.id, 1)!), 'the kept workflow\'s version alone');
   });
 
   test('matching reads inside a write transaction and sees that transaction\'s writes', async () => {
