@@ -1,7 +1,9 @@
 // REST: send a custom event, get one (with its recording, reactions and replays), list by time (by type and source too).
 // Every read is scoped to one environment (`?environment=`, default production).
 
+import { createHash } from 'node:crypto';
 import { InputError } from '../errors.ts';
+import { parseIdempotencyKey } from './idempotency-key.ts';
 import { API_SOURCE, assertNotReservedEventId, EVENT_ID_PATTERN, generateEventId, rootEvent } from '../events/event-record.ts';
 import { eventWithRawPayload, withPayloadText } from '../events/payload-text.ts';
 import { parseJsonRequestText } from '../http/parse-json.ts';
@@ -41,19 +43,16 @@ const LISTED_REPLAYS = 20;
 const EVENT_ID = new RegExp(EVENT_ID_PATTERN);
 
 /**
- * The event's id: the body's `id`, else an `Idempotency-Key` header, which clients send to make
- * retries safe and which an event's id already is (a repeat is 409 duplicate_event). Ignoring the
- * header made two events of a retried request. Both given, they must agree.
+ * The event's id: the body's `id` when it has one, else what an `Idempotency-Key` header names,
+ * which clients send to make retries safe and which an event's id already does (a repeat is 409
+ * duplicate_event; the header was ignored, so a retried request made two events). A key that is
+ * an event id is used as it is; any other (the replay API's rule: 1-255 printable ASCII, so one
+ * scheme serves both) names the event `key_<its SHA-256, 40 hex digits>`.
  */
 function eventIdOf(bodyId: string | undefined, header: string | undefined): string | undefined {
-  if (header === undefined) return bodyId;
-  if (!EVENT_ID.test(header)) {
-    throw new InputError(400, 'invalid_idempotency_key', 'An Idempotency-Key names the event (its id) when the body has no "id": 1-128 letters, digits, "_", ".", ":" or "-", starting with a letter, digit or "_".', { field: 'Idempotency-Key' });
-  }
-  if (bodyId !== undefined && bodyId !== header) {
-    throw new InputError(400, 'idempotency_key_mismatch', `The Idempotency-Key header and the body's "id" name different events ("${header}" and "${bodyId}"); send one, or the same in both.`, { field: 'Idempotency-Key' });
-  }
-  return header;
+  const key = parseIdempotencyKey(header);
+  if (bodyId !== undefined || key === undefined) return bodyId;
+  return EVENT_ID.test(key) ? key : `key_${createHash('sha256').update(key).digest('hex').slice(0, 40)}`;
 }
 
 export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {

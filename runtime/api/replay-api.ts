@@ -19,6 +19,7 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import { summarizeRun } from '../runs/run-summary.ts';
 import { KeyedSerial } from '../keyed-serial.ts';
+import { parseIdempotencyKey } from './idempotency-key.ts';
 import type { ApiContext } from './context.ts';
 import { ENVIRONMENT_QUERY, environmentOf } from './query-params.ts';
 
@@ -66,15 +67,6 @@ const parseReplay = createBodyParser<ReplayChoice>({
 
 /** Whether a replay made earlier (its workflow_ids as stored) chose the same workflows. */
 const sameWorkflows = (earlier: readonly string[] | null, choice: ReplayChoice): boolean => JSON.stringify(earlier) === JSON.stringify(chosenWorkflows(choice.workflow_ids));
-
-/** An optional `Idempotency-Key` header: 1-255 printable ASCII characters, no spaces. */
-function parseIdempotencyKey(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[\x21-\x7e]{1,255}$/.test(value)) {
-    throw new InputError(400, 'invalid_idempotency_key', 'The Idempotency-Key header must be 1-255 printable ASCII characters without spaces.', { field: 'Idempotency-Key' });
-  }
-  return value;
-}
 
 export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowStore, quota: IngestQuota): Route[] {
   const base = '/organizations/:org_id/events/:event_id';
