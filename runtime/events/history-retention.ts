@@ -9,6 +9,7 @@ import { isFinished } from '../../actors/run-work.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import { runKeysOf, type RunKeys, type RunStore } from '../runs/run-store.ts';
+import type { EventRecord } from './event-codec.ts';
 import type { EventStore } from './event-store.ts';
 import { ENVIRONMENTS } from '../sources/source-record.ts';
 
@@ -80,11 +81,10 @@ function readPass(deps: HistoryDeps, start: LedgerKey, end: LedgerKey, passSize:
   const candidates: Candidate[] = [];
   let cost = 0;
   for (const key of deps.ledger.eventsByTime.getKeys({ start, end }) as Iterable<TimeKey>) {
-    const event = deps.events.getRecord(key[0], key[3]);
-    const stale = event?.received_at_ms !== key[2];
-    const runs = stale ? [] : deps.runs.forEvent(key[0], key[3], runKeysOf);
-    candidates.push({ key, stale, runs });
-    cost += 1 + runs.length + (stale ? 0 : Math.floor(event!.payload_json.length / RECORD_BYTES_PER_UNIT));
+    const event = namedEvent(deps, key);
+    const runs = event === undefined ? [] : deps.runs.forEvent(key[0], key[3], runKeysOf);
+    candidates.push({ key, stale: event === undefined, runs });
+    cost += 1 + runs.length + (event === undefined ? 0 : Math.floor(event.payload_json.length / RECORD_BYTES_PER_UNIT));
     if (cost >= passSize) return { candidates, done: false };
   }
   return { candidates, done: true };
@@ -101,17 +101,16 @@ async function removeFinished(deps: HistoryDeps, candidates: readonly Candidate[
       let events = 0;
       let runs = 0;
       for (const { key, stale, runs: finished } of removable) {
-        const [orgId, , , eventId] = key;
         // Read again where it is written: the event may have been replaced meanwhile (a sandbox
         // reset, then the same id sent again), and the new one is not this entry's. An entry that
         // names no event (gone, or replaced) would only cost a read every pass: it goes alone.
-        if (isStale(deps, key)) {
+        // The record as stored: nothing here needs the payload parsed (it may be megabytes, under the write lock).
+        const event = namedEvent(deps, key);
+        if (event === undefined) {
           ledger.eventsByTime.remove(key);
           continue;
         }
         if (stale) continue;
-        // The record as stored: nothing here needs the payload parsed (it may be megabytes, under the write lock).
-        const event = deps.events.getRecord(orgId, eventId)!;
         deps.events.removeWithin(event, nowMs);
         for (const run of finished) deps.runs.remove(run);
         events += 1;
@@ -122,7 +121,8 @@ async function removeFinished(deps: HistoryDeps, candidates: readonly Candidate[
   );
 }
 
-/** A time index entry that does not name its event: the event is gone, or the id now names a later one. */
-function isStale(deps: HistoryDeps, [orgId, , receivedAtMs, eventId]: Readonly<TimeKey>): boolean {
-  return deps.events.getRecord(orgId, eventId)?.received_at_ms !== receivedAtMs;
+/** The event a time index entry names; undefined when the entry is stale (the event is gone, or the id now names a later one). */
+function namedEvent(deps: HistoryDeps, [orgId, , receivedAtMs, eventId]: Readonly<TimeKey>): EventRecord | undefined {
+  const event = deps.events.getRecord(orgId, eventId);
+  return event?.received_at_ms === receivedAtMs ? event : undefined;
 }

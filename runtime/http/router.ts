@@ -77,9 +77,8 @@ export function namesSomething(parameter: string): boolean {
 
 function assertParamSizes(params: Record<string, string>): Record<string, string> {
   for (const [name, value] of Object.entries(params)) {
-    const bytes = Buffer.byteLength(value, 'utf8');
-    if (bytes > MAX_PATH_PARAM_BYTES) {
-      throw new SluiceError(404, 'not_found', `Path parameter ${name} is ${bytes} bytes; the limit is ${MAX_PATH_PARAM_BYTES}, so it names nothing.`, { field: name });
+    if (!namesSomething(value)) {
+      throw new SluiceError(404, 'not_found', `Path parameter ${name} is ${Buffer.byteLength(value, 'utf8')} bytes; the limit is ${MAX_PATH_PARAM_BYTES}, so it names nothing.`, { field: name });
     }
   }
   return params;
