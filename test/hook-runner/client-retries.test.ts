@@ -36,35 +36,25 @@ async function scriptedRunner(answers: Answer[]): Promise<{ client: HookRunnerCl
 const invoke = (client: HookRunnerClient) =>
   client.invoke({ orgId: 'org_a', actionId: 'act_a', digest: 'd'.repeat(64), permissions: [], payloadJson: '{}', idempotencyKey: 'run_a:step', fence: 1 });
 
-test('a refusal at the first attempt is a call never sent, not retried at once', async () => {
-  const runner = await scriptedRunner(['disk_full']);
+/** The runner answers the first call with `answer`: the call rejects as `expected` says, and the runner was asked once. */
+async function askedOnce(answer: Answer, expected: (error: unknown) => boolean): Promise<void> {
+  const runner = await scriptedRunner([answer]);
   try {
-    await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof CallNotSentError && error.code === 'hook_runner_disk_full' && error.retryAfterMs === 5000);
+    await assert.rejects(invoke(runner.client), expected);
     assert.equal(runner.calls(), 1);
   } finally {
     runner.close();
   }
-});
+}
 
-test('a store write the runner could not confirm on disk is its answer: 503 write_unconfirmed with a 5 s retry, not retried at once', async () => {
-  const runner = await scriptedRunner(['write_unconfirmed']);
-  try {
-    await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof RetryableError && error.code === 'write_unconfirmed' && error.retryAfterMs === 5000);
-    assert.equal(runner.calls(), 1);
-  } finally {
-    runner.close();
-  }
-});
+test('a refusal at the first attempt is a call never sent, not retried at once', () =>
+  askedOnce('disk_full', (error) => error instanceof CallNotSentError && error.code === 'hook_runner_disk_full' && error.retryAfterMs === 5000));
 
-test('a module past the compile deadline compiling again is the runner\'s answer: retryable, not asked again at once (each ask would spend the deadline again)', async () => {
-  const runner = await scriptedRunner(['module_recompile_timeout']);
-  try {
-    await assert.rejects(invoke(runner.client), (error: unknown) => error instanceof RetryableError && error.code === 'module_recompile_timeout');
-    assert.equal(runner.calls(), 1);
-  } finally {
-    runner.close();
-  }
-});
+test('a store write the runner could not confirm on disk is its answer: 503 write_unconfirmed with a 5 s retry, not retried at once', () =>
+  askedOnce('write_unconfirmed', (error) => error instanceof RetryableError && error.code === 'write_unconfirmed' && error.retryAfterMs === 5000));
+
+test('a module past the compile deadline compiling again is the runner\'s answer: retryable, not asked again at once (each ask would spend the deadline again)', () =>
+  askedOnce('module_recompile_timeout', (error) => error instanceof RetryableError && error.code === 'module_recompile_timeout'));
 
 test('a refusal after an attempt lost mid-call is not taken as never sent: that attempt may have run', async () => {
   const runner = await scriptedRunner(['dropped', 'disk_full']);
