@@ -4,7 +4,6 @@ import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { Server, ServerCredentials, ServerInterceptingCall, status, type handleUnaryCall, type Metadata, type ServerInterceptor, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import { lockDataDir } from './dir-lock.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, statfsProbe, type FloorLog, type FreeSpaceProbe } from './disk-floor.ts';
 import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } from './handlers.ts';
 import { InvocationLedger } from './invocation-ledger.ts';
@@ -165,63 +164,72 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   const now = options.now ?? Date.now;
   const token = parseRunnerToken(options.token, 'the runner token');
   const listen = parseListenAddress(options.listen);
+  // Takes the store's lock before anything is written: a second runner on this store (a standalone
+  // one beside sluice dev's child, or a child started while the one before it still drains) is refused.
   const store = openRunnerStore(options.dataDir);
-  let masterKey: KeyObject;
-  let unlock: () => void = () => undefined;
+  let disk: DiskFloor | undefined;
+  let modules: ModuleRegistry | undefined;
+  let server: Server | undefined;
   try {
-    // Before anything is written: a second runner on this store (a standalone one beside sluice
-    // dev's child, or a child started while the one before it still drains) is refused.
-    unlock = lockDataDir(runnerStoreDir(options.dataDir), 'hook-runner');
-    masterKey = typeof options.masterKey === 'string'
+    const masterKey = typeof options.masterKey === 'string'
       ? parseMasterKey(options.masterKey, 'the master key')
       : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), { sealedSecrets: () => store.secrets.getKeysCount(), rotating: (options.previousMasterKeys ?? []).length > 0 });
     await rotateMasterKey(store, masterKey, options.previousMasterKeys ?? [], log);
-  } catch (error) {
-    await store.close();
-    unlock();
-    throw error;
-  }
-  // Armed after its first reading, before any call can come: start-up's writes (the key rotation
-  // above) went ahead, as the runtime's do.
-  const disk = new DiskFloor(options.minFreeDiskMib ?? DEFAULT_MIN_FREE_DISK_MIB, options.freeDiskSpace ?? statfsProbe(runnerStoreDir(options.dataDir)), floorLog(log));
-  disk.start();
-  await disk.probeNow();
-  disk.arm();
-  const modules = new ModuleRegistry(store, { compile: options.compile });
-  const handlers = createHookRunnerHandlers({
-    modules,
-    vault: new SecretVault(store, masterKey),
-    ledger: new InvocationLedger(store, now),
-    limiter: createTenantTurns(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
-    version: options.version ?? readPackageVersion(),
-    sandboxReady: isSandboxAvailable,
-    startedAtMs: now(),
-    now,
-    assertWritable: () => {
-      const refusal = disk.refusal();
-      if (refusal !== undefined) throw new DiskFullError(`The hook-runner's disk is nearly full: ${refusal.message}`);
-    },
-    diskLow: () => disk.refusal() !== undefined,
-  });
-
-  const server = new Server({
-    'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
-    'grpc.max_send_message_length': MAX_SEND_BYTES,
-    interceptors: [refuseWithoutToken(createTokenCheck(token))],
-  });
-  server.addService(loadHookRunnerService(), createImplementation(handlers, log));
-  let port: number;
-  try {
+    // Armed after its first reading, before any call can come: start-up's writes (the key rotation
+    // above) went ahead, as the runtime's do.
+    disk = new DiskFloor(options.minFreeDiskMib ?? DEFAULT_MIN_FREE_DISK_MIB, options.freeDiskSpace ?? statfsProbe(runnerStoreDir(options.dataDir)), floorLog(log));
+    disk.start();
+    await disk.probeNow();
+    disk.arm();
+    modules = new ModuleRegistry(store, { compile: options.compile });
+    const handlers = createHookRunnerHandlers({
+      modules,
+      vault: new SecretVault(store, masterKey),
+      ledger: new InvocationLedger(store, now),
+      limiter: createTenantTurns(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
+      version: options.version ?? readPackageVersion(),
+      sandboxReady: isSandboxAvailable,
+      startedAtMs: now(),
+      now,
+      assertWritable: () => {
+        const refusal = disk?.refusal();
+        if (refusal !== undefined) throw new DiskFullError(`The hook-runner's disk is nearly full: ${refusal.message}`);
+      },
+      diskLow: () => disk?.refusal() !== undefined,
+    });
+    server = new Server({
+      'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
+      'grpc.max_send_message_length': MAX_SEND_BYTES,
+      interceptors: [refuseWithoutToken(createTokenCheck(token))],
+    });
+    server.addService(loadHookRunnerService(), createImplementation(handlers, log));
     await reclaimStaleSocket(listen);
-    port = await bind(server, listen);
+    const port = await bind(server, listen);
+    return serving({ store, disk, server, modules, listen, port, now, log });
   } catch (error) {
-    server.forceShutdown();
-    disk.close();
+    // Whatever start-up had opened is closed again, the store's lock last, so a supervisor's next
+    // start finds the store free instead of a lock to judge stale.
+    server?.forceShutdown();
+    modules?.close();
+    disk?.close();
     await store.close();
-    unlock();
     throw error;
   }
+}
 
+interface Started {
+  readonly store: RunnerStore;
+  readonly disk: DiskFloor;
+  readonly server: Server;
+  readonly modules: ModuleRegistry;
+  readonly listen: ListenAddress;
+  readonly port: number;
+  readonly now: () => number;
+  readonly log: (line: string) => void;
+}
+
+/** The bound server's life: record pruning in the background, and a shutdown that drains and unlocks. */
+function serving({ store, disk, server, modules, listen, port, now, log }: Started): HookRunnerServer {
   // One prune at a time; a shutdown stops it after its pass and waits for it before closing the store.
   const stopPruning = new AbortController();
   let pruning: Promise<unknown> | undefined;
@@ -251,7 +259,6 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     modules.close();
     await pruning;
     await store.close();
-    unlock();
     if (listen.kind === 'unix') await unlink(listen.path).catch(() => undefined);
   };
   return {

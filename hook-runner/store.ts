@@ -6,6 +6,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from './flush-watch.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
+import { lockDataDir } from './dir-lock.ts';
 
 /**
  * A completed invocation, kept so that the same idempotency key replays instead of re-running. Only a
@@ -72,9 +73,24 @@ const READS_DATA_DIR_MARK = 'reads-sluice-data-dir';
 /** Whether `dir` holds a runner store no release reading SLUICE_DATA_DIR has opened. */
 export const isStoreOfEarlierRelease = (dir: string): boolean => existsSync(dir) && !existsSync(join(dir, READS_DATA_DIR_MARK));
 
+/**
+ * Opens the store, one process per directory: the lock is taken before anything is written (a
+ * refused second runner leaves the store as it found it) and released by `close`, or at once when
+ * opening fails.
+ */
 export function openRunnerStore(dataDir: string): RunnerStore {
   const dir = runnerStoreDir(dataDir);
   privateDirectory(dir);
+  const unlock = lockDataDir(dir, 'hook-runner');
+  try {
+    return openLocked(dir, unlock);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+}
+
+function openLocked(dir: string, unlock: () => void): RunnerStore {
   if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
@@ -114,6 +130,7 @@ export function openRunnerStore(dataDir: string): RunnerStore {
     },
     async close(): Promise<void> {
       await closeAfterFailedCommits(root, flushes);
+      unlock();
     },
   };
 }

@@ -19,10 +19,20 @@ import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
  */
 export const PLAIN_MSGPACK: object = { useRecords: false };
 
+/** Opens `<dataDir>/runtime`, one process per directory: the lock is released by `close`, or at once when opening fails. */
 export function openLedger(dataDir: string): Ledger {
   const path = join(dataDir, 'runtime');
   privateDirectory(path);
   const unlock = lockDataDir(path);
+  try {
+    return openLocked(path, unlock);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+}
+
+function openLocked(path: string, unlock: () => void): Ledger {
   // overlappingSync + separateFlushed: a write's promise resolves at commit and carries a
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });

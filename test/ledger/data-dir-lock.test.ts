@@ -89,3 +89,11 @@ test('a second runtime on a data dir in use exits with a message; closing the fi
   const ledger = openLedger(dataDir);
   await ledger.close();
 });
+
+test('a ledger that fails to open gives its lock back at once', () => {
+  const dataDir = join(dir, 'unopenable');
+  // LMDB cannot open a directory where its data file goes.
+  mkdirSync(join(dataDir, 'runtime', 'data.mdb'), { recursive: true });
+  assert.throws(() => openLedger(dataDir), /Is a directory/);
+  assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false);
+});
