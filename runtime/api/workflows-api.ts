@@ -1,6 +1,7 @@
 // REST: create, list, get, update (PUT or PATCH), delete and toggle workflows, read their versions
 // and rotate their signing secret. Writes need developer, reads viewer; the secret is shown only on create and rotate.
 
+import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, InputError, notFound } from '../errors.ts';
 import { cutText } from '../validation/shown-name.ts';
@@ -16,6 +17,7 @@ import type { ApiContext } from './context.ts';
 import { createdCursor, isCursorText } from './sorted-page.ts';
 import { byteCappedPage } from './byte-capped-page.ts';
 import { KeyedSerial } from '../keyed-serial.ts';
+import { parseIdempotencyKey } from './idempotency-key.ts';
 import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLimit } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 
@@ -112,11 +114,17 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       pattern: base,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
-        const draft = parseWorkflowInput(parseJsonRequest(request));
+        const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
+        const draft = parseWorkflowInput(parseJsonRequest(request), undefined, idempotencyKey === undefined ? {} : { newStepId: stepIdsOf(idempotencyKey) });
         assertSandboxAllowed(org, draft.environment);
         assertActionsExist(draft, org.id, actionExists);
-        const { workflow, signingSecret } = await workflows.create(draft, org.id, ctx.clock.now());
-        return json(201, { workflow, signing_secret: signingSecret });
+        const { workflow, signingSecret, earlier } = await workflows.create(draft, org.id, ctx.clock.now(), idempotencyKey);
+        if (!earlier) return json(201, { workflow, signing_secret: signingSecret });
+        // A retry: the same definition as the one the key created (version 1, which never changes).
+        if (!isDeepStrictEqual(workflows.version(org.id, workflow.id, 1)?.definition, draft)) {
+          throw new ConflictError('idempotency_key_reused', `This Idempotency-Key already created workflow "${workflow.id}" from another definition.`, { workflow_id: workflow.id });
+        }
+        return json(201, { workflow, signing_secret: signingSecret, idempotent_replayed: true }, { 'idempotent-replayed': 'true' });
       },
     },
     {
@@ -210,6 +218,15 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       },
     },
   ];
+}
+
+/**
+ * Ids for the steps a keyed create gives none, derived from the key in step order: a retry of the
+ * same request parses to the same draft, which is how it is told from another definition.
+ */
+function stepIdsOf(idempotencyKey: string): () => string {
+  let next = 0;
+  return () => `step_${createHash('sha256').update(`${idempotencyKey}\u0000${next++}`).digest('hex').slice(0, 12)}`;
 }
 
 function parseToggle(body: unknown): ToggleAction {

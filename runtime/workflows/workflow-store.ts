@@ -9,6 +9,7 @@
 //                       (older entries hold the version alone, or null: matching then reads the workflow)
 //   workflow-secrets    [orgId, workflowId]                                 -> SigningSecretsRecord
 //   workflow-org-bytes  [orgId]                                             -> bytes of all its stored versions (version-bytes.ts)
+//   workflow-create-keys                                                    -> the Idempotency-Key each was created with (create-keys.ts)
 // Deleting a workflow removes the first and third; versions and secrets stay so runs pinned to a
 // version can still finish (and still sign their webhooks), until no run names it (deleted-workflows.ts).
 
@@ -26,6 +27,7 @@ import { RecordCache } from '../ledger/record-cache.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
 import { OrgVersionBytes, versionSize } from './version-bytes.ts';
+import { WorkflowCreateKeys } from './create-keys.ts';
 import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowVersion } from './workflow-types.ts';
 
 /** Keeps `list` (read whole, then paged by the API) and `matching` bounded. */
@@ -82,6 +84,13 @@ const isVersionRef = (ref: MatchRef): ref is readonly [string, number] => Array.
 /** True for the ids this store mints (lower-case UUIDs); anything else cannot name a workflow. */
 export const isWorkflowId = (value: string): value is WorkflowId => WORKFLOW_ID.test(value);
 
+/** A workflow `create` made, or (`earlier`) the one its idempotency key had made before. */
+export interface CreatedWorkflow {
+  readonly workflow: Workflow;
+  readonly signingSecret: string;
+  readonly earlier: boolean;
+}
+
 export interface UpdateOptions {
   /** Refuse (409 `workflow_version_conflict`) unless the current version is still this one. */
   readonly ifVersion?: number;
@@ -133,6 +142,7 @@ export class WorkflowStore {
   readonly #triggerWorkflows: number;
   readonly #orgVersionBytes: number;
   readonly #versionBytes: OrgVersionBytes;
+  readonly #createKeys: WorkflowCreateKeys;
   /** Deleted workflows whose versions and secrets are still kept. */
   readonly deleted: DeletedWorkflows;
 
@@ -148,6 +158,7 @@ export class WorkflowStore {
     this.#triggers = ledger.openDatabase('workflow-triggers');
     this.#secrets = ledger.openDatabase('workflow-secrets');
     this.#order = ledger.openDatabase(WORKFLOW_ORDER);
+    this.#createKeys = new WorkflowCreateKeys(ledger);
     this.#versionBytes = new OrgVersionBytes(ledger.openDatabase('workflow-org-bytes'), this.#versions);
     this.deleted = new DeletedWorkflows(ledger, { workflows: this.#workflows, versions: this.#versions, secrets: this.#secrets }, this.#versionBytes);
   }
@@ -260,21 +271,34 @@ export class WorkflowStore {
 
   /**
    * Stores version 1, its trigger entry and a fresh signing secret in one transaction; resolves
-   * after it is durable. 409 `workflow_limit_reached` past MAX_WORKFLOWS_PER_ORG.
+   * after it is durable. 409 `workflow_limit_reached` past MAX_WORKFLOWS_PER_ORG. With an
+   * idempotency key that already created a workflow here, writes nothing and answers that one as it
+   * is now (`earlier`), with its newest signing secret; the caller compares what was asked for.
    */
-  async create(draft: WorkflowDraft, orgId: string, at: number): Promise<{ workflow: Workflow; signingSecret: string }> {
+  async create(draft: WorkflowDraft, orgId: string, at: number, idempotencyKey?: string): Promise<CreatedWorkflow> {
+    const earlier = (workflowId: string | undefined): CreatedWorkflow | undefined => {
+      const workflow = workflowId === undefined ? undefined : this.get(orgId, workflowId);
+      return workflow === undefined ? undefined : { workflow, signingSecret: this.signingSecrets(orgId, workflow.id)[0] ?? '', earlier: true };
+    };
+    const keyed = (): CreatedWorkflow | undefined => (idempotencyKey === undefined ? undefined : earlier(this.#createKeys.workflowOf(orgId, idempotencyKey)));
+    const found = keyed();
+    if (found !== undefined) return found;
     const workflow = nextWorkflow(draft, { orgId: asOrgId(orgId), workflowId: asWorkflowId(randomUUID()), at });
     const signingSecret = newSigningSecret();
-    const outcome = await this.#write(orgId, (): Outcome<Workflow> => {
+    const outcome = await this.#write(orgId, (): Outcome<CreatedWorkflow> => {
+      // Checked again in the transaction: of two requests with one key at once, one creates.
+      const raced = keyed();
+      if (raced !== undefined) return { ok: true, value: raced };
       const count = this.#workflows.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
       if (count >= MAX_WORKFLOWS_PER_ORG) return { ok: false, reason: 'limit' };
       const refused = this.#putVersion(workflow, undefined);
       if (refused !== undefined) return refused;
       this.#order.put(orderKey(workflow), 1);
       this.#secrets.put([orgId, workflow.id], { secrets: [signingSecret], updated_at: workflow.created_at } satisfies SigningSecretsRecord);
-      return { ok: true, value: workflow };
+      if (idempotencyKey !== undefined) this.#createKeys.putWithin(orgId, idempotencyKey, workflow.id);
+      return { ok: true, value: { workflow, signingSecret, earlier: false } };
     });
-    return { workflow: unwrap(outcome, workflow.id), signingSecret };
+    return unwrap(outcome, workflow.id);
   }
 
   /**
@@ -331,6 +355,7 @@ export class WorkflowStore {
         this.#workflows.remove([orgId, current.id]);
         this.#triggers.remove(triggerKey(current));
         this.#order.remove(orderKey(current));
+        this.#createKeys.removeWithin(orgId, current.id);
         this.deleted.markWithin(orgId, current.id, at);
         return { ok: true, value: null };
       }),
