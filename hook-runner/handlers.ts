@@ -40,6 +40,8 @@ export interface HookRunnerHandlerDeps {
   readonly assertWritable: () => void;
   /** Whether the disk is below the floor now (assertWritable would throw); Health reports it as `disk_low`. */
   readonly diskLow: () => boolean;
+  /** Whether the last pass pruning old records failed; Health reports it as `prune_failing`. */
+  readonly pruneFailing: () => boolean;
 }
 
 type Execution = (secrets: Readonly<Record<string, string>>) => Promise<InvocationResult>;
@@ -123,7 +125,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
     },
 
     async Health() {
-      return { ok: deps.sandboxReady(), version: deps.version, uptime_ms: String(Math.max(0, deps.now() - deps.startedAtMs)), disk_low: deps.diskLow() };
+      return { ok: deps.sandboxReady(), version: deps.version, uptime_ms: String(Math.max(0, deps.now() - deps.startedAtMs)), disk_low: deps.diskLow(), prune_failing: deps.pruneFailing() };
     },
   };
 }

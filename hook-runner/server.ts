@@ -19,7 +19,8 @@ import { parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
 import { createTenantTurns } from './tenant-turns.ts';
 import { SecretVault } from './vault.ts';
 import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
-import { pruneRunnerRecords, PRUNE_INTERVAL_MS } from './record-pruning.ts';
+import { pruneRunnerRecords } from './record-pruning.ts';
+import { RecordPruning } from './pruning-schedule.ts';
 import { resealUnderCurrentKey } from './master-key-rotation.ts';
 import { heldBackNote, isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
 
@@ -49,6 +50,8 @@ export interface HookRunnerServerOptions {
   readonly freeDiskSpace?: FreeSpaceProbe;
   /** The compile process's deadline and memory cap per compile (compile-process.ts defaults). */
   readonly compile?: CompileProcessOptions;
+  /** Prunes old invocation records and fences (record-pruning.ts); tests inject a failing one. */
+  readonly pruneRecords?: typeof pruneRunnerRecords;
 }
 
 export interface HookRunnerServer {
@@ -170,6 +173,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   let disk: DiskFloor | undefined;
   let modules: ModuleRegistry | undefined;
   let server: Server | undefined;
+  const pruning = new RecordPruning(options.pruneRecords ?? pruneRunnerRecords, (error) => log(`pruning old invocation records failed: ${describe(error)}`));
   try {
     const masterKey = typeof options.masterKey === 'string'
       ? parseMasterKey(options.masterKey, 'the master key')
@@ -196,6 +200,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
         if (refusal !== undefined) throw new DiskFullError(`The hook-runner's disk is nearly full: ${refusal.message}`);
       },
       diskLow: () => disk?.refusal() !== undefined,
+      pruneFailing: () => pruning.failing,
     });
     server = new Server({
       'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
@@ -205,7 +210,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     server.addService(loadHookRunnerService(), createImplementation(handlers, log));
     await reclaimStaleSocket(listen);
     const port = await bind(server, listen);
-    return serving({ store, disk, server, modules, listen, port, now, log });
+    return serving({ store, disk, server, modules, listen, port, now, pruning });
   } catch (error) {
     // Whatever start-up had opened is closed again, the store's lock last, so a supervisor's next
     // start finds the store free instead of a lock to judge stale.
@@ -225,29 +230,17 @@ interface Started {
   readonly listen: ListenAddress;
   readonly port: number;
   readonly now: () => number;
-  readonly log: (line: string) => void;
+  readonly pruning: RecordPruning;
 }
 
 /** The bound server's life: record pruning in the background, and a shutdown that drains and unlocks. */
-function serving({ store, disk, server, modules, listen, port, now, log }: Started): HookRunnerServer {
-  // One prune at a time; a shutdown stops it after its pass and waits for it before closing the store.
-  const stopPruning = new AbortController();
-  let pruning: Promise<unknown> | undefined;
-  const prune = (): void => {
-    // Removals write pages too: none below the floor (the floor's own line says so).
-    if (pruning !== undefined || disk.refusal() !== undefined) return;
-    pruning = pruneRunnerRecords(store, now(), undefined, undefined, stopPruning.signal)
-      .catch((error: unknown) => log(`pruning old invocation records failed: ${describe(error)}`))
-      .finally(() => (pruning = undefined));
-  };
-  prune();
-  const pruneTimer = setInterval(prune, PRUNE_INTERVAL_MS);
-  pruneTimer.unref();
+function serving({ store, disk, server, modules, listen, port, now, pruning }: Started): HookRunnerServer {
+  // Removals write pages too: none below the floor (the floor's own line says so).
+  pruning.start(store, now, () => disk.refusal() === undefined);
 
   let closing: Promise<void> | undefined;
   const shutdown = async (): Promise<void> => {
-    clearInterval(pruneTimer);
-    stopPruning.abort();
+    const pruned = pruning.stop();
     disk.close();
     await new Promise<void>((done) => {
       const force = setTimeout(() => server.forceShutdown(), SHUTDOWN_GRACE_MS);
@@ -257,7 +250,8 @@ function serving({ store, disk, server, modules, listen, port, now, log }: Start
       });
     });
     modules.close();
-    await pruning;
+    // A shutdown stops pruning after its pass in progress and waits for it before closing the store.
+    await pruned;
     await store.close();
     if (listen.kind === 'unix') await unlink(listen.path).catch(() => undefined);
   };

@@ -86,7 +86,7 @@ export interface ListSecretKeysReplyWire { keys: string[] }
 export interface DeleteSecretRequestWire { org_id: string; action_id: string; key: string }
 export interface DeleteSecretReplyWire { deleted: boolean }
 export type HealthRequestWire = Record<string, never>;
-export interface HealthReplyWire { ok: boolean; version: string; uptime_ms: Uint64Input; disk_low: boolean }
+export interface HealthReplyWire { ok: boolean; version: string; uptime_ms: Uint64Input; disk_low: boolean; prune_failing: boolean }
 
 /** Request and reply types of every RPC, keyed by the method name in the proto. */
 export interface HookRunnerMethods {

@@ -224,7 +224,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     runner: runnerClient === undefined ? undefined : {
       health: async () => {
         const answer = child === undefined || child.state === 'running' ? await runnerClient.checkHealth(RUNNER_HEALTH_DEADLINE_MS) : undefined;
-        return { up: answer?.ok === true, diskLow: answer?.diskLow === true };
+        return { up: answer?.ok === true, diskLow: answer?.diskLow === true, pruneFailing: answer?.pruneFailing === true };
       },
       restarts: child === undefined ? undefined : () => child.restarts,
     },

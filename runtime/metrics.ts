@@ -63,8 +63,8 @@ function scrapedGauge(metrics: RuntimeMetrics, name: string, help: string, read:
   });
 }
 
-/** What a /metrics scrape learns of the hook-runner: whether it can run guests, and whether its disk is below its floor. */
-export interface RunnerHealth { readonly up: boolean; readonly diskLow: boolean }
+/** What a /metrics scrape learns of the hook-runner: whether it can run guests, whether its disk is below its floor, and whether its pruning fails. */
+export interface RunnerHealth { readonly up: boolean; readonly diskLow: boolean; readonly pruneFailing: boolean }
 
 /** Gauges an operator alerts on: runs whose last write failed, and the local hook-runner's health. */
 export function observeEngine(
@@ -86,6 +86,7 @@ export function observeEngine(
     }));
   scrapedGauge(metrics, 'sluice_hook_runner_up', '1 when the hook-runner answered a health check at this scrape (within 1 s) that it can run guests, else 0: down, restarting, wedged, without a sandbox or refusing the runner token of the runtime (custom_action steps fail or wait meanwhile).', async () => ((await health()).up ? 1 : 0));
   scrapedGauge(metrics, 'sluice_hook_runner_disk_low', '1 when the hook-runner answered at this scrape that its disk is below its floor (its --min-free-disk-mib): it refuses compiles, secret changes and custom_action steps (retried) until space is freed; else 0.', async () => ((await health()).diskLow ? 1 : 0));
+  scrapedGauge(metrics, 'sluice_hook_runner_prune_failing', '1 when the hook-runner answered at this scrape that its last pass pruning old invocation records and fences failed (its log says why; they keep growing until a pass works, hourly); else 0.', async () => ((await health()).pruneFailing ? 1 : 0));
   const { restarts } = runner;
   if (restarts !== undefined) scrapedGauge(metrics, 'sluice_hook_runner_restarts', 'Times the supervised hook-runner child was restarted since the runtime started.', restarts);
 }

@@ -77,6 +77,8 @@ export interface HealthStatus {
   readonly uptimeMs: number;
   /** The runner's disk is below its floor: it refuses compiles, secret changes and recorded invocations. */
   readonly diskLow: boolean;
+  /** The runner's last pass pruning old invocation records and fences failed (its log says why). */
+  readonly pruneFailing: boolean;
 }
 
 const MAX_SEND_BYTES = 12 * 1024 * 1024;
@@ -84,7 +86,7 @@ const MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
 const defaultDelay = (attempt: number): number => Math.min(2000, 100 * 2 ** (attempt - 1));
 const realSleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
-const healthOf = (reply: HealthReplyWire): HealthStatus => ({ ok: reply.ok, version: reply.version, uptimeMs: Number(reply.uptime_ms), diskLow: reply.disk_low });
+const healthOf = (reply: HealthReplyWire): HealthStatus => ({ ok: reply.ok, version: reply.version, uptimeMs: Number(reply.uptime_ms), diskLow: reply.disk_low, pruneFailing: reply.prune_failing });
 
 export function parseInvokeReply(reply: InvokeReplyWire): InvokeResult {
   const fuelUsed = Number(reply.fuel_used);

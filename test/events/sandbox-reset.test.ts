@@ -65,6 +65,7 @@ test('the supervised hook-runner shows as up in /metrics, its disk above its flo
   const metrics = (await call(rt.url, 'GET', '/metrics')).text;
   assert.match(metrics, /^sluice_hook_runner_up 1$/m);
   assert.match(metrics, /^sluice_hook_runner_disk_low 0$/m);
+  assert.match(metrics, /^sluice_hook_runner_prune_failing 0$/m);
   assert.match(metrics, /^sluice_hook_runner_restarts 0$/m);
 });
 
