@@ -50,8 +50,10 @@ const EVENT_ID = new RegExp(EVENT_ID_PATTERN);
  * scheme serves both) names the event `key_<its SHA-256, 40 hex digits>`.
  */
 function eventIdOf(bodyId: string | undefined, header: string | undefined): string | undefined {
+  // With an id in the body the header is not read (README), however it is spelled.
+  if (bodyId !== undefined) return bodyId;
   const key = parseIdempotencyKey(header);
-  if (bodyId !== undefined || key === undefined) return bodyId;
+  if (key === undefined) return undefined;
   return EVENT_ID.test(key) ? key : `key_${createHash('sha256').update(key).digest('hex').slice(0, 40)}`;
 }
 

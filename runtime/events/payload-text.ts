@@ -35,13 +35,16 @@ export const payloadTextOf = (event: StoredEvent): string => texts.get(event) ??
 export const weighEvent = (event: StoredEvent): number => payloadTextOf(event).length + 512;
 
 /**
- * The event for an answer or a step body: its payload written as received (serialize with
- * stringifyWithRaw). Copied member by member, so a payload not parsed yet (withLazyPayload) is not
- * parsed for this: a spread would read it.
+ * The event's members but its payload, copied one by one: a payload not parsed yet
+ * (withLazyPayload) stays unparsed, where a spread or a rest pattern would read it.
  */
+export function membersBesidesPayload(event: StoredEvent): Omit<StoredEvent, 'payload'> {
+  const members: Record<string, unknown> = {};
+  for (const key of Object.keys(event)) if (key !== 'payload') members[key] = event[key as keyof StoredEvent];
+  return members as Omit<StoredEvent, 'payload'>;
+}
+
+/** The event for an answer or a step body: its payload written as received (serialize with stringifyWithRaw). */
 export function eventWithRawPayload(event: StoredEvent): Omit<StoredEvent, 'payload'> & { readonly payload: RawJson } {
-  const shown: Record<string, unknown> = {};
-  for (const key of Object.keys(event)) if (key !== 'payload') shown[key] = event[key as keyof StoredEvent];
-  shown['payload'] = new RawJson(payloadTextOf(event));
-  return shown as Omit<StoredEvent, 'payload'> & { readonly payload: RawJson };
+  return { ...membersBesidesPayload(event), payload: new RawJson(payloadTextOf(event)) };
 }

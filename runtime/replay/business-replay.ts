@@ -7,16 +7,19 @@
 // original's, which earlier replays would otherwise use up until no replay could derive anything.
 
 import { generateEventId, REPLAY_SOURCE, type StoredEvent } from '../events/event-record.ts';
-import { payloadTextOf, withPayloadText } from '../events/payload-text.ts';
+import { membersBesidesPayload, payloadTextOf, withLazyPayload } from '../events/payload-text.ts';
 
 /** The workflows a replay is limited to, as the event stores them (sorted), or null for every listener. */
 export const chosenWorkflows = (workflowIds: readonly string[] | undefined): readonly string[] | null => (workflowIds === undefined ? null : [...workflowIds].sort());
 
-/** The replay of `original`, with its payload exactly as the original received it. */
+/**
+ * The replay of `original`, with its payload exactly as the original received it, parsed only if
+ * something reads it: a payload can be megabytes, and parsing it here held every org's requests.
+ */
 export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', nowMs: number, workflowIds?: readonly string[]): StoredEvent {
   const id = generateEventId(nowMs);
-  const replay: StoredEvent = {
-    ...original,
+  const replay = {
+    ...membersBesidesPayload(original),
     id,
     source: REPLAY_SOURCE,
     provider_event_id: null,
@@ -30,5 +33,5 @@ export function replayOf(original: StoredEvent, sideEffects: 'skip' | 'run', now
     // Limited to the workflows the person named (one run to redo, not every listener's effects).
     replay_workflow_ids: chosenWorkflows(workflowIds),
   };
-  return withPayloadText(replay, payloadTextOf(original));
+  return withLazyPayload(replay as StoredEvent, payloadTextOf(original));
 }

@@ -1,7 +1,8 @@
 // POST /events with an Idempotency-Key header: the key names the event when the body has no "id",
 // so a client retrying with the key makes one event (the retry is 409 duplicate_event, as a
 // repeated id is); a key that is no event id (the replay API's rule allows more) names it by its
-// hash; the body's id wins over the header; a key the replay API refuses is refused here too.
+// hash; the body's id wins over the header, which is then not read; a key the replay API refuses is
+// refused here too.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -41,7 +42,13 @@ test('the key names the event; a retry with it is 409 duplicate_event, not a sec
   assert.equal(both.status, 202, both.text);
   assert.equal(both.body.event.id, 'body-id-wins');
   assert.equal((await send({ id: 'body-id-wins' }, 'fresh-uuid-2')).status, 409);
-  assert.equal((await storedIds()).length, 4);
+  // With an id in the body the header is not read at all, even one the key rule would refuse.
+  for (const [id, header] of [['body-id-space-key', 'order 42 retry'], ['body-id-long-key', `k${'x'.repeat(255)}`]] as const) {
+    const sent = await send({ id }, header);
+    assert.equal(sent.status, 202, sent.text);
+    assert.equal(sent.body.event.id, id);
+  }
+  assert.equal((await storedIds()).length, 6);
 });
 
 test('a key the replay API refuses (a space, past 255 characters) or a reserved id is a 400 naming the header, and stores nothing', async () => {
