@@ -14,11 +14,22 @@ export const EVENT_ID_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$';
  */
 export const RESERVED_EVENT_ID_PREFIXES = ['evt_d_', 'evt_dev_', 'evt_sch_'] as const;
 
+/**
+ * The ids generateEventId makes (webhook deliveries, replays). Pruning keeps no tombstone of them
+ * (only of caller-chosen ids), so a caller taking a pruned one would give its runs the old runs'
+ * ids and effect keys. Provider ids of the same prefix (Stripe's `evt_` + 24 mixed-case
+ * characters) have another shape.
+ */
+const GENERATED_EVENT_ID = /^evt_[0-9a-z]{11}[0-9a-f]{16}$/;
+
 /** 400 `reserved_event_id` for a caller-chosen id in one of Sluice's own id namespaces. */
 export function assertNotReservedEventId(id: string, field: string): void {
   const prefix = RESERVED_EVENT_ID_PREFIXES.find((reserved) => id.startsWith(reserved));
   if (prefix !== undefined) {
     throw new InputError(400, 'reserved_event_id', `Event ids starting with "${prefix}" are Sluice's own (derived, device and schedule events); choose another id.`, { field });
+  }
+  if (GENERATED_EVENT_ID.test(id)) {
+    throw new InputError(400, 'reserved_event_id', 'Event ids of the shape Sluice generates ("evt_" + 11 base-36 and 16 hex digits, lower case) are its own; choose another id.', { field });
   }
 }
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import { RESERVED_EVENT_ID_PREFIXES } from '../../runtime/events/event-record.ts';
+import { generateEventId, RESERVED_EVENT_ID_PREFIXES } from '../../runtime/events/event-record.ts';
 import { derivedEventId } from '../../runtime/runs/step-effects.ts';
 import { connectedEventId, type DeviceConnection, type DeviceRecord } from '../../runtime/triggers/device-record.ts';
 import { tickEventId, type ScheduleRecord } from '../../runtime/triggers/schedule-record.ts';
@@ -67,6 +67,20 @@ test('an id in one of Sluice\'s own namespaces (derived, device, schedule events
   }
   const stripeStyle = await send({ type: 'order.placed', payload: {}, id: 'evt_1NG8Du2eZvKYlo2CUI79vXWy' });
   assert.equal(stripeStyle.status, 202, stripeStyle.text);
+});
+
+test('an id of the shape Sluice generates is a 400: once its event is pruned, taking it would give new runs the old runs\' ids and effect keys', async () => {
+  const generated = await send({ type: 'order.placed', payload: {} });
+  assert.equal(generated.status, 202, generated.text);
+  for (const id of [generated.body.event.id as string, generateEventId(clock.now() + 60_000)]) {
+    const refused = await send({ type: 'order.placed', payload: {}, id });
+    assert.deepEqual([refused.status, refused.body.error.code, refused.body.error.field], [400, 'reserved_event_id', 'id'], id);
+  }
+  // Close to it but not it (upper case, one character short): the caller's.
+  for (const id of [generateEventId(clock.now()).toUpperCase().replace('EVT_', 'evt_'), generateEventId(clock.now()).slice(0, -1)]) {
+    const taken = await send({ type: 'order.placed', payload: {}, id });
+    assert.equal(taken.status, 202, `${id}: ${taken.text}`);
+  }
 });
 
 test('listing pages newest first, filters by type, and never mixes environments', async () => {
