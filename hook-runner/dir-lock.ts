@@ -106,6 +106,20 @@ const describeOwner = (owner: Owner | undefined): string =>
   owner === undefined ? 'another process' : `process ${owner.pid}${owner.host === undefined || owner.host === hostname() ? '' : ` on ${owner.host}`}`;
 
 /**
+ * Opens what lives in `dir` under its lock: `open` is handed the release (for its close), and a
+ * failing `open` releases it at once, so the next start finds the directory free.
+ */
+export function openUnderLock<T>(dir: string, what: string | undefined, open: (unlock: () => void) => T): T {
+  const unlock = lockDataDir(dir, what);
+  try {
+    return open(unlock);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+}
+
+/**
  * Takes `dir`'s lock for this process, or throws DataDirInUseError naming the process that holds
  * it (and that `what`, "Sluice runtime" or "hook-runner", runs one per directory). Returns the
  * release (call on close). A second lock of the same directory in the same process is allowed, and

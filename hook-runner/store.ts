@@ -6,7 +6,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from './flush-watch.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
-import { lockDataDir } from './dir-lock.ts';
+import { openUnderLock } from './dir-lock.ts';
 
 /**
  * A completed invocation, kept so that the same idempotency key replays instead of re-running. Only a
@@ -81,13 +81,7 @@ export const isStoreOfEarlierRelease = (dir: string): boolean => existsSync(dir)
 export function openRunnerStore(dataDir: string): RunnerStore {
   const dir = runnerStoreDir(dataDir);
   privateDirectory(dir);
-  const unlock = lockDataDir(dir, 'hook-runner');
-  try {
-    return openLocked(dir, unlock);
-  } catch (error) {
-    unlock();
-    throw error;
-  }
+  return openUnderLock(dir, 'hook-runner', (unlock) => openLocked(dir, unlock));
 }
 
 function openLocked(dir: string, unlock: () => void): RunnerStore {

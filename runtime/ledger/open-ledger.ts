@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
-import { lockDataDir } from '../../hook-runner/dir-lock.ts';
+import { openUnderLock } from '../../hook-runner/dir-lock.ts';
 import { TopLevelWrites } from './top-level-writes.ts';
 import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
 
@@ -23,13 +23,7 @@ export const PLAIN_MSGPACK: object = { useRecords: false };
 export function openLedger(dataDir: string): Ledger {
   const path = join(dataDir, 'runtime');
   privateDirectory(path);
-  const unlock = lockDataDir(path);
-  try {
-    return openLocked(path, unlock);
-  } catch (error) {
-    unlock();
-    throw error;
-  }
+  return openUnderLock(path, undefined, (unlock) => openLocked(path, unlock));
 }
 
 function openLocked(path: string, unlock: () => void): Ledger {
