@@ -10,13 +10,15 @@ export const REPLAY_PAGE_SIZE = 256;
 
 /**
  * The socket has been sent every update of `room` with after < seq <= upTo, except the seqs in
- * `missing` (skipped as gaps: they may still arrive, and were not sent).
+ * `missing` (skipped as gaps: they may still arrive, and were not sent), and the seqs in `late`
+ * below the range (updates published late that its topic delivered after it joined).
  */
 export interface SentRange {
   readonly room: Room;
   readonly after: number;
   readonly upTo: number;
   readonly missing: ReadonlySet<number>;
+  readonly late?: ReadonlySet<number>;
 }
 
 /**
@@ -69,7 +71,10 @@ export interface Page {
 }
 
 export const wasSent = (sent: Sent, update: RunUpdate): boolean =>
-  sent.some((range) => update.seq > range.after && update.seq <= range.upTo && !range.missing.has(update.seq) && isInRoom(update, range.room));
+  sent.some((range) => (range.late?.has(update.seq) === true || (update.seq > range.after && update.seq <= range.upTo && !range.missing.has(update.seq))) && isInRoom(update, range.room));
+
+/** Late seqs a live socket remembers at most (beyond them a later Subscribe may repeat one, never miss one). */
+export const MAX_REMEMBERED_LATE = 1024;
 
 export function startReplay(room: Room, after: number, earlier: Sent, strict = false): Replay {
   return { room, after, strict, start: after, cursor: after, earlier, scheduled: false, gaps: new Set() };
@@ -91,10 +96,11 @@ export const sentSoFar = (replay: Replay): Sent =>
 /**
  * What a socket on the room's topic since `from` (the last seq fanned out when it joined) has been
  * sent once it leaves at `publishedSeq`: everything fanned out meanwhile, except the seqs skipped
- * as gaps and not published since (`skipped`).
+ * as gaps and not published since (`skipped`), and the late updates at or below `from` the topic
+ * delivered meanwhile (`late`).
  */
-export const sentWhileLive = (earlier: Sent, room: Room, from: number, publishedSeq: number, skipped: ReadonlySet<number>): Sent =>
-  withRange(earlier, { room, after: from, upTo: publishedSeq, missing: skipped });
+export const sentWhileLive = (earlier: Sent, room: Room, from: number, publishedSeq: number, skipped: ReadonlySet<number>, late: ReadonlySet<number>): Sent =>
+  withRange(earlier, { room, after: from, upTo: publishedSeq, missing: skipped, late });
 
 /**
  * The next frames of the replay: retained updates of its room after the cursor up to `upTo`, at most

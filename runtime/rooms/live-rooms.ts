@@ -11,7 +11,7 @@ import { StalledReader } from './stalled-reader.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
-import { nextPage, sentSoFar, sentWhileLive, startAtRetained, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
+import { MAX_REMEMBERED_LATE, nextPage, sentSoFar, sentWhileLive, startAtRetained, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
 import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
@@ -64,7 +64,14 @@ interface SocketData {
 type SocketState =
   | { readonly status: 'opening' }
   | { readonly status: 'replaying'; readonly replay: Replay }
-  | { readonly status: 'live'; readonly room: Room; readonly from: number; readonly earlier: Sent }
+  | {
+      readonly status: 'live';
+      readonly room: Room;
+      readonly from: number;
+      readonly earlier: Sent;
+      /** Updates published late with a seq at or below `from` that its topic delivered (#noteLate). */
+      readonly late: Set<number>;
+    }
   | { readonly status: 'closed' };
 
 export class LiveRooms {
@@ -225,7 +232,24 @@ export class LiveRooms {
     const frame = encodeLiveMessage({ run_update: update });
     this.#app.publish(orgTopic, frame, true);
     this.#app.publish(runTopic, frame, true);
-    if (late) this.#sendLateToReplays(orgId, update, frame);
+    if (late) {
+      this.#sendLateToReplays(orgId, update, frame);
+      this.#noteLate(orgId, update);
+    }
+  }
+
+  /**
+   * A late update reaches, over its topic, live sockets that joined after its seq: below the range
+   * their leaving records (sentWhileLive), so each remembers it, or its next Subscribe would send
+   * it again. Rare, so a scan is fine.
+   */
+  #noteLate(orgId: string, update: RunUpdate): void {
+    for (const ws of this.#sockets) {
+      const data = ws.getUserData();
+      const { state } = data;
+      if (data.orgId !== orgId || state.status !== 'live' || update.seq > state.from || !isInRoom(update, state.room)) continue;
+      if (state.late.size < MAX_REMEMBERED_LATE) state.late.add(update.seq);
+    }
   }
 
   /**
@@ -351,7 +375,7 @@ export class LiveRooms {
     ws.unsubscribe(topicFor(data.orgId, state.room));
     // The topic delivered everything fanned out until now, and nothing more; not a gap skipped
     // meanwhile that may still arrive late (it was not sent, and the replay must send it).
-    return sentWhileLive(state.earlier, state.room, state.from, publishedSeq, this.#order.skippedBetween(data.orgId, state.from, publishedSeq));
+    return sentWhileLive(state.earlier, state.room, state.from, publishedSeq, this.#order.skippedBetween(data.orgId, state.from, publishedSeq), state.late);
   }
 
   /**
@@ -411,7 +435,7 @@ export class LiveRooms {
   #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent): void {
     ws.subscribe(topicFor(data.orgId, room));
     // A replay from `afterSeq` sent everything up to `publishedSeq`; the topic goes on from there.
-    data.state = { status: 'live', room, from: Math.min(afterSeq ?? publishedSeq, publishedSeq), earlier };
+    data.state = { status: 'live', room, from: Math.min(afterSeq ?? publishedSeq, publishedSeq), earlier, late: new Set() };
     this.#sendHeartbeat(ws, publishedSeq);
   }
 

@@ -77,3 +77,27 @@ test('a late update that is in the log but not yet published is not replayed fro
   watcher.close();
   replayed.close();
 });
+
+test('a late update a socket got live after joining past its seq is not sent again by its next Subscribe', async () => {
+  const org = 'acct-late-resubscribed';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const { ledger, updateLog, rooms } = rt.runtime;
+  const append = async (runId: string) => (await durably(ledger.root, ledger.root.transaction(() => [updateLog.append(org, update(runId, 10))])) as RunUpdate[])[0]!;
+  rooms.publish(org, [await append('run-first')]);
+  // Durable, but its publish held back (a slow write) while the one after it waits, then is skipped past.
+  const late = await append('run-late');
+  rooms.publish(org, [await append('run-behind')]);
+  rooms.releaseGaps();
+  const client = await connectLive(rt.url, org, { token: orgKey });
+  rooms.publish(org, [late]);
+  await client.waitFor(() => client.updates().some((u) => u.seq === late.seq), 'the late update, live');
+  client.subscribe({ after_seq: 0 });
+  await client.waitFor(() => client.messages.some((m) => 'heartbeat' in m && m.heartbeat.subscribe_frames === 1) && rooms.replayingCount === 0, 'the replay to finish');
+  const last = await append('run-last');
+  rooms.publish(org, [last]);
+  await client.waitFor(() => client.updates().some((u) => u.seq === last.seq), 'the next update, live again');
+  const seqs = client.updates().map((u) => u.seq);
+  assert.equal(seqs.filter((seq) => seq === late.seq).length, 1, `the late one once: ${seqs.join(',')}`);
+  assert.equal(new Set(seqs).size, seqs.length, `nothing twice: ${seqs.join(',')}`);
+  client.close();
+});
