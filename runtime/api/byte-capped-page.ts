@@ -2,7 +2,7 @@
 // their API views are on it (a source, device or workflow can be about a megabyte), and, when a
 // record was left over, the cursor naming the last one shown.
 
-import { MAX_PAGE_BYTES } from '../ledger/page-by-time.ts';
+import { MAX_PAGE_BYTES, textBytes } from '../ledger/page-by-time.ts';
 
 export interface ByteCappedPage<V> {
   readonly views: V[];
@@ -18,7 +18,7 @@ export function byteCappedPage<T, V>(records: Iterable<T>, limit: number, view: 
   for (const record of records) {
     if (views.length === limit || bytes >= MAX_PAGE_BYTES) return { views, nextCursor: last === undefined ? null : cursorOf(last) };
     const shown = view(record);
-    bytes += JSON.stringify(shown).length;
+    bytes += textBytes(JSON.stringify(shown));
     views.push(shown);
     last = record;
   }

@@ -5,6 +5,7 @@
 
 import { RawJson } from '../validation/raw-json.ts';
 import type { StoredEvent } from './event-record.ts';
+import { textBytes } from '../ledger/page-by-time.ts';
 
 const texts = new WeakMap<StoredEvent, string>();
 
@@ -31,8 +32,8 @@ export function withLazyPayload(event: StoredEvent, text: string): StoredEvent {
 /** The payload as received, or (for an event built without its text) as serialized now. */
 export const payloadTextOf = (event: StoredEvent): string => texts.get(event) ?? JSON.stringify(event.payload ?? null);
 
-/** An event's size in a list answer, for paging by bytes: its payload text and about 512 bytes for the rest. */
-export const weighEvent = (event: StoredEvent): number => payloadTextOf(event).length + 512;
+/** An event's size in a list answer, for paging by bytes: its payload text's bytes and about 512 for the rest. */
+export const weighEvent = (event: StoredEvent): number => textBytes(payloadTextOf(event)) + 512;
 
 /**
  * The event's members but its payload, copied one by one: a payload not parsed yet

@@ -13,6 +13,12 @@ export const MAX_SCAN_PER_PAGE = 20_000;
 export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
 
 /**
+ * What a text weighs in an answer, which is UTF-8: its bytes, not its length (a character of CJK
+ * text is one UTF-16 unit and three bytes, so pages counted by length ran to 48 MiB).
+ */
+export const textBytes = (text: string): number => Buffer.byteLength(text, 'utf8');
+
+/**
  * Whether an index entry written as fields in a fixed order (a store's `[type, source]`, say) may
  * belong to an item that passes a filter: false only when a field the filter names differs.
  * `wanted` gives the filter's value per field, undefined where it names none. An entry of another

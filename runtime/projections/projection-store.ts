@@ -9,7 +9,7 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { passesOverTable } from '../ledger/passes-over-table.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import { characterCount } from '../validation/character-count.ts';
-import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE } from '../ledger/page-by-time.ts';
+import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE, textBytes } from '../ledger/page-by-time.ts';
 
 /** The data format (data-format.ts) from which on rows with a status are indexed by it. */
 export const PROJECTION_STATUS_FORMAT = 5;
@@ -145,7 +145,7 @@ export class ProjectionStore {
       scanned++;
       if (row !== undefined) {
         rows.push(row);
-        bytes += JSON.stringify(row).length;
+        bytes += textBytes(JSON.stringify(row));
       }
       if (full()) break;
     }
