@@ -70,6 +70,9 @@ test('a completion whose write failed takes a place again when written after the
     };
     assert.equal((await post('/events', { type: 'root', id: 'root-1', payload: {} })).status, 202);
     await eventually('the completion write to fail', () => failures, (n) => n === 1);
+    // Its pause is armed after the failed write, from the clock's reading then: wait for it before advancing.
+    const pauses = rt.runtime.engine.stalled.timers;
+    await eventually('the stalled run\'s pause to be armed', () => pauses.size, (n) => n === 1);
     // Meanwhile the root's last place is taken by an event derived elsewhere.
     elsewhere = 1000;
     // The first pick-up cannot read the run's event (the disk that failed the write): the kept
@@ -86,6 +89,7 @@ test('a completion whose write failed takes a place again when written after the
     clock.advance(FIRST_RETRY_MS);
     rt.runtime.engine.stalled.timers.fireDue();
     await eventually('the first pick-up\'s read to fail', () => failedReads, (n) => n === 1);
+    await eventually('the doubled pause to be armed', () => pauses.size, (n) => n === 1);
     // Its failure doubled the pause.
     clock.advance(2 * FIRST_RETRY_MS);
     rt.runtime.engine.stalled.timers.fireDue();
