@@ -281,14 +281,13 @@ export class WorkflowStore {
       return workflow === undefined ? undefined : { workflow, signingSecret: this.signingSecrets(orgId, workflow.id)[0] ?? '', earlier: true };
     };
     const keyed = (): CreatedWorkflow | undefined => (idempotencyKey === undefined ? undefined : earlier(this.#createKeys.workflowOf(orgId, idempotencyKey)));
-    const found = keyed();
-    if (found !== undefined) return found;
     const workflow = nextWorkflow(draft, { orgId: asOrgId(orgId), workflowId: asWorkflowId(randomUUID()), at });
     const signingSecret = newSigningSecret();
     const outcome = await this.#write(orgId, (): Outcome<CreatedWorkflow> => {
-      // Checked again in the transaction: of two requests with one key at once, one creates.
-      const raced = keyed();
-      if (raced !== undefined) return { ok: true, value: raced };
+      // Looked up in the transaction: of two requests with one key at once one creates, and the
+      // other answers only once that workflow is on disk (this write's flush).
+      const made = keyed();
+      if (made !== undefined) return { ok: true, value: made };
       const count = this.#workflows.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
       if (count >= MAX_WORKFLOWS_PER_ORG) return { ok: false, reason: 'limit' };
       const refused = this.#putVersion(workflow, undefined);
