@@ -305,8 +305,15 @@ function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, 
   res.cork(() => {
     res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
     for (const [name, value] of reply.headers) res.writeHeader(name, value);
-    if (headOnly) res.endWithoutBody(reply.body === undefined ? 0 : Buffer.byteLength(reply.body), closeConnection);
-    else res.end(reply.body ?? '', closeConnection);
+    const length = reply.body === undefined ? 0 : Buffer.byteLength(reply.body);
+    if (headOnly && closeConnection) res.endWithoutBody(length, true);
+    else if (headOnly) {
+      // The length GET would send, as a header of ours: uWS 20.30's endWithoutBody(length) leaves the
+      // response pending, and the next request on the connection then went unanswered. (Called with
+      // any argument, even undefined, it writes a Content-Length of its own.)
+      res.writeHeader('content-length', String(length));
+      res.endWithoutBody();
+    } else res.end(reply.body ?? '', closeConnection);
   });
 }
 

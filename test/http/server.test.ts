@@ -49,6 +49,28 @@ test('HEAD is answered as GET: same status and headers, the body\'s length, no b
   assert.equal((await fetch(`${url}/missing`, { method: 'HEAD' })).status, 404);
 });
 
+test('after a HEAD the connection serves the next request: one Content-Length, the next answer whole', async () => {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  let text = '';
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+  const answers = async (count: number): Promise<void> => {
+    for (let i = 0; i < 500 && (text.match(/HTTP\/1\.1 /g) ?? []).length < count; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  try {
+    socket.write('HEAD /fine HTTP/1.1\r\nhost: x\r\n\r\n');
+    await answers(1);
+    socket.write('GET /fine HTTP/1.1\r\nhost: x\r\n\r\n');
+    await answers(2);
+    const [head, get] = text.split(/(?=HTTP\/1\.1 )/);
+    assert.match(head ?? '', /^HTTP\/1\.1 200/);
+    assert.equal((head?.match(/^content-length:/gim) ?? []).length, 1, head);
+    assert.match(head ?? '', new RegExp(`^content-length: ${JSON.stringify({ ok: true }).length}\r$`, 'im'));
+    assert.match(get ?? '', /^HTTP\/1\.1 200[\s\S]*\r\n\r\n\{"ok":true\}$/, 'the GET after it is answered on the same connection');
+  } finally {
+    socket.destroy();
+  }
+});
+
 test('a query parameter given twice is a 400 naming it; a query string past the head limit is a 431', async () => {
   const twice = await fetch(`${url}/fine?limit=1&limit=600`);
   assert.equal(twice.status, 400);
