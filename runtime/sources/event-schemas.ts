@@ -15,7 +15,7 @@ import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 import { MAX_PATTERN_PROGRAM_SIZE, MAX_SCHEMA_PATTERN_PROGRAM, patternProgramSize, SchemaCompiler } from './schema-compiler.ts';
-import { expansionProblem } from './schema-expansion.ts';
+import { expansionProblem, refProblem } from './schema-expansion.ts';
 import { otherDialect, unknownKeyword } from './schema-keywords.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
@@ -62,6 +62,7 @@ function notSelfContained(schema: object): string | undefined {
     // An async validator answers a promise, which reads as "valid", and rejects one for a bad payload.
     else if (Object.hasOwn(subschema, '$async')) problem = `"$async" at "${pointer || '/'}" is not allowed`;
     else if (typeof subschema.$ref === 'string' && !subschema.$ref.startsWith('#')) problem = `"$ref" at "${pointer || '/'}" must point inside the schema (start with "#")`;
+    else if (typeof subschema.$ref === 'string' && refProblem(subschema.$ref) !== undefined) problem = `"$ref": "${shownName(subschema.$ref)}" at "${pointer || '/'}" ${refProblem(subschema.$ref)}`;
   });
   return problem;
 }

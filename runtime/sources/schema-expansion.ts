@@ -35,18 +35,52 @@ function* appliedSubschemas(schema: Schema, pointer: string): Generator<[Schema,
 
 const escapePointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
+/** A pointer segment as written in a `$ref` (percent-encoded, `~1` and `~0` escaped), or undefined when malformed. */
+function decodeSegment(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why a local `$ref` may not be followed, or undefined: it must be "#" or a JSON pointer through
+ * schema positions only (keywords whose values are schemas, the names under `properties` or
+ * `definitions`, the items of `allOf`). ajv applies whatever a `$ref` points at, but the checks a
+ * schema gets when it is written (patterns, formats, keywords, `uniqueItems`) walk schema positions
+ * only: a pattern kept under `x-rules` or `default` and referred to went past all of them. A `#`
+ * inside the pointer ends it for ajv (`#/definitions/a#` is `#/definitions/a`) but not for the
+ * recursion check, which it got past.
+ */
+export function refProblem(ref: string): string | undefined {
+  if (ref === '#') return undefined;
+  if (!ref.startsWith('#/') || ref.includes('#', 1)) return 'must be "#" or a JSON pointer ("#/definitions/name"), with no other "#"';
+  let expecting: 'keyword' | 'name' | 'index' | 'index or keyword' = 'keyword';
+  for (const raw of ref.slice(2).split('/')) {
+    const segment = decodeSegment(raw);
+    if (segment === undefined) return 'holds a malformed percent-escape';
+    if (expecting === 'name' || (expecting.startsWith('index') && /^\d+$/.test(segment))) {
+      expecting = 'keyword';
+      continue;
+    }
+    if (expecting === 'index') return `points into "${segment}", which is not an index of a schema list`;
+    if (segment in KEYWORDS.propsKeywords) expecting = 'name';
+    else if (segment in KEYWORDS.arrayKeywords) expecting = segment in KEYWORDS.keywords ? 'index or keyword' : 'index';
+    else if (segment in KEYWORDS.keywords) expecting = 'keyword';
+    else return `points into "${segment}", which holds no schema (refer to a schema under "definitions" or "$defs")`;
+  }
+  return expecting === 'keyword' || expecting === 'index or keyword' ? undefined : 'ends where a name or index should follow';
+}
+
 /** What a local `$ref` ("#", "#/definitions/a") points to in `root`, or undefined (ajv refuses those itself). */
 function resolve(root: Schema, ref: string): Schema | undefined {
   if (ref === '#') return root;
   if (!ref.startsWith('#/')) return undefined;
   let node: unknown = root;
   for (const raw of ref.slice(2).split('/')) {
-    let part: string;
-    try {
-      part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    } catch {
-      return undefined;
-    }
+    const part = decodeSegment(raw);
+    if (part === undefined) return undefined;
     node = isSchema(node) || Array.isArray(node) ? (node as Record<string, unknown>)[part] : undefined;
   }
   return isSchema(node) ? node : undefined;

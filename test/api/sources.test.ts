@@ -188,6 +188,15 @@ test('schemas whose checks could hold the event loop are refused: $refs that exp
   assert.match(manyPatterns, /its patterns compile to more than 100,000 RE2 instructions in all \(past it at "\/properties\/p11"\)/);
   const anchored = await refusal('anchored', { definitions: { d: { $anchor: 'd', type: 'string' } }, properties: { s: { $ref: '#d' } } });
   assert.match(anchored, /"\$anchor" at "\/definitions\/d" is not allowed/);
+  // A rule kept where no schema goes (an extension key, a default) and referred to would pass by
+  // the write-time checks, which walk schema positions only; ajv would still apply it.
+  const hidden = await refusal('hidden', { 'x-rules': { type: 'string', pattern: `${'[a-z]{1000}'.repeat(11)}[0-9]` }, properties: { s: { $ref: '#/x-rules' } } });
+  assert.match(hidden, /"\$ref": "#\/x-rules" at "\/properties\/s" points into "x-rules", which holds no schema/);
+  const inDefault = await refusal('in-default', { default: { format: 'emial' }, properties: { s: { $ref: '#/default' } } });
+  assert.match(inDefault, /points into "default", which holds no schema/);
+  // ajv ends a pointer at a second "#": this one recurses, though the recursion check read another key.
+  const hashed = await refusal('hashed', { definitions: { a: { properties: { l: { $ref: '#/definitions/a#' }, r: { $ref: '#/definitions/a#' } } } }, $ref: '#/definitions/a' });
+  assert.match(hashed, /must be "#" or a JSON pointer/);
 
   // Shared definitions used a few times, and everyday patterns, are fine.
   const shared = { definitions: { money: { type: 'object', properties: { amount: { type: 'integer' }, currency: { type: 'string', pattern: '^[A-Z]{3}$' } } } }, properties: { total: { $ref: '#/definitions/money' }, tax: { $ref: '#/definitions/money' } } };
