@@ -53,6 +53,7 @@ import { finishInterruptedResets } from './events/sandbox-reset.ts';
 import { startPruneLoop } from './ledger/prune-loop.ts';
 import { RunEngine } from './runs/run-engine.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
+import type { ReceiverResolver } from './runs/receiver-lookup.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
 import { FAILED_INDEX_MOVED_FORMAT, upgradeFailedIndex } from './runs/failed-index-upgrade.ts';
@@ -75,6 +76,8 @@ export interface RuntimeDeps {
   readonly freeDiskSpace?: FreeSpaceProbe;
   /** How long a schema check or compile may take (schema-checks.ts); default 1 s and 20 s. */
   readonly schemaDeadlines?: SchemaCheckDeadlines;
+  /** How webhook steps look up receivers' names (receiver-lookup.ts); default the hosts file, then the DNS servers of /etc/resolv.conf. */
+  readonly receiverResolver?: ReceiverResolver;
   /** Aborted when the process is told to stop while it starts: a hook-runner child still starting (up to 30 s) is stopped at once. */
   readonly stopStarting?: AbortSignal;
 }
@@ -130,7 +133,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting }: RuntimeDeps): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -186,7 +189,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const invoker = runner.client === undefined ? undefined : createSecretRequiringInvoker(createRestoringInvoker(runner.client, actions, {
     onRestored: (orgId, digest) => logger.warn('hook-runner lacked a custom action module; sent it again from the ledger (its secrets, if it lost them too, must be set again)', { org: orgId, digest }),
   }), secretNames);
-  const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets);
+  const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets, {
+    selfPort: () => boundPort,
+    ...(receiverResolver === undefined ? {} : { resolver: receiverResolver }),
+  });
   observeWebhookConnections(metrics, () => connections.stats());
   opened.push(() => connections.close());
   const stepInputs = new StepInputBudget(config.stepInputBytes);

@@ -6,7 +6,8 @@
 import { Agent as HttpAgent, type AgentOptions, type ClientRequest, type ClientRequestArgs } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Duplex } from 'node:stream';
-import { publicOnlyLookup, type WebhookTargets } from './webhook-address-policy.ts';
+import { connectionLookup, type ConnectionLookup, type WebhookTargets } from './webhook-address-policy.ts';
+import { ReceiverResolver } from './receiver-lookup.ts';
 
 /** Default of `--webhook-connections`: sockets per org and receiver origin. */
 export const DEFAULT_WEBHOOK_CONNECTIONS = 32;
@@ -36,15 +37,37 @@ const IDLE_SOCKET_MS = 4000;
 const poolName = (base: string, options: ClientRequestArgs | undefined): string =>
   `${base}|${String((options as { poolOrg?: unknown } | undefined)?.poolOrg ?? '')}`;
 
+/** The lookup a connection to `port` uses (webhook-address-policy.ts, connectionLookup). */
+type LookupForPort = (port: number) => ConnectionLookup;
+
+/** The connection's own lookup, which knows its port (the self check needs it), beside the request's options. */
+const withLookup = (options: ClientRequestArgs, lookupFor: LookupForPort): ClientRequestArgs => ({ ...options, lookup: lookupFor(Number(options.port)) });
+
 class OrgHttpAgent extends HttpAgent {
+  constructor(options: AgentOptions, readonly lookupFor: LookupForPort) {
+    super(options);
+  }
+
   override getName(options?: ClientRequestArgs): string {
     return poolName(super.getName(options), options);
+  }
+
+  override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+    return super.createConnection(withLookup(options, this.lookupFor), callback);
   }
 }
 
 class OrgHttpsAgent extends HttpsAgent {
+  constructor(options: AgentOptions, readonly lookupFor: LookupForPort) {
+    super(options);
+  }
+
   override getName(options?: ClientRequestArgs): string {
     return poolName(super.getName(options), options);
+  }
+
+  override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+    return super.createConnection(withLookup(options, this.lookupFor), callback);
   }
 }
 
@@ -66,16 +89,25 @@ export class OutboundConnections {
   readonly #unsettled = new Set<() => void>();
   #closed = false;
 
-  /** `targets`: which addresses new connections may reach (webhook-address-policy.ts). */
+  /**
+   * `targets`: which addresses new connections may reach; `selfPort`: the runtime's own port, which
+   * no connection to this machine may use (webhook-address-policy.ts); `resolver`: how names are
+   * looked up (receiver-lookup.ts; tests give it their DNS server).
+   */
   constructor(
     readonly perReceiver: number = DEFAULT_WEBHOOK_CONNECTIONS,
     readonly targets: WebhookTargets = 'public',
+    options: { readonly selfPort?: () => number; readonly resolver?: ReceiverResolver } = {},
   ) {
     // LIFO keeps the most recently used sockets busy and lets the others go idle and close.
-    const options: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
-    // Agents pass their options on to each connection; the pools' names are checked where they connect.
-    if (targets === 'public') Object.assign(options, { lookup: publicOnlyLookup });
-    this.#agents = [new OrgHttpAgent(options), new OrgHttpsAgent(options)];
+    const agentOptions: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
+    const resolver = options.resolver ?? new ReceiverResolver();
+    const selfPort = options.selfPort ?? (() => 0);
+    const publicOnly = targets === 'public';
+    const lookups = [connectionLookup(resolver, { publicOnly, refuseSelf: false }), connectionLookup(resolver, { publicOnly, refuseSelf: true })] as const;
+    // The pools' names are checked where they connect.
+    const lookupFor: LookupForPort = (port) => lookups[port === selfPort() ? 1 : 0];
+    this.#agents = [new OrgHttpAgent(agentOptions, lookupFor), new OrgHttpsAgent(agentOptions, lookupFor)];
   }
 
   /** The pool a POST to `url` on behalf of `orgId` goes through. */

@@ -2,11 +2,14 @@
 // public ones, since a tenant's URL must not reach the runtime's own network (loopback, private
 // ranges, link-local with the cloud metadata address, shared CGNAT space, multicast, reserved and
 // documentation ranges) and read what answers there: the first 4 KiB become the step result.
-// `any` (the default of `sluice dev`) also allows local receivers. Names are checked in the lookup
-// the connection itself uses, so a name that resolves elsewhere a moment later gains nothing.
+// `any` (the default of `sluice dev`) also allows local receivers. Neither reaches the runtime's
+// own port on this machine. Names are checked in the lookup the connection itself uses, so a name
+// that resolves elsewhere a moment later gains nothing.
 
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import type { LookupAddress, LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import type { ReceiverResolver } from './receiver-lookup.ts';
 
 export type WebhookTargets = 'public' | 'any';
 export const WEBHOOK_TARGETS: readonly WebhookTargets[] = ['public', 'any'];
@@ -59,24 +62,54 @@ export class ForbiddenTargetError extends Error {
   }
 }
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+/** A URL names this runtime's own listener: never sent (a loop, or a tenant calling the API as Sluice). */
+export class SelfTargetError extends Error {
+  override readonly name = 'SelfTargetError';
+}
 
 /**
- * A `lookup` for the connection pools under the `public` policy: resolves as Node would, and fails
- * the connection when any address it gets is not public.
+ * Whether an address reaches this machine: loopback, the unspecified address, or one of its own
+ * interfaces (a runtime listening on 0.0.0.0 answers on all of them). Read per check: interfaces change.
  */
-export function publicOnlyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error !== null) {
-      callback(error, []);
-      return;
-    }
-    const blocked = addresses.find((entry) => !isPublicAddress(entry.address));
-    if (blocked !== undefined) {
-      callback(new ForbiddenTargetError(hostname), []);
-      return;
-    }
-    if (options.all === true) callback(null, addresses);
-    else callback(null, addresses[0]?.address ?? '', addresses[0]?.family);
-  });
+export function isOwnAddress(address: string): boolean {
+  const lower = address.toLowerCase();
+  // An IPv4-mapped IPv6 address counts as its IPv4 address.
+  const plain = embeddedIPv4(lower, '::ffff:') ?? lower;
+  if (plain.startsWith('127.') || plain === '::1' || plain === '0.0.0.0' || plain === '::') return true;
+  return Object.values(networkInterfaces()).some((entries) => entries?.some((entry) => entry.address.toLowerCase() === plain));
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+export type ConnectionLookup = (hostname: string, options: LookupOptions, callback: LookupCallback) => void;
+
+/** What a connection's lookup refuses: addresses that are not public (`public` policy), and this runtime (a connection to its port). */
+export interface LookupRules {
+  readonly publicOnly: boolean;
+  readonly refuseSelf: boolean;
+}
+
+const familyOf = (family: LookupOptions['family']): 0 | 4 | 6 => (family === 4 || family === 'IPv4' ? 4 : family === 6 || family === 'IPv6' ? 6 : 0);
+
+/**
+ * The `lookup` of one connection: resolves the name with `resolver` (off libuv's thread pool,
+ * receiver-lookup.ts) and checks every address it gets against `rules`, so the addresses checked
+ * are the ones connected to.
+ */
+export function connectionLookup(resolver: ReceiverResolver, rules: LookupRules): ConnectionLookup {
+  return (hostname, options, callback) => {
+    resolver.addresses(hostname, familyOf(options.family)).then(
+      (addresses) => {
+        if (rules.refuseSelf && addresses.some((entry) => isOwnAddress(entry.address))) {
+          callback(new SelfTargetError(`${hostname} resolves to this Sluice runtime`), []);
+        } else if (rules.publicOnly && addresses.some((entry) => !isPublicAddress(entry.address))) {
+          callback(new ForbiddenTargetError(hostname), []);
+        } else if (options.all === true) {
+          callback(null, addresses);
+        } else {
+          callback(null, addresses[0]?.address ?? '', addresses[0]?.family);
+        }
+      },
+      (error: NodeJS.ErrnoException) => callback(error, []),
+    );
+  };
 }

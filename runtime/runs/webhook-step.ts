@@ -2,15 +2,13 @@
 // step key as `webhook-id` and `Idempotency-Key`), classified into success, retryable or terminal.
 
 import { createHmac } from 'node:crypto';
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { parseRetryAfter } from '../../actors/retry-policy.ts';
 import type { StepFailure } from '../../actors/run-types.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
-import { embeddedIPv4, ForbiddenTargetError, isPublicAddress } from './webhook-address-policy.ts';
+import { ForbiddenTargetError, isOwnAddress, isPublicAddress, SelfTargetError } from './webhook-address-policy.ts';
 import { postOnce, PostNeverConnectedError, PostRequestError, PostStaleConnectionError, PostTimeoutError, PostWithdrawnError, queuedMsOf, type PostAnswer } from './outbound-post.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
@@ -48,40 +46,22 @@ export interface WebhookTarget {
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost']);
+const SELF_REFUSED = 'Webhook steps may not call the Sluice runtime itself.';
 
 /** A URL's host as an address literal would be written: IPv6 without its brackets. */
 const hostOf = (url: URL): string => url.hostname.replace(/^\[|\]$/g, '');
 
 /**
- * Whether an address reaches this machine: loopback, the unspecified address, or one of its own
- * interfaces (a runtime listening on 0.0.0.0 answers on all of them). Read per check: interfaces change.
+ * True when the URL names this runtime's own listener by a loopback name or an address of this
+ * machine. A name is checked where the connection resolves it (webhook-address-policy.ts,
+ * connectionLookup), under the step's deadline, with the answer it connects to.
  */
-function isOwnAddress(address: string): boolean {
-  const lower = address.toLowerCase();
-  // An IPv4-mapped IPv6 address counts as its IPv4 address.
-  const plain = embeddedIPv4(lower, '::ffff:') ?? lower;
-  if (plain.startsWith('127.') || plain === '::1' || plain === '0.0.0.0' || plain === '::') return true;
-  return Object.values(networkInterfaces()).some((entries) => entries?.some((entry) => entry.address.toLowerCase() === plain));
-}
-
-/**
- * True when the URL would reach this runtime's own listener (by name, address or resolution). The
- * name is resolved again when the request connects, so a name whose answer changes in between can
- * still get through; the check stops configuration mistakes and loops, it is not a network policy.
- */
-export async function targetsSelf(url: URL, selfPort: number): Promise<boolean> {
+export function targetsSelf(url: URL, selfPort: number): boolean {
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   if (port !== selfPort) return false;
   const host = hostOf(url);
   if (LOOPBACK_NAMES.has(host.toLowerCase())) return true;
-  if (isIP(host) !== 0) return isOwnAddress(host);
-  try {
-    const addresses = await lookup(host, { all: true });
-    return addresses.some((entry) => isOwnAddress(entry.address));
-  } catch {
-    // Not resolvable now: the request cannot connect either and fails as a network error.
-    return false;
-  }
+  return isIP(host) !== 0 && isOwnAddress(host);
 }
 
 export function signatureHeader(secrets: readonly string[], id: string, timestamp: number, body: string): string {
@@ -114,9 +94,7 @@ const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
 export async function sendWebhook(request: WebhookRequest, target: WebhookTarget): Promise<WebhookOutcome> {
   const url = new URL(request.url);
   const base = { url: url.origin + url.pathname, idempotency_key: request.idempotencyKey };
-  if (await targetsSelf(url, target.selfPort)) {
-    return failure('self_request_refused', 'Webhook steps may not call the Sluice runtime itself.', false, base);
-  }
+  if (targetsSelf(url, target.selfPort)) return failure('self_request_refused', SELF_REFUSED, false, base);
   // A name is checked where it connects (the pools' lookup); an address literal connects without one.
   const literal = hostOf(url);
   if (target.connections.targets === 'public' && isIP(literal) !== 0 && !isPublicAddress(literal)) {
@@ -166,6 +144,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // Refused in the connection's lookup: before it opened.
     const beforeConnecting = error instanceof PostNeverConnectedError ? error.cause : error;
     if (beforeConnecting instanceof ForbiddenTargetError) return failure('webhook_target_forbidden', `${beforeConnecting.message}.`, false, evidence);
+    if (beforeConnecting instanceof SelfTargetError) return failure('self_request_refused', SELF_REFUSED, false, evidence);
     // Nothing was sent: the report only says so (it reaches a cancelled run's record, or nothing).
     if (error instanceof PostWithdrawnError) {
       return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) while the request waited for a connection.', false, evidence);

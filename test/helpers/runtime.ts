@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Clock } from '../../runtime/clock.ts';
+import type { ReceiverResolver } from '../../runtime/runs/receiver-lookup.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { createRuntime, type Runtime } from '../../runtime/create-runtime.ts';
 import { createLogger, type Logger } from '../../runtime/log.ts';
@@ -40,6 +41,8 @@ interface StartOptions {
   readonly freeDiskSpace?: FreeSpaceProbe;
   /** How long a schema check or compile may take; default the runtime's. */
   readonly schemaDeadlines?: SchemaCheckDeadlines;
+  /** How webhook steps look up receivers' names; default the runtime's. */
+  readonly receiverResolver?: ReceiverResolver;
 }
 
 /**
@@ -63,6 +66,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(ledger === undefined ? {} : { ledger }),
     ...(options.freeDiskSpace === undefined ? {} : { freeDiskSpace: options.freeDiskSpace }),
     ...(options.schemaDeadlines === undefined ? {} : { schemaDeadlines: options.schemaDeadlines }),
+    ...(options.receiverResolver === undefined ? {} : { receiverResolver: options.receiverResolver }),
   });
   return {
     runtime,

@@ -1,0 +1,84 @@
+// How webhook steps find a receiver's addresses: the hosts file, then DNS through c-ares (the
+// servers /etc/resolv.conf names), never Node's dns.lookup. That one is the system's getaddrinfo,
+// run on libuv's thread pool, at most two at a time with its default four threads: two lookups of
+// names whose nameserver never answers (any tenant can own such a domain) held every other org's
+// new connections, and their steps failed with webhook_dns_timeout against healthy receivers. A
+// c-ares query waiting for an answer costs a timer, not a thread. (Names the system resolves some
+// other way, such as mDNS `.local` names, are not found.)
+
+import { Resolver } from 'node:dns';
+import { isIP } from 'node:net';
+import { HostsFile, type HostAddress } from './hosts-file.ts';
+
+/** c-ares per query: this long per try, this many tries per server; the step's own deadline may end the wait sooner. */
+const QUERY_TIMEOUT_MS = 2500;
+const QUERY_TRIES = 2;
+
+/** Answers that mean the name has no such address (as opposed to no answer at all). */
+const NO_SUCH_ADDRESS = new Set(['ENOTFOUND', 'ENODATA', 'ENONAME']);
+
+/** RFC 6761: `localhost` and names under it are this machine, hosts file or not. */
+const isLocalhost = (hostname: string): boolean => /(^|\.)localhost\.?$/i.test(hostname);
+const LOCALHOST: readonly HostAddress[] = [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
+
+export interface ReceiverResolverOptions {
+  /** Default /etc/hosts. */
+  readonly hostsPath?: string;
+  /** DNS servers (`host` or `host:port`); default those of /etc/resolv.conf. */
+  readonly servers?: readonly string[];
+  /** Per try of a query; default QUERY_TIMEOUT_MS. */
+  readonly queryTimeoutMs?: number;
+}
+
+function lookupError(code: 'ENOTFOUND' | 'EAI_AGAIN', hostname: string, cause?: unknown): NodeJS.ErrnoException {
+  const says = code === 'ENOTFOUND' ? 'has no address' : 'could not be resolved now (no answer from its nameservers)';
+  const error: NodeJS.ErrnoException = new Error(`${hostname} ${says}`, { cause });
+  error.code = code;
+  error.syscall = 'queryA';
+  return error;
+}
+
+export class ReceiverResolver {
+  readonly #hosts: HostsFile;
+  readonly #dns: Resolver;
+
+  constructor(options: ReceiverResolverOptions = {}) {
+    this.#hosts = new HostsFile(options.hostsPath);
+    this.#dns = new Resolver({ timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS, tries: QUERY_TRIES });
+    if (options.servers !== undefined) this.#dns.setServers([...options.servers]);
+  }
+
+  /**
+   * Every address of `hostname` of the family asked for (0: both, IPv4 first). Rejects with
+   * ENOTFOUND when it has none, EAI_AGAIN when DNS did not answer (both retryable for a step).
+   */
+  async addresses(hostname: string, family: 0 | 4 | 6 = 0): Promise<HostAddress[]> {
+    const wanted = (entry: HostAddress): boolean => family === 0 || entry.family === family;
+    const literal = isIP(hostname);
+    if (literal === 4 || literal === 6) return [{ address: hostname, family: literal } satisfies HostAddress].filter(wanted);
+    const listed = this.#hosts.addresses(hostname) ?? (isLocalhost(hostname) ? LOCALHOST : undefined);
+    if (listed !== undefined) {
+      const matching = listed.filter(wanted);
+      if (matching.length > 0) return matching;
+      throw lookupError('ENOTFOUND', hostname);
+    }
+    const queries = ([4, 6] as const).filter((each) => family === 0 || family === each).map((each) => this.#query(hostname, each));
+    const answers = await Promise.allSettled(queries);
+    const found = answers.flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []));
+    if (found.length > 0) return found;
+    const failures = answers.flatMap((answer) => (answer.status === 'rejected' ? [answer.reason as NodeJS.ErrnoException] : []));
+    const nothingThere = failures.every((failure) => NO_SUCH_ADDRESS.has(failure.code ?? ''));
+    throw lookupError(nothingThere ? 'ENOTFOUND' : 'EAI_AGAIN', hostname, failures[0]);
+  }
+
+  #query(hostname: string, family: 4 | 6): Promise<HostAddress[]> {
+    return new Promise((resolve, reject) => {
+      const done = (error: NodeJS.ErrnoException | null, addresses: string[]): void => {
+        if (error === null) resolve(addresses.map((address) => ({ address, family })));
+        else reject(error);
+      };
+      if (family === 4) this.#dns.resolve4(hostname, done);
+      else this.#dns.resolve6(hostname, done);
+    });
+  }
+}
