@@ -13,7 +13,7 @@ import { runSocket } from '../kits/client/socket-run.ts';
 import { credentialOf } from './cli-credential.ts';
 import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
 import { InputError } from './errors.ts';
-import { printable } from './terminal-text.ts';
+import { printable, printableJson } from './terminal-text.ts';
 import { describeRefusalBody } from '../kits/client/refusal-body.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
@@ -101,7 +101,8 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   };
   // The token rides as a subprotocol entry, not in the URL, so it stays out of access logs.
   const { socket, ended } = runSocket(new URL(url), [DEVICE_PROTOCOL, token], (data) => {
-    const text = data.toString('utf8');
+    // Frames are JSON, and a refusal may quote a payload's or a schema's names: printed escaped, still JSON.
+    const text = printableJson(data.toString('utf8'));
     const frame = parseFrame(text);
     if (frame?.type === 'ready') {
       print(text);

@@ -20,5 +20,15 @@ export function printable(text: string): string {
   });
 }
 
+/**
+ * A JSON text (JSON.stringify's, or a frame Sluice sent) for the terminal: the characters
+ * `printable` escapes, written as JSON's own `\uXXXX` escapes (each UTF-16 unit of one beyond the
+ * first plane), so it parses to the same value. JSON.stringify escapes C0 controls but not C1,
+ * bidirectional controls or line separators.
+ */
+export function printableJson(json: string): string {
+  return json.replace(ESCAPED, (char) => [...Array(char.length).keys()].map((i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''));
+}
+
 /** Lines for the terminal, each made printable, as one text. */
 export const printableLines = (lines: readonly string[]): string => lines.map(printable).join('\n');

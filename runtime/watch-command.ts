@@ -10,7 +10,7 @@ import { API_TARGET_OPTIONS, apiTargetOf } from './cli-api-target.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { AFTER_SEQ_DIGITS } from './rooms/live-subscription.ts';
-import { printable } from './terminal-text.ts';
+import { printable, printableJson } from './terminal-text.ts';
 
 const USAGE = 'usage: sluice watch <http://host:port> --org <org id> [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox] [--run <run id>] [--after-seq <n>]';
 
@@ -42,8 +42,9 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     url, apiKey, org, environment,
     ...(values.run === undefined ? {} : { runId: values.run }),
     ...(afterSeq === undefined ? {} : { afterSeq }),
-    onUpdate: (update) => print(JSON.stringify(update)),
-    onReload: (reason) => print(JSON.stringify({ reload: reason })),
+    // An update's error is an action's or a receiver's text: escaped as printable() does, still JSON.
+    onUpdate: (update) => print(printableJson(JSON.stringify(update))),
+    onReload: (reason) => print(printableJson(JSON.stringify({ reload: reason }))),
     onDisconnect: (why) => void io.stderr.write(`sluice watch: ${printable(why)}; reconnecting\n`),
   });
   const stop = (): void => live.close();

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { printable } from '../runtime/terminal-text.ts';
+import { printable, printableJson } from '../runtime/terminal-text.ts';
 
 test('controls, separators and bidi controls are escaped', () => {
   assert.equal(printable('a\u001b[2Jb\u0007\u009b\u007f'), 'a\\u001b[2Jb\\u0007\\u009b\\u007f');
@@ -22,4 +22,11 @@ test('characters that show as nothing are escaped: hidden text and look-alike id
 test('visible text is left as it is: non-ASCII, emoji sequences, joiners that shape a script', () => {
   const visible = 'Zahlung fehlgeschlagen: café ✓ 支払い 🚀 👨\u200d👩\u200d👧 ☺\ufe0f می\u200cخواهم "q" \\ back\\slash';
   assert.equal(printable(visible), visible);
+});
+
+test('JSON text keeps being JSON: escapes are JSON\'s own, astral characters as their two UTF-16 units', () => {
+  const value = { note: 'a\u009b2J\u202eb\u2028c\u{e0041}d\\u0000', n: 1 };
+  const shown = printableJson(JSON.stringify(value));
+  assert.equal(shown, '{"note":"a\\u009b2J\\u202eb\\u2028c\\udb40\\udc41d\\\\u0000","n":1}');
+  assert.deepEqual(JSON.parse(shown), value);
 });

@@ -7,6 +7,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { watchCommand } from '../runtime/watch-command.ts';
+import { durably } from '../runtime/ledger/durable-write.ts';
 import { call, createOrg } from './helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from './helpers/receiver.ts';
 import { capturedOutput } from './helpers/captured-output.ts';
@@ -51,6 +52,21 @@ test('prints each update of a run as a JSON line, then the position to resume fr
   assert.equal(await watch.exit, 0);
   const last = JSON.parse(watch.lines().at(-1)!) as { stopped: boolean; after_seq: number };
   assert.deepEqual(last, { stopped: true, after_seq: Math.max(...(seqs as number[])) });
+});
+
+test('text an action or a receiver wrote (an update\'s error) is printed with terminal controls escaped, the line still the same JSON', async () => {
+  const { ledger, updateLog, rooms } = rt.runtime;
+  const error = 'invalid output: member "\u009b2J\u001b]0;PWN\u0007\u202eevil\u2028" is not allowed';
+  const [update] = await durably(ledger.root, ledger.root.transaction(() => [
+    updateLog.append(ORG, { run_id: 'run-hostile', state: 'failed', channel: '', workflow_id: 'wf', event_id: 'evt-hostile', step_id: 's', attempt: 1, at_ms: 1, error, environment: 'production' }),
+  ]));
+  rooms.publish(ORG, [update!]);
+  const watch = start([rt.url, '--org', ORG, '--key', key, '--run', 'run-hostile', '--after-seq', '0']);
+  const line = await eventually('the hostile update', () => watch.lines()[0] ?? '', (text) => text !== '');
+  watch.stop();
+  assert.equal(await watch.exit, 0);
+  assert.doesNotMatch(line, /[\u0000-\u001f\u007f-\u009f\u2028\u202e]/, 'nothing a terminal acts on');
+  assert.equal((JSON.parse(line) as { error: string }).error, error, 'the same text once parsed');
 });
 
 test('a refused key ends it with 1 and the reason; bad arguments are usage errors', async () => {
