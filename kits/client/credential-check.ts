@@ -28,6 +28,11 @@ export function credentialProblem(what: string, value: string): string | undefin
   return problemWith(what, value, TOKEN, "it is sent as a WebSocket subprotocol, which allows only letters, digits and !#$%&'*+-.^_`|~.");
 }
 
+/** As credentialProblem, for a credential sent in a URL's `token` parameter (one that cannot be a subprotocol). */
+export function queryCredentialProblem(what: string, value: string): string | undefined {
+  return problemWith(what, value, VISIBLE_ASCII, "it is sent in the URL's token parameter, which takes visible ASCII characters only (no spaces or line breaks).");
+}
+
 /** As credentialProblem, for a credential sent in the Authorization header (REST calls). */
 export function headerCredentialProblem(what: string, value: string): string | undefined {
   return headerValueProblem(what, value, 'Authorization');

@@ -9,7 +9,7 @@ import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDB
 import { AFTER_SEQ_DIGITS } from '../../runtime/rooms/live-subscription.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
 import type { Environment } from './api-types.ts';
-import { credentialProblem } from './credential-check.ts';
+import { credentialProblem, queryCredentialProblem } from './credential-check.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
@@ -103,9 +103,14 @@ export class LiveSubscription {
     this.#loop = new ReconnectLoop({
       // Any frame, a heartbeat too, shows the connection working.
       open: (working) => {
-        const problem = credentialProblem('The API key', this.#o.apiKey);
+        // A key that cannot be a subprotocol entry (an admin token with "/" or "=") rides in the
+        // URL instead, which the server reads too (and access logs may keep).
+        const inUrl = credentialProblem('The API key', this.#o.apiKey) !== undefined;
+        const problem = inUrl ? queryCredentialProblem('The API key', this.#o.apiKey) : undefined;
         if (problem !== undefined) throw new LiveClosedError(0, problem);
-        return runSocket(this.#url(), [LIVE_PROTOCOL, this.#o.apiKey], (data) => {
+        const url = this.#url();
+        if (inUrl) url.searchParams.set('token', this.#o.apiKey);
+        return runSocket(url, inUrl ? [LIVE_PROTOCOL] : [LIVE_PROTOCOL, this.#o.apiKey], (data) => {
           working();
           this.#onFrame(data);
         }, this.#o.silenceMs ?? SILENCE_MS);

@@ -1,7 +1,7 @@
 // A key or device token that a WebSocket cannot carry (read from a file with its trailing
 // newline) against a real runtime: `done` rejects with the client's own error naming the problem
 // (it was ws's bare SyntaxError), a device's sends reject instead of waiting until close(), and
-// the same credential trimmed works.
+// the same credential trimmed works. A key that is no subprotocol token but visible ASCII rides in the URL.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -55,4 +55,18 @@ test('a url the client cannot use ends a device with invalid_options, its sends 
   const device = connectDevice({ url: 'ftp://127.0.0.1:1', org: ORG, device: 'd1', token, sleep: noWait });
   await assert.rejects(device.done, (error: unknown) => error instanceof DeviceError && error.code === 'invalid_options' && /ftp:/.test(error.message));
   await assert.rejects(device.send({ type: 'reading.taken' }), (error: unknown) => error instanceof DeviceError && error.code === 'invalid_options');
+});
+
+test('a key that cannot be a subprotocol entry (an admin token of base64, with "/" and "=") rides in the URL and joins', async () => {
+  const adminToken = 'Zm9vYmFy/+k9QmF6cXV4MTIzNDU2Nzg5MA==';
+  const admin = await startRuntime({ args: ['--admin-token', adminToken] });
+  try {
+    await createOrg(admin.url, adminToken, ORG);
+    const live = watchRuns({ url: admin.url, apiKey: adminToken, org: ORG, sleep: noWait, onUpdate: () => undefined });
+    await eventually('joined', () => live.position, (position) => position !== undefined);
+    live.close();
+    await live.done;
+  } finally {
+    await admin.close();
+  }
 });
