@@ -5,6 +5,7 @@
 
 import { inspect } from 'node:util';
 import { printable, printableLines } from './terminal-text.ts';
+import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -77,8 +78,13 @@ const load = <T>(loading: Promise<T>): Promise<T> =>
 /** What the one-shot client commands (explain, replay, failed, resume, cancel) write to and read their key from. */
 const processIo = { stdout: process.stdout, stderr: process.stderr, env: process.env };
 
+/** Commands that run until stopped and handle their output closing themselves (server-command.ts, watch below). */
+const LONG_RUNNING: ReadonlySet<string | undefined> = new Set(['dev', 'serve', 'hook-runner', 'watch']);
+
 async function main(argv: readonly string[]): Promise<void> {
   const [command, ...rest] = argv;
+  // `sluice explain … | head`: what nobody reads any more is not written, and the command ends as it would.
+  if (!LONG_RUNNING.has(command)) whenOutputCloses(process.stdout);
   // The hook-runner prints its own usage, with its environment (the vault's master keys).
   if (command !== 'hook-runner' && (rest.includes('--help') || rest.includes('-h'))) {
     process.stdout.write(USAGE);

@@ -234,3 +234,15 @@ test('SIGTERM to `npm run sluice -- serve` (as a supervisor stops it) reaches th
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('a one-shot command whose output nobody reads (`| head`, closed before it writes) ends as it would, without an EPIPE stack', async () => {
+  for (const args of [['help'], ['cron', '*/5 * * * *']]) {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Closed before the command writes its first line (it takes ~1 s to start).
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.deepEqual([code, stderr], [0, ''], args.join(' '));
+  }
+});
