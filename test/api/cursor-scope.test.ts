@@ -33,6 +33,19 @@ async function firstCursor(path: string): Promise<string> {
   return page.body.next_cursor as string;
 }
 
+test('environment=production is the list without it: a cursor of either goes on with the other; sandbox is another list', async () => {
+  for (const [first, then] of [['', '&environment=production'], ['&environment=production', '']]) {
+    const cursor = await firstCursor(`/organizations/${ORG_A}/events?limit=1${first}`);
+    const next = await call(rt.url, 'GET', `/organizations/${ORG_A}/events?limit=1&cursor=${cursor}${then}`, { token: keyA });
+    assert.equal(next.status, 200, next.text);
+    assert.deepEqual(next.body.events.map((event: { id: string }) => event.id), ['evt-2']);
+  }
+  const cursor = await firstCursor(`/organizations/${ORG_A}/events?limit=1`);
+  const sandbox = await call(rt.url, 'GET', `/organizations/${ORG_A}/events?limit=1&cursor=${cursor}&environment=sandbox`, { token: keyA });
+  assert.equal(sandbox.status, 400);
+  assert.equal(sandbox.body.error.code, 'invalid_cursor');
+});
+
 test('a cursor goes on with the same list, with any limit', async () => {
   const cursor = await firstCursor(`/organizations/${ORG_A}/events?type=order.paid&limit=1`);
   const next = await call(rt.url, 'GET', `/organizations/${ORG_A}/events?limit=5&cursor=${cursor}&type=order.paid`, { token: keyA });
@@ -45,7 +58,7 @@ test('the same cursor under another filter, endpoint or org is a 400 invalid_cur
   const misuses: Array<[string, string]> = [
     [`/organizations/${ORG_A}/events?cursor=${cursor}`, keyA],
     [`/organizations/${ORG_A}/events?type=order.refunded&cursor=${cursor}`, keyA],
-    [`/organizations/${ORG_A}/events?type=order.paid&environment=production&cursor=${cursor}`, keyA],
+    [`/organizations/${ORG_A}/events?type=order.paid&environment=sandbox&cursor=${cursor}`, keyA],
     [`/organizations/${ORG_A}/runs?cursor=${cursor}`, keyA],
     [`/organizations/${ORG_A}/failed-events?cursor=${cursor}`, keyA],
     [`/organizations/${ORG_B}/events?type=order.paid&cursor=${cursor}`, keyB],
