@@ -43,32 +43,21 @@ type LookupForPort = (port: number) => ConnectionLookup;
 /** The connection's own lookup, which knows its port (the self check needs it), beside the request's options. */
 const withLookup = (options: ClientRequestArgs, lookupFor: LookupForPort): ClientRequestArgs => ({ ...options, lookup: lookupFor(Number(options.port)) });
 
-class OrgHttpAgent extends HttpAgent {
-  constructor(options: AgentOptions, readonly lookupFor: LookupForPort) {
-    super(options);
-  }
+/**
+ * An agent class (http's or https's) whose pools are per org (`poolOrg` in the request options)
+ * and whose connections resolve with their own lookup, which knows their port. (`...args: any[]`:
+ * the only constructor type TypeScript takes for a class a function extends.)
+ */
+function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupFor: LookupForPort): B {
+  return class extends Base {
+    override getName(options?: ClientRequestArgs): string {
+      return poolName(super.getName(options), options);
+    }
 
-  override getName(options?: ClientRequestArgs): string {
-    return poolName(super.getName(options), options);
-  }
-
-  override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    return super.createConnection(withLookup(options, this.lookupFor), callback);
-  }
-}
-
-class OrgHttpsAgent extends HttpsAgent {
-  constructor(options: AgentOptions, readonly lookupFor: LookupForPort) {
-    super(options);
-  }
-
-  override getName(options?: ClientRequestArgs): string {
-    return poolName(super.getName(options), options);
-  }
-
-  override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    return super.createConnection(withLookup(options, this.lookupFor), callback);
-  }
+    override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+      return super.createConnection(withLookup(options, lookupFor), callback);
+    }
+  };
 }
 
 /** How a request ends when the pools close: before it had a socket, or while it waited for the answer. */
@@ -84,7 +73,7 @@ function refuseConnection(_options: ClientRequestArgs, callback?: (err: Error | 
 }
 
 export class OutboundConnections {
-  readonly #agents: readonly [OrgHttpAgent, OrgHttpsAgent];
+  readonly #agents: readonly [HttpAgent, HttpsAgent];
   /** Requests not yet settled: a queued one gets no error from Node when its agent is destroyed. */
   readonly #unsettled = new Set<() => void>();
   #closed = false;
@@ -107,7 +96,7 @@ export class OutboundConnections {
     const lookups = [connectionLookup(resolver, { publicOnly, refuseSelf: false }), connectionLookup(resolver, { publicOnly, refuseSelf: true })] as const;
     // The pools' names are checked where they connect.
     const lookupFor: LookupForPort = (port) => lookups[port === selfPort() ? 1 : 0];
-    this.#agents = [new OrgHttpAgent(agentOptions, lookupFor), new OrgHttpsAgent(agentOptions, lookupFor)];
+    this.#agents = [new (orgPooled(HttpAgent, lookupFor))(agentOptions), new (orgPooled(HttpsAgent, lookupFor))(agentOptions)];
   }
 
   /** The pool a POST to `url` on behalf of `orgId` goes through. */
