@@ -1,13 +1,11 @@
 // The names the hosts file (/etc/hosts) gives addresses to, as webhook steps look them up before
-// DNS (receiver-lookup.ts), the order the system resolver uses. Read again when the file changes,
-// checked at most every few seconds; a file that cannot be read names nothing.
+// DNS (receiver-lookup.ts), the order the system resolver uses. Read again when the file changes
+// (watched-file.ts); a file that cannot be read names nothing.
 
-import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { WatchedFile } from './watched-file.ts';
 
 export const HOSTS_PATH = '/etc/hosts';
-/** How often a lookup may check whether the file changed. */
-const RECHECK_MS = 5000;
 
 export interface HostAddress {
   readonly address: string;
@@ -32,34 +30,14 @@ function parseHosts(text: string): Map<string, HostAddress[]> {
 }
 
 export class HostsFile {
-  readonly #path: string;
-  #names = new Map<string, HostAddress[]>();
-  #mtimeMs = Number.NaN;
-  #checkedAt = Number.NEGATIVE_INFINITY;
+  readonly #file: WatchedFile<Map<string, HostAddress[]>>;
 
   constructor(path = HOSTS_PATH) {
-    this.#path = path;
+    this.#file = new WatchedFile(path, parseHosts);
   }
 
   /** The addresses the file gives `hostname`, or undefined when it names it not. */
   addresses(hostname: string): readonly HostAddress[] | undefined {
-    this.#refresh();
-    return this.#names.get(hostname.toLowerCase().replace(/\.$/, ''));
-  }
-
-  #refresh(): void {
-    const now = performance.now();
-    if (now - this.#checkedAt < RECHECK_MS) return;
-    this.#checkedAt = now;
-    let mtimeMs: number;
-    try {
-      mtimeMs = statSync(this.#path).mtimeMs;
-      if (mtimeMs === this.#mtimeMs) return;
-      this.#names = parseHosts(readFileSync(this.#path, 'utf8'));
-    } catch {
-      this.#names = new Map();
-      mtimeMs = Number.NaN;
-    }
-    this.#mtimeMs = mtimeMs;
+    return this.#file.value.get(hostname.toLowerCase().replace(/\.$/, ''));
   }
 }

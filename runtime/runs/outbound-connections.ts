@@ -74,6 +74,7 @@ function refuseConnection(_options: ClientRequestArgs, callback?: (err: Error | 
 
 export class OutboundConnections {
   readonly #agents: readonly [HttpAgent, HttpsAgent];
+  readonly #resolver: ReceiverResolver;
   /** Requests not yet settled: a queued one gets no error from Node when its agent is destroyed. */
   readonly #unsettled = new Set<() => void>();
   #closed = false;
@@ -91,6 +92,7 @@ export class OutboundConnections {
     // LIFO keeps the most recently used sockets busy and lets the others go idle and close.
     const agentOptions: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
     const resolver = options.resolver ?? new ReceiverResolver();
+    this.#resolver = resolver;
     const selfPort = options.selfPort ?? (() => 0);
     const publicOnly = targets === 'public';
     const lookups = [connectionLookup(resolver, { publicOnly, refuseSelf: false }), connectionLookup(resolver, { publicOnly, refuseSelf: true })] as const;
@@ -133,6 +135,7 @@ export class OutboundConnections {
   /** Closes every socket and opens no more: requests in flight or still queued fail with a network error. */
   close(): void {
     this.#closed = true;
+    this.#resolver.close();
     for (const agent of this.#agents) agent.createConnection = refuseConnection;
     for (const cancel of [...this.#unsettled]) cancel();
     this.#unsettled.clear();
