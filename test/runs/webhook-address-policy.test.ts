@@ -1,6 +1,7 @@
 // The `public` webhook target policy: private, loopback, link-local (cloud metadata), CGNAT and
-// reserved addresses are refused in every spelling, by literal or by a name that resolves there,
-// without a request being sent and without a retry; public addresses pass; `any` allows local ones.
+// reserved addresses are refused in every spelling (IPv4-compatible, SIIT, 6to4 and Teredo forms
+// too), by literal or by a name that resolves there, without a request being sent and without a
+// retry; public addresses pass; `any` allows local ones.
 
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -38,7 +39,8 @@ const send = (url: string, connections: OutboundConnections): Promise<WebhookOut
 
 test('addresses: private, loopback, link-local, CGNAT, multicast and reserved are not public, in v4, v6, mapped and NAT64 forms', () => {
   for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '198.18.0.1',
-    '::1', '::', 'fd00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::10.0.0.1', '64:ff9b::a00:1', '64:ff9b:1::7f00:1', 'not-an-ip']) {
+    '::1', '::', 'fd00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::10.0.0.1', '64:ff9b::a00:1', '64:ff9b:1::7f00:1',
+    '::a9fe:a9fe', '::7f00:1', '::ffff:0:7f00:1', '2002:7f00:1::', '2002:a9fe:a9fe::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', 'not-an-ip']) {
     assert.equal(isPublicAddress(address), false, address);
   }
   for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8']) {
