@@ -40,8 +40,16 @@ const poolName = (base: string, options: ClientRequestArgs | undefined): string 
 /** The lookup a connection to `port` uses (webhook-address-policy.ts, connectionLookup). */
 type LookupForPort = (port: number) => ConnectionLookup;
 
-/** The connection's own lookup, which knows its port (the self check needs it), beside the request's options. */
-const withLookup = (options: ClientRequestArgs, lookupFor: LookupForPort): ClientRequestArgs => ({ ...options, lookup: lookupFor(Number(options.port)) });
+/**
+ * The connection's own lookup, which knows its port (the self check needs it), beside the request's
+ * options; a host written with its trailing dot (fully qualified) is named without it in TLS's SNI,
+ * as RFC 6066 has it (Node sends it as written).
+ */
+const withLookup = (options: ClientRequestArgs, lookupFor: LookupForPort): ClientRequestArgs => ({
+  ...options,
+  lookup: lookupFor(Number(options.port)),
+  ...(typeof options.host === 'string' && options.host.endsWith('.') ? { servername: options.host.slice(0, -1) } : {}),
+});
 
 /**
  * An agent class (http's or https's) whose pools are per org (`poolOrg` in the request options)

@@ -1,8 +1,9 @@
 // A webhook step to an https receiver named by a host name: the connection resolves the name with
 // its own lookup (receiver-lookup.ts through the pools' per-connection lookup) and still sends the
-// name for TLS (SNI) and checks the certificate against it; a second attempt reuses the kept-alive
-// connection. In a child process, which trusts the fixture's self-signed certificate
-// (NODE_EXTRA_CA_CERTS is read at start); the certificate and key are for tests only.
+// name for TLS (SNI, without a trailing dot) and checks the certificate against it; a second
+// attempt reuses the kept-alive connection. In a child process, which trusts the fixture's
+// self-signed certificate (NODE_EXTRA_CA_CERTS is read at start); the certificate and key are for
+// tests only.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -37,7 +38,7 @@ test('an https receiver by name: verified against its name, sent its name in SNI
       { orgId: 'acct-tls', url: 'https://' + host + ':' + server.address().port + '/hook', headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:s', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
       { selfPort: 1, connections: pools },
     );
-    const outcomes = [await send('receiver.test'), await send('receiver.test'), await send('other-name.test')];
+    const outcomes = [await send('receiver.test'), await send('receiver.test'), await send('other-name.test'), await send('receiver.test.')];
     process.stdout.write(JSON.stringify({ outcomes: outcomes.map((o) => (o.ok ? 'ok' : o.error.code + ': ' + o.error.message)), names, connections }));
     pools.close();
     server.close();
@@ -47,8 +48,10 @@ test('an https receiver by name: verified against its name, sent its name in SNI
   });
   assert.equal(child.status, 0, child.stderr);
   const { outcomes, names, connections } = JSON.parse(child.stdout) as { outcomes: string[]; names: string[]; connections: number };
-  assert.deepEqual(outcomes.slice(0, 2), ['ok', 'ok']);
+  assert.deepEqual([...outcomes.slice(0, 2), outcomes[3]], ['ok', 'ok', 'ok']);
   assert.match(outcomes[2]!, /^webhook_network_error: .*(altnames|certificate)/, 'a name the certificate is not for fails its check');
-  assert.deepEqual(names, ['receiver.test'], 'SNI named the host; the second attempt reused the first connection (the third never completed its handshake)');
-  assert.equal(connections, 1);
+  // The second attempt reused the first connection; the third never completed its handshake; the
+  // fourth, to the name written fully qualified, named it in SNI without its trailing dot.
+  assert.deepEqual(names, ['receiver.test', 'receiver.test']);
+  assert.equal(connections, 2);
 });
