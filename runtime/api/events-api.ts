@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { InputError } from '../errors.ts';
 import { parseIdempotencyKey } from './idempotency-key.ts';
-import { API_SOURCE, assertNotReservedEventId, EVENT_ID_PATTERN, generateEventId, rootEvent } from '../events/event-record.ts';
+import { API_SOURCE, assertNotReservedEventId, EVENT_ID_PATTERN, generateEventId, isReservedEventId, rootEvent } from '../events/event-record.ts';
 import { eventWithRawPayload, withPayloadText } from '../events/payload-text.ts';
 import { parseJsonRequestText } from '../http/parse-json.ts';
 import { rawJson, type Route } from '../http/types.ts';
@@ -46,15 +46,16 @@ const EVENT_ID = new RegExp(EVENT_ID_PATTERN);
  * The event's id: the body's `id` when it has one, else what an `Idempotency-Key` header names,
  * which clients send to make retries safe and which an event's id already does (a repeat is 409
  * duplicate_event; the header was ignored, so a retried request made two events). A key that is
- * an event id is used as it is; any other (the replay API's rule: 1-255 printable ASCII, so one
- * scheme serves both) names the event `key_<its SHA-256, 40 hex digits>`.
+ * an event id outside Sluice's own namespaces is used as it is; any other (the replay API's rule:
+ * 1-255 printable ASCII, so one scheme serves both) names the event `key_<its SHA-256, 40 hex digits>`.
  */
 function eventIdOf(bodyId: string | undefined, header: string | undefined): string | undefined {
   // With an id in the body the header is not read (README), however it is spelled.
   if (bodyId !== undefined) return bodyId;
   const key = parseIdempotencyKey(header);
   if (key === undefined) return undefined;
-  return EVENT_ID.test(key) ? key : `key_${createHash('sha256').update(key).digest('hex').slice(0, 40)}`;
+  // Another Sluice's event id, forwarded as the key, is in this one's namespaces: hashed too.
+  return EVENT_ID.test(key) && !isReservedEventId(key) ? key : `key_${createHash('sha256').update(key).digest('hex').slice(0, 40)}`;
 }
 
 export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {

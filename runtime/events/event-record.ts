@@ -22,6 +22,9 @@ export const RESERVED_EVENT_ID_PREFIXES = ['evt_d_', 'evt_dev_', 'evt_sch_'] as 
  */
 const GENERATED_EVENT_ID = /^evt_[0-9a-z]{11}[0-9a-f]{16}$/;
 
+/** Whether `id` is in one of Sluice's own id namespaces (a reserved prefix, or the shape it generates). */
+export const isReservedEventId = (id: string): boolean => RESERVED_EVENT_ID_PREFIXES.some((reserved) => id.startsWith(reserved)) || GENERATED_EVENT_ID.test(id);
+
 /** 400 `reserved_event_id` for a caller-chosen id in one of Sluice's own id namespaces. */
 export function assertNotReservedEventId(id: string, field: string): void {
   const prefix = RESERVED_EVENT_ID_PREFIXES.find((reserved) => id.startsWith(reserved));
