@@ -71,6 +71,26 @@ test('after a HEAD the connection serves the next request: one Content-Length, t
   }
 });
 
+test('a HEAD with Connection: close is answered and its connection ended, as a GET\'s is', async () => {
+  for (const method of ['HEAD', 'GET']) {
+    const socket = connect(Number(new URL(url).port), '127.0.0.1');
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+    socket.write(`${method} /fine HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`);
+    // uWS's own idle timeout would end it after ~10 s: the server must end it once answered.
+    const ended = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 5000);
+      socket.once('close', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    socket.destroy();
+    assert.equal(ended, true, `${method}: the connection was left open`);
+    assert.match(text, /^HTTP\/1\.1 200/, method);
+  }
+});
+
 test('a query parameter given twice is a 400 naming it; a query string past the head limit is a 431', async () => {
   const twice = await fetch(`${url}/fine?limit=1&limit=600`);
   assert.equal(twice.status, 400);
