@@ -8,6 +8,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { connectionLookup, type ConnectionLookup, type WebhookTargets } from './webhook-address-policy.ts';
 import { ReceiverResolver } from './receiver-lookup.ts';
+import { OrgIdleSockets } from './idle-sockets.ts';
 
 /** Default of `--webhook-connections`: sockets per org and receiver origin. */
 export const DEFAULT_WEBHOOK_CONNECTIONS = 32;
@@ -52,18 +53,39 @@ const withLookup = (options: ClientRequestArgs, lookupFor: LookupForPort): Clien
 });
 
 /**
- * An agent class (http's or https's) whose pools are per org (`poolOrg` in the request options)
- * and whose connections resolve with their own lookup, which knows their port. (`...args: any[]`:
- * the only constructor type TypeScript takes for a class a function extends.)
+ * An agent class (http's or https's) whose pools are per org (`poolOrg` in the request options),
+ * whose connections resolve with their own lookup, which knows their port, and whose idle sockets
+ * count against their org's share (idle-sockets.ts). (`...args: any[]`: the only constructor type
+ * TypeScript takes for a class a function extends.)
  */
-function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupFor: LookupForPort): B {
+function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupFor: LookupForPort, idle: OrgIdleSockets): B {
+  /** The org each socket was opened for. */
+  const orgs = new WeakMap<object, string>();
   return class extends Base {
     override getName(options?: ClientRequestArgs): string {
       return poolName(super.getName(options), options);
     }
 
     override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-      return super.createConnection(withLookup(options, lookupFor), callback);
+      const socket = super.createConnection(withLookup(options, lookupFor), callback);
+      if (socket !== null && socket !== undefined) {
+        orgs.set(socket, String((options as { poolOrg?: unknown }).poolOrg ?? ''));
+        socket.once('close', () => idle.taken(socket));
+      }
+      return socket;
+    }
+
+    /** Node asks this when a request is done with a socket: false closes it instead of keeping it for reuse. */
+    override keepSocketAlive(socket: Duplex): boolean {
+      const org = orgs.get(socket) ?? '';
+      if (!idle.hasRoom(org) || !(super.keepSocketAlive(socket) as unknown as boolean)) return false;
+      idle.kept(socket, org);
+      return true;
+    }
+
+    override reuseSocket(socket: Duplex, request: ClientRequest): void {
+      idle.taken(socket);
+      super.reuseSocket(socket, request);
     }
   };
 }
@@ -90,12 +112,13 @@ export class OutboundConnections {
   /**
    * `targets`: which addresses new connections may reach; `selfPort`: the runtime's own port, which
    * no connection to this machine may use (webhook-address-policy.ts); `resolver`: how names are
-   * looked up (receiver-lookup.ts; tests give it their DNS server).
+   * looked up (receiver-lookup.ts; tests give it their DNS server); `idleSocketsPerOrg`: idle
+   * keep-alive sockets one org may hold over all its receivers (idle-sockets.ts).
    */
   constructor(
     readonly perReceiver: number = DEFAULT_WEBHOOK_CONNECTIONS,
     readonly targets: WebhookTargets = 'public',
-    options: { readonly selfPort?: () => number; readonly resolver?: ReceiverResolver } = {},
+    options: { readonly selfPort?: () => number; readonly resolver?: ReceiverResolver; readonly idleSocketsPerOrg?: number } = {},
   ) {
     // LIFO keeps the most recently used sockets busy and lets the others go idle and close.
     const agentOptions: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
@@ -106,7 +129,8 @@ export class OutboundConnections {
     const lookups = [connectionLookup(resolver, { publicOnly, refuseSelf: false }), connectionLookup(resolver, { publicOnly, refuseSelf: true })] as const;
     // The pools' names are checked where they connect.
     const lookupFor: LookupForPort = (port) => lookups[port === selfPort() ? 1 : 0];
-    this.#agents = [new (orgPooled(HttpAgent, lookupFor))(agentOptions), new (orgPooled(HttpsAgent, lookupFor))(agentOptions)];
+    const idle = new OrgIdleSockets(options.idleSocketsPerOrg);
+    this.#agents = [new (orgPooled(HttpAgent, lookupFor, idle))(agentOptions), new (orgPooled(HttpsAgent, lookupFor, idle))(agentOptions)];
   }
 
   /** The pool a POST to `url` on behalf of `orgId` goes through. */

@@ -1,0 +1,47 @@
+// Idle keep-alive sockets per org, over all its receivers. Each receiver origin keeps its own
+// (at most --webhook-connections), and an org whose steps post to many names (a wildcard DNS name
+// gives any number of origins) kept one idle socket per origin for 4 s after each request: thousands,
+// enough to take the process to its file-descriptor limit, when every org's next connection fails
+// (sluice_out_of_file_descriptors). Past its share an org's finished socket closes instead of
+// waiting for reuse, which costs it a new connection, nobody else anything.
+
+/** Idle sockets one org may keep open, over all its receivers (busy ones are bounded by its runs in flight). */
+export const IDLE_SOCKETS_PER_ORG = 256;
+
+export class OrgIdleSockets {
+  readonly #perOrg: number;
+  readonly #held = new Map<string, number>();
+  /** Idle sockets, each with its org, until reused or closed. */
+  readonly #idle = new Map<object, string>();
+
+  constructor(perOrg = IDLE_SOCKETS_PER_ORG) {
+    this.#perOrg = perOrg;
+  }
+
+  /** Whether `org` may keep one more socket idle. */
+  hasRoom(org: string): boolean {
+    return (this.#held.get(org) ?? 0) < this.#perOrg;
+  }
+
+  /** `socket` of `org` waits for reuse from now on, until `taken`. */
+  kept(socket: object, org: string): void {
+    if (this.#idle.has(socket)) return;
+    this.#idle.set(socket, org);
+    this.#held.set(org, (this.#held.get(org) ?? 0) + 1);
+  }
+
+  /** `socket` is idle no more: reused by a request, or closed. */
+  taken(socket: object): void {
+    const org = this.#idle.get(socket);
+    if (org === undefined) return;
+    this.#idle.delete(socket);
+    const held = (this.#held.get(org) ?? 1) - 1;
+    if (held === 0) this.#held.delete(org);
+    else this.#held.set(org, held);
+  }
+
+  /** Idle sockets `org` holds now. */
+  heldBy(org: string): number {
+    return this.#held.get(org) ?? 0;
+  }
+}
