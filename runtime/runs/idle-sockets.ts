@@ -5,12 +5,14 @@
 // (sluice_out_of_file_descriptors). Past its share an org's finished socket closes instead of
 // waiting for reuse, which costs it a new connection, nobody else anything.
 
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
+
 /** Idle sockets one org may keep open, over all its receivers (busy ones are bounded by its runs in flight). */
 export const IDLE_SOCKETS_PER_ORG = 256;
 
 export class OrgIdleSockets {
   readonly #perOrg: number;
-  readonly #held = new Map<string, number>();
+  readonly #held = new KeyedCounts();
   /** Idle sockets, each with its org, until reused or closed. */
   readonly #idle = new Map<object, string>();
 
@@ -20,14 +22,14 @@ export class OrgIdleSockets {
 
   /** Whether `org` may keep one more socket idle. */
   hasRoom(org: string): boolean {
-    return (this.#held.get(org) ?? 0) < this.#perOrg;
+    return this.#held.get(org) < this.#perOrg;
   }
 
   /** `socket` of `org` waits for reuse from now on, until `taken`. */
   kept(socket: object, org: string): void {
     if (this.#idle.has(socket)) return;
     this.#idle.set(socket, org);
-    this.#held.set(org, (this.#held.get(org) ?? 0) + 1);
+    this.#held.add(org);
   }
 
   /** `socket` is idle no more: reused by a request, or closed. */
@@ -35,13 +37,6 @@ export class OrgIdleSockets {
     const org = this.#idle.get(socket);
     if (org === undefined) return;
     this.#idle.delete(socket);
-    const held = (this.#held.get(org) ?? 1) - 1;
-    if (held === 0) this.#held.delete(org);
-    else this.#held.set(org, held);
-  }
-
-  /** Idle sockets `org` holds now. */
-  heldBy(org: string): number {
-    return this.#held.get(org) ?? 0;
+    this.#held.subtract(org);
   }
 }
