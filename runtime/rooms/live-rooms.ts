@@ -71,7 +71,7 @@ type SocketState =
       readonly room: Room;
       readonly from: number;
       readonly earlier: Sent;
-      /** Updates published late with a seq at or below `from` that its topic delivered (#noteLate). */
+      /** Updates published late with a seq at or below `from` that its topic delivered (#deliverLate). */
       readonly late: Set<number>;
     }
   | { readonly status: 'closed' };
@@ -234,40 +234,28 @@ export class LiveRooms {
     const frame = encodeLiveMessage({ run_update: update });
     this.#app.publish(orgTopic, frame, true);
     this.#app.publish(runTopic, frame, true);
-    if (late) {
-      this.#sendLateToReplays(orgId, update, frame);
-      this.#noteLate(orgId, update);
-    }
+    if (late) this.#deliverLate(orgId, update, frame);
   }
 
   /**
-   * A late update reaches, over its topic, live sockets that joined after its seq: below the range
-   * their leaving records (sentWhileLive), so each remembers it, or its next Subscribe would send
-   * it again. Rare, so a scan is fine.
+   * An update released after later ones (its write became durable past GAP_GRACE_MS), in one scan
+   * of the org's sockets (rare, so a scan is fine):
+   * - every replay that read past its seq left it out (the replay's `gaps`: missing from the log,
+   *   or there but not yet durable), and a replaying socket is on no topic: it is sent to each such
+   *   replay, so no socket loses it (one that joined its topic after such a replay gets it there);
+   * - a live socket that joined after its seq gets it over its topic, below the range its leaving
+   *   records (sentWhileLive): it remembers it, or its next Subscribe would send it again.
    */
-  #noteLate(orgId: string, update: RunUpdate): void {
+  #deliverLate(orgId: string, update: RunUpdate, frame: Uint8Array): void {
     for (const ws of this.#sockets) {
       const data = ws.getUserData();
       const { state } = data;
-      if (data.orgId !== orgId || state.status !== 'live' || update.seq > state.from || !isInRoom(update, state.room)) continue;
-      if (state.late.size < MAX_REMEMBERED_LATE) state.late.add(update.seq);
-    }
-  }
-
-  /**
-   * An update released after later ones (its write became durable past GAP_GRACE_MS) was left out
-   * by every replay that read past its seq (the replay's `gaps`: missing from the log, or there but
-   * not yet durable), and a replaying socket is on no topic: send it to each such replay, so no
-   * socket loses it. A socket that joined its topic after such a replay gets it from the topic.
-   * Rare, so a scan is fine.
-   */
-  #sendLateToReplays(orgId: string, update: RunUpdate, frame: Uint8Array): void {
-    for (const ws of this.#sockets) {
-      const data = ws.getUserData();
-      if (data.orgId !== orgId || data.state.status !== 'replaying') continue;
-      const { replay } = data.state;
-      if (!replay.gaps.delete(update.seq)) continue;
-      if (isInRoom(update, replay.room) && !wasSent(replay.earlier, update)) ws.send(frame, true);
+      if (data.orgId !== orgId) continue;
+      if (state.status === 'replaying') {
+        if (state.replay.gaps.delete(update.seq) && isInRoom(update, state.replay.room) && !wasSent(state.replay.earlier, update)) ws.send(frame, true);
+      } else if (state.status === 'live' && update.seq <= state.from && isInRoom(update, state.room) && state.late.size < MAX_REMEMBERED_LATE) {
+        state.late.add(update.seq);
+      }
     }
   }
 
