@@ -55,14 +55,18 @@ function notSelfContained(schema: object): string | undefined {
   traverse(schema, { allKeys: true }, (subschema, pointer) => {
     if (problem !== undefined) return;
     const anchor = anchorOf(subschema);
+    const ref: unknown = subschema.$ref;
     if (Object.hasOwn(subschema, '$id')) problem = `"$id" at "${pointer || '/'}" is not allowed`;
     // A `$ref: "#name"` to an anchor would pass by the expansion cap and the recursion check
     // (schema-expansion.ts follows JSON pointers only); "#/…" pointers say the same.
     else if (anchor !== undefined) problem = `"${anchor}" at "${pointer || '/'}" is not allowed (refer to "#/…" instead)`;
     // An async validator answers a promise, which reads as "valid", and rejects one for a bad payload.
     else if (Object.hasOwn(subschema, '$async')) problem = `"$async" at "${pointer || '/'}" is not allowed`;
-    else if (typeof subschema.$ref === 'string' && !subschema.$ref.startsWith('#')) problem = `"$ref" at "${pointer || '/'}" must point inside the schema (start with "#")`;
-    else if (typeof subschema.$ref === 'string' && refProblem(subschema.$ref) !== undefined) problem = `"$ref": "${shownName(subschema.$ref)}" at "${pointer || '/'}" ${refProblem(subschema.$ref)}`;
+    else if (typeof ref === 'string' && !ref.startsWith('#')) problem = `"$ref" at "${pointer || '/'}" must point inside the schema (start with "#")`;
+    else if (typeof ref === 'string') {
+      const why = refProblem(ref);
+      if (why !== undefined) problem = `"$ref": "${shownName(ref)}" at "${pointer || '/'}" ${why}`;
+    }
   });
   return problem;
 }
