@@ -276,18 +276,14 @@ export class WorkflowStore {
    * is now (`earlier`), with its newest signing secret; the caller compares what was asked for.
    */
   async create(draft: WorkflowDraft, orgId: string, at: number, idempotencyKey?: string): Promise<CreatedWorkflow> {
-    const earlier = (workflowId: string | undefined): CreatedWorkflow | undefined => {
-      const workflow = workflowId === undefined ? undefined : this.get(orgId, workflowId);
-      return workflow === undefined ? undefined : { workflow, signingSecret: this.signingSecrets(orgId, workflow.id)[0] ?? '', earlier: true };
-    };
-    const keyed = (): CreatedWorkflow | undefined => (idempotencyKey === undefined ? undefined : earlier(this.#createKeys.workflowOf(orgId, idempotencyKey)));
     const workflow = nextWorkflow(draft, { orgId: asOrgId(orgId), workflowId: asWorkflowId(randomUUID()), at });
     const signingSecret = newSigningSecret();
     const outcome = await this.#write(orgId, (): Outcome<CreatedWorkflow> => {
       // Looked up in the transaction: of two requests with one key at once one creates, and the
       // other answers only once that workflow is on disk (this write's flush).
-      const made = keyed();
-      if (made !== undefined) return { ok: true, value: made };
+      const madeId = idempotencyKey === undefined ? undefined : this.#createKeys.workflowOf(orgId, idempotencyKey);
+      const made = madeId === undefined ? undefined : this.get(orgId, madeId);
+      if (made !== undefined) return { ok: true, value: { workflow: made, signingSecret: this.signingSecrets(orgId, made.id)[0] ?? '', earlier: true } };
       const count = this.#workflows.getKeysCount({ start: [orgId], end: [orgId, HIGH] });
       if (count >= MAX_WORKFLOWS_PER_ORG) return { ok: false, reason: 'limit' };
       const refused = this.#putVersion(workflow, undefined);
