@@ -38,8 +38,10 @@ export interface PostOptions {
   /** The connection pool (see outbound-connections.ts). */
   readonly pool: OutboundPool;
   /**
-   * Asked once the pool hands the request a socket, before anything is written: false (the run
-   * was cancelled or deleted while the request waited) drops it unsent, with PostWithdrawnError.
+   * Asked once the pool hands the request a socket and again once a new connection is open, before
+   * anything is written: false (the run was cancelled or deleted while the request waited for a
+   * connection, or while the connection's name resolved and it opened) drops it unsent, with
+   * PostWithdrawnError.
    */
   readonly stillWanted?: () => boolean;
   /** Told, when the answer came before the body was all sent, of when sending it ends (sent, or cut off). */
@@ -182,17 +184,30 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
     });
+    // Headers and body go out together, once the connection is open. This runs outside the
+    // promise's executor: a throw here would be uncaught and end the process, so it fails the request.
+    const writeRequest = (): void => {
+      if (outgoing.destroyed) return;
+      // Asked again when a new connection opens: the run may have been cancelled while the name resolved.
+      if (!stillWanted(options)) {
+        fail(new PostWithdrawnError());
+        outgoing.destroy();
+        return;
+      }
+      try {
+        for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
+      } catch (error) {
+        fail(new PostRequestError(error));
+        outgoing.destroy();
+        return;
+      }
+      outgoing.end(body);
+    };
     outgoing.once('socket', (socket: object) => {
       if (outgoing.destroyed) return;
       hasSocket = true;
       reused = carried.has(socket);
       carried.add(socket);
-      // A kept-alive socket is open already; a new one is open once connected (and, for https, once its TLS handshake is done).
-      phase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 ? 'lookup' : 'connect';
-      if (phase !== 'answer') {
-        (socket as Socket).once('lookup', () => (phase = phase === 'lookup' ? 'connect' : phase));
-        (socket as Socket).once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => (phase = 'answer'));
-      }
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
       if (!stillWanted(options)) {
         fail(new PostWithdrawnError());
@@ -204,16 +219,15 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
         fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, phase));
         outgoing.destroy();
       }, options.timeoutMs);
-      // Headers go out with the body, so both wait for the socket. This runs outside the promise's
-      // executor: a throw here would be uncaught and end the process, so it fails the request.
-      try {
-        for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
-      } catch (error) {
-        fail(new PostRequestError(error));
-        outgoing.destroy();
-        return;
-      }
-      outgoing.end(body);
+      // A kept-alive socket is open already; a new one is open once connected (and, for https, once
+      // its TLS handshake is done). Nothing is written to a new one before then.
+      phase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 ? 'lookup' : 'connect';
+      if (phase === 'answer') return writeRequest();
+      (socket as Socket).once('lookup', () => (phase = phase === 'lookup' ? 'connect' : phase));
+      (socket as Socket).once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+        phase = 'answer';
+        writeRequest();
+      });
     });
     // `on`, not `once`: a request can be told of a failure more than once (a refused connection at
     // shutdown). Once answered, a failure (a reset mid-body) only ends the body: the response's

@@ -147,7 +147,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     if (beforeConnecting instanceof SelfTargetError) return failure('self_request_refused', SELF_REFUSED, false, evidence);
     // Nothing was sent: the report only says so (it reaches a cancelled run's record, or nothing).
     if (error instanceof PostWithdrawnError) {
-      return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) while the request waited for a connection.', false, evidence);
+      return failure('webhook_withdrawn', 'Not sent: the run left this attempt (cancelled or deleted) before the request went out (while it waited for a connection, or while its connection opened).', false, evidence);
     }
     const code = (error as NodeJS.ErrnoException).code ?? '';
     // Sluice's own shortage, not the receiver's: named so, or triage would blame a healthy receiver.

@@ -1,12 +1,15 @@
 // A DNS server on a local UDP port for tests: answers A queries for the names it is given, NXDOMAIN
 // for names it marks missing, nothing at all for names it marks silent (as a tenant's own
-// nameserver may) or for their AAAA only, and an empty answer for anything else (AAAA included).
-// Counts the queries.
+// nameserver may) or for their AAAA only, an answer held until a promise settles, and an empty
+// answer for anything else (AAAA included). Counts the queries.
 
 import { createSocket, type Socket } from 'node:dgram';
 
-/** An IPv4 address (A; AAAA gets an empty answer), NXDOMAIN, no answer at all, or an address whose AAAA query goes unanswered. */
-export type DnsAnswer = string | 'nxdomain' | 'silent' | { readonly a: string; readonly aaaa: 'silent' };
+/**
+ * An IPv4 address (A; AAAA gets an empty answer), NXDOMAIN, no answer at all, an address whose
+ * AAAA query goes unanswered, or an address (and AAAA's empty answer) sent only once `until` settles.
+ */
+export type DnsAnswer = string | 'nxdomain' | 'silent' | { readonly a: string; readonly aaaa: 'silent' } | { readonly a: string; readonly until: Promise<void> };
 
 export interface TestDnsServer {
   /** `127.0.0.1:<port>`, for a resolver's servers. */
@@ -57,10 +60,12 @@ export async function startDnsServer(names: Readonly<Record<string, DnsAnswer>>)
     if (asked === undefined) return;
     queries.set(asked.name, (queries.get(asked.name) ?? 0) + 1);
     const given = names[asked.name];
-    if (given === 'silent' || (typeof given === 'object' && asked.type === 28)) return;
+    if (given === 'silent' || (typeof given === 'object' && 'aaaa' in given && asked.type === 28)) return;
     const answer = typeof given === 'object' ? given.a : given;
     const out = answer === 'nxdomain' ? reply(packet, asked.end, 3) : reply(packet, asked.end, 0, answer !== undefined && asked.type === 1 ? answer : undefined);
-    socket.send(out, from.port, from.address);
+    const send = (): void => socket.send(out, from.port, from.address);
+    if (typeof given === 'object' && 'until' in given) void given.until.then(send);
+    else send();
   });
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
   return {
