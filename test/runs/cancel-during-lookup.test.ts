@@ -58,5 +58,5 @@ test('a run cancelled while its receiver\'s name resolves sends nothing once it 
   // The receiver is reachable: a run that is not cancelled gets through it (and shows the name resolves).
   assert.equal((await api('POST', '/events', { type: 'order.placed', id: 'evt-after-lookup', payload: {} })).status, 202);
   await eventually('the next run\'s request', () => receiver.received.length, (count) => count === 1);
-  assert.deepEqual(receiver.received.map((request) => request.headers['idempotency-key']).filter((k) => k?.startsWith(runId)), [], 'the cancelled run sent nothing');
+  assert.deepEqual(receiver.received.map((request) => request.headers['idempotency-key']).filter((k) => String(k).startsWith(runId)), [], 'the cancelled run sent nothing');
 });

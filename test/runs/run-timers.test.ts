@@ -1,11 +1,12 @@
 // Run timers on an injected clock: a timer fires once at its time, a disarmed or re-armed one does
 // not fire at its old time, and the heap sheds the entries they leave behind instead of keeping
-// them until their (possibly days away) due time. A clock set back is told to the owner once.
+// them until their (possibly days away) due time. A clock set back is told to the owner once. Many
+// timers due at once fire a batch per event-loop turn.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import { RunTimers } from '../../runtime/runs/run-timers.ts';
+import { FIRE_BATCH, RunTimers } from '../../runtime/runs/run-timers.ts';
 
 test('each timer fires once, at its latest time; disarmed ones never', () => {
   const clock = new ManualClock(0);
@@ -37,8 +38,29 @@ test('many disarmed and re-armed timers far in the future do not pile up in the 
   assert.equal(timers.size, 10_000);
   assert.ok(timers.heapLength <= 2 * timers.size + 1, `heap of ${timers.heapLength} for ${timers.size} live timers`);
   clock.advance(3 * week);
-  assert.equal(timers.fireDue(), 10_000, 'every live timer still fires, once');
+  let fired = 0;
+  for (let pass = timers.fireDue(); pass > 0; pass = timers.fireDue()) fired += pass;
+  assert.equal(fired, 10_000, 'every live timer still fires, once');
   assert.equal(timers.heapLength, 0);
+  timers.close();
+});
+
+test('many timers due at once fire FIRE_BATCH per event-loop turn, the rest on their own in the next turns', async () => {
+  const clock = new ManualClock(0);
+  const fired: string[] = [];
+  const timers = new RunTimers(clock, (key) => fired.push(key));
+  const count = 3 * FIRE_BATCH + 1;
+  for (let i = 0; i < count; i++) timers.arm(`run-${i}`, 1000 + i);
+  clock.advance(1000 + count);
+  assert.equal(timers.fireDue(), FIRE_BATCH);
+  // A timer of the next turn runs before the rest: the loop turned between the batches.
+  const turned = new Promise<number>((resolve) => setImmediate(() => resolve(fired.length)));
+  assert.equal(await turned, FIRE_BATCH, 'nothing more fired in the same turn');
+  const deadline = Date.now() + 2000;
+  while (fired.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(fired.length, count);
+  assert.equal(new Set(fired).size, count, 'each once');
+  assert.equal(timers.size, 0);
   timers.close();
 });
 
