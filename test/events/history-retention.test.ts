@@ -168,3 +168,35 @@ test('a pass counts an event\'s runs as work: an event with three runs fills a p
   await pruneHistory({ ledger, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 2);
   assert.equal(await runsOf('fan-2-lonely'), 'gone');
 });
+
+test('a prune reads the org list before its first pass: no range of the ledger stays open while it waits on its writes', async () => {
+  for (const id of ['open-1', 'open-2']) await sendApi(id, 'nobody.listens');
+  clock.advance(31 * DAY_MS);
+  const { ledger, context } = rt.runtime;
+  // LMDB reuses no page freed after the oldest read snapshot still open: a lazy org list kept one
+  // through every pass, so the prune grew the file instead of making room in it.
+  let open = false;
+  const orgs = Object.create(ledger.orgs) as typeof ledger.orgs;
+  orgs.getKeys = (options) => {
+    const keys = ledger.orgs.getKeys(options);
+    return (function* () {
+      open = true;
+      try {
+        yield* keys;
+      } finally {
+        open = false;
+      }
+    })();
+  };
+  let seenOpen = 0;
+  let looking = true;
+  const look = (): void => {
+    if (open) seenOpen++;
+    if (looking) setImmediate(look);
+  };
+  look();
+  const pruned = await pruneHistory({ ledger: { ...ledger, orgs }, events: context.events, runs: context.runs }, clock.now(), 30 * DAY_MS, 1);
+  looking = false;
+  assert.ok(pruned.events >= 2, `pruned ${JSON.stringify(pruned)}`);
+  assert.equal(seenOpen, 0, 'the org list was open between passes');
+});
