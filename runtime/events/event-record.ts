@@ -14,6 +14,12 @@ export const EVENT_ID_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$';
  */
 export const RESERVED_EVENT_ID_PREFIXES = ['evt_d_', 'evt_dev_', 'evt_sch_'] as const;
 
+/** How a custom action's derived event's id begins (runs/step-effects.ts). */
+export const DERIVED_EVENT_ID_PREFIX = RESERVED_EVENT_ID_PREFIXES[0];
+
+/** Whether `id` is a derived event's: the only events whose chain's root is another event. */
+export const isDerivedEventId = (id: string): boolean => id.startsWith(DERIVED_EVENT_ID_PREFIX);
+
 /**
  * The ids generateEventId makes (webhook deliveries, replays). Pruning keeps no tombstone of them
  * (only of caller-chosen ids), so a caller taking a pruned one would give its runs the old runs'

@@ -20,7 +20,7 @@ import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
 import type { InboxClaim } from '../inbox/inbox.ts';
 import type { EventStore } from './event-store.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
-import { REPLAY_SOURCE } from './event-record.ts';
+import { isDerivedEventId, REPLAY_SOURCE } from './event-record.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import { runKeysOf, type RunKeys, type RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
@@ -162,8 +162,9 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
   let events = 0;
   let runsOfEvents = 0;
   // Chains whose root retention pruned keep their count while a descendant is stored: the sweep
-  // takes that count with the chain. Only for them is an event's record read (payload and all);
-  // otherwise existence is enough.
+  // takes that count with the chain. Only a derived event's record is read for its root (payload
+  // and all), and only while such chains exist; otherwise existence is enough. (Reading every
+  // event's held the write lock and the event loop ~1 s per chunk of 1 MiB payloads.)
   const rootsGone = deps.events.derivedCountRootsNotStored(orgId);
   await inChunks(
     (limit) => {
@@ -174,7 +175,7 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
         const eventId = (key as [string, string, number, string])[3];
         ledger.eventsByTime.remove(key);
         if (!ledger.events.doesExist([orgId, eventId])) continue;
-        const root = rootsGone.size === 0 ? undefined : (ledger.events.get([orgId, eventId]) as { readonly correlation_id: string }).correlation_id;
+        const root = rootsGone.size === 0 || !isDerivedEventId(eventId) ? undefined : (ledger.events.get([orgId, eventId]) as { readonly correlation_id: string }).correlation_id;
         ledger.events.remove([orgId, eventId]);
         ledger.recordings.remove([orgId, eventId]);
         deps.events.forgetDerivedCountWithin(orgId, eventId);

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { EventStore, Reaction } from '../events/event-store.ts';
+import { DERIVED_EVENT_ID_PREFIX } from '../events/event-record.ts';
 import type { ProjectionStore } from '../projections/projection-store.ts';
 import type { ActionEffects } from './custom-action-step.ts';
 
@@ -16,7 +17,7 @@ export interface StepEffectStores {
 }
 
 /** The id of the event a run's step derives: a function of the step key, so a replayed step cannot emit it twice. */
-export const derivedEventId = (runId: string, stepId: string): string => `evt_d_${createHash('sha256').update(`${runId}:${stepId}`).digest('hex').slice(0, 28)}`;
+export const derivedEventId = (runId: string, stepId: string): string => `${DERIVED_EVENT_ID_PREFIX}${createHash('sha256').update(`${runId}:${stepId}`).digest('hex').slice(0, 28)}`;
 
 /** Call inside the step-completing transaction; returns the derived event's reactions to settle. */
 export function writeStepEffects(stores: StepEffectStores, run: PersistedRun, stepId: string, effects: ActionEffects, at: number): Reaction[] {
