@@ -4,20 +4,38 @@
 // While a write of an org is in progress (queued, committed, or committed but not yet flushed), reads
 // of that org bypass the cache and go to the ledger, so a transaction ordered after the commit sees
 // the new records exactly as it would without a cache; once the write settles the org's entries
-// are forgotten and reads fill the cache again.
+// are forgotten and reads fill the cache again. Records that can be large (a source's or device's
+// schemas, up to ~1 MiB of JSON, ~7 MiB once decoded) are also bounded by their weight: by count
+// alone, 10,000 of them could take the process past its heap.
 
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
+
+/** How much of a cache's room a record takes, and the room there is (records above it are never kept). */
+export interface RecordWeight<V> {
+  weigh(record: V): number;
+  readonly max: number;
+}
 
 /** Bounded; the org whose entries were cached first goes first. Cached records are frozen, since every reader shares them. */
 export class RecordCache<V extends object> {
   readonly #orgs = new Map<string, Map<string, V>>();
+  /** The summed weight of each org's entries (only with a RecordWeight). */
+  readonly #orgWeights = new KeyedCounts();
   /** Writes in progress per org: while any is, that org's reads go to the ledger. */
   readonly #writing = new KeyedCounts();
   readonly #capacity: number;
+  readonly #weight: RecordWeight<V> | undefined;
   #size = 0;
+  #weightHeld = 0;
 
-  constructor(capacity = 10_000) {
+  constructor(capacity = 10_000, weight?: RecordWeight<V>) {
     this.#capacity = capacity;
+    this.#weight = weight;
+  }
+
+  /** The summed weight of the cached records (0 without a RecordWeight). */
+  get weight(): number {
+    return this.#weightHeld;
   }
 
   /** The cached record, else `load()`'s (kept when it exists and no write of the org is in progress). */
@@ -27,11 +45,18 @@ export class RecordCache<V extends object> {
     if (cached !== undefined) return cached;
     const loaded = load();
     if (loaded === undefined) return undefined;
-    while (this.#size >= this.#capacity && this.#orgs.size > 0) this.#forget(this.#orgs.keys().next().value as string);
+    const weight = this.#weight?.weigh(loaded) ?? 0;
+    const room = this.#weight?.max ?? Number.POSITIVE_INFINITY;
+    if (weight > room) return deepFreeze(loaded);
+    while ((this.#size >= this.#capacity || this.#weightHeld + weight > room) && this.#orgs.size > 0) this.#forget(this.#orgs.keys().next().value as string);
     let entries = this.#orgs.get(orgId);
     if (entries === undefined) this.#orgs.set(orgId, (entries = new Map()));
     entries.set(key, deepFreeze(loaded));
     this.#size += 1;
+    if (weight > 0) {
+      this.#weightHeld += weight;
+      this.#orgWeights.add(orgId, weight);
+    }
     return loaded;
   }
 
@@ -49,6 +74,8 @@ export class RecordCache<V extends object> {
   #forget(orgId: string): void {
     this.#size -= this.#orgs.get(orgId)?.size ?? 0;
     this.#orgs.delete(orgId);
+    this.#weightHeld -= this.#orgWeights.get(orgId);
+    this.#orgWeights.subtract(orgId, this.#orgWeights.get(orgId));
   }
 }
 

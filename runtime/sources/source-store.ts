@@ -8,6 +8,7 @@ import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
+import { SCHEMA_RECORD_WEIGHT } from './schema-record-weight.ts';
 import type { SourceRecord } from './source-record.ts';
 import { orgRecords } from '../ledger/org-records.ts';
 
@@ -19,7 +20,7 @@ export const MAX_SOURCES_PER_ORG = 200;
 export class SourceStore {
   readonly #ledger: Ledger;
   /** Every webhook reads its source twice (body cap, then verification); this store is the table's only writer. */
-  readonly #cache = new RecordCache<SourceRecord>();
+  readonly #cache = new RecordCache<SourceRecord>(undefined, SCHEMA_RECORD_WEIGHT);
   readonly #inbox: Inbox;
   /**
    * Sources whose delete is under way read as gone at once: a delivery checked before the delete

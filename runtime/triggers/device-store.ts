@@ -12,6 +12,7 @@ import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { orgRecords } from '../ledger/org-records.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
+import { SCHEMA_RECORD_WEIGHT } from '../sources/schema-record-weight.ts';
 import {
   MAX_DEVICES_PER_ORG,
   connectedEvent,
@@ -34,7 +35,7 @@ export class DeviceStore {
   readonly #table: LedgerTable;
   readonly #events: EventStore;
   /** Every write of the table goes through `writing`, so reads never see a record older than the ledger's. */
-  readonly #cache = new RecordCache<DeviceRecord>();
+  readonly #cache = new RecordCache<DeviceRecord>(undefined, SCHEMA_RECORD_WEIGHT);
 
   constructor(ledger: Ledger, events: EventStore) {
     this.#root = ledger.root;

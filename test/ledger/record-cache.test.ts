@@ -124,6 +124,28 @@ test('the cache holds at most its capacity, dropping the org cached first', () =
   assert.deepEqual(loads, ['a/1', 'a/2', 'b/1', 'c/1', 'a/2'], 'c pushed out both entries of a, the org cached first; b stayed');
 });
 
+test('a weighed cache holds at most its room, dropping the org cached first; a record heavier than the room is never kept', () => {
+  const cache = new RecordCache<{ text: string }>(100, { weigh: (record) => record.text.length, max: 10 });
+  const loads: string[] = [];
+  const read = (orgId: string, key: string, size: number) => cache.read(orgId, key, () => (loads.push(`${orgId}/${key}`), { text: 'x'.repeat(size) }));
+  read('a', '1', 4);
+  read('a', '2', 3);
+  read('b', '1', 3);
+  assert.equal(cache.weight, 10);
+  read('b', '1', 3);
+  assert.deepEqual(loads, ['a/1', 'a/2', 'b/1'], 'within its room, cached');
+  read('c', '1', 2);
+  assert.equal(cache.weight, 5, 'a (7) went to make room for c');
+  read('b', '1', 3);
+  read('a', '1', 4);
+  assert.deepEqual(loads, ['a/1', 'a/2', 'b/1', 'c/1', 'a/1'], 'b stayed; a was read again');
+  read('big', '1', 11);
+  read('big', '1', 11);
+  assert.deepEqual(loads.slice(-2), ['big/1', 'big/1'], 'too heavy to keep: read each time');
+  assert.equal(cache.weight, 9, 'and nothing else was dropped for it');
+  assert.ok(Object.isFrozen(read('big', '1', 11)), 'frozen like a cached record');
+});
+
 test("a write forgets every entry of its org, also when it fails, and no other org's; a missing record is not cached", async () => {
   const cache = new RecordCache<{ v: string }>();
   const stored = new Map<string, { v: string }>();
