@@ -307,8 +307,9 @@ export class DeviceSockets {
       try {
         result = await write();
       } catch (error) {
-        // Refused below the disk floor: nothing was written, so the sockets go on storing.
-        if (error instanceof DiskSpaceLowError) {
+        // Refused below the disk floor, or refused as a request (404: the device the caller meant is
+        // gone, another holds the name now): nothing was written, so the sockets go on storing.
+        if (error instanceof DiskSpaceLowError || (error instanceof SluiceError && error.status < 500)) {
           this.#resumeStoring(stopped);
           throw error;
         }

@@ -232,6 +232,18 @@ test('a device that closes itself while a newer connection is being recorded end
   await second.closed;
 });
 
+test('a delete refused because another device holds the name now (404, nothing written) leaves that device\'s sockets open and storing', async () => {
+  const token = await register('held');
+  const device = await connectDevice(rt.url, ORG, 'held', token);
+  // A delete of the device the name held before (deleted and made again while the delete waited its turn).
+  await assert.rejects(rt.runtime.devices.deleteDevice(ORG, 'held', 'dev_made_before'), (error: { status?: number }) => error.status === 404);
+  device.send({ id: 'after-refused-delete', type: 'reading.taken' });
+  assert.equal((await device.answerTo('after-refused-delete')).type, 'ack');
+  assert.deepEqual(await storedIds('held'), ['after-refused-delete']);
+  device.close();
+  assert.equal((await device.closed).code, 1000);
+});
+
 test('a rotation whose write fails after committing closes the sockets (1011): none stores on the old token', async () => {
   const token = await register('rot-fail');
   const first = await connectDevice(rt.url, ORG, 'rot-fail', token);
