@@ -2,7 +2,7 @@
 // what ingest would do with it today. It creates nothing; the signature is not re-checked because
 // recordings never keep signatures (they are redacted).
 
-import { InputError } from '../errors.ts';
+import { InputError, SluiceError } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Recording, StoredEvent } from '../events/event-record.ts';
 import { decodeJsonBytes } from '../http/parse-json.ts';
@@ -89,8 +89,10 @@ async function checkSchema(checks: SchemaChecks, source: SourceRecord | undefine
     await checks.check(source, type, text);
     return { ok: true };
   } catch (error) {
-    const failure = error as InputError;
-    return { ok: false, code: failure.code, field: failure.field ?? null, message: failure.message };
+    // Only a refusal of the payload is an answer ingest would give it; a check that could not be
+    // made (the checking thread busy, Sluice stopping) fails the request instead of reading as a 422.
+    if (!(error instanceof SluiceError) || error.status >= 500) throw error;
+    return { ok: false, code: error.code, field: error.field ?? null, message: error.message };
   }
 }
 
