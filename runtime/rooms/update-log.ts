@@ -2,11 +2,13 @@
 // Appends happen inside the transaction that persists the run transition, so seq order = commit order.
 
 import { durably } from '../ledger/durable-write.ts';
-import type { Ledger, LedgerKey, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import type { Ledger, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { RunUpdate } from './live-codec.ts';
 import { ENVIRONMENTS } from '../sources/source-record.ts';
 
 export const DEFAULT_RETAINED_UPDATES = 10_000;
+/** Stale updates removed per transaction by trim: the event loop and other writes go on between them. */
+const TRIM_BATCH = 1000;
 
 export type NewRunUpdate = Omit<RunUpdate, 'seq' | 'org_id'>;
 
@@ -135,17 +137,25 @@ export class UpdateLog {
   }
 
   /**
-   * Removes every org's updates below its oldest retained seq; resolves once that is durable. An
-   * append drops the one update it pushes out of retention in its own write, so a write that did not
-   * commit (a duplicate that lost its race, a failure) leaves that one behind: this sweeps them.
+   * Removes every org's updates below its oldest retained seq, `batch` per transaction; resolves
+   * once that is durable. An append drops the one update it pushes out of retention in its own
+   * write, so a write that did not commit (a duplicate that lost its race, a failure) leaves that one
+   * behind: this sweeps them. A retention lowered at a restart leaves up to the old retention per
+   * org to remove: one transaction for all of it held the event loop and every write for seconds.
    */
-  async trim(): Promise<number> {
-    const stale: LedgerKey[] = [];
-    for (const orgId of this.#orgs()) {
-      stale.push(...this.#updates.getKeys({ start: [orgId, 0], end: [orgId, this.oldestRetained(orgId)] }));
+  async trim(batch = TRIM_BATCH): Promise<number> {
+    let removed = 0;
+    // The org list is read whole first: a range left open across the awaits would hold LMDB's snapshot.
+    for (const orgId of [...this.#orgs()]) {
+      for (;;) {
+        const stale = [...this.#updates.getKeys({ start: [orgId, 0], end: [orgId, this.oldestRetained(orgId)], limit: batch })];
+        if (stale.length === 0) break;
+        await durably(this.#root, this.#root.transaction(() => stale.forEach((key) => this.#updates.remove(key))));
+        removed += stale.length;
+        if (stale.length < batch) break;
+      }
     }
-    if (stale.length > 0) await durably(this.#root, this.#root.transaction(() => stale.forEach((key) => this.#updates.remove(key))));
-    return stale.length;
+    return removed;
   }
 
   /**

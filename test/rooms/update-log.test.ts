@@ -102,6 +102,26 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     assert.deepEqual(again.range('org_r', 0, 11).map((u) => u.seq), [10, 11], 'the same retention changes nothing');
   });
 
+  test('trim removes what a lowered retention left in transactions of its batch size, each durable before the next', async () => {
+    const log = new UpdateLog(ledger, 100);
+    for (let i = 1; i <= 10; i++) await ledger.root.transaction(() => log.append('org_batch', update(`run_${i}`)));
+    const lowered = new UpdateLog(ledger, 2);
+    const { root } = ledger;
+    const sizes: number[] = [];
+    const table = ledger.openDatabase('live-updates');
+    const counted = { ...root, transaction: <T>(body: () => T) => root.transaction(() => {
+      const before = [...table.getKeys({ start: ['org_batch', 0], end: ['org_batch', 100] })].length;
+      const result = body();
+      sizes.push(before - [...table.getKeys({ start: ['org_batch', 0], end: ['org_batch', 100] })].length);
+      return result;
+    }) };
+    Object.defineProperty(counted, 'flushed', { get: () => root.flushed });
+    const trimming = new UpdateLog({ ...ledger, root: counted } as Ledger, 2);
+    assert.equal(await trimming.trim(3), 8);
+    assert.deepEqual(sizes, [3, 3, 2], 'three transactions of at most 3');
+    assert.deepEqual(lowered.range('org_batch', 0, 10).map((u) => u.seq), [9, 10]);
+  });
+
   test('an update left below retention by a write that did not commit is swept by trim and never replayed', async () => {
     const log = new UpdateLog(ledger, 3);
     for (let i = 1; i <= 10; i++) await ledger.root.transaction(() => log.append('org_t', update(`run_${i}`)));
