@@ -32,7 +32,8 @@ export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefine
   if (upgrade.offered.length > 0 && !upgrade.offered.includes(DEVICE_PROTOCOL)) {
     throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${DEVICE_PROTOCOL} (the token may ride next to it).`);
   }
-  const token = upgrade.queryToken ?? upgrade.offered.find((p) => p !== DEVICE_PROTOCOL);
+  // An empty `?token=` (a client's template with nothing filled in) is no token: one beside the subprotocol counts.
+  const token = upgrade.queryToken === null || upgrade.queryToken === '' ? upgrade.offered.find((p) => p !== DEVICE_PROTOCOL) : upgrade.queryToken;
   const current = org === undefined || device === undefined ? NO_DEVICE_HASH : device.token_hash;
   const matches = token !== undefined && constantTimeEqual(hashToken(token), current);
   if (!matches || org === undefined || device === undefined) {

@@ -140,6 +140,10 @@ test('the socket refuses a missing or wrong token, and an unknown org or device,
   assert.equal(device.socket.protocol, 'sluice-device');
   device.close();
   await device.closed;
+  // An empty ?token= is no token: the one beside the subprotocol counts.
+  const emptyQuery = await connectDevice(rt.url, ORG, 'gate-1', token, { protocols: ['sluice-device', token], extraQuery: 'token=' });
+  emptyQuery.close();
+  await emptyQuery.closed;
   // Path segments are percent-decoded as REST paths are: an escaping client reaches the same device; a malformed escape says so.
   const escaped = await connectDevice(rt.url, ORG.replace('-', '%2D'), 'gate%2D1', token);
   escaped.close();
