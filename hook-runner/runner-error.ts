@@ -74,13 +74,14 @@ export class SecretUnreadableError extends RunnerError {
   }
 }
 
-/** The idempotency key is known for another action of the org: the caller reused a key. */
+/** The action already holds the most secrets it may: a new one waits for one to be deleted. */
 export class SecretLimitError extends RunnerError {
   constructor(limit: number) {
     super(status.FAILED_PRECONDITION, 'secret_limit_reached', `An action may hold at most ${limit} secrets; delete one first.`);
   }
 }
 
+/** The idempotency key is known for another action of the org: the caller reused a key. */
 export class IdempotencyKeyReusedError extends RunnerError {
   constructor() {
     super(status.FAILED_PRECONDITION, 'idempotency_key_reused', 'The idempotency key was already used for a different action.');
