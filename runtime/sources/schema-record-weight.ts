@@ -6,6 +6,7 @@
 import type { RecordWeight } from '../ledger/record-cache.ts';
 
 export const SCHEMA_RECORD_WEIGHT: RecordWeight<{ readonly event_types: Readonly<Record<string, object>> }> = {
-  weigh: (record) => JSON.stringify(record.event_types).length,
+  // Records stored before schemas existed have no event_types.
+  weigh: (record) => JSON.stringify(record.event_types ?? {}).length,
   max: 8 * 1024 * 1024,
 };
