@@ -240,7 +240,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     ...organizationRoutes(context, (orgId) => {
       engine.refreshLimit(orgId);
       rooms.closeSandboxSocketsIfDisallowed(orgId);
-      devices.dropSandboxSocketsIfDisallowed(orgId);
+      void devices.dropSandboxSocketsIfDisallowed(orgId);
     }),
     ...apiKeyRoutes(context, (orgId, keyId) => rooms.closeSocketsOfKey(orgId, keyId)),
     ...sourceRoutes(context),

@@ -216,11 +216,19 @@ export class DeviceSockets {
     return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, id, (open) => this.#endingOf(key, open, ending), this.#d.clock.now()), ending);
   }
 
-  /** The org's plan lost its sandbox: its sandbox devices' sockets close with 4402. */
-  dropSandboxSocketsIfDisallowed(orgId: string): void {
-    const org = this.#d.orgs.get(orgId);
-    if (org === undefined || sandboxAllowed(org)) return;
-    this.#closeWhere(({ device }) => device.org_id === orgId && device.environment === 'sandbox', { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED });
+  /** The org's plan lost its sandbox: its sandbox devices' sockets close with 4402, once the messages they are storing are answered. */
+  async dropSandboxSocketsIfDisallowed(orgId: string): Promise<void> {
+    const disallowed = (): boolean => {
+      const org = this.#d.orgs.get(orgId);
+      return org !== undefined && !sandboxAllowed(org);
+    };
+    if (!disallowed()) return;
+    const sandbox = ({ device }: SocketData): boolean => device.org_id === orgId && device.environment === 'sandbox';
+    // As for a rotation: no new message is taken, and those being stored are answered before the close.
+    const stopped = await this.#quiesce([...this.#sockets.values()].flatMap((sockets) => [...sockets].filter((ws) => sandbox(ws.getUserData()))));
+    // The plan may have changed back meanwhile.
+    if (!disallowed()) return this.#resumeStoring(stopped);
+    this.#closeWhere(sandbox, { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED });
   }
 
   /**

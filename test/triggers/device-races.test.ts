@@ -12,6 +12,7 @@ import WebSocket from 'ws';
 import { SandboxGenerations } from '../../runtime/events/sandbox-generation.ts';
 import { DeviceSockets } from '../../runtime/triggers/device-sockets.ts';
 import { DeviceStore } from '../../runtime/triggers/device-store.ts';
+import { IngestQuota } from '../../runtime/ingest/ingest-quota.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { connectLive } from '../helpers/live-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -77,6 +78,17 @@ store.rotateToken = async function (this: unknown, ...args: unknown[]) {
 store.delete = async function (this: unknown, ...args: unknown[]) {
   const result = await remove.apply(this, args);
   await afterDelete.pass();
+  return result;
+};
+
+/** A stored event of this type waits here before its store resolves (the window a slow flush gives). */
+const HELD_TYPE = 'held.reading';
+const afterStore = new Gate();
+const quota = IngestQuota.prototype as unknown as { storeEvent: (...args: unknown[]) => Promise<unknown> };
+const { storeEvent } = quota;
+quota.storeEvent = async function (this: unknown, ...args: unknown[]) {
+  const result = await storeEvent.apply(this, args);
+  if ((args[2] as { event: { type: string } }).event.type === HELD_TYPE) await afterStore.pass();
   return result;
 };
 
@@ -242,6 +254,27 @@ test('a delete refused because another device holds the name now (404, nothing w
   assert.deepEqual(await storedIds('held'), ['after-refused-delete']);
   device.close();
   assert.equal((await device.closed).code, 1000);
+});
+
+test('a plan that loses the sandbox answers the messages its sandbox devices are storing before closing them (4402)', async () => {
+  const org = 'acct-device-races-plan';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
+  assert.equal(created.status, 201, created.text);
+  const device = await connectDevice(rt.url, org, 'lab', created.body.token);
+  afterStore.arm();
+  device.send({ id: 'in-flight', type: HELD_TYPE });
+  await eventually('the message stored and held', () => afterStore.reached, Boolean);
+  const openBefore = rt.runtime.devices.openSockets;
+  try {
+    assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+    assert.equal(rt.runtime.devices.openSockets, openBefore, 'not closed while its message is being stored');
+  } finally {
+    afterStore.release();
+  }
+  const answer = await device.answerTo('in-flight');
+  assert.deepEqual([answer.type, answer.duplicate], ['ack', false]);
+  assert.equal((await device.closed).code, 4402);
 });
 
 test('a rotation whose write fails after committing closes the sockets (1011): none stores on the old token', async () => {
