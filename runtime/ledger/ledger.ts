@@ -44,7 +44,8 @@ export interface LedgerTable {
   doesExist(key: LedgerKey): boolean;
   /**
    * The value's stored bytes, or undefined, without decoding them (valid only until the next read):
-   * what a list weighs a record by before deciding to read it whole.
+   * what a list weighs a record by before deciding to read it whole. Its size is `length`: under
+   * lmdb-js, `byteLength` is that of the shared buffer the bytes sit in.
    */
   getBinaryFast(key: LedgerKey): Uint8Array | undefined;
   getRange(range: LedgerRange): Iterable<{ key: LedgerKey; value: unknown }>;

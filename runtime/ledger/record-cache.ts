@@ -5,14 +5,18 @@
 // of that org bypass the cache and go to the ledger, so a transaction ordered after the commit sees
 // the new records exactly as it would without a cache; once the write settles the org's entries
 // are forgotten and reads fill the cache again. Records that can be large (a source's or device's
-// schemas, up to ~1 MiB of JSON, ~7 MiB once decoded) are also bounded by their weight: by count
-// alone, 10,000 of them could take the process past its heap.
+// schemas, up to ~1 MiB stored, several times that once decoded) are also bounded by their stored
+// size: by count alone, 10,000 of them could take the process past its heap.
 
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 
-/** How much of a cache's room a record takes, and the room there is (records above it are never kept). */
-export interface RecordWeight<V> {
-  weigh(record: V): number;
+/**
+ * How much of a cache's room the record under (orgId, key) takes (its stored bytes, read without
+ * decoding them), and the room there is. A record above it is never kept, nor frozen (no other
+ * reader shares it): freezing a record of ~1 MiB of schemas took as long as decoding it (~30 ms).
+ */
+export interface RecordWeight {
+  weigh(orgId: string, key: string): number;
   readonly max: number;
 }
 
@@ -24,11 +28,11 @@ export class RecordCache<V extends object> {
   /** Writes in progress per org: while any is, that org's reads go to the ledger. */
   readonly #writing = new KeyedCounts();
   readonly #capacity: number;
-  readonly #weight: RecordWeight<V> | undefined;
+  readonly #weight: RecordWeight | undefined;
   #size = 0;
   #weightHeld = 0;
 
-  constructor(capacity = 10_000, weight?: RecordWeight<V>) {
+  constructor(capacity = 10_000, weight?: RecordWeight) {
     this.#capacity = capacity;
     this.#weight = weight;
   }
@@ -45,9 +49,9 @@ export class RecordCache<V extends object> {
     if (cached !== undefined) return cached;
     const loaded = load();
     if (loaded === undefined) return undefined;
-    const weight = this.#weight?.weigh(loaded) ?? 0;
+    const weight = this.#weight?.weigh(orgId, key) ?? 0;
     const room = this.#weight?.max ?? Number.POSITIVE_INFINITY;
-    if (weight > room) return deepFreeze(loaded);
+    if (weight > room) return loaded;
     while ((this.#size >= this.#capacity || this.#weightHeld + weight > room) && this.#orgs.size > 0) this.#forget(this.#orgs.keys().next().value as string);
     let entries = this.#orgs.get(orgId);
     if (entries === undefined) this.#orgs.set(orgId, (entries = new Map()));

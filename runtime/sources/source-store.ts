@@ -8,7 +8,7 @@ import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
-import { SCHEMA_RECORD_WEIGHT } from './schema-record-weight.ts';
+import { schemaRecordWeight } from './schema-record-weight.ts';
 import type { SourceRecord } from './source-record.ts';
 import { orgRecords } from '../ledger/org-records.ts';
 
@@ -20,7 +20,7 @@ export const MAX_SOURCES_PER_ORG = 200;
 export class SourceStore {
   readonly #ledger: Ledger;
   /** Every webhook reads its source twice (body cap, then verification); this store is the table's only writer. */
-  readonly #cache = new RecordCache<SourceRecord>(undefined, SCHEMA_RECORD_WEIGHT);
+  readonly #cache: RecordCache<SourceRecord>;
   readonly #inbox: Inbox;
   /**
    * Sources whose delete is under way read as gone at once: a delivery checked before the delete
@@ -30,10 +30,11 @@ export class SourceStore {
   readonly #deleting = new Set<string>();
   constructor(ledger: Ledger, inbox: Inbox) {
     this.#ledger = ledger;
+    this.#cache = new RecordCache<SourceRecord>(undefined, schemaRecordWeight(ledger.sources));
     this.#inbox = inbox;
   }
 
-  /** Frozen: readers share one copy. */
+  /** Frozen when cached: readers share one copy. */
   get(orgId: string, name: string): SourceRecord | undefined {
     if (this.#deleting.size > 0 && this.#deleting.has(deletingKey(orgId, name))) return undefined;
     return this.#cache.read(orgId, name, () => this.#ledger.sources.get([orgId, name]) as SourceRecord | undefined);

@@ -12,7 +12,7 @@ import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { orgRecords } from '../ledger/org-records.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
-import { SCHEMA_RECORD_WEIGHT } from '../sources/schema-record-weight.ts';
+import { schemaRecordWeight } from '../sources/schema-record-weight.ts';
 import {
   MAX_DEVICES_PER_ORG,
   connectedEvent,
@@ -35,15 +35,16 @@ export class DeviceStore {
   readonly #table: LedgerTable;
   readonly #events: EventStore;
   /** Every write of the table goes through `writing`, so reads never see a record older than the ledger's. */
-  readonly #cache = new RecordCache<DeviceRecord>(undefined, SCHEMA_RECORD_WEIGHT);
+  readonly #cache: RecordCache<DeviceRecord>;
 
   constructor(ledger: Ledger, events: EventStore) {
     this.#root = ledger.root;
     this.#table = ledger.openDatabase('devices');
+    this.#cache = new RecordCache<DeviceRecord>(undefined, schemaRecordWeight(this.#table));
     this.#events = events;
   }
 
-  /** The device as stored (frozen: shared by every reader). */
+  /** The device as stored (frozen when cached: shared by every reader). */
   get(orgId: string, name: string): DeviceRecord | undefined {
     return this.#cache.read(orgId, name, () => this.#table.get([orgId, name]) as DeviceRecord | undefined);
   }
