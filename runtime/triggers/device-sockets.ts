@@ -49,6 +49,11 @@ const EVENTS_PER_CONNECTION = 2;
  */
 export const MAX_SOCKETS_PER_DEVICE = 4;
 
+/** How a sandbox device's socket ends when its org's plan no longer has a sandbox. */
+const SANDBOX_DISABLED = { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED } as const;
+
+const isSandboxOf = (orgId: string, { device }: SocketData): boolean => device.org_id === orgId && device.environment === 'sandbox';
+
 /** 429 `too_many_device_sockets`: the device, or its org, holds as many sockets as it may; retry after a second. */
 class TooManyDeviceSocketsError extends SluiceError {
   readonly retryAfterMs = 1000;
@@ -216,19 +221,31 @@ export class DeviceSockets {
     return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, id, (open) => this.#endingOf(key, open, ending), this.#d.clock.now()), ending);
   }
 
-  /** The org's plan lost its sandbox: its sandbox devices' sockets close with 4402, once the messages they are storing are answered. */
+  /**
+   * The org's plan lost its sandbox: its sandbox devices' sockets close with 4402, once the messages
+   * they are storing are answered. Each device's in its queue of connection changes, as a rotation:
+   * a connection being recorded is recorded first (then stopped like the others), and no other
+   * change of the device is under way to be undone should the plan come back meanwhile.
+   */
   async dropSandboxSocketsIfDisallowed(orgId: string): Promise<void> {
-    const disallowed = (): boolean => {
-      const org = this.#d.orgs.get(orgId);
-      return org !== undefined && !sandboxAllowed(org);
-    };
-    if (!disallowed()) return;
-    const sandbox = ({ device }: SocketData): boolean => device.org_id === orgId && device.environment === 'sandbox';
-    // As for a rotation: no new message is taken, and those being stored are answered before the close.
-    const stopped = await this.#quiesce([...this.#sockets.values()].flatMap((sockets) => [...sockets].filter((ws) => sandbox(ws.getUserData()))));
-    // The plan may have changed back meanwhile.
-    if (!disallowed()) return this.#resumeStoring(stopped);
-    this.#closeWhere(sandbox, { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED });
+    if (!this.#sandboxDisallowed(orgId)) return;
+    const keys = [...this.#sockets].filter(([, sockets]) => [...sockets].some((ws) => isSandboxOf(orgId, ws.getUserData()))).map(([key]) => key);
+    await Promise.all(
+      keys.map((key) =>
+        this.#serially(key, async () => {
+          if (!this.#sandboxDisallowed(orgId)) return;
+          const stopped = await this.#quiesce(this.#sockets.get(key) ?? []);
+          // The plan may have changed back meanwhile.
+          if (!this.#sandboxDisallowed(orgId)) return this.#resumeStoring(stopped);
+          for (const ws of [...(this.#sockets.get(key) ?? [])]) closeSocket(ws, SANDBOX_DISABLED);
+        }),
+      ),
+    );
+  }
+
+  #sandboxDisallowed(orgId: string): boolean {
+    const org = this.#d.orgs.get(orgId);
+    return org !== undefined && !sandboxAllowed(org);
   }
 
   /**
@@ -356,6 +373,11 @@ export class DeviceSockets {
       return false;
     };
     if (!data.open) return unrecorded();
+    // Admitted before its org's plan lost the sandbox, and opened after that plan change looked for sockets.
+    if (device.environment === 'sandbox' && this.#sandboxDisallowed(device.org_id)) {
+      closeSocket(ws, SANDBOX_DISABLED);
+      return unrecorded();
+    }
     const key = orgScopedKey(device.org_id, device.name);
     const others = await this.#quiesce([...(this.#sockets.get(key) ?? [])].filter((other) => other !== ws));
     let recorded: boolean;

@@ -67,8 +67,11 @@ store.connect = async function (this: unknown, ...args: unknown[]) {
   }
   return result;
 };
+/** A rotation waits here once its write is durable. */
+const afterRotate = new Gate();
 store.rotateToken = async function (this: unknown, ...args: unknown[]) {
   const result = await rotateToken.apply(this, args);
+  await afterRotate.pass();
   if (failAfterCommit.rotateToken) {
     failAfterCommit.rotateToken = false;
     throw new Error('flush failed');
@@ -81,15 +84,28 @@ store.delete = async function (this: unknown, ...args: unknown[]) {
   return result;
 };
 
-/** A stored event of this type waits here before its store resolves (the window a slow flush gives). */
+/** A stored event of these types waits at its gate before its store resolves (the window a slow flush gives). */
 const HELD_TYPE = 'held.reading';
+const HELD_TYPE_2 = 'held.other';
 const afterStore = new Gate();
+const afterStore2 = new Gate();
 const quota = IngestQuota.prototype as unknown as { storeEvent: (...args: unknown[]) => Promise<unknown> };
 const { storeEvent } = quota;
 quota.storeEvent = async function (this: unknown, ...args: unknown[]) {
   const result = await storeEvent.apply(this, args);
-  if ((args[2] as { event: { type: string } }).event.type === HELD_TYPE) await afterStore.pass();
+  const { type } = (args[2] as { event: { type: string } }).event;
+  if (type === HELD_TYPE) await afterStore.pass();
+  if (type === HELD_TYPE_2) await afterStore2.pass();
   return result;
+};
+/** Set once DeviceSockets.rotateToken was called: the rotation is in the device's queue of changes. */
+let rotationQueued = false;
+const sockets = DeviceSockets.prototype as unknown as { rotateToken: (...args: unknown[]) => Promise<unknown> };
+const queueRotation = sockets.rotateToken;
+sockets.rotateToken = function (this: unknown, ...args: unknown[]) {
+  const queued = queueRotation.apply(this, args);
+  rotationQueued = true;
+  return queued;
 };
 
 before(async () => {
@@ -275,6 +291,82 @@ test('a plan that loses the sandbox answers the messages its sandbox devices are
   const answer = await device.answerTo('in-flight');
   assert.deepEqual([answer.type, answer.duplicate], ['ack', false]);
   assert.equal((await device.closed).code, 4402);
+});
+
+test('a plan that loses the sandbox while a device\'s connection is being recorded closes it only after that connection\'s messages are answered', async () => {
+  const org = 'acct-device-races-plan-late';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const make = async (name: string): Promise<string> => {
+    const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name, environment: 'sandbox' } });
+    assert.equal(created.status, 201, created.text);
+    return created.body.token;
+  };
+  const lab = await connectDevice(rt.url, org, 'lab', await make('lab'));
+  const lateToken = await make('late');
+  afterStore.arm();
+  lab.send({ id: 'a-1', type: HELD_TYPE });
+  await eventually('a-1 stored and held', () => afterStore.reached, Boolean);
+  // The other device's connection is being recorded (its write held) when the plan changes.
+  beforeConnect.arm();
+  const late = new WebSocket(`${rt.url.replace('http', 'ws')}/devices/${org}/late?token=${lateToken}`);
+  const frames: Array<Record<string, unknown>> = [];
+  late.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Record<string, unknown>));
+  let lateCode: number | undefined;
+  const lateClosed = new Promise<number>((resolve) => late.on('close', (code) => resolve((lateCode = code))));
+  await new Promise((resolve, reject) => {
+    late.on('open', resolve);
+    late.on('error', reject);
+  });
+  await eventually('its connect write held', () => beforeConnect.reached, Boolean);
+  try {
+    assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+    beforeConnect.release();
+    await eventually('the late connection recorded', () => frames.some((frame) => frame.type === 'ready'), Boolean);
+    afterStore2.arm();
+    late.send(JSON.stringify({ id: 'b-1', type: HELD_TYPE_2 }));
+    // Stored (then held, and answered before the close), refused, or not taken by a socket already
+    // closing: never stored unanswered.
+    await eventually('b-1 held, answered or its socket closed', () => afterStore2.reached || frames.some((frame) => frame.id === 'b-1') || lateCode !== undefined, Boolean);
+  } finally {
+    beforeConnect.release();
+    afterStore.release();
+  }
+  assert.equal((await lab.answerTo('a-1')).type, 'ack');
+  afterStore2.release();
+  assert.equal(await lateClosed, 4402);
+  const stored = rt.runtime.context.events.inbox.liveClaim(org, '@device:late', 'b-1', Date.now()) !== undefined;
+  assert.ok(!stored || frames.some((frame) => frame.id === 'b-1'), `b-1 was stored, so answered before the close: ${JSON.stringify(frames)}`);
+  assert.equal((await lab.closed).code, 4402);
+});
+
+test('a plan that loses the sandbox and gets it back during a rotation does not let the old token store after the rotation', async () => {
+  const org = 'acct-device-races-plan-back';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
+  assert.equal(created.status, 201, created.text);
+  const lab = await connectDevice(rt.url, org, 'lab', created.body.token);
+  afterStore.arm();
+  lab.send({ id: 'm1', type: HELD_TYPE });
+  await eventually('m1 stored and held', () => afterStore.reached, Boolean);
+  // The rotation stops the socket and waits for m1.
+  afterRotate.arm();
+  rotationQueued = false;
+  const rotating = call(rt.url, 'POST', `/organizations/${org}/devices/lab/token?environment=sandbox`, { token: orgKey });
+  await eventually('the rotation queued', () => rotationQueued, Boolean);
+  try {
+    assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+    assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'pro' } })).status, 200);
+  } finally {
+    afterStore.release();
+  }
+  assert.equal((await lab.answerTo('m1')).type, 'ack');
+  await eventually('the rotation durable', () => afterRotate.reached, Boolean);
+  lab.send({ id: 'm2', type: 'reading.taken' });
+  const answer = await lab.answerTo('m2').catch(() => undefined);
+  afterRotate.release();
+  assert.equal((await rotating).status, 200);
+  assert.notEqual(answer?.type, 'ack', `m2, sent with the old token after the rotation was durable, was stored: ${JSON.stringify(answer)}`);
+  assert.equal((await lab.closed).code, 4401);
 });
 
 test('a rotation whose write fails after committing closes the sockets (1011): none stores on the old token', async () => {
