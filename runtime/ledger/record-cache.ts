@@ -44,7 +44,10 @@ export class RecordCache<V extends object> {
 
   /** The cached record, else `load()`'s (kept when it exists and no write of the org is in progress). */
   read(orgId: string, key: string, load: () => V | undefined): V | undefined {
-    if (this.#writing.get(orgId) > 0) return frozen(load());
+    if (this.#writing.get(orgId) > 0) {
+      const loaded = load();
+      return loaded === undefined || this.#tooHeavy(orgId, key) ? loaded : deepFreeze(loaded);
+    }
     const cached = this.#orgs.get(orgId)?.get(key);
     if (cached !== undefined) return cached;
     const loaded = load();
@@ -75,6 +78,11 @@ export class RecordCache<V extends object> {
     }
   }
 
+  /** Whether the record under (orgId, key) is above the room: never kept nor frozen. */
+  #tooHeavy(orgId: string, key: string): boolean {
+    return this.#weight !== undefined && this.#weight.weigh(orgId, key) > this.#weight.max;
+  }
+
   #forget(orgId: string): void {
     this.#size -= this.#orgs.get(orgId)?.size ?? 0;
     this.#orgs.delete(orgId);
@@ -82,8 +90,6 @@ export class RecordCache<V extends object> {
     this.#orgWeights.subtract(orgId, this.#orgWeights.get(orgId));
   }
 }
-
-const frozen = <V extends object>(value: V | undefined): V | undefined => (value === undefined ? undefined : deepFreeze(value));
 
 /** Plain JSON-like records only: a binary value (which no cached record holds) is left as is. */
 function deepFreeze<V extends object>(value: V): V {

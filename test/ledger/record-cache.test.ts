@@ -124,7 +124,7 @@ test('the cache holds at most its capacity, dropping the org cached first', () =
   assert.deepEqual(loads, ['a/1', 'a/2', 'b/1', 'c/1', 'a/2'], 'c pushed out both entries of a, the org cached first; b stayed');
 });
 
-test('a weighed cache holds at most its room, dropping the org cached first; a record heavier than the room is never kept', () => {
+test('a weighed cache holds at most its room, dropping the org cached first; a record heavier than the room is never kept', async () => {
   const sizes = new Map<string, number>();
   const cache = new RecordCache<{ n: number }>(100, { weigh: (orgId, key) => sizes.get(`${orgId}/${key}`) ?? 0, max: 10 });
   const loads: string[] = [];
@@ -148,6 +148,10 @@ test('a weighed cache holds at most its room, dropping the org cached first; a r
   assert.deepEqual(loads.slice(-2), ['big/1', 'big/1'], 'too heavy to keep: read each time');
   assert.equal(cache.weight, 9, 'and nothing else was dropped for it');
   assert.equal(Object.isFrozen(read('big', '1', 11)), false, 'not frozen: no other reader shares it');
+  await cache.writing('big', async () => {
+    assert.equal(Object.isFrozen(read('big', '1', 11)), false, 'nor while its org is written');
+    assert.ok(Object.isFrozen(read('big', '2', 1)), 'a record within the room read meanwhile is frozen, as a cached one');
+  });
 });
 
 test("a write forgets every entry of its org, also when it fails, and no other org's; a missing record is not cached", async () => {
