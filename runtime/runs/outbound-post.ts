@@ -223,7 +223,9 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       // its TLS handshake is done). Nothing is written to a new one before then.
       phase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 ? 'lookup' : 'connect';
       if (phase === 'answer') return writeRequest();
-      (socket as Socket).once('lookup', () => (phase = phase === 'lookup' ? 'connect' : phase));
+      // Only a name is looked up: a listener for a lookup that never comes would stay on the kept-alive
+      // socket, holding this request (its body) as long as the socket lives.
+      if (phase === 'lookup') (socket as Socket).once('lookup', () => (phase = phase === 'lookup' ? 'connect' : phase));
       (socket as Socket).once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
         phase = 'answer';
         writeRequest();

@@ -709,3 +709,16 @@ test('a receiver that answers before reading the body and never reads it gives i
     await receiver.close();
   }
 });
+
+test('a kept-alive connection to an address (no name to look up) holds no listener of the request that opened it', async () => {
+  const local = await serve((_req, res) => res.writeHead(200).end('{}'));
+  const connections = connectionPool();
+  const pool = connections.pool(new URL(local.url), 'acct-listeners');
+  const send = () => postOnce(new URL(local.url), { headers: {}, body: '{"big":"' + 'x'.repeat(1000) + '"}', timeoutMs: 5000, keepBytes: 10, readLimitBytes: 100, pool });
+  assert.equal((await send()).status, 200);
+  const agent = pool.requestOptions.agent as Agent;
+  const idle = await eventually('the connection idle in its pool', () => Object.values(agent.freeSockets).flat() as Socket[], (sockets) => sockets.length === 1);
+  assert.equal(idle[0]!.listenerCount('lookup'), 0, 'no lookup listener left behind');
+  assert.equal((await send()).status, 200);
+  assert.equal(local.connections, 1, 'the same connection carried both');
+});
