@@ -181,7 +181,9 @@ export class WorkflowStore {
     if (cached !== undefined) return cached;
     const stored = this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined;
     if (stored === undefined) return undefined;
-    this.#pinned.set(slot, stored);
+    // Read while a write of the org is in progress (from inside a transaction batched with it, as
+    // ingest's), it may be the version that write makes, which may yet fail to commit: not kept.
+    if (!this.#matches.isWriting(orgId)) this.#pinned.set(slot, stored);
     return stored;
   }
 

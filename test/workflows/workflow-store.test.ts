@@ -335,3 +335,48 @@ describe('WorkflowStore reads on LMDB', () => {
     }
   });
 });
+
+describe('WorkflowStore (lmdb ledger): a version read while its write is in progress', () => {
+  const kind = LEDGER_KINDS[0]!;
+  let opened: ReturnType<typeof kind.open>;
+  before(() => {
+    opened = kind.open();
+  });
+  after(() => opened.close());
+
+  test('is not kept once that write fails to commit: the version number then names what is stored', async () => {
+    const { ledger } = opened;
+    const { root } = ledger;
+    let sneak: () => void = () => undefined;
+    let failing = false;
+    // A commit that fails after its body ran (a full disk), read from inside it meanwhile as a
+    // transaction batched with it (ingest's, calling matching) reads it.
+    const failingRoot = {
+      ...root,
+      transaction: <T>(body: () => T) =>
+        root.transaction(() => {
+          const result = body();
+          if (!failing) return result;
+          sneak();
+          throw new Error('commit failed');
+        }),
+    };
+    Object.defineProperty(failingRoot, 'flushed', { get: () => root.flushed });
+    const store = new WorkflowStore({ ...ledger, root: failingRoot } as Ledger);
+    const { workflow } = await store.create(draftOf({}), 'org-fail', T0);
+    let readDuringWrite: string | undefined;
+    sneak = () => {
+      const version = store.version('org-fail', workflow.id, 2);
+      readDuringWrite = (version?.definition.steps[0] as { url?: string } | undefined)?.url;
+    };
+    failing = true;
+    await assert.rejects(store.update('org-fail', workflow.id, parseWorkflowInput({ steps: [hook('https://never-saved.example.com/hook')] }, workflow), T0 + 1), /commit failed/);
+    failing = false;
+    assert.equal(readDuringWrite, 'https://never-saved.example.com/hook', 'the write\'s own version was read meanwhile');
+    assert.equal(store.version('org-fail', workflow.id, 2), undefined, 'nothing of the failed write is kept');
+    const saved = await store.update('org-fail', workflow.id, parseWorkflowInput({ steps: [hook('https://saved.example.com/hook')] }, workflow), T0 + 2);
+    assert.equal(saved.version, 2);
+    assert.equal((store.version('org-fail', workflow.id, 2)?.definition.steps[0] as { url: string }).url, 'https://saved.example.com/hook');
+    assert.equal((store.matching('org-fail', 'production', 'order.placed')[0]?.definition.steps[0] as { url: string }).url, 'https://saved.example.com/hook');
+  });
+});
