@@ -73,7 +73,8 @@ export function readInteger(value: unknown, field: string, min: number, max: num
   if (!Number.isFinite(value)) fail(field, `${describeField(field)} must be between ${min} and ${max}.`, code);
   if (!Number.isInteger(value)) fail(field, `${describeField(field)} must be a whole number.`, code);
   if (value < min || value > max) fail(field, `${describeField(field)} must be between ${min} and ${max}.`, code);
-  return value;
+  // JSON's -0 is 0: stored, it reads back as 0, and a definition sent again must compare equal to it.
+  return value === 0 ? 0 : value;
 }
 
 export function readEnum<T extends string>(value: unknown, field: string, allowed: readonly T[]): T {

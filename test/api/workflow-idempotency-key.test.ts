@@ -86,6 +86,21 @@ test('a retry after the workflow changed answers it as it is now; after a delete
   assert.equal(again.body.idempotent_replayed, undefined);
 });
 
+test('a definition holding -0 (JSON keeps the sign) is the same one sent again: a keyed retry replays, the same PATCH makes no version', async () => {
+  // Sent as text: JSON.stringify would write -0 as 0.
+  const body = '{"name":"Signed zero","trigger_event":"payment.succeeded","steps":[{"id":"send","type":"webhook","url":"https://example.com/hook","retry":{"max_retries":-0}}]}';
+  const send = () => call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, body, headers: { 'content-type': 'application/json', 'idempotency-key': 'create-signed-zero' } });
+  const first = await send();
+  assert.equal(first.status, 201, first.text);
+  const retry = await send();
+  assert.equal(retry.status, 201, retry.text);
+  assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+  const patch = '{"steps":[{"id":"send","type":"webhook","url":"https://example.com/hook","retry":{"max_retries":-0}}]}';
+  const patched = await call(rt.url, 'PATCH', `/organizations/${ORG}/workflows/${first.body.workflow.id}`, { token: key, body: patch, headers: { 'content-type': 'application/json' } });
+  assert.equal(patched.status, 200, patched.text);
+  assert.equal(patched.body.workflow.version, 1, 'nothing changed: no new version');
+});
+
 test('keys are per org; a key the API refuses is 400 invalid_idempotency_key and creates nothing', async () => {
   const mine = await post(definition('Shared key'), 'create-shared');
   const theirs = await post(definition('Shared key'), 'create-shared', OTHER, otherKey);
