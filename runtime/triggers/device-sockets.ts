@@ -234,10 +234,12 @@ export class DeviceSockets {
       keys.map((key) =>
         this.#serially(key, async () => {
           if (!this.#sandboxDisallowed(orgId)) return;
-          const stopped = await this.#quiesce(this.#sockets.get(key) ?? []);
+          // Only the sandbox device's: a production device may hold its name now (made again after a delete).
+          const sandboxSockets = (): Array<WebSocket<SocketData>> => [...(this.#sockets.get(key) ?? [])].filter((ws) => isSandboxOf(orgId, ws.getUserData()));
+          const stopped = await this.#quiesce(sandboxSockets());
           // The plan may have changed back meanwhile.
           if (!this.#sandboxDisallowed(orgId)) return this.#resumeStoring(stopped);
-          for (const ws of [...(this.#sockets.get(key) ?? [])]) closeSocket(ws, SANDBOX_DISABLED);
+          for (const ws of sandboxSockets()) closeSocket(ws, SANDBOX_DISABLED);
         }),
       ),
     );

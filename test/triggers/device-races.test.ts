@@ -369,6 +369,43 @@ test('a plan that loses the sandbox and gets it back during a rotation does not 
   assert.equal((await lab.closed).code, 4401);
 });
 
+test('a plan that loses the sandbox leaves open a production device that took the name of a deleted sandbox device still ending', async () => {
+  const org = 'acct-device-races-plan-prod';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const sandbox = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
+  assert.equal(sandbox.status, 201, sandbox.text);
+  const old = await connectDevice(rt.url, org, 'lab', sandbox.body.token);
+  // The sandbox socket's ending write is held: the socket stays among the name's until it is written.
+  beforeDisconnect.arm();
+  try {
+    assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}/devices/lab?environment=sandbox`, { token: orgKey })).status, 204);
+    assert.equal((await old.closed).code, 4404);
+    await eventually('the sandbox socket\'s ending held', () => beforeDisconnect.reached, Boolean);
+    const production = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'production' } });
+    assert.equal(production.status, 201, production.text);
+    const socket = new WebSocket(`${rt.url.replace('http', 'ws')}/devices/${org}/lab?token=${production.body.token}`);
+    const frames: Array<Record<string, unknown>> = [];
+    socket.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Record<string, unknown>));
+    const closed = new Promise<number>((resolve) => socket.on('close', (code) => resolve(code)));
+    await new Promise((resolve, reject) => {
+      socket.on('open', resolve);
+      socket.on('error', reject);
+    });
+    assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+    beforeDisconnect.release();
+    await eventually('the production connection recorded', () => frames.some((frame) => frame.type === 'ready'), Boolean);
+    for (const id of ['p-1', 'p-2']) {
+      socket.send(JSON.stringify({ id, type: 'reading.taken' }));
+      const answer = await eventually(`${id} answered or the socket closed`, async () => frames.find((frame) => frame.id === id) ?? (await Promise.race([closed, Promise.resolve(undefined)])), (found) => found !== undefined);
+      assert.deepEqual(typeof answer === 'object' ? answer.type : `closed ${answer}`, 'ack');
+    }
+    socket.close();
+    assert.equal(await closed, 1005);
+  } finally {
+    beforeDisconnect.release();
+  }
+});
+
 test('a rotation whose write fails after committing closes the sockets (1011): none stores on the old token', async () => {
   const token = await register('rot-fail');
   const first = await connectDevice(rt.url, ORG, 'rot-fail', token);
