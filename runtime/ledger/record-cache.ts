@@ -67,11 +67,6 @@ export class RecordCache<V extends object> {
     return loaded;
   }
 
-  /** Whether a write of `orgId` is in progress: what is read now may not be committed (a caller's own caches must not keep it). */
-  isWriting(orgId: string): boolean {
-    return this.#writing.get(orgId) > 0;
-  }
-
   /** Runs `write` (which changes records of `orgId`): forgets the org's entries, and its reads bypass the cache until the write settles, durable or failed. */
   async writing<T>(orgId: string, write: () => Promise<T>): Promise<T> {
     this.#writing.add(orgId);

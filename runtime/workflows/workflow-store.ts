@@ -24,6 +24,7 @@ import { LRUCache } from 'lru-cache';
 import { passesOverTable } from '../ledger/passes-over-table.ts';
 import { DeletedWorkflows } from './deleted-workflows.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
 import { OrgVersionBytes, versionSize } from './version-bytes.ts';
@@ -137,6 +138,14 @@ export class WorkflowStore {
    * every workflow write. They name versions rather than hold them, so only #pinned weighs them.
    */
   readonly #matches = new RecordCache<readonly MatchRef[]>();
+  /**
+   * The #pinned slots of versions written by writes not yet settled: read meanwhile (from a
+   * transaction batched with the write, as ingest's), such a version may never commit, so it is not
+   * kept. Other versions of the org are cached as usual, so a busy org's cache still warms.
+   */
+  readonly #slotsWriting = new KeyedCounts();
+  /** The slots the transaction body running now writes (set by #write around it). */
+  #bodySlots: string[] | undefined;
 
   readonly #triggerBytes: number;
   readonly #triggerWorkflows: number;
@@ -176,14 +185,12 @@ export class WorkflowStore {
   /** A pinned version; still readable after the workflow is updated or deleted. */
   version(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined {
     if (!isWorkflowId(workflowId) || !Number.isSafeInteger(version) || version < 1) return undefined;
-    const slot = `${orgId}\u0000${workflowId}\u0000${version}`;
+    const slot = pinnedSlot(orgId, workflowId, version);
     const cached = this.#pinned.get(slot);
     if (cached !== undefined) return cached;
     const stored = this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined;
     if (stored === undefined) return undefined;
-    // Read while a write of the org is in progress (from inside a transaction batched with it, as
-    // ingest's), it may be the version that write makes, which may yet fail to commit: not kept.
-    if (!this.#matches.isWriting(orgId)) this.#pinned.set(slot, stored);
+    if (this.#slotsWriting.get(slot) === 0) this.#pinned.set(slot, stored);
     return stored;
   }
 
@@ -405,6 +412,9 @@ export class WorkflowStore {
     this.#versionBytes.add(next.org_id, size);
     this.#workflows.put([next.org_id, next.id], next);
     this.#versions.put([next.org_id, next.id, next.version], version);
+    const slot = pinnedSlot(next.org_id, next.id, next.version);
+    this.#slotsWriting.add(slot);
+    this.#bodySlots?.push(slot);
     if (previous !== undefined) this.#triggers.remove(triggerKey(previous));
     if (next.status === 'enabled') this.#triggers.put(triggerKey(next), [next.version, size]);
     return undefined;
@@ -436,9 +446,24 @@ export class WorkflowStore {
 
   /** Every write of this store: one durable transaction on `orgId`'s records. */
   #write<T>(orgId: string, body: () => Outcome<T>): Promise<Outcome<T>> {
-    return this.#matches.writing(orgId, () => durably(this.#root, this.#root.transaction(body)));
+    const slots: string[] = [];
+    const tracked = (): Outcome<T> => {
+      this.#bodySlots = slots;
+      try {
+        return body();
+      } finally {
+        this.#bodySlots = undefined;
+      }
+    };
+    const settled = (): void => {
+      for (const slot of slots) this.#slotsWriting.subtract(slot);
+    };
+    return this.#matches.writing(orgId, () => durably(this.#root, this.#root.transaction(tracked))).finally(settled);
   }
 }
+
+/** A pinned version's key in #pinned. */
+const pinnedSlot = (orgId: string, workflowId: string, version: number): string => `${orgId}\u0000${workflowId}\u0000${version}`;
 
 /** The version a trigger entry names: [version, size] now, a bare version or null (read the workflow) before. */
 const triggerVersion = (value: unknown): number | undefined => (Array.isArray(value) ? (value[0] as number) : typeof value === 'number' ? value : undefined);

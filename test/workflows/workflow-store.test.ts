@@ -379,4 +379,15 @@ describe('WorkflowStore (lmdb ledger): a version read while its write is in prog
     assert.equal((store.version('org-fail', workflow.id, 2)?.definition.steps[0] as { url: string }).url, 'https://saved.example.com/hook');
     assert.equal((store.matching('org-fail', 'production', 'order.placed')[0]?.definition.steps[0] as { url: string }).url, 'https://saved.example.com/hook');
   });
+
+  test('other versions of the org are still kept while a write is in progress: a busy org\'s cache warms', async () => {
+    const writer = new WorkflowStore(opened.ledger);
+    const { workflow: a } = await writer.create(draftOf({ name: 'a' }), 'org-busy', T0);
+    const { workflow: b } = await writer.create(draftOf({ name: 'b' }), 'org-busy', T0);
+    const cold = new WorkflowStore(opened.ledger);
+    const updating = cold.update('org-busy', b.id, parseWorkflowInput({ steps: [hook('https://b2.example.com/hook')] }, b), T0 + 1);
+    assert.equal(cold.version('org-busy', a.id, 1)?.version, 1);
+    assert.equal(cold.pinnedHeld.versions, 1, 'kept, though a write of the org is in progress');
+    await updating;
+  });
 });
