@@ -272,15 +272,26 @@ test('a delete refused because another device holds the name now (404, nothing w
   assert.equal((await device.closed).code, 1000);
 });
 
+/** Registers a sandbox device of `org`; its token. */
+async function sandboxDevice(org: string, orgKey: string, name: string): Promise<string> {
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name, environment: 'sandbox' } });
+  assert.equal(created.status, 201, created.text);
+  return created.body.token;
+}
+
+/** A new org whose sandbox device `lab` is connected and has its message `id` stored and held at afterStore. */
+async function labHoldingMessage(org: string, id: string): Promise<{ orgKey: string; lab: Awaited<ReturnType<typeof connectDevice>> }> {
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const lab = await connectDevice(rt.url, org, 'lab', await sandboxDevice(org, orgKey, 'lab'));
+  afterStore.arm();
+  lab.send({ id, type: HELD_TYPE });
+  await eventually(`${id} stored and held`, () => afterStore.reached, Boolean);
+  return { orgKey, lab };
+}
+
 test('a plan that loses the sandbox answers the messages its sandbox devices are storing before closing them (4402)', async () => {
   const org = 'acct-device-races-plan';
-  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
-  assert.equal(created.status, 201, created.text);
-  const device = await connectDevice(rt.url, org, 'lab', created.body.token);
-  afterStore.arm();
-  device.send({ id: 'in-flight', type: HELD_TYPE });
-  await eventually('the message stored and held', () => afterStore.reached, Boolean);
+  const { lab: device } = await labHoldingMessage(org, 'in-flight');
   const openBefore = rt.runtime.devices.openSockets;
   try {
     assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
@@ -295,17 +306,8 @@ test('a plan that loses the sandbox answers the messages its sandbox devices are
 
 test('a plan that loses the sandbox while a device\'s connection is being recorded closes it only after that connection\'s messages are answered', async () => {
   const org = 'acct-device-races-plan-late';
-  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const make = async (name: string): Promise<string> => {
-    const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name, environment: 'sandbox' } });
-    assert.equal(created.status, 201, created.text);
-    return created.body.token;
-  };
-  const lab = await connectDevice(rt.url, org, 'lab', await make('lab'));
-  const lateToken = await make('late');
-  afterStore.arm();
-  lab.send({ id: 'a-1', type: HELD_TYPE });
-  await eventually('a-1 stored and held', () => afterStore.reached, Boolean);
+  const { orgKey, lab } = await labHoldingMessage(org, 'a-1');
+  const lateToken = await sandboxDevice(org, orgKey, 'late');
   // The other device's connection is being recorded (its write held) when the plan changes.
   beforeConnect.arm();
   const late = new WebSocket(`${rt.url.replace('http', 'ws')}/devices/${org}/late?token=${lateToken}`);
@@ -341,13 +343,7 @@ test('a plan that loses the sandbox while a device\'s connection is being record
 
 test('a plan that loses the sandbox and gets it back during a rotation does not let the old token store after the rotation', async () => {
   const org = 'acct-device-races-plan-back';
-  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
-  assert.equal(created.status, 201, created.text);
-  const lab = await connectDevice(rt.url, org, 'lab', created.body.token);
-  afterStore.arm();
-  lab.send({ id: 'm1', type: HELD_TYPE });
-  await eventually('m1 stored and held', () => afterStore.reached, Boolean);
+  const { orgKey, lab } = await labHoldingMessage(org, 'm1');
   // The rotation stops the socket and waits for m1.
   afterRotate.arm();
   rotationQueued = false;
@@ -372,9 +368,7 @@ test('a plan that loses the sandbox and gets it back during a rotation does not 
 test('a plan that loses the sandbox leaves open a production device that took the name of a deleted sandbox device still ending', async () => {
   const org = 'acct-device-races-plan-prod';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const sandbox = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
-  assert.equal(sandbox.status, 201, sandbox.text);
-  const old = await connectDevice(rt.url, org, 'lab', sandbox.body.token);
+  const old = await connectDevice(rt.url, org, 'lab', await sandboxDevice(org, orgKey, 'lab'));
   // The sandbox socket's ending write is held: the socket stays among the name's until it is written.
   beforeDisconnect.arm();
   try {
