@@ -138,18 +138,24 @@ export class ProjectionStore {
     let scanned = 0;
     let bytes = 0;
     const full = (): boolean => rows.length >= filter.limit || scanned >= MAX_SCAN_PER_PAGE || bytes >= MAX_PAGE_BYTES;
+    // A cursor only when something follows the page: a page that is full exactly at the end of the
+    // rows ends the list, as every other list does.
+    let more = false;
     for (const [type, id, row] of this.#walk([orgId, environment, name], filter)) {
       if (filter.entityType !== undefined && type !== filter.entityType) break;
       if (filter.after !== undefined && type === filter.after[0] && id === filter.after[1]) continue;
+      if (full()) {
+        more = true;
+        break;
+      }
       last = [type, id];
       scanned++;
       if (row !== undefined) {
         rows.push(row);
         bytes += textBytes(JSON.stringify(row));
       }
-      if (full()) break;
     }
-    return { rows, next: full() ? last : null };
+    return { rows, next: more ? last : null };
   }
 
   /** [entityType, entityId, the row when it passes the status filter] in key order, from the filter's start. */

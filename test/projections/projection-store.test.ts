@@ -30,6 +30,9 @@ for (const kind of LEDGER_KINDS) {
         const rest = store.list('org_p', 'production', 'risk', { entityType: 'order', limit: 50, ...(paged.next === null ? {} : { after: paged.next }) });
         assert.deepEqual([...paged.rows, ...rest.rows].map((row) => row.entity_id).sort(), [...ids].sort());
         assert.equal(store.list('org_p', 'production', 'risk', { limit: 50 }).rows.length, 5);
+        const exact = store.list('org_p', 'production', 'risk', { entityType: 'order', limit: ids.length });
+        assert.equal(exact.rows.length, ids.length);
+        assert.equal(exact.next, null, 'a page full exactly at the end of the rows ends the list');
       } finally {
         await close();
       }
