@@ -184,16 +184,16 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
     });
+    // Dropped unsent, and true, when the run no longer wants the request.
+    const withdrawn = (): boolean => {
+      if (stillWanted(options)) return false;
+      fail(new PostWithdrawnError());
+      outgoing.destroy();
+      return true;
+    };
     // Headers and body go out together, once the connection is open. This runs outside the
     // promise's executor: a throw here would be uncaught and end the process, so it fails the request.
     const writeRequest = (): void => {
-      if (outgoing.destroyed) return;
-      // Asked again when a new connection opens: the run may have been cancelled while the name resolved.
-      if (!stillWanted(options)) {
-        fail(new PostWithdrawnError());
-        outgoing.destroy();
-        return;
-      }
       try {
         for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
       } catch (error) {
@@ -209,11 +209,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       reused = carried.has(socket);
       carried.add(socket);
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
-      if (!stillWanted(options)) {
-        fail(new PostWithdrawnError());
-        outgoing.destroy();
-        return;
-      }
+      if (withdrawn()) return;
       timer = setTimeout(() => {
         if (endAnswer()) return;
         fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, phase));
@@ -228,6 +224,8 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       if (phase === 'lookup') (socket as Socket).once('lookup', () => (phase = phase === 'lookup' ? 'connect' : phase));
       (socket as Socket).once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
         phase = 'answer';
+        // Asked again: the run may have been cancelled while the name resolved or the connection opened.
+        if (outgoing.destroyed || withdrawn()) return;
         writeRequest();
       });
     });
