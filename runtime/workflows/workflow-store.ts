@@ -144,7 +144,7 @@ export class WorkflowStore {
    * kept. Other versions of the org are cached as usual, so a busy org's cache still warms.
    */
   readonly #slotsWriting = new KeyedCounts();
-  /** The slots the transaction body running now writes (set by #write around it). */
+  /** The slots the transaction body running now writes (set and counted by #write around it). */
   #bodySlots: string[] | undefined;
 
   readonly #triggerBytes: number;
@@ -412,9 +412,7 @@ export class WorkflowStore {
     this.#versionBytes.add(next.org_id, size);
     this.#workflows.put([next.org_id, next.id], next);
     this.#versions.put([next.org_id, next.id, next.version], version);
-    const slot = pinnedSlot(next.org_id, next.id, next.version);
-    this.#slotsWriting.add(slot);
-    this.#bodySlots?.push(slot);
+    this.#bodySlots?.push(pinnedSlot(next.org_id, next.id, next.version));
     if (previous !== undefined) this.#triggers.remove(triggerKey(previous));
     if (next.status === 'enabled') this.#triggers.put(triggerKey(next), [next.version, size]);
     return undefined;
@@ -447,12 +445,14 @@ export class WorkflowStore {
   /** Every write of this store: one durable transaction on `orgId`'s records. */
   #write<T>(orgId: string, body: () => Outcome<T>): Promise<Outcome<T>> {
     const slots: string[] = [];
+    // Counted once the body ran, before any transaction batched after it reads them.
     const tracked = (): Outcome<T> => {
       this.#bodySlots = slots;
       try {
         return body();
       } finally {
         this.#bodySlots = undefined;
+        for (const slot of slots) this.#slotsWriting.add(slot);
       }
     };
     const settled = (): void => {
