@@ -140,7 +140,7 @@ export class DeviceStore {
    * Ends `connection` with its `device.disconnected`, if the ledger still holds it open (not ended
    * by a newer connection, a deletion or a restart). Resolves whether it wrote anything.
    */
-  disconnect(device: DeviceRecord, connection: DeviceConnection, ending: Ending, nowMs: number): Promise<boolean> {
+  disconnect(device: Pick<DeviceRecord, 'org_id' | 'name' | 'id'>, connection: DeviceConnection, ending: Ending, nowMs: number): Promise<boolean> {
     return this.writing(device.org_id, () => this.#events.writeWithEvents((write) => {
       const current = this.get(device.org_id, device.name);
       if (current === undefined || current.id !== device.id || current.connection?.id !== connection.id) return false;
@@ -167,10 +167,16 @@ export class DeviceStore {
   /**
    * At start, before any device may connect: every connection the ledger holds open died with the
    * previous process. Each gets its `device.disconnected` (reason runtime_restarted); resolves with how many.
+   * The scan keeps only who was connected: records are decoded one at a time (each may hold ~1 MB
+   * of schemas, several MB once decoded; all of them at once did not fit the heap).
    */
   async endConnectionsLeftOpen(nowMs: number): Promise<number> {
-    const open = [...this.#table.getRange({})].map(({ value }) => value as DeviceRecord).filter((device) => device.connection !== null);
-    const ended = await Promise.all(open.map((device) => this.disconnect(device, device.connection as DeviceConnection, { reason: 'runtime_restarted', code: null }, nowMs)));
+    const open: { device: Pick<DeviceRecord, 'org_id' | 'name' | 'id'>; connection: DeviceConnection }[] = [];
+    for (const { value } of this.#table.getRange({})) {
+      const { org_id, name, id, connection } = value as DeviceRecord;
+      if (connection !== null) open.push({ device: { org_id, name, id }, connection });
+    }
+    const ended = await Promise.all(open.map(({ device, connection }) => this.disconnect(device, connection, { reason: 'runtime_restarted', code: null }, nowMs)));
     return ended.filter(Boolean).length;
   }
 
