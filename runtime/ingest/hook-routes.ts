@@ -13,7 +13,7 @@ import { isJsonContentType } from '../http/parse-json.ts';
 import type { HttpRequest, Route } from '../http/types.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
-import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_REGEX, EVENT_TYPE_RULE, isSameSource, type SourceRecord } from '../sources/source-record.ts';
+import { DEFAULT_BODY_LIMIT_BYTES, EVENT_TYPE_REGEX, EVENT_TYPE_RULE, isSameSource, type SourceHead, type SourceRecord } from '../sources/source-record.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
@@ -41,6 +41,12 @@ export interface HookRouteDeps {
 }
 
 export function hookRoutes(deps: HookRouteDeps): Route[] {
+  // Up to the signature check only the source's head is read (no schemas: anyone may post here).
+  const lookupHead = (params: Readonly<Record<string, string>>): Target<SourceHead> | undefined => {
+    const org = deps.orgs.get(params.org_id ?? '');
+    const source = org === undefined ? undefined : deps.sources.head(org.id, params.source ?? '');
+    return source === undefined || org === undefined ? undefined : { org, source };
+  };
   const lookup = (params: Readonly<Record<string, string>>): Target | undefined => {
     const org = deps.orgs.get(params.org_id ?? '');
     const source = org === undefined ? undefined : deps.sources.get(org.id, params.source ?? '');
@@ -56,16 +62,16 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
       // A provider posts to the URL it was given, which may carry parameters of its own.
       query: 'any',
       metricName: 'ingest',
-      bodyLimit: (params) => lookup(params)?.source.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
+      bodyLimit: (params) => lookupHead(params)?.source.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
       // An unknown org or source is answered before its body is read.
       beforeBody: (head) => {
-        if (lookup(head.params) === undefined) throw notFound('Organization or source');
+        if (lookupHead(head.params) === undefined) throw notFound('Organization or source');
       },
       // Deliveries refused before the handler (unknown source, body too large or too slow) count too.
       onRefused: countRefusal,
       handler: async (request) => {
         try {
-          const event = await ingest(deps, () => lookup(request.params), request);
+          const event = await ingest(deps, () => lookupHead(request.params), () => lookup(request.params), request);
           deps.metrics.ingestTotal.inc({ outcome: 'accepted' });
           return { status: 204, headers: { 'sluice-event-id': event.id } };
         } catch (error) {
@@ -77,22 +83,25 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
   ];
 }
 
-/** The org and source a hook path names, read once per request. */
-interface Target {
+/** The org and source (whole, or its head) a hook path names. */
+interface Target<S extends SourceHead = SourceRecord> {
   readonly org: Organization;
-  readonly source: SourceRecord;
+  readonly source: S;
 }
 
 /** The org and source, if both exist and the org's plan allows the source's environment. */
-function admitted(target: Target | undefined): Target {
+function admitted<S extends SourceHead>(target: Target<S> | undefined): Target<S> {
   if (target === undefined) throw notFound('Organization or source');
   assertSandboxAllowed(target.org, target.source.environment);
   return target;
 }
 
-/** `lookup` reads the path's org and source: once at the start, and again after waiting out a sandbox reset. */
-async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, request: HttpRequest): Promise<StoredEvent> {
-  const { org, source } = admitted(lookup());
+/**
+ * `lookupHead` reads the path's org and source head, for the checks up to the signature; `lookup`
+ * the whole source, after it and again after each wait (a body read, a schema check, a sandbox reset).
+ */
+async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead> | undefined, lookup: () => Target | undefined, request: HttpRequest): Promise<StoredEvent> {
+  const { org, source } = admitted(lookupHead());
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'Webhook bodies must be JSON (Content-Type: application/json).');
   }
@@ -102,11 +111,12 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
   // (leaked, say) signs nothing stored after its removal is durable. The recording names the key
   // of the last check (the list may have been reordered).
   let keyIndex = delivery.keyIndex;
-  const reverify = (changed: SourceRecord): void => {
+  const reverify = (changed: SourceHead): void => {
     keyIndex = verifyDelivery(changed, request.headers, request.body, nowMs).keyIndex;
   };
   const { text: payloadJson, facts, parsed } = await readWebhookBody(request.body, org.id, deps.bodyReads);
-  // A large body was read in a thread: the source may have changed or gone meanwhile.
+  // The whole source, schemas included; a large body was read in a thread, and the source may have
+  // changed or gone meanwhile (or since its head was read).
   const current = sourceAfterWait(source, source, lookup, reverify);
   if (!facts.object) throw new InputError(400, 'invalid_payload', 'The webhook body must be a JSON object.');
   const providerEventId = delivery.providerEventId ?? bodyString(facts.id, 'id');
@@ -146,7 +156,7 @@ async function ingest(deps: HookRouteDeps, lookup: () => Target | undefined, req
  * under the name: another source, with its own delivery ids) is 404, so the provider sends again.
  * Resolves with the version last checked.
  */
-async function checkSchema(checks: SchemaChecks, source: SourceRecord, current: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined, reverify: (changed: SourceRecord) => void): Promise<SourceRecord> {
+async function checkSchema(checks: SchemaChecks, source: SourceHead, current: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined, reverify: (changed: SourceHead) => void): Promise<SourceRecord> {
   let checked = current;
   for (;;) {
     const checking = checks.check(checked, type, payloadJson);
@@ -163,7 +173,7 @@ async function checkSchema(checks: SchemaChecks, source: SourceRecord, current: 
  * name: another source, with its own delivery ids), so the provider sends again; the delivery is
  * verified again when its secrets changed since `checked`, the version last seen.
  */
-function sourceAfterWait(source: SourceRecord, checked: SourceRecord, lookup: () => Target | undefined, reverify: (changed: SourceRecord) => void): SourceRecord {
+function sourceAfterWait(source: SourceHead, checked: SourceHead, lookup: () => Target | undefined, reverify: (changed: SourceHead) => void): SourceRecord {
   const current = admitted(lookup()).source;
   if (!isSameSource(current, source)) throw notFound('Organization or source');
   if (current.updated_at !== checked.updated_at && !isDeepStrictEqual(current.secrets, checked.secrets)) reverify(current);

@@ -36,10 +36,17 @@ export interface SourceRecord {
 }
 
 /**
+ * A source without its schemas: what a delivery needs before its signature is checked (the body
+ * cap, the scheme and secrets, the environment). Cached apart from whole records (source-store.ts),
+ * so an unsigned request never decodes the up to ~1 MiB of schemas a source may declare.
+ */
+export type SourceHead = Omit<SourceRecord, 'event_types'>;
+
+/**
  * Whether two reads of a name are the same source: one deleted and made again under its name while
  * a request waited is another (its own scheme, secrets and delivery ids), never to be mixed up.
  */
-export const isSameSource = (a: SourceRecord, b: SourceRecord): boolean => a.created_at === b.created_at && a.scheme === b.scheme && a.environment === b.environment;
+export const isSameSource = (a: SourceHead, b: SourceHead): boolean => a.created_at === b.created_at && a.scheme === b.scheme && a.environment === b.environment;
 
 export interface SourceView {
   readonly name: string;

@@ -1,6 +1,8 @@
 // Durable storage of webhook sources under [orgId, sourceName].
 // Reads are synchronous (LMDB is memory-mapped), so ingest can pick the body cap before reading a byte.
-// Reads are cached: one store per ledger, the table's only writer.
+// Reads are cached: one store per ledger, the table's only writer. Whole records are cached up to a
+// room in bytes (their schemas can be large); their heads (no schemas) apart, by count, so the
+// checks made before a delivery's signature never decode schemas however many sources an org holds.
 
 import { ConflictError, notFound } from '../errors.ts';
 import { changeRecord, removeRecord } from '../ledger/change-record.ts';
@@ -9,7 +11,7 @@ import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { schemaRecordWeight } from './schema-record-weight.ts';
-import type { SourceRecord } from './source-record.ts';
+import type { SourceHead, SourceRecord } from './source-record.ts';
 import { orgRecords } from '../ledger/org-records.ts';
 
 const deletingKey = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
@@ -21,6 +23,8 @@ export class SourceStore {
   readonly #ledger: Ledger;
   /** Every webhook reads its source twice (body cap, then verification); this store is the table's only writer. */
   readonly #cache: RecordCache<SourceRecord>;
+  /** Each source without its schemas (SourceHead), filled from whole records and forgotten with them. */
+  readonly #heads = new RecordCache<SourceHead>();
   readonly #inbox: Inbox;
   /**
    * Sources whose delete is under way read as gone at once: a delivery checked before the delete
@@ -40,10 +44,26 @@ export class SourceStore {
     return this.#cache.read(orgId, name, () => this.#ledger.sources.get([orgId, name]) as SourceRecord | undefined);
   }
 
+  /** The source without its schemas; decodes the whole record only when its head is not cached. */
+  head(orgId: string, name: string): SourceHead | undefined {
+    if (this.#deleting.size > 0 && this.#deleting.has(deletingKey(orgId, name))) return undefined;
+    return this.#heads.read(orgId, name, () => {
+      const source = this.get(orgId, name);
+      if (source === undefined) return undefined;
+      const { event_types: _schemas, ...head } = source;
+      return head;
+    });
+  }
+
   require(orgId: string, name: string): SourceRecord {
     const source = this.get(orgId, name);
     if (source === undefined) throw notFound(`Source "${name}"`, 'name');
     return source;
+  }
+
+  /** Runs `write`, which changes sources of `orgId`: both caches forget the org's entries until it settles. */
+  #writing<T>(orgId: string, write: () => Promise<T>): Promise<T> {
+    return this.#heads.writing(orgId, () => this.#cache.writing(orgId, write));
   }
 
   /** Every org's sources, read as stored (for the boot check of their schemas). */
@@ -66,7 +86,7 @@ export class SourceStore {
     // A source made under the name of a deleted one starts with no dedup memory (Inbox.createFresh).
     const exists = (): boolean => sources.get([source.org_id, source.name]) !== undefined;
     const outcome = await this.#inbox.createFresh(source.org_id, source.name, exists, () =>
-      this.#cache.writing(source.org_id, () => insertCapped(root, sources, source.org_id, source.name, source, MAX_SOURCES_PER_ORG)),
+      this.#writing(source.org_id, () => insertCapped(root, sources, source.org_id, source.name, source, MAX_SOURCES_PER_ORG)),
     );
     if (outcome === 'exists') throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('source_limit_reached', `An organization can hold at most ${MAX_SOURCES_PER_ORG} sources; delete one first.`);
@@ -78,7 +98,7 @@ export class SourceStore {
    * `change` answers undefined (the source stored is not the one meant).
    */
   async update(orgId: string, name: string, change: (current: SourceRecord) => SourceRecord | undefined): Promise<SourceRecord> {
-    const updated = await this.#cache.writing(orgId, () => changeRecord(this.#ledger.root, this.#ledger.sources, [orgId, name], change));
+    const updated = await this.#writing(orgId, () => changeRecord(this.#ledger.root, this.#ledger.sources, [orgId, name], change));
     if (updated === undefined) throw notFound(`Source "${name}"`, 'name');
     return updated;
   }
@@ -95,7 +115,7 @@ export class SourceStore {
     this.#deleting.add(key);
     let removed: boolean;
     try {
-      removed = await this.#inbox.deleting(orgId, name, () => this.#cache.writing(orgId, () => removeRecord(root, sources, [orgId, name], meant)));
+      removed = await this.#inbox.deleting(orgId, name, () => this.#writing(orgId, () => removeRecord(root, sources, [orgId, name], meant)));
     } finally {
       // Of deletes of one name at once, the first one's write removes the source: its mark is the one needed.
       if (first) this.#deleting.delete(key);
