@@ -92,7 +92,7 @@ export class DeviceMessages {
       if (!data.accepting) throw closingError();
       const org = this.#d.orgs.get(device.org_id);
       if (org === undefined) throw notFound('Organization');
-      const current = this.#d.devices.get(device.org_id, device.name);
+      const current = this.#d.devices.head(device.org_id, device.name);
       // Gone: it is being deleted. Not holding this connection open: a sandbox reset ended it, and
       // its socket is being closed (closeConnectionsEndedByReset) or must be (that close never came).
       if (current === undefined || current.id !== device.id) throw closingError();

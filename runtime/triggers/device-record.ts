@@ -75,6 +75,13 @@ export interface DeviceRecord {
   readonly last_disconnect_reason: DisconnectReason | null;
 }
 
+/**
+ * A device without its schemas: what a socket's upgrade checks (the token) and keeps for the
+ * connection's life. Cached apart from whole records (device-store.ts): a wrong token never decodes
+ * the ~1 MiB of schemas a device may declare, and a socket never holds its own decoded copy of them.
+ */
+export type DeviceHead = Omit<DeviceRecord, 'event_types'>;
+
 /** The source recorded on a device's events; its messages' ids are deduplicated under it. */
 export const deviceSource = (name: string): string => `@device:${name}`;
 
@@ -108,10 +115,10 @@ export function describeDevice(device: DeviceRecord): Record<string, unknown> {
 }
 
 /** The deterministic id of a connection's state event: written again after a crash, it is recognised. */
-const stateEventId = (device: DeviceRecord, connectionId: string, type: string): string =>
+const stateEventId = (device: DeviceHead, connectionId: string, type: string): string =>
   `evt_dev_${createHash('sha256').update(`${device.id}\u0000${connectionId}\u0000${type}`).digest('hex').slice(0, 32)}`;
 
-function stateEvent(device: DeviceRecord, type: string, connectionId: string, payload: Record<string, unknown>, nowMs: number): StoredEvent {
+function stateEvent(device: DeviceHead, type: string, connectionId: string, payload: Record<string, unknown>, nowMs: number): StoredEvent {
   const id = stateEventId(device, connectionId, type);
   const text = JSON.stringify({ device: device.name, connection_id: connectionId, ...payload });
   const fields = { id, org_id: device.org_id, type, payload: JSON.parse(text) as unknown, environment: device.environment, source: deviceSource(device.name) };
@@ -119,10 +126,10 @@ function stateEvent(device: DeviceRecord, type: string, connectionId: string, pa
 }
 
 /** The id of the connection's `device.connected` (the device's `ready` frame names it). */
-export const connectedEventId = (device: DeviceRecord, connection: DeviceConnection): string => stateEventId(device, connection.id, CONNECTED_EVENT_TYPE);
+export const connectedEventId = (device: DeviceHead, connection: DeviceConnection): string => stateEventId(device, connection.id, CONNECTED_EVENT_TYPE);
 
-export const connectedEvent = (device: DeviceRecord, connection: DeviceConnection): StoredEvent =>
+export const connectedEvent = (device: DeviceHead, connection: DeviceConnection): StoredEvent =>
   stateEvent(device, CONNECTED_EVENT_TYPE, connection.id, { connected_at: iso(connection.connected_at_ms) }, connection.connected_at_ms);
 
-export const disconnectedEvent = (device: DeviceRecord, connection: DeviceConnection, reason: DisconnectReason, code: number | null, nowMs: number): StoredEvent =>
+export const disconnectedEvent = (device: DeviceHead, connection: DeviceConnection, reason: DisconnectReason, code: number | null, nowMs: number): StoredEvent =>
   stateEvent(device, DISCONNECTED_EVENT_TYPE, connection.id, { connected_at: iso(connection.connected_at_ms), disconnected_at: iso(nowMs), reason, close_code: code }, nowMs);

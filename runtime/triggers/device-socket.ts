@@ -4,12 +4,12 @@
 
 import type { WebSocket } from 'uWebSockets.js';
 import { CLOSE_NOT_RECORDED } from './device-frame.ts';
-import type { DeviceConnection, DeviceRecord } from './device-record.ts';
+import type { DeviceConnection, DeviceHead } from './device-record.ts';
 import type { Ending } from './device-store.ts';
 
 export interface SocketData {
-  /** The device as it was when its token was checked; the ledger refuses the connection if it changed since. */
-  readonly device: DeviceRecord;
+  /** The device (no schemas) as it was when its token was checked; the ledger refuses the connection if it changed since. */
+  readonly device: DeviceHead;
   /** Its `connected_at_ms` is stamped again when it is recorded (device-sockets.ts #connect says why). */
   connection: DeviceConnection;
   /** Resolves true once `device.connected` is durable; false when it was not recorded (the socket is closed). */

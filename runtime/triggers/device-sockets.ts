@@ -25,7 +25,7 @@ import {
   readyFrame,
 } from './device-frame.ts';
 import { DeviceMessages, type DeviceMessageDeps } from './device-messages.ts';
-import { connectedEventId, type DeviceConnection, type DeviceRecord } from './device-record.ts';
+import { connectedEventId, type DeviceConnection, type DeviceHead } from './device-record.ts';
 import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
 import type { Ending } from './device-store.ts';
 import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
@@ -104,7 +104,7 @@ export class DeviceSockets {
         const queryToken = query.get('token');
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
-        let device: DeviceRecord;
+        let device: DeviceHead;
         try {
           if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
           const orgId = Router.decodeSegment(rawOrgId);
@@ -112,7 +112,7 @@ export class DeviceSockets {
           // Past the REST routes' parameter cap a name names nothing (and would not fit an LMDB key): as unknown, 401.
           const named = namesSomething(orgId) && namesSomething(name);
           const org = named ? deps.orgs.get(orgId) : undefined;
-          device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.get(orgId, name));
+          device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.head(orgId, name));
           // After the token: an org's share of the sockets is nobody else's to probe.
           deps.websockets.assertRoom(orgId);
           this.#assertSocketRoom(orgId, name);
@@ -407,8 +407,8 @@ export class DeviceSockets {
     if (!recorded) {
       // Deleted, or its token rotated, since the upgrade. Sockets of the same stale device close as
       // this one does; the others (opened with the current token) go on storing.
-      const current = this.#d.devices.get(device.org_id, device.name);
-      const stale = (other: DeviceRecord): boolean => current === undefined || other.id !== current.id || other.token_hash !== current.token_hash;
+      const current = this.#d.devices.head(device.org_id, device.name);
+      const stale = (other: DeviceHead): boolean => current === undefined || other.id !== current.id || other.token_hash !== current.token_hash;
       const ending = current?.id !== device.id ? { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const : { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED } as const;
       closeSocket(ws, ending);
       for (const other of others) {

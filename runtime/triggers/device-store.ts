@@ -19,6 +19,7 @@ import {
   deviceSource,
   disconnectedEvent,
   type DeviceConnection,
+  type DeviceHead,
   type DeviceRecord,
   type DisconnectReason,
 } from './device-record.ts';
@@ -36,6 +37,8 @@ export class DeviceStore {
   readonly #events: EventStore;
   /** Every write of the table goes through `writing`, so reads never see a record older than the ledger's. */
   readonly #cache: RecordCache<DeviceRecord>;
+  /** Each device without its schemas (DeviceHead), bounded by count, forgotten with the whole records. */
+  readonly #heads = new RecordCache<DeviceHead>();
 
   constructor(ledger: Ledger, events: EventStore) {
     this.#root = ledger.root;
@@ -49,9 +52,19 @@ export class DeviceStore {
     return this.#cache.read(orgId, name, () => this.#table.get([orgId, name]) as DeviceRecord | undefined);
   }
 
+  /** The device without its schemas; decodes the whole record only when its head is not cached. */
+  head(orgId: string, name: string): DeviceHead | undefined {
+    return this.#heads.read(orgId, name, () => {
+      const device = this.get(orgId, name);
+      if (device === undefined) return undefined;
+      const { event_types: _schemas, ...head } = device;
+      return head;
+    });
+  }
+
   /** Runs `write`, which changes devices of `orgId` (here, or within a caller's transaction: endConnectionsWithin). */
   writing<T>(orgId: string, write: () => Promise<T>): Promise<T> {
-    return this.#cache.writing(orgId, write);
+    return this.#heads.writing(orgId, () => this.#cache.writing(orgId, write));
   }
 
   require(orgId: string, name: string): DeviceRecord {
@@ -123,7 +136,7 @@ export class DeviceStore {
    * ledger still holds open ends first (`previous` says why). Resolves false, writing nothing, when
    * the device is gone or its token changed since `device` was read (the socket must not stay).
    */
-  connect(device: DeviceRecord, connection: DeviceConnection, previous: (connection: DeviceConnection) => Ending): Promise<boolean> {
+  connect(device: DeviceHead, connection: DeviceConnection, previous: (connection: DeviceConnection) => Ending): Promise<boolean> {
     const { org_id: orgId, name } = device;
     return this.writing(orgId, () => this.#events.writeWithEvents((write) => {
       const current = this.get(orgId, name);

@@ -8,7 +8,7 @@ import type { Route } from '../http/types.ts';
 import { upgradeRequiredRoute } from '../http/upgrade-required.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import type { DeviceRecord } from './device-record.ts';
+import type { DeviceHead } from './device-record.ts';
 
 /** The WebSocket subprotocol of device sockets; the device token may ride as a second entry beside it. */
 export const DEVICE_PROTOCOL = 'sluice-device';
@@ -28,7 +28,7 @@ const NO_DEVICE_HASH = hashToken(randomBytes(32).toString('hex'));
  * that does not exist (the same answer, so names cannot be probed without a token), 402 for a
  * sandbox device on a plan without one.
  */
-export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefined, device: DeviceRecord | undefined): DeviceRecord {
+export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefined, device: DeviceHead | undefined): DeviceHead {
   if (upgrade.offered.length > 0 && !upgrade.offered.includes(DEVICE_PROTOCOL)) {
     throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${DEVICE_PROTOCOL} (the token may ride next to it).`);
   }
