@@ -24,7 +24,7 @@ import { isDerivedEventId, REPLAY_SOURCE } from './event-record.ts';
 import type { UpdateLog } from '../rooms/update-log.ts';
 import { runKeysOf, type RunKeys, type RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
-import { deviceSource, type DeviceRecord } from '../triggers/device-record.ts';
+import { deviceSource } from '../triggers/device-record.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
 
 /** Records removed per transaction by default: each takes the write lock, and the main thread, for ~10-20 ms. */
@@ -98,10 +98,8 @@ export class SandboxResetRefusedError extends RetryableError {
  * without events, so a socket that drops meanwhile, or a restart, writes no `device.disconnected`).
  */
 function beginWithin(deps: SandboxResetDeps, orgId: string, nowMs: number): { readonly generation: number; readonly deviceConnections: string[] } {
-  return { generation: deps.runs.sandboxGenerations.beginResetWithin(orgId, nowMs), deviceConnections: deps.devices.endConnectionsWithin(sandboxDevicesOf(deps, orgId), 'sandbox_reset', nowMs) };
+  return { generation: deps.runs.sandboxGenerations.beginResetWithin(orgId, nowMs), deviceConnections: deps.devices.endConnectionsWithin(orgId, deps.devices.namesIn(orgId, 'sandbox'), 'sandbox_reset', nowMs) };
 }
-
-const sandboxDevicesOf = (deps: SandboxResetDeps, orgId: string): DeviceRecord[] => deps.devices.list(orgId).filter((d) => d.environment === 'sandbox');
 
 /** A reset finished at start: its org, and the mark it reserved in the org's live updates. */
 export interface FinishedReset {
@@ -216,8 +214,8 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
 
   // Sandbox sources claim deliveries under their names, sandbox devices messages under their event source.
   const claimSources = [
-    ...deps.sources.list(orgId).filter((s) => s.environment === 'sandbox').map((s) => s.name),
-    ...sandboxDevicesOf(deps, orgId).map((d) => deviceSource(d.name)),
+    ...deps.sources.namesIn(orgId, 'sandbox'),
+    ...deps.devices.namesIn(orgId, 'sandbox').map(deviceSource),
   ];
   for (const source of claimSources) claims += await inChunks((limit) => deps.events.inbox.removeSourceClaimsWithin(orgId, source, limit));
   // Ids retention removed may be sent again too: the new generation gives their runs new ids.

@@ -11,7 +11,7 @@ import type { Inbox } from '../inbox/inbox.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { schemaRecordWeight } from './schema-record-weight.ts';
-import type { SourceHead, SourceRecord } from './source-record.ts';
+import type { Environment, SourceHead, SourceRecord } from './source-record.ts';
 import { orgRecords } from '../ledger/org-records.ts';
 
 const deletingKey = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
@@ -71,8 +71,11 @@ export class SourceStore {
     for (const { value } of this.#ledger.sources.getRange({})) yield value as SourceRecord;
   }
 
-  list(orgId: string): SourceRecord[] {
-    return [...orgRecords<SourceRecord>(this.#ledger.sources, orgId)];
+  /** The names of the org's sources in `environment`; records are decoded one at a time (each may hold ~1 MB of schemas). */
+  namesIn(orgId: string, environment: Environment): string[] {
+    const names: string[] = [];
+    for (const source of orgRecords<SourceRecord>(this.#ledger.sources, orgId)) if (source.environment === environment) names.push(source.name);
+    return names;
   }
 
   /** The org's sources in name order after `afterName`, read as iterated (list pages). */

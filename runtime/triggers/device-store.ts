@@ -12,6 +12,7 @@ import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { orgRecords } from '../ledger/org-records.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
+import type { Environment } from '../sources/source-record.ts';
 import { schemaRecordWeight } from '../sources/schema-record-weight.ts';
 import {
   MAX_DEVICES_PER_ORG,
@@ -78,8 +79,11 @@ export class DeviceStore {
     for (const { value } of this.#table.getRange({})) yield value as DeviceRecord;
   }
 
-  list(orgId: string): DeviceRecord[] {
-    return [...orgRecords<DeviceRecord>(this.#table, orgId)];
+  /** The names of the org's devices in `environment`; records are decoded one at a time (each may hold ~1 MB of schemas). */
+  namesIn(orgId: string, environment: Environment): string[] {
+    const names: string[] = [];
+    for (const device of orgRecords<DeviceRecord>(this.#table, orgId)) if (device.environment === environment) names.push(device.name);
+    return names;
   }
 
   /** The org's devices in name order after `afterName`, read as iterated (list pages). */
@@ -163,16 +167,17 @@ export class DeviceStore {
   }
 
   /**
-   * Forgets the open connections of `devices` without an event (a sandbox reset: their
-   * `device.connected` is among what it removes); returns their ids, whose sockets the caller
+   * Forgets the open connections of the org's devices `names` without an event (a sandbox reset:
+   * their `device.connected` is among what it removes); returns their ids, whose sockets the caller
    * closes once the write is durable. Call inside a write transaction, itself inside `writing` for the org.
    */
-  endConnectionsWithin(devices: readonly DeviceRecord[], reason: DisconnectReason, nowMs: number): string[] {
+  endConnectionsWithin(orgId: string, names: readonly string[], reason: DisconnectReason, nowMs: number): string[] {
     const ended: string[] = [];
-    for (const device of devices) {
-      if (device.connection === null) continue;
+    for (const name of names) {
+      const device = this.#table.get([orgId, name]) as DeviceRecord | undefined;
+      if (device === undefined || device.connection === null) continue;
       ended.push(device.connection.id);
-      this.#table.put([device.org_id, device.name], this.#closed(device, reason, nowMs));
+      this.#table.put([orgId, name], this.#closed(device, reason, nowMs));
     }
     return ended;
   }

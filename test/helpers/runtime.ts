@@ -89,13 +89,14 @@ export interface ChildRuntime {
 
 /**
  * Starts `sluice serve` as a child process on the given data dir and waits for its port. It runs
- * with ADMIN_TOKEN unless `adminToken` is 'file' (the runtime then creates or reads its token file).
+ * with ADMIN_TOKEN unless `adminToken` is 'file' (the runtime then creates or reads its token file);
+ * `nodeArgs` go to Node itself (a heap limit, say).
  */
-export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve', extraArgs: string[] = [], adminToken: 'fixed' | 'file' = 'fixed'): Promise<ChildRuntime> {
+export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve', extraArgs: string[] = [], adminToken: 'fixed' | 'file' = 'fixed', nodeArgs: string[] = []): Promise<ChildRuntime> {
   const token = adminToken === 'fixed' ? ['--admin-token', ADMIN_TOKEN] : [];
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any', ...extraArgs],
+    [...nodeArgs, '--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any', ...extraArgs],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const output: string[] = [];

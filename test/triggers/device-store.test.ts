@@ -43,7 +43,7 @@ for (const kind of LEDGER_KINDS) {
       assert.equal(devices.get('acct-a', 'gate-1')?.connection?.id, 'con_1');
       // A write inside a caller's transaction, as a sandbox reset makes it.
       const { root } = ledger;
-      await devices.writing('acct-a', () => durably(root, root.transaction(() => devices.endConnectionsWithin([devices.get('acct-a', 'gate-1')!], 'sandbox_reset', T0 + 3))));
+      await devices.writing('acct-a', () => durably(root, root.transaction(() => devices.endConnectionsWithin('acct-a', ['gate-1'], 'sandbox_reset', T0 + 3))));
       assert.equal(devices.get('acct-a', 'gate-1')?.connection, null);
       assert.equal(devices.get('acct-a', 'gate-1')?.last_disconnect_reason, 'sandbox_reset');
       await devices.delete('acct-a', 'gate-1', 'dev_gate-1', () => ({ reason: 'device_deleted', code: null }), T0 + 4);
