@@ -12,16 +12,10 @@ import { durably } from '../../runtime/ledger/durable-write.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { call, createOrg, newStandardSecret } from '../helpers/http.ts';
 import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir } from '../helpers/runtime.ts';
+import { heavySchemas } from '../helpers/heavy-schemas.ts';
 
 const ORG = 'acct-heavy-sandbox';
 const COPIES = 48;
-
-/** ~1 MiB of JSON Schema: 16 types whose annotations hold 7,400 small objects each. */
-function heavySchemas(): Record<string, object> {
-  const types: Record<string, object> = {};
-  for (let t = 0; t < 16; t++) types[`type.${t}`] = { type: 'object', examples: Array.from({ length: 7_400 }, (_, i) => ({ x: i % 10 })) };
-  return types;
-}
 
 test(`a runtime with ${COPIES} connected sandbox devices and ${COPIES} sandbox sources of ~1 MB schemas each starts and resets its sandbox within a 192 MB heap`, async () => {
   const dataDir = tempDir();
@@ -32,7 +26,7 @@ test(`a runtime with ${COPIES} connected sandbox devices and ${COPIES} sandbox s
     let key: string;
     try {
       key = await createOrg(first.url, ADMIN_TOKEN, ORG, 'pro');
-      const eventTypes = heavySchemas();
+      const eventTypes = heavySchemas(7_400, (i) => ({ x: i % 10 }));
       const device = await call(first.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'gate-0', environment: 'sandbox', event_types: eventTypes } });
       assert.equal(device.status, 201, device.text);
       const source = await call(first.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'src-0', environment: 'sandbox', secrets: [newStandardSecret()], event_types: eventTypes } });

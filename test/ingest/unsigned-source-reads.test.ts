@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import type { LedgerKey } from '../../runtime/ledger/ledger.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { heavySchemas } from '../helpers/heavy-schemas.ts';
 
 const ORG = 'acct-heavy-sources';
 const SOURCES = 16;
@@ -17,19 +18,10 @@ let rt: TestRuntime;
 /** Whole source records decoded from the ledger, per source name. */
 const decoded = new Map<string, number>();
 
-/** ~0.9 MiB of JSON Schema (~0.7 MiB stored): 16 types whose annotations hold 3,700 small objects each; `type.0` requires `amount`. */
-function heavySchemas(): Record<string, object> {
-  const types: Record<string, object> = {};
-  for (let t = 0; t < 16; t++) {
-    types[`type.${t}`] = { type: 'object', ...(t === 0 ? { required: ['amount'] } : {}), examples: Array.from({ length: 3_700 }, () => ({ x: 'abcdefgh' })) };
-  }
-  return types;
-}
-
 before(async () => {
   rt = await startRuntime();
   const key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
-  const eventTypes = heavySchemas();
+  const eventTypes = heavySchemas(3_700, () => ({ x: 'abcdefgh' }), true);
   assert.ok(JSON.stringify(eventTypes).length > 900_000);
   for (let index = 0; index < SOURCES; index++) {
     const created = await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: `src-${index}`, secrets: [SECRET], event_types: eventTypes } });

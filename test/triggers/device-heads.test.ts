@@ -12,6 +12,7 @@ import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
 import { upgradeAnswer } from '../helpers/upgrade-answer.ts';
+import { heavySchemas } from '../helpers/heavy-schemas.ts';
 
 const ORG = 'acct-heavy-devices';
 const DEVICES = 16;
@@ -20,15 +21,6 @@ let orgKey: string;
 /** Whole device records decoded from the ledger, per device name. */
 const decoded = new Map<string, number>();
 const tokens: string[] = [];
-
-/** ~0.9 MiB of JSON Schema (~0.7 MiB stored): 16 types whose annotations hold 3,700 small objects each; `type.0` requires `amount`. */
-function heavySchemas(): Record<string, object> {
-  const types: Record<string, object> = {};
-  for (let t = 0; t < 16; t++) {
-    types[`type.${t}`] = { type: 'object', ...(t === 0 ? { required: ['amount'] } : {}), examples: Array.from({ length: 3_700 }, () => ({ x: 'abcdefgh' })) };
-  }
-  return types;
-}
 
 /** The devices table with its reads of ORG's records counted (other methods as they are). */
 function countingReads(table: LedgerTable): LedgerTable {
@@ -52,7 +44,7 @@ before(async () => {
   const ledger = openLedger(dataDir);
   rt = await startRuntime({ dataDir, ledger: { ...ledger, openDatabase: (name) => (name === 'devices' ? countingReads(ledger.openDatabase(name)) : ledger.openDatabase(name)) } });
   orgKey = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
-  const eventTypes = heavySchemas();
+  const eventTypes = heavySchemas(3_700, () => ({ x: 'abcdefgh' }), true);
   assert.ok(JSON.stringify(eventTypes).length > 900_000);
   for (let index = 0; index < DEVICES; index++) {
     const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: orgKey, json: { name: `gate-${index}`, event_types: eventTypes } });
