@@ -52,7 +52,7 @@ export interface Replay {
   cursor: number;
   /** What the socket had been sent before this replay began; left out of it. */
   readonly earlier: Sent;
-  /** A continuation is queued for the next event-loop turn. */
+  /** Its next page is queued for its org's turn (replay-turns.ts). */
   scheduled: boolean;
   /**
    * Seqs the replay went past that were not in the log when read (a write not yet committed, or one

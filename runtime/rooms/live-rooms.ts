@@ -11,6 +11,7 @@ import { StalledReader } from './stalled-reader.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
+import { ReplayTurns } from './replay-turns.ts';
 import { MAX_REMEMBERED_LATE, nextPage, sentSoFar, sentWhileLive, startAtRetained, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
@@ -85,6 +86,8 @@ export class LiveRooms {
   readonly #sockets = new Set<WebSocket<SocketData>>();
   /** Open sockets per org, held to `#socketsPerOrg`. */
   readonly #perOrg = new KeyedCounts();
+  /** Replays' pages, a few per event-loop turn, orgs in turn. */
+  readonly #turns = new ReplayTurns();
   /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
   readonly #order: SeqOrder;
   readonly #heartbeat: NodeJS.Timeout;
@@ -154,7 +157,7 @@ export class LiveRooms {
       drain: (ws) => {
         const data = ws.getUserData();
         data.reader.drained();
-        if (data.state.status === 'replaying') this.#pump(ws, data, data.state.replay);
+        if (data.state.status === 'replaying') this.#queuePage(ws, data, data.state.replay);
       },
       close: (ws) => {
         this.#websockets.closed(ws.getUserData().orgId);
@@ -345,7 +348,7 @@ export class LiveRooms {
     }
     const replay = startReplay(room, afterSeq, earlier, strict);
     data.state = { status: 'replaying', replay };
-    this.#pump(ws, data, replay);
+    this.#queuePage(ws, data, replay);
   }
 
   /**
@@ -368,17 +371,28 @@ export class LiveRooms {
     return sentWhileLive(state.earlier, state.room, state.from, publishedSeq, this.#order.skippedBetween(data.orgId, state.from, publishedSeq), state.late);
   }
 
+  /** Queues the replay's next page for its org's turn (replay-turns.ts), unless one is queued already. */
+  #queuePage(ws: WebSocket<SocketData>, data: SocketData, replay: Replay): void {
+    if (replay.scheduled) return;
+    replay.scheduled = true;
+    this.#turns.add(data.orgId, () => {
+      replay.scheduled = false;
+      return this.#pump(ws, data, replay);
+    });
+  }
+
   /**
-   * Sends the replay's next page while less than REPLAY_HIGH_WATER is queued, then goes on next turn,
-   * or on `drain` once the queue is that long. The last page (reaching the last seq fanned out) is
-   * read, sent and followed by joining the topic in this one synchronous call: no publish falls in
-   * between, so live updates begin right after the replay's last seq, each exactly once.
+   * Sends the replay's next page while less than REPLAY_HIGH_WATER is queued, then queues the next,
+   * or waits for `drain` once the queue is that long. The last page (reaching the last seq fanned
+   * out) is read, sent and followed by joining the topic in this one synchronous call: no publish
+   * falls in between, so live updates begin right after the replay's last seq, each exactly once.
+   * Answers whether it read the log.
    */
-  #pump(ws: WebSocket<SocketData>, data: SocketData, replay: Replay): void {
+  #pump(ws: WebSocket<SocketData>, data: SocketData, replay: Replay): boolean {
     // Closed, or a later Subscribe replaced this replay: `ws` must not be touched once closed.
-    if (data.state.status !== 'replaying' || data.state.replay !== replay) return;
+    if (data.state.status !== 'replaying' || data.state.replay !== replay) return false;
     const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
-    if (budget <= 0) return;
+    if (budget <= 0) return false;
     // after_seq 0 asks for whatever is retained (unless strict): it starts there. Any other position
     // must still be in the log, unless the socket was already sent that stretch (a Subscribe on a
     // socket that was live).
@@ -388,7 +402,7 @@ export class LiveRooms {
     if (replay.cursor + 1 < oldest && !coveredEarlier) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: updates after seq ${replay.cursor} are no longer retained (oldest: ${oldest})`);
-      return;
+      return false;
     }
     const publishedSeq = this.#publishedSeq(data.orgId);
     // A position past every update sent out cannot come from this log (its data dir was replaced,
@@ -396,7 +410,7 @@ export class LiveRooms {
     if (replay.after > publishedSeq) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: after_seq ${replay.after} is past the last update sent (seq ${publishedSeq}); reload and subscribe live`);
-      return;
+      return false;
     }
     const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget, (seq) => this.#order.isSkipped(data.orgId, seq));
     if (page.frames.length > 0) {
@@ -404,18 +418,11 @@ export class LiveRooms {
         for (const frame of page.frames) ws.send(frame, true);
       });
       // A frame over the backpressure limit closes the socket (closeOnBackpressureLimit).
-      if (data.state.status !== 'replaying') return;
+      if (data.state.status !== 'replaying') return true;
     }
-    if (page.caughtUp) {
-      this.#join(ws, data, replay.room, replay.start, publishedSeq, replay.earlier);
-    } else if (!replay.scheduled && ws.getBufferedAmount() < REPLAY_HIGH_WATER) {
-      // One page per turn, so a long replay does not hold up other sockets and requests.
-      replay.scheduled = true;
-      setImmediate(() => {
-        replay.scheduled = false;
-        this.#pump(ws, data, replay);
-      });
-    }
+    if (page.caughtUp) this.#join(ws, data, replay.room, replay.start, publishedSeq, replay.earlier);
+    else if (ws.getBufferedAmount() < REPLAY_HIGH_WATER) this.#queuePage(ws, data, replay);
+    return true;
   }
 
   /**

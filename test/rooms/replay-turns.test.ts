@@ -1,0 +1,47 @@
+// Replay pages take turns: at most REPLAY_PAGES_PER_TURN pages that read the log run per event-loop
+// turn, orgs one after another, so one org's thousands of replays cannot hold every request up or
+// run ahead of another org's replay.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { REPLAY_PAGES_PER_TURN, ReplayTurns } from '../../runtime/rooms/replay-turns.ts';
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+test('a turn runs at most REPLAY_PAGES_PER_TURN pages, one org after another, each org in its own order', async () => {
+  const turns = new ReplayTurns();
+  const ran: string[] = [];
+  const page = (name: string) => () => (ran.push(name), true);
+  for (let i = 0; i < 20; i++) turns.add('acct-a', page(`a${i}`));
+  turns.add('acct-b', page('b0'));
+  turns.add('acct-b', page('b1'));
+  turns.add('acct-c', page('c0'));
+  assert.deepEqual(ran, [], 'nothing runs in the turn that queued it');
+  await nextTurn();
+  assert.equal(REPLAY_PAGES_PER_TURN, 8);
+  assert.deepEqual(ran, ['a0', 'b0', 'c0', 'a1', 'b1', 'a2', 'a3', 'a4'], "the other orgs' pages ran in the first turn, between the busy org's");
+  assert.equal(turns.waiting, 15);
+  await nextTurn();
+  assert.deepEqual(ran.slice(8), ['a5', 'a6', 'a7', 'a8', 'a9', 'a10', 'a11', 'a12']);
+  await nextTurn();
+  await nextTurn();
+  assert.equal(ran.length, 23);
+  assert.equal(turns.waiting, 0);
+});
+
+test("pages that read nothing (an ended replay's) do not count against the turn; a page queued by a page waits behind the other orgs", async () => {
+  const turns = new ReplayTurns(3);
+  const ran: string[] = [];
+  for (let i = 0; i < 5; i++) turns.add('acct-a', () => (ran.push(`ended${i}`), false));
+  turns.add('acct-a', () => {
+    ran.push('a-first');
+    turns.add('acct-a', () => (ran.push('a-next'), true));
+    return true;
+  });
+  turns.add('acct-b', () => (ran.push('b0'), true));
+  turns.add('acct-b', () => (ran.push('b1'), true));
+  await nextTurn();
+  assert.deepEqual(ran, ['ended0', 'b0', 'ended1', 'b1', 'ended2', 'ended3', 'ended4', 'a-first'], 'three pages read: b0, b1, a-first');
+  await nextTurn();
+  assert.deepEqual(ran.slice(8), ['a-next']);
+});
