@@ -25,6 +25,9 @@ import {
   type DisconnectReason,
 } from './device-record.ts';
 
+/** Devices a start reads and ends the connections of in one write (endConnectionsLeftOpen). */
+const RESTART_WRITE_DEVICES = 8;
+
 /** How a connection that ends is told apart: the reason and the WebSocket close code, if there was one. */
 export interface Ending {
   readonly reason: DisconnectReason;
@@ -157,7 +160,7 @@ export class DeviceStore {
    * Ends `connection` with its `device.disconnected`, if the ledger still holds it open (not ended
    * by a newer connection, a deletion or a restart). Resolves whether it wrote anything.
    */
-  disconnect(device: Pick<DeviceRecord, 'org_id' | 'name' | 'id'>, connection: DeviceConnection, ending: Ending, nowMs: number): Promise<boolean> {
+  disconnect(device: DeviceHead, connection: DeviceConnection, ending: Ending, nowMs: number): Promise<boolean> {
     return this.writing(device.org_id, () => this.#events.writeWithEvents((write) => {
       const current = this.get(device.org_id, device.name);
       if (current === undefined || current.id !== device.id || current.connection?.id !== connection.id) return false;
@@ -184,18 +187,37 @@ export class DeviceStore {
 
   /**
    * At start, before any device may connect: every connection the ledger holds open died with the
-   * previous process. Each gets its `device.disconnected` (reason runtime_restarted); resolves with how many.
-   * The scan keeps only who was connected: records are decoded one at a time (each may hold ~1 MB
-   * of schemas, several MB once decoded; all of them at once did not fit the heap).
+   * previous process. Each gets its `device.disconnected` (reason runtime_restarted); resolves with
+   * how many. Records are read inside the writes that end them, a few at a time: each may hold ~1 MB
+   * of schemas (several MB decoded), so read all at once they did not fit the heap, and each is
+   * decoded once.
    */
   async endConnectionsLeftOpen(nowMs: number): Promise<number> {
-    const open: { device: Pick<DeviceRecord, 'org_id' | 'name' | 'id'>; connection: DeviceConnection }[] = [];
-    for (const { value } of this.#table.getRange({})) {
-      const { org_id, name, id, connection } = value as DeviceRecord;
-      if (connection !== null) open.push({ device: { org_id, name, id }, connection });
+    // Keys only (no values decoded), read whole: a range left open across the writes' awaits would
+    // hold its snapshot, and LMDB could reuse none of the pages they free.
+    const keys = [...this.#table.getKeys({})] as [string, string][];
+    let ended = 0;
+    for (let from = 0; from < keys.length; ) {
+      const orgId = keys[from]![0];
+      let to = from + 1;
+      while (to < keys.length && to - from < RESTART_WRITE_DEVICES && keys[to]![0] === orgId) to++;
+      const names = keys.slice(from, to).map(([, name]) => name);
+      ended += await this.writing(orgId, () => this.#events.writeWithEvents((write) => this.#endLeftOpenWithin(orgId, names, nowMs, write)));
+      from = to;
     }
-    const ended = await Promise.all(open.map(({ device, connection }) => this.disconnect(device, connection, { reason: 'runtime_restarted', code: null }, nowMs)));
-    return ended.filter(Boolean).length;
+    return ended;
+  }
+
+  /** Ends the open connections of the org's devices `names` as the previous process's; how many. */
+  #endLeftOpenWithin(orgId: string, names: readonly string[], nowMs: number, write: (event: StoredEvent) => void): number {
+    let ended = 0;
+    for (const name of names) {
+      const device = this.#table.get([orgId, name]) as DeviceRecord | undefined;
+      if (device === undefined || device.connection === null) continue;
+      this.#table.put([orgId, name], this.#ended(device, device.connection, { reason: 'runtime_restarted', code: null }, nowMs, write));
+      ended++;
+    }
+    return ended;
   }
 
   /** The record with `connection` ended, after writing its `device.disconnected` (unless stored already). */
