@@ -291,6 +291,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           throw error;
         }
         const { deleted, named } = await secretWrites.run(secretWriteKey(org.id, action.id, key), async () => {
+          // The key may have been revoked while this write waited its turn.
+          orgFor(request, 'developer');
           const wasNamed = secretNames.of(org.id, action.id).includes(key);
           const gone = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
           await secretNames.delete(org.id, action.id, key);

@@ -97,10 +97,15 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         // By id: a device made again under the name since it was read (another environment, say) is 404.
-        const { name, id } = requireDevice(request, org);
+        const { name, id, environment } = requireDevice(request, org);
         assertNoBodyFields(request);
         const { token, hash, prefix } = newToken();
-        const device = await sockets.rotateToken(org.id, name, () => devices.rotateToken(org.id, name, id, hash, prefix, isoAt(ctx.clock.now())));
+        const device = await sockets.rotateToken(org.id, name, async () => {
+          // Checked again once the device's turn came (its messages and earlier changes go first): a
+          // key revoked, or a plan that lost the sandbox, meanwhile gets no token.
+          assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), environment);
+          return devices.rotateToken(org.id, name, id, hash, prefix, isoAt(ctx.clock.now()));
+        });
         return rawJson(200, { device: describeDevice(device), token });
       },
     },
@@ -111,7 +116,8 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { name, id } = requireDevice(request, org);
-        await sockets.deleteDevice(org.id, name, id);
+        // The key is checked again once the device's turn comes: revoked meanwhile, nothing is deleted.
+        await sockets.deleteDevice(org.id, name, id, () => ctx.auth.requireOrg(request, org.id, 'developer'));
         return noContent();
       },
     },

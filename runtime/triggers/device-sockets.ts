@@ -214,11 +214,17 @@ export class DeviceSockets {
     return this.#changeDevice(orgId, name, rotate, { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED });
   }
 
-  /** Deletes the device (its open connection's `device.disconnected` in the same write) and closes its sockets (4404). */
-  deleteDevice(orgId: string, name: string, id: string): Promise<void> {
+  /**
+   * Deletes the device (its open connection's `device.disconnected` in the same write) and closes its
+   * sockets (4404). `allowed` runs once the device's turn comes, before the write: a refusal it throws writes nothing.
+   */
+  deleteDevice(orgId: string, name: string, id: string, allowed: () => void = () => undefined): Promise<void> {
     const ending = { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const;
     const key = orgScopedKey(orgId, name);
-    return this.#changeDevice(orgId, name, () => this.#d.devices.delete(orgId, name, id, (open) => this.#endingOf(key, open, ending), this.#d.clock.now()), ending);
+    return this.#changeDevice(orgId, name, async () => {
+      allowed();
+      return this.#d.devices.delete(orgId, name, id, (open) => this.#endingOf(key, open, ending), this.#d.clock.now());
+    }, ending);
   }
 
   /**

@@ -1,11 +1,13 @@
 // A key revoked while its write is on its way (its schemas compiling in the thread, which can take
-// seconds behind other orgs' compiles, or its module in the hook-runner) writes nothing: the request is 401 once the wait is over, as
+// seconds behind other orgs' compiles, its module in the hook-runner, or a custom action secret's
+// write waiting behind another write of that secret) writes nothing: the request is 401 once the wait is over, as
 // an API event that waited out a sandbox reset is. The compile is held by a gate around it, so the
 // revocation lands inside the wait every time.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+import { KeyedSerial } from '../../runtime/keyed-serial.ts';
 import { keyWithRole, upload } from '../actions/action-fixtures.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -73,3 +75,42 @@ test('a custom action upload whose key is revoked while the hook-runner compiles
     await withRunner.close();
   }
 });
+
+for (const change of ['set', 'delete'] as const) {
+  test(`a custom action secret ${change} whose key is revoked while it waits behind another write of the secret is 401 and changes nothing`, async () => {
+    const withRunner = await startRuntime({ args: ['--runner', 'child'] });
+    const runnerProto = HookRunnerClient.prototype as unknown as { putSecret: (...args: unknown[]) => Promise<unknown> };
+    const serialProto = KeyedSerial.prototype as unknown as { run: (...args: unknown[]) => Promise<unknown> };
+    const { run } = serialProto;
+    let queued = 0;
+    serialProto.run = function (this: unknown, ...args: unknown[]) {
+      queued++;
+      return run.apply(this, args);
+    };
+    try {
+      const org = `acct-revoked-secret-${change}`;
+      const orgAdmin = await createOrg(withRunner.url, ADMIN_TOKEN, org);
+      const { key, id } = await keyWithRole(withRunner.url, org, orgAdmin, 'developer');
+      const made = await upload(withRunner.url, `/organizations/${org}/custom-actions`, orgAdmin, { name: 'keeper', file: await assembleWat('echo', ECHO_WAT) });
+      assert.equal(made.status, 201, made.text);
+      const secrets = `/organizations/${org}/custom-actions/${made.body.custom_action.id}/secrets`;
+      assert.equal((await call(withRunner.url, 'POST', secrets, { token: orgAdmin, json: { key: 'API_KEY', value: 'first' } })).status, 204);
+      // The admin's write of the same secret holds the line at the runner.
+      const held = gateNextCall(runnerProto, 'putSecret');
+      queued = 0;
+      const first = call(withRunner.url, 'POST', secrets, { token: orgAdmin, json: { key: 'API_KEY', value: 'second' } });
+      await eventually('the first write at the runner', held.reached, Boolean);
+      const answer = change === 'set' ? call(withRunner.url, 'POST', secrets, { token: key, json: { key: 'API_KEY', value: 'by-revoked' } }) : call(withRunner.url, 'DELETE', `${secrets}/API_KEY`, { token: key });
+      await eventually('the developer write queued behind it', () => queued, (n) => n === 2);
+      assert.equal((await call(withRunner.url, 'DELETE', `/organizations/${org}/api-keys/${id}`, { token: orgAdmin })).status, 200);
+      held.release();
+      assert.equal((await first).status, 204);
+      const refused = await answer;
+      assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
+      assert.deepEqual((await call(withRunner.url, 'GET', secrets, { token: orgAdmin })).body.keys, ['API_KEY'], 'the secret is still there');
+    } finally {
+      serialProto.run = run;
+      await withRunner.close();
+    }
+  });
+}

@@ -108,6 +108,15 @@ sockets.rotateToken = function (this: unknown, ...args: unknown[]) {
   return queued;
 };
 
+/** Set once DeviceSockets.deleteDevice was called: the delete is in the device's queue of changes. */
+let deleteQueued = false;
+const queueDelete = (DeviceSockets.prototype as unknown as { deleteDevice: (...args: unknown[]) => Promise<unknown> }).deleteDevice;
+(DeviceSockets.prototype as unknown as { deleteDevice: (...args: unknown[]) => Promise<unknown> }).deleteDevice = function (this: unknown, ...args: unknown[]) {
+  const queued = queueDelete.apply(this, args);
+  deleteQueued = true;
+  return queued;
+};
+
 before(async () => {
   rt = await startRuntime();
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
@@ -481,3 +490,34 @@ test('a sandbox reset that fails after committing (its flush failed) closes the 
   production.close(1000);
   await production.closed;
 });
+
+for (const change of ['rotation', 'delete'] as const) {
+  test(`a key revoked while its device ${change} waits for the device's messages is 401 and changes nothing; the socket goes on`, async () => {
+    const name = `revoked-${change}`;
+    const token = await register(name);
+    const device = await connectDevice(rt.url, ORG, name, token);
+    const developer = await call(rt.url, 'POST', `/organizations/${ORG}/api-keys`, { token: key, json: { role: 'developer' } });
+    assert.equal(developer.status, 201, developer.text);
+    afterStore.arm();
+    device.send({ id: 'held', type: HELD_TYPE });
+    await eventually('the message stored and held', () => afterStore.reached, Boolean);
+    rotationQueued = deleteQueued = false;
+    const path = `/organizations/${ORG}/devices/${name}`;
+    const answer = change === 'rotation' ? call(rt.url, 'POST', `${path}/token`, { token: developer.body.key }) : call(rt.url, 'DELETE', path, { token: developer.body.key });
+    try {
+      await eventually(`the ${change} queued behind the message`, () => (change === 'rotation' ? rotationQueued : deleteQueued), Boolean);
+      assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${developer.body.id}`, { token: key })).status, 200);
+    } finally {
+      afterStore.release();
+    }
+    assert.equal((await device.answerTo('held')).type, 'ack');
+    const refused = await answer;
+    assert.deepEqual([refused.status, refused.body.error?.code, refused.body.token], [401, 'unauthorized', undefined], refused.text);
+    const stored = await call(rt.url, 'GET', path, { token: key });
+    assert.deepEqual([stored.status, stored.body.device.state], [200, 'connected'], 'the device is there, its connection open');
+    device.send({ id: 'after', type: 'reading.taken' });
+    assert.equal((await device.answerTo('after')).type, 'ack', 'its token still works: the socket goes on storing');
+    device.close();
+    assert.equal((await device.closed).code, 1000);
+  });
+}
