@@ -6,9 +6,9 @@
 //
 // In transactions of at most `chunk` records, so other orgs' writes go on between them (one
 // transaction held every org's writes for the whole removal: 2 s for 40,000 runs). The first
-// transaction advances the generation, marks the org's reset as under way (sandbox-generation.ts)
-// and ends the sandbox devices' connections (so a socket that drops meanwhile writes no
-// `device.disconnected`); the last clears the mark. A reset cut short (a crash, a failed write) is
+// transaction advances the generation and marks the org's reset as under way (sandbox-generation.ts);
+// the next end the sandbox devices' connections, a few devices each (a device record may hold ~1 MB
+// of schemas); then the removal, whose last transaction clears the mark. A reset cut short (a crash, a failed write) is
 // finished by the next reset of the org or at the next start, before runs are recovered. The org's
 // sandbox events wait while its reset is in flight (`SandboxGenerations.quiet`), and its resets
 // run one after the other.
@@ -67,17 +67,18 @@ export interface SandboxResetResult extends SandboxRemoval {
  * reset, or the next start, finishes it.
  */
 export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs: number): Promise<SandboxResetResult> {
-  const { root } = deps.ledger;
   const generations = deps.runs.sandboxGenerations;
   return generations.during(orgId, async () => {
-    let begun;
+    let generation;
     try {
-      begun = await deps.devices.writing(orgId, () => durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs))));
+      generation = await begin(deps, orgId, nowMs);
     } catch (error) {
       throw error instanceof DiskSpaceLowError ? new SandboxResetRefusedError() : error;
     }
     try {
-      return { generation: begun.generation, device_connections: begun.deviceConnections, ...(await removeSandbox(deps, orgId)) };
+      const names = await sandboxNames(deps, orgId);
+      const ended = await endConnections(deps, orgId, nowMs, names);
+      return { generation, device_connections: ended, ...(await removeSandbox(deps, orgId, names)) };
     } catch (error) {
       if (!(error instanceof DiskSpaceLowError)) throw error;
       throw new RetryableError('write_failed', "The sandbox reset was cut short: the server's disk is nearly full. What it removed stays removed, and the org's next reset (or the next start) finishes it; try again later.", 5000, { cause: error });
@@ -92,13 +93,59 @@ export class SandboxResetRefusedError extends RetryableError {
   }
 }
 
+/** Sandbox devices whose open connections one of the reset's transactions ends (each read and written whole). */
+const DEVICES_ENDED_PER_WRITE = 8;
+
 /**
- * The first transaction of a reset, or of finishing one: a new generation, the mark, and the end
- * of the sandbox devices' open connections (read here, so no older copy is written back; ended
- * without events, so a socket that drops meanwhile, or a restart, writes no `device.disconnected`).
+ * The first transaction of a reset, or of finishing one: a new generation and the mark. Queued at
+ * once: a transaction queued after the reset began reads the new generation.
  */
-function beginWithin(deps: SandboxResetDeps, orgId: string, nowMs: number): { readonly generation: number; readonly deviceConnections: string[] } {
-  return { generation: deps.runs.sandboxGenerations.beginResetWithin(orgId, nowMs), deviceConnections: deps.devices.endConnectionsWithin(orgId, deps.devices.namesIn(orgId, 'sandbox'), 'sandbox_reset', nowMs) };
+function begin(deps: SandboxResetDeps, orgId: string, nowMs: number): Promise<number> {
+  const { root } = deps.ledger;
+  return durably(root, root.transaction(() => deps.runs.sandboxGenerations.beginResetWithin(orgId, nowMs)));
+}
+
+/** The org's sandbox devices and sources, as the reset found them once begun. */
+interface SandboxNames {
+  readonly sources: readonly string[];
+  readonly devices: readonly string[];
+  /** The sandbox devices with a connection open. */
+  readonly connected: readonly string[];
+}
+
+/**
+ * Reads the org's sandbox sources and devices one per event-loop turn (a record not cached decodes
+ * its schemas, up to ~1 MB: all of them in one transaction held every org's writes for seconds).
+ * Once the reset has begun no sandbox connection is recorded (a connect waits out the reset), and
+ * one recorded before it was committed before its first transaction.
+ */
+async function sandboxNames(deps: SandboxResetDeps, orgId: string): Promise<SandboxNames> {
+  const sources: string[] = [];
+  const devices: string[] = [];
+  const connected: string[] = [];
+  for await (const source of deps.sources.headsInTurns(orgId)) if (source.environment === 'sandbox') sources.push(source.name);
+  for await (const device of deps.devices.headsInTurns(orgId)) {
+    if (device.environment !== 'sandbox') continue;
+    devices.push(device.name);
+    if (device.connection !== null) connected.push(device.name);
+  }
+  return { sources, devices, connected };
+}
+
+/**
+ * Ends the open connections of the sandbox devices, a few per transaction (each read there, so no
+ * older copy is written back), without events: their `device.connected` goes with the reset. A
+ * socket that drops before its device's turn ends its connection itself, and the sweeps below
+ * remove that `device.disconnected` with the other sandbox events. Resolves with the ended ids.
+ */
+async function endConnections(deps: SandboxResetDeps, orgId: string, nowMs: number, names: SandboxNames): Promise<string[]> {
+  const { root } = deps.ledger;
+  const ended: string[] = [];
+  for (let from = 0; from < names.connected.length; from += DEVICES_ENDED_PER_WRITE) {
+    const chunk = names.connected.slice(from, from + DEVICES_ENDED_PER_WRITE);
+    ended.push(...(await deps.devices.writing(orgId, () => durably(root, root.transaction(() => deps.devices.endConnectionsWithin(orgId, chunk, 'sandbox_reset', nowMs))))));
+  }
+  return ended;
 }
 
 /** A reset finished at start: its org, and the mark it reserved in the org's live updates. */
@@ -116,14 +163,15 @@ export interface FinishedReset {
  * deleted is never reused).
  */
 export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: number): Promise<FinishedReset[]> {
-  const { root } = deps.ledger;
   const generations = deps.runs.sandboxGenerations;
   const finished: FinishedReset[] = [];
   for (const orgId of generations.interruptedResets()) {
     const removal = await generations.during(orgId, async () => {
       // A device may have connected between a failed write and the restart: its connection goes too.
-      await deps.devices.writing(orgId, () => durably(root, root.transaction(() => beginWithin(deps, orgId, nowMs))));
-      return removeSandbox(deps, orgId);
+      await begin(deps, orgId, nowMs);
+      const names = await sandboxNames(deps, orgId);
+      await endConnections(deps, orgId, nowMs, names);
+      return removeSandbox(deps, orgId, names);
     });
     finished.push({ orgId, liveMark: removal.live_mark });
   }
@@ -131,7 +179,7 @@ export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: num
 }
 
 /** Removes the org's sandbox data in bounded transactions, then clears its reset mark. */
-async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<SandboxRemoval> {
+async function removeSandbox(deps: SandboxResetDeps, orgId: string, names: SandboxNames): Promise<SandboxRemoval> {
   const { ledger } = deps;
   const chunk = deps.chunk ?? RESET_CHUNK;
   const inChunks = (removeUpTo: (limit: number) => number, afterEach?: () => void): Promise<number> => removeInChunks(ledger, chunk, removeUpTo, afterEach);
@@ -213,10 +261,7 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string): Promise<San
   });
 
   // Sandbox sources claim deliveries under their names, sandbox devices messages under their event source.
-  const claimSources = [
-    ...deps.sources.namesIn(orgId, 'sandbox'),
-    ...deps.devices.namesIn(orgId, 'sandbox').map(deviceSource),
-  ];
+  const claimSources = [...names.sources, ...names.devices.map(deviceSource)];
   for (const source of claimSources) claims += await inChunks((limit) => deps.events.inbox.removeSourceClaimsWithin(orgId, source, limit));
   // Ids retention removed may be sent again too: the new generation gives their runs new ids.
   await inChunks((limit) => deps.events.removeTombstonesWithin(orgId, 'sandbox', limit));

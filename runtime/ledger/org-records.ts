@@ -1,5 +1,6 @@
 // The records one org keeps in a table keyed [orgId, name] (sources, devices, schedules), in name
 // order, read lazily: a list page reads only as far as it answers, not every record of the org.
+// Their names alone are read without decoding a value.
 
 import type { LedgerTable } from './ledger.ts';
 
@@ -10,4 +11,9 @@ export function* orgRecords<T>(table: LedgerTable, orgId: string, afterName?: st
     if (afterName !== undefined && (key as readonly unknown[])[1] === afterName) continue;
     yield value as T;
   }
+}
+
+/** The names of the org's records, in order: keys only (no value is decoded), read whole. */
+export function orgNames(table: LedgerTable, orgId: string): string[] {
+  return [...table.getKeys({ start: [orgId], end: [orgId, '\uffff'] })].map((key) => String((key as readonly unknown[])[1]));
 }

@@ -10,9 +10,9 @@ import type { EventStore } from '../events/event-store.ts';
 import { changeRecord } from '../ledger/change-record.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
-import { orgRecords } from '../ledger/org-records.ts';
+import { orgNames, orgRecords } from '../ledger/org-records.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { RecordCache } from '../ledger/record-cache.ts';
-import type { Environment } from '../sources/source-record.ts';
 import { schemaRecordWeight } from '../sources/schema-record-weight.ts';
 import {
   MAX_DEVICES_PER_ORG,
@@ -25,8 +25,9 @@ import {
   type DisconnectReason,
 } from './device-record.ts';
 
-/** Devices a start reads and ends the connections of in one write (endConnectionsLeftOpen). */
+/** Devices a start reads and ends the connections of in one write, and such writes in flight at once (endConnectionsLeftOpen). */
 const RESTART_WRITE_DEVICES = 8;
+const RESTART_WRITES_AT_ONCE = 8;
 
 /** How a connection that ends is told apart: the reason and the WebSocket close code, if there was one. */
 export interface Ending {
@@ -58,8 +59,9 @@ export class DeviceStore {
 
   /** The device without its schemas; decodes the whole record only when its head is not cached. */
   head(orgId: string, name: string): DeviceHead | undefined {
+    // Read from the ledger, not through the whole-record cache: a head needs no frozen copy of the schemas.
     return this.#heads.read(orgId, name, () => {
-      const device = this.get(orgId, name);
+      const device = this.#table.get([orgId, name]) as DeviceRecord | undefined;
       if (device === undefined) return undefined;
       const { event_types: _schemas, ...head } = device;
       return head;
@@ -82,11 +84,16 @@ export class DeviceStore {
     for (const { value } of this.#table.getRange({})) yield value as DeviceRecord;
   }
 
-  /** The names of the org's devices in `environment`; records are decoded one at a time (each may hold ~1 MB of schemas). */
-  namesIn(orgId: string, environment: Environment): string[] {
-    const names: string[] = [];
-    for (const device of orgRecords<DeviceRecord>(this.#table, orgId)) if (device.environment === environment) names.push(device.name);
-    return names;
+  /**
+   * The org's devices without their schemas, one per event-loop turn: a head not cached decodes its
+   * whole record (~30 ms with ~1 MB of schemas), and an org may hold 1,000 devices.
+   */
+  async *headsInTurns(orgId: string): AsyncGenerator<DeviceHead> {
+    for (const name of orgNames(this.#table, orgId)) {
+      const head = this.head(orgId, name);
+      if (head !== undefined) yield head;
+      await nextTurn();
+    }
   }
 
   /** The org's devices in name order after `afterName`, read as iterated (list pages). */
@@ -196,14 +203,19 @@ export class DeviceStore {
     // Keys only (no values decoded), read whole: a range left open across the writes' awaits would
     // hold its snapshot, and LMDB could reuse none of the pages they free.
     const keys = [...this.#table.getKeys({})] as [string, string][];
+    const groups: { orgId: string; names: string[] }[] = [];
+    for (const [orgId, name] of keys) {
+      const last = groups.at(-1);
+      if (last !== undefined && last.orgId === orgId && last.names.length < RESTART_WRITE_DEVICES) last.names.push(name);
+      else groups.push({ orgId, names: [name] });
+    }
     let ended = 0;
-    for (let from = 0; from < keys.length; ) {
-      const orgId = keys[from]![0];
-      let to = from + 1;
-      while (to < keys.length && to - from < RESTART_WRITE_DEVICES && keys[to]![0] === orgId) to++;
-      const names = keys.slice(from, to).map(([, name]) => name);
-      ended += await this.writing(orgId, () => this.#events.writeWithEvents((write) => this.#endLeftOpenWithin(orgId, names, nowMs, write)));
-      from = to;
+    // A few writes at once (committed together), not all: each holds its records' bytes until its commit.
+    for (let from = 0; from < groups.length; from += RESTART_WRITES_AT_ONCE) {
+      const wave = groups.slice(from, from + RESTART_WRITES_AT_ONCE).map(({ orgId, names }) =>
+        this.writing(orgId, () => this.#events.writeWithEvents((write) => this.#endLeftOpenWithin(orgId, names, nowMs, write))),
+      );
+      for (const count of await Promise.all(wave)) ended += count;
     }
     return ended;
   }
