@@ -288,14 +288,20 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     recovered();
   }
   // Schemas stored before a rule that now refuses them: named now, not first by a sender's 422.
-  // Read one record at a time: a device or source can hold a megabyte of schemas.
-  warnOfStaleSchemas(
+  // Read one record per event-loop turn, as requests go on: a device or source can hold a megabyte of schemas.
+  const staleCheckStop = new AbortController();
+  const staleCheck = warnOfStaleSchemas(
     (function* () {
       yield* sources.all();
       for (const device of deviceStore.all()) yield deviceSchemas(device);
     })(),
     logger,
-  );
+    staleCheckStop.signal,
+  ).catch((error: unknown) => logger.error('stored event schemas could not be checked', { error: String(error) }));
+  opened.push(async () => {
+    staleCheckStop.abort();
+    await staleCheck;
+  });
 
   const pruneJobs = {
     inbox: (stop: AbortSignal) => inbox.prune(clock.now(), undefined, stop),
@@ -339,6 +345,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     disk,
     close: () =>
       (closing ??= (async () => {
+        staleCheckStop.abort();
+        await staleCheck;
         await pruning.close();
         await ticker.close();
         // Requests in flight finish their schema checks and body reads; what is still queued or

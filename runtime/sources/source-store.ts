@@ -68,9 +68,12 @@ export class SourceStore {
     return this.#heads.writing(orgId, () => this.#cache.writing(orgId, write));
   }
 
-  /** Every org's sources, read as stored (for the boot check of their schemas). */
+  /** Every org's sources, read as stored one at a time as iterated (keys first: iterating across awaits holds no LMDB snapshot). */
   *all(): Generator<SourceRecord> {
-    for (const { value } of this.#ledger.sources.getRange({})) yield value as SourceRecord;
+    for (const key of [...this.#ledger.sources.getKeys({})]) {
+      const source = this.#ledger.sources.get(key) as SourceRecord | undefined;
+      if (source !== undefined) yield source;
+    }
   }
 
   /**

@@ -79,9 +79,12 @@ export class DeviceStore {
     return device;
   }
 
-  /** Every org's devices, read as stored (for the boot check of their schemas). */
+  /** Every org's devices, read as stored one at a time as iterated (keys first: iterating across awaits holds no LMDB snapshot). */
   *all(): Generator<DeviceRecord> {
-    for (const { value } of this.#table.getRange({})) yield value as DeviceRecord;
+    for (const key of [...this.#table.getKeys({})]) {
+      const device = this.#table.get(key) as DeviceRecord | undefined;
+      if (device !== undefined) yield device;
+    }
   }
 
   /**

@@ -1,5 +1,6 @@
 // Schemas stored before a rule that now refuses them: the runtime names each one at boot (a
-// warning per source or device and event type), and ingest answers their events 422 until updated.
+// warning per source or device and event type, read one record per event-loop turn as requests go
+// on, then a line saying the check is done), and ingest answers their events 422 until updated.
 
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -8,6 +9,7 @@ import { durably } from '../../runtime/ledger/durable-write.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
+import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir } from '../helpers/runtime.ts';
 
 const dataDir = tempDir('sluice-stale-schemas-');
@@ -42,8 +44,11 @@ test('a stored schema that a later rule refuses is named at boot, and its events
   await ledger.close();
 
   const lines: string[] = [];
-  rt = await startRuntime({ dataDir, logger: createLogger('warn', (line) => lines.push(line)) });
+  rt = await startRuntime({ dataDir, logger: createLogger('info', (line) => lines.push(line)) });
   try {
+    // Checked as requests go on, one record per event-loop turn; it says when it is done.
+    const done = await eventually('the stored schemas checked', () => lines.find((line) => line.includes('"stored event schemas checked"')), Boolean);
+    assert.equal(JSON.parse(done!).refused, 2);
     const warned = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => String(entry['message']).startsWith('stored event schema refused at ingest'));
     assert.deepEqual(
       warned.map((entry) => [entry['org_id'], entry['source'], entry['event_type']]).sort(),
