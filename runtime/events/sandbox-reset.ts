@@ -109,8 +109,8 @@ function begin(deps: SandboxResetDeps, orgId: string, nowMs: number): Promise<nu
 interface SandboxNames {
   readonly sources: readonly string[];
   readonly devices: readonly string[];
-  /** The sandbox devices with a connection open. */
-  readonly connected: readonly string[];
+  /** The sandbox devices with a connection open (the id tells one made again under the name since). */
+  readonly connected: readonly { readonly name: string; readonly id: string }[];
 }
 
 /**
@@ -122,21 +122,22 @@ interface SandboxNames {
 async function sandboxNames(deps: SandboxResetDeps, orgId: string): Promise<SandboxNames> {
   const sources: string[] = [];
   const devices: string[] = [];
-  const connected: string[] = [];
+  const connected: { name: string; id: string }[] = [];
   for await (const source of deps.sources.headsInTurns(orgId)) if (source.environment === 'sandbox') sources.push(source.name);
   for await (const device of deps.devices.headsInTurns(orgId)) {
     if (device.environment !== 'sandbox') continue;
     devices.push(device.name);
-    if (device.connection !== null) connected.push(device.name);
+    if (device.connection !== null) connected.push({ name: device.name, id: device.id });
   }
   return { sources, devices, connected };
 }
 
 /**
  * Ends the open connections of the sandbox devices, a few per transaction (each read there, so no
- * older copy is written back), without events: their `device.connected` goes with the reset. A
- * socket that drops before its device's turn ends its connection itself, and the sweeps below
- * remove that `device.disconnected` with the other sandbox events. Resolves with the ended ids.
+ * older copy is written back; a device deleted and made again since, in production say, is left
+ * alone), without events: their `device.connected` goes with the reset, and a sandbox socket that
+ * drops meanwhile waits out the reset before it ends its connection (then finds it ended).
+ * Resolves with the ended connections' ids.
  */
 async function endConnections(deps: SandboxResetDeps, orgId: string, nowMs: number, names: SandboxNames): Promise<string[]> {
   const { root } = deps.ledger;
@@ -260,9 +261,14 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string, names: Sandb
     return seen;
   });
 
-  // Sandbox sources claim deliveries under their names, sandbox devices messages under their event source.
-  const claimSources = [...names.sources, ...names.devices.map(deviceSource)];
-  for (const source of claimSources) claims += await inChunks((limit) => deps.events.inbox.removeSourceClaimsWithin(orgId, source, limit));
+  // Sandbox sources claim deliveries under their names, sandbox devices messages under their event
+  // source. A name made again in production since the names were read claims under the same key:
+  // its claims stay (read in each transaction, as the removal is).
+  const claimSources = [
+    ...names.sources.map((name) => ({ source: name, production: () => deps.sources.head(orgId, name)?.environment === 'production' })),
+    ...names.devices.map((name) => ({ source: deviceSource(name), production: () => deps.devices.head(orgId, name)?.environment === 'production' })),
+  ];
+  for (const { source, production } of claimSources) claims += await inChunks((limit) => (production() ? 0 : deps.events.inbox.removeSourceClaimsWithin(orgId, source, limit)));
   // Ids retention removed may be sent again too: the new generation gives their runs new ids.
   await inChunks((limit) => deps.events.removeTombstonesWithin(orgId, 'sandbox', limit));
   // The replays listed under sandbox events went with their events.

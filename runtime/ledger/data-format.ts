@@ -21,8 +21,11 @@ import type { Ledger } from './ledger.ts';
  * needed for them: a format-4 release wrote null entries, which say nothing and are read through.
  * 6: deleted workflows listed until their versions are pruned (workflows/deleted-workflows.ts; an
  * older release would delete a workflow without listing it, and its versions would stay for good).
+ * 7: device schemas stored as JSON text (StoredDevice in triggers/device-record.ts; an older release
+ * would read such a device as declaring none). No upgrade: records in the older form are read as
+ * they are, and rewritten in the new one when their connection next changes.
  */
-export const DATA_FORMAT = 6;
+export const DATA_FORMAT = 7;
 
 const TABLE = 'data-format';
 const KEY = 'version';

@@ -223,6 +223,11 @@ export class DeviceSockets {
     const key = orgScopedKey(orgId, name);
     return this.#changeDevice(orgId, name, async () => {
       allowed();
+      // A sandbox device's `device.disconnected` is not written while a reset of its org is in flight.
+      if (this.#d.devices.head(orgId, name)?.environment === 'sandbox') {
+        await this.#d.generations.quiet(orgId);
+        allowed();
+      }
       return this.#d.devices.delete(orgId, name, id, (open) => this.#endingOf(key, open, ending), this.#d.clock.now());
     }, ending);
   }
@@ -439,6 +444,9 @@ export class DeviceSockets {
     if (!data.attempted) return true;
     await Promise.allSettled([...data.inFlight]);
     try {
+      // A sandbox reset ends its devices' connections without events, a few per write: a sandbox
+      // connection's ending waits it out, as the device's messages do (then finds it ended).
+      if (data.device.environment === 'sandbox') await this.#d.generations.quiet(data.device.org_id);
       // A socket that closed while its connect waited was stamped after it closed: it ends as it begins.
       await this.#d.devices.disconnect(data.device, data.connection, ending, Math.max(at, data.connection.connected_at_ms));
       return true;

@@ -3,6 +3,8 @@
 // the ledger's idea of "connected" and the events workflows see never disagree, even after a crash.
 // Records are read through a cache (record-cache.ts): each device message reads its device twice,
 // and a device may declare up to ~1 MB of schemas, which decoding per message made cost 20-30 ms.
+// The schemas are stored as JSON text (StoredDevice, device-record.ts): a token check (head), a
+// connection's start or end, a sandbox reset and a start read and write records without parsing them.
 
 import { ConflictError, notFound } from '../errors.ts';
 import type { StoredEvent } from '../events/event-record.ts';
@@ -22,6 +24,10 @@ import {
   type DeviceConnection,
   type DeviceHead,
   type DeviceRecord,
+  type StoredDevice,
+  deviceFromStored,
+  headOfStored,
+  storedDevice,
   type DisconnectReason,
 } from './device-record.ts';
 
@@ -37,7 +43,7 @@ export interface Ending {
 
 export class DeviceStore {
   readonly #root: LedgerRoot;
-  /** [orgId, name] -> DeviceRecord */
+  /** [orgId, name] -> StoredDevice (schemas as JSON text: device-record.ts) */
   readonly #table: LedgerTable;
   readonly #events: EventStore;
   /** Every write of the table goes through `writing`, so reads never see a record older than the ledger's. */
@@ -52,20 +58,24 @@ export class DeviceStore {
     this.#events = events;
   }
 
-  /** The device as stored (frozen when cached: shared by every reader). */
+  /** The device, its schemas parsed (frozen when cached: shared by every reader). */
   get(orgId: string, name: string): DeviceRecord | undefined {
-    return this.#cache.read(orgId, name, () => this.#table.get([orgId, name]) as DeviceRecord | undefined);
+    return this.#cache.read(orgId, name, () => {
+      const stored = this.#stored(orgId, name);
+      return stored === undefined ? undefined : deviceFromStored(stored);
+    });
   }
 
-  /** The device without its schemas; decodes the whole record only when its head is not cached. */
+  /** The device without its schemas (their text is read, not parsed). */
   head(orgId: string, name: string): DeviceHead | undefined {
-    // Read from the ledger, not through the whole-record cache: a head needs no frozen copy of the schemas.
     return this.#heads.read(orgId, name, () => {
-      const device = this.#table.get([orgId, name]) as DeviceRecord | undefined;
-      if (device === undefined) return undefined;
-      const { event_types: _schemas, ...head } = device;
-      return head;
+      const stored = this.#stored(orgId, name);
+      return stored === undefined ? undefined : headOfStored(stored);
     });
+  }
+
+  #stored(orgId: string, name: string): StoredDevice | undefined {
+    return this.#table.get([orgId, name]) as StoredDevice | undefined;
   }
 
   /** Runs `write`, which changes devices of `orgId` (here, or within a caller's transaction: endConnectionsWithin). */
@@ -82,14 +92,14 @@ export class DeviceStore {
   /** Every org's devices, read as stored one at a time as iterated (keys first: iterating across awaits holds no LMDB snapshot). */
   *all(): Generator<DeviceRecord> {
     for (const key of [...this.#table.getKeys({})]) {
-      const device = this.#table.get(key) as DeviceRecord | undefined;
-      if (device !== undefined) yield device;
+      const stored = this.#table.get(key) as StoredDevice | undefined;
+      if (stored !== undefined) yield deviceFromStored(stored);
     }
   }
 
   /**
-   * The org's devices without their schemas, one per event-loop turn: a head not cached decodes its
-   * whole record (~30 ms with ~1 MB of schemas), and an org may hold 1,000 devices.
+   * The org's devices without their schemas, one per event-loop turn (a record from before data
+   * format 7 decodes its schemas, ~30 ms for ~1 MB of them, and an org may hold 1,000 devices).
    */
   async *headsInTurns(orgId: string): AsyncGenerator<DeviceHead> {
     for (const name of orgNames(this.#table, orgId)) {
@@ -100,8 +110,8 @@ export class DeviceStore {
   }
 
   /** The org's devices in name order after `afterName`, read as iterated (list pages). */
-  listAfter(orgId: string, afterName: string | undefined): Iterable<DeviceRecord> {
-    return orgRecords<DeviceRecord>(this.#table, orgId, afterName);
+  *listAfter(orgId: string, afterName: string | undefined): Iterable<DeviceRecord> {
+    for (const stored of orgRecords<StoredDevice>(this.#table, orgId, afterName)) yield deviceFromStored(stored);
   }
 
   /** Resolves once the device is durable; 409 if the name is taken in this org, or the org holds MAX_DEVICES_PER_ORG. */
@@ -109,7 +119,7 @@ export class DeviceStore {
     // A device made under the name of a deleted one starts with no dedup memory (Inbox.createFresh).
     const exists = (): boolean => this.#table.get([device.org_id, device.name]) !== undefined;
     const outcome = await this.#events.inbox.createFresh(device.org_id, deviceSource(device.name), exists, () =>
-      this.writing(device.org_id, () => insertCapped(this.#root, this.#table, device.org_id, device.name, device, MAX_DEVICES_PER_ORG)),
+      this.writing(device.org_id, () => insertCapped(this.#root, this.#table, device.org_id, device.name, storedDevice(device), MAX_DEVICES_PER_ORG)),
     );
     if (outcome === 'exists') throw new ConflictError('device_exists', `A device named "${device.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('device_limit_reached', `An organization can hold at most ${MAX_DEVICES_PER_ORG} devices; delete one first.`);
@@ -118,7 +128,13 @@ export class DeviceStore {
   /** Applies `change` to the device as stored when the write runs; 404 if gone. */
   /** Stores `change(stored)`; 404 if the device is gone, or `change` answers undefined (not the device meant). */
   async update(orgId: string, name: string, change: (current: DeviceRecord) => DeviceRecord | undefined): Promise<DeviceRecord> {
-    const updated = await this.writing(orgId, () => changeRecord<DeviceRecord>(this.#root, this.#table, [orgId, name], change));
+    let updated: DeviceRecord | undefined;
+    await this.writing(orgId, () =>
+      changeRecord<StoredDevice>(this.#root, this.#table, [orgId, name], (stored) => {
+        updated = change(deviceFromStored(stored));
+        return updated === undefined ? undefined : storedDevice(updated);
+      }),
+    );
     if (updated === undefined) throw notFound(`Device "${name}"`, 'name');
     return updated;
   }
@@ -136,7 +152,7 @@ export class DeviceStore {
    */
   async delete(orgId: string, name: string, id: string, ending: (connection: DeviceConnection) => Ending, nowMs: number): Promise<void> {
     const removed = await this.#events.inbox.deleting(orgId, deviceSource(name), () => this.writing(orgId, () => this.#events.writeWithEvents((write) => {
-      const current = this.get(orgId, name);
+      const current = this.#stored(orgId, name);
       if (current === undefined || current.id !== id) return false;
       if (current.connection !== null) {
         const { reason, code } = ending(current.connection);
@@ -156,9 +172,9 @@ export class DeviceStore {
   connect(device: DeviceHead, connection: DeviceConnection, previous: (connection: DeviceConnection) => Ending): Promise<boolean> {
     const { org_id: orgId, name } = device;
     return this.writing(orgId, () => this.#events.writeWithEvents((write) => {
-      const current = this.get(orgId, name);
+      const current = this.#stored(orgId, name);
       if (current === undefined || current.id !== device.id || current.token_hash !== device.token_hash) return false;
-      let record = current;
+      let record = inTextForm(current);
       if (current.connection !== null) record = this.#ended(current, current.connection, previous(current.connection), connection.connected_at_ms, write);
       write(connectedEvent(record, connection));
       this.#table.put([orgId, name], { ...record, connection });
@@ -172,7 +188,7 @@ export class DeviceStore {
    */
   disconnect(device: DeviceHead, connection: DeviceConnection, ending: Ending, nowMs: number): Promise<boolean> {
     return this.writing(device.org_id, () => this.#events.writeWithEvents((write) => {
-      const current = this.get(device.org_id, device.name);
+      const current = this.#stored(device.org_id, device.name);
       if (current === undefined || current.id !== device.id || current.connection?.id !== connection.id) return false;
       this.#table.put([device.org_id, device.name], this.#ended(current, connection, ending, nowMs, write));
       return true;
@@ -180,15 +196,16 @@ export class DeviceStore {
   }
 
   /**
-   * Forgets the open connections of the org's devices `names` without an event (a sandbox reset:
+   * Forgets the open connections of the org's sandbox `devices` without an event (a sandbox reset:
    * their `device.connected` is among what it removes); returns their ids, whose sockets the caller
-   * closes once the write is durable. Call inside a write transaction, itself inside `writing` for the org.
+   * closes once the write is durable. A device gone, or made again under the name (another id), is
+   * left alone. Call inside a write transaction, itself inside `writing` for the org.
    */
-  endConnectionsWithin(orgId: string, names: readonly string[], reason: DisconnectReason, nowMs: number): string[] {
+  endConnectionsWithin(orgId: string, devices: readonly { readonly name: string; readonly id: string }[], reason: DisconnectReason, nowMs: number): string[] {
     const ended: string[] = [];
-    for (const name of names) {
-      const device = this.#table.get([orgId, name]) as DeviceRecord | undefined;
-      if (device === undefined || device.connection === null) continue;
+    for (const { name, id } of devices) {
+      const device = this.#stored(orgId, name);
+      if (device === undefined || device.id !== id || device.environment !== 'sandbox' || device.connection === null) continue;
       ended.push(device.connection.id);
       this.#table.put([orgId, name], this.#closed(device, reason, nowMs));
     }
@@ -227,7 +244,7 @@ export class DeviceStore {
   #endLeftOpenWithin(orgId: string, names: readonly string[], nowMs: number, write: (event: StoredEvent) => void): number {
     let ended = 0;
     for (const name of names) {
-      const device = this.#table.get([orgId, name]) as DeviceRecord | undefined;
+      const device = this.#stored(orgId, name);
       if (device === undefined || device.connection === null) continue;
       this.#table.put([orgId, name], this.#ended(device, device.connection, { reason: 'runtime_restarted', code: null }, nowMs, write));
       ended++;
@@ -236,13 +253,18 @@ export class DeviceStore {
   }
 
   /** The record with `connection` ended, after writing its `device.disconnected` (unless stored already). */
-  #ended(device: DeviceRecord, connection: DeviceConnection, ending: Ending, nowMs: number, write: (event: StoredEvent) => void): DeviceRecord {
+  #ended(device: StoredDevice, connection: DeviceConnection, ending: Ending, nowMs: number, write: (event: StoredEvent) => void): StoredDevice {
     write(disconnectedEvent(device, connection, ending.reason, ending.code, nowMs));
     return this.#closed(device, ending.reason, nowMs);
   }
 
   /** The record with no open connection, last ended at `nowMs` for `reason`. */
-  #closed(device: DeviceRecord, reason: DisconnectReason, nowMs: number): DeviceRecord {
-    return { ...device, connection: null, last_disconnected_at: new Date(nowMs).toISOString(), last_disconnect_reason: reason };
+  #closed(device: StoredDevice, reason: DisconnectReason, nowMs: number): StoredDevice {
+    return { ...inTextForm(device), connection: null, last_disconnected_at: new Date(nowMs).toISOString(), last_disconnect_reason: reason };
   }
+}
+
+/** A stored record with its schemas as text: one from before data format 7 is rewritten so when its connection next changes. */
+function inTextForm(stored: StoredDevice): StoredDevice {
+  return stored.event_types_json !== undefined ? stored : storedDevice(deviceFromStored(stored));
 }
