@@ -32,6 +32,15 @@ export class OrgIdleSockets {
     this.#held.add(org);
   }
 
+  /** Closes one of the org's idle sockets, if it keeps any (to make room for a new connection of its own). */
+  closeOne(org: string): void {
+    for (const [socket, owner] of this.#idle) {
+      if (owner !== org) continue;
+      (socket as { destroy(): void }).destroy();
+      return;
+    }
+  }
+
   /** `socket` is idle no more: reused by a request, or closed. */
   taken(socket: object): void {
     const org = this.#idle.get(socket);

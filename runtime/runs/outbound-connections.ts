@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { connectionLookup, type ConnectionLookup, type WebhookTargets } from './webhook-address-policy.ts';
 import { ReceiverResolver } from './receiver-lookup.ts';
 import { OrgIdleSockets } from './idle-sockets.ts';
+import { OrgSocketShare } from './org-socket-share.ts';
 
 /** Default of `--webhook-connections`: sockets per org and receiver origin. */
 export const DEFAULT_WEBHOOK_CONNECTIONS = 32;
@@ -35,8 +36,8 @@ export interface OutboundPool {
  */
 const IDLE_SOCKET_MS = 4000;
 
-const poolName = (base: string, options: ClientRequestArgs | undefined): string =>
-  `${base}|${String((options as { poolOrg?: unknown } | undefined)?.poolOrg ?? '')}`;
+const poolOrgOf = (options: ClientRequestArgs | undefined): string => String((options as { poolOrg?: unknown } | undefined)?.poolOrg ?? '');
+const poolName = (base: string, options: ClientRequestArgs | undefined): string => `${base}|${poolOrgOf(options)}`;
 
 /** The lookup a connection to `port` uses (webhook-address-policy.ts, connectionLookup). */
 type LookupForPort = (port: number) => ConnectionLookup;
@@ -54,23 +55,41 @@ const withLookup = (options: ClientRequestArgs, lookupFor: LookupForPort): Clien
 
 /**
  * An agent class (http's or https's) whose pools are per org (`poolOrg` in the request options),
- * whose connections resolve with their own lookup, which knows their port, and whose idle sockets
- * count against their org's share (idle-sockets.ts). (`...args: any[]`: the only constructor type
- * TypeScript takes for a class a function extends.)
+ * whose connections resolve with their own lookup, which knows their port, whose idle sockets
+ * count against their org's idle share (idle-sockets.ts), and whose sockets, busy or idle, against
+ * its share of all (org-socket-share.ts). (`...args: any[]`: the only constructor type TypeScript
+ * takes for a class a function extends.)
  */
-function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupFor: LookupForPort, idle: OrgIdleSockets): B {
+function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupFor: LookupForPort, idle: OrgIdleSockets, share: OrgSocketShare): B {
   /** The org each socket was opened for. */
   const orgs = new WeakMap<object, string>();
+  /** Node's own addRequest (not in its typings): reuses a free socket, opens one, or queues at the origin's cap. */
+  const addRequest = (Base.prototype as unknown as { addRequest: (this: HttpAgent, ...args: unknown[]) => void }).addRequest;
   return class extends Base {
     override getName(options?: ClientRequestArgs): string {
       return poolName(super.getName(options), options);
     }
 
+    /** A request that would open a socket past its org's share waits for one of the org's to close. */
+    addRequest(request: ClientRequest, options: ClientRequestArgs, ...rest: unknown[]): void {
+      const org = poolOrgOf(options);
+      const free = (this.freeSockets[this.getName(options)]?.length ?? 0) > 0;
+      if (free || share.hasRoom(org)) return addRequest.call(this, request, options, ...rest);
+      share.wait(org, request, () => !request.destroyed, () => addRequest.call(this, request, options, ...rest));
+      // An idle socket of the org's own gives its room up.
+      idle.closeOne(org);
+    }
+
     override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
       const socket = super.createConnection(withLookup(options, lookupFor), callback);
       if (socket !== null && socket !== undefined) {
-        orgs.set(socket, String((options as { poolOrg?: unknown }).poolOrg ?? ''));
-        socket.once('close', () => idle.taken(socket));
+        const org = poolOrgOf(options);
+        orgs.set(socket, org);
+        share.opened(org);
+        socket.once('close', () => {
+          idle.taken(socket);
+          share.closed(org);
+        });
       }
       return socket;
     }
@@ -78,7 +97,7 @@ function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupF
     /** Node asks this when a request is done with a socket: false closes it instead of keeping it for reuse. */
     override keepSocketAlive(socket: Duplex): boolean {
       const org = orgs.get(socket) ?? '';
-      if (!idle.hasRoom(org) || !(super.keepSocketAlive(socket) as unknown as boolean)) return false;
+      if (!idle.hasRoom(org) || share.hasWaiting(org) || !(super.keepSocketAlive(socket) as unknown as boolean)) return false;
       idle.kept(socket, org);
       return true;
     }
@@ -104,6 +123,7 @@ function refuseConnection(_options: ClientRequestArgs, callback?: (err: Error | 
 
 export class OutboundConnections {
   readonly #agents: readonly [HttpAgent, HttpsAgent];
+  readonly #share: OrgSocketShare;
   readonly #resolver: ReceiverResolver;
   /** Requests not yet settled: a queued one gets no error from Node when its agent is destroyed. */
   readonly #unsettled = new Set<() => void>();
@@ -113,12 +133,13 @@ export class OutboundConnections {
    * `targets`: which addresses new connections may reach; `selfPort`: the runtime's own port, which
    * no connection to this machine may use (webhook-address-policy.ts); `resolver`: how names are
    * looked up (receiver-lookup.ts; tests give it their DNS server); `idleSocketsPerOrg`: idle
-   * keep-alive sockets one org may hold over all its receivers (idle-sockets.ts).
+   * keep-alive sockets one org may hold over all its receivers (idle-sockets.ts); `socketsPerOrg`:
+   * sockets, busy or idle, one org may hold over all its receivers (org-socket-share.ts).
    */
   constructor(
     readonly perReceiver: number = DEFAULT_WEBHOOK_CONNECTIONS,
     readonly targets: WebhookTargets = 'public',
-    options: { readonly selfPort?: () => number; readonly resolver?: ReceiverResolver; readonly idleSocketsPerOrg?: number } = {},
+    options: { readonly selfPort?: () => number; readonly resolver?: ReceiverResolver; readonly idleSocketsPerOrg?: number; readonly socketsPerOrg?: number } = {},
   ) {
     // LIFO keeps the most recently used sockets busy and lets the others go idle and close.
     const agentOptions: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
@@ -130,7 +151,9 @@ export class OutboundConnections {
     // The pools' names are checked where they connect.
     const lookupFor: LookupForPort = (port) => lookups[port === selfPort() ? 1 : 0];
     const idle = new OrgIdleSockets(options.idleSocketsPerOrg);
-    this.#agents = [new (orgPooled(HttpAgent, lookupFor, idle))(agentOptions), new (orgPooled(HttpsAgent, lookupFor, idle))(agentOptions)];
+    const share = new OrgSocketShare(options.socketsPerOrg);
+    this.#share = share;
+    this.#agents = [new (orgPooled(HttpAgent, lookupFor, idle, share))(agentOptions), new (orgPooled(HttpsAgent, lookupFor, idle, share))(agentOptions)];
   }
 
   /** The pool a POST to `url` on behalf of `orgId` goes through. */
@@ -148,7 +171,7 @@ export class OutboundConnections {
         return () => this.#unsettled.delete(cancel);
       },
       // `agent.requests` holds only the pools that have requests waiting, and a new one is queued last.
-      isQueued: (request) => Object.values(agent.requests).some((waiting) => waiting?.at(-1) === (request as unknown)),
+      isQueued: (request) => this.#share.isWaiting(request) || Object.values(agent.requests).some((waiting) => waiting?.at(-1) === (request as unknown)),
     };
   }
 
@@ -156,7 +179,7 @@ export class OutboundConnections {
   stats(): { readonly open: number; readonly waiting: number } {
     const count = (pools: NodeJS.ReadOnlyDict<readonly unknown[]>): number => Object.values(pools).reduce((sum, list) => sum + (list?.length ?? 0), 0);
     let open = 0;
-    let waiting = 0;
+    let waiting = this.#share.waiting;
     for (const agent of this.#agents) {
       open += count(agent.sockets) + count(agent.freeSockets);
       waiting += count(agent.requests);
@@ -169,6 +192,7 @@ export class OutboundConnections {
     this.#closed = true;
     this.#resolver.close();
     for (const agent of this.#agents) agent.createConnection = refuseConnection;
+    this.#share.clear();
     for (const cancel of [...this.#unsettled]) cancel();
     this.#unsettled.clear();
     for (const agent of this.#agents) {

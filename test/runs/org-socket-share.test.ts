@@ -1,0 +1,70 @@
+// One org's sockets to its receivers, busy or idle, are capped over all of them: requests still out
+// (a cancelled run's stay out until answered or timed out) to many receivers held ever more file
+// descriptors, until every org's connections failed. Past its share an org's next connection waits
+// for one of its own to close (one falling idle closes for it); another org's goes ahead. Against
+// a real local receiver that holds some requests unanswered.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { OutboundConnections } from '../../runtime/runs/outbound-connections.ts';
+import { ReceiverResolver } from '../../runtime/runs/receiver-lookup.ts';
+import { sendWebhook } from '../../runtime/runs/webhook-step.ts';
+import { eventually } from '../helpers/receiver.ts';
+
+const NAMES = Array.from({ length: 6 }, (_, i) => `receiver-${i}.test`);
+let server: Server;
+let port: number;
+let opened = 0;
+const held: ServerResponse[] = [];
+let dir: string;
+let pools: OutboundConnections;
+
+before(async () => {
+  server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => (req.url === '/hold' ? held.push(res) : res.end('{"ok":true}')));
+  });
+  server.on('connection', () => (opened += 1));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+  dir = mkdtempSync(join(tmpdir(), 'sluice-hosts-'));
+  writeFileSync(join(dir, 'hosts'), `127.0.0.1 ${NAMES.join(' ')}\n`);
+  pools = new OutboundConnections(4, 'any', { resolver: new ReceiverResolver({ hostsPath: join(dir, 'hosts') }), socketsPerOrg: 3 });
+});
+after(async () => {
+  pools.close();
+  for (const res of held) res.end();
+  await new Promise((resolve) => server.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const send = (orgId: string, name: string, path: string) =>
+  sendWebhook(
+    { orgId, url: `http://${name}:${port}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${name}:s`, fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
+    { selfPort: 1, connections: pools },
+  );
+
+test("an org holding its share of sockets (requests unanswered at three receivers) waits for one of them to close before a fourth connection; another org's goes ahead", async () => {
+  const out = [0, 1, 2].map((i) => send('acct-hoarder', NAMES[i]!, '/hold'));
+  await eventually('three requests held by the receiver', () => held.length, (n) => n === 3);
+  let fourthDone = false;
+  const fourth = send('acct-hoarder', NAMES[3]!, '/ok').then((outcome) => ((fourthDone = true), outcome));
+  await eventually('the fourth request waiting for room', () => pools.stats().waiting, (n) => n === 1);
+  assert.equal(opened, 3, 'no fourth connection was opened');
+  const other = await send('acct-other', NAMES[4]!, '/ok');
+  assert.equal(other.ok, true, JSON.stringify(other));
+  assert.equal(fourthDone, false, 'the org still holds its share');
+  // One held request is answered: its socket, falling idle, closes for the waiting one.
+  held.shift()!.end('{"ok":true}');
+  assert.equal((await out[0])!.ok, true);
+  const outcome = await fourth;
+  assert.equal(outcome.ok, true, JSON.stringify(outcome));
+  assert.equal(pools.stats().waiting, 0);
+  for (const res of held.splice(0)) res.end('{"ok":true}');
+  for (const result of await Promise.all(out.slice(1))) assert.equal(result.ok, true);
+});
