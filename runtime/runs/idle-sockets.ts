@@ -36,6 +36,8 @@ export class OrgIdleSockets {
   closeOne(org: string): void {
     for (const [socket, owner] of this.#idle) {
       if (owner !== org) continue;
+      // Taken first: its close comes later, and the next call must close another.
+      this.taken(socket);
       (socket as { destroy(): void }).destroy();
       return;
     }

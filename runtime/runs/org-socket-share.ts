@@ -23,6 +23,8 @@ export class OrgSocketShare {
   readonly #open = new KeyedCounts();
   /** Per org, requests waiting for room, oldest first. */
   readonly #waiting = new Map<string, Waiting[]>();
+  /** Every waiting request, for isWaiting (asked of every request sent). */
+  readonly #waitingRequests = new Set<object>();
 
   constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG) {
     this.#perOrg = perOrg;
@@ -38,6 +40,7 @@ export class OrgSocketShare {
     const queue = this.#waiting.get(org);
     if (queue === undefined) this.#waiting.set(org, [{ request, wanted, connect }]);
     else queue.push({ request, wanted, connect });
+    this.#waitingRequests.add(request);
   }
 
   /** Whether requests of `org` wait for room (a socket of its own that falls idle closes for them). */
@@ -46,15 +49,12 @@ export class OrgSocketShare {
   }
 
   isWaiting(request: object): boolean {
-    for (const queue of this.#waiting.values()) if (queue.some((waiting) => waiting.request === request)) return true;
-    return false;
+    return this.#waitingRequests.has(request);
   }
 
   /** Requests waiting for room, over every org. */
   get waiting(): number {
-    let count = 0;
-    for (const queue of this.#waiting.values()) count += queue.length;
-    return count;
+    return this.#waitingRequests.size;
   }
 
   opened(org: string): void {
@@ -67,6 +67,7 @@ export class OrgSocketShare {
     const queue = this.#waiting.get(org);
     while (queue !== undefined && queue.length > 0 && this.hasRoom(org)) {
       const next = queue.shift() as Waiting;
+      this.#waitingRequests.delete(next.request);
       if (next.wanted()) next.connect();
     }
     if (queue?.length === 0) this.#waiting.delete(org);
@@ -75,5 +76,6 @@ export class OrgSocketShare {
   /** Forgets every waiting request (the pools are closing: each is failed by its own shutdown). */
   clear(): void {
     this.#waiting.clear();
+    this.#waitingRequests.clear();
   }
 }

@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { OrgIdleSockets } from '../../runtime/runs/idle-sockets.ts';
+import { OrgSocketShare } from '../../runtime/runs/org-socket-share.ts';
 import { OutboundConnections } from '../../runtime/runs/outbound-connections.ts';
 import { ReceiverResolver } from '../../runtime/runs/receiver-lookup.ts';
 import { sendWebhook } from '../../runtime/runs/webhook-step.ts';
@@ -67,4 +69,32 @@ test("an org holding its share of sockets (requests unanswered at three receiver
   assert.equal(pools.stats().waiting, 0);
   for (const res of held.splice(0)) res.end('{"ok":true}');
   for (const result of await Promise.all(out.slice(1))) assert.equal(result.ok, true);
+});
+
+test('each request waiting for room closes one idle socket of its org, not the same one again; waiting requests are told apart', () => {
+  const idle = new OrgIdleSockets();
+  const socket = () => ({ destroyed: false, destroy(this: { destroyed: boolean }) { this.destroyed = true; } });
+  const sockets = [socket(), socket(), socket()];
+  for (const s of sockets) idle.kept(s, 'acct-a');
+  idle.kept(socket(), 'acct-b');
+  idle.closeOne('acct-a');
+  idle.closeOne('acct-a');
+  assert.deepEqual(sockets.map((s) => s.destroyed), [true, true, false], 'two calls close two sockets (their close comes later)');
+  assert.equal(idle.hasRoom('acct-a'), true);
+
+  const share = new OrgSocketShare(1);
+  share.opened('acct-a');
+  const connected: string[] = [];
+  const [first, second, other] = [{}, {}, {}];
+  // Connecting opens a socket at once, as the agent's createConnection does.
+  const connect = (name: string) => () => {
+    connected.push(name);
+    share.opened('acct-a');
+  };
+  share.wait('acct-a', first, () => true, connect('first'));
+  share.wait('acct-a', second, () => true, connect('second'));
+  assert.deepEqual([share.isWaiting(first), share.isWaiting(other), share.waiting, share.hasWaiting('acct-b')], [true, false, 2, false]);
+  share.closed('acct-a');
+  assert.deepEqual(connected, ['first'], 'one socket closed: one request connects');
+  assert.deepEqual([share.isWaiting(first), share.waiting], [false, 1]);
 });
