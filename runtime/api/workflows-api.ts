@@ -79,14 +79,15 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
 
   /**
    * One write of a workflow at a time (updates, toggles, rotations: each makes a version), so an
-   * update never finds the version it read replaced by a concurrent request's.
+   * update never finds the version it read replaced by a concurrent request's. The key (and the
+   * org's plan) is read again when the write's turn comes: one revoked meanwhile writes nothing (401).
    */
   const writes = new KeyedSerial();
-  const oneAtATime = <T>(org: Organization, request: HttpRequest, write: () => Promise<T>): Promise<T> =>
-    writes.run(`${org.id}\u0000${request.params.workflow_id ?? ''}`, write);
+  const oneAtATime = <T>(org: Organization, request: HttpRequest, write: (org: Organization) => Promise<T>): Promise<T> =>
+    writes.run(`${org.id}\u0000${request.params.workflow_id ?? ''}`, () => write(orgFor(request, 'developer')));
   const update = (request: HttpRequest) => {
     const org = orgFor(request, 'developer');
-    return oneAtATime(org, request, () => updateNow(org, request));
+    return oneAtATime(org, request, (current) => updateNow(current, request));
   };
   /** Parses the body onto the current version and stores it; re-applies onto a newer version if another write won. */
   const updateNow = async (org: Organization, request: HttpRequest) => {
@@ -168,9 +169,9 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const action = parseToggle(parseJsonRequest(request));
-        return oneAtATime(org, request, async () => {
-          const current = requireWorkflow(org, request);
-          const workflow = await workflows.setStatus(org.id, current.id, action === 'enable' ? 'enabled' : 'disabled', ctx.clock.now());
+        return oneAtATime(org, request, async (now) => {
+          const current = requireWorkflow(now, request);
+          const workflow = await workflows.setStatus(now.id, current.id, action === 'enable' ? 'enabled' : 'disabled', ctx.clock.now());
           return json(200, { workflow });
         });
       },
@@ -209,10 +210,10 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
-        return oneAtATime(org, request, async () => {
-          const current = requireWorkflow(org, request);
+        return oneAtATime(org, request, async (now) => {
+          const current = requireWorkflow(now, request);
           assertNoBodyFields(request);
-          const signingSecret = await workflows.rotateSigningSecret(org.id, current.id, ctx.clock.now());
+          const signingSecret = await workflows.rotateSigningSecret(now.id, current.id, ctx.clock.now());
           return json(200, { signing_secret: signingSecret });
         });
       },

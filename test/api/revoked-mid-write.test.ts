@@ -114,3 +114,35 @@ for (const change of ['set', 'delete'] as const) {
     }
   });
 }
+
+test('a workflow update whose key is revoked while it waits behind another write of the workflow is 401 and makes no version', async () => {
+  const serialProto = KeyedSerial.prototype as unknown as { run: (...args: unknown[]) => Promise<unknown> };
+  const { run } = serialProto;
+  let queued = 0;
+  serialProto.run = function (this: unknown, ...args: unknown[]) {
+    queued++;
+    return run.apply(this, args);
+  };
+  try {
+    const made = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: admin, json: { name: 'kept-name', trigger_event: 'order.paid', steps: [{ type: 'webhook', url: 'https://example.com/hook' }] } });
+    assert.equal(made.status, 201, made.text);
+    const path = `/organizations/${ORG}/workflows/${made.body.workflow.id}`;
+    const { id, key } = await newDeveloperKey();
+    // The admin's toggle holds the line inside the workflow's write.
+    const held = gateNextCall(rt.runtime.workflows, 'setStatus');
+    queued = 0;
+    const toggle = call(rt.url, 'POST', `${path}/toggle`, { token: admin, json: { action: 'disable' } });
+    await eventually('the toggle at its write', held.reached, Boolean);
+    const update = call(rt.url, 'PATCH', path, { token: key, json: { name: 'by-revoked-key' } });
+    await eventually('the update queued behind it', () => queued, (n) => n === 2);
+    assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
+    held.release();
+    assert.equal((await toggle).status, 200);
+    const refused = await update;
+    assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
+    const now = await call(rt.url, 'GET', path, { token: admin });
+    assert.deepEqual([now.body.workflow.name, now.body.workflow.status], ['kept-name', 'disabled']);
+  } finally {
+    serialProto.run = run;
+  }
+});
