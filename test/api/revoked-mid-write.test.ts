@@ -30,6 +30,23 @@ const newDeveloperKey = async (): Promise<{ id: string; key: string }> => {
   return { id: created.body.id, key: created.body.key };
 };
 
+/** Counts the writes queued behind one another (KeyedSerial.run calls) from now until `restore`. */
+function countQueuedWrites(): { count: number; restore: () => void } {
+  const serial = KeyedSerial.prototype as unknown as { run: (...args: unknown[]) => Promise<unknown> };
+  const { run } = serial;
+  const counter = {
+    count: 0,
+    restore: () => {
+      serial.run = run;
+    },
+  };
+  serial.run = function (this: unknown, ...args: unknown[]) {
+    counter.count++;
+    return run.apply(this, args);
+  };
+  return counter;
+}
+
 const schemas = { event_types: { 'pay.ok': { type: 'object' } } };
 for (const [what, write, read] of [
   ['a source create', (key: string) => call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'late-source', secrets: ['whsec_' + Buffer.alloc(32, 3).toString('base64')], ...schemas } }), `/organizations/${ORG}/sources/late-source`],
@@ -80,13 +97,7 @@ for (const change of ['set', 'delete'] as const) {
   test(`a custom action secret ${change} whose key is revoked while it waits behind another write of the secret is 401 and changes nothing`, async () => {
     const withRunner = await startRuntime({ args: ['--runner', 'child'] });
     const runnerProto = HookRunnerClient.prototype as unknown as { putSecret: (...args: unknown[]) => Promise<unknown> };
-    const serialProto = KeyedSerial.prototype as unknown as { run: (...args: unknown[]) => Promise<unknown> };
-    const { run } = serialProto;
-    let queued = 0;
-    serialProto.run = function (this: unknown, ...args: unknown[]) {
-      queued++;
-      return run.apply(this, args);
-    };
+    const queue = countQueuedWrites();
     try {
       const org = `acct-revoked-secret-${change}`;
       const orgAdmin = await createOrg(withRunner.url, ADMIN_TOKEN, org);
@@ -97,11 +108,11 @@ for (const change of ['set', 'delete'] as const) {
       assert.equal((await call(withRunner.url, 'POST', secrets, { token: orgAdmin, json: { key: 'API_KEY', value: 'first' } })).status, 204);
       // The admin's write of the same secret holds the line at the runner.
       const held = gateNextCall(runnerProto, 'putSecret');
-      queued = 0;
+      queue.count = 0;
       const first = call(withRunner.url, 'POST', secrets, { token: orgAdmin, json: { key: 'API_KEY', value: 'second' } });
       await eventually('the first write at the runner', held.reached, Boolean);
       const answer = change === 'set' ? call(withRunner.url, 'POST', secrets, { token: key, json: { key: 'API_KEY', value: 'by-revoked' } }) : call(withRunner.url, 'DELETE', `${secrets}/API_KEY`, { token: key });
-      await eventually('the developer write queued behind it', () => queued, (n) => n === 2);
+      await eventually('the developer write queued behind it', () => queue.count, (n) => n === 2);
       assert.equal((await call(withRunner.url, 'DELETE', `/organizations/${org}/api-keys/${id}`, { token: orgAdmin })).status, 200);
       held.release();
       assert.equal((await first).status, 204);
@@ -109,20 +120,14 @@ for (const change of ['set', 'delete'] as const) {
       assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
       assert.deepEqual((await call(withRunner.url, 'GET', secrets, { token: orgAdmin })).body.keys, ['API_KEY'], 'the secret is still there');
     } finally {
-      serialProto.run = run;
+      queue.restore();
       await withRunner.close();
     }
   });
 }
 
 test('a workflow update whose key is revoked while it waits behind another write of the workflow is 401 and makes no version', async () => {
-  const serialProto = KeyedSerial.prototype as unknown as { run: (...args: unknown[]) => Promise<unknown> };
-  const { run } = serialProto;
-  let queued = 0;
-  serialProto.run = function (this: unknown, ...args: unknown[]) {
-    queued++;
-    return run.apply(this, args);
-  };
+  const queue = countQueuedWrites();
   try {
     const made = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: admin, json: { name: 'kept-name', trigger_event: 'order.paid', steps: [{ type: 'webhook', url: 'https://example.com/hook' }] } });
     assert.equal(made.status, 201, made.text);
@@ -130,11 +135,11 @@ test('a workflow update whose key is revoked while it waits behind another write
     const { id, key } = await newDeveloperKey();
     // The admin's toggle holds the line inside the workflow's write.
     const held = gateNextCall(rt.runtime.workflows, 'setStatus');
-    queued = 0;
+    queue.count = 0;
     const toggle = call(rt.url, 'POST', `${path}/toggle`, { token: admin, json: { action: 'disable' } });
     await eventually('the toggle at its write', held.reached, Boolean);
     const update = call(rt.url, 'PATCH', path, { token: key, json: { name: 'by-revoked-key' } });
-    await eventually('the update queued behind it', () => queued, (n) => n === 2);
+    await eventually('the update queued behind it', () => queue.count, (n) => n === 2);
     assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
     held.release();
     assert.equal((await toggle).status, 200);
@@ -143,6 +148,6 @@ test('a workflow update whose key is revoked while it waits behind another write
     const now = await call(rt.url, 'GET', path, { token: admin });
     assert.deepEqual([now.body.workflow.name, now.body.workflow.status], ['kept-name', 'disabled']);
   } finally {
-    serialProto.run = run;
+    queue.restore();
   }
 });
