@@ -12,8 +12,7 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { schemaRecordWeight } from './schema-record-weight.ts';
 import type { SourceHead, SourceRecord } from './source-record.ts';
-import { orgNames, orgRecords } from '../ledger/org-records.ts';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { everyRecord, orgRecords, orgRecordsInTurns } from '../ledger/org-records.ts';
 
 const deletingKey = (orgId: string, name: string): string => `${orgId}\u0000${name}`;
 
@@ -69,23 +68,16 @@ export class SourceStore {
   }
 
   /** Every org's sources, read as stored one at a time as iterated (keys first: iterating across awaits holds no LMDB snapshot). */
-  *all(): Generator<SourceRecord> {
-    for (const key of [...this.#ledger.sources.getKeys({})]) {
-      const source = this.#ledger.sources.get(key) as SourceRecord | undefined;
-      if (source !== undefined) yield source;
-    }
+  all(): Generator<SourceRecord> {
+    return everyRecord<SourceRecord>(this.#ledger.sources);
   }
 
   /**
    * The org's sources without their schemas, one per event-loop turn: a head not cached decodes its
    * whole record (~30 ms with ~1 MB of schemas), and an org may hold 200 sources.
    */
-  async *headsInTurns(orgId: string): AsyncGenerator<SourceHead> {
-    for (const name of orgNames(this.#ledger.sources, orgId)) {
-      const head = this.head(orgId, name);
-      if (head !== undefined) yield head;
-      await nextTurn();
-    }
+  headsInTurns(orgId: string): AsyncGenerator<SourceHead> {
+    return orgRecordsInTurns(this.#ledger.sources, orgId, (name) => this.head(orgId, name));
   }
 
   /** The org's sources in name order after `afterName`, read as iterated (list pages). */

@@ -12,8 +12,7 @@ import type { EventStore } from '../events/event-store.ts';
 import { changeRecord } from '../ledger/change-record.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
-import { orgNames, orgRecords } from '../ledger/org-records.ts';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { everyRecord, orgRecords, orgRecordsInTurns } from '../ledger/org-records.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { schemaRecordWeight } from '../sources/schema-record-weight.ts';
 import {
@@ -91,22 +90,15 @@ export class DeviceStore {
 
   /** Every org's devices, read as stored one at a time as iterated (keys first: iterating across awaits holds no LMDB snapshot). */
   *all(): Generator<DeviceRecord> {
-    for (const key of [...this.#table.getKeys({})]) {
-      const stored = this.#table.get(key) as StoredDevice | undefined;
-      if (stored !== undefined) yield deviceFromStored(stored);
-    }
+    for (const stored of everyRecord<StoredDevice>(this.#table)) yield deviceFromStored(stored);
   }
 
   /**
    * The org's devices without their schemas, one per event-loop turn (a record from before data
    * format 7 decodes its schemas, ~30 ms for ~1 MB of them, and an org may hold 1,000 devices).
    */
-  async *headsInTurns(orgId: string): AsyncGenerator<DeviceHead> {
-    for (const name of orgNames(this.#table, orgId)) {
-      const head = this.head(orgId, name);
-      if (head !== undefined) yield head;
-      await nextTurn();
-    }
+  headsInTurns(orgId: string): AsyncGenerator<DeviceHead> {
+    return orgRecordsInTurns(this.#table, orgId, (name) => this.head(orgId, name));
   }
 
   /** The org's devices in name order after `afterName`, read as iterated (list pages). */
@@ -175,7 +167,7 @@ export class DeviceStore {
       const current = this.#stored(orgId, name);
       if (current === undefined || current.id !== device.id || current.token_hash !== device.token_hash) return false;
       let record = inTextForm(current);
-      if (current.connection !== null) record = this.#ended(current, current.connection, previous(current.connection), connection.connected_at_ms, write);
+      if (current.connection !== null) record = this.#ended(record, current.connection, previous(current.connection), connection.connected_at_ms, write);
       write(connectedEvent(record, connection));
       this.#table.put([orgId, name], { ...record, connection });
       return true;
