@@ -298,10 +298,11 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     logger,
     staleCheckStop.signal,
   ).catch((error: unknown) => logger.error('stored event schemas could not be checked', { error: String(error) }));
-  opened.push(async () => {
+  const stopStaleCheck = async (): Promise<void> => {
     staleCheckStop.abort();
     await staleCheck;
-  });
+  };
+  opened.push(stopStaleCheck);
 
   const pruneJobs = {
     inbox: (stop: AbortSignal) => inbox.prune(clock.now(), undefined, stop),
@@ -345,8 +346,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     disk,
     close: () =>
       (closing ??= (async () => {
-        staleCheckStop.abort();
-        await staleCheck;
+        await stopStaleCheck();
         await pruning.close();
         await ticker.close();
         // Requests in flight finish their schema checks and body reads; what is still queued or

@@ -76,9 +76,7 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
       throw error instanceof DiskSpaceLowError ? new SandboxResetRefusedError() : error;
     }
     try {
-      const names = await sandboxNames(deps, orgId);
-      const ended = await endConnections(deps, orgId, nowMs, names);
-      return { generation, device_connections: ended, ...(await removeSandbox(deps, orgId, names)) };
+      return { generation, ...(await resetBegun(deps, orgId, nowMs)) };
     } catch (error) {
       if (!(error instanceof DiskSpaceLowError)) throw error;
       throw new RetryableError('write_failed', "The sandbox reset was cut short: the server's disk is nearly full. What it removed stays removed, and the org's next reset (or the next start) finishes it; try again later.", 5000, { cause: error });
@@ -91,6 +89,13 @@ export class SandboxResetRefusedError extends RetryableError {
   constructor() {
     super('write_failed', "The sandbox reset could not start: the server's disk is nearly full. Nothing was removed; try again later.", 5000);
   }
+}
+
+/** The rest of a reset once `begin` is durable: its devices' connections end, then its data goes. */
+async function resetBegun(deps: SandboxResetDeps, orgId: string, nowMs: number): Promise<SandboxRemoval & { readonly device_connections: string[] }> {
+  const names = await sandboxNames(deps, orgId);
+  const ended = await endConnections(deps, orgId, nowMs, names);
+  return { device_connections: ended, ...(await removeSandbox(deps, orgId, names)) };
 }
 
 /** Sandbox devices whose open connections one of the reset's transactions ends (each read and written whole). */
@@ -170,9 +175,7 @@ export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: num
     const removal = await generations.during(orgId, async () => {
       // A device may have connected between a failed write and the restart: its connection goes too.
       await begin(deps, orgId, nowMs);
-      const names = await sandboxNames(deps, orgId);
-      await endConnections(deps, orgId, nowMs, names);
-      return removeSandbox(deps, orgId, names);
+      return resetBegun(deps, orgId, nowMs);
     });
     finished.push({ orgId, liveMark: removal.live_mark });
   }
