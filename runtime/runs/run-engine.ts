@@ -24,7 +24,7 @@ import { RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';
-import { performStep, priorResultsText, type StepContext, type StepOutcome } from './step-dispatcher.ts';
+import { performStep, priorResultsText, type StepContext, type StepOutcome, type StepReport } from './step-dispatcher.ts';
 import { withStepInput } from './step-input.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
@@ -48,6 +48,9 @@ function overDerivedBudget(report: UnwrittenReport): UnwrittenReport {
   const failed = { type: 'step.failed' as const, stepId, fence, error: DERIVED_BUDGET_EXCEEDED, ...(startedAt === undefined ? {} : { startedAt }), ...(evidence === undefined ? {} : { evidence }) };
   return { command: failed, effects: undefined, at: report.at };
 }
+
+/** The failures of a step attempt dropped unsent because stillWanted said no (webhook-step.ts, custom-action-step.ts). */
+const WITHDRAWN_CODES: ReadonlySet<string> = new Set(['webhook_withdrawn', 'custom_action_withdrawn']);
 
 const isStepReport = (command: RunCommand): command is UnwrittenReport['command'] =>
   command.type === 'step.succeeded' || command.type === 'step.failed' || command.type === 'step.skipped';
@@ -490,12 +493,9 @@ export class RunEngine {
 
   async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, attempt: AttemptOut): Promise<void> {
     const ctx = run.context;
-    // A plan that lost its sandbox sends nothing more from it (as its schedules and sockets stop):
-    // the step fails for good, so the run ends instead of retrying where no one can see or stop it.
-    const org = ctx.environment === 'sandbox' ? this.#d.orgs.get(ctx.orgId) : undefined;
-    if (org !== undefined && !sandboxAllowed(org)) {
-      const error = { code: 'sandbox_disabled', message: sandboxDisabledMessage(org.plan), retryable: false };
-      await this.send(ctx.orgId, ctx.runId, { type: 'step.failed', stepId: work.stepId, fence: work.fence, error });
+    const sandboxGone = this.#sandboxGone(run, work);
+    if (sandboxGone !== undefined) {
+      await this.send(ctx.orgId, ctx.runId, sandboxGone);
       return;
     }
     // A place in the root's derived-event budget, taken when the output derives an event, counts
@@ -506,7 +506,10 @@ export class RunEngine {
     const version = this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
     const priorResults = priorResultsText(run, work, version);
     try {
-      const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, priorResults ?? '', (event, holdInput) => {
+      const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, priorResults ?? '', async (event, holdInput): Promise<StepOutcome> => {
+        // Asked again: the plan may have lost its sandbox while the step waited for memory.
+        const goneMeanwhile = this.#sandboxGone(run, work);
+        if (goneMeanwhile !== undefined) return { report: goneMeanwhile };
         const takeDerived = (): boolean => {
           if (event === undefined) return true;
           derived ??= this.#derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
@@ -514,10 +517,32 @@ export class RunEngine {
         };
         return this.#performWith(run, work, { version, event, holdInput, takeDerived, ...(priorResults === undefined ? {} : { priorResults }) }, attempt);
       });
-      await this.send(ctx.orgId, ctx.runId, report, effects);
+      await this.send(ctx.orgId, ctx.runId, this.#withdrawnForSandbox(run, work, report), effects);
     } finally {
       derived?.release();
     }
+  }
+
+  /**
+   * The failure of a sandbox run's step when the org's plan has lost its sandbox, else undefined. It
+   * sends nothing more from it (as its schedules and sockets stop): the step fails for good, so the
+   * run ends instead of retrying where no one can see or stop it.
+   */
+  #sandboxGone(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): StepReport | undefined {
+    const ctx = run.context;
+    const org = ctx.environment === 'sandbox' ? this.#d.orgs.get(ctx.orgId) : undefined;
+    if (org === undefined || sandboxAllowed(org)) return undefined;
+    return { type: 'step.failed', stepId: work.stepId, fence: work.fence, error: { code: 'sandbox_disabled', message: sandboxDisabledMessage(org.plan), retryable: false } };
+  }
+
+  /**
+   * A step withdrawn unsent (it waited for a connection or a runner slot, stillWanted) because the
+   * plan lost its sandbox meanwhile fails as sandbox_disabled, not as a cancelled run's withdrawal.
+   */
+  #withdrawnForSandbox(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, report: StepReport): StepReport {
+    if (report.type !== 'step.failed' || !WITHDRAWN_CODES.has(report.error.code)) return report;
+    const gone = this.#sandboxGone(run, work);
+    return gone?.type === 'step.failed' ? { ...report, error: gone.error } : report;
   }
 
   #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, input: Pick<StepContext, 'version' | 'event' | 'holdInput' | 'takeDerived' | 'priorResults'>, attempt: AttemptOut): Promise<StepOutcome> {
@@ -532,7 +557,7 @@ export class RunEngine {
       nowMs: this.#d.clock.now(),
       actions: this.#d.actions,
       runner: this.#d.runner,
-      stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence),
+      stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence) && this.#sandboxGone(run, work) === undefined,
       withdrawn: () => attempt.signal(),
     });
   }

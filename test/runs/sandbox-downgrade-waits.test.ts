@@ -1,0 +1,82 @@
+// A sandbox step that passed the plan check and then waited (for step-input memory, or for a
+// connection to its receiver) sends nothing once the org's plan has lost its sandbox meanwhile: its
+// attempt fails as sandbox_disabled, unsent, and the run ends.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+
+let rt: TestRuntime;
+const receivers: Receiver[] = [];
+
+before(async () => {
+  // One connection per org and receiver, and 1 MiB of step input (an org's share: 128 KiB).
+  rt = await startRuntime({ args: ['--webhook-connections', '1', '--step-input-mib', '1'] });
+});
+after(async () => {
+  await rt.close();
+  for (const receiver of receivers) await receiver.close();
+});
+
+const metric = async (name: string): Promise<number> => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec((await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text)?.[1] ?? Number.NaN);
+
+/** A pro org with a sandbox workflow posting to a receiver whose first answer waits for `release`. */
+async function heldSandboxOrg(org: string): Promise<{ receiver: Receiver; release: () => void; send: (id: string, payload: unknown) => Promise<void>; runOf: (id: string) => Promise<string>; path: string; key: string }> {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const receiver = await startReceiver([{ status: 200, body: '{}', after: held }, { status: 200, body: '{}' }]);
+  receivers.push(receiver);
+  const key = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const path = `/organizations/${org}`;
+  const flow = { name: 'sandboxed', environment: 'sandbox', trigger_event: 'sbx.wait', steps: [{ id: 'send', type: 'webhook', url: `${receiver.url}/sbx` }] };
+  const created = await call(rt.url, 'POST', `${path}/workflows`, { token: key, json: flow });
+  assert.equal(created.status, 201, created.text);
+  const send = async (id: string, payload: unknown): Promise<void> => {
+    const sent = await call(rt.url, 'POST', `${path}/events`, { token: key, json: { type: 'sbx.wait', id, payload, environment: 'sandbox' } });
+    assert.equal(sent.status, 202, sent.text);
+  };
+  const runOf = async (id: string): Promise<string> => {
+    const event = await eventually(`the run of ${id}`, async () => (await call(rt.url, 'GET', `${path}/events/${id}?environment=sandbox`, { token: key })).body, (body) => body?.reactions?.length === 1);
+    return event.reactions[0].run_id as string;
+  };
+  return { receiver, release, send, runOf, path, key };
+}
+
+async function assertFailedUnsent(org: string, runId: string, receiver: Receiver, path: string, key: string): Promise<void> {
+  await eventually('the run failed', () => rt.runtime.context.runs.get(org, runId), (run) => run?.value === 'failed');
+  // Read back through the API once the plan has a sandbox again.
+  assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'pro' } })).status, 200);
+  const view = (await call(rt.url, 'GET', `${path}/runs/${runId}?environment=sandbox`, { token: key })).body.run;
+  const attempt = view.steps[0].attempts[0];
+  assert.deepEqual({ state: view.state, outcome: attempt.outcome, code: attempt.error?.code, started: attempt.started_at }, { state: 'failed', outcome: 'failed', code: 'sandbox_disabled', started: null });
+  assert.equal(receiver.received.length, 1, 'only the request out before the downgrade reached the receiver');
+}
+
+test('a sandbox step waiting for step-input memory when the plan loses its sandbox fails sandbox_disabled, unsent', async () => {
+  const org = 'acct-downgrade-memory';
+  const { receiver, release, send, runOf, path, key } = await heldSandboxOrg(org);
+  const blob = 'x'.repeat(100 * 1024);
+  await send('mem-1', { blob });
+  await eventually('the first request out (held)', () => receiver.received.length, (n) => n === 1);
+  await send('mem-2', { blob });
+  await eventually('the second step waits for the org\'s share', () => metric('sluice_steps_waiting_for_memory'), (n) => n === 1);
+  const waiting = await runOf('mem-2');
+  assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+  release();
+  await assertFailedUnsent(org, waiting, receiver, path, key);
+});
+
+test('a sandbox step waiting for a connection when the plan loses its sandbox fails sandbox_disabled, unsent', async () => {
+  const org = 'acct-downgrade-connection';
+  const { receiver, release, send, runOf, path, key } = await heldSandboxOrg(org);
+  await send('conn-1', {});
+  await eventually('the first request out (held)', () => receiver.received.length, (n) => n === 1);
+  await send('conn-2', {});
+  await eventually('the second request waits for the org\'s one connection', () => metric('sluice_webhook_requests_waiting'), (n) => n === 1);
+  const waiting = await runOf('conn-2');
+  assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+  release();
+  await assertFailedUnsent(org, waiting, receiver, path, key);
+});
