@@ -14,6 +14,7 @@ import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
+import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { ackFrame, CLOSE_SANDBOX_RESET, frameIdOf, MAX_MESSAGES_IN_FLIGHT, nackFrame, parseDeviceMessage, type DeviceMessage } from './device-frame.ts';
 import { deviceSchemas, deviceSource } from './device-record.ts';
 import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
@@ -92,6 +93,9 @@ export class DeviceMessages {
       if (!data.accepting) throw closingError();
       const org = this.#d.orgs.get(device.org_id);
       if (org === undefined) throw notFound('Organization');
+      // The plan may have lost its sandbox before this socket's close (queued behind the device's
+      // connection changes) came: refused (402), as a new connection would be.
+      assertSandboxAllowed(org, device.environment);
       const current = this.#d.devices.head(device.org_id, device.name);
       // Gone: it is being deleted. Not holding this connection open: a sandbox reset ended it, and
       // its socket is being closed (closeConnectionsEndedByReset) or must be (that close never came).

@@ -366,6 +366,26 @@ test('a sandbox device closes with 4402 when its org moves to a plan without a s
   assert.deepEqual([endings[0]!.payload.reason, endings[0]!.payload.close_code], ['sandbox_disabled', 4402]);
 });
 
+test('a sandbox device\'s message that comes after its org lost the sandbox, before its socket is closed, is refused (402) and not stored', async () => {
+  const org = 'acct-devices-plan-window';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const token = await register('lab', { environment: 'sandbox' }, org, orgKey);
+  const device = await connectDevice(rt.url, org, 'lab', token);
+  device.send({ id: 'm-before', type: 'reading.taken' });
+  assert.equal((await device.answerTo('m-before')).type, 'ack');
+  // The plan changed in the store, its sockets not dropped yet (that change waits behind the device's connection changes).
+  const orgs = rt.runtime.context.orgs;
+  await orgs.update(org, (stored) => ({ ...stored, plan: 'starter' }));
+  device.send({ id: 'm-after', type: 'reading.taken' });
+  const refused = await device.answerTo('m-after');
+  assert.deepEqual([refused.type, refused.error.code, refused.retryable], ['nack', 'sandbox_disabled', false]);
+  await orgs.update(org, (stored) => ({ ...stored, plan: 'pro' }));
+  const stored = (await call(rt.url, 'GET', `/organizations/${org}/events?type=reading.taken&environment=sandbox`, { token: orgKey })).body.events as Array<{ provider_event_id: string }>;
+  assert.deepEqual(stored.map((e) => e.provider_event_id), ['m-before']);
+  device.close();
+  await device.closed;
+});
+
 test('a sandbox reset ends the open sandbox connections (4410) without a device.disconnected; production devices stay connected', async () => {
   const org = 'acct-devices-reset';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
