@@ -51,6 +51,8 @@ const NICKNAME = /^@(yearly|annually|monthly|weekly|daily|hourly)$/;
 /** Month and weekday names a field may use; anything else but digits and `* , / -` is refused (croner's L, W, #, ? and + are not crontab). */
 const NAMES = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|sun|mon|tue|wed|thu|fri|sat)\b/gi;
 const FIELD = /^[0-9*,/-]+$/;
+/** White space other than a space or a tab. */
+const OTHER_SPACE = /[^\S \t]/u;
 const PATTERN_HELP = 'A cron pattern has five fields (minute hour day-of-month month day-of-week) of digits, `* , / -` and month or weekday names, or is one of @yearly, @monthly, @weekly, @daily, @hourly.';
 
 /**
@@ -66,6 +68,7 @@ const cronOf = (schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron =>
 
 /** Whether the day-of-month or day-of-week field of a five-field pattern starts with `*` (a nickname has none). */
 function eitherDayFieldStarred(cron: string): boolean {
+  // As croner splits: a pattern stored before other space characters were refused reads as it did.
   const fields = cron.trim().split(/\s+/);
   return fields.length === 5 && (fields[2]!.startsWith('*') || fields[4]!.startsWith('*'));
 }
@@ -88,7 +91,14 @@ export function checkSchedule(cron: string, timezone: string): { readonly cron: 
   }
   const trimmed = cron.trim();
   if (trimmed.length > MAX_CRON_LENGTH) throw badRequest('invalid_cron', `A cron pattern has at most ${MAX_CRON_LENGTH} characters.`, 'cron');
-  const fields = trimmed.split(/\s+/);
+  // Fields are split on spaces and tabs as crontab does; another space character (U+00A0 pasted
+  // from a document, a line break) would be stored and shown as if it were one.
+  const otherSpace = OTHER_SPACE.exec(trimmed);
+  if (otherSpace !== null) {
+    const code = `U+${otherSpace[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+    throw badRequest('invalid_cron', `Separate a cron pattern's fields with spaces or tabs: it holds ${code} at position ${otherSpace.index + 1}.`, 'cron');
+  }
+  const fields = trimmed.split(/[ \t]+/);
   if (!NICKNAME.test(trimmed) && (fields.length !== 5 || !fields.every((field) => FIELD.test(field.replace(NAMES, '0'))))) {
     throw badRequest('invalid_cron', PATTERN_HELP, 'cron');
   }

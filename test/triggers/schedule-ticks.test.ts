@@ -35,6 +35,11 @@ test('only crontab patterns pass, and zones are stored as written in their canon
     assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron', cron);
   }
   assert.deepEqual(checkSchedule('  0 9 * * mon-fri ', 'europe/berlin'), { cron: '0 9 * * mon-fri', timezone: 'Europe/Berlin' });
+  // Only spaces and tabs separate fields: another space character would be stored looking like one.
+  assert.deepEqual(checkSchedule('0\t9  * * *', 'UTC').cron, '0\t9  * * *');
+  for (const [cron, named] of [['0\u00a09 * * *', 'U+00A0 at position 2'], ['0 9 * *\u2028*', 'U+2028 at position 8'], ['0 9\n* * *', 'U+000A at position 4']] as const) {
+    assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron' && error.message.endsWith(`${named}.`), cron);
+  }
   assert.deepEqual(checkSchedule('@daily', 'utc'), { cron: '@daily', timezone: 'UTC' });
   assert.deepEqual(checkSchedule('*/10 1-5,22 1,15 JAN,jul *', 'Asia/Kolkata').cron, '*/10 1-5,22 1,15 JAN,jul *');
   // Node 20's ICU resolves these to Asia/Calcutta, Europe/Kiev, America/Godthab: the names given stay.
