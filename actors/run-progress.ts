@@ -208,6 +208,12 @@ export function abandonPending(ctx: RunContext, at: number): RunContext {
  */
 export const MAX_ABANDONED_IN_A_ROW = 5;
 
+/** Whether `attempt` was claimed after the run's last resume (any attempt, for a run never resumed); told by fence, not by time. */
+export function claimedSinceResume(ctx: RunContext, attempt: StepAttempt): boolean {
+  if (ctx.resumedAtFence !== undefined) return attempt.fence > ctx.resumedAtFence;
+  return attempt.claimedAt >= (ctx.resumedAt ?? Number.NEGATIVE_INFINITY);
+}
+
 /** Whether abandoning the open attempt makes MAX_ABANDONED_IN_A_ROW of the current step's in a row (since the run's last resume). */
 export function abandonsTooOften(ctx: RunContext): boolean {
   const attempts = currentStep(ctx)?.attempts ?? [];
@@ -215,7 +221,7 @@ export function abandonsTooOften(ctx: RunContext): boolean {
   let inARow = 1;
   for (let i = attempts.length - 2; i >= 0; i -= 1) {
     const attempt = attempts[i] as StepAttempt;
-    if (attempt.outcome !== 'abandoned' || attempt.claimedAt < (ctx.resumedAt ?? -Infinity)) break;
+    if (attempt.outcome !== 'abandoned' || !claimedSinceResume(ctx, attempt)) break;
     inARow += 1;
   }
   return inARow >= MAX_ABANDONED_IN_A_ROW;
@@ -291,7 +297,7 @@ export function prepareResume(ctx: RunContext, at: number): RunContext {
   const trimmed = { ...ctx, steps: ctx.steps.map(keepLatestAttempts) };
   const updated = withCurrent(trimmed, (s) => ({ ...s, status: 'pending', failures: 0 }));
   const resumes = [...(ctx.resumes ?? []), { at, error: ctx.error }].slice(-RESUMES_KEPT);
-  return { ...updated, error: null, updatedAt: at, resumedAt: at, resumes };
+  return { ...updated, error: null, updatedAt: at, resumedAt: at, resumedAtFence: ctx.fence, resumes };
 }
 
 export const timerDue = (due: number | null, at: number): boolean => due !== null && at >= due;

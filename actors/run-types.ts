@@ -122,6 +122,12 @@ export interface RunContext extends Omit<RunInput, 'steps'> {
   readonly cancelReason: string | null;
   /** When a person last resumed the run (absent: never); attempts before it do not pin action versions. */
   readonly resumedAt?: number;
+  /**
+   * The run's fence when a person last resumed it: attempts under higher fences were claimed since
+   * (their times can be earlier than resumedAt, should the clock have been set back meanwhile).
+   * Absent in runs resumed by an earlier release, which compare times (claimedSinceResume).
+   */
+  readonly resumedAtFence?: number;
   /** Each resume (the latest RESUMES_KEPT), with the error the run had failed with: resuming clears `error`. Absent: never resumed. */
   readonly resumes?: readonly Resume[];
   /** `at` of the last accepted event: the run's only notion of "now". */

@@ -3,6 +3,7 @@
 
 import type { JsonValue } from '../../actors/json.ts';
 import type { RunContext, StepFailure } from '../../actors/run-types.ts';
+import { claimedSinceResume } from '../../actors/run-progress.ts';
 import { OutputContractError, parseActionOutput, type DerivedEventSpec, type ProjectionWrite } from '../actions/output-contract.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
 import { CallNotSentError, CallWithdrawnError, RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
@@ -40,10 +41,9 @@ export interface ActionResolver {
  * approved then.
  */
 export function pinnedActionVersion(ctx: RunContext, actionId: string): number | undefined {
-  const since = ctx.resumedAt ?? Number.NEGATIVE_INFINITY;
   for (const step of ctx.steps) {
     for (const attempt of step.attempts) {
-      if (attempt.claimedAt < since || attempt.evidence === null || typeof attempt.evidence !== 'object' || Array.isArray(attempt.evidence)) continue;
+      if (!claimedSinceResume(ctx, attempt) || attempt.evidence === null || typeof attempt.evidence !== 'object' || Array.isArray(attempt.evidence)) continue;
       const evidence = attempt.evidence as { readonly [key: string]: JsonValue };
       if (evidence['action_id'] === actionId && typeof evidence['version'] === 'number' && typeof evidence['replayed'] === 'boolean') return evidence['version'];
     }

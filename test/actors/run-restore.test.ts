@@ -153,6 +153,31 @@ describe('recovery after a crash', () => {
     assert.equal(run.value, 'queued', 'attempts before the resume do not count');
   });
 
+  it('counts the attempts since a resume by fence: with the clock set back after a resume, the fifth restart in a row still fails the run', () => {
+    const crashFiveTimes = (from: PersistedRun, at: (crash: number) => number): PersistedRun => {
+      let run = from;
+      for (let crash = 1; crash <= 5; crash += 1) {
+        run = applyRunEvent(run, { type: 'run.recovered', at: at(crash) }).run;
+        if (run.value === 'failed') break;
+        run = applyRunEvent(run, { type: 'run.admitted', at: at(crash) + 1 }).run;
+      }
+      return run;
+    };
+    const admitted = applyRunEvent(startRun(runInput([webhookStep('a')])).run, { type: 'run.admitted', at: T0 }).run;
+    const failed = crashFiveTimes(admitted, (crash) => T0 + crash * 100);
+    assert.equal(failed.value, 'failed');
+    const resumed = applyRunEvent(applyRunEvent(failed, { type: 'run.resume', at: T0 + 10_000 }).run, { type: 'run.admitted', at: T0 + 10_001 }).run;
+    assert.equal(resumed.context.resumedAtFence, 5, 'the fence when resumed');
+    // An hour back: every later claim is timed before the resume.
+    const back = crashFiveTimes(resumed, (crash) => T0 + 10_000 - 3_600_000 + crash * 100);
+    assert.equal(back.value, 'failed', 'five restarts in a row since the resume');
+    assert.equal(back.context.steps[0]?.attempts.filter((x) => x.outcome === 'abandoned').length, 10);
+    // A run resumed by an earlier release holds no fence: times are compared, as then.
+    const { resumedAtFence: _fence, ...earlier } = resumed.context;
+    const earlierRun = { ...resumed, context: earlier } as PersistedRun;
+    assert.equal(crashFiveTimes(earlierRun, (crash) => T0 + 10_000 + crash * 100).value, 'failed');
+  });
+
   it('leaves timers and queued runs alone: the absolute due time survives the restart', () => {
     const input = runInput([webhookStep('a'), delayStep('d', 60_000), webhookStep('b')]);
     const queued = startRun(input).run;
