@@ -24,8 +24,11 @@ import type { Ledger } from './ledger.ts';
  * 7: device schemas stored as JSON text (StoredDevice in triggers/device-record.ts; an older release
  * would read such a device as declaring none). No upgrade: records in the older form are read as
  * they are, and rewritten in the new one when their connection next changes.
+ * 8: source schemas stored as JSON text (StoredSource in sources/source-record.ts; an older release
+ * would read such a source as declaring none). No upgrade: records in the older form are read as
+ * they are, and rewritten in the new one when the source is next updated.
  */
-export const DATA_FORMAT = 7;
+export const DATA_FORMAT = 8;
 
 const TABLE = 'data-format';
 const KEY = 'version';

@@ -32,13 +32,14 @@ test('a stored schema that a later rule refuses is named at boot, and its events
   const ledger = openLedger(dataDir);
   const devices = ledger.openDatabase('devices');
   const unbounded = { type: 'object', properties: { tags: { type: 'array', uniqueItems: true, items: { type: 'object' } } } };
-  const storedSource = ledger.sources.get([org, 'shop']) as { event_types: Record<string, object> };
+  const storedSource = ledger.sources.get([org, 'shop']) as { event_types_json: string };
   const storedDevice = devices.get([org, 'scale']) as { event_types_json: string };
   await durably(ledger.root, ledger.root.transaction(() => {
     // And one before the RE2 program cap (a pattern of 11,002 instructions): not weighed at boot
     // (compiling patterns there would hold the event loop), refused where it compiles.
     const coded = { type: 'object', properties: { code: { type: 'string', pattern: '[a-z]{1000}'.repeat(11) } } };
-    ledger.sources.put([org, 'shop'], { ...storedSource, event_types: { ...storedSource.event_types, 'order.tagged': unbounded, 'order.coded': coded } });
+    const sourceSchemas = JSON.parse(storedSource.event_types_json) as Record<string, object>;
+    ledger.sources.put([org, 'shop'], { ...storedSource, event_types_json: JSON.stringify({ ...sourceSchemas, 'order.tagged': unbounded, 'order.coded': coded }) });
     devices.put([org, 'scale'], { ...storedDevice, event_types_json: JSON.stringify({ weight: unbounded }) });
   }));
   await ledger.close();
