@@ -15,6 +15,7 @@ import { isSandboxAvailable } from './sandbox.ts';
 import { DiskFullError, RunnerConfigError, RunnerError, toServerError, unauthenticated } from './runner-error.ts';
 import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
 import { openRunnerStore, runnerStoreDir, type RunnerStore } from './store.ts';
+import { stampRunnerStoreFormat } from './store-format.ts';
 import { parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
 import { createTenantTurns } from './tenant-turns.ts';
 import { SecretVault } from './vault.ts';
@@ -175,6 +176,8 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   let server: Server | undefined;
   const pruning = new RecordPruning(options.pruneRecords ?? pruneRunnerRecords, (error) => log(`pruning old invocation records failed: ${describe(error)}`));
   try {
+    // Before this release's first write (the key rotation below); after its upgrades, once a layout has any.
+    await stampRunnerStoreFormat(store);
     const masterKey = typeof options.masterKey === 'string'
       ? parseMasterKey(options.masterKey, 'the master key')
       : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), { sealedSecrets: () => store.secrets.getKeysCount(), rotating: (options.previousMasterKeys ?? []).length > 0 });

@@ -7,6 +7,7 @@ import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from './flush-wa
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
 import { openUnderLock } from './dir-lock.ts';
+import { assertRunnerStoreFormatKnown, openStoreFormatTable } from './store-format.ts';
 
 /**
  * A completed invocation, kept so that the same idempotency key replays instead of re-running. Only a
@@ -55,6 +56,8 @@ export interface RunnerStore {
   readonly fencesByTime: Database<string, FenceTimeKey>;
   /** (completed at, org, idempotency key) -> null; for pruning. */
   readonly invocationsByTime: Database<null, InvocationTimeKey>;
+  /** 'version' -> the layout the store was last stamped with (store-format.ts). */
+  readonly dataFormat: Database<number, string>;
   /** Resolves once `write` has committed and that commit is flushed to disk. */
   durable<T>(write: Promise<T>): Promise<T>;
   /** Resolves once every write committed so far is flushed (a read of committed data is then durable too). */
@@ -76,7 +79,8 @@ export const isStoreOfEarlierRelease = (dir: string): boolean => existsSync(dir)
 /**
  * Opens the store, one process per directory: the lock is taken before anything is written (a
  * refused second runner leaves the store as it found it) and released by `close`, or at once when
- * opening fails.
+ * opening fails. A store in a newer layout than this release knows is refused (RunnerConfigError,
+ * store-format.ts) before anything is read or written; the caller stamps its own layout once open.
  */
 export function openRunnerStore(dataDir: string): RunnerStore {
   const dir = runnerStoreDir(dataDir);
@@ -85,10 +89,19 @@ export function openRunnerStore(dataDir: string): RunnerStore {
 }
 
 function openLocked(dir: string, unlock: () => void): RunnerStore {
-  if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
   const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8, overlappingSync: true, separateFlushed: true });
+  try {
+    // First, before a database is opened (opening creates it) or the mark is written: a refused
+    // store is left as the newer release wrote it.
+    assertRunnerStoreFormatKnown(root, dir);
+  } catch (error) {
+    // Nothing was written: the environment closes at once (openUnderLock then gives the lock back).
+    void root.close();
+    throw error;
+  }
+  if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
   privateFilesIn(dir, 'runner.mdb');
   const modules = root.openDB<Buffer, string>({ name: 'modules', encoding: 'binary' });
   const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });
@@ -97,6 +110,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
   const invocations = root.openDB<InvocationRecord, InvocationKey>({ name: 'invocations', encoding: 'msgpack' });
   const fencesByTime = root.openDB<string, FenceTimeKey>({ name: 'fences-by-time', encoding: 'string' });
   const invocationsByTime = root.openDB<null, InvocationTimeKey>({ name: 'invocations-by-time', encoding: 'msgpack' });
+  const dataFormat = openStoreFormatTable(root);
   // Every write goes through `durable`, which shows it to this watch (flush-watch.ts: a failed commit's flush never settles).
   const flushes = new FlushWatch(lmdbFlushSource(root));
 
@@ -108,6 +122,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
     invocations,
     fencesByTime,
     invocationsByTime,
+    dataFormat,
     // The runtime's ledger keeps the same rule (runtime/ledger/durable-write.ts); the runner does not
     // import runtime code, so the four lines live on both sides of the process boundary.
     async durable<T>(write: Promise<T>): Promise<T> {
