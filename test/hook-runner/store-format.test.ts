@@ -1,0 +1,115 @@
+// The runner store's layout stamp (store-format.ts): a runner stamps a store it opens, takes one an
+// earlier release left unstamped as layout 1, and refuses one a newer release wrote (one line and
+// exit 2 from the process) without changing it or keeping its lock.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { open } from 'lmdb';
+import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
+import { createHookRunnerServer } from '../../hook-runner/server.ts';
+import { openRunnerStore, runnerStoreDir } from '../../hook-runner/store.ts';
+import { privateDirectory } from '../../hook-runner/private-directory.ts';
+import { newMasterKey, newToken, tempDataDir } from '../helpers/hook-runner.ts';
+
+const MAIN = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url));
+
+const startRunner = (dataDir: string) =>
+  createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token: newToken(), masterKey: newMasterKey(), log: () => undefined });
+
+/** Opens runner.mdb with LMDB directly (as store.ts does), not through the code under test. */
+const openRaw = (dataDir: string) => open({ path: join(runnerStoreDir(dataDir), 'runner.mdb'), maxDbs: 8, overlappingSync: true });
+
+/** Writes a store as another release left it: only the given tables, each with its entries. */
+async function writeRawStore(dataDir: string, tables: Record<string, { encoding: 'msgpack' | 'string'; entries: [key: string | string[], value: unknown][] }>): Promise<void> {
+  privateDirectory(runnerStoreDir(dataDir));
+  const root = openRaw(dataDir);
+  await root.transaction(() => {
+    for (const [name, { encoding, entries }] of Object.entries(tables)) {
+      const table = root.openDB<unknown, string | string[]>({ name, encoding });
+      for (const [key, value] of entries) void table.put(key, value);
+    }
+  });
+  await root.flushed;
+  await root.close();
+}
+
+/** The stamp as stored, read with LMDB directly; undefined when there is none. */
+async function readStamp(dataDir: string): Promise<unknown> {
+  const root = openRaw(dataDir);
+  try {
+    return root.openDB<unknown, string>({ name: 'data-format', encoding: 'msgpack' }).get('version');
+  } finally {
+    await root.close();
+  }
+}
+
+/** A store as a release with a later layout might leave it: stamped 2, its tables not this release's. */
+const writeNewerStore = (dataDir: string): Promise<void> =>
+  writeRawStore(dataDir, {
+    'data-format': { encoding: 'msgpack', entries: [['version', 2]] },
+    'invocations-v2': { encoding: 'msgpack', entries: [[['org_a', 'run_1:step_1'], { output: '{}' }]] },
+  });
+
+test('a runner stamps a fresh store with this release\'s format', async () => {
+  const dataDir = tempDataDir();
+  const server = await startRunner(dataDir);
+  await server.close();
+  assert.equal(await readStamp(dataDir), 1);
+});
+
+test('a store an earlier release left without a stamp opens as format 1, keeps its records and is stamped', async () => {
+  const dataDir = tempDataDir();
+  await writeRawStore(dataDir, {
+    modules: { encoding: 'string', entries: [] },
+    fences: { encoding: 'string', entries: [[['org_a', 'run_1'], '7']] },
+  });
+  assert.equal(await readStamp(dataDir), undefined, 'unstamped, as earlier releases left it');
+
+  const server = await startRunner(dataDir);
+  await server.close();
+  assert.equal(await readStamp(dataDir), 1);
+  const store = openRunnerStore(dataDir);
+  try {
+    assert.equal(store.fences.get(['org_a', 'run_1']), '7', 'its records read as before');
+  } finally {
+    await store.close();
+  }
+});
+
+test('a store stamped by a newer release is refused, naming it and both formats, and left as it was, lock released', async () => {
+  const dataDir = tempDataDir();
+  await writeNewerStore(dataDir);
+  const storeDir = runnerStoreDir(dataDir);
+  const filesBefore = readdirSync(storeDir).sort();
+  const bytesBefore = readFileSync(join(storeDir, 'runner.mdb'));
+
+  assert.throws(
+    () => openRunnerStore(dataDir),
+    (error: unknown) =>
+      error instanceof RunnerConfigError &&
+      error.message === `${storeDir} holds a hook-runner store written by a newer Sluice (store format 2; this release reads up to 1). Run that release or a newer one on it, or start this one on another data dir.`,
+  );
+  const refusal = await startRunner(dataDir).then(async (server) => void (await server.close()), (error: Error) => error);
+  assert.ok(refusal instanceof RunnerConfigError, String(refusal));
+
+  assert.deepEqual(readdirSync(storeDir).sort(), filesBefore, 'no lock left, no mark, no key file');
+  assert.ok(readFileSync(join(storeDir, 'runner.mdb')).equals(bytesBefore), 'runner.mdb unchanged');
+  assert.equal(await readStamp(dataDir), 2, 'still the newer stamp');
+});
+
+test('the hook-runner process on a newer store exits 2 with that one line, no stack trace', async () => {
+  const dataDir = tempDataDir();
+  await writeNewerStore(dataDir);
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
+  const result = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), MAIN, '--listen', '127.0.0.1:0', '--data-dir', dataDir], { env, encoding: 'utf8', timeout: 30_000 });
+
+  assert.equal(result.status, 2, result.stderr);
+  const storeDir = runnerStoreDir(dataDir).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  assert.match(result.stderr, new RegExp(`^hook-runner: ${storeDir} holds a hook-runner store written by a newer Sluice \\(store format 2; this release reads up to 1\\)\\. Run that release or a newer one on it, or start this one on another data dir\\.\\n$`));
+  assert.equal(existsSync(join(runnerStoreDir(dataDir), 'owner.pid')), false, 'its lock released');
+  assert.equal(await readStamp(dataDir), 2);
+});
