@@ -89,19 +89,21 @@ export function openRunnerStore(dataDir: string): RunnerStore {
 }
 
 function openLocked(dir: string, unlock: () => void): RunnerStore {
+  // Before the environment is made: a crash in between must not leave a new store looking like an
+  // earlier release's (command.ts). A store a newer release wrote has it already.
+  if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
   const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8, overlappingSync: true, separateFlushed: true });
   try {
-    // First, before a database is opened (opening creates it) or the mark is written: a refused
-    // store is left as the newer release wrote it.
+    // First, before a database is opened (opening creates it): a refused store is left as the
+    // newer release wrote it.
     assertRunnerStoreFormatKnown(root, dir);
   } catch (error) {
     // Nothing was written: the environment closes at once (openUnderLock then gives the lock back).
     void root.close();
     throw error;
   }
-  if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
   privateFilesIn(dir, 'runner.mdb');
   const modules = root.openDB<Buffer, string>({ name: 'modules', encoding: 'binary' });
   const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });

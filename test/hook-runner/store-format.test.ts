@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -47,12 +47,14 @@ async function readStamp(dataDir: string): Promise<unknown> {
   }
 }
 
-/** A store as a release with a later layout might leave it: stamped 2, its tables not this release's. */
-const writeNewerStore = (dataDir: string): Promise<void> =>
-  writeRawStore(dataDir, {
+/** A store as a release with a later layout might leave it: stamped 2, its tables not this release's (with the mark every release reading SLUICE_DATA_DIR writes). */
+async function writeNewerStore(dataDir: string): Promise<void> {
+  await writeRawStore(dataDir, {
     'data-format': { encoding: 'msgpack', entries: [['version', 2]] },
     'invocations-v2': { encoding: 'msgpack', entries: [[['org_a', 'run_1:step_1'], { output: '{}' }]] },
   });
+  writeFileSync(join(runnerStoreDir(dataDir), 'reads-sluice-data-dir'), '', { mode: 0o600 });
+}
 
 test('a runner stamps a fresh store with this release\'s format', async () => {
   const dataDir = tempDataDir();
@@ -96,7 +98,7 @@ test('a store stamped by a newer release is refused, naming it and both formats,
   const refusal = await startRunner(dataDir).then(async (server) => void (await server.close()), (error: Error) => error);
   assert.ok(refusal instanceof RunnerConfigError, String(refusal));
 
-  assert.deepEqual(readdirSync(storeDir).sort(), filesBefore, 'no lock left, no mark, no key file');
+  assert.deepEqual(readdirSync(storeDir).sort(), filesBefore, 'no lock left, no key file');
   assert.ok(readFileSync(join(storeDir, 'runner.mdb')).equals(bytesBefore), 'runner.mdb unchanged');
   assert.equal(await readStamp(dataDir), 2, 'still the newer stamp');
 });
