@@ -8,8 +8,12 @@
 //                                                 (a bare number: written before descendants were
 //                                                 counted; read as none stored, as it was treated then)
 
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
 import type { StoredEvent } from './event-record.ts';
+
+/** Count keys read per event-loop turn by rootsNotStored. */
+const ROOTS_PER_TURN = 1000;
 
 type Stored = number | readonly [number, number];
 
@@ -59,13 +63,21 @@ export class DerivedCounts {
 
   /**
    * The roots of `orgId` whose count is kept while the root itself is no longer stored (retention
-   * pruned it before a descendant): few, read from the counts alone.
+   * pruned it before a descendant): few, read from the counts alone, ROOTS_PER_TURN keys per
+   * event-loop turn (an org keeps a count for every chain that derived an event in the retention).
    */
-  rootsNotStored(orgId: string): Set<string> {
+  async rootsNotStored(orgId: string, perTurn = ROOTS_PER_TURN): Promise<Set<string>> {
     const roots = new Set<string>();
-    for (const key of this.#counts.getKeys({ start: [orgId, ''], end: [orgId, '\uffff'] })) {
-      const root = (key as [string, string])[1];
-      if (!this.#events.doesExist([orgId, root])) roots.add(root);
+    for (let after: string | undefined, full = true; full; await nextTurn()) {
+      // A page after the first starts at the last key of the one before (when still stored).
+      const limit = perTurn + (after === undefined ? 0 : 1);
+      const keys = [...this.#counts.getKeys({ start: [orgId, after ?? ''], end: [orgId, '\uffff'], limit })];
+      for (const key of keys) {
+        const root = (key as [string, string])[1];
+        if (root !== after && !this.#events.doesExist([orgId, root])) roots.add(root);
+      }
+      full = keys.length === limit;
+      after = keys.length === 0 ? after : (keys.at(-1) as [string, string])[1];
     }
     return roots;
   }

@@ -275,7 +275,7 @@ export class EventStore {
   }
 
   /** Roots of the org whose derived count outlived them (derived-counts.ts), for a sandbox reset. */
-  derivedCountRootsNotStored(orgId: string): Set<string> {
+  derivedCountRootsNotStored(orgId: string): Promise<Set<string>> {
     return this.#derivedCounts.rootsNotStored(orgId);
   }
 

@@ -215,7 +215,7 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string, names: Sandb
   // takes that count with the chain. Only a derived event's record is read for its root (payload
   // and all), and only while such chains exist; otherwise existence is enough. (Reading every
   // event's held the write lock and the event loop ~1 s per chunk of 1 MiB payloads.)
-  const rootsGone = deps.events.derivedCountRootsNotStored(orgId);
+  const rootsGone = await deps.events.derivedCountRootsNotStored(orgId);
   await inChunks(
     (limit) => {
       let seen = 0;

@@ -80,5 +80,25 @@ for (const kind of LEDGER_KINDS) {
       await prune(eventOf('root-3-new', 'root-3'));
       assert.equal(counts.derivedSoFar(ORG, 'root-3'), 0);
     });
+
+    test('the roots whose count outlived them (for a sandbox reset) are read a page per event-loop turn, each found once', async () => {
+      const gone: string[] = [];
+      for (let i = 0; i < 11; i++) {
+        const root = `root-p${String(i).padStart(2, '0')}`;
+        await chain(root, 1);
+        if (i % 3 === 0) {
+          await prune(eventOf(root, root));
+          gone.push(root);
+        }
+      }
+      await within(() => void ledger.openDatabase('derived-counts').put(['org_b', 'root-other'], [1, 1]));
+      let otherWorkRan = false;
+      const reading = counts.rootsNotStored(ORG, 4);
+      setImmediate(() => (otherWorkRan = true));
+      const found = await reading;
+      assert.equal(otherWorkRan, true, 'other work runs between pages');
+      assert.deepEqual([...found].sort(), gone, 'another org\'s root is not among them');
+      for (const perTurn of [1, 10, 11, 12]) assert.deepEqual([...(await counts.rootsNotStored(ORG, perTurn))].sort(), gone, `${perTurn} per turn`);
+    });
   });
 }
