@@ -239,6 +239,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => {
       engine.refreshLimit(orgId);
+      engine.withdrawSandboxIfDisallowed(orgId);
       rooms.closeSandboxSocketsIfDisallowed(orgId);
       void devices.dropSandboxSocketsIfDisallowed(orgId);
     }),

@@ -1,6 +1,6 @@
 // The step attempts that are out (dispatched, not yet reported), one per run, under their fence. An
 // attempt can be withdrawn: once its run no longer waits for it (cancelled, deleted by a sandbox
-// reset, or moved on under another fence), its signal aborts, and a custom action's call still
+// reset, or moved on under another fence), or its sandbox run's org lost the sandbox, its signal aborts, and a custom action's call still
 // waiting in the hook-runner for a guest slot is dropped there unrun. The signal is made only when a
 // step asks for it (AbortController costs microseconds, and webhook steps need none: a request still
 // waiting for a connection asks stillWanted instead).
@@ -16,11 +16,14 @@ export interface AttemptOut {
 
 class Attempt implements AttemptOut {
   readonly fence: number;
+  /** The org of a sandbox run's attempt (withdrawn when the org's plan loses its sandbox); undefined for production. */
+  readonly sandboxOf: string | undefined;
   #controller: AbortController | undefined;
   #withdrawn = false;
 
-  constructor(fence: number) {
+  constructor(fence: number, sandboxOf: string | undefined) {
     this.fence = fence;
+    this.sandboxOf = sandboxOf;
   }
 
   signal(): AbortSignal {
@@ -46,9 +49,9 @@ export class AttemptsOut {
     return this.#out.get(key)?.fence;
   }
 
-  /** Marks the attempt under `fence` as out (replacing any older one of the run). */
-  start(key: string, fence: number): AttemptOut {
-    const attempt = new Attempt(fence);
+  /** Marks the attempt under `fence` as out (replacing any older one of the run); `sandboxOf`: the org, for a sandbox run's. */
+  start(key: string, fence: number, sandboxOf?: string): AttemptOut {
+    const attempt = new Attempt(fence, sandboxOf);
     this.#out.set(key, attempt);
     return attempt;
   }
@@ -56,6 +59,11 @@ export class AttemptsOut {
   /** The attempt has reported (or failed to): forgotten, unless the run's next attempt is already out under another fence. */
   finish(key: string, attempt: AttemptOut): void {
     if (this.#out.get(key) === attempt) this.#out.delete(key);
+  }
+
+  /** Withdraws the attempts out of the org's sandbox runs (its plan lost the sandbox; the runs fail as sandbox_disabled). */
+  withdrawSandboxOf(orgId: string): void {
+    for (const attempt of this.#out.values()) if (attempt.sandboxOf === orgId) attempt.withdraw();
   }
 
   /** Withdraws the run's attempt out unless `run` (its new durable state; undefined: deleted) still waits for it. */

@@ -472,6 +472,16 @@ export class RunEngine {
     this.#limitsSet.add(orgId);
   }
 
+  /**
+   * After the org's plan lost its sandbox: its sandbox runs' attempts out are withdrawn (a custom
+   * action call still waiting in the hook-runner for a guest slot is dropped there unrun), and fail
+   * as sandbox_disabled.
+   */
+  withdrawSandboxIfDisallowed(orgId: string): void {
+    const org = this.#d.orgs.get(orgId);
+    if (org !== undefined && !sandboxAllowed(org)) this.#dispatched.withdrawSandboxOf(orgId);
+  }
+
   /** Re-reads an org's concurrency limit (after the org is updated). */
   refreshLimit(orgId: string): void {
     this.#limitsSet.delete(orgId);
@@ -482,7 +492,7 @@ export class RunEngine {
   async #dispatch(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
     const ctx = run.context;
     const key = orgScopedKey(ctx.orgId, ctx.runId);
-    const attempt = this.#dispatched.start(key, work.fence);
+    const attempt = this.#dispatched.start(key, work.fence, ctx.environment === 'sandbox' ? ctx.orgId : undefined);
     try {
       await this.#perform(run, work, attempt);
     } finally {
@@ -536,11 +546,14 @@ export class RunEngine {
   }
 
   /**
-   * A step withdrawn unsent (it waited for a connection or a runner slot, stillWanted) because the
-   * plan lost its sandbox meanwhile fails as sandbox_disabled, not as a cancelled run's withdrawal.
+   * A step withdrawn unsent (it waited for a connection, stillWanted, or for a runner slot, its
+   * attempt withdrawn by withdrawSandboxIfDisallowed) because the plan lost its sandbox meanwhile
+   * fails as sandbox_disabled, not as a cancelled run's withdrawal.
    */
   #withdrawnForSandbox(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, report: StepReport): StepReport {
     if (report.type !== 'step.failed' || !WITHDRAWN_CODES.has(report.error.code)) return report;
+    // Withdrawn for the run's own sake (cancelled, deleted, moved on): that is what it says.
+    if (!this.#stillWanted(run.context.orgId, run.context.runId, work.fence)) return report;
     const gone = this.#sandboxGone(run, work);
     return gone?.type === 'step.failed' ? { ...report, error: gone.error } : report;
   }

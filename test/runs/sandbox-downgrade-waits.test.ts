@@ -1,12 +1,16 @@
-// A sandbox step that passed the plan check and then waited (for step-input memory, or for a
-// connection to its receiver) sends nothing once the org's plan has lost its sandbox meanwhile: its
-// attempt fails as sandbox_disabled, unsent, and the run ends.
+// A sandbox step that passed the plan check and then waited (for step-input memory, for a
+// connection to its receiver, or in the hook-runner for a guest slot) sends nothing once the org's
+// plan has lost its sandbox meanwhile: its attempt fails as sandbox_disabled, unsent, and the run
+// ends. A run cancelled before the downgrade keeps its own reason.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { invocation } from '../helpers/hook-runner.ts';
+import { assembleWat, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
+import { buildModules, uploadApproved } from '../actions/action-fixtures.ts';
 
 let rt: TestRuntime;
 const receivers: Receiver[] = [];
@@ -79,4 +83,53 @@ test('a sandbox step waiting for a connection when the plan loses its sandbox fa
   assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
   release();
   await assertFailedUnsent(org, waiting, receiver, path, key);
+});
+
+test('a sandbox run cancelled while its webhook waits for a connection, its org downgraded after, records the cancel\'s withdrawal, not the plan', async () => {
+  const org = 'acct-cancel-then-downgrade';
+  const { receiver, release, send, runOf, path, key } = await heldSandboxOrg(org);
+  await send('c-1', {});
+  await eventually('the first request out (held)', () => receiver.received.length, (n) => n === 1);
+  await send('c-2', {});
+  await eventually('the second request waits for the org\'s one connection', () => metric('sluice_webhook_requests_waiting'), (n) => n === 1);
+  const waiting = await runOf('c-2');
+  const cancelled = await call(rt.url, 'POST', `${path}/runs/${waiting}/cancel?environment=sandbox`, { token: key, json: {} });
+  assert.equal(cancelled.status, 200, cancelled.text);
+  assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+  release();
+  const run = await eventually('the withdrawn attempt recorded', () => rt.runtime.context.runs.get(org, waiting), (r) => r?.context.steps[0]?.attempts[0]?.afterCancel !== undefined);
+  assert.equal(run!.value, 'cancelled');
+  assert.equal(run!.context.steps[0]!.attempts[0]!.afterCancel!.error?.code, 'webhook_withdrawn');
+  assert.equal(receiver.received.length, 1);
+});
+
+test('a sandbox custom action step waiting in the hook-runner for a guest slot when the plan loses its sandbox is dropped unrun: sandbox_disabled', async () => {
+  const runtime = await startRuntime({ args: ['--runner', 'child'] });
+  try {
+    const org = 'acct-downgrade-runner-slot';
+    const key = await createOrg(runtime.url, ADMIN_TOKEN, org, 'pro');
+    const post = (path: string, json: unknown) => call(runtime.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
+    const actionId = await uploadApproved(runtime.url, org, key, 'echo', (await buildModules()).echo);
+    const flow = await post('/workflows', { name: 'act', environment: 'sandbox', trigger_event: 'act', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] });
+    assert.equal(flow.status, 201, flow.text);
+    // The org's guest slots taken by endless loops (each stopped by fuel): the step's call waits behind them.
+    const runner = runtime.runtime.runner.client!;
+    const loop = await runner.compile(await assembleWat('loop', HOSTILE_WAT.loop), org);
+    let settled = 0;
+    const backlog = Array.from({ length: 40 }, () => runner.invoke(invocation(loop, { orgId: org })).finally(() => void settled++));
+    const sent = await post('/events', { type: 'act', id: 'act-1', payload: { n: 1 }, environment: 'sandbox' });
+    assert.equal(sent.status, 202, sent.text);
+    const [reaction] = (await call(runtime.url, 'GET', `/organizations/${org}/events/act-1?environment=sandbox`, { token: key })).body.reactions;
+    await eventually('the step attempt is out', () => runtime.runtime.context.runs.get(org, reaction.run_id), (run) => run?.context.steps[0]?.attempts.length === 1);
+    assert.equal((await call(runtime.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+    assert.ok(settled < 38, `the step's call still waits behind the loops (${settled} of 40 done)`);
+    const run = await eventually('the run failed', () => runtime.runtime.context.runs.get(org, reaction.run_id), (r) => r?.value === 'failed' || r?.value === 'completed', 30_000);
+    assert.ok(settled < 40, 'it failed before the loops ahead of it were all done: dropped in the queue');
+    await Promise.allSettled(backlog);
+    const attempt = run!.context.steps[0]!.attempts[0]!;
+    assert.deepEqual({ state: run!.value, outcome: attempt.outcome, code: attempt.error?.code }, { state: 'failed', outcome: 'failed', code: 'sandbox_disabled' });
+    assert.equal((attempt.evidence as { fuel_used?: number } | null)?.fuel_used, undefined, 'the guest never ran');
+  } finally {
+    await runtime.close();
+  }
 });
