@@ -96,7 +96,9 @@ export function checkSchedule(cron: string, timezone: string): { readonly cron: 
   const otherSpace = OTHER_SPACE.exec(trimmed);
   if (otherSpace !== null) {
     const code = `U+${otherSpace[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-    throw badRequest('invalid_cron', `Separate a cron pattern's fields with spaces or tabs: it holds ${code} at position ${otherSpace.index + 1}.`, 'cron');
+    // Counted in characters of the pattern as sent, leading spaces included.
+    const position = [...cron.slice(0, cron.indexOf(trimmed) + otherSpace.index)].length + 1;
+    throw badRequest('invalid_cron', `Separate a cron pattern's fields with spaces or tabs: it holds ${code} at position ${position}.`, 'cron');
   }
   const fields = trimmed.split(/[ \t]+/);
   if (!NICKNAME.test(trimmed) && (fields.length !== 5 || !fields.every((field) => FIELD.test(field.replace(NAMES, '0'))))) {

@@ -37,7 +37,7 @@ test('only crontab patterns pass, and zones are stored as written in their canon
   assert.deepEqual(checkSchedule('  0 9 * * mon-fri ', 'europe/berlin'), { cron: '0 9 * * mon-fri', timezone: 'Europe/Berlin' });
   // Only spaces and tabs separate fields: another space character would be stored looking like one.
   assert.deepEqual(checkSchedule('0\t9  * * *', 'UTC').cron, '0\t9  * * *');
-  for (const [cron, named] of [['0\u00a09 * * *', 'U+00A0 at position 2'], ['0 9 * *\u2028*', 'U+2028 at position 8'], ['0 9\n* * *', 'U+000A at position 4']] as const) {
+  for (const [cron, named] of [['0\u00a09 * * *', 'U+00A0 at position 2'], ['0 9 * *\u2028*', 'U+2028 at position 8'], ['0 9\n* * *', 'U+000A at position 4'], [' \t 0\u00a09 * * *', 'U+00A0 at position 5'], ['\u{1F600}\u00a0* * * *', 'U+00A0 at position 2']] as const) {
     assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron' && error.message.endsWith(`${named}.`), cron);
   }
   assert.deepEqual(checkSchedule('@daily', 'utc'), { cron: '@daily', timezone: 'UTC' });
