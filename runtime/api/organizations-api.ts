@@ -1,7 +1,7 @@
 // REST: POST /organizations (platform admin) and GET /organizations/:org_id.
 // Creating an org also issues its first admin API key in the same durable transaction.
 
-import { notFound } from '../errors.ts';
+import { notFound, SluiceError } from '../errors.ts';
 import { json, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -87,10 +87,19 @@ export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: str
         const update = parseUpdate(parseJsonRequest(request));
         // Merged onto the organization as stored when the write runs: a concurrent update is not undone.
         // A new plan brings its own ingest rate unless the same request sets one.
-        const next = await ctx.orgs.update(current.id, (stored): Organization => {
-          const planRate = update.plan !== undefined && update.plan !== stored.plan && update.ingest_rate_per_second === undefined ? { ingest_rate_per_second: defaultIngestRate(update.plan) } : {};
-          return { ...stored, ...update, ...planRate };
-        });
+        let next: Organization | undefined;
+        try {
+          next = await ctx.orgs.update(current.id, (stored): Organization => {
+            const planRate = update.plan !== undefined && update.plan !== stored.plan && update.ingest_rate_per_second === undefined ? { ingest_rate_per_second: defaultIngestRate(update.plan) } : {};
+            return { ...stored, ...update, ...planRate };
+          });
+        } catch (error) {
+          // A write whose flush failed may have committed: what hangs on the org's limits follows it
+          // as stored (a plan that lost the sandbox closes its sandbox sockets), and the caller gets
+          // the 5xx to retry, rather than a sandbox streaming on until a retry.
+          if (!(error instanceof SluiceError) || error.status >= 500) onLimitsChanged(current.id);
+          throw error;
+        }
         if (next === undefined) throw notFound('Organization', 'org_id');
         onLimitsChanged(next.id);
         return json(200, { organization: next });

@@ -114,6 +114,36 @@ test('moving an org to a plan without a sandbox closes its sandbox sockets with 
   }
 });
 
+test('a plan change to starter whose write fails after it committed (a 5xx) still closes the sandbox sockets', async () => {
+  const rt = await startRuntime();
+  try {
+    const org = 'acct-downgrade-flush-failed';
+    const key = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+    const sandbox = await connectLive(rt.url, org, { query: `?token=${key}&environment=sandbox` });
+    const { orgs } = rt.runtime.context;
+    const update = orgs.update.bind(orgs);
+    // Committed, then its flush reported failed.
+    orgs.update = async (...args) => {
+      await update(...args);
+      throw new Error('the flush failed');
+    };
+    let answer;
+    try {
+      answer = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } });
+    } finally {
+      orgs.update = update;
+    }
+    assert.ok(answer.status >= 500, `${answer.status} ${answer.text}`);
+    assert.equal(orgs.get(org)?.plan, 'starter');
+    let closedWith: number | undefined;
+    void sandbox.closed.then((closed) => (closedWith = closed.code));
+    await sandbox.waitFor(() => closedWith !== undefined, 'the sandbox socket to close');
+    assert.equal(closedWith, CLOSE_SANDBOX_DISABLED);
+  } finally {
+    await rt.close();
+  }
+});
+
 /** Publishes one more update and waits for the client to get it: every frame sent before has been handled. */
 async function settle(rt: TestRuntime, orgId: string, client: Awaited<ReturnType<typeof connectLive>>): Promise<void> {
   const [marker] = await append(rt, orgId, [update('marker')]);
