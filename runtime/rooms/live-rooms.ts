@@ -30,6 +30,10 @@ export const MAX_BACKPRESSURE = 1024 * 1024;
  * drains: a backlog of any size reaches a client that keeps reading, and stays clear of the 4008 check.
  */
 export const REPLAY_HIGH_WATER = MAX_BACKPRESSURE / 4;
+/** A ClientMessage's largest frame (a Subscribe names at most one run id of 200 characters): a larger one is refused with 1002. */
+export const MAX_CLIENT_FRAME_BYTES = 4096;
+/** Frames are read up to this, so one past MAX_CLIENT_FRAME_BYTES is answered; past this uWS cuts the connection (1006). */
+const MAX_READ_FRAME_BYTES = 64 * 1024;
 const HEARTBEAT_MS = 5000;
 /** Sockets one event-loop turn of a heartbeat round sends to (LiveRooms.heartbeat). */
 const HEARTBEAT_SLICE = 1000;
@@ -109,7 +113,9 @@ export class LiveRooms {
     this.#orgs = orgs;
     this.#order = new SeqOrder((orgId) => log.firstIssued(orgId), (orgId, update, late) => this.#fanOut(orgId, update, late));
     app.ws<SocketData>('/organizations/:org_id/live', {
-      maxPayloadLength: 4096,
+      // Read up to MAX_READ_FRAME_BYTES so that a frame past MAX_CLIENT_FRAME_BYTES gets its 1002 (uWS
+      // cuts a connection past its own cap with no close frame: a client would take it for a network drop).
+      maxPayloadLength: MAX_READ_FRAME_BYTES,
       maxBackpressure: MAX_BACKPRESSURE,
       // A message that would be dropped closes the socket instead: a live client never silently misses one.
       // (The uWS 20.30 typings declare this flag as a number.)
@@ -153,7 +159,14 @@ export class LiveRooms {
         this.#perOrg.add(ws.getUserData().orgId);
         this.#enter(ws, ws.getUserData().requested);
       },
-      message: (ws, message, isBinary) => this.#onMessage(ws, new Uint8Array(message.slice(0)), isBinary),
+      message: (ws, message, isBinary) => {
+        if (message.byteLength > MAX_CLIENT_FRAME_BYTES) {
+          ws.getUserData().state = { status: 'closed' };
+          ws.end(CLOSE_PROTOCOL_ERROR, `invalid ClientMessage: a frame has at most ${MAX_CLIENT_FRAME_BYTES} bytes`);
+          return;
+        }
+        this.#onMessage(ws, new Uint8Array(message.slice(0)), isBinary);
+      },
       drain: (ws) => {
         const data = ws.getUserData();
         data.reader.drained();

@@ -9,6 +9,7 @@ import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import type { NewRunUpdate } from '../../runtime/rooms/update-log.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_SLOW_CONSUMER } from '../../runtime/rooms/live-close-codes.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
+import { MAX_CLIENT_FRAME_BYTES } from '../../runtime/rooms/live-rooms.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { connectLive, type LiveClient } from '../helpers/live-client.ts';
@@ -296,6 +297,10 @@ test('an invalid ClientMessage closes that socket with 1002 and affects nobody e
   const text = await connectLive(rt.url, 'acct-live', { token: key });
   text.socket.send('subscribe please');
   assert.equal((await text.closed).code, CLOSE_PROTOCOL_ERROR);
+  // Larger than any ClientMessage: told so (a connection cut with no close frame reads as a network drop).
+  const large = await connectLive(rt.url, 'acct-live', { token: key });
+  large.socket.send(Buffer.alloc(MAX_CLIENT_FRAME_BYTES + 1));
+  assert.deepEqual(await large.closed, { code: CLOSE_PROTOCOL_ERROR, reason: `invalid ClientMessage: a frame has at most ${MAX_CLIENT_FRAME_BYTES} bytes` });
   await commit('acct-live', [update('run-after-bad', 'running')]);
   await good.waitFor(() => good.updates().some((u) => u.run_id === 'run-after-bad'), 'the good socket still streams');
   good.close();
