@@ -102,28 +102,40 @@ export const sentSoFar = (replay: Replay): Sent =>
 export const sentWhileLive = (earlier: Sent, room: Room, from: number, publishedSeq: number, skipped: ReadonlySet<number>, late: ReadonlySet<number>): Sent =>
   withRange(earlier, { room, after: from, upTo: publishedSeq, missing: skipped, late });
 
+/** The seqs the seq order skipped as gaps and has not published since (seq-order.ts): their writes may still land. */
+export interface SkippedSeqs {
+  isSkipped(seq: number): boolean;
+  /** Those after `after`, up to `upTo`. */
+  between(after: number, upTo: number): ReadonlySet<number>;
+}
+
 /**
  * The next frames of the replay: retained updates of its room after the cursor up to `upTo`, at most
  * one page of the log and about `budget` bytes (always at least one frame when one is due). Leaves
  * out what `earlier` covers and advances the cursor past every entry it returned or left out. An
- * entry `notYetDurable` says may still be lost is kept as a gap, sent when it is published late.
+ * entry `skipped` says may still be lost is kept as a gap, sent when it is published late.
  */
-export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: number, budget: number, notYetDurable: (seq: number) => boolean): Page {
+export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: number, budget: number, skipped: SkippedSeqs): Page {
   // Seqs below the retained log were dropped, not delayed: none of them can still arrive, and an
   // entry left there (until UpdateLog.trim sweeps it) is not replayed.
   const oldest = log.oldestRetained(orgId);
   const entries = log.range(orgId, Math.max(replay.cursor, oldest - 1), upTo, REPLAY_PAGE_SIZE);
+  // A seq missing from the log is waited for only while the seq order may still publish it (it was
+  // skipped); one that was published and then removed (a sandbox reset, a trim) never comes. Only
+  // the skipped ones are looked at: a reset can leave millions of seqs missing between two entries.
+  const lastSeq = entries.at(-1)?.seq;
+  const skippedSeqs = lastSeq === undefined ? [] : [...skipped.between(Math.max(replay.cursor, oldest - 1), lastSeq)].sort((a, b) => a - b);
+  let nextSkipped = 0;
   const frames: Uint8Array[] = [];
   let bytes = 0;
   for (const update of entries) {
     if (bytes >= budget) return { frames, caughtUp: false };
-    // A seq missing from the log is waited for only while the seq order may still publish it (it
-    // was skipped); one that was published and then removed (a sandbox reset, a trim) never comes.
-    for (let missing = Math.max(replay.cursor + 1, oldest); missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS; missing++) {
-      if (notYetDurable(missing)) replay.gaps.add(missing);
+    for (; nextSkipped < skippedSeqs.length && skippedSeqs[nextSkipped]! <= update.seq; nextSkipped++) {
+      const missing = skippedSeqs[nextSkipped]!;
+      if (missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS) replay.gaps.add(missing);
     }
     replay.cursor = update.seq;
-    if (notYetDurable(update.seq) && replay.gaps.size < MAX_REMEMBERED_GAPS) {
+    if (skipped.isSkipped(update.seq) && replay.gaps.size < MAX_REMEMBERED_GAPS) {
       replay.gaps.add(update.seq);
       continue;
     }

@@ -425,7 +425,8 @@ export class LiveRooms {
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: after_seq ${replay.after} is past the last update sent (seq ${publishedSeq}); reload and subscribe live`);
       return false;
     }
-    const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget, (seq) => this.#order.isSkipped(data.orgId, seq));
+    const skipped = { isSkipped: (seq: number) => this.#order.isSkipped(data.orgId, seq), between: (after: number, upTo: number) => this.#order.skippedBetween(data.orgId, after, upTo) };
+    const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget, skipped);
     if (page.frames.length > 0) {
       ws.cork(() => {
         for (const frame of page.frames) ws.send(frame, true);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
-import { nextPage, REPLAY_PAGE_SIZE, sentSoFar, startReplay, wasSent } from '../../runtime/rooms/live-replay.ts';
+import { nextPage, REPLAY_PAGE_SIZE, sentSoFar, startReplay, wasSent, type SkippedSeqs } from '../../runtime/rooms/live-replay.ts';
 import { MAX_BACKPRESSURE } from '../../runtime/rooms/live-rooms.ts';
 import { UpdateLog, type NewRunUpdate } from '../../runtime/rooms/update-log.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -47,8 +47,13 @@ async function backlog(orgId: string, count: number, bytes: number): Promise<Run
 }
 
 const seqsOf = (client: LiveClient): number[] => client.updates().map((u) => u.seq);
+/** For nextPage: only `seqs` were skipped by the seq order (their writes may still land). */
+const skippedOnly = (...seqs: number[]): SkippedSeqs => ({
+  isSkipped: (seq) => seqs.includes(seq),
+  between: (after, upTo) => new Set(seqs.filter((seq) => seq > after && seq <= upTo)),
+});
 /** For nextPage: every entry in the log is durable. */
-const durable = (): boolean => false;
+const durable = skippedOnly();
 
 /** A log on an LMDB ledger keeping `retention` updates, after `count` appends to org 'org'; `ledger.close()` removes it. */
 async function filledLog(retention: number, count: number, runOf: (i: number) => string, bytes: number) {
@@ -57,7 +62,7 @@ async function filledLog(retention: number, count: number, runOf: (i: number) =>
   await opened.ledger.root.transaction(() => {
     for (let i = 0; i < count; i++) log.append('org', update(runOf(i), bytes));
   });
-  return { ledger: { close: opened.close }, log };
+  return { ledger: { close: opened.close, table: opened.ledger.openDatabase('live-updates') }, log };
 }
 
 test('a replay reads one page of the log at a time, about a byte budget, and is caught up only on a short page', async () => {
@@ -93,12 +98,26 @@ test('a replay from 0 over a log that has dropped its oldest updates records no 
 test('an entry the seq order skipped and has not published is not replayed yet: it stays a gap until it is', async () => {
   const { ledger, log } = await filledLog(100, 3, () => 'run', 10);
   const replay = startReplay({ environment: 'production', runId: '' }, 0, []);
-  const page = nextPage(log, 'org', replay, 3, Infinity, (seq) => seq === 2);
+  const page = nextPage(log, 'org', replay, 3, Infinity, skippedOnly(2));
   assert.equal(page.frames.length, 2, 'seqs 1 and 3');
   assert.deepEqual([replay.cursor, [...replay.gaps]], [3, [2]]);
   const sent = sentSoFar(replay);
   const at = (seq: number) => ({ seq, run_id: 'run', environment: 'production' }) as RunUpdate;
   assert.deepEqual([1, 2, 3].map((seq) => wasSent(sent, at(seq))), [true, false, true], 'a Subscribe meanwhile would not count seq 2 as sent');
+  await ledger.close();
+});
+
+test('a replay over millions of seqs missing between two entries (a sandbox reset\'s) looks only at the skipped ones', async () => {
+  const { ledger, log } = await filledLog(10_000_000, 2, () => 'run', 10);
+  // An entry far past the others, as after a reset removed the sandbox's millions in between.
+  const far = 5_000_000;
+  await ledger.table.put(['org', far], { ...update('run', 10), seq: far, org_id: 'org' });
+  let asked = 0;
+  const skipped: SkippedSeqs = { isSkipped: (seq) => (asked++, seq === 1_234_567), between: (after, upTo) => new Set([1_234_567].filter((seq) => seq > after && seq <= upTo)) };
+  const replay = startReplay({ environment: 'production', runId: '' }, 0, []);
+  const page = nextPage(log, 'org', replay, far, Infinity, skipped);
+  assert.deepEqual([page.frames.length, replay.cursor, [...replay.gaps]], [3, far, [1_234_567]]);
+  assert.equal(asked, 3, 'asked of each entry, not of each missing seq');
   await ledger.close();
 });
 
