@@ -3,6 +3,7 @@
 // (describeSource) never includes them.
 
 import { InputError } from '../errors.ts';
+import { withSchemasParsed, withSchemaText, withoutSchemas, type WithStoredSchemas } from './stored-schemas.ts';
 
 export type Scheme = 'standard-webhooks' | 'stripe' | 'github';
 export const SCHEMES: readonly Scheme[] = ['standard-webhooks', 'stripe', 'github'];
@@ -43,31 +44,17 @@ export interface SourceRecord {
  */
 export type SourceHead = Omit<SourceRecord, 'event_types'>;
 
-/**
- * A source as the ledger holds it: its schemas as JSON text (`event_types_json`), so a read that
- * needs none of them (a delivery up to its signature check, a sandbox reset, a start) decodes one
- * string, not ~1 MB of schema objects (~30 ms each). Records stored before data format 8 hold
- * `event_types` as objects, and one from before sources declared schemas holds neither.
- */
-export type StoredSource = SourceHead & { readonly event_types_json?: string; readonly event_types?: Readonly<Record<string, object>> };
+/** A source as the ledger holds it: its schemas as JSON text (stored-schemas.ts; data format 8). */
+export type StoredSource = WithStoredSchemas<SourceHead>;
 
 /** The record to store for `source`. */
-export function storedSource(source: SourceRecord): StoredSource {
-  const { event_types: eventTypes, ...head } = source;
-  return { ...head, event_types_json: JSON.stringify(eventTypes ?? {}) };
-}
+export const storedSource = (source: SourceRecord): StoredSource => withSchemaText<SourceHead>(source);
 
 /** The source a stored record holds, its schemas parsed. */
-export function sourceFromStored(stored: StoredSource): SourceRecord {
-  const { event_types_json: text, event_types: eventTypes, ...head } = stored;
-  return { ...head, event_types: text === undefined ? (eventTypes ?? {}) : (JSON.parse(text) as Record<string, object>) };
-}
+export const sourceFromStored = (stored: StoredSource): SourceRecord => withSchemasParsed(stored);
 
 /** The source a stored record holds, without its schemas. */
-export function headOfStoredSource(stored: StoredSource): SourceHead {
-  const { event_types_json: _text, event_types: _eventTypes, ...head } = stored;
-  return head;
-}
+export const headOfStoredSource = (stored: StoredSource): SourceHead => withoutSchemas(stored);
 
 /**
  * Whether two reads of a name are the same source: one deleted and made again under its name while

@@ -7,6 +7,7 @@ import { InputError } from '../errors.ts';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { withPayloadText } from '../events/payload-text.ts';
 import type { SchemaDeclarer } from '../sources/event-schemas.ts';
+import { withSchemasParsed, withSchemaText, withoutSchemas, type WithStoredSchemas } from '../sources/stored-schemas.ts';
 import type { Environment } from '../sources/source-record.ts';
 
 /** An org's devices are few enough to list in one answer and scan at boot. */
@@ -82,31 +83,17 @@ export interface DeviceRecord {
  */
 export type DeviceHead = Omit<DeviceRecord, 'event_types'>;
 
-/**
- * A device as the ledger holds it: its schemas as JSON text (`event_types_json`), so a read that
- * needs none of them (a token check, a connection's start or end, a sandbox reset, a start)
- * decodes one string, not ~1 MB of schema objects (~30 ms each). Records stored before data format
- * 7 hold `event_types` as objects, and one from before devices declared schemas holds neither.
- */
-export type StoredDevice = DeviceHead & { readonly event_types_json?: string; readonly event_types?: Readonly<Record<string, object>> };
+/** A device as the ledger holds it: its schemas as JSON text (sources/stored-schemas.ts; data format 7). */
+export type StoredDevice = WithStoredSchemas<DeviceHead>;
 
 /** The record to store for `device`. */
-export function storedDevice(device: DeviceRecord): StoredDevice {
-  const { event_types: eventTypes, ...head } = device;
-  return { ...head, event_types_json: JSON.stringify(eventTypes ?? {}) };
-}
+export const storedDevice = (device: DeviceRecord): StoredDevice => withSchemaText<DeviceHead>(device);
 
 /** The device a stored record holds, its schemas parsed. */
-export function deviceFromStored(stored: StoredDevice): DeviceRecord {
-  const { event_types_json: text, event_types: eventTypes, ...head } = stored;
-  return { ...head, event_types: text === undefined ? (eventTypes ?? {}) : (JSON.parse(text) as Record<string, object>) };
-}
+export const deviceFromStored = (stored: StoredDevice): DeviceRecord => withSchemasParsed(stored);
 
 /** The device a stored record holds, without its schemas. */
-export function headOfStored(stored: StoredDevice): DeviceHead {
-  const { event_types_json: _text, event_types: _eventTypes, ...head } = stored;
-  return head;
-}
+export const headOfStored = (stored: StoredDevice): DeviceHead => withoutSchemas(stored);
 
 /** The source recorded on a device's events; its messages' ids are deduplicated under it. */
 export const deviceSource = (name: string): string => `@device:${name}`;
