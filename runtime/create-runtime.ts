@@ -280,11 +280,12 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     // previous process left open, make runs, which the engine must own.
     // The ticker last: a tick owed is due at once, and its timer must not fire mid-start.
     await devices.start();
-    ticker.start();
-    // Start-up's own writes are done: from here, and before any request is let in, the disk floor
-    // refuses writes below it (disk-floor.ts), knowing the free space (its first read was awaited
-    // in createRuntime, before anything started: an await here would let due timers fire mid-start).
+    // Start-up's own writes are done: from here, and before any request is let in or tick sent, the
+    // disk floor refuses writes below it (disk-floor.ts), knowing the free space (its first read was
+    // awaited in createRuntime, before anything started: an await there would let due timers fire mid-start).
     disk.arm();
+    // In turns (a tick owed may be sent meanwhile, as at any time after the start's own writes).
+    await ticker.start();
   } finally {
     recovered();
   }

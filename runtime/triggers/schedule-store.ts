@@ -8,7 +8,7 @@ import { changeRecord, removeRecord } from '../ledger/change-record.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { ScheduleRecord } from './schedule-record.ts';
-import { orgRecords } from '../ledger/org-records.ts';
+import { everyRecord, orgRecords } from '../ledger/org-records.ts';
 
 /** An org's schedules are all armed in memory; the cap keeps that bounded. */
 export const MAX_SCHEDULES_PER_ORG = 100;
@@ -44,9 +44,12 @@ export class ScheduleStore {
     return orgRecords<ScheduleRecord>(this.#table, orgId, afterName);
   }
 
-  /** Every org's schedules (the ticker arms them at boot). */
-  all(): ScheduleRecord[] {
-    return [...this.#table.getRange({})].map(({ value }) => value as ScheduleRecord);
+  /**
+   * Every org's schedules, read one at a time as iterated (keys first: iterating across awaits holds
+   * no LMDB snapshot, and no more than one schedule's payload, up to 64 KiB, is held at once).
+   */
+  all(): Generator<ScheduleRecord> {
+    return everyRecord<ScheduleRecord>(this.#table);
   }
 
   /** Resolves once the schedule is durable; 409 if the name is taken in this org, or the org holds MAX_SCHEDULES_PER_ORG. */

@@ -6,6 +6,7 @@
 // through, oldest first: the newest CATCH_UP_LIMIT of them; older ones are passed over, with a log line.
 // A wall clock set back re-arms every schedule from now (RunTimers' onClockBack).
 
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Clock } from '../clock.ts';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { withPayloadText } from '../events/payload-text.ts';
@@ -42,6 +43,9 @@ export interface ScheduleTickerDeps {
   readonly onSent: () => void;
 }
 
+/** Schedules armed per event-loop turn by start (at boot, and after the clock is set back). */
+const ARMED_PER_TURN = 64;
+
 /** The event a schedule sends for the tick at `tickMs`, with its payload text. */
 function tickEvent(schedule: ScheduleRecord, tickMs: number, nowMs: number): StoredEvent {
   const id = tickEventId(schedule, tickMs);
@@ -58,12 +62,13 @@ export class ScheduleTicker {
   readonly #inFlight = new Set<Promise<void>>();
   /** Schedules whose tick could not be written, by key: they catch up tick by tick (in memory: a restart sends the newest). */
   readonly #behind = new Map<string, Behind>();
+  #closed = false;
 
   constructor(deps: ScheduleTickerDeps) {
     this.#d = deps;
     // A clock set back re-arms every schedule from its record: the tick owed at the new time is due
     // at once (nextTickAt trusts a set back), where the old timer would wait for the old time.
-    this.#timers = new RunTimers(deps.clock, (key) => this.#track(this.#tick(key)), undefined, () => this.start());
+    this.#timers = new RunTimers(deps.clock, (key) => this.#track(this.#tick(key)), undefined, () => void this.start());
   }
 
   /** The schedules' timers (tests fire them after advancing a manual clock). */
@@ -71,9 +76,18 @@ export class ScheduleTicker {
     return this.#timers;
   }
 
-  /** Arms every stored schedule; one whose tick is owed (missed while down) is due at once. */
-  start(): void {
-    for (const schedule of this.#d.schedules.all()) this.arm(schedule);
+  /**
+   * Arms every stored schedule, ARMED_PER_TURN per event-loop turn (each reads its record and works
+   * out its next tick; an org may hold 100, and a rare pattern takes croner ~10 ms); one whose tick
+   * is owed (missed while down) is due at once. Resolves once all are armed.
+   */
+  async start(): Promise<void> {
+    let armed = 0;
+    for (const schedule of this.#d.schedules.all()) {
+      if (this.#closed) return;
+      this.arm(schedule);
+      if (++armed % ARMED_PER_TURN === 0) await nextTurn();
+    }
   }
 
   /**
@@ -108,6 +122,7 @@ export class ScheduleTicker {
 
   /** Fires no more ticks; resolves once the ticks being sent have ended. */
   async close(): Promise<void> {
+    this.#closed = true;
     this.#timers.close();
     await Promise.all([...this.#inFlight]);
   }

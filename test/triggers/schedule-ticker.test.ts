@@ -59,4 +59,22 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     assert.equal(schedules.get(ORG, 'race')?.last_tick_ms, TEN + 5, 'the last tick stays where the PATCH put it');
     assert.equal(ticker.timers.dueAt(`${ORG}\u0000race`), TEN + 30 * 60_000, 'next: 10:30 by the new pattern');
   });
+
+  test('a start arms every stored schedule in turns: other work runs between them', async () => {
+    const table = opened.ledger.openDatabase('schedules');
+    const names = Array.from({ length: 150 }, (_, i) => `many-${String(i).padStart(3, '0')}`);
+    await opened.ledger.root.transaction(() => {
+      for (const [i, name] of names.entries()) {
+        const org = `acct-many-${i % 3}`;
+        void table.put([org, name], { id: `sch_${name}`, org_id: org, name, cron: '0 * * * *', timezone: 'UTC', event_type: 'many.tick', environment: 'production', payload_json: 'null', enabled: true, created_at: '', updated_at: '', last_tick_ms: TEN, last_sent_tick_ms: null });
+      }
+    });
+    let otherWorkRan = false;
+    const starting = ticker.start();
+    setImmediate(() => (otherWorkRan = true));
+    await starting;
+    assert.equal(otherWorkRan, true);
+    const unarmed = names.filter((name, i) => ticker.dueAt(`acct-many-${i % 3}`, name) !== TEN + 60 * 60_000);
+    assert.deepEqual(unarmed, [], 'each armed for 11:00');
+  });
 });
