@@ -218,10 +218,11 @@ export class LiveRooms {
 
   /**
    * Once a sandbox reset is durable: closes the org's sandbox sockets (4409), so clients drop the
-   * runs it deleted, and passes over the reset's mark (`markSeq`, see UpdateLog.removeEnvironment).
+   * runs it deleted, and passes over the reset's mark (`markSeq`, see UpdateLog.removeEnvironment),
+   * updates before it still on their way to disk then sent late (SeqOrder.passOverSkippingEarlier).
    */
   closeSandboxSocketsAfterReset(orgId: string, markSeq: number): void {
-    this.#order.passOver(orgId, markSeq);
+    this.#order.passOverSkippingEarlier(orgId, markSeq);
     this.#closeSandboxSockets(orgId, CLOSE_SANDBOX_RESET, 'sandbox_reset: the sandbox was reset; reload, then reconnect');
   }
 

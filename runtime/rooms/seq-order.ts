@@ -92,6 +92,25 @@ export class SeqOrder {
     this.#drain(orgId, queue);
   }
 
+  /**
+   * A sandbox reset's mark (`seq`) once the reset is durable: every seq below it not yet emitted is
+   * skipped as a gap now (its update, should it land, is sent late, as after a gap's grace), and the
+   * mark passed over, so the position a client hears from now on is past the reset's (a client that
+   * joined after it and resumed from what it heard was taken for one from before the reset).
+   */
+  passOverSkippingEarlier(orgId: string, seq: number): void {
+    const queue = this.#queue(orgId);
+    if (seq < queue.next) return;
+    const now = Date.now();
+    forgetOldSkips(queue, now);
+    for (let missing = queue.next; missing < seq; missing++) {
+      if (queue.pending.has(missing)) continue;
+      queue.skipped.set(missing, now);
+      queue.pending.set(missing, null);
+    }
+    this.passOver(orgId, seq);
+  }
+
   /** Skips every current gap now (tests call this instead of waiting for the grace period). */
   releaseGaps(): void {
     for (const [orgId, queue] of this.#queues) this.#skipGap(orgId, queue);

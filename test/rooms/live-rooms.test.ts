@@ -249,6 +249,34 @@ test('filters: sandbox environment and a single run', async () => {
   oneRun.close();
 });
 
+test('a sandbox socket that joins after a reset, while an earlier update is still on its way to disk, hears a position past the reset: resuming from it is not refused', async () => {
+  const orgId = 'acct-live-reset-position';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, orgId);
+  const { updateLog } = rt.runtime;
+  await commit(orgId, [update('run-p1', 'queued')]);
+  // A production update's seq handed out, its write not durable yet (it lands after the reset).
+  const inFlight = updateLog.reserve(orgId, update('run-p2', 'queued'));
+  const production = await connectLive(rt.url, orgId, { token: orgKey });
+  assert.equal((await call(rt.url, 'POST', `/organizations/${orgId}/sandbox/reset`, { token: orgKey })).status, 200);
+  const resetSeq = updateLog.resetSeq(orgId, 'sandbox');
+  assert.ok(inFlight.seq <= resetSeq, 'the reset came after the in-flight seq');
+  const fresh = await connectLive(rt.url, orgId, { query: `?token=${orgKey}&environment=sandbox` });
+  await fresh.waitFor(() => fresh.messages.some((m) => 'heartbeat' in m), 'the join heartbeat');
+  const heard = fresh.messages.flatMap((m) => ('heartbeat' in m ? [m.heartbeat.last_seq] : []))[0]!;
+  assert.ok(heard > resetSeq, `heard ${heard}, past the reset's ${resetSeq}`);
+  fresh.close();
+  const resumed = await connectLive(rt.url, orgId, { query: `?token=${orgKey}&environment=sandbox&after_seq=${heard}&strict=true` });
+  await resumed.waitFor(() => resumed.messages.some((m) => 'heartbeat' in m), 'the resumed socket\'s heartbeat');
+  let closedWith: number | undefined;
+  void resumed.closed.then((closed) => (closedWith = closed.code));
+  // The in-flight update lands late: the production socket still gets it.
+  rt.runtime.rooms.publish(orgId, [inFlight]);
+  await production.waitFor(() => production.updates().some((u) => u.run_id === 'run-p2'), 'the late production update');
+  assert.equal(closedWith, undefined, 'the resumed sandbox socket stays open');
+  resumed.close();
+  production.close();
+});
+
 test('retention: only the last N updates are replayed', async () => {
   const many = await commit('acct-live', Array.from({ length: 80 }, (_, i) => update(`run-r${i}`, 'queued')));
   const client = await connectLive(rt.url, 'acct-live', { token: key });
