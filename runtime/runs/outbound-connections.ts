@@ -20,6 +20,15 @@ export interface PooledRequestOptions {
   readonly poolOrg: string;
 }
 
+/**
+ * A request option asked when a request that waited for room in its org's share gets it: true when
+ * the request was withdrawn then (its run no longer wants it; it is failed and destroyed), so no
+ * connection is opened for it.
+ */
+export interface WithdrawableRequestOptions {
+  readonly poolWithdraw?: () => boolean;
+}
+
 /** One org's pool for one receiver, as a request uses it. */
 export interface OutboundPool {
   /** Merged into the request options. */
@@ -75,7 +84,8 @@ function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupF
       const org = poolOrgOf(options);
       const free = (this.freeSockets[this.getName(options)]?.length ?? 0) > 0;
       if (free || share.hasRoom(org)) return addRequest.call(this, request, options, ...rest);
-      share.wait(org, request, () => !request.destroyed, () => addRequest.call(this, request, options, ...rest));
+      const withdraw = (options as WithdrawableRequestOptions).poolWithdraw;
+      share.wait(org, request, () => !request.destroyed && withdraw?.() !== true, () => addRequest.call(this, request, options, ...rest));
       // An idle socket of the org's own gives its room up.
       idle.closeOne(org);
     }

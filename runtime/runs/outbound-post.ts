@@ -9,7 +9,7 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
-import { SHUT_DOWN, type OutboundPool } from './outbound-connections.ts';
+import { SHUT_DOWN, type OutboundPool, type WithdrawableRequestOptions } from './outbound-connections.ts';
 
 export interface PostAnswer {
   readonly status: number;
@@ -142,8 +142,11 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
   const { pool } = options;
   return new Promise<PostAnswer>((resolve, reject) => {
     let outgoing: ReturnType<typeof send>;
+    // Asked by the org's socket share when a request that waited there gets room (set below).
+    let withdrawn: () => boolean = () => false;
+    const withdrawable: WithdrawableRequestOptions = { poolWithdraw: () => withdrawn() };
     try {
-      outgoing = send(url, { method: 'POST', ...pool.requestOptions, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
+      outgoing = send(url, { method: 'POST', ...pool.requestOptions, ...withdrawable, headers: { ...options.headers, 'content-length': String(body.byteLength) } });
     } catch (error) {
       // A header Node refuses (a character it cannot send): retrying cannot help.
       reject(new PostRequestError(error));
@@ -185,7 +188,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       outgoing.destroy();
     });
     // Dropped unsent, and true, when the run no longer wants the request.
-    const withdrawn = (): boolean => {
+    withdrawn = (): boolean => {
       if (stillWanted(options)) return false;
       fail(new PostWithdrawnError());
       outgoing.destroy();

@@ -71,6 +71,29 @@ test("an org holding its share of sockets (requests unanswered at three receiver
   for (const result of await Promise.all(out.slice(1))) assert.equal(result.ok, true);
 });
 
+test('a request waiting for room whose run no longer wants it (cancelled) is withdrawn when its turn comes, without opening a connection', async () => {
+  const out = [0, 1, 2].map((i) => send('acct-canceller', NAMES[i]!, '/hold'));
+  await eventually('three requests held by the receiver', () => held.length, (n) => n === 3);
+  let wanted = true;
+  const waiting = sendWebhook(
+    // An address, not a name: a connection opened for it would reach the receiver at once (a name is looked up first).
+    { orgId: 'acct-canceller', url: `http://127.0.0.1:${port}/ok`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: 'run_cancelled:s', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now(), stillWanted: () => wanted },
+    { selfPort: 1, connections: pools },
+  );
+  await eventually('the fourth request waiting for room', () => pools.stats().waiting, (n) => n === 1);
+  wanted = false;
+  const openedBefore = opened;
+  held.shift()!.end('{"ok":true}');
+  const outcome = await waiting;
+  assert.equal(outcome.ok, false);
+  assert.equal(!outcome.ok && outcome.error.code, 'webhook_withdrawn');
+  // A connection opened for it would be accepted before a later one (the listen backlog is FIFO).
+  assert.equal((await send('acct-probe', NAMES[5]!, '/ok')).ok, true);
+  assert.equal(opened, openedBefore + 1, 'only the later request\'s connection was opened, none for the withdrawn one');
+  for (const res of held.splice(0)) res.end('{"ok":true}');
+  for (const result of await Promise.all(out)) assert.equal(result.ok, true);
+});
+
 test('each request waiting for room closes one idle socket of its org, not the same one again; waiting requests are told apart', () => {
   const idle = new OrgIdleSockets();
   const socket = () => ({ destroyed: false, destroy(this: { destroyed: boolean }) { this.destroyed = true; } });
