@@ -14,6 +14,7 @@ import {
   type CompileRefusalCode,
   type CompiledArtifact,
   type CompiledModule,
+  type CompileSource,
 } from './sandbox.ts';
 
 /** Wall-clock limit of one compile: ordinary code under the caps compiles in a few seconds (scan.rs). */
@@ -33,6 +34,8 @@ const WORKER = fileURLToPath(new URL('./compile-worker.ts', import.meta.url));
 export interface CompileRequest {
   readonly id: number;
   readonly bytes: Uint8Array;
+  /** The bytes were admitted before (sandbox.ts CompileSource). */
+  readonly stored: boolean;
 }
 
 /** What the compile process sends back. */
@@ -90,11 +93,11 @@ export class CompileProcess {
    * limiter queues them). Rejects with SandboxCompileError when the module is refused, including
    * past the deadline or memory cap, and SandboxUnavailableError when the process failed.
    */
-  async compile(bytes: Uint8Array): Promise<CompiledModule> {
+  async compile(bytes: Uint8Array, source: CompileSource = {}): Promise<CompiledModule> {
     if (this.#busy) throw new Error('CompileProcess runs one compile at a time');
     this.#busy = true;
     try {
-      return await loadArtifact(await this.#artifactOf(bytes));
+      return await loadArtifact(await this.#artifactOf(bytes, source.stored === true));
     } finally {
       this.#busy = false;
     }
@@ -107,7 +110,7 @@ export class CompileProcess {
     if (this.#child !== undefined) this.#discard(this.#child);
   }
 
-  async #artifactOf(bytes: Uint8Array): Promise<CompiledArtifact> {
+  async #artifactOf(bytes: Uint8Array, stored: boolean): Promise<CompiledArtifact> {
     const stopping = (): SandboxUnavailableError => new SandboxUnavailableError('the hook-runner is stopping: the compile was not started');
     if (this.#closed) throw stopping();
     const child = await (this.#started ??= this.#start());
@@ -125,7 +128,7 @@ export class CompileProcess {
       // Held open only while a compile is under way, so an idle child never keeps the runner alive.
       child.ref();
       child.channel?.ref();
-      child.send({ id, bytes } satisfies CompileRequest, (error) => {
+      child.send({ id, bytes, stored } satisfies CompileRequest, (error) => {
         if (error !== null) this.#fail(new SandboxUnavailableError(`the compile process could not be sent the module: ${error.message}`, { cause: error }));
       });
     });

@@ -25,7 +25,7 @@ const retire = (): boolean => process.memoryUsage.rss() > maxMemoryBytes / 2;
 
 process.on('message', (request: CompileRequest) => {
   baseline = process.memoryUsage.rss();
-  compileArtifact(request.bytes).then(
+  compileArtifact(request.bytes, { stored: request.stored }).then(
     (artifact) => {
       baseline = undefined;
       send({ kind: 'compiled', id: request.id, code: artifact.code, hasStart: artifact.hasStart, retire: retire() });

@@ -162,7 +162,8 @@ export class ModuleRegistry {
     let compiled: CompiledModule;
     try {
       // Seconds of the one compile thread: not spent for Invokes whose callers have all gone.
-      compiled = await this.#compileUnlessAbandoned(callers, () => new InvokeAbandonedError(), () => this.#compiler.compile(bytes), true, tenant);
+      // Admitted when uploaded: names past the caps added since are left out, not refused (sandbox.ts CompileSource).
+      compiled = await this.#compileUnlessAbandoned(callers, () => new InvokeAbandonedError(), () => this.#compiler.compile(bytes, { stored: true }), true, tenant);
     } catch (error) {
       if (!(error instanceof SandboxCompileError)) throw error;
       // It compiled within the deadline when it was uploaded: a busy machine, not the module, is the likely cause. Retried.
@@ -173,10 +174,13 @@ export class ModuleRegistry {
     return compiled;
   }
 
-  /** `restore`: the runtime sends back a module it approved before, which compiled in time then. */
+  /**
+   * `restore`: the runtime sends back a module it approved before, which compiled in time then (and
+   * may have names past the caps added since: they are left out, not refused; sandbox.ts CompileSource).
+   */
   async #compileOrReject(bytes: Uint8Array, restore: boolean): Promise<CompiledModule> {
     try {
-      return await this.#compiler.compile(bytes);
+      return await this.#compiler.compile(bytes, { stored: restore });
     } catch (error) {
       if (error instanceof SandboxCompileError && error.timedOut && restore) throw recompileTimeout(digestOf(bytes), error);
       if (error instanceof SandboxCompileError) {

@@ -14,7 +14,20 @@ export const SANDBOX_LIMITS = {
   maxStackBytes: 512 * 1024,
   maxOutputBytes: 256 * 1024,
   maxModuleBytes: 32 * 1024 * 1024,
+  /** Longest name an upload's `name` section may give (the module, a function, a local, ...). */
+  maxNameBytes: 1024,
 } as const;
+
+/**
+ * Where the bytes of a compile come from. An upload whose `name` section goes past the sandbox's
+ * caps (a name over maxNameBytes, or a section over 4 MiB: wasmtime copies a trapping frame's name
+ * into every backtrace) is refused; `stored` bytes were admitted before those caps existed (compiled
+ * again from the runner's store, or sent back to restore a runner), so they compile without their
+ * `name` section instead, and their traps name functions by index (`func[3]`).
+ */
+export interface CompileSource {
+  readonly stored?: boolean;
+}
 
 // One list of trap kinds for the addon wrapper and the wire contract: wire.ts owns it.
 export { TRAP_KINDS };
@@ -110,8 +123,8 @@ export interface NativeOutcome {
 }
 export interface NativeAddon {
   readonly CompiledModule: abstract new () => NativeHandle;
-  compile(bytes: Uint8Array): NativeHandle | NativeRefusal;
-  compileArtifactAsync(bytes: Uint8Array): Promise<CompiledArtifact | NativeRefusal>;
+  compile(bytes: Uint8Array, stored?: boolean): NativeHandle | NativeRefusal;
+  compileArtifactAsync(bytes: Uint8Array, stored?: boolean): Promise<CompiledArtifact | NativeRefusal>;
   loadArtifactAsync(code: Uint8Array, hasStart: boolean): Promise<NativeHandle | NativeRefusal>;
   run(module: NativeHandle, input: string, limits: Partial<SandboxRunLimits>): Promise<NativeOutcome>;
   runInline(module: NativeHandle, input: string, limits: Partial<SandboxRunLimits>): NativeOutcome;
@@ -199,11 +212,11 @@ export function hostFailure(error: unknown): SandboxUnavailableError {
  * the compile, which a hostile module can make long: the hook-runner compiles in compile-process.ts).
  * Throws SandboxCompileError naming the reason.
  */
-export function compileModule(bytes: Uint8Array): CompiledModule {
+export function compileModule(bytes: Uint8Array, source: CompileSource = {}): CompiledModule {
   const native = addon();
   let result: NativeHandle | NativeRefusal;
   try {
-    result = native.compile(bytes);
+    result = native.compile(bytes, source.stored === true);
   } catch (error) {
     throw hostFailure(error);
   }
@@ -220,11 +233,11 @@ export interface CompiledArtifact {
  * Admits and compiles `bytes` as compileModule does, on the libuv thread pool, into an artifact for
  * loadArtifact in the process that asked for it. Rejects with SandboxCompileError when refused.
  */
-export async function compileArtifact(bytes: Uint8Array): Promise<CompiledArtifact> {
+export async function compileArtifact(bytes: Uint8Array, source: CompileSource = {}): Promise<CompiledArtifact> {
   const native = addon();
   let result: CompiledArtifact | NativeRefusal;
   try {
-    result = await native.compileArtifactAsync(bytes);
+    result = await native.compileArtifactAsync(bytes, source.stored === true);
   } catch (error) {
     throw hostFailure(error);
   }

@@ -57,8 +57,9 @@ describe('hostile guests', () => {
     assert.equal(result.fuelUsed, FUEL_LIMIT);
   });
 
-  it('cuts a trap message that names a megabyte-long function to 2048 characters, and keeps serving', async () => {
-    const name = 'A'.repeat(300_000);
+  it('keeps a trap message that names long functions within 2048 characters, and keeps serving', async () => {
+    // The longest name an upload may give (a longer one is refused: long-names.test.ts).
+    const name = 'A'.repeat(1024);
     const text = `(module (memory (export "memory") 1)
       (func $${name} (param i32) (result i32) (call $${name} (local.get 0)))
       (func (export "execute") (param i32 i32) (result i32) (call $${name} (i32.const 0))))`;
@@ -66,7 +67,7 @@ describe('hostile guests', () => {
     const result = await runner.client.invoke(invocation(longNamed));
     expectTrap(result, 'stack_overflow');
     if (result.outcome.kind === 'trap') {
-      assert.equal(result.outcome.message.length, MAX_TRAP_MESSAGE_CHARS);
+      assert.ok(result.outcome.message.length <= MAX_TRAP_MESSAGE_CHARS, `${result.outcome.message.length} characters`);
       assert.ok(result.outcome.message.includes('AAAA'), 'the frame names are what made it long');
     }
     await assertStillServing();

@@ -7,6 +7,7 @@ use wasmtime::{
 
 use crate::abi::{pages_for_input, read_output};
 use crate::engine::{StoreData, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
+use crate::trap_message::{failure_message, trap_message};
 use crate::validate::Compiled;
 
 /// Limits of one call, already clamped to the sandbox ceilings.
@@ -174,29 +175,13 @@ fn trap_outcome(err: &Error, phase: &str, fuel_used: u64) -> Outcome {
     let Some(trap) = err.downcast_ref::<Trap>() else {
         return Outcome::Trap {
             trap: "other",
-            message: format!("{phase}: {err:#}"),
+            message: failure_message(format!("{phase}: {err:#}")),
             fuel_used,
         };
     };
-    let mut message = format!("{phase}: {trap}");
-    if let Some(backtrace) = err.downcast_ref::<WasmBacktrace>() {
-        let frames: Vec<String> = backtrace
-            .frames()
-            .iter()
-            .take(8)
-            .map(|f| {
-                f.func_name()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| format!("func[{}]", f.func_index()))
-            })
-            .collect();
-        if !frames.is_empty() {
-            message.push_str(&format!(" (at {})", frames.join(" <- ")));
-        }
-    }
     Outcome::Trap {
         trap: trap_kind(*trap),
-        message,
+        message: trap_message(phase, trap, err.downcast_ref::<WasmBacktrace>()),
         fuel_used,
     }
 }

@@ -5,10 +5,12 @@
 mod abi;
 mod engine;
 mod invoke;
+mod names;
 mod refusal;
 mod run;
 mod scan;
 mod sniff;
+mod trap_message;
 mod validate;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,6 +24,7 @@ use crate::engine::{
     DEFAULT_FUEL, GUARD_BYTES, MAX_MEMORY_BYTES, MAX_MODULE_BYTES, MAX_OUTPUT_BYTES,
     MAX_STACK_BYTES, POOL_SLOTS,
 };
+use crate::names::{LongNames, MAX_NAME_BYTES};
 use crate::validate::{
     compile as compile_bytes, compile_artifact, load_artifact, Artifact, CompileError, Compiled,
 };
@@ -87,10 +90,23 @@ pub(crate) fn contain_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     })
 }
 
+/// What a `name` section past the caps does (names.rs): `stored` bytes were admitted before (a
+/// compile again from the store, or a restore), so theirs is left out; an upload's refuses it.
+fn long_names(stored: Option<bool>) -> LongNames {
+    if stored == Some(true) {
+        LongNames::Drop
+    } else {
+        LongNames::Refuse
+    }
+}
+
 /// Compiles on the calling thread; a refusal is returned, not thrown.
 #[napi]
-pub fn compile(bytes: Uint8Array) -> Result<Either<CompiledModule, CompileRefusal>> {
-    contain_panic(|| settle(compile_bytes(&bytes), handle))
+pub fn compile(
+    bytes: Uint8Array,
+    stored: Option<bool>,
+) -> Result<Either<CompiledModule, CompileRefusal>> {
+    contain_panic(|| settle(compile_bytes(&bytes, long_names(stored)), handle))
 }
 
 /// Compiled code in wasmtime's serialized form, for `loadArtifactAsync` in the process that
@@ -103,6 +119,7 @@ pub struct CompiledArtifact {
 
 pub struct CompileArtifactTask {
     bytes: Vec<u8>,
+    long_names: LongNames,
 }
 
 impl Task for CompileArtifactTask {
@@ -110,7 +127,7 @@ impl Task for CompileArtifactTask {
     type JsValue = Either<CompiledArtifact, CompileRefusal>;
 
     fn compute(&mut self) -> Result<Self::Output> {
-        contain_panic(|| Ok(compile_artifact(&self.bytes)))
+        contain_panic(|| Ok(compile_artifact(&self.bytes, self.long_names)))
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
@@ -122,11 +139,16 @@ impl Task for CompileArtifactTask {
 }
 
 /// Admits and compiles `bytes` on the libuv thread pool, as `compile` does, into an artifact
-/// (used by the hook-runner's compile process, which its runner can kill at a deadline).
+/// (used by the hook-runner's compile process, which its runner can kill at a deadline);
+/// `stored` as for `compile`.
 #[napi(ts_return_type = "Promise<CompiledArtifact | CompileRefusal>")]
-pub fn compile_artifact_async(bytes: Uint8Array) -> AsyncTask<CompileArtifactTask> {
+pub fn compile_artifact_async(
+    bytes: Uint8Array,
+    stored: Option<bool>,
+) -> AsyncTask<CompileArtifactTask> {
     AsyncTask::new(CompileArtifactTask {
         bytes: bytes.to_vec(),
+        long_names: long_names(stored),
     })
 }
 
@@ -169,6 +191,7 @@ pub struct SandboxCeilings {
     pub max_output_bytes: f64,
     pub max_module_bytes: f64,
     pub pool_slots: f64,
+    pub max_name_bytes: f64,
 }
 
 /// Creates the engine (reserving the pool's address space) if needed; returns why it
@@ -189,5 +212,6 @@ pub fn ceilings() -> SandboxCeilings {
         max_output_bytes: MAX_OUTPUT_BYTES as f64,
         max_module_bytes: MAX_MODULE_BYTES as f64,
         pool_slots: POOL_SLOTS as f64,
+        max_name_bytes: MAX_NAME_BYTES as f64,
     }
 }

@@ -1,8 +1,8 @@
 //! Structural admission checks on an already-validated module, done before compiling so
 //! hostile uploads cost no codegen: no imports, initial memory <= 160 pages, data fits, code
 //! small enough (in bytes, and in operand stack height and loop nesting, whose compile cost grows
-//! faster than their bytes) that compiling it stays within seconds, few element items, and only
-//! plain constants as initializers.
+//! faster than their bytes) that compiling it stays within seconds, few element items, only
+//! plain constants as initializers, and names within the caps of names.rs.
 
 use wasmparser::{
     ConstExpr, DataKind, ElementItems, ElementKind, FuncToValidate, FuncValidatorAllocations,
@@ -11,6 +11,7 @@ use wasmparser::{
 };
 
 use crate::engine::{MAX_MEMORY_BYTES, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
+use crate::names::check_name_section;
 use crate::refusal::{refuse, Refusal};
 
 /// Compiling ordinary code costs about 100 us per function plus 1.5-7 us per code byte on one core
@@ -48,6 +49,9 @@ pub const MAX_ELEMENT_ITEMS: u64 = 20_000;
 pub struct Facts {
     /// The module has a start function, which runs at every instantiation.
     pub has_start: bool,
+    /// Why its `name` section goes past the caps (names.rs), if it does: whether that refuses the
+    /// module depends on where its bytes come from (validate.rs).
+    pub long_names: Option<Refusal>,
 }
 
 /// Walks the sections of `bytes`, which `Module::validate` has accepted.
@@ -55,6 +59,7 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
     let mut imports = Vec::new();
     let mut initial_pages = 0u64;
     let mut has_start = false;
+    let mut long_names = None;
     let mut locals = 0u64;
     let mut element_items = 0u64;
     let mut loop_work = 0u64;
@@ -166,6 +171,9 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
                 })?
             }
             Payload::StartSection { .. } => has_start = true,
+            Payload::CustomSection(reader) if reader.name() == "name" && long_names.is_none() => {
+                long_names = check_name_section(&reader).err();
+            }
             _ => {}
         }
         // After the body's byte cap: its locals and operators are read once, here.
@@ -174,7 +182,10 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
         }
     }
     refuse_imports(&imports)?;
-    Ok(Facts { has_start })
+    Ok(Facts {
+        has_start,
+        long_names,
+    })
 }
 
 /// Adds a function body's declared locals to `locals` (refused past MAX_LOCALS), refuses it when

@@ -1,4 +1,4 @@
-//! The compile pipeline for untrusted bytes: sniff, validate, structural scan, compile,
+//! The compile pipeline for untrusted bytes: sniff, validate, structural scan (and the name caps), compile,
 //! guest ABI export checks (`memory`, `execute`, optional `alloc`), pre-instantiation; and the
 //! artifact a compile process hands back (compiled code, loaded without compiling again).
 
@@ -8,6 +8,7 @@ use wasmtime::{
 };
 
 use crate::engine::{engine, StoreData, MAX_MEMORY_BYTES, MAX_MEMORY_PAGES, WASM_PAGE_BYTES};
+use crate::names::{without_name_sections, LongNames};
 use crate::refusal::{refuse, Refusal};
 use crate::scan::scan;
 use crate::sniff::sniff;
@@ -46,7 +47,9 @@ impl From<Refusal> for CompileError {
     }
 }
 
-pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
+/// `long_names` says what a `name` section past the caps (names.rs) does: refuse the module (an
+/// upload), or be left out of the compile (bytes admitted before those caps).
+pub fn compile(bytes: &[u8], long_names: LongNames) -> Result<Compiled, CompileError> {
     sniff(bytes)?;
     let engine = engine().map_err(CompileError::Host)?;
     Module::validate(engine, bytes).map_err(|e| {
@@ -56,6 +59,15 @@ pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
         )
     })?;
     let facts = scan(bytes)?;
+    let unnamed;
+    let bytes = match (facts.long_names, long_names) {
+        (None, _) => bytes,
+        (Some(refusal), LongNames::Refuse) => return Err(refusal.into()),
+        (Some(_), LongNames::Drop) => {
+            unnamed = without_name_sections(bytes)?;
+            &unnamed[..]
+        }
+    };
     // `from_binary` never accepts text and never deserializes precompiled code. The bytes
     // are valid wasm by now, so a failure here is a sandbox limit (tables, pool sizes).
     let module = Module::from_binary(engine, bytes).map_err(|e| {
@@ -69,8 +81,8 @@ pub fn compile(bytes: &[u8]) -> Result<Compiled, CompileError> {
 
 /// Admits and compiles `bytes` as `compile` does, then serializes the compiled code for
 /// `load_artifact` in another process running this same addon (and so the same engine settings).
-pub fn compile_artifact(bytes: &[u8]) -> Result<Artifact, CompileError> {
-    let compiled = compile(bytes)?;
+pub fn compile_artifact(bytes: &[u8], long_names: LongNames) -> Result<Artifact, CompileError> {
+    let compiled = compile(bytes, long_names)?;
     let code = compiled.pre.module().serialize().map_err(|e| {
         CompileError::Host(format!("serializing the compiled module failed: {e:#}"))
     })?;
