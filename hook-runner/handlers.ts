@@ -2,7 +2,7 @@
 // vault and ledger, answer. Transport concerns (auth, status mapping, binding) live in server.ts.
 import { createHash } from 'node:crypto';
 import { createGuestEnvelope } from './envelope.ts';
-import type { InvocationLedger } from './invocation-ledger.ts';
+import type { Execution, InvocationLedger } from './invocation-ledger.ts';
 import { createInvocationResult, toInvokeReply, type InvocationResult } from './invocation-outcome.ts';
 import type { ModuleRegistry } from './module-registry.ts';
 import { maskSecrets } from './output-secrets.ts';
@@ -44,26 +44,26 @@ export interface HookRunnerHandlerDeps {
   readonly pruneFailing: () => boolean;
 }
 
-type Execution = (secrets: Readonly<Record<string, string>>) => Promise<InvocationResult>;
-
 /**
- * The guest's run. Its module is loaded when it runs, not before: a call the ledger answers from its
- * record needs none (the module may be gone from this runner, or refused by this release's sandbox).
- * `wanted` is asked when the guest's slot comes: a call nobody waits for any more is dropped there
- * (InvokeAbandonedError), so that under a backlog the slots go to calls whose answers are awaited.
+ * The guest's run, given how to read its secrets. Its module is loaded when it runs, not before: a call the
+ * ledger answers from its record needs none (the module may be gone from this runner, or refused by
+ * this release's sandbox). `wanted` is asked when the module's compile and the guest's slot come: a
+ * call nobody waits for any more is dropped there (InvokeAbandonedError), so that under a backlog the
+ * slots go to calls whose answers are awaited.
  */
-function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, wanted: () => boolean): Execution {
-  return async (secrets: Readonly<Record<string, string>>): Promise<InvocationResult> => {
+function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, secrets: () => Readonly<Record<string, string>>): Execution {
+  return async (wanted: () => boolean): Promise<InvocationResult> => {
+    const read = secrets();
     const compiled = await deps.modules.get(command.digest, command.scope.orgId, () => !wanted());
     const envelope = createGuestEnvelope({
       payloadJson: command.payloadJson,
-      secrets,
+      secrets: read,
       permissions: command.permissions,
       actionId: command.scope.actionId,
       digest: command.digest,
     });
     const outcome = await deps.limiter.run(command.scope.orgId, () => (wanted() ? runModule(compiled, envelope) : Promise.reject(new InvokeAbandonedError())));
-    return maskSecrets(createInvocationResult(outcome), secrets);
+    return maskSecrets(createInvocationResult(outcome), read);
   };
 }
 
@@ -82,10 +82,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       deps.modules.assertStored(command.digest);
       const { mode } = command;
       const gaveUp = call?.gaveUp ?? (() => false);
-      // A recorded call is still wanted while another caller of its key waits on it (a retry joined it).
-      const wanted = mode.kind === 'simulate' ? () => !gaveUp() : () => !gaveUp() || (deps.ledger.joinedCount(command.scope.orgId, mode.idempotencyKey) ?? 0) > 0;
-      const execute = createExecution(deps, command, wanted);
-      if (mode.kind === 'simulate') return toInvokeReply(await execute({}), false);
+      if (mode.kind === 'simulate') return toInvokeReply(await createExecution(deps, command, () => ({}))(() => !gaveUp()), false);
       assertSecretsHeld(deps.vault, command);
       // Before the guest runs: a run whose record could not be written would be run again.
       deps.assertWritable();
@@ -100,7 +97,9 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
           fence: mode.fence,
         },
         // Secrets are decrypted only when the guest actually runs, never for a replay.
-        () => execute(deps.vault.readMany(command.scope, command.secretKeys)),
+        createExecution(deps, command, () => deps.vault.readMany(command.scope, command.secretKeys)),
+        // A recorded call is still wanted while any caller of its key waits on it (a retry joined it): the ledger asks them all.
+        gaveUp,
       );
       return toInvokeReply(answer.result, answer.replayed);
     },

@@ -21,11 +21,21 @@ export interface LedgerAnswer {
   readonly replayed: boolean;
 }
 
+/** Says whether a caller has gone (its call was cancelled or its deadline passed). */
+export type GaveUp = () => boolean;
+
+/**
+ * One guest run of a claim. `wanted` says whether any caller still waits for it (the one that
+ * started it, or one that joined it since): asked when the guest's turn comes, so that a run nobody
+ * waits for any more is dropped there, unrun and unrecorded (InvokeAbandonedError).
+ */
+export type Execution = (wanted: () => boolean) => Promise<InvocationResult>;
+
 interface InFlight {
   readonly claim: InvocationClaim;
   readonly execution: Promise<InvocationResult>;
-  /** Callers that joined this execution instead of running the key again. */
-  joined: number;
+  /** One check per caller waiting on this execution: the one that started it, then those that joined it. */
+  readonly callers: GaveUp[];
 }
 
 /**
@@ -78,8 +88,11 @@ export class InvocationLedger {
    *    the write that commits its result, so a key it still asks about has applied nothing from the
    *    earlier output (which may even have broken the output contract), and the step's evidence
    *    then names the module that really produced its result;
-   * 3. a key executing right now is joined: the caller waits for that execution (`replayed`); a
-   *    caller naming another digest waits for it to finish, then starts over from 1;
+   * 3. a key executing right now with the same digest and inputs is joined: the caller waits for
+   *    that execution (`replayed`), which stays wanted while any of its callers still waits
+   *    (`gaveUp` is this caller's check); a caller naming another digest or other inputs does not
+   *    join (its wait keeps no one else's execution wanted): it waits for that one to finish, then
+   *    starts over from 1;
    * 4. otherwise execute, then commit the output (only an output) and the run's fence in one
    *    transaction and answer once it is flushed: one fsync per call, shared with concurrent calls
    *    (group commit).
@@ -90,7 +103,7 @@ export class InvocationLedger {
    * fence is durable. A crash during an execution forgets that fence, which is harmless: nobody saw
    * an answer, and a re-run under any fence yields the same result.
    */
-  async run(claim: InvocationClaim, execute: () => Promise<InvocationResult>): Promise<LedgerAnswer> {
+  async run(claim: InvocationClaim, execute: Execution, gaveUp: GaveUp = () => false): Promise<LedgerAnswer> {
     this.#refuseStaleFence(claim);
     const key: InvocationKey = [claim.orgId, claim.idempotencyKey];
     const slot = `${claim.orgId}\0${claim.idempotencyKey}`;
@@ -107,40 +120,44 @@ export class InvocationLedger {
     if (running !== undefined) {
       assertSameAction(claim, running.claim);
       this.#admitFence(claim);
-      running.joined += 1;
       // Another module's (or other inputs') answer is not this caller's. That execution leaves the
       // map (below) when it settles, so this caller then starts over and runs its own.
       if (!sameExecution(claim, running.claim)) {
         await running.execution.catch(() => undefined);
-        return this.run(claim, execute);
+        return this.run(claim, execute, gaveUp);
       }
+      running.callers.push(gaveUp);
       // The execution's own write may have been decided before this caller's fence was admitted:
       // this caller commits its fence before it answers, whether the execution gave a result or threw.
       let result: InvocationResult;
       try {
         result = await running.execution;
       } catch (error) {
-        // Dropped when its slot came because its own caller had gone (handlers.ts): this caller,
-        // which joined after that, runs the key itself instead of inheriting the drop.
-        if (!(error instanceof InvokeAbandonedError)) throw error;
-        return this.run(claim, execute);
+        // Dropped when its slot came because every caller had gone (this one too, unless it joined
+        // after that): one still waiting runs the key itself instead of inheriting the drop.
+        if (!(error instanceof InvokeAbandonedError) || gaveUp()) throw error;
+        return this.run(claim, execute, gaveUp);
       } finally {
         await this.#commit(claim, () => undefined);
       }
       return { result, replayed: true };
     }
     this.#admitFence(claim);
+    // Filled before the execution can ask (it awaits before its guest's turn), extended by joiners.
+    const callers: GaveUp[] = [gaveUp];
+    const wanted = (): boolean => !callers.every((gone) => gone());
     // The entry leaves the map before anyone awaiting the execution resumes.
-    const execution: Promise<InvocationResult> = this.#executeAndRecord(claim, key, execute).finally(() => {
+    const execution: Promise<InvocationResult> = this.#executeAndRecord(claim, key, () => execute(wanted)).finally(() => {
       if (this.#inFlight.get(slot)?.execution === execution) this.#inFlight.delete(slot);
     });
-    this.#inFlight.set(slot, { claim, execution, joined: 0 });
+    this.#inFlight.set(slot, { claim, execution, callers });
     return { result: await execution, replayed: false };
   }
 
-  /** How many callers wait on the execution of a key now running, or undefined (diagnostics, tests). */
+  /** How many callers joined the execution of a key now running (given up or not), or undefined (diagnostics, tests). */
   joinedCount(orgId: string, idempotencyKey: string): number | undefined {
-    return this.#inFlight.get(`${orgId}\0${idempotencyKey}`)?.joined;
+    const running = this.#inFlight.get(`${orgId}\0${idempotencyKey}`);
+    return running === undefined ? undefined : running.callers.length - 1;
   }
 
   /** The highest fence committed for a run, if any (for diagnostics and tests). */

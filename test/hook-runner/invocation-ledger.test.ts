@@ -104,6 +104,28 @@ describe('invocation ledger', () => {
     assert.equal(ledger.highestFence('org_a', 'run_1'), 2n, 'a caller that joined answers only once its own fence is durable');
   });
 
+  it('tells an execution it is wanted while any of its callers still waits: the one that started it or one that joined it with the same module and inputs', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    let wanted: () => boolean = () => true;
+    const gone = { first: false, joined: false };
+    const running = ledger.run(claim(), async (isWanted) => {
+      wanted = isWanted;
+      await gate;
+      return { outcome: { kind: 'output', outputJson: '{}' }, fuelUsed: 1 };
+    }, () => gone.first);
+    const joined = ledger.run(claim({ fence: 2n }), counter().execute, () => gone.joined);
+    // Other inputs do not join: this caller's wait keeps nobody else's execution wanted.
+    const other = ledger.run(claim({ inputs: 'i2', fence: 3n }), counter().execute, () => false);
+    assert.equal(ledger.joinedCount('org_a', 'run_1:step_1'), 1);
+    gone.first = true;
+    assert.equal(wanted(), true, 'the caller that joined still waits');
+    gone.joined = true;
+    assert.equal(wanted(), false, 'every caller of the execution has gone');
+    release();
+    await Promise.all([running, joined, other]);
+  });
+
   it('records no result when execute throws, so the next attempt runs; the fence is kept', async () => {
     await assert.rejects(ledger.run(claim({ fence: 2n }), () => Promise.reject(new Error('host failure'))), /host failure/);
     assert.equal(ledger.highestFence('org_a', 'run_1'), 2n);
@@ -228,7 +250,7 @@ describe('invocation ledger', () => {
       });
       const fixed = counter('{"v":2}');
       const joined = ledger.run(claim({ idempotencyKey, runId, digest: 'e'.repeat(64), fence: 2n }), fixed.execute);
-      assert.equal(ledger.joinedCount('org_a', idempotencyKey), 1);
+      assert.equal(ledger.joinedCount('org_a', idempotencyKey), 0, 'it waits without joining');
       release();
       await running.catch(() => undefined);
       const answer = await joined;
