@@ -7,7 +7,7 @@ import { createInvocationResult, toInvokeReply, type InvocationResult } from './
 import type { ModuleRegistry } from './module-registry.ts';
 import { maskSecrets } from './output-secrets.ts';
 import {
-  parseDeleteSecretRequest, parseInvokeRequest, parseModuleBytes, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
+  parseCompileRequest, parseDeleteSecretRequest, parseInvokeRequest, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
 } from './requests.ts';
 import { InvokeAbandonedError, SecretsMissingError } from './runner-error.ts';
 import { runModule } from './sandbox-run.ts';
@@ -70,10 +70,10 @@ function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, se
 export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunnerHandlers {
   return {
     async Compile(request, call) {
-      const bytes = parseModuleBytes(request.wasm);
+      const { bytes, tenant, restore } = parseCompileRequest(request);
       // Before the compile, and again before its bytes are written (it may wait its turn for seconds).
       deps.assertWritable();
-      return { digest: await deps.modules.compile(bytes, call?.gaveUp, { tenant: request.org_id, first: request.restore }, deps.assertWritable) };
+      return { digest: await deps.modules.compile(bytes, call?.gaveUp, { tenant, first: restore }, deps.assertWritable) };
     },
 
     async Invoke(request, call) {

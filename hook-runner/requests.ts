@@ -2,13 +2,15 @@
 // field becomes an InvalidRequestError naming it. Nothing half-checked reaches the vault, ledger or sandbox.
 import { InvalidRequestError } from './runner-error.ts';
 import type {
-  DeleteSecretRequestWire, InvokeRequestWire, ListSecretKeysRequestWire, PutSecretRequestWire,
+  CompileRequestWire, DeleteSecretRequestWire, InvokeRequestWire, ListSecretKeysRequestWire, PutSecretRequestWire,
 } from './wire.ts';
 
 export const REQUEST_LIMITS = {
   maxModuleBytes: 8 * 1024 * 1024,
   maxPayloadBytes: 1024 * 1024,
   maxPermissions: 25,
+  /** Each must be named by a `read_secret` permission, so a call needs no more than it has permissions. */
+  maxRequiredSecretKeys: 25,
   maxPermissionLength: 128,
   maxIdLength: 128,
   maxIdempotencyKeyLength: 256,
@@ -71,6 +73,20 @@ export function parseSecretKey(value: string, field = 'key'): SecretKey {
 
 export function parseSecretScope(request: ListSecretKeysRequestWire): SecretScope {
   return { orgId: parseId<OrgId>(request.org_id, 'org_id'), actionId: parseId<ActionId>(request.action_id, 'action_id') };
+}
+
+/** A Compile: the module's bytes, and the org whose turn it waits in (none: a turn of its own). */
+export interface CompileCommand {
+  readonly bytes: Uint8Array;
+  readonly tenant: OrgId | '';
+  readonly restore: boolean;
+}
+
+export function parseCompileRequest(request: CompileRequestWire): CompileCommand {
+  const bytes = parseModuleBytes(request.wasm);
+  // An id like Invoke's when given: it keys the org's place in the compile queue (tenant-queue.ts).
+  const tenant = request.org_id === '' ? '' : parseId<OrgId>(request.org_id, 'org_id');
+  return { bytes, tenant, restore: request.restore };
 }
 
 export function parseModuleBytes(wasm: Uint8Array): Uint8Array {
@@ -155,13 +171,23 @@ export function parseInvokeRequest(request: InvokeRequestWire): InvokeCommand {
   return { scope, digest, permissions, secretKeys, requiredSecretKeys, payloadJson, mode };
 }
 
-/** Each required key must also be read by a permission: the call may not demand a secret it cannot read. */
+/**
+ * Each required key must also be read by a permission: the call may not demand a secret it cannot
+ * read. Counted before any is read (a list of millions held the runner for seconds); a key named
+ * twice is kept once, in first-named order.
+ */
 function parseRequiredSecretKeys(keys: readonly string[], readable: readonly SecretKey[]): SecretKey[] {
+  const { maxRequiredSecretKeys } = REQUEST_LIMITS;
+  if (keys.length > maxRequiredSecretKeys) {
+    throw invalid('required_secret_keys', `At most ${maxRequiredSecretKeys} required_secret_keys are allowed (each named by a read_secret permission); got ${keys.length}.`);
+  }
   const permitted = new Set<string>(readable);
-  return keys.map((key, index) => {
+  const required = new Set<SecretKey>();
+  keys.forEach((key, index) => {
     const field = `required_secret_keys[${index}]`;
     const parsed = parseSecretKey(key, field);
     if (!permitted.has(parsed)) throw invalid(field, `${field} (${key}) is not named by a read_secret permission of the call.`);
-    return parsed;
+    required.add(parsed);
   });
+  return [...required];
 }

@@ -1,8 +1,9 @@
 // Request parsers of the runner (pure): run ids from idempotency keys, uint64 fences, permission and
-// secret-key rules, required secret keys, and simulate mode needing neither key nor fence.
+// secret-key rules, required secret keys (deduplicated, counted), simulate mode needing neither key
+// nor fence, and Compile's org id.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseIdempotencyKey, parseInvokeRequest } from '../../hook-runner/requests.ts';
+import { parseCompileRequest, parseIdempotencyKey, parseInvokeRequest, REQUEST_LIMITS } from '../../hook-runner/requests.ts';
 import { InvalidRequestError } from '../../hook-runner/runner-error.ts';
 import type { InvokeRequestWire } from '../../hook-runner/wire.ts';
 
@@ -50,6 +51,13 @@ describe('invoke request parsing', () => {
     assert.deepEqual(parseInvokeRequest(request({ permissions, simulate: true, required_secret_keys: ['A'] })).requiredSecretKeys, []);
   });
 
+  it('keeps a required secret key named twice once, and refuses more keys than a call has permissions before reading any', () => {
+    const permissions = ['read_secret:A', 'read_secret:B'];
+    assert.deepEqual(parseInvokeRequest(request({ permissions, required_secret_keys: ['B', 'A', 'B', 'A'] })).requiredSecretKeys, ['B', 'A']);
+    const many = Array.from({ length: REQUEST_LIMITS.maxRequiredSecretKeys + 1 }, () => 'A');
+    assert.throws(() => parseInvokeRequest(request({ permissions, required_secret_keys: many })), invalidField('required_secret_keys'));
+  });
+
   it('needs neither idempotency key nor fence to simulate', () => {
     assert.deepEqual(parseInvokeRequest(request({ simulate: true, idempotency_key: '', fence: '0' })).mode, { kind: 'simulate' });
   });
@@ -59,5 +67,17 @@ describe('invoke request parsing', () => {
       assert.equal(parseInvokeRequest(request({ payload_json: payload })).payloadJson, payload);
     }
     assert.throws(() => parseInvokeRequest(request({ payload_json: '' })), invalidField('payload_json'));
+  });
+});
+
+describe('compile request parsing', () => {
+  const compile = (org_id: string) => ({ wasm: new Uint8Array([0, 97, 115, 109]), org_id, restore: false });
+
+  it('takes an org id as Invoke does, or none (a turn of its own)', () => {
+    assert.equal(parseCompileRequest(compile('org_1')).tenant, 'org_1');
+    assert.equal(parseCompileRequest(compile('')).tenant, '');
+    for (const bad of [`org\u0000/../x`, 'x'.repeat(REQUEST_LIMITS.maxIdLength + 1), ' org']) {
+      assert.throws(() => parseCompileRequest(compile(bad)), invalidField('org_id'), JSON.stringify(bad));
+    }
   });
 });

@@ -44,6 +44,14 @@ describe('compile', () => {
     });
     await rejectsWith(runner.client.compile(new Uint8Array(0)), (error) => assert.equal(error.field, 'wasm'));
   });
+
+  it('refuses an org id that is not an id (long, NUL, slashes) with INVALID_ARGUMENT naming org_id', async () => {
+    const bytes = await assembleWat('constant', constantWat('{"org":true}'));
+    for (const orgId of [`${'x'.repeat(4_000_000)}\u0000/../`, 'org/../other']) {
+      await rejectsWith(runner.client.compile(bytes, orgId), (error) => assert.equal(error.field, 'org_id', error.message));
+    }
+    assert.match(await runner.client.compile(bytes, 'org_ok'), /^[0-9a-f]{64}$/);
+  });
 });
 
 /** Appends a custom section (ignored by engines) so a valid module reaches `totalBytes`. */
@@ -117,6 +125,7 @@ describe('invoke', () => {
       [{ permissions: Array.from({ length: 26 }, (_, i) => `perm_${i}`) }, 'permissions'],
       [{ permissions: ['read_secret:lower_case'] }, 'permissions[0]'],
       [{ permissions: ['has space'] }, 'permissions[0]'],
+      [{ permissions: ['read_secret:A'], requiredSecretKeys: Array.from({ length: 3_000_000 }, () => 'A') }, 'required_secret_keys'],
       [{ idempotencyKey: 'no-separator' }, 'idempotency_key'],
       [{ idempotencyKey: 'run:' }, 'idempotency_key'],
       [{ fence: 0 }, 'fence'],
