@@ -42,6 +42,11 @@ export function hmac(key: Buffer | string, data: Buffer[], encoding: 'base64' | 
   return mac.digest(encoding);
 }
 
+/** 401 `too_many_signatures` when `header` carries more than MAX_SIGNATURES signatures. */
+export function assertSignatureCount(header: string, count: number): void {
+  if (count > MAX_SIGNATURES) throw signatureError('too_many_signatures', `The ${header} header carries ${count} signatures; at most ${MAX_SIGNATURES} are accepted.`);
+}
+
 /**
  * Returns the index of the first key whose digest matches any presented signature, or -1; 401
  * `too_many_signatures` past MAX_SIGNATURES (`header` names where they came from). Digests are ASCII
@@ -49,9 +54,7 @@ export function hmac(key: Buffer | string, data: Buffer[], encoding: 'base64' | 
  * compared with every signature of its length, in constant time, whatever matched before.
  */
 export function findMatchingKey(header: string, expectedPerKey: readonly (string | undefined)[], presented: readonly string[]): number {
-  if (presented.length > MAX_SIGNATURES) {
-    throw signatureError('too_many_signatures', `The ${header} header carries ${presented.length} signatures; at most ${MAX_SIGNATURES} are accepted.`);
-  }
+  assertSignatureCount(header, presented.length);
   const candidates = presented.map((signature) => Buffer.from(signature, 'utf8'));
   let match = -1;
   expectedPerKey.forEach((expected, index) => {

@@ -5,6 +5,7 @@ import { decodeStandardSecret } from '../sources/source-record.ts';
 import {
   assertDeliveryId,
   assertFreshTimestamp,
+  assertSignatureCount,
   findMatchingKey,
   hmac,
   signatureError,
@@ -25,12 +26,14 @@ export function verifyStandardWebhook(
   const id = assertDeliveryId('webhook-id', headers['webhook-id'], signedHeaderError);
   const timestamp = headers['webhook-timestamp'];
   assertFreshTimestamp('webhook-timestamp', timestamp, nowMs);
-  const presented = signatureHeader
+  const entries = signatureHeader
     .split(/\s+/)
     // A header sent as several lines reaches us joined with ", ": that comma is no part of a signature.
     .map((entry) => entry.replace(/,+$/, ''))
-    .filter((entry) => entry.startsWith('v1,'))
-    .map((entry) => entry.slice(3));
+    .filter((entry) => entry !== '');
+  // Every entry counts, of any version: only v1 ones are compared, but the cap is on what was sent.
+  assertSignatureCount('webhook-signature', entries.length);
+  const presented = entries.filter((entry) => entry.startsWith('v1,')).map((entry) => entry.slice(3));
   if (presented.length === 0) throw signatureError('invalid_signature', 'The webhook-signature header has no v1 signature.');
   const prefix = Buffer.from(`${id}.${timestamp}.`, 'utf8');
   // A secret that is not base64 (never stored for this scheme) signs nothing: an empty key would be anyone's.

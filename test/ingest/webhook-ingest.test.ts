@@ -205,6 +205,10 @@ test(`at most ${MAX_SIGNATURES} signatures per delivery: the last of ${MAX_SIGNA
   assert.match(tooMany.body.error.message, new RegExp(`carries ${MAX_SIGNATURES + 1} signatures; at most ${MAX_SIGNATURES}`));
   const enough = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: withSignatures([...decoys(MAX_SIGNATURES - 1), signed['webhook-signature']!]) });
   assert.equal(enough.status, 204, enough.text);
+  // Entries of other versions count too (only v1 ones are compared).
+  const otherVersions = Array.from({ length: MAX_SIGNATURES }, (_, i) => `v1a,${Buffer.alloc(64, i).toString('base64')}`);
+  const mixed = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body, headers: withSignatures([...otherVersions, signed['webhook-signature']!]) });
+  assert.deepEqual([mixed.status, mixed.body.error.code], [401, 'too_many_signatures'], mixed.text);
 
   const stripeBody = JSON.stringify({ id: 'evt_many_sigs', type: 'invoice.paid' });
   const t = nowSeconds();
