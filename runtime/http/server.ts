@@ -320,8 +320,8 @@ function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, 
 /**
  * The one transfer coding read is `chunked` (uWS reads any Transfer-Encoding as chunked and hands
  * the bytes on undecoded: a gzip one would fail its signature as if forged, and a proxy in front that
- * frames it otherwise would disagree on where the request ends). RFC 9112 §6.1: chunked not last is
- * a 400; a coding not understood, 501.
+ * frames it otherwise would disagree on where the request ends). RFC 9112 §6.1: chunked not last, or
+ * given twice, is a 400; a coding not understood, 501.
  */
 function assertChunkedTransfer(header: string | undefined): void {
   if (header === undefined) return;
@@ -330,6 +330,10 @@ function assertChunkedTransfer(header: string | undefined): void {
   const shown = shownName(header.trim());
   if (codings.includes('chunked') && codings.at(-1) !== 'chunked') {
     throw new InputError(400, 'invalid_transfer_encoding', `Transfer-Encoding "${shown}" does not end with chunked, so the body has no framing.`, { field: 'transfer-encoding' });
+  }
+  // A sender never applies chunked twice (RFC 9112 §6.1): its framing is not readable as once.
+  if (codings.filter((coding) => coding === 'chunked').length > 1) {
+    throw new InputError(400, 'invalid_transfer_encoding', `Transfer-Encoding "${shown}" applies chunked more than once; send it once.`, { field: 'transfer-encoding' });
   }
   throw new SluiceError(501, 'unsupported_transfer_encoding', `Transfer-Encoding "${shown}" is not accepted: send the body chunked or with a Content-Length, uncompressed.`, { field: 'transfer-encoding' });
 }

@@ -212,7 +212,7 @@ test('a Transfer-Encoding other than chunked is refused before the body is read:
     const headers = Object.entries(signStandard(SECRET, id, Math.floor(Date.now() / 1000), body)).map(([name, value]) => `${name}: ${value}\r\n`).join('');
     return raw([`POST /hooks/acct-bad/in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n${headers}\r\n${chunked}`]);
   };
-  for (const [coding, status, code] of [['gzip, chunked', 501, 'unsupported_transfer_encoding'], ['xchunked', 501, 'unsupported_transfer_encoding'], ['chunked, gzip', 400, 'invalid_transfer_encoding']] as const) {
+  for (const [coding, status, code] of [['gzip, chunked', 501, 'unsupported_transfer_encoding'], ['xchunked', 501, 'unsupported_transfer_encoding'], ['chunked, gzip', 400, 'invalid_transfer_encoding'], ['chunked, chunked', 400, 'invalid_transfer_encoding']] as const) {
     const answer = await send(coding, `msg_te_${code}_${status}_${coding.length}`);
     assert.match(answer, new RegExp(`^HTTP/1.1 ${status} `), `${coding}: ${answer.slice(0, 200)}`);
     assert.match(answer, new RegExp(`"code":"${code}"`), coding);
