@@ -61,13 +61,19 @@ export interface Replay {
   readonly gaps: Set<number>;
 }
 
-/** Gap seqs a replay remembers at most; more (a long stretch of failed writes) are not waited for. */
-const MAX_REMEMBERED_GAPS = 1024;
+/** Gap seqs a replay remembers at most; past them (a long stretch of failed writes) it cannot go on (Page.gapsFull). */
+export const MAX_REMEMBERED_GAPS = 1024;
 
 export interface Page {
   readonly frames: Uint8Array[];
   /** Every retained update up to the `upTo` given is in this page or was in an earlier one. */
   readonly caughtUp: boolean;
+  /**
+   * One more seq would have to be waited for than MAX_REMEMBERED_GAPS: the replay stops before it,
+   * since sending it (it may never be durable) or passing over it (a Subscribe would count it as
+   * sent) would mislead the client. The socket is told to reload (4410).
+   */
+  readonly gapsFull?: true;
 }
 
 export const wasSent = (sent: Sent, update: RunUpdate): boolean =>
@@ -128,17 +134,22 @@ export function nextPage(log: UpdateLog, orgId: string, replay: Replay, upTo: nu
   let nextSkipped = 0;
   const frames: Uint8Array[] = [];
   let bytes = 0;
+  const full = (): Page => ({ frames, caughtUp: false, gapsFull: true });
   for (const update of entries) {
     if (bytes >= budget) return { frames, caughtUp: false };
     for (; nextSkipped < skippedSeqs.length && skippedSeqs[nextSkipped]! <= update.seq; nextSkipped++) {
       const missing = skippedSeqs[nextSkipped]!;
-      if (missing < update.seq && replay.gaps.size < MAX_REMEMBERED_GAPS) replay.gaps.add(missing);
+      if (missing === update.seq || replay.gaps.has(missing)) continue;
+      if (replay.gaps.size >= MAX_REMEMBERED_GAPS) return full();
+      replay.gaps.add(missing);
     }
-    replay.cursor = update.seq;
-    if (skipped.isSkipped(update.seq) && replay.gaps.size < MAX_REMEMBERED_GAPS) {
+    if (skipped.isSkipped(update.seq)) {
+      if (!replay.gaps.has(update.seq) && replay.gaps.size >= MAX_REMEMBERED_GAPS) return full();
+      replay.cursor = update.seq;
       replay.gaps.add(update.seq);
       continue;
     }
+    replay.cursor = update.seq;
     if (!isInRoom(update, replay.room) || wasSent(replay.earlier, update)) continue;
     const frame = encodeLiveMessage({ run_update: update });
     frames.push(frame);

@@ -12,7 +12,7 @@ import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
 import { ReplayTurns } from './replay-turns.ts';
-import { MAX_REMEMBERED_LATE, nextPage, sentSoFar, sentWhileLive, startAtRetained, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
+import { MAX_REMEMBERED_GAPS, MAX_REMEMBERED_LATE, nextPage, sentSoFar, sentWhileLive, startAtRetained, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
 import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
@@ -428,12 +428,17 @@ export class LiveRooms {
     }
     const skipped = { isSkipped: (seq: number) => this.#order.isSkipped(data.orgId, seq), between: (after: number, upTo: number) => this.#order.skippedBetween(data.orgId, after, upTo) };
     const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget, skipped);
-    if (page.frames.length > 0) {
+    if (page.frames.length > 0 || page.gapsFull === true) {
       ws.cork(() => {
         for (const frame of page.frames) ws.send(frame, true);
       });
       // A frame over the backpressure limit closes the socket (closeOnBackpressureLimit).
       if (data.state.status !== 'replaying') return true;
+      if (page.gapsFull === true) {
+        data.state = { status: 'closed' };
+        ws.end(CLOSE_REPLAY_GONE, `replay_gone: more than ${MAX_REMEMBERED_GAPS} updates of this replay are not on disk yet (failed writes); reload, then reconnect`);
+        return false;
+      }
     }
     if (page.caughtUp) this.#join(ws, data, replay.room, replay.start, publishedSeq, replay.earlier);
     else if (ws.getBufferedAmount() < REPLAY_HIGH_WATER) this.#queuePage(ws, data, replay);

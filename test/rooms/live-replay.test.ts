@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
-import { nextPage, REPLAY_PAGE_SIZE, sentSoFar, startReplay, wasSent, type SkippedSeqs } from '../../runtime/rooms/live-replay.ts';
+import { MAX_REMEMBERED_GAPS, nextPage, REPLAY_PAGE_SIZE, sentSoFar, startReplay, wasSent, type SkippedSeqs } from '../../runtime/rooms/live-replay.ts';
 import { MAX_BACKPRESSURE } from '../../runtime/rooms/live-rooms.ts';
 import { UpdateLog, type NewRunUpdate } from '../../runtime/rooms/update-log.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -118,6 +118,23 @@ test('a replay over millions of seqs missing between two entries (a sandbox rese
   const page = nextPage(log, 'org', replay, far, Infinity, skipped);
   assert.deepEqual([page.frames.length, replay.cursor, [...replay.gaps]], [3, far, [1_234_567]]);
   assert.equal(asked, 3, 'asked of each entry, not of each missing seq');
+  await ledger.close();
+});
+
+test('a replay that would have to wait for more seqs than it remembers (a long stretch of failed writes) stops before the first one past them', async () => {
+  const { ledger, log } = await filledLog(10_000, MAX_REMEMBERED_GAPS + 10, () => 'run', 10);
+  // Every seq from 2 on was skipped by the seq order: their writes may never be durable.
+  const notDurable = Array.from({ length: MAX_REMEMBERED_GAPS + 9 }, (_, i) => i + 2);
+  const replay = startReplay({ environment: 'production', runId: '' }, 0, []);
+  const pages = [];
+  for (let page = nextPage(log, 'org', replay, MAX_REMEMBERED_GAPS + 10, Infinity, skippedOnly(...notDurable)); ; page = nextPage(log, 'org', replay, MAX_REMEMBERED_GAPS + 10, Infinity, skippedOnly(...notDurable))) {
+    pages.push(page);
+    if (page.caughtUp || page.gapsFull === true) break;
+  }
+  const last = pages.at(-1)!;
+  assert.equal(last.gapsFull, true);
+  assert.deepEqual(pages.flatMap((page) => page.frames).length, 1, 'only seq 1 was sent: no update that may never be durable');
+  assert.deepEqual([replay.gaps.size, replay.cursor], [MAX_REMEMBERED_GAPS, MAX_REMEMBERED_GAPS + 1], 'the cursor stops before the first seq it cannot remember');
   await ledger.close();
 });
 
