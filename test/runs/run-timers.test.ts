@@ -1,12 +1,13 @@
 // Run timers on an injected clock: a timer fires once at its time, a disarmed or re-armed one does
 // not fire at its old time, and the heap sheds the entries they leave behind instead of keeping
 // them until their (possibly days away) due time. A clock set back is told to the owner once. Many
-// timers due at once fire a batch per event-loop turn.
+// timers due at once fire a batch per event-loop turn, orgs in turn.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { FIRE_BATCH, RunTimers } from '../../runtime/runs/run-timers.ts';
+import { orgScopedKey } from '../../runtime/tenancy/org-scoped-key.ts';
 
 test('each timer fires once, at its latest time; disarmed ones never', () => {
   const clock = new ManualClock(0);
@@ -61,6 +62,24 @@ test('many timers due at once fire FIRE_BATCH per event-loop turn, the rest on t
   assert.equal(fired.length, count);
   assert.equal(new Set(fired).size, count, 'each once');
   assert.equal(timers.size, 0);
+  timers.close();
+});
+
+test('timers due together fire orgs in turn: one org\'s thousands due first do not hold back another org\'s due a moment later', () => {
+  const clock = new ManualClock(0);
+  const fired: string[] = [];
+  const timers = new RunTimers(clock, (key) => fired.push(key));
+  const flood = 4 * FIRE_BATCH;
+  for (let i = 0; i < flood; i++) timers.arm(orgScopedKey('acct-flood', `run-${i}`), 1000 + i);
+  timers.arm(orgScopedKey('acct-quiet', 'run-q'), 1000 + flood);
+  clock.advance(1000 + flood);
+  assert.equal(timers.fireDue(), FIRE_BATCH);
+  assert.ok(fired.includes(orgScopedKey('acct-quiet', 'run-q')), 'the quiet org\'s timer fired in the first batch');
+  assert.deepEqual(fired.slice(0, 2), [orgScopedKey('acct-flood', 'run-0'), orgScopedKey('acct-quiet', 'run-q')], 'one of each org first');
+  let rest = 0;
+  for (let pass = timers.fireDue(); pass > 0; pass = timers.fireDue()) rest += pass;
+  assert.equal(FIRE_BATCH + rest, flood + 1);
+  assert.deepEqual(fired.filter((key) => key.startsWith('acct-flood')), Array.from({ length: flood }, (_, i) => orgScopedKey('acct-flood', `run-${i}`)), 'an org\'s own in the order they were due');
   timers.close();
 });
 
