@@ -36,14 +36,17 @@ interface Message {
   readonly text: string;
   /** The id Sluice names in its answer: read as Sluice reads it, null when it cannot (a bad frame). */
   readonly id: string | null;
+  /** Its place in the order given: messages sent again keep it. */
+  readonly order: number;
   /** Retryable nacks so far (the backoff grows with them when Sluice gives no wait). */
   nacks: number;
 }
 
 export class DevicePacer {
   readonly #o: DevicePacerOptions;
-  /** Not sent yet, in order; a message to send again goes first. */
+  /** Not sent yet, in the order given; a message to send again goes back in its place, ahead of those never sent. */
   readonly #unsent: Message[] = [];
+  #given = 0;
   /** Sent and unanswered, by the id their answer names (several lines may share one), oldest first. */
   readonly #sent = new Map<string | null, Message[]>();
   #unanswered = 0;
@@ -74,12 +77,13 @@ export class DevicePacer {
 
   /** Queues one message (its text as given) and sends what there is room for. */
   add(text: string): void {
-    this.#unsent.push({ text, id: frameIdOf(Buffer.from(text, 'utf8'), false), nacks: 0 });
+    this.#unsent.push({ text, id: frameIdOf(Buffer.from(text, 'utf8'), false), order: this.#given++, nacks: 0 });
     this.#pump();
   }
 
   /**
-   * Reads one answer. A retryable nack puts its message first in line and holds all sending for
+   * Reads one answer. A retryable nack puts its message back in line, in its place ahead of the
+   * messages never sent, and holds all sending for
    * the wait Sluice gave (`retry_after_ms`, else a backoff of 250 ms doubling to 30 s): a quota or a
    * busy server refuses the next message as it refused this one.
    */
@@ -103,7 +107,10 @@ export class DevicePacer {
       return { kind: 'final', acked: false };
     }
     this.#window = Math.max(1, Math.floor(this.#window / 2));
-    this.#unsent.unshift(message);
+    // Several nacked at once go back in the order they were given (one by one, each first, they
+    // would go out newest first), all ahead of the messages never sent.
+    const place = this.#unsent.findIndex((waiting) => waiting.order > message.order);
+    this.#unsent.splice(place < 0 ? this.#unsent.length : place, 0, message);
     const waitMs = backoffMs(message.nacks++, answer.retry_after_ms);
     this.#waits++;
     const over = (): void => {

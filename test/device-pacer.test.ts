@@ -50,6 +50,19 @@ test('a retryable nack holds every send for the wait it names, then its message 
   assert.equal(p.settled, true);
 });
 
+test('several messages nacked while out go again in the order they were given, ahead of the lines not sent yet', async () => {
+  const { p, sent, waits, add } = pacer(4);
+  add('m1', 'm2', 'm3', 'm4', 'm5', 'm6');
+  for (const id of ['m2', 'm3', 'm4']) p.answer({ type: 'nack', id, retryable: true, retry_after_ms: 10 });
+  for (const wait of waits) wait.end();
+  await new Promise((resolve) => setImmediate(resolve));
+  // Each ack widens the window again: answer what went out as it goes out (the first four sends: m1 only).
+  p.answer({ type: 'ack', id: 'm1' });
+  for (let next = 4; next < sent.length; next++) p.answer({ type: 'ack', id: sent[next]! });
+  assert.deepEqual(sent.slice(4), ['m2', 'm3', 'm4', 'm5', 'm6'], 'not m4, m3, m2');
+  assert.equal(p.settled, true);
+});
+
 test('without a wait from Sluice the backoff is 250 ms doubling; a nack naming no id settles a message whose id cannot be read', async () => {
   const { p, sent, waits } = pacer(8);
   p.add('not json');
