@@ -1,7 +1,8 @@
 // One call of a CLI command built on the REST client (explain, replay, failed, resume, cancel): a
 // client for the target, the command's work, and its text on stdout (exit 0); or why the call
 // failed, on one printable line on stderr (exit 1): Sluice's own answer (status, code, message), the
-// network's, or an argument the client would not send (an empty id). Anything else is a bug and is thrown on.
+// network's, an argument the client would not send (an empty id), or an answer whose fields are not
+// Sluice's (a TypeError while reading them). Anything else is a bug and is thrown on.
 
 import { SluiceApiError, SluiceArgumentError, SluiceClient, SluiceNetworkError } from '../kits/client/index.ts';
 import type { ApiTarget, ClientCommandIo } from './cli-api-target.ts';
@@ -14,6 +15,18 @@ function clientFailure(error: unknown): string {
   throw error;
 }
 
+/** Commands whose call changes something: answered by something other than Sluice, it may have been carried out. */
+const WRITES: ReadonlySet<string> = new Set(['resume', 'cancel', 'replay']);
+
+/**
+ * An answer that is JSON and names Sluice's member (`run`, `event`) but not the fields inside it the
+ * text is made of: the client checked the member only, and reading the rest failed. Not Sluice's answer.
+ */
+function misshapenAnswer(command: string, error: TypeError): string {
+  const carriedOut = WRITES.has(command) ? ` The ${command} may have been carried out all the same.` : '';
+  return printable(`invalid_answer: the answer is JSON but not of Sluice's shape (${error.message}): is the url where Sluice listens?${carriedOut}`);
+}
+
 /**
  * Runs `work` with a client for `target` and prints the text it answers; `hint` adds to a refusal
  * what the command's own flags can do about it.
@@ -24,7 +37,7 @@ export async function callAndPrint(command: string, target: ApiTarget, io: Clien
   try {
     text = await work(client);
   } catch (error) {
-    io.stderr.write(`sluice ${command}: ${clientFailure(error)}${error instanceof SluiceApiError ? hint(error) : ''}\n`);
+    io.stderr.write(`sluice ${command}: ${error instanceof TypeError ? misshapenAnswer(command, error) : clientFailure(error)}${error instanceof SluiceApiError ? hint(error) : ''}\n`);
     return 1;
   }
   io.stdout.write(`${text}\n`);

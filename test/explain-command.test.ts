@@ -267,6 +267,7 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
     ['/empty', { status: 200, body: '{}' }],
     ['/null', { status: 200, body: 'null' }],
     ['/object-list', { status: 200, body: '{"failed_events":{"0":{}},"next_cursor":null}' }],
+    ['/shape', { status: 200, body: '{"run":{"run_id":"r"}}' }],
   ]);
   const server = createServer((req, res) => {
     const page = pages.get((req.url ?? '').split('/organizations')[0] ?? '') ?? { status: 404, body: '' };
@@ -296,6 +297,11 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
       const shapeless = await explainAt(`${base}${page}`);
       assert.match(shapeless, new RegExp(`^sluice explain: 200 invalid_answer: GET \\${page}/organizations/\\S+ answered 200 with JSON that is not Sluice's answer \\(no "run"\\)`), shapeless);
     }
+    // Sluice's member, but not its fields: said so (a resume's may have been carried out), not a bare TypeError.
+    assert.match(await explainAt(`${base}/shape`), /^sluice explain: invalid_answer: the answer is JSON but not of Sluice's shape \(.+\): is the url where Sluice listens\?\n$/);
+    const resumeOutput = capturedOutput();
+    assert.equal(await runActionCommand('resume', [`${base}/shape`, '--org', ORG, '--run', runId], { stdout: resumeOutput.stdout, stderr: resumeOutput.stderr, env: { SLUICE_API_KEY: key } }), 1);
+    assert.match(resumeOutput.err(), /^sluice resume: invalid_answer: .+ The resume may have been carried out all the same\.\n$/);
     const listOutput = capturedOutput();
     assert.equal(await failedCommand([`${base}/object-list`, '--org', ORG], { stdout: listOutput.stdout, stderr: listOutput.stderr, env: { SLUICE_API_KEY: key } }), 1);
     assert.match(listOutput.err(), /^sluice failed: 200 invalid_answer: GET \/failed-events answered with JSON whose "failed_events" is not a list/);
