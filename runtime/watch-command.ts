@@ -5,7 +5,7 @@
 
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
-import { LiveClosedError, watchRuns } from '../kits/client/index.ts';
+import { LiveClosedError, SluiceArgumentError, watchRuns } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf } from './cli-api-target.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
@@ -38,15 +38,23 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   const afterSeq = values['after-seq'] === undefined ? undefined : wholeNumberOfDigits(values['after-seq'], AFTER_SEQ_DIGITS);
   if (afterSeq !== undefined && Number.isNaN(afterSeq)) throw new InputError(400, 'usage', `--after-seq is a whole number of at most ${AFTER_SEQ_DIGITS} digits. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
-  const live = watchRuns({
-    url, apiKey, org, environment,
-    ...(values.run === undefined ? {} : { runId: values.run }),
-    ...(afterSeq === undefined ? {} : { afterSeq }),
-    // An update's error is an action's or a receiver's text: escaped as printable() does, still JSON.
-    onUpdate: (update) => print(printableJson(JSON.stringify(update))),
-    onReload: (reason) => print(printableJson(JSON.stringify({ reload: reason }))),
-    onDisconnect: (why) => void io.stderr.write(`sluice watch: ${printable(why)}; reconnecting\n`),
-  });
+  let live: ReturnType<typeof watchRuns>;
+  try {
+    live = watchRuns({
+      url, apiKey, org, environment,
+      ...(values.run === undefined ? {} : { runId: values.run }),
+      ...(afterSeq === undefined ? {} : { afterSeq }),
+      // An update's error is an action's or a receiver's text: escaped as printable() does, still JSON.
+      onUpdate: (update) => print(printableJson(JSON.stringify(update))),
+      onReload: (reason) => print(printableJson(JSON.stringify({ reload: reason }))),
+      onDisconnect: (why) => void io.stderr.write(`sluice watch: ${printable(why)}; reconnecting\n`),
+    });
+  } catch (error) {
+    // An argument the client would not send (an org id of "."), said as the REST commands say it.
+    if (!(error instanceof SluiceArgumentError)) throw error;
+    io.stderr.write(`sluice watch: ${printable(`${error.code}: ${error.message}`)}\n`);
+    return 1;
+  }
   const stop = (): void => live.close();
   io.signal.addEventListener('abort', stop, { once: true });
   try {

@@ -80,6 +80,12 @@ test('a refused key ends it with 1 and the reason; bad arguments are usage error
   // An unset shell variable (`--org "$ORG"`, `--run "$RUN"`): an empty run id would watch every run.
   await assert.rejects(watchCommand([rt.url, '--org', '', '--key', key], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--org is empty/);
   await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--run', ''], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--run is empty/);
+  // "." and ".." are path segments a URL resolves away (to /organizations/live): refused before any connection, as the REST commands do.
+  for (const org of ['.', '..']) {
+    const dots = start([rt.url, '--org', org, '--key', key]);
+    assert.equal(await dots.exit, 1);
+    assert.deepEqual(dots.notices(), [`sluice watch: invalid_argument: The organization id "${org}" names no record.`]);
+  }
   // 16 digits: the room takes at most 15, so it would refuse the socket only once connected.
   for (const afterSeq of ['1.5', '', '0x10', '1e3', '1000000000000000']) {
     await assert.rejects(watchCommand([rt.url, '--org', ORG, '--key', key, '--after-seq', afterSeq], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--after-seq is a whole number/, afterSeq);

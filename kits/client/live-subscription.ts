@@ -17,6 +17,7 @@ import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { checkCount } from './count-option.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { describeRefusalBody } from './refusal-body.ts';
+import { pathId } from './request-arguments.ts';
 
 export type { RunUpdate };
 
@@ -96,6 +97,8 @@ export class LiveSubscription {
   #closed = false;
 
   constructor(options: WatchOptions) {
+    // As the REST client does: "." and ".." are path segments a URL resolves away, never an org.
+    pathId('The organization id', options.org);
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     if (options.afterSeq !== undefined) checkCount('afterSeq', options.afterSeq, 0, 10 ** AFTER_SEQ_DIGITS - 1);
     this.#o = options;
@@ -147,7 +150,7 @@ export class LiveSubscription {
   }
 
   #url(): URL {
-    const url = urlUnder(parseBaseUrl(this.#o.url), `/organizations/${encodeURIComponent(this.#o.org)}/live`, 'ws');
+    const url = urlUnder(parseBaseUrl(this.#o.url), `/organizations/${pathId('The organization id', this.#o.org)}/live`, 'ws');
     if (this.#o.environment !== undefined) url.searchParams.set('environment', this.#o.environment);
     if (this.#o.runId !== undefined) url.searchParams.set('run_id', this.#o.runId);
     if (this.#position !== undefined && this.#reload === undefined) {
