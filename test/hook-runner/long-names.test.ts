@@ -7,17 +7,9 @@ import { SANDBOX_LIMITS, compileModule } from '../../hook-runner/sandbox.ts';
 import { runModule } from '../../hook-runner/sandbox-run.ts';
 import { invocation, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
 import { assembleWat } from '../helpers/hook-runner-wat.ts';
+import { uleb } from '../helpers/wasm-bytes.ts';
 
-const leb128 = (value: number): number[] => {
-  const bytes: number[] = [];
-  do {
-    const low = value & 0x7f;
-    value >>>= 7;
-    bytes.push(value === 0 ? low : low | 0x80);
-  } while (value !== 0);
-  return bytes;
-};
-const sized = (content: number[]): number[] => [...leb128(content.length), ...content];
+const sized = (content: number[]): number[] => [...uleb(content.length), ...content];
 
 /** One recursive function (#0) named `name` (any UTF-8): it traps `stack_overflow`, every frame of its backtrace named so. */
 async function recursionNamed(name: string): Promise<Uint8Array> {

@@ -48,6 +48,16 @@ async function heldSandboxOrg(org: string): Promise<{ receiver: Receiver; releas
   return { receiver, release, send, runOf, path, key };
 }
 
+/** A held sandbox org with two events sent: the first's request out (held), the second's run (`waiting`) waiting for the org's one connection. */
+async function secondWaitingForConnection(org: string, prefix: string) {
+  const held = await heldSandboxOrg(org);
+  await held.send(`${prefix}-1`, {});
+  await eventually('the first request out (held)', () => held.receiver.received.length, (n) => n === 1);
+  await held.send(`${prefix}-2`, {});
+  await eventually('the second request waits for the org\'s one connection', () => metric('sluice_webhook_requests_waiting'), (n) => n === 1);
+  return { ...held, waiting: await held.runOf(`${prefix}-2`) };
+}
+
 async function assertFailedUnsent(org: string, runId: string, receiver: Receiver, path: string, key: string): Promise<void> {
   await eventually('the run failed', () => rt.runtime.context.runs.get(org, runId), (run) => run?.value === 'failed');
   // Read back through the API once the plan has a sandbox again.
@@ -74,12 +84,7 @@ test('a sandbox step waiting for step-input memory when the plan loses its sandb
 
 test('a sandbox step waiting for a connection when the plan loses its sandbox fails sandbox_disabled, unsent', async () => {
   const org = 'acct-downgrade-connection';
-  const { receiver, release, send, runOf, path, key } = await heldSandboxOrg(org);
-  await send('conn-1', {});
-  await eventually('the first request out (held)', () => receiver.received.length, (n) => n === 1);
-  await send('conn-2', {});
-  await eventually('the second request waits for the org\'s one connection', () => metric('sluice_webhook_requests_waiting'), (n) => n === 1);
-  const waiting = await runOf('conn-2');
+  const { receiver, release, path, key, waiting } = await secondWaitingForConnection(org, 'conn');
   assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
   release();
   await assertFailedUnsent(org, waiting, receiver, path, key);
@@ -87,12 +92,7 @@ test('a sandbox step waiting for a connection when the plan loses its sandbox fa
 
 test('a sandbox run cancelled while its webhook waits for a connection, its org downgraded after, records the cancel\'s withdrawal, not the plan', async () => {
   const org = 'acct-cancel-then-downgrade';
-  const { receiver, release, send, runOf, path, key } = await heldSandboxOrg(org);
-  await send('c-1', {});
-  await eventually('the first request out (held)', () => receiver.received.length, (n) => n === 1);
-  await send('c-2', {});
-  await eventually('the second request waits for the org\'s one connection', () => metric('sluice_webhook_requests_waiting'), (n) => n === 1);
-  const waiting = await runOf('c-2');
+  const { receiver, release, path, key, waiting } = await secondWaitingForConnection(org, 'c');
   const cancelled = await call(rt.url, 'POST', `${path}/runs/${waiting}/cancel?environment=sandbox`, { token: key, json: {} });
   assert.equal(cancelled.status, 200, cancelled.text);
   assert.equal((await call(rt.url, 'PATCH', path, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
