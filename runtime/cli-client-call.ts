@@ -37,7 +37,7 @@ export async function callAndPrint(command: string, target: ApiTarget, io: Clien
   try {
     text = await work(client);
   } catch (error) {
-    io.stderr.write(`sluice ${command}: ${error instanceof TypeError ? misshapenAnswer(command, error) : clientFailure(error)}${error instanceof SluiceApiError ? hint(error) : ''}\n`);
+    io.stderr.write(`sluice ${command}: ${error instanceof TypeError && !(error instanceof SluiceArgumentError) ? misshapenAnswer(command, error) : clientFailure(error)}${error instanceof SluiceApiError ? hint(error) : ''}\n`);
     return 1;
   }
   io.stdout.write(`${text}\n`);
