@@ -115,16 +115,16 @@ export class RunTimers {
     }
     let fired = 0;
     while (fired < FIRE_BATCH && this.#ready.size > 0) {
-      for (const [org, queue] of this.#ready) {
-        const entry = queue.shift() as Entry;
-        if (queue.size === 0) this.#ready.delete(org);
-        // Disarmed or armed again since it was taken: not this entry's time any more.
-        if (this.#due.get(entry.key) !== entry.at) continue;
-        this.#due.delete(entry.key);
-        fired++;
-        this.#onDue(entry.key);
-        if (fired === FIRE_BATCH) break;
-      }
+      // The org whose turn it is, then to the back of the line (across turns too) while it has more.
+      const [org, queue] = this.#ready.entries().next().value as [string, FifoQueue<Entry>];
+      this.#ready.delete(org);
+      const entry = queue.shift() as Entry;
+      if (queue.size > 0) this.#ready.set(org, queue);
+      // Disarmed or armed again since it was taken: not this entry's time any more.
+      if (this.#due.get(entry.key) !== entry.at) continue;
+      this.#due.delete(entry.key);
+      fired++;
+      this.#onDue(entry.key);
     }
     this.#schedule();
     return fired;

@@ -83,6 +83,23 @@ test('timers due together fire orgs in turn: one org\'s thousands due first do n
   timers.close();
 });
 
+test('with more orgs due than a turn fires, the turn goes on where the last one stopped: an org after them is not held back by those first in line', () => {
+  const clock = new ManualClock(0);
+  const fired: string[] = [];
+  const timers = new RunTimers(clock, (key) => fired.push(key));
+  const busy = FIRE_BATCH + 44;
+  for (let o = 0; o < busy; o++) for (let i = 0; i < 4; i++) timers.arm(orgScopedKey(`acct-busy-${o}`, `run-${i}`), 1000 + i * 10);
+  timers.arm(orgScopedKey('acct-quiet', 'run-q'), 1015);
+  clock.advance(2000);
+  let turns = 0;
+  while (!fired.includes(orgScopedKey('acct-quiet', 'run-q')) && turns < 100) {
+    timers.fireDue();
+    turns++;
+  }
+  assert.equal(turns, 2, 'the second turn: after one timer of each busy org, not after every timer of the first 256');
+  timers.close();
+});
+
 test('a timer whose wall-clock time passes sooner than its sleep (host suspended, clock stepped forward) fires at the next re-check', async () => {
   const clock = new ManualClock(0);
   const fired: string[] = [];
