@@ -1,5 +1,5 @@
-// The `Idempotency-Key` header as the API reads it, on business replays, POST /events and POST
-// /workflows: one rule for all, so a client can use one key scheme across the API.
+// The `Idempotency-Key` header as the API reads it, on business replays, POST /events, POST
+// /workflows and signing-secret rotations: one rule for all, so a client can use one key scheme across the API.
 
 import { InputError } from '../errors.ts';
 

@@ -210,11 +210,12 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
+        const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
         return oneAtATime(org, request, async (now) => {
           const current = requireWorkflow(now, request);
           assertNoBodyFields(request);
-          const signingSecret = await workflows.rotateSigningSecret(now.id, current.id, ctx.clock.now());
-          return json(200, { signing_secret: signingSecret });
+          const { signingSecret, earlier } = await workflows.rotateSigningSecret(now.id, current.id, ctx.clock.now(), idempotencyKey);
+          return earlier ? json(200, { signing_secret: signingSecret, idempotent_replayed: true }, { 'idempotent-replayed': 'true' }) : json(200, { signing_secret: signingSecret });
         });
       },
     },

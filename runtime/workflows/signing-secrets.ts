@@ -12,6 +12,12 @@ export interface SigningSecretsRecord {
   readonly secrets: readonly string[];
   /** When the list last changed (creation or rotation), ISO-8601. */
   readonly updated_at: string;
+  /**
+   * The Idempotency-Key of the rotation that made the newest secret, if it was sent with one: the
+   * same rotation sent again (its answer lost) answers that secret instead of rotating again, which
+   * would drop the secret receivers still verify with.
+   */
+  readonly rotation_key?: string;
 }
 
 /** `whsec_` + base64 of 32 random bytes: the format Standard Webhooks receivers expect. */

@@ -367,20 +367,27 @@ export class WorkflowStore {
     );
   }
 
-  /** Mints a new secret that signs first; the previous newest keeps signing, older ones are dropped. */
-  async rotateSigningSecret(orgId: string, workflowId: string, at: number): Promise<string> {
+  /**
+   * Mints a new secret that signs first; the previous newest keeps signing, older ones are dropped.
+   * With `key` (Idempotency-Key) naming the rotation that made the newest secret, writes nothing and
+   * answers that secret (`earlier`): a retried rotation must not end the previous secret's grace.
+   */
+  async rotateSigningSecret(orgId: string, workflowId: string, at: number, key?: string): Promise<{ signingSecret: string; earlier: boolean }> {
     const fresh = newSigningSecret();
-    unwrap(
-      await this.#write(orgId, (): Outcome<null> => {
+    return unwrap(
+      await this.#write(orgId, (): Outcome<{ signingSecret: string; earlier: boolean }> => {
         const current = this.get(orgId, workflowId);
         if (current === undefined) return { ok: false, reason: 'missing' };
-        const secrets = rotateSecrets(this.signingSecrets(orgId, current.id), fresh);
-        this.#secrets.put([orgId, current.id], { secrets, updated_at: new Date(at).toISOString() } satisfies SigningSecretsRecord);
-        return { ok: true, value: null };
+        const stored = this.#secrets.get([orgId, current.id]) as SigningSecretsRecord | undefined;
+        const newest = stored?.secrets[0];
+        if (key !== undefined && stored?.rotation_key === key && newest !== undefined) return { ok: true, value: { signingSecret: newest, earlier: true } };
+        const secrets = rotateSecrets(stored?.secrets ?? [], fresh);
+        const record: SigningSecretsRecord = { secrets, updated_at: new Date(at).toISOString(), ...(key === undefined ? {} : { rotation_key: key }) };
+        this.#secrets.put([orgId, current.id], record);
+        return { ok: true, value: { signingSecret: fresh, earlier: false } };
       }),
       workflowId,
     );
-    return fresh;
   }
 
   /**

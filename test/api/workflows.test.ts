@@ -331,6 +331,18 @@ describe('workflows REST API', () => {
     assert.ok(!(await api('GET', `/${workflow.id}`)).text.includes(again.body.signing_secret.slice(6)));
   });
 
+  test('a rotation sent again with its Idempotency-Key (its answer lost) answers the same secret, replayed, and the previous secret keeps signing', async () => {
+    const { workflow, signing_secret: first } = await create();
+    const rotate = (headers: Record<string, string>) => call(rt.url, 'POST', `${base}/${workflow.id}/signing-secret/rotate`, { token: key, headers });
+    const made = await rotate({ 'idempotency-key': 'rotate-1' });
+    assert.equal(made.status, 200, made.text);
+    const retried = await rotate({ 'idempotency-key': 'rotate-1' });
+    assert.deepEqual([retried.status, retried.body.signing_secret, retried.body.idempotent_replayed, retried.headers.get('idempotent-replayed')], [200, made.body.signing_secret, true, 'true']);
+    assert.deepEqual(store.signingSecrets('acct-wf', workflow.id), [made.body.signing_secret, first]);
+    const bad = await rotate({ 'idempotency-key': 'has space' });
+    assert.deepEqual([bad.status, bad.body.error.code], [400, 'invalid_idempotency_key']);
+  });
+
   test('a starter org gets 402 sandbox_disabled for anything sandbox, and works in production', async () => {
     const starter = await createOrg(rt.url, ADMIN_TOKEN, 'acct-starter', 'starter');
     const path = '/organizations/acct-starter/workflows';

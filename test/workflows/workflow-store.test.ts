@@ -234,14 +234,29 @@ for (const kind of LEDGER_KINDS) describe(`WorkflowStore (${kind.name} ledger)`,
 
   test('rotation puts the new secret first, keeps the previous one, and drops older ones', async () => {
     const { workflow, signingSecret: first } = await store.create(draftOf({}), 'org-r', T0);
-    const second = await store.rotateSigningSecret('org-r', workflow.id, T0 + 1);
+    const { signingSecret: second } = await store.rotateSigningSecret('org-r', workflow.id, T0 + 1);
     assert.match(second, SECRET_FORMAT);
     assert.notEqual(second, first);
     assert.deepEqual(store.signingSecrets('org-r', workflow.id), [second, first]);
-    const third = await store.rotateSigningSecret('org-r', workflow.id, T0 + 2);
+    const { signingSecret: third } = await store.rotateSigningSecret('org-r', workflow.id, T0 + 2);
     assert.deepEqual(store.signingSecrets('org-r', workflow.id), [third, second]);
     assert.deepEqual(store.signingSecrets('org-x', workflow.id), []);
     await assert.rejects(store.rotateSigningSecret('org-x', workflow.id, T0), { status: 404 });
+  });
+
+  test('a rotation sent again with its Idempotency-Key answers the secret it made and drops nothing; another key rotates', async () => {
+    const { workflow, signingSecret: first } = await store.create(draftOf({}), 'org-rk', T0);
+    const made = await store.rotateSigningSecret('org-rk', workflow.id, T0 + 1, 'rot-1');
+    assert.equal(made.earlier, false);
+    const again = await store.rotateSigningSecret('org-rk', workflow.id, T0 + 2, 'rot-1');
+    assert.deepEqual(again, { signingSecret: made.signingSecret, earlier: true });
+    assert.deepEqual(store.signingSecrets('org-rk', workflow.id), [made.signingSecret, first], 'the first secret still signs');
+    const next = await store.rotateSigningSecret('org-rk', workflow.id, T0 + 3, 'rot-2');
+    assert.equal(next.earlier, false);
+    assert.deepEqual(store.signingSecrets('org-rk', workflow.id), [next.signingSecret, made.signingSecret]);
+    // Without a key, every rotation rotates.
+    const unkeyed = await store.rotateSigningSecret('org-rk', workflow.id, T0 + 4);
+    assert.deepEqual(store.signingSecrets('org-rk', workflow.id), [unkeyed.signingSecret, next.signingSecret]);
   });
 
   test('an update based on a stale version is refused when ifVersion is given', async () => {
