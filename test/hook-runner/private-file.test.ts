@@ -4,9 +4,11 @@
 // LMDB directories of the runtime and the runner are owner-only too, even when they existed before.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { privateDirectory } from '../../hook-runner/private-directory.ts';
 import { readOrCreatePrivateFile, removeIfStillEmpty } from '../../hook-runner/private-file.ts';
 import { createHookRunnerServer } from '../../hook-runner/server.ts';
 import { openRunnerStore } from '../../hook-runner/store.ts';
@@ -111,4 +113,17 @@ test('a runner store whose master.key others can read is refused at start, not q
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
+});
+
+test('a data dir that cannot be made (under /proc) is an error naming it, not a retry for ever at full CPU', () => {
+  // In a child process with a deadline: a regression spins synchronously, which no in-process timeout could stop.
+  const script = `import { privateDirectory } from ${JSON.stringify(new URL('../../hook-runner/private-directory.ts', import.meta.url).href)};
+try { privateDirectory('/proc/sluice-private-dir-test/data'); console.log('made'); } catch (error) { console.log(error.code, error.message); }`;
+  const result = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), '--input-type=module', '--eval', script], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(result.signal, null, 'it returned before its deadline');
+  assert.match(result.stdout, /^ENOENT ENOENT: no such file or directory, mkdir '\/proc\/sluice-private-dir-test'/);
+  // Nested missing levels are made, owner-only.
+  const nested = join(dir, 'a', 'b', 'c');
+  privateDirectory(nested);
+  assert.deepEqual([statSync(join(dir, 'a')).mode & 0o777, statSync(nested).mode & 0o777], [0o700, 0o700]);
 });
