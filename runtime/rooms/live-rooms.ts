@@ -269,7 +269,7 @@ export class LiveRooms {
       const { state } = data;
       if (data.orgId !== orgId) continue;
       if (state.status === 'replaying') {
-        if (state.replay.gaps.delete(update.seq) && isInRoom(update, state.replay.room) && !wasSent(state.replay.earlier, update)) ws.send(frame, true);
+        if (state.replay.gaps.delete(update.seq) && isInRoom(update, state.replay.room) && !wasSent(state.replay.earlier, update)) sendCounted(ws, frame);
       } else if (state.status === 'live' && update.seq <= state.from && isInRoom(update, state.room) && state.late.size < MAX_REMEMBERED_LATE) {
         state.late.add(update.seq);
       }
@@ -430,7 +430,7 @@ export class LiveRooms {
     const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget, skipped);
     if (page.frames.length > 0 || page.gapsFull === true) {
       ws.cork(() => {
-        for (const frame of page.frames) ws.send(frame, true);
+        for (const frame of page.frames) sendCounted(ws, frame);
       });
       // A frame over the backpressure limit closes the socket (closeOnBackpressureLimit).
       if (data.state.status !== 'replaying') return true;
@@ -458,7 +458,7 @@ export class LiveRooms {
 
   /** Every update of the socket's room up to `lastSeq` has been sent before this heartbeat. */
   #sendHeartbeat(ws: WebSocket<SocketData>, lastSeq: number): void {
-    ws.send(heartbeatFrame(this.#clock.now(), lastSeq, ws.getUserData().subscribeFrames), true);
+    sendCounted(ws, heartbeatFrame(this.#clock.now(), lastSeq, ws.getUserData().subscribeFrames));
   }
 
   /**
@@ -486,8 +486,8 @@ export class LiveRooms {
         continue;
       }
       const data = ws.getUserData();
-      if (data.reader.beat(buffered)) {
-        ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer: nothing read for 30 s');
+      if (data.reader.beat(buffered, data.state.status === 'replaying')) {
+        ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer: too little read for 30 s');
         continue;
       }
       let lastSeq = data.state.status === 'replaying' ? data.state.replay.cursor : published.get(data.orgId);
@@ -501,7 +501,7 @@ export class LiveRooms {
         frame = heartbeatFrame(at, lastSeq, data.subscribeFrames);
         frames.set(shape, frame);
       }
-      ws.send(frame, true);
+      sendCounted(ws, frame);
     }
     if (end < sockets.length) {
       setImmediate(() => {
@@ -509,6 +509,12 @@ export class LiveRooms {
       });
     }
   }
+}
+
+/** Sends a frame the rooms write to one socket themselves (not through a topic), counted for its reader (stalled-reader.ts). */
+function sendCounted(ws: WebSocket<SocketData>, frame: Uint8Array): void {
+  ws.getUserData().reader.sent(frame.byteLength);
+  ws.send(frame, true);
 }
 
 /**
