@@ -10,6 +10,7 @@
 // No new run can name a deleted workflow: its trigger entry goes with it, ids are never reused, a
 // replay names only listening workflows and a resume keeps its run.
 
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey, LedgerTable } from '../ledger/ledger.ts';
 import { versionSize, type OrgVersionBytes } from './version-bytes.ts';
@@ -23,6 +24,8 @@ export const RECHECK_MS = 24 * 60 * 60 * 1000;
  * each is read (decoded and measured, for the org's version bytes) before it goes.
  */
 const REMOVE_PASS = 16;
+/** Deleted-workflow entries `due` reads per event-loop turn. */
+const DUE_PER_TURN = 1000;
 
 /** The workflow store's tables a delete leaves behind or reads (workflow-store.ts opens them). */
 export interface WorkflowTables {
@@ -79,12 +82,24 @@ export class DeletedWorkflows {
     return found.length;
   }
 
-  /** Deleted workflows due a look: deleted at or before `deletedBy`, and not put off past `nowMs`. */
-  due(deletedBy: number, nowMs: number): DeletedWorkflow[] {
+  /**
+   * Deleted workflows due a look: deleted at or before `deletedBy`, and not put off past `nowMs`.
+   * Read DUE_PER_TURN entries per event-loop turn: an org creating and deleting workflows in a loop
+   * leaves an entry for each until its versions go, and one scan of them all held every request.
+   */
+  async due(deletedBy: number, nowMs: number, perTurn = DUE_PER_TURN): Promise<DeletedWorkflow[]> {
     const due: DeletedWorkflow[] = [];
-    for (const { key, value } of this.#deleted.getRange({})) {
-      const [deletedAt, checkAt] = value as [number, number];
-      if (deletedAt <= deletedBy && checkAt <= nowMs) due.push({ orgId: (key as string[])[0]!, workflowId: (key as string[])[1]! });
+    for (let after: string[] | undefined, full = true; full; await nextTurn()) {
+      const page = [...this.#deleted.getRange({ ...(after === undefined ? {} : { start: after }), limit: perTurn + (after === undefined ? 0 : 1) })];
+      full = page.length === perTurn + (after === undefined ? 0 : 1);
+      for (const { key, value } of page) {
+        const [orgId, workflowId] = key as [string, string];
+        // A page after the first starts at the last key of the one before (when still there).
+        if (after !== undefined && orgId === after[0] && workflowId === after[1]) continue;
+        const [deletedAt, checkAt] = value as [number, number];
+        if (deletedAt <= deletedBy && checkAt <= nowMs) due.push({ orgId, workflowId });
+      }
+      after = page.at(-1)?.key as string[] | undefined;
     }
     return due;
   }

@@ -19,7 +19,7 @@ export interface PrunedWorkflows {
 
 export async function pruneDeletedWorkflows(deps: DeletedWorkflowPruneDeps, nowMs: number, retentionMs: number, stop?: AbortSignal): Promise<PrunedWorkflows> {
   const byOrg = new Map<string, DeletedWorkflow[]>();
-  for (const workflow of deps.deleted.due(nowMs - retentionMs, nowMs)) {
+  for (const workflow of await deps.deleted.due(nowMs - retentionMs, nowMs)) {
     let ofOrg = byOrg.get(workflow.orgId);
     if (ofOrg === undefined) byOrg.set(workflow.orgId, (ofOrg = []));
     ofOrg.push(workflow);

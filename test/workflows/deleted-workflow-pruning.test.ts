@@ -111,5 +111,25 @@ for (const kind of LEDGER_KINDS) {
       assert.equal(versionsOf(old), 0);
       assert.equal(versionsOf(live.id), 1);
     });
+
+    test('the deleted workflows due a look are read a page per event-loop turn, each once', async () => {
+      const table = ledger.openDatabase(DELETED_WORKFLOWS);
+      const due: string[] = [];
+      await ledger.root.transaction(() => {
+        for (let i = 0; i < 25; i++) {
+          const id = `wf_${String(i).padStart(3, '0')}`;
+          // Every third was deleted after the cut, or put off past now: not due.
+          void table.put([ORG, id], i % 3 === 0 ? [T + 10, T] : [T, T]);
+          if (i % 3 !== 0) due.push(id);
+        }
+      });
+      let otherWorkRan = false;
+      const reading = workflows.deleted.due(T, T + 1, 4);
+      setImmediate(() => (otherWorkRan = true));
+      const found = await reading;
+      assert.equal(otherWorkRan, true, 'other work runs between pages');
+      assert.deepEqual(found.map((workflow) => workflow.workflowId), due);
+      for (const perTurn of [1, 24, 25, 26]) assert.deepEqual((await workflows.deleted.due(T, T + 1, perTurn)).map((workflow) => workflow.workflowId), due, `${perTurn} per turn`);
+    });
   });
 }
