@@ -8,8 +8,8 @@
 //                                                 (a bare number: written before descendants were
 //                                                 counted; read as none stored, as it was treated then)
 
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
+import { rangeInTurns } from '../ledger/range-in-turns.ts';
 import type { StoredEvent } from './event-record.ts';
 
 /** Count keys read per event-loop turn by rootsNotStored. */
@@ -68,16 +68,9 @@ export class DerivedCounts {
    */
   async rootsNotStored(orgId: string, perTurn = ROOTS_PER_TURN): Promise<Set<string>> {
     const roots = new Set<string>();
-    for (let after: string | undefined, full = true; full; await nextTurn()) {
-      // A page after the first starts at the last key of the one before (when still stored).
-      const limit = perTurn + (after === undefined ? 0 : 1);
-      const keys = [...this.#counts.getKeys({ start: [orgId, after ?? ''], end: [orgId, '\uffff'], limit })];
-      for (const key of keys) {
-        const root = (key as [string, string])[1];
-        if (root !== after && !this.#events.doesExist([orgId, root])) roots.add(root);
-      }
-      full = keys.length === limit;
-      after = keys.length === 0 ? after : (keys.at(-1) as [string, string])[1];
+    for await (const { key } of rangeInTurns(this.#counts, { start: [orgId, ''], end: [orgId, '\uffff'] }, perTurn)) {
+      const root = (key as [string, string])[1];
+      if (!this.#events.doesExist([orgId, root])) roots.add(root);
     }
     return roots;
   }

@@ -10,8 +10,8 @@
 // No new run can name a deleted workflow: its trigger entry goes with it, ids are never reused, a
 // replay names only listening workflows and a resume keeps its run.
 
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { durably } from '../ledger/durable-write.ts';
+import { rangeInTurns } from '../ledger/range-in-turns.ts';
 import type { Ledger, LedgerKey, LedgerTable } from '../ledger/ledger.ts';
 import { versionSize, type OrgVersionBytes } from './version-bytes.ts';
 import type { WorkflowVersion } from './workflow-types.ts';
@@ -89,17 +89,10 @@ export class DeletedWorkflows {
    */
   async due(deletedBy: number, nowMs: number, perTurn = DUE_PER_TURN): Promise<DeletedWorkflow[]> {
     const due: DeletedWorkflow[] = [];
-    for (let after: string[] | undefined, full = true; full; await nextTurn()) {
-      const page = [...this.#deleted.getRange({ ...(after === undefined ? {} : { start: after }), limit: perTurn + (after === undefined ? 0 : 1) })];
-      full = page.length === perTurn + (after === undefined ? 0 : 1);
-      for (const { key, value } of page) {
-        const [orgId, workflowId] = key as [string, string];
-        // A page after the first starts at the last key of the one before (when still there).
-        if (after !== undefined && orgId === after[0] && workflowId === after[1]) continue;
-        const [deletedAt, checkAt] = value as [number, number];
-        if (deletedAt <= deletedBy && checkAt <= nowMs) due.push({ orgId, workflowId });
-      }
-      after = page.at(-1)?.key as string[] | undefined;
+    for await (const { key, value } of rangeInTurns(this.#deleted, {}, perTurn)) {
+      const [orgId, workflowId] = key as [string, string];
+      const [deletedAt, checkAt] = value as [number, number];
+      if (deletedAt <= deletedBy && checkAt <= nowMs) due.push({ orgId, workflowId });
     }
     return due;
   }
