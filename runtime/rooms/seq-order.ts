@@ -101,14 +101,11 @@ export class SeqOrder {
   passOverSkippingEarlier(orgId: string, seq: number): void {
     const queue = this.#queue(orgId);
     if (seq < queue.next) return;
-    const now = Date.now();
-    forgetOldSkips(queue, now);
-    for (let missing = queue.next; missing < seq; missing++) {
-      if (queue.pending.has(missing)) continue;
-      queue.skipped.set(missing, now);
-      queue.pending.set(missing, null);
-    }
-    this.passOver(orgId, seq);
+    queue.pending.set(seq, null);
+    // The grace timer of the first gap goes: each gap up to the mark is skipped now, as its timer
+    // would have skipped it (#skipGap), and the last drain arms one for any gap past the mark.
+    if (queue.timer !== undefined) clearTimeout(queue.timer);
+    while (queue.next <= seq) this.#skipGap(orgId, queue);
   }
 
   /** Skips every current gap now (tests call this instead of waiting for the grace period). */
