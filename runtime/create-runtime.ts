@@ -22,7 +22,8 @@ import { CustomActionStore } from './actions/custom-action-store.ts';
 import { createRestoringInvoker } from './actions/module-restore.ts';
 import { createSecretRequiringInvoker } from './actions/required-secrets.ts';
 import { SecretNames } from './actions/secret-names.ts';
-import { PROJECTION_STATUS_FORMAT, ProjectionStore } from './projections/projection-store.ts';
+import { PROJECTION_COUNT_FORMAT, PROJECTION_STATUS_FORMAT, ProjectionStore } from './projections/projection-store.ts';
+import { pruneAppendedRows } from './projections/appended-row-retention.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
 import { sourceRoutes } from './api/sources-api.ts';
@@ -80,6 +81,8 @@ export interface RuntimeDeps {
   readonly receiverResolver?: ReceiverResolver;
   /** Aborted when the process is told to stop while it starts: a hook-runner child still starting (up to 30 s) is stopped at once. */
   readonly stopStarting?: AbortSignal;
+  /** Projection rows one org may hold; default MAX_PROJECTION_ROWS_PER_ORG (tests set a small one). */
+  readonly projectionRowCap?: number;
 }
 
 export interface Runtime {
@@ -133,7 +136,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver }: RuntimeDeps): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -159,10 +162,14 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     const read = await events.replays.indexStored(ledger.events);
     if (read > 0) logger.info('business replays indexed under their events', { events_read: read });
   }
-  const projections = new ProjectionStore(ledger);
+  const projections = new ProjectionStore(ledger, projectionRowCap);
   if (format < PROJECTION_STATUS_FORMAT) {
     const read = await projections.indexStatuses();
     if (read > 0) logger.info('projection rows indexed by status', { rows_read: read });
+  }
+  if (format < PROJECTION_COUNT_FORMAT) {
+    const read = await projections.countRows();
+    if (read > 0) logger.info('projection rows counted per org, appended ones indexed for retention', { rows_read: read });
   }
   if (format < DELETED_WORKFLOWS_FORMAT) {
     const listed = await workflows.deleted.listEarlierDeletes(clock.now());
@@ -310,6 +317,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     inbox: (stop: AbortSignal) => inbox.prune(clock.now(), undefined, stop),
     live_updates: () => updateLog.trim(),
     history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
+    appended_projection_rows: (stop: AbortSignal) => pruneAppendedRows(ledger.root, projections, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
     deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs }, clock.now(), config.retentionDays * DAY_MS, stop),
   };
   // Each job's failure count is there from the start, at 0: a series that first appears at 1 is

@@ -1,8 +1,11 @@
 // REST: read models written by custom actions. List one projection (filter by entity_type and
-// status, paged) or get one row by entity; every read is scoped to one environment.
+// status, paged), get or delete one row by entity, or delete a whole projection; every request is
+// scoped to one environment.
 
-import { InputError, notFound } from '../errors.ts';
-import { json, type HttpRequest, type Route } from '../http/types.ts';
+import { InputError, notFound, RetryableError } from '../errors.ts';
+import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
+import { isFailedWrite } from '../ledger/commit-failure-guard.ts';
+import { durably } from '../ledger/durable-write.ts';
 import { isEntityId, isEntityType, isProjectionName, isRowType, type ProjectionStore } from '../projections/projection-store.ts';
 import { characterCount } from '../validation/character-count.ts';
 import type { ApiContext } from './context.ts';
@@ -10,6 +13,9 @@ import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, parseCursorOf, parseLim
 
 /** DESIGN 6.5: a row's status is at most 40 characters. */
 const MAX_STATUS_LENGTH = 40;
+
+/** Rows a projection's delete removes per durable transaction: other writes go on between them. */
+export const DELETE_CHUNK = 1_000;
 
 const parseAfter = (request: HttpRequest): [string, string] | undefined => parseCursorOf(request, [isRowType, isEntityId]);
 
@@ -36,9 +42,64 @@ function parseStatusFilter(request: HttpRequest): string | undefined {
   return value;
 }
 
+/** The row the path names: a type or id that cannot name one is a 404, like any unknown id. */
+function rowAddress(request: HttpRequest): { name: string; type: string; id: string } {
+  const name = projectionName(request);
+  const { entity_type: type = '', entity_id: id = '' } = request.params;
+  if (!isEntityType(type)) throw notFound('Projection row', 'entity_type');
+  if (!isEntityId(id)) throw notFound('Projection row', 'entity_id');
+  return { name, type, id };
+}
+
+/**
+ * Removes every row of one projection in one environment, DELETE_CHUNK per durable transaction,
+ * until a chunk finds fewer (rows steps write meanwhile may be removed too, or stay); resolves with
+ * how many. A write that fails part-way says what was removed: that stays removed.
+ */
+async function removeProjection(ctx: ApiContext, projections: ProjectionStore, orgId: string, environment: string, name: string): Promise<number> {
+  const { root } = ctx.ledger;
+  let removed = 0;
+  for (;;) {
+    let chunk;
+    try {
+      chunk = await durably(root, root.transaction(() => projections.removeProjection(orgId, environment, name, DELETE_CHUNK)));
+    } catch (error) {
+      if (removed === 0 || !isFailedWrite(error)) throw error;
+      throw new RetryableError('write_failed', `The projection's delete was cut short after ${removed} rows: a write failed (the disk may be full). What it removed stays removed; send the DELETE again for the rest.`, 5000, { cause: error });
+    }
+    removed += chunk;
+    if (chunk < DELETE_CHUNK) return removed;
+  }
+}
+
 export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore): Route[] {
   const base = '/organizations/:org_id/projections/:name';
   return [
+    {
+      method: 'DELETE',
+      pattern: base,
+      query: ENVIRONMENT_QUERY,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const name = projectionName(request);
+        const removed = await removeProjection(ctx, projections, org.id, environmentOf(request, org), name);
+        return json(200, { removed });
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: `${base}/:entity_type/:entity_id`,
+      query: ENVIRONMENT_QUERY,
+      handler: async (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const { name, type, id } = rowAddress(request);
+        const environment = environmentOf(request, org);
+        const { root } = ctx.ledger;
+        const removed = await durably(root, root.transaction(() => projections.removeRow(org.id, environment, name, type, id)));
+        if (!removed) throw notFound(`Projection row ${name}/${type}/${id}`);
+        return noContent();
+      },
+    },
     {
       method: 'GET',
       pattern: base,
@@ -63,10 +124,7 @@ export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore):
       query: ENVIRONMENT_QUERY,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        const name = projectionName(request);
-        const { entity_type: type = '', entity_id: id = '' } = request.params;
-        if (!isEntityType(type)) throw notFound('Projection row', 'entity_type');
-        if (!isEntityId(id)) throw notFound('Projection row', 'entity_id');
+        const { name, type, id } = rowAddress(request);
         const row = projections.get(org.id, environmentOf(request, org), name, type, id);
         if (row === undefined) throw notFound(`Projection row ${name}/${type}/${id}`);
         return json(200, { row });

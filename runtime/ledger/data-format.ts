@@ -27,8 +27,11 @@ import type { Ledger } from './ledger.ts';
  * 8: source schemas stored as JSON text (StoredSource in sources/source-record.ts; an older release
  * would read such a source as declaring none). No upgrade: records in the older form are read as
  * they are, and rewritten in the new one when the source is next updated.
+ * 9: appended projection rows indexed by creation time and each org's rows counted
+ * (ProjectionStore.countRows; an older release would add and remove rows without counting them or
+ * indexing them for retention).
  */
-export const DATA_FORMAT = 8;
+export const DATA_FORMAT = 9;
 
 const TABLE = 'data-format';
 const KEY = 'version';

@@ -1,18 +1,26 @@
 // Read models written by custom actions (DESIGN 6.5 `projection`): upserted by entity, or appended
 // per step key, always inside the transaction that completes the step, so a retry never doubles a row.
-// Rows with a status are indexed by it too, so a status filter reads only the rows it lists.
+// Rows with a status are indexed by it too, so a status filter reads only the rows it lists;
+// appended rows are indexed by creation time too, for retention (appended-row-retention.ts); and
+// each org's rows are counted, for their cap (MAX_PROJECTION_ROWS_PER_ORG).
 
 import type { LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import { ENTITY_TYPE, PROJECTION_NAME, type ProjectionWrite } from '../actions/output-contract.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { passesOverTable } from '../ledger/passes-over-table.ts';
+import { durably } from '../ledger/durable-write.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import { characterCount } from '../validation/character-count.ts';
 import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE, textBytes } from '../ledger/page-by-time.ts';
 
 /** The data format (data-format.ts) from which on rows with a status are indexed by it. */
 export const PROJECTION_STATUS_FORMAT = 5;
+/** The data format from which on appended rows are indexed by creation time and each org's rows counted. */
+export const PROJECTION_COUNT_FORMAT = 9;
+
+/** Rows one org may hold, over its projections and environments; a step that would add one more fails. */
+export const MAX_PROJECTION_ROWS_PER_ORG = 1_000_000;
 
 /** Rows without an entity live under this entity type, keyed by the step key that wrote them. */
 const APPENDED = '~step';
@@ -55,6 +63,14 @@ export interface ProjectionSource {
 }
 
 type RowKey = [orgId: string, environment: string, name: string, entityType: string, entityId: string];
+/** An appended row's retention entry: [createdAtMs, orgId, environment, name, entityId] -> null. */
+export type AppendedKey = [createdAtMs: number, orgId: string, environment: string, name: string, entityId: string];
+
+const appendedKey = ([orgId, environment, name, , entityId]: RowKey, createdAt: string): AppendedKey => [Date.parse(createdAt), orgId, environment, name, entityId];
+
+/** Where a step's row lives: under its entity, or appended under the step key. */
+const rowKey = (projection: ProjectionWrite, at: Pick<ProjectionSource, 'orgId' | 'environment' | 'runId' | 'stepId'>): RowKey =>
+  [at.orgId, at.environment, projection.name, projection.entity?.type ?? APPENDED, projection.entity?.id ?? `${at.runId}:${at.stepId}`];
 
 /** The status index entry of a row: [orgId, environment, name, status, entityType, entityId] -> null. */
 const statusKey = ([orgId, environment, name, entityType, entityId]: RowKey, status: string): LedgerKey => [orgId, environment, name, status, entityType, entityId];
@@ -64,19 +80,103 @@ export class ProjectionStore {
   /** [orgId, environment, name, entityType, entityId] -> ProjectionRow */
   readonly #rows: LedgerTable;
   readonly #byStatus: LedgerTable;
+  /** AppendedKey -> null */
+  readonly #appended: LedgerTable;
+  /** [orgId] -> how many rows the org holds */
+  readonly #counts: LedgerTable;
+  /** Rows one org may hold (MAX_PROJECTION_ROWS_PER_ORG unless a test sets a smaller one). */
+  readonly maxRowsPerOrg: number;
 
-  constructor(ledger: Ledger) {
+  constructor(ledger: Ledger, maxRowsPerOrg = MAX_PROJECTION_ROWS_PER_ORG) {
+    this.maxRowsPerOrg = maxRowsPerOrg;
     this.#root = ledger.root;
     this.#rows = ledger.openDatabase('projections');
     this.#byStatus = ledger.openDatabase('projections-by-status');
+    this.#appended = ledger.openDatabase('projections-appended');
+    this.#counts = ledger.openDatabase('projection-counts');
   }
 
-  /** Removes the rows of one org's environment, at most `limit` (sandbox reset), and their status entries; returns how many rows. Call inside a write transaction. */
+  /** How many rows the org holds, over its projections and environments. */
+  rowCount(orgId: string): number {
+    return (this.#counts.get(orgId) as number | undefined) ?? 0;
+  }
+
+  /** Whether a step may write `projection` in this environment: a row it would update always may, a new one while the org is under its cap. */
+  hasRoomFor(projection: ProjectionWrite, orgId: string, environment: string, runId: string, stepId: string): boolean {
+    return this.#rows.doesExist(rowKey(projection, { orgId, environment, runId, stepId })) || this.rowCount(orgId) < this.maxRowsPerOrg;
+  }
+
+  /** Removes the rows of one org's environment, at most `limit` (sandbox reset), with their index entries; returns how many rows. Call inside a write transaction. */
   removeEnvironment(orgId: string, environment: string, limit = Number.POSITIVE_INFINITY): number {
-    const removed = removeEnvironmentKeys(this.#rows, orgId, environment, limit);
-    // Status entries are at most one per row: once the rows are gone, so are the rest of them.
-    removeEnvironmentKeys(this.#byStatus, orgId, environment, removed < limit ? Number.POSITIVE_INFINITY : limit);
+    const removed = this.#removeRange([orgId, environment], limit);
+    // Once the rows are gone, so is any status entry left without its row.
+    if (removed < limit) removeEnvironmentKeys(this.#byStatus, orgId, environment);
     return removed;
+  }
+
+  /** Removes the rows of one projection in one environment, at most `limit`, with their index entries; returns how many. Call inside a write transaction. */
+  removeProjection(orgId: string, environment: string, name: string, limit: number): number {
+    return this.#removeRange([orgId, environment, name], limit);
+  }
+
+  /** Removes one row with its index entries; returns whether there was one. Call inside a write transaction. */
+  removeRow(orgId: string, environment: string, name: string, entityType: string, entityId: string): boolean {
+    const key: RowKey = [orgId, environment, name, entityType, entityId];
+    const row = this.#rows.get(key) as ProjectionRow | undefined;
+    if (row === undefined) return false;
+    this.#remove(key, row);
+    return true;
+  }
+
+  /** Up to `limit` retention entries of appended rows created before `cutoffMs`, oldest first (read outside a transaction). */
+  appendedBefore(cutoffMs: number, limit: number): AppendedKey[] {
+    return [...this.#appended.getKeys({ end: [cutoffMs], limit })] as AppendedKey[];
+  }
+
+  /** Removes the appended row a retention entry names, with the entry; call inside a write transaction. */
+  removeAppended(entry: AppendedKey): void {
+    const [createdAtMs, orgId, environment, name, entityId] = entry;
+    this.#appended.remove(entry);
+    const key: RowKey = [orgId, environment, name, APPENDED, entityId];
+    const row = this.#rows.get(key) as ProjectionRow | undefined;
+    if (row !== undefined && Date.parse(row.created_at) === createdAtMs) this.#remove(key, row);
+  }
+
+  /** Keys read first, then removed: a range read inside the transaction that writes to it is unspecified (ledger.ts). */
+  #removeRange(prefix: string[], limit: number): number {
+    const entries = [...this.#rows.getRange({ start: prefix, end: [...prefix, '\uffff'], ...(Number.isFinite(limit) ? { limit } : {}) })];
+    for (const { key, value } of entries) this.#remove(key as RowKey, value as ProjectionRow);
+    return entries.length;
+  }
+
+  #remove(key: RowKey, row: ProjectionRow): void {
+    this.#rows.remove(key);
+    if (row.status !== null) this.#byStatus.remove(statusKey(key, row.status));
+    if (row.entity_type === null) this.#appended.remove(appendedKey(key, row.created_at));
+    this.#addToCount(key[0], -1);
+  }
+
+  #addToCount(orgId: string, by: number): void {
+    const count = this.rowCount(orgId) + by;
+    if (count > 0) this.#counts.put(orgId, count);
+    else this.#counts.remove(orgId);
+  }
+
+  /**
+   * Indexes the appended rows by creation time and counts each org's rows, for a data dir older than
+   * PROJECTION_COUNT_FORMAT, `passSize` rows per durable transaction; returns how many rows it read.
+   * Idempotent (the counts are written whole at the end). Call at boot, before anything writes rows.
+   */
+  async countRows(passSize = 1000): Promise<number> {
+    const counts = new Map<string, number>();
+    const read = await passesOverTable(this.#root, this.#rows, passSize, (key, value) => {
+      const rowKeyRead = key as RowKey;
+      counts.set(rowKeyRead[0], (counts.get(rowKeyRead[0]) ?? 0) + 1);
+      const row = value as ProjectionRow;
+      return row.entity_type === null ? appendedKey(rowKeyRead, row.created_at) : undefined;
+    }, (entry) => this.#appended.put(entry, null));
+    if (counts.size > 0) await durably(this.#root, this.#root.transaction(() => counts.forEach((count, orgId) => this.#counts.put(orgId, count))));
+    return read;
   }
 
   /**
@@ -93,9 +193,7 @@ export class ProjectionStore {
 
   /** Upserts (entity) or appends (step key) one row. Call inside the step-completing transaction. */
   write(projection: ProjectionWrite, source: ProjectionSource): ProjectionRow {
-    const entityType = projection.entity?.type ?? APPENDED;
-    const entityId = projection.entity?.id ?? `${source.runId}:${source.stepId}`;
-    const key: RowKey = [source.orgId, source.environment, projection.name, entityType, entityId];
+    const key = rowKey(projection, source);
     const previous = this.#rows.get(key) as ProjectionRow | undefined;
     const now = new Date(source.at).toISOString();
     const row: ProjectionRow = {
@@ -114,6 +212,10 @@ export class ProjectionStore {
       updated_at: now,
     };
     this.#rows.put(key, row);
+    if (previous === undefined) {
+      this.#addToCount(source.orgId, 1);
+      if (row.entity_type === null) this.#appended.put(appendedKey(key, row.created_at), null);
+    }
     if (previous?.status !== row.status) {
       if (previous !== undefined && previous.status !== null) this.#byStatus.remove(statusKey(key, previous.status));
       if (row.status !== null) this.#byStatus.put(statusKey(key, row.status), null);

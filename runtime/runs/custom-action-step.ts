@@ -71,6 +71,8 @@ export interface ActionStepInput {
   readonly eventDepth: number;
   /** Takes a place in the root event's derived-event budget when the output derives one; false when it is used up (derived-budget.ts). */
   readonly takeDerived: () => boolean;
+  /** The org's projection row cap when the row the output writes would pass it (ProjectionStore.hasRoomFor), else undefined. */
+  readonly rowLimitReached?: (projection: ProjectionWrite) => number | undefined;
   readonly idempotencyKey: string;
   readonly fence: number;
   /**
@@ -144,6 +146,15 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
     const parsed = parseActionOutput(outcome.outputJson);
     if (parsed.derivedEvent !== null && input.eventDepth + 1 > MAX_DERIVED_DEPTH) {
       return fail('derived_event_depth_exceeded', `A derived event would be ${input.eventDepth + 1} levels deep; the limit is ${MAX_DERIVED_DEPTH}.`, false, evidence);
+    }
+    const rowLimit = parsed.projection === null ? undefined : input.rowLimitReached?.(parsed.projection);
+    if (rowLimit !== undefined) {
+      return fail(
+        'projection_row_limit_reached',
+        `The organization holds ${rowLimit.toLocaleString('en-US')} projection rows, its limit, and this output would add one; delete rows it no longer needs (DELETE /organizations/:org/projections/:name, or one row of it), then resume the run.`,
+        false,
+        evidence,
+      );
     }
     // Depth bounds a chain, not its width: workflows that each derive two events of their own
     // trigger would double every level. One root event's descendants share this budget.

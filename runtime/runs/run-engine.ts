@@ -570,6 +570,10 @@ export class RunEngine {
       nowMs: this.#d.clock.now(),
       actions: this.#d.actions,
       runner: this.#d.runner,
+      rowLimitReached: (projection) => {
+        const { projections } = this.#d;
+        return projections.hasRoomFor(projection, ctx.orgId, ctx.environment, ctx.runId, work.stepId) ? undefined : projections.maxRowsPerOrg;
+      },
       stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence) && this.#sandboxGone(run, work) === undefined,
       withdrawn: () => attempt.signal(),
     });

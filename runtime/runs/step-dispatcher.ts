@@ -9,6 +9,7 @@ import type { EventRecord } from '../events/event-codec.ts';
 import { RawJson, stringifyWithRaw } from '../validation/raw-json.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import type { ActionInvoker } from '../hook-runner/client.ts';
+import type { ProjectionWrite } from '../actions/output-contract.ts';
 import { pinnedActionVersion, runCustomAction, type ActionEffects, type ActionResolver } from './custom-action-step.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import type { HoldStepInput } from './step-input.ts';
@@ -42,6 +43,8 @@ export interface StepContext {
   readonly runner: ActionInvoker | undefined;
   /** Takes a place in the derived-event budget of the run's root event (derived-budget.ts); false when it is used up. */
   readonly takeDerived: () => boolean;
+  /** The org's projection row cap when the row a custom action's output writes would pass it, else undefined. */
+  readonly rowLimitReached?: (projection: ProjectionWrite) => number | undefined;
   /** Whether the run still waits for this attempt (running, under its fence): asked before a webhook leaves or a guest runs. */
   readonly stillWanted: () => boolean;
   /** Aborted once the run no longer waits for this attempt: a custom action's call still queued in the hook-runner is dropped unrun (attempts-out.ts). */
@@ -120,6 +123,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         payloadJson: ctx.event === undefined ? 'null' : ctx.event.payload_json,
         eventDepth: ctx.event?.depth ?? 0,
         takeDerived: ctx.takeDerived,
+        ...(ctx.rowLimitReached === undefined ? {} : { rowLimitReached: ctx.rowLimitReached }),
         idempotencyKey: work.idempotencyKey,
         fence: work.fence,
         stillWanted: ctx.stillWanted,

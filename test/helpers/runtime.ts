@@ -43,6 +43,8 @@ interface StartOptions {
   readonly schemaDeadlines?: SchemaCheckDeadlines;
   /** How webhook steps look up receivers' names; default the runtime's. */
   readonly receiverResolver?: ReceiverResolver;
+  /** Projection rows one org may hold; default the runtime's. */
+  readonly projectionRowCap?: number;
 }
 
 /**
@@ -67,6 +69,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(options.freeDiskSpace === undefined ? {} : { freeDiskSpace: options.freeDiskSpace }),
     ...(options.schemaDeadlines === undefined ? {} : { schemaDeadlines: options.schemaDeadlines }),
     ...(options.receiverResolver === undefined ? {} : { receiverResolver: options.receiverResolver }),
+    ...(options.projectionRowCap === undefined ? {} : { projectionRowCap: options.projectionRowCap }),
   });
   return {
     runtime,
