@@ -31,7 +31,6 @@ pub const MAX_MODULE_BYTES: usize = 32 * 1024 * 1024;
 pub const POOL_SLOTS: u32 = 1000;
 /// Per-table element cap (wasmtime's default); Rust and AssemblyScript tables are tiny.
 pub const MAX_TABLE_ELEMENTS: usize = 20_000;
-const BACKTRACE_FRAMES: usize = 16;
 
 /// Per-store state: only the resource limiter. A fresh `Store` is built per invocation.
 pub struct StoreData {
@@ -103,7 +102,7 @@ fn build_engine() -> Result<Engine, String> {
         .wasm_multi_memory(false)
         .wasm_memory64(false)
         .wasm_custom_page_sizes(false)
-        .wasm_backtrace_max_frames(NonZeroUsize::new(BACKTRACE_FRAMES));
+        .wasm_backtrace_max_frames(NonZeroUsize::new(crate::trap_message::SHOWN_FRAMES));
     Engine::new(&config).map_err(|e| format!("{e:#}"))
 }
 

@@ -8,7 +8,8 @@ use wasmtime::{Trap, WasmBacktrace};
 pub const MAX_MESSAGE_BYTES: usize = 2048;
 /// Longest function name a frame shows, in bytes; mangled Rust and C++ names run to a few hundred.
 pub const MAX_FRAME_NAME_BYTES: usize = 256;
-const SHOWN_FRAMES: usize = 8;
+/// Frames a message names; the engine captures no more than these (engine.rs).
+pub const SHOWN_FRAMES: usize = 8;
 const ELLIPSIS: &str = "…";
 
 /// `<phase>: <trap> (at <innermost> <- <its caller> ...)`, at most MAX_MESSAGE_BYTES.
