@@ -50,6 +50,11 @@ export class ModuleRegistry {
   readonly #loading = new Map<ModuleDigest, Compiling>();
   /** Compiles of uploaded bytes in progress, so the same upload sent again waits for the first. */
   readonly #compiling = new Map<ModuleDigest, Compiling>();
+  /**
+   * Compiles of bytes the runtime sends back (restores) in progress: apart from uploads', since a
+   * restore leaves out names an upload is refused for, and one joining the other took its answer.
+   */
+  readonly #restoring = new Map<ModuleDigest, Compiling>();
   /** A compile holds a thread for up to seconds: they queue here instead of taking every thread. */
   readonly #compiles = createRunLimiter(COMPILE_THREADS);
   readonly #compiler: CompileProcess;
@@ -70,7 +75,7 @@ export class ModuleRegistry {
   async compile(bytes: Uint8Array, gaveUp: GaveUp = () => false, turn: CompileTurn = {}, assertWritable: () => void = () => undefined): Promise<ModuleDigest> {
     const digest = digestOf(bytes);
     if (!this.#cache.has(digest)) {
-      const compiled = this.#joinOrStart(this.#compiling, digest, gaveUp, (callers) =>
+      const compiled = this.#joinOrStart(turn.first === true ? this.#restoring : this.#compiling, digest, gaveUp, (callers) =>
         this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes, turn.first ?? false), turn.first ?? false, turn.tenant ?? ''),
       );
       this.#cache.set(digest, await compiled, bytes.length, turn.tenant ?? '');

@@ -1,6 +1,7 @@
 // Guests with long names in their `name` section, through the real runner and addon: an upload whose
 // function name is past the cap is refused (400), a module stored before the cap still runs (without
-// its names), and a trap message is built within its cap however long the frames' names.
+// its names, also when an upload of the same bytes is compiling), and a trap message is built
+// within its cap however long the frames' names.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SANDBOX_LIMITS, compileModule } from '../../hook-runner/sandbox.ts';
@@ -75,5 +76,13 @@ describe('long names in a module', () => {
     await expectUnnamedTrap();
     await runner.restart();
     await expectUnnamedTrap();
+  });
+
+  it('answers an upload and a restore of the same bytes sent at once each by its own rule: the upload refused, the restore compiled', async () => {
+    const bytes = await recursionNamed('B'.repeat(SANDBOX_LIMITS.maxNameBytes + 7));
+    const [upload, restore] = await Promise.allSettled([runner.client.compile(bytes, 'org_names'), runner.client.compile(bytes, 'org_names', true)]);
+    assert.equal(upload.status, 'rejected');
+    assert.equal((upload as PromiseRejectedResult).reason.code, 'exceeds_sandbox_limits');
+    assert.equal(restore.status, 'fulfilled', String((restore as PromiseRejectedResult).reason));
   });
 });
