@@ -1,6 +1,6 @@
 // REST: read models written by custom actions. List one projection (filter by entity_type and
-// status, paged), get or delete one row by entity, or delete a whole projection; every request is
-// scoped to one environment.
+// status, paged), get or delete one row by entity, delete a whole projection, or list the names of
+// those holding rows; every request is scoped to one environment.
 
 import { InputError, notFound, RetryableError } from '../errors.ts';
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
@@ -75,6 +75,17 @@ async function removeProjection(ctx: ApiContext, projections: ProjectionStore, o
 export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore): Route[] {
   const base = '/organizations/:org_id/projections/:name';
   return [
+    {
+      method: 'GET',
+      pattern: '/organizations/:org_id/projections',
+      query: ['environment', 'limit', 'cursor'],
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        const after = parseCursorOf(request, [isProjectionName])?.[0];
+        const page = projections.names(org.id, environmentOf(request, org), { limit: parseLimit(request), ...(after === undefined ? {} : { after }) });
+        return json(200, { projections: page.names.map((name) => ({ name })), next_cursor: page.next === null ? null : encodeCursor(request, [page.next]) });
+      },
+    },
     {
       method: 'DELETE',
       pattern: base,

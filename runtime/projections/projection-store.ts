@@ -228,6 +228,24 @@ export class ProjectionStore {
   }
 
   /**
+   * The names of the org's projections in one environment that hold rows, in order, after `after`:
+   * one key read per name (each read starts past the whole of the name before).
+   */
+  names(orgId: string, environment: string, filter: { limit: number; after?: string }): { names: string[]; next: string | null } {
+    const names: string[] = [];
+    // Entity types, and "~step", sort below U+FFFF: [.., name, "\uffff"] is past every row of the name.
+    let start: string[] = filter.after === undefined ? [orgId, environment] : [orgId, environment, filter.after, '\uffff'];
+    for (;;) {
+      const [key] = this.#rows.getKeys({ start, end: [orgId, environment, '\uffff'], limit: 1 });
+      if (key === undefined) return { names, next: null };
+      const name = (key as RowKey)[2];
+      if (names.length === filter.limit) return { names, next: names.at(-1) ?? null };
+      names.push(name);
+      start = [orgId, environment, name, '\uffff'];
+    }
+  }
+
+  /**
    * Rows of one projection in key order (entity type, then id), filtered by entity type and status;
    * `after` continues a page. A status filter walks that status's index entries, so it reads only
    * the rows it lists.

@@ -1,4 +1,4 @@
-// Projection rows through the API and real runs: an org's rows stop at its cap (a step that would
+// Projection rows through the API and real runs: the projections holding rows are listed; an org's rows stop at its cap (a step that would
 // add one more fails `projection_row_limit_reached`, one updating its row still passes); a developer
 // deletes one row or a whole projection, which makes room, and the failed run resumes; viewers
 // cannot delete, and another org's key finds nothing. Appended rows are pruned once the retention
@@ -77,6 +77,21 @@ test('rows stop at the cap; an update still passes; deleting makes room and the 
   const resumed = await eventually('the resumed run to complete', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${refused.run_id}`, { token: key })).body.run, (run) => run.state === 'completed' || run.state === 'failed');
   assert.equal(resumed.state, 'completed', JSON.stringify(resumed.error));
   assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/projections/audit`, { token: key })).body.rows.length, 1);
+});
+
+test('the projections holding rows are listed by name, paged, per environment', { timeout: 30_000 }, async () => {
+  const all = await call(rt.url, 'GET', `/organizations/${ORG}/projections`, { token: key });
+  assert.equal(all.status, 200, all.text);
+  assert.deepEqual(all.body, { projections: [{ name: 'audit' }, { name: 'risk' }], next_cursor: null });
+  const first = await call(rt.url, 'GET', `/organizations/${ORG}/projections?limit=1`, { token: key });
+  assert.deepEqual(first.body.projections, [{ name: 'audit' }]);
+  const rest = await call(rt.url, 'GET', `/organizations/${ORG}/projections?limit=1&cursor=${first.body.next_cursor}`, { token: key });
+  assert.deepEqual(rest.body, { projections: [{ name: 'risk' }], next_cursor: null });
+  assert.deepEqual((await call(rt.url, 'GET', `/organizations/${ORG}/projections?environment=sandbox`, { token: key })).body.projections, []);
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/projections?cursor=bogus`, { token: key })).status, 400);
+  const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-rows-lister', 'pro');
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/projections`, { token: otherKey })).status, 404);
+  assert.deepEqual((await call(rt.url, 'GET', '/organizations/acct-rows-lister/projections', { token: otherKey })).body.projections, []);
 });
 
 test('one row is deleted by a developer: 204, then 404; a viewer is refused and another org finds nothing', { timeout: 30_000 }, async () => {

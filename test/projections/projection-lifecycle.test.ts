@@ -48,6 +48,37 @@ for (const kind of LEDGER_KINDS) {
       }
     });
 
+    test('names lists each projection holding rows once, in order, paged, names that are prefixes of others included', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const store = new ProjectionStore(ledger);
+        const names = ['b', 'a.b', 'a', 'ab', 'a-', 'a_z'];
+        await ledger.root.transaction(() => {
+          names.forEach((name, i) => {
+            store.write(entity(name, 'o1'), at('org_n', i, T0));
+            store.write(entity(name, 'o2'), at('org_n', i, T0));
+            store.write(appended(name), at('org_n', i, T0));
+          });
+          store.write(entity('zz', 'o1'), at('org_n', 9, T0, 'sandbox'));
+          store.write(entity('c', 'o1'), at('org_o', 9, T0));
+        });
+        const sorted = [...names].sort((x, y) => (Buffer.from(x) < Buffer.from(y) ? -1 : 1));
+        assert.deepEqual(store.names('org_n', 'production', { limit: 50 }), { names: sorted, next: null });
+        const seen: string[] = [];
+        let after: string | null = null;
+        do {
+          const page: { names: string[]; next: string | null } = store.names('org_n', 'production', { limit: 4, ...(after === null ? {} : { after }) });
+          seen.push(...page.names);
+          after = page.next;
+        } while (after !== null);
+        assert.deepEqual(seen, sorted);
+        assert.deepEqual(store.names('org_n', 'sandbox', { limit: 50 }).names, ['zz']);
+        assert.equal(store.names('org_n', 'production', { limit: 6 }).next, null, 'a page full exactly at the end ends the list');
+      } finally {
+        await close();
+      }
+    });
+
     test('a projection is removed a chunk at a time, other projections left alone', async () => {
       const { ledger, close } = kind.open();
       try {
