@@ -151,6 +151,10 @@ function waitForStopSignal(): Promise<string> {
     // SIGKILL, closes the channel, so the runner never outlives the runtime that owns it.
     const onDisconnect = stop('parent disconnected');
     process.on('SIGTERM', onTerm).on('SIGINT', onInt).on('disconnect', onDisconnect);
+    // A parent that died while the runner opened its store and port closed the channel before
+    // anyone listened ('disconnect' is emitted once): left running, the runner held the store, and
+    // every later runtime's runner on the dir was refused as "in use".
+    if (process.send !== undefined && !process.connected) onDisconnect();
   });
 }
 

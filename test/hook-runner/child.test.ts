@@ -1,6 +1,6 @@
 // The runtime's supervisor of the runner process: SIGKILL -> restart with the client's retries riding
 // over it (even for an invoke in flight), clean stop, no restart loop on a configuration error, and
-// a runner that never outlives a SIGKILLed parent.
+// a runner that never outlives a SIGKILLed parent, even one gone before the runner listened.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -141,5 +141,27 @@ setInterval(() => undefined, 1000);
     assert.equal(isAlive(runnerPid), true);
     parent.kill('SIGKILL');
     await waitFor(() => !isAlive(runnerPid), 'the orphaned runner to exit');
+  });
+
+  it('exits when its parent was gone before it listened (the channel closed while it opened its store)', async () => {
+    const dir = tempDataDir();
+    const entry = join(import.meta.dirname, '../../hook-runner/main.ts');
+    const orphan = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), entry, '--listen', '127.0.0.1:0', '--data-dir', dir], {
+      env: { ...process.env, SLUICE_RUNNER_TOKEN: newToken() },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    const output: string[] = [];
+    orphan.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    orphan.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => orphan.once('exit', (code) => resolve(code)));
+    // As a parent SIGKILLed right after the spawn: the channel closes before the runner listens.
+    orphan.disconnect();
+    try {
+      await waitFor(() => orphan.exitCode !== null, 'the runner to stop', 20_000);
+      assert.equal(await exited, 0, output.join(''));
+      assert.match(output.join(''), /hook-runner: stopping \(parent disconnected\)/);
+    } finally {
+      orphan.kill('SIGKILL');
+    }
   });
 });
