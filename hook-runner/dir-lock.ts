@@ -102,6 +102,14 @@ function stateOf(owner: Owner | undefined): 'held' | 'mine' | 'stale' {
   return !isRunning(owner.pid) || hasExited(owner.pid) ? 'stale' : 'held';
 }
 
+/**
+ * For a lock held from another host: how to free it when that host no longer runs anything on the
+ * dir (a container replaced after a kill comes back under a new hostname, and its lock cannot be
+ * checked from here).
+ */
+const elsewhere = (owner: Owner | undefined, path: string): string =>
+  owner?.host === undefined || owner.host === hostname() ? '' : ` Its process cannot be checked from this host; if nothing on ${owner.host} uses the directory any more (a container replaced after a kill comes back under another hostname), remove ${path} and start again.`;
+
 const describeOwner = (owner: Owner | undefined): string =>
   owner === undefined ? 'another process' : `process ${owner.pid}${owner.host === undefined || owner.host === hostname() ? '' : ` on ${owner.host}`}`;
 
@@ -139,7 +147,7 @@ export function lockDataDir(dir: string, what = 'Sluice runtime'): () => void {
     const owner = parseOwner(found);
     const state = stateOf(owner);
     if (state === 'mine') return () => undefined;
-    if (state === 'held') throw new DataDirInUseError(`${dir} is in use by ${describeOwner(owner)}: run one ${what} per data directory.`);
+    if (state === 'held') throw new DataDirInUseError(`${dir} is in use by ${describeOwner(owner)}: run one ${what} per data directory.${elsewhere(owner, path)}`);
     // Stale: move it aside, and remove it only if it is still the one judged stale (another
     // process may have taken it over meanwhile and linked its own).
     const aside = join(dir, `.owner.stale.${process.pid}.${randomBytes(6).toString('hex')}`);
