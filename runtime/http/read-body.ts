@@ -47,6 +47,8 @@ export interface BodyReadOptions {
   readonly reserve: (bytes: number) => boolean;
   /** How long a body that does not come in one piece may take, from its first piece. */
   readonly timeoutMs: number;
+  /** Hands over the function that fails this read with the error given (the server stopping cuts slow bodies off). */
+  readonly whenCutOff?: (cut: (error: Error) => void) => void;
 }
 
 /**
@@ -54,7 +56,7 @@ export interface BodyReadOptions {
  * ServerBusyError when the server's budget for buffered bodies is spent, and with
  * RequestAbortedError when the client goes away.
  */
-export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted, reserve, timeoutMs }: BodyReadOptions): Promise<Buffer> {
+export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted, reserve, timeoutMs, whenCutOff }: BodyReadOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (declaredLength !== undefined && declaredLength > limit) {
       reject(new BodyTooLargeError(limit));
@@ -71,6 +73,9 @@ export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted
       reject(error);
     };
     whenAborted(() => fail(new RequestAbortedError()));
+    whenCutOff?.((error) => {
+      if (!failed) fail(error);
+    });
     res.onData((chunk, isLast) => {
       if (failed) return;
       size += chunk.byteLength;

@@ -29,6 +29,11 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 export const DEFAULT_BODY_BUDGET_BYTES = 256 * 1024 * 1024;
 /** A body that does not arrive in one piece must be complete this long after its first piece. */
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+/**
+ * How long a stop waits for bodies still arriving before it cuts them off (503 stopping, nothing
+ * stored): one client trickling a body would otherwise hold the stop for the whole body timeout.
+ */
+export const DEFAULT_STOP_BODY_GRACE_MS = 5_000;
 
 export interface HttpServerOptions {
   readonly logger: Logger;
@@ -39,6 +44,8 @@ export interface HttpServerOptions {
   readonly bodyBudgetPerTenantBytes?: number;
   /** Past it, a body still arriving is cut off with 408 body_timeout. */
   readonly bodyTimeoutMs?: number;
+  /** How long into a stop bodies still arriving are waited for (DEFAULT_STOP_BODY_GRACE_MS). */
+  readonly stopBodyGraceMs?: number;
 }
 
 export class HttpServer {
@@ -55,6 +62,9 @@ export class HttpServer {
   #port = 0;
   readonly #bodyBudget: BodyBudget;
   readonly #bodyTimeoutMs: number;
+  readonly #stopBodyGraceMs: number;
+  /** The body reads under way, each by the function that cuts it off. */
+  readonly #bodyReads = new Set<(error: Error) => void>();
 
   constructor(options: HttpServerOptions) {
     this.app = uws.App();
@@ -62,6 +72,7 @@ export class HttpServer {
     this.#metrics = options.metrics;
     this.#bodyBudget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES, options.bodyBudgetPerTenantBytes);
     this.#bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+    this.#stopBodyGraceMs = options.stopBodyGraceMs ?? DEFAULT_STOP_BODY_GRACE_MS;
   }
 
   /** Registers routes; call before `listen`. */
@@ -118,7 +129,11 @@ export class HttpServer {
     this.#closing = true;
     if (this.#listenSocket !== undefined) uws.us_listen_socket_close(this.#listenSocket);
     this.#listenSocket = undefined;
+    const cutOffLateBodies = setTimeout(() => {
+      for (const cut of this.#bodyReads) cut(new RetryableError('stopping', 'Sluice is stopping and the request body had not arrived; send it again in a few seconds.', 2000));
+    }, this.#stopBodyGraceMs);
     if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    clearTimeout(cutOffLateBodies);
     // A turn later: the last answer may have been written inside a uWS callback (a body that failed
     // to parse is answered where its last chunk arrives), and is sent once that callback returns.
     await new Promise((resolve) => setImmediate(resolve));
@@ -190,12 +205,16 @@ export class HttpServer {
           assertIdentityEncoding(headers['content-encoding']);
           assertChunkedTransfer(headers['transfer-encoding']);
           reservation = this.#bodyBudget.open(params.org_id ?? '');
+          let cutBodyRead: ((error: Error) => void) | undefined;
           body = await readBody(res, {
             limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
             declaredLength: parseContentLength(headers['content-length']),
             whenAborted: (abort) => (abortBodyRead = abort),
             reserve: reservation.take,
             timeoutMs: this.#bodyTimeoutMs,
+            whenCutOff: (cut) => this.#bodyReads.add((cutBodyRead = cut)),
+          }).finally(() => {
+            if (cutBodyRead !== undefined) this.#bodyReads.delete(cutBodyRead);
           });
         }
       } catch (error) {

@@ -1,6 +1,7 @@
 // The uWS adapter on a real socket: a reply that cannot be serialized becomes a logged 500, and the
 // server keeps serving; HEAD is answered as GET without the body; a repeated query parameter is a
-// 400, so is one a read's handler never asks for, and the query string counts toward the 16 KiB head limit.
+// 400, so is one a read's handler never asks for, and the query string counts toward the 16 KiB head limit;
+// a stop waits 5 s for bodies still arriving, then cuts them off (503 stopping).
 
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -284,6 +285,48 @@ test('a request arriving on an open connection while the server shuts down is 50
   await closed;
   await waitUntil(() => uploading.state.ended && inFlight.state.ended);
   assert.match(uploading.state.received, /^HTTP\/1\.1 200 [^]*\{"bytes":10\}/);
+});
+
+test('a body still arriving when the stop is 5 s old is cut off with 503 stopping (Retry-After), so the stop ends; a complete one was answered', async () => {
+  const stopping = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics() });
+  let handled = 0;
+  stopping.addRoutes({ method: 'POST', pattern: '/echo', handler: (request) => ((handled += 1), { status: 200, text: String(request.body.length) }) });
+  const port = await stopping.listen('127.0.0.1', 0);
+  const socket = connect(port, '127.0.0.1');
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  const state = { received: '', ended: false };
+  socket.on('data', (chunk: Buffer) => (state.received += chunk.toString('latin1')));
+  socket.on('close', () => (state.ended = true));
+  socket.write('POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 900\r\n\r\n');
+  socket.write('x'.repeat(100));
+  const complete = await fetch(`http://127.0.0.1:${port}/echo`, { method: 'POST', body: 'y'.repeat(10) });
+  assert.equal(await complete.text(), '10');
+  mock.timers.enable({ apis: ['setTimeout'] });
+  let stopped = false;
+  try {
+    const closed = stopping.close().then(() => (stopped = true));
+    // A trickle: more of the body, never all of it.
+    socket.write('x'.repeat(100));
+    for (let i = 0; i < 4; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      mock.timers.tick(1000);
+    }
+    assert.equal(state.received, '', 'within the grace the body is still waited for');
+    assert.equal(stopped, false);
+    for (let i = 0; i < 50 && state.received === ''; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      mock.timers.tick(1000);
+    }
+    mock.timers.reset();
+    await closed;
+    assert.match(state.received, /^HTTP\/1\.1 503 /);
+    assert.match(state.received, /retry-after: 2\r\n/i);
+    assert.match(state.received, /"code":"stopping"/);
+    assert.equal(handled, 1, 'the cut-off request reached no handler');
+  } finally {
+    mock.timers.reset();
+    socket.destroy();
+  }
 });
 
 async function waitUntil(condition: () => boolean): Promise<void> {
