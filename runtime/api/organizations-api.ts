@@ -1,4 +1,4 @@
-// REST: POST /organizations (platform admin) and GET /organizations/:org_id.
+// REST: organizations. Create, list and update them (platform admin token), read one (its keys).
 // Creating an org also issues its first admin API key in the same durable transaction.
 
 import { notFound, SluiceError } from '../errors.ts';
@@ -8,6 +8,10 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import { DEFAULT_MAX_CONCURRENT_RUNS, defaultIngestRate, ORG_ID_PATTERN, PLANS, type Organization, type Plan } from '../tenancy/organizations.ts';
 import { describeApiKey } from '../tenancy/api-keys.ts';
 import { isoAt, type ApiContext } from './context.ts';
+import { encodeCursor, parseCursorOf, parseLimit } from './query-params.ts';
+
+const ORG_ID = new RegExp(ORG_ID_PATTERN);
+const isOrgId = (value: unknown): value is string => typeof value === 'string' && ORG_ID.test(value);
 
 interface CreateOrganizationBody {
   id: string;
@@ -76,6 +80,20 @@ export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: str
         const issued = ctx.apiKeys.issue(org.id, 'admin', now);
         await ctx.orgs.create(org, issued.write);
         return json(201, { organization: org, api_key: issued.key, api_key_info: describeApiKey(issued.record) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/organizations',
+      query: ['limit', 'cursor'],
+      handler: (request) => {
+        ctx.auth.requirePlatformAdmin(request);
+        const limit = parseLimit(request);
+        const after = parseCursorOf(request, [isOrgId])?.[0];
+        // One more than the page: a cursor only when something follows it.
+        const orgs = ctx.orgs.list(after, limit + 1);
+        const page = orgs.slice(0, limit);
+        return json(200, { organizations: page, next_cursor: orgs.length > limit ? encodeCursor(request, [page.at(-1)?.id]) : null });
       },
     },
     {

@@ -51,6 +51,13 @@ export class OrganizationStore {
     return this.#cache.read(orgId, '', () => withCurrentFields(this.#ledger.orgs.get([orgId]) as Organization | undefined));
   }
 
+  /** Up to `limit` orgs in id order after `afterId` (the platform admin's list). */
+  list(afterId: string | undefined, limit: number): Organization[] {
+    const start = afterId === undefined ? undefined : [`${afterId}\u0000`];
+    const entries = this.#ledger.orgs.getRange({ ...(start === undefined ? {} : { start }), limit });
+    return [...entries].map(({ value }) => withCurrentFields(value as Organization) as Organization);
+  }
+
   /** Stores a new org together with its first records; resolves after the write is durable. Throws 409 if the id is taken. */
   async create(org: Organization, alsoWrite: () => void): Promise<Organization> {
     const { orgs, root } = this.#ledger;

@@ -186,3 +186,31 @@ test('no key, or an unknown one, is 401 before anything else of the request is c
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-401-first?x=1', { token: key })).body.error.code, 'unknown_query_parameter');
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-401-first/events?limit=1&limit=2', { token: key })).body.error.code, 'repeated_query_parameter');
 });
+
+test('the platform admin lists every org in id order, paged; an org key is forbidden', async () => {
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-list-z');
+  await createOrg(rt.url, ADMIN_TOKEN, 'acct-list-a');
+  const all = await call(rt.url, 'GET', '/organizations?limit=500', { token: ADMIN_TOKEN });
+  assert.equal(all.status, 200, all.text);
+  const ids = (all.body.organizations as Array<{ id: string }>).map((org) => org.id);
+  assert.deepEqual(ids, [...ids].sort(), 'in id order');
+  assert.ok(ids.includes('acct-list-a') && ids.includes('acct-list-z'));
+  assert.equal(all.body.next_cursor, null);
+  assert.equal(all.body.organizations.find((org: { id: string }) => org.id === 'acct-list-a').plan, 'pro');
+
+  const paged: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { status: number; text: string; body: { organizations: Array<{ id: string }>; next_cursor: string | null } } = await call(rt.url, 'GET', `/organizations?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`, { token: ADMIN_TOKEN });
+    assert.equal(page.status, 200, page.text);
+    assert.ok(page.body.organizations.length <= 2);
+    paged.push(...page.body.organizations.map((org) => org.id));
+    cursor = page.body.next_cursor;
+  } while (cursor !== null);
+  assert.deepEqual(paged, ids, 'each org once, across pages');
+
+  assert.equal((await call(rt.url, 'GET', '/organizations', { token: orgKey })).status, 403);
+  assert.equal((await call(rt.url, 'GET', '/organizations')).status, 401);
+  assert.equal((await call(rt.url, 'GET', '/organizations?cursor=nope', { token: ADMIN_TOKEN })).status, 400);
+  assert.equal((await call(rt.url, 'GET', '/organizations?plan=pro', { token: ADMIN_TOKEN })).status, 400, 'an unknown filter is refused, not ignored');
+});
