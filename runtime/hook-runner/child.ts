@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { chooseThreadPoolSize } from '../../hook-runner/thread-pool.ts';
 import { LISTENING_PREFIX } from '../../hook-runner/wire.ts';
 import { unavailable } from './runner-errors.ts';
+import { runnerEnvironment } from './runner-environment.ts';
 
 /**
  * | state        | meaning                                              | address   |
@@ -29,7 +30,7 @@ export interface HookRunnerChildOptions {
   readonly listen?: string;
   /** The runtime's `--min-free-disk-mib`, given to the runner (it shares the data dir's disk); default the runner's. */
   readonly minFreeDiskMib?: number;
-  /** Base environment of the child (default: this process's); token and key are added to it. */
+  /** Base environment of the child (default: this process's), of which it gets only what it reads (runner-environment.ts); token and key are added. */
   readonly env?: NodeJS.ProcessEnv;
   /** How long a start may take before the child is killed and retried (default 30 s). */
   readonly startTimeoutMs?: number;
@@ -146,7 +147,7 @@ export class HookRunnerChild {
       ...(this.#options.minFreeDiskMib === undefined ? [] : ['--min-free-disk-mib', String(this.#options.minFreeDiskMib)]),
     ], {
       env: {
-        ...base,
+        ...runnerEnvironment(base),
         SLUICE_RUNNER_TOKEN: this.#options.token,
         ...(this.#options.masterKey === undefined ? {} : { SLUICE_MASTER_KEY: this.#options.masterKey }),
         // libuv reads this only at process start (see hook-runner/thread-pool.ts).

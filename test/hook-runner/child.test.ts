@@ -79,6 +79,22 @@ describe('hook-runner child supervisor', () => {
     await assert.rejects(child.address(), RetryableError);
   });
 
+  it("gives the runner only the variables it reads: not the runtime's admin token, an API key or anything else", async () => {
+    const env = { ...process.env, SLUICE_ADMIN_TOKEN: 'adm_must_not_reach_the_runner', SLUICE_API_KEY: 'sk_must_not_either', DATABASE_URL: 'postgres://u:p@h/db', SLUICE_COMPILE_TIMEOUT_S: '7' };
+    const child = new HookRunnerChild({ dataDir: tempDataDir(), token: newToken(), env, log: () => undefined });
+    await child.start();
+    try {
+      const pid = child.pid ?? assert.fail('no pid');
+      const seen = new Map(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+      for (const name of ['SLUICE_ADMIN_TOKEN', 'SLUICE_API_KEY', 'DATABASE_URL']) assert.equal(seen.has(name), false, `${name} reached the runner`);
+      assert.equal(seen.get('SLUICE_COMPILE_TIMEOUT_S'), '7', 'its own settings pass');
+      assert.equal(seen.get('PATH'), process.env['PATH']);
+      assert.ok(seen.has('SLUICE_RUNNER_TOKEN') && seen.has('SLUICE_MASTER_KEY') === (process.env['SLUICE_MASTER_KEY'] !== undefined));
+    } finally {
+      await child.stop();
+    }
+  });
+
   it('does not restart a runner that refuses its configuration', async () => {
     const lines: string[] = [];
     const child = new HookRunnerChild({ dataDir: tempDataDir(), token: newToken(), masterKey: 'not-a-key', log: (line) => void lines.push(line) });
