@@ -14,12 +14,17 @@ import { loadRunnerToken, runnerTokenPath } from './runner-token.ts';
 import { createHookRunnerServer } from './server.ts';
 import { isStoreOfEarlierRelease, runnerStoreDir } from './store.ts';
 import { chooseThreadPoolSize, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
+import { CERTIFICATE_PEM, PRIVATE_KEY_PEM, readPem } from './tls-files.ts';
 import { LISTENING_PREFIX } from './wire.ts';
+
+const configError = (message: string): RunnerConfigError => new RunnerConfigError(message);
 
 const DEFAULT_DATA_DIR = './.sluice';
 
-const USAGE = `usage: sluice hook-runner [--listen <host:port|unix:/path>] [--data-dir <dir>] [--min-free-disk-mib <n>]
+const USAGE = `usage: sluice hook-runner [--listen <host:port|unix:/path>] [--data-dir <dir>] [--min-free-disk-mib <n>] [--tls-cert <pem> --tls-key <pem>]
   --listen    address to serve gRPC on (default ${DEFAULT_LISTEN}; port 0 picks a free port)
+  --tls-cert, --tls-key  serve over TLS with this certificate and private key (PEM files), for a runner
+              reached over the network: the runtime then takes --runner-ca (SLUICE_RUNNER_TLS_CERT, SLUICE_RUNNER_TLS_KEY)
   --data-dir  data directory; the runner keeps its LMDB in <dir>/hook-runner (SLUICE_DATA_DIR, default ${DEFAULT_DATA_DIR})
   --min-free-disk-mib  free MiB its disk keeps: below it, calls that would write are refused
               (UNAVAILABLE hook_runner_disk_full, retried by callers) (SLUICE_MIN_FREE_DISK_MIB, default ${DEFAULT_MIN_FREE_DISK_MIB}; 0: off)
@@ -39,6 +44,8 @@ export interface HookRunnerFlags {
   /** Whether --data-dir named it (else SLUICE_DATA_DIR or the default). */
   readonly dataDirFlag: boolean;
   readonly minFreeDiskMib: number;
+  /** The TLS certificate and key files to serve with; absent: plaintext. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly help: boolean;
 }
 
@@ -55,6 +62,8 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
   let dataDirFlag = false;
   let minFreeDisk = setting(env, 'SLUICE_MIN_FREE_DISK_MIB');
   let minFreeDiskFrom = 'SLUICE_MIN_FREE_DISK_MIB';
+  let certFile = setting(env, 'SLUICE_RUNNER_TLS_CERT');
+  let keyFile = setting(env, 'SLUICE_RUNNER_TLS_KEY');
   let help = false;
   for (let index = 0; index < args.length; index += 1) {
     const arg = args[index] ?? '';
@@ -63,15 +72,20 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
       help = true;
       continue;
     }
-    if (flag !== '--listen' && flag !== '--data-dir' && flag !== '--min-free-disk-mib') throw new RunnerConfigError(`Unknown argument ${arg}.\n${USAGE}`);
+    if (!['--listen', '--data-dir', '--min-free-disk-mib', '--tls-cert', '--tls-key'].includes(flag)) throw new RunnerConfigError(`Unknown argument ${arg}.\n${USAGE}`);
     const value = inline ?? args[(index += 1)];
     if (value === undefined || value.length === 0) throw new RunnerConfigError(`${flag} needs a value.\n${USAGE}`);
     if (flag === '--listen') listen = value;
+    else if (flag === '--tls-cert') certFile = value;
+    else if (flag === '--tls-key') keyFile = value;
     else if (flag === '--min-free-disk-mib') [minFreeDisk, minFreeDiskFrom] = [value, flag];
     else [dataDir, dataDirFlag] = [value, true];
   }
-  parseListenAddress(listen);
-  return { listen, dataDir: resolve(dataDir), dataDirFlag, minFreeDiskMib: parseMinFreeDiskMib(minFreeDisk, minFreeDiskFrom), help };
+  const address = parseListenAddress(listen);
+  if ((certFile === undefined) !== (keyFile === undefined)) throw new RunnerConfigError(`--tls-cert and --tls-key go together: give both, or neither.\n${USAGE}`);
+  if (certFile !== undefined && address.kind === 'unix') throw new RunnerConfigError('--tls-cert and --tls-key serve a host:port; a unix socket is reached only on this machine, without TLS.');
+  const tls = certFile === undefined || keyFile === undefined ? {} : { tls: { certFile: resolve(certFile), keyFile: resolve(keyFile) } };
+  return { listen, dataDir: resolve(dataDir), dataDirFlag, minFreeDiskMib: parseMinFreeDiskMib(minFreeDisk, minFreeDiskFrom), ...tls, help };
 }
 
 /** A whole number of MiB, 0 (off) to 1,048,576; unset, the default. */
@@ -227,10 +241,13 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
       log,
       minFreeDiskMib: flags.minFreeDiskMib,
       compile: parseCompileLimits(env),
+      ...(flags.tls === undefined ? {} : { tls: { cert: readPem(flags.tls.certFile, CERTIFICATE_PEM, 'The TLS certificate', configError), key: readPem(flags.tls.keyFile, PRIVATE_KEY_PEM, 'The TLS key', configError) } }),
     }),
   );
   const stopped = waitForStopSignal();
-  if (!isLoopback(parseListenAddress(flags.listen))) log(`hook-runner: warning: listening on a non-loopback address (${server.address}); only the runner token protects it.`);
+  if (!isLoopback(parseListenAddress(flags.listen)) && flags.tls === undefined) {
+    log(`hook-runner: warning: listening on a non-loopback address (${server.address}) without TLS: the runner token and secret values cross the network unencrypted; give --tls-cert and --tls-key (and the runtime --runner-ca).`);
+  }
   if (env['SLUICE_RUNNER_TOKEN'] === undefined) log(`hook-runner: runner token in ${runnerTokenPath(flags.dataDir)}`);
   if (poolSize < chooseThreadPoolSize()) log(`hook-runner: UV_THREADPOOL_SIZE=${poolSize}; start with UV_THREADPOOL_SIZE=${chooseThreadPoolSize()} to run more guests in parallel.`);
   process.stdout.write(`${LISTENING_PREFIX}${server.address}\n`);

@@ -53,6 +53,8 @@ export interface HookRunnerServerOptions {
   readonly compile?: CompileProcessOptions;
   /** Prunes old invocation records and fences (record-pruning.ts); tests inject a failing one. */
   readonly pruneRecords?: typeof pruneRunnerRecords;
+  /** Serve over TLS with this certificate chain and private key (PEM); default plaintext. */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
 }
 
 export interface HookRunnerServer {
@@ -146,9 +148,10 @@ function refuseWithoutToken(authorized: (metadata: Metadata) => boolean): Server
   };
 }
 
-function bind(server: Server, address: ListenAddress): Promise<number> {
+function bind(server: Server, address: ListenAddress, tls: HookRunnerServerOptions['tls']): Promise<number> {
+  const credentials = tls === undefined ? ServerCredentials.createInsecure() : ServerCredentials.createSsl(null, [{ cert_chain: tls.cert, private_key: tls.key }], false);
   return new Promise((resolvePort, reject) => {
-    server.bindAsync(formatAddress(address), ServerCredentials.createInsecure(), (error, port) => {
+    server.bindAsync(formatAddress(address), credentials, (error, port) => {
       if (error === null) resolvePort(port);
       // One line for the operator (a port in use, a unix socket path not writable), not grpc-js's stack.
       else reject(new RunnerConfigError(`could not listen on ${formatAddress(address)}: ${/\[(.+)\]\s*$/.exec(error.message)?.[1] ?? error.message}`));
@@ -212,7 +215,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     });
     server.addService(loadHookRunnerService(), createImplementation(handlers, log));
     await reclaimStaleSocket(listen);
-    const port = await bind(server, listen);
+    const port = await bind(server, listen, options.tls);
     return serving({ store, disk, server, modules, listen, port, now, pruning });
   } catch (error) {
     // Whatever start-up had opened is closed again, the store's lock last, so a supervisor's next

@@ -48,6 +48,8 @@ options (dev, serve):
   --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
   --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off);
                         a separate runner needs the same token: SLUICE_RUNNER_TOKEN, else <data-dir>/runner-token
+  --runner-ca <pem>     reach a <host:port> runner over TLS, checking its certificate against this CA
+                        (SLUICE_RUNNER_CA; the runner serves with --tls-cert and --tls-key)
   --webhook-connections <n>  connections webhook steps may hold per org and receiver; more requests
                         wait for one (SLUICE_WEBHOOK_CONNECTIONS, default 32)
   --step-input-mib <n>  payload MiB the steps being performed may hold at once (an org an eighth); more wait

@@ -37,9 +37,10 @@ export interface RuntimeConfig {
   /**
    * Where custom actions run: `child` (start and supervise a local hook-runner, what `dev` does),
    * an address of a running one (`127.0.0.1:7878`, `unix:/path`), or `off` (custom_action steps fail
-   * with hook_runner_unavailable and are retried).
+   * with hook_runner_unavailable and are retried). `caFile` (--runner-ca): reach the runner over TLS,
+   * checking its certificate against this CA (PEM).
    */
-  readonly runner: 'child' | 'off' | { readonly address: string };
+  readonly runner: 'child' | 'off' | { readonly address: string; readonly caFile?: string };
   /** The shared runner token: SLUICE_RUNNER_TOKEN, else `<dataDir>/runner-token` (0600, generated). */
   readonly runnerToken: string | undefined;
   /** Live-room sockets one org may hold open at once; more upgrades are refused (429). */
@@ -127,6 +128,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       websockets: { type: 'string' },
       'log-level': { type: 'string' },
       runner: { type: 'string' },
+      'runner-ca': { type: 'string' },
       'webhook-connections': { type: 'string' },
       'webhook-targets': { type: 'string' },
       'step-input-mib': { type: 'string' },
@@ -167,7 +169,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     liveSocketsPerOrg: integer(setting('--live-sockets-per-org', values['live-sockets-per-org'], 'SLUICE_LIVE_SOCKETS_PER_ORG', env), liveSocketsFallback, 1, 1_000_000),
     websockets,
     logLevel,
-    runner: parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner),
+    runner: withRunnerCa(parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner), setting('--runner-ca', values['runner-ca'], 'SLUICE_RUNNER_CA', env)),
     runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),
     webhookConnections: integer(setting('--webhook-connections', values['webhook-connections'], 'SLUICE_WEBHOOK_CONNECTIONS', env), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
     stepInputBytes: stepInputBytes(setting('--step-input-mib', values['step-input-mib'], 'SLUICE_STEP_INPUT_MIB', env)),
@@ -185,6 +187,15 @@ function parseWebhookTargets({ name, raw }: Setting, fallback: WebhookTargets): 
   const value = raw ?? fallback;
   if ((WEBHOOK_TARGETS as readonly string[]).includes(value)) return value as WebhookTargets;
   throw new InputError(400, 'invalid_config', `${name} must be "public" or "any"; got "${value}".`);
+}
+
+/** A runner address reached over TLS when `--runner-ca` names a CA file; refused for a child, off or a unix socket. */
+function withRunnerCa(runner: RuntimeConfig['runner'], { name, raw }: Setting): RuntimeConfig['runner'] {
+  if (raw === undefined) return runner;
+  if (typeof runner !== 'object' || runner.address.startsWith('unix:')) {
+    throw new InputError(400, 'invalid_config', `${name} is for a runner reached at host:port (--runner 10.0.0.5:7878); the runner here is ${typeof runner === 'object' ? 'a unix socket' : `"${runner}"`}, reached without TLS.`);
+  }
+  return { ...runner, caFile: resolve(raw) };
 }
 
 function parseRunner({ name, raw }: Setting, fallback: RuntimeConfig['runner']): RuntimeConfig['runner'] {

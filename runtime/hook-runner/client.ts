@@ -20,6 +20,8 @@ export interface HookRunnerClientOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Told each time the runner refuses the token (a deployment fault the operator must hear of). */
   readonly onTokenRefused?: () => void;
+  /** Reach the runner over TLS, checking its certificate against this CA (PEM); default plaintext. */
+  readonly tlsCa?: Buffer;
 }
 
 export interface InvokeInput {
@@ -224,7 +226,8 @@ export class HookRunnerClient {
   #clientFor(address: string): Client {
     if (this.#channel?.address === address) return this.#channel.client;
     this.#channel?.client.close();
-    const client = new Client(address, credentials.createInsecure(), {
+    const channelCredentials = this.#options.tlsCa === undefined ? credentials.createInsecure() : credentials.createSsl(this.#options.tlsCa);
+    const client = new Client(address, channelCredentials, {
       'grpc.max_send_message_length': MAX_SEND_BYTES,
       'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
       // A restarted runner on the same address should be reachable within our retry budget.

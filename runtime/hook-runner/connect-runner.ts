@@ -1,7 +1,10 @@
 // Connects the runtime to a hook-runner per config: a supervised local child (`sluice dev`), an
 // external address, or none. Returns the client and what must be stopped on shutdown.
 
+import { isLoopback, parseListenAddress } from '../../hook-runner/listen-address.ts';
 import { loadRunnerToken } from '../../hook-runner/runner-token.ts';
+import { CERTIFICATE_PEM, readPem } from '../../hook-runner/tls-files.ts';
+import { InputError } from '../errors.ts';
 import type { RuntimeConfig } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { createHookRunnerChild, type HookRunnerChild } from './child.ts';
@@ -14,6 +17,15 @@ export interface RunnerConnection {
   readonly client: HookRunnerClient | undefined;
   readonly child: HookRunnerChild | undefined;
   close(): Promise<void>;
+}
+
+/** Whether a runner address stays on this machine (loopback or a unix socket): only then is plaintext private. */
+function isLoopbackTarget(address: string): boolean {
+  try {
+    return isLoopback(parseListenAddress(address));
+  } catch {
+    return false;
+  }
 }
 
 /** The shortest time between two logged token refusals: every call and scrape meets one. */
@@ -35,7 +47,12 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger, stopS
   const token = loadRunnerToken(config.runnerToken, config.dataDir);
   const options = { onTokenRefused: tokenRefusalLog(logger, config.dataDir) };
   if (config.runner !== 'child') {
-    const client = new HookRunnerClient(config.runner.address, token, options);
+    const { address, caFile } = config.runner;
+    const tlsCa = caFile === undefined ? undefined : readPem(caFile, CERTIFICATE_PEM, '--runner-ca', (message) => new InputError(400, 'invalid_config', message));
+    if (tlsCa === undefined && !isLoopbackTarget(address)) {
+      logger.warn('the hook-runner is reached over the network without TLS: the runner token and secret values cross it unencrypted; serve it with --tls-cert and --tls-key and start Sluice with --runner-ca', { runner: address });
+    }
+    const client = new HookRunnerClient(address, token, { ...options, ...(tlsCa === undefined ? {} : { tlsCa }) });
     return {
       client,
       child: undefined,

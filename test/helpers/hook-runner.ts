@@ -1,9 +1,12 @@
 // Test fixture for the hook-runner: the real runner process (spawned by the real supervisor) on a
 // temp data dir, a real gRPC client, and bounded polling for the few waits on processes.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { HookRunnerChild, type HookRunnerChildOptions } from '../../runtime/hook-runner/child.ts';
 import { HookRunnerClient, type HookRunnerClientOptions, type InvokeInput } from '../../runtime/hook-runner/client.ts';
 
@@ -113,3 +116,31 @@ export const invocation = (digest: string, overrides: Partial<InvokeInput> = {})
 });
 
 export const parseOutput = (outputJson: string): Record<string, unknown> => JSON.parse(outputJson) as Record<string, unknown>;
+
+const MAIN = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url));
+
+export interface RunnerProcess {
+  readonly process: ChildProcess;
+  readonly output: string[];
+  /** Resolves with the bound address, or rejects with the output if the process exits first. */
+  readonly listening: Promise<string>;
+  readonly exited: Promise<number | null>;
+}
+
+/** `sluice hook-runner` as its own process (hook-runner/main.ts), with none of this process's SLUICE_ variables. */
+export function spawnRunnerCommand(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string): RunnerProcess {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
+  const output: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      output.push(line);
+      if (line.startsWith('hook-runner listening on ')) resolve(line.slice('hook-runner listening on '.length));
+    });
+    createInterface({ input: child.stderr! }).on('line', (line) => void output.push(line));
+    void exited.then((code) => reject(new Error(`runner exited with ${code}:\n${output.join('\n')}`)));
+  });
+  listening.catch(() => undefined);
+  return { process: child, output, listening, exited };
+}

@@ -1,44 +1,14 @@
 // The runner as a command (hook-runner/main.ts): generated 0600 token and master-key files, unix
 // socket listening, clean exit on SIGTERM, and clear refusals of bad flags, keys and key files.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { parseCompileLimits, parseHookRunnerFlags } from '../../hook-runner/command.ts';
 import { parseListenAddress } from '../../hook-runner/listen-address.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
-import { tempDataDir } from '../helpers/hook-runner.ts';
-
-const MAIN = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url));
-
-interface RunnerProcess {
-  readonly process: ChildProcess;
-  readonly output: string[];
-  /** Resolves with the bound address, or rejects with the output if the process exits first. */
-  readonly listening: Promise<string>;
-  readonly exited: Promise<number | null>;
-}
-
-function spawnRunner(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string): RunnerProcess {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
-  const output: string[] = [];
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const listening = new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      output.push(line);
-      if (line.startsWith('hook-runner listening on ')) resolve(line.slice('hook-runner listening on '.length));
-    });
-    createInterface({ input: child.stderr! }).on('line', (line) => void output.push(line));
-    void exited.then((code) => reject(new Error(`runner exited with ${code}:\n${output.join('\n')}`)));
-  });
-  listening.catch(() => undefined);
-  return { process: child, output, listening, exited };
-}
+import { spawnRunnerCommand as spawnRunner, tempDataDir } from '../helpers/hook-runner.ts';
 
 describe('hook-runner command', () => {
   it('generates a 0600 token file and master key, serves with them, and stops on SIGTERM', async () => {
@@ -150,6 +120,9 @@ describe('flag and address parsing', () => {
     assert.equal(parseHookRunnerFlags([], { SLUICE_DATA_DIR: ' ' }).dataDir, join(process.cwd(), '.sluice'), 'blank is not set');
     assert.throws(() => parseHookRunnerFlags(['--listen']), RunnerConfigError);
     assert.throws(() => parseHookRunnerFlags(['--listen', 'nonsense']), RunnerConfigError);
+    assert.deepEqual(parseHookRunnerFlags(['--tls-cert', '/tmp/c.pem', '--tls-key=/tmp/k.pem']).tls, { certFile: '/tmp/c.pem', keyFile: '/tmp/k.pem' });
+    assert.deepEqual(parseHookRunnerFlags(['--tls-key', '/tmp/k.pem'], { SLUICE_RUNNER_TLS_CERT: '/tmp/env.pem' }).tls, { certFile: '/tmp/env.pem', keyFile: '/tmp/k.pem' });
+    assert.throws(() => parseHookRunnerFlags(['--listen', 'unix:/tmp/r.sock', '--tls-cert', '/tmp/c.pem', '--tls-key', '/tmp/k.pem']), /a unix socket is reached only on this machine/);
   });
 
   it('reads the compile limits from the environment, refusing values out of range by name', () => {

@@ -1,0 +1,22 @@
+// TLS for a runner reached over the network: its certificate and key (PEM files) for the runner,
+// and for the runtime the CA (or the runner's own self-signed certificate) it checks the runner's
+// certificate against. Without TLS the runner token and secret values cross the wire in cleartext.
+
+import { readFileSync } from 'node:fs';
+
+/** A PEM file's bytes; `refuse` makes the error for a file that cannot be read or holds no PEM block of `label`. */
+export function readPem(path: string, label: RegExp, what: string, refuse: (message: string) => Error): Buffer {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    throw refuse(`${what} ${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}.`);
+  }
+  if (!label.test(bytes.toString('latin1'))) throw refuse(`${what} ${path} holds no PEM block (-----BEGIN …-----).`);
+  return bytes;
+}
+
+/** A certificate block. */
+export const CERTIFICATE_PEM = /-----BEGIN CERTIFICATE-----/;
+/** A private key block (PKCS#8, RSA or EC). */
+export const PRIVATE_KEY_PEM = /-----BEGIN (?:RSA |EC )?PRIVATE KEY-----/;

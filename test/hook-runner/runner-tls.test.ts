@@ -1,0 +1,113 @@
+// A hook-runner reached over the network serves TLS (--tls-cert, --tls-key) and the runtime checks
+// its certificate (--runner-ca): calls go through, a plaintext client or one trusting another CA is
+// refused, flags given half or pointing at no PEM are refused at start, and plaintext beyond
+// loopback is warned of on both sides. Certificates are made
+// with the system's openssl for 127.0.0.1.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { loadRuntimeConfig } from '../../runtime/config.ts';
+import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+import { connectRunner } from '../../runtime/hook-runner/connect-runner.ts';
+import { createLogger } from '../../runtime/log.ts';
+import { upload } from '../actions/action-fixtures.ts';
+import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
+import { spawnRunnerCommand, tempDataDir, type RunnerProcess } from '../helpers/hook-runner.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
+
+/** A self-signed certificate for 127.0.0.1 and its key, as PEM files in `dir`. */
+function selfSigned(dir: string, name: string): { cert: string; key: string } {
+  const cert = join(dir, `${name}.crt`);
+  const key = join(dir, `${name}.key`);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  return { cert, key };
+}
+
+const dataDir = tempDataDir();
+let runner: RunnerProcess;
+let address: string;
+let token: string;
+let own: { cert: string; key: string };
+let other: { cert: string; key: string };
+
+before(async () => {
+  own = selfSigned(dataDir, 'runner');
+  other = selfSigned(dataDir, 'stranger');
+  runner = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--tls-cert', own.cert, '--tls-key', own.key]);
+  address = await runner.listening;
+  token = readFileSync(join(dataDir, 'runner-token'), 'utf8').trim();
+});
+after(async () => {
+  runner.process.kill('SIGTERM');
+  await runner.exited;
+});
+
+describe('a hook-runner over TLS', () => {
+  it('answers a client that trusts its certificate, and no other', async () => {
+    const trusting = new HookRunnerClient(address, token, { tlsCa: readFileSync(own.cert), attempts: 1 });
+    const plain = new HookRunnerClient(address, token, { attempts: 1 });
+    const stranger = new HookRunnerClient(address, token, { tlsCa: readFileSync(other.cert), attempts: 1 });
+    try {
+      assert.equal((await trusting.health()).ok, true);
+      await assert.rejects(plain.health(), 'a plaintext client is not served');
+      await assert.rejects(stranger.health(), 'a client trusting another CA refuses the certificate');
+    } finally {
+      for (const client of [trusting, plain, stranger]) client.close();
+    }
+  });
+
+  it('serves a runtime started with --runner-ca: an upload compiles there and a simulation runs', async () => {
+    const rt = await startRuntime({ dataDir, args: ['--runner', address, '--runner-ca', own.cert] });
+    try {
+      const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-tls');
+      const uploaded = await upload(rt.url, '/organizations/acct-tls/custom-actions', key, { name: 'echo', file: await assembleWat('echo', ECHO_WAT) });
+      assert.equal(uploaded.status, 201, uploaded.text);
+      const id = (uploaded.body as { custom_action: { id: string } }).custom_action.id;
+      const simulated = await call(rt.url, 'POST', `/organizations/acct-tls/custom-actions/${id}/simulate`, { token: key, json: { payload: { n: 1 } } });
+      assert.equal(simulated.status, 200, simulated.text);
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('warns when it serves, or the runtime reaches it, beyond loopback without TLS', async () => {
+    const plaintext = spawnRunnerCommand(['--listen', '0.0.0.0:0', '--data-dir', tempDataDir()]);
+    const encrypted = spawnRunnerCommand(['--listen', '0.0.0.0:0', '--data-dir', tempDataDir(), '--tls-cert', own.cert, '--tls-key', own.key]);
+    try {
+      await Promise.all([plaintext.listening, encrypted.listening]);
+      assert.ok(plaintext.output.some((line) => /without TLS: the runner token and secret values cross the network unencrypted/.test(line)), plaintext.output.join('\n'));
+      assert.equal(encrypted.output.some((line) => line.includes('without TLS')), false, encrypted.output.join('\n'));
+    } finally {
+      for (const started of [plaintext, encrypted]) started.process.kill('SIGTERM');
+      await Promise.all([plaintext.exited, encrypted.exited]);
+    }
+    const warned = async (args: string[]): Promise<boolean> => {
+      const lines: string[] = [];
+      const config = loadRuntimeConfig(['--data-dir', tempDataDir(), ...args], {});
+      const connection = await connectRunner(config, createLogger('warn', (line) => void lines.push(line)));
+      await connection.close();
+      return lines.some((line) => line.includes('without TLS'));
+    };
+    assert.equal(await warned(['--runner', '10.255.255.1:7878']), true);
+    assert.equal(await warned(['--runner', '10.255.255.1:7878', '--runner-ca', own.cert]), false);
+    assert.equal(await warned(['--runner', '127.0.0.1:7878']), false, 'loopback stays on this machine');
+  });
+
+  it('refuses half the flags, a file holding no PEM, and --runner-ca for a runner it starts itself', async () => {
+    const half = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir(), '--tls-cert', own.cert]);
+    assert.equal(await half.exited, 2);
+    assert.match(half.output.join('\n'), /--tls-cert and --tls-key go together/);
+    const notPem = join(tempDataDir(), 'not.pem');
+    writeFileSync(notPem, 'hello');
+    const wrong = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir(), '--tls-cert', notPem, '--tls-key', own.key]);
+    assert.equal(await wrong.exited, 2);
+    assert.match(wrong.output.join('\n'), /The TLS certificate .*not\.pem holds no PEM block/);
+    assert.throws(() => loadRuntimeConfig(['--runner', 'child', '--runner-ca', own.cert], {}), /--runner-ca is for a runner reached at host:port/);
+    assert.throws(() => loadRuntimeConfig(['--runner', 'unix:/tmp/r.sock', '--runner-ca', own.cert], {}), /a unix socket, reached without TLS/);
+    await assert.rejects(startRuntime({ args: ['--runner', address, '--runner-ca', notPem] }), /--runner-ca .*not\.pem holds no PEM block/);
+  });
+});
