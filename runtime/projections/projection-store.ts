@@ -2,7 +2,10 @@
 // per step key, always inside the transaction that completes the step, so a retry never doubles a row.
 // Rows with a status are indexed by it too, so a status filter reads only the rows it lists;
 // appended rows are indexed by creation time too, for retention (appended-row-retention.ts); and
-// each org's rows are counted, for their cap (MAX_PROJECTION_ROWS_PER_ORG).
+// each org's rows are counted, for their cap (MAX_PROJECTION_ROWS_PER_ORG). Each row has a small
+// meta record (status, creation, revision): writing or removing a row never decodes its data (up
+// to 256 KiB of JSON, which may be tens of thousands of values: 1,000 of them decoded at once
+// took gigabytes of heap).
 
 import type { LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { JsonValue } from '../../actors/json.ts';
@@ -16,7 +19,7 @@ import { MAX_PAGE_BYTES, MAX_SCAN_PER_PAGE, textBytes } from '../ledger/page-by-
 
 /** The data format (data-format.ts) from which on rows with a status are indexed by it. */
 export const PROJECTION_STATUS_FORMAT = 5;
-/** The data format from which on appended rows are indexed by creation time and each org's rows counted. */
+/** The data format from which on appended rows are indexed by creation time, each org's rows counted and each row has its meta record. */
 export const PROJECTION_COUNT_FORMAT = 9;
 
 /** Rows one org may hold, over its projections and environments; a step that would add one more fails. */
@@ -66,7 +69,12 @@ type RowKey = [orgId: string, environment: string, name: string, entityType: str
 /** An appended row's retention entry: [createdAtMs, orgId, environment, name, entityId] -> null. */
 export type AppendedKey = [createdAtMs: number, orgId: string, environment: string, name: string, entityId: string];
 
-const appendedKey = ([orgId, environment, name, , entityId]: RowKey, createdAt: string): AppendedKey => [Date.parse(createdAt), orgId, environment, name, entityId];
+const appendedKey = ([orgId, environment, name, , entityId]: RowKey, createdAtMs: number): AppendedKey => [createdAtMs, orgId, environment, name, entityId];
+
+/** A row's meta record, under the row's key: what its writes and removal need of it. */
+type RowMeta = [status: string | null, createdAtMs: number, revision: number];
+
+const metaOf = (row: ProjectionRow): RowMeta => [row.status, Date.parse(row.created_at), row.revision];
 
 /** Where a step's row lives: under its entity, or appended under the step key. */
 const rowKey = (projection: ProjectionWrite, at: Pick<ProjectionSource, 'orgId' | 'environment' | 'runId' | 'stepId'>): RowKey =>
@@ -82,6 +90,8 @@ export class ProjectionStore {
   readonly #byStatus: LedgerTable;
   /** AppendedKey -> null */
   readonly #appended: LedgerTable;
+  /** [orgId, environment, name, entityType, entityId] -> RowMeta */
+  readonly #meta: LedgerTable;
   /** [orgId] -> how many rows the org holds */
   readonly #counts: LedgerTable;
   /** Rows one org may hold (MAX_PROJECTION_ROWS_PER_ORG unless a test sets a smaller one). */
@@ -93,6 +103,7 @@ export class ProjectionStore {
     this.#rows = ledger.openDatabase('projections');
     this.#byStatus = ledger.openDatabase('projections-by-status');
     this.#appended = ledger.openDatabase('projections-appended');
+    this.#meta = ledger.openDatabase('projections-meta');
     this.#counts = ledger.openDatabase('projection-counts');
   }
 
@@ -122,9 +133,8 @@ export class ProjectionStore {
   /** Removes one row with its index entries; returns whether there was one. Call inside a write transaction. */
   removeRow(orgId: string, environment: string, name: string, entityType: string, entityId: string): boolean {
     const key: RowKey = [orgId, environment, name, entityType, entityId];
-    const row = this.#rows.get(key) as ProjectionRow | undefined;
-    if (row === undefined) return false;
-    this.#remove(key, row);
+    if (!this.#rows.doesExist(key)) return false;
+    this.#remove(key);
     return true;
   }
 
@@ -138,21 +148,28 @@ export class ProjectionStore {
     const [createdAtMs, orgId, environment, name, entityId] = entry;
     this.#appended.remove(entry);
     const key: RowKey = [orgId, environment, name, APPENDED, entityId];
-    const row = this.#rows.get(key) as ProjectionRow | undefined;
-    if (row !== undefined && Date.parse(row.created_at) === createdAtMs) this.#remove(key, row);
+    if (this.#rows.doesExist(key) && this.#metaFor(key)[1] === createdAtMs) this.#remove(key);
   }
 
   /** Keys read first, then removed: a range read inside the transaction that writes to it is unspecified (ledger.ts). */
   #removeRange(prefix: string[], limit: number): number {
-    const entries = [...this.#rows.getRange({ start: prefix, end: [...prefix, '\uffff'], ...(Number.isFinite(limit) ? { limit } : {}) })];
-    for (const { key, value } of entries) this.#remove(key as RowKey, value as ProjectionRow);
-    return entries.length;
+    const keys = [...this.#rows.getKeys({ start: prefix, end: [...prefix, '\uffff'], ...(Number.isFinite(limit) ? { limit } : {}) })] as RowKey[];
+    for (const key of keys) this.#remove(key);
+    return keys.length;
   }
 
-  #remove(key: RowKey, row: ProjectionRow): void {
+  /** The row's meta record; a row without one (never, once PROJECTION_COUNT_FORMAT's upgrade ran) is read whole for it. */
+  #metaFor(key: RowKey): RowMeta {
+    return (this.#meta.get(key) as RowMeta | undefined) ?? metaOf(this.#rows.get(key) as ProjectionRow);
+  }
+
+  /** Removes a row that exists, with its meta record and index entries, from its org's count. */
+  #remove(key: RowKey): void {
+    const [status, createdAtMs] = this.#metaFor(key);
     this.#rows.remove(key);
-    if (row.status !== null) this.#byStatus.remove(statusKey(key, row.status));
-    if (row.entity_type === null) this.#appended.remove(appendedKey(key, row.created_at));
+    this.#meta.remove(key);
+    if (status !== null) this.#byStatus.remove(statusKey(key, status));
+    if (key[3] === APPENDED) this.#appended.remove(appendedKey(key, createdAtMs));
     this.#addToCount(key[0], -1);
   }
 
@@ -169,12 +186,14 @@ export class ProjectionStore {
    */
   async countRows(passSize = 1000): Promise<number> {
     const counts = new Map<string, number>();
-    const read = await passesOverTable(this.#root, this.#rows, passSize, (key, value) => {
+    const read = await passesOverTable(this.#root, this.#rows, passSize, (key, value): [RowKey, RowMeta] => {
       const rowKeyRead = key as RowKey;
       counts.set(rowKeyRead[0], (counts.get(rowKeyRead[0]) ?? 0) + 1);
-      const row = value as ProjectionRow;
-      return row.entity_type === null ? appendedKey(rowKeyRead, row.created_at) : undefined;
-    }, (entry) => this.#appended.put(entry, null));
+      return [rowKeyRead, metaOf(value as ProjectionRow)];
+    }, ([rowKeyRead, meta]) => {
+      this.#meta.put(rowKeyRead, meta);
+      if (rowKeyRead[3] === APPENDED) this.#appended.put(appendedKey(rowKeyRead, meta[1]), null);
+    });
     if (counts.size > 0) await durably(this.#root, this.#root.transaction(() => counts.forEach((count, orgId) => this.#counts.put(orgId, count))));
     return read;
   }
@@ -194,7 +213,7 @@ export class ProjectionStore {
   /** Upserts (entity) or appends (step key) one row. Call inside the step-completing transaction. */
   write(projection: ProjectionWrite, source: ProjectionSource): ProjectionRow {
     const key = rowKey(projection, source);
-    const previous = this.#rows.get(key) as ProjectionRow | undefined;
+    const previous = this.#rows.doesExist(key) ? this.#metaFor(key) : undefined;
     const now = new Date(source.at).toISOString();
     const row: ProjectionRow = {
       name: projection.name,
@@ -204,20 +223,22 @@ export class ProjectionStore {
       title: projection.title,
       status: projection.status,
       data: projection.data,
-      revision: (previous?.revision ?? 0) + 1,
+      revision: (previous?.[2] ?? 0) + 1,
       run_id: source.runId,
       step_id: source.stepId,
       event_id: source.eventId,
-      created_at: previous?.created_at ?? now,
+      created_at: previous === undefined ? now : new Date(previous[1]).toISOString(),
       updated_at: now,
     };
     this.#rows.put(key, row);
+    this.#meta.put(key, metaOf(row));
     if (previous === undefined) {
       this.#addToCount(source.orgId, 1);
-      if (row.entity_type === null) this.#appended.put(appendedKey(key, row.created_at), null);
+      if (row.entity_type === null) this.#appended.put(appendedKey(key, source.at), null);
     }
-    if (previous?.status !== row.status) {
-      if (previous !== undefined && previous.status !== null) this.#byStatus.remove(statusKey(key, previous.status));
+    const previousStatus = previous?.[0] ?? null;
+    if (previous === undefined || previousStatus !== row.status) {
+      if (previousStatus !== null) this.#byStatus.remove(statusKey(key, previousStatus));
       if (row.status !== null) this.#byStatus.put(statusKey(key, row.status), null);
     }
     return row;

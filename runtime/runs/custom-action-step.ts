@@ -151,7 +151,7 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
     if (rowLimit !== undefined) {
       return fail(
         'projection_row_limit_reached',
-        `The organization holds ${rowLimit.toLocaleString('en-US')} projection rows, its limit, and this output would add one; delete rows it no longer needs (DELETE /organizations/:org/projections/:name, or one row of it), then resume the run.`,
+        `The organization has reached its limit of ${rowLimit.toLocaleString('en-US')} projection rows, and this output would add one; delete rows it no longer needs (DELETE /organizations/:org/projections/:name, or one row of it), then resume the run.`,
         false,
         evidence,
       );

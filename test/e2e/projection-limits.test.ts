@@ -59,7 +59,7 @@ test('rows stop at the cap; an update still passes; deleting makes room and the 
   const refused = await finishedRun('audit.logged', 'e4');
   assert.equal(refused.state, 'failed');
   assert.equal(refused.error?.code, 'projection_row_limit_reached');
-  assert.match(refused.error?.message ?? '', /holds 3 projection rows, its limit/);
+  assert.match(refused.error?.message ?? '', /has reached its limit of 3 projection rows/);
   const audit = await call(rt.url, 'GET', `/organizations/${ORG}/projections/audit`, { token: key });
   assert.equal(audit.body.rows.length, 2, 'the refused step wrote no row');
 

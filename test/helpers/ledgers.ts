@@ -38,3 +38,29 @@ export const LEDGER_KINDS: readonly LedgerKind[] = [
     },
   },
 ];
+
+/**
+ * `ledger` as seen through a counter of the values read from its table `name` (by key or by range;
+ * key-only reads are not counted): `reads()` says how many so far.
+ */
+export function countingValueReads(ledger: Ledger, name: string): { readonly ledger: Ledger; readonly reads: () => number } {
+  let reads = 0;
+  const open = ledger.openDatabase.bind(ledger);
+  const counting: Ledger = Object.create(ledger, {
+    openDatabase: {
+      value: (opened: string) => {
+        const table = open(opened);
+        if (opened !== name) return table;
+        return new Proxy(table, {
+          get: (target, property) => {
+            if (property === 'get') return (key: never) => (reads++, target.get(key));
+            if (property === 'getRange') return function* (range: never) { for (const entry of target.getRange(range)) { reads++; yield entry; } };
+            const value = Reflect.get(target, property);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    },
+  });
+  return { ledger: counting, reads: () => reads };
+}

@@ -10,9 +10,11 @@ import { ManualClock } from '../../runtime/clock.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { InputError } from '../../runtime/errors.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, DiskSpaceLowError, statfsProbe } from '../../hook-runner/disk-floor.ts';
+import { durably } from '../../runtime/ledger/durable-write.ts';
 import { flooredLedger } from '../../runtime/ledger/floored-ledger.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { createLogger } from '../../runtime/log.ts';
+import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
 import { upload } from '../actions/action-fixtures.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
@@ -171,6 +173,27 @@ test('a sandbox reset refused below the floor removes nothing and leaves the san
   live.close();
   device.close(1000);
   await device.closed;
+});
+
+test('projection deletes refused below the floor remove nothing and say so; above it they go through', async () => {
+  const projections = new ProjectionStore(rt.runtime.ledger);
+  await durably(rt.runtime.ledger.root, rt.runtime.ledger.root.transaction(() => {
+    for (let i = 0; i < 3; i++) projections.write({ name: 'scores', entity: { type: 'order', id: `o${i}` }, title: null, status: null, data: {} }, { orgId: ORG, environment: 'production', runId: `run_${i}`, stepId: 's', eventId: `evt_${i}`, at: clock.now() });
+  }));
+  await setFree(100 * MIB);
+  try {
+    const all = await call(rt.url, 'DELETE', `/organizations/${ORG}/projections/scores`, { token: key });
+    assert.deepEqual([all.status, all.body.error?.code, all.headers.get('retry-after')], [503, 'write_failed', '5']);
+    assert.match(all.body.error.message, /could not all be deleted: a write failed \(the disk may be full\)\. Nothing was removed; send the DELETE again later/);
+    const one = await call(rt.url, 'DELETE', `/organizations/${ORG}/projections/scores/order/o1`, { token: key });
+    assert.deepEqual([one.status, one.body.error?.code], [503, 'write_failed']);
+    assert.equal(projections.rowCount(ORG), 3);
+  } finally {
+    await setFree(10_000 * MIB);
+  }
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/projections/scores/order/o1`, { token: key })).status, 204);
+  assert.deepEqual((await call(rt.url, 'DELETE', `/organizations/${ORG}/projections/scores`, { token: key })).body, { removed: 2 });
+  assert.equal(projections.rowCount(ORG), 0);
 });
 
 test('schedule ticks that fall due below the floor are each sent once space is back, oldest first', async () => {

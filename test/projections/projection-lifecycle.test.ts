@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pruneAppendedRows } from '../../runtime/projections/appended-row-retention.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
-import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+import { countingValueReads, LEDGER_KINDS } from '../helpers/ledgers.ts';
 
 const T0 = Date.UTC(2026, 10, 1);
 const DAY = 86_400_000;
@@ -74,6 +74,33 @@ for (const kind of LEDGER_KINDS) {
         assert.deepEqual(seen, sorted);
         assert.deepEqual(store.names('org_n', 'sandbox', { limit: 50 }).names, ['zz']);
         assert.equal(store.names('org_n', 'production', { limit: 6 }).next, null, 'a page full exactly at the end ends the list');
+      } finally {
+        await close();
+      }
+    });
+
+    test('writing, updating, deleting and pruning rows never decodes a row (its data may be 256 KiB of tiny values)', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const counted = countingValueReads(ledger, 'projections');
+        const store = new ProjectionStore(counted.ledger);
+        const many = Array.from({ length: 2_000 }, () => ({}));
+        await ledger.root.transaction(() => {
+          for (let i = 0; i < 20; i++) store.write({ ...entity('big', `o${i}`), data: many }, at('org_x', i, T0));
+          for (let i = 0; i < 20; i++) store.write({ ...entity('big', `o${i}`, 'closed'), data: many }, at('org_x', i, T0 + 1));
+          for (let i = 0; i < 20; i++) store.write({ ...appended('log', 'seen'), data: many }, at('org_x', i, T0));
+          for (let i = 0; i < 20; i++) store.write({ ...entity('kept', `o${i}`), data: many }, at('org_x', i, T0, 'sandbox'));
+        });
+        assert.equal(store.get('org_x', 'production', 'big', 'order', 'o3')?.revision, 2, 'an update counts its revision');
+        assert.equal(store.get('org_x', 'production', 'big', 'order', 'o3')?.created_at, new Date(T0).toISOString(), 'and keeps its creation');
+        const before = counted.reads();
+        await ledger.root.transaction(() => store.removeRow('org_x', 'production', 'big', 'order', 'o0'));
+        await ledger.root.transaction(() => store.removeProjection('org_x', 'production', 'big', 1000));
+        assert.equal(await pruneAppendedRows(ledger.root, store, T0 + 2 * DAY, DAY), 20);
+        assert.equal(await ledger.root.transaction(() => store.removeEnvironment('org_x', 'sandbox', 1000)), 20);
+        assert.equal(counted.reads() - before, 0, 'no row was read to remove it');
+        assert.equal(store.rowCount('org_x'), 0);
+        assert.deepEqual(store.list('org_x', 'production', 'big', { status: 'closed', limit: 10 }).rows, []);
       } finally {
         await close();
       }
