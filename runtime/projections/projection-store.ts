@@ -227,7 +227,7 @@ export class ProjectionStore {
       run_id: source.runId,
       step_id: source.stepId,
       event_id: source.eventId,
-      created_at: previous === undefined ? now : new Date(previous[1]).toISOString(),
+      created_at: previous === undefined || !Number.isFinite(previous[1]) ? now : new Date(previous[1]).toISOString(),
       updated_at: now,
     };
     this.#rows.put(key, row);

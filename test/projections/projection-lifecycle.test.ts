@@ -178,6 +178,11 @@ for (const kind of LEDGER_KINDS) {
         assert.equal(store.rowCount('org_u'), 6, 'idempotent: counted once');
         assert.equal(await pruneAppendedRows(ledger.root, store, T0 + 2.5 * DAY, DAY), 2, 'its appended rows are pruned like new ones');
         assert.equal(store.rowCount('org_u'), 4);
+        // A row whose creation time cannot be read (hand-made, say) is still updated, from the write's time.
+        await ledger.root.transaction(() => rowsTable.put(['org_w', 'production', 'log', 'order', 'bad'], { ...older('order', 'bad', T0), created_at: 'x' }));
+        await store.countRows();
+        const updated = await ledger.root.transaction(() => store.write(entity('log', 'bad'), at('org_w', 1, T0 + DAY)));
+        assert.deepEqual([updated.revision, updated.created_at], [2, new Date(T0 + DAY).toISOString()]);
       } finally {
         await close();
       }
