@@ -19,6 +19,11 @@ interface Entry {
   readonly bytes: number;
   /** The org whose upload or call compiled it (an org sending the same bytes shares it). */
   readonly tenant: string;
+  /**
+   * Compiled under an upload's rules (a name past its cap refused), not as stored bytes sent back or
+   * compiled again (such names left out): an upload of the same bytes is then answered from here.
+   */
+  readonly asUpload: boolean;
 }
 
 interface Held {
@@ -52,9 +57,14 @@ export class CompiledCache {
     return this.#cache.has(digest);
   }
 
-  /** Keeps `compiled` (`bytes`: its module's size), for `tenant`, making room as the header says. */
-  set(digest: ModuleDigest, compiled: CompiledModule, bytes: number, tenant: string): void {
-    const entry = { compiled, bytes: Math.max(1, bytes), tenant };
+  /** Whether the module is kept as compiled under an upload's rules (Entry.asUpload). */
+  hasAsUpload(digest: ModuleDigest): boolean {
+    return this.#cache.peek(digest)?.asUpload === true;
+  }
+
+  /** Keeps `compiled` (`bytes`: its module's size), for `tenant`, making room as the header says; `asUpload`: see Entry. */
+  set(digest: ModuleDigest, compiled: CompiledModule, bytes: number, tenant: string, asUpload = false): void {
+    const entry = { compiled, bytes: Math.max(1, bytes), tenant, asUpload };
     this.#cache.delete(digest);
     this.#makeRoomWithin(tenant, entry.bytes);
     this.#cache.set(digest, entry);

@@ -74,11 +74,14 @@ export class ModuleRegistry {
    */
   async compile(bytes: Uint8Array, gaveUp: GaveUp = () => false, turn: CompileTurn = {}, assertWritable: () => void = () => undefined): Promise<ModuleDigest> {
     const digest = digestOf(bytes);
-    if (!this.#cache.has(digest)) {
-      const compiled = this.#joinOrStart(turn.first === true ? this.#restoring : this.#compiling, digest, gaveUp, (callers) =>
-        this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes, turn.first ?? false), turn.first ?? false, turn.tenant ?? ''),
+    const restore = turn.first === true;
+    // An upload is checked under its own rules even when the same bytes were compiled as a restore
+    // or a recompile (names past their caps left out): those would let it through unchecked.
+    if (restore ? !this.#cache.has(digest) : !this.#cache.hasAsUpload(digest)) {
+      const compiled = this.#joinOrStart(restore ? this.#restoring : this.#compiling, digest, gaveUp, (callers) =>
+        this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes, restore), restore, turn.tenant ?? ''),
       );
-      this.#cache.set(digest, await compiled, bytes.length, turn.tenant ?? '');
+      this.#cache.set(digest, await compiled, bytes.length, turn.tenant ?? '', !restore);
     }
     if (!this.#holdsIntact(digest)) {
       // Missing, or damaged (its bytes no longer hash to the digest: #load refuses them as

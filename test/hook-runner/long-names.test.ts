@@ -78,6 +78,24 @@ describe('long names in a module', () => {
     await expectUnnamedTrap();
   });
 
+  it('refuses an upload of bytes compiled before as a restore or a recompile (names left out), whichever org sent them', async () => {
+    const refusedUpload = async (bytes: Uint8Array, org: string): Promise<void> => {
+      await assert.rejects(runner.client.compile(bytes, org), (error: Error & { code?: unknown }) => error.code === 'exceeds_sandbox_limits');
+    };
+    const restored = await recursionNamed('C'.repeat(SANDBOX_LIMITS.maxNameBytes + 3));
+    const digest = await runner.client.compile(restored, 'org_restorer', true);
+    await refusedUpload(restored, 'org_uploader');
+    await refusedUpload(restored, 'org_restorer');
+    // Compiled again from the store after a restart, for an invoke: still not an upload's check.
+    await runner.restart();
+    assert.equal((await runner.client.invoke(invocation(digest, { orgId: 'org_restorer' }))).outcome.kind, 'trap');
+    await refusedUpload(restored, 'org_uploader');
+    // A module within the caps compiled as a restore is uploaded as ever.
+    const fine = await recursionNamed('short');
+    const fineDigest = await runner.client.compile(fine, 'org_restorer', true);
+    assert.equal(await runner.client.compile(fine, 'org_uploader'), fineDigest);
+  });
+
   it('answers an upload and a restore of the same bytes sent at once each by its own rule: the upload refused, the restore compiled', async () => {
     const bytes = await recursionNamed('B'.repeat(SANDBOX_LIMITS.maxNameBytes + 7));
     const [upload, restore] = await Promise.allSettled([runner.client.compile(bytes, 'org_names'), runner.client.compile(bytes, 'org_names', true)]);
