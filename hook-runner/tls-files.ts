@@ -12,11 +12,15 @@ export function readPem(path: string, label: RegExp, what: string, refuse: (mess
   } catch (error) {
     throw refuse(`${what} ${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}.`);
   }
-  if (!label.test(bytes.toString('latin1'))) throw refuse(`${what} ${path} holds no PEM block (-----BEGIN …-----).`);
+  const text = bytes.toString('latin1');
+  if (ENCRYPTED_KEY_PEM.test(text)) throw refuse(`${what} ${path} is encrypted with a passphrase; give the key unencrypted (openssl pkey -in it -out another file), readable only by the runner's user.`);
+  if (!label.test(text)) throw refuse(`${what} ${path} holds no PEM block (-----BEGIN …-----).`);
   return bytes;
 }
 
 /** A certificate block. */
 export const CERTIFICATE_PEM = /-----BEGIN CERTIFICATE-----/;
+/** A key block sealed with a passphrase, which the runner cannot open unattended. */
+const ENCRYPTED_KEY_PEM = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/;
 /** A private key block (PKCS#8, RSA or EC). */
 export const PRIVATE_KEY_PEM = /-----BEGIN (?:RSA |EC )?PRIVATE KEY-----/;

@@ -22,6 +22,8 @@ export interface HookRunnerClientOptions {
   readonly onTokenRefused?: () => void;
   /** Reach the runner over TLS, checking its certificate against this CA (PEM); default plaintext. */
   readonly tlsCa?: Buffer;
+  /** Told each time a call fails in the TLS handshake, with grpc-js's reason (an operator's fault to log). */
+  readonly onTlsFailed?: (details: string) => void;
 }
 
 export interface InvokeInput {
@@ -65,8 +67,12 @@ export function unreachableReason(error: unknown): string {
   if (!isServiceError(error)) return error instanceof Error ? error.message : String(error);
   // The runner's own answer (its code rides in metadata: a sandbox that cannot run) says what is wrong.
   if ((error.metadata?.get(SLUICE_CODE_METADATA_KEY) ?? []).length > 0) return error.details;
+  if (failedTls(error)) return 'its TLS certificate was not accepted, or it does not serve TLS (the runtime logs why)';
   return neverSent(error) ? 'no connection to it could be made' : 'the connection to it failed during the call';
 }
+
+/** Whether a call failed in the TLS handshake: a certificate the runtime's --runner-ca does not vouch for, or a runner without TLS. */
+export const failedTls = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && /certificate|ssl|tls|handshake/i.test(error.details);
 
 /** What runs a custom action: the client itself, or one that restores a lost module first (actions/module-restore.ts). */
 export type ActionInvoker = Pick<HookRunnerClient, 'invoke'>;
@@ -210,6 +216,7 @@ export class HookRunnerClient {
           // Cancelled by its signal: a call that got to the runner may have run there.
           if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun || (connectedAtCancel && !neverSent(error)));
           if (refusesToken(error)) this.#options.onTokenRefused?.();
+          if (failedTls(error)) this.#options.onTlsFailed?.(error.details);
           // A runner that refuses (its disk below its floor) after an earlier attempt of this call was
           // lost on the way may have run that one: the caller must not take it as never sent.
           if (answeredDiskFull(error) && mayHaveRun) throw unavailable(`The hook-runner may have taken an earlier attempt of this call (${method}), then refused it: ${error.details}`, error, true);

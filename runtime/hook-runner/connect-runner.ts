@@ -28,24 +28,36 @@ function isLoopbackTarget(address: string): boolean {
   }
 }
 
-/** The shortest time between two logged token refusals: every call and scrape meets one. */
-const TOKEN_REFUSED_LOG_INTERVAL_MS = 60_000;
+/** The shortest time between two lines of one kind of runner fault: every call and scrape meets one. */
+const FAULT_LOG_INTERVAL_MS = 60_000;
 
-/** Logs a refused runner token at once, then at most once a minute while it goes on. */
-function tokenRefusalLog(logger: Logger, dataDir: string): () => void {
+/** `log` at once, then at most once a minute while it goes on. */
+function atMostOnceAMinute<A extends unknown[]>(log: (...args: A) => void): (...args: A) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;
-  return () => {
+  return (...args) => {
     const now = Date.now();
-    if (now - loggedAt < TOKEN_REFUSED_LOG_INTERVAL_MS) return;
+    if (now - loggedAt < FAULT_LOG_INTERVAL_MS) return;
     loggedAt = now;
-    logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir });
+    log(...args);
+  };
+}
+
+/** The runtime's lines for a runner that refuses its token, or whose TLS handshake fails. */
+function faultLogs(logger: Logger, dataDir: string, runner: string): { onTokenRefused: () => void; onTlsFailed: (details: string) => void } {
+  return {
+    onTokenRefused: atMostOnceAMinute(() =>
+      logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir }),
+    ),
+    onTlsFailed: atMostOnceAMinute((details: string) =>
+      logger.warn('the TLS handshake with the hook-runner failed: its certificate must be signed by --runner-ca and name the host of --runner, and it must serve TLS (--tls-cert, --tls-key)', { runner, reason: details }),
+    ),
   };
 }
 
 export async function connectRunner(config: RuntimeConfig, logger: Logger, stopStarting?: AbortSignal): Promise<RunnerConnection> {
   if (config.runner === 'off') return { client: undefined, child: undefined, close: async () => undefined };
   const token = loadRunnerToken(config.runnerToken, config.dataDir);
-  const options = { onTokenRefused: tokenRefusalLog(logger, config.dataDir) };
+  const options = faultLogs(logger, config.dataDir, typeof config.runner === 'object' ? config.runner.address : 'child');
   if (config.runner !== 'child') {
     const { address, caFile } = config.runner;
     const tlsCa = caFile === undefined ? undefined : readPem(caFile, CERTIFICATE_PEM, '--runner-ca', (message) => new InputError(400, 'invalid_config', message));

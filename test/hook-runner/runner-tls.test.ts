@@ -54,7 +54,7 @@ describe('a hook-runner over TLS', () => {
     try {
       assert.equal((await trusting.health()).ok, true);
       await assert.rejects(plain.health(), 'a plaintext client is not served');
-      await assert.rejects(stranger.health(), 'a client trusting another CA refuses the certificate');
+      await assert.rejects(stranger.health(), (error: Error) => /its TLS certificate was not accepted/.test(error.message), 'a client trusting another CA refuses the certificate, and says so');
     } finally {
       for (const client of [trusting, plain, stranger]) client.close();
     }
@@ -95,6 +95,16 @@ describe('a hook-runner over TLS', () => {
     assert.equal(await warned(['--runner', '10.255.255.1:7878']), true);
     assert.equal(await warned(['--runner', '10.255.255.1:7878', '--runner-ca', own.cert]), false);
     assert.equal(await warned(['--runner', '127.0.0.1:7878']), false, 'loopback stays on this machine');
+
+    // A certificate --runner-ca does not vouch for: the runtime logs why the handshake failed.
+    const lines: string[] = [];
+    const distrusting = await connectRunner(loadRuntimeConfig(['--data-dir', dataDir, '--runner', address, '--runner-ca', other.cert], {}), createLogger('warn', (line) => void lines.push(line)));
+    try {
+      await assert.rejects(distrusting.client?.health() ?? assert.fail('no client'), /TLS certificate was not accepted/);
+      assert.ok(lines.some((line) => line.includes('the TLS handshake with the hook-runner failed') && /certificate/i.test(JSON.parse(line).reason)), lines.join('\n'));
+    } finally {
+      await distrusting.close();
+    }
   });
 
   it('refuses half the flags, a file holding no PEM, and --runner-ca for a runner it starts itself', async () => {
@@ -106,6 +116,11 @@ describe('a hook-runner over TLS', () => {
     const wrong = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir(), '--tls-cert', notPem, '--tls-key', own.key]);
     assert.equal(await wrong.exited, 2);
     assert.match(wrong.output.join('\n'), /The TLS certificate .*not\.pem holds no PEM block/);
+    const sealed = join(tempDataDir(), 'sealed.key');
+    execFileSync('openssl', ['pkcs8', '-topk8', '-in', own.key, '-out', sealed, '-passout', 'pass:secret'], { stdio: 'ignore' });
+    const encrypted = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir(), '--tls-cert', own.cert, '--tls-key', sealed]);
+    assert.equal(await encrypted.exited, 2);
+    assert.match(encrypted.output.join('\n'), /The TLS key .*sealed\.key is encrypted with a passphrase; give the key unencrypted/);
     assert.throws(() => loadRuntimeConfig(['--runner', 'child', '--runner-ca', own.cert], {}), /--runner-ca is for a runner reached at host:port/);
     assert.throws(() => loadRuntimeConfig(['--runner', 'unix:/tmp/r.sock', '--runner-ca', own.cert], {}), /a unix socket, reached without TLS/);
     await assert.rejects(startRuntime({ args: ['--runner', address, '--runner-ca', notPem] }), /--runner-ca .*not\.pem holds no PEM block/);
