@@ -172,6 +172,9 @@ function waitForStopSignal(): Promise<string> {
   });
 }
 
+/** A log entry as one line of output, a stack's lines joined by `\n`: the runtime logs its child's output line by line. */
+export const logLine = (entry: string): string => `${entry.replaceAll('\n', '\\n')}\n`;
+
 /**
  * grpc-js's own log lines go to `log` marked as its. A failed bind it logs before handing the error
  * to the server, which reports it in one line naming the address: that line is not repeated.
@@ -217,7 +220,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
     return;
   }
   if (!flags.dataDirFlag) refuseStoreLeftBehind(flags.dataDir);
-  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  const log = (line: string): void => void process.stderr.write(logLine(line));
   routeGrpcLog(log);
   // A full disk fails the calls that write, not the runner (lmdb-commit-failure.ts).
   // One line, then at most one every 10 s: a failing disk fails every write.

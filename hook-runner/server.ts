@@ -98,7 +98,7 @@ type UnaryHandler<M extends HookRunnerMethodName> = handleUnaryCall<HookRunnerMe
 function createImplementation(handlers: HookRunnerHandlers, log: (line: string) => void): UntypedServiceImplementation {
   // A failed sync fails every call waiting on it: one line, then at most one every 10 s.
   const unconfirmed = throttledStrays<{ method: string; error: UnconfirmedFlushError }>(({ method, error }, heldBack) =>
-    log(`hook-runner: ${method}: ${error.message}${heldBackNote(heldBack)}`),
+    log(`hook-runner: error: ${method}: ${error.message}${heldBackNote(heldBack)}`),
   );
   // The token was checked before the message was read (refuseWithoutToken).
   const unary = <M extends HookRunnerMethodName>(method: M): UnaryHandler<M> => (call, callback) => {
@@ -177,7 +177,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   let disk: DiskFloor | undefined;
   let modules: ModuleRegistry | undefined;
   let server: Server | undefined;
-  const pruning = new RecordPruning(options.pruneRecords ?? pruneRunnerRecords, (error) => log(`pruning old invocation records failed: ${describe(error)}`));
+  const pruning = new RecordPruning(options.pruneRecords ?? pruneRunnerRecords, (error) => log(`hook-runner: error: pruning old invocation records failed: ${describe(error)}`));
   try {
     // Before this release's first write (the key rotation below); after its upgrades, once a layout has any.
     await stampRunnerStoreFormat(store);

@@ -10,8 +10,11 @@ import type { Logger } from '../log.ts';
 import { createHookRunnerChild, type HookRunnerChild } from './child.ts';
 import { HookRunnerClient } from './client.ts';
 
-/** Runner lines an operator must see at the default level: warnings, crashes, the key-rotation result. */
-const NOTEWORTHY_RUNNER_LINE = /warning:|failed unexpectedly|exited unexpectedly|will not be restarted|master key rotation|its floor|free space|a store commit failed/;
+/** Runner lines an operator must see at the default level: warnings, errors, crashes, the key-rotation result. */
+const NOTEWORTHY_RUNNER_LINE = /warning:|error:|failed unexpectedly|exited unexpectedly|will not be restarted|master key rotation|its floor|free space|a store commit failed/;
+
+/** The level a line of the child runner's output is logged at: warn for what an operator must see (NOTEWORTHY_RUNNER_LINE), else debug. */
+export const runnerLineLevel = (line: string): 'warn' | 'debug' => (NOTEWORTHY_RUNNER_LINE.test(line) ? 'warn' : 'debug');
 
 export interface RunnerConnection {
   readonly client: HookRunnerClient | undefined;
@@ -73,7 +76,7 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger, stopS
       },
     };
   }
-  const log = (line: string): void => (NOTEWORTHY_RUNNER_LINE.test(line) ? logger.warn : logger.debug)('hook-runner', { line });
+  const log = (line: string): void => logger[runnerLineLevel(line)]('hook-runner', { line });
   const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log, minFreeDiskMib: config.minFreeDiskMib }, stopStarting);
   const client = new HookRunnerClient(() => child.address(), token, options);
   return {

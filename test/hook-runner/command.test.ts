@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
-import { parseCompileLimits, parseHookRunnerFlags } from '../../hook-runner/command.ts';
+import { logLine, parseCompileLimits, parseHookRunnerFlags } from '../../hook-runner/command.ts';
 import { parseListenAddress } from '../../hook-runner/listen-address.ts';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { spawnRunnerCommand as spawnRunner, tempDataDir } from '../helpers/hook-runner.ts';
@@ -123,6 +123,10 @@ describe('flag and address parsing', () => {
     assert.deepEqual(parseHookRunnerFlags(['--tls-cert', '/tmp/c.pem', '--tls-key=/tmp/k.pem']).tls, { certFile: '/tmp/c.pem', keyFile: '/tmp/k.pem' });
     assert.deepEqual(parseHookRunnerFlags(['--tls-key', '/tmp/k.pem'], { SLUICE_RUNNER_TLS_CERT: '/tmp/env.pem' }).tls, { certFile: '/tmp/env.pem', keyFile: '/tmp/k.pem' });
     assert.throws(() => parseHookRunnerFlags(['--listen', 'unix:/tmp/r.sock', '--tls-cert', '/tmp/c.pem', '--tls-key', '/tmp/k.pem']), /a unix socket is reached only on this machine/);
+  });
+
+  it('writes each log entry as one line, a stack joined', () => {
+    assert.equal(logLine('hook-runner: error: x failed: Error: boom\n    at f (a.ts:1:1)\n  caused by: y'), 'hook-runner: error: x failed: Error: boom\\n    at f (a.ts:1:1)\\n  caused by: y\n');
   });
 
   it('reads the compile limits from the environment, refusing values out of range by name', () => {

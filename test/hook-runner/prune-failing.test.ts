@@ -12,6 +12,7 @@ import { createHookRunnerServer } from '../../hook-runner/server.ts';
 import { loadRunnerToken } from '../../hook-runner/runner-token.ts';
 import { openRunnerStore } from '../../hook-runner/store.ts';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+import { runnerLineLevel } from '../../runtime/hook-runner/connect-runner.ts';
 import { call } from '../helpers/http.ts';
 import { newMasterKey, tempDataDir, waitFor } from '../helpers/hook-runner.ts';
 import { startRuntime } from '../helpers/runtime.ts';
@@ -28,7 +29,10 @@ test("a failed prune shows in the runner's Health and log and in the runtime's /
   const rt = await startRuntime({ dataDir, args: ['--runner', server.address] });
   try {
     await waitFor(() => lines.some((line) => line.includes('pruning old invocation records failed')), 'the failure to be logged');
-    assert.ok(lines.some((line) => line.includes('MDB_PROBLEM: injected prune failure')), lines.join('\n'));
+    const failure = lines.find((line) => line.includes('pruning old invocation records failed')) ?? '';
+    assert.ok(failure.includes('MDB_PROBLEM: injected prune failure'), lines.join('\n'));
+    // A runtime that started this runner as its child logs the line at warn, seen at the default level.
+    assert.equal(runnerLineLevel(failure), 'warn', failure);
     const health = await client.health();
     assert.deepEqual([health.ok, health.pruneFailing], [true, true]);
     const metrics = (await call(rt.url, 'GET', '/metrics')).text;
