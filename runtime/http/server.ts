@@ -6,6 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { ConflictError, InputError, RetryableError, retryAfterHeader, SluiceError } from '../errors.ts';
+import { throttledStrays } from '../../hook-runner/lmdb-commit-failure.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
@@ -63,6 +64,13 @@ export class HttpServer {
   readonly #bodyBudget: BodyBudget;
   readonly #bodyTimeoutMs: number;
   readonly #stopBodyGraceMs: number;
+  /**
+   * An error no handler expected is a bug: logged with its route, one line per 10 s with how many
+   * were held back (one per request would let any client that finds one flood the log).
+   */
+  readonly #unhandled = throttledStrays<{ readonly route: string; readonly error: string }>((fields, heldBack) =>
+    this.#logger.error('unhandled error in request handler', { ...fields, ...(heldBack > 0 ? { held_back: heldBack } : {}) }),
+  );
   /** The body reads under way, each by the function that cuts it off. */
   readonly #bodyReads = new Set<(error: Error) => void>();
 
@@ -228,7 +236,7 @@ export class HttpServer {
       if (reads && route.query === undefined) query.assertAllAsked();
       return reply;
     };
-    run().then(finish, (error: unknown) => finish(this.#errorReply(error)));
+    run().then(finish, (error: unknown) => finish(this.#errorReply(error, metricName)));
   }
 
   /** The reply with its body serialized; a reply that cannot be serialized becomes a 500, never a thrown error. */
@@ -241,7 +249,8 @@ export class HttpServer {
     }
   }
 
-  #errorReply(error: unknown): HttpReply {
+  /** The answer to a request that failed with `error`; `route` names it in the log line of an unexpected error. */
+  #errorReply(error: unknown, route = 'unmatched'): HttpReply {
     if (error instanceof ConflictError) {
       const body = error.toBody();
       return { status: 409, json: { error: { ...body.error, ...error.details } } };
@@ -265,7 +274,7 @@ export class HttpServer {
       this.#logger.debug(`a request failed: its write ${failedWrite.code === 'write_unconfirmed' ? 'could not be confirmed on disk' : 'could not be committed'}`, { error: (error as Error).message });
       return this.#errorReply(failedWrite);
     }
-    this.#logger.error('unhandled error in request handler', { error: error instanceof Error ? error.message : String(error) });
+    this.#unhandled({ route, error: error instanceof Error ? error.message : String(error) });
     return INTERNAL_ERROR;
   }
 }

@@ -329,6 +329,31 @@ test('a body still arriving when the stop is 5 s old is cut off with 503 stoppin
   }
 });
 
+test('an unexpected error is a 500 in the error shape, logged with its route once per 10 s with how many were held back', async () => {
+  const lines: string[] = [];
+  // Before the server is made: it reads the clock it was made with.
+  mock.timers.enable({ apis: ['Date'], now: Date.UTC(2026, 11, 4) });
+  const failing = new HttpServer({ logger: createLogger('error', (line) => void lines.push(line)), metrics: createRuntimeMetrics() });
+  failing.addRoutes({ method: 'GET', pattern: '/broken/:id', handler: () => { throw new Error('a bug'); } });
+  const port = await failing.listen('127.0.0.1', 0);
+  try {
+    for (let i = 0; i < 3; i++) {
+      const answer = await fetch(`http://127.0.0.1:${port}/broken/${i}`);
+      assert.equal(answer.status, 500);
+      assert.deepEqual(await answer.json(), { error: { code: 'internal_error', message: 'An internal error occurred.' } });
+    }
+    const logged = () => lines.map((line) => JSON.parse(line) as { message: string; route?: string; error?: string; held_back?: number }).filter((line) => line.message === 'unhandled error in request handler');
+    assert.deepEqual(logged().map(({ route, error, held_back }) => ({ route, error, held_back })), [{ route: '/broken/:id', error: 'a bug', held_back: undefined }]);
+    mock.timers.tick(10_000);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/broken/9`)).status, 500);
+    assert.equal(logged().length, 2);
+    assert.equal(logged()[1]?.held_back, 2, 'the two held back are counted');
+  } finally {
+    mock.timers.reset();
+    await failing.close();
+  }
+});
+
 async function waitUntil(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   assert.ok(condition(), 'condition not met within 5 s');
