@@ -6,6 +6,10 @@ import { InputError } from '../errors.ts';
 /** An optional `Idempotency-Key` header: 1-255 printable ASCII characters, no spaces; else 400 invalid_idempotency_key. */
 export function parseIdempotencyKey(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
+  // Header lines sent twice reach the API joined by ", " (which no key holds: it has a space).
+  if (value.includes(', ')) {
+    throw new InputError(400, 'invalid_idempotency_key', 'The Idempotency-Key header was sent more than once; send it once.', { field: 'Idempotency-Key' });
+  }
   if (!/^[\x21-\x7e]{1,255}$/.test(value)) {
     throw new InputError(400, 'invalid_idempotency_key', 'The Idempotency-Key header must be 1-255 printable ASCII characters without spaces.', { field: 'Idempotency-Key' });
   }

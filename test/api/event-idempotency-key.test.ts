@@ -53,7 +53,7 @@ test('the key names the event; a retry with it is 409 duplicate_event, not a sec
   assert.equal((await storedIds()).length, 8);
 });
 
-test('a key the replay API refuses (a space, past 255 characters) is a 400 naming the header, and stores nothing', async () => {
+test('a key the replay API refuses (a space, past 255 characters, the header sent twice) is a 400 naming the header, and stores nothing', async () => {
   const before = await storedIds();
   for (const [header, code] of [
     ['has space', 'invalid_idempotency_key'],
@@ -64,5 +64,9 @@ test('a key the replay API refuses (a space, past 255 characters) is a 400 namin
     assert.equal(answer.body.error.code, code, header);
     assert.equal(answer.body.error.field, 'Idempotency-Key', header);
   }
+  // Two header lines reach the API joined; the answer says what happened, not "without spaces".
+  const twice = await send({}, 'k1, k1');
+  assert.deepEqual([twice.status, twice.body.error.code], [400, 'invalid_idempotency_key']);
+  assert.match(twice.body.error.message, /was sent more than once/);
   assert.deepEqual(await storedIds(), before);
 });
