@@ -242,6 +242,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
       restarts: child === undefined ? undefined : () => child.restarts,
     },
   });
+  // Aborted as the stop begins: long request work (a whole-projection delete) ends between its writes.
+  const stopping = new AbortController();
   server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations, schemaChecks: schemas.payloads, bodyReads: schemas.bodies }), liveUpgradeRequired, deviceUpgradeRequired);
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, (orgId) => {
@@ -268,7 +270,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
       },
     }),
     ...replayRoutes(context, inbox, workflows, quota),
-    ...projectionRoutes(context, projections),
+    ...projectionRoutes(context, projections, stopping.signal),
     ...customActionRoutes(context, actions, secretNames, runner.client, invoker),
   ]));
   let recovered: () => void = () => undefined;
@@ -356,6 +358,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     disk,
     close: () =>
       (closing ??= (async () => {
+        stopping.abort();
         await stopStaleCheck();
         await pruning.close();
         await ticker.close();

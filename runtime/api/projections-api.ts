@@ -7,6 +7,7 @@ import { json, noContent, type HttpRequest, type Route } from '../http/types.ts'
 import { UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
 import { isFailedWrite } from '../ledger/commit-failure-guard.ts';
 import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import { isEntityId, isEntityType, isProjectionName, isRowType, type ProjectionStore } from '../projections/projection-store.ts';
 import { characterCount } from '../validation/character-count.ts';
 import type { ApiContext } from './context.ts';
@@ -55,12 +56,16 @@ function rowAddress(request: HttpRequest): { name: string; type: string; id: str
 /**
  * Removes every row of one projection in one environment, DELETE_CHUNK per durable transaction,
  * until a chunk finds fewer (rows steps write meanwhile may be removed too, or stay); resolves with
- * how many. A write that fails part-way says what was removed: that stays removed.
+ * how many. A write that fails part-way says what was removed: that stays removed. So does a stop
+ * (`stopping` aborted), which ends it after the chunk under way: a million rows take seconds.
  */
-async function removeProjection(ctx: ApiContext, projections: ProjectionStore, orgId: string, environment: string, name: string): Promise<number> {
-  const { root } = ctx.ledger;
+export async function removeProjectionRows(ledger: Ledger, projections: ProjectionStore, orgId: string, environment: string, name: string, stopping?: AbortSignal): Promise<number> {
+  const { root } = ledger;
   let removed = 0;
   for (;;) {
+    if (removed > 0 && stopping?.aborted === true) {
+      throw new RetryableError('stopping', `Sluice is stopping: the projection's delete was cut short after ${removed} rows, which stay removed; send the DELETE again in a few seconds for the rest.`, 2000);
+    }
     let chunk;
     try {
       chunk = await durably(root, root.transaction(() => projections.removeProjection(orgId, environment, name, DELETE_CHUNK)));
@@ -76,7 +81,8 @@ async function removeProjection(ctx: ApiContext, projections: ProjectionStore, o
   }
 }
 
-export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore): Route[] {
+/** `stopping`: aborted when the runtime begins to stop (a whole-projection delete ends between chunks). */
+export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore, stopping?: AbortSignal): Route[] {
   const base = '/organizations/:org_id/projections/:name';
   return [
     {
@@ -97,7 +103,7 @@ export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore):
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const name = projectionName(request);
-        const removed = await removeProjection(ctx, projections, org.id, environmentOf(request, org), name);
+        const removed = await removeProjectionRows(ctx.ledger, projections, org.id, environmentOf(request, org), name, stopping);
         return json(200, { removed });
       },
     },

@@ -1,10 +1,12 @@
 // The life of projection rows on both ledgers: each org's rows are counted as they are written and
 // removed (one row, a whole projection, a sandbox reset); appended rows (no entity) are pruned once
 // the retention has passed since they were written, with their status entries, while rows with an
-// entity stay; and the boot upgrade counts and indexes rows an older release wrote.
+// entity stay; a whole projection's delete stops between chunks when the runtime stops; and the boot
+// upgrade counts and indexes rows an older release wrote.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { DELETE_CHUNK, removeProjectionRows } from '../../runtime/api/projections-api.ts';
 import { pruneAppendedRows } from '../../runtime/projections/appended-row-retention.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import { countingValueReads, LEDGER_KINDS } from '../helpers/ledgers.ts';
@@ -125,6 +127,27 @@ for (const kind of LEDGER_KINDS) {
         assert.deepEqual(store.list('org_c', 'production', 'risk', { status: 'open', limit: 10 }).rows, []);
         assert.equal(store.list('org_c', 'production', 'other', { limit: 10 }).rows.length, 1);
         assert.equal(store.rowCount('org_c'), 1);
+      } finally {
+        await close();
+      }
+    });
+
+    test("a whole projection's delete ends between chunks once the runtime stops, saying how many it removed", async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const store = new ProjectionStore(ledger);
+        await ledger.root.transaction(() => {
+          for (let i = 0; i < DELETE_CHUNK * 2 + 5; i++) store.write(entity('many', `o${i}`), at('org_s', i, T0));
+        });
+        const stopping = new AbortController();
+        stopping.abort();
+        await assert.rejects(removeProjectionRows(ledger, store, 'org_s', 'production', 'many', stopping.signal), (error: Error & { code?: string; status?: number }) => {
+          assert.deepEqual([error.status, error.code], [503, 'stopping']);
+          assert.match(error.message, new RegExp(`cut short after ${DELETE_CHUNK} rows, which stay removed`));
+          return true;
+        });
+        assert.equal(store.rowCount('org_s'), DELETE_CHUNK + 5);
+        assert.equal(await removeProjectionRows(ledger, store, 'org_s', 'production', 'many'), DELETE_CHUNK + 5, 'sent again, it removes the rest');
       } finally {
         await close();
       }
