@@ -18,6 +18,7 @@ import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_
 import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
+import { upgradeToken } from '../http/upgrade-token.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { namesSomething, Router } from '../http/router.ts';
@@ -125,13 +126,13 @@ export class LiveRooms {
         const rawOrgId = req.getParameter(0) ?? '';
         const query = new ReadQuery(req.getQuery() ?? '');
         const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
-        const token = query.get('token') ?? offered.find((p) => p !== LIVE_PROTOCOL);
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
-        const principal = token === undefined ? undefined : auth.principalForToken(token);
         let admitted: { principal: Principal; requested: Subscription };
         let orgId: string;
         try {
+          const token = upgradeToken(query.get('token'), offered, LIVE_PROTOCOL);
+          const principal = token === undefined ? undefined : auth.principalForToken(token);
           orgId = Router.decodeSegment(rawOrgId);
           if (this.#closed) throw new RetryableError('stopping', 'Sluice is stopping; connect again in a few seconds.', 2000);
           // Past the REST routes' parameter cap an org id names nothing (and would not fit a store key): 404 as unknown.

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { AccessError, InputError } from '../errors.ts';
 import type { Route } from '../http/types.ts';
 import { upgradeRequiredRoute } from '../http/upgrade-required.ts';
+import { upgradeToken } from '../http/upgrade-token.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { DeviceHead } from './device-record.ts';
@@ -32,8 +33,7 @@ export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefine
   if (upgrade.offered.length > 0 && !upgrade.offered.includes(DEVICE_PROTOCOL)) {
     throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${DEVICE_PROTOCOL} (the token may ride next to it).`);
   }
-  // An empty `?token=` (a client's template with nothing filled in) is no token: one beside the subprotocol counts.
-  const token = upgrade.queryToken === null || upgrade.queryToken === '' ? upgrade.offered.find((p) => p !== DEVICE_PROTOCOL) : upgrade.queryToken;
+  const token = upgradeToken(upgrade.queryToken, upgrade.offered, DEVICE_PROTOCOL);
   const current = org === undefined || device === undefined ? NO_DEVICE_HASH : device.token_hash;
   const matches = token !== undefined && constantTimeEqual(hashToken(token), current);
   if (!matches || org === undefined || device === undefined) {

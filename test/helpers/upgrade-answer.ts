@@ -11,8 +11,15 @@ export interface UpgradeRefusal {
   readonly message: string;
 }
 
-export function upgradeAnswer(url: string): Promise<UpgradeRefusal> {
-  const headers = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') };
+/** `protocols`: the Sec-WebSocket-Protocol entries to offer, if any. */
+export function upgradeAnswer(url: string, protocols: readonly string[] = []): Promise<UpgradeRefusal> {
+  const headers = {
+    connection: 'Upgrade',
+    upgrade: 'websocket',
+    'sec-websocket-version': '13',
+    'sec-websocket-key': randomBytes(16).toString('base64'),
+    ...(protocols.length === 0 ? {} : { 'sec-websocket-protocol': protocols.join(', ') }),
+  };
   return new Promise((resolve, reject) => {
     const request = get(url, { headers }, (response) => {
       let text = '';
