@@ -40,15 +40,15 @@ export const STRAY_LOG_INTERVAL_MS = 10_000;
 export const heldBackNote = (heldBack: number): string => (heldBack > 0 ? ` (${heldBack} more since the last line)` : '');
 
 /**
- * `emit` for the first value, then at most once per STRAY_LOG_INTERVAL_MS, told how many values were
- * held back since the last one it heard.
+ * `emit` for the first value, then at most once per `intervalMs` (STRAY_LOG_INTERVAL_MS unless
+ * given), told how many values were held back since the last one it heard.
  */
-export function throttledStrays<T>(emit: (value: T, heldBack: number) => void, now: () => number = Date.now): (value: T) => void {
+export function throttledStrays<T>(emit: (value: T, heldBack: number) => void, now: () => number = Date.now, intervalMs = STRAY_LOG_INTERVAL_MS): (value: T) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;
   let heldBack = 0;
   return (value) => {
     const at = now();
-    if (at - loggedAt < STRAY_LOG_INTERVAL_MS) {
+    if (at - loggedAt < intervalMs) {
       heldBack += 1;
       return;
     }

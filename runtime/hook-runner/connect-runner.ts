@@ -2,6 +2,7 @@
 // external address, or none. Returns the client and what must be stopped on shutdown.
 
 import { isLoopback, parseListenAddress } from '../../hook-runner/listen-address.ts';
+import { throttledStrays } from '../../hook-runner/lmdb-commit-failure.ts';
 import { loadRunnerToken } from '../../hook-runner/runner-token.ts';
 import { CERTIFICATE_PEM, readPem } from '../../hook-runner/tls-files.ts';
 import { InputError } from '../errors.ts';
@@ -34,27 +35,19 @@ function isLoopbackTarget(address: string): boolean {
 /** The shortest time between two lines of one kind of runner fault: every call and scrape meets one. */
 const FAULT_LOG_INTERVAL_MS = 60_000;
 
-/** `log` at once, then at most once a minute while it goes on. */
-function atMostOnceAMinute<A extends unknown[]>(log: (...args: A) => void): (...args: A) => void {
-  let loggedAt = Number.NEGATIVE_INFINITY;
-  return (...args) => {
-    const now = Date.now();
-    if (now - loggedAt < FAULT_LOG_INTERVAL_MS) return;
-    loggedAt = now;
-    log(...args);
-  };
-}
-
 /** The runtime's lines for a runner that refuses its token, or whose TLS handshake fails. */
 function faultLogs(logger: Logger, dataDir: string, runner: string): { onTokenRefused: () => void; onTlsFailed: (details: string) => void } {
-  return {
-    onTokenRefused: atMostOnceAMinute(() =>
-      logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir }),
-    ),
-    onTlsFailed: atMostOnceAMinute((details: string) =>
-      logger.warn('the TLS handshake with the hook-runner failed: its certificate must be signed by --runner-ca and name the host of --runner, and it must serve TLS (--tls-cert, --tls-key)', { runner, reason: details }),
-    ),
-  };
+  const tokenRefused = throttledStrays<void>(
+    () => logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir }),
+    Date.now,
+    FAULT_LOG_INTERVAL_MS,
+  );
+  const tlsFailed = throttledStrays<string>(
+    (details) => logger.warn('the TLS handshake with the hook-runner failed: its certificate must be signed by --runner-ca and name the host of --runner, and it must serve TLS (--tls-cert, --tls-key)', { runner, reason: details }),
+    Date.now,
+    FAULT_LOG_INTERVAL_MS,
+  );
+  return { onTokenRefused: () => tokenRefused(), onTlsFailed: tlsFailed };
 }
 
 export async function connectRunner(config: RuntimeConfig, logger: Logger, stopStarting?: AbortSignal): Promise<RunnerConnection> {
