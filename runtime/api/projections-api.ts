@@ -4,8 +4,7 @@
 
 import { InputError, notFound, RetryableError } from '../errors.ts';
 import { json, noContent, type HttpRequest, type Route } from '../http/types.ts';
-import { UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
-import { isFailedWrite } from '../ledger/commit-failure-guard.ts';
+import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { isEntityId, isEntityType, isProjectionName, isRowType, type ProjectionStore } from '../projections/projection-store.ts';
@@ -70,9 +69,10 @@ export async function removeProjectionRows(ledger: Ledger, projections: Projecti
     try {
       chunk = await durably(root, root.transaction(() => projections.removeProjection(orgId, environment, name, DELETE_CHUNK)));
     } catch (error) {
-      // Also a write whose flush could not be confirmed: the answer for a stored request ("look for
-      // it before sending it again") means nothing here, where sending it again is always safe.
-      if (!isFailedWrite(error) && !(error instanceof UnconfirmedFlushError)) throw error;
+      // Any write the ledger could not complete, an unconfirmed flush too: the generic answer for a
+      // stored request ("look for it before sending it again") means nothing here, where sending it
+      // again is always safe.
+      if (failedWriteError('projection delete', error) === undefined) throw error;
       const done = removed === 0 ? 'Nothing was removed' : `It was cut short after ${removed} rows, which stay removed`;
       throw new RetryableError('write_failed', `The projection's rows could not all be deleted: a write failed (the disk may be full). ${done}; send the DELETE again later for the rest.`, 5000, { cause: error });
     }

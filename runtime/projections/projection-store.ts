@@ -236,8 +236,9 @@ export class ProjectionStore {
       this.#addToCount(source.orgId, 1);
       if (row.entity_type === null) this.#appended.put(appendedKey(key, source.at), null);
     }
+    // A new row has no status entry yet: as one with a null status.
     const previousStatus = previous?.[0] ?? null;
-    if (previous === undefined || previousStatus !== row.status) {
+    if (previousStatus !== row.status) {
       if (previousStatus !== null) this.#byStatus.remove(statusKey(key, previousStatus));
       if (row.status !== null) this.#byStatus.put(statusKey(key, row.status), null);
     }
