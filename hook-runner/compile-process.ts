@@ -129,7 +129,11 @@ export class CompileProcess {
       child.ref();
       child.channel?.ref();
       child.send({ id, bytes, stored } satisfies CompileRequest, (error) => {
-        if (error !== null) this.#fail(new SandboxUnavailableError(`the compile process could not be sent the module: ${error.message}`, { cause: error }));
+        // A process whose exit was seen first has failed this compile already: a later one may be pending on a new process.
+        if (error === null || this.#child !== child) return;
+        this.#fail(new SandboxUnavailableError(`the compile process could not be sent the module: ${error.message}`, { cause: error }));
+        // Gone (EPIPE) before its exit is seen: the next compile starts a fresh process, not another send to this one.
+        this.#discard(child);
       });
     });
   }
