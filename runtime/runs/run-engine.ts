@@ -5,17 +5,16 @@
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
-import { RootScheduler } from '../../actors/root-scheduler.ts';
-import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
+import { persistedRunOf, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
-import { sandboxAllowed, sandboxDisabledMessage } from '../tenancy/sandbox-guard.ts';
+import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
-import { DERIVED_BUDGET_EXCEEDED, MAX_DERIVED_PER_ROOT, type ActionEffects } from './custom-action-step.ts';
+import { MAX_DERIVED_PER_ROOT, type ActionEffects } from './custom-action-step.ts';
 import { RunChains } from './run-chains.ts';
 import type { RunKeys } from './run-store.ts';
 import { RunCreation } from './run-creation.ts';
@@ -24,75 +23,58 @@ import { RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';
-import { performStep, priorResultsText, type StepContext, type StepOutcome, type StepReport } from './step-dispatcher.ts';
-import { withStepInput } from './step-input.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
-import { DerivedBudget, type DerivedHold } from './derived-budget.ts';
-import { derivedEventId } from './step-effects.ts';
-import { AttemptsOut, type AttemptOut } from './attempts-out.ts';
-
-/** A step's report (its outcome) whose transition could not be written, kept while its run is stalled. */
-interface UnwrittenReport {
-  readonly command: Extract<RunCommand, { readonly fence: number; readonly stepId: string }>;
-  readonly effects: ActionEffects | undefined;
-  /** When the report first came, so the attempt's times are the step's own, not the retry's. */
-  readonly at: number;
-}
-
-/** A kept completion whose derived event no longer fits its root's budget: the step fails as it would have when it answered. */
-function overDerivedBudget(report: UnwrittenReport): UnwrittenReport {
-  const { stepId, fence } = report.command;
-  const { startedAt, evidence } = report.command as Extract<RunCommand, { type: 'step.succeeded' }>;
-  const failed = { type: 'step.failed' as const, stepId, fence, error: DERIVED_BUDGET_EXCEEDED, ...(startedAt === undefined ? {} : { startedAt }), ...(evidence === undefined ? {} : { evidence }) };
-  return { command: failed, effects: undefined, at: report.at };
-}
-
-/** The failures of a step attempt dropped unsent because stillWanted said no (webhook-step.ts, custom-action-step.ts). */
-const WITHDRAWN_CODES: ReadonlySet<string> = new Set(['webhook_withdrawn', 'custom_action_withdrawn']);
-
-const isStepReport = (command: RunCommand): command is UnwrittenReport['command'] =>
-  command.type === 'step.succeeded' || command.type === 'step.failed' || command.type === 'step.skipped';
-
-interface LiveRun {
-  readonly actor: RunActor;
-  /** What the ledger holds for this run: the engine is its only writer while the actor lives. */
-  persisted: PersistedRun;
-}
+import { DerivedBudget } from './derived-budget.ts';
+import { UnwrittenReports, type UnwrittenReport } from './unwritten-reports.ts';
+import { AttemptsOut } from './attempts-out.ts';
+import { OrgAdmission } from './org-admission.ts';
+import { LiveActors } from './live-actors.ts';
+import { dispatchAttempt, type AttemptHost } from './attempt-dispatch.ts';
 
 export class RunEngine {
   readonly #d: RunEngineDeps;
-  readonly #scheduler = new RootScheduler();
+  readonly #admission: OrgAdmission;
   readonly #timers: RunTimers;
   readonly #stalled: StalledRuns;
   readonly #derivedBudget: DerivedBudget;
+  /** What a step attempt sent from a snapshot needs of the engine (attempt-dispatch.ts). */
+  readonly #attemptHost: AttemptHost;
   /** Stalled runs whose creating write committed (or may yet) without its flush confirmed: see #resume. */
   readonly #unconfirmed = new Set<string>();
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
-  readonly #actors = new Map<string, LiveRun>();
+  readonly #actors = new LiveActors();
   /** The next transition of a run waits for the previous one to be durable. */
   readonly #chains: RunChains;
-  readonly #limitsSet = new Set<string>();
   /** Per run, the step attempt that is out and has not reported yet; withdrawn when the run leaves it. */
   readonly #dispatched = new AttemptsOut();
   /** Stalled runs whose step answered but whose report could not be written: #resume writes it again instead of sending the step again. */
-  readonly #unwrittenReports = new Map<string, UnwrittenReport>();
+  readonly #unwrittenReports: UnwrittenReports;
   /** Admission in the write that stores a run, for run creation and boot recovery: a slot taken on the spot, given back if the write fails. */
   readonly #onTheSpot = {
-    admitNow: (orgId: OrgId, runId: RunId): boolean => this.#admitNow(orgId, runId),
-    release: (orgId: OrgId, runId: RunId): void => void this.#scheduler.release(orgId, runId),
+    admitNow: (orgId: OrgId, runId: RunId): boolean => this.#admission.admitNow(orgId, runId),
+    release: (orgId: OrgId, runId: RunId): void => this.#admission.release(orgId, runId),
   };
   #closed = false;
 
   constructor(deps: RunEngineDeps) {
     this.#d = deps;
+    this.#admission = new OrgAdmission(deps.orgs);
     this.#timers = new RunTimers(deps.clock, (key) => void this.send(...orgScopedParts(key), { type: 'timer.fired' }));
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
     this.#derivedBudget = new DerivedBudget(MAX_DERIVED_PER_ROOT, {
       derivedSoFar: (orgId, rootEventId) => deps.events.derivedCount(orgId, rootEventId),
       eventStored: (orgId, eventId) => deps.events.has(orgId, eventId),
     });
+    this.#unwrittenReports = new UnwrittenReports(deps.events, this.#derivedBudget);
+    this.#attemptHost = {
+      deps,
+      derivedBudget: this.#derivedBudget,
+      dispatched: this.#dispatched,
+      send: (orgId, runId, command, effects) => this.send(orgId, runId, command, effects),
+      stillWanted: (orgId, runId, fence) => this.#stillWanted(orgId, runId, fence),
+    };
     this.#chains = new RunChains((key, error) => {
       const [orgId, runId] = orgScopedParts(key);
       logFailure(deps.logger, 'run transition failed', { org_id: orgId, run_id: runId }, error);
@@ -189,15 +171,9 @@ export class RunEngine {
     return runs.length;
   }
 
-  /** Admits a run on the spot if its org has a free slot and nothing waiting (RootScheduler.admitNow). */
-  #admitNow(orgId: OrgId, runId: RunId): boolean {
-    this.#ensureLimit(orgId);
-    return this.#scheduler.admitNow(orgId, runId);
-  }
-
   /** A run admitted (or not) in the write that stored it, now durable: it keeps its actor live while `running`, and its work is done. */
   #startLive(run: PersistedRun, actor: RunActor): void {
-    if (run.value === 'running') this.#actors.set(orgScopedKey(run.context.orgId, run.context.runId), { actor, persisted: run });
+    if (run.value === 'running') this.#actors.keep(orgScopedKey(run.context.orgId, run.context.runId), actor, run);
     else actor.stop();
     this.#act(run);
   }
@@ -208,8 +184,7 @@ export class RunEngine {
     this.#timers.close();
     this.#stalled.close();
     await this.#chains.close();
-    for (const live of this.#actors.values()) live.actor.stop();
-    this.#actors.clear();
+    this.#actors.stopAll();
   }
 
   /** Applies one command; true when it changed the run (and the change is durable). */
@@ -230,7 +205,7 @@ export class RunEngine {
       this.#removed(orgId, runId);
       return false;
     }
-    const live = cached ?? this.#restore(key, previous);
+    const live = cached ?? this.#actors.restore(key, previous);
     const { actor } = live;
     const before = actor.getSnapshot();
     const event = { ...command, at } as RunEvent;
@@ -259,8 +234,7 @@ export class RunEngine {
     }
     this.#stalled.cleared(key);
     // Another command went through while the run was stalled with a step's answer kept (a cancel).
-    const kept = this.#unwrittenReports.get(key);
-    this.#unwrittenReports.delete(key);
+    const kept = this.#unwrittenReports.take(key);
     if (written.gone) {
       this.#removed(orgId, runId);
       return false;
@@ -290,7 +264,7 @@ export class RunEngine {
 
   /** Keeps what an effect reported after its run was cancelled; the done actor is dropped, so the next read takes the record from the ledger. */
   async #recordAfterCancel(key: string, previous: PersistedRun, event: RunEvent): Promise<void> {
-    if (await writeReportAfterCancel(this.#d, previous, event)) this.#dropActor(key);
+    if (await writeReportAfterCancel(this.#d, previous, event)) this.#actors.drop(key);
   }
 
   /** The run was deleted (sandbox reset): it keeps no actor and no slot. */
@@ -302,23 +276,9 @@ export class RunEngine {
   /** Withdraws the run's attempt out, drops its live actor, any answer kept for it and its place in the scheduler; the caller pumps afterwards. */
   #letGo(orgId: OrgId, runId: RunId): void {
     this.#dispatched.withdrawIfLeft(orgScopedKey(orgId, runId), undefined);
-    this.#dropActor(orgScopedKey(orgId, runId));
+    this.#actors.drop(orgScopedKey(orgId, runId));
     this.#unwrittenReports.delete(orgScopedKey(orgId, runId));
-    if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
-  }
-
-  /** For a kept completion whose output derives an event: a hold on a place in its root's budget. */
-  #derivedHoldFor(run: PersistedRun, report: UnwrittenReport): DerivedHold | undefined {
-    if (report.command.type !== 'step.succeeded' || report.effects?.derivedEvent == null) return undefined;
-    const { orgId, runId, eventId } = run.context;
-    const event = this.#d.events.getRecord(orgId, eventId);
-    return event === undefined ? undefined : this.#derivedBudget.hold(orgId, event.correlation_id, derivedEventId(runId, report.command.stepId));
-  }
-
-  /** The run's actor, if live, stops and rests as its snapshot. */
-  #dropActor(key: string): void {
-    this.#actors.get(key)?.actor.stop();
-    this.#actors.delete(key);
+    this.#admission.leave(orgId, runId);
   }
 
   /**
@@ -334,32 +294,13 @@ export class RunEngine {
       if (!this.#stalled.has(key)) return;
       const run = this.#d.runs.get(orgId, runId);
       // Taken once the read worked: a failed read keeps it for the next pause.
-      const report = this.#unwrittenReports.get(key);
-      this.#unwrittenReports.delete(key);
+      const report = this.#unwrittenReports.take(key);
       // The step answered but its report was not written: while the ledger still has that attempt
       // out, its report is written again (a failure stalls the run again, keeping the report), so a
       // stall never sends the step twice. A restart loses the report, and sends it again under its key.
       if (report !== undefined && run !== undefined) {
-        const work = pendingWork(run);
-        if (work.kind === 'dispatch_step' && work.fence === report.command.fence && work.stepId === report.command.stepId) {
-          let derived: DerivedHold | undefined;
-          try {
-            // Its place in the derived-event budget was let go when its write failed: it takes one
-            // again. (Read inside: a failed read keeps the report, as a failed write does.)
-            derived = this.#derivedHoldFor(run, report);
-            const kept = derived === undefined || derived.take() ? report : overDerivedBudget(report);
-            await this.#apply(orgId, runId, kept.command, kept.effects, kept.at);
-          } catch {
-            // A failed read or write kept the report and stalled the run again; anything else did neither.
-            if (!this.#unwrittenReports.has(key)) {
-              this.#unwrittenReports.set(key, report);
-              this.#stalled.failed(key);
-            }
-          } finally {
-            derived?.release();
-          }
-          return;
-        }
+        const apply = (kept: UnwrittenReport): Promise<boolean> => this.#apply(orgId, runId, kept.command, kept.effects, kept.at);
+        if (await this.#unwrittenReports.writeAgain(key, run, report, apply, () => this.#stalled.failed(key))) return;
       }
       // A run whose creating write was not confirmed may still be on its way (a put threw in its
       // batch, settled before the batch committed): it gets one more pause before it counts as gone.
@@ -379,7 +320,7 @@ export class RunEngine {
         this.#removed(orgId, runId);
         return;
       }
-      if (run.value === 'queued' && this.#scheduler.placeOf(orgId, runId) === 'running') this.#scheduler.release(orgId, runId);
+      if (run.value === 'queued' && this.#admission.placeOf(orgId, runId) === 'running') this.#admission.release(orgId, runId);
       this.#dispatched.withdrawIfLeft(key, run);
       this.#act(run);
     }).catch(() => this.#stalled.failed(key));
@@ -391,15 +332,9 @@ export class RunEngine {
    * sent twice), and the run stalls until then.
    */
   #stallUnapplied(key: string, command: RunCommand, effects: ActionEffects | undefined, at: number): void {
-    this.#dropActor(key);
-    if (isStepReport(command)) this.#unwrittenReports.set(key, { command, effects, at });
+    this.#actors.drop(key);
+    this.#unwrittenReports.keep(key, command, effects, at);
     this.#stalled.failed(key);
-  }
-
-  #restore(key: string, run: PersistedRun): LiveRun {
-    const live = { actor: restoreRunActor(run).start(), persisted: run };
-    this.#actors.set(key, live);
-    return live;
   }
 
   /** Acts on the work a durable snapshot implies. Only ever called after the snapshot is flushed. */
@@ -418,8 +353,7 @@ export class RunEngine {
     if (work.kind !== 'arm_timer') this.#timers.disarm(key);
     switch (work.kind) {
       case 'await_admission':
-        this.#ensureLimit(orgId);
-        this.#scheduler.enqueue(orgId, runId, work.lane);
+        this.#admission.enqueue(orgId, runId, work.lane);
         break;
       case 'dispatch_step':
         // A stalled run picked up again while this very attempt is still out: its report carries the run on.
@@ -428,7 +362,7 @@ export class RunEngine {
           // then picked up again later, as after a failed write, instead of an unhandled rejection.
           const dispatch = async (): Promise<void> => {
             const snapshot = run ?? this.#d.runs.get(orgId, runId);
-            if (snapshot !== undefined) await this.#dispatch(snapshot, work);
+            if (snapshot !== undefined) await dispatchAttempt(this.#attemptHost, snapshot, work);
           };
           dispatch().catch((error: unknown) => {
             logFailure(this.#d.logger, 'step dispatch failed', { org_id: orgId, run_id: runId }, error);
@@ -456,20 +390,13 @@ export class RunEngine {
   #settleSlot(run: PersistedRun): void {
     if (run.value === 'running') return;
     const { orgId, runId } = run.context;
-    if (run.value !== 'queued' && this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
-    this.#dropActor(orgScopedKey(orgId, runId));
+    if (run.value !== 'queued') this.#admission.leave(orgId, runId);
+    this.#actors.drop(orgScopedKey(orgId, runId));
   }
 
   #pump(): void {
     if (this.#closed) return;
-    for (const admission of this.#scheduler.nextAdmissions()) void this.send(admission.orgId, admission.runId, { type: 'run.admitted' });
-  }
-
-  #ensureLimit(orgId: string): void {
-    if (this.#limitsSet.has(orgId)) return;
-    const org = this.#d.orgs.get(orgId);
-    this.#scheduler.setLimit(asOrgId(orgId), org?.max_concurrent_runs ?? 4);
-    this.#limitsSet.add(orgId);
+    for (const admission of this.#admission.nextAdmissions()) void this.send(admission.orgId, admission.runId, { type: 'run.admitted' });
   }
 
   /**
@@ -484,99 +411,8 @@ export class RunEngine {
 
   /** Re-reads an org's concurrency limit (after the org is updated). */
   refreshLimit(orgId: string): void {
-    this.#limitsSet.delete(orgId);
-    this.#ensureLimit(orgId);
+    this.#admission.refreshLimit(orgId);
     this.#pump();
-  }
-
-  async #dispatch(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): Promise<void> {
-    const ctx = run.context;
-    const key = orgScopedKey(ctx.orgId, ctx.runId);
-    const attempt = this.#dispatched.start(key, work.fence, ctx.environment === 'sandbox' ? ctx.orgId : undefined);
-    try {
-      await this.#perform(run, work, attempt);
-    } finally {
-      // The report may already have dispatched the run's next attempt, under another fence.
-      this.#dispatched.finish(key, attempt);
-    }
-  }
-
-  async #perform(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, attempt: AttemptOut): Promise<void> {
-    const ctx = run.context;
-    const sandboxGone = this.#sandboxGone(run, work);
-    if (sandboxGone !== undefined) {
-      await this.send(ctx.orgId, ctx.runId, sandboxGone);
-      return;
-    }
-    // A place in the root's derived-event budget, taken when the output derives an event, counts
-    // until that event is stored, and is let go once the completion's write has settled (stored,
-    // or failed). A completion whose write failed takes a place again when #resume writes it.
-    // The hold is made only by an output that derives an event (its id is a hash): not per step.
-    let derived: DerivedHold | undefined;
-    const version = this.#d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
-    const priorResults = priorResultsText(run, work, version);
-    try {
-      const { report, effects } = await withStepInput(this.#d.stepInputs, this.#d.events, ctx.orgId, ctx.eventId, priorResults ?? '', async (event, holdInput): Promise<StepOutcome> => {
-        // Asked again: the plan may have lost its sandbox while the step waited for memory.
-        const goneMeanwhile = this.#sandboxGone(run, work);
-        if (goneMeanwhile !== undefined) return { report: goneMeanwhile };
-        const takeDerived = (): boolean => {
-          if (event === undefined) return true;
-          derived ??= this.#derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
-          return derived.take();
-        };
-        return this.#performWith(run, work, { version, event, holdInput, takeDerived, ...(priorResults === undefined ? {} : { priorResults }) }, attempt);
-      });
-      await this.send(ctx.orgId, ctx.runId, this.#withdrawnForSandbox(run, work, report), effects);
-    } finally {
-      derived?.release();
-    }
-  }
-
-  /**
-   * The failure of a sandbox run's step when the org's plan has lost its sandbox, else undefined. It
-   * sends nothing more from it (as its schedules and sockets stop): the step fails for good, so the
-   * run ends instead of retrying where no one can see or stop it.
-   */
-  #sandboxGone(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>): StepReport | undefined {
-    const ctx = run.context;
-    const org = ctx.environment === 'sandbox' ? this.#d.orgs.get(ctx.orgId) : undefined;
-    if (org === undefined || sandboxAllowed(org)) return undefined;
-    return { type: 'step.failed', stepId: work.stepId, fence: work.fence, error: { code: 'sandbox_disabled', message: sandboxDisabledMessage(org.plan), retryable: false } };
-  }
-
-  /**
-   * A step withdrawn unsent (it waited for a connection, stillWanted, or for a runner slot, its
-   * attempt withdrawn by withdrawSandboxIfDisallowed) because the plan lost its sandbox meanwhile
-   * fails as sandbox_disabled, not as a cancelled run's withdrawal.
-   */
-  #withdrawnForSandbox(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, report: StepReport): StepReport {
-    if (report.type !== 'step.failed' || !WITHDRAWN_CODES.has(report.error.code)) return report;
-    // Withdrawn for the run's own sake (cancelled, deleted, moved on): that is what it says.
-    if (!this.#stillWanted(run.context.orgId, run.context.runId, work.fence)) return report;
-    const gone = this.#sandboxGone(run, work);
-    return gone?.type === 'step.failed' ? { ...report, error: gone.error } : report;
-  }
-
-  #performWith(run: PersistedRun, work: Extract<Work, { kind: 'dispatch_step' }>, input: Pick<StepContext, 'version' | 'event' | 'holdInput' | 'takeDerived' | 'priorResults'>, attempt: AttemptOut): Promise<StepOutcome> {
-    const ctx = run.context;
-    return performStep({
-      run,
-      work,
-      ...input,
-      signingSecrets: this.#d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
-      selfPort: this.#d.selfPort(),
-      connections: this.#d.connections,
-      nowMs: this.#d.clock.now(),
-      actions: this.#d.actions,
-      runner: this.#d.runner,
-      rowLimitReached: (projection) => {
-        const { projections } = this.#d;
-        return projections.hasRoomFor(projection, ctx.orgId, ctx.environment, ctx.runId, work.stepId) ? undefined : projections.maxRowsPerOrg;
-      },
-      stillWanted: () => this.#stillWanted(ctx.orgId, ctx.runId, work.fence) && this.#sandboxGone(run, work) === undefined,
-      withdrawn: () => attempt.signal(),
-    });
   }
 
   /**

@@ -1,0 +1,124 @@
+// Sends one claimed step attempt of a durable run and hands its report back to the run engine:
+// the step's input budget, its place in the derived-event budget, and a plan that lost its sandbox.
+
+import type { OrgId, RunId } from '../../actors/ids.ts';
+import type { PersistedRun } from '../../actors/run-transition.ts';
+import type { Work } from '../../actors/run-work.ts';
+import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
+import { sandboxAllowed, sandboxDisabledMessage } from '../tenancy/sandbox-guard.ts';
+import type { AttemptOut, AttemptsOut } from './attempts-out.ts';
+import type { ActionEffects } from './custom-action-step.ts';
+import type { DerivedBudget, DerivedHold } from './derived-budget.ts';
+import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
+import { performStep, priorResultsText, type StepContext, type StepOutcome, type StepReport } from './step-dispatcher.ts';
+import { derivedEventId } from './step-effects.ts';
+import { withStepInput } from './step-input.ts';
+
+type DispatchWork = Extract<Work, { kind: 'dispatch_step' }>;
+
+/** The failures of a step attempt dropped unsent because stillWanted said no (webhook-step.ts, custom-action-step.ts). */
+const WITHDRAWN_CODES: ReadonlySet<string> = new Set(['webhook_withdrawn', 'custom_action_withdrawn']);
+
+/** What an attempt needs of the run engine that claimed it. */
+export interface AttemptHost {
+  readonly deps: RunEngineDeps;
+  readonly derivedBudget: DerivedBudget;
+  readonly dispatched: AttemptsOut;
+  /** Applies the attempt's report to its run (RunEngine.send). */
+  readonly send: (orgId: string, runId: string, command: RunCommand, effects?: ActionEffects) => Promise<void>;
+  /** Whether the run's durable snapshot still waits for the attempt under `fence`. */
+  readonly stillWanted: (orgId: OrgId, runId: RunId, fence: number) => boolean;
+}
+
+/** Sends the attempt `work` of `run` (a flushed snapshot) and reports its outcome; the attempt counts as out until then. */
+export async function dispatchAttempt(host: AttemptHost, run: PersistedRun, work: DispatchWork): Promise<void> {
+  const ctx = run.context;
+  const key = orgScopedKey(ctx.orgId, ctx.runId);
+  const attempt = host.dispatched.start(key, work.fence, ctx.environment === 'sandbox' ? ctx.orgId : undefined);
+  try {
+    await perform(host, run, work, attempt);
+  } finally {
+    // The report may already have dispatched the run's next attempt, under another fence.
+    host.dispatched.finish(key, attempt);
+  }
+}
+
+async function perform(host: AttemptHost, run: PersistedRun, work: DispatchWork, attempt: AttemptOut): Promise<void> {
+  const ctx = run.context;
+  const d = host.deps;
+  const sandboxGone = sandboxGoneFailure(d, run, work);
+  if (sandboxGone !== undefined) {
+    await host.send(ctx.orgId, ctx.runId, sandboxGone);
+    return;
+  }
+  // A place in the root's derived-event budget, taken when the output derives an event, counts
+  // until that event is stored, and is let go once the completion's write has settled (stored,
+  // or failed). A completion whose write failed takes a place again when the engine's resume writes it.
+  // The hold is made only by an output that derives an event (its id is a hash): not per step.
+  let derived: DerivedHold | undefined;
+  const version = d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
+  const priorResults = priorResultsText(run, work, version);
+  try {
+    const { report, effects } = await withStepInput(d.stepInputs, d.events, ctx.orgId, ctx.eventId, priorResults ?? '', async (event, holdInput): Promise<StepOutcome> => {
+      // Asked again: the plan may have lost its sandbox while the step waited for memory.
+      const goneMeanwhile = sandboxGoneFailure(d, run, work);
+      if (goneMeanwhile !== undefined) return { report: goneMeanwhile };
+      const takeDerived = (): boolean => {
+        if (event === undefined) return true;
+        derived ??= host.derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
+        return derived.take();
+      };
+      return performWith(host, run, work, { version, event, holdInput, takeDerived, ...(priorResults === undefined ? {} : { priorResults }) }, attempt);
+    });
+    await host.send(ctx.orgId, ctx.runId, withdrawnForSandbox(host, run, work, report), effects);
+  } finally {
+    derived?.release();
+  }
+}
+
+/**
+ * The failure of a sandbox run's step when the org's plan has lost its sandbox, else undefined. It
+ * sends nothing more from it (as its schedules and sockets stop): the step fails for good, so the
+ * run ends instead of retrying where no one can see or stop it.
+ */
+function sandboxGoneFailure(d: RunEngineDeps, run: PersistedRun, work: DispatchWork): StepReport | undefined {
+  const ctx = run.context;
+  const org = ctx.environment === 'sandbox' ? d.orgs.get(ctx.orgId) : undefined;
+  if (org === undefined || sandboxAllowed(org)) return undefined;
+  return { type: 'step.failed', stepId: work.stepId, fence: work.fence, error: { code: 'sandbox_disabled', message: sandboxDisabledMessage(org.plan), retryable: false } };
+}
+
+/**
+ * A step withdrawn unsent (it waited for a connection, stillWanted, or for a runner slot, its
+ * attempt withdrawn by withdrawSandboxIfDisallowed) because the plan lost its sandbox meanwhile
+ * fails as sandbox_disabled, not as a cancelled run's withdrawal.
+ */
+function withdrawnForSandbox(host: AttemptHost, run: PersistedRun, work: DispatchWork, report: StepReport): StepReport {
+  if (report.type !== 'step.failed' || !WITHDRAWN_CODES.has(report.error.code)) return report;
+  // Withdrawn for the run's own sake (cancelled, deleted, moved on): that is what it says.
+  if (!host.stillWanted(run.context.orgId, run.context.runId, work.fence)) return report;
+  const gone = sandboxGoneFailure(host.deps, run, work);
+  return gone?.type === 'step.failed' ? { ...report, error: gone.error } : report;
+}
+
+function performWith(host: AttemptHost, run: PersistedRun, work: DispatchWork, input: Pick<StepContext, 'version' | 'event' | 'holdInput' | 'takeDerived' | 'priorResults'>, attempt: AttemptOut): Promise<StepOutcome> {
+  const ctx = run.context;
+  const d = host.deps;
+  return performStep({
+    run,
+    work,
+    ...input,
+    signingSecrets: d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
+    selfPort: d.selfPort(),
+    connections: d.connections,
+    nowMs: d.clock.now(),
+    actions: d.actions,
+    runner: d.runner,
+    rowLimitReached: (projection) => {
+      const { projections } = d;
+      return projections.hasRoomFor(projection, ctx.orgId, ctx.environment, ctx.runId, work.stepId) ? undefined : projections.maxRowsPerOrg;
+    },
+    stillWanted: () => host.stillWanted(ctx.orgId, ctx.runId, work.fence) && sandboxGoneFailure(d, run, work) === undefined,
+    withdrawn: () => attempt.signal(),
+  });
+}
