@@ -1,5 +1,5 @@
 // The live WebSocket rooms at /organizations/:org_id/live: authentication at upgrade (and closing on key
-// revocation), Subscribe with a paced replay from the retained log, uWS topic fan-out, heartbeats, slow consumers.
+// revocation), Subscribe frames, uWS topic fan-out; replays in live-room-entry.ts, heartbeats in live-heartbeat.ts.
 
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
@@ -11,11 +11,14 @@ import { StalledReader } from './stalled-reader.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
+import { HEARTBEAT_MS, heartbeatRound } from './live-heartbeat.ts';
 import { ReplayTurns } from './replay-turns.ts';
-import { MAX_REMEMBERED_GAPS, MAX_REMEMBERED_LATE, nextPage, sentSoFar, sentWhileLive, startAtRetained, startReplay, wasSent, type Replay, type Sent } from './live-replay.ts';
+import { MAX_REMEMBERED_LATE, wasSent } from './live-replay.ts';
+import { enterRoom, publishedSeqOf, queueReplayPage, type RoomEntryDeps } from './live-room-entry.ts';
+import { MAX_BACKPRESSURE, roomOf, sendCounted, type SocketData } from './live-socket.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
-import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
-import { isInRoom, isRoomWithin, parseSubscribeFrame, topicFor, type Room, type Subscription } from './live-subscription.ts';
+import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from './live-close-codes.ts';
+import { isInRoom, parseSubscribeFrame, topicFor, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
 import { upgradeToken } from '../http/upgrade-token.ts';
@@ -24,20 +27,10 @@ import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
 
-/** Bytes a socket may have queued before it is treated as a slow consumer. */
-export const MAX_BACKPRESSURE = 1024 * 1024;
-/**
- * A replay sends its next page only while less than this is queued, and goes on when the socket
- * drains: a backlog of any size reaches a client that keeps reading, and stays clear of the 4008 check.
- */
-export const REPLAY_HIGH_WATER = MAX_BACKPRESSURE / 4;
 /** A ClientMessage's largest frame (a Subscribe names at most one run id of 200 characters): a larger one is refused with 1002. */
 export const MAX_CLIENT_FRAME_BYTES = 4096;
 /** Frames are read up to this, so one past MAX_CLIENT_FRAME_BYTES is answered; past this uWS cuts the connection (1006). */
 const MAX_READ_FRAME_BYTES = 64 * 1024;
-const HEARTBEAT_MS = 5000;
-/** Sockets one event-loop turn of a heartbeat round sends to (LiveRooms.heartbeat). */
-const HEARTBEAT_SLICE = 1000;
 /**
  * Subscribe frames a socket may send at once, and per second after that. Each one may start a replay
  * that reads the retained log on the event loop, so a flood of them (a few bytes each) would stall
@@ -48,53 +41,18 @@ export const SUBSCRIBE_PER_SECOND = 5;
 /** Live sockets one org may hold open at once by default (--live-sockets-per-org). */
 export const DEFAULT_LIVE_SOCKETS_PER_ORG = 20_000;
 
-interface SocketData {
-  readonly orgId: string;
-  /** Who opened the socket: it lives only as long as this principal's key. */
-  readonly principal: Principal;
-  /** What the upgrade URL asked for; `open` acts on it. */
-  readonly requested: Subscription;
-  state: SocketState;
-  /** Subscribe frames applied so far; every heartbeat says it, so a client knows which frames follow its last one. */
-  subscribeFrames: number;
-  /** Subscribe frames the socket may still send (SUBSCRIBE_BURST, refilled at SUBSCRIBE_PER_SECOND). */
-  readonly subscribeAllowance: TokenBucket;
-  /** Whether its reader stopped reading what is queued for it (stalled-reader.ts). */
-  readonly reader: StalledReader;
-}
-
-/**
- * `replaying`: catching up from the log, on no topic yet. `live`: on its room's topic, sent every
- * update of it after `from` (replayed, then live) besides what its earlier subscriptions were sent,
- * so a later Subscribe does not send any of it again. A replay whose socket is no longer
- * `replaying` that very replay stops at its next step.
- */
-type SocketState =
-  | { readonly status: 'opening' }
-  | { readonly status: 'replaying'; readonly replay: Replay }
-  | {
-      readonly status: 'live';
-      readonly room: Room;
-      readonly from: number;
-      readonly earlier: Sent;
-      /** Updates published late with a seq at or below `from` that its topic delivered (#deliverLate). */
-      readonly late: Set<number>;
-    }
-  | { readonly status: 'closed' };
-
 export class LiveRooms {
   readonly #app: TemplatedApp;
   readonly #auth: Authorizer;
-  readonly #log: UpdateLog;
   readonly #clock: Clock;
   readonly #orgs: OrganizationStore;
   readonly #sockets = new Set<WebSocket<SocketData>>();
   /** Open sockets per org, held to `#socketsPerOrg`. */
   readonly #perOrg = new KeyedCounts();
-  /** Replays' pages, a few per event-loop turn, orgs in turn. */
-  readonly #turns = new ReplayTurns();
   /** Emits updates to uWS in seq order; replays stop at its last emitted seq so nothing is sent twice. */
   readonly #order: SeqOrder;
+  /** What moves sockets between rooms (live-room-entry.ts). */
+  readonly #entry: RoomEntryDeps;
   readonly #heartbeat: NodeJS.Timeout;
   /** Set by close(): the runtime is stopping, and an upgrade now would only be cut off without a close frame. */
   #closed = false;
@@ -109,10 +67,10 @@ export class LiveRooms {
     this.#websockets = limits.websockets;
     this.#app = app;
     this.#auth = auth;
-    this.#log = log;
     this.#clock = clock;
     this.#orgs = orgs;
     this.#order = new SeqOrder((orgId) => log.firstIssued(orgId), (orgId, update, late) => this.#fanOut(orgId, update, late));
+    this.#entry = { log, order: this.#order, turns: new ReplayTurns(), clock };
     app.ws<SocketData>('/organizations/:org_id/live', {
       // Read up to MAX_READ_FRAME_BYTES so that a frame past MAX_CLIENT_FRAME_BYTES gets its 1002 (uWS
       // cuts a connection past its own cap with no close frame: a client would take it for a network drop).
@@ -158,7 +116,7 @@ export class LiveRooms {
         this.#websockets.opened(ws.getUserData().orgId);
         this.#sockets.add(ws);
         this.#perOrg.add(ws.getUserData().orgId);
-        this.#enter(ws, ws.getUserData().requested);
+        enterRoom(this.#entry, ws, ws.getUserData().requested);
       },
       message: (ws, message, isBinary) => {
         if (message.byteLength > MAX_CLIENT_FRAME_BYTES) {
@@ -171,7 +129,7 @@ export class LiveRooms {
       drain: (ws) => {
         const data = ws.getUserData();
         data.reader.drained();
-        if (data.state.status === 'replaying') this.#queuePage(ws, data, data.state.replay);
+        if (data.state.status === 'replaying') queueReplayPage(this.#entry, ws, data, data.state.replay);
       },
       close: (ws) => {
         this.#websockets.closed(ws.getUserData().orgId);
@@ -296,10 +254,6 @@ export class LiveRooms {
     for (const ws of [...this.#sockets]) ws.end(1001, 'server shutting down');
   }
 
-  #publishedSeq(orgId: string): number {
-    return this.#order.emitted(orgId) || this.#log.firstIssued(orgId) - 1;
-  }
-
   #refuseRevoked(ws: WebSocket<SocketData>): void {
     ws.end(CLOSE_KEY_REVOKED, 'key_revoked: the API key of this socket was revoked');
   }
@@ -329,7 +283,7 @@ export class LiveRooms {
       return;
     }
     data.subscribeFrames += 1;
-    this.#enter(ws, subscription);
+    enterRoom(this.#entry, ws, subscription);
   }
 
   /** Takes one frame from the socket's allowance; false when none is left. */
@@ -337,197 +291,8 @@ export class LiveRooms {
     return data.subscribeAllowance.take(this.#clock.now()) === 0;
   }
 
-  /**
-   * Moves the socket into a room. Without `afterSeq` it joins the room's topic at once; with it, it
-   * leaves its topic and is replayed the retained updates after `afterSeq` (#pump), leaving out what
-   * it was already sent in its previous room or replay, and joins the topic once caught up.
-   */
-  #enter(ws: WebSocket<SocketData>, { room, afterSeq, strict }: Subscription): void {
-    const data = ws.getUserData();
-    // A position from before a sandbox reset: the client may show runs the reset removed, and a
-    // replay would only leave their updates out. It reloads instead (after_seq 0 is refused only
-    // when strict: otherwise it asks for whatever is retained).
-    const resetSeq = room.environment === 'sandbox' && afterSeq !== undefined ? this.#log.resetSeq(data.orgId, 'sandbox') : 0;
-    if (afterSeq !== undefined && resetSeq > 0 && afterSeq <= resetSeq && (afterSeq > 0 || strict)) {
-      data.state = { status: 'closed' };
-      ws.end(CLOSE_SANDBOX_RESET, `sandbox_reset: the sandbox was reset after seq ${afterSeq}; reload, then reconnect without after_seq`);
-      return;
-    }
-    const publishedSeq = this.#publishedSeq(data.orgId);
-    const earlier = this.#leave(ws, data, publishedSeq, afterSeq);
-    // A frame sent while leaving can exceed the backpressure limit, which closes the socket.
-    if (data.state.status === 'closed') return;
-    if (afterSeq === undefined) {
-      this.#join(ws, data, room, undefined, publishedSeq, earlier);
-      return;
-    }
-    const replay = startReplay(room, afterSeq, earlier, strict);
-    data.state = { status: 'replaying', replay };
-    this.#queuePage(ws, data, replay);
-  }
-
-  /**
-   * Stops the socket's replay or leaves its topic; returns what it had been sent. `nextAfterSeq` is
-   * where the socket's next subscription starts (undefined: live from now).
-   */
-  #leave(ws: WebSocket<SocketData>, data: SocketData, publishedSeq: number, nextAfterSeq: number | undefined): Sent {
-    const { state } = data;
-    if (state.status !== 'live' && state.status !== 'replaying') return [];
-    // The boundary: frames before this heartbeat belong to the earlier subscription, and it carries
-    // the new Subscribe's count. Its position is one the new subscription holds too: a replay from
-    // after_seq follows it. uWS holds each subscriber's topic messages until the end of the loop
-    // turn and drops the ones still held when it unsubscribes; this send delivers them first.
-    this.#sendHeartbeat(ws, Math.min(publishedSeq, nextAfterSeq ?? publishedSeq));
-    if (state.status === 'replaying') return sentSoFar(state.replay);
-    if (data.state.status !== 'live') return [];
-    ws.unsubscribe(topicFor(data.orgId, state.room));
-    // The topic delivered everything fanned out until now, and nothing more; not a gap skipped
-    // meanwhile that may still arrive late (it was not sent, and the replay must send it).
-    return sentWhileLive(state.earlier, state.room, state.from, publishedSeq, this.#order.skippedBetween(data.orgId, state.from, publishedSeq), state.late);
-  }
-
-  /** Queues the replay's next page for its org's turn (replay-turns.ts), unless one is queued already. */
-  #queuePage(ws: WebSocket<SocketData>, data: SocketData, replay: Replay): void {
-    if (replay.scheduled) return;
-    replay.scheduled = true;
-    this.#turns.add(data.orgId, () => {
-      replay.scheduled = false;
-      return this.#pump(ws, data, replay);
-    });
-  }
-
-  /**
-   * Sends the replay's next page while less than REPLAY_HIGH_WATER is queued, then queues the next,
-   * or waits for `drain` once the queue is that long. The last page (reaching the last seq fanned
-   * out) is read, sent and followed by joining the topic in this one synchronous call: no publish
-   * falls in between, so live updates begin right after the replay's last seq, each exactly once.
-   * Answers whether it read the log.
-   */
-  #pump(ws: WebSocket<SocketData>, data: SocketData, replay: Replay): boolean {
-    // Closed, or a later Subscribe replaced this replay: `ws` must not be touched once closed.
-    if (data.state.status !== 'replaying' || data.state.replay !== replay) return false;
-    const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
-    if (budget <= 0) return false;
-    // after_seq 0 asks for whatever is retained (unless strict): it starts there. Any other position
-    // must still be in the log, unless the socket was already sent that stretch (a Subscribe on a
-    // socket that was live).
-    const oldest = this.#log.oldestRetained(data.orgId);
-    startAtRetained(replay, oldest);
-    const coveredEarlier = replay.earlier.some((sent) => isRoomWithin(replay.room, sent.room) && sent.after <= replay.cursor && sent.upTo >= oldest - 1);
-    if (replay.cursor + 1 < oldest && !coveredEarlier) {
-      data.state = { status: 'closed' };
-      ws.end(CLOSE_REPLAY_GONE, `replay_gone: updates after seq ${replay.cursor} are no longer retained (oldest: ${oldest})`);
-      return false;
-    }
-    const publishedSeq = this.#publishedSeq(data.orgId);
-    // A position past every update sent out cannot come from this log (its data dir was replaced,
-    // or the position from another org): following it would skip every update up to it, silently.
-    if (replay.after > publishedSeq) {
-      data.state = { status: 'closed' };
-      ws.end(CLOSE_REPLAY_GONE, `replay_gone: after_seq ${replay.after} is past the last update sent (seq ${publishedSeq}); reload and subscribe live`);
-      return false;
-    }
-    const skipped = { isSkipped: (seq: number) => this.#order.isSkipped(data.orgId, seq), between: (after: number, upTo: number) => this.#order.skippedBetween(data.orgId, after, upTo) };
-    const page = nextPage(this.#log, data.orgId, replay, publishedSeq, budget, skipped);
-    if (page.frames.length > 0 || page.gapsFull === true) {
-      ws.cork(() => {
-        for (const frame of page.frames) sendCounted(ws, frame);
-      });
-      // A frame over the backpressure limit closes the socket (closeOnBackpressureLimit).
-      if (data.state.status !== 'replaying') return true;
-      if (page.gapsFull === true) {
-        data.state = { status: 'closed' };
-        ws.end(CLOSE_REPLAY_GONE, `replay_gone: more than ${MAX_REMEMBERED_GAPS} updates of this replay are not on disk yet (failed writes); reload, then reconnect`);
-        return false;
-      }
-    }
-    if (page.caughtUp) this.#join(ws, data, replay.room, replay.start, publishedSeq, replay.earlier);
-    else if (ws.getBufferedAmount() < REPLAY_HIGH_WATER) this.#queuePage(ws, data, replay);
-    return true;
-  }
-
-  /**
-   * Joins the room's topic and says so with a heartbeat: its `last_seq` is a position the client can
-   * resume from even when nothing of its room arrives for a long time (README, Live rooms).
-   */
-  #join(ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent): void {
-    ws.subscribe(topicFor(data.orgId, room));
-    // A replay from `afterSeq` sent everything up to `publishedSeq`; the topic goes on from there.
-    data.state = { status: 'live', room, from: Math.min(afterSeq ?? publishedSeq, publishedSeq), earlier, late: new Set() };
-    this.#sendHeartbeat(ws, publishedSeq);
-  }
-
-  /** Every update of the socket's room up to `lastSeq` has been sent before this heartbeat. */
-  #sendHeartbeat(ws: WebSocket<SocketData>, lastSeq: number): void {
-    sendCounted(ws, heartbeatFrame(this.#clock.now(), lastSeq, ws.getUserData().subscribeFrames));
-  }
-
-  /**
-   * One heartbeat to every socket, closing slow and stalled consumers first (every HEARTBEAT_MS;
-   * tests call it). A send costs a system call (~8 us here), so the sockets are taken
-   * HEARTBEAT_SLICE at a time, one slice per event-loop turn: 20,000 sockets in one go held every
-   * request for ~0.2 s. Within a slice, each org's position is read once (a quiet org's reads the
-   * ledger) and each distinct frame is encoded once.
-   */
+  /** One heartbeat to every socket, closing slow and stalled consumers first (every HEARTBEAT_MS; tests call it). */
   heartbeat(): void {
-    this.#beatSlice([...this.#sockets], 0, this.#clock.now());
+    heartbeatRound({ open: this.#sockets, publishedSeq: (orgId) => publishedSeqOf(this.#entry, orgId), stopped: () => this.#closed }, this.#clock.now());
   }
-
-  #beatSlice(sockets: readonly WebSocket<SocketData>[], from: number, at: number): void {
-    const published = new Map<string, number>();
-    const frames = new Map<string, Uint8Array>();
-    const end = Math.min(sockets.length, from + HEARTBEAT_SLICE);
-    for (let i = from; i < end; i++) {
-      const ws = sockets[i]!;
-      // Closed since the round began: a closed uWS socket must not be touched.
-      if (!this.#sockets.has(ws)) continue;
-      const buffered = ws.getBufferedAmount();
-      if (buffered > MAX_BACKPRESSURE / 2) {
-        ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer');
-        continue;
-      }
-      const data = ws.getUserData();
-      if (data.reader.beat(buffered, data.state.status === 'replaying')) {
-        ws.end(CLOSE_SLOW_CONSUMER, 'slow consumer: too little read for 30 s');
-        continue;
-      }
-      let lastSeq = data.state.status === 'replaying' ? data.state.replay.cursor : published.get(data.orgId);
-      if (lastSeq === undefined) {
-        lastSeq = this.#publishedSeq(data.orgId);
-        published.set(data.orgId, lastSeq);
-      }
-      const shape = `${lastSeq} ${data.subscribeFrames}`;
-      let frame = frames.get(shape);
-      if (frame === undefined) {
-        frame = heartbeatFrame(at, lastSeq, data.subscribeFrames);
-        frames.set(shape, frame);
-      }
-      sendCounted(ws, frame);
-    }
-    if (end < sockets.length) {
-      setImmediate(() => {
-        if (!this.#closed) this.#beatSlice(sockets, end, at);
-      });
-    }
-  }
-}
-
-/** Sends a frame the rooms write to one socket themselves (not through a topic), counted for its reader (stalled-reader.ts). */
-function sendCounted(ws: WebSocket<SocketData>, frame: Uint8Array): void {
-  ws.getUserData().reader.sent(frame.byteLength);
-  ws.send(frame, true);
-}
-
-/**
- * A heartbeat: every update of the socket's room up to `lastSeq` has been sent before it. For a
- * live socket that is the last seq fanned out; during a replay, only as far as the replay has got
- * (telling it more would let a client resume past updates it never received).
- */
-const heartbeatFrame = (atMs: number, lastSeq: number, subscribeFrames: number): Uint8Array =>
-  encodeLiveMessage({ heartbeat: { at_ms: atMs, last_seq: lastSeq, subscribe_frames: subscribeFrames } });
-
-/** The room a socket is in or catching up on, if any. */
-function roomOf(data: SocketData): Room | undefined {
-  const { state } = data;
-  return state.status === 'live' ? state.room : state.status === 'replaying' ? state.replay.room : undefined;
 }

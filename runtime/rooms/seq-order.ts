@@ -151,7 +151,7 @@ export class SeqOrder {
     const now = Date.now();
     forgetOldSkips(queue, now);
     // Remembered (for SKIPPED_MEMORY_MS) so that a Subscribe does not count them as sent to a socket
-    // that was on the topic (skippedBetween, used by runtime/rooms/live-rooms.ts): one may still arrive late.
+    // that was on the topic (skippedBetween, used by runtime/rooms/live-room-entry.ts): one may still arrive late.
     for (let seq = queue.next; seq < resume; seq++) queue.skipped.set(seq, now);
     queue.next = resume;
     this.#drain(orgId, queue);

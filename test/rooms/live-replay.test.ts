@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { durably } from '../../runtime/ledger/durable-write.ts';
 import type { RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import { MAX_REMEMBERED_GAPS, nextPage, REPLAY_PAGE_SIZE, sentSoFar, startReplay, wasSent, type SkippedSeqs } from '../../runtime/rooms/live-replay.ts';
-import { MAX_BACKPRESSURE } from '../../runtime/rooms/live-rooms.ts';
+import { MAX_BACKPRESSURE } from '../../runtime/rooms/live-socket.ts';
 import { UpdateLog, type NewRunUpdate } from '../../runtime/rooms/update-log.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { createOrg } from '../helpers/http.ts';
