@@ -5,11 +5,11 @@
 // Databases (every key starts with the org id):
 //   workflows           [orgId, workflowId]                                -> Workflow (current)
 //   workflow-versions   [orgId, workflowId, version]                        -> WorkflowVersion (never rewritten)
-//   workflow-triggers   [orgId, environment, trigger_event, workflowId]     -> [current version, its JSON size], present iff enabled
-//                       (older entries hold the version alone, or null: matching then reads the workflow)
+//   workflow-triggers   [orgId, environment, trigger_event, workflowId]     -> [current version, its JSON size], present iff enabled (trigger-index.ts)
 //   workflow-secrets    [orgId, workflowId]                                 -> SigningSecretsRecord
 //   workflow-org-bytes  [orgId]                                             -> bytes of all its stored versions (version-bytes.ts)
 //   workflow-create-keys                                                    -> the Idempotency-Key each was created with (create-keys.ts)
+// Caps: workflow-limits.ts; decoded versions: pinned-versions.ts; refusals and their errors: write-outcome.ts.
 // Deleting a workflow removes the first and third; versions and secrets stay so runs pinned to a
 // version can still finish (and still sign their webhooks), until no run names it (deleted-workflows.ts).
 
@@ -17,70 +17,25 @@ import { isDeepStrictEqual } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import type { LedgerTable } from '../ledger/ledger.ts';
 import { asOrgId, asWorkflowId, type WorkflowId } from '../../actors/ids.ts';
-import { ConflictError, notFound } from '../errors.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
-import { LRUCache } from 'lru-cache';
 import { passesOverTable } from '../ledger/passes-over-table.ts';
 import { DeletedWorkflows } from './deleted-workflows.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
-import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
 import { OrgVersionBytes, versionSize } from './version-bytes.ts';
 import { WorkflowCreateKeys } from './create-keys.ts';
+import { PinnedVersions } from './pinned-versions.ts';
+import { isVersionRef, TriggerIndex, type MatchRef } from './trigger-index.ts';
+import { MAX_TRIGGER_BYTES, MAX_VERSION_BYTES_PER_ORG, MAX_VERSIONS_PER_WORKFLOW, MAX_WORKFLOWS_PER_ORG, MAX_WORKFLOWS_PER_TRIGGER, PINNED_CACHE, type WorkflowStoreLimits } from './workflow-limits.ts';
+import { unwrap, type Outcome, type VersionRefused } from './write-outcome.ts';
 import type { Workflow, WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowVersion } from './workflow-types.ts';
 
-/** Keeps `list` (read whole, then paged by the API) and `matching` bounded. */
-export const MAX_WORKFLOWS_PER_ORG = 2000;
-/**
- * Versions one workflow may have: every version stays readable (runs pin theirs), so the history
- * needs a bound. A workflow that reaches it is replaced by a new one (its runs keep their versions).
- */
-export const MAX_VERSIONS_PER_WORKFLOW = 1000;
 const WORKFLOW_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HIGH = '\uffff';
-/**
- * Pinned versions kept decoded in memory; they never change once written, so only size bounds
- * this: by count, and by their JSON size (a version can be about 1 MiB: 400 of them once took the
- * heap past 1 GB for one org, and a few orgs could have taken the process out of memory).
- */
-export const PINNED_CACHE = { max: 4096, maxBytes: 64 * 1024 * 1024 };
-/**
- * The JSON size the enabled workflows of one (org, environment, trigger event) may have together:
- * every such event reads them all (one run each). A quarter of the pinned cache, so one trigger's
- * versions stay decoded between its events; without it, 100 workflows of ~900 KB on one event
- * type pushed each other out and every event decoded ~100 MB again (0.4-0.9 s of the event loop).
- */
-export const MAX_TRIGGER_BYTES = 16 * 1024 * 1024;
-/**
- * The enabled workflows one (org, environment, trigger event) may have: each event of that type
- * starts one run per workflow, all made in the event's own write, and the ingest quota counts
- * events. 2,000 small workflows on one type made 2,000 runs per event, 180,000 runs from 90
- * events within a starter plan's quota, and held the event loop for 12 s at a stretch.
- */
-export const MAX_WORKFLOWS_PER_TRIGGER = 100;
-/**
- * The bytes of workflow versions one org may keep (every version of every workflow, and of deleted
- * ones until they are pruned: version-bytes.ts). Ordinary workflows are a few KB: this holds tens
- * of thousands of versions. A version that disables an enabled workflow always goes through.
- */
-export const MAX_VERSION_BYTES_PER_ORG = 256 * 1024 * 1024;
-
-export interface WorkflowStoreLimits {
-  readonly pinnedCache: { readonly max: number; readonly maxBytes: number };
-  readonly triggerBytes: number;
-  readonly triggerWorkflows: number;
-  readonly orgVersionBytes: number;
-}
-
-export { versionSize } from './version-bytes.ts';
-
-/** What `matching` remembers of a matching workflow: its current version, read through the pinned cache each time. */
-type MatchRef = readonly [workflowId: string, version: number] | WorkflowVersion;
 
 const NO_MATCHES: readonly WorkflowVersion[] = Object.freeze([]);
-const isVersionRef = (ref: MatchRef): ref is readonly [string, number] => Array.isArray(ref);
 
 /** True for the ids this store mints (lower-case UUIDs); anything else cannot name a workflow. */
 export const isWorkflowId = (value: string): value is WorkflowId => WORKFLOW_ID.test(value);
@@ -97,58 +52,22 @@ export interface UpdateOptions {
   readonly ifVersion?: number;
 }
 
-/**
- * A trigger's enabled workflows would outgrow MAX_TRIGGER_BYTES (`bytes`: what they hold without
- * this one, and this one) or MAX_WORKFLOWS_PER_TRIGGER (`workflows`: how many there are without it).
- */
-type TriggerOverflow = { readonly event: string; readonly environment: string } & (
-  | { readonly kind: 'bytes'; readonly limit: number; readonly others: number; readonly size: number }
-  | { readonly kind: 'workflows'; readonly limit: number; readonly others: number }
-);
-
-/** A version the org's stored version bytes cannot take (MAX_VERSION_BYTES_PER_ORG). */
-interface StorageOverflow {
-  readonly limit: number;
-  readonly used: number;
-  readonly size: number;
-}
-
-/** Why #putVersion wrote nothing. */
-type VersionRefused =
-  | { readonly ok: false; readonly reason: 'trigger'; readonly overflow: TriggerOverflow }
-  | { readonly ok: false; readonly reason: 'storage'; readonly overflow: StorageOverflow };
-
-type Outcome<T> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'versions' | 'conflict'; readonly current?: number }
-  | VersionRefused;
-
 export class WorkflowStore {
   readonly #root: Ledger['root'];
   readonly #workflows: LedgerTable;
   readonly #versions: LedgerTable;
-  readonly #triggers: LedgerTable;
+  readonly #triggers: TriggerIndex;
   readonly #secrets: LedgerTable;
   /** [orgId, environment, created_at, workflowId] -> 1: the workflows of an environment, oldest first, for paging without reading them all. */
   readonly #order: LedgerTable;
-  /** Decoded pinned versions, least recently used out first: every event and step reads one, and a version never changes. */
-  readonly #pinned: LRUCache<string, WorkflowVersion>;
+  /** Decoded pinned versions: every event and step reads one, and a version never changes. */
+  readonly #pinned: PinnedVersions;
   /**
    * `matching` answers (empty ones too: most event types trigger nothing), forgotten per org on
    * every workflow write. They name versions rather than hold them, so only #pinned weighs them.
    */
   readonly #matches = new RecordCache<readonly MatchRef[]>();
-  /**
-   * The #pinned slots of versions written by writes not yet settled: read meanwhile (from a
-   * transaction batched with the write, as ingest's), such a version may never commit, so it is not
-   * kept. Other versions of the org are cached as usual, so a busy org's cache still warms.
-   */
-  readonly #slotsWriting = new KeyedCounts();
-  /** The slots the transaction body running now writes (set and counted by #write around it). */
-  #bodySlots: string[] | undefined;
 
-  readonly #triggerBytes: number;
-  readonly #triggerWorkflows: number;
   readonly #orgVersionBytes: number;
   readonly #versionBytes: OrgVersionBytes;
   readonly #createKeys: WorkflowCreateKeys;
@@ -156,15 +75,15 @@ export class WorkflowStore {
   readonly deleted: DeletedWorkflows;
 
   constructor(ledger: Ledger, limits: Partial<WorkflowStoreLimits> = {}) {
-    const pinnedCache = limits.pinnedCache ?? PINNED_CACHE;
-    this.#pinned = new LRUCache({ max: pinnedCache.max, maxSize: pinnedCache.maxBytes, sizeCalculation: versionSize });
-    this.#triggerBytes = limits.triggerBytes ?? MAX_TRIGGER_BYTES;
-    this.#triggerWorkflows = limits.triggerWorkflows ?? MAX_WORKFLOWS_PER_TRIGGER;
+    this.#pinned = new PinnedVersions(limits.pinnedCache ?? PINNED_CACHE);
     this.#orgVersionBytes = limits.orgVersionBytes ?? MAX_VERSION_BYTES_PER_ORG;
     this.#root = ledger.root;
     this.#workflows = ledger.openDatabase('workflows');
     this.#versions = ledger.openDatabase('workflow-versions');
-    this.#triggers = ledger.openDatabase('workflow-triggers');
+    this.#triggers = new TriggerIndex(ledger.openDatabase('workflow-triggers'), this.#workflows, (orgId, workflowId, version) => this.version(orgId, workflowId, version), {
+      bytes: limits.triggerBytes ?? MAX_TRIGGER_BYTES,
+      workflows: limits.triggerWorkflows ?? MAX_WORKFLOWS_PER_TRIGGER,
+    });
     this.#secrets = ledger.openDatabase('workflow-secrets');
     this.#order = ledger.openDatabase(WORKFLOW_ORDER);
     this.#createKeys = new WorkflowCreateKeys(ledger);
@@ -174,7 +93,7 @@ export class WorkflowStore {
 
   /** How many pinned versions are held decoded, and their JSON size (at most PINNED_CACHE.maxBytes). */
   get pinnedHeld(): { readonly versions: number; readonly bytes: number } {
-    return { versions: this.#pinned.size, bytes: this.#pinned.calculatedSize };
+    return this.#pinned.held;
   }
 
   get(orgId: string, workflowId: string): Workflow | undefined {
@@ -185,13 +104,7 @@ export class WorkflowStore {
   /** A pinned version; still readable after the workflow is updated or deleted. */
   version(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined {
     if (!isWorkflowId(workflowId) || !Number.isSafeInteger(version) || version < 1) return undefined;
-    const slot = pinnedSlot(orgId, workflowId, version);
-    const cached = this.#pinned.get(slot);
-    if (cached !== undefined) return cached;
-    const stored = this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined;
-    if (stored === undefined) return undefined;
-    if (this.#slotsWriting.get(slot) === 0) this.#pinned.set(slot, stored);
-    return stored;
+    return this.#pinned.read(orgId, workflowId, version, () => this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined);
   }
 
   /** The newest version of a workflow (deleted ones too); the `return` inside the loop closes the range. */
@@ -240,34 +153,12 @@ export class WorkflowStore {
    * comes from the ledger (see record-cache.ts).
    */
   matching(orgId: string, environment: string, eventType: string): readonly WorkflowVersion[] {
-    const refs = this.#matches.read(orgId, `${environment}\u0000${eventType}`, () => this.#readMatching(orgId, environment, eventType)) ?? [];
+    const refs = this.#matches.read(orgId, `${environment}\u0000${eventType}`, () => this.#triggers.matches(orgId, environment, eventType)) ?? [];
     if (refs.length === 0) return NO_MATCHES;
     const matches: WorkflowVersion[] = [];
     for (const ref of refs) {
       const version = isVersionRef(ref) ? this.version(orgId, ref[0], ref[1]) : ref;
       if (version !== undefined) matches.push(version);
-    }
-    return matches;
-  }
-
-  #readMatching(orgId: string, environment: string, eventType: string): MatchRef[] {
-    const matches: MatchRef[] = [];
-    const entries = this.#triggers.getRange({ start: [orgId, environment, eventType], end: [orgId, environment, eventType, HIGH] });
-    for (const { key, value } of entries) {
-      const [keyOrg, keyEnv, keyType, workflowId] = key as [string, string, string, string];
-      if (keyOrg !== orgId || keyEnv !== environment || keyType !== eventType) continue;
-      // A trigger entry exists only for an enabled workflow and holds its current version.
-      const current = triggerVersion(value);
-      const pinned = current === undefined ? undefined : this.version(orgId, workflowId, current);
-      if (pinned !== undefined) {
-        matches.push([workflowId, pinned.version]);
-        continue;
-      }
-      // Entries written before triggers held the version: read the workflow itself.
-      const workflow = this.#workflows.get([orgId, workflowId]) as Workflow | undefined;
-      if (workflow === undefined || workflow.status !== 'enabled') continue;
-      // A workflow whose version record is missing (older data) is kept whole: it has nothing to read again.
-      matches.push(this.version(orgId, workflowId, workflow.version) === undefined ? toWorkflowVersion(workflow) : [workflowId, workflow.version]);
     }
     return matches;
   }
@@ -357,7 +248,7 @@ export class WorkflowStore {
         const current = this.get(orgId, workflowId);
         if (current === undefined) return { ok: false, reason: 'missing' };
         this.#workflows.remove([orgId, current.id]);
-        this.#triggers.remove(triggerKey(current));
+        this.#triggers.removeWithin(current);
         this.#order.remove(orderKey(current));
         this.#createKeys.removeWithin(orgId, current.id);
         this.deleted.markWithin(orgId, current.id, at);
@@ -405,76 +296,23 @@ export class WorkflowStore {
     if (!onlyDisables && used + size > this.#orgVersionBytes) {
       return { ok: false, reason: 'storage', overflow: { limit: this.#orgVersionBytes, used, size } };
     }
-    if (next.status === 'enabled') {
-      const sizes = this.#enabledSizes(next);
-      const trigger = { event: next.trigger_event, environment: next.environment };
-      if (sizes.own === undefined && sizes.others >= this.#triggerWorkflows) {
-        return { ok: false, reason: 'trigger', overflow: { ...trigger, kind: 'workflows', limit: this.#triggerWorkflows, others: sizes.others } };
-      }
-      const others = sizes.total - (sizes.own ?? 0);
-      if (others + size > this.#triggerBytes && size > (sizes.own ?? 0)) {
-        return { ok: false, reason: 'trigger', overflow: { ...trigger, kind: 'bytes', limit: this.#triggerBytes, others, size } };
-      }
-    }
+    const overflow = this.#triggers.overflow(next, size);
+    if (overflow !== undefined) return { ok: false, reason: 'trigger', overflow };
     this.#versionBytes.add(next.org_id, size);
     this.#workflows.put([next.org_id, next.id], next);
     this.#versions.put([next.org_id, next.id, next.version], version);
-    this.#bodySlots?.push(pinnedSlot(next.org_id, next.id, next.version));
-    if (previous !== undefined) this.#triggers.remove(triggerKey(previous));
-    if (next.status === 'enabled') this.#triggers.put(triggerKey(next), [next.version, size]);
+    this.#pinned.writtenWithin(next.org_id, next.id, next.version);
+    this.#triggers.moveWithin(previous, next, size);
     return undefined;
-  }
-
-  /** The JSON size of the enabled workflows on `workflow`'s trigger, and of its own entry there if it has one; how many others there are. */
-  #enabledSizes(workflow: Workflow): { total: number; own: number | undefined; others: number } {
-    const [orgId, environment, event] = triggerKey(workflow);
-    let total = 0;
-    let own: number | undefined;
-    let others = 0;
-    for (const { key, value } of this.#triggers.getRange({ start: [orgId, environment, event], end: [orgId, environment, event, HIGH] })) {
-      const workflowId = (key as string[])[3]!;
-      const size = this.#entrySize(orgId, workflowId, value);
-      total += size;
-      if (workflowId === workflow.id) own = size;
-      else others += 1;
-    }
-    return { total, own, others };
-  }
-
-  /** What one trigger entry weighs: stored with it, or (older entries) measured from its version. */
-  #entrySize(orgId: string, workflowId: string, value: unknown): number {
-    if (Array.isArray(value)) return value[1] as number;
-    const current = triggerVersion(value) ?? (this.#workflows.get([orgId, workflowId]) as Workflow | undefined)?.version;
-    const version = current === undefined ? undefined : this.version(orgId, workflowId, current);
-    return version === undefined ? 0 : versionSize(version);
   }
 
   /** Every write of this store: one durable transaction on `orgId`'s records. */
   #write<T>(orgId: string, body: () => Outcome<T>): Promise<Outcome<T>> {
-    const slots: string[] = [];
-    // Counted once the body ran, before any transaction batched after it reads them.
-    const tracked = (): Outcome<T> => {
-      this.#bodySlots = slots;
-      try {
-        return body();
-      } finally {
-        this.#bodySlots = undefined;
-        for (const slot of slots) this.#slotsWriting.add(slot);
-      }
-    };
-    const settled = (): void => {
-      for (const slot of slots) this.#slotsWriting.subtract(slot);
-    };
-    return this.#matches.writing(orgId, () => durably(this.#root, this.#root.transaction(tracked))).finally(settled);
+    // The pinned cache keeps none of the versions the body writes until the transaction settles.
+    return this.#pinned.writing(body, (tracked) => this.#matches.writing(orgId, () => durably(this.#root, this.#root.transaction(tracked))));
   }
 }
 
-/** A pinned version's key in #pinned. */
-const pinnedSlot = (orgId: string, workflowId: string, version: number): string => `${orgId}\u0000${workflowId}\u0000${version}`;
-
-/** The version a trigger entry names: [version, size] now, a bare version or null (read the workflow) before. */
-const triggerVersion = (value: unknown): number | undefined => (Array.isArray(value) ? (value[0] as number) : typeof value === 'number' ? value : undefined);
-const triggerKey = (workflow: Workflow): [string, string, string, string] => [workflow.org_id, workflow.environment, workflow.trigger_event, workflow.id];
 // A workflow's environment and created_at never change, so its entry is written once and removed with it.
 const orderKey = (workflow: Workflow): [string, string, string, string] => [workflow.org_id, workflow.environment, workflow.created_at, workflow.id];
 
@@ -482,49 +320,3 @@ const orderKey = (workflow: Workflow): [string, string, string, string] => [work
 export const WORKFLOW_ORDER = 'workflow-order';
 /** The data format (data-format.ts) from which on every workflow has its ordering entry. */
 export const WORKFLOW_ORDER_FORMAT = 3;
-
-const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(bytes < 1024 * 1024 ? 2 : 1)} MiB`;
-
-function unwrap<T>(outcome: Outcome<T>, id: string): T {
-  if (outcome.ok) return outcome.value;
-  switch (outcome.reason) {
-    case 'missing':
-      throw notFound(`Workflow "${id}"`, 'workflow_id');
-    case 'limit':
-      throw new ConflictError('workflow_limit_reached', `An organization can hold at most ${MAX_WORKFLOWS_PER_ORG} workflows; delete one first.`);
-    case 'versions':
-      throw new ConflictError('version_limit_reached', `A workflow has at most ${MAX_VERSIONS_PER_WORKFLOW} versions; create a new workflow (and delete this one) to go on changing it.`);
-    case 'trigger': {
-      const overflow = outcome.overflow;
-      const { event, environment, limit, others } = overflow;
-      if (overflow.kind === 'workflows') {
-        throw new ConflictError(
-          'trigger_workflow_limit_reached',
-          `At most ${limit} enabled workflows may listen to event type "${event}" in ${environment} (each such event starts a run of every one); ` +
-            `${others} already do. Disable one of them first, or add steps to one that listens already.`,
-          { limit_workflows: limit, enabled_workflows: others },
-        );
-      }
-      const { size } = overflow;
-      throw new ConflictError(
-        'trigger_size_limit_reached',
-        `The enabled workflows of event type "${event}" in ${environment} may hold at most ${mib(limit)} of JSON together (every such event reads them all); ` +
-          `the others hold ${mib(others)} and this version ${mib(size)}. Disable or shrink one of them first.`,
-        { limit_bytes: limit, enabled_bytes: others, version_bytes: size },
-      );
-    }
-    case 'storage': {
-      const { limit, used, size } = outcome.overflow;
-      throw new ConflictError(
-        'workflow_storage_limit_reached',
-        `An organization's workflow versions may hold at most ${mib(limit)} (every version of every workflow, and of deleted workflows until they are pruned, --retention-days after the delete); ` +
-          `they hold ${mib(used)} and this version ${mib(size)}. Delete workflows you no longer use; disabling one always works.`,
-        { limit_bytes: limit, used_bytes: used, version_bytes: size },
-      );
-    }
-    case 'conflict':
-      throw new ConflictError('workflow_version_conflict', 'The workflow was changed by another request; read it again and retry.', {
-        current_version: outcome.current,
-      });
-  }
-}

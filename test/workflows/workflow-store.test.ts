@@ -6,7 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 import { parseWorkflowInput } from '../../runtime/workflows/parse-workflow.ts';
-import { MAX_VERSIONS_PER_WORKFLOW, versionSize, WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
+import { WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
+import { MAX_VERSIONS_PER_WORKFLOW } from '../../runtime/workflows/workflow-limits.ts';
+import { versionSize } from '../../runtime/workflows/version-bytes.ts';
 import type { WorkflowDraft } from '../../runtime/workflows/workflow-types.ts';
 
 const T0 = Date.UTC(2026, 10, 30);
