@@ -1,6 +1,7 @@
 // What Sluice keeps on each device WebSocket (uWS user data): the device and connection it
-// belongs to, whether its connection is recorded, its messages being stored, and how it ends; and
-// the two ways to talk to it that are safe after it closed (uWS throws on a closed socket).
+// belongs to, whether its connection is recorded, its messages being stored, and how it ends; the
+// two ways to talk to it that are safe after it closed (uWS throws on a closed socket); and how a
+// change that ends connections first stops its sockets storing (or lets them go on).
 
 import type { WebSocket } from 'uWebSockets.js';
 import { CLOSE_NOT_RECORDED } from './device-frame.ts';
@@ -10,7 +11,7 @@ import type { Ending } from './device-store.ts';
 export interface SocketData {
   /** The device (no schemas) as it was when its token was checked; the ledger refuses the connection if it changed since. */
   readonly device: DeviceHead;
-  /** Its `connected_at_ms` is stamped again when it is recorded (device-sockets.ts #connect says why). */
+  /** Its `connected_at_ms` is stamped again when it is recorded (device-connection.ts recordConnection says why). */
   connection: DeviceConnection;
   /** Resolves true once `device.connected` is durable; false when it was not recorded (the socket is closed). */
   ready: Promise<boolean>;
@@ -37,4 +38,21 @@ export function closeSocket(ws: WebSocket<SocketData>, ending: Ending & { readon
   if (!data.open) return;
   data.ending = ending;
   ws.end(ending.code ?? CLOSE_NOT_RECORDED, text);
+}
+
+/**
+ * The recorded sockets among `sockets` stop storing, and their messages being stored settle;
+ * resolves with those sockets. A socket not recorded yet is skipped: its connection is written
+ * later in the device's chain, and its messages wait for that (waiting for them here would never end).
+ */
+export async function quiesce(sockets: Iterable<WebSocket<SocketData>>): Promise<Array<WebSocket<SocketData>>> {
+  const stopped = [...sockets].filter((ws) => ws.getUserData().recorded);
+  for (const ws of stopped) ws.getUserData().accepting = false;
+  await Promise.allSettled(stopped.flatMap((ws) => [...ws.getUserData().inFlight]));
+  return stopped;
+}
+
+/** The sockets `quiesce` stopped go on storing (those still open), after a change refused before it wrote anything. */
+export function resumeStoring(sockets: Iterable<WebSocket<SocketData>>): void {
+  for (const ws of sockets) ws.getUserData().accepting = ws.getUserData().open;
 }

@@ -1,6 +1,6 @@
 // The device WebSocket at /devices/:org_id/:device: a device authenticates with its own token, its
-// connection opening and ending become `device.connected` / `device.disconnected` events, and each
-// message frame becomes an event, acknowledged once durable (device-messages.ts).
+// connection opening and ending become `device.connected` / `device.disconnected` events
+// (device-connection.ts), and each message frame becomes an event, acknowledged once durable (device-messages.ts).
 // Everything that changes a device's connection (a socket opening or ending, a token rotation, a
 // deletion) runs one at a time per device, and first stops the sockets it ends from storing and
 // waits for their messages: each connection's events come before its `device.disconnected`.
@@ -9,27 +9,23 @@ import { randomBytes } from 'node:crypto';
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
-import { logFailure } from '../ledger/commit-failure-guard.ts';
 import { WriteRetries } from '../ledger/write-retries.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
-import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { EVENTS_PER_CONNECTION, recordConnection, recordEnding, SANDBOX_DISABLED, sandboxDisallowed } from './device-connection.ts';
 import {
   CLOSE_DEVICE_DELETED,
   CLOSE_NOT_RECORDED,
-  CLOSE_REPLACED,
   CLOSE_RUNTIME_STOPPING,
-  CLOSE_SANDBOX_DISABLED,
   CLOSE_SANDBOX_RESET,
   CLOSE_TOKEN_ROTATED,
   MAX_DEVICE_MESSAGE_BYTES,
-  readyFrame,
 } from './device-frame.ts';
 import { DeviceMessages, type DeviceMessageDeps } from './device-messages.ts';
-import { connectedEventId, type DeviceConnection, type DeviceHead } from './device-record.ts';
-import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
+import type { DeviceConnection, DeviceHead } from './device-record.ts';
+import { closeSocket, quiesce, resumeStoring, type SocketData } from './device-socket.ts';
+import { deviceKeyOf, DeviceSocketTable } from './device-socket-table.ts';
 import type { Ending } from './device-store.ts';
 import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
-import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { namesSomething, Router } from '../http/router.ts';
@@ -39,28 +35,8 @@ import type { WebSocketBudget } from '../http/websocket-budget.ts';
 const MAX_BACKPRESSURE = 64 * 1024;
 /** Seconds without a frame or a pong before uWS drops the socket (it pings on its own before that). */
 const IDLE_TIMEOUT_S = 120;
-/** Events a connection writes, charged to the ingest quota when it is admitted: its device.connected and its device.disconnected. */
-const EVENTS_PER_CONNECTION = 2;
-/**
- * Sockets of one device held at once, from their opening until their ending is written: the open
- * one, a newer one replacing it, and a few closing. Connects of a device are written one at a time
- * (~70-80/s), so without a cap one device token opening sockets faster than that held every
- * WebSocket the process allows while they waited.
- */
-export const MAX_SOCKETS_PER_DEVICE = 4;
-
-/** How a sandbox device's socket ends when its org's plan no longer has a sandbox. */
-const SANDBOX_DISABLED = { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED } as const;
 
 const isSandboxOf = (orgId: string, { device }: SocketData): boolean => device.org_id === orgId && device.environment === 'sandbox';
-
-/** 429 `too_many_device_sockets`: the device, or its org, holds as many sockets as it may; retry after a second. */
-class TooManyDeviceSocketsError extends SluiceError {
-  readonly retryAfterMs = 1000;
-  constructor(message: string) {
-    super(429, 'too_many_device_sockets', message);
-  }
-}
 
 /** What the sockets need: what their messages need (device-messages.ts), and the process's WebSocket total. */
 export interface DeviceSocketDeps extends DeviceMessageDeps {
@@ -70,11 +46,7 @@ export interface DeviceSocketDeps extends DeviceMessageDeps {
 export class DeviceSockets {
   readonly #d: DeviceSocketDeps;
   /** Every socket of each device, from its opening until its ending is written. */
-  readonly #sockets = new Map<string, Set<WebSocket<SocketData>>>();
-  /** The sockets of `#sockets` per org. */
-  readonly #perOrg = new KeyedCounts();
-  /** Device sockets one org may hold at once: half of the process's WebSockets, as live sockets by default. */
-  readonly #socketsPerOrg: number;
+  readonly #sockets: DeviceSocketTable;
   /** The tail of each device's chain of connection changes (see the header). */
   readonly #chains = new Map<string, Promise<unknown>>();
   readonly #messages: DeviceMessages;
@@ -86,7 +58,7 @@ export class DeviceSockets {
 
   constructor(app: TemplatedApp, deps: DeviceSocketDeps) {
     this.#d = deps;
-    this.#socketsPerOrg = Math.max(1, Math.floor(deps.websockets.total / 2));
+    this.#sockets = new DeviceSocketTable(deps.websockets.total);
     this.#messages = new DeviceMessages(deps);
     this.#endingRetries = new WriteRetries(deps.clock, (connectionId) => this.#unwrittenEndings.get(connectionId)?.());
     app.ws<SocketData>('/devices/:org_id/:device', {
@@ -115,7 +87,7 @@ export class DeviceSockets {
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.head(orgId, name));
           // After the token: an org's share of the sockets is nobody else's to probe.
           deps.websockets.assertRoom(orgId);
-          this.#assertSocketRoom(orgId, name);
+          this.#sockets.assertRoom(orgId, name);
           query.assertNoRepeats();
           query.assertAllAsked();
           // A connection writes two events (and their runs), its device.connected and, however it
@@ -133,12 +105,8 @@ export class DeviceSockets {
       open: (ws) => {
         deps.websockets.opened(ws.getUserData().device.org_id);
         const data = ws.getUserData();
-        const key = orgScopedKey(data.device.org_id, data.device.name);
-        const sockets = this.#sockets.get(key) ?? new Set();
-        sockets.add(ws);
-        this.#sockets.set(key, sockets);
-        this.#perOrg.add(data.device.org_id);
-        data.ready = this.#serially(key, () => this.#connect(ws, data)).catch(() => false);
+        this.#sockets.add(ws);
+        data.ready = this.#serially(deviceKeyOf(data), () => recordConnection(deps, this.#sockets, ws, data)).catch(() => false);
       },
       message: (ws, message, isBinary) => this.#messages.onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
       close: (ws, code) => {
@@ -165,9 +133,8 @@ export class DeviceSockets {
    * that fails too, the next start ends it.
    */
   #writeEnding(ws: WebSocket<SocketData>, data: SocketData, ending: Ending, at: number): void {
-    const key = orgScopedKey(data.device.org_id, data.device.name);
     const id = data.connection.id;
-    void this.#serially(key, () => this.#end(data, ending, at)).then((written) => {
+    void this.#serially(deviceKeyOf(data), () => recordEnding(this.#d, data, ending, at)).then((written) => {
       if (!written && !this.#stopping) {
         this.#unwrittenEndings.set(id, () => this.#writeEnding(ws, data, ending, at));
         this.#endingRetries.failed(id);
@@ -175,28 +142,13 @@ export class DeviceSockets {
       }
       this.#unwrittenEndings.delete(id);
       this.#endingRetries.cleared(id);
-      const sockets = this.#sockets.get(key);
-      if (sockets?.delete(ws) === true) this.#perOrg.subtract(data.device.org_id);
-      if (sockets?.size === 0) this.#sockets.delete(key);
+      this.#sockets.remove(ws);
     });
-  }
-
-  /** 429 when the device holds MAX_SOCKETS_PER_DEVICE sockets, or its org its share of the process's WebSockets. */
-  #assertSocketRoom(orgId: string, name: string): void {
-    const held = this.#sockets.get(orgScopedKey(orgId, name))?.size ?? 0;
-    if (held >= MAX_SOCKETS_PER_DEVICE) {
-      throw new TooManyDeviceSocketsError(`Device "${name}" has ${held} connections opening or ending (at most ${MAX_SOCKETS_PER_DEVICE}); connect again in a second.`);
-    }
-    if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
-      throw new TooManyDeviceSocketsError(`An organization's devices may hold at most ${this.#socketsPerOrg} sockets at once; connect again in a second.`);
-    }
   }
 
   /** Device sockets open now (for the metrics). */
   get openSockets(): number {
-    let open = 0;
-    for (const sockets of this.#sockets.values()) for (const ws of sockets) if (ws.getUserData().open) open++;
-    return open;
+    return this.#sockets.open;
   }
 
   /** Ends the connections the previous process left open, then lets devices connect; call after run recovery. */
@@ -228,7 +180,7 @@ export class DeviceSockets {
         await this.#d.generations.quiet(orgId);
         allowed();
       }
-      return this.#d.devices.delete(orgId, name, id, (open) => this.#endingOf(key, open, ending), this.#d.clock.now());
+      return this.#d.devices.delete(orgId, name, id, (open) => this.#sockets.endingOf(key, open, ending), this.#d.clock.now());
     }, ending);
   }
 
@@ -239,26 +191,21 @@ export class DeviceSockets {
    * change of the device is under way to be undone should the plan come back meanwhile.
    */
   async dropSandboxSocketsIfDisallowed(orgId: string): Promise<void> {
-    if (!this.#sandboxDisallowed(orgId)) return;
-    const keys = [...this.#sockets].filter(([, sockets]) => [...sockets].some((ws) => isSandboxOf(orgId, ws.getUserData()))).map(([key]) => key);
+    if (!sandboxDisallowed(this.#d.orgs, orgId)) return;
+    const keys = this.#sockets.devicesWhere((data) => isSandboxOf(orgId, data));
     await Promise.all(
       keys.map((key) =>
         this.#serially(key, async () => {
-          if (!this.#sandboxDisallowed(orgId)) return;
+          if (!sandboxDisallowed(this.#d.orgs, orgId)) return;
           // Only the sandbox device's: a production device may hold its name now (made again after a delete).
-          const sandboxSockets = (): Array<WebSocket<SocketData>> => [...(this.#sockets.get(key) ?? [])].filter((ws) => isSandboxOf(orgId, ws.getUserData()));
-          const stopped = await this.#quiesce(sandboxSockets());
+          const sandboxSockets = (): Array<WebSocket<SocketData>> => this.#sockets.of(key).filter((ws) => isSandboxOf(orgId, ws.getUserData()));
+          const stopped = await quiesce(sandboxSockets());
           // The plan may have changed back meanwhile.
-          if (!this.#sandboxDisallowed(orgId)) return this.#resumeStoring(stopped);
+          if (!sandboxDisallowed(this.#d.orgs, orgId)) return resumeStoring(stopped);
           for (const ws of sandboxSockets()) closeSocket(ws, SANDBOX_DISABLED);
         }),
       ),
     );
-  }
-
-  #sandboxDisallowed(orgId: string): boolean {
-    const org = this.#d.orgs.get(orgId);
-    return org !== undefined && !sandboxAllowed(org);
   }
 
   /**
@@ -268,7 +215,7 @@ export class DeviceSockets {
    */
   closeConnectionsEndedByReset(orgId: string, connectionIds: readonly string[]): void {
     const ended = new Set(connectionIds);
-    this.#closeWhere(({ device, connection }) => device.org_id === orgId && ended.has(connection.id), { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
+    this.#sockets.closeWhere(({ device, connection }) => device.org_id === orgId && ended.has(connection.id), { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
   }
 
   /**
@@ -278,7 +225,7 @@ export class DeviceSockets {
    */
   closeSandboxSocketsAfterUnconfirmedReset(orgId: string): void {
     const ending = { reason: 'connection_lost', code: CLOSE_NOT_RECORDED } as const;
-    this.#closeWhere(({ device }) => device.org_id === orgId && device.environment === 'sandbox', ending, 'the sandbox reset could not be confirmed; connect again');
+    this.#sockets.closeWhere(({ device }) => device.org_id === orgId && device.environment === 'sandbox', ending, 'the sandbox reset could not be confirmed; connect again');
   }
 
   /**
@@ -291,17 +238,12 @@ export class DeviceSockets {
     this.#accepting = false;
     this.#stopping = true;
     this.#endingRetries.close();
-    await this.#quiesce([...this.#sockets.values()].flatMap((sockets) => [...sockets]));
-    this.#closeWhere(() => true, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
+    await quiesce(this.#sockets.all());
+    this.#sockets.closeWhere(() => true, { reason: 'runtime_stopped', code: CLOSE_RUNTIME_STOPPING });
     // Endings still waiting get one last try (the disk may have room again); one that fails is
     // left to the next start (runtime_restarted).
     for (const retry of [...this.#unwrittenEndings.values()]) retry();
     while (this.#chains.size > 0) await Promise.allSettled([...this.#chains.values()]);
-  }
-
-  /** Closes every open socket whose data `which` picks, with `ending`. */
-  #closeWhere(which: (data: SocketData) => boolean, ending: Ending & { readonly code: number }, text?: string): void {
-    for (const sockets of [...this.#sockets.values()]) for (const ws of [...sockets]) if (which(ws.getUserData())) closeSocket(ws, ending, text);
   }
 
   /** Runs `task` after every earlier connection change of the device has finished. */
@@ -316,23 +258,6 @@ export class DeviceSockets {
   }
 
   /**
-   * The recorded sockets among `sockets` stop storing, and their messages being stored settle;
-   * resolves with those sockets. A socket not recorded yet is skipped: its connection is written
-   * later in the device's chain, and its messages wait for that (waiting for them here would never end).
-   */
-  async #quiesce(sockets: Iterable<WebSocket<SocketData>>): Promise<Array<WebSocket<SocketData>>> {
-    const stopped = [...sockets].filter((ws) => ws.getUserData().recorded);
-    for (const ws of stopped) ws.getUserData().accepting = false;
-    await Promise.allSettled(stopped.flatMap((ws) => [...ws.getUserData().inFlight]));
-    return stopped;
-  }
-
-  /** The sockets `#quiesce` stopped go on storing (those still open), after a change refused before it wrote anything. */
-  #resumeStoring(sockets: Iterable<WebSocket<SocketData>>): void {
-    for (const ws of sockets) ws.getUserData().accepting = ws.getUserData().open;
-  }
-
-  /**
    * A change that ends the device's connections: quiesce, write, then close every socket of the
    * device (`ending`). A write that fails may still have committed (its flush failed), so the
    * sockets close then too (1011): the device reconnects and finds out what holds.
@@ -340,7 +265,7 @@ export class DeviceSockets {
   #changeDevice<T>(orgId: string, name: string, write: () => Promise<T>, ending: Ending & { readonly code: number }): Promise<T> {
     const key = orgScopedKey(orgId, name);
     return this.#serially(key, async () => {
-      const stopped = await this.#quiesce(this.#sockets.get(key) ?? []);
+      const stopped = await quiesce(this.#sockets.of(key));
       let result: T;
       try {
         result = await write();
@@ -348,113 +273,14 @@ export class DeviceSockets {
         // Refused below the disk floor, or refused as a request (404: the device the caller meant is
         // gone, another holds the name now): nothing was written, so the sockets go on storing.
         if (error instanceof DiskSpaceLowError || (error instanceof SluiceError && error.status < 500)) {
-          this.#resumeStoring(stopped);
+          resumeStoring(stopped);
           throw error;
         }
-        for (const ws of [...(this.#sockets.get(key) ?? [])]) closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the change could not be confirmed; connect again');
+        for (const ws of this.#sockets.of(key)) closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'the change could not be confirmed; connect again');
         throw error;
       }
-      for (const ws of [...(this.#sockets.get(key) ?? [])]) closeSocket(ws, ending);
+      for (const ws of this.#sockets.of(key)) closeSocket(ws, ending);
       return result;
     });
-  }
-
-  /**
-   * How the connection the ledger holds open ends when a change ends it: `ifOpen` when its socket
-   * is open, the socket's own ending when it already closed (its ending not written yet), and
-   * connection_lost when no socket of this process has it.
-   */
-  #endingOf(key: string, connection: DeviceConnection, ifOpen: Ending): Ending {
-    for (const ws of this.#sockets.get(key) ?? []) {
-      const data = ws.getUserData();
-      if (data.connection.id !== connection.id) continue;
-      return data.open ? ifOpen : (data.ending ?? { reason: 'connection_lost', code: null });
-    }
-    return { reason: 'connection_lost', code: null };
-  }
-
-  /**
-   * Records the connection, after the device's other sockets stopped storing (a connection the
-   * ledger holds open ends first: `replaced` when it is one of them), then greets the device and
-   * closes the others (4409). False when it was not recorded (the socket is closed).
-   */
-  async #connect(ws: WebSocket<SocketData>, data: SocketData): Promise<boolean> {
-    const { device } = data;
-    // Never recorded, so neither of its events will be written: the quota they took goes back.
-    const unrecorded = (): false => {
-      this.#d.quota.refund(device.org_id, EVENTS_PER_CONNECTION);
-      return false;
-    };
-    if (!data.open) return unrecorded();
-    // Admitted before its org's plan lost the sandbox, and opened after that plan change looked for sockets.
-    if (device.environment === 'sandbox' && this.#sandboxDisallowed(device.org_id)) {
-      closeSocket(ws, SANDBOX_DISABLED);
-      return unrecorded();
-    }
-    const key = orgScopedKey(device.org_id, device.name);
-    const others = await this.#quiesce([...(this.#sockets.get(key) ?? [])].filter((other) => other !== ws));
-    let recorded: boolean;
-    try {
-      if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
-      // Stamped now, once the others stopped storing, not at the upgrade: the connection it replaces
-      // ends (and this one begins) after every message that one stored, which may have gone on
-      // while this connect waited its turn in the device's queue.
-      const connection = (data.connection = { ...data.connection, connected_at_ms: this.#d.clock.now() });
-      data.attempted = true;
-      recorded = await this.#d.devices.connect(device, connection, (open) => this.#endingOf(key, open, { reason: 'replaced', code: CLOSE_REPLACED }));
-    } catch (error) {
-      logFailure(this.#d.logger, 'device connection could not be recorded', { org_id: device.org_id, device: device.name }, error);
-      // Refused below the disk floor: nothing was written, so only this socket closes; the others go on storing.
-      if (error instanceof DiskSpaceLowError) {
-        data.attempted = false;
-        closeSocket(ws, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection: the server\'s disk is nearly full; connect again later');
-        this.#resumeStoring(others);
-        return unrecorded();
-      }
-      // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
-      for (const socket of [ws, ...others]) closeSocket(socket, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
-      return false;
-    }
-    if (!recorded) {
-      // Deleted, or its token rotated, since the upgrade. Sockets of the same stale device close as
-      // this one does; the others (opened with the current token) go on storing.
-      const current = this.#d.devices.head(device.org_id, device.name);
-      const stale = (other: DeviceHead): boolean => current === undefined || other.id !== current.id || other.token_hash !== current.token_hash;
-      const ending = current?.id !== device.id ? { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const : { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED } as const;
-      closeSocket(ws, ending);
-      for (const other of others) {
-        if (stale(other.getUserData().device)) closeSocket(other, ending);
-        else other.getUserData().accepting = true;
-      }
-      return unrecorded();
-    }
-    data.recorded = true;
-    for (const other of others) closeSocket(other, { reason: 'replaced', code: CLOSE_REPLACED }, 'replaced by a newer connection of this device');
-    sendFrame(data, ws, readyFrame(device.name, data.connection.id, connectedEventId(device, data.connection)));
-    return true;
-  }
-
-  /**
-   * Writes the connection's ending as of `at` (when the socket closed), once its messages are
-   * settled (each event before `device.disconnected`); false when the write failed.
-   */
-  async #end(data: SocketData, ending: Ending, at: number): Promise<boolean> {
-    await data.ready;
-    // Not tried: nothing to end. Tried (recorded or not): the store ends it only if the ledger holds it.
-    if (!data.attempted) return true;
-    await Promise.allSettled([...data.inFlight]);
-    try {
-      // A sandbox reset ends its devices' connections without events, a few per write: a sandbox
-      // connection's ending waits it out, as the device's messages do (then finds it ended).
-      if (data.device.environment === 'sandbox') await this.#d.generations.quiet(data.device.org_id);
-      // A socket that closed while its connect waited was stamped after it closed: it ends as it begins.
-      await this.#d.devices.disconnect(data.device, data.connection, ending, Math.max(at, data.connection.connected_at_ms));
-      return true;
-    } catch (error) {
-      // The ledger still holds the connection open: tried again after a pause; meanwhile the
-      // device's next connection ends it, and a stop leaves it to the next start (runtime_restarted).
-      logFailure(this.#d.logger, 'device disconnection could not be recorded', { org_id: data.device.org_id, device: data.device.name }, error);
-      return false;
-    }
   }
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import WebSocket from 'ws';
 import { DeviceStore } from '../../runtime/triggers/device-store.ts';
-import { MAX_SOCKETS_PER_DEVICE } from '../../runtime/triggers/device-sockets.ts';
+import { MAX_SOCKETS_PER_DEVICE } from '../../runtime/triggers/device-socket-table.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
