@@ -83,6 +83,8 @@ export interface RuntimeDeps {
   readonly stopStarting?: AbortSignal;
   /** Projection rows one org may hold; default MAX_PROJECTION_ROWS_PER_ORG (tests set a small one). */
   readonly projectionRowCap?: number;
+  /** Step results a running run may hold and keep its live actor; default RESTING_RESULT_BYTES (tests set a small one). */
+  readonly restingResultBytes?: number;
 }
 
 export interface Runtime {
@@ -136,7 +138,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap }: RuntimeDeps): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -211,6 +213,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     stepInputs,
     actions,
     runner: invoker,
+    ...(restingResultBytes === undefined ? {} : { restingResultBytes }),
   });
   opened.push(() => engine.close());
   const schedules = new ScheduleStore(ledger, events);
@@ -234,6 +237,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const { child, client: runnerClient } = runner;
   observeEngine(metrics, {
     stalledRuns: () => engine.stalled.size,
+    restingRuns: () => engine.restingRuns,
     runner: runnerClient === undefined ? undefined : {
       health: async () => {
         const answer = child === undefined || child.state === 'running' ? await runnerClient.checkHealth(RUNNER_HEALTH_DEADLINE_MS) : undefined;

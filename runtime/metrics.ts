@@ -66,16 +66,19 @@ function scrapedGauge(metrics: RuntimeMetrics, name: string, help: string, read:
 /** What a /metrics scrape learns of the hook-runner: whether it can run guests, whether its disk is below its floor, and whether its pruning fails. */
 export interface RunnerHealth { readonly up: boolean; readonly diskLow: boolean; readonly pruneFailing: boolean }
 
-/** Gauges an operator alerts on: runs whose last write failed, and the local hook-runner's health. */
+/** Gauges an operator alerts on: runs whose last write failed, runs resting on disk, and the local hook-runner's health. */
 export function observeEngine(
   metrics: RuntimeMetrics,
   read: {
     readonly stalledRuns: () => number;
+    /** Running runs whose step results rest on disk between their transitions (held-results.ts). */
+    readonly restingRuns: () => number;
     /** The configured hook-runner, if any: its health now (asked once per scrape), and (a supervised child) its restarts. */
     readonly runner: { readonly health: () => Promise<RunnerHealth>; readonly restarts: (() => number) | undefined } | undefined;
   },
 ): void {
   scrapedGauge(metrics, 'sluice_runs_stalled', 'Runs whose last transition could not be written, waiting to be picked up again (a full or failing disk).', read.stalledRuns);
+  scrapedGauge(metrics, 'sluice_runs_resting', 'Running runs holding more than 256 KiB of step results: they keep no live actor in memory, and each transition reads the run back from disk.', read.restingRuns);
   const { runner } = read;
   if (runner === undefined) return;
   // A scrape collects every gauge at once: the two runner gauges share the one health call in flight.

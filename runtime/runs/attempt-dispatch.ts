@@ -13,6 +13,8 @@ import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
 import { performStep, priorResultsText, type StepContext, type StepOutcome, type StepReport } from './step-dispatcher.ts';
 import { derivedEventId } from './step-effects.ts';
 import { withStepInput } from './step-input.ts';
+import type { WorkflowVersion } from '../workflows/workflow-types.ts';
+import { withoutResults } from './held-results.ts';
 
 type DispatchWork = Extract<Work, { kind: 'dispatch_step' }>;
 
@@ -30,20 +32,41 @@ export interface AttemptHost {
   readonly stillWanted: (orgId: OrgId, runId: RunId, fence: number) => boolean;
 }
 
-/** Sends the attempt `work` of `run` (a flushed snapshot) and reports its outcome; the attempt counts as out until then. */
-export async function dispatchAttempt(host: AttemptHost, run: PersistedRun, work: DispatchWork): Promise<void> {
+/** An attempt ready to go: what it needs of its run's snapshot, taken before it is sent. */
+export interface PreparedAttempt {
+  /** The run's snapshot without its step results (withoutResults): the attempt holds it while it is out. */
+  readonly run: PersistedRun;
+  readonly work: DispatchWork;
+  readonly version: WorkflowVersion | undefined;
+  /** A webhook step's prior step results as JSON text (priorResultsText), counted with its input. */
+  readonly priorResults: string | undefined;
+}
+
+/**
+ * Takes from the durable snapshot `run` what its attempt `work` needs, so that nothing holds the
+ * step results while the step is out. Reads the pinned version, which can fail like any read.
+ */
+export function prepareAttempt(d: RunEngineDeps, run: PersistedRun, work: DispatchWork): PreparedAttempt {
   const ctx = run.context;
+  const version = d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
+  return { run: withoutResults(run), work, version, priorResults: priorResultsText(run, work, version) };
+}
+
+/** Sends a prepared attempt and reports its outcome; the attempt counts as out until then. */
+export async function dispatchAttempt(host: AttemptHost, prepared: PreparedAttempt): Promise<void> {
+  const ctx = prepared.run.context;
   const key = orgScopedKey(ctx.orgId, ctx.runId);
-  const attempt = host.dispatched.start(key, work.fence, ctx.environment === 'sandbox' ? ctx.orgId : undefined);
+  const attempt = host.dispatched.start(key, prepared.work.fence, ctx.environment === 'sandbox' ? ctx.orgId : undefined);
   try {
-    await perform(host, run, work, attempt);
+    await perform(host, prepared, attempt);
   } finally {
     // The report may already have dispatched the run's next attempt, under another fence.
     host.dispatched.finish(key, attempt);
   }
 }
 
-async function perform(host: AttemptHost, run: PersistedRun, work: DispatchWork, attempt: AttemptOut): Promise<void> {
+async function perform(host: AttemptHost, prepared: PreparedAttempt, attempt: AttemptOut): Promise<void> {
+  const { run, work, version, priorResults } = prepared;
   const ctx = run.context;
   const d = host.deps;
   const sandboxGone = sandboxGoneFailure(d, run, work);
@@ -56,8 +79,6 @@ async function perform(host: AttemptHost, run: PersistedRun, work: DispatchWork,
   // or failed). A completion whose write failed takes a place again when the engine's resume writes it.
   // The hold is made only by an output that derives an event (its id is a hash): not per step.
   let derived: DerivedHold | undefined;
-  const version = d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
-  const priorResults = priorResultsText(run, work, version);
   try {
     const { report, effects } = await withStepInput(d.stepInputs, d.events, ctx.orgId, ctx.eventId, priorResults ?? '', async (event, holdInput): Promise<StepOutcome> => {
       // Asked again: the plan may have lost its sandbox while the step waited for memory.
@@ -68,7 +89,7 @@ async function perform(host: AttemptHost, run: PersistedRun, work: DispatchWork,
         derived ??= host.derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
         return derived.take();
       };
-      return performWith(host, run, work, { version, event, holdInput, takeDerived, ...(priorResults === undefined ? {} : { priorResults }) }, attempt);
+      return performWith(host, run, work, { version, event, holdInput, takeDerived, priorResults }, attempt);
     });
     await host.send(ctx.orgId, ctx.runId, withdrawnForSandbox(host, run, work, report), effects);
   } finally {

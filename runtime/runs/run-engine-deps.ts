@@ -47,4 +47,6 @@ export interface RunEngineDeps {
   /** Custom actions and the hook-runner (restoring lost modules); a custom_action step fails closed without them. */
   readonly actions: ActionResolver | undefined;
   readonly runner: ActionInvoker | undefined;
+  /** Step results a running run may hold and keep its live actor (default RESTING_RESULT_BYTES, held-results.ts); for tests. */
+  readonly restingResultBytes?: number;
 }

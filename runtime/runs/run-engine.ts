@@ -30,8 +30,9 @@ import { DerivedBudget } from './derived-budget.ts';
 import { UnwrittenReports, type UnwrittenReport } from './unwritten-reports.ts';
 import { AttemptsOut } from './attempts-out.ts';
 import { OrgAdmission } from './org-admission.ts';
-import { LiveActors } from './live-actors.ts';
-import { dispatchAttempt, type AttemptHost } from './attempt-dispatch.ts';
+import { LiveActors, type DurableStand, type LiveRun } from './live-actors.ts';
+import { RESTING_RESULT_BYTES, resultBytes } from './held-results.ts';
+import { dispatchAttempt, prepareAttempt, type AttemptHost, type PreparedAttempt } from './attempt-dispatch.ts';
 
 export class RunEngine {
   readonly #d: RunEngineDeps;
@@ -45,6 +46,8 @@ export class RunEngine {
   readonly #unconfirmed = new Set<string>();
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
   readonly #actors = new LiveActors();
+  /** Step results a running run may hold and keep its actor live (held-results.ts). */
+  readonly #restingResultBytes: number;
   /** The next transition of a run waits for the previous one to be durable. */
   readonly #chains: RunChains;
   /** Per run, the step attempt that is out and has not reported yet; withdrawn when the run leaves it. */
@@ -61,6 +64,7 @@ export class RunEngine {
   constructor(deps: RunEngineDeps) {
     this.#d = deps;
     this.#admission = new OrgAdmission(deps.orgs);
+    this.#restingResultBytes = deps.restingResultBytes ?? RESTING_RESULT_BYTES;
     this.#timers = new RunTimers(deps.clock, (key) => void this.send(...orgScopedParts(key), { type: 'timer.fired' }));
     this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
     this.#derivedBudget = new DerivedBudget(MAX_DERIVED_PER_ROOT, {
@@ -111,6 +115,11 @@ export class RunEngine {
   /** Runs whose last write failed, waiting to be picked up again. */
   get stalled(): StalledRuns {
     return this.#stalled;
+  }
+
+  /** Running runs that rest as their snapshot between transitions, their step results too many to keep live (held-results.ts). */
+  get restingRuns(): number {
+    return this.#actors.restingCount;
   }
 
   /** When the durable timer of a run (backoff or delay) is armed to fire, if it is. */
@@ -173,9 +182,19 @@ export class RunEngine {
 
   /** A run admitted (or not) in the write that stored it, now durable: it keeps its actor live while `running`, and its work is done. */
   #startLive(run: PersistedRun, actor: RunActor): void {
-    if (run.value === 'running') this.#actors.keep(orgScopedKey(run.context.orgId, run.context.runId), actor, run);
-    else actor.stop();
+    const key = orgScopedKey(run.context.orgId, run.context.runId);
+    const live = run.value === 'running' ? this.#actors.keep(key, actor, run) : undefined;
+    if (live === undefined) actor.stop();
     this.#act(run);
+    if (live !== undefined) this.#restIfHeavy(key, live, run);
+  }
+
+  /**
+   * A running run whose step results weigh more than RESTING_RESULT_BYTES rests as its durable
+   * snapshot once its work is under way (held-results.ts): its next transition reads it back.
+   */
+  #restIfHeavy(key: string, live: LiveRun, run: PersistedRun): void {
+    if (run.value === 'running' && live.resultBytes > this.#restingResultBytes) this.#actors.rest(key, run);
   }
 
   /** Stops timers and new transitions, then waits for the ones in progress to be durable. */
@@ -240,10 +259,12 @@ export class RunEngine {
       return false;
     }
     live.persisted = run;
+    if (command.type === 'step.succeeded') live.resultBytes += resultBytes(command.result);
     // Before #act: the attempt out now is the one this transition may have left.
     this.#dispatched.withdrawIfLeft(key, run);
     if (written.update !== undefined) this.#d.rooms.publish(orgId, [written.update]);
     this.#act(run);
+    this.#restIfHeavy(key, live, run);
     if (kept !== undefined) await this.#keepAfterCancel(key, run, kept);
     return true;
   }
@@ -360,14 +381,18 @@ export class RunEngine {
         if (this.#dispatched.fenceOf(key) !== work.fence) {
           // Reading what the step needs (its version, its event) can fail like any read: the run is
           // then picked up again later, as after a failed write, instead of an unhandled rejection.
-          const dispatch = async (): Promise<void> => {
-            const snapshot = run ?? this.#d.runs.get(orgId, runId);
-            if (snapshot !== undefined) await dispatchAttempt(this.#attemptHost, snapshot, work);
-          };
-          dispatch().catch((error: unknown) => {
+          const failed = (error: unknown): void => {
             logFailure(this.#d.logger, 'step dispatch failed', { org_id: orgId, run_id: runId }, error);
             this.#stalled.failed(key);
-          });
+          };
+          let prepared: PreparedAttempt | undefined;
+          try {
+            const snapshot = run ?? this.#d.runs.get(orgId, runId);
+            prepared = snapshot === undefined ? undefined : prepareAttempt(this.#d, snapshot, work);
+          } catch (error) {
+            failed(error);
+          }
+          if (prepared !== undefined) dispatchAttempt(this.#attemptHost, prepared).catch(failed);
         }
         break;
       case 'arm_timer':
@@ -421,8 +446,14 @@ export class RunEngine {
    * so a request still waiting for a connection after it is never sent.
    */
   #stillWanted(orgId: OrgId, runId: RunId, fence: number): boolean {
-    const run = this.#actors.get(orgScopedKey(orgId, runId))?.persisted ?? this.#d.runs.get(orgId, runId);
-    return run !== undefined && run.value === 'running' && run.context.fence === fence;
+    const key = orgScopedKey(orgId, runId);
+    const stand = this.#actors.standOf(key) ?? this.#standInLedger(orgId, runId);
+    return stand !== undefined && stand.value === 'running' && stand.fence === fence;
+  }
+
+  #standInLedger(orgId: OrgId, runId: RunId): DurableStand | undefined {
+    const run = this.#d.runs.get(orgId, runId);
+    return run === undefined ? undefined : { value: run.value, fence: run.context.fence };
   }
 
   /** The live update of a transition; `version` when the caller already has it. */

@@ -51,8 +51,12 @@ export interface StepContext {
   readonly withdrawn?: () => AbortSignal;
   /** Keeps the step input's bytes taken past the step's end, while a webhook body is still being sent (step-input.ts). */
   readonly holdInput?: HoldStepInput;
-  /** A webhook step's prior step results as JSON text (priorResultsText), counted with its input; worked out here when not given. */
-  readonly priorResults?: string;
+  /**
+   * A webhook step's prior step results as JSON text (priorResultsText), counted with its input;
+   * undefined for other steps. Taken from the snapshot beforehand: `run` comes without its results
+   * (withoutResults in held-results.ts), so that nothing holds them while the step is out.
+   */
+  readonly priorResults: string | undefined;
 }
 
 /**
@@ -93,7 +97,7 @@ export function stepInput(ctx: StepContext): unknown {
     // one Idempotency-Key, which receivers that keep a key's first request require.
     run: { id: run.context.runId, workflow_id: run.context.workflowId, workflow_version: run.context.workflowVersion },
     step: { id: work.stepId, index: work.stepIndex },
-    results: new RawJson(ctx.priorResults ?? priorResultsText(run, work, ctx.version) ?? '{}'),
+    results: new RawJson(ctx.priorResults ?? '{}'),
   };
 }
 

@@ -45,6 +45,8 @@ interface StartOptions {
   readonly receiverResolver?: ReceiverResolver;
   /** Projection rows one org may hold; default the runtime's. */
   readonly projectionRowCap?: number;
+  /** Step results a running run may hold and keep its live actor; default the runtime's. */
+  readonly restingResultBytes?: number;
 }
 
 /**
@@ -70,6 +72,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(options.schemaDeadlines === undefined ? {} : { schemaDeadlines: options.schemaDeadlines }),
     ...(options.receiverResolver === undefined ? {} : { receiverResolver: options.receiverResolver }),
     ...(options.projectionRowCap === undefined ? {} : { projectionRowCap: options.projectionRowCap }),
+    ...(options.restingResultBytes === undefined ? {} : { restingResultBytes: options.restingResultBytes }),
   });
   return {
     runtime,
