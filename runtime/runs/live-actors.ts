@@ -20,11 +20,16 @@ export interface DurableStand {
   readonly fence: number;
 }
 
+/** A resting run: where it stands, and what its results weigh (not worked out again when it is read back). */
+interface Resting extends DurableStand {
+  readonly resultBytes: number;
+}
+
 /** Live actors by run key (orgScopedKey). */
 export class LiveActors {
   readonly #live = new Map<string, LiveRun>();
   /** Running runs without a live actor (rest), with where their durable snapshot stands. */
-  readonly #resting = new Map<string, DurableStand>();
+  readonly #resting = new Map<string, Resting>();
 
   get(key: string): LiveRun | undefined {
     return this.#live.get(key);
@@ -32,7 +37,9 @@ export class LiveActors {
 
   /** Keeps a started actor live, with the durable snapshot it is at. */
   keep(key: string, actor: RunActor, persisted: PersistedRun): LiveRun {
-    const live = { actor, persisted, resultBytes: heldResultBytes(persisted) };
+    const resting = this.#resting.get(key);
+    // A run read back from rest is at the snapshot it rested as: the engine is its only writer.
+    const live = { actor, persisted, resultBytes: resting?.resultBytes ?? heldResultBytes(persisted) };
     this.#resting.delete(key);
     this.#live.set(key, live);
     return live;
@@ -43,11 +50,11 @@ export class LiveActors {
     return this.keep(key, restoreRunActor(run).start(), run);
   }
 
-  /** The run's actor stops and it rests as its durable snapshot `run`, of which only where it stands is kept. */
-  rest(key: string, run: PersistedRun): void {
-    this.#live.get(key)?.actor.stop();
+  /** The run's live actor `live` stops and it rests as its durable snapshot `run`, of which only where it stands is kept. */
+  rest(key: string, live: LiveRun, run: PersistedRun): void {
+    live.actor.stop();
     this.#live.delete(key);
-    this.#resting.set(key, { value: run.value, fence: run.context.fence });
+    this.#resting.set(key, { value: run.value, fence: run.context.fence, resultBytes: live.resultBytes });
   }
 
   /** Where the run's last durable snapshot stands, if the run is live or resting (else: read the ledger). */

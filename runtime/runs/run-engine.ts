@@ -191,10 +191,12 @@ export class RunEngine {
 
   /**
    * A running run whose step results weigh more than RESTING_RESULT_BYTES rests as its durable
-   * snapshot once its work is under way (held-results.ts): its next transition reads it back.
+   * snapshot once its work is under way (held-results.ts): its next transition reads it back. Not
+   * a run let go meanwhile (a sandbox reset removed it while its write was flushed): it keeps no
+   * entry, so whether its attempt is still wanted is read from the ledger (gone).
    */
   #restIfHeavy(key: string, live: LiveRun, run: PersistedRun): void {
-    if (run.value === 'running' && live.resultBytes > this.#restingResultBytes) this.#actors.rest(key, run);
+    if (run.value === 'running' && live.resultBytes > this.#restingResultBytes && this.#actors.get(key) === live) this.#actors.rest(key, live, run);
   }
 
   /** Stops timers and new transitions, then waits for the ones in progress to be durable. */
@@ -238,6 +240,8 @@ export class RunEngine {
         if (work.kind === 'arm_timer') this.#timers.arm(key, work.at);
       }
       this.#settleSlot(previous);
+      // Read back only for this command: a run that rested goes back to rest.
+      if (cached === undefined) this.#restIfHeavy(key, live, previous);
       this.#pump();
       return false;
     }

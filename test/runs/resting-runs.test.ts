@@ -3,6 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { asStepId } from '../../actors/ids.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -25,13 +27,13 @@ before(async () => {
   small = await startReceiver([{ status: 200, body: '{}' }]);
   held = await startReceiver([{ status: 200, body: '{"held":1}', after: new Promise<void>((resolve) => (release = resolve)) }]);
   last = await startReceiver([{ status: 200, body: '{}' }]);
-  for (const [trigger, first] of [['order.heavy', big], ['order.light', small]] as const) {
+  for (const [trigger, first, environment] of [['order.heavy', big, 'production'], ['order.light', small, 'production'], ['order.heavy', big, 'sandbox']] as const) {
     const steps = [
       { id: 'first', type: 'webhook', url: first.url },
       { id: 'held', type: 'webhook', url: held.url },
       { id: 'last', type: 'webhook', url: last.url },
     ];
-    const made = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: trigger, trigger_event: trigger, steps } });
+    const made = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: trigger, trigger_event: trigger, environment, steps } });
     assert.equal(made.status, 201, made.text);
   }
 });
@@ -46,8 +48,8 @@ const restingRuns = async (): Promise<number> => {
   return Number(/^sluice_runs_resting (\d+)/m.exec(text)?.[1] ?? NaN);
 };
 
-async function runOf(eventId: string): Promise<{ run_id: string; state: string }> {
-  const runs = (await call(rt.url, 'GET', `/organizations/${ORG}/runs?limit=100`, { token: key })).body.runs as Array<{ run_id: string; state: string; event_id: string }>;
+async function runOf(eventId: string, environment = 'production'): Promise<{ run_id: string; state: string }> {
+  const runs = (await call(rt.url, 'GET', `/organizations/${ORG}/runs?limit=100&environment=${environment}`, { token: key })).body.runs as Array<{ run_id: string; state: string; event_id: string }>;
   const run = runs.find((r) => r.event_id === eventId);
   assert.ok(run !== undefined, `a run for ${eventId}`);
   return run;
@@ -82,4 +84,57 @@ test('runs holding more step results than the limit rest between transitions, ar
   const view = (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${heavy.run_id}`, { token: key })).body.run;
   assert.deepEqual(view.steps.map((s: { result: unknown }) => s.result), [{ status: 200, body: BIG_BODY }, { status: 200, body: '{"held":1}' }, { status: 200, body: '{}' }]);
   assert.equal(last.received.filter((r) => JSON.parse(r.body).run.id === cancelled.run_id).length, 0, 'the cancelled run sent nothing after its cancel');
+});
+
+// Found by review: a sandbox reset that removed a resting run while the write of its step's answer
+// was being flushed (both in one flush) let it go, and the engine, going on from that write, made
+// its resting entry again: its next webhook was then taken as still wanted, and sent.
+test('a run a sandbox reset removes while its answer is written does not rest again, and sends nothing more', async () => {
+  const { engine, context, ledger } = rt.runtime;
+  const store = context.runs;
+  const write = store.write.bind(store);
+  let removed: string | undefined;
+  // As a reset's chunk does (remove, then forget once durable), but in the very write of the run's
+  // second answer, so that the forget comes before the engine goes on from that write.
+  store.write = (run, previous) => {
+    write(run, previous);
+    if (removed === undefined && run.context.environment === 'sandbox' && run.context.currentIndex === 2) {
+      removed = run.context.runId;
+      store.remove(run);
+      engine.forget([run]);
+    }
+  };
+  try {
+    const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.heavy', environment: 'sandbox', payload: {}, id: 'evt_rest_reset_1' } });
+    assert.equal(sent.status, 202, sent.text);
+    const runId = await eventually('the run removed in the write of its second answer', () => removed, (id) => id !== undefined);
+    await ledger.root.flushed;
+    for (let turn = 0; turn < 5; turn++) await nextTurn();
+    assert.equal(store.get(ORG, runId!), undefined, 'the run is gone');
+    assert.equal(await restingRuns(), 0, 'no resting entry is made again for the removed run');
+    assert.equal(last.received.filter((r) => JSON.parse(r.body).run.id === runId).length, 0, 'its last step was not sent');
+  } finally {
+    store.write = write;
+  }
+});
+
+test('a command a resting run refuses leaves it resting', async () => {
+  let releaseAgain: () => void = () => undefined;
+  held.script([{ status: 200, body: '{"held":2}', after: new Promise<void>((resolve) => (releaseAgain = resolve)) }]);
+  const heldBefore = held.received.length;
+  try {
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.heavy', payload: {}, id: 'evt_rest_refused_1' } })).status, 202);
+    await eventually('the run at its held step', () => held.received.length, (n) => n === heldBefore + 1);
+    assert.equal(await restingRuns(), 1);
+    const { run_id: runId } = await runOf('evt_rest_refused_1');
+    const fence = rt.runtime.context.runs.get(ORG, runId)!.context.fence;
+    // A late answer of the first step's attempt, under its older fence: the run refuses it.
+    await rt.runtime.engine.send(ORG, runId, { type: 'step.failed', stepId: asStepId('first'), fence: fence - 1, error: { code: 'late', message: 'a late answer', retryable: true } });
+    assert.equal(rt.runtime.context.runs.get(ORG, runId)!.context.fence, fence, 'refused: nothing changed');
+    assert.equal(await restingRuns(), 1, 'read back for the command only, it rests again');
+  } finally {
+    releaseAgain();
+  }
+  await eventually('the run completed', () => runOf('evt_rest_refused_1'), (run) => run.state === 'completed');
+  assert.equal(await restingRuns(), 0);
 });
