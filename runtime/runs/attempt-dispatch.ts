@@ -38,8 +38,14 @@ export interface PreparedAttempt {
   readonly run: PersistedRun;
   readonly work: DispatchWork;
   readonly version: WorkflowVersion | undefined;
-  /** A webhook step's prior step results as JSON text (priorResultsText), counted with its input. */
-  readonly priorResults: string | undefined;
+  /**
+   * A webhook step's prior step results as JSON text (priorResultsText), counted with its input;
+   * undefined for other steps, and while the step waits for its share of the step input budget
+   * (read again from the ledger once it has it).
+   */
+  priorResults: string | undefined;
+  /** The UTF-8 bytes of priorResults as taken (0: not a webhook step). */
+  readonly priorResultsBytes: number;
 }
 
 /**
@@ -49,7 +55,14 @@ export interface PreparedAttempt {
 export function prepareAttempt(d: RunEngineDeps, run: PersistedRun, work: DispatchWork): PreparedAttempt {
   const ctx = run.context;
   const version = d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
-  return { run: withoutResults(run), work, version, priorResults: priorResultsText(run, work, version) };
+  const priorResults = priorResultsText(run, work, version);
+  return { run: withoutResults(run), work, version, priorResults, priorResultsBytes: priorResults === undefined ? 0 : Buffer.byteLength(priorResults) };
+}
+
+/** A webhook step's prior results read again, after it let them go to wait for its share; `{}` when its run is gone (its step is then withdrawn unsent). */
+function priorResultsAgain(d: RunEngineDeps, { run, work, version }: PreparedAttempt): string {
+  const stored = d.runs.get(run.context.orgId, run.context.runId);
+  return (stored === undefined ? undefined : priorResultsText(stored, work, version)) ?? '{}';
 }
 
 /** Sends a prepared attempt and reports its outcome; the attempt counts as out until then. */
@@ -66,7 +79,7 @@ export async function dispatchAttempt(host: AttemptHost, prepared: PreparedAttem
 }
 
 async function perform(host: AttemptHost, prepared: PreparedAttempt, attempt: AttemptOut): Promise<void> {
-  const { run, work, version, priorResults } = prepared;
+  const { run, work, version } = prepared;
   const ctx = run.context;
   const d = host.deps;
   const sandboxGone = sandboxGoneFailure(d, run, work);
@@ -80,7 +93,8 @@ async function perform(host: AttemptHost, prepared: PreparedAttempt, attempt: At
   // The hold is made only by an output that derives an event (its id is a hash): not per step.
   let derived: DerivedHold | undefined;
   try {
-    const { report, effects } = await withStepInput(d.stepInputs, d.events, ctx.orgId, ctx.eventId, priorResults ?? '', async (event, holdInput): Promise<StepOutcome> => {
+    const alsoHeld = { bytes: prepared.priorResultsBytes, letGo: () => void (prepared.priorResults = undefined) };
+    const { report, effects } = await withStepInput(d.stepInputs, d.events, ctx.orgId, ctx.eventId, alsoHeld, async (event, holdInput): Promise<StepOutcome> => {
       // Asked again: the plan may have lost its sandbox while the step waited for memory.
       const goneMeanwhile = sandboxGoneFailure(d, run, work);
       if (goneMeanwhile !== undefined) return { report: goneMeanwhile };
@@ -89,7 +103,8 @@ async function perform(host: AttemptHost, prepared: PreparedAttempt, attempt: At
         derived ??= host.derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
         return derived.take();
       };
-      return performWith(host, run, work, { version, event, holdInput, takeDerived, priorResults }, attempt);
+      if (prepared.priorResultsBytes > 0) prepared.priorResults ??= priorResultsAgain(d, prepared);
+      return performWith(host, run, work, { version, event, holdInput, takeDerived, priorResults: prepared.priorResults }, attempt);
     });
     await host.send(ctx.orgId, ctx.runId, withdrawnForSandbox(host, run, work, report), effects);
   } finally {

@@ -2,8 +2,8 @@
 // stays the stored text (the step hands it on as received and never needs it parsed), the bytes are
 // taken before the step (with the earlier steps' results a webhook step's body carries) and given
 // back after it on every path (or, when the step hands over something that still holds them, such
-// as a request body still being sent, once that is done), and a step that has to wait does not hold
-// the event meanwhile (the wait exists to bound how many payloads are in memory).
+// as a request body still being sent, once that is done), and a step that has to wait holds neither
+// the event nor those results meanwhile (the wait exists to bound how many payloads are in memory).
 
 import type { EventRecord } from '../events/event-codec.ts';
 import type { EventStore } from '../events/event-store.ts';
@@ -12,18 +12,28 @@ import type { StepInputBudget } from './step-input-budget.ts';
 /** Keeps the step input's bytes taken until `stillHeld` settles, past the step's own end. */
 export type HoldStepInput = (stillHeld: Promise<unknown>) => void;
 
+/** What a step holds besides its event (a webhook step's prior results): its UTF-8 bytes, and how to let it go while the step waits for them. */
+export interface AlsoHeld {
+  readonly bytes: number;
+  /** Called before the step waits for its bytes: it holds that input again (reads it anew) only once they are taken. */
+  readonly letGo: () => void;
+}
+
+/** A step holding nothing besides its event. */
+export const NOTHING_ELSE: AlsoHeld = { bytes: 0, letGo: () => undefined };
+
 /**
- * Runs `use` with the run's event (undefined when it is gone), its payload's bytes and `alsoHeld`
- * (what the step holds besides: a webhook step's prior results) taken from `budget` meanwhile and,
- * past its end, until whatever `use` holds them for has settled.
+ * Runs `use` with the run's event (undefined when it is gone), its payload's bytes and `alsoHeld`'s
+ * taken from `budget` meanwhile and, past its end, until whatever `use` holds them for has settled.
  */
-export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, alsoHeld: string, use: (event: EventRecord | undefined, hold: HoldStepInput) => Promise<T>): Promise<T> {
+export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, alsoHeld: AlsoHeld, use: (event: EventRecord | undefined, hold: HoldStepInput) => Promise<T>): Promise<T> {
   let event = events.getRecord(orgId, eventId);
   // UTF-8 bytes, as the budget and sluice_step_input_bytes count: a payload of CJK text is 3x its length.
-  const bytes = (event === undefined ? 0 : Buffer.byteLength(event.payload_json)) + Buffer.byteLength(alsoHeld);
+  const bytes = (event === undefined ? 0 : Buffer.byteLength(event.payload_json)) + alsoHeld.bytes;
   const waited = !budget.tryTake(orgId, bytes);
   if (waited) {
     event = undefined;
+    alsoHeld.letGo();
     await budget.take(orgId, bytes);
   }
   const held: Promise<unknown>[] = [];

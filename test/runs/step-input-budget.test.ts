@@ -7,11 +7,12 @@ import { test } from 'node:test';
 import type { EventRecord } from '../../runtime/events/event-codec.ts';
 import type { EventStore } from '../../runtime/events/event-store.ts';
 import { StepInputBudget } from '../../runtime/runs/step-input-budget.ts';
-import { withStepInput } from '../../runtime/runs/step-input.ts';
+import { NOTHING_ELSE, withStepInput } from '../../runtime/runs/step-input.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg, type CallResult } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { buildModules, uploadApproved } from '../actions/action-fixtures.ts';
+import { assembleWat } from '../helpers/hook-runner-wat.ts';
 
 test('the budget grants in order within a tenant, never past the total or a tenant\'s share, and lets an oversized payload run alone', async () => {
   const budget = new StepInputBudget(100, 60);
@@ -52,7 +53,7 @@ test('a step that hands its input on to something still running (a webhook body 
   const events = { getRecord: () => event } as unknown as EventStore;
   let sent: () => void = () => undefined;
   const sending = new Promise<void>((resolve) => (sent = resolve));
-  const outcome = await withStepInput(budget, events, 'a', 'evt_1', '', async (_event, hold) => {
+  const outcome = await withStepInput(budget, events, 'a', 'evt_1', NOTHING_ELSE, async (_event, hold) => {
     hold(sending);
     return 'answered';
   });
@@ -60,7 +61,7 @@ test('a step that hands its input on to something still running (a webhook body 
   assert.deepEqual(budget.stats(), { heldBytes: 40, waiting: 0 }, 'the body still being sent holds the payload');
   sent();
   await eventually('the bytes back', () => budget.stats().heldBytes, (held) => held === 0);
-  await withStepInput(budget, events, 'a', 'evt_1', '', async () => undefined);
+  await withStepInput(budget, events, 'a', 'evt_1', NOTHING_ELSE, async () => undefined);
   assert.deepEqual(budget.stats(), { heldBytes: 0, waiting: 0 }, 'a step that holds nothing gives its bytes back at its end');
 });
 
@@ -74,6 +75,25 @@ test('payloads larger than a share count their size against the total: eight ten
   budget.release('org-0', 8 * mib);
   await third;
   assert.deepEqual(budget.stats(), { heldBytes: 16 * mib, waiting: 0 });
+});
+
+test('a step that has to wait for its bytes lets go of what it holds besides its event first (a webhook step\'s prior results); one that need not wait keeps it', async () => {
+  const budget = new StepInputBudget(100, 100);
+  const event = { payload_json: 'x'.repeat(40) } as EventRecord;
+  const events = { getRecord: () => event } as unknown as EventStore;
+  const order: string[] = [];
+  const alsoHeld = { bytes: 30, letGo: () => void order.push('let go') };
+  await withStepInput(budget, events, 'a', 'evt_1', alsoHeld, async () => void order.push('ran'));
+  assert.deepEqual(order, ['ran'], 'room at once: nothing let go');
+
+  assert.equal(budget.tryTake('a', 60), true);
+  const waiting = withStepInput(budget, events, 'a', 'evt_1', alsoHeld, async (seen) => void order.push(`ran with the event ${seen === undefined ? 'unread' : 'read again'}`));
+  assert.deepEqual(budget.stats(), { heldBytes: 60, waiting: 1 }, '40 + 30 bytes do not fit beside 60');
+  assert.deepEqual(order, ['ran', 'let go'], 'let go before the wait');
+  budget.release('a', 60);
+  await waiting;
+  assert.deepEqual(order, ['ran', 'let go', 'ran with the event read again']);
+  assert.deepEqual(budget.stats(), { heldBytes: 0, waiting: 0 });
 });
 
 test('tenants waiting take turns as bytes come back', async () => {
@@ -228,5 +248,26 @@ test('a webhook step counts the earlier steps\' results its body carries: a 50 K
     assert.equal(receiver.received.length, 1);
     release();
     await eventually('both delivered', () => receiver.received.length, (n) => n === 2);
+    await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
+  }));
+
+test('a webhook step that waited for its share sends the earlier steps\' results whole (read again from the run once it has its bytes)', () =>
+  withHeldReceiver('acct-waited-results', async ({ rt, receiver, key, release, post, metric }) => {
+    const org = 'acct-waited-results';
+    // An action answering 100 KB: two of them make a body past the org's 128 KiB share, so the
+    // webhook step after them takes the whole share and waits while any step of the org holds bytes.
+    const output = JSON.stringify({ note: 'z'.repeat(100 * 1024) });
+    const big = await uploadApproved(rt.url, org, key, 'big', await assembleWat('big', `(module (memory (export "memory") 3) (data (i32.const 16) "${[...Buffer.from(output)].map((b) => `\\${b.toString(16).padStart(2, '0')}`).join('')}\\00") (func (export "execute") (param i32 i32) (result i32) (i32.const 16)))`));
+    const act = (id: string) => ({ id, type: 'custom_action', action_id: big });
+    assert.equal((await post('/workflows', { name: 'hold', trigger_event: 'hold', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/hold` }] })).status, 201);
+    assert.equal((await post('/workflows', { name: 'carry', trigger_event: 'carry', steps: [act('a1'), act('a2'), { id: 'w', type: 'webhook', url: `${receiver.url}/carry` }] })).status, 201);
+    assert.equal((await post('/events', { type: 'hold', id: 'hold-1', payload: { small: true } })).status, 202);
+    await eventually('a small webhook of the org out (held)', () => receiver.received.length, (n) => n === 1);
+    assert.equal((await post('/events', { type: 'carry', id: 'carry-1', payload: { n: 1 } })).status, 202);
+    await eventually('the carrying webhook step waits for the share', () => metric('sluice_steps_waiting_for_memory'), (n) => n === 1);
+    release();
+    await eventually('both delivered', () => receiver.received.length, (n) => n === 2);
+    const body = JSON.parse(receiver.received.find((r) => r.path === '/carry')!.body) as { results: Record<string, unknown> };
+    assert.deepEqual(body.results, { a1: JSON.parse(output), a2: JSON.parse(output) });
     await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
   }));
