@@ -21,6 +21,7 @@ import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
+import { pathId } from './request-arguments.ts';
 import { describeRefusalBody } from './refusal-body.ts';
 
 export interface DeviceOptions {
@@ -120,6 +121,9 @@ export class DeviceConnection {
   readonly #closing = new AbortController();
 
   constructor(options: DeviceOptions) {
+    // As the REST client does: "." and ".." are path segments a URL resolves away, never a name.
+    pathId('The organization id', options.org);
+    pathId('The device name', options.device);
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     if (options.maxPending !== undefined) checkCount('maxPending', options.maxPending, 1, MAX_PENDING);
     this.#o = options;
@@ -173,7 +177,7 @@ export class DeviceConnection {
   #open(working: () => void): ReturnType<typeof runSocket> {
     const problem = credentialProblem('The device token', this.#o.token);
     if (problem !== undefined) throw new DeviceError('invalid_token', problem, 'token');
-    const url = urlUnder(parseBaseUrl(this.#o.url), `/devices/${encodeURIComponent(this.#o.org)}/${encodeURIComponent(this.#o.device)}`, 'ws');
+    const url = urlUnder(parseBaseUrl(this.#o.url), `/devices/${pathId('The organization id', this.#o.org)}/${pathId('The device name', this.#o.device)}`, 'ws');
     for (const pending of this.#pending.values()) pending.sent = false;
     const { socket, ended } = runSocket(url, [DEVICE_PROTOCOL, this.#o.token], (data) => {
       let answer: Answer;

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import { after, test } from 'node:test';
-import { connectDevice, SluiceApiError, SluiceClient, watchRuns, type Sleep } from '../../kits/client/index.ts';
+import { connectDevice, SluiceApiError, SluiceArgumentError, SluiceClient, watchRuns, type Sleep } from '../../kits/client/index.ts';
 
 const servers: import('node:http').Server[] = [];
 after(() => servers.forEach((server) => server.close()));
@@ -75,5 +75,13 @@ test('maxAttempts, afterSeq and maxPending that are not whole numbers in range a
   }
   for (const maxPending of [Number(undefined), 0, 1.5]) {
     assert.throws(() => connectDevice({ url: 'http://127.0.0.1:1', org: 'o', device: 'd', token: 't', maxPending }), (error: unknown) => error instanceof RangeError && error.message.includes('maxPending'));
+  }
+});
+
+// Found by review: a device named "." or ".." (or such an org) made a URL that resolved away from
+// the device socket, and the device got a confusing http_404 from whatever path it reached.
+test('a device connection refuses an org or device of "." or "..", or an empty one, before connecting, as the REST client does', () => {
+  for (const [org, device] of [['..', 'd'], ['.', 'd'], ['o', '..'], ['o', '.'], ['', 'd'], ['o', '']] as const) {
+    assert.throws(() => connectDevice({ url: 'http://127.0.0.1:1', org, device, token: 't' }), (error: unknown) => error instanceof SluiceArgumentError && /names no record|is empty/.test(error.message), `${org}/${device}`);
   }
 });
