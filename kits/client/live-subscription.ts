@@ -46,7 +46,7 @@ export interface WatchOptions {
    * also, up to 15 s, the longest a connection may take to open.
    */
   readonly silenceMs?: number;
-  /** Hears what `onUpdate` or `onReload` threw (default: a process warning). */
+  /** Hears what `onUpdate`, `onReload` or `onDisconnect` threw (default: a process warning). */
   readonly onError?: (error: unknown) => void;
   /**
    * Hears each connection that ended (or could not open) before the subscription reconnects: a
@@ -145,7 +145,12 @@ export class LiveSubscription {
       // Reconnect live; the application reloads once that socket has joined (see onReload).
       if (reload !== undefined) this.#reload ??= reload;
     }
-    this.#o.onDisconnect?.(describeEnd(end));
+    // Like the other callbacks: what it throws is reported, and the subscription goes on.
+    try {
+      this.#o.onDisconnect?.(describeEnd(end));
+    } catch (error) {
+      this.#report(error);
+    }
     return undefined;
   }
 

@@ -45,6 +45,21 @@ test('a live subscription whose handshake is never answered gives up after silen
   assert.equal(disconnects[0], 'the live room did not answer within 200 ms');
 });
 
+// Found by review: what onDisconnect threw ended the subscription (done rejected) instead of
+// reaching onError as what the other callbacks throw does.
+test('what onDisconnect throws goes to onError, and the subscription reconnects', async () => {
+  const { url, requests } = await silentServer();
+  const errors: unknown[] = [];
+  const live = watchRuns({ url, apiKey: 'k', org: 'o', silenceMs: 200, sleep: noWait, onUpdate: () => undefined, onError: (error) => errors.push(error), onDisconnect: () => {
+    throw new Error('a bug in the application');
+  } });
+  await eventually('two reconnects', requests, (n) => n >= 3);
+  live.close();
+  await live.done;
+  assert.ok(errors.length >= 2, `reported each time: ${errors.length}`);
+  assert.equal((errors[0] as Error).message, 'a bug in the application');
+});
+
 test('a device socket whose handshake is never answered is retried; a send waits for it and close() rejects it', async () => {
   const { url, requests } = await silentServer();
   const device = connectDevice({ url, org: 'o', device: 'd', token: 't', silenceMs: 200, sleep: noWait });
