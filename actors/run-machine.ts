@@ -63,7 +63,7 @@ export const runMachine = setup({
     input: {} as RunInput,
   },
   guards: {
-    abandonsTooOften: ({ context }) => abandonsTooOften(context),
+    abandonsTooOften: ({ context, event }) => abandonsTooOften(context, event.type === 'run.recovered' ? event.cause : undefined),
     isCurrentReport: ({ context, event }) =>
       'fence' in event && isCurrentReport(context, event.stepId, event.fence),
     shouldRetry: ({ context, event }) =>
@@ -96,7 +96,7 @@ export const runMachine = setup({
     }),
     completeDelay: assign(({ context, event }) => finishCurrent(context, 'succeeded', event.at, null, { woke_at: event.at })),
     clearRetry: assign(({ event }) => ({ retryAt: null, updatedAt: event.at })),
-    abandon: assign(({ context, event }) => abandonPending(context, event.at)),
+    abandon: assign(({ context, event }) => abandonPending(context, event.at, event.type === 'run.recovered' ? event.cause : undefined)),
     abandonForGood: assign(({ context, event }) => abandonForGood(context, event.at)),
     cancel: assign(({ context, event }) => {
       const e = event as EventOf<'run.cancel'>;

@@ -4,7 +4,7 @@
 import type { StepId } from './ids.ts';
 import type { JsonValue } from './json.ts';
 import { jitterOf, nextRetryDelay } from './retry-policy.ts';
-import type { LateOutcome, RunContext, RunError, RunInput, StepAttempt, StepError, StepFailure, StepRecord } from './run-types.ts';
+import type { LateOutcome, RestartCause, RunContext, RunError, RunInput, StepAttempt, StepError, StepFailure, StepRecord } from './run-types.ts';
 
 export function initialContext(input: RunInput): RunContext {
   return {
@@ -189,22 +189,36 @@ export function recordFailure(ctx: RunContext, failure: StepFailure, evidence: J
 /** Evidence of an attempt a restart found open: whether its effect went out is not recorded. */
 export const ABANDONED_AT_RESTART = { reason: 'runtime_restarted', effect_sent: 'unknown' } as const;
 
+/** Evidence of an attempt open at each kind of restart (RestartCause): only `crashed` counts toward MAX_ABANDONED_IN_A_ROW. */
+const ABANDONED_BY_CAUSE = {
+  crashed: ABANDONED_AT_RESTART,
+  stopped: { reason: 'runtime_stopped', effect_sent: 'unknown' },
+  start_cut_off: { reason: 'runtime_start_interrupted', effect_sent: 'no' },
+} as const satisfies Record<RestartCause, { readonly reason: string; readonly effect_sent: string }>;
+
 /**
  * After a restart the open attempt's effect is lost track of: close it (at `at`, the restart; its
- * evidence says so); the next claim gets a new fence and sends the effect with the same key.
+ * evidence says how the process ended); the next claim gets a new fence and sends the effect with the same key.
  */
-export function abandonPending(ctx: RunContext, at: number): RunContext {
+export function abandonPending(ctx: RunContext, at: number, cause: RestartCause = 'crashed'): RunContext {
   return withCurrent({ ...ctx, updatedAt: at }, (s) => ({
-    ...patchOpenAttempt(s, { outcome: 'abandoned', endedAt: at, evidence: ABANDONED_AT_RESTART }),
+    ...patchOpenAttempt(s, { outcome: 'abandoned', endedAt: at, evidence: ABANDONED_BY_CAUSE[cause] }),
     status: 'pending',
   }));
 }
 
+/** Whether an abandoned attempt was cut off by a process that died while it could have been out (evidence of RestartCause `crashed`, as every release before the causes wrote). */
+function abandonedByCrash(attempt: StepAttempt): boolean {
+  const reason = (attempt.evidence as { readonly reason?: unknown } | null)?.reason;
+  return reason === undefined || reason === ABANDONED_AT_RESTART.reason;
+}
+
 /**
- * Attempts of one step in a row a restart may find open before the step fails. Abandoned attempts
+ * Attempts of one step in a row a crash may find open before the step fails. Abandoned attempts
  * use none of the step's retries (a deploy is not the step's fault), so a step that brings the
  * process down every time (out of memory on its body, a receiver that kills its caller) would be
- * sent again at every restart, forever.
+ * sent again at every restart, forever. Attempts a clean stop left open, or that a start cut off
+ * before it sent anything, neither count nor break the row.
  */
 export const MAX_ABANDONED_IN_A_ROW = 5;
 
@@ -214,22 +228,25 @@ export function claimedSinceResume(ctx: RunContext, attempt: StepAttempt): boole
   return attempt.claimedAt >= (ctx.resumedAt ?? Number.NEGATIVE_INFINITY);
 }
 
-/** Whether abandoning the open attempt makes MAX_ABANDONED_IN_A_ROW of the current step's in a row (since the run's last resume). */
-export function abandonsTooOften(ctx: RunContext): boolean {
+/**
+ * Whether abandoning the open attempt (after a restart of `cause`) makes MAX_ABANDONED_IN_A_ROW of
+ * the current step's cut off by a crash in a row (since the run's last resume).
+ */
+export function abandonsTooOften(ctx: RunContext, cause: RestartCause = 'crashed'): boolean {
   const attempts = currentStep(ctx)?.attempts ?? [];
-  if (attempts.at(-1)?.outcome !== 'pending') return false;
+  if (cause !== 'crashed' || attempts.at(-1)?.outcome !== 'pending') return false;
   let inARow = 1;
   for (let i = attempts.length - 2; i >= 0; i -= 1) {
     const attempt = attempts[i] as StepAttempt;
     if (attempt.outcome !== 'abandoned' || !claimedSinceResume(ctx, attempt)) break;
-    inARow += 1;
+    if (abandonedByCrash(attempt)) inARow += 1;
   }
   return inARow >= MAX_ABANDONED_IN_A_ROW;
 }
 
 /** Abandons the open attempt and fails the run: its step was cut off by a restart too often in a row (abandonsTooOften). */
 export function abandonForGood(ctx: RunContext, at: number): RunContext {
-  const abandoned = abandonPending(ctx, at);
+  const abandoned = abandonPending(ctx, at, 'crashed');
   const step = currentStep(abandoned) as StepRecord;
   const message =
     `The runtime stopped during each of the last ${MAX_ABANDONED_IN_A_ROW} attempts of step "${step.id}" (each abandoned at a restart, its effect unknown); ` +

@@ -158,7 +158,15 @@ export type RunEvent =
   | ({ readonly type: 'timer.fired' } & Timed)
   | ({ readonly type: 'run.cancel'; readonly reason?: string } & Timed)
   | ({ readonly type: 'run.resume' } & Timed)
-  | ({ readonly type: 'run.recovered' } & Timed);
+  | ({ readonly type: 'run.recovered'; readonly cause?: RestartCause } & Timed);
+
+/**
+ * How the process that left a run's attempt open ended, as boot recovery tells it (boot-record.ts):
+ * `crashed` (the default: it died while it could have been sending it, which is what a step that
+ * brings the process down looks like), `stopped` (a clean stop), or `start_cut_off` (it died while
+ * it started, after its recovery claimed the attempt and before anything was sent).
+ */
+export type RestartCause = 'crashed' | 'stopped' | 'start_cut_off';
 
 export type RunEventType = RunEvent['type'];
 

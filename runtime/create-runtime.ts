@@ -53,6 +53,8 @@ import { DAY_MS, pruneHistory } from './events/history-retention.ts';
 import { finishInterruptedResets } from './events/sandbox-reset.ts';
 import { startPruneLoop } from './ledger/prune-loop.ts';
 import { RunEngine } from './runs/run-engine.ts';
+import { beginBoot, type BootRecovery } from './runs/boot-record.ts';
+import { logFailure } from './ledger/commit-failure-guard.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
 import type { ReceiverResolver } from './runs/receiver-lookup.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
@@ -278,6 +280,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     ...customActionRoutes(context, actions, secretNames, runner.client, invoker),
   ]));
   let recovered: () => void = () => undefined;
+  let boot: BootRecovery | undefined;
   server.holdRequestsUntil(new Promise<void>((resolve) => (recovered = resolve)));
   const port = await server.listen(config.host, config.port);
   boundPort = port;
@@ -288,7 +291,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     // removed, and a client joining later must hear a position past the mark (update-log.ts).
     for (const { orgId, liveMark } of resumed) rooms.closeSandboxSocketsAfterReset(orgId, liveMark);
     if (resumed.length > 0) logger.info('sandbox resets cut short were finished', { orgs: resumed.map((reset) => reset.orgId) });
-    await engine.recover();
+    boot = await beginBoot(ledger, clock.now());
+    await engine.recover(boot);
     // After recovery: a tick owed since the last start, and the endings of device connections the
     // previous process left open, make runs, which the engine must own.
     // The ticker last: a tick owed is due at once, and its timer must not fire mid-start.
@@ -376,6 +380,9 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
         clearTimeout(refuseLateChecks);
         await closeSchemaThreads(schemas);
         await engine.close();
+        // A clean stop: what the engine leaves out is no step's fault (boot-record.ts). Not on record
+        // when the write fails, which only makes the next start count it as a crash.
+        await boot?.cleanStop().catch((error: unknown) => logFailure(logger, 'the clean stop could not be recorded', {}, error));
         connections.close();
         await runner.close();
         await ledger.close();

@@ -20,6 +20,7 @@ import type { RunKeys } from './run-store.ts';
 import { RunCreation } from './run-creation.ts';
 import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
 import { RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
+import type { BootRecovery } from './boot-record.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
 import { StalledRuns } from './stalled-runs.ts';
@@ -161,17 +162,20 @@ export class RunEngine {
     this.#pump();
   }
 
-  /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot. */
-  async recover(): Promise<number> {
+  /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot; `boot` tells how the previous processes ended (boot-record.ts). */
+  async recover(boot?: BootRecovery): Promise<number> {
     const d = this.#d;
     const runs = await recoverUnfinishedRuns(
       {
         ...d,
         updateFor: (run) => this.#updateFor(run),
         ...this.#onTheSpot,
+        ...(boot === undefined ? {} : { causeOf: boot.causeOf }),
       },
-      d.clock.now(),
+      boot?.nowMs ?? d.clock.now(),
     );
+    // On record before anything is sent: a start killed before this sent nothing (RestartCause).
+    await boot?.dispatching();
     for (const [i, { orgId, runId, work, admitted }] of runs.entries()) {
       if (i > 0 && i % RECOVERY_BATCH === 0) await nextTurn();
       if (admitted === undefined) this.#actOn(orgId, runId, work);

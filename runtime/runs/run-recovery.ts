@@ -18,6 +18,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { OrgId, RunId } from '../../actors/ids.ts';
 import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
+import { currentStep } from '../../actors/run-progress.ts';
+import type { RestartCause } from '../../actors/run-types.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
@@ -35,6 +37,8 @@ export interface RecoveryDeps {
   readonly admitNow: (orgId: OrgId, runId: RunId) => boolean;
   /** Gives back a slot `admitNow` took (recovery failed, and boot with it). */
   readonly release: (orgId: OrgId, runId: RunId) => void;
+  /** How the process that claimed an open attempt (at its claimedAt) ended (boot-record.ts); default: it crashed. */
+  readonly causeOf?: (claimedAt: number) => RestartCause;
 }
 
 /** An unfinished run as recovery hands it to the engine: which run, and what to do for it. */
@@ -150,7 +154,8 @@ async function admitInOrder(deps: RecoveryDeps, found: ReadonlyArray<RecoveredRu
     }
     const { orgId, runId, createdAt, stored } = entry;
     const actor = restoreRunActor(stored).start();
-    actor.send({ type: 'run.recovered', at: nowMs });
+    const open = currentStep(stored.context)?.attempts.at(-1);
+    actor.send({ type: 'run.recovered', at: nowMs, cause: open === undefined ? 'crashed' : (deps.causeOf?.(open.claimedAt) ?? 'crashed') });
     const queued = persistedRunOf(actor);
     const updates = [deps.updateFor(queued)];
     // Failed instead: its step was cut off by a restart too often in a row (run-progress.ts, abandonsTooOften).

@@ -178,6 +178,31 @@ describe('recovery after a crash', () => {
     assert.equal(crashFiveTimes(earlierRun, (crash) => T0 + 10_000 + crash * 100).value, 'failed');
   });
 
+  it('counts only attempts a crash cut off: those a clean stop or a start cut off left neither count nor break the row, and say so', () => {
+    let run = applyRunEvent(startRun(runInput([webhookStep('a')])).run, { type: 'run.admitted', at: T0 }).run;
+    const restart = (cause: 'crashed' | 'stopped' | 'start_cut_off', at: number): PersistedRun => {
+      const recovered = applyRunEvent(run, { type: 'run.recovered', at, cause }).run;
+      return recovered.value === 'failed' ? recovered : applyRunEvent(recovered, { type: 'run.admitted', at: at + 1 }).run;
+    };
+    // Twelve stops and starts cut off, four crashes among them: never five crashes, so never failed.
+    const causes = ['stopped', 'crashed', 'start_cut_off', 'start_cut_off', 'crashed', 'stopped', 'stopped', 'crashed', 'start_cut_off', 'stopped', 'crashed', 'stopped'] as const;
+    causes.forEach((cause, i) => {
+      run = restart(cause, T0 + (i + 1) * 100);
+      assert.equal(run.value, 'running', `restart ${i + 1} (${cause}): sent again`);
+    });
+    const evidence = run.context.steps[0]!.attempts.slice(0, 4).map((x) => x.evidence);
+    assert.deepEqual(evidence, [
+      { reason: 'runtime_stopped', effect_sent: 'unknown' },
+      { reason: 'runtime_restarted', effect_sent: 'unknown' },
+      { reason: 'runtime_start_interrupted', effect_sent: 'no' },
+      { reason: 'runtime_start_interrupted', effect_sent: 'no' },
+    ]);
+    // The fifth crash, however many stops lie between the crashes.
+    run = restart('crashed', T0 + 10_000);
+    assert.equal(run.value, 'failed');
+    assert.equal(run.context.error?.code, 'step_interrupted_repeatedly');
+  });
+
   it('leaves timers and queued runs alone: the absolute due time survives the restart', () => {
     const input = runInput([webhookStep('a'), delayStep('d', 60_000), webhookStep('b')]);
     const queued = startRun(input).run;

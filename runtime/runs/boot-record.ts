@@ -1,0 +1,51 @@
+// How the previous processes on this data dir ended, kept durably so that boot recovery can tell a
+// crash from a clean stop or a start cut off (RestartCause): only crashes count toward failing a
+// step that keeps being interrupted (run-progress.ts, MAX_ABANDONED_IN_A_ROW).
+
+import type { RestartCause } from '../../actors/run-types.ts';
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger } from '../ledger/ledger.ts';
+
+/** The record: how the last process that sent steps ended, and the starts since that were cut off. */
+interface BootState {
+  /** `serving`: it was sending steps when last heard of (it is still running, or it died); `stopped`: it stopped cleanly. */
+  readonly ended: 'serving' | 'stopped';
+  /** The recovery times (the attempts' claimedAt) of the starts since then that died before they sent anything. */
+  readonly cutOff: readonly number[];
+}
+
+const KEY = 'last';
+/** Starts cut off in a row that are told apart; an attempt of an older one counts as a crash's (the safe side). */
+const MAX_CUT_OFF = 100;
+
+/** What boot recovery needs to know of this start: its recovery time, how to tell each open attempt's restart, and when it begins to send. */
+export interface BootRecovery {
+  /** The time of this start's recovery: every attempt it claims has it as claimedAt. */
+  readonly nowMs: number;
+  /** How the process that claimed an attempt still open, at `claimedAt`, ended. */
+  readonly causeOf: (claimedAt: number) => RestartCause;
+  /** Recovery's writes are durable and its runs are about to be sent: resolves once that is on record. */
+  readonly dispatching: () => Promise<void>;
+  /** Records a clean stop, once the run engine is closed: the attempts it leaves open are no step's fault. */
+  readonly cleanStop: () => Promise<void>;
+}
+
+/**
+ * Opens this start's record: reads how the previous processes ended, then records durably, before
+ * recovery writes anything, that this start has not yet sent anything (so a start killed during its
+ * recovery is told apart from a crash of a process sending steps).
+ */
+export async function beginBoot(ledger: Ledger, nowMs: number): Promise<BootRecovery> {
+  const table = ledger.openDatabase('runtime-boots');
+  const previous = table.get(KEY) as BootState | undefined;
+  const ended = previous?.ended ?? 'serving';
+  const cutOff = new Set(previous?.cutOff ?? []);
+  const write = (state: BootState): Promise<unknown> => durably(ledger.root, ledger.root.transaction(() => void table.put(KEY, state)));
+  await write({ ended, cutOff: [...(previous?.cutOff ?? []), nowMs].slice(-MAX_CUT_OFF) });
+  return {
+    nowMs,
+    causeOf: (claimedAt) => (cutOff.has(claimedAt) ? 'start_cut_off' : ended === 'stopped' ? 'stopped' : 'crashed'),
+    dispatching: async () => void (await write({ ended: 'serving', cutOff: [] })),
+    cleanStop: async () => void (await write({ ended: 'stopped', cutOff: [] })),
+  };
+}

@@ -1,0 +1,156 @@
+// Each start records how the previous ones ended, so that boot recovery counts only crashes toward
+// failing a step that keeps being interrupted: an attempt a clean stop left open, or one that a
+// start claimed and was killed before sending, is no step's fault. Found by review: a start killed
+// during its recovery (a crash loop, a deploy) and clean stops with a slow step out counted as
+// crashes, and five of them failed runs whose step had never been sent again.
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import type { PersistedRun } from '../../actors/run-transition.ts';
+import { openLedger } from '../../runtime/ledger/open-ledger.ts';
+import type { LiveRooms } from '../../runtime/rooms/live-rooms.ts';
+import { UpdateLog } from '../../runtime/rooms/update-log.ts';
+import { explainRun } from '../../runtime/explain-text.ts';
+import { beginBoot } from '../../runtime/runs/boot-record.ts';
+import { recoverUnfinishedRuns } from '../../runtime/runs/run-recovery.ts';
+import { RunStore } from '../../runtime/runs/run-store.ts';
+import { runUpdateFor } from '../../runtime/runs/run-update.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+import { eventually, startReceiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir } from '../helpers/runtime.ts';
+
+for (const kind of LEDGER_KINDS) {
+  describe(`boot record on ${kind.name}`, () => {
+    test('tells a crash, a clean stop and a start cut off apart, by how each process ended', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const first = await beginBoot(ledger, 1_000);
+        assert.equal(first.causeOf(500), 'crashed', 'nothing on record (a first start, or an earlier release): a crash, as before');
+        await first.dispatching();
+        assert.equal((await beginBoot(ledger, 2_000)).causeOf(1_500), 'crashed', 'it was sending when it ended, without a clean stop');
+
+        const stopping = await beginBoot(ledger, 3_000);
+        await stopping.dispatching();
+        await stopping.cleanStop();
+        const cutOff = await beginBoot(ledger, 4_000);
+        assert.equal(cutOff.causeOf(3_500), 'stopped');
+        // Killed during its recovery: it claimed attempts at 4,000 and sent nothing. So is the next.
+        const again = await beginBoot(ledger, 5_000);
+        assert.equal(again.causeOf(4_000), 'start_cut_off');
+        assert.equal(again.causeOf(3_500), 'stopped', 'attempts its recovery did not reach are still the clean stop\'s');
+        const third = await beginBoot(ledger, 6_000);
+        assert.deepEqual([third.causeOf(4_000), third.causeOf(5_000), third.causeOf(3_500)], ['start_cut_off', 'start_cut_off', 'stopped']);
+        await third.dispatching();
+        const after = await beginBoot(ledger, 7_000);
+        assert.deepEqual([after.causeOf(6_000), after.causeOf(4_000)], ['crashed', 'crashed'], 'the start that got to send ended without a clean stop');
+      } finally {
+        await close();
+      }
+    });
+  });
+}
+
+test('a run whose step is out at five clean stops in a row is sent again at each start and not failed; the attempts say the runtime was stopped', async () => {
+  const dataDir = tempDir();
+  let release: () => void = () => undefined;
+  const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>((resolve) => (release = resolve)) }]);
+  let rt = await startRuntime({ dataDir });
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, 'acct-clean-stops', 'pro');
+    const made = await call(rt.url, 'POST', '/organizations/acct-clean-stops/workflows', { token: key, json: { name: 'w', trigger_event: 'e', steps: [{ id: 's', type: 'webhook', url: receiver.url }] } });
+    assert.equal(made.status, 201, made.text);
+    assert.equal((await call(rt.url, 'POST', '/organizations/acct-clean-stops/events', { token: key, json: { type: 'e', payload: {}, id: 'evt_clean_1' } })).status, 202);
+    for (let start = 1; start <= 6; start += 1) {
+      await eventually(`the step out in start ${start}`, () => receiver.received.length, (n) => n === start);
+      if (start === 6) break;
+      await rt.close(); // a clean stop cuts the request off
+      rt = await startRuntime({ dataDir });
+    }
+    release();
+    const run = await eventually(
+      'the run completed',
+      async () => ((await call(rt.url, 'GET', '/organizations/acct-clean-stops/runs', { token: key })).body.runs as Array<{ run_id: string; state: string }>)[0],
+      (r) => r?.state === 'completed',
+    );
+    const view = (await call(rt.url, 'GET', `/organizations/acct-clean-stops/runs/${run!.run_id}`, { token: key })).body.run;
+    const attempts = view.steps[0].attempts as Array<{ outcome: string; evidence: { reason?: string } | null }>;
+    assert.deepEqual(attempts.map((a) => a.outcome), ['abandoned', 'abandoned', 'abandoned', 'abandoned', 'abandoned', 'succeeded']);
+    assert.deepEqual(attempts.slice(0, 5).map((a) => a.evidence?.reason), Array(5).fill('runtime_stopped'));
+    assert.match(explainRun(view), /attempt 1 \(fence 1\): abandoned; the runtime was stopped cleanly while it was out: it may have reached its target/);
+    assert.equal(new Set(receiver.received.map((r) => r.headers['idempotency-key'])).size, 1, 'one key throughout');
+  } finally {
+    release();
+    await rt.close();
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a step out at five crashes (SIGKILL while it is out) still fails the run; a start killed before it sent, between them, neither counts nor breaks the row', { timeout: 120_000 }, async () => {
+  const dataDir = tempDir();
+  const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>(() => undefined) }]);
+  try {
+    let child = await spawnRuntime(dataDir);
+    const key = await createOrg(child.url, ADMIN_TOKEN, 'acct-crash-loop', 'pro');
+    assert.equal((await call(child.url, 'POST', '/organizations/acct-crash-loop/workflows', { token: key, json: { name: 'w', trigger_event: 'e', steps: [{ id: 's', type: 'webhook', url: receiver.url }] } })).status, 201);
+    assert.equal((await call(child.url, 'POST', '/organizations/acct-crash-loop/events', { token: key, json: { type: 'e', payload: {}, id: 'evt_crash_1' } })).status, 202);
+    const crashOnceSent = async (sends: number): Promise<void> => {
+      await eventually(`the step out (send ${sends})`, () => receiver.received.length, (n) => n === sends);
+      child.child.kill('SIGKILL');
+      await child.exited;
+    };
+    for (let crash = 1; crash <= 4; crash += 1) {
+      await crashOnceSent(crash);
+      // After the fourth crash, a start cut off after its recovery's write, before it sent anything:
+      // what it leaves on disk (its recovery claimed the step's sixth attempt).
+      if (crash === 4) await cutOffStart(dataDir);
+      child = await spawnRuntime(dataDir);
+    }
+    await crashOnceSent(5);
+    child = await spawnRuntime(dataDir);
+    try {
+      const run = await eventually(
+        'the run failed at the fifth crash',
+        async () => ((await call(child.url, 'GET', '/organizations/acct-crash-loop/runs?state=failed', { token: key })).body.runs as Array<{ run_id: string }>)[0],
+        (r) => r !== undefined,
+      );
+      const view = (await call(child.url, 'GET', `/organizations/acct-crash-loop/runs/${run!.run_id}`, { token: key })).body.run;
+      assert.equal(view.error.code, 'step_interrupted_repeatedly');
+      const reasons = (view.steps[0].attempts as Array<{ evidence: { reason: string } }>).map((a) => a.evidence.reason);
+      assert.deepEqual(reasons, ['runtime_restarted', 'runtime_restarted', 'runtime_restarted', 'runtime_restarted', 'runtime_start_interrupted', 'runtime_restarted']);
+      assert.equal(receiver.received.length, 5, 'not sent after the fifth crash');
+      const explained = explainRun(view);
+      assert.match(explained, /attempt 4 \(fence 4\): abandoned; the runtime stopped while it was out: it may have reached its target/);
+      assert.match(explained, /attempt 5 \(fence 5\): abandoned; nothing sent \(the runtime was stopped while it started, before sending it\)/);
+    } finally {
+      child.child.kill('SIGKILL');
+      await child.exited;
+    }
+  } finally {
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+/** What a start killed between its recovery's write and its first sends leaves in `dataDir`. */
+async function cutOffStart(dataDir: string): Promise<void> {
+  const ledger = openLedger(dataDir);
+  try {
+    const boot = await beginBoot(ledger, Date.now());
+    const deps = {
+      ledger,
+      runs: new RunStore(ledger),
+      updateLog: new UpdateLog(ledger, 1000),
+      rooms: { publish: () => undefined } as unknown as LiveRooms,
+      updateFor: (run: PersistedRun) => runUpdateFor(run, undefined),
+      admitNow: () => true,
+      release: () => undefined,
+      causeOf: boot.causeOf,
+    };
+    assert.equal((await recoverUnfinishedRuns(deps, boot.nowMs)).length, 1);
+  } finally {
+    await ledger.close();
+  }
+}
