@@ -30,6 +30,8 @@ export interface AttemptHost {
   readonly send: (orgId: string, runId: string, command: RunCommand, effects?: ActionEffects) => Promise<void>;
   /** Whether the run's durable snapshot still waits for the attempt under `fence`. */
   readonly stillWanted: (orgId: OrgId, runId: RunId, fence: number) => boolean;
+  /** Awaited before the step's effect may go out: the start's first one is put on record (boot-record.ts). */
+  readonly beforeEffect: () => Promise<void> | undefined;
 }
 
 /** An attempt ready to go: what it needs of its run's snapshot, taken before it is sent. */
@@ -103,6 +105,8 @@ async function perform(host: AttemptHost, prepared: PreparedAttempt, attempt: At
         derived ??= host.derivedBudget.hold(ctx.orgId, event.correlation_id, derivedEventId(ctx.runId, work.stepId));
         return derived.take();
       };
+      // A failed write stalls the run (dispatchAttempt's caller), as any: nothing went out.
+      await host.beforeEffect();
       if (prepared.priorResultsBytes > 0) prepared.priorResults ??= priorResultsAgain(d, prepared);
       return performWith(host, run, work, { version, event, holdInput, takeDerived, priorResults: prepared.priorResults }, attempt);
     });

@@ -8,7 +8,7 @@ import type { Ledger } from '../ledger/ledger.ts';
 
 /** The record: how the last process that sent steps ended, and the starts since that were cut off. */
 interface BootState {
-  /** `serving`: it was sending steps when last heard of (it is still running, or it died); `stopped`: it stopped cleanly. */
+  /** `serving`: it had sent a step's effect when last heard of (it is still running, or it died); `stopped`: it stopped cleanly. */
   readonly ended: 'serving' | 'stopped';
   /** The recovery times (the attempts' claimedAt) of the starts since then that died before they sent anything. */
   readonly cutOff: readonly number[];
@@ -18,14 +18,18 @@ const KEY = 'last';
 /** Starts cut off in a row that are told apart; an attempt of an older one counts as a crash's (the safe side). */
 const MAX_CUT_OFF = 100;
 
-/** What boot recovery needs to know of this start: its recovery time, how to tell each open attempt's restart, and when it begins to send. */
+/** What boot recovery needs to know of this start: its recovery time, how to tell each open attempt's restart, and when it first sends. */
 export interface BootRecovery {
   /** The time of this start's recovery: every attempt it claims has it as claimedAt. */
   readonly nowMs: number;
   /** How the process that claimed an attempt still open, at `claimedAt`, ended. */
   readonly causeOf: (claimedAt: number) => RestartCause;
-  /** Recovery's writes are durable and its runs are about to be sent: resolves once that is on record. */
-  readonly dispatching: () => Promise<void>;
+  /**
+   * Awaited before each step's effect goes out (a webhook sent, a custom action invoked): the first
+   * call records that this start sends (durably; later calls share it, and one that failed is tried
+   * again). Until then nothing of this start went out, whatever it claimed.
+   */
+  readonly beforeFirstEffect: () => Promise<void>;
   /** Records a clean stop, once the run engine is closed: the attempts it leaves open are no step's fault. */
   readonly cleanStop: () => Promise<void>;
 }
@@ -40,12 +44,17 @@ export async function beginBoot(ledger: Ledger, nowMs: number): Promise<BootReco
   const previous = table.get(KEY) as BootState | undefined;
   const ended = previous?.ended ?? 'serving';
   const cutOff = new Set(previous?.cutOff ?? []);
-  const write = (state: BootState): Promise<unknown> => durably(ledger.root, ledger.root.transaction(() => void table.put(KEY, state)));
+  const write = async (state: BootState): Promise<void> => void (await durably(ledger.root, ledger.root.transaction(() => void table.put(KEY, state))));
   await write({ ended, cutOff: [...(previous?.cutOff ?? []), nowMs].slice(-MAX_CUT_OFF) });
+  let sending: Promise<void> | undefined;
   return {
     nowMs,
     causeOf: (claimedAt) => (cutOff.has(claimedAt) ? 'start_cut_off' : ended === 'stopped' ? 'stopped' : 'crashed'),
-    dispatching: async () => void (await write({ ended: 'serving', cutOff: [] })),
-    cleanStop: async () => void (await write({ ended: 'stopped', cutOff: [] })),
+    beforeFirstEffect: () =>
+      (sending ??= write({ ended: 'serving', cutOff: [] }).catch((error: unknown) => {
+        sending = undefined;
+        throw error;
+      })),
+    cleanStop: () => write({ ended: 'stopped', cutOff: [] }),
   };
 }

@@ -43,6 +43,8 @@ export class RunEngine {
   readonly #derivedBudget: DerivedBudget;
   /** What a step attempt sent from a snapshot needs of the engine (attempt-dispatch.ts). */
   readonly #attemptHost: AttemptHost;
+  /** This start's record (boot-record.ts), from its recovery on: the first effect sent goes on record. */
+  #boot: BootRecovery | undefined;
   /** Stalled runs whose creating write committed (or may yet) without its flush confirmed: see #resume. */
   readonly #unconfirmed = new Set<string>();
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
@@ -79,6 +81,7 @@ export class RunEngine {
       dispatched: this.#dispatched,
       send: (orgId, runId, command, effects) => this.send(orgId, runId, command, effects),
       stillWanted: (orgId, runId, fence) => this.#stillWanted(orgId, runId, fence),
+      beforeEffect: () => this.#boot?.beforeFirstEffect(),
     };
     this.#chains = new RunChains((key, error) => {
       const [orgId, runId] = orgScopedParts(key);
@@ -165,6 +168,7 @@ export class RunEngine {
   /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot; `boot` tells how the previous processes ended (boot-record.ts). */
   async recover(boot?: BootRecovery): Promise<number> {
     const d = this.#d;
+    this.#boot = boot;
     const runs = await recoverUnfinishedRuns(
       {
         ...d,
@@ -174,8 +178,6 @@ export class RunEngine {
       },
       boot?.nowMs ?? d.clock.now(),
     );
-    // On record before anything is sent: a start killed before this sent nothing (RestartCause).
-    await boot?.dispatching();
     for (const [i, { orgId, runId, work, admitted }] of runs.entries()) {
       if (i > 0 && i % RECOVERY_BATCH === 0) await nextTurn();
       if (admitted === undefined) this.#actOn(orgId, runId, work);

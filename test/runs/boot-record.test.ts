@@ -28,11 +28,11 @@ for (const kind of LEDGER_KINDS) {
       try {
         const first = await beginBoot(ledger, 1_000);
         assert.equal(first.causeOf(500), 'crashed', 'nothing on record (a first start, or an earlier release): a crash, as before');
-        await first.dispatching();
+        await first.beforeFirstEffect();
         assert.equal((await beginBoot(ledger, 2_000)).causeOf(1_500), 'crashed', 'it was sending when it ended, without a clean stop');
 
         const stopping = await beginBoot(ledger, 3_000);
-        await stopping.dispatching();
+        await stopping.beforeFirstEffect();
         await stopping.cleanStop();
         const cutOff = await beginBoot(ledger, 4_000);
         assert.equal(cutOff.causeOf(3_500), 'stopped');
@@ -42,7 +42,7 @@ for (const kind of LEDGER_KINDS) {
         assert.equal(again.causeOf(3_500), 'stopped', 'attempts its recovery did not reach are still the clean stop\'s');
         const third = await beginBoot(ledger, 6_000);
         assert.deepEqual([third.causeOf(4_000), third.causeOf(5_000), third.causeOf(3_500)], ['start_cut_off', 'start_cut_off', 'stopped']);
-        await third.dispatching();
+        await third.beforeFirstEffect();
         const after = await beginBoot(ledger, 7_000);
         assert.deepEqual([after.causeOf(6_000), after.causeOf(4_000)], ['crashed', 'crashed'], 'the start that got to send ended without a clean stop');
       } finally {
