@@ -57,6 +57,16 @@ export class LiveActors {
     this.#resting.set(key, { value: run.value, fence: run.context.fence, resultBytes: live.resultBytes });
   }
 
+  /**
+   * A running run whose step results weigh more than `limit` rests as its durable snapshot `run`
+   * once its work is under way (held-results.ts): its next transition reads it back. Not a run let
+   * go meanwhile (`live` no longer its entry: a sandbox reset removed it while its write was
+   * flushed): it keeps no entry, so whether its attempt is still wanted is read from the ledger (gone).
+   */
+  restIfHeavy(key: string, live: LiveRun, run: PersistedRun, limit: number): void {
+    if (run.value === 'running' && live.resultBytes > limit && this.#live.get(key) === live) this.rest(key, live, run);
+  }
+
   /** Where the run's last durable snapshot stands, if the run is live or resting (else: read the ledger). */
   standOf(key: string): DurableStand | undefined {
     const live = this.#live.get(key);

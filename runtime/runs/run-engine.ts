@@ -31,7 +31,7 @@ import { DerivedBudget } from './derived-budget.ts';
 import { UnwrittenReports, type UnwrittenReport } from './unwritten-reports.ts';
 import { AttemptsOut } from './attempts-out.ts';
 import { OrgAdmission } from './org-admission.ts';
-import { LiveActors, type DurableStand, type LiveRun } from './live-actors.ts';
+import { LiveActors, type DurableStand } from './live-actors.ts';
 import { RESTING_RESULT_BYTES, resultBytes } from './held-results.ts';
 import { dispatchAttempt, prepareAttempt, type AttemptHost, type PreparedAttempt } from './attempt-dispatch.ts';
 
@@ -192,17 +192,7 @@ export class RunEngine {
     const live = run.value === 'running' ? this.#actors.keep(key, actor, run) : undefined;
     if (live === undefined) actor.stop();
     this.#act(run);
-    if (live !== undefined) this.#restIfHeavy(key, live, run);
-  }
-
-  /**
-   * A running run whose step results weigh more than RESTING_RESULT_BYTES rests as its durable
-   * snapshot once its work is under way (held-results.ts): its next transition reads it back. Not
-   * a run let go meanwhile (a sandbox reset removed it while its write was flushed): it keeps no
-   * entry, so whether its attempt is still wanted is read from the ledger (gone).
-   */
-  #restIfHeavy(key: string, live: LiveRun, run: PersistedRun): void {
-    if (run.value === 'running' && live.resultBytes > this.#restingResultBytes && this.#actors.get(key) === live) this.#actors.rest(key, live, run);
+    if (live !== undefined) this.#actors.restIfHeavy(key, live, run, this.#restingResultBytes);
   }
 
   /** Stops timers and new transitions, then waits for the ones in progress to be durable. */
@@ -247,7 +237,7 @@ export class RunEngine {
       }
       this.#settleSlot(previous);
       // Read back only for this command: a run that rested goes back to rest.
-      if (cached === undefined) this.#restIfHeavy(key, live, previous);
+      if (cached === undefined) this.#actors.restIfHeavy(key, live, previous, this.#restingResultBytes);
       this.#pump();
       return false;
     }
@@ -274,7 +264,7 @@ export class RunEngine {
     this.#dispatched.withdrawIfLeft(key, run);
     if (written.update !== undefined) this.#d.rooms.publish(orgId, [written.update]);
     this.#act(run);
-    this.#restIfHeavy(key, live, run);
+    this.#actors.restIfHeavy(key, live, run, this.#restingResultBytes);
     if (kept !== undefined) await this.#keepAfterCancel(key, run, kept);
     return true;
   }
