@@ -249,7 +249,7 @@ export function abandonForGood(ctx: RunContext, at: number): RunContext {
   const abandoned = abandonPending(ctx, at, 'crashed');
   const step = currentStep(abandoned) as StepRecord;
   const message =
-    `The runtime stopped during each of the last ${MAX_ABANDONED_IN_A_ROW} attempts of step "${step.id}" (each abandoned at a restart, its effect unknown); ` +
+    `The runtime went down (not a clean stop) during ${MAX_ABANDONED_IN_A_ROW} attempts of step "${step.id}" in a row (each abandoned at the next start, its effect unknown); ` +
     'it is not sent again on its own, in case the step is what brings the process down. Resume the run once the cause is known.';
   return { ...withCurrent(abandoned, (s) => ({ ...s, status: 'failed' })), error: { code: 'step_interrupted_repeatedly', stepId: step.id, reason: 'retries_exhausted', message } };
 }

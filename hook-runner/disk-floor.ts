@@ -90,6 +90,11 @@ export class DiskFloor {
     this.#armed = true;
   }
 
+  /** No more writes are refused: for a stop's own last few bytes (the runtime's boot record), as start-up's own writes go before arm. */
+  disarm(): void {
+    this.#armed = false;
+  }
+
   /** The error to refuse a write with, or undefined while the disk is above the floor (or the floor is not armed). */
   refusal(): DiskSpaceLowError | undefined {
     return this.#armed && this.#low ? new DiskSpaceLowError(this.#freeBytes ?? 0, this.floorBytes) : undefined;

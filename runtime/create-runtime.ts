@@ -380,8 +380,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
         clearTimeout(refuseLateChecks);
         await closeSchemaThreads(schemas);
         await engine.close();
-        // A clean stop: what the engine leaves out is no step's fault (boot-record.ts). Not on record
-        // when the write fails, which only makes the next start count it as a crash.
+        // A clean stop: what the engine leaves out is no step's fault (boot-record.ts). A few bytes,
+        // written below the disk floor too (nothing else writes now); a failed write only makes the
+        // next start count it as a crash.
+        disk.disarm();
         await boot?.cleanStop().catch((error: unknown) => logFailure(logger, 'the clean stop could not be recorded', {}, error));
         connections.close();
         await runner.close();

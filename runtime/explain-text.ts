@@ -100,17 +100,17 @@ function evidenceParts(evidenceValue: unknown, sent: boolean): string[] {
   return parts;
 }
 
+/** How an attempt left open by the runtime's end reads, by the reason its evidence gives (run-progress.ts, RestartCause). */
+const RESTART_WORDS: Readonly<Record<string, string>> = {
+  runtime_restarted: 'the runtime went down while it was out',
+  runtime_stopped: 'the runtime was stopped cleanly while it was out',
+};
+
 /**
  * Whether the attempt went out, in words: a delay sends nothing; a pending one is under way (it may
  * still wait for a connection); one the run left while it was out may have reached its target,
  * unless what it reported after the cancel says it never went (withdrawn while it waited).
  */
-/** How an attempt left open by the runtime's end reads, by the reason its evidence gives (run-progress.ts, RestartCause). */
-const RESTART_WORDS: Readonly<Record<string, string>> = {
-  runtime_restarted: 'the runtime stopped while it was out',
-  runtime_stopped: 'the runtime was stopped cleanly while it was out',
-};
-
 function sendingOf(attempt: RunAttempt, type: RunStep['type']): string {
   if (type === 'delay') return attempt.started_at === null ? 'waiting' : `started ${attempt.started_at}`;
   if (attempt.started_at !== null) return `sent ${attempt.started_at}`;
@@ -125,7 +125,7 @@ function sendingOf(attempt: RunAttempt, type: RunStep['type']): string {
   if (evidence['effect_sent'] === 'unknown') {
     return `${RESTART_WORDS[String(evidence['reason'])] ?? 'it was out when the run was cancelled'}: it may have reached its target`;
   }
-  if (evidence['reason'] === 'runtime_start_interrupted') return 'nothing sent (the runtime was stopped while it started, before sending it)';
+  if (evidence['reason'] === 'runtime_start_interrupted') return 'nothing sent (the runtime ended before it sent any step)';
   return 'nothing sent';
 }
 

@@ -6,17 +6,19 @@ import type { RestartCause } from '../../actors/run-types.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 
-/** The record: how the last process that sent steps ended, and the starts since that were cut off. */
+/** The record: how the last process that sent a step ended, and since when the starts after it sent nothing. */
 interface BootState {
   /** `serving`: it had sent a step's effect when last heard of (it is still running, or it died); `stopped`: it stopped cleanly. */
   readonly ended: 'serving' | 'stopped';
-  /** The recovery times (the attempts' claimedAt) of the starts since then that died before they sent anything. */
-  readonly cutOff: readonly number[];
+  /**
+   * The recovery time of the first start after it that was cut off (died, or stopped, before it sent
+   * anything), or null. Every attempt claimed since (claimedAt at or after it) was claimed by such a
+   * start and never sent: that process had ended before they began (told by the wall clock).
+   */
+  readonly cutOffSince: number | null;
 }
 
 const KEY = 'last';
-/** Starts cut off in a row that are told apart; an attempt of an older one counts as a crash's (the safe side). */
-const MAX_CUT_OFF = 100;
 
 /** What boot recovery needs to know of this start: its recovery time, how to tell each open attempt's restart, and when it first sends. */
 export interface BootRecovery {
@@ -30,31 +32,32 @@ export interface BootRecovery {
    * again). Until then nothing of this start went out, whatever it claimed.
    */
   readonly beforeFirstEffect: () => Promise<void>;
-  /** Records a clean stop, once the run engine is closed: the attempts it leaves open are no step's fault. */
+  /** Records a clean stop, once the run engine is closed: the attempts it leaves open are no step's fault. A start that sent nothing stays cut off. */
   readonly cleanStop: () => Promise<void>;
 }
 
 /**
  * Opens this start's record: reads how the previous processes ended, then records durably, before
  * recovery writes anything, that this start has not yet sent anything (so a start killed during its
- * recovery is told apart from a crash of a process sending steps).
+ * recovery, or before its first step went out, is told apart from a crash of a process sending steps).
  */
 export async function beginBoot(ledger: Ledger, nowMs: number): Promise<BootRecovery> {
   const table = ledger.openDatabase('runtime-boots');
-  const previous = table.get(KEY) as BootState | undefined;
+  const previous = table.get(KEY) as Partial<BootState> | undefined;
   const ended = previous?.ended ?? 'serving';
-  const cutOff = new Set(previous?.cutOff ?? []);
+  const cutOffSince = typeof previous?.cutOffSince === 'number' ? previous.cutOffSince : null;
   const write = async (state: BootState): Promise<void> => void (await durably(ledger.root, ledger.root.transaction(() => void table.put(KEY, state))));
-  await write({ ended, cutOff: [...(previous?.cutOff ?? []), nowMs].slice(-MAX_CUT_OFF) });
+  await write({ ended, cutOffSince: cutOffSince ?? nowMs });
   let sending: Promise<void> | undefined;
   return {
     nowMs,
-    causeOf: (claimedAt) => (cutOff.has(claimedAt) ? 'start_cut_off' : ended === 'stopped' ? 'stopped' : 'crashed'),
+    causeOf: (claimedAt) => (cutOffSince !== null && claimedAt >= cutOffSince ? 'start_cut_off' : ended === 'stopped' ? 'stopped' : 'crashed'),
     beforeFirstEffect: () =>
-      (sending ??= write({ ended: 'serving', cutOff: [] }).catch((error: unknown) => {
+      (sending ??= write({ ended: 'serving', cutOffSince: null }).catch((error: unknown) => {
         sending = undefined;
         throw error;
       })),
-    cleanStop: () => write({ ended: 'stopped', cutOff: [] }),
+    // Nothing sent: the record already says this start was cut off, which its attempts were.
+    cleanStop: async () => (sending === undefined ? undefined : write({ ended: 'stopped', cutOffSince: null })),
   };
 }

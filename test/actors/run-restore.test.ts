@@ -142,7 +142,7 @@ describe('recovery after a crash', () => {
     assert.equal(fifth.run.value, 'failed');
     assert.deepEqual(fifth.work, { kind: 'none' });
     assert.deepEqual({ ...fifth.run.context.error, message: undefined }, { code: 'step_interrupted_repeatedly', stepId: 'a', reason: 'retries_exhausted', message: undefined });
-    assert.match(fifth.run.context.error!.message, /^The runtime stopped during each of the last 5 attempts of step "a" .*Resume the run once the cause is known\.$/);
+    assert.match(fifth.run.context.error!.message, /^The runtime went down \(not a clean stop\) during 5 attempts of step "a" in a row .*Resume the run once the cause is known\.$/);
     assert.deepEqual(fifth.run.context.steps[0]?.attempts.map((x) => x.outcome), ['abandoned', 'abandoned', 'abandoned', 'abandoned', 'abandoned']);
     assert.equal(fifth.run.context.steps[0]?.status, 'failed');
 
