@@ -16,6 +16,7 @@ import { DiskFullError, RunnerConfigError, RunnerError, toServerError, unauthent
 import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
 import { openRunnerStore, runnerStoreDir, type RunnerStore } from './store.ts';
 import { stampRunnerStoreFormat } from './store-format.ts';
+import { upgradeRunnerStore } from './store-upgrade.ts';
 import { parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
 import { createTenantTurns } from './tenant-turns.ts';
 import { SecretVault } from './vault.ts';
@@ -179,7 +180,8 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   let server: Server | undefined;
   const pruning = new RecordPruning(options.pruneRecords ?? pruneRunnerRecords, (error) => log(`hook-runner: error: pruning old invocation records failed: ${describe(error)}`));
   try {
-    // Before this release's first write (the key rotation below); after its upgrades, once a layout has any.
+    // Before this release's first write (the key rotation below); after its upgrades.
+    await upgradeRunnerStore(store, now());
     await stampRunnerStoreFormat(store);
     const masterKey = typeof options.masterKey === 'string'
       ? parseMasterKey(options.masterKey, 'the master key')

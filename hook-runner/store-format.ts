@@ -19,8 +19,11 @@ import { RunnerConfigError } from './runner-error.ts';
  * this one's `data-format`. An invocation record holds a successful output; records of earlier
  * releases may lack `inputs` (matched on the digest alone) or hold traps and rejections, which
  * readers ignore.
+ * 2: every invocation record has its `invocations-by-time` entry and every fence one in
+ * `fences-by-time`, so pruning finds them: stores written before record pruning had none (the
+ * upgrade from 1, store-upgrade.ts, adds them).
  */
-export const RUNNER_STORE_FORMAT = 1;
+export const RUNNER_STORE_FORMAT = 2;
 
 const TABLE = 'data-format';
 const KEY = 'version';

@@ -12,6 +12,7 @@ import { open } from 'lmdb';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { createHookRunnerServer } from '../../hook-runner/server.ts';
 import { openRunnerStore, runnerStoreDir } from '../../hook-runner/store.ts';
+import { pruneRunnerRecords, RECORD_RETENTION_MS } from '../../hook-runner/record-pruning.ts';
 import { privateDirectory } from '../../hook-runner/private-directory.ts';
 import { newMasterKey, newToken, tempDataDir } from '../helpers/hook-runner.ts';
 
@@ -47,10 +48,10 @@ async function readStamp(dataDir: string): Promise<unknown> {
   }
 }
 
-/** A store as a release with a later layout might leave it: stamped 2, its tables not this release's (with the mark every release reading SLUICE_DATA_DIR writes). */
+/** A store as a release with a later layout might leave it: stamped 3, its tables not this release's (with the mark every release reading SLUICE_DATA_DIR writes). */
 async function writeNewerStore(dataDir: string): Promise<void> {
   await writeRawStore(dataDir, {
-    'data-format': { encoding: 'msgpack', entries: [['version', 2]] },
+    'data-format': { encoding: 'msgpack', entries: [['version', 3]] },
     'invocations-v2': { encoding: 'msgpack', entries: [[['org_a', 'run_1:step_1'], { output: '{}' }]] },
   });
   writeFileSync(join(runnerStoreDir(dataDir), 'reads-sluice-data-dir'), '', { mode: 0o600 });
@@ -60,10 +61,10 @@ test('a runner stamps a fresh store with this release\'s format', async () => {
   const dataDir = tempDataDir();
   const server = await startRunner(dataDir);
   await server.close();
-  assert.equal(await readStamp(dataDir), 1);
+  assert.equal(await readStamp(dataDir), 2);
 });
 
-test('a store an earlier release left without a stamp opens as format 1, keeps its records and is stamped', async () => {
+test('a store an earlier release left without a stamp opens as format 1, keeps its records and is upgraded and stamped', async () => {
   const dataDir = tempDataDir();
   await writeRawStore(dataDir, {
     modules: { encoding: 'string', entries: [] },
@@ -73,7 +74,7 @@ test('a store an earlier release left without a stamp opens as format 1, keeps i
 
   const server = await startRunner(dataDir);
   await server.close();
-  assert.equal(await readStamp(dataDir), 1);
+  assert.equal(await readStamp(dataDir), 2);
   const store = openRunnerStore(dataDir);
   try {
     assert.equal(store.fences.get(['org_a', 'run_1']), '7', 'its records read as before');
@@ -93,14 +94,14 @@ test('a store stamped by a newer release is refused, naming it and both formats,
     () => openRunnerStore(dataDir),
     (error: unknown) =>
       error instanceof RunnerConfigError &&
-      error.message === `${storeDir} holds a hook-runner store written by a newer Sluice (store format 2; this release reads up to 1). Run that release or a newer one on it, or start this one on another data dir.`,
+      error.message === `${storeDir} holds a hook-runner store written by a newer Sluice (store format 3; this release reads up to 2). Run that release or a newer one on it, or start this one on another data dir.`,
   );
   const refusal = await startRunner(dataDir).then(async (server) => void (await server.close()), (error: Error) => error);
   assert.ok(refusal instanceof RunnerConfigError, String(refusal));
 
   assert.deepEqual(readdirSync(storeDir).sort(), filesBefore, 'no lock left, no key file');
   assert.ok(readFileSync(join(storeDir, 'runner.mdb')).equals(bytesBefore), 'runner.mdb unchanged');
-  assert.equal(await readStamp(dataDir), 2, 'still the newer stamp');
+  assert.equal(await readStamp(dataDir), 3, 'still the newer stamp');
 });
 
 test('the hook-runner process on a newer store exits 2 with that one line, no stack trace', async () => {
@@ -111,7 +112,43 @@ test('the hook-runner process on a newer store exits 2 with that one line, no st
 
   assert.equal(result.status, 2, result.stderr);
   const storeDir = runnerStoreDir(dataDir).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  assert.match(result.stderr, new RegExp(`^hook-runner: ${storeDir} holds a hook-runner store written by a newer Sluice \\(store format 2; this release reads up to 1\\)\\. Run that release or a newer one on it, or start this one on another data dir\\.\\n$`));
+  assert.match(result.stderr, new RegExp(`^hook-runner: ${storeDir} holds a hook-runner store written by a newer Sluice \\(store format 3; this release reads up to 2\\)\\. Run that release or a newer one on it, or start this one on another data dir\\.\\n$`));
   assert.equal(existsSync(join(runnerStoreDir(dataDir), 'owner.pid')), false, 'its lock released');
+  assert.equal(await readStamp(dataDir), 3);
+});
+
+// Found by review: stores written before record pruning existed had no pruning index entries for
+// their invocation records and fences, and layout 1 said nothing of it: those were never pruned.
+test('the upgrade from layout 1 indexes invocation records and fences written without pruning entries, so pruning finds them', async () => {
+  const dataDir = tempDataDir();
+  const record = (completedAtMs?: number) => ({ actionId: 'act', digest: 'd'.repeat(64), fence: '3', outcome: { kind: 'output', outputJson: '{}' }, fuelUsed: 1, ...(completedAtMs === undefined ? {} : { completedAtMs }) });
+  await writeRawStore(dataDir, {
+    invocations: { encoding: 'msgpack', entries: [[['org_a', 'run_1:s'], record(1_000)], [['org_a', 'run_2:s'], record()]] },
+    fences: { encoding: 'string', entries: [[['org_a', 'run_1'], '3'], [['org_a', 'run_2'], '5'], [['org_b', 'run_9'], '2']] },
+    // One fence already indexed, as a release with pruning wrote it.
+    'fences-by-time': { encoding: 'string', entries: [[[5_000 as unknown as string, 'org_b', 'run_9'] as unknown as string[], '2']] },
+  });
+  const upgradedAt = Date.now();
+  const server = await startRunner(dataDir);
+  await server.close();
   assert.equal(await readStamp(dataDir), 2);
+  const store = openRunnerStore(dataDir);
+  try {
+    // The runner prunes as it starts: the record completed long ago, indexed at its time by the
+    // upgrade, is gone already, and so is the fence indexed long ago.
+    assert.equal(store.invocations.get(['org_a', 'run_1:s']), undefined, 'pruned at the start, once indexed');
+    assert.equal(store.fences.get(['org_b', 'run_9']), undefined);
+    const invocationsAt = [...store.invocationsByTime.getKeys({})] as Array<[number, string, string]>;
+    assert.equal(invocationsAt.length, 1);
+    const [at, org, key] = invocationsAt[0]!;
+    assert.deepEqual([org, key], ['org_a', 'run_2:s']);
+    assert.ok(at >= upgradedAt, 'a record without a time is dated the upgrade');
+    assert.equal((store.invocations.get(['org_a', 'run_2:s']) as { completedAtMs: number }).completedAtMs, at, 'and says so, as pruning checks');
+    const fencesAt = [...store.fencesByTime.getRange({})] as Array<{ key: [number, string, string]; value: string }>;
+    assert.deepEqual(fencesAt.map(({ key: [when, fenceOrg, run], value }) => [when >= upgradedAt, fenceOrg, run, value]).sort(), [[true, 'org_a', 'run_1', '3'], [true, 'org_a', 'run_2', '5']]);
+    const pruned = await pruneRunnerRecords(store, Date.now() + RECORD_RETENTION_MS + 1);
+    assert.deepEqual(pruned, { invocations: 1, fences: 2 }, 'the rest a retention after the upgrade');
+  } finally {
+    await store.close();
+  }
 });
