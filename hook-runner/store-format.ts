@@ -39,7 +39,11 @@ export const openStoreFormatTable = (root: RootDatabase): Database<number, strin
 export function storedRunnerStoreFormat(root: RootDatabase): number {
   // lmdb-js answers undefined for a named database that `create: false` does not find (its typings omit both).
   const existing = { name: TABLE, encoding: 'msgpack', create: false } as DatabaseOptions & { name: string };
-  const table = root.openDB<number, string>(existing) as Database<number, string> | undefined;
+  return stampIn(root.openDB<number, string>(existing) as Database<number, string> | undefined);
+}
+
+/** The layout the stamp table holds: 1 without a table or a stamp (from before the stamp existed). */
+export function stampIn(table: Database<number, string> | undefined): number {
   const stored = table?.get(KEY);
   return typeof stored === 'number' ? stored : 1;
 }

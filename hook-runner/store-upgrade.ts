@@ -3,15 +3,10 @@
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FenceKey, InvocationKey, InvocationRecord, RunnerStore } from './store.ts';
+import { stampIn } from './store-format.ts';
 
 /** Records written per transaction: calls wait for none (the runner listens only after its start). */
 const CHUNK = 1_000;
-
-/** The layout the store was last stamped with (1: unstamped, from before the stamp). */
-const storedFormat = (store: RunnerStore): number => {
-  const stored = store.dataFormat.get('version');
-  return typeof stored === 'number' ? stored : 1;
-};
 
 /**
  * Brings a store of layout 1 to 2: every invocation record gets its invocations-by-time entry (at its
@@ -20,7 +15,7 @@ const storedFormat = (store: RunnerStore): number => {
  * short is done again at the next start (the stamp is written after it).
  */
 export async function upgradeRunnerStore(store: RunnerStore, nowMs: number): Promise<void> {
-  if (storedFormat(store) >= 2) return;
+  if (stampIn(store.dataFormat) >= 2) return;
   let writes: Array<() => void> = [];
   const flush = async (): Promise<void> => {
     const batch = writes;
