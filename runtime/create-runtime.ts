@@ -69,6 +69,9 @@ import { pruneDeletedWorkflows } from './workflows/prune-deleted-workflows.ts';
 import { WORKFLOW_ORDER_FORMAT, WorkflowStore } from './workflows/workflow-store.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
 import { OrganizationStore } from './tenancy/organizations.ts';
+import { DeletedOrgs } from './tenancy/deleted-orgs.ts';
+import { OrgDeletions } from './tenancy/org-deletion.ts';
+import { fenceOrgWrites } from './ledger/org-fence.ts';
 
 export interface RuntimeDeps {
   readonly clock?: Clock;
@@ -109,6 +112,8 @@ export interface Runtime {
   readonly deviceStore: DeviceStore;
   /** The hook-runner connection (client and, under `sluice dev`, the supervised child). */
   readonly runner: RunnerConnection;
+  /** Organization deletions (tests wait for a removal with `idle`). */
+  readonly deletions: OrgDeletions;
   /** The free space the ledger keeps on the data dir's disk (tests read it again with probeNow). */
   readonly disk: DiskFloor;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
@@ -146,7 +151,12 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
   const runner = await connectRunner(config, logger, stopStarting);
   opened.push(() => runner.close());
-  const orgs = new OrganizationStore(ledger);
+  // Before any store opens its tables: each is fenced against writes of deleted orgs (org-fence.ts).
+  let deleted: DeletedOrgs | undefined;
+  const orgTables = fenceOrgWrites(ledger, (orgId) => deleted?.has(orgId) === true);
+  deleted = new DeletedOrgs(ledger);
+  const deletedOrgs = deleted;
+  const orgs = new OrganizationStore(ledger, (orgId) => deletedOrgs.has(orgId));
   const apiKeys = new ApiKeyStore(ledger);
   const inbox = new Inbox(ledger, config.dedupWindowMs);
   const sources = new SourceStore(ledger, inbox);
@@ -209,7 +219,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const stepInputs = new StepInputBudget(config.stepInputBytes);
   observeStepInputs(metrics, () => stepInputs.stats());
   const engine = new RunEngine({
-    ledger, runs, workflows, events, orgs, updateLog, rooms, clock, logger, projections,
+    ledger, runs, workflows, events, orgs, deletedOrgs, updateLog, rooms, clock, logger, projections,
     selfPort: () => boundPort,
     connections,
     stepInputs,
@@ -251,8 +261,20 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   // Aborted as the stop begins: long request work (a whole-projection delete) ends between its writes.
   const stopping = new AbortController();
   server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations, schemaChecks: schemas.payloads, bodyReads: schemas.bodies }), liveUpgradeRequired, deviceUpgradeRequired);
+  const deletions = new OrgDeletions({
+    ledger, orgs, deleted: deletedOrgs, tables: orgTables, logger,
+    actionIds: (orgId) => actions.list(orgId).map((action) => action.id),
+    runner: runner.client,
+    onFenced: (orgId) => {
+      engine.forgetOrg(orgId);
+      rooms.closeSocketsOfOrg(orgId);
+      devices.closeSocketsOfOrg(orgId);
+    },
+    now: () => clock.now(),
+    stop: stopping.signal,
+  });
   server.addRoutes(...authenticateFirst(auth, [
-    ...organizationRoutes(context, (orgId) => {
+    ...organizationRoutes(context, deletions, (orgId) => {
       engine.refreshLimit(orgId);
       engine.withdrawSandboxIfDisallowed(orgId);
       rooms.closeSandboxSocketsIfDisallowed(orgId);
@@ -329,6 +351,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
     appended_projection_rows: (stop: AbortSignal) => pruneAppendedRows(ledger.root, projections, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
     deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs }, clock.now(), config.retentionDays * DAY_MS, stop),
+    // Not retention, but the same rhythm: a deletion cut short (a stop, a hook-runner down) goes on.
+    organization_deletions: () => deletions.finishLeftOver(),
   };
   // Each job's failure count is there from the start, at 0: a series that first appears at 1 is
   // one `increase()` and `rate()` never see, so an alert on them would miss the first failure.
@@ -364,11 +388,13 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     deviceStore,
     runner,
     disk,
+    deletions,
     close: () =>
       (closing ??= (async () => {
         stopping.abort();
         await stopStaleCheck();
         await pruning.close();
+        await deletions.idle();
         await ticker.close();
         // Requests in flight finish their schema checks and body reads; what is still queued or
         // running SCHEMA_DRAIN_GRACE_MS into the stop is refused (503 stopping), so a queue of slow

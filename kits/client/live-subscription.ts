@@ -2,10 +2,11 @@
 // position (the highest RunUpdate.seq or Heartbeat.last_seq seen), reconnects after a drop with
 // that position as `after_seq` (so each update arrives once), and when the server says the log
 // cannot bring it up to date (4410) or the sandbox was reset (4409) it reconnects live and asks
-// the application to reload what it shows. A revoked key (4401) or a refused upgrade ends it.
+// the application to reload what it shows. A revoked key (4401), a deleted org (4404) or a refused
+// upgrade ends it.
 
 import { decodeLiveMessage, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
-import { CLOSE_KEY_REVOKED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
+import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
 import { AFTER_SEQ_DIGITS } from '../../runtime/rooms/live-subscription.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
 import type { Environment } from './api-types.ts';
@@ -58,7 +59,7 @@ export interface WatchOptions {
 }
 
 /**
- * The subscription ended for a reason retrying cannot fix: a close code (4401, 4402, 1002), an
+ * The subscription ended for a reason retrying cannot fix: a close code (4401, 4402, 4404, 1002), an
  * upgrade refused with an HTTP status, or 0 when no connection could be attempted (an API key a
  * WebSocket cannot carry, such as one with a trailing newline; a url that is not http(s)).
  */
@@ -75,7 +76,7 @@ const RELOAD: ReadonlyMap<number, 'sandbox_reset' | 'replay_gone'> = new Map([
   [CLOSE_SANDBOX_RESET, 'sandbox_reset'],
   [CLOSE_REPLAY_GONE, 'replay_gone'],
 ]);
-const TERMINAL_CLOSE = new Set([CLOSE_PROTOCOL_ERROR, CLOSE_KEY_REVOKED, CLOSE_SANDBOX_DISABLED]);
+const TERMINAL_CLOSE = new Set([CLOSE_PROTOCOL_ERROR, CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_SANDBOX_DISABLED]);
 /** The server sends a heartbeat every 5 s: this long without a frame means the connection is dead. */
 const SILENCE_MS = 15_000;
 

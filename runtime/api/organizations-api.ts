@@ -1,12 +1,15 @@
-// REST: organizations. Create, list and update them (platform admin token), read one (its keys).
-// Creating an org also issues its first admin API key in the same durable transaction.
+// REST: organizations. Create, list, update and delete them (platform admin token), read one (its
+// keys). Creating an org also issues its first admin API key in the same durable transaction.
+// Deleting one answers once it is fenced off (org-deletion.ts); its removal goes on in the background.
 
 import { notFound, SluiceError } from '../errors.ts';
-import { json, type Route } from '../http/types.ts';
-import { parseJsonRequest } from '../http/parse-json.ts';
+import { json, type RequestHead, type Route } from '../http/types.ts';
+import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { DEFAULT_MAX_CONCURRENT_RUNS, defaultIngestRate, ORG_ID_PATTERN, PLANS, type Organization, type Plan } from '../tenancy/organizations.ts';
 import { describeApiKey } from '../tenancy/api-keys.ts';
+import type { DeletionRecord } from '../tenancy/deleted-orgs.ts';
+import type { OrgDeletions } from '../tenancy/org-deletion.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { encodeCursor, parseCursorOf, parseLimit } from './query-params.ts';
 
@@ -59,7 +62,18 @@ const parseUpdate = createBodyParser<Partial<Omit<CreateOrganizationBody, 'id'>>
 });
 
 /** `onLimitsChanged` lets the run scheduler pick up a new `max_concurrent_runs` at once, and the live rooms close sandbox sockets a new plan no longer allows. */
-export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: string) => void): Route[] {
+/** A deletion as the API shows it: 202 while its removal is under way, 200 once it is done. */
+function deletionAnswer(record: DeletionRecord) {
+  const { organization_id, state, requested_at, removed_at } = record;
+  const recordsRemoved = Object.values(record.removed).reduce((sum, count) => sum + count, 0);
+  return json(state === 'removed' ? 200 : 202, {
+    deletion: { organization_id, state, requested_at, removed_at, records_removed: recordsRemoved, hook_runner_secrets_pending: record.actions_with_secrets.length > 0 },
+  });
+}
+
+export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onLimitsChanged: (orgId: string) => void): Route[] {
+  // Platform admin only, and answered for an org already deleted too (the usual org check would 404).
+  const platformAdminFirst = (head: RequestHead): void => ctx.auth.requirePlatformAdmin(head);
   return [
     {
       method: 'POST',
@@ -121,6 +135,28 @@ export function organizationRoutes(ctx: ApiContext, onLimitsChanged: (orgId: str
         if (next === undefined) throw notFound('Organization', 'org_id');
         onLimitsChanged(next.id);
         return json(200, { organization: next });
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: '/organizations/:org_id',
+      beforeBody: platformAdminFirst,
+      handler: async (request) => {
+        assertNoBodyFields(request);
+        const record = await deletions.delete(request.params.org_id ?? '');
+        if (record === undefined) throw notFound('Organization', 'org_id');
+        return deletionAnswer(record);
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/organizations/:org_id/deletion',
+      query: [],
+      beforeBody: platformAdminFirst,
+      handler: (request) => {
+        const record = deletions.get(request.params.org_id ?? '');
+        if (record === undefined) throw notFound('Deletion of this organization', 'org_id');
+        return deletionAnswer(record);
       },
     },
     {

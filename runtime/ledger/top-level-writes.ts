@@ -18,6 +18,11 @@ export class TopLevelWrites {
     this.#around = around;
   }
 
+  /** Whether a group's callback is running now (a write made now belongs to it). */
+  get insideGroup(): boolean {
+    return this.#inside > 0;
+  }
+
   /** `issue()`, through `around` unless it is made inside a group's callback. */
   write<T>(issue: () => T): T {
     return this.#inside > 0 ? issue() : this.#around(issue);

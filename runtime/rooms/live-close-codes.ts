@@ -12,6 +12,8 @@ export const CLOSE_POLICY_VIOLATION = 1008;
 export const CLOSE_SLOW_CONSUMER = 4008;
 /** Sent to every socket opened with an API key when the key is revoked, and to any frame sent after. */
 export const CLOSE_KEY_REVOKED = 4401;
+/** Sent to every socket of an org when the org is deleted: do not reconnect. */
+export const CLOSE_ORG_DELETED = 4404;
 /** Sent when a starter-plan org subscribes to the sandbox environment. */
 export const CLOSE_SANDBOX_DISABLED = 4402;
 /**

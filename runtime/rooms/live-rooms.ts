@@ -17,7 +17,7 @@ import { MAX_REMEMBERED_LATE, wasSent } from './live-replay.ts';
 import { enterRoom, publishedSeqOf, queueReplayPage, type RoomEntryDeps } from './live-room-entry.ts';
 import { MAX_BACKPRESSURE, roomOf, sendCounted, type SocketData } from './live-socket.ts';
 import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
-import { CLOSE_KEY_REVOKED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from './live-close-codes.ts';
+import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from './live-close-codes.ts';
 import { isInRoom, parseSubscribeFrame, topicFor, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
@@ -166,6 +166,11 @@ export class LiveRooms {
       const { principal } = ws.getUserData();
       if (principal.kind === 'api_key' && principal.orgId === orgId && principal.keyId === keyId) this.#refuseRevoked(ws);
     }
+  }
+
+  /** Closes every socket of a deleted org (4404), the platform admin's too. */
+  closeSocketsOfOrg(orgId: string): void {
+    for (const ws of [...this.#sockets]) if (ws.getUserData().orgId === orgId) ws.end(CLOSE_ORG_DELETED, 'organization_deleted: the organization was deleted');
   }
 
   /** Closes the org's sandbox sockets (4402) when its plan no longer has a sandbox; call after a plan change. */

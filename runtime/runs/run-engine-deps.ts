@@ -33,6 +33,8 @@ export interface RunEngineDeps {
   readonly workflows: WorkflowLookup;
   readonly events: EventStore;
   readonly orgs: OrganizationStore;
+  /** Orgs deleted (org-deletion.ts): their runs take no command and send nothing more. */
+  readonly deletedOrgs?: { has(orgId: string): boolean };
   readonly updateLog: UpdateLog;
   readonly rooms: LiveRooms;
   readonly clock: Clock;

@@ -165,6 +165,18 @@ export class RunEngine {
     this.#pump();
   }
 
+  /**
+   * The org was deleted: its unfinished runs let go of their slots, timers and actors, and their
+   * attempts out are withdrawn. A command or report that comes for one of its runs later is dropped.
+   */
+  forgetOrg(orgId: string): void {
+    for (const runId of this.#d.runs.unfinishedOf(orgId)) {
+      this.#timers.disarm(orgScopedKey(orgId, runId));
+      this.#letGo(asOrgId(orgId), runId);
+    }
+    this.#pump();
+  }
+
   /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot; `boot` tells how the previous processes ended (boot-record.ts). */
   async recover(boot?: BootRecovery): Promise<number> {
     const d = this.#d;
@@ -207,6 +219,10 @@ export class RunEngine {
   /** Applies one command; true when it changed the run (and the change is durable). */
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined, at = this.#d.clock.now()): Promise<boolean> {
     const key = orgScopedKey(orgId, runId);
+    if (this.#d.deletedOrgs?.has(orgId) === true) {
+      this.#removed(orgId, runId);
+      return false;
+    }
     const cached = this.#actors.get(key);
     let previous: PersistedRun | undefined;
     try {
@@ -371,6 +387,11 @@ export class RunEngine {
    */
   #actOn(orgId: OrgId, runId: RunId, work: Work, run?: PersistedRun): void {
     const key = orgScopedKey(orgId, runId);
+    if (this.#d.deletedOrgs?.has(orgId) === true) {
+      this.#timers.disarm(key);
+      this.#removed(orgId, runId);
+      return;
+    }
     if (work.kind !== 'arm_timer') this.#timers.disarm(key);
     switch (work.kind) {
       case 'await_admission':

@@ -39,6 +39,8 @@ export interface RecoveryDeps {
   readonly release: (orgId: OrgId, runId: RunId) => void;
   /** How the process that claimed an open attempt (at its claimedAt) ended (boot-record.ts); default: it crashed. */
   readonly causeOf?: (claimedAt: number) => RestartCause;
+  /** Orgs deleted (their removal may still be under way): their runs are not picked up. */
+  readonly deletedOrgs?: { has(orgId: string): boolean };
 }
 
 /** An unfinished run as recovery hands it to the engine: which run, and what to do for it. */
@@ -85,6 +87,7 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
   let read = 0;
   for (const { orgId, runId } of deps.runs.unfinished()) {
     if (++read % RECOVERY_BATCH === 0) await nextTurn();
+    if (deps.deletedOrgs?.has(orgId) === true) continue;
     const run = deps.runs.get(orgId, runId);
     if (run === undefined) continue;
     if (run.value === 'running') {

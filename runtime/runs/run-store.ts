@@ -174,6 +174,11 @@ export class RunStore {
     });
   }
 
+  /** The ids of an org's runs that still have work to do. */
+  unfinishedOf(orgId: string): RunId[] {
+    return [...this.#unfinished.getKeys({ start: [orgId], end: [orgId, '\uffff'] })].map((key) => (key as [OrgId, RunId])[1]);
+  }
+
   /**
    * `view` of each run, newest first within an org and environment; filters by state and workflow;
    * resumes after `cursor`. A snapshot holds its steps' results (up to megabytes): each is let go once

@@ -42,8 +42,11 @@ export class OrganizationStore {
   readonly #ledger: Ledger;
   /** Every request reads its org (auth, quota, ingest); this store is the table's only writer. */
   readonly #cache = new RecordCache<Organization>();
-  constructor(ledger: Ledger) {
+  /** Ids of deleted orgs (deleted-orgs.ts): never given out again. */
+  readonly #isDeleted: (orgId: string) => boolean;
+  constructor(ledger: Ledger, isDeleted: (orgId: string) => boolean = () => false) {
     this.#ledger = ledger;
+    this.#isDeleted = isDeleted;
   }
 
   /** Frozen: readers share one copy. */
@@ -61,6 +64,9 @@ export class OrganizationStore {
   /** Stores a new org together with its first records; resolves after the write is durable. Throws 409 if the id is taken. */
   async create(org: Organization, alsoWrite: () => void): Promise<Organization> {
     const { orgs, root } = this.#ledger;
+    if (this.#isDeleted(org.id)) {
+      throw new ConflictError('organization_id_retired', `The id "${org.id}" belonged to an organization that was deleted; an id is never used again (its runs' ids and effect keys were made from it).`, { field: 'id' });
+    }
     const created = await this.#cache.writing(org.id, () =>
       durably(
         root,
@@ -74,6 +80,11 @@ export class OrganizationStore {
     );
     if (!created) throw new ConflictError('organization_exists', `An organization with id "${org.id}" already exists.`, { field: 'id' });
     return org;
+  }
+
+  /** Runs `write`, which removes the org's record (org-deletion.ts), with the cache let go of the org. */
+  deleting<T>(orgId: string, write: () => Promise<T>): Promise<T> {
+    return this.#cache.writing(orgId, write);
   }
 
   /**

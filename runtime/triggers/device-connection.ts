@@ -6,6 +6,7 @@ import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
+import { OrgDeletedError } from '../ledger/org-fence.ts';
 import { CLOSE_DEVICE_DELETED, CLOSE_NOT_RECORDED, CLOSE_REPLACED, CLOSE_SANDBOX_DISABLED, CLOSE_TOKEN_ROTATED, readyFrame } from './device-frame.ts';
 import type { DeviceMessageDeps } from './device-messages.ts';
 import { connectedEventId, type DeviceHead } from './device-record.ts';
@@ -106,6 +107,8 @@ export async function recordEnding(d: DeviceConnectionDeps, data: SocketData, en
     await d.devices.disconnect(data.device, data.connection, ending, Math.max(at, data.connection.connected_at_ms));
     return true;
   } catch (error) {
+    // The org was deleted: its records go, this connection's with them.
+    if (error instanceof OrgDeletedError) return true;
     // The ledger still holds the connection open: tried again after a pause; meanwhile the
     // device's next connection ends it, and a stop leaves it to the next start (runtime_restarted).
     logFailure(d.logger, 'device disconnection could not be recorded', { org_id: data.device.org_id, device: data.device.name }, error);

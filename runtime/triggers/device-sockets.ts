@@ -218,6 +218,11 @@ export class DeviceSockets {
     this.#sockets.closeWhere(({ device, connection }) => device.org_id === orgId && ended.has(connection.id), { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
   }
 
+  /** Closes every socket of a deleted org's devices (4404); their endings write nothing (the org takes no writes). */
+  closeSocketsOfOrg(orgId: string): void {
+    this.#sockets.closeWhere(({ device }) => device.org_id === orgId, { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED }, 'organization_deleted: the organization was deleted');
+  }
+
   /**
    * A sandbox reset failed, perhaps after it committed (a failed flush): whether it ended the
    * org's sandbox connections is unknown, so their sockets close (1011) and the devices connect

@@ -141,7 +141,8 @@ export class ScheduleTicker {
     let schedule: ScheduleRecord | undefined;
     try {
       schedule = this.#d.schedules.get(orgId, name);
-      if (schedule === undefined) {
+      // Gone, or its org is (deleted: its schedules are removed after it).
+      if (schedule === undefined || this.#d.orgs.get(orgId) === undefined) {
         this.#behind.delete(key);
         return;
       }

@@ -205,3 +205,18 @@ test("over a starter org's quota a device connection paces itself: every message
     device.close();
   }
 });
+
+test('a live subscription and a device connection of an org that is deleted end for good (4404)', async () => {
+  const GONE = 'acct-client-gone';
+  const goneKey = await createOrg(url, ADMIN_TOKEN, GONE);
+  const created = await call(url, 'POST', `/organizations/${GONE}/devices`, { token: goneKey, json: { name: 'till-9' } });
+  assert.equal(created.status, 201, created.text);
+  const device = connectDevice({ url, org: GONE, device: 'till-9', token: created.body.token, sleep });
+  await device.send({ id: 'sale-1', type: 'sale.made', payload: {} });
+  const watching = watchRuns({ url, apiKey: goneKey, org: GONE, onUpdate: () => undefined, sleep });
+  await eventually('joined', () => watching.position, (position) => position !== undefined);
+  assert.equal((await call(url, 'DELETE', `/organizations/${GONE}`, { token: ADMIN_TOKEN })).status, 202);
+  await assert.rejects(watching.done, (error: unknown) => error instanceof LiveClosedError && error.code === 4404);
+  await assert.rejects(device.done, (error: unknown) => error instanceof DeviceError && error.code === 'closed_4404');
+  await rt!.runtime.deletions.idle();
+});

@@ -1,0 +1,78 @@
+// The record of every deleted organization, kept for good: an org id is never used again, since
+// run ids, effect keys and the hook-runner's fences and records are made from it. Table
+// `deleted-orgs`: [orgId] -> DeletionRecord. The ids are held in memory as well (the write fence of
+// org-fence.ts asks on every write); an org's id joins them before the write that marks its
+// deletion is queued.
+
+import { durably } from '../ledger/durable-write.ts';
+import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
+
+export interface DeletionRecord {
+  readonly organization_id: string;
+  readonly requested_at: string;
+  /** `removing` until every record of the org is gone from the ledger and its secrets from the hook-runner. */
+  readonly state: 'removing' | 'removed';
+  readonly removed_at: string | null;
+  /** The org's custom actions whose secrets the hook-runner still holds (its record of them goes with the org's records). */
+  readonly actions_with_secrets: readonly string[];
+  /** Records removed so far, by table. */
+  readonly removed: Readonly<Record<string, number>>;
+}
+
+export class DeletedOrgs {
+  readonly #table: LedgerTable;
+  readonly #root: Ledger['root'];
+  readonly #ids = new Set<string>();
+
+  constructor(ledger: Ledger) {
+    this.#root = ledger.root;
+    this.#table = ledger.openDatabase('deleted-orgs');
+    // LMDB reads a one-part key back as the part itself.
+    for (const key of this.#table.getKeys({})) this.#ids.add(String(Array.isArray(key) ? key[0] : key));
+  }
+
+  /** Whether the org was deleted, or its deletion is under way: no write of it is taken any more. */
+  has(orgId: string): boolean {
+    return this.#ids.has(orgId);
+  }
+
+  get(orgId: string): DeletionRecord | undefined {
+    return this.#table.get([orgId]) as DeletionRecord | undefined;
+  }
+
+  /** Deletions not finished yet (cut short by a stop or a crash, or waiting for the hook-runner). */
+  unfinished(): DeletionRecord[] {
+    return [...this.#table.getRange({})].map(({ value }) => value as DeletionRecord).filter((record) => record.state === 'removing');
+  }
+
+  /**
+   * Fences the org off, then writes `record` and `alsoWrite()`'s writes in one durable transaction;
+   * resolves false, writing nothing, when `proceed()` (run inside it) says no. A write that fails
+   * lifts the fence again, unless its commit went through (only its flush failed).
+   */
+  async mark(record: DeletionRecord, proceed: () => boolean, alsoWrite: () => void): Promise<boolean> {
+    const orgId = record.organization_id;
+    if (this.#ids.has(orgId)) return false;
+    this.#ids.add(orgId);
+    let marked = false;
+    try {
+      marked = await durably(
+        this.#root,
+        this.#root.transaction(() => {
+          if (!proceed()) return false;
+          this.#table.put([orgId], record);
+          alsoWrite();
+          return true;
+        }),
+      );
+      return marked;
+    } finally {
+      if (!marked && this.#table.get([orgId]) === undefined) this.#ids.delete(orgId);
+    }
+  }
+
+  /** Replaces the org's record (its progress); resolves once durable. */
+  async update(record: DeletionRecord): Promise<void> {
+    await durably(this.#root, this.#table.put([record.organization_id], record));
+  }
+}

@@ -1,0 +1,149 @@
+// Deleting an organization (offboarding): its data, keys and the hook-runner's secrets of its
+// custom actions go; its id is kept (deleted-orgs.ts) and never used again.
+//
+// 1. The mark, one durable transaction: the org's record leaves `orgs` and its deletion record is
+//    written. The write fence (org-fence.ts) closes before it is queued, so from then on no write of
+//    the org lands, and every request naming it is answered as for an org that never was (404).
+// 2. At once, in memory: its runs stop (no further step is sent; an attempt out is withdrawn), its
+//    live and device sockets close (4404), and its schedules fire no more (`onFenced`).
+// 3. In the background: the hook-runner deletes the secrets of its custom actions, then every record
+//    of the org leaves the ledger (org-removal.ts), and the record says `removed`. A removal cut short
+//    (a stop, a crash, a hook-runner that is down) is finished by the pruning loop and at each start.
+
+import { logFailure } from '../ledger/commit-failure-guard.ts';
+import type { Ledger } from '../ledger/ledger.ts';
+import type { OrgTable } from '../ledger/org-fence.ts';
+import type { Logger } from '../log.ts';
+import type { DeletedOrgs, DeletionRecord } from './deleted-orgs.ts';
+import type { OrganizationStore } from './organizations.ts';
+import { removeOrgRecords } from './org-removal.ts';
+
+/** What a deletion asks of the hook-runner: the secrets it holds for one of the org's custom actions. */
+export interface RunnerSecrets {
+  listSecretKeys(scope: { readonly orgId: string; readonly actionId: string }): Promise<string[]>;
+  deleteSecret(secret: { readonly orgId: string; readonly actionId: string; readonly key: string }): Promise<boolean>;
+}
+
+export interface OrgDeletionDeps {
+  readonly ledger: Ledger;
+  readonly orgs: OrganizationStore;
+  readonly deleted: DeletedOrgs;
+  readonly tables: () => readonly OrgTable[];
+  /** The ids of the org's custom actions (their secrets live in the hook-runner). */
+  readonly actionIds: (orgId: string) => string[];
+  /** Absent when the runtime has no hook-runner (then no secret was ever stored). */
+  readonly runner: RunnerSecrets | undefined;
+  /** Once the mark is durable: what the process holds of the org in memory lets it go. */
+  readonly onFenced: (orgId: string) => void;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly stop: AbortSignal;
+  readonly chunk?: number;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export class OrgDeletions {
+  readonly #d: OrgDeletionDeps;
+  /** The removals running now, per org. */
+  readonly #running = new Map<string, Promise<DeletionRecord>>();
+
+  constructor(deps: OrgDeletionDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * Marks the org deleted (durable when this resolves) and starts its removal; resolves with the
+   * record, or undefined when there is no such org. An org already deleted answers its record (and
+   * its removal goes on, if it had stopped).
+   */
+  async delete(orgId: string): Promise<DeletionRecord | undefined> {
+    const earlier = this.#d.deleted.get(orgId);
+    if (earlier !== undefined) {
+      if (earlier.state === 'removing') this.#finishInBackground(earlier);
+      return earlier;
+    }
+    if (this.#d.orgs.get(orgId) === undefined) return undefined;
+    const record: DeletionRecord = {
+      organization_id: orgId,
+      requested_at: iso(this.#d.now()),
+      state: 'removing',
+      removed_at: null,
+      actions_with_secrets: this.#d.actionIds(orgId),
+      removed: {},
+    };
+    const { orgs } = this.#d.ledger;
+    const marked = await this.#d.orgs.deleting(orgId, () =>
+      this.#d.deleted.mark(record, () => orgs.doesExist([orgId]), () => void orgs.remove([orgId])),
+    );
+    // Deleted meanwhile by another request (it answers the same record), or gone before the mark.
+    if (!marked) return this.#d.deleted.get(orgId);
+    this.#d.onFenced(orgId);
+    this.#finishInBackground(record);
+    return record;
+  }
+
+  /** The org's deletion record, if it was deleted. */
+  get(orgId: string): DeletionRecord | undefined {
+    return this.#d.deleted.get(orgId);
+  }
+
+  /** Finishes every deletion left unfinished (the pruning loop's job, and each start's); resolves with how many it finished. */
+  async finishLeftOver(): Promise<number> {
+    let finished = 0;
+    for (const record of this.#d.deleted.unfinished()) {
+      if (this.#d.stop.aborted) break;
+      const done = await (this.#running.get(record.organization_id) ?? this.#finish(record));
+      if (done.state === 'removed') finished++;
+    }
+    return finished;
+  }
+
+  /** Resolves once no removal is running (tests, and the stop). */
+  async idle(): Promise<void> {
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running.values()]);
+  }
+
+  #finishInBackground(record: DeletionRecord): void {
+    if (this.#running.has(record.organization_id)) return;
+    this.#finish(record).catch((error: unknown) => {
+      if (!this.#d.stop.aborted) logFailure(this.#d.logger, 'organization removal stopped part way; the pruning loop goes on with it', { org: record.organization_id }, error);
+    });
+  }
+
+  /** The hook-runner's part, then the ledger's; the record says how far it got. */
+  #finish(record: DeletionRecord): Promise<DeletionRecord> {
+    const orgId = record.organization_id;
+    const running = (async (): Promise<DeletionRecord> => {
+      const actions = await this.#clearRunnerSecrets(orgId, record.actions_with_secrets);
+      const removed = await removeOrgRecords({ root: this.#d.ledger.root, tables: this.#d.tables, stop: this.#d.stop, ...(this.#d.chunk === undefined ? {} : { chunk: this.#d.chunk }) }, orgId);
+      const total = { ...record.removed };
+      for (const [table, count] of Object.entries(removed)) total[table] = (total[table] ?? 0) + count;
+      const done = actions.length === 0;
+      const next: DeletionRecord = { ...record, state: done ? 'removed' : 'removing', removed_at: done ? iso(this.#d.now()) : null, actions_with_secrets: actions, removed: total };
+      await this.#d.deleted.update(next);
+      if (done) this.#d.logger.info('organization removed', { org: orgId, records: Object.values(total).reduce((a, b) => a + b, 0) });
+      return next;
+    })();
+    this.#running.set(orgId, running);
+    const forget = (): void => void this.#running.delete(orgId);
+    running.then(forget, forget);
+    return running;
+  }
+
+  /** Deletes the runner's secrets of each action; answers the actions it could not finish (the runner was unreachable). */
+  async #clearRunnerSecrets(orgId: string, actionIds: readonly string[]): Promise<string[]> {
+    const { runner } = this.#d;
+    if (runner === undefined) return [];
+    const left: string[] = [];
+    for (const actionId of actionIds) {
+      try {
+        for (const key of await runner.listSecretKeys({ orgId, actionId })) await runner.deleteSecret({ orgId, actionId, key });
+      } catch (error) {
+        logFailure(this.#d.logger, 'the hook-runner could not delete the secrets of a deleted organization; tried again later', { org: orgId, action: actionId }, error);
+        left.push(actionId);
+      }
+    }
+    return left;
+  }
+}

@@ -1,0 +1,124 @@
+// A deletion that could not finish goes on later: one cut short right after its mark (the process
+// went down) is finished after the next start, whose recovery leaves the org's runs alone; one whose
+// hook-runner was down keeps the runner's part pending and finishes it once the runner is back.
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { test } from 'node:test';
+import { createLogger } from '../../runtime/log.ts';
+import { openLedger } from '../../runtime/ledger/open-ledger.ts';
+import { fenceOrgWrites } from '../../runtime/ledger/org-fence.ts';
+import { DeletedOrgs } from '../../runtime/tenancy/deleted-orgs.ts';
+import { OrgDeletions } from '../../runtime/tenancy/org-deletion.ts';
+import { OrganizationStore } from '../../runtime/tenancy/organizations.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { startRunner } from '../helpers/hook-runner.ts';
+import { eventually, startReceiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir } from '../helpers/runtime.ts';
+import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
+
+const DOOMED = 'doomed-r4';
+const KEEPER = 'keeper-r4';
+
+/** Opens the runtime's ledger as the runtime does (fenced), with its deletion records. */
+function openFenced(dataDir: string) {
+  const ledger = openLedger(dataDir);
+  let deleted: DeletedOrgs | undefined;
+  const tables = fenceOrgWrites(ledger, (orgId) => deleted?.has(orgId) === true);
+  deleted = new DeletedOrgs(ledger);
+  const store = deleted;
+  return { ledger, tables, deleted: store, orgs: new OrganizationStore(ledger, (orgId) => store.has(orgId)) };
+}
+
+test('a deletion cut short after its mark is finished after the next start, whose recovery leaves the org\'s runs alone', async () => {
+  const dataDir = tempDir();
+  const flaky = await startReceiver([{ status: 503 }]);
+  try {
+    const first = await startRuntime({ dataDir, args: ['--runner', 'off'] });
+    const waitingRun = async (org: string): Promise<string> => {
+      const key = await createOrg(first.url, ADMIN_TOKEN, org);
+      const steps = [{ type: 'webhook', url: flaky.url, retry: { max_retries: 5, initial_ms: 600_000, max_ms: 600_000 } }];
+      assert.equal((await call(first.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'flaky', trigger_event: 'go', steps } })).status, 201);
+      assert.equal((await call(first.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'go', payload: {}, id: 'go-1' } })).status, 202);
+      const reactions = await eventually(`${org} run`, async () => (await call(first.url, 'GET', `/organizations/${org}/events/go-1`, { token: key })).body.reactions as Array<{ run_id: string }>, (r) => r.length === 1);
+      const runId = reactions[0]!.run_id;
+      await eventually(`${org} run waiting on its retry`, () => first.runtime.engine.timerDueAt(org, runId), (due) => due !== undefined);
+      return runId;
+    };
+    const doomedRun = await waitingRun(DOOMED);
+    const keeperRun = await waitingRun(KEEPER);
+    await first.runtime.close();
+
+    // The mark alone, as a process that went down right after writing it leaves the ledger.
+    const opened = openFenced(dataDir);
+    const record = { organization_id: DOOMED, requested_at: new Date().toISOString(), state: 'removing', removed_at: null, actions_with_secrets: [], removed: {} } as const;
+    assert.equal(await opened.deleted.mark(record, () => true, () => void opened.ledger.orgs.remove([DOOMED])), true);
+    await opened.ledger.close();
+
+    const second = await startRuntime({ dataDir, args: ['--runner', 'off'] });
+    try {
+      assert.equal(second.runtime.engine.timerDueAt(DOOMED, doomedRun), undefined, 'recovery left the deleted org\'s run alone');
+      assert.notEqual(second.runtime.engine.timerDueAt(KEEPER, keeperRun), undefined, 'and picked up the other org\'s');
+      assert.equal((await call(second.url, 'GET', `/organizations/${DOOMED}`, { token: ADMIN_TOKEN })).status, 404);
+      await second.runtime.deletions.finishLeftOver();
+      const done = await call(second.url, 'GET', `/organizations/${DOOMED}/deletion`, { token: ADMIN_TOKEN });
+      assert.equal(done.body.deletion.state, 'removed', done.text);
+      assert.equal(second.runtime.context.runs.get(DOOMED, doomedRun), undefined);
+      assert.equal(second.runtime.context.events.get(DOOMED, 'go-1'), undefined);
+      assert.notEqual(second.runtime.context.runs.get(KEEPER, keeperRun), undefined);
+      assert.equal(flaky.received.length, 2, 'one request per org, none sent again');
+    } finally {
+      await second.runtime.close();
+    }
+  } finally {
+    await flaky.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('with the hook-runner down, the runner\'s part stays pending and is finished once it is back', async () => {
+  const runner = await startRunner();
+  const dataDir = tempDir();
+  const { ledger, tables, deleted, orgs } = openFenced(dataDir);
+  // Short deadlines: the runner is down for part of the test.
+  const client = new HookRunnerClient(() => runner.child.address(), runner.token, { deadlinesMs: { other: 1_000 } });
+  const stop = new AbortController();
+  try {
+    for (const org of [DOOMED, KEEPER]) {
+      await orgs.create({ id: org, name: org, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
+      await client.putSecret({ orgId: org, actionId: 'act_0000000000000001', key: 'API_KEY', value: `secret of ${org}` });
+    }
+    const deletions = new OrgDeletions({
+      ledger, orgs, deleted, tables,
+      actionIds: () => ['act_0000000000000001'],
+      runner: client,
+      onFenced: () => undefined,
+      logger: createLogger('silent'),
+      now: () => Date.now(),
+      stop: stop.signal,
+    });
+    await runner.child.stop();
+    assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
+    await deletions.idle();
+    const pending = deletions.get(DOOMED)!;
+    assert.equal(pending.state, 'removing');
+    assert.deepEqual(pending.actions_with_secrets, ['act_0000000000000001']);
+    assert.equal(ledger.orgs.get([DOOMED]), undefined, 'the ledger\'s part is done meanwhile');
+
+    await runner.restart();
+    assert.equal(await deletions.finishLeftOver(), 1);
+    const done = deletions.get(DOOMED)!;
+    assert.equal(done.state, 'removed');
+    assert.deepEqual(done.actions_with_secrets, []);
+    assert.notEqual(done.removed_at, null);
+    assert.deepEqual(await client.listSecretKeys({ orgId: DOOMED, actionId: 'act_0000000000000001' }), []);
+    assert.deepEqual(await client.listSecretKeys({ orgId: KEEPER, actionId: 'act_0000000000000001' }), ['API_KEY']);
+    assert.equal(await deletions.finishLeftOver(), 0, 'nothing is left to finish');
+  } finally {
+    stop.abort();
+    client.close();
+    await runner.close();
+    await ledger.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,68 @@
+// Removing one org's records from every fenced table (org-removal.ts), on LMDB and on memory: its
+// ranges, its entries in the tables ordered by time or keyed by a hash, across chunk boundaries,
+// and nothing of orgs whose ids share its prefix or sort around it; a second run removes nothing.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fenceOrgWrites } from '../../runtime/ledger/org-fence.ts';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
+import { removeOrgRecords } from '../../runtime/tenancy/org-removal.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+
+const NEIGHBOURS = ['acm', 'acme-2', 'acme_', 'acmf', 'a'];
+
+async function fill(ledger: Ledger, orgs: readonly string[]): Promise<void> {
+  const rows = ledger.openDatabase('rows');
+  await ledger.root.transaction(() => {
+    for (const org of orgs) {
+      ledger.orgs.put([org], { id: org });
+      for (let i = 0; i < 7; i++) rows.put([org, 'production', i, `row-${i}`], { i });
+      rows.put([org, 'sandbox', 'x'], 'x');
+      for (let i = 0; i < 5; i++) ledger.inboxByTime.put([1_000 + i, org, 'src', `e${i}`], null);
+      ledger.apiKeys.put([`hash-${org}`], { org_id: org });
+      ledger.openDatabase('runtime-boots').put([org], { ended: 'clean' });
+    }
+  });
+}
+
+for (const kind of LEDGER_KINDS) {
+  describe(`org removal (${kind.name})`, () => {
+    it('removes the org from every table, in chunks, and leaves every other org whole', async () => {
+      const { ledger, close } = kind.open();
+      const tables = fenceOrgWrites(ledger, () => false);
+      await fill(ledger, ['acme', ...NEIGHBOURS]);
+      const rows = ledger.openDatabase('rows');
+      const before = (org: string) => [...rows.getKeys({})].filter((key) => (key as string[])[0] === org).length;
+      assert.equal(before('acme'), 8);
+
+      const removed = await removeOrgRecords({ root: ledger.root, tables, chunk: 3 }, 'acme');
+      assert.deepEqual(removed, { 'api-keys': 1, 'inbox-by-time': 5, orgs: 1, rows: 8 });
+      assert.equal(before('acme'), 0);
+      assert.equal(ledger.orgs.get(['acme']), undefined);
+      assert.equal(ledger.apiKeys.get(['hash-acme']), undefined);
+      assert.equal([...ledger.inboxByTime.getKeys({})].filter((key) => (key as unknown[])[1] === 'acme').length, 0);
+      // A runtime table is not the org's, whatever its keys look like.
+      assert.deepEqual(ledger.openDatabase('runtime-boots').get(['acme']), { ended: 'clean' });
+      for (const org of NEIGHBOURS) {
+        assert.equal(before(org), 8, org);
+        assert.deepEqual(ledger.orgs.get([org]), { id: org });
+        assert.deepEqual(ledger.apiKeys.get([`hash-${org}`]), { org_id: org });
+        assert.equal([...ledger.inboxByTime.getKeys({})].filter((key) => (key as unknown[])[1] === org).length, 5, org);
+      }
+      assert.deepEqual(await removeOrgRecords({ root: ledger.root, tables, chunk: 3 }, 'acme'), {});
+      await close();
+    });
+
+    it('stops between its writes once told to, and a later run finishes', async () => {
+      const { ledger, close } = kind.open();
+      const tables = fenceOrgWrites(ledger, () => false);
+      await fill(ledger, ['acme']);
+      const stop = new AbortController();
+      stop.abort();
+      await assert.rejects(removeOrgRecords({ root: ledger.root, tables, stop: stop.signal }, 'acme'), { name: 'AbortError' });
+      assert.deepEqual(ledger.orgs.get(['acme']), { id: 'acme' });
+      assert.equal(Object.values(await removeOrgRecords({ root: ledger.root, tables }, 'acme')).reduce((a, b) => a + b, 0), 15);
+      await close();
+    });
+  });
+}
