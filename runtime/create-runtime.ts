@@ -22,7 +22,7 @@ import { CustomActionStore } from './actions/custom-action-store.ts';
 import { createRestoringInvoker } from './actions/module-restore.ts';
 import { createSecretRequiringInvoker } from './actions/required-secrets.ts';
 import { SecretNames } from './actions/secret-names.ts';
-import { PROJECTION_COUNT_FORMAT, PROJECTION_STATUS_FORMAT, ProjectionStore } from './projections/projection-store.ts';
+import { ProjectionStore } from './projections/projection-store.ts';
 import { pruneAppendedRows } from './projections/appended-row-retention.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
@@ -59,17 +59,16 @@ import { OutboundConnections } from './runs/outbound-connections.ts';
 import type { ReceiverResolver } from './runs/receiver-lookup.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
-import { FAILED_INDEX_MOVED_FORMAT, upgradeFailedIndex } from './runs/failed-index-upgrade.ts';
-import { assertDataFormatKnown, stampDataFormat, storedDataFormat } from './ledger/data-format.ts';
-import { REPLAY_INDEX_FORMAT } from './events/replay-index.ts';
+import { assertDataFormatKnown } from './ledger/data-format.ts';
 import { SourceStore } from './sources/source-store.ts';
 import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
-import { DELETED_WORKFLOWS_FORMAT } from './workflows/deleted-workflows.ts';
 import { pruneDeletedWorkflows } from './workflows/prune-deleted-workflows.ts';
-import { WORKFLOW_ORDER_FORMAT, WorkflowStore } from './workflows/workflow-store.ts';
+import { WorkflowStore } from './workflows/workflow-store.ts';
+import { upgradeLayout } from './layout-upgrades.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
 import { OrganizationStore } from './tenancy/organizations.ts';
 import { DeletedOrgs } from './tenancy/deleted-orgs.ts';
+import { SecretWrites } from './actions/secret-writes.ts';
 import { OrgDeletions } from './tenancy/org-deletion.ts';
 import { fenceOrgWrites } from './ledger/org-fence.ts';
 
@@ -162,34 +161,9 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const sources = new SourceStore(ledger, inbox);
   const events = new EventStore(ledger, inbox);
   const runs = new RunStore(ledger);
-  // The layout the dir was left in picks the upgrades to run (data-format.ts); stamped after them.
-  const format = storedDataFormat(ledger);
-  // Before anything writes runs: the move assumes it is the index's only writer (failed-index-upgrade.ts).
-  const movedFailed = format < FAILED_INDEX_MOVED_FORMAT ? await upgradeFailedIndex(ledger, runs) : 0;
-  if (movedFailed > 0) logger.info('failed-event index moved to its arrival order', { entries: movedFailed });
   const workflows = new WorkflowStore(ledger);
-  if (format < WORKFLOW_ORDER_FORMAT) {
-    const indexed = await workflows.indexOrder();
-    if (indexed > 0) logger.info('workflows indexed by creation for paging', { workflows: indexed });
-  }
-  if (format < REPLAY_INDEX_FORMAT) {
-    const read = await events.replays.indexStored(ledger.events);
-    if (read > 0) logger.info('business replays indexed under their events', { events_read: read });
-  }
   const projections = new ProjectionStore(ledger, projectionRowCap);
-  if (format < PROJECTION_STATUS_FORMAT) {
-    const read = await projections.indexStatuses();
-    if (read > 0) logger.info('projection rows indexed by status', { rows_read: read });
-  }
-  if (format < PROJECTION_COUNT_FORMAT) {
-    const read = await projections.countRows();
-    if (read > 0) logger.info('projection rows counted per org, appended ones indexed for retention', { rows_read: read });
-  }
-  if (format < DELETED_WORKFLOWS_FORMAT) {
-    const listed = await workflows.deleted.listEarlierDeletes(clock.now());
-    if (listed > 0) logger.info('deleted workflows listed for their versions to be pruned', { workflows: listed });
-  }
-  await stampDataFormat(ledger);
+  await upgradeLayout({ ledger, runs, workflows, events, projections, logger, now: clock.now() });
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const schemas = startSchemaThreads(schemaDeadlines);
   opened.push(() => closeSchemaThreads(schemas));
@@ -199,7 +173,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const quota = new IngestQuota(clock, (orgId) => orgs.get(orgId));
   let boundPort = 0;
   const updateLog = new UpdateLog(ledger, config.liveRetention);
-  await updateLog.adoptRetention();
+  await updateLog.adoptRetention(deletedOrgs);
   const server = new HttpServer({ logger, metrics });
   const websockets = new WebSocketBudget(config.websockets);
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, { socketsPerOrg: config.liveSocketsPerOrg, websockets });
@@ -207,6 +181,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const actions = new CustomActionStore(ledger);
   // One for runs and simulations alike: concurrent restores of one module are shared.
   const secretNames = new SecretNames(ledger);
+  const secretWrites = new SecretWrites();
   const invoker = runner.client === undefined ? undefined : createSecretRequiringInvoker(createRestoringInvoker(runner.client, actions, {
     onRestored: (orgId, digest) => logger.warn('hook-runner lacked a custom action module; sent it again from the ledger (its secrets, if it lost them too, must be set again)', { org: orgId, digest }),
   }), secretNames);
@@ -237,7 +212,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   opened.push(() => ticker.close());
   const deviceStore = new DeviceStore(ledger, events);
   const devices = new DeviceSockets(server.app, {
-    devices: deviceStore, events, orgs, quota, clock, logger, websockets,
+    devices: deviceStore, events, orgs, quota, clock, logger, websockets, deletedOrgs,
     generations: runs.sandboxGenerations,
     schemaChecks: schemas.payloads,
     onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),
@@ -265,6 +240,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     ledger, orgs, deleted: deletedOrgs, tables: orgTables, logger,
     actionIds: (orgId) => actions.list(orgId).map((action) => action.id),
     runner: runner.client,
+    secretWritesSettled: (orgId) => secretWrites.settled(orgId),
     onFenced: (orgId) => {
       engine.forgetOrg(orgId);
       rooms.closeSocketsOfOrg(orgId);
@@ -299,7 +275,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     }),
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections, stopping.signal),
-    ...customActionRoutes(context, actions, secretNames, runner.client, invoker),
+    ...customActionRoutes(context, actions, secretNames, secretWrites, runner.client, invoker),
   ]));
   let recovered: () => void = () => undefined;
   let boot: BootRecovery | undefined;
@@ -308,7 +284,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   boundPort = port;
   try {
     // Before recovery, which would pick up the unfinished sandbox runs such a reset removes.
-    const resumed = await finishInterruptedResets({ ledger, events, runs, sources, devices: deviceStore, updateLog, projections }, clock.now());
+    const resumed = await finishInterruptedResets({ ledger, events, runs, sources, devices: deviceStore, updateLog, projections, deletedOrgs }, clock.now());
     // Live sockets are taken from the listen on: one opened meanwhile was replayed the runs just
     // removed, and a client joining later must hear a position past the mark (update-log.ts).
     for (const { orgId, liveMark } of resumed) rooms.closeSandboxSocketsAfterReset(orgId, liveMark);
@@ -349,8 +325,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     inbox: (stop: AbortSignal) => inbox.prune(clock.now(), undefined, stop),
     live_updates: () => updateLog.trim(),
     history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
-    appended_projection_rows: (stop: AbortSignal) => pruneAppendedRows(ledger.root, projections, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
-    deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs }, clock.now(), config.retentionDays * DAY_MS, stop),
+    appended_projection_rows: (stop: AbortSignal) => pruneAppendedRows(ledger.root, projections, clock.now(), config.retentionDays * DAY_MS, undefined, stop, deletedOrgs),
+    deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs, deletedOrgs }, clock.now(), config.retentionDays * DAY_MS, stop),
     // Not retention, but the same rhythm: a deletion cut short (a stop, a hook-runner down) goes on.
     organization_deletions: () => deletions.finishLeftOver(),
   };

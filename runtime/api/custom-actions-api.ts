@@ -20,7 +20,7 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import type { ApiContext } from './context.ts';
 import { sortedPage } from './sorted-page.ts';
 import type { SecretNames } from '../actions/secret-names.ts';
-import { KeyedSerial } from '../keyed-serial.ts';
+import type { SecretWrites } from '../actions/secret-writes.ts';
 
 const MAX_SECRET_VALUE_BYTES = 64 * 1024;
 /** Generous bound for the schema; the permission parser enforces the real limit after removing duplicates. */
@@ -71,19 +71,13 @@ function parseSecretValue(value: string): string {
   return value;
 }
 
-/** Which secret a write is to: one org's action's key. */
-const secretWriteKey = (orgId: string, actionId: string, key: string): string => `${orgId}\u0000${actionId}\u0000${key}`;
-
 /**
  * Routes under `/organizations/:org_id/custom-actions`. `runner` is the hook-runner client, or
  * undefined when the runtime runs without one: then uploads, secrets and simulate answer 503.
  * `invoker` runs simulations (default: `runner`); the runtime's restores a module the runner lost.
+ * `secretWrites` orders the writes of each secret (secret-writes.ts); an org's deletion waits on it.
  */
-export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, secretNames: SecretNames, runner: HookRunnerClient | undefined, invoker: ActionInvoker | undefined = runner): Route[] {
-  // Writes of one secret (the runner's copy, then Sluice's record of its name) go one at a time:
-  // a PUT and a DELETE interleaved left Sluice naming a secret the runner no longer held, and every
-  // run of the action failing with secrets_missing_on_runner.
-  const secretWrites = new KeyedSerial();
+export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, secretNames: SecretNames, secretWrites: SecretWrites, runner: HookRunnerClient | undefined, invoker: ActionInvoker | undefined = runner): Route[] {
   const base = '/organizations/:org_id/custom-actions';
   const one = `${base}/:action_id`;
   const orgFor = (request: RequestHead, role: Role): Organization => ctx.auth.requireOrg(request, request.params.org_id ?? '', role);
@@ -251,7 +245,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const value = parseSecretValue(body.value);
         // Below the disk floor its name could not be stored: the runner is not asked to keep it.
         ctx.disk.assertWritable();
-        await secretWrites.run(secretWriteKey(org.id, action.id, key), async () => {
+        await secretWrites.run(org.id, action.id, key, async () => {
           // The key may have been revoked while this write waited its turn.
           orgFor(request, 'developer');
           await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
@@ -290,7 +284,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           }
           throw error;
         }
-        const { deleted, named } = await secretWrites.run(secretWriteKey(org.id, action.id, key), async () => {
+        const { deleted, named } = await secretWrites.run(org.id, action.id, key, async () => {
           // The key may have been revoked while this write waited its turn.
           orgFor(request, 'developer');
           const wasNamed = secretNames.of(org.id, action.id).includes(key);

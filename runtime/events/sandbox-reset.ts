@@ -42,6 +42,8 @@ export interface SandboxResetDeps {
   readonly forget?: (runs: readonly RunKeys[]) => void;
   /** Records per transaction (RESET_CHUNK). */
   readonly chunk?: number;
+  /** Deleted orgs: a reset of one cut short is not finished (its records go with the org, which takes no write). */
+  readonly deletedOrgs?: { has(orgId: string): boolean };
 }
 
 /** What a reset, or the part of it left to finish, removed. */
@@ -172,6 +174,7 @@ export async function finishInterruptedResets(deps: SandboxResetDeps, nowMs: num
   const generations = deps.runs.sandboxGenerations;
   const finished: FinishedReset[] = [];
   for (const orgId of generations.interruptedResets()) {
+    if (deps.deletedOrgs?.has(orgId) === true) continue;
     const removal = await generations.during(orgId, async () => {
       // A device may have connected between a failed write and the restart: its connection goes too.
       await begin(deps, orgId, nowMs);

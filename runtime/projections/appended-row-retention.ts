@@ -11,13 +11,14 @@ import type { ProjectionStore } from './projection-store.ts';
  * durable before the next is read (requests go on in between); resolves with how many entries it
  * went through, or after the pass in flight once `stop` is aborted (the runtime is closing).
  */
-export async function pruneAppendedRows(root: LedgerRoot, projections: ProjectionStore, nowMs: number, retentionMs: number, passSize = 1000, stop?: AbortSignal): Promise<number> {
+export async function pruneAppendedRows(root: LedgerRoot, projections: ProjectionStore, nowMs: number, retentionMs: number, passSize = 1000, stop?: AbortSignal, deletedOrgs?: { has(orgId: string): boolean }): Promise<number> {
   const cutoff = nowMs - retentionMs;
   let pruned = 0;
   for (;;) {
     const due = projections.appendedBefore(cutoff, passSize);
     if (due.length === 0) return pruned;
-    await durably(root, root.transaction(() => due.forEach((entry) => projections.removeAppended(entry))));
+    // A deleted org's rows go with it (org-deletion.ts) and its count takes no write: only the entry goes.
+    await durably(root, root.transaction(() => due.forEach((entry) => (deletedOrgs?.has(entry[1]) === true ? projections.removeAppendedEntry(entry) : projections.removeAppended(entry)))));
     pruned += due.length;
     if (due.length < passSize || stop?.aborted === true) return pruned;
   }

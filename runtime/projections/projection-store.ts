@@ -143,6 +143,11 @@ export class ProjectionStore {
     return [...this.#appended.getKeys({ end: [cutoffMs], limit })] as AppendedKey[];
   }
 
+  /** Removes a retention entry alone (its row goes with its deleted org); call inside a write transaction. */
+  removeAppendedEntry(entry: AppendedKey): void {
+    this.#appended.remove(entry);
+  }
+
   /** Removes the appended row a retention entry names, with the entry; call inside a write transaction. */
   removeAppended(entry: AppendedKey): void {
     const [createdAtMs, orgId, environment, name, entityId] = entry;

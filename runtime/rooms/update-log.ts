@@ -42,12 +42,15 @@ export class UpdateLog {
    * remembers it (a replay from below it must get 4410, not a silent skip). Lowered: each org's
    * updates beyond the new retention are trimmed now (appends only ever remove one at a time).
    */
-  async adoptRetention(): Promise<void> {
+  async adoptRetention(deletedOrgs?: { has(orgId: string): boolean }): Promise<void> {
     const previous = this.#floors.get([0]) as number | undefined;
     if (previous === this.#retention) return;
     await this.#root.transaction(() => {
       if (previous !== undefined && this.#retention > previous) {
-        for (const orgId of this.#orgs()) this.#floors.put([orgId], Math.max(this.#floor(orgId), this.lastSeq(orgId) - previous + 1));
+        for (const orgId of this.#orgs()) {
+          // A deleted org's updates go with it (org-deletion.ts), and it takes no write.
+          if (deletedOrgs?.has(orgId) !== true) this.#floors.put([orgId], Math.max(this.#floor(orgId), this.lastSeq(orgId) - previous + 1));
+        }
       }
       this.#floors.put([0], this.#retention);
     });

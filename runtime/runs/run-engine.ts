@@ -170,10 +170,7 @@ export class RunEngine {
    * attempts out are withdrawn. A command or report that comes for one of its runs later is dropped.
    */
   forgetOrg(orgId: string): void {
-    for (const runId of this.#d.runs.unfinishedOf(orgId)) {
-      this.#timers.disarm(orgScopedKey(orgId, runId));
-      this.#letGo(asOrgId(orgId), runId);
-    }
+    for (const runId of this.#d.runs.unfinishedOf(orgId)) this.#dropDeleted(asOrgId(orgId), runId);
     this.#pump();
   }
 
@@ -220,7 +217,8 @@ export class RunEngine {
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined, at = this.#d.clock.now()): Promise<boolean> {
     const key = orgScopedKey(orgId, runId);
     if (this.#d.deletedOrgs?.has(orgId) === true) {
-      this.#removed(orgId, runId);
+      this.#dropDeleted(orgId, runId);
+      this.#pump();
       return false;
     }
     const cached = this.#actors.get(key);
@@ -310,6 +308,15 @@ export class RunEngine {
     this.#pump();
   }
 
+  /** A run of a deleted org: no timer, no stall to pick it up again, and nothing else of #letGo's; the caller pumps afterwards. */
+  #dropDeleted(orgId: OrgId, runId: RunId): void {
+    const key = orgScopedKey(orgId, runId);
+    this.#timers.disarm(key);
+    this.#stalled.cleared(key);
+    this.#unconfirmed.delete(key);
+    this.#letGo(orgId, runId);
+  }
+
   /** Withdraws the run's attempt out, drops its live actor, any answer kept for it and its place in the scheduler; the caller pumps afterwards. */
   #letGo(orgId: OrgId, runId: RunId): void {
     this.#dispatched.withdrawIfLeft(orgScopedKey(orgId, runId), undefined);
@@ -329,6 +336,11 @@ export class RunEngine {
     // A read that fails here (the disk that stalled the run) stalls it again, for the next pause.
     this.#chains.serially(key, async () => {
       if (!this.#stalled.has(key)) return;
+      if (this.#d.deletedOrgs?.has(orgId) === true) {
+        this.#dropDeleted(orgId, runId);
+        this.#pump();
+        return;
+      }
       const run = this.#d.runs.get(orgId, runId);
       // Taken once the read worked: a failed read keeps it for the next pause.
       const report = this.#unwrittenReports.take(key);
@@ -388,8 +400,8 @@ export class RunEngine {
   #actOn(orgId: OrgId, runId: RunId, work: Work, run?: PersistedRun): void {
     const key = orgScopedKey(orgId, runId);
     if (this.#d.deletedOrgs?.has(orgId) === true) {
-      this.#timers.disarm(key);
-      this.#removed(orgId, runId);
+      this.#dropDeleted(orgId, runId);
+      this.#pump();
       return;
     }
     if (work.kind !== 'arm_timer') this.#timers.disarm(key);

@@ -33,6 +33,8 @@ export interface OrgDeletionDeps {
   readonly actionIds: (orgId: string) => string[];
   /** Absent when the runtime has no hook-runner (then no secret was ever stored). */
   readonly runner: RunnerSecrets | undefined;
+  /** Resolves once the org's secret writes in flight have settled (secret-writes.ts): none starts after the mark. */
+  readonly secretWritesSettled: (orgId: string) => Promise<void>;
   /** Once the mark is durable: what the process holds of the org in memory lets it go. */
   readonly onFenced: (orgId: string) => void;
   readonly logger: Logger;
@@ -47,6 +49,8 @@ export class OrgDeletions {
   readonly #d: OrgDeletionDeps;
   /** The removals running now, per org. */
   readonly #running = new Map<string, Promise<DeletionRecord>>();
+  /** The deletions being marked now, per org: a second request for one answers what the first does. */
+  readonly #marking = new Map<string, Promise<DeletionRecord | undefined>>();
 
   constructor(deps: OrgDeletionDeps) {
     this.#d = deps;
@@ -58,12 +62,24 @@ export class OrgDeletions {
    * its removal goes on, if it had stopped).
    */
   async delete(orgId: string): Promise<DeletionRecord | undefined> {
+    const marking = this.#marking.get(orgId);
+    if (marking !== undefined) return marking;
     const earlier = this.#d.deleted.get(orgId);
     if (earlier !== undefined) {
       if (earlier.state === 'removing') this.#finishInBackground(earlier);
       return earlier;
     }
     if (this.#d.orgs.get(orgId) === undefined) return undefined;
+    const marked = this.#mark(orgId);
+    this.#marking.set(orgId, marked);
+    try {
+      return await marked;
+    } finally {
+      this.#marking.delete(orgId);
+    }
+  }
+
+  async #mark(orgId: string): Promise<DeletionRecord | undefined> {
     const record: DeletionRecord = {
       organization_id: orgId,
       requested_at: iso(this.#d.now()),
@@ -93,8 +109,14 @@ export class OrgDeletions {
     let finished = 0;
     for (const record of this.#d.deleted.unfinished()) {
       if (this.#d.stop.aborted) break;
-      const done = await (this.#running.get(record.organization_id) ?? this.#finish(record));
-      if (done.state === 'removed') finished++;
+      try {
+        const done = await (this.#running.get(record.organization_id) ?? this.#finish(record));
+        if (done.state === 'removed') finished++;
+      } catch (error) {
+        // Stopped part way by the stop: the next start goes on with it. Not a failure to count.
+        if (this.#d.stop.aborted) break;
+        throw error;
+      }
     }
     return finished;
   }
@@ -112,9 +134,14 @@ export class OrgDeletions {
   }
 
   /** The hook-runner's part, then the ledger's; the record says how far it got. */
-  #finish(record: DeletionRecord): Promise<DeletionRecord> {
-    const orgId = record.organization_id;
+  #finish(given: DeletionRecord): Promise<DeletionRecord> {
+    const orgId = given.organization_id;
     const running = (async (): Promise<DeletionRecord> => {
+      // As stored now: `given` may be a copy read before a removal that has finished since.
+      const record = this.#d.deleted.get(orgId) ?? given;
+      if (record.state === 'removed') return record;
+      // Secrets being written when the org was fenced off are in the runner once these settle.
+      await this.#d.secretWritesSettled(orgId);
       const actions = await this.#clearRunnerSecrets(orgId, record.actions_with_secrets);
       const removed = await removeOrgRecords({ root: this.#d.ledger.root, tables: this.#d.tables, stop: this.#d.stop, ...(this.#d.chunk === undefined ? {} : { chunk: this.#d.chunk }) }, orgId);
       const total = { ...record.removed };

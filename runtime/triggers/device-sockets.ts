@@ -41,6 +41,8 @@ const isSandboxOf = (orgId: string, { device }: SocketData): boolean => device.o
 /** What the sockets need: what their messages need (device-messages.ts), and the process's WebSocket total. */
 export interface DeviceSocketDeps extends DeviceMessageDeps {
   readonly websockets: WebSocketBudget;
+  /** Deleted orgs: the connections of their devices are not ended at start (their records go with the org). */
+  readonly deletedOrgs?: { has(orgId: string): boolean };
 }
 
 export class DeviceSockets {
@@ -153,7 +155,7 @@ export class DeviceSockets {
 
   /** Ends the connections the previous process left open, then lets devices connect; call after run recovery. */
   async start(): Promise<void> {
-    const ended = await this.#d.devices.endConnectionsLeftOpen(this.#d.clock.now());
+    const ended = await this.#d.devices.endConnectionsLeftOpen(this.#d.clock.now(), this.#d.deletedOrgs);
     if (ended > 0) this.#d.logger.info('device connections left open by the previous process ended', { count: ended });
     this.#accepting = true;
   }

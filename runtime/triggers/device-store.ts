@@ -211,12 +211,14 @@ export class DeviceStore {
    * of schemas (several MB decoded), so read all at once they did not fit the heap, and each is
    * decoded once.
    */
-  async endConnectionsLeftOpen(nowMs: number): Promise<number> {
+  async endConnectionsLeftOpen(nowMs: number, deletedOrgs?: { has(orgId: string): boolean }): Promise<number> {
     // Keys only (no values decoded), read whole: a range left open across the writes' awaits would
     // hold its snapshot, and LMDB could reuse none of the pages they free.
     const keys = [...this.#table.getKeys({})] as [string, string][];
     const groups: { orgId: string; names: string[] }[] = [];
     for (const [orgId, name] of keys) {
+      // A deleted org's devices go with it (org-deletion.ts), and it takes no write.
+      if (deletedOrgs?.has(orgId) === true) continue;
       const last = groups.at(-1);
       if (last !== undefined && last.orgId === orgId && last.names.length < RESTART_WRITE_DEVICES) last.names.push(name);
       else groups.push({ orgId, names: [name] });

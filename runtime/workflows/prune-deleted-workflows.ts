@@ -8,6 +8,8 @@ import { RECHECK_MS, type DeletedWorkflow, type DeletedWorkflows } from './delet
 export interface DeletedWorkflowPruneDeps {
   readonly deleted: DeletedWorkflows;
   readonly runs: RunStore;
+  /** Deleted orgs: their records go with the org (org-deletion.ts), and take no write meanwhile. */
+  readonly deletedOrgs?: { has(orgId: string): boolean };
 }
 
 /** What one prune did: workflows whose versions went, the versions, and workflows put off. */
@@ -20,6 +22,7 @@ export interface PrunedWorkflows {
 export async function pruneDeletedWorkflows(deps: DeletedWorkflowPruneDeps, nowMs: number, retentionMs: number, stop?: AbortSignal): Promise<PrunedWorkflows> {
   const byOrg = new Map<string, DeletedWorkflow[]>();
   for (const workflow of await deps.deleted.due(nowMs - retentionMs, nowMs)) {
+    if (deps.deletedOrgs?.has(workflow.orgId) === true) continue;
     let ofOrg = byOrg.get(workflow.orgId);
     if (ofOrg === undefined) byOrg.set(workflow.orgId, (ofOrg = []));
     ofOrg.push(workflow);

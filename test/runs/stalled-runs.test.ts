@@ -296,3 +296,20 @@ test('a timer that fired for a run that cannot be read stalls the run; picked up
   await eventually('the run to complete', () => runStates(org, key), (s) => s.get(runId) === 'completed');
   assert.equal(receiver.received.filter((r) => r.path === '/unread-timer').length, 1);
 });
+
+test('a run stalled with its step\'s answer unwritten stalls no more once its org is deleted', async () => {
+  const org = 'acct-stalled-deleted';
+  const key = await setup(org, '/deleted');
+  const release = await sendHeld(org, key, '/deleted', 'gone');
+  const before = failed.length;
+  failNext = (run, previous) => run.context.orgId === org && previous?.value === 'running';
+  release();
+  await eventually('the report write to fail', () => failed.length, (n) => n === before + 1);
+  const stalledKey = `${org}\u0000${failed[before]!}`;
+  await eventually('the run to stall', () => rt.runtime.engine.stalled.has(stalledKey), Boolean);
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}`, { token: ADMIN_TOKEN })).status, 202);
+  assert.equal(rt.runtime.engine.stalled.has(stalledKey), false, 'the deletion let go of the stall');
+  assert.equal(resumeDue(), 0, 'nothing is picked up again');
+  await rt.runtime.deletions.idle();
+  assert.equal(receiver.received.filter((r) => r.path === '/deleted').length, 1);
+});

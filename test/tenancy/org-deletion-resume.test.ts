@@ -92,6 +92,7 @@ test('with the hook-runner down, the runner\'s part stays pending and is finishe
       ledger, orgs, deleted, tables,
       actionIds: () => ['act_0000000000000001'],
       runner: client,
+      secretWritesSettled: async () => undefined,
       onFenced: () => undefined,
       logger: createLogger('silent'),
       now: () => Date.now(),

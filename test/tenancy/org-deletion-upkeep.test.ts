@@ -1,0 +1,140 @@
+// What goes on around an org's deletion while its records are still being removed: a start finds a
+// deleted org's device connection left open by a crash, its sandbox reset cut short and its live
+// updates under a raised retention, and starts all the same (then finishes the removal); the
+// pruning of appended projection rows and of deleted workflows goes on for the other orgs; two
+// DELETEs at once both answer the deletion.
+
+import assert from 'node:assert/strict';
+import { describe, it, test } from 'node:test';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
+import { fenceOrgWrites } from '../../runtime/ledger/org-fence.ts';
+import { openLedger } from '../../runtime/ledger/open-ledger.ts';
+import { createLogger } from '../../runtime/log.ts';
+import { pruneAppendedRows } from '../../runtime/projections/appended-row-retention.ts';
+import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
+import { RunStore } from '../../runtime/runs/run-store.ts';
+import { DeletedOrgs, type DeletionRecord } from '../../runtime/tenancy/deleted-orgs.ts';
+import { OrgDeletions } from '../../runtime/tenancy/org-deletion.ts';
+import { OrganizationStore } from '../../runtime/tenancy/organizations.ts';
+import { DELETED_WORKFLOWS } from '../../runtime/workflows/deleted-workflows.ts';
+import { pruneDeletedWorkflows } from '../../runtime/workflows/prune-deleted-workflows.ts';
+import { WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
+import { connectDevice } from '../helpers/device-client.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir } from '../helpers/runtime.ts';
+
+const DOOMED = 'doomed-u2';
+const KEEPER = 'keeper-u2';
+const marked = (orgId: string): DeletionRecord => ({ organization_id: orgId, requested_at: new Date().toISOString(), state: 'removing', removed_at: null, actions_with_secrets: [], removed: {} });
+
+/** The ledger fenced as the runtime fences it, with its deletion records. */
+function fenced(ledger: Ledger) {
+  let deleted: DeletedOrgs | undefined;
+  const tables = fenceOrgWrites(ledger, (orgId) => deleted?.has(orgId) === true);
+  deleted = new DeletedOrgs(ledger);
+  return { tables, deleted };
+}
+
+test('a start with a deleted org\'s device connection left open, its sandbox reset cut short and a raised live retention starts, then finishes the removal', async () => {
+  const dataDir = tempDir();
+  const child = await spawnRuntime(dataDir, 'serve', ['--runner', 'off', '--live-retention', '100']);
+  const key = await createOrg(child.url, ADMIN_TOKEN, DOOMED);
+  const path = `/organizations/${DOOMED}`;
+  assert.equal((await call(child.url, 'POST', `${path}/workflows`, { token: key, json: { name: 'w', trigger_event: 'go', steps: [{ type: 'delay', duration_ms: 1 }] } })).status, 201);
+  assert.equal((await call(child.url, 'POST', `${path}/events`, { token: key, json: { type: 'go', payload: {}, id: 'e1' } })).status, 202);
+  const device = await call(child.url, 'POST', `${path}/devices`, { token: key, json: { name: 'meter-1' } });
+  assert.equal(device.status, 201, device.text);
+  const meter = await connectDevice(child.url, DOOMED, 'meter-1', device.body.token);
+  await eventually('the run done', async () => (await call(child.url, 'GET', `${path}/events/e1`, { token: key })).body.reactions as Array<{ state: string }>, (r) => r.length === 1 && r[0]!.state === 'completed');
+  child.child.kill('SIGKILL');
+  await child.exited;
+  meter.socket.terminate();
+
+  // As a crash right after the deletion's mark leaves the ledger, with a sandbox reset of the org cut short.
+  const ledger = openLedger(dataDir);
+  assert.notEqual((ledger.openDatabase('devices').get([DOOMED, 'meter-1']) as { connection: unknown }).connection, null, 'the connection is left open');
+  await ledger.root.transaction(() => void ledger.openDatabase('sandbox-generations').put([DOOMED], { generation: 1, reset_since_ms: Date.now() }));
+  const { deleted } = fenced(ledger);
+  assert.equal(await deleted.mark(marked(DOOMED), () => true, () => void ledger.orgs.remove([DOOMED])), true);
+  await ledger.close();
+
+  const rt = await startRuntime({ dataDir, args: ['--runner', 'off', '--live-retention', '200'] });
+  try {
+    await rt.runtime.deletions.finishLeftOver();
+    assert.equal(rt.runtime.deletions.get(DOOMED)?.state, 'removed');
+    assert.equal(rt.runtime.deviceStore.head(DOOMED, 'meter-1'), undefined);
+    assert.equal(rt.runtime.updateLog.lastSeq(DOOMED), 0);
+  } finally {
+    await rt.close();
+  }
+});
+
+for (const kind of LEDGER_KINDS) {
+  describe(`pruning during a deletion (${kind.name})`, () => {
+    it('lets the other orgs\' appended projection rows go, and only the deleted org\'s retention entries', async () => {
+      const { ledger, close } = kind.open();
+      const { deleted } = fenced(ledger);
+      const projections = new ProjectionStore(ledger, 1_000);
+      const rows = ledger.openDatabase('projections');
+      await ledger.root.transaction(() => {
+        // The deleted org's rows are the oldest: they come first in every pass.
+        for (const [org, at] of [[DOOMED, 1_000], [KEEPER, 2_000]] as const) {
+          for (const id of ['a', 'b']) {
+            const key = [org, 'production', 'log', '~step', id];
+            rows.put(key, { status: null, created_at: new Date(at).toISOString(), revision: 1 });
+            ledger.openDatabase('projections-meta').put(key, [null, at, 1]);
+            ledger.openDatabase('projections-appended').put([at, org, 'production', 'log', id], null);
+          }
+          ledger.openDatabase('projection-counts').put(org, 2);
+        }
+      });
+      assert.equal(await deleted.mark(marked(DOOMED), () => true, () => undefined), true);
+      assert.equal(await pruneAppendedRows(ledger.root, projections, 10_000, 0, 1, undefined, deleted), 4);
+      assert.equal(projections.rowCount(KEEPER), 0);
+      assert.equal([...rows.getKeys({ start: [KEEPER], end: [KEEPER, '\uffff'] })].length, 0);
+      assert.equal([...ledger.openDatabase('projections-appended').getKeys({})].length, 0);
+      await close();
+    });
+
+    it('lets the other orgs\' deleted workflows go, passing over the deleted org\'s', async () => {
+      const { ledger, close } = kind.open();
+      const { deleted } = fenced(ledger);
+      const versions = ledger.openDatabase('workflow-versions');
+      const workflows = new WorkflowStore(ledger).deleted;
+      await ledger.root.transaction(() => {
+        for (const org of [DOOMED, KEEPER]) {
+          ledger.openDatabase(DELETED_WORKFLOWS).put([org, 'wf_1'], [1_000, 1_000]);
+          versions.put([org, 'wf_1', 1], { workflow_id: 'wf_1', version: 1, steps: [] });
+          ledger.openDatabase('workflow-org-bytes').put([org], 100);
+        }
+      });
+      assert.equal(await deleted.mark(marked(DOOMED), () => true, () => undefined), true);
+      const pruned = await pruneDeletedWorkflows({ deleted: workflows, runs: new RunStore(ledger), deletedOrgs: deleted }, 10_000_000, 0);
+      assert.deepEqual(pruned, { workflows: 1, versions: 1, putOff: 0 });
+      assert.equal(versions.get([KEEPER, 'wf_1', 1]), undefined);
+      assert.notEqual(versions.get([DOOMED, 'wf_1', 1]), undefined, 'left to the removal');
+      await close();
+    });
+  });
+}
+
+test('two DELETEs of one org at once both answer its deletion', async () => {
+  const dataDir = tempDir();
+  const ledger = openLedger(dataDir);
+  const { tables, deleted } = fenced(ledger);
+  const orgs = new OrganizationStore(ledger, (orgId) => deleted.has(orgId));
+  await orgs.create({ id: DOOMED, name: DOOMED, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
+  const stop = new AbortController();
+  const deletions = new OrgDeletions({
+    ledger, orgs, deleted, tables, actionIds: () => [], runner: undefined, secretWritesSettled: async () => undefined,
+    onFenced: () => undefined, logger: createLogger('silent'), now: () => Date.now(), stop: stop.signal,
+  });
+  const [first, second] = await Promise.all([deletions.delete(DOOMED), deletions.delete(DOOMED)]);
+  assert.equal(first?.organization_id, DOOMED);
+  assert.deepEqual(second, first);
+  await deletions.idle();
+  assert.equal(deletions.get(DOOMED)?.state, 'removed');
+  await ledger.close();
+});
