@@ -279,7 +279,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           ctx.disk.assertWritable();
         } catch (error) {
           // Below the floor a secret neither side holds is still a 404 (both reads): nothing to refuse.
-          if (!secretNames.of(org.id, action.id).includes(key) && !(await requireRunner().listSecretKeys({ orgId: org.id, actionId: action.id })).includes(key)) {
+          if (!secretNames.named(org.id, action.id).includes(key) && !(await requireRunner().listSecretKeys({ orgId: org.id, actionId: action.id })).includes(key)) {
             throw notFound(`Secret "${key}" of this custom action`, 'key');
           }
           throw error;
@@ -287,7 +287,9 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const { deleted, named } = await secretWrites.run(org.id, action.id, key, async () => {
           // The key may have been revoked while this write waited its turn.
           orgFor(request, 'developer');
-          const wasNamed = secretNames.of(org.id, action.id).includes(key);
+          const wasNamed = secretNames.named(org.id, action.id).includes(key);
+          // First: should this stop before the name goes, the calls do not require what was deleted.
+          if (wasNamed) await secretNames.markDeleting(org.id, action.id, key);
           const gone = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
           await secretNames.delete(org.id, action.id, key);
           return { deleted: gone, named: wasNamed };

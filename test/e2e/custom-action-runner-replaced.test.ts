@@ -12,6 +12,7 @@ import { call, createOrg } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { buildModules, upload } from '../actions/action-fixtures.ts';
+import { SecretNames } from '../../runtime/actions/secret-names.ts';
 
 const ORG = 'acct-replaced';
 let rt: TestRuntime;
@@ -181,4 +182,19 @@ test('an action that ran with its secrets is held back after the runner is repla
   assert.notEqual(held.state, 'completed');
   assert.equal((await post(`/custom-actions/${id}/secrets`, { key: 'API_TOKEN', value: 'token-value-123456' })).status, 204);
   assert.equal((await eventually('the run completes', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run as Run, (run) => run.state === 'completed', 20_000)).state, 'completed');
+});
+
+test('a secret delete stopped between its two writes (the runner deleted the value, the name is still marked) holds no call back; sent again, it finishes', async () => {
+  const { id } = await secretReadingAction('forgotten', 'forgotten.needed', { forgotten: true });
+  // What a stop between the DELETE's writes leaves: the name marked as being deleted, the runner without the value.
+  const names = new SecretNames(rt.runtime.ledger);
+  await names.markDeleting(ORG, id, 'API_TOKEN');
+  assert.equal(await runner.client.deleteSecret({ orgId: ORG, actionId: id, key: 'API_TOKEN' }), true);
+  const run = await runFor('forgotten.needed', 'forgotten-1');
+  assert.equal(run.state, 'completed', JSON.stringify(run.steps[0]!.attempts));
+
+  const remove = () => call(rt.url, 'DELETE', `/organizations/${ORG}/custom-actions/${id}/secrets/API_TOKEN`, { token: key });
+  assert.equal((await remove()).status, 204, 'a name left marked is still there to delete');
+  assert.deepEqual(names.named(ORG, id), []);
+  assert.equal((await remove()).status, 404);
 });
