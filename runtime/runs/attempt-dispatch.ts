@@ -1,16 +1,20 @@
 // Sends one claimed step attempt of a durable run and hands its report back to the run engine:
-// the step's input budget, its place in the derived-event budget, and a plan that lost its sandbox.
+// the step's input budget, its place in the derived-event budget, a plan that lost its sandbox,
+// and whether the run still waits for the attempt.
 
 import type { OrgId, RunId } from '../../actors/ids.ts';
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { Work } from '../../actors/run-work.ts';
+import { logFailure } from '../ledger/commit-failure-guard.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 import { sandboxAllowed, sandboxDisabledMessage } from '../tenancy/sandbox-guard.ts';
 import type { AttemptOut, AttemptsOut } from './attempts-out.ts';
 import type { ActionEffects } from './custom-action-step.ts';
 import type { DerivedBudget, DerivedHold } from './derived-budget.ts';
+import type { DurableStand, LiveActors } from './live-actors.ts';
 import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
 import { performStep, priorResultsText, type StepContext, type StepOutcome, type StepReport } from './step-dispatcher.ts';
+import type { StalledRuns } from './stalled-runs.ts';
 import { derivedEventId } from './step-effects.ts';
 import { withStepInput } from './step-input.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
@@ -26,16 +30,18 @@ export interface AttemptHost {
   readonly deps: RunEngineDeps;
   readonly derivedBudget: DerivedBudget;
   readonly dispatched: AttemptsOut;
+  /** The live actors, whose last durable snapshots say where their runs stand without a read. */
+  readonly actors: LiveActors;
+  /** A run whose attempt could not be read or sent stalls here, to be picked up again later. */
+  readonly stalled: StalledRuns;
   /** Applies the attempt's report to its run (RunEngine.send). */
   readonly send: (orgId: string, runId: string, command: RunCommand, effects?: ActionEffects) => Promise<void>;
-  /** Whether the run's durable snapshot still waits for the attempt under `fence`. */
-  readonly stillWanted: (orgId: OrgId, runId: RunId, fence: number) => boolean;
   /** Awaited before the step's effect may go out: the start's first one is put on record (boot-record.ts). */
   readonly beforeEffect: () => Promise<void> | undefined;
 }
 
 /** An attempt ready to go: what it needs of its run's snapshot, taken before it is sent. */
-export interface PreparedAttempt {
+interface PreparedAttempt {
   /** The run's snapshot without its step results (withoutResults): the attempt holds it while it is out. */
   readonly run: PersistedRun;
   readonly work: DispatchWork;
@@ -51,10 +57,46 @@ export interface PreparedAttempt {
 }
 
 /**
+ * Sends the run's attempt `work` from its snapshot: `run`, or the one in the ledger (boot recovery
+ * keeps none). Reading what the step needs (its version, its event) can fail like any read: the run
+ * is then picked up again later, as after a failed write, instead of an unhandled rejection.
+ */
+export function sendAttempt(host: AttemptHost, orgId: OrgId, runId: RunId, work: DispatchWork, run: PersistedRun | undefined): void {
+  const failed = (error: unknown): void => {
+    logFailure(host.deps.logger, 'step dispatch failed', { org_id: orgId, run_id: runId }, error);
+    host.stalled.failed(orgScopedKey(orgId, runId));
+  };
+  let prepared: PreparedAttempt | undefined;
+  try {
+    const snapshot = run ?? host.deps.runs.get(orgId, runId);
+    prepared = snapshot === undefined ? undefined : prepareAttempt(host.deps, snapshot, work);
+  } catch (error) {
+    failed(error);
+  }
+  if (prepared !== undefined) dispatchAttempt(host, prepared).catch(failed);
+}
+
+/**
+ * Whether the run still waits for the attempt under `fence`: what the ledger holds (the live
+ * actor's last durable snapshot when there is one). A cancel or reset answered as done is durable,
+ * so a request still waiting for a connection after it is never sent.
+ */
+function stillWanted(host: AttemptHost, orgId: OrgId, runId: RunId, fence: number): boolean {
+  const key = orgScopedKey(orgId, runId);
+  const stand = host.actors.standOf(key) ?? standInLedger(host.deps, orgId, runId);
+  return stand !== undefined && stand.value === 'running' && stand.fence === fence;
+}
+
+function standInLedger(d: RunEngineDeps, orgId: OrgId, runId: RunId): DurableStand | undefined {
+  const run = d.runs.get(orgId, runId);
+  return run === undefined ? undefined : { value: run.value, fence: run.context.fence };
+}
+
+/**
  * Takes from the durable snapshot `run` what its attempt `work` needs, so that nothing holds the
  * step results while the step is out. Reads the pinned version, which can fail like any read.
  */
-export function prepareAttempt(d: RunEngineDeps, run: PersistedRun, work: DispatchWork): PreparedAttempt {
+function prepareAttempt(d: RunEngineDeps, run: PersistedRun, work: DispatchWork): PreparedAttempt {
   const ctx = run.context;
   const version = d.workflows.version(ctx.orgId, ctx.workflowId, ctx.workflowVersion);
   const priorResults = priorResultsText(run, work, version);
@@ -68,7 +110,7 @@ function priorResultsAgain(d: RunEngineDeps, { run, work, version }: PreparedAtt
 }
 
 /** Sends a prepared attempt and reports its outcome; the attempt counts as out until then. */
-export async function dispatchAttempt(host: AttemptHost, prepared: PreparedAttempt): Promise<void> {
+async function dispatchAttempt(host: AttemptHost, prepared: PreparedAttempt): Promise<void> {
   const ctx = prepared.run.context;
   const key = orgScopedKey(ctx.orgId, ctx.runId);
   const attempt = host.dispatched.start(key, prepared.work.fence, ctx.environment === 'sandbox' ? ctx.orgId : undefined);
@@ -91,7 +133,7 @@ async function perform(host: AttemptHost, prepared: PreparedAttempt, attempt: At
   }
   // A place in the root's derived-event budget, taken when the output derives an event, counts
   // until that event is stored, and is let go once the completion's write has settled (stored,
-  // or failed). A completion whose write failed takes a place again when the engine's resume writes it.
+  // or failed). A completion whose write failed takes a place again when stall-resume.ts writes it again.
   // The hold is made only by an output that derives an event (its id is a hash): not per step.
   let derived: DerivedHold | undefined;
   try {
@@ -136,7 +178,7 @@ function sandboxGoneFailure(d: RunEngineDeps, run: PersistedRun, work: DispatchW
 function withdrawnForSandbox(host: AttemptHost, run: PersistedRun, work: DispatchWork, report: StepReport): StepReport {
   if (report.type !== 'step.failed' || !WITHDRAWN_CODES.has(report.error.code)) return report;
   // Withdrawn for the run's own sake (cancelled, deleted, moved on): that is what it says.
-  if (!host.stillWanted(run.context.orgId, run.context.runId, work.fence)) return report;
+  if (!stillWanted(host, run.context.orgId, run.context.runId, work.fence)) return report;
   const gone = sandboxGoneFailure(host.deps, run, work);
   return gone?.type === 'step.failed' ? { ...report, error: gone.error } : report;
 }
@@ -158,7 +200,7 @@ function performWith(host: AttemptHost, run: PersistedRun, work: DispatchWork, i
       const { projections } = d;
       return projections.hasRoomFor(projection, ctx.orgId, ctx.environment, ctx.runId, work.stepId) ? undefined : projections.maxRowsPerOrg;
     },
-    stillWanted: () => host.stillWanted(ctx.orgId, ctx.runId, work.fence) && sandboxGoneFailure(d, run, work) === undefined,
+    stillWanted: () => stillWanted(host, ctx.orgId, ctx.runId, work.fence) && sandboxGoneFailure(d, run, work) === undefined,
     withdrawn: () => attempt.signal(),
   });
 }

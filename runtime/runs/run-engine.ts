@@ -23,30 +23,29 @@ import { RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
 import type { BootRecovery } from './boot-record.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
-import { StalledRuns } from './stalled-runs.ts';
+import type { StalledRuns } from './stalled-runs.ts';
 import { writeReportAfterCancel, writeTransition, type TransitionWritten } from './transition-write.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
 import { DerivedBudget } from './derived-budget.ts';
-import { UnwrittenReports, type UnwrittenReport } from './unwritten-reports.ts';
+import { StallResume } from './stall-resume.ts';
 import { AttemptsOut } from './attempts-out.ts';
 import { OrgAdmission } from './org-admission.ts';
-import { LiveActors, type DurableStand } from './live-actors.ts';
+import { LiveActors } from './live-actors.ts';
 import { RESTING_RESULT_BYTES, resultBytes } from './held-results.ts';
-import { dispatchAttempt, prepareAttempt, type AttemptHost, type PreparedAttempt } from './attempt-dispatch.ts';
+import { sendAttempt, type AttemptHost } from './attempt-dispatch.ts';
 
 export class RunEngine {
   readonly #d: RunEngineDeps;
   readonly #admission: OrgAdmission;
   readonly #timers: RunTimers;
-  readonly #stalled: StalledRuns;
+  /** Stalled runs, and what is kept for them until each is picked up again from the ledger (stall-resume.ts). */
+  readonly #stallResume: StallResume;
   readonly #derivedBudget: DerivedBudget;
   /** What a step attempt sent from a snapshot needs of the engine (attempt-dispatch.ts). */
   readonly #attemptHost: AttemptHost;
   /** This start's record (boot-record.ts), from its recovery on: the first effect sent goes on record. */
   #boot: BootRecovery | undefined;
-  /** Stalled runs whose creating write committed (or may yet) without its flush confirmed: see #resume. */
-  readonly #unconfirmed = new Set<string>();
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
   readonly #actors = new LiveActors();
   /** Step results a running run may hold and keep its actor live (held-results.ts). */
@@ -55,8 +54,6 @@ export class RunEngine {
   readonly #chains: RunChains;
   /** Per run, the step attempt that is out and has not reported yet; withdrawn when the run leaves it. */
   readonly #dispatched = new AttemptsOut();
-  /** Stalled runs whose step answered but whose report could not be written: #resume writes it again instead of sending the step again. */
-  readonly #unwrittenReports: UnwrittenReports;
   /** Admission in the write that stores a run, for run creation and boot recovery: a slot taken on the spot, given back if the write fails. */
   readonly #onTheSpot = {
     admitNow: (orgId: OrgId, runId: RunId): boolean => this.#admission.admitNow(orgId, runId),
@@ -69,24 +66,37 @@ export class RunEngine {
     this.#admission = new OrgAdmission(deps.orgs);
     this.#restingResultBytes = deps.restingResultBytes ?? RESTING_RESULT_BYTES;
     this.#timers = new RunTimers(deps.clock, (key) => void this.send(...orgScopedParts(key), { type: 'timer.fired' }));
-    this.#stalled = new StalledRuns(deps.clock, (key) => this.#resume(key));
-    this.#derivedBudget = new DerivedBudget(MAX_DERIVED_PER_ROOT, {
-      derivedSoFar: (orgId, rootEventId) => deps.events.derivedCount(orgId, rootEventId),
-      eventStored: (orgId, eventId) => deps.events.has(orgId, eventId),
-    });
-    this.#unwrittenReports = new UnwrittenReports(deps.events, this.#derivedBudget);
-    this.#attemptHost = {
-      deps,
-      derivedBudget: this.#derivedBudget,
-      dispatched: this.#dispatched,
-      send: (orgId, runId, command, effects) => this.send(orgId, runId, command, effects),
-      stillWanted: (orgId, runId, fence) => this.#stillWanted(orgId, runId, fence),
-      beforeEffect: () => this.#boot?.beforeFirstEffect(),
-    };
     this.#chains = new RunChains((key, error) => {
       const [orgId, runId] = orgScopedParts(key);
       logFailure(deps.logger, 'run transition failed', { org_id: orgId, run_id: runId }, error);
     });
+    this.#derivedBudget = new DerivedBudget(MAX_DERIVED_PER_ROOT, {
+      derivedSoFar: (orgId, rootEventId) => deps.events.derivedCount(orgId, rootEventId),
+      eventStored: (orgId, eventId) => deps.events.has(orgId, eventId),
+    });
+    this.#stallResume = new StallResume({
+      deps,
+      chains: this.#chains,
+      actors: this.#actors,
+      admission: this.#admission,
+      dispatched: this.#dispatched,
+      derivedBudget: this.#derivedBudget,
+      apply: (orgId, runId, kept) => this.#apply(orgId, runId, kept.command, kept.effects, kept.at),
+      recordAfterCancel: (key, run, event) => this.#recordAfterCancel(key, run, event),
+      dropDeleted: (orgId, runId) => this.#dropDeleted(orgId, runId),
+      removed: (orgId, runId) => this.#removed(orgId, runId),
+      act: (run) => this.#act(run),
+      pump: () => this.#pump(),
+    });
+    this.#attemptHost = {
+      deps,
+      derivedBudget: this.#derivedBudget,
+      dispatched: this.#dispatched,
+      actors: this.#actors,
+      stalled: this.#stallResume.stalled,
+      send: (orgId, runId, command, effects) => this.send(orgId, runId, command, effects),
+      beforeEffect: () => this.#boot?.beforeFirstEffect(),
+    };
     const creation = new RunCreation({
       runs: deps.runs,
       updateLog: deps.updateLog,
@@ -102,12 +112,7 @@ export class RunEngine {
         for (const { run, actor } of runs) this.#startLive(run, actor);
       },
       pump: () => this.#pump(),
-      unconfirmed: (orgId, runIds) => {
-        for (const runId of runIds) {
-          this.#unconfirmed.add(orgScopedKey(orgId, runId));
-          this.#stalled.failed(orgScopedKey(orgId, runId));
-        }
-      },
+      unconfirmed: (orgId, runIds) => this.#stallResume.unconfirmed(orgId, runIds),
     });
     deps.events.addReactor((event) => creation.createRuns(event));
   }
@@ -118,7 +123,7 @@ export class RunEngine {
 
   /** Runs whose last write failed, waiting to be picked up again. */
   get stalled(): StalledRuns {
-    return this.#stalled;
+    return this.#stallResume.stalled;
   }
 
   /** Running runs that rest as their snapshot between transitions, their step results too many to keep live (held-results.ts). */
@@ -208,7 +213,7 @@ export class RunEngine {
   async close(): Promise<void> {
     this.#closed = true;
     this.#timers.close();
-    this.#stalled.close();
+    this.#stallResume.close();
     await this.#chains.close();
     this.#actors.stopAll();
   }
@@ -229,7 +234,7 @@ export class RunEngine {
     } catch (error) {
       // A failed read must not lose the command (a step's answer, a timer that fired, an admission
       // that took a slot): the run is picked up again from the ledger, as after a failed write.
-      this.#stallUnapplied(key, command, effects, at);
+      this.#stallResume.unapplied(key, command, effects, at);
       throw error;
     }
     if (previous === undefined) {
@@ -262,12 +267,11 @@ export class RunEngine {
       written = await writeTransition(this.#d, run, previous, this.#updateFor(run), stepEffects);
     } catch (error) {
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
-      this.#stallUnapplied(key, command, effects, at);
+      this.#stallResume.unapplied(key, command, effects, at);
       throw error;
     }
-    this.#stalled.cleared(key);
     // Another command went through while the run was stalled with a step's answer kept (a cancel).
-    const kept = this.#unwrittenReports.take(key);
+    const kept = this.#stallResume.written(key);
     if (written.gone) {
       this.#removed(orgId, runId);
       return false;
@@ -279,22 +283,8 @@ export class RunEngine {
     if (written.update !== undefined) this.#d.rooms.publish(orgId, [written.update]);
     this.#act(run);
     this.#actors.restIfHeavy(key, live, run, this.#restingResultBytes);
-    if (kept !== undefined) await this.#keepAfterCancel(key, run, kept);
+    if (kept !== undefined) await this.#stallResume.keepAfterCancel(key, run, kept);
     return true;
-  }
-
-  /**
-   * A step answer kept while its run was stalled, once a cancel went through: recorded as an answer
-   * that came after the cancel (the effect was sent), as a live report would be. A failure to write
-   * it only loses that record (the attempt says `effect_sent: unknown`), never the cancel.
-   */
-  async #keepAfterCancel(key: string, run: PersistedRun, kept: UnwrittenReport): Promise<void> {
-    if (run.value !== 'cancelled') return;
-    try {
-      await this.#recordAfterCancel(key, run, { ...kept.command, at: kept.at } as RunEvent);
-    } catch (error) {
-      logFailure(this.#d.logger, 'step answer kept while the run was stalled could not be recorded after its cancel', { run_id: run.context.runId }, error);
-    }
   }
 
   /** Keeps what an effect reported after its run was cancelled; the done actor is dropped, so the next read takes the record from the ledger. */
@@ -312,8 +302,7 @@ export class RunEngine {
   #dropDeleted(orgId: OrgId, runId: RunId): void {
     const key = orgScopedKey(orgId, runId);
     this.#timers.disarm(key);
-    this.#stalled.cleared(key);
-    this.#unconfirmed.delete(key);
+    this.#stallResume.forgetDeleted(key);
     this.#letGo(orgId, runId);
   }
 
@@ -321,69 +310,8 @@ export class RunEngine {
   #letGo(orgId: OrgId, runId: RunId): void {
     this.#dispatched.withdrawIfLeft(orgScopedKey(orgId, runId), undefined);
     this.#actors.drop(orgScopedKey(orgId, runId));
-    this.#unwrittenReports.delete(orgScopedKey(orgId, runId));
+    this.#stallResume.dropReport(orgScopedKey(orgId, runId));
     this.#admission.leave(orgId, runId);
-  }
-
-  /**
-   * Picks a stalled run up again from what the ledger holds, unless a later transition of it was
-   * written meanwhile. A queued run gives back the slot its unwritten admission took, and queues again.
-   */
-  #resume(key: string): void {
-    const [org, id] = orgScopedParts(key);
-    const orgId = asOrgId(org);
-    const runId = asRunId(id);
-    // A read that fails here (the disk that stalled the run) stalls it again, for the next pause.
-    this.#chains.serially(key, async () => {
-      if (!this.#stalled.has(key)) return;
-      if (this.#d.deletedOrgs?.has(orgId) === true) {
-        this.#dropDeleted(orgId, runId);
-        this.#pump();
-        return;
-      }
-      const run = this.#d.runs.get(orgId, runId);
-      // Taken once the read worked: a failed read keeps it for the next pause.
-      const report = this.#unwrittenReports.take(key);
-      // The step answered but its report was not written: while the ledger still has that attempt
-      // out, its report is written again (a failure stalls the run again, keeping the report), so a
-      // stall never sends the step twice. A restart loses the report, and sends it again under its key.
-      if (report !== undefined && run !== undefined) {
-        const apply = (kept: UnwrittenReport): Promise<boolean> => this.#apply(orgId, runId, kept.command, kept.effects, kept.at);
-        if (await this.#unwrittenReports.writeAgain(key, run, report, apply, () => this.#stalled.failed(key))) return;
-      }
-      // A run whose creating write was not confirmed may still be on its way (a put threw in its
-      // batch, settled before the batch committed): it gets one more pause before it counts as gone.
-      const unconfirmed = this.#unconfirmed.delete(key);
-      if (run === undefined && unconfirmed) {
-        this.#stalled.failed(key);
-        return;
-      }
-      // A cancel whose flush failed after its commit: the answer kept goes on record after it.
-      if (report !== undefined && run !== undefined) await this.#keepAfterCancel(key, run, report);
-      // Memory now holds what the ledger does and no answer is kept: nothing waits to be written.
-      // The work the snapshot implies (a timer armed again, a place in the queue, a step sent) is
-      // done below, and stalls the run again if its own write fails. (A run waiting for a timer
-      // stayed counted in sluice_runs_stalled until the timer fired, up to days later.)
-      this.#stalled.cleared(key);
-      if (run === undefined) {
-        this.#removed(orgId, runId);
-        return;
-      }
-      if (run.value === 'queued' && this.#admission.placeOf(orgId, runId) === 'running') this.#admission.release(orgId, runId);
-      this.#dispatched.withdrawIfLeft(key, run);
-      this.#act(run);
-    }).catch(() => this.#stalled.failed(key));
-  }
-
-  /**
-   * A command that could not be applied (its read or its write failed): the live actor is dropped,
-   * a step's answer is kept to be written when the run is picked up again (#resume; the step is not
-   * sent twice), and the run stalls until then.
-   */
-  #stallUnapplied(key: string, command: RunCommand, effects: ActionEffects | undefined, at: number): void {
-    this.#actors.drop(key);
-    this.#unwrittenReports.keep(key, command, effects, at);
-    this.#stalled.failed(key);
   }
 
   /** Acts on the work a durable snapshot implies. Only ever called after the snapshot is flushed. */
@@ -411,22 +339,7 @@ export class RunEngine {
         break;
       case 'dispatch_step':
         // A stalled run picked up again while this very attempt is still out: its report carries the run on.
-        if (this.#dispatched.fenceOf(key) !== work.fence) {
-          // Reading what the step needs (its version, its event) can fail like any read: the run is
-          // then picked up again later, as after a failed write, instead of an unhandled rejection.
-          const failed = (error: unknown): void => {
-            logFailure(this.#d.logger, 'step dispatch failed', { org_id: orgId, run_id: runId }, error);
-            this.#stalled.failed(key);
-          };
-          let prepared: PreparedAttempt | undefined;
-          try {
-            const snapshot = run ?? this.#d.runs.get(orgId, runId);
-            prepared = snapshot === undefined ? undefined : prepareAttempt(this.#d, snapshot, work);
-          } catch (error) {
-            failed(error);
-          }
-          if (prepared !== undefined) dispatchAttempt(this.#attemptHost, prepared).catch(failed);
-        }
+        if (this.#dispatched.fenceOf(key) !== work.fence) sendAttempt(this.#attemptHost, orgId, runId, work, run);
         break;
       case 'arm_timer':
         this.#timers.arm(key, work.at);
@@ -471,22 +384,6 @@ export class RunEngine {
   refreshLimit(orgId: string): void {
     this.#admission.refreshLimit(orgId);
     this.#pump();
-  }
-
-  /**
-   * Whether the run still waits for the attempt under `fence`: what the ledger holds (the live
-   * actor's last durable snapshot when there is one). A cancel or reset answered as done is durable,
-   * so a request still waiting for a connection after it is never sent.
-   */
-  #stillWanted(orgId: OrgId, runId: RunId, fence: number): boolean {
-    const key = orgScopedKey(orgId, runId);
-    const stand = this.#actors.standOf(key) ?? this.#standInLedger(orgId, runId);
-    return stand !== undefined && stand.value === 'running' && stand.fence === fence;
-  }
-
-  #standInLedger(orgId: OrgId, runId: RunId): DurableStand | undefined {
-    const run = this.#d.runs.get(orgId, runId);
-    return run === undefined ? undefined : { value: run.value, fence: run.context.fence };
   }
 
   /** The live update of a transition; `version` when the caller already has it. */

@@ -1,5 +1,5 @@
 // Step answers whose transition could not be written, kept per stalled run so that picking the run
-// up again writes the answer instead of sending the step a second time (run-engine.ts, #resume).
+// up again writes the answer instead of sending the step a second time (stall-resume.ts).
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { pendingWork } from '../../actors/run-work.ts';
