@@ -288,9 +288,19 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           // The key may have been revoked while this write waited its turn.
           orgFor(request, 'developer');
           const wasNamed = secretNames.named(org.id, action.id).includes(key);
+          const wasSet = secretNames.of(org.id, action.id).includes(key);
           // First: should this stop before the name goes, the calls do not require what was deleted.
           if (wasNamed) await secretNames.markDeleting(org.id, action.id, key);
-          const gone = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
+          let gone: boolean;
+          try {
+            gone = await requireRunner().deleteSecret({ orgId: org.id, actionId: action.id, key });
+          } catch (error) {
+            // The runner kept the value, or may have: the calls require it again, as before (the
+            // caller sends the DELETE again). Left marked, they would run on without a word should
+            // the runner lose it.
+            if (wasSet) await secretNames.set(org.id, action.id, key).catch(() => undefined);
+            throw error;
+          }
           await secretNames.delete(org.id, action.id, key);
           return { deleted: gone, named: wasNamed };
         });

@@ -12,6 +12,7 @@ import { runKeysOf, type RunKeys, type RunStore } from '../runs/run-store.ts';
 import type { EventRecord } from './event-codec.ts';
 import type { EventStore } from './event-store.ts';
 import { ENVIRONMENTS } from '../sources/source-record.ts';
+import { OrgDeletedError } from '../ledger/org-fence.ts';
 
 export const DEFAULT_RETENTION_DAYS = 30;
 export const DAY_MS = 86_400_000;
@@ -55,7 +56,14 @@ export async function pruneHistory(deps: HistoryDeps, nowMs: number, retentionMs
       let start: LedgerKey = [orgId, environment, 0];
       for (;;) {
         const { candidates, done } = readPass(deps, start, [orgId, environment, cutoff], passSize);
-        const pass = await removeFinished(deps, candidates, nowMs);
+        let pass: PrunedHistory;
+        try {
+          pass = await removeFinished(deps, candidates, nowMs);
+        } catch (error) {
+          // Deleted since the list was read: its records go with it (org-deletion.ts); the others' go on.
+          if (error instanceof OrgDeletedError) break;
+          throw error;
+        }
         // A pass that removes nothing does not wait on a write: yield, so requests go on between passes.
         await nextTurn();
         events += pass.events;

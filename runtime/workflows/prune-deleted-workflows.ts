@@ -2,6 +2,7 @@
 // retention period ago or more are looked at per org, one walk over the org's runs for all of
 // them; the ones no run names are removed, the others put off for a day.
 
+import { OrgDeletedError } from '../ledger/org-fence.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import { RECHECK_MS, type DeletedWorkflow, type DeletedWorkflows } from './deleted-workflows.ts';
 
@@ -36,15 +37,20 @@ export async function pruneDeletedWorkflows(deps: DeletedWorkflowPruneDeps, nowM
     const named = await deps.runs.workflowsNamed(orgId, new Set(due.map((workflow) => workflow.workflowId)), stop);
     // A walk cut short by a stop has not seen every run: nothing is removed on its word.
     if (stopped()) break;
-    for (const workflow of due) {
-      if (named.has(workflow.workflowId)) {
-        await deps.deleted.putOff(workflow, nowMs + RECHECK_MS);
-        putOff += 1;
-        continue;
+    try {
+      for (const workflow of due) {
+        if (named.has(workflow.workflowId)) {
+          await deps.deleted.putOff(workflow, nowMs + RECHECK_MS);
+          putOff += 1;
+          continue;
+        }
+        versions += await deps.deleted.remove(workflow, stop);
+        workflows += 1;
+        if (stopped()) return { workflows, versions, putOff };
       }
-      versions += await deps.deleted.remove(workflow, stop);
-      workflows += 1;
-      if (stopped()) return { workflows, versions, putOff };
+    } catch (error) {
+      // Deleted while its runs were walked: its workflows go with it (org-deletion.ts); the others' go on.
+      if (!(error instanceof OrgDeletedError)) throw error;
     }
   }
   return { workflows, versions, putOff };

@@ -198,3 +198,11 @@ test('a secret delete stopped between its two writes (the runner deleted the val
   assert.deepEqual(names.named(ORG, id), []);
   assert.equal((await remove()).status, 404);
 });
+
+test('a secret DELETE the hook-runner does not answer leaves the secret required, as before it', async () => {
+  const { id } = await secretReadingAction('kept', 'kept.needed', { kept: true });
+  await runner.child.stop();
+  const refused = await call(rt.url, 'DELETE', `/organizations/${ORG}/custom-actions/${id}/secrets/API_TOKEN`, { token: key });
+  assert.equal(refused.status, 503, refused.text);
+  assert.deepEqual(new SecretNames(rt.runtime.ledger).of(ORG, id), ['API_TOKEN']);
+});

@@ -1,8 +1,8 @@
 // What goes on around an org's deletion while its records are still being removed: a start finds a
 // deleted org's device connection left open by a crash, its sandbox reset cut short and its live
 // updates under a raised retention, and starts all the same (then finishes the removal); the
-// pruning of appended projection rows and of deleted workflows goes on for the other orgs; two
-// DELETEs at once both answer the deletion.
+// pruning of history, appended projection rows and deleted workflows goes on for the other orgs,
+// also for an org deleted while a prune is under way; two DELETEs at once both answer the deletion.
 
 import assert from 'node:assert/strict';
 import { describe, it, test } from 'node:test';
@@ -10,6 +10,10 @@ import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { fenceOrgWrites } from '../../runtime/ledger/org-fence.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { createLogger } from '../../runtime/log.ts';
+import { ManualClock } from '../../runtime/clock.ts';
+import { EventStore } from '../../runtime/events/event-store.ts';
+import { DAY_MS, pruneHistory } from '../../runtime/events/history-retention.ts';
+import { Inbox } from '../../runtime/inbox/inbox.ts';
 import { pruneAppendedRows } from '../../runtime/projections/appended-row-retention.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import { RunStore } from '../../runtime/runs/run-store.ts';
@@ -98,6 +102,32 @@ for (const kind of LEDGER_KINDS) {
       await close();
     });
 
+    it('lets the other orgs\' deleted workflows go when an org is deleted while its runs are walked', async () => {
+      const { ledger, close } = kind.open();
+      const { deleted } = fenced(ledger);
+      const versions = ledger.openDatabase('workflow-versions');
+      const workflows = new WorkflowStore(ledger).deleted;
+      await ledger.root.transaction(() => {
+        for (const org of [DOOMED, KEEPER]) {
+          ledger.openDatabase(DELETED_WORKFLOWS).put([org, 'wf_1'], [1_000, 1_000]);
+          versions.put([org, 'wf_1', 1], { workflow_id: 'wf_1', version: 1, steps: [] });
+          ledger.openDatabase('workflow-org-bytes').put([org], 100);
+        }
+      });
+      const runs = new RunStore(ledger);
+      const walk = runs.workflowsNamed.bind(runs);
+      // The DELETE lands while the prune walks the org's runs, after it looked for deleted orgs.
+      runs.workflowsNamed = async (orgId, ids, stop) => {
+        const named = await walk(orgId, ids, stop);
+        if (orgId === DOOMED) assert.equal(await deleted.mark(marked(DOOMED), () => true, () => undefined), true);
+        return named;
+      };
+      const pruned = await pruneDeletedWorkflows({ deleted: workflows, runs, deletedOrgs: deleted }, 10_000_000, 0);
+      assert.deepEqual(pruned, { workflows: 1, versions: 1, putOff: 0 });
+      assert.equal(versions.get([KEEPER, 'wf_1', 1]), undefined);
+      await close();
+    });
+
     it('lets the other orgs\' deleted workflows go, passing over the deleted org\'s', async () => {
       const { ledger, close } = kind.open();
       const { deleted } = fenced(ledger);
@@ -119,6 +149,31 @@ for (const kind of LEDGER_KINDS) {
     });
   });
 }
+
+test('the history prune goes on for the other orgs when an org listed at its start is deleted', async () => {
+  const dataDir = tempDir();
+  const clock = new ManualClock(Date.UTC(2026, 9, 1, 12, 0, 0));
+  const rt = await startRuntime({ clock, dataDir, args: ['--runner', 'off'] });
+  // The deleted org sorts first: its pass comes before the other's.
+  for (const org of [DOOMED, KEEPER]) {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+    assert.equal((await call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'x', payload: {}, id: 'e1' } })).status, 202);
+  }
+  await rt.close();
+  const ledger = openLedger(dataDir);
+  try {
+    const { deleted } = fenced(ledger);
+    const events = new EventStore(ledger, new Inbox(ledger, DAY_MS));
+    // Marked, its org record left: as when the DELETE lands after the prune read the org list.
+    assert.equal(await deleted.mark(marked(DOOMED), () => true, () => undefined), true);
+    const pruned = await pruneHistory({ ledger, events, runs: new RunStore(ledger) }, clock.now() + 31 * DAY_MS, 30 * DAY_MS, 1);
+    assert.equal(pruned.events, 1);
+    assert.equal(events.getRecord(KEEPER, 'e1'), undefined);
+    assert.notEqual(events.getRecord(DOOMED, 'e1'), undefined, 'left to the removal');
+  } finally {
+    await ledger.close();
+  }
+});
 
 test('two DELETEs of one org at once both answer its deletion', async () => {
   const dataDir = tempDir();
