@@ -12,11 +12,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { open } from 'lmdb';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { connectLive } from '../helpers/live-client.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { scanFor } from '../helpers/ledger-scan.ts';
 import { ADMIN_TOKEN, ROOT, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
 
 const DOOMED = 'doomed-q7x';
@@ -168,33 +168,12 @@ test('a deleted org is fenced off at once, removed whole in the background, and 
   }
 
   await rt.runtime.close();
-  const leftIn = (path: string, except: readonly string[]) => {
-    const env = open({ path, maxDbs: 64, keyEncoding: 'binary', encoding: 'binary', readOnly: true } as never) as unknown as ReturnType<typeof open>;
-    const needle = Buffer.from(DOOMED);
-    const found: string[] = [];
-    let keeperBytes = 0;
-    try {
-      const names = [...env.getKeys({})].map((name) => Buffer.from(name as Uint8Array).toString('utf8').replace(/\0$/, ''));
-      for (const name of except) assert.ok(names.includes(name), `${name} among ${names.join()}`);
-      for (const name of names.filter((n) => !except.includes(n))) {
-        const table = env.openDB({ name, keyEncoding: 'binary', encoding: 'binary' } as never) as unknown as ReturnType<typeof open>;
-        for (const { key, value } of table.getRange({})) {
-          const bytes = Buffer.concat([Buffer.from(key as Uint8Array), Buffer.from(value as Uint8Array)]);
-          if (bytes.includes(needle)) found.push(`${name}: ${bytes.toString('utf8').slice(0, 80)}`);
-          if (bytes.includes(Buffer.from(KEEPER))) keeperBytes++;
-        }
-      }
-    } finally {
-      void env.close();
-    }
-    return { found, keeperBytes };
-  };
   // The deletion record keeps the id (that is what retires it); nothing else names the org.
-  const runtimeLeft = leftIn(join(rt.dataDir, 'runtime'), ['deleted-orgs']);
+  const runtimeLeft = scanFor(join(rt.dataDir, 'runtime'), DOOMED, KEEPER, ['deleted-orgs']);
   assert.deepEqual(runtimeLeft.found, []);
-  assert.ok(runtimeLeft.keeperBytes > 100, 'the scan reads the records of the org that stayed');
+  assert.ok(runtimeLeft.othersRecords > 100, 'the scan reads the records of the org that stayed');
   // The hook-runner's secrets of the org are gone (its records of past calls are pruned after 30 days as always).
-  const runnerSecrets = leftIn(join(rt.dataDir, 'hook-runner', 'runner.mdb'), ['modules', 'fences', 'fences-by-time', 'invocations', 'invocations-by-time', 'data-format']);
+  const runnerSecrets = scanFor(join(rt.dataDir, 'hook-runner', 'runner.mdb'), DOOMED, KEEPER, ['modules', 'fences', 'fences-by-time', 'invocations', 'invocations-by-time', 'data-format']);
   assert.deepEqual(runnerSecrets.found, []);
-  assert.ok(runnerSecrets.keeperBytes >= 2, 'the keeper\'s secret and its revision stay');
+  assert.ok(runnerSecrets.othersRecords >= 2, 'the keeper\'s secret and its revision stay');
 });
