@@ -45,7 +45,7 @@ import { flooredLedger } from './ledger/floored-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics, observeDevices, observeDiskFloor, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets } from './metrics.ts';
+import { createRuntimeMetrics, observeDeletions, observeDevices, observeDiskFloor, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
@@ -249,6 +249,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     now: () => clock.now(),
     stop: stopping.signal,
   });
+  observeDeletions(metrics, () => deletedOrgs.unfinishedCount);
   server.addRoutes(...authenticateFirst(auth, [
     ...organizationRoutes(context, deletions, (orgId) => {
       engine.refreshLimit(orgId);

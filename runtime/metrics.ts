@@ -100,6 +100,11 @@ export function observeDiskFloor(metrics: RuntimeMetrics, disk: { readonly freeB
   scrapedGauge(metrics, 'sluice_disk_floor_bytes', 'Below this many free bytes the runtime commits nothing: requests are answered 503 write_failed and runs wait (--min-free-disk-mib; 0: off).', () => disk.floorBytes);
 }
 
+/** The gauge of organization deletions not finished yet (org-deletion.ts), read at each scrape. */
+export function observeDeletions(metrics: RuntimeMetrics, unfinished: () => number): void {
+  scrapedGauge(metrics, 'sluice_organization_deletions_unfinished', 'Organizations deleted whose removal is not finished: under way, cut short (finished at each start and pruning pass), or waiting for the hook-runner to delete their secrets.', unfinished);
+}
+
 /** The gauge of open device sockets, read at each scrape. */
 export function observeDevices(metrics: RuntimeMetrics, openSockets: () => number): void {
   scrapedGauge(metrics, 'sluice_device_sockets_open', 'Device sockets open now, over every org.', openSockets);

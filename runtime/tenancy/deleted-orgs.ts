@@ -23,12 +23,18 @@ export class DeletedOrgs {
   readonly #table: LedgerTable;
   readonly #root: Ledger['root'];
   readonly #ids = new Set<string>();
+  /** The ids whose removal is not finished (read once at start; the records are read only for these). */
+  readonly #unfinished = new Set<string>();
 
   constructor(ledger: Ledger) {
     this.#root = ledger.root;
     this.#table = ledger.openDatabase('deleted-orgs');
-    // LMDB reads a one-part key back as the part itself.
-    for (const key of this.#table.getKeys({})) this.#ids.add(String(Array.isArray(key) ? key[0] : key));
+    for (const { key, value } of this.#table.getRange({})) {
+      // LMDB reads a one-part key back as the part itself.
+      const orgId = String(Array.isArray(key) ? key[0] : key);
+      this.#ids.add(orgId);
+      if ((value as DeletionRecord).state !== 'removed') this.#unfinished.add(orgId);
+    }
   }
 
   /** Whether the org was deleted, or its deletion is under way: no write of it is taken any more. */
@@ -40,9 +46,13 @@ export class DeletedOrgs {
     return this.#table.get([orgId]) as DeletionRecord | undefined;
   }
 
-  /** Deletions not finished yet (cut short by a stop or a crash, or waiting for the hook-runner). */
+  /** Deletions not finished yet (under way, cut short by a stop or a crash, or waiting for the hook-runner). */
   unfinished(): DeletionRecord[] {
-    return [...this.#table.getRange({})].map(({ value }) => value as DeletionRecord).filter((record) => record.state === 'removing');
+    return [...this.#unfinished].flatMap((orgId) => this.get(orgId) ?? []);
+  }
+
+  get unfinishedCount(): number {
+    return this.#unfinished.size;
   }
 
   /**
@@ -68,11 +78,13 @@ export class DeletedOrgs {
       return marked;
     } finally {
       if (!marked && this.#table.get([orgId]) === undefined) this.#ids.delete(orgId);
+      else this.#unfinished.add(orgId);
     }
   }
 
   /** Replaces the org's record (its progress); resolves once durable. */
   async update(record: DeletionRecord): Promise<void> {
     await durably(this.#root, this.#table.put([record.organization_id], record));
+    if (record.state === 'removed') this.#unfinished.delete(record.organization_id);
   }
 }

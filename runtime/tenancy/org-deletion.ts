@@ -143,9 +143,13 @@ export class OrgDeletions {
       // Secrets being written when the org was fenced off are in the runner once these settle.
       await this.#d.secretWritesSettled(orgId);
       const actions = await this.#clearRunnerSecrets(orgId, record.actions_with_secrets);
-      const removed = await removeOrgRecords({ root: this.#d.ledger.root, tables: this.#d.tables, stop: this.#d.stop, ...(this.#d.chunk === undefined ? {} : { chunk: this.#d.chunk }) }, orgId);
+      // Counted table by table, so that the record shows how far a long removal has got.
       const total = { ...record.removed };
-      for (const [table, count] of Object.entries(removed)) total[table] = (total[table] ?? 0) + count;
+      const onTable = async (table: string, count: number): Promise<void> => {
+        total[table] = (total[table] ?? 0) + count;
+        await this.#d.deleted.update({ ...record, actions_with_secrets: actions, removed: { ...total } });
+      };
+      await removeOrgRecords({ root: this.#d.ledger.root, tables: this.#d.tables, stop: this.#d.stop, onTable, ...(this.#d.chunk === undefined ? {} : { chunk: this.#d.chunk }) }, orgId);
       const done = actions.length === 0;
       const next: DeletionRecord = { ...record, state: done ? 'removed' : 'removing', removed_at: done ? iso(this.#d.now()) : null, actions_with_secrets: actions, removed: total };
       await this.#d.deleted.update(next);

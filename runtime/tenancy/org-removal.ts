@@ -18,6 +18,8 @@ export interface OrgRemovalDeps {
   readonly chunk?: number;
   /** Aborted as the runtime stops: the removal ends between its writes (the next start runs it again). */
   readonly stop?: AbortSignal;
+  /** Told of each table once the org's records in it are removed (durably), with how many there were. */
+  readonly onTable?: (name: string, removed: number) => Promise<void>;
 }
 
 /** Removes the org's records; resolves with how many each table held (tables that held none are left out). */
@@ -27,7 +29,9 @@ export async function removeOrgRecords(deps: OrgRemovalDeps, orgId: string): Pro
   const tables = [...deps.tables()].filter(({ place }) => place !== 'none').sort((a, b) => (a.name < b.name ? -1 : 1));
   for (const table of tables) {
     const count = table.place === 'first' ? await removeRange(deps, table.table, orgId, chunk) : await removeScattered(deps, table, orgId, chunk);
-    if (count > 0) removed[table.name] = count;
+    if (count === 0) continue;
+    removed[table.name] = count;
+    await deps.onTable?.(table.name, count);
   }
   return removed;
 }

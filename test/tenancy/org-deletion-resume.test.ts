@@ -98,12 +98,16 @@ test('with the hook-runner down, the runner\'s part stays pending and is finishe
       now: () => Date.now(),
       stop: stop.signal,
     });
+    // A record of the org for the removal to count (its org record goes with the mark).
+    await ledger.root.transaction(() => void ledger.sources.put([DOOMED, 'shop'], { name: 'shop' }));
     await runner.child.stop();
     assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
     await deletions.idle();
     const pending = deletions.get(DOOMED)!;
     assert.equal(pending.state, 'removing');
     assert.deepEqual(pending.actions_with_secrets, ['act_0000000000000001']);
+    assert.equal(deleted.unfinishedCount, 1);
+    assert.deepEqual(pending.removed, { sources: 1 }, 'the ledger\'s removal is counted');
     assert.equal(ledger.orgs.get([DOOMED]), undefined, 'the ledger\'s part is done meanwhile');
 
     await runner.restart();
@@ -112,6 +116,7 @@ test('with the hook-runner down, the runner\'s part stays pending and is finishe
     assert.equal(done.state, 'removed');
     assert.deepEqual(done.actions_with_secrets, []);
     assert.notEqual(done.removed_at, null);
+    assert.equal(deleted.unfinishedCount, 0);
     assert.deepEqual(await client.listSecretKeys({ orgId: DOOMED, actionId: 'act_0000000000000001' }), []);
     assert.deepEqual(await client.listSecretKeys({ orgId: KEEPER, actionId: 'act_0000000000000001' }), ['API_KEY']);
     assert.equal(await deletions.finishLeftOver(), 0, 'nothing is left to finish');

@@ -143,6 +143,7 @@ test('a deleted org is fenced off at once, removed whole in the background, and 
     assert.equal(done.body.deletion.state, 'removed');
     assert.equal(done.body.deletion.hook_runner_secrets_pending, false);
     assert.ok(done.body.deletion.records_removed > 100, `records removed: ${done.body.deletion.records_removed}`);
+    assert.match((await call(rt.url, 'GET', '/metrics')).text, /^sluice_organization_deletions_unfinished 0$/m);
     // Deleting it again answers the same record.
     const repeated = await call(rt.url, 'DELETE', `/organizations/${DOOMED}`, { token: ADMIN_TOKEN });
     assert.equal(repeated.status, 200);

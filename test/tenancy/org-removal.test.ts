@@ -35,8 +35,12 @@ for (const kind of LEDGER_KINDS) {
       const before = (org: string) => [...rows.getKeys({})].filter((key) => (key as string[])[0] === org).length;
       assert.equal(before('acme'), 8);
 
-      const removed = await removeOrgRecords({ root: ledger.root, tables, chunk: 3 }, 'acme');
+      const told: Array<[string, number, boolean]> = [];
+      const onTable = async (name: string, count: number): Promise<void> => void told.push([name, count, name !== 'rows' || before('acme') === 0]);
+      const removed = await removeOrgRecords({ root: ledger.root, tables, chunk: 3, onTable }, 'acme');
       assert.deepEqual(removed, { 'api-keys': 1, 'inbox-by-time': 5, orgs: 1, rows: 8 });
+      // Each table told once its records are gone, in the order removed.
+      assert.deepEqual(told, [['api-keys', 1, true], ['inbox-by-time', 5, true], ['orgs', 1, true], ['rows', 8, true]]);
       assert.equal(before('acme'), 0);
       assert.equal(ledger.orgs.get(['acme']), undefined);
       assert.equal(ledger.apiKeys.get(['hash-acme']), undefined);
