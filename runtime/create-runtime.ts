@@ -67,10 +67,9 @@ import { WorkflowStore } from './workflows/workflow-store.ts';
 import { upgradeLayout } from './layout-upgrades.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
 import { OrganizationStore } from './tenancy/organizations.ts';
-import { DeletedOrgs } from './tenancy/deleted-orgs.ts';
+import { fenceDeletedOrgs } from './tenancy/deleted-orgs.ts';
 import { SecretWrites } from './actions/secret-writes.ts';
 import { OrgDeletions } from './tenancy/org-deletion.ts';
-import { fenceOrgWrites } from './ledger/org-fence.ts';
 
 export interface RuntimeDeps {
   readonly clock?: Clock;
@@ -151,10 +150,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const runner = await connectRunner(config, logger, stopStarting);
   opened.push(() => runner.close());
   // Before any store opens its tables: each is fenced against writes of deleted orgs (org-fence.ts).
-  let deleted: DeletedOrgs | undefined;
-  const orgTables = fenceOrgWrites(ledger, (orgId) => deleted?.has(orgId) === true);
-  deleted = new DeletedOrgs(ledger);
-  const deletedOrgs = deleted;
+  const { deleted: deletedOrgs, tables: orgTables } = fenceDeletedOrgs(ledger);
   const orgs = new OrganizationStore(ledger, (orgId) => deletedOrgs.has(orgId));
   const apiKeys = new ApiKeyStore(ledger);
   const inbox = new Inbox(ledger, config.dedupWindowMs);
@@ -328,8 +324,9 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
     appended_projection_rows: (stop: AbortSignal) => pruneAppendedRows(ledger.root, projections, clock.now(), config.retentionDays * DAY_MS, undefined, stop, deletedOrgs),
     deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs, deletedOrgs }, clock.now(), config.retentionDays * DAY_MS, stop),
-    // Not retention, but the same rhythm: a deletion cut short (a stop, a hook-runner down) goes on.
-    organization_deletions: () => deletions.finishLeftOver(),
+    // Not retention, but the same rhythm: a deletion cut short (a stop, a hook-runner down) goes on,
+    // in the background: a hook-runner that does not answer must not hold the other jobs up.
+    organization_deletions: async () => deletions.resumeLeftOver(),
   };
   // Each job's failure count is there from the start, at 0: a series that first appears at 1 is
   // one `increase()` and `rate()` never see, so an alert on them would miss the first failure.

@@ -4,7 +4,7 @@
 
 import { notFound, SluiceError } from '../errors.ts';
 import { json, type RequestHead, type Route } from '../http/types.ts';
-import { assertNoBodyFields, parseJsonRequest } from '../http/parse-json.ts';
+import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { DEFAULT_MAX_CONCURRENT_RUNS, defaultIngestRate, ORG_ID_PATTERN, PLANS, type Organization, type Plan } from '../tenancy/organizations.ts';
 import { describeApiKey } from '../tenancy/api-keys.ts';
@@ -61,7 +61,6 @@ const parseUpdate = createBodyParser<Partial<Omit<CreateOrganizationBody, 'id'>>
   },
 });
 
-/** `onLimitsChanged` lets the run scheduler pick up a new `max_concurrent_runs` at once, and the live rooms close sandbox sockets a new plan no longer allows. */
 /** A deletion as the API shows it: 202 while its removal is under way, 200 once it is done. */
 function deletionAnswer(record: DeletionRecord) {
   const { organization_id, state, requested_at, removed_at } = record;
@@ -71,6 +70,7 @@ function deletionAnswer(record: DeletionRecord) {
   });
 }
 
+/** `onLimitsChanged` lets the run scheduler pick up a new `max_concurrent_runs` at once, and the live rooms close sandbox sockets a new plan no longer allows. */
 export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onLimitsChanged: (orgId: string) => void): Route[] {
   // Platform admin only, and answered for an org already deleted too (the usual org check would 404).
   const platformAdminFirst = (head: RequestHead): void => ctx.auth.requirePlatformAdmin(head);
@@ -141,8 +141,8 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       method: 'DELETE',
       pattern: '/organizations/:org_id',
       beforeBody: platformAdminFirst,
+      // A body is refused by the server (400 unexpected_body), as on every DELETE.
       handler: async (request) => {
-        assertNoBodyFields(request);
         const record = await deletions.delete(request.params.org_id ?? '');
         if (record === undefined) throw notFound('Organization', 'org_id');
         return deletionAnswer(record);

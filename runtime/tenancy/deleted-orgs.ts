@@ -6,6 +6,7 @@
 
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
+import { fenceOrgWrites, type OrgTable } from '../ledger/org-fence.ts';
 
 export interface DeletionRecord {
   readonly organization_id: string;
@@ -87,4 +88,15 @@ export class DeletedOrgs {
     await durably(this.#root, this.#table.put([record.organization_id], record));
     if (record.state === 'removed') this.#unfinished.delete(record.organization_id);
   }
+}
+
+/**
+ * Puts the write fence of deleted orgs in front of `ledger` (before any store opens its tables, so
+ * each is fenced and known) and reads the deletions: what a process opening the ledger does first.
+ */
+export function fenceDeletedOrgs(ledger: Ledger): { readonly deleted: DeletedOrgs; readonly tables: () => readonly OrgTable[] } {
+  let deleted: DeletedOrgs | undefined;
+  const tables = fenceOrgWrites(ledger, (orgId) => deleted?.has(orgId) === true);
+  deleted = new DeletedOrgs(ledger);
+  return { deleted, tables };
 }

@@ -7,8 +7,10 @@
 // 2. At once, in memory: its runs stop (no further step is sent; an attempt out is withdrawn), its
 //    live and device sockets close (4404), and its schedules fire no more (`onFenced`).
 // 3. In the background: the hook-runner deletes the secrets of its custom actions, then every record
-//    of the org leaves the ledger (org-removal.ts), and the record says `removed`. A removal cut short
-//    (a stop, a crash, a hook-runner that is down) is finished by the pruning loop and at each start.
+//    of the org leaves the ledger (org-removal.ts), is counted again (none may be left), and the
+//    record says `removed`. A removal cut short (a stop, a crash, a hook-runner that is down) is
+//    started again by each pass of the pruning loop (the first right after each start), without
+//    holding the pass up.
 
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { Ledger } from '../ledger/ledger.ts';
@@ -16,7 +18,7 @@ import type { OrgTable } from '../ledger/org-fence.ts';
 import type { Logger } from '../log.ts';
 import type { DeletedOrgs, DeletionRecord } from './deleted-orgs.ts';
 import type { OrganizationStore } from './organizations.ts';
-import { removeOrgRecords } from './org-removal.ts';
+import { countOrgRecords, removeOrgRecords } from './org-removal.ts';
 
 /** What a deletion asks of the hook-runner: the secrets it holds for one of the org's custom actions. */
 export interface RunnerSecrets {
@@ -66,7 +68,11 @@ export class OrgDeletions {
     if (marking !== undefined) return marking;
     const earlier = this.#d.deleted.get(orgId);
     if (earlier !== undefined) {
-      if (earlier.state === 'removing') this.#finishInBackground(earlier);
+      if (earlier.state === 'removing') {
+        // A mark whose flush failed answered 5xx before the process let go of the org: again now.
+        this.#d.onFenced(orgId);
+        this.#finishInBackground(earlier);
+      }
       return earlier;
     }
     if (this.#d.orgs.get(orgId) === undefined) return undefined;
@@ -89,9 +95,14 @@ export class OrgDeletions {
       removed: {},
     };
     const { orgs } = this.#d.ledger;
-    const marked = await this.#d.orgs.deleting(orgId, () =>
-      this.#d.deleted.mark(record, () => orgs.doesExist([orgId]), () => void orgs.remove([orgId])),
-    );
+    let marked: boolean;
+    try {
+      marked = await this.#d.orgs.deleting(orgId, () => this.#d.deleted.mark(record, () => orgs.doesExist([orgId]), () => void orgs.remove([orgId])));
+    } catch (error) {
+      // Committed, its flush failed: the org is fenced off all the same, so what it holds goes now.
+      if (this.#d.deleted.has(orgId)) this.#d.onFenced(orgId);
+      throw error;
+    }
     // Deleted meanwhile by another request (it answers the same record), or gone before the mark.
     if (!marked) return this.#d.deleted.get(orgId);
     this.#d.onFenced(orgId);
@@ -104,21 +115,24 @@ export class OrgDeletions {
     return this.#d.deleted.get(orgId);
   }
 
-  /** Finishes every deletion left unfinished (the pruning loop's job, and each start's); resolves with how many it finished. */
+  /** Starts again, in the background, every deletion left unfinished (the pruning loop's job); answers how many. */
+  resumeLeftOver(): number {
+    const unfinished = this.#d.stop.aborted ? [] : this.#d.deleted.unfinished();
+    for (const record of unfinished) this.#finishInBackground(record);
+    return unfinished.length;
+  }
+
+  /** As resumeLeftOver, then waits for every removal; resolves with how many deletions are done. */
   async finishLeftOver(): Promise<number> {
-    let finished = 0;
-    for (const record of this.#d.deleted.unfinished()) {
-      if (this.#d.stop.aborted) break;
-      try {
-        const done = await (this.#running.get(record.organization_id) ?? this.#finish(record));
-        if (done.state === 'removed') finished++;
-      } catch (error) {
-        // Stopped part way by the stop: the next start goes on with it. Not a failure to count.
-        if (this.#d.stop.aborted) break;
-        throw error;
-      }
-    }
-    return finished;
+    const started = this.#d.deleted.unfinished().map((record) => record.organization_id);
+    this.resumeLeftOver();
+    await this.idle();
+    return started.filter((orgId) => this.#d.deleted.get(orgId)?.state === 'removed').length;
+  }
+
+  /** How many records of the org each table still holds (none once its removal is done). */
+  recordsLeft(orgId: string): Promise<Record<string, number>> {
+    return countOrgRecords(this.#d.tables, orgId);
   }
 
   /** Resolves once no removal is running (tests, and the stop). */
@@ -150,7 +164,10 @@ export class OrgDeletions {
         await this.#d.deleted.update({ ...record, actions_with_secrets: actions, removed: { ...total } });
       };
       await removeOrgRecords({ root: this.#d.ledger.root, tables: this.#d.tables, stop: this.#d.stop, onTable, ...(this.#d.chunk === undefined ? {} : { chunk: this.#d.chunk }) }, orgId);
-      const done = actions.length === 0;
+      // Counted again: a record the fence let through (a defect) would be left for good otherwise.
+      const left = await countOrgRecords(this.#d.tables, orgId, this.#d.stop);
+      if (Object.keys(left).length > 0) this.#d.logger.error('records of a deleted organization were left after its removal; the pruning loop removes them', { org: orgId, left });
+      const done = actions.length === 0 && Object.keys(left).length === 0;
       const next: DeletionRecord = { ...record, state: done ? 'removed' : 'removing', removed_at: done ? iso(this.#d.now()) : null, actions_with_secrets: actions, removed: total };
       await this.#d.deleted.update(next);
       if (done) this.#d.logger.info('organization removed', { org: orgId, records: Object.values(total).reduce((a, b) => a + b, 0) });
@@ -166,15 +183,21 @@ export class OrgDeletions {
   async #clearRunnerSecrets(orgId: string, actionIds: readonly string[]): Promise<string[]> {
     const { runner } = this.#d;
     if (runner === undefined) return [];
-    const left: string[] = [];
-    for (const actionId of actionIds) {
+    for (const [i, actionId] of actionIds.entries()) {
       try {
-        for (const key of await runner.listSecretKeys({ orgId, actionId })) await runner.deleteSecret({ orgId, actionId, key });
+        this.#d.stop.throwIfAborted();
+        for (const key of await runner.listSecretKeys({ orgId, actionId })) {
+          // A stop waits for one call at most, not one per secret (each has a deadline of seconds).
+          this.#d.stop.throwIfAborted();
+          await runner.deleteSecret({ orgId, actionId, key });
+        }
       } catch (error) {
-        logFailure(this.#d.logger, 'the hook-runner could not delete the secrets of a deleted organization; tried again later', { org: orgId, action: actionId }, error);
-        left.push(actionId);
+        if (this.#d.stop.aborted) throw error;
+        // A runner down or wedged fails every call after its deadline: the rest wait for a later pass.
+        logFailure(this.#d.logger, 'the hook-runner could not delete the secrets of a deleted organization; tried again at the next pruning pass', { org: orgId, action: actionId }, error);
+        return actionIds.slice(i);
       }
     }
-    return left;
+    return [];
   }
 }

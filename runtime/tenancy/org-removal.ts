@@ -24,11 +24,9 @@ export interface OrgRemovalDeps {
 
 /** Removes the org's records; resolves with how many each table held (tables that held none are left out). */
 export async function removeOrgRecords(deps: OrgRemovalDeps, orgId: string): Promise<Record<string, number>> {
-  const chunk = deps.chunk ?? REMOVAL_CHUNK;
   const removed: Record<string, number> = {};
-  const tables = [...deps.tables()].filter(({ place }) => place !== 'none').sort((a, b) => (a.name < b.name ? -1 : 1));
-  for (const table of tables) {
-    const count = table.place === 'first' ? await removeRange(deps, table.table, orgId, chunk) : await removeScattered(deps, table, orgId, chunk);
+  for (const table of fencedTables(deps.tables)) {
+    const count = await walkOrgKeys(table, orgId, deps.chunk ?? REMOVAL_CHUNK, deps.stop, (keys) => removeKeys(deps.root, table.table, keys));
     if (count === 0) continue;
     removed[table.name] = count;
     await deps.onTable?.(table.name, count);
@@ -36,41 +34,58 @@ export async function removeOrgRecords(deps: OrgRemovalDeps, orgId: string): Pro
   return removed;
 }
 
-/** The org's range: keys from [orgId] while they start with it. */
-async function removeRange(deps: OrgRemovalDeps, table: LedgerTable, orgId: string, chunk: number): Promise<number> {
-  let count = 0;
-  for (;;) {
-    deps.stop?.throwIfAborted();
-    const keys: LedgerKey[] = [];
-    for (const key of table.getKeys({ start: [orgId], limit: chunk })) {
-      if (orgOfRecord('first', key) !== orgId) break;
-      keys.push(key);
-    }
-    if (keys.length === 0) return count;
-    count += await removeKeys(deps.root, table, keys);
+/** How many records of the org each table holds (tables that hold none are left out); read in turns, as the removal reads. */
+export async function countOrgRecords(tables: () => readonly OrgTable[], orgId: string, stop?: AbortSignal): Promise<Record<string, number>> {
+  const counted: Record<string, number> = {};
+  for (const table of fencedTables(tables)) {
+    const count = await walkOrgKeys(table, orgId, REMOVAL_CHUNK, stop, async (keys) => keys.length);
+    if (count > 0) counted[table.name] = count;
   }
+  return counted;
 }
 
-/** A table read whole (keys by time, or by hash with the org in the value), `chunk` entries per turn. */
-async function removeScattered(deps: OrgRemovalDeps, { table, place }: OrgTable, orgId: string, chunk: number): Promise<number> {
+/** The tables that hold orgs' records, in name order. */
+const fencedTables = (tables: () => readonly OrgTable[]): OrgTable[] => [...tables()].filter(({ place }) => place !== 'none').sort((a, b) => (a.name < b.name ? -1 : 1));
+
+const sameKey = (a: LedgerKey, b: LedgerKey): boolean =>
+  Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((part, i) => part === b[i]) : a === b;
+
+/**
+ * Hands `each` the keys of the org's records in the table, at most `chunk` at a time, with an
+ * event-loop turn between reads; resolves with the sum of what `each` answers. Where the org leads
+ * the key, only its range is read; elsewhere (keys by time, or by hash with the org in the value)
+ * the whole table, keys alone unless the org is in the value. Each read starts at the last key of
+ * the one before, passed over when it is still there (`each` may have removed it).
+ */
+async function walkOrgKeys(table: OrgTable, orgId: string, chunk: number, stop: AbortSignal | undefined, each: (keys: LedgerKey[]) => Promise<number>): Promise<number> {
+  const { place } = table;
   let count = 0;
-  let start: LedgerKey | undefined;
+  let after: LedgerKey | undefined;
   for (;;) {
-    deps.stop?.throwIfAborted();
+    stop?.throwIfAborted();
+    const limit = chunk + (after === undefined ? 0 : 1);
+    const start = after ?? (place === 'first' ? [orgId] : undefined);
+    const range = { ...(start === undefined ? {} : { start }), limit };
+    const entries = place === 'value' ? table.table.getRange(range) : [...table.table.getKeys(range)].map((key) => ({ key, value: undefined as unknown }));
     const keys: LedgerKey[] = [];
     let read = 0;
     let last: LedgerKey | undefined;
-    const range = { ...(start === undefined ? {} : { start }), limit: chunk };
-    // Keys alone where they name the org; values only where the org is in them.
-    const entries = place === 'value' ? table.getRange(range) : [...table.getKeys(range)].map((key) => ({ key, value: undefined }));
+    let pastRange = false;
     for (const { key, value } of entries) {
       read++;
+      if (after !== undefined && sameKey(key, after)) continue;
+      const org = orgOfRecord(place, key, value);
+      // The org's range ends at the first key of another org.
+      if (place === 'first' && org !== orgId) {
+        pastRange = true;
+        break;
+      }
       last = key;
-      if (orgOfRecord(place, key, value) === orgId) keys.push(key);
+      if (org === orgId) keys.push(key);
     }
-    if (keys.length > 0) count += await removeKeys(deps.root, table, keys);
-    if (read < chunk || last === undefined) return count;
-    start = last;
+    if (keys.length > 0) count += await each(keys);
+    if (pastRange || read < limit || last === undefined) return count;
+    after = last;
     await nextTurn();
   }
 }

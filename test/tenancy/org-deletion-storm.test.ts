@@ -5,22 +5,21 @@
 // org is left in the ledger; another org's traffic all through it is stored whole.
 
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { scanFor } from '../helpers/ledger-scan.ts';
 import { eventually } from '../helpers/receiver.ts';
-import { ADMIN_TOKEN, startRuntime, tempDir } from '../helpers/runtime.ts';
+import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 
 const DOOMED = 'doomed-s5';
 const KEEPER = 'keeper-s5';
 const SECRET = newStandardSecret();
 
 test('requests of every kind in flight when an org is deleted are answered, and leave nothing of it behind', async () => {
-  const dataDir = tempDir();
-  const rt = await startRuntime({ dataDir, args: ['--runner', 'off'] });
+  const rt = await startRuntime({ args: ['--runner', 'off'] });
   try {
     const keys = new Map<string, string>();
     const tokens = new Map<string, string>();
@@ -67,8 +66,9 @@ test('requests of every kind in flight when an org is deleted are answered, and 
     for (const status of statuses) assert.ok(status < 500, `a request in the storm was answered ${status}`);
 
     await rt.runtime.deletions.idle();
-    await rt.runtime.deletions.finishLeftOver();
     assert.equal(rt.runtime.deletions.get(DOOMED)?.state, 'removed');
+    assert.deepEqual(await rt.runtime.deletions.recordsLeft(DOOMED), {});
+    assert.ok((await rt.runtime.deletions.recordsLeft(KEEPER))['events']! >= 80);
     const keeper = keys.get(KEEPER)!;
     const events = await eventually('the other org\'s API events stored', async () => (await call(rt.url, 'GET', `/organizations/${KEEPER}/events?limit=500&source=@api`, { token: keeper })).body.events as unknown[], (e) => e.length >= 40);
     assert.ok(events.length >= 40);
@@ -77,10 +77,13 @@ test('requests of every kind in flight when an org is deleted are answered, and 
     await rt.runtime.close();
   }
   try {
-    const left = scanFor(join(dataDir, 'runtime'), DOOMED, KEEPER, ['deleted-orgs']);
-    assert.deepEqual(left.found, []);
-    assert.ok(left.othersRecords > 200, `the other org's records are there: ${left.othersRecords}`);
+    // On LMDB, byte for byte too (the memory ledger keeps nothing once closed).
+    if (existsSync(join(rt.dataDir, 'runtime'))) {
+      const left = scanFor(join(rt.dataDir, 'runtime'), DOOMED, KEEPER, ['deleted-orgs']);
+      assert.deepEqual(left.found, []);
+      assert.ok(left.othersRecords > 200, `the other org's records are there: ${left.othersRecords}`);
+    }
   } finally {
-    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(rt.dataDir, { recursive: true, force: true });
   }
 });

@@ -2,12 +2,14 @@
 // deleted org's device connection left open by a crash, its sandbox reset cut short and its live
 // updates under a raised retention, and starts all the same (then finishes the removal); the
 // pruning of history, appended projection rows and deleted workflows goes on for the other orgs,
-// also for an org deleted while a prune is under way; two DELETEs at once both answer the deletion.
+// also for an org deleted while a prune is under way; two DELETEs at once both answer the deletion;
+// a DELETE whose mark could not be confirmed on disk lets go of the org all the same.
 
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import { describe, it, test } from 'node:test';
-import type { Ledger } from '../../runtime/ledger/ledger.ts';
-import { fenceOrgWrites } from '../../runtime/ledger/org-fence.ts';
+import type { Ledger, LedgerWrite } from '../../runtime/ledger/ledger.ts';
+import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { ManualClock } from '../../runtime/clock.ts';
@@ -17,13 +19,14 @@ import { Inbox } from '../../runtime/inbox/inbox.ts';
 import { pruneAppendedRows } from '../../runtime/projections/appended-row-retention.ts';
 import { ProjectionStore } from '../../runtime/projections/projection-store.ts';
 import { RunStore } from '../../runtime/runs/run-store.ts';
-import { DeletedOrgs, type DeletionRecord } from '../../runtime/tenancy/deleted-orgs.ts';
+import { fenceDeletedOrgs, type DeletionRecord } from '../../runtime/tenancy/deleted-orgs.ts';
 import { OrgDeletions } from '../../runtime/tenancy/org-deletion.ts';
 import { OrganizationStore } from '../../runtime/tenancy/organizations.ts';
 import { DELETED_WORKFLOWS } from '../../runtime/workflows/deleted-workflows.ts';
 import { pruneDeletedWorkflows } from '../../runtime/workflows/prune-deleted-workflows.ts';
 import { WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
+import { connectLive } from '../helpers/live-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 import { eventually } from '../helpers/receiver.ts';
@@ -33,13 +36,6 @@ const DOOMED = 'doomed-u2';
 const KEEPER = 'keeper-u2';
 const marked = (orgId: string): DeletionRecord => ({ organization_id: orgId, requested_at: new Date().toISOString(), state: 'removing', removed_at: null, actions_with_secrets: [], removed: {} });
 
-/** The ledger fenced as the runtime fences it, with its deletion records. */
-function fenced(ledger: Ledger) {
-  let deleted: DeletedOrgs | undefined;
-  const tables = fenceOrgWrites(ledger, (orgId) => deleted?.has(orgId) === true);
-  deleted = new DeletedOrgs(ledger);
-  return { tables, deleted };
-}
 
 test('a start with a deleted org\'s device connection left open, its sandbox reset cut short and a raised live retention starts, then finishes the removal', async () => {
   const dataDir = tempDir();
@@ -60,26 +56,41 @@ test('a start with a deleted org\'s device connection left open, its sandbox res
   const ledger = openLedger(dataDir);
   assert.notEqual((ledger.openDatabase('devices').get([DOOMED, 'meter-1']) as { connection: unknown }).connection, null, 'the connection is left open');
   await ledger.root.transaction(() => void ledger.openDatabase('sandbox-generations').put([DOOMED], { generation: 1, reset_since_ms: Date.now() }));
-  const { deleted } = fenced(ledger);
+  const { deleted } = fenceDeletedOrgs(ledger);
   assert.equal(await deleted.mark(marked(DOOMED), () => true, () => void ledger.orgs.remove([DOOMED])), true);
   await ledger.close();
 
   const rt = await startRuntime({ dataDir, args: ['--runner', 'off', '--live-retention', '200'] });
   try {
-    await rt.runtime.deletions.finishLeftOver();
-    assert.equal(rt.runtime.deletions.get(DOOMED)?.state, 'removed');
+    // The start's first pruning pass takes the deletion up again.
+    await eventually('the deletion finished', () => rt.runtime.deletions.get(DOOMED)?.state, (state) => state === 'removed');
     assert.equal(rt.runtime.deviceStore.head(DOOMED, 'meter-1'), undefined);
     assert.equal(rt.runtime.updateLog.lastSeq(DOOMED), 0);
   } finally {
     await rt.close();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+/** A workflow deleted long ago in each org, its one version still stored. */
+async function deletedWorkflowOfEach(ledger: Ledger) {
+  const versions = ledger.openDatabase('workflow-versions');
+  const workflows = new WorkflowStore(ledger).deleted;
+  await ledger.root.transaction(() => {
+    for (const org of [DOOMED, KEEPER]) {
+      ledger.openDatabase(DELETED_WORKFLOWS).put([org, 'wf_1'], [1_000, 1_000]);
+      versions.put([org, 'wf_1', 1], { workflow_id: 'wf_1', version: 1, steps: [] });
+      ledger.openDatabase('workflow-org-bytes').put([org], 100);
+    }
+  });
+  return { versions, workflows };
+}
 
 for (const kind of LEDGER_KINDS) {
   describe(`pruning during a deletion (${kind.name})`, () => {
     it('lets the other orgs\' appended projection rows go, and only the deleted org\'s retention entries', async () => {
       const { ledger, close } = kind.open();
-      const { deleted } = fenced(ledger);
+      const { deleted } = fenceDeletedOrgs(ledger);
       const projections = new ProjectionStore(ledger, 1_000);
       const rows = ledger.openDatabase('projections');
       await ledger.root.transaction(() => {
@@ -104,16 +115,8 @@ for (const kind of LEDGER_KINDS) {
 
     it('lets the other orgs\' deleted workflows go when an org is deleted while its runs are walked', async () => {
       const { ledger, close } = kind.open();
-      const { deleted } = fenced(ledger);
-      const versions = ledger.openDatabase('workflow-versions');
-      const workflows = new WorkflowStore(ledger).deleted;
-      await ledger.root.transaction(() => {
-        for (const org of [DOOMED, KEEPER]) {
-          ledger.openDatabase(DELETED_WORKFLOWS).put([org, 'wf_1'], [1_000, 1_000]);
-          versions.put([org, 'wf_1', 1], { workflow_id: 'wf_1', version: 1, steps: [] });
-          ledger.openDatabase('workflow-org-bytes').put([org], 100);
-        }
-      });
+      const { deleted } = fenceDeletedOrgs(ledger);
+      const { versions, workflows } = await deletedWorkflowOfEach(ledger);
       const runs = new RunStore(ledger);
       const walk = runs.workflowsNamed.bind(runs);
       // The DELETE lands while the prune walks the org's runs, after it looked for deleted orgs.
@@ -130,16 +133,8 @@ for (const kind of LEDGER_KINDS) {
 
     it('lets the other orgs\' deleted workflows go, passing over the deleted org\'s', async () => {
       const { ledger, close } = kind.open();
-      const { deleted } = fenced(ledger);
-      const versions = ledger.openDatabase('workflow-versions');
-      const workflows = new WorkflowStore(ledger).deleted;
-      await ledger.root.transaction(() => {
-        for (const org of [DOOMED, KEEPER]) {
-          ledger.openDatabase(DELETED_WORKFLOWS).put([org, 'wf_1'], [1_000, 1_000]);
-          versions.put([org, 'wf_1', 1], { workflow_id: 'wf_1', version: 1, steps: [] });
-          ledger.openDatabase('workflow-org-bytes').put([org], 100);
-        }
-      });
+      const { deleted } = fenceDeletedOrgs(ledger);
+      const { versions, workflows } = await deletedWorkflowOfEach(ledger);
       assert.equal(await deleted.mark(marked(DOOMED), () => true, () => undefined), true);
       const pruned = await pruneDeletedWorkflows({ deleted: workflows, runs: new RunStore(ledger), deletedOrgs: deleted }, 10_000_000, 0);
       assert.deepEqual(pruned, { workflows: 1, versions: 1, putOff: 0 });
@@ -162,7 +157,7 @@ test('the history prune goes on for the other orgs when an org listed at its sta
   await rt.close();
   const ledger = openLedger(dataDir);
   try {
-    const { deleted } = fenced(ledger);
+    const { deleted } = fenceDeletedOrgs(ledger);
     const events = new EventStore(ledger, new Inbox(ledger, DAY_MS));
     // Marked, its org record left: as when the DELETE lands after the prune read the org list.
     assert.equal(await deleted.mark(marked(DOOMED), () => true, () => undefined), true);
@@ -172,13 +167,14 @@ test('the history prune goes on for the other orgs when an org listed at its sta
     assert.notEqual(events.getRecord(DOOMED, 'e1'), undefined, 'left to the removal');
   } finally {
     await ledger.close();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });
 
 test('two DELETEs of one org at once both answer its deletion', async () => {
   const dataDir = tempDir();
   const ledger = openLedger(dataDir);
-  const { tables, deleted } = fenced(ledger);
+  const { tables, deleted } = fenceDeletedOrgs(ledger);
   const orgs = new OrganizationStore(ledger, (orgId) => deleted.has(orgId));
   await orgs.create({ id: DOOMED, name: DOOMED, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
   const stop = new AbortController();
@@ -192,4 +188,44 @@ test('two DELETEs of one org at once both answer its deletion', async () => {
   await deletions.idle();
   assert.equal(deletions.get(DOOMED)?.state, 'removed');
   await ledger.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+test('a DELETE whose mark was committed but not confirmed on disk answers 5xx, and the org is let go of all the same', async () => {
+  const ledger = openMemoryLedger();
+  // The next transaction commits and its flush fails, as a failing disk's fdatasync would.
+  let failNextFlush = false;
+  const { transaction } = ledger.root;
+  Object.assign(ledger.root, {
+    transaction: <T>(body: () => T): LedgerWrite<T> => {
+      const write = transaction.call(ledger.root, body) as LedgerWrite<T>;
+      if (!failNextFlush) return write;
+      failNextFlush = false;
+      const flushed = write.then(() => Promise.reject(new Error('EIO: flush failed')));
+      flushed.catch(() => undefined);
+      return Object.assign(write.then((value) => value), { flushed });
+    },
+  });
+  const rt = await startRuntime({ ledger, args: ['--runner', 'off'] });
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, DOOMED);
+    const device = await call(rt.url, 'POST', `/organizations/${DOOMED}/devices`, { token: key, json: { name: 'meter-1' } });
+    const meter = await connectDevice(rt.url, DOOMED, 'meter-1', device.body.token);
+    const live = await connectLive(rt.url, DOOMED, { token: key });
+    live.subscribe({});
+    await live.waitFor(() => live.messages.length > 0, 'the subscription answered');
+    failNextFlush = true;
+    const first = await call(rt.url, 'DELETE', `/organizations/${DOOMED}`, { token: ADMIN_TOKEN });
+    assert.ok(first.status >= 500, first.text);
+    // Bounded waits: without the fix the sockets stay open, and the test fails instead of hanging.
+    const closes: number[] = [];
+    for (const socket of [live, meter]) void socket.closed.then(({ code }) => closes.push(code));
+    assert.deepEqual(await eventually('both sockets closed', () => closes, (codes) => codes.length === 2), [4404, 4404]);
+    const again = await call(rt.url, 'DELETE', `/organizations/${DOOMED}`, { token: ADMIN_TOKEN });
+    assert.ok([200, 202].includes(again.status), again.text);
+    await rt.runtime.deletions.idle();
+    assert.equal(rt.runtime.deletions.get(DOOMED)?.state, 'removed');
+  } finally {
+    await rt.close();
+  }
 });
