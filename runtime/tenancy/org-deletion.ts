@@ -33,11 +33,11 @@ export interface OrgDeletionDeps {
   readonly tables: () => readonly OrgTable[];
   /** The ids of the org's custom actions (their secrets live in the hook-runner). */
   readonly actionIds: (orgId: string) => string[];
-  /** Absent when the runtime has no hook-runner (then no secret was ever stored). */
+  /** Absent when the runtime runs without a hook-runner (`--runner off`): none is asked (secrets a runner used before holds stay in its vault). */
   readonly runner: RunnerSecrets | undefined;
   /** Resolves once the org's secret writes in flight have settled (secret-writes.ts): none starts after the mark. */
   readonly secretWritesSettled: (orgId: string) => Promise<void>;
-  /** Once the mark is durable: what the process holds of the org in memory lets it go. */
+  /** Once the mark is committed (durable, or its flush failed): what the process holds of the org in memory lets it go. Called again on a retry. */
   readonly onFenced: (orgId: string) => void;
   readonly logger: Logger;
   readonly now: () => number;
