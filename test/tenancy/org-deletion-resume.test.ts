@@ -1,6 +1,7 @@
 // A deletion that could not finish goes on later: one cut short right after its mark (the process
 // went down) is finished after the next start, whose recovery leaves the org's runs alone; one whose
-// hook-runner was down keeps the runner's part pending and finishes it once the runner is back.
+// hook-runner was down keeps the runner's part pending (after one call, not one per action) and
+// finishes it once the runner is back; a stop during it waits for the call out and sends no other.
 // On LMDB only: the tests reopen a data dir.
 
 import assert from 'node:assert/strict';
@@ -8,11 +9,13 @@ import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import { createLogger } from '../../runtime/log.ts';
 import { openLedger } from '../../runtime/ledger/open-ledger.ts';
-import { fenceDeletedOrgs } from '../../runtime/tenancy/deleted-orgs.ts';
+import { fenceDeletedOrgs, type DeletedOrgs } from '../../runtime/tenancy/deleted-orgs.ts';
+import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import { OrgDeletions } from '../../runtime/tenancy/org-deletion.ts';
 import { OrganizationStore } from '../../runtime/tenancy/organizations.ts';
 import { call, createOrg } from '../helpers/http.ts';
-import { startRunner } from '../helpers/hook-runner.ts';
+import { startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir } from '../helpers/runtime.ts';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
@@ -72,21 +75,26 @@ test('a deletion cut short after its mark is finished after the next start, whos
   }
 });
 
-test('with the hook-runner down, the runner\'s part stays pending and is finished once it is back', async () => {
+const ACTIONS = ['act_0000000000000001', 'act_0000000000000002', 'act_0000000000000003'];
+
+/** A real runner holding a secret per action for both orgs, and deletions on a fenced ledger; `use` runs the test. */
+async function withRunnerSecrets(use: (setup: { runner: RunnerFixture; client: HookRunnerClient; deletions: OrgDeletions; ledger: Ledger; deleted: DeletedOrgs; stop: AbortController }) => Promise<void>): Promise<void> {
   const runner = await startRunner();
   const dataDir = tempDir();
   const { ledger, tables, deleted, orgs } = openFenced(dataDir);
-  // Short deadlines: the runner is down for part of the test.
+  // Short deadlines: the runner is down for part of the tests.
   const client = new HookRunnerClient(() => runner.child.address(), runner.token, { deadlinesMs: { other: 1_000 } });
   const stop = new AbortController();
   try {
     for (const org of [DOOMED, KEEPER]) {
       await orgs.create({ id: org, name: org, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
-      await client.putSecret({ orgId: org, actionId: 'act_0000000000000001', key: 'API_KEY', value: `secret of ${org}` });
+      for (const actionId of ACTIONS) await client.putSecret({ orgId: org, actionId, key: 'API_KEY', value: `secret of ${org}` });
     }
+    // A record of the org for the removal to count (its org record goes with the mark).
+    await ledger.root.transaction(() => void ledger.sources.put([DOOMED, 'shop'], { name: 'shop' }));
     const deletions = new OrgDeletions({
       ledger, orgs, deleted, tables,
-      actionIds: () => ['act_0000000000000001'],
+      actionIds: () => [...ACTIONS],
       runner: client,
       secretWritesSettled: async () => undefined,
       onFenced: () => undefined,
@@ -94,14 +102,33 @@ test('with the hook-runner down, the runner\'s part stays pending and is finishe
       now: () => Date.now(),
       stop: stop.signal,
     });
-    // A record of the org for the removal to count (its org record goes with the mark).
-    await ledger.root.transaction(() => void ledger.sources.put([DOOMED, 'shop'], { name: 'shop' }));
+    await use({ runner, client, deletions, ledger, deleted, stop });
+  } finally {
+    stop.abort();
+    client.close();
+    await runner.close();
+    await ledger.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const secretsOf = async (client: HookRunnerClient, orgId: string): Promise<string[][]> => Promise.all(ACTIONS.map((actionId) => client.listSecretKeys({ orgId, actionId })));
+
+test('with the hook-runner down, the runner\'s part stays pending (one call, not one per action) and is finished once it is back', async () => {
+  await withRunnerSecrets(async ({ runner, client, deletions, ledger, deleted }) => {
+    const listSecretKeys = client.listSecretKeys.bind(client);
+    let listed = 0;
+    client.listSecretKeys = (scope) => {
+      listed++;
+      return listSecretKeys(scope);
+    };
     await runner.child.stop();
     assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
     await deletions.idle();
     const pending = deletions.get(DOOMED)!;
     assert.equal(pending.state, 'removing');
-    assert.deepEqual(pending.actions_with_secrets, ['act_0000000000000001']);
+    assert.deepEqual(pending.actions_with_secrets, ACTIONS);
+    assert.equal(listed, 1, 'the first failure leaves the other actions for a later pass');
     assert.equal(deleted.unfinishedCount, 1);
     assert.deepEqual(pending.removed, { sources: 1 }, 'the ledger\'s removal is counted');
     assert.equal(ledger.orgs.get([DOOMED]), undefined, 'the ledger\'s part is done meanwhile');
@@ -113,14 +140,28 @@ test('with the hook-runner down, the runner\'s part stays pending and is finishe
     assert.deepEqual(done.actions_with_secrets, []);
     assert.notEqual(done.removed_at, null);
     assert.equal(deleted.unfinishedCount, 0);
-    assert.deepEqual(await client.listSecretKeys({ orgId: DOOMED, actionId: 'act_0000000000000001' }), []);
-    assert.deepEqual(await client.listSecretKeys({ orgId: KEEPER, actionId: 'act_0000000000000001' }), ['API_KEY']);
+    assert.deepEqual(await secretsOf(client, DOOMED), [[], [], []]);
+    assert.deepEqual(await secretsOf(client, KEEPER), [['API_KEY'], ['API_KEY'], ['API_KEY']]);
     assert.equal(await deletions.finishLeftOver(), 0, 'nothing is left to finish');
-  } finally {
+  });
+});
+
+test('a stop while the hook-runner deletes a deleted org\'s secrets waits for the call out, and sends no other', async () => {
+  await withRunnerSecrets(async ({ client, deletions, stop }) => {
+    let deletes = 0;
+    const deleteSecret = client.deleteSecret.bind(client);
+    client.deleteSecret = (secret) => {
+      deletes++;
+      return deleteSecret(secret);
+    };
+    const gate = gateNextCall(client, 'deleteSecret');
+    assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
+    await eventually('the first secret delete out', () => gate.reached(), Boolean);
     stop.abort();
-    client.close();
-    await runner.close();
-    await ledger.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
+    gate.release();
+    await deletions.idle();
+    assert.equal(deletes, 1);
+    assert.equal(deletions.get(DOOMED)?.state, 'removing', 'the next start goes on with it');
+    assert.deepEqual(await secretsOf(client, DOOMED), [[], ['API_KEY'], ['API_KEY']]);
+  });
 });
