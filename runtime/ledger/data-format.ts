@@ -30,8 +30,11 @@ import type { Ledger } from './ledger.ts';
  * 9: appended projection rows indexed by creation time and each org's rows counted
  * (ProjectionStore.countRows; an older release would add and remove rows without counting them or
  * indexing them for retention).
+ * 10: deleted organizations (tenancy/deleted-orgs.ts; an older release, not knowing the table, would
+ * resume a deleted org's unfinished runs, sending their steps, and give the retired id out again).
+ * No upgrade: a dir without the table has no deleted org.
  */
-export const DATA_FORMAT = 9;
+export const DATA_FORMAT = 10;
 
 const TABLE = 'data-format';
 const KEY = 'version';
