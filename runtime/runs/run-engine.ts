@@ -83,10 +83,9 @@ export class RunEngine {
       derivedBudget: this.#derivedBudget,
       apply: (orgId, runId, kept) => this.#apply(orgId, runId, kept.command, kept.effects, kept.at),
       recordAfterCancel: (key, run, event) => this.#recordAfterCancel(key, run, event),
-      dropDeleted: (orgId, runId) => this.#dropDeleted(orgId, runId),
+      goneWithOrg: (orgId, runId) => this.#goneWithOrg(orgId, runId),
       removed: (orgId, runId) => this.#removed(orgId, runId),
       act: (run) => this.#act(run),
-      pump: () => this.#pump(),
     });
     this.#attemptHost = {
       deps,
@@ -221,11 +220,7 @@ export class RunEngine {
   /** Applies one command; true when it changed the run (and the change is durable). */
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined, at = this.#d.clock.now()): Promise<boolean> {
     const key = orgScopedKey(orgId, runId);
-    if (this.#d.deletedOrgs?.has(orgId) === true) {
-      this.#dropDeleted(orgId, runId);
-      this.#pump();
-      return false;
-    }
+    if (this.#goneWithOrg(orgId, runId)) return false;
     const cached = this.#actors.get(key);
     let previous: PersistedRun | undefined;
     try {
@@ -298,6 +293,14 @@ export class RunEngine {
     this.#pump();
   }
 
+  /** Whether the run's org was deleted: then the run is let go of (#dropDeleted) and the scheduler pumped. */
+  #goneWithOrg(orgId: OrgId, runId: RunId): boolean {
+    if (this.#d.deletedOrgs?.has(orgId) !== true) return false;
+    this.#dropDeleted(orgId, runId);
+    this.#pump();
+    return true;
+  }
+
   /** A run of a deleted org: no timer, no stall to pick it up again, and nothing else of #letGo's; the caller pumps afterwards. */
   #dropDeleted(orgId: OrgId, runId: RunId): void {
     const key = orgScopedKey(orgId, runId);
@@ -327,11 +330,7 @@ export class RunEngine {
    */
   #actOn(orgId: OrgId, runId: RunId, work: Work, run?: PersistedRun): void {
     const key = orgScopedKey(orgId, runId);
-    if (this.#d.deletedOrgs?.has(orgId) === true) {
-      this.#dropDeleted(orgId, runId);
-      this.#pump();
-      return;
-    }
+    if (this.#goneWithOrg(orgId, runId)) return;
     if (work.kind !== 'arm_timer') this.#timers.disarm(key);
     switch (work.kind) {
       case 'await_admission':

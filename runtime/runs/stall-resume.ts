@@ -29,14 +29,12 @@ export interface StallHost {
   readonly apply: (orgId: OrgId, runId: RunId, report: UnwrittenReport) => Promise<boolean>;
   /** Keeps what an effect reported after its run was cancelled, on the done run. */
   readonly recordAfterCancel: (key: string, run: PersistedRun, event: RunEvent) => Promise<void>;
-  /** A run of a deleted org lets go of everything the engine holds of it; the caller pumps afterwards. */
-  readonly dropDeleted: (orgId: OrgId, runId: RunId) => void;
+  /** Whether the run's org was deleted: then the engine has let go of everything it held of the run. */
+  readonly goneWithOrg: (orgId: OrgId, runId: RunId) => boolean;
   /** The run is gone from the ledger (a sandbox reset): it keeps no actor and no slot. */
   readonly removed: (orgId: OrgId, runId: RunId) => void;
   /** Acts on the work a durable snapshot implies. */
   readonly act: (run: PersistedRun) => void;
-  /** Admits what waits. */
-  readonly pump: () => void;
 }
 
 export class StallResume {
@@ -123,11 +121,7 @@ export class StallResume {
     // A read that fails here (the disk that stalled the run) stalls it again, for the next pause.
     host.chains.serially(key, async () => {
       if (!this.stalled.has(key)) return;
-      if (host.deps.deletedOrgs?.has(orgId) === true) {
-        host.dropDeleted(orgId, runId);
-        host.pump();
-        return;
-      }
+      if (host.goneWithOrg(orgId, runId)) return;
       const run = host.deps.runs.get(orgId, runId);
       // Taken once the read worked: a failed read keeps it for the next pause.
       const report = this.#unwrittenReports.take(key);
