@@ -6,7 +6,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { LedgerKey, LedgerRange, LedgerTable } from './ledger.ts';
 
-const sameKey = (a: LedgerKey, b: LedgerKey): boolean =>
+/** Whether two keys are the same (part by part for arrays). */
+export const sameKey = (a: LedgerKey, b: LedgerKey): boolean =>
   Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((part, i) => part === b[i]) : a === b;
 
 /** The entries of `range` (its start and end; forward), `perTurn` per event-loop turn. */

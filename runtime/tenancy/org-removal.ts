@@ -8,6 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { durably } from '../ledger/durable-write.ts';
 import type { LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { orgOfRecord, type OrgTable } from '../ledger/org-fence.ts';
+import { sameKey } from '../ledger/range-in-turns.ts';
 
 /** Records removed per transaction, and keys read per turn in the tables read whole. */
 export const REMOVAL_CHUNK = 1_000;
@@ -46,9 +47,6 @@ export async function countOrgRecords(tables: () => readonly OrgTable[], orgId: 
 
 /** The tables that hold orgs' records, in name order. */
 const fencedTables = (tables: () => readonly OrgTable[]): OrgTable[] => [...tables()].filter(({ place }) => place !== 'none').sort((a, b) => (a.name < b.name ? -1 : 1));
-
-const sameKey = (a: LedgerKey, b: LedgerKey): boolean =>
-  Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((part, i) => part === b[i]) : a === b;
 
 /**
  * Hands `each` the keys of the org's records in the table, at most `chunk` at a time, with an
