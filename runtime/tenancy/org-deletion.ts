@@ -115,17 +115,16 @@ export class OrgDeletions {
     return this.#d.deleted.get(orgId);
   }
 
-  /** Starts again, in the background, every deletion left unfinished (the pruning loop's job); answers how many. */
-  resumeLeftOver(): number {
+  /** Starts again, in the background, every deletion left unfinished (the pruning loop's job); answers their orgs. */
+  resumeLeftOver(): string[] {
     const unfinished = this.#d.stop.aborted ? [] : this.#d.deleted.unfinished();
     for (const record of unfinished) this.#finishInBackground(record);
-    return unfinished.length;
+    return unfinished.map((record) => record.organization_id);
   }
 
   /** As resumeLeftOver, then waits for every removal; resolves with how many deletions are done. */
   async finishLeftOver(): Promise<number> {
-    const started = this.#d.deleted.unfinished().map((record) => record.organization_id);
-    this.resumeLeftOver();
+    const started = this.resumeLeftOver();
     await this.idle();
     return started.filter((orgId) => this.#d.deleted.get(orgId)?.state === 'removed').length;
   }
