@@ -26,6 +26,7 @@ import { runKeysOf, type RunKeys, type RunStore } from '../runs/run-store.ts';
 import type { SourceStore } from '../sources/source-store.ts';
 import { deviceSource } from '../triggers/device-record.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
+import type { DeletedOrgIds } from '../ledger/org-fence.ts';
 
 /** Records removed per transaction by default: each takes the write lock, and the main thread, for ~10-20 ms. */
 export const RESET_CHUNK = 1_000;
@@ -43,7 +44,7 @@ export interface SandboxResetDeps {
   /** Records per transaction (RESET_CHUNK). */
   readonly chunk?: number;
   /** Deleted orgs: a reset of one cut short is not finished (its records go with the org, which takes no write). */
-  readonly deletedOrgs?: { has(orgId: string): boolean };
+  readonly deletedOrgs?: DeletedOrgIds;
 }
 
 /** What a reset, or the part of it left to finish, removed. */

@@ -44,6 +44,11 @@ const NAMED: Readonly<Record<string, string>> = {
   recordings: 'recordings',
 };
 
+/** The orgs deleted, or whose deletion is under way (tenancy/deleted-orgs.ts): what code that writes for many orgs at once passes over. */
+export interface DeletedOrgIds {
+  has(orgId: string): boolean;
+}
+
 export interface OrgTable {
   readonly name: string;
   readonly table: LedgerTable;

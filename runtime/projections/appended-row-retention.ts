@@ -5,13 +5,14 @@
 import { durably } from '../ledger/durable-write.ts';
 import type { LedgerRoot } from '../ledger/ledger.ts';
 import type { ProjectionStore } from './projection-store.ts';
+import type { DeletedOrgIds } from '../ledger/org-fence.ts';
 
 /**
  * Removes every appended row created before `nowMs - retentionMs`, `passSize` per transaction, each
  * durable before the next is read (requests go on in between); resolves with how many entries it
  * went through, or after the pass in flight once `stop` is aborted (the runtime is closing).
  */
-export async function pruneAppendedRows(root: LedgerRoot, projections: ProjectionStore, nowMs: number, retentionMs: number, passSize = 1000, stop?: AbortSignal, deletedOrgs?: { has(orgId: string): boolean }): Promise<number> {
+export async function pruneAppendedRows(root: LedgerRoot, projections: ProjectionStore, nowMs: number, retentionMs: number, passSize = 1000, stop?: AbortSignal, deletedOrgs?: DeletedOrgIds): Promise<number> {
   const cutoff = nowMs - retentionMs;
   let pruned = 0;
   for (;;) {

@@ -5,6 +5,7 @@ import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { RunUpdate } from './live-codec.ts';
 import { ENVIRONMENTS } from '../sources/source-record.ts';
+import type { DeletedOrgIds } from '../ledger/org-fence.ts';
 
 export const DEFAULT_RETAINED_UPDATES = 10_000;
 /** Stale updates removed per transaction by trim: the event loop and other writes go on between them. */
@@ -42,7 +43,7 @@ export class UpdateLog {
    * remembers it (a replay from below it must get 4410, not a silent skip). Lowered: each org's
    * updates beyond the new retention are trimmed now (appends only ever remove one at a time).
    */
-  async adoptRetention(deletedOrgs?: { has(orgId: string): boolean }): Promise<void> {
+  async adoptRetention(deletedOrgs?: DeletedOrgIds): Promise<void> {
     const previous = this.#floors.get([0]) as number | undefined;
     if (previous === this.#retention) return;
     await this.#root.transaction(() => {

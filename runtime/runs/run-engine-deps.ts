@@ -16,6 +16,7 @@ import type { ActionResolver } from './custom-action-step.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import type { RunStore } from './run-store.ts';
 import type { StepInputBudget } from './step-input-budget.ts';
+import type { DeletedOrgIds } from '../ledger/org-fence.ts';
 
 /** What the engine reads of workflows (implemented by the workflow store). */
 export interface WorkflowLookup {
@@ -34,7 +35,7 @@ export interface RunEngineDeps {
   readonly events: EventStore;
   readonly orgs: OrganizationStore;
   /** Orgs deleted (org-deletion.ts): their runs take no command and send nothing more. */
-  readonly deletedOrgs?: { has(orgId: string): boolean };
+  readonly deletedOrgs?: DeletedOrgIds;
   readonly updateLog: UpdateLog;
   readonly rooms: LiveRooms;
   readonly clock: Clock;

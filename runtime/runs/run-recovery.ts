@@ -26,6 +26,7 @@ import type { RunUpdate } from '../rooms/live-codec.ts';
 import type { LiveRooms } from '../rooms/live-rooms.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from './run-store.ts';
+import type { DeletedOrgIds } from '../ledger/org-fence.ts';
 
 export interface RecoveryDeps {
   readonly ledger: Ledger;
@@ -40,7 +41,7 @@ export interface RecoveryDeps {
   /** How the process that claimed an open attempt (at its claimedAt) ended (boot-record.ts); default: it crashed. */
   readonly causeOf?: (claimedAt: number) => RestartCause;
   /** Orgs deleted (their removal may still be under way): their runs are not picked up. */
-  readonly deletedOrgs?: { has(orgId: string): boolean };
+  readonly deletedOrgs?: DeletedOrgIds;
 }
 
 /** An unfinished run as recovery hands it to the engine: which run, and what to do for it. */

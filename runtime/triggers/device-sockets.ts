@@ -30,6 +30,7 @@ import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
+import type { DeletedOrgIds } from '../ledger/org-fence.ts';
 
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
 const MAX_BACKPRESSURE = 64 * 1024;
@@ -42,7 +43,7 @@ const isSandboxOf = (orgId: string, { device }: SocketData): boolean => device.o
 export interface DeviceSocketDeps extends DeviceMessageDeps {
   readonly websockets: WebSocketBudget;
   /** Deleted orgs: the connections of their devices are not ended at start (their records go with the org). */
-  readonly deletedOrgs?: { has(orgId: string): boolean };
+  readonly deletedOrgs?: DeletedOrgIds;
 }
 
 export class DeviceSockets {

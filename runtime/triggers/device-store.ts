@@ -15,6 +15,7 @@ import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import { everyRecord, orgRecords, orgRecordsInTurns } from '../ledger/org-records.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
 import { schemaRecordWeight } from '../sources/schema-record-weight.ts';
+import type { DeletedOrgIds } from '../ledger/org-fence.ts';
 import {
   MAX_DEVICES_PER_ORG,
   connectedEvent,
@@ -211,7 +212,7 @@ export class DeviceStore {
    * of schemas (several MB decoded), so read all at once they did not fit the heap, and each is
    * decoded once.
    */
-  async endConnectionsLeftOpen(nowMs: number, deletedOrgs?: { has(orgId: string): boolean }): Promise<number> {
+  async endConnectionsLeftOpen(nowMs: number, deletedOrgs?: DeletedOrgIds): Promise<number> {
     // Keys only (no values decoded), read whole: a range left open across the writes' awaits would
     // hold its snapshot, and LMDB could reuse none of the pages they free.
     const keys = [...this.#table.getKeys({})] as [string, string][];

@@ -2,7 +2,7 @@
 // retention period ago or more are looked at per org, one walk over the org's runs for all of
 // them; the ones no run names are removed, the others put off for a day.
 
-import { OrgDeletedError } from '../ledger/org-fence.ts';
+import { type DeletedOrgIds, OrgDeletedError } from '../ledger/org-fence.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import { RECHECK_MS, type DeletedWorkflow, type DeletedWorkflows } from './deleted-workflows.ts';
 
@@ -10,7 +10,7 @@ export interface DeletedWorkflowPruneDeps {
   readonly deleted: DeletedWorkflows;
   readonly runs: RunStore;
   /** Deleted orgs: their records go with the org (org-deletion.ts), and take no write meanwhile. */
-  readonly deletedOrgs?: { has(orgId: string): boolean };
+  readonly deletedOrgs?: DeletedOrgIds;
 }
 
 /** What one prune did: workflows whose versions went, the versions, and workflows put off. */
