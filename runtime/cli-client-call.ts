@@ -9,7 +9,7 @@ import type { ApiTarget, ClientCommandIo } from './cli-api-target.ts';
 import { printable } from './terminal-text.ts';
 
 /** The failure as one printable line (a proxy's error page may hold anything). */
-function clientFailure(error: unknown): string {
+export function clientFailure(error: unknown): string {
   if (error instanceof SluiceApiError) return printable(`${error.status} ${error.code}: ${error.message}`);
   if (error instanceof SluiceNetworkError || error instanceof SluiceArgumentError) return printable(`${error.code}: ${error.message}`);
   throw error;

@@ -1,7 +1,7 @@
 // The `sluice` command: `dev` (runtime + local hook-runner), `serve` (runtime only), `hook-runner`,
-// and the helpers `sign`, `cron`, `device`, `watch`, and support's `explain`, `replay`, `failed`,
-// `resume` and `cancel`. Each command's module is loaded when that command runs: a client command
-// does not load the runtime (it starts in about half the time).
+// and the helpers `sign`, `cron`, `device`, `watch`, `export`, and support's `explain`, `replay`,
+// `failed`, `resume` and `cancel`. Each command's module is loaded when that command runs: a client
+// command does not load the runtime (it starts in about half the time).
 
 import { inspect } from 'node:util';
 import { printable, printableLines } from './terminal-text.ts';
@@ -30,6 +30,8 @@ commands:
   resume        continue a failed run from its first incomplete step
   cancel        stop a run that has not finished
                 (both: <http://host:port> --org <org> --key <API key> or SLUICE_API_KEY --run <id> [--environment <env>])
+  export        write an organization's whole export as JSON lines to stdout (admin key)
+                (<http://host:port> --org <org> --key <API key> or SLUICE_API_KEY [--cursor <c>]) > org.ndjson
                 a credential in SLUICE_* stays out of ps, which every local user can read; a flag does not
 
 options (dev, serve):
@@ -125,6 +127,9 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     case 'failed':
       process.exitCode = await (await load(import('./triage-command.ts'))).failedCommand(rest, processIo);
+      return;
+    case 'export':
+      process.exitCode = await (await load(import('./export-command.ts'))).exportCommand(rest, processIo);
       return;
     case 'resume':
     case 'cancel':

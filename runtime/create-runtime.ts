@@ -18,6 +18,7 @@ import { sandboxRoutes } from './api/sandbox-api.ts';
 import { replayRoutes } from './api/replay-api.ts';
 import { projectionRoutes } from './api/projections-api.ts';
 import { customActionRoutes } from './api/custom-actions-api.ts';
+import { exportRoutes } from './api/export-api.ts';
 import { CustomActionStore } from './actions/custom-action-store.ts';
 import { createRestoringInvoker } from './actions/module-restore.ts';
 import { createSecretRequiringInvoker } from './actions/required-secrets.ts';
@@ -70,6 +71,8 @@ import { OrganizationStore } from './tenancy/organizations.ts';
 import { fenceDeletedOrgs } from './tenancy/deleted-orgs.ts';
 import { SecretWrites } from './actions/secret-writes.ts';
 import { OrgDeletions } from './tenancy/org-deletion.ts';
+import { OrgExport } from './tenancy/org-export.ts';
+import { exportSections } from './tenancy/org-export-sections.ts';
 
 export interface RuntimeDeps {
   readonly clock?: Clock;
@@ -273,6 +276,9 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections, stopping.signal),
     ...customActionRoutes(context, actions, secretNames, secretWrites, runner.client, invoker),
+    ...exportRoutes(context, new OrgExport(exportSections({
+      orgs, apiKeys, sources, schedules, scheduleDueAt: (orgId, name) => ticker.dueAt(orgId, name), devices: deviceStore, workflows, actions, secretNames, events, runs, projections, now: () => clock.now(),
+    }), orgTables)),
   ]));
   let recovered: () => void = () => undefined;
   let boot: BootRecovery | undefined;

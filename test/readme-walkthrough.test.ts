@@ -83,12 +83,12 @@ async function watchUntil(script: string, env: NodeJS.ProcessEnv, enough: number
   return lines;
 }
 
-test('the README walkthrough, steps 1-10 run in bash as printed against `sluice dev`, does what its comments say', async () => {
+test('the README walkthrough, steps 1-11 run in bash as printed against `sluice dev`, does what its comments say', async () => {
   const dataDir = tempDir();
   const runtime = await spawnRuntime(dataDir, 'dev', [], 'file');
   try {
     const steps = stepsUnder(readFileSync(README_PATH, 'utf8'), '## A five-minute walkthrough');
-    assert.deepEqual([...steps.keys()], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 'the walkthrough has steps 1 to 10');
+    assert.deepEqual([...steps.keys()], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 'the walkthrough has steps 1 to 11');
     assert.ok(steps.get(1)?.includes(README_TOKEN_FILE), 'step 1 reads the admin token from its default file');
     const script = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((n) => `echo; echo '@@step ${n}'\n${steps.get(n)}`).join('\n');
     // What the test checks afterwards: the key for step 10, and the signature header that must not come back.
@@ -140,6 +140,15 @@ test('the README walkthrough, steps 1-10 run in bash as printed against `sluice 
     const updates = jsonObjects(watched.join('\n'));
     assert.deepEqual(updates.slice(0, 2).map((u) => [u.state, u.seq]), [['queued', 1], ['running', 2]], watched.join('\n'));
     assert.equal(updates.at(-1)?.stopped, true, 'Ctrl-C prints where to resume from');
+
+    // The export goes to the data dir instead of the checkout.
+    const exported = join(dataDir, 'acct-lumen.ndjson');
+    const exportScript = localized(steps.get(11) ?? '', runtime.url, dataDir).replaceAll('acct-lumen.ndjson', exported);
+    const exportRun = spawnSync('bash', ['-c', `set -euo pipefail\n${exportScript}`], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, KEY: vars.KEY } });
+    assert.equal(exportRun.status, 0, `step 11 failed:\n${exportRun.stdout}\n${exportRun.stderr}`);
+    assert.match(exportRun.stdout, /^\{"kind":"export","format":1,"organization_id":"acct-lumen","exported_a\n\{"kind":"organization","organization":\{"id":"acct-lumen","name":"Lumen\n\{"kind":"end"\}\n$/, exportRun.stdout);
+    const kinds = new Set(readFileSync(exported, 'utf8').trimEnd().split('\n').map((line) => (JSON.parse(line) as { kind: string }).kind));
+    for (const kind of ['api_key', 'source', 'schedule', 'device', 'workflow', 'event', 'run']) assert.ok(kinds.has(kind), `step 11 exports the ${kind}s of the walkthrough`);
   } finally {
     runtime.child.kill('SIGTERM');
     await runtime.exited;

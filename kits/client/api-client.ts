@@ -96,6 +96,13 @@ export class SluiceClient {
    * (undefined for 204). Rejects with SluiceApiError, SluiceNetworkError, or the signal's reason.
    */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const { status, text, what } = await this.#succeed(method, path, options);
+    // A call that expects an answer is never content with none: a 204 where Sluice answers a body is not Sluice's.
+    return (status === 204 && options.expect === undefined ? undefined : answerOf(status, text, what, options.expect)) as T;
+  }
+
+  /** The 2xx answer to `method path` as text (retried and refused as `request` is). */
+  async #succeed(method: string, path: string, options: RequestOptions): Promise<{ status: number; text: string; what: string }> {
     const relative = path.startsWith('//') ? path.slice(1) : `/organizations/${encodeURIComponent(this.org)}/${path.replace(/^\/+/, '')}`;
     const url = urlUnder(this.#base, relative, 'http');
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
@@ -113,8 +120,7 @@ export class SluiceClient {
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
-        // A call that expects an answer is never content with none: a 204 where Sluice answers a body is not Sluice's.
-        if (outcome.status >= 200 && outcome.status < 300) return (outcome.status === 204 && options.expect === undefined ? undefined : answerOf(outcome.status, outcome.text, `${method} ${url.pathname}`, options.expect)) as T;
+        if (outcome.status >= 200 && outcome.status < 300) return { status: outcome.status, text: outcome.text, what: `${method} ${url.pathname}` };
         const retryAfterMs = retryAfterMsOf(outcome.retryAfter);
         if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts && !(retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) {
           await raceAbort(this.#sleep(backoffMs(attempt, retryAfterMs), cancel.signal), cancel.signal);
@@ -227,6 +233,28 @@ export class SluiceClient {
     });
   }
 
+  /**
+   * The organization's export (admin role), a page at a time as you iterate: each page's JSON lines
+   * as sent (received payloads in their exact text), and `next`, the cursor of the page after it
+   * (null on the last page, whose final line is `{"kind":"end"}`): after a failure, pass the last
+   * `next` you saw as `cursor` to go on from there. Pages' `more` lines are read, not handed out.
+   */
+  async *exportPages(options: { cursor?: string; pageSize?: number } = {}, call: CallOptions = {}): AsyncIterable<{ lines: string[]; next: string | null }> {
+    let cursor = options.cursor;
+    for (;;) {
+      const { text, what } = await this.#succeed('GET', '/export', { ...call, query: { limit: options.pageSize, cursor } });
+      const lines = text.split('\n');
+      if (lines.at(-1) === '') lines.pop();
+      const trailer = exportTrailerOf(lines.at(-1), what);
+      if (trailer.kind === 'end') {
+        yield { lines, next: null };
+        return;
+      }
+      cursor = trailer.next_cursor;
+      yield { lines: lines.slice(0, -1), next: cursor };
+    }
+  }
+
   async *#pages<T>(path: string, field: string, query: Record<string, string | number | undefined>, call: CallOptions): AsyncIterable<T> {
     let cursor: string | undefined;
     do {
@@ -237,6 +265,20 @@ export class SluiceClient {
       cursor = page.next_cursor ?? undefined;
     } while (cursor !== undefined);
   }
+}
+
+/** The last line of an export page: where the next starts, or that none does; anything else is not Sluice's answer. */
+function exportTrailerOf(line: string | undefined, what: string): { kind: 'end' } | { kind: 'more'; next_cursor: string } {
+  let trailer: unknown;
+  try {
+    trailer = JSON.parse(line ?? '');
+  } catch {
+    // the error below
+  }
+  const { kind, next_cursor: next } = (typeof trailer === 'object' && trailer !== null ? trailer : {}) as { kind?: unknown; next_cursor?: unknown };
+  if (kind === 'end') return { kind };
+  if (kind === 'more' && typeof next === 'string' && next !== '') return { kind, next_cursor: next };
+  throw new SluiceApiError(200, { code: 'invalid_answer', message: `${what} answered without the line that ends an export page: is the url where Sluice listens?` });
 }
 
 const checkTimeout = (ms: number): number => checkTimerDuration('timeoutMs', ms);

@@ -76,13 +76,22 @@ type PositionOf<S extends readonly PositionPart<unknown>[]> = { -readonly [K in 
  * else (an object, a 3,000-character id) must stop here.
  */
 export function parseCursorOf<const S extends readonly PositionPart<unknown>[]>(request: HttpRequest, shape: S): PositionOf<S> | undefined {
+  return parseCursorWith(request, (position) => position.length === shape.length && shape.every((isPart, i) => isPart(position[i]))) as PositionOf<S> | undefined;
+}
+
+/**
+ * Decodes `?cursor=` into a position `accept` takes (a list whose positions vary in shape checks
+ * them itself), or throws a 400 as parseCursorOf does.
+ */
+export function parseCursorWith(request: HttpRequest, accept: (position: readonly unknown[]) => boolean): unknown[] | undefined {
   const raw = request.query.get('cursor');
   if (raw === null) return undefined;
   if (raw.length <= MAX_CURSOR_LENGTH) {
     try {
       const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
-      if (Array.isArray(value) && value.length === shape.length + 1 && shape.every((isPart, i) => isPart(value[i])) && value[shape.length] === listScope(request)) {
-        return value.slice(0, shape.length) as PositionOf<S>;
+      if (Array.isArray(value) && value.length >= 1 && value.at(-1) === listScope(request)) {
+        const position = value.slice(0, -1);
+        if (accept(position)) return position;
       }
     } catch {
       // fall through to the error below

@@ -114,13 +114,13 @@ export class ApiKeyStore {
 
   /** True while the key exists and is not revoked (long-lived connections recheck the key they opened with). */
   isActive(orgId: string, keyId: string): boolean {
-    const record = this.#byId(orgId, keyId);
+    const record = this.get(orgId, keyId);
     return record !== undefined && record.revoked_at === undefined;
   }
 
   /** Resolves once the revocation is durable; revoking a revoked key returns it unchanged. */
   async revoke(orgId: string, keyId: string, nowIso: string): Promise<ApiKeyRecord> {
-    const record = this.#byId(orgId, keyId);
+    const record = this.get(orgId, keyId);
     if (record === undefined) throw notFound('API key', 'key_id');
     if (record.revoked_at !== undefined) return record;
     const revoked: ApiKeyRecord = { ...record, revoked_at: nowIso };
@@ -183,7 +183,8 @@ export class ApiKeyStore {
     }
   }
 
-  #byId(orgId: string, keyId: string): ApiKeyRecord | undefined {
+  /** The org's key of that id, revoked or not. */
+  get(orgId: string, keyId: string): ApiKeyRecord | undefined {
     const hash = this.#ledger.apiKeysByOrg.get([orgId, keyId]) as string | undefined;
     return hash === undefined ? undefined : (this.#ledger.apiKeys.get([hash]) as ApiKeyRecord | undefined);
   }

@@ -1,5 +1,6 @@
 // The REST client against a scripted HTTP server: an answer of the wrong shape to sendEvent, or a
-// 204 to a call that expects an answer, is `invalid_answer` (not a TypeError or undefined), a Retry-After too long to wait out ends the retries with the
+// 204 to a call that expects an answer, or an export page without its closing line, is `invalid_answer`
+// (not a TypeError or undefined), a Retry-After too long to wait out ends the retries with the
 // hint on the error, and counts that cannot work (maxAttempts NaN, 0, 2.5) are refused when given.
 
 import assert from 'node:assert/strict';
@@ -83,5 +84,19 @@ test('maxAttempts, afterSeq and maxPending that are not whole numbers in range a
 test('a device connection refuses an org or device of "." or "..", or an empty one, before connecting, as the REST client does', () => {
   for (const [org, device] of [['..', 'd'], ['.', 'd'], ['o', '..'], ['o', '.'], ['', 'd'], ['o', '']] as const) {
     assert.throws(() => connectDevice({ url: 'http://127.0.0.1:1', org, device, token: 't' }), (error: unknown) => error instanceof SluiceArgumentError && /names no record|is empty/.test(error.message), `${org}/${device}`);
+  }
+});
+
+test('an export page without the line that closes it (a proxy\'s page, a cut body, a more without a cursor) is invalid_answer', async () => {
+  for (const body of ['<html>login</html>', '{"kind":"export","format":1}\n', '{"kind":"run"}\n{"kind":"more"}\n', '']) {
+    const { url } = await scripted((res) => res.writeHead(200, { 'content-type': 'application/x-ndjson' }).end(body));
+    const client = new SluiceClient({ url, apiKey: 'k', org: 'o' });
+    await assert.rejects(
+      (async () => {
+        for await (const page of client.exportPages()) void page;
+      })(),
+      (error: unknown) => error instanceof SluiceApiError && error.code === 'invalid_answer' && /GET \/organizations\/o\/export answered without the line that ends an export page/.test(error.message),
+      JSON.stringify(body),
+    );
   }
 });

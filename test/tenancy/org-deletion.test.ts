@@ -12,9 +12,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
-import { connectDevice } from '../helpers/device-client.ts';
-import { connectLive } from '../helpers/live-client.ts';
+import { call, newStandardSecret, signStandard } from '../helpers/http.ts';
+import { ORDER, populateOrg } from '../helpers/populated-org.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { scanFor } from '../helpers/ledger-scan.ts';
 import { ADMIN_TOKEN, ROOT, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -41,57 +40,7 @@ after(async () => {
   rmSync(rt.dataDir, { recursive: true, force: true });
 });
 
-async function upload(org: string, key: string): Promise<string> {
-  const form = new FormData();
-  form.set('name', 'order-risk-scorer');
-  form.set('permissions', 'read_secret:RISK_THRESHOLD');
-  form.set('file', new Blob([scorer]), 'action.wasm');
-  const response = await fetch(`${rt.url}/organizations/${org}/custom-actions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  const body = (await response.json()) as { custom_action: { id: string } };
-  assert.equal(response.status, 201, JSON.stringify(body));
-  const actionId = body.custom_action.id;
-  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/custom-actions/${actionId}/secrets`, { token: key, json: { key: 'RISK_THRESHOLD', value: '50' } })).status, 204);
-  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/custom-actions/${actionId}/review`, { token: key, json: { status: 'approved', version: 1 } })).status, 200);
-  return actionId;
-}
-
-const ORDER = { order_id: 'ord_1', amount_cents: 120000, billing: { country: 'DE' }, shipping: { country: 'US' }, items: [{ sku: 'a', quantity: 2 }], customer: { new: true } };
-
-/** Gives `org` a bit of everything; answers its admin key and what the test checks on. */
-async function populate(org: string) {
-  const key = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const path = `/organizations/${org}`;
-  const ok = async (method: string, sub: string, json: unknown, status: number, headers?: Record<string, string>) => {
-    const answer = await call(rt.url, method, `${path}${sub}`, { token: key, json, ...(headers === undefined ? {} : { headers }) });
-    assert.equal(answer.status, status, `${method} ${sub}: ${answer.text}`);
-    return answer.body;
-  };
-  const viewer = (await ok('POST', '/api-keys', { role: 'viewer' }, 201)) as { key: string; id: string };
-  const revoked = (await ok('POST', '/api-keys', { role: 'viewer' }, 201)) as { id: string };
-  await ok('DELETE', `/api-keys/${revoked.id}`, undefined, 200);
-  await ok('POST', '/sources', { name: 'shop', secrets: [SECRET] }, 201);
-  const actionId = await upload(org, key);
-  await ok('POST', '/workflows', { name: 'score', trigger_event: 'orders.created', steps: [{ id: 'score', type: 'custom_action', action_id: actionId }] }, 201, { 'idempotency-key': `wf-${org}` });
-  await ok('POST', '/workflows', { name: 'notify', trigger_event: 'orders.risk_scored', steps: [{ id: 'tell', type: 'webhook', url: `${receiver.url}/scored` }] }, 201);
-  await ok('POST', '/workflows', { name: 'sandboxed', trigger_event: 'orders.created', environment: 'sandbox', steps: [{ type: 'webhook', url: `${receiver.url}/sandbox` }] }, 201);
-  await ok('POST', '/schedules', { name: 'nightly', cron: '0 3 * * *', event_type: 'nightly.tick' }, 201);
-  const device = (await ok('POST', '/devices', { name: 'meter-1' }, 201)) as { token: string };
-
-  const body = JSON.stringify({ type: 'orders.created', ...ORDER });
-  const hook = await call(rt.url, 'POST', `/hooks/${org}/shop`, { body, headers: signStandard(SECRET, `msg-${org}`, Math.floor(Date.now() / 1000), body) });
-  assert.equal(hook.status, 204, hook.text);
-  await ok('POST', '/events', { type: 'orders.created', payload: ORDER, id: `api-${org}` }, 202);
-  await ok('POST', '/events', { type: 'orders.created', payload: ORDER, environment: 'sandbox' }, 202);
-  const meter = await connectDevice(rt.url, org, 'meter-1', device.token);
-  meter.send({ id: 'reading-1', type: 'reading.taken', payload: { kwh: 3 } });
-  assert.equal((await meter.answerTo('reading-1')).type, 'ack');
-  // Both scoring runs complete, each with its projection row and derived event, whose runs complete too.
-  await eventually(`${org}: runs done`, async () => (await call(rt.url, 'GET', `${path}/runs?limit=50`, { token: key })).body.runs as Array<{ state: string }>, (runs) => runs.length === 4 && runs.every((run) => run.state === 'completed'));
-  await ok('POST', `/events/api-${org}/replay`, { side_effects: 'skip' }, 202);
-  const live = await connectLive(rt.url, org, { token: viewer.key });
-  live.subscribe({});
-  return { key, viewer: viewer.key, live, meter, actionId };
-}
+const populate = (org: string) => populateOrg({ url: rt.url, receiverUrl: receiver.url, scorer, secret: SECRET }, org);
 
 test('a deleted org is fenced off at once, removed whole in the background, and its id is retired', async () => {
   const doomed = await populate(DOOMED);

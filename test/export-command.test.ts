@@ -1,0 +1,102 @@
+// `sluice export` against a real runtime: it writes every page's lines, exactly as the API sends them,
+// ending with {"kind":"end"}; when a page fails it says why and which --cursor goes on from there,
+// and the run that goes on writes the rest, so that the two outputs together are the whole export;
+// usage mistakes are usage errors, and a key without the admin role is told it needs one.
+
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { after, before, test } from 'node:test';
+import { exportCommand } from '../runtime/export-command.ts';
+import { call, createOrg } from './helpers/http.ts';
+import { capturedOutput } from './helpers/captured-output.ts';
+import { eventually } from './helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
+
+const ORG = 'acct-export-cli';
+/** More than one page of 500. */
+const EVENTS = 620;
+let rt: TestRuntime;
+let key: string;
+
+before(async () => {
+  rt = await startRuntime();
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  for (let batch = 0; batch < EVENTS; batch += 20) {
+    await Promise.all(Array.from({ length: 20 }, async (_, i) => {
+      const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'meter.read', payload: { n: batch + i, note: 'x'.repeat(200) }, id: `read-${batch + i}` } });
+      assert.equal(sent.status, 202, sent.text);
+    }));
+  }
+});
+after(async () => {
+  await rt.close();
+});
+
+/** The export's lines as the API pages them (trailers dropped, the last page's `end` kept). */
+async function apiLines(): Promise<string[]> {
+  const lines: string[] = [];
+  let cursor = '';
+  for (;;) {
+    const page = (await call(rt.url, 'GET', `/organizations/${ORG}/export?limit=500${cursor === '' ? '' : `&cursor=${cursor}`}`, { token: key })).text.trimEnd().split('\n');
+    const trailer = JSON.parse(page.at(-1)!) as { kind: string; next_cursor: string };
+    if (trailer.kind === 'end') return [...lines, ...page];
+    lines.push(...page.slice(0, -1));
+    cursor = trailer.next_cursor;
+  }
+}
+
+/** Every line but the header, whose time is the moment the export began. */
+const withoutHeader = (lines: readonly string[]): string[] => lines.filter((line) => !line.startsWith('{"kind":"export"'));
+
+test('export writes every page, as the API sends it, ending with the end line', async () => {
+  const output = capturedOutput();
+  const code = await exportCommand([rt.url, '--org', ORG], { stdout: output.stdout, stderr: output.stderr, env: { SLUICE_API_KEY: key } });
+  assert.equal(code, 0, output.err());
+  const lines = output.out().trimEnd().split('\n');
+  assert.equal(lines.at(-1), '{"kind":"end"}');
+  assert.equal(lines.filter((line) => line.startsWith('{"kind":"event"')).length, EVENTS);
+  assert.ok(!lines.some((line) => line.startsWith('{"kind":"more"')));
+  assert.deepEqual(withoutHeader(lines), withoutHeader(await apiLines()));
+  assert.equal(output.err(), `sluice export: ${lines.length} lines of ${ORG} written.\n`);
+});
+
+test('a page that fails names the cursor that goes on from it, and going on completes the export', async () => {
+  const { body: second } = await call(rt.url, 'POST', `/organizations/${ORG}/api-keys`, { token: key, json: { role: 'admin' } });
+  // Nothing reads stdout at first: the command waits there after its first page, while the key it uses is revoked.
+  const stdout = new PassThrough();
+  const stderr = capturedOutput().stderr;
+  let err = '';
+  stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  const running = exportCommand([rt.url, '--org', ORG], { stdout, stderr, env: { SLUICE_API_KEY: second.key } });
+  await eventually('the first page written', () => stdout.writableLength, (length) => length > 0);
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${second.id}`, { token: key })).status, 200);
+  let out = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  assert.equal(await running, 1);
+  const match = /^sluice export: 401 unauthorized: .*; 500 lines were written\. To go on from the page that failed, run again with --cursor (\S+) and append \(>>\) to what was written\.\n$/.exec(err);
+  assert.ok(match, err);
+  assert.equal(out.trimEnd().split('\n').length, 500);
+
+  const rest = capturedOutput();
+  assert.equal(await exportCommand([rt.url, '--org', ORG, '--cursor', match[1]!], { stdout: rest.stdout, stderr: rest.stderr, env: { SLUICE_API_KEY: key } }), 0, rest.err());
+  const together = `${out}${rest.out()}`.trimEnd().split('\n');
+  // The key revoked meanwhile was exported (on the first page) as it was then: a walk, not a snapshot.
+  const apart = (lines: readonly string[]) => withoutHeader(lines).map((line) => line.replace(/,"revoked_at":"[^"]+"/, ''));
+  assert.deepEqual(apart(together), apart(await apiLines()));
+});
+
+test('usage mistakes are usage errors; a key without the admin role is told it needs one', async () => {
+  const io = capturedOutput();
+  const env = { SLUICE_API_KEY: key };
+  await assert.rejects(exportCommand([rt.url, '--org', ORG, '--environment', 'sandbox'], { ...io, env }), /--environment does not apply/);
+  await assert.rejects(exportCommand([rt.url, '--org', ORG, '--cursor', ''], { ...io, env }), /--cursor is empty/);
+  await assert.rejects(exportCommand([rt.url], { ...io, env }), /--org and an API key/);
+  const viewer = (await call(rt.url, 'POST', `/organizations/${ORG}/api-keys`, { token: key, json: { role: 'viewer' } })).body.key as string;
+  const refused = capturedOutput();
+  assert.equal(await exportCommand([rt.url, '--org', ORG], { stdout: refused.stdout, stderr: refused.stderr, env: { SLUICE_API_KEY: viewer } }), 1);
+  assert.equal(refused.out(), '');
+  assert.match(refused.err(), /^sluice export: 403 forbidden: This action needs the admin role; the key has viewer\. \(an export needs an admin key\); 0 lines were written\.\n$/);
+  const badCursor = capturedOutput();
+  assert.equal(await exportCommand([rt.url, '--org', ORG, '--cursor', 'nope'], { stdout: badCursor.stdout, stderr: badCursor.stderr, env }), 1);
+  assert.match(badCursor.err(), /400 invalid_cursor: .*--cursor nope/);
+});
