@@ -5,14 +5,50 @@
 // export tests start from it.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { call, createOrg, signStandard } from './http.ts';
 import { connectDevice } from './device-client.ts';
 import { connectLive } from './live-client.ts';
-import { eventually } from './receiver.ts';
-import { ADMIN_TOKEN } from './runtime.ts';
+import { eventually, startReceiver, type Receiver } from './receiver.ts';
+import { ADMIN_TOKEN, ROOT, startRuntime, type TestRuntime } from './runtime.ts';
 
 /** The order the scorer scores, sent as a webhook and as an API event. */
 export const ORDER = { order_id: 'ord_1', amount_cents: 120000, billing: { country: 'DE' }, shipping: { country: 'US' }, items: [{ sku: 'a', quantity: 2 }], customer: { new: true } };
+
+export interface PopulatingRuntime {
+  /** A runtime with a hook-runner child (real Wasmtime). */
+  readonly rt: TestRuntime;
+  /** A receiver that answers every webhook step 2xx. */
+  readonly receiver: Receiver;
+  /** The order-risk-scorer, built from the AssemblyScript kit. */
+  readonly scorer: Buffer;
+  /** Stops the runtime and the receiver and removes their files. */
+  close(): Promise<void>;
+}
+
+/** What populateOrg needs: the scorer built, a runtime with its hook-runner, a receiver. */
+export async function startPopulatingRuntime(): Promise<PopulatingRuntime> {
+  const buildDir = mkdtempSync(join(tmpdir(), 'sluice-kit-'));
+  const built = spawnSync(process.execPath, [join(ROOT, 'kits/build.mjs'), '--out', buildDir, 'assemblyscript'], { encoding: 'utf8' });
+  assert.equal(built.status, 0, `building the AssemblyScript kit failed:\n${built.stderr}`);
+  const scorer = readFileSync(join(buildDir, 'order-risk-scorer-assemblyscript.wasm'));
+  const rt = await startRuntime({ args: ['--runner', 'child'] });
+  const receiver = await startReceiver();
+  return {
+    rt,
+    receiver,
+    scorer,
+    close: async () => {
+      await rt.close();
+      await receiver.close();
+      rmSync(buildDir, { recursive: true, force: true });
+      rmSync(rt.dataDir, { recursive: true, force: true });
+    },
+  };
+}
 
 export interface PopulateOptions {
   /** Where Sluice listens. */

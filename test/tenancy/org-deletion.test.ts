@@ -7,38 +7,28 @@
 // hook-runner's; another org goes on untouched.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call, newStandardSecret, signStandard } from '../helpers/http.ts';
-import { ORDER, populateOrg } from '../helpers/populated-org.ts';
+import { ORDER, populateOrg, startPopulatingRuntime, type PopulatingRuntime } from '../helpers/populated-org.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { scanFor } from '../helpers/ledger-scan.ts';
-import { ADMIN_TOKEN, ROOT, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { ADMIN_TOKEN, type TestRuntime } from '../helpers/runtime.ts';
 
 const DOOMED = 'doomed-q7x';
 const KEEPER = 'keeper-q7x';
 const SECRET = newStandardSecret();
-const buildDir = mkdtempSync(join(tmpdir(), 'sluice-kit-'));
+let world: PopulatingRuntime;
 let rt: TestRuntime;
 let receiver: Receiver;
 let scorer: Buffer;
 
 before(async () => {
-  const built = spawnSync(process.execPath, [join(ROOT, 'kits/build.mjs'), '--out', buildDir, 'assemblyscript'], { encoding: 'utf8' });
-  assert.equal(built.status, 0, `building the AssemblyScript kit failed:\n${built.stderr}`);
-  scorer = readFileSync(join(buildDir, 'order-risk-scorer-assemblyscript.wasm'));
-  rt = await startRuntime({ args: ['--runner', 'child'] });
-  receiver = await startReceiver();
+  world = await startPopulatingRuntime();
+  ({ rt, receiver, scorer } = world);
 });
-after(async () => {
-  await rt.close();
-  await receiver.close();
-  rmSync(buildDir, { recursive: true, force: true });
-  rmSync(rt.dataDir, { recursive: true, force: true });
-});
+after(() => world.close());
 
 const populate = (org: string) => populateOrg({ url: rt.url, receiverUrl: receiver.url, scorer, secret: SECRET }, org);
 

@@ -7,15 +7,11 @@
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { call, newStandardSecret } from '../helpers/http.ts';
-import { populateOrg } from '../helpers/populated-org.ts';
-import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
-import { ADMIN_TOKEN, ROOT, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { populateOrg, startPopulatingRuntime, type PopulatingRuntime } from '../helpers/populated-org.ts';
+import { eventually, type Receiver } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, type TestRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'exported-p3v';
 const OTHER = 'other-p3v';
@@ -23,24 +19,16 @@ const SECRET = newStandardSecret();
 const OTHER_SECRET = newStandardSecret();
 /** A payload whose number no JavaScript number holds: the export must carry its text as received. */
 const EXACT_PAYLOAD = '{"amount": 123456789012345678901234567890, "note": "caf\\u00e9"}';
-const buildDir = mkdtempSync(join(tmpdir(), 'sluice-kit-'));
+let world: PopulatingRuntime;
 let rt: TestRuntime;
 let receiver: Receiver;
 let scorer: Buffer;
 
 before(async () => {
-  const built = spawnSync(process.execPath, [join(ROOT, 'kits/build.mjs'), '--out', buildDir, 'assemblyscript'], { encoding: 'utf8' });
-  assert.equal(built.status, 0, `building the AssemblyScript kit failed:\n${built.stderr}`);
-  scorer = readFileSync(join(buildDir, 'order-risk-scorer-assemblyscript.wasm'));
-  rt = await startRuntime({ args: ['--runner', 'child'] });
-  receiver = await startReceiver();
+  world = await startPopulatingRuntime();
+  ({ rt, receiver, scorer } = world);
 });
-after(async () => {
-  await rt.close();
-  await receiver.close();
-  rmSync(buildDir, { recursive: true, force: true });
-  rmSync(rt.dataDir, { recursive: true, force: true });
-});
+after(() => world.close());
 
 interface Exported {
   /** Every line but the pages' trailers, as sent. */
