@@ -82,13 +82,17 @@ const load = <T>(loading: Promise<T>): Promise<T> =>
 /** What the one-shot client commands (explain, replay, failed, resume, cancel) write to and read their key from. */
 const processIo = { stdout: process.stdout, stderr: process.stderr, env: process.env };
 
-/** Commands that run until stopped and handle their output closing themselves (server-command.ts, watch below). */
-const LONG_RUNNING: ReadonlySet<string | undefined> = new Set(['dev', 'serve', 'hook-runner', 'watch']);
+/**
+ * Commands that handle their output closing themselves: those that run until stopped
+ * (server-command.ts, watch below), and export, which stops asking for pages and says where a
+ * failed write leaves the file.
+ */
+const OWN_OUTPUT: ReadonlySet<string | undefined> = new Set(['dev', 'serve', 'hook-runner', 'watch', 'export']);
 
 async function main(argv: readonly string[]): Promise<void> {
   const [command, ...rest] = argv;
   // `sluice explain … | head`: what nobody reads any more is not written, and the command ends as it would.
-  if (!LONG_RUNNING.has(command)) whenOutputCloses(process.stdout);
+  if (!OWN_OUTPUT.has(command)) whenOutputCloses(process.stdout);
   // The hook-runner prints its own usage, with its environment (the vault's master keys).
   if (command !== 'hook-runner' && (rest.includes('--help') || rest.includes('-h'))) {
     process.stdout.write(USAGE);

@@ -3,7 +3,6 @@
 // is cut short. A failure names the cursor to go on from (`--cursor`, output appended with >>), so a
 // large export never starts over. What the lines hold: README "Export an organization".
 
-import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { SluiceApiError, SluiceClient } from '../kits/client/index.ts';
@@ -17,11 +16,19 @@ const USAGE = 'usage: sluice export <http://host:port> --org <org id> [--key <ad
 /** Records asked for per page: the API's largest page. */
 const PAGE_SIZE = 500;
 
-/** Waits until `output` takes more (or is gone: nobody reads any more). */
-async function drained(output: Writable): Promise<void> {
-  if (!output.writableNeedDrain || output.destroyed) return;
-  await Promise.race([once(output, 'drain'), once(output, 'close')]);
-}
+/**
+ * Writes `text` and resolves once `output` took it, or with why it could not: EPIPE when nobody
+ * reads any more. (Stdout to a file writes synchronously, and its failure is thrown.)
+ */
+const written = (output: Writable, text: string): Promise<NodeJS.ErrnoException | null | undefined> =>
+  new Promise((resolve) => {
+    if (output.destroyed) return resolve(Object.assign(new Error('the output is closed'), { code: 'EPIPE' }));
+    try {
+      output.write(text, resolve);
+    } catch (error) {
+      resolve(error as NodeJS.ErrnoException);
+    }
+  });
 
 /** Writes every page (exit 0), or says why the export stopped and where to go on from (exit 1). */
 export async function exportCommand(args: readonly string[], io: ClientCommandIo): Promise<number> {
@@ -30,21 +37,27 @@ export async function exportCommand(args: readonly string[], io: ClientCommandIo
   const target = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
   if (values.cursor === '') throw new InputError(400, 'usage', `--cursor is empty. ${USAGE}`);
   const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
+  // Each write's failure comes to its callback (below); the error event it also raises is not a crash.
+  io.stdout.on('error', () => undefined);
   let lines = 0;
+  /** The cursor of the page being read or written: where a new run goes on from if it fails. */
   let cursor = values.cursor;
+  const goOn = (): string => (cursor === undefined ? '' : ` To go on from the page that failed, run again with --cursor ${cursor} and append (>>) to what was written.`);
   try {
     for await (const page of client.exportPages({ pageSize: PAGE_SIZE, ...(cursor === undefined ? {} : { cursor }) })) {
-      // Nobody reads any more (`| head`): nothing more is asked for.
-      if (io.stdout.destroyed) return 0;
-      io.stdout.write(page.lines.map((line) => `${line}\n`).join(''));
+      const failed = await written(io.stdout, page.lines.map((line) => `${line}\n`).join(''));
+      // Nobody reads any more (`| head`): nothing more is asked for, as after any command cut short so.
+      if (failed?.code === 'EPIPE') return 0;
+      if (failed) {
+        io.stderr.write(`sluice export: writing the output failed (${printable(failed.message)}); ${lines} lines were written before the page that failed, which may have been written in part: cut what follows the last of them.${goOn()}\n`);
+        return 1;
+      }
       lines += page.lines.length;
       cursor = page.next ?? undefined;
-      await drained(io.stdout);
     }
   } catch (error) {
-    const goOn = cursor === undefined ? '' : ` To go on from the page that failed, run again with --cursor ${cursor} and append (>>) to what was written.`;
     const refusal = error instanceof SluiceApiError && error.status === 403 ? ' (an export needs an admin key)' : '';
-    io.stderr.write(`sluice export: ${clientFailure(error)}${refusal}; ${lines} lines were written.${goOn}\n`);
+    io.stderr.write(`sluice export: ${clientFailure(error)}${refusal}; ${lines} lines were written.${goOn()}\n`);
     return 1;
   }
   io.stderr.write(`sluice export: ${lines} lines of ${printable(target.org)} written.\n`);

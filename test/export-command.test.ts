@@ -1,16 +1,19 @@
 // `sluice export` against a real runtime: it writes every page's lines, exactly as the API sends them,
 // ending with {"kind":"end"}; when a page fails it says why and which --cursor goes on from there,
 // and the run that goes on writes the rest, so that the two outputs together are the whole export;
-// usage mistakes are usage errors, and a key without the admin role is told it needs one.
+// an output that fails (a full disk) is said with the cursor of the page it failed on, and one that
+// nobody reads any more (`| head`) ends it quietly; usage mistakes are usage errors, and a key
+// without the admin role is told it needs one.
 
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
+import { execFile } from 'node:child_process';
+import { PassThrough, Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { exportCommand } from '../runtime/export-command.ts';
 import { call, createOrg } from './helpers/http.ts';
 import { capturedOutput } from './helpers/captured-output.ts';
 import { eventually } from './helpers/receiver.ts';
-import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './helpers/runtime.ts';
+import { ADMIN_TOKEN, ROOT, startRuntime, type TestRuntime } from './helpers/runtime.ts';
 
 const ORG = 'acct-export-cli';
 /** More than one page of 500. */
@@ -99,4 +102,52 @@ test('usage mistakes are usage errors; a key without the admin role is told it n
   const badCursor = capturedOutput();
   assert.equal(await exportCommand([rt.url, '--org', ORG, '--cursor', 'nope'], { stdout: badCursor.stdout, stderr: badCursor.stderr, env }), 1);
   assert.match(badCursor.err(), /400 invalid_cursor: .*--cursor nope/);
+});
+
+/** An output that takes `taken` writes, then fails every other with `code`. */
+function failingOutput(taken: number, code: string): { output: Writable; text: () => string } {
+  let text = '';
+  let writes = 0;
+  const output = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      if (writes++ >= taken) return done(Object.assign(new Error(`write ${code}`), { code }));
+      text += chunk.toString('utf8');
+      done();
+    },
+  });
+  return { output, text: () => text };
+}
+
+test('an output that fails says so with the cursor of the page it failed on; going on from it completes the export', async () => {
+  const full = failingOutput(1, 'ENOSPC');
+  const err = capturedOutput();
+  assert.equal(await exportCommand([rt.url, '--org', ORG], { stdout: full.output, stderr: err.stderr, env: { SLUICE_API_KEY: key } }), 1);
+  const match = /^sluice export: writing the output failed \(write ENOSPC\); 500 lines were written before the page that failed, which may have been written in part: cut what follows the last of them\. To go on from the page that failed, run again with --cursor (\S+) and append \(>>\) to what was written\.\n$/.exec(err.err());
+  assert.ok(match, err.err());
+  const rest = capturedOutput();
+  assert.equal(await exportCommand([rt.url, '--org', ORG, '--cursor', match[1]!], { stdout: rest.stdout, stderr: rest.stderr, env: { SLUICE_API_KEY: key } }), 0, rest.err());
+  assert.deepEqual(withoutHeader(`${full.text()}${rest.out()}`.trimEnd().split('\n')), withoutHeader(await apiLines()));
+
+  // Nobody reading any more is no failure: the export stops asking for pages.
+  const closed = failingOutput(0, 'EPIPE');
+  const quiet = capturedOutput();
+  assert.equal(await exportCommand([rt.url, '--org', ORG], { stdout: closed.output, stderr: quiet.stderr, env: { SLUICE_API_KEY: key } }), 0);
+  assert.equal(quiet.err(), '');
+});
+
+/** Runs a bash command line (without blocking: the runtime answers from this process). */
+const bash = (line: string): Promise<{ status: number; stdout: string; stderr: string }> =>
+  new Promise((resolve) => {
+    execFile('bash', ['-c', line], { cwd: ROOT, encoding: 'utf8' }, (error, stdout, stderr) => resolve({ status: typeof error?.code === 'number' ? error.code : error === null ? 0 : -1, stdout, stderr }));
+  });
+
+test('the sluice command: to a full disk it exits 1 naming the cursor, into `| head` it ends quietly', async () => {
+  const cli = `SLUICE_API_KEY=${key} node --import tsx ${ROOT}/runtime/cli.ts export ${rt.url} --org ${ORG}`;
+  const toFull = await bash(`${cli} > /dev/full`);
+  assert.equal(toFull.status, 1, toFull.stderr);
+  assert.match(toFull.stderr, /^sluice export: writing the output failed \(ENOSPC: no space left on device, write\); 0 lines were written before the page that failed/);
+  const intoHead = await bash(`set -o pipefail; ${cli} | head -n 2`);
+  assert.equal(intoHead.status, 0, intoHead.stderr);
+  assert.equal(intoHead.stderr, '');
+  assert.equal(intoHead.stdout.split('\n').length, 3);
 });

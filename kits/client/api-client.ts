@@ -250,6 +250,8 @@ export class SluiceClient {
         yield { lines, next: null };
         return;
       }
+      // A page that names itself as the next would be asked for without end.
+      if (trailer.next_cursor === cursor) throw new SluiceApiError(200, { code: 'invalid_answer', message: `${what} named the page just read as the next one: the export would not move on.` });
       cursor = trailer.next_cursor;
       yield { lines: lines.slice(0, -1), next: cursor };
     }

@@ -60,6 +60,12 @@ export class SourceStore {
     });
   }
 
+  /** The source as stored, decoded and not kept in the cache: for a walk over every source of an org (the export). */
+  uncached(orgId: string, name: string): SourceRecord | undefined {
+    const stored = this.#stored(orgId, name);
+    return stored === undefined ? undefined : sourceFromStored(stored);
+  }
+
   #stored(orgId: string, name: string): StoredSource | undefined {
     return this.#ledger.sources.get([orgId, name]) as StoredSource | undefined;
   }

@@ -52,19 +52,19 @@ export function exportSections(s: ExportedStores): ExportSection[] {
     { kind: 'export', item: (orgId) => ({ format: EXPORT_FORMAT, organization_id: orgId, exported_at: new Date(s.now()).toISOString() }) },
     { kind: 'organization', item: (orgId) => shown('organization', s.orgs.get(orgId)) },
     { kind: 'api_key', table: 'api-keys-by-org', item: (orgId, [id]) => shown('api_key', s.apiKeys.get(orgId, text(id)), describeApiKey) },
-    { kind: 'source', table: 'sources', item: (orgId, [name]) => shown('source', s.sources.get(orgId, text(name)), describeSource) },
+    { kind: 'source', table: 'sources', item: (orgId, [name]) => shown('source', s.sources.uncached(orgId, text(name)), describeSource) },
     {
       kind: 'schedule',
       table: 'schedules',
       item: (orgId, [name]) => shown('schedule', s.schedules.get(orgId, text(name)), (schedule) => describeSchedule(schedule, s.now(), s.scheduleDueAt(orgId, schedule.name))),
     },
-    { kind: 'device', table: 'devices', item: (orgId, [name]) => shown('device', s.devices.get(orgId, text(name)), describeDevice) },
+    { kind: 'device', table: 'devices', item: (orgId, [name]) => shown('device', s.devices.uncached(orgId, text(name)), describeDevice) },
     { kind: 'workflow', table: 'workflows', item: (orgId, [id]) => shown('workflow', s.workflows.get(orgId, text(id))) },
     // Every version, of deleted workflows too: the runs that pinned them name them.
     {
       kind: 'workflow_version',
       table: 'workflow-versions',
-      item: (orgId, [id, version]) => (typeof version === 'number' ? shown('version', s.workflows.version(orgId, text(id), version)) : undefined),
+      item: (orgId, [id, version]) => (typeof version === 'number' ? shown('version', s.workflows.uncachedVersion(orgId, text(id), version)) : undefined),
     },
     {
       kind: 'custom_action',

@@ -50,6 +50,7 @@ export interface ExportLimits {
 const MAX_KEY_PARTS = 6;
 
 const isKeyPart = (part: unknown): part is KeyPart => (typeof part === 'string' && namesSomething(part)) || Number.isSafeInteger(part);
+const LINE_BREAKS = /\r\n?|\n/g;
 const sameRest = (a: readonly unknown[], b: readonly KeyPart[]): boolean => a.length === b.length && a.every((part, i) => part === b[i]);
 
 /** Whether `value` is a position of one of `sections` (a cursor decoded from a client is checked with it). */
@@ -77,7 +78,9 @@ export class OrgExport {
     let scanned = 0;
     const full = (): boolean => lines.length >= limits.items || bytes >= limits.bytes;
     const add = (kind: string, item: Record<string, unknown>): void => {
-      const line = stringifyWithRaw({ kind, ...item });
+      // A payload is written as received, and may hold line breaks between its tokens (never inside
+      // a string, where JSON has them escaped): spaces instead keep each record on its line.
+      const line = stringifyWithRaw({ kind, ...item }).replace(LINE_BREAKS, ' ');
       lines.push(line);
       bytes += textBytes(line) + 1;
     };
@@ -92,15 +95,21 @@ export class OrgExport {
       }
       let last = index === from.section ? from.after : null;
       const start: LedgerKey = last === null ? [orgId] : [orgId, ...last];
-      // One key more than the budget (and the one the page before ended on) tells whether any follows.
-      for (const key of this.#table(section.table).getKeys({ start, end: [orgId, '\uffff'], limit: limits.scan - scanned + 2 })) {
+      // Read lazily, as far as the page goes.
+      for (const key of this.#table(section.table).getKeys({ start, end: [orgId, '\uffff'] })) {
         if (!Array.isArray(key) || key[0] !== orgId) break;
         const rest = key.slice(1);
         if (last !== null && sameRest(rest, last)) continue;
-        if (scanned >= limits.scan) return { lines, next: { section: index, after: last } };
+        // Keys of another shape than strings and whole numbers hold no record of a section, and
+        // cannot be a position: read through (none of the exported tables holds one).
+        if (rest.length === 0 || !rest.every(isKeyPart)) {
+          scanned++;
+          continue;
+        }
+        // Out of budget, the page ends before this key, unless it has not moved yet (then it ends after it).
+        const moved = index !== from.section || last !== from.after;
+        if (scanned >= limits.scan && moved) return { lines, next: { section: index, after: last } };
         scanned++;
-        // Keys of another shape than strings and whole numbers hold no record of a section.
-        if (rest.length === 0 || !rest.every(isKeyPart)) continue;
         const item = section.item(orgId, rest);
         if (item !== undefined) {
           if (full()) return { lines, next: { section: index, after: last } };

@@ -74,6 +74,12 @@ export class DeviceStore {
     });
   }
 
+  /** The device as stored, decoded and not kept in the cache: for a walk over every device of an org (the export). */
+  uncached(orgId: string, name: string): DeviceRecord | undefined {
+    const stored = this.#stored(orgId, name);
+    return stored === undefined ? undefined : deviceFromStored(stored);
+  }
+
   #stored(orgId: string, name: string): StoredDevice | undefined {
     return this.#table.get([orgId, name]) as StoredDevice | undefined;
   }

@@ -107,6 +107,11 @@ export class WorkflowStore {
     return this.#pinned.read(orgId, workflowId, version, () => this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined);
   }
 
+  /** A version as stored, not kept among the pinned ones held decoded: for a walk over every version of an org (the export). */
+  uncachedVersion(orgId: string, workflowId: string, version: number): WorkflowVersion | undefined {
+    return this.#versions.get([orgId, workflowId, version]) as WorkflowVersion | undefined;
+  }
+
   /** The newest version of a workflow (deleted ones too); the `return` inside the loop closes the range. */
   newestVersion(orgId: string, workflowId: string): WorkflowVersion | undefined {
     for (const version of this.versions(orgId, workflowId)) return version;

@@ -1,7 +1,8 @@
-// The REST client against a scripted HTTP server: an answer of the wrong shape to sendEvent, or a
-// 204 to a call that expects an answer, or an export page without its closing line, is `invalid_answer`
-// (not a TypeError or undefined), a Retry-After too long to wait out ends the retries with the
-// hint on the error, and counts that cannot work (maxAttempts NaN, 0, 2.5) are refused when given.
+// The REST client against a scripted HTTP server: an answer of the wrong shape to sendEvent, a 204
+// to a call that expects an answer, or an export page without its closing line (or naming itself
+// as the next) is `invalid_answer` (not a TypeError or undefined), a Retry-After too long to wait
+// out ends the retries with the hint on the error, and counts that cannot work (maxAttempts NaN, 0,
+// 2.5) are refused when given.
 
 import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
@@ -99,4 +100,15 @@ test('an export page without the line that closes it (a proxy\'s page, a cut bod
       JSON.stringify(body),
     );
   }
+  // A page naming itself as the next one (a server that would be asked for it without end).
+  const { url, requests } = await scripted((res) => res.writeHead(200, { 'content-type': 'application/x-ndjson' }).end('{"kind":"run"}\n{"kind":"more","next_cursor":"c1"}\n'));
+  const pages: string[][] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const page of new SluiceClient({ url, apiKey: 'k', org: 'o' }).exportPages()) pages.push(page.lines);
+    })(),
+    (error: unknown) => error instanceof SluiceApiError && error.code === 'invalid_answer' && /named the page just read as the next one/.test(error.message),
+  );
+  assert.deepEqual(pages, [['{"kind":"run"}']]);
+  assert.equal(requests(), 2);
 });
