@@ -176,6 +176,10 @@ test('an org comes out whole, each record once, as its admin reads it, with noth
   assert.equal(whole.pages, 1);
 });
 
+/** A cursor of `position` bound to the export at `path`, as the server makes them (query-params.ts). */
+const scoped = (path: string, position: unknown[]): string =>
+  Buffer.from(JSON.stringify([...position, createHash('sha256').update(JSON.stringify([path, []])).digest('base64url').slice(0, 16)])).toString('base64url');
+
 test('only admins of the org and the platform admin read its export; a cursor belongs to one export', async () => {
   const { key, viewer, live, meter } = await populateOrg({ url: rt.url, receiverUrl: receiver.url, scorer, secret: newStandardSecret() }, 'guarded-p3v');
   live.close();
@@ -197,10 +201,14 @@ test('only admins of the org and the platform admin read its export; a cursor be
   // The cursor goes on with this org's export only; anything else is a 400 naming the cursor.
   const next = await call(rt.url, 'GET', `/organizations/guarded-p3v/export?limit=2&cursor=${trailer.next_cursor}`, { token: key });
   assert.equal(next.status, 200);
+  // The forged cursors below are refused for their position alone: one made the same way with a position of the export is taken.
+  assert.equal((await call(rt.url, 'GET', `/organizations/guarded-p3v/export?cursor=${scoped('/organizations/guarded-p3v/export', [2, ['key_']])}`, { token: key })).status, 200);
   for (const [path, cursor] of [
     ['/organizations/stranger-p3v/export', trailer.next_cursor],
     ['/organizations/guarded-p3v/export', 'not-a-cursor'],
     ['/organizations/guarded-p3v/export', Buffer.from(JSON.stringify([99, null, 'x'])).toString('base64url')],
+    // Of this export's own scope, but no position of it: no section 99, a key part too long to name anything, keys for the header.
+    ...[[99, null], [2, ['x'.repeat(801)]], [0, ['a']], [2, [{}]]].map((position) => ['/organizations/guarded-p3v/export', scoped('/organizations/guarded-p3v/export', position)]),
   ]) {
     const refused = await call(rt.url, 'GET', `${path}?cursor=${cursor}`, { token: ADMIN_TOKEN });
     assert.equal(refused.status, 400, refused.text);
