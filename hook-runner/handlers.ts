@@ -1,4 +1,4 @@
-// The six RPCs as plain async functions over typed wire messages: parse, act on the registry,
+// The seven RPCs as plain async functions over typed wire messages: parse, act on the registry,
 // vault and ledger, answer. Transport concerns (auth, status mapping, binding) live in server.ts.
 import { createHash } from 'node:crypto';
 import { createGuestEnvelope } from './envelope.ts';
@@ -7,9 +7,10 @@ import { createInvocationResult, toInvokeReply, type InvocationResult } from './
 import type { ModuleRegistry } from './module-registry.ts';
 import { maskSecrets } from './output-secrets.ts';
 import {
-  parseCompileRequest, parseDeleteSecretRequest, parseInvokeRequest, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
+  parseCompileRequest, parseDeleteSecretRequest, parseForgetOrgRequest, parseInvokeRequest, parsePutSecretRequest, parseSecretScope, type InvokeCommand,
 } from './requests.ts';
-import { InvokeAbandonedError, SecretsMissingError } from './runner-error.ts';
+import type { ForgottenOrgs } from './forgotten-orgs.ts';
+import { InvokeAbandonedError, OrganizationForgottenError, SecretsMissingError } from './runner-error.ts';
 import { runModule } from './sandbox-run.ts';
 import type { TenantTurns } from './tenant-turns.ts';
 import type { SecretVault } from './vault.ts';
@@ -29,6 +30,8 @@ export interface HookRunnerHandlerDeps {
   readonly modules: ModuleRegistry;
   readonly vault: SecretVault;
   readonly ledger: InvocationLedger;
+  /** Deleted orgs (ForgetOrg): their calls are refused. */
+  readonly forgotten: ForgottenOrgs;
   /** The guest slots, taken by orgs in turn. */
   readonly limiter: TenantTurns;
   readonly version: string;
@@ -78,6 +81,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
 
     async Invoke(request, call) {
       const command = parseInvokeRequest(request);
+      if (deps.forgotten.has(command.scope.orgId)) throw new OrganizationForgottenError();
       // A module this runner lacks is asked for first (the runtime sends it back), before anything else is checked.
       deps.modules.assertStored(command.digest);
       const { mode } = command;
@@ -121,6 +125,10 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       if (!deps.vault.listKeys(scope).includes(key)) return { deleted: false };
       deps.assertWritable();
       return { deleted: await deps.vault.delete(scope, key) };
+    },
+
+    async ForgetOrg(request) {
+      return { records_removed: String(await deps.forgotten.forget(parseForgetOrgRequest(request), deps.now())) };
     },
 
     async Health() {

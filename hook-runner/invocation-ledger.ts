@@ -68,13 +68,16 @@ const runSlotOf = (claim: InvocationClaim): string => `${claim.orgId}\0${claim.r
 export class InvocationLedger {
   readonly #store: RunnerStore;
   readonly #now: () => number;
+  /** Whether the org was forgotten (forgotten-orgs.ts): a call of it that was running then stores nothing. */
+  readonly #forgotten: (orgId: string) => boolean;
   readonly #inFlight = new Map<string, InFlight>();
   /** Fences admitted in this process and not yet committed, per (org, run); checked with the committed ones. */
   readonly #admitted = new Map<string, bigint>();
 
-  constructor(store: RunnerStore, now: () => number) {
+  constructor(store: RunnerStore, now: () => number, forgotten: (orgId: string) => boolean = () => false) {
     this.#store = store;
     this.#now = now;
+    this.#forgotten = forgotten;
   }
 
   /**
@@ -190,6 +193,9 @@ export class InvocationLedger {
    * writes a lower value. Afterwards the in-memory entry is dropped unless a higher fence arrived.
    */
   async #commit(claim: InvocationClaim, write: (at: number) => void): Promise<void> {
+    // Decided before the write is queued: a removal of the org reads the tables only after its mark,
+    // which is queued after this write if this write goes ahead.
+    if (this.#forgotten(claim.orgId)) return;
     const fences = this.#store.fences;
     const fenceKey: FenceKey = [claim.orgId, claim.runId];
     const runSlot = runSlotOf(claim);

@@ -2,7 +2,7 @@
 // field becomes an InvalidRequestError naming it. Nothing half-checked reaches the vault, ledger or sandbox.
 import { InvalidRequestError } from './runner-error.ts';
 import type {
-  CompileRequestWire, DeleteSecretRequestWire, InvokeRequestWire, ListSecretKeysRequestWire, PutSecretRequestWire,
+  CompileRequestWire, DeleteSecretRequestWire, ForgetOrgRequestWire, InvokeRequestWire, ListSecretKeysRequestWire, PutSecretRequestWire,
 } from './wire.ts';
 
 export const REQUEST_LIMITS = {
@@ -70,6 +70,8 @@ export function parseSecretKey(value: string, field = 'key'): SecretKey {
   if (!SECRET_KEY_PATTERN.test(value)) throw invalid(field, `${field} must match [A-Z0-9_]{1,64}.`);
   return value as SecretKey;
 }
+
+export const parseForgetOrgRequest = (request: ForgetOrgRequestWire): OrgId => parseId<OrgId>(request.org_id, 'org_id');
 
 export function parseSecretScope(request: ListSecretKeysRequestWire): SecretScope {
   return { orgId: parseId<OrgId>(request.org_id, 'org_id'), actionId: parseId<ActionId>(request.action_id, 'action_id') };

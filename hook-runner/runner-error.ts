@@ -67,6 +67,13 @@ export class SecretsMissingError extends RunnerError {
   }
 }
 
+/** The org was forgotten (it was deleted: forgotten-orgs.ts): nothing of it runs or is stored any more. */
+export class OrganizationForgottenError extends RunnerError {
+  constructor() {
+    super(status.FAILED_PRECONDITION, 'organization_forgotten', 'This organization was deleted: the hook-runner runs and stores nothing for it any more.');
+  }
+}
+
 /** Fail-closed vault read: the ciphertext does not authenticate under the master key. */
 export class SecretUnreadableError extends RunnerError {
   constructor(key: string) {

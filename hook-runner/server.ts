@@ -22,6 +22,7 @@ import { createTenantTurns } from './tenant-turns.ts';
 import { SecretVault } from './vault.ts';
 import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethods } from './wire.ts';
 import { pruneRunnerRecords } from './record-pruning.ts';
+import { ForgottenOrgs } from './forgotten-orgs.ts';
 import { RecordPruning } from './pruning-schedule.ts';
 import { resealUnderCurrentKey } from './master-key-rotation.ts';
 import { heldBackNote, isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
@@ -123,6 +124,7 @@ function createImplementation(handlers: HookRunnerHandlers, log: (line: string) 
     ListSecretKeys: unary('ListSecretKeys'),
     DeleteSecret: unary('DeleteSecret'),
     Health: unary('Health'),
+    ForgetOrg: unary('ForgetOrg'),
   };
 }
 
@@ -194,10 +196,13 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     await disk.probeNow();
     disk.arm();
     modules = new ModuleRegistry(store, { compile: options.compile });
+    const forgotten = new ForgottenOrgs(store);
+    const isForgotten = (orgId: string): boolean => forgotten.has(orgId);
     const handlers = createHookRunnerHandlers({
       modules,
-      vault: new SecretVault(store, masterKey),
-      ledger: new InvocationLedger(store, now),
+      vault: new SecretVault(store, masterKey, isForgotten),
+      ledger: new InvocationLedger(store, now, isForgotten),
+      forgotten,
       limiter: createTenantTurns(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
       version: options.version ?? readPackageVersion(),
       sandboxReady: isSandboxAvailable,

@@ -56,6 +56,8 @@ export interface RunnerStore {
   readonly fencesByTime: Database<string, FenceTimeKey>;
   /** (completed at, org, idempotency key) -> null; for pruning. */
   readonly invocationsByTime: Database<null, InvocationTimeKey>;
+  /** org -> when it was forgotten (forgotten-orgs.ts): a deleted org, whose calls are refused for good. */
+  readonly forgottenOrgs: Database<number, string>;
   /** 'version' -> the layout the store was last stamped with (store-format.ts). */
   readonly dataFormat: Database<number, string>;
   /** Resolves once `write` has committed and that commit is flushed to disk. */
@@ -94,7 +96,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
   if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
-  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 8, overlappingSync: true, separateFlushed: true });
+  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 12, overlappingSync: true, separateFlushed: true });
   try {
     // First, before a database is opened (opening creates it): a refused store is left as the
     // newer release wrote it.
@@ -112,6 +114,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
   const invocations = root.openDB<InvocationRecord, InvocationKey>({ name: 'invocations', encoding: 'msgpack' });
   const fencesByTime = root.openDB<string, FenceTimeKey>({ name: 'fences-by-time', encoding: 'string' });
   const invocationsByTime = root.openDB<null, InvocationTimeKey>({ name: 'invocations-by-time', encoding: 'msgpack' });
+  const forgottenOrgs = root.openDB<number, string>({ name: 'forgotten-orgs', encoding: 'msgpack' });
   const dataFormat = openStoreFormatTable(root);
   // Every write goes through `durable`, which shows it to this watch (flush-watch.ts: a failed commit's flush never settles).
   const flushes = new FlushWatch(lmdbFlushSource(root));
@@ -124,6 +127,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
     invocations,
     fencesByTime,
     invocationsByTime,
+    forgottenOrgs,
     dataFormat,
     // The runtime's ledger keeps the same rule (runtime/ledger/durable-write.ts); the runner does not
     // import runtime code, so the four lines live on both sides of the process boundary.

@@ -2,7 +2,7 @@
 // master key, stored in the runner's LMDB. Reads fail closed; values never appear in errors or logs.
 import { createCipheriv, createDecipheriv, createHash, randomBytes, type KeyObject } from 'node:crypto';
 import type { SecretKey, SecretScope } from './requests.ts';
-import { SecretLimitError, SecretUnreadableError } from './runner-error.ts';
+import { OrganizationForgottenError, SecretLimitError, SecretUnreadableError } from './runner-error.ts';
 import type { RunnerStore, SecretRecordKey } from './store.ts';
 
 /** Sealed layout: version(1) | nonce(12) | tag(16) | ciphertext. Key rotation needs no marker: see master-key-rotation.ts. */
@@ -47,10 +47,13 @@ export function openSealedSecret(masterKey: KeyObject, aad: Buffer, sealed: Uint
 export class SecretVault {
   readonly #store: RunnerStore;
   readonly #masterKey: KeyObject;
+  /** Whether the org was forgotten (forgotten-orgs.ts): no secret of it is stored any more. */
+  readonly #forgotten: (orgId: string) => boolean;
 
-  constructor(store: RunnerStore, masterKey: KeyObject) {
+  constructor(store: RunnerStore, masterKey: KeyObject, forgotten: (orgId: string) => boolean = () => false) {
     this.#store = store;
     this.#masterKey = masterKey;
+    this.#forgotten = forgotten;
   }
 
   /**
@@ -63,13 +66,16 @@ export class SecretVault {
     const id = recordKey(scope, key);
     const stored = await this.#store.durable(
       secrets.transaction(() => {
-        if (!secrets.doesExist(id) && this.listKeys(scope).length >= MAX_SECRETS_PER_ACTION) return false;
+        // Asked in the write: one queued before the org's mark is removed with its other records.
+        if (this.#forgotten(scope.orgId)) return 'forgotten';
+        if (!secrets.doesExist(id) && this.listKeys(scope).length >= MAX_SECRETS_PER_ACTION) return 'full';
         secrets.putSync(id, sealed);
         this.#store.secretRevisions.putSync(id, revisionMark(sealed, randomBytes(16)));
-        return true;
+        return 'stored';
       }),
     );
-    if (!stored) throw new SecretLimitError(MAX_SECRETS_PER_ACTION);
+    if (stored === 'forgotten') throw new OrganizationForgottenError();
+    if (stored === 'full') throw new SecretLimitError(MAX_SECRETS_PER_ACTION);
   }
 
   /**

@@ -85,6 +85,8 @@ export interface ListSecretKeysRequestWire { org_id: string; action_id: string }
 export interface ListSecretKeysReplyWire { keys: string[] }
 export interface DeleteSecretRequestWire { org_id: string; action_id: string; key: string }
 export interface DeleteSecretReplyWire { deleted: boolean }
+export interface ForgetOrgRequestWire { org_id: string }
+export interface ForgetOrgReplyWire { records_removed: Uint64Input }
 export type HealthRequestWire = Record<string, never>;
 export interface HealthReplyWire { ok: boolean; version: string; uptime_ms: Uint64Input; disk_low: boolean; prune_failing: boolean }
 
@@ -96,6 +98,7 @@ export interface HookRunnerMethods {
   ListSecretKeys: { request: ListSecretKeysRequestWire; reply: ListSecretKeysReplyWire };
   DeleteSecret: { request: DeleteSecretRequestWire; reply: DeleteSecretReplyWire };
   Health: { request: HealthRequestWire; reply: HealthReplyWire };
+  ForgetOrg: { request: ForgetOrgRequestWire; reply: ForgetOrgReplyWire };
 }
 export type HookRunnerMethodName = keyof HookRunnerMethods;
 
@@ -103,7 +106,7 @@ export type HookRunnerServiceDefinition = {
   readonly [M in HookRunnerMethodName]: MethodDefinition<HookRunnerMethods[M]['request'], HookRunnerMethods[M]['reply']>;
 };
 
-const METHOD_NAMES: readonly HookRunnerMethodName[] = ['Compile', 'Invoke', 'PutSecret', 'ListSecretKeys', 'DeleteSecret', 'Health'];
+const METHOD_NAMES: readonly HookRunnerMethodName[] = ['Compile', 'Invoke', 'PutSecret', 'ListSecretKeys', 'DeleteSecret', 'Health', 'ForgetOrg'];
 
 let cached: HookRunnerServiceDefinition | undefined;
 

@@ -161,6 +161,16 @@ export class HookRunnerClient {
   }
 
   /**
+   * Forgets a deleted org in the runner: its secrets, records of calls and fences go, and its calls
+   * are refused from then on. Resolves with how many records this call removed, once that is durable.
+   * A removal of millions of records takes a while: it gets the compile deadline, and a call that
+   * ran out of it finds the removal done, or joins it, when sent again.
+   */
+  async forgetOrg(orgId: string, signal?: AbortSignal): Promise<number> {
+    return Number((await this.#call('ForgetOrg', { org_id: orgId }, 'compile', signal)).records_removed);
+  }
+
+  /**
    * One Health call, not retried: the runner's answer within `deadlineMs`, or undefined for a runner
    * that is down or wedged (stopped, blocked), or refuses this runtime's token.
    */

@@ -11,10 +11,10 @@ import { fenceOrgWrites, type OrgTable } from '../ledger/org-fence.ts';
 export interface DeletionRecord {
   readonly organization_id: string;
   readonly requested_at: string;
-  /** `removing` until every record of the org is gone from the ledger and its secrets from the hook-runner. */
+  /** `removing` until every record of the org is gone from the ledger and the hook-runner has forgotten it. */
   readonly state: 'removing' | 'removed';
   readonly removed_at: string | null;
-  /** The org's custom actions whose secrets the hook-runner still holds (its record of them goes with the org's records). */
+  /** The org's custom actions while the hook-runner has not yet forgotten the org (its secrets, records of calls and fences); empty once it has. */
   readonly actions_with_secrets: readonly string[];
   /** Records removed so far, by table. */
   readonly removed: Readonly<Record<string, number>>;

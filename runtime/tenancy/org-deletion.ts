@@ -1,14 +1,14 @@
-// Deleting an organization (offboarding): its data, keys and the hook-runner's secrets of its
-// custom actions go; its id is kept (deleted-orgs.ts) and never used again.
+// Deleting an organization (offboarding): its data and keys go, and the hook-runner forgets it (its
+// secrets, records of calls and fences); its id is kept (deleted-orgs.ts) and never used again.
 //
 // 1. The mark, one durable transaction: the org's record leaves `orgs` and its deletion record is
 //    written. The write fence (org-fence.ts) closes before it is queued, so from then on no write of
 //    the org lands, and every request naming it is answered as for an org that never was (404).
 // 2. At once, in memory: its runs stop (no further step is sent; an attempt out is withdrawn), its
 //    live and device sockets close (4404), and its schedules fire no more (`onFenced`).
-// 3. In the background: the hook-runner deletes the secrets of its custom actions, then every record
-//    of the org leaves the ledger (org-removal.ts), is counted again (none may be left), and the
-//    record says `removed`. A removal cut short (a stop, a crash, a hook-runner that is down) is
+// 3. In the background: the hook-runner forgets the org (ForgetOrg), then every record of the org
+//    leaves the ledger (org-removal.ts), is counted again (none may be left), and the record says
+//    `removed`. A removal cut short (a stop, a crash, a hook-runner that is down) is
 //    started again by each pass of the pruning loop (the first right after each start), without
 //    holding the pass up.
 
@@ -20,10 +20,9 @@ import type { DeletedOrgs, DeletionRecord } from './deleted-orgs.ts';
 import type { OrganizationStore } from './organizations.ts';
 import { countOrgRecords, removeOrgRecords } from './org-removal.ts';
 
-/** What a deletion asks of the hook-runner: the secrets it holds for one of the org's custom actions. */
-export interface RunnerSecrets {
-  listSecretKeys(scope: { readonly orgId: string; readonly actionId: string }): Promise<string[]>;
-  deleteSecret(secret: { readonly orgId: string; readonly actionId: string; readonly key: string }): Promise<boolean>;
+/** What a deletion asks of the hook-runner: to forget the org (its secrets, records of calls and fences). */
+export interface RunnerForgetting {
+  forgetOrg(orgId: string, signal?: AbortSignal): Promise<number>;
 }
 
 export interface OrgDeletionDeps {
@@ -31,10 +30,10 @@ export interface OrgDeletionDeps {
   readonly orgs: OrganizationStore;
   readonly deleted: DeletedOrgs;
   readonly tables: () => readonly OrgTable[];
-  /** The ids of the org's custom actions (their secrets live in the hook-runner). */
+  /** The ids of the org's custom actions: with none, the hook-runner holds nothing of the org and is not asked. */
   readonly actionIds: (orgId: string) => string[];
-  /** Absent when the runtime runs without a hook-runner (`--runner off`): none is asked (secrets a runner used before holds stay in its vault). */
-  readonly runner: RunnerSecrets | undefined;
+  /** Absent when the runtime runs without a hook-runner (`--runner off`): none is asked (what a runner used before holds of the org stays there). */
+  readonly runner: RunnerForgetting | undefined;
   /** Resolves once the org's secret writes in flight have settled (secret-writes.ts): none starts after the mark. */
   readonly secretWritesSettled: (orgId: string) => Promise<void>;
   /** Once the mark is committed (durable, or its flush failed): what the process holds of the org in memory lets it go. Called again on a retry. */
@@ -155,7 +154,7 @@ export class OrgDeletions {
       if (record.state === 'removed') return record;
       // Secrets being written when the org was fenced off are in the runner once these settle.
       await this.#d.secretWritesSettled(orgId);
-      const actions = await this.#clearRunnerSecrets(orgId, record.actions_with_secrets);
+      const actions = await this.#forgetInRunner(orgId, record.actions_with_secrets);
       // Counted table by table, so that the record shows how far a long removal has got.
       const total = { ...record.removed };
       const onTable = async (table: string, count: number): Promise<void> => {
@@ -178,25 +177,23 @@ export class OrgDeletions {
     return running;
   }
 
-  /** Deletes the runner's secrets of each action; answers the actions it could not finish (the runner was unreachable). */
-  async #clearRunnerSecrets(orgId: string, actionIds: readonly string[]): Promise<string[]> {
+  /**
+   * Has the hook-runner forget the org, when the org has custom actions (`pending`: their ids, as at
+   * the mark; without any, the runner holds nothing of it); answers what is still pending: all of
+   * them when the runner could not be reached.
+   */
+  async #forgetInRunner(orgId: string, pending: readonly string[]): Promise<readonly string[]> {
     const { runner } = this.#d;
-    if (runner === undefined) return [];
-    for (const [i, actionId] of actionIds.entries()) {
-      try {
-        this.#d.stop.throwIfAborted();
-        for (const key of await runner.listSecretKeys({ orgId, actionId })) {
-          // A stop waits for one call at most, not one per secret (each has a deadline of seconds).
-          this.#d.stop.throwIfAborted();
-          await runner.deleteSecret({ orgId, actionId, key });
-        }
-      } catch (error) {
-        if (this.#d.stop.aborted) throw error;
-        // A runner down or wedged fails every call after its deadline: the rest wait for a later pass.
-        logFailure(this.#d.logger, 'the hook-runner could not delete the secrets of a deleted organization; tried again at the next pruning pass', { org: orgId, action: actionId }, error);
-        return actionIds.slice(i);
-      }
+    if (runner === undefined || pending.length === 0) return [];
+    try {
+      this.#d.stop.throwIfAborted();
+      await runner.forgetOrg(orgId, this.#d.stop);
+      return [];
+    } catch (error) {
+      if (this.#d.stop.aborted) throw error;
+      // A runner down, wedged, or of a release without ForgetOrg: tried again at a later pass.
+      logFailure(this.#d.logger, 'the hook-runner could not forget a deleted organization (its secrets, records of calls and fences); tried again at the next pruning pass', { org: orgId }, error);
+      return pending;
     }
-    return [];
   }
 }

@@ -39,6 +39,7 @@ const REQUESTS: Record<HookRunnerMethodName, object> = {
   ListSecretKeys: { org_id: 'org_auth', action_id: 'a' },
   DeleteSecret: { org_id: 'org_auth', action_id: 'a', key: 'INJECTED' },
   Health: {},
+  ForgetOrg: { org_id: 'org_auth' },
 };
 
 describe('runner token', () => {

@@ -1,7 +1,7 @@
 // A deletion that could not finish goes on later: one cut short right after its mark (the process
 // went down) is finished after the next start, whose recovery leaves the org's runs alone; one whose
-// hook-runner was down keeps the runner's part pending (after one call, not one per action) and
-// finishes it once the runner is back; a stop during it waits for the call out and sends no other.
+// hook-runner was down keeps the runner's part pending (one ForgetOrg per pass) and finishes it once
+// the runner is back; a stop while it is being asked withdraws the call, and the next start asks again.
 // On LMDB only: the tests reopen a data dir.
 
 import assert from 'node:assert/strict';
@@ -83,7 +83,7 @@ async function withRunnerSecrets(use: (setup: { runner: RunnerFixture; client: H
   const dataDir = tempDir();
   const { ledger, tables, deleted, orgs } = openFenced(dataDir);
   // Short deadlines: the runner is down for part of the tests.
-  const client = new HookRunnerClient(() => runner.child.address(), runner.token, { deadlinesMs: { other: 1_000 } });
+  const client = new HookRunnerClient(() => runner.child.address(), runner.token, { deadlinesMs: { other: 1_000, compile: 1_000 } });
   const stop = new AbortController();
   try {
     for (const org of [DOOMED, KEEPER]) {
@@ -114,13 +114,13 @@ async function withRunnerSecrets(use: (setup: { runner: RunnerFixture; client: H
 
 const secretsOf = async (client: HookRunnerClient, orgId: string): Promise<string[][]> => Promise.all(ACTIONS.map((actionId) => client.listSecretKeys({ orgId, actionId })));
 
-test('with the hook-runner down, the runner\'s part stays pending (one call, not one per action) and is finished once it is back', async () => {
+test('with the hook-runner down, the runner\'s part stays pending (one call per pass) and is finished once it is back', async () => {
   await withRunnerSecrets(async ({ runner, client, deletions, ledger, deleted }) => {
-    const listSecretKeys = client.listSecretKeys.bind(client);
-    let listed = 0;
-    client.listSecretKeys = (scope) => {
-      listed++;
-      return listSecretKeys(scope);
+    const forgetOrg = client.forgetOrg.bind(client);
+    let forgets = 0;
+    client.forgetOrg = (orgId, signal) => {
+      forgets++;
+      return forgetOrg(orgId, signal);
     };
     await runner.child.stop();
     assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
@@ -128,7 +128,7 @@ test('with the hook-runner down, the runner\'s part stays pending (one call, not
     const pending = deletions.get(DOOMED)!;
     assert.equal(pending.state, 'removing');
     assert.deepEqual(pending.actions_with_secrets, ACTIONS);
-    assert.equal(listed, 1, 'the first failure leaves the other actions for a later pass');
+    assert.equal(forgets, 1);
     assert.equal(deleted.unfinishedCount, 1);
     assert.deepEqual(pending.removed, { sources: 1 }, 'the ledger\'s removal is counted');
     assert.equal(ledger.orgs.get([DOOMED]), undefined, 'the ledger\'s part is done meanwhile');
@@ -140,28 +140,23 @@ test('with the hook-runner down, the runner\'s part stays pending (one call, not
     assert.deepEqual(done.actions_with_secrets, []);
     assert.notEqual(done.removed_at, null);
     assert.equal(deleted.unfinishedCount, 0);
+    assert.equal(forgets, 2);
     assert.deepEqual(await secretsOf(client, DOOMED), [[], [], []]);
     assert.deepEqual(await secretsOf(client, KEEPER), [['API_KEY'], ['API_KEY'], ['API_KEY']]);
     assert.equal(await deletions.finishLeftOver(), 0, 'nothing is left to finish');
+    assert.equal(forgets, 2, 'a finished deletion asks the runner nothing');
   });
 });
 
-test('a stop while the hook-runner deletes a deleted org\'s secrets waits for the call out, and sends no other', async () => {
+test('a stop while the hook-runner is asked to forget a deleted org withdraws the call, and the next start asks again', async () => {
   await withRunnerSecrets(async ({ client, deletions, stop }) => {
-    let deletes = 0;
-    const deleteSecret = client.deleteSecret.bind(client);
-    client.deleteSecret = (secret) => {
-      deletes++;
-      return deleteSecret(secret);
-    };
-    const gate = gateNextCall(client, 'deleteSecret');
+    const gate = gateNextCall(client, 'forgetOrg');
     assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
-    await eventually('the first secret delete out', () => gate.reached(), Boolean);
+    await eventually('the runner asked', () => gate.reached(), Boolean);
     stop.abort();
     gate.release();
     await deletions.idle();
-    assert.equal(deletes, 1);
     assert.equal(deletions.get(DOOMED)?.state, 'removing', 'the next start goes on with it');
-    assert.deepEqual(await secretsOf(client, DOOMED), [[], ['API_KEY'], ['API_KEY']]);
+    assert.deepEqual(await secretsOf(client, DOOMED), [['API_KEY'], ['API_KEY'], ['API_KEY']], 'the call was withdrawn before it was sent');
   });
 });

@@ -1,0 +1,81 @@
+// ForgetOrg through the real runner: a deleted org's secrets, records of calls and fences leave the
+// store (byte for byte: only its mark and the shared module bytes stay), its calls and secret
+// writes are refused from then on, across a restart too, and a call running meanwhile stores
+// nothing; orgs beside it (one whose id it prefixes among them) keep everything; a second
+// ForgetOrg removes nothing more.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { SluiceError } from '../../runtime/errors.ts';
+import { invocation, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { assembleWat, ECHO_WAT, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
+import { scanFor } from '../helpers/ledger-scan.ts';
+
+const GONE = 'org_gone';
+const KEPT = 'org_kept';
+/** Its id starts with the forgotten org's. */
+const NEIGHBOUR = 'org_gone2';
+
+let runner: RunnerFixture;
+let echo: string;
+/** Runs until its fuel is out (tens of ms): a call still running when the org is forgotten. */
+let spin: string;
+
+before(async () => {
+  runner = await startRunner();
+  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
+  spin = await runner.client.compile(await assembleWat('spin', HOSTILE_WAT.loop));
+});
+after(() => runner.close());
+
+/** Two actions' secrets and three recorded calls (each its own run, so its own fence) of `orgId`. */
+async function use(orgId: string): Promise<void> {
+  await runner.client.putSecret({ orgId, actionId: 'act_a', key: 'KEY_A', value: `a of ${orgId}` });
+  await runner.client.putSecret({ orgId, actionId: 'act_b', key: 'KEY_B', value: `b of ${orgId}` });
+  for (const run of ['run_1', 'run_2', 'run_3']) {
+    await runner.client.invoke(invocation(echo, { orgId, actionId: 'act_a', idempotencyKey: `${run}:step_1`, permissions: ['read_secret:KEY_A'], requiredSecretKeys: ['KEY_A'], fence: 2 }));
+  }
+}
+
+const isForgotten = (error: unknown): boolean => {
+  assert.ok(error instanceof SluiceError, String(error));
+  assert.equal(error.code, 'organization_forgotten');
+  return true;
+};
+
+describe('ForgetOrg', () => {
+  it('removes the org\'s secrets, records and fences, refuses its calls from then on, and leaves every other org whole', async () => {
+    for (const org of [GONE, KEPT, NEIGHBOUR]) await use(org);
+
+    // A call running while the org is forgotten is answered, and stores nothing (its fence neither).
+    const running = runner.client.invoke(invocation(spin, { orgId: GONE, actionId: 'act_a', idempotencyKey: 'run_4:step_1', fence: 5 }));
+    // 2 secrets + their 2 revision marks, 3 records of calls + 3 time entries, 3 fences + 3 time entries.
+    assert.equal(await runner.client.forgetOrg(GONE), 16);
+    assert.equal((await running).outcome.kind, 'trap');
+    assert.equal(await runner.client.forgetOrg(GONE), 0, 'nothing more the second time');
+
+    assert.deepEqual(await runner.client.listSecretKeys({ orgId: GONE, actionId: 'act_a' }), []);
+    await assert.rejects(runner.client.invoke(invocation(echo, { orgId: GONE, actionId: 'act_a', idempotencyKey: 'run_1:step_1', fence: 2 })), isForgotten);
+    await assert.rejects(runner.client.invoke(invocation(echo, { orgId: GONE, actionId: 'act_a', simulate: true })), isForgotten);
+    await assert.rejects(runner.client.putSecret({ orgId: GONE, actionId: 'act_a', key: 'KEY_A', value: 'again' }), isForgotten);
+
+    for (const org of [KEPT, NEIGHBOUR]) {
+      assert.deepEqual(await runner.client.listSecretKeys({ orgId: org, actionId: 'act_b' }), ['KEY_B']);
+      // Its record stays: the same key answers from it.
+      const again = await runner.client.invoke(invocation(echo, { orgId: org, actionId: 'act_a', idempotencyKey: 'run_1:step_1', permissions: ['read_secret:KEY_A'], requiredSecretKeys: ['KEY_A'], fence: 2 }));
+      assert.equal(again.replayed, true, org);
+    }
+
+    // The mark is durable: a new runner process refuses the org too.
+    await runner.restart();
+    await assert.rejects(runner.client.invoke(invocation(echo, { orgId: GONE, actionId: 'act_a', idempotencyKey: 'run_9:step_1', fence: 2 })), isForgotten);
+
+    await runner.close({ keepData: true });
+    // Byte for byte: nothing names the org but its mark (module bytes hold no org).
+    const left = scanFor(join(runner.dataDir, 'hook-runner', 'runner.mdb'), GONE, KEPT, ['forgotten-orgs', 'data-format']);
+    // The neighbour's records hold the forgotten org's id as the start of its own.
+    assert.deepEqual(left.found.filter((line) => !line.includes(NEIGHBOUR)), []);
+    assert.ok(left.found.length >= 16, 'the neighbour\'s records are all there');
+    assert.ok(left.othersRecords >= 16, `the scan read the kept org's records: ${left.othersRecords}`);
+  });
+});
