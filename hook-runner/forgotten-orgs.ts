@@ -1,11 +1,15 @@
 // Organizations the runtime deleted (ForgetOrg): their secrets, records of calls and fences leave the
 // runner's store, and nothing of them runs or is stored from then on. Table `forgotten-orgs`:
-// org -> when; the ids are held in memory as well, since every recorded call and secret write asks.
+// org -> { at, done }; the ids are held in memory as well, since every call and secret write asks.
 //
-// The id joins them before anything is removed: a call or secret write decided after that stores
-// nothing (invocation-ledger.ts, vault.ts), and one committed before it is removed with the rest,
-// since the removal reads the tables only once the mark is durable, after every write queued before
-// it. Module bytes stay: stored by digest, they are shared by every org that uploads the module.
+// The id joins them before anything is removed. A recorded call decides whether to write in the
+// same turn as it queues its batch (invocation-ledger.ts): one decided before the mark was queued
+// commits before it, and the removal reads the tables only once the mark is durable, so it is
+// removed with the rest; one decided after writes nothing. A secret write asks inside its own write
+// transaction (vault.ts), which lmdb-js may run after later single writes, so it asks at the last
+// moment instead. Module bytes stay: stored by digest, they are shared by every org that uploads the
+// module. A removal cut short (a stop, a crash) is done again by the next ForgetOrg; once `done`, a
+// ForgetOrg answers at once.
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Database, Key as LmdbKey } from 'lmdb';
@@ -16,14 +20,22 @@ const CHUNK = 1_000;
 
 type Key = LmdbKey[];
 
+export interface ForgottenMark {
+  readonly at: number;
+  /** Every record of the org was removed. */
+  readonly done: boolean;
+}
+
 export class ForgottenOrgs {
   readonly #store: RunnerStore;
+  readonly #chunk: number;
   readonly #ids = new Set<string>();
   /** The removals under way, per org: a second ForgetOrg joins the first. */
   readonly #removing = new Map<string, Promise<number>>();
 
-  constructor(store: RunnerStore) {
+  constructor(store: RunnerStore, chunk = CHUNK) {
     this.#store = store;
+    this.#chunk = chunk;
     for (const key of store.forgottenOrgs.getKeys({})) this.#ids.add(String(key));
   }
 
@@ -43,23 +55,27 @@ export class ForgottenOrgs {
   async #forget(orgId: string, nowMs: number): Promise<number> {
     this.#ids.add(orgId);
     const store = this.#store;
-    if (store.forgottenOrgs.get(orgId) === undefined) await store.durable(store.forgottenOrgs.put(orgId, nowMs));
+    const mark = store.forgottenOrgs.get(orgId);
+    if (mark?.done === true) return 0;
+    const at = mark?.at ?? nowMs;
+    if (mark === undefined) await store.durable(store.forgottenOrgs.put(orgId, { at, done: false }));
     let removed = 0;
     // Where the org leads the key: its range. Where time leads it (the pruning indexes): the whole table.
     for (const table of [store.secrets, store.secretRevisions, store.fences, store.invocations] as Database[]) removed += await this.#remove(table, orgId, 0);
     for (const table of [store.fencesByTime, store.invocationsByTime] as Database[]) removed += await this.#remove(table, orgId, 1);
+    await store.durable(store.forgottenOrgs.put(orgId, { at, done: true }));
     return removed;
   }
 
-  /** Removes the keys of `table` whose part `at` is the org, CHUNK at a time, each chunk durable before the next read. */
+  /** Removes the keys of `table` whose part `at` is the org, a chunk at a time, each durable before the next read. */
   async #remove(table: Database, orgId: string, at: 0 | 1): Promise<number> {
     let removed = 0;
     let after: Key | undefined;
     for (;;) {
       const range = at === 0 ? { start: after ?? [orgId], end: [orgId, '\uffff'] } : after === undefined ? {} : { start: after };
-      const keys = [...table.getKeys({ ...range, limit: CHUNK + (after === undefined ? 0 : 1) })] as Key[];
-      const page = after === undefined ? keys : keys.filter((key) => !sameKey(key, after as Key));
-      const mine = page.filter((key) => key[at] === orgId);
+      const limit = this.#chunk + (after === undefined ? 0 : 1);
+      const keys = [...table.getKeys({ ...range, limit })] as Key[];
+      const mine = keys.filter((key) => key[at] === orgId && !(after !== undefined && sameKey(key, after)));
       if (mine.length > 0) {
         await this.#store.durable(
           table.transaction(() => {
@@ -68,7 +84,7 @@ export class ForgottenOrgs {
         );
         removed += mine.length;
       }
-      if (keys.length < CHUNK + (after === undefined ? 0 : 1)) return removed;
+      if (keys.length < limit) return removed;
       after = keys.at(-1);
       await nextTurn();
     }

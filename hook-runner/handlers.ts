@@ -128,7 +128,10 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
     },
 
     async ForgetOrg(request) {
-      return { records_removed: String(await deps.forgotten.forget(parseForgetOrgRequest(request), deps.now())) };
+      const orgId = parseForgetOrgRequest(request);
+      // Its mark and removals write pages too (the runtime asks again later).
+      deps.assertWritable();
+      return { records_removed: String(await deps.forgotten.forget(orgId, deps.now())) };
     },
 
     async Health() {

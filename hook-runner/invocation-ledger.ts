@@ -1,7 +1,7 @@
 // Fences and idempotency for recorded invocations: the highest fence per (org, run), the successful
 // output per (org, idempotency key), and in-flight coalescing so one key never executes twice at once.
 import type { InvocationResult } from './invocation-outcome.ts';
-import { IdempotencyKeyReusedError, InvokeAbandonedError, StaleFenceError } from './runner-error.ts';
+import { IdempotencyKeyReusedError, InvokeAbandonedError, OrganizationForgottenError, StaleFenceError } from './runner-error.ts';
 import type { FenceKey, InvocationKey, InvocationRecord, RunnerStore } from './store.ts';
 
 export interface InvocationClaim {
@@ -107,6 +107,8 @@ export class InvocationLedger {
    * an answer, and a re-run under any fence yields the same result.
    */
   async run(claim: InvocationClaim, execute: Execution, gaveUp: GaveUp = () => false): Promise<LedgerAnswer> {
+    // Also on every start over (a joiner whose execution was dropped, or ran another module).
+    if (this.#forgotten(claim.orgId)) throw new OrganizationForgottenError();
     this.#refuseStaleFence(claim);
     const key: InvocationKey = [claim.orgId, claim.idempotencyKey];
     const slot = `${claim.orgId}\0${claim.idempotencyKey}`;
@@ -148,7 +150,8 @@ export class InvocationLedger {
     this.#admitFence(claim);
     // Filled before the execution can ask (it awaits before its guest's turn), extended by joiners.
     const callers: GaveUp[] = [gaveUp];
-    const wanted = (): boolean => !callers.every((gone) => gone());
+    // An org forgotten before the guest's turn came: its guest is dropped unrun.
+    const wanted = (): boolean => !this.#forgotten(claim.orgId) && !callers.every((gone) => gone());
     // The entry leaves the map before anyone awaiting the execution resumes.
     const execution: Promise<InvocationResult> = this.#executeAndRecord(claim, key, () => execute(wanted)).finally(() => {
       if (this.#inFlight.get(slot)?.execution === execution) this.#inFlight.delete(slot);
@@ -193,9 +196,12 @@ export class InvocationLedger {
    * writes a lower value. Afterwards the in-memory entry is dropped unless a higher fence arrived.
    */
   async #commit(claim: InvocationClaim, write: (at: number) => void): Promise<void> {
-    // Decided before the write is queued: a removal of the org reads the tables only after its mark,
-    // which is queued after this write if this write goes ahead.
-    if (this.#forgotten(claim.orgId)) return;
+    // Decided in the turn the write is queued: a removal of the org reads the tables only once its
+    // mark is durable, and the mark is queued after this write if this write goes ahead.
+    if (this.#forgotten(claim.orgId)) {
+      this.#admitted.delete(runSlotOf(claim));
+      return;
+    }
     const fences = this.#store.fences;
     const fenceKey: FenceKey = [claim.orgId, claim.runId];
     const runSlot = runSlotOf(claim);

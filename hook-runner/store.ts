@@ -4,6 +4,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from './flush-watch.ts';
+import type { ForgottenMark } from './forgotten-orgs.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
 import { openUnderLock } from './dir-lock.ts';
@@ -56,8 +57,8 @@ export interface RunnerStore {
   readonly fencesByTime: Database<string, FenceTimeKey>;
   /** (completed at, org, idempotency key) -> null; for pruning. */
   readonly invocationsByTime: Database<null, InvocationTimeKey>;
-  /** org -> when it was forgotten (forgotten-orgs.ts): a deleted org, whose calls are refused for good. */
-  readonly forgottenOrgs: Database<number, string>;
+  /** org -> when it was forgotten, and whether its records are all removed (forgotten-orgs.ts): a deleted org, whose calls are refused for good. */
+  readonly forgottenOrgs: Database<ForgottenMark, string>;
   /** 'version' -> the layout the store was last stamped with (store-format.ts). */
   readonly dataFormat: Database<number, string>;
   /** Resolves once `write` has committed and that commit is flushed to disk. */
@@ -114,7 +115,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
   const invocations = root.openDB<InvocationRecord, InvocationKey>({ name: 'invocations', encoding: 'msgpack' });
   const fencesByTime = root.openDB<string, FenceTimeKey>({ name: 'fences-by-time', encoding: 'string' });
   const invocationsByTime = root.openDB<null, InvocationTimeKey>({ name: 'invocations-by-time', encoding: 'msgpack' });
-  const forgottenOrgs = root.openDB<number, string>({ name: 'forgotten-orgs', encoding: 'msgpack' });
+  const forgottenOrgs = root.openDB<ForgottenMark, string>({ name: 'forgotten-orgs', encoding: 'msgpack' });
   const dataFormat = openStoreFormatTable(root);
   // Every write goes through `durable`, which shows it to this watch (flush-watch.ts: a failed commit's flush never settles).
   const flushes = new FlushWatch(lmdbFlushSource(root));

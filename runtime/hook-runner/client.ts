@@ -7,12 +7,18 @@ import {
 } from '../../hook-runner/wire.ts';
 import { answeredDiskFull, answeredRetryLater, CallWithdrawnError, isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
 
+/** What a call's deadline is chosen by. */
+type CallKind = 'invoke' | 'compile' | 'forget' | 'other';
+
+/** A removal reads the runner's indexes of 30 days of calls whole: millions of keys. */
+const DEFAULT_DEADLINES_MS: Readonly<Record<CallKind, number>> = { invoke: 30_000, compile: 30_000, forget: 600_000, other: 10_000 };
+
 /** A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt. */
 export type HookRunnerAddress = string | (() => Promise<string>);
 
 export interface HookRunnerClientOptions {
-  /** Deadline per attempt. Defaults: invoke 30 s, compile 30 s, everything else 10 s. */
-  readonly deadlinesMs?: Partial<Record<'invoke' | 'compile' | 'other', number>>;
+  /** Deadline per attempt. Defaults: invoke 30 s, compile 30 s, forget (ForgetOrg) 10 min, everything else 10 s. */
+  readonly deadlinesMs?: Partial<Record<CallKind, number>>;
   /** Attempts per call when the runner is UNAVAILABLE (default 3), waiting `retryDelayMs(attempt)` between. */
   readonly attempts?: number;
   readonly retryDelayMs?: (attempt: number) => number;
@@ -162,12 +168,18 @@ export class HookRunnerClient {
 
   /**
    * Forgets a deleted org in the runner: its secrets, records of calls and fences go, and its calls
-   * are refused from then on. Resolves with how many records this call removed, once that is durable.
-   * A removal of millions of records takes a while: it gets the compile deadline, and a call that
-   * ran out of it finds the removal done, or joins it, when sent again.
+   * are refused from then on. Resolves with how many records this call removed, once that is durable,
+   * or undefined from a runner of an earlier release, which has no ForgetOrg. A removal of millions
+   * of records takes a while (deadline: `forget`); a call sent again joins it, or answers at once
+   * once it is done.
    */
-  async forgetOrg(orgId: string, signal?: AbortSignal): Promise<number> {
-    return Number((await this.#call('ForgetOrg', { org_id: orgId }, 'compile', signal)).records_removed);
+  async forgetOrg(orgId: string, signal?: AbortSignal): Promise<number | undefined> {
+    try {
+      return Number((await this.#call('ForgetOrg', { org_id: orgId }, 'forget', signal)).records_removed);
+    } catch (error) {
+      if (isServiceError((error as { cause?: unknown }).cause) && (error as { cause: ServiceError }).cause.code === status.UNIMPLEMENTED) return undefined;
+      throw error;
+    }
   }
 
   /**
@@ -197,11 +209,11 @@ export class HookRunnerClient {
   async #call<M extends HookRunnerMethodName>(
     method: M,
     request: HookRunnerMethods[M]['request'],
-    kind: 'invoke' | 'compile' | 'other',
+    kind: CallKind,
     signal?: AbortSignal,
   ): Promise<HookRunnerMethods[M]['reply']> {
     const attempts = Math.max(1, this.#options.attempts ?? 3);
-    const deadlineMs = this.#options.deadlinesMs?.[kind] ?? (kind === 'other' ? 10_000 : 30_000);
+    const deadlineMs = this.#options.deadlinesMs?.[kind] ?? DEFAULT_DEADLINES_MS[kind];
     let lastError: unknown;
     let mayHaveRun = false;
     for (let attempt = 1; attempt <= attempts; attempt += 1) {

@@ -20,9 +20,14 @@ import type { DeletedOrgs, DeletionRecord } from './deleted-orgs.ts';
 import type { OrganizationStore } from './organizations.ts';
 import { countOrgRecords, removeOrgRecords } from './org-removal.ts';
 
-/** What a deletion asks of the hook-runner: to forget the org (its secrets, records of calls and fences). */
+/**
+ * What a deletion asks of the hook-runner: to forget the org (its secrets, records of calls and
+ * fences); a runner of an earlier release, without ForgetOrg (undefined), to delete its secrets.
+ */
 export interface RunnerForgetting {
-  forgetOrg(orgId: string, signal?: AbortSignal): Promise<number>;
+  forgetOrg(orgId: string, signal?: AbortSignal): Promise<number | undefined>;
+  listSecretKeys(scope: { readonly orgId: string; readonly actionId: string }): Promise<string[]>;
+  deleteSecret(secret: { readonly orgId: string; readonly actionId: string; readonly key: string }): Promise<boolean>;
 }
 
 export interface OrgDeletionDeps {
@@ -187,13 +192,33 @@ export class OrgDeletions {
     if (runner === undefined || pending.length === 0) return [];
     try {
       this.#d.stop.throwIfAborted();
-      await runner.forgetOrg(orgId, this.#d.stop);
-      return [];
+      if ((await runner.forgetOrg(orgId, this.#d.stop)) !== undefined) return [];
     } catch (error) {
       if (this.#d.stop.aborted) throw error;
-      // A runner down, wedged, or of a release without ForgetOrg: tried again at a later pass.
+      // A runner down, wedged or below its disk floor: tried again at a later pass.
       logFailure(this.#d.logger, 'the hook-runner could not forget a deleted organization (its secrets, records of calls and fences); tried again at the next pruning pass', { org: orgId }, error);
       return pending;
     }
+    this.#d.logger.warn('the hook-runner is of an earlier release, without ForgetOrg: only its secrets of the deleted organization are deleted; its records of calls and fences go when pruned, 30 days after each call. Upgrade the hook-runner.', { org: orgId });
+    return this.#deleteSecrets(runner, orgId, pending);
+  }
+
+  /** Deletes the runner's secrets of each action (an earlier runner's part); answers the actions it could not finish. */
+  async #deleteSecrets(runner: RunnerForgetting, orgId: string, actionIds: readonly string[]): Promise<readonly string[]> {
+    for (const [i, actionId] of actionIds.entries()) {
+      try {
+        this.#d.stop.throwIfAborted();
+        for (const key of await runner.listSecretKeys({ orgId, actionId })) {
+          // A stop waits for one call at most, not one per secret (each has a deadline of seconds).
+          this.#d.stop.throwIfAborted();
+          await runner.deleteSecret({ orgId, actionId, key });
+        }
+      } catch (error) {
+        if (this.#d.stop.aborted) throw error;
+        logFailure(this.#d.logger, 'the hook-runner could not delete the secrets of a deleted organization; tried again at the next pruning pass', { org: orgId, action: actionId }, error);
+        return actionIds.slice(i);
+      }
+    }
+    return [];
   }
 }

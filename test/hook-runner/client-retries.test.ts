@@ -3,6 +3,7 @@
 // is not retried at once, and the refusal means
 // "never sent" only when no earlier attempt of the same call may have reached the runner. A call
 // withdrawn before it could leave (its address still awaited, its channel still connecting) says so.
+// A runner without ForgetOrg (an earlier release) is told apart from a failing one.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -90,5 +91,16 @@ test('a call withdrawn before it could leave is reported as never sent: while it
     connecting.close();
   } finally {
     silent.close();
+  }
+});
+
+test('a runner of an earlier release, without ForgetOrg, answers UNIMPLEMENTED: forgetOrg resolves undefined instead of failing', async () => {
+  const runner = await scriptedRunner([]);
+  try {
+    assert.equal(await runner.client.forgetOrg('org_a'), undefined);
+    // Any other failure is still one.
+    await assert.rejects(runner.client.listSecretKeys({ orgId: 'org_a', actionId: 'act_a' }), (error: unknown) => error instanceof RetryableError);
+  } finally {
+    runner.close();
   }
 });

@@ -1,11 +1,13 @@
 // The invocation ledger on real LMDB in a temp dir, with a counting `execute` so non-execution is
-// proven directly: fences per run, replay of completed keys, coalescing, durability across reopen.
+// proven directly: fences per run, replay of completed keys, coalescing, durability across reopen,
+// and nothing stored or run for an org forgotten meanwhile.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { InvocationLedger, type InvocationClaim } from '../../hook-runner/invocation-ledger.ts';
 import type { InvocationResult } from '../../hook-runner/invocation-outcome.ts';
-import { IdempotencyKeyReusedError, InvokeAbandonedError, StaleFenceError } from '../../hook-runner/runner-error.ts';
+import { IdempotencyKeyReusedError, InvokeAbandonedError, OrganizationForgottenError, StaleFenceError } from '../../hook-runner/runner-error.ts';
+import { ForgottenOrgs } from '../../hook-runner/forgotten-orgs.ts';
 import { openRunnerStore, type RunnerStore } from '../../hook-runner/store.ts';
 import { tempDataDir } from '../helpers/hook-runner.ts';
 
@@ -300,5 +302,47 @@ describe('invocation ledger', () => {
     assert.deepEqual((await ledger.run(claim({ fence: 4n }), after.execute)).result.outcome, { kind: 'output', outputJson: '{"kept":1}' });
     await assert.rejects(ledger.run(claim({ idempotencyKey: 'run_1:step_9', fence: 3n }), after.execute), StaleFenceError);
     assert.equal(after.calls, 0);
+  });
+
+  it('an org forgotten while its call runs: the call and a caller that joined it are answered, nothing is stored, and every later call is refused', async () => {
+    const forgotten = new ForgottenOrgs(store);
+    ledger = new InvocationLedger(store, () => 1_700_000_000_000, (orgId) => forgotten.has(orgId));
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const running = ledger.run(claim({ fence: 3n }), async () => {
+      await gate;
+      return { outcome: { kind: 'output', outputJson: '{"late":1}' }, fuelUsed: 1 };
+    });
+    // A retry joins the execution; the org is then forgotten (its removal done) before the guest ends.
+    const joined = ledger.run(claim({ fence: 3n }), counter().execute);
+    assert.equal(ledger.joinedCount('org_a', 'run_1:step_1'), 1);
+    await forgotten.forget('org_a', 1);
+    release();
+    assert.deepEqual((await running).result.outcome, { kind: 'output', outputJson: '{"late":1}' });
+    assert.deepEqual((await joined).result.outcome, { kind: 'output', outputJson: '{"late":1}' });
+    assert.equal(store.invocations.get(['org_a', 'run_1:step_1']), undefined, 'no record of the call');
+    assert.equal(store.fences.get(['org_a', 'run_1']), undefined, 'no fence');
+    assert.equal([...store.fencesByTime.getKeys({})].length + [...store.invocationsByTime.getKeys({})].length, 0);
+    const later = counter();
+    await assert.rejects(ledger.run(claim({ fence: 4n }), later.execute), OrganizationForgottenError);
+    assert.equal(later.calls, 0);
+  });
+
+  it('an org forgotten before its guest\'s turn: the guest is dropped unrun', async () => {
+    let forgotten = false;
+    ledger = new InvocationLedger(store, () => 1, () => forgotten);
+    let release = (): void => undefined;
+    const turn = new Promise<void>((resolve) => (release = resolve));
+    let ran = false;
+    const running = ledger.run(claim(), async (wanted) => {
+      await turn;
+      if (!wanted()) throw new InvokeAbandonedError();
+      ran = true;
+      return { outcome: { kind: 'output', outputJson: '{}' }, fuelUsed: 1 };
+    });
+    forgotten = true;
+    release();
+    await assert.rejects(running, InvokeAbandonedError);
+    assert.equal(ran, false);
   });
 });

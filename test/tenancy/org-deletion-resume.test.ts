@@ -1,7 +1,8 @@
 // A deletion that could not finish goes on later: one cut short right after its mark (the process
 // went down) is finished after the next start, whose recovery leaves the org's runs alone; one whose
 // hook-runner was down keeps the runner's part pending (one ForgetOrg per pass) and finishes it once
-// the runner is back; a stop while it is being asked withdraws the call, and the next start asks again.
+// the runner is back; a stop while it is being asked withdraws the call, and the next start asks
+// again. A runner of an earlier release, without ForgetOrg, has the org's secrets deleted one by one.
 // On LMDB only: the tests reopen a data dir.
 
 import assert from 'node:assert/strict';
@@ -78,7 +79,7 @@ test('a deletion cut short after its mark is finished after the next start, whos
 const ACTIONS = ['act_0000000000000001', 'act_0000000000000002', 'act_0000000000000003'];
 
 /** A real runner holding a secret per action for both orgs, and deletions on a fenced ledger; `use` runs the test. */
-async function withRunnerSecrets(use: (setup: { runner: RunnerFixture; client: HookRunnerClient; deletions: OrgDeletions; ledger: Ledger; deleted: DeletedOrgs; stop: AbortController }) => Promise<void>): Promise<void> {
+async function withRunnerSecrets(use: (setup: { runner: RunnerFixture; client: HookRunnerClient; deletions: OrgDeletions; ledger: Ledger; deleted: DeletedOrgs; stop: AbortController }) => Promise<void>, logger = createLogger('silent')): Promise<void> {
   const runner = await startRunner();
   const dataDir = tempDir();
   const { ledger, tables, deleted, orgs } = openFenced(dataDir);
@@ -98,7 +99,7 @@ async function withRunnerSecrets(use: (setup: { runner: RunnerFixture; client: H
       runner: client,
       secretWritesSettled: async () => undefined,
       onFenced: () => undefined,
-      logger: createLogger('silent'),
+      logger,
       now: () => Date.now(),
       stop: stop.signal,
     });
@@ -159,4 +160,19 @@ test('a stop while the hook-runner is asked to forget a deleted org withdraws th
     assert.equal(deletions.get(DOOMED)?.state, 'removing', 'the next start goes on with it');
     assert.deepEqual(await secretsOf(client, DOOMED), [['API_KEY'], ['API_KEY'], ['API_KEY']], 'the call was withdrawn before it was sent');
   });
+});
+
+test('a hook-runner of an earlier release, without ForgetOrg: the org\'s secrets are deleted action by action, the deletion finishes, and a warning says to upgrade it', async () => {
+  const logged: string[] = [];
+  await withRunnerSecrets(async ({ client, deletions }) => {
+    // What the client answers for a runner that has no ForgetOrg (UNIMPLEMENTED: client-retries.test.ts).
+    client.forgetOrg = async () => undefined;
+    assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
+    await deletions.idle();
+    assert.equal(deletions.get(DOOMED)?.state, 'removed');
+    assert.deepEqual(await secretsOf(client, DOOMED), [[], [], []]);
+    assert.deepEqual(await secretsOf(client, KEEPER), [['API_KEY'], ['API_KEY'], ['API_KEY']]);
+  }, createLogger('warn', (line) => void logged.push(line)));
+  assert.equal(logged.length, 1, logged.join(''));
+  assert.match(logged[0]!, /without ForgetOrg.*Upgrade the hook-runner/);
 });
