@@ -1,15 +1,5 @@
 // Organizations the runtime deleted (ForgetOrg): their secrets, records of calls and fences leave the
-// runner's store, and nothing of them runs or is stored from then on. Table `forgotten-orgs`:
-// org -> { at, done }; the ids are held in memory as well, since every call and secret write asks.
-//
-// The id joins them before anything is removed. A recorded call decides whether to write in the
-// same turn as it queues its batch (invocation-ledger.ts): one decided before the mark was queued
-// commits before it, and the removal reads the tables only once the mark is durable, so it is
-// removed with the rest; one decided after writes nothing. A secret write asks inside its own write
-// transaction (vault.ts), which lmdb-js may run after later single writes, so it asks at the last
-// moment instead. Module bytes stay: stored by digest, they are shared by every org that uploads the
-// module. A removal cut short (a stop, a crash) is done again by the next ForgetOrg; once `done`, a
-// ForgetOrg answers at once.
+// runner's store, and nothing of them runs or is stored from then on. Table `forgotten-orgs`.
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Database, Key as LmdbKey } from 'lmdb';
@@ -26,6 +16,16 @@ export interface ForgottenMark {
   readonly done: boolean;
 }
 
+/**
+ * Org -> { at, done }, the ids held in memory as well (every call and secret write asks). An id
+ * joins them before anything is removed. A recorded call decides whether to write in the turn it
+ * queues its batch (invocation-ledger.ts): one decided before the mark was queued commits before it,
+ * and the removal reads the tables only once the mark is durable, so it goes with the rest; one
+ * decided after writes nothing. A secret write asks inside its own write transaction (vault.ts),
+ * which lmdb-js may run after later single writes. Module bytes stay: stored by digest, they are
+ * shared by every org that uploads the module. A removal cut short (a stop, a crash) is done by the
+ * next ForgetOrg; once `done`, a ForgetOrg answers at once.
+ */
 export class ForgottenOrgs {
   readonly #store: RunnerStore;
   readonly #chunk: number;
@@ -41,6 +41,11 @@ export class ForgottenOrgs {
 
   has(orgId: string): boolean {
     return this.#ids.has(orgId);
+  }
+
+  /** Whether every record of the org was removed: a ForgetOrg then answers at once, writing nothing. */
+  done(orgId: string): boolean {
+    return this.#store.forgottenOrgs.get(orgId)?.done === true;
   }
 
   /** Forgets the org; resolves with how many records this call removed, once their removal is durable. */

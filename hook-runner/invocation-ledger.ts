@@ -226,6 +226,8 @@ export class InvocationLedger {
       result = await execute();
     } catch (error) {
       await this.#commit(claim, () => undefined);
+      // Dropped before its turn because the org was forgotten meanwhile: said as such.
+      if (error instanceof InvokeAbandonedError && this.#forgotten(claim.orgId)) throw new OrganizationForgottenError();
       throw error;
     }
     if (result.outcome.kind !== 'output') {

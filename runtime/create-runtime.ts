@@ -71,7 +71,6 @@ import { OrganizationStore } from './tenancy/organizations.ts';
 import { fenceDeletedOrgs } from './tenancy/deleted-orgs.ts';
 import { SecretWrites } from './actions/secret-writes.ts';
 import { OrgDeletions } from './tenancy/org-deletion.ts';
-import { OrgExport } from './tenancy/org-export.ts';
 import { exportSections } from './tenancy/org-export-sections.ts';
 
 export interface RuntimeDeps {
@@ -276,9 +275,9 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     ...replayRoutes(context, inbox, workflows, quota),
     ...projectionRoutes(context, projections, stopping.signal),
     ...customActionRoutes(context, actions, secretNames, secretWrites, runner.client, invoker),
-    ...exportRoutes(context, new OrgExport(exportSections({
+    ...exportRoutes(context, { tables: orgTables, sections: exportSections({
       orgs, apiKeys, sources, schedules, scheduleDueAt: (orgId, name) => ticker.dueAt(orgId, name), devices: deviceStore, workflows, actions, secretNames, events, runs, projections, now: () => clock.now(),
-    }), orgTables)),
+    }) }),
   ]));
   let recovered: () => void = () => undefined;
   let boot: BootRecovery | undefined;

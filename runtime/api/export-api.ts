@@ -6,7 +6,7 @@
 
 import type { Route } from '../http/types.ts';
 import { MAX_PAGE_BYTES } from '../ledger/page-by-time.ts';
-import { isExportPosition, type ExportPosition, type OrgExport } from '../tenancy/org-export.ts';
+import { exportPage, isExportPosition, type ExportPosition, type OrgExport } from '../tenancy/org-export.ts';
 import type { ApiContext } from './context.ts';
 import { encodeCursor, parseCursorWith, parseLimit } from './query-params.ts';
 
@@ -15,7 +15,7 @@ const DEFAULT_EXPORT_PAGE = 500;
 /** Keys a page reads at most, records or not. */
 const SCAN_PER_PAGE = 5_000;
 
-export function exportRoutes(ctx: ApiContext, exporter: OrgExport): Route[] {
+export function exportRoutes(ctx: ApiContext, exported: OrgExport): Route[] {
   return [
     {
       method: 'GET',
@@ -23,9 +23,9 @@ export function exportRoutes(ctx: ApiContext, exporter: OrgExport): Route[] {
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const items = request.query.has('limit') ? parseLimit(request) : DEFAULT_EXPORT_PAGE;
-        const cursor = parseCursorWith(request, (position) => isExportPosition(position, exporter.sections));
+        const cursor = parseCursorWith(request, (position) => isExportPosition(position, exported.sections));
         const from: ExportPosition = cursor === undefined ? { section: 0, after: null } : { section: cursor[0] as number, after: cursor[1] as ExportPosition['after'] };
-        const page = exporter.page(org.id, from, { items, bytes: MAX_PAGE_BYTES, scan: SCAN_PER_PAGE });
+        const page = exportPage(exported, org.id, from, { items, bytes: MAX_PAGE_BYTES, scan: SCAN_PER_PAGE });
         const trailer = page.next === null ? { kind: 'end' } : { kind: 'more', next_cursor: encodeCursor(request, [page.next.section, page.next.after]) };
         return { status: 200, text: `${[...page.lines, JSON.stringify(trailer)].join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } };
       },

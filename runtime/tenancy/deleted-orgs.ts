@@ -11,10 +11,10 @@ import { fenceOrgWrites, type OrgTable } from '../ledger/org-fence.ts';
 export interface DeletionRecord {
   readonly organization_id: string;
   readonly requested_at: string;
-  /** `removing` until every record of the org is gone from the ledger and the hook-runner has forgotten it. */
+  /** `removing` until every record of the org is gone from the ledger and the hook-runner's part is done. */
   readonly state: 'removing' | 'removed';
   readonly removed_at: string | null;
-  /** The org's custom actions while the hook-runner has not yet forgotten the org (its secrets, records of calls and fences); empty once it has. */
+  /** The org's custom actions while the hook-runner's part is pending (ForgetOrg; a runner without it: deleting their secrets); empty once done. */
   readonly actions_with_secrets: readonly string[];
   /** Records removed so far, by table. */
   readonly removed: Readonly<Record<string, number>>;

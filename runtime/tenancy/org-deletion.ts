@@ -6,7 +6,8 @@
 //    the org lands, and every request naming it is answered as for an org that never was (404).
 // 2. At once, in memory: its runs stop (no further step is sent; an attempt out is withdrawn), its
 //    live and device sockets close (4404), and its schedules fire no more (`onFenced`).
-// 3. In the background: the hook-runner forgets the org (ForgetOrg), then every record of the org
+// 3. In the background: the hook-runner forgets the org (ForgetOrg; a runner of an earlier release
+//    without it deletes the org's secrets action by action), then every record of the org
 //    leaves the ledger (org-removal.ts), is counted again (none may be left), and the record says
 //    `removed`. A removal cut short (a stop, a crash, a hook-runner that is down) is
 //    started again by each pass of the pruning loop (the first right after each start), without

@@ -61,69 +61,64 @@ export function isExportPosition(value: readonly unknown[], sections: readonly E
   return Array.isArray(after) && after.length >= 1 && after.length <= MAX_KEY_PARTS && after.every(isKeyPart) && sections[section as number]?.table !== undefined;
 }
 
-export class OrgExport {
+/** What is exported, and where: the sections, and every table the runtime opened, by name (org-fence.ts). */
+export interface OrgExport {
   readonly sections: readonly ExportSection[];
-  readonly #tables: () => readonly OrgTable[];
+  readonly tables: () => readonly OrgTable[];
+}
 
-  /** `tables`: every table the runtime opened, by name (org-fence.ts). */
-  constructor(sections: readonly ExportSection[], tables: () => readonly OrgTable[]) {
-    this.sections = sections;
-    this.#tables = tables;
-  }
-
-  /** The page of `orgId`'s export that starts at `from` (the start: `{ section: 0, after: null }`). */
-  page(orgId: string, from: ExportPosition, limits: ExportLimits): ExportPage {
-    const lines: string[] = [];
-    let bytes = 0;
-    let scanned = 0;
-    const full = (): boolean => lines.length >= limits.items || bytes >= limits.bytes;
-    const add = (kind: string, item: Record<string, unknown>): void => {
-      // A payload is written as received, and may hold line breaks between its tokens (never inside
-      // a string, where JSON has them escaped): spaces instead keep each record on its line.
-      const line = stringifyWithRaw({ kind, ...item }).replace(LINE_BREAKS, ' ');
-      lines.push(line);
-      bytes += textBytes(line) + 1;
-    };
-    for (let index = from.section; index < this.sections.length; index++) {
-      const section = this.sections[index] as ExportSection;
-      if (section.table === undefined) {
-        const item = section.item(orgId, []);
-        if (item === undefined) continue;
-        if (full()) return { lines, next: { section: index, after: null } };
-        add(section.kind, item);
+/** The page of `orgId`'s export that starts at `from` (the start: `{ section: 0, after: null }`). */
+export function exportPage(source: OrgExport, orgId: string, from: ExportPosition, limits: ExportLimits): ExportPage {
+  const lines: string[] = [];
+  let bytes = 0;
+  let scanned = 0;
+  const full = (): boolean => lines.length >= limits.items || bytes >= limits.bytes;
+  const add = (kind: string, item: Record<string, unknown>): void => {
+    // A payload is written as received, and may hold line breaks between its tokens (never inside
+    // a string, where JSON has them escaped): spaces instead keep each record on its line.
+    const line = stringifyWithRaw({ kind, ...item }).replace(LINE_BREAKS, ' ');
+    lines.push(line);
+    bytes += textBytes(line) + 1;
+  };
+  for (let index = from.section; index < source.sections.length; index++) {
+    const section = source.sections[index] as ExportSection;
+    if (section.table === undefined) {
+      const item = section.item(orgId, []);
+      if (item === undefined) continue;
+      if (full()) return { lines, next: { section: index, after: null } };
+      add(section.kind, item);
+      continue;
+    }
+    let last = index === from.section ? from.after : null;
+    const start: LedgerKey = last === null ? [orgId] : [orgId, ...last];
+    // Read lazily, as far as the page goes.
+    for (const key of tableNamed(source, section.table).getKeys({ start, end: [orgId, '\uffff'] })) {
+      if (!Array.isArray(key) || key[0] !== orgId) break;
+      const rest = key.slice(1);
+      if (last !== null && sameRest(rest, last)) continue;
+      // Keys of another shape than strings and whole numbers hold no record of a section, and
+      // cannot be a position: read through (none of the exported tables holds one).
+      if (rest.length === 0 || !rest.every(isKeyPart)) {
+        scanned++;
         continue;
       }
-      let last = index === from.section ? from.after : null;
-      const start: LedgerKey = last === null ? [orgId] : [orgId, ...last];
-      // Read lazily, as far as the page goes.
-      for (const key of this.#table(section.table).getKeys({ start, end: [orgId, '\uffff'] })) {
-        if (!Array.isArray(key) || key[0] !== orgId) break;
-        const rest = key.slice(1);
-        if (last !== null && sameRest(rest, last)) continue;
-        // Keys of another shape than strings and whole numbers hold no record of a section, and
-        // cannot be a position: read through (none of the exported tables holds one).
-        if (rest.length === 0 || !rest.every(isKeyPart)) {
-          scanned++;
-          continue;
-        }
-        // Out of budget, the page ends before this key, unless it has not moved yet (then it ends after it).
-        const moved = index !== from.section || last !== from.after;
-        if (scanned >= limits.scan && moved) return { lines, next: { section: index, after: last } };
-        scanned++;
-        const item = section.item(orgId, rest);
-        if (item !== undefined) {
-          if (full()) return { lines, next: { section: index, after: last } };
-          add(section.kind, item);
-        }
-        last = rest;
+      // Out of budget, the page ends before this key, unless it has not moved yet (then it ends after it).
+      const moved = index !== from.section || last !== from.after;
+      if (scanned >= limits.scan && moved) return { lines, next: { section: index, after: last } };
+      scanned++;
+      const item = section.item(orgId, rest);
+      if (item !== undefined) {
+        if (full()) return { lines, next: { section: index, after: last } };
+        add(section.kind, item);
       }
+      last = rest;
     }
-    return { lines, next: null };
   }
+  return { lines, next: null };
+}
 
-  #table(name: string): LedgerTable {
-    const found = this.#tables().find((table) => table.name === name);
-    if (found === undefined) throw new Error(`the export reads table ${name}, which the runtime has not opened`);
-    return found.table;
-  }
+function tableNamed(source: OrgExport, name: string): LedgerTable {
+  const found = source.tables().find((table) => table.name === name);
+  if (found === undefined) throw new Error(`the export reads table ${name}, which the runtime has not opened`);
+  return found.table;
 }

@@ -17,10 +17,11 @@ import { RetryableError } from '../../runtime/errors.ts';
 type Answer = 'dropped' | 'disk_full' | 'write_unconfirmed' | 'module_recompile_timeout';
 
 /** A server whose Invoke answers each call with the next of `answers`; resolves with it and its calls so far. */
-async function scriptedRunner(answers: Answer[]): Promise<{ client: HookRunnerClient; calls: () => number; close: () => void }> {
+async function scriptedRunner(answers: Answer[], others: Record<string, (call: ServerUnaryCall<unknown, unknown>, answer: sendUnaryData<unknown>) => void> = {}): Promise<{ client: HookRunnerClient; calls: () => number; close: () => void }> {
   let calls = 0;
   const server = new Server();
   server.addService(loadHookRunnerService() as never, {
+    ...others,
     Invoke: (_call: ServerUnaryCall<unknown, unknown>, answer: sendUnaryData<unknown>) => {
       const next = answers[calls++] ?? 'disk_full';
       if (next === 'dropped') return answer({ code: status.UNAVAILABLE, details: 'the connection dropped mid-call' });
@@ -98,9 +99,20 @@ test('a runner of an earlier release, without ForgetOrg, answers UNIMPLEMENTED: 
   const runner = await scriptedRunner([]);
   try {
     assert.equal(await runner.client.forgetOrg('org_a'), undefined);
-    // Any other failure is still one.
-    await assert.rejects(runner.client.listSecretKeys({ orgId: 'org_a', actionId: 'act_a' }), (error: unknown) => error instanceof RetryableError);
   } finally {
     runner.close();
+  }
+  // Any other refusal of ForgetOrg is still one.
+  const full = await scriptedRunner([], {
+    ForgetOrg: (_call, answer) => {
+      const metadata = new Metadata();
+      metadata.set(SLUICE_CODE_METADATA_KEY, 'hook_runner_disk_full');
+      answer({ code: status.UNAVAILABLE, details: "The hook-runner's disk is nearly full", metadata });
+    },
+  });
+  try {
+    await assert.rejects(full.client.forgetOrg('org_a'), (error: unknown) => error instanceof CallNotSentError && error.code === 'hook_runner_disk_full');
+  } finally {
+    full.close();
   }
 });

@@ -1,5 +1,5 @@
 // The hook-runner keeps a floor of free space on its disk too: below it, calls that would write (a
-// compile, a secret change, a recorded invocation, before its guest runs) are refused with the
+// compile, a secret change, a recorded invocation, before its guest runs, forgetting an org) are refused with the
 // retryable hook_runner_disk_full, and the rest (health, secret names, simulations) go on. The
 // floor here is set above the machine's whole free space (1 TiB), so the real statfs reads below it.
 
@@ -27,6 +27,8 @@ test('below its disk floor the runner refuses what would write, before any guest
   assert.deepEqual(echoed(await roomy.client.invoke(kept)), { n: 1 });
   assert.equal((await roomy.client.health()).diskLow, false);
   await roomy.client.putSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY', value: 'held-before' });
+  await roomy.client.putSecret({ orgId: 'org_done', actionId: 'act_test', key: 'API_KEY', value: 'forgotten-before' });
+  assert.equal(await roomy.client.forgetOrg('org_done'), 2);
   await roomy.close({ keepData: true });
 
   const refused = invocation(digest, { payloadJson: '{"n":2}' });
@@ -40,6 +42,9 @@ test('below its disk floor the runner refuses what would write, before any guest
     await assert.rejects(full.client.deleteSecret({ orgId: 'org_test', actionId: 'act_test', key: 'API_KEY' }), diskFull);
     assert.deepEqual(await full.client.listSecretKeys({ orgId: 'org_test', actionId: 'act_test' }), ['API_KEY'], 'the one held before is still held');
     await assert.rejects(full.client.invoke(refused), diskFull);
+    // Forgetting writes (refused), unless it was done before (answered, writing nothing).
+    await assert.rejects(full.client.forgetOrg('org_test'), diskFull);
+    assert.equal(await full.client.forgetOrg('org_done'), 0);
     const simulated = await full.client.invoke(invocation(digest, { payloadJson: '{"n":3}', simulate: true }));
     assert.deepEqual(echoed(simulated), { n: 3 }, 'a simulation records nothing and runs');
   } finally {

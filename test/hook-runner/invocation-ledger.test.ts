@@ -328,7 +328,7 @@ describe('invocation ledger', () => {
     assert.equal(later.calls, 0);
   });
 
-  it('an org forgotten before its guest\'s turn: the guest is dropped unrun', async () => {
+  it('an org forgotten before its guest\'s turn: the guest is dropped unrun, and the caller told why', async () => {
     let forgotten = false;
     ledger = new InvocationLedger(store, () => 1, () => forgotten);
     let release = (): void => undefined;
@@ -342,7 +342,22 @@ describe('invocation ledger', () => {
     });
     forgotten = true;
     release();
-    await assert.rejects(running, InvokeAbandonedError);
+    await assert.rejects(running, OrganizationForgottenError);
     assert.equal(ran, false);
+  });
+
+  it('a call committed just before its org is forgotten is removed with the rest', async () => {
+    const forgotten = new ForgottenOrgs(store);
+    let removal: Promise<number> | undefined;
+    // Forgotten the moment the call's write is queued, before it is durable.
+    const racing: typeof store = Object.create(store, {
+      durable: { value: <T>(write: Promise<T>): Promise<T> => ((removal ??= forgotten.forget('org_a', 1)), store.durable(write)) },
+    });
+    ledger = new InvocationLedger(racing, () => 1_700_000_000_000, (orgId) => forgotten.has(orgId));
+    assert.deepEqual((await ledger.run(claim({ fence: 2n }), counter('{"just":"in time"}').execute)).result.outcome, { kind: 'output', outputJson: '{"just":"in time"}' });
+    // Its fence and record, and their two time entries.
+    assert.equal(await removal, 4);
+    assert.equal(store.invocations.get(['org_a', 'run_1:step_1']), undefined);
+    assert.equal(store.fences.get(['org_a', 'run_1']), undefined);
   });
 });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fenceOrgWrites } from '../../runtime/ledger/org-fence.ts';
-import { isExportPosition, OrgExport, type ExportPosition, type ExportSection } from '../../runtime/tenancy/org-export.ts';
+import { exportPage, isExportPosition, type ExportPosition, type ExportSection, type OrgExport } from '../../runtime/tenancy/org-export.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
 const NEIGHBOURS = ['acm', 'acme-2', 'acme_', 'acmf', 'a'];
@@ -24,7 +24,7 @@ function readAll(exporter: OrgExport, orgId: string, limits: { items: number; by
   let pages = 0;
   let from: ExportPosition | null = { section: 0, after: null };
   while (from !== null) {
-    const page = exporter.page(orgId, from, limits);
+    const page = exportPage(exporter, orgId, from, limits);
     pages++;
     assert.ok(page.lines.length <= limits.items);
     // A cursor is what a client sends back: it must survive JSON and pass the check.
@@ -50,7 +50,7 @@ for (const kind of LEDGER_KINDS) {
             for (const name of ['x', 'y']) things.put([org, `${name}-${org}`], null);
           }
         });
-        const exporter = new OrgExport(SECTIONS, tables);
+        const exporter = { sections: SECTIONS, tables };
         const whole = readAll(exporter, 'acme', { items: 1_000, bytes: 1 << 20, scan: 1_000 });
         assert.equal(whole.pages, 1);
         const expected = [
@@ -76,13 +76,13 @@ for (const kind of LEDGER_KINDS) {
         // An org with no records has its header only.
         assert.deepEqual(readAll(exporter, 'acme-3', { items: 5, bytes: 1 << 20, scan: 5 }).lines, ['{"kind":"header","org":"acme-3"}']);
         // The key a page ended on, and the record after it, removed before the next page: it goes on after them.
-        const first = exporter.page('acme', { section: 0, after: null }, { items: 3, bytes: 1 << 20, scan: 1_000 });
+        const first = exportPage(exporter, 'acme', { section: 0, after: null }, { items: 3, bytes: 1 << 20, scan: 1_000 });
         assert.deepEqual(first.next, { section: 1, after: [2, 'marker'] });
         await ledger.root.transaction(() => {
           rows.remove(['acme', 2, 'marker']);
           rows.remove(['acme', 3, 'row-acme']);
         });
-        assert.deepEqual(exporter.page('acme', first.next!, { items: 1, bytes: 1 << 20, scan: 1_000 }).lines, ['{"kind":"row","at":[4,"row-acme"]}']);
+        assert.deepEqual(exportPage(exporter, 'acme', first.next!, { items: 1, bytes: 1 << 20, scan: 1_000 }).lines, ['{"kind":"row","at":[4,"row-acme"]}']);
       } finally {
         await close();
       }
@@ -102,7 +102,7 @@ for (const kind of LEDGER_KINDS) {
           odd.put(['acme', 'b'], null);
           odd.put(['acme', 'c'], null);
         });
-        const exporter = new OrgExport([{ kind: 'odd', table: 'odd', item: (_orgId, rest) => ({ at: rest }) }], tables);
+        const exporter: OrgExport = { sections: [{ kind: 'odd', table: 'odd', item: (_orgId, rest) => ({ at: rest }) }], tables };
         const read = readAll(exporter, 'acme', { items: 100, bytes: 1 << 20, scan: 3 });
         assert.deepEqual(read.lines, ['{"kind":"odd","at":["b"]}', '{"kind":"odd","at":["c"]}']);
       } finally {
