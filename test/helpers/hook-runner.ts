@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { HookRunnerChild, type HookRunnerChildOptions } from '../../runtime/hook-runner/child.ts';
 import { HookRunnerClient, type HookRunnerClientOptions, type InvokeInput } from '../../runtime/hook-runner/client.ts';
+import { assembleWat, ECHO_WAT } from './hook-runner-wat.ts';
 
 export const newToken = (): string => randomBytes(24).toString('base64url');
 export const newMasterKey = (): string => randomBytes(32).toString('hex');
@@ -92,6 +93,12 @@ export async function startRunner(options: RunnerFixtureOptions = {}): Promise<R
       if (!keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A runner with the echo guest compiled (answers its envelope back): where most runner tests start. */
+export async function startRunnerWithEcho(options: RunnerFixtureOptions = {}): Promise<{ runner: RunnerFixture; echo: string }> {
+  const runner = await startRunner(options);
+  return { runner, echo: await runner.client.compile(await assembleWat('echo', ECHO_WAT)) };
 }
 
 /** Polls `condition` until it holds; fails after `timeoutMs`. For waits on other processes only. */

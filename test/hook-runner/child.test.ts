@@ -10,8 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { RetryableError } from '../../runtime/errors.ts';
 import { HookRunnerChild } from '../../runtime/hook-runner/child.ts';
-import { breakRunnerStore, invocation, newToken, startRunner, tempDataDir, waitFor, type RunnerFixture } from '../helpers/hook-runner.ts';
-import { assembleWat, ECHO_WAT, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
+import { breakRunnerStore, invocation, newToken, tempDataDir, waitFor, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
+import { assembleWat, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
 
 /** Alive and not a zombie (an orphan's zombie may linger where PID 1 does not reap). */
 const isAlive = (pid: number): boolean => {
@@ -30,10 +30,7 @@ const isAlive = (pid: number): boolean => {
 let runner: RunnerFixture;
 let echo: string;
 
-before(async () => {
-  runner = await startRunner();
-  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
-});
+before(async () => ({ runner, echo } = await startRunnerWithEcho()));
 after(() => runner.close());
 
 describe('hook-runner child supervisor', () => {

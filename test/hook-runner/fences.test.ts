@@ -6,16 +6,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ConflictError } from '../../runtime/errors.ts';
 import type { InvokeResult } from '../../runtime/hook-runner/client.ts';
-import { invocation, parseOutput, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
-import { assembleWat, constantWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
+import { invocation, parseOutput, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
+import { assembleWat, constantWat, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
 
 let runner: RunnerFixture;
 let echo: string;
 
-before(async () => {
-  runner = await startRunner();
-  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
-});
+before(async () => ({ runner, echo } = await startRunnerWithEcho()));
 after(() => runner.close());
 
 const payloadOf = (result: InvokeResult): unknown => {

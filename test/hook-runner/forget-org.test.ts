@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SluiceError } from '../../runtime/errors.ts';
-import { invocation, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
-import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
+import { invocation, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
+
 import { scanFor } from '../helpers/ledger-scan.ts';
 
 const GONE = 'org_gone';
@@ -19,10 +19,7 @@ const NEIGHBOUR = 'org_gone2';
 let runner: RunnerFixture;
 let echo: string;
 
-before(async () => {
-  runner = await startRunner();
-  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
-});
+before(async () => ({ runner, echo } = await startRunnerWithEcho()));
 after(() => runner.close());
 
 /** Two actions' secrets and three recorded calls (each its own run, so its own fence) of `orgId`. */

@@ -3,16 +3,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AccessError, InputError } from '../../runtime/errors.ts';
-import { invocation, parseOutput, startRunner, type RunnerFixture } from '../helpers/hook-runner.ts';
-import { assembleWat, constantWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
+import { invocation, parseOutput, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
+import { assembleWat, constantWat, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
 
 let runner: RunnerFixture;
 let echo: string;
 
-before(async () => {
-  runner = await startRunner();
-  echo = await runner.client.compile(await assembleWat('echo', ECHO_WAT));
-});
+before(async () => ({ runner, echo } = await startRunnerWithEcho()));
 after(() => runner.close());
 
 const rejectsWith = async (promise: Promise<unknown>, check: (error: InputError) => void): Promise<void> => {
