@@ -42,7 +42,8 @@ export async function exportCommand(args: readonly string[], io: ClientCommandIo
   let lines = 0;
   /** The cursor of the page being read or written: where a new run goes on from if it fails. */
   let cursor = values.cursor;
-  const goOn = (): string => (cursor === undefined ? '' : ` To go on from the page that failed, run again with --cursor ${cursor} and append (>>) to what was written.`);
+  // Escaped: a cursor given on the command line may hold anything.
+  const goOn = (): string => (cursor === undefined ? '' : ` To go on from the page that failed, run again with --cursor ${printable(cursor)} and append (>>) to what was written.`);
   try {
     for await (const page of client.exportPages({ pageSize: PAGE_SIZE, ...(cursor === undefined ? {} : { cursor }) })) {
       const failed = await written(io.stdout, page.lines.map((line) => `${line}\n`).join(''));

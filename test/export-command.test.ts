@@ -102,6 +102,10 @@ test('usage mistakes are usage errors; a key without the admin role is told it n
   const badCursor = capturedOutput();
   assert.equal(await exportCommand([rt.url, '--org', ORG, '--cursor', 'nope'], { stdout: badCursor.stdout, stderr: badCursor.stderr, env }), 1);
   assert.match(badCursor.err(), /400 invalid_cursor: .*--cursor nope/);
+  // A cursor that would drive the terminal is not echoed as it is.
+  const hostile = capturedOutput();
+  assert.equal(await exportCommand([rt.url, '--org', ORG, '--cursor', 'x\u001b[2Jy'], { stdout: hostile.stdout, stderr: hostile.stderr, env }), 1);
+  assert.ok(!hostile.err().includes('\u001b'), hostile.err());
 });
 
 /** An output that takes `taken` writes, then fails every other with `code`. */
