@@ -4,10 +4,10 @@
 // when it is still there; entries written or removed between pages are seen or not, as it falls.
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { LedgerKey, LedgerRange, LedgerTable } from './ledger.ts';
+import type { LedgerKey, LedgerKeyPart, LedgerRange, LedgerTable } from './ledger.ts';
 
 /** Whether two keys are the same (part by part for arrays). */
-export const sameKey = (a: LedgerKey, b: LedgerKey): boolean =>
+export const sameKey = (a: LedgerKey | readonly LedgerKeyPart[], b: LedgerKey | readonly LedgerKeyPart[]): boolean =>
   Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((part, i) => part === b[i]) : a === b;
 
 /** The entries of `range` (its start and end; forward), `perTurn` per event-loop turn. */

@@ -2,7 +2,8 @@
 // shows, every environment, each line the view an admin's GET of it answers (credentials
 // included as an admin sees them; secret values, key hashes and device token hashes never, as in
 // every answer). Left out: what the rest is derived from or what only serves the runtime (indexes,
-// live updates, dedup claims, counters).
+// live updates, dedup claims, counters). Sources, devices and workflow versions are read past the
+// caches that hold them decoded, so an export does not push out what ingest and runs keep warm.
 
 import { describeRun } from '../../actors/run-view.ts';
 import type { CustomActionStore } from '../actions/custom-action-store.ts';

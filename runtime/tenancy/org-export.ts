@@ -8,6 +8,7 @@ import type { LedgerKey, LedgerTable } from '../ledger/ledger.ts';
 import { textBytes } from '../ledger/page-by-time.ts';
 import { namesSomething } from '../http/router.ts';
 import type { OrgTable } from '../ledger/org-fence.ts';
+import { sameKey } from '../ledger/range-in-turns.ts';
 import { stringifyWithRaw } from '../validation/raw-json.ts';
 
 /** One part of a ledger key as the export's positions carry it. */
@@ -51,7 +52,6 @@ const MAX_KEY_PARTS = 6;
 
 const isKeyPart = (part: unknown): part is KeyPart => (typeof part === 'string' && namesSomething(part)) || Number.isSafeInteger(part);
 const LINE_BREAKS = /\r\n?|\n/g;
-const sameRest = (a: readonly unknown[], b: readonly KeyPart[]): boolean => a.length === b.length && a.every((part, i) => part === b[i]);
 
 /** Whether `value` is a position of one of `sections` (a cursor decoded from a client is checked with it). */
 export function isExportPosition(value: readonly unknown[], sections: readonly ExportSection[]): boolean {
@@ -95,7 +95,7 @@ export function exportPage(source: OrgExport, orgId: string, from: ExportPositio
     for (const key of tableNamed(source, section.table).getKeys({ start, end: [orgId, '\uffff'] })) {
       if (!Array.isArray(key) || key[0] !== orgId) break;
       const rest = key.slice(1);
-      if (last !== null && sameRest(rest, last)) continue;
+      if (last !== null && sameKey(rest, last)) continue;
       // Keys of another shape than strings and whole numbers hold no record of a section, and
       // cannot be a position: read through (none of the exported tables holds one).
       if (rest.length === 0 || !rest.every(isKeyPart)) {
