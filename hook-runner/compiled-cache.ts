@@ -71,6 +71,11 @@ export class CompiledCache {
     if (this.#cache.has(digest)) this.#count(entry, 1);
   }
 
+  /** Lets the compiled form of `digest` go. */
+  delete(digest: ModuleDigest): void {
+    this.#cache.delete(digest);
+  }
+
   /** How many compiled modules are kept, and their modules' total size. */
   get held(): { readonly count: number; readonly bytes: number } {
     return { count: this.#cache.size, bytes: this.#cache.calculatedSize };

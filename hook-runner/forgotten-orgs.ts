@@ -1,5 +1,6 @@
-// Organizations the runtime deleted (ForgetOrg): their secrets, records of calls and fences leave the
-// runner's store, and nothing of them runs or is stored from then on. Table `forgotten-orgs`.
+// Organizations the runtime deleted (ForgetOrg): their secrets, records of calls, fences and the
+// modules only they uploaded leave the runner's store, and nothing of them runs or is stored from
+// then on. Table `forgotten-orgs`.
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Database, Key as LmdbKey } from 'lmdb';
@@ -9,6 +10,13 @@ import type { RunnerStore } from './store.ts';
 const CHUNK = 1_000;
 
 type Key = LmdbKey[];
+
+export interface ForgottenOrgsOptions {
+  /** Keys read, and removed in one durable transaction, per turn. */
+  readonly chunk?: number;
+  /** Told of each module whose bytes were removed (its last user forgotten), once that is durable: its compiled form goes too. */
+  readonly dropCompiled?: (digest: string) => void;
+}
 
 export interface ForgottenMark {
   readonly at: number;
@@ -22,20 +30,23 @@ export interface ForgottenMark {
  * queues its batch (invocation-ledger.ts): one decided before the mark was queued commits before it,
  * and the removal reads the tables only once the mark is durable, so it goes with the rest; one
  * decided after writes nothing. A secret write asks inside its own write transaction (vault.ts),
- * which lmdb-js may run after later single writes. Module bytes stay: stored by digest, they are
- * shared by every org that uploads the module. A removal cut short (a stop, a crash) is done by the
- * next ForgetOrg; once `done`, a ForgetOrg answers at once.
+ * which lmdb-js may run after later single writes, as does an upload (module-registry.ts). Module
+ * bytes are stored by digest, shared by every org that uploads the module: the org's uses of them
+ * (module-users) go last, each module with its last use, in the same write. A removal cut short (a
+ * stop, a crash) is done by the next ForgetOrg; once `done`, a ForgetOrg answers at once.
  */
 export class ForgottenOrgs {
   readonly #store: RunnerStore;
   readonly #chunk: number;
+  readonly #dropCompiled: (digest: string) => void;
   readonly #ids = new Set<string>();
   /** The removals under way, per org: a second ForgetOrg joins the first. */
   readonly #removing = new Map<string, Promise<number>>();
 
-  constructor(store: RunnerStore, chunk = CHUNK) {
+  constructor(store: RunnerStore, options: ForgottenOrgsOptions = {}) {
     this.#store = store;
-    this.#chunk = chunk;
+    this.#chunk = options.chunk ?? CHUNK;
+    this.#dropCompiled = options.dropCompiled ?? (() => undefined);
     for (const key of store.forgottenOrgs.getKeys({})) this.#ids.add(String(key));
   }
 
@@ -68,12 +79,33 @@ export class ForgottenOrgs {
     // Where the org leads the key: its range. Where time leads it (the pruning indexes): the whole table.
     for (const table of [store.secrets, store.secretRevisions, store.fences, store.invocations] as Database[]) removed += await this.#remove(table, orgId, 0);
     for (const table of [store.fencesByTime, store.invocationsByTime] as Database[]) removed += await this.#remove(table, orgId, 1);
+    removed += await this.#removeModuleUses(orgId);
     await store.durable(store.forgottenOrgs.put(orgId, { at, done: true }));
     return removed;
   }
 
-  /** Removes the keys of `table` whose part `at` is the org, a chunk at a time, each durable before the next read. */
-  async #remove(table: Database, orgId: string, at: 0 | 1): Promise<number> {
+  /**
+   * Removes the org's uses of modules (read whole: the digest leads the key), and in the same write
+   * the bytes of each module no one else uses (the user '' of modules older than uses keeps them).
+   */
+  async #removeModuleUses(orgId: string): Promise<number> {
+    const store = this.#store;
+    const unused: string[] = [];
+    const removed = await this.#remove(store.moduleUsers as Database, orgId, 1, (key) => {
+      const digest = String(key[0]);
+      if (hasUser(store, digest)) return;
+      store.modules.removeSync(digest);
+      unused.push(digest);
+    });
+    for (const digest of unused) this.#dropCompiled(digest);
+    return removed + unused.length;
+  }
+
+  /**
+   * Removes the keys of `table` whose part `at` is the org, a chunk at a time, each durable before
+   * the next read; `alsoRemove` runs in that write after each key's removal.
+   */
+  async #remove(table: Database, orgId: string, at: 0 | 1, alsoRemove: (key: Key) => void = () => undefined): Promise<number> {
     let removed = 0;
     let after: Key | undefined;
     for (;;) {
@@ -84,7 +116,10 @@ export class ForgottenOrgs {
       if (mine.length > 0) {
         await this.#store.durable(
           table.transaction(() => {
-            for (const key of mine) table.removeSync(key);
+            for (const key of mine) {
+              table.removeSync(key);
+              alsoRemove(key);
+            }
           }),
         );
         removed += mine.length;
@@ -94,6 +129,12 @@ export class ForgottenOrgs {
       await nextTurn();
     }
   }
+}
+
+/** Whether any org (or the unknown user '') is recorded as using the module. */
+function hasUser(store: RunnerStore, digest: string): boolean {
+  for (const _ of store.moduleUsers.getKeys({ start: [digest], end: [digest, '\uffff'], limit: 1 })) return true;
+  return false;
 }
 
 const sameKey = (a: Key, b: Key): boolean => a.length === b.length && a.every((part, i) => part === b[i]);

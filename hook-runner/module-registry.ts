@@ -1,4 +1,5 @@
-// Compiled guest modules by sha256 digest: bytes are stored durably in LMDB (content-addressed), the
+// Compiled guest modules by sha256 digest: bytes are stored durably in LMDB (content-addressed, with
+// the orgs that uploaded them, so a module goes when its last uploader is forgotten), the
 // compiled form is cached in memory (compiled-cache.ts: bounded, orgs past half of it giving up their
 // own first) and lazily recompiled from LMDB after a restart. Compiles run
 // one at a time, in the compile process (compile-process.ts), which is killed at a deadline; loading
@@ -13,8 +14,8 @@ import { CompiledCache, type CompiledCacheBounds } from './compiled-cache.ts';
 import { CompileProcess, type CompileProcessOptions } from './compile-process.ts';
 import { SandboxCompileError, type CompiledModule } from './sandbox.ts';
 import type { ModuleDigest } from './requests.ts';
-import { CompileAbandonedError, InvalidRequestError, InvokeAbandonedError, ModuleNotFoundError, RunnerError } from './runner-error.ts';
-import type { RunnerStore } from './store.ts';
+import { CompileAbandonedError, InvalidRequestError, InvokeAbandonedError, ModuleNotFoundError, OrganizationForgottenError, RunnerError } from './runner-error.ts';
+import type { ModuleUserKey, RunnerStore } from './store.ts';
 import { COMPILE_THREADS, createRunLimiter } from './thread-pool.ts';
 
 const MAX_REASON_LENGTH = 2000;
@@ -26,6 +27,8 @@ export const digestOf = (bytes: Uint8Array): ModuleDigest =>
 export interface ModuleRegistryOptions extends CompiledCacheBounds {
   /** The compile process's deadline and memory cap per compile. */
   readonly compile?: CompileProcessOptions | undefined;
+  /** Whether the org was forgotten (forgotten-orgs.ts): its uploads are refused, none stored. */
+  readonly forgotten?: ((orgId: string) => boolean) | undefined;
 }
 
 /** Says whether the caller of a compile has gone (its call cancelled or past its deadline). */
@@ -58,9 +61,11 @@ export class ModuleRegistry {
   /** A compile holds a thread for up to seconds: they queue here instead of taking every thread. */
   readonly #compiles = createRunLimiter(COMPILE_THREADS);
   readonly #compiler: CompileProcess;
+  readonly #forgotten: (orgId: string) => boolean;
 
   constructor(store: RunnerStore, options: ModuleRegistryOptions = {}) {
     this.#store = store;
+    this.#forgotten = options.forgotten ?? (() => false);
     this.#compiler = new CompileProcess(options.compile);
     this.#cache = new CompiledCache(options);
   }
@@ -83,17 +88,43 @@ export class ModuleRegistry {
       );
       this.#cache.set(digest, await compiled, bytes.length, turn.tenant ?? '', !restore);
     }
-    if (!this.#holdsIntact(digest)) {
-      // Missing, or damaged (its bytes no longer hash to the digest: #load refuses them as
-      // module_corrupt): these bytes replace them, so the runtime sending them again repairs it.
-      assertWritable();
-      await this.#store.durable(this.#store.modules.put(digest, Buffer.from(bytes)));
-    } else {
+    await this.#keep(digest, bytes, turn.tenant ?? '', assertWritable);
+    return digest;
+  }
+
+  /**
+   * Stores the bytes unless they are there intact, and `tenant` as a user of them (store.ts
+   * moduleUsers), in one write. Inside that write, the bytes are looked for again: forgetting an org
+   * removes a module with its last user (forgotten-orgs.ts), in a write of its own that lands
+   * wholly before or after this one.
+   */
+  async #keep(digest: ModuleDigest, bytes: Uint8Array, tenant: string, assertWritable: () => void): Promise<void> {
+    const store = this.#store;
+    // Missing, or damaged (its bytes no longer hash to the digest: #load refuses them as
+    // module_corrupt): these bytes replace them, so the runtime sending them again repairs it.
+    const replace = !this.#holdsIntact(digest);
+    const user: ModuleUserKey = [digest, tenant];
+    if (!replace && store.moduleUsers.doesExist(user)) {
       // Committed is visible before it is flushed: a concurrent compile of the same bytes may have
       // written them moments ago. Answer only once what is visible is on disk.
-      await this.#store.flushed();
+      await store.flushed();
+      return;
     }
-    return digest;
+    assertWritable();
+    const kept = await store.durable(
+      store.modules.transaction(() => {
+        if (this.#forgotten(tenant)) return false;
+        if (replace || !store.modules.doesExist(digest)) store.modules.putSync(digest, Buffer.from(bytes));
+        store.moduleUsers.putSync(user, null);
+        return true;
+      }),
+    );
+    if (!kept) throw new OrganizationForgottenError();
+  }
+
+  /** Lets the compiled form of `digest` go (its bytes were removed: forgotten-orgs.ts). */
+  dropCompiled(digest: string): void {
+    this.#cache.delete(digest as ModuleDigest);
   }
 
   /** Ends the compile process; a compile under way fails as the sandbox being unavailable. */

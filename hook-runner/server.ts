@@ -195,9 +195,9 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     disk.start();
     await disk.probeNow();
     disk.arm();
-    modules = new ModuleRegistry(store, { compile: options.compile });
-    const forgotten = new ForgottenOrgs(store);
+    const forgotten = new ForgottenOrgs(store, { dropCompiled: (digest) => modules?.dropCompiled(digest) });
     const isForgotten = (orgId: string): boolean => forgotten.has(orgId);
+    modules = new ModuleRegistry(store, { compile: options.compile, forgotten: isForgotten });
     const handlers = createHookRunnerHandlers({
       modules,
       vault: new SecretVault(store, masterKey, isForgotten),

@@ -36,10 +36,17 @@ export type InvocationKey = [org: string, idempotencyKey: string];
 export type FenceTimeKey = [atMs: number, org: string, runId: string];
 export type InvocationTimeKey = [atMs: number, org: string, idempotencyKey: string];
 export type SecretRecordKey = [org: string, actionId: string, key: string];
+/** A module and an org that uploaded it ('' for uploads that named no org, and for every module stored before users were recorded). */
+export type ModuleUserKey = [digest: string, org: string];
 
 export interface RunnerStore {
   /** digest -> raw module bytes; content-addressed, shared by all tenants. */
   readonly modules: Database<Buffer, string>;
+  /**
+   * (digest, org) -> null: who uploaded each module (module-registry.ts), so that forgetting an org
+   * (forgotten-orgs.ts) removes the bytes no other org uploaded. Written with the bytes.
+   */
+  readonly moduleUsers: Database<null, ModuleUserKey>;
   /** (org, action, key) -> sealed secret (see vault.ts); never plaintext. */
   readonly secrets: Database<Buffer, SecretRecordKey>;
   /**
@@ -97,7 +104,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
   if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
-  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 12, overlappingSync: true, separateFlushed: true });
+  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 16, overlappingSync: true, separateFlushed: true });
   try {
     // First, before a database is opened (opening creates it): a refused store is left as the
     // newer release wrote it.
@@ -109,6 +116,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
   }
   privateFilesIn(dir, 'runner.mdb');
   const modules = root.openDB<Buffer, string>({ name: 'modules', encoding: 'binary' });
+  const moduleUsers = root.openDB<null, ModuleUserKey>({ name: 'module-users', encoding: 'msgpack' });
   const secrets = root.openDB<Buffer, SecretRecordKey>({ name: 'secrets', encoding: 'binary' });
   const secretRevisions = root.openDB<Buffer, SecretRecordKey>({ name: 'secret-revisions', encoding: 'binary' });
   const fences = root.openDB<string, FenceKey>({ name: 'fences', encoding: 'string' });
@@ -122,6 +130,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
 
   return {
     modules,
+    moduleUsers,
     secrets,
     secretRevisions,
     fences,

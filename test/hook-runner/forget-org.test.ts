@@ -1,13 +1,15 @@
-// ForgetOrg through the real runner: a deleted org's secrets, records of calls and fences leave the
-// store (byte for byte: only its mark and the shared module bytes stay), its calls and secret
-// writes are refused from then on, across a restart too; orgs beside it (one whose id it prefixes
-// among them) keep everything; a second ForgetOrg removes nothing more. (A call running meanwhile:
+// ForgetOrg through the real runner: a deleted org's secrets, records of calls, fences and the
+// modules only it uploaded leave the store (byte for byte: only its mark stays), its uploads, calls
+// and secret writes are refused from then on, across a restart too; orgs beside it (one whose id it
+// prefixes among them) keep everything, modules it shared with them too; a second ForgetOrg removes
+// nothing more. (A call running meanwhile:
 // invocation-ledger.test.ts; chunks and a removal cut short: forgotten-orgs.test.ts.)
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SluiceError } from '../../runtime/errors.ts';
 import { invocation, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
+import { assembleWat, ECHO_WAT, HEX_ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
 import { scanFor } from '../helpers/ledger-scan.ts';
 
@@ -31,24 +33,39 @@ async function use(orgId: string): Promise<void> {
   }
 }
 
-const isForgotten = (error: unknown): boolean => {
+const failsWith = (code: string) => (error: unknown): boolean => {
   assert.ok(error instanceof SluiceError, String(error));
-  assert.equal(error.code, 'organization_forgotten');
+  assert.equal(error.code, code);
   return true;
 };
+const isForgotten = failsWith('organization_forgotten');
 
 describe('ForgetOrg', () => {
   it('removes the org\'s secrets, records and fences, refuses its calls from then on, and leaves every other org whole', async () => {
     for (const org of [GONE, KEPT, NEIGHBOUR]) await use(org);
+    // A module only the org uploads, one it shares with another org, and the echo (also uploaded
+    // with no org named, as modules stored before uploads named theirs are kept).
+    const ownBytes = await assembleWat('hex-echo', HEX_ECHO_WAT);
+    const own = await runner.client.compile(ownBytes, GONE);
+    const sharedBytes = await assembleWat('named-echo', ECHO_WAT, { names: true });
+    const shared = await runner.client.compile(sharedBytes, GONE);
+    assert.equal(await runner.client.compile(sharedBytes, KEPT), shared);
+    assert.equal(await runner.client.compile(await assembleWat('echo', ECHO_WAT), GONE), echo);
+    assert.equal(new Set([own, shared, echo]).size, 3);
 
-    // 2 secrets + their 2 revision marks, 3 records of calls + 3 time entries, 3 fences + 3 time entries.
-    assert.equal(await runner.client.forgetOrg(GONE), 16);
+    // 2 secrets + their 2 revision marks, 3 records of calls + 3 time entries, 3 fences + 3 time
+    // entries; its 3 uses of modules and the 1 module no one else uploaded.
+    assert.equal(await runner.client.forgetOrg(GONE), 20);
     assert.equal(await runner.client.forgetOrg(GONE), 0, 'nothing more the second time');
 
     assert.deepEqual(await runner.client.listSecretKeys({ orgId: GONE, actionId: 'act_a' }), []);
     await assert.rejects(runner.client.invoke(invocation(echo, { orgId: GONE, actionId: 'act_a', idempotencyKey: 'run_1:step_1', fence: 2 })), isForgotten);
     await assert.rejects(runner.client.invoke(invocation(echo, { orgId: GONE, actionId: 'act_a', simulate: true })), isForgotten);
     await assert.rejects(runner.client.putSecret({ orgId: GONE, actionId: 'act_a', key: 'KEY_A', value: 'again' }), isForgotten);
+    await assert.rejects(runner.client.compile(ownBytes, GONE), isForgotten);
+    // Its own module is gone, compiled form too; the shared one runs for the org that shares it.
+    await assert.rejects(runner.client.invoke(invocation(own, { orgId: KEPT })), failsWith('module_not_found'));
+    assert.equal((await runner.client.invoke(invocation(shared, { orgId: KEPT }))).replayed, false);
 
     for (const org of [KEPT, NEIGHBOUR]) {
       assert.deepEqual(await runner.client.listSecretKeys({ orgId: org, actionId: 'act_b' }), ['KEY_B']);
@@ -60,9 +77,11 @@ describe('ForgetOrg', () => {
     // The mark is durable: a new runner process refuses the org too.
     await runner.restart();
     await assert.rejects(runner.client.invoke(invocation(echo, { orgId: GONE, actionId: 'act_a', idempotencyKey: 'run_9:step_1', fence: 2 })), isForgotten);
+    await assert.rejects(runner.client.invoke(invocation(own, { orgId: KEPT })), failsWith('module_not_found'), 'its bytes left the store');
+    for (const digest of [shared, echo]) assert.equal((await runner.client.invoke(invocation(digest, { orgId: KEPT }))).replayed, false, digest);
 
     await runner.close({ keepData: true });
-    // Byte for byte: nothing names the org but its mark (module bytes hold no org).
+    // Byte for byte: nothing names the org but its mark (module bytes hold no org; their uses went).
     const left = scanFor(join(runner.dataDir, 'hook-runner', 'runner.mdb'), GONE, KEPT, ['forgotten-orgs', 'data-format']);
     // The neighbour's records hold the forgotten org's id as the start of its own.
     assert.deepEqual(left.found.filter((line) => !line.includes(NEIGHBOUR)), []);

@@ -42,7 +42,7 @@ describe('forgotten orgs', () => {
     try {
       await fill(store, [ORG, ...NEIGHBOURS]);
       assert.equal(count(store, ORG), PER_TABLE * 6);
-      const forgotten = new ForgottenOrgs(store, 5);
+      const forgotten = new ForgottenOrgs(store, { chunk: 5 });
       assert.equal(forgotten.has(ORG), false);
       // Two at once: the second joins the first.
       const [first, second] = await Promise.all([forgotten.forget(ORG, 1_000), forgotten.forget(ORG, 2_000)]);
@@ -61,12 +61,45 @@ describe('forgotten orgs', () => {
       await store.durable(store.forgottenOrgs.put('o2', { at: 500, done: false }));
       await store.close();
       store = openRunnerStore(dataDir);
-      const reopened = new ForgottenOrgs(store, 5);
+      const reopened = new ForgottenOrgs(store, { chunk: 5 });
       assert.equal(reopened.has(ORG), true);
       assert.equal(reopened.has('o2'), true, 'a mark alone refuses the org\'s calls');
       assert.equal(await reopened.forget('o2', 4_000), PER_TABLE * 6);
       assert.deepEqual(store.forgottenOrgs.get('o2'), { at: 500, done: true });
       for (const org of ['o.x', 'n', 'p']) assert.equal(count(store, org), PER_TABLE * 6, org);
+    } finally {
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('forgotten orgs\' modules', () => {
+  it('removes the org\'s uses of modules across chunks, and with them the bytes no one else uses, in the same write', async () => {
+    const dataDir = tempDataDir();
+    const store = openRunnerStore(dataDir);
+    try {
+      const digest = (name: string): string => name.padEnd(64, '0');
+      // Twelve modules only the org uploaded (more than two chunks of 5), one shared with a
+      // neighbour whose id it prefixes, one also stored before uploads named theirs (''), one of
+      // the neighbour alone.
+      const own = Array.from({ length: 12 }, (_, i) => digest(`a${i.toString(16)}`));
+      const users: Array<[string, string]> = [...own.map((d): [string, string] => [d, ORG]), [digest('b'), ORG], [digest('b'), 'o2'], [digest('c'), ''], [digest('c'), ORG], [digest('d'), 'o2']];
+      await store.durable(
+        store.modules.transaction(() => {
+          for (const [d, org] of users) {
+            store.modules.putSync(d, Buffer.from(`bytes of ${d}`));
+            store.moduleUsers.putSync([d, org], null);
+          }
+        }),
+      );
+      const dropped: string[] = [];
+      const forgotten = new ForgottenOrgs(store, { chunk: 5, dropCompiled: (d) => void dropped.push(d) });
+      // 14 uses, 12 modules.
+      assert.equal(await forgotten.forget(ORG, 1_000), 26);
+      assert.deepEqual(dropped.sort(), own);
+      assert.deepEqual([...store.modules.getKeys({})], [digest('b'), digest('c'), digest('d')]);
+      assert.deepEqual([...store.moduleUsers.getKeys({})], [[digest('b'), 'o2'], [digest('c'), ''], [digest('d'), 'o2']]);
     } finally {
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });

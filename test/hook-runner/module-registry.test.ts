@@ -231,3 +231,44 @@ test('a stored module that runs past the compile deadline compiling again (a bus
     hurried.close();
   }
 });
+
+const usersOf = (digest: string): string[] => [...store.moduleUsers.getKeys({ start: [digest], end: [digest, '\uffff'] })].map((key) => (key as string[])[1]!);
+
+test('each upload records its org as a user of the module, once, beside its bytes; a forgotten org\'s upload stores nothing', async () => {
+  const forgottenOrgs = new Set(['org_gone']);
+  const registry = new ModuleRegistry(store, { forgotten: (orgId) => forgottenOrgs.has(orgId) });
+  const bytes = await assembleWat('users', constantWat('"users"'));
+  const digest = digestOf(bytes);
+  assert.equal(await registry.compile(bytes, undefined, { tenant: 'org_a' }), digest);
+  assert.equal(await registry.compile(bytes, undefined, { tenant: 'org_b' }), digest);
+  assert.equal(await registry.compile(bytes, undefined, { tenant: 'org_a' }), digest);
+  assert.equal(await registry.compile(bytes, undefined, { tenant: 'org_c', first: true }), digest, 'a restore too');
+  assert.equal(await registry.compile(bytes), digest, 'an upload naming no org: the unknown user');
+  assert.deepEqual(usersOf(digest), ['', 'org_a', 'org_b', 'org_c']);
+
+  const other = await assembleWat('gone-upload', constantWat('"gone"'));
+  await assert.rejects(registry.compile(other, undefined, { tenant: 'org_gone' }), { code: 'organization_forgotten' });
+  assert.equal(store.modules.get(digestOf(other)), undefined);
+  assert.deepEqual(usersOf(digestOf(other)), []);
+});
+
+// The bytes are looked for again inside the write: a removal of the module with its last user
+// (forgotten-orgs.ts) that committed after the upload read them must not leave a user without bytes.
+test('an upload that read the bytes before their removal committed stores them again with its use', async () => {
+  const registry = new ModuleRegistry(store);
+  const bytes = await assembleWat('removed-meanwhile', constantWat('"removed meanwhile"'));
+  const digest = digestOf(bytes);
+  await registry.compile(bytes, undefined, { tenant: 'org_a' });
+  // What the upload read before the removal: intact bytes. By its write they are gone.
+  const readBeforeRemoval = Object.create(store.modules, { get: { value: () => Buffer.from(bytes) } }) as RunnerStore['modules'];
+  const racing = new ModuleRegistry({ ...store, modules: readBeforeRemoval }, { maxCached: 1 });
+  await store.durable(store.modules.transaction(() => {
+    store.moduleUsers.removeSync([digest, 'org_a']);
+    store.modules.removeSync(digest);
+  }));
+  assert.equal(await racing.compile(bytes, undefined, { tenant: 'org_b' }), digest);
+  assert.ok(store.modules.get(digest)?.equals(Buffer.from(bytes)), 'stored again');
+  assert.deepEqual(usersOf(digest), ['org_b']);
+  racing.close();
+  registry.close();
+});

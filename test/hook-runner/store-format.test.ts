@@ -1,6 +1,7 @@
 // The runner store's layout stamp (store-format.ts): a runner stamps a store it opens, takes one an
-// earlier release left unstamped as layout 1, and refuses one a newer release wrote (one line and
-// exit 2 from the process) without changing it or keeping its lock.
+// earlier release left unstamped as layout 1, upgrades earlier layouts (store-upgrade.ts), and
+// refuses one a newer release wrote (one line and exit 2 from the process) without changing it or
+// keeping its lock.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -14,7 +15,9 @@ import { createHookRunnerServer } from '../../hook-runner/server.ts';
 import { openRunnerStore, runnerStoreDir } from '../../hook-runner/store.ts';
 import { pruneRunnerRecords, RECORD_RETENTION_MS } from '../../hook-runner/record-pruning.ts';
 import { privateDirectory } from '../../hook-runner/private-directory.ts';
-import { newMasterKey, newToken, tempDataDir } from '../helpers/hook-runner.ts';
+import { digestOf } from '../../hook-runner/module-registry.ts';
+import { newMasterKey, newToken, startRunner as startRunnerProcess, tempDataDir } from '../helpers/hook-runner.ts';
+import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
 const MAIN = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url));
 
@@ -25,7 +28,7 @@ const startRunner = (dataDir: string) =>
 const openRaw = (dataDir: string) => open({ path: join(runnerStoreDir(dataDir), 'runner.mdb'), maxDbs: 8, overlappingSync: true });
 
 /** Writes a store as another release left it: only the given tables, each with its entries. */
-async function writeRawStore(dataDir: string, tables: Record<string, { encoding: 'msgpack' | 'string'; entries: [key: string | string[], value: unknown][] }>): Promise<void> {
+async function writeRawStore(dataDir: string, tables: Record<string, { encoding: 'msgpack' | 'string' | 'binary'; entries: [key: string | string[], value: unknown][] }>): Promise<void> {
   privateDirectory(runnerStoreDir(dataDir));
   const root = openRaw(dataDir);
   await root.transaction(() => {
@@ -48,10 +51,10 @@ async function readStamp(dataDir: string): Promise<unknown> {
   }
 }
 
-/** A store as a release with a later layout might leave it: stamped 3, its tables not this release's (with the mark every release reading SLUICE_DATA_DIR writes). */
+/** A store as a release with a later layout might leave it: stamped 4, its tables not this release's (with the mark every release reading SLUICE_DATA_DIR writes). */
 async function writeNewerStore(dataDir: string): Promise<void> {
   await writeRawStore(dataDir, {
-    'data-format': { encoding: 'msgpack', entries: [['version', 3]] },
+    'data-format': { encoding: 'msgpack', entries: [['version', 4]] },
     'invocations-v2': { encoding: 'msgpack', entries: [[['org_a', 'run_1:step_1'], { output: '{}' }]] },
   });
   writeFileSync(join(runnerStoreDir(dataDir), 'reads-sluice-data-dir'), '', { mode: 0o600 });
@@ -61,7 +64,7 @@ test('a runner stamps a fresh store with this release\'s format', async () => {
   const dataDir = tempDataDir();
   const server = await startRunner(dataDir);
   await server.close();
-  assert.equal(await readStamp(dataDir), 2);
+  assert.equal(await readStamp(dataDir), 3);
 });
 
 test('a store an earlier release left without a stamp opens as format 1, keeps its records and is upgraded and stamped', async () => {
@@ -74,7 +77,7 @@ test('a store an earlier release left without a stamp opens as format 1, keeps i
 
   const server = await startRunner(dataDir);
   await server.close();
-  assert.equal(await readStamp(dataDir), 2);
+  assert.equal(await readStamp(dataDir), 3);
   const store = openRunnerStore(dataDir);
   try {
     assert.equal(store.fences.get(['org_a', 'run_1']), '7', 'its records read as before');
@@ -94,14 +97,14 @@ test('a store stamped by a newer release is refused, naming it and both formats,
     () => openRunnerStore(dataDir),
     (error: unknown) =>
       error instanceof RunnerConfigError &&
-      error.message === `${storeDir} holds a hook-runner store written by a newer Sluice (store format 3; this release reads up to 2). Run that release or a newer one on it, or start this one on another data dir.`,
+      error.message === `${storeDir} holds a hook-runner store written by a newer Sluice (store format 4; this release reads up to 3). Run that release or a newer one on it, or start this one on another data dir.`,
   );
   const refusal = await startRunner(dataDir).then(async (server) => void (await server.close()), (error: Error) => error);
   assert.ok(refusal instanceof RunnerConfigError, String(refusal));
 
   assert.deepEqual(readdirSync(storeDir).sort(), filesBefore, 'no lock left, no key file');
   assert.ok(readFileSync(join(storeDir, 'runner.mdb')).equals(bytesBefore), 'runner.mdb unchanged');
-  assert.equal(await readStamp(dataDir), 3, 'still the newer stamp');
+  assert.equal(await readStamp(dataDir), 4, 'still the newer stamp');
 });
 
 test('the hook-runner process on a newer store exits 2 with that one line, no stack trace', async () => {
@@ -112,9 +115,9 @@ test('the hook-runner process on a newer store exits 2 with that one line, no st
 
   assert.equal(result.status, 2, result.stderr);
   const storeDir = runnerStoreDir(dataDir).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  assert.match(result.stderr, new RegExp(`^hook-runner: ${storeDir} holds a hook-runner store written by a newer Sluice \\(store format 3; this release reads up to 2\\)\\. Run that release or a newer one on it, or start this one on another data dir\\.\\n$`));
+  assert.match(result.stderr, new RegExp(`^hook-runner: ${storeDir} holds a hook-runner store written by a newer Sluice \\(store format 4; this release reads up to 3\\)\\. Run that release or a newer one on it, or start this one on another data dir\\.\\n$`));
   assert.equal(existsSync(join(runnerStoreDir(dataDir), 'owner.pid')), false, 'its lock released');
-  assert.equal(await readStamp(dataDir), 3);
+  assert.equal(await readStamp(dataDir), 4);
 });
 
 // Found by review: stores written before record pruning existed had no pruning index entries for
@@ -131,7 +134,7 @@ test('the upgrade from layout 1 indexes invocation records and fences written wi
   const upgradedAt = Date.now();
   const server = await startRunner(dataDir);
   await server.close();
-  assert.equal(await readStamp(dataDir), 2);
+  assert.equal(await readStamp(dataDir), 3);
   const store = openRunnerStore(dataDir);
   try {
     // The runner prunes as it starts: the record completed long ago, indexed at its time by the
@@ -148,6 +151,43 @@ test('the upgrade from layout 1 indexes invocation records and fences written wi
     assert.deepEqual(fencesAt.map(({ key: [when, fenceOrg, run], value }) => [when >= upgradedAt, fenceOrg, run, value]).sort(), [[true, 'org_a', 'run_1', '3'], [true, 'org_a', 'run_2', '5']]);
     const pruned = await pruneRunnerRecords(store, Date.now() + RECORD_RETENTION_MS + 1);
     assert.deepEqual(pruned, { invocations: 1, fences: 2 }, 'the rest a retention after the upgrade');
+  } finally {
+    await store.close();
+  }
+});
+
+// A module stored before uploads named their org may be in use by any org: forgetting one must
+// never remove it, so the upgrade from layout 2 gives each the user '' that no org's removal takes.
+test('the upgrade from layout 2 gives every stored module the unknown user, so forgetting an org that uploads it again keeps it', async () => {
+  const dataDir = tempDataDir();
+  const bytes = await assembleWat('echo', ECHO_WAT);
+  const digest = digestOf(bytes);
+  await writeRawStore(dataDir, {
+    'data-format': { encoding: 'msgpack', entries: [['version', 2]] },
+    modules: { encoding: 'binary', entries: [[digest, Buffer.from(bytes)], ['e'.repeat(64), Buffer.from('other')]] },
+  });
+  const server = await startRunner(dataDir);
+  await server.close();
+  assert.equal(await readStamp(dataDir), 3);
+  let store = openRunnerStore(dataDir);
+  try {
+    assert.deepEqual([...store.moduleUsers.getKeys({})], [[digest, ''], ['e'.repeat(64), '']]);
+  } finally {
+    await store.close();
+  }
+
+  // An org uploads it again, then is forgotten: the bytes stay for whoever stored them before.
+  const runner = await startRunnerProcess({ dataDir });
+  try {
+    assert.equal(await runner.client.compile(bytes, 'org_a'), digest);
+    assert.equal(await runner.client.forgetOrg('org_a'), 1, 'its use only');
+  } finally {
+    await runner.close({ keepData: true });
+  }
+  store = openRunnerStore(dataDir);
+  try {
+    assert.ok(store.modules.get(digest)?.equals(Buffer.from(bytes)), 'the module stays');
+    assert.deepEqual([...store.moduleUsers.getKeys({ start: [digest], end: [digest, '\uffff'] })], [[digest, '']]);
   } finally {
     await store.close();
   }
