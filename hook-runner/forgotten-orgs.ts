@@ -1,5 +1,5 @@
 // Organizations the runtime deleted (ForgetOrg): their secrets, records of calls, fences and the
-// modules only they uploaded leave the runner's store, and nothing of them runs or is stored from
+// modules no other org uses leave the runner's store, and nothing of them runs or is stored from
 // then on. Table `forgotten-orgs`.
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -18,6 +18,12 @@ export interface ForgottenOrgsOptions {
   readonly dropCompiled?: (digest: string) => void;
 }
 
+/** What a chunked removal does besides removing its keys (#removeModuleUses). */
+interface RemovalHooks {
+  readonly inWrite?: (key: Key) => void;
+  readonly afterWrite?: () => void;
+}
+
 export interface ForgottenMark {
   readonly at: number;
   /** Every record of the org was removed. */
@@ -31,8 +37,8 @@ export interface ForgottenMark {
  * and the removal reads the tables only once the mark is durable, so it goes with the rest; one
  * decided after writes nothing. A secret write asks inside its own write transaction (vault.ts),
  * which lmdb-js may run after later single writes, as does an upload (module-registry.ts). Module
- * bytes are stored by digest, shared by every org that uploads the module: the org's uses of them
- * (module-users) go last, each module with its last use, in the same write. A removal cut short (a
+ * bytes are stored by digest, shared by every org that uploads or calls the module: the org's uses
+ * of them (module-users) go last, each module with its last use, in the same write. A removal cut short (a
  * stop, a crash) is done by the next ForgetOrg; once `done`, a ForgetOrg answers at once.
  */
 export class ForgottenOrgs {
@@ -91,21 +97,30 @@ export class ForgottenOrgs {
   async #removeModuleUses(orgId: string): Promise<number> {
     const store = this.#store;
     const unused: string[] = [];
-    const removed = await this.#remove(store.moduleUsers as Database, orgId, 1, (key) => {
-      const digest = String(key[0]);
-      if (hasUser(store, digest)) return;
-      store.modules.removeSync(digest);
-      unused.push(digest);
+    let bytesRemoved = 0;
+    const removed = await this.#remove(store.moduleUsers as Database, orgId, 1, {
+      inWrite: (key) => {
+        const digest = String(key[0]);
+        if (hasUser(store, digest)) return;
+        store.modules.removeSync(digest);
+        unused.push(digest);
+      },
+      // Each chunk's modules leave memory once their removal is durable, not at the end of the scan.
+      afterWrite: () => {
+        for (const digest of unused.splice(0)) {
+          this.#dropCompiled(digest);
+          bytesRemoved += 1;
+        }
+      },
     });
-    for (const digest of unused) this.#dropCompiled(digest);
-    return removed + unused.length;
+    return removed + bytesRemoved;
   }
 
   /**
    * Removes the keys of `table` whose part `at` is the org, a chunk at a time, each durable before
-   * the next read; `alsoRemove` runs in that write after each key's removal.
+   * the next read; `inWrite` runs in that write after each key's removal, `afterWrite` once it is durable.
    */
-  async #remove(table: Database, orgId: string, at: 0 | 1, alsoRemove: (key: Key) => void = () => undefined): Promise<number> {
+  async #remove(table: Database, orgId: string, at: 0 | 1, hooks: RemovalHooks = {}): Promise<number> {
     let removed = 0;
     let after: Key | undefined;
     for (;;) {
@@ -118,10 +133,11 @@ export class ForgottenOrgs {
           table.transaction(() => {
             for (const key of mine) {
               table.removeSync(key);
-              alsoRemove(key);
+              hooks.inWrite?.(key);
             }
           }),
         );
+        hooks.afterWrite?.();
         removed += mine.length;
       }
       if (keys.length < limit) return removed;

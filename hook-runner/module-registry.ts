@@ -1,5 +1,5 @@
 // Compiled guest modules by sha256 digest: bytes are stored durably in LMDB (content-addressed, with
-// the orgs that uploaded them, so a module goes when its last uploader is forgotten), the
+// the orgs that uploaded or called them, so a module goes when its last user is forgotten), the
 // compiled form is cached in memory (compiled-cache.ts: bounded, orgs past half of it giving up their
 // own first) and lazily recompiled from LMDB after a restart. Compiles run
 // one at a time, in the compile process (compile-process.ts), which is killed at a deadline; loading
@@ -82,14 +82,37 @@ export class ModuleRegistry {
     const restore = turn.first === true;
     // An upload is checked under its own rules even when the same bytes were compiled as a restore
     // or a recompile (names past their caps left out): those would let it through unchecked.
+    const tenant = turn.tenant ?? '';
+    let compiled: CompiledModule | undefined;
     if (restore ? !this.#cache.has(digest) : !this.#cache.hasAsUpload(digest)) {
-      const compiled = this.#joinOrStart(restore ? this.#restoring : this.#compiling, digest, gaveUp, (callers) =>
-        this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes, restore), restore, turn.tenant ?? ''),
+      compiled = await this.#joinOrStart(restore ? this.#restoring : this.#compiling, digest, gaveUp, (callers) =>
+        this.#compileUnlessAbandoned(callers, () => new CompileAbandonedError(), () => this.#compileOrReject(bytes, restore), restore, tenant),
       );
-      this.#cache.set(digest, await compiled, bytes.length, turn.tenant ?? '', !restore);
     }
-    await this.#keep(digest, bytes, turn.tenant ?? '', assertWritable);
+    // Cached only once its bytes are kept: one refused (the disk below its floor, the org forgotten
+    // while it waited its turn) must not be served from memory while the store lacks it.
+    await this.#keep(digest, bytes, tenant, assertWritable);
+    if (compiled !== undefined) this.#cache.set(digest, compiled, bytes.length, tenant, !restore);
     return digest;
+  }
+
+  /**
+   * Records `orgId` as a user of a stored module it calls, once per org and module: bytes restored
+   * for one org serve every org whose versions have them, and each must keep them when another is
+   * forgotten (forgotten-orgs.ts). `assertWritable` runs only when the record is written.
+   */
+  async noteUse(digest: ModuleDigest, orgId: string, assertWritable: () => void = () => undefined): Promise<void> {
+    const store = this.#store;
+    const user: ModuleUserKey = [digest, orgId];
+    if (store.moduleUsers.doesExist(user)) return;
+    assertWritable();
+    await store.durable(
+      store.modules.transaction(() => {
+        // Bytes removed meanwhile (the call then fails as not found, or runs once from memory): no use of them to keep.
+        if (this.#forgotten(orgId) || !store.modules.doesExist(digest)) return;
+        store.moduleUsers.putSync(user, null);
+      }),
+    );
   }
 
   /**

@@ -22,9 +22,10 @@ import { RunnerConfigError } from './runner-error.ts';
  * 2: every invocation record has its `invocations-by-time` entry and every fence one in
  * `fences-by-time`, so pruning finds them: stores written before record pruning had none (the
  * upgrade from 1, store-upgrade.ts, adds them).
- * 3: `module-users` ((digest, org) -> null, msgpack) names who uploaded each stored module, so that
- * a forgotten org's modules no other org uploaded are removed: an earlier release would store
- * modules without it, and they would then be removed under an org that still uses them. The upgrade
+ * 3: `module-users` ((digest, org) -> null, msgpack) names the orgs that uploaded or called each
+ * stored module, so that a forgotten org's modules no other org uses are removed: an earlier release
+ * would store and call modules without it, and they would then be removed under an org that still
+ * uses them. The upgrade
  * from 2 gives every module stored before it the user '' (unknown), which no org's removal takes.
  * (`forgotten-orgs`, org -> {at, done}, came in layout 2 without a number of its own: a release
  * that does not know it ignores it, and the runtime never sends such an org's calls.)

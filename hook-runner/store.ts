@@ -36,15 +36,15 @@ export type InvocationKey = [org: string, idempotencyKey: string];
 export type FenceTimeKey = [atMs: number, org: string, runId: string];
 export type InvocationTimeKey = [atMs: number, org: string, idempotencyKey: string];
 export type SecretRecordKey = [org: string, actionId: string, key: string];
-/** A module and an org that uploaded it ('' for uploads that named no org, and for every module stored before users were recorded). */
+/** A module and an org that uploaded or called it ('' for uploads that named no org, and for every module stored before users were recorded). */
 export type ModuleUserKey = [digest: string, org: string];
 
 export interface RunnerStore {
   /** digest -> raw module bytes; content-addressed, shared by all tenants. */
   readonly modules: Database<Buffer, string>;
   /**
-   * (digest, org) -> null: who uploaded each module (module-registry.ts), so that forgetting an org
-   * (forgotten-orgs.ts) removes the bytes no other org uploaded. Written with the bytes.
+   * (digest, org) -> null: the orgs that uploaded or called each module (module-registry.ts), so
+   * that forgetting an org (forgotten-orgs.ts) removes the bytes no other org uses.
    */
   readonly moduleUsers: Database<null, ModuleUserKey>;
   /** (org, action, key) -> sealed secret (see vault.ts); never plaintext. */

@@ -94,10 +94,20 @@ describe('forgotten orgs\' modules', () => {
         }),
       );
       const dropped: string[] = [];
-      const forgotten = new ForgottenOrgs(store, { chunk: 5, dropCompiled: (d) => void dropped.push(d) });
+      let droppedWhileUsesLeft = 0;
+      const usesLeft = (): number => [...store.moduleUsers.getKeys({})].filter((key) => (key as string[])[1] === ORG).length;
+      const forgotten = new ForgottenOrgs(store, {
+        chunk: 5,
+        dropCompiled: (d) => {
+          assert.equal(store.modules.get(d), undefined, 'dropped once its bytes\' removal is durable');
+          if (usesLeft() > 0) droppedWhileUsesLeft += 1;
+          dropped.push(d);
+        },
+      });
       // 14 uses, 12 modules.
       assert.equal(await forgotten.forget(ORG, 1_000), 26);
       assert.deepEqual(dropped.sort(), own);
+      assert.ok(droppedWhileUsesLeft > 0, 'each chunk\'s modules leave memory with their chunk, not at the end');
       assert.deepEqual([...store.modules.getKeys({})], [digest('b'), digest('c'), digest('d')]);
       assert.deepEqual([...store.moduleUsers.getKeys({})], [[digest('b'), 'o2'], [digest('c'), ''], [digest('d'), 'o2']]);
     } finally {

@@ -272,3 +272,33 @@ test('an upload that read the bytes before their removal committed stores them a
   racing.close();
   registry.close();
 });
+
+test('an upload refused once compiled (its org forgotten while it waited its turn) leaves nothing behind, compiled form included', async () => {
+  let forgotten = false;
+  const registry = new ModuleRegistry(store, { forgotten: () => forgotten });
+  const bytes = await assembleWat('forgotten-while-waiting', constantWat('"forgotten while waiting"'));
+  const upload = registry.compile(bytes, undefined, { tenant: 'org_late' });
+  forgotten = true; // ForgetOrg while the compile runs
+  await assert.rejects(upload, { code: 'organization_forgotten' });
+  assert.throws(() => registry.assertStored(digestOf(bytes)), { code: 'module_not_found' }, 'not served from memory either');
+  assert.equal(registry.cached.count, 0);
+  registry.close();
+});
+
+test('a call records its org as a user of the module once (a module sent back for one org serves others); not for a forgotten org or bytes removed meanwhile', async () => {
+  const forgottenOrgs = new Set(['org_gone']);
+  const registry = new ModuleRegistry(store, { forgotten: (orgId) => forgottenOrgs.has(orgId) });
+  const bytes = await assembleWat('called', constantWat('"called"'));
+  const digest = await registry.compile(bytes, undefined, { tenant: 'org_a', first: true });
+  let writes = 0;
+  const counting = () => void (writes += 1);
+  await registry.noteUse(digest, 'org_b', counting);
+  await registry.noteUse(digest, 'org_b', counting);
+  assert.equal(writes, 1, 'written once');
+  await registry.noteUse(digest, 'org_gone');
+  assert.deepEqual(usersOf(digest), ['org_a', 'org_b']);
+  await store.durable(store.modules.remove(digest));
+  await registry.noteUse(digest, 'org_c');
+  assert.deepEqual(usersOf(digest), ['org_a', 'org_b'], 'no use of bytes that are gone');
+  registry.close();
+});
