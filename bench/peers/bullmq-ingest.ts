@@ -1,9 +1,12 @@
-// Peer of the e2e scenario, what a user might build instead: Fastify verifies a Standard Webhook and
-// adds a BullMQ job (job id = webhook-id, so a retry is not a second job); a BullMQ worker in the same
-// process POSTs the job to the receiver (signed, Idempotency-Key), retrying on failure.
+// Peer of the e2e and recovery scenarios, what a user might build instead: Fastify verifies a
+// Standard Webhook and adds a BullMQ job (job id = webhook-id, so a retry is not a second job); a
+// BullMQ worker in the same process POSTs the job to the receiver (signed, Idempotency-Key),
+// retrying on failure.
 //
 // Child process. Usage: node --import tsx bullmq-ingest.ts --port 0 --secret whsec_… --redis-port N
-//   --receiver http://127.0.0.1:N/effects --concurrency N
+//   --receiver http://127.0.0.1:N/effects --concurrency N [--lock-ms N --stalled-ms N]
+// (the worker's lockDuration and stalledInterval: how soon jobs of a worker that died go back to
+// waiting; BullMQ's defaults, 30 s each, when not given)
 
 import { createHmac, randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -20,6 +23,8 @@ const { values } = parseArgs({
     'redis-port': { type: 'string' },
     receiver: { type: 'string' },
     concurrency: { type: 'string', default: '64' },
+    'lock-ms': { type: 'string' },
+    'stalled-ms': { type: 'string' },
   },
 });
 if (values.secret === undefined || values['redis-port'] === undefined || values.receiver === undefined) {
@@ -54,7 +59,12 @@ const worker = new Worker<EffectJob>(
     if (!response.ok) throw new Error(`receiver answered ${response.status}`);
     return { status: response.status, body: text.slice(0, 4096) };
   },
-  { connection, concurrency: Number(values.concurrency) },
+  {
+    connection,
+    concurrency: Number(values.concurrency),
+    ...(values['lock-ms'] === undefined ? {} : { lockDuration: Number(values['lock-ms']) }),
+    ...(values['stalled-ms'] === undefined ? {} : { stalledInterval: Number(values['stalled-ms']) }),
+  },
 );
 
 const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });

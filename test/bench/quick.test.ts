@@ -180,6 +180,15 @@ describe('npm run bench -- --quick', () => {
     const receiver = recovery.notes.find((n) => n.startsWith('receiver:'));
     assert.match(receiver ?? '', new RegExp(`distinct keys ${sluice.completed}\\b`), 'one idempotency key per run');
     assert.match(receiver ?? '', /deliveries after a 200 had been written 0/);
+    // The BullMQ peer, killed and restarted the same way, when Redis is there.
+    const bullmq = recovery.systems.find((s) => s.system === 'bullmq');
+    assert.ok(bullmq !== undefined && bullmq.role === 'peer');
+    if (bullmq.status === 'measured') {
+      assertCleanRow(bullmq, 'bullmq recovery');
+      assert.equal(bullmq.completed, sluice.completed, 'as many jobs as runs');
+      assert.deepEqual(recovery.ratios.map((r) => r.peer), ['bullmq']);
+      assert.match(recovery.notes.find((n) => n.startsWith('bullmq: receiver:')) ?? '', new RegExp(`distinct keys ${sluice.completed}\\b.*deliveries after a 200 had been written 0; jobs completed \\(Redis\\) ${sluice.completed} of ${sluice.completed}; lost 0; duplicates 0`));
+    } else assert.equal(bullmq.status, 'not_yet_measured', bullmq.note);
   });
 
   it('fairness: measures tenant B alone and under tenant A\'s flood, and judges the 2x target', () => {

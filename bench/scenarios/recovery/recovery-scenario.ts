@@ -1,15 +1,20 @@
 // Scenario recovery: N runs wait on a webhook step whose receiver holds its answers; the runtime is
-// SIGKILLed, restarted on the same data dir, and the bench measures how long until every run completed.
+// SIGKILLed, restarted on the same data dir, and the bench measures how long until every run
+// completed. Peer: the same jobs in BullMQ on Redis, its app process killed and started again
+// (recovery-bullmq.ts).
 
 import { performance } from 'node:perf_hooks';
 import { percentileOfSorted } from '../../harness/stats.ts';
-import { failedResult, judge, type SystemMeta } from '../../result-helpers.ts';
+import { until } from '../../harness/until.ts';
+import { failedResult, judge, measuredRow, notYetMeasured, scenarioStatus, subjectToPeerRatios, type SystemMeta } from '../../result-helpers.ts';
 import type { Scenario, ScenarioContext, ScenarioReport, SystemResult, TargetCheck } from '../../scenario.ts';
-import { startEffectReceiver, type ReceiverCounts } from '../runs/effect-receiver.ts';
+import { ensureRedis, redisVersion } from '../e2e/redis-install.ts';
+import { startEffectReceiver } from '../runs/effect-receiver.ts';
 import { watchLive, type LiveWatcher } from '../runs/live-watcher.ts';
 import { countRuns, createOrg, createWebhookWorkflow, postEvents } from '../runs/runtime-api.ts';
 import { startSluice, type SluiceRuntime } from '../runs/sluice-runtime.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from '../../../runtime/runs/outbound-connections.ts';
+import { BULLMQ_RECOVERY, measureBullmqRecovery, type RecoveryMeasured } from './recovery-bullmq.ts';
 import { recoverySizes, TARGET_RUNS, TARGET_SECONDS, type RecoverySizes } from './recovery-sizes.ts';
 
 export const recoveryScenario: Scenario = {
@@ -30,18 +35,9 @@ interface Org {
   readonly key: string;
 }
 
-interface Measured {
-  readonly runs: number;
-  readonly fillSec: number;
-  readonly restartToListeningMs: number;
-  /** Completion times of every run, from the restart (spawn) and from the listening line. */
-  readonly fromRestartMs: Float64Array;
+interface Measured extends RecoveryMeasured {
+  /** From the listening line to the last completion. */
   readonly listeningToLastMs: number;
-  readonly completedInLedger: number;
-  readonly receiver: ReceiverCounts;
-  readonly beforeKill: ReceiverCounts;
-  /** Deliveries beyond one per key, two for a key held unanswered at the kill (EffectReceiver.excessDeliveries). */
-  readonly excessDeliveries: number;
   /** CPU the bench process (receiver + subscribers) used from the restart to the last completion, in cores. */
   readonly benchCpuShare: number;
 }
@@ -49,30 +45,43 @@ interface Measured {
 async function runRecovery(context: ScenarioContext): Promise<ScenarioReport> {
   const sizes = recoverySizes(context.quick);
   const runs = sizes.orgs * sizes.runsPerOrg;
-  let system: SystemResult;
+  const systems: SystemResult[] = [];
+  const notes: string[] = [];
   let measured: Measured | undefined;
   try {
     measured = await measure(context, sizes);
-    system = toSystem(measured);
+    systems.push(toSystem(META, measured));
+    notes.push(...describe(measured));
   } catch (error) {
-    system = failedResult(META, error);
+    systems.push(failedResult(META, error));
   }
+  const redis = ensureRedis(context.installMissing, context.log);
+  if (redis.available) {
+    try {
+      const peer = await measureBullmqRecovery(context, sizes, heldAtReceiver(sizes));
+      systems.push(toSystem(BULLMQ_RECOVERY, peer));
+      notes.push(...describePeer(peer, sizes, `${redisVersion()} (${redis.note})`));
+    } catch (error) {
+      systems.push(failedResult(BULLMQ_RECOVERY, error));
+    }
+  } else systems.push(notYetMeasured(BULLMQ_RECOVERY, redis.note));
   return {
     scenario: recoveryScenario.name,
     title: recoveryScenario.title,
-    status: system.status === 'measured' ? 'measured' : 'failed',
+    status: measuredRow(systems, META.system) === undefined ? 'failed' : scenarioStatus(systems),
     unit: 'runs/s',
     method: [
       `${runs} runs in flight: ${sizes.orgs} org(s) x ${sizes.runsPerOrg} runs (max_concurrent_runs = ${sizes.runsPerOrg}), one event each through POST /events (${sizes.senders} requests in flight); each run's only step is a webhook (timeout 60 s) to a local receiver (in the bench process) that holds every answer`,
       `when every run is \`running\` (GET /runs?state=running) and the receiver holds the requests the connection cap lets through (${DEFAULT_WEBHOOK_CONNECTIONS} per org and receiver, the default; the other runs' requests wait in the runtime's pool): SIGKILL of the runtime's process group, then \`sluice serve\` again on the same data dir; the receiver now answers 200 at once`,
       'completion: a live-room WebSocket per org (Subscribe after_seq 0) receives each run\'s `completed` update; its time is the update\'s at_ms (the runtime\'s wall clock on this machine), since updates made before the socket connected arrive replayed; afterwards the ledger is counted through GET /runs?state=completed',
-      'runs/s = runs / (restart spawn -> last completed); p50/p99 = each run\'s completion time after the restart spawn (includes process start and LMDB open)',
+      `BullMQ peer: the same ${runs} jobs added to its queue, its worker's concurrency = the ${heldAtReceiver(sizes)} requests Sluice has out at the kill (so as many are held by a receiver of its own, the rest waiting in Redis); SIGKILL of the app process, Redis left running; the app started again; completion is each job's \`completed\` event on Redis's event stream, dated by its stream id (Redis's clock); lockDuration ${sizes.bullmqLockMs} ms, stalledInterval ${sizes.bullmqStalledMs} ms${context.quick ? ' (shortened for --quick)' : ' (BullMQ\'s defaults)'}`,
+      'runs/s = runs / (restart spawn -> last completed); p50/p99 = each run\'s completion time after the restart spawn (includes process start and opening the store)',
     ],
-    systems: [system],
-    ratios: [],
+    systems,
+    ratios: subjectToPeerRatios(systems),
     latencyCurve: [],
     targets: targets(measured, runs),
-    notes: measured === undefined ? [] : describe(measured),
+    notes,
   };
 }
 
@@ -141,7 +150,7 @@ async function measure(context: ScenarioContext, sizes: RecoverySizes): Promise<
       restartToListeningMs: listening - restarted,
       fromRestartMs: Float64Array.from(times, (t) => t - restartedWallMs).sort(),
       listeningToLastMs: last - restartedWallMs - (listening - restarted),
-      completedInLedger,
+      completedInStore: completedInLedger,
       receiver: receiver.counts(),
       beforeKill,
       excessDeliveries: receiver.excessDeliveries(heldAtKill),
@@ -157,16 +166,8 @@ async function measure(context: ScenarioContext, sizes: RecoverySizes): Promise<
 /** Requests the receiver holds once every run is running: each org's pool stops at its cap. */
 const heldAtReceiver = (sizes: RecoverySizes): number => sizes.orgs * Math.min(sizes.runsPerOrg, DEFAULT_WEBHOOK_CONNECTIONS);
 
-async function until(condition: () => boolean, timeoutMs: number, describeState: () => string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${describeState()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function lostOf(m: Measured): number {
-  return m.runs - m.completedInLedger;
+function lostOf(m: RecoveryMeasured): number {
+  return m.runs - m.completedInStore;
 }
 
 /**
@@ -174,21 +175,21 @@ function lostOf(m: Measured): number {
  * and sent once more only if the receiver held it unanswered at the kill; never again after a 200.
  * Counts keys other than one per run, each key's deliveries beyond that, and deliveries after a 200.
  */
-function duplicatesOf(m: Measured): number {
+function duplicatesOf(m: RecoveryMeasured): number {
   const r = m.receiver;
   return Math.abs(r.distinctKeys - m.runs) + m.excessDeliveries + r.deliveriesAfterAck;
 }
 
-function toSystem(m: Measured): SystemResult {
+function toSystem(meta: SystemMeta, m: RecoveryMeasured): SystemResult {
   const lastMs = m.fromRestartMs[m.fromRestartMs.length - 1] ?? 0;
   return {
-    ...META,
+    ...meta,
     status: 'measured',
     throughputPerSec: m.runs / (lastMs / 1000),
     p50Ms: percentileOfSorted(m.fromRestartMs, 50),
     p99Ms: percentileOfSorted(m.fromRestartMs, 99),
     completed: m.runs,
-    accepted: m.completedInLedger,
+    accepted: m.completedInStore,
     errors: lostOf(m) + duplicatesOf(m),
     durationSec: lastMs / 1000,
   };
@@ -202,8 +203,17 @@ function describe(m: Measured): string[] {
     `restart: spawn -> listening ${Math.round(m.restartToListeningMs)} ms; listening -> last run completed ${Math.round(m.listeningToLastMs)} ms; spawn -> last completed ${Math.round(lastMs)} ms`,
     `receiver: deliveries ${r.deliveries}, distinct keys ${r.distinctKeys}, keys delivered more than once ${r.redeliveredKeys} (expected: every request the receiver held before the kill, sent again after it), deliveries after a 200 had been written ${r.deliveriesAfterAck}`,
     `the bench process (receiver + live subscribers) used ${(m.benchCpuShare * 100).toFixed(0)} % of one core from the restart to the last completion: it is not what limits the recovery when this is well below 100 %`,
-    `runs completed (ledger, GET /runs?state=completed) ${m.completedInLedger} of ${m.runs}; lost ${lostOf(m)}`,
+    `runs completed (ledger, GET /runs?state=completed) ${m.completedInStore} of ${m.runs}; lost ${lostOf(m)}`,
     `duplicates ${duplicatesOf(m)}: keys other than one per run (${m.receiver.distinctKeys} for ${m.runs} runs), deliveries of a key beyond one, or two for a key held unanswered at the kill (${m.excessDeliveries}; ${m.receiver.deliveries} deliveries in all for ${m.runs} runs + ${m.beforeKill.held} held), and deliveries after a 200 (${m.receiver.deliveriesAfterAck}). Redelivery of an unanswered step after the crash is the promise (same idempotency key, higher fence); the kill comes while no answer has been given, so a delivery after a 200 would be a bug.`,
+  ];
+}
+
+function describePeer(m: RecoveryMeasured, sizes: RecoverySizes, redis: string): string[] {
+  const lastMs = m.fromRestartMs[m.fromRestartMs.length - 1] ?? 0;
+  const r = m.receiver;
+  return [
+    `bullmq: ${redis}; filled ${m.runs} jobs in ${m.fillSec.toFixed(2)} s (its receiver held ${m.beforeKill.held}); restart: spawn -> listening ${Math.round(m.restartToListeningMs)} ms; spawn -> first job completed ${Math.round(m.fromRestartMs[0] ?? 0)} ms, last ${Math.round(lastMs)} ms. The held jobs wait for their locks to expire (lockDuration ${sizes.bullmqLockMs} ms, checked every ${sizes.bullmqStalledMs} ms); the waiting ones go on at once`,
+    `bullmq: receiver: deliveries ${r.deliveries}, distinct keys ${r.distinctKeys}, keys delivered more than once ${r.redeliveredKeys}, deliveries after a 200 had been written ${r.deliveriesAfterAck}; jobs completed (Redis) ${m.completedInStore} of ${m.runs}; lost ${lostOf(m)}; duplicates ${duplicatesOf(m)} (counted as for Sluice)`,
   ];
 }
 
