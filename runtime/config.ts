@@ -15,6 +15,7 @@ import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
 import { DEFAULT_LIVE_SOCKETS_PER_ORG } from './rooms/live-rooms.ts';
 import { defaultWebSocketLimit } from './http/websocket-budget.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
+import type { SearchEnv } from './runs/search-domains.ts';
 import { defaultStepInputBytes } from './runs/step-input-budget.ts';
 import { WEBHOOK_TARGETS, type WebhookTargets } from './runs/webhook-address-policy.ts';
 
@@ -55,6 +56,8 @@ export interface RuntimeConfig {
   readonly webhookTargets: WebhookTargets;
   /** Free MiB the data dir's disk keeps: below it the ledger commits nothing (disk-floor.ts); 0 turns that off. */
   readonly minFreeDiskMib: number;
+  /** LOCALDOMAIN and RES_OPTIONS, which receivers' names are looked up under as libc does (search-domains.ts). */
+  readonly resolverEnv: SearchEnv;
 }
 
 /** What `dev` and `serve` differ in: dev runs a local hook-runner and may call local receivers. */
@@ -175,6 +178,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     stepInputBytes: stepInputBytes(setting('--step-input-mib', values['step-input-mib'], 'SLUICE_STEP_INPUT_MIB', env)),
     webhookTargets: parseWebhookTargets(setting('--webhook-targets', values['webhook-targets'], 'SLUICE_WEBHOOK_TARGETS', env), defaults.webhookTargets),
     minFreeDiskMib: integer(setting('--min-free-disk-mib', values['min-free-disk-mib'], 'SLUICE_MIN_FREE_DISK_MIB', env), DEFAULT_MIN_FREE_DISK_MIB, 0, 1_048_576),
+    resolverEnv: { LOCALDOMAIN: env['LOCALDOMAIN'], RES_OPTIONS: env['RES_OPTIONS'] },
   };
 }
 

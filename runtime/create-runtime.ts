@@ -57,7 +57,7 @@ import { RunEngine } from './runs/run-engine.ts';
 import { beginBoot, type BootRecovery } from './runs/boot-record.ts';
 import { logFailure } from './ledger/commit-failure-guard.ts';
 import { OutboundConnections } from './runs/outbound-connections.ts';
-import type { ReceiverResolver } from './runs/receiver-lookup.ts';
+import { ReceiverResolver } from './runs/receiver-lookup.ts';
 import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
 import { assertDataFormatKnown } from './ledger/data-format.ts';
@@ -185,7 +185,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   }), secretNames);
   const connections = new OutboundConnections(config.webhookConnections, config.webhookTargets, {
     selfPort: () => boundPort,
-    ...(receiverResolver === undefined ? {} : { resolver: receiverResolver }),
+    resolver: receiverResolver ?? new ReceiverResolver({ env: config.resolverEnv }),
   });
   observeWebhookConnections(metrics, () => connections.stats());
   opened.push(() => connections.close());

@@ -2,10 +2,13 @@
 // error naming the setting for a value out of range.
 
 import assert from 'node:assert/strict';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { DEV_DEFAULTS, loadRuntimeConfig } from '../runtime/config.ts';
 import { InputError } from '../runtime/errors.ts';
+import { ResolvConf } from '../runtime/runs/search-domains.ts';
 
 test('webhook connections: 32 by default, the environment sets it, a flag wins over the environment', () => {
   assert.equal(loadRuntimeConfig([], {}).webhookConnections, 32);
@@ -110,4 +113,21 @@ test('webhook targets: public under serve, any under dev, either by flag or envi
   assert.equal(loadRuntimeConfig(['--webhook-targets', 'any'], {}).webhookTargets, 'any');
   assert.equal(loadRuntimeConfig([], { SLUICE_WEBHOOK_TARGETS: 'public' }, DEV_DEFAULTS).webhookTargets, 'public');
   assert.throws(() => loadRuntimeConfig(['--webhook-targets', 'private'], {}), (error: unknown) => error instanceof InputError && error.message.includes('"public" or "any"'));
+});
+
+test('the resolver\'s environment (LOCALDOMAIN, RES_OPTIONS) is read with the rest of the configuration, and only there', () => {
+  assert.deepEqual(loadRuntimeConfig([], { LOCALDOMAIN: 'corp.example', RES_OPTIONS: 'ndots:3' }).resolverEnv, { LOCALDOMAIN: 'corp.example', RES_OPTIONS: 'ndots:3' });
+  assert.deepEqual(loadRuntimeConfig([], {}).resolverEnv, { LOCALDOMAIN: undefined, RES_OPTIONS: undefined });
+  // A resolver made without it follows resolv.conf alone, whatever this process's environment says.
+  const saved = process.env['LOCALDOMAIN'];
+  process.env['LOCALDOMAIN'] = 'from-process.example';
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-resolv-'));
+    writeFileSync(join(dir, 'resolv.conf'), 'search file.example\n');
+    assert.deepEqual(new ResolvConf(join(dir, 'resolv.conf')).candidates('svc'), ['svc.file.example', 'svc']);
+    rmSync(dir, { recursive: true, force: true });
+  } finally {
+    if (saved === undefined) delete process.env['LOCALDOMAIN'];
+    else process.env['LOCALDOMAIN'] = saved;
+  }
 });

@@ -10,7 +10,7 @@
 import { Resolver } from 'node:dns';
 import { isIP } from 'node:net';
 import { HostsFile, type HostAddress } from './hosts-file.ts';
-import { ResolvConf } from './search-domains.ts';
+import { ResolvConf, type SearchEnv } from './search-domains.ts';
 
 /** c-ares per query: this long per try, this many tries per server; the step's own deadline may end the wait sooner. */
 const QUERY_TIMEOUT_MS = 2500;
@@ -34,8 +34,8 @@ export interface ReceiverResolverOptions {
   readonly queryTimeoutMs?: number;
   /** Where the search domains and ndots are read (search-domains.ts); default /etc/resolv.conf. */
   readonly resolvConfPath?: string;
-  /** LOCALDOMAIN and RES_OPTIONS; default process.env. */
-  readonly env?: NodeJS.ProcessEnv;
+  /** LOCALDOMAIN and RES_OPTIONS (config.ts reads them from the process); default none. */
+  readonly env?: SearchEnv;
 }
 
 function lookupError(code: 'ENOTFOUND' | 'EAI_AGAIN', hostname: string, cause?: unknown): NodeJS.ErrnoException {

@@ -11,6 +11,12 @@ export const RESOLV_CONF_PATH = '/etc/resolv.conf';
 const MAX_SEARCH_DOMAINS = 6;
 const MAX_NDOTS = 15;
 
+/** The environment's overrides of resolv.conf, as libc reads them (config.ts reads them from the process). */
+export interface SearchEnv {
+  readonly LOCALDOMAIN?: string | undefined;
+  readonly RES_OPTIONS?: string | undefined;
+}
+
 export interface SearchRules {
   readonly search: readonly string[];
   readonly ndots: number;
@@ -26,7 +32,7 @@ function ndotsIn(options: readonly string[], fallback: number): number {
 }
 
 /** The search rules `text` (a resolv.conf) and the environment give. */
-export function parseSearchRules(text: string, env: NodeJS.ProcessEnv = {}): SearchRules {
+export function parseSearchRules(text: string, env: SearchEnv = {}): SearchRules {
   let search: string[] = [];
   let options: string[] = [];
   for (const line of text.split('\n')) {
@@ -36,9 +42,9 @@ export function parseSearchRules(text: string, env: NodeJS.ProcessEnv = {}): Sea
     else if (keyword === 'domain') search = values.slice(0, 1);
     else if (keyword === 'options') options = [...options, ...values];
   }
-  const local = env['LOCALDOMAIN']?.trim();
+  const local = env.LOCALDOMAIN?.trim();
   if (local !== undefined && local !== '') search = local.split(/\s+/);
-  const fromEnv = env['RES_OPTIONS']?.trim().split(/\s+/) ?? [];
+  const fromEnv = env.RES_OPTIONS?.trim().split(/\s+/) ?? [];
   const domains = search.map((domain) => domain.replace(/^\.+|\.+$/g, '')).filter((domain) => domain !== '');
   return { search: domains.slice(0, MAX_SEARCH_DOMAINS), ndots: ndotsIn([...options, ...fromEnv], 1) };
 }
@@ -55,7 +61,7 @@ export function candidateNames(hostname: string, rules: SearchRules): string[] {
 export class ResolvConf {
   readonly #file: WatchedFile<SearchRules>;
 
-  constructor(path = RESOLV_CONF_PATH, env: NodeJS.ProcessEnv = process.env) {
+  constructor(path = RESOLV_CONF_PATH, env: SearchEnv = {}) {
     this.#file = new WatchedFile(path, (text) => parseSearchRules(text, env));
   }
 
