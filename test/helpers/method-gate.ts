@@ -1,18 +1,29 @@
 // Holds one call of a method (of a prototype, or of one object) before it runs, until the test
 // releases it: the window a slow fsync, a queue or a compile gives, made to happen every time.
 
+export interface CallGate {
+  /** Whether the held call has been made. */
+  reached: () => boolean;
+  /** Resolves once the held call has been made (it waits for `release` then). */
+  whenReached: Promise<void>;
+  release: () => void;
+}
+
 /** Holds the next call of `method` on `target` until `release`; the method is itself again for later calls. */
-export function gateNextCall(target: object, method: string): { reached: () => boolean; release: () => void } {
+export function gateNextCall(target: object, method: string): CallGate {
   const methods = target as Record<string, (...args: unknown[]) => Promise<unknown>>;
   const original = methods[method]!;
   let reached = false;
+  let arrive: () => void = () => undefined;
+  const whenReached = new Promise<void>((resolve) => (arrive = resolve));
   let release: () => void = () => undefined;
   const opened = new Promise<void>((resolve) => (release = resolve));
   methods[method] = async function (this: unknown, ...args: unknown[]) {
     methods[method] = original;
     reached = true;
+    arrive();
     await opened;
     return original.apply(this, args);
   };
-  return { reached: () => reached, release };
+  return { reached: () => reached, whenReached, release };
 }
