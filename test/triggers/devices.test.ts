@@ -12,6 +12,7 @@ import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -478,12 +479,14 @@ test("a device's declared schemas: a message failing its type's schema is nacked
 
 test('a PATCH whose device was deleted and made again while its schemas compiled is 404: the new device keeps its own (no) schemas', async () => {
   await register('remade-thermo', { environment: 'sandbox' });
-  const eventTypes = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`t.${i}`, { type: 'object', properties: Object.fromEntries(Array.from({ length: 120 }, (_, j) => [`p${j}`, { type: 'string', minLength: 1, maxLength: 64 }])) }]));
-  // Compiling these takes about a second or more: the delete and the new device land meanwhile.
+  const eventTypes = { 't.1': { type: 'object', properties: { p: { type: 'string', minLength: 1, maxLength: 64 } } } };
+  // The compile is held until the delete and the new device have landed.
+  const held = gateNextCall(rt.runtime.context.schemas.writes, 'compile');
   const patching = call(rt.url, 'PATCH', `${devicesPath}/remade-thermo?environment=sandbox`, { token: key, json: { event_types: eventTypes } });
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await held.whenReached;
   assert.equal((await call(rt.url, 'DELETE', `${devicesPath}/remade-thermo?environment=sandbox`, { token: key })).status, 204);
   await register('remade-thermo');
+  held.release();
   const patched = await patching;
   assert.equal(patched.status, 404, patched.text);
   const remade = await call(rt.url, 'GET', `${devicesPath}/remade-thermo`, { token: key });
