@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { CustomActionStore, MAX_VERSIONS_PER_ACTION } from '../../runtime/actions/custom-action-store.ts';
 import { SecretNames } from '../../runtime/actions/secret-names.ts';
+import { KeyedSerial } from '../../runtime/keyed-serial.ts';
 import { call } from '../helpers/http.ts';
 import { createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -45,6 +46,22 @@ async function createAction(fields: Record<string, string | Uint8Array> = {}): P
 }
 
 const review = (id: string, json: unknown, token = admin.key) => call(rt.url, 'POST', `${base}/${id}/review`, { token, json });
+
+/**
+ * Resolves `joined` when a write of a secret of action `actionId` next takes its place in its
+ * secret's line (KeyedSerial.run, under SecretWrites), from now until `restore`.
+ */
+function watchSecretLine(actionId: string): { joined: Promise<void>; restore: () => void } {
+  const serial = KeyedSerial.prototype as unknown as { run: (key: string, ...rest: unknown[]) => Promise<unknown> };
+  const { run } = serial;
+  let join: () => void = () => undefined;
+  const joined = new Promise<void>((resolve) => (join = resolve));
+  serial.run = function (this: unknown, key: string, ...rest: unknown[]) {
+    if (key.includes(actionId)) join();
+    return run.call(this, key, ...rest);
+  };
+  return { joined, restore: () => void (serial.run = run) };
+}
 
 describe('upload', () => {
   it('compiles the module and stores version 1 pending review; list and get never return bytes', async () => {
@@ -358,19 +375,21 @@ describe('secrets', () => {
       await held;
       return answer;
     };
+    const line = watchSecretLine(id);
     try {
       const put = call(rt.url, 'POST', secrets, { token: developer, json: { key: 'API_KEY', value: 'value-1234' } });
       await runnerHasIt;
       const deleted = call(rt.url, 'DELETE', `${secrets}/API_KEY`, { token: developer });
-      // Time for the DELETE to reach the server. Nothing observable says it waits there (that is the
-      // point), so a pause: with the fix the test passes however long it is; without it, it fails
-      // whenever the DELETE got in before the release.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The PUT's answer is let through once the DELETE has taken its place in the secret's line
+      // (then it runs after the PUT's write whenever that settles), or has been answered (without
+      // the line it went first: the names then disagree below).
+      await Promise.race([line.joined, deleted]);
       release();
       assert.equal((await put).status, 204);
       assert.equal((await deleted).status, 204);
     } finally {
       client.putSecret = putSecret;
+      line.restore();
     }
     const runnerKeys = (await call(rt.url, 'GET', secrets, { token: developer })).body.keys;
     const named = new SecretNames(rt.runtime.ledger).of(ORG, id);
