@@ -27,3 +27,27 @@ export function gateNextCall(target: object, method: string): CallGate {
   };
   return { reached: () => reached, whenReached, release };
 }
+
+/**
+ * Counts the calls of `method` on `target` from now, letting each through at once: `made` resolves
+ * once `times` have been made (inside the last of them, before it returns); `restore` puts the method back.
+ */
+export function watchCalls(target: object, method: string, times: number): { made: Promise<void>; restore: () => void } {
+  const methods = target as Record<string, (...args: unknown[]) => unknown>;
+  const hadOwn = Object.hasOwn(target, method);
+  const original = methods[method]!;
+  let calls = 0;
+  let done: () => void = () => undefined;
+  const made = new Promise<void>((resolve) => (done = resolve));
+  methods[method] = function (this: unknown, ...args: unknown[]) {
+    if (++calls === times) done();
+    return original.apply(this, args);
+  };
+  return {
+    made,
+    restore: () => {
+      if (hadOwn) methods[method] = original;
+      else delete methods[method];
+    },
+  };
+}
