@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ADMIN_TOKEN, spawnRuntime, tempDir } from '../helpers/runtime.ts';
+import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { holdLedgerWrites, type WriteHold } from '../helpers/lmdb-write-hold.ts';
+import { watchCalls } from '../helpers/method-gate.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 
@@ -24,6 +25,12 @@ function deliver(url: string, id: string): Promise<{ status: number; eventId: st
     (r) => ({ status: r.status, eventId: r.headers.get('sluice-event-id') }),
     () => ({ status: 0, eventId: null }),
   );
+}
+
+/** The replies the runtime has written to webhook deliveries, counted per status (the request histogram's counts). */
+async function ingestReplies(rt: TestRuntime): Promise<number[]> {
+  const { values } = await rt.runtime.context.metrics.httpRequestSeconds.get();
+  return values.filter((v) => v.metricName?.endsWith('_count') === true && v.labels['route'] === 'ingest').map((v) => v.value);
 }
 
 test('SIGKILL after the answers loses no acknowledged event; repeats stay 409 after restart', async () => {
@@ -75,28 +82,34 @@ test('SIGKILL after the answers loses no acknowledged event; repeats stay 409 af
 
 test('no 204 goes out before its write has committed: with the write lock held elsewhere none comes, and all come once it is let go', async () => {
   // The burst above cannot tell an answer sent before the commit from one sent after: the kill
-  // lands long after the commits. Here the commits cannot happen until the hold ends.
+  // lands long after the commits. Here the commits cannot happen until the hold ends. The runtime
+  // runs in this process (on LMDB in its data dir) so the test sees each delivery reach its write.
   const dataDir = tempDir();
   try {
-    const runtime = await spawnRuntime(dataDir);
+    const rt = await startRuntime({ dataDir });
     let hold: WriteHold | undefined;
     try {
-      await prepare(runtime.url);
+      await prepare(rt.url);
       hold = await holdLedgerWrites(dataDir);
+      const writes = watchCalls(rt.runtime.context.events, 'store', 20);
       const answered: number[] = [];
-      const deliveries = Array.from({ length: 20 }, (_, i) => deliver(runtime.url, `held_${i}`).then(({ status }) => void answered.push(status)));
-      // Reads go on meanwhile; the deliveries are given time that answers them within milliseconds when nothing waits.
-      assert.equal((await call(runtime.url, 'GET', '/healthz')).status, 200);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const deliveries = Array.from({ length: 20 }, (_, i) => deliver(rt.url, `held_${i}`).then(({ status }) => void answered.push(status)));
+      // Every delivery has issued its write (or, should one not get that far, all are answered): one
+      // answered without waiting for its commit is answered in the same turn, before the runtime
+      // takes the next request. Reads go on meanwhile.
+      await Promise.race([writes.made, Promise.all(deliveries)]);
+      writes.restore();
+      assert.equal((await call(rt.url, 'GET', '/healthz')).status, 200);
+      assert.deepEqual(await ingestReplies(rt), [], 'no delivery answered (the runtime wrote no reply)');
       assert.deepEqual(answered, [], 'nothing answered while its commit cannot happen');
       await hold.release();
       hold = undefined;
       await Promise.all(deliveries);
       assert.deepEqual(answered, Array.from({ length: 20 }, () => 204));
+      assert.equal((await ingestReplies(rt)).reduce((sum, n) => sum + n, 0), 20, 'each reply counted where the runtime writes it');
     } finally {
       await hold?.release();
-      runtime.child.kill('SIGKILL');
-      await runtime.exited;
+      await rt.close();
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
