@@ -11,6 +11,7 @@ import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
 import { holdLedgerWrites, type WriteHold } from '../helpers/lmdb-write-hold.ts';
+import { watchCalls } from '../helpers/method-gate.ts';
 import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir, type ChildRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'acct-crash-devices';
@@ -72,30 +73,36 @@ test('SIGKILL with a device connected: acked messages stay stored once, the conn
 
 test('no ack goes out before its message has committed: with the write lock held elsewhere none comes, and all come once it is let go', async () => {
   // The test above cannot tell an ack sent before the commit from one sent after: the kill lands
-  // long after the commits. Here the commits cannot happen until the hold ends.
+  // long after the commits. Here the commits cannot happen until the hold ends. The runtime runs in
+  // this process (on LMDB in its data dir) so the test sees each message reach its write.
   const dataDir = tempDir();
-  const runtime = await spawnRuntime(dataDir);
+  const rt = await startRuntime({ dataDir });
   let hold: WriteHold | undefined;
   try {
-    const key = await createOrg(runtime.url, ADMIN_TOKEN, ORG);
-    const created = await call(runtime.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'press-8' } });
+    const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+    const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'press-8' } });
     assert.equal(created.status, 201, created.text);
-    const device = await connectDevice(runtime.url, ORG, 'press-8', created.body.token);
+    const device = await connectDevice(rt.url, ORG, 'press-8', created.body.token);
     hold = await holdLedgerWrites(dataDir);
+    const writes = watchCalls(rt.runtime.context.events, 'store', 5);
     for (let i = 0; i < 5; i++) device.send({ id: `h-${i}`, type: 'press.cycle', payload: { i } });
-    // Reads go on meanwhile; the messages are given time that acks them within milliseconds when nothing waits.
-    assert.equal((await call(runtime.url, 'GET', '/healthz')).status, 200);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Every message has issued its write (or, should one not get that far, an answer came): one
+    // acked without waiting for its commit is acked in the same turn, before the runtime takes the
+    // next request. Reads go on meanwhile.
+    const answeredEarly = device.waitFor(() => device.frames.some((f) => f.type !== 'ready'), 'an answer', 60_000);
+    await Promise.race([writes.made, answeredEarly]);
+    writes.restore();
+    assert.equal((await call(rt.url, 'GET', '/healthz')).status, 200);
     assert.deepEqual(device.frames.filter((f) => f.type !== 'ready'), [], 'nothing acked while its commit cannot happen');
     await hold.release();
     hold = undefined;
     await device.waitFor(() => device.frames.filter((f) => f.type === 'ack').length === 5, 'every ack once the hold ends');
+    await answeredEarly;
     device.close();
     await device.closed;
   } finally {
     await hold?.release();
-    runtime.child.kill('SIGKILL');
-    await runtime.exited;
+    await rt.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
