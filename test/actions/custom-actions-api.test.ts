@@ -375,10 +375,12 @@ describe('secrets', () => {
       await held;
       return answer;
     };
-    const line = watchSecretLine(id);
+    let line: ReturnType<typeof watchSecretLine> | undefined;
     try {
       const put = call(rt.url, 'POST', secrets, { token: developer, json: { key: 'API_KEY', value: 'value-1234' } });
       await runnerHasIt;
+      // Watched from here: the PUT joined the line before this, only the DELETE can join it now.
+      line = watchSecretLine(id);
       const deleted = call(rt.url, 'DELETE', `${secrets}/API_KEY`, { token: developer });
       // The PUT's answer is let through once the DELETE has taken its place in the secret's line
       // (then it runs after the PUT's write whenever that settles), or has been answered (without
@@ -388,8 +390,9 @@ describe('secrets', () => {
       assert.equal((await put).status, 204);
       assert.equal((await deleted).status, 204);
     } finally {
+      release();
       client.putSecret = putSecret;
-      line.restore();
+      line?.restore();
     }
     const runnerKeys = (await call(rt.url, 'GET', secrets, { token: developer })).body.keys;
     const named = new SecretNames(rt.runtime.ledger).of(ORG, id);

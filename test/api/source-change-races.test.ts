@@ -34,8 +34,22 @@ async function deliverHeld(name: string, type: string): Promise<{ answered: Prom
   const held = gateNextCall(rt.runtime.context.schemas.payloads, 'check');
   const body = JSON.stringify({ type, a: ['v1', 'v1'] });
   const delivery = call(rt.url, 'POST', `/hooks/acct-race/${name}`, { body, headers: signStandard(SECRET, `${name}-1`, Math.floor(Date.now() / 1000), body) });
-  await held.whenReached;
-  return { answered: delivery, release: held.release };
+  try {
+    await held.reachedBefore(delivery, 'the delivery');
+  } catch (error) {
+    held.done();
+    throw error;
+  }
+  return { answered: delivery, release: held.done };
+}
+
+/** Runs `body` with the delivery held, letting it go however `body` ends (a failed assertion must not leave a request open). */
+async function whileHeld(delivery: { release: () => void }, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } finally {
+    delivery.release();
+  }
 }
 
 async function storedOfType(type: string): Promise<unknown[]> {
@@ -44,8 +58,7 @@ async function storedOfType(type: string): Promise<unknown[]> {
 
 test('a source deleted while its delivery waited for the schema check is 404: nothing is stored for it', async () => {
   const delivery = await deliverHeld('going', 'g.x');
-  assert.equal((await call(rt.url, 'DELETE', `${base}/going`, { token: key })).status, 204);
-  delivery.release();
+  await whileHeld(delivery, async () => assert.equal((await call(rt.url, 'DELETE', `${base}/going`, { token: key })).status, 204));
   const answered = await delivery.answered;
   assert.equal(answered.status, 404, answered.text);
   assert.deepEqual(await storedOfType('g.x'), [], 'nothing stored for the deleted source');
@@ -54,8 +67,7 @@ test('a source deleted while its delivery waited for the schema check is 404: no
 test('a delivery whose source lost its secret while the delivery waited for its schema check is verified again: 401, nothing stored', async () => {
   const delivery = await deliverHeld('rotating', 'rot.x');
   const newer = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
-  assert.equal((await call(rt.url, 'PATCH', `${base}/rotating`, { token: key, json: { secrets: [newer] } })).status, 200);
-  delivery.release();
+  await whileHeld(delivery, async () => assert.equal((await call(rt.url, 'PATCH', `${base}/rotating`, { token: key, json: { secrets: [newer] } })).status, 200));
   const answered = await delivery.answered;
   assert.equal(answered.status, 401, answered.text);
   assert.equal(answered.body.error.code, 'invalid_signature');
@@ -68,10 +80,13 @@ test('a PATCH whose source was deleted and made again while its schemas compiled
   // The compile is held until the delete and the new source have landed.
   const held = gateNextCall(rt.runtime.context.schemas.writes, 'compile');
   const patching = call(rt.url, 'PATCH', `${base}/remade?environment=sandbox`, { token: key, json: { secrets: ['stripe secret 2'], event_types: eventTypes } });
-  await held.whenReached;
-  assert.equal((await call(rt.url, 'DELETE', `${base}/remade?environment=sandbox`, { token: key })).status, 204);
-  assert.equal((await call(rt.url, 'POST', base, { token: key, json: { name: 'remade', secrets: [SECRET] } })).status, 201);
-  held.release();
+  try {
+    await held.reachedBefore(patching, 'the PATCH');
+    assert.equal((await call(rt.url, 'DELETE', `${base}/remade?environment=sandbox`, { token: key })).status, 204);
+    assert.equal((await call(rt.url, 'POST', base, { token: key, json: { name: 'remade', secrets: [SECRET] } })).status, 201);
+  } finally {
+    held.done();
+  }
   const patched = await patching;
   assert.equal(patched.status, 404, patched.text);
   const remade = await call(rt.url, 'GET', `${base}/remade`, { token: key });

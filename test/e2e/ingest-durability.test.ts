@@ -97,7 +97,11 @@ test('no 204 goes out before its write has committed: with the write lock held e
       // Every delivery has issued its write (or, should one not get that far, all are answered): one
       // answered without waiting for its commit is answered in the same turn, before the runtime
       // takes the next request. Reads go on meanwhile.
-      await Promise.race([writes.made, Promise.all(deliveries)]);
+      let bound: NodeJS.Timeout | undefined;
+      const tooLong = new Promise<never>((_, reject) => {
+        bound = setTimeout(() => reject(new Error(`only ${writes.count()} of 20 deliveries reached their write within 30 s, none answered`)), 30_000);
+      });
+      await Promise.race([writes.made, Promise.all(deliveries), tooLong]).finally(() => clearTimeout(bound));
       writes.restore();
       assert.equal((await call(rt.url, 'GET', '/healthz')).status, 200);
       assert.deepEqual(await ingestReplies(rt), [], 'no delivery answered (the runtime wrote no reply)');

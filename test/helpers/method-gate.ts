@@ -7,6 +7,10 @@ export interface CallGate {
   /** Resolves once the held call has been made (it waits for `release` then). */
   whenReached: Promise<void>;
   release: () => void;
+  /** Resolves once the held call has been made; rejects if `answer` settles first (the call never came). */
+  reachedBefore: (answer: Promise<unknown>, what: string) => Promise<void>;
+  /** For `finally`: lets a held call go, and puts the method back if the call never came. */
+  done: () => void;
 }
 
 /** Holds the next call of `method` on `target` until `release`; the method is itself again for later calls. */
@@ -18,21 +22,28 @@ export function gateNextCall(target: object, method: string): CallGate {
   const whenReached = new Promise<void>((resolve) => (arrive = resolve));
   let release: () => void = () => undefined;
   const opened = new Promise<void>((resolve) => (release = resolve));
-  methods[method] = async function (this: unknown, ...args: unknown[]) {
+  const gate = async function (this: unknown, ...args: unknown[]) {
     methods[method] = original;
     reached = true;
     arrive();
     await opened;
     return original.apply(this, args);
   };
-  return { reached: () => reached, whenReached, release };
+  methods[method] = gate;
+  const reachedBefore = (answer: Promise<unknown>, what: string): Promise<void> =>
+    Promise.race([whenReached, answer.then(() => Promise.reject(new Error(`${what} was answered before it reached ${method}`)))]);
+  const done = (): void => {
+    release();
+    if (methods[method] === gate) methods[method] = original;
+  };
+  return { reached: () => reached, whenReached, release, reachedBefore, done };
 }
 
 /**
  * Counts the calls of `method` on `target` from now, letting each through at once: `made` resolves
  * once `times` have been made (inside the last of them, before it returns); `restore` puts the method back.
  */
-export function watchCalls(target: object, method: string, times: number): { made: Promise<void>; restore: () => void } {
+export function watchCalls(target: object, method: string, times: number): { made: Promise<void>; count: () => number; restore: () => void } {
   const methods = target as Record<string, (...args: unknown[]) => unknown>;
   const hadOwn = Object.hasOwn(target, method);
   const original = methods[method]!;
@@ -45,6 +56,7 @@ export function watchCalls(target: object, method: string, times: number): { mad
   };
   return {
     made,
+    count: () => calls,
     restore: () => {
       if (hadOwn) methods[method] = original;
       else delete methods[method];

@@ -483,10 +483,13 @@ test('a PATCH whose device was deleted and made again while its schemas compiled
   // The compile is held until the delete and the new device have landed.
   const held = gateNextCall(rt.runtime.context.schemas.writes, 'compile');
   const patching = call(rt.url, 'PATCH', `${devicesPath}/remade-thermo?environment=sandbox`, { token: key, json: { event_types: eventTypes } });
-  await held.whenReached;
-  assert.equal((await call(rt.url, 'DELETE', `${devicesPath}/remade-thermo?environment=sandbox`, { token: key })).status, 204);
-  await register('remade-thermo');
-  held.release();
+  try {
+    await held.reachedBefore(patching, 'the PATCH');
+    assert.equal((await call(rt.url, 'DELETE', `${devicesPath}/remade-thermo?environment=sandbox`, { token: key })).status, 204);
+    await register('remade-thermo');
+  } finally {
+    held.done();
+  }
   const patched = await patching;
   assert.equal(patched.status, 404, patched.text);
   const remade = await call(rt.url, 'GET', `${devicesPath}/remade-thermo`, { token: key });
