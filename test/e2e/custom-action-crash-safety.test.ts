@@ -1,16 +1,19 @@
 // Crash safety of a custom_action step, through the real runtime and hook-runner processes: the
-// runtime is SIGKILLed while its Invoke is out (the runner frozen with the call in its socket, then
-// let go), and restarted on the same data dir. The attempt is closed as abandoned, the step goes out
-// again under the same idempotency key and a higher fence, the run completes, and its projection
-// row and derived event are written once.
+// runtime is SIGKILLed after the runner ran and recorded the call but before its answer reached the
+// runtime (a proxy between the two holds the runner's answers back), and restarted on the same data
+// dir. The attempt is closed as abandoned, the step goes out again under the same idempotency key and
+// a higher fence, the runner answers from its record (the guest does not run twice), the run
+// completes, and its projection row and derived event are written once.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { open } from 'lmdb';
 import { upload } from '../actions/action-fixtures.ts';
 import { assembleWat, constantWat } from '../helpers/hook-runner-wat.ts';
-import { startRunner, tempDataDir, type RunnerFixture } from '../helpers/hook-runner.ts';
+import { startRunner, tempDataDir, waitFor, type RunnerFixture } from '../helpers/hook-runner.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, spawnRuntime, tempDir, type ChildRuntime } from '../helpers/runtime.ts';
@@ -26,16 +29,44 @@ const SCORED = {
   derived_event: { type: 'orders.scored', payload: { order_id: 'ord_crash', score: 7 } },
 };
 
+/** A unix-socket proxy from the runtime to the runner; `holdAnswers` keeps what the runner sends back from then on. */
+async function runnerProxy(path: string, runnerPath: string): Promise<{ holdAnswers: () => void; close: () => Promise<void> }> {
+  let holding = false;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((fromRuntime) => {
+    const toRunner = createConnection(runnerPath);
+    for (const socket of [fromRuntime, toRunner]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        fromRuntime.destroy();
+        toRunner.destroy();
+      });
+    }
+    fromRuntime.on('data', (chunk) => toRunner.write(chunk));
+    toRunner.on('data', (chunk) => void (holding || fromRuntime.write(chunk)));
+  });
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  return {
+    holdAnswers: () => void (holding = true),
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
+
 test('SIGKILL while an Invoke is out: the step goes out again under the same key and a higher fence, and its effects are written once', async () => {
   const dataDir = tempDir();
-  const listen = `unix:${join(tempDataDir(), 'runner.sock')}`;
+  const socketDir = tempDataDir();
+  const proxy = await runnerProxy(join(socketDir, 'proxy.sock'), join(socketDir, 'runner.sock'));
+  const toRunner = ['--runner', `unix:${join(socketDir, 'proxy.sock')}`];
   let runtime: ChildRuntime | undefined;
   let runner: RunnerFixture | undefined;
-  let frozen: number | undefined;
   try {
-    runtime = await spawnRuntime(dataDir, 'serve', ['--runner', listen]);
+    runtime = await spawnRuntime(dataDir, 'serve', toRunner);
     // The runtime made its runner token on start; the runner is given the same one.
-    runner = await startRunner({ token: readFileSync(join(dataDir, 'runner-token'), 'utf8').trim(), child: { listen } });
+    runner = await startRunner({ token: readFileSync(join(dataDir, 'runner-token'), 'utf8').trim(), child: { listen: `unix:${join(socketDir, 'runner.sock')}` } });
     let url = runtime.url;
     const key = await createOrg(url, ADMIN_TOKEN, ORG);
     const org = (method: string, path: string, json?: unknown) => call(url, method, `/organizations/${ORG}${path}`, { token: key, ...(json === undefined ? {} : { json }) });
@@ -46,24 +77,30 @@ test('SIGKILL while an Invoke is out: the step goes out again under the same key
     assert.equal((await org('POST', `/custom-actions/${actionId}/review`, { status: 'approved', version: 1 })).status, 200);
     assert.equal((await org('POST', '/workflows', { name: 'score', trigger_event: 'orders.created', steps: [{ id: 'score', type: 'custom_action', action_id: actionId }] })).status, 201);
 
-    // The runner stops reading: the Invoke the event's run sends waits in its socket.
-    frozen = runner.child.pid;
-    assert.ok(frozen !== undefined);
-    process.kill(frozen, 'SIGSTOP');
+    // From here the runner's answers stop at the proxy: the event's Invoke reaches the runner, which
+    // runs the guest and records its answer before sending it.
+    proxy.holdAnswers();
     assert.equal((await org('POST', '/events', { type: 'orders.created', payload: { order_id: 'ord_crash' }, id: 'evt-crash' })).status, 202);
     const reactions = await eventually('the run', async () => (await org('GET', '/events/evt-crash')).body.reactions as Array<{ run_id: string }>, (r) => r.length === 1);
     const runId = reactions[0]!.run_id;
     const runOf = async (): Promise<Run> => (await org('GET', `/runs/${runId}`)).body.run as Run;
-    await eventually('the Invoke out', runOf, (run) => run.steps[0]!.attempts.length === 1 && run.steps[0]!.attempts[0]!.outcome === 'pending');
-
+    const store = open({ path: join(runner.dataDir, 'hook-runner', 'runner.mdb'), maxDbs: 16, readOnly: true });
+    try {
+      const invocations = store.openDB({ name: 'invocations', encoding: 'msgpack' });
+      await waitFor(() => {
+        store.resetReadTxn();
+        return invocations.get([ORG, `${runId}:score`]) !== undefined;
+      }, 'the runner\'s record of the call');
+    } finally {
+      await store.close();
+    }
+    const before = await runOf();
+    assert.deepEqual([before.state, before.steps[0]!.attempts.map((a) => a.outcome)], ['running', ['pending']], 'the answer never reached the runtime');
     runtime.child.kill('SIGKILL');
     await runtime.exited;
-    // Let go, the runner reads the call of a runtime that is gone: it may run it (and record its
-    // answer), or drop it as given up before its turn; either way the restarted runtime's call of
-    // the same key gets one answer.
-    process.kill(frozen, 'SIGCONT');
-    frozen = undefined;
-    runtime = await spawnRuntime(dataDir, 'serve', ['--runner', listen]);
+    await proxy.close();
+    // Restarted straight onto the runner.
+    runtime = await spawnRuntime(dataDir, 'serve', ['--runner', `unix:${join(socketDir, 'runner.sock')}`]);
     url = runtime.url;
 
     const run = await eventually('the run completed', runOf, (r) => r.state === 'completed', 20_000);
@@ -74,7 +111,7 @@ test('SIGKILL while an Invoke is out: the step goes out again under the same key
     assert.deepEqual(first!.evidence, { reason: 'runtime_restarted', effect_sent: 'unknown' });
     assert.deepEqual([second!.fence, second!.outcome], [2, 'succeeded']);
     assert.equal(second!.evidence?.idempotency_key, `${runId}:score`, 'the key derived from the run and step');
-    assert.equal(typeof second!.evidence?.replayed, 'boolean');
+    assert.equal(second!.evidence?.replayed, true, 'answered from the record of the first call: the guest ran once');
 
     // Written once: the row's first revision, and one derived event.
     const row = await org('GET', '/projections/order-risk/order/ord_crash');
@@ -83,9 +120,11 @@ test('SIGKILL while an Invoke is out: the step goes out again under the same key
     const derived = await org('GET', '/events?type=orders.scored');
     assert.equal(derived.body.events.length, 1, derived.text);
   } finally {
-    if (frozen !== undefined) process.kill(frozen, 'SIGCONT');
     runtime?.child.kill('SIGKILL');
     await runtime?.exited;
     await runner?.close();
+    await proxy.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(socketDir, { recursive: true, force: true });
   }
 });
