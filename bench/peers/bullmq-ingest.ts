@@ -4,9 +4,10 @@
 // retrying on failure.
 //
 // Child process. Usage: node --import tsx bullmq-ingest.ts --port 0 --secret whsec_… --redis-port N
-//   --receiver http://127.0.0.1:N/effects --concurrency N [--lock-ms N --stalled-ms N]
+//   --receiver http://127.0.0.1:N/effects --concurrency N [--lock-ms N --stalled-ms N --events-max-len N]
 // (the worker's lockDuration and stalledInterval: how soon jobs of a worker that died go back to
-// waiting; BullMQ's defaults, 30 s each, when not given)
+// waiting; BullMQ's defaults, 30 s each, when not given; and the length the queue's event stream is
+// trimmed to, BullMQ's default 10,000 when not given: a listener further behind loses events)
 
 import { createHmac, randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -25,6 +26,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '64' },
     'lock-ms': { type: 'string' },
     'stalled-ms': { type: 'string' },
+    'events-max-len': { type: 'string' },
   },
 });
 if (values.secret === undefined || values['redis-port'] === undefined || values.receiver === undefined) {
@@ -35,7 +37,7 @@ const connection = { host: '127.0.0.1', port: Number(values['redis-port']), maxR
 const webhook = new Webhook(values.secret);
 // The outbound signing key, as Sluice signs each webhook step with the workflow's secret.
 const outboundKey = randomBytes(32);
-const queue = new Queue(BULLMQ_QUEUE, { connection });
+const queue = new Queue(BULLMQ_QUEUE, { connection, ...(values['events-max-len'] === undefined ? {} : { streams: { events: { maxLen: Number(values['events-max-len']) } } }) });
 
 interface EffectJob {
   readonly type: string;

@@ -13,7 +13,7 @@ import type { ScenarioContext } from '../../scenario.ts';
 import type { ServerChild } from '../../harness/children.ts';
 import { until } from '../../harness/until.ts';
 import { BULLMQ_QUEUE } from '../e2e/e2e-protocol.ts';
-import { startEffectReceiver, type ReceiverCounts } from '../runs/effect-receiver.ts';
+import { startEffectReceiver, type EffectReceiver, type ReceiverCounts } from '../runs/effect-receiver.ts';
 import type { RecoverySizes } from './recovery-sizes.ts';
 
 export const BULLMQ_RECOVERY: SystemMeta = {
@@ -40,16 +40,31 @@ export interface RecoveryMeasured {
 
 /** Runs the peer's recovery: `held` jobs out at the receiver when the app is killed. */
 export async function measureBullmqRecovery(context: ScenarioContext, sizes: RecoverySizes, held: number): Promise<RecoveryMeasured> {
-  const runs = sizes.orgs * sizes.runsPerOrg;
   const receiver = await startEffectReceiver('hold');
-  const redis = await startPeer(context, 'redis-server', ['redis-server.ts', '--data-dir', context.tempDirs.make('redis-recovery')]);
-  const connection = { host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null };
-  const queue = new Queue(BULLMQ_QUEUE, { connection });
+  try {
+    const redis = await startPeer(context, 'redis-server', ['redis-server.ts', '--data-dir', context.tempDirs.make('redis-recovery')]);
+    try {
+      return await measureOn(context, sizes, held, receiver, redis.port);
+    } finally {
+      await redis.stop();
+    }
+  } finally {
+    await receiver.close();
+  }
+}
+
+async function measureOn(context: ScenarioContext, sizes: RecoverySizes, held: number, receiver: EffectReceiver, redisPort: number): Promise<RecoveryMeasured> {
+  const runs = sizes.orgs * sizes.runsPerOrg;
+  const connection = { host: '127.0.0.1', port: redisPort, maxRetriesPerRequest: null };
+  // Each job adds a few events to the stream (added, active, completed, ...): kept whole, so a
+  // listener that falls behind loses none (BullMQ trims it to 10,000 by default).
+  const eventsMaxLen = String(10 * runs + 10_000);
+  const queue = new Queue(BULLMQ_QUEUE, { connection, streams: { events: { maxLen: Number(eventsMaxLen) } } });
   const events = new QueueEvents(BULLMQ_QUEUE, { connection });
   const startApp = (label: string): Promise<ServerChild> =>
     startPeer(context, label, [
-      'bullmq-ingest.ts', '--port', '0', '--secret', createSigningSecret(), '--redis-port', String(redis.port), '--receiver', receiver.url,
-      '--concurrency', String(held), '--lock-ms', String(sizes.bullmqLockMs), '--stalled-ms', String(sizes.bullmqStalledMs),
+      'bullmq-ingest.ts', '--port', '0', '--secret', createSigningSecret(), '--redis-port', String(redisPort), '--receiver', receiver.url,
+      '--concurrency', String(held), '--lock-ms', String(sizes.bullmqLockMs), '--stalled-ms', String(sizes.bullmqStalledMs), '--events-max-len', eventsMaxLen,
     ]);
   let app: ServerChild | undefined;
   try {
@@ -75,19 +90,30 @@ export async function measureBullmqRecovery(context: ScenarioContext, sizes: Rec
     await app.kill();
     app = undefined;
     receiver.mode = 'answer';
-    // A job's completion is dated by its event's stream id: Redis's clock at the moment it was recorded.
+    // A job's completion is dated by its event's stream id: Redis's clock at the moment it was
+    // recorded. A job that fails for good ends too (it counts as lost below).
     const completedAt = new Map<string, number>();
-    let allDone: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => (allDone = resolve));
+    const failed = new Set<string>();
+    let allEnded: () => void = () => undefined;
+    const ended = new Promise<void>((resolve) => (allEnded = resolve));
+    const check = (): void => void (completedAt.size + [...failed].filter((jobId) => !completedAt.has(jobId)).length >= runs && allEnded());
     events.on('completed', ({ jobId }, id) => {
       if (!completedAt.has(jobId)) completedAt.set(jobId, Number(id.split('-')[0]));
-      if (completedAt.size === runs) allDone();
+      check();
+    });
+    events.on('failed', ({ jobId }) => {
+      failed.add(jobId);
+      check();
     });
     const restarted = performance.now();
     const restartedWallMs = Date.now();
     app = await startApp('bullmq-ingest (after kill)');
     const listening = performance.now();
-    await Promise.race([done, rejectAfter(sizes.recoverTimeoutMs, () => `${completedAt.size} of ${runs} jobs completed ${sizes.recoverTimeoutMs} ms after the restart`)]);
+    let bound: NodeJS.Timeout | undefined;
+    const tooLong = new Promise<never>((_, reject) => {
+      bound = setTimeout(() => reject(new Error(`${completedAt.size} of ${runs} jobs completed (${failed.size} failed) ${sizes.recoverTimeoutMs} ms after the restart`)), sizes.recoverTimeoutMs);
+    });
+    await Promise.race([ended, tooLong]).finally(() => clearTimeout(bound));
     await new Promise((r) => setTimeout(r, sizes.settleMs));
     const after = await queue.getJobCounts('completed');
     return {
@@ -101,11 +127,7 @@ export async function measureBullmqRecovery(context: ScenarioContext, sizes: Rec
       excessDeliveries: receiver.excessDeliveries(heldAtKill),
     };
   } finally {
-    await app?.stop();
-    await events.close();
-    await queue.close();
-    await redis.stop();
-    await receiver.close();
+    await Promise.allSettled([app?.stop(), events.close(), queue.close()]);
   }
 }
 
@@ -119,6 +141,3 @@ function startPeer(context: ScenarioContext, name: string, [script, ...args]: re
   });
 }
 
-function rejectAfter(ms: number, why: () => string): Promise<never> {
-  return new Promise((_, reject) => setTimeout(() => reject(new Error(why())), ms).unref());
-}

@@ -14,8 +14,9 @@ export interface RecoverySizes {
   readonly settleMs: number;
   /**
    * The BullMQ peer's lockDuration and stalledInterval: how soon the jobs of a worker that died go
-   * back to waiting. BullMQ's defaults (30 s each) in full runs, what a user gets; short in --quick,
-   * which only keeps the harness working.
+   * back to waiting. BullMQ's defaults (30 s each) in full runs, what a user gets; shorter in --quick,
+   * which only keeps the harness working (long enough that a loaded machine's pause does not make a
+   * live job look stalled, which would send its webhook twice).
    */
   readonly bullmqLockMs: number;
   readonly bullmqStalledMs: number;
@@ -23,7 +24,7 @@ export interface RecoverySizes {
 
 export function recoverySizes(quick: boolean): RecoverySizes {
   return quick
-    ? { orgs: 2, runsPerOrg: 100, senders: 32, fillTimeoutMs: 30_000, recoverTimeoutMs: 30_000, settleMs: 300, bullmqLockMs: 2_000, bullmqStalledMs: 1_000 }
+    ? { orgs: 2, runsPerOrg: 100, senders: 32, fillTimeoutMs: 30_000, recoverTimeoutMs: 30_000, settleMs: 300, bullmqLockMs: 5_000, bullmqStalledMs: 2_000 }
     : { orgs: 10, runsPerOrg: 1000, senders: 64, fillTimeoutMs: 120_000, recoverTimeoutMs: 120_000, settleMs: 2000, bullmqLockMs: 30_000, bullmqStalledMs: 30_000 };
 }
 
