@@ -85,7 +85,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       if (deps.forgotten.has(command.scope.orgId)) throw new OrganizationForgottenError();
       // A module this runner lacks is asked for first (the runtime sends it back), before anything else is checked.
       deps.modules.assertStored(command.digest);
-      await deps.modules.noteUse(command.digest, command.scope.orgId, deps.assertWritable);
+      await deps.modules.noteUse(command.digest, command.scope.orgId, () => !deps.diskLow());
       const { mode } = command;
       const gaveUp = call?.gaveUp ?? (() => false);
       if (mode.kind === 'simulate') return toInvokeReply(await createExecution(deps, command, () => ({}))(() => !gaveUp()), false);

@@ -99,13 +99,13 @@ export class ModuleRegistry {
   /**
    * Records `orgId` as a user of a stored module it calls, once per org and module: bytes restored
    * for one org serve every org whose versions have them, and each must keep them when another is
-   * forgotten (forgotten-orgs.ts). `assertWritable` runs only when the record is written.
+   * forgotten (forgotten-orgs.ts). Not written while `writable` says no (the disk below its floor):
+   * a call that writes nothing else (a simulation) still runs, and a later call records the use.
    */
-  async noteUse(digest: ModuleDigest, orgId: string, assertWritable: () => void = () => undefined): Promise<void> {
+  async noteUse(digest: ModuleDigest, orgId: string, writable: () => boolean = () => true): Promise<void> {
     const store = this.#store;
     const user: ModuleUserKey = [digest, orgId];
-    if (store.moduleUsers.doesExist(user)) return;
-    assertWritable();
+    if (store.moduleUsers.doesExist(user) || !writable()) return;
     await store.durable(
       store.modules.transaction(() => {
         // Bytes removed meanwhile (the call then fails as not found, or runs once from memory): no use of them to keep.

@@ -47,6 +47,9 @@ test('below its disk floor the runner refuses what would write, before any guest
     assert.equal(await full.client.forgetOrg('org_done'), 0);
     const simulated = await full.client.invoke(invocation(digest, { payloadJson: '{"n":3}', simulate: true }));
     assert.deepEqual(echoed(simulated), { n: 3 }, 'a simulation records nothing and runs');
+    // An org's first call of the module would record it as a user: not below the floor, and it runs.
+    const first = await full.client.invoke(invocation(digest, { orgId: 'org_new', payloadJson: '{"n":4}', simulate: true }));
+    assert.deepEqual(echoed(first), { n: 4 }, 'an org\'s first simulation runs too');
   } finally {
     await full.close({ keepData: true });
   }

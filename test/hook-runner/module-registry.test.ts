@@ -290,11 +290,13 @@ test('a call records its org as a user of the module once (a module sent back fo
   const registry = new ModuleRegistry(store, { forgotten: (orgId) => forgottenOrgs.has(orgId) });
   const bytes = await assembleWat('called', constantWat('"called"'));
   const digest = await registry.compile(bytes, undefined, { tenant: 'org_a', first: true });
-  let writes = 0;
-  const counting = () => void (writes += 1);
-  await registry.noteUse(digest, 'org_b', counting);
-  await registry.noteUse(digest, 'org_b', counting);
-  assert.equal(writes, 1, 'written once');
+  let asked = 0;
+  const writable = (): boolean => (asked += 1) > 0;
+  await registry.noteUse(digest, 'org_b', () => false);
+  assert.deepEqual(usersOf(digest), ['org_a'], 'not while the disk is below its floor');
+  await registry.noteUse(digest, 'org_b', writable);
+  await registry.noteUse(digest, 'org_b', writable);
+  assert.equal(asked, 1, 'written once: the second call finds it');
   await registry.noteUse(digest, 'org_gone');
   assert.deepEqual(usersOf(digest), ['org_a', 'org_b']);
   await store.durable(store.modules.remove(digest));
