@@ -38,8 +38,8 @@ export interface ForgottenMark {
  * decided after writes nothing. A secret write asks inside its own write transaction (vault.ts),
  * which lmdb-js may run after later single writes, as does an upload (module-registry.ts). Module
  * bytes are stored by digest, shared by every org that uploads or calls the module: the org's uses
- * of them (module-users) go last, each module with its last use, in the same write. A removal cut short (a
- * stop, a crash) is done by the next ForgetOrg; once `done`, a ForgetOrg answers at once.
+ * of them (module-users) go last, each module with its last use, in the same write. A removal cut
+ * short (a stop, a crash) is done by the next ForgetOrg; once `done`, a ForgetOrg answers at once.
  */
 export class ForgottenOrgs {
   readonly #store: RunnerStore;
