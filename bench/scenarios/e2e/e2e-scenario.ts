@@ -9,6 +9,7 @@ import type { Scenario, ScenarioContext, ScenarioReport, SystemResult } from '..
 import { describeCpu, startCpuWindow } from '../runs/bench-cpu.ts';
 import { startEffectReceiver, type EffectReceiver } from '../runs/effect-receiver.ts';
 import { createOrg, createSource, createWebhookWorkflow } from '../runs/runtime-api.ts';
+import { startPeerServer } from '../runs/peer-server.ts';
 import { startSluice } from '../runs/sluice-runtime.ts';
 import type { E2eLoadResult, E2eLoadSpec } from './e2e-protocol.ts';
 import { e2eSizes, type E2eSizes } from './e2e-sizes.ts';
@@ -140,24 +141,11 @@ async function runSluice(context: ScenarioContext, sizes: E2eSizes, secret: stri
 }
 
 async function runBullmq(context: ScenarioContext, sizes: E2eSizes, secret: string, receiver: EffectReceiver): Promise<E2eLoadResult> {
-  const redis = await context.children.startServer({
-    name: 'redis-server',
-    command: process.execPath,
-    args: ['--import', 'tsx', join(context.repoRoot, 'bench', 'peers', 'redis-server.ts'), '--data-dir', context.tempDirs.make('redis')],
-    cwd: context.repoRoot,
-    timeoutMs: 30_000,
-  });
+  const redis = await startPeerServer(context, 'redis-server', 'redis-server.ts', ['--data-dir', context.tempDirs.make('redis')]);
   try {
-    const ingest = await context.children.startServer({
-      name: 'bullmq-ingest',
-      command: process.execPath,
-      args: [
-        '--import', 'tsx', join(context.repoRoot, 'bench', 'peers', 'bullmq-ingest.ts'),
-        '--port', '0', '--secret', secret, '--redis-port', String(redis.port), '--receiver', receiver.url, '--concurrency', String(sizes.concurrency),
-      ],
-      cwd: context.repoRoot,
-      timeoutMs: 30_000,
-    });
+    const ingest = await startPeerServer(context, 'bullmq-ingest', 'bullmq-ingest.ts', [
+      '--port', '0', '--secret', secret, '--redis-port', String(redis.port), '--receiver', receiver.url, '--concurrency', String(sizes.concurrency),
+    ]);
     try {
       return await runLoad(context, baseSpec(sizes, ingest.port, `/hooks/${ORG}/bench-source`, secret, 'bullmq', { kind: 'bullmq', redisPort: redis.port }));
     } finally {

@@ -4,7 +4,6 @@
 // own, stays up, as it would in production), the same process started again, and every job's
 // `completed` event read from Redis's event stream.
 
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Queue, QueueEvents } from 'bullmq';
 import { createSigningSecret, EVENT_TYPE } from '../../load/signed-requests.ts';
@@ -13,6 +12,7 @@ import type { ScenarioContext } from '../../scenario.ts';
 import type { ServerChild } from '../../harness/children.ts';
 import { until } from '../../harness/until.ts';
 import { BULLMQ_QUEUE } from '../e2e/e2e-protocol.ts';
+import { startPeerServer } from '../runs/peer-server.ts';
 import { startEffectReceiver, type EffectReceiver, type ReceiverCounts } from '../runs/effect-receiver.ts';
 import type { RecoverySizes } from './recovery-sizes.ts';
 
@@ -42,7 +42,7 @@ export interface RecoveryMeasured {
 export async function measureBullmqRecovery(context: ScenarioContext, sizes: RecoverySizes, held: number): Promise<RecoveryMeasured> {
   const receiver = await startEffectReceiver('hold');
   try {
-    const redis = await startPeer(context, 'redis-server', ['redis-server.ts', '--data-dir', context.tempDirs.make('redis-recovery')]);
+    const redis = await startPeerServer(context, 'redis-server', 'redis-server.ts', ['--data-dir', context.tempDirs.make('redis-recovery')]);
     try {
       return await measureOn(context, sizes, held, receiver, redis.port);
     } finally {
@@ -62,8 +62,8 @@ async function measureOn(context: ScenarioContext, sizes: RecoverySizes, held: n
   const queue = new Queue(BULLMQ_QUEUE, { connection, streams: { events: { maxLen: Number(eventsMaxLen) } } });
   const events = new QueueEvents(BULLMQ_QUEUE, { connection });
   const startApp = (label: string): Promise<ServerChild> =>
-    startPeer(context, label, [
-      'bullmq-ingest.ts', '--port', '0', '--secret', createSigningSecret(), '--redis-port', String(redisPort), '--receiver', receiver.url,
+    startPeerServer(context, label, 'bullmq-ingest.ts', [
+      '--port', '0', '--secret', createSigningSecret(), '--redis-port', String(redisPort), '--receiver', receiver.url,
       '--concurrency', String(held), '--lock-ms', String(sizes.bullmqLockMs), '--stalled-ms', String(sizes.bullmqStalledMs), '--events-max-len', eventsMaxLen,
     ]);
   let app: ServerChild | undefined;
@@ -129,15 +129,5 @@ async function measureOn(context: ScenarioContext, sizes: RecoverySizes, held: n
   } finally {
     await Promise.allSettled([app?.stop(), events.close(), queue.close()]);
   }
-}
-
-function startPeer(context: ScenarioContext, name: string, [script, ...args]: readonly string[]): Promise<ServerChild> {
-  return context.children.startServer({
-    name,
-    command: process.execPath,
-    args: ['--import', 'tsx', join(context.repoRoot, 'bench', 'peers', script!), ...args],
-    cwd: context.repoRoot,
-    timeoutMs: 30_000,
-  });
 }
 
