@@ -74,7 +74,7 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
   return {
     async Compile(request, call) {
       const { bytes, tenant, restore } = parseCompileRequest(request);
-      if (tenant !== '' && deps.forgotten.has(tenant)) throw new OrganizationForgottenError();
+      if (deps.forgotten.has(tenant)) throw new OrganizationForgottenError();
       // Before the compile, and again before its bytes are written (it may wait its turn for seconds).
       deps.assertWritable();
       return { digest: await deps.modules.compile(bytes, call?.gaveUp, { tenant, first: restore }, deps.assertWritable) };

@@ -167,8 +167,8 @@ export class HookRunnerClient {
   }
 
   /**
-   * Forgets a deleted org in the runner: its secrets, records of calls and fences go, and its calls
-   * are refused from then on. Resolves with how many records this call removed, once that is durable,
+   * Forgets a deleted org in the runner: its secrets, records of calls, fences and the modules no
+   * other org uses go, and its calls are refused from then on. Resolves with how many records this call removed, once that is durable,
    * or undefined from a runner of an earlier release, which has no ForgetOrg. A removal of millions
    * of records takes a while (deadline: `forget`); a call sent again joins it, or answers at once
    * once it is done.

@@ -1,5 +1,6 @@
 // Deleting an organization (offboarding): its data and keys go, and the hook-runner forgets it (its
-// secrets, records of calls and fences); its id is kept (deleted-orgs.ts) and never used again.
+// secrets, records of calls, fences and the modules no other org uses); its id is kept
+// (deleted-orgs.ts) and never used again.
 //
 // 1. The mark, one durable transaction: the org's record leaves `orgs` and its deletion record is
 //    written. The write fence (org-fence.ts) closes before it is queued, so from then on no write of
