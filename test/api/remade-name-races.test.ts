@@ -13,7 +13,7 @@ import { DeviceSockets } from '../../runtime/triggers/device-sockets.ts';
 import { ScheduleStore } from '../../runtime/triggers/schedule-store.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
-import { gateNextCall } from '../helpers/method-gate.ts';
+import { gateNextCall, whileCallHeld } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -40,9 +40,7 @@ test('a schedule PATCH and DELETE that read the production schedule do not touch
 
   const held = gateNextCall(ScheduleStore.prototype, 'update');
   const patch = call(rt.url, 'PATCH', path('schedules', 'daily', '?environment=production'), { token: key, json: { enabled: false } });
-  await eventually('the PATCH at its write', held.reached, Boolean);
-  await remake();
-  held.release();
+  await whileCallHeld(held, patch, 'the PATCH', remake);
   assert.equal((await patch).status, 404);
   const sandbox = await call(rt.url, 'GET', path('schedules', 'daily', '?environment=sandbox'), { token: key });
   assert.deepEqual([sandbox.body.schedule.enabled, sandbox.body.schedule.event_type], [true, 'sandbox.tick']);
@@ -52,9 +50,7 @@ test('a schedule PATCH and DELETE that read the production schedule do not touch
   assert.equal((await call(rt.url, 'POST', path('schedules'), { token: key, json: { name: 'daily', cron: '0 9 * * *', event_type: 'prod.tick' } })).status, 201);
   const heldDelete = gateNextCall(ScheduleStore.prototype, 'delete');
   const deleting = call(rt.url, 'DELETE', path('schedules', 'daily', '?environment=production'), { token: key });
-  await eventually('the DELETE at its write', heldDelete.reached, Boolean);
-  await remake();
-  heldDelete.release();
+  await whileCallHeld(heldDelete, deleting, 'the DELETE', remake);
   assert.equal((await deleting).status, 404);
   assert.equal((await call(rt.url, 'GET', path('schedules', 'daily', '?environment=sandbox'), { token: key })).status, 200, 'the sandbox schedule is still there');
 });
@@ -64,10 +60,10 @@ test('a source DELETE that read the production source leaves the sandbox one mad
   assert.equal((await call(rt.url, 'POST', path('sources'), { token: key, json: { name: 'shop', secrets: [secret] } })).status, 201);
   const held = gateNextCall(SourceStore.prototype, 'delete');
   const deleting = call(rt.url, 'DELETE', path('sources', 'shop', '?environment=production'), { token: key });
-  await eventually('the DELETE at its write', held.reached, Boolean);
-  assert.equal((await call(rt.url, 'DELETE', path('sources', 'shop'), { token: key })).status, 204);
-  assert.equal((await call(rt.url, 'POST', path('sources'), { token: key, json: { name: 'shop', secrets: [secret], environment: 'sandbox' } })).status, 201);
-  held.release();
+  await whileCallHeld(held, deleting, 'the DELETE', async () => {
+    assert.equal((await call(rt.url, 'DELETE', path('sources', 'shop'), { token: key })).status, 204);
+    assert.equal((await call(rt.url, 'POST', path('sources'), { token: key, json: { name: 'shop', secrets: [secret], environment: 'sandbox' } })).status, 201);
+  });
   assert.equal((await deleting).status, 404);
   assert.equal((await call(rt.url, 'GET', path('sources', 'shop', '?environment=sandbox'), { token: key })).status, 200, 'the sandbox source is still there');
 });
@@ -83,9 +79,8 @@ test('a device token rotation or DELETE that read the production device does not
   assert.equal((await call(rt.url, 'POST', path('devices'), { token: key, json: { name: 'till' } })).status, 201);
   const heldRotation = gateNextCall(DeviceSockets.prototype, 'rotateToken');
   const rotating = call(rt.url, 'POST', path('devices', 'till/token', '?environment=production'), { token: key });
-  await eventually('the rotation at its write', heldRotation.reached, Boolean);
-  const prefix = await remake();
-  heldRotation.release();
+  let prefix = '';
+  await whileCallHeld(heldRotation, rotating, 'the rotation', async () => void (prefix = await remake()));
   assert.equal((await rotating).status, 404);
   const sandbox = await call(rt.url, 'GET', path('devices', 'till', '?environment=sandbox'), { token: key });
   assert.equal(sandbox.body.device.token_prefix, prefix, 'the sandbox device keeps its token');
@@ -94,9 +89,7 @@ test('a device token rotation or DELETE that read the production device does not
   assert.equal((await call(rt.url, 'POST', path('devices'), { token: key, json: { name: 'till' } })).status, 201);
   const heldDelete = gateNextCall(DeviceSockets.prototype, 'deleteDevice');
   const deleting = call(rt.url, 'DELETE', path('devices', 'till', '?environment=production'), { token: key });
-  await eventually('the DELETE at its write', heldDelete.reached, Boolean);
-  await remake();
-  heldDelete.release();
+  await whileCallHeld(heldDelete, deleting, 'the DELETE', remake);
   assert.equal((await deleting).status, 404);
   assert.equal((await call(rt.url, 'GET', path('devices', 'till', '?environment=sandbox'), { token: key })).status, 200, 'the sandbox device is still there');
 });

@@ -10,8 +10,8 @@ import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { KeyedSerial } from '../../runtime/keyed-serial.ts';
 import { keyWithRole, upload } from '../actions/action-fixtures.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
-import { call, createOrg } from '../helpers/http.ts';
-import { gateNextCall } from '../helpers/method-gate.ts';
+import { call, createOrg, type CallResult } from '../helpers/http.ts';
+import { gateNextCall, whileCallHeld } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -60,9 +60,9 @@ for (const [what, write, read] of [
     const { id, key } = await newDeveloperKey();
     const held = gateNextCall(rt.runtime.context.schemas.writes, 'compile');
     const answer = write(key);
-    await eventually('the compile to be reached', held.reached, Boolean);
-    assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
-    held.release();
+    await whileCallHeld(held, answer, 'the write', async () => {
+      assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
+    });
     const refused = await answer;
     assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
     const after = await call(rt.url, 'GET', read, { token: admin });
@@ -81,9 +81,9 @@ test('a custom action upload whose key is revoked while the hook-runner compiles
     const { key, id } = await keyWithRole(withRunner.url, org, orgAdmin, 'developer');
     const held = gateNextCall(proto, 'compile');
     const answer = upload(withRunner.url, `/organizations/${org}/custom-actions`, key, { name: 'late-action', file: await assembleWat('echo', ECHO_WAT) });
-    await eventually('the compile to be reached', held.reached, Boolean);
-    assert.equal((await call(withRunner.url, 'DELETE', `/organizations/${org}/api-keys/${id}`, { token: orgAdmin })).status, 200);
-    held.release();
+    await whileCallHeld(held, answer, 'the upload', async () => {
+      assert.equal((await call(withRunner.url, 'DELETE', `/organizations/${org}/api-keys/${id}`, { token: orgAdmin })).status, 200);
+    });
     const refused = await answer;
     assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
     assert.deepEqual((await call(withRunner.url, 'GET', `/organizations/${org}/custom-actions`, { token: orgAdmin })).body.custom_actions, [], 'no action was made');
@@ -110,13 +110,14 @@ for (const change of ['set', 'delete'] as const) {
       const held = gateNextCall(runnerProto, 'putSecret');
       queue.count = 0;
       const first = call(withRunner.url, 'POST', secrets, { token: orgAdmin, json: { key: 'API_KEY', value: 'second' } });
-      await eventually('the first write at the runner', held.reached, Boolean);
-      const answer = change === 'set' ? call(withRunner.url, 'POST', secrets, { token: key, json: { key: 'API_KEY', value: 'by-revoked' } }) : call(withRunner.url, 'DELETE', `${secrets}/API_KEY`, { token: key });
-      await eventually('the developer write queued behind it', () => queue.count, (n) => n === 2);
-      assert.equal((await call(withRunner.url, 'DELETE', `/organizations/${org}/api-keys/${id}`, { token: orgAdmin })).status, 200);
-      held.release();
+      let answer: Promise<CallResult> | undefined;
+      await whileCallHeld(held, first, 'the first write', async () => {
+        answer = change === 'set' ? call(withRunner.url, 'POST', secrets, { token: key, json: { key: 'API_KEY', value: 'by-revoked' } }) : call(withRunner.url, 'DELETE', `${secrets}/API_KEY`, { token: key });
+        await eventually('the developer write queued behind it', () => queue.count, (n) => n === 2);
+        assert.equal((await call(withRunner.url, 'DELETE', `/organizations/${org}/api-keys/${id}`, { token: orgAdmin })).status, 200);
+      });
       assert.equal((await first).status, 204);
-      const refused = await answer;
+      const refused = await answer!;
       assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
       assert.deepEqual((await call(withRunner.url, 'GET', secrets, { token: orgAdmin })).body.keys, ['API_KEY'], 'the secret is still there');
     } finally {
@@ -137,13 +138,14 @@ test('a workflow update whose key is revoked while it waits behind another write
     const held = gateNextCall(rt.runtime.workflows, 'setStatus');
     queue.count = 0;
     const toggle = call(rt.url, 'POST', `${path}/toggle`, { token: admin, json: { action: 'disable' } });
-    await eventually('the toggle at its write', held.reached, Boolean);
-    const update = call(rt.url, 'PATCH', path, { token: key, json: { name: 'by-revoked-key' } });
-    await eventually('the update queued behind it', () => queue.count, (n) => n === 2);
-    assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
-    held.release();
+    let update: Promise<CallResult> | undefined;
+    await whileCallHeld(held, toggle, 'the toggle', async () => {
+      update = call(rt.url, 'PATCH', path, { token: key, json: { name: 'by-revoked-key' } });
+      await eventually('the update queued behind it', () => queue.count, (n) => n === 2);
+      assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
+    });
     assert.equal((await toggle).status, 200);
-    const refused = await update;
+    const refused = await update!;
     assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
     const now = await call(rt.url, 'GET', path, { token: admin });
     assert.deepEqual([now.body.workflow.name, now.body.workflow.status], ['kept-name', 'disabled']);

@@ -40,6 +40,20 @@ export function gateNextCall(target: object, method: string): CallGate {
 }
 
 /**
+ * Waits until the request behind `answer` reaches the held call, runs `meanwhile`, then lets the call
+ * go however `meanwhile` ends: a failed assertion fails the test instead of leaving the request held
+ * (which hangs the file at its runtime's close). Fails at once when `answer` settles first.
+ */
+export async function whileCallHeld(gate: CallGate, answer: Promise<unknown>, what: string, meanwhile: () => Promise<unknown>): Promise<void> {
+  try {
+    await gate.reachedBefore(answer, what);
+    await meanwhile();
+  } finally {
+    gate.done();
+  }
+}
+
+/**
  * Counts the calls of `method` on `target` from now, letting each through at once: `made` resolves
  * once `times` have been made (inside the last of them, before it returns); `restore` puts the method back.
  */

@@ -152,10 +152,13 @@ test('with the hook-runner down, the runner\'s part stays pending (one call per 
 test('a stop while the hook-runner is asked to forget a deleted org withdraws the call, and the next start asks again', async () => {
   await withRunnerSecrets(async ({ client, deletions, stop }) => {
     const gate = gateNextCall(client, 'forgetOrg');
-    assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
-    await eventually('the runner asked', () => gate.reached(), Boolean);
-    stop.abort();
-    gate.release();
+    try {
+      assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
+      await eventually('the runner asked', () => gate.reached(), Boolean);
+      stop.abort();
+    } finally {
+      gate.done();
+    }
     await deletions.idle();
     assert.equal(deletions.get(DOOMED)?.state, 'removing', 'the next start goes on with it');
     assert.deepEqual(await secretsOf(client, DOOMED), [['API_KEY'], ['API_KEY'], ['API_KEY']], 'the call was withdrawn before it was sent');
