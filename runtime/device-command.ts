@@ -14,6 +14,7 @@ import { credentialOf } from './cli-credential.ts';
 import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
 import { InputError } from './errors.ts';
 import { printable, printableJson } from './terminal-text.ts';
+import { shownName } from './validation/shown-name.ts';
 import { describeRefusalBody } from '../kits/client/refusal-body.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
@@ -23,8 +24,11 @@ const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> [--t
 export interface DeviceCommandIo {
   readonly stdin: Readable;
   readonly stdout: Writable;
-  /** Hears each retryable nack, whose message is sent again (stdout stays last answers only). */
-  readonly stderr?: Writable;
+  /**
+   * Hears each retryable nack, whose message is sent again, and why the socket ended otherwise than
+   * with a clean close (refused, unreachable, closed with a code): stdout stays `ready` and answers.
+   */
+  readonly stderr: Writable;
   /** Where SLUICE_DEVICE_TOKEN is read when --token is not given. */
   readonly env?: NodeJS.ProcessEnv;
   /** Waits out a retryable nack (default: a timer that does not hold the process open by itself). */
@@ -52,7 +56,9 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     options: { token: { type: 'string' }, send: { type: 'string', multiple: true } },
   });
   const url = positionals[0];
-  if (positionals.length !== 1 || url === undefined || !/^wss?:\/\//.test(url)) throw new InputError(400, 'usage', USAGE);
+  if (positionals.length !== 1 || url === undefined) throw new InputError(400, 'usage', USAGE);
+  // The device's `socket_path` goes under the socket's scheme, not the API's http:// one.
+  if (!/^wss?:\/\//.test(url)) throw new InputError(400, 'usage', `The device socket URL starts with ws:// or wss:// (got ${JSON.stringify(shownName(url))}). ${USAGE}`);
   // An empty --token is refused below ("The device token is empty."), as `watch` refuses an empty
   // --key: not replaced by SLUICE_DEVICE_TOKEN, which the flag was given to override.
   const token = credentialOf(values.token, io.env ?? {}, 'SLUICE_DEVICE_TOKEN');
@@ -63,6 +69,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   // as if every message had been acked. Blank stdin lines are skipped instead (a trailing newline).
   if (values.send?.some((message) => message.trim() === '') === true) throw new InputError(400, 'usage', '--send is empty: give it the message to send.');
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
+  const notice = (line: string): void => void io.stderr.write(`sluice device: ${line}\n`);
   const sleep = io.sleep ?? unrefSleep;
   let failed = false;
   let sending = true;
@@ -116,7 +123,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
       lines.on('close', () => {
         // An empty pipe (`echo "$UNSET" | sluice device …`) sent nothing: not a success.
         if (added === 0) {
-          io.stderr?.write('sluice device: stdin held no message (only blank lines or none): nothing was sent\n');
+          notice('stdin held no message (only blank lines or none): nothing was sent');
           failed = true;
         }
         doneSending();
@@ -125,7 +132,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     }
     const outcome = frame === undefined ? undefined : pacer.answer(frame);
     if (outcome?.kind === 'retry') {
-      io.stderr?.write(`sluice device: ${text}; sending it again in ${outcome.waitMs} ms\n`);
+      notice(`${text}; sending it again in ${outcome.waitMs} ms`);
       return;
     }
     print(text);
@@ -135,9 +142,9 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   // Ended early (a dropped socket): stdin is no longer read, so it cannot hold the process open.
   lines?.close();
   // What a refusing server or a close said: whatever answered, it never drives the terminal.
-  if (end.kind === 'refused') print(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}`);
-  if (end.kind === 'unreachable') print(`could not reach ${url}`);
+  if (end.kind === 'refused') notice(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}`);
+  if (end.kind === 'unreachable') notice(`could not reach ${printable(url)}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}`);
   if (end.kind !== 'closed') return 1;
-  if (end.code !== 1000) print(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : ''}`);
+  if (end.code !== 1000) notice(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : ''}`);
   return end.code === 1000 && !failed && pacer.settled ? 0 : 1;
 }

@@ -4,6 +4,8 @@
 // refused or empty token or a bad URL give a non-zero exit and say why.
 
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../runtime/clock.ts';
@@ -74,17 +76,32 @@ test('the token may come from SLUICE_DEVICE_TOKEN instead of --token (out of ps)
   const fromEnv = await run([socketUrl, '--send', '{"id":"e-1","type":"door.opened"}'], '', { SLUICE_DEVICE_TOKEN: token });
   assert.equal(fromEnv.code, 0, fromEnv.lines.join('\n'));
   const flagWins = await run([socketUrl, '--token', 'sdt_wrong', '--send', '{"id":"e-2","type":"t"}'], '', { SLUICE_DEVICE_TOKEN: token });
-  assert.match(flagWins.lines[0]!, /refused with 401/);
+  assert.match(flagWins.notices[0]!, /^sluice device: refused with 401/);
   // Read from a CRLF file: named, not a subprotocol error from deep inside the WebSocket library.
   await assert.rejects(run([socketUrl, '--send', '{"id":"e-3","type":"t"}'], '', { SLUICE_DEVICE_TOKEN: `${token}\r` }), /The device token holds U\+000D at position \d+ \(white space around it/);
 });
 
-test('a wrong token is refused with the reason printed; a bad URL or a missing token is a usage error', async () => {
+test('a wrong token is refused with the reason on stderr (stdout keeps to answers); a bad URL or a missing token is a usage error', async () => {
   const refused = await run([socketUrl, '--token', 'sdt_wrong', '--send', '{"id":"x","type":"t"}']);
   assert.equal(refused.code, 1);
-  assert.match(refused.lines[0]!, /refused with 401: .*unauthorized/);
-  await assert.rejects(run(['http://example.test/devices/a/b', '--token', token]), /usage: sluice device/);
+  assert.match(refused.notices[0]!, /^sluice device: refused with 401: .*unauthorized/);
+  assert.deepEqual(refused.lines, [''], 'nothing on stdout');
+  // The API's URL instead of the socket's: said so, not only the usage line.
+  await assert.rejects(run(['http://example.test/devices/a/b', '--token', token]), /The device socket URL starts with ws:\/\/ or wss:\/\/ \(got "http:\/\/example.test\/devices\/a\/b"\)\. usage: sluice device/);
+  await assert.rejects(run([]), /^InputError: usage: sluice device/);
   await assert.rejects(run([socketUrl]), /A device token is required: --token, or SLUICE_DEVICE_TOKEN/);
+});
+
+test('a socket it cannot reach is said on stderr with the address and the reason; exit 1', async () => {
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as AddressInfo;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const url = `ws://127.0.0.1:${port}/devices/${ORG}/cli-1`;
+  const unreachable = await run([url, '--token', token, '--send', '{"id":"u-1","type":"t"}']);
+  assert.equal(unreachable.code, 1);
+  assert.deepEqual(unreachable.notices, [`sluice device: could not reach ${url} (connect ECONNREFUSED 127.0.0.1:${port})`]);
+  assert.deepEqual(unreachable.lines, [''], 'nothing on stdout');
 });
 
 test('more stdin lines than a socket may have unanswered are paced, not nacked: 300 lines, 300 acks, exit 0', async () => {
@@ -144,8 +161,8 @@ test('what a refusing server that is not Sluice sends is not printed, only its s
     fake.host = `127.0.0.1:${server.port}`;
     const refused = await run([fake.href, '--token', token, '--send', '{"id":"x","type":"t"}']);
     assert.equal(refused.code, 1);
-    assert.match(refused.lines[0]!, /^refused with 401: a body of \d+ bytes that is not Sluice's JSON error \(not shown\)$/);
-    assert.doesNotMatch(refused.lines.join('\n'), /PWNED|[\u0000-\u0009\u000b-\u001f]/, 'not shown');
+    assert.match(refused.notices[0]!, /^sluice device: refused with 401: a body of \d+ bytes that is not Sluice's JSON error \(not shown\)$/);
+    assert.doesNotMatch([...refused.lines, ...refused.notices].join('\n'), /PWNED|[\u0000-\u0009\u000b-\u001f]/, 'not shown');
   } finally {
     await server.close();
   }

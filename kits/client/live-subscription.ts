@@ -217,7 +217,8 @@ export const watchRuns = (options: WatchOptions): LiveSubscription => new LiveSu
 function describeEnd(end: SocketEnd): string {
   switch (end.kind) {
     case 'unreachable':
-      return end.timedOutMs === undefined ? 'the live room could not be reached' : `the live room did not answer within ${end.timedOutMs} ms`;
+      if (end.timedOutMs !== undefined) return `the live room did not answer within ${end.timedOutMs} ms`;
+      return end.cause === undefined ? 'the live room could not be reached' : `the live room could not be reached (${end.cause})`;
     case 'refused':
       return `the live room refused the connection (${end.status})`;
     case 'closed':

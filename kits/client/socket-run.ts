@@ -8,8 +8,11 @@ import WebSocket from 'ws';
 export type SocketEnd =
   | { readonly kind: 'closed'; readonly code: number; readonly reason: string }
   | { readonly kind: 'refused'; readonly status: number; readonly body: string }
-  /** Could not connect, or (`timedOutMs`) the handshake had no answer in time. */
-  | { readonly kind: 'unreachable'; readonly timedOutMs?: number };
+  /**
+   * Could not connect (`cause`: the socket's error, such as `connect ECONNREFUSED 127.0.0.1:8787`),
+   * or (`timedOutMs`) the handshake had no answer in time.
+   */
+  | { readonly kind: 'unreachable'; readonly timedOutMs?: number; readonly cause?: string };
 
 /**
  * Upgrade refusals that pass: 503 (Sluice starting or stopping) and 429 (an org at its cap of live
@@ -72,8 +75,8 @@ export function runSocket(
       response.on('close', refused);
       response.on('error', refused);
     });
-    socket.on('error', () => {
-      if (socket.readyState !== WebSocket.OPEN) end(timedOut ? { kind: 'unreachable', timedOutMs: openTimeoutMs } : { kind: 'unreachable' });
+    socket.on('error', (error: Error) => {
+      if (socket.readyState !== WebSocket.OPEN) end(timedOut ? { kind: 'unreachable', timedOutMs: openTimeoutMs } : { kind: 'unreachable', cause: error.message });
     });
     socket.on('open', heard);
     socket.on('ping', heard);
