@@ -108,7 +108,7 @@ export function assertSecretsFit(scheme: Scheme, secrets: readonly string[]): vo
       throw new InputError(
         400,
         'secret_too_short',
-        `A standard-webhooks secret must decode to at least ${MIN_STANDARD_KEY_BYTES} bytes; this one has ${key.length}.`,
+        `A standard-webhooks secret is read as base64 (after an optional "whsec_") and must decode to at least ${MIN_STANDARD_KEY_BYTES} bytes; this one decodes to ${key.length}. Make one with: echo whsec_$(head -c 32 /dev/urandom | base64)`,
         { field },
       );
     }

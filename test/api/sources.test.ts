@@ -64,6 +64,10 @@ test('a standard-webhooks secret must be base64 of at least 24 bytes', async () 
   assert.equal(short.status, 400);
   assert.equal(short.body.error.code, 'secret_too_short');
   assert.equal(short.body.error.field, 'secrets[0]');
+  // A password-like text is read as base64 too: the message says so, and how to make a good one.
+  const password = await call(rt.url, 'POST', base, { token: key, json: { name: 'password', secrets: ['mysupersecretpasswordthatislong'] } });
+  assert.equal(password.body.error.code, 'secret_too_short');
+  assert.match(password.body.error.message, /read as base64 .* at least 24 bytes; this one decodes to 23\. Make one with: echo whsec_/);
   const notBase64 = await call(rt.url, 'POST', base, { token: key, json: { name: 'nb64', secrets: [SECRET, 'whsec_***not-base64***'] } });
   assert.equal(notBase64.status, 400);
   assert.equal(notBase64.body.error.field, 'secrets[1]');
