@@ -72,8 +72,9 @@ function deletionAnswer(record: DeletionRecord) {
 
 /** `onLimitsChanged` lets the run scheduler pick up a new `max_concurrent_runs` at once, and the live rooms close sandbox sockets a new plan no longer allows. */
 export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onLimitsChanged: (orgId: string) => void): Route[] {
-  // Platform admin only, and answered for an org already deleted too (the usual org check would 404).
-  const platformAdminFirst = (head: RequestHead): void => ctx.auth.requirePlatformAdmin(head);
+  // Platform admin only, and answered for an org already deleted too (the usual org check would 404);
+  // another org's key is a 404 all the same, as everywhere.
+  const platformAdminFirst = (head: RequestHead): void => ctx.auth.requirePlatformAdmin(head, head.params.org_id ?? '');
   return [
     {
       method: 'POST',

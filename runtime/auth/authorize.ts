@@ -20,8 +20,11 @@ export interface Authorizer {
   isStillValid(principal: Principal): boolean;
   /** 401/404/403 unless the caller may act on `orgId` with at least `role`; returns the org. */
   requireOrg(request: RequestHead, orgId: string, role: Role): Organization;
-  /** 401 unless the caller is the platform admin. */
-  requirePlatformAdmin(request: RequestHead): void;
+  /**
+   * 401 unless the caller is the platform admin; a valid API key is 403, or, when the endpoint names
+   * `orgId` and the key is another org's, 404 as `requireOrg` answers it (whether the org exists or not).
+   */
+  requirePlatformAdmin(request: RequestHead, orgId?: string): void;
   /**
    * Whether the (authenticated) caller may read webhook credentials, the header values and URL
    * tokens of webhook steps: only a role that could change them, developer and up, and the platform
@@ -35,6 +38,8 @@ export function bearerToken(authorization: string | undefined): string | undefin
   const match = /^Bearer\s+(\S{1,512})\s*$/i.exec(authorization);
   return match?.[1];
 }
+
+const orgNotFound = (): AccessError => new AccessError(404, 'not_found', 'Organization was not found.', { field: 'org_id' });
 
 const unauthorized = (): AccessError =>
   new AccessError(401, 'unauthorized', 'A valid API key is required (Authorization: Bearer <key>).');
@@ -59,11 +64,12 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
     authenticate,
     principalForToken,
     isStillValid: (principal) => principal.kind === 'platform_admin' || keys.isActive(principal.orgId, principal.keyId),
-    requirePlatformAdmin(request) {
+    requirePlatformAdmin(request, orgId) {
       const principal = principalOf(request);
       if (principal === undefined) {
         throw new AccessError(401, 'unauthorized', 'The platform admin token is required (Authorization: Bearer <token>; `sluice dev` keeps it in <data-dir>/admin-token).');
       }
+      if (principal.kind !== 'platform_admin' && orgId !== undefined && principal.orgId !== orgId) throw orgNotFound();
       // A valid API key is known but not enough: 403, as for a key without the role.
       if (principal.kind !== 'platform_admin') {
         throw new AccessError(403, 'forbidden', 'This endpoint needs the platform admin token; an API key cannot use it.');
@@ -77,7 +83,7 @@ export function createAuthorizer(adminToken: string, keys: ApiKeyStore, orgs: Or
       const principal = authenticate(request);
       const org = orgs.get(orgId);
       const sameOrg = principal.kind === 'platform_admin' || principal.orgId === orgId;
-      if (org === undefined || !sameOrg) throw new AccessError(404, 'not_found', 'Organization was not found.', { field: 'org_id' });
+      if (org === undefined || !sameOrg) throw orgNotFound();
       if (principal.kind === 'api_key' && !roleCovers(principal.role, role)) {
         throw new AccessError(403, 'forbidden', `This action needs the ${role} role; the key has ${principal.role}.`);
       }

@@ -97,6 +97,16 @@ test('a key of org A gets 404 for anything of org B; no key is 401', async () =>
   const missing = await call(rt.url, 'GET', '/organizations/acct-nonexistent', { token: keyA });
   assert.equal(missing.status, 404);
   assert.deepEqual(missing.body, (await call(rt.url, 'GET', '/organizations/acct-b', { token: keyA })).body, 'other org and no org look the same');
+  // Platform-admin endpoints too: another org's (or no org's) is a 404, the key's own a 403.
+  for (const [method, path] of [['PATCH', '/organizations/acct-b'], ['DELETE', '/organizations/acct-b'], ['GET', '/organizations/acct-b/deletion'], ['DELETE', '/organizations/acct-nonexistent'], ['GET', '/organizations/acct-nonexistent/deletion']] as const) {
+    const answer = await call(rt.url, method, path, { token: keyA, ...(method === 'PATCH' ? { json: { name: 'B' } } : {}) });
+    assert.deepEqual([answer.status, answer.body.error?.code], [404, 'not_found'], `${method} ${path}`);
+  }
+  for (const [method, path] of [['PATCH', '/organizations/acct-a'], ['DELETE', '/organizations/acct-a'], ['GET', '/organizations/acct-a/deletion']] as const) {
+    const answer = await call(rt.url, method, path, { token: keyA, ...(method === 'PATCH' ? { json: { name: 'A' } } : {}) });
+    assert.deepEqual([answer.status, answer.body.error?.code], [403, 'forbidden'], `${method} ${path}`);
+  }
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-b', { token: ADMIN_TOKEN })).status, 200, 'B is still there');
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-a')).status, 401);
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-a', { token: 'sk_forged' })).status, 401);
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-a', { headers: { authorization: 'Basic abc' } })).status, 401);
