@@ -26,6 +26,7 @@ import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
+import { offeredSubprotocols } from '../http/offered-subprotocols.ts';
 
 /** A ClientMessage's largest frame (a Subscribe names at most one run id of 200 characters): a larger one is refused with 1002. */
 export const MAX_CLIENT_FRAME_BYTES = 4096;
@@ -83,7 +84,7 @@ export class LiveRooms {
       upgrade: (res, req, context) => {
         const rawOrgId = req.getParameter(0) ?? '';
         const query = new ReadQuery(req.getQuery() ?? '');
-        const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
+        const offered = offeredSubprotocols(req);
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
         let admitted: { principal: Principal; requested: Subscription };

@@ -31,6 +31,7 @@ import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
 import type { DeletedOrgIds } from '../ledger/org-fence.ts';
+import { offeredSubprotocols } from '../http/offered-subprotocols.ts';
 
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
 const MAX_BACKPRESSURE = 64 * 1024;
@@ -74,7 +75,7 @@ export class DeviceSockets {
       upgrade: (res, req, context) => {
         const rawOrgId = req.getParameter(0) ?? '';
         const rawName = req.getParameter(1) ?? '';
-        const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
+        const offered = offeredSubprotocols(req);
         const query = new ReadQuery(req.getQuery() ?? '');
         const queryToken = query.get('token');
         const key = req.getHeader('sec-websocket-key');

@@ -11,14 +11,17 @@ export interface UpgradeRefusal {
   readonly message: string;
 }
 
-/** `protocols`: the Sec-WebSocket-Protocol entries to offer, if any. */
-export function upgradeAnswer(url: string, protocols: readonly string[] = []): Promise<UpgradeRefusal> {
+/**
+ * `protocols`: the Sec-WebSocket-Protocol entries to offer, if any: one header line, or (`oneLineEach`)
+ * a line per entry, as a client or proxy may send a list header.
+ */
+export function upgradeAnswer(url: string, protocols: readonly string[] = [], oneLineEach = false): Promise<UpgradeRefusal> {
   const headers = {
     connection: 'Upgrade',
     upgrade: 'websocket',
     'sec-websocket-version': '13',
     'sec-websocket-key': randomBytes(16).toString('base64'),
-    ...(protocols.length === 0 ? {} : { 'sec-websocket-protocol': protocols.join(', ') }),
+    ...(protocols.length === 0 ? {} : { 'sec-websocket-protocol': oneLineEach ? [...protocols] : protocols.join(', ') }),
   };
   return new Promise((resolve, reject) => {
     const request = get(url, { headers }, (response) => {

@@ -37,3 +37,30 @@ test('two different tokens are 400 conflicting_tokens; the same one twice is acc
     await assert.rejects(upgradeAnswer(`${url}?token=`, [protocol, token]), /the upgrade was accepted/, `${url}: an empty ?token= is none`);
   }
 });
+
+test('the subprotocols hold at most one token: two different ones are 400 conflicting_tokens, even with no ?token=', async () => {
+  const endpoints = [
+    { url: `${rt.url}/organizations/${ORG}/live`, protocol: LIVE_PROTOCOL, token: key },
+    { url: `${rt.url}/devices/${ORG}/till`, protocol: DEVICE_PROTOCOL, token: deviceToken },
+  ];
+  for (const { url, protocol, token } of endpoints) {
+    for (const offered of [[protocol, token, 'junk'], [protocol, 'junk', token]]) {
+      const refused = await upgradeAnswer(url, offered);
+      assert.deepEqual([refused.status, refused.code], [400, 'conflicting_tokens'], `${url} ${offered.slice(1).join(', ')}`);
+      assert.match(refused.message, /offers 2 different entries besides sluice-(live|device); give the token once/);
+    }
+    await assert.rejects(upgradeAnswer(url, [protocol, token, token]), /the upgrade was accepted/, `${url}: the same token twice is one`);
+  }
+});
+
+test('subprotocols on several header lines make one list: the token on the second line is read', async () => {
+  const endpoints = [
+    { url: `${rt.url}/organizations/${ORG}/live`, protocol: LIVE_PROTOCOL, token: key },
+    { url: `${rt.url}/devices/${ORG}/till`, protocol: DEVICE_PROTOCOL, token: deviceToken },
+  ];
+  for (const { url, protocol, token } of endpoints) {
+    await assert.rejects(upgradeAnswer(url, [protocol, token], true), /the upgrade was accepted/, url);
+    const wrong = await upgradeAnswer(url, [protocol, 'not-the-token'], true);
+    assert.equal(wrong.status, 401, `${url}: the second line's token is the one checked`);
+  }
+});
