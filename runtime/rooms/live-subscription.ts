@@ -49,8 +49,13 @@ function parseRoom(environment: string, runId: string): Room {
   return room;
 }
 
-/** The subscription of a Subscribe frame; throws on an unknown environment or an over-long run id. */
+const afterSeqRefused = (): SubscriptionError => new SubscriptionError('after_seq', `after_seq must be a sequence number (a whole number of at most ${AFTER_SEQ_DIGITS} digits).`);
+
+/** The subscription of a Subscribe frame; throws on an unknown environment, an over-long run id or an after_seq the URL would refuse. */
 export function parseSubscribeFrame(subscribe: Subscribe): Subscription {
+  // A uint64 past 2^53 arrives rounded: refused, as the URL refuses more than AFTER_SEQ_DIGITS digits,
+  // rather than answered about a number the client never sent.
+  if (!Number.isSafeInteger(subscribe.after_seq) || subscribe.after_seq >= 10 ** AFTER_SEQ_DIGITS) throw afterSeqRefused();
   return { room: parseRoom(subscribe.environment, subscribe.run_id), afterSeq: subscribe.after_seq, strict: subscribe.strict === true };
 }
 
@@ -68,6 +73,6 @@ export function parseSubscribeQuery(query: URLSearchParams): Subscription {
     if (strict) throw new SubscriptionError('strict', 'strict applies to an after_seq; give one, or leave strict out.');
     return { room, afterSeq: undefined, strict };
   }
-  if (!AFTER_SEQ.test(afterSeq)) throw new SubscriptionError('after_seq', `after_seq must be a sequence number (a whole number of at most ${AFTER_SEQ_DIGITS} digits).`);
+  if (!AFTER_SEQ.test(afterSeq)) throw afterSeqRefused();
   return { room, afterSeq: Number(afterSeq), strict };
 }

@@ -329,6 +329,13 @@ test('an invalid ClientMessage closes that socket with 1002 and affects nobody e
   const large = await connectLive(rt.url, 'acct-live', { token: key });
   large.socket.send(Buffer.alloc(MAX_CLIENT_FRAME_BYTES + 1));
   assert.deepEqual(await large.closed, { code: CLOSE_PROTOCOL_ERROR, reason: `invalid ClientMessage: a frame has at most ${MAX_CLIENT_FRAME_BYTES} bytes` });
+  // An after_seq the URL would refuse (more than 15 digits; a uint64 past 2^53 would arrive rounded) is refused, not answered about another number.
+  for (const afterSeq of ['18446744073709551615', '1000000000000000']) {
+    const huge = await connectLive(rt.url, 'acct-live', { token: key });
+    // protobufjs takes a uint64 as decimal text; the helper's type says number.
+    huge.subscribe({ after_seq: afterSeq as unknown as number, strict: true });
+    assert.deepEqual(await huge.closed, { code: CLOSE_PROTOCOL_ERROR, reason: 'invalid ClientMessage: after_seq must be a sequence number (a whole number of at most 15 digits).' }, afterSeq);
+  }
   await commit('acct-live', [update('run-after-bad', 'running')]);
   await good.waitFor(() => good.updates().some((u) => u.run_id === 'run-after-bad'), 'the good socket still streams');
   good.close();
