@@ -58,7 +58,10 @@ export async function exportCommand(args: readonly string[], io: ClientCommandIo
     }
   } catch (error) {
     const refusal = error instanceof SluiceApiError && error.status === 403 ? ' (an export needs an admin key)' : '';
-    io.stderr.write(`sluice export: ${clientFailure(error)}${refusal}; ${lines} lines were written.${goOn()}\n`);
+    // A refused cursor is no place to go on from: the advice would repeat the refusal.
+    const next = error instanceof SluiceApiError && error.code === 'invalid_cursor' ? '' : goOn();
+    // The failure's own sentence ends where this one goes on.
+    io.stderr.write(`sluice export: ${clientFailure(error).replace(/\.$/, '')}${refusal}; ${lines} lines were written.${next}\n`);
     return 1;
   }
   io.stderr.write(`sluice export: ${lines} lines of ${printable(target.org)} written.\n`);
