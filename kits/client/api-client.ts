@@ -7,8 +7,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { linkSignals, raceAbort } from './abort.ts';
 import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
 import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummary, SluiceEvent } from './api-types.ts';
-import { headerCredentialProblem } from './credential-check.ts';
-import { idempotencyKeyHeader, pathId } from './request-arguments.ts';
+import { credentialAsSent, headerCredentialProblem } from './credential-check.ts';
+import { checkedHeaders, idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
@@ -79,9 +79,8 @@ export class SluiceClient {
     pathId('The organization id', options.org);
     this.#base = parseBaseUrl(options.url);
     refuseUrlCredentials(this.#base);
-    if (typeof options.apiKey !== 'string') throw new TypeError('The API key is missing (apiKey).');
-    // White space at the ends (a key file's last newline) is not part of the key: dropped, and only what is sent is checked.
-    this.#apiKey = options.apiKey.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+    // Only what is sent is checked: without the white space at its ends.
+    this.#apiKey = credentialAsSent('The API key', 'apiKey', options.apiKey);
     const problem = headerCredentialProblem('The API key', this.#apiKey);
     if (problem !== undefined) throw new TypeError(problem);
     this.#fetch = options.fetch ?? fetch;
@@ -106,7 +105,7 @@ export class SluiceClient {
     const relative = path.startsWith('//') ? path.slice(1) : `/organizations/${encodeURIComponent(this.org)}/${path.replace(/^\/+/, '')}`;
     const url = urlUnder(this.#base, relative, 'http');
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
-    const headers: Record<string, string> = { authorization: `Bearer ${this.#apiKey}`, ...options.headers };
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#apiKey}`, ...checkedHeaders(options.headers) };
     if (options.json !== undefined) headers['content-type'] = 'application/json';
     const init: RequestInit = { method, headers, ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }) };
     const attempts = (options.retry ?? method === 'GET') ? (this.#o.maxAttempts ?? 5) : 1;

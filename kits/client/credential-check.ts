@@ -10,7 +10,7 @@ const TOKEN = /^[!#$%&'*+\-.0-9A-Z^_`|a-z~]+$/;
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 
 /** Names the first character of `value` that `allowed` refuses and its position, never the value. */
-function problemWith(what: string, value: string, allowed: RegExp, rule: string): string | undefined {
+export function problemWith(what: string, value: string, allowed: RegExp, rule: string): string | undefined {
   if (allowed.test(value)) return undefined;
   if (value === '') return `${what} is empty.`;
   const at = [...value].findIndex((char) => !allowed.test(char));
@@ -41,4 +41,13 @@ export function headerCredentialProblem(what: string, value: string): string | u
 /** As credentialProblem, for a value sent in the header `header`: visible ASCII only. */
 export function headerValueProblem(what: string, value: string, header: string): string | undefined {
   return problemWith(what, value, VISIBLE_ASCII, `it is sent in the ${header} header, which takes visible ASCII characters only (no spaces or line breaks).`);
+}
+
+/**
+ * A credential option as it is sent: white space at its ends (a key file's last newline) is not part
+ * of it and is dropped. Throws TypeError when the option is not a string at all (an unset variable).
+ */
+export function credentialAsSent(what: string, option: string, value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError(`${what} is missing (${option}).`);
+  return value.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
 }

@@ -124,6 +124,8 @@ export class DeviceConnection {
     // As the REST client does: "." and ".." are path segments a URL resolves away, never a name.
     pathId('The organization id', options.org);
     pathId('The device name', options.device);
+    // Checked as given, not trimmed: a token with a line break in it is refused with that named.
+    if (typeof options.token !== 'string') throw new TypeError('The device token is missing (token).');
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     if (options.maxPending !== undefined) checkCount('maxPending', options.maxPending, 1, MAX_PENDING);
     this.#o = options;

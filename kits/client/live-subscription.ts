@@ -10,7 +10,8 @@ import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLA
 import { AFTER_SEQ_DIGITS } from '../../runtime/rooms/live-subscription.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
 import type { Environment } from './api-types.ts';
-import { credentialProblem, queryCredentialProblem } from './credential-check.ts';
+import { credentialAsSent, credentialProblem, queryCredentialProblem } from './credential-check.ts';
+import { SluiceArgumentError } from './api-errors.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
@@ -61,7 +62,7 @@ export interface WatchOptions {
 /**
  * The subscription ended for a reason retrying cannot fix: a close code (4401, 4402, 4404, 1002), an
  * upgrade refused with an HTTP status, or 0 when no connection could be attempted (an API key a
- * WebSocket cannot carry, such as one with a trailing newline; a url that is not http(s)).
+ * WebSocket cannot carry, such as one with a line break in it; a url that is not http(s)).
  */
 export class LiveClosedError extends Error {
   readonly code: number;
@@ -100,9 +101,12 @@ export class LiveSubscription {
   constructor(options: WatchOptions) {
     // As the REST client does: "." and ".." are path segments a URL resolves away, never an org.
     pathId('The organization id', options.org);
+    // An empty run id (an unset variable) would watch every run of the org.
+    if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId === '')) throw new SluiceArgumentError('The run id is empty: leave runId out to watch every run.');
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     if (options.afterSeq !== undefined) checkCount('afterSeq', options.afterSeq, 0, 10 ** AFTER_SEQ_DIGITS - 1);
-    this.#o = options;
+    // As the REST client sends it: without the white space at its ends (a key file's last newline).
+    this.#o = { ...options, apiKey: credentialAsSent('The API key', 'apiKey', options.apiKey) };
     this.#position = options.afterSeq;
     this.#loop = new ReconnectLoop({
       // Any frame, a heartbeat too, shows the connection working.

@@ -6,10 +6,12 @@
 // off by the server's HTTP parser, so two different idempotency keys would name one replay.
 
 import { SluiceArgumentError } from './api-errors.ts';
-import { headerValueProblem } from './credential-check.ts';
+import { headerValueProblem, problemWith } from './credential-check.ts';
 
 /** `id` as one segment of a request path; throws SluiceArgumentError for one that names no record. */
 export function pathId(what: string, id: string): string {
+  // An unset variable would otherwise be sent as the text "undefined", and answered as a record not found.
+  if (typeof id !== 'string') throw new SluiceArgumentError(`${what} is missing (got ${id === null ? 'null' : typeof id}).`);
   if (id === '') throw new SluiceArgumentError(`${what} is empty.`);
   if (id === '.' || id === '..') throw new SluiceArgumentError(`${what} "${id}" names no record.`);
   return encodeURIComponent(id);
@@ -24,4 +26,24 @@ export function idempotencyKeyHeader(key: string): string {
   if (problem !== undefined) throw new SluiceArgumentError(problem);
   if (key.length > MAX_IDEMPOTENCY_KEY) throw new SluiceArgumentError(`The idempotency key is ${key.length} characters long; the API takes at most ${MAX_IDEMPOTENCY_KEY}.`);
   return key;
+}
+
+/** The characters RFC 9110 allows in a header name. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** What fetch sends in a header value: no NUL or line break, nothing past U+00FF. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * A call's extra headers, checked before anything is sent: fetch would refuse them only when the
+ * request is made, which read as a network failure (retried) and quoted the value. Throws
+ * SluiceArgumentError naming the header and the character, never the value.
+ */
+export function checkedHeaders(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!HEADER_NAME.test(name)) throw new SluiceArgumentError(`${JSON.stringify(name.slice(0, 64))} is not a header name (letters, digits and !#$%&'*+-.^_\`|~ only).`);
+    if (typeof value !== 'string') throw new SluiceArgumentError(`The ${name} header's value is not text (got ${value === null ? 'null' : typeof value}).`);
+    const problem = problemWith(`The ${name} header's value`, value, HEADER_VALUE, 'a header value holds no line break, NUL or character past U+00FF.');
+    if (problem !== undefined) throw new SluiceArgumentError(problem);
+  }
+  return { ...headers };
 }

@@ -112,3 +112,27 @@ test('an export page without the line that closes it (a proxy\'s page, a cut bod
   assert.deepEqual(pages, [['{"kind":"run"}']]);
   assert.equal(requests(), 2);
 });
+
+test('a header value fetch would refuse is a SluiceArgumentError at once, naming the header, never its value; nothing is sent', async () => {
+  const server = await scripted(json(200, { run: { run_id: 'run_1' } }));
+  const client = new SluiceClient({ url: server.url, apiKey: 'sk_test', org: 'acct' });
+  for (const [headers, said] of [
+    [{ 'x-trace': 'secret\nvalue' }, /^The x-trace header's value holds U\+000A at position 6: a header value holds no line break/],
+    [{ 'x-trace': 'caf\u0101' }, /^The x-trace header's value holds U\+0101 at position 3/],
+    [{ 'bad name': 'v' }, /^"bad name" is not a header name/],
+  ] as const) {
+    await assert.rejects(client.request('GET', '/runs', { headers }), (error: unknown) => error instanceof SluiceArgumentError && said.test(error.message) && !error.message.includes('secret'), JSON.stringify(headers));
+  }
+  assert.equal(server.requests(), 0, 'nothing was sent, nothing retried');
+  // A value with spaces, as many headers have, goes.
+  assert.deepEqual(await client.request('GET', '/runs/run_1', { headers: { 'x-trace': 'a b; c=d' } }), { run: { run_id: 'run_1' } });
+});
+
+test('an id, org or key left unset is said to be missing, not sent as "undefined"', async () => {
+  const server = await scripted(json(200, {}));
+  assert.throws(() => new SluiceClient({ url: server.url, apiKey: 'sk_test', org: undefined as unknown as string }), (error: unknown) => error instanceof SluiceArgumentError && /The organization id is missing \(got undefined\)/.test(error.message));
+  assert.throws(() => new SluiceClient({ url: server.url, apiKey: undefined as unknown as string, org: 'acct' }), /^TypeError: The API key is missing \(apiKey\)\.$/);
+  const client = new SluiceClient({ url: server.url, apiKey: 'sk_test', org: 'acct' });
+  assert.throws(() => client.getEvent(undefined as unknown as string), (error: unknown) => error instanceof SluiceArgumentError && /The event id is missing/.test(error.message));
+  assert.equal(server.requests(), 0);
+});

@@ -1,7 +1,8 @@
-// A key or device token that a WebSocket cannot carry (read from a file with its trailing
-// newline) against a real runtime: `done` rejects with the client's own error naming the problem
-// (it was ws's bare SyntaxError), a device's sends reject instead of waiting until close(), and
-// the same credential trimmed works. A key that is no subprotocol token but visible ASCII rides in the URL.
+// A key or device token that a WebSocket cannot carry (a line break in it; for a device token, a
+// file's trailing newline too) against a real runtime: `done` rejects with the client's own error
+// naming the problem (it was ws's bare SyntaxError), a device's sends reject instead of waiting until
+// close(), and the same credential trimmed works; an API key's white space at its ends is dropped,
+// as REST calls drop it. A key that is no subprotocol token but visible ASCII rides in the URL.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -25,17 +26,22 @@ before(async () => {
 });
 after(() => rt.close());
 
-test('an API key with a trailing newline ends watchRuns with LiveClosedError (code 0) saying so; trimmed, it joins', async () => {
-  const live = watchRuns({ url: rt.url, apiKey: `${key}\n`, org: ORG, sleep: noWait, onUpdate: () => undefined });
+test('an API key with a line break inside ends watchRuns with LiveClosedError (code 0) saying so; one with a trailing newline joins, as REST calls send it trimmed', async () => {
+  const broken = `${key.slice(0, 10)}\n${key.slice(10)}`;
+  const live = watchRuns({ url: rt.url, apiKey: broken, org: ORG, sleep: noWait, onUpdate: () => undefined });
   const ended = await live.done.then(() => undefined, (error: unknown) => error);
   assert.ok(ended instanceof LiveClosedError, String(ended));
   assert.equal(ended.code, 0);
-  assert.match(ended.message, /^The API key holds U\+000A at position \d+ \(white space around it, such as the newline ending a file: trim it\)/);
-  assert.ok(!ended.message.includes(key), 'the key itself is not in the message');
+  assert.match(ended.message, /^The API key holds U\+000A at position 10: it is sent/);
+  assert.ok(!ended.message.includes(key.slice(10)), 'the key itself is not in the message');
 
-  const trimmed = watchRuns({ url: rt.url, apiKey: `${key}\n`.trim(), org: ORG, sleep: noWait, onUpdate: () => undefined });
-  await eventually('joined', () => trimmed.position, (position) => position !== undefined);
-  trimmed.close();
+  const fromFile = watchRuns({ url: rt.url, apiKey: `${key}\n`, org: ORG, sleep: noWait, onUpdate: () => undefined });
+  await eventually('joined', () => fromFile.position, (position) => position !== undefined);
+  fromFile.close();
+  // Unset options are said as such, before anything is sent.
+  assert.throws(() => watchRuns({ url: rt.url, apiKey: undefined as unknown as string, org: ORG, onUpdate: () => undefined }), /^TypeError: The API key is missing \(apiKey\)\.$/);
+  assert.throws(() => watchRuns({ url: rt.url, apiKey: key, org: undefined as unknown as string, onUpdate: () => undefined }), /The organization id is missing \(got undefined\)/);
+  assert.throws(() => watchRuns({ url: rt.url, apiKey: key, org: ORG, runId: '', onUpdate: () => undefined }), /The run id is empty: leave runId out to watch every run/);
 });
 
 test('a device token with a trailing newline: done rejects with DeviceError invalid_token, and every send rejects at once', async () => {
@@ -49,6 +55,11 @@ test('a device token with a trailing newline: done rejects with DeviceError inva
   const trimmed = connectDevice({ url: rt.url, org: ORG, device: 'd1', token: `${token}\n`.trim(), sleep: noWait });
   assert.equal((await trimmed.send({ type: 'reading.taken' })).duplicate, false);
   trimmed.close();
+});
+
+test('a device without a token or a name is refused before anything is sent', () => {
+  assert.throws(() => connectDevice({ url: rt.url, org: ORG, device: 'd1', token: undefined as unknown as string }), /^TypeError: The device token is missing \(token\)\.$/);
+  assert.throws(() => connectDevice({ url: rt.url, org: ORG, device: undefined as unknown as string, token }), /The device name is missing \(got undefined\)/);
 });
 
 test('a url the client cannot use ends a device with invalid_options, its sends rejected', async () => {
