@@ -8,6 +8,8 @@ import type { ForgottenMark } from './forgotten-orgs.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
 import { openUnderLock } from './dir-lock.ts';
+import { lmdbFilesProblem } from './lmdb-files.ts';
+import { RunnerConfigError } from './runner-error.ts';
 import { assertRunnerStoreFormatKnown, openStoreFormatTable } from './store-format.ts';
 
 /**
@@ -102,6 +104,9 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
   // Before the environment is made: a crash in between must not leave a new store looking like an
   // earlier release's (command.ts). A store a newer release wrote has it already.
   if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
+  // lmdb-js would take the process down without a word on such files; no restart fixes them.
+  const problem = lmdbFilesProblem(join(dir, 'runner.mdb'), join(dir, 'runner.mdb-lock'));
+  if (problem !== undefined) throw new RunnerConfigError(problem);
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
   const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 16, overlappingSync: true, separateFlushed: true });

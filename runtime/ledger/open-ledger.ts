@@ -8,6 +8,7 @@ import { open } from 'lmdb';
 import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { openUnderLock } from '../../hook-runner/dir-lock.ts';
+import { lmdbFilesProblem } from '../../hook-runner/lmdb-files.ts';
 import { TopLevelWrites } from './top-level-writes.ts';
 import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
 
@@ -27,6 +28,9 @@ export function openLedger(dataDir: string): Ledger {
 }
 
 function openLocked(path: string, unlock: () => void): Ledger {
+  // lmdb-js would take the process down without a word on such files (lmdb-files.ts).
+  const problem = lmdbFilesProblem(join(path, 'data.mdb'), join(path, 'lock.mdb'));
+  if (problem !== undefined) throw new Error(problem);
   // overlappingSync + separateFlushed: a write's promise resolves at commit and carries a
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
