@@ -2,6 +2,7 @@
 // else re-executes it once with the pool sized for the machine (libuv reads the size only at start).
 
 import { spawn } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { runHookRunnerCommand } from '../../hook-runner/command.ts';
 import { chooseThreadPoolSize } from '../../hook-runner/thread-pool.ts';
@@ -27,7 +28,14 @@ export async function runStandaloneHookRunner(args: readonly string[]): Promise<
   // handlers were installed or after it had closed (a terminal's Ctrl-C reaches it twice, the second
   // late): either way it stopped as asked.
   const code = await new Promise<number>((resolve) =>
-    child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal !== null && signal === forwarded ? 0 : signal === null ? 1 : 128))),
+    child.once('exit', (exitCode, signal) => {
+      if (exitCode !== null) return resolve(exitCode);
+      if (signal === null || signal === forwarded) return resolve(signal === null ? 1 : 0);
+      // Killed by something else (the OOM killer, kill -9, a crash): said, and exited as a shell
+      // reports such a death, 128 + the signal's number.
+      process.stderr.write(`hook-runner: the runner process was killed by ${signal}\n`);
+      resolve(128 + (osConstants.signals[signal] ?? 0));
+    }),
   );
   process.exitCode = code;
 }

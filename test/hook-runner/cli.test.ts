@@ -3,6 +3,7 @@
 // libuv's thread pool is sized for the machine).
 
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -140,6 +141,28 @@ test('a SIGKILL of the command ends the runner it re-executed: the port is free 
       assert.ok(Date.now() < deadline, `port ${port} still held 10 s after the command was killed`);
       await new Promise((wait) => setTimeout(wait, 50));
     }
+  } finally {
+    killGroup(started);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a runner it re-executed that is killed by a signal (kill -9, the OOM killer) is said so, and the command exits 128 + its number', async () => {
+  const dataDir = tempDir('sluice-cli-runner-');
+  let started: RunnerCommand | undefined;
+  try {
+    started = await startCommand(dataDir);
+    const stderr: string[] = [];
+    createInterface({ input: started.child.stderr! }).on('line', (line) => void stderr.push(line));
+    const pid = started.child.pid!;
+    const [runner] = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    assert.ok(runner !== undefined && runner > 0, 'the re-executed runner');
+    started.client.close();
+    process.kill(runner, 'SIGKILL');
+    assert.equal(await started.exited, 137);
+    // Its output is read to the end ('close' comes after 'exit').
+    if (started.child.stderr?.readableEnded !== true) await once(started.child.stderr!, 'close');
+    assert.ok(stderr.includes('hook-runner: the runner process was killed by SIGKILL'), stderr.join('\n'));
   } finally {
     killGroup(started);
     rmSync(dataDir, { recursive: true, force: true });
