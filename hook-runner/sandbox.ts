@@ -182,15 +182,18 @@ export function addon(): NativeAddon {
   return loaded.addon;
 }
 
-/** Whether the native addon is built, current, and its engine could be created (never throws). */
-export function isSandboxAvailable(): boolean {
+/** Why the sandbox cannot run guests (the addon missing, stale or broken), or undefined when it can; never throws. */
+export function sandboxProblem(): string | undefined {
   try {
     addon();
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
   }
 }
+
+/** Whether the native addon is built, current, and its engine could be created (never throws). */
+export const isSandboxAvailable = (): boolean => sandboxProblem() === undefined;
 
 function admit(native: NativeAddon, result: NativeHandle | NativeRefusal): CompiledModule {
   if (!(result instanceof native.CompiledModule)) {

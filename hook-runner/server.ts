@@ -11,7 +11,7 @@ import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddre
 import { loadMasterKey, parseMasterKey } from './master-key.ts';
 import type { CompileProcessOptions } from './compile-process.ts';
 import { ModuleRegistry } from './module-registry.ts';
-import { isSandboxAvailable } from './sandbox.ts';
+import { SandboxUnavailableError, sandboxProblem } from './sandbox.ts';
 import { DiskFullError, RunnerConfigError, RunnerError, toServerError, unauthenticated } from './runner-error.ts';
 import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
 import { openRunnerStore, runnerStoreDir, type RunnerStore } from './store.ts';
@@ -53,6 +53,8 @@ export interface HookRunnerServerOptions {
   readonly freeDiskSpace?: FreeSpaceProbe;
   /** The compile process's deadline and memory cap per compile (compile-process.ts defaults). */
   readonly compile?: CompileProcessOptions;
+  /** Why guests cannot run on this machine (default: the addon's own answer, sandbox.ts); for tests. */
+  readonly sandboxProblem?: () => string | undefined;
   /** Prunes old invocation records and fences (record-pruning.ts); tests inject a failing one. */
   readonly pruneRecords?: typeof pruneRunnerRecords;
   /** Serve over TLS with this certificate chain and private key (PEM); default plaintext. */
@@ -102,6 +104,9 @@ function createImplementation(handlers: HookRunnerHandlers, log: (line: string) 
   const unconfirmed = throttledStrays<{ method: string; error: UnconfirmedFlushError }>(({ method, error }, heldBack) =>
     log(`hook-runner: error: ${method}: ${error.message}${heldBackNote(heldBack)}`),
   );
+  const unavailable = throttledStrays<{ method: string; error: SandboxUnavailableError }>(({ method, error }, heldBack) =>
+    log(`hook-runner: error: ${method}: the sandbox is unavailable: ${error.message}${heldBackNote(heldBack)}`),
+  );
   // The token was checked before the message was read (refuseWithoutToken).
   const unary = <M extends HookRunnerMethodName>(method: M): UnaryHandler<M> => (call, callback) => {
     const handle = handlers[method] as (request: HookRunnerMethods[M]['request'], state: CallState) => Promise<HookRunnerMethods[M]['reply']>;
@@ -112,6 +117,8 @@ function createImplementation(handlers: HookRunnerHandlers, log: (line: string) 
       (error: unknown) => {
         // A failed commit is logged once by the commit-failure guard (command.ts), not per call.
         if (error instanceof UnconfirmedFlushError) unconfirmed({ method, error });
+        // A known state of this machine, said as a sentence (the start-up warning said it first).
+        else if (error instanceof SandboxUnavailableError) unavailable({ method, error });
         else if (!(error instanceof RunnerError) && !isLedgerCommitFailure(error)) log(`hook-runner: ${method} failed unexpectedly: ${describe(error)}`);
         callback(toServerError(error));
       },
@@ -171,6 +178,7 @@ function floorLog(log: (line: string) => void): FloorLog {
 /** Opens the runner's state under `<dataDir>/hook-runner` and resolves once the server is bound. */
 export async function createHookRunnerServer(options: HookRunnerServerOptions): Promise<HookRunnerServer> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const sandboxProblemOf = options.sandboxProblem ?? sandboxProblem;
   const now = options.now ?? Date.now;
   const token = parseRunnerToken(options.token, 'the runner token');
   const listen = parseListenAddress(options.listen);
@@ -205,7 +213,7 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
       forgotten,
       limiter: createTenantTurns(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
       version: options.version ?? readPackageVersion(),
-      sandboxReady: isSandboxAvailable,
+      sandboxReady: () => sandboxProblemOf() === undefined,
       startedAtMs: now(),
       now,
       assertWritable: () => {
@@ -223,6 +231,9 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     server.addService(loadHookRunnerService(), createImplementation(handlers, log));
     await reclaimStaleSocket(listen);
     const port = await bind(server, listen, options.tls);
+    // Said once at start: otherwise only the first upload or step, or Health, would show it.
+    const problem = sandboxProblemOf();
+    if (problem !== undefined) log(`hook-runner: warning: custom actions cannot compile or run here: ${problem}`);
     return serving({ store, disk, server, modules, listen, port, now, pruning });
   } catch (error) {
     // Whatever start-up had opened is closed again, the store's lock last, so a supervisor's next

@@ -32,6 +32,25 @@ describe('createHookRunnerServer', () => {
     }
   });
 
+  it('says at start when guests cannot run here (the addon missing or stale), once, and Health answers ok false; a working sandbox says nothing', async () => {
+    for (const problem of ['the WebAssembly sandbox addon is missing (/x/sluice-sandbox.node); run `npm install`', undefined]) {
+      const dataDir = tempDataDir();
+      const token = newToken();
+      const lines: string[] = [];
+      const server = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, masterKey: newMasterKey(), log: (line) => void lines.push(line), sandboxProblem: () => problem });
+      const client = new HookRunnerClient(server.address, token, { attempts: 1 });
+      try {
+        const warnings = lines.filter((line) => line.includes('custom actions cannot compile or run here'));
+        assert.deepEqual(warnings, problem === undefined ? [] : [`hook-runner: warning: custom actions cannot compile or run here: ${problem}`]);
+        assert.equal((await client.health()).ok, problem === undefined);
+      } finally {
+        client.close();
+        await server.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
+  });
+
   it('refuses a short token before binding anything', async () => {
     await assert.rejects(createHookRunnerServer({ listen: '127.0.0.1:0', dataDir: tempDataDir(), token: 'short' }), RunnerConfigError);
   });
