@@ -147,13 +147,19 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
   // At least as long as a signature stays fresh: its timestamp is taken from 300 s before now to 300 s
   // after, so one delivery verifies for 601 s of server time (whole seconds). A shorter window let
   // a replayed delivery, its signature still fresh, through as a new event once its id was forgotten.
-  const dedupWindowMs = integer(setting('--dedup-window-ms', values['dedup-window-ms'], 'SLUICE_DEDUP_WINDOW_MS', env), DEFAULT_DEDUP_WINDOW_MS, MIN_DEDUP_WINDOW_MS, 365 * DAY_MS);
+  const dedupWindow = setting('--dedup-window-ms', values['dedup-window-ms'], 'SLUICE_DEDUP_WINDOW_MS', env);
+  const dedupWindowMs = integer(dedupWindow, DEFAULT_DEDUP_WINDOW_MS, MIN_DEDUP_WINDOW_MS, 365 * DAY_MS);
   // Unset, it grows to cover a longer dedup window instead of refusing to start.
-  const retentionFallback = Math.max(DEFAULT_RETENTION_DAYS, Math.ceil(dedupWindowMs / DAY_MS));
-  const retentionDays = integer(setting('--retention-days', values['retention-days'], 'SLUICE_RETENTION_DAYS', env), retentionFallback, 1, 3650);
+  const coveringDays = Math.ceil(dedupWindowMs / DAY_MS);
+  const retentionFallback = Math.max(DEFAULT_RETENTION_DAYS, coveringDays);
+  const retention = setting('--retention-days', values['retention-days'], 'SLUICE_RETENTION_DAYS', env);
+  const retentionDays = integer(retention, retentionFallback, 1, 3650);
   if (retentionDays * DAY_MS < dedupWindowMs) {
     // A duplicate inside the window is answered with its original event: that event must still exist.
-    throw new InputError(400, 'invalid_config', `--retention-days (${retentionDays}) must cover the dedup window (${dedupWindowMs / DAY_MS} days).`);
+    // Each named as it was given (flag or variable); the window in days as a person would set them.
+    const windowDays = Number((dedupWindowMs / DAY_MS).toFixed(2));
+    const window = dedupWindow.raw === undefined ? `the dedup window (its default, ${dedupWindowMs} ms, ${windowDays} days)` : `the dedup window, ${dedupWindow.name} (${dedupWindowMs} ms, about ${windowDays} days)`;
+    throw new InputError(400, 'invalid_config', `${retention.name} (${retentionDays}) must cover ${window}: give it ${coveringDays} or more.`);
   }
   const websockets = integer(setting('--websockets', values.websockets, 'SLUICE_WEBSOCKETS', env), defaultWebSocketLimit(), 1, 10_000_000);
   // Unset, one org may hold at most half of the total: another org's live room still opens.

@@ -98,7 +98,10 @@ test('history retention: 30 days by default, set by flag or environment, never s
   assert.equal(loadRuntimeConfig([], {}).retentionDays, 30);
   assert.equal(loadRuntimeConfig(['--retention-days', '90'], {}).retentionDays, 90);
   assert.equal(loadRuntimeConfig([], { SLUICE_RETENTION_DAYS: '7' }).retentionDays, 7, 'exactly the default 7-day window');
-  assert.throws(() => loadRuntimeConfig(['--retention-days', '6'], {}), (error: unknown) => error instanceof InputError && /must cover the dedup window \(7 days\)/.test(error.message));
+  assert.throws(() => loadRuntimeConfig(['--retention-days', '6'], {}), (error: unknown) => error instanceof InputError && error.message === '--retention-days (6) must cover the dedup window (its default, 604800000 ms, 7 days): give it 7 or more.');
+  // Each setting named as it was given, the window in rounded days.
+  assert.throws(() => loadRuntimeConfig([], { SLUICE_DEDUP_WINDOW_MS: '864000000', SLUICE_RETENTION_DAYS: '5' }), (error: unknown) => error instanceof InputError && error.message === 'SLUICE_RETENTION_DAYS (5) must cover the dedup window, SLUICE_DEDUP_WINDOW_MS (864000000 ms, about 10 days): give it 10 or more.');
+  assert.throws(() => loadRuntimeConfig(['--dedup-window-ms', '100000000', '--retention-days', '1'], {}), (error: unknown) => error instanceof InputError && error.message === '--retention-days (1) must cover the dedup window, --dedup-window-ms (100000000 ms, about 1.16 days): give it 2 or more.');
   assert.equal(loadRuntimeConfig(['--retention-days', '1', '--dedup-window-ms', '3600000'], {}).retentionDays, 1);
   // Never shorter than a signature verifies (±300 s around its timestamp, whole seconds: 601 s): a replay would pass as new.
   assert.throws(() => loadRuntimeConfig(['--dedup-window-ms', '600999'], {}), (error: unknown) => error instanceof InputError && /--dedup-window-ms must be an integer from 601000/.test(error.message));
