@@ -30,7 +30,8 @@ export function apiTargetOf(values: { readonly org?: string; readonly key?: stri
   const url = positionals[0];
   if (url === undefined) throw new InputError(400, 'usage', usage);
   if (positionals.length !== 1) throw new InputError(400, 'usage', `Give one Sluice URL (got ${positionals.length}: ${positionals.map((p) => JSON.stringify(shownName(p))).join(', ')}). ${usage}`);
-  if (!/^https?:\/\//.test(url)) throw new InputError(400, 'usage', `The Sluice URL starts with http:// or https:// (got ${JSON.stringify(shownName(url))}). ${usage}`);
+  // A scheme is case-insensitive (RFC 3986): HTTP:// is the same URL, as the client kit takes it.
+  if (!/^https?:\/\//i.test(url)) throw new InputError(400, 'usage', `The Sluice URL starts with http:// or https:// (got ${JSON.stringify(shownName(url))}). ${usage}`);
   const apiKey = credentialOf(values.key, env, 'SLUICE_API_KEY');
   if (values.org === undefined || apiKey === undefined) throw new InputError(400, 'usage', `--org and an API key (--key, or SLUICE_API_KEY) are required. ${usage}`);
   // An unset shell variable (`--org "$ORG"`) names no org.

@@ -58,7 +58,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   const url = positionals[0];
   if (positionals.length !== 1 || url === undefined) throw new InputError(400, 'usage', USAGE);
   // The device's `socket_path` goes under the socket's scheme, not the API's http:// one.
-  if (!/^wss?:\/\//.test(url)) throw new InputError(400, 'usage', `The device socket URL starts with ws:// or wss:// (got ${JSON.stringify(shownName(url))}). ${USAGE}`);
+  if (!/^wss?:\/\//i.test(url)) throw new InputError(400, 'usage', `The device socket URL starts with ws:// or wss:// (got ${JSON.stringify(shownName(url))}). ${USAGE}`);
   // An empty --token is refused below ("The device token is empty."), as `watch` refuses an empty
   // --key: not replaced by SLUICE_DEVICE_TOKEN, which the flag was given to override.
   const token = credentialOf(values.token, io.env ?? {}, 'SLUICE_DEVICE_TOKEN');

@@ -126,6 +126,9 @@ test('usage mistakes are usage errors; what Sluice refuses exits 1 saying why', 
   assert.match(missing.err, /^sluice explain: 404 \w+: Event "evt_nothing_here"/);
   const elsewhere = await run(explainCommand, ['--event', eventId, '--environment', 'sandbox']);
   assert.equal(elsewhere.code, 1, 'environments never see each other');
+  // A scheme in capitals is the same URL (the kit takes it too).
+  const capitals = capturedOutput();
+  assert.equal(await explainCommand([rt.url.replace('http://', 'HTTP://'), '--org', ORG, '--run', runId], { stdout: capitals.stdout, stderr: capitals.stderr, env: { SLUICE_API_KEY: key } }), 0, capitals.err());
   const stranger = await explainCommand([rt.url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: 'sk_not_a_key' } });
   assert.equal(stranger, 1);
 });
