@@ -8,7 +8,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
-import { breakRunnerStore } from './helpers/hook-runner.ts';
+import { holdRunnerStore } from './helpers/hook-runner.ts';
 import { call } from './helpers/http.ts';
 import { eventually } from './helpers/receiver.ts';
 import { ADMIN_TOKEN, spawnRuntime, tempDir, type ChildRuntime } from './helpers/runtime.ts';
@@ -159,9 +159,9 @@ test('a Ctrl-C that arrives again while the runtime shuts down (npm and tsx forw
 
 test('SIGTERM while the hook-runner child cannot come up (it crashes at each start) stops the start at once: exit 0, the child stopped, the lock released', async () => {
   const dataDir = tempDir();
+  // The runner dies at each start (its store is held here), and the supervisor keeps restarting it (for up to 30 s).
+  const release = holdRunnerStore(dataDir);
   try {
-    // The runner dies at each start, and the supervisor keeps restarting it (for up to 30 s).
-    breakRunnerStore(dataDir);
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'dev', '--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const output: string[] = [];
     for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => output.push(line));
@@ -174,6 +174,7 @@ test('SIGTERM while the hook-runner child cannot come up (it crashes at each sta
     assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the data dir lock was released');
     assert.throws(() => execFileSync('pgrep', ['-f', `${dataDir}.*hook-runner|hook-runner.*${dataDir}`]), 'no hook-runner left running');
   } finally {
+    release();
     rmSync(dataDir, { recursive: true, force: true });
   }
 });

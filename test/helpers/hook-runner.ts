@@ -2,11 +2,12 @@
 // temp data dir, a real gRPC client, and bounded polling for the few waits on processes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { lockDataDir } from '../../hook-runner/dir-lock.ts';
 import { HookRunnerChild, type HookRunnerChildOptions } from '../../runtime/hook-runner/child.ts';
 import { HookRunnerClient, type HookRunnerClientOptions, type InvokeInput } from '../../runtime/hook-runner/client.ts';
 import { assembleWat, ECHO_WAT } from './hook-runner-wat.ts';
@@ -28,10 +29,15 @@ export function tempDataDir(): string {
   return dir;
 }
 
-/** Puts a store file that is not LMDB where the runner of `dataDir` opens its store: that runner then crashes at every start. */
-export function breakRunnerStore(dataDir: string): void {
-  mkdirSync(join(dataDir, 'hook-runner'), { recursive: true });
-  writeFileSync(join(dataDir, 'hook-runner', 'runner.mdb'), Buffer.alloc(64 * 1024, 0x5a));
+/**
+ * Holds the lock of the runner store of `dataDir` in this process: a runner started on it then
+ * exits 1 at every start ("in use"), which its supervisor restarts after its backoff, as it would
+ * one that crashed. Returns the release.
+ */
+export function holdRunnerStore(dataDir: string): () => void {
+  const dir = join(dataDir, 'hook-runner');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return lockDataDir(dir, 'hook-runner');
 }
 
 export interface RunnerFixture {

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { RetryableError } from '../../runtime/errors.ts';
 import { HookRunnerChild } from '../../runtime/hook-runner/child.ts';
-import { breakRunnerStore, invocation, newToken, tempDataDir, waitFor, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
+import { holdRunnerStore, invocation, newToken, tempDataDir, waitFor, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
 import { assembleWat, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
 
 /** Alive and not a zombie (an orphan's zombie may linger where PID 1 does not reap). */
@@ -137,10 +137,14 @@ describe('hook-runner child supervisor', () => {
 
   it('a start that times out while the child keeps dying says so, with how it last exited', async () => {
     const dataDir = tempDataDir();
-    breakRunnerStore(dataDir);
+    const release = holdRunnerStore(dataDir);
     const child = new HookRunnerChild({ dataDir, token: newToken(), startTimeoutMs: 3000, log: () => undefined });
-    await assert.rejects(child.start(), (error: unknown) => error instanceof RetryableError && /did not become ready within 3000 ms \(it exited unexpectedly \d+ time\(s\), last with [^)]+\)/.test(error.message));
-    await child.stop();
+    try {
+      await assert.rejects(child.start(), (error: unknown) => error instanceof RetryableError && /did not become ready within 3000 ms \(it exited unexpectedly \d+ time\(s\), last with code 1; see its output in the log\)/.test(error.message));
+    } finally {
+      await child.stop();
+      release();
+    }
   });
 
   it('exits when its parent is SIGKILLed', async () => {

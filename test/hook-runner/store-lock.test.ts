@@ -32,9 +32,9 @@ test('a store that fails to open gives its lock back; a runner whose start fails
   const dataDir = tempDataDir();
   try {
     const storeDir = runnerStoreDir(dataDir);
-    // LMDB cannot open a directory where its data file goes.
+    // A directory where its data file goes cannot be opened (named before LMDB tries, lmdb-files.ts).
     mkdirSync(join(storeDir, 'runner.mdb'), { recursive: true });
-    assert.throws(() => openRunnerStore(dataDir), /Is a directory/);
+    assert.throws(() => openRunnerStore(dataDir), /runner\.mdb is not a file/);
     assert.equal(existsSync(join(storeDir, 'owner.pid')), false, 'released by the failed open');
     rmSync(join(storeDir, 'runner.mdb'), { recursive: true });
 

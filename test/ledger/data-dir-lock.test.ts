@@ -92,8 +92,8 @@ test('a second runtime on a data dir in use exits with a message; closing the fi
 
 test('a ledger that fails to open gives its lock back at once', () => {
   const dataDir = join(dir, 'unopenable');
-  // LMDB cannot open a directory where its data file goes.
+  // A directory where its data file goes cannot be opened (named before LMDB tries, lmdb-files.ts).
   mkdirSync(join(dataDir, 'runtime', 'data.mdb'), { recursive: true });
-  assert.throws(() => openLedger(dataDir), /Is a directory/);
+  assert.throws(() => openLedger(dataDir), /data\.mdb is not a file/);
   assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false);
 });
