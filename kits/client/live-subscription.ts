@@ -102,7 +102,8 @@ export class LiveSubscription {
     // As the REST client does: "." and ".." are path segments a URL resolves away, never an org.
     pathId('The organization id', options.org);
     // An empty run id (an unset variable) would watch every run of the org.
-    if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId === '')) throw new SluiceArgumentError('The run id is empty: leave runId out to watch every run.');
+    if (options.runId !== undefined && typeof options.runId !== 'string') throw new SluiceArgumentError(`The run id is not text (got ${options.runId === null ? 'null' : typeof options.runId}).`);
+    if (options.runId === '') throw new SluiceArgumentError('The run id is empty: leave runId out to watch every run.');
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     if (options.afterSeq !== undefined) checkCount('afterSeq', options.afterSeq, 0, 10 ** AFTER_SEQ_DIGITS - 1);
     // As the REST client sends it: without the white space at its ends (a key file's last newline).

@@ -34,16 +34,20 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /**
- * A call's extra headers, checked before anything is sent: fetch would refuse them only when the
- * request is made, which read as a network failure (retried) and quoted the value. Throws
- * SluiceArgumentError naming the header and the character, never the value.
+ * A call's extra headers, as fetch sends them (white space and line breaks at a value's ends
+ * dropped), checked before anything is sent: fetch would refuse the rest only when the request is
+ * made, which read as a network failure (retried) and quoted the value. Throws SluiceArgumentError
+ * naming the header and the character, never the value.
  */
 export function checkedHeaders(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const checked: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (!HEADER_NAME.test(name)) throw new SluiceArgumentError(`${JSON.stringify(name.slice(0, 64))} is not a header name (letters, digits and !#$%&'*+-.^_\`|~ only).`);
     if (typeof value !== 'string') throw new SluiceArgumentError(`The ${name} header's value is not text (got ${value === null ? 'null' : typeof value}).`);
-    const problem = problemWith(`The ${name} header's value`, value, HEADER_VALUE, 'a header value holds no line break, NUL or character past U+00FF.');
+    const sent = value.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+    const problem = problemWith(`The ${name} header's value`, sent, HEADER_VALUE, 'a header value holds no line break, NUL or character past U+00FF.');
     if (problem !== undefined) throw new SluiceArgumentError(problem);
+    checked[name] = sent;
   }
-  return { ...headers };
+  return checked;
 }

@@ -124,8 +124,9 @@ test('a header value fetch would refuse is a SluiceArgumentError at once, naming
     await assert.rejects(client.request('GET', '/runs', { headers }), (error: unknown) => error instanceof SluiceArgumentError && said.test(error.message) && !error.message.includes('secret'), JSON.stringify(headers));
   }
   assert.equal(server.requests(), 0, 'nothing was sent, nothing retried');
-  // A value with spaces, as many headers have, goes.
+  // A value with spaces, as many headers have, goes; so does one with a line break at its end, dropped as fetch drops it.
   assert.deepEqual(await client.request('GET', '/runs/run_1', { headers: { 'x-trace': 'a b; c=d' } }), { run: { run_id: 'run_1' } });
+  assert.deepEqual(await client.request('GET', '/runs/run_1', { headers: { 'x-trace': 'trace-1\n' } }), { run: { run_id: 'run_1' } });
 });
 
 test('an id, org or key left unset is said to be missing, not sent as "undefined"', async () => {
