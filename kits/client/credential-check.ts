@@ -43,11 +43,17 @@ export function headerValueProblem(what: string, value: string, header: string):
   return problemWith(what, value, VISIBLE_ASCII, `it is sent in the ${header} header, which takes visible ASCII characters only (no spaces or line breaks).`);
 }
 
+/** `value` without the white space and line breaks at its ends, as fetch sends a header value. */
+export const withoutEndSpace = (value: string): string => value.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+
+/** A credential option that must be given: throws TypeError when it is not a string at all (an unset variable). */
+export function givenCredential(what: string, option: string, value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError(`${what} is missing (${option}).`);
+  return value;
+}
+
 /**
  * A credential option as it is sent: white space at its ends (a key file's last newline) is not part
- * of it and is dropped. Throws TypeError when the option is not a string at all (an unset variable).
+ * of it and is dropped. Throws TypeError when the option is not given (givenCredential).
  */
-export function credentialAsSent(what: string, option: string, value: unknown): string {
-  if (typeof value !== 'string') throw new TypeError(`${what} is missing (${option}).`);
-  return value.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
-}
+export const credentialAsSent = (what: string, option: string, value: unknown): string => withoutEndSpace(givenCredential(what, option, value));

@@ -4,7 +4,7 @@
 // nack is sent again after the wait Sluice asked for. A non-retryable nack rejects that message.
 
 import { randomUUID } from 'node:crypto';
-import { credentialProblem } from './credential-check.ts';
+import { credentialProblem, givenCredential } from './credential-check.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
@@ -125,7 +125,7 @@ export class DeviceConnection {
     pathId('The organization id', options.org);
     pathId('The device name', options.device);
     // Checked as given, not trimmed: a token with a line break in it is refused with that named.
-    if (typeof options.token !== 'string') throw new TypeError('The device token is missing (token).');
+    givenCredential('The device token', 'token', options.token);
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     if (options.maxPending !== undefined) checkCount('maxPending', options.maxPending, 1, MAX_PENDING);
     this.#o = options;

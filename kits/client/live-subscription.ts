@@ -19,7 +19,7 @@ import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { checkCount } from './count-option.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { describeRefusalBody } from './refusal-body.ts';
-import { pathId } from './request-arguments.ts';
+import { kindOf, pathId } from './request-arguments.ts';
 
 export type { RunUpdate };
 
@@ -102,7 +102,7 @@ export class LiveSubscription {
     // As the REST client does: "." and ".." are path segments a URL resolves away, never an org.
     pathId('The organization id', options.org);
     // An empty run id (an unset variable) would watch every run of the org.
-    if (options.runId !== undefined && typeof options.runId !== 'string') throw new SluiceArgumentError(`The run id is not text (got ${options.runId === null ? 'null' : typeof options.runId}).`);
+    if (options.runId !== undefined && typeof options.runId !== 'string') throw new SluiceArgumentError(`The run id is not text (got ${kindOf(options.runId)}).`);
     if (options.runId === '') throw new SluiceArgumentError('The run id is empty: leave runId out to watch every run.');
     if (options.silenceMs !== undefined) checkTimerDuration('silenceMs', options.silenceMs);
     if (options.afterSeq !== undefined) checkCount('afterSeq', options.afterSeq, 0, 10 ** AFTER_SEQ_DIGITS - 1);

@@ -6,12 +6,15 @@
 // off by the server's HTTP parser, so two different idempotency keys would name one replay.
 
 import { SluiceArgumentError } from './api-errors.ts';
-import { headerValueProblem, problemWith } from './credential-check.ts';
+import { headerValueProblem, problemWith, withoutEndSpace } from './credential-check.ts';
+
+/** What a value that should have been text is, for a message: `null`, or its typeof. */
+export const kindOf = (value: unknown): string => (value === null ? 'null' : typeof value);
 
 /** `id` as one segment of a request path; throws SluiceArgumentError for one that names no record. */
 export function pathId(what: string, id: string): string {
   // An unset variable would otherwise be sent as the text "undefined", and answered as a record not found.
-  if (typeof id !== 'string') throw new SluiceArgumentError(`${what} is missing (got ${id === null ? 'null' : typeof id}).`);
+  if (typeof id !== 'string') throw new SluiceArgumentError(`${what} is missing (got ${kindOf(id)}).`);
   if (id === '') throw new SluiceArgumentError(`${what} is empty.`);
   if (id === '.' || id === '..') throw new SluiceArgumentError(`${what} "${id}" names no record.`);
   return encodeURIComponent(id);
@@ -43,8 +46,8 @@ export function checkedHeaders(headers: Readonly<Record<string, string>> | undef
   const checked: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (!HEADER_NAME.test(name)) throw new SluiceArgumentError(`${JSON.stringify(name.slice(0, 64))} is not a header name (letters, digits and !#$%&'*+-.^_\`|~ only).`);
-    if (typeof value !== 'string') throw new SluiceArgumentError(`The ${name} header's value is not text (got ${value === null ? 'null' : typeof value}).`);
-    const sent = value.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+    if (typeof value !== 'string') throw new SluiceArgumentError(`The ${name} header's value is not text (got ${kindOf(value)}).`);
+    const sent = withoutEndSpace(value);
     const problem = problemWith(`The ${name} header's value`, sent, HEADER_VALUE, 'a header value holds no line break, NUL or character past U+00FF.');
     if (problem !== undefined) throw new SluiceArgumentError(problem);
     checked[name] = sent;
