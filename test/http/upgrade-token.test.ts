@@ -24,12 +24,14 @@ before(async () => {
 });
 after(async () => rt.close());
 
+/** The two upgrades that take a token: a live room (the org's API key) and a device socket (its token). */
+const endpoints = (): Array<{ url: string; protocol: string; token: string }> => [
+  { url: `${rt.url}/organizations/${ORG}/live`, protocol: LIVE_PROTOCOL, token: key },
+  { url: `${rt.url}/devices/${ORG}/till`, protocol: DEVICE_PROTOCOL, token: deviceToken },
+];
+
 test('two different tokens are 400 conflicting_tokens; the same one twice is accepted', async () => {
-  const endpoints = [
-    { url: `${rt.url}/organizations/${ORG}/live`, protocol: LIVE_PROTOCOL, token: key },
-    { url: `${rt.url}/devices/${ORG}/till`, protocol: DEVICE_PROTOCOL, token: deviceToken },
-  ];
-  for (const { url, protocol, token } of endpoints) {
+  for (const { url, protocol, token } of endpoints()) {
     const conflicting = await upgradeAnswer(`${url}?token=${encodeURIComponent(token)}`, [protocol, 'not-the-token']);
     assert.deepEqual([conflicting.status, conflicting.code], [400, 'conflicting_tokens'], url);
     assert.match(conflicting.message, /given twice, in \?token= and in Sec-WebSocket-Protocol, with different values/);
@@ -39,11 +41,7 @@ test('two different tokens are 400 conflicting_tokens; the same one twice is acc
 });
 
 test('the subprotocols hold at most one token: two different ones are 400 conflicting_tokens, even with no ?token=', async () => {
-  const endpoints = [
-    { url: `${rt.url}/organizations/${ORG}/live`, protocol: LIVE_PROTOCOL, token: key },
-    { url: `${rt.url}/devices/${ORG}/till`, protocol: DEVICE_PROTOCOL, token: deviceToken },
-  ];
-  for (const { url, protocol, token } of endpoints) {
+  for (const { url, protocol, token } of endpoints()) {
     for (const offered of [[protocol, token, 'junk'], [protocol, 'junk', token]]) {
       const refused = await upgradeAnswer(url, offered);
       assert.deepEqual([refused.status, refused.code], [400, 'conflicting_tokens'], `${url} ${offered.slice(1).join(', ')}`);
@@ -54,11 +52,7 @@ test('the subprotocols hold at most one token: two different ones are 400 confli
 });
 
 test('subprotocols on several header lines make one list: the token on the second line is read', async () => {
-  const endpoints = [
-    { url: `${rt.url}/organizations/${ORG}/live`, protocol: LIVE_PROTOCOL, token: key },
-    { url: `${rt.url}/devices/${ORG}/till`, protocol: DEVICE_PROTOCOL, token: deviceToken },
-  ];
-  for (const { url, protocol, token } of endpoints) {
+  for (const { url, protocol, token } of endpoints()) {
     await assert.rejects(upgradeAnswer(url, [protocol, token], true), /the upgrade was accepted/, url);
     const wrong = await upgradeAnswer(url, [protocol, 'not-the-token'], true);
     assert.equal(wrong.status, 401, `${url}: the second line's token is the one checked`);
