@@ -83,6 +83,16 @@ export class DeletedOrgs {
     }
   }
 
+  /**
+   * Adds `count` to the records of `table` the org's record says were removed. Called inside the
+   * transaction that removed them, so the tally is durable with them (and taken back with them).
+   */
+  countRemoved(orgId: string, table: string, count: number): void {
+    const record = this.get(orgId);
+    if (record === undefined) return;
+    this.#table.put([orgId], { ...record, removed: { ...record.removed, [table]: (record.removed[table] ?? 0) + count } });
+  }
+
   /** Replaces the org's record (its progress); resolves once durable. */
   async update(record: DeletionRecord): Promise<void> {
     await durably(this.#root, this.#table.put([record.organization_id], record));

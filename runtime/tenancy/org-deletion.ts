@@ -7,10 +7,10 @@
 //    the org lands, and every request naming it is answered as for an org that never was (404).
 // 2. At once, in memory: its runs stop (no further step is sent; an attempt out is withdrawn), its
 //    live and device sockets close (4404), and its schedules fire no more (`onFenced`).
-// 3. In the background: the hook-runner forgets the org (ForgetOrg; a runner of an earlier release
-//    without it deletes the org's secrets action by action), then every record of the org
-//    leaves the ledger (org-removal.ts), is counted again (none may be left), and the record says
-//    `removed`. A removal cut short (a stop, a crash, a hook-runner that is down) is
+// 3. In the background, side by side: the hook-runner forgets the org (ForgetOrg; a runner of an
+//    earlier release without it deletes the org's secrets action by action), and every record of
+//    the org leaves the ledger (org-removal.ts), each chunk adding to the record's tally as it goes;
+//    then the records are counted again (none may be left), and the record says `removed`. A removal cut short (a stop, a crash, a hook-runner that is down) is
 //    started again by each pass of the pruning loop (the first right after each start), without
 //    holding the pass up.
 
@@ -152,7 +152,7 @@ export class OrgDeletions {
     });
   }
 
-  /** The hook-runner's part, then the ledger's; the record says how far it got. */
+  /** The hook-runner's part and the ledger's, side by side; the record says how far each got. */
   #finish(given: DeletionRecord): Promise<DeletionRecord> {
     const orgId = given.organization_id;
     const running = (async (): Promise<DeletionRecord> => {
@@ -161,21 +161,24 @@ export class OrgDeletions {
       if (record.state === 'removed') return record;
       // Secrets being written when the org was fenced off are in the runner once these settle.
       await this.#d.secretWritesSettled(orgId);
-      const actions = await this.#forgetInRunner(orgId, record.actions_with_secrets);
-      // Counted table by table, so that the record shows how far a long removal has got.
-      const total = { ...record.removed };
-      const onTable = async (table: string, count: number): Promise<void> => {
-        total[table] = (total[table] ?? 0) + count;
-        await this.#d.deleted.update({ ...record, actions_with_secrets: actions, removed: { ...total } });
-      };
-      await removeOrgRecords({ root: this.#d.ledger.root, tables: this.#d.tables, stop: this.#d.stop, onTable, ...(this.#d.chunk === undefined ? {} : { chunk: this.#d.chunk }) }, orgId);
+      // At once, not after the runner: a runner that is wedged holds ForgetOrg up to its deadline
+      // (10 min), and the org's records would stay on disk all that while. Each chunk removed adds
+      // to the record's tally in its own transaction (counted), so `removed` survives a stop.
+      const [forgotten, removal] = await Promise.allSettled([
+        this.#forgetInRunner(orgId, record.actions_with_secrets),
+        removeOrgRecords({ root: this.#d.ledger.root, tables: this.#d.tables, stop: this.#d.stop, counted: (table, n) => this.#d.deleted.countRemoved(orgId, table, n), ...(this.#d.chunk === undefined ? {} : { chunk: this.#d.chunk }) }, orgId),
+      ]);
+      if (forgotten.status === 'rejected') throw forgotten.reason;
+      if (removal.status === 'rejected') throw removal.reason;
+      const actions = forgotten.value;
       // Counted again: a record the fence let through (a defect) would be left for good otherwise.
       const left = await countOrgRecords(this.#d.tables, orgId, this.#d.stop);
       if (Object.keys(left).length > 0) this.#d.logger.error('records of a deleted organization were left after its removal; the pruning loop removes them', { org: orgId, left });
       const done = actions.length === 0 && Object.keys(left).length === 0;
-      const next: DeletionRecord = { ...record, state: done ? 'removed' : 'removing', removed_at: done ? iso(this.#d.now()) : null, actions_with_secrets: actions, removed: total };
+      const { removed } = this.#d.deleted.get(orgId) ?? record;
+      const next: DeletionRecord = { ...record, state: done ? 'removed' : 'removing', removed_at: done ? iso(this.#d.now()) : null, actions_with_secrets: actions, removed };
       await this.#d.deleted.update(next);
-      if (done) this.#d.logger.info('organization removed', { org: orgId, records: Object.values(total).reduce((a, b) => a + b, 0) });
+      if (done) this.#d.logger.info('organization removed', { org: orgId, records: Object.values(removed).reduce((a, b) => a + b, 0) });
       return next;
     })();
     this.#running.set(orgId, running);

@@ -6,7 +6,7 @@
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { durably } from '../ledger/durable-write.ts';
-import type { LedgerKey, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
+import type { LedgerKey, LedgerRoot } from '../ledger/ledger.ts';
 import { orgOfRecord, type OrgTable } from '../ledger/org-fence.ts';
 import { sameKey } from '../ledger/range-in-turns.ts';
 
@@ -19,18 +19,19 @@ export interface OrgRemovalDeps {
   readonly chunk?: number;
   /** Aborted as the runtime stops: the removal ends between its writes (the next start runs it again). */
   readonly stop?: AbortSignal;
-  /** Told of each table once the org's records in it are removed (durably), with how many there were. */
-  readonly onTable?: (name: string, removed: number) => Promise<void>;
+  /**
+   * Told of each chunk inside the transaction that removes it, with how many it removed: a tally
+   * written there is durable with the removal, so a stop or a crash part-way loses none of it.
+   */
+  readonly counted?: (table: string, removed: number) => void;
 }
 
 /** Removes the org's records; resolves with how many each table held (tables that held none are left out). */
 export async function removeOrgRecords(deps: OrgRemovalDeps, orgId: string): Promise<Record<string, number>> {
   const removed: Record<string, number> = {};
   for (const table of fencedTables(deps.tables)) {
-    const count = await walkOrgKeys(table, orgId, deps.chunk ?? REMOVAL_CHUNK, deps.stop, (keys) => removeKeys(deps.root, table.table, keys));
-    if (count === 0) continue;
-    removed[table.name] = count;
-    await deps.onTable?.(table.name, count);
+    const count = await walkOrgKeys(table, orgId, deps.chunk ?? REMOVAL_CHUNK, deps.stop, (keys) => removeKeys(deps.root, table, keys, deps.counted));
+    if (count > 0) removed[table.name] = count;
   }
   return removed;
 }
@@ -66,12 +67,14 @@ async function walkOrgKeys(table: OrgTable, orgId: string, chunk: number, stop: 
     const range = { ...(start === undefined ? {} : { start }), limit };
     const entries = place === 'value' ? table.table.getRange(range) : [...table.table.getKeys(range)].map((key) => ({ key, value: undefined as unknown }));
     const keys: LedgerKey[] = [];
+    /** Keys read but `after`: at most `chunk` (the read takes one more in case `after` was removed). */
     let read = 0;
     let last: LedgerKey | undefined;
     let pastRange = false;
     for (const { key, value } of entries) {
-      read++;
       if (after !== undefined && sameKey(key, after)) continue;
+      if (read === chunk) break;
+      read++;
       const org = orgOfRecord(place, key, value);
       // The org's range ends at the first key of another org.
       if (place === 'first' && org !== orgId) {
@@ -82,13 +85,13 @@ async function walkOrgKeys(table: OrgTable, orgId: string, chunk: number, stop: 
       if (org === orgId) keys.push(key);
     }
     if (keys.length > 0) count += await each(keys);
-    if (pastRange || read < limit || last === undefined) return count;
+    if (pastRange || read < chunk || last === undefined) return count;
     after = last;
     await nextTurn();
   }
 }
 
-async function removeKeys(root: LedgerRoot, table: LedgerTable, keys: readonly LedgerKey[]): Promise<number> {
+async function removeKeys(root: LedgerRoot, { name, table }: OrgTable, keys: readonly LedgerKey[], counted: OrgRemovalDeps['counted']): Promise<number> {
   return durably(
     root,
     root.transaction(() => {
@@ -98,6 +101,7 @@ async function removeKeys(root: LedgerRoot, table: LedgerTable, keys: readonly L
         table.remove(key);
         removed++;
       }
+      if (removed > 0) counted?.(name, removed);
       return removed;
     }),
   );

@@ -165,6 +165,62 @@ test('a stop while the hook-runner is asked to forget a deleted org withdraws th
   });
 });
 
+test('a wedged hook-runner does not hold up the ledger\'s part: the org\'s records go while ForgetOrg waits', async () => {
+  await withRunnerSecrets(async ({ client, deletions, ledger }) => {
+    const gate = gateNextCall(client, 'forgetOrg');
+    try {
+      assert.equal((await deletions.delete(DOOMED))?.state, 'removing');
+      await eventually('the runner asked', () => gate.reached(), Boolean);
+      await eventually('the org\'s records removed meanwhile', () => deletions.get(DOOMED)?.removed, (removed) => removed?.['sources'] === 1);
+      assert.equal(ledger.sources.get([DOOMED, 'shop']), undefined);
+      assert.equal(deletions.get(DOOMED)?.state, 'removing', 'not done before the runner\'s part');
+    } finally {
+      gate.done();
+    }
+    await deletions.idle();
+    assert.equal(deletions.get(DOOMED)?.state, 'removed');
+    assert.deepEqual(deletions.get(DOOMED)?.removed, { sources: 1 });
+    assert.deepEqual(await secretsOf(client, DOOMED), [[], [], []]);
+  });
+});
+
+test('a removal stopped part way keeps the tally of what it removed: the record counts every record once it is finished', async () => {
+  const dataDir = tempDir();
+  const { ledger, tables, deleted, orgs } = openFenced(dataDir);
+  try {
+    await orgs.create({ id: DOOMED, name: DOOMED, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
+    await ledger.root.transaction(() => {
+      for (let i = 0; i < 10; i++) ledger.sources.put([DOOMED, `source-${i}`], { name: `source-${i}` });
+    });
+    const deletionsUntil = (stop: AbortSignal) =>
+      new OrgDeletions({ ledger, orgs, deleted, tables, actionIds: () => [], runner: undefined, secretWritesSettled: async () => undefined, onFenced: () => undefined, logger: createLogger('silent'), now: () => Date.now(), stop, chunk: 3 });
+    // The stop comes inside the first chunk's transaction: that chunk commits, nothing after it.
+    const stop = new AbortController();
+    const countRemoved = deleted.countRemoved.bind(deleted);
+    deleted.countRemoved = (orgId, table, count) => {
+      countRemoved(orgId, table, count);
+      if (table === 'sources') stop.abort();
+    };
+    const first = deletionsUntil(stop.signal);
+    await first.delete(DOOMED);
+    await first.idle();
+    deleted.countRemoved = countRemoved;
+    const cut = first.get(DOOMED)!;
+    assert.equal(cut.state, 'removing');
+    assert.equal(cut.removed['sources'], 3, 'the chunk that committed is counted');
+    assert.equal([...ledger.sources.getKeys({ start: [DOOMED] })].filter((key) => (key as string[])[0] === DOOMED).length, 7);
+
+    const next = deletionsUntil(new AbortController().signal);
+    assert.equal(await next.finishLeftOver(), 1);
+    const done = next.get(DOOMED)!;
+    assert.equal(done.state, 'removed');
+    assert.deepEqual(done.removed, { sources: 10 }, 'every record counted once, across the stop');
+  } finally {
+    await ledger.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('a hook-runner of an earlier release, without ForgetOrg: the org\'s secrets are deleted action by action, the deletion finishes, and a warning says to upgrade it', async () => {
   const logged: string[] = [];
   await withRunnerSecrets(async ({ client, deletions }) => {
