@@ -46,7 +46,7 @@ import { flooredLedger } from './ledger/floored-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics, observeDeletions, observeDevices, observeDiskFloor, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets } from './metrics.ts';
+import { createRuntimeMetrics, observeDeletions, observeDevices, observeDiskFloor, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets, upgradeAnswers } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
@@ -174,7 +174,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   await updateLog.adoptRetention(deletedOrgs);
   const server = new HttpServer({ logger, metrics });
   const websockets = new WebSocketBudget(config.websockets);
-  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, { socketsPerOrg: config.liveSocketsPerOrg, websockets });
+  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, { socketsPerOrg: config.liveSocketsPerOrg, websockets, answered: upgradeAnswers(metrics) });
   opened.push(() => rooms.close(), () => server.close());
   const actions = new CustomActionStore(ledger);
   // One for runs and simulations alike: concurrent restores of one module are shared.
@@ -211,6 +211,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const deviceStore = new DeviceStore(ledger, events);
   const devices = new DeviceSockets(server.app, {
     devices: deviceStore, events, orgs, quota, clock, logger, websockets, deletedOrgs,
+    answered: upgradeAnswers(metrics),
     generations: runs.sandboxGenerations,
     schemaChecks: schemas.payloads,
     onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),

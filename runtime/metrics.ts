@@ -110,6 +110,18 @@ export function observeDevices(metrics: RuntimeMetrics, openSockets: () => numbe
   scrapedGauge(metrics, 'sluice_device_sockets_open', 'Device sockets open now, over every org.', openSockets);
 }
 
+/** Tells of one WebSocket upgrade's answer at `route` (its pattern): 101 when taken, else the refusal's status. */
+export type UpgradeAnswered = (route: string, status: number, startedMs: number) => void;
+
+/**
+ * Upgrades are counted in the request histogram as REST requests are (method GET): uWS answers
+ * them outside the HTTP server, and a refusal (a full socket budget, a revoked key) would show nowhere.
+ * `startedMs`: performance.now() as the upgrade handler began.
+ */
+export function upgradeAnswers(metrics: RuntimeMetrics): UpgradeAnswered {
+  return (route, status, startedMs) => metrics.httpRequestSeconds.observe({ route, method: 'GET', status: String(status) }, (performance.now() - startedMs) / 1000);
+}
+
 /** Gauges of every WebSocket (live rooms and devices) against the process's total (--websockets). */
 export function observeWebSockets(metrics: RuntimeMetrics, budget: { readonly open: number; readonly total: number }): void {
   scrapedGauge(metrics, 'sluice_websockets_open', 'Live-room and device WebSockets open now, over every org.', () => budget.open);

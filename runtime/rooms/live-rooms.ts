@@ -16,7 +16,8 @@ import { ReplayTurns } from './replay-turns.ts';
 import { MAX_REMEMBERED_LATE, wasSent } from './live-replay.ts';
 import { enterRoom, publishedSeqOf, queueReplayPage, type RoomEntryDeps } from './live-room-entry.ts';
 import { MAX_BACKPRESSURE, roomOf, sendCounted, type SocketData } from './live-socket.ts';
-import { admitUpgrade, LIVE_PROTOCOL } from './live-upgrade.ts';
+import { admitUpgrade, LIVE_PATH, LIVE_PROTOCOL } from './live-upgrade.ts';
+import type { UpgradeAnswered } from '../metrics.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from './live-close-codes.ts';
 import { isInRoom, parseSubscribeFrame, topicFor, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
@@ -63,7 +64,7 @@ export class LiveRooms {
   /** WebSockets the process holds open at once, device sockets included (--websockets). */
   readonly #websockets: WebSocketBudget;
 
-  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock, limits: { readonly socketsPerOrg: number; readonly websockets: WebSocketBudget }) {
+  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock, limits: { readonly socketsPerOrg: number; readonly websockets: WebSocketBudget; readonly answered: UpgradeAnswered }) {
     this.#socketsPerOrg = limits.socketsPerOrg;
     this.#websockets = limits.websockets;
     this.#app = app;
@@ -72,7 +73,7 @@ export class LiveRooms {
     this.#orgs = orgs;
     this.#order = new SeqOrder((orgId) => log.firstIssued(orgId), (orgId, update, late) => this.#fanOut(orgId, update, late));
     this.#entry = { log, order: this.#order, turns: new ReplayTurns(), clock };
-    app.ws<SocketData>('/organizations/:org_id/live', {
+    app.ws<SocketData>(LIVE_PATH, {
       // Read up to MAX_READ_FRAME_BYTES so that a frame past MAX_CLIENT_FRAME_BYTES gets its 1002 (uWS
       // cuts a connection past its own cap with no close frame: a client would take it for a network drop).
       maxPayloadLength: MAX_READ_FRAME_BYTES,
@@ -82,6 +83,7 @@ export class LiveRooms {
       closeOnBackpressureLimit: 1,
       idleTimeout: 60,
       upgrade: (res, req, context) => {
+        const started = performance.now();
         const rawOrgId = req.getParameter(0) ?? '';
         const query = new ReadQuery(req.getQuery() ?? '');
         const offered = offeredSubprotocols(req);
@@ -105,13 +107,16 @@ export class LiveRooms {
           query.assertNoRepeats();
           query.assertAllAsked();
         } catch (error) {
-          refuseUpgrade(res, error instanceof SluiceError ? error : new InputError(400, 'invalid_subscription', 'The live room request is malformed.'));
+          const refusal = error instanceof SluiceError ? error : new InputError(400, 'invalid_subscription', 'The live room request is malformed.');
+          refuseUpgrade(res, refusal);
+          limits.answered(LIVE_PATH, refusal.status, started);
           return;
         }
         // Never an offered entry other than LIVE_PROTOCOL: that one is the API key.
         const protocol = offered.length > 0 ? LIVE_PROTOCOL : '';
         const fresh = { state: { status: 'opening' } as const, subscribeFrames: 0, subscribeAllowance: new TokenBucket(SUBSCRIBE_BURST, SUBSCRIBE_PER_SECOND, clock.now()), reader: new StalledReader() };
         res.upgrade<SocketData>({ orgId, ...admitted, ...fresh }, key, protocol, extensions, context);
+        limits.answered(LIVE_PATH, 101, started);
       },
       open: (ws) => {
         this.#websockets.opened(ws.getUserData().orgId);

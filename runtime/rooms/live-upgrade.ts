@@ -41,9 +41,12 @@ export function admitUpgrade(
   return { principal, requested };
 }
 
+/** The live room's path pattern (uWS's and the router's; the request histogram's route label). */
+export const LIVE_PATH = '/organizations/:org_id/live';
+
 /** A plain GET of the live room (no WebSocket upgrade) is told what the endpoint is. */
 export const liveUpgradeRequired: Route = upgradeRequiredRoute(
-  '/organizations/:org_id/live',
+  LIVE_PATH,
   '/organizations/<org>/live',
   `This is a WebSocket endpoint: open it with a WebSocket client (subprotocol ${LIVE_PROTOCOL}).`,
 );

@@ -25,7 +25,8 @@ import type { DeviceConnection, DeviceHead } from './device-record.ts';
 import { closeSocket, quiesce, resumeStoring, type SocketData } from './device-socket.ts';
 import { deviceKeyOf, DeviceSocketTable } from './device-socket-table.ts';
 import type { Ending } from './device-store.ts';
-import { admitDevice, DEVICE_PROTOCOL } from './device-upgrade.ts';
+import { admitDevice, DEVICE_PATH, DEVICE_PROTOCOL } from './device-upgrade.ts';
+import type { UpgradeAnswered } from '../metrics.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { namesSomething, Router } from '../http/router.ts';
@@ -43,6 +44,8 @@ const isSandboxOf = (orgId: string, { device }: SocketData): boolean => device.o
 /** What the sockets need: what their messages need (device-messages.ts), and the process's WebSocket total. */
 export interface DeviceSocketDeps extends DeviceMessageDeps {
   readonly websockets: WebSocketBudget;
+  /** Told of each upgrade's answer (the request histogram). */
+  readonly answered: UpgradeAnswered;
   /** Deleted orgs: the connections of their devices are not ended at start (their records go with the org). */
   readonly deletedOrgs?: DeletedOrgIds;
 }
@@ -65,7 +68,7 @@ export class DeviceSockets {
     this.#sockets = new DeviceSocketTable(deps.websockets.total);
     this.#messages = new DeviceMessages(deps);
     this.#endingRetries = new WriteRetries(deps.clock, (connectionId) => this.#unwrittenEndings.get(connectionId)?.());
-    app.ws<SocketData>('/devices/:org_id/:device', {
+    app.ws<SocketData>(DEVICE_PATH, {
       maxPayloadLength: 2 * MAX_DEVICE_MESSAGE_BYTES,
       maxBackpressure: MAX_BACKPRESSURE,
       // (The uWS 20.30 typings declare this flag as a number.)
@@ -73,6 +76,7 @@ export class DeviceSockets {
       idleTimeout: IDLE_TIMEOUT_S,
       sendPingsAutomatically: true,
       upgrade: (res, req, context) => {
+        const started = performance.now();
         const rawOrgId = req.getParameter(0) ?? '';
         const rawName = req.getParameter(1) ?? '';
         const offered = offeredSubprotocols(req);
@@ -99,12 +103,15 @@ export class DeviceSockets {
           // like the messages do, or it would write events past any rate. Given back if it is never recorded.
           deps.quota.charge(org!, EVENTS_PER_CONNECTION);
         } catch (error) {
-          refuseUpgrade(res, error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.'));
+          const refusal = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.');
+          refuseUpgrade(res, refusal);
+          deps.answered(DEVICE_PATH, refusal.status, started);
           return;
         }
         const connection: DeviceConnection = { id: `con_${randomBytes(12).toString('hex')}`, connected_at_ms: deps.clock.now() };
         const data: SocketData = { device, connection, ready: Promise.resolve(false), inFlight: new Set(), open: true, accepting: true, recorded: false, attempted: false, ending: undefined };
         res.upgrade<SocketData>(data, key, offered.length > 0 ? DEVICE_PROTOCOL : '', extensions, context);
+        deps.answered(DEVICE_PATH, 101, started);
       },
       open: (ws) => {
         deps.websockets.opened(ws.getUserData().device.org_id);

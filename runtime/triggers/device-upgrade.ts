@@ -43,9 +43,12 @@ export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefine
   return device;
 }
 
+/** A device socket's path pattern (uWS's and the router's; the request histogram's route label). */
+export const DEVICE_PATH = '/devices/:org_id/:device';
+
 /** A plain GET of a device socket path (no WebSocket upgrade) is told what the endpoint is. */
 export const deviceUpgradeRequired: Route = upgradeRequiredRoute(
-  '/devices/:org_id/:device',
+  DEVICE_PATH,
   '/devices/<org>/<device name>',
   `This is a device WebSocket endpoint: open it with a WebSocket client (subprotocol ${DEVICE_PROTOCOL}) and the device's token.`,
 );

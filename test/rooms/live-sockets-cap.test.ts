@@ -1,6 +1,7 @@
 // An org holds at most --live-sockets-per-org live sockets open at once: one more upgrade is a 429
 // naming the cap, other orgs are not counted against it, and a closed socket frees its place. The
 // process holds at most --websockets live and device sockets together: past it, 503 with Retry-After.
+// Each upgrade's answer, taken or refused, is counted in the request histogram.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -51,6 +52,10 @@ test('past the process\'s --websockets total, live and device upgrades are refus
     const metrics = await (await fetch(`${rt.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
     assert.match(metrics, /^sluice_websockets_open 3$/m);
     assert.match(metrics, /^sluice_websockets_limit 3$/m);
+    // Upgrades are answered outside the HTTP server: counted in the request histogram all the same.
+    const upgrades = (route: string, status: number): string | undefined => new RegExp(`^sluice_http_request_duration_seconds_count\\{route="${route}",method="GET",status="${status}"\\} (\\d+)$`, 'm').exec(metrics)?.[1];
+    assert.deepEqual([upgrades('/organizations/:org_id/live', 101), upgrades('/organizations/:org_id/live', 503)], ['2', '2'], 'live: two taken, two refused');
+    assert.deepEqual([upgrades('/devices/:org_id/:device', 101), upgrades('/devices/:org_id/:device', 503)], ['1', '1'], 'devices: one taken, one refused');
     sensor.close();
     await sensor.closed;
     const another = await connectOnceFreed(() => connectLive(rt.url, 'acct-ws-b', { token: otherKey }));
