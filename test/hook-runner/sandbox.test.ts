@@ -166,6 +166,9 @@ describe('compile refusals', () => {
   it('refuses an imported memory', async () => {
     const bytes = await assemble(`(module (import "env" "memory" (memory 1)) ${EXECUTE})`);
     expectRefusal(bytes, 'imports_not_allowed', /env\.memory \(memory\)/);
+    // With data in it (what clang --import-memory makes): the import is the problem, not the data's fit.
+    const withData = await assemble(`(module (import "env" "memory" (memory 1)) (data (i32.const 0) "hello") ${EXECUTE})`);
+    expectRefusal(withData, 'imports_not_allowed', /env\.memory \(memory\)/);
   });
 
   it('refuses a module without an exported memory', async () => {

@@ -56,7 +56,6 @@ pub struct Facts {
 
 /// Walks the sections of `bytes`, which `Module::validate` has accepted.
 pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
-    let mut imports = Vec::new();
     let mut initial_pages = 0u64;
     let mut has_start = false;
     let mut long_names = None;
@@ -74,6 +73,7 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
             .map_err(|e| refuse("invalid_module", format!("invalid WebAssembly module: {e}")))?;
         match payload {
             Payload::ImportSection(reader) => {
+                let mut imports = Vec::new();
                 for import in reader.into_imports() {
                     let import =
                         import.map_err(|e| refuse("invalid_module", format!("bad import: {e}")))?;
@@ -84,6 +84,9 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
                         import_kind(&import.ty)
                     ));
                 }
+                // Here, not after the walk: an imported memory leaves `initial_pages` at 0, and
+                // its data segments would be refused as not fitting, which is not the problem.
+                refuse_imports(&imports)?;
             }
             Payload::MemorySection(reader) => {
                 for memory in reader {
@@ -181,7 +184,6 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
             check_function_shape(func, &body, &mut locals, &mut loop_work)?;
         }
     }
-    refuse_imports(&imports)?;
     Ok(Facts {
         has_start,
         long_names,
