@@ -50,12 +50,14 @@ export function createInvocationResult(outcome: SandboxOutcome): InvocationResul
  * What JSON.parse found wrong, without the text V8 quotes around it: output that does not parse
  * is never masked (output-secrets.ts), so none of it may reach a message. V8 quotes it after the
  * complaint as `, "…" is not valid JSON`, or a window of it as `, "…"...`, `, ..."…"...` or
- * `, ..."…"`: everything from that comma on goes.
+ * `, ..."…"`: everything from that comma on goes. So does the character in `Unexpected token 'S'`:
+ * the first of a secret written out bare.
  */
 function parseFailure(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const quoted = message.search(/, (?:\.\.\.)?"/);
-  return (quoted === -1 ? message : message.slice(0, quoted)).replace(/\.$/, '');
+  const complaint = (quoted === -1 ? message : message.slice(0, quoted)).replace(/\.$/, '');
+  return /^Unexpected token /.test(complaint) ? 'Unexpected token (not shown: the output is never quoted)' : complaint;
 }
 
 export function toInvokeReply(result: InvocationResult, replayed: boolean): InvokeReplyWire {
