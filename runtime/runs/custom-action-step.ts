@@ -103,7 +103,9 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
   const resolved = (input.pinnedVersion === undefined ? actions?.resolveForRun(input.orgId, input.actionId) : actions?.resolveVersion(input.orgId, input.actionId, input.pinnedVersion)) ?? { kind: 'missing' as const };
   if (resolved.kind === 'missing') return fail('custom_action_not_found', `Custom action "${input.actionId}" does not exist in this organization.`, false);
   if (resolved.kind === 'not_approved') {
-    return fail('custom_action_not_approved', `Custom action "${input.actionId}" has no approved version (latest is ${resolved.status}); an admin must approve it.`, false);
+    // Only a version waiting for review can be approved: after a revocation or a rejection it takes a new one.
+    const remedy = resolved.status === 'pending_review' ? 'an admin must approve it' : 'upload a new version (POST …/custom-actions/:id/versions) and have an admin approve it';
+    return fail('custom_action_not_approved', `Custom action "${input.actionId}" has no approved version (latest is ${resolved.status}); ${remedy}.`, false);
   }
   if (resolved.kind === 'revoked') {
     return fail('custom_action_revoked', `Version ${resolved.version} of custom action "${input.actionId}", which this run uses, was revoked; approve a version, then resume the run to use it.`, false);

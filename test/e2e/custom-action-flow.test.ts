@@ -114,6 +114,7 @@ test('an unapproved action fails closed and its event lands in failed events', a
   assert.equal(sent.status, 202);
   const reactions = await eventually('failed run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/unapproved-1`, { token: key })).body.reactions, (r) => r.length === 1 && r[0].state === 'failed');
   assert.equal(reactions[0].error.code, 'custom_action_not_approved');
+  assert.match(reactions[0].error.message, /latest is pending_review\); an admin must approve it\.$/);
   const failed = await call(rt.url, 'GET', `/organizations/${ORG}/failed-events`, { token: key });
   assert.ok(failed.body.failed_events.some((f: { event: { id: string } }) => f.event.id === 'unapproved-1'));
 });

@@ -84,6 +84,8 @@ test('a run pinned to a revoked version fails instead of moving on; its resume t
   const next = await settled(await runFor('revoke-2'));
   assert.equal(next.state, 'failed');
   assert.equal(next.steps[0].attempts[0].error.code, 'custom_action_not_approved');
+  // Nothing is left to approve: the advice is the one that can be followed.
+  assert.match(next.steps[0].attempts[0].error.message, /latest is rejected\); upload a new version \(POST …\/custom-actions\/:id\/versions\) and have an admin approve it\.$/);
   const edit = await call(rt.url, 'PATCH', `/organizations/${ORG}/custom-actions/${actionId}`, { token: key, json: { permissions: ['read_secret:API_KEY'] } });
   assert.equal(edit.status, 409, 'a revoked module does not come back as a permission change');
   assert.equal(edit.body.error.code, 'module_rejected');
