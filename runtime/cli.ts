@@ -132,9 +132,14 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'failed':
       process.exitCode = await (await load(import('./triage-command.ts'))).failedCommand(rest, processIo);
       return;
-    case 'export':
-      process.exitCode = await (await load(import('./export-command.ts'))).exportCommand(rest, processIo);
+    case 'export': {
+      const { exportCommand } = await load(import('./export-command.ts'));
+      // The page being written is finished, and the cursor to go on from printed, instead of a cut line.
+      const stop = new AbortController();
+      for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop.abort());
+      process.exitCode = await exportCommand(rest, processIo, stop.signal);
       return;
+    }
     case 'resume':
     case 'cancel':
       process.exitCode = await (await load(import('./triage-command.ts'))).runActionCommand(command, rest, processIo);

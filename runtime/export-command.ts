@@ -1,7 +1,7 @@
 // `sluice export`: writes an organization's export (GET /organizations/:org/export, admin role) to
 // stdout as JSON lines, page after page, ending with `{"kind":"end"}`: a file without that last line
-// is cut short. A failure names the cursor to go on from (`--cursor`, output appended with >>), so a
-// large export never starts over. What the lines hold: README "Export an organization".
+// is cut short. A failure, or a stop (Ctrl-C: the page being written is finished first), names the
+// cursor to go on from (`--cursor`, output appended with >>), so a large export never starts over. What the lines hold: README "Export an organization".
 
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
@@ -30,8 +30,11 @@ const written = (output: Writable, text: string): Promise<NodeJS.ErrnoException 
     }
   });
 
-/** Writes every page (exit 0), or says why the export stopped and where to go on from (exit 1). */
-export async function exportCommand(args: readonly string[], io: ClientCommandIo): Promise<number> {
+/**
+ * Writes every page (exit 0), or says why the export stopped and where to go on from (exit 1).
+ * `stop`: aborted on SIGINT/SIGTERM/SIGHUP; the page under way is written whole before it ends.
+ */
+export async function exportCommand(args: readonly string[], io: ClientCommandIo, stop?: AbortSignal): Promise<number> {
   const { values, positionals } = parseArgs({ args: [...args], strict: true, allowPositionals: true, options: { ...API_TARGET_OPTIONS, cursor: { type: 'string' } } });
   if (values.environment !== undefined) throw new InputError(400, 'usage', `An export holds every environment: --environment does not apply. ${USAGE}`);
   const target = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
@@ -43,9 +46,13 @@ export async function exportCommand(args: readonly string[], io: ClientCommandIo
   /** The cursor of the page being read or written: where a new run goes on from if it fails. */
   let cursor = values.cursor;
   // Escaped: a cursor given on the command line may hold anything.
-  const goOn = (): string => (cursor === undefined ? '' : ` To go on from the page that failed, run again with --cursor ${printable(cursor)} and append (>>) to what was written.`);
+  const goOn = (which = 'the page that failed'): string => (cursor === undefined ? '' : ` To go on from ${which}, run again with --cursor ${printable(cursor)} and append (>>) to what was written.`);
+  const stopped = (): number => {
+    io.stderr.write(`sluice export: stopped; ${lines} lines were written.${goOn('where it stopped')}\n`);
+    return 1;
+  };
   try {
-    for await (const page of client.exportPages({ pageSize: PAGE_SIZE, ...(cursor === undefined ? {} : { cursor }) })) {
+    for await (const page of client.exportPages({ pageSize: PAGE_SIZE, ...(cursor === undefined ? {} : { cursor }) }, stop === undefined ? {} : { signal: stop })) {
       const failed = await written(io.stdout, page.lines.map((line) => `${line}\n`).join(''));
       // Nobody reads any more (`| head`): nothing more is asked for, as after any command cut short so.
       if (failed?.code === 'EPIPE') return 0;
@@ -55,8 +62,10 @@ export async function exportCommand(args: readonly string[], io: ClientCommandIo
       }
       lines += page.lines.length;
       cursor = page.next ?? undefined;
+      if (stop?.aborted === true && cursor !== undefined) return stopped();
     }
   } catch (error) {
+    if (stop?.aborted === true) return stopped();
     const refusal = error instanceof SluiceApiError && error.status === 403 ? ' (an export needs an admin key)' : '';
     // A refused cursor is no place to go on from: the advice would repeat the refusal.
     const next = error instanceof SluiceApiError && error.code === 'invalid_cursor' ? '' : goOn();

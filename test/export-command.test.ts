@@ -2,11 +2,12 @@
 // ending with {"kind":"end"}; when a page fails it says why and which --cursor goes on from there,
 // and the run that goes on writes the rest, so that the two outputs together are the whole export;
 // an output that fails (a full disk) is said with the cursor of the page it failed on, and one that
-// nobody reads any more (`| head`) ends it quietly; usage mistakes are usage errors, and a key
-// without the admin role is told it needs one.
+// nobody reads any more (`| head`) ends it quietly; Ctrl-C finishes the page being written and names
+// the cursor to go on from; usage mistakes are usage errors, and a key without the admin role is
+// told it needs one.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { PassThrough, Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { exportCommand } from '../runtime/export-command.ts';
@@ -156,4 +157,26 @@ test('the sluice command: to a full disk it exits 1 naming the cursor, into `| h
   assert.equal(intoHead.status, 0, intoHead.stderr);
   assert.equal(intoHead.stderr, '');
   assert.equal(intoHead.stdout.split('\n').length, 3);
+});
+
+test('the sluice command: Ctrl-C finishes the page being written, names the cursor to go on from, and going on completes the export', async () => {
+  const child = spawn('node', ['--import', 'tsx', `${ROOT}/runtime/cli.ts`, 'export', rt.url, '--org', ORG], { cwd: ROOT, env: { ...process.env, SLUICE_API_KEY: key } });
+  let err = '';
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // Nothing reads stdout yet: the first page (far past a pipe's 64 KiB) waits there, part written.
+  const firstBytes = await new Promise<Buffer>((resolve) => child.stdout.once('readable', () => resolve(child.stdout.read(1) as Buffer)));
+  child.stdout.pause();
+  child.kill('SIGINT');
+  let out = firstBytes.toString('utf8');
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stdout.resume();
+  assert.equal(await exited, 1, err);
+  const match = /^sluice export: stopped; 500 lines were written\. To go on from where it stopped, run again with --cursor (\S+) and append \(>>\) to what was written\.\n$/.exec(err);
+  assert.ok(match, err);
+  assert.ok(out.endsWith('\n') && out.trimEnd().split('\n').length === 500, 'the page under way was written whole');
+
+  const rest = capturedOutput();
+  assert.equal(await exportCommand([rt.url, '--org', ORG, '--cursor', match[1]!], { stdout: rest.stdout, stderr: rest.stderr, env: { SLUICE_API_KEY: key } }), 0, rest.err());
+  assert.deepEqual(withoutHeader(`${out}${rest.out()}`.trimEnd().split('\n')), withoutHeader(await apiLines()));
 });
