@@ -89,8 +89,10 @@ export function checkSchedule(cron: string, timezone: string): { readonly cron: 
   } catch {
     throw badRequest('invalid_timezone', `"${timezone}" is not an IANA time zone (for example "UTC" or "Europe/Berlin").`, 'timezone');
   }
+  // Counted as given, white space around it too, as the API's body schema counts it (in characters):
+  // `sluice cron` took a pattern the API then refused.
+  if ([...cron].length > MAX_CRON_LENGTH) throw badRequest('invalid_cron', `A cron pattern has at most ${MAX_CRON_LENGTH} characters, white space around it included.`, 'cron');
   const trimmed = cron.trim();
-  if (trimmed.length > MAX_CRON_LENGTH) throw badRequest('invalid_cron', `A cron pattern has at most ${MAX_CRON_LENGTH} characters.`, 'cron');
   // Fields are split on spaces and tabs as crontab does; another space character (U+00A0 pasted
   // from a document, a line break) would be stored and shown as if it were one.
   const otherSpace = OTHER_SPACE.exec(trimmed);

@@ -159,4 +159,9 @@ test('a pattern longer than the cap is refused by the check itself (sluice cron 
   const long = `${Array.from({ length: 60 }, (_, i) => i).join(',')} * * * *`;
   assert.ok(long.length > MAX_CRON_LENGTH);
   assert.throws(() => checkSchedule(long, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron' && error.message.includes(`at most ${MAX_CRON_LENGTH} characters`));
+  // Counted as the schema counts it: white space around the pattern too.
+  const fits = `${Array.from({ length: 40 }, (_, i) => i).join(',')} * * * *`;
+  assert.ok(fits.length <= MAX_CRON_LENGTH && fits.length + 10 > MAX_CRON_LENGTH);
+  assert.equal(checkSchedule(fits, 'UTC').cron, fits);
+  assert.throws(() => checkSchedule(`     ${fits}     `, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron');
 });
