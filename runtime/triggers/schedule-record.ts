@@ -192,12 +192,28 @@ function assertRangesWithin(fields: readonly string[]): void {
   }
 }
 
+/**
+ * Croner's complaints that would mislead as written, in crontab terms: it names values as it
+ * rewrote them (`mon/2` as '1/2'), "Syntax error, illegal lower range (NaN)" for a "-1", and a
+ * field's maximum as one past it.
+ */
+const CRONER_COMPLAINTS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/illegal (lower|upper) range/, 'a value is not a number or a name where one is due (such as "-1").'],
+  [/steps cannot be greater than maximum value/, 'a step (/n) is larger than its field\'s range.'],
+  [/stepping with numeric prefix/, 'a step (/n) follows a single value: step a range (1-5/2) or * (*/2).'],
+  [/From value is larger than to value/, 'a range runs backwards (its start is past its end).'],
+  [/illegal stepping: 0/, 'a step of 0 (/0) never moves on.'],
+  [/illegal range/, 'a range is malformed: write n-m or n-m/step.'],
+  [/is empty/, 'a list has an empty item (a "," at its start or end, or two in a row).'],
+];
+
 /** Croner's complaint in crontab terms: "Invalid value for day: -1" (for a 0 written) names the field and its range instead. */
 function cronerProblem(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const field = /Invalid value for (\w+)/.exec(message)?.[1];
   const range = field === undefined ? undefined : FIELD_RANGES[field];
-  return range === undefined ? message : `a value of the ${range} field is out of its range.`;
+  if (range !== undefined) return `a value of the ${range} field is out of its range.`;
+  return CRONER_COMPLAINTS.find(([said]) => said.test(message))?.[1] ?? message;
 }
 
 /**

@@ -30,6 +30,21 @@ test('a value out of its field\'s range is named in crontab terms, not in the pa
   }
 });
 
+test('the parser\'s other complaints are said in crontab terms, never with values as it rewrote them or its off-by-one maximum', () => {
+  const said: Array<[string, RegExp]> = [
+    ['-1 * * * *', /a value is not a number or a name where one is due/],
+    ['0-59/61 * * * *', /a step \(\/n\) is larger than its field's range/],
+    ['0 0 * * mon/2', /a step \(\/n\) follows a single value: step a range/],
+    ['5-1 * * * *', /a range runs backwards/],
+    ['*/0 * * * *', /a step of 0 \(\/0\) never moves on/],
+    ['1--2 * * * *', /a range is malformed: write n-m or n-m\/step/],
+    [',1 * * * *', /a list has an empty item/],
+  ];
+  for (const [cron, message] of said) {
+    assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron' && message.test(error.message) && !/CronPattern|'1\/2'|\(60\)/.test(error.message), cron);
+  }
+});
+
 test('only crontab patterns pass, and zones are stored as written in their canonical case, never as an older alias', () => {
   for (const cron of ['0 0 1 * +1', '0 0 L * *', '0 0 ? * *', '0 0 * * 1#2', '0 0 15W * *', '* * * * * *', '0 9 * *']) {
     assert.throws(() => checkSchedule(cron, 'UTC'), (error: unknown) => error instanceof InputError && error.code === 'invalid_cron', cron);
