@@ -2,8 +2,8 @@
 // attempt can be withdrawn: once its run no longer waits for it (cancelled, deleted by a sandbox
 // reset, or moved on under another fence), or its sandbox run's org lost the sandbox, its signal aborts, and a custom action's call still
 // waiting in the hook-runner for a guest slot is dropped there unrun. The signal is made only when a
-// step asks for it (AbortController costs microseconds, and webhook steps need none: a request still
-// waiting for a connection asks stillWanted instead).
+// step asks for it (AbortController costs microseconds: a webhook step asks only when its request
+// has to wait for a connection, or its input for memory, and is then dropped from that queue at once).
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 

@@ -73,6 +73,15 @@ export class OrgSocketShare {
     if (queue?.length === 0) this.#waiting.delete(org);
   }
 
+  /** Drops `request` from its org's queue, if it waits there (withdrawn: it will never connect). */
+  forget(org: string, request: object): void {
+    if (!this.#waitingRequests.delete(request)) return;
+    const queue = this.#waiting.get(org) ?? [];
+    const at = queue.findIndex((waiting) => waiting.request === request);
+    if (at !== -1) queue.splice(at, 1);
+    if (queue.length === 0) this.#waiting.delete(org);
+  }
+
   /** Forgets every waiting request (the pools are closing: each is failed by its own shutdown). */
   clear(): void {
     this.#waiting.clear();

@@ -37,6 +37,8 @@ export interface OutboundPool {
   untilClosed(cancel: () => void): () => void;
   /** True right after the request is made when it waits for a socket (its pool is at its cap). */
   isQueued(request: ClientRequest): boolean;
+  /** Takes a request that waits for a socket out of its queue (withdrawn: it is never sent). */
+  drop(request: ClientRequest): void;
 }
 
 /**
@@ -182,6 +184,17 @@ export class OutboundConnections {
       },
       // `agent.requests` holds only the pools that have requests waiting, and a new one is queued last.
       isQueued: (request) => this.#share.isWaiting(request) || Object.values(agent.requests).some((waiting) => waiting?.at(-1) === (request as unknown)),
+      drop: (request) => {
+        this.#share.forget(orgId, request);
+        // Node's queue of the pool's requests waiting for a socket (not in its typings as mutable).
+        const queues = agent.requests as Record<string, unknown[] | undefined>;
+        for (const [name, waiting] of Object.entries(queues)) {
+          const at = waiting?.indexOf(request) ?? -1;
+          if (at === -1) continue;
+          waiting!.splice(at, 1);
+          if (waiting!.length === 0) delete queues[name];
+        }
+      },
     };
   }
 

@@ -44,6 +44,11 @@ export interface PostOptions {
    * PostWithdrawnError.
    */
   readonly stillWanted?: () => boolean;
+  /**
+   * Made only for a request that waits for a socket: aborted once its run no longer wants it, which
+   * drops it from its queue at once, unsent (PostWithdrawnError), rather than when a socket frees.
+   */
+  readonly withdrawn?: () => AbortSignal;
   /** Told, when the answer came before the body was all sent, of when sending it ends (sent, or cut off). */
   readonly stillSending?: (ended: Promise<void>) => void;
 }
@@ -157,10 +162,12 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     const queued = pool.isQueued(outgoing);
     let queuedMs: number | undefined;
     let timer: NodeJS.Timeout | undefined;
+    let unwatch: () => void = () => undefined;
     // Settling twice is a no-op, so the first of deadline, failure, shutdown and answer wins.
     const settle = (): void => {
       clearTimeout(timer);
       release();
+      unwatch();
     };
     const fail = (error: Error): void => {
       settle();
@@ -194,6 +201,18 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       outgoing.destroy();
       return true;
     };
+    if (queued && options.withdrawn !== undefined) {
+      const signal = options.withdrawn();
+      const onAbort = (): void => {
+        if (hasSocket || outgoing.destroyed || !withdrawn()) return;
+        pool.drop(outgoing);
+      };
+      if (signal.aborted) queueMicrotask(onAbort);
+      else {
+        signal.addEventListener('abort', onAbort, { once: true });
+        unwatch = () => signal.removeEventListener('abort', onAbort);
+      }
+    }
     // Headers and body go out together, once the connection is open. This runs outside the
     // promise's executor: a throw here would be uncaught and end the process, so it fails the request.
     const writeRequest = (): void => {

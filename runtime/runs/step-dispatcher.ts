@@ -159,6 +159,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         signingSecrets: ctx.signingSecrets,
         nowMs: ctx.nowMs,
         stillWanted: ctx.stillWanted,
+        ...(ctx.withdrawn === undefined ? {} : { withdrawn: ctx.withdrawn }),
         ...(ctx.holdInput === undefined ? {} : { stillSending: ctx.holdInput }),
       },
       { selfPort: ctx.selfPort, connections: ctx.connections },

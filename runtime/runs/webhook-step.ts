@@ -30,6 +30,8 @@ export interface WebhookRequest {
   readonly nowMs: number;
   /** Asked before the request is written (it may wait for a connection): false leaves it unsent. */
   readonly stillWanted?: () => boolean;
+  /** Aborted once the run leaves the attempt: a request waiting for a connection is dropped at once (PostOptions.withdrawn). */
+  readonly withdrawn?: () => AbortSignal;
   /** Told of a body still being sent after the answer came, and when that ends (PostOptions.stillSending). */
   readonly stillSending?: (ended: Promise<void>) => void;
 }
@@ -131,6 +133,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       readLimitBytes: 16 * EVIDENCE_BODY_CAP,
       pool: target.connections.pool(url, request.orgId),
       ...(request.stillWanted === undefined ? {} : { stillWanted: request.stillWanted }),
+      ...(request.withdrawn === undefined ? {} : { withdrawn: request.withdrawn }),
       ...(request.stillSending === undefined ? {} : { stillSending: request.stillSending }),
     });
   } catch (error) {

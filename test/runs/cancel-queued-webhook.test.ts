@@ -1,6 +1,6 @@
 // A cancel answered as done means the run's webhook is not sent afterwards: a request still waiting
-// for a connection (its org at the cap for that receiver) is dropped unsent when it gets one, and
-// the run's record says so; the request already out completes as before.
+// for a connection (its org at the cap for that receiver) is dropped from the queue at once, unsent,
+// and the run's record says so before any connection frees; the request already out completes as before.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -52,17 +52,19 @@ test('a run cancelled while its webhook waits for a connection never sends it; t
   const cancelled = await call(rt.url, 'POST', `/organizations/${ORG}/runs/${second.run_id}/cancel`, { token: key });
   assert.equal(cancelled.status, 200, cancelled.text);
   assert.equal(cancelled.body.run.state, 'cancelled');
-  releaseFirst();
-  await eventually('the first run completed', () => runOf('evt_0000000000q1'), (run) => run.state === 'completed');
+  // While the first request still holds the only connection: the withdrawn one left the queue at once.
   const view = await eventually(
     'the withdrawn attempt recorded',
     async () => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${second.run_id}`, { token: key })).body.run,
-    (run) => run.steps[0].attempts[0].after_cancel !== undefined,
+    (run) => run.steps[0].attempts[0].after_cancel?.outcome !== undefined,
   );
+  assert.equal(await waitingRequests(), 0);
+  assert.equal(receiver.received.length, 1, 'the first request is still out');
+  releaseFirst();
+  await eventually('the first run completed', () => runOf('evt_0000000000q1'), (run) => run.state === 'completed');
   const attempt = view.steps[0].attempts[0];
   assert.equal(attempt.started_at, null, 'it never started');
   assert.equal(attempt.after_cancel.outcome, 'failed');
   assert.equal(attempt.after_cancel.error.code, 'webhook_withdrawn');
-  assert.equal(await waitingRequests(), 0);
   assert.deepEqual(receiver.received.map((r) => r.headers['idempotency-key']), [`${first.run_id}:send`], 'the cancelled run sent nothing');
 });

@@ -94,6 +94,26 @@ test('a request waiting for room whose run no longer wants it (cancelled) is wit
   for (const result of await Promise.all(out)) assert.equal(result.ok, true);
 });
 
+test('a request waiting for room whose attempt is withdrawn (its signal aborts) leaves the queue at once, before any room frees', async () => {
+  const out = [0, 1, 2].map((i) => send('acct-aborter', NAMES[i]!, '/hold'));
+  await eventually('three requests held by the receiver', () => held.length, (n) => n === 3);
+  let wanted = true;
+  const withdraw = new AbortController();
+  const waiting = sendWebhook(
+    { orgId: 'acct-aborter', url: `http://127.0.0.1:${port}/ok`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: 'run_aborted:s', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now(), stillWanted: () => wanted, withdrawn: () => withdraw.signal },
+    { selfPort: 1, connections: pools },
+  );
+  await eventually('the fourth request waiting for room', () => pools.stats().waiting, (n) => n === 1);
+  wanted = false;
+  withdraw.abort();
+  const outcome = await waiting;
+  assert.equal(!outcome.ok && outcome.error.code, 'webhook_withdrawn');
+  assert.equal(pools.stats().waiting, 0, 'out of the queue while the org still holds its share');
+  assert.equal(held.length, 3);
+  for (const res of held.splice(0)) res.end('{"ok":true}');
+  for (const result of await Promise.all(out)) assert.equal(result.ok, true);
+});
+
 test('each request waiting for room closes one idle socket of its org, not the same one again; waiting requests are told apart', () => {
   const idle = new OrgIdleSockets();
   const socket = () => ({ destroyed: false, destroy(this: { destroyed: boolean }) { this.destroyed = true; } });
