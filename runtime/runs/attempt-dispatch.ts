@@ -16,7 +16,7 @@ import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
 import { performStep, priorResultsText, type StepContext, type StepOutcome, type StepReport } from './step-dispatcher.ts';
 import type { StalledRuns } from './stalled-runs.ts';
 import { derivedEventId } from './step-effects.ts';
-import { withStepInput } from './step-input.ts';
+import { StepInputWithdrawnError, withStepInput } from './step-input.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import { withoutResults } from './held-results.ts';
 
@@ -151,6 +151,9 @@ async function perform(host: AttemptHost, prepared: PreparedAttempt, attempt: At
       await host.beforeEffect();
       if (prepared.priorResultsBytes > 0) prepared.priorResults ??= priorResultsAgain(d, prepared);
       return performWith(host, run, work, { version, event, holdInput, takeDerived, priorResults: prepared.priorResults }, attempt);
+    }, () => attempt.signal()).catch((error: unknown): StepOutcome => {
+      if (error instanceof StepInputWithdrawnError) return { report: withdrawnWaitingForMemory(version, work) };
+      throw error;
     });
     await host.send(ctx.orgId, ctx.runId, withdrawnForSandbox(host, run, work, report), effects);
   } finally {
@@ -168,6 +171,14 @@ function sandboxGoneFailure(d: RunEngineDeps, run: PersistedRun, work: DispatchW
   const org = ctx.environment === 'sandbox' ? d.orgs.get(ctx.orgId) : undefined;
   if (org === undefined || sandboxAllowed(org)) return undefined;
   return { type: 'step.failed', stepId: work.stepId, fence: work.fence, error: { code: 'sandbox_disabled', message: sandboxDisabledMessage(org.plan), retryable: false } };
+}
+
+/** The failure of a step withdrawn while it waited for the step input budget: it neither read its event nor sent or ran anything. */
+function withdrawnWaitingForMemory(version: WorkflowVersion | undefined, work: DispatchWork): StepReport {
+  const action = version?.definition.steps.find((step) => step.id === work.stepId)?.type === 'custom_action';
+  const [code, what] = action ? ['custom_action_withdrawn', 'Not run'] : ['webhook_withdrawn', 'Not sent'];
+  const message = `${what}: the run left this attempt (cancelled or deleted) while the step waited for memory to read its event (the step input budget).`;
+  return { type: 'step.failed', stepId: work.stepId, fence: work.fence, error: { code, message, retryable: false } };
 }
 
 /**

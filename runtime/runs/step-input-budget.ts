@@ -27,7 +27,9 @@ interface Cost {
 
 interface Waiter {
   readonly cost: Cost;
-  readonly grant: () => void;
+  readonly grant: (taken: boolean) => void;
+  /** Withdrawn while it waited: skipped (and dropped) when it comes to its queue's head. */
+  withdrawn: boolean;
 }
 
 export class StepInputBudget {
@@ -66,9 +68,14 @@ export class StepInputBudget {
     return true;
   }
 
-  /** Resolves once `bytes` are taken for `tenant`, after the tenant's steps that waited before. */
-  take(tenant: string, bytes: number): Promise<void> {
-    if (this.tryTake(tenant, bytes)) return Promise.resolve();
+  /**
+   * Resolves true once `bytes` are taken for `tenant`, after the tenant's steps that waited before;
+   * false, with nothing taken, when `withdrawn` aborts first (the step is no longer wanted): it
+   * leaves the queue then, and the steps behind it may go on.
+   */
+  take(tenant: string, bytes: number, withdrawn?: AbortSignal): Promise<boolean> {
+    if (this.tryTake(tenant, bytes)) return Promise.resolve(true);
+    if (withdrawn?.aborted === true) return Promise.resolve(false);
     return new Promise((grant) => {
       let queue = this.#waiting.get(tenant);
       if (queue === undefined) {
@@ -76,7 +83,22 @@ export class StepInputBudget {
         this.#waiting.set(tenant, queue);
         this.#turns.push(tenant);
       }
-      queue.push({ cost: this.#cost(bytes), grant });
+      const onWithdrawn = (): void => {
+        waiter.withdrawn = true;
+        this.#waiters -= 1;
+        grant(false);
+        this.#serve();
+      };
+      const waiter: Waiter = {
+        cost: this.#cost(bytes),
+        grant: (taken) => {
+          withdrawn?.removeEventListener('abort', onWithdrawn);
+          grant(taken);
+        },
+        withdrawn: false,
+      };
+      withdrawn?.addEventListener('abort', onWithdrawn, { once: true });
+      queue.push(waiter);
       this.#waiters += 1;
     });
   }
@@ -96,13 +118,13 @@ export class StepInputBudget {
     for (let turns = this.#turns.size; turns > 0; turns -= 1) {
       const tenant = this.#turns.peek() as string;
       const queue = this.#waiting.get(tenant) as FifoQueue<Waiter>;
-      for (let head = queue.peek(); head !== undefined && this.#fits(tenant, head.cost); head = queue.peek()) {
+      for (let head = headOf(queue); head !== undefined && this.#fits(tenant, head.cost); head = headOf(queue)) {
         queue.shift();
         this.#waiters -= 1;
         this.#shares.hold(tenant, head.cost.share, head.cost.overall);
-        head.grant();
+        head.grant(true);
       }
-      const head = queue.peek();
+      const head = headOf(queue);
       if (head !== undefined && this.#fitsShare(tenant, head.cost)) return;
       this.#turns.shift();
       if (queue.size > 0) this.#turns.push(tenant);
@@ -113,7 +135,8 @@ export class StepInputBudget {
   /** Whether a tenant's oldest waiting step fits its share, so that it waits for the total alone. */
   #someoneWaitsForTotal(): boolean {
     for (const [tenant, queue] of this.#waiting) {
-      if (this.#fitsShare(tenant, (queue.peek() as Waiter).cost)) return true;
+      const head = headOf(queue);
+      if (head !== undefined && this.#fitsShare(tenant, head.cost)) return true;
     }
     return false;
   }
@@ -131,4 +154,10 @@ export class StepInputBudget {
     const size = Math.max(0, bytes);
     return { share: Math.min(size, this.#perTenant), overall: Math.min(size, this.#total) };
   }
+}
+
+/** The queue's oldest waiter not withdrawn, dropping the withdrawn ones before it. */
+function headOf(queue: FifoQueue<Waiter>): Waiter | undefined {
+  while (queue.peek()?.withdrawn === true) queue.shift();
+  return queue.peek();
 }

@@ -22,11 +22,20 @@ export interface AlsoHeld {
 /** A step holding nothing besides its event. */
 export const NOTHING_ELSE: AlsoHeld = { bytes: 0, letGo: () => undefined };
 
+/** Thrown by withStepInput when the step was withdrawn while it waited for its bytes: it never ran. */
+export class StepInputWithdrawnError extends Error {
+  constructor() {
+    super('the step was withdrawn while it waited for the step input budget');
+  }
+}
+
 /**
  * Runs `use` with the run's event (undefined when it is gone), its payload's bytes and `alsoHeld`'s
  * taken from `budget` meanwhile and, past its end, until whatever `use` holds them for has settled.
+ * A step that has to wait asks `withdrawn` for its signal (made only then): should it abort first,
+ * the step leaves the queue and this throws StepInputWithdrawnError, `use` never called.
  */
-export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, alsoHeld: AlsoHeld, use: (event: EventRecord | undefined, hold: HoldStepInput) => Promise<T>): Promise<T> {
+export async function withStepInput<T>(budget: StepInputBudget, events: EventStore, orgId: string, eventId: string, alsoHeld: AlsoHeld, use: (event: EventRecord | undefined, hold: HoldStepInput) => Promise<T>, withdrawn?: () => AbortSignal): Promise<T> {
   let event = events.getRecord(orgId, eventId);
   // UTF-8 bytes, as the budget and sluice_step_input_bytes count: a payload of CJK text is 3x its length.
   const bytes = (event === undefined ? 0 : Buffer.byteLength(event.payload_json)) + alsoHeld.bytes;
@@ -34,7 +43,7 @@ export async function withStepInput<T>(budget: StepInputBudget, events: EventSto
   if (waited) {
     event = undefined;
     alsoHeld.letGo();
-    await budget.take(orgId, bytes);
+    if (!(await budget.take(orgId, bytes, withdrawn?.()))) throw new StepInputWithdrawnError();
   }
   const held: Promise<unknown>[] = [];
   try {

@@ -96,6 +96,25 @@ test('a step that has to wait for its bytes lets go of what it holds besides its
   assert.deepEqual(budget.stats(), { heldBytes: 0, waiting: 0 });
 });
 
+test('a waiting step whose signal aborts leaves the queue at once, taking nothing, and the steps behind it go on', async () => {
+  const budget = new StepInputBudget(100, 60);
+  assert.equal(budget.tryTake('a', 50), true);
+  const withdrawn = new AbortController();
+  const big = budget.take('a', 40, withdrawn.signal);
+  let smallTaken = false;
+  const small = budget.take('a', 10).then((taken) => (smallTaken = taken));
+  assert.deepEqual(budget.stats(), { heldBytes: 50, waiting: 2 });
+  withdrawn.abort();
+  assert.equal(await big, false);
+  assert.equal(await small, true, 'the step behind it fits once it is gone');
+  assert.equal(smallTaken, true);
+  assert.deepEqual(budget.stats(), { heldBytes: 60, waiting: 0 });
+  assert.equal(await budget.take('a', 1, AbortSignal.abort()), false, 'withdrawn before it waits: nothing taken');
+  budget.release('a', 50);
+  budget.release('a', 10);
+  assert.deepEqual(budget.stats(), { heldBytes: 0, waiting: 0 });
+});
+
 test('tenants waiting take turns as bytes come back', async () => {
   const budget = new StepInputBudget(10, 10);
   assert.equal(budget.tryTake('a', 10), true);
@@ -210,7 +229,7 @@ async function withHeldReceiver(org: string, body: (setup: { rt: TestRuntime; re
   }
 }
 
-test('a custom action step cancelled while it waits for the budget does not run its guest (custom_action_withdrawn)', () =>
+test('a custom action step cancelled while it waits for the budget leaves the queue at once and does not run its guest (custom_action_withdrawn)', () =>
   withHeldReceiver('acct-withdrawn-action', async ({ rt, receiver, key, actionId, release, post, metric }) => {
     const org = 'acct-withdrawn-action';
     assert.equal((await post('/workflows', { name: 'hold', trigger_event: 'hold', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/hold` }] })).status, 201);
@@ -223,10 +242,13 @@ test('a custom action step cancelled while it waits for the budget does not run 
     const [reaction] = (await call(rt.url, 'GET', `/organizations/${org}/events/act-1`, { token: key })).body.reactions;
     const runPath = `/organizations/${org}/runs/${reaction.run_id}`;
     assert.equal((await post(`/runs/${reaction.run_id}/cancel`, {})).status, 200);
-    release();
+    // While the held webhook still holds the org's share: the withdrawn step does not wait for it.
     const run = await eventually('the withdrawn attempt recorded', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run, (r) => r.steps[0].attempts[0].after_cancel !== null);
+    assert.equal(await metric('sluice_steps_waiting_for_memory'), 0);
+    release();
     const late = run.steps[0].attempts[0].after_cancel;
     assert.deepEqual({ state: run.state, outcome: late.outcome, code: late.error?.code, started: late.started_at, ran: late.evidence?.fuel_used }, { state: 'cancelled', outcome: 'failed', code: 'custom_action_withdrawn', started: null, ran: undefined });
+    assert.match(late.error.message, /while the step waited for memory to read its event/);
     await eventually('the budget is empty again', () => metric('sluice_step_input_bytes'), (n) => n === 0);
   }));
 
