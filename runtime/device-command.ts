@@ -143,7 +143,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   lines?.close();
   // What a refusing server or a close said: whatever answered, it never drives the terminal.
   if (end.kind === 'refused') notice(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}`);
-  if (end.kind === 'unreachable') notice(`could not reach ${printable(url)}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}`);
+  if (end.kind === 'unreachable') notice(`could not reach ${printable(url)}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}${end.hint === undefined ? '' : `; ${end.hint}`}`);
   if (end.kind !== 'closed') return 1;
   if (end.code !== 1000) notice(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : ''}`);
   return end.code === 1000 && !failed && pacer.settled ? 0 : 1;

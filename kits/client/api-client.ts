@@ -10,6 +10,7 @@ import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummar
 import { credentialAsSent, headerCredentialProblem } from './credential-check.ts';
 import { checkedHeaders, idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
+import { plainHttpHint } from './plain-http-hint.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
@@ -115,7 +116,8 @@ export class SluiceClient {
       for (let attempt = 0; ; attempt++) {
         const outcome = await this.#attempt(url, init, cancel.signal, timeoutMs);
         if (outcome.kind === 'failed') {
-          if (attempt + 1 >= attempts) throw networkError(`${method} ${url.href}`, outcome, timeoutMs, attempt + 1);
+          // A TLS handshake with a plain-HTTP server fails the same way every time (and takes ~10 s): not retried.
+          if (attempt + 1 >= attempts || handshakeHint(url, outcome) !== '') throw networkError(method, url, outcome, timeoutMs, attempt + 1);
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
@@ -310,13 +312,26 @@ function answerOf(status: number, text: string, what: string, expect?: string): 
   return answer;
 }
 
-/** The error for the last failed attempt of `what`, naming fetch's reason (`fetch failed` alone says little). */
-function networkError(what: string, failed: Extract<Attempt, { kind: 'failed' }>, timeoutMs: number, attempts: number): SluiceNetworkError {
+/** fetch's failure in words: its message, with its cause's (`fetch failed` alone says little; OpenSSL's end with a line break). */
+function reasonOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return error.message + (error.cause instanceof Error ? ` (${error.cause.message.trim()})` : '');
+}
+
+/** plainHttpHint for a failed attempt: '' unless it reads as a TLS handshake with a plain-HTTP server. */
+function handshakeHint(url: URL, failed: Extract<Attempt, { kind: 'failed' }>): string {
+  if (failed.timedOut) return '';
+  const cause = failed.error instanceof Error ? (failed.error.cause as NodeJS.ErrnoException | undefined) : undefined;
+  return plainHttpHint(url, `${reasonOf(failed.error)} ${cause?.code ?? ''}`);
+}
+
+/** The error for the last failed attempt of the call, naming fetch's reason. */
+function networkError(method: string, url: URL, failed: Extract<Attempt, { kind: 'failed' }>, timeoutMs: number, attempts: number): SluiceNetworkError {
+  const what = `${method} ${url.href}`;
   const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
   if (failed.timedOut) return new SluiceNetworkError('timeout', `${what}: no answer within ${timeoutMs} ms (${tries}).`, attempts);
-  const error = failed.error;
-  const reason = error instanceof Error ? error.message + (error.cause instanceof Error ? ` (${error.cause.message})` : '') : String(error);
-  return new SluiceNetworkError('network_error', `${what}: ${reason} (${tries}).`, attempts, error);
+  const hint = handshakeHint(url, failed);
+  return new SluiceNetworkError('network_error', `${what}: ${reasonOf(failed.error)} (${tries})${hint === '' ? '' : `; ${hint}`}.`, attempts, failed.error);
 }
 
 /** The `error` object of an error answer (or a stand-in when the body is not the API's shape). */

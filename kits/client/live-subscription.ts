@@ -221,9 +221,11 @@ export const watchRuns = (options: WatchOptions): LiveSubscription => new LiveSu
 /** Why a connection ended, as one sentence. */
 function describeEnd(end: SocketEnd): string {
   switch (end.kind) {
-    case 'unreachable':
-      if (end.timedOutMs !== undefined) return `the live room did not answer within ${end.timedOutMs} ms`;
-      return end.cause === undefined ? 'the live room could not be reached' : `the live room could not be reached (${end.cause})`;
+    case 'unreachable': {
+      const hint = end.hint === undefined ? '' : `; ${end.hint}`;
+      if (end.timedOutMs !== undefined) return `the live room did not answer within ${end.timedOutMs} ms${hint}`;
+      return `${end.cause === undefined ? 'the live room could not be reached' : `the live room could not be reached (${end.cause})`}${hint}`;
+    }
     case 'refused':
       return `the live room refused the connection (${end.status})`;
     case 'closed':

@@ -4,15 +4,16 @@
 // accepts and never answers the handshake, would otherwise hang on).
 
 import WebSocket from 'ws';
+import { plainHttpHint } from './plain-http-hint.ts';
 
 export type SocketEnd =
   | { readonly kind: 'closed'; readonly code: number; readonly reason: string }
   | { readonly kind: 'refused'; readonly status: number; readonly body: string }
   /**
    * Could not connect (`cause`: the socket's error, such as `connect ECONNREFUSED 127.0.0.1:8787`),
-   * or (`timedOutMs`) the handshake had no answer in time.
+   * or (`timedOutMs`) the handshake had no answer in time; `hint`: what to try (plain-http-hint.ts).
    */
-  | { readonly kind: 'unreachable'; readonly timedOutMs?: number; readonly cause?: string };
+  | { readonly kind: 'unreachable'; readonly timedOutMs?: number; readonly cause?: string; readonly hint?: string };
 
 /**
  * Upgrade refusals that pass: 503 (Sluice starting or stopping) and 429 (an org at its cap of live
@@ -75,8 +76,11 @@ export function runSocket(
       response.on('close', refused);
       response.on('error', refused);
     });
-    socket.on('error', (error: Error) => {
-      if (socket.readyState !== WebSocket.OPEN) end(timedOut ? { kind: 'unreachable', timedOutMs: openTimeoutMs } : { kind: 'unreachable', cause: error.message });
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      if (socket.readyState === WebSocket.OPEN) return;
+      const hint = plainHttpHint(url, `${error.message} ${error.code ?? ''}`, timedOut);
+      const hinted = hint === '' ? {} : { hint };
+      end(timedOut ? { kind: 'unreachable', timedOutMs: openTimeoutMs, ...hinted } : { kind: 'unreachable', cause: error.message.trim(), ...hinted });
     });
     socket.on('open', heard);
     socket.on('ping', heard);

@@ -10,6 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
 import { eventually } from '../helpers/receiver.ts';
+import { plainHttpHint } from '../../kits/client/plain-http-hint.ts';
 
 const noWait: Sleep = async () => undefined;
 const servers: Server[] = [];
@@ -125,6 +126,28 @@ test('an unreachable server is a SluiceNetworkError that keeps fetch\'s error as
   assert.equal(failed.code, 'network_error');
   assert.ok(failed.cause instanceof TypeError);
   assert.match(failed.message, /ECONNREFUSED.*\(2 attempts\)/);
+});
+
+test('an https:// or wss:// url at a plain-HTTP server is told to use http:// or ws://: the TLS handshake\'s own words do not say so', async () => {
+  // A plain HTTP server answers the TLS hello as a bad request (OpenSSL: "wrong version number").
+  const plain = createHttpServer(() => undefined);
+  servers.push(plain);
+  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+  const address = `127.0.0.1:${(plain.address() as { port: number }).port}`;
+  const client = new SluiceClient({ url: `https://${address}`, apiKey: 'k', org: 'o', sleep: noWait });
+  const failed = await client.getEvent('evt_1').catch((error: unknown) => error);
+  assert.ok(failed instanceof SluiceNetworkError, String(failed));
+  assert.match(failed.message, /\(1 attempt\); if the server speaks plain HTTP \(Sluice does unless TLS is put in front of it\), use http:\/\/ instead of https:\/\/\.$/, 'not retried: it fails the same way each time');
+  const disconnects: string[] = [];
+  const live = watchRuns({ url: `https://${address}`, apiKey: 'k', org: 'o', sleep: noWait, onUpdate: () => undefined, onDisconnect: (why) => disconnects.push(why) });
+  await eventually('a disconnect', () => disconnects.length, (n) => n >= 1);
+  live.close();
+  await live.done;
+  assert.match(disconnects[0]!, /^the live room could not be reached \(.+\); if the server speaks plain HTTP .*use ws:\/\/ instead of wss:\/\/$/);
+  // Not for a plain url, nor for another failure.
+  assert.equal(plainHttpHint(new URL('http://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), '');
+  assert.equal(plainHttpHint(new URL('https://127.0.0.1:1'), 'connect ECONNREFUSED 127.0.0.1:1 ECONNREFUSED'), '');
+  assert.notEqual(plainHttpHint(new URL('https://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), '', 'a server that never answers the hello (uWS) times out the connect');
 });
 
 test('an abort during a wait between attempts also ends the wait: its timer keeps no program alive', async () => {
