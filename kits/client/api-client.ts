@@ -10,7 +10,7 @@ import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummar
 import { credentialAsSent, headerCredentialProblem } from './credential-check.ts';
 import { checkedHeaders, idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
-import { plainHttpHint } from './plain-http-hint.ts';
+import { answeredWithoutTls, plainHttpHint } from './plain-http-hint.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
@@ -117,7 +117,7 @@ export class SluiceClient {
         const outcome = await this.#attempt(url, init, cancel.signal, timeoutMs);
         if (outcome.kind === 'failed') {
           // A TLS handshake with a plain-HTTP server fails the same way every time (and takes ~10 s): not retried.
-          if (attempt + 1 >= attempts || handshakeHint(url, outcome) !== '') throw networkError(method, url, outcome, timeoutMs, attempt + 1);
+          if (attempt + 1 >= attempts || (!outcome.timedOut && answeredWithoutTls(url, failureText(outcome.error)))) throw networkError(method, url, outcome, timeoutMs, attempt + 1);
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
@@ -318,11 +318,10 @@ function reasonOf(error: unknown): string {
   return error.message + (error.cause instanceof Error ? ` (${error.cause.message.trim()})` : '');
 }
 
-/** plainHttpHint for a failed attempt: '' unless it reads as a TLS handshake with a plain-HTTP server. */
-function handshakeHint(url: URL, failed: Extract<Attempt, { kind: 'failed' }>): string {
-  if (failed.timedOut) return '';
-  const cause = failed.error instanceof Error ? (failed.error.cause as NodeJS.ErrnoException | undefined) : undefined;
-  return plainHttpHint(url, `${reasonOf(failed.error)} ${cause?.code ?? ''}`);
+/** What a failed attempt's error says, with its cause's code, for plain-http-hint.ts to read. */
+function failureText(error: unknown): string {
+  const cause = error instanceof Error ? (error.cause as NodeJS.ErrnoException | undefined) : undefined;
+  return `${reasonOf(error)} ${cause?.code ?? ''}`;
 }
 
 /** The error for the last failed attempt of the call, naming fetch's reason. */
@@ -330,7 +329,7 @@ function networkError(method: string, url: URL, failed: Extract<Attempt, { kind:
   const what = `${method} ${url.href}`;
   const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
   if (failed.timedOut) return new SluiceNetworkError('timeout', `${what}: no answer within ${timeoutMs} ms (${tries}).`, attempts);
-  const hint = handshakeHint(url, failed);
+  const hint = plainHttpHint(url, failureText(failed.error));
   return new SluiceNetworkError('network_error', `${what}: ${reasonOf(failed.error)} (${tries})${hint === '' ? '' : `; ${hint}`}.`, attempts, failed.error);
 }
 

@@ -10,7 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
 import { eventually } from '../helpers/receiver.ts';
-import { plainHttpHint } from '../../kits/client/plain-http-hint.ts';
+import { answeredWithoutTls, plainHttpHint } from '../../kits/client/plain-http-hint.ts';
 
 const noWait: Sleep = async () => undefined;
 const servers: Server[] = [];
@@ -147,7 +147,8 @@ test('an https:// or wss:// url at a plain-HTTP server is told to use http:// or
   // Not for a plain url, nor for another failure.
   assert.equal(plainHttpHint(new URL('http://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), '');
   assert.equal(plainHttpHint(new URL('https://127.0.0.1:1'), 'connect ECONNREFUSED 127.0.0.1:1 ECONNREFUSED'), '');
-  assert.notEqual(plainHttpHint(new URL('https://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), '', 'a server that never answers the hello (uWS) times out the connect');
+  assert.notEqual(plainHttpHint(new URL('https://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), '', 'a server that ignores the hello times out the connect');
+  assert.equal(answeredWithoutTls(new URL('https://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), false, 'but so does an unreachable one: that is retried');
 });
 
 test('an abort during a wait between attempts also ends the wait: its timer keeps no program alive', async () => {
