@@ -41,6 +41,7 @@ test('a clock set back sends the tick owed at the new time at once, then the nex
   assert.equal(created.status, 201, created.text);
   assert.equal(lookAt(AHEAD + HOUR), 1);
   await eventually('the tick of the clock that ran ahead', sentTicks, (ticks) => ticks.length === 1);
+  await eventually('its next tick to be armed', () => rt.runtime.ticker.timers.dueAt(`${ORG}\u0000hourly`), (at) => at === AHEAD + 2 * HOUR);
 
   assert.equal(lookAt(CORRECT), 1, 'the 10:00 tick of the corrected clock is due at once');
   await eventually('the owed tick', sentTicks, (ticks) => ticks.length === 2);
@@ -97,6 +98,8 @@ test('once a schedule has sent a tick, a set back of more than an hour to before
     const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=report.later`, { token: key });
     return listed.body.events.map((e: { payload: { scheduled_for: string } }) => e.payload.scheduled_for).sort();
   };
+  // The 13:00 tick's event is listed a moment before its schedule is armed again (for 14:00).
+  await eventually('the 14:00 tick to be armed', () => rt.runtime.ticker.timers.dueAt(`${ORG}\u0000later`), (at) => at === CORRECT + 3.5 * HOUR);
   assert.equal(lookAt(CORRECT + 3.5 * HOUR), 1);
   await eventually('the 14:00 tick', laterTicks, (ticks) => ticks.length === 2);
   lookAt(CORRECT + 4 * HOUR); // 14:30
