@@ -1,7 +1,9 @@
 // One WebSocket connection from open to end, as the client's live and device connections use it:
 // resolves how it ended (closed with a code, refused with an HTTP status, or unreachable), and
 // ends a connection that never opens or has gone silent (a half-open TCP connection, a server that
-// accepts and never answers the handshake, would otherwise hang on).
+// accepts and never answers the handshake, would otherwise hang on). While open it pings the server
+// now and then: Sluice closes a socket it has heard nothing from for a minute (uWS's idleTimeout),
+// and its own pings wait behind whatever is queued for a client reading a long replay slowly.
 
 import WebSocket from 'ws';
 import { plainHttpHint } from './plain-http-hint.ts';
@@ -25,13 +27,15 @@ export const RETRIED_REFUSALS: ReadonlySet<number> = new Set([429, 503]);
 const MAX_REFUSAL_BODY = 1024;
 /** The longest an opening handshake may take by default; a silenceMs shorter than this takes its place. */
 export const OPEN_TIMEOUT_MS = 15_000;
+/** How often an open socket pings the server: well inside the live rooms' 60 s idle timeout. */
+export const KEEPALIVE_MS = 20_000;
 
 /**
  * Opens `url` and resolves once the connection is over. `onMessage` sees every frame. A connection
  * not open after `openTimeoutMs` (default: silenceMs, at most 15 s) is given up (it ends
  * `unreachable`, with `timedOutMs`); once open, `silenceMs` without a frame or a ping terminates
- * it (it then ends `closed`, 1006). Throws (synchronously) what `ws` throws for a URL or a
- * subprotocol it cannot use.
+ * it (it then ends `closed`, 1006); every `keepAliveMs` it pings the server. Throws (synchronously)
+ * what `ws` throws for a URL or a subprotocol it cannot use.
  */
 export function runSocket(
   url: URL,
@@ -39,6 +43,7 @@ export function runSocket(
   onMessage: (data: Buffer) => void,
   silenceMs: number,
   openTimeoutMs: number = Math.min(silenceMs, OPEN_TIMEOUT_MS),
+  keepAliveMs: number = KEEPALIVE_MS,
 ): { readonly socket: WebSocket; readonly ended: Promise<SocketEnd> } {
   const socket = new WebSocket(url, protocols);
   let timedOut = false;
@@ -53,9 +58,11 @@ export function runSocket(
     silence = setTimeout(() => socket.terminate(), silenceMs);
     silence.unref();
   };
+  let keepAlive: NodeJS.Timeout | undefined;
   const ended = new Promise<SocketEnd>((resolve) => {
     const end = (outcome: SocketEnd): void => {
       clearTimeout(silence);
+      clearInterval(keepAlive);
       resolve(outcome);
     };
     socket.on('unexpected-response', (request, response) => {
@@ -82,7 +89,11 @@ export function runSocket(
       const hinted = hint === '' ? {} : { hint };
       end(timedOut ? { kind: 'unreachable', timedOutMs: openTimeoutMs, ...hinted } : { kind: 'unreachable', cause: error.message.trim(), ...hinted });
     });
-    socket.on('open', heard);
+    socket.on('open', () => {
+      heard();
+      keepAlive = setInterval(() => socket.ping(), keepAliveMs);
+      keepAlive.unref();
+    });
     socket.on('ping', heard);
     socket.on('message', (data: Buffer) => {
       heard();

@@ -11,6 +11,7 @@ import { after, test } from 'node:test';
 import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { answeredWithoutTls, plainHttpHint } from '../../kits/client/plain-http-hint.ts';
+import { runSocket } from '../../kits/client/socket-run.ts';
 
 const noWait: Sleep = async () => undefined;
 const servers: Server[] = [];
@@ -149,6 +150,21 @@ test('an https:// or wss:// url at a plain-HTTP server is told to use http:// or
   assert.equal(plainHttpHint(new URL('https://127.0.0.1:1'), 'connect ECONNREFUSED 127.0.0.1:1 ECONNREFUSED'), '');
   assert.notEqual(plainHttpHint(new URL('https://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), '', 'a server that ignores the hello times out the connect');
   assert.equal(answeredWithoutTls(new URL('https://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), false, 'but so does an unreachable one: that is retried');
+});
+
+test('an open socket pings the server every keepAliveMs: a client reading a long replay slowly is not idle to the server', async () => {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  let pings = 0;
+  server.on('connection', (peer) => peer.on('ping', () => pings++));
+  try {
+    const { socket, ended } = runSocket(new URL(`ws://127.0.0.1:${(server.address() as { port: number }).port}`), [], () => undefined, 10_000, 5_000, 20);
+    await eventually('three pings', () => pings, (n) => n >= 3);
+    socket.close();
+    assert.equal((await ended).kind, 'closed');
+  } finally {
+    server.close();
+  }
 });
 
 test('an abort during a wait between attempts also ends the wait: its timer keeps no program alive', async () => {
