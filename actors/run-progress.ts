@@ -167,7 +167,7 @@ export function decideFailure(ctx: RunContext, failure: StepFailure): FailureDec
   if (delay !== 'exhausted') return { kind: 'retry', delayMs: delay };
   return {
     kind: 'fail',
-    error: { ...base, reason: 'retries_exhausted', message: `Step "${step.id}" failed ${failed} times; last error: ${failure.message}` },
+    error: { ...base, reason: 'retries_exhausted', message: `Step "${step.id}" failed ${failed === 1 ? 'once' : `${failed} times`}; last error: ${failure.message}` },
   };
 }
 

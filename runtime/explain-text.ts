@@ -35,9 +35,12 @@ function originOf(event: SluiceEvent): string {
   return `a webhook to source "${source}"${event.provider_event_id === null ? '' : ` (delivery ${event.provider_event_id})`}`;
 }
 
+/** Why the failure was not retried, in a few words (its attempts cut off by crashes used no retries: its reason says retries_exhausted all the same). */
+const notRetriedBecause = (error: NonNullable<Run['error']>): string =>
+  error.code === 'step_interrupted_repeatedly' ? 'cut off by crashes, not sent again on its own' : error.reason === 'non_retryable' ? 'not retried' : 'retries used up';
+
 /** A run's failure in one line. */
-const failureOf = (error: NonNullable<Run['error']>): string =>
-  `${error.code} at step "${error.step_id}" (${error.reason === 'non_retryable' ? 'not retried' : 'retries used up'}): ${error.message}`;
+const failureOf = (error: NonNullable<Run['error']>): string => `${error.code} at step "${error.step_id}" (${notRetriedBecause(error)}): ${error.message}`;
 
 /** One run of a list (an event's runs, a replay's, the failed ones): id, workflow and version, state, and why it failed. */
 export const runLine = (run: RunSummary): string =>

@@ -318,6 +318,9 @@ test('a run cancelled after it failed reads as cancelled, with the failure it ha
   const summary = { run_id: 'run_1', workflow_id: 'wf_1', workflow_version: 2, event_id: 'evt_1', environment: 'production', error, created_at: '', updated_at: '' } as const;
   assert.equal(runLine({ ...summary, state: 'failed' }), 'run_1  workflow wf_1 v2  failed: webhook_http_400 at step "second" (not retried): The receiver answered 400; not retried.');
   assert.equal(runLine({ ...summary, state: 'cancelled' }), 'run_1  workflow wf_1 v2  cancelled (it had failed: webhook_http_400 at step "second" (not retried): The receiver answered 400; not retried.)');
+  // Attempts cut off by crashes use no retries: the line does not say they were used up.
+  const crashed = { code: 'step_interrupted_repeatedly', message: 'The runtime went down …', step_id: 'second', reason: 'retries_exhausted' } as const;
+  assert.equal(runLine({ ...summary, error: crashed, state: 'failed' }), 'run_1  workflow wf_1 v2  failed: step_interrupted_repeatedly at step "second" (cut off by crashes, not sent again on its own): The runtime went down …');
   // The run's own explanation says the same: not a current failure.
   const text = explainRun({ ...cancelledWhileOut('webhook_withdrawn', 'Not sent.'), error });
   assert.match(text, /: cancelled\n.*\n  had failed \(before it was cancelled\): webhook_http_400 at step "second"/);

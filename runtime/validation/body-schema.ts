@@ -49,7 +49,7 @@ const quoteAll = (values: readonly unknown[]): string => values.map((value) => J
 
 /** ajv's own wording for the rest, made to read as a sentence about the field. */
 function problemOf(error: ErrorObject): string {
-  const params = error.params as { allowedValues?: unknown[]; type?: string | string[]; limit?: number };
+  const params = error.params as { allowedValues?: unknown[]; type?: string | string[]; limit?: number; i?: number; j?: number };
   switch (error.keyword) {
     case 'enum':
       return `must be one of ${quoteAll(params.allowedValues ?? [])}`;
@@ -59,6 +59,9 @@ function problemOf(error: ErrorObject): string {
     }
     case 'minProperties':
       return params.limit === 1 ? 'must name at least one field' : `must name at least ${params.limit} fields`;
+    // ajv's own: "must NOT have duplicate items (items ## 1 and 0 are identical)".
+    case 'uniqueItems':
+      return `must not list the same value twice (entries ${Math.min(params.i ?? 0, params.j ?? 0)} and ${Math.max(params.i ?? 0, params.j ?? 0)}, counted from 0)`;
     default:
       return error.message ?? 'is invalid';
   }

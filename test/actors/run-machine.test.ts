@@ -260,6 +260,7 @@ describe('run machine: cancel and resume', () => {
     actor.send({ type: 'run.admitted', at: T0 });
     failStep(actor, T0 + 1, true);
     assert.equal(actor.getSnapshot().context.error?.reason, 'retries_exhausted');
+    assert.match(actor.getSnapshot().context.error?.message ?? '', /^Step "a" failed once; last error/);
     actor.send({ type: 'run.resume', at: T0 + 2 });
     actor.send({ type: 'run.admitted', at: T0 + 3 });
     assert.equal(dispatch(actor).attempt, 2);

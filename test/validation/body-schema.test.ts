@@ -14,6 +14,7 @@ const parse = createBodyParser<unknown>({
   properties: {
     type: { type: 'string' },
     plan: { enum: ['starter', 'pro'] },
+    tags: { type: 'array', uniqueItems: true, items: { type: 'string' } },
     steps: {
       type: 'array',
       items: { type: 'object', additionalProperties: false, required: ['url'], properties: { url: { type: 'string' }, id: { type: 'string' } } },
@@ -63,4 +64,10 @@ test('enums list their values; type and property-count errors read as sentences'
 test('an update naming no field is told to name one', () => {
   const update = createBodyParser<unknown>({ type: 'object', minProperties: 1, additionalProperties: false, properties: { name: { type: 'string' } } });
   assert.throws(() => update({}), (error: unknown) => error instanceof InputError && error.message === 'The request body must name at least one field.');
+});
+
+test('a list that must not repeat itself names the entries that do, in words, not in ajv\'s template', () => {
+  const repeated = refusal({ type: 'a', tags: ['x', 'y', 'x'] });
+  assert.equal(repeated.message, 'Field "tags" must not list the same value twice (entries 0 and 2, counted from 0).');
+  assert.doesNotMatch(repeated.message, /##/);
 });
