@@ -184,7 +184,10 @@ function sourceAfterWait(source: SourceHead, checked: SourceHead, lookup: () => 
 function bodyString(value: string | undefined, field: 'id' | 'type'): string {
   // An id becomes the dedup key, like a webhook-id header, and is checked as one.
   // A type of any length is judged by EVENT_TYPE_REGEX after this (a 300-character one is invalid_event_type, not missing).
-  if (typeof value !== 'string' || value === '' || (field === 'id' && !isDeliveryId(value))) {
+  if (field === 'id' && typeof value === 'string' && value !== '' && !isDeliveryId(value)) {
+    throw new InputError(400, 'invalid_event_id', 'The webhook body\'s "id" must be 1-256 printable ASCII characters, no spaces (it is the delivery\'s dedup key).', { field });
+  }
+  if (typeof value !== 'string' || value === '') {
     const what = field === 'id' ? 'The webhook body needs a string "id" (1-256 printable ASCII characters).' : `The webhook body needs a string "type". ${EVENT_TYPE_RULE}`;
     throw new InputError(400, field === 'id' ? 'missing_event_id' : 'missing_event_type', what, { field });
   }

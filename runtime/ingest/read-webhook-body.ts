@@ -3,6 +3,7 @@
 // body-reading thread (schema-checks.ts): on the event loop that took ~30 ms per MiB, which every
 // org waited on. A smaller one is read on the event loop, where a thread's round trip costs more.
 
+import { InputError } from '../errors.ts';
 import { decodeJsonBytes, decodeUtf8 } from '../http/parse-json.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
 import { bodyFactsOf, type BodyFacts } from './body-facts.ts';
@@ -19,6 +20,7 @@ export interface ReadBody {
 
 /** Rejects as decodeJsonBytes would (400 for bytes that are not UTF-8 JSON within its rules). */
 export async function readWebhookBody(body: Buffer, orgId: string, bodies: SchemaChecks): Promise<ReadBody> {
+  if (body.length === 0) throw new InputError(400, 'malformed_json', 'The request body is empty; a JSON document is required.');
   if (body.length < THREAD_READ_BYTES) {
     const { value, text } = decodeJsonBytes(body);
     return { text, facts: bodyFactsOf(value), parsed: { value } };

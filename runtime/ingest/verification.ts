@@ -65,13 +65,17 @@ export function findMatchingKey(header: string, expectedPerKey: readonly (string
   return match;
 }
 
-/** Checks a unix-seconds timestamp header against the injected clock (±300 s, in whole seconds as the providers' own libraries do). */
-export function assertFreshTimestamp(header: string, value: string | undefined, nowMs: number): number {
-  if (value === undefined || value === '') throw signedHeaderError(header, `The ${header} header is required.`);
-  if (!/^\d{1,12}$/.test(value)) throw signedHeaderError(header, `The ${header} header must be a unix timestamp in seconds.`);
+/**
+ * Checks a unix-seconds timestamp against the injected clock (±300 s, in whole seconds as the
+ * providers' own libraries do); `header` carries it, and `what` names it in messages (the header
+ * itself, or the part of it that holds the timestamp).
+ */
+export function assertFreshTimestamp(header: string, value: string | undefined, nowMs: number, what = `The ${header} header`): number {
+  if (value === undefined || value === '') throw signedHeaderError(header, `${what} is required.`);
+  if (!/^\d{1,12}$/.test(value)) throw signedHeaderError(header, `${what} must be a unix timestamp in seconds.`);
   const seconds = Number(value);
   if (Math.abs(Math.floor(nowMs / 1000) - seconds) > TIMESTAMP_TOLERANCE_SECONDS) {
-    throw signatureError('stale_timestamp', `The ${header} is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from now.`);
+    throw signatureError('stale_timestamp', `${what} is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from now.`);
   }
   return seconds;
 }

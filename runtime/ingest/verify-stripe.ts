@@ -22,7 +22,7 @@ export function verifyStripe(
     else if (key === 'v1') presented.push(value.toLowerCase());
   }
   if (timestamp === undefined) throw signedHeaderError('stripe-signature', 'The Stripe-Signature header has no t= timestamp.');
-  assertFreshTimestamp('stripe-signature', timestamp, nowMs);
+  assertFreshTimestamp('stripe-signature', timestamp, nowMs, "The Stripe-Signature header's t= timestamp");
   if (presented.length === 0) throw signatureError('invalid_signature', 'The Stripe-Signature header has no v1 signature.');
   const prefix = Buffer.from(`${timestamp}.`, 'utf8');
   const expected = secrets.map((secret) => hmac(secret, [prefix, body], 'hex'));

@@ -129,6 +129,11 @@ test('signature failures are 401: wrong secret, missing or malformed signed head
   const stale = await sendStandard('billing', 'msg_stale', { type: 't.x' }, SECRET, 'acct-hooks', nowSeconds() - 301);
   assert.equal(stale.status, 401);
   assert.equal(stale.body.error.code, 'stale_timestamp');
+  assert.equal(stale.body.error.message, 'The webhook-timestamp header is more than 300 seconds away from now.');
+  // An empty body, signed as any: told it is empty, as the API says, not "not valid JSON".
+  const empty = await call(rt.url, 'POST', '/hooks/acct-hooks/billing', { body: '', headers: signStandard(SECRET, 'msg_empty', nowSeconds(), '') });
+  assert.equal(empty.status, 400, empty.text);
+  assert.deepEqual([empty.body.error.code, empty.body.error.message], ['malformed_json', 'The request body is empty; a JSON document is required.']);
   const future = await sendStandard('billing', 'msg_future', { type: 't.x' }, SECRET, 'acct-hooks', nowSeconds() + 301);
   assert.equal(future.status, 401);
   const edge = await sendStandard('billing', 'msg_edge', { type: 't.x' }, SECRET, 'acct-hooks', nowSeconds() - 300);
@@ -173,6 +178,7 @@ test('stripe: t + v1 hex over "t.body", several v1 allowed, v0 ignored, id and t
   const stale = createHmac('sha256', 'whsec_stripe_test_secret').update(`${t - 400}.${body}`).digest('hex');
   const staleAnswer = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t - 400},v1=${stale}` } });
   assert.equal(staleAnswer.status, 401);
+  assert.equal(staleAnswer.body.error.message, "The Stripe-Signature header's t= timestamp is more than 300 seconds away from now.");
   for (const malformed of [`t=${t},${good}`, `v1=${good}`]) {
     const answer = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body, headers: { 'content-type': 'application/json', 'stripe-signature': malformed } });
     assert.equal(answer.status, 401, `${malformed}: ${answer.text}`);
@@ -192,6 +198,8 @@ test('stripe: t + v1 hex over "t.body", several v1 allowed, v0 ignored, id and t
     const refused = await call(rt.url, 'POST', '/hooks/acct-hooks/stripe', { body: odd, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${oddSig}` } });
     assert.equal(refused.status, 400, `id ${JSON.stringify(id)}: a dedup key is printable ASCII, as webhook-id headers are`);
     assert.equal(refused.body.error.field, 'id');
+    // There, but not usable: not "missing".
+    assert.equal(refused.body.error.code, 'invalid_event_id');
   }
 });
 
