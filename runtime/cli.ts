@@ -134,9 +134,16 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     case 'export': {
       const { exportCommand } = await load(import('./export-command.ts'));
-      // The page being written is finished, and the cursor to go on from printed, instead of a cut line.
+      // The page being written is finished, and the cursor to go on from printed, instead of a cut
+      // line. Once: a second signal ends the process as it would have (a reader that stopped without
+      // closing would hold that page's write, and the export, for ever).
       const stop = new AbortController();
-      for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop.abort());
+      const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+      const onSignal = (): void => {
+        for (const signal of signals) process.off(signal, onSignal);
+        stop.abort();
+      };
+      for (const signal of signals) process.on(signal, onSignal);
       process.exitCode = await exportCommand(rest, processIo, stop.signal);
       return;
     }

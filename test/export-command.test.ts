@@ -180,3 +180,22 @@ test('the sluice command: Ctrl-C finishes the page being written, names the curs
   assert.equal(await exportCommand([rt.url, '--org', ORG, '--cursor', match[1]!], { stdout: rest.stdout, stderr: rest.stderr, env: { SLUICE_API_KEY: key } }), 0, rest.err());
   assert.deepEqual(withoutHeader(`${out}${rest.out()}`.trimEnd().split('\n')), withoutHeader(await apiLines()));
 });
+
+test('the sluice command: a second Ctrl-C ends an export whose output is never read (the page under way would wait for ever)', async () => {
+  const child = spawn('node', ['--import', 'tsx', `${ROOT}/runtime/cli.ts`, 'export', rt.url, '--org', ORG], { cwd: ROOT, env: { ...process.env, SLUICE_API_KEY: key } });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  // The first page waits in a pipe nobody reads: the first Ctrl-C asks it to finish, which it cannot.
+  await new Promise<void>((resolve) => child.stdout.once('readable', () => resolve()));
+  child.stdout.pause();
+  child.kill('SIGINT');
+  let ended = false;
+  void exited.then(() => (ended = true));
+  try {
+    // Ctrl-C again until it ends (a signal sent before the first was handled is taken as the first).
+    await eventually('the export ended by a second Ctrl-C', () => ended || !child.kill('SIGINT'), Boolean, 15_000);
+    assert.equal(await exited, 'SIGINT');
+  } finally {
+    // A failure leaves no export running (it would hold the file open).
+    child.kill('SIGKILL');
+  }
+});

@@ -150,6 +150,7 @@ test('an https:// or wss:// url at a plain-HTTP server is told to use http:// or
   assert.equal(plainHttpHint(new URL('https://127.0.0.1:1'), 'connect ECONNREFUSED 127.0.0.1:1 ECONNREFUSED'), '');
   assert.notEqual(plainHttpHint(new URL('https://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), '', 'a server that ignores the hello times out the connect');
   assert.equal(answeredWithoutTls(new URL('https://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), false, 'but so does an unreachable one: that is retried');
+  assert.equal(answeredWithoutTls(new URL('https://127.0.0.1:1'), 'Client network socket disconnected before secure TLS connection was established ECONNRESET'), false, 'and a TLS server restarting closes as a plain one does: retried');
 });
 
 test('an open socket pings the server every keepAliveMs: a client reading a long replay slowly is not idle to the server', async () => {
