@@ -32,6 +32,19 @@ export class TokenBucket {
     return waitMs;
   }
 
+  /**
+   * Takes `amount` tokens even past what is there, leaving the bucket at most `credit` in debt: 0
+   * when taken, else how many ms until it could be (nothing taken). What is taken on credit is paid
+   * off by the refill before anything else is taken, so the rate over time stays the bucket's.
+   */
+  takeOnCredit(now: number, amount: number, credit: number): number {
+    this.waitFor(now, 0);
+    const short = amount - credit - this.#tokens;
+    if (short > 0) return Math.max(1, Math.ceil((short / this.perSecond) * 1000));
+    this.#tokens -= amount;
+    return 0;
+  }
+
   /** Returns tokens taken for something that did not happen after all. */
   giveBack(amount = 1): void {
     this.#tokens = Math.min(this.capacity, this.#tokens + amount);

@@ -35,6 +35,11 @@ class OrgBuckets {
     return rate === null ? 0 : this.#bucket(orgId, rate, now).waitFor(now, amount);
   }
 
+  /** Takes `amount` from the org's bucket on credit of up to `amount` (TokenBucket.takeOnCredit): 0 when taken, else the ms to wait. */
+  takeOnCredit(orgId: string, rate: number | null, amount: number, now: number): number {
+    return rate === null ? 0 : this.#bucket(orgId, rate, now).takeOnCredit(now, amount, amount);
+  }
+
   /** Takes `amount` from the org's bucket (call after waitFor answered 0). */
   take(orgId: string, rate: number | null, amount: number, now: number): void {
     if (rate !== null) this.#bucket(orgId, rate, now).take(now, amount);
@@ -93,14 +98,18 @@ export class IngestQuota {
 
   /**
    * Takes `events` of the org's quota for events written without storeEvent (a device connection
-   * writes its `device.connected` and, when it ends, its `device.disconnected`); throws
-   * QuotaExceededError when they are not there, taking none.
+   * writes its `device.connected` and, when it ends, its `device.disconnected`), on credit: taken
+   * whenever the bucket is not in debt, leaving it up to `events` in debt, which the org's next
+   * events wait out. Throws QuotaExceededError, taking none, otherwise. (Taken only when there, a
+   * connect needing two at once never got in while the org's messages, retried as each token came
+   * back, took every one.) A reconnect loop still writes no more than the rate: its debt stops it.
    */
   charge(given: Organization, events = 1): void {
     const org = this.#currentOrg(given.id) ?? given;
+    const rate = org.ingest_rate_per_second ?? null;
     // A connection's events are a few bytes: only the event quota counts them.
-    const refusal = this.#take(org, undefined, events);
-    if (refusal !== undefined) throw refusal;
+    const waitMs = this.#events.takeOnCredit(org.id, rate, events, this.#clock.now());
+    if (waitMs > 0) throw new QuotaExceededError(`${rate} events`, waitMs);
   }
 
   /** Gives back `events` charged for events that will not be written after all (a connection never recorded). */

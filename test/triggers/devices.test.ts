@@ -260,16 +260,19 @@ test('a connection counts as two events against the org ingest quota (its device
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 4 } })).status, 200);
   const token = await register('blinker', {}, org, orgKey);
-  for (let round = 0; round < 2; round += 1) {
+  // Two connections spend this second's four events; a third takes its two on credit (a connect
+  // needs both at once), and the org's next events wait that debt out.
+  for (let round = 0; round < 3; round += 1) {
     const device = await connectDevice(rt.url, org, 'blinker', token);
     device.close();
     await device.closed;
   }
   const refused = await connectDevice(rt.url, org, 'blinker', token).catch((error: { status: number }) => error);
-  assert.equal((refused as { status: number }).status, 429, 'two connections spent this second\'s four events');
+  assert.equal((refused as { status: number }).status, 429, 'in debt: no more credit');
   const events = async (): Promise<number> => (await call(rt.url, 'GET', `/organizations/${org}/events?source=${encodeURIComponent('@device:blinker')}`, { token: orgKey })).body.events.length;
-  assert.equal(await eventually('both endings stored', events, (n) => n === 4), 4);
-  clock.advance(1000);
+  assert.equal(await eventually('the three endings stored', events, (n) => n === 6), 6);
+  // Half a second at 4 a second pays the debt off: a connect gets in again.
+  clock.advance(500);
   const again = await connectDevice(rt.url, org, 'blinker', token);
   again.close();
   await again.closed;
@@ -304,6 +307,32 @@ test('over the org ingest quota a connect is refused (429) and a message gets a 
   assert.deepEqual(stored.body.events.map((e: { provider_event_id: string }) => e.provider_event_id).sort(), ['q-1', 'q-2']);
   device.close();
   await device.closed;
+});
+
+test('a device connects while another device of its org keeps the ingest quota used up: a connect takes its two events on credit', async () => {
+  const org = 'acct-devices-starved';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 4 } })).status, 200);
+  const busyToken = await register('busy', {}, org, orgKey);
+  const lateToken = await register('late', {}, org, orgKey);
+  const busy = await connectDevice(rt.url, org, 'busy', busyToken);
+  for (const id of ['b-1', 'b-2']) {
+    busy.send({ id, type: 'reading.taken' });
+    assert.equal((await busy.answerTo(id)).type, 'ack');
+  }
+  busy.send({ id: 'b-3', type: 'reading.taken' });
+  assert.equal((await busy.answerTo('b-3')).error.code, 'ingest_quota_exceeded', 'the quota is used up');
+  // Not one token left, as when messages retried at each refill take every one: the connect gets in.
+  const late = await connectDevice(rt.url, org, 'late', lateToken);
+  busy.send({ id: 'b-3', type: 'reading.taken' });
+  await busy.waitFor(() => busy.frames.filter((f) => f.id === 'b-3').length === 2, 'the retry');
+  const retried = busy.frames.filter((f) => f.id === 'b-3')[1]!;
+  assert.deepEqual([retried.type, retried.error?.code], ['nack', 'ingest_quota_exceeded'], 'the messages wait out the connect\'s debt');
+  assert.ok(retried.retry_after_ms >= 500, `${retried.retry_after_ms} ms: two events of debt and one to take, at 4 a second`);
+  for (const device of [busy, late]) {
+    device.close();
+    await device.closed;
+  }
 });
 
 /** The event among `events` about the client's connection (events written in one ms sort by id, not by time). */
