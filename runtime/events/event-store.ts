@@ -153,7 +153,19 @@ export class EventStore {
    * remembered (once the original is on disk); resolves when it does not. Writes nothing.
    */
   async refuseDuplicate({ event, claim }: Pick<NewEvent, 'event' | 'claim'>): Promise<void> {
-    const duplicate = this.#duplicateOf(event, claim);
+    await this.#refuse(this.#duplicateOf(event, claim));
+  }
+
+  /**
+   * As refuseDuplicate, for a delivery known by its claim alone (before its event is made): throws
+   * the duplicate_event ConflictError when the org's source stored it already and still remembers it.
+   */
+  async refuseStoredDelivery(orgId: string, claim: NonNullable<NewEvent['claim']>, atMs: number): Promise<void> {
+    await this.#refuse(this.inbox.liveClaim(orgId, claim.source, claim.providerEventId, atMs)?.event_id);
+  }
+
+  /** Throws the duplicate_event ConflictError naming `duplicate`, once what is written is on disk; nothing when undefined. */
+  async #refuse(duplicate: string | undefined): Promise<void> {
     if (duplicate === undefined) return;
     await this.#ledger.root.flushed;
     throw duplicateError(duplicate);

@@ -1,5 +1,5 @@
 // POST /hooks/:org_id/:source — signed provider webhooks in, durable events out.
-// Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 400 JSON, 422 schema, then one durable write on the quota (429).
+// Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 400 JSON, 422 schema (409 for a copy of a delivery stored before its schema changed), then one durable write on the quota (429).
 // A large body is read in a thread (read-webhook-body.ts); ingest never parses the payload on the event loop.
 
 import { InputError, notFound } from '../errors.ts';
@@ -123,7 +123,16 @@ async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead> 
   const type = delivery.eventType ?? bodyString(facts.type, 'type');
   if (!EVENT_TYPE_REGEX.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
   assertNotReservedType(type, 'type');
-  let checked = await checkSchema(deps.schemaChecks, source, current, type, payloadJson, lookup, reverify);
+  const claim = { source: source.name, providerEventId };
+  let checked: SourceRecord;
+  try {
+    checked = await checkSchema(deps.schemaChecks, source, current, type, payloadJson, lookup, reverify);
+  } catch (error) {
+    // A copy of a delivery stored before its source's schema changed is a duplicate (409: the
+    // provider stops sending it), not a refusal of what was stored.
+    if (error instanceof InputError) await deps.events.refuseStoredDelivery(org.id, claim, nowMs);
+    throw error;
+  }
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);
   // A small body parsed here is kept as the payload: a lazy getter (for one read in a thread) made
@@ -144,7 +153,7 @@ async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead> 
   const started = performance.now();
   // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
   // unsigned requests nor replayed copies of a signed one may lock the tenant's real provider out.
-  const stored = await deps.quota.storeEvent(org, deps.events, { event, payloadJson, recording, claim: { source: source.name, providerEventId } });
+  const stored = await deps.quota.storeEvent(org, deps.events, { event, payloadJson, recording, claim });
   deps.metrics.ledgerCommitSeconds.observe({ operation: 'ingest' }, (performance.now() - started) / 1000);
   return stored;
 }

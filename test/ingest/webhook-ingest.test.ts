@@ -268,6 +268,9 @@ test('declared schemas: 422 naming the failing field; undeclared types pass unva
   assert.equal((await sendStandard('typed', 'msg_s4', { type: 'refund.created' })).status, 204);
   const retried = await sendStandard('typed', 'msg_s1', { type: 'payment.succeeded', data: { amount: 3 } });
   assert.equal(retried.status, 204, 'a rejected delivery claims nothing, so the corrected retry is accepted');
+  // A copy of a stored delivery that the schema (changed since, say) refuses is the duplicate it is.
+  const copy = await sendStandard('typed', 'msg_s3', { type: 'payment.succeeded', data: { amount: 0 } });
+  assert.deepEqual([copy.status, copy.body.error.code], [409, 'duplicate_event'], copy.text);
   for (const type of ['constructor', 'toString', 'hasOwnProperty']) {
     const answer = await sendStandard('typed', `msg_proto_${type}`, { type });
     assert.equal(answer.status, 204, `"${type}" declares no schema: ${answer.text}`);

@@ -499,6 +499,11 @@ test("a device's declared schemas: a message failing its type's schema is nacked
   assert.equal(patched.body.device.event_types['weight.measured'].properties.grams.maximum, 100);
   device.send({ id: 'w-4', type: 'weight.measured', payload: { grams: 120 } });
   assert.deepEqual([(await device.answerTo('w-4')).type, (await device.answerTo('w-4')).error?.field], ['nack', 'payload.grams'], 'the new schema, on the socket opened before it');
+  // A message stored before the PATCH, sent again (its ack lost), is acked as a duplicate, not nacked as never stored.
+  device.send({ id: 'w-2', type: 'weight.measured', payload: { grams: 120 } });
+  await device.waitFor(() => device.frames.filter((f) => f.id === 'w-2').length === 2, 'the answer to the copy');
+  const copy = device.frames.filter((f) => f.id === 'w-2')[1]!;
+  assert.deepEqual([copy.type, copy.duplicate], ['ack', true]);
   const badPatch = await call(rt.url, 'PATCH', `${devicesPath}/scale-1`, { token: key, json: { event_types: { 'weight.measured': { pattern: '(?=x)', type: 'string' } } } });
   assert.deepEqual([badPatch.status, badPatch.body.error.code], [400, 'invalid_event_schema']);
   assert.deepEqual((await deviceEvents('scale-1', 'weight.measured')).map((e) => e.provider_event_id), ['w-2'], 'only the message that passed is stored');
