@@ -100,13 +100,15 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const { name, id, environment } = requireDevice(request, org);
         assertNoBodyFields(request);
         const { token, hash, prefix } = newToken();
-        const device = await sockets.rotateToken(org.id, name, async () => {
+        const rotated = await sockets.rotateToken(org.id, name, async () => {
           // Checked again once the device's turn came (its messages and earlier changes go first): a
           // key revoked, or a plan that lost the sandbox, meanwhile gets no token.
           assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), environment);
           return devices.rotateToken(org.id, name, id, hash, prefix, isoAt(ctx.clock.now()));
         });
-        return rawJson(200, { device: describeDevice(device), token });
+        // As it is now: the connection the rotation closed has ended (unless its ending could not be written yet).
+        const now = devices.get(org.id, name);
+        return rawJson(200, { device: describeDevice(now?.id === rotated.id ? now : rotated), token });
       },
     },
     {

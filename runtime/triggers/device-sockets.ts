@@ -171,10 +171,14 @@ export class DeviceSockets {
 
   /**
    * Stores a new token (`rotate` writes it) and closes the device's sockets (4401): no message
-   * sent with the old token is stored once the rotation is durable.
+   * sent with the old token is stored once the rotation is durable. Resolves once the endings of
+   * the connections it closed are written too (they queue behind it as the sockets close), so that
+   * what the caller reads next shows the device disconnected.
    */
-  rotateToken<T>(orgId: string, name: string, rotate: () => Promise<T>): Promise<T> {
-    return this.#changeDevice(orgId, name, rotate, { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED });
+  async rotateToken<T>(orgId: string, name: string, rotate: () => Promise<T>): Promise<T> {
+    const rotated = await this.#changeDevice(orgId, name, rotate, { reason: 'token_rotated', code: CLOSE_TOKEN_ROTATED });
+    await this.#serially(orgScopedKey(orgId, name), async () => undefined);
+    return rotated;
   }
 
   /**

@@ -352,6 +352,8 @@ test('a newer connection replaces the open one (4409); rotation (4401) and delet
   const rotated = await call(rt.url, 'POST', `${devicesPath}/pos-1/token`, { token: key });
   assert.equal(rotated.status, 200, rotated.text);
   assert.notEqual(rotated.body.token, token);
+  // The answer shows the device as the rotation left it: the connection it closed has ended.
+  assert.deepEqual([rotated.body.device.state, rotated.body.device.last_disconnect_reason], ['disconnected', 'token_rotated'], rotated.text);
   assert.equal((await second.closed).code, 4401);
   const endings = await eventually('the second connection ended', () => deviceEvents('pos-1', 'device.disconnected'), (e) => e.length === 2);
   assert.equal(endingOf(endings, second)?.payload.reason, 'token_rotated');
