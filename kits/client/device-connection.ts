@@ -4,6 +4,7 @@
 // nack is sent again after the wait Sluice asked for. A non-retryable nack rejects that message.
 
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { credentialProblem, givenCredential } from './credential-check.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
@@ -121,6 +122,9 @@ export class DeviceConnection {
   readonly #closing = new AbortController();
 
   constructor(options: DeviceOptions) {
+    // Each message nacked for a while waits on it: up to every one in flight at once. Past Node's
+    // default of 10 listeners it warns of a leak that is not one (each wait removes its own).
+    setMaxListeners(MAX_MESSAGES_IN_FLIGHT + 1, this.#closing.signal);
     // As the REST client does: "." and ".." are path segments a URL resolves away, never a name.
     pathId('The organization id', options.org);
     pathId('The device name', options.device);

@@ -21,7 +21,9 @@ export class QuotaExceededError extends SluiceError {
   readonly retryAfterMs: number;
   /** `limit`: what the org may send per second ("100 events", "1048576 payload bytes"). */
   constructor(limit: string, retryAfterMs: number) {
-    super(429, 'ingest_quota_exceeded', `This organization may send ${limit} per second; retry after ${Math.ceil(retryAfterMs / 1000)} s.`);
+    // In ms under a second: a device's nack says retry_after_ms, and "1 s" beside 8 ms read as a contradiction.
+    const wait = retryAfterMs < 1000 ? `${retryAfterMs} ms` : `${Math.ceil(retryAfterMs / 1000)} s`;
+    super(429, 'ingest_quota_exceeded', `This organization may send ${limit} per second; retry after ${wait}.`);
     this.retryAfterMs = retryAfterMs;
   }
 }

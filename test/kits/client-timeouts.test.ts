@@ -193,7 +193,7 @@ test('an abort during a wait between attempts also ends the wait: its timer keep
   }
 });
 
-test('close() during a device\'s wait after a retryable nack ends the wait: its timer keeps no program alive', async () => {
+test('close() during a device\'s waits after retryable nacks ends them: their timers keep no program alive, and 20 at once raise no leak warning', async () => {
   // A device endpoint of the test's own: ready at once, then a retryable nack with a 20 s wait for every message.
   const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
   server.on('connection', (socket) => {
@@ -209,12 +209,18 @@ test('close() during a device\'s wait after a retryable nack ends the wait: its 
     const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test' });
     await eventually('the socket ready', () => device.connected, (connected) => connected);
     const before = timers();
-    const sent = device.send({ type: 'reading.taken' });
-    await eventually('the 20 s wait after the nack', timers, (n) => n > before);
+    const warnings: string[] = [];
+    const warned = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', warned);
+    // Twenty messages nacked at once wait at once (a quota used up does that), each on the close signal.
+    const sent = Array.from({ length: 20 }, () => device.send({ type: 'reading.taken' }));
+    await eventually('the 20 s waits after the nacks', timers, (n) => n >= before + 20);
     device.close();
-    await assert.rejects(sent, (error: unknown) => error instanceof DeviceError && error.code === 'closed');
+    for (const one of sent) await assert.rejects(one, (error: unknown) => error instanceof DeviceError && error.code === 'closed');
     await device.done;
-    assert.ok(timers() <= before, 'the wait\'s timer was cleared with close()');
+    process.off('warning', warned);
+    assert.ok(timers() <= before, 'the waits\' timers were cleared with close()');
+    assert.deepEqual(warnings, [], 'no MaxListenersExceededWarning: each wait removes its own listener');
   } finally {
     for (const client of server.clients) client.terminate();
     await new Promise((resolve) => server.close(resolve));
