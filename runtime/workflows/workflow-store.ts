@@ -22,7 +22,7 @@ import type { Ledger } from '../ledger/ledger.ts';
 import { passesOverTable } from '../ledger/passes-over-table.ts';
 import { DeletedWorkflows } from './deleted-workflows.ts';
 import { RecordCache } from '../ledger/record-cache.ts';
-import { newSigningSecret, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
+import { earlierRotation, newSigningSecret, rotatedRecord, rotateSecrets, type SigningSecretsRecord } from './signing-secrets.ts';
 import { nextWorkflow, toWorkflowVersion } from './workflow-record.ts';
 import { OrgVersionBytes, versionSize } from './version-bytes.ts';
 import { WorkflowCreateKeys } from './create-keys.ts';
@@ -265,8 +265,10 @@ export class WorkflowStore {
 
   /**
    * Mints a new secret that signs first; the previous newest keeps signing, older ones are dropped.
-   * With `key` (Idempotency-Key) naming the rotation that made the newest secret, writes nothing and
-   * answers that secret (`earlier`): a retried rotation must not end the previous secret's grace.
+   * With `key` (Idempotency-Key) naming the rotation that made a secret that still signs (the
+   * newest or the previous), writes nothing and answers that secret (`earlier`): a retried
+   * rotation must not end the previous secret's grace. One naming a rotation whose secret was
+   * dropped since is refused (409 rotation_superseded), writing nothing.
    */
   async rotateSigningSecret(orgId: string, workflowId: string, at: number, key?: string): Promise<{ signingSecret: string; earlier: boolean }> {
     const fresh = newSigningSecret();
@@ -275,11 +277,10 @@ export class WorkflowStore {
         const current = this.get(orgId, workflowId);
         if (current === undefined) return { ok: false, reason: 'missing' };
         const stored = this.#secrets.get([orgId, current.id]) as SigningSecretsRecord | undefined;
-        const newest = stored?.secrets[0];
-        if (key !== undefined && stored?.rotation_key === key && newest !== undefined) return { ok: true, value: { signingSecret: newest, earlier: true } };
-        const secrets = rotateSecrets(stored?.secrets ?? [], fresh);
-        const record: SigningSecretsRecord = { secrets, updated_at: new Date(at).toISOString(), ...(key === undefined ? {} : { rotation_key: key }) };
-        this.#secrets.put([orgId, current.id], record);
+        const earlier = earlierRotation(stored, key);
+        if (earlier === 'superseded') return { ok: false, reason: 'superseded' };
+        if (earlier !== undefined) return { ok: true, value: { signingSecret: earlier.secret, earlier: true } };
+        this.#secrets.put([orgId, current.id], rotatedRecord(stored, rotateSecrets(stored?.secrets ?? [], fresh), key, at));
         return { ok: true, value: { signingSecret: fresh, earlier: false } };
       }),
       workflowId,

@@ -28,7 +28,7 @@ export type VersionRefused =
 /** What a write's transaction body answers: its value, or why it wrote nothing (`unwrap` throws that). */
 export type Outcome<T> =
   | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'versions' | 'conflict'; readonly current?: number }
+  | { readonly ok: false; readonly reason: 'missing' | 'limit' | 'versions' | 'conflict' | 'superseded'; readonly current?: number }
   | VersionRefused;
 
 const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(bytes < 1024 * 1024 ? 2 : 1)} MiB`;
@@ -71,6 +71,11 @@ export function unwrap<T>(outcome: Outcome<T>, id: string): T {
         { limit_bytes: limit, used_bytes: used, version_bytes: size },
       );
     }
+    case 'superseded':
+      throw new ConflictError(
+        'rotation_superseded',
+        'The rotation this Idempotency-Key made was followed by later ones, which dropped its secret; nothing was rotated now. Rotate with a new key if you mean to.',
+      );
     case 'conflict':
       throw new ConflictError('workflow_version_conflict', 'The workflow was changed by another request; read it again and retry.', {
         current_version: outcome.current,

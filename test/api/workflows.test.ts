@@ -341,6 +341,18 @@ describe('workflows REST API', () => {
     assert.deepEqual(store.signingSecrets('acct-wf', workflow.id), [made.body.signing_secret, first]);
     const bad = await rotate({ 'idempotency-key': 'has space' });
     assert.deepEqual([bad.status, bad.body.error.code], [400, 'invalid_idempotency_key']);
+
+    // A late retry of rotate-1 after a later rotation: its secret still signs (the previous one), so it is answered, not made again.
+    const later = await rotate({ 'idempotency-key': 'rotate-2' });
+    assert.equal(later.status, 200, later.text);
+    const late = await rotate({ 'idempotency-key': 'rotate-1' });
+    assert.deepEqual([late.status, late.body.signing_secret, late.body.idempotent_replayed], [200, made.body.signing_secret, true]);
+    assert.deepEqual(store.signingSecrets('acct-wf', workflow.id), [later.body.signing_secret, made.body.signing_secret], 'nothing rotated');
+    // Once a third rotation dropped its secret, a retry of rotate-1 is refused: rotating again would drop rotate-2's grace.
+    const third = await rotate({ 'idempotency-key': 'rotate-3' });
+    const refused = await rotate({ 'idempotency-key': 'rotate-1' });
+    assert.deepEqual([refused.status, refused.body.error.code], [409, 'rotation_superseded'], refused.text);
+    assert.deepEqual(store.signingSecrets('acct-wf', workflow.id), [third.body.signing_secret, later.body.signing_secret], 'nothing rotated');
   });
 
   test('a starter org gets 402 sandbox_disabled for anything sandbox, and works in production', async () => {
