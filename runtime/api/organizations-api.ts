@@ -32,7 +32,13 @@ interface CreateOrganizationBody {
 const BYTE_RATE_SCHEMA = { type: ['integer', 'null'], minimum: 1_048_576, maximum: 2 ** 40 };
 
 /** A display name: 1-200 characters, not only spaces, no control characters (as workflow names). */
-const NAME_SCHEMA = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u001f\\u007f\\s][^\\u0000-\\u001f\\u007f]*$' };
+const NAME_SCHEMA = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u001f\\u007f\\s][^\\u0000-\\u001f\\u007f]*$',
+  description: 'text that is not only white space, without control characters (tabs, line breaks)',
+};
 
 const parseCreate = createBodyParser<CreateOrganizationBody>({
   type: 'object',
@@ -114,6 +120,8 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
     {
       method: 'PATCH',
       pattern: '/organizations/:org_id',
+      // The platform admin token, as its refusal says: an org's own key never may.
+      beforeBody: platformAdminFirst,
       handler: async (request) => {
         ctx.auth.requirePlatformAdmin(request);
         const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');

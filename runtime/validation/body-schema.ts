@@ -59,6 +59,11 @@ function problemOf(error: ErrorObject): string {
     }
     case 'minProperties':
       return params.limit === 1 ? 'must name at least one field' : `must name at least ${params.limit} fields`;
+    // A pattern no one reads as a rule (control characters, "not only spaces") says it in words: the schema's description.
+    case 'pattern': {
+      const { description } = (error.parentSchema ?? {}) as { description?: unknown };
+      return typeof description === 'string' ? `must be ${description}` : (error.message ?? 'is invalid');
+    }
     // ajv's own: "must NOT have duplicate items (items ## 1 and 0 are identical)".
     case 'uniqueItems':
       return `must not list the same value twice (entries ${Math.min(params.i ?? 0, params.j ?? 0)} and ${Math.max(params.i ?? 0, params.j ?? 0)}, counted from 0)`;

@@ -32,6 +32,10 @@ test('creating an org needs the platform admin token, and a valid body', async (
     const refused = await call(rt.url, 'POST', '/organizations', { ...(token === undefined ? {} : { token }), json: { id: 'x1', name: 'X' } });
     assert.equal(refused.status, 401);
     assert.match(refused.body.error.message, /platform admin token is required/, 'it names the token it needs, not an API key');
+    // A change of an org's plan or limits is the platform admin's too, and says so.
+    const patch = await call(rt.url, 'PATCH', '/organizations/acct-noadmin', { ...(token === undefined ? {} : { token }), json: { plan: 'pro' } });
+    assert.equal(patch.status, 401);
+    assert.match(patch.body.error.message, /platform admin token is required/, 'PATCH names the token it needs');
   }
   const withKey = await call(rt.url, 'POST', '/organizations', { token: orgKey, json: { id: 'x2', name: 'X' } });
   assert.deepEqual([withKey.status, withKey.body.error.code], [403, 'forbidden'], 'a valid key that is not the platform admin is forbidden, not unauthenticated');
@@ -42,6 +46,7 @@ test('creating an org needs the platform admin token, and a valid body', async (
   for (const name of ['\u0000\u0007   ', '   ', 'tab\there']) {
     const badName = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'x5', name } });
     assert.deepEqual([badName.status, badName.body.error.field], [400, 'name'], JSON.stringify(name));
+    assert.equal(badName.body.error.message, 'Field "name" must be text that is not only white space, without control characters (tabs, line breaks).', 'said in words, not as the regex');
   }
   assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-noadmin', { token: ADMIN_TOKEN, json: { name: ' ' } })).status, 400);
   assert.equal((await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'x6', name: 'Lumen Café 2' } })).status, 201);
