@@ -124,15 +124,17 @@ async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead> 
   if (!EVENT_TYPE_REGEX.test(type)) throw new InputError(400, 'invalid_event_type', EVENT_TYPE_RULE, { field: 'type' });
   assertNotReservedType(type, 'type');
   const claim = { source: source.name, providerEventId };
-  let checked: SourceRecord;
-  try {
-    checked = await checkSchema(deps.schemaChecks, source, current, type, payloadJson, lookup, reverify);
-  } catch (error) {
-    // A copy of a delivery stored before its source's schema changed is a duplicate (409: the
-    // provider stops sending it), not a refusal of what was stored.
-    if (error instanceof InputError) await deps.events.refuseStoredDelivery(org.id, claim, nowMs);
-    throw error;
-  }
+  // A copy of a delivery stored before its source's schema changed is a duplicate (409: the
+  // provider stops sending it), not a refusal of what was stored.
+  const checkedOrStored = async (version: SourceRecord): Promise<SourceRecord> => {
+    try {
+      return await checkSchema(deps.schemaChecks, source, version, type, payloadJson, lookup, reverify);
+    } catch (error) {
+      if (error instanceof InputError) await deps.events.refuseStoredDelivery(org.id, claim, nowMs);
+      throw error;
+    }
+  };
+  let checked = await checkedOrStored(current);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);
   // A small body parsed here is kept as the payload: a lazy getter (for one read in a thread) made
@@ -147,7 +149,7 @@ async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead> 
     await deps.generations.quiet(org.id);
     const now = sourceAfterWait(source, checked, lookup, reverify);
     if (now.updated_at === checked.updated_at) break;
-    checked = await checkSchema(deps.schemaChecks, source, now, type, payloadJson, lookup, reverify);
+    checked = await checkedOrStored(now);
   }
   const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: keyIndex }, receivedAt);
   const started = performance.now();
