@@ -1,6 +1,7 @@
 // Parses `npm run bench -- [scenario ...] [flags]` into options; unknown flags and scenario
 // names are errors with the usage text, so a typo never silently runs the wrong thing.
 
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { LoadGeneratorChoice } from './scenario.ts';
 
@@ -53,6 +54,7 @@ export function parseCliOptions(argv: readonly string[]): CliOptions {
     list: values.list,
     ...(values.out === undefined ? {} : { out: values.out }),
     ...(values['results-dir'] === undefined ? {} : { resultsDir: values['results-dir'] }),
-    ...(values['data-root'] === undefined ? {} : { dataRoot: values['data-root'] }),
+    // Absolute: the filesystem check (machine.ts) matches mount points, and a relative path matched only `/`.
+    ...(values['data-root'] === undefined ? {} : { dataRoot: resolve(values['data-root']) }),
   };
 }

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createSigningSecret, EVENT_TYPE } from '../../load/signed-requests.ts';
-import { failedResult, judge, measuredRow, notYetMeasured, scenarioStatus, subjectToPeerRatios, type SystemMeta } from '../../result-helpers.ts';
+import { failedResult, judge, measuredRow, scenarioStatus, subjectToPeerRatios, type SystemMeta } from '../../result-helpers.ts';
 import type { Scenario, ScenarioContext, ScenarioReport, SystemResult } from '../../scenario.ts';
 import { describeCpu, startCpuWindow } from '../runs/bench-cpu.ts';
 import { startEffectReceiver, type EffectReceiver } from '../runs/effect-receiver.ts';
@@ -65,7 +65,7 @@ async function runE2e(context: ScenarioContext): Promise<ScenarioReport> {
     if (redis.available) {
       notes.push(`BullMQ peer: ${redisVersion()} (${redis.note})`);
       await measure(BULLMQ, () => runBullmq(context, sizes, secret, receiver));
-    } else systems.push(notYetMeasured(BULLMQ, redis.note));
+    } else systems.push(failedResult(BULLMQ, `not run: ${redis.note}`));
   } finally {
     await receiver.close();
   }

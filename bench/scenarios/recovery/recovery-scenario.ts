@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { percentileOfSorted } from '../../harness/stats.ts';
 import { until } from '../../harness/until.ts';
-import { failedResult, judge, measuredRow, notYetMeasured, scenarioStatus, subjectToPeerRatios, type SystemMeta } from '../../result-helpers.ts';
+import { failedResult, judge, measuredRow, scenarioStatus, subjectToPeerRatios, type SystemMeta } from '../../result-helpers.ts';
 import type { Scenario, ScenarioContext, ScenarioReport, SystemResult, TargetCheck } from '../../scenario.ts';
 import { ensureRedis, redisVersion } from '../e2e/redis-install.ts';
 import { startEffectReceiver } from '../runs/effect-receiver.ts';
@@ -64,7 +64,7 @@ async function runRecovery(context: ScenarioContext): Promise<ScenarioReport> {
     } catch (error) {
       systems.push(failedResult(BULLMQ_RECOVERY, error));
     }
-  } else systems.push(notYetMeasured(BULLMQ_RECOVERY, redis.note));
+  } else systems.push(failedResult(BULLMQ_RECOVERY, `not run: ${redis.note}`));
   return {
     scenario: recoveryScenario.name,
     title: recoveryScenario.title,
