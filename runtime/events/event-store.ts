@@ -1,7 +1,7 @@
 // Stores events durably: inbox claim + event + time index (+ replay index) + recording in ONE atomic write, and
 // resolves only after it is flushed. Reactors (workflow runs) join the same write.
 
-import { ConflictError, notFound } from '../errors.ts';
+import { ConflictError, InputError, notFound } from '../errors.ts';
 import type { Inbox } from '../inbox/inbox.ts';
 import { entryMayMatch, pageByTime } from '../ledger/page-by-time.ts';
 import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
@@ -157,11 +157,18 @@ export class EventStore {
   }
 
   /**
-   * As refuseDuplicate, for a delivery known by its claim alone (before its event is made): throws
-   * the duplicate_event ConflictError when the org's source stored it already and still remembers it.
+   * Awaits `check`, a refusal of a delivery known by its claim alone (before its event is made: a
+   * schema check, say); when it refuses (an InputError) a delivery the org's source stored already
+   * and still remembers, throws that delivery's duplicate_event ConflictError instead. A copy sent
+   * again after its schema changed is the duplicate it is, not something never stored.
    */
-  async refuseStoredDelivery(orgId: string, claim: NonNullable<NewEvent['claim']>, atMs: number): Promise<void> {
-    await this.#refuse(this.inbox.liveClaim(orgId, claim.source, claim.providerEventId, atMs)?.event_id);
+  async unlessStored<T>(check: Promise<T>, orgId: string, claim: NonNullable<NewEvent['claim']>, atMs: number): Promise<T> {
+    try {
+      return await check;
+    } catch (error) {
+      if (error instanceof InputError) await this.#refuse(this.inbox.liveClaim(orgId, claim.source, claim.providerEventId, atMs)?.event_id);
+      throw error;
+    }
   }
 
   /** Throws the duplicate_event ConflictError naming `duplicate`, once what is written is on disk; nothing when undefined. */

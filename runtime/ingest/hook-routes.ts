@@ -126,14 +126,8 @@ async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead> 
   const claim = { source: source.name, providerEventId };
   // A copy of a delivery stored before its source's schema changed is a duplicate (409: the
   // provider stops sending it), not a refusal of what was stored.
-  const checkedOrStored = async (version: SourceRecord): Promise<SourceRecord> => {
-    try {
-      return await checkSchema(deps.schemaChecks, source, version, type, payloadJson, lookup, reverify);
-    } catch (error) {
-      if (error instanceof InputError) await deps.events.refuseStoredDelivery(org.id, claim, nowMs);
-      throw error;
-    }
-  };
+  const checkedOrStored = (version: SourceRecord): Promise<SourceRecord> =>
+    deps.events.unlessStored(checkSchema(deps.schemaChecks, source, version, type, payloadJson, lookup, reverify), org.id, claim, nowMs);
   let checked = await checkedOrStored(current);
   const receivedAt = new Date(nowMs).toISOString();
   const id = generateEventId(nowMs);

@@ -86,14 +86,9 @@ export class DeviceMessages {
       // stored in the order they came.
       const declared = this.#d.devices.get(device.org_id, device.name);
       const checking = declared === undefined ? undefined : this.#d.schemaChecks.check(deviceSchemas(declared), message.type, message.payloadJson, true);
-      if (checking !== undefined) {
-        await checking.catch(async (error: unknown) => {
-          // A message stored before the device's schemas changed, sent again (its ack was lost), is
-          // acked as the duplicate it is: a nack would say it was never stored.
-          if (error instanceof InputError) await this.#d.events.refuseStoredDelivery(device.org_id, { source: deviceSource(device.name), providerEventId: message.id }, this.#d.clock.now());
-          throw error;
-        });
-      }
+      // A message stored before the device's schemas changed, sent again (its ack was lost), is
+      // acked as the duplicate it is: a nack would say it was never stored.
+      if (checking !== undefined) await this.#d.events.unlessStored(checking, device.org_id, { source: deviceSource(device.name), providerEventId: message.id }, this.#d.clock.now());
       // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
       if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
       // Checked with no await before the store: a change that ends this connection waits for it.
