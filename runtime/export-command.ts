@@ -1,7 +1,8 @@
 // `sluice export`: writes an organization's export (GET /organizations/:org/export, admin role) to
 // stdout as JSON lines, page after page, ending with `{"kind":"end"}`: a file without that last line
 // is cut short. A failure, or a stop (Ctrl-C: the page being written is finished first), names the
-// cursor to go on from (`--cursor`, output appended with >>), so a large export never starts over. What the lines hold: README "Export an organization".
+// cursor to go on from (`--cursor`, output appended with >>), so a large export never starts over.
+// What the lines hold: README "Export an organization".
 
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';

@@ -12,8 +12,10 @@ const ANSWERED_IN_HTTP = /ERR_SSL_WRONG_VERSION_NUMBER|wrong version number/i;
  */
 const CLOSED_OR_SILENT = /before secure TLS connection|UND_ERR_CONNECT_TIMEOUT|Connect Timeout/i;
 
+const isSecure = (url: URL): boolean => url.protocol === 'https:' || url.protocol === 'wss:';
+
 /** Whether `failure` (at an https:// or wss:// url) says the server answered the TLS hello as no TLS server would: trying again cannot help. */
-export const answeredWithoutTls = (url: URL, failure: string): boolean => (url.protocol === 'https:' || url.protocol === 'wss:') && ANSWERED_IN_HTTP.test(failure);
+export const answeredWithoutTls = (url: URL, failure: string): boolean => isSecure(url) && ANSWERED_IN_HTTP.test(failure);
 
 /**
  * A sentence to add to `failure` (what the connection failed with; `timedOut`: the opening had no
@@ -21,7 +23,7 @@ export const answeredWithoutTls = (url: URL, failure: string): boolean => (url.p
  * plain-HTTP server; '' otherwise.
  */
 export function plainHttpHint(url: URL, failure: string, timedOut = false): string {
-  if (url.protocol !== 'https:' && url.protocol !== 'wss:') return '';
+  if (!isSecure(url)) return '';
   if (!timedOut && !CLOSED_OR_SILENT.test(failure) && !ANSWERED_IN_HTTP.test(failure)) return '';
   const plain = url.protocol === 'https:' ? 'http' : 'ws';
   return `if the server speaks plain HTTP (Sluice does unless TLS is put in front of it), use ${plain}:// instead of ${url.protocol}//`;
