@@ -14,7 +14,7 @@ import { loadRunnerToken, runnerTokenPath } from './runner-token.ts';
 import { createHookRunnerServer } from './server.ts';
 import { isStoreOfEarlierRelease, runnerStoreDir } from './store.ts';
 import { chooseThreadPoolSize, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
-import { CERTIFICATE_PEM, PRIVATE_KEY_PEM, readPem } from './tls-files.ts';
+import { readServingPair } from './tls-files.ts';
 import { LISTENING_PREFIX } from './wire.ts';
 
 const configError = (message: string): RunnerConfigError => new RunnerConfigError(message);
@@ -244,7 +244,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
       log,
       minFreeDiskMib: flags.minFreeDiskMib,
       compile: parseCompileLimits(env),
-      ...(flags.tls === undefined ? {} : { tls: { cert: readPem(flags.tls.certFile, CERTIFICATE_PEM, 'The TLS certificate', configError), key: readPem(flags.tls.keyFile, PRIVATE_KEY_PEM, 'The TLS key', configError) } }),
+      ...(flags.tls === undefined ? {} : { tls: readServingPair(flags.tls.certFile, flags.tls.keyFile, configError) }),
     }),
   );
   const stopped = waitForStopSignal();

@@ -2,6 +2,7 @@
 // and for the runtime the CA (or the runner's own self-signed certificate) it checks the runner's
 // certificate against. Without TLS the runner token and secret values cross the wire in cleartext.
 
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 /** A PEM file's bytes; `refuse` makes the error for a file that cannot be read or holds no PEM block of `label`. */
@@ -24,3 +25,26 @@ export const CERTIFICATE_PEM = /-----BEGIN CERTIFICATE-----/;
 const ENCRYPTED_KEY_PEM = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/;
 /** A private key block (PKCS#8, RSA or EC). */
 export const PRIVATE_KEY_PEM = /-----BEGIN (?:RSA |EC )?PRIVATE KEY-----/;
+
+/**
+ * The runner's certificate and key, read and checked to belong together (gRPC would only say
+ * "key values mismatch" when binding); `refuse` makes the error that names the files.
+ */
+export function readServingPair(certFile: string, keyFile: string, refuse: (message: string) => Error): { cert: Buffer; key: Buffer } {
+  const cert = readPem(certFile, CERTIFICATE_PEM, 'The TLS certificate', refuse);
+  const key = readPem(keyFile, PRIVATE_KEY_PEM, 'The TLS key', refuse);
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(cert);
+  } catch (error) {
+    throw refuse(`The TLS certificate ${certFile} cannot be read as an X.509 certificate: ${(error as Error).message}.`);
+  }
+  let privateKey: ReturnType<typeof createPrivateKey>;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch (error) {
+    throw refuse(`The TLS key ${keyFile} cannot be read as a private key: ${(error as Error).message}.`);
+  }
+  if (!certificate.checkPrivateKey(privateKey)) throw refuse(`The TLS key ${keyFile} is not the key of the certificate ${certFile}: give the key the certificate was made for.`);
+  return { cert, key };
+}

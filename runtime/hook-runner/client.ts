@@ -30,6 +30,11 @@ export interface HookRunnerClientOptions {
   readonly tlsCa?: Buffer;
   /** Told each time a call fails in the TLS handshake, with grpc-js's reason (an operator's fault to log). */
   readonly onTlsFailed?: (details: string) => void;
+  /**
+   * Told each time a call gives up on a runner it could not reach or lost mid-call (not a TLS
+   * failure: onTlsFailed), with grpc-js's reason, which names the address (an operator's line).
+   */
+  readonly onUnreachable?: (details: string) => void;
 }
 
 export interface InvokeInput {
@@ -249,6 +254,7 @@ export class HookRunnerClient {
       }
       if (attempt < attempts) await (this.#options.sleep ?? realSleep)((this.#options.retryDelayMs ?? defaultDelay)(attempt));
     }
+    if (isServiceError(lastError) && !failedTls(lastError)) this.#options.onUnreachable?.(lastError.details);
     throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${unreachableReason(lastError)}`, lastError, mayHaveRun);
   }
 

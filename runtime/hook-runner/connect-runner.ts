@@ -5,11 +5,12 @@ import { isLoopback, parseListenAddress } from '../../hook-runner/listen-address
 import { throttledStrays } from '../../hook-runner/lmdb-commit-failure.ts';
 import { loadRunnerToken } from '../../hook-runner/runner-token.ts';
 import { CERTIFICATE_PEM, readPem } from '../../hook-runner/tls-files.ts';
-import { InputError } from '../errors.ts';
+import { InputError, SluiceError } from '../errors.ts';
 import type { RuntimeConfig } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { createHookRunnerChild, type HookRunnerChild } from './child.ts';
 import { HookRunnerClient } from './client.ts';
+import { RunnerUnavailableError } from './runner-errors.ts';
 
 /** Runner lines an operator must see at the default level: warnings, errors, crashes, the key-rotation result. */
 const NOTEWORTHY_RUNNER_LINE = /warning:|error:|failed unexpectedly|exited unexpectedly|will not be restarted|master key rotation|its floor|free space|a store commit failed/;
@@ -20,6 +21,8 @@ export const runnerLineLevel = (line: string): 'warn' | 'debug' => (NOTEWORTHY_R
 export interface RunnerConnection {
   readonly client: HookRunnerClient | undefined;
   readonly child: HookRunnerChild | undefined;
+  /** An external runner's health check at start (checkAtStart): settles once it has answered or given up. */
+  readonly startChecked?: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -36,7 +39,7 @@ function isLoopbackTarget(address: string): boolean {
 const FAULT_LOG_INTERVAL_MS = 60_000;
 
 /** The runtime's lines for a runner that refuses its token, or whose TLS handshake fails. */
-function faultLogs(logger: Logger, dataDir: string, runner: string): { onTokenRefused: () => void; onTlsFailed: (details: string) => void } {
+function faultLogs(logger: Logger, dataDir: string, runner: string): { onTokenRefused: () => void; onTlsFailed: (details: string) => void; onUnreachable: (details: string) => void } {
   const tokenRefused = throttledStrays<void>(
     () => logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir }),
     Date.now,
@@ -47,7 +50,30 @@ function faultLogs(logger: Logger, dataDir: string, runner: string): { onTokenRe
     Date.now,
     FAULT_LOG_INTERVAL_MS,
   );
-  return { onTokenRefused: () => tokenRefused(), onTlsFailed: tlsFailed };
+  // A supervised child's restarts are logged by its supervisor; an external runner's absence only here.
+  const unreachable = throttledStrays<string>(
+    (details) => logger.warn('the hook-runner cannot be reached: custom_action steps retry under their retry policy, then fail (resume them); check that it runs and listens at --runner', { runner, reason: details }),
+    Date.now,
+    FAULT_LOG_INTERVAL_MS,
+  );
+  return { onTokenRefused: () => tokenRefused(), onTlsFailed: tlsFailed, onUnreachable: runner === 'child' ? () => undefined : unreachable };
+}
+
+/**
+ * Asks an external runner for its health once at start, so a runner that is down, refuses the
+ * token or cannot run guests is said before the first step meets it. The client's own fault lines
+ * say the first three; what else went wrong (a wedged runner, another gRPC server) is said here.
+ */
+function checkAtStart(client: HookRunnerClient, logger: Logger, runner: string): Promise<void> {
+  return client.health().then(
+    (health) => {
+      if (!health.ok) logger.warn('the hook-runner answered that it cannot run guests (its own log says why): custom_action steps wait or fail until it can', { runner });
+    },
+    (error: unknown) => {
+      if (error instanceof RunnerUnavailableError || (error instanceof SluiceError && error.code === 'hook_runner_unauthenticated')) return;
+      logger.warn('the hook-runner did not answer its health check at start', { runner, reason: error instanceof Error ? error.message : String(error) });
+    },
+  );
 }
 
 export async function connectRunner(config: RuntimeConfig, logger: Logger, stopStarting?: AbortSignal): Promise<RunnerConnection> {
@@ -64,6 +90,7 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger, stopS
     return {
       client,
       child: undefined,
+      startChecked: checkAtStart(client, logger, address),
       close: async () => {
         client.close();
       },

@@ -1,8 +1,8 @@
 // A hook-runner reached over the network serves TLS (--tls-cert, --tls-key) and the runtime checks
 // its certificate (--runner-ca): calls go through, a plaintext client or one trusting another CA is
-// refused, flags given half or pointing at no PEM are refused at start, and plaintext beyond
-// loopback is warned of on both sides. Certificates are made
-// with the system's openssl for 127.0.0.1.
+// refused, flags given half, pointing at no PEM or at the key of another certificate are refused at
+// start, and plaintext beyond loopback is warned of on both sides. Certificates are made with the
+// system's openssl for 127.0.0.1.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -116,6 +116,9 @@ describe('a hook-runner over TLS', () => {
     const wrong = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir(), '--tls-cert', notPem, '--tls-key', own.key]);
     assert.equal(await wrong.exited, 2);
     assert.match(wrong.output.join('\n'), /The TLS certificate .*not\.pem holds no PEM block/);
+    const mismatched = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir(), '--tls-cert', own.cert, '--tls-key', other.key]);
+    assert.equal(await mismatched.exited, 2);
+    assert.match(mismatched.output.join('\n'), /The TLS key .*stranger\.key is not the key of the certificate .*runner\.crt: give the key the certificate was made for/);
     const sealed = join(tempDataDir(), 'sealed.key');
     execFileSync('openssl', ['pkcs8', '-topk8', '-in', own.key, '-out', sealed, '-passout', 'pass:secret'], { stdio: 'ignore' });
     const encrypted = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir(), '--tls-cert', own.cert, '--tls-key', sealed]);
