@@ -5,7 +5,7 @@ import {
   isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
   type HealthReplyWire, type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
-import { answeredDiskFull, answeredRetryLater, CallWithdrawnError, isServiceError, neverSent, refusesToken, toSluiceError, unavailable } from './runner-errors.ts';
+import { answeredDiskFull, answeredRetryLater, CallWithdrawnError, isServiceError, neverSent, refusesToken, timedOutUnsent, toSluiceError, unavailable } from './runner-errors.ts';
 
 /** What a call's deadline is chosen by. */
 type CallKind = 'invoke' | 'compile' | 'forget' | 'other';
@@ -247,6 +247,12 @@ export class HookRunnerClient {
           // A runner that refuses (its disk below its floor) after an earlier attempt of this call was
           // lost on the way may have run that one: the caller must not take it as never sent.
           if (answeredDiskFull(error) && mayHaveRun) throw unavailable(`The hook-runner may have taken an earlier attempt of this call (${method}), then refused it: ${error.details}`, error, true);
+          // The whole deadline went on a connection that never opened: not tried again (that would
+          // spend another deadline), and nothing was sent by this attempt.
+          if (timedOutUnsent(error)) {
+            this.#options.onUnreachable?.(error.details);
+            throw unavailable(`The hook-runner could not be reached within ${deadlineMs} ms (${method}): no connection to it opened (the runtime logs where it tried).`, error, mayHaveRun);
+          }
           if (error.code !== status.UNAVAILABLE || answeredDiskFull(error) || answeredRetryLater(error)) throw toSluiceError(method, error);
           mayHaveRun ||= !neverSent(error);
           lastError = error;

@@ -86,6 +86,13 @@ export const unavailable = (message: string, cause?: unknown, mayHaveRun = false
 export const neverSent = (error: ServiceError): boolean => error.code === status.UNAVAILABLE && error.details.startsWith('No connection established');
 
 /**
+ * Whether a call's deadline passed before any connection took it: grpc-js then says it was
+ * "Waiting for LB pick" (a connection still opening, e.g. a TLS handshake the far end never
+ * answers). Nothing was sent; a call sent to a runner that then went quiet names its pick's time.
+ */
+export const timedOutUnsent = (error: ServiceError): boolean => error.code === status.DEADLINE_EXCEEDED && error.details.includes('Waiting for LB pick');
+
+/**
  * The Sluice error for a failed call. Messages are the runner's own, which never contain secret
  * values; `method` names the RPC for the operator.
  */

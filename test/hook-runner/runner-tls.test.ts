@@ -1,17 +1,19 @@
 // A hook-runner reached over the network serves TLS (--tls-cert, --tls-key) and the runtime checks
 // its certificate (--runner-ca): calls go through, a plaintext client or one trusting another CA is
 // refused, flags given half, pointing at no PEM or at the key of another certificate are refused at
-// start, and plaintext beyond loopback is warned of on both sides. Certificates are made with the
-// system's openssl for 127.0.0.1.
+// start, a listener that never answers the handshake is a call never sent, and plaintext beyond
+// loopback is warned of on both sides. Certificates are made with the system's openssl for 127.0.0.1.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createTcpServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { connectRunner } from '../../runtime/hook-runner/connect-runner.ts';
+import { RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { upload } from '../actions/action-fixtures.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
@@ -104,6 +106,28 @@ describe('a hook-runner over TLS', () => {
       assert.ok(lines.some((line) => line.includes('the TLS handshake with the hook-runner failed') && /certificate/i.test(JSON.parse(line).reason)), lines.join('\n'));
     } finally {
       await distrusting.close();
+    }
+  });
+
+  it('gives up on an address whose TLS handshake never completes as on a call never sent, and says so', async () => {
+    // A listener that takes the connection and never answers the client's hello.
+    const held: Socket[] = [];
+    const silent = createTcpServer((socket) => void held.push(socket));
+    await new Promise<void>((done) => silent.listen(0, '127.0.0.1', done));
+    const target = `127.0.0.1:${(silent.address() as { port: number }).port}`;
+    const unreachable: string[] = [];
+    const client = new HookRunnerClient(target, token, { tlsCa: readFileSync(own.cert), deadlinesMs: { invoke: 300 }, onUnreachable: (details) => void unreachable.push(details) });
+    try {
+      await assert.rejects(
+        client.invoke({ orgId: 'org_a', actionId: 'act', digest: 'd', permissions: [], payloadJson: '{}', idempotencyKey: 'run_1:step', fence: 1 }),
+        (error: unknown) => error instanceof RunnerUnavailableError && !error.mayHaveRun && /could not be reached within 300 ms \(Invoke\): no connection to it opened/.test(error.message),
+      );
+      assert.equal(unreachable.length, 1, 'one attempt: another would spend the deadline again');
+      assert.ok(held.length > 0, 'the connection was taken, its handshake left unanswered');
+    } finally {
+      client.close();
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((done) => silent.close(() => done()));
     }
   });
 
