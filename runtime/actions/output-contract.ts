@@ -92,7 +92,7 @@ function parseProjection(value: JsonValue, entityIdText: () => string | undefine
     }
     // A number past 2^53 was rounded by JSON.parse: two entities would share one row. It must come as a string.
     if (typeof id === 'number' && !Number.isSafeInteger(id)) {
-      throw new OutputContractError('projection.entity_id', 'projection.entity_id as a number must be a whole number within ±2^53 (9007199254740991); send a larger id as a string.');
+      throw new OutputContractError('projection.entity_id', 'projection.entity_id as a number must be a whole number within ±(2^53 − 1) (9007199254740991); send a larger id as a string.');
     }
     // 4.9999999999999999 parses as 5 and 1e2 as 100: such an id would land on another entity's row.
     if (typeof id === 'number' && !/^(0|-?[1-9]\d*)$/.test(entityIdText() ?? '')) {
@@ -155,7 +155,8 @@ export function parseActionOutput(outputJson: string): ActionOutput {
   // After the reserved keys, whose own errors (a numeric entity_id past 2^53) say more.
   const inexact = inexactNumberIn(outputJson);
   if (inexact !== undefined) {
-    throw new OutputContractError('output', `The action output holds the number ${inexact.slice(0, 40)}, which JSON numbers cannot keep exactly (whole numbers are exact within ±2^53); write it as a string.`);
+    const why = Number.isFinite(Number(inexact)) ? 'which JSON.parse cannot keep exactly (a whole number must be within ±(2^53 − 1), 9007199254740991)' : 'which overflows a double (JSON.parse reads it as Infinity)';
+    throw new OutputContractError('output', `The action output holds the number ${inexact.slice(0, 40)}, ${why}; write it as a string.`);
   }
   return output;
 }

@@ -110,7 +110,11 @@ test('a number JSON.parse cannot keep (a whole number past ±2^53, or one that o
     assert.equal(checked.ok, false, output);
     assert.equal(!checked.ok && checked.field, 'output');
     assert.match(!checked.ok ? checked.message : '', new RegExp(`number ${literal}, .*write it as a string`));
+    assert.match(!checked.ok ? checked.message : '', literal === '1e400' ? /overflows a double/ : /a whole number must be within ±\(2\^53 − 1\), 9007199254740991/);
   }
+  // 2^53 itself is past the bound the message names (it is what 2^53 + 1 would read as).
+  const edge = checkContract('{"n":9007199254740992}');
+  assert.match(!edge.ok ? edge.message : 'passed', /number 9007199254740992, which JSON.parse cannot keep exactly \(a whole number must be within ±\(2\^53 − 1\)/);
   const fine = '{"max":9007199254740991,"min":-9007199254740991,"dec":0.1000000000000000055511151231257827,"exp":1e20,"s":"12345678901234567890","esc":"\\\\","q":"a\\"12345678901234567890","big":[1e300,-1.5e300,9007199254740992.0,1.2345678901234567e-5,9.9999999999999992e+22]}';
   assert.equal(checkContract(fine).ok, true);
 });
