@@ -261,7 +261,7 @@ export class HookRunnerClient {
       if (attempt < attempts) await (this.#options.sleep ?? realSleep)((this.#options.retryDelayMs ?? defaultDelay)(attempt));
     }
     if (isServiceError(lastError) && !failedTls(lastError)) this.#options.onUnreachable?.(lastError.details);
-    throw unavailable(`The hook-runner is unavailable after ${attempts} attempts (${method}): ${unreachableReason(lastError)}`, lastError, mayHaveRun);
+    throw unavailable(`The hook-runner is unavailable after ${attempts} attempt${attempts === 1 ? '' : 's'} (${method}): ${unreachableReason(lastError)}`, lastError, mayHaveRun);
   }
 
   #clientFor(address: string): Client {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { CompileProcess } from '../../hook-runner/compile-process.ts';
+import { RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
 import { runModule } from '../../hook-runner/sandbox-run.ts';
 import { SandboxCompileError, SandboxUnavailableError } from '../../hook-runner/sandbox.ts';
 import { invocation, startRunner, waitFor } from '../helpers/hook-runner.ts';
@@ -134,6 +135,9 @@ test('through the runner: an upload past SLUICE_COMPILE_TIMEOUT_S is refused (40
   }
 });
 
+/** A process's user CPU time so far, in clock ticks (from /proc). */
+const cpuTicks = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[11]);
+
 /** The pids of compile processes whose parent is `parent` (from /proc). */
 function compileProcessesOf(parent: number): number[] {
   return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).flatMap((name) => {
@@ -147,6 +151,28 @@ function compileProcessesOf(parent: number): number[] {
   });
 }
 
+test('through the runner: a compile process killed mid-compile fails that upload as retryable, said in one sentence in the runner log (no stack)', async () => {
+  // One attempt: the client sends an unavailable call again, which would compile the module anew.
+  const runner = await startRunner({ client: { attempts: 1 } });
+  try {
+    const upload = runner.client.compile(slowToCompileModule(), 'org_slow').catch((error: unknown) => error);
+    let compiling: number[] = [];
+    await waitFor(() => (compiling = compileProcessesOf(runner.child.pid!)).length === 1, 'the runner to start its compile process');
+    const started = cpuTicks(compiling[0]!);
+    await waitFor(() => cpuTicks(compiling[0]!) > started + 50, 'the compile process to be compiling');
+    process.kill(compiling[0]!, 'SIGKILL');
+    const failed = await upload;
+    assert.ok(failed instanceof RunnerUnavailableError && /The hook-runner is unavailable after 1 attempt \(Compile\): The WebAssembly sandbox is unavailable on this runner; see its log\./.test(failed.message), String(failed));
+    await waitFor(() => runner.logLines.some((line) => line.includes('the sandbox is unavailable')), 'the runner to log the failed compile');
+    const said = runner.logLines.filter((line) => line.includes('Compile'));
+    assert.equal(said.length, 1, said.join('\n'));
+    assert.match(said[0]!, /hook-runner: error: Compile: the sandbox is unavailable: (the hook-runner's compile process exited during the compile \(SIGKILL\)|the compile process could not be sent the module: write EPIPE)/);
+    assert.equal(runner.logLines.some((line) => line.includes('failed unexpectedly')), false, runner.logLines.join('\n'));
+  } finally {
+    await runner.close();
+  }
+});
+
 test('a runner killed mid-compile takes its compile process with it, however long that compile would run', async () => {
   const runner = await startRunner({ child: { restartDelayMs: () => 60_000 } });
   try {
@@ -155,9 +181,8 @@ test('a runner killed mid-compile takes its compile process with it, however lon
     let compiling: number[] = [];
     await waitFor(() => (compiling = compileProcessesOf(runnerPid)).length === 1, 'the runner to start its compile process');
     // Until it has the module and is compiling (a minute of work for this one): CPU time climbs.
-    const cpu = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[11]);
-    const started = cpu(compiling[0]!);
-    await waitFor(() => cpu(compiling[0]!) > started + 100, 'the compile process to spend a second compiling');
+    const started = cpuTicks(compiling[0]!);
+    await waitFor(() => cpuTicks(compiling[0]!) > started + 100, 'the compile process to spend a second compiling');
     process.kill(runnerPid, 'SIGKILL');
     assert.ok(await gone(compiling[0]!), 'the compile process ended with its runner, not when its compile would have');
     assert.ok(await upload instanceof Error);
