@@ -44,6 +44,7 @@ import { openLedger } from './ledger/open-ledger.ts';
 import { DiskFloor, DiskSpaceLowError, statfsProbe, type FreeSpaceProbe } from '../hook-runner/disk-floor.ts';
 import { flooredLedger } from './ledger/floored-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
+import type { HookRunnerClientOptions } from './hook-runner/client.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRuntimeMetrics, observeDeletions, observeDevices, observeDiskFloor, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets, upgradeAnswers } from './metrics.ts';
@@ -90,6 +91,8 @@ export interface RuntimeDeps {
   readonly projectionRowCap?: number;
   /** Step results a running run may hold and keep its live actor; default RESTING_RESULT_BYTES (tests set a small one). */
   readonly restingResultBytes?: number;
+  /** Deadlines of hook-runner calls (client.ts defaults: 30 s, 10 s for secrets; tests set short ones). */
+  readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
 }
 
 export interface Runtime {
@@ -145,11 +148,11 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes }: RuntimeDeps): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
-  const runner = await connectRunner(config, logger, stopStarting);
+  const runner = await connectRunner(config, logger, stopStarting, runnerDeadlinesMs);
   opened.push(() => runner.close());
   // Before any store opens its tables: each is fenced against writes of deleted orgs (org-fence.ts).
   const { deleted: deletedOrgs, tables: orgTables } = fenceDeletedOrgs(ledger);

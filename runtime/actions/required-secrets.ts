@@ -25,7 +25,7 @@ export function createSecretRequiringInvoker(inner: ActionInvoker, secretNames: 
         if (!(error instanceof SluiceError) || error.code !== 'secrets_missing_on_runner') throw error;
         throw new CallNotSentError(
           'secrets_missing_on_runner',
-          `${error.message} Set them again (POST /organizations/${call.orgId}/custom-actions/${call.actionId}/secrets); the step is retried, and a run out of retries can be resumed.`,
+          `${error.message} Set them again (POST /organizations/${call.orgId}/custom-actions/${call.actionId}/secrets), or send again a DELETE of them that was not confirmed (a 503); the step is retried, and a run out of retries can be resumed.`,
         );
       }
     },

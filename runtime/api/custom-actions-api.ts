@@ -8,6 +8,7 @@ import type { CompiledUpload, CustomActionStore } from '../actions/custom-action
 import { parseActionUpload, UPLOAD_BODY_LIMIT } from '../actions/multipart-upload.ts';
 import { parsePermissionList, SECRET_KEY_PATTERN } from '../actions/permissions.ts';
 import { simulateAction } from '../actions/simulate-action.ts';
+import { unconfirmedSecretWrite } from '../actions/unconfirmed-secret-write.ts';
 import { SimulationSlots } from '../actions/simulation-slots.ts';
 import { InputError, notFound, RetryableError, SluiceError } from '../errors.ts';
 import type { ActionInvoker, HookRunnerClient } from '../hook-runner/client.ts';
@@ -248,7 +249,9 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         await secretWrites.run(org.id, action.id, key, async () => {
           // The key may have been revoked while this write waited its turn.
           orgFor(request, 'developer');
-          await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value });
+          await requireRunner().putSecret({ orgId: org.id, actionId: action.id, key, value }).catch((error: unknown) => {
+            throw unconfirmedSecretWrite(error);
+          });
           // Its name, so a runner that loses it refuses the calls that read it (required-secrets.ts).
           await secretNames.set(org.id, action.id, key);
         });
@@ -299,7 +302,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
             // caller sends the DELETE again). Left marked, they would run on without a word should
             // the runner lose it.
             if (wasSet) await secretNames.set(org.id, action.id, key).catch(() => undefined);
-            throw error;
+            throw unconfirmedSecretWrite(error);
           }
           await secretNames.delete(org.id, action.id, key);
           return { deleted: gone, named: wasNamed };

@@ -9,7 +9,7 @@ import { InputError, SluiceError } from '../errors.ts';
 import type { RuntimeConfig } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { createHookRunnerChild, type HookRunnerChild } from './child.ts';
-import { HookRunnerClient } from './client.ts';
+import { HookRunnerClient, type HookRunnerClientOptions } from './client.ts';
 import { RunnerUnavailableError } from './runner-errors.ts';
 
 /** Runner lines an operator must see at the default level: warnings, errors, crashes, the key-rotation result. */
@@ -76,10 +76,10 @@ function checkAtStart(client: HookRunnerClient, logger: Logger, runner: string):
   );
 }
 
-export async function connectRunner(config: RuntimeConfig, logger: Logger, stopStarting?: AbortSignal): Promise<RunnerConnection> {
+export async function connectRunner(config: RuntimeConfig, logger: Logger, stopStarting?: AbortSignal, deadlinesMs?: HookRunnerClientOptions['deadlinesMs']): Promise<RunnerConnection> {
   if (config.runner === 'off') return { client: undefined, child: undefined, close: async () => undefined };
   const token = loadRunnerToken(config.runnerToken, config.dataDir);
-  const options = faultLogs(logger, config.dataDir, typeof config.runner === 'object' ? config.runner.address : 'child');
+  const options = { ...faultLogs(logger, config.dataDir, typeof config.runner === 'object' ? config.runner.address : 'child'), ...(deadlinesMs === undefined ? {} : { deadlinesMs }) };
   if (config.runner !== 'child') {
     const { address, caFile } = config.runner;
     const tlsCa = caFile === undefined ? undefined : readPem(caFile, CERTIFICATE_PEM, '--runner-ca', (message) => new InputError(400, 'invalid_config', message));

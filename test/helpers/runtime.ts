@@ -15,6 +15,7 @@ import type { Ledger } from '../../runtime/ledger/ledger.ts';
 import type { FreeSpaceProbe } from '../../hook-runner/disk-floor.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import type { SchemaCheckDeadlines } from '../../runtime/sources/schema-checks.ts';
+import type { HookRunnerClientOptions } from '../../runtime/hook-runner/client.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -47,6 +48,8 @@ interface StartOptions {
   readonly projectionRowCap?: number;
   /** Step results a running run may hold and keep its live actor; default the runtime's. */
   readonly restingResultBytes?: number;
+  /** Deadlines of hook-runner calls; default the runtime's. */
+  readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
 }
 
 /**
@@ -73,6 +76,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(options.receiverResolver === undefined ? {} : { receiverResolver: options.receiverResolver }),
     ...(options.projectionRowCap === undefined ? {} : { projectionRowCap: options.projectionRowCap }),
     ...(options.restingResultBytes === undefined ? {} : { restingResultBytes: options.restingResultBytes }),
+    ...(options.runnerDeadlinesMs === undefined ? {} : { runnerDeadlinesMs: options.runnerDeadlinesMs }),
   });
   return {
     runtime,
