@@ -296,7 +296,14 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     for (const { orgId, liveMark } of resumed) rooms.closeSandboxSocketsAfterReset(orgId, liveMark);
     if (resumed.length > 0) logger.info('sandbox resets cut short were finished', { orgs: resumed.map((reset) => reset.orgId) });
     boot = await beginBoot(ledger, clock.now());
-    await engine.recover(boot);
+    const recovered = await engine.recover(boot);
+    if (recovered.unfinished + recovered.failed > 0) {
+      logger.info('unfinished runs picked up from the previous process', {
+        runs: recovered.unfinished,
+        interrupted: recovered.interrupted,
+        ...(recovered.failed > 0 ? { failed_cut_off_too_often: recovered.failed } : {}),
+      });
+    }
     // After recovery: a tick owed since the last start, and the endings of device connections the
     // previous process left open, make runs, which the engine must own.
     // The ticker last: a tick owed is due at once, and its timer must not fire mid-start.

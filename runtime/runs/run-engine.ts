@@ -19,7 +19,7 @@ import { RunChains } from './run-chains.ts';
 import type { RunKeys } from './run-store.ts';
 import { RunCreation } from './run-creation.ts';
 import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
-import { RECOVERY_BATCH, recoverUnfinishedRuns } from './run-recovery.ts';
+import { RECOVERY_BATCH, recoverUnfinishedRuns, type Recovery } from './run-recovery.ts';
 import type { BootRecovery } from './boot-record.ts';
 import { RunTimers } from './run-timers.ts';
 import { runUpdateFor } from './run-update.ts';
@@ -179,10 +179,10 @@ export class RunEngine {
   }
 
   /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot; `boot` tells how the previous processes ended (boot-record.ts). */
-  async recover(boot?: BootRecovery): Promise<number> {
+  async recover(boot?: BootRecovery): Promise<Omit<Recovery, 'runs'> & { readonly unfinished: number }> {
     const d = this.#d;
     this.#boot = boot;
-    const runs = await recoverUnfinishedRuns(
+    const { runs, interrupted, failed } = await recoverUnfinishedRuns(
       {
         ...d,
         updateFor: (run) => this.#updateFor(run),
@@ -196,7 +196,7 @@ export class RunEngine {
       if (admitted === undefined) this.#actOn(orgId, runId, work);
       else this.#startLive(admitted.run, admitted.actor);
     }
-    return runs.length;
+    return { unfinished: runs.length, interrupted, failed };
   }
 
   /** A run admitted (or not) in the write that stored it, now durable: it keeps its actor live while `running`, and its work is done. */

@@ -54,6 +54,15 @@ export interface RecoveredRun {
   readonly admitted?: { readonly actor: RunActor; readonly run: PersistedRun };
 }
 
+/** What boot recovery found: the runs to act on, and how many were cut off part way by the previous process's end. */
+export interface Recovery {
+  readonly runs: RecoveredRun[];
+  /** Runs that were `running` (a step claimed): reclaimed, their open attempt abandoned. */
+  readonly interrupted: number;
+  /** Of those, runs failed instead: their step was cut off by restarts too often in a row. */
+  readonly failed: number;
+}
+
 /** Runs read (or acted on, run-engine.ts) between two turns of the event loop during recovery. */
 export const RECOVERY_BATCH = 1000;
 
@@ -81,9 +90,10 @@ const recovered = (run: PersistedRun, work: Work = pendingWork(run)): RecoveredR
 /**
  * Resolves with every unfinished run that has work to do (a failed run waits for a person: none),
  * as now durably stored, in `admissionOrder`: the engine enqueues them in the order given, so that
- * order is what each org's FIFO sees; a run given with `admitted` already holds its slot.
+ * order is what each org's FIFO sees; a run given with `admitted` already holds its slot. Also
+ * counts the runs the previous process's end cut off (Recovery), for the start's log line.
  */
-export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<RecoveredRun[]> {
+export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<Recovery> {
   const found: Array<RecoveredRun | Interrupted> = [];
   let read = 0;
   for (const { orgId, runId } of deps.runs.unfinished()) {
@@ -100,8 +110,9 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
   }
   found.sort(admissionOrder);
   const ordered: RecoveredRun[] = [];
+  let written: Written[];
   try {
-    const written = await admitInOrder(deps, found, nowMs, ordered);
+    written = await admitInOrder(deps, found, nowMs, ordered);
     found.length = 0;
     for (let from = 0; from < written.length; from += RECOVERY_BATCH) await storeAndPublish(deps, written.slice(from, from + RECOVERY_BATCH));
   } catch (error) {
@@ -115,7 +126,7 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
     }
     throw error;
   }
-  return ordered;
+  return { runs: ordered, interrupted: written.length, failed: written.filter(({ run }) => run.value === 'failed').length };
 }
 
 /**

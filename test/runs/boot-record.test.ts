@@ -159,7 +159,7 @@ async function cutOffStart(dataDir: string): Promise<void> {
       release: () => undefined,
       causeOf: boot.causeOf,
     };
-    assert.equal((await recoverUnfinishedRuns(deps, boot.nowMs)).length, 1);
+    assert.equal((await recoverUnfinishedRuns(deps, boot.nowMs)).runs.length, 1);
   } finally {
     await ledger.close();
   }

@@ -1,10 +1,12 @@
 // A runtime closed while webhook steps wait (one for its answer, two for a connection) stops at
 // once, sends nothing more, and after a restart on the same data dir every run completes: the
-// interrupted step again under its key with a higher fence, the queued ones once.
+// interrupted step again under its key with a higher fence, the queued ones once; the start logs
+// how many runs it picked up.
 
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
+import { createLogger } from '../../runtime/log.ts';
 import { call } from '../helpers/http.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
@@ -37,7 +39,11 @@ test('closing the runtime mid-step loses no run and sends no step twice but the 
     answerHeld();
 
     receiver.script([{ status: 200, body: '{}' }]);
-    rt = await startRuntime({ dataDir });
+    const logged: string[] = [];
+    rt = await startRuntime({ dataDir, logger: createLogger('info', (line) => void logged.push(line)) });
+    // The start says what it picked up: three runs, each with a step claimed (two waited for a connection).
+    const pickedUp = logged.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.message === 'unfinished runs picked up from the previous process');
+    assert.deepEqual(pickedUp.map(({ runs, interrupted }) => ({ runs, interrupted })), [{ runs: 3, interrupted: 3 }], logged.join('\n'));
     const url = rt.url;
     await eventually(
       'every run completed after the restart',

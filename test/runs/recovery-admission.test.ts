@@ -72,9 +72,9 @@ async function store(...stored: PersistedRun[]): Promise<void> {
   });
 }
 
-function recover(): Promise<RecoveredRun[]> {
+async function recover(): Promise<RecoveredRun[]> {
   const rooms = { publish: (orgId: string, updates: readonly RunUpdate[]) => published.push({ orgId, updates }) } as unknown as LiveRooms;
-  return recoverUnfinishedRuns(
+  const { runs: recovered } = await recoverUnfinishedRuns(
     {
       ledger,
       runs,
@@ -86,6 +86,7 @@ function recover(): Promise<RecoveredRun[]> {
     },
     NOW,
   );
+  return recovered;
 }
 
 /** Runs recovery with the run store's `nth` write throwing (a disk that fails part way); expects it to reject. */

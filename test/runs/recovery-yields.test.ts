@@ -33,7 +33,7 @@ test('reading the unfinished runs lets the event loop turn between batches', asy
       },
     } as unknown as RunStore;
     const recovered = await recoverUnfinishedRuns({ ledger, runs, updateLog: {} as UpdateLog, rooms: {} as LiveRooms, updateFor: () => assert.fail('nothing to reclaim'), admitNow: () => assert.fail('nothing to admit'), release: () => assert.fail('nothing to release') }, Date.now());
-    assert.deepEqual(recovered, []);
+    assert.deepEqual(recovered, { runs: [], interrupted: 0, failed: 0 });
     assert.equal(turnsSeenAt.length, total);
     assert.ok(turnsSeenAt[total - 1]! >= 2, `the loop turned ${turnsSeenAt[total - 1]} times while ${total} runs were read`);
     assert.equal(turnsSeenAt[RECOVERY_BATCH - 2], turnsSeenAt[0], 'no turn inside a batch');
