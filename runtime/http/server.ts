@@ -22,6 +22,8 @@ const EMPTY_BODY = Buffer.alloc(0);
 /** uWS 20.30 buffers far larger header blocks than any client needs; this is Sluice's own cap. */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
+const headersTooLarge = (): SluiceError => new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
+
 /**
  * Request bodies held in memory at once, across all requests: uWS accepts any number of
  * connections, and each may send up to its route's body limit before anything answers it. One org
@@ -186,10 +188,19 @@ export class HttpServer {
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {
-      refuseHandshakeWithEmptySegment(rawUrl, headers);
-      const segments = Router.decodePath(rawUrl);
-      // HEAD is answered as GET, without the body.
-      const { route, params } = this.#router.match(method === 'HEAD' ? 'GET' : method, segments);
+      let segments: string[];
+      let matched: ReturnType<Router['match']>;
+      try {
+        refuseHandshakeWithEmptySegment(rawUrl, headers);
+        segments = Router.decodePath(rawUrl);
+        // HEAD is answered as GET, without the body.
+        matched = this.#router.match(method === 'HEAD' ? 'GET' : method, segments);
+      } catch (error) {
+        // Too large a head is said as such whatever its path names: a 431, not a 404 or 405.
+        if (headerBytes > MAX_HEADER_BYTES) throw headersTooLarge();
+        throw error;
+      }
+      const { route, params } = matched;
       metricName = route.metricName ?? route.pattern;
       const path = `/${segments.join('/')}`;
       const head: RequestHead = { method, path, query, headers, params };
@@ -197,9 +208,7 @@ export class HttpServer {
       const reads = method === 'GET' || method === 'HEAD';
       try {
         // Inside, so a route hears of these refusals too (the ingest counter counts every delivery).
-        if (headerBytes > MAX_HEADER_BYTES) {
-          throw new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
-        }
+        if (headerBytes > MAX_HEADER_BYTES) throw headersTooLarge();
         // The caller first (authenticate-first.ts: no key is a 401, whatever the query); then the query:
         // a URL a provider was given may repeat a parameter of its own (`query: 'any'`).
         route.beforeBody?.(head);

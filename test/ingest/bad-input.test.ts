@@ -137,6 +137,10 @@ test('huge headers are refused without crashing', async () => {
   const hook = await raw([`POST /hooks/acct-bad/in HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nx-big: ${'a'.repeat(20 * 1024)}\r\n\r\n{}`]);
   assert.match(hook, /^HTTP\/1\.1 431/);
   assert.match((await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text, /sluice_ingest_total\{outcome="headers_too_large"\} 1/);
+  // Whatever the path names: none (404), another method's (405), or one itself past the limit.
+  for (const head of [`GET /nope HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20 * 1024)}`, `GET /hooks/acct-bad/in HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20 * 1024)}`, `GET /x${'a'.repeat(17_000)} HTTP/1.1\r\nhost: x`]) {
+    assert.match(await raw([`${head}\r\n\r\n`]), /^HTTP\/1\.1 431[^]*headers_too_large/, head.slice(0, 30));
+  }
   const enormous = await raw([`GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(4 * 1024 * 1024)}\r\n\r\n`]);
   assert.doesNotMatch(enormous, /^HTTP\/1\.1 2/);
   await serverStillServes();
