@@ -2,6 +2,7 @@
 // Recordings are evidence for support and transport replay; they must never hold a credential.
 
 import type { Recording } from './event-record.ts';
+import { textCutAt } from '../validation/cut-text.ts';
 
 export const RECORDING_BODY_CAP = 64 * 1024;
 const MAX_HEADERS = 64;
@@ -47,7 +48,7 @@ export function recordRequest(
     method,
     path,
     headers: kept,
-    body: body.subarray(0, RECORDING_BODY_CAP).toString('utf8'),
+    body: textCutAt(body, RECORDING_BODY_CAP),
     body_bytes: body.length,
     body_truncated: truncated,
     verifier,

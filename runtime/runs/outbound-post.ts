@@ -10,11 +10,12 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { SHUT_DOWN, type OutboundPool, type WithdrawableRequestOptions } from './outbound-connections.ts';
+import { textCutAt } from '../validation/cut-text.ts';
 
 export interface PostAnswer {
   readonly status: number;
   readonly retryAfter: string | undefined;
-  /** The first `keepBytes` of the body, decoded as UTF-8. */
+  /** The first `keepBytes` of the body, decoded as UTF-8 (without a character a cut split). */
   readonly text: string;
   /** Bytes received; reading stops (and the connection is dropped) past `readLimitBytes`. */
   readonly bytes: number;
@@ -285,13 +286,14 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       response.on('error', () => undefined);
       response.once('close', () => {
         settle();
+        const cutOff = !response.complete && bytes <= options.readLimitBytes;
         if (!outgoing.writableFinished) options.stillSending?.(finishSendingWithin(outgoing, options.timeoutMs));
         resolve({
           status: response.statusCode ?? 0,
           retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-          text: Buffer.concat(kept).subarray(0, options.keepBytes).toString('utf8'),
+          text: textCutAt(Buffer.concat(kept), options.keepBytes, bytes > options.keepBytes || !response.complete),
           bytes,
-          cutOff: !response.complete && bytes <= options.readLimitBytes,
+          cutOff,
           queuedMs,
         });
       });

@@ -110,6 +110,19 @@ test('the evidence keeps the first 4 KiB of a large answer and marks it truncate
   assert.ok((evidence['body_bytes'] as number) > EVIDENCE_BODY_CAP);
 });
 
+test('a cut through a character leaves that character out, rather than ending the evidence in U+FFFD', async () => {
+  // 'é' is two bytes: the 4 KiB cut falls between them; '€' (three) ends a body the receiver cut off.
+  const large = await serve((_req, res) => res.writeHead(200).end(`${'x'.repeat(EVIDENCE_BODY_CAP - 1)}é and more`));
+  const cutOff = await serve((_req, res) => {
+    res.writeHead(200, { 'content-length': '1000' });
+    res.write(Buffer.from('price: €').subarray(0, 9));
+    setImmediate(() => res.destroy());
+  });
+  const kept = async (url: string): Promise<unknown> => ((await attempt(url)).evidence as Record<string, unknown>)['body'];
+  assert.equal(await kept(large.url), 'x'.repeat(EVIDENCE_BODY_CAP - 1));
+  assert.equal(await kept(cutOff.url), 'price: ');
+});
+
 test('a redirect is not followed and fails the attempt for good', async () => {
   const target = await serve((_req, res) => res.writeHead(200).end());
   const local = await serve((_req, res) => res.writeHead(302, { location: target.url }).end());
