@@ -10,7 +10,7 @@ import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummar
 import { credentialAsSent, headerCredentialProblem } from './credential-check.ts';
 import { checkedHeaders, idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
-import { answeredWithoutTls, plainHttpHint } from './plain-http-hint.ts';
+import { answeredWithoutTls, mayBePlainHttp, plainHttpHint } from './plain-http-hint.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
@@ -52,6 +52,8 @@ export interface RequestOptions extends CallOptions {
 /** Statuses worth another attempt: the request may succeed later as it is. */
 const RETRYABLE = new Set([429, 502, 503, 504]);
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** How long the plain-HTTP check of an https url whose TLS hello went unanswered waits (plain-http-hint.ts). */
+const PLAIN_HTTP_CHECK_MS = 3_000;
 const MAX_ATTEMPTS = 100;
 /**
  * The longest `Retry-After` the client waits out between attempts. A server asking for more (a
@@ -117,7 +119,9 @@ export class SluiceClient {
         const outcome = await this.#attempt(url, init, cancel.signal, timeoutMs);
         if (outcome.kind === 'failed') {
           // A TLS handshake with a plain-HTTP server fails the same way every time (and takes ~10 s): not retried.
-          if (attempt + 1 >= attempts || (!outcome.timedOut && answeredWithoutTls(url, failureText(outcome.error)))) throw networkError(method, url, outcome, timeoutMs, attempt + 1);
+          const last = attempt + 1 >= attempts || (!outcome.timedOut && answeredWithoutTls(url, failureText(outcome.error)));
+          const plain = !last && attempt === 0 && mayBePlainHttp(url, failureText(outcome.error), outcome.timedOut) ? await this.#answeredInPlainHttp(url, cancel.signal) : undefined;
+          if (last || plain !== undefined) throw networkError(method, url, outcome, timeoutMs, attempt + 1, plain);
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
@@ -132,6 +136,19 @@ export class SluiceClient {
     } finally {
       cancel.release();
     }
+  }
+
+  /**
+   * Sluice's liveness URL under the base, asked in plain HTTP on the https url's port: its own
+   * answer (200 `{"status":"ok"}`) means the server speaks plain HTTP; undefined otherwise.
+   */
+  async #answeredInPlainHttp(url: URL, cancel: AbortSignal): Promise<URL | undefined> {
+    const healthz = urlUnder(this.#base, '/healthz', 'http');
+    const port = url.port === '' ? '443' : url.port;
+    healthz.protocol = 'http:';
+    healthz.port = port;
+    const answer = await this.#attempt(healthz, { method: 'GET' }, cancel, PLAIN_HTTP_CHECK_MS);
+    return answer.kind === 'answered' && answer.status === 200 && /"status":\s*"ok"/.test(answer.text) ? healthz : undefined;
   }
 
   /** One attempt, answer body included, within `timeoutMs`; throws only the caller's abort reason. */
@@ -324,12 +341,13 @@ function failureText(error: unknown): string {
   return `${reasonOf(error)} ${cause?.code ?? ''}`;
 }
 
-/** The error for the last failed attempt of the call, naming fetch's reason. */
-function networkError(method: string, url: URL, failed: Extract<Attempt, { kind: 'failed' }>, timeoutMs: number, attempts: number): SluiceNetworkError {
+/** The error for the last failed attempt of the call, naming fetch's reason; `plain`: where the server answered in plain HTTP. */
+function networkError(method: string, url: URL, failed: Extract<Attempt, { kind: 'failed' }>, timeoutMs: number, attempts: number, plain?: URL): SluiceNetworkError {
   const what = `${method} ${url.href}`;
   const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
-  if (failed.timedOut) return new SluiceNetworkError('timeout', `${what}: no answer within ${timeoutMs} ms (${tries}).`, attempts);
-  const hint = plainHttpHint(url, failureText(failed.error));
+  const told = plain === undefined ? undefined : `the server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://`;
+  if (failed.timedOut) return new SluiceNetworkError('timeout', `${what}: no answer within ${timeoutMs} ms (${tries})${told === undefined ? '' : `; ${told}`}.`, attempts);
+  const hint = told ?? plainHttpHint(url, failureText(failed.error));
   return new SluiceNetworkError('network_error', `${what}: ${reasonOf(failed.error)} (${tries})${hint === '' ? '' : `; ${hint}`}.`, attempts, failed.error);
 }
 

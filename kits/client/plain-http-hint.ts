@@ -2,7 +2,8 @@
 // front of it) fails in the TLS handshake in words that do not say so: the server waits for a
 // request line that never comes (a connect or open timeout), closes on the TLS hello ("disconnected
 // before secure TLS connection"), or answers it in HTTP (OpenSSL's "wrong version number"). Such
-// a failure gets a hint naming the likely cause.
+// a failure gets a hint naming the likely cause; the API client asks such a server in plain HTTP
+// once, and stops at the first attempt when it answers.
 
 /** The server answered the TLS hello in HTTP: it does not speak TLS. */
 const ANSWERED_IN_HTTP = /ERR_SSL_WRONG_VERSION_NUMBER|wrong version number/i;
@@ -14,6 +15,13 @@ const CLOSED_OR_SILENT = /before secure TLS connection|UND_ERR_CONNECT_TIMEOUT|C
 
 const isSecure = (url: URL): boolean => url.protocol === 'https:' || url.protocol === 'wss:';
 
+/**
+ * Whether `failure` (at an https:// or wss:// url; `timedOut`: no answer in time) is a TLS hello
+ * closed or left unanswered, as a plain-HTTP server does it but also a TLS server restarting: worth
+ * asking the server in plain HTTP (api-client.ts) before trying again.
+ */
+export const mayBePlainHttp = (url: URL, failure: string, timedOut: boolean): boolean => isSecure(url) && (timedOut || CLOSED_OR_SILENT.test(failure));
+
 /** Whether `failure` (at an https:// or wss:// url) says the server answered the TLS hello as no TLS server would: trying again cannot help. */
 export const answeredWithoutTls = (url: URL, failure: string): boolean => isSecure(url) && ANSWERED_IN_HTTP.test(failure);
 
@@ -23,8 +31,7 @@ export const answeredWithoutTls = (url: URL, failure: string): boolean => isSecu
  * plain-HTTP server; '' otherwise.
  */
 export function plainHttpHint(url: URL, failure: string, timedOut = false): string {
-  if (!isSecure(url)) return '';
-  if (!timedOut && !CLOSED_OR_SILENT.test(failure) && !ANSWERED_IN_HTTP.test(failure)) return '';
+  if (!mayBePlainHttp(url, failure, timedOut) && !answeredWithoutTls(url, failure)) return '';
   const plain = url.protocol === 'https:' ? 'http' : 'ws';
   return `if the server speaks plain HTTP (Sluice does unless TLS is put in front of it), use ${plain}:// instead of ${url.protocol}//`;
 }

@@ -1,0 +1,42 @@
+// An https:// url at Sluice itself, which speaks plain HTTP: the TLS hello goes unanswered (uWS
+// waits for a request line), so the client asks Sluice's liveness URL in plain HTTP once and, when
+// Sluice answers there, stops at the first attempt and says to use http://. A server silent in
+// both is tried again as before (a TLS server restarting looks the same at first).
+
+import assert from 'node:assert/strict';
+import { createServer, type Socket } from 'node:net';
+import { test } from 'node:test';
+import { SluiceClient, SluiceNetworkError, type Sleep } from '../../kits/client/index.ts';
+import { startRuntime } from '../helpers/runtime.ts';
+
+const noWait: Sleep = async () => undefined;
+
+test('an https:// url at Sluice stops at the first attempt once Sluice answers its liveness URL in plain HTTP', async () => {
+  const rt = await startRuntime();
+  try {
+    const port = new URL(rt.url).port;
+    const client = new SluiceClient({ url: `https://127.0.0.1:${port}`, apiKey: 'k', org: 'o', sleep: noWait, timeoutMs: 1000 });
+    const failed = await client.getEvent('evt_1').catch((error: unknown) => error);
+    assert.ok(failed instanceof SluiceNetworkError, String(failed));
+    assert.equal(failed.attempts, 1);
+    assert.match(failed.message, new RegExp(`\\(1 attempt\\); the server speaks plain HTTP \\(Sluice answered http://127\\.0\\.0\\.1:${port}/healthz\\): use http:// instead of https://\\.$`));
+  } finally {
+    await rt.close();
+  }
+});
+
+test('an https:// url at a server silent in plain HTTP too is tried again, with the hint only', async () => {
+  const held: Socket[] = [];
+  const silent = createServer((socket) => void held.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  try {
+    const client = new SluiceClient({ url: `https://127.0.0.1:${(silent.address() as { port: number }).port}`, apiKey: 'k', org: 'o', sleep: noWait, timeoutMs: 300, maxAttempts: 2 });
+    const failed = await client.getEvent('evt_1').catch((error: unknown) => error);
+    assert.ok(failed instanceof SluiceNetworkError, String(failed));
+    assert.equal(failed.attempts, 2);
+    assert.doesNotMatch(failed.message, /speaks plain HTTP \(Sluice answered/);
+  } finally {
+    for (const socket of held) socket.destroy();
+    silent.close();
+  }
+});
