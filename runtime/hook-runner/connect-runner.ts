@@ -86,12 +86,17 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger, stopS
     if (tlsCa === undefined && !isLoopbackTarget(address)) {
       logger.warn('the hook-runner is reached over the network without TLS: the runner token and secret values cross it unencrypted; serve it with --tls-cert and --tls-key and start Sluice with --runner-ca', { runner: address });
     }
-    const client = new HookRunnerClient(address, token, { ...options, ...(tlsCa === undefined ? {} : { tlsCa }) });
+    const clientOptions = { ...options, ...(tlsCa === undefined ? {} : { tlsCa }) };
+    const client = new HookRunnerClient(address, token, clientOptions);
+    // A channel of its own: one that failed to connect backs off before trying again (up to 1 s),
+    // and a runner started just after the runtime would find the calls' channel still waiting.
+    const checking = new HookRunnerClient(address, token, clientOptions);
     return {
       client,
       child: undefined,
-      startChecked: checkAtStart(client, logger, address),
+      startChecked: checkAtStart(checking, logger, address).finally(() => checking.close()),
       close: async () => {
+        checking.close();
         client.close();
       },
     };
