@@ -69,7 +69,16 @@ const manySchemas = (count: number): Record<string, object> =>
 test('a write\'s schemas compile in the thread: a bad one is refused naming its type, and one past the deadline is refused as too slow', async () => {
   const compiles = new SchemaChecks(DEADLINES);
   try {
-    await compiles.compile('acct-a', { 'ok.type': simple });
+    // The first compile also starts the thread and loads ajv, which on a loaded machine can take
+    // past the 300 ms deadline by itself: tried until the thread is warm (the deadline is the test's
+    // subject below, not here).
+    for (let tries = 1; ; tries += 1) {
+      const warm = await compiles.compile('acct-a', { 'ok.type': simple }).then(() => true, (error: unknown) => {
+        if (tries >= 5 || !(error instanceof InputError) || error.code !== 'schema_compile_too_slow') throw error;
+        return false;
+      });
+      if (warm) break;
+    }
     const bad = await compiles.compile('acct-a', { 'ok.type': simple, 'bad.type': { type: 'no-such-type' } }).catch((error: unknown) => error);
     assert.ok(bad instanceof InputError);
     assert.deepEqual([bad.status, bad.code, bad.field], [400, 'invalid_event_schema', 'event_types.bad.type']);
