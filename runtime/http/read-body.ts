@@ -1,5 +1,7 @@
 // Streams a uWS request body into one Buffer, enforcing a byte cap as chunks arrive.
-// uWS hands out chunks that are only valid inside the callback, so each is copied.
+// uWS hands out chunks that are only valid inside the callback, so each is copied: into one buffer
+// that grows (to the declared length at once, else doubling), whose size is what the body budget
+// counts. A Buffer per piece cost ten times its bytes for a body sent in 32-byte pieces.
 
 import type { HttpResponse } from 'uWebSockets.js';
 import { SluiceError } from '../errors.ts';
@@ -43,7 +45,7 @@ export interface BodyReadOptions {
    * flight forever and graceful shutdown waiting for it.
    */
   readonly whenAborted: (abort: () => void) => void;
-  /** Counts `bytes` more against the server's budget for buffered bodies; false when it is spent. */
+  /** Counts `bytes` more against the server's budget for buffered bodies (the memory taken); false when it is spent. */
   readonly reserve: (bytes: number) => boolean;
   /** How long a body that does not come in one piece may take, from its first piece. */
   readonly timeoutMs: number;
@@ -62,7 +64,7 @@ export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted
       reject(new BodyTooLargeError(limit));
       return;
     }
-    const chunks: Buffer[] = [];
+    let body: Buffer | undefined;
     let size = 0;
     let failed = false;
     // Only for bodies that come in pieces: most arrive with their headers, and need no timer.
@@ -78,17 +80,33 @@ export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted
     });
     res.onData((chunk, isLast) => {
       if (failed) return;
-      size += chunk.byteLength;
-      if (size > limit) return fail(new BodyTooLargeError(limit));
-      if (!reserve(chunk.byteLength)) return fail(new ServerBusyError());
-      // uWS reuses the chunk's memory once this callback returns: one copy keeps it (Buffer.from of a Uint8Array would copy twice).
-      chunks.push(Buffer.from(chunk.slice(0)));
+      const needed = size + chunk.byteLength;
+      if (needed > limit) return fail(new BodyTooLargeError(limit));
+      if (body === undefined || needed > body.byteLength) {
+        const capacity = body === undefined && isLast ? needed : grownCapacity(body?.byteLength ?? 0, needed, declaredLength, limit);
+        if (!reserve(capacity - (body?.byteLength ?? 0))) return fail(new ServerBusyError());
+        const grown = Buffer.allocUnsafe(capacity);
+        body?.copy(grown, 0, 0, size);
+        body = grown;
+      }
+      // uWS reuses the chunk's memory once this callback returns: copied now.
+      body.set(new Uint8Array(chunk), size);
+      size = needed;
       if (isLast) {
         clearTimeout(deadline);
-        resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+        resolve(size === body.byteLength ? body : body.subarray(0, size));
       } else {
         deadline ??= setTimeout(() => fail(new BodyTimeoutError(timeoutMs)), timeoutMs);
       }
     });
   });
+}
+
+/** The first piece of a body that comes in several, this much: the declared length is taken at once when given. */
+const FIRST_CAPACITY = 1024;
+
+/** The next size of a body's buffer that must hold `needed` bytes: the declared length, else double, within the cap. */
+function grownCapacity(current: number, needed: number, declaredLength: number | undefined, limit: number): number {
+  if (declaredLength !== undefined && declaredLength >= needed) return declaredLength;
+  return Math.min(limit, Math.max(needed, current === 0 ? FIRST_CAPACITY : current * 2));
 }

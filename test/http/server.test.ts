@@ -186,6 +186,49 @@ test('a body still arriving 30 s after its first piece is cut off with 408, and 
   }
 });
 
+test('a body that comes in pieces takes its declared length of the budget from its first piece; pieces without a length arrive whole', async () => {
+  const pieces = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 2000, bodyBudgetPerTenantBytes: 2000 });
+  pieces.addRoutes({ method: 'POST', pattern: '/echo', handler: (request) => ({ status: 200, text: request.body.toString('latin1') }) });
+  const port = await pieces.listen('127.0.0.1', 0);
+  const answerOf = (socket: ReturnType<typeof connect>): Promise<string> =>
+    new Promise((resolve) => {
+      const received: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => {
+        received.push(chunk);
+        const text = Buffer.concat(received).toString('latin1');
+        if (/\r\n\r\n/.test(text) && text.length >= text.indexOf('\r\n\r\n') + 4 + Number(/content-length: (\d+)/i.exec(text)?.[1] ?? 0)) resolve(text);
+      });
+    });
+  try {
+    // Its buffer is the 1,900 bytes it declared, held from the first of them on: memory, as counted.
+    const slow = connect(port, '127.0.0.1');
+    const slowAnswer = answerOf(slow);
+    slow.write('POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 1900\r\n\r\n');
+    slow.write('a'.repeat(10));
+    let status = 0;
+    for (let tries = 0; tries < 200 && status !== 503; tries++) status = (await fetch(`http://127.0.0.1:${port}/echo`, { method: 'POST', body: 'b'.repeat(200) })).status;
+    assert.equal(status, 503, 'the 10 bytes that came hold the 1,900 of their buffer');
+    slow.write('a'.repeat(1890));
+    assert.match(await slowAnswer, new RegExp(`^HTTP/1\\.1 200[^]*\r\n\r\n${'a'.repeat(1900)}$`));
+    slow.destroy();
+    // Chunked, in 6-byte pieces: one buffer grows (from 1 KiB, doubling) to hold them, in order.
+    const chunked = connect(port, '127.0.0.1');
+    const chunkedAnswer = answerOf(chunked);
+    chunked.write('POST /echo HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n');
+    const sent = Array.from({ length: 100 }, (_, i) => `p${String(i).padStart(5, '0')}`);
+    for (const piece of sent) {
+      chunked.write(`6\r\n${piece}\r\n`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    chunked.write('0\r\n\r\n');
+    const got = await chunkedAnswer;
+    assert.ok(got.endsWith(`\r\n\r\n${sent.join('')}`), got.slice(0, 300));
+    chunked.destroy();
+  } finally {
+    await pieces.close();
+  }
+});
+
 test('one org may hold an eighth of the body budget: its senders get 503 while another org is still served', async () => {
   const shared = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), bodyBudgetBytes: 8000 });
   let release: () => void = () => undefined;
