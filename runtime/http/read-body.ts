@@ -1,7 +1,8 @@
 // Streams a uWS request body into one Buffer, enforcing a byte cap as chunks arrive.
 // uWS hands out chunks that are only valid inside the callback, so each is copied: into one buffer
-// that grows (to the declared length at once, else doubling), whose size is what the body budget
-// counts. A Buffer per piece cost ten times its bytes for a body sent in 32-byte pieces.
+// that doubles as it fills (up to the declared length), whose size is what the body budget counts.
+// A Buffer per piece cost ten times its bytes for a body sent in 32-byte pieces; taking the declared
+// length at the first piece would let a sender that declares much and sends little hold a share.
 
 import type { HttpResponse } from 'uWebSockets.js';
 import { SluiceError } from '../errors.ts';
@@ -102,11 +103,11 @@ export function readBody(res: HttpResponse, { limit, declaredLength, whenAborted
   });
 }
 
-/** The first piece of a body that comes in several, this much: the declared length is taken at once when given. */
+/** The buffer of a body that comes in pieces starts this large (or as large as its first piece). */
 const FIRST_CAPACITY = 1024;
 
-/** The next size of a body's buffer that must hold `needed` bytes: the declared length, else double, within the cap. */
+/** The next size of a body's buffer that must hold `needed` bytes: double, within the declared length and the cap. */
 function grownCapacity(current: number, needed: number, declaredLength: number | undefined, limit: number): number {
-  if (declaredLength !== undefined && declaredLength >= needed) return declaredLength;
-  return Math.min(limit, Math.max(needed, current === 0 ? FIRST_CAPACITY : current * 2));
+  const doubled = Math.max(needed, current === 0 ? FIRST_CAPACITY : current * 2);
+  return Math.max(needed, Math.min(doubled, declaredLength ?? limit, limit));
 }
