@@ -30,6 +30,8 @@ export const CLOSE_DEVICE_DELETED = 4404;
 export const CLOSE_REPLACED = 4409;
 /** The org's sandbox was reset, which ended this connection: connect again (into the new sandbox). */
 export const CLOSE_SANDBOX_RESET = 4410;
+/** The socket sent refused messages past its org's refusal budget (a policy violation). */
+export const CLOSE_TOO_MANY_REFUSED = 1008;
 
 /** One message a device sent: its id is the dedup key (per device), as a webhook's id is per source. */
 export interface DeviceMessage {

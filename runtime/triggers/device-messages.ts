@@ -15,13 +15,23 @@ import type { Logger } from '../log.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import { ackFrame, CLOSE_SANDBOX_RESET, frameIdOf, MAX_MESSAGES_IN_FLIGHT, nackFrame, parseDeviceMessage, type DeviceMessage } from './device-frame.ts';
+import { TokenBucket } from '../token-bucket.ts';
+import { ackFrame, CLOSE_SANDBOX_RESET, CLOSE_TOO_MANY_REFUSED, frameIdOf, MAX_MESSAGES_IN_FLIGHT, nackFrame, parseDeviceMessage, type DeviceMessage } from './device-frame.ts';
 import { deviceSchemas, deviceSource } from './device-record.ts';
 import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
 import type { DeviceStore } from './device-store.ts';
 
 /** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
 const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
+
+/**
+ * Messages one org's sockets may have refused (nacked at once) per second, and in a burst: each
+ * costs a parse and an answer on the event loop, and one socket sending malformed frames as fast as
+ * it could held every org's requests for seconds. A socket whose refused message finds the budget
+ * spent is closed (1008, `too_many_refused`).
+ */
+export const REFUSALS_PER_SECOND = 1000;
+const REFUSAL_BURST = 2000;
 
 const closingError = (): RetryableError => new RetryableError('connection_closing', 'This connection is being closed; send the message again on the next one.');
 
@@ -43,6 +53,8 @@ export class DeviceMessages {
   readonly #d: DeviceMessageDeps;
   /** Bytes of message frames each org's sockets are storing. */
   readonly #orgBytes = new Map<string, number>();
+  /** Each org's budget of refused messages (REFUSALS_PER_SECOND). */
+  readonly #refusals = new Map<string, TokenBucket>();
 
   constructor(deps: DeviceMessageDeps) {
     this.#d = deps;
@@ -62,6 +74,10 @@ export class DeviceMessages {
       }
       message = parseDeviceMessage(frame, isBinary);
     } catch (error) {
+      if (!this.#mayRefuse(orgId)) {
+        closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second; read the nacks and wait for acks`);
+        return;
+      }
       sendFrame(data, ws, nackFrame(frameIdOf(frame, isBinary), error));
       return;
     }
@@ -73,6 +89,14 @@ export class DeviceMessages {
       else this.#orgBytes.delete(orgId);
     });
     data.inFlight.add(storing);
+  }
+
+  /** Takes one refusal from the org's budget: false when it is spent. */
+  #mayRefuse(orgId: string): boolean {
+    const now = this.#d.clock.now();
+    let bucket = this.#refusals.get(orgId);
+    if (bucket === undefined) this.#refusals.set(orgId, (bucket = new TokenBucket(REFUSAL_BURST, REFUSALS_PER_SECOND, now)));
+    return bucket.take(now) === 0;
   }
 
   /** Stores the message as an event once the connection is recorded (so it follows `device.connected`), then answers. */

@@ -46,6 +46,8 @@ export type DisconnectReason =
    * events, so no `device.disconnected` is written (only the device's view says so).
    */
   | 'sandbox_reset'
+  /** It kept sending messages Sluice refused faster than the org's refusal budget allows (device-messages.ts). */
+  | 'too_many_refused'
   /** The runtime shut down cleanly. */
   | 'runtime_stopped'
   /** The runtime stopped without closing it (a crash): found open at the next start. */

@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http';
 import WebSocket from 'ws';
 import { ManualClock } from '../../runtime/clock.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
+import { REFUSALS_PER_SECOND } from '../../runtime/triggers/device-messages.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
@@ -253,6 +254,25 @@ test('bad frames get a nack naming the problem, and the socket stays open', asyn
   assert.deepEqual(stored!.payload, {}, 'a message without a payload is stored with {}');
   device.close();
   await device.closed;
+});
+
+test('an org\'s sockets may have 2,000 messages refused at once and 1,000 a second: the socket whose refused message finds none left is closed (1008, too_many_refused)', async () => {
+  // An org of its own: the budget is the org's, and the clock stands still here (no refill).
+  const org = 'acct-refusals';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const token = await register('flooder', {}, org, orgKey);
+  const flooder = await connectDevice(rt.url, org, 'flooder', token);
+  await flooder.sendAtOnce(Array.from({ length: REFUSALS_PER_SECOND * 2 + 1 }, () => '{'));
+  assert.deepEqual(await flooder.closed, { code: 1008, reason: `more than ${REFUSALS_PER_SECOND} refused messages a second; read the nacks and wait for acks` });
+  assert.equal(flooder.frames.filter((frame) => frame.type === 'nack').length, REFUSALS_PER_SECOND * 2, 'each refused message within the budget was answered');
+  await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/flooder`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'too_many_refused');
+  // A second later the budget holds a second's refusals again: a malformed frame gets its nack.
+  clock.advance(1000);
+  const again = await connectDevice(rt.url, org, 'flooder', token);
+  again.send('{');
+  await again.waitFor(() => again.frames.some((frame) => frame.type === 'nack'), 'the nack');
+  again.close();
+  await again.closed;
 });
 
 test('a connection counts as two events against the org ingest quota (its device.connected and its device.disconnected): a reconnect loop stores no more than the rate', async () => {
