@@ -16,6 +16,7 @@ import { ReadQuery } from './read-query.ts';
 import { MethodNotAllowedError, Router } from './router.ts';
 import { refuseHandshakeWithEmptySegment } from './upgrade-required.ts';
 import type { HttpReply, HttpRequest, RequestHead, Route } from './types.ts';
+import { unreadRepliesError, UnsentReplies } from './unsent-replies.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const EMPTY_BODY = Buffer.alloc(0);
@@ -49,6 +50,9 @@ export interface HttpServerOptions {
   readonly bodyTimeoutMs?: number;
   /** How long into a stop bodies still arriving are waited for (DEFAULT_STOP_BODY_GRACE_MS). */
   readonly stopBodyGraceMs?: number;
+  /** Bytes of reply bodies not yet read by their clients held at once (unsent-replies.ts), and one org's share (default: an eighth). */
+  readonly unsentReplyBytes?: number;
+  readonly unsentReplyPerTenantBytes?: number;
 }
 
 export class HttpServer {
@@ -64,6 +68,7 @@ export class HttpServer {
   #held: Promise<void> | undefined;
   #port = 0;
   readonly #bodyBudget: BodyBudget;
+  readonly #unsent: UnsentReplies;
   readonly #bodyTimeoutMs: number;
   readonly #stopBodyGraceMs: number;
   /**
@@ -81,6 +86,7 @@ export class HttpServer {
     this.#logger = options.logger;
     this.#metrics = options.metrics;
     this.#bodyBudget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES, options.bodyBudgetPerTenantBytes);
+    this.#unsent = new UnsentReplies(options.unsentReplyBytes, options.unsentReplyPerTenantBytes);
     this.#bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
     this.#stopBodyGraceMs = options.stopBodyGraceMs ?? DEFAULT_STOP_BODY_GRACE_MS;
   }
@@ -170,9 +176,14 @@ export class HttpServer {
     });
     let aborted = false;
     let abortBodyRead: (() => void) | undefined;
+    // Gives back a reply's unread bytes should its client go before reading them (unsent-replies.ts).
+    let releaseUnsent: (() => void) | undefined;
+    // The org the path names, once it is matched: its share of the body and reply budgets.
+    let tenant = '';
     res.onAborted(() => {
       aborted = true;
       abortBodyRead?.();
+      releaseUnsent?.();
     });
     this.#inFlight++;
     let metricName = 'unmatched';
@@ -184,7 +195,7 @@ export class HttpServer {
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,
       );
-      if (!aborted) writeReply(res, rendered, method === 'HEAD');
+      if (!aborted) releaseUnsent = writeReply(res, rendered, method === 'HEAD', false, (body) => this.#unsent.send(res, body, tenant));
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {
@@ -201,6 +212,7 @@ export class HttpServer {
         throw error;
       }
       const { route, params } = matched;
+      tenant = params.org_id ?? '';
       metricName = route.metricName ?? route.pattern;
       const path = `/${segments.join('/')}`;
       const head: RequestHead = { method, path, query, headers, params };
@@ -209,6 +221,8 @@ export class HttpServer {
       try {
         // Inside, so a route hears of these refusals too (the ingest counter counts every delivery).
         if (headerBytes > MAX_HEADER_BYTES) throw headersTooLarge();
+        // Its org's clients leave unread answers as large as its share: no more until they read.
+        if (route.answersWhileHeld !== true && !this.#unsent.hasRoom(tenant)) throw unreadRepliesError();
         // The caller first (authenticate-first.ts: no key is a 401, whatever the query); then the query:
         // a URL a provider was given may repeat a parameter of its own (`query: 'any'`).
         route.beforeBody?.(head);
@@ -221,7 +235,7 @@ export class HttpServer {
         if (!reads && method !== 'DELETE') {
           assertIdentityEncoding(headers['content-encoding']);
           assertChunkedTransfer(headers['transfer-encoding']);
-          reservation = this.#bodyBudget.open(params.org_id ?? '');
+          reservation = this.#bodyBudget.open(tenant);
           let cutBodyRead: ((error: Error) => void) | undefined;
           body = await readBody(res, {
             limit: route.bodyLimit?.(params) ?? DEFAULT_BODY_LIMIT,
@@ -337,8 +351,13 @@ function parseContentLength(value: string | undefined): number | undefined {
 /** What a request that arrives while the server shuts down is answered. */
 const SHUTTING_DOWN = new RetryableError('shutting_down', 'Sluice is shutting down and takes no new requests: send this one again in a moment (nothing of it was stored).', 1000);
 
-/** `closeConnection`: the connection ends with this answer (a request during shutdown, whose body is not read). */
-function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, closeConnection = false): void {
+/**
+ * `closeConnection`: the connection ends with this answer (a request during shutdown, whose body is
+ * not read); `send`: how a body is sent (as its client reads it, unsent-replies.ts), else at once.
+ * Returns what gives back a body's unread bytes should the client go first.
+ */
+function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, closeConnection = false, send?: (body: string) => () => void): (() => void) | undefined {
+  let release: (() => void) | undefined;
   res.cork(() => {
     res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
     for (const [name, value] of reply.headers) res.writeHeader(name, value);
@@ -350,8 +369,10 @@ function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, 
       // any argument, even undefined, it writes a Content-Length of its own.)
       res.writeHeader('content-length', String(length));
       res.endWithoutBody();
-    } else res.end(reply.body ?? '', closeConnection);
+    } else if (send !== undefined && !closeConnection && reply.body !== undefined && reply.body.length > 0) release = send(reply.body);
+    else res.end(reply.body ?? '', closeConnection);
   });
+  return release;
 }
 
 /**
