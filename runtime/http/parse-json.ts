@@ -69,20 +69,35 @@ export function parseJsonRequest(request: HttpRequest): unknown {
 
 /** As parseJsonRequest, with the text the value was parsed from. */
 export function parseJsonRequestText(request: HttpRequest): { readonly value: unknown; readonly text: string } {
+  assertJsonRequest(request);
+  const parsed = decodeJsonBytes(request.body);
+  return { value: refuseLoneSurrogates(parsed.value, parsed.text), text: parsed.text };
+}
+
+/** A request's Content-Type is JSON's (415 otherwise) and its body not empty (400). */
+export function assertJsonRequest(request: HttpRequest): void {
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'The request body must be JSON (Content-Type: application/json).');
   }
   if (request.body.length === 0) throw new InputError(400, 'malformed_json', 'The request body is empty; a JSON document is required.');
-  const parsed = decodeJsonBytes(request.body);
+}
+
+/** An API body's text, checked and parsed as parseJsonRequestText does its bytes (in a thread, for a large one). */
+export function parseApiJsonText(text: string): unknown {
+  return refuseLoneSurrogates(readJsonText(text), text);
+}
+
+/** `value` (parsed from `text`), unless it holds a lone UTF-16 surrogate: a 400 naming where. */
+function refuseLoneSurrogates(value: unknown, text: string): unknown {
   // API bodies hold what Sluice stores as values (names, schemas, payloads of schedules): only text.
   // (Webhook bodies are stored as the exact text received, and are not checked this way.)
   // The strict UTF-8 decoder refuses encoded surrogates, so only a \uD800-\uDFFF escape can make
   // one: without such an escape in the text, the walk (which visits every value) is skipped.
-  const surrogateAt = /\\u[dD][89a-fA-F]/.test(parsed.text) ? loneSurrogatePath(parsed.value) : undefined;
+  const surrogateAt = /\\u[dD][89a-fA-F]/.test(text) ? loneSurrogatePath(value) : undefined;
   if (surrogateAt !== undefined) {
     throw new InputError(400, 'invalid_unicode', `The request body holds a lone UTF-16 surrogate (a "\\uD800"-style escape without its pair) at ${surrogateAt}: strings must be Unicode text.`, { field: surrogateAt });
   }
-  return parsed;
+  return value;
 }
 
 /**

@@ -6,19 +6,21 @@
 
 import { parentPort } from 'node:worker_threads';
 import { SluiceError } from '../errors.ts';
-import { readJsonText } from '../http/parse-json.ts';
+import { parseApiJsonText, readJsonText } from '../http/parse-json.ts';
+import { topLevelShape } from '../validation/top-level-shape.ts';
 import { bodyFactsOf, type BodyFacts } from '../ingest/body-facts.ts';
 import { assertSchemasCompile, compiledValidator, validateWith } from './event-schemas.ts';
 
 /**
  * What the checking side asks: `payloadJson` against `schemaText`, declared by (orgId, name) for
  * `type`; whether every schema of a write (`eventTypesText`, type -> schema) compiles; or the
- * facts of a webhook body's `text` (readJsonText's checks, then bodyFactsOf).
+ * facts of a webhook body's `text` (readJsonText's checks, then bodyFactsOf), or of a large API
+ * body's, with its top level (parseApiJsonText's checks, then topLevelShape).
  */
 export type CheckRequest =
   | { readonly kind: 'payload'; readonly id: number; readonly orgId: string; readonly name: string; readonly type: string; readonly schemaText: string; readonly payloadJson: string }
   | { readonly kind: 'compile'; readonly id: number; readonly eventTypesText: string }
-  | { readonly kind: 'body'; readonly id: number; readonly text: string };
+  | { readonly kind: 'body'; readonly id: number; readonly text: string; readonly apiBody?: boolean };
 
 /**
  * What this thread answers: first `ready`, then per request, in order, `compiled` (a payload
@@ -28,7 +30,7 @@ export type CheckAnswer =
   | { readonly kind: 'ready' }
   | { readonly kind: 'compiled'; readonly id: number }
   | { readonly kind: 'passed'; readonly id: number }
-  | { readonly kind: 'read'; readonly id: number; readonly facts: BodyFacts }
+  | { readonly kind: 'read'; readonly id: number; readonly facts: BodyFacts; readonly shape?: unknown }
   | { readonly kind: 'refused'; readonly id: number; readonly status: number; readonly code: string; readonly message: string; readonly field: string | undefined };
 
 const port = parentPort;
@@ -38,7 +40,9 @@ port.on('message', (request: CheckRequest) => {
   let answer: CheckAnswer;
   try {
     if (request.kind === 'body') {
-      port.postMessage({ kind: 'read', id: request.id, facts: bodyFactsOf(readJsonText(request.text)) } satisfies CheckAnswer);
+      // An API body (apiBody) is also held to the API's rule on lone surrogates, and answers its top level.
+      const value = request.apiBody === true ? parseApiJsonText(request.text) : readJsonText(request.text);
+      port.postMessage({ kind: 'read', id: request.id, facts: bodyFactsOf(value), ...(request.apiBody === true ? { shape: topLevelShape(value) } : {}) } satisfies CheckAnswer);
       return;
     }
     if (request.kind === 'compile') assertSchemasCompile(JSON.parse(request.eventTypesText) as Record<string, object>);

@@ -37,6 +37,9 @@ export interface SchemaCheckDeadlines {
   readonly compileMs: number;
 }
 
+/** What a request resolves with: nothing (a check or compile passed), a webhook body's facts, or an API body's top level. */
+type CheckResult = BodyFacts | { readonly shape: unknown } | undefined;
+
 interface Check {
   readonly orgId: string;
   /** Undefined for a place in line only (an ordered check of a type without a schema). */
@@ -44,7 +47,7 @@ interface Check {
   /** The refusal when a deadline passes (`what`: "took longer than …", or why the thread ended). */
   readonly tooSlow: (code: string, what: string) => InputError;
   /** With a body read's facts; a check or compile resolves with none. */
-  readonly resolve: (facts: BodyFacts | undefined) => void;
+  readonly resolve: (answer: CheckResult) => void;
   readonly reject: (error: Error) => void;
 }
 
@@ -108,6 +111,17 @@ export class SchemaChecks {
   }
 
   /**
+   * Reads a large API body's text as parseJsonRequestText would its bytes (parseApiJsonText: 400
+   * for malformed, too deep, duplicate-member JSON or a lone surrogate) and resolves with its top
+   * level (topLevelShape), for its body schema to judge; bounded as readBody is.
+   */
+  async readApiBody(orgId: string, text: string): Promise<unknown> {
+    const request = { kind: 'body' as const, id: this.#nextId++, text, apiBody: true };
+    const tooSlow = (_code: string, what: string): InputError => new InputError(422, 'body_too_complex', `Reading this JSON body ${what}; nothing was stored. Send a smaller body.`);
+    return ((await this.#enqueue(orgId, request, tooSlow)) as { readonly shape: unknown }).shape;
+  }
+
+  /**
    * Compiles every schema a write of `orgId` declares (type -> schema; none: nothing to do):
    * resolves when all compile, rejects with the 400 naming the event type otherwise (assertSchemasCompile).
    */
@@ -135,9 +149,9 @@ export class SchemaChecks {
     await worker?.terminate();
   }
 
-  #enqueue(orgId: string, request: CheckRequest | undefined, tooSlow: Check['tooSlow']): Promise<BodyFacts | undefined> {
+  #enqueue(orgId: string, request: CheckRequest | undefined, tooSlow: Check['tooSlow']): Promise<CheckResult> {
     if (this.#closed) return Promise.reject(stoppingError());
-    return new Promise<BodyFacts | undefined>((resolve, reject) => {
+    return new Promise<CheckResult>((resolve, reject) => {
       const check = { orgId, request, tooSlow, resolve, reject };
       const queue = this.#waiting.get(orgId);
       if (queue === undefined) {
@@ -233,7 +247,7 @@ export class SchemaChecks {
     clearTimeout(this.#timer);
     this.#running = undefined;
     if (answer.kind === 'passed') running.resolve(undefined);
-    else if (answer.kind === 'read') running.resolve(answer.facts);
+    else if (answer.kind === 'read') running.resolve(answer.shape === undefined ? answer.facts : { shape: answer.shape });
     else {
       const options = answer.field === undefined ? {} : { field: answer.field };
       running.reject(answer.status < 500 ? new InputError(answer.status, answer.code, answer.message, options) : new SluiceError(answer.status, answer.code, answer.message, options));
