@@ -25,10 +25,11 @@ import type { DeviceStore } from './device-store.ts';
 const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
 
 /**
- * Messages one org's sockets may have refused (nacked at once) per second, and in a burst: each
- * costs a parse and an answer on the event loop, and one socket sending malformed frames as fast as
- * it could held every org's requests for seconds. A socket whose refused message finds the budget
- * spent is closed (1008, `too_many_refused`).
+ * Frames one org's sockets may have refused as no message (malformed, too large, not a message's
+ * shape) per second, and in a burst: each costs a parse and an answer on the event loop, and one
+ * socket sending malformed frames as fast as it could held every org's requests for seconds. A
+ * socket whose refused frame finds the budget spent is closed (1008, `too_many_refused`).
+ * Back-pressure answers (too_many_in_flight, server_busy) cost no parse and do not count.
  */
 export const REFUSALS_PER_SECOND = 1000;
 const REFUSAL_BURST = 2000;
@@ -64,18 +65,24 @@ export class DeviceMessages {
   onMessage(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean): void {
     const data = ws.getUserData();
     const orgId = data.device.org_id;
+    // Back-pressure: answered before the frame is read, so cheap, and never held against the socket.
+    const busy =
+      data.inFlight.size >= MAX_MESSAGES_IN_FLIGHT
+        ? new SluiceError(429, 'too_many_in_flight', `At most ${MAX_MESSAGES_IN_FLIGHT} messages of a socket are stored at once; wait for their acks.`)
+        : (this.#orgBytes.get(orgId) ?? 0) + frame.length > MAX_ORG_BYTES_IN_FLIGHT
+          ? new RetryableError('server_busy', "This organization's devices have many messages being stored; send it again shortly.", 1000)
+          : undefined;
+    if (busy !== undefined) {
+      sendFrame(data, ws, nackFrame(frameIdOf(frame, isBinary), busy));
+      return;
+    }
     let message: DeviceMessage;
     try {
-      if (data.inFlight.size >= MAX_MESSAGES_IN_FLIGHT) {
-        throw new SluiceError(429, 'too_many_in_flight', `At most ${MAX_MESSAGES_IN_FLIGHT} messages of a socket are stored at once; wait for their acks.`);
-      }
-      if ((this.#orgBytes.get(orgId) ?? 0) + frame.length > MAX_ORG_BYTES_IN_FLIGHT) {
-        throw new RetryableError('server_busy', "This organization's devices have many messages being stored; send it again shortly.", 1000);
-      }
       message = parseDeviceMessage(frame, isBinary);
     } catch (error) {
+      // A frame that is no message (malformed, too large, not JSON's shape): it cost a parse.
       if (!this.#mayRefuse(orgId)) {
-        closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second; read the nacks and wait for acks`);
+        closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say`);
         return;
       }
       sendFrame(data, ws, nackFrame(frameIdOf(frame, isBinary), error));

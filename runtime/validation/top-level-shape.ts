@@ -7,7 +7,9 @@
 export function topLevelShape(value: unknown): unknown {
   if (Array.isArray(value)) return [];
   if (value === null || typeof value !== 'object') return value;
-  const shape: Record<string, unknown> = {};
+  // No prototype: a member named `__proto__` stays a member (on `{}` its assignment set the prototype,
+  // and a body schema never saw it), as JSON.parse keeps it.
+  const shape = Object.create(null) as Record<string, unknown>;
   for (const [key, member] of Object.entries(value)) shape[key] = member !== null && typeof member === 'object' ? null : member;
   return shape;
 }

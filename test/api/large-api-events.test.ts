@@ -39,6 +39,7 @@ test('a large body is stored with its payload as sent and answered as a small on
 test('a large body is refused for what a small one would be, with the same codes', async () => {
   const cases: Array<[string, number, string, string | undefined]> = [
     [`{"type":"bulk.loaded","payload":{"rows":["${filler}"]},"extra":1}`, 400, 'unknown_field', 'extra'],
+    [`{"type":"bulk.loaded","payload":{"rows":["${filler}"]},"__proto__":{"x":1}}`, 400, 'unknown_field', '__proto__'],
     [`{"type":"bad type","payload":{"rows":["${filler}"]}}`, 400, 'invalid_request', 'type'],
     [`{"type":"bulk.loaded","payload":{"rows":["${filler}"]},"environment":["sandbox"]}`, 400, 'invalid_request', 'environment'],
     [`{"type":"bulk.loaded","payload":{"rows":["${filler}\\ud800"]}}`, 400, 'invalid_unicode', 'payload.rows[0]'],

@@ -263,7 +263,7 @@ test('an org\'s sockets may have 2,000 messages refused at once and 1,000 a seco
   const token = await register('flooder', {}, org, orgKey);
   const flooder = await connectDevice(rt.url, org, 'flooder', token);
   await flooder.sendAtOnce(Array.from({ length: REFUSALS_PER_SECOND * 2 + 1 }, () => '{'));
-  assert.deepEqual(await flooder.closed, { code: 1008, reason: `more than ${REFUSALS_PER_SECOND} refused messages a second; read the nacks and wait for acks` });
+  assert.deepEqual(await flooder.closed, { code: 1008, reason: `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say` });
   assert.equal(flooder.frames.filter((frame) => frame.type === 'nack').length, REFUSALS_PER_SECOND * 2, 'each refused message within the budget was answered');
   await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/flooder`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'too_many_refused');
   // A second later the budget holds a second's refusals again: a malformed frame gets its nack.
@@ -499,6 +499,23 @@ test('past MAX_MESSAGES_IN_FLIGHT unacked messages, a message gets a retryable t
     await device.waitFor(() => device.frames.filter((f) => f.id === nack.id).length === 2, `the answer to ${nack.id} sent again`);
   }
   assert.equal(new Set(device.frames.filter((f) => f.type === 'ack').map((f) => f.id)).size, frames.length, 'every message acked once sent again one by one');
+  device.close();
+  await device.closed;
+});
+
+test('back-pressure nacks (too_many_in_flight) of well-formed messages spend none of the org\'s refusal budget: the socket stays open', { skip: storesInstantly && 'runs on LMDB only' }, async () => {
+  const org = 'acct-backpressure';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const device = await connectDevice(rt.url, org, 'eager', await register('eager', {}, org, orgKey));
+  // More than the budget's burst of messages at once, past the in-flight cap: most are nacked.
+  const frames = Array.from({ length: REFUSALS_PER_SECOND * 3 }, (_, i) => JSON.stringify({ id: `e-${i}`, type: 'burst.sample' }));
+  await device.sendAtOnce(frames);
+  await device.waitFor(() => device.frames.filter((f) => f.type !== 'ready').length === frames.length, 'an answer to every frame', 20_000);
+  const nacked = device.frames.filter((f) => f.type === 'nack');
+  assert.ok(nacked.length > REFUSALS_PER_SECOND * 2, `past the burst of refusals: ${nacked.length}`);
+  assert.ok(nacked.every((f) => f.error.code === 'too_many_in_flight'));
+  device.send({ id: 'after', type: 'burst.sample' });
+  assert.equal((await device.answerTo('after')).type, 'ack', 'still open and storing');
   device.close();
   await device.closed;
 });
