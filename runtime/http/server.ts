@@ -190,7 +190,10 @@ export class HttpServer {
     let reservation: BodyReservation | undefined;
     const finish = (reply: HttpReply): void => {
       reservation?.release();
-      const rendered = this.#render(reply);
+      let rendered = this.#render(reply);
+      // A read's large answer that its org's unread answers leave no room for is refused instead
+      // (reads change nothing): requests admitted together would each add theirs past the share.
+      if (method === 'GET' && rendered.status === 200 && !this.#unsent.mayHold(tenant, rendered.body)) rendered = this.#render(this.#errorReply(unreadRepliesError()));
       this.#metrics.httpRequestSeconds.observe(
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,

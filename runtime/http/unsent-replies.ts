@@ -2,7 +2,8 @@
 // once is sent as the client reads it (tryEnd and onWritable), and its bytes count here until it
 // is sent or its client goes. A total, and a share of it per tenant (the org a path names): a
 // tenant's clients that ask for large answers and never read them (16 MB event pages, a hundred
-// of them) held gigabytes and stalled every org; past its share a tenant's requests are 503.
+// of them) held gigabytes and stalled every org; past its share a tenant's requests are 503, and so
+// is a read whose large answer would not fit (requests admitted together each add theirs).
 
 import type { HttpResponse } from 'uWebSockets.js';
 import { RetryableError } from '../errors.ts';
@@ -10,6 +11,9 @@ import { TenantByteShares } from '../tenancy/tenant-byte-shares.ts';
 
 /** Bytes of unread reply bodies held at once, over all requests; one org's may hold an eighth. */
 export const DEFAULT_UNSENT_REPLY_BYTES = 256 * 1024 * 1024;
+
+/** Answers shorter than this (in characters, at most 3 bytes each) are not weighed against the share before they are sent. */
+const SMALL_REPLY_CHARS = 64 * 1024;
 
 /** What a request is answered while its org's unread replies fill its share. */
 export const unreadRepliesError = (): RetryableError =>
@@ -30,6 +34,14 @@ export class UnsentReplies {
   /** Whether `tenant` (and the total) has room for more: false while its unread replies fill its share. */
   hasRoom(tenant: string): boolean {
     return this.#shares.fits(tenant, 1);
+  }
+
+  /**
+   * Whether `body` fits `tenant`'s room, should its client not read it at once. A body under
+   * SMALL_REPLY_CHARS always does: the check costs its byte length, and such answers add little.
+   */
+  mayHold(tenant: string, body: string | undefined): boolean {
+    return body === undefined || body.length < SMALL_REPLY_CHARS || this.#shares.fits(tenant, Buffer.byteLength(body));
   }
 
   /**

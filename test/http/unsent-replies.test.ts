@@ -1,77 +1,101 @@
 // A reply the socket cannot take at once is sent as its client reads it, and its unread bytes are
-// counted per org (unsent-replies.ts): past an org's share its requests are 503 server_busy until
-// those answers are read or their clients go; another org is served meanwhile. A file of its own:
-// its 32 MiB answer's garbage collection made undici's pooled sockets of other tests' fetches fail.
+// counted per org (unsent-replies.ts): a read whose large answer would pass the org's share is
+// 503 server_busy instead, also when many are asked at once, until the answers held are read or
+// their clients go; other requests of the org and another org are served meanwhile. A file of its
+// own: its large answers' garbage collection made undici's pooled sockets of other tests' fetches fail.
 
 import assert from 'node:assert/strict';
 import { get as httpGet } from 'node:http';
-import { connect } from 'node:net';
-import { test } from 'node:test';
+import { connect, type Socket } from 'node:net';
+import { after, before, test } from 'node:test';
 import { HttpServer } from '../../runtime/http/server.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { createRuntimeMetrics } from '../../runtime/metrics.ts';
 
-test('answers a client does not read are sent as it reads, counted per org: past an org\'s share its requests are 503 until they are read or their client goes', async () => {
-  const big = 'x'.repeat(32 * 1024 * 1024);
-  const server = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), unsentReplyBytes: 256 * 1024 * 1024, unsentReplyPerTenantBytes: 16 * 1024 * 1024 });
+const MiB = 1024 * 1024;
+/** 20 MiB of a repeating pattern, so bytes out of order or missing show. */
+const big = Array.from({ length: (20 * MiB) / 16 }, (_, i) => (i % 1_000_000).toString(16).padStart(16, '.')).join('');
+let server: HttpServer;
+let port: number;
+
+before(async () => {
+  // An org's share is 48 MiB: two unread 20 MiB answers fit, a third does not.
+  server = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), unsentReplyBytes: 256 * MiB, unsentReplyPerTenantBytes: 48 * MiB });
   server.addRoutes(
     { method: 'GET', pattern: '/orgs/:org_id/big', handler: () => ({ status: 200, text: big }) },
     { method: 'GET', pattern: '/orgs/:org_id/small', handler: () => ({ status: 200, text: 'small' }) },
   );
-  const port = await server.listen('127.0.0.1', 0);
-  // node:http, one connection per request: fetch's pool kept sockets this test's server closed.
-  const ask = (org: string): Promise<{ status: number; retryAfter: string | undefined; text: string }> =>
-    new Promise((resolve, reject) => {
-      httpGet({ host: '127.0.0.1', port, path: `/orgs/${org}/small`, agent: false }, (answer) => {
-        let text = '';
-        answer.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: answer.statusCode ?? 0, retryAfter: answer.headers['retry-after'], text }));
-      }).on('error', reject);
-    });
-  const small = async (org: string): Promise<number> => (await ask(org)).status;
-  /** A client that asks for the big answer and reads nothing of it until told. */
-  const unread = (): { socket: ReturnType<typeof connect>; read: () => Promise<Buffer> } => {
-    const socket = connect(port, '127.0.0.1');
-    socket.write('GET /orgs/noisy/big HTTP/1.1\r\nhost: x\r\n\r\n');
-    socket.pause();
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    return {
-      socket,
-      read: () =>
-        new Promise((resolve) => {
-          socket.on('data', (chunk: Buffer) => {
-            chunks.push(chunk);
-            bytes += chunk.byteLength;
-            const all = bytes > big.length ? Buffer.concat(chunks) : undefined;
-            if (all !== undefined && all.length - (all.indexOf('\r\n\r\n') + 4) >= big.length) resolve(all);
-          });
-          socket.resume();
-        }),
-    };
+  port = await server.listen('127.0.0.1', 0);
+});
+after(() => server.close());
+
+/** A request through node:http, read whole (one connection per request: fetch's pool kept sockets the server closed). */
+const ask = (path: string): Promise<{ status: number; retryAfter: string | undefined; text: string }> =>
+  new Promise((resolve, reject) => {
+    httpGet({ host: '127.0.0.1', port, path, agent: false }, (answer) => {
+      let text = '';
+      answer.setEncoding('latin1').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: answer.statusCode ?? 0, retryAfter: answer.headers['retry-after'], text }));
+    }).on('error', reject);
+  });
+
+interface Unread {
+  readonly socket: Socket;
+  /** The status of its answer, once its first bytes came (it reads no further until `read`). */
+  readonly status: Promise<number>;
+  /** Reads the rest; resolves with the body. */
+  read(): Promise<string>;
+}
+
+/** A client that asks for the big answer and reads only its status line until told. */
+function unread(): Unread {
+  const socket = connect(port, '127.0.0.1');
+  socket.write('GET /orgs/noisy/big HTTP/1.1\r\nhost: x\r\n\r\n');
+  const chunks: Buffer[] = [];
+  const status = new Promise<number>((resolve) =>
+    socket.once('data', (chunk: Buffer) => {
+      socket.pause();
+      chunks.push(chunk);
+      resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(chunk.toString('latin1'))?.[1] ?? 0));
+    }),
+  );
+  return {
+    socket,
+    status,
+    read: async () => {
+      await status;
+      return new Promise((resolve) => {
+        socket.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          const all = Buffer.concat(chunks).toString('latin1');
+          const body = all.slice(all.indexOf('\r\n\r\n') + 4);
+          if (body.length >= big.length) resolve(body);
+        });
+        socket.resume();
+      });
+    },
   };
-  try {
-    const first = unread();
-    let status = 200;
-    for (let tries = 0; tries < 500 && status !== 503; tries++) status = await small('noisy');
-    assert.equal(status, 503, 'the unread 32 MiB fill the org\'s 16 MiB share');
-    const refused = await ask('noisy');
-    assert.equal(refused.retryAfter, '1');
-    assert.equal((JSON.parse(refused.text) as { error: { code: string } }).error.code, 'server_busy');
-    assert.equal(await small('quiet'), 200, 'another org is served');
-    const answer = await first.read();
-    const body = answer.subarray(answer.indexOf('\r\n\r\n') + 4);
-    assert.ok(body.length === big.length && body.every((byte) => byte === 0x78), 'the whole answer arrives, in order, as it is read');
-    first.socket.destroy();
-    for (let tries = 0; tries < 500 && status !== 200; tries++) status = await small('noisy');
-    assert.equal(status, 200, 'read, its bytes are given back');
-    // A client that goes without reading gives them back too.
-    const second = unread();
-    for (let tries = 0; tries < 500 && status !== 503; tries++) status = await small('noisy');
-    assert.equal(status, 503);
-    second.socket.destroy();
-    for (let tries = 0; tries < 500 && status !== 200; tries++) status = await small('noisy');
-    assert.equal(status, 200, 'gone, its bytes are given back');
-  } finally {
-    await server.close();
-  }
+}
+
+test('unread answers are counted per org: a read whose answer would pass the share is 503 until they are read or their clients go; the rest is served', async () => {
+  const first = unread();
+  const second = unread();
+  assert.deepEqual([await first.status, await second.status], [200, 200], 'two fit the 48 MiB share');
+  const third = await ask('/orgs/noisy/big');
+  assert.equal(third.status, 503, 'a third 20 MiB answer would not');
+  assert.equal(third.retryAfter, '1');
+  assert.equal((JSON.parse(third.text) as { error: { code: string } }).error.code, 'server_busy');
+  assert.equal((await ask('/orgs/noisy/small')).status, 200, 'a small answer of the org fits what is left');
+  assert.equal((await ask('/orgs/quiet/big')).status, 200, 'another org is served');
+  assert.equal(await first.read(), big, 'the held answer arrives whole and in order as it is read');
+  first.socket.destroy();
+  assert.equal((await ask('/orgs/noisy/big')).status, 200, 'read, its bytes were given back');
+  second.socket.destroy();
+  // Gone without reading: given back too; then many asked at once: no more than fit are held.
+  let fourth = 503;
+  for (let tries = 0; tries < 200 && fourth !== 200; tries++) fourth = (await ask('/orgs/noisy/big')).status;
+  assert.equal(fourth, 200, 'gone, its bytes were given back');
+  const burst = Array.from({ length: 6 }, () => unread());
+  const statuses = await Promise.all(burst.map((client) => client.status));
+  assert.deepEqual(statuses.filter((status) => status === 200).length, 2, `held at once: ${statuses.join(' ')}`);
+  for (const client of burst) client.socket.destroy();
 });
