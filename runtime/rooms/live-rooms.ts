@@ -16,7 +16,7 @@ import { ReplayTurns } from './replay-turns.ts';
 import { MAX_REMEMBERED_LATE, wasSent } from './live-replay.ts';
 import { enterRoom, publishedSeqOf, queueReplayPage, type RoomEntryDeps } from './live-room-entry.ts';
 import { MAX_BACKPRESSURE, roomOf, sendCounted, type SocketData } from './live-socket.ts';
-import { admitUpgrade, LIVE_PATH, LIVE_PROTOCOL } from './live-upgrade.ts';
+import { admitUpgrade, assertLiveProtocolOffered, LIVE_PATH, LIVE_PROTOCOL } from './live-upgrade.ts';
 import type { UpgradeAnswered } from '../metrics.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from './live-close-codes.ts';
 import { isInRoom, parseSubscribeFrame, topicFor, type Subscription } from './live-subscription.ts';
@@ -92,12 +92,13 @@ export class LiveRooms {
         let admitted: { principal: Principal; requested: Subscription };
         let orgId: string;
         try {
+          assertLiveProtocolOffered(offered);
           const token = upgradeToken(query.get('token'), offered, LIVE_PROTOCOL);
           const principal = token === undefined ? undefined : auth.principalForToken(token);
           orgId = Router.decodeSegment(rawOrgId);
           if (this.#closed) throw new RetryableError('stopping', 'Sluice is stopping; connect again in a few seconds.', 2000);
           // Past the REST routes' parameter cap an org id names nothing (and would not fit a store key): 404 as unknown.
-          admitted = admitUpgrade(principal, namesSomething(orgId) ? orgs.get(orgId) : undefined, orgId, query, offered);
+          admitted = admitUpgrade(principal, namesSomething(orgId) ? orgs.get(orgId) : undefined, orgId, query);
           // Each socket holds memory and may replay the log: one org (one leaked key) cannot open them without end.
           if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
             throw new SluiceError(429, 'too_many_live_sockets', `An organization may hold at most ${this.#socketsPerOrg} live sockets open at once; close one first.`);

@@ -13,9 +13,19 @@ import { parseSubscribeQuery, SubscriptionError, type Subscription } from './liv
 export const LIVE_PROTOCOL = 'sluice-live';
 
 /**
+ * 400 for subprotocols offered without LIVE_PROTOCOL (the server would have to echo one of them,
+ * the key, in its answer). Before the key is read from them: ['<key>'] with ?token= would read as
+ * two tokens that conflict.
+ */
+export function assertLiveProtocolOffered(offered: readonly string[]): void {
+  if (offered.length > 0 && !offered.includes(LIVE_PROTOCOL)) {
+    throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${LIVE_PROTOCOL} (the API key may ride next to it).`);
+  }
+}
+
+/**
  * What an upgrade asks for, once its caller may have it; otherwise the refusal, as the REST API
- * words it: 400 for subprotocols without LIVE_PROTOCOL (the server would have to echo one of them,
- * the key, in its answer), 401 without a valid key, 404 for another org's (or no) org, 400 for a
+ * words it (after assertLiveProtocolOffered): 401 without a valid key, 404 for another org's (or no) org, 400 for a
  * malformed subscription, 402 for the sandbox on a plan without one.
  */
 export function admitUpgrade(
@@ -23,11 +33,7 @@ export function admitUpgrade(
   org: Organization | undefined,
   orgId: string,
   query: URLSearchParams,
-  offered: readonly string[],
 ): { principal: Principal; requested: Subscription } {
-  if (offered.length > 0 && !offered.includes(LIVE_PROTOCOL)) {
-    throw new InputError(400, 'invalid_subprotocol', `Offer the subprotocol ${LIVE_PROTOCOL} (the API key may ride next to it).`);
-  }
   if (principal === undefined) throw new AccessError(401, 'unauthorized', `A valid API key is required: ?token=<key>, or a Sec-WebSocket-Protocol entry next to ${LIVE_PROTOCOL}.`);
   if (org === undefined || (principal.kind !== 'platform_admin' && principal.orgId !== orgId)) throw notFound('Organization');
   let requested: Subscription;

@@ -13,6 +13,7 @@ import { MAX_CLIENT_FRAME_BYTES } from '../../runtime/rooms/live-rooms.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { connectLive, type LiveClient } from '../helpers/live-client.ts';
+import { upgradeAnswer } from '../helpers/upgrade-answer.ts';
 
 let rt: TestRuntime;
 let key: string;
@@ -96,6 +97,10 @@ test('upgrade needs a key of that org: none 401, other org 404, viewer via ?toke
   assert.equal(byProtocol.socket.protocol, LIVE_PROTOCOL);
   // The key alone as a subprotocol would have to be echoed in the answer's headers: refused instead.
   await assert.rejects(connectLive(rt.url, 'acct-live', { protocols: [viewer.body.key] }), /400/);
+  // Also with the key in ?token=: the missing subprotocol is the problem, not two tokens.
+  for (const url of [`${rt.url}/organizations/acct-live/live`, `${rt.url}/organizations/acct-live/live?token=${viewer.body.key}`]) {
+    assert.equal((await upgradeAnswer(url, ['foo'])).code, 'invalid_subprotocol', url);
+  }
   // The org percent-encoded, as a client that escapes every path segment sends it.
   const encoded = await connectLive(rt.url, 'acct%2Dlive', { token: viewer.body.key });
   byQuery.close();
