@@ -26,6 +26,10 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
         : `hook-runner: ${config.runner === 'child' ? 'child' : config.runner.address}`,
     tokenFile === undefined ? 'platform admin token: as given (--admin-token / SLUICE_ADMIN_TOKEN)' : `platform admin token: in ${tokenFile} (mode 0600)`,
     '',
+    // A walkthrough done before on this data dir: its step 1 would answer 409 organization_exists.
+    ...(runtime.context.orgs.list(undefined, 1).length > 0
+      ? [`this data dir holds organizations already: step 1 answers 409 organization_exists for one of them (go on with its key, or start over: Ctrl-C, rm -rf ${shellWord(config.dataDir)}, start again).`, '']
+      : []),
     'in a second terminal, step 1 of the walkthrough in README.md: create an organization and keep its',
     'admin API key in $KEY (it is shown only in this answer):',
     `  export KEY=$(curl -s -X POST ${runtime.url}/organizations \\`,

@@ -102,6 +102,14 @@ async function welcomeWorksIn(name: string): Promise<void> {
     server.child.kill('SIGTERM');
     assert.equal(await server.exited, 0);
     assert.equal(result.stdout, '200 exported', `${name}: ${result.stderr}`);
+    assert.equal(server.output.some((line) => line.includes('holds organizations already')), false, 'a new data dir is not said to hold any');
+    // Started again on it: the welcome says step 1 will meet the org made then.
+    const again = await spawnRuntime(dataDir, 'serve', [], 'file');
+    runtime = again;
+    await eventually('the whole welcome', () => again.output, (lines) => lines.some((line) => line.includes('Ctrl-C stops')));
+    assert.ok(again.output.some((line) => line.startsWith('this data dir holds organizations already: step 1 answers 409 organization_exists')), again.output.join('\n'));
+    again.child.kill('SIGTERM');
+    assert.equal(await again.exited, 0);
   } finally {
     // A failed assertion must not leave the server running: the test file would never end.
     if (runtime?.child.exitCode === null) runtime.child.kill('SIGKILL');
