@@ -224,11 +224,12 @@ export class HttpServer {
       try {
         // Inside, so a route hears of these refusals too (the ingest counter counts every delivery).
         if (headerBytes > MAX_HEADER_BYTES) throw headersTooLarge();
-        // Its org's clients leave unread answers as large as its share: no more until they read.
-        if (route.answersWhileHeld !== true && !this.#unsent.hasRoom(tenant)) throw unreadRepliesError();
         // The caller first (authenticate-first.ts: no key is a 401, whatever the query); then the query:
         // a URL a provider was given may repeat a parameter of its own (`query: 'any'`).
         route.beforeBody?.(head);
+        // Its org's clients leave unread answers as large as its share: no more until they read
+        // (after the caller's check: a stranger learns nothing of an org's load).
+        if (route.answersWhileHeld !== true && !this.#unsent.hasRoom(tenant)) throw unreadRepliesError();
         if (route.query !== 'any') query.assertNoRepeats();
         // A GET that declares its parameters is checked here too: one that can fail before reading them
         // all (a 404 by id) would otherwise answer a typo (`?enviroment=`) with "not found".
