@@ -38,7 +38,7 @@ function isLoopbackTarget(address: string): boolean {
 /** The shortest time between two lines of one kind of runner fault: every call and scrape meets one. */
 const FAULT_LOG_INTERVAL_MS = 60_000;
 
-/** The runtime's lines for a runner that refuses its token, or whose TLS handshake fails. */
+/** The runtime's lines for a runner that refuses its token, fails the TLS handshake, or (at an address) cannot be reached. */
 function faultLogs(logger: Logger, dataDir: string, runner: string): { onTokenRefused: () => void; onTlsFailed: (details: string) => void; onUnreachable: (details: string) => void } {
   const tokenRefused = throttledStrays<void>(
     () => logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir }),
