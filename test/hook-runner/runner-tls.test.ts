@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer as createTcpServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
@@ -19,6 +18,7 @@ import { upload } from '../actions/action-fixtures.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { spawnRunnerCommand, tempDataDir, type RunnerProcess } from '../helpers/hook-runner.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { silentListener } from '../helpers/silent-listener.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 
 /** A self-signed certificate for 127.0.0.1 and its key, as PEM files in `dir`. */
@@ -111,10 +111,8 @@ describe('a hook-runner over TLS', () => {
 
   it('gives up on an address whose TLS handshake never completes as on a call never sent, and says so', async () => {
     // A listener that takes the connection and never answers the client's hello.
-    const held: Socket[] = [];
-    const silent = createTcpServer((socket) => void held.push(socket));
-    await new Promise<void>((done) => silent.listen(0, '127.0.0.1', done));
-    const target = `127.0.0.1:${(silent.address() as { port: number }).port}`;
+    const silent = await silentListener();
+    const target = `127.0.0.1:${silent.port}`;
     const unreachable: string[] = [];
     const client = new HookRunnerClient(target, token, { tlsCa: readFileSync(own.cert), deadlinesMs: { invoke: 300 }, onUnreachable: (details) => void unreachable.push(details) });
     try {
@@ -123,11 +121,10 @@ describe('a hook-runner over TLS', () => {
         (error: unknown) => error instanceof RunnerUnavailableError && !error.mayHaveRun && /could not be reached within 300 ms \(Invoke\): no connection to it opened/.test(error.message),
       );
       assert.equal(unreachable.length, 1, 'one attempt: another would spend the deadline again');
-      assert.ok(held.length > 0, 'the connection was taken, its handshake left unanswered');
+      assert.ok(silent.connections() > 0, 'the connection was taken, its handshake left unanswered');
     } finally {
       client.close();
-      for (const socket of held) socket.destroy();
-      await new Promise<void>((done) => silent.close(() => done()));
+      await silent.close();
     }
   });
 

@@ -4,10 +4,10 @@
 // both is tried again as before (a TLS server restarting looks the same at first).
 
 import assert from 'node:assert/strict';
-import { createServer, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { SluiceClient, SluiceNetworkError, type Sleep } from '../../kits/client/index.ts';
 import { startRuntime } from '../helpers/runtime.ts';
+import { silentListener } from '../helpers/silent-listener.ts';
 
 const noWait: Sleep = async () => undefined;
 
@@ -26,17 +26,14 @@ test('an https:// url at Sluice stops at the first attempt once Sluice answers i
 });
 
 test('an https:// url at a server silent in plain HTTP too is tried again, with the hint only', async () => {
-  const held: Socket[] = [];
-  const silent = createServer((socket) => void held.push(socket));
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const silent = await silentListener();
   try {
-    const client = new SluiceClient({ url: `https://127.0.0.1:${(silent.address() as { port: number }).port}`, apiKey: 'k', org: 'o', sleep: noWait, timeoutMs: 300, maxAttempts: 2 });
+    const client = new SluiceClient({ url: `https://127.0.0.1:${silent.port}`, apiKey: 'k', org: 'o', sleep: noWait, timeoutMs: 300, maxAttempts: 2 });
     const failed = await client.getEvent('evt_1').catch((error: unknown) => error);
     assert.ok(failed instanceof SluiceNetworkError, String(failed));
     assert.equal(failed.attempts, 2);
     assert.doesNotMatch(failed.message, /speaks plain HTTP \(Sluice answered/);
   } finally {
-    for (const socket of held) socket.destroy();
-    silent.close();
+    await silent.close();
   }
 });

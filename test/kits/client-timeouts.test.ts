@@ -6,35 +6,27 @@
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer } from 'node:http';
 import { WebSocketServer } from 'ws';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { after, test } from 'node:test';
 import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
 import { eventually } from '../helpers/receiver.ts';
+import { silentListener, type SilentListener } from '../helpers/silent-listener.ts';
 import { answeredWithoutTls, plainHttpHint } from '../../kits/client/plain-http-hint.ts';
 import { runSocket } from '../../kits/client/socket-run.ts';
 
 const noWait: Sleep = async () => undefined;
 const servers: Server[] = [];
-const sockets: Socket[] = [];
-after(() => {
-  sockets.forEach((socket) => socket.destroy());
+const silentListeners: SilentListener[] = [];
+after(async () => {
   servers.forEach((server) => server.close());
+  await Promise.all(silentListeners.map((silent) => silent.close()));
 });
 
-/**
- * A server of the test's own that accepts, reads and never answers. `requests` counts the
- * connections that sent a request (undici may open a spare one that sends nothing).
- */
+/** A server that accepts, reads and never answers (silent-listener.ts), closed after the file's tests. */
 async function silentServer(): Promise<{ url: string; requests: () => number }> {
-  let requests = 0;
-  const server = createServer((socket) => {
-    sockets.push(socket);
-    socket.once('data', () => requests++);
-    socket.resume();
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, requests: () => requests };
+  const silent = await silentListener();
+  silentListeners.push(silent);
+  return { url: `http://127.0.0.1:${silent.port}`, requests: () => silent.requests() };
 }
 
 test('a live subscription whose handshake is never answered gives up after silenceMs, says so, and reconnects', async () => {
