@@ -37,6 +37,9 @@ export interface SchemaCheckDeadlines {
   readonly compileMs: number;
 }
 
+/** The refusal of a body read (webhook or API) past its deadline. */
+const bodyTooComplex = (_code: string, what: string): InputError => new InputError(422, 'body_too_complex', `Reading this JSON body ${what}; nothing was stored. Send a smaller body.`);
+
 /** What a request resolves with: nothing (a check or compile passed), a webhook body's facts, or an API body's top level. */
 type CheckResult = BodyFacts | { readonly shape: unknown } | undefined;
 
@@ -106,8 +109,7 @@ export class SchemaChecks {
    */
   async readBody(orgId: string, text: string): Promise<BodyFacts> {
     const request = { kind: 'body' as const, id: this.#nextId++, text };
-    const tooSlow = (_code: string, what: string): InputError => new InputError(422, 'body_too_complex', `Reading this JSON body ${what}; nothing was stored. Send a smaller body.`);
-    return (await this.#enqueue(orgId, request, tooSlow)) as BodyFacts;
+    return (await this.#enqueue(orgId, request, bodyTooComplex)) as BodyFacts;
   }
 
   /**
@@ -117,8 +119,7 @@ export class SchemaChecks {
    */
   async readApiBody(orgId: string, text: string): Promise<unknown> {
     const request = { kind: 'body' as const, id: this.#nextId++, text, apiBody: true };
-    const tooSlow = (_code: string, what: string): InputError => new InputError(422, 'body_too_complex', `Reading this JSON body ${what}; nothing was stored. Send a smaller body.`);
-    return ((await this.#enqueue(orgId, request, tooSlow)) as { readonly shape: unknown }).shape;
+    return ((await this.#enqueue(orgId, request, bodyTooComplex)) as { readonly shape: unknown }).shape;
   }
 
   /**
