@@ -102,6 +102,14 @@ export class RootScheduler {
     return place;
   }
 
+  /** Drops the tenant, its queue and its slots at once (its org was deleted): none of its runs is admitted again. */
+  forget(orgId: OrgId): void {
+    const tenant = this.#tenants.get(orgId);
+    if (tenant !== undefined) this.#active -= tenant.runningCount;
+    this.#tenants.delete(orgId);
+    this.#limits.delete(orgId);
+  }
+
   /** Sets a tenant's `max_concurrent_runs` (0 pauses admission). Never preempts running runs. */
   setLimit(orgId: OrgId, limit: number): void {
     checkLimit(limit);

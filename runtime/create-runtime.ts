@@ -244,7 +244,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     runner: runner.client,
     secretWritesSettled: (orgId) => secretWrites.settled(orgId),
     onFenced: (orgId) => {
-      engine.forgetOrg(orgId);
+      void engine.forgetOrg(orgId);
       rooms.closeSocketsOfOrg(orgId);
       devices.closeSocketsOfOrg(orgId);
     },

@@ -6,6 +6,7 @@
 // has to wait for a connection, or its input for memory, and is then dropped from that queue at once).
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
+import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 
 /** One attempt out: its fence, and the controller made for the first step that asked for a signal. */
 export interface AttemptOut {
@@ -59,6 +60,12 @@ export class AttemptsOut {
   /** The attempt has reported (or failed to): forgotten, unless the run's next attempt is already out under another fence. */
   finish(key: string, attempt: AttemptOut): void {
     if (this.#out.get(key) === attempt) this.#out.delete(key);
+  }
+
+  /** Withdraws the attempts out of all the org's runs (it was deleted). */
+  withdrawOrg(orgId: string): void {
+    const prefix = orgScopedKey(orgId, '');
+    for (const [key, attempt] of this.#out) if (key.startsWith(prefix)) attempt.withdraw();
   }
 
   /** Withdraws the attempts out of the org's sandbox runs (its plan lost the sandbox; the runs fail as sandbox_disabled). */

@@ -38,6 +38,12 @@ export class OrgAdmission {
     if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
   }
 
+  /** The org was deleted: its runs leave the queue and their slots at once, and are never admitted. */
+  forgetOrg(orgId: OrgId): void {
+    this.#scheduler.forget(orgId);
+    this.#limitsSet.delete(orgId);
+  }
+
   placeOf(orgId: OrgId, runId: RunId): RunPlace {
     return this.#scheduler.placeOf(orgId, runId);
   }

@@ -129,6 +129,20 @@ describe('RootScheduler: fairness across tenants', () => {
     assert.deepEqual(s.nextAdmissions(), []);
   });
 
+  it('forgets a tenant whole (its org was deleted): its slots go back to the cap, its queue is never admitted', () => {
+    const s = new RootScheduler({ defaultLimit: 2, maxActiveRuns: 2 });
+    for (let i = 1; i <= 4; i += 1) s.enqueue(A, run('a', i));
+    s.enqueue(B, run('b', 1));
+    assert.deepEqual(ids(s.nextAdmissions()), ['a-1', 'b-1']);
+    s.forget(A);
+    assert.equal(s.activeRuns, 1);
+    assert.equal(s.placeOf(A, run('a', 2)), 'absent');
+    s.enqueue(B, run('b', 2));
+    assert.deepEqual(ids(s.nextAdmissions()), ['b-2'], "the freed slot goes to B; none of A's queued runs is admitted");
+    assert.equal(s.release(A, run('a', 1)), 'absent', "a late release of A's run gives back nothing twice");
+    assert.equal(s.activeRuns, 2);
+  });
+
   /**
    * Tenant A floods 100,000 runs, then B enqueues one. Each scheduler step finishes one running
    * run (oldest first) and asks for admissions. Round-robin bounds B's wait by one admission of
