@@ -248,6 +248,12 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
       rooms.closeSocketsOfOrg(orgId);
       devices.closeSocketsOfOrg(orgId);
     },
+    onRemoved: (orgId) => {
+      updateLog.forgetOrg(orgId);
+      rooms.forgetOrg(orgId);
+      devices.forgetOrg(orgId);
+      quota.forgetOrg(orgId);
+    },
     now: () => clock.now(),
     stop: stopping.signal,
   });

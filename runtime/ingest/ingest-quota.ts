@@ -59,6 +59,10 @@ class OrgBuckets {
   giveBack(orgId: string, amount: number): void {
     this.#buckets.get(orgId)?.giveBack(amount);
   }
+
+  forget(orgId: string): void {
+    this.#buckets.delete(orgId);
+  }
 }
 
 export class IngestQuota {
@@ -112,6 +116,12 @@ export class IngestQuota {
     // A connection's events are a few bytes: only the event quota counts them.
     const waitMs = this.#events.takeOnCredit(org.id, rate, events, this.#clock.now());
     if (waitMs > 0) throw new QuotaExceededError(`${rate} events`, waitMs);
+  }
+
+  /** Lets go of the org's buckets once its removal is finished (one per org that ever sent under a rate otherwise stayed for good). */
+  forgetOrg(orgId: string): void {
+    this.#events.forget(orgId);
+    this.#bytes.forget(orgId);
   }
 
   /** Gives back `events` charged for events that will not be written after all (a connection never recorded). */

@@ -162,6 +162,11 @@ export class LiveRooms {
     return this.#order.emitted(orgId);
   }
 
+  /** Lets go of the org's place in the seq order once its removal is finished (its sockets were closed when it was deleted). */
+  forgetOrg(orgId: string): void {
+    this.#order.forget(orgId);
+  }
+
   /** Stops waiting for missing seqs now (tests; production waits GAP_GRACE_MS). */
   releaseGaps(): void {
     this.#order.releaseGaps();

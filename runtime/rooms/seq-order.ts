@@ -117,6 +117,13 @@ export class SeqOrder {
     for (const queue of this.#queues.values()) if (queue.timer !== undefined) clearTimeout(queue.timer);
   }
 
+  /** Lets go of the org's queue and its gap timer (the org's removal is finished: nothing of it is published again). */
+  forget(orgId: string): void {
+    const queue = this.#queues.get(orgId);
+    if (queue?.timer !== undefined) clearTimeout(queue.timer);
+    this.#queues.delete(orgId);
+  }
+
   #queue(orgId: string): OrgQueue {
     let queue = this.#queues.get(orgId);
     if (queue === undefined) {

@@ -108,6 +108,12 @@ export class UpdateLog {
     return this.#firstIssued.get(orgId) ?? this.lastSeq(orgId) + 1;
   }
 
+  /** Lets go of the seqs this process handed out to an org whose removal is finished (its updates went with it). */
+  forgetOrg(orgId: string): void {
+    this.#issued.delete(orgId);
+    this.#firstIssued.delete(orgId);
+  }
+
   /**
    * The highest seq on disk: the counter, the newest retained update or a reset's mark, whichever is
    * larger. Seqs are handed out when a write is queued, and batches and transactions reach the write

@@ -45,6 +45,8 @@ export interface OrgDeletionDeps {
   readonly secretWritesSettled: (orgId: string) => Promise<void>;
   /** Once the mark is committed (durable, or its flush failed): what the process holds of the org in memory lets it go. Called again on a retry. */
   readonly onFenced: (orgId: string) => void;
+  /** Once the removal is finished: the little the process still keeps per org (seq counters, quota and refusal buckets) lets it go. */
+  readonly onRemoved: (orgId: string) => void;
   readonly logger: Logger;
   readonly now: () => number;
   readonly stop: AbortSignal;
@@ -178,7 +180,10 @@ export class OrgDeletions {
       const { removed } = this.#d.deleted.get(orgId) ?? record;
       const next: DeletionRecord = { ...record, state: done ? 'removed' : 'removing', removed_at: done ? iso(this.#d.now()) : null, actions_with_secrets: actions, removed };
       await this.#d.deleted.update(next);
-      if (done) this.#d.logger.info('organization removed', { org: orgId, records: Object.values(removed).reduce((a, b) => a + b, 0) });
+      if (done) {
+        this.#d.onRemoved(orgId);
+        this.#d.logger.info('organization removed', { org: orgId, records: Object.values(removed).reduce((a, b) => a + b, 0) });
+      }
       return next;
     })();
     this.#running.set(orgId, running);

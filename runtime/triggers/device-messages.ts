@@ -98,6 +98,12 @@ export class DeviceMessages {
     data.inFlight.add(storing);
   }
 
+  /** Lets go of the org's refusal budget and byte count once its removal is finished. */
+  forgetOrg(orgId: string): void {
+    this.#refusals.delete(orgId);
+    this.#orgBytes.delete(orgId);
+  }
+
   /** Takes one refusal from the org's budget: false when it is spent. */
   #mayRefuse(orgId: string): boolean {
     const now = this.#d.clock.now();

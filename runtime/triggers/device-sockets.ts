@@ -238,6 +238,11 @@ export class DeviceSockets {
     this.#sockets.closeWhere(({ device }) => device.org_id === orgId, { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED }, 'organization_deleted: the organization was deleted');
   }
 
+  /** Lets go of what the org's messages left in memory once its removal is finished. */
+  forgetOrg(orgId: string): void {
+    this.#messages.forgetOrg(orgId);
+  }
+
   /**
    * A sandbox reset failed, perhaps after it committed (a failed flush): whether it ended the
    * org's sandbox connections is unknown, so their sockets close (1011) and the devices connect

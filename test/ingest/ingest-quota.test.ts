@@ -8,6 +8,8 @@ import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { holdReset } from '../helpers/hold-reset.ts';
+import { IngestQuota, QuotaExceededError } from '../../runtime/ingest/ingest-quota.ts';
+import type { Organization } from '../../runtime/tenancy/organizations.ts';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 30, 10, 0, 0));
 const SECRET = `whsec_${Buffer.alloc(32, 13).toString('base64')}`;
@@ -16,6 +18,16 @@ before(async () => {
   rt = await startRuntime({ clock });
 });
 after(async () => rt.close());
+
+test("forgetOrg lets go of a removed org's buckets: what the org had spent is not remembered", () => {
+  const org = { id: 'acct-q-gone', ingest_rate_per_second: 1 } as Organization;
+  const quota = new IngestQuota(clock, () => org);
+  quota.charge(org);
+  quota.charge(org);
+  assert.throws(() => quota.charge(org), QuotaExceededError, 'one a second, and one on credit');
+  quota.forgetOrg(org.id);
+  assert.doesNotThrow(() => quota.charge(org), 'a new bucket, full');
+});
 
 test('plans set the default quota; the platform admin can change it', async () => {
   await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-starter', 'starter');

@@ -32,6 +32,17 @@ test('a skipped gap counts as skipped until it arrives late; a gap never filled 
   order.close();
 });
 
+test("forget lets go of an org's queue and the gap it waits on: nothing of the org comes out after it", () => {
+  const emitted: number[] = [];
+  const order = new SeqOrder(() => 1, (_org, u) => emitted.push(u.seq));
+  order.offer('org', [update(1), update(3)]);
+  assert.deepEqual([emitted, order.emitted('org')], [[1], 1], '3 waits for 2');
+  order.forget('org');
+  order.releaseGaps();
+  assert.deepEqual([emitted, order.emitted('org')], [[1], 0], '3 went with its queue');
+  order.close();
+});
+
 test('a skipped seq counts as skipped until it arrives or SKIPPED_MEMORY_MS passes; later gaps forget older ones', () => {
   mock.timers.enable({ apis: ['Date', 'setTimeout'], now: 1_000_000 });
   try {

@@ -35,6 +35,14 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     assert.equal(restarted.lastSeq('org_b'), 0, 'another org starts at 0');
   });
 
+  test("forgetOrg lets go of the seqs handed out to a removed org: the next one is worked out from disk again", () => {
+    const log = new UpdateLog(ledger, 100);
+    assert.deepEqual([log.reserve('org_gone', update('run_1')).seq, log.reserve('org_gone', update('run_2')).seq], [1, 2], 'handed out, never stored');
+    assert.equal(log.firstIssued('org_gone'), 1);
+    log.forgetOrg('org_gone');
+    assert.equal(log.reserve('org_gone', update('run_3')).seq, 1, 'nothing of the org is remembered: disk holds no seq');
+  });
+
   test('range reads one page at most when given a limit, oldest first', async () => {
     const log = new UpdateLog(ledger, 100);
     await ledger.root.transaction(() => ['run_1', 'run_2', 'run_3', 'run_4'].forEach((runId) => log.append('org_p', update(runId))));

@@ -98,7 +98,7 @@ async function withRunnerSecrets(use: (setup: { runner: RunnerFixture; client: H
       actionIds: () => [...ACTIONS],
       runner: client,
       secretWritesSettled: async () => undefined,
-      onFenced: () => undefined,
+      onFenced: () => undefined, onRemoved: () => undefined,
       logger,
       now: () => Date.now(),
       stop: stop.signal,
@@ -193,7 +193,7 @@ test('a removal stopped part way keeps the tally of what it removed: the record 
       for (let i = 0; i < 10; i++) ledger.sources.put([DOOMED, `source-${i}`], { name: `source-${i}` });
     });
     const deletionsUntil = (stop: AbortSignal) =>
-      new OrgDeletions({ ledger, orgs, deleted, tables, actionIds: () => [], runner: undefined, secretWritesSettled: async () => undefined, onFenced: () => undefined, logger: createLogger('silent'), now: () => Date.now(), stop, chunk: 3 });
+      new OrgDeletions({ ledger, orgs, deleted, tables, actionIds: () => [], runner: undefined, secretWritesSettled: async () => undefined, onFenced: () => undefined, onRemoved: () => undefined, logger: createLogger('silent'), now: () => Date.now(), stop, chunk: 3 });
     // The stop comes inside the first chunk's transaction: that chunk commits, nothing after it.
     const stop = new AbortController();
     const countRemoved = deleted.countRemoved.bind(deleted);

@@ -180,7 +180,7 @@ test('two DELETEs of one org at once both answer its deletion', async () => {
   const stop = new AbortController();
   const deletions = new OrgDeletions({
     ledger, orgs, deleted, tables, actionIds: () => [], runner: undefined, secretWritesSettled: async () => undefined,
-    onFenced: () => undefined, logger: createLogger('silent'), now: () => Date.now(), stop: stop.signal,
+    onFenced: () => undefined, onRemoved: () => undefined, logger: createLogger('silent'), now: () => Date.now(), stop: stop.signal,
   });
   const [first, second] = await Promise.all([deletions.delete(DOOMED), deletions.delete(DOOMED)]);
   assert.equal(first?.organization_id, DOOMED);

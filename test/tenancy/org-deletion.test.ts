@@ -50,6 +50,7 @@ test('a deleted org is fenced off at once, removed whole in the background, and 
     const flakyRun = reactions[0]!.run_id;
     await eventually('flaky run waiting on its retry timer', () => rt.runtime.engine.timerDueAt(DOOMED, flakyRun), (due) => due !== undefined);
     assert.equal(flaky.received.length, 1);
+    assert.ok(rt.runtime.rooms.emittedSeq(DOOMED) > 0, 'its runs sent live updates');
 
     // Only the platform admin deletes an org.
     assert.equal((await call(rt.url, 'DELETE', `/organizations/${DOOMED}`, { token: doomed.key })).status, 403);
@@ -80,6 +81,7 @@ test('a deleted org is fenced off at once, removed whole in the background, and 
     assert.equal(done.status, 200, done.text);
     assert.equal(done.body.deletion.state, 'removed');
     assert.deepEqual(await rt.runtime.deletions.recordsLeft(DOOMED), {});
+    assert.equal(rt.runtime.rooms.emittedSeq(DOOMED), 0, 'once removed, the process keeps nothing of its live seqs');
     assert.equal(done.body.deletion.hook_runner_secrets_pending, false);
     assert.ok(done.body.deletion.records_removed > 100, `records removed: ${done.body.deletion.records_removed}`);
     assert.match((await call(rt.url, 'GET', '/metrics')).text, /^sluice_organization_deletions_unfinished 0$/m);
