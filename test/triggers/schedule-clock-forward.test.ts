@@ -4,39 +4,26 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ManualClock } from '../../runtime/clock.ts';
-import { call, createOrg } from '../helpers/http.ts';
+import { call } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
-import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { startClockedSchedules, type ClockedSchedules } from '../helpers/clocked-schedules.ts';
 
 const START = Date.UTC(2026, 10, 30, 9, 50, 0);
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
 const ORG = 'acct-clock-forward';
-const clock = new ManualClock(START);
-let rt: TestRuntime;
-let key: string;
+let s: ClockedSchedules;
 
 before(async () => {
-  rt = await startRuntime({ clock });
-  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  s = await startClockedSchedules(ORG, START);
 });
-after(async () => rt.close());
+after(async () => s.close());
 
-const ticksOf = async (type: string): Promise<string[]> => {
-  const listed = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=${type}`, { token: key });
-  assert.equal(listed.status, 200, listed.text);
-  return listed.body.events.map((e: { payload: { scheduled_for: string } }) => e.payload.scheduled_for).sort();
-};
-
-/** Moves the clock to `at` and lets the ticker look, as its re-check does at least every minute. */
-const lookAt = (at: number): number => {
-  clock.set(at);
-  return rt.runtime.ticker.timers.fireDue();
-};
+const ticksOf = (type: string): Promise<string[]> => s.ticksOf(type);
+const lookAt = (at: number): number => s.lookAt(at);
 
 const schedule = async (name: string, cron: string): Promise<void> => {
-  const created = await call(rt.url, 'POST', `/organizations/${ORG}/schedules`, { token: key, json: { name, cron, event_type: `report.${name}` } });
+  const created = await call(s.url, 'POST', `/organizations/${ORG}/schedules`, { token: s.key, json: { name, cron, event_type: `report.${name}` } });
   assert.equal(created.status, 201, created.text);
 };
 
@@ -49,7 +36,7 @@ test('a clock stepped forward a day sends the newest tick it jumped over, once, 
   assert.equal(lookAt(START + DAY + 30 * MINUTE), 2, 'one tick each, the newest jumped over');
   assert.deepEqual(await eventually('the daily tick', () => ticksOf('report.daily'), (ticks) => ticks.length === 2), ['2026-11-30T10:00:00.000Z', '2026-12-01T10:00:00.000Z']);
   assert.deepEqual(await eventually('the quarter tick', () => ticksOf('report.quarter'), (ticks) => ticks.length === 2), ['2026-11-30T10:00:00.000Z', '2026-12-01T10:15:00.000Z']);
-  await eventually('the next quarter tick to be armed', () => rt.runtime.ticker.timers.dueAt(`${ORG}\u0000quarter`), (at) => at === Date.UTC(2026, 11, 1, 10, 30, 0));
-  const shown = await call(rt.url, 'GET', `/organizations/${ORG}/schedules/daily`, { token: key });
+  await eventually('the next quarter tick to be armed', () => s.runtime.ticker.timers.dueAt(`${ORG}\u0000quarter`), (at) => at === Date.UTC(2026, 11, 1, 10, 30, 0));
+  const shown = await call(s.url, 'GET', `/organizations/${ORG}/schedules/daily`, { token: s.key });
   assert.deepEqual([shown.body.schedule.last_sent_tick_at, shown.body.schedule.next_tick_at], ['2026-12-01T10:00:00.000Z', '2026-12-02T10:00:00.000Z']);
 });
