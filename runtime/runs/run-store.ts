@@ -174,9 +174,11 @@ export class RunStore {
     });
   }
 
-  /** The ids of an org's runs that still have work to do. */
-  unfinishedOf(orgId: string): RunId[] {
-    return [...this.#unfinished.getKeys({ start: [orgId], end: [orgId, '\uffff'] })].map((key) => (key as [OrgId, RunId])[1]);
+  /** Up to `limit` ids of an org's runs that still have work to do, in id order, after `after` (from the first when undefined). */
+  unfinishedPageOf(orgId: string, after: RunId | undefined, limit: number): RunId[] {
+    const keys = this.#unfinished.getKeys({ start: after === undefined ? [orgId] : [orgId, after], end: [orgId, '\uffff'], limit: limit + 1 });
+    const ids = [...keys].map((key) => (key as [OrgId, RunId])[1]);
+    return (ids[0] === after ? ids.slice(1) : ids).slice(0, limit);
   }
 
   /**
