@@ -198,7 +198,9 @@ export class HttpServer {
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,
       );
-      if (!aborted) releaseUnsent = writeReply(res, rendered, method === 'HEAD', false, (body) => this.#unsent.send(res, body, tenant));
+      // Answered during a stop: the connection closes after it, so the client sends no request on it
+      // that would meet it being dropped (a reset, where an idle connection's next request gets the 503).
+      if (!aborted) releaseUnsent = writeReply(res, rendered, method === 'HEAD', this.#closing, (body) => this.#unsent.send(res, body, tenant));
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {

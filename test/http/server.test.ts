@@ -326,6 +326,10 @@ test('a request arriving on an open connection while the server shuts down is 50
   }
   await waitUntil(() => inFlight.state.received.includes('{"done":true}'));
   assert.match(inFlight.state.received, /^HTTP\/1\.1 200 /);
+  // Answered during the stop: the client is told not to send another request on that connection
+  // (one it sent at once would meet the connection being dropped: a reset, not the 503).
+  assert.match(inFlight.state.received, /\r\nconnection: close\r\n/i);
+  await waitUntil(() => inFlight.state.ended);
   // The last request in flight is answered as its body completes, and that answer goes out before the connections close.
   uploading.socket.write('67890');
   await closed;
