@@ -388,6 +388,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     close: () =>
       (closing ??= (async () => {
         stopping.abort();
+        // Nothing more goes out (a step's answer is recorded until the engine closes, below).
+        connections.holdUnsent();
         await stopStaleCheck();
         await pruning.close();
         await deletions.idle();

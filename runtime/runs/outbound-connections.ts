@@ -71,7 +71,7 @@ const withLookup = (options: ClientRequestArgs, lookupFor: LookupForPort): Clien
  * its share of all (org-socket-share.ts). (`...args: any[]`: the only constructor type TypeScript
  * takes for a class a function extends.)
  */
-function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupFor: LookupForPort, idle: OrgIdleSockets, share: OrgSocketShare): B {
+function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupFor: LookupForPort, idle: OrgIdleSockets, share: OrgSocketShare, holding: () => boolean): B {
   /** The org each socket was opened for. */
   const orgs = new WeakMap<object, string>();
   /** Node's own addRequest (not in its typings): reuses a free socket, opens one, or queues at the origin's cap. */
@@ -81,13 +81,17 @@ function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupF
       return poolName(super.getName(options), options);
     }
 
-    /** A request that would open a socket past its org's share waits for one of the org's to close. */
+    /**
+     * A request that would open a socket past its org's share waits for one of the org's to close.
+     * While the pools hold what is unsent (a stop), a request gets no socket at all.
+     */
     addRequest(request: ClientRequest, options: ClientRequestArgs, ...rest: unknown[]): void {
+      if (holding()) return;
       const org = poolOrgOf(options);
       const free = (this.freeSockets[this.getName(options)]?.length ?? 0) > 0;
       if (free || share.hasRoom(org)) return addRequest.call(this, request, options, ...rest);
       const withdraw = (options as WithdrawableRequestOptions).poolWithdraw;
-      share.wait(org, request, () => !request.destroyed && withdraw?.() !== true, () => addRequest.call(this, request, options, ...rest));
+      share.wait(org, request, () => !request.destroyed && withdraw?.() !== true, () => (holding() ? undefined : addRequest.call(this, request, options, ...rest)));
       // An idle socket of the org's own gives its room up.
       idle.closeOne(org);
     }
@@ -140,6 +144,8 @@ export class OutboundConnections {
   /** Requests not yet settled: a queued one gets no error from Node when its agent is destroyed. */
   readonly #unsettled = new Set<() => void>();
   #closed = false;
+  /** holdUnsent() was called: no request gets a socket any more. */
+  #holding = false;
 
   /**
    * `targets`: which addresses new connections may reach; `selfPort`: the runtime's own port, which
@@ -165,7 +171,8 @@ export class OutboundConnections {
     const idle = new OrgIdleSockets(options.idleSocketsPerOrg);
     const share = new OrgSocketShare(options.socketsPerOrg);
     this.#share = share;
-    this.#agents = [new (orgPooled(HttpAgent, lookupFor, idle, share))(agentOptions), new (orgPooled(HttpsAgent, lookupFor, idle, share))(agentOptions)];
+    const holding = (): boolean => this.#holding;
+    this.#agents = [new (orgPooled(HttpAgent, lookupFor, idle, share, holding))(agentOptions), new (orgPooled(HttpsAgent, lookupFor, idle, share, holding))(agentOptions)];
   }
 
   /** The pool a POST to `url` on behalf of `orgId` goes through. */
@@ -208,6 +215,18 @@ export class OutboundConnections {
       waiting += count(agent.requests);
     }
     return { open, waiting };
+  }
+
+  /**
+   * A stop began: nothing more is sent. Requests waiting for a socket keep waiting, and one made
+   * from now on gets none, while those already sent go on, so that an answer that comes before the
+   * run engine closes is recorded. (A socket an answer freed used to carry a queued request out
+   * during the stop, whose answer no one recorded: sent again after the restart.) close() cuts off
+   * what is held, after the engine has closed: the attempts stay open and go out after the next start.
+   */
+  holdUnsent(): void {
+    this.#holding = true;
+    for (const agent of this.#agents) for (const name of Object.keys(agent.requests)) delete (agent.requests as Record<string, unknown>)[name];
   }
 
   /** Closes every socket and opens no more: requests in flight or still queued fail with a network error. */

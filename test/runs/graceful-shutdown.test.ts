@@ -8,6 +8,7 @@ import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import { createLogger } from '../../runtime/log.ts';
 import { call } from '../helpers/http.ts';
+import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -57,6 +58,54 @@ test('closing the runtime mid-step loses no run and sends no step twice but the 
     const [before, again] = perKey.get(inFlight) ?? [];
     assert.ok(before !== undefined && again !== undefined && again > before, 'the interrupted step went out again under its key, with a higher fence');
     for (const [k, fences] of perKey) if (k !== inFlight) assert.equal(fences.length, 1, `${k} was sent once`);
+  } finally {
+    await rt?.close();
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('during a stop nothing more is sent: an answer that comes is recorded, a step waiting for a connection waits for the next start', { timeout: 30_000 }, async () => {
+  const dataDir = tempDir();
+  let answerHeld: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (answerHeld = resolve));
+  const receiver = await startReceiver([{ status: 200, after: held }, { status: 200, body: '{}' }]);
+  let rt: TestRuntime | undefined;
+  try {
+    rt = await startRuntime({ dataDir, args: ['--webhook-connections', '1'] });
+    const org = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 2 } });
+    assert.equal(org.status, 201, org.text);
+    const key = org.body.api_key as string;
+    const workflow = { name: 'crm', trigger_event: 'order.paid', steps: [{ id: 'crm', type: 'webhook', url: `${receiver.url}/crm` }] };
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: workflow })).status, 201);
+    for (const id of ['o1', 'o2']) assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: { id }, id } })).status, 202);
+    await eventually('the first step at the receiver, the second waiting for the connection', () => receiver.received.length, (n) => n === 1);
+    const first = String(receiver.received[0]?.headers['idempotency-key']);
+    const firstRun = first.split(':')[0]!;
+
+    // The stop is held open early on (before the run engine closes) while the answer comes.
+    const stopHeld = gateNextCall(rt.runtime.deletions, 'idle');
+    const runtime = rt;
+    const closed = runtime.close();
+    rt = undefined;
+    try {
+      await stopHeld.whenReached;
+      // The answer comes while the run engine still records: the first run completes. The connection
+      // it frees carries nothing more out.
+      answerHeld();
+      await eventually('the first run completed during the stop', () => runtime.runtime.context.runs.get(ORG, firstRun)?.value, (state) => state === 'completed');
+    } finally {
+      stopHeld.done();
+    }
+    await closed;
+    assert.equal(receiver.received.length, 1, 'the queued step was not sent during the stop');
+
+    rt = await startRuntime({ dataDir });
+    const url = rt.url;
+    await eventually('both runs completed after the restart', async () => (await call(url, 'GET', `/organizations/${ORG}/runs?state=completed`, { token: key })).body.runs.length as number, (n) => n === 2);
+    const keys = receiver.received.map((r) => String(r.headers['idempotency-key']));
+    assert.equal(keys.length, 2, `each step sent once: ${keys.join(', ')}`);
+    assert.equal(new Set(keys).size, 2);
   } finally {
     await rt?.close();
     await receiver.close();
