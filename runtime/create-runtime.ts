@@ -388,7 +388,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     close: () =>
       (closing ??= (async () => {
         stopping.abort();
-        // Nothing more goes out (a step's answer is recorded until the engine closes, below).
+        // Nothing more comes in or goes out (a step's answer is recorded until the engine closes, below).
+        server.stopAccepting();
         connections.holdUnsent();
         await stopStaleCheck();
         await pruning.close();

@@ -137,14 +137,24 @@ export class HttpServer {
   }
 
   /**
+   * Takes no more: new connections are refused, a request arriving on an open one is answered 503
+   * (SHUTTING_DOWN), and every answer from now on closes its connection. A stop calls it first, long
+   * before close() (answers written meanwhile without it kept their connections, and the clients'
+   * next requests on them met the drop: a reset).
+   */
+  stopAccepting(): void {
+    this.#closing = true;
+    if (this.#listenSocket !== undefined) uws.us_listen_socket_close(this.#listenSocket);
+    this.#listenSocket = undefined;
+  }
+
+  /**
    * Stops accepting connections, resolves once every in-flight request has been answered, then drops
    * idle connections. A request that arrives meanwhile on an open connection is answered 503 and
    * its connection closed, rather than reset with the rest when they are dropped.
    */
   async close(): Promise<void> {
-    this.#closing = true;
-    if (this.#listenSocket !== undefined) uws.us_listen_socket_close(this.#listenSocket);
-    this.#listenSocket = undefined;
+    this.stopAccepting();
     const cutOffLateBodies = setTimeout(() => {
       for (const cut of this.#bodyReads) cut(new RetryableError('stopping', 'Sluice is stopping and the request body had not arrived; send it again in a few seconds.', 2000));
     }, this.#stopBodyGraceMs);

@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { createLogger } from '../../runtime/log.ts';
 import { call } from '../helpers/http.ts';
@@ -83,6 +84,12 @@ test('during a stop nothing more is sent: an answer that comes is recorded, a st
     const first = String(receiver.received[0]?.headers['idempotency-key']);
     const firstRun = first.split(':')[0]!;
 
+    // A keep-alive connection a client opened before the stop.
+    const client = connect(rt.runtime.port, '127.0.0.1');
+    let clientReceived = '';
+    client.on('data', (chunk: Buffer) => (clientReceived += chunk.toString('latin1')));
+    client.on('error', () => undefined);
+    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
     // The stop is held open early on (before the run engine closes) while the answer comes.
     const stopHeld = gateNextCall(rt.runtime.deletions, 'idle');
     const runtime = rt;
@@ -94,7 +101,12 @@ test('during a stop nothing more is sent: an answer that comes is recorded, a st
       // it frees carries nothing more out.
       answerHeld();
       await eventually('the first run completed during the stop', () => runtime.runtime.context.runs.get(ORG, firstRun)?.value, (state) => state === 'completed');
+      // From the signal on, a request on an open connection is refused, and the connection closed.
+      client.write(`GET /organizations/${ORG}/runs HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\n\r\n`);
+      await eventually('the answer to a request sent during the stop', () => clientReceived, (text) => text.includes('\r\n\r\n'));
+      assert.match(clientReceived, /^HTTP\/1\.1 503 [^]*\r\nconnection: close\r\n[^]*"code":"shutting_down"/i);
     } finally {
+      client.destroy();
       stopHeld.done();
     }
     await closed;
