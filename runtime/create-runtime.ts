@@ -244,7 +244,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     runner: runner.client,
     secretWritesSettled: (orgId) => secretWrites.settled(orgId),
     onFenced: (orgId) => {
-      void engine.forgetOrg(orgId);
+      engine.forgetOrg(orgId).catch((error: unknown) => logFailure(logger, "letting go of a deleted organization's runs stopped part way", { org: orgId }, error));
       rooms.closeSocketsOfOrg(orgId);
       devices.closeSocketsOfOrg(orgId);
     },

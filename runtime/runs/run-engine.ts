@@ -184,6 +184,8 @@ export class RunEngine {
     for (let page = this.#d.runs.unfinishedPageOf(orgId, undefined, RECOVERY_BATCH); page.length > 0; page = this.#d.runs.unfinishedPageOf(orgId, page.at(-1), RECOVERY_BATCH)) {
       for (const runId of page) this.#dropDeleted(org, runId);
       await nextTurn();
+      // Stopping: the ledger closes next, and a run of a deleted org is never picked up at a start.
+      if (this.#closed) return;
     }
   }
 
