@@ -10,10 +10,21 @@ import { test } from 'node:test';
 import { createLogger } from '../../runtime/log.ts';
 import { call } from '../helpers/http.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
-import { eventually, startReceiver } from '../helpers/receiver.ts';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir, type TestRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'acct-shutdown';
+
+/** The org (as many runs at once as `orders`), a workflow posting each paid order to `receiver`, and one event per order; answers the org's key. */
+async function paidOrders(rt: TestRuntime, receiver: Receiver, orders: readonly string[]): Promise<string> {
+  const org = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: orders.length } });
+  assert.equal(org.status, 201, org.text);
+  const key = org.body.api_key as string;
+  const workflow = { name: 'crm', trigger_event: 'order.paid', steps: [{ id: 'crm', type: 'webhook', url: `${receiver.url}/crm` }] };
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: workflow })).status, 201);
+  for (const id of orders) assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: { id }, id } })).status, 202);
+  return key;
+}
 
 test('closing the runtime mid-step loses no run and sends no step twice but the one in flight', { timeout: 30_000 }, async () => {
   const dataDir = tempDir();
@@ -23,14 +34,7 @@ test('closing the runtime mid-step loses no run and sends no step twice but the 
   let rt: TestRuntime | undefined;
   try {
     rt = await startRuntime({ dataDir, args: ['--webhook-connections', '1'] });
-    const org = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 3 } });
-    assert.equal(org.status, 201, org.text);
-    const key = org.body.api_key as string;
-    const workflow = { name: 'crm', trigger_event: 'order.paid', steps: [{ id: 'crm', type: 'webhook', url: `${receiver.url}/crm` }] };
-    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: workflow })).status, 201);
-    for (const id of ['o1', 'o2', 'o3']) {
-      assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: { id }, id } })).status, 202);
-    }
+    const key = await paidOrders(rt, receiver, ['o1', 'o2', 'o3']);
     await eventually('the first step at the receiver', () => receiver.received.length, (n) => n === 1);
     const inFlight = String(receiver.received[0]?.headers['idempotency-key']);
 
@@ -74,12 +78,7 @@ test('during a stop nothing more is sent: an answer that comes is recorded, a st
   let rt: TestRuntime | undefined;
   try {
     rt = await startRuntime({ dataDir, args: ['--webhook-connections', '1'] });
-    const org = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 2 } });
-    assert.equal(org.status, 201, org.text);
-    const key = org.body.api_key as string;
-    const workflow = { name: 'crm', trigger_event: 'order.paid', steps: [{ id: 'crm', type: 'webhook', url: `${receiver.url}/crm` }] };
-    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: workflow })).status, 201);
-    for (const id of ['o1', 'o2']) assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: { id }, id } })).status, 202);
+    const key = await paidOrders(rt, receiver, ['o1', 'o2']);
     await eventually('the first step at the receiver, the second waiting for the connection', () => receiver.received.length, (n) => n === 1);
     const first = String(receiver.received[0]?.headers['idempotency-key']);
     const firstRun = first.split(':')[0]!;
