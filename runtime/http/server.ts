@@ -210,7 +210,10 @@ export class HttpServer {
       );
       // Answered during a stop: the connection closes after it, so the client sends no request on it
       // that would meet it being dropped (a reset, where an idle connection's next request gets the 503).
-      if (!aborted) releaseUnsent = writeReply(res, rendered, method === 'HEAD', this.#closing, (body) => this.#unsent.send(res, body, tenant));
+      // Not a HEAD's: uWS 20.30 leaves a head-only answer pending, so its connection would stay open
+      // and the next request on it go unanswered; it keeps its connection, whose next request gets the 503.
+      const closeAfter = this.#closing && method !== 'HEAD';
+      if (!aborted) releaseUnsent = writeReply(res, rendered, method === 'HEAD', closeAfter, (body) => this.#unsent.send(res, body, tenant));
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {

@@ -337,6 +337,35 @@ test('a request arriving on an open connection while the server shuts down is 50
   assert.match(uploading.state.received, /^HTTP\/1\.1 200 [^]*\{"bytes":10\}/);
 });
 
+test('a HEAD answered once the server stops accepting keeps its connection, and the next request on it is 503 shutting_down', async () => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let started!: () => void;
+  const slowStarted = new Promise<void>((resolve) => (started = resolve));
+  const stopping = new HttpServer({ logger: createLogger('error', () => undefined), metrics: createRuntimeMetrics() });
+  stopping.addRoutes({ method: 'GET', pattern: '/slow', handler: async () => (started(), await held, { status: 200, json: { done: true } }) });
+  const port = await stopping.listen('127.0.0.1', 0);
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  let ended = false;
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+  socket.on('close', () => (ended = true));
+  try {
+    socket.write('HEAD /slow HTTP/1.1\r\nhost: x\r\n\r\n');
+    await slowStarted;
+    stopping.stopAccepting();
+    release();
+    await waitUntil(() => received.includes('\r\n\r\n'));
+    assert.match(received, /^HTTP\/1\.1 200 /);
+    socket.write('GET /slow HTTP/1.1\r\nhost: x\r\n\r\n');
+    await waitUntil(() => ended);
+    assert.match(received, /HTTP\/1\.1 503 [^]*"code":"shutting_down"/, received);
+  } finally {
+    socket.destroy();
+    await stopping.close();
+  }
+});
+
 test('a body still arriving when the stop is 5 s old is cut off with 503 stopping (Retry-After), so the stop ends; a complete one was answered', async () => {
   const stopping = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics() });
   let handled = 0;
