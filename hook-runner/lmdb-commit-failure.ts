@@ -19,6 +19,13 @@ export function settleCommitFailure(error: unknown): void {
   if (commitError instanceof Promise) commitError.catch(() => undefined);
 }
 
+/** The text of a failed commit's underlying error, read from its `commitError` once that settles. */
+export async function commitFailureCause(error: unknown): Promise<string> {
+  const commitError = (error as { commitError?: unknown } | null)?.commitError;
+  if (!(commitError instanceof Promise)) return 'unknown cause';
+  return commitError.then(() => 'unknown cause', causeText);
+}
+
 /** The text of a failed commit's underlying error, as lmdb-js gives it (an Error, or a bare code). */
 const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause));
 

@@ -6,6 +6,7 @@
 import { inspect } from 'node:util';
 import { printable, printableLines } from './terminal-text.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
+import { commitFailureCause, isLedgerCommitFailure } from '../hook-runner/lmdb-commit-failure.ts';
 
 const USAGE = `usage: sluice <command> [options]
 
@@ -163,9 +164,16 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
+main(process.argv.slice(2)).catch(async (error: unknown) => {
   if (error instanceof ModuleLoadFailure) {
     process.stderr.write(`sluice: ${error.message}: ${inspect(error.cause)}\n`);
+    process.exit(1);
+  }
+  // A start whose writes the store could not commit (its disk full): lmdb-js's own message only
+  // says "Commit failed (see commitError for details)".
+  if (isLedgerCommitFailure(error)) {
+    const cause = await commitFailureCause(error);
+    process.stderr.write(`sluice: the data dir's store could not commit a write (${printable(cause)}); if its disk is full, free space and start again (README, Durability)\n`);
     process.exit(1);
   }
   // The message only: a class name (RunnerConfigError for a runtime's own file) would mislead.

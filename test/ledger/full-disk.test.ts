@@ -1,6 +1,7 @@
 // A runtime whose disk fills answers the requests it cannot store with a retryable 503 and keeps
 // serving: the data file is held to 4 MiB by a file-size limit (SIGXFSZ ignored, so a write past
 // it fails with EFBIG, as one on a full disk fails with ENOSPC). It used to die at the first failed commit.
+// A start whose own writes fail says so in one line.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -10,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
-import { ADMIN_TOKEN, ROOT, tempDir } from '../helpers/runtime.ts';
+import { ADMIN_TOKEN, ROOT, startRuntime, tempDir } from '../helpers/runtime.ts';
 import { underFileSizeLimit } from '../helpers/file-size-limit.ts';
 
 test('a full disk: writes answer 503 write_failed with Retry-After, reads go on, nothing acknowledged is lost', { timeout: 120_000 }, async () => {
@@ -74,6 +75,28 @@ test('a full disk: writes answer 503 write_failed with Retry-After, reads go on,
     assert.equal(existsSync(join(dataDir, 'runtime', 'owner.pid')), false, 'the stop finished closing the ledger');
   } finally {
     child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a start whose writes the full disk refuses exits 1 saying the store could not commit a write, and why', { timeout: 120_000 }, async () => {
+  const dataDir = tempDir('sluice-full-start-');
+  const serve = [process.execPath, '--import', 'tsx', 'runtime/cli.ts', 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, '--log-level', 'error'];
+  try {
+    // A data dir a first start made (past 16 KiB), then a start that may not write past 16 KiB.
+    const seeded = await startRuntime({ dataDir });
+    await seeded.close();
+    const child = spawn('bash', underFileSizeLimit(16, serve), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    try {
+      const code = await new Promise<number | string>((done) => child.once('exit', (exitCode, signal) => done(exitCode ?? signal ?? 'unknown')));
+      assert.equal(code, 1, stderr);
+      assert.match(stderr, /^sluice: the data dir's store could not commit a write \(File too large[^\n]*\); if its disk is full, free space and start again/m, stderr);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
