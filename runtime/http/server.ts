@@ -210,10 +210,7 @@ export class HttpServer {
       );
       // Answered during a stop: the connection closes after it, so the client sends no request on it
       // that would meet it being dropped (a reset, where an idle connection's next request gets the 503).
-      // Not a HEAD's: uWS 20.30 leaves a head-only answer pending, so its connection would stay open
-      // and the next request on it go unanswered; it keeps its connection, whose next request gets the 503.
-      const closeAfter = this.#closing && method !== 'HEAD';
-      if (!aborted) releaseUnsent = writeReply(res, rendered, method === 'HEAD', closeAfter, (body) => this.#unsent.send(res, body, tenant));
+      if (!aborted) releaseUnsent = writeReply(res, rendered, method === 'HEAD', this.#closing, (body) => this.#unsent.send(res, body, tenant));
       if (--this.#inFlight === 0 && this.#drained !== undefined) this.#drained();
     };
     const run = async (): Promise<HttpReply> => {
@@ -371,22 +368,22 @@ function parseContentLength(value: string | undefined): number | undefined {
 const SHUTTING_DOWN = new RetryableError('shutting_down', 'Sluice is shutting down and takes no new requests: send this one again in a moment (nothing of it was stored).', 1000);
 
 /**
- * `closeConnection`: the connection ends with this answer (a request during shutdown, whose body is
- * not read); `send`: how a body is sent (as its client reads it, unsent-replies.ts), else at once.
- * Returns what gives back a body's unread bytes should the client go first.
+ * `closeConnection`: the connection ends with this answer (during a stop), except a head-only one's,
+ * which keeps it (see below; its next request is answered, a 503 during a stop); `send`: how a body
+ * is sent (as its client reads it, unsent-replies.ts), else at once. Returns what gives back a
+ * body's unread bytes should the client go first.
  */
 function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, closeConnection = false, send?: (body: string) => () => void): (() => void) | undefined {
   let release: (() => void) | undefined;
   res.cork(() => {
     res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
     for (const [name, value] of reply.headers) res.writeHeader(name, value);
-    const length = reply.body === undefined ? 0 : Buffer.byteLength(reply.body);
-    if (headOnly && closeConnection) res.endWithoutBody(length, true);
-    else if (headOnly) {
+    if (headOnly) {
       // The length GET would send, as a header of ours: uWS 20.30's endWithoutBody(length) leaves the
       // response pending, and the next request on the connection then went unanswered. (Called with
-      // any argument, even undefined, it writes a Content-Length of its own.)
-      res.writeHeader('content-length', String(length));
+      // any argument, even undefined, it writes a Content-Length of its own; and with closeConnection
+      // it left the connection open, the answer pending, so a head-only answer never closes it.)
+      res.writeHeader('content-length', String(reply.body === undefined ? 0 : Buffer.byteLength(reply.body)));
       res.endWithoutBody();
     } else if (send !== undefined && !closeConnection && reply.body !== undefined && reply.body.length > 0) release = send(reply.body);
     else res.end(reply.body ?? '', closeConnection);
