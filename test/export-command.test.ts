@@ -19,6 +19,12 @@ import { ADMIN_TOKEN, ROOT, startRuntime, type TestRuntime } from './helpers/run
 const ORG = 'acct-export-cli';
 /** More than one page of 500. */
 const EVENTS = 620;
+/**
+ * Each event's filler: a page of 500 (~1 MB) must be far past what a child's stdout holds unread,
+ * or the Ctrl-C tests' child finishes before its signal. Node gives a child a socketpair, not a
+ * pipe: ~208 KiB (net.core.wmem_default) plus the parent's read buffer, not a pipe's 64 KiB.
+ */
+const NOTE = 'x'.repeat(2_000);
 let rt: TestRuntime;
 let key: string;
 
@@ -27,7 +33,7 @@ before(async () => {
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
   for (let batch = 0; batch < EVENTS; batch += 20) {
     await Promise.all(Array.from({ length: 20 }, async (_, i) => {
-      const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'meter.read', payload: { n: batch + i, note: 'x'.repeat(200) }, id: `read-${batch + i}` } });
+      const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'meter.read', payload: { n: batch + i, note: NOTE }, id: `read-${batch + i}` } });
       assert.equal(sent.status, 202, sent.text);
     }));
   }
@@ -164,7 +170,7 @@ test('the sluice command: Ctrl-C finishes the page being written, names the curs
   let err = '';
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  // Nothing reads stdout yet: the first page (far past a pipe's 64 KiB) waits there, part written.
+  // Nothing reads stdout yet: the first page (far past what the socket holds) waits there, part written.
   const firstBytes = await new Promise<Buffer>((resolve) => child.stdout.once('readable', () => resolve(child.stdout.read(1) as Buffer)));
   child.stdout.pause();
   child.kill('SIGINT');
