@@ -10,9 +10,14 @@
 // kept" for events that were stored, and a client sending one again stored it twice. From a failed
 // commit until a write issued after it has committed (a new batch, a live promise), every new wait
 // asks for that sync too. A sync that fails ends its waits with UnconfirmedFlushError (lmdb-commit-failure.ts).
+// A failed commit LMDB had already made visible (the newest commit readers see is past the last one
+// that succeeded) is one whose own fdatasync failed: its writes took, their outcome on disk unknown
+// (tookUnsynced). Linux may then mark the unwritten pages clean and let a later fsync succeed over
+// them ("fsyncgate"), so no later sync is trusted: every wait, pending or new, ends unconfirmed, and
+// the owner is told once (onSyncFailed) so that it can stop and let a restart reopen the store.
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
-import { isLedgerCommitFailure, settleCommitFailure, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
+import { commitFailureCause, isLedgerCommitFailure, markTookUnsynced, settleCommitFailure, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
 
 interface Waiter {
   /** The write whose flush this waits for; none for a wait on what is committed (`flushed()`). */
@@ -28,6 +33,10 @@ export interface FlushSource {
   readonly flushed: () => PromiseLike<unknown>;
   /** lmdb-js's `root.sync(callback)`: fsyncs what is committed, then calls back (with an error if it failed). */
   readonly sync: (done: (error?: unknown) => void) => void;
+  /** The id of the newest commit readers see (LMDB's meta page), whether or not it was synced. */
+  readonly visibleTxnId: () => number;
+  /** Calls `listener` with the id of every commit that succeeded, before its writes' promises resolve. */
+  readonly onCommitted: (listener: (txnId: number) => void) => void;
 }
 
 export class FlushWatch {
@@ -38,9 +47,18 @@ export class FlushWatch {
   #issued = 0;
   /** While set, the flush promises on offer may be dead: writes issued up to this number may share one. */
   #suspectUpTo: number | undefined;
+  /** The newest commit that succeeded (a failed one visible past it took before its sync failed). */
+  #lastCommitted: number;
+  /** Set once a commit's own sync failed: what every wait ends with from then on. */
+  #syncFailure: Promise<UnconfirmedFlushError> | undefined;
+  readonly #onSyncFailed: (cause: string) => void;
 
-  constructor(source: FlushSource) {
+  /** `onSyncFailed`: told once, with LMDB's reason, when a commit's own sync failed (the class comment says why). */
+  constructor(source: FlushSource, onSyncFailed: (cause: string) => void = () => undefined) {
     this.#source = source;
+    this.#onSyncFailed = onSyncFailed;
+    this.#lastCommitted = source.visibleTxnId();
+    source.onCommitted((txnId) => (this.#lastCommitted = Math.max(this.#lastCommitted, txnId)));
   }
 
   /**
@@ -64,6 +82,14 @@ export class FlushWatch {
       (error: unknown) => {
         settleCommitFailure(error);
         if (!isLedgerCommitFailure(error)) return;
+        // Before the caller's own handler (it awaits the promise this returned, so reacts after).
+        // A later commit the write thread made meanwhile also counts: then this stops when it need
+        // not have, never the other way round.
+        if (this.#source.visibleTxnId() > this.#lastCommitted) {
+          markTookUnsynced(error);
+          return this.#failSyncs(error);
+        }
+        if (this.#syncFailure !== undefined) return;
         this.#suspectUpTo = this.#issued;
         // Every write of a failed batch is rejected: each wait is set on its way by the first only.
         for (const waiter of [...this.#waiting]) {
@@ -87,6 +113,7 @@ export class FlushWatch {
    * write's commit failure, or as `flushed` does.
    */
   #wait(flush: PromiseLike<unknown> | undefined, write: Promise<unknown> | undefined): Promise<void> {
+    if (this.#syncFailure !== undefined) return this.#syncFailure.then((failure) => Promise.reject(failure));
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         write,
@@ -105,16 +132,46 @@ export class FlushWatch {
     });
   }
 
-  /** Ends the wait once LMDB has synced what is committed. */
+  /** Ends the wait once LMDB has synced what is committed (unconfirmed if a commit's sync has failed meanwhile). */
   #sync(waiter: Waiter): void {
-    this.#source.sync((error) => (error === undefined || error === null ? waiter.done() : waiter.fail(new UnconfirmedFlushError(error))));
+    this.#source.sync((error) => {
+      if (this.#syncFailure !== undefined) void this.#syncFailure.then(waiter.fail);
+      else if (error === undefined || error === null) waiter.done();
+      else waiter.fail(new UnconfirmedFlushError(error));
+    });
+  }
+
+  /** A commit's own sync failed: every wait ends unconfirmed, now and from now on, and the owner is told. */
+  #failSyncs(error: unknown): void {
+    if (this.#syncFailure !== undefined) return;
+    const cause = commitFailureCause(error);
+    this.#syncFailure = cause.then((text) => new UnconfirmedFlushError(text));
+    for (const waiter of this.#waiting) {
+      waiter.settling = true;
+      void this.#syncFailure.then(waiter.fail);
+    }
+    void cause.then(this.#onSyncFailed);
   }
 }
 
-/** The FlushSource of an lmdb-js root (lmdb-js 3.5 has `sync(callback)`; its typings do not). */
-export function lmdbFlushSource(root: { readonly flushed: PromiseLike<unknown> }): FlushSource {
+/** What FlushWatch reads of an lmdb-js root (lmdb-js 3.5 has `sync(callback)`; its typings do not). */
+interface LmdbRoot {
+  readonly flushed: PromiseLike<unknown>;
+  getStats(): object;
+  on(event: 'aftercommit', listener: (commit: { txnId?: number }) => void): unknown;
+}
+
+/** The FlushSource of an lmdb-js root. */
+export function lmdbFlushSource(root: LmdbRoot): FlushSource {
   const syncable = root as unknown as { sync(done: (error?: unknown) => void): unknown };
-  return { flushed: () => root.flushed, sync: (done) => void syncable.sync(done) };
+  return {
+    flushed: () => root.flushed,
+    sync: (done) => void syncable.sync(done),
+    // LMDB's env info (me_last_txnid); read only at the start and when a commit fails.
+    visibleTxnId: () => (root.getStats() as { lastTxnId: number }).lastTxnId,
+    // lmdb-js calls `aftercommit` listeners with the commit's id, and without one for a failed commit.
+    onCommitted: (listener) => void root.on('aftercommit', ({ txnId }) => txnId === undefined || listener(txnId)),
+  };
 }
 
 /**

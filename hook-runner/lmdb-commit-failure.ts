@@ -30,8 +30,25 @@ export async function commitFailureCause(error: unknown): Promise<string> {
 const causeText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause));
 
 /**
- * What was committed may not be on disk: LMDB's sync, asked for after a failed commit (flush-watch.ts),
- * failed. A write that waited for it took, and it may or may not outlive a crash.
+ * Failed commits LMDB had already made visible: with overlappingSync it writes a commit's pages and
+ * its meta page (readers see it; it outlives a process crash), then fdatasyncs, and a failed
+ * fdatasync (EIO, or ENOSPC from thin or network storage) rejects the commit's writes all the same.
+ * Such a write took; whether its data reached the disk is unknown (FlushWatch tells them apart).
+ */
+const visibleFailures = new WeakSet<object>();
+
+/** Marks a failed commit's write as one that took before its sync failed (FlushWatch). */
+export function markTookUnsynced(error: unknown): void {
+  if (typeof error === 'object' && error !== null) visibleFailures.add(error);
+}
+
+/** Whether a write's commit failure came after LMDB had made it visible: it took, and its outcome on disk is unknown. */
+export const tookUnsynced = (error: unknown): boolean => typeof error === 'object' && error !== null && visibleFailures.has(error);
+
+/**
+ * What was committed may not be on disk: LMDB's sync, asked for after a failed commit, failed, or a
+ * commit's own sync failed, after which the store confirms nothing more (flush-watch.ts). A write
+ * that waited for it took, and it may or may not outlive a crash.
  */
 export class UnconfirmedFlushError extends Error {
   constructor(cause: unknown) {

@@ -59,6 +59,12 @@ export interface HookRunnerServerOptions {
   readonly pruneRecords?: typeof pruneRunnerRecords;
   /** Serve over TLS with this certificate chain and private key (PEM); default plaintext. */
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
+  /**
+   * Told once, with LMDB's reason, when the store's disk failed a commit's own sync (flush-watch.ts):
+   * from then on no write is answered as stored (hook_runner_write_unconfirmed). The command stops
+   * (exit 1), and the runtime starts its child again.
+   */
+  readonly onStoreFailed?: (cause: string) => void;
 }
 
 export interface HookRunnerServer {
@@ -184,7 +190,10 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   const listen = parseListenAddress(options.listen);
   // Takes the store's lock before anything is written: a second runner on this store (a standalone
   // one beside sluice dev's child, or a child started while the one before it still drains) is refused.
-  const store = openRunnerStore(options.dataDir);
+  const store = openRunnerStore(options.dataDir, (cause) => {
+    log(`hook-runner: error: the store's disk failed to sync a commit (${cause}): no write is answered as stored from now on`);
+    options.onStoreFailed?.(cause);
+  });
   let disk: DiskFloor | undefined;
   let modules: ModuleRegistry | undefined;
   let server: Server | undefined;

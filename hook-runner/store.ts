@@ -93,14 +93,15 @@ export const isStoreOfEarlierRelease = (dir: string): boolean => existsSync(dir)
  * refused second runner leaves the store as it found it) and released by `close`, or at once when
  * opening fails. A store in a newer layout than this release knows is refused (RunnerConfigError,
  * store-format.ts) before anything is read or written; the caller stamps its own layout once open.
+ * `onSyncFailed`: told once when a commit's own sync fails (flush-watch.ts).
  */
-export function openRunnerStore(dataDir: string): RunnerStore {
+export function openRunnerStore(dataDir: string, onSyncFailed?: (cause: string) => void): RunnerStore {
   const dir = runnerStoreDir(dataDir);
   privateDirectory(dir);
-  return openUnderLock(dir, 'hook-runner', (unlock) => openLocked(dir, unlock));
+  return openUnderLock(dir, 'hook-runner', (unlock) => openLocked(dir, unlock, onSyncFailed));
 }
 
-function openLocked(dir: string, unlock: () => void): RunnerStore {
+function openLocked(dir: string, unlock: () => void, onSyncFailed: ((cause: string) => void) | undefined): RunnerStore {
   // Before the environment is made: a crash in between must not leave a new store looking like an
   // earlier release's (command.ts). A store a newer release wrote has it already.
   if (!existsSync(join(dir, READS_DATA_DIR_MARK))) writeFileSync(join(dir, READS_DATA_DIR_MARK), '', { mode: 0o600 });
@@ -131,7 +132,7 @@ function openLocked(dir: string, unlock: () => void): RunnerStore {
   const forgottenOrgs = root.openDB<ForgottenMark, string>({ name: 'forgotten-orgs', encoding: 'msgpack' });
   const dataFormat = openStoreFormatTable(root);
   // Every write goes through `durable`, which shows it to this watch (flush-watch.ts: a failed commit's flush never settles).
-  const flushes = new FlushWatch(lmdbFlushSource(root));
+  const flushes = new FlushWatch(lmdbFlushSource(root), onSyncFailed);
 
   return {
     modules,

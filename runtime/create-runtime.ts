@@ -93,6 +93,12 @@ export interface RuntimeDeps {
   readonly restingResultBytes?: number;
   /** Deadlines of hook-runner calls (client.ts defaults: 30 s, 10 s for secrets; tests set short ones). */
   readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
+  /**
+   * Told once, with LMDB's reason, when the data dir's disk failed a commit's own sync (flush-watch.ts):
+   * from then on no write is answered as stored. `sluice dev`/`serve` stop (exit 1) so that a restart
+   * reopens the store; without it the runtime stays up and answers every write 503 write_unconfirmed.
+   */
+  readonly onStoreFailed?: (cause: string) => void;
 }
 
 export interface Runtime {
@@ -135,7 +141,11 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   const logger = deps.logger ?? createLogger(config.logLevel);
   // Armed before requests are let in: start-up's writes go ahead below the floor (disk-floor.ts).
   const disk = new DiskFloor(config.minFreeDiskMib, deps.freeDiskSpace ?? statfsProbe(config.dataDir), logger);
-  const ledger = flooredLedger(deps.ledger ?? openLedger(config.dataDir), disk);
+  const storeFailed = (cause: string): void => {
+    logger.error('the data dir\'s disk failed to sync a commit: no write is answered as stored from now on (503 write_unconfirmed); check the disk, then restart', { cause });
+    deps.onStoreFailed?.(cause);
+  };
+  const ledger = flooredLedger(deps.ledger ?? openLedger(config.dataDir, storeFailed), disk);
   disk.start();
   // What has been opened so far, closed again (newest first) if starting fails part way.
   const opened: Array<() => unknown> = [() => ledger.close(), () => disk.close()];

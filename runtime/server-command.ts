@@ -53,16 +53,24 @@ export async function runServer(command: 'dev' | 'serve', args: readonly string[
   const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
   guardLedgerCommitFailures(createLogger(config.logLevel));
   const stopStarting = new AbortController();
-  const starting = createRuntime(config, { stopStarting: stopStarting.signal });
+  // The store can no longer confirm a write (a disk that failed a sync): stop, exit 1, so that a
+  // supervisor's restart reopens it (README, Durability). Told after start-up's first await, once
+  // `stop` below exists.
+  const onStoreFailed = (cause: string): void => {
+    process.stderr.write(`sluice: the data dir's disk failed to sync a commit (${cause}); stopping, so that no write is answered as stored on a disk that may not keep it. Check the disk (and free space), then start again (README, Durability).\n`);
+    stop('the data dir\'s disk failed', 1);
+  };
+  const starting = createRuntime(config, { stopStarting: stopStarting.signal, onStoreFailed });
   // The runtime keeps running when its output or its logs (stderr) are no longer read.
   whenOutputCloses(process.stdout);
   whenOutputCloses(process.stderr);
   let stopping = false;
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
-  const stop = (signal: string): void => {
+  /** `why`: the start of the line said (`received SIGTERM`); `exitCode`: of a stop that went well (0 for a signal). */
+  const stop = (why: string, exitCode = 0): void => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write(`received ${signal}, shutting down\n`);
+    process.stdout.write(`${why}, shutting down\n`);
     // A start still under way (a hook-runner child that does not come up) is given up at once.
     stopStarting.abort();
     starting
@@ -71,7 +79,7 @@ export async function runServer(command: 'dev' | 'serve', args: readonly string[
         if (!(error instanceof StartAbortedError)) throw error;
       })
       .then(
-        () => process.exit(0),
+        () => process.exit(exitCode),
         (error: unknown) => {
           process.stderr.write(`shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`);
           process.exit(1);
@@ -80,8 +88,8 @@ export async function runServer(command: 'dev' | 'serve', args: readonly string[
   };
   // `on`, not `once`: under `npm start` one Ctrl-C arrives more than once (from the terminal, and
   // forwarded by npm and tsx), and a signal left without a listener would kill the shutdown.
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('received SIGTERM'));
+  process.on('SIGINT', () => stop('received SIGINT'));
   let runtime: Runtime;
   try {
     runtime = await starting;

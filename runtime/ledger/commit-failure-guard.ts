@@ -7,7 +7,7 @@
 // commit: the requests and runs it fails log theirs at debug (they answer 503, or stall and retry).
 // Writes refused below the disk floor (disk-floor.ts) are handled as failed ones, without a line.
 
-import { guardCommitFailures, isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
+import { guardCommitFailures, isLedgerCommitFailure, throttledStrays, tookUnsynced, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
 import { RetryableError, writeFailedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
@@ -17,12 +17,12 @@ export const isFailedWrite = (error: unknown): boolean => isLedgerCommitFailure(
 
 /**
  * The retryable 503 for a write of `what` the ledger could not complete: `write_failed` when it kept
- * nothing (isFailedWrite), `write_unconfirmed` when it took but its flush could not be confirmed;
- * undefined for any other error.
+ * nothing (isFailedWrite), `write_unconfirmed` when it took but its flush could not be confirmed (or
+ * its commit failed in its own sync, after it took: tookUnsynced); undefined for any other error.
  */
 export function failedWriteError(what: string, error: unknown): RetryableError | undefined {
   if (error instanceof DiskSpaceLowError) return diskLowWriteError(what);
-  if (error instanceof UnconfirmedFlushError) return unconfirmedWriteError(what);
+  if (error instanceof UnconfirmedFlushError || tookUnsynced(error)) return unconfirmedWriteError(what);
   return isLedgerCommitFailure(error) ? writeFailedError(what) : undefined;
 }
 

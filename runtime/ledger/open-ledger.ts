@@ -20,14 +20,17 @@ import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
  */
 export const PLAIN_MSGPACK: object = { useRecords: false };
 
-/** Opens `<dataDir>/runtime`, one process per directory: the lock is released by `close`, or at once when opening fails. */
-export function openLedger(dataDir: string): Ledger {
+/**
+ * Opens `<dataDir>/runtime`, one process per directory: the lock is released by `close`, or at once
+ * when opening fails. `onSyncFailed`: told once when a commit's own sync fails (FlushWatch).
+ */
+export function openLedger(dataDir: string, onSyncFailed?: (cause: string) => void): Ledger {
   const path = join(dataDir, 'runtime');
   privateDirectory(path);
-  return openUnderLock(path, undefined, (unlock) => openLocked(path, unlock));
+  return openUnderLock(path, undefined, (unlock) => openLocked(path, unlock, onSyncFailed));
 }
 
-function openLocked(path: string, unlock: () => void): Ledger {
+function openLocked(path: string, unlock: () => void, onSyncFailed: ((cause: string) => void) | undefined): Ledger {
   // lmdb-js would take the process down without a word on such files (lmdb-files.ts).
   const problem = lmdbFilesProblem(join(path, 'data.mdb'), join(path, 'lock.mdb'));
   if (problem !== undefined) throw new Error(problem);
@@ -35,7 +38,7 @@ function openLocked(path: string, unlock: () => void): Ledger {
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
   const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
   privateFilesIn(path, ''); // LMDB's files and the lock: no key file lives here
-  const flushes = new FlushWatch(lmdbFlushSource(root));
+  const flushes = new FlushWatch(lmdbFlushSource(root), onSyncFailed);
   // Only the writes that commit on their own are watched (flush-watch.ts): a failed commit's own
   // rejection is settled with theirs, so a full disk fails the requests, not the process, and flush
   // waits learn of it. lmdb-js answers a put inside a group's callback with one shared settled

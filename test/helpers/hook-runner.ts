@@ -140,10 +140,14 @@ export interface RunnerProcess {
   readonly exited: Promise<number | null>;
 }
 
-/** `sluice hook-runner` as its own process (hook-runner/main.ts), with none of this process's SLUICE_ variables. */
-export function spawnRunnerCommand(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string): RunnerProcess {
+/**
+ * `sluice hook-runner` as its own process (hook-runner/main.ts), with none of this process's SLUICE_
+ * variables; `launcher`, words that exec the command (fault-injection.ts), keeps the pid Node's.
+ */
+export function spawnRunnerCommand(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string, launcher: readonly string[] = []): RunnerProcess {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
+  const [program = process.execPath, ...launcherArgs] = [...launcher, process.execPath];
+  const child = spawn(program, [...launcherArgs, '--import', import.meta.resolve('tsx'), MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const listening = new Promise<string>((resolve, reject) => {

@@ -100,13 +100,15 @@ export interface ChildRuntime {
 /**
  * Starts `sluice serve` as a child process on the given data dir and waits for its port. It runs
  * with ADMIN_TOKEN unless `adminToken` is 'file' (the runtime then creates or reads its token file);
- * `nodeArgs` go to Node itself (a heap limit, say).
+ * `nodeArgs` go to Node itself (a heap limit, say); `launcher`, words that exec the command
+ * (fault-injection.ts), keeps the child's pid Node's.
  */
-export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve', extraArgs: string[] = [], adminToken: 'fixed' | 'file' = 'fixed', nodeArgs: string[] = []): Promise<ChildRuntime> {
+export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve', extraArgs: string[] = [], adminToken: 'fixed' | 'file' = 'fixed', nodeArgs: string[] = [], launcher: readonly string[] = []): Promise<ChildRuntime> {
   const token = adminToken === 'fixed' ? ['--admin-token', ADMIN_TOKEN] : [];
+  const [program = process.execPath, ...launcherArgs] = [...launcher, process.execPath];
   const child = spawn(
-    process.execPath,
-    [...nodeArgs, '--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any', ...extraArgs],
+    program,
+    [...launcherArgs, ...nodeArgs, '--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any', ...extraArgs],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const output: string[] = [];

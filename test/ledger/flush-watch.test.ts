@@ -1,16 +1,18 @@
 // FlushWatch: lmdb-js never settles a failed batch's flush promise. When a commit fails, a wait
 // whose own write failed ends with that failure, the others once a sync has put what is committed
-// on disk; until a write issued after the failure commits, every new wait syncs too.
+// on disk; until a write issued after the failure commits, every new wait syncs too. A failed
+// commit LMDB had already made visible failed in its own sync: its write took (write_unconfirmed),
+// and from then on every wait ends unconfirmed and the owner is told once.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FlushWatch } from '../../hook-runner/flush-watch.ts';
-import { UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
+import { tookUnsynced, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
 import { failedWriteError } from '../../runtime/ledger/commit-failure-guard.ts';
 
-/** A write failed at commit, as lmdb-js rejects one: its error carries the commit's own promise. */
-const failedCommit = (): Promise<never> => {
-  const commitError = Promise.reject(new Error('Commit failed'));
+/** A write failed at commit, as lmdb-js rejects one: its error carries the commit's own promise, rejected with LMDB's reason. */
+const failedCommit = (cause = 'Commit failed'): Promise<never> => {
+  const commitError = Promise.reject(new Error(cause));
   commitError.catch(() => undefined);
   const failure = Promise.reject(Object.assign(new Error('MDB_EFBIG'), { commitError }));
   failure.catch(() => undefined);
@@ -20,9 +22,11 @@ const dead = (): Promise<void> => new Promise<void>(() => undefined);
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** 'flushed' if `wait` ends within a second, else 'hung'. */
 const within = (wait: PromiseLike<unknown>): Promise<string> => Promise.race([Promise.resolve(wait).then(() => 'flushed'), new Promise<string>((resolve) => setTimeout(() => resolve('hung'), 1000))]);
+/** A source's commit ids that never move: every failed commit is one LMDB did not make visible (a page write failed). */
+const stillTxns = { visibleTxnId: () => 7, onCommitted: () => undefined };
 /** A FlushSource whose flush never settles (a failed batch's), counting the syncs asked for. */
 const deadSource = () => {
-  const source = { syncs: 0, flushed: dead, sync: (done: (error?: unknown) => void) => void (source.syncs++, setImmediate(done)) };
+  const source = { syncs: 0, flushed: dead, sync: (done: (error?: unknown) => void) => void (source.syncs++, setImmediate(done)), ...stillTxns };
   return source;
 };
 
@@ -40,6 +44,7 @@ test('when a commit fails, a wait whose own write failed ends with that failure;
   const waiting = write.flushed;
   await assert.rejects(write, /MDB_EFBIG/);
   await assert.rejects(waiting, /MDB_EFBIG/);
+  assert.equal(failedWriteError('request', await write.catch((error: unknown) => error))?.code, 'write_failed', 'a commit LMDB never made visible kept nothing');
 });
 
 test('when another commit fails, waits whose write committed, or that wait for what is committed, end once a sync has put it on disk', async () => {
@@ -63,7 +68,7 @@ test('when another commit fails, waits whose write committed, or that wait for w
 });
 
 test('a sync that fails ends the waits with UnconfirmedFlushError: what took may not be on disk', async () => {
-  const source = { flushed: dead, sync: (done: (error?: unknown) => void) => void setImmediate(() => done(new Error('EIO'))) };
+  const source = { flushed: dead, sync: (done: (error?: unknown) => void) => void setImmediate(() => done(new Error('EIO'))), ...stillTxns };
   const watch = new FlushWatch(source);
   const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
   const ownFlush = committed.flushed;
@@ -133,4 +138,59 @@ test('the writes of one failed batch, each rejected, set a wait on its way once:
   for (let i = 0; i < 50; i++) watch.watch(failedCommit());
   assert.equal(await within(ownFlush), 'flushed');
   assert.equal(source.syncs, 1);
+});
+
+/** A source whose commits are numbered as LMDB numbers them: `commit()` one that succeeds, `failAfterVisible()` one whose own sync failed. */
+const numberedSource = (sync: (done: (error?: unknown) => void) => void) => {
+  let visible = 40;
+  let told = (_txnId: number): void => undefined;
+  return {
+    flushed: dead,
+    sync,
+    visibleTxnId: () => visible,
+    onCommitted: (listener: (txnId: number) => void) => void (told = listener),
+    commit: () => told(++visible),
+    failAfterVisible: () => void ++visible,
+  };
+};
+
+test('a failed commit LMDB had made visible failed in its own sync: its write took (write_unconfirmed), every wait ends unconfirmed from then on, even after a sync that says ok, and the owner is told once', async () => {
+  const source = numberedSource((done) => void setImmediate(done));
+  const told: string[] = [];
+  const watch = new FlushWatch(source, (cause) => told.push(cause));
+  const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
+  source.commit();
+  const ownFlush = committed.flushed;
+  const whatIsCommitted = watch.flushed();
+  source.failAfterVisible();
+  const failed = watch.watch(failedCommit('Input/output error'));
+  const error = await failed.catch((failure: unknown) => failure);
+  assert.ok(tookUnsynced(error));
+  assert.equal(failedWriteError('request', error)?.code, 'write_unconfirmed', 'it may be stored: not "nothing was kept"');
+  await assert.rejects(ownFlush, (failure: unknown) => failure instanceof UnconfirmedFlushError && /Input\/output error/.test(failure.message));
+  await assert.rejects(whatIsCommitted, UnconfirmedFlushError);
+  // A later commit that succeeds, and a sync that says ok: neither is trusted (Linux may have dropped the unwritten pages).
+  const later = watch.watch(Object.assign(Promise.resolve('later'), { flushed: Promise.resolve() }));
+  source.commit();
+  await later;
+  await assert.rejects(later.flushed, UnconfirmedFlushError);
+  await assert.rejects(watch.flushed(), UnconfirmedFlushError);
+  source.failAfterVisible();
+  await watch.watch(failedCommit('Input/output error')).catch(() => undefined);
+  await turn();
+  assert.deepEqual(told, ['Input/output error']);
+});
+
+test('a failed commit is told apart by the commits that succeeded: one not visible past the last of them kept nothing, and nothing else changes', async () => {
+  const source = numberedSource((done) => void setImmediate(done));
+  const told: string[] = [];
+  const watch = new FlushWatch(source, (cause) => told.push(cause));
+  await watch.watch(Promise.resolve('first'));
+  source.commit();
+  source.commit();
+  const error = await watch.watch(failedCommit('Input/output error')).catch((failure: unknown) => failure);
+  assert.equal(tookUnsynced(error), false);
+  assert.equal(failedWriteError('request', error)?.code, 'write_failed');
+  assert.equal(await within(watch.flushed()), 'flushed', 'waits sync as after any failed commit');
+  assert.deepEqual(told, []);
 });
