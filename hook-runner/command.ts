@@ -172,6 +172,16 @@ function waitForStopSignal(): Promise<string> {
   });
 }
 
+/**
+ * The store's disk failed a commit's sync (flush-watch.ts): the runner ends at once, as a crash
+ * would, committing nothing more (as the runtime does: runtime/server-command.ts says why), once
+ * this turn's answers are on their way; the runtime that started it starts it again.
+ */
+function exitOnStoreFailure(log: (line: string) => void, cause: string): void {
+  log(`hook-runner: exiting at once: its store's disk failed to sync a commit (${cause})`);
+  setImmediate(() => process.exit(1));
+}
+
 /** A log entry as one line of output, a stack's lines joined by `\n`: the runtime logs its child's output line by line. */
 export const logLine = (entry: string): string => `${entry.replaceAll('\n', '\\n')}\n`;
 
@@ -233,12 +243,9 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   // Without SLUICE_MASTER_KEY the server reads (or creates) the key file, knowing the vault's state.
   const masterKey = env['SLUICE_MASTER_KEY'] === undefined ? undefined : parseMasterKey(env['SLUICE_MASTER_KEY'], 'SLUICE_MASTER_KEY');
   const previousMasterKeys = parsePreviousMasterKeys(env['SLUICE_PREVIOUS_MASTER_KEYS']);
-  // A disk that failed a commit's sync: the runner stops (exit 1) and its runtime starts it again (flush-watch.ts).
-  let storeFailed: (cause: string) => void = () => undefined;
-  const storeFailure = new Promise<string>((resolve) => (storeFailed = resolve));
   const server = await withUsableDataDir(flags.dataDir, async () =>
     createHookRunnerServer({
-      onStoreFailed: storeFailed,
+      onStoreFailed: (cause) => exitOnStoreFailure(log, cause),
       listen: flags.listen,
       dataDir: flags.dataDir,
       token: loadRunnerToken(setting(env, 'SLUICE_RUNNER_TOKEN'), flags.dataDir),
@@ -258,10 +265,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   if (env['SLUICE_RUNNER_TOKEN'] === undefined) log(`hook-runner: runner token in ${runnerTokenPath(flags.dataDir)}`);
   if (poolSize < chooseThreadPoolSize()) log(`hook-runner: UV_THREADPOOL_SIZE=${poolSize}; start with UV_THREADPOOL_SIZE=${chooseThreadPoolSize()} to run more guests in parallel.`);
   process.stdout.write(`${LISTENING_PREFIX}${server.address}\n`);
-  const reason = await Promise.race([stopped, storeFailure.then((cause) => {
-    process.exitCode = 1;
-    return `its store's disk failed to sync a commit: ${cause}`;
-  })]);
+  const reason = await stopped;
   log(`hook-runner: stopping (${reason})`);
   await server.close();
 }

@@ -154,6 +154,17 @@ export class FlushWatch {
   }
 }
 
+/**
+ * How both stores open (lmdb-js `safeRestore`, not in its typings): at the newest commit whose sync finished, never a
+ * later one that was only committed. lmdb-js otherwise trusts the newest commit after a restart on
+ * the same boot (the page cache outlives a process), but after a failed write-back that commit can
+ * point at pages the disk never got: measured on an ext4 volume whose backing store filled, two
+ * events acknowledged before the failure read back damaged once the page cache was dropped (their
+ * leaf page had been copied into the failed commit). Nothing is lost by it: a write counts only
+ * once its sync finished (durable-write.ts), so a crash drops only commits no one was told of.
+ */
+export const SYNCED_RESTORE: object = { safeRestore: true };
+
 /** What FlushWatch reads of an lmdb-js root (lmdb-js 3.5 has `sync(callback)`; its typings do not). */
 interface LmdbRoot {
   readonly flushed: PromiseLike<unknown>;

@@ -3,7 +3,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from './flush-watch.ts';
+import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource, SYNCED_RESTORE } from './flush-watch.ts';
 import type { ForgottenMark } from './forgotten-orgs.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
@@ -110,7 +110,8 @@ function openLocked(dir: string, unlock: () => void, onSyncFailed: ((cause: stri
   if (problem !== undefined) throw new RunnerConfigError(problem);
   // As the runtime's ledger: commits resolve early and carry their own batch's flush, which
   // `durable` waits for, so concurrent invocations share one fsync (group commit, DESIGN.md §7).
-  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 16, overlappingSync: true, separateFlushed: true });
+  // SYNCED_RESTORE: flush-watch.ts says why.
+  const root: RootDatabase = open({ path: join(dir, 'runner.mdb'), maxDbs: 16, overlappingSync: true, separateFlushed: true, ...SYNCED_RESTORE });
   try {
     // First, before a database is opened (opening creates it): a refused store is left as the
     // newer release wrote it.

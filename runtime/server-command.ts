@@ -48,29 +48,33 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
 /** A path as one bash word: as is when it holds only plain characters, else single-quoted. */
 const shellWord = (path: string): string => (/^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`);
 
+/**
+ * The data dir's disk failed a commit's sync (flush-watch.ts): the process ends at once, as a crash
+ * would, so that it commits nothing more (a later sync may report success over pages the disk lost,
+ * and a commit synced so could carry them into the snapshot the next start opens). The answers
+ * already made are written first (the turn ends); nothing acknowledged is lost, and the next start
+ * reopens the store at its newest synced commit.
+ */
+function exitOnStoreFailure(cause: string): void {
+  process.stderr.write(`sluice: the data dir's disk failed to sync a commit (${cause}); exiting at once, so that no write is answered as stored on a disk that may not keep it. Check the disk (and free space), then start again (README, Durability).\n`);
+  setImmediate(() => process.exit(1));
+}
+
 /** `sluice dev` / `sluice serve`: starts the runtime, prints the welcome, and shuts down cleanly on SIGTERM/SIGINT. */
 export async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
   const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
   guardLedgerCommitFailures(createLogger(config.logLevel));
   const stopStarting = new AbortController();
-  // The store can no longer confirm a write (a disk that failed a sync): stop, exit 1, so that a
-  // supervisor's restart reopens it (README, Durability). Told after start-up's first await, once
-  // `stop` below exists.
-  const onStoreFailed = (cause: string): void => {
-    process.stderr.write(`sluice: the data dir's disk failed to sync a commit (${cause}); stopping, so that no write is answered as stored on a disk that may not keep it. Check the disk (and free space), then start again (README, Durability).\n`);
-    stop('the data dir\'s disk failed', 1);
-  };
-  const starting = createRuntime(config, { stopStarting: stopStarting.signal, onStoreFailed });
+  const starting = createRuntime(config, { stopStarting: stopStarting.signal, onStoreFailed: exitOnStoreFailure });
   // The runtime keeps running when its output or its logs (stderr) are no longer read.
   whenOutputCloses(process.stdout);
   whenOutputCloses(process.stderr);
   let stopping = false;
   // Handlers first: a signal that arrives while starting (or right after the welcome) still shuts down cleanly.
-  /** `why`: the start of the line said (`received SIGTERM`); `exitCode`: of a stop that went well (0 for a signal). */
-  const stop = (why: string, exitCode = 0): void => {
+  const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write(`${why}, shutting down\n`);
+    process.stdout.write(`received ${signal}, shutting down\n`);
     // A start still under way (a hook-runner child that does not come up) is given up at once.
     stopStarting.abort();
     starting
@@ -79,7 +83,7 @@ export async function runServer(command: 'dev' | 'serve', args: readonly string[
         if (!(error instanceof StartAbortedError)) throw error;
       })
       .then(
-        () => process.exit(exitCode),
+        () => process.exit(0),
         (error: unknown) => {
           process.stderr.write(`shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`);
           process.exit(1);
@@ -88,8 +92,8 @@ export async function runServer(command: 'dev' | 'serve', args: readonly string[
   };
   // `on`, not `once`: under `npm start` one Ctrl-C arrives more than once (from the terminal, and
   // forwarded by npm and tsx), and a signal left without a listener would kill the shutdown.
-  process.on('SIGTERM', () => stop('received SIGTERM'));
-  process.on('SIGINT', () => stop('received SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   let runtime: Runtime;
   try {
     runtime = await starting;

@@ -5,7 +5,7 @@
 
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource } from '../../hook-runner/flush-watch.ts';
+import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource, SYNCED_RESTORE } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { openUnderLock } from '../../hook-runner/dir-lock.ts';
 import { lmdbFilesProblem } from '../../hook-runner/lmdb-files.ts';
@@ -36,7 +36,8 @@ function openLocked(path: string, unlock: () => void, onSyncFailed: ((cause: str
   if (problem !== undefined) throw new Error(problem);
   // overlappingSync + separateFlushed: a write's promise resolves at commit and carries a
   // `flushed` promise that resolves once the commit is on disk; see durably() in durable-write.ts.
-  const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...PLAIN_MSGPACK });
+  // SYNCED_RESTORE: flush-watch.ts says why.
+  const root = open({ path, maxDbs: 64, overlappingSync: true, separateFlushed: true, compression: false, ...SYNCED_RESTORE, ...PLAIN_MSGPACK });
   privateFilesIn(path, ''); // LMDB's files and the lock: no key file lives here
   const flushes = new FlushWatch(lmdbFlushSource(root), onSyncFailed);
   // Only the writes that commit on their own are watched (flush-watch.ts): a failed commit's own
