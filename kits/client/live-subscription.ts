@@ -13,6 +13,7 @@ import type { Environment } from './api-types.ts';
 import { credentialAsSent, credentialProblem, queryCredentialProblem } from './credential-check.ts';
 import { SluiceArgumentError } from './api-errors.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
+import { plainHttpAdvice } from './plain-http-hint.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
@@ -153,7 +154,7 @@ export class LiveSubscription {
     }
     // Like the other callbacks: what it throws is reported, and the subscription goes on.
     try {
-      this.#o.onDisconnect?.(describeEnd(end));
+      this.#o.onDisconnect?.(describeEnd(end, parseBaseUrl(this.#o.url)));
     } catch (error) {
       this.#report(error);
     }
@@ -218,11 +219,12 @@ export class LiveSubscription {
 /** Starts watching runs; see LiveSubscription. */
 export const watchRuns = (options: WatchOptions): LiveSubscription => new LiveSubscription(options);
 
-/** Why a connection ended, as one sentence. */
-function describeEnd(end: SocketEnd): string {
+/** Why a connection ended, as one sentence; `given`: the url the client was given. */
+function describeEnd(end: SocketEnd, given: URL): string {
   switch (end.kind) {
     case 'unreachable': {
-      const hint = end.hint === undefined ? '' : `; ${end.hint}`;
+      // Named for the http(s):// url given, not the ws(s):// one opened from it.
+      const hint = end.hint === undefined ? '' : `; ${plainHttpAdvice(given)}`;
       if (end.timedOutMs !== undefined) return `the live room did not answer within ${end.timedOutMs} ms${hint}`;
       return `${end.cause === undefined ? 'the live room could not be reached' : `the live room could not be reached (${end.cause})`}${hint}`;
     }

@@ -32,6 +32,14 @@ export const answeredWithoutTls = (url: URL, failure: string): boolean => isSecu
  */
 export function plainHttpHint(url: URL, failure: string, timedOut = false): string {
   if (!mayBePlainHttp(url, failure, timedOut) && !answeredWithoutTls(url, failure)) return '';
+  return plainHttpAdvice(url);
+}
+
+/**
+ * The hint's sentence for `url` as its user gave it: the live client opens a wss:// url made from
+ * the https:// one it was given, and its hint names the one given (`sluice watch` refuses ws://).
+ */
+export function plainHttpAdvice(url: URL): string {
   const plain = url.protocol === 'https:' ? 'http' : 'ws';
   return `if the server speaks plain HTTP (Sluice does unless TLS is put in front of it), use ${plain}:// instead of ${url.protocol}//`;
 }

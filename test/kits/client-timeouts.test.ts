@@ -136,7 +136,8 @@ test('an https:// or wss:// url at a plain-HTTP server is told to use http:// or
   await eventually('a disconnect', () => disconnects.length, (n) => n >= 1);
   live.close();
   await live.done;
-  assert.match(disconnects[0]!, /^the live room could not be reached \(.+\); if the server speaks plain HTTP .*use ws:\/\/ instead of wss:\/\/$/);
+  // Named for the url given (`sluice watch` takes an http(s):// url, never a ws:// one).
+  assert.match(disconnects[0]!, /^the live room could not be reached \(.+\); if the server speaks plain HTTP .*use http:\/\/ instead of https:\/\/$/);
   // Not for a plain url, nor for another failure.
   assert.equal(plainHttpHint(new URL('http://127.0.0.1:1'), 'Connect Timeout Error UND_ERR_CONNECT_TIMEOUT'), '');
   assert.equal(plainHttpHint(new URL('https://127.0.0.1:1'), 'connect ECONNREFUSED 127.0.0.1:1 ECONNREFUSED'), '');
