@@ -98,6 +98,12 @@ fn build_engine() -> Result<Engine, String> {
         .memory_reservation_for_growth(0)
         .memory_may_move(false)
         .guard_before_linear_memory(false)
+        // No copy-on-write memory images: wasmtime would keep one per compiled module, a memfd as
+        // large as the initial memory up to its last data segment (a 84-byte module with a byte
+        // at 9 MiB held 9 MiB of shared memory), kept until the module's last reference is
+        // collected, and not counted by the compiled-module cache. Data segments are copied into
+        // the pooled memory at instantiation instead; they are at most the module's own bytes.
+        .memory_init_cow(false)
         // The guest ABI is one 32-bit memory with 64 KiB pages.
         .wasm_multi_memory(false)
         .wasm_memory64(false)
