@@ -9,6 +9,7 @@ import { persistedRunOf, type PersistedRun, type RunActor } from '../../actors/r
 import type { RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
+import { OrgDeletedError } from '../ledger/org-fence.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
@@ -272,6 +273,12 @@ export class RunEngine {
       const stepEffects = effects !== undefined && command.type === 'step.succeeded' ? { stepId: command.stepId, effects } : undefined;
       written = await writeTransition(this.#d, run, previous, this.#updateFor(run), stepEffects);
     } catch (error) {
+      // The org was deleted while the write waited for its turn (a transaction's callback runs
+      // then): the fence refused it, and the run goes with its org, as a later command's would.
+      if (error instanceof OrgDeletedError && this.#goneWithOrg(orgId, runId)) {
+        this.#d.logger.debug('run transition dropped: its organization was deleted meanwhile', { org_id: orgId, run_id: runId });
+        return false;
+      }
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
       this.#stallResume.unapplied(key, command, effects, at);
       throw error;

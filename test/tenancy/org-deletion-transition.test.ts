@@ -1,0 +1,50 @@
+// A run transition whose write the org fence refuses, because its org was deleted while the write
+// waited for its turn (a transaction's callback runs then, as a sandbox run's or a step's effects'
+// does), lets go of the run quietly. It was logged at error level as `run transition failed`, once
+// per run in flight, for a deliberate offboarding (found by a probe).
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import type { Logger } from '../../runtime/log.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { gateNextCall } from '../helpers/method-gate.ts';
+import { eventually } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-gone-mid-write';
+
+test('a transition whose write waited while its org was deleted drops the run without an error line', async () => {
+  const clock = new ManualClock(Date.UTC(2026, 10, 1, 12));
+  const lines: Array<{ level: string; message: string }> = [];
+  const at = (level: string) => (message: string): void => void lines.push({ level, message });
+  const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  const rt = await startRuntime({ args: ['--runner', 'off'], clock, logger });
+  let gate: ReturnType<typeof gateNextCall> | undefined;
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+    const workflow = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'wait', environment: 'sandbox', trigger_event: 'go', steps: [{ type: 'delay', duration_ms: 60_000 }] } });
+    assert.equal(workflow.status, 201, workflow.text);
+    const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'go', payload: {}, environment: 'sandbox' } });
+    assert.equal(sent.status, 202, sent.text);
+    const eventId = sent.body.event.id as string;
+    const [reaction] = await eventually('the run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${eventId}?environment=sandbox`, { token: key })).body.reactions, (found: unknown[]) => found?.length === 1);
+    const runId = (reaction as { run_id: string }).run_id;
+    await eventually('the delay armed', () => rt.runtime.engine.timerDueAt(ORG, runId), (due) => due !== undefined);
+
+    // The timer's transition (a sandbox run's: a transaction) is held before it is issued, the org deleted meanwhile.
+    gate = gateNextCall(rt.runtime.ledger.root, 'transaction');
+    clock.advance(60_000);
+    assert.equal(rt.runtime.engine.timers.fireDue(), 1);
+    await gate.whenReached;
+    assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}`, { token: ADMIN_TOKEN })).status, 202);
+    gate.release();
+
+    const told = await eventually('the transition over', () => lines.filter((line) => line.message.startsWith('run transition')), (found) => found.length > 0);
+    assert.deepEqual(told, [{ level: 'debug', message: 'run transition dropped: its organization was deleted meanwhile' }]);
+    assert.deepEqual(lines.filter((line) => line.level === 'error' || line.level === 'warn'), []);
+  } finally {
+    gate?.done();
+    await rt.close();
+  }
+});
