@@ -75,6 +75,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   let sending = true;
   let lines: Interface | undefined;
   let linesPaused = false;
+  let socketEnded = false;
   const pacer = new DevicePacer({
     cap: MAX_MESSAGES_IN_FLIGHT,
     send: (text) => {
@@ -121,6 +122,8 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
       lines = createInterface({ input: io.stdin });
       lines.on('line', add);
       lines.on('close', () => {
+        // Closed here because the socket ended: said below, with how far it was read.
+        if (socketEnded) return;
         // An empty pipe (`echo "$UNSET" | sluice device …`) sent nothing: not a success.
         if (added === 0) {
           notice('stdin held no message (only blank lines or none): nothing was sent');
@@ -139,12 +142,31 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     if (outcome?.kind === 'final' && !outcome.acked) failed = true;
   }, DEVICE_SILENCE_MS);
   const end = await ended;
+  socketEnded = true;
+  const stdinCut = sending && lines !== undefined;
   // Ended early (a dropped socket): stdin is no longer read, so it cannot hold the process open.
   lines?.close();
   // What a refusing server or a close said: whatever answered, it never drives the terminal.
   if (end.kind === 'refused') notice(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}`);
   if (end.kind === 'unreachable') notice(`could not reach ${printable(url)}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}${end.hint === undefined ? '' : `; ${end.hint}`}`);
+  if (end.kind === 'closed' && end.code !== 1000) notice(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : end.code === 1006 ? ' (the connection was lost without a close: Sluice stopped or the network dropped)' : ''}`);
+  // Said whatever ended it: which messages to send again (by id, a stored one is acked as a duplicate).
+  const left = pacer.unfinished();
+  if (left.sent.length + left.unsent.length > 0) {
+    const parts = [
+      ...(left.sent.length > 0 ? [`${left.sent.length} sent and unanswered, which may have been stored (${idList(left.sent)})`] : []),
+      ...(left.unsent.length > 0 ? [`${left.unsent.length} not sent or waiting to be sent again (${idList(left.unsent)})`] : []),
+    ];
+    notice(`the socket ended with messages that have no answer: ${parts.join('; ')}. Send them again with the same ids: one that was stored is acked with "duplicate":true`);
+  }
+  if (stdinCut) notice(`stdin was read up to its message ${added}: the lines after it were not read`);
   if (end.kind !== 'closed') return 1;
-  if (end.code !== 1000) notice(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : ''}`);
   return end.code === 1000 && !failed && pacer.settled ? 0 : 1;
+}
+
+/** Ids as a short list: the first few, printable, and how many more. */
+function idList(ids: ReadonlyArray<string | null>): string {
+  const SHOWN = 10;
+  const shown = ids.slice(0, SHOWN).map((id) => (id === null ? '(no id)' : printable(id)));
+  return `${ids.length === 1 ? 'id' : 'ids'} ${shown.join(', ')}${ids.length > SHOWN ? ` and ${ids.length - SHOWN} more` : ''}`;
 }

@@ -75,6 +75,19 @@ export class DevicePacer {
     return this.#unsent.length === 0 && this.#unanswered === 0;
   }
 
+  /**
+   * The messages without a final answer, by id (null: one whose id Sluice could not read), in the
+   * order given: `sent`, sent and unanswered (each may have been stored), and `unsent`, never sent
+   * or waiting to be sent again after a retryable nack (not stored by this connection).
+   */
+  unfinished(): { readonly sent: ReadonlyArray<string | null>; readonly unsent: ReadonlyArray<string | null> } {
+    const byOrder = (a: Message, b: Message): number => a.order - b.order;
+    return {
+      sent: [...this.#sent.values()].flat().sort(byOrder).map((message) => message.id),
+      unsent: [...this.#unsent].sort(byOrder).map((message) => message.id),
+    };
+  }
+
   /** Queues one message (its text as given) and sends what there is room for. */
   add(text: string): void {
     this.#unsent.push({ text, id: frameIdOf(Buffer.from(text, 'utf8'), false), order: this.#given++, nacks: 0 });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../runtime/clock.ts';
 import { deviceCommand } from '../runtime/device-command.ts';
@@ -134,6 +134,37 @@ test("a starter org's quota nacks are sent again after the wait Sluice names, un
   assert.equal(code, 0);
   const stored = await call(rt.url, 'GET', `/organizations/${org}/events?type=bulk.ev&limit=500`, { token: orgKey });
   assert.equal(stored.body.events.length, 130);
+});
+
+test('a socket that ends with messages unanswered names them on stderr, to send again by id, and says how far stdin was read', async () => {
+  const org = 'acct-device-cli-cut';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'starter');
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'till' } });
+  assert.equal(created.status, 201, created.text);
+  const url = `${rt.url.replace('http', 'ws')}${created.body.device.socket_path}`;
+  // 130 messages overrun the starter quota; its waits never end here, so the rest stay queued, and
+  // stdin stays open (a file still being read), until a token rotation closes the socket (4401).
+  let waited = (): void => undefined;
+  const firstWait = new Promise<void>((resolve) => (waited = resolve));
+  const stdin = new PassThrough();
+  stdin.write(messageLines('cut', 130));
+  const output = capturedOutput();
+  const running = deviceCommand([url, '--token', created.body.token], { stdin, stdout: output.stdout, stderr: output.stderr, sleep: () => (waited(), new Promise<void>(() => undefined)) });
+  await firstWait;
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/devices/till/token`, { token: orgKey })).status, 200);
+  assert.equal(await running, 1);
+  const acked = acksOf(output.out().trim().split('\n')).acked;
+  const notices = output.err().trim().split('\n');
+  assert.ok(notices.includes('sluice device: closed with 4401: token_rotated'), notices.join('\n'));
+  const summary = /^sluice device: the socket ended with messages that have no answer: (?:(\d+) sent and unanswered, which may have been stored \(ids? ([^)]*)\); )?(\d+) not sent or waiting to be sent again \(ids? ([^)]*)\)\. Send them again with the same ids: one that was stored is acked with "duplicate":true$/.exec(notices.at(-2) ?? '');
+  assert.ok(summary, notices.join('\n'));
+  // Every message is acked on stdout or counted here; the first named are the first not acked.
+  const [, sent = '0', sentIds, unsent = '0', unsentIds = ''] = summary;
+  assert.equal(acked.length + Number(sent) + Number(unsent), 130);
+  const notAcked = Array.from({ length: 130 }, (_, i) => `cut-${i + 1}`).filter((id) => !acked.includes(id));
+  const named = [...(sentIds === undefined ? [] : sentIds.split(' and ')[0]!.split(', ')), ...unsentIds.split(' and ')[0]!.split(', ')];
+  assert.ok(named.every((id) => notAcked.includes(id)), `${named.join(',')} are all unacked`);
+  assert.equal(notices.at(-1), 'sluice device: stdin was read up to its message 130: the lines after it were not read');
 });
 
 test('stdin with no message in it (an empty pipe) exits 1 saying nothing was sent', async () => {

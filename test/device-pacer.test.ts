@@ -78,3 +78,15 @@ test('without a wait from Sluice the backoff is 250 ms doubling; a nack naming n
   p.answer({ type: 'nack', id: 'a', retryable: true });
   assert.ok(waits[1]!.ms >= 250 && waits[1]!.ms <= 500, String(waits[1]!.ms));
 });
+
+test('unfinished names the messages without a final answer, in the order given: sent and unanswered, and not sent (or waiting to be sent again)', () => {
+  const { p, add } = pacer(2);
+  add('m1', 'm2', 'm3');
+  assert.deepEqual(p.unfinished(), { sent: ['m1', 'm2'], unsent: ['m3'] });
+  p.answer({ type: 'ack', id: 'm1' });
+  assert.deepEqual(p.unfinished(), { sent: ['m2', 'm3'], unsent: [] });
+  p.answer({ type: 'nack', id: 'm2', retryable: true, retry_after_ms: 10 });
+  assert.deepEqual(p.unfinished(), { sent: ['m3'], unsent: ['m2'] });
+  p.answer({ type: 'nack', id: 'm3', retryable: false });
+  assert.deepEqual(p.unfinished(), { sent: [], unsent: ['m2'] }, 'a final nack is an answer');
+});
