@@ -27,6 +27,23 @@ function misshapenAnswer(command: string, error: TypeError): string {
   return printable(`invalid_answer: the answer is JSON but not of Sluice's shape (${error.message}): is the url where Sluice listens?${carriedOut}`);
 }
 
+/** fetch's reasons for a call that never reached a server: nothing was sent. */
+const NOT_SENT: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The code of the reason fetch gave for a network failure (`connect ECONNREFUSED …`'s ECONNREFUSED), if any. */
+const reasonCode = (error: SluiceNetworkError): string | undefined => ((error.cause as { cause?: { code?: unknown } } | undefined)?.cause?.code as string | undefined) ?? undefined;
+
+/**
+ * What a network failure leaves to check: nothing answered at the url (is Sluice running there?),
+ * or, for a command that changes something and whose request may have reached Sluice (a connection
+ * cut, no answer in time), that it may have been carried out.
+ */
+function networkAdvice(command: string, error: SluiceNetworkError, url: string): string {
+  const code = reasonCode(error);
+  if (code !== undefined && NOT_SENT.has(code)) return printable(` Nothing answered at ${url}: is Sluice running there?`);
+  return WRITES.has(command) ? ` The ${command} may have been carried out all the same: look (sluice explain) before sending it again.` : '';
+}
+
 /**
  * Runs `work` with a client for `target` and prints the text it answers; `hint` adds to a refusal
  * what the command's own flags can do about it.
@@ -37,7 +54,8 @@ export async function callAndPrint(command: string, target: ApiTarget, io: Clien
   try {
     text = await work(client);
   } catch (error) {
-    io.stderr.write(`sluice ${command}: ${error instanceof TypeError && !(error instanceof SluiceArgumentError) ? misshapenAnswer(command, error) : clientFailure(error)}${error instanceof SluiceApiError ? hint(error) : ''}\n`);
+    const advice = error instanceof SluiceApiError ? hint(error) : error instanceof SluiceNetworkError ? networkAdvice(command, error, target.url) : '';
+    io.stderr.write(`sluice ${command}: ${error instanceof TypeError && !(error instanceof SluiceArgumentError) ? misshapenAnswer(command, error) : clientFailure(error)}${advice}\n`);
     return 1;
   }
   io.stdout.write(`${text}\n`);

@@ -356,3 +356,27 @@ test('an attempt cancelled while it was connecting, refused afterwards, reads as
   const older = explainEvent({ event, recording: null, reactions: [] } as unknown as EventDetails);
   assert.match(older, /runs: none/);
 });
+
+test('a network failure says what to check: nothing answering at the url (is Sluice running?), or a change cut off mid-request that may have been made', async () => {
+  const { createServer } = await import('node:net');
+  // Reads the request, then drops the connection without an answer (a runtime killed mid-request).
+  const cutter = createServer((socket) => socket.once('data', () => socket.destroy()));
+  await new Promise<void>((listening) => cutter.listen(0, '127.0.0.1', () => listening()));
+  const cutUrl = `http://127.0.0.1:${(cutter.address() as import('node:net').AddressInfo).port}`;
+  // A port nothing listens on: the cutter's, once closed.
+  const closed = createServer();
+  await new Promise<void>((listening) => closed.listen(0, '127.0.0.1', () => listening()));
+  const closedUrl = `http://127.0.0.1:${(closed.address() as import('node:net').AddressInfo).port}`;
+  await new Promise((done) => closed.close(done));
+  try {
+    const cancelAt = async (url: string): Promise<string> => {
+      const output = capturedOutput();
+      assert.equal(await runActionCommand('cancel', [url, '--org', ORG, '--run', runId], { stdout: output.stdout, stderr: output.stderr, env: { SLUICE_API_KEY: key } }), 1);
+      return output.err();
+    };
+    assert.match(await cancelAt(cutUrl), /^sluice cancel: network_error: POST .+ The cancel may have been carried out all the same: look \(sluice explain\) before sending it again\.\n$/);
+    assert.match(await cancelAt(closedUrl), new RegExp(`^sluice cancel: network_error: POST .+ECONNREFUSED.+ Nothing answered at ${closedUrl.replaceAll('.', '\\.')}: is Sluice running there\\?\\n$`));
+  } finally {
+    await new Promise((done) => cutter.close(done));
+  }
+});
