@@ -61,8 +61,8 @@ export interface HookRunnerServerOptions {
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
   /**
    * Told once, with LMDB's reason, when the store's disk failed a commit's own sync (flush-watch.ts):
-   * from then on no write is answered as stored (hook_runner_write_unconfirmed). The command stops
-   * (exit 1), and the runtime starts its child again.
+   * from then on no write is answered as stored (hook_runner_write_unconfirmed). The command exits
+   * at once (exit 1), and a runtime that started it starts it again.
    */
   readonly onStoreFailed?: (cause: string) => void;
 }

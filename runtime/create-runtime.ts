@@ -95,8 +95,8 @@ export interface RuntimeDeps {
   readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
   /**
    * Told once, with LMDB's reason, when the data dir's disk failed a commit's own sync (flush-watch.ts):
-   * from then on no write is answered as stored. `sluice dev`/`serve` stop (exit 1) so that a restart
-   * reopens the store; without it the runtime stays up and answers every write 503 write_unconfirmed.
+   * from then on no write is answered as stored. `sluice dev`/`serve` exit at once (exit 1) so that a
+   * restart reopens the store; without it the runtime stays up and answers every write 503 write_unconfirmed.
    */
   readonly onStoreFailed?: (cause: string) => void;
 }
