@@ -113,7 +113,12 @@ export class CompileProcess {
   async #artifactOf(bytes: Uint8Array, stored: boolean): Promise<CompiledArtifact> {
     const stopping = (): SandboxUnavailableError => new SandboxUnavailableError('the hook-runner is stopping: the compile was not started');
     if (this.#closed) throw stopping();
-    const child = await (this.#started ??= this.#start());
+    const starting = (this.#started ??= this.#start());
+    const child = await starting.catch((error: unknown) => {
+      // No process came of it (spawn threw): the next compile tries a new one.
+      if (this.#started === starting && this.#child === undefined) this.#started = undefined;
+      throw error;
+    });
     if (this.#closed) {
       this.#discard(child);
       throw stopping();
@@ -140,13 +145,21 @@ export class CompileProcess {
 
   #start(): Promise<ChildProcess> {
     return new Promise<ChildProcess>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), WORKER, String(this.#maxMemoryBytes)], {
-        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-        // Not the runner's environment: the runner token and master key may be in it.
-        env: pickDefined({ PATH: process.env['PATH'], TMPDIR: process.env['TMPDIR'] }),
-        // Structured clone: module bytes and artifacts cross as binary, not JSON.
-        serialization: 'advanced',
-      });
+      let child: ChildProcess;
+      try {
+        child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), WORKER, String(this.#maxMemoryBytes)], {
+          stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+          // Not the runner's environment: the runner token and master key may be in it.
+          env: pickDefined({ PATH: process.env['PATH'], TMPDIR: process.env['TMPDIR'] }),
+          // Structured clone: module bytes and artifacts cross as binary, not JSON.
+          serialization: 'advanced',
+        });
+      } catch (error) {
+        // Node throws the spawn failures it does not report as 'error' (ENOMEM, EBUSY, …): the
+        // sandbox is unavailable for now (a 503 to try again), not the runner failing unexpectedly.
+        reject(new SandboxUnavailableError(`the hook-runner's compile process could not be started: ${(error as Error).message}`, { cause: error }));
+        return;
+      }
       this.#child = child;
       let ready = false;
       const notStarted = (why: string, cause?: Error): void => {

@@ -190,3 +190,28 @@ test('a runner killed mid-compile takes its compile process with it, however lon
     await runner.close();
   }
 });
+
+test('a compile process that cannot be spawned (Node throws ENOMEM, EBUSY, … at once) is the sandbox unavailable for now, and the next compile starts one', async () => {
+  const { createRequire, syncBuiltinESMExports } = await import('node:module');
+  const childProcess = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process');
+  const realSpawn = childProcess.spawn;
+  // As Node throws it for a failure it does not report through the 'error' event.
+  childProcess.spawn = (() => {
+    throw Object.assign(new Error('spawn EBUSY'), { code: 'EBUSY', syscall: 'spawn' });
+  }) as typeof childProcess.spawn;
+  syncBuiltinESMExports();
+  const compiler = new CompileProcess();
+  try {
+    await assert.rejects(compiler.compile(await assembleWat('echo', ECHO_WAT)), (error: unknown) => error instanceof SandboxUnavailableError && /compile process could not be started: spawn EBUSY/.test(error.message));
+  } finally {
+    childProcess.spawn = realSpawn;
+    syncBuiltinESMExports();
+  }
+  try {
+    const echo = await compiler.compile(await assembleWat('echo', ECHO_WAT));
+    const outcome = await runModule(echo, '{"a":2}');
+    assert.deepEqual(outcome.kind === 'output' && JSON.parse(outcome.output), { a: 2 });
+  } finally {
+    compiler.close();
+  }
+});
