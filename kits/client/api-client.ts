@@ -10,7 +10,7 @@ import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummar
 import { credentialAsSent, headerCredentialProblem } from './credential-check.ts';
 import { checkedHeaders, idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
-import { answeredWithoutTls, mayBePlainHttp, plainHttpHint } from './plain-http-hint.ts';
+import { answeredWithoutTls, isSluiceLiveness, mayBePlainHttp, PLAIN_HTTP_CHECK_MS, plainHealthzOf, plainHttpHint } from './plain-http-hint.ts';
 import { backoffMs, realSleep, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
@@ -52,8 +52,6 @@ export interface RequestOptions extends CallOptions {
 /** Statuses worth another attempt: the request may succeed later as it is. */
 const RETRYABLE = new Set([429, 502, 503, 504]);
 const DEFAULT_TIMEOUT_MS = 30_000;
-/** How long the plain-HTTP check of an https url whose TLS hello went unanswered waits (plain-http-hint.ts). */
-const PLAIN_HTTP_CHECK_MS = 3_000;
 const MAX_ATTEMPTS = 100;
 /**
  * The longest `Retry-After` the client waits out between attempts. A server asking for more (a
@@ -143,12 +141,9 @@ export class SluiceClient {
    * answer (200 `{"status":"ok"}`) means the server speaks plain HTTP; undefined otherwise.
    */
   async #answeredInPlainHttp(url: URL, cancel: AbortSignal): Promise<URL | undefined> {
-    const healthz = urlUnder(this.#base, '/healthz', 'http');
-    const port = url.port === '' ? '443' : url.port;
-    healthz.protocol = 'http:';
-    healthz.port = port;
+    const healthz = plainHealthzOf(this.#base, url.port);
     const answer = await this.#attempt(healthz, { method: 'GET' }, cancel, PLAIN_HTTP_CHECK_MS);
-    return answer.kind === 'answered' && answer.status === 200 && /"status":\s*"ok"/.test(answer.text) ? healthz : undefined;
+    return answer.kind === 'answered' && isSluiceLiveness(answer.status, answer.text) ? healthz : undefined;
   }
 
   /** One attempt, answer body included, within `timeoutMs`; throws only the caller's abort reason. */

@@ -13,7 +13,7 @@ import type { Environment } from './api-types.ts';
 import { credentialAsSent, credentialProblem, queryCredentialProblem } from './credential-check.ts';
 import { SluiceArgumentError } from './api-errors.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
-import { plainHttpAdvice } from './plain-http-hint.ts';
+import { isSluiceLiveness, PLAIN_HTTP_CHECK_MS, plainHealthzOf, plainHttpAdvice } from './plain-http-hint.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
@@ -98,6 +98,8 @@ export class LiveSubscription {
    */
   #reload: 'sandbox_reset' | 'replay_gone' | undefined;
   #closed = false;
+  /** Whether the server was asked in plain HTTP already (one failed TLS hello is enough to tell). */
+  #plainChecked = false;
 
   constructor(options: WatchOptions) {
     // As the REST client does: "." and ".." are path segments a URL resolves away, never an org.
@@ -144,8 +146,15 @@ export class LiveSubscription {
   }
 
   /** The error that ends the subscription, or undefined to reconnect (every reconnect waits its backoff first). */
-  #classify(end: SocketEnd): LiveClosedError | undefined {
+  async #classify(end: SocketEnd): Promise<LiveClosedError | undefined> {
     if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeRefusalBody(end.body)}`);
+    // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as the REST client
+    // does; Sluice answering in plain HTTP ends the subscription (no retry can get through).
+    if (end.kind === 'unreachable' && end.hint !== undefined && !this.#plainChecked) {
+      this.#plainChecked = true;
+      const plain = await answeredInPlainHttp(parseBaseUrl(this.#o.url));
+      if (plain !== undefined) return new LiveClosedError(0, `the server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://`);
+    }
     if (end.kind === 'closed') {
       if (TERMINAL_CLOSE.has(end.code)) return new LiveClosedError(end.code, `the live room closed the connection (${end.code}): ${end.reason}`);
       const reload = RELOAD.get(end.code);
@@ -232,5 +241,17 @@ function describeEnd(end: SocketEnd, given: URL): string {
       return `the live room refused the connection (${end.status})`;
     case 'closed':
       return `the connection closed (${end.code}${end.reason === '' ? '' : `: ${end.reason}`})`;
+  }
+}
+
+/** Sluice's liveness URL in plain HTTP on the https url's port, if Sluice answers it there (within PLAIN_HTTP_CHECK_MS). */
+async function answeredInPlainHttp(base: URL): Promise<URL | undefined> {
+  if (base.protocol !== 'https:') return undefined;
+  const healthz = plainHealthzOf(base, base.port);
+  try {
+    const answer = await fetch(healthz, { signal: AbortSignal.timeout(PLAIN_HTTP_CHECK_MS) });
+    return isSluiceLiveness(answer.status, await answer.text()) ? healthz : undefined;
+  } catch {
+    return undefined; // Nothing answering in plain HTTP either: reconnect as for any other failure.
   }
 }

@@ -2,8 +2,13 @@
 // front of it) fails in the TLS handshake in words that do not say so: the server waits for a
 // request line that never comes (a connect or open timeout), closes on the TLS hello ("disconnected
 // before secure TLS connection"), or answers it in HTTP (OpenSSL's "wrong version number"). Such
-// a failure gets a hint naming the likely cause; the API client asks such a server in plain HTTP
-// once, and stops at the first attempt when it answers.
+// a failure gets a hint naming the likely cause; the API client and the live client ask such a
+// server in plain HTTP once (plainHealthzOf, isSluiceLiveness), and stop when Sluice answers.
+
+import { urlUnder } from './endpoint-url.ts';
+
+/** How long the plain-HTTP check of an https url whose TLS hello went unanswered waits. */
+export const PLAIN_HTTP_CHECK_MS = 3_000;
 
 /** The server answered the TLS hello in HTTP: it does not speak TLS. */
 const ANSWERED_IN_HTTP = /ERR_SSL_WRONG_VERSION_NUMBER|wrong version number/i;
@@ -43,3 +48,17 @@ export function plainHttpAdvice(url: URL): string {
   const plain = url.protocol === 'https:' ? 'http' : 'ws';
   return `if the server speaks plain HTTP (Sluice does unless TLS is put in front of it), use ${plain}:// instead of ${url.protocol}//`;
 }
+
+/**
+ * Sluice's liveness URL under `base` (the url given, https://), asked in plain HTTP on the port the
+ * TLS hello went to: its own answer there (isSluiceLiveness) means the server speaks plain HTTP.
+ */
+export function plainHealthzOf(base: URL, port: string): URL {
+  const healthz = urlUnder(base, '/healthz', 'http');
+  healthz.protocol = 'http:';
+  healthz.port = port === '' ? '443' : port;
+  return healthz;
+}
+
+/** Whether an answer is Sluice's own liveness answer (200 `{"status":"ok"}`). */
+export const isSluiceLiveness = (status: number, text: string): boolean => status === 200 && /"status":\s*"ok"/.test(text);

@@ -15,9 +15,10 @@ export interface Reconnecting {
   readonly open: (working: () => void) => { readonly socket: WebSocket; readonly ended: Promise<SocketEnd> };
   /**
    * Hears each end that close() did not cause: an error ends the loop (`done` rejects with it,
-   * after whatever the caller did here), undefined reconnects after the backoff.
+   * after whatever the caller did here), undefined reconnects after the backoff. It may ask
+   * something first (a promise).
    */
-  readonly classify: (end: SocketEnd) => Error | undefined;
+  readonly classify: (end: SocketEnd) => Error | undefined | Promise<Error | undefined>;
   /**
    * Hears what `open` threw (a URL or a credential that cannot be sent: no attempt could ever
    * work): the loop ends, and `done` rejects with the error returned.
@@ -76,7 +77,8 @@ export class ReconnectLoop {
       this.#socket = socket;
       const end = await ended;
       if (this.#closed) return;
-      const error = this.#r.classify(end);
+      const error = await this.#r.classify(end);
+      if (this.#closed) return;
       if (error !== undefined) throw error;
       if (working) attempt = 0;
       await Promise.race([this.#r.sleep(backoffMs(attempt++), this.#waiting.signal), this.#stopped]);
