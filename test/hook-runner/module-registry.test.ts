@@ -213,7 +213,10 @@ test('a compile that waited its turn while the disk went below its floor is refu
 });
 
 test('a stored module that runs past the compile deadline compiling again (a busy machine) is retryable module_recompile_timeout, as is one the runtime restores; an upload past it is refused', async () => {
-  const bytes = await assembleWat('slow-again', constantWat('"slow again"'));
+  // 3,000 functions besides: tens of ms to compile, so the 1 ms deadline below is always passed
+  // (a trivial module compiled and answered within it at times).
+  const padding = Array.from({ length: 3000 }, (_, i) => `(func (result i32) (i32.add (i32.const ${i}) (i32.const 1)))`).join('\n');
+  const bytes = await assembleWat('slow-again', constantWat('"slow again"').replace(/\)$/, `${padding})`));
   const digest = await new ModuleRegistry(store).compile(bytes);
   // A deadline no compile meets: what a loaded machine does to one that met it at upload.
   const hurried = new ModuleRegistry(store, { compile: { timeoutMs: 1 } });
@@ -225,7 +228,7 @@ test('a stored module that runs past the compile deadline compiling again (a bus
       return true;
     });
     await assert.rejects(hurried.compile(bytes, undefined, { first: true }), { code: 'module_recompile_timeout' });
-    const fresh = await assembleWat('slow-new', constantWat('"never stored"'));
+    const fresh = await assembleWat('slow-new', constantWat('"never stored"').replace(/\)$/, `${padding})`));
     await assert.rejects(hurried.compile(fresh), { code: 'code_too_large' }, 'an upload past the deadline is the module\'s to fix');
   } finally {
     hurried.close();
