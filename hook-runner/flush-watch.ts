@@ -10,9 +10,10 @@
 // kept" for events that were stored, and a client sending one again stored it twice. From a failed
 // commit until a write issued after it has committed (a new batch, a live promise), every new wait
 // asks for that sync too. A sync that fails ends its waits with UnconfirmedFlushError (lmdb-commit-failure.ts).
-// A failed commit LMDB had already made visible (the newest commit readers see is past the last one
-// that succeeded) is one whose own fdatasync failed: its writes took, their outcome on disk unknown
-// (tookUnsynced). Linux may then mark the unwritten pages clean and let a later fsync succeed over
+// A failed commit LMDB had already made visible (the newest commit readers see, read when lmdb-js
+// tells of the failure, is past the last one that succeeded) is one whose own fdatasync failed: its
+// writes took, their outcome on disk unknown (tookUnsynced). A later commit LMDB made meanwhile can
+// make a failure that kept nothing look so too: then the process stops when it need not have. Linux may then mark the unwritten pages clean and let a later fsync succeed over
 // them ("fsyncgate"), so no later sync is trusted: every wait, pending or new, ends unconfirmed, and
 // the owner is told once (onSyncFailed) so that it can stop and let a restart reopen the store.
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
@@ -35,8 +36,12 @@ export interface FlushSource {
   readonly sync: (done: (error?: unknown) => void) => void;
   /** The id of the newest commit readers see (LMDB's meta page), whether or not it was synced. */
   readonly visibleTxnId: () => number;
-  /** Calls `listener` with the id of every commit that succeeded, before its writes' promises resolve. */
-  readonly onCommitted: (listener: (txnId: number) => void) => void;
+  /**
+   * Calls `listener` as each commit ends, in order, before its writes' promises settle: with the
+   * commit's id when it succeeded (an empty transaction's is the id it would have had), undefined
+   * when it failed.
+   */
+  readonly onCommitEnded: (listener: (txnId: number | undefined) => void) => void;
 }
 
 export class FlushWatch {
@@ -49,6 +54,8 @@ export class FlushWatch {
   #suspectUpTo: number | undefined;
   /** The newest commit that succeeded (a failed one visible past it took before its sync failed). */
   #lastCommitted: number;
+  /** A failed commit was visible when lmdb-js told of it: from then on every failure counts as one. */
+  #visibleFailure = false;
   /** Set once a commit's own sync failed: what every wait ends with from then on. */
   #syncFailure: Promise<UnconfirmedFlushError> | undefined;
   readonly #onSyncFailed: (cause: string) => void;
@@ -58,7 +65,14 @@ export class FlushWatch {
     this.#source = source;
     this.#onSyncFailed = onSyncFailed;
     this.#lastCommitted = source.visibleTxnId();
-    source.onCommitted((txnId) => (this.#lastCommitted = Math.max(this.#lastCommitted, txnId)));
+    source.onCommitEnded((txnId) => {
+      const visible = source.visibleTxnId();
+      // An empty transaction reports an id it never committed (the next commit takes it): what is
+      // visible caps it, and a commit already visible past this one does not count for it.
+      if (txnId !== undefined) this.#lastCommitted = Math.max(this.#lastCommitted, Math.min(txnId, visible));
+      // Told before the failed commit's writes are rejected and before any later commit is.
+      else if (visible > this.#lastCommitted) this.#visibleFailure = true;
+    });
   }
 
   /**
@@ -83,9 +97,7 @@ export class FlushWatch {
         settleCommitFailure(error);
         if (!isLedgerCommitFailure(error)) return;
         // Before the caller's own handler (it awaits the promise this returned, so reacts after).
-        // A later commit the write thread made meanwhile also counts: then this stops when it need
-        // not have, never the other way round.
-        if (this.#source.visibleTxnId() > this.#lastCommitted) {
+        if (this.#visibleFailure) {
           markTookUnsynced(error);
           return this.#failSyncs(error);
         }
@@ -165,23 +177,22 @@ export class FlushWatch {
  */
 export const SYNCED_RESTORE: object = { safeRestore: true };
 
-/** What FlushWatch reads of an lmdb-js root (lmdb-js 3.5 has `sync(callback)`; its typings do not). */
+/** What FlushWatch reads of an lmdb-js root (lmdb-js 3.5 has `sync(callback)` and `env`; its typings do not). */
 interface LmdbRoot {
   readonly flushed: PromiseLike<unknown>;
-  getStats(): object;
   on(event: 'aftercommit', listener: (commit: { txnId?: number }) => void): unknown;
 }
 
 /** The FlushSource of an lmdb-js root. */
 export function lmdbFlushSource(root: LmdbRoot): FlushSource {
-  const syncable = root as unknown as { sync(done: (error?: unknown) => void): unknown };
+  const native = root as unknown as { sync(done: (error?: unknown) => void): unknown; readonly env: { info(): { lastTxnId: number } } };
   return {
     flushed: () => root.flushed,
-    sync: (done) => void syncable.sync(done),
-    // LMDB's env info (me_last_txnid); read only at the start and when a commit fails.
-    visibleTxnId: () => (root.getStats() as { lastTxnId: number }).lastTxnId,
+    sync: (done) => void native.sync(done),
+    // LMDB's env info (mdb_env_info: the newest meta page's txn id), about 1 µs.
+    visibleTxnId: () => native.env.info().lastTxnId,
     // lmdb-js calls `aftercommit` listeners with the commit's id, and without one for a failed commit.
-    onCommitted: (listener) => void root.on('aftercommit', ({ txnId }) => txnId === undefined || listener(txnId)),
+    onCommitEnded: (listener) => void root.on('aftercommit', ({ txnId }) => listener(txnId)),
   };
 }
 

@@ -23,7 +23,7 @@ const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 /** 'flushed' if `wait` ends within a second, else 'hung'. */
 const within = (wait: PromiseLike<unknown>): Promise<string> => Promise.race([Promise.resolve(wait).then(() => 'flushed'), new Promise<string>((resolve) => setTimeout(() => resolve('hung'), 1000))]);
 /** A source's commit ids that never move: every failed commit is one LMDB did not make visible (a page write failed). */
-const stillTxns = { visibleTxnId: () => 7, onCommitted: () => undefined };
+const stillTxns = { visibleTxnId: () => 7, onCommitEnded: () => undefined };
 /** A FlushSource whose flush never settles (a failed batch's), counting the syncs asked for. */
 const deadSource = () => {
   const source = { syncs: 0, flushed: dead, sync: (done: (error?: unknown) => void) => void (source.syncs++, setImmediate(done)), ...stillTxns };
@@ -140,17 +140,27 @@ test('the writes of one failed batch, each rejected, set a wait on its way once:
   assert.equal(source.syncs, 1);
 });
 
-/** A source whose commits are numbered as LMDB numbers them: `commit()` one that succeeds, `failAfterVisible()` one whose own sync failed. */
+/**
+ * A source whose commits are numbered as LMDB numbers them, each end told as lmdb-js tells it (in
+ * order, before the commit's writes settle): `commit()` one that succeeds, `failAfterVisible()` one
+ * whose own sync failed after LMDB made it visible, `failInvisible()` one whose pages were not
+ * written, `emptyCommit()` an empty transaction (it reports the id it would have had).
+ */
 const numberedSource = (sync: (done: (error?: unknown) => void) => void) => {
   let visible = 40;
-  let told = (_txnId: number): void => undefined;
+  let told = (_txnId: number | undefined): void => undefined;
   return {
     flushed: dead,
     sync,
     visibleTxnId: () => visible,
-    onCommitted: (listener: (txnId: number) => void) => void (told = listener),
+    onCommitEnded: (listener: (txnId: number | undefined) => void) => void (told = listener),
     commit: () => told(++visible),
-    failAfterVisible: () => void ++visible,
+    failAfterVisible: () => {
+      visible += 1;
+      told(undefined);
+    },
+    failInvisible: () => told(undefined),
+    emptyCommit: () => told(visible + 1),
   };
 };
 
@@ -188,9 +198,37 @@ test('a failed commit is told apart by the commits that succeeded: one not visib
   await watch.watch(Promise.resolve('first'));
   source.commit();
   source.commit();
+  source.failInvisible();
   const error = await watch.watch(failedCommit('Input/output error')).catch((failure: unknown) => failure);
   assert.equal(tookUnsynced(error), false);
   assert.equal(failedWriteError('request', error)?.code, 'write_failed');
   assert.equal(await within(watch.flushed()), 'flushed', 'waits sync as after any failed commit');
   assert.deepEqual(told, []);
+});
+
+test('a failed commit told apart when a later commit ends before its writes are rejected, or after an empty transaction reported the id it then took', async () => {
+  for (const before of ['a later commit', 'an empty transaction'] as const) {
+    const source = numberedSource((done) => void setImmediate(done));
+    const told: string[] = [];
+    const watch = new FlushWatch(source, (cause) => told.push(cause));
+    const failed = watch.watch(failedCommit('Input/output error'));
+    if (before === 'an empty transaction') {
+      source.emptyCommit();
+      source.failAfterVisible();
+    } else {
+      // lmdb-js settles both in one loop: the failure first, then the commit LMDB made after it.
+      source.failAfterVisible();
+      source.commit();
+    }
+    const error = await failed.catch((failure: unknown) => failure);
+    assert.equal(failedWriteError('request', error)?.code, 'write_unconfirmed', before);
+    await turn();
+    assert.deepEqual(told, ['Input/output error'], before);
+  }
+  // An empty transaction's id is not taken for a commit: a failure after it that left nothing visible kept nothing.
+  const source = numberedSource((done) => void setImmediate(done));
+  const watch = new FlushWatch(source);
+  source.emptyCommit();
+  source.failInvisible();
+  assert.equal(failedWriteError('request', await watch.watch(failedCommit('Input/output error')).catch((failure: unknown) => failure))?.code, 'write_failed');
 });
