@@ -40,8 +40,13 @@ const reasonCode = (error: SluiceNetworkError): string | undefined => ((error.ca
  */
 function networkAdvice(command: string, error: SluiceNetworkError, url: string): string {
   const code = reasonCode(error);
-  if (code !== undefined && NOT_SENT.has(code)) return printable(` Nothing answered at ${url}: is Sluice running there?`);
-  return WRITES.has(command) ? ` The ${command} may have been carried out all the same: look (sluice explain) before sending it again.` : '';
+  const notSent = code !== undefined && NOT_SENT.has(code);
+  // An attempt before the last (a keyed replay is retried) may have reached Sluice.
+  const mayHaveReached = !notSent || error.attempts > 1;
+  return [
+    ...(notSent ? [printable(` Nothing answered at ${url}: is Sluice running there?`)] : []),
+    ...(WRITES.has(command) && mayHaveReached ? [` The ${command} may have been carried out all the same: look (sluice explain) before sending it again.`] : []),
+  ].join('');
 }
 
 /**

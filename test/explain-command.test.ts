@@ -363,7 +363,7 @@ test('a network failure says what to check: nothing answering at the url (is Slu
   const cutter = createServer((socket) => socket.once('data', () => socket.destroy()));
   await new Promise<void>((listening) => cutter.listen(0, '127.0.0.1', () => listening()));
   const cutUrl = `http://127.0.0.1:${(cutter.address() as import('node:net').AddressInfo).port}`;
-  // A port nothing listens on: the cutter's, once closed.
+  // A port nothing listens on: a listener's, once closed.
   const closed = createServer();
   await new Promise<void>((listening) => closed.listen(0, '127.0.0.1', () => listening()));
   const closedUrl = `http://127.0.0.1:${(closed.address() as import('node:net').AddressInfo).port}`;
@@ -376,6 +376,10 @@ test('a network failure says what to check: nothing answering at the url (is Slu
     };
     assert.match(await cancelAt(cutUrl), /^sluice cancel: network_error: POST .+ The cancel may have been carried out all the same: look \(sluice explain\) before sending it again\.\n$/);
     assert.match(await cancelAt(closedUrl), new RegExp(`^sluice cancel: network_error: POST .+ECONNREFUSED.+ Nothing answered at ${closedUrl.replaceAll('.', '\\.')}: is Sluice running there\\?\\n$`));
+    // A keyed replay is retried: an attempt before the last may have reached Sluice.
+    const replayOutput = capturedOutput();
+    assert.equal(await replayCommand([closedUrl, '--org', ORG, '--event', eventId, '--side-effects', 'skip', '--idempotency-key', 'net-1'], { stdout: replayOutput.stdout, stderr: replayOutput.stderr, env: { SLUICE_API_KEY: key } }), 1);
+    assert.match(replayOutput.err(), /\(\d+ attempts\)\. Nothing answered at .+: is Sluice running there\? The replay may have been carried out all the same: look \(sluice explain\) before sending it again\.\n$/);
   } finally {
     await new Promise((done) => cutter.close(done));
   }

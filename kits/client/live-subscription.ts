@@ -100,6 +100,8 @@ export class LiveSubscription {
   #closed = false;
   /** Whether the server was asked in plain HTTP already (one failed TLS hello is enough to tell). */
   #plainChecked = false;
+  /** Aborted by close(): a plain-HTTP check under way ends with it. */
+  readonly #closing = new AbortController();
 
   constructor(options: WatchOptions) {
     // As the REST client does: "." and ".." are path segments a URL resolves away, never an org.
@@ -142,6 +144,7 @@ export class LiveSubscription {
   /** Ends the subscription (a wait between attempts too); frames still on their way are dropped. */
   close(): void {
     this.#closed = true;
+    this.#closing.abort();
     this.#loop.close();
   }
 
@@ -152,7 +155,7 @@ export class LiveSubscription {
     // does; Sluice answering in plain HTTP ends the subscription (no retry can get through).
     if (end.kind === 'unreachable' && end.hint !== undefined && !this.#plainChecked) {
       this.#plainChecked = true;
-      const plain = await answeredInPlainHttp(parseBaseUrl(this.#o.url));
+      const plain = await answeredInPlainHttp(parseBaseUrl(this.#o.url), this.#closing.signal);
       if (plain !== undefined) return new LiveClosedError(0, `the server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://`);
     }
     if (end.kind === 'closed') {
@@ -244,12 +247,12 @@ function describeEnd(end: SocketEnd, given: URL): string {
   }
 }
 
-/** Sluice's liveness URL in plain HTTP on the https url's port, if Sluice answers it there (within PLAIN_HTTP_CHECK_MS). */
-async function answeredInPlainHttp(base: URL): Promise<URL | undefined> {
+/** Sluice's liveness URL in plain HTTP on the https url's port, if Sluice answers it there (within PLAIN_HTTP_CHECK_MS, and before `closing`). */
+async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL | undefined> {
   if (base.protocol !== 'https:') return undefined;
   const healthz = plainHealthzOf(base, base.port);
   try {
-    const answer = await fetch(healthz, { signal: AbortSignal.timeout(PLAIN_HTTP_CHECK_MS) });
+    const answer = await fetch(healthz, { signal: AbortSignal.any([AbortSignal.timeout(PLAIN_HTTP_CHECK_MS), closing]) });
     return isSluiceLiveness(answer.status, await answer.text()) ? healthz : undefined;
   } catch {
     return undefined; // Nothing answering in plain HTTP either: reconnect as for any other failure.

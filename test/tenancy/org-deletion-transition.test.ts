@@ -1,7 +1,8 @@
-// A run transition whose write the org fence refuses, because its org was deleted while the write
-// waited for its turn (a transaction's callback runs then, as a sandbox run's or a step's effects'
-// does), lets go of the run quietly. It was logged at error level as `run transition failed`, once
-// per run in flight, for a deliberate offboarding (found by a probe).
+// A run transition whose write the org fence refuses, because its org was deleted while the
+// transition was under way (here held just before its transaction is issued; a probe saw it with
+// transactions waiting for their turn, whose callbacks run later), lets go of the run quietly. It
+// was logged at error level as `run transition failed`, once per run in flight, for a deliberate
+// offboarding (found by a probe).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
