@@ -13,7 +13,12 @@
 // A failed commit LMDB had already made visible (the newest commit readers see, read when lmdb-js
 // tells of the failure, is past the last one that succeeded) is one whose own fdatasync failed: its
 // writes took, their outcome on disk unknown (tookUnsynced). A later commit LMDB made meanwhile can
-// make a failure that kept nothing look so too: then the process stops when it need not have. Linux may then mark the unwritten pages clean and let a later fsync succeed over
+// make a failure that kept nothing look so too: then the process stops when it need not have. Two
+// gaps are left (lmdb-js gives no commit's own id for certain): an empty transaction reports the id
+// the next commit takes, and if that commit is already visible when the report is read and then
+// fails its sync, that failure looks like one that kept nothing (on a failing disk the next failure
+// is told); and databases opened with transactionSync (openDB) commit without a report, so until
+// the next reported commit a failure that kept nothing looks visible (a stop it did not need). Linux may then mark the unwritten pages clean and let a later fsync succeed over
 // them ("fsyncgate"), so no later sync is trusted: every wait, pending or new, ends unconfirmed, and
 // the owner is told once (onSyncFailed) so that it can stop and let a restart reopen the store.
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
