@@ -12,15 +12,16 @@
 // asks for that sync too. A sync that fails ends its waits with UnconfirmedFlushError (lmdb-commit-failure.ts).
 // A failed commit LMDB had already made visible (the newest commit readers see, read when lmdb-js
 // tells of the failure, is past the last one that succeeded) is one whose own fdatasync failed: its
-// writes took, their outcome on disk unknown (tookUnsynced). A later commit LMDB made meanwhile can
-// make a failure that kept nothing look so too: then the process stops when it need not have. Two
-// gaps are left (lmdb-js gives no commit's own id for certain): an empty transaction reports the id
-// the next commit takes, and if that commit is already visible when the report is read and then
-// fails its sync, that failure looks like one that kept nothing (on a failing disk the next failure
-// is told); and databases opened with transactionSync (openDB) commit without a report, so until
-// the next reported commit a failure that kept nothing looks visible (a stop it did not need). Linux may then mark the unwritten pages clean and let a later fsync succeed over
-// them ("fsyncgate"), so no later sync is trusted: every wait, pending or new, ends unconfirmed, and
-// the owner is told once (onSyncFailed) so that it can stop and let a restart reopen the store.
+// writes took, their outcome on disk unknown (tookUnsynced). Linux may then mark the unwritten pages
+// clean and let a later fsync succeed over them ("fsyncgate"), so no later sync is trusted: every
+// wait, pending or new, ends unconfirmed, and the owner is told once (onSyncFailed) so that it can
+// stop and let a restart reopen the store. A later commit LMDB made meanwhile can make a failure
+// that kept nothing look visible too: then the process stops when it need not have. Two gaps are
+// left (lmdb-js gives no commit's own id for certain): an empty transaction reports the id the next
+// commit takes, and if that commit is already visible when the report is read and then fails its
+// sync, that failure looks like one that kept nothing (on a failing disk the next failure is told);
+// and databases opened with transactionSync (openDB) commit without a report, so until the next
+// reported commit a failure that kept nothing looks visible (a stop it did not need).
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
 import { commitFailureCause, isLedgerCommitFailure, markTookUnsynced, settleCommitFailure, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
@@ -172,13 +173,13 @@ export class FlushWatch {
 }
 
 /**
- * How both stores open (lmdb-js `safeRestore`, not in its typings): at the newest commit whose sync finished, never a
- * later one that was only committed. lmdb-js otherwise trusts the newest commit after a restart on
- * the same boot (the page cache outlives a process), but after a failed write-back that commit can
- * point at pages the disk never got: measured on an ext4 volume whose backing store filled, two
- * events acknowledged before the failure read back damaged once the page cache was dropped (their
- * leaf page had been copied into the failed commit). Nothing is lost by it: a write counts only
- * once its sync finished (durable-write.ts), so a crash drops only commits no one was told of.
+ * How both stores open (lmdb-js `safeRestore`, not in its typings): at the newest commit whose sync
+ * finished, never a later one that was only committed. lmdb-js otherwise trusts the newest commit
+ * after a restart on the same boot (the page cache outlives a process), and a commit whose sync
+ * failed is one: its pages may never reach the disk. (It does not save a disk whose write-back
+ * really failed: on an ext4 volume whose backing store filled, the file read back damaged once the
+ * page cache was dropped, with or without it.) Nothing is lost by it: a write counts only once its
+ * sync finished (durable-write.ts), so a crash drops only commits no one was told of.
  */
 export const SYNCED_RESTORE: object = { safeRestore: true };
 

@@ -108,10 +108,10 @@ export function toServerError(error: unknown): ServerErrorResponse {
     ? error
     : error instanceof SandboxUnavailableError
       ? new RunnerError(status.UNAVAILABLE, error.code, 'The WebAssembly sandbox is unavailable on this runner; see its log.')
-      : isLedgerCommitFailure(error) && !tookUnsynced(error)
-        ? new RunnerError(status.UNAVAILABLE, 'hook_runner_write_failed', 'The hook-runner could not store this durably (a commit failed: its disk is full or failing); nothing of it was kept. Try again later.')
-        : error instanceof UnconfirmedFlushError || tookUnsynced(error)
-          ? new RunnerError(status.UNAVAILABLE, 'hook_runner_write_unconfirmed', 'The hook-runner stored this, but its disk could not confirm it (an I/O error): it may not outlive a crash. Try again later.')
+      : error instanceof UnconfirmedFlushError || tookUnsynced(error)
+        ? new RunnerError(status.UNAVAILABLE, 'hook_runner_write_unconfirmed', 'The hook-runner stored this, but its disk could not confirm it (an I/O error): it may not outlive a crash. Try again later.')
+        : isLedgerCommitFailure(error)
+          ? new RunnerError(status.UNAVAILABLE, 'hook_runner_write_failed', 'The hook-runner could not store this durably (a commit failed: its disk is full or failing); nothing of it was kept. Try again later.')
           : new RunnerError(status.INTERNAL, 'hook_runner_internal', 'The hook-runner failed unexpectedly; see its log.');
   const metadata = new Metadata();
   metadata.set(SLUICE_CODE_METADATA_KEY, known.code);

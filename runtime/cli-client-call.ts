@@ -31,7 +31,7 @@ function misshapenAnswer(command: string, error: TypeError): string {
 const NOT_SENT: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** The code of the reason fetch gave for a network failure (`connect ECONNREFUSED …`'s ECONNREFUSED), if any. */
-const reasonCode = (error: SluiceNetworkError): string | undefined => ((error.cause as { cause?: { code?: unknown } } | undefined)?.cause?.code as string | undefined) ?? undefined;
+const reasonCode = (error: SluiceNetworkError): string | undefined => (error.cause as { cause?: { code?: string } } | undefined)?.cause?.code;
 
 /**
  * What a network failure leaves to check: nothing answered at the url (is Sluice running there?),

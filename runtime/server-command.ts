@@ -52,9 +52,9 @@ const shellWord = (path: string): string => (/^[\w./@%+=:,-]+$/.test(path) ? pat
  * The data dir's disk failed a commit's sync (flush-watch.ts): the process ends at once, as a crash
  * would, so that it commits nothing more (a later sync may report success over pages the disk lost,
  * and a commit synced so could carry them into the snapshot the next start opens; one LMDB's write
- * thread made before this was told can still do so). The answers
- * already made are written first (the turn ends); what was acknowledged had been synced, and the
- * next start reopens the store at its newest synced commit.
+ * thread made before this was told can still do so). The answers already made are written first
+ * (the turn ends); what was acknowledged had been synced, and the next start reopens the store at
+ * its newest synced commit.
  */
 function exitOnStoreFailure(cause: string): void {
   process.stderr.write(`sluice: the data dir's disk failed to sync a commit (${cause}); exiting at once, so that no write is answered as stored on a disk that may not keep it. Check the disk (and free space), then start again (README, Durability).\n`);
