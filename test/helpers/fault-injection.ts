@@ -11,9 +11,16 @@ const run = promisify(execFile);
 /** The words that start a command under libfiu (its POSIX failure points), its control fifos named `<prefix>-<pid>`. */
 export const underFaultInjection = (prefix: string): string[] => ['fiu-run', '-x', '-f', prefix];
 
+/**
+ * The program and arguments that run Node with `nodeArgs`, through `launcher` when one is given
+ * (underFaultInjection's words exec Node, so the child's pid stays Node's).
+ */
+export const nodeThrough = (launcher: readonly string[], nodeArgs: readonly string[]): [string, string[]] =>
+  launcher.length === 0 ? [process.execPath, [...nodeArgs]] : [launcher[0]!, [...launcher.slice(1), process.execPath, ...nodeArgs]];
+
 /** Says what to install when libfiu's tools are missing (`.ci/run` installs them). */
 export async function assertFaultInjectionInstalled(): Promise<void> {
-  await run('fiu-ctrl', ['-h']).catch((error: NodeJS.ErrnoException & { stdout?: string }) => {
+  await run('fiu-ctrl', ['-h']).catch((error: NodeJS.ErrnoException) => {
     // fiu-ctrl -h prints its usage and exits 1; only a missing command matters here.
     if (error.code === 'ENOENT') throw new Error('this test injects disk faults with libfiu: apt-get install fiu-utils');
   });

@@ -11,6 +11,7 @@ import { lockDataDir } from '../../hook-runner/dir-lock.ts';
 import { HookRunnerChild, type HookRunnerChildOptions } from '../../runtime/hook-runner/child.ts';
 import { HookRunnerClient, type HookRunnerClientOptions, type InvokeInput } from '../../runtime/hook-runner/client.ts';
 import { assembleWat, ECHO_WAT } from './hook-runner-wat.ts';
+import { nodeThrough } from './fault-injection.ts';
 
 export const newToken = (): string => randomBytes(24).toString('base64url');
 export const newMasterKey = (): string => randomBytes(32).toString('hex');
@@ -146,8 +147,7 @@ export interface RunnerProcess {
  */
 export function spawnRunnerCommand(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string, launcher: readonly string[] = []): RunnerProcess {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SLUICE_')));
-  const [program = process.execPath, ...launcherArgs] = [...launcher, process.execPath];
-  const child = spawn(program, [...launcherArgs, '--import', import.meta.resolve('tsx'), MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
+  const child = spawn(...nodeThrough(launcher, ['--import', import.meta.resolve('tsx'), MAIN, ...args]), { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const listening = new Promise<string>((resolve, reject) => {

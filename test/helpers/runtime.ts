@@ -16,6 +16,7 @@ import type { FreeSpaceProbe } from '../../hook-runner/disk-floor.ts';
 import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import type { SchemaCheckDeadlines } from '../../runtime/sources/schema-checks.ts';
 import type { HookRunnerClientOptions } from '../../runtime/hook-runner/client.ts';
+import { nodeThrough } from './fault-injection.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -105,10 +106,8 @@ export interface ChildRuntime {
  */
 export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve', extraArgs: string[] = [], adminToken: 'fixed' | 'file' = 'fixed', nodeArgs: string[] = [], launcher: readonly string[] = []): Promise<ChildRuntime> {
   const token = adminToken === 'fixed' ? ['--admin-token', ADMIN_TOKEN] : [];
-  const [program = process.execPath, ...launcherArgs] = [...launcher, process.execPath];
   const child = spawn(
-    program,
-    [...launcherArgs, ...nodeArgs, '--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any', ...extraArgs],
+    ...nodeThrough(launcher, [...nodeArgs, '--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any', ...extraArgs]),
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const output: string[] = [];
