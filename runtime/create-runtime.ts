@@ -257,6 +257,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
       engine.forgetOrg(orgId).catch((error: unknown) => logFailure(logger, "letting go of a deleted organization's runs stopped part way", { org: orgId }, error));
       rooms.closeSocketsOfOrg(orgId);
       devices.closeSocketsOfOrg(orgId);
+      ticker.forgetOrg(orgId);
     },
     onRemoved: (orgId) => {
       updateLog.forgetOrg(orgId);

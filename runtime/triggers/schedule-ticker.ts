@@ -120,10 +120,23 @@ export class ScheduleTicker {
     this.#behind.delete(orgScopedKey(orgId, name));
   }
 
+  /**
+   * The org was deleted (fenced off): its schedules' timers go now. They would send nothing (a tick
+   * finds the org gone), but each stayed armed until its next tick, a year away for `@yearly`.
+   */
+  forgetOrg(orgId: string): void {
+    for (const schedule of this.#d.schedules.list(orgId)) this.disarm(orgId, schedule.name);
+  }
+
   /** Fires no more ticks; resolves once the ticks being sent have ended. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#timers.close();
+    await this.idle();
+  }
+
+  /** Resolves once the ticks being sent now have ended (and re-armed their schedules). */
+  async idle(): Promise<void> {
     await Promise.all([...this.#inFlight]);
   }
 
@@ -157,7 +170,8 @@ export class ScheduleTicker {
       return;
     }
     const current = this.#d.schedules.get(orgId, name);
-    if (current === undefined) {
+    // Deleted meanwhile, or its org was (forgetOrg ran while this tick was being sent).
+    if (current === undefined || this.#d.orgs.get(orgId) === undefined) {
       this.#behind.delete(key);
       return;
     }

@@ -51,6 +51,7 @@ test('a deleted org is fenced off at once, removed whole in the background, and 
     await eventually('flaky run waiting on its retry timer', () => rt.runtime.engine.timerDueAt(DOOMED, flakyRun), (due) => due !== undefined);
     assert.equal(flaky.received.length, 1);
     assert.ok(rt.runtime.rooms.emittedSeq(DOOMED) > 0, 'its runs sent live updates');
+    assert.notEqual(rt.runtime.ticker.dueAt(DOOMED, 'nightly'), undefined, 'its schedule is armed');
 
     // Only the platform admin deletes an org.
     assert.equal((await call(rt.url, 'DELETE', `/organizations/${DOOMED}`, { token: doomed.key })).status, 403);
@@ -63,6 +64,9 @@ test('a deleted org is fenced off at once, removed whole in the background, and 
     // (as a cancelled run's does) and its answer, let in now, carries the run no further.
     release();
     assert.equal(rt.runtime.engine.timerDueAt(DOOMED, flakyRun), undefined);
+    // Its schedule's timer too (it sent nothing, but stayed armed until its next tick).
+    assert.equal(rt.runtime.ticker.dueAt(DOOMED, 'nightly'), undefined);
+    assert.notEqual(rt.runtime.ticker.dueAt(KEEPER, 'nightly'), undefined, "the other org's schedule stays armed");
     assert.deepEqual(await doomed.live.closed, { code: 4404, reason: 'organization_deleted: the organization was deleted' });
     assert.equal((await doomed.meter.closed).code, 4404);
     assert.equal((await call(rt.url, 'GET', `/organizations/${DOOMED}`, { token: ADMIN_TOKEN })).status, 404);

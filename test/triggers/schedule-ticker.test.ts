@@ -23,11 +23,12 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
   let schedules: ScheduleStore;
   let events: EventStore;
   let ticker: ScheduleTicker;
+  let orgs: OrganizationStore;
   const clock = new ManualClock(TEN);
   before(async () => {
     opened = kind.open();
     const { ledger } = opened;
-    const orgs = new OrganizationStore(ledger);
+    orgs = new OrganizationStore(ledger);
     await orgs.create({ id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString() }, () => undefined);
     events = new EventStore(ledger, new Inbox(ledger, 60_000));
     schedules = new ScheduleStore(ledger, events);
@@ -58,6 +59,25 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     assert.deepEqual(events.list(ORG, 'production', { limit: 10 }).events, [], 'no event from the old pattern');
     assert.equal(schedules.get(ORG, 'race')?.last_tick_ms, TEN + 5, 'the last tick stays where the PATCH put it');
     assert.equal(ticker.timers.dueAt(`${ORG}\u0000race`), TEN + 30 * 60_000, 'next: 10:30 by the new pattern');
+  });
+
+  test('an org deleted while its tick is being sent: its timer is not armed again', async () => {
+    const doomed = 'acct-ticker-doomed';
+    await orgs.create({ id: doomed, name: doomed, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString() }, () => undefined);
+    const minutely: ScheduleRecord = {
+      id: 'sch_doomed', org_id: doomed, name: 'minutely', cron: '* * * * *', timezone: 'UTC', event_type: 'doomed.tick', environment: 'production', payload_json: 'null',
+      enabled: true, created_at: '', updated_at: '', last_tick_ms: TEN - 60_000, last_sent_tick_ms: null,
+    };
+    await schedules.create(minutely);
+    ticker.arm(minutely);
+    assert.equal(ticker.dueAt(doomed, 'minutely'), clock.now(), 'the 10:00 tick is owed: due at once');
+    // The tick reads the org and queues its write; the org is deleted (as org-deletion.ts marks it) before that write ends.
+    assert.equal(ticker.timers.fireDue(), 1);
+    const { ledger } = opened;
+    await orgs.deleting(doomed, () => ledger.root.transaction(() => void ledger.orgs.remove([doomed])));
+    ticker.forgetOrg(doomed);
+    await ticker.idle();
+    assert.equal(ticker.dueAt(doomed, 'minutely'), undefined, 'not armed for 10:01');
   });
 
   test('a start arms every stored schedule in turns: other work runs between them', async () => {
