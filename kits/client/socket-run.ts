@@ -33,8 +33,9 @@ export const KEEPALIVE_MS = 20_000;
 /**
  * Opens `url` and resolves once the connection is over. `onMessage` sees every frame. A connection
  * not open after `openTimeoutMs` (default: silenceMs, at most 15 s) is given up (it ends
- * `unreachable`, with `timedOutMs`); once open, `silenceMs` without a frame or a ping terminates
- * it (it then ends `closed`, 1006); every `keepAliveMs` it pings the server. Throws (synchronously)
+ * `unreachable`, with `timedOutMs`); once open, `silenceMs` without a frame, a ping or the answer
+ * to a ping terminates it (it then ends `closed`, 1006); every `keepAliveMs` it pings the server
+ * (keep it well under silenceMs: on a quiet socket the answers are all there is to hear). Throws (synchronously)
  * what `ws` throws for a URL or a subprotocol it cannot use.
  */
 export function runSocket(
@@ -95,6 +96,9 @@ export function runSocket(
       keepAlive.unref();
     });
     socket.on('ping', heard);
+    // The answer to our own keep-alive: a server that hears our pings never sends its own (its
+    // idle timer never runs out), so a quiet connection otherwise looked dead after silenceMs.
+    socket.on('pong', heard);
     socket.on('message', (data: Buffer) => {
       heard();
       onMessage(data);

@@ -161,6 +161,81 @@ test('an open socket pings the server every keepAliveMs: a client reading a long
   }
 });
 
+test("the answers to its own pings keep a quiet socket open: a server that hears them never pings (it used to drop itself after silenceMs)", async () => {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  let pings = 0;
+  server.on('connection', (peer) => peer.on('ping', () => pings++));
+  try {
+    let over = false;
+    const { socket, ended } = runSocket(new URL(`ws://127.0.0.1:${(server.address() as { port: number }).port}`), [], () => undefined, 200, 5_000, 40);
+    void ended.then(() => (over = true));
+    // Twelve pings take ~480 ms, past twice silenceMs, with no frame and no ping from the server.
+    await eventually('twelve pings answered', () => (over ? -1 : pings), (n) => n >= 12 || n === -1);
+    assert.equal(over, false, 'still open');
+    socket.close();
+    assert.equal((await ended).kind, 'closed');
+  } finally {
+    server.close();
+  }
+});
+
+test('a device connection that answered a keep-alive once ready counts as working: its backoff starts again, and each end is told to onDisconnect', async () => {
+  // A device endpoint of the test's own: ready at once; the first two connections are cut at once,
+  // the third after six of its pings; it never pings (its idle timer never runs out).
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
+  let connections = 0;
+  let pingsOnThird = 0;
+  server.on('connection', (socket) => {
+    connections++;
+    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: `con_${connections}`, event_id: `evt_${connections}` }));
+    if (connections <= 2) socket.terminate();
+    else if (connections === 3) socket.on('ping', () => ++pingsOnThird === 6 && socket.terminate());
+  });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const waits: number[] = [];
+  const whys: string[] = [];
+  const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test', silenceMs: 300, sleep: async (ms) => void waits.push(ms), onDisconnect: (why) => whys.push(why) });
+  try {
+    await eventually('the fourth connection', () => connections, (n) => n === 4);
+    assert.equal(pingsOnThird, 6, 'the third stayed open past silenceMs on the answers to its pings (every 100 ms, a third of it)');
+    assert.equal(waits.length, 3);
+    assert.ok(waits[0]! >= 125 && waits[0]! <= 250, `first wait ${waits[0]}`);
+    assert.ok(waits[1]! >= 250 && waits[1]! <= 500, `second wait, doubled: ${waits[1]}`);
+    assert.ok(waits[2]! >= 125 && waits[2]! <= 250, `after a connection that worked, the first wait again: ${waits[2]}`);
+    assert.deepEqual(whys, Array(3).fill('the connection closed (1006)'));
+  } finally {
+    device.close();
+    for (const client of server.clients) client.terminate();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('a device connection that cannot reach Sluice says why to onDisconnect, and what throws there is a warning', async () => {
+  const { port } = await silentListener().then(async (silent) => {
+    await silent.close();
+    return silent;
+  });
+  const whys: string[] = [];
+  const device = connectDevice({ url: `http://127.0.0.1:${port}`, org: 'o', device: 'd', token: 't', sleep: noWait, onDisconnect: (why) => {
+    whys.push(why);
+    throw new Error('the log is full');
+  } });
+  const warnings: string[] = [];
+  const warned = (warning: Error): void => void warnings.push(warning.message);
+  process.on('warning', warned);
+  try {
+    await eventually('two ends told', () => whys.length, (n) => n >= 2);
+    assert.match(whys[0]!, /^the device socket could not be reached \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)$/);
+    await eventually('the warning', () => warnings, (w) => w.length >= 1);
+    assert.equal(warnings[0], 'sluice connectDevice: onDisconnect threw: the log is full');
+    assert.equal(device.pending, 0);
+  } finally {
+    device.close();
+    process.off('warning', warned);
+  }
+});
+
 test('an abort during a wait between attempts also ends the wait: its timer keeps no program alive', async () => {
   let answered = 0;
   const busy = createHttpServer((_request, response) => {
