@@ -19,7 +19,8 @@ import {
   MAX_MESSAGES_IN_FLIGHT,
 } from '../../runtime/triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
-import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
+import { KEEPALIVE_MS, RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
+import { describeSocketEnd } from './socket-end-text.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
 import { pathId } from './request-arguments.ts';
@@ -34,10 +35,18 @@ export interface DeviceOptions {
   /** Messages held until acked (default 10,000, at most 1,000,000); past it `send` rejects at once. */
   readonly maxPending?: number;
   /**
-   * How long without a frame or a ping counts as a dead connection (default 150 s: Sluice pings a
-   * quiet socket within 120 s). A connection not open within 15 s, or silenceMs if shorter, is given up.
+   * How long without a frame, a ping or the answer to the connection's own ping counts as a dead
+   * connection (default 150 s). It pings Sluice every 20 s, or every third of silenceMs if that is
+   * shorter. A connection not open within 15 s, or silenceMs if shorter, is given up.
    */
   readonly silenceMs?: number;
+  /**
+   * Hears each connection that ended (or could not open) before it reconnects: a sentence saying
+   * why, for a log or a status line (an unreachable url, a typo'd port, an https:// url at plain-HTTP
+   * Sluice). Not called for an end that stops the connection (`done` rejects then) or for `close()`.
+   * What it throws is a process warning.
+   */
+  readonly onDisconnect?: (why: string) => void;
   readonly sleep?: Sleep;
 }
 
@@ -73,7 +82,7 @@ export class DeviceError extends Error {
 
 /** Close codes after which connecting again cannot help: rotated token, sandbox gone, device deleted, replaced by a newer connection. */
 const TERMINAL_CLOSE = new Set([CLOSE_TOKEN_ROTATED, CLOSE_SANDBOX_DISABLED, CLOSE_DEVICE_DELETED, CLOSE_REPLACED]);
-/** Sluice pings a quiet device socket within its 120 s idle timeout: this long without a frame or ping means it is dead. */
+/** This long without a frame, a ping or a pong means the connection is dead (it pings every KEEPALIVE_MS, Sluice a socket quiet for 120 s). */
 export const DEVICE_SILENCE_MS = 150_000;
 const MAX_PENDING = 1_000_000;
 
@@ -185,6 +194,8 @@ export class DeviceConnection {
     if (problem !== undefined) throw new DeviceError('invalid_token', problem, 'token');
     const url = urlUnder(parseBaseUrl(this.#o.url), `/devices/${pathId('The organization id', this.#o.org)}/${pathId('The device name', this.#o.device)}`, 'ws');
     for (const pending of this.#pending.values()) pending.sent = false;
+    const silenceMs = this.#o.silenceMs ?? DEVICE_SILENCE_MS;
+    const keepAliveMs = Math.min(KEEPALIVE_MS, Math.max(1, Math.floor(silenceMs / 3)));
     const { socket, ended } = runSocket(url, [DEVICE_PROTOCOL, this.#o.token], (data) => {
       let answer: Answer;
       try {
@@ -193,11 +204,15 @@ export class DeviceConnection {
         return; // not a frame of this protocol: skipped
       }
       if (answer.type === 'ready') this.#ready = true;
-      // Only a connection that got something stored counts as working: one dropped right after
-      // `ready` (every time, say) backs off like one never opened.
+      // Only a connection that got something stored, or answered a keep-alive ping once ready,
+      // counts as working: one dropped right after `ready` (every time, say) backs off like one
+      // never opened, while a device that sends nothing starts its backoff again after a restart.
       else if (this.#answer(answer)) working();
       this.#pump();
-    }, this.#o.silenceMs ?? DEVICE_SILENCE_MS);
+    }, silenceMs, undefined, keepAliveMs);
+    socket.on('pong', () => {
+      if (this.#ready) working();
+    });
     // Not ready from the moment the socket is over, whether close() ended it or not.
     return { socket, ended: ended.finally(() => (this.#ready = false)) };
   }
@@ -210,7 +225,13 @@ export class DeviceConnection {
         : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
           ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)
           : undefined;
-    return terminal === undefined ? undefined : this.#end(terminal);
+    if (terminal !== undefined) return this.#end(terminal);
+    try {
+      this.#o.onDisconnect?.(describeSocketEnd(end, parseBaseUrl(this.#o.url), 'the device socket'));
+    } catch (error) {
+      process.emitWarning(`sluice connectDevice: onDisconnect threw: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return undefined;
   }
 
   /** Ends the connection for good: pending sends reject with `error`, and so does every later one. */

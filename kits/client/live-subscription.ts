@@ -13,10 +13,11 @@ import type { Environment } from './api-types.ts';
 import { credentialAsSent, credentialProblem, queryCredentialProblem } from './credential-check.ts';
 import { SluiceArgumentError } from './api-errors.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
-import { isSluiceLiveness, PLAIN_HTTP_CHECK_MS, plainHealthzOf, plainHttpAdvice } from './plain-http-hint.ts';
+import { isSluiceLiveness, PLAIN_HTTP_CHECK_MS, plainHealthzOf } from './plain-http-hint.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
+import { describeSocketEnd } from './socket-end-text.ts';
 import { checkCount } from './count-option.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { describeRefusalBody } from './refusal-body.ts';
@@ -166,7 +167,7 @@ export class LiveSubscription {
     }
     // Like the other callbacks: what it throws is reported, and the subscription goes on.
     try {
-      this.#o.onDisconnect?.(describeEnd(end, parseBaseUrl(this.#o.url)));
+      this.#o.onDisconnect?.(describeSocketEnd(end, parseBaseUrl(this.#o.url), 'the live room'));
     } catch (error) {
       this.#report(error);
     }
@@ -230,22 +231,6 @@ export class LiveSubscription {
 
 /** Starts watching runs; see LiveSubscription. */
 export const watchRuns = (options: WatchOptions): LiveSubscription => new LiveSubscription(options);
-
-/** Why a connection ended, as one sentence; `given`: the url the client was given. */
-function describeEnd(end: SocketEnd, given: URL): string {
-  switch (end.kind) {
-    case 'unreachable': {
-      // Named for the http(s):// url given, not the ws(s):// one opened from it.
-      const hint = end.hint === undefined ? '' : `; ${plainHttpAdvice(given)}`;
-      if (end.timedOutMs !== undefined) return `the live room did not answer within ${end.timedOutMs} ms${hint}`;
-      return `${end.cause === undefined ? 'the live room could not be reached' : `the live room could not be reached (${end.cause})`}${hint}`;
-    }
-    case 'refused':
-      return `the live room refused the connection (${end.status})`;
-    case 'closed':
-      return `the connection closed (${end.code}${end.reason === '' ? '' : `: ${end.reason}`})`;
-  }
-}
 
 /** Sluice's liveness URL in plain HTTP on the https url's port, if Sluice answers it there (within PLAIN_HTTP_CHECK_MS, and before `closing`). */
 async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL | undefined> {
