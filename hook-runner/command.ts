@@ -243,6 +243,8 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
   // Without SLUICE_MASTER_KEY the server reads (or creates) the key file, knowing the vault's state.
   const masterKey = env['SLUICE_MASTER_KEY'] === undefined ? undefined : parseMasterKey(env['SLUICE_MASTER_KEY'], 'SLUICE_MASTER_KEY');
   const previousMasterKeys = parsePreviousMasterKeys(env['SLUICE_PREVIOUS_MASTER_KEYS']);
+  const tls = flags.tls === undefined ? undefined : readServingPair(flags.tls.certFile, flags.tls.keyFile, configError);
+  if (tls?.keyReadableByOthers === true) log(`hook-runner: warning: the TLS key ${flags.tls?.keyFile} is readable by group or others: whoever reads it can pose as this runner to the runtime; run chmod 600 on it.`);
   const server = await withUsableDataDir(flags.dataDir, async () =>
     createHookRunnerServer({
       onStoreFailed: (cause) => exitOnStoreFailure(log, cause),
@@ -255,7 +257,7 @@ export async function runHookRunnerCommand(args: readonly string[], env: NodeJS.
       log,
       minFreeDiskMib: flags.minFreeDiskMib,
       compile: parseCompileLimits(env),
-      ...(flags.tls === undefined ? {} : { tls: readServingPair(flags.tls.certFile, flags.tls.keyFile, configError) }),
+      ...(tls === undefined ? {} : { tls: { cert: tls.cert, key: tls.key } }),
     }),
   );
   const stopped = waitForStopSignal();

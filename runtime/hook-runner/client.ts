@@ -1,10 +1,11 @@
 // The runtime's client for the hook-runner: typed calls with per-call deadlines, bounded retries on
 // UNAVAILABLE (re-resolving the address, so a restarted child is found), Sluice errors on failure.
-import { Client, connectivityState, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Client, connectivityState, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import {
   isWireTrapKind, loadHookRunnerService, SLUICE_CODE_METADATA_KEY, type HookRunnerMethodName, type HookRunnerMethods,
   type HealthReplyWire, type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
+import { runnerChannel } from './runner-channel.ts';
 import { answeredDiskFull, answeredRetryLater, CallWithdrawnError, isServiceError, neverSent, refusesToken, timedOutUnsent, toSluiceError, unavailable } from './runner-errors.ts';
 
 /** What a call's deadline is chosen by. */
@@ -267,8 +268,9 @@ export class HookRunnerClient {
   #clientFor(address: string): Client {
     if (this.#channel?.address === address) return this.#channel.client;
     this.#channel?.client.close();
-    const channelCredentials = this.#options.tlsCa === undefined ? credentials.createInsecure() : credentials.createSsl(this.#options.tlsCa);
-    const client = new Client(address, channelCredentials, {
+    const channel = runnerChannel(address, this.#options.tlsCa);
+    const client = new Client(address, channel.credentials, {
+      ...channel.options,
       'grpc.max_send_message_length': MAX_SEND_BYTES,
       'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
       // A restarted runner on the same address should be reachable within our retry budget.

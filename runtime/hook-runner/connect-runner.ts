@@ -11,6 +11,7 @@ import type { Logger } from '../log.ts';
 import { createHookRunnerChild, type HookRunnerChild } from './child.ts';
 import { HookRunnerClient, type HookRunnerClientOptions } from './client.ts';
 import { RunnerUnavailableError } from './runner-errors.ts';
+import { answersTls } from './tls-answer-check.ts';
 
 /** Runner lines an operator must see at the default level: warnings, errors, crashes, the key-rotation result. */
 const NOTEWORTHY_RUNNER_LINE = /warning:|error:|failed unexpectedly|exited unexpectedly|will not be restarted|master key rotation|its floor|free space|a store commit failed/;
@@ -38,8 +39,12 @@ function isLoopbackTarget(address: string): boolean {
 /** The shortest time between two lines of one kind of runner fault: every call and scrape meets one. */
 const FAULT_LOG_INTERVAL_MS = 60_000;
 
-/** The runtime's lines for a runner that refuses its token, fails the TLS handshake, or (at an address) cannot be reached. */
-function faultLogs(logger: Logger, dataDir: string, runner: string): { onTokenRefused: () => void; onTlsFailed: (details: string) => void; onUnreachable: (details: string) => void } {
+/**
+ * The runtime's lines for a runner that refuses its token, fails the TLS handshake, or (at an
+ * address) cannot be reached; `plaintext`: reached without --runner-ca, when a runner that cannot be
+ * reached is asked whether it serves TLS (then the flag is what is missing).
+ */
+function faultLogs(logger: Logger, dataDir: string, runner: string, plaintext = false): { onTokenRefused: () => void; onTlsFailed: (details: string) => void; onUnreachable: (details: string) => void } {
   const tokenRefused = throttledStrays<void>(
     () => logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir }),
     Date.now,
@@ -51,8 +56,12 @@ function faultLogs(logger: Logger, dataDir: string, runner: string): { onTokenRe
     FAULT_LOG_INTERVAL_MS,
   );
   // A supervised child's restarts are logged by its supervisor; an external runner's absence only here.
+  const say = (details: string, servesTls: boolean): void => {
+    if (servesTls) logger.warn('the hook-runner serves TLS and the runtime reaches it without: custom_action steps retry under their retry policy, then fail (resume them); start Sluice with --runner-ca (the CA that signed the runner\'s certificate, or that certificate)', { runner, reason: details });
+    else logger.warn('the hook-runner cannot be reached: custom_action steps retry under their retry policy, then fail (resume them); check that it runs and listens at --runner', { runner, reason: details });
+  };
   const unreachable = throttledStrays<string>(
-    (details) => logger.warn('the hook-runner cannot be reached: custom_action steps retry under their retry policy, then fail (resume them); check that it runs and listens at --runner', { runner, reason: details }),
+    (details) => (plaintext ? void answersTls(runner).then((servesTls) => say(details, servesTls)) : say(details, false)),
     Date.now,
     FAULT_LOG_INTERVAL_MS,
   );
@@ -79,7 +88,8 @@ function checkAtStart(client: HookRunnerClient, logger: Logger, runner: string):
 export async function connectRunner(config: RuntimeConfig, logger: Logger, stopStarting?: AbortSignal, deadlinesMs?: HookRunnerClientOptions['deadlinesMs']): Promise<RunnerConnection> {
   if (config.runner === 'off') return { client: undefined, child: undefined, close: async () => undefined };
   const token = loadRunnerToken(config.runnerToken, config.dataDir);
-  const options = { ...faultLogs(logger, config.dataDir, typeof config.runner === 'object' ? config.runner.address : 'child'), ...(deadlinesMs === undefined ? {} : { deadlinesMs }) };
+  const external = typeof config.runner === 'object' ? config.runner : undefined;
+  const options = { ...faultLogs(logger, config.dataDir, external?.address ?? 'child', external !== undefined && external.caFile === undefined), ...(deadlinesMs === undefined ? {} : { deadlinesMs }) };
   if (config.runner !== 'child') {
     const { address, caFile } = config.runner;
     const tlsCa = caFile === undefined ? undefined : readPem(caFile, CERTIFICATE_PEM, '--runner-ca', (message) => new InputError(400, 'invalid_config', message));

@@ -1,17 +1,21 @@
 // A hook-runner reached over the network serves TLS (--tls-cert, --tls-key) and the runtime checks
-// its certificate (--runner-ca): calls go through, a plaintext client or one trusting another CA is
-// refused, flags given half, pointing at no PEM or at the key of another certificate are refused at
-// start, a listener that never answers the handshake is a call never sent, and plaintext beyond
-// loopback is warned of on both sides. Certificates are made with the system's openssl for 127.0.0.1.
+// its certificate (--runner-ca): calls go through (no IP sent as the TLS server name), a plaintext
+// client, one trusting another CA or reaching a certificate made for another IP is refused, flags
+// given half, pointing at no PEM, at the key of another certificate or at a certificate out of its
+// validity are refused at start, a key others may read is warned of, a listener that never answers
+// the handshake is a call never sent, plaintext beyond loopback is warned of on both sides, and a
+// runtime without --runner-ca at a TLS runner is told so. Certificates are made with the system's openssl for 127.0.0.1.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { chmodSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { connectRunner } from '../../runtime/hook-runner/connect-runner.ts';
+import { readServingPair } from '../../hook-runner/tls-files.ts';
 import { RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { upload } from '../actions/action-fixtures.ts';
@@ -19,13 +23,14 @@ import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { spawnRunnerCommand, tempDataDir, type RunnerProcess } from '../helpers/hook-runner.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { silentListener } from '../helpers/silent-listener.ts';
+import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 
-/** A self-signed certificate for 127.0.0.1 and its key, as PEM files in `dir`. */
-function selfSigned(dir: string, name: string): { cert: string; key: string } {
+/** A self-signed certificate for `ip` (127.0.0.1) and its key, as PEM files in `dir`. */
+function selfSigned(dir: string, name: string, ip = '127.0.0.1'): { cert: string; key: string } {
   const cert = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', `/CN=${name}`, '-addext', `subjectAltName=IP:${ip}`, '-keyout', key, '-out', cert], { stdio: 'ignore' });
   return { cert, key };
 }
 
@@ -53,12 +58,32 @@ describe('a hook-runner over TLS', () => {
     const trusting = new HookRunnerClient(address, token, { tlsCa: readFileSync(own.cert), attempts: 1 });
     const plain = new HookRunnerClient(address, token, { attempts: 1 });
     const stranger = new HookRunnerClient(address, token, { tlsCa: readFileSync(other.cert), attempts: 1 });
+    const warnings: string[] = [];
+    const warned = (warning: Error): void => void warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', warned);
     try {
       assert.equal((await trusting.health()).ok, true);
+      // The first TLS connection of this process: an IP sent as the server name is warned of once (DEP0123).
+      assert.deepEqual(warnings, [], 'no IP as the TLS server name');
       await assert.rejects(plain.health(), 'a plaintext client is not served');
       await assert.rejects(stranger.health(), (error: Error) => /its TLS certificate was not accepted/.test(error.message), 'a client trusting another CA refuses the certificate, and says so');
     } finally {
+      process.off('warning', warned);
       for (const client of [trusting, plain, stranger]) client.close();
+    }
+  });
+
+  it('refuses a certificate that names another IP than the one it is reached at', async () => {
+    const dir = tempDataDir();
+    const elsewhere = selfSigned(dir, 'elsewhere', '10.9.8.7');
+    const misnamed = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', dir, '--tls-cert', elsewhere.cert, '--tls-key', elsewhere.key]);
+    const client = new HookRunnerClient(await misnamed.listening, token, { tlsCa: readFileSync(elsewhere.cert), attempts: 1 });
+    try {
+      await assert.rejects(client.health(), (error: Error) => /its TLS certificate was not accepted/.test(error.message) && /IP: 127\.0\.0\.1 is not in the cert's list: 10\.9\.8\.7/.test(String((error.cause as Error | undefined)?.message)), 'checked against 127.0.0.1');
+    } finally {
+      client.close();
+      misnamed.process.kill('SIGTERM');
+      await misnamed.exited;
     }
   });
 
@@ -107,6 +132,18 @@ describe('a hook-runner over TLS', () => {
     } finally {
       await distrusting.close();
     }
+
+    // No --runner-ca at a runner that serves TLS: the calls fail as if it were down, and the line says what is missing.
+    const plainLines: string[] = [];
+    const plain = await connectRunner(loadRuntimeConfig(['--data-dir', dataDir, '--runner', address], {}), createLogger('warn', (line) => void plainLines.push(line)));
+    try {
+      await assert.rejects(plain.client?.health() ?? assert.fail('no client'), RunnerUnavailableError);
+      await eventually('the line', () => plainLines.filter((line) => line.includes('hook-runner')), (found) => found.length > 0);
+      assert.ok(plainLines.some((line) => line.includes('the hook-runner serves TLS and the runtime reaches it without') && line.includes('start Sluice with --runner-ca')), plainLines.join('\n'));
+      assert.equal(plainLines.some((line) => line.includes('cannot be reached')), false);
+    } finally {
+      await plain.close();
+    }
   });
 
   it('gives up on an address whose TLS handshake never completes as on a call never sent, and says so', async () => {
@@ -125,6 +162,26 @@ describe('a hook-runner over TLS', () => {
     } finally {
       client.close();
       await silent.close();
+    }
+  });
+
+  it('refuses a certificate no client would accept at the time, and warns of a key others may read', async () => {
+    const { validFrom, validTo } = new X509Certificate(readFileSync(own.cert));
+    const refuse = (message: string): Error => new Error(message);
+    assert.throws(() => readServingPair(own.cert, own.key, refuse, Date.parse(validTo) + 1000), /^Error: The TLS certificate .*runner\.crt expired at \d{4}-\d\d-\d\dT[\d:.]+Z: no client accepts it; give a renewed one\.$/);
+    assert.throws(() => readServingPair(own.cert, own.key, refuse, Date.parse(validFrom) - 1000), /is not valid before .*: no client accepts it until then \(or this machine's clock is wrong\)\.$/);
+    const key = join(tempDataDir(), 'shared.key');
+    copyFileSync(own.key, key);
+    chmodSync(key, 0o600);
+    assert.equal(readServingPair(own.cert, key, refuse).keyReadableByOthers, false);
+    chmodSync(key, 0o644);
+    const loose = spawnRunnerCommand(['--listen', '127.0.0.1:0', '--data-dir', tempDataDir(), '--tls-cert', own.cert, '--tls-key', key]);
+    try {
+      await loose.listening;
+      assert.ok(loose.output.some((line) => line.includes(`warning: the TLS key ${key} is readable by group or others`)), loose.output.join('\n'));
+    } finally {
+      loose.process.kill('SIGTERM');
+      await loose.exited;
     }
   });
 
