@@ -57,6 +57,8 @@ options (dev, serve):
                         wait for one (SLUICE_WEBHOOK_CONNECTIONS, default 32)
   --step-input-mib <n>  payload MiB the steps being performed may hold at once (an org an eighth); more wait
                         (SLUICE_STEP_INPUT_MIB, default a sixteenth of the heap limit, at least 16)
+  --request-bodies-mib <n>  request body MiB held in memory at once (an org an eighth); more are 503
+                        server_busy (SLUICE_REQUEST_BODIES_MIB, default a quarter of the heap limit, 72-256)
   --webhook-targets <p> public: webhook steps reach public addresses only; any: local and private
                         ones too (SLUICE_WEBHOOK_TARGETS; dev: any, serve: public)
   --min-free-disk-mib <n>  free MiB the data dir's disk keeps: below it nothing is written (503

@@ -17,6 +17,7 @@ import { defaultWebSocketLimit } from './http/websocket-budget.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
 import type { SearchEnv } from './runs/search-domains.ts';
 import { defaultStepInputBytes } from './runs/step-input-budget.ts';
+import { defaultBodyBudgetBytes, MIN_BODY_BUDGET_BYTES } from './http/body-budget.ts';
 import { WEBHOOK_TARGETS, type WebhookTargets } from './runs/webhook-address-policy.ts';
 
 export interface RuntimeConfig {
@@ -52,6 +53,8 @@ export interface RuntimeConfig {
   readonly webhookConnections: number;
   /** Payload bytes the steps being performed may hold at once (webhook bodies, custom action input); more steps wait. */
   readonly stepInputBytes: number;
+  /** Request body bytes held in memory at once, every request together (an org an eighth); more are 503 server_busy. */
+  readonly requestBodyBytes: number;
   /** Which addresses webhook steps may reach: `public` only, or `any` (local receivers too). */
   readonly webhookTargets: WebhookTargets;
   /** Free MiB the data dir's disk keeps: below it the ledger commits nothing (disk-floor.ts); 0 turns that off. */
@@ -135,6 +138,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       'webhook-connections': { type: 'string' },
       'webhook-targets': { type: 'string' },
       'step-input-mib': { type: 'string' },
+      'request-bodies-mib': { type: 'string' },
       'min-free-disk-mib': { type: 'string' },
     },
   });
@@ -182,6 +186,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),
     webhookConnections: integer(setting('--webhook-connections', values['webhook-connections'], 'SLUICE_WEBHOOK_CONNECTIONS', env), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
     stepInputBytes: stepInputBytes(setting('--step-input-mib', values['step-input-mib'], 'SLUICE_STEP_INPUT_MIB', env)),
+    requestBodyBytes: requestBodyBytes(setting('--request-bodies-mib', values['request-bodies-mib'], 'SLUICE_REQUEST_BODIES_MIB', env)),
     webhookTargets: parseWebhookTargets(setting('--webhook-targets', values['webhook-targets'], 'SLUICE_WEBHOOK_TARGETS', env), defaults.webhookTargets),
     minFreeDiskMib: integer(setting('--min-free-disk-mib', values['min-free-disk-mib'], 'SLUICE_MIN_FREE_DISK_MIB', env), DEFAULT_MIN_FREE_DISK_MIB, 0, 1_048_576),
     resolverEnv: { LOCALDOMAIN: env['LOCALDOMAIN'], RES_OPTIONS: env['RES_OPTIONS'] },
@@ -191,6 +196,11 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
 /** `--step-input-mib` in bytes; unset, a share of the heap limit (step-input-budget.ts). */
 function stepInputBytes(given: Setting): number {
   return given.raw === undefined ? defaultStepInputBytes() : integer(given, 0, 1, 65_536) * 1024 * 1024;
+}
+
+/** `--request-bodies-mib` in bytes; unset, a share of the heap limit (body-budget.ts). */
+function requestBodyBytes(given: Setting): number {
+  return given.raw === undefined ? defaultBodyBudgetBytes() : integer(given, 0, MIN_BODY_BUDGET_BYTES / (1024 * 1024), 65_536) * 1024 * 1024;
 }
 
 function parseWebhookTargets({ name, raw }: Setting, fallback: WebhookTargets): WebhookTargets {

@@ -185,7 +185,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   let boundPort = 0;
   const updateLog = new UpdateLog(ledger, config.liveRetention);
   await updateLog.adoptRetention(deletedOrgs);
-  const server = new HttpServer({ logger, metrics });
+  const server = new HttpServer({ logger, metrics, bodyBudgetBytes: config.requestBodyBytes });
   const websockets = new WebSocketBudget(config.websockets);
   const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, { socketsPerOrg: config.liveSocketsPerOrg, websockets, answered: upgradeAnswers(metrics) });
   opened.push(() => rooms.close(), () => server.close());

@@ -10,7 +10,7 @@ import { throttledStrays } from '../../hook-runner/lmdb-commit-failure.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
-import { BodyBudget, type BodyReservation } from './body-budget.ts';
+import { BodyBudget, defaultBodyBudgetBytes, type BodyReservation } from './body-budget.ts';
 import { readBody } from './read-body.ts';
 import { ReadQuery } from './read-query.ts';
 import { MethodNotAllowedError, Router } from './router.ts';
@@ -25,12 +25,6 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 
 const headersTooLarge = (): SluiceError => new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
 
-/**
- * Request bodies held in memory at once, across all requests: uWS accepts any number of
- * connections, and each may send up to its route's body limit before anything answers it. One org
- * (the org a path names) may hold an eighth of it (body-budget.ts).
- */
-export const DEFAULT_BODY_BUDGET_BYTES = 256 * 1024 * 1024;
 /** A body that does not arrive in one piece must be complete this long after its first piece. */
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 /**
@@ -42,7 +36,11 @@ export const DEFAULT_STOP_BODY_GRACE_MS = 5_000;
 export interface HttpServerOptions {
   readonly logger: Logger;
   readonly metrics: RuntimeMetrics;
-  /** Bytes of request bodies held at once; past it a request gets 503 server_busy. */
+  /**
+   * Bytes of request bodies held at once, across all requests (uWS accepts any number of
+   * connections, and each may send up to its route's body limit before anything answers it); past
+   * it a request gets 503 server_busy. Default: defaultBodyBudgetBytes (body-budget.ts).
+   */
   readonly bodyBudgetBytes?: number;
   /** The share of it the requests of one org may hold (default: an eighth). */
   readonly bodyBudgetPerTenantBytes?: number;
@@ -85,7 +83,7 @@ export class HttpServer {
     this.app = uws.App();
     this.#logger = options.logger;
     this.#metrics = options.metrics;
-    this.#bodyBudget = new BodyBudget(options.bodyBudgetBytes ?? DEFAULT_BODY_BUDGET_BYTES, options.bodyBudgetPerTenantBytes);
+    this.#bodyBudget = new BodyBudget(options.bodyBudgetBytes ?? defaultBodyBudgetBytes(), options.bodyBudgetPerTenantBytes);
     this.#unsent = new UnsentReplies(options.unsentReplyBytes, options.unsentReplyPerTenantBytes);
     this.#bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
     this.#stopBodyGraceMs = options.stopBodyGraceMs ?? DEFAULT_STOP_BODY_GRACE_MS;
