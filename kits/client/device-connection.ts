@@ -84,6 +84,12 @@ export class DeviceError extends Error {
 const TERMINAL_CLOSE = new Set([CLOSE_TOKEN_ROTATED, CLOSE_SANDBOX_DISABLED, CLOSE_DEVICE_DELETED, CLOSE_REPLACED]);
 /** This long without a frame, a ping or a pong means the connection is dead (it pings every KEEPALIVE_MS, Sluice a socket quiet for 120 s). */
 export const DEVICE_SILENCE_MS = 150_000;
+/**
+ * A connection ready this long counts as working (its backoff starts again after it ends), as one
+ * that got an ack does: a quiet device came back ever later after each restart of Sluice, while one
+ * cut off sooner after `ready`, every time, still backs off.
+ */
+export const DEVICE_MIN_UPTIME_MS = 5_000;
 const MAX_PENDING = 1_000_000;
 
 interface Answer {
@@ -195,6 +201,8 @@ export class DeviceConnection {
     const url = urlUnder(parseBaseUrl(this.#o.url), `/devices/${pathId('The organization id', this.#o.org)}/${pathId('The device name', this.#o.device)}`, 'ws');
     for (const pending of this.#pending.values()) pending.sent = false;
     const silenceMs = this.#o.silenceMs ?? DEVICE_SILENCE_MS;
+    // Ends the wait for DEVICE_MIN_UPTIME_MS with the connection (and at close(), with its socket).
+    const up = new AbortController();
     const keepAliveMs = Math.min(KEEPALIVE_MS, Math.max(1, Math.floor(silenceMs / 3)));
     const { socket, ended } = runSocket(url, [DEVICE_PROTOCOL, this.#o.token], (data) => {
       let answer: Answer;
@@ -203,18 +211,25 @@ export class DeviceConnection {
       } catch {
         return; // not a frame of this protocol: skipped
       }
-      if (answer.type === 'ready') this.#ready = true;
-      // Only a connection that got something stored, or answered a keep-alive ping once ready,
-      // counts as working: one dropped right after `ready` (every time, say) backs off like one
-      // never opened, while a device that sends nothing starts its backoff again after a restart.
+      if (answer.type === 'ready') {
+        this.#ready = true;
+        void this.#sleep(DEVICE_MIN_UPTIME_MS, up.signal).then(() => {
+          if (!up.signal.aborted) working();
+        });
+      }
+      // Only a connection that got something stored, or stayed ready DEVICE_MIN_UPTIME_MS, counts
+      // as working: one dropped right after `ready` (every time, say) backs off like one never opened.
       else if (this.#answer(answer)) working();
       this.#pump();
     }, silenceMs, undefined, keepAliveMs);
-    socket.on('pong', () => {
-      if (this.#ready) working();
-    });
     // Not ready from the moment the socket is over, whether close() ended it or not.
-    return { socket, ended: ended.finally(() => (this.#ready = false)) };
+    return {
+      socket,
+      ended: ended.finally(() => {
+        this.#ready = false;
+        up.abort();
+      }),
+    };
   }
 
   /** The error that ends the connection (every pending send rejects with it first), or undefined to reconnect after the backoff. */

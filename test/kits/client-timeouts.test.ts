@@ -5,10 +5,11 @@
 
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer } from 'node:http';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { createServer, type Server } from 'node:net';
 import { after, test } from 'node:test';
 import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
+import { DEVICE_MIN_UPTIME_MS } from '../../kits/client/device-connection.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { silentListener, type SilentListener } from '../helpers/silent-listener.ts';
 import { answeredWithoutTls, plainHttpHint } from '../../kits/client/plain-http-hint.ts';
@@ -180,30 +181,61 @@ test("the answers to its own pings keep a quiet socket open: a server that hears
   }
 });
 
-test('a device connection that answered a keep-alive once ready counts as working: its backoff starts again, and each end is told to onDisconnect', async () => {
-  // A device endpoint of the test's own: ready at once; the first two connections are cut at once,
-  // the third after six of its pings; it never pings (its idle timer never runs out).
+test('a device connection ready for DEVICE_MIN_UPTIME_MS counts as working: its backoff starts again; one cut off sooner backs off; each end is told to onDisconnect', async () => {
+  // A device endpoint of the test's own: ready at once; every connection is cut when the test says.
   const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
-  let connections = 0;
-  let pingsOnThird = 0;
+  const peers: WebSocket[] = [];
   server.on('connection', (socket) => {
-    connections++;
-    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: `con_${connections}`, event_id: `evt_${connections}` }));
-    if (connections <= 2) socket.terminate();
-    else if (connections === 3) socket.on('ping', () => ++pingsOnThird === 6 && socket.terminate());
+    peers.push(socket);
+    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: `con_${peers.length}`, event_id: `evt_${peers.length}` }));
   });
   await new Promise((resolve) => server.once('listening', resolve));
   const waits: number[] = [];
+  // The waits for DEVICE_MIN_UPTIME_MS end when the test says (the connection has been up that long); the backoff waits at once.
+  const uptimes: Array<() => void> = [];
+  const sleep: Sleep = (ms) => (ms === DEVICE_MIN_UPTIME_MS ? new Promise<void>((resolve) => uptimes.push(resolve)) : (waits.push(ms), Promise.resolve()));
   const whys: string[] = [];
-  const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test', silenceMs: 300, sleep: async (ms) => void waits.push(ms), onDisconnect: (why) => whys.push(why) });
+  const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test', sleep, onDisconnect: (why) => whys.push(why) });
   try {
-    await eventually('the fourth connection', () => connections, (n) => n === 4);
-    assert.equal(pingsOnThird, 6, 'the third stayed open past silenceMs on the answers to its pings (every 100 ms, a third of it)');
-    assert.equal(waits.length, 3);
+    for (let n = 1; n <= 2; n++) {
+      await eventually(`connection ${n} ready`, () => uptimes.length, (count) => count === n);
+      peers[n - 1]!.terminate();
+      await eventually(`wait ${n}`, () => waits.length, (count) => count === n);
+    }
+    // The first connection's uptime wait ends only now: its connection is over, so it counts for nothing.
+    uptimes[0]!();
+    await eventually('connection 3 ready', () => uptimes.length, (count) => count === 3);
+    uptimes[2]!();
+    await new Promise((resolve) => setImmediate(resolve));
+    peers[2]!.terminate();
+    await eventually('wait 3', () => waits.length, (count) => count === 3);
     assert.ok(waits[0]! >= 125 && waits[0]! <= 250, `first wait ${waits[0]}`);
     assert.ok(waits[1]! >= 250 && waits[1]! <= 500, `second wait, doubled: ${waits[1]}`);
-    assert.ok(waits[2]! >= 125 && waits[2]! <= 250, `after a connection that worked, the first wait again: ${waits[2]}`);
+    assert.ok(waits[2]! >= 125 && waits[2]! <= 250, `after a connection up long enough, the first wait again: ${waits[2]}`);
     assert.deepEqual(whys, Array(3).fill('the connection closed (1006)'));
+  } finally {
+    device.close();
+    for (const client of server.clients) client.terminate();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('a quiet device socket pings every third of a silenceMs under 20 s, and the answers keep it open', async () => {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
+  let pings = 0;
+  server.on('connection', (socket) => {
+    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: 'con_1', event_id: 'evt_1' }));
+    socket.on('ping', () => pings++);
+  });
+  await new Promise((resolve) => server.once('listening', resolve));
+  let connections = 0;
+  server.on('connection', () => connections++);
+  const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test', silenceMs: 300, sleep: noWait });
+  try {
+    // Six pings (every 100 ms) take twice silenceMs: the same connection all along.
+    await eventually('six pings', () => pings, (n) => n >= 6);
+    assert.equal(connections, 1);
+    assert.equal(device.connected, true);
   } finally {
     device.close();
     for (const client of server.clients) client.terminate();
