@@ -11,6 +11,7 @@ import type { Clock } from '../clock.ts';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { withPayloadText } from '../events/payload-text.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
+import { OrgDeletedError } from '../ledger/org-fence.ts';
 import type { Logger } from '../log.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
@@ -91,7 +92,8 @@ export class ScheduleTicker {
   }
 
   /**
-   * Arms the schedule for its next tick (now, if one is owed), or disarms it when disabled. Call
+   * Arms the schedule for its next tick (now, if one is owed), or disarms it when disabled or its
+   * org is deleted. Call
    * after every write of it. A pattern or zone croner cannot read (stored by an older version)
    * leaves that one schedule disarmed and logged, never the runtime stopped.
    */
@@ -99,7 +101,8 @@ export class ScheduleTicker {
     const key = orgScopedKey(schedule.org_id, schedule.name);
     let at: number | undefined;
     try {
-      at = schedule.enabled ? nextTickAt(schedule, this.#d.clock.now()) : undefined;
+      // Not for an org deleted whose removal has not reached its schedules (a start finds them stored).
+      at = schedule.enabled && this.#d.orgs.get(schedule.org_id) !== undefined ? nextTickAt(schedule, this.#d.clock.now()) : undefined;
     } catch (error) {
       this.#d.logger.error('schedule cannot be read; it sends nothing until it is changed', { org_id: schedule.org_id, schedule: schedule.name, error: String(error) });
     }
@@ -163,6 +166,11 @@ export class ScheduleTicker {
       tick = schedule.enabled ? this.#nextToSend(key, schedule, now) : undefined;
       if (tick !== undefined) await this.#send(schedule, tick, now);
     } catch (error) {
+      // Its org was deleted while the tick was being sent: the fence refused its write, and nothing is owed.
+      if (error instanceof OrgDeletedError) {
+        this.#behind.delete(key);
+        return;
+      }
       const at = tick === undefined ? null : new Date(tick).toISOString();
       logFailure(this.#d.logger, 'schedule tick failed; trying again', { org_id: orgId, schedule: name, tick: at }, error);
       if (tick !== undefined && schedule !== undefined && !this.#behind.has(key)) this.#behind.set(key, { fromMs: tick, schedule });

@@ -80,7 +80,8 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     assert.equal(ticker.dueAt(doomed, 'minutely'), undefined, 'not armed for 10:01');
   });
 
-  test('a start arms every stored schedule in turns: other work runs between them', async () => {
+  test('a start arms every stored schedule in turns: other work runs between them; not one of an org deleted before its removal reached it', async () => {
+    for (let i = 0; i < 3; i++) await orgs.create({ id: `acct-many-${i}`, name: 'many', plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString() }, () => undefined);
     const table = opened.ledger.openDatabase('schedules');
     const names = Array.from({ length: 150 }, (_, i) => `many-${String(i).padStart(3, '0')}`);
     await opened.ledger.root.transaction(() => {
@@ -96,5 +97,10 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     assert.equal(otherWorkRan, true);
     const unarmed = names.filter((name, i) => ticker.dueAt(`acct-many-${i % 3}`, name) !== TEN + 60 * 60_000);
     assert.deepEqual(unarmed, [], 'each armed for 11:00');
+    // A stored schedule whose org record is gone (a deletion a stop cut short): left unarmed.
+    await opened.ledger.root.transaction(() => void table.put(['acct-never-here', 'orphan'], { id: 'sch_orphan', org_id: 'acct-never-here', name: 'orphan', cron: '0 * * * *', timezone: 'UTC', event_type: 'many.tick', environment: 'production', payload_json: 'null', enabled: true, created_at: '', updated_at: '', last_tick_ms: TEN, last_sent_tick_ms: null }));
+    await ticker.start();
+    assert.equal(ticker.dueAt('acct-never-here', 'orphan'), undefined);
+    assert.equal(ticker.dueAt('acct-many-0', names[0]!), TEN + 60 * 60_000, 'the others stay armed');
   });
 });

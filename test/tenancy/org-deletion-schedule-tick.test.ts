@@ -1,0 +1,44 @@
+// A schedule tick whose write waited while its org was deleted: the org fence refuses the write, and
+// the tick ends quietly, its timer not armed again. It was logged at error level ("schedule tick
+// failed; trying again") and re-armed for 5 s, once per schedule being sent (found by a review).
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import type { Logger } from '../../runtime/log.ts';
+import { call, createOrg } from '../helpers/http.ts';
+import { gateNextCall } from '../helpers/method-gate.ts';
+import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-gone-mid-tick';
+
+test('a tick whose write waited while its org was deleted ends without an error line or another try', async () => {
+  const clock = new ManualClock(Date.UTC(2026, 10, 1, 12, 0, 30));
+  const lines: Array<{ level: string; message: string }> = [];
+  const at = (level: string) => (message: string): void => void lines.push({ level, message });
+  const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  const rt = await startRuntime({ args: ['--runner', 'off'], clock, logger });
+  let gate: ReturnType<typeof gateNextCall> | undefined;
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+    const created = await call(rt.url, 'POST', `/organizations/${ORG}/schedules`, { token: key, json: { name: 'minutely', cron: '* * * * *', event_type: 'minute.tick' } });
+    assert.equal(created.status, 201, created.text);
+    const { ticker } = rt.runtime;
+    assert.equal(ticker.dueAt(ORG, 'minutely'), Date.UTC(2026, 10, 1, 12, 1));
+
+    // The tick's transaction is held before it is issued, the org deleted meanwhile.
+    gate = gateNextCall(rt.runtime.ledger.root, 'transaction');
+    clock.advance(30_000);
+    assert.equal(ticker.timers.fireDue(), 1);
+    await gate.whenReached;
+    assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}`, { token: ADMIN_TOKEN })).status, 202);
+    gate.release();
+    await ticker.idle();
+
+    assert.equal(ticker.dueAt(ORG, 'minutely'), undefined, 'not armed again');
+    assert.deepEqual(lines.filter((line) => line.level === 'error' || line.level === 'warn'), []);
+  } finally {
+    gate?.done();
+    await rt.close();
+  }
+});
