@@ -90,6 +90,8 @@ export const DEVICE_SILENCE_MS = 150_000;
  * cut off sooner after `ready`, every time, still backs off.
  */
 export const DEVICE_MIN_UPTIME_MS = 5_000;
+/** The most often a device socket pings, however small silenceMs (a silenceMs under 300 ms then ends quiet connections). */
+const MIN_KEEPALIVE_MS = 100;
 const MAX_PENDING = 1_000_000;
 
 interface Answer {
@@ -203,7 +205,7 @@ export class DeviceConnection {
     const silenceMs = this.#o.silenceMs ?? DEVICE_SILENCE_MS;
     // Ends the wait for DEVICE_MIN_UPTIME_MS with the connection (and at close(), with its socket).
     const up = new AbortController();
-    const keepAliveMs = Math.min(KEEPALIVE_MS, Math.max(1, Math.floor(silenceMs / 3)));
+    const keepAliveMs = Math.min(KEEPALIVE_MS, Math.max(MIN_KEEPALIVE_MS, Math.floor(silenceMs / 3)));
     const { socket, ended } = runSocket(url, [DEVICE_PROTOCOL, this.#o.token], (data) => {
       let answer: Answer;
       try {
@@ -213,9 +215,10 @@ export class DeviceConnection {
       }
       if (answer.type === 'ready') {
         this.#ready = true;
-        void this.#sleep(DEVICE_MIN_UPTIME_MS, up.signal).then(() => {
+        // A sleep may reject when its signal aborts (node:timers/promises' does): that is no failure.
+        this.#sleep(DEVICE_MIN_UPTIME_MS, up.signal).then(() => {
           if (!up.signal.aborted) working();
-        });
+        }, () => undefined);
       }
       // Only a connection that got something stored, or stayed ready DEVICE_MIN_UPTIME_MS, counts
       // as working: one dropped right after `ready` (every time, say) backs off like one never opened.

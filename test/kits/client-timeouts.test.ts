@@ -8,6 +8,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { createServer, type Server } from 'node:net';
 import { after, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { connectDevice, DeviceError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
 import { DEVICE_MIN_UPTIME_MS } from '../../kits/client/device-connection.ts';
 import { eventually } from '../helpers/receiver.ts';
@@ -202,8 +203,6 @@ test('a device connection ready for DEVICE_MIN_UPTIME_MS counts as working: its 
       peers[n - 1]!.terminate();
       await eventually(`wait ${n}`, () => waits.length, (count) => count === n);
     }
-    // The first connection's uptime wait ends only now: its connection is over, so it counts for nothing.
-    uptimes[0]!();
     await eventually('connection 3 ready', () => uptimes.length, (count) => count === 3);
     uptimes[2]!();
     await new Promise((resolve) => setImmediate(resolve));
@@ -214,6 +213,35 @@ test('a device connection ready for DEVICE_MIN_UPTIME_MS counts as working: its 
     assert.ok(waits[2]! >= 125 && waits[2]! <= 250, `after a connection up long enough, the first wait again: ${waits[2]}`);
     assert.deepEqual(whys, Array(3).fill('the connection closed (1006)'));
   } finally {
+    device.close();
+    for (const client of server.clients) client.terminate();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('a sleep that rejects when its signal aborts (as node:timers/promises\' does) raises nothing when a connection ends before DEVICE_MIN_UPTIME_MS', async () => {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
+  let connections = 0;
+  server.on('connection', (socket) => {
+    connections++;
+    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: `con_${connections}`, event_id: `evt_${connections}` }));
+    setImmediate(() => socket.terminate());
+  });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const unhandled: unknown[] = [];
+  const heard = (reason: unknown): void => void unhandled.push(reason);
+  process.on('unhandledRejection', heard);
+  // Backoff waits pass at once; the uptime wait rejects when aborted, as timers/promises' setTimeout does.
+  const sleep: Sleep = (ms, signal) => (ms === DEVICE_MIN_UPTIME_MS ? delay(60_000, undefined, { signal }) : Promise.resolve());
+  const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test', sleep });
+  try {
+    await eventually('three connections, each cut after ready', () => connections, (n) => n >= 3);
+    device.close();
+    await device.done;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', heard);
     device.close();
     for (const client of server.clients) client.terminate();
     await new Promise((resolve) => server.close(resolve));
