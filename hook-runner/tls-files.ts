@@ -53,5 +53,5 @@ export function readServingPair(certFile: string, keyFile: string, refuse: (mess
   const validTo = Date.parse(certificate.validTo);
   if (nowMs > validTo) throw refuse(`The TLS certificate ${certFile} expired at ${new Date(validTo).toISOString()}: no client accepts it; give a renewed one.`);
   if (nowMs < validFrom) throw refuse(`The TLS certificate ${certFile} is not valid before ${new Date(validFrom).toISOString()}: no client accepts it until then (or this machine's clock is wrong).`);
-  return { cert, key, keyReadableByOthers: (statSync(keyFile).mode & 0o077) !== 0 };
+  return { cert, key, keyReadableByOthers: (statSync(keyFile).mode & 0o044) !== 0 };
 }

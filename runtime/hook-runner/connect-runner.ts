@@ -36,6 +36,9 @@ function isLoopbackTarget(address: string): boolean {
   }
 }
 
+/** A connection that was never open (nothing listens, no route, no such name): no TLS to ask about. */
+const NOTHING_LISTENS = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/;
+
 /** The shortest time between two lines of one kind of runner fault: every call and scrape meets one. */
 const FAULT_LOG_INTERVAL_MS = 60_000;
 
@@ -61,7 +64,7 @@ function faultLogs(logger: Logger, dataDir: string, runner: string, plaintext = 
     else logger.warn('the hook-runner cannot be reached: custom_action steps retry under their retry policy, then fail (resume them); check that it runs and listens at --runner', { runner, reason: details });
   };
   const unreachable = throttledStrays<string>(
-    (details) => (plaintext ? void answersTls(runner).then((servesTls) => say(details, servesTls)) : say(details, false)),
+    (details) => (plaintext && !NOTHING_LISTENS.test(details) ? void answersTls(runner).then((servesTls) => say(details, servesTls)) : say(details, false)),
     Date.now,
     FAULT_LOG_INTERVAL_MS,
   );

@@ -1,7 +1,5 @@
 // How the runtime's gRPC channel to a runner is secured: plaintext, or TLS checked against
-// --runner-ca. A runner named by IP address is checked against that IP (its certificate must name
-// it), while the TLS hello names a placeholder host: grpc-js would send the IP as the server name,
-// which RFC 6066 forbids and Node warns of (DEP0123) on stderr, outside the JSON log, at every start.
+// --runner-ca (runnerChannel).
 
 import { credentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import { isIP } from 'node:net';
@@ -21,6 +19,12 @@ function ipHostOf(address: string): string | undefined {
   }
 }
 
+/**
+ * The channel's credentials and options. A runner named by IP address is checked against that IP
+ * (its certificate must name it), while the TLS hello names RUNNER_TLS_SERVER_NAME: grpc-js would
+ * send the IP as the server name, which RFC 6066 forbids and Node warns of (DEP0123) on stderr,
+ * outside the JSON log, at every start.
+ */
 export function runnerChannel(address: string, tlsCa: Buffer | undefined): { readonly credentials: ChannelCredentials; readonly options: ChannelOptions } {
   if (tlsCa === undefined) return { credentials: credentials.createInsecure(), options: {} };
   const ip = ipHostOf(address);

@@ -1,6 +1,5 @@
-// Whether a runner the runtime reaches in plaintext (no --runner-ca) answers a TLS handshake: one
-// started with --tls-cert drops the plaintext calls, and grpc-js then says only "Failed to connect",
-// which reads as a runner that is down. Asked when that is logged (at most once a minute).
+// Whether a runner the runtime reaches in plaintext (no --runner-ca) answers a TLS handshake, asked
+// when the runtime logs that it cannot reach it (connect-runner.ts).
 
 import { isIP } from 'node:net';
 import { connect } from 'node:tls';
@@ -9,7 +8,11 @@ import { parseListenAddress } from '../../hook-runner/listen-address.ts';
 /** How long the handshake may take before the answer counts as no. */
 export const TLS_ANSWER_CHECK_MS = 2_000;
 
-/** Resolves true once a TLS handshake with `address` (host:port) completes, whatever its certificate; false otherwise. */
+/**
+ * Resolves true once a TLS handshake with `address` (host:port) completes, whatever its
+ * certificate; false otherwise. A runner started with --tls-cert drops plaintext calls, and grpc-js
+ * then says only "Failed to connect", which reads as a runner that is down.
+ */
 export function answersTls(address: string, timeoutMs = TLS_ANSWER_CHECK_MS): Promise<boolean> {
   let target;
   try {
@@ -28,7 +31,9 @@ export function answersTls(address: string, timeoutMs = TLS_ANSWER_CHECK_MS): Pr
       resolve(answered);
     };
     const timer = setTimeout(() => settle(false), timeoutMs);
+    // Neither keeps a stopping runtime alive.
     timer.unref();
+    socket.unref();
     socket.once('secureConnect', () => settle(true));
     socket.once('error', () => settle(false));
     socket.once('close', () => settle(false));
