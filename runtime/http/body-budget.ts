@@ -13,8 +13,8 @@ export const MIN_BODY_BUDGET_BYTES = 72 * MIB;
 /**
  * The default: a quarter of V8's heap limit, from 72 to 256 MiB. Node sizes that limit to a
  * container's memory (about 259 MiB of heap in a 400 MiB cgroup: 72 MiB of bodies there), and a
- * body costs about twice its size again while it is checked and stored, so a fixed 256 MiB let one
- * container's burst of large webhooks take the process past its memory limit.
+ * body costs two to four times its size again while it is checked and stored, so a fixed 256 MiB
+ * let one org's burst of large webhooks take a small container's process past its memory limit.
  */
 export function defaultBodyBudgetBytes(): number {
   return Math.min(MAX_DEFAULT_BODY_BUDGET_BYTES, Math.max(MIN_BODY_BUDGET_BYTES, Math.floor(getHeapStatistics().heap_size_limit / 4)));
