@@ -148,22 +148,7 @@ test('an https:// or wss:// url at a plain-HTTP server is told to use http:// or
   assert.equal(answeredWithoutTls(new URL('https://127.0.0.1:1'), 'Client network socket disconnected before secure TLS connection was established ECONNRESET'), false, 'and a TLS server restarting closes as a plain one does: retried');
 });
 
-test('an open socket pings the server every keepAliveMs: a client reading a long replay slowly is not idle to the server', async () => {
-  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
-  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
-  let pings = 0;
-  server.on('connection', (peer) => peer.on('ping', () => pings++));
-  try {
-    const { socket, ended } = runSocket(new URL(`ws://127.0.0.1:${(server.address() as { port: number }).port}`), [], () => undefined, 10_000, 5_000, 20);
-    await eventually('three pings', () => pings, (n) => n >= 3);
-    socket.close();
-    assert.equal((await ended).kind, 'closed');
-  } finally {
-    server.close();
-  }
-});
-
-test("the answers to its own pings keep a quiet socket open: a server that hears them never pings (it used to drop itself after silenceMs)", async () => {
+test('an open socket pings the server every keepAliveMs (a client reading a long replay slowly is not idle to the server), and the answers keep a quiet socket open: a server that hears them never pings (it used to drop itself after silenceMs)', async () => {
   const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   let pings = 0;
@@ -182,21 +167,38 @@ test("the answers to its own pings keep a quiet socket open: a server that hears
   }
 });
 
-test('a device connection ready for DEVICE_MIN_UPTIME_MS counts as working: its backoff starts again; one cut off sooner backs off; each end is told to onDisconnect', async () => {
-  // A device endpoint of the test's own: ready at once; every connection is cut when the test says.
+/**
+ * A device endpoint of the test's own on port 0: each connection is sent `ready` (numbered from 1
+ * in its ids), then handed to `onConnection`; `url` is for connectDevice, `close` ends it all.
+ */
+async function deviceEndpoint(onConnection: (socket: WebSocket, n: number) => void): Promise<{ url: string; close: () => Promise<void> }> {
   const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
-  const peers: WebSocket[] = [];
+  let connections = 0;
   server.on('connection', (socket) => {
-    peers.push(socket);
-    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: `con_${peers.length}`, event_id: `evt_${peers.length}` }));
+    connections++;
+    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: `con_${connections}`, event_id: `evt_${connections}` }));
+    onConnection(socket, connections);
   });
   await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: async () => {
+      for (const client of server.clients) client.terminate();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test('a device connection ready for DEVICE_MIN_UPTIME_MS counts as working: its backoff starts again; one cut off sooner backs off; each end is told to onDisconnect', async () => {
+  // Every connection is cut when the test says.
+  const peers: WebSocket[] = [];
+  const endpoint = await deviceEndpoint((socket) => void peers.push(socket));
   const waits: number[] = [];
   // The waits for DEVICE_MIN_UPTIME_MS end when the test says (the connection has been up that long); the backoff waits at once.
   const uptimes: Array<() => void> = [];
   const sleep: Sleep = (ms) => (ms === DEVICE_MIN_UPTIME_MS ? new Promise<void>((resolve) => uptimes.push(resolve)) : (waits.push(ms), Promise.resolve()));
   const whys: string[] = [];
-  const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test', sleep, onDisconnect: (why) => whys.push(why) });
+  const device = connectDevice({ url: endpoint.url, org: 'o', device: 'd', token: 'sdt_test', sleep, onDisconnect: (why) => whys.push(why) });
   try {
     for (let n = 1; n <= 2; n++) {
       await eventually(`connection ${n} ready`, () => uptimes.length, (count) => count === n);
@@ -214,26 +216,22 @@ test('a device connection ready for DEVICE_MIN_UPTIME_MS counts as working: its 
     assert.deepEqual(whys, Array(3).fill('the connection closed (1006)'));
   } finally {
     device.close();
-    for (const client of server.clients) client.terminate();
-    await new Promise((resolve) => server.close(resolve));
+    await endpoint.close();
   }
 });
 
 test('a sleep that rejects when its signal aborts (as node:timers/promises\' does) raises nothing when a connection ends before DEVICE_MIN_UPTIME_MS', async () => {
-  const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
   let connections = 0;
-  server.on('connection', (socket) => {
-    connections++;
-    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: `con_${connections}`, event_id: `evt_${connections}` }));
+  const endpoint = await deviceEndpoint((socket, n) => {
+    connections = n;
     setImmediate(() => socket.terminate());
   });
-  await new Promise((resolve) => server.once('listening', resolve));
   const unhandled: unknown[] = [];
   const heard = (reason: unknown): void => void unhandled.push(reason);
   process.on('unhandledRejection', heard);
   // Backoff waits pass at once; the uptime wait rejects when aborted, as timers/promises' setTimeout does.
   const sleep: Sleep = (ms, signal) => (ms === DEVICE_MIN_UPTIME_MS ? delay(60_000, undefined, { signal }) : Promise.resolve());
-  const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test', sleep });
+  const device = connectDevice({ url: endpoint.url, org: 'o', device: 'd', token: 'sdt_test', sleep });
   try {
     await eventually('three connections, each cut after ready', () => connections, (n) => n >= 3);
     device.close();
@@ -243,22 +241,18 @@ test('a sleep that rejects when its signal aborts (as node:timers/promises\' doe
   } finally {
     process.off('unhandledRejection', heard);
     device.close();
-    for (const client of server.clients) client.terminate();
-    await new Promise((resolve) => server.close(resolve));
+    await endpoint.close();
   }
 });
 
 test('a quiet device socket pings every third of a silenceMs under 20 s, and the answers keep it open', async () => {
-  const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
   let pings = 0;
-  server.on('connection', (socket) => {
-    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: 'con_1', event_id: 'evt_1' }));
+  let connections = 0;
+  const endpoint = await deviceEndpoint((socket, n) => {
+    connections = n;
     socket.on('ping', () => pings++);
   });
-  await new Promise((resolve) => server.once('listening', resolve));
-  let connections = 0;
-  server.on('connection', () => connections++);
-  const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test', silenceMs: 300, sleep: noWait });
+  const device = connectDevice({ url: endpoint.url, org: 'o', device: 'd', token: 'sdt_test', silenceMs: 300, sleep: noWait });
   try {
     // Six pings (every 100 ms) take twice silenceMs: the same connection all along.
     await eventually('six pings', () => pings, (n) => n >= 6);
@@ -266,8 +260,7 @@ test('a quiet device socket pings every third of a silenceMs under 20 s, and the
     assert.equal(device.connected, true);
   } finally {
     device.close();
-    for (const client of server.clients) client.terminate();
-    await new Promise((resolve) => server.close(resolve));
+    await endpoint.close();
   }
 });
 
@@ -322,19 +315,16 @@ test('an abort during a wait between attempts also ends the wait: its timer keep
 });
 
 test('close() during a device\'s waits after retryable nacks ends them: their timers keep no program alive, and 20 at once raise no leak warning', async () => {
-  // A device endpoint of the test's own: ready at once, then a retryable nack with a 20 s wait for every message.
-  const server = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => [...offered][0] ?? false });
-  server.on('connection', (socket) => {
-    socket.send(JSON.stringify({ type: 'ready', device: 'd', connection_id: 'con_1', event_id: 'evt_1' }));
+  // A retryable nack with a 20 s wait for every message.
+  const endpoint = await deviceEndpoint((socket) => {
     socket.on('message', (data) => {
       const { id } = JSON.parse(data.toString()) as { id: string };
       socket.send(JSON.stringify({ type: 'nack', id, retryable: true, retry_after_ms: 20_000, error: { code: 'server_busy', message: 'busy' } }));
     });
   });
-  await new Promise((resolve) => server.once('listening', resolve));
   try {
     const timers = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
-    const device = connectDevice({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, org: 'o', device: 'd', token: 'sdt_test' });
+    const device = connectDevice({ url: endpoint.url, org: 'o', device: 'd', token: 'sdt_test' });
     await eventually('the socket ready', () => device.connected, (connected) => connected);
     const before = timers();
     const warnings: string[] = [];
@@ -350,8 +340,7 @@ test('close() during a device\'s waits after retryable nacks ends them: their ti
     assert.ok(timers() <= before, 'the waits\' timers were cleared with close()');
     assert.deepEqual(warnings, [], 'no MaxListenersExceededWarning: each wait removes its own listener');
   } finally {
-    for (const client of server.clients) client.terminate();
-    await new Promise((resolve) => server.close(resolve));
+    await endpoint.close();
   }
 });
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/log.ts';
+import { capturedLog } from '../helpers/captured-log.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
@@ -14,9 +14,7 @@ const ORG = 'acct-gone-mid-tick';
 
 test('a tick whose write waited while its org was deleted ends without an error line or another try', async () => {
   const clock = new ManualClock(Date.UTC(2026, 10, 1, 12, 0, 30));
-  const lines: Array<{ level: string; message: string }> = [];
-  const at = (level: string) => (message: string): void => void lines.push({ level, message });
-  const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  const { logger, lines } = capturedLog();
   const rt = await startRuntime({ args: ['--runner', 'off'], clock, logger });
   let gate: ReturnType<typeof gateNextCall> | undefined;
   try {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/log.ts';
+import { capturedLog } from '../helpers/captured-log.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
@@ -17,9 +17,7 @@ const ORG = 'acct-gone-mid-write';
 
 test('a transition whose write waited while its org was deleted drops the run without an error line', async () => {
   const clock = new ManualClock(Date.UTC(2026, 10, 1, 12));
-  const lines: Array<{ level: string; message: string }> = [];
-  const at = (level: string) => (message: string): void => void lines.push({ level, message });
-  const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  const { logger, lines } = capturedLog();
   const rt = await startRuntime({ args: ['--runner', 'off'], clock, logger });
   let gate: ReturnType<typeof gateNextCall> | undefined;
   try {
