@@ -37,7 +37,7 @@ export interface DeviceOptions {
   /**
    * How long without a frame, a ping or the answer to the connection's own ping counts as a dead
    * connection (default 150 s). It pings Sluice every 20 s, or every third of silenceMs if that is
-   * shorter. A connection not open within 15 s, or silenceMs if shorter, is given up.
+   * shorter (at most every 100 ms). A connection not open within 15 s, or silenceMs if shorter, is given up.
    */
   readonly silenceMs?: number;
   /**

@@ -35,8 +35,8 @@ export const KEEPALIVE_MS = 20_000;
  * not open after `openTimeoutMs` (default: silenceMs, at most 15 s) is given up (it ends
  * `unreachable`, with `timedOutMs`); once open, `silenceMs` without a frame, a ping or the answer
  * to a ping terminates it (it then ends `closed`, 1006); every `keepAliveMs` it pings the server
- * (keep it well under silenceMs: on a quiet socket the answers are all there is to hear). Throws (synchronously)
- * what `ws` throws for a URL or a subprotocol it cannot use.
+ * (keep it well under silenceMs: on a quiet socket the answers are all there is to hear). Throws
+ * (synchronously) what `ws` throws for a URL or a subprotocol it cannot use.
  */
 export function runSocket(
   url: URL,
