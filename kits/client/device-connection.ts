@@ -21,6 +21,7 @@ import {
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { KEEPALIVE_MS, RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { describeSocketEnd } from './socket-end-text.ts';
+import { answeredInPlainHttp } from './plain-http-hint.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
 import { pathId } from './request-arguments.ts';
@@ -67,7 +68,8 @@ export interface Acked {
  * A message Sluice refused for good (`code` from its nack), or the connection ended for good: a
  * close code (`closed_4401`), an HTTP status (`http_404`), or a connection that cannot be attempted
  * (`invalid_token`: a token a WebSocket cannot carry, such as one with a trailing newline;
- * `invalid_options`: a url that is not http(s), say).
+ * `invalid_options`: a url that is not http(s), say), or an https:// url at Sluice, which answered
+ * in plain HTTP (`plain_http`).
  */
 export class DeviceError extends Error {
   readonly code: string;
@@ -135,8 +137,10 @@ export class DeviceConnection {
   #window = MAX_MESSAGES_IN_FLIGHT;
   /** Waits Sluice asked for that are not over: nothing is sent until they are. */
   #waits = 0;
-  /** Ends the waits between retries at close(), so their timers keep no program alive. */
+  /** Ends the waits between retries at close(), so their timers keep no program alive (and a plain-HTTP check). */
   readonly #closing = new AbortController();
+  /** An https:// url whose TLS hello failed was asked once whether Sluice answers it in plain HTTP. */
+  #plainChecked = false;
 
   constructor(options: DeviceOptions) {
     // Each message nacked for a while waits on it: up to every one in flight at once. Past Node's
@@ -236,7 +240,14 @@ export class DeviceConnection {
   }
 
   /** The error that ends the connection (every pending send rejects with it first), or undefined to reconnect after the backoff. */
-  #classify(end: SocketEnd): DeviceError | undefined {
+  async #classify(end: SocketEnd): Promise<DeviceError | undefined> {
+    // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as watchRuns does;
+    // Sluice answering in plain HTTP ends the connection (no retry can get through).
+    if (end.kind === 'unreachable' && end.hint !== undefined && !this.#plainChecked) {
+      this.#plainChecked = true;
+      const plain = await answeredInPlainHttp(parseBaseUrl(this.#o.url), this.#closing.signal);
+      if (plain !== undefined) return this.#end(new DeviceError('plain_http', `The server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://.`));
+    }
     const terminal =
       end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)
         ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${describeRefusalBody(end.body)}`)

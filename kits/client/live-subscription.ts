@@ -13,7 +13,7 @@ import type { Environment } from './api-types.ts';
 import { credentialAsSent, credentialProblem, queryCredentialProblem } from './credential-check.ts';
 import { SluiceArgumentError } from './api-errors.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
-import { isSluiceLiveness, PLAIN_HTTP_CHECK_MS, plainHealthzOf } from './plain-http-hint.ts';
+import { answeredInPlainHttp } from './plain-http-hint.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
@@ -231,15 +231,3 @@ export class LiveSubscription {
 
 /** Starts watching runs; see LiveSubscription. */
 export const watchRuns = (options: WatchOptions): LiveSubscription => new LiveSubscription(options);
-
-/** Sluice's liveness URL in plain HTTP on the https url's port, if Sluice answers it there (within PLAIN_HTTP_CHECK_MS, and before `closing`). */
-async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL | undefined> {
-  if (base.protocol !== 'https:') return undefined;
-  const healthz = plainHealthzOf(base, base.port);
-  try {
-    const answer = await fetch(healthz, { signal: AbortSignal.any([AbortSignal.timeout(PLAIN_HTTP_CHECK_MS), closing]) });
-    return isSluiceLiveness(answer.status, await answer.text()) ? healthz : undefined;
-  } catch {
-    return undefined; // Nothing answering in plain HTTP either: reconnect as for any other failure.
-  }
-}

@@ -2,8 +2,8 @@
 // front of it) fails in the TLS handshake in words that do not say so: the server waits for a
 // request line that never comes (a connect or open timeout), closes on the TLS hello ("disconnected
 // before secure TLS connection"), or answers it in HTTP (OpenSSL's "wrong version number"). Such
-// a failure gets a hint naming the likely cause; the API client and the live client ask such a
-// server in plain HTTP once (plainHealthzOf, isSluiceLiveness), and stop when Sluice answers.
+// a failure gets a hint naming the likely cause; the API, live and device clients ask such a
+// server in plain HTTP once (answeredInPlainHttp), and stop when Sluice answers.
 
 import { urlUnder } from './endpoint-url.ts';
 
@@ -62,3 +62,19 @@ export function plainHealthzOf(base: URL, port: string): URL {
 
 /** Whether an answer is Sluice's own liveness answer (200 `{"status":"ok"}`). */
 export const isSluiceLiveness = (status: number, text: string): boolean => status === 200 && /"status":\s*"ok"/.test(text);
+
+/**
+ * Sluice's liveness URL in plain HTTP on the https url's port, if Sluice answers it there (within
+ * PLAIN_HTTP_CHECK_MS, and before `closing`): what the live and device clients ask, through the
+ * global fetch, after a TLS hello at `base` failed.
+ */
+export async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL | undefined> {
+  if (base.protocol !== 'https:') return undefined;
+  const healthz = plainHealthzOf(base, base.port);
+  try {
+    const answer = await fetch(healthz, { signal: AbortSignal.any([AbortSignal.timeout(PLAIN_HTTP_CHECK_MS), closing]) });
+    return isSluiceLiveness(answer.status, await answer.text()) ? healthz : undefined;
+  } catch {
+    return undefined; // Nothing answering in plain HTTP either: reconnect as for any other failure.
+  }
+}

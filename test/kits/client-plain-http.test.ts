@@ -1,12 +1,12 @@
 // An https:// url at Sluice itself, which speaks plain HTTP: the TLS hello goes unanswered (uWS
 // waits for a request line), so the client asks Sluice's liveness URL in plain HTTP once and, when
 // Sluice answers there, stops at the first attempt and says to use http://; so does the live
-// client (`sluice watch`), which otherwise reconnected for ever. A server silent in both is tried
+// client (`sluice watch`) and the device client, which otherwise reconnected for ever. A server silent in both is tried
 // again as before (a TLS server restarting looks the same at first).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LiveClosedError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
+import { connectDevice, DeviceError, LiveClosedError, SluiceClient, SluiceNetworkError, watchRuns, type Sleep } from '../../kits/client/index.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { startRuntime } from '../helpers/runtime.ts';
 import { silentListener } from '../helpers/silent-listener.ts';
@@ -51,6 +51,26 @@ test('watchRuns at an https:// url at Sluice ends once Sluice answers its livene
       assert.equal(ended.message, `the server speaks plain HTTP (Sluice answered http://127.0.0.1:${port}/healthz): use http:// instead of https://`);
     } finally {
       live.close();
+    }
+  } finally {
+    await rt.close();
+  }
+});
+
+test('connectDevice at an https:// url at Sluice ends once Sluice answers its liveness URL in plain HTTP; its pending send is rejected with it', async () => {
+  const rt = await startRuntime();
+  try {
+    const port = new URL(rt.url).port;
+    const device = connectDevice({ url: `https://127.0.0.1:${port}`, org: 'o', device: 'd', token: 't', sleep: noWait, silenceMs: 1000 });
+    const sent = device.send({ type: 'reading.taken' }).catch((error: unknown) => error);
+    try {
+      const ended = await Promise.race([device.done.catch((error: unknown) => error), new Promise((resolve) => setTimeout(() => resolve('still reconnecting after 10 s'), 10_000).unref())]);
+      assert.ok(ended instanceof DeviceError, String(ended));
+      assert.equal(ended.code, 'plain_http');
+      assert.equal(ended.message, `The server speaks plain HTTP (Sluice answered http://127.0.0.1:${port}/healthz): use http:// instead of https://.`);
+      assert.equal(await sent, ended);
+    } finally {
+      device.close();
     }
   } finally {
     await rt.close();
