@@ -51,6 +51,18 @@ export async function resealUnderCurrentKey(store: RunnerStore, current: KeyObje
   return { resealed, unreadable };
 }
 
+/**
+ * Whether any sealed secret opens under one of `keys`: a key file found missing at a rotation is
+ * made anew only then (else the given keys are not the vault's, and a new key would open nothing).
+ */
+export function anyOpensUnder(store: RunnerStore, keys: readonly KeyObject[]): boolean {
+  if (keys.length === 0) return false;
+  for (const { key, value } of store.secrets.getRange({ snapshot: false })) {
+    if (firstOpening(keys, recordAad(key), value) !== undefined) return true;
+  }
+  return false;
+}
+
 function firstOpening(keys: readonly KeyObject[], aad: Buffer, sealed: Uint8Array): string | undefined {
   for (const key of keys) {
     const plaintext = openSealedSecret(key, aad, sealed);

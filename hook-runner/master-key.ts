@@ -36,23 +36,26 @@ export const masterKeyPath = (storeDir: string): string => join(storeDir, 'maste
 export interface VaultState {
   /** Secrets sealed in the vault now. */
   readonly sealedSecrets: () => number;
-  /** Whether earlier keys are given (SLUICE_PREVIOUS_MASTER_KEYS): a new key file is then a rotation. */
-  readonly rotating: boolean;
+  /** Whether SLUICE_PREVIOUS_MASTER_KEYS was given. */
+  readonly previousGiven: boolean;
+  /** Whether a sealed secret opens under an earlier key given (SLUICE_PREVIOUS_MASTER_KEYS): a new key file is then a rotation. */
+  readonly opensUnderPrevious: () => boolean;
 }
 
 /**
  * SLUICE_MASTER_KEY wins when set (even if empty: an empty value is an error, not a fallback). A
- * missing key file is created only when no secret needs the key it would replace: a new key opens
- * none of them, and every run reading one would fail until each was written again.
+ * missing key file is created only when no secret needs the key it would replace (a new key opens
+ * none of them, and every run reading one would fail until each was written again), or when an
+ * earlier key given opens one of them (a rotation that makes the new key).
  */
 export function loadMasterKey(envValue: string | undefined, storeDir: string, vault: VaultState): KeyObject {
   if (envValue !== undefined) return parseMasterKey(envValue, 'SLUICE_MASTER_KEY');
   const path = masterKeyPath(storeDir);
   const file = readOrCreatePrivateFile(path, () => {
-    const sealed = vault.rotating ? 0 : vault.sealedSecrets();
-    if (sealed > 0) {
+    const sealed = vault.sealedSecrets();
+    if (sealed > 0 && !vault.opensUnderPrevious()) {
       throw new RunnerConfigError(
-        `${path} is missing, but the vault holds ${sealed} secret(s) sealed under a master key: restore the file or set SLUICE_MASTER_KEY. ` +
+        `${path} is missing, but the vault holds ${sealed} secret(s) sealed under a master key${vault.previousGiven ? ', and none opens under SLUICE_PREVIOUS_MASTER_KEYS' : ''}: restore the file or set SLUICE_MASTER_KEY. ` +
           `If that key is lost for good, write a new one into the file yourself (umask 077; openssl rand -hex 32 > ${path}): the secrets it cannot open fail closed until written again.`,
       );
     }

@@ -24,7 +24,7 @@ import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethod
 import { pruneRunnerRecords } from './record-pruning.ts';
 import { ForgottenOrgs } from './forgotten-orgs.ts';
 import { RecordPruning } from './pruning-schedule.ts';
-import { resealUnderCurrentKey } from './master-key-rotation.ts';
+import { anyOpensUnder, resealUnderCurrentKey } from './master-key-rotation.ts';
 import { heldBackNote, isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
 
 /** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
@@ -91,11 +91,23 @@ function describe(error: unknown): string {
   return `${error.stack ?? error.message}${cause}`;
 }
 
-/** Seals secrets again under the current key when earlier keys are given; warns about any no key opens. */
+/**
+ * Seals secrets again under the current key when earlier keys are given; warns about any no key
+ * opens. Earlier keys that open none of the secrets the current key cannot open are refused before
+ * anything is written (a wrong key given: the operator would delete the right one on the word that
+ * it is no longer needed), and that word is said only when every secret opens under the current key.
+ */
 async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[], log: (line: string) => void): Promise<void> {
   const { resealed, unreadable } = await resealUnderCurrentKey(store, current, previous);
+  if (previous.length > 0 && resealed === 0 && unreadable > 0) {
+    throw new RunnerConfigError(
+      `SLUICE_PREVIOUS_MASTER_KEYS opens none of the ${unreadable} secret(s) the current master key cannot open: is it the key they were sealed with (master.key.old)? Nothing was changed; keep every earlier key. ` +
+        'To start with those secrets failing closed, unset SLUICE_PREVIOUS_MASTER_KEYS.',
+    );
+  }
   if (previous.length > 0) {
-    log(`hook-runner: master key rotation: ${resealed} secret(s) sealed again under the current key; the previous keys are no longer needed once this line appears.`);
+    const done = unreadable === 0 ? 'the previous keys are no longer needed once this line appears' : `${unreadable} secret(s) open under none of the given keys: keep every earlier key you have until they do`;
+    log(`hook-runner: master key rotation: ${resealed} secret(s) sealed again under the current key; ${done}.`);
   }
   if (unreadable > 0) {
     const opensUnder = previous.length > 0 ? 'open under none of the given master keys' : 'do not open under the current master key (set SLUICE_PREVIOUS_MASTER_KEYS to rotate from an earlier one)';
@@ -204,7 +216,11 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     await stampRunnerStoreFormat(store);
     const masterKey = typeof options.masterKey === 'string'
       ? parseMasterKey(options.masterKey, 'the master key')
-      : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), { sealedSecrets: () => store.secrets.getKeysCount(), rotating: (options.previousMasterKeys ?? []).length > 0 });
+      : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), {
+        sealedSecrets: () => store.secrets.getKeysCount(),
+        previousGiven: (options.previousMasterKeys ?? []).length > 0,
+        opensUnderPrevious: () => anyOpensUnder(store, options.previousMasterKeys ?? []),
+      });
     await rotateMasterKey(store, masterKey, options.previousMasterKeys ?? [], log);
     // Armed after its first reading, before any call can come: start-up's writes (the key rotation
     // above) went ahead, as the runtime's do.

@@ -78,15 +78,26 @@ test('secrets that no given key opens are counted, left alone and still fail clo
   await before.client.putSecret({ ...scope, key: 'ORPHAN', value: 'sk_live_orphan' });
   await stop(before);
 
-  const rotating = await runnerWith(dataDir, newKey, `${newMasterKey()},${newMasterKey()}`);
-  const logged = rotating.logLines.join('\n');
-  assert.match(logged, /0 secret\(s\) sealed again/);
-  assert.match(logged, /warning: 1 secret\(s\) open under none of the given master keys/);
-  await assert.rejects(secretsSeen(rotating, echo, ['ORPHAN']), (error: unknown) => error instanceof CallNotSentError && error.code === 'secret_unreadable');
-  await stop(rotating);
+  // Earlier keys that open none of them: refused before anything is written (it said "no longer needed").
+  await assert.rejects(runnerWith(dataDir, newKey, `${newMasterKey()},${newMasterKey()}`), /SLUICE_PREVIOUS_MASTER_KEYS opens none of the 1 secret\(s\) the current master key cannot open: is it the key they were sealed with \(master\.key\.old\)\? Nothing was changed/);
+  const starting = await runnerWith(dataDir, newKey);
+  assert.match(starting.logLines.join('\n'), /warning: 1 secret\(s\) do not open under the current master key/);
+  await assert.rejects(secretsSeen(starting, echo, ['ORPHAN']), (error: unknown) => error instanceof CallNotSentError && error.code === 'secret_unreadable');
+  await starting.client.putSecret({ ...scope, key: 'FRESH', value: 'sk_live_fresh' });
+  await stop(starting);
 
-  const recovered = await runnerWith(dataDir, newKey, lostKey);
-  assert.deepEqual(await secretsSeen(recovered, echo, ['ORPHAN']), { ORPHAN: 'sk_live_orphan' }, 'left alone, so the right key still recovers it');
+  // An earlier key that opens some: those are sealed again, and the line says to keep the earlier keys.
+  const newest = newMasterKey();
+  const partly = await runnerWith(dataDir, newest, newKey);
+  const logged = partly.logLines.join('\n');
+  assert.match(logged, /master key rotation: 1 secret\(s\) sealed again under the current key; 1 secret\(s\) open under none of the given keys: keep every earlier key you have until they do\./);
+  assert.doesNotMatch(logged, /no longer needed/);
+  assert.deepEqual(await secretsSeen(partly, echo, ['FRESH']), { FRESH: 'sk_live_fresh' });
+  await stop(partly);
+
+  const recovered = await runnerWith(dataDir, newest, lostKey);
+  assert.deepEqual(await secretsSeen(recovered, echo, ['ORPHAN', 'FRESH']), { ORPHAN: 'sk_live_orphan', FRESH: 'sk_live_fresh' }, 'left alone, so the right key still recovers it');
+  assert.match(recovered.logLines.join('\n'), /1 secret\(s\) sealed again under the current key; the previous keys are no longer needed/);
 });
 
 test('a runner started with a key that opens none of its secrets says so at start', async () => {

@@ -83,6 +83,15 @@ describe('createHookRunnerServer', () => {
       assert.match(refused.message, /master\.key is missing, but the vault holds 1 secret\(s\) sealed under a master key: restore the file or set SLUICE_MASTER_KEY/);
       assert.equal(existsSync(keyFile), false, 'no new key was written');
 
+      // An earlier key given that opens none of them makes no new key file either.
+      const unrelated = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, previousMasterKeys: [parseMasterKey(newMasterKey(), 'old')], log: () => undefined }).then(
+        async (started) => void (await started.close()),
+        (error: unknown) => error,
+      );
+      assert.ok(unrelated instanceof RunnerConfigError, String(unrelated));
+      assert.match(unrelated.message, /master\.key is missing, but the vault holds 1 secret\(s\) sealed under a master key, and none opens under SLUICE_PREVIOUS_MASTER_KEYS: restore the file/);
+      assert.equal(existsSync(keyFile), false, 'no new key was written');
+
       // With the lost key given as an earlier one, a new key file is a rotation.
       const lines: string[] = [];
       const rotated = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, previousMasterKeys: [parseMasterKey(lostKey, 'old')], log: (line) => void lines.push(line) });
