@@ -32,7 +32,7 @@ export interface HookRunnerChildOptions {
   readonly minFreeDiskMib?: number;
   /** Base environment of the child (default: this process's), of which it gets only what it reads (runner-environment.ts); token and key are added. */
   readonly env?: NodeJS.ProcessEnv;
-  /** How long a start may take before the child is killed and retried (default 30 s). */
+  /** How long a start may take before the child is killed and retried (default 30 s; 15 min while rotating its master key: startTimeoutFor). */
   readonly startTimeoutMs?: number;
   /** Delay before the n-th consecutive restart (default 100 ms doubling to 5 s). */
   readonly restartDelayMs?: (restart: number) => number;
@@ -48,6 +48,19 @@ const RUNNER_LINE_PREFIX = 'hook-runner: ';
 const STDERR_TAIL_LINES = 8;
 const STDERR_TAIL_CHARS = 2000;
 const STOP_GRACE_MS = 10_000;
+/** How long a start may take by default. */
+const START_TIMEOUT_MS = 30_000;
+/**
+ * How long a start may take when the runner is given earlier master keys: it seals every secret
+ * they open again before it listens (about 20,000-30,000 a second here), and a start cut off at
+ * 30 s left a million secrets part way (it goes on where it stopped, but `sluice dev` gave up).
+ * Calls waiting through a later restart still wait START_TIMEOUT_MS at most.
+ */
+const ROTATING_START_TIMEOUT_MS = 15 * 60_000;
+
+/** The default start timeout for a child whose environment is `env`. */
+export const startTimeoutFor = (env: NodeJS.ProcessEnv): number => ((env['SLUICE_PREVIOUS_MASTER_KEYS'] ?? '').trim() === '' ? START_TIMEOUT_MS : ROTATING_START_TIMEOUT_MS);
+
 /** A child that ran this long resets the restart backoff. */
 const HEALTHY_AFTER_MS = 30_000;
 const defaultRestartDelay = (restart: number): number => Math.min(5000, 100 * 2 ** Math.max(0, restart - 1));
@@ -87,14 +100,14 @@ export class HookRunnerChild {
   /** Spawns the runner; resolves with its address once it listens. */
   start(): Promise<string> {
     if (this.#state === 'idle') this.#spawn();
-    return this.address();
+    return this.address(this.#startTimeoutMs());
   }
 
   /**
    * The address of the running child, waiting (at most `timeoutMs`) through a start or restart.
    * Suitable as HookRunnerClient's address source. Rejects with a RetryableError when it times out.
    */
-  address(timeoutMs: number = this.#options.startTimeoutMs ?? 30_000): Promise<string> {
+  address(timeoutMs: number = this.#options.startTimeoutMs ?? START_TIMEOUT_MS): Promise<string> {
     if (this.#state === 'running' && this.#address !== undefined) return Promise.resolve(this.#address);
     if (this.#state === 'stopped' || this.#state === 'stopping' || this.#state === 'failed' || this.#state === 'idle') {
       return Promise.reject(unavailable(`The hook-runner child is ${this.#state}.`));
@@ -135,6 +148,10 @@ export class HookRunnerChild {
     if (this.#state !== to) this.#log(`hook-runner child: ${this.#state} -> ${to}`);
     this.#state = to;
     return true;
+  }
+
+  #startTimeoutMs(): number {
+    return this.#options.startTimeoutMs ?? startTimeoutFor(this.#options.env ?? process.env);
   }
 
   #spawn(): void {
@@ -181,7 +198,7 @@ export class HookRunnerChild {
         this.#log('hook-runner child: start timed out; killing it');
         child.kill('SIGKILL');
       }
-    }, this.#options.startTimeoutMs ?? 30_000);
+    }, this.#startTimeoutMs());
     child.once('exit', () => clearTimeout(startTimer));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.startsWith(LISTENING_PREFIX) && this.#process === child && this.#transition(['starting'], 'running')) {

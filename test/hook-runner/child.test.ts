@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { RetryableError } from '../../runtime/errors.ts';
-import { HookRunnerChild } from '../../runtime/hook-runner/child.ts';
+import { HookRunnerChild, startTimeoutFor } from '../../runtime/hook-runner/child.ts';
 import { holdRunnerStore, invocation, newToken, tempDataDir, waitFor, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
 import { assembleWat, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
 
@@ -192,5 +192,13 @@ setInterval(() => undefined, 1000);
     } finally {
       orphan.kill('SIGKILL');
     }
+  });
+});
+
+describe('the start timeout', () => {
+  it('is 30 s, and 15 min while earlier master keys are given (the runner seals secrets again before it listens)', () => {
+    assert.equal(startTimeoutFor({}), 30_000);
+    assert.equal(startTimeoutFor({ SLUICE_PREVIOUS_MASTER_KEYS: '  ' }), 30_000, 'blank: not set (the runner refuses it anyway)');
+    assert.equal(startTimeoutFor({ SLUICE_PREVIOUS_MASTER_KEYS: 'a'.repeat(64) }), 15 * 60_000);
   });
 });
