@@ -93,20 +93,16 @@ function describe(error: unknown): string {
 
 /**
  * Seals secrets again under the current key when earlier keys are given; warns about any no key
- * opens. Earlier keys that open none of the secrets the current key cannot open are refused before
- * anything is written (a wrong key given: the operator would delete the right one on the word that
- * it is no longer needed), and that word is said only when every secret opens under the current key.
+ * opens. The rotation's line says the earlier keys are no longer needed only when every secret
+ * opens under the current key: given a wrong earlier key, it said so, and the operator deleted the
+ * right one. (Not refused: secrets lost for good would then refuse every start with earlier keys.)
  */
 async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[], log: (line: string) => void): Promise<void> {
   const { resealed, unreadable } = await resealUnderCurrentKey(store, current, previous);
-  if (previous.length > 0 && resealed === 0 && unreadable > 0) {
-    throw new RunnerConfigError(
-      `SLUICE_PREVIOUS_MASTER_KEYS opens none of the ${unreadable} secret(s) the current master key cannot open: is it the key they were sealed with (master.key.old)? Nothing was changed; keep every earlier key. ` +
-        'To start with those secrets failing closed, unset SLUICE_PREVIOUS_MASTER_KEYS.',
-    );
-  }
   if (previous.length > 0) {
-    const done = unreadable === 0 ? 'the previous keys are no longer needed once this line appears' : `${unreadable} secret(s) open under none of the given keys: keep every earlier key you have until they do`;
+    const done = unreadable === 0
+      ? 'the previous keys are no longer needed once this line appears'
+      : `${unreadable} secret(s) open under none of the given keys (is SLUICE_PREVIOUS_MASTER_KEYS the key they were sealed with?): keep every earlier key you have until they do`;
     log(`hook-runner: master key rotation: ${resealed} secret(s) sealed again under the current key; ${done}.`);
   }
   if (unreadable > 0) {
