@@ -150,8 +150,9 @@ export class HookRunnerChild {
     return true;
   }
 
+  /** A rotation runs before a runner first listens; once one has, a restart finds nothing to seal again and gets the usual time. */
   #startTimeoutMs(): number {
-    return this.#options.startTimeoutMs ?? startTimeoutFor(this.#options.env ?? process.env);
+    return this.#options.startTimeoutMs ?? (this.#hasRun ? START_TIMEOUT_MS : startTimeoutFor(this.#options.env ?? process.env));
   }
 
   #spawn(): void {
