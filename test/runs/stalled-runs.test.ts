@@ -85,7 +85,7 @@ test('a queued run whose admission could not be written gives back its slot and 
   assert.equal(resumeDue(), 1, 'the stalled run is picked up after the pause');
   await eventually('the second run to complete', () => runStates(org, key), (s) => s.get(stalled) === 'completed');
   assert.equal(receiver.received.filter((r) => r.path === '/admit').length, 2);
-  assert.equal(rt.runtime.engine.stalled.has(`${org}\u0000${stalled}`), false, 'no longer stalled');
+  await eventually('no longer stalled (once the admission is durable)', () => rt.runtime.engine.stalled.has(`${org}\u0000${stalled}`), (stalledStill) => !stalledStill);
 });
 
 test('a run whose step result could not be written writes that result after the pause, without sending the step again, however often it fails', async () => {
