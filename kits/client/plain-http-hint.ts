@@ -71,10 +71,21 @@ export const isSluiceLiveness = (status: number, text: string): boolean => statu
 export async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL | undefined> {
   if (base.protocol !== 'https:') return undefined;
   const healthz = plainHealthzOf(base, base.port);
+  // One controller held here, not AbortSignal.any([AbortSignal.timeout(), closing]): a timeout
+  // signal is held only weakly by its timer, and the combined one seemed collected while the fetch
+  // waited (a silent server's check once never ended in a fresh-clone run); this one cannot be.
+  const ended = new AbortController();
+  const timer = setTimeout(() => ended.abort(), PLAIN_HTTP_CHECK_MS);
+  const onClosing = (): void => ended.abort();
+  closing.addEventListener('abort', onClosing, { once: true });
   try {
-    const answer = await fetch(healthz, { signal: AbortSignal.any([AbortSignal.timeout(PLAIN_HTTP_CHECK_MS), closing]) });
+    if (closing.aborted) return undefined;
+    const answer = await fetch(healthz, { signal: ended.signal });
     return isSluiceLiveness(answer.status, await answer.text()) ? healthz : undefined;
   } catch {
     return undefined; // Nothing answering in plain HTTP either: reconnect as for any other failure.
+  } finally {
+    clearTimeout(timer);
+    closing.removeEventListener('abort', onClosing);
   }
 }
