@@ -21,7 +21,7 @@ import {
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
 import { KEEPALIVE_MS, RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { describeSocketEnd } from './socket-end-text.ts';
-import { answeredInPlainHttp } from './plain-http-hint.ts';
+import { PlainHttpCheck } from './plain-http-hint.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
 import { pathId } from './request-arguments.ts';
@@ -139,8 +139,7 @@ export class DeviceConnection {
   #waits = 0;
   /** Ends the waits between retries at close(), so their timers keep no program alive (and a plain-HTTP check). */
   readonly #closing = new AbortController();
-  /** An https:// url whose TLS hello failed was asked once whether Sluice answers it in plain HTTP. */
-  #plainChecked = false;
+  readonly #plainHttp = new PlainHttpCheck(this.#closing.signal);
 
   constructor(options: DeviceOptions) {
     // Each message nacked for a while waits on it: up to every one in flight at once. Past Node's
@@ -243,11 +242,8 @@ export class DeviceConnection {
   async #classify(end: SocketEnd): Promise<DeviceError | undefined> {
     // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as watchRuns does;
     // Sluice answering in plain HTTP ends the connection (no retry can get through).
-    if (end.kind === 'unreachable' && end.hint !== undefined && !this.#plainChecked) {
-      this.#plainChecked = true;
-      const plain = await answeredInPlainHttp(parseBaseUrl(this.#o.url), this.#closing.signal);
-      if (plain !== undefined) return this.#end(new DeviceError('plain_http', `The server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://.`));
-    }
+    const plain = await this.#plainHttp.after(end, this.#o.url);
+    if (plain !== undefined) return this.#end(new DeviceError('plain_http', `The server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://.`));
     const terminal =
       end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)
         ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${describeRefusalBody(end.body)}`)

@@ -13,7 +13,7 @@ import type { Environment } from './api-types.ts';
 import { credentialAsSent, credentialProblem, queryCredentialProblem } from './credential-check.ts';
 import { SluiceArgumentError } from './api-errors.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
-import { answeredInPlainHttp } from './plain-http-hint.ts';
+import { PlainHttpCheck } from './plain-http-hint.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
 import { realSleep, type Sleep } from './retry.ts';
 import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
@@ -99,10 +99,9 @@ export class LiveSubscription {
    */
   #reload: 'sandbox_reset' | 'replay_gone' | undefined;
   #closed = false;
-  /** Whether the server was asked in plain HTTP already (one failed TLS hello is enough to tell). */
-  #plainChecked = false;
   /** Aborted by close(): a plain-HTTP check under way ends with it. */
   readonly #closing = new AbortController();
+  readonly #plainHttp = new PlainHttpCheck(this.#closing.signal);
 
   constructor(options: WatchOptions) {
     // As the REST client does: "." and ".." are path segments a URL resolves away, never an org.
@@ -154,11 +153,8 @@ export class LiveSubscription {
     if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeRefusalBody(end.body)}`);
     // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as the REST client
     // does; Sluice answering in plain HTTP ends the subscription (no retry can get through).
-    if (end.kind === 'unreachable' && end.hint !== undefined && !this.#plainChecked) {
-      this.#plainChecked = true;
-      const plain = await answeredInPlainHttp(parseBaseUrl(this.#o.url), this.#closing.signal);
-      if (plain !== undefined) return new LiveClosedError(0, `the server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://`);
-    }
+    const plain = await this.#plainHttp.after(end, this.#o.url);
+    if (plain !== undefined) return new LiveClosedError(0, `the server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://`);
     if (end.kind === 'closed') {
       if (TERMINAL_CLOSE.has(end.code)) return new LiveClosedError(end.code, `the live room closed the connection (${end.code}): ${end.reason}`);
       const reload = RELOAD.get(end.code);

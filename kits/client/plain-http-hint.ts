@@ -3,9 +3,10 @@
 // request line that never comes (a connect or open timeout), closes on the TLS hello ("disconnected
 // before secure TLS connection"), or answers it in HTTP (OpenSSL's "wrong version number"). Such
 // a failure gets a hint naming the likely cause; the API, live and device clients ask such a
-// server in plain HTTP once (answeredInPlainHttp), and stop when Sluice answers.
+// server in plain HTTP once (answeredInPlainHttp, PlainHttpCheck), and stop when Sluice answers.
 
-import { urlUnder } from './endpoint-url.ts';
+import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
+import type { SocketEnd } from './socket-run.ts';
 
 /** How long the plain-HTTP check of an https url whose TLS hello went unanswered waits. */
 export const PLAIN_HTTP_CHECK_MS = 3_000;
@@ -68,7 +69,7 @@ export const isSluiceLiveness = (status: number, text: string): boolean => statu
  * PLAIN_HTTP_CHECK_MS, and before `closing`): what the live and device clients ask, through the
  * global fetch, after a TLS hello at `base` failed.
  */
-export async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL | undefined> {
+async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL | undefined> {
   if (base.protocol !== 'https:') return undefined;
   const healthz = plainHealthzOf(base, base.port);
   // One controller held here, not AbortSignal.any([AbortSignal.timeout(), closing]): a timeout
@@ -87,5 +88,26 @@ export async function answeredInPlainHttp(base: URL, closing: AbortSignal): Prom
   } finally {
     clearTimeout(timer);
     closing.removeEventListener('abort', onClosing);
+  }
+}
+
+/**
+ * The live and device clients' check after a TLS hello a plain-HTTP server closed or left
+ * unanswered (an `unreachable` end with a hint): Sluice's liveness URL asked in plain HTTP, once per
+ * client (one such failure is enough to tell), until `closing` aborts.
+ */
+export class PlainHttpCheck {
+  #asked = false;
+  readonly #closing: AbortSignal;
+
+  constructor(closing: AbortSignal) {
+    this.#closing = closing;
+  }
+
+  /** Where Sluice answered in plain HTTP, when `end` is the first such failure and it did; `url`: the url the client was given. */
+  async after(end: SocketEnd, url: string): Promise<URL | undefined> {
+    if (end.kind !== 'unreachable' || end.hint === undefined || this.#asked) return undefined;
+    this.#asked = true;
+    return answeredInPlainHttp(parseBaseUrl(url), this.#closing);
   }
 }

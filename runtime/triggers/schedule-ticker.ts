@@ -93,9 +93,8 @@ export class ScheduleTicker {
 
   /**
    * Arms the schedule for its next tick (now, if one is owed), or disarms it when disabled or its
-   * org is deleted. Call
-   * after every write of it. A pattern or zone croner cannot read (stored by an older version)
-   * leaves that one schedule disarmed and logged, never the runtime stopped.
+   * org is deleted. Call after every write of it. A pattern or zone croner cannot read (stored by an
+   * older version) leaves that one schedule disarmed and logged, never the runtime stopped.
    */
   arm(schedule: ScheduleRecord): void {
     const key = orgScopedKey(schedule.org_id, schedule.name);
