@@ -3,6 +3,7 @@
 // lost with secrets sealed under it is an error, not a fresh start). Anything else is refused.
 // Earlier keys, for a rotation, come from SLUICE_PREVIOUS_MASTER_KEYS (comma separated).
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readOrCreatePrivateFile } from './private-file.ts';
 import { RunnerConfigError } from './runner-error.ts';
@@ -62,6 +63,27 @@ export function loadMasterKey(envValue: string | undefined, storeDir: string, va
     return randomBytes(32).toString('hex');
   });
   return parseMasterKey(file.text, path);
+}
+
+/**
+ * A key given in SLUICE_MASTER_KEY that opens none of the vault's secrets, while the key file in the
+ * store opens some, is refused: it is not this vault's key (a variable copied from another
+ * deployment, say), and every secret written under it would split the vault across two keys. Not
+ * checked for a rotation (earlier keys given), nor when the file is absent, unreadable or the same key.
+ */
+export function refuseKeyTheFileContradicts(given: KeyObject, storeDir: string, opensUnder: (key: KeyObject) => boolean): void {
+  const path = masterKeyPath(storeDir);
+  let fileKey: KeyObject;
+  try {
+    fileKey = parseMasterKey(readFileSync(path, 'utf8'), path);
+  } catch {
+    return;
+  }
+  if (fileKey.equals(given) || opensUnder(given) || !opensUnder(fileKey)) return;
+  throw new RunnerConfigError(
+    `SLUICE_MASTER_KEY opens none of the vault's secrets, but the key file ${path} opens them: SLUICE_MASTER_KEY is not this vault's key. ` +
+      'Unset it to use the key file, or, to move the vault to the key it gives, give the file\'s key in SLUICE_PREVIOUS_MASTER_KEYS once (a rotation).',
+  );
 }
 
 /**

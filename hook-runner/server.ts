@@ -8,7 +8,7 @@ import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, statfsProbe, type FloorLog, type 
 import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } from './handlers.ts';
 import { InvocationLedger } from './invocation-ledger.ts';
 import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddress } from './listen-address.ts';
-import { loadMasterKey, parseMasterKey } from './master-key.ts';
+import { loadMasterKey, parseMasterKey, refuseKeyTheFileContradicts } from './master-key.ts';
 import type { CompileProcessOptions } from './compile-process.ts';
 import { ModuleRegistry } from './module-registry.ts';
 import { SandboxUnavailableError, sandboxProblem } from './sandbox.ts';
@@ -210,14 +210,15 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     // Before this release's first write (the key rotation below); after its upgrades.
     await upgradeRunnerStore(store, now());
     await stampRunnerStoreFormat(store);
-    const masterKey = typeof options.masterKey === 'string'
-      ? parseMasterKey(options.masterKey, 'the master key')
-      : options.masterKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), {
-        sealedSecrets: () => store.secrets.getKeysCount(),
-        previousGiven: (options.previousMasterKeys ?? []).length > 0,
-        opensUnderPrevious: () => anyOpensUnder(store, options.previousMasterKeys ?? []),
-      });
-    await rotateMasterKey(store, masterKey, options.previousMasterKeys ?? [], log);
+    const previousKeys = options.previousMasterKeys ?? [];
+    const givenKey = typeof options.masterKey === 'string' ? parseMasterKey(options.masterKey, 'the master key') : options.masterKey;
+    if (givenKey !== undefined && previousKeys.length === 0) refuseKeyTheFileContradicts(givenKey, runnerStoreDir(options.dataDir), (key) => anyOpensUnder(store, [key]));
+    const masterKey = givenKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), {
+      sealedSecrets: () => store.secrets.getKeysCount(),
+      previousGiven: previousKeys.length > 0,
+      opensUnderPrevious: () => anyOpensUnder(store, previousKeys),
+    });
+    await rotateMasterKey(store, masterKey, previousKeys, log);
     // Armed after its first reading, before any call can come: start-up's writes (the key rotation
     // above) went ahead, as the runtime's do.
     disk = new DiskFloor(options.minFreeDiskMib ?? DEFAULT_MIN_FREE_DISK_MIB, options.freeDiskSpace ?? statfsProbe(runnerStoreDir(options.dataDir)), floorLog(log));

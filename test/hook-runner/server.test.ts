@@ -102,4 +102,54 @@ describe('createHookRunnerServer', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  it('refuses a given key (SLUICE_MASTER_KEY) that opens none of the secrets the key file opens; the file\'s key, or a rotation from it, starts', async () => {
+    const dataDir = tempDataDir();
+    const token = newToken();
+    const keyFile = masterKeyPath(runnerStoreDir(dataDir));
+    const startWith = (options: { masterKey?: string; previous?: string }) =>
+      createHookRunnerServer({
+        listen: '127.0.0.1:0',
+        dataDir,
+        token,
+        log: () => undefined,
+        ...(options.masterKey === undefined ? {} : { masterKey: options.masterKey }),
+        ...(options.previous === undefined ? {} : { previousMasterKeys: [parseMasterKey(options.previous, 'old')] }),
+      });
+    const readSecret = async (address: string): Promise<string[]> => {
+      const client = new HookRunnerClient(address, token, { attempts: 2, retryDelayMs: () => 0 });
+      try {
+        return await client.listSecretKeys({ orgId: 'org_f', actionId: 'act' });
+      } finally {
+        client.close();
+      }
+    };
+    try {
+      const first = await startWith({});
+      const client = new HookRunnerClient(first.address, token, { attempts: 2, retryDelayMs: () => 0 });
+      await client.putSecret({ orgId: 'org_f', actionId: 'act', key: 'API_TOKEN', value: 'sk_live_file' });
+      client.close();
+      await first.close();
+      const fileKey = readFileSync(keyFile, 'utf8').trim();
+      const stranger = newMasterKey();
+
+      const refused = await startWith({ masterKey: stranger }).then(async (started) => void (await started.close()), (error: unknown) => error);
+      assert.ok(refused instanceof RunnerConfigError, String(refused));
+      assert.match(refused.message, /SLUICE_MASTER_KEY opens none of the vault's secrets, but the key file .*master\.key opens them/);
+      assert.ok(!refused.message.includes(fileKey) && !refused.message.includes(stranger), 'no key in the message');
+
+      const same = await startWith({ masterKey: fileKey });
+      assert.deepEqual(await readSecret(same.address), ['API_TOKEN']);
+      await same.close();
+
+      // A rotation from the file's key to the given one; afterwards the given key opens the vault, and the file (still the old key) is no objection.
+      const rotated = await startWith({ masterKey: stranger, previous: fileKey });
+      await rotated.close();
+      const after = await startWith({ masterKey: stranger });
+      assert.deepEqual(await readSecret(after.address), ['API_TOKEN']);
+      await after.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });
