@@ -189,7 +189,10 @@ export class CompileProcess {
         notStarted(`it exited (${how})`);
         if (this.#child !== child) return;
         this.#forget(child);
-        this.#fail(new SandboxUnavailableError(`the hook-runner's compile process exited during the compile (${how})`));
+        // Not killed here (a kill here forgets the process first): from outside, most often by the
+        // kernel when memory ran out, as the compile process volunteers to go first (oom-preference.ts).
+        const outside = signal === 'SIGKILL' ? '; killed from outside the runner, most likely by the kernel as memory ran out' : '';
+        this.#fail(new SandboxUnavailableError(`the hook-runner's compile process exited during the compile (${how}${outside})`));
       });
       child.unref();
       child.channel?.unref();

@@ -6,6 +6,10 @@
 // leftovers), and exits when its runner goes.
 import { compileArtifact, SandboxCompileError } from './sandbox.ts';
 import type { CompileReply, CompileRequest } from './compile-process.ts';
+import { COMPILE_PROCESS_OOM_SCORE, volunteerForOomKill } from './oom-preference.ts';
+
+// A compile near its cap in a small container should be what the kernel kills, not the runtime.
+volunteerForOomKill(COMPILE_PROCESS_OOM_SCORE);
 
 const MEMORY_CHECK_MS = 20;
 const maxMemoryBytes = Number(process.argv[2]);

@@ -10,6 +10,10 @@ import { chooseThreadPoolSize } from './thread-pool.ts';
 const inheritedPoolSize = process.env['UV_THREADPOOL_SIZE'];
 if (inheritedPoolSize === undefined) process.env['UV_THREADPOOL_SIZE'] = String(chooseThreadPoolSize());
 
+// Spawned by the runtime: killed before it when memory runs out (oom-preference.ts).
+const { RUNNER_CHILD_OOM_SCORE, volunteerForOomKill } = await import('./oom-preference.ts');
+volunteerForOomKill(RUNNER_CHILD_OOM_SCORE);
+
 const { runHookRunnerCommand } = await import('./command.ts');
 const { RunnerConfigError } = await import('./runner-error.ts');
 const { DataDirInUseError } = await import('./dir-lock.ts');

@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { RetryableError } from '../../runtime/errors.ts';
 import { HookRunnerChild, startTimeoutFor } from '../../runtime/hook-runner/child.ts';
+import { oomScoreAdjustment, RUNNER_CHILD_OOM_SCORE } from '../../hook-runner/oom-preference.ts';
 import { holdRunnerStore, invocation, newToken, tempDataDir, waitFor, type RunnerFixture, startRunnerWithEcho } from '../helpers/hook-runner.ts';
 import { assembleWat, HOSTILE_WAT } from '../helpers/hook-runner-wat.ts';
 
@@ -34,6 +35,11 @@ before(async () => ({ runner, echo } = await startRunnerWithEcho()));
 after(() => runner.close());
 
 describe('hook-runner child supervisor', () => {
+  it('starts the runner as the process the kernel kills before the runtime when memory runs out', () => {
+    const pid = runner.child.pid ?? assert.fail('no pid');
+    assert.equal(oomScoreAdjustment(pid), Math.max(RUNNER_CHILD_OOM_SCORE, oomScoreAdjustment() ?? 0));
+  });
+
   it('restarts a SIGKILLed runner and the client rides over it', async () => {
     const pid = runner.child.pid ?? assert.fail('no pid');
     const restarts = runner.child.restarts;

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { CompileProcess } from '../../hook-runner/compile-process.ts';
+import { COMPILE_PROCESS_OOM_SCORE, oomScoreAdjustment } from '../../hook-runner/oom-preference.ts';
 import { RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
 import { runModule } from '../../hook-runner/sandbox-run.ts';
 import { SandboxCompileError, SandboxUnavailableError } from '../../hook-runner/sandbox.ts';
@@ -100,10 +101,11 @@ test('the compile process dying mid-compile fails that compile as retryable (san
   const compiler = new CompileProcess();
   try {
     await compiler.compile(await assembleWat('warm', ECHO_WAT));
+    assert.equal(oomScoreAdjustment(compiler.pid!), COMPILE_PROCESS_OOM_SCORE, 'the first process the kernel kills when memory runs out');
     const killed = compiler.compile(slowToCompileModule());
     process.kill(compiler.pid!, 'SIGKILL');
     // Killed before it read the whole module (the send fails, EPIPE) or while compiling it (its exit): retryable either way.
-    await assert.rejects(killed, (error: unknown) => error instanceof SandboxUnavailableError && /exited during the compile \(SIGKILL\)|could not be sent the module: write EPIPE/.test(error.message));
+    await assert.rejects(killed, (error: unknown) => error instanceof SandboxUnavailableError && /exited during the compile \(SIGKILL; killed from outside the runner, most likely by the kernel as memory ran out\)|could not be sent the module: write EPIPE/.test(error.message));
     assert.ok(await compiler.compile(await assembleWat('echo', ECHO_WAT)), 'the next compile starts a fresh process');
 
     const pid = compiler.pid!;
@@ -166,7 +168,7 @@ test('through the runner: a compile process killed mid-compile fails that upload
     await waitFor(() => runner.logLines.some((line) => line.includes('the sandbox is unavailable')), 'the runner to log the failed compile');
     const said = runner.logLines.filter((line) => line.includes('Compile'));
     assert.equal(said.length, 1, said.join('\n'));
-    assert.match(said[0]!, /hook-runner: error: Compile: the sandbox is unavailable: (the hook-runner's compile process exited during the compile \(SIGKILL\)|the compile process could not be sent the module: write EPIPE)/);
+    assert.match(said[0]!, /hook-runner: error: Compile: the sandbox is unavailable: (the hook-runner's compile process exited during the compile \(SIGKILL; killed from outside the runner, most likely by the kernel as memory ran out\)|the compile process could not be sent the module: write EPIPE)/);
     assert.equal(runner.logLines.some((line) => line.includes('failed unexpectedly')), false, runner.logLines.join('\n'));
   } finally {
     await runner.close();
