@@ -1,10 +1,16 @@
 // The live-room update a persisted run transition publishes: its state, current step and attempt,
 // and the workflow's channel. Built from the snapshot alone, before the write that stores it (the
-// write gives it its seq).
+// write gives it its seq). Its error: see errorText.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
+
+/**
+ * The run's error; while it waits to try a step again (`backoff`, or `queued` for a slot), the
+ * failure of the attempt before, so a watcher sees why at once rather than when retries run out.
+ */
+const errorText = (error: { readonly code: string; readonly message: string } | null): string => (error === null ? '' : `${error.code}: ${error.message}`);
 
 /** `version` is the run's pinned workflow version when known (its channel names the room's channel). */
 export function runUpdateFor(run: PersistedRun, version: WorkflowVersion | undefined): NewRunUpdate {
@@ -20,7 +26,7 @@ export function runUpdateFor(run: PersistedRun, version: WorkflowVersion | undef
     step_id: step?.id ?? '',
     attempt: attempts.at(-1)?.attempt ?? 0,
     at_ms: ctx.updatedAt,
-    error: ctx.error === null ? '' : `${ctx.error.code}: ${ctx.error.message}`,
+    error: errorText(run.value === 'backoff' || run.value === 'queued' ? ctx.error ?? attempts.at(-1)?.error ?? null : ctx.error),
     environment: ctx.environment,
   };
 }

@@ -100,8 +100,17 @@ test('a retryable failure backs off on the injected clock, then retries with the
   receiver.script([{ status: 503 }, { status: 429, headers: { 'retry-after': '7' } }, { status: 200 }]);
   await workflow({ name: 'retry', trigger_event: 'order.retry', steps: [{ id: 'call', type: 'webhook', url: receiver.url, retry: { max_retries: 3, initial_ms: 1000, max_ms: 60000 } }] });
   const before = receiver.received.length;
+  const live = await connectLive(rt.url, ORG, { token: key });
   const runId = await onlyRun(await sendEvent('order.retry', {}, 'evt-retry'));
   const first = await runInState(runId, 'backoff');
+  // A watcher hears why the run backs off at once, not only once retries run out.
+  await live.waitFor(() => live.updates().some((u) => u.run_id === runId && u.state === 'backoff'), 'backoff update');
+  assert.deepEqual(live.updates().filter((u) => u.run_id === runId).map((u) => [u.state, u.error]), [
+    ['queued', ''],
+    ['running', ''],
+    ['backoff', 'webhook_http_503: The receiver answered 503.'],
+  ]);
+  live.close();
   const due = assertRetryDue(Date.parse(first.retry_at), clock.now(), 1000);
   await armed(runId, due);
   clock.advance(due - 1 - clock.now());
