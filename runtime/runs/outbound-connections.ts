@@ -58,11 +58,22 @@ type LookupForPort = (port: number) => ConnectionLookup;
  * options; a host written with its trailing dot (fully qualified) is named without it in TLS's SNI,
  * as RFC 6066 has it (Node sends it as written).
  */
-const withLookup = (options: ClientRequestArgs, lookupFor: LookupForPort): ClientRequestArgs => ({
+const withLookup = (options: ClientRequestArgs, lookup: ConnectionLookup): ClientRequestArgs => ({
   ...options,
-  lookup: lookupFor(Number(options.port)),
+  lookup,
   ...(typeof options.host === 'string' && options.host.endsWith('.') ? { servername: options.host.slice(0, -1) } : {}),
 });
+
+/** Sockets whose receiver's name has been looked up (answered or failed). */
+const lookedUp = new WeakSet<object>();
+
+/**
+ * Whether `socket`'s name lookup is over. A request hears of its socket a turn after the socket
+ * was made, and a name from the hosts file (or `localhost`) resolves within that turn: its
+ * `lookup` event had passed, and a connection that then never opened was reported as a name
+ * that did not resolve (outbound-post.ts, the deadline's phase).
+ */
+export const nameLookedUp = (socket: object): boolean => lookedUp.has(socket);
 
 /**
  * An agent class (http's or https's) whose pools are per org (`poolOrg` in the request options),
@@ -97,7 +108,18 @@ function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupF
     }
 
     override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-      const socket = super.createConnection(withLookup(options, lookupFor), callback);
+      const lookup = lookupFor(Number(options.port));
+      let made: Duplex | null | undefined;
+      let answered = false;
+      const marked: ConnectionLookup = (hostname, lookupOptions, done) =>
+        lookup(hostname, lookupOptions, (...answer) => {
+          answered = true;
+          if (made) lookedUp.add(made);
+          done(...answer);
+        });
+      const socket = super.createConnection(withLookup(options, marked), callback);
+      made = socket;
+      if (answered && socket) lookedUp.add(socket);
       if (socket !== null && socket !== undefined) {
         const org = poolOrgOf(options);
         orgs.set(socket, org);

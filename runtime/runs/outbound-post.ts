@@ -9,7 +9,7 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
-import { SHUT_DOWN, type OutboundPool, type WithdrawableRequestOptions } from './outbound-connections.ts';
+import { nameLookedUp, SHUT_DOWN, type OutboundPool, type WithdrawableRequestOptions } from './outbound-connections.ts';
 import { textCutAt } from '../validation/cut-text.ts';
 
 export interface PostAnswer {
@@ -240,7 +240,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       }, options.timeoutMs);
       // A kept-alive socket is open already; a new one is open once connected (and, for https, once
       // its TLS handshake is done). Nothing is written to a new one before then.
-      phase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 ? 'lookup' : 'connect';
+      phase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 && !nameLookedUp(socket) ? 'lookup' : 'connect';
       if (phase === 'answer') return writeRequest();
       // Only a name is looked up: a listener for a lookup that never comes would stay on the kept-alive
       // socket, holding this request (its body) as long as the socket lives.

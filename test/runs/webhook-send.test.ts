@@ -328,31 +328,33 @@ test('a receiver that never answers times out at the step deadline', async () =>
   }
 });
 
-test('a deadline that passes before the connection opens (a TLS handshake the receiver never answers) sent nothing: webhook_connect_timeout, no started_at', async () => {
-  const sockets: Socket[] = [];
-  let connected: () => void = () => undefined;
-  const reached = new Promise<void>((resolve) => (connected = resolve));
-  const silent = createNetServer((socket) => {
-    sockets.push(socket);
-    connected();
+for (const host of ['127.0.0.1', 'localhost']) {
+  test(`a deadline that passes before the connection opens (a TLS handshake the receiver never answers) sent nothing: webhook_connect_timeout, no started_at (${host}: a name resolved before the request hears of its socket is not reported as one that did not resolve)`, async () => {
+    const sockets: Socket[] = [];
+    let connected: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (connected = resolve));
+    const silent = createNetServer((socket) => {
+      sockets.push(socket);
+      connected();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const pending = attempt(`https://${host}:${(silent.address() as AddressInfo).port}/hook`, { timeoutMs: 2500 });
+      await reached;
+      mock.timers.tick(2500);
+      const outcome = await pending;
+      assert.equal(errorOf(outcome)?.code, 'webhook_connect_timeout');
+      assert.equal(errorOf(outcome)?.message, 'No connection to the receiver opened within 2500 ms. Nothing was sent; the receiver was not reached.');
+      assert.equal(outcome.ok ? undefined : outcome.error.retryable, true);
+      assert.equal('sentAt' in outcome, false, 'the attempt never started');
+    } finally {
+      mock.timers.reset();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  mock.timers.enable({ apis: ['setTimeout'] });
-  try {
-    const pending = attempt(`https://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`, { timeoutMs: 2500 });
-    await reached;
-    mock.timers.tick(2500);
-    const outcome = await pending;
-    assert.equal(errorOf(outcome)?.code, 'webhook_connect_timeout');
-    assert.equal(errorOf(outcome)?.message, 'No connection to the receiver opened within 2500 ms. Nothing was sent; the receiver was not reached.');
-    assert.equal(outcome.ok ? undefined : outcome.error.retryable, true);
-    assert.equal('sentAt' in outcome, false, 'the attempt never started');
-  } finally {
-    mock.timers.reset();
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => silent.close(resolve));
-  }
-});
+}
 
 test('a connection whose TLS handshake fails sent nothing (no started_at); one dropped once open may have carried the request', async () => {
   const dropping = createNetServer((socket) => socket.destroy());
