@@ -10,6 +10,7 @@ import { decodeStandardSecret } from '../sources/source-record.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import { ForbiddenTargetError, isOwnAddress, isPublicAddress, SelfTargetError } from './webhook-address-policy.ts';
 import { postOnce, PostNeverConnectedError, PostRequestError, PostStaleConnectionError, PostTimeoutError, PostWithdrawnError, queuedMsOf, type PostAnswer } from './outbound-post.ts';
+import { tlsFailureOf } from './tls-failure.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
@@ -157,6 +158,9 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     if (OUT_OF_DESCRIPTORS.has(code)) {
       return failure('sluice_out_of_file_descriptors', `The request was not sent: the Sluice process is out of file descriptors (${code}; raise its limit, ulimit -n). The receiver was not reached.`, true, evidence);
     }
+    // A handshake refused (a certificate, no shared TLS version, plain HTTP at an https url): nothing went out.
+    const tls = error instanceof PostNeverConnectedError ? tlsFailureOf(error.cause) : undefined;
+    if (tls !== undefined) return failure('webhook_tls_error', tls.message, true, { ...evidence, tls_error: tls.code });
     // No connection: the attempt never started (no started_at), so the run view does not say the receiver got it.
     if (error instanceof PostNeverConnectedError || NEVER_CONNECTED.has(code)) {
       return failure('webhook_network_error', `The request was not sent: ${(error as Error).message}. The receiver was not reached.`, true, evidence);

@@ -22,17 +22,10 @@ import { upload } from '../actions/action-fixtures.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { spawnRunnerCommand, tempDataDir, type RunnerProcess } from '../helpers/hook-runner.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { selfSigned } from '../helpers/self-signed.ts';
 import { silentListener } from '../helpers/silent-listener.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
-
-/** A self-signed certificate for `ip` (127.0.0.1) and its key, as PEM files in `dir`. */
-function selfSigned(dir: string, name: string, ip = '127.0.0.1'): { cert: string; key: string } {
-  const cert = join(dir, `${name}.crt`);
-  const key = join(dir, `${name}.key`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', `/CN=${name}`, '-addext', `subjectAltName=IP:${ip}`, '-keyout', key, '-out', cert], { stdio: 'ignore' });
-  return { cert, key };
-}
 
 const dataDir = tempDataDir();
 let runner: RunnerProcess;

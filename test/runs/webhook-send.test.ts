@@ -8,12 +8,16 @@ import { spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { Agent, createServer, type AgentOptions, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { after, mock, test } from 'node:test';
 import { OutboundConnections, type OutboundPool } from '../../runtime/runs/outbound-connections.ts';
 import { postOnce, PostTimeoutError } from '../../runtime/runs/outbound-post.ts';
 import { eventually } from '../helpers/receiver.ts';
+import { selfSigned } from '../helpers/self-signed.ts';
 import { EVIDENCE_BODY_CAP, sendWebhook, targetsSelf, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
 
 const servers: Server[] = [];
@@ -370,6 +374,42 @@ test('a connection whose TLS handshake fails sent nothing (no started_at); one d
     assert.equal(typeof (plain as { sentAt?: number }).sentAt, 'number', 'a connection that opened may have carried it');
   } finally {
     await new Promise((resolve) => dropping.close(resolve));
+  }
+});
+
+test('a TLS handshake refused sent nothing and says why in one sentence with its code: a certificate no authority vouches for, plain HTTP at an https url, no TLS version in common', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-receiver-'));
+  const pair = selfSigned(dir, 'receiver');
+  const credentials = { cert: readFileSync(pair.cert), key: readFileSync(pair.key) };
+  const listen = async (server: Server | TlsServer): Promise<number> => {
+    servers.push(server as Server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as AddressInfo).port;
+  };
+  try {
+    const selfSignedPort = await listen(createHttpsServer(credentials, (_req, res) => res.end('{}')));
+    const plain = await serve((_req, res) => res.writeHead(200).end('{}'));
+    const oldTlsPort = await listen(createTlsServer({ ...credentials, minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }));
+    const cases = [
+      [`https://127.0.0.1:${selfSignedPort}/hook`, 'DEPTH_ZERO_SELF_SIGNED_CERT', /^Nothing was sent: the receiver's TLS certificate was refused \(DEPTH_ZERO_SELF_SIGNED_CERT: self[- ]signed certificate\)\. Sluice trusts the system's certificate authorities and those in NODE_EXTRA_CA_CERTS\.$/],
+      [plain.url.replace('http:', 'https:'), 'ERR_SSL_WRONG_VERSION_NUMBER', /^Nothing was sent: the receiver did not answer in TLS \(is it plain HTTP at this port\? then the url is http:\/\/\) \(ERR_SSL_WRONG_VERSION_NUMBER\)\.$/],
+      [`https://127.0.0.1:${oldTlsPort}/hook`, undefined, /^Nothing was sent: (the receiver and Sluice share no TLS version \(Sluice speaks TLS 1\.2 and 1\.3\)|the TLS handshake failed: [a-z0-9 ]+) \(ERR_SSL_[A-Z0-9_]+\)\.$/],
+    ] as const;
+    for (const [url, code, message] of cases) {
+      const outcome = await attempt(url);
+      const error = errorOf(outcome);
+      assert.equal(error?.code, 'webhook_tls_error', `${url}: ${JSON.stringify(outcome)}`);
+      assert.match(error?.message ?? '', message);
+      assert.equal(error?.message.includes('\n'), false, 'one line');
+      assert.equal(outcome.ok ? undefined : outcome.error.retryable, true, 'retried: a receiver renews its certificate');
+      const tlsError = (outcome.evidence as { tls_error?: string }).tls_error;
+      if (code === undefined) assert.match(tlsError ?? '', /^ERR_SSL_/);
+      else assert.equal(tlsError, code);
+      assert.equal('sentAt' in outcome, false, 'the handshake never completed: nothing went out');
+    }
+    assert.equal(plain.requests.length, 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
