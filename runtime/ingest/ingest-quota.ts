@@ -14,6 +14,7 @@ import type { EventStore, NewEvent } from '../events/event-store.ts';
 import { SluiceError } from '../errors.ts';
 import { payloadTextOf } from '../events/payload-text.ts';
 import { TokenBucket } from '../token-bucket.ts';
+import { RetryStagger } from './retry-stagger.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 
 /** The caller should retry after `retryAfterMs`; the server turns this into a Retry-After header. */
@@ -70,6 +71,7 @@ export class IngestQuota {
   readonly #currentOrg: (orgId: string) => Organization | undefined;
   readonly #events = new OrgBuckets();
   readonly #bytes = new OrgBuckets();
+  readonly #stagger = new RetryStagger();
 
   /** `currentOrg` reads the org as stored now (its rates); the org a caller passes is used when it is gone. */
   constructor(clock: Clock, currentOrg: (orgId: string) => Organization | undefined) {
@@ -122,6 +124,7 @@ export class IngestQuota {
   forgetOrg(orgId: string): void {
     this.#events.forget(orgId);
     this.#bytes.forget(orgId);
+    this.#stagger.forget(orgId);
   }
 
   /** Gives back `events` charged for events that will not be written after all (a connection never recorded). */
@@ -140,7 +143,9 @@ export class IngestQuota {
     const eventWaitMs = this.#events.waitFor(org.id, eventRate, events, now);
     const byteWaitMs = this.#bytes.waitFor(org.id, byteRate, bytes ?? 0, now);
     if (eventWaitMs > 0 || byteWaitMs > 0) {
-      return eventWaitMs >= byteWaitMs ? new QuotaExceededError(`${eventRate} events`, eventWaitMs) : new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs);
+      // Told apart from the senders refused just before (retry-stagger.ts): one slot is the time its own tokens take to come.
+      if (eventWaitMs >= byteWaitMs) return new QuotaExceededError(`${eventRate} events`, this.#stagger.hint(org.id, now, eventWaitMs, (events * 1000) / eventRate!));
+      return new QuotaExceededError(`${byteRate} payload bytes`, this.#stagger.hint(org.id, now, byteWaitMs, ((bytes ?? 0) * 1000) / byteRate!));
     }
     this.#events.take(org.id, eventRate, events, now);
     this.#bytes.take(org.id, byteRate, bytes ?? 0, now);
