@@ -8,15 +8,15 @@ import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { credentialProblem } from '../kits/client/credential-check.ts';
 import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
-import type { Sleep } from '../kits/client/retry.ts';
-import { runSocket } from '../kits/client/socket-run.ts';
+import { backoffMs, type Sleep } from '../kits/client/retry.ts';
+import { RETRIED_REFUSALS, runSocket } from '../kits/client/socket-run.ts';
 import { credentialOf } from './cli-credential.ts';
 import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
 import { InputError } from './errors.ts';
 import { printable, printableJson } from './terminal-text.ts';
 import { shownName } from './validation/shown-name.ts';
 import { describeRefusalBody } from '../kits/client/refusal-body.ts';
-import { MAX_MESSAGES_IN_FLIGHT } from './triggers/device-frame.ts';
+import { frameIdOf, MAX_DEVICE_MESSAGE_BYTES, MAX_MESSAGES_IN_FLIGHT, nackFrame } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
 const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> [--token <device token>, or SLUICE_DEVICE_TOKEN] [--send <json>]... (without --send: one message per stdin line)';
@@ -34,6 +34,9 @@ export interface DeviceCommandIo {
   /** Waits out a retryable nack (default: a timer that does not hold the process open by itself). */
   readonly sleep?: Sleep;
 }
+
+/** Connects tried again after a refusal that passes (429, 503), each after a longer backoff (retry.ts): 16–32 s in all. */
+const CONNECT_RETRIES = 7;
 
 const unrefSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
@@ -101,14 +104,20 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     const line = text.trim();
     if (line === '') return;
     added += 1;
+    // Sent, a frame past twice the cap would end the socket (and every message after it) with 1006.
+    const bytes = Buffer.byteLength(line);
+    if (bytes > MAX_DEVICE_MESSAGE_BYTES) {
+      print(printableJson(nackFrame(frameIdOf(Buffer.from(line), false), new InputError(413, 'frame_too_large', `A device message is at most ${MAX_DEVICE_MESSAGE_BYTES} bytes; this one is ${bytes}, so sluice device did not send it.`))));
+      failed = true;
+      return;
+    }
     pacer.add(line);
   };
   const doneSending = (): void => {
     sending = false;
     maybeEnd();
   };
-  // The token rides as a subprotocol entry, not in the URL, so it stays out of access logs.
-  const { socket, ended } = runSocket(new URL(url), [DEVICE_PROTOCOL, token], (data) => {
+  const onFrame = (data: Buffer): void => {
     // Frames are JSON, and a refusal may quote a payload's or a schema's names: printed escaped, still JSON.
     const text = printableJson(data.toString('utf8'));
     const frame = parseFrame(text);
@@ -140,8 +149,20 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     }
     print(text);
     if (outcome?.kind === 'final' && !outcome.acked) failed = true;
-  }, DEVICE_SILENCE_MS);
-  const end = await ended;
+  };
+  // The token rides as a subprotocol entry, not in the URL, so it stays out of access logs.
+  const open = (): ReturnType<typeof runSocket> => runSocket(new URL(url), [DEVICE_PROTOCOL, token], onFrame, DEVICE_SILENCE_MS);
+  let { socket, ended } = open();
+  let end = await ended;
+  // Refused before it opened for what passes (the org's quota of connects, Sluice starting): nothing
+  // was sent yet, so the socket is opened again after a backoff, a few times.
+  for (let attempt = 0; end.kind === 'refused' && RETRIED_REFUSALS.has(end.status) && attempt < CONNECT_RETRIES; attempt += 1) {
+    const waitMs = backoffMs(attempt);
+    notice(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}; connecting again in ${waitMs} ms`);
+    await sleep(waitMs);
+    ({ socket, ended } = open());
+    end = await ended;
+  }
   socketEnded = true;
   const stdinCut = sending && lines !== undefined;
   // Ended early (a dropped socket): stdin is no longer read, so it cannot hold the process open.

@@ -12,6 +12,7 @@ import { ManualClock } from '../runtime/clock.ts';
 import { deviceCommand } from '../runtime/device-command.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from '../runtime/triggers/device-frame.ts';
 import type { Sleep } from '../kits/client/retry.ts';
+import { connectDevice } from './helpers/device-client.ts';
 import { call, createOrg } from './helpers/http.ts';
 import { capturedOutput } from './helpers/captured-output.ts';
 import { startRefusingUpgradeServer } from './helpers/refusing-upgrade-server.ts';
@@ -134,6 +135,42 @@ test("a starter org's quota nacks are sent again after the wait Sluice names, un
   assert.equal(code, 0);
   const stored = await call(rt.url, 'GET', `/organizations/${org}/events?type=bulk.ev&limit=500`, { token: orgKey });
   assert.equal(stored.body.events.length, 130);
+});
+
+test("a connect the org's quota refuses (429) is tried again after a backoff, said on stderr, then the messages go", async () => {
+  const org = 'acct-device-cli-connect';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
+  const devices = await Promise.all(['first', 'second'].map((name) => call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name } })));
+  // The first device's connect takes its two events on credit, leaving the quota in debt: the next connect is refused until it is paid off.
+  const first = await connectDevice(rt.url, org, 'first', devices[0]!.body.token);
+  try {
+    const url = `${rt.url.replace('http', 'ws')}${devices[1]!.body.device.socket_path}`;
+    const waits: number[] = [];
+    const sleep: Sleep = async (ms) => {
+      waits.push(ms);
+      clock.advance(ms);
+    };
+    const { code, lines, notices } = await run([url, '--token', devices[1]!.body.token, '--send', '{"id":"after-refusal","type":"door.opened"}'], '', {}, sleep);
+    const refusals = notices.filter((notice) => /^sluice device: refused with 429: ingest_quota_exceeded: .*; connecting again in \d+ ms$/.test(notice));
+    assert.ok(refusals.length >= 1, notices.join('\n'));
+    assert.deepEqual(acksOf(lines), { acked: ['after-refusal'], other: [] }, lines.join('\n'));
+    assert.equal(code, 0, notices.join('\n'));
+  } finally {
+    first.close();
+  }
+});
+
+test('a line longer than a device message may be is not sent: a frame_too_large nack names it, the other lines are stored, exit 1', async () => {
+  const big = JSON.stringify({ id: 'too-big', type: 'bulk.ev', payload: { blob: 'x'.repeat(200_000) } });
+  const { code, lines } = await run([socketUrl, '--token', token], `{"id":"around-1","type":"bulk.ev"}\n${big}\n{"id":"around-2","type":"bulk.ev"}\n`);
+  const { acked, other } = acksOf(lines);
+  assert.deepEqual(acked, ['around-1', 'around-2'], 'the socket stayed open for the lines after it');
+  assert.equal(other.length, 1, lines.join('\n'));
+  const nack = JSON.parse(other[0]!) as { type: string; id: string; error: { code: string; message: string }; retryable: boolean };
+  assert.deepEqual([nack.type, nack.id, nack.error.code, nack.retryable], ['nack', 'too-big', 'frame_too_large', false]);
+  assert.match(nack.error.message, /^A device message is at most 65536 bytes; this one is \d+, so sluice device did not send it\.$/);
+  assert.equal(code, 1);
 });
 
 test('a socket that ends with messages unanswered names them on stderr, to send again by id, and says how far stdin was read', async () => {
