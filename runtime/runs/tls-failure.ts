@@ -1,7 +1,8 @@
 // What a webhook step's failed TLS handshake says: Node hands over a certificate refusal with a short
 // message of its own, but OpenSSL's errors with its raw error string (library, function, source file
-// and a newline). Both become one sentence naming the cause and its code. Nothing was sent on such a
-// connection: the request goes out only after the handshake.
+// and a newline). Both become a cause and its code. Most come before the handshake is done, when
+// nothing was sent; under TLS 1.3 a receiver's refusal of the client (it wants a client certificate)
+// comes after the client has finished its part and sent the request.
 
 /** Certificate checks Node reports by OpenSSL's verify code (X509_V_ERR_* without the prefix), and the host name check. */
 const CERTIFICATE_CODES = new Set([
@@ -30,13 +31,14 @@ const HANDSHAKE_CAUSES: Readonly<Record<string, string>> = {
   ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'the receiver and Sluice share no TLS version (Sluice speaks TLS 1.2 and 1.3)',
   ERR_SSL_UNSUPPORTED_PROTOCOL: 'the receiver and Sluice share no TLS version (Sluice speaks TLS 1.2 and 1.3)',
   ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'the receiver and Sluice share no TLS version (Sluice speaks TLS 1.2 and 1.3)',
+  ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED: 'the receiver requires a client certificate, which Sluice does not present',
 };
 
 export interface TlsFailure {
   /** Node's code (CERT_HAS_EXPIRED, ERR_TLS_CERT_ALTNAME_INVALID, ERR_SSL_WRONG_VERSION_NUMBER, …). */
   readonly code: string;
-  /** One sentence, ending in a full stop. */
-  readonly message: string;
+  /** What failed, in words, with no full stop: the step's message puts it in its sentence. */
+  readonly cause: string;
 }
 
 /** The TLS failure `error` is, or undefined for any other error. */
@@ -45,12 +47,8 @@ export function tlsFailureOf(error: unknown): TlsFailure | undefined {
   const { code, reason } = error as NodeJS.ErrnoException & { reason?: unknown };
   if (typeof code !== 'string') return undefined;
   if (CERTIFICATE_CODES.has(code)) {
-    return {
-      code,
-      message: `Nothing was sent: the receiver's TLS certificate was refused (${code}: ${error.message}). Sluice trusts the system's certificate authorities and those in NODE_EXTRA_CA_CERTS.`,
-    };
+    return { code, cause: `the receiver's TLS certificate was refused (${code}: ${error.message}); Sluice trusts the system's certificate authorities and those in NODE_EXTRA_CA_CERTS` };
   }
   if (!code.startsWith('ERR_SSL_')) return undefined;
-  const cause = HANDSHAKE_CAUSES[code] ?? `the TLS handshake failed: ${typeof reason === 'string' && reason !== '' ? reason : code}`;
-  return { code, message: `Nothing was sent: ${cause} (${code}).` };
+  return { code, cause: `${HANDSHAKE_CAUSES[code] ?? `the TLS handshake failed: ${typeof reason === 'string' && reason !== '' ? reason : code}`} (${code})` };
 }

@@ -160,7 +160,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     }
     // A handshake refused (a certificate, no shared TLS version, plain HTTP at an https url): nothing went out.
     const tls = error instanceof PostNeverConnectedError ? tlsFailureOf(error.cause) : undefined;
-    if (tls !== undefined) return failure('webhook_tls_error', tls.message, true, { ...evidence, tls_error: tls.code });
+    if (tls !== undefined) return failure('webhook_tls_error', `Nothing was sent: ${tls.cause}.`, true, { ...evidence, tls_error: tls.code });
     // No connection: the attempt never started (no started_at), so the run view does not say the receiver got it.
     if (error instanceof PostNeverConnectedError || NEVER_CONNECTED.has(code)) {
       return failure('webhook_network_error', `The request was not sent: ${(error as Error).message}. The receiver was not reached.`, true, evidence);
@@ -177,6 +177,9 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     if (error instanceof PostTimeoutError && error.phase === 'connect') {
       return failure('webhook_connect_timeout', `No connection to the receiver opened within ${request.timeoutMs} ms. Nothing was sent; the receiver was not reached.`, true, evidence);
     }
+    // A TLS 1.3 receiver refuses the client (no client certificate) once the request is on its way.
+    const lateTls = tlsFailureOf(error);
+    if (lateTls !== undefined) return failure('webhook_tls_error', `The receiver ended the TLS connection as the request went out: ${lateTls.cause}.`, true, { ...evidence, tls_error: lateTls.code }, sentAt);
     return error instanceof PostTimeoutError
       ? failure('webhook_timeout', `The receiver did not answer within ${request.timeoutMs} ms.`, true, evidence, sentAt)
       : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, sentAt);

@@ -4,7 +4,7 @@
 // and the per-org connection cap.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { Agent, createServer, type AgentOptions, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { after, mock, test } from 'node:test';
 import { OutboundConnections, type OutboundPool } from '../../runtime/runs/outbound-connections.ts';
@@ -391,7 +392,7 @@ test('a TLS handshake refused sent nothing and says why in one sentence with its
     const plain = await serve((_req, res) => res.writeHead(200).end('{}'));
     const oldTlsPort = await listen(createTlsServer({ ...credentials, minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }));
     const cases = [
-      [`https://127.0.0.1:${selfSignedPort}/hook`, 'DEPTH_ZERO_SELF_SIGNED_CERT', /^Nothing was sent: the receiver's TLS certificate was refused \(DEPTH_ZERO_SELF_SIGNED_CERT: self[- ]signed certificate\)\. Sluice trusts the system's certificate authorities and those in NODE_EXTRA_CA_CERTS\.$/],
+      [`https://127.0.0.1:${selfSignedPort}/hook`, 'DEPTH_ZERO_SELF_SIGNED_CERT', /^Nothing was sent: the receiver's TLS certificate was refused \(DEPTH_ZERO_SELF_SIGNED_CERT: self[- ]signed certificate\); Sluice trusts the system's certificate authorities and those in NODE_EXTRA_CA_CERTS\.$/],
       [plain.url.replace('http:', 'https:'), 'ERR_SSL_WRONG_VERSION_NUMBER', /^Nothing was sent: the receiver did not answer in TLS \(is it plain HTTP at this port\? then the url is http:\/\/\) \(ERR_SSL_WRONG_VERSION_NUMBER\)\.$/],
       [`https://127.0.0.1:${oldTlsPort}/hook`, undefined, /^Nothing was sent: (the receiver and Sluice share no TLS version \(Sluice speaks TLS 1\.2 and 1\.3\)|the TLS handshake failed: [a-z0-9 ]+) \(ERR_SSL_[A-Z0-9_]+\)\.$/],
     ] as const;
@@ -408,6 +409,46 @@ test('a TLS handshake refused sent nothing and says why in one sentence with its
       assert.equal('sentAt' in outcome, false, 'the handshake never completed: nothing went out');
     }
     assert.equal(plain.requests.length, 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a receiver whose authority NODE_EXTRA_CA_CERTS names is reached; one that requires a client certificate (TLS 1.3) ends the connection as the request goes out: webhook_tls_error, counted as sent', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-trusted-'));
+  const pair = selfSigned(dir, 'receiver');
+  const credentials = { cert: readFileSync(pair.cert), key: readFileSync(pair.key) };
+  const listen = async (server: Server): Promise<string> => {
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  };
+  try {
+    const trusted = await listen(createHttpsServer(credentials, (_req, res) => res.end('{"ok":true}')) as unknown as Server);
+    const wantsClientCertificate = await listen(createHttpsServer({ ...credentials, ca: [credentials.cert], requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (_req, res) => res.end('{}')) as unknown as Server);
+    // Node reads NODE_EXTRA_CA_CERTS once, when a process starts: the attempts are made in a child given it.
+    const script = `
+      import { OutboundConnections } from './runtime/runs/outbound-connections.ts';
+      import { sendWebhook } from './runtime/runs/webhook-step.ts';
+      const connections = new OutboundConnections(undefined, 'any');
+      for (const url of process.argv.slice(1)) {
+        const outcome = await sendWebhook({ orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: 0 }, { selfPort: 1, connections });
+        process.stdout.write(JSON.stringify(outcome) + '\\n');
+      }
+      connections.close();
+    `;
+    // Not spawnSync: the receivers answer from this process's event loop.
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, trusted, wantsClientCertificate], {
+      cwd: join(import.meta.dirname, '..', '..'),
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: pair.cert },
+      timeout: 60_000,
+    });
+    const [reached, refused] = stdout.trim().split('\n').map((line) => JSON.parse(line) as WebhookOutcome);
+    assert.equal(reached?.ok, true, JSON.stringify(reached));
+    assert.equal(errorOf(refused!)?.code, 'webhook_tls_error', JSON.stringify(refused));
+    assert.equal(errorOf(refused!)?.message, 'The receiver ended the TLS connection as the request went out: the receiver requires a client certificate, which Sluice does not present (ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED).');
+    assert.equal((refused!.evidence as { tls_error?: string }).tls_error, 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED');
+    assert.equal(typeof (refused as { sentAt?: number }).sentAt, 'number', 'the request had gone out on the finished handshake');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
