@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
-import type { CompileProcessOptions } from './compile-process.ts';
+import { MIN_COMPILE_MAX_MEMORY_BYTES, type CompileProcessOptions } from './compile-process.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB } from './disk-floor.ts';
 import { guardCommitFailures, heldBackNote, throttledStrays } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
@@ -35,7 +35,8 @@ environment:
                        under the current key at start (key rotation)
   SLUICE_COMPILE_TIMEOUT_S      wall-clock limit of one module compile, 1 to 600 (default 20): past it the
                        compile process is killed and the module refused (code_too_large)
-  SLUICE_COMPILE_MAX_MEMORY_MIB memory one compile may take, 256 to 65536 (default 1024)
+  SLUICE_COMPILE_MAX_MEMORY_MIB memory one compile may take, 256 to 65536 (default 1024, or a quarter
+                       of the container's memory limit when less, at least 256)
   UV_THREADPOOL_SIZE   libuv pool size; must be set before the process starts`;
 
 export interface HookRunnerFlags {
@@ -104,7 +105,7 @@ function wholeNumber(value: string, from: string, min: number, max: number, unit
 /** The compile process's limits from SLUICE_COMPILE_TIMEOUT_S and SLUICE_COMPILE_MAX_MEMORY_MIB (unset: its defaults). */
 export function parseCompileLimits(env: NodeJS.ProcessEnv): CompileProcessOptions {
   const timeout = wholeNumberSetting(env, 'SLUICE_COMPILE_TIMEOUT_S', 1, 600, 'seconds');
-  const memory = wholeNumberSetting(env, 'SLUICE_COMPILE_MAX_MEMORY_MIB', 256, 65_536, 'MiB');
+  const memory = wholeNumberSetting(env, 'SLUICE_COMPILE_MAX_MEMORY_MIB', MIN_COMPILE_MAX_MEMORY_BYTES / 1024 ** 2, 65_536, 'MiB');
   return {
     ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }),
     ...(memory === undefined ? {} : { maxMemoryBytes: memory * 1024 * 1024 }),

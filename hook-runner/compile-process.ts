@@ -25,6 +25,19 @@ export const DEFAULT_COMPILE_TIMEOUT_MS = 20_000;
  * ~160 MB (3 s); 30,000 nested blocks with 30,000 locals (220 KB) pass 1 GiB within 4 s.
  */
 export const DEFAULT_COMPILE_MAX_MEMORY_BYTES = 1024 ** 3;
+/** The least default (and SLUICE_COMPILE_MAX_MEMORY_MIB's least): the measured module above and room to spare. */
+export const MIN_COMPILE_MAX_MEMORY_BYTES = 256 * 1024 ** 2;
+
+/**
+ * The default cap: a quarter of the memory the process's container (cgroup) allows, from 256 MiB to
+ * DEFAULT_COMPILE_MAX_MEMORY_BYTES. With 1 GiB for a whole `sluice dev` the kernel killed a greedy
+ * compile at ~900 MB, before it reached 1 GiB, so the module was never refused as too large: each
+ * upload answered 503 to try again, and each try cost three such kills.
+ */
+export function defaultCompileMaxMemoryBytes(containerBytes: number | undefined = process.constrainedMemory?.()): number {
+  const quarter = containerBytes !== undefined && Number.isFinite(containerBytes) && containerBytes > 0 ? Math.floor(containerBytes / 4) : DEFAULT_COMPILE_MAX_MEMORY_BYTES;
+  return Math.min(DEFAULT_COMPILE_MAX_MEMORY_BYTES, Math.max(MIN_COMPILE_MAX_MEMORY_BYTES, quarter));
+}
 /** Starting node, tsx and the addon takes well under a second; a child still not ready is stuck. */
 const START_TIMEOUT_MS = 30_000;
 
@@ -49,7 +62,7 @@ export type CompileReply =
 export interface CompileProcessOptions {
   /** Wall-clock limit of one compile, from when the process gets the bytes (default 20 s). */
   readonly timeoutMs?: number;
-  /** Memory one compile may add to the compile process's resident size (default 1 GiB). */
+  /** Memory one compile may add to the compile process's resident size (default: defaultCompileMaxMemoryBytes). */
   readonly maxMemoryBytes?: number;
 }
 
@@ -75,7 +88,7 @@ export class CompileProcess {
 
   constructor(options: CompileProcessOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_COMPILE_TIMEOUT_MS;
-    this.#maxMemoryBytes = options.maxMemoryBytes ?? DEFAULT_COMPILE_MAX_MEMORY_BYTES;
+    this.#maxMemoryBytes = options.maxMemoryBytes ?? defaultCompileMaxMemoryBytes();
   }
 
   /** The compile process's pid while it runs (it starts with the first compile). */

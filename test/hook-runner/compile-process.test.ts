@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { CompileProcess } from '../../hook-runner/compile-process.ts';
+import { CompileProcess, defaultCompileMaxMemoryBytes } from '../../hook-runner/compile-process.ts';
 import { COMPILE_PROCESS_OOM_SCORE, oomScoreAdjustment } from '../../hook-runner/oom-preference.ts';
 import { RunnerUnavailableError } from '../../runtime/hook-runner/runner-errors.ts';
 import { runModule } from '../../hook-runner/sandbox-run.ts';
@@ -86,6 +86,16 @@ test('a compile past the memory cap is refused (code_too_large); the next compil
   } finally {
     compiler.close();
   }
+});
+
+test('the default memory cap of a compile is a quarter of what the container allows, from 256 MiB to 1 GiB', () => {
+  const MiB = 1024 ** 2;
+  assert.equal(defaultCompileMaxMemoryBytes(undefined), 1024 * MiB, 'no container limit known');
+  assert.equal(defaultCompileMaxMemoryBytes(2 ** 64), 1024 * MiB, 'Node 20 reports no limit as 2^64');
+  assert.equal(defaultCompileMaxMemoryBytes(400 * MiB), 256 * MiB);
+  assert.equal(defaultCompileMaxMemoryBytes(1024 * MiB), 256 * MiB, 'the least container the README names: refused by the cap well before the kernel kills it');
+  assert.equal(defaultCompileMaxMemoryBytes(2048 * MiB), 512 * MiB);
+  assert.equal(defaultCompileMaxMemoryBytes(16384 * MiB), 1024 * MiB);
 });
 
 test('a compile is judged by the memory it adds, not by what earlier compiles left: a process left large is retired', async () => {
