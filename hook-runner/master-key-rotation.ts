@@ -63,6 +63,20 @@ export function anyOpensUnder(store: RunnerStore, keys: readonly KeyObject[]): b
   return false;
 }
 
+/**
+ * Which of two keys the vault's secrets open under, in one pass: `first` as soon as a secret opens
+ * under `first`; else `second` if any opened under `second`; else `none` (an empty vault too).
+ */
+export function whichOpens(store: RunnerStore, first: KeyObject, second: KeyObject): 'first' | 'second' | 'none' {
+  let secondOpens = false;
+  for (const { key, value } of store.secrets.getRange({ snapshot: false })) {
+    const aad = recordAad(key);
+    if (openSealedSecret(first, aad, value) !== undefined) return 'first';
+    if (!secondOpens && openSealedSecret(second, aad, value) !== undefined) secondOpens = true;
+  }
+  return secondOpens ? 'second' : 'none';
+}
+
 function firstOpening(keys: readonly KeyObject[], aad: Buffer, sealed: Uint8Array): string | undefined {
   for (const key of keys) {
     const plaintext = openSealedSecret(key, aad, sealed);

@@ -3,9 +3,9 @@
 // lost with secrets sealed under it is an error, not a fresh start). Anything else is refused.
 // Earlier keys, for a rotation, come from SLUICE_PREVIOUS_MASTER_KEYS (comma separated).
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { linkSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { readOrCreatePrivateFile } from './private-file.ts';
+import { readOrCreatePrivateFile, syncDirectory } from './private-file.ts';
 import { RunnerConfigError } from './runner-error.ts';
 
 const HEX_KEY = /^[0-9a-fA-F]{64}$/;
@@ -65,25 +65,55 @@ export function loadMasterKey(envValue: string | undefined, storeDir: string, va
   return parseMasterKey(file.text, path);
 }
 
+/** The key file's key, or undefined when it is absent, unreadable or not a key (then it is not the vault's key in use). */
+function keyInFile(path: string): KeyObject | undefined {
+  try {
+    return parseMasterKey(readFileSync(path, 'utf8'), path);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * A key given in SLUICE_MASTER_KEY that opens none of the vault's secrets, while the key file in the
  * store opens some, is refused: it is not this vault's key (a variable copied from another
  * deployment, say), and every secret written under it would split the vault across two keys. Not
  * checked for a rotation (earlier keys given), nor when the file is absent, unreadable or the same key.
+ * `whichOpens` answers in one pass over the vault (master-key-rotation.ts).
  */
-export function refuseKeyTheFileContradicts(given: KeyObject, storeDir: string, opensUnder: (key: KeyObject) => boolean): void {
+export function refuseKeyTheFileContradicts(given: KeyObject, storeDir: string, whichOpens: (first: KeyObject, second: KeyObject) => 'first' | 'second' | 'none'): void {
   const path = masterKeyPath(storeDir);
-  let fileKey: KeyObject;
-  try {
-    fileKey = parseMasterKey(readFileSync(path, 'utf8'), path);
-  } catch {
-    return;
-  }
-  if (fileKey.equals(given) || opensUnder(given) || !opensUnder(fileKey)) return;
+  const fileKey = keyInFile(path);
+  if (fileKey === undefined || fileKey.equals(given) || whichOpens(given, fileKey) !== 'second') return;
   throw new RunnerConfigError(
     `SLUICE_MASTER_KEY opens none of the vault's secrets, but the key file ${path} opens them: SLUICE_MASTER_KEY is not this vault's key. ` +
-      'Unset it to use the key file, or, to move the vault to the key it gives, give the file\'s key in SLUICE_PREVIOUS_MASTER_KEYS once (a rotation).',
+      "Unset it to use the key file, or, to move the vault to the key it gives, give the file's key in SLUICE_PREVIOUS_MASTER_KEYS once (a rotation).",
   );
+}
+
+/**
+ * After a rotation to a key given in SLUICE_MASTER_KEY that every secret now opens under, a key file
+ * still holding one of the earlier keys is moved to master.key.old: left in place, a start without
+ * the variable took it for the vault's key and sealed new secrets under it (the vault split across
+ * two keys); moved, such a start is refused (the file is missing while secrets are sealed). A
+ * master.key.old already there is not replaced: the file stays, with a warning.
+ */
+export function retireRotatedKeyFile(storeDir: string, previous: readonly KeyObject[], log: (line: string) => void): void {
+  const path = masterKeyPath(storeDir);
+  const fileKey = keyInFile(path);
+  if (fileKey === undefined || !previous.some((key) => key.equals(fileKey))) return;
+  const old = `${path}.old`;
+  try {
+    // A link fails when master.key.old exists (no check-then-rename race), and the key is never without a name.
+    linkSync(path, old);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    log(`hook-runner: warning: ${path} still holds a previous master key and ${old} exists, so it was not moved: move it out, or a start without SLUICE_MASTER_KEY would seal new secrets under the old key.`);
+    return;
+  }
+  unlinkSync(path);
+  syncDirectory(storeDir);
+  log(`hook-runner: master key rotation: ${path} held the previous key; moved to ${old} (keep it with backups from before the rotation). SLUICE_MASTER_KEY is the vault's key now: a start without it is refused while secrets are sealed.`);
 }
 
 /**

@@ -30,6 +30,9 @@ export function removeIfStillEmpty(path: string, inode: number): void {
   if (now.ino === inode && now.size === 0) unlinkSync(path);
 }
 
+/** Makes a directory's entries (a file created, renamed or removed in it) durable. */
+export const syncDirectory = (dir: string): void => syncPath(dir, 'r');
+
 function syncPath(path: string, flags: string): void {
   const fd = openSync(path, flags);
   try {
@@ -57,6 +60,6 @@ export function readOrCreatePrivateFile(path: string, create: () => string): Pri
   const text = create();
   // A process that created it meanwhile wins.
   if (!createLinked(path, `${text}\n`)) return { text: readExisting(path).text, created: false };
-  syncPath(dir, 'r');
+  syncDirectory(dir);
   return { text, created: true };
 }

@@ -8,7 +8,7 @@ import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, statfsProbe, type FloorLog, type 
 import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } from './handlers.ts';
 import { InvocationLedger } from './invocation-ledger.ts';
 import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddress } from './listen-address.ts';
-import { loadMasterKey, parseMasterKey, refuseKeyTheFileContradicts } from './master-key.ts';
+import { loadMasterKey, parseMasterKey, refuseKeyTheFileContradicts, retireRotatedKeyFile } from './master-key.ts';
 import type { CompileProcessOptions } from './compile-process.ts';
 import { ModuleRegistry } from './module-registry.ts';
 import { SandboxUnavailableError, sandboxProblem } from './sandbox.ts';
@@ -24,7 +24,7 @@ import { loadHookRunnerService, type HookRunnerMethodName, type HookRunnerMethod
 import { pruneRunnerRecords } from './record-pruning.ts';
 import { ForgottenOrgs } from './forgotten-orgs.ts';
 import { RecordPruning } from './pruning-schedule.ts';
-import { anyOpensUnder, resealUnderCurrentKey } from './master-key-rotation.ts';
+import { anyOpensUnder, resealUnderCurrentKey, whichOpens, type ResealCounts } from './master-key-rotation.ts';
 import { heldBackNote, isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
 
 /** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
@@ -97,8 +97,9 @@ function describe(error: unknown): string {
  * opens under the current key: given a wrong earlier key, it said so, and the operator deleted the
  * right one. (Not refused: secrets lost for good would then refuse every start with earlier keys.)
  */
-async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[], log: (line: string) => void): Promise<void> {
-  const { resealed, unreadable } = await resealUnderCurrentKey(store, current, previous);
+async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous: readonly KeyObject[], log: (line: string) => void): Promise<ResealCounts> {
+  const counts = await resealUnderCurrentKey(store, current, previous);
+  const { resealed, unreadable } = counts;
   if (previous.length > 0) {
     const done = unreadable === 0
       ? 'the previous keys are no longer needed once this line appears'
@@ -109,6 +110,7 @@ async function rotateMasterKey(store: RunnerStore, current: KeyObject, previous:
     const opensUnder = previous.length > 0 ? 'open under none of the given master keys' : 'do not open under the current master key (set SLUICE_PREVIOUS_MASTER_KEYS to rotate from an earlier one)';
     log(`hook-runner: warning: ${unreadable} secret(s) ${opensUnder}; reading them fails closed until they are written again.`);
   }
+  return counts;
 }
 
 type UnaryHandler<M extends HookRunnerMethodName> = handleUnaryCall<HookRunnerMethods[M]['request'], HookRunnerMethods[M]['reply']>;
@@ -212,13 +214,14 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     await stampRunnerStoreFormat(store);
     const previousKeys = options.previousMasterKeys ?? [];
     const givenKey = typeof options.masterKey === 'string' ? parseMasterKey(options.masterKey, 'the master key') : options.masterKey;
-    if (givenKey !== undefined && previousKeys.length === 0) refuseKeyTheFileContradicts(givenKey, runnerStoreDir(options.dataDir), (key) => anyOpensUnder(store, [key]));
+    if (givenKey !== undefined && previousKeys.length === 0) refuseKeyTheFileContradicts(givenKey, runnerStoreDir(options.dataDir), (first, second) => whichOpens(store, first, second));
     const masterKey = givenKey ?? loadMasterKey(undefined, runnerStoreDir(options.dataDir), {
       sealedSecrets: () => store.secrets.getKeysCount(),
       previousGiven: previousKeys.length > 0,
       opensUnderPrevious: () => anyOpensUnder(store, previousKeys),
     });
-    await rotateMasterKey(store, masterKey, previousKeys, log);
+    const { unreadable } = await rotateMasterKey(store, masterKey, previousKeys, log);
+    if (givenKey !== undefined && previousKeys.length > 0 && unreadable === 0) retireRotatedKeyFile(runnerStoreDir(options.dataDir), previousKeys, log);
     // Armed after its first reading, before any call can come: start-up's writes (the key rotation
     // above) went ahead, as the runtime's do.
     disk = new DiskFloor(options.minFreeDiskMib ?? DEFAULT_MIN_FREE_DISK_MIB, options.freeDiskSpace ?? statfsProbe(runnerStoreDir(options.dataDir)), floorLog(log));

@@ -3,7 +3,7 @@
 // given it makes its key file while the vault is empty, and refuses to replace a lost one that
 // secrets were sealed under (unless earlier keys are given: a rotation).
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { RunnerConfigError } from '../../hook-runner/runner-error.ts';
 import { masterKeyPath, parseMasterKey } from '../../hook-runner/master-key.ts';
@@ -142,12 +142,33 @@ describe('createHookRunnerServer', () => {
       assert.deepEqual(await readSecret(same.address), ['API_TOKEN']);
       await same.close();
 
-      // A rotation from the file's key to the given one; afterwards the given key opens the vault, and the file (still the old key) is no objection.
-      const rotated = await startWith({ masterKey: stranger, previous: fileKey });
+      // A rotation from the file's key to the given one moves the key file, which holds the old key,
+      // out of the way: a start without SLUICE_MASTER_KEY is then refused instead of sealing new
+      // secrets under the old key.
+      const lines: string[] = [];
+      const rotated = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, masterKey: stranger, previousMasterKeys: [parseMasterKey(fileKey, 'old')], log: (line) => void lines.push(line) });
       await rotated.close();
+      assert.equal(existsSync(keyFile), false);
+      assert.equal(readFileSync(`${keyFile}.old`, 'utf8').trim(), fileKey);
+      assert.match(lines.join('\n'), /master\.key held the previous key; moved to .*master\.key\.old/);
+      const withoutKey = await startWith({}).then(async (started) => void (await started.close()), (error: unknown) => error);
+      assert.match(String(withoutKey), /master\.key is missing, but the vault holds 1 secret\(s\) sealed under a master key/);
       const after = await startWith({ masterKey: stranger });
       assert.deepEqual(await readSecret(after.address), ['API_TOKEN']);
       await after.close();
+
+      // With master.key.old already there (an earlier rotation's), the file is left in place, with a warning.
+      writeFileSync(keyFile, `${fileKey}\n`, { mode: 0o600 });
+      const newer = newMasterKey();
+      const warned: string[] = [];
+      const again = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, masterKey: newer, previousMasterKeys: [parseMasterKey(stranger, 'old')], log: (line) => void warned.push(line) });
+      await again.close();
+      assert.equal(existsSync(keyFile), true, 'the file does not hold a previous key given: not touched');
+      const third: string[] = [];
+      const fromFileKey = await createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token, masterKey: stranger, previousMasterKeys: [parseMasterKey(newer, 'old'), parseMasterKey(fileKey, 'older')], log: (line) => void third.push(line) });
+      await fromFileKey.close();
+      assert.equal(existsSync(keyFile), true);
+      assert.match(third.join('\n'), /still holds a previous master key and .*master\.key\.old exists, so it was not moved/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
