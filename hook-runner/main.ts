@@ -10,13 +10,6 @@ import { chooseThreadPoolSize } from './thread-pool.ts';
 const inheritedPoolSize = process.env['UV_THREADPOOL_SIZE'];
 if (inheritedPoolSize === undefined) process.env['UV_THREADPOOL_SIZE'] = String(chooseThreadPoolSize());
 
-// Spawned by the runtime (with an IPC channel: runtime/hook-runner/child.ts), it is killed before
-// the runtime when memory runs out (oom-preference.ts); run standalone here, nothing restarts it.
-if (process.send !== undefined) {
-  const { RUNNER_CHILD_OOM_SCORE, volunteerForOomKill } = await import('./oom-preference.ts');
-  volunteerForOomKill(RUNNER_CHILD_OOM_SCORE);
-}
-
 const { runHookRunnerCommand } = await import('./command.ts');
 const { RunnerConfigError } = await import('./runner-error.ts');
 const { DataDirInUseError } = await import('./dir-lock.ts');

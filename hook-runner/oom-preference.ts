@@ -1,12 +1,11 @@
 // Which process the kernel's out-of-memory killer takes first when a machine or container runs out:
-// a process may raise its own /proc/self/oom_score_adj without privilege. The compile process asks
-// to go first (a compile killed refuses one module), the runner child next (the runtime restarts it,
-// and its job fences make that safe), so the runtime, which nothing but a supervisor restarts and
-// whose mapped data file can make it look the largest, goes last.
+// a process may raise its own /proc/<pid>/oom_score_adj, or its child's, without privilege. The
+// compile process asks to go first (a compile killed refuses one module), the runner the runtime
+// spawned next (the runtime restarts it, and its job fences make that safe), so the runtime, which
+// nothing but a supervisor restarts and whose mapped data file can make it look the largest, goes
+// last. A standalone runner is left as it is: nothing restarts it either.
 
 import { readFileSync, writeFileSync } from 'node:fs';
-
-const ADJUSTMENT_FILE = '/proc/self/oom_score_adj';
 
 /** The compile process's adjustment: the most the kernel allows, first to be killed. */
 export const COMPILE_PROCESS_OOM_SCORE = 1000;
@@ -14,19 +13,21 @@ export const COMPILE_PROCESS_OOM_SCORE = 1000;
 export const RUNNER_CHILD_OOM_SCORE = 500;
 
 /**
- * Raises this process's adjustment to `score`, never lowers it (lowering needs privilege, and a
- * supervisor may have set more). Where /proc has no such file (not Linux) nothing changes.
+ * Raises the adjustment of process `pid` (this one by default; the runtime raises its runner
+ * child's) to `score`, never lowers it (lowering needs privilege, and a supervisor may have set
+ * more). Where /proc has no such file (not Linux), or the process is gone, nothing changes.
  */
-export function volunteerForOomKill(score: number): void {
+export function volunteerForOomKill(score: number, pid: number | 'self' = 'self'): void {
+  const file = `/proc/${pid}/oom_score_adj`;
   try {
-    if (Number(readFileSync(ADJUSTMENT_FILE, 'utf8')) >= score) return;
-    writeFileSync(ADJUSTMENT_FILE, String(score));
+    if (Number(readFileSync(file, 'utf8')) >= score) return;
+    writeFileSync(file, String(score));
   } catch {
-    // Not Linux, or /proc read-only: the kernel's own choice stands.
+    // Not Linux, /proc read-only, or the process has exited: the kernel's own choice stands.
   }
 }
 
-/** This process's adjustment now, or undefined where there is none. */
+/** The adjustment of process `pid` (this one by default) now, or undefined where there is none. */
 export function oomScoreAdjustment(pid: number | 'self' = 'self'): number | undefined {
   try {
     return Number(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8'));

@@ -7,6 +7,7 @@ import { chooseThreadPoolSize } from '../../hook-runner/thread-pool.ts';
 import { LISTENING_PREFIX } from '../../hook-runner/wire.ts';
 import { unavailable } from './runner-errors.ts';
 import { runnerEnvironment } from './runner-environment.ts';
+import { RUNNER_CHILD_OOM_SCORE, volunteerForOomKill } from '../../hook-runner/oom-preference.ts';
 
 /**
  * | state        | meaning                                              | address   |
@@ -178,6 +179,8 @@ export class HookRunnerChild {
       detached: true,
     });
     this.#process = child;
+    // Killed before the runtime when memory runs out: this supervisor restarts it (oom-preference.ts).
+    if (child.pid !== undefined) volunteerForOomKill(RUNNER_CHILD_OOM_SCORE, child.pid);
     this.#startedAt = Date.now();
     this.#stderrTail = [];
     this.#exited = new Promise((done) => {

@@ -6,10 +6,11 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
+import { oomScoreAdjustment } from '../../hook-runner/oom-preference.ts';
 import { HookRunnerClient } from '../../runtime/hook-runner/client.ts';
 import { tempDir } from '../helpers/runtime.ts';
 
@@ -44,6 +45,17 @@ async function startCommand(dataDir: string): Promise<RunnerCommand> {
   return { child, exited, address, client: new HookRunnerClient(address, token) };
 }
 
+/** The pids whose parent is `parent` (from /proc). */
+function childrenOf(parent: number): number[] {
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+    try {
+      return Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]) === parent ? [Number(name)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
 /** Leaves nothing of a failed test running. */
 function killGroup(started: RunnerCommand | undefined): void {
   try {
@@ -70,6 +82,23 @@ async function stopsCleanly(stop: (started: RunnerCommand) => void): Promise<voi
 }
 
 test('sluice hook-runner listens, answers Health with its token, and exits 0 on SIGTERM', () => stopsCleanly((started) => started.child.kill('SIGTERM')));
+
+test('the runner it re-executes does not volunteer for the kernel\'s OOM killer (nothing restarts it), as a runtime\'s child does', async () => {
+  const dataDir = tempDir('sluice-cli-runner-');
+  let started: RunnerCommand | undefined;
+  try {
+    started = await startCommand(dataDir);
+    started.client.close();
+    const runners = childrenOf(started.child.pid!);
+    assert.equal(runners.length, 1, 'the command re-executed the runner once');
+    assert.equal(oomScoreAdjustment(runners[0]!), oomScoreAdjustment());
+    started.child.kill('SIGTERM');
+    assert.equal(await started.exited, 0);
+  } finally {
+    killGroup(started);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
 
 test('Ctrl-C (SIGINT to the whole process group) stops it cleanly: exit 0, though the runner hears it twice', () =>
   stopsCleanly((started) => process.kill(-started.child.pid!, 'SIGINT')));

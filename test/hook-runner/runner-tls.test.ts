@@ -23,7 +23,6 @@ import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 import { spawnRunnerCommand, tempDataDir, type RunnerProcess } from '../helpers/hook-runner.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { selfSigned } from '../helpers/self-signed.ts';
-import { oomScoreAdjustment } from '../../hook-runner/oom-preference.ts';
 import { silentListener } from '../helpers/silent-listener.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
@@ -48,10 +47,6 @@ after(async () => {
 });
 
 describe('a hook-runner over TLS', () => {
-  it('run standalone (no runtime owns it), it does not volunteer for the kernel\'s OOM killer as a runtime\'s child does', () => {
-    assert.equal(oomScoreAdjustment(runner.process.pid!), oomScoreAdjustment());
-  });
-
   it('answers a client that trusts its certificate, and no other', async () => {
     const trusting = new HookRunnerClient(address, token, { tlsCa: readFileSync(own.cert), attempts: 1 });
     const plain = new HookRunnerClient(address, token, { attempts: 1 });
