@@ -8,7 +8,7 @@ import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { credentialProblem } from '../kits/client/credential-check.ts';
 import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
-import { backoffMs, type Sleep } from '../kits/client/retry.ts';
+import { backoffMs, realSleep, type Sleep } from '../kits/client/retry.ts';
 import { RETRIED_REFUSALS, runSocket } from '../kits/client/socket-run.ts';
 import { credentialOf } from './cli-credential.ts';
 import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
@@ -35,7 +35,7 @@ export interface DeviceCommandIo {
   readonly sleep?: Sleep;
 }
 
-/** Connects tried again after a refusal that passes (429, 503), each after a longer backoff (retry.ts): 16–32 s in all. */
+/** Connects tried again after a refusal that passes (429, 503), each after its Retry-After or a longer backoff (retry.ts): 16–32 s in all without one. */
 const CONNECT_RETRIES = 7;
 
 const unrefSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -157,9 +157,10 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   // Refused before it opened for what passes (the org's quota of connects, Sluice starting): nothing
   // was sent yet, so the socket is opened again after a backoff, a few times.
   for (let attempt = 0; end.kind === 'refused' && RETRIED_REFUSALS.has(end.status) && attempt < CONNECT_RETRIES; attempt += 1) {
-    const waitMs = backoffMs(attempt);
+    const waitMs = backoffMs(attempt, end.retryAfterMs);
     notice(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}; connecting again in ${waitMs} ms`);
-    await sleep(waitMs);
+    // A timer that holds the process open: no socket does meanwhile (with unrefSleep it ended, exit 0, nothing sent).
+    await (io.sleep ?? realSleep)(waitMs);
     ({ socket, ended } = open());
     end = await ended;
   }

@@ -4,7 +4,10 @@
 // refused or empty token or a bad URL give a non-zero exit and say why.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
@@ -158,6 +161,37 @@ test("a connect the org's quota refuses (429) is tried again after a backoff, sa
     assert.equal(code, 0, notices.join('\n'));
   } finally {
     first.close();
+  }
+});
+
+test('as a process of its own, the CLI waits out a refused connect (nothing else holds it open then) and sends: exit 0 with the ack', async () => {
+  const org = 'acct-device-cli-process';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
+  const devices = await Promise.all(['holder', 'cli'].map((name) => call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name } })));
+  const holder = await connectDevice(rt.url, org, 'holder', devices[0]!.body.token);
+  try {
+    const url = `${rt.url.replace('http', 'ws')}${devices[1]!.body.device.socket_path}`;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/cli.ts', 'device', url, '--send', '{"id":"from-process","type":"door.opened"}'], {
+      cwd: join(import.meta.dirname, '..'),
+      env: { ...process.env, SLUICE_DEVICE_TOKEN: devices[1]!.body.token },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    const stderr: string[] = [];
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    // Each wait the CLI announces is moved on the runtime's clock, so the quota has refilled when it comes back.
+    createInterface({ input: child.stderr }).on('line', (line) => {
+      stderr.push(line);
+      const wait = /(?:connecting|sending it) again in (\d+) ms$/.exec(line);
+      if (wait !== null) clock.advance(Number(wait[1]));
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.ok(stderr.some((line) => line.includes('refused with 429: ingest_quota_exceeded')), stderr.join('\n'));
+    assert.equal(code, 0, `${stdout}\n${stderr.join('\n')}`);
+    assert.deepEqual(acksOf(stdout.trim().split('\n')), { acked: ['from-process'], other: [] });
+  } finally {
+    holder.close();
   }
 });
 

@@ -11,7 +11,7 @@ import { credentialAsSent, headerCredentialProblem } from './credential-check.ts
 import { checkedHeaders, idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
 import { answeredWithoutTls, isSluiceLiveness, mayBePlainHttp, PLAIN_HTTP_CHECK_MS, plainHealthzOf, plainHttpHint } from './plain-http-hint.ts';
-import { backoffMs, realSleep, type Sleep } from './retry.ts';
+import { backoffMs, realSleep, retryAfterMsOf, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
 import { describeRefusalBody, sluiceErrorIn } from './refusal-body.ts';
@@ -297,12 +297,6 @@ function exportTrailerOf(line: string | undefined, what: string): { kind: 'end' 
 }
 
 const checkTimeout = (ms: number): number => checkTimerDuration('timeoutMs', ms);
-
-/** A `Retry-After` of delta-seconds (what Sluice sends) in ms; undefined for none, 0, or an HTTP-date. */
-function retryAfterMsOf(header: string | null): number | undefined {
-  const seconds = Number(header ?? '');
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
-}
 
 /**
  * A success's JSON. One that is not JSON (a proxy's login page at the url) is SluiceApiError

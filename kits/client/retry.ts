@@ -33,3 +33,9 @@ export function backoffMs(attempt: number, hintMs?: number, random: () => number
   const ceiling = Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** attempt);
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
+
+/** A `Retry-After` of delta-seconds (what Sluice sends) in ms; undefined for none, 0, or an HTTP-date. */
+export function retryAfterMsOf(header: string | null | undefined): number | undefined {
+  const seconds = Number(header ?? '');
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
+}

@@ -7,10 +7,11 @@
 
 import WebSocket from 'ws';
 import { plainHttpHint } from './plain-http-hint.ts';
+import { retryAfterMsOf } from './retry.ts';
 
 export type SocketEnd =
   | { readonly kind: 'closed'; readonly code: number; readonly reason: string }
-  | { readonly kind: 'refused'; readonly status: number; readonly body: string }
+  | { readonly kind: 'refused'; readonly status: number; readonly body: string; readonly retryAfterMs?: number }
   /**
    * Could not connect (`cause`: the socket's error, such as `connect ECONNREFUSED 127.0.0.1:8787`),
    * or (`timedOutMs`) the handshake had no answer in time; `hint`: what to try (plain-http-hint.ts).
@@ -76,7 +77,8 @@ export function runSocket(
       });
       // A body cut off settles too ('close' without 'end'); ws leaves aborting the request to us.
       const refused = (): void => {
-        end({ kind: 'refused', status: response.statusCode ?? 0, body: body.slice(0, MAX_REFUSAL_BODY) });
+        const retryAfterMs = retryAfterMsOf(response.headers['retry-after']);
+        end({ kind: 'refused', status: response.statusCode ?? 0, body: body.slice(0, MAX_REFUSAL_BODY), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
         request.destroy();
         connection.destroy();
       };
