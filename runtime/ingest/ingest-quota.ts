@@ -14,18 +14,29 @@ import type { EventStore, NewEvent } from '../events/event-store.ts';
 import { SluiceError } from '../errors.ts';
 import { payloadTextOf } from '../events/payload-text.ts';
 import { TokenBucket } from '../token-bucket.ts';
-import { RetryStagger } from './retry-stagger.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 
 /** The caller should retry after `retryAfterMs`; the server turns this into a Retry-After header. */
 export class QuotaExceededError extends SluiceError {
   readonly retryAfterMs: number;
-  /** `limit`: what the org may send per second ("100 events", "1048576 payload bytes"). */
-  constructor(limit: string, retryAfterMs: number) {
+  /**
+   * `limit`: what the org may send per second ("100 events", "1048576 payload bytes"); `slotMs`:
+   * how long the quota takes to give back what was refused (0 when unknown).
+   */
+  constructor(
+    readonly limit: string,
+    retryAfterMs: number,
+    readonly slotMs = 0,
+  ) {
     // In ms under a second: a device's nack says retry_after_ms, and "1 s" beside 8 ms read as a contradiction.
     const wait = retryAfterMs < 1000 ? `${retryAfterMs} ms` : `${Math.ceil(retryAfterMs / 1000)} s`;
     super(429, 'ingest_quota_exceeded', `This organization may send ${limit} per second; retry after ${wait}.`);
     this.retryAfterMs = retryAfterMs;
+  }
+
+  /** The same refusal, told to wait `retryAfterMs` instead. */
+  waiting(retryAfterMs: number): QuotaExceededError {
+    return new QuotaExceededError(this.limit, retryAfterMs, this.slotMs);
   }
 }
 
@@ -71,7 +82,6 @@ export class IngestQuota {
   readonly #currentOrg: (orgId: string) => Organization | undefined;
   readonly #events = new OrgBuckets();
   readonly #bytes = new OrgBuckets();
-  readonly #stagger = new RetryStagger();
 
   /** `currentOrg` reads the org as stored now (its rates); the org a caller passes is used when it is gone. */
   constructor(clock: Clock, currentOrg: (orgId: string) => Organization | undefined) {
@@ -124,7 +134,6 @@ export class IngestQuota {
   forgetOrg(orgId: string): void {
     this.#events.forget(orgId);
     this.#bytes.forget(orgId);
-    this.#stagger.forget(orgId);
   }
 
   /** Gives back `events` charged for events that will not be written after all (a connection never recorded). */
@@ -143,9 +152,9 @@ export class IngestQuota {
     const eventWaitMs = this.#events.waitFor(org.id, eventRate, events, now);
     const byteWaitMs = this.#bytes.waitFor(org.id, byteRate, bytes ?? 0, now);
     if (eventWaitMs > 0 || byteWaitMs > 0) {
-      // Told apart from the senders refused just before (retry-stagger.ts): one slot is the time its own tokens take to come.
-      if (eventWaitMs >= byteWaitMs) return new QuotaExceededError(`${eventRate} events`, this.#stagger.hint(org.id, now, eventWaitMs, (events * 1000) / eventRate!));
-      return new QuotaExceededError(`${byteRate} payload bytes`, this.#stagger.hint(org.id, now, byteWaitMs, ((bytes ?? 0) * 1000) / byteRate!));
+      // The slot: how long what was refused takes to come back (device sockets are told apart by it: retry-stagger.ts).
+      if (eventWaitMs >= byteWaitMs) return new QuotaExceededError(`${eventRate} events`, eventWaitMs, (events * 1000) / eventRate!);
+      return new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs, ((bytes ?? 0) * 1000) / byteRate!);
     }
     this.#events.take(org.id, eventRate, events, now);
     this.#bytes.take(org.id, byteRate, bytes ?? 0, now);

@@ -1,30 +1,47 @@
-// The waits an org's refused senders are told, spread out. A refusal's wait alone is the time until
-// the org's next token, so every sender refused within one token's time was told the same moment,
-// came back together, and all but one were refused again: fifty devices sharing a quota sent 47
-// refused messages for each one stored (each costing a parse and a lookup on the event loop). Each
-// refusal is given the next free slot instead: the moment its token comes, and no sooner than one
-// slot (the token time of what it sends) after the wait told before it.
+// The waits told to an org's device sockets that its quota refused, spread out. A refusal's wait
+// alone is the time until the org's next token, so every socket refused within one token's time was
+// told the same moment, came back together, and all but one were refused again: fifty devices
+// sharing a quota sent 47 refused messages for each one stored (each costing a parse and a lookup on
+// the event loop). A socket refused with no moment of its own still ahead is given the org's next
+// free slot (one token after the last one given); one refused again before its moment (its other
+// messages, or a client that does not wait) is told the same moment and moves no one else's, so a
+// client that ignores the hint cannot push the other sockets' moments out. Webhooks and API calls
+// get their plain wait: Retry-After counts whole seconds, and a request has no socket to tell apart.
 
-/** The furthest a hint reaches past the refusal's own wait: a crowd larger than that comes back in waves. */
+/** The furthest a moment given reaches past the refusal's own wait: a crowd larger than that comes back in waves. */
 export const MAX_STAGGER_MS = 10_000;
 
+interface Timeline {
+  /** The last moment given (clock ms). */
+  readonly at: number;
+  /** The slot it was given with: another (the org's rate changed) starts the timeline again. */
+  readonly slotMs: number;
+}
+
 export class RetryStagger {
-  /** Per org, the moment the last hint told a sender to come back (clock ms); gone once passed. */
-  readonly #told = new Map<string, number>();
+  /** Per org, its last moment given; one that has passed counts as none (overwritten at the next refusal). */
+  readonly #orgs = new Map<string, Timeline>();
+  /** Each sender's moment still ahead, if any: by its socket's own object, so nothing outlives the socket. */
+  readonly #moments = new WeakMap<object, number>();
 
   /**
-   * The wait to tell a refused sender: at least `waitMs` (until its tokens are there), and a slot of
-   * `slotMs` after the previous hint still ahead, at most MAX_STAGGER_MS past `waitMs`.
+   * The wait to tell `sender` (one of `orgId`'s sockets): at least `waitMs` (until its tokens are
+   * there); its own moment if still ahead; else one slot of `slotMs` after the org's last moment
+   * still ahead, at most MAX_STAGGER_MS past `waitMs`.
    */
-  hint(orgId: string, now: number, waitMs: number, slotMs: number): number {
+  hint(orgId: string, sender: object, now: number, waitMs: number, slotMs: number): number {
     const earliest = now + waitMs;
-    const previous = this.#told.get(orgId);
-    const at = previous === undefined || previous <= now ? earliest : Math.min(earliest + MAX_STAGGER_MS, Math.max(earliest, previous + slotMs));
-    this.#told.set(orgId, at);
+    const mine = this.#moments.get(sender);
+    if (mine !== undefined && mine > now) return Math.max(1, Math.ceil(Math.max(mine, earliest) - now));
+    const timeline = this.#orgs.get(orgId);
+    const ahead = timeline !== undefined && timeline.at > now && timeline.slotMs === slotMs;
+    const at = ahead ? Math.min(earliest + MAX_STAGGER_MS, Math.max(earliest, timeline.at + slotMs)) : earliest;
+    this.#orgs.set(orgId, { at, slotMs });
+    this.#moments.set(sender, at);
     return Math.max(1, Math.ceil(at - now));
   }
 
   forget(orgId: string): void {
-    this.#told.delete(orgId);
+    this.#orgs.delete(orgId);
   }
 }

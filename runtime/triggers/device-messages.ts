@@ -20,6 +20,8 @@ import { ackFrame, CLOSE_SANDBOX_RESET, CLOSE_TOO_MANY_REFUSED, frameIdOf, MAX_M
 import { deviceSchemas, deviceSource } from './device-record.ts';
 import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
 import type { DeviceStore } from './device-store.ts';
+import { QuotaExceededError } from '../ingest/ingest-quota.ts';
+import { RetryStagger } from '../ingest/retry-stagger.ts';
 
 /** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
 const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
@@ -56,6 +58,8 @@ export class DeviceMessages {
   readonly #orgBytes = new Map<string, number>();
   /** Each org's budget of refused messages (REFUSALS_PER_SECOND). */
   readonly #refusals = new Map<string, TokenBucket>();
+  /** The moments told to the org's sockets its quota refused. */
+  readonly #stagger = new RetryStagger();
 
   constructor(deps: DeviceMessageDeps) {
     this.#d = deps;
@@ -102,6 +106,7 @@ export class DeviceMessages {
   forgetOrg(orgId: string): void {
     this.#refusals.delete(orgId);
     this.#orgBytes.delete(orgId);
+    this.#stagger.forget(orgId);
   }
 
   /** Takes one refusal from the org's budget: false when it is spent. */
@@ -160,7 +165,9 @@ export class DeviceMessages {
       if (!(error instanceof InputError || error instanceof SluiceError)) {
         logFailure(this.#d.logger, 'device message could not be stored', { org_id: device.org_id, device: device.name }, error);
       }
-      sendFrame(data, ws, nackFrame(message.id, error));
+      // A quota refusal names a moment of this socket's own, apart from the org's other sockets' (retry-stagger.ts).
+      const told = error instanceof QuotaExceededError ? error.waiting(this.#stagger.hint(device.org_id, data, this.#d.clock.now(), error.retryAfterMs, error.slotMs)) : error;
+      sendFrame(data, ws, nackFrame(message.id, told));
     }
   }
 }

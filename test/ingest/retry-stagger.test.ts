@@ -1,53 +1,87 @@
-// The waits told to an org's refused senders are spread one token apart (retry-stagger.ts): a crowd
-// of senders sharing a quota, each coming back when told, is refused about once per message stored,
-// not once per sender per token. Simulated on a virtual clock against the real token bucket.
+// The moments told to an org's device sockets that its quota refused (retry-stagger.ts): a crowd of
+// sockets sharing a quota, each coming back when told, is refused about once per message stored,
+// not once per socket per token; and one client that ignores its hint cannot push the others'
+// moments out. Simulated on a virtual clock against the real token bucket.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_STAGGER_MS, RetryStagger } from '../../runtime/ingest/retry-stagger.ts';
 import { TokenBucket } from '../../runtime/token-bucket.ts';
 
-/** `senders` each send `each` messages one after another at `rate` a second; returns refusals per message stored. */
-function refusalsPerStored(senders: number, each: number, rate: number, hint: (now: number, waitMs: number) => number): number {
+interface Sender {
+  /** Its next attempt, in clock ms. */
+  due: number;
+  left: number;
+  stored: number;
+  /** Ignores the hint: tries again 1 ms later. */
+  readonly greedy: boolean;
+}
+
+type Hint = (sender: Sender, now: number, waitMs: number) => number;
+
+/** Runs `senders` against one bucket of `rate` a second until `untilMs` or all have sent; answers refusals per stored and the longest hint. */
+function simulate(senders: Sender[], rate: number, hint: Hint, untilMs = Infinity): { refusedPerStored: number; longestHint: number } {
   const bucket = new TokenBucket(rate, rate, 0);
-  // Each sender's next attempt, in clock ms; all start at once.
-  const due = Array.from({ length: senders }, () => 0);
-  const left = Array.from({ length: senders }, () => each);
   let refused = 0;
   let stored = 0;
-  while (stored < senders * each) {
-    let next = -1;
-    for (let i = 0; i < senders; i += 1) if (left[i]! > 0 && (next === -1 || due[i]! < due[next]!)) next = i;
-    const now = due[next]!;
+  let longestHint = 0;
+  for (;;) {
+    let next: Sender | undefined;
+    for (const sender of senders) if (sender.left > 0 && (next === undefined || sender.due < next.due)) next = sender;
+    if (next === undefined || next.due > untilMs) break;
+    const now = next.due;
     const waitMs = bucket.take(now);
     if (waitMs === 0) {
       stored += 1;
-      left[next]! -= 1;
-    } else {
-      refused += 1;
-      due[next] = now + hint(now, waitMs);
+      next.stored += 1;
+      next.left -= 1;
+      continue;
     }
+    refused += 1;
+    const told = hint(next, now, waitMs);
+    longestHint = Math.max(longestHint, told);
+    next.due = now + (next.greedy ? 1 : told);
   }
-  return refused / stored;
+  return { refusedPerStored: refused / stored, longestHint };
 }
 
-test('fifty senders sharing 250 a second: told the same wait they are refused ~20 times per message stored (47 measured over sockets); told staggered waits, about once', () => {
-  const rate = 250;
-  const herd = refusalsPerStored(50, 40, rate, (_now, waitMs) => waitMs);
-  assert.ok(herd > 10, `without staggering: ${herd.toFixed(1)} refusals per stored`);
+const crowd = (count: number, each: number, greedy = 0): Sender[] =>
+  Array.from({ length: count }, (_, i) => ({ due: 0, left: i < greedy ? Infinity : each, stored: 0, greedy: i < greedy }));
+
+const RATE = 250;
+const plain: Hint = (_sender, _now, waitMs) => waitMs;
+const staggered = (): Hint => {
   const stagger = new RetryStagger();
-  const spread = refusalsPerStored(50, 40, rate, (now, waitMs) => stagger.hint('acct', now, waitMs, 1000 / rate));
-  assert.ok(spread < 2, `staggered: ${spread.toFixed(2)} refusals per stored`);
+  return (sender, now, waitMs) => stagger.hint('acct', sender, now, waitMs, 1000 / RATE);
+};
+
+test('fifty sockets sharing 250 a second: told the plain wait they are refused ~20 times per message stored (47 measured over real sockets); told moments apart, about once', () => {
+  const herd = simulate(crowd(50, 40), RATE, plain).refusedPerStored;
+  assert.ok(herd > 10, `plain waits: ${herd.toFixed(1)} refusals per stored`);
+  const spread = simulate(crowd(50, 40), RATE, staggered()).refusedPerStored;
+  assert.ok(spread < 2, `moments apart: ${spread.toFixed(2)} refusals per stored`);
 });
 
-test('each hint is a slot after the one before while it is ahead, never before the sender\'s own wait, at most MAX_STAGGER_MS past it; orgs are apart', () => {
+test('a client that ignores its hint (tries again every millisecond) does not push the others\' moments out: they store as much as with plain waits, told well under a second', () => {
+  const polite = (senders: Sender[]): number => senders.filter((sender) => !sender.greedy).reduce((sum, sender) => sum + sender.stored, 0);
+  const withPlain = crowd(50, 1000, 1);
+  simulate(withPlain, RATE, plain, 20_000);
+  const withStagger = crowd(50, 1000, 1);
+  const { longestHint } = simulate(withStagger, RATE, staggered(), 20_000);
+  assert.ok(polite(withStagger) >= polite(withPlain), `stored by the 49 that wait: ${polite(withStagger)} with moments apart, ${polite(withPlain)} with plain waits`);
+  assert.ok(longestHint < 1000, `the longest hint: ${longestHint} ms (49 sockets one 4 ms token apart)`);
+});
+
+test('a socket\'s moment is its own until it passes; the org\'s timeline starts again once passed or when the slot changes (its rate did); orgs are apart; at most MAX_STAGGER_MS past the wait', () => {
   const stagger = new RetryStagger();
-  assert.deepEqual([stagger.hint('a', 0, 4, 4), stagger.hint('a', 0, 4, 4), stagger.hint('a', 1, 3, 4)], [4, 8, 11]);
-  assert.equal(stagger.hint('b', 1, 3, 4), 3, 'another org: its own timeline');
-  assert.equal(stagger.hint('a', 100, 500, 4), 500, 'the sender\'s own wait is later than the slot');
-  assert.equal(stagger.hint('a', 2000, 4, 4), 4, 'a timeline passed starts again');
-  for (let i = 0; i < 5000; i += 1) stagger.hint('c', 0, 10, 4);
-  assert.equal(stagger.hint('c', 0, 10, 4), 10 + MAX_STAGGER_MS, 'a crowd larger than the horizon: capped');
-  stagger.forget('a');
-  assert.equal(stagger.hint('a', 2000, 4, 4), 4);
+  const [a, b, c] = [{}, {}, {}];
+  assert.deepEqual([stagger.hint('org', a, 0, 4, 4), stagger.hint('org', b, 0, 4, 4), stagger.hint('org', a, 1, 3, 4)], [4, 8, 3]);
+  assert.equal(stagger.hint('org', c, 1, 3, 4), 11, 'after the last moment given');
+  assert.equal(stagger.hint('other', a, 1, 3, 4), 3, 'another org: its own timeline (a socket belongs to one org)');
+  assert.equal(stagger.hint('org', {}, 1, 3, 100), 3, 'a new slot (the rate changed): the timeline starts again');
+  assert.equal(stagger.hint('org', {}, 2000, 4, 4), 4, 'a timeline passed starts again');
+  for (let i = 0; i < 5000; i += 1) stagger.hint('big', {}, 0, 10, 4);
+  assert.equal(stagger.hint('big', {}, 0, 10, 4), 10 + MAX_STAGGER_MS, 'a crowd larger than the horizon: capped');
+  stagger.forget('big');
+  assert.equal(stagger.hint('big', {}, 0, 10, 4), 10);
 });

@@ -356,6 +356,37 @@ test('a device connects while another device of its org keeps the ingest quota u
   }
 });
 
+test('sockets of one org its quota refuses are told moments one token apart; a socket refused again before its moment is told the same one', async () => {
+  const org = 'acct-devices-stagger';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 10 } })).status, 200);
+  const [first, second] = await Promise.all(['first', 'second'].map(async (name) => connectDevice(rt.url, org, name, await register(name, {}, org, orgKey))));
+  // Ten a second, a second of burst: the two connects took four; six messages take the rest.
+  for (let i = 1; i <= 6; i += 1) {
+    first!.send({ id: `s-${i}`, type: 'reading.taken' });
+    assert.equal((await first!.answerTo(`s-${i}`)).type, 'ack');
+  }
+  const refusal = async (device: DeviceClient, id: string): Promise<number> => {
+    device.send({ id, type: 'reading.taken' });
+    const nack = await device.answerTo(id);
+    assert.equal(nack.error?.code, 'ingest_quota_exceeded', JSON.stringify(nack));
+    return nack.retry_after_ms as number;
+  };
+  const firstWait = await refusal(first!, 'r-1');
+  assert.equal(firstWait, 100, 'the next token');
+  assert.equal(await refusal(second!, 'r-2'), 200, 'the other socket: the token after');
+  assert.equal(await refusal(first!, 'r-3'), 100, 'the first socket again: its own moment, which moves no one');
+  assert.equal(await refusal(second!, 'r-4'), 200);
+  clock.advance(100);
+  first!.send({ id: 'r-1', type: 'reading.taken' });
+  await first!.waitFor(() => first!.frames.filter((f) => f.id === 'r-1').length === 2, 'the retry');
+  assert.equal(first!.frames.filter((f) => f.id === 'r-1')[1]!.type, 'ack', 'back at its moment, the token is there');
+  for (const device of [first!, second!]) {
+    device.close();
+    await device.closed;
+  }
+});
+
 /** The event among `events` about the client's connection (events written in one ms sort by id, not by time). */
 const endingOf = <E extends { payload: Record<string, unknown> }>(events: E[], client: DeviceClient): E | undefined =>
   events.find((event) => event.payload.connection_id === client.frames[0]!.connection_id);
