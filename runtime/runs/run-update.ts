@@ -12,6 +12,14 @@ import type { WorkflowVersion } from '../workflows/workflow-types.ts';
  */
 const errorText = (error: { readonly code: string; readonly message: string } | null): string => (error === null ? '' : `${error.code}: ${error.message}`);
 
+/** The failure of the step's last attempt, unless a person resumed the run after it was claimed (the step then starts afresh). */
+function lastFailure(ctx: PersistedRun['context'], attempts: PersistedRun['context']['steps'][number]['attempts']): { readonly code: string; readonly message: string } | null {
+  const last = attempts.at(-1);
+  if (last === undefined) return null;
+  const claimedBeforeResume = ctx.resumedAtFence !== undefined ? last.fence <= ctx.resumedAtFence : ctx.resumedAt !== undefined && last.claimedAt <= ctx.resumedAt;
+  return claimedBeforeResume ? null : last.error;
+}
+
 /** `version` is the run's pinned workflow version when known (its channel names the room's channel). */
 export function runUpdateFor(run: PersistedRun, version: WorkflowVersion | undefined): NewRunUpdate {
   const ctx = run.context;
@@ -26,7 +34,7 @@ export function runUpdateFor(run: PersistedRun, version: WorkflowVersion | undef
     step_id: step?.id ?? '',
     attempt: attempts.at(-1)?.attempt ?? 0,
     at_ms: ctx.updatedAt,
-    error: errorText(run.value === 'backoff' || run.value === 'queued' ? ctx.error ?? attempts.at(-1)?.error ?? null : ctx.error),
+    error: errorText(run.value === 'backoff' || run.value === 'queued' ? ctx.error ?? lastFailure(ctx, attempts) : ctx.error),
     environment: ctx.environment,
   };
 }

@@ -154,10 +154,15 @@ test('a non-retryable failure fails the run, lists the event as failed, and resu
 
   assert.deepEqual(failed.resumes, [], 'never resumed yet');
   receiver.script([{ status: 200 }]);
+  const live = await connectLive(rt.url, ORG, { token: key });
   const resumed = await call(rt.url, 'POST', `/organizations/${ORG}/runs/${runId}/resume`, { token: key });
   assert.equal(resumed.status, 202);
   const completed = await runInState(runId, 'completed');
   assert.equal(completed.error, null);
+  await live.waitFor(() => live.updates().some((u) => u.run_id === runId && u.state === 'completed'), 'completed update');
+  // Queued again by the resume, not backing off: the attempt that failed before it is no error of the run now.
+  assert.deepEqual(live.updates().filter((u) => u.run_id === runId).map((u) => [u.state, u.error]), [['queued', ''], ['running', ''], ['completed', '']]);
+  live.close();
   assert.equal(completed.resumes.length, 1, 'the resume is told, with why the run had failed');
   assert.deepEqual(completed.resumes[0].error, failed.error);
   assert.ok(Date.parse(completed.resumes[0].at) >= Date.parse(failed.updated_at));
