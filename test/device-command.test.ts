@@ -140,41 +140,42 @@ test("a starter org's quota nacks are sent again after the wait Sluice names, un
   assert.equal(stored.body.events.length, 130);
 });
 
-test("a connect the org's quota refuses (429) is tried again after a backoff, said on stderr, then the messages go", async () => {
-  const org = 'acct-device-cli-connect';
+/**
+ * An org of one event a second whose first device is connected: its connect took two events on
+ * credit, leaving the quota in debt, so the second device's connect is refused until it is paid off.
+ */
+async function connectRefusingOrg(org: string): Promise<{ holder: Awaited<ReturnType<typeof connectDevice>>; url: string; token: string }> {
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
-  const devices = await Promise.all(['first', 'second'].map((name) => call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name } })));
-  // The first device's connect takes its two events on credit, leaving the quota in debt: the next connect is refused until it is paid off.
-  const first = await connectDevice(rt.url, org, 'first', devices[0]!.body.token);
+  const devices = await Promise.all(['holder', 'cli'].map((name) => call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name } })));
+  const holder = await connectDevice(rt.url, org, 'holder', devices[0]!.body.token);
+  return { holder, url: `${rt.url.replace('http', 'ws')}${devices[1]!.body.device.socket_path}`, token: devices[1]!.body.token };
+}
+
+test("a connect the org's quota refuses (429) is tried again after a backoff, said on stderr, then the messages go", async () => {
+  const { holder, url, token: cliToken } = await connectRefusingOrg('acct-device-cli-connect');
   try {
-    const url = `${rt.url.replace('http', 'ws')}${devices[1]!.body.device.socket_path}`;
     const waits: number[] = [];
     const sleep: Sleep = async (ms) => {
       waits.push(ms);
       clock.advance(ms);
     };
-    const { code, lines, notices } = await run([url, '--token', devices[1]!.body.token, '--send', '{"id":"after-refusal","type":"door.opened"}'], '', {}, sleep);
+    const { code, lines, notices } = await run([url, '--token', cliToken, '--send', '{"id":"after-refusal","type":"door.opened"}'], '', {}, sleep);
     const refusals = notices.filter((notice) => /^sluice device: refused with 429: ingest_quota_exceeded: .*; connecting again in \d+ ms$/.test(notice));
     assert.ok(refusals.length >= 1, notices.join('\n'));
     assert.deepEqual(acksOf(lines), { acked: ['after-refusal'], other: [] }, lines.join('\n'));
     assert.equal(code, 0, notices.join('\n'));
   } finally {
-    first.close();
+    holder.close();
   }
 });
 
 test('as a process of its own, the CLI waits out a refused connect (nothing else holds it open then) and sends: exit 0 with the ack', async () => {
-  const org = 'acct-device-cli-process';
-  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
-  const devices = await Promise.all(['holder', 'cli'].map((name) => call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name } })));
-  const holder = await connectDevice(rt.url, org, 'holder', devices[0]!.body.token);
+  const { holder, url, token: cliToken } = await connectRefusingOrg('acct-device-cli-process');
   try {
-    const url = `${rt.url.replace('http', 'ws')}${devices[1]!.body.device.socket_path}`;
     const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/cli.ts', 'device', url, '--send', '{"id":"from-process","type":"door.opened"}'], {
       cwd: join(import.meta.dirname, '..'),
-      env: { ...process.env, SLUICE_DEVICE_TOKEN: devices[1]!.body.token },
+      env: { ...process.env, SLUICE_DEVICE_TOKEN: cliToken },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
