@@ -5,8 +5,11 @@
 // the event loop). A socket refused with no moment of its own still ahead is given the org's next
 // free slot (one token after the last one given); one refused again before its moment (its other
 // messages, or a client that does not wait) is told the same moment and moves no one else's, so a
-// client that ignores the hint cannot push the other sockets' moments out. Webhooks and API calls
-// get their plain wait: Retry-After counts whole seconds, and a request has no socket to tell apart.
+// client that ignores the hint cannot push the other sockets' moments out. Such a client still takes
+// each token the moment it comes back, ahead of the sockets that wait: the refusals a socket gets
+// before its moment are counted (`early`), so that the caller can close one that does not wait.
+// Webhooks and API calls get their plain wait: Retry-After counts whole seconds, and a request has
+// no socket to tell apart.
 
 /** The furthest a moment given reaches past the refusal's own wait: a crowd larger than that comes back in waves. */
 export const MAX_STAGGER_MS = 10_000;
@@ -18,27 +21,43 @@ interface Timeline {
   readonly slotMs: number;
 }
 
+/** A sender's moment, and how many refusals it got before it (after the one that gave it). */
+interface Moment {
+  readonly at: number;
+  early: number;
+}
+
+/** What to tell a refused sender. */
+export interface Hint {
+  readonly waitMs: number;
+  /** Refusals the sender got before the moment it was told, this one included (0: it waited, or had none). */
+  readonly early: number;
+}
+
 export class RetryStagger {
   /** Per org, its last moment given; one that has passed counts as none (overwritten at the next refusal). */
   readonly #orgs = new Map<string, Timeline>();
   /** Each sender's moment still ahead, if any: by its socket's own object, so nothing outlives the socket. */
-  readonly #moments = new WeakMap<object, number>();
+  readonly #moments = new WeakMap<object, Moment>();
 
   /**
    * The wait to tell `sender` (one of `orgId`'s sockets): at least `waitMs` (until its tokens are
    * there); its own moment if still ahead; else one slot of `slotMs` after the org's last moment
    * still ahead, at most MAX_STAGGER_MS past `waitMs`.
    */
-  hint(orgId: string, sender: object, now: number, waitMs: number, slotMs: number): number {
+  hint(orgId: string, sender: object, now: number, waitMs: number, slotMs: number): Hint {
     const earliest = now + waitMs;
     const mine = this.#moments.get(sender);
-    if (mine !== undefined && mine > now) return Math.max(1, Math.ceil(Math.max(mine, earliest) - now));
+    if (mine !== undefined && mine.at > now) {
+      mine.early += 1;
+      return { waitMs: Math.max(1, Math.ceil(Math.max(mine.at, earliest) - now)), early: mine.early };
+    }
     const timeline = this.#orgs.get(orgId);
     const ahead = timeline !== undefined && timeline.at > now && timeline.slotMs === slotMs;
     const at = ahead ? Math.min(earliest + MAX_STAGGER_MS, Math.max(earliest, timeline.at + slotMs)) : earliest;
     this.#orgs.set(orgId, { at, slotMs });
-    this.#moments.set(sender, at);
-    return Math.max(1, Math.ceil(at - now));
+    this.#moments.set(sender, { at, early: 0 });
+    return { waitMs: Math.max(1, Math.ceil(at - now)), early: 0 };
   }
 
   forget(orgId: string): void {

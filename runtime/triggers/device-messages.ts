@@ -36,6 +36,14 @@ const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
 export const REFUSALS_PER_SECOND = 1000;
 const REFUSAL_BURST = 2000;
 
+/**
+ * Quota refusals a socket may get before the moment its nack named (retry-stagger.ts): its messages
+ * in flight when the first nack came, twice over. A socket past it sends again without waiting,
+ * taking each token the moment it comes back ahead of the sockets that wait, and is closed (1008,
+ * `retry_after_ignored`); the client kit and `sluice device` wait.
+ */
+export const MAX_EARLY_QUOTA_REFUSALS = 2 * MAX_MESSAGES_IN_FLIGHT;
+
 const closingError = (): RetryableError => new RetryableError('connection_closing', 'This connection is being closed; send the message again on the next one.');
 
 export interface DeviceMessageDeps {
@@ -165,9 +173,17 @@ export class DeviceMessages {
       if (!(error instanceof InputError || error instanceof SluiceError)) {
         logFailure(this.#d.logger, 'device message could not be stored', { org_id: device.org_id, device: device.name }, error);
       }
+      if (!(error instanceof QuotaExceededError)) {
+        sendFrame(data, ws, nackFrame(message.id, error));
+        return;
+      }
       // A quota refusal names a moment of this socket's own, apart from the org's other sockets' (retry-stagger.ts).
-      const told = error instanceof QuotaExceededError ? error.waiting(this.#stagger.hint(device.org_id, data, this.#d.clock.now(), error.retryAfterMs, error.slotMs)) : error;
-      sendFrame(data, ws, nackFrame(message.id, told));
+      const hint = this.#stagger.hint(device.org_id, data, this.#d.clock.now(), error.retryAfterMs, error.slotMs);
+      sendFrame(data, ws, nackFrame(message.id, error.waiting(hint.waitMs)));
+      // More refused before its moment than it can have had in flight when told: it sends again without waiting.
+      if (hint.early > MAX_EARLY_QUOTA_REFUSALS) {
+        closeSocket(ws, { reason: 'retry_after_ignored', code: CLOSE_TOO_MANY_REFUSED }, `messages sent again before the retry_after_ms their nacks named (${hint.early} refused in that wait); wait it out`);
+      }
     }
   }
 }

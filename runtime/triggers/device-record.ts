@@ -48,6 +48,8 @@ export type DisconnectReason =
   | 'sandbox_reset'
   /** It kept sending messages Sluice refused faster than the org's refusal budget allows (device-messages.ts). */
   | 'too_many_refused'
+  /** It kept sending messages its org's quota refused before the wait their nacks named (device-messages.ts). */
+  | 'retry_after_ignored'
   /** The runtime shut down cleanly. */
   | 'runtime_stopped'
   /** The runtime stopped without closing it (a crash): found open at the next start. */

@@ -52,7 +52,7 @@ const RATE = 250;
 const plain: Hint = (_sender, _now, waitMs) => waitMs;
 const staggered = (): Hint => {
   const stagger = new RetryStagger();
-  return (sender, now, waitMs) => stagger.hint('acct', sender, now, waitMs, 1000 / RATE);
+  return (sender, now, waitMs) => stagger.hint('acct', sender, now, waitMs, 1000 / RATE).waitMs;
 };
 
 test('fifty sockets sharing 250 a second: told the plain wait they are refused ~20 times per message stored (47 measured over real sockets); told moments apart, about once', () => {
@@ -74,14 +74,23 @@ test('a client that ignores its hint (tries again every millisecond) does not pu
 
 test('a socket\'s moment is its own until it passes; the org\'s timeline starts again once passed or when the slot changes (its rate did); orgs are apart; at most MAX_STAGGER_MS past the wait', () => {
   const stagger = new RetryStagger();
+  const wait = (orgId: string, sender: object, now: number, waitMs: number, slotMs: number): number => stagger.hint(orgId, sender, now, waitMs, slotMs).waitMs;
   const [a, b, c] = [{}, {}, {}];
-  assert.deepEqual([stagger.hint('org', a, 0, 4, 4), stagger.hint('org', b, 0, 4, 4), stagger.hint('org', a, 1, 3, 4)], [4, 8, 3]);
-  assert.equal(stagger.hint('org', c, 1, 3, 4), 11, 'after the last moment given');
-  assert.equal(stagger.hint('other', a, 1, 3, 4), 3, 'another org: its own timeline (a socket belongs to one org)');
-  assert.equal(stagger.hint('org', {}, 1, 3, 100), 3, 'a new slot (the rate changed): the timeline starts again');
-  assert.equal(stagger.hint('org', {}, 2000, 4, 4), 4, 'a timeline passed starts again');
-  for (let i = 0; i < 5000; i += 1) stagger.hint('big', {}, 0, 10, 4);
-  assert.equal(stagger.hint('big', {}, 0, 10, 4), 10 + MAX_STAGGER_MS, 'a crowd larger than the horizon: capped');
+  assert.deepEqual([wait('org', a, 0, 4, 4), wait('org', b, 0, 4, 4), wait('org', a, 1, 3, 4)], [4, 8, 3]);
+  assert.equal(wait('org', c, 1, 3, 4), 11, 'after the last moment given');
+  assert.equal(wait('other', a, 1, 3, 4), 3, 'another org: its own timeline (a socket belongs to one org)');
+  assert.equal(wait('org', {}, 1, 3, 100), 3, 'a new slot (the rate changed): the timeline starts again');
+  assert.equal(wait('org', {}, 2000, 4, 4), 4, 'a timeline passed starts again');
+  for (let i = 0; i < 5000; i += 1) wait('big', {}, 0, 10, 4);
+  assert.equal(wait('big', {}, 0, 10, 4), 10 + MAX_STAGGER_MS, 'a crowd larger than the horizon: capped');
   stagger.forget('big');
-  assert.equal(stagger.hint('big', {}, 0, 10, 4), 10);
+  assert.equal(wait('big', {}, 0, 10, 4), 10);
+});
+
+test('refusals a sender gets before its moment are counted, from the one after the refusal that gave it; a new moment counts afresh', () => {
+  const stagger = new RetryStagger();
+  const sender = {};
+  assert.deepEqual(stagger.hint('org', sender, 0, 4, 4), { waitMs: 4, early: 0 });
+  assert.deepEqual([1, 2, 3].map((now) => stagger.hint('org', sender, now, 3, 4).early), [1, 2, 3]);
+  assert.deepEqual(stagger.hint('org', sender, 4, 4, 4), { waitMs: 4, early: 0 }, 'back at its moment, refused again: a new moment');
 });

@@ -387,6 +387,25 @@ test('sockets of one org its quota refuses are told moments one token apart; a s
   }
 });
 
+test('a socket that sends again before the wait its quota nacks named, more than twice its messages in flight, is closed (1008, retry_after_ignored)', async () => {
+  const org = 'acct-devices-impatient';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  // One a second, and the clock stands still here: every refusal after the first comes before the moment it named.
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
+  const device = await connectDevice(rt.url, org, 'impatient', await register('impatient', {}, org, orgKey));
+  let refused = 0;
+  for (let round = 0; round < 4 && device.socket.readyState === WebSocket.OPEN; round += 1) {
+    const ids = Array.from({ length: MAX_MESSAGES_IN_FLIGHT }, (_, i) => `again-${i}`);
+    await device.sendAtOnce(ids.map((id) => JSON.stringify({ id, type: 'reading.taken' })));
+    await device.waitFor(() => device.frames.filter((frame) => frame.type === 'nack').length >= refused + ids.length || device.socket.readyState !== WebSocket.OPEN, 'the round\'s nacks');
+    refused = device.frames.filter((frame) => frame.type === 'nack').length;
+  }
+  assert.ok(device.frames.filter((frame) => frame.type === 'nack').every((frame) => frame.error.code === 'ingest_quota_exceeded'));
+  assert.equal(refused, 2 * MAX_MESSAGES_IN_FLIGHT + 2, 'the refusal that named the moment, twice the messages in flight before it, and the one past that');
+  assert.deepEqual(await device.closed, { code: 1008, reason: `messages sent again before the retry_after_ms their nacks named (${2 * MAX_MESSAGES_IN_FLIGHT + 1} refused in that wait); wait it out` });
+  await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/impatient`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'retry_after_ignored');
+});
+
 /** The event among `events` about the client's connection (events written in one ms sort by id, not by time). */
 const endingOf = <E extends { payload: Record<string, unknown> }>(events: E[], client: DeviceClient): E | undefined =>
   events.find((event) => event.payload.connection_id === client.frames[0]!.connection_id);
