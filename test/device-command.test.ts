@@ -257,6 +257,22 @@ test('an empty --token is refused, not replaced by SLUICE_DEVICE_TOKEN', async (
   await assert.rejects(run([socketUrl, '--token', '', '--send', '{"id":"t-1","type":"t"}'], '', { SLUICE_DEVICE_TOKEN: token }), { message: 'The device token is empty.' });
 });
 
+test('a connect refused with 429 every time is tried 8 times in all, each wait said on stderr, then given up saying so: exit 1', async () => {
+  const server = await startRefusingUpgradeServer(429, '{"error":{"code":"ingest_quota_exceeded","message":"This organization may send 1 events per second; retry after 1 s."}}');
+  try {
+    const fake = new URL(socketUrl);
+    fake.host = `127.0.0.1:${server.port}`;
+    const waits: number[] = [];
+    const refused = await run([fake.href, '--token', token, '--send', '{"id":"x","type":"t"}'], '', {}, async (ms) => void waits.push(ms));
+    assert.equal(refused.code, 1);
+    assert.equal(waits.length, 7);
+    assert.equal(refused.notices.filter((line) => /^sluice device: refused with 429: ingest_quota_exceeded: .*; connecting again in \d+ ms$/.test(line)).length, 7, refused.notices.join('\n'));
+    assert.ok(refused.notices.some((line) => /^sluice device: refused with 429: ingest_quota_exceeded: .* \(the 8th try: not tried again\)$/.test(line)), refused.notices.join('\n'));
+  } finally {
+    await server.close();
+  }
+});
+
 test('what a refusing server that is not Sluice sends is not printed, only its size (a proxy\'s page may hold a session id)', async () => {
   const server = await startRefusingUpgradeServer(401, '\u001b]0;PWNED\u0007\u001b[2J refused');
   try {
