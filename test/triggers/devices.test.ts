@@ -275,10 +275,16 @@ test('an org\'s sockets may have 2,000 messages refused at once and 1,000 a seco
   await again.closed;
 });
 
+/** Creates `org` limited to `rate` events a second; answers its key. */
+async function orgLimitedTo(org: string, rate: number): Promise<string> {
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: rate } })).status, 200);
+  return orgKey;
+}
+
 test('a connection counts as two events against the org ingest quota (its device.connected and its device.disconnected): a reconnect loop stores no more than the rate', async () => {
   const org = 'acct-devices-reconnects';
-  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 4 } })).status, 200);
+  const orgKey = await orgLimitedTo(org, 4);
   const token = await register('blinker', {}, org, orgKey);
   // Two connections spend this second's four events; a third takes its two on credit (a connect
   // needs both at once), and the org's next events wait that debt out.
@@ -331,8 +337,7 @@ test('over the org ingest quota a connect is refused (429) and a message gets a 
 
 test('a device connects while another device of its org keeps the ingest quota used up: a connect takes its two events on credit', async () => {
   const org = 'acct-devices-starved';
-  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 4 } })).status, 200);
+  const orgKey = await orgLimitedTo(org, 4);
   const busyToken = await register('busy', {}, org, orgKey);
   const lateToken = await register('late', {}, org, orgKey);
   const busy = await connectDevice(rt.url, org, 'busy', busyToken);
@@ -358,8 +363,7 @@ test('a device connects while another device of its org keeps the ingest quota u
 
 test('sockets of one org its quota refuses are told moments one token apart; a socket refused again before its moment is told the same one', async () => {
   const org = 'acct-devices-stagger';
-  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 10 } })).status, 200);
+  const orgKey = await orgLimitedTo(org, 10);
   const [first, second] = await Promise.all(['first', 'second'].map(async (name) => connectDevice(rt.url, org, name, await register(name, {}, org, orgKey))));
   // Ten a second, a second of burst: the two connects took four; six messages take the rest.
   for (let i = 1; i <= 6; i += 1) {
@@ -389,9 +393,8 @@ test('sockets of one org its quota refuses are told moments one token apart; a s
 
 test('a socket that sends again before the wait its quota nacks named, more than twice its messages in flight, is closed (1008, retry_after_ignored)', async () => {
   const org = 'acct-devices-impatient';
-  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
   // One a second, and the clock stands still here: every refusal after the first comes before the moment it named.
-  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
+  const orgKey = await orgLimitedTo(org, 1);
   const device = await connectDevice(rt.url, org, 'impatient', await register('impatient', {}, org, orgKey));
   let refused = 0;
   for (let round = 0; round < 4 && device.socket.readyState === WebSocket.OPEN; round += 1) {
