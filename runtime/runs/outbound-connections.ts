@@ -68,10 +68,11 @@ const withLookup = (options: ClientRequestArgs, lookup: ConnectionLookup): Clien
 const lookedUp = new WeakSet<object>();
 
 /**
- * Whether `socket`'s name lookup is over. A request hears of its socket a turn after the socket
- * was made, and a name from the hosts file (or `localhost`) resolves within that turn: its
- * `lookup` event had passed, and a connection that then never opened was reported as a name
- * that did not resolve (outbound-post.ts, the deadline's phase).
+ * Whether `socket`'s name lookup is over: a deadline before then is the lookup's, after it the
+ * connection's (outbound-post.ts). Marked here, not heard from the socket's `lookup` event: a
+ * request hears of its socket a turn after it was made, and a name from the hosts file (or
+ * `localhost`) resolves within that turn, so the event had passed and a connection that then never
+ * opened was reported as a name that did not resolve.
  */
 export const nameLookedUp = (socket: object): boolean => lookedUp.has(socket);
 

@@ -177,8 +177,11 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     };
     let hasSocket = false;
     let reused = false;
-    /** How far the connection got (set once the request has a socket): only at `answer` can anything have been sent. */
-    let phase: TimeoutPhase = 'connect';
+    /**
+     * How far the connection got (set once the request has a socket): only at `answer` can anything
+     * have been sent. A `connect` whose name is not looked up yet is `lookup` (told at the deadline).
+     */
+    let phase: 'connect' | 'answer' = 'connect';
     /** When the whole request had been handed to the socket (performance.now()); undefined while it is still going out. */
     let requestSentAt: number | undefined;
     outgoing.once('finish', () => {
@@ -233,18 +236,17 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       carried.add(socket);
       if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
       if (withdrawn()) return;
+      // Only a name is looked up; the pools mark a socket whose lookup has answered (nameLookedUp).
+      const named = isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0;
       timer = setTimeout(() => {
         if (endAnswer()) return;
-        fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, phase));
+        fail(new PostTimeoutError(`no answer within ${options.timeoutMs} ms`, phase === 'connect' && named && !nameLookedUp(socket) ? 'lookup' : phase));
         outgoing.destroy();
       }, options.timeoutMs);
       // A kept-alive socket is open already; a new one is open once connected (and, for https, once
       // its TLS handshake is done). Nothing is written to a new one before then.
-      phase = reused || !(socket as Socket).connecting ? 'answer' : isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 && !nameLookedUp(socket) ? 'lookup' : 'connect';
+      phase = reused || !(socket as Socket).connecting ? 'answer' : 'connect';
       if (phase === 'answer') return writeRequest();
-      // Only a name is looked up: a listener for a lookup that never comes would stay on the kept-alive
-      // socket, holding this request (its body) as long as the socket lives.
-      if (phase === 'lookup') (socket as Socket).once('lookup', () => (phase = phase === 'lookup' ? 'connect' : phase));
       (socket as Socket).once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
         phase = 'answer';
         // Asked again: the run may have been cancelled while the name resolved or the connection opened.
