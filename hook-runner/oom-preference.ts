@@ -7,6 +7,8 @@
 
 import { readFileSync, writeFileSync } from 'node:fs';
 
+const adjustmentFile = (pid: number | 'self'): string => `/proc/${pid}/oom_score_adj`;
+
 /** The compile process's adjustment: the most the kernel allows, first to be killed. */
 export const COMPILE_PROCESS_OOM_SCORE = 1000;
 /** The runner child's: before the runtime, after its compile process. */
@@ -18,19 +20,19 @@ export const RUNNER_CHILD_OOM_SCORE = 500;
  * more). Where /proc has no such file (not Linux), or the process is gone, nothing changes.
  */
 export function volunteerForOomKill(score: number, pid: number | 'self' = 'self'): void {
-  const file = `/proc/${pid}/oom_score_adj`;
+  const current = oomScoreAdjustment(pid);
+  if (current === undefined || current >= score) return;
   try {
-    if (Number(readFileSync(file, 'utf8')) >= score) return;
-    writeFileSync(file, String(score));
+    writeFileSync(adjustmentFile(pid), String(score));
   } catch {
-    // Not Linux, /proc read-only, or the process has exited: the kernel's own choice stands.
+    // /proc read-only, or the process has exited: the kernel's own choice stands.
   }
 }
 
 /** The adjustment of process `pid` (this one by default) now, or undefined where there is none. */
 export function oomScoreAdjustment(pid: number | 'self' = 'self'): number | undefined {
   try {
-    return Number(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8'));
+    return Number(readFileSync(adjustmentFile(pid), 'utf8'));
   } catch {
     return undefined;
   }
