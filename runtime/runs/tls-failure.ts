@@ -29,12 +29,14 @@ const CERTIFICATE_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
+const NO_SHARED_VERSION = 'the receiver and Sluice share no TLS version (Sluice speaks TLS 1.2 and 1.3)';
+
 /** OpenSSL's reasons that have a plainer cause. */
 const HANDSHAKE_CAUSES: Readonly<Record<string, string>> = {
   ERR_SSL_WRONG_VERSION_NUMBER: 'the receiver did not answer in TLS (is it plain HTTP at this port? then the url is http://)',
-  ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'the receiver and Sluice share no TLS version (Sluice speaks TLS 1.2 and 1.3)',
-  ERR_SSL_UNSUPPORTED_PROTOCOL: 'the receiver and Sluice share no TLS version (Sluice speaks TLS 1.2 and 1.3)',
-  ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'the receiver and Sluice share no TLS version (Sluice speaks TLS 1.2 and 1.3)',
+  ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: NO_SHARED_VERSION,
+  ERR_SSL_UNSUPPORTED_PROTOCOL: NO_SHARED_VERSION,
+  ERR_SSL_NO_PROTOCOLS_AVAILABLE: NO_SHARED_VERSION,
   ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED: 'the receiver requires a client certificate, which Sluice does not present',
 };
 
