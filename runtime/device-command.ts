@@ -159,7 +159,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   let attempt = 0;
   for (; end.kind === 'refused' && RETRIED_REFUSALS.has(end.status) && attempt < CONNECT_RETRIES; attempt += 1) {
     const waitMs = backoffMs(attempt, end.retryAfterMs);
-    notice(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}; connecting again in ${waitMs} ms`);
+    notice(`${refusalText(end)}; connecting again in ${waitMs} ms`);
     // A timer that holds the process open: no socket does meanwhile (with unrefSleep it ended, exit 0, nothing sent).
     await (io.sleep ?? realSleep)(waitMs);
     ({ socket, ended } = open());
@@ -170,7 +170,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   // Ended early (a dropped socket): stdin is no longer read, so it cannot hold the process open.
   lines?.close();
   // What a refusing server or a close said: whatever answered, it never drives the terminal.
-  if (end.kind === 'refused') notice(`refused with ${end.status}: ${printable(describeRefusalBody(end.body))}${attempt === CONNECT_RETRIES ? ` (the ${attempt + 1}th try: not tried again)` : ''}`);
+  if (end.kind === 'refused') notice(`${refusalText(end)}${attempt === CONNECT_RETRIES ? ` (the ${attempt + 1}th try: not tried again)` : ''}`);
   if (end.kind === 'unreachable') notice(`could not reach ${printable(url)}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}${end.hint === undefined ? '' : `; ${end.hint}`}`);
   if (end.kind === 'closed' && end.code !== 1000) notice(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : end.code === 1006 ? ' (the connection was lost without a close: Sluice stopped or the network dropped)' : ''}`);
   // Said whatever ended it: which messages to send again (by id, a stored one is acked as a duplicate).
@@ -186,6 +186,9 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   if (end.kind !== 'closed') return 1;
   return end.code === 1000 && !failed && pacer.settled ? 0 : 1;
 }
+
+/** What a refused upgrade said, escaped: whatever answered, it never drives the terminal. */
+const refusalText = (end: { readonly status: number; readonly body: string }): string => `refused with ${end.status}: ${printable(describeRefusalBody(end.body))}`;
 
 /** Ids as a short list: the first few, printable, and how many more. */
 function idList(ids: ReadonlyArray<string | null>): string {
