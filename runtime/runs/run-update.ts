@@ -3,6 +3,7 @@
 // write gives it its seq). Its error: see errorText.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
+import type { StepAttempt, StepError } from '../../actors/run-types.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 
@@ -10,10 +11,10 @@ import type { WorkflowVersion } from '../workflows/workflow-types.ts';
  * The run's error; while it waits to try a step again (`backoff`, or `queued` for a slot), the
  * failure of the attempt before, so a watcher sees why at once rather than when retries run out.
  */
-const errorText = (error: { readonly code: string; readonly message: string } | null): string => (error === null ? '' : `${error.code}: ${error.message}`);
+const errorText = (error: Pick<StepError, 'code' | 'message'> | null): string => (error === null ? '' : `${error.code}: ${error.message}`);
 
 /** The failure of the step's last attempt, unless a person resumed the run after it was claimed (the step then starts afresh). */
-function lastFailure(ctx: PersistedRun['context'], attempts: PersistedRun['context']['steps'][number]['attempts']): { readonly code: string; readonly message: string } | null {
+function lastFailure(ctx: PersistedRun['context'], attempts: readonly StepAttempt[]): StepError | null {
   const last = attempts.at(-1);
   if (last === undefined) return null;
   const claimedBeforeResume = ctx.resumedAtFence !== undefined ? last.fence <= ctx.resumedAtFence : ctx.resumedAt !== undefined && last.claimedAt <= ctx.resumedAt;
