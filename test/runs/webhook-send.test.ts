@@ -378,19 +378,26 @@ test('a connection whose TLS handshake fails sent nothing (no started_at); one d
   }
 });
 
-test('a TLS handshake refused sent nothing and says why in one sentence with its code: a certificate no authority vouches for, plain HTTP at an https url, no TLS version in common', async () => {
+/** A self-signed certificate for 127.0.0.1 in a temp dir (removed by the caller), and its PEM contents. */
+function receiverCertificate(): { dir: string; pair: { cert: string; key: string }; credentials: { cert: Buffer; key: Buffer } } {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-receiver-'));
   const pair = selfSigned(dir, 'receiver');
-  const credentials = { cert: readFileSync(pair.cert), key: readFileSync(pair.key) };
-  const listen = async (server: Server | TlsServer): Promise<number> => {
-    servers.push(server as Server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return (server.address() as AddressInfo).port;
-  };
+  return { dir, pair, credentials: { cert: readFileSync(pair.cert), key: readFileSync(pair.key) } };
+}
+
+/** Listens on a free loopback port, closed after the file's tests; answers the port. */
+async function listenOnLoopback(server: Server | TlsServer): Promise<number> {
+  servers.push(server as Server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+test('a TLS handshake refused sent nothing and says why in one sentence with its code: a certificate no authority vouches for, plain HTTP at an https url, no TLS version in common', async () => {
+  const { dir, credentials } = receiverCertificate();
   try {
-    const selfSignedPort = await listen(createHttpsServer(credentials, (_req, res) => res.end('{}')));
+    const selfSignedPort = await listenOnLoopback(createHttpsServer(credentials, (_req, res) => res.end('{}')));
     const plain = await serve((_req, res) => res.writeHead(200).end('{}'));
-    const oldTlsPort = await listen(createTlsServer({ ...credentials, minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }));
+    const oldTlsPort = await listenOnLoopback(createTlsServer({ ...credentials, minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }));
     const cases = [
       [`https://127.0.0.1:${selfSignedPort}/hook`, 'DEPTH_ZERO_SELF_SIGNED_CERT', /^Nothing was sent: the receiver's TLS certificate was refused \(DEPTH_ZERO_SELF_SIGNED_CERT: self[- ]signed certificate\); Sluice trusts the system's certificate authorities and those in NODE_EXTRA_CA_CERTS\.$/],
       [plain.url.replace('http:', 'https:'), 'ERR_SSL_WRONG_VERSION_NUMBER', /^Nothing was sent: the receiver did not answer in TLS \(is it plain HTTP at this port\? then the url is http:\/\/\) \(ERR_SSL_WRONG_VERSION_NUMBER\)\.$/],
@@ -415,17 +422,10 @@ test('a TLS handshake refused sent nothing and says why in one sentence with its
 });
 
 test('a receiver whose authority NODE_EXTRA_CA_CERTS names is reached; one that requires a client certificate (TLS 1.3) ends the connection as the request goes out: webhook_tls_error, counted as sent', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-trusted-'));
-  const pair = selfSigned(dir, 'receiver');
-  const credentials = { cert: readFileSync(pair.cert), key: readFileSync(pair.key) };
-  const listen = async (server: Server): Promise<string> => {
-    servers.push(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return `https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  };
+  const { dir, pair, credentials } = receiverCertificate();
   try {
-    const trusted = await listen(createHttpsServer(credentials, (_req, res) => res.end('{"ok":true}')) as unknown as Server);
-    const wantsClientCertificate = await listen(createHttpsServer({ ...credentials, ca: [credentials.cert], requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (_req, res) => res.end('{}')) as unknown as Server);
+    const trusted = `https://127.0.0.1:${await listenOnLoopback(createHttpsServer(credentials, (_req, res) => res.end('{"ok":true}')))}/hook`;
+    const wantsClientCertificate = `https://127.0.0.1:${await listenOnLoopback(createHttpsServer({ ...credentials, ca: [credentials.cert], requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (_req, res) => res.end('{}')))}/hook`;
     // Node reads NODE_EXTRA_CA_CERTS once, when a process starts: the attempts are made in a child given it.
     const script = `
       import { OutboundConnections } from './runtime/runs/outbound-connections.ts';
