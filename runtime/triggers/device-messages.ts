@@ -22,6 +22,8 @@ import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
 import type { DeviceStore } from './device-store.ts';
 import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { RetryStagger } from '../ingest/retry-stagger.ts';
+import type { ConnectPauses } from './connect-pauses.ts';
+import { deviceKeyOf } from './device-socket-table.ts';
 
 /** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
 const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
@@ -40,7 +42,8 @@ const REFUSAL_BURST = 2000;
  * Quota refusals a socket may get before the moment its nack named (retry-stagger.ts): its messages
  * in flight when the first nack came, twice over. A socket past it sends again without waiting,
  * taking each token the moment it comes back ahead of the sockets that wait, and is closed (1008,
- * `retry_after_ignored`); the client kit and `sluice device` wait.
+ * `retry_after_ignored`), its device's connects paused (connect-pauses.ts); the client kit and
+ * `sluice device` wait.
  */
 export const MAX_EARLY_QUOTA_REFUSALS = 2 * MAX_MESSAGES_IN_FLIGHT;
 
@@ -68,9 +71,12 @@ export class DeviceMessages {
   readonly #refusals = new Map<string, TokenBucket>();
   /** The moments told to the org's sockets its quota refused. */
   readonly #stagger = new RetryStagger();
+  /** Where a device whose socket did not wait out its nacks is paused (DeviceSockets checks it at connects). */
+  readonly #pauses: ConnectPauses;
 
-  constructor(deps: DeviceMessageDeps) {
+  constructor(deps: DeviceMessageDeps, pauses: ConnectPauses) {
     this.#d = deps;
+    this.#pauses = pauses;
   }
 
   /** Checks a frame against the caps and parses it, then stores it (or answers a nack at once). */
@@ -182,6 +188,7 @@ export class DeviceMessages {
       sendFrame(data, ws, nackFrame(message.id, error.waiting(hint.waitMs)));
       // More refused before its moment than it can have had in flight when told: it sends again without waiting.
       if (hint.early > MAX_EARLY_QUOTA_REFUSALS) {
+        this.#pauses.pause(deviceKeyOf(data), this.#d.clock.now(), hint.waitMs);
         closeSocket(ws, { reason: 'retry_after_ignored', code: CLOSE_TOO_MANY_REFUSED }, `messages sent again before the retry_after_ms their nacks named (${hint.early} refused in that wait); wait it out`);
       }
     }

@@ -11,6 +11,7 @@ import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
 import { WriteRetries } from '../ledger/write-retries.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
+import { ConnectPauses } from './connect-pauses.ts';
 import { EVENTS_PER_CONNECTION, recordConnection, recordEnding, SANDBOX_DISABLED, sandboxDisallowed } from './device-connection.ts';
 import {
   CLOSE_DEVICE_DELETED,
@@ -57,6 +58,8 @@ export class DeviceSockets {
   /** The tail of each device's chain of connection changes (see the header). */
   readonly #chains = new Map<string, Promise<unknown>>();
   readonly #messages: DeviceMessages;
+  /** Devices whose last socket did not wait out its quota nacks: their connects wait (connect-pauses.ts). */
+  readonly #pauses = new ConnectPauses();
   /** Endings that could not be written (a full disk), by connection id, each tried again after its pause. */
   readonly #endingRetries: WriteRetries;
   readonly #unwrittenEndings = new Map<string, () => void>();
@@ -66,7 +69,7 @@ export class DeviceSockets {
   constructor(app: TemplatedApp, deps: DeviceSocketDeps) {
     this.#d = deps;
     this.#sockets = new DeviceSocketTable(deps.websockets.total);
-    this.#messages = new DeviceMessages(deps);
+    this.#messages = new DeviceMessages(deps, this.#pauses);
     this.#endingRetries = new WriteRetries(deps.clock, (connectionId) => this.#unwrittenEndings.get(connectionId)?.());
     app.ws<SocketData>(DEVICE_PATH, {
       maxPayloadLength: 2 * MAX_DEVICE_MESSAGE_BYTES,
@@ -93,6 +96,8 @@ export class DeviceSockets {
           const named = namesSomething(orgId) && namesSomething(name);
           const org = named ? deps.orgs.get(orgId) : undefined;
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.head(orgId, name));
+          // After the token too, and before the quota: a paused device's connect costs its org nothing.
+          this.#pauses.assertMayConnect(orgScopedKey(orgId, name), deps.clock.now());
           // After the token: an org's share of the sockets is nobody else's to probe.
           deps.websockets.assertRoom(orgId);
           this.#sockets.assertRoom(orgId, name);

@@ -70,7 +70,7 @@ export function connectDevice(baseUrl: string, orgId: string, name: string, toke
     socket.on('unexpected-response', (_request, response) => {
       let text = '';
       response.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-      response.on('end', () => reject(Object.assign(new Error(`refused with ${response.statusCode}: ${text}`), { status: response.statusCode, body: text })));
+      response.on('end', () => reject(Object.assign(new Error(`refused with ${response.statusCode}: ${text}`), { status: response.statusCode, body: text, retryAfter: response.headers['retry-after'] })));
     });
     socket.on('error', reject);
     const ready = (): boolean => frames.some((f) => f.type === 'ready');

@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http';
 import WebSocket from 'ws';
 import { ManualClock } from '../../runtime/clock.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
+import { MIN_CONNECT_PAUSE_MS } from '../../runtime/triggers/connect-pauses.ts';
 import { REFUSALS_PER_SECOND } from '../../runtime/triggers/device-messages.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
@@ -391,11 +392,12 @@ test('sockets of one org its quota refuses are told moments one token apart; a s
   }
 });
 
-test('a socket that sends again before the wait its quota nacks named, more than twice its messages in flight, is closed (1008, retry_after_ignored)', async () => {
+test('a socket that sends again before the wait its quota nacks named, more than twice its messages in flight, is closed (1008, retry_after_ignored), and its device\'s connects wait that moment out (429 connect_paused)', async () => {
   const org = 'acct-devices-impatient';
   // One a second, and the clock stands still here: every refusal after the first comes before the moment it named.
   const orgKey = await orgLimitedTo(org, 1);
-  const device = await connectDevice(rt.url, org, 'impatient', await register('impatient', {}, org, orgKey));
+  const token = await register('impatient', {}, org, orgKey);
+  const device = await connectDevice(rt.url, org, 'impatient', token);
   let refused = 0;
   for (let round = 0; round < 4 && device.socket.readyState === WebSocket.OPEN; round += 1) {
     const ids = Array.from({ length: MAX_MESSAGES_IN_FLIGHT }, (_, i) => `again-${i}`);
@@ -407,6 +409,32 @@ test('a socket that sends again before the wait its quota nacks named, more than
   assert.equal(refused, 2 * MAX_MESSAGES_IN_FLIGHT + 2, 'the refusal that named the moment, twice the messages in flight before it, and the one past that');
   assert.deepEqual(await device.closed, { code: 1008, reason: `messages sent again before the retry_after_ms their nacks named (${2 * MAX_MESSAGES_IN_FLIGHT + 1} refused in that wait); wait it out` });
   await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/impatient`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'retry_after_ignored');
+
+  // Its device's connects wait out the moment it was told, refused before they cost the quota or a write.
+  const lastNack = device.frames.filter((frame) => frame.type === 'nack').at(-1)!;
+  const toldMs: number = lastNack.retry_after_ms;
+  assert.ok(toldMs > MIN_CONNECT_PAUSE_MS, `${toldMs} ms: the connect's two events on credit push the moment past the least pause`);
+  const storedEvents = async (): Promise<number> => (await call(rt.url, 'GET', `/organizations/${org}/events?limit=500`, { token: orgKey })).body.events.length;
+  const before = await storedEvents();
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const paused = (await connectDevice(rt.url, org, 'impatient', token).catch((error: unknown) => error)) as { status: number; body: string; retryAfter: string };
+    assert.equal(paused.status, 429, 'connected during its pause');
+    assert.equal(JSON.parse(paused.body).error.code, 'connect_paused');
+    assert.equal(paused.retryAfter, String(Math.ceil(toldMs / 1000)));
+  }
+  assert.equal(await storedEvents(), before, 'the refused connects stored nothing');
+  // Quota to spare from here on (a new rate starts a full bucket): what refuses the device now is its pause alone.
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1000 } })).status, 200);
+  const other = await connectDevice(rt.url, org, 'patient', await register('patient', {}, org, orgKey));
+  other.close();
+  await other.closed;
+  clock.advance(toldMs - 1);
+  const justBefore = (await connectDevice(rt.url, org, 'impatient', token).catch((error: unknown) => error)) as { body: string };
+  assert.equal(JSON.parse(justBefore.body).error.code, 'connect_paused', 'a millisecond before the moment');
+  clock.advance(1);
+  const again = await connectDevice(rt.url, org, 'impatient', token);
+  again.close();
+  await again.closed;
 });
 
 /** The event among `events` about the client's connection (events written in one ms sort by id, not by time). */

@@ -1,0 +1,74 @@
+// The pause a device's connects wait out after one of its sockets was closed for sending again
+// before the moments its quota nacks named (`retry_after_ignored`, device-messages.ts). Without it
+// a client that ignores every hint reconnected at once, ~40 times a second: each connect stored a
+// `device.connected` / `device.disconnected` pair on credit, took the org's quota ahead of the
+// devices that wait, and left them refused at their own connects. A connect during the pause is
+// refused (429 `connect_paused`, with Retry-After) before it costs the quota or a write. A device
+// closed so again soon after a pause ended waits twice as long, up to MAX_CONNECT_PAUSE_MS.
+
+import { SluiceError } from '../errors.ts';
+
+/** The shortest pause: a reconnect loop stores at most about one connection's pair of events a second. */
+export const MIN_CONNECT_PAUSE_MS = 1000;
+/** The longest pause, reached by doubling; also how long after a pause ends a new close still doubles it. */
+export const MAX_CONNECT_PAUSE_MS = 60_000;
+
+/** Entries held before the ended ones are swept (then twice as many as are left). */
+const FIRST_SWEEP_AT = 1024;
+
+interface Pause {
+  readonly until: number;
+  readonly lengthMs: number;
+}
+
+/** 429 `connect_paused`: the device's last socket did not wait out its quota nacks; connect after Retry-After. */
+export class ConnectPausedError extends SluiceError {
+  constructor(readonly retryAfterMs: number) {
+    super(
+      429,
+      'connect_paused',
+      `This device's last socket was closed (retry_after_ignored) for sending again before the retry_after_ms its nacks named; connect again in ${Math.ceil(retryAfterMs / 1000)} s, and wait out each nack's retry_after_ms.`,
+    );
+  }
+}
+
+/** A plain data structure (a map with expiry), hence a class; DeviceSockets holds the one of the process. */
+export class ConnectPauses {
+  /** Per device (orgScopedKey), its latest pause, kept MAX_CONNECT_PAUSE_MS past its end. */
+  readonly #pauses = new Map<string, Pause>();
+  #sweepAt = FIRST_SWEEP_AT;
+
+  /**
+   * Pauses the device's connects from `now` for at least `waitMs` (the moment its socket was told),
+   * MIN_CONNECT_PAUSE_MS at the least, or twice its last pause if that ended less than
+   * MAX_CONNECT_PAUSE_MS ago; answers the pause's length.
+   */
+  pause(key: string, now: number, waitMs: number): number {
+    const last = this.#pauses.get(key);
+    const doubled = last !== undefined && now < last.until + MAX_CONNECT_PAUSE_MS ? 2 * last.lengthMs : 0;
+    const lengthMs = Math.min(MAX_CONNECT_PAUSE_MS, Math.max(MIN_CONNECT_PAUSE_MS, waitMs, doubled));
+    this.#pauses.delete(key);
+    this.#pauses.set(key, { until: now + lengthMs, lengthMs });
+    if (this.#pauses.size >= this.#sweepAt) this.#sweep(now);
+    return lengthMs;
+  }
+
+  /** Throws ConnectPausedError while the device's pause lasts. */
+  assertMayConnect(key: string, now: number): void {
+    const pause = this.#pauses.get(key);
+    if (pause !== undefined && pause.until > now) throw new ConnectPausedError(pause.until - now);
+  }
+
+  /** Pauses held now, ended ones not yet swept included (for tests). */
+  get size(): number {
+    return this.#pauses.size;
+  }
+
+  /** Lets go of the pauses that no longer double the next one. */
+  #sweep(now: number): void {
+    for (const [key, pause] of this.#pauses) {
+      if (now >= pause.until + MAX_CONNECT_PAUSE_MS) this.#pauses.delete(key);
+    }
+    this.#sweepAt = Math.max(FIRST_SWEEP_AT, 2 * this.#pauses.size);
+  }
+}
