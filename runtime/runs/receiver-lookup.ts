@@ -38,12 +38,31 @@ export interface ReceiverResolverOptions {
   readonly env?: SearchEnv;
 }
 
-function lookupError(code: 'ENOTFOUND' | 'EAI_AGAIN', hostname: string, cause?: unknown): NodeJS.ErrnoException {
-  const says = code === 'ENOTFOUND' ? 'has no address' : 'could not be resolved now (no answer from its nameservers)';
-  const error: NodeJS.ErrnoException = new Error(`${hostname} ${says}`, { cause });
-  error.code = code;
-  error.syscall = 'queryA';
-  return error;
+/** c-ares's code for a query no server answered within its tries. */
+const NO_ANSWER = 'ETIMEOUT';
+
+/**
+ * A lookup that found no address: ENOTFOUND (DNS says the name has none) or EAI_AGAIN (no answer
+ * now). `unanswered`: every query timed out, as against a server's failure answer (SERVFAIL,
+ * REFUSED); the step reports that as the lookup's timeout, as one its own deadline cut short.
+ */
+export class ReceiverLookupError extends Error implements NodeJS.ErrnoException {
+  override readonly name = 'ReceiverLookupError';
+  readonly syscall = 'queryA';
+  constructor(
+    readonly code: 'ENOTFOUND' | 'EAI_AGAIN',
+    hostname: string,
+    readonly unanswered: boolean,
+    cause?: NodeJS.ErrnoException,
+  ) {
+    const says =
+      code === 'ENOTFOUND'
+        ? 'has no address'
+        : unanswered
+          ? 'could not be resolved: its nameservers did not answer'
+          : `could not be resolved now (DNS: ${cause?.code ?? 'no answer'})`;
+    super(`${hostname} ${says}`, { cause });
+  }
 }
 
 export class ReceiverResolver {
@@ -61,7 +80,8 @@ export class ReceiverResolver {
   /**
    * Every address of `hostname` of the family asked for (0: both, IPv4 first): from the hosts file,
    * else from DNS for the first of its candidate names (search-domains.ts) that has one. Rejects
-   * with ENOTFOUND when none has, EAI_AGAIN when DNS did not answer for one (both retryable for a step).
+   * (ReceiverLookupError) with ENOTFOUND when none has, EAI_AGAIN when DNS did not answer for one
+   * (both retryable for a step).
    */
   async addresses(hostname: string, family: 0 | 4 | 6 = 0): Promise<HostAddress[]> {
     const wanted = (entry: HostAddress): boolean => family === 0 || entry.family === family;
@@ -71,7 +91,7 @@ export class ReceiverResolver {
     if (listed !== undefined) {
       const matching = listed.filter(wanted);
       if (matching.length > 0) return matching;
-      throw lookupError('ENOTFOUND', hostname);
+      throw new ReceiverLookupError('ENOTFOUND', hostname, false);
     }
     const failures: NodeJS.ErrnoException[] = [];
     for (const name of this.#search.candidates(hostname)) {
@@ -80,7 +100,10 @@ export class ReceiverResolver {
       failures.push(...answer.failures);
     }
     const nothingThere = failures.every((failure) => NO_SUCH_ADDRESS.has(failure.code ?? ''));
-    throw lookupError(nothingThere ? 'ENOTFOUND' : 'EAI_AGAIN', hostname, failures[0]);
+    if (nothingThere) throw new ReceiverLookupError('ENOTFOUND', hostname, false, failures[0]);
+    // A name with no such address under one search domain and silence under another: silence is what held the step.
+    const unanswered = failures.every((failure) => failure.code === NO_ANSWER || NO_SUCH_ADDRESS.has(failure.code ?? ''));
+    throw new ReceiverLookupError('EAI_AGAIN', hostname, unanswered, failures.find((failure) => !NO_SUCH_ADDRESS.has(failure.code ?? '')));
   }
 
   /**

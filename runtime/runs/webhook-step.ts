@@ -11,6 +11,7 @@ import type { OutboundConnections } from './outbound-connections.ts';
 import { ForbiddenTargetError, isOwnAddress, isPublicAddress, SelfTargetError } from './webhook-address-policy.ts';
 import { postOnce, PostNeverConnectedError, PostRequestError, PostStaleConnectionError, PostTimeoutError, PostWithdrawnError, queuedMsOf, type PostAnswer } from './outbound-post.ts';
 import { tlsFailureOf } from './tls-failure.ts';
+import { ReceiverLookupError } from './receiver-lookup.ts';
 
 export const EVIDENCE_BODY_CAP = 4096;
 
@@ -161,6 +162,12 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // A handshake refused (a certificate, no shared TLS version, plain HTTP at an https url): nothing went out.
     const tls = error instanceof PostNeverConnectedError ? tlsFailureOf(error.cause) : undefined;
     if (tls !== undefined) return failure('webhook_tls_error', `Nothing was sent: ${tls.cause}.`, true, { ...evidence, tls_error: tls.code });
+    // The nameservers never answered and the resolver stopped waiting before the step's deadline
+    // did: the same cause as a deadline that passed during the lookup, so the same code.
+    const lookup = error instanceof PostNeverConnectedError ? error.cause : error;
+    if (lookup instanceof ReceiverLookupError && lookup.unanswered) {
+      return failure('webhook_dns_timeout', `The receiver's name (${hostOf(url)}) did not resolve: its nameservers did not answer, and the resolver stopped waiting before the step's ${request.timeoutMs} ms had passed. Nothing was sent; the receiver was not reached.`, true, evidence);
+    }
     // No connection: the attempt never started (no started_at), so the run view does not say the receiver got it.
     if (error instanceof PostNeverConnectedError || NEVER_CONNECTED.has(code)) {
       return failure('webhook_network_error', `The request was not sent: ${(error as Error).message}. The receiver was not reached.`, true, evidence);

@@ -1,15 +1,15 @@
 // A DNS server on a local UDP port for tests: answers A queries for the names it is given, NXDOMAIN
-// for names it marks missing, nothing at all for names it marks silent (as a tenant's own
+// for names it marks missing, SERVFAIL for names it marks failing, nothing at all for names it marks silent (as a tenant's own
 // nameserver may) or for their AAAA only, an answer held until a promise settles, and an empty
 // answer for anything else (AAAA included). Counts the queries.
 
 import { createSocket, type Socket } from 'node:dgram';
 
 /**
- * An IPv4 address (A; AAAA gets an empty answer), NXDOMAIN, no answer at all, an address whose
+ * An IPv4 address (A; AAAA gets an empty answer), NXDOMAIN, SERVFAIL, no answer at all, an address whose
  * AAAA query goes unanswered, or an address (and AAAA's empty answer) sent only once `until` settles.
  */
-export type DnsAnswer = string | 'nxdomain' | 'silent' | { readonly a: string; readonly aaaa: 'silent' } | { readonly a: string; readonly until: Promise<void> };
+export type DnsAnswer = string | 'nxdomain' | 'servfail' | 'silent' | { readonly a: string; readonly aaaa: 'silent' } | { readonly a: string; readonly until: Promise<void> };
 
 export interface TestDnsServer {
   /** `127.0.0.1:<port>`, for a resolver's servers. */
@@ -62,7 +62,7 @@ export async function startDnsServer(names: Readonly<Record<string, DnsAnswer>>)
     const given = names[asked.name];
     if (given === 'silent' || (typeof given === 'object' && 'aaaa' in given && asked.type === 28)) return;
     const answer = typeof given === 'object' ? given.a : given;
-    const out = answer === 'nxdomain' ? reply(packet, asked.end, 3) : reply(packet, asked.end, 0, answer !== undefined && asked.type === 1 ? answer : undefined);
+    const out = answer === 'nxdomain' ? reply(packet, asked.end, 3) : answer === 'servfail' ? reply(packet, asked.end, 2) : reply(packet, asked.end, 0, answer !== undefined && asked.type === 1 ? answer : undefined);
     const send = (): void => socket.send(out, from.port, from.address);
     if (typeof given === 'object' && 'until' in given) void given.until.then(send);
     else send();

@@ -21,7 +21,7 @@ let hostsDir: string;
 const keys = new Map<string, string>();
 
 before(async () => {
-  dns = await startDnsServer({ 'receiver-b.test': '127.0.0.1', 'self.test': '127.0.0.1', 'hang.evil.test': 'silent' });
+  dns = await startDnsServer({ 'receiver-b.test': '127.0.0.1', 'self.test': '127.0.0.1', 'hang.evil.test': 'silent', 'hang3.evil.test': 'silent', 'broken.test': 'servfail' });
   hostsDir = mkdtempSync(join(tmpdir(), 'sluice-hosts-'));
   writeFileSync(join(hostsDir, 'hosts'), '127.0.0.1 localhost\n');
   rt = await startRuntime({ receiverResolver: new ReceiverResolver({ hostsPath: join(hostsDir, 'hosts'), servers: [dns.address] }) });
@@ -65,4 +65,30 @@ test('a name that resolves to this machine on the runtime\'s own port is refused
   assert.equal(run.error.code, 'self_request_refused');
   assert.equal(run.steps[0].attempts.length, 1, 'not retried');
   assert.equal(dns.queries.get('self.test'), 2, 'resolved once, for the connection (its A and AAAA queries)');
+});
+
+test('a name whose nameservers never answer fails as webhook_dns_timeout when the resolver gives up before the step\'s deadline; a failure answer is a network error that names it', async () => {
+  // The resolver's tries end long before the step's 30 s (100 ms, then 200 ms).
+  const quick = await startRuntime({ receiverResolver: new ReceiverResolver({ hostsPath: join(hostsDir, 'hosts'), servers: [dns.address], queryTimeoutMs: 100 }) });
+  try {
+    const orgKey = await createOrg(quick.url, ADMIN_TOKEN, 'acct-dns-quick');
+    const quickApi = (method: string, path: string, json?: unknown) => call(quick.url, method, `/organizations/acct-dns-quick${path}`, { token: orgKey, ...(json === undefined ? {} : { json }) });
+    const failedRun = async (host: string): Promise<{ code: string; message: string }> => {
+      const trigger = `lookup.${host.split('.')[0]}`;
+      assert.equal((await quickApi('POST', '/workflows', { name: trigger, trigger_event: trigger, steps: [{ id: 'send', type: 'webhook', url: `http://${host}/hook`, timeout_ms: 30_000, retry: { max_retries: 0 } }] })).status, 201);
+      assert.equal((await quickApi('POST', '/events', { type: trigger, id: `evt-${trigger}`, payload: {} })).status, 202);
+      const [reaction] = await eventually('the run', async () => (await quickApi('GET', `/events/evt-${trigger}`)).body.reactions as Array<{ run_id: string }>, (list) => list.length === 1);
+      const run = await eventually('the run to fail', async () => (await quickApi('GET', `/runs/${reaction!.run_id}`)).body.run, (state) => state.state === 'failed');
+      assert.equal(run.steps[0].attempts[0].started_at, null, 'nothing was sent');
+      return run.error;
+    };
+    const silent = await failedRun('hang3.evil.test');
+    assert.equal(silent.code, 'webhook_dns_timeout', silent.message);
+    assert.ok(silent.message.endsWith("The receiver's name (hang3.evil.test) did not resolve: its nameservers did not answer, and the resolver stopped waiting before the step's 30000 ms had passed. Nothing was sent; the receiver was not reached."), silent.message);
+    const failing = await failedRun('broken.test');
+    assert.equal(failing.code, 'webhook_network_error', failing.message);
+    assert.match(failing.message, /broken\.test could not be resolved now \(DNS: ESERVFAIL\)/);
+  } finally {
+    await quick.close();
+  }
 });

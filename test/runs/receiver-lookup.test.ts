@@ -19,7 +19,7 @@ let resolver: ReceiverResolver;
 
 before(async () => {
   dns = await startDnsServer({
-    'receiver.test': '203.0.113.10', 'gone.test': 'nxdomain', 'hang.evil.test': 'silent', 'hang2.evil.test': 'silent',
+    'receiver.test': '203.0.113.10', 'gone.test': 'nxdomain', 'broken.test': 'servfail', 'hang.evil.test': 'silent', 'hang2.evil.test': 'silent',
     'billing.corp.test': '203.0.113.20', 'api.example.test': '203.0.113.30', 'api.example.test.corp.test': '203.0.113.31',
     'no-aaaa.test': { a: '203.0.113.40', aaaa: 'silent' },
   });
@@ -45,11 +45,13 @@ test('the hosts file answers first, every address of a name in file order, by fa
   assert.deepEqual(await resolver.addresses('203.0.113.9'), [{ address: '203.0.113.9', family: 4 }]);
 });
 
-test('DNS answers the rest: an address, ENOTFOUND for a name with none, EAI_AGAIN for silence', async () => {
+test('DNS answers the rest: an address, ENOTFOUND for a name with none, EAI_AGAIN for silence (unanswered) or a failure answer', async () => {
   assert.deepEqual(await resolver.addresses('receiver.test'), [{ address: '203.0.113.10', family: 4 }]);
   await assert.rejects(resolver.addresses('gone.test'), { code: 'ENOTFOUND' });
   await assert.rejects(resolver.addresses('nobody-knows.test'), { code: 'ENOTFOUND' }, 'an empty answer');
-  await assert.rejects(resolver.addresses('hang.evil.test'), (error: NodeJS.ErrnoException) => error.code === 'EAI_AGAIN' && /could not be resolved now/.test(error.message));
+  await assert.rejects(resolver.addresses('hang.evil.test'), { name: 'ReceiverLookupError', code: 'EAI_AGAIN', unanswered: true, message: 'hang.evil.test could not be resolved: its nameservers did not answer' });
+  // A nameserver's failure answer is not silence: it says which.
+  await assert.rejects(resolver.addresses('broken.test'), { name: 'ReceiverLookupError', code: 'EAI_AGAIN', unanswered: false, message: 'broken.test could not be resolved now (DNS: ESERVFAIL)' });
 });
 
 test('lookups no nameserver answers hold no thread: the thread pool and other names are served meanwhile', async () => {
