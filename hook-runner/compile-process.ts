@@ -197,7 +197,9 @@ export class CompileProcess {
         // One that could not be spawned never exits: the next compile tries a new one.
         if (child.pid === undefined) this.#forget(child);
       });
-      child.once('exit', (code, signal) => {
+      // 'close', not 'exit': it comes after the channel's last message. The process stopped by its
+      // own memory watch sends `memory` and then kills itself, and its exit could be seen first.
+      child.once('close', (code, signal) => {
         const how = signal ?? `code ${String(code)}`;
         notStarted(`it exited (${how})`);
         if (this.#child !== child) return;
