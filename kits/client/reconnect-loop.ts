@@ -1,5 +1,6 @@
 // The reconnect loop the live subscription and the device connection share: one socket after
-// another until close() or an end that retrying cannot fix, with a backoff wait before each new one.
+// another until close() or an end that retrying cannot fix, with a backoff wait before each new one
+// (or the Retry-After of a refused upgrade).
 
 import type WebSocket from 'ws';
 import { backoffMs, type Sleep } from './retry.ts';
@@ -81,7 +82,9 @@ export class ReconnectLoop {
       if (this.#closed) return;
       if (error !== undefined) throw error;
       if (working) attempt = 0;
-      await Promise.race([this.#r.sleep(backoffMs(attempt++), this.#waiting.signal), this.#stopped]);
+      // A refused upgrade's Retry-After (a quota, a device's paused connects) is waited out as told.
+      const hintMs = end.kind === 'refused' ? end.retryAfterMs : undefined;
+      await Promise.race([this.#r.sleep(backoffMs(attempt++, hintMs), this.#waiting.signal), this.#stopped]);
     }
   }
 }

@@ -59,6 +59,37 @@ test('the backoff grows while connections do not work and starts again after one
   assert.ok([0, 1, 0, 1].every((attempt, i) => inRange(waits[i]!, attempt)), `waits ${waits.join(', ')}`);
 });
 
+test("a refused upgrade's Retry-After is the wait before the next attempt; a refusal without one gets the backoff", async () => {
+  const wss = new WebSocketServer({
+    port: 0,
+    host: '127.0.0.1',
+    // The first two upgrades are refused with a hint (a paused device, say), the third without one, the fourth accepted.
+    verifyClient: (_info, done) => {
+      refusals += 1;
+      if (refusals <= 2) done(false, 429, 'Too Many Requests', { 'Retry-After': '3' });
+      else if (refusals === 3) done(false, 429, 'Too Many Requests');
+      else done(true);
+    },
+  });
+  let refusals = 0;
+  await new Promise((resolve) => wss.on('listening', resolve));
+  wss.on('connection', (socket) => socket.close(4000));
+  const opens = { n: 0 };
+  const waits: number[] = [];
+  const stop = new Error('the end');
+  const loop = new ReconnectLoop({
+    open: opener(new URL(`ws://127.0.0.1:${(wss.address() as { port: number }).port}`), opens),
+    classify: (end) => (end.kind === 'closed' && end.code === 4000 ? stop : undefined),
+    cannotOpen,
+    sleep: async (ms) => void waits.push(ms),
+  });
+  await assert.rejects(loop.done, (error) => error === stop);
+  wss.close();
+  assert.equal(opens.n, 4);
+  assert.deepEqual(waits.slice(0, 2), [3000, 3000]);
+  assert.ok(inRange(waits[2]!, 2), `the third wait ${waits[2]} is the backoff's third`);
+});
+
 test('close() during a wait ends the loop at once; close() during a connection ends it without classify', async () => {
   const room = await server((socket, n) => {
     if (n === 1) socket.close(1011);
