@@ -159,7 +159,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   let attempt = 0;
   for (; end.kind === 'refused' && RETRIED_REFUSALS.has(end.status) && attempt < CONNECT_RETRIES; attempt += 1) {
     const waitMs = backoffMs(attempt, end.retryAfterMs);
-    notice(`${refusalText(end)}; connecting again in ${waitMs} ms`);
+    notice(`${refusalText(end).replace(/\.$/, '')}; connecting again in ${waitMs} ms`);
     // A timer that holds the process open: no socket does meanwhile (with unrefSleep it ended, exit 0, nothing sent).
     await (io.sleep ?? realSleep)(waitMs);
     ({ socket, ended } = open());

@@ -163,6 +163,7 @@ test("a connect the org's quota refuses (429) is tried again after a backoff, sa
     const { code, lines, notices } = await run([url, '--token', cliToken, '--send', '{"id":"after-refusal","type":"door.opened"}'], '', {}, sleep);
     const refusals = notices.filter((notice) => /^sluice device: refused with 429: ingest_quota_exceeded: .*; connecting again in \d+ ms$/.test(notice));
     assert.ok(refusals.length >= 1, notices.join('\n'));
+    assert.ok(refusals.every((notice) => !notice.includes('.;')), `one sentence, not a full stop and then a semicolon: ${refusals[0]}`);
     assert.deepEqual(acksOf(lines), { acked: ['after-refusal'], other: [] }, lines.join('\n'));
     assert.equal(code, 0, notices.join('\n'));
   } finally {
