@@ -115,7 +115,10 @@ const RESTART_WORDS: Readonly<Record<string, string>> = {
  * unless what it reported after the cancel says it never went (withdrawn while it waited).
  */
 function sendingOf(attempt: RunAttempt, type: RunStep['type']): string {
-  if (type === 'delay') return attempt.started_at === null ? 'waiting' : `started ${attempt.started_at}`;
+  if (type === 'delay') {
+    if (attempt.started_at === null) return 'waiting';
+    return attempt.outcome === 'succeeded' && attempt.ended_at !== null ? `started ${attempt.started_at}, woke ${attempt.ended_at}` : `started ${attempt.started_at}`;
+  }
   if (attempt.started_at !== null) return `sent ${attempt.started_at}`;
   if (attempt.outcome === 'pending') return 'under way, not finished';
   const late = attempt.after_cancel;
@@ -147,8 +150,16 @@ function attemptLines(attempt: RunAttempt, type: RunStep['type']): string[] {
   return lines;
 }
 
-function stepLines(step: RunStep): string[] {
-  const lines = [`  step ${step.index + 1} "${step.id}" (${step.type}): ${step.status}`];
+/** A step's status; one still pending in a run that has ended never ran (a run resumed from failed runs it then). */
+function stepStatusOf(step: RunStep, run: Run): string {
+  if (step.status !== 'pending') return step.status;
+  if (run.state === 'cancelled') return 'not run (the run was cancelled)';
+  if (run.state === 'failed') return 'not run (the run failed before it)';
+  return step.status;
+}
+
+function stepLines(step: RunStep, run: Run): string[] {
+  const lines = [`  step ${step.index + 1} "${step.id}" (${step.type}): ${stepStatusOf(step, run)}`];
   if (step.earlier_attempts_dropped > 0) lines.push(`      (${step.earlier_attempts_dropped} earlier attempts no longer kept)`);
   for (const attempt of step.attempts) lines.push(...attemptLines(attempt, step.type).map((line) => `      ${line}`));
   return lines;
@@ -164,7 +175,11 @@ export function explainRun(run: Run): string {
   if (last !== undefined) lines.push(`  resumed ${run.resumes.length === 20 ? 'at least 20 times' : `${run.resumes.length} time${run.resumes.length === 1 ? '' : 's'}`}, last at ${last.at}`);
   if (run.retry_at !== null) lines.push(`  next attempt at ${run.retry_at}`);
   if (run.wake_at !== null) lines.push(`  waiting until ${run.wake_at}`);
-  for (const step of run.steps) lines.push(...stepLines(step));
+  if (run.state === 'queued') {
+    const started = run.steps.some((step) => step.attempts.length > 0);
+    lines.push(`  queued: waiting for a turn among the org's max_concurrent_runs running runs (${started ? 'it has started, so it goes ahead of the org\'s new runs' : 'first in first out; runs that have started go first'})`);
+  }
+  for (const step of run.steps) lines.push(...stepLines(step, run));
   if (run.state === 'failed') {
     const from = run.error === null ? '' : ` from step "${run.error.step_id}" (completed steps are not run again; its steps keep their idempotency keys)`;
     lines.push(`  next (a developer key): sluice resume ...${environmentFlag(run.environment)} --run ${run.run_id} continues it${from}`);

@@ -341,6 +341,27 @@ function cancelledWhileOut(code: string, message: string): Run {
   } as unknown as Run;
 }
 
+test('a step an ended run never reached reads as not run, not pending; a delay that ended says when it woke; a queued run says what it waits for', () => {
+  const base = cancelledWhileOut('webhook_withdrawn', 'Not sent.');
+  const never = { id: 'later', index: 1, type: 'webhook', status: 'pending', result: null, attempts: [], earlier_attempts_dropped: 0 };
+  assert.match(explainRun({ ...base, steps: [...base.steps, never] } as unknown as Run), /\n {2}step 2 "later" \(webhook\): not run \(the run was cancelled\)$/m);
+  const failed = { ...base, state: 'failed', cancel_reason: null, error: { code: 'webhook_http_400', message: 'The receiver answered 400; not retried.', step_id: 'post' }, steps: [...base.steps, never] };
+  assert.match(explainRun(failed as unknown as Run), /step 2 "later" \(webhook\): not run \(the run failed before it\)$/m);
+
+  const nap = (outcome: string, endedAt: string | null) => ({
+    id: 'nap', index: 0, type: 'delay', status: outcome === 'succeeded' ? 'succeeded' : 'active', result: null, earlier_attempts_dropped: 0,
+    attempts: [{ attempt: 1, fence: 1, claimed_at: '2026-12-02T00:00:00.000Z', started_at: '2026-12-02T00:00:00.000Z', ended_at: endedAt, outcome, error: null, evidence: {}, after_cancel: null }],
+  });
+  const queued = { ...base, state: 'queued', cancel_reason: null, steps: [nap('succeeded', '2026-12-02T01:00:00.000Z'), { ...never, index: 1 }] };
+  const text = explainRun(queued as unknown as Run);
+  assert.match(text, /attempt 1 \(fence 1\): succeeded; started 2026-12-02T00:00:00\.000Z, woke 2026-12-02T01:00:00\.000Z\n/);
+  assert.match(text, /\n {2}queued: waiting for a turn among the org's max_concurrent_runs running runs \(it has started, so it goes ahead of the org's new runs\)\n/);
+  assert.match(text, /step 2 "later" \(webhook\): pending$/m, 'a queued run still runs it');
+  const fresh = explainRun({ ...queued, steps: [{ ...never, index: 0 }] } as unknown as Run);
+  assert.match(fresh, /queued: waiting for a turn among the org's max_concurrent_runs running runs \(first in first out; runs that have started go first\)/);
+  assert.doesNotMatch(explainRun({ ...base, state: 'delaying', steps: [nap('pending', null)] } as unknown as Run), /woke|queued:/);
+});
+
 test('a request withdrawn after the cancel (it waited for a connection) reads as never sent, with the reason', () => {
   const text = explainRun(cancelledWhileOut('webhook_withdrawn', 'Not sent: the run left this attempt.'));
   assert.match(text, /attempt 1 \(fence 1\): cancelled; nothing sent \(withdrawn after the cancel\)\n/);
