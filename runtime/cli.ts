@@ -73,6 +73,27 @@ options (hook-runner):
   sluice hook-runner --help also lists its environment (SLUICE_MASTER_KEY, SLUICE_PREVIOUS_MASTER_KEYS)
 `;
 
+/** Commands whose --help is the whole usage: their options are listed there (the hook-runner prints its own). */
+const WHOLE_USAGE: ReadonlySet<string | undefined> = new Set([undefined, 'dev', 'serve', 'help']);
+
+/**
+ * `sluice <command> --help`: the usage's lines about that command (its line and the lines indented
+ * under it; resume's arguments are cancel's, "both:"), or the whole usage for dev, serve and a
+ * command it does not know.
+ */
+function helpFor(command: string | undefined): string {
+  if (WHOLE_USAGE.has(command) || command!.startsWith('-')) return USAGE;
+  const lines = USAGE.split('\n');
+  const at = lines.findIndex((line) => line.startsWith(`  ${command} `));
+  if (at < 0) return USAGE;
+  const under = (index: number): boolean => lines[index]?.startsWith(' '.repeat(16)) === true;
+  let end = at + 1;
+  while (under(end)) end += 1;
+  const block = lines.slice(at, end);
+  if (block.length === 1 && lines[end + 1]?.trimStart().startsWith('(both:')) block.push(lines[end + 1]!);
+  return `usage: sluice ${command} [options]\n\n${block.join('\n').replace('(both: ', '(')}\n\nsluice --help lists every command.\n`;
+}
+
 /** A command's module that failed to load: a fault of the installation or of the code, not of the input. */
 class ModuleLoadFailure extends Error {}
 
@@ -98,7 +119,7 @@ async function main(argv: readonly string[]): Promise<void> {
   if (!OWN_OUTPUT.has(command)) whenOutputCloses(process.stdout);
   // The hook-runner prints its own usage, with its environment (the vault's master keys).
   if (command !== 'hook-runner' && (rest.includes('--help') || rest.includes('-h'))) {
-    process.stdout.write(USAGE);
+    process.stdout.write(helpFor(command));
     return;
   }
   switch (command) {

@@ -17,7 +17,7 @@ const ROOT = join(import.meta.dirname, '..');
 const sluice = (...args: string[]) =>
   spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), ...args], { cwd: ROOT, encoding: 'utf8' });
 
-test('--help after any command prints the usage, which lists every runtime flag; the hook-runner prints its own, with its environment', () => {
+test('--help prints the usage, which lists every runtime flag (after dev and serve too); another command prints its own lines of it; the hook-runner prints its own, with its environment', () => {
   for (const args of [['--help'], ['dev', '--help'], ['serve', '-h']]) {
     const result = sluice(...args);
     assert.equal(result.status, 0, `${args.join(' ')}: ${result.stderr}`);
@@ -27,6 +27,14 @@ test('--help after any command prints the usage, which lists every runtime flag;
   assert.equal(runner.status, 0, runner.stderr);
   assert.match(runner.stdout, /^usage: sluice hook-runner/);
   for (const name of ['SLUICE_RUNNER_TOKEN', 'SLUICE_MASTER_KEY', 'SLUICE_PREVIOUS_MASTER_KEYS']) assert.ok(runner.stdout.includes(name), `names ${name}`);
+  // Any other command's --help is its own lines of the usage.
+  for (const [command, argument] of [['device', '--token <device token>'], ['resume', '--run <id>'], ['cancel', '--run <id>'], ['export', '--cursor <c>']] as const) {
+    const help = sluice(command, '--help');
+    assert.equal(help.status, 0, help.stderr);
+    assert.ok(help.stdout.startsWith(`usage: sluice ${command} [options]\n\n  ${command} `), help.stdout);
+    assert.ok(help.stdout.includes(argument) && !help.stdout.includes('(both:'), help.stdout);
+    assert.ok(!help.stdout.includes('options (dev, serve)') && help.stdout.endsWith('sluice --help lists every command.\n'), help.stdout);
+  }
   const usage = sluice('help').stdout;
   for (const flag of ['--port', '--host', '--data-dir', '--admin-token', '--dedup-window-ms', '--retention-days', '--live-retention', '--log-level', '--runner', '--webhook-connections']) {
     assert.ok(usage.includes(flag), `usage names ${flag}`);
