@@ -11,7 +11,7 @@ import { credentialAsSent, headerCredentialProblem } from './credential-check.ts
 import { checkedHeaders, idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
 import { answeredWithoutTls, isSluiceLiveness, mayBePlainHttp, PLAIN_HTTP_CHECK_MS, plainHealthzOf, plainHttpHint } from './plain-http-hint.ts';
-import { backoffMs, realSleep, retryAfterMsOf, type Sleep } from './retry.ts';
+import { backoffMs, MAX_RETRY_AFTER_MS, realSleep, retryAfterMsOf, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
 import { describeRefusalBody, sluiceErrorIn } from './refusal-body.ts';
@@ -53,12 +53,6 @@ export interface RequestOptions extends CallOptions {
 const RETRYABLE = new Set([429, 502, 503, 504]);
 const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_ATTEMPTS = 100;
-/**
- * The longest `Retry-After` the client waits out between attempts. A server asking for more (a
- * proxy's maintenance page, say) gets its answer thrown, its hint in `retryAfterMs`: a longer
- * timer would fire at once past 2^31 - 1 ms, and a call should not hang for hours unseen.
- */
-const MAX_RETRY_AFTER_MS = 300_000;
 
 type Attempt =
   | { readonly kind: 'answered'; readonly status: number; readonly retryAfter: string | null; readonly text: string }
@@ -125,6 +119,7 @@ export class SluiceClient {
         }
         if (outcome.status >= 200 && outcome.status < 300) return { status: outcome.status, text: outcome.text, what: `${method} ${url.pathname}` };
         const retryAfterMs = retryAfterMsOf(outcome.retryAfter);
+        // A longer hint (a proxy's maintenance page, say) gets the answer thrown, its hint in `retryAfterMs`: a call should not hang for hours unseen.
         if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts && !(retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) {
           await raceAbort(this.#sleep(backoffMs(attempt, retryAfterMs), cancel.signal), cancel.signal);
           continue;

@@ -238,7 +238,7 @@ export class DeviceConnection {
     };
   }
 
-  /** The error that ends the connection (every pending send rejects with it first), or undefined to reconnect after the backoff. */
+  /** The error that ends the connection (every pending send rejects with it first), or undefined to reconnect after a wait (a refusal's Retry-After, else the backoff). */
   async #classify(end: SocketEnd): Promise<DeviceError | undefined> {
     // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as watchRuns does;
     // Sluice answering in plain HTTP ends the connection (no retry can get through).

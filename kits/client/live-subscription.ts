@@ -148,7 +148,7 @@ export class LiveSubscription {
     this.#loop.close();
   }
 
-  /** The error that ends the subscription, or undefined to reconnect (every reconnect waits its backoff first). */
+  /** The error that ends the subscription, or undefined to reconnect (every reconnect waits first: a refusal's Retry-After, else its backoff). */
   async #classify(end: SocketEnd): Promise<LiveClosedError | undefined> {
     if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeRefusalBody(end.body)}`);
     // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as the REST client

@@ -3,7 +3,7 @@
 // (or the Retry-After of a refused upgrade).
 
 import type WebSocket from 'ws';
-import { backoffMs, type Sleep } from './retry.ts';
+import { backoffMs, MAX_RETRY_AFTER_MS, type Sleep } from './retry.ts';
 import type { SocketEnd } from './socket-run.ts';
 
 /** What one use of the loop supplies. */
@@ -82,8 +82,8 @@ export class ReconnectLoop {
       if (this.#closed) return;
       if (error !== undefined) throw error;
       if (working) attempt = 0;
-      // A refused upgrade's Retry-After (a quota, a device's paused connects) is waited out as told.
-      const hintMs = end.kind === 'refused' ? end.retryAfterMs : undefined;
+      // A refused upgrade's Retry-After (a quota, a device's paused connects) is waited out as told, up to MAX_RETRY_AFTER_MS.
+      const hintMs = end.kind === 'refused' && end.retryAfterMs !== undefined ? Math.min(end.retryAfterMs, MAX_RETRY_AFTER_MS) : undefined;
       await Promise.race([this.#r.sleep(backoffMs(attempt++, hintMs), this.#waiting.signal), this.#stopped]);
     }
   }

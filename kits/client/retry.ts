@@ -19,6 +19,13 @@ export const realSleep: Sleep = (ms, signal) =>
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 
+/**
+ * The longest server hint (Retry-After) waited out: a REST call given a longer one throws its answer,
+ * a reconnect waits this long. A Node timer past 2^31 - 1 ms would fire at once, and an hour's wait
+ * asked by a proxy's maintenance page should not pass unseen.
+ */
+export const MAX_RETRY_AFTER_MS = 300_000;
+
 /** First wait, and the cap the waits double up to. */
 const FIRST_WAIT_MS = 250;
 const MAX_WAIT_MS = 30_000;

@@ -20,7 +20,8 @@ export type SocketEnd =
 
 /**
  * Upgrade refusals that pass: 503 (Sluice starting or stopping) and 429 (an org at its cap of live
- * sockets until one closes); a connection refused with one of them is tried again after its backoff.
+ * sockets until one closes, its quota, a device's paused connects); a connection refused with one of
+ * them is tried again after its Retry-After, else its backoff (reconnect-loop.ts).
  */
 export const RETRIED_REFUSALS: ReadonlySet<number> = new Set([429, 503]);
 

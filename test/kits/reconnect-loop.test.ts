@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { ReconnectLoop } from '../../kits/client/reconnect-loop.ts';
-import { realSleep } from '../../kits/client/retry.ts';
+import { MAX_RETRY_AFTER_MS, realSleep } from '../../kits/client/retry.ts';
 import { runSocket, type SocketEnd } from '../../kits/client/socket-run.ts';
 import { eventually } from '../helpers/receiver.ts';
 
@@ -59,15 +59,17 @@ test('the backoff grows while connections do not work and starts again after one
   assert.ok([0, 1, 0, 1].every((attempt, i) => inRange(waits[i]!, attempt)), `waits ${waits.join(', ')}`);
 });
 
-test("a refused upgrade's Retry-After is the wait before the next attempt; a refusal without one gets the backoff", async () => {
+test("a refused upgrade's Retry-After is the wait before the next attempt, at most 5 minutes; a refusal without one gets the backoff", async () => {
   const wss = new WebSocketServer({
     port: 0,
     host: '127.0.0.1',
-    // The first two upgrades are refused with a hint (a paused device, say), the third without one, the fourth accepted.
+    // The first two upgrades are refused with a hint (a paused device, say), the third with a proxy's
+    // hint past what a timer holds, the fourth without one, the fifth accepted.
     verifyClient: (_info, done) => {
       refusals += 1;
       if (refusals <= 2) done(false, 429, 'Too Many Requests', { 'Retry-After': '3' });
-      else if (refusals === 3) done(false, 429, 'Too Many Requests');
+      else if (refusals === 3) done(false, 503, 'Service Unavailable', { 'Retry-After': '99999999' });
+      else if (refusals === 4) done(false, 429, 'Too Many Requests');
       else done(true);
     },
   });
@@ -85,9 +87,9 @@ test("a refused upgrade's Retry-After is the wait before the next attempt; a ref
   });
   await assert.rejects(loop.done, (error) => error === stop);
   wss.close();
-  assert.equal(opens.n, 4);
-  assert.deepEqual(waits.slice(0, 2), [3000, 3000]);
-  assert.ok(inRange(waits[2]!, 2), `the third wait ${waits[2]} is the backoff's third`);
+  assert.equal(opens.n, 5);
+  assert.deepEqual(waits.slice(0, 3), [3000, 3000, MAX_RETRY_AFTER_MS]);
+  assert.ok(inRange(waits[3]!, 3), `the fourth wait ${waits[3]} is the backoff's fourth`);
 });
 
 test('close() during a wait ends the loop at once; close() during a connection ends it without classify', async () => {
