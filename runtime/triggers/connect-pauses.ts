@@ -7,6 +7,8 @@
 // closed so again soon after a pause ended waits twice as long, up to MAX_CONNECT_PAUSE_MS.
 
 import { SluiceError } from '../errors.ts';
+import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
+import type { DeviceHead } from './device-record.ts';
 
 /** The shortest pause: a reconnect loop stores at most about one connection's pair of events a second. */
 export const MIN_CONNECT_PAUSE_MS = 1000;
@@ -32,9 +34,14 @@ export class ConnectPausedError extends SluiceError {
   }
 }
 
+const keyOf = (device: Pick<DeviceHead, 'org_id' | 'id'>): string => orgScopedKey(device.org_id, device.id);
+
 /** A plain data structure (a map with expiry), hence a class; DeviceSockets holds the one of the process. */
 export class ConnectPauses {
-  /** Per device (orgScopedKey), its latest pause, kept MAX_CONNECT_PAUSE_MS past its end. */
+  /**
+   * Per device, its latest pause, kept MAX_CONNECT_PAUSE_MS past its end. By the device's id, not
+   * its name: one deleted and made again under the name (a new token) starts with no pause.
+   */
   readonly #pauses = new Map<string, Pause>();
   #sweepAt = FIRST_SWEEP_AT;
 
@@ -43,7 +50,8 @@ export class ConnectPauses {
    * MIN_CONNECT_PAUSE_MS at the least, or twice its last pause if that ended less than
    * MAX_CONNECT_PAUSE_MS ago; answers the pause's length.
    */
-  pause(key: string, now: number, waitMs: number): number {
+  pause(device: Pick<DeviceHead, 'org_id' | 'id'>, now: number, waitMs: number): number {
+    const key = keyOf(device);
     const last = this.#pauses.get(key);
     const doubled = last !== undefined && now < last.until + MAX_CONNECT_PAUSE_MS ? 2 * last.lengthMs : 0;
     const lengthMs = Math.min(MAX_CONNECT_PAUSE_MS, Math.max(MIN_CONNECT_PAUSE_MS, waitMs, doubled));
@@ -54,8 +62,8 @@ export class ConnectPauses {
   }
 
   /** Throws ConnectPausedError while the device's pause lasts. */
-  assertMayConnect(key: string, now: number): void {
-    const pause = this.#pauses.get(key);
+  assertMayConnect(device: Pick<DeviceHead, 'org_id' | 'id'>, now: number): void {
+    const pause = this.#pauses.get(keyOf(device));
     if (pause !== undefined && pause.until > now) throw new ConnectPausedError(pause.until - now);
   }
 

@@ -23,7 +23,6 @@ import type { DeviceStore } from './device-store.ts';
 import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { RetryStagger } from '../ingest/retry-stagger.ts';
 import type { ConnectPauses } from './connect-pauses.ts';
-import { deviceKeyOf } from './device-socket-table.ts';
 
 /** Bytes of message frames one org's sockets hold while they are stored; past it a retryable `server_busy` nack. */
 const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
@@ -188,7 +187,7 @@ export class DeviceMessages {
       sendFrame(data, ws, nackFrame(message.id, error.waiting(hint.waitMs)));
       // More refused before its moment than it can have had in flight when told: it sends again without waiting.
       if (hint.early > MAX_EARLY_QUOTA_REFUSALS) {
-        this.#pauses.pause(deviceKeyOf(data), this.#d.clock.now(), hint.waitMs);
+        this.#pauses.pause(device, this.#d.clock.now(), hint.waitMs);
         closeSocket(ws, { reason: 'retry_after_ignored', code: CLOSE_TOO_MANY_REFUSED }, `messages sent again before the retry_after_ms their nacks named (${hint.early} refused in that wait); wait it out`);
       }
     }

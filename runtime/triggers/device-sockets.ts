@@ -97,7 +97,7 @@ export class DeviceSockets {
           const org = named ? deps.orgs.get(orgId) : undefined;
           device = admitDevice({ offered, queryToken }, org, org === undefined ? undefined : deps.devices.head(orgId, name));
           // After the token too, and before the quota: a paused device's connect costs its org nothing.
-          this.#pauses.assertMayConnect(orgScopedKey(orgId, name), deps.clock.now());
+          this.#pauses.assertMayConnect(device, deps.clock.now());
           // After the token: an org's share of the sockets is nobody else's to probe.
           deps.websockets.assertRoom(orgId);
           this.#sockets.assertRoom(orgId, name);

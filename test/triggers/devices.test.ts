@@ -392,12 +392,12 @@ test('sockets of one org its quota refuses are told moments one token apart; a s
   }
 });
 
-test('a socket that sends again before the wait its quota nacks named, more than twice its messages in flight, is closed (1008, retry_after_ignored), and its device\'s connects wait that moment out (429 connect_paused)', async () => {
-  const org = 'acct-devices-impatient';
-  // One a second, and the clock stands still here: every refusal after the first comes before the moment it named.
-  const orgKey = await orgLimitedTo(org, 1);
-  const token = await register('impatient', {}, org, orgKey);
-  const device = await connectDevice(rt.url, org, 'impatient', token);
+/**
+ * Opens the device's socket and sends its messages again and again without waiting out the quota
+ * nacks (the clock stands still), until it is closed; answers the socket and the nacks it got.
+ */
+async function sendWithoutWaiting(org: string, name: string, token: string): Promise<{ device: DeviceClient; refused: number }> {
+  const device = await connectDevice(rt.url, org, name, token);
   let refused = 0;
   for (let round = 0; round < 4 && device.socket.readyState === WebSocket.OPEN; round += 1) {
     const ids = Array.from({ length: MAX_MESSAGES_IN_FLIGHT }, (_, i) => `again-${i}`);
@@ -405,6 +405,15 @@ test('a socket that sends again before the wait its quota nacks named, more than
     await device.waitFor(() => device.frames.filter((frame) => frame.type === 'nack').length >= refused + ids.length || device.socket.readyState !== WebSocket.OPEN, 'the round\'s nacks');
     refused = device.frames.filter((frame) => frame.type === 'nack').length;
   }
+  return { device, refused };
+}
+
+test('a socket that sends again before the wait its quota nacks named, more than twice its messages in flight, is closed (1008, retry_after_ignored), and its device\'s connects wait that moment out (429 connect_paused)', async () => {
+  const org = 'acct-devices-impatient';
+  // One a second, and the clock stands still here: every refusal after the first comes before the moment it named.
+  const orgKey = await orgLimitedTo(org, 1);
+  const token = await register('impatient', {}, org, orgKey);
+  const { device, refused } = await sendWithoutWaiting(org, 'impatient', token);
   assert.ok(device.frames.filter((frame) => frame.type === 'nack').every((frame) => frame.error.code === 'ingest_quota_exceeded'));
   assert.equal(refused, 2 * MAX_MESSAGES_IN_FLIGHT + 2, 'the refusal that named the moment, twice the messages in flight before it, and the one past that');
   assert.deepEqual(await device.closed, { code: 1008, reason: `messages sent again before the retry_after_ms their nacks named (${2 * MAX_MESSAGES_IN_FLIGHT + 1} refused in that wait); wait it out` });
@@ -435,6 +444,23 @@ test('a socket that sends again before the wait its quota nacks named, more than
   const again = await connectDevice(rt.url, org, 'impatient', token);
   again.close();
   await again.closed;
+});
+
+test('a device deleted and made again under the name of a paused one is not paused: the pause was the old device\'s', async () => {
+  const org = 'acct-devices-reborn';
+  const orgKey = await orgLimitedTo(org, 1);
+  const oldToken = await register('reborn', {}, org, orgKey);
+  const { device } = await sendWithoutWaiting(org, 'reborn', oldToken);
+  assert.equal((await device.closed).code, 1008);
+  await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/reborn`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'retry_after_ignored');
+  // Quota to spare: only a pause could refuse the connects below.
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1000 } })).status, 200);
+  const paused = (await connectDevice(rt.url, org, 'reborn', oldToken).catch((error: unknown) => error)) as { body: string };
+  assert.equal(JSON.parse(paused.body).error.code, 'connect_paused');
+  assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}/devices/reborn`, { token: orgKey })).status, 204);
+  const renewed = await connectDevice(rt.url, org, 'reborn', await register('reborn', {}, org, orgKey));
+  renewed.close();
+  await renewed.closed;
 });
 
 /** The event among `events` about the client's connection (events written in one ms sort by id, not by time). */
