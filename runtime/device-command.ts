@@ -159,7 +159,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   let attempt = 0;
   for (; end.kind === 'refused' && RETRIED_REFUSALS.has(end.status) && attempt < CONNECT_RETRIES; attempt += 1) {
     const waitMs = backoffMs(attempt, end.retryAfterMs);
-    notice(`${refusalText(end).replace(/\.$/, '')}; connecting again in ${waitMs} ms`);
+    notice(`${refusalText(end)}; connecting again in ${waitMs} ms`);
     // A timer that holds the process open: no socket does meanwhile (with unrefSleep it ended, exit 0, nothing sent).
     await (io.sleep ?? realSleep)(waitMs);
     ({ socket, ended } = open());
@@ -188,7 +188,8 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
 }
 
 /** What a refused upgrade said, escaped: whatever answered, it never drives the terminal. */
-const refusalText = (end: { readonly status: number; readonly body: string }): string => `refused with ${end.status}: ${printable(describeRefusalBody(end.body))}`;
+/** The refusal as the start of a notice line (its message's full stop dropped: the line goes on after it). */
+const refusalText = (end: { readonly status: number; readonly body: string }): string => `refused with ${end.status}: ${printable(describeRefusalBody(end.body)).replace(/\.$/, '')}`;
 
 /** Ids as a short list: the first few, printable, and how many more. */
 function idList(ids: ReadonlyArray<string | null>): string {
