@@ -276,6 +276,13 @@ test('an org\'s sockets may have 2,000 messages refused at once and 1,000 a seco
   await again.closed;
 });
 
+/** Connects the device (it must be let in) and closes the socket again. */
+async function connectAndClose(org: string, name: string, token: string): Promise<void> {
+  const device = await connectDevice(rt.url, org, name, token);
+  device.close();
+  await device.closed;
+}
+
 /** Creates `org` limited to `rate` events a second; answers its key. */
 async function orgLimitedTo(org: string, rate: number): Promise<string> {
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
@@ -290,9 +297,7 @@ test('a connection counts as two events against the org ingest quota (its device
   // Two connections spend this second's four events; a third takes its two on credit (a connect
   // needs both at once), and the org's next events wait that debt out.
   for (let round = 0; round < 3; round += 1) {
-    const device = await connectDevice(rt.url, org, 'blinker', token);
-    device.close();
-    await device.closed;
+    await connectAndClose(org, 'blinker', token);
   }
   const refused = await connectDevice(rt.url, org, 'blinker', token).catch((error: { status: number }) => error);
   assert.equal((refused as { status: number }).status, 429, 'in debt: no more credit');
@@ -300,9 +305,7 @@ test('a connection counts as two events against the org ingest quota (its device
   assert.equal(await eventually('the three endings stored', events, (n) => n === 6), 6);
   // Half a second at 4 a second pays the debt off: a connect gets in again.
   clock.advance(500);
-  const again = await connectDevice(rt.url, org, 'blinker', token);
-  again.close();
-  await again.closed;
+  await connectAndClose(org, 'blinker', token);
 });
 
 test('over the org ingest quota a connect is refused (429) and a message gets a retryable nack with retry_after_ms; nothing is stored', async () => {
@@ -434,16 +437,12 @@ test('a socket that sends again before the wait its quota nacks named, more than
   assert.equal(await storedEvents(), before, 'the refused connects stored nothing');
   // Quota to spare from here on (a new rate starts a full bucket): what refuses the device now is its pause alone.
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1000 } })).status, 200);
-  const other = await connectDevice(rt.url, org, 'patient', await register('patient', {}, org, orgKey));
-  other.close();
-  await other.closed;
+  await connectAndClose(org, 'patient', await register('patient', {}, org, orgKey));
   clock.advance(toldMs - 1);
   const justBefore = (await connectDevice(rt.url, org, 'impatient', token).catch((error: unknown) => error)) as { body: string };
   assert.equal(JSON.parse(justBefore.body).error.code, 'connect_paused', 'a millisecond before the moment');
   clock.advance(1);
-  const again = await connectDevice(rt.url, org, 'impatient', token);
-  again.close();
-  await again.closed;
+  await connectAndClose(org, 'impatient', token);
 });
 
 test('a device deleted and made again under the name of a paused one is not paused: the pause was the old device\'s', async () => {
@@ -458,9 +457,7 @@ test('a device deleted and made again under the name of a paused one is not paus
   const paused = (await connectDevice(rt.url, org, 'reborn', oldToken).catch((error: unknown) => error)) as { body: string };
   assert.equal(JSON.parse(paused.body).error.code, 'connect_paused');
   assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}/devices/reborn`, { token: orgKey })).status, 204);
-  const renewed = await connectDevice(rt.url, org, 'reborn', await register('reborn', {}, org, orgKey));
-  renewed.close();
-  await renewed.closed;
+  await connectAndClose(org, 'reborn', await register('reborn', {}, org, orgKey));
 });
 
 /** The event among `events` about the client's connection (events written in one ms sort by id, not by time). */
