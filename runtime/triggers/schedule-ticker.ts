@@ -244,6 +244,8 @@ export class ScheduleTicker {
       if (isTickDone(current, tick, nowMs)) return undefined;
       if (startedAheadOfClock(current, nowMs)) return { ...current, last_tick_ms: nowMs };
       sent = event !== undefined && write(event);
+      // Its event is stored already (sent before a clock set back): it was sent, though not now.
+      if (!sent && event !== undefined) return { ...current, last_tick_ms: tick, last_sent_tick_ms: Math.max(current.last_sent_tick_ms ?? tick, tick) };
       if (!sent) return { ...current, last_tick_ms: tick };
       // A schedule that sent a tick is past its start: set backs follow the usual rules (isTickDone).
       const { started_ms: _started, ...rest } = current;

@@ -88,4 +88,10 @@ test('once a schedule has sent a tick, a set back of more than an hour to before
   await eventually('the 12:00 tick to be armed', () => s.runtime.ticker.timers.dueAt(`${ORG}\u0000later`), (at) => at === CORRECT + 1.5 * HOUR);
   assert.equal(lookAt(CORRECT + 1.5 * HOUR), 1);
   assert.deepEqual(await eventually('the 12:00 tick', laterTicks, (ticks) => ticks.length === 4), ['2026-11-30T11:00:00.000Z', '2026-11-30T12:00:00.000Z', '2026-11-30T13:00:00.000Z', '2026-11-30T14:00:00.000Z']);
+  // 13:00 was sent before the set back: its event is there, so it is not sent again, and the schedule says it was sent.
+  await eventually('the 13:00 tick to be armed', () => s.runtime.ticker.timers.dueAt(`${ORG}\u0000later`), (at) => at === CORRECT + 2.5 * HOUR);
+  assert.equal(lookAt(CORRECT + 2.5 * HOUR), 1);
+  const looked = await eventually('the 14:00 tick to be next', async () => (await call(s.url, 'GET', `/organizations/${ORG}/schedules/later`, { token: s.key })).body.schedule, (schedule) => schedule.next_tick_at === '2026-11-30T14:00:00.000Z');
+  assert.equal(looked.last_sent_tick_at, '2026-11-30T13:00:00.000Z');
+  assert.equal((await laterTicks()).length, 4, 'nothing sent twice');
 });
