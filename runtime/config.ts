@@ -14,6 +14,7 @@ import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
 import { DEFAULT_LIVE_SOCKETS_PER_ORG } from './rooms/live-rooms.ts';
 import { defaultWebSocketLimit } from './http/websocket-budget.ts';
+import { openFileLimit } from './open-file-limit.ts';
 import { DEFAULT_WEBHOOK_CONNECTIONS } from './runs/outbound-connections.ts';
 import type { SearchEnv } from './runs/search-domains.ts';
 import { defaultStepInputBytes } from './runs/step-input-budget.ts';
@@ -165,7 +166,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     const window = dedupWindow.raw === undefined ? `the dedup window (its default, ${dedupWindowMs} ms, ${windowDays} days)` : `the dedup window, ${dedupWindow.name} (${dedupWindowMs} ms, about ${windowDays} days)`;
     throw new InputError(400, 'invalid_config', `${retention.name} (${retentionDays}) must cover ${window}: give it ${coveringDays} or more.`);
   }
-  const websockets = integer(setting('--websockets', values.websockets, 'SLUICE_WEBSOCKETS', env), defaultWebSocketLimit(), 1, 10_000_000);
+  const websockets = integer(setting('--websockets', values.websockets, 'SLUICE_WEBSOCKETS', env), defaultWebSocketLimit(openFileLimit()), 1, 10_000_000);
   // Unset, one org may hold at most half of the total: another org's live room still opens.
   const liveSocketsFallback = Math.max(1, Math.min(DEFAULT_LIVE_SOCKETS_PER_ORG, Math.floor(websockets / 2)));
   const givenAdminToken = text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN);

@@ -6,7 +6,6 @@
 // (half the total), so without this one org could hold every socket, half of each kind; with it
 // other orgs keep a quarter, and a lone tenant still has most of the process.
 
-import { readFileSync } from 'node:fs';
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
 
@@ -17,17 +16,8 @@ export const WEBSOCKETS_FALLBACK = 50_000;
  * Three quarters of this process's open-file limit (Node raises its soft limit to the hard one at
  * start), the rest left for HTTP connections, webhook deliveries and files.
  */
-export function defaultWebSocketLimit(limits = readProcLimits()): number {
-  const soft = /^Max open files\s+(\d+)/m.exec(limits ?? '')?.[1];
-  return soft === undefined ? WEBSOCKETS_FALLBACK : Math.max(1, Math.floor((Number(soft) * 3) / 4));
-}
-
-function readProcLimits(): string | undefined {
-  try {
-    return readFileSync('/proc/self/limits', 'utf8');
-  } catch {
-    return undefined;
-  }
+export function defaultWebSocketLimit(limit: number | undefined): number {
+  return limit === undefined ? WEBSOCKETS_FALLBACK : Math.max(1, Math.floor((limit * 3) / 4));
 }
 
 export class WebSocketBudget {

@@ -32,15 +32,19 @@ export class OrgIdleSockets {
     this.#held.add(org);
   }
 
-  /** Closes one of the org's idle sockets, if it keeps any (to make room for a new connection of its own). */
-  closeOne(org: string): void {
+  /**
+   * Closes one of the org's idle sockets (to make room for a new connection of its own), or with
+   * no org given one of any org's (the process holds its total of sockets); false when there is none.
+   */
+  closeOne(org?: string): boolean {
     for (const [socket, owner] of this.#idle) {
-      if (owner !== org) continue;
+      if (org !== undefined && owner !== org) continue;
       // Taken first: its close comes later, and the next call must close another.
       this.taken(socket);
       (socket as { destroy(): void }).destroy();
-      return;
+      return true;
     }
+    return false;
   }
 
   /** `socket` is idle no more: reused by a request, or closed. */

@@ -4,12 +4,28 @@
 // its timeout passes (the answer is kept as after_cancel), so an org cancelling runs that post to
 // many origins (a wildcard DNS name gives any number) held ever more sockets, until the process ran
 // out of file descriptors and every org's next connection failed (sluice_out_of_file_descriptors).
-// Past its share, an org's next new connection waits for one of its own sockets to close.
+// Past its share, an org's next new connection waits for one of its own sockets to close. The
+// process holds at most a total over every org too: thousands of orgs each within their share (a
+// few runs in flight each) took it to its open-file limit the same way. Past the total, new
+// connections wait, and the room each closed socket frees goes to the waiting orgs in turn.
 
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
+import { openFileLimit } from '../open-file-limit.ts';
 
 /** Sockets one org may hold open to receivers at once, over all of them. */
 export const OUTBOUND_SOCKETS_PER_ORG = 1024;
+
+/** The total when the open-file limit cannot be read (not Linux) or is unlimited. */
+export const OUTBOUND_SOCKETS_FALLBACK = 8192;
+
+/**
+ * Sockets to receivers the process holds at once, every org together: an eighth of the open-file
+ * limit (half of what the WebSockets leave, websocket-budget.ts), at least 64; the rest is for
+ * HTTP connections and files.
+ */
+export function defaultOutboundSocketTotal(limit: number | undefined): number {
+  return limit === undefined ? OUTBOUND_SOCKETS_FALLBACK : Math.max(64, Math.floor(limit / 8));
+}
 
 interface Waiting {
   /** False once the request was dropped (withdrawn, failed, the pools closed): it is skipped. */
@@ -20,19 +36,27 @@ interface Waiting {
 
 export class OrgSocketShare {
   readonly #perOrg: number;
+  readonly #total: number;
   readonly #open = new KeyedCounts();
-  /** Per org, requests waiting for room, oldest first. */
+  #openTotal = 0;
+  /** Per org, requests waiting for room, oldest first; the map's order is the orgs' turns for room that frees. */
   readonly #waiting = new Map<string, Waiting[]>();
   /** Every waiting request, for isWaiting (asked of every request sent). */
   readonly #waitingRequests = new Set<object>();
 
-  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG) {
+  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit())) {
     this.#perOrg = perOrg;
+    this.#total = total;
   }
 
-  /** Whether `org` may open one more socket now. */
+  /** Whether `org` may open one more socket now: the process and the org both have room. */
   hasRoom(org: string): boolean {
-    return this.#open.get(org) < this.#perOrg;
+    return this.#openTotal < this.#total && this.#open.get(org) < this.#perOrg;
+  }
+
+  /** Whether requests wait while the process holds its total (a socket of any org that falls idle closes for them). */
+  get full(): boolean {
+    return this.#openTotal >= this.#total && this.#waitingRequests.size > 0;
   }
 
   /** `request` of `org` connects (`connect`) once the org has room, after those waiting before it. */
@@ -59,18 +83,41 @@ export class OrgSocketShare {
 
   opened(org: string): void {
     this.#open.add(org);
+    this.#openTotal += 1;
   }
 
-  /** One of the org's sockets closed: the oldest requests still wanted connect while there is room. */
+  /**
+   * One of the org's sockets closed: while there is room, the waiting orgs take turns, the oldest
+   * request still wanted of each connecting; an org served goes to the back of the turns.
+   */
   closed(org: string): void {
     this.#open.subtract(org);
-    const queue = this.#waiting.get(org);
-    while (queue !== undefined && queue.length > 0 && this.hasRoom(org)) {
-      const next = queue.shift() as Waiting;
-      this.#waitingRequests.delete(next.request);
-      if (next.wanted()) next.connect();
+    this.#openTotal -= 1;
+    let served = true;
+    while (served && this.#openTotal < this.#total) {
+      served = false;
+      for (const [waitingOrg, queue] of [...this.#waiting]) {
+        if (this.#openTotal >= this.#total) return;
+        if (!this.hasRoom(waitingOrg)) continue;
+        const next = this.#nextWanted(waitingOrg, queue);
+        if (next === undefined) continue;
+        served = true;
+        next.connect();
+      }
     }
-    if (queue?.length === 0) this.#waiting.delete(org);
+  }
+
+  /** The org's oldest request still wanted, out of its queue (the org to the back of the turns), or undefined. */
+  #nextWanted(org: string, queue: Waiting[]): Waiting | undefined {
+    let next: Waiting | undefined;
+    while (next === undefined && queue.length > 0) {
+      const head = queue.shift() as Waiting;
+      this.#waitingRequests.delete(head.request);
+      if (head.wanted()) next = head;
+    }
+    this.#waiting.delete(org);
+    if (queue.length > 0) this.#waiting.set(org, queue);
+    return next;
   }
 
   /** Drops `request` from its org's queue, if it waits there (withdrawn: it will never connect). */

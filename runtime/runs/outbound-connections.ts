@@ -104,8 +104,8 @@ function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupF
       if (free || share.hasRoom(org)) return addRequest.call(this, request, options, ...rest);
       const withdraw = (options as WithdrawableRequestOptions).poolWithdraw;
       share.wait(org, request, () => !request.destroyed && withdraw?.() !== true, () => (holding() ? undefined : addRequest.call(this, request, options, ...rest)));
-      // An idle socket of the org's own gives its room up.
-      idle.closeOne(org);
+      // An idle socket of the org's own gives its room up; when the process holds its total, any org's.
+      if (!idle.closeOne(org) && share.full) idle.closeOne();
     }
 
     override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
@@ -136,7 +136,7 @@ function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupF
     /** Node asks this when a request is done with a socket: false closes it instead of keeping it for reuse. */
     override keepSocketAlive(socket: Duplex): boolean {
       const org = orgs.get(socket) ?? '';
-      if (!idle.hasRoom(org) || share.hasWaiting(org) || !(super.keepSocketAlive(socket) as unknown as boolean)) return false;
+      if (!idle.hasRoom(org) || share.hasWaiting(org) || share.full || !(super.keepSocketAlive(socket) as unknown as boolean)) return false;
       idle.kept(socket, org);
       return true;
     }
@@ -175,12 +175,13 @@ export class OutboundConnections {
    * no connection to this machine may use (webhook-address-policy.ts); `resolver`: how names are
    * looked up (receiver-lookup.ts; tests give it their DNS server); `idleSocketsPerOrg`: idle
    * keep-alive sockets one org may hold over all its receivers (idle-sockets.ts); `socketsPerOrg`:
-   * sockets, busy or idle, one org may hold over all its receivers (org-socket-share.ts).
+   * sockets, busy or idle, one org may hold over all its receivers, `socketsTotal` every org
+   * together (org-socket-share.ts).
    */
   constructor(
     readonly perReceiver: number = DEFAULT_WEBHOOK_CONNECTIONS,
     readonly targets: WebhookTargets = 'public',
-    options: { readonly selfPort?: () => number; readonly resolver?: ReceiverResolver; readonly idleSocketsPerOrg?: number; readonly socketsPerOrg?: number } = {},
+    options: { readonly selfPort?: () => number; readonly resolver?: ReceiverResolver; readonly idleSocketsPerOrg?: number; readonly socketsPerOrg?: number; readonly socketsTotal?: number } = {},
   ) {
     // LIFO keeps the most recently used sockets busy and lets the others go idle and close.
     const agentOptions: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
@@ -192,7 +193,7 @@ export class OutboundConnections {
     // The pools' names are checked where they connect.
     const lookupFor: LookupForPort = (port) => lookups[port === selfPort() ? 1 : 0];
     const idle = new OrgIdleSockets(options.idleSocketsPerOrg);
-    const share = new OrgSocketShare(options.socketsPerOrg);
+    const share = new OrgSocketShare(options.socketsPerOrg, options.socketsTotal);
     this.#share = share;
     const holding = (): boolean => this.#holding;
     this.#agents = [new (orgPooled(HttpAgent, lookupFor, idle, share, holding))(agentOptions), new (orgPooled(HttpsAgent, lookupFor, idle, share, holding))(agentOptions)];

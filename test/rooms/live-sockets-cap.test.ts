@@ -10,6 +10,7 @@ import { call, createOrg } from '../helpers/http.ts';
 import { connectLive, type LiveClient } from '../helpers/live-client.ts';
 import { defaultWebSocketLimit, WEBSOCKETS_FALLBACK } from '../../runtime/http/websocket-budget.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
+import { openFileLimit } from '../../runtime/open-file-limit.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 import { upgradeAnswer } from '../helpers/upgrade-answer.ts';
 
@@ -98,9 +99,9 @@ test('one org holds at most three quarters of --websockets, live and device sock
 });
 
 test('the total defaults to three quarters of the open-file limit, and an org\'s live sockets to half of it when that is under 20,000', () => {
-  assert.equal(defaultWebSocketLimit('Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\n'), 15_000);
-  assert.equal(defaultWebSocketLimit('Max open files            unlimited            unlimited            files\n'), WEBSOCKETS_FALLBACK);
-  assert.equal(defaultWebSocketLimit(''), WEBSOCKETS_FALLBACK, 'not Linux');
+  assert.equal(defaultWebSocketLimit(openFileLimit('Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\n')), 15_000);
+  assert.equal(defaultWebSocketLimit(openFileLimit('Max open files            unlimited            unlimited            files\n')), WEBSOCKETS_FALLBACK);
+  assert.equal(defaultWebSocketLimit(openFileLimit('')), WEBSOCKETS_FALLBACK, 'not Linux');
   const small = loadRuntimeConfig(['--websockets', '1000'], {});
   assert.deepEqual([small.websockets, small.liveSocketsPerOrg], [1000, 500]);
   const large = loadRuntimeConfig([], { SLUICE_WEBSOCKETS: '1000000' });

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { OrgIdleSockets } from '../../runtime/runs/idle-sockets.ts';
-import { OrgSocketShare } from '../../runtime/runs/org-socket-share.ts';
+import { defaultOutboundSocketTotal, OrgSocketShare, OUTBOUND_SOCKETS_FALLBACK } from '../../runtime/runs/org-socket-share.ts';
 import { OutboundConnections } from '../../runtime/runs/outbound-connections.ts';
 import { ReceiverResolver } from '../../runtime/runs/receiver-lookup.ts';
 import { sendWebhook } from '../../runtime/runs/webhook-step.ts';
@@ -140,4 +140,55 @@ test('each request waiting for room closes one idle socket of its org, not the s
   share.closed('acct-a');
   assert.deepEqual(connected, ['first'], 'one socket closed: one request connects');
   assert.deepEqual([share.isWaiting(first), share.waiting], [false, 1]);
+});
+
+test('past the process-wide total a new connection of any org waits; the room each closed socket frees goes to the waiting orgs in turn', () => {
+  const share = new OrgSocketShare(10, 2);
+  const connected: string[] = [];
+  const connect = (org: string, name: string) => () => {
+    connected.push(name);
+    share.opened(org);
+  };
+  share.opened('acct-a');
+  share.opened('acct-b');
+  assert.equal(share.hasRoom('acct-c'), false, 'the process holds its total');
+  share.wait('acct-c', {}, () => true, connect('acct-c', 'c1'));
+  share.wait('acct-c', {}, () => true, connect('acct-c', 'c2'));
+  share.wait('acct-d', {}, () => true, connect('acct-d', 'd1'));
+  assert.equal(share.full, true);
+  share.closed('acct-a');
+  assert.deepEqual(connected, ['c1']);
+  share.closed('acct-b');
+  assert.deepEqual(connected, ['c1', 'd1'], "d's turn before c's second request");
+  share.closed('acct-c');
+  assert.deepEqual(connected, ['c1', 'd1', 'c2']);
+  assert.deepEqual([share.full, share.waiting], [false, 0]);
+  assert.deepEqual([defaultOutboundSocketTotal(20_000), defaultOutboundSocketTotal(256), defaultOutboundSocketTotal(undefined)], [2500, 64, OUTBOUND_SOCKETS_FALLBACK]);
+});
+
+test("through the pools: past the total, another org's connection waits for one to close, and a socket falling idle closes for it", async () => {
+  const small = new OutboundConnections(4, 'any', { resolver: new ReceiverResolver({ hostsPath: join(dir, 'hosts') }), socketsTotal: 2 });
+  const sendVia = (orgId: string, name: string, path: string) =>
+    sendWebhook(
+      { orgId, url: `http://${name}:${port}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${name}:t`, fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
+      { selfPort: 1, connections: small },
+    );
+  try {
+    const openedBefore = opened;
+    const out = [sendVia('acct-total-a', NAMES[0]!, '/hold'), sendVia('acct-total-b', NAMES[1]!, '/hold')];
+    await eventually('two requests held by the receiver', () => held.length, (n) => n === 2);
+    let thirdDone = false;
+    const third = sendVia('acct-total-c', NAMES[2]!, '/ok').then((outcome) => ((thirdDone = true), outcome));
+    await eventually('the third org waiting for room', () => small.stats().waiting, (n) => n === 1);
+    assert.deepEqual([opened - openedBefore, thirdDone], [2, false], 'no third connection while two are open');
+    held.shift()!.end('{"ok":true}');
+    assert.equal((await out[0])!.ok, true);
+    const outcome = await third;
+    assert.equal(outcome.ok, true, JSON.stringify(outcome));
+    assert.equal(opened - openedBefore, 3);
+    for (const res of held.splice(0)) res.end('{"ok":true}');
+    assert.equal((await out[1])!.ok, true);
+  } finally {
+    small.close();
+  }
 });
