@@ -26,6 +26,7 @@ import { ForgottenOrgs } from './forgotten-orgs.ts';
 import { RecordPruning } from './pruning-schedule.ts';
 import { anyOpensUnder, resealUnderCurrentKey, whichOpens, type ResealCounts } from './master-key-rotation.ts';
 import { heldBackNote, isLedgerCommitFailure, throttledStrays, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
+import { deadlinePassed } from './call-deadline.ts';
 
 /** Compile carries modules up to 8 MiB; the rest of the envelope and protobuf framing fit in the margin. */
 export const MAX_RECEIVE_BYTES = 12 * 1024 * 1024;
@@ -126,9 +127,8 @@ function createImplementation(handlers: HookRunnerHandlers, log: (line: string) 
   // The token was checked before the message was read (refuseWithoutToken).
   const unary = <M extends HookRunnerMethodName>(method: M): UnaryHandler<M> => (call, callback) => {
     const handle = handlers[method] as (request: HookRunnerMethods[M]['request'], state: CallState) => Promise<HookRunnerMethods[M]['reply']>;
-    const deadline = call.getDeadline();
-    const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number(deadline);
-    handle(call.request, { gaveUp: () => call.cancelled || Date.now() >= deadlineMs }).then(
+    const passed = deadlinePassed(call.getDeadline());
+    handle(call.request, { gaveUp: () => call.cancelled || passed() }).then(
       (reply) => callback(null, reply),
       (error: unknown) => {
         // A failed commit is logged once by the commit-failure guard (command.ts), not per call.
