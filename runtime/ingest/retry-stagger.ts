@@ -48,12 +48,15 @@ export class RetryStagger {
   hint(orgId: string, sender: object, now: number, waitMs: number, slotMs: number): Hint {
     const earliest = now + waitMs;
     const mine = this.#moments.get(sender);
-    if (mine !== undefined && mine.at > now) {
+    // A moment further ahead than any given (the wall clock was set back since: an hour back told
+    // sockets to wait an hour) is no moment; the timeline's likewise.
+    if (mine !== undefined && mine.at > earliest + MAX_STAGGER_MS) this.#moments.delete(sender);
+    else if (mine !== undefined && mine.at > now) {
       mine.early += 1;
       return { waitMs: Math.max(1, Math.ceil(Math.max(mine.at, earliest) - now)), early: mine.early };
     }
     const timeline = this.#orgs.get(orgId);
-    const ahead = timeline !== undefined && timeline.at > now && timeline.slotMs === slotMs;
+    const ahead = timeline !== undefined && timeline.at > now && timeline.at <= earliest + MAX_STAGGER_MS && timeline.slotMs === slotMs;
     const at = ahead ? Math.min(earliest + MAX_STAGGER_MS, Math.max(earliest, timeline.at + slotMs)) : earliest;
     this.#orgs.set(orgId, { at, slotMs });
     this.#moments.set(sender, { at, early: 0 });

@@ -19,7 +19,7 @@ export const MAX_CONNECT_PAUSE_MS = 60_000;
 const FIRST_SWEEP_AT = 1024;
 
 interface Pause {
-  readonly until: number;
+  until: number;
   readonly lengthMs: number;
 }
 
@@ -61,10 +61,16 @@ export class ConnectPauses {
     return lengthMs;
   }
 
-  /** Throws ConnectPausedError while the device's pause lasts. */
+  /**
+   * Throws ConnectPausedError while the device's pause lasts. A pause further ahead than its length
+   * (the wall clock was set back since: an hour back left devices locked out for an hour) ends its
+   * length from now.
+   */
   assertMayConnect(device: Pick<DeviceHead, 'org_id' | 'id'>, now: number): void {
     const pause = this.#pauses.get(keyOf(device));
-    if (pause !== undefined && pause.until > now) throw new ConnectPausedError(pause.until - now);
+    if (pause === undefined) return;
+    if (pause.until - now > pause.lengthMs) pause.until = now + pause.lengthMs;
+    if (pause.until > now) throw new ConnectPausedError(pause.until - now);
   }
 
   /** Pauses held now, ended ones not yet swept included (for tests). */

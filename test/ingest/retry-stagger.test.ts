@@ -94,3 +94,14 @@ test('refusals a sender gets before its moment are counted, from the one after t
   assert.deepEqual([1, 2, 3].map((now) => stagger.hint('org', sender, now, 3, 4).early), [1, 2, 3]);
   assert.deepEqual(stagger.hint('org', sender, 4, 4, 4), { waitMs: 4, early: 0 }, 'back at its moment, refused again: a new moment');
 });
+
+test('a wall clock set back an hour leaves no socket told to wait an hour: a moment further ahead than any given is dropped, the timeline too', () => {
+  const stagger = new RetryStagger();
+  const [a, b] = [{}, {}];
+  const T = 10_000_000;
+  assert.deepEqual(stagger.hint('acct', a, T, 500, 100), { waitMs: 500, early: 0 });
+  assert.deepEqual(stagger.hint('acct', b, T, 500, 100), { waitMs: 600, early: 0 });
+  const back = T - 3_600_000;
+  assert.deepEqual(stagger.hint('acct', a, back, 500, 100), { waitMs: 500, early: 0 }, 'a new moment, not the old one an hour ahead');
+  assert.deepEqual(stagger.hint('acct', b, back, 500, 100), { waitMs: 600, early: 0 }, 'one slot after it: the old timeline is dropped too');
+});

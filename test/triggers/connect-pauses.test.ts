@@ -57,3 +57,13 @@ test('ended pauses are let go of as new ones come, live ones kept', () => {
   assert.equal(refusedFor(pauses, dev('org', 'new-0'), later), MIN_CONNECT_PAUSE_MS, 'a live pause survives the sweep');
   assert.equal(refusedFor(pauses, dev('org', 'old-0'), later), 0);
 });
+
+test('a wall clock set back an hour does not lock a device out for the hour: its pause ends its length from the connect that finds it so far ahead', () => {
+  const pauses = new ConnectPauses();
+  const T = 10_000_000;
+  assert.equal(pauses.pause(dev('org', 'a'), T, 2_000), 2_000);
+  const back = T - 3_600_000;
+  assert.equal(refusedFor(pauses, dev('org', 'a'), back), 2_000);
+  assert.equal(refusedFor(pauses, dev('org', 'a'), back + 1_999), 1);
+  assert.equal(refusedFor(pauses, dev('org', 'a'), back + 2_000), 0);
+});
