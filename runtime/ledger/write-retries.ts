@@ -1,6 +1,7 @@
 // Keys whose write failed (a full disk, a failed commit), each tried again after a pause that
 // doubles with every failure in a row, up to a minute. The pauses run on timers of the injected
-// clock (tests fire them with `timers.fireDue()` after advancing it). Stalled runs (runs/stalled-runs.ts)
+// clock (tests fire them with `timers.fireDue()` after advancing it); a clock set back starts each
+// waiting key's pause again from the new time (else an hour back held the retries for the hour). Stalled runs (runs/stalled-runs.ts)
 // and device endings that could not be written (triggers/device-sockets.ts) wait on one each.
 
 import type { Clock } from '../clock.ts';
@@ -19,9 +20,16 @@ export class WriteRetries {
   /** `retry(key)` is called once a failed key's pause is over. */
   constructor(clock: Clock, retry: (key: string) => void) {
     this.#clock = clock;
-    this.#timers = new RunTimers(clock, (key) => {
-      if (this.#failures.has(key)) retry(key);
-    });
+    this.#timers = new RunTimers(
+      clock,
+      (key) => {
+        if (this.#failures.has(key)) retry(key);
+      },
+      undefined,
+      () => {
+        for (const [key, failures] of this.#failures) this.#arm(key, failures);
+      },
+    );
   }
 
   /** The timers the retries wait on (tests fire them after advancing a manual clock). */
@@ -42,6 +50,11 @@ export class WriteRetries {
   failed(key: string): void {
     const failures = (this.#failures.get(key) ?? 0) + 1;
     this.#failures.set(key, failures);
+    this.#arm(key, failures);
+  }
+
+  /** Arms the key's pause from now: the one `failures` in a row call for. */
+  #arm(key: string, failures: number): void {
     this.#timers.arm(key, this.#clock.now() + Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1)));
   }
 

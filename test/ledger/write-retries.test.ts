@@ -1,0 +1,33 @@
+// Keys whose write failed are tried again after a pause that doubles per failure in a row; a wall
+// clock set back while they wait starts their pauses again from the new time.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { FIRST_RETRY_MS, WriteRetries } from '../../runtime/ledger/write-retries.ts';
+
+test("a failed key is retried after its pause, twice as long after a second failure; an hour's set back does not hold it for the hour", () => {
+  const clock = new ManualClock(Date.UTC(2026, 11, 6, 4, 0, 0));
+  const retried: string[] = [];
+  const retries = new WriteRetries(clock, (key) => retried.push(key));
+  try {
+    retries.failed('run-a');
+    clock.advance(FIRST_RETRY_MS - 1);
+    retries.timers.fireDue();
+    assert.deepEqual(retried, []);
+    clock.advance(1);
+    retries.timers.fireDue();
+    assert.deepEqual(retried, ['run-a']);
+    retries.failed('run-a');
+    assert.equal(retries.timers.dueAt('run-a'), clock.now() + 2 * FIRST_RETRY_MS);
+
+    clock.advance(-3_600_000);
+    retries.timers.fireDue();
+    assert.equal(retries.timers.dueAt('run-a'), clock.now() + 2 * FIRST_RETRY_MS, 'its pause starts again from the new time');
+    clock.advance(2 * FIRST_RETRY_MS);
+    retries.timers.fireDue();
+    assert.deepEqual(retried, ['run-a', 'run-a']);
+  } finally {
+    retries.close();
+  }
+});
