@@ -36,7 +36,8 @@ interface Waiting {
 
 export class OrgSocketShare {
   readonly #perOrg: number;
-  readonly #total: number;
+  /** Sockets the process may hold open, every org together. */
+  readonly total: number;
   readonly #open = new KeyedCounts();
   #openTotal = 0;
   /** Per org, requests waiting for room, oldest first; the map's order is the orgs' turns for room that frees. */
@@ -46,17 +47,17 @@ export class OrgSocketShare {
 
   constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit())) {
     this.#perOrg = perOrg;
-    this.#total = total;
+    this.total = total;
   }
 
   /** Whether `org` may open one more socket now: the process and the org both have room. */
   hasRoom(org: string): boolean {
-    return this.#openTotal < this.#total && this.#open.get(org) < this.#perOrg;
+    return this.#openTotal < this.total && this.#open.get(org) < this.#perOrg;
   }
 
   /** Whether requests wait while the process holds its total (a socket of any org that falls idle closes for them). */
   get full(): boolean {
-    return this.#openTotal >= this.#total && this.#waitingRequests.size > 0;
+    return this.#openTotal >= this.total && this.#waitingRequests.size > 0;
   }
 
   /** `request` of `org` connects (`connect`) once the org has room, after those waiting before it. */
@@ -94,10 +95,10 @@ export class OrgSocketShare {
     this.#open.subtract(org);
     this.#openTotal -= 1;
     let served = true;
-    while (served && this.#openTotal < this.#total) {
+    while (served && this.#openTotal < this.total) {
       served = false;
       for (const [waitingOrg, queue] of [...this.#waiting]) {
-        if (this.#openTotal >= this.#total) return;
+        if (this.#openTotal >= this.total) return;
         if (!this.hasRoom(waitingOrg)) continue;
         const next = this.#nextWanted(waitingOrg, queue);
         if (next === undefined) continue;

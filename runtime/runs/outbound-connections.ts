@@ -229,8 +229,8 @@ export class OutboundConnections {
     };
   }
 
-  /** Sockets open (busy or idle) and requests waiting for one, over every org and receiver. */
-  stats(): { readonly open: number; readonly waiting: number } {
+  /** Sockets open (busy or idle) and requests waiting for one, over every org and receiver, and how many may be open. */
+  stats(): { readonly open: number; readonly waiting: number; readonly limit: number } {
     const count = (pools: NodeJS.ReadOnlyDict<readonly unknown[]>): number => Object.values(pools).reduce((sum, list) => sum + (list?.length ?? 0), 0);
     let open = 0;
     let waiting = this.#share.waiting;
@@ -238,7 +238,7 @@ export class OutboundConnections {
       open += count(agent.sockets) + count(agent.freeSockets);
       waiting += count(agent.requests);
     }
-    return { open, waiting };
+    return { open, waiting, limit: this.#share.total };
   }
 
   /**

@@ -61,6 +61,7 @@ test('/metrics counts ingest outcomes, request latency and ledger commit latency
   assert.match(metrics.text, /sluice_ledger_commit_duration_seconds_count\{operation="ingest"\} 1/);
   assert.match(metrics.text, /^sluice_webhook_connections_open 0$/m);
   assert.match(metrics.text, /^sluice_webhook_requests_waiting 0$/m);
+  assert.match(metrics.text, /^sluice_webhook_connections_limit [1-9]\d*$/m);
   assert.match(metrics.text, /^sluice_runs_stalled 0$/m);
   assert.doesNotMatch(metrics.text, /sluice_hook_runner_up/, 'no supervised runner here (--runner off)');
 });
