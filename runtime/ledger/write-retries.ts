@@ -15,6 +15,11 @@ export class WriteRetries {
   readonly #clock: Clock;
   /** Failed writes in a row, per key; a key waits while it has an entry. */
   readonly #failures = new Map<string, number>();
+  /**
+   * Keys picked up again after their pause (`resumed`) with no write of theirs done since: the
+   * failures in a row they had, so that one failing again goes on doubling instead of starting at a second.
+   */
+  readonly #resumed = new Map<string, number>();
   readonly #timers: RunTimers;
 
   /** `retry(key)` is called once a failed key's pause is over. */
@@ -48,7 +53,8 @@ export class WriteRetries {
 
   /** A write for the key failed: try it again after the pause its failures so far call for. */
   failed(key: string): void {
-    const failures = (this.#failures.get(key) ?? 0) + 1;
+    const failures = (this.#failures.get(key) ?? this.#resumed.get(key) ?? 0) + 1;
+    this.#resumed.delete(key);
     this.#failures.set(key, failures);
     this.#arm(key, failures);
   }
@@ -60,8 +66,21 @@ export class WriteRetries {
 
   /** The key's write succeeded, or there is nothing left to write: it no longer waits. */
   cleared(key: string): void {
+    this.#resumed.delete(key);
     if (!this.#failures.delete(key)) return;
     this.#timers.disarm(key);
+  }
+
+  /**
+   * The key was picked up again after its pause and no longer waits, but its write has not been
+   * made yet: a failure of it before any write succeeds counts on from the failures before (a
+   * delay's completion, say, fails again at once as its timer fires at once).
+   */
+  resumed(key: string): void {
+    const failures = this.#failures.get(key);
+    if (failures === undefined) return;
+    this.cleared(key);
+    this.#resumed.set(key, failures);
   }
 
   close(): void {

@@ -144,12 +144,14 @@ export class StallResume {
       // Memory now holds what the ledger does and no answer is kept: nothing waits to be written.
       // The work the snapshot implies (a timer armed again, a place in the queue, a step sent) is
       // done below, and stalls the run again if its own write fails. (A run waiting for a timer
-      // stayed counted in sluice_runs_stalled until the timer fired, up to days later.)
-      this.stalled.cleared(key);
+      // stayed counted in sluice_runs_stalled until the timer fired, up to days later.) A failure of
+      // that work before any write of the run succeeds goes on doubling the pause (resumed).
       if (run === undefined) {
+        this.stalled.cleared(key);
         host.removed(orgId, runId);
         return;
       }
+      this.stalled.resumed(key);
       if (run.value === 'queued' && host.admission.placeOf(orgId, runId) === 'running') host.admission.release(orgId, runId);
       host.dispatched.withdrawIfLeft(key, run);
       host.act(run);

@@ -31,3 +31,31 @@ test("a failed key is retried after its pause, twice as long after a second fail
     retries.close();
   }
 });
+
+test('a key picked up again after its pause that fails again before any write succeeds goes on doubling; a write that succeeds starts the count again', () => {
+  const clock = new ManualClock(Date.UTC(2026, 11, 6, 4, 0, 0));
+  const retries = new WriteRetries(clock, () => undefined);
+  const pauseAfterFailure = (): number => retries.timers.dueAt('run-a')! - clock.now();
+  try {
+    retries.failed('run-a');
+    assert.equal(pauseAfterFailure(), FIRST_RETRY_MS);
+    // Picked up (a delay's timer armed again, due at once), and its write fails again.
+    retries.resumed('run-a');
+    assert.deepEqual([retries.size, retries.has('run-a')], [0, false], 'not counted as stalled meanwhile');
+    retries.failed('run-a');
+    assert.equal(pauseAfterFailure(), 2 * FIRST_RETRY_MS);
+    retries.resumed('run-a');
+    retries.failed('run-a');
+    assert.equal(pauseAfterFailure(), 4 * FIRST_RETRY_MS);
+    retries.resumed('run-a');
+    retries.cleared('run-a');
+    retries.failed('run-a');
+    assert.equal(pauseAfterFailure(), FIRST_RETRY_MS, 'a write went through in between: a new row of failures');
+    assert.equal(retries.timers.dueAt('run-b'), undefined);
+    retries.resumed('run-b');
+    retries.failed('run-b');
+    assert.equal(retries.timers.dueAt('run-b')! - clock.now(), FIRST_RETRY_MS, 'resumed without having failed: nothing to go on from');
+  } finally {
+    retries.close();
+  }
+});

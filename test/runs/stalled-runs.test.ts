@@ -314,3 +314,31 @@ test('a run stalled with its step\'s answer unwritten stalls no more once its or
   await rt.runtime.deletions.idle();
   assert.equal(receiver.received.filter((r) => r.path === '/deleted').length, 1);
 });
+
+test('a delay whose completion cannot be written, failing again as soon as it is picked up, waits twice as long the second time', async () => {
+  const org = 'acct-delay-doubling';
+  const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'job.run', steps: [{ id: 'wait', type: 'delay', duration_ms: 1000 }, { id: 's', type: 'webhook', url: `${receiver.url}/delay-doubling` }] } });
+  assert.equal(wf.status, 201, wf.text);
+  receiver.script([{ status: 200 }]);
+  await send(org, key, 'doubling');
+  const runId = await runOf(org, key, 'doubling');
+  await eventually('the delay timer', () => rt.runtime.engine.timerDueAt(org, runId), (due) => due !== undefined);
+  const stalledKey = `${org}\u0000${runId}`;
+  const pauseLeft = (): number | undefined => {
+    const due = rt.runtime.engine.stalled.timers.dueAt(stalledKey);
+    return due === undefined ? undefined : due - clock.now();
+  };
+  failNext = (run) => run.context.runId === runId;
+  clock.advance(1000);
+  assert.equal(rt.runtime.engine.timers.fireDue(), 1);
+  assert.equal(await eventually('the run to stall', pauseLeft, (left) => left !== undefined), FIRST_RETRY_MS);
+  // Picked up again: its timer, due already, fires at once, and the write fails again.
+  failNext = (run) => run.context.runId === runId;
+  assert.equal(resumeDue(), 1);
+  assert.equal(await eventually('the run to stall again', pauseLeft, (left) => left !== undefined), 2 * FIRST_RETRY_MS);
+  clock.advance(FIRST_RETRY_MS);
+  assert.equal(resumeDue(), 1);
+  await eventually('the run to complete', () => runStates(org, key), (s) => s.get(runId) === 'completed');
+  assert.equal(receiver.received.filter((r) => r.path === '/delay-doubling').length, 1);
+});
