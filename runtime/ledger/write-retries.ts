@@ -11,15 +11,20 @@ import { RunTimers } from '../runs/run-timers.ts';
 export const FIRST_RETRY_MS = 1000;
 export const MAX_RETRY_MS = 60_000;
 
+/** Resumed keys held before the old ones are swept (then twice as many as are left). */
+const FIRST_SWEEP_AT = 1024;
+
 export class WriteRetries {
   readonly #clock: Clock;
   /** Failed writes in a row, per key; a key waits while it has an entry. */
   readonly #failures = new Map<string, number>();
   /**
-   * Keys picked up again after their pause (`resumed`) with no write of theirs done since: the
-   * failures in a row they had, so that one failing again goes on doubling instead of starting at a second.
+   * Keys picked up again after their pause (`resumed`) in the last MAX_RETRY_MS: the failures in a
+   * row they had and when, so that one failing again goes on doubling instead of starting at a
+   * second. Kept that long only: a run picked up may never write again (it had finished; it was let go).
    */
-  readonly #resumed = new Map<string, number>();
+  readonly #resumed = new Map<string, { readonly failures: number; readonly at: number }>();
+  #sweepAt = FIRST_SWEEP_AT;
   readonly #timers: RunTimers;
 
   /** `retry(key)` is called once a failed key's pause is over. */
@@ -53,7 +58,7 @@ export class WriteRetries {
 
   /** A write for the key failed: try it again after the pause its failures so far call for. */
   failed(key: string): void {
-    const failures = (this.#failures.get(key) ?? this.#resumed.get(key) ?? 0) + 1;
+    const failures = (this.#failures.get(key) ?? this.#recentlyResumed(key) ?? 0) + 1;
     this.#resumed.delete(key);
     this.#failures.set(key, failures);
     this.#arm(key, failures);
@@ -80,8 +85,21 @@ export class WriteRetries {
     const failures = this.#failures.get(key);
     if (failures === undefined) return;
     this.cleared(key);
-    this.#resumed.set(key, failures);
+    const now = this.#clock.now();
+    this.#resumed.set(key, { failures, at: now });
+    if (this.#resumed.size < this.#sweepAt) return;
+    for (const [resumedKey, { at }] of this.#resumed) if (!this.#recent(at, now)) this.#resumed.delete(resumedKey);
+    this.#sweepAt = Math.max(FIRST_SWEEP_AT, 2 * this.#resumed.size);
   }
+
+  /** The failures of a key resumed within MAX_RETRY_MS, if any. */
+  #recentlyResumed(key: string): number | undefined {
+    const resumed = this.#resumed.get(key);
+    return resumed !== undefined && this.#recent(resumed.at, this.#clock.now()) ? resumed.failures : undefined;
+  }
+
+  /** Within MAX_RETRY_MS of `at` (either way: a clock set back counts as recent). */
+  #recent = (at: number, now: number): boolean => Math.abs(now - at) <= MAX_RETRY_MS;
 
   close(): void {
     this.#timers.close();

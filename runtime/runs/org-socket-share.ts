@@ -55,9 +55,14 @@ export class OrgSocketShare {
     return this.#openTotal < this.total && this.#open.get(org) < this.#perOrg;
   }
 
-  /** Whether requests wait while the process holds its total (a socket of any org that falls idle closes for them). */
+  /**
+   * Whether the process holds its total while an org waits that has room of its own (a socket of
+   * any org that falls idle closes for it); one waiting only for its own share is not helped so.
+   */
   get full(): boolean {
-    return this.#openTotal >= this.total && this.#waitingRequests.size > 0;
+    if (this.#openTotal < this.total) return false;
+    for (const org of this.#waiting.keys()) if (this.#open.get(org) < this.#perOrg) return true;
+    return false;
   }
 
   /** `request` of `org` connects (`connect`) once the org has room, after those waiting before it. */

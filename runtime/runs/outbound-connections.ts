@@ -45,7 +45,7 @@ export interface OutboundPool {
  * Idle keep-alive sockets close after this: below the 5 s keep-alive timeout of Node's own HTTP
  * server (and many others), so a request rarely picks a socket the receiver is closing.
  */
-const IDLE_SOCKET_MS = 4000;
+export const IDLE_SOCKET_MS = 4000;
 
 const poolOrgOf = (options: ClientRequestArgs | undefined): string => String((options as { poolOrg?: unknown } | undefined)?.poolOrg ?? '');
 const poolName = (base: string, options: ClientRequestArgs | undefined): string => `${base}|${poolOrgOf(options)}`;
@@ -127,7 +127,9 @@ function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupF
         share.opened(org);
         socket.once('close', () => {
           idle.taken(socket);
-          share.closed(org);
+          // After the agent's own close handler (registered after this one), which may open a socket
+          // for a request in the origin's queue: counted first, it keeps the total (else one over).
+          queueMicrotask(() => share.closed(org));
         });
       }
       return socket;
@@ -181,10 +183,18 @@ export class OutboundConnections {
   constructor(
     readonly perReceiver: number = DEFAULT_WEBHOOK_CONNECTIONS,
     readonly targets: WebhookTargets = 'public',
-    options: { readonly selfPort?: () => number; readonly resolver?: ReceiverResolver; readonly idleSocketsPerOrg?: number; readonly socketsPerOrg?: number; readonly socketsTotal?: number } = {},
+    options: {
+      readonly selfPort?: () => number;
+      readonly resolver?: ReceiverResolver;
+      readonly idleSocketsPerOrg?: number;
+      readonly socketsPerOrg?: number;
+      readonly socketsTotal?: number;
+      /** How long a socket may sit idle before it closes (default IDLE_SOCKET_MS). */
+      readonly idleSocketMs?: number;
+    } = {},
   ) {
     // LIFO keeps the most recently used sockets busy and lets the others go idle and close.
-    const agentOptions: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: IDLE_SOCKET_MS };
+    const agentOptions: AgentOptions = { keepAlive: true, scheduling: 'lifo', maxSockets: perReceiver, timeout: options.idleSocketMs ?? IDLE_SOCKET_MS };
     const resolver = options.resolver ?? new ReceiverResolver();
     this.#resolver = resolver;
     const selfPort = options.selfPort ?? (() => 0);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import { FIRST_RETRY_MS, WriteRetries } from '../../runtime/ledger/write-retries.ts';
+import { FIRST_RETRY_MS, MAX_RETRY_MS, WriteRetries } from '../../runtime/ledger/write-retries.ts';
 
 test("a failed key is retried after its pause, twice as long after a second failure; an hour's set back does not hold it for the hour", () => {
   const clock = new ManualClock(Date.UTC(2026, 11, 6, 4, 0, 0));
@@ -51,6 +51,11 @@ test('a key picked up again after its pause that fails again before any write su
     retries.cleared('run-a');
     retries.failed('run-a');
     assert.equal(pauseAfterFailure(), FIRST_RETRY_MS, 'a write went through in between: a new row of failures');
+    // Picked up, then failing only after more than MAX_RETRY_MS: its row is over (the pick-up is not kept for ever).
+    retries.resumed('run-a');
+    clock.advance(MAX_RETRY_MS + 1);
+    retries.failed('run-a');
+    assert.equal(pauseAfterFailure(), FIRST_RETRY_MS);
     assert.equal(retries.timers.dueAt('run-b'), undefined);
     retries.resumed('run-b');
     retries.failed('run-b');

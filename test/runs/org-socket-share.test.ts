@@ -163,32 +163,88 @@ test('past the process-wide total a new connection of any org waits; the room ea
   share.closed('acct-c');
   assert.deepEqual(connected, ['c1', 'd1', 'c2']);
   assert.deepEqual([share.full, share.waiting], [false, 0]);
+  // Full only for an org that waits for the process's room: one waiting for its own share is not helped by others' idle sockets.
+  const capped = new OrgSocketShare(1, 2);
+  capped.opened('acct-x');
+  capped.opened('acct-y');
+  capped.wait('acct-x', {}, () => true, () => undefined);
+  assert.equal(capped.full, false, 'acct-x waits for its own share');
+  capped.wait('acct-z', {}, () => true, () => undefined);
+  assert.equal(capped.full, true);
   assert.deepEqual([defaultOutboundSocketTotal(20_000), defaultOutboundSocketTotal(256), defaultOutboundSocketTotal(undefined)], [2500, 64, OUTBOUND_SOCKETS_FALLBACK]);
 });
 
-test("through the pools: past the total, another org's connection waits for one to close, and a socket falling idle closes for it", async () => {
-  const small = new OutboundConnections(4, 'any', { resolver: new ReceiverResolver({ hostsPath: join(dir, 'hosts') }), socketsTotal: 2 });
+// Idle sockets stay a minute here, far past the test's timeout: a room that only their idle timeout
+// would free leaves a request waiting until the test fails.
+const PAST_IDLE = { timeout: 10_000 };
+
+test("through the pools: past the total, another org's connection takes an idle socket's room, and a finished socket closes for a waiting org instead of idling", PAST_IDLE, async () => {
+  const small = new OutboundConnections(4, 'any', { resolver: new ReceiverResolver({ hostsPath: join(dir, 'hosts') }), socketsTotal: 2, idleSocketMs: 60_000 });
+  // The receiver keeps idle connections as long (Node's server closes them after 5 s by default).
+  const keepAliveBefore = server.keepAliveTimeout;
+  server.keepAliveTimeout = 60_000;
   const sendVia = (orgId: string, name: string, path: string) =>
     sendWebhook(
       { orgId, url: `http://${name}:${port}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${name}:t`, fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
       { selfPort: 1, connections: small },
     );
   try {
-    const openedBefore = opened;
-    const out = [sendVia('acct-total-a', NAMES[0]!, '/hold'), sendVia('acct-total-b', NAMES[1]!, '/hold')];
-    await eventually('two requests held by the receiver', () => held.length, (n) => n === 2);
-    let thirdDone = false;
-    const third = sendVia('acct-total-c', NAMES[2]!, '/ok').then((outcome) => ((thirdDone = true), outcome));
-    await eventually('the third org waiting for room', () => small.stats().waiting, (n) => n === 1);
-    assert.deepEqual([opened - openedBefore, thirdDone], [2, false], 'no third connection while two are open');
+    assert.equal((await sendVia('acct-total-a', NAMES[0]!, '/ok')).ok, true);
+    const b = sendVia('acct-total-b', NAMES[1]!, '/hold');
+    await eventually("b's request held", () => held.length, (n) => n === 1);
+    assert.deepEqual([small.stats().open, small.stats().limit], [2, 2], "a's socket idle, b's busy");
+    // c waits for room: a's idle socket closes for it.
+    assert.equal((await sendVia('acct-total-c', NAMES[2]!, '/ok')).ok, true);
+    const d = sendVia('acct-total-d', NAMES[3]!, '/hold');
+    await eventually("d's request held (c's idle socket closed for it)", () => held.length, (n) => n === 2);
+    let eDone = false;
+    const e = sendVia('acct-total-e', NAMES[4]!, '/ok').then((outcome) => ((eDone = true), outcome));
+    await eventually('e waiting for room', () => small.stats().waiting, (n) => n === 1);
+    assert.equal(eDone, false);
+    // b's answer: its socket closes for e instead of idling.
     held.shift()!.end('{"ok":true}');
-    assert.equal((await out[0])!.ok, true);
-    const outcome = await third;
-    assert.equal(outcome.ok, true, JSON.stringify(outcome));
-    assert.equal(opened - openedBefore, 3);
-    for (const res of held.splice(0)) res.end('{"ok":true}');
-    assert.equal((await out[1])!.ok, true);
+    assert.equal((await b).ok, true);
+    assert.equal((await e).ok, true);
+    assert.ok(small.stats().open <= 2, `${small.stats().open} open`);
+    held.shift()!.end('{"ok":true}');
+    assert.equal((await d).ok, true);
   } finally {
     small.close();
+    server.keepAliveTimeout = keepAliveBefore;
+  }
+});
+
+test('a socket the receiver closes does not take the process past its total: the agent serves its origin\'s queue first, the waiting org the room left', PAST_IDLE, async () => {
+  // The pools' own count of open sockets, read as each connection arrives (the server's view of
+  // closes lags behind the client's).
+  let most = 0;
+  const closer = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => (req.url === '/hold' ? held.push(res) : res.writeHead(200, { connection: 'close' }).end('{"ok":true}')));
+  });
+  closer.on('connection', () => (most = Math.max(most, single.stats().open)));
+  await new Promise<void>((resolve) => closer.listen(0, '127.0.0.1', resolve));
+  const closerPort = (closer.address() as AddressInfo).port;
+  // One connection per receiver: an org's second request waits in the agent's queue for its origin.
+  const single = new OutboundConnections(1, 'any', { resolver: new ReceiverResolver({ hostsPath: join(dir, 'hosts') }), socketsTotal: 2, idleSocketMs: 60_000 });
+  const sendTo = (orgId: string, name: string, path: string, n: number) =>
+    sendWebhook(
+      { orgId, url: `http://${name}:${closerPort}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${n}:c`, fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
+      { selfPort: 1, connections: single },
+    );
+  try {
+    const heldBefore = held.length;
+    const holder = sendTo('acct-close-b', NAMES[1]!, '/hold', 1);
+    await eventually("b's request held", () => held.length, (n) => n === heldBefore + 1);
+    const a = [sendTo('acct-close-a', NAMES[0]!, '/close', 1), sendTo('acct-close-a', NAMES[0]!, '/close', 2)];
+    const c = sendTo('acct-close-c', NAMES[2]!, '/close', 1);
+    const outcomes = await Promise.all([...a, c]);
+    assert.ok(outcomes.every((outcome) => outcome.ok), JSON.stringify(outcomes));
+    assert.equal(most, 2, 'never more than the total open at once');
+    held.pop()!.end('{"ok":true}');
+    assert.equal((await holder).ok, true);
+  } finally {
+    single.close();
+    await new Promise((resolve) => closer.close(resolve));
   }
 });
