@@ -277,10 +277,10 @@ test('an admission whose run cannot be read gives back its slot once picked up a
   await eventually('the second run to complete', () => runStates(org, key), (s) => s.get(second) === 'completed');
 });
 
-test('a timer that fired for a run that cannot be read stalls the run; picked up again, its timer is armed again and the run goes on', async () => {
-  const org = 'acct-unread-timer';
+/** A new org whose one run waits in a 1 s delay (its timer armed) before a webhook step to `path`. */
+async function delayingRun(org: string, path: string): Promise<{ key: string; runId: string }> {
   const key = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'job.run', steps: [{ id: 'wait', type: 'delay', duration_ms: 1000 }, { id: 's', type: 'webhook', url: `${receiver.url}/unread-timer` }] } });
+  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'job.run', steps: [{ id: 'wait', type: 'delay', duration_ms: 1000 }, { id: 's', type: 'webhook', url: `${receiver.url}${path}` }] } });
   assert.equal(wf.status, 201, wf.text);
   receiver.script([{ status: 200 }]);
   await send(org, key, 'only');
@@ -288,6 +288,12 @@ test('a timer that fired for a run that cannot be read stalls the run; picked up
   await eventually('the delay', () => runStates(org, key), (s) => s.get(runId) === 'delaying');
   // The state is visible once written, a moment before the engine arms the timer.
   await eventually('the delay timer', () => rt.runtime.engine.timerDueAt(org, runId), (due) => due !== undefined);
+  return { key, runId };
+}
+
+test('a timer that fired for a run that cannot be read stalls the run; picked up again, its timer is armed again and the run goes on', async () => {
+  const org = 'acct-unread-timer';
+  const { key, runId } = await delayingRun(org, '/unread-timer');
   failNextReadOf(runId);
   clock.advance(1000);
   assert.equal(rt.runtime.engine.timers.fireDue(), 1);
@@ -317,13 +323,7 @@ test('a run stalled with its step\'s answer unwritten stalls no more once its or
 
 test('a delay whose completion cannot be written, failing again as soon as it is picked up, waits twice as long the second time', async () => {
   const org = 'acct-delay-doubling';
-  const key = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const wf = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'job.run', steps: [{ id: 'wait', type: 'delay', duration_ms: 1000 }, { id: 's', type: 'webhook', url: `${receiver.url}/delay-doubling` }] } });
-  assert.equal(wf.status, 201, wf.text);
-  receiver.script([{ status: 200 }]);
-  await send(org, key, 'doubling');
-  const runId = await runOf(org, key, 'doubling');
-  await eventually('the delay timer', () => rt.runtime.engine.timerDueAt(org, runId), (due) => due !== undefined);
+  const { key, runId } = await delayingRun(org, '/delay-doubling');
   const stalledKey = `${org}\u0000${runId}`;
   const pauseLeft = (): number | undefined => {
     const due = rt.runtime.engine.stalled.timers.dueAt(stalledKey);
