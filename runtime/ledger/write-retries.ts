@@ -1,8 +1,9 @@
 // Keys whose write failed (a full disk, a failed commit), each tried again after a pause that
 // doubles with every failure in a row, up to a minute. The pauses run on timers of the injected
 // clock (tests fire them with `timers.fireDue()` after advancing it); a clock set back starts each
-// waiting key's pause again from the new time (else an hour back held the retries for the hour). Stalled runs (runs/stalled-runs.ts)
-// and device endings that could not be written (triggers/device-sockets.ts) wait on one each.
+// waiting key's pause again from the new time (else an hour back held the retries for the hour).
+// Stalled runs (runs/stalled-runs.ts) and device endings that could not be written
+// (triggers/device-sockets.ts) wait on one each.
 
 import type { Clock } from '../clock.ts';
 import { RunTimers } from '../runs/run-timers.ts';
