@@ -187,8 +187,10 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   return end.code === 1000 && !failed && pacer.settled ? 0 : 1;
 }
 
-/** What a refused upgrade said, escaped: whatever answered, it never drives the terminal. */
-/** The refusal as the start of a notice line (its message's full stop dropped: the line goes on after it). */
+/**
+ * What a refused upgrade said, escaped (whatever answered, it never drives the terminal), as the
+ * start of a notice line: its message's full stop dropped, since the line goes on after it.
+ */
 const refusalText = (end: { readonly status: number; readonly body: string }): string => `refused with ${end.status}: ${printable(describeRefusalBody(end.body)).replace(/\.$/, '')}`;
 
 /** Ids as a short list: the first few, printable, and how many more. */

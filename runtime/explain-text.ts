@@ -150,7 +150,7 @@ function attemptLines(attempt: RunAttempt, type: RunStep['type']): string[] {
   return lines;
 }
 
-/** A step's status; one still pending in a run that has ended never ran (a run resumed from failed runs it then). */
+/** A step's status; one still pending in a cancelled or failed run never ran (a failed run that is resumed runs it then). */
 function stepStatusOf(step: RunStep, run: Run): string {
   if (step.status !== 'pending') return step.status;
   if (run.state === 'cancelled') return 'not run (the run was cancelled)';
