@@ -49,9 +49,8 @@ export class RetryStagger {
     const earliest = now + waitMs;
     const mine = this.#moments.get(sender);
     // A moment further ahead than any given (the wall clock was set back since: an hour back told
-    // sockets to wait an hour) is no moment; the timeline's likewise.
-    if (mine !== undefined && mine.at > earliest + MAX_STAGGER_MS) this.#moments.delete(sender);
-    else if (mine !== undefined && mine.at > now) {
+    // sockets to wait an hour) is no moment, and is replaced below; the timeline's likewise.
+    if (mine !== undefined && mine.at > now && mine.at <= earliest + MAX_STAGGER_MS) {
       mine.early += 1;
       return { waitMs: Math.max(1, Math.ceil(Math.max(mine.at, earliest) - now)), early: mine.early };
     }
