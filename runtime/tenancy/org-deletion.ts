@@ -10,9 +10,11 @@
 // 3. In the background, side by side: the hook-runner forgets the org (ForgetOrg; a runner of an
 //    earlier release without it deletes the org's secrets action by action), and every record of
 //    the org leaves the ledger (org-removal.ts), each chunk adding to the record's tally as it goes;
-//    then the records are counted again (none may be left), and the record says `removed`. A removal cut short (a stop, a crash, a hook-runner that is down) is
-//    started again by each pass of the pruning loop (the first right after each start), without
-//    holding the pass up.
+//    then the records are counted again (none may be left), and the record says `removed`. The
+//    ledger's part runs for many orgs at once, one pass at a time (org-passes.ts): the orgs deleted
+//    while a pass runs go together in the next. A removal cut short (a stop, a crash, a hook-runner
+//    that is down) is started again by each pass of the pruning loop (the first right after each
+//    start), without holding the pass up.
 
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { Ledger } from '../ledger/ledger.ts';
@@ -20,6 +22,7 @@ import type { OrgTable } from '../ledger/org-fence.ts';
 import type { Logger } from '../log.ts';
 import type { DeletedOrgs, DeletionRecord } from './deleted-orgs.ts';
 import type { OrganizationStore } from './organizations.ts';
+import { OrgPasses } from './org-passes.ts';
 import { countOrgRecords, removeOrgRecords } from './org-removal.ts';
 
 /**
@@ -61,9 +64,20 @@ export class OrgDeletions {
   readonly #running = new Map<string, Promise<DeletionRecord>>();
   /** The deletions being marked now, per org: a second request for one answers what the first does. */
   readonly #marking = new Map<string, Promise<DeletionRecord | undefined>>();
+  /**
+   * The ledger's part, for the orgs that ask together, one pass at a time: their records removed,
+   * then counted again; each org gets what is left of it (nothing, unless the fence let a write by).
+   */
+  readonly #removals: OrgPasses<Record<string, number>>;
 
   constructor(deps: OrgDeletionDeps) {
     this.#d = deps;
+    this.#removals = new OrgPasses(async (orgIds) => {
+      const { ledger, tables, stop, chunk, deleted } = deps;
+      await removeOrgRecords({ root: ledger.root, tables, stop, counted: (orgId, table, n) => deleted.countRemoved(orgId, table, n), ...(chunk === undefined ? {} : { chunk }) }, orgIds);
+      // Counted again: a record the fence let through (a defect) would be left for good otherwise.
+      return countOrgRecords(tables, orgIds, stop);
+    });
   }
 
   /**
@@ -138,8 +152,8 @@ export class OrgDeletions {
   }
 
   /** How many records of the org each table still holds (none once its removal is done). */
-  recordsLeft(orgId: string): Promise<Record<string, number>> {
-    return countOrgRecords(this.#d.tables, orgId);
+  async recordsLeft(orgId: string): Promise<Record<string, number>> {
+    return (await countOrgRecords(this.#d.tables, [orgId])).get(orgId)!;
   }
 
   /** Resolves once no removal is running (tests, and the stop). */
@@ -165,16 +179,12 @@ export class OrgDeletions {
       await this.#d.secretWritesSettled(orgId);
       // At once, not after the runner: a runner that is wedged holds ForgetOrg up to its deadline
       // (10 min), and the org's records would stay on disk all that while. Each chunk removed adds
-      // to the record's tally in its own transaction (counted), so `removed` survives a stop.
-      const [forgotten, removal] = await Promise.allSettled([
-        this.#forgetInRunner(orgId, record.actions_with_secrets),
-        removeOrgRecords({ root: this.#d.ledger.root, tables: this.#d.tables, stop: this.#d.stop, counted: (table, n) => this.#d.deleted.countRemoved(orgId, table, n), ...(this.#d.chunk === undefined ? {} : { chunk: this.#d.chunk }) }, orgId),
-      ]);
+      // to the record's tally in its own transaction, so `removed` survives a stop.
+      const [forgotten, removal] = await Promise.allSettled([this.#forgetInRunner(orgId, record.actions_with_secrets), this.#removals.run(orgId)]);
       if (forgotten.status === 'rejected') throw forgotten.reason;
       if (removal.status === 'rejected') throw removal.reason;
       const actions = forgotten.value;
-      // Counted again: a record the fence let through (a defect) would be left for good otherwise.
-      const left = await countOrgRecords(this.#d.tables, orgId, this.#d.stop);
+      const left = removal.value;
       if (Object.keys(left).length > 0) this.#d.logger.error('records of a deleted organization were left after its removal; the pruning loop removes them', { org: orgId, left });
       const done = actions.length === 0 && Object.keys(left).length === 0;
       const { removed } = this.#d.deleted.get(orgId) ?? record;

@@ -1,8 +1,9 @@
-// Removes every record of one org from every table the runtime has opened (org-fence.ts knows them
-// and where each keeps its org): the ranges that start with the org, and the org's entries in the
-// tables ordered by time or keyed by a hash, which are read whole. In transactions of at most
-// `chunk` records, each durable before the next, with an event-loop turn between reads, so other
-// orgs' requests go on meanwhile. Idempotent: a removal cut short is run again from the start.
+// Removes every record of some orgs from every table the runtime has opened (org-fence.ts knows
+// them and where each keeps its org): the ranges that start with each org, and their entries in the
+// tables ordered by time or keyed by a hash, which are read whole, once for all the orgs given. In
+// transactions of at most `chunk` records, each durable before the next, with an event-loop turn
+// between reads, so other orgs' requests go on meanwhile. Idempotent: a removal cut short is run
+// again from the start.
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { durably } from '../ledger/durable-write.ts';
@@ -10,8 +11,11 @@ import type { LedgerKey, LedgerRoot } from '../ledger/ledger.ts';
 import { orgOfRecord, type OrgTable } from '../ledger/org-fence.ts';
 import { sameKey } from '../ledger/range-in-turns.ts';
 
-/** Records removed per transaction, and keys read per turn in the tables read whole. */
+/** Records removed per transaction, and keys read per turn. */
 export const REMOVAL_CHUNK = 1_000;
+
+/** Per org given, how many records each table holds or held (tables with none left out). */
+export type RecordsByOrg = Map<string, Record<string, number>>;
 
 export interface OrgRemovalDeps {
   readonly root: LedgerRoot;
@@ -20,88 +24,109 @@ export interface OrgRemovalDeps {
   /** Aborted as the runtime stops: the removal ends between its writes (the next start runs it again). */
   readonly stop?: AbortSignal;
   /**
-   * Told of each chunk inside the transaction that removes it, with how many it removed: a tally
-   * written there is durable with the removal, so a stop or a crash part-way loses none of it.
+   * Told, inside the transaction that removes them, how many records of a table an org lost: a
+   * tally written there is durable with the removal, so a stop or a crash part-way loses none of it.
    */
-  readonly counted?: (table: string, removed: number) => void;
+  readonly counted?: (orgId: string, table: string, removed: number) => void;
 }
 
-/** Removes the org's records; resolves with how many each table held (tables that held none are left out). */
-export async function removeOrgRecords(deps: OrgRemovalDeps, orgId: string): Promise<Record<string, number>> {
-  const removed: Record<string, number> = {};
-  for (const table of fencedTables(deps.tables)) {
-    const count = await walkOrgKeys(table, orgId, deps.chunk ?? REMOVAL_CHUNK, deps.stop, (keys) => removeKeys(deps.root, table, keys, deps.counted));
-    if (count > 0) removed[table.name] = count;
-  }
-  return removed;
+/** One record of an org, by its key. */
+interface OrgKey {
+  readonly orgId: string;
+  readonly key: LedgerKey;
 }
 
-/** How many records of the org each table holds (tables that hold none are left out); read in turns, as the removal reads. */
-export async function countOrgRecords(tables: () => readonly OrgTable[], orgId: string, stop?: AbortSignal): Promise<Record<string, number>> {
-  const counted: Record<string, number> = {};
+/** Removes the orgs' records; resolves with how many each org's tables held. */
+export async function removeOrgRecords(deps: OrgRemovalDeps, orgIds: readonly string[]): Promise<RecordsByOrg> {
+  return tallied(deps.tables, orgIds, deps.chunk ?? REMOVAL_CHUNK, deps.stop, (table, keys) => removeKeys(deps.root, table, keys, deps.counted));
+}
+
+/** How many records of each org each table holds; read in turns, as the removal reads. */
+export async function countOrgRecords(tables: () => readonly OrgTable[], orgIds: readonly string[], stop?: AbortSignal): Promise<RecordsByOrg> {
+  return tallied(tables, orgIds, REMOVAL_CHUNK, stop, async (_table, keys) => keys);
+}
+
+/** Walks every table for the orgs, adding up per org and table the keys `each` answers. */
+async function tallied(tables: () => readonly OrgTable[], orgIds: readonly string[], chunk: number, stop: AbortSignal | undefined, each: (table: OrgTable, keys: OrgKey[]) => Promise<readonly OrgKey[]>): Promise<RecordsByOrg> {
+  const counts: RecordsByOrg = new Map(orgIds.map((orgId) => [orgId, {}]));
+  const orgs = new Set(orgIds);
   for (const table of fencedTables(tables)) {
-    const count = await walkOrgKeys(table, orgId, REMOVAL_CHUNK, stop, async (keys) => keys.length);
-    if (count > 0) counted[table.name] = count;
+    await walkOrgKeys(table, orgs, chunk, stop, async (keys) => {
+      for (const { orgId } of await each(table, keys)) {
+        const count = counts.get(orgId)!;
+        count[table.name] = (count[table.name] ?? 0) + 1;
+      }
+    });
   }
-  return counted;
+  return counts;
 }
 
 /** The tables that hold orgs' records, in name order. */
 const fencedTables = (tables: () => readonly OrgTable[]): OrgTable[] => [...tables()].filter(({ place }) => place !== 'none').sort((a, b) => (a.name < b.name ? -1 : 1));
 
 /**
- * Hands `each` the keys of the org's records in the table, at most `chunk` at a time, with an
- * event-loop turn between reads; resolves with the sum of what `each` answers. Where the org leads
- * the key, only its range is read; elsewhere (keys by time, or by hash with the org in the value)
- * the whole table, keys alone unless the org is in the value. Each read starts at the last key of
- * the one before, passed over when it is still there (`each` may have removed it).
+ * Hands `each` the keys of the orgs' records in the table, at most `chunk` at a time, taking an
+ * event-loop turn after each `chunk` keys read. Where the org leads the key, only each org's range
+ * is read; elsewhere (keys by time, or by hash with the org in the value) the whole table once,
+ * keys alone unless the org is in the value. Each read starts at the last key of the one before,
+ * passed over when it is still there (`each` may have removed it).
  */
-async function walkOrgKeys(table: OrgTable, orgId: string, chunk: number, stop: AbortSignal | undefined, each: (keys: LedgerKey[]) => Promise<number>): Promise<number> {
+async function walkOrgKeys(table: OrgTable, orgIds: ReadonlySet<string>, chunk: number, stop: AbortSignal | undefined, each: (keys: OrgKey[]) => Promise<void>): Promise<void> {
   const { place } = table;
-  let count = 0;
-  let after: LedgerKey | undefined;
-  for (;;) {
-    stop?.throwIfAborted();
-    const limit = chunk + (after === undefined ? 0 : 1);
-    const start = after ?? (place === 'first' ? [orgId] : undefined);
-    const range = { ...(start === undefined ? {} : { start }), limit };
-    const entries = place === 'value' ? table.table.getRange(range) : [...table.table.getKeys(range)].map((key) => ({ key, value: undefined as unknown }));
-    const keys: LedgerKey[] = [];
-    /** Keys read but `after`: at most `chunk` (the read takes one more in case `after` was removed). */
-    let read = 0;
-    let last: LedgerKey | undefined;
-    let pastRange = false;
-    for (const { key, value } of entries) {
-      if (after !== undefined && sameKey(key, after)) continue;
-      if (read === chunk) break;
-      read++;
-      const org = orgOfRecord(place, key, value);
-      // The org's range ends at the first key of another org.
-      if (place === 'first' && org !== orgId) {
-        pastRange = true;
-        break;
+  const pending: OrgKey[] = [];
+  /** Keys read (a read that found none counts one) since the last turn. */
+  let readSinceTurn = 0;
+  const starts = place === 'first' ? [...orgIds].sort() : [undefined];
+  for (const first of starts) {
+    let after: LedgerKey | undefined;
+    for (;;) {
+      stop?.throwIfAborted();
+      const limit = chunk + (after === undefined ? 0 : 1);
+      const start = after ?? (first === undefined ? undefined : [first]);
+      const range = { ...(start === undefined ? {} : { start }), limit };
+      const entries = place === 'value' ? table.table.getRange(range) : [...table.table.getKeys(range)].map((key) => ({ key, value: undefined as unknown }));
+      /** Keys read but `after`: at most `chunk` (the read takes one more in case `after` was removed). */
+      let read = 0;
+      let last: LedgerKey | undefined;
+      let pastRange = false;
+      for (const { key, value } of entries) {
+        if (after !== undefined && sameKey(key, after)) continue;
+        if (read === chunk) break;
+        read++;
+        const orgId = orgOfRecord(place, key, value);
+        // An org's range ends at the first key of another org.
+        if (first !== undefined && orgId !== first) {
+          pastRange = true;
+          break;
+        }
+        last = key;
+        if (orgId !== undefined && orgIds.has(orgId)) pending.push({ orgId, key });
       }
-      last = key;
-      if (org === orgId) keys.push(key);
+      while (pending.length >= chunk) await each(pending.splice(0, chunk));
+      readSinceTurn += Math.max(read, 1);
+      if (readSinceTurn >= chunk) {
+        readSinceTurn = 0;
+        await nextTurn();
+      }
+      if (pastRange || read < chunk || last === undefined) break;
+      after = last;
     }
-    if (keys.length > 0) count += await each(keys);
-    if (pastRange || read < chunk || last === undefined) return count;
-    after = last;
-    await nextTurn();
   }
+  if (pending.length > 0) await each(pending);
 }
 
-async function removeKeys(root: LedgerRoot, { name, table }: OrgTable, keys: readonly LedgerKey[], counted: OrgRemovalDeps['counted']): Promise<number> {
+/** Removes the keys still there in one durable transaction; answers those it removed. */
+async function removeKeys(root: LedgerRoot, { name, table }: OrgTable, keys: readonly OrgKey[], counted: OrgRemovalDeps['counted']): Promise<OrgKey[]> {
   return durably(
     root,
     root.transaction(() => {
-      let removed = 0;
-      for (const key of keys) {
-        if (!table.doesExist(key)) continue;
+      const removed = keys.filter(({ key }) => table.doesExist(key));
+      const perOrg = new Map<string, number>();
+      for (const { orgId, key } of removed) {
         table.remove(key);
-        removed++;
+        perOrg.set(orgId, (perOrg.get(orgId) ?? 0) + 1);
       }
-      if (removed > 0) counted?.(name, removed);
+      if (counted !== undefined) for (const [orgId, count] of perOrg) counted(orgId, name, count);
       return removed;
     }),
   );

@@ -1,13 +1,14 @@
-// Removing one org's records from every fenced table (org-removal.ts), on LMDB and on memory: its
-// ranges, its entries in the tables ordered by time or keyed by a hash, across chunk boundaries,
-// and nothing of orgs whose ids share its prefix or sort around it; a second run removes nothing.
-// Each chunk is told inside its own transaction (what a deletion's tally is written by).
+// Removing orgs' records from every fenced table (org-removal.ts), on LMDB and on memory: their
+// ranges, their entries in the tables ordered by time or keyed by a hash, across chunk boundaries,
+// and nothing of orgs whose ids share a prefix or sort around them; a second run removes nothing.
+// Each chunk is told inside its own transaction (what a deletion's tally is written by). Many orgs
+// at once read a table ordered by time once, not once per org.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fenceOrgWrites } from '../../runtime/ledger/org-fence.ts';
 import type { Ledger } from '../../runtime/ledger/ledger.ts';
-import { removeOrgRecords } from '../../runtime/tenancy/org-removal.ts';
+import { countOrgRecords, removeOrgRecords } from '../../runtime/tenancy/org-removal.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
 const NEIGHBOURS = ['acm', 'acme-2', 'acme_', 'acmf', 'a'];
@@ -39,11 +40,12 @@ for (const kind of LEDGER_KINDS) {
       // Told of each chunk inside its transaction: a tally written there lands with the removal.
       const tally = ledger.openDatabase('tally');
       const told: Array<[string, number]> = [];
-      const counted = (name: string, count: number): void => {
+      const counted = (orgId: string, name: string, count: number): void => {
+        assert.equal(orgId, 'acme');
         told.push([name, count]);
         tally.put([name], ((tally.get([name]) as number | undefined) ?? 0) + count);
       };
-      const removed = await removeOrgRecords({ root: ledger.root, tables, chunk: 3, counted }, 'acme');
+      const removed = (await removeOrgRecords({ root: ledger.root, tables, chunk: 3, counted }, ['acme'])).get('acme')!;
       assert.deepEqual(removed, { 'api-keys': 1, 'inbox-by-time': 5, orgs: 1, rows: 8 });
       assert.deepEqual(told.filter(([name]) => name === 'rows'), [['rows', 3], ['rows', 3], ['rows', 2]], 'a chunk at a time');
       for (const [name, count] of Object.entries(removed)) assert.equal(tally.get([name]), count, name);
@@ -59,7 +61,7 @@ for (const kind of LEDGER_KINDS) {
         assert.deepEqual(ledger.apiKeys.get([`hash-${org}`]), { org_id: org });
         assert.equal([...ledger.inboxByTime.getKeys({})].filter((key) => (key as unknown[])[1] === org).length, 5, org);
       }
-      assert.deepEqual(await removeOrgRecords({ root: ledger.root, tables, chunk: 3 }, 'acme'), {});
+      assert.deepEqual(await removeOrgRecords({ root: ledger.root, tables, chunk: 3 }, ['acme']), new Map([['acme', {}]]));
       await close();
     });
 
@@ -69,9 +71,36 @@ for (const kind of LEDGER_KINDS) {
       await fill(ledger, ['acme']);
       const stop = new AbortController();
       stop.abort();
-      await assert.rejects(removeOrgRecords({ root: ledger.root, tables, stop: stop.signal }, 'acme'), { name: 'AbortError' });
+      await assert.rejects(removeOrgRecords({ root: ledger.root, tables, stop: stop.signal }, ['acme']), { name: 'AbortError' });
       assert.deepEqual(ledger.orgs.get(['acme']), { id: 'acme' });
-      assert.equal(Object.values(await removeOrgRecords({ root: ledger.root, tables }, 'acme')).reduce((a, b) => a + b, 0), 15);
+      assert.equal(Object.values((await removeOrgRecords({ root: ledger.root, tables }, ['acme'])).get('acme')!).reduce((a, b) => a + b, 0), 15);
+      await close();
+    });
+
+    it('removes many orgs at once, each told and tallied apart, reading a table ordered by time once', async () => {
+      const { ledger, close } = kind.open();
+      const tables = fenceOrgWrites(ledger, () => false);
+      const doomed = ['d0', 'd1', 'd2', 'd3', 'd4', 'd5'];
+      await fill(ledger, [...doomed, ...NEIGHBOURS]);
+      // Every read of the time-ordered table (its keys alone are read).
+      let reads = 0;
+      const { inboxByTime } = ledger;
+      const { getKeys } = inboxByTime;
+      Object.assign(inboxByTime, { getKeys: (...args: Parameters<typeof getKeys>) => (reads++, getKeys.apply(inboxByTime, args)) });
+      const told = new Map<string, number>();
+      const counted = (orgId: string, name: string, count: number): void => void told.set(`${orgId} ${name}`, (told.get(`${orgId} ${name}`) ?? 0) + count);
+      // Chunks of 4: the 30 time entries of the doomed orgs take 8 removals and (with the others'
+      // 25 entries) 14 reads; a read per org would be 6 times that.
+      const removed = await removeOrgRecords({ root: ledger.root, tables, chunk: 4, counted }, doomed);
+      assert.deepEqual([...removed.keys()], doomed);
+      for (const org of doomed) {
+        assert.deepEqual(removed.get(org), { 'api-keys': 1, 'inbox-by-time': 5, orgs: 1, rows: 8 }, org);
+        for (const [name, count] of Object.entries(removed.get(org)!)) assert.equal(told.get(`${org} ${name}`), count, `${org} ${name}`);
+      }
+      assert.equal(reads, 14, 'the time-ordered table read once, 4 keys at a time');
+      const left = await countOrgRecords(tables, [...doomed, ...NEIGHBOURS]);
+      for (const org of doomed) assert.deepEqual(left.get(org), {}, org);
+      for (const org of NEIGHBOURS) assert.deepEqual(left.get(org), { 'api-keys': 1, 'inbox-by-time': 5, orgs: 1, rows: 8 }, org);
       await close();
     });
   });
