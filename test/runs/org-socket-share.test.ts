@@ -174,6 +174,35 @@ test('past the process-wide total a new connection of any org waits; the room ea
   assert.deepEqual([defaultOutboundSocketTotal(20_000), defaultOutboundSocketTotal(256), defaultOutboundSocketTotal(undefined)], [2500, 64, OUTBOUND_SOCKETS_FALLBACK]);
 });
 
+test('past the total, a waiting org that holds no socket gets the room freed before orgs that hold some, whenever it came', () => {
+  const share = new OrgSocketShare(10, 3);
+  const connected: string[] = [];
+  const connect = (org: string, name: string) => () => {
+    connected.push(name);
+    share.opened(org);
+  };
+  for (const org of ['acct-a', 'acct-b', 'acct-c']) share.opened(org);
+  // Busy orgs queue first; a quiet one comes last, holding nothing.
+  share.wait('acct-a', {}, () => true, connect('acct-a', 'a2'));
+  share.wait('acct-b', {}, () => true, connect('acct-b', 'b2'));
+  share.wait('acct-quiet', {}, () => true, connect('acct-quiet', 'q1'));
+  share.wait('acct-quiet', {}, () => true, connect('acct-quiet', 'q2'));
+  share.closed('acct-c');
+  assert.deepEqual(connected, ['q1'], 'the org holding none goes first');
+  share.closed('acct-quiet');
+  // Its one socket closed with a request still waiting: it holds none again, and goes first again.
+  assert.deepEqual(connected, ['q1', 'q2']);
+  share.closed('acct-a');
+  share.closed('acct-b');
+  assert.deepEqual(connected, ['q1', 'q2', 'a2', 'b2'], 'then the others in turn');
+  // A waiting org that holds none but whose request was withdrawn is passed over.
+  share.wait('acct-gone', {}, () => false, connect('acct-gone', 'gone'));
+  share.wait('acct-a', {}, () => true, connect('acct-a', 'a3'));
+  share.closed('acct-b');
+  assert.deepEqual(connected.at(-1), 'a3');
+  assert.equal(share.waiting, 0);
+});
+
 // Idle sockets stay a minute here, far past the test's timeout: a room that only their idle timeout
 // would free leaves a request waiting until the test fails.
 const PAST_IDLE = { timeout: 10_000 };
