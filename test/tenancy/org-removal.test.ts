@@ -45,7 +45,7 @@ for (const kind of LEDGER_KINDS) {
         told.push([name, count]);
         tally.put([name], ((tally.get([name]) as number | undefined) ?? 0) + count);
       };
-      const removed = (await removeOrgRecords({ root: ledger.root, tables, chunk: 3, counted }, ['acme'])).get('acme')!;
+      const removed = (await removeOrgRecords({ root: ledger.root, tables, chunk: 3, readChunk: 2, counted }, ['acme'])).get('acme')!;
       assert.deepEqual(removed, { 'api-keys': 1, 'inbox-by-time': 5, orgs: 1, rows: 8 });
       assert.deepEqual(told.filter(([name]) => name === 'rows'), [['rows', 3], ['rows', 3], ['rows', 2]], 'a chunk at a time');
       for (const [name, count] of Object.entries(removed)) assert.equal(tally.get([name]), count, name);
@@ -89,9 +89,8 @@ for (const kind of LEDGER_KINDS) {
       Object.assign(inboxByTime, { getKeys: (...args: Parameters<typeof getKeys>) => (reads++, getKeys.apply(inboxByTime, args)) });
       const told = new Map<string, number>();
       const counted = (orgId: string, name: string, count: number): void => void told.set(`${orgId} ${name}`, (told.get(`${orgId} ${name}`) ?? 0) + count);
-      // Chunks of 4: the 30 time entries of the doomed orgs take 8 removals and (with the others'
-      // 25 entries) 14 reads; a read per org would be 6 times that.
-      const removed = await removeOrgRecords({ root: ledger.root, tables, chunk: 4, counted }, doomed);
+      // Reads of 4: the 55 time entries take 14 reads; a walk per org would be 6 times that.
+      const removed = await removeOrgRecords({ root: ledger.root, tables, chunk: 4, readChunk: 4, counted }, doomed);
       assert.deepEqual([...removed.keys()], doomed);
       for (const org of doomed) {
         assert.deepEqual(removed.get(org), { 'api-keys': 1, 'inbox-by-time': 5, orgs: 1, rows: 8 }, org);
