@@ -65,6 +65,30 @@ for (const kind of LEDGER_KINDS) {
       await close();
     });
 
+    it("reads an org's range no further than the first key of the next org", async () => {
+      const { ledger, close } = kind.open();
+      const tables = fenceOrgWrites(ledger, () => false);
+      await fill(ledger, ['acme', ...NEIGHBOURS]);
+      // The table as the fence knows it (lmdb-js may answer another object for a name opened again).
+      const { table: rows } = tables().find(({ name }) => name === 'rows')!;
+      // Every key the removal takes out of the table's iterators.
+      let pulled = 0;
+      const { getKeys } = rows;
+      Object.assign(rows, {
+        getKeys: (...args: Parameters<typeof getKeys>) =>
+          (function* counted() {
+            for (const key of getKeys.apply(rows, args)) {
+              pulled++;
+              yield key;
+            }
+          })(),
+      });
+      assert.deepEqual((await removeOrgRecords({ root: ledger.root, tables }, ['acme'])).get('acme')?.['rows'], 8);
+      // Its 8 rows and the next org's first ('acme-2', 'acme_' and 'acmf' hold 24 more after them).
+      assert.equal(pulled, 9);
+      await close();
+    });
+
     it('stops between its writes once told to, and a later run finishes', async () => {
       const { ledger, close } = kind.open();
       const tables = fenceOrgWrites(ledger, () => false);
