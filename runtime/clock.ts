@@ -4,9 +4,14 @@
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
   now(): number;
+  /**
+   * Milliseconds on a clock that only counts time passing (no jumps when the wall clock is set).
+   * Absent: `now` is taken to count time passing (a test's manual clock).
+   */
+  monotonic?(): number;
 }
 
-export const systemClock: Clock = { now: () => Date.now() };
+export const systemClock: Clock = { now: () => Date.now(), monotonic: () => performance.now() };
 
 /** A clock that only moves when told to; for tests and for the `--clock-offset` of nothing else. */
 export class ManualClock implements Clock {

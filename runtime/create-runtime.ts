@@ -33,6 +33,7 @@ import { loadAdminToken, type AdminToken } from './auth/admin-token.ts';
 import { authenticateFirst } from './auth/authenticate-first.ts';
 import { createAuthorizer } from './auth/authorize.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { pruneTime } from './prune-time.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventStore } from './events/event-store.ts';
 import { HttpServer } from './http/server.ts';
@@ -125,6 +126,8 @@ export interface Runtime {
   readonly deletions: OrgDeletions;
   /** The free space the ledger keeps on the data dir's disk (tests read it again with probeNow). */
   readonly disk: DiskFloor;
+  /** Runs a pass of the prune loop now, resolving once it has ended (tests; the loop runs on its own). */
+  prune(): Promise<void>;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
   close(): Promise<void>;
 }
@@ -351,12 +354,14 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   };
   opened.push(stopStaleCheck);
 
+  // Never ahead of the time passed since the start: a wall clock set forward prunes nothing early.
+  const pruneNow = pruneTime(clock);
   const pruneJobs = {
-    inbox: (stop: AbortSignal) => inbox.prune(clock.now(), undefined, stop),
+    inbox: (stop: AbortSignal) => inbox.prune(pruneNow(), undefined, stop),
     live_updates: () => updateLog.trim(),
-    history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, clock.now(), config.retentionDays * DAY_MS, undefined, stop),
-    appended_projection_rows: (stop: AbortSignal) => pruneAppendedRows(ledger.root, projections, clock.now(), config.retentionDays * DAY_MS, undefined, stop, deletedOrgs),
-    deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs, deletedOrgs }, clock.now(), config.retentionDays * DAY_MS, stop),
+    history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, pruneNow(), config.retentionDays * DAY_MS, undefined, stop),
+    appended_projection_rows: (stop: AbortSignal) => pruneAppendedRows(ledger.root, projections, pruneNow(), config.retentionDays * DAY_MS, undefined, stop, deletedOrgs),
+    deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs, deletedOrgs }, pruneNow(), config.retentionDays * DAY_MS, stop),
     // Not retention, but the same rhythm: a deletion cut short (a stop, a hook-runner down) goes on,
     // in the background: a hook-runner that does not answer must not hold the other jobs up.
     organization_deletions: async () => deletions.resumeLeftOver(),
@@ -396,6 +401,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     runner,
     disk,
     deletions,
+    prune: () => pruning.passNow(),
     close: () =>
       (closing ??= (async () => {
         stopping.abort();

@@ -6,6 +6,8 @@
 // seconds) and waits for that, so none runs on into a closed ledger.
 
 export interface PruneLoop {
+  /** Runs a pass now (after the one in flight, if any); resolves once it has ended. For tests. */
+  passNow(): Promise<void>;
   /** Stops the loop; resolves once the pass in flight (if any) has ended. */
   close(): Promise<void>;
 }
@@ -31,6 +33,11 @@ export function startPruneLoop(
   first.unref();
   every.unref();
   return {
+    async passNow(): Promise<void> {
+      await inFlight;
+      pass();
+      await inFlight;
+    },
     async close(): Promise<void> {
       closed = true;
       stopping.abort();

@@ -78,3 +78,37 @@ test('close tells the jobs to stop and waits until they have', async () => {
   await loop.close();
   assert.equal(sawStop, true, 'close resolved after the job saw the stop and ended');
 });
+
+test('passNow runs a pass after the one in flight and resolves once it has ended', async () => {
+  mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  try {
+    let passes = 0;
+    let release: () => void = () => undefined;
+    const loop = startPruneLoop(
+      {
+        job: async () => {
+          passes++;
+          await new Promise<void>((resolve) => (release = resolve));
+        },
+      },
+      HOUR,
+      () => undefined,
+    );
+    mock.timers.tick(0);
+    await new Promise(setImmediate);
+    assert.equal(passes, 1, 'the first pass, held');
+    let done = false;
+    const now = loop.passNow().then(() => (done = true));
+    await new Promise(setImmediate);
+    assert.equal(passes, 1, 'not over the pass in flight');
+    release();
+    await new Promise(setImmediate);
+    assert.equal(passes, 2, 'its own pass, once the first ended');
+    assert.equal(done, false, 'resolves only once that pass has ended');
+    release();
+    await now;
+    await loop.close();
+  } finally {
+    mock.timers.reset();
+  }
+});

@@ -1,0 +1,63 @@
+// A wall clock set forward while the runtime runs prunes no dedup claim early (prune-time.ts): the
+// prunes measure ages on a clock never ahead of the monotonic time since the start. Before, a jump
+// past the dedup window pruned a delivery's claim, and once the clock came back the same delivery,
+// its signature still fresh, was taken again (a second event, its runs and effects twice). Time
+// that truly passes still prunes.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { Clock } from '../../runtime/clock.ts';
+import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+
+const ORG = 'acct-clock-jump';
+const WINDOW_MS = 601_000;
+const SECRET = newStandardSecret();
+
+/** A clock whose wall time can be set apart from the time that passes (`advance` moves both). */
+class SettableClock implements Clock {
+  wall = Date.UTC(2026, 11, 6, 12, 0, 0);
+  passed = 0;
+  now(): number {
+    return this.wall;
+  }
+  monotonic(): number {
+    return this.passed;
+  }
+  advance(ms: number): void {
+    this.wall += ms;
+    this.passed += ms;
+  }
+}
+
+const clock = new SettableClock();
+let rt: TestRuntime;
+
+before(async () => {
+  rt = await startRuntime({ clock, args: ['--dedup-window-ms', String(WINDOW_MS)] });
+  const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'shop', secrets: [SECRET] } })).status, 201);
+});
+after(() => rt.close());
+
+const deliver = (id: string) => {
+  const body = JSON.stringify({ type: 'order.paid', id });
+  return call(rt.url, 'POST', `/hooks/${ORG}/shop`, { body, headers: signStandard(SECRET, id, Math.floor(clock.now() / 1000), body) });
+};
+
+test('a prune while the wall clock is an hour ahead keeps the claims; the delivery sent again once it is back is a 409', async () => {
+  assert.equal((await deliver('msg-jump')).status, 204);
+  clock.wall += 60 * 60_000;
+  await rt.runtime.prune();
+  clock.wall -= 60 * 60_000;
+  const again = await deliver('msg-jump');
+  assert.equal(again.status, 409, again.text);
+});
+
+test('once the window has truly passed, the prune lets the claim go and the id is taken again', async () => {
+  assert.equal((await deliver('msg-passed')).status, 204);
+  clock.advance(WINDOW_MS + 1);
+  await rt.runtime.prune();
+  assert.equal(rt.runtime.inbox.storedClaim(ORG, 'shop', 'msg-passed'), undefined, 'pruned');
+  assert.equal((await deliver('msg-passed')).status, 204);
+});
