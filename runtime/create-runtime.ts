@@ -171,7 +171,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const { deleted: deletedOrgs, tables: orgTables } = fenceDeletedOrgs(ledger);
   const orgs = new OrganizationStore(ledger, (orgId) => deletedOrgs.has(orgId));
   const apiKeys = new ApiKeyStore(ledger);
-  const inbox = new Inbox(ledger, config.dedupWindowMs);
+  // Never ahead of the time passed since the start: a wall clock set forward prunes nothing early,
+  // nor takes a claim still live for expired.
+  const pruneNow = pruneTime(clock);
+  const inbox = new Inbox(ledger, config.dedupWindowMs, pruneNow);
   const sources = new SourceStore(ledger, inbox);
   const events = new EventStore(ledger, inbox);
   const runs = new RunStore(ledger);
@@ -354,8 +357,6 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   };
   opened.push(stopStaleCheck);
 
-  // Never ahead of the time passed since the start: a wall clock set forward prunes nothing early.
-  const pruneNow = pruneTime(clock);
   const pruneJobs = {
     inbox: (stop: AbortSignal) => inbox.prune(pruneNow(), undefined, stop),
     live_updates: () => updateLog.trim(),

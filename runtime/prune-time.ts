@@ -1,9 +1,11 @@
-// The time the prunes measure ages against (dedup claims, history past retention, appended rows,
-// deleted workflows): the wall clock, but never further ahead than the time passed since the start
-// on the monotonic clock. A wall clock set forward while the runtime ran (past the dedup window)
-// pruned claims still live in real time, and once the clock came back the same deliveries were
-// taken again and ran twice; what a prune removes never comes back. A clock set back is followed at
-// once (that only keeps things longer), and so is one wrong at the start: nothing here knows better.
+// The time ages of stored things are measured against (dedup claims, alive or pruned; history past
+// retention, appended rows, deleted workflows): the wall clock, but never further ahead than the
+// time passed since the start on the monotonic clock. A wall clock set forward while the runtime
+// ran (past the dedup window) pruned claims still live in real time, or took them for expired, and
+// the same deliveries were taken again and ran twice; what a prune removes never comes back. A
+// clock set back is followed at once (that only keeps things longer), and so is one wrong at the
+// start: nothing here knows better. The monotonic clock stands still while the host is suspended,
+// so each suspend keeps things longer by as much, until the next start.
 
 import type { Clock } from './clock.ts';
 

@@ -17,11 +17,14 @@ export interface InboxClaim {
 export class Inbox {
   readonly #ledger: Ledger;
   readonly #windowMs: number;
+  /** The time a claim's age is measured by, when earlier than the time a caller gives (prune-time.ts). */
+  readonly #agesNow: (() => number) | undefined;
   /** Creates of one (org, source) run one at a time (createFresh). */
   readonly #creating = new KeyedSerial();
-  constructor(ledger: Ledger, windowMs: number) {
+  constructor(ledger: Ledger, windowMs: number, agesNow?: () => number) {
     this.#ledger = ledger;
     this.#windowMs = windowMs;
+    this.#agesNow = agesNow;
   }
 
   /** The claim that makes this delivery a duplicate, if one is still inside the dedup window. Call inside a write transaction. */
@@ -35,9 +38,13 @@ export class Inbox {
     return this.#ledger.inbox.get([orgId, source, providerEventId]) as InboxClaim | undefined;
   }
 
-  /** Whether a claim is still inside the dedup window at `nowMs`. */
+  /**
+   * Whether a claim is still inside the dedup window at `nowMs`, or at the time ages are measured
+   * by when that is earlier: a wall clock set forward while the runtime runs takes a delivery sent
+   * again, its signature still fresh, as new no more than it prunes its claim.
+   */
   isLive(claim: InboxClaim, nowMs: number): boolean {
-    return claim.claimed_at_ms > nowMs - this.#windowMs;
+    return claim.claimed_at_ms > Math.min(nowMs, this.#agesNow?.() ?? nowMs) - this.#windowMs;
   }
 
   /** Writes a claim; call inside the transaction that stores the event. */

@@ -2,7 +2,7 @@
 // them and where each keeps its org): the ranges that start with each org, and their entries in the
 // tables ordered by time or keyed by a hash, which are read whole, once for all the orgs given. In
 // transactions of at most `chunk` records, each durable before the next, with an event-loop turn
-// between reads, so other orgs' requests go on meanwhile. Idempotent: a removal cut short is run
+// after every 1,000 keys read, so other orgs' requests go on meanwhile. Idempotent: a removal cut short is run
 // again from the start.
 
 import { setImmediate as nextTurn } from 'node:timers/promises';

@@ -1,8 +1,9 @@
-// A wall clock set forward while the runtime runs prunes no dedup claim early (prune-time.ts): the
-// prunes measure ages on a clock never ahead of the monotonic time since the start. Before, a jump
-// past the dedup window pruned a delivery's claim, and once the clock came back the same delivery,
-// its signature still fresh, was taken again (a second event, its runs and effects twice). Time
-// that truly passes still prunes.
+// A wall clock set forward while the runtime runs neither prunes a dedup claim early nor takes one
+// for expired (prune-time.ts): ages are measured on a clock never ahead of the monotonic time since
+// the start. Before, a jump past the dedup window pruned a delivery's claim, and once the clock came
+// back the same delivery, its signature still fresh, was taken again (a second event, its runs and
+// effects twice); sent during the jump, it was taken again at once. Time that truly passes still
+// prunes.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -52,6 +53,17 @@ test('a prune while the wall clock is an hour ahead keeps the claims; the delive
   clock.wall -= 60 * 60_000;
   const again = await deliver('msg-jump');
   assert.equal(again.status, 409, again.text);
+});
+
+test('while the wall clock stays an hour ahead, the delivery sent again (signed by that clock) is a 409', async () => {
+  assert.equal((await deliver('msg-ahead')).status, 204);
+  clock.wall += 60 * 60_000;
+  try {
+    const again = await deliver('msg-ahead');
+    assert.equal(again.status, 409, again.text);
+  } finally {
+    clock.wall -= 60 * 60_000;
+  }
 });
 
 test('once the window has truly passed, the prune lets the claim go and the id is taken again', async () => {

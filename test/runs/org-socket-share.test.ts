@@ -194,7 +194,8 @@ test('past the total, a waiting org that holds no socket gets the room freed bef
   assert.deepEqual(connected, ['q1', 'q2']);
   share.closed('acct-a');
   share.closed('acct-b');
-  assert.deepEqual(connected, ['q1', 'q2', 'a2', 'b2'], 'then the others in turn');
+  // acct-a and acct-b now hold none either, each with a request waiting: served as they close.
+  assert.deepEqual(connected, ['q1', 'q2', 'a2', 'b2']);
   // A waiting org that holds none but whose request was withdrawn is passed over.
   share.wait('acct-gone', {}, () => false, connect('acct-gone', 'gone'));
   share.wait('acct-a', {}, () => true, connect('acct-a', 'a3'));

@@ -221,6 +221,50 @@ test('a removal stopped part way keeps the tally of what it removed: the record 
   }
 });
 
+test('orgs deleted while a removal runs are removed together in the next one, each tallied apart, and the orgs kept stay whole', async () => {
+  const dataDir = tempDir();
+  const { ledger, tables, deleted, orgs } = openFenced(dataDir);
+  const ids = ['pass-a', 'pass-b', 'pass-c', 'pass-d', 'kept'];
+  try {
+    for (const [i, id] of ids.entries()) {
+      await orgs.create({ id, name: id, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
+      await ledger.root.transaction(() => {
+        for (let n = 0; n <= i; n++) ledger.sources.put([id, `source-${n}`], { name: `source-${n}` });
+        ledger.inboxByTime.put([1_000 + i, id, 'source-0', `e-${i}`], null);
+      });
+    }
+    // Reads of the time-ordered table: a pass reads it whole twice (to remove, to count again), once for all its orgs.
+    const { table: byTime } = tables().find(({ name }) => name === 'inbox-by-time')!;
+    const { getKeys } = byTime;
+    let wholeReads = 0;
+    Object.assign(byTime, { getKeys: (...args: Parameters<typeof getKeys>) => (wholeReads++, getKeys.apply(byTime, args)) });
+    const countRemoved = deleted.countRemoved.bind(deleted);
+    let later: Array<Promise<unknown>> = [];
+    const deletions = new OrgDeletions({ ledger, orgs, deleted, tables, actionIds: () => [], runner: undefined, secretWritesSettled: async () => undefined, onFenced: () => undefined, onRemoved: () => undefined, logger: createLogger('silent'), now: () => Date.now(), stop: new AbortController().signal });
+    deleted.countRemoved = (orgId, table, count) => {
+      countRemoved(orgId, table, count);
+      // While pass-a's removal runs, three more orgs are deleted: they wait for the next pass.
+      if (orgId === 'pass-a' && later.length === 0) later = ['pass-b', 'pass-c', 'pass-d'].map((id) => deletions.delete(id));
+    };
+    await deletions.delete('pass-a');
+    await deletions.idle();
+    await Promise.all(later);
+    await deletions.idle();
+    assert.equal(wholeReads, 4, 'two passes: pass-a alone, then the three deleted while it ran');
+    for (const [i, id] of ids.slice(0, 4).entries()) {
+      const record = deletions.get(id);
+      assert.equal(record?.state, 'removed', id);
+      // Its sources and its one time entry (its org record went with the mark).
+      assert.deepEqual(record?.removed, { 'inbox-by-time': 1, sources: i + 1 }, id);
+      assert.deepEqual(await deletions.recordsLeft(id), {}, id);
+    }
+    assert.deepEqual(await deletions.recordsLeft('kept'), { 'inbox-by-time': 1, orgs: 1, sources: 5 });
+  } finally {
+    await ledger.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('a hook-runner of an earlier release, without ForgetOrg: the org\'s secrets are deleted action by action, the deletion finishes, and a warning says to upgrade it', async () => {
   const logged: string[] = [];
   await withRunnerSecrets(async ({ client, deletions }) => {

@@ -27,13 +27,13 @@ function heldPasses() {
 test('orgs that ask while a pass runs go together in the next one, each told its own answer', async () => {
   const { work, passes, release } = heldPasses();
   const first = work.run('a');
-  const waiting = [work.run('b'), work.run('c'), work.run('b')];
+  const waiting = [work.run('b'), work.run('c'), work.run('b'), work.run('a')];
   assert.deepEqual(passes, [['a']], 'one pass at a time');
   await release();
   assert.equal(await first, 'A');
-  assert.deepEqual(passes, [['a'], ['b', 'c']], 'b asked for twice is worked on once');
+  assert.deepEqual(passes, [['a'], ['b', 'c', 'a']], 'b asked for twice is worked on once; a, asked for again while its pass ran, in the next');
   await release();
-  assert.deepEqual(await Promise.all(waiting), ['B', 'C', 'B']);
+  assert.deepEqual(await Promise.all(waiting), ['B', 'C', 'B', 'A']);
   // Idle again: the next asker starts a pass of its own at once.
   const later = work.run('d');
   assert.deepEqual(passes.at(-1), ['d']);
