@@ -142,13 +142,19 @@ test('each request waiting for room closes one idle socket of its org, not the s
   assert.deepEqual([share.isWaiting(first), share.waiting], [false, 1]);
 });
 
-test('past the process-wide total a new connection of any org waits; the room each closed socket frees goes to the waiting orgs in turn', () => {
-  const share = new OrgSocketShare(10, 2);
+/** A share of `total` sockets (10 per org) whose waiting requests, once let connect, are named in `connected`. */
+function sharing(total: number) {
+  const share = new OrgSocketShare(10, total);
   const connected: string[] = [];
   const connect = (org: string, name: string) => () => {
     connected.push(name);
     share.opened(org);
   };
+  return { share, connected, connect };
+}
+
+test('past the process-wide total a new connection of any org waits; the room each closed socket frees goes to the waiting orgs in turn', () => {
+  const { share, connected, connect } = sharing(2);
   share.opened('acct-a');
   share.opened('acct-b');
   assert.equal(share.hasRoom('acct-c'), false, 'the process holds its total');
@@ -175,12 +181,7 @@ test('past the process-wide total a new connection of any org waits; the room ea
 });
 
 test('past the total, a waiting org that holds no socket gets the room freed before orgs that hold some, whenever it came', () => {
-  const share = new OrgSocketShare(10, 3);
-  const connected: string[] = [];
-  const connect = (org: string, name: string) => () => {
-    connected.push(name);
-    share.opened(org);
-  };
+  const { share, connected, connect } = sharing(3);
   for (const org of ['acct-a', 'acct-b', 'acct-c']) share.opened(org);
   // Busy orgs queue first; a quiet one comes last, holding nothing.
   share.wait('acct-a', {}, () => true, connect('acct-a', 'a2'));
