@@ -49,9 +49,9 @@ class OrgBuckets {
     return rate === null ? 0 : this.#bucket(orgId, rate, now).waitFor(now, amount);
   }
 
-  /** Takes `amount` from the org's bucket on credit of up to `amount` (TokenBucket.takeOnCredit): 0 when taken, else the ms to wait. */
-  takeOnCredit(orgId: string, rate: number | null, amount: number, now: number): number {
-    return rate === null ? 0 : this.#bucket(orgId, rate, now).takeOnCredit(now, amount, amount);
+  /** Takes `amount` from the org's bucket on credit of up to `credit` (TokenBucket.takeOnCredit): 0 when taken, else the ms to wait. */
+  takeOnCredit(orgId: string, rate: number | null, amount: number, credit: number, now: number): number {
+    return rate === null ? 0 : this.#bucket(orgId, rate, now).takeOnCredit(now, amount, credit);
   }
 
   /** Takes `amount` from the org's bucket (call after waitFor answered 0). */
@@ -121,12 +121,14 @@ export class IngestQuota {
    * events wait out. Throws QuotaExceededError, taking none, otherwise. (Taken only when there, a
    * connect needing two at once never got in while the org's messages, retried as each token came
    * back, took every one.) A reconnect loop still writes no more than the rate: its debt stops it.
+   * Not `onCredit`: taken only once the bucket holds them (or is full, when it holds fewer).
    */
-  charge(given: Organization, events = 1): void {
+  charge(given: Organization, events = 1, onCredit = true): void {
     const org = this.#currentOrg(given.id) ?? given;
     const rate = org.ingest_rate_per_second ?? null;
+    const credit = onCredit ? events : Math.max(0, events - (rate ?? 0));
     // A connection's events are a few bytes: only the event quota counts them.
-    const waitMs = this.#events.takeOnCredit(org.id, rate, events, this.#clock.now());
+    const waitMs = this.#events.takeOnCredit(org.id, rate, events, credit, this.#clock.now());
     if (waitMs > 0) throw new QuotaExceededError(`${rate} events`, waitMs);
   }
 

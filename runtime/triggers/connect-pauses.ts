@@ -4,7 +4,10 @@
 // `device.connected` / `device.disconnected` pair on credit, took the org's quota ahead of the
 // devices that wait, and left them refused at their own connects. A connect during the pause is
 // refused (429 `connect_paused`, with Retry-After) before it costs the quota or a write. A device
-// closed so again soon after a pause ended waits twice as long, up to MAX_CONNECT_PAUSE_MS.
+// closed so again soon after a pause ended waits twice as long, up to MAX_CONNECT_PAUSE_MS. Until
+// then, its connects take no quota on credit (ingest-quota.ts): each needs its two events in the
+// bucket, so 200 such devices, each let connect a few times by the doubling pauses, no longer take
+// the quota ahead of the devices that wait out their nacks.
 
 import { SluiceError } from '../errors.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
@@ -71,6 +74,15 @@ export class ConnectPauses {
     if (pause === undefined) return;
     if (pause.until - now > pause.lengthMs) pause.until = now + pause.lengthMs;
     if (pause.until > now) throw new ConnectPausedError(pause.until - now);
+  }
+
+  /**
+   * Whether the device may take quota on credit to connect: it was not paused, or its last pause
+   * ended MAX_CONNECT_PAUSE_MS ago or more (a close then would start afresh, not double it).
+   */
+  mayTakeCredit(device: Pick<DeviceHead, 'org_id' | 'id'>, now: number): boolean {
+    const pause = this.#pauses.get(keyOf(device));
+    return pause === undefined || now >= pause.until + MAX_CONNECT_PAUSE_MS;
   }
 
   /** Pauses held now, ended ones not yet swept included (for tests). */

@@ -105,8 +105,9 @@ export class DeviceSockets {
           query.assertAllAsked();
           // A connection writes two events (and their runs), its device.connected and, however it
           // ends, its device.disconnected: a reconnect loop counts against the org's ingest quota
-          // like the messages do, or it would write events past any rate. Given back if it is never recorded.
-          deps.quota.charge(org!, EVENTS_PER_CONNECTION);
+          // like the messages do, or it would write events past any rate. Given back if it is never
+          // recorded. On credit, unless the device was paused lately (connect-pauses.ts).
+          deps.quota.charge(org!, EVENTS_PER_CONNECTION, this.#pauses.mayTakeCredit(device, deps.clock.now()));
         } catch (error) {
           const refusal = error instanceof SluiceError ? error : new SluiceError(500, 'internal_error', 'The device could not be admitted.');
           refuseUpgrade(res, refusal);

@@ -29,6 +29,25 @@ test("forgetOrg lets go of a removed org's buckets: what the org had spent is no
   assert.doesNotThrow(() => quota.charge(org), 'a new bucket, full');
 });
 
+test('a charge not on credit takes its events only once the bucket holds them, or is full when it holds fewer', () => {
+  const org = { id: 'acct-q-no-credit', ingest_rate_per_second: 4 } as Organization;
+  const quota = new IngestQuota(clock, () => org);
+  quota.charge(org, 3, false);
+  assert.throws(() => quota.charge(org, 2, false), (error: unknown) => error instanceof QuotaExceededError && error.retryAfterMs === 250, 'one of two there: a quarter second for the other');
+  assert.doesNotThrow(() => quota.charge(org, 2), 'on credit, taken while the bucket is not in debt');
+  clock.advance(250);
+  assert.throws(() => quota.charge(org, 2, false), (error: unknown) => error instanceof QuotaExceededError && error.retryAfterMs === 500, 'the debt paid off, none there yet');
+  clock.advance(500);
+  assert.doesNotThrow(() => quota.charge(org, 2, false));
+  // A bucket smaller than the charge (one event a second): full is enough.
+  const slow = { id: 'acct-q-no-credit-slow', ingest_rate_per_second: 1 } as Organization;
+  const slowQuota = new IngestQuota(clock, () => slow);
+  slowQuota.charge(slow, 2, false);
+  assert.throws(() => slowQuota.charge(slow, 2, false), QuotaExceededError);
+  clock.advance(2000);
+  assert.doesNotThrow(() => slowQuota.charge(slow, 2, false), 'full again after its debt of one and a second');
+});
+
 test('plans set the default quota; the platform admin can change it', async () => {
   await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-starter', 'starter');
   await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-pro', 'pro');

@@ -48,6 +48,16 @@ test('closed again soon after its pause, a device waits twice as long, up to the
   assert.equal(pauses.pause(dev('org', 'loop'), now + MAX_CONNECT_PAUSE_MS, 10), MIN_CONNECT_PAUSE_MS, 'a whole window without a close: afresh');
 });
 
+test('a device paused takes no quota on credit to connect until a whole window has passed since its pause ended', () => {
+  const pauses = new ConnectPauses();
+  assert.equal(pauses.mayTakeCredit(dev('org', 'a'), 0), true, 'never paused');
+  const length = pauses.pause(dev('org', 'a'), 0, 10);
+  assert.equal(pauses.mayTakeCredit(dev('org', 'a'), 0), false);
+  assert.equal(pauses.mayTakeCredit(dev('org', 'a'), length + MAX_CONNECT_PAUSE_MS - 1), false, 'a close now would still double its pause');
+  assert.equal(pauses.mayTakeCredit(dev('org', 'a'), length + MAX_CONNECT_PAUSE_MS), true);
+  assert.equal(pauses.mayTakeCredit(dev('org', 'b'), 0), true, 'another device');
+});
+
 test('ended pauses are let go of as new ones come, live ones kept', () => {
   const pauses = new ConnectPauses();
   for (let device = 0; device < 1000; device += 1) pauses.pause(dev('org', `old-${device}`), 0, 10);

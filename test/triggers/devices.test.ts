@@ -9,7 +9,7 @@ import { request as httpRequest } from 'node:http';
 import WebSocket from 'ws';
 import { ManualClock } from '../../runtime/clock.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
-import { MIN_CONNECT_PAUSE_MS } from '../../runtime/triggers/connect-pauses.ts';
+import { MAX_CONNECT_PAUSE_MS, MIN_CONNECT_PAUSE_MS } from '../../runtime/triggers/connect-pauses.ts';
 import { REFUSALS_PER_SECOND } from '../../runtime/triggers/device-messages.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
@@ -443,6 +443,29 @@ test('a socket that sends again before the wait its quota nacks named, more than
   assert.equal(JSON.parse(justBefore.body).error.code, 'connect_paused', 'a millisecond before the moment');
   clock.advance(1);
   await connectAndClose(org, 'impatient', token);
+});
+
+test('a device paused lately connects only once the quota holds its two events; devices never paused connect on credit meanwhile', async () => {
+  const org = 'acct-devices-no-credit';
+  const orgKey = await orgLimitedTo(org, 1);
+  const token = await register('greedy', {}, org, orgKey);
+  const { device } = await sendWithoutWaiting(org, 'greedy', token);
+  assert.equal((await device.closed).code, 1008);
+  await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/greedy`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'retry_after_ignored');
+  clock.advance(MAX_CONNECT_PAUSE_MS);
+  // Its pause is over. Two events a second, a new rate's bucket full, and a polite device takes them.
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 2 } })).status, 200);
+  await connectAndClose(org, 'polite', await register('polite', {}, org, orgKey));
+  const refused = (await connectDevice(rt.url, org, 'greedy', token).catch((error: unknown) => error)) as { status: number; body: string; retryAfter: string };
+  assert.equal(refused.status, 429, 'connected on credit');
+  assert.equal(JSON.parse(refused.body).error.code, 'ingest_quota_exceeded');
+  assert.equal(refused.retryAfter, '1');
+  // The bucket is empty, not in debt: a device never paused still connects on credit.
+  await connectAndClose(org, 'polite-2', await register('polite-2', {}, org, orgKey));
+  clock.advance(1_000);
+  assert.equal(((await connectDevice(rt.url, org, 'greedy', token).catch((error: unknown) => error)) as { status: number }).status, 429, 'the debt paid off, none there yet');
+  clock.advance(1_000);
+  await connectAndClose(org, 'greedy', token);
 });
 
 test('a device deleted and made again under the name of a paused one is not paused: the pause was the old device\'s', async () => {
