@@ -47,7 +47,7 @@ options (dev, serve):
   --live-sockets-per-org <n>  live-room sockets an org may hold open at once (SLUICE_LIVE_SOCKETS_PER_ORG,
                         default 20000, or half of --websockets when that is less)
   --websockets <n>      live-room and device sockets open at once, every org together (SLUICE_WEBSOCKETS,
-                        default three quarters of the open-file limit)
+                        default three quarters of the open-file limit less 64)
   --log-level <level>   debug|info|warn|error|silent (SLUICE_LOG_LEVEL, default info)
   --runner <where>      child | off | <host:port> | unix:<path> (SLUICE_RUNNER; dev: child, serve: off);
                         a separate runner needs the same token: SLUICE_RUNNER_TOKEN, else <data-dir>/runner-token

@@ -34,6 +34,7 @@ import { authenticateFirst } from './auth/authenticate-first.ts';
 import { createAuthorizer } from './auth/authorize.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { pruneTime } from './prune-time.ts';
+import { LOW_FILE_LIMIT, openFileLimit } from './open-file-limit.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventStore } from './events/event-store.ts';
 import { HttpServer } from './http/server.ts';
@@ -382,6 +383,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   );
   opened.push(() => pruning.close());
   logger.info('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt), webhook_targets: config.webhookTargets, retention_days: config.retentionDays });
+  const files = openFileLimit();
+  if (files !== undefined && files < LOW_FILE_LIMIT) {
+    logger.warn(`the open-file limit is ${files}: WebSockets and webhook connections are capped to what it leaves (README, Limits); raise it for production (ulimit -n, or LimitNOFILE= under systemd)`, { open_file_limit: files, websockets: config.websockets, webhook_connections: connections.stats().limit });
+  }
 
   let closing: Promise<void> | undefined;
   return {

@@ -131,7 +131,7 @@ export function observeWebSockets(metrics: RuntimeMetrics, budget: { readonly op
 /** Gauges of the webhook connection pools, read at each scrape from `stats`. */
 export function observeWebhookConnections(metrics: RuntimeMetrics, stats: () => { readonly open: number; readonly waiting: number; readonly limit: number }): void {
   scrapedGauge(metrics, 'sluice_webhook_connections_open', 'Sockets webhook steps hold open (busy or idle), over every org and receiver.', () => stats().open);
-  scrapedGauge(metrics, 'sluice_webhook_connections_limit', 'Sockets webhook steps may hold open at once, every org together (an eighth of the open-file limit, at least 64); past it new connections wait.', () => stats().limit);
+  scrapedGauge(metrics, 'sluice_webhook_connections_limit', 'Sockets webhook steps may hold open at once, every org together (an eighth of the open-file limit less 64, at least 8); past it new connections wait.', () => stats().limit);
   scrapedGauge(metrics, 'sluice_webhook_requests_waiting', 'Webhook requests waiting for a connection because their org is at its cap for that receiver, at its share of sockets over all its receivers, or the process holds its total.', () => stats().waiting);
 }
 

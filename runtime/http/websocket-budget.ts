@@ -8,16 +8,18 @@
 
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { RetryableError, SluiceError } from '../errors.ts';
+import { sharedFiles } from '../open-file-limit.ts';
 
 /** The total when the open-file limit cannot be read (not Linux) or is unlimited. */
 export const WEBSOCKETS_FALLBACK = 50_000;
 
 /**
  * Three quarters of this process's open-file limit (Node raises its soft limit to the hard one at
- * start), the rest left for HTTP connections, webhook deliveries and files.
+ * start) less what it holds whatever its load (open-file-limit.ts), the rest left for HTTP
+ * connections, webhook deliveries and files.
  */
 export function defaultWebSocketLimit(limit: number | undefined): number {
-  return limit === undefined ? WEBSOCKETS_FALLBACK : Math.max(1, Math.floor((limit * 3) / 4));
+  return limit === undefined ? WEBSOCKETS_FALLBACK : Math.max(1, Math.floor((sharedFiles(limit) * 3) / 4));
 }
 
 export class WebSocketBudget {

@@ -12,7 +12,7 @@
 // whole round (10-19 s) for its first connection behind orgs that each held some.
 
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
-import { openFileLimit } from '../open-file-limit.ts';
+import { openFileLimit, sharedFiles } from '../open-file-limit.ts';
 
 /** Sockets one org may hold open to receivers at once, over all of them. */
 export const OUTBOUND_SOCKETS_PER_ORG = 1024;
@@ -22,11 +22,11 @@ export const OUTBOUND_SOCKETS_FALLBACK = 8192;
 
 /**
  * Sockets to receivers the process holds at once, every org together: an eighth of the open-file
- * limit (half of what the WebSockets leave, websocket-budget.ts), at least 64; the rest is for
- * HTTP connections and files.
+ * limit less what the process holds whatever its load (half of what the WebSockets leave of it,
+ * websocket-budget.ts), at least 8; the rest is for HTTP connections and files.
  */
 export function defaultOutboundSocketTotal(limit: number | undefined): number {
-  return limit === undefined ? OUTBOUND_SOCKETS_FALLBACK : Math.max(64, Math.floor(limit / 8));
+  return limit === undefined ? OUTBOUND_SOCKETS_FALLBACK : Math.max(8, Math.floor(sharedFiles(limit) / 8));
 }
 
 interface Waiting {

@@ -9,8 +9,9 @@ import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { connectLive, type LiveClient } from '../helpers/live-client.ts';
 import { defaultWebSocketLimit, WEBSOCKETS_FALLBACK } from '../../runtime/http/websocket-budget.ts';
+import { defaultOutboundSocketTotal } from '../../runtime/runs/org-socket-share.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
-import { openFileLimit } from '../../runtime/open-file-limit.ts';
+import { openFileLimit, RESERVED_FILES } from '../../runtime/open-file-limit.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 import { upgradeAnswer } from '../helpers/upgrade-answer.ts';
 
@@ -98,8 +99,13 @@ test('one org holds at most three quarters of --websockets, live and device sock
   }
 });
 
-test('the total defaults to three quarters of the open-file limit, and an org\'s live sockets to half of it when that is under 20,000', () => {
-  assert.equal(defaultWebSocketLimit(openFileLimit('Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\n')), 15_000);
+test('the total defaults to three quarters of the open-file limit less what the process holds at any load, and an org\'s live sockets to half of it when that is under 20,000', () => {
+  assert.equal(defaultWebSocketLimit(openFileLimit('Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\n')), 14_952);
+  // With the webhook sockets' total and what is set aside, within the limit, low ones too.
+  for (const limit of [128, 256, 1024, 20_000]) {
+    const cut = defaultWebSocketLimit(limit) + defaultOutboundSocketTotal(limit) + RESERVED_FILES;
+    assert.ok(cut <= limit, `${cut} of ${limit}`);
+  }
   assert.equal(defaultWebSocketLimit(openFileLimit('Max open files            unlimited            unlimited            files\n')), WEBSOCKETS_FALLBACK);
   assert.equal(defaultWebSocketLimit(openFileLimit('')), WEBSOCKETS_FALLBACK, 'not Linux');
   const small = loadRuntimeConfig(['--websockets', '1000'], {});

@@ -177,7 +177,7 @@ test('past the process-wide total a new connection of any org waits; the room ea
   assert.equal(capped.full, false, 'acct-x waits for its own share');
   capped.wait('acct-z', {}, () => true, () => undefined);
   assert.equal(capped.full, true);
-  assert.deepEqual([defaultOutboundSocketTotal(20_000), defaultOutboundSocketTotal(256), defaultOutboundSocketTotal(undefined)], [2500, 64, OUTBOUND_SOCKETS_FALLBACK]);
+  assert.deepEqual([defaultOutboundSocketTotal(20_000), defaultOutboundSocketTotal(256), defaultOutboundSocketTotal(100), defaultOutboundSocketTotal(undefined)], [2492, 24, 8, OUTBOUND_SOCKETS_FALLBACK]);
 });
 
 test('past the total, a waiting org that holds no socket gets the room freed before orgs that hold some, whenever it came', () => {
