@@ -385,7 +385,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   logger.info('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt), webhook_targets: config.webhookTargets, retention_days: config.retentionDays });
   const files = openFileLimit();
   if (files !== undefined && files < LOW_FILE_LIMIT) {
-    logger.warn(`the open-file limit is ${files}: WebSockets and webhook connections are capped to what it leaves (README, Limits); raise it for production (ulimit -n, or LimitNOFILE= under systemd)`, { open_file_limit: files, websockets: config.websockets, webhook_connections: connections.stats().limit });
+    logger.warn(`the open-file limit is ${files}: the default WebSocket total and the webhook connections are cut from what it leaves (README, Limits); raise it for production (ulimit -n, or LimitNOFILE= under systemd)`, { open_file_limit: files, websockets: config.websockets, webhook_connections: connections.stats().limit });
   }
 
   let closing: Promise<void> | undefined;

@@ -26,6 +26,8 @@ const FIRST_SWEEP_AT = 1024;
 interface Pause {
   until: number;
   readonly lengthMs: number;
+  /** Moved to end its length from a connect that found it further ahead than that (a clock set back). */
+  reanchored?: boolean;
 }
 
 /** 429 `connect_paused`: the device's last socket did not wait out its quota nacks; connect after Retry-After. */
@@ -49,6 +51,8 @@ export class ConnectPauses {
    */
   readonly #pauses = new Map<string, Pause>();
   #sweepAt = FIRST_SWEEP_AT;
+  /** The latest time any call was made at: a pause that had ended by then stays ended after a clock set back. */
+  #latest = Number.NEGATIVE_INFINITY;
 
   /**
    * Pauses the device's connects from `now` for at least `waitMs` (the moment its socket was told),
@@ -56,9 +60,10 @@ export class ConnectPauses {
    * MAX_CONNECT_PAUSE_MS ago; answers the pause's length.
    */
   pause(device: Pick<DeviceHead, 'org_id' | 'id'>, now: number, waitMs: number): number {
+    this.#see(now);
     const key = keyOf(device);
     const last = this.#pauses.get(key);
-    const doubled = last !== undefined && now < last.until + MAX_CONNECT_PAUSE_MS ? 2 * last.lengthMs : 0;
+    const doubled = last !== undefined && this.#judgedAt(last, now) < last.until + MAX_CONNECT_PAUSE_MS ? 2 * last.lengthMs : 0;
     const lengthMs = Math.min(MAX_CONNECT_PAUSE_MS, Math.max(MIN_CONNECT_PAUSE_MS, waitMs, doubled));
     this.#pauses.delete(key);
     this.#pauses.set(key, { until: now + lengthMs, lengthMs });
@@ -69,12 +74,17 @@ export class ConnectPauses {
   /**
    * Throws ConnectPausedError while the device's pause lasts. A pause further ahead than its length
    * (the wall clock was set back since: an hour back left devices locked out for an hour) ends its
-   * length from now.
+   * length from now, unless it had ended by the latest time seen (set back after it ended, it stays
+   * ended: it was put back on at the set back, and took the device's credit for a minute more).
    */
   assertMayConnect(device: Pick<DeviceHead, 'org_id' | 'id'>, now: number): void {
+    this.#see(now);
     const pause = this.#pauses.get(keyOf(device));
-    if (pause === undefined) return;
-    if (pause.until - now > pause.lengthMs) pause.until = now + pause.lengthMs;
+    if (pause === undefined || pause.until <= this.#judgedAt(pause, now)) return;
+    if (pause.until - now > pause.lengthMs) {
+      pause.until = now + pause.lengthMs;
+      pause.reanchored = true;
+    }
     if (pause.until > now) throw new ConnectPausedError(pause.until - now);
   }
 
@@ -83,8 +93,18 @@ export class ConnectPauses {
    * ended MAX_CONNECT_PAUSE_MS ago or more (a close then would start afresh, not double it).
    */
   mayTakeCredit(device: Pick<DeviceHead, 'org_id' | 'id'>, now: number): boolean {
+    this.#see(now);
     const pause = this.#pauses.get(keyOf(device));
-    return pause === undefined || now >= pause.until + MAX_CONNECT_PAUSE_MS;
+    return pause === undefined || this.#judgedAt(pause, now) >= pause.until + MAX_CONNECT_PAUSE_MS;
+  }
+
+  #see(now: number): void {
+    this.#latest = Math.max(this.#latest, now);
+  }
+
+  /** The time a pause's end is judged by: the latest time seen, or `now` for a pause moved after a set back (it ends from the new time on). */
+  #judgedAt(pause: Pause, now: number): number {
+    return pause.reanchored === true ? now : this.#latest;
   }
 
   /** Pauses held now, ended ones not yet swept included (for tests). */

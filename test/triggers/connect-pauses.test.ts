@@ -77,3 +77,14 @@ test('a wall clock set back an hour does not lock a device out for the hour: its
   assert.equal(refusedFor(pauses, dev('org', 'a'), back + 1_999), 1);
   assert.equal(refusedFor(pauses, dev('org', 'a'), back + 2_000), 0);
 });
+
+test('a wall clock set back after a pause ended does not put it back on, nor take the device\'s credit again', () => {
+  const pauses = new ConnectPauses();
+  const T = 10_000_000;
+  assert.equal(pauses.pause(dev('org', 'a'), T, 10), MIN_CONNECT_PAUSE_MS);
+  // Ten minutes later another device connects: the time is seen.
+  assert.equal(refusedFor(pauses, dev('org', 'b'), T + 600_000), 0);
+  const back = T + 600_000 - 3_600_000;
+  assert.equal(refusedFor(pauses, dev('org', 'a'), back), 0, 'its pause had ended');
+  assert.equal(pauses.mayTakeCredit(dev('org', 'a'), back), true, 'and a whole window before the set back');
+});
