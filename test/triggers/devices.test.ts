@@ -445,13 +445,19 @@ test('a socket that sends again before the wait its quota nacks named, more than
   await connectAndClose(org, 'impatient', token);
 });
 
+/** A device `name` of a new `org` (one event a second) whose socket was closed retry_after_ignored, its ending stored: paused. */
+async function pausedDevice(org: string, name: string): Promise<{ orgKey: string; token: string }> {
+  const orgKey = await orgLimitedTo(org, 1);
+  const token = await register(name, {}, org, orgKey);
+  const { device } = await sendWithoutWaiting(org, name, token);
+  assert.equal((await device.closed).code, 1008);
+  await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/${name}`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'retry_after_ignored');
+  return { orgKey, token };
+}
+
 test('a device paused lately connects only once the quota holds its two events; devices never paused connect on credit meanwhile', async () => {
   const org = 'acct-devices-no-credit';
-  const orgKey = await orgLimitedTo(org, 1);
-  const token = await register('greedy', {}, org, orgKey);
-  const { device } = await sendWithoutWaiting(org, 'greedy', token);
-  assert.equal((await device.closed).code, 1008);
-  await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/greedy`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'retry_after_ignored');
+  const { orgKey, token } = await pausedDevice(org, 'greedy');
   clock.advance(MAX_CONNECT_PAUSE_MS);
   // Its pause is over. Two events a second, a new rate's bucket full, and a polite device takes them.
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 2 } })).status, 200);
@@ -470,11 +476,7 @@ test('a device paused lately connects only once the quota holds its two events; 
 
 test('a device deleted and made again under the name of a paused one is not paused: the pause was the old device\'s', async () => {
   const org = 'acct-devices-reborn';
-  const orgKey = await orgLimitedTo(org, 1);
-  const oldToken = await register('reborn', {}, org, orgKey);
-  const { device } = await sendWithoutWaiting(org, 'reborn', oldToken);
-  assert.equal((await device.closed).code, 1008);
-  await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/reborn`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'retry_after_ignored');
+  const { orgKey, token: oldToken } = await pausedDevice(org, 'reborn');
   // Quota to spare: only a pause could refuse the connects below.
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1000 } })).status, 200);
   const paused = (await connectDevice(rt.url, org, 'reborn', oldToken).catch((error: unknown) => error)) as { body: string };
