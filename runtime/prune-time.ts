@@ -5,7 +5,8 @@
 // the same deliveries were taken again and ran twice; what a prune removes never comes back. A
 // clock set back is followed at once (that only keeps things longer), and so is one wrong at the
 // start: nothing here knows better. The monotonic clock stands still while the host is suspended,
-// so each suspend keeps things longer by as much, until the next start.
+// so each suspend keeps things longer by as much, until the next start; so does a clock behind at
+// the start and stepped forward later (a host without a real-time clock).
 
 import type { Clock } from './clock.ts';
 

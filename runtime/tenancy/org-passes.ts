@@ -1,8 +1,8 @@
 // Work asked for org by org, done for many at once, one pass at a time: the orgs that ask while a
 // pass runs go together in the next one. An org's removal reads the tables keyed by time or by hash
 // whole (org-removal.ts): a pass reads them once for all its orgs, where a thousand deletions side
-// by side read them a thousand times, held a core for a minute and made other orgs' requests wait
-// behind a thousand walks' turns.
+// by side read them a thousand times, held a core for two minutes and more, and made other orgs'
+// requests wait seconds behind a thousand walks' turns.
 
 interface Waiter<T> {
   resolve(value: T): void;
