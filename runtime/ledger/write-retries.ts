@@ -6,14 +6,12 @@
 // (triggers/device-sockets.ts) wait on one each.
 
 import type { Clock } from '../clock.ts';
+import { growthSweep } from '../growth-sweep.ts';
 import { RunTimers } from '../runs/run-timers.ts';
 
 /** The first pause after a failed write, doubled per further failure of the same key up to the cap. */
 export const FIRST_RETRY_MS = 1000;
 export const MAX_RETRY_MS = 60_000;
-
-/** Resumed keys held before the old ones are swept (then twice as many as are left). */
-const FIRST_SWEEP_AT = 1024;
 
 export class WriteRetries {
   readonly #clock: Clock;
@@ -25,7 +23,8 @@ export class WriteRetries {
    * second. Kept that long only: a run picked up may never write again (it had finished; it was let go).
    */
   readonly #resumed = new Map<string, { readonly failures: number; readonly at: number }>();
-  #sweepAt = FIRST_SWEEP_AT;
+  /** Lets go of the resumed keys no longer recent, as the map grows. */
+  readonly #sweepResumed = growthSweep(this.#resumed);
   readonly #timers: RunTimers;
 
   /** `retry(key)` is called once a failed key's pause is over. */
@@ -88,9 +87,7 @@ export class WriteRetries {
     this.cleared(key);
     const now = this.#clock.now();
     this.#resumed.set(key, { failures, at: now });
-    if (this.#resumed.size < this.#sweepAt) return;
-    for (const [resumedKey, { at }] of this.#resumed) if (!this.#recent(at, now)) this.#resumed.delete(resumedKey);
-    this.#sweepAt = Math.max(FIRST_SWEEP_AT, 2 * this.#resumed.size);
+    this.#sweepResumed(({ at }) => !this.#recent(at, now));
   }
 
   /** The failures of a key resumed within MAX_RETRY_MS, if any. */

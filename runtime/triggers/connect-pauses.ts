@@ -12,6 +12,7 @@
 // acks in the first minute doubled with this, still a tenth of what they sent).
 
 import { SluiceError } from '../errors.ts';
+import { growthSweep } from '../growth-sweep.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 import type { DeviceHead } from './device-record.ts';
 
@@ -19,9 +20,6 @@ import type { DeviceHead } from './device-record.ts';
 export const MIN_CONNECT_PAUSE_MS = 1000;
 /** The longest pause, reached by doubling; also how long after a pause ends a new close still doubles it. */
 export const MAX_CONNECT_PAUSE_MS = 60_000;
-
-/** Entries held before the ended ones are swept (then twice as many as are left). */
-const FIRST_SWEEP_AT = 1024;
 
 interface Pause {
   until: number;
@@ -50,7 +48,8 @@ export class ConnectPauses {
    * its name: one deleted and made again under the name (a new token) starts with no pause.
    */
   readonly #pauses = new Map<string, Pause>();
-  #sweepAt = FIRST_SWEEP_AT;
+  /** Lets go of the pauses that no longer double the next one, as the map grows. */
+  readonly #sweep = growthSweep(this.#pauses);
   /** The latest time any call was made at: a pause that had ended by then stays ended after a clock set back. */
   #latest = Number.NEGATIVE_INFINITY;
 
@@ -67,7 +66,7 @@ export class ConnectPauses {
     const lengthMs = Math.min(MAX_CONNECT_PAUSE_MS, Math.max(MIN_CONNECT_PAUSE_MS, waitMs, doubled));
     this.#pauses.delete(key);
     this.#pauses.set(key, { until: now + lengthMs, lengthMs });
-    if (this.#pauses.size >= this.#sweepAt) this.#sweep(now);
+    this.#sweep((pause) => now >= pause.until + MAX_CONNECT_PAUSE_MS);
     return lengthMs;
   }
 
@@ -110,13 +109,5 @@ export class ConnectPauses {
   /** Pauses held now, ended ones not yet swept included (for tests). */
   get size(): number {
     return this.#pauses.size;
-  }
-
-  /** Lets go of the pauses that no longer double the next one. */
-  #sweep(now: number): void {
-    for (const [key, pause] of this.#pauses) {
-      if (now >= pause.until + MAX_CONNECT_PAUSE_MS) this.#pauses.delete(key);
-    }
-    this.#sweepAt = Math.max(FIRST_SWEEP_AT, 2 * this.#pauses.size);
   }
 }
