@@ -40,6 +40,17 @@ export class QuotaExceededError extends SluiceError {
   }
 }
 
+/**
+ * A sender of `bytes` held `heldMs` more, told the org's rate (the event one, else the byte one) and
+ * its slot as a refusal by that rate would be; none for an org without a rate.
+ */
+function heldRefusal(org: Organization, heldMs: number, bytes: number): QuotaExceededError | undefined {
+  const eventRate = org.ingest_rate_per_second ?? null;
+  const byteRate = org.ingest_bytes_per_second ?? null;
+  if (eventRate !== null) return new QuotaExceededError(`${eventRate} events`, heldMs, 1000 / eventRate);
+  return byteRate === null ? undefined : new QuotaExceededError(`${byteRate} payload bytes`, heldMs, (bytes * 1000) / byteRate);
+}
+
 /** Per org, a bucket refilled at the org's rate (one second of burst); a changed rate starts a full bucket. */
 class OrgBuckets {
   readonly #buckets = new Map<string, TokenBucket>();
@@ -94,13 +105,15 @@ export class IngestQuota {
    * once, with no await before it (callers rely on that, see sandbox-generation.ts). With none
    * left, a duplicate still gets its 409 (it stores nothing, so it costs nothing, and its sender
    * stops sending it), anything else QuotaExceededError. When the store throws (a duplicate, a
-   * failed write), nothing was stored and the token is given back.
+   * failed write), nothing was stored and the token is given back. `heldMs` > 0: the sender was
+   * told to wait that much longer (a device socket's moment, retry-stagger.ts), refused for at least
+   * that even with the tokens there, unless the org has no rate now.
    */
-  async storeEvent(given: Organization, events: EventStore, newEvent: NewEvent): Promise<StoredEvent> {
+  async storeEvent(given: Organization, events: EventStore, newEvent: NewEvent, heldMs = 0): Promise<StoredEvent> {
     const org = this.#currentOrg(given.id) ?? given;
     // Counted only for an org with a byte rate: measuring the payload is not free.
     const bytes = (org.ingest_bytes_per_second ?? null) === null ? 0 : Buffer.byteLength(newEvent.payloadJson ?? payloadTextOf(newEvent.event));
-    const refusal = this.#take(org, bytes);
+    const refusal = this.#take(org, bytes, heldMs);
     if (refusal !== undefined) {
       await events.refuseDuplicate(newEvent);
       throw refusal;
@@ -144,22 +157,26 @@ export class IngestQuota {
   }
 
   /**
-   * Takes `events` (one by default) and `bytes` of quota (none when undefined), or answers the QuotaExceededError
-   * to throw, with the longer of the two waits, taking nothing. Orgs without a rate are unlimited.
+   * Takes one event and `bytes` of quota, or answers the QuotaExceededError to throw, with the
+   * longer of the two waits, taking nothing: with both there, `heldMs` (> 0) still refuses, for
+   * that wait. Orgs without a rate are unlimited.
    */
-  #take(org: Organization, bytes: number | undefined, events = 1): QuotaExceededError | undefined {
+  #take(org: Organization, bytes: number, heldMs: number): QuotaExceededError | undefined {
+    const events = 1;
     const now = this.#clock.now();
     const eventRate = org.ingest_rate_per_second ?? null;
-    const byteRate = bytes === undefined ? null : (org.ingest_bytes_per_second ?? null);
+    const byteRate = org.ingest_bytes_per_second ?? null;
     const eventWaitMs = this.#events.waitFor(org.id, eventRate, events, now);
-    const byteWaitMs = this.#bytes.waitFor(org.id, byteRate, bytes ?? 0, now);
+    const byteWaitMs = this.#bytes.waitFor(org.id, byteRate, bytes, now);
     if (eventWaitMs > 0 || byteWaitMs > 0) {
       // The slot: how long what was refused takes to come back (device sockets are told apart by it: retry-stagger.ts).
       if (eventWaitMs >= byteWaitMs) return new QuotaExceededError(`${eventRate} events`, eventWaitMs, (events * 1000) / eventRate!);
-      return new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs, ((bytes ?? 0) * 1000) / byteRate!);
+      return new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs, (bytes * 1000) / byteRate!);
     }
+    const held = heldMs > 0 ? heldRefusal(org, heldMs, bytes) : undefined;
+    if (held !== undefined) return held;
     this.#events.take(org.id, eventRate, events, now);
-    this.#bytes.take(org.id, byteRate, bytes ?? 0, now);
+    this.#bytes.take(org.id, byteRate, bytes, now);
     return undefined;
   }
 }

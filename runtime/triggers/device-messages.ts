@@ -39,8 +39,8 @@ const REFUSAL_BURST = 2000;
 
 /**
  * Quota refusals a socket may get before the moment its nack named (retry-stagger.ts): its messages
- * in flight when the first nack came, twice over. A socket past it sends again without waiting,
- * taking each token the moment it comes back ahead of the sockets that wait, and is closed (1008,
+ * in flight when the first nack came, twice over. A socket past it sends again without waiting
+ * (each refused, its moment still ahead, at the cost of a parse and a nack), and is closed (1008,
  * `retry_after_ignored`), its device's connects paused (connect-pauses.ts); the client kit and
  * `sluice device` wait.
  */
@@ -167,7 +167,10 @@ export class DeviceMessages {
       const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };
       const event = rootEvent({ ...fields, provider_event_id: message.id, received_at_ms: nowMs });
       const claim = { source: event.source, providerEventId: message.id };
-      await this.#d.quota.storeEvent(org, this.#d.events, { event, payloadJson: message.payloadJson, recording: null, claim });
+      // Held to the moment a quota nack told this socket, if still ahead: a token back before it is
+      // for the sockets whose moment has come, not for one that sends again at once (retry-stagger.ts).
+      const heldMs = this.#stagger.waitLeft(data, nowMs);
+      await this.#d.quota.storeEvent(org, this.#d.events, { event, payloadJson: message.payloadJson, recording: null, claim }, heldMs);
       this.#d.onStored();
       sendFrame(data, ws, ackFrame(message.id, id, false));
     } catch (error) {

@@ -10,6 +10,8 @@ import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { holdReset } from '../helpers/hold-reset.ts';
 import { IngestQuota, QuotaExceededError } from '../../runtime/ingest/ingest-quota.ts';
 import type { Organization } from '../../runtime/tenancy/organizations.ts';
+import type { EventStore, NewEvent } from '../../runtime/events/event-store.ts';
+import type { StoredEvent } from '../../runtime/events/event-record.ts';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 30, 10, 0, 0));
 const SECRET = `whsec_${Buffer.alloc(32, 13).toString('base64')}`;
@@ -46,6 +48,23 @@ test('a charge not on credit takes its events only once the bucket holds them, o
   assert.throws(() => slowQuota.charge(slow, 2, false), QuotaExceededError);
   clock.advance(2000);
   assert.doesNotThrow(() => slowQuota.charge(slow, 2, false), 'full again after its debt of one and a second');
+});
+
+test('a sender held to a moment (heldMs) is refused for it whatever the bucket holds, taking nothing; an org without a rate holds no one', async () => {
+  const stored: string[] = [];
+  const events = { store: async ({ event }: NewEvent) => (stored.push(event.id), event), refuseDuplicate: async () => undefined } as unknown as EventStore;
+  const newEvent = (id: string): NewEvent => ({ event: { id, payload: { n: 1 } } as unknown as StoredEvent, recording: null, claim: null });
+  const limited = { id: 'acct-q-held', ingest_rate_per_second: 2 } as Organization;
+  const quota = new IngestQuota(clock, (id) => (id === limited.id ? limited : undefined));
+  await assert.rejects(quota.storeEvent(limited, events, newEvent('held'), 120), (error: unknown) => error instanceof QuotaExceededError && error.retryAfterMs === 120 && error.limit === '2 events' && error.slotMs === 500);
+  await quota.storeEvent(limited, events, newEvent('a'));
+  await quota.storeEvent(limited, events, newEvent('b'));
+  await assert.rejects(quota.storeEvent(limited, events, newEvent('c')), QuotaExceededError, 'the hold took none of the two');
+  const bytesOnly = { id: 'acct-q-held-bytes', ingest_rate_per_second: null, ingest_bytes_per_second: 1_048_576 } as unknown as Organization;
+  await assert.rejects(quota.storeEvent(bytesOnly, events, newEvent('held-bytes'), 40), (error: unknown) => error instanceof QuotaExceededError && error.limit === '1048576 payload bytes');
+  const unlimited = { id: 'acct-q-held-none', ingest_rate_per_second: null } as unknown as Organization;
+  await quota.storeEvent(unlimited, events, newEvent('free'), 40);
+  assert.deepEqual(stored, ['a', 'b', 'free']);
 });
 
 test('plans set the default quota; the platform admin can change it', async () => {

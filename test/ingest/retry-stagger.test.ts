@@ -18,9 +18,15 @@ interface Sender {
 }
 
 type Hint = (sender: Sender, now: number, waitMs: number) => number;
+/** The ms a sender is held before it may take a token (0: it may now). */
+type Hold = (sender: Sender, now: number) => number;
 
-/** Runs `senders` against one bucket of `rate` a second until `untilMs` or all have sent; answers refusals per stored and the longest hint. */
-function simulate(senders: Sender[], rate: number, hint: Hint, untilMs = Infinity): { refusedPerStored: number; longestHint: number } {
+/**
+ * Runs `senders` against one bucket of `rate` a second until `untilMs` or all have sent; answers
+ * refusals per stored and the longest hint. A sender `hold` holds is refused without a token taken;
+ * a sender that waits comes back `lateMs` after its moment (the network's time).
+ */
+function simulate(senders: Sender[], rate: number, hint: Hint, untilMs = Infinity, hold: Hold = () => 0, lateMs = 0): { refusedPerStored: number; longestHint: number } {
   const bucket = new TokenBucket(rate, rate, 0);
   let refused = 0;
   let stored = 0;
@@ -30,7 +36,8 @@ function simulate(senders: Sender[], rate: number, hint: Hint, untilMs = Infinit
     for (const sender of senders) if (sender.left > 0 && (next === undefined || sender.due < next.due)) next = sender;
     if (next === undefined || next.due > untilMs) break;
     const now = next.due;
-    const waitMs = bucket.take(now);
+    const heldMs = hold(next, now);
+    const waitMs = heldMs > 0 ? heldMs : bucket.take(now);
     if (waitMs === 0) {
       stored += 1;
       next.stored += 1;
@@ -40,7 +47,7 @@ function simulate(senders: Sender[], rate: number, hint: Hint, untilMs = Infinit
     refused += 1;
     const told = hint(next, now, waitMs);
     longestHint = Math.max(longestHint, told);
-    next.due = now + (next.greedy ? 1 : told);
+    next.due = now + (next.greedy ? 1 : told + lateMs);
   }
   return { refusedPerStored: refused / stored, longestHint };
 }
@@ -70,6 +77,33 @@ test('a client that ignores its hint (tries again every millisecond) does not pu
   const { longestHint } = simulate(withStagger, RATE, staggered(), 20_000);
   assert.ok(polite(withStagger) >= polite(withPlain), `stored by the 49 that wait: ${polite(withStagger)} with moments apart, ${polite(withPlain)} with plain waits`);
   assert.ok(longestHint < 1000, `the longest hint: ${longestHint} ms (49 sockets one 4 ms token apart)`);
+});
+
+test('a client that ignores its hint takes every token the 49 that wait come back for a millisecond late (5,000 of 5,250); held to its moment, about what each of them stores', () => {
+  const storedBy = (hold: boolean): { greedy: number; politeMean: number } => {
+    const stagger = new RetryStagger();
+    // The greedy one last: whoever is first at 0 stores the whole second of burst (stores take no time here).
+    const senders = crowd(50, 1000, 1).reverse();
+    const hint: Hint = (sender, now, waitMs) => stagger.hint('acct', sender, now, waitMs, 1000 / RATE).waitMs;
+    simulate(senders, RATE, hint, 20_000, hold ? (sender, now) => stagger.waitLeft(sender, now) : undefined, 1);
+    const polite = senders.filter((sender) => !sender.greedy);
+    return { greedy: senders.find((sender) => sender.greedy)!.stored, politeMean: polite.reduce((sum, sender) => sum + sender.stored, 0) / polite.length };
+  };
+  const free = storedBy(false);
+  assert.ok(free.greedy > 10 * free.politeMean, `not held: the greedy one stored ${free.greedy}, each of the others ${free.politeMean.toFixed(0)}`);
+  const held = storedBy(true);
+  assert.ok(held.greedy <= 1.2 * held.politeMean, `held: the greedy one stored ${held.greedy}, each of the others ${held.politeMean.toFixed(0)}`);
+  assert.ok(held.politeMean > free.politeMean, 'the others store more');
+});
+
+test('waitLeft: the ms until a sender\'s moment while it is ahead; none once it passed, for a sender never told one, or when the clock was set back past the refusal that told it', () => {
+  const stagger = new RetryStagger();
+  const [a, b] = [{}, {}];
+  stagger.hint('org', a, 1000, 4, 4);
+  stagger.hint('org', b, 1000, 4, 4);
+  assert.deepEqual([stagger.waitLeft(a, 1000), stagger.waitLeft(b, 1000), stagger.waitLeft(b, 1005)], [4, 8, 3]);
+  assert.deepEqual([stagger.waitLeft(a, 1004), stagger.waitLeft({}, 1000), stagger.waitLeft(b, 999)], [0, 0, 0]);
+  assert.deepEqual(stagger.hint('org', b, 1005, stagger.waitLeft(b, 1005), 4), { waitMs: 3, early: 1 }, 'refused for it: the same moment, counted early');
 });
 
 test('a socket\'s moment is its own until it passes; the org\'s timeline starts again once passed or when the slot changes (its rate did); orgs are apart; at most MAX_STAGGER_MS past the wait', () => {

@@ -395,6 +395,35 @@ test('sockets of one org its quota refuses are told moments one token apart; a s
   }
 });
 
+test('a socket the quota refused is held to its moment: the token back before it goes to the socket whose moment came, not to one that sends again at once', async () => {
+  const org = 'acct-devices-held';
+  const orgKey = await orgLimitedTo(org, 10);
+  const [first, second] = await Promise.all(['first', 'second'].map(async (name) => connectDevice(rt.url, org, name, await register(name, {}, org, orgKey))));
+  // Ten a second, a second of burst: the two connects took four; six messages take the rest.
+  for (let i = 1; i <= 6; i += 1) {
+    first!.send({ id: `h-${i}`, type: 'reading.taken' });
+    assert.equal((await first!.answerTo(`h-${i}`)).type, 'ack');
+  }
+  const answer = async (device: DeviceClient, id: string, nth: number): Promise<{ type: string; retry_after_ms?: number; error?: { code: string } }> => {
+    device.send({ id, type: 'reading.taken' });
+    await device.waitFor(() => device.frames.filter((f) => f.id === id).length === nth, `answer ${nth} to ${id}`);
+    return device.frames.filter((f) => f.id === id)[nth - 1]!;
+  };
+  assert.equal((await answer(first!, 'wait-1', 1)).retry_after_ms, 100);
+  assert.equal((await answer(second!, 'wait-2', 1)).retry_after_ms, 200);
+  clock.advance(100);
+  const early = await answer(second!, 'wait-2', 2);
+  assert.equal(early.error?.code, 'ingest_quota_exceeded', 'the token is back, but it is not this socket\'s moment');
+  assert.equal(early.retry_after_ms, 100, 'told its own moment again');
+  assert.equal((await answer(first!, 'wait-1', 2)).type, 'ack', 'the socket whose moment came finds its token');
+  clock.advance(100);
+  assert.equal((await answer(second!, 'wait-2', 3)).type, 'ack', 'and the other at its own');
+  for (const device of [first!, second!]) {
+    device.close();
+    await device.closed;
+  }
+});
+
 /**
  * Opens the device's socket and sends its messages again and again without waiting out the quota
  * nacks (the clock stands still), until it is closed; answers the socket and the nacks it got.
