@@ -365,60 +365,58 @@ test('a device connects while another device of its org keeps the ingest quota u
   }
 });
 
-test('sockets of one org its quota refuses are told moments one token apart; a socket refused again before its moment is told the same one', async () => {
-  const org = 'acct-devices-stagger';
+/** Two connected devices of a new `org` of ten events a second, its second of burst spent. */
+async function twoDevicesOnSpentQuota(org: string): Promise<[DeviceClient, DeviceClient]> {
   const orgKey = await orgLimitedTo(org, 10);
   const [first, second] = await Promise.all(['first', 'second'].map(async (name) => connectDevice(rt.url, org, name, await register(name, {}, org, orgKey))));
   // Ten a second, a second of burst: the two connects took four; six messages take the rest.
   for (let i = 1; i <= 6; i += 1) {
-    first!.send({ id: `s-${i}`, type: 'reading.taken' });
-    assert.equal((await first!.answerTo(`s-${i}`)).type, 'ack');
+    first!.send({ id: `spent-${i}`, type: 'reading.taken' });
+    assert.equal((await first!.answerTo(`spent-${i}`)).type, 'ack');
   }
+  return [first!, second!];
+}
+
+test('sockets of one org its quota refuses are told moments one token apart; a socket refused again before its moment is told the same one', async () => {
+  const [first, second] = await twoDevicesOnSpentQuota('acct-devices-stagger');
   const refusal = async (device: DeviceClient, id: string): Promise<number> => {
     device.send({ id, type: 'reading.taken' });
     const nack = await device.answerTo(id);
     assert.equal(nack.error?.code, 'ingest_quota_exceeded', JSON.stringify(nack));
     return nack.retry_after_ms as number;
   };
-  const firstWait = await refusal(first!, 'r-1');
+  const firstWait = await refusal(first, 'r-1');
   assert.equal(firstWait, 100, 'the next token');
-  assert.equal(await refusal(second!, 'r-2'), 200, 'the other socket: the token after');
-  assert.equal(await refusal(first!, 'r-3'), 100, 'the first socket again: its own moment, which moves no one');
-  assert.equal(await refusal(second!, 'r-4'), 200);
+  assert.equal(await refusal(second, 'r-2'), 200, 'the other socket: the token after');
+  assert.equal(await refusal(first, 'r-3'), 100, 'the first socket again: its own moment, which moves no one');
+  assert.equal(await refusal(second, 'r-4'), 200);
   clock.advance(100);
-  first!.send({ id: 'r-1', type: 'reading.taken' });
-  await first!.waitFor(() => first!.frames.filter((f) => f.id === 'r-1').length === 2, 'the retry');
-  assert.equal(first!.frames.filter((f) => f.id === 'r-1')[1]!.type, 'ack', 'back at its moment, the token is there');
-  for (const device of [first!, second!]) {
+  first.send({ id: 'r-1', type: 'reading.taken' });
+  await first.waitFor(() => first.frames.filter((f) => f.id === 'r-1').length === 2, 'the retry');
+  assert.equal(first.frames.filter((f) => f.id === 'r-1')[1]!.type, 'ack', 'back at its moment, the token is there');
+  for (const device of [first, second]) {
     device.close();
     await device.closed;
   }
 });
 
 test('a socket the quota refused is held to its moment: the token back before it goes to the socket whose moment came, not to one that sends again at once', async () => {
-  const org = 'acct-devices-held';
-  const orgKey = await orgLimitedTo(org, 10);
-  const [first, second] = await Promise.all(['first', 'second'].map(async (name) => connectDevice(rt.url, org, name, await register(name, {}, org, orgKey))));
-  // Ten a second, a second of burst: the two connects took four; six messages take the rest.
-  for (let i = 1; i <= 6; i += 1) {
-    first!.send({ id: `h-${i}`, type: 'reading.taken' });
-    assert.equal((await first!.answerTo(`h-${i}`)).type, 'ack');
-  }
+  const [first, second] = await twoDevicesOnSpentQuota('acct-devices-held');
   const answer = async (device: DeviceClient, id: string, nth: number): Promise<{ type: string; retry_after_ms?: number; error?: { code: string } }> => {
     device.send({ id, type: 'reading.taken' });
     await device.waitFor(() => device.frames.filter((f) => f.id === id).length === nth, `answer ${nth} to ${id}`);
     return device.frames.filter((f) => f.id === id)[nth - 1]!;
   };
-  assert.equal((await answer(first!, 'wait-1', 1)).retry_after_ms, 100);
-  assert.equal((await answer(second!, 'wait-2', 1)).retry_after_ms, 200);
+  assert.equal((await answer(first, 'wait-1', 1)).retry_after_ms, 100);
+  assert.equal((await answer(second, 'wait-2', 1)).retry_after_ms, 200);
   clock.advance(100);
-  const early = await answer(second!, 'wait-2', 2);
+  const early = await answer(second, 'wait-2', 2);
   assert.equal(early.error?.code, 'ingest_quota_exceeded', 'the token is back, but it is not this socket\'s moment');
   assert.equal(early.retry_after_ms, 100, 'told its own moment again');
-  assert.equal((await answer(first!, 'wait-1', 2)).type, 'ack', 'the socket whose moment came finds its token');
+  assert.equal((await answer(first, 'wait-1', 2)).type, 'ack', 'the socket whose moment came finds its token');
   clock.advance(100);
-  assert.equal((await answer(second!, 'wait-2', 3)).type, 'ack', 'and the other at its own');
-  for (const device of [first!, second!]) {
+  assert.equal((await answer(second, 'wait-2', 3)).type, 'ack', 'and the other at its own');
+  for (const device of [first, second]) {
     device.close();
     await device.closed;
   }
