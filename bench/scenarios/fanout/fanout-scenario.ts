@@ -66,8 +66,11 @@ async function runFanout(context: ScenarioContext): Promise<ScenarioReport> {
   try {
     await measureKind(context, sizes, pool, out, 'sluice', async () => {
       // One org holds every subscriber (and a round's sockets may still be closing when the next
-      // opens): past the default per-org share of --websockets, which still bounds them all.
-      const runtime = await startSluice(context, { label: 'sluice serve (fan-out)', args: ['--live-sockets-per-org', '1000000'] });
+      // opens): past the default per-org share of --websockets, which bounds them all. That total is
+      // given too: its default, three quarters of the open-file limit less 64, comes to less than
+      // the largest size when the limit was raised to just what the subscribers need (10,256).
+      const websockets = String(2 * largestSize(sizes).subscribers);
+      const runtime = await startSluice(context, { label: 'sluice serve (fan-out)', args: ['--live-sockets-per-org', '1000000', '--websockets', websockets] });
       return { system: createSluiceSystem(runtime, sizes.delayMs, MAX_CONCURRENT_RUNS), stop: () => runtime.stop() };
     });
     await measureKind(context, sizes, pool, out, 'ws', async () => {
