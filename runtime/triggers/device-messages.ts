@@ -134,6 +134,9 @@ export class DeviceMessages {
   async #store(ws: WebSocket<SocketData>, data: SocketData, message: DeviceMessage): Promise<void> {
     if (!(await data.ready)) return;
     const { device } = data;
+    // When the store was tried: a quota refusal's moment is judged at it (a hold decided then was
+    // taken, after the await that answers a duplicate, for a new moment behind every other socket's).
+    let triedAt: number | undefined;
     try {
       // Checked first, against the device's schemas as they are when its check is asked for (a PATCH
       // applies to the next message, on open sockets too): the check may wait for the checking
@@ -162,7 +165,7 @@ export class DeviceMessages {
         closeSocket(ws, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'this connection is no longer recorded; connect again');
         return;
       }
-      const nowMs = this.#d.clock.now();
+      const nowMs = (triedAt = this.#d.clock.now());
       const id = generateEventId(nowMs);
       const fields = { id, org_id: device.org_id, type: message.type, payload: message.payload, environment: device.environment, source: deviceSource(device.name) };
       const event = rootEvent({ ...fields, provider_event_id: message.id, received_at_ms: nowMs });
@@ -186,7 +189,7 @@ export class DeviceMessages {
         return;
       }
       // A quota refusal names a moment of this socket's own, apart from the org's other sockets' (retry-stagger.ts).
-      const hint = this.#stagger.hint(device.org_id, data, this.#d.clock.now(), error.retryAfterMs, error.slotMs);
+      const hint = this.#stagger.hint(device.org_id, data, triedAt ?? this.#d.clock.now(), error.retryAfterMs, error.slotMs);
       sendFrame(data, ws, nackFrame(message.id, error.waiting(hint.waitMs)));
       // More refused before its moment than it can have had in flight when told: it sends again without waiting.
       if (hint.early > MAX_EARLY_QUOTA_REFUSALS) {

@@ -61,7 +61,7 @@ test('a sender held to a moment (heldMs) is refused for it whatever the bucket h
   await quota.storeEvent(limited, events, newEvent('b'));
   await assert.rejects(quota.storeEvent(limited, events, newEvent('c')), QuotaExceededError, 'the hold took none of the two');
   const bytesOnly = { id: 'acct-q-held-bytes', ingest_rate_per_second: null, ingest_bytes_per_second: 1_048_576 } as unknown as Organization;
-  await assert.rejects(quota.storeEvent(bytesOnly, events, newEvent('held-bytes'), 40), (error: unknown) => error instanceof QuotaExceededError && error.limit === '1048576 payload bytes');
+  await assert.rejects(quota.storeEvent(bytesOnly, events, newEvent('held-bytes'), 40), (error: unknown) => error instanceof QuotaExceededError && error.limit === '1048576 payload bytes' && error.retryAfterMs === 40 && error.slotMs === (7 * 1000) / 1_048_576, 'told the byte rate, the slot of its 7 bytes ({"n":1})');
   const unlimited = { id: 'acct-q-held-none', ingest_rate_per_second: null } as unknown as Organization;
   await quota.storeEvent(unlimited, events, newEvent('free'), 40);
   assert.deepEqual(stored, ['a', 'b', 'free']);

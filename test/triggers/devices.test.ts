@@ -422,6 +422,37 @@ test('a socket the quota refused is held to its moment: the token back before it
   }
 });
 
+test('a socket held just before its moment, whose nack goes out after the moment passed (a duplicate check in between), is told that moment, not a new one behind the other sockets\'', async () => {
+  const [first, second] = await twoDevicesOnSpentQuota('acct-devices-held-late');
+  const answer = async (device: DeviceClient, id: string, nth: number): Promise<{ type: string; retry_after_ms?: number }> => {
+    device.send({ id, type: 'reading.taken' });
+    await device.waitFor(() => device.frames.filter((f) => f.id === id).length === nth, `answer ${nth} to ${id}`);
+    return device.frames.filter((f) => f.id === id)[nth - 1]!;
+  };
+  assert.equal((await answer(first, 'late-1', 1)).retry_after_ms, 100);
+  assert.equal((await answer(second, 'late-2', 1)).retry_after_ms, 200);
+  clock.advance(100);
+  assert.equal((await answer(first, 'late-1', 2)).type, 'ack');
+  assert.equal((await answer(first, 'late-3', 1)).retry_after_ms, 200, 'the first socket again: the slot after the second\'s');
+  // The second socket, 100 ms before its moment: held. The clock passes its moment while the
+  // refusal checks for a duplicate.
+  const gate = gateNextCall(rt.runtime.context.events, 'refuseDuplicate');
+  try {
+    second.send({ id: 'late-2', type: 'reading.taken' });
+    await gate.whenReached;
+    clock.advance(150);
+    gate.release();
+    await second.waitFor(() => second.frames.filter((f) => f.id === 'late-2').length === 2, 'the held refusal');
+  } finally {
+    gate.done();
+  }
+  assert.equal(second.frames.filter((f) => f.id === 'late-2')[1]!.retry_after_ms, 100, 'its own moment as it was when held (a new one comes after the first socket\'s: 150)');
+  for (const device of [first, second]) {
+    device.close();
+    await device.closed;
+  }
+});
+
 /**
  * Opens the device's socket and sends its messages again and again without waiting out the quota
  * nacks (the clock stands still), until it is closed; answers the socket and the nacks it got.
