@@ -8,7 +8,9 @@
 // client that ignores the hint cannot push the other sockets' moments out. A socket told a moment is
 // held to it (waitLeft): a token that comes back before its moment is for the sockets whose moment
 // has come. Before that, a client that sent again at once took each token the moment it came back,
-// ahead of the sockets that wait (200 such devices took ~85 % of an org's acks from 50 that waited).
+// ahead of the sockets that wait, and, stored now and then, was refused too seldom to be closed:
+// in one of seven runs of 200 such devices against 50 kit clients at 200 events/s they took 95 %
+// of the acks for a minute (none of seven since; typically they get ~3 % either way).
 // The refusals a socket gets before its moment are counted (`early`), so that the caller can close
 // one that does not wait: each costs a parse and a nack.
 // Webhooks and API calls get their plain wait: Retry-After counts whole seconds, and a request has

@@ -7,9 +7,9 @@
 // closed so again soon after a pause ended waits twice as long, up to MAX_CONNECT_PAUSE_MS. Until
 // then, its connects take no quota on credit (ingest-quota.ts): each needs its two events in the
 // bucket, so such devices' connects no longer take the quota ahead of the devices that wait out
-// their nacks. Their messages still may, on each socket until it is closed: the org's quota is not
-// shared out per device (200 such devices against 50 polite ones at 200 events/s: the polite ones'
-// acks in the first minute doubled with this, still a tenth of what they sent).
+// their nacks (200 such devices against 50 polite ones at 200 events/s: the polite ones' acks in
+// the first minute doubled with this). Their messages on a socket still open take no token before
+// the socket's moment either (retry-stagger.ts).
 
 import { SluiceError } from '../errors.ts';
 import { growthSweep } from '../growth-sweep.ts';
