@@ -62,9 +62,13 @@ export interface RunnerStore {
   readonly fences: Database<string, FenceKey>;
   /** (org, idempotency key) -> completed invocation (its output). */
   readonly invocations: Database<InvocationRecord, InvocationKey>;
-  /** (written at, org, run) -> the fence written then, as a decimal string; for pruning. */
+  /**
+   * (written at, org, run) -> the fence written then, as a decimal string; for pruning. This table and
+   * the next start with the time, not the org (DESIGN 7): the prune reads what is old across every
+   * org in one range; forgetting an org (forgotten-orgs.ts) walks them whole instead.
+   */
   readonly fencesByTime: Database<string, FenceTimeKey>;
-  /** (completed at, org, idempotency key) -> null; for pruning. */
+  /** (completed at, org, idempotency key) -> null; for pruning (time first, as the fences'). */
   readonly invocationsByTime: Database<null, InvocationTimeKey>;
   /** org -> when it was forgotten, and whether its records are all removed (forgotten-orgs.ts): a deleted org, whose calls are refused for good. */
   readonly forgottenOrgs: Database<ForgottenMark, string>;
