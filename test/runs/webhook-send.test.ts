@@ -1,87 +1,22 @@
 // One webhook attempt against real local HTTP servers: answers and their evidence, the body cap,
 // redirects not followed, Retry-After, refused and cut-off connections, the deadline (a body still
-// arriving at it is cut off; on mocked timers, no real wait), keep-alive reuse of one connection,
-// and the per-org connection cap.
+// arriving at it is cut off; on mocked timers, no real wait). Keep-alive reuse and the per-org
+// connection cap: webhook-connections.test.ts; TLS: webhook-tls.test.ts.
 
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
-import { Agent, createServer, type AgentOptions, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, type AgentOptions, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer as createHttpsServer } from 'node:https';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
-import { after, mock, test } from 'node:test';
-import { OutboundConnections, type OutboundPool } from '../../runtime/runs/outbound-connections.ts';
+import { mock, test } from 'node:test';
+import type { OutboundPool } from '../../runtime/runs/outbound-connections.ts';
 import { postOnce, PostTimeoutError } from '../../runtime/runs/outbound-post.ts';
 import { eventually } from '../helpers/receiver.ts';
-import { selfSigned } from '../helpers/self-signed.ts';
-import { EVIDENCE_BODY_CAP, sendWebhook, targetsSelf, type WebhookOutcome, type WebhookRequest } from '../../runtime/runs/webhook-step.ts';
+import { EVIDENCE_BODY_CAP, targetsSelf } from '../../runtime/runs/webhook-step.ts';
+import { attempt, closeLastServer, closedAfterTests, connectionPool, errorOf, serve, settlesWithin, type Local } from '../helpers/webhook-attempts.ts';
 
-const servers: Server[] = [];
-const pools: OutboundConnections[] = [];
-after(() => {
-  for (const pool of pools) pool.close();
-  return Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-});
-
-function connectionPool(perReceiver?: number): OutboundConnections {
-  // The receivers here are local: allowed under `any` (the `public` policy has its own tests).
-  const pool = new OutboundConnections(perReceiver, 'any');
-  pools.push(pool);
-  return pool;
-}
-const defaultPool = connectionPool();
-
-interface Local {
-  readonly url: string;
-  readonly requests: string[];
-  connections: number;
-}
-
-async function serve(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<Local> {
-  const requests: string[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      requests.push(Buffer.concat(chunks).toString('utf8'));
-      handle(req, res);
-    });
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const local: Local = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, requests, connections: 0 };
-  server.on('connection', () => {
-    local.connections += 1;
-  });
-  return local;
-}
-
-const attempt = (url: string, overrides: Partial<WebhookRequest> = {}, connections = defaultPool): Promise<WebhookOutcome> =>
-  sendWebhook(
-    { orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{"n":1}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.UTC(2026, 10, 30), ...overrides },
-    { selfPort: 1, connections },
-  );
-
-/** Moves the mocked clock by `ms` and tells whether `pending` settled meanwhile. */
-async function settlesWithin(pending: Promise<unknown>, ms: number): Promise<boolean> {
-  let settled = false;
-  void pending.then(() => {
-    settled = true;
-  });
-  mock.timers.tick(ms);
-  await new Promise((resolve) => setImmediate(resolve));
-  return settled;
-}
-
-const errorOf = (outcome: WebhookOutcome) => {
-  assert.equal(outcome.ok, false);
-  return outcome.ok ? undefined : outcome.error;
-};
 
 test('a 2xx answer succeeds with its status and body; the request carries the body and step key', async () => {
   const local = await serve((_req, res) => res.writeHead(201).end('{"crm":"ok"}'));
@@ -158,7 +93,7 @@ test('a Retry-After date counts from the answer, not from when the attempt start
 async function tcpReceiver(onConnection: (socket: Socket) => void): Promise<string> {
   const server = createNetServer(onConnection);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  servers.push(server as unknown as Server);
+  closedAfterTests(server);
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 }
 
@@ -233,7 +168,7 @@ test('a status past 599 is not retried: only 5xx and 429 are', async () => {
 test('a refused connection is a retryable network error', async () => {
   const closed = await serve(() => undefined);
   const port = new URL(closed.url).port;
-  await new Promise((resolve) => servers.pop()?.close(resolve));
+  await closeLastServer();
   const outcome = await attempt(`http://127.0.0.1:${port}/hook`);
   const refused = errorOf(outcome);
   assert.equal(refused?.code, 'webhook_network_error');
@@ -361,99 +296,6 @@ for (const host of ['127.0.0.1', 'localhost']) {
   });
 }
 
-test('a connection whose TLS handshake fails sent nothing (no started_at); one dropped once open may have carried the request', async () => {
-  const dropping = createNetServer((socket) => socket.destroy());
-  await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
-  try {
-    const port = (dropping.address() as AddressInfo).port;
-    const tls = await attempt(`https://127.0.0.1:${port}/hook`);
-    assert.equal(errorOf(tls)?.code, 'webhook_network_error');
-    assert.match(errorOf(tls)?.message ?? '', /^The request was not sent: .*The receiver was not reached\.$/);
-    assert.equal('sentAt' in tls, false, 'the handshake never completed: nothing went out');
-    const plain = await attempt(`http://127.0.0.1:${port}/hook`);
-    assert.equal(errorOf(plain)?.code, 'webhook_network_error');
-    assert.equal(typeof (plain as { sentAt?: number }).sentAt, 'number', 'a connection that opened may have carried it');
-  } finally {
-    await new Promise((resolve) => dropping.close(resolve));
-  }
-});
-
-/** A self-signed certificate for 127.0.0.1 in a temp dir (removed by the caller), and its PEM contents. */
-function receiverCertificate(): { dir: string; pair: { cert: string; key: string }; credentials: { cert: Buffer; key: Buffer } } {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-receiver-'));
-  const pair = selfSigned(dir, 'receiver');
-  return { dir, pair, credentials: { cert: readFileSync(pair.cert), key: readFileSync(pair.key) } };
-}
-
-/** Listens on a free loopback port, closed after the file's tests; answers the port. */
-async function listenOnLoopback(server: Server | TlsServer): Promise<number> {
-  servers.push(server as Server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
-
-test('a TLS handshake refused sent nothing and says why in one sentence with its code: a certificate no authority vouches for, plain HTTP at an https url, no TLS version in common', async () => {
-  const { dir, credentials } = receiverCertificate();
-  try {
-    const selfSignedPort = await listenOnLoopback(createHttpsServer(credentials, (_req, res) => res.end('{}')));
-    const plain = await serve((_req, res) => res.writeHead(200).end('{}'));
-    const oldTlsPort = await listenOnLoopback(createTlsServer({ ...credentials, minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }));
-    const cases = [
-      [`https://127.0.0.1:${selfSignedPort}/hook`, 'DEPTH_ZERO_SELF_SIGNED_CERT', /^Nothing was sent: the receiver's TLS certificate was refused \(DEPTH_ZERO_SELF_SIGNED_CERT: self[- ]signed certificate\); Sluice trusts the system's certificate authorities and those in NODE_EXTRA_CA_CERTS\.$/],
-      [plain.url.replace('http:', 'https:'), 'ERR_SSL_WRONG_VERSION_NUMBER', /^Nothing was sent: the receiver did not answer in TLS \(is it plain HTTP at this port\? then the url is http:\/\/\) \(ERR_SSL_WRONG_VERSION_NUMBER\)\.$/],
-      [`https://127.0.0.1:${oldTlsPort}/hook`, undefined, /^Nothing was sent: (the receiver and Sluice share no TLS version \(Sluice speaks TLS 1\.2 and 1\.3\)|the TLS handshake failed: [a-z0-9 ]+) \(ERR_SSL_[A-Z0-9_]+\)\.$/],
-    ] as const;
-    for (const [url, code, message] of cases) {
-      const outcome = await attempt(url);
-      const error = errorOf(outcome);
-      assert.equal(error?.code, 'webhook_tls_error', `${url}: ${JSON.stringify(outcome)}`);
-      assert.match(error?.message ?? '', message);
-      assert.equal(error?.message.includes('\n'), false, 'one line');
-      assert.equal(outcome.ok ? undefined : outcome.error.retryable, true, 'retried: a receiver renews its certificate');
-      const tlsError = (outcome.evidence as { tls_error?: string }).tls_error;
-      if (code === undefined) assert.match(tlsError ?? '', /^ERR_SSL_/);
-      else assert.equal(tlsError, code);
-      assert.equal('sentAt' in outcome, false, 'the handshake never completed: nothing went out');
-    }
-    assert.equal(plain.requests.length, 0);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('a receiver whose authority NODE_EXTRA_CA_CERTS names is reached; one that requires a client certificate (TLS 1.3) ends the connection as the request goes out: webhook_tls_error, counted as sent', async () => {
-  const { dir, pair, credentials } = receiverCertificate();
-  try {
-    const trusted = `https://127.0.0.1:${await listenOnLoopback(createHttpsServer(credentials, (_req, res) => res.end('{"ok":true}')))}/hook`;
-    const wantsClientCertificate = `https://127.0.0.1:${await listenOnLoopback(createHttpsServer({ ...credentials, ca: [credentials.cert], requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (_req, res) => res.end('{}')))}/hook`;
-    // Node reads NODE_EXTRA_CA_CERTS once, when a process starts: the attempts are made in a child given it.
-    const script = `
-      import { OutboundConnections } from './runtime/runs/outbound-connections.ts';
-      import { sendWebhook } from './runtime/runs/webhook-step.ts';
-      const connections = new OutboundConnections(undefined, 'any');
-      for (const url of process.argv.slice(1)) {
-        const outcome = await sendWebhook({ orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: 0 }, { selfPort: 1, connections });
-        process.stdout.write(JSON.stringify(outcome) + '\\n');
-      }
-      connections.close();
-    `;
-    // Not spawnSync: the receivers answer from this process's event loop.
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, trusted, wantsClientCertificate], {
-      cwd: join(import.meta.dirname, '..', '..'),
-      env: { ...process.env, NODE_EXTRA_CA_CERTS: pair.cert },
-      timeout: 60_000,
-    });
-    const [reached, refused] = stdout.trim().split('\n').map((line) => JSON.parse(line) as WebhookOutcome);
-    assert.equal(reached?.ok, true, JSON.stringify(reached));
-    assert.equal(errorOf(refused!)?.code, 'webhook_tls_error', JSON.stringify(refused));
-    assert.equal(errorOf(refused!)?.message, 'The receiver ended the TLS connection as the request went out: the receiver requires a client certificate, which Sluice does not present (ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED).');
-    assert.equal((refused!.evidence as { tls_error?: string }).tls_error, 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED');
-    assert.equal(typeof (refused as { sentAt?: number }).sentAt, 'number', 'the request had gone out on the finished handshake');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
 test('a deadline that passes while the receiver\'s name is being resolved says so (phase lookup); one past an open connection is the receiver\'s (phase answer)', async () => {
   const hangingLookup = (): void => undefined;
   const pool = (agent: Agent): OutboundPool => ({ requestOptions: { agent, poolOrg: 'acct-a' }, untilClosed: () => () => undefined, isQueued: () => false, drop: () => undefined });
@@ -490,210 +332,6 @@ test('a 2xx whose body is still arriving at the deadline succeeds: the body is c
   } finally {
     mock.timers.reset();
     release();
-  }
-});
-
-test('consecutive attempts to one receiver reuse a kept-alive connection', async () => {
-  const local = await serve((_req, res) => res.writeHead(200).end('{}'));
-  for (let i = 0; i < 5; i += 1) assert.equal((await attempt(local.url)).ok, true);
-  assert.equal(local.requests.length, 5);
-  assert.equal(local.connections, 1);
-});
-
-/** A receiver that holds every request until the test answers it; `arrived(n)` waits for n requests. */
-async function holdingReceiver() {
-  const held = new Map<string, ServerResponse>();
-  const order: string[] = [];
-  const timestamps = new Map<string, string>();
-  let waiter: { count: number; resolve: () => void } | undefined;
-  const local = await serve((req, res) => {
-    const key = String(req.headers['idempotency-key']);
-    timestamps.set(key, String(req.headers['webhook-timestamp']));
-    held.set(key, res);
-    order.push(key);
-    if (waiter !== undefined && order.length >= waiter.count) waiter.resolve();
-  });
-  return {
-    local,
-    order,
-    timestamps,
-    arrived: (count: number) =>
-      new Promise<void>((resolve) => {
-        if (order.length >= count) resolve();
-        else waiter = { count, resolve };
-      }),
-    answer: (key: string) => held.get(key)?.writeHead(200).end('{}'),
-    /** Closes the connection of the request sent under `key` without answering it (a receiver crashing). */
-    cut: (key: string) => held.get(key)?.socket?.destroy(),
-    drop: () => {
-      for (const res of held.values()) res.destroy();
-    },
-  };
-}
-
-/** The pools' sockets open and requests waiting (their limit is the process's, not the test's). */
-const openAndWaiting = (pools: OutboundConnections): { open: number; waiting: number } => {
-  const { open, waiting } = pools.stats();
-  return { open, waiting };
-};
-
-// A broken cap or deadline leaves a request that never arrives: the timeout turns that wait into a failure.
-const HOLDING_TEST = { timeout: 10_000 };
-
-test('an org holds at most the capped connections per receiver; more requests wait in order, another org has its own', HOLDING_TEST, async () => {
-  const receiver = await holdingReceiver();
-  const capped = connectionPool(2);
-  const send = (orgId: string, key: string) => attempt(receiver.local.url, { orgId, idempotencyKey: key }, capped);
-  try {
-    const a = [send('acct-a', 'a1'), send('acct-a', 'a2'), send('acct-a', 'a3')];
-    const b = send('acct-b', 'b1');
-    await receiver.arrived(3);
-    assert.deepEqual(receiver.order.slice(0, 3).sort(), ['a1', 'a2', 'b1'], 'acct-a waits at two; acct-b is not queued behind it');
-    assert.deepEqual(openAndWaiting(capped), { open: 3, waiting: 1 });
-    receiver.answer('a1');
-    assert.equal((await a[0])?.ok, true);
-    await receiver.arrived(4);
-    assert.equal(receiver.order[3], 'a3');
-    for (const key of ['a2', 'a3', 'b1']) receiver.answer(key);
-    const outcomes = await Promise.all([...a, b]);
-    assert.ok(outcomes.every((outcome) => outcome.ok));
-    assert.equal(receiver.local.connections, 3, "a3 reused a1's connection");
-    assert.deepEqual(openAndWaiting(capped), { open: 3, waiting: 0 }, 'idle, kept alive');
-  } finally {
-    receiver.drop();
-  }
-});
-
-test('a request waiting for a connection starts its deadline when it gets one, and its evidence says how long it waited', HOLDING_TEST, async () => {
-  const receiver = await holdingReceiver();
-  const single = connectionPool(1);
-  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
-  try {
-    const send = (key: string) => attempt(receiver.local.url, { idempotencyKey: key, timeoutMs: 2500 }, single);
-    const first = send('first');
-    await receiver.arrived(1);
-    const second = send('second');
-    const third = send('third');
-    await new Promise((resolve) => setImmediate(resolve)); // both attempts reach the pool's queue
-    mock.timers.tick(2500);
-    const firstError = await first;
-    assert.equal(errorOf(firstError)?.code, 'webhook_timeout');
-    assert.equal((firstError.evidence as Record<string, unknown>)['queued_ms'], undefined, 'the first had a connection at once');
-    await receiver.arrived(2);
-    assert.equal(receiver.order[1], 'second');
-    assert.equal(await settlesWithin(second, 2499), false, 'the wait for the connection did not count against the deadline');
-    mock.timers.tick(1);
-    const secondOutcome = await second;
-    assert.equal(errorOf(secondOutcome)?.code, 'webhook_timeout', 'the deadline runs from the connection');
-    assert.equal((secondOutcome.evidence as Record<string, unknown>)['queued_ms'], 2500);
-    await receiver.arrived(3);
-    receiver.answer('third');
-    const thirdOutcome = await third;
-    assert.equal(thirdOutcome.ok, true);
-    assert.equal((thirdOutcome.evidence as Record<string, unknown>)['queued_ms'], 5000);
-    // Signed when sent: each timestamp is the attempt's clock plus its wait for the connection.
-    const at = Math.floor(Date.UTC(2026, 10, 30) / 1000);
-    assert.deepEqual(['first', 'second', 'third'].map((key) => receiver.timestamps.get(key)), [String(at), String(at + 2), String(at + 5)]);
-  } finally {
-    mock.timers.reset();
-    receiver.drop();
-  }
-});
-
-test('closing the pools fails the requests in flight and the queued ones, and opens no connection', HOLDING_TEST, async () => {
-  const receiver = await holdingReceiver();
-  const closing = new OutboundConnections(2, 'any');
-  const send = (key: string) => attempt(receiver.local.url, { idempotencyKey: key }, closing);
-  try {
-    // Two busy sockets: each one closing used to hand the head of the queue a second error.
-    const outcomes = ['a', 'b', 'c', 'd', 'e'].map(send);
-    await receiver.arrived(2);
-    closing.close();
-    const errors = (await Promise.all(outcomes)).map(errorOf);
-    assert.deepEqual(errors.map((error) => error?.code), Array(5).fill('webhook_network_error'));
-    assert.deepEqual(
-      errors.map((error) => (/before the receiver answered/.test(error?.message ?? '') ? 'in flight' : /not sent/.test(error?.message ?? '') ? 'not sent' : error?.message)),
-      ['in flight', 'in flight', 'not sent', 'not sent', 'not sent'],
-    );
-    assert.equal(errorOf(await send('after'))?.code, 'webhook_network_error', 'a request after close is refused too');
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(receiver.order, ['a', 'b']);
-    assert.equal(receiver.local.connections, 2);
-  } finally {
-    receiver.drop();
-  }
-});
-
-test('a request no longer wanted when it gets its connection (its run was cancelled) is dropped unsent', HOLDING_TEST, async () => {
-  const receiver = await holdingReceiver();
-  const single = connectionPool(1);
-  let wanted = true;
-  try {
-    const first = attempt(receiver.local.url, { idempotencyKey: 'w1' }, single);
-    await receiver.arrived(1);
-    const second = attempt(receiver.local.url, { idempotencyKey: 'w2', stillWanted: () => wanted }, single);
-    while (single.stats().waiting === 0) await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(openAndWaiting(single), { open: 1, waiting: 1 });
-    wanted = false;
-    receiver.answer('w1');
-    assert.equal((await first).ok, true);
-    const withdrawn = await second;
-    assert.deepEqual([errorOf(withdrawn)?.code, errorOf(withdrawn)?.retryable], ['webhook_withdrawn', false]);
-    assert.equal('sentAt' in withdrawn, false, 'it never started');
-    assert.equal(typeof (withdrawn.evidence as { queued_ms?: number }).queued_ms, 'number');
-    const third = attempt(receiver.local.url, { idempotencyKey: 'w3', stillWanted: () => true }, single);
-    await receiver.arrived(2);
-    receiver.answer('w3');
-    assert.equal((await third).ok, true);
-    assert.deepEqual(receiver.order, ['w1', 'w3'], 'w2 never reached the receiver');
-  } finally {
-    receiver.drop();
-  }
-});
-
-test('a request that waited for a connection and then lost it unanswered says how long it waited, and was sent only once it had one', HOLDING_TEST, async () => {
-  const receiver = await holdingReceiver();
-  const single = connectionPool(1);
-  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
-  try {
-    const nowMs = Date.UTC(2026, 10, 30);
-    const first = attempt(receiver.local.url, { idempotencyKey: 'first' }, single);
-    await receiver.arrived(1);
-    const second = attempt(receiver.local.url, { idempotencyKey: 'second', nowMs }, single);
-    await new Promise((resolve) => setImmediate(resolve)); // it reaches the pool's queue
-    mock.timers.tick(1200);
-    receiver.answer('first');
-    assert.equal((await first).ok, true);
-    await receiver.arrived(2);
-    receiver.cut('second');
-    const lost = await second;
-    assert.match(errorOf(lost)?.code ?? '', /^webhook_(network_error|connection_closed)$/);
-    assert.equal((lost.evidence as Record<string, unknown>)['queued_ms'], 1200);
-    assert.equal(lost.sentAt, nowMs + 1200, 'started when it got its connection, not when it was queued');
-  } finally {
-    mock.timers.reset();
-    receiver.drop();
-  }
-});
-
-test('queued_ms is there exactly when a request waited for a connection, even for 0 ms', HOLDING_TEST, async () => {
-  const receiver = await holdingReceiver();
-  const single = connectionPool(1);
-  mock.timers.enable({ apis: ['Date'], now: 0 });
-  try {
-    const first = attempt(receiver.local.url, { idempotencyKey: 'first' }, single);
-    await receiver.arrived(1);
-    const second = attempt(receiver.local.url, { idempotencyKey: 'second' }, single);
-    await new Promise((resolve) => setImmediate(resolve)); // the attempt reaches the pool's queue
-    receiver.answer('first');
-    await receiver.arrived(2);
-    receiver.answer('second');
-    const [firstOutcome, secondOutcome] = await Promise.all([first, second]);
-    assert.equal((firstOutcome.evidence as Record<string, unknown>)['queued_ms'], undefined);
-    assert.equal((secondOutcome.evidence as Record<string, unknown>)['queued_ms'], 0);
-  } finally {
-    mock.timers.reset();
-    receiver.drop();
   }
 });
 
