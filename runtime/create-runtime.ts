@@ -24,7 +24,6 @@ import { createRestoringInvoker } from './actions/module-restore.ts';
 import { createSecretRequiringInvoker } from './actions/required-secrets.ts';
 import { SecretNames } from './actions/secret-names.ts';
 import { ProjectionStore } from './projections/projection-store.ts';
-import { pruneAppendedRows } from './projections/appended-row-retention.ts';
 import { workflowRoutes } from './api/workflows-api.ts';
 import { organizationRoutes } from './api/organizations-api.ts';
 import { sourceRoutes } from './api/sources-api.ts';
@@ -43,7 +42,7 @@ import { Inbox } from './inbox/inbox.ts';
 import { hookRoutes } from './ingest/hook-routes.ts';
 import { IngestQuota } from './ingest/ingest-quota.ts';
 import { openLedger } from './ledger/open-ledger.ts';
-import { DiskFloor, DiskSpaceLowError, statfsProbe, type FreeSpaceProbe } from '../hook-runner/disk-floor.ts';
+import { DiskFloor, statfsProbe, type FreeSpaceProbe } from '../hook-runner/disk-floor.ts';
 import { flooredLedger } from './ledger/floored-ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import type { HookRunnerClientOptions } from './hook-runner/client.ts';
@@ -53,9 +52,8 @@ import { createRuntimeMetrics, observeDeletions, observeDevices, observeDiskFloo
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
-import { DAY_MS, pruneHistory } from './events/history-retention.ts';
 import { finishInterruptedResets } from './events/sandbox-reset.ts';
-import { startPruneLoop } from './ledger/prune-loop.ts';
+import { startRetentionPruning } from './retention-pruning.ts';
 import { RunEngine } from './runs/run-engine.ts';
 import { beginBoot, type BootRecovery } from './runs/boot-record.ts';
 import { logFailure } from './ledger/commit-failure-guard.ts';
@@ -65,8 +63,7 @@ import { StepInputBudget } from './runs/step-input-budget.ts';
 import { RunStore } from './runs/run-store.ts';
 import { assertDataFormatKnown } from './ledger/data-format.ts';
 import { SourceStore } from './sources/source-store.ts';
-import { warnOfStaleSchemas } from './sources/stale-schemas.ts';
-import { pruneDeletedWorkflows } from './workflows/prune-deleted-workflows.ts';
+import { startStaleSchemaCheck } from './sources/stale-schemas.ts';
 import { WorkflowStore } from './workflows/workflow-store.ts';
 import { upgradeLayout } from './layout-upgrades.ts';
 import { ApiKeyStore } from './tenancy/api-keys.ts';
@@ -133,7 +130,6 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** How long requests in flight at a stop may still use the schema threads (checks of 1 s, body reads). */
 const SCHEMA_DRAIN_GRACE_MS = 5_000;
 
@@ -343,44 +339,20 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   }
   // Schemas stored before a rule that now refuses them: named now, not first by a sender's 422.
   // Read one record per event-loop turn, as requests go on: a device or source can hold a megabyte of schemas.
-  const staleCheckStop = new AbortController();
-  const staleCheck = warnOfStaleSchemas(
+  const stopStaleCheck = startStaleSchemaCheck(
     (function* () {
       yield* sources.all();
       for (const device of deviceStore.all()) yield deviceSchemas(device);
     })(),
     logger,
-    staleCheckStop.signal,
-  ).catch((error: unknown) => logger.error('stored event schemas could not be checked', { error: String(error) }));
-  const stopStaleCheck = async (): Promise<void> => {
-    staleCheckStop.abort();
-    await staleCheck;
-  };
+  );
   opened.push(stopStaleCheck);
 
-  const pruneJobs = {
-    inbox: (stop: AbortSignal) => inbox.prune(pruneNow(), undefined, stop),
-    live_updates: () => updateLog.trim(),
-    history: (stop: AbortSignal) => pruneHistory({ ledger, events, runs }, pruneNow(), config.retentionDays * DAY_MS, undefined, stop),
-    appended_projection_rows: (stop: AbortSignal) => pruneAppendedRows(ledger.root, projections, pruneNow(), config.retentionDays * DAY_MS, undefined, stop, deletedOrgs),
-    deleted_workflows: (stop: AbortSignal) => pruneDeletedWorkflows({ deleted: workflows.deleted, runs, deletedOrgs }, pruneNow(), config.retentionDays * DAY_MS, stop),
-    // Not retention, but the same rhythm: a deletion cut short (a stop, a hook-runner down) goes on,
-    // in the background: a hook-runner that does not answer must not hold the other jobs up.
-    organization_deletions: async () => deletions.resumeLeftOver(),
-  };
-  // Each job's failure count is there from the start, at 0: a series that first appears at 1 is
-  // one `increase()` and `rate()` never see, so an alert on them would miss the first failure.
-  for (const job of Object.keys(pruneJobs)) metrics.pruneFailures.inc({ job }, 0);
-  const pruning = startPruneLoop(
-    pruneJobs,
-    Math.min(PRUNE_INTERVAL_MS, Math.max(1000, Math.floor(config.dedupWindowMs / 10))),
-    (job, error) => {
-      // Below the disk floor the floor's own line speaks for it; it is not a pruning fault to alert on.
-      if (error instanceof DiskSpaceLowError) return logger.debug('prune refused below the disk floor', { job });
-      metrics.pruneFailures.inc({ job });
-      logger.error('prune failed', { job, error: String(error) });
-    },
-  );
+  const pruning = startRetentionPruning({
+    ledger, inbox, updateLog, events, runs, projections, workflows, deletedOrgs, deletions, metrics, logger, pruneNow,
+    retentionDays: config.retentionDays,
+    dedupWindowMs: config.dedupWindowMs,
+  });
   opened.push(() => pruning.close());
   logger.info('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt), webhook_targets: config.webhookTargets, retention_days: config.retentionDays });
   const files = openFileLimit();

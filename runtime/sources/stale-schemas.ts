@@ -42,3 +42,13 @@ export async function warnOfStaleSchemas(declarers: Iterable<SchemaDeclarer>, lo
   logger.info('stored event schemas checked', { refused: count });
   return count;
 }
+
+/** Runs warnOfStaleSchemas in the background (a failure is logged); answers how to stop it, resolving once it has. */
+export function startStaleSchemaCheck(declarers: Iterable<SchemaDeclarer>, logger: Logger): () => Promise<void> {
+  const stop = new AbortController();
+  const checking = warnOfStaleSchemas(declarers, logger, stop.signal).catch((error: unknown) => logger.error('stored event schemas could not be checked', { error: String(error) }));
+  return async () => {
+    stop.abort();
+    await checking;
+  };
+}
