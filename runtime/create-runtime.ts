@@ -1,5 +1,6 @@
 // The composition root: opens the ledger, builds stores and routes, listens, and shuts down cleanly.
-// Nothing else wires dependencies; tests create a runtime through here with their own clock.
+// Nothing else wires dependencies (but the prune jobs, in retention-pruning.ts, from the stores made
+// here); tests create a runtime through here with their own clock.
 
 import { apiKeyRoutes } from './api/api-keys-api.ts';
 import { isoAt, type ApiContext } from './api/context.ts';

@@ -2,7 +2,7 @@
 // claims, live updates, history, appended projection rows, deleted workflows), and org deletions
 // left over, each on its own. Ages are measured on prune-time.ts's clock. A job's failures are
 // counted (sluice_prune_failures_total, there from the start at 0) and logged; one refused below
-// the disk floor is neither (the floor's own line speaks for it).
+// the disk floor is not counted, and logged at debug only (the floor's own line speaks for it).
 
 import { DiskSpaceLowError } from '../hook-runner/disk-floor.ts';
 import type { EventStore } from './events/event-store.ts';
