@@ -1,17 +1,17 @@
 // The uWebSockets.js adapter: turns uWS requests into HttpRequest, routes them, writes replies.
 // Owns listening, the in-flight count, and graceful shutdown (stop accepting, finish what is in flight).
 
-import { shownName } from '../validation/shown-name.ts';
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ConflictError, InputError, RetryableError, retryAfterHeader, SluiceError } from '../errors.ts';
+import { ConflictError, RetryableError, retryAfterHeader, SluiceError } from '../errors.ts';
 import { throttledStrays } from '../../hook-runner/lmdb-commit-failure.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, defaultBodyBudgetBytes, type BodyReservation } from './body-budget.ts';
 import { readBody } from './read-body.ts';
+import { assertChunkedTransfer, assertIdentityEncoding, assertNoBody, parseContentLength } from './request-framing.ts';
 import { ReadQuery } from './read-query.ts';
 import { MethodNotAllowedError, Router } from './router.ts';
 import { refuseHandshakeWithEmptySegment } from './upgrade-required.ts';
@@ -338,30 +338,6 @@ function renderReply(reply: HttpReply): RenderedReply {
   return { status: reply.status, headers, body: undefined };
 }
 
-const SINGLE_LENGTH = /^\d{1,15}$/;
-
-/** A DELETE with a body (a declared length above 0, or any transfer coding) is a 400, not done without it. */
-function assertNoBody(headers: Readonly<Record<string, string | undefined>>): void {
-  const declared = parseContentLength(headers['content-length']);
-  if ((declared !== undefined && declared > 0) || headers['transfer-encoding'] !== undefined) {
-    throw new InputError(400, 'unexpected_body', 'A DELETE takes no body: send the request without one.');
-  }
-}
-
-/**
- * The declared body length. Given twice (joined as "28, 3") with different values it is a 400:
- * the uWS parser frames the body by the first, and a proxy in front may frame it by the other
- * (request smuggling). Repeats of one value are that value (RFC 9112 §6.3).
- */
-function parseContentLength(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (SINGLE_LENGTH.test(value)) return Number(value);
-  const values = new Set(value.split(',').map((part) => part.trim()));
-  if (values.size > 1) throw new InputError(400, 'invalid_content_length', 'The Content-Length header is given more than once with different values.');
-  const [only] = values;
-  return only !== undefined && SINGLE_LENGTH.test(only) ? Number(only) : undefined;
-}
-
 /** What a request that arrives while the server shuts down is answered. */
 const SHUTTING_DOWN = new RetryableError('shutting_down', 'Sluice is shutting down and takes no new requests: send this one again in a moment (nothing of it was stored).', 1000);
 
@@ -387,35 +363,4 @@ function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, 
     else res.end(reply.body ?? '', closeConnection);
   });
   return release;
-}
-
-/**
- * The one transfer coding read is `chunked` (uWS reads any Transfer-Encoding as chunked and hands
- * the bytes on undecoded: a gzip one would fail its signature as if forged, and a proxy in front that
- * frames it otherwise would disagree on where the request ends). RFC 9112 §6.1: chunked not last, or
- * given twice, is a 400; a coding not understood, 501.
- */
-function assertChunkedTransfer(header: string | undefined): void {
-  if (header === undefined) return;
-  const codings = header.split(',').map((coding) => coding.trim().toLowerCase());
-  if (codings.length === 1 && codings[0] === 'chunked') return;
-  const shown = shownName(header.trim());
-  if (codings.includes('chunked') && codings.at(-1) !== 'chunked') {
-    throw new InputError(400, 'invalid_transfer_encoding', `Transfer-Encoding "${shown}" does not end with chunked, so the body has no framing.`, { field: 'transfer-encoding' });
-  }
-  // A sender never applies chunked twice (RFC 9112 §6.1): its framing is not readable as once.
-  if (codings.filter((coding) => coding === 'chunked').length > 1) {
-    throw new InputError(400, 'invalid_transfer_encoding', `Transfer-Encoding "${shown}" applies chunked more than once; send it once.`, { field: 'transfer-encoding' });
-  }
-  throw new SluiceError(501, 'unsupported_transfer_encoding', `Transfer-Encoding "${shown}" is not accepted: send the body chunked or with a Content-Length, uncompressed.`, { field: 'transfer-encoding' });
-}
-
-/**
- * Bodies are taken as sent, never decoded: a compressed one would fail its signature check (signed
- * over the plain bytes) or its JSON parse with a message that blames the wrong thing.
- */
-function assertIdentityEncoding(header: string | undefined): void {
-  const coding = header?.trim().toLowerCase();
-  if (coding === undefined || coding === '' || coding === 'identity') return;
-  throw new InputError(415, 'unsupported_content_encoding', `Content-Encoding "${shownName(coding)}" is not accepted: send the body uncompressed (identity).`, { field: 'content-encoding' });
 }
