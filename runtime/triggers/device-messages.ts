@@ -134,8 +134,8 @@ export class DeviceMessages {
   async #store(ws: WebSocket<SocketData>, data: SocketData, message: DeviceMessage): Promise<void> {
     if (!(await data.ready)) return;
     const { device } = data;
-    // When the store was tried: a quota refusal's moment is judged at it (a hold decided then was
-    // taken, after the await that answers a duplicate, for a new moment behind every other socket's).
+    // When the store was tried: a quota refusal's moment is judged at it. Judged after the await
+    // that answers a duplicate, a hold whose moment passed meanwhile got a new one behind every other socket's.
     let triedAt: number | undefined;
     try {
       // Checked first, against the device's schemas as they are when its check is asked for (a PATCH
