@@ -8,13 +8,12 @@
 // so each suspend keeps things longer by as much, until the next start; so does a clock behind at
 // the start and stepped forward later (a host without a real-time clock).
 
+import { wallCappedByElapsed } from '../hook-runner/elapsed-capped-clock.ts';
 import type { Clock } from './clock.ts';
 
-/** Answers the time to prune by: min(wall now, wall at the start + monotonic time since). */
+/** Answers the time to prune by: min(wall now, wall at the start + monotonic time since); a clock without `monotonic` as it is. */
 export function pruneTime(clock: Clock): () => number {
   const { monotonic } = clock;
   if (monotonic === undefined) return () => clock.now();
-  const startedWall = clock.now();
-  const startedMonotonic = monotonic.call(clock);
-  return () => Math.min(clock.now(), startedWall + (monotonic.call(clock) - startedMonotonic));
+  return wallCappedByElapsed(() => clock.now(), () => monotonic.call(clock));
 }
