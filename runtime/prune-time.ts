@@ -3,8 +3,9 @@
 // time passed since the start on the monotonic clock. A wall clock set forward while the runtime
 // ran (past the dedup window) pruned claims still live in real time, or took them for expired, and
 // the same deliveries were taken again and ran twice; what a prune removes never comes back. A
-// clock set back is followed at once (that only keeps things longer), and so is one wrong at the
-// start: nothing here knows better. The monotonic clock stands still while the host is suspended,
+// clock set back is followed at once, and so is one wrong at the start: nothing here knows better.
+// That keeps what was written before a set back longer, but what is written during it is dated by
+// it, and ages early by as much once the clock is put right (records are dated by the wall clock). The monotonic clock stands still while the host is suspended,
 // so each suspend keeps things longer by as much, until the next start; so does a clock behind at
 // the start and stepped forward later (a host without a real-time clock).
 
