@@ -5,9 +5,10 @@
 // the same deliveries were taken again and ran twice; what a prune removes never comes back. A
 // clock set back is followed at once, and so is one wrong at the start: nothing here knows better.
 // That keeps what was written before a set back longer, but what is written during it is dated by
-// it, and ages early by as much once the clock is put right (records are dated by the wall clock). The monotonic clock stands still while the host is suspended,
-// so each suspend keeps things longer by as much, until the next start; so does a clock behind at
-// the start and stepped forward later (a host without a real-time clock).
+// it, and ages early by as much once the clock is put right (records are dated by the wall clock).
+// The monotonic clock stands still while the host is suspended, so each suspend keeps things longer
+// by as much, until the next start; so does a clock behind at the start and stepped forward later
+// (a host without a real-time clock).
 
 import { wallCappedByElapsed } from '../hook-runner/elapsed-capped-clock.ts';
 import type { Clock } from './clock.ts';

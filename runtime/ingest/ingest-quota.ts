@@ -41,15 +41,13 @@ export class QuotaExceededError extends SluiceError {
 }
 
 /**
- * A sender of `bytes` held `heldMs` more, told the org's rate (the event one, else the byte one) and
- * its slot as a refusal by that rate would be; none for an org without a rate.
+ * A refusal by the event rate: `waitMs` to wait, and the slot (how long one event takes to come back;
+ * device sockets are told apart by it: retry-stagger.ts).
  */
-function heldRefusal(org: Organization, heldMs: number, bytes: number): QuotaExceededError | undefined {
-  const eventRate = org.ingest_rate_per_second ?? null;
-  const byteRate = org.ingest_bytes_per_second ?? null;
-  if (eventRate !== null) return new QuotaExceededError(`${eventRate} events`, heldMs, 1000 / eventRate);
-  return byteRate === null ? undefined : new QuotaExceededError(`${byteRate} payload bytes`, heldMs, (bytes * 1000) / byteRate);
-}
+const eventRefusal = (rate: number, waitMs: number): QuotaExceededError => new QuotaExceededError(`${rate} events`, waitMs, 1000 / rate);
+
+/** A refusal by the byte rate: `waitMs` to wait, and the slot (how long `bytes` take to come back). */
+const byteRefusal = (rate: number, waitMs: number, bytes: number): QuotaExceededError => new QuotaExceededError(`${rate} payload bytes`, waitMs, (bytes * 1000) / rate);
 
 /** Per org, a bucket refilled at the org's rate (one second of burst); a changed rate starts a full bucket. */
 class OrgBuckets {
@@ -162,20 +160,16 @@ export class IngestQuota {
    * that wait. Orgs without a rate are unlimited.
    */
   #take(org: Organization, bytes: number, heldMs: number): QuotaExceededError | undefined {
-    const events = 1;
     const now = this.#clock.now();
     const eventRate = org.ingest_rate_per_second ?? null;
     const byteRate = org.ingest_bytes_per_second ?? null;
-    const eventWaitMs = this.#events.waitFor(org.id, eventRate, events, now);
+    const eventWaitMs = this.#events.waitFor(org.id, eventRate, 1, now);
     const byteWaitMs = this.#bytes.waitFor(org.id, byteRate, bytes, now);
-    if (eventWaitMs > 0 || byteWaitMs > 0) {
-      // The slot: how long what was refused takes to come back (device sockets are told apart by it: retry-stagger.ts).
-      if (eventWaitMs >= byteWaitMs) return new QuotaExceededError(`${eventRate} events`, eventWaitMs, (events * 1000) / eventRate!);
-      return new QuotaExceededError(`${byteRate} payload bytes`, byteWaitMs, (bytes * 1000) / byteRate!);
-    }
-    const held = heldMs > 0 ? heldRefusal(org, heldMs, bytes) : undefined;
-    if (held !== undefined) return held;
-    this.#events.take(org.id, eventRate, events, now);
+    if (eventWaitMs > 0 || byteWaitMs > 0) return eventWaitMs >= byteWaitMs ? eventRefusal(eventRate!, eventWaitMs) : byteRefusal(byteRate!, byteWaitMs, bytes);
+    // Both there, but the sender was told to wait longer: refused by the org's rate (the event one, else the byte one).
+    if (heldMs > 0 && eventRate !== null) return eventRefusal(eventRate, heldMs);
+    if (heldMs > 0 && byteRate !== null) return byteRefusal(byteRate, heldMs, bytes);
+    this.#events.take(org.id, eventRate, 1, now);
     this.#bytes.take(org.id, byteRate, bytes, now);
     return undefined;
   }
