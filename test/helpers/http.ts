@@ -68,3 +68,10 @@ export async function createOrg(baseUrl: string, adminToken: string, id: string,
   if (result.status !== 201) throw new Error(`creating org ${id} failed: ${result.status} ${result.text}`);
   return result.body.api_key as string;
 }
+
+/** Registers device `name` (with `json`'s other fields) in the org with its key; answers the device's token. */
+export async function registerDevice(baseUrl: string, orgId: string, key: string, name: string, json: Record<string, unknown> = {}): Promise<string> {
+  const result = await call(baseUrl, 'POST', `/organizations/${orgId}/devices`, { token: key, json: { name, ...json } });
+  if (result.status !== 201) throw new Error(`registering device ${name} failed: ${result.status} ${result.text}`);
+  return result.body.token as string;
+}

@@ -10,7 +10,7 @@ import { ManualClock } from '../../runtime/clock.ts';
 import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
 import { MAX_CONNECT_PAUSE_MS, MIN_CONNECT_PAUSE_MS } from '../../runtime/triggers/connect-pauses.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
-import { call, createOrg } from '../helpers/http.ts';
+import { call, createOrg, registerDevice } from '../helpers/http.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -22,13 +22,6 @@ before(async () => {
   rt = await startRuntime({ clock });
 });
 after(async () => rt.close());
-
-/** Registers device `name` in `org` with the org's key; answers its token. */
-async function register(name: string, json: Record<string, unknown>, org: string, token: string): Promise<string> {
-  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token, json: { name, ...json } });
-  assert.equal(created.status, 201, created.text);
-  return created.body.token;
-}
 
 /** Connects the device (it must be let in) and closes the socket again. */
 async function connectAndClose(org: string, name: string, token: string): Promise<void> {
@@ -47,7 +40,7 @@ async function orgLimitedTo(org: string, rate: number): Promise<string> {
 test('a connection counts as two events against the org ingest quota (its device.connected and its device.disconnected): a reconnect loop stores no more than the rate', async () => {
   const org = 'acct-devices-reconnects';
   const orgKey = await orgLimitedTo(org, 4);
-  const token = await register('blinker', {}, org, orgKey);
+  const token = await registerDevice(rt.url, org, orgKey, 'blinker');
   // Two connections spend this second's four events; a third takes its two on credit (a connect
   // needs both at once), and the org's next events wait that debt out.
   for (let round = 0; round < 3; round += 1) {
@@ -67,7 +60,7 @@ test('over the org ingest quota a connect is refused (429) and a message gets a 
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
   const limited = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } });
   assert.equal(limited.status, 200, limited.text);
-  const token = await register('meter', {}, org, orgKey);
+  const token = await registerDevice(rt.url, org, orgKey, 'meter');
   const device = await connectDevice(rt.url, org, 'meter', token);
   // The connect took two events, its device.connected and its device.disconnected to come (two
   // seconds at this rate): a second connect now is refused.
@@ -96,8 +89,8 @@ test('over the org ingest quota a connect is refused (429) and a message gets a 
 test('a device connects while another device of its org keeps the ingest quota used up: a connect takes its two events on credit', async () => {
   const org = 'acct-devices-starved';
   const orgKey = await orgLimitedTo(org, 4);
-  const busyToken = await register('busy', {}, org, orgKey);
-  const lateToken = await register('late', {}, org, orgKey);
+  const busyToken = await registerDevice(rt.url, org, orgKey, 'busy');
+  const lateToken = await registerDevice(rt.url, org, orgKey, 'late');
   const busy = await connectDevice(rt.url, org, 'busy', busyToken);
   for (const id of ['b-1', 'b-2']) {
     busy.send({ id, type: 'reading.taken' });
@@ -122,7 +115,7 @@ test('a device connects while another device of its org keeps the ingest quota u
 /** Two connected devices of a new `org` of ten events a second, its second of burst spent. */
 async function twoDevicesOnSpentQuota(org: string): Promise<[DeviceClient, DeviceClient]> {
   const orgKey = await orgLimitedTo(org, 10);
-  const [first, second] = await Promise.all(['first', 'second'].map(async (name) => connectDevice(rt.url, org, name, await register(name, {}, org, orgKey))));
+  const [first, second] = await Promise.all(['first', 'second'].map(async (name) => connectDevice(rt.url, org, name, await registerDevice(rt.url, org, orgKey, name))));
   // Ten a second, a second of burst: the two connects took four; six messages take the rest.
   for (let i = 1; i <= 6; i += 1) {
     first!.send({ id: `spent-${i}`, type: 'reading.taken' });
@@ -224,7 +217,7 @@ test('a socket that sends again before the wait its quota nacks named, more than
   const org = 'acct-devices-impatient';
   // One a second, and the clock stands still here: every refusal after the first comes before the moment it named.
   const orgKey = await orgLimitedTo(org, 1);
-  const token = await register('impatient', {}, org, orgKey);
+  const token = await registerDevice(rt.url, org, orgKey, 'impatient');
   const { device, refused } = await sendWithoutWaiting(org, 'impatient', token);
   assert.ok(device.frames.filter((frame) => frame.type === 'nack').every((frame) => frame.error.code === 'ingest_quota_exceeded'));
   assert.equal(refused, 2 * MAX_MESSAGES_IN_FLIGHT + 2, 'the refusal that named the moment, twice the messages in flight before it, and the one past that');
@@ -246,7 +239,7 @@ test('a socket that sends again before the wait its quota nacks named, more than
   assert.equal(await storedEvents(), before, 'the refused connects stored nothing');
   // Quota to spare from here on (a new rate starts a full bucket): what refuses the device now is its pause alone.
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1000 } })).status, 200);
-  await connectAndClose(org, 'patient', await register('patient', {}, org, orgKey));
+  await connectAndClose(org, 'patient', await registerDevice(rt.url, org, orgKey, 'patient'));
   clock.advance(toldMs - 1);
   const justBefore = (await connectDevice(rt.url, org, 'impatient', token).catch((error: unknown) => error)) as { body: string };
   assert.equal(JSON.parse(justBefore.body).error.code, 'connect_paused', 'a millisecond before the moment');
@@ -257,7 +250,7 @@ test('a socket that sends again before the wait its quota nacks named, more than
 /** A device `name` of a new `org` (one event a second) whose socket was closed retry_after_ignored, its ending stored: paused. */
 async function pausedDevice(org: string, name: string): Promise<{ orgKey: string; token: string }> {
   const orgKey = await orgLimitedTo(org, 1);
-  const token = await register(name, {}, org, orgKey);
+  const token = await registerDevice(rt.url, org, orgKey, name);
   const { device } = await sendWithoutWaiting(org, name, token);
   assert.equal((await device.closed).code, 1008);
   await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/${name}`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'retry_after_ignored');
@@ -270,13 +263,13 @@ test('a device paused lately connects only once the quota holds its two events; 
   clock.advance(MAX_CONNECT_PAUSE_MS);
   // Its pause is over. Two events a second, a new rate's bucket full, and a polite device takes them.
   assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 2 } })).status, 200);
-  await connectAndClose(org, 'polite', await register('polite', {}, org, orgKey));
+  await connectAndClose(org, 'polite', await registerDevice(rt.url, org, orgKey, 'polite'));
   const refused = (await connectDevice(rt.url, org, 'greedy', token).catch((error: unknown) => error)) as { status: number; body: string; retryAfter: string };
   assert.equal(refused.status, 429, 'connected on credit');
   assert.equal(JSON.parse(refused.body).error.code, 'ingest_quota_exceeded');
   assert.equal(refused.retryAfter, '1');
   // The bucket is empty, not in debt: a device never paused still connects on credit.
-  await connectAndClose(org, 'polite-2', await register('polite-2', {}, org, orgKey));
+  await connectAndClose(org, 'polite-2', await registerDevice(rt.url, org, orgKey, 'polite-2'));
   clock.advance(1_000);
   assert.equal(((await connectDevice(rt.url, org, 'greedy', token).catch((error: unknown) => error)) as { status: number }).status, 429, 'the debt paid off, none there yet');
   clock.advance(1_000);
@@ -291,5 +284,5 @@ test('a device deleted and made again under the name of a paused one is not paus
   const paused = (await connectDevice(rt.url, org, 'reborn', oldToken).catch((error: unknown) => error)) as { body: string };
   assert.equal(JSON.parse(paused.body).error.code, 'connect_paused');
   assert.equal((await call(rt.url, 'DELETE', `/organizations/${org}/devices/reborn`, { token: orgKey })).status, 204);
-  await connectAndClose(org, 'reborn', await register('reborn', {}, org, orgKey));
+  await connectAndClose(org, 'reborn', await registerDevice(rt.url, org, orgKey, 'reborn'));
 });

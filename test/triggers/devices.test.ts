@@ -12,7 +12,7 @@ import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
 import { REFUSALS_PER_SECOND } from '../../runtime/triggers/device-messages.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
-import { call, createOrg } from '../helpers/http.ts';
+import { call, createOrg, registerDevice } from '../helpers/http.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
@@ -37,11 +37,7 @@ after(async () => {
 });
 
 /** Registers a device; answers its token. */
-async function register(name: string, json: Record<string, unknown> = {}, org = ORG, token = key): Promise<string> {
-  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token, json: { name, ...json } });
-  assert.equal(created.status, 201, created.text);
-  return created.body.token;
-}
+const register = (name: string, json: Record<string, unknown> = {}, org = ORG, token = key): Promise<string> => registerDevice(rt.url, org, token, name, json);
 
 /** The org's events of `type` from device `name`, oldest first. */
 async function deviceEvents(name: string, type: string, environment = 'production'): Promise<Array<{ id: string; source: string; provider_event_id: string | null; payload: Record<string, unknown> }>> {
