@@ -1,11 +1,11 @@
 // When the runner prunes its old invocation records and fences (record-pruning.ts): at start and
 // then every PRUNE_INTERVAL_MS, one prune at a time, none while the disk is below its floor
 // (removals write pages too). Remembers whether the last prune failed, which Health reports, and
-// stops at shutdown after the pass in progress. Ages are measured on elapsed-capped-clock.ts's
+// stops at shutdown after the pass in progress. Ages are measured on elapsed-bounded-clock.ts's
 // clock: a wall clock stepped 31 days forward while the runner ran pruned every record and fence,
 // minutes old, at the next pass (a retried call then ran its guest again).
 
-import { wallCappedByElapsed } from './elapsed-capped-clock.ts';
+import { wallCappedByElapsed } from './elapsed-bounded-clock.ts';
 import { PRUNE_INTERVAL_MS, type pruneRunnerRecords } from './record-pruning.ts';
 import type { RunnerStore } from './store.ts';
 

@@ -7,6 +7,7 @@ import { Server, ServerCredentials, ServerInterceptingCall, status, type handleU
 import { DEFAULT_MIN_FREE_DISK_MIB, DiskFloor, statfsProbe, type FloorLog, type FreeSpaceProbe } from './disk-floor.ts';
 import { createHookRunnerHandlers, type CallState, type HookRunnerHandlers } from './handlers.ts';
 import { InvocationLedger } from './invocation-ledger.ts';
+import { wallFlooredByElapsed } from './elapsed-bounded-clock.ts';
 import { formatAddress, parseListenAddress, reclaimStaleSocket, type ListenAddress } from './listen-address.ts';
 import { loadMasterKey, parseMasterKey, refuseKeyTheFileContradicts, retireRotatedKeyFile } from './master-key.ts';
 import type { CompileProcessOptions } from './compile-process.ts';
@@ -46,6 +47,8 @@ export interface HookRunnerServerOptions {
   readonly sandboxSlots?: number;
   readonly version?: string;
   readonly now?: () => number;
+  /** Time passing, never set back (default performance.now): bounds `now` for record dates and ages (elapsed-bounded-clock.ts). */
+  readonly monotonic?: () => number;
   /** Operator log lines (startup, unexpected errors); never receives secret values. */
   readonly log?: (line: string) => void;
   /** Free MiB the store's disk keeps: below it calls that write are refused (disk-floor.ts); default 256, 0 off. */
@@ -207,7 +210,8 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   let disk: DiskFloor | undefined;
   let modules: ModuleRegistry | undefined;
   let server: Server | undefined;
-  const pruning = new RecordPruning(options.pruneRecords ?? pruneRunnerRecords, (error) => log(`hook-runner: error: pruning old invocation records failed: ${describe(error)}`));
+  const monotonic = options.monotonic ?? (() => performance.now());
+  const pruning = new RecordPruning(options.pruneRecords ?? pruneRunnerRecords, (error) => log(`hook-runner: error: pruning old invocation records failed: ${describe(error)}`), monotonic);
   try {
     // Before this release's first write (the key rotation below); after its upgrades.
     await upgradeRunnerStore(store, now());
@@ -234,7 +238,9 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
     const handlers = createHookRunnerHandlers({
       modules,
       vault: new SecretVault(store, masterKey, isForgotten),
-      ledger: new InvocationLedger(store, now, isForgotten),
+      // Dated by a clock a set back does not take back: a call made while the wall clock was behind
+      // was otherwise pruned as that much older once it was put right, and its retry ran again.
+      ledger: new InvocationLedger(store, wallFlooredByElapsed(now, monotonic), isForgotten),
       forgotten,
       limiter: createTenantTurns(options.sandboxSlots ?? sandboxSlotsFor(parseThreadPoolSize(undefined))),
       version: options.version ?? readPackageVersion(),

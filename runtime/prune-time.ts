@@ -10,7 +10,7 @@
 // by as much, until the next start; so does a clock behind at the start and stepped forward later
 // (a host without a real-time clock).
 
-import { wallCappedByElapsed } from '../hook-runner/elapsed-capped-clock.ts';
+import { wallCappedByElapsed } from '../hook-runner/elapsed-bounded-clock.ts';
 import type { Clock } from './clock.ts';
 
 /** Answers the time to prune by: min(wall now, wall at the start + monotonic time since); a clock without `monotonic` as it is. */
