@@ -33,7 +33,7 @@ import { loadAdminToken, type AdminToken } from './auth/admin-token.ts';
 import { authenticateFirst } from './auth/authenticate-first.ts';
 import { createAuthorizer } from './auth/authorize.ts';
 import { systemClock, type Clock } from './clock.ts';
-import { pruneTime } from './prune-time.ts';
+import { claimDatingTime, pruneTime } from './prune-time.ts';
 import { LOW_FILE_LIMIT, openFileLimit } from './open-file-limit.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventStore } from './events/event-store.ts';
@@ -170,9 +170,9 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const orgs = new OrganizationStore(ledger, (orgId) => deletedOrgs.has(orgId));
   const apiKeys = new ApiKeyStore(ledger);
   // Never ahead of the time passed since the start: a wall clock set forward prunes nothing early,
-  // nor takes a claim still live for expired.
+  // nor takes a claim still live for expired. Claims are dated never behind it: nor does one set back.
   const pruneNow = pruneTime(clock);
-  const inbox = new Inbox(ledger, config.dedupWindowMs, pruneNow);
+  const inbox = new Inbox(ledger, config.dedupWindowMs, { agesNow: pruneNow, datesNow: claimDatingTime(clock) });
   const sources = new SourceStore(ledger, inbox);
   const events = new EventStore(ledger, inbox);
   const runs = new RunStore(ledger);

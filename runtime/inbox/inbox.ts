@@ -14,17 +14,24 @@ export interface InboxClaim {
   readonly claimed_at_ms: number;
 }
 
+/** The clocks of prune-time.ts; without them a claim is dated and measured by the times callers give. */
+export interface ClaimClocks {
+  /** The time a claim's age is measured by, when earlier than the time a caller gives. */
+  readonly agesNow?: () => number;
+  /** The time a claim is dated by, when later than the time a caller gives. */
+  readonly datesNow?: () => number;
+}
+
 export class Inbox {
   readonly #ledger: Ledger;
   readonly #windowMs: number;
-  /** The time a claim's age is measured by, when earlier than the time a caller gives (prune-time.ts). */
-  readonly #agesNow: (() => number) | undefined;
+  readonly #clocks: ClaimClocks;
   /** Creates of one (org, source) run one at a time (createFresh). */
   readonly #creating = new KeyedSerial();
-  constructor(ledger: Ledger, windowMs: number, agesNow?: () => number) {
+  constructor(ledger: Ledger, windowMs: number, clocks: ClaimClocks = {}) {
     this.#ledger = ledger;
     this.#windowMs = windowMs;
-    this.#agesNow = agesNow;
+    this.#clocks = clocks;
   }
 
   /** The claim that makes this delivery a duplicate, if one is still inside the dedup window. Call inside a write transaction. */
@@ -44,14 +51,19 @@ export class Inbox {
    * again, its signature still fresh, as new no more than it prunes its claim.
    */
   isLive(claim: InboxClaim, nowMs: number): boolean {
-    return claim.claimed_at_ms > Math.min(nowMs, this.#agesNow?.() ?? nowMs) - this.#windowMs;
+    return claim.claimed_at_ms > Math.min(nowMs, this.#clocks.agesNow?.() ?? nowMs) - this.#windowMs;
   }
 
-  /** Writes a claim; call inside the transaction that stores the event. */
+  /**
+   * Writes a claim, dated `nowMs` or the dating clock's time when later: a claim written while the
+   * wall clock was set back past the window, dated by it, was expired once the clock was put right,
+   * and a device's message sent again was taken again. Call inside the transaction that stores the event.
+   */
   writeClaim(orgId: string, source: string, providerEventId: string, eventId: string, nowMs: number): void {
-    const claim: InboxClaim = { event_id: eventId, claimed_at_ms: nowMs };
+    const at = Math.max(nowMs, this.#clocks.datesNow?.() ?? nowMs);
+    const claim: InboxClaim = { event_id: eventId, claimed_at_ms: at };
     this.#ledger.inbox.put([orgId, source, providerEventId], claim);
-    this.#ledger.inboxByTime.put([nowMs, orgId, source, providerEventId], null);
+    this.#ledger.inboxByTime.put([at, orgId, source, providerEventId], null);
   }
 
   /**

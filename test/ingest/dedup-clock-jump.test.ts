@@ -2,8 +2,9 @@
 // for expired (prune-time.ts): ages are measured on a clock never ahead of the monotonic time since
 // the start. Before, a jump past the dedup window pruned a delivery's claim, and once the clock came
 // back the same delivery, its signature still fresh, was taken again (a second event, its runs and
-// effects twice); sent during the jump, it was taken again at once. Time that truly passes still
-// prunes.
+// effects twice); sent during the jump, it was taken again at once. A claim written while the clock
+// was set back is dated never behind the time passed since the start (before, dated by the set back,
+// it was expired once the clock was put right). Time that truly passes still prunes.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -64,6 +65,21 @@ test('while the wall clock stays an hour ahead, the delivery sent again (signed 
   } finally {
     clock.wall -= 60 * 60_000;
   }
+});
+
+test('a delivery taken while the wall clock was set back past the window, sent again once it is right, is a 409, before and after a prune', async () => {
+  // The sender's clock reads as the runtime's here; a device or an API caller signs no time at all.
+  clock.wall -= 60 * 60_000;
+  try {
+    assert.equal((await deliver('msg-behind')).status, 204);
+  } finally {
+    clock.wall += 60 * 60_000;
+  }
+  const again = await deliver('msg-behind');
+  assert.equal(again.status, 409, again.text);
+  await rt.runtime.prune();
+  const afterPrune = await deliver('msg-behind');
+  assert.equal(afterPrune.status, 409, afterPrune.text);
 });
 
 test('once the window has truly passed, the prune lets the claim go and the id is taken again', async () => {
