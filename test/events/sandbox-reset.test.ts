@@ -230,9 +230,8 @@ test('a sandbox reset closes the org sandbox live sockets with 4409 and leaves p
   await sandbox.waitFor(() => closedWith !== undefined, 'the sandbox socket to close');
   assert.equal(closedWith, CLOSE_SANDBOX_RESET);
 
-  const before = production.updates().length;
   assert.equal((await send('after-reset-production', 'production', { n: 1 })).status, 202);
-  await production.waitFor(() => production.updates().length > before, 'the production socket still streams');
+  await production.waitFor(() => production.updates().some((update) => update.event_id === 'after-reset-production'), 'the production socket still streams');
   production.close();
 
   // A client away during the reset comes back with its old position: it is told too.

@@ -104,8 +104,9 @@ test('a deleted org is fenced off at once, removed whole in the background, and 
     assert.equal((await call(rt.url, 'GET', `/organizations/${KEEPER}/custom-actions/${keeper.actionId}/secrets`, { token: keeper.key })).body.keys.length, 1);
     const more = await call(rt.url, 'POST', `/organizations/${KEEPER}/events`, { token: keeper.key, json: { type: 'orders.created', payload: { ...ORDER, order_id: 'ord_2' }, id: 'after-delete' } });
     assert.equal(more.status, 202);
-    await eventually('keeper run done', async () => (await call(rt.url, 'GET', `/organizations/${KEEPER}/events/after-delete`, { token: keeper.key })).body.reactions as Array<{ state: string }>, (r) => r.length === 1 && r[0]!.state === 'completed');
-    await keeper.live.waitFor(() => keeper.live.updates().some((update) => update.state === 'completed'), 'keeper live update');
+    const [afterDelete] = await eventually('keeper run done', async () => (await call(rt.url, 'GET', `/organizations/${KEEPER}/events/after-delete`, { token: keeper.key })).body.reactions as Array<{ state: string; run_id: string }>, (r) => r.length === 1 && r[0]!.state === 'completed');
+    // Its own update: the socket joined after earlier runs were seen done, whose updates may still have come after.
+    await keeper.live.waitFor(() => keeper.live.updates().some((update) => update.run_id === afterDelete!.run_id && update.state === 'completed'), 'keeper live update');
     keeper.live.close();
     keeper.meter.close();
   } finally {
