@@ -7,7 +7,7 @@
 //   never comes back. A clock set back is followed at once, and so is one wrong at the start.
 // - Dated by (dedup claims): never behind the start plus the time passed. A claim written while the
 //   wall clock was set back past the window, dated by it, expired once the clock was put right, and
-//   the same device message or event id was taken again. History, rows and workflows are still
+//   the same device message or webhook delivery was taken again. History, rows and workflows are still
 //   dated by the wall clock (the times users read): what is written during a set back ages early by
 //   as much once the clock is put right.
 // The monotonic clock stands still while the host is suspended, so each suspend keeps things longer
