@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { lockDataDir } from '../../hook-runner/dir-lock.ts';
+import { pruneRunnerRecords } from '../../hook-runner/record-pruning.ts';
 import { HookRunnerChild, type HookRunnerChildOptions } from '../../runtime/hook-runner/child.ts';
 import { HookRunnerClient, type HookRunnerClientOptions, type InvokeInput } from '../../runtime/hook-runner/client.ts';
 import { assembleWat, ECHO_WAT } from './hook-runner-wat.ts';
@@ -107,6 +108,13 @@ export async function startRunnerWithEcho(options: RunnerFixtureOptions = {}): P
   const runner = await startRunner(options);
   return { runner, echo: await runner.client.compile(await assembleWat('echo', ECHO_WAT)) };
 }
+
+/** The runner's own prune, noting each pass's cut (its `nowMs`) in `cuts` once the pass is over (one starting while another runs is skipped). */
+export const pruneNotingCuts = (cuts: number[]): typeof pruneRunnerRecords => async (...args) => {
+  const pruned = await pruneRunnerRecords(...args);
+  cuts.push(args[1]);
+  return pruned;
+};
 
 /** Polls `condition` until it holds; fails after `timeoutMs`. For waits on other processes only. */
 export async function waitFor(condition: () => boolean | Promise<boolean>, description: string, timeoutMs = 20_000): Promise<void> {

@@ -8,9 +8,9 @@ import { rmSync } from 'node:fs';
 import { mock, test } from 'node:test';
 import { InvocationLedger } from '../../hook-runner/invocation-ledger.ts';
 import { RecordPruning } from '../../hook-runner/pruning-schedule.ts';
-import { PRUNE_INTERVAL_MS, pruneRunnerRecords } from '../../hook-runner/record-pruning.ts';
+import { PRUNE_INTERVAL_MS } from '../../hook-runner/record-pruning.ts';
 import { openRunnerStore } from '../../hook-runner/store.ts';
-import { tempDataDir, waitFor } from '../helpers/hook-runner.ts';
+import { pruneNotingCuts, tempDataDir, waitFor } from '../helpers/hook-runner.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 const HOUR = 60 * 60 * 1000;
@@ -23,16 +23,7 @@ test('a wall clock stepped 31 days forward while the runner runs prunes no recor
   let wall = T;
   let monotonic = 40_000;
   const cuts: number[] = [];
-  const pruning = new RecordPruning(
-    // Each pass's cut, noted once the pass is over (one starting while another runs is skipped).
-    async (...args) => {
-      const pruned = await pruneRunnerRecords(...args);
-      cuts.push(args[1]);
-      return pruned;
-    },
-    () => undefined,
-    () => monotonic,
-  );
+  const pruning = new RecordPruning(pruneNotingCuts(cuts), () => undefined, () => monotonic);
   try {
     const ledger = new InvocationLedger(store, () => wall);
     await ledger.run({ orgId: 'org_a', actionId: 'act', digest: 'd'.repeat(64), inputs: 'i1', idempotencyKey: 'run_1:s', runId: 'run_1', fence: 1n }, async () => ({ outcome: { kind: 'output', outputJson: '{}' }, fuelUsed: 1 }));

@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { mock, test } from 'node:test';
-import { PRUNE_INTERVAL_MS, pruneRunnerRecords } from '../../hook-runner/record-pruning.ts';
+import { PRUNE_INTERVAL_MS } from '../../hook-runner/record-pruning.ts';
 import { createHookRunnerServer } from '../../hook-runner/server.ts';
 import { HookRunnerClient, type InvokeResult } from '../../runtime/hook-runner/client.ts';
-import { invocation, newMasterKey, newToken, parseOutput, tempDataDir, waitFor } from '../helpers/hook-runner.ts';
+import { invocation, newMasterKey, newToken, parseOutput, pruneNotingCuts, tempDataDir, waitFor } from '../helpers/hook-runner.ts';
 import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -34,11 +34,7 @@ test('a call made while the wall clock was set back 31 days is still remembered 
     log: () => undefined,
     now: () => wall,
     monotonic: () => monotonic,
-    pruneRecords: async (...args) => {
-      const pruned = await pruneRunnerRecords(...args);
-      cuts.push(args[1]);
-      return pruned;
-    },
+    pruneRecords: pruneNotingCuts(cuts),
   });
   const client = new HookRunnerClient(server.address, token, { attempts: 1 });
   try {
