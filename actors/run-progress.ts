@@ -193,6 +193,7 @@ export const ABANDONED_AT_RESTART = { reason: 'runtime_restarted', effect_sent: 
 const ABANDONED_BY_CAUSE = {
   crashed: ABANDONED_AT_RESTART,
   stopped: { reason: 'runtime_stopped', effect_sent: 'unknown' },
+  stopped_unsent: { reason: 'runtime_stopped', effect_sent: 'no' },
   start_cut_off: { reason: 'runtime_start_interrupted', effect_sent: 'no' },
 } as const satisfies Record<RestartCause, { readonly reason: string; readonly effect_sent: string }>;
 

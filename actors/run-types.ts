@@ -163,10 +163,11 @@ export type RunEvent =
 /**
  * How the process that left a run's attempt open ended, as boot recovery tells it (boot-record.ts):
  * `crashed` (the default: it died while it could have been sending it, which is what a step that
- * brings the process down looks like), `stopped` (a clean stop), or `start_cut_off` (it died while
- * it started, after its recovery claimed the attempt and before anything was sent).
+ * brings the process down looks like), `stopped` (a clean stop), `stopped_unsent` (a clean stop that
+ * recorded the attempt as not yet sent: it still waited for a connection, say), or `start_cut_off`
+ * (it died while it started, after its recovery claimed the attempt and before anything was sent).
  */
-export type RestartCause = 'crashed' | 'stopped' | 'start_cut_off';
+export type RestartCause = 'crashed' | 'stopped' | 'stopped_unsent' | 'start_cut_off';
 
 export type RunEventType = RunEvent['type'];
 

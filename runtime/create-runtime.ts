@@ -401,12 +401,14 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
         clearTimeout(refuseLateChecks);
         await closeSchemaThreads(schemas);
         await engine.close();
-        // A clean stop: what the engine leaves out is no step's fault (boot-record.ts). A few bytes,
-        // written below the disk floor too (nothing else writes now); a failed write only makes the
-        // next start count it as a crash.
+        // A clean stop: what the engine leaves out is no step's fault, and what of it never went out
+        // is named (boot-record.ts). One small record (under 1 MB), written below the disk floor too
+        // (nothing else writes now); a failed write only makes the next start count it as a crash.
         disk.disarm();
-        await boot?.cleanStop().catch((error: unknown) => logFailure(logger, 'the clean stop could not be recorded', {}, error));
+        // Closed first: a request whose connection was still opening would else be written after
+        // the count. Nothing goes out from here on, so what is out and unsent now never was.
         connections.close();
+        await boot?.cleanStop(engine.attemptsNeverSent()).catch((error: unknown) => logFailure(logger, 'the clean stop could not be recorded', {}, error));
         await runner.close();
         await ledger.close();
         disk.close();

@@ -132,6 +132,7 @@ function sendingOf(attempt: RunAttempt, type: RunStep['type']): string {
     return `${RESTART_WORDS[String(evidence['reason'])] ?? 'it was out when the run was cancelled'}: it may have reached its target`;
   }
   if (evidence['reason'] === 'runtime_start_interrupted') return 'nothing sent (the runtime ended before it sent any step)';
+  if (evidence['reason'] === 'runtime_stopped') return 'nothing sent (the runtime was stopped cleanly before it went out)';
   return 'nothing sent';
 }
 

@@ -213,5 +213,6 @@ function performWith(host: AttemptHost, run: PersistedRun, work: DispatchWork, i
     },
     stillWanted: () => stillWanted(host, ctx.orgId, ctx.runId, work.fence) && sandboxGoneFailure(d, run, work) === undefined,
     withdrawn: () => attempt.signal(),
+    goingOut: () => attempt.goingOut(),
   });
 }

@@ -4,6 +4,8 @@
 // waiting in the hook-runner for a guest slot is dropped there unrun. The signal is made only when a
 // step asks for it (AbortController costs microseconds: a webhook step asks only when its request
 // has to wait for a connection, or its input for memory, and is then dropped from that queue at once).
+// Each attempt also knows whether its effect may have gone out (goingOut): at a clean stop, those
+// that never did are recorded as not sent (boot-record.ts).
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
@@ -13,18 +15,30 @@ export interface AttemptOut {
   readonly fence: number;
   /** Aborted when the run leaves the attempt. */
   signal(): AbortSignal;
+  /** Its effect is about to go out (a webhook's request written, a custom action's call made): from now on it may have reached its target. */
+  goingOut(): void;
 }
 
 class Attempt implements AttemptOut {
   readonly fence: number;
   /** The org of a sandbox run's attempt (withdrawn when the org's plan loses its sandbox); undefined for production. */
   readonly sandboxOf: string | undefined;
+  /** goingOut() was called, or an attempt of the run under the same fence may have gone out before it. */
+  mayHaveGoneOut: boolean;
+  readonly #noteGoingOut: () => void;
   #controller: AbortController | undefined;
   #withdrawn = false;
 
-  constructor(fence: number, sandboxOf: string | undefined) {
+  constructor(fence: number, sandboxOf: string | undefined, mayHaveGoneOut: boolean, noteGoingOut: () => void) {
     this.fence = fence;
     this.sandboxOf = sandboxOf;
+    this.mayHaveGoneOut = mayHaveGoneOut;
+    this.#noteGoingOut = noteGoingOut;
+  }
+
+  goingOut(): void {
+    this.mayHaveGoneOut = true;
+    this.#noteGoingOut();
   }
 
   signal(): AbortSignal {
@@ -44,6 +58,12 @@ class Attempt implements AttemptOut {
 /** Keyed by the run's org-scoped key. */
 export class AttemptsOut {
   readonly #out = new Map<string, Attempt>();
+  /**
+   * Per run, the fence of an attempt that may have gone out, until the run moves on from it
+   * (withdrawIfLeft): a run picked up again after a stall is sent again under the same fence, and
+   * that attempt must not read as never sent though its first one went out.
+   */
+  readonly #wentOut = new Map<string, number>();
 
   /** The fence of the run's attempt out, if any. */
   fenceOf(key: string): number | undefined {
@@ -52,7 +72,10 @@ export class AttemptsOut {
 
   /** Marks the attempt under `fence` as out (replacing any older one of the run); `sandboxOf`: the org, for a sandbox run's. */
   start(key: string, fence: number, sandboxOf?: string): AttemptOut {
-    const attempt = new Attempt(fence, sandboxOf);
+    // Noted only while it is still the run's attempt out: a run that left it is not sent again under its fence.
+    const attempt: Attempt = new Attempt(fence, sandboxOf, this.#wentOut.get(key) === fence, () => {
+      if (this.#out.get(key) === attempt) this.#wentOut.set(key, fence);
+    });
     this.#out.set(key, attempt);
     return attempt;
   }
@@ -65,6 +88,7 @@ export class AttemptsOut {
   /** Withdraws the attempts out of all the org's runs (it was deleted). */
   withdrawOrg(orgId: string): void {
     const prefix = orgScopedKey(orgId, '');
+    for (const key of this.#wentOut.keys()) if (key.startsWith(prefix)) this.#wentOut.delete(key);
     for (const [key, attempt] of this.#out) if (key.startsWith(prefix)) attempt.withdraw();
   }
 
@@ -75,9 +99,21 @@ export class AttemptsOut {
 
   /** Withdraws the run's attempt out unless `run` (its new durable state; undefined: deleted) still waits for it. */
   withdrawIfLeft(key: string, run: PersistedRun | undefined): void {
+    const stays = run !== undefined && run.value === 'running';
+    if (!stays || run.context.fence !== this.#wentOut.get(key)) this.#wentOut.delete(key);
     const attempt = this.#out.get(key);
     if (attempt === undefined) return;
     if (run !== undefined && run.value === 'running' && run.context.fence === attempt.fence) return;
     attempt.withdraw();
+  }
+
+  /**
+   * The attempts out whose effect never went out (still waiting for memory, a connection or the
+   * first-effect record), as [run key, fence]: asked at a clean stop, once nothing can go out any more.
+   */
+  neverSent(): Array<readonly [key: string, fence: number]> {
+    const unsent: Array<readonly [string, number]> = [];
+    for (const [key, attempt] of this.#out) if (!attempt.mayHaveGoneOut) unsent.push([key, attempt.fence]);
+    return unsent;
   }
 }

@@ -52,6 +52,8 @@ export interface PostOptions {
   readonly withdrawn?: () => AbortSignal;
   /** Told, when the answer came before the body was all sent, of when sending it ends (sent, or cut off). */
   readonly stillSending?: (ended: Promise<void>) => void;
+  /** Called once, just before the request's first byte is written: until then nothing of it went out. */
+  readonly goingOut?: () => void;
 }
 
 /**
@@ -220,6 +222,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     // Headers and body go out together, once the connection is open. This runs outside the
     // promise's executor: a throw here would be uncaught and end the process, so it fails the request.
     const writeRequest = (): void => {
+      options.goingOut?.();
       try {
         for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
       } catch (error) {

@@ -220,6 +220,14 @@ export class RunEngine {
     if (live !== undefined) this.#actors.restIfHeavy(key, live, run, this.#restingResultBytes);
   }
 
+  /**
+   * The attempts out whose effect has not gone out, as [run key, fence] (AttemptsOut.neverSent):
+   * for a clean stop to record, once nothing can go out any more (boot-record.ts).
+   */
+  attemptsNeverSent(): Array<readonly [string, number]> {
+    return this.#dispatched.neverSent();
+  }
+
   /** Stops timers and new transitions, then waits for the ones in progress to be durable. */
   async close(): Promise<void> {
     this.#closed = true;

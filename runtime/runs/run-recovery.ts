@@ -27,6 +27,7 @@ import type { LiveRooms } from '../rooms/live-rooms.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from './run-store.ts';
 import type { DeletedOrgIds } from '../ledger/org-fence.ts';
+import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 
 export interface RecoveryDeps {
   readonly ledger: Ledger;
@@ -38,8 +39,8 @@ export interface RecoveryDeps {
   readonly admitNow: (orgId: OrgId, runId: RunId) => boolean;
   /** Gives back a slot `admitNow` took (recovery failed, and boot with it). */
   readonly release: (orgId: OrgId, runId: RunId) => void;
-  /** How the process that claimed an open attempt (at its claimedAt) ended (boot-record.ts); default: it crashed. */
-  readonly causeOf?: (claimedAt: number) => RestartCause;
+  /** How the process that claimed an open attempt (at its claimedAt, under its fence, of the run key) ended (boot-record.ts); default: it crashed. */
+  readonly causeOf?: (claimedAt: number, runKey: string, fence: number) => RestartCause;
   /** Orgs deleted (their removal may still be under way): their runs are not picked up. */
   readonly deletedOrgs?: DeletedOrgIds;
 }
@@ -170,7 +171,8 @@ async function admitInOrder(deps: RecoveryDeps, found: ReadonlyArray<RecoveredRu
     const { orgId, runId, createdAt, stored } = entry;
     const actor = restoreRunActor(stored).start();
     const open = currentStep(stored.context)?.attempts.at(-1);
-    actor.send({ type: 'run.recovered', at: nowMs, cause: open === undefined ? 'crashed' : (deps.causeOf?.(open.claimedAt) ?? 'crashed') });
+    const cause = open === undefined ? 'crashed' : (deps.causeOf?.(open.claimedAt, orgScopedKey(orgId, runId), open.fence) ?? 'crashed');
+    actor.send({ type: 'run.recovered', at: nowMs, cause });
     const queued = persistedRunOf(actor);
     const updates = [deps.updateFor(queued)];
     // Failed instead: its step was cut off by a restart too often in a row (run-progress.ts, abandonsTooOften).

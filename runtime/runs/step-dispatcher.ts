@@ -49,6 +49,8 @@ export interface StepContext {
   readonly stillWanted: () => boolean;
   /** Aborted once the run no longer waits for this attempt: a custom action's call still queued in the hook-runner is dropped unrun (attempts-out.ts). */
   readonly withdrawn?: () => AbortSignal;
+  /** Called just before the step's effect goes out (a webhook's request written, a custom action's call made; AttemptOut.goingOut). */
+  readonly goingOut?: () => void;
   /** Keeps the step input's bytes taken past the step's end, while a webhook body is still being sent (step-input.ts). */
   readonly holdInput?: HoldStepInput;
   /**
@@ -119,6 +121,8 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
     return { report: { type: 'step.failed', ...fenced, error: { code: 'workflow_version_missing', message: 'The pinned workflow version or its step no longer exists.', retryable: false } } };
   }
   if (step.type === 'custom_action') {
+    // Counted as out from here: what the call goes through before the hook-runner is not told apart.
+    ctx.goingOut?.();
     const outcome = await runCustomAction(
       {
         orgId: ctx.run.context.orgId,
@@ -161,6 +165,7 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
         stillWanted: ctx.stillWanted,
         ...(ctx.withdrawn === undefined ? {} : { withdrawn: ctx.withdrawn }),
         ...(ctx.holdInput === undefined ? {} : { stillSending: ctx.holdInput }),
+        ...(ctx.goingOut === undefined ? {} : { goingOut: ctx.goingOut }),
       },
       { selfPort: ctx.selfPort, connections: ctx.connections },
     );

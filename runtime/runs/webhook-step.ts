@@ -34,6 +34,8 @@ export interface WebhookRequest {
   readonly stillWanted?: () => boolean;
   /** Aborted once the run leaves the attempt: a request waiting for a connection is dropped at once (PostOptions.withdrawn). */
   readonly withdrawn?: () => AbortSignal;
+  /** Called just before the request is written (PostOptions.goingOut). */
+  readonly goingOut?: () => void;
   /** Told of a body still being sent after the answer came, and when that ends (PostOptions.stillSending). */
   readonly stillSending?: (ended: Promise<void>) => void;
 }
@@ -137,6 +139,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       ...(request.stillWanted === undefined ? {} : { stillWanted: request.stillWanted }),
       ...(request.withdrawn === undefined ? {} : { withdrawn: request.withdrawn }),
       ...(request.stillSending === undefined ? {} : { stillSending: request.stillSending }),
+      ...(request.goingOut === undefined ? {} : { goingOut: request.goingOut }),
     });
   } catch (error) {
     // A request that waited for a connection was sent (if at all) only once it had one.

@@ -12,7 +12,7 @@ import { openLedger } from '../../runtime/ledger/open-ledger.ts';
 import type { LiveRooms } from '../../runtime/rooms/live-rooms.ts';
 import { UpdateLog } from '../../runtime/rooms/update-log.ts';
 import { explainRun } from '../../runtime/explain-text.ts';
-import { beginBoot } from '../../runtime/runs/boot-record.ts';
+import { beginBoot, MAX_UNSENT_AT_STOP } from '../../runtime/runs/boot-record.ts';
 import { recoverUnfinishedRuns } from '../../runtime/runs/run-recovery.ts';
 import { RunStore } from '../../runtime/runs/run-store.ts';
 import { runUpdateFor } from '../../runtime/runs/run-update.ts';
@@ -48,6 +48,34 @@ for (const kind of LEDGER_KINDS) {
         await third.beforeFirstEffect();
         const after = await beginBoot(ledger, 7_000);
         assert.deepEqual([after.causeOf(6_000), after.causeOf(4_000)], ['crashed', 'crashed'], 'the start that got to send ended without a clean stop');
+      } finally {
+        await close();
+      }
+    });
+
+    test('a clean stop names the attempts it left unsent, until a later start sends; at most MAX_UNSENT_AT_STOP of them', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const first = await beginBoot(ledger, 1_000);
+        await first.beforeFirstEffect();
+        const unsent = Array.from({ length: MAX_UNSENT_AT_STOP + 1 }, (_, i) => [`org\u0000run_${i}`, 3] as const);
+        await first.cleanStop(unsent);
+        const next = await beginBoot(ledger, 2_000);
+        assert.equal(next.causeOf(1_500, 'org\u0000run_0', 3), 'stopped_unsent');
+        assert.equal(next.causeOf(1_500, `org\u0000run_${MAX_UNSENT_AT_STOP - 1}`, 3), 'stopped_unsent');
+        assert.equal(next.causeOf(1_500, `org\u0000run_${MAX_UNSENT_AT_STOP}`, 3), 'stopped', 'past the cap: unknown');
+        assert.equal(next.causeOf(1_500, 'org\u0000run_0', 2), 'stopped', 'another fence of the run');
+        assert.equal(next.causeOf(1_500, 'org\u0000run_other', 3), 'stopped', 'an attempt out that may have gone');
+        assert.equal(next.causeOf(1_500), 'stopped');
+        // Cut off before it sent: the stop's attempts may still be open at the start after it.
+        const again = await beginBoot(ledger, 3_000);
+        assert.deepEqual([again.causeOf(1_500, 'org\u0000run_0', 3), again.causeOf(2_500, 'org\u0000run_0', 4)], ['stopped_unsent', 'start_cut_off']);
+        await again.beforeFirstEffect();
+        await again.cleanStop();
+        const sent = await beginBoot(ledger, 4_000);
+        assert.equal(sent.causeOf(3_500, 'org\u0000run_0', 3), 'stopped', 'a start that sent drops the earlier stop\'s list');
+        await sent.beforeFirstEffect();
+        assert.equal((await beginBoot(ledger, 5_000)).causeOf(4_500, 'org\u0000run_0', 3), 'crashed');
       } finally {
         await close();
       }
