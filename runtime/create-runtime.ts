@@ -405,10 +405,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
         // is named (boot-record.ts). One small record (under 1 MB), written below the disk floor too
         // (nothing else writes now); a failed write only makes the next start count it as a crash.
         disk.disarm();
-        // Closed first: a request whose connection was still opening would else be written after
-        // the count. Nothing goes out from here on, so what is out and unsent now never was.
+        // What is out and unsent now never goes out (sealed: a custom action still waiting for
+        // memory is not called after the count, nor a webhook whose connection was opening).
         connections.close();
-        await boot?.cleanStop(engine.attemptsNeverSent()).catch((error: unknown) => logFailure(logger, 'the clean stop could not be recorded', {}, error));
+        await boot?.cleanStop(engine.attemptsNeverSent(true)).catch((error: unknown) => logFailure(logger, 'the clean stop could not be recorded', {}, error));
         await runner.close();
         await ledger.close();
         disk.close();

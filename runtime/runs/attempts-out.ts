@@ -5,7 +5,7 @@
 // step asks for it (AbortController costs microseconds: a webhook step asks only when its request
 // has to wait for a connection, or its input for memory, and is then dropped from that queue at once).
 // Each attempt also knows whether its effect may have gone out (goingOut): at a clean stop, those
-// that never did are recorded as not sent (boot-record.ts).
+// that never did are recorded as not sent (boot-record.ts), and none of them may go out after that.
 
 import type { PersistedRun } from '../../actors/run-transition.ts';
 import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
@@ -15,8 +15,12 @@ export interface AttemptOut {
   readonly fence: number;
   /** Aborted when the run leaves the attempt. */
   signal(): AbortSignal;
-  /** Its effect is about to go out (a webhook's request written, a custom action's call made): from now on it may have reached its target. */
-  goingOut(): void;
+  /**
+   * Its effect is about to go out (a webhook's request written, a custom action's call made): from
+   * now on it may have reached its target. False when it must not go out (a clean stop has counted
+   * it as never sent, sealUnsent): the caller drops it unsent.
+   */
+  goingOut(): boolean;
 }
 
 class Attempt implements AttemptOut {
@@ -25,20 +29,28 @@ class Attempt implements AttemptOut {
   readonly sandboxOf: string | undefined;
   /** goingOut() was called, or an attempt of the run under the same fence may have gone out before it. */
   mayHaveGoneOut: boolean;
-  readonly #noteGoingOut: () => void;
+  /** Asked before an attempt not yet out goes out: false once the attempts are sealed; notes it for its run otherwise. */
+  readonly #mayGoOut: (attempt: Attempt) => boolean;
   #controller: AbortController | undefined;
   #withdrawn = false;
 
-  constructor(fence: number, sandboxOf: string | undefined, mayHaveGoneOut: boolean, noteGoingOut: () => void) {
+  constructor(fence: number, sandboxOf: string | undefined, mayHaveGoneOut: boolean, mayGoOut: (attempt: Attempt) => boolean) {
     this.fence = fence;
     this.sandboxOf = sandboxOf;
     this.mayHaveGoneOut = mayHaveGoneOut;
-    this.#noteGoingOut = noteGoingOut;
+    this.#mayGoOut = mayGoOut;
   }
 
-  goingOut(): void {
+  /** Whether the run has left it (withdraw). */
+  get withdrawn(): boolean {
+    return this.#withdrawn;
+  }
+
+  goingOut(): boolean {
+    if (this.mayHaveGoneOut) return true;
+    if (!this.#mayGoOut(this)) return false;
     this.mayHaveGoneOut = true;
-    this.#noteGoingOut();
+    return true;
   }
 
   signal(): AbortSignal {
@@ -64,6 +76,8 @@ export class AttemptsOut {
    * that attempt must not read as never sent though its first one went out.
    */
   readonly #wentOut = new Map<string, number>();
+  /** sealUnsent() was called: no attempt that had not gone out by then goes out. */
+  #sealed = false;
 
   /** The fence of the run's attempt out, if any. */
   fenceOf(key: string): number | undefined {
@@ -72,9 +86,11 @@ export class AttemptsOut {
 
   /** Marks the attempt under `fence` as out (replacing any older one of the run); `sandboxOf`: the org, for a sandbox run's. */
   start(key: string, fence: number, sandboxOf?: string): AttemptOut {
-    // Noted only while it is still the run's attempt out: a run that left it is not sent again under its fence.
-    const attempt: Attempt = new Attempt(fence, sandboxOf, this.#wentOut.get(key) === fence, () => {
-      if (this.#out.get(key) === attempt) this.#wentOut.set(key, fence);
+    const attempt = new Attempt(fence, sandboxOf, this.#wentOut.get(key) === fence, (going) => {
+      if (this.#sealed) return false;
+      // Noted only while it is the run's attempt and wanted: a run that left it is not sent again under its fence.
+      if (this.#out.get(key) === going && !going.withdrawn) this.#wentOut.set(key, fence);
+      return true;
     });
     this.#out.set(key, attempt);
     return attempt;
@@ -109,8 +125,15 @@ export class AttemptsOut {
 
   /**
    * The attempts out whose effect never went out (still waiting for memory, a connection or the
-   * first-effect record), as [run key, fence]: asked at a clean stop, once nothing can go out any more.
+   * first-effect record), as [run key, fence]; from now on none of them goes out (goingOut answers
+   * false). Called once, at a clean stop, after the run engine has closed.
    */
+  sealUnsent(): Array<readonly [key: string, fence: number]> {
+    this.#sealed = true;
+    return this.neverSent();
+  }
+
+  /** The attempts out whose effect never went out, as [run key, fence]. */
   neverSent(): Array<readonly [key: string, fence: number]> {
     const unsent: Array<readonly [string, number]> = [];
     for (const [key, attempt] of this.#out) if (!attempt.mayHaveGoneOut) unsent.push([key, attempt.fence]);

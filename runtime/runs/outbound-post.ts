@@ -52,8 +52,11 @@ export interface PostOptions {
   readonly withdrawn?: () => AbortSignal;
   /** Told, when the answer came before the body was all sent, of when sending it ends (sent, or cut off). */
   readonly stillSending?: (ended: Promise<void>) => void;
-  /** Called once, just before the request's first byte is written: until then nothing of it went out. */
-  readonly goingOut?: () => void;
+  /**
+   * Asked once, just before the request's first byte is written (until then nothing of it went
+   * out): false drops it unsent, with PostWithdrawnError (a clean stop counted it as never sent).
+   */
+  readonly goingOut?: () => boolean;
 }
 
 /**
@@ -222,7 +225,11 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     // Headers and body go out together, once the connection is open. This runs outside the
     // promise's executor: a throw here would be uncaught and end the process, so it fails the request.
     const writeRequest = (): void => {
-      options.goingOut?.();
+      if (options.goingOut?.() === false) {
+        fail(new PostWithdrawnError());
+        outgoing.destroy();
+        return;
+      }
       try {
         for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
       } catch (error) {

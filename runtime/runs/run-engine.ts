@@ -221,11 +221,12 @@ export class RunEngine {
   }
 
   /**
-   * The attempts out whose effect has not gone out, as [run key, fence] (AttemptsOut.neverSent):
-   * for a clean stop to record, once nothing can go out any more (boot-record.ts).
+   * The attempts out whose effect has not gone out, as [run key, fence] (AttemptsOut.neverSent),
+   * for a test to watch; `seal`: none of them goes out any more (AttemptsOut.sealUnsent), which a
+   * clean stop asks before it records them (boot-record.ts).
    */
-  attemptsNeverSent(): Array<readonly [string, number]> {
-    return this.#dispatched.neverSent();
+  attemptsNeverSent(seal = false): Array<readonly [string, number]> {
+    return seal ? this.#dispatched.sealUnsent() : this.#dispatched.neverSent();
   }
 
   /** Stops timers and new transitions, then waits for the ones in progress to be durable. */

@@ -49,8 +49,8 @@ export interface StepContext {
   readonly stillWanted: () => boolean;
   /** Aborted once the run no longer waits for this attempt: a custom action's call still queued in the hook-runner is dropped unrun (attempts-out.ts). */
   readonly withdrawn?: () => AbortSignal;
-  /** Called just before the step's effect goes out (a webhook's request written, a custom action's call made; AttemptOut.goingOut). */
-  readonly goingOut?: () => void;
+  /** Asked just before the step's effect goes out (a webhook's request written, a custom action's call made); false: it must not (AttemptOut.goingOut). */
+  readonly goingOut?: () => boolean;
   /** Keeps the step input's bytes taken past the step's end, while a webhook body is still being sent (step-input.ts). */
   readonly holdInput?: HoldStepInput;
   /**
@@ -122,7 +122,9 @@ async function perform(ctx: StepContext): Promise<StepOutcome> {
   }
   if (step.type === 'custom_action') {
     // Counted as out from here: what the call goes through before the hook-runner is not told apart.
-    ctx.goingOut?.();
+    if (ctx.goingOut?.() === false) {
+      return { report: { type: 'step.failed', ...fenced, error: { code: 'custom_action_withdrawn', message: 'Not run: the runtime was stopping, and had recorded the step as not run.', retryable: false } } };
+    }
     const outcome = await runCustomAction(
       {
         orgId: ctx.run.context.orgId,

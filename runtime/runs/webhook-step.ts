@@ -34,8 +34,8 @@ export interface WebhookRequest {
   readonly stillWanted?: () => boolean;
   /** Aborted once the run leaves the attempt: a request waiting for a connection is dropped at once (PostOptions.withdrawn). */
   readonly withdrawn?: () => AbortSignal;
-  /** Called just before the request is written (PostOptions.goingOut). */
-  readonly goingOut?: () => void;
+  /** Asked just before the request is written; false drops it unsent (PostOptions.goingOut). */
+  readonly goingOut?: () => boolean;
   /** Told of a body still being sent after the answer came, and when that ends (PostOptions.stillSending). */
   readonly stillSending?: (ended: Promise<void>) => void;
 }

@@ -69,3 +69,25 @@ test('deleting an org forgets what its runs sent', () => {
   out.start(key, 1);
   assert.deepEqual(out.neverSent(), [[key, 1]]);
 });
+
+test('once sealed at a stop, an attempt counted as never sent may not go out; one already out still may', () => {
+  const out = new AttemptsOut();
+  const sent = out.start('org\u0000run_a', 1);
+  assert.equal(sent.goingOut(), true);
+  const waiting = out.start('org\u0000run_b', 2);
+  assert.deepEqual(out.sealUnsent(), [['org\u0000run_b', 2]]);
+  assert.equal(waiting.goingOut(), false, 'counted as never sent: it stays so');
+  assert.deepEqual(out.neverSent(), [['org\u0000run_b', 2]]);
+  assert.equal(sent.goingOut(), true);
+});
+
+test('an attempt its run left (withdrawn) that still goes out notes nothing for the run', () => {
+  const out = new AttemptsOut();
+  const key = 'org\u0000run_a';
+  const attempt = out.start(key, 3);
+  out.withdrawIfLeft(key, snapshot('cancelled', 3));
+  assert.equal(attempt.goingOut(), true);
+  out.finish(key, attempt);
+  out.start(key, 3);
+  assert.deepEqual(out.neverSent(), [[key, 3]], 'nothing was kept for the cancelled run');
+});

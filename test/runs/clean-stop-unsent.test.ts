@@ -93,3 +93,49 @@ test('a custom action call made before a clean stop counts as out: "unknown" aft
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('a step counted as never sent at a clean stop is not sent after the count: a custom action still waiting for memory is not called, and reads "nothing sent"', async () => {
+  const dataDir = tempDir();
+  let release: () => void = () => undefined;
+  const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>((resolve) => (release = resolve)) }, { status: 200, body: '{}' }]);
+  // A 1 MiB step input budget: the held webhook's 300 KB input keeps the action's 200 KB waiting for it.
+  const args = ['--runner', 'child', '--step-input-mib', '1'];
+  let rt = await startRuntime({ dataDir, args });
+  try {
+    const org = 'acct-sealed-stop';
+    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
+    const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
+    const actionId = await uploadApproved(rt.url, org, key, 'echo', (await buildModules()).echo);
+    assert.equal((await post('/workflows', { name: 'send', trigger_event: 'big', steps: [{ id: 's', type: 'webhook', url: receiver.url }] })).status, 201);
+    assert.equal((await post('/workflows', { name: 'act', trigger_event: 'act', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
+    assert.equal((await post('/events', { type: 'big', id: 'big-1', payload: { text: 'x'.repeat(300_000) } })).status, 202);
+    await eventually('the webhook is out, holding its input', () => receiver.received.length, (n) => n === 1);
+    // Its echo must fit the action output cap (256 KiB).
+    assert.equal((await post('/events', { type: 'act', id: 'act-1', payload: { text: 'y'.repeat(200_000) } })).status, 202);
+    const [reaction] = (await call(rt.url, 'GET', `/organizations/${org}/events/act-1`, { token: key })).body.reactions;
+    const engine = rt.runtime.engine;
+    await eventually('the action waits for memory', () => engine.attemptsNeverSent().map(([runKey]) => runKey.split('\u0000')[1]), (ids) => ids.includes(reaction.run_id));
+
+    // The stop cuts the webhook off, which frees the memory the action waits for: it must not be called then.
+    const runner = rt.runtime.runner.client;
+    assert.ok(runner !== undefined);
+    const invoke = runner.invoke.bind(runner);
+    let callsAfterStop = 0;
+    runner.invoke = (input) => {
+      callsAfterStop += 1;
+      return invoke(input);
+    };
+    await rt.close();
+    assert.equal(callsAfterStop, 0, 'no custom action call once the stop began');
+
+    rt = await startRuntime({ dataDir, args });
+    const runPath = `/organizations/${org}/runs/${reaction.run_id}`;
+    const run = await eventually('the action run completed after the restart', async () => (await call(rt.url, 'GET', runPath, { token: key })).body.run, (r) => r.state === 'completed');
+    assert.deepEqual(run.steps[0].attempts[0].evidence, { reason: 'runtime_stopped', effect_sent: 'no' });
+  } finally {
+    release();
+    await rt.close();
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
