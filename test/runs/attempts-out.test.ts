@@ -10,6 +10,13 @@ import { AttemptsOut } from '../../runtime/runs/attempts-out.ts';
 /** The part of a durable snapshot AttemptsOut reads: the run's state and the fence of its attempt. */
 const snapshot = (value: string, fence: number): PersistedRun => ({ value, context: { fence } }) as unknown as PersistedRun;
 
+/** An attempt of the run `key` under `fence` that went out and reported. */
+function wentOutAndReported(out: AttemptsOut, key: string, fence: number): void {
+  const attempt = out.start(key, fence);
+  attempt.goingOut();
+  out.finish(key, attempt);
+}
+
 test('an attempt out counts as never sent until its effect goes out', () => {
   const out = new AttemptsOut();
   const a = out.start('org\u0000run_a', 1);
@@ -24,9 +31,7 @@ test('an attempt out counts as never sent until its effect goes out', () => {
 test('an attempt sent again under the fence of one that went out may have gone out, until the run moves on from that fence', () => {
   const out = new AttemptsOut();
   const key = 'org\u0000run_a';
-  const first = out.start(key, 2);
-  first.goingOut();
-  out.finish(key, first);
+  wentOutAndReported(out, key, 2);
   // Its report was not written (a stall): the run is picked up again still waiting under fence 2.
   out.withdrawIfLeft(key, snapshot('running', 2));
   const again = out.start(key, 2);
@@ -41,9 +46,7 @@ test('an attempt sent again under the fence of one that went out may have gone o
 test('a run that left its fence (finished, deleted) forgets it went out; an attempt it left does not note it', () => {
   const out = new AttemptsOut();
   const key = 'org\u0000run_a';
-  const first = out.start(key, 5);
-  first.goingOut();
-  out.finish(key, first);
+  wentOutAndReported(out, key, 5);
   out.withdrawIfLeft(key, snapshot('completed', 5));
   out.start(key, 5);
   assert.deepEqual(out.neverSent(), [[key, 5]], 'forgotten once the run completed');
@@ -62,9 +65,7 @@ test('a run that left its fence (finished, deleted) forgets it went out; an atte
 test('deleting an org forgets what its runs sent', () => {
   const out = new AttemptsOut();
   const key = 'org\u0000run_a';
-  const first = out.start(key, 1);
-  first.goingOut();
-  out.finish(key, first);
+  wentOutAndReported(out, key, 1);
   out.withdrawOrg('org');
   out.start(key, 1);
   assert.deepEqual(out.neverSent(), [[key, 1]]);

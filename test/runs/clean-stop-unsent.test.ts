@@ -63,9 +63,7 @@ test('a custom action call made before a clean stop counts as out: "unknown" aft
   let rt = await startRuntime({ dataDir, args });
   try {
     const org = 'acct-action-stop';
-    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
-    const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
-    const actionId = await uploadApproved(rt.url, org, key, 'echo', (await buildModules()).echo);
+    const { key, post, actionId } = await orgWithEcho(rt.url, org);
     assert.equal((await post('/workflows', { name: 'act', trigger_event: 'act', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
     // A first run: this start has sent a step, so the next one's call goes out as soon as it is made
     // (a start's first step waits for the record that it sends: stopped then, it was truly unsent).
@@ -103,9 +101,7 @@ test('a step counted as never sent at a clean stop is not sent after the count: 
   let rt = await startRuntime({ dataDir, args });
   try {
     const org = 'acct-sealed-stop';
-    const key = await createOrg(rt.url, ADMIN_TOKEN, org);
-    const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
-    const actionId = await uploadApproved(rt.url, org, key, 'echo', (await buildModules()).echo);
+    const { key, post, actionId } = await orgWithEcho(rt.url, org);
     assert.equal((await post('/workflows', { name: 'send', trigger_event: 'big', steps: [{ id: 's', type: 'webhook', url: receiver.url }] })).status, 201);
     assert.equal((await post('/workflows', { name: 'act', trigger_event: 'act', steps: [{ id: 'a', type: 'custom_action', action_id: actionId }] })).status, 201);
     assert.equal((await post('/events', { type: 'big', id: 'big-1', payload: { text: 'x'.repeat(300_000) } })).status, 202);
@@ -139,3 +135,10 @@ test('a step counted as never sent at a clean stop is not sent after the count: 
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+/** A new org on the runtime at `url` with the echo action uploaded and approved: its key, a POST under it, and the action's id. */
+async function orgWithEcho(url: string, org: string): Promise<{ key: string; post: (path: string, json: unknown) => ReturnType<typeof call>; actionId: string }> {
+  const key = await createOrg(url, ADMIN_TOKEN, org);
+  const post = (path: string, json: unknown) => call(url, 'POST', `/organizations/${org}${path}`, { token: key, json });
+  return { key, post, actionId: await uploadApproved(url, org, key, 'echo', (await buildModules()).echo) };
+}
