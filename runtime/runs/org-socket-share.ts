@@ -7,12 +7,13 @@
 // Past its share, an org's next new connection waits for one of its own sockets to close. The
 // process holds at most a total over every org too: thousands of orgs each within their share (a
 // few runs in flight each) took it to its open-file limit the same way. Past the total, new
-// connections wait, and the room each closed socket frees goes first to waiting orgs that hold no
-// socket, then to the others in turn: with 3,000 orgs waiting, an org sending now and then waited a
-// whole round (10-19 s) for its first connection behind orgs that each held some.
+// connections wait, and the room each closed socket frees goes to the waiting org that has used the
+// least socket time (org-socket-time.ts; at equal use, the one holding fewer sockets, then the one
+// that waited longest): an org whose receiver answers at once, or that sends now and then, goes
+// before orgs whose receivers hold their sockets for seconds.
 
-import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { openFileLimit, sharedFiles } from '../open-file-limit.ts';
+import { OrgSocketTime } from './org-socket-time.ts';
 
 /** Sockets one org may hold open to receivers at once, over all of them. */
 export const OUTBOUND_SOCKETS_PER_ORG = 1024;
@@ -40,23 +41,24 @@ export class OrgSocketShare {
   readonly #perOrg: number;
   /** Sockets the process may hold open, every org together. */
   readonly total: number;
-  readonly #open = new KeyedCounts();
+  /** Sockets open per org, and the socket time each has used. */
+  readonly #time: OrgSocketTime;
   #openTotal = 0;
-  /** Per org, requests waiting for room, oldest first; the map's order is the orgs' turns for room that frees. */
+  /** Per org, requests waiting for room, oldest first; the map's order (served orgs go last) breaks ties of use. */
   readonly #waiting = new Map<string, Waiting[]>();
   /** Every waiting request, for isWaiting (asked of every request sent). */
   readonly #waitingRequests = new Set<object>();
-  /** The waiting orgs that hold no socket, in the order they came to: served before any other. */
-  readonly #holdingNone = new Set<string>();
 
-  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit())) {
+  /** `now`: the monotonic clock socket time is measured on (ms). */
+  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit()), now?: () => number) {
     this.#perOrg = perOrg;
     this.total = total;
+    this.#time = new OrgSocketTime(now);
   }
 
   /** Whether `org` may open one more socket now: the process and the org both have room. */
   hasRoom(org: string): boolean {
-    return this.#openTotal < this.total && this.#open.get(org) < this.#perOrg;
+    return this.#openTotal < this.total && this.#time.open(org) < this.#perOrg;
   }
 
   /**
@@ -65,7 +67,7 @@ export class OrgSocketShare {
    */
   get full(): boolean {
     if (this.#openTotal < this.total) return false;
-    for (const org of this.#waiting.keys()) if (this.#open.get(org) < this.#perOrg) return true;
+    for (const org of this.#waiting.keys()) if (this.#time.open(org) < this.#perOrg) return true;
     return false;
   }
 
@@ -75,7 +77,6 @@ export class OrgSocketShare {
     if (queue === undefined) this.#waiting.set(org, [{ request, wanted, connect }]);
     else queue.push({ request, wanted, connect });
     this.#waitingRequests.add(request);
-    if (this.#open.get(org) === 0) this.#holdingNone.add(org);
   }
 
   /** Whether requests of `org` wait for room (a socket of its own that falls idle closes for them). */
@@ -93,40 +94,45 @@ export class OrgSocketShare {
   }
 
   opened(org: string): void {
-    this.#open.add(org);
+    this.#time.opened(org);
     this.#openTotal += 1;
-    this.#holdingNone.delete(org);
   }
 
   /**
-   * One of the org's sockets closed: while there is room, the oldest request still wanted of each
-   * waiting org that holds no socket connects, then the other waiting orgs take turns; an org
-   * served goes to the back of the turns.
+   * One of the org's sockets closed: while there is room, the oldest request still wanted of the
+   * waiting org with room that has used the least socket time connects (an org served goes to the
+   * back of the ties). Each pass takes at least one request off a queue, so it ends.
    */
   closed(org: string): void {
-    this.#open.subtract(org);
+    this.#time.closed(org);
     this.#openTotal -= 1;
-    if (this.#open.get(org) === 0 && this.hasWaiting(org)) this.#holdingNone.add(org);
-    for (const waitingOrg of [...this.#holdingNone]) {
-      if (this.#openTotal >= this.total) return;
-      // Out of the tier whether or not its request opens a socket (a free one of its origin may take it).
-      this.#holdingNone.delete(waitingOrg);
-      const queue = this.#waiting.get(waitingOrg);
-      const next = queue === undefined ? undefined : this.#nextWanted(waitingOrg, queue);
-      next?.connect();
+    if (!this.hasWaiting(org)) this.#time.forgetIfIdle(org);
+    while (this.#openTotal < this.total) {
+      const waitingOrg = this.#leastUsedWaiting();
+      if (waitingOrg === undefined) return;
+      const next = this.#nextWanted(waitingOrg, this.#waiting.get(waitingOrg) as Waiting[]);
+      if (next === undefined) continue;
+      this.#time.served(waitingOrg);
+      next.connect();
     }
-    let served = true;
-    while (served && this.#openTotal < this.total) {
-      served = false;
-      for (const [waitingOrg, queue] of [...this.#waiting]) {
-        if (this.#openTotal >= this.total) return;
-        if (!this.hasRoom(waitingOrg)) continue;
-        const next = this.#nextWanted(waitingOrg, queue);
-        if (next === undefined) continue;
-        served = true;
-        next.connect();
+  }
+
+  /** The waiting org with room of its own that has used the least socket time; at equal use the one holding fewer sockets, then the first in turn. */
+  #leastUsedWaiting(): string | undefined {
+    let least: string | undefined;
+    let leastUsed = 0;
+    let leastOpen = 0;
+    for (const org of this.#waiting.keys()) {
+      const open = this.#time.open(org);
+      if (open >= this.#perOrg) continue;
+      const used = this.#time.usedMs(org);
+      if (least === undefined || used < leastUsed || (used === leastUsed && open < leastOpen)) {
+        least = org;
+        leastUsed = used;
+        leastOpen = open;
       }
     }
+    return least;
   }
 
   /** The org's oldest request still wanted, out of its queue (the org to the back of the turns), or undefined. */
@@ -139,7 +145,7 @@ export class OrgSocketShare {
     }
     this.#waiting.delete(org);
     if (queue.length > 0) this.#waiting.set(org, queue);
-    else this.#holdingNone.delete(org);
+    else if (next === undefined) this.#time.forgetIfIdle(org);
     return next;
   }
 
@@ -151,13 +157,12 @@ export class OrgSocketShare {
     if (at !== -1) queue.splice(at, 1);
     if (queue.length > 0) return;
     this.#waiting.delete(org);
-    this.#holdingNone.delete(org);
+    this.#time.forgetIfIdle(org);
   }
 
   /** Forgets every waiting request (the pools are closing: each is failed by its own shutdown). */
   clear(): void {
     this.#waiting.clear();
     this.#waitingRequests.clear();
-    this.#holdingNone.clear();
   }
 }
