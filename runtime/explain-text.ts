@@ -119,7 +119,11 @@ function sendingOf(attempt: RunAttempt, type: RunStep['type']): string {
     if (attempt.started_at === null) return 'waiting';
     return attempt.outcome === 'succeeded' && attempt.ended_at !== null ? `started ${attempt.started_at}, woke ${attempt.ended_at}` : `started ${attempt.started_at}`;
   }
-  if (attempt.started_at !== null) return `sent ${attempt.started_at}`;
+  if (attempt.started_at !== null) {
+    // Written as the receiver closed its kept-alive connection: most often it never read it (webhook-step.ts).
+    const crossed = attempt.error?.code === 'webhook_connection_closed' ? ' (the receiver closed the connection as it went out: it may not have seen it)' : '';
+    return `sent ${attempt.started_at}${crossed}`;
+  }
   if (attempt.outcome === 'pending') return 'under way, not finished';
   const late = attempt.after_cancel;
   if (late !== null) {

@@ -369,6 +369,14 @@ test('a request withdrawn after the cancel (it waited for a connection) reads as
   assert.doesNotMatch(text, /may have reached/);
 });
 
+test('a request that went out as the receiver closed its kept-alive connection reads as sent, which the receiver may not have seen', () => {
+  const base = cancelledWhileOut('webhook_withdrawn', 'Not sent.');
+  const error = { code: 'webhook_connection_closed', message: 'The receiver closed its kept-alive connection before answering this request (socket hang up).', retryable: true, retry_after_ms: 0 };
+  const crossed = { ...base.steps[0]!.attempts[0]!, started_at: '2026-12-02T00:00:00.500Z', outcome: 'failed', error, evidence: { url: 'https://example.test/x', idempotency_key: 'run_1:post' }, after_cancel: null };
+  const text = explainRun({ ...base, steps: [{ ...base.steps[0]!, attempts: [crossed] }] } as unknown as Run);
+  assert.match(text, /attempt 1 \(fence 1\): failed webhook_connection_closed; sent 2026-12-02T00:00:00\.500Z \(the receiver closed the connection as it went out: it may not have seen it\); POST https:\/\/example\.test\/x/);
+});
+
 test('an attempt cancelled while it was connecting, refused afterwards, reads as never reaching its target; an older Sluice\'s views still explain', () => {
   const text = explainRun(cancelledWhileOut('webhook_network_error', 'The request was not sent: getaddrinfo EAI_AGAIN example.test.'));
   assert.match(text, /cancelled; nothing sent \(it never reached its target: below\)\n/);
