@@ -7,13 +7,16 @@
 // Past its share, an org's next new connection waits for one of its own sockets to close. The
 // process holds at most a total over every org too: thousands of orgs each within their share (a
 // few runs in flight each) took it to its open-file limit the same way. Past the total, new
-// connections wait, and the room each closed socket frees goes to the waiting org that has used the
-// least socket time (org-socket-time.ts; at equal use, the one holding fewer sockets, then the one
-// that waited longest): an org whose receiver answers at once, or that sends now and then, goes
-// before orgs whose receivers hold their sockets for seconds.
+// connections wait, and the room each closed socket frees goes first to waiting orgs that hold no
+// socket, then to the others in turn: with 3,000 orgs waiting, an org sending now and then waited a
+// whole round (10-19 s) for its first connection behind orgs that each held some. Still a round
+// when thousands of busy orgs each hold a single socket: each closes with requests waiting (none is
+// kept idle then) and puts its org in the first tier too (a probe of 2026-12-06, README Limits).
+// Turns by socket time were tried and reverted: orgs forgotten when idle came back ahead of an org
+// with a backlog forever; a fix needs start-time fair queuing (virtual tags kept across idle gaps).
 
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { openFileLimit, sharedFiles } from '../open-file-limit.ts';
-import { OrgSocketTime } from './org-socket-time.ts';
 
 /** Sockets one org may hold open to receivers at once, over all of them. */
 export const OUTBOUND_SOCKETS_PER_ORG = 1024;
@@ -41,24 +44,23 @@ export class OrgSocketShare {
   readonly #perOrg: number;
   /** Sockets the process may hold open, every org together. */
   readonly total: number;
-  /** Sockets open per org, and the socket time each has used. */
-  readonly #time: OrgSocketTime;
+  readonly #open = new KeyedCounts();
   #openTotal = 0;
-  /** Per org, requests waiting for room, oldest first; the map's order (served orgs go last) breaks ties of use. */
+  /** Per org, requests waiting for room, oldest first; the map's order is the orgs' turns for room that frees. */
   readonly #waiting = new Map<string, Waiting[]>();
   /** Every waiting request, for isWaiting (asked of every request sent). */
   readonly #waitingRequests = new Set<object>();
+  /** The waiting orgs that hold no socket, in the order they came to: served before any other. */
+  readonly #holdingNone = new Set<string>();
 
-  /** `now`: the monotonic clock socket time is measured on (ms). */
-  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit()), now?: () => number) {
+  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit())) {
     this.#perOrg = perOrg;
     this.total = total;
-    this.#time = new OrgSocketTime(now);
   }
 
   /** Whether `org` may open one more socket now: the process and the org both have room. */
   hasRoom(org: string): boolean {
-    return this.#openTotal < this.total && this.#time.open(org) < this.#perOrg;
+    return this.#openTotal < this.total && this.#open.get(org) < this.#perOrg;
   }
 
   /**
@@ -67,7 +69,7 @@ export class OrgSocketShare {
    */
   get full(): boolean {
     if (this.#openTotal < this.total) return false;
-    for (const org of this.#waiting.keys()) if (this.#time.open(org) < this.#perOrg) return true;
+    for (const org of this.#waiting.keys()) if (this.#open.get(org) < this.#perOrg) return true;
     return false;
   }
 
@@ -77,6 +79,7 @@ export class OrgSocketShare {
     if (queue === undefined) this.#waiting.set(org, [{ request, wanted, connect }]);
     else queue.push({ request, wanted, connect });
     this.#waitingRequests.add(request);
+    if (this.#open.get(org) === 0) this.#holdingNone.add(org);
   }
 
   /** Whether requests of `org` wait for room (a socket of its own that falls idle closes for them). */
@@ -94,45 +97,40 @@ export class OrgSocketShare {
   }
 
   opened(org: string): void {
-    this.#time.opened(org);
+    this.#open.add(org);
     this.#openTotal += 1;
+    this.#holdingNone.delete(org);
   }
 
   /**
-   * One of the org's sockets closed: while there is room, the oldest request still wanted of the
-   * waiting org with room that has used the least socket time connects (an org served goes to the
-   * back of the ties). Each pass takes at least one request off a queue, so it ends.
+   * One of the org's sockets closed: while there is room, the oldest request still wanted of each
+   * waiting org that holds no socket connects, then the other waiting orgs take turns; an org
+   * served goes to the back of the turns.
    */
   closed(org: string): void {
-    this.#time.closed(org);
+    this.#open.subtract(org);
     this.#openTotal -= 1;
-    if (!this.hasWaiting(org)) this.#time.forgetIfIdle(org);
-    while (this.#openTotal < this.total) {
-      const waitingOrg = this.#leastUsedWaiting();
-      if (waitingOrg === undefined) return;
-      const next = this.#nextWanted(waitingOrg, this.#waiting.get(waitingOrg) as Waiting[]);
-      if (next === undefined) continue;
-      this.#time.served(waitingOrg);
-      next.connect();
+    if (this.#open.get(org) === 0 && this.hasWaiting(org)) this.#holdingNone.add(org);
+    for (const waitingOrg of [...this.#holdingNone]) {
+      if (this.#openTotal >= this.total) return;
+      // Out of the tier whether or not its request opens a socket (a free one of its origin may take it).
+      this.#holdingNone.delete(waitingOrg);
+      const queue = this.#waiting.get(waitingOrg);
+      const next = queue === undefined ? undefined : this.#nextWanted(waitingOrg, queue);
+      next?.connect();
     }
-  }
-
-  /** The waiting org with room of its own that has used the least socket time; at equal use the one holding fewer sockets, then the first in turn. */
-  #leastUsedWaiting(): string | undefined {
-    let least: string | undefined;
-    let leastUsed = 0;
-    let leastOpen = 0;
-    for (const org of this.#waiting.keys()) {
-      const open = this.#time.open(org);
-      if (open >= this.#perOrg) continue;
-      const used = this.#time.usedMs(org);
-      if (least === undefined || used < leastUsed || (used === leastUsed && open < leastOpen)) {
-        least = org;
-        leastUsed = used;
-        leastOpen = open;
+    let served = true;
+    while (served && this.#openTotal < this.total) {
+      served = false;
+      for (const [waitingOrg, queue] of [...this.#waiting]) {
+        if (this.#openTotal >= this.total) return;
+        if (!this.hasRoom(waitingOrg)) continue;
+        const next = this.#nextWanted(waitingOrg, queue);
+        if (next === undefined) continue;
+        served = true;
+        next.connect();
       }
     }
-    return least;
   }
 
   /** The org's oldest request still wanted, out of its queue (the org to the back of the turns), or undefined. */
@@ -145,7 +143,7 @@ export class OrgSocketShare {
     }
     this.#waiting.delete(org);
     if (queue.length > 0) this.#waiting.set(org, queue);
-    else if (next === undefined) this.#time.forgetIfIdle(org);
+    else this.#holdingNone.delete(org);
     return next;
   }
 
@@ -157,12 +155,13 @@ export class OrgSocketShare {
     if (at !== -1) queue.splice(at, 1);
     if (queue.length > 0) return;
     this.#waiting.delete(org);
-    this.#time.forgetIfIdle(org);
+    this.#holdingNone.delete(org);
   }
 
   /** Forgets every waiting request (the pools are closing: each is failed by its own shutdown). */
   clear(): void {
     this.#waiting.clear();
     this.#waitingRequests.clear();
+    this.#holdingNone.clear();
   }
 }
