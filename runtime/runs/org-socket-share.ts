@@ -7,14 +7,21 @@
 // Past its share, an org's next new connection waits for one of its own sockets to close. The
 // process holds at most a total over every org too: thousands of orgs each within their share (a
 // few runs in flight each) took it to its open-file limit the same way. Past the total, new
-// connections wait, and the room each closed socket frees goes to the waiting org that has used the
-// least socket time lately (org-socket-turns.ts; at equal use, the one holding fewer sockets, then
-// the one served longest ago). Turns counted in sockets (a tier for orgs holding none, then each
-// waiting org in turn) became a plain round of 3,000 busy orgs, each closing its one socket with
-// requests waiting, and an org whose receiver answered at once got one request through per round.
+// connections wait, and the room each closed socket frees goes first to waiting orgs that hold no
+// socket, then to the others in turn: with 3,000 orgs waiting, an org sending now and then waited a
+// whole round (10-19 s) for its first connection behind orgs that each held some. Still a round
+// when thousands of busy orgs each hold a single socket: each closes with requests waiting (none is
+// kept idle then) and puts its org in the first tier too (a probe of 2026-12-06, README Limits).
+// Turns by socket time were tried twice on 2026-12-06 and reverted after review (commits 96bb80c,
+// 0addd57): least use with idle orgs forgotten let orgs sending one request at a time pass an org
+// with a backlog forever; use halving every minute kept counting while nothing waited, so an
+// org that had filled its share got nothing for ~10 minutes once others came; both scanned every
+// waiting org at each close (0.5 ms at 3,000). A fix must count use only while orgs wait, bound
+// what a newcomer may take ahead, keep memory to the orgs holding or wanting sockets, and pick in
+// O(log n) (test/runs/org-socket-fairness.test.ts keeps the first failure's load as a guard).
 
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { openFileLimit, sharedFiles } from '../open-file-limit.ts';
-import { OrgSocketTurns } from './org-socket-turns.ts';
 
 /** Sockets one org may hold open to receivers at once, over all of them. */
 export const OUTBOUND_SOCKETS_PER_ORG = 1024;
@@ -42,25 +49,23 @@ export class OrgSocketShare {
   readonly #perOrg: number;
   /** Sockets the process may hold open, every org together. */
   readonly total: number;
-  /** Sockets open per org, and the socket time each has used lately. */
-  readonly #turns = new OrgSocketTurns();
-  readonly #now: () => number;
+  readonly #open = new KeyedCounts();
   #openTotal = 0;
-  /** Per org, requests waiting for room, oldest first; the map's order (an org given room goes last) breaks ties of turn. */
+  /** Per org, requests waiting for room, oldest first; the map's order is the orgs' turns for room that frees. */
   readonly #waiting = new Map<string, Waiting[]>();
   /** Every waiting request, for isWaiting (asked of every request sent). */
   readonly #waitingRequests = new Set<object>();
+  /** The waiting orgs that hold no socket, in the order they came to: served before any other. */
+  readonly #holdingNone = new Set<string>();
 
-  /** `now`: the monotonic clock socket time is counted on (ms). */
-  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit()), now: () => number = () => performance.now()) {
+  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit())) {
     this.#perOrg = perOrg;
     this.total = total;
-    this.#now = now;
   }
 
   /** Whether `org` may open one more socket now: the process and the org both have room. */
   hasRoom(org: string): boolean {
-    return this.#openTotal < this.total && this.#turns.open(org) < this.#perOrg;
+    return this.#openTotal < this.total && this.#open.get(org) < this.#perOrg;
   }
 
   /**
@@ -69,7 +74,7 @@ export class OrgSocketShare {
    */
   get full(): boolean {
     if (this.#openTotal < this.total) return false;
-    for (const org of this.#waiting.keys()) if (this.#turns.open(org) < this.#perOrg) return true;
+    for (const org of this.#waiting.keys()) if (this.#open.get(org) < this.#perOrg) return true;
     return false;
   }
 
@@ -79,6 +84,7 @@ export class OrgSocketShare {
     if (queue === undefined) this.#waiting.set(org, [{ request, wanted, connect }]);
     else queue.push({ request, wanted, connect });
     this.#waitingRequests.add(request);
+    if (this.#open.get(org) === 0) this.#holdingNone.add(org);
   }
 
   /** Whether requests of `org` wait for room (a socket of its own that falls idle closes for them). */
@@ -96,43 +102,40 @@ export class OrgSocketShare {
   }
 
   opened(org: string): void {
-    this.#turns.opened(org, this.#now());
+    this.#open.add(org);
     this.#openTotal += 1;
+    this.#holdingNone.delete(org);
   }
 
   /**
-   * One of the org's sockets closed: while there is room, the oldest request still wanted of the
-   * waiting org whose turn it is connects (#nextTurn). Each pass takes a request off a queue, so it ends.
+   * One of the org's sockets closed: while there is room, the oldest request still wanted of each
+   * waiting org that holds no socket connects, then the other waiting orgs take turns; an org
+   * served goes to the back of the turns.
    */
   closed(org: string): void {
-    const now = this.#now();
-    this.#turns.closed(org, now);
+    this.#open.subtract(org);
     this.#openTotal -= 1;
-    if (!this.hasWaiting(org)) this.#turns.forgetIfIdle(org, now);
-    while (this.#openTotal < this.total) {
-      const waitingOrg = this.#nextTurn(now);
-      if (waitingOrg === undefined) return;
-      const next = this.#nextWanted(waitingOrg, this.#waiting.get(waitingOrg) as Waiting[]);
+    if (this.#open.get(org) === 0 && this.hasWaiting(org)) this.#holdingNone.add(org);
+    for (const waitingOrg of [...this.#holdingNone]) {
+      if (this.#openTotal >= this.total) return;
+      // Out of the tier whether or not its request opens a socket (a free one of its origin may take it).
+      this.#holdingNone.delete(waitingOrg);
+      const queue = this.#waiting.get(waitingOrg);
+      const next = queue === undefined ? undefined : this.#nextWanted(waitingOrg, queue);
       next?.connect();
     }
-  }
-
-  /** The waiting org with room of its own that has used the least socket time lately; at equal use the one holding fewer sockets, then the first in the map. */
-  #nextTurn(now: number): string | undefined {
-    let best: string | undefined;
-    let bestUsed = 0;
-    let bestOpen = 0;
-    for (const org of this.#waiting.keys()) {
-      const open = this.#turns.open(org);
-      if (open >= this.#perOrg) continue;
-      const used = this.#turns.usedMs(org, now);
-      if (best === undefined || used < bestUsed || (used === bestUsed && open < bestOpen)) {
-        best = org;
-        bestUsed = used;
-        bestOpen = open;
+    let served = true;
+    while (served && this.#openTotal < this.total) {
+      served = false;
+      for (const [waitingOrg, queue] of [...this.#waiting]) {
+        if (this.#openTotal >= this.total) return;
+        if (!this.hasRoom(waitingOrg)) continue;
+        const next = this.#nextWanted(waitingOrg, queue);
+        if (next === undefined) continue;
+        served = true;
+        next.connect();
       }
     }
-    return best;
   }
 
   /** The org's oldest request still wanted, out of its queue (the org to the back of the turns), or undefined. */
@@ -145,14 +148,8 @@ export class OrgSocketShare {
     }
     this.#waiting.delete(org);
     if (queue.length > 0) this.#waiting.set(org, queue);
-    else this.#noneWaitingOf(org);
+    else this.#holdingNone.delete(org);
     return next;
-  }
-
-  /** The org's queue is empty: it is forgotten if its use has decayed, and every idle org once no org waits. */
-  #noneWaitingOf(org: string): void {
-    this.#turns.forgetIfIdle(org, this.#now());
-    if (this.#waiting.size === 0) this.#turns.forgetAllIdle();
   }
 
   /** Drops `request` from its org's queue, if it waits there (withdrawn: it will never connect). */
@@ -163,13 +160,13 @@ export class OrgSocketShare {
     if (at !== -1) queue.splice(at, 1);
     if (queue.length > 0) return;
     this.#waiting.delete(org);
-    this.#noneWaitingOf(org);
+    this.#holdingNone.delete(org);
   }
 
   /** Forgets every waiting request (the pools are closing: each is failed by its own shutdown). */
   clear(): void {
     this.#waiting.clear();
     this.#waitingRequests.clear();
-    this.#turns.forgetAllIdle();
+    this.#holdingNone.clear();
   }
 }
