@@ -7,21 +7,21 @@
 // Past its share, an org's next new connection waits for one of its own sockets to close. The
 // process holds at most a total over every org too: thousands of orgs each within their share (a
 // few runs in flight each) took it to its open-file limit the same way. Past the total, new
-// connections wait, and the room each closed socket frees goes first to waiting orgs that hold no
-// socket, then to the others in turn: with 3,000 orgs waiting, an org sending now and then waited a
-// whole round (10-19 s) for its first connection behind orgs that each held some. Still a round
-// when thousands of busy orgs each hold a single socket: each closes with requests waiting (none is
-// kept idle then) and puts its org in the first tier too (a probe of 2026-12-06, README Limits).
-// Turns by socket time were tried twice on 2026-12-06 and reverted after review (commits 96bb80c,
+// connections wait. The room each closed socket frees went first to waiting orgs holding no socket,
+// then to the others in turn, one socket each; but busy orgs close their one socket with requests
+// waiting too, so at 3,000 slow orgs it was a plain round, and an org whose receiver answered at
+// once got one request through per round, 20 s apart (a probe of 2026-12-06). Now it goes by fair
+// queuing over socket time (org-socket-turns.ts; at an equal turn, the org holding fewer sockets,
+// then the one placed first), each waiting org placed in a heap when it starts waiting and at each
+// change of its own: O(log n) a socket. Two earlier tries were reverted after review (96bb80c,
 // 0addd57): least use with idle orgs forgotten let orgs sending one request at a time pass an org
-// with a backlog forever; use halving every minute kept counting while nothing waited, so an
-// org that had filled its share got nothing for ~10 minutes once others came; both scanned every
-// waiting org at each close (0.5 ms at 3,000). A fix must count use only while orgs wait, bound
-// what a newcomer may take ahead, keep memory to the orgs holding or wanting sockets, and pick in
-// O(log n) (test/runs/org-socket-fairness.test.ts keeps the first failure's load as a guard).
+// with a backlog forever; use halving every minute kept counting while nothing waited, so an org
+// that had filled its share got nothing for ~10 minutes once others came; both scanned every
+// waiting org per socket. test/runs/org-socket-fairness.test.ts simulates those loads.
 
-import { KeyedCounts } from '../../actors/keyed-counts.ts';
+import { MinHeap } from '../../actors/min-heap.ts';
 import { openFileLimit, sharedFiles } from '../open-file-limit.ts';
+import { OrgSocketTurns } from './org-socket-turns.ts';
 
 /** Sockets one org may hold open to receivers at once, over all of them. */
 export const OUTBOUND_SOCKETS_PER_ORG = 1024;
@@ -38,6 +38,20 @@ export function defaultOutboundSocketTotal(limit: number | undefined): number {
   return limit === undefined ? OUTBOUND_SOCKETS_FALLBACK : Math.max(8, Math.floor(sharedFiles(limit) / 8));
 }
 
+/** A waiting org's place in the turns, as of its last change: stale once its org changed again (`version`). */
+interface Turn {
+  readonly org: string;
+  /** Where its next request would finish (OrgSocketTurns.nextFinishOf), when this entry was made. */
+  readonly finish: number;
+  /** Sockets it held then: fewer goes first at an equal finish. */
+  readonly open: number;
+  /** When it was made: earlier goes first at an equal finish and sockets held. */
+  readonly seq: number;
+  readonly version: number;
+}
+
+const turnBefore = (a: Turn, b: Turn): boolean => a.finish < b.finish || (a.finish === b.finish && (a.open < b.open || (a.open === b.open && a.seq < b.seq)));
+
 interface Waiting {
   /** False once the request was dropped (withdrawn, failed, the pools closed): it is skipped. */
   readonly wanted: () => boolean;
@@ -49,23 +63,31 @@ export class OrgSocketShare {
   readonly #perOrg: number;
   /** Sockets the process may hold open, every org together. */
   readonly total: number;
-  readonly #open = new KeyedCounts();
+  /** Sockets open per org, and whose turn it is. */
+  readonly #turns = new OrgSocketTurns();
+  readonly #now: () => number;
   #openTotal = 0;
-  /** Per org, requests waiting for room, oldest first; the map's order is the orgs' turns for room that frees. */
+  /** When orgs began to wait (the waiting map was empty until then). */
+  #waitingSince = 0;
+  /** Per org, requests waiting for room, oldest first. */
   readonly #waiting = new Map<string, Waiting[]>();
+  /** The waiting orgs' turns; each org's latest entry (its version in #turnVersions) counts, older ones are skipped. */
+  readonly #turnHeap = new MinHeap<Turn>(turnBefore);
+  readonly #turnVersions = new Map<string, number>();
+  #turnSeq = 0;
   /** Every waiting request, for isWaiting (asked of every request sent). */
   readonly #waitingRequests = new Set<object>();
-  /** The waiting orgs that hold no socket, in the order they came to: served before any other. */
-  readonly #holdingNone = new Set<string>();
 
-  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit())) {
+  /** `now`: the monotonic clock sockets' lives are measured on (ms). */
+  constructor(perOrg = OUTBOUND_SOCKETS_PER_ORG, total = defaultOutboundSocketTotal(openFileLimit()), now: () => number = () => performance.now()) {
     this.#perOrg = perOrg;
     this.total = total;
+    this.#now = now;
   }
 
   /** Whether `org` may open one more socket now: the process and the org both have room. */
   hasRoom(org: string): boolean {
-    return this.#openTotal < this.total && this.#open.get(org) < this.#perOrg;
+    return this.#openTotal < this.total && this.#turns.open(org) < this.#perOrg;
   }
 
   /**
@@ -74,17 +96,18 @@ export class OrgSocketShare {
    */
   get full(): boolean {
     if (this.#openTotal < this.total) return false;
-    for (const org of this.#waiting.keys()) if (this.#open.get(org) < this.#perOrg) return true;
+    for (const org of this.#waiting.keys()) if (this.#turns.open(org) < this.#perOrg) return true;
     return false;
   }
 
   /** `request` of `org` connects (`connect`) once the org has room, after those waiting before it. */
   wait(org: string, request: object, wanted: () => boolean, connect: () => void): void {
+    if (this.#waiting.size === 0) this.#waitingSince = this.#now();
     const queue = this.#waiting.get(org);
-    if (queue === undefined) this.#waiting.set(org, [{ request, wanted, connect }]);
-    else queue.push({ request, wanted, connect });
     this.#waitingRequests.add(request);
-    if (this.#open.get(org) === 0) this.#holdingNone.add(org);
+    if (queue !== undefined) return void queue.push({ request, wanted, connect });
+    this.#waiting.set(org, [{ request, wanted, connect }]);
+    this.#placeTurn(org);
   }
 
   /** Whether requests of `org` wait for room (a socket of its own that falls idle closes for them). */
@@ -101,40 +124,63 @@ export class OrgSocketShare {
     return this.#waitingRequests.size;
   }
 
-  opened(org: string): void {
-    this.#open.add(org);
+  /** A socket of `org` opened: returns when (on the share's clock), for closed() to tell its life. */
+  opened(org: string): number {
+    this.#turns.opened(org);
     this.#openTotal += 1;
-    this.#holdingNone.delete(org);
+    if (this.hasWaiting(org)) this.#placeTurn(org);
+    return this.#now();
   }
 
   /**
-   * One of the org's sockets closed: while there is room, the oldest request still wanted of each
-   * waiting org that holds no socket connects, then the other waiting orgs take turns; an org
-   * served goes to the back of the turns.
+   * One of the org's sockets closed (opened at `openedAt`, what opened() returned, when known):
+   * while there is room, the oldest request still wanted of the waiting org whose turn it is
+   * connects (#nextTurn). Each pass takes a request off a queue, so it ends.
    */
-  closed(org: string): void {
-    this.#open.subtract(org);
+  closed(org: string, openedAt?: number): void {
+    // Charged only while orgs wait, and only since they began to.
+    const now = this.#now();
+    const charged = openedAt === undefined || this.#waiting.size === 0 ? undefined : Math.max(0, now - Math.max(openedAt, this.#waitingSince));
+    this.#turns.closed(org, charged);
     this.#openTotal -= 1;
-    if (this.#open.get(org) === 0 && this.hasWaiting(org)) this.#holdingNone.add(org);
-    for (const waitingOrg of [...this.#holdingNone]) {
-      if (this.#openTotal >= this.total) return;
-      // Out of the tier whether or not its request opens a socket (a free one of its origin may take it).
-      this.#holdingNone.delete(waitingOrg);
-      const queue = this.#waiting.get(waitingOrg);
-      const next = queue === undefined ? undefined : this.#nextWanted(waitingOrg, queue);
-      next?.connect();
+    if (this.hasWaiting(org)) this.#placeTurn(org);
+    else this.#turns.forgetIfIdle(org);
+    while (this.#openTotal < this.total) {
+      const waitingOrg = this.#nextTurn();
+      if (waitingOrg === undefined) return;
+      const next = this.#nextWanted(waitingOrg, this.#waiting.get(waitingOrg) as Waiting[]);
+      if (next === undefined) continue;
+      this.#turns.given(waitingOrg);
+      if (this.hasWaiting(waitingOrg)) this.#placeTurn(waitingOrg);
+      next.connect();
     }
-    let served = true;
-    while (served && this.#openTotal < this.total) {
-      served = false;
-      for (const [waitingOrg, queue] of [...this.#waiting]) {
-        if (this.#openTotal >= this.total) return;
-        if (!this.hasRoom(waitingOrg)) continue;
-        const next = this.#nextWanted(waitingOrg, queue);
-        if (next === undefined) continue;
-        served = true;
-        next.connect();
-      }
+  }
+
+  /**
+   * The waiting org with room of its own whose next request would finish first (OrgSocketTurns),
+   * as of its last change (an org's place is taken when it starts waiting and again at each change
+   * of its own: a socket opened or closed, room given; the virtual clock moving on leaves it, so an
+   * org that has waited longer keeps the earlier place). One at its share is left out until one of
+   * its sockets closes, which places it again.
+   */
+  #nextTurn(): string | undefined {
+    for (let turn = this.#turnHeap.pop(); turn !== undefined; turn = this.#turnHeap.pop()) {
+      if (this.#turnVersions.get(turn.org) !== turn.version || !this.hasWaiting(turn.org)) continue;
+      if (this.#turns.open(turn.org) >= this.#perOrg) continue;
+      return turn.org;
+    }
+    return undefined;
+  }
+
+  /** Places the waiting `org` in the turns as it stands now (its earlier entry goes stale). */
+  #placeTurn(org: string): void {
+    const version = (this.#turnVersions.get(org) ?? 0) + 1;
+    this.#turnVersions.set(org, version);
+    this.#turnSeq += 1;
+    this.#turnHeap.push({ org, finish: this.#turns.nextFinishOf(org), open: this.#turns.open(org), seq: this.#turnSeq, version });
+    // Stale entries (orgs placed again, or no longer waiting) are dropped once they outnumber live ones.
+    if (this.#turnHeap.size > 1024 && this.#turnHeap.size > 2 * this.#waiting.size) {
+      this.#turnHeap.rebuild((turn) => this.#turnVersions.get(turn.org) === turn.version && this.hasWaiting(turn.org));
     }
   }
 
@@ -148,8 +194,15 @@ export class OrgSocketShare {
     }
     this.#waiting.delete(org);
     if (queue.length > 0) this.#waiting.set(org, queue);
-    else this.#holdingNone.delete(org);
+    else this.#noneWaitingOf(org);
     return next;
+  }
+
+  /** The org's queue is empty: it is forgotten if idle, and every idle org once no org waits. */
+  #noneWaitingOf(org: string): void {
+    this.#turnVersions.delete(org);
+    this.#turns.forgetIfIdle(org);
+    if (this.#waiting.size === 0) this.#turns.forgetAllIdle();
   }
 
   /** Drops `request` from its org's queue, if it waits there (withdrawn: it will never connect). */
@@ -160,13 +213,15 @@ export class OrgSocketShare {
     if (at !== -1) queue.splice(at, 1);
     if (queue.length > 0) return;
     this.#waiting.delete(org);
-    this.#holdingNone.delete(org);
+    this.#noneWaitingOf(org);
   }
 
   /** Forgets every waiting request (the pools are closing: each is failed by its own shutdown). */
   clear(): void {
     this.#waiting.clear();
     this.#waitingRequests.clear();
-    this.#holdingNone.clear();
+    this.#turnVersions.clear();
+    this.#turnHeap.rebuild(() => false);
+    this.#turns.forgetAllIdle();
   }
 }

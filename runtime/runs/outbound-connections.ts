@@ -124,12 +124,12 @@ function orgPooled<B extends new (...args: any[]) => HttpAgent>(Base: B, lookupF
       if (socket !== null && socket !== undefined) {
         const org = poolOrgOf(options);
         orgs.set(socket, org);
-        share.opened(org);
+        const openedAt = share.opened(org);
         socket.once('close', () => {
           idle.taken(socket);
           // After the agent's own close handler (registered after this one), which may open a socket
           // for a request in the origin's queue: counted first, it keeps the total (else one over).
-          queueMicrotask(() => share.closed(org));
+          queueMicrotask(() => share.closed(org, openedAt));
         });
       }
       return socket;

@@ -1,9 +1,10 @@
-// Past the process's total of webhook sockets, the orgs that wait take turns (org-socket-share.ts).
-// Simulated on a moving clock, the load the first reverted try at turns by socket time failed
-// (review, 2026-12-06), as a guard for the next (which should hand the share this clock): an org
-// with a backlog gets its share beside orgs that send one request at a time, never passed by them
-// for good. (Turns in sockets let a quick org through once per round of all the waiting orgs:
-// README Limits, "webhook connections of the process".)
+// Past the process's total of webhook sockets, the room a closed socket frees goes by fair queuing
+// over socket time (org-socket-turns.ts). Found by a probe of 2026-12-06: with 3,000 orgs whose
+// receivers held each socket 1-3 s, turns counted in sockets let an org whose receiver answered at
+// once through once per round of them all (20 s apart, up to 79 s late). Two tries were reverted
+// after review; the loads that broke them are here too: an org with a backlog beside orgs sending
+// one request at a time (passed forever), and an org that filled its share while nothing waited
+// (starved ~10 minutes once others came). The share runs on the simulation's clock.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -19,24 +20,26 @@ interface Sent {
 }
 
 /**
- * Runs `requests` (and those they send next) through a share of `total` sockets, 10 per org, on a
- * simulated clock until `untilMs`: each takes a socket when the share has room, or waits for one,
- * and closes it `holdMs` later.
+ * Runs `requests` (and those they send next) through a share of `total` sockets, `perOrg` per org,
+ * on a simulated clock until `untilMs`: each takes a socket when the share has room, or waits for
+ * one, and closes it `holdMs` later. Returns every request sent.
  */
-function simulate(total: number, requests: Sent[], untilMs: number): void {
+function simulate(total: number, requests: Sent[], untilMs = Number.POSITIVE_INFINITY, perOrg = 10): Sent[] {
   let now = 0;
-  const share = new OrgSocketShare(10, total);
+  const share = new OrgSocketShare(perOrg, total, () => now);
+  const sent: Sent[] = [];
   const events: Array<{ readonly at: number; readonly run: () => void }> = [];
   const arrive = (request: Sent): void => {
+    sent.push(request);
     events.push({ at: request.at, run: () => (share.hasRoom(request.org) ? start(request) : share.wait(request.org, request, () => true, () => start(request))) });
   };
   const start = (request: Sent): void => {
     request.started = now;
-    share.opened(request.org);
+    const openedAt = share.opened(request.org);
     events.push({
       at: now + request.holdMs,
       run: () => {
-        share.closed(request.org);
+        share.closed(request.org, openedAt);
         const next = request.next?.(now);
         if (next !== undefined) arrive(next);
       },
@@ -50,18 +53,96 @@ function simulate(total: number, requests: Sent[], untilMs: number): void {
     now = event.at;
     event.run();
   }
+  return sent;
 }
+
+/** `org` sends a request holding `holdMs` from `at`, and the next 1 ms after each is done, until `untilMs`. */
+function stream(org: string, at: number, holdMs: number, untilMs: number): Sent {
+  const next = (doneAt: number): Sent | undefined => (doneAt < untilMs ? { org, at: doneAt + 1, holdMs, next } : undefined);
+  return { org, at, holdMs, next };
+}
+
+const waits = (requests: Sent[]): number[] => requests.map((request) => (request.started ?? Number.POSITIVE_INFINITY) - request.at);
+
+test('an org whose receiver answers at once waits about one socket per request, not a round of the orgs whose receivers hold theirs for seconds', () => {
+  // 50 busy orgs, 4 requests each holding its socket exactly 2 s (as many receivers timing out
+  // alike would), through 5 sockets: a round takes 20 s. A quiet org sends a request every 50 ms
+  // from t = 30 s, each done in 2 ms.
+  const busy: Sent[] = [];
+  for (let round = 0; round < 4; round += 1) for (let org = 0; org < 50; org += 1) busy.push({ org: `acct-busy-${org}`, at: 0, holdMs: 2_000 });
+  const quiet: Sent[] = Array.from({ length: 20 }, (_, i) => ({ org: 'acct-quiet', at: 30_000 + i * 50, holdMs: 2 }));
+  simulate(5, [...busy, ...quiet]);
+
+  assert.ok([...busy, ...quiet].every((request) => request.started !== undefined), 'every request got a socket');
+  // A socket frees every 400 ms on average.
+  assert.ok(Math.max(...waits(quiet)) <= 2_000, `the quiet org waited at most one busy request's hold: ${waits(quiet).join(', ')} ms`);
+  const lastStarts = new Map<string, number>();
+  for (const request of busy) lastStarts.set(request.org, Math.max(lastStarts.get(request.org) ?? 0, request.started!));
+  const spread = [...lastStarts.values()].sort((a, b) => a - b);
+  assert.ok(spread[0]! >= 2 * 20_000 && spread.at(-1)! <= 4 * 20_000, `the busy orgs share among themselves: their last starts ${spread.join(', ')} ms`);
+});
+
+test('a quick org, once it has had a socket, is not held behind busy orgs that keep coming for the first time', () => {
+  // Busy orgs keep arriving, a new one every 100 ms with three requests of 1-2 s, through 5 sockets.
+  // The quick org's first request takes its turn among the first requests of the orgs that came
+  // before it (no org's first request is known to be quick); each one after waits about one socket.
+  const busy: Sent[] = [];
+  for (let i = 0; i < 300; i += 1) for (let r = 0; r < 3; r += 1) busy.push({ org: `acct-new-${i}`, at: i * 100, holdMs: 1_000 + (i % 3) * 500 });
+  const quiet: Sent[] = Array.from({ length: 40 }, (_, i) => ({ org: 'acct-quiet', at: 5_000 + i * 500, holdMs: 2 }));
+  simulate(5, [...busy, ...quiet]);
+  const firstServed = quiet[0]!.started!;
+  assert.ok(firstServed - quiet[0]!.at <= 20_000, `the first waited ${firstServed - quiet[0]!.at} ms`);
+  const after = quiet.filter((request) => request.at > firstServed);
+  assert.ok(after.length >= 10 && Math.max(...waits(after)) <= 2_000, `the quiet org's waits after its first: ${waits(after).join(', ')} ms`);
+});
 
 test('an org with a backlog gets its share beside orgs that send one request at a time, and is not passed by them for good', () => {
   // Ten orgs each send a 2 s request and, 1 ms after it is done, the next, for 10 minutes; one org
   // queues 20 requests of 2 s at the start. 11 orgs on 5 sockets: the backlog's share is 5/11.
-  const resend = (org: string) => (doneAt: number): Sent | undefined => (doneAt < 600_000 ? { org, at: doneAt + 1, holdMs: 2_000, next: resend(org) } : undefined);
-  const steady: Sent[] = Array.from({ length: 10 }, (_, i) => ({ org: `acct-steady-${i}`, at: 0, holdMs: 2_000, next: resend(`acct-steady-${i}`) }));
+  const steady = Array.from({ length: 10 }, (_, i) => stream(`acct-steady-${i}`, 0, 2_000, 600_000));
   const backlog: Sent[] = Array.from({ length: 20 }, () => ({ org: 'acct-backlog', at: 0, holdMs: 2_000 }));
   simulate(5, [...steady, ...backlog], 700_000);
 
   const lastStart = Math.max(...backlog.map((request) => request.started ?? Number.POSITIVE_INFINITY));
-  // 20 requests x 2 s = 40 socket-seconds at a fair 5/11 of a socket: about 88 s (turns in sockets
-  // serve it by 78 s; the first reverted try never did).
+  // 20 requests x 2 s = 40 socket-seconds at a fair 5/11 of a socket: about 88 s (turns in sockets: 78 s).
   assert.ok(lastStart <= 120_000, `the backlog's last request started at ${lastStart} ms`);
+});
+
+test('an org that filled its share while nothing waited is not shut out once others come', () => {
+  // One org keeps 10 streams of 2 s requests on 20 sockets alone for 10 minutes; then 30 orgs come
+  // with 2 streams each: 31 orgs want 70 sockets of 20.
+  const heavy = Array.from({ length: 10 }, () => stream('acct-heavy', 0, 2_000, 900_000));
+  const others = Array.from({ length: 30 }, (_, i) => [stream(`acct-other-${i}`, 600_000, 2_000, 900_000), stream(`acct-other-${i}`, 600_000, 2_000, 900_000)]).flat();
+  const sent = simulate(20, [...heavy, ...others], 900_000);
+
+  // 31 orgs on 20 sockets: a fair share is 20/31 of a socket each, about 84 requests of 2 s in the
+  // 260 s after they came; the heavy org gets its share, never shut out for long.
+  const heavyStarts = sent.filter((request) => request.org === 'acct-heavy' && request.started !== undefined && request.started >= 620_000 && request.started < 880_000).map((request) => request.started!);
+  const longestGap = Math.max(...heavyStarts.slice(1).map((at, i) => at - heavyStarts[i]!));
+  assert.ok(heavyStarts.length >= 40 && longestGap <= 20_000, `the heavy org started ${heavyStarts.length} requests from 620 s to 880 s, at most ${longestGap} ms apart`);
+  const othersAfter = sent.filter((request) => request.org !== 'acct-heavy' && request.at < 880_000);
+  assert.ok(Math.max(...waits(othersAfter)) <= 10_000, `the others' waits: at most ${Math.max(...waits(othersAfter))} ms`);
+});
+
+test('an org that held sockets for a long time is passed by the others, and a quick org still waits only for about one socket', () => {
+  // One org holds 5 sockets for 1,000 s, then 4 more for another 1,000 s (given room as its first
+  // five close); two orgs then queue 2 s requests, and a quiet one sends 2 ms requests every 100 ms.
+  const long: Sent[] = Array.from({ length: 9 }, () => ({ org: 'acct-long', at: 0, holdMs: 1_000_000 }));
+  const queued: Sent[] = [];
+  for (const org of ['acct-a', 'acct-b']) for (let i = 0; i < 50; i += 1) queued.push({ org, at: 1_000_100, holdMs: 2_000 });
+  const quiet: Sent[] = Array.from({ length: 20 }, (_, i) => ({ org: 'acct-quiet', at: 1_010_000 + i * 100, holdMs: 2 }));
+  simulate(5, [...long, ...queued, ...quiet]);
+
+  assert.ok(Math.max(...waits(quiet)) <= 4_000, `the quiet org's waits on the one socket left: ${waits(quiet).join(', ')} ms`);
+  assert.ok([...long, ...queued, ...quiet].every((request) => request.started !== undefined), 'every request got a socket');
+});
+
+test('an org that comes with a large backlog takes no more than its turn from the orgs already waiting', () => {
+  // 20 orgs keep one stream of 2 s requests each on 10 sockets; at 60 s an org comes with 1,000 requests.
+  const steady = Array.from({ length: 20 }, (_, i) => stream(`acct-steady-${i}`, 0, 2_000, 300_000));
+  const flood: Sent[] = Array.from({ length: 1_000 }, () => ({ org: 'acct-flood', at: 60_000, holdMs: 2_000 }));
+  const sent = simulate(10, [...steady, ...flood], 300_000);
+  const steadyAfter = sent.filter((request) => request.org !== 'acct-flood' && request.at >= 60_000 && request.at < 280_000);
+  // 21 orgs on 10 sockets: a steady org's request waits about one round of 21 requests of 2 s / 10.
+  assert.ok(Math.max(...waits(steadyAfter)) <= 8_000, `the steady orgs' waits after the flood came: at most ${Math.max(...waits(steadyAfter))} ms`);
 });

@@ -142,9 +142,13 @@ test('each request waiting for room closes one idle socket of its org, not the s
   assert.deepEqual([share.isWaiting(first), share.waiting], [false, 1]);
 });
 
-/** A share of `total` sockets (10 per org) whose waiting requests, once let connect, are named in `connected`. */
+/**
+ * A share of `total` sockets (10 per org) whose waiting requests, once let connect, are named in
+ * `connected`. Its clock stands still and no socket's life is told: turns fall to the sockets each
+ * org holds, then to order (org-socket-fairness.test.ts runs turns on a moving clock).
+ */
 function sharing(total: number) {
-  const share = new OrgSocketShare(10, total);
+  const share = new OrgSocketShare(10, total, () => 0);
   const connected: string[] = [];
   const connect = (org: string, name: string) => () => {
     connected.push(name);
