@@ -171,7 +171,9 @@ test('through the runner: a compile process killed mid-compile fails that upload
     let compiling: number[] = [];
     await waitFor(() => (compiling = compileProcessesOf(runner.child.pid!)).length === 1, 'the runner to start its compile process');
     const started = cpuTicks(compiling[0]!);
-    await waitFor(() => cpuTicks(compiling[0]!) > started + 50, 'the compile process to be compiling');
+    // Two seconds of CPU: past its own start (loading tsx took more than the half second once waited
+    // for here, under load, and a kill then is a process that "did not start"), well inside the compile.
+    await waitFor(() => cpuTicks(compiling[0]!) > started + 200, 'the compile process to be compiling');
     process.kill(compiling[0]!, 'SIGKILL');
     const failed = await upload;
     assert.ok(failed instanceof RunnerUnavailableError && /The hook-runner is unavailable after 1 attempt \(Compile\): The WebAssembly sandbox is unavailable on this runner; see its log\./.test(failed.message), String(failed));
