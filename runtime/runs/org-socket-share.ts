@@ -71,8 +71,9 @@ export class OrgSocketShare {
   #waitingSince = 0;
   /** Per org, requests waiting for room, oldest first. */
   readonly #waiting = new Map<string, Waiting[]>();
-  /** The waiting orgs' turns; each org's latest entry (its version in #turnVersions) counts, older ones are skipped. */
+  /** The waiting orgs' turns; each org's latest entry (its seq in #turnVersions) counts, older ones are skipped. */
   readonly #turnHeap = new MinHeap<Turn>(turnBefore);
+  /** Per waiting org, the seq of its latest entry: a seq is never used twice, so an entry from an earlier wait never counts again. */
   readonly #turnVersions = new Map<string, number>();
   #turnSeq = 0;
   /** Every waiting request, for isWaiting (asked of every request sent). */
@@ -119,6 +120,11 @@ export class OrgSocketShare {
     return this.#waitingRequests.has(request);
   }
 
+  /** Orgs whose turns are kept: those holding sockets or waiting, and idle ones the virtual clock has not passed. */
+  get trackedOrgs(): number {
+    return this.#turns.size;
+  }
+
   /** Requests waiting for room, over every org. */
   get waiting(): number {
     return this.#waitingRequests.size;
@@ -150,8 +156,8 @@ export class OrgSocketShare {
       if (waitingOrg === undefined) return;
       const next = this.#nextWanted(waitingOrg, this.#waiting.get(waitingOrg) as Waiting[]);
       if (next === undefined) continue;
-      this.#turns.given(waitingOrg);
       if (this.hasWaiting(waitingOrg)) this.#placeTurn(waitingOrg);
+      this.#turns.sweepIdle((idle) => this.hasWaiting(idle));
       next.connect();
     }
   }
@@ -174,10 +180,10 @@ export class OrgSocketShare {
 
   /** Places the waiting `org` in the turns as it stands now (its earlier entry goes stale). */
   #placeTurn(org: string): void {
-    const version = (this.#turnVersions.get(org) ?? 0) + 1;
-    this.#turnVersions.set(org, version);
     this.#turnSeq += 1;
-    this.#turnHeap.push({ org, finish: this.#turns.nextFinishOf(org), open: this.#turns.open(org), seq: this.#turnSeq, version });
+    const version = this.#turnSeq;
+    this.#turnVersions.set(org, version);
+    this.#turnHeap.push({ org, finish: this.#turns.nextFinishOf(org), open: this.#turns.open(org), seq: version, version });
     // Stale entries (orgs placed again, or no longer waiting) are dropped once they outnumber live ones.
     if (this.#turnHeap.size > 1024 && this.#turnHeap.size > 2 * this.#waiting.size) {
       this.#turnHeap.rebuild((turn) => this.#turnVersions.get(turn.org) === turn.version && this.hasWaiting(turn.org));
@@ -192,6 +198,8 @@ export class OrgSocketShare {
       this.#waitingRequests.delete(head.request);
       if (head.wanted()) next = head;
     }
+    // Given room before anything of it may be forgotten below (its usual hold goes with it).
+    if (next !== undefined) this.#turns.given(org);
     this.#waiting.delete(org);
     if (queue.length > 0) this.#waiting.set(org, queue);
     else this.#noneWaitingOf(org);

@@ -13,7 +13,9 @@
 // apart, a probe of 2026-12-06); two tries that counted use directly were reverted (org-socket-share.ts).
 // Nothing is charged while no org waits (and at most the time since orgs began to wait, so a
 // keep-alive socket that served for hours is not charged hours); an org is forgotten once it holds
-// no socket and its finish is not ahead of the virtual clock, and every idle one once no org waits.
+// no socket and the virtual clock has reached its finish, and every idle one once no org waits.
+
+import { MinHeap } from '../../actors/min-heap.ts';
 
 /** How much one charged socket life moves an average hold (an org's, the process's). */
 const HOLD_AVERAGE_WEIGHT = 0.2;
@@ -33,11 +35,24 @@ interface OrgTurn {
   open: number;
 }
 
+/** An org that held no socket when its finish was still ahead of the virtual clock: forgotten once the clock gets there (sweepIdle). */
+interface IdleAhead {
+  readonly org: string;
+  readonly finishMs: number;
+}
+
 export class OrgSocketTurns {
   readonly #orgs = new Map<string, OrgTurn>();
+  /** Idle orgs ahead of the virtual clock, by finish: each is let go once the clock passes it, if still idle. */
+  readonly #idleAhead = new MinHeap<IdleAhead>((a, b) => a.finishMs < b.finishMs);
   #virtualMs = 0;
   /** Every org's sockets' usual charged life: an org without its own is taken to hold that long (at most NEW_ORG_HOLD_MS). */
   #processHoldMs: number | undefined;
+
+  /** Orgs kept (holding sockets, waiting, or idle ahead of the virtual clock). */
+  get size(): number {
+    return this.#orgs.size;
+  }
 
   /** Sockets of `org` open now. */
   open(org: string): number {
@@ -78,15 +93,33 @@ export class OrgSocketTurns {
     this.#virtualMs = start;
   }
 
-  /** Forgets `org` (the caller knows nothing of it waits) if it holds no socket and is not ahead of the virtual clock. */
+  /**
+   * Forgets `org` (the caller knows nothing of it waits) if it holds no socket and is not ahead of
+   * the virtual clock; one ahead is let go once the clock passes its finish (sweepIdle).
+   */
   forgetIfIdle(org: string): void {
     const turn = this.#orgs.get(org);
-    if (turn !== undefined && turn.open === 0 && (turn.finishMs ?? 0) <= this.#virtualMs) this.#orgs.delete(org);
+    if (turn === undefined || turn.open > 0) return;
+    if ((turn.finishMs ?? 0) <= this.#virtualMs) this.#orgs.delete(org);
+    else this.#idleAhead.push({ org, finishMs: turn.finishMs as number });
+  }
+
+  /** Lets go the idle orgs the virtual clock has passed, unless they hold a socket again or wait (`waits`). */
+  sweepIdle(waits: (org: string) => boolean): void {
+    for (let idle = this.#idleAhead.pop(); idle !== undefined; idle = this.#idleAhead.pop()) {
+      if (idle.finishMs > this.#virtualMs) {
+        this.#idleAhead.push(idle);
+        return;
+      }
+      const turn = this.#orgs.get(idle.org);
+      if (turn !== undefined && turn.open === 0 && turn.finishMs === idle.finishMs && !waits(idle.org)) this.#orgs.delete(idle.org);
+    }
   }
 
   /** No org waits any more (nothing to take turns for): forgets every org that holds no socket. */
   forgetAllIdle(): void {
     for (const [org, turn] of this.#orgs) if (turn.open === 0) this.#orgs.delete(org);
+    this.#idleAhead.rebuild(() => false);
   }
 
   #holdOf(turn: OrgTurn | undefined): number {

@@ -24,22 +24,24 @@ interface Sent {
  * on a simulated clock until `untilMs`: each takes a socket when the share has room, or waits for
  * one, and closes it `holdMs` later. Returns every request sent.
  */
-function simulate(total: number, requests: Sent[], untilMs = Number.POSITIVE_INFINITY, perOrg = 10): Sent[] {
+function simulate(total: number, requests: Sent[], untilMs = Number.POSITIVE_INFINITY, perOrg = 10, share?: (made: OrgSocketShare) => void): Sent[] {
   let now = 0;
-  const share = new OrgSocketShare(perOrg, total, () => now);
+  const made = new OrgSocketShare(perOrg, total, () => now);
+  share?.(made);
+  const shared = made;
   const sent: Sent[] = [];
   const events: Array<{ readonly at: number; readonly run: () => void }> = [];
   const arrive = (request: Sent): void => {
     sent.push(request);
-    events.push({ at: request.at, run: () => (share.hasRoom(request.org) ? start(request) : share.wait(request.org, request, () => true, () => start(request))) });
+    events.push({ at: request.at, run: () => (shared.hasRoom(request.org) ? start(request) : shared.wait(request.org, request, () => true, () => start(request))) });
   };
   const start = (request: Sent): void => {
     request.started = now;
-    const openedAt = share.opened(request.org);
+    const openedAt = shared.opened(request.org);
     events.push({
       at: now + request.holdMs,
       run: () => {
-        share.closed(request.org, openedAt);
+        shared.closed(request.org, openedAt);
         const next = request.next?.(now);
         if (next !== undefined) arrive(next);
       },
@@ -145,4 +147,34 @@ test('an org that comes with a large backlog takes no more than its turn from th
   const steadyAfter = sent.filter((request) => request.org !== 'acct-flood' && request.at >= 60_000 && request.at < 280_000);
   // 21 orgs on 10 sockets: a steady org's request waits about one round of 21 requests of 2 s / 10.
   assert.ok(Math.max(...waits(steadyAfter)) <= 8_000, `the steady orgs' waits after the flood came: at most ${Math.max(...waits(steadyAfter))} ms`);
+});
+
+test('an org that stops waiting and waits again keeps no place from its earlier wait (found by review)', () => {
+  let now = 0;
+  const share = new OrgSocketShare(10, 2, () => now);
+  const served: string[] = [];
+  const waitFor = (org: string, name: string, request: object = {}): void => share.wait(org, request, () => true, () => void (served.push(name), share.opened(org)));
+  const heldByB = share.opened('acct-b');
+  const heldByA = share.opened('acct-a');
+  waitFor('acct-c', 'c1');
+  const withdrawn = {};
+  waitFor('acct-a', 'a1', withdrawn); // placed with A's standing then: early
+  now = 10;
+  share.closed('acct-a', heldByA); // A is placed again, later; C gets the room
+  assert.deepEqual(served, ['c1']);
+  share.forget('acct-a', withdrawn); // A stops waiting; its early entry stays behind in the heap
+  waitFor('acct-d', 'd1');
+  waitFor('acct-a', 'a2');
+  now = 20;
+  share.closed('acct-b', heldByB);
+  assert.deepEqual(served, ['c1', 'd1'], "D's turn, not A's from its earlier wait");
+});
+
+test('orgs that came once are let go while others keep waiting: memory follows the orgs holding or wanting sockets (found by review)', () => {
+  // One org always waits on 5 sockets; a new org sends one 2 s request every 500 ms for 2 hours.
+  const steady = Array.from({ length: 10 }, () => stream('acct-steady', 0, 2_000, 7_200_000));
+  const once: Sent[] = Array.from({ length: 14_000 }, (_, i) => ({ org: `acct-once-${i}`, at: i * 500, holdMs: 2_000 }));
+  let share: OrgSocketShare | undefined;
+  simulate(5, [...steady, ...once], 7_000_000, 10, (made) => (share = made));
+  assert.ok(share!.trackedOrgs < 100, `orgs kept after 14,000 came: ${share!.trackedOrgs}`);
 });
