@@ -198,19 +198,19 @@ export class OrgSocketShare {
       this.#waitingRequests.delete(head.request);
       if (head.wanted()) next = head;
     }
-    // Given room before anything of it may be forgotten below (its usual hold goes with it).
     if (next !== undefined) this.#turns.given(org);
     this.#waiting.delete(org);
     if (queue.length > 0) this.#waiting.set(org, queue);
-    else this.#noneWaitingOf(org);
+    // One given room keeps its turn (its usual hold): it is about to open a socket.
+    else this.#noneWaitingOf(org, next !== undefined);
     return next;
   }
 
-  /** The org's queue is empty: it is forgotten if idle, and every idle org once no org waits. */
-  #noneWaitingOf(org: string): void {
+  /** The org's queue is empty: unless `served`, it is forgotten if idle; every idle org (but a served one) once no org waits. */
+  #noneWaitingOf(org: string, served = false): void {
     this.#turnVersions.delete(org);
-    this.#turns.forgetIfIdle(org);
-    if (this.#waiting.size === 0) this.#turns.forgetAllIdle();
+    if (!served) this.#turns.forgetIfIdle(org);
+    if (this.#waiting.size === 0) this.#turns.forgetAllIdle(served ? org : undefined);
   }
 
   /** Drops `request` from its org's queue, if it waits there (withdrawn: it will never connect). */

@@ -178,3 +178,13 @@ test('orgs that came once are let go while others keep waiting: memory follows t
   simulate(5, [...steady, ...once], 7_000_000, 10, (made) => (share = made));
   assert.ok(share!.trackedOrgs < 100, `orgs kept after 14,000 came: ${share!.trackedOrgs}`);
 });
+
+test('orgs sending one request at a time, alike, get alike shares: one served its last queued request keeps its usual hold (found by review)', () => {
+  // 50 orgs, each sending a 2 s request 1 ms after the previous ends, on 5 sockets for 10 minutes.
+  const orgs = Array.from({ length: 50 }, (_, i) => stream(`acct-alike-${i}`, 0, 2_000, 600_000));
+  const sent = simulate(5, orgs, 600_000);
+  const starts = new Map<string, number>();
+  for (const request of sent) if (request.started !== undefined) starts.set(request.org, (starts.get(request.org) ?? 0) + 1);
+  const counts = [...starts.values()].sort((a, b) => a - b);
+  assert.ok(counts.length === 50 && counts.at(-1)! - counts[0]! <= 2, `starts per org: ${counts.join(', ')}`);
+});
