@@ -15,6 +15,11 @@ export class MinHeap<T> {
     return this.#items.length;
   }
 
+  /** The least entry, left in; undefined when empty. */
+  peek(): T | undefined {
+    return this.#items[0];
+  }
+
   push(item: T): void {
     const items = this.#items;
     let i = items.length;
@@ -50,8 +55,16 @@ export class MinHeap<T> {
 
   /** Keeps only the entries `keep` answers true for. */
   rebuild(keep: (item: T) => boolean): void {
-    const kept = this.#items.filter(keep);
+    this.replaceWith(this.#items.filter(keep));
+  }
+
+  /** Holds `items` instead of what it held. */
+  replaceWith(items: readonly T[]): void {
     this.#items = [];
-    for (const item of kept) this.push(item);
+    for (const item of items) this.push(item);
+  }
+
+  clear(): void {
+    this.#items = [];
   }
 }

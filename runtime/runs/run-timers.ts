@@ -11,6 +11,7 @@
 // 100,000 delays due together held another org's, due a moment later, behind all of them (~390 turns).
 
 import { FifoQueue } from '../../actors/fifo-queue.ts';
+import { MinHeap } from '../../actors/min-heap.ts';
 import type { Clock } from '../clock.ts';
 import { orgScopedParts } from '../tenancy/org-scoped-key.ts';
 
@@ -35,7 +36,7 @@ export class RunTimers {
   readonly #clock: Clock;
   readonly #onDue: (key: string) => void;
   readonly #due = new Map<string, number>();
-  #heap: Entry[] = [];
+  readonly #heap = new MinHeap<Entry>((a, b) => a.at < b.at);
   /** Timers taken from the heap as due, per org in due order, not fired yet: orgs fire in turn. */
   readonly #ready = new Map<string, FifoQueue<Entry>>();
   #handle: NodeJS.Timeout | undefined;
@@ -63,13 +64,13 @@ export class RunTimers {
 
   /** Heap entries, stale ones (disarmed or re-armed) included: stays within a small multiple of `size`. */
   get heapLength(): number {
-    return this.#heap.length;
+    return this.#heap.size;
   }
 
   /** Arms (or re-arms) the timer of `key` for the absolute time `at`. */
   arm(key: string, at: number): void {
     this.#due.set(key, at);
-    this.#push({ at, key });
+    this.#heap.push({ at, key });
     this.#compactIfStale();
     this.#schedule();
   }
@@ -86,11 +87,11 @@ export class RunTimers {
   /**
    * A disarmed or re-armed timer leaves its old entry in the heap until that entry's time, which may
    * be days away: once stale entries outnumber live ones (past a floor), the heap is rebuilt from the
-   * live ones. A sorted array is a valid heap.
+   * live ones.
    */
   #compactIfStale(): void {
-    if (this.#heap.length <= COMPACT_FLOOR || this.#heap.length <= 2 * this.#due.size) return;
-    this.#heap = [...this.#due].map(([key, at]) => ({ at, key })).sort((a, b) => a.at - b.at);
+    if (this.#heap.size <= COMPACT_FLOOR || this.#heap.size <= 2 * this.#due.size) return;
+    this.#heap.replaceWith([...this.#due].map(([key, at]) => ({ at, key })));
   }
 
   /**
@@ -104,8 +105,8 @@ export class RunTimers {
     this.#latestNow = setBack ? now : Math.max(this.#latestNow, now);
     if (setBack) this.#onClockBack?.();
     // Stale entries (disarmed, or armed again) are dropped as they come and do not count.
-    for (let taken = 0; taken < TAKE_BATCH && this.#heap.length > 0 && (this.#heap[0] as Entry).at <= now; ) {
-      const entry = this.#pop();
+    for (let taken = 0; taken < TAKE_BATCH && (this.#heap.peek()?.at ?? Number.POSITIVE_INFINITY) <= now; ) {
+      const entry = this.#heap.pop() as Entry;
       if (this.#due.get(entry.key) !== entry.at) continue;
       const org = orgScopedParts(entry.key)[0];
       let queue = this.#ready.get(org);
@@ -139,43 +140,10 @@ export class RunTimers {
     if (this.#closed) return;
     if (this.#handle !== undefined) clearTimeout(this.#handle);
     this.#handle = undefined;
-    const next = this.#heap[0];
+    const next = this.#heap.peek();
     if (next === undefined && this.#ready.size === 0) return;
     const delay = this.#ready.size > 0 || next === undefined ? 0 : Math.min(this.#recheckMs, Math.max(0, next.at - this.#clock.now()));
     this.#handle = setTimeout(() => this.fireDue(), delay);
     this.#handle.unref();
-  }
-
-  #push(entry: Entry): void {
-    const heap = this.#heap;
-    heap.push(entry);
-    let i = heap.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if ((heap[parent] as Entry).at <= entry.at) break;
-      heap[i] = heap[parent] as Entry;
-      i = parent;
-    }
-    heap[i] = entry;
-  }
-
-  #pop(): Entry {
-    const heap = this.#heap;
-    const top = heap[0] as Entry;
-    const last = heap.pop() as Entry;
-    if (heap.length > 0) {
-      let i = 0;
-      for (;;) {
-        const left = 2 * i + 1;
-        if (left >= heap.length) break;
-        const right = left + 1;
-        const child = right < heap.length && (heap[right] as Entry).at < (heap[left] as Entry).at ? right : left;
-        if ((heap[child] as Entry).at >= last.at) break;
-        heap[i] = heap[child] as Entry;
-        i = child;
-      }
-      heap[i] = last;
-    }
-    return top;
   }
 }

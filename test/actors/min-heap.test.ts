@@ -1,4 +1,4 @@
-// The binary min-heap the webhook socket turns are kept in (org-socket-share.ts).
+// The binary min-heap the webhook socket turns (org-socket-share.ts) and run timers (run-timers.ts) are kept in.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -20,4 +20,16 @@ test('rebuild keeps only what it is told to, still in order', () => {
   for (const value of [9, 3, 7, 1, 8, 2]) heap.push(value);
   heap.rebuild((value) => value % 2 === 1);
   assert.deepEqual([heap.pop(), heap.pop(), heap.pop(), heap.pop(), heap.pop()], [1, 3, 7, 9, undefined]);
+});
+
+test('peek leaves the least in; replaceWith holds the given entries instead; clear empties it', () => {
+  const heap = new MinHeap<number>((a, b) => a < b);
+  assert.equal(heap.peek(), undefined);
+  for (const value of [5, 2, 8]) heap.push(value);
+  assert.deepEqual([heap.peek(), heap.size], [2, 3]);
+  heap.replaceWith([9, 4, 6]);
+  assert.deepEqual([heap.pop(), heap.pop(), heap.pop(), heap.pop()], [4, 6, 9, undefined]);
+  heap.push(1);
+  heap.clear();
+  assert.deepEqual([heap.size, heap.pop()], [0, undefined]);
 });
