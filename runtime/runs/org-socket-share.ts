@@ -38,16 +38,15 @@ export function defaultOutboundSocketTotal(limit: number | undefined): number {
   return limit === undefined ? OUTBOUND_SOCKETS_FALLBACK : Math.max(8, Math.floor(sharedFiles(limit) / 8));
 }
 
-/** A waiting org's place in the turns, as of its last change: stale once its org changed again (`version`). */
+/** A waiting org's place in the turns, as of its last change: stale once its org was placed again, or stopped waiting (#turnSeqs). */
 interface Turn {
   readonly org: string;
   /** Where its next request would finish (OrgSocketTurns.nextFinishOf), when this entry was made. */
   readonly finish: number;
   /** Sockets it held then: fewer goes first at an equal finish. */
   readonly open: number;
-  /** When it was made: earlier goes first at an equal finish and sockets held. */
+  /** When it was made, never used twice: earlier goes first at an equal finish and sockets held. */
   readonly seq: number;
-  readonly version: number;
 }
 
 const turnBefore = (a: Turn, b: Turn): boolean => a.finish < b.finish || (a.finish === b.finish && (a.open < b.open || (a.open === b.open && a.seq < b.seq)));
@@ -71,10 +70,10 @@ export class OrgSocketShare {
   #waitingSince = 0;
   /** Per org, requests waiting for room, oldest first. */
   readonly #waiting = new Map<string, Waiting[]>();
-  /** The waiting orgs' turns; each org's latest entry (its seq in #turnVersions) counts, older ones are skipped. */
+  /** The waiting orgs' turns; each org's latest entry (its seq in #turnSeqs) counts, older ones are skipped. */
   readonly #turnHeap = new MinHeap<Turn>(turnBefore);
-  /** Per waiting org, the seq of its latest entry: a seq is never used twice, so an entry from an earlier wait never counts again. */
-  readonly #turnVersions = new Map<string, number>();
+  /** Per waiting org, the seq of its latest entry: an entry from an earlier wait never counts again. */
+  readonly #turnSeqs = new Map<string, number>();
   #turnSeq = 0;
   /** Every waiting request, for isWaiting (asked of every request sent). */
   readonly #waitingRequests = new Set<object>();
@@ -171,23 +170,23 @@ export class OrgSocketShare {
    */
   #nextTurn(): string | undefined {
     for (let turn = this.#turnHeap.pop(); turn !== undefined; turn = this.#turnHeap.pop()) {
-      if (this.#turnVersions.get(turn.org) !== turn.version || !this.hasWaiting(turn.org)) continue;
-      if (this.#turns.open(turn.org) >= this.#perOrg) continue;
-      return turn.org;
+      if (this.#isLatest(turn) && this.#turns.open(turn.org) < this.#perOrg) return turn.org;
     }
     return undefined;
+  }
+
+  /** Whether `turn` is its org's latest entry, the org still waiting (#noneWaitingOf drops its seq). */
+  #isLatest(turn: Turn): boolean {
+    return this.#turnSeqs.get(turn.org) === turn.seq;
   }
 
   /** Places the waiting `org` in the turns as it stands now (its earlier entry goes stale). */
   #placeTurn(org: string): void {
     this.#turnSeq += 1;
-    const version = this.#turnSeq;
-    this.#turnVersions.set(org, version);
-    this.#turnHeap.push({ org, finish: this.#turns.nextFinishOf(org), open: this.#turns.open(org), seq: version, version });
+    this.#turnSeqs.set(org, this.#turnSeq);
+    this.#turnHeap.push({ org, finish: this.#turns.nextFinishOf(org), open: this.#turns.open(org), seq: this.#turnSeq });
     // Stale entries (orgs placed again, or no longer waiting) are dropped once they outnumber live ones.
-    if (this.#turnHeap.size > 1024 && this.#turnHeap.size > 2 * this.#waiting.size) {
-      this.#turnHeap.rebuild((turn) => this.#turnVersions.get(turn.org) === turn.version && this.hasWaiting(turn.org));
-    }
+    if (this.#turnHeap.size > 1024 && this.#turnHeap.size > 2 * this.#waiting.size) this.#turnHeap.rebuild((turn) => this.#isLatest(turn));
   }
 
   /** The org's oldest request still wanted, out of its queue (the org to the back of the turns), or undefined. */
@@ -208,7 +207,7 @@ export class OrgSocketShare {
 
   /** The org's queue is empty: unless `served`, it is forgotten if idle; every idle org (but a served one) once no org waits. */
   #noneWaitingOf(org: string, served = false): void {
-    this.#turnVersions.delete(org);
+    this.#turnSeqs.delete(org);
     if (!served) this.#turns.forgetIfIdle(org);
     if (this.#waiting.size === 0) this.#turns.forgetAllIdle(served ? org : undefined);
   }
@@ -228,8 +227,8 @@ export class OrgSocketShare {
   clear(): void {
     this.#waiting.clear();
     this.#waitingRequests.clear();
-    this.#turnVersions.clear();
-    this.#turnHeap.rebuild(() => false);
+    this.#turnSeqs.clear();
+    this.#turnHeap.clear();
     this.#turns.forgetAllIdle();
   }
 }

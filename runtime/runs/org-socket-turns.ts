@@ -119,7 +119,7 @@ export class OrgSocketTurns {
   /** No org waits any more (nothing to take turns for): forgets every org that holds no socket, but `keep`. */
   forgetAllIdle(keep?: string): void {
     for (const [org, turn] of this.#orgs) if (turn.open === 0 && org !== keep) this.#orgs.delete(org);
-    this.#idleAhead.rebuild(() => false);
+    this.#idleAhead.clear();
   }
 
   #holdOf(turn: OrgTurn | undefined): number {

@@ -203,11 +203,14 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
     });
+    const dropUnsent = (): void => {
+      fail(new PostWithdrawnError());
+      outgoing.destroy();
+    };
     // Dropped unsent, and true, when the run no longer wants the request.
     withdrawn = (): boolean => {
       if (stillWanted(options)) return false;
-      fail(new PostWithdrawnError());
-      outgoing.destroy();
+      dropUnsent();
       return true;
     };
     if (queued && options.withdrawn !== undefined) {
@@ -225,11 +228,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     // Headers and body go out together, once the connection is open. This runs outside the
     // promise's executor: a throw here would be uncaught and end the process, so it fails the request.
     const writeRequest = (): void => {
-      if (options.goingOut?.() === false) {
-        fail(new PostWithdrawnError());
-        outgoing.destroy();
-        return;
-      }
+      if (options.goingOut?.() === false) return dropUnsent();
       try {
         for (const [name, value] of Object.entries(options.headersAtSend?.(queuedMs ?? 0) ?? {})) outgoing.setHeader(name, value);
       } catch (error) {
