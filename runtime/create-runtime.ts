@@ -316,8 +316,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     // removed, and a client joining later must hear a position past the mark (update-log.ts).
     for (const { orgId, liveMark } of resumed) rooms.closeSandboxSocketsAfterReset(orgId, liveMark);
     if (resumed.length > 0) logger.info('sandbox resets cut short were finished', { orgs: resumed.map((reset) => reset.orgId) });
-    boot = await beginBoot(ledger, clock.now());
-    const recovered = await engine.recover(boot);
+    const recovered = await engine.recover(async (latestClaimedAt) => (boot = await beginBoot(ledger, clock.now(), latestClaimedAt)));
     if (recovered.unfinished + recovered.failed > 0) {
       logger.info('unfinished runs picked up from the previous process', {
         runs: recovered.unfinished,

@@ -15,7 +15,8 @@ interface BootState {
   /**
    * The recovery time of the first start after it that was cut off (died, or stopped, before it sent
    * anything), or null. Every attempt claimed since (claimedAt at or after it) was claimed by such a
-   * start and never sent: that process had ended before they began (told by the wall clock).
+   * start and never sent: that process had ended before they began (told by the wall clock, which
+   * a start keeps past the attempts left open: beginBoot).
    */
   readonly cutOffSince: number | null;
   /**
@@ -40,7 +41,7 @@ const isAttemptEntry = (entry: unknown): entry is readonly [string, number] => A
 
 /** What boot recovery needs to know of this start: its recovery time, how to tell each open attempt's restart, and when it first sends. */
 export interface BootRecovery {
-  /** The time of this start's recovery: every attempt it claims has it as claimedAt. */
+  /** The time of this start's recovery (the clock's, or just past the latest open attempt's claimedAt if later): every attempt it claims has it as claimedAt. */
   readonly nowMs: number;
   /** How the process that claimed an attempt still open, at `claimedAt`, under `fence` of the run `runKey` (orgScopedKey), ended. */
   readonly causeOf: (claimedAt: number, runKey?: string, fence?: number) => RestartCause;
@@ -62,8 +63,13 @@ export interface BootRecovery {
  * Opens this start's record: reads how the previous processes ended, then records durably, before
  * recovery writes anything, that this start has not yet sent anything (so a start killed during its
  * recovery, or before its first step went out, is told apart from a crash of a process sending steps).
+ * `latestClaimedAt`: the latest claimedAt of the attempts left open, which recovery has read. This
+ * start's time is kept past it, so that every attempt an earlier process claimed stays before the
+ * cut-off mark even when the wall clock was set back since (a start killed before it rewrote those
+ * runs would otherwise have them read as its own, "nothing sent", when they may have gone out).
  */
-export async function beginBoot(ledger: Ledger, nowMs: number): Promise<BootRecovery> {
+export async function beginBoot(ledger: Ledger, clockMs: number, latestClaimedAt = -Infinity): Promise<BootRecovery> {
+  const nowMs = Math.max(clockMs, latestClaimedAt + 1);
   const table = ledger.openDatabase('runtime-boots');
   const previous = table.get(KEY) as Partial<BootState> | undefined;
   const ended = previous?.ended ?? 'serving';

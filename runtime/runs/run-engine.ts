@@ -190,18 +190,16 @@ export class RunEngine {
     }
   }
 
-  /** Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot; `boot` tells how the previous processes ended (boot-record.ts). */
-  async recover(boot?: BootRecovery): Promise<Omit<Recovery, 'runs'> & { readonly unfinished: number }> {
+  /**
+   * Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot;
+   * `beginBoot` opens this start's record (boot-record.ts) once the runs are read, given the latest
+   * claimedAt of the attempts left open: it tells how the previous processes ended.
+   */
+  async recover(beginBoot?: (latestClaimedAt: number) => Promise<BootRecovery>): Promise<Omit<Recovery, 'runs'> & { readonly unfinished: number }> {
     const d = this.#d;
-    this.#boot = boot;
     const { runs, interrupted, failed } = await recoverUnfinishedRuns(
-      {
-        ...d,
-        updateFor: (run) => this.#updateFor(run),
-        ...this.#onTheSpot,
-        ...(boot === undefined ? {} : { causeOf: boot.causeOf }),
-      },
-      boot?.nowMs ?? d.clock.now(),
+      { ...d, updateFor: (run) => this.#updateFor(run), ...this.#onTheSpot },
+      beginBoot === undefined ? d.clock.now() : async (latestClaimedAt) => (this.#boot = await beginBoot(latestClaimedAt)),
     );
     for (const [i, { orgId, runId, work, admitted }] of runs.entries()) {
       if (i > 0 && i % RECOVERY_BATCH === 0) await nextTurn();

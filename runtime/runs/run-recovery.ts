@@ -39,10 +39,15 @@ export interface RecoveryDeps {
   readonly admitNow: (orgId: OrgId, runId: RunId) => boolean;
   /** Gives back a slot `admitNow` took (recovery failed, and boot with it). */
   readonly release: (orgId: OrgId, runId: RunId) => void;
-  /** How the process that claimed an open attempt (at its claimedAt, under its fence, of the run key) ended (boot-record.ts); default: it crashed. */
-  readonly causeOf?: (claimedAt: number, runKey: string, fence: number) => RestartCause;
   /** Orgs deleted (their removal may still be under way): their runs are not picked up. */
   readonly deletedOrgs?: DeletedOrgIds;
+}
+
+/** When recovery acts (its `at`, and the claimedAt of what it claims), and how it tells why each open attempt was left. */
+export interface RecoveryStart {
+  readonly nowMs: number;
+  /** How the process that claimed an open attempt (at its claimedAt, under its fence, of the run key) ended (boot-record.ts); default: it crashed. */
+  readonly causeOf?: (claimedAt: number, runKey: string, fence: number) => RestartCause;
 }
 
 /** An unfinished run as recovery hands it to the engine: which run, and what to do for it. */
@@ -93,9 +98,12 @@ const recovered = (run: PersistedRun, work: Work = pendingWork(run)): RecoveredR
  * as now durably stored, in `admissionOrder`: the engine enqueues them in the order given, so that
  * order is what each org's FIFO sees; a run given with `admitted` already holds its slot. Also
  * counts the runs the previous process's end cut off (Recovery), for the start's log line.
+ * `begin`: the time recovery acts at, or what opens it once the runs are read and before anything
+ * is written, given the latest claimedAt of the attempts left open (boot-record.ts, beginBoot).
  */
-export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): Promise<Recovery> {
+export async function recoverUnfinishedRuns(deps: RecoveryDeps, begin: number | ((latestClaimedAt: number) => Promise<RecoveryStart>)): Promise<Recovery> {
   const found: Array<RecoveredRun | Interrupted> = [];
+  let latestClaimedAt = -Infinity;
   let read = 0;
   for (const { orgId, runId } of deps.runs.unfinished()) {
     if (++read % RECOVERY_BATCH === 0) await nextTurn();
@@ -103,6 +111,7 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
     const run = deps.runs.get(orgId, runId);
     if (run === undefined) continue;
     if (run.value === 'running') {
+      latestClaimedAt = Math.max(latestClaimedAt, currentStep(run.context)?.attempts.at(-1)?.claimedAt ?? -Infinity);
       found.push({ ...recovered(run, RECLAIMED_WORK), stored: run });
       continue;
     }
@@ -110,10 +119,11 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, nowMs: number): 
     if (work.kind !== 'none') found.push(recovered(run, work));
   }
   found.sort(admissionOrder);
+  const start = typeof begin === 'number' ? { nowMs: begin } : await begin(latestClaimedAt);
   const ordered: RecoveredRun[] = [];
   let written: Written[];
   try {
-    written = await admitInOrder(deps, found, nowMs, ordered);
+    written = await admitInOrder(deps, found, start, ordered);
     found.length = 0;
     for (let from = 0; from < written.length; from += RECOVERY_BATCH) await storeAndPublish(deps, written.slice(from, from + RECOVERY_BATCH));
   } catch (error) {
@@ -158,7 +168,7 @@ const isInterrupted = (run: RecoveredRun | Interrupted): run is Interrupted => '
  * reclaimed one refused a slot), which is what enqueueing them all in this order would do; stored
  * `queued` otherwise. Returns the snapshots (with their updates) recovery writes.
  */
-async function admitInOrder(deps: RecoveryDeps, found: ReadonlyArray<RecoveredRun | Interrupted>, nowMs: number, ordered: RecoveredRun[]): Promise<Written[]> {
+async function admitInOrder(deps: RecoveryDeps, found: ReadonlyArray<RecoveredRun | Interrupted>, { nowMs, causeOf }: RecoveryStart, ordered: RecoveredRun[]): Promise<Written[]> {
   const waiting = new Set<OrgId>();
   const written: Written[] = [];
   for (const entry of found) {
@@ -171,7 +181,7 @@ async function admitInOrder(deps: RecoveryDeps, found: ReadonlyArray<RecoveredRu
     const { orgId, runId, createdAt, stored } = entry;
     const actor = restoreRunActor(stored).start();
     const open = currentStep(stored.context)?.attempts.at(-1);
-    const cause = open === undefined ? 'crashed' : (deps.causeOf?.(open.claimedAt, orgScopedKey(orgId, runId), open.fence) ?? 'crashed');
+    const cause = open === undefined ? 'crashed' : (causeOf?.(open.claimedAt, orgScopedKey(orgId, runId), open.fence) ?? 'crashed');
     actor.send({ type: 'run.recovered', at: nowMs, cause });
     const queued = persistedRunOf(actor);
     const updates = [deps.updateFor(queued)];

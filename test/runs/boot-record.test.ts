@@ -80,6 +80,25 @@ for (const kind of LEDGER_KINDS) {
         await close();
       }
     });
+
+    test('a start keeps its time past the attempts left open: with the clock set back, a start cut off does not take a crashed process\'s attempts for its own', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const sending = await beginBoot(ledger, 10_000);
+        await sending.beforeFirstEffect();
+        // It claims attempts up to 10,500 and crashes; the clock is set back an hour-ish.
+        const setBack = await beginBoot(ledger, 2_000, 10_500);
+        assert.equal(setBack.nowMs, 10_501, 'just past the latest attempt left open');
+        assert.equal(setBack.causeOf(10_500), 'crashed');
+        // Killed before it rewrote the run claimed at 10,500 (and before it sent anything).
+        const next = await beginBoot(ledger, 2_100, 10_501);
+        assert.equal(next.causeOf(10_500), 'crashed', 'the crashed process\'s attempt may have gone out');
+        assert.equal(next.causeOf(10_501), 'start_cut_off', 'what the cut-off start claimed did not');
+        assert.equal((await beginBoot(ledger, 20_000, 10_501)).nowMs, 20_000, 'the clock, when it is later');
+      } finally {
+        await close();
+      }
+    });
   });
 }
 
@@ -172,22 +191,63 @@ test('a step out at five crashes (SIGKILL while it is out) still fails the run; 
   }
 });
 
-/** What a start killed between its recovery's write and its first sends leaves in `dataDir`. */
-async function cutOffStart(dataDir: string): Promise<void> {
+test('a step out at a crash, then a start with the clock set back an hour killed before its recovery wrote: the attempt still reads as a crash (it went out), not as the cut-off start\'s', { timeout: 60_000 }, async () => {
+  const dataDir = tempDir();
+  const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>(() => undefined) }, { status: 200, body: '{}' }]);
+  try {
+    let child = await spawnRuntime(dataDir);
+    const key = await createOrg(child.url, ADMIN_TOKEN, 'acct-set-back', 'pro');
+    assert.equal((await call(child.url, 'POST', '/organizations/acct-set-back/workflows', { token: key, json: { name: 'w', trigger_event: 'e', steps: [{ id: 's', type: 'webhook', url: receiver.url }] } })).status, 201);
+    assert.equal((await call(child.url, 'POST', '/organizations/acct-set-back/events', { token: key, json: { type: 'e', payload: {}, id: 'evt_set_back_1' } })).status, 202);
+    await eventually('the step out', () => receiver.received.length, (n) => n === 1);
+    child.child.kill('SIGKILL');
+    await child.exited;
+    await cutOffStart(dataDir, { killedBeforeWrite: true, clockMs: Date.now() - 3_600_000 });
+    child = await spawnRuntime(dataDir);
+    try {
+      const run = await eventually(
+        'the run completed',
+        async () => ((await call(child.url, 'GET', '/organizations/acct-set-back/runs', { token: key })).body.runs as Array<{ run_id: string; state: string }>)[0],
+        (r) => r?.state === 'completed',
+      );
+      const view = (await call(child.url, 'GET', `/organizations/acct-set-back/runs/${run!.run_id}`, { token: key })).body.run;
+      const attempts = view.steps[0].attempts as Array<{ outcome: string; evidence: { reason?: string; effect_sent?: string } | null }>;
+      assert.deepEqual(attempts.map((a) => a.outcome), ['abandoned', 'succeeded']);
+      assert.deepEqual(attempts[0]!.evidence, { reason: 'runtime_restarted', effect_sent: 'unknown' });
+      assert.match(explainRun(view), /attempt 1 \(fence 1\): abandoned; the runtime went down while it was out: it may have reached its target/);
+      assert.equal(receiver.received.length, 2);
+    } finally {
+      child.child.kill('SIGKILL');
+      await child.exited;
+    }
+  } finally {
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+/**
+ * What a start killed between its recovery's write and its first sends leaves in `dataDir`; with
+ * `killedBeforeWrite`, killed before that write (its boot record written, no run rewritten), its
+ * wall clock at `clockMs`.
+ */
+async function cutOffStart(dataDir: string, { killedBeforeWrite = false, clockMs = Date.now() } = {}): Promise<void> {
   const ledger = openLedger(dataDir);
   try {
-    const boot = await beginBoot(ledger, Date.now());
+    const runs = new RunStore(ledger);
+    if (killedBeforeWrite) runs.write = () => assert.fail('killed before this write');
     const deps = {
       ledger,
-      runs: new RunStore(ledger),
+      runs,
       updateLog: new UpdateLog(ledger, 1000),
       rooms: { publish: () => undefined } as unknown as LiveRooms,
       updateFor: (run: PersistedRun) => runUpdateFor(run, undefined),
       admitNow: () => true,
       release: () => undefined,
-      causeOf: boot.causeOf,
     };
-    assert.equal((await recoverUnfinishedRuns(deps, boot.nowMs)).runs.length, 1);
+    const recovering = recoverUnfinishedRuns(deps, (latestClaimedAt) => beginBoot(ledger, clockMs, latestClaimedAt));
+    if (killedBeforeWrite) await assert.rejects(recovering, /killed before this write/);
+    else assert.equal((await recovering).runs.length, 1);
   } finally {
     await ledger.close();
   }
