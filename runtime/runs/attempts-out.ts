@@ -23,6 +23,13 @@ export interface AttemptOut {
   goingOut(): boolean;
 }
 
+/**
+ * The reason every withdrawn attempt's signal aborts with (nothing reads it but as "withdrawn"):
+ * one made here, since abort() without a reason makes a DOMException, stack trace and all, for
+ * each (most runs' attempts are withdrawn as they end, their request having waited for a socket).
+ */
+const WITHDRAWN = new DOMException('the run no longer waits for this attempt', 'AbortError');
+
 class Attempt implements AttemptOut {
   readonly fence: number;
   /** The org of a sandbox run's attempt (withdrawn when the org's plan loses its sandbox); undefined for production. */
@@ -56,14 +63,14 @@ class Attempt implements AttemptOut {
   signal(): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
-      if (this.#withdrawn) this.#controller.abort();
+      if (this.#withdrawn) this.#controller.abort(WITHDRAWN);
     }
     return this.#controller.signal;
   }
 
   withdraw(): void {
     this.#withdrawn = true;
-    this.#controller?.abort();
+    this.#controller?.abort(WITHDRAWN);
   }
 }
 
