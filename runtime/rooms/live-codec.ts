@@ -42,8 +42,9 @@ const LiveMessageType = root.lookupType('sluice.live.v1.LiveMessage');
 const ClientMessageType = root.lookupType('sluice.live.v1.ClientMessage');
 const toObjectOptions = { longs: Number, defaults: true, oneofs: false } as const;
 
+/** Encodes the typed object as it is (its fields already have the proto's types: no fromObject copy, one per live frame). */
 export function encodeLiveMessage(message: LiveMessage): Uint8Array {
-  return LiveMessageType.encode(LiveMessageType.fromObject(message)).finish();
+  return LiveMessageType.encode(message).finish();
 }
 
 export function decodeLiveMessage(bytes: Uint8Array): LiveMessage {
