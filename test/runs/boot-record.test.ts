@@ -150,9 +150,7 @@ test('a step out at five crashes (SIGKILL while it is out) still fails the run; 
   const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>(() => undefined) }]);
   try {
     let child = await spawnRuntime(dataDir);
-    const key = await createOrg(child.url, ADMIN_TOKEN, 'acct-crash-loop', 'pro');
-    assert.equal((await call(child.url, 'POST', '/organizations/acct-crash-loop/workflows', { token: key, json: { name: 'w', trigger_event: 'e', steps: [{ id: 's', type: 'webhook', url: receiver.url }] } })).status, 201);
-    assert.equal((await call(child.url, 'POST', '/organizations/acct-crash-loop/events', { token: key, json: { type: 'e', payload: {}, id: 'evt_crash_1' } })).status, 202);
+    const key = await startOneWebhookRun(child.url, 'acct-crash-loop', receiver.url);
     const crashOnceSent = async (sends: number): Promise<void> => {
       await eventually(`the step out (send ${sends})`, () => receiver.received.length, (n) => n === sends);
       child.child.kill('SIGKILL');
@@ -168,12 +166,7 @@ test('a step out at five crashes (SIGKILL while it is out) still fails the run; 
     await crashOnceSent(5);
     child = await spawnRuntime(dataDir);
     try {
-      const run = await eventually(
-        'the run failed at the fifth crash',
-        async () => ((await call(child.url, 'GET', '/organizations/acct-crash-loop/runs?state=failed', { token: key })).body.runs as Array<{ run_id: string }>)[0],
-        (r) => r !== undefined,
-      );
-      const view = (await call(child.url, 'GET', `/organizations/acct-crash-loop/runs/${run!.run_id}`, { token: key })).body.run;
+      const view = await runWhen(child.url, 'acct-crash-loop', key, 'failed');
       assert.equal(view.error.code, 'step_interrupted_repeatedly');
       const reasons = (view.steps[0].attempts as Array<{ evidence: { reason: string } }>).map((a) => a.evidence.reason);
       assert.deepEqual(reasons, ['runtime_restarted', 'runtime_restarted', 'runtime_restarted', 'runtime_restarted', 'runtime_start_interrupted', 'runtime_restarted']);
@@ -196,21 +189,14 @@ test('a step out at a crash, then a start with the clock set back an hour killed
   const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>(() => undefined) }, { status: 200, body: '{}' }]);
   try {
     let child = await spawnRuntime(dataDir);
-    const key = await createOrg(child.url, ADMIN_TOKEN, 'acct-set-back', 'pro');
-    assert.equal((await call(child.url, 'POST', '/organizations/acct-set-back/workflows', { token: key, json: { name: 'w', trigger_event: 'e', steps: [{ id: 's', type: 'webhook', url: receiver.url }] } })).status, 201);
-    assert.equal((await call(child.url, 'POST', '/organizations/acct-set-back/events', { token: key, json: { type: 'e', payload: {}, id: 'evt_set_back_1' } })).status, 202);
+    const key = await startOneWebhookRun(child.url, 'acct-set-back', receiver.url);
     await eventually('the step out', () => receiver.received.length, (n) => n === 1);
     child.child.kill('SIGKILL');
     await child.exited;
     await cutOffStart(dataDir, { killedBeforeWrite: true, clockMs: Date.now() - 3_600_000 });
     child = await spawnRuntime(dataDir);
     try {
-      const run = await eventually(
-        'the run completed',
-        async () => ((await call(child.url, 'GET', '/organizations/acct-set-back/runs', { token: key })).body.runs as Array<{ run_id: string; state: string }>)[0],
-        (r) => r?.state === 'completed',
-      );
-      const view = (await call(child.url, 'GET', `/organizations/acct-set-back/runs/${run!.run_id}`, { token: key })).body.run;
+      const view = await runWhen(child.url, 'acct-set-back', key, 'completed');
       const attempts = view.steps[0].attempts as Array<{ outcome: string; evidence: { reason?: string; effect_sent?: string } | null }>;
       assert.deepEqual(attempts.map((a) => a.outcome), ['abandoned', 'succeeded']);
       assert.deepEqual(attempts[0]!.evidence, { reason: 'runtime_restarted', effect_sent: 'unknown' });
@@ -225,6 +211,24 @@ test('a step out at a crash, then a start with the clock set back an hour killed
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+/** Creates `org` with a workflow of one webhook step to `receiverUrl` and sends it an event; returns the org's key. */
+async function startOneWebhookRun(url: string, org: string, receiverUrl: string): Promise<string> {
+  const key = await createOrg(url, ADMIN_TOKEN, org, 'pro');
+  assert.equal((await call(url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'e', steps: [{ id: 's', type: 'webhook', url: receiverUrl }] } })).status, 201);
+  assert.equal((await call(url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'e', payload: {}, id: `evt_${org}` } })).status, 202);
+  return key;
+}
+
+/** The org's one run (its API view), once it is in `state`. */
+async function runWhen(url: string, org: string, key: string, state: string): Promise<any> {
+  const run = await eventually(
+    `the run ${state}`,
+    async () => ((await call(url, 'GET', `/organizations/${org}/runs?state=${state}`, { token: key })).body.runs as Array<{ run_id: string }>)[0],
+    (r) => r !== undefined,
+  );
+  return (await call(url, 'GET', `/organizations/${org}/runs/${run!.run_id}`, { token: key })).body.run;
+}
 
 /**
  * What a start killed between its recovery's write and its first sends leaves in `dataDir`; with
