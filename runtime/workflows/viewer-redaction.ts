@@ -78,8 +78,8 @@ const tokenWordsOf = (text: string): string[] => text.split(WORD_SEPARATORS).fil
  * The credential values a workflow's webhook steps carry, in the forms a receiver may quote them:
  * header values (and their token-like words, also inside `name=value`, quotes and lists), URL path
  * segments that are not plain words (as written, decoded, and their token-like words), query
- * values (decoded and as written) and fragments; each also as JSON
- * escapes it (a receiver's JSON answer, "/" escaped or not).
+ * values (decoded and as written) and fragments; each also as JSON escapes it, once or more (a
+ * receiver's JSON answer, one quoted in a later step's answer; "/" escaped or not).
  */
 function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
   const found = new Set<string>();
@@ -103,9 +103,28 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
     if (url.hash.length > 1) found.add(url.hash.slice(1));
   }
   const long = [...found].filter((value) => value.length >= MIN_SCRUBBED_LENGTH);
-  const escaped = long.map((value) => JSON.stringify(value).slice(1, -1));
+  const forms = long.flatMap((value) => [value, ...jsonEscapedForms(value)]);
   // Some JSON writers (PHP's, json-c) escape "/" too.
-  return [...new Set([...long, ...escaped, ...escaped.map((value) => value.replaceAll('/', '\\/'))])];
+  return [...new Set([...forms, ...forms.map((value) => value.replaceAll('/', '\\/'))])];
+}
+
+/**
+ * How many times over a credential is looked for JSON-escaped. A receiver's JSON answer escapes it
+ * once; a later step's request quotes that answer (`results`), escaping it again, and a receiver
+ * echoing that request once more: 5 covers a credential echoed through two more steps. Each escape
+ * doubles a backslash, so these forms stay short.
+ */
+const MAX_ESCAPE_DEPTH = 5;
+
+/** `value` JSON-escaped once, twice, … (MAX_ESCAPE_DEPTH): the forms that differ from it (a value without `"`, `\` or control characters has one, itself). */
+function jsonEscapedForms(value: string): string[] {
+  const forms: string[] = [];
+  for (let form = value, depth = 0; depth < MAX_ESCAPE_DEPTH; depth += 1) {
+    const next = JSON.stringify(form).slice(1, -1);
+    if (next === form) break;
+    forms.push((form = next));
+  }
+  return forms;
 }
 
 /**

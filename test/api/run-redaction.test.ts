@@ -106,3 +106,14 @@ test('a credential inside a header\'s name=value, quotes or list, or in a path s
   const { viewer } = await runOnce('quoted', step, 'failed');
   assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, 'Invalid token [redacted]; unknown session [redacted]; bad key [redacted]; bad [redacted]; user bob');
 });
+
+test('a credential with a backslash reads redacted when an answer quotes it escaped several times over (an answer quoting a request that quoted an earlier answer)', async () => {
+  const password = 'Pa\\ssw0rdXYZ42';
+  const escape = (text: string): string => JSON.stringify(text).slice(1, -1);
+  // Escaped once by the first receiver's JSON answer, once more in the next step's `results`, once
+  // more by that step's receiver echoing its request: 8 backslashes where the header had one.
+  receiver.script([{ status: 200, body: `thrice ${escape(escape(escape(password)))} twice ${escape(escape(password))} five ${escape(escape(escape(escape(escape(password)))))}` }]);
+  const { developer, viewer } = await runOnce('nested', { id: 'post', type: 'webhook', url: `${receiver.url}/in`, headers: { 'x-password': password } }, 'completed');
+  assert.match(developer.body.run.steps[0].attempts[0].evidence.body, /^thrice Pa\\{8}ssw0rdXYZ42 /);
+  assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, 'thrice [redacted] twice [redacted] five [redacted]');
+});
