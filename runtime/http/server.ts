@@ -10,6 +10,7 @@ import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, defaultBodyBudgetBytes, type BodyReservation } from './body-budget.ts';
+import { headBytes, headersTooLarge, MAX_HEADER_BYTES } from './header-cap.ts';
 import { readBody } from './read-body.ts';
 import { assertChunkedTransfer, assertIdentityEncoding, assertNoBody, parseContentLength } from './request-framing.ts';
 import { ReadQuery } from './read-query.ts';
@@ -20,11 +21,6 @@ import { unreadRepliesError, UnsentReplies } from './unsent-replies.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const EMPTY_BODY = Buffer.alloc(0);
-/** uWS 20.30 buffers far larger header blocks than any client needs; this is Sluice's own cap. */
-export const MAX_HEADER_BYTES = 16 * 1024;
-
-const headersTooLarge = (): SluiceError => new SluiceError(431, 'headers_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES} bytes.`);
-
 /** A body that does not arrive in one piece must be complete this long after its first piece. */
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 /**
@@ -177,9 +173,7 @@ export class HttpServer {
     const query = new ReadQuery(rawQuery);
     // No prototype: a header named `constructor` (or any Object member) is a header like any other.
     const headers: Record<string, string> = Object.create(null) as Record<string, string>;
-    let headerBytes = rawUrl.length + rawQuery.length;
-    req.forEach((key, value) => {
-      headerBytes += key.length + value.length + 4;
+    const headerBytes = headBytes(req, (key, value) => {
       headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
     });
     let aborted = false;

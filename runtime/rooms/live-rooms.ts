@@ -25,6 +25,7 @@ import type { UpdateLog } from './update-log.ts';
 import { upgradeToken } from '../http/upgrade-token.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
+import { assertHeadFits } from '../http/header-cap.ts';
 import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
 import { offeredSubprotocols } from '../http/offered-subprotocols.ts';
@@ -92,6 +93,7 @@ export class LiveRooms {
         let admitted: { principal: Principal; requested: Subscription };
         let orgId: string;
         try {
+          assertHeadFits(req);
           assertLiveProtocolOffered(offered);
           const token = upgradeToken(query.get('token'), offered, LIVE_PROTOCOL);
           const principal = token === undefined ? undefined : auth.principalForToken(token);

@@ -30,6 +30,7 @@ import { admitDevice, DEVICE_PATH, DEVICE_PROTOCOL } from './device-upgrade.ts';
 import type { UpgradeAnswered } from '../metrics.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
+import { assertHeadFits } from '../http/header-cap.ts';
 import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
 import type { DeletedOrgIds } from '../ledger/org-fence.ts';
@@ -89,6 +90,7 @@ export class DeviceSockets {
         const extensions = req.getHeader('sec-websocket-extensions');
         let device: DeviceHead;
         try {
+          assertHeadFits(req);
           if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
           const orgId = Router.decodeSegment(rawOrgId);
           const name = Router.decodeSegment(rawName);

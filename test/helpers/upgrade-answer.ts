@@ -13,10 +13,11 @@ export interface UpgradeRefusal {
 
 /**
  * `protocols`: the Sec-WebSocket-Protocol entries to offer, if any: one header line, or (`oneLineEach`)
- * a line per entry, as a client or proxy may send a list header.
+ * a line per entry, as a client or proxy may send a list header; `extraHeaders` are sent too.
  */
-export function upgradeAnswer(url: string, protocols: readonly string[] = [], oneLineEach = false): Promise<UpgradeRefusal> {
+export function upgradeAnswer(url: string, protocols: readonly string[] = [], oneLineEach = false, extraHeaders: Readonly<Record<string, string>> = {}): Promise<UpgradeRefusal> {
   const headers = {
+    ...extraHeaders,
     connection: 'Upgrade',
     upgrade: 'websocket',
     'sec-websocket-version': '13',

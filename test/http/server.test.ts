@@ -8,7 +8,8 @@ import { connect } from 'node:net';
 import { after, before, mock, test } from 'node:test';
 import { createLogger } from '../../runtime/log.ts';
 import { createRuntimeMetrics } from '../../runtime/metrics.ts';
-import { HttpServer, MAX_HEADER_BYTES } from '../../runtime/http/server.ts';
+import { MAX_HEADER_BYTES } from '../../runtime/http/header-cap.ts';
+import { HttpServer } from '../../runtime/http/server.ts';
 
 const logged: string[] = [];
 let server: HttpServer;
