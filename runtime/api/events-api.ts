@@ -81,6 +81,7 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
     {
       method: 'POST',
       pattern: base,
+      readsLargeBodiesInThread: true,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { sent, text, payloadParsed } = await readSentEvent(request, org.id, ctx.schemas.bodies);

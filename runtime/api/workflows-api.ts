@@ -87,12 +87,15 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     writes.run(`${org.id}\u0000${request.params.workflow_id ?? ''}`, () => write(orgFor(request, 'developer')));
   const update = (request: HttpRequest) => {
     const org = orgFor(request, 'developer');
-    return oneAtATime(org, request, (current) => updateNow(current, request));
-  };
-  /** Parses the body onto the current version and stores it; re-applies onto a newer version if another write won. */
-  const updateNow = async (org: Organization, request: HttpRequest) => {
-    let current = requireWorkflow(org, request);
+    // A workflow it does not have is a 404 whatever the body says. The body is read before the
+    // update waits its turn: a handler reads its body before its first await (large-body-share.ts).
+    requireWorkflow(org, request);
     const body = parseJsonRequest(request);
+    return oneAtATime(org, request, (current) => updateNow(current, request, body));
+  };
+  /** Applies the body onto the current version and stores it; re-applies onto a newer version if another write won. */
+  const updateNow = async (org: Organization, request: HttpRequest, body: unknown) => {
+    let current = requireWorkflow(org, request);
     for (let attempt = 1; ; attempt += 1) {
       const draft = parseWorkflowInput(body, current);
       assertSandboxAllowed(org, draft.environment);

@@ -10,6 +10,7 @@ import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, defaultBodyBudgetBytes, type BodyReservation } from './body-budget.ts';
+import { LARGE_BODY_BYTES, LargeBodyShare } from './large-body-share.ts';
 import { headBytes, headersTooLarge, MAX_HEADER_BYTES } from './header-cap.ts';
 import { readBody } from './read-body.ts';
 import { assertChunkedTransfer, assertIdentityEncoding, assertNoBody, parseContentLength } from './request-framing.ts';
@@ -47,6 +48,8 @@ export interface HttpServerOptions {
   /** Bytes of reply bodies not yet read by their clients held at once (unsent-replies.ts), and one org's share (default: an eighth). */
   readonly unsentReplyBytes?: number;
   readonly unsentReplyPerTenantBytes?: number;
+  /** How fast one org's large bodies are read on the event loop (large-body-share.ts); default: its defaults. */
+  readonly largeBodies?: LargeBodyShare;
 }
 
 export class HttpServer {
@@ -63,6 +66,7 @@ export class HttpServer {
   #port = 0;
   readonly #bodyBudget: BodyBudget;
   readonly #unsent: UnsentReplies;
+  readonly #largeBodies: LargeBodyShare;
   readonly #bodyTimeoutMs: number;
   readonly #stopBodyGraceMs: number;
   /**
@@ -72,7 +76,7 @@ export class HttpServer {
   readonly #unhandled = throttledStrays<{ readonly route: string; readonly error: string }>((fields, heldBack) =>
     this.#logger.error('unhandled error in request handler', { ...fields, ...(heldBack > 0 ? { held_back: heldBack } : {}) }),
   );
-  /** The body reads under way, each by the function that cuts it off. */
+  /** The body reads under way (and large bodies waiting for their turn), each by the function that cuts it off. */
   readonly #bodyReads = new Set<(error: Error) => void>();
 
   constructor(options: HttpServerOptions) {
@@ -81,6 +85,7 @@ export class HttpServer {
     this.#metrics = options.metrics;
     this.#bodyBudget = new BodyBudget(options.bodyBudgetBytes ?? defaultBodyBudgetBytes(), options.bodyBudgetPerTenantBytes);
     this.#unsent = new UnsentReplies(options.unsentReplyBytes, options.unsentReplyPerTenantBytes);
+    this.#largeBodies = options.largeBodies ?? new LargeBodyShare();
     this.#bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
     this.#stopBodyGraceMs = options.stopBodyGraceMs ?? DEFAULT_STOP_BODY_GRACE_MS;
   }
@@ -263,11 +268,31 @@ export class HttpServer {
       const request: HttpRequest = { ...head, body };
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
       if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
-      const reply = await route.handler(request);
+      const reply = await (body.length >= LARGE_BODY_BYTES && route.readsLargeBodiesInThread !== true ? this.#inLargeBodyTurn(tenant, () => route.handler(request)) : route.handler(request));
       if (reads && route.query === undefined) query.assertAllAsked();
       return reply;
     };
     run().then(finish, (error: unknown) => finish(this.#errorReply(error, metricName)));
+  }
+
+  /**
+   * Runs `handle` (a handler given a large body) in its org's turn (LargeBodyShare: 429 when the
+   * wait would be too long), and tells the share how long its part before its first await took:
+   * where it reads the body. A stop cuts the wait off as it does a body still arriving.
+   */
+  async #inLargeBodyTurn(tenant: string, handle: () => HttpReply | Promise<HttpReply>): Promise<HttpReply> {
+    let cut: ((error: Error) => void) | undefined;
+    try {
+      await this.#largeBodies.turn(tenant, (cutOff) => this.#bodyReads.add((cut = cutOff)));
+    } finally {
+      if (cut !== undefined) this.#bodyReads.delete(cut);
+    }
+    const began = performance.now();
+    try {
+      return handle();
+    } finally {
+      this.#largeBodies.done(tenant, performance.now() - began);
+    }
   }
 
   /** The reply with its body serialized; a reply that cannot be serialized becomes a 500, never a thrown error. */

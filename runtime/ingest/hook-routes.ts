@@ -62,6 +62,7 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
       // A provider posts to the URL it was given, which may carry parameters of its own.
       query: 'any',
       metricName: 'ingest',
+      readsLargeBodiesInThread: true,
       bodyLimit: (params) => lookupHead(params)?.source.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
       // An unknown org or source is answered before its body is read.
       beforeBody: (head) => {

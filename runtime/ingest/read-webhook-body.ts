@@ -4,12 +4,13 @@
 // org waited on. A smaller one is read on the event loop, where a thread's round trip costs more.
 
 import { InputError } from '../errors.ts';
+import { LARGE_BODY_BYTES } from '../http/large-body-share.ts';
 import { decodeJsonBytes, decodeUtf8 } from '../http/parse-json.ts';
 import type { SchemaChecks } from '../sources/schema-checks.ts';
 import { bodyFactsOf, type BodyFacts } from './body-facts.ts';
 
-/** Bodies at least this large are read in a thread. */
-export const THREAD_READ_BYTES = 64 * 1024;
+/** Bodies at least this large are read in a thread (routes that do are not held to large-body-share.ts). */
+export const THREAD_READ_BYTES = LARGE_BODY_BYTES;
 
 export interface ReadBody {
   readonly text: string;
