@@ -18,8 +18,8 @@ import { RunStore } from '../../runtime/runs/run-store.ts';
 import { runUpdateFor } from '../../runtime/runs/run-update.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
-import { eventually, startReceiver } from '../helpers/receiver.ts';
-import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir } from '../helpers/runtime.ts';
+import { eventually, startReceiver, type Receiver, type Reply } from '../helpers/receiver.ts';
+import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir, type ChildRuntime } from '../helpers/runtime.ts';
 
 for (const kind of LEDGER_KINDS) {
   describe(`boot record on ${kind.name}`, () => {
@@ -145,11 +145,9 @@ test('a run whose step is out at five clean stops in a row (the disk below its f
   }
 });
 
-test('a step out at five crashes (SIGKILL while it is out) still fails the run; a start killed before it sent, between them, neither counts nor breaks the row', { timeout: 120_000 }, async () => {
-  const dataDir = tempDir();
-  const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>(() => undefined) }]);
-  try {
-    let child = await spawnRuntime(dataDir);
+test('a step out at five crashes (SIGKILL while it is out) still fails the run; a start killed before it sent, between them, neither counts nor breaks the row', { timeout: 120_000 }, () =>
+  withCrashes([{ status: 200, body: '{}', after: new Promise<void>(() => undefined) }], async (dataDir, receiver, spawn) => {
+    let child = await spawn();
     const key = await startOneWebhookRun(child.url, 'acct-crash-loop', receiver.url);
     const crashOnceSent = async (sends: number): Promise<void> => {
       await eventually(`the step out (send ${sends})`, () => receiver.received.length, (n) => n === sends);
@@ -161,56 +159,55 @@ test('a step out at five crashes (SIGKILL while it is out) still fails the run; 
       // After the fourth crash, a start cut off after its recovery's write, before it sent anything:
       // what it leaves on disk (its recovery claimed the step's sixth attempt).
       if (crash === 4) await cutOffStart(dataDir);
-      child = await spawnRuntime(dataDir);
+      child = await spawn();
     }
     await crashOnceSent(5);
-    child = await spawnRuntime(dataDir);
-    try {
-      const view = await runWhen(child.url, 'acct-crash-loop', key, 'failed');
-      assert.equal(view.error.code, 'step_interrupted_repeatedly');
-      const reasons = (view.steps[0].attempts as Array<{ evidence: { reason: string } }>).map((a) => a.evidence.reason);
-      assert.deepEqual(reasons, ['runtime_restarted', 'runtime_restarted', 'runtime_restarted', 'runtime_restarted', 'runtime_start_interrupted', 'runtime_restarted']);
-      assert.equal(receiver.received.length, 5, 'not sent after the fifth crash');
-      const explained = explainRun(view);
-      assert.match(explained, /attempt 4 \(fence 4\): abandoned; the runtime went down while it was out: it may have reached its target/);
-      assert.match(explained, /attempt 5 \(fence 5\): abandoned; nothing sent \(the runtime ended before it sent any step\)/);
-    } finally {
-      child.child.kill('SIGKILL');
-      await child.exited;
-    }
-  } finally {
-    await receiver.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-});
+    child = await spawn();
+    const view = await runWhen(child.url, 'acct-crash-loop', key, 'failed');
+    assert.equal(view.error.code, 'step_interrupted_repeatedly');
+    const reasons = (view.steps[0].attempts as Array<{ evidence: { reason: string } }>).map((a) => a.evidence.reason);
+    assert.deepEqual(reasons, ['runtime_restarted', 'runtime_restarted', 'runtime_restarted', 'runtime_restarted', 'runtime_start_interrupted', 'runtime_restarted']);
+    assert.equal(receiver.received.length, 5, 'not sent after the fifth crash');
+    const explained = explainRun(view);
+    assert.match(explained, /attempt 4 \(fence 4\): abandoned; the runtime went down while it was out: it may have reached its target/);
+    assert.match(explained, /attempt 5 \(fence 5\): abandoned; nothing sent \(the runtime ended before it sent any step\)/);
+  }));
 
-test('a step out at a crash, then a start with the clock set back an hour killed before its recovery wrote: the attempt still reads as a crash (it went out), not as the cut-off start\'s', { timeout: 60_000 }, async () => {
-  const dataDir = tempDir();
-  const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>(() => undefined) }, { status: 200, body: '{}' }]);
-  try {
-    let child = await spawnRuntime(dataDir);
+test('a step out at a crash, then a start with the clock set back an hour killed before its recovery wrote: the attempt still reads as a crash (it went out), not as the cut-off start\'s', { timeout: 60_000 }, () =>
+  withCrashes([{ status: 200, body: '{}', after: new Promise<void>(() => undefined) }, { status: 200, body: '{}' }], async (dataDir, receiver, spawn) => {
+    const child = await spawn();
     const key = await startOneWebhookRun(child.url, 'acct-set-back', receiver.url);
     await eventually('the step out', () => receiver.received.length, (n) => n === 1);
     child.child.kill('SIGKILL');
     await child.exited;
     await cutOffStart(dataDir, { killedBeforeWrite: true, clockMs: Date.now() - 3_600_000 });
-    child = await spawnRuntime(dataDir);
-    try {
-      const view = await runWhen(child.url, 'acct-set-back', key, 'completed');
-      const attempts = view.steps[0].attempts as Array<{ outcome: string; evidence: { reason?: string; effect_sent?: string } | null }>;
-      assert.deepEqual(attempts.map((a) => a.outcome), ['abandoned', 'succeeded']);
-      assert.deepEqual(attempts[0]!.evidence, { reason: 'runtime_restarted', effect_sent: 'unknown' });
-      assert.match(explainRun(view), /attempt 1 \(fence 1\): abandoned; the runtime went down while it was out: it may have reached its target/);
-      assert.equal(receiver.received.length, 2);
-    } finally {
-      child.child.kill('SIGKILL');
-      await child.exited;
-    }
+    const view = await runWhen((await spawn()).url, 'acct-set-back', key, 'completed');
+    const attempts = view.steps[0].attempts as Array<{ outcome: string; evidence: { reason?: string; effect_sent?: string } | null }>;
+    assert.deepEqual(attempts.map((a) => a.outcome), ['abandoned', 'succeeded']);
+    assert.deepEqual(attempts[0]!.evidence, { reason: 'runtime_restarted', effect_sent: 'unknown' });
+    assert.match(explainRun(view), /attempt 1 \(fence 1\): abandoned; the runtime went down while it was out: it may have reached its target/);
+    assert.equal(receiver.received.length, 2);
+  }));
+
+/**
+ * Runs `body` with a data dir and a receiver answering `replies`; `spawn` starts a runtime child on
+ * the dir, and the last one started is SIGKILLed at the end (the earlier ones the body killed).
+ */
+async function withCrashes(replies: Reply[], body: (dataDir: string, receiver: Receiver, spawn: () => Promise<ChildRuntime>) => Promise<void>): Promise<void> {
+  const dataDir = tempDir();
+  const receiver = await startReceiver(replies);
+  let last: ChildRuntime | undefined;
+  try {
+    await body(dataDir, receiver, async () => (last = await spawnRuntime(dataDir)));
   } finally {
+    if (last !== undefined) {
+      last.child.kill('SIGKILL');
+      await last.exited;
+    }
     await receiver.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
-});
+}
 
 /** Creates `org` with a workflow of one webhook step to `receiverUrl` and sends it an event; returns the org's key. */
 async function startOneWebhookRun(url: string, org: string, receiverUrl: string): Promise<string> {
