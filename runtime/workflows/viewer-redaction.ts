@@ -9,6 +9,7 @@ import type { JsonValue } from '../../actors/json.ts';
 import { maskOccurrences } from '../../hook-runner/mask-text.ts';
 import type { RunView } from '../../actors/run-view.ts';
 import type { WorkflowDraft, WorkflowStep, WorkflowVersion } from './workflow-types.ts';
+import { EVIDENCE_BODY_CAP } from '../runs/webhook-step.ts';
 
 export const REDACTED = '[redacted]';
 
@@ -78,7 +79,7 @@ const tokenWordsOf = (text: string): string[] => text.split(WORD_SEPARATORS).fil
  * The credential values a workflow's webhook steps carry, in the forms a receiver may quote them:
  * header values (and their token-like words, also inside `name=value`, quotes and lists), URL path
  * segments that are not plain words (as written, decoded, and their token-like words), query
- * values (decoded and as written) and fragments; each also as JSON escapes it, once or more (a
+ * values (decoded and as written) and fragments; each also escaped, once or more (escapedForms: a
  * receiver's JSON answer, one quoted in a later step's answer; "/" escaped or not).
  */
 function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
@@ -103,27 +104,51 @@ function credentialsOf(workflow: WorkflowDraft | undefined): string[] {
     if (url.hash.length > 1) found.add(url.hash.slice(1));
   }
   const long = [...found].filter((value) => value.length >= MIN_SCRUBBED_LENGTH);
-  const forms = long.flatMap((value) => [value, ...jsonEscapedForms(value)]);
-  // Some JSON writers (PHP's, json-c) escape "/" too.
-  return [...new Set([...forms, ...forms.map((value) => value.replaceAll('/', '\\/'))])];
+  return [...new Set(long.flatMap((value) => [value, ...escapedForms(value)]))];
 }
 
 /**
- * How many times over a credential is looked for JSON-escaped. A receiver's JSON answer escapes it
- * once; a later step's request quotes that answer (`results`), escaping it again, and a receiver
- * echoing that request once more: 5 covers a credential echoed through two more steps. Each escape
- * doubles a backslash, so these forms stay short.
+ * How many times over a credential is looked for escaped. A receiver's JSON answer escapes it once;
+ * a later step's request quotes that answer (`results`), escaping it again, and a receiver echoing
+ * that request once more: 5 covers a credential echoed through two more steps.
  */
 const MAX_ESCAPE_DEPTH = 5;
 
-/** `value` JSON-escaped once, twice, … (MAX_ESCAPE_DEPTH): the forms that differ from it (a value without `"`, `\` or control characters has one, itself). */
-function jsonEscapedForms(value: string): string[] {
+const jsonEscaped = (text: string): string => JSON.stringify(text).slice(1, -1);
+/** As some JSON writers (PHP's, json-c) escape: "/" too. */
+const slashEscaped = (text: string): string => jsonEscaped(text).replaceAll('/', '\\/');
+
+/**
+ * Values longer than this are looked for escaped once only: credentials are shorter, and each escape
+ * doubles a backslash (a workflow at the caps, 1,000 header values of 1 KiB of `\"`, took ~0.3 s of
+ * every viewer read to make its deeper forms; ~0.08 s with one).
+ */
+const DEEP_FORMS_UP_TO = 256;
+
+/**
+ * `value` escaped once, twice, … (MAX_ESCAPE_DEPTH; once for a long value) by JSON writers all
+ * along, by one that escapes "/" first and plain ones after, and by ones escaping "/" all along. A
+ * form longer than an answer is kept (EVIDENCE_BODY_CAP) is never found whole in one: not made.
+ */
+function escapedForms(value: string): string[] {
   const forms: string[] = [];
-  for (let form = value, depth = 0; depth < MAX_ESCAPE_DEPTH; depth += 1) {
-    const next = JSON.stringify(form).slice(1, -1);
-    if (next === form) break;
-    forms.push((form = next));
-  }
+  const maxDepth = value.length <= DEEP_FORMS_UP_TO ? MAX_ESCAPE_DEPTH : 1;
+  const chain = (first: string, escape: (text: string) => string): void => {
+    for (let form = first, depth = 1; form.length <= EVIDENCE_BODY_CAP; depth += 1) {
+      forms.push(form);
+      if (depth >= maxDepth) return;
+      const next = escape(form);
+      if (next === form) return;
+      form = next;
+    }
+  };
+  const once = jsonEscaped(value);
+  chain(once, jsonEscaped);
+  const slashOnce = once.replaceAll('/', '\\/');
+  // Without a "/", the other writers' forms are these.
+  if (slashOnce === once) return forms;
+  chain(slashOnce, jsonEscaped);
+  chain(slashOnce, slashEscaped);
   return forms;
 }
 

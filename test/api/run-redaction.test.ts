@@ -117,3 +117,12 @@ test('a credential with a backslash reads redacted when an answer quotes it esca
   assert.match(developer.body.run.steps[0].attempts[0].evidence.body, /^thrice Pa\\{8}ssw0rdXYZ42 /);
   assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, 'thrice [redacted] twice [redacted] five [redacted]');
 });
+
+test('a credential with a "/" reads redacted when a receiver that escapes "/" (PHP\'s JSON) quoted it and later steps quoted that again', async () => {
+  const token = 's3cr3t/p4ssw0rd';
+  const json = (text: string): string => JSON.stringify(text).slice(1, -1);
+  const php = (text: string): string => json(text).replaceAll('/', '\\/');
+  receiver.script([{ status: 200, body: `php ${php(token)} then ${json(php(token))} and ${json(json(php(token)))} all ${php(php(php(token)))}` }]);
+  const { viewer } = await runOnce('php', { id: 'post', type: 'webhook', url: `${receiver.url}/in`, headers: { 'x-api-key': token } }, 'completed');
+  assert.equal(viewer.body.run.steps[0].attempts[0].evidence.body, 'php [redacted] then [redacted] and [redacted] all [redacted]');
+});
