@@ -87,11 +87,13 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     writes.run(`${org.id}\u0000${request.params.workflow_id ?? ''}`, () => write(orgFor(request, 'developer')));
   const update = (request: HttpRequest) => {
     const org = orgFor(request, 'developer');
-    // A workflow it does not have is a 404 whatever the body says. The body is read before the
-    // update waits its turn: a handler reads its body before its first await (large-body-share.ts).
-    requireWorkflow(org, request);
+    // A workflow it does not have is a 404 whatever the body says. The body is read and judged
+    // (against the version there now; again in the write's turn) before the update waits its turn:
+    // a handler reads its body before its first await (large-body-share.ts).
+    const current = requireWorkflow(org, request);
     const body = parseJsonRequest(request);
-    return oneAtATime(org, request, (current) => updateNow(current, request, body));
+    parseWorkflowInput(body, current);
+    return oneAtATime(org, request, (now) => updateNow(now, request, body));
   };
   /** Applies the body onto the current version and stores it; re-applies onto a newer version if another write won. */
   const updateNow = async (org: Organization, request: HttpRequest, body: unknown) => {
@@ -214,9 +216,11 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
+        // Before the rotation waits its turn, as the update reads its body.
+        requireWorkflow(org, request);
+        assertNoBodyFields(request);
         return oneAtATime(org, request, async (now) => {
           const current = requireWorkflow(now, request);
-          assertNoBodyFields(request);
           const { signingSecret, earlier } = await workflows.rotateSigningSecret(now.id, current.id, ctx.clock.now(), idempotencyKey);
           return earlier ? json(200, { signing_secret: signingSecret, idempotent_replayed: true }, { 'idempotent-replayed': 'true' }) : json(200, { signing_secret: signingSecret });
         });
