@@ -67,6 +67,9 @@ export interface BootRecovery {
  * start's time is kept past it, so that every attempt an earlier process claimed stays before the
  * cut-off mark even when the wall clock was set back since (a start killed before it rewrote those
  * runs would otherwise have them read as its own, "nothing sent", when they may have gone out).
+ * What this start claims after its recovery is dated by the clock, before that mark then: cut off,
+ * those attempts read as `crashed`, the safe side (they never read as "nothing sent" when sent).
+ * Dating them past the mark instead would move their timers (retries, delays) as far.
  */
 export async function beginBoot(ledger: Ledger, clockMs: number, latestClaimedAt = -Infinity): Promise<BootRecovery> {
   const nowMs = Math.max(clockMs, latestClaimedAt + 1);
