@@ -5,20 +5,21 @@
 // parses in a few ms. So what is counted is time: the event-loop time of each handler given a body
 // of LARGE_BODY_BYTES or more (its part before its first await, where handlers read their body),
 // but of routes that read such bodies in a thread of their own. An org's large bodies are read one
-// at a time, in the order they came, a turn of the loop apart; once they took more than
-// LARGE_BODY_BURST_MS beyond LARGE_BODY_SHARE of the time since, the next waits until they did not,
-// and one that would wait past LARGE_BODY_MAX_WAIT_MS is refused with 429 instead.
-// Kept as a virtual schedule on a clock that never runs backwards (performance.now): each org has
-// the time its reads so far are paid off (`paidAt`, each read adding its time / the share).
+// at a time, in the order they came, a turn of the loop apart, against a token bucket of loop time
+// (token-bucket.ts): LARGE_BODY_SHARE of each second, up to LARGE_BODY_BURST_MS held. A read is
+// counted once done, on credit: one that overdraws it makes the org's next wait until it is paid
+// back, and one that would wait past LARGE_BODY_MAX_WAIT_MS is refused with 429 instead. The bucket
+// is kept on a clock that never runs backwards (performance.now).
 
 import { SluiceError } from '../errors.ts';
+import { TokenBucket } from '../token-bucket.ts';
 
 /** Bodies this large or larger are held to the share (and read in a thread by the routes that can). */
 export const LARGE_BODY_BYTES = 64 * 1024;
 /** The part of the event loop one org's large bodies may take over time. */
 export const LARGE_BODY_SHARE = 0.1;
-/** What they may take at once after a quiet while (ms of the event loop). */
-export const LARGE_BODY_BURST_MS = 300;
+/** What they may take at once after a quiet while (ms of the event loop), before the read that overdraws it. */
+export const LARGE_BODY_BURST_MS = 30;
 /** The longest a large body waits its turn; one that would wait longer is refused (429). */
 export const LARGE_BODY_MAX_WAIT_MS = 5000;
 
@@ -28,6 +29,9 @@ export class LargeBodiesTooFastError extends SluiceError {
     super(429, 'large_bodies_too_fast', `This organization's large request bodies (${LARGE_BODY_BYTES / 1024} KiB or more) took its share of the server's time to read; send this one again in ${Math.max(1, Math.ceil(retryAfterMs / 1000))} s.`);
   }
 }
+
+/** Whether `bucket` (of `capacity`) is full again: nothing of the org's reads is left to pay back. */
+const isFull = (bucket: TokenBucket, now: number, capacity: number): boolean => bucket.waitFor(now, capacity) === 0;
 
 /** Past this many orgs kept, those paid off are forgotten (an org is also forgotten when its last body was read and paid off). */
 const SWEEP_AT = 1024;
@@ -39,8 +43,8 @@ interface Waiter {
 }
 
 interface OrgTurns {
-  /** When the org's reads so far are paid off (ms on the share's clock). */
-  paidAt: number;
+  /** The org's loop time (ms) to read with: taken on credit as reads are done. */
+  readonly bucket: TokenBucket;
   /** A body of it is being read (given its turn, not yet done). */
   reading: boolean;
   readonly waiting: Waiter[];
@@ -56,14 +60,14 @@ export interface LargeBodyShareOptions {
 }
 
 export class LargeBodyShare {
-  readonly #share: number;
+  readonly #perSecondMs: number;
   readonly #burstMs: number;
   readonly #maxWaitMs: number;
   readonly #now: () => number;
   readonly #orgs = new Map<string, OrgTurns>();
 
   constructor({ share = LARGE_BODY_SHARE, burstMs = LARGE_BODY_BURST_MS, maxWaitMs = LARGE_BODY_MAX_WAIT_MS, now = () => performance.now() }: LargeBodyShareOptions = {}) {
-    this.#share = share;
+    this.#perSecondMs = share * 1000;
     this.#burstMs = burstMs;
     this.#maxWaitMs = maxWaitMs;
     this.#now = now;
@@ -93,12 +97,12 @@ export class LargeBodyShare {
   /** The body given its turn was read, taking `ms` of the event loop: the org's next may go. */
   done(org: string, ms: number): void {
     const turns = this.#turnsOf(org);
-    turns.paidAt = Math.max(this.#now(), turns.paidAt) + ms / this.#share;
+    turns.bucket.takeOnCredit(this.#now(), ms, Number.POSITIVE_INFINITY);
     turns.reading = false;
     this.#next(org, turns);
   }
 
-  /** Orgs with a body waiting, being read, or not yet paid off (for a test to see them forgotten). */
+  /** Orgs with a body waiting, being read, or their bucket not yet full again (for a test to see them forgotten). */
   get trackedOrgs(): number {
     return this.#orgs.size;
   }
@@ -107,16 +111,16 @@ export class LargeBodyShare {
     let turns = this.#orgs.get(org);
     if (turns === undefined) {
       if (this.#orgs.size >= SWEEP_AT) this.#forgetPaidOff();
-      turns = { paidAt: 0, reading: false, waiting: [], timer: undefined };
+      turns = { bucket: new TokenBucket(this.#burstMs, this.#perSecondMs, this.#now()), reading: false, waiting: [], timer: undefined };
       this.#orgs.set(org, turns);
     }
     return turns;
   }
 
-  /** Forgets the orgs with nothing waiting or being read, and their reads paid off. */
+  /** Forgets the orgs with nothing waiting or being read, and their bucket full again. */
   #forgetPaidOff(): void {
     const now = this.#now();
-    for (const [org, turns] of this.#orgs) if (!turns.reading && turns.waiting.length === 0 && turns.paidAt <= now) this.#orgs.delete(org);
+    for (const [org, turns] of this.#orgs) if (!turns.reading && turns.waiting.length === 0 && isFull(turns.bucket, now, this.#burstMs)) this.#orgs.delete(org);
   }
 
   /** Gives the org's next waiting body its turn, on the loop's next turn, once the org is within its burst; refuses those that would wait too long. */
@@ -125,14 +129,15 @@ export class LargeBodyShare {
     clearTimeout(turns.timer);
     turns.timer = undefined;
     const now = this.#now();
-    const waitMs = Math.max(0, turns.paidAt - this.#burstMs - now);
+    // Until what earlier reads overdrew is paid back.
+    const waitMs = turns.bucket.waitFor(now, 0);
     // The queue is in order of arrival, so of deadlines too: those that cannot be served in time go first.
     while (turns.waiting.length > 0 && (turns.waiting[0] as Waiter).deadline < now + waitMs) {
       (turns.waiting.shift() as Waiter).refuse(new LargeBodiesTooFastError(waitMs));
     }
     const head = turns.waiting.shift();
     if (head === undefined) {
-      if (turns.paidAt <= now) this.#orgs.delete(org);
+      if (isFull(turns.bucket, now, this.#burstMs)) this.#orgs.delete(org);
       return;
     }
     if (waitMs > 0) {

@@ -26,15 +26,15 @@ test('an org\'s large bodies are read one at a time in order; past its burst the
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
     let now = 0;
-    // A tenth of the loop, a burst of 300 ms, waits of at most 1 s.
-    const share = new LargeBodyShare({ share: 0.1, burstMs: 300, maxWaitMs: 1000, now: () => now });
+    // A tenth of the loop, a burst of 30 ms of it, waits of at most 1 s.
+    const share = new LargeBodyShare({ share: 0.1, burstMs: 30, maxWaitMs: 1000, now: () => now });
     const first = share.turn('a');
     const second = share.turn('a');
     await first;
     assert.equal(await settled(second), false, 'one at a time');
     share.done('a', 20);
     await second;
-    share.done('a', 200); // 2.2 s of the loop's time to pay off, 300 ms of it the burst
+    share.done('a', 200); // 190 ms overdrawn: 1.9 s to pay back at a tenth
     await assert.rejects(share.turn('a'), (error: unknown) => error instanceof LargeBodiesTooFastError && error.status === 429 && error.retryAfterMs === 1900);
     const other = share.turn('b');
     await other;
@@ -53,7 +53,7 @@ test('an org\'s large bodies are read one at a time in order; past its burst the
 
 test('a body waiting its turn can be withdrawn (a stop), and the next goes; orgs paid off are forgotten', async () => {
   let now = 0;
-  const share = new LargeBodyShare({ share: 0.5, burstMs: 100, maxWaitMs: 1000, now: () => now });
+  const share = new LargeBodyShare({ share: 0.5, burstMs: 50, maxWaitMs: 1000, now: () => now });
   const reading = share.turn('a');
   let cut: ((error: Error) => void) | undefined;
   const withdrawn = share.turn('a', (cutOff) => (cut = cutOff));
