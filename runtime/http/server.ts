@@ -10,6 +10,7 @@ import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import { BodyBudget, defaultBodyBudgetBytes, type BodyReservation } from './body-budget.ts';
+import { bodyReadWindow } from './body-read-window.ts';
 import { LARGE_BODY_BYTES, LargeBodyShare } from './large-body-share.ts';
 import { headBytes, headersTooLarge, MAX_HEADER_BYTES } from './header-cap.ts';
 import { readBody } from './read-body.ts';
@@ -17,7 +18,7 @@ import { assertChunkedTransfer, assertIdentityEncoding, assertNoBody, parseConte
 import { ReadQuery } from './read-query.ts';
 import { MethodNotAllowedError, Router } from './router.ts';
 import { refuseHandshakeWithEmptySegment } from './upgrade-required.ts';
-import type { HttpReply, HttpRequest, RequestHead, Route } from './types.ts';
+import type { HttpReply, RequestHead, Route } from './types.ts';
 import { unreadRepliesError, UnsentReplies } from './unsent-replies.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -265,14 +266,29 @@ export class HttpServer {
         route.onRefused?.(error);
         throw error;
       }
-      const request: HttpRequest = { ...head, body };
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
       if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
-      const reply = await (body.length >= LARGE_BODY_BYTES && route.readsLargeBodiesInThread !== true ? this.#inLargeBodyTurn(tenant, () => route.handler(request)) : route.handler(request));
+      const reply = await (route.readsLargeBodiesInThread === true ? route.handler({ ...head, body }) : this.#readingBodyFirst(route, head, body, tenant));
       if (reads && route.query === undefined) query.assertAllAsked();
       return reply;
     };
     run().then(finish, (error: unknown) => finish(this.#errorReply(error, metricName)));
+  }
+
+  /**
+   * Runs the handler of a route that reads its body on the event loop: only before its first await
+   * (body-read-window.ts), and a large body in its org's turn.
+   */
+  #readingBodyFirst(route: Route, head: RequestHead, body: Buffer, tenant: string): HttpReply | Promise<HttpReply> {
+    const window = bodyReadWindow(head, body);
+    const handle = (): HttpReply | Promise<HttpReply> => {
+      try {
+        return route.handler(window.request);
+      } finally {
+        window.close();
+      }
+    };
+    return body.length >= LARGE_BODY_BYTES ? this.#inLargeBodyTurn(tenant, handle) : handle();
   }
 
   /**

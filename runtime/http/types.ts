@@ -54,7 +54,8 @@ export interface Route {
   /**
    * Its handler reads a body of LARGE_BODY_BYTES or more in a thread of its own, not on the event
    * loop: such bodies are not held to the org's share of large bodies (large-body-share.ts). Other
-   * handlers read their body before their first await: that part of them is what the share counts.
+   * handlers read their body before their first await (reading it later throws: body-read-window.ts):
+   * that part of them is what the share counts.
    */
   readonly readsLargeBodiesInThread?: boolean;
   /** Answered while the server holds requests at boot (liveness and metrics, which read no tenant state). */

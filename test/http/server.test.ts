@@ -238,7 +238,12 @@ test('one org may hold an eighth of the body budget: its senders get 503 while a
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let holding = 0;
-  shared.addRoutes({ method: 'POST', pattern: '/orgs/:org_id/hold', handler: async (request) => ((holding += 1), await gate, { status: 200, text: String(request.body.length) }) });
+  shared.addRoutes({ method: 'POST', pattern: '/orgs/:org_id/hold', handler: async (request) => {
+    const length = request.body.length;
+    holding += 1;
+    await gate;
+    return { status: 200, text: String(length) };
+  } });
   const sharedUrl = `http://127.0.0.1:${await shared.listen('127.0.0.1', 0)}`;
   try {
     const held = fetch(`${sharedUrl}/orgs/noisy/hold`, { method: 'POST', body: 'n'.repeat(900) });
