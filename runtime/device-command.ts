@@ -19,6 +19,16 @@ import { describeRefusalBody } from '../kits/client/refusal-body.ts';
 import { frameIdOf, MAX_DEVICE_MESSAGE_BYTES, MAX_MESSAGES_IN_FLIGHT, nackFrame } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
+/**
+ * The socket URL as the command prints it: without the password (a socket may carry one, sent as
+ * Basic auth to a proxy in front of Sluice) or the query (where a token could be), each said by `***`.
+ */
+function shownSocketUrl(url: string): string {
+  const { protocol, username, password, host, pathname, search } = new URL(url);
+  const user = username === '' && password === '' ? '' : `${username}${password === '' ? '' : ':***'}@`;
+  return `${protocol}//${user}${host}${pathname}${search === '' ? '' : '?***'}`;
+}
+
 const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> [--token <device token>, or SLUICE_DEVICE_TOKEN] [--send <json>]... (without --send: one message per stdin line)';
 
 export interface DeviceCommandIo {
@@ -171,7 +181,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   lines?.close();
   // What a refusing server or a close said: whatever answered, it never drives the terminal.
   if (end.kind === 'refused') notice(`${refusalText(end)}${attempt === CONNECT_RETRIES ? ` (the ${attempt + 1}th try: not tried again)` : ''}`);
-  if (end.kind === 'unreachable') notice(`could not reach ${printable(url)}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}${end.hint === undefined ? '' : `; ${end.hint}`}`);
+  if (end.kind === 'unreachable') notice(`could not reach ${printable(shownSocketUrl(url))}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}${end.hint === undefined ? '' : `; ${end.hint}`}`);
   if (end.kind === 'closed' && end.code !== 1000) notice(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : end.code === 1006 ? ' (the connection was lost without a close: Sluice stopped or the network dropped)' : ''}`);
   // Said whatever ended it: which messages to send again (by id, a stored one is acked as a duplicate).
   const left = pacer.unfinished();

@@ -106,6 +106,10 @@ test('a socket it cannot reach is said on stderr with the address and the reason
   assert.equal(unreachable.code, 1);
   assert.deepEqual(unreachable.notices, [`sluice device: could not reach ${url} (connect ECONNREFUSED 127.0.0.1:${port})`]);
   assert.deepEqual(unreachable.lines, [''], 'nothing on stdout');
+  // A password or a query in the URL is not printed back (a token may sit there).
+  const withSecrets = await run([`ws://ops:pa55word@127.0.0.1:${port}/devices/${ORG}/cli-1?token=sdt_secret`, '--token', token, '--send', '{"id":"u-2","type":"t"}']);
+  assert.equal(withSecrets.code, 1);
+  assert.deepEqual(withSecrets.notices, [`sluice device: could not reach ws://ops:***@127.0.0.1:${port}/devices/${ORG}/cli-1?*** (connect ECONNREFUSED 127.0.0.1:${port})`]);
 });
 
 test('more stdin lines than a socket may have unanswered are paced, not nacked: 300 lines, 300 acks, exit 0', async () => {
