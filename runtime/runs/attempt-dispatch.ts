@@ -201,7 +201,7 @@ function performWith(host: AttemptHost, run: PersistedRun, work: DispatchWork, i
     run,
     work,
     ...input,
-    signingSecrets: d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
+    signingSecrets: () => d.workflows.signingSecrets(ctx.orgId, ctx.workflowId),
     selfPort: d.selfPort(),
     connections: d.connections,
     nowMs: d.clock.now(),

@@ -35,7 +35,8 @@ export interface StepContext {
   readonly version: WorkflowVersion | undefined;
   /** The run's event with its payload as the JSON text stored: a step hands the payload on as that text and never parses it. */
   readonly event: EventRecord | undefined;
-  readonly signingSecrets: readonly string[];
+  /** The workflow's signing secrets as they are when asked (webhook-step.ts reads them as a request leaves). */
+  readonly signingSecrets: () => readonly string[];
   readonly selfPort: number;
   readonly connections: OutboundConnections;
   readonly nowMs: number;

@@ -27,8 +27,12 @@ export interface WebhookRequest {
   /** The claim's fence and attempt number, sent as `sluice-fence` / `sluice-attempt` for receivers that want them. */
   readonly fence: number;
   readonly attempt: number;
-  /** Active signing secrets of the workflow (newest first); every one signs, for rotation. */
-  readonly signingSecrets: readonly string[];
+  /**
+   * Active signing secrets of the workflow (newest first); every one signs, for rotation. Read when
+   * the request leaves, as its timestamp is: one that waited for a connection past a rotation is
+   * signed by the secrets of then (the new and the previous), not by those it started with.
+   */
+  readonly signingSecrets: () => readonly string[];
   readonly nowMs: number;
   /** Asked before the request is written (it may wait for a connection): false leaves it unsent. */
   readonly stillWanted?: () => boolean;
@@ -122,7 +126,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     const timestamp = Math.floor((request.nowMs + waitedMs) / 1000);
     return {
       'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatureHeader(request.signingSecrets, request.idempotencyKey, timestamp, request.body),
+      'webhook-signature': signatureHeader(request.signingSecrets(), request.idempotencyKey, timestamp, request.body),
     };
   };
   const started = performance.now();

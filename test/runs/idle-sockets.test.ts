@@ -42,7 +42,7 @@ after(async () => {
 
 const send = async (orgId: string, name: string): Promise<void> => {
   const outcome = await sendWebhook(
-    { orgId, url: `http://${name}:${port}/hook`, headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:s', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
+    { orgId, url: `http://${name}:${port}/hook`, headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:s', fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.now() },
     { selfPort: 1, connections: pools },
   );
   assert.equal(outcome.ok, true, JSON.stringify(outcome));

@@ -47,7 +47,7 @@ after(async () => {
 
 const send = (orgId: string, name: string, path: string) =>
   sendWebhook(
-    { orgId, url: `http://${name}:${port}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${name}:s`, fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
+    { orgId, url: `http://${name}:${port}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${name}:s`, fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.now() },
     { selfPort: 1, connections: pools },
   );
 
@@ -77,7 +77,7 @@ test('a request waiting for room whose run no longer wants it (cancelled) is wit
   let wanted = true;
   const waiting = sendWebhook(
     // An address, not a name: a connection opened for it would reach the receiver at once (a name is looked up first).
-    { orgId: 'acct-canceller', url: `http://127.0.0.1:${port}/ok`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: 'run_cancelled:s', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now(), stillWanted: () => wanted },
+    { orgId: 'acct-canceller', url: `http://127.0.0.1:${port}/ok`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: 'run_cancelled:s', fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.now(), stillWanted: () => wanted },
     { selfPort: 1, connections: pools },
   );
   await eventually('the fourth request waiting for room', () => pools.stats().waiting, (n) => n === 1);
@@ -100,7 +100,7 @@ test('a request waiting for room whose attempt is withdrawn (its signal aborts) 
   let wanted = true;
   const withdraw = new AbortController();
   const waiting = sendWebhook(
-    { orgId: 'acct-aborter', url: `http://127.0.0.1:${port}/ok`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: 'run_aborted:s', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now(), stillWanted: () => wanted, withdrawn: () => withdraw.signal },
+    { orgId: 'acct-aborter', url: `http://127.0.0.1:${port}/ok`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: 'run_aborted:s', fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.now(), stillWanted: () => wanted, withdrawn: () => withdraw.signal },
     { selfPort: 1, connections: pools },
   );
   await eventually('the fourth request waiting for room', () => pools.stats().waiting, (n) => n === 1);
@@ -220,7 +220,7 @@ test("through the pools: past the total, another org's connection takes an idle 
   server.keepAliveTimeout = 60_000;
   const sendVia = (orgId: string, name: string, path: string) =>
     sendWebhook(
-      { orgId, url: `http://${name}:${port}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${name}:t`, fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
+      { orgId, url: `http://${name}:${port}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${name}:t`, fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.now() },
       { selfPort: 1, connections: small },
     );
   try {
@@ -264,7 +264,7 @@ test('a socket the receiver closes does not take the process past its total: the
   const single = new OutboundConnections(1, 'any', { resolver: new ReceiverResolver({ hostsPath: join(dir, 'hosts') }), socketsTotal: 2, idleSocketMs: 60_000 });
   const sendTo = (orgId: string, name: string, path: string, n: number) =>
     sendWebhook(
-      { orgId, url: `http://${name}:${closerPort}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${n}:c`, fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
+      { orgId, url: `http://${name}:${closerPort}${path}`, headers: {}, timeoutMs: 10_000, body: '{}', idempotencyKey: `run_${orgId}_${n}:c`, fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.now() },
       { selfPort: 1, connections: single },
     );
   try {

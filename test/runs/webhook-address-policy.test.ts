@@ -33,7 +33,7 @@ after(async () => {
 
 const send = (url: string, connections: OutboundConnections): Promise<WebhookOutcome> =>
   sendWebhook(
-    { orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:s', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.UTC(2026, 10, 30) },
+    { orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:s', fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.UTC(2026, 10, 30) },
     { selfPort: 1, connections },
   );
 

@@ -35,7 +35,7 @@ test('an https receiver by name: verified against its name, sent its name in SNI
     writeFileSync(hosts, '127.0.0.1 receiver.test other-name.test\\n');
     const pools = new OutboundConnections(4, 'any', { resolver: new ReceiverResolver({ hostsPath: hosts }) });
     const send = (host) => sendWebhook(
-      { orgId: 'acct-tls', url: 'https://' + host + ':' + server.address().port + '/hook', headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:s', fence: 1, attempt: 1, signingSecrets: [], nowMs: Date.now() },
+      { orgId: 'acct-tls', url: 'https://' + host + ':' + server.address().port + '/hook', headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:s', fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.now() },
       { selfPort: 1, connections: pools },
     );
     const outcomes = [await send('receiver.test'), await send('receiver.test'), await send('other-name.test'), await send('receiver.test.')];

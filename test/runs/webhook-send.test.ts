@@ -365,7 +365,7 @@ test('a process out of file descriptors fails the attempt as its own shortage (r
     const held = [];
     try { for (;;) held.push(openSync('/dev/null', 'r')); } catch {}
     const outcome = await sendWebhook(
-      { orgId: 'acct-a', url: 'http://127.0.0.1:9/hook', headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: 0 },
+      { orgId: 'acct-a', url: 'http://127.0.0.1:9/hook', headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: () => [], nowMs: 0 },
       { selfPort: 1, connections: new OutboundConnections(undefined, 'any') },
     );
     process.stdout.write(JSON.stringify(outcome.ok ? null : { ...outcome.error, sent_at: outcome.sentAt ?? null }));

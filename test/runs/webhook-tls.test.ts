@@ -89,7 +89,7 @@ test('a receiver whose authority NODE_EXTRA_CA_CERTS names is reached; one that 
       import { sendWebhook } from './runtime/runs/webhook-step.ts';
       const connections = new OutboundConnections(undefined, 'any');
       for (const url of process.argv.slice(1)) {
-        const outcome = await sendWebhook({ orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: [], nowMs: 0 }, { selfPort: 1, connections });
+        const outcome = await sendWebhook({ orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: () => [], nowMs: 0 }, { selfPort: 1, connections });
         process.stdout.write(JSON.stringify(outcome) + '\\n');
       }
       connections.close();
