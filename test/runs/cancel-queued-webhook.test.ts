@@ -4,36 +4,22 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
-import { call, createOrg } from '../helpers/http.ts';
-import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { call } from '../helpers/http.ts';
+import { startQueuedWebhook, waitingRequests as waitingIn, type QueuedWebhookSetup } from '../helpers/queued-webhook.ts';
+import { eventually } from '../helpers/receiver.ts';
 
 const ORG = 'acct-cancel-queued';
-let rt: TestRuntime;
-let key: string;
-let receiver: Receiver;
-let releaseFirst: () => void = () => undefined;
+let setup: QueuedWebhookSetup;
 
 before(async () => {
-  // One connection per org and receiver: the second run's request waits for the first's.
-  rt = await startRuntime({ args: ['--webhook-connections', '1'] });
-  key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
-  receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>((resolve) => (releaseFirst = resolve)) }, { status: 200, body: '{}' }]);
-  const workflow = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'notify', trigger_event: 'order.placed', steps: [{ id: 'send', type: 'webhook', url: receiver.url }] } });
-  assert.equal(workflow.status, 201, workflow.text);
+  setup = await startQueuedWebhook(ORG);
 });
-after(async () => {
-  releaseFirst();
-  await rt.close();
-  await receiver.close();
-});
+after(async () => setup.close());
 
-const waitingRequests = async (): Promise<number> => {
-  const text = (await call(rt.url, 'GET', '/metrics', { token: ADMIN_TOKEN })).text;
-  return Number(/^sluice_webhook_requests_waiting (\d+)/m.exec(text)?.[1] ?? NaN);
-};
+const waitingRequests = () => waitingIn(setup.rt);
 
 async function runOf(eventId: string): Promise<{ run_id: string; state: string }> {
+  const { rt, key } = setup;
   const runs = (await call(rt.url, 'GET', `/organizations/${ORG}/runs?limit=500`, { token: key })).body.runs as Array<{ run_id: string; state: string; event_id: string }>;
   const run = runs.find((r) => r.event_id === eventId);
   assert.ok(run !== undefined, `a run for ${eventId}`);
@@ -41,6 +27,7 @@ async function runOf(eventId: string): Promise<{ run_id: string; state: string }
 }
 
 test('a run cancelled while its webhook waits for a connection never sends it; the record says it was withdrawn', async () => {
+  const { rt, key, receiver, releaseFirst } = setup;
   for (const id of ['evt_0000000000q1', 'evt_0000000000q2']) {
     assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.placed', payload: {}, id } })).status, 202);
   }
