@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { createGuestEnvelope } from './envelope.ts';
 import type { Execution, InvocationLedger } from './invocation-ledger.ts';
-import { createInvocationResult, toInvokeReply, type InvocationResult } from './invocation-outcome.ts';
+import { createInvocationResult, toInvokeReply } from './invocation-outcome.ts';
 import type { ModuleRegistry } from './module-registry.ts';
 import { maskSecrets } from './output-secrets.ts';
 import {
@@ -47,26 +47,41 @@ export interface HookRunnerHandlerDeps {
   readonly pruneFailing: () => boolean;
 }
 
+/** The secrets a guest is given, with the inputs label they amount to (invocationInputs), when the call is recorded. */
+interface GuestSecrets {
+  readonly values: Readonly<Record<string, string>>;
+  readonly inputs?: string;
+}
+
+const NO_SECRETS: GuestSecrets = { values: {} };
+
 /**
  * The guest's run, given how to read its secrets. Its module is loaded when it runs, not before: a call the
  * ledger answers from its record needs none (the module may be gone from this runner, or refused by
  * this release's sandbox). `wanted` is asked when the module's compile and the guest's slot come: a
  * call nobody waits for any more is dropped there (InvokeAbandonedError), so that under a backlog the
- * slots go to calls whose answers are awaited.
+ * slots go to calls whose answers are awaited. The secrets are read when the slot comes, not when the
+ * call arrived (it may wait many seconds behind other calls): a secret deleted or replaced meanwhile,
+ * its write answered, never reaches the guest, and the record names the secrets it did get.
  */
-function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, secrets: () => Readonly<Record<string, string>>): Execution {
-  return async (wanted: () => boolean): Promise<InvocationResult> => {
-    const read = secrets();
+function createExecution(deps: HookRunnerHandlerDeps, command: InvokeCommand, secrets: () => GuestSecrets): Execution {
+  return async (wanted: () => boolean) => {
     const compiled = await deps.modules.get(command.digest, command.scope.orgId, () => !wanted());
-    const envelope = createGuestEnvelope({
-      payloadJson: command.payloadJson,
-      secrets: read,
-      permissions: command.permissions,
-      actionId: command.scope.actionId,
-      digest: command.digest,
+    let read = NO_SECRETS;
+    const outcome = await deps.limiter.run(command.scope.orgId, () => {
+      if (!wanted()) return Promise.reject(new InvokeAbandonedError());
+      read = secrets();
+      const envelope = createGuestEnvelope({
+        payloadJson: command.payloadJson,
+        secrets: read.values,
+        permissions: command.permissions,
+        actionId: command.scope.actionId,
+        digest: command.digest,
+      });
+      return runModule(compiled, envelope);
     });
-    const outcome = await deps.limiter.run(command.scope.orgId, () => (wanted() ? runModule(compiled, envelope) : Promise.reject(new InvokeAbandonedError())));
-    return maskSecrets(createInvocationResult(outcome), read);
+    const result = await maskSecrets(createInvocationResult(outcome), read.values);
+    return read.inputs === undefined ? result : { ...result, ranWith: read.inputs };
   };
 }
 
@@ -88,8 +103,9 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
       await deps.modules.noteUse(command.digest, command.scope.orgId, () => !deps.diskLow());
       const { mode } = command;
       const gaveUp = call?.gaveUp ?? (() => false);
-      if (mode.kind === 'simulate') return toInvokeReply(await createExecution(deps, command, () => ({}))(() => !gaveUp()), false);
+      if (mode.kind === 'simulate') return toInvokeReply(await createExecution(deps, command, () => NO_SECRETS)(() => !gaveUp()), false);
       assertSecretsHeld(deps.vault, command);
+      const inputsNow = (): string => invocationInputs(command.permissions, deps.vault.revision(command.scope, command.secretKeys));
       // Before the guest runs: a run whose record could not be written would be run again.
       deps.assertWritable();
       const answer = await deps.ledger.run(
@@ -97,13 +113,13 @@ export function createHookRunnerHandlers(deps: HookRunnerHandlerDeps): HookRunne
           orgId: command.scope.orgId,
           actionId: command.scope.actionId,
           digest: command.digest,
-          inputs: invocationInputs(command.permissions, deps.vault.revision(command.scope, command.secretKeys)),
+          inputs: inputsNow(),
           idempotencyKey: mode.idempotencyKey,
           runId: mode.runId,
           fence: mode.fence,
         },
         // Secrets are decrypted only when the guest actually runs, never for a replay.
-        createExecution(deps, command, () => deps.vault.readMany(command.scope, command.secretKeys)),
+        createExecution(deps, command, () => ({ values: deps.vault.readMany(command.scope, command.secretKeys), inputs: inputsNow() })),
         // A recorded call is still wanted while any caller of its key waits on it (a retry joined it): the ledger asks them all.
         gaveUp,
       );

@@ -29,7 +29,17 @@ export type GaveUp = () => boolean;
  * started it, or one that joined it since): asked when the guest's turn comes, so that a run nobody
  * waits for any more is dropped there, unrun and unrecorded (InvokeAbandonedError).
  */
-export type Execution = (wanted: () => boolean) => Promise<InvocationResult>;
+export type Execution = (wanted: () => boolean) => Promise<ExecutedResult>;
+
+/** An execution's result, with the inputs the guest really ran with. */
+export interface ExecutedResult extends InvocationResult {
+  /**
+   * Its inputs as read when its guest's turn came (secrets are read then): recorded with the output
+   * instead of the claim's, which were read when the call arrived and differ when a secret was
+   * written or deleted while it waited.
+   */
+  readonly ranWith?: string;
+}
 
 interface InFlight {
   readonly claim: InvocationClaim;
@@ -220,8 +230,8 @@ export class InvocationLedger {
     if ((this.#admitted.get(runSlot) ?? 0n) <= highest) this.#admitted.delete(runSlot);
   }
 
-  async #executeAndRecord(claim: InvocationClaim, key: InvocationKey, execute: () => Promise<InvocationResult>): Promise<InvocationResult> {
-    let result: InvocationResult;
+  async #executeAndRecord(claim: InvocationClaim, key: InvocationKey, execute: () => Promise<ExecutedResult>): Promise<InvocationResult> {
+    let result: ExecutedResult;
     try {
       result = await execute();
     } catch (error) {
@@ -230,23 +240,24 @@ export class InvocationLedger {
       if (error instanceof InvokeAbandonedError && this.#forgotten(claim.orgId)) throw new OrganizationForgottenError();
       throw error;
     }
-    if (result.outcome.kind !== 'output') {
+    const { ranWith, ...answer } = result;
+    if (answer.outcome.kind !== 'output') {
       await this.#commit(claim, () => undefined);
-      return result;
+      return answer;
     }
     await this.#commit(claim, (at) => {
       const record: InvocationRecord = {
         actionId: claim.actionId,
         digest: claim.digest,
-        inputs: claim.inputs,
+        inputs: ranWith ?? claim.inputs,
         fence: claim.fence.toString(),
-        outcome: result.outcome,
-        fuelUsed: result.fuelUsed,
+        outcome: answer.outcome,
+        fuelUsed: answer.fuelUsed,
         completedAtMs: at,
       };
       void this.#store.invocations.put(key, record);
       void this.#store.invocationsByTime.put([at, key[0], key[1]], null);
     });
-    return result;
+    return answer;
   }
 }
