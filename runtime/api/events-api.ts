@@ -83,8 +83,11 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
       pattern: base,
       readsLargeBodiesInThread: true,
       handler: async (request) => {
-        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const { sent, text, payloadParsed } = await readSentEvent(request, org.id, ctx.schemas.bodies);
+        const caller = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
+        const { sent, text, payloadParsed } = await readSentEvent(request, caller.id, ctx.schemas.bodies);
+        // A large body waits its turn in the reading thread (behind the org's large webhooks): the
+        // key may have been revoked, the org deleted or its plan changed meanwhile.
+        const org = ctx.auth.requireOrg(request, caller.id, 'developer');
         const body = { ...sent, id: eventIdOf(sent.id, request.headers['idempotency-key']) };
         assertNotReservedType(body.type, 'type');
         if (body.id !== undefined) assertNotReservedEventId(body.id, sent.id === undefined ? 'Idempotency-Key' : 'id');

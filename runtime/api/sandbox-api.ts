@@ -32,12 +32,22 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
         assertSandboxAllowed(org, 'sandbox');
         assertNoBodyFields(request);
         let result: SandboxResetResult;
+        let refusedAtStart = false;
+        // A reset waits for one of the org's in flight: its key, and the plan's sandbox, are asked again when it starts.
+        const mayStart = (): void => {
+          try {
+            assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), 'sandbox');
+          } catch (error) {
+            refusedAtStart = true;
+            throw error;
+          }
+        };
         try {
           const forget = (runs: readonly RunKeys[]): void => engine.forget(runs);
-          result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections, forget }, org.id, ctx.clock.now());
+          result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections, forget }, org.id, ctx.clock.now(), mayStart);
         } catch (error) {
-          // Refused before it began (below the disk floor): nothing was written, the sockets stay.
-          if (!(error instanceof SandboxResetRefusedError)) hooks.unconfirmed(org.id);
+          // Refused before it began (its key or plan, or below the disk floor): nothing was written, the sockets stay.
+          if (!(error instanceof SandboxResetRefusedError) && !refusedAtStart) hooks.unconfirmed(org.id);
           throw error;
         }
         hooks.durable(org.id, result);

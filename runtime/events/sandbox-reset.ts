@@ -67,11 +67,14 @@ export interface SandboxResetResult extends SandboxRemoval {
 /**
  * Resolves after the removal and the new generation are durable. Until then the org is
  * `resetting` (sandbox-generation.ts). A reset that fails part-way leaves the org marked: its next
- * reset, or the next start, finishes it.
+ * reset, or the next start, finishes it. `mayStart` is asked when the reset starts, after any reset
+ * of the org in flight (the caller's key may have been revoked meanwhile): what it throws refuses
+ * the reset, nothing written.
  */
-export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs: number): Promise<SandboxResetResult> {
+export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs: number, mayStart: () => void = () => undefined): Promise<SandboxResetResult> {
   const generations = deps.runs.sandboxGenerations;
   return generations.during(orgId, async () => {
+    mayStart();
     let generation;
     try {
       generation = await begin(deps, orgId, nowMs);

@@ -1,7 +1,8 @@
 // A key revoked while its write is on its way (its schemas compiling in the thread, which can take
 // seconds behind other orgs' compiles, its module in the hook-runner, or a custom action secret's
 // write waiting behind another write of that secret) writes nothing: the request is 401 once the wait is over, as
-// an API event that waited out a sandbox reset is. The compile is held by a gate around it, so the
+// an API event that waited out a sandbox reset is; so is a large API event whose body waited its turn in
+// the reading thread, and a sandbox reset that waited for one in flight. The wait is held by a gate, so the
 // revocation lands inside the wait every time.
 
 import assert from 'node:assert/strict';
@@ -153,3 +154,40 @@ test('a workflow update whose key is revoked while it waits behind another write
     queue.restore();
   }
 });
+
+test('an API event whose large body waits its turn in the reading thread while its key is revoked is 401 and stores nothing', async () => {
+  const { id, key } = await newDeveloperKey();
+  const held = gateNextCall(rt.runtime.context.schemas.bodies, 'readApiBody');
+  // 64 KiB or more: read in the thread (THREAD_READ_BYTES), in turn with the org's large webhooks.
+  const answer = call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'late.large', payload: { blob: 'x'.repeat(70 * 1024) } } });
+  await whileCallHeld(held, answer, 'the event', async () => {
+    assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
+  });
+  const refused = await answer;
+  assert.deepEqual([refused.status, refused.body.error?.code], [401, 'unauthorized'], refused.text);
+  assert.deepEqual((await call(rt.url, 'GET', `/organizations/${ORG}/events?type=late.large`, { token: admin })).body.events, [], 'no event was stored');
+});
+
+for (const change of ['its key is revoked', 'the plan moves to starter'] as const) {
+  test(`a sandbox reset that waits to start while ${change} is refused and removes nothing`, async () => {
+    const org = `acct-late-reset-${change === 'its key is revoked' ? 'key' : 'plan'}`;
+    const orgAdmin = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+    const created = await call(rt.url, 'POST', `/organizations/${org}/api-keys`, { token: orgAdmin, json: { role: 'developer' } });
+    const kept = await call(rt.url, 'POST', `/organizations/${org}/events`, { token: orgAdmin, json: { type: 'kept.sandbox', payload: {}, environment: 'sandbox' } });
+    assert.equal(kept.status, 202, kept.text);
+    // Held where a reset waits for one of the org's in flight (sandbox-generation.ts `during`).
+    const held = gateNextCall(rt.runtime.context.runs.sandboxGenerations, 'during');
+    const answer = call(rt.url, 'POST', `/organizations/${org}/sandbox/reset`, { token: created.body.key });
+    await whileCallHeld(held, answer, 'the reset', async () => {
+      const changed = change === 'its key is revoked'
+        ? await call(rt.url, 'DELETE', `/organizations/${org}/api-keys/${created.body.id}`, { token: orgAdmin })
+        : await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } });
+      assert.equal(changed.status, 200, changed.text);
+    });
+    const refused = await answer;
+    assert.deepEqual([refused.status, refused.body.error?.code], change === 'its key is revoked' ? [401, 'unauthorized'] : [402, 'sandbox_disabled'], refused.text);
+    assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'pro' } })).status, 200);
+    const still = await call(rt.url, 'GET', `/organizations/${org}/events/${kept.body.event.id}?environment=sandbox`, { token: orgAdmin });
+    assert.equal(still.status, 200, `the sandbox event is still there: ${still.text}`);
+  });
+}
