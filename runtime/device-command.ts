@@ -22,8 +22,10 @@ import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 /**
  * The socket URL as the command prints it: without the password (a socket may carry one, sent as
  * Basic auth to a proxy in front of Sluice) or the query (where a token could be), each said by `***`.
+ * Text that is no URL is shown as given (shownName: cut, quoted by the caller).
  */
 function shownSocketUrl(url: string): string {
+  if (!URL.canParse(url)) return shownName(url);
   const { protocol, username, password, host, pathname, search } = new URL(url);
   const user = username === '' && password === '' ? '' : `${username}${password === '' ? '' : ':***'}@`;
   return `${protocol}//${user}${host}${pathname}${search === '' ? '' : '?***'}`;
@@ -71,7 +73,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   const url = positionals[0];
   if (positionals.length !== 1 || url === undefined) throw new InputError(400, 'usage', USAGE);
   // The device's `socket_path` goes under the socket's scheme, not the API's http:// one.
-  if (!/^wss?:\/\//i.test(url)) throw new InputError(400, 'usage', `The device socket URL starts with ws:// or wss:// (got ${JSON.stringify(shownName(url))}). ${USAGE}`);
+  if (!/^wss?:\/\//i.test(url)) throw new InputError(400, 'usage', `The device socket URL starts with ws:// or wss:// (got ${JSON.stringify(shownName(shownSocketUrl(url)))}). ${USAGE}`);
   // An empty --token is refused below ("The device token is empty."), as `watch` refuses an empty
   // --key: not replaced by SLUICE_DEVICE_TOKEN, which the flag was given to override.
   const token = credentialOf(values.token, io.env ?? {}, 'SLUICE_DEVICE_TOKEN');

@@ -92,6 +92,11 @@ test('a wrong token is refused with the reason on stderr (stdout keeps to answer
   assert.deepEqual(refused.lines, [''], 'nothing on stdout');
   // The API's URL instead of the socket's: said so, not only the usage line.
   await assert.rejects(run(['http://example.test/devices/a/b', '--token', token]), /The device socket URL starts with ws:\/\/ or wss:\/\/ \(got "http:\/\/example.test\/devices\/a\/b"\)\. usage: sluice device/);
+  await assert.rejects(run(['https://ops:pa55word@example.test/devices/a/b?token=sdt_x', '--token', token]), (error: Error) => {
+    assert.match(error.message, /\(got "https:\/\/ops:\*\*\*@example.test\/devices\/a\/b\?\*\*\*"\)/);
+    assert.doesNotMatch(error.message, /pa55word|sdt_x/);
+    return true;
+  });
   await assert.rejects(run([]), /^InputError: usage: sluice device/);
   await assert.rejects(run([socketUrl]), /A device token is required: --token, or SLUICE_DEVICE_TOKEN/);
 });
