@@ -334,10 +334,14 @@ export class RunEngine {
     this.#letGo(orgId, runId);
   }
 
-  /** Withdraws the run's attempt out, drops its live actor, any answer kept for it and its place in the scheduler; the caller pumps afterwards. */
+  /**
+   * Drops the run's live actor, withdraws its attempt out (after: a request waiting for a connection
+   * asks the actor whether it is still wanted), drops any answer kept for it and its place in the
+   * scheduler; the caller pumps afterwards.
+   */
   #letGo(orgId: OrgId, runId: RunId): void {
-    this.#dispatched.withdrawIfLeft(orgScopedKey(orgId, runId), undefined);
     this.#actors.drop(orgScopedKey(orgId, runId));
+    this.#dispatched.withdrawIfLeft(orgScopedKey(orgId, runId), undefined);
     this.#stallResume.dropReport(orgScopedKey(orgId, runId));
     this.#admission.leave(orgId, runId);
   }

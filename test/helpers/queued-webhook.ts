@@ -1,7 +1,7 @@
 // A runtime where an org's second webhook request waits for a connection: one connection per org
 // and receiver (`--webhook-connections 1`), a receiver that holds the first request until released,
-// and a workflow with one webhook step to it, on `order.placed`. For tests of what happens to a
-// request while it waits (a cancel, a signing-secret rotation).
+// and a workflow with one webhook step to it, on `order.placed` (in production unless told). For
+// tests of what happens to a request while it waits (a cancel, a rotation, a deletion, a reset).
 
 import assert from 'node:assert/strict';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from './runtime.ts';
@@ -22,12 +22,12 @@ export interface QueuedWebhookSetup {
   close(): Promise<void>;
 }
 
-export async function startQueuedWebhook(org: string): Promise<QueuedWebhookSetup> {
+export async function startQueuedWebhook(org: string, environment: 'production' | 'sandbox' = 'production'): Promise<QueuedWebhookSetup> {
   const rt = await startRuntime({ args: ['--webhook-connections', '1'] });
   const key = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
   let releaseFirst: () => void = () => undefined;
   const receiver = await startReceiver([{ status: 200, body: '{}', after: new Promise<void>((resolve) => (releaseFirst = resolve)) }, { status: 200, body: '{}' }]);
-  const workflow = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'notify', trigger_event: 'order.placed', steps: [{ id: 'send', type: 'webhook', url: receiver.url }] } });
+  const workflow = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'notify', trigger_event: 'order.placed', environment, steps: [{ id: 'send', type: 'webhook', url: receiver.url }] } });
   assert.equal(workflow.status, 201, workflow.text);
   return {
     rt,
