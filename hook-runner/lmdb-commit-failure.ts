@@ -83,17 +83,24 @@ export function throttledStrays<T>(emit: (value: T, heldBack: number) => void, n
 }
 
 /**
- * Installs the guard for this process (call once, at startup); `log` hears each stray with the text
- * of the commit's underlying error (ENOSPC, EFBIG, EIO), once its commit's own promise has told it,
- * and each unconfirmed flush no caller awaited.
- * `isStray` may widen what counts (the runtime adds writes its disk floor refused).
+ * Installs the guard for this process (call once, at startup); `log` hears each failed commit once,
+ * with the text of its underlying error (ENOSPC, EFBIG, EIO) once its commit's own promise has told
+ * it, and each unconfirmed flush no caller awaited. A failed commit leaves more than one stray (two
+ * for one write, measured: the write's promise and lmdb-js's own), all carrying that commit's
+ * promise: those after the first are passed over, so that counts of what was held back count
+ * commits. `isStray` may widen what counts (the runtime adds writes its disk floor refused).
  */
 export function guardCommitFailures(log: (error: Error, cause: string) => void, isStray: (reason: unknown) => boolean = isLedgerCommitFailure): void {
+  const heard = new WeakSet<Promise<unknown>>();
   process.on('unhandledRejection', (reason) => {
     // A flush wait no caller awaits yet (it reads a write's `flushed` before awaiting the write).
     if (reason instanceof UnconfirmedFlushError) return log(reason, causeText(reason.cause));
     if (!isStray(reason)) throw reason;
     const commitError = (reason as { commitError?: unknown }).commitError;
+    if (commitError instanceof Promise) {
+      if (heard.has(commitError)) return;
+      heard.add(commitError);
+    }
     const told = (cause: unknown): void => log(reason as Error, causeText(cause));
     if (commitError instanceof Promise) commitError.then(() => told(undefined), told);
     else told(undefined);

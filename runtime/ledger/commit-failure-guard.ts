@@ -1,9 +1,10 @@
 // The runtime's guard for lmdb-js's failed commits (hook-runner/lmdb-commit-failure.ts says what
 // lmdb-js does and why): a stray is logged and the process goes on; a failed write answers its
 // caller (a 5xx, a stalled run), and the ledger settles its commit's own rejection (open-ledger.ts).
-// lmdb-js leaves one stray per failed commit, so a full disk under load would log one per request:
-// the guard logs the first, then at most one per STRAY_LOG_INTERVAL_MS (throttledStrays), counting those it held back,
-// each with the commit's own error (a full disk's ENOSPC). It is the one log line of a failed
+// A failed commit leaves strays (heard once per commit: guardCommitFailures), so a full disk under
+// load would log one per commit: the guard logs the first, then at most one per
+// STRAY_LOG_INTERVAL_MS (throttledStrays), counting the commits it held back, each line with the
+// commit's own error (a full disk's ENOSPC). It is the one log line of a failed
 // commit: the requests and runs it fails log theirs at debug (they answer 503, or stall and retry).
 // Writes refused below the disk floor (disk-floor.ts) are handled as failed ones, without a line.
 

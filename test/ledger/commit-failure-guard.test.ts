@@ -79,6 +79,38 @@ test('a burst of strays (a full disk under load) logs the first, then one per in
   assert.deepEqual(JSON.parse(child.stdout), [0, 49], 'the first of 50 logged, the other 49 counted in the next line, an interval later');
 });
 
+test('strays of one failed commit count once: the line an interval later counts the commits held back, not their strays', () => {
+  // Each failed write leaves more than one stray (its own rejection and lmdb-js's), all carrying its
+  // commit's promise: a metrics probe read more_since_last_logged at twice the writes that failed.
+  const script = `
+    import { mkdtempSync } from 'node:fs';
+    import { tmpdir } from 'node:os';
+    import { join } from 'node:path';
+    import { STRAY_LOG_INTERVAL_MS } from './hook-runner/lmdb-commit-failure.ts';
+    import { guardLedgerCommitFailures } from './runtime/ledger/commit-failure-guard.ts';
+    import { durably } from './runtime/ledger/durable-write.ts';
+    import { openLedger } from './runtime/ledger/open-ledger.ts';
+    let now = 0;
+    const logged = [];
+    guardLedgerCommitFailures({ error: (message, fields) => logged.push(fields.more_since_last_logged ?? 0), warn() {}, info() {}, debug() {} }, () => now);
+    const ledger = openLedger(mkdtempSync(join(tmpdir(), 'sluice-strays-')));
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+    let failed = 0;
+    for (let i = 0; i < 20000 && failed === 0; i++) {
+      try { await durably(ledger.root, ledger.events.put(['org', 'e' + i], 'x'.repeat(1024))); } catch { failed++; }
+    }
+    await settle();
+    now += STRAY_LOG_INTERVAL_MS;
+    try { await durably(ledger.root, ledger.events.put(['org', 'late'], 'x'.repeat(1024))); } catch { failed++; }
+    await settle();
+    await ledger.close();
+    process.stdout.write(JSON.stringify({ failed, logged }));
+  `;
+  const child = spawnSync('bash', underFileSizeLimit(2048, [process.execPath, '--import', 'tsx', '--input-type=module', '-e', script]), { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(child.status, 0, `${child.stdout}\n${child.stderr}`);
+  assert.deepEqual(JSON.parse(child.stdout), { failed: 2, logged: [0, 0] }, 'two failed commits, one line each, nothing held back between them');
+});
+
 test('any other unhandled rejection still ends the process', () => {
   const result = withGuard(`Promise.reject(new Error('a real bug'));`);
   assert.notEqual(result.status, 0);
