@@ -7,6 +7,7 @@ import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { ROLES, describeApiKey, type Role } from '../tenancy/api-keys.ts';
 import { isoAt, type ApiContext } from './context.ts';
+import { refuseIdempotencyKey } from './idempotency-key.ts';
 import { encodeCursor, isListedId, parseCursorOf, parseLimit } from './query-params.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { diskLowWriteError } from '../ledger/commit-failure-guard.ts';
@@ -28,6 +29,7 @@ export function apiKeyRoutes(ctx: ApiContext, onRevoked: (orgId: string, keyId: 
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const { role } = parseCreate(parseJsonRequest(request));
+        refuseIdempotencyKey(request.headers['idempotency-key'], 'the new key', 'if an answer was lost, list the keys (GET …/api-keys) and revoke the one nobody saw.');
         const { record, key } = await ctx.apiKeys.create(org.id, role, isoAt(ctx.clock.now()));
         return json(201, { id: record.id, key, role: record.role, prefix: record.prefix, created_at: record.created_at });
       },

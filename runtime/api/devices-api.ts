@@ -14,6 +14,7 @@ import { describeDevice, type DeviceRecord } from '../triggers/device-record.ts'
 import type { DeviceSockets } from '../triggers/device-sockets.ts';
 import type { DeviceStore } from '../triggers/device-store.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
+import { refuseIdempotencyKey } from './idempotency-key.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
 import { compileSchemasForWrite } from './schema-write-compile.ts';
@@ -99,6 +100,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         // By id: a device made again under the name since it was read (another environment, say) is 404.
         const { name, id, environment } = requireDevice(request, org);
         assertNoBodyFields(request);
+        refuseIdempotencyKey(request.headers['idempotency-key'], 'the new token', 'if an answer was lost, rotate again: the device connects with the token of the last answer.');
         const { token, hash, prefix } = newToken();
         const rotated = await sockets.rotateToken(org.id, name, async () => {
           // Checked again once the device's turn came (its messages and earlier changes go first): a
