@@ -87,15 +87,15 @@ export function parseApiJsonText(text: string): unknown {
   return refuseLoneSurrogates(readJsonText(text), text);
 }
 
-/** `value` (parsed from `text`), unless it holds a lone UTF-16 surrogate: a 400 naming where. */
-function refuseLoneSurrogates(value: unknown, text: string): unknown {
-  // API bodies hold what Sluice stores as values (names, schemas, payloads of schedules): only text.
-  // (Webhook bodies are stored as the exact text received, and are not checked this way.)
+/** `value` (parsed from `text`), unless it holds a lone UTF-16 surrogate: a 400 naming where (`what`: whose text it is). */
+export function refuseLoneSurrogates(value: unknown, text: string, what = 'The request body'): unknown {
+  // API bodies and device messages hold what Sluice stores as values (names, schemas, payloads):
+  // only text. (Webhook bodies are stored as the exact text received, and are not checked this way.)
   // The strict UTF-8 decoder refuses encoded surrogates, so only a \uD800-\uDFFF escape can make
   // one: without such an escape in the text, the walk (which visits every value) is skipped.
   const surrogateAt = /\\u[dD][89a-fA-F]/.test(text) ? loneSurrogatePath(value) : undefined;
   if (surrogateAt !== undefined) {
-    throw new InputError(400, 'invalid_unicode', `The request body holds a lone UTF-16 surrogate (a "\\uD800"-style escape without its pair) at ${surrogateAt}: strings must be Unicode text.`, { field: surrogateAt });
+    throw new InputError(400, 'invalid_unicode', `${what} holds a lone UTF-16 surrogate (a "\\uD800"-style escape without its pair) at ${surrogateAt}: strings must be Unicode text.`, { field: surrogateAt });
   }
   return value;
 }

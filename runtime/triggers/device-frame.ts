@@ -5,7 +5,7 @@
 
 import { InputError, RetryableError, SluiceError } from '../errors.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
-import { decodeJsonBytes } from '../http/parse-json.ts';
+import { decodeJsonBytes, refuseLoneSurrogates } from '../http/parse-json.ts';
 import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { isDeliveryId } from '../ingest/verification.ts';
 import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
@@ -67,7 +67,7 @@ export function parseDeviceMessage(frame: Buffer, isBinary: boolean): DeviceMess
     throw new InputError(413, 'frame_too_large', `A device message is at most ${MAX_DEVICE_MESSAGE_BYTES} bytes.`);
   }
   const { value, text } = decodeJsonBytes(frame, 'The frame');
-  const message = parseShape(value);
+  const message = parseShape(refuseLoneSurrogates(value, text, 'The frame'));
   if (!isDeliveryId(message.id)) throw new InputError(400, 'invalid_message', 'Field "id" must be 1-256 printable ASCII characters without spaces.', { field: 'id' });
   // A workflow on device.disconnected must be able to trust that the device is really gone.
   assertNotReservedType(message.type, 'type');

@@ -224,6 +224,8 @@ test('bad frames get a nack naming the problem, and the socket stays open', asyn
     // Only Sluice says when a connection opened or ended: a device claiming it would fake an outage.
     ['{"id":"b-9","type":"device.disconnected","payload":{"device":"thermo-2","reason":"connection_lost"}}', false, 'b-9', 'reserved_event_type', 'type'],
     ['{"id":"b-10","type":"device.connected"}', false, 'b-10', 'reserved_event_type', 'type'],
+    // Stored as values (as API bodies are): a lone surrogate is no Unicode text.
+    ['{"id":"b-12","type":"reading.taken","payload":{"x":"\\ud800"}}', false, 'b-12', 'invalid_unicode', 'payload.x'],
     // Nested past the cap: its id is read from its top level, the rest is not parsed.
     [`{"type":"reading.taken","payload":${'['.repeat(200)}${']'.repeat(200)},"id":"b-11"}`, false, 'b-11', 'json_too_deep', undefined],
     [`{"payload":${'{"a":'.repeat(200)}1${'}'.repeat(200)},"type":"reading.taken"}`, false, null, 'json_too_deep', undefined],
