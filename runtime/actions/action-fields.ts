@@ -3,6 +3,7 @@
 
 import { InputError } from '../errors.ts';
 import { characterCount } from '../validation/character-count.ts';
+import { assertDisplayName } from '../validation/display-name.ts';
 
 export const MAX_NAME_LENGTH = 120;
 export const MAX_DESCRIPTION_LENGTH = 2000;
@@ -21,6 +22,7 @@ export function parseActionName(value: unknown, field = 'name'): string {
   if (name.length === 0) throw invalid(field, `Field "${field}" must not be empty.`);
   if (characterCount(name) > MAX_NAME_LENGTH) throw invalid(field, `Field "${field}" must be at most ${MAX_NAME_LENGTH} characters.`);
   if (CONTROL.test(name)) throw invalid(field, `Field "${field}" must not contain control characters.`);
+  assertDisplayName(name, field);
   return name;
 }
 

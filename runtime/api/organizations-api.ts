@@ -5,6 +5,7 @@
 import { notFound, SluiceError } from '../errors.ts';
 import { json, type RequestHead, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
+import { assertDisplayName } from '../validation/display-name.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { DEFAULT_MAX_CONCURRENT_RUNS, defaultIngestRate, ORG_ID_PATTERN, PLANS, type Organization, type Plan } from '../tenancy/organizations.ts';
 import { describeApiKey } from '../tenancy/api-keys.ts';
@@ -88,6 +89,7 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       handler: async (request) => {
         ctx.auth.requirePlatformAdmin(request);
         const body = parseCreate(parseJsonRequest(request));
+        assertDisplayName(body.name, 'name');
         const now = isoAt(ctx.clock.now());
         const org: Organization = {
           id: body.id,
@@ -126,6 +128,7 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
         ctx.auth.requirePlatformAdmin(request);
         const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const update = parseUpdate(parseJsonRequest(request));
+        if (update.name !== undefined) assertDisplayName(update.name, 'name');
         // Merged onto the organization as stored when the write runs: a concurrent update is not undone.
         // A new plan brings its own ingest rate unless the same request sets one.
         let next: Organization | undefined;
