@@ -12,11 +12,9 @@
 
 const ESCAPED =
   /[\u0000-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\u{1d173}-\u{1d17a}\u{e0000}-\u{e007f}\ud800-\udfff]/gu;
-/** ESCAPED without `g`: a test that keeps no position between calls. */
-const UNPRINTABLE = new RegExp(ESCAPED.source, 'u');
 
-/** Whether `text` holds a character printable() would escape: one a terminal acts on, or one that shows as nothing. */
-export const hasUnprintable = (text: string): boolean => UNPRINTABLE.test(text);
+/** `text` without the characters printable() escapes: those a terminal acts on, and those that show as nothing. */
+export const withoutUnprintable = (text: string): string => text.replace(ESCAPED, '');
 
 export function printable(text: string): string {
   return text.replace(ESCAPED, (char) => {

@@ -15,14 +15,14 @@ const CONTROL_EXCEPT_LINES = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 const invalid = (field: string, message: string): InputError => new InputError(400, 'invalid_request', message, { field });
 
-/** 1-120 characters after trimming, one line. */
-export function parseActionName(value: unknown, field = 'name'): string {
+/** 1-120 characters after trimming, one line, that show (display-name.ts), or the name as stored (`stored`). */
+export function parseActionName(value: unknown, field = 'name', stored?: string): string {
   if (typeof value !== 'string') throw invalid(field, `Field "${field}" must be a string.`);
   const name = value.trim();
   if (name.length === 0) throw invalid(field, `Field "${field}" must not be empty.`);
   if (characterCount(name) > MAX_NAME_LENGTH) throw invalid(field, `Field "${field}" must be at most ${MAX_NAME_LENGTH} characters.`);
   if (CONTROL.test(name)) throw invalid(field, `Field "${field}" must not contain control characters.`);
-  assertDisplayName(name, field);
+  assertDisplayName(name, field, stored);
   return name;
 }
 

@@ -183,7 +183,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const action = requireAction(org, request);
         const body = parsePatch(parseJsonRequest(request));
         const change = await actions.update(org.id, action.id, {
-          ...(body.name === undefined ? {} : { name: parseActionName(body.name) }),
+          ...(body.name === undefined ? {} : { name: parseActionName(body.name, 'name', action.name) }),
           ...(body.description === undefined ? {} : { description: parseDescription(body.description) }),
           ...(body.permissions === undefined ? {} : { permissions: parsePermissionList(body.permissions) }),
         }, ctx.clock.now());

@@ -128,7 +128,7 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
         ctx.auth.requirePlatformAdmin(request);
         const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const update = parseUpdate(parseJsonRequest(request));
-        if (update.name !== undefined) assertDisplayName(update.name, 'name');
+        if (update.name !== undefined) assertDisplayName(update.name, 'name', current.name);
         // Merged onto the organization as stored when the write runs: a concurrent update is not undone.
         // A new plan brings its own ingest rate unless the same request sets one.
         let next: Organization | undefined;

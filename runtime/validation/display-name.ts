@@ -1,17 +1,26 @@
 // Names people read: an organization's, a workflow's, a custom action's. They are listed in the API,
-// the CLI and dashboards, so each must show as written: no character a terminal acts on (controls,
-// C1 ones too, line and paragraph separators, direction overrides) or that shows as nothing
-// (zero-width spaces, fillers, tag characters), the set terminal-text.ts escapes; and something
-// besides white space. A name of zero-width spaces listed as blank, and a C1 CSI could start a
-// terminal escape (found by a hostile-text probe).
+// the CLI and dashboards, so none may hold a character a terminal acts on (controls, C1 ones too,
+// line and paragraph separators, direction embeddings, overrides and isolates), and each must show
+// something: not only white space and characters that show as nothing (zero-width spaces, fillers,
+// tag characters: the set terminal-text.ts escapes). Marks that shape visible text stay allowed
+// (direction marks in mixed Hebrew or Arabic names, tag characters in a subdivision flag). A name
+// of zero-width spaces listed as blank, and a C1 CSI could start a terminal escape (found by a
+// hostile-text probe). A name stored before this rule is kept when a write sends it unchanged.
 
 import { InputError } from '../errors.ts';
-import { hasUnprintable } from '../terminal-text.ts';
+import { withoutUnprintable } from '../terminal-text.ts';
 
-/** 400 `invalid_request` naming `field` unless `name` is a display name (above). */
-export function assertDisplayName(name: string, field: string): void {
-  if (hasUnprintable(name)) {
-    throw new InputError(400, 'invalid_request', `Field "${field}" must hold only characters that show: no control characters, line or paragraph separators, direction controls or invisible characters.`, { field });
+const ACTING = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+/** Joiners and variation selectors: they shape the characters around them (kept by printable()) but show nothing alone. */
+const SHAPING = /[\u200c\u200d\ufe00-\ufe0f]/gu;
+
+/** 400 `invalid_request` naming `field` unless `name` is a display name (above) or the name stored (`stored`). */
+export function assertDisplayName(name: string, field: string, stored?: string): void {
+  if (name === stored) return;
+  if (ACTING.test(name)) {
+    throw new InputError(400, 'invalid_request', `Field "${field}" must not contain control characters, line or paragraph separators, or direction overrides.`, { field });
   }
-  if (name.trim() === '') throw new InputError(400, 'invalid_request', `Field "${field}" must not be only white space.`, { field });
+  if (withoutUnprintable(name).replace(SHAPING, '').trim() === '') {
+    throw new InputError(400, 'invalid_request', `Field "${field}" must show something: not only white space or invisible characters.`, { field });
+  }
 }

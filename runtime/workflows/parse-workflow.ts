@@ -56,7 +56,7 @@ export function parseWorkflowInput(body: unknown, existing?: WorkflowDraft, opti
   need('trigger_event');
   need('steps');
 
-  const name = isPresent(input, 'name') ? readDisplayName(input['name']) : existing?.name;
+  const name = isPresent(input, 'name') ? readDisplayName(input['name'], existing?.name) : existing?.name;
   const trigger = isPresent(input, 'trigger_event')
     ? readString(input['trigger_event'], 'trigger_event', { max: 128, pattern: EVENT_TYPE_REGEX, patternHint: 'letters, digits, "_", ".", ":" and "-", starting with a letter, digit or "_" (an event type)' })
     : existing?.trigger_event;
@@ -124,9 +124,9 @@ function mintId(taken: Set<string>, newStepId: () => string): StepId {
   throw new Error('newStepId kept producing ids that are already taken');
 }
 
-/** A workflow's name: 1-200 characters, trimmed, that show (display-name.ts). */
-function readDisplayName(value: unknown): string {
+/** A workflow's name: 1-200 characters, trimmed, that show (display-name.ts), or its name as stored. */
+function readDisplayName(value: unknown, stored: string | undefined): string {
   const name = readString(value, 'name', { max: 200, trim: true, characters: true });
-  assertDisplayName(name, 'name');
+  assertDisplayName(name, 'name', stored);
   return name;
 }

@@ -11,8 +11,9 @@ import { assertDisplayName } from '../../runtime/validation/display-name.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
-const REFUSED = ['a\u009bb', 'a\u0085b', 'a\u2028b', 'a\u202eevil', '\u200b', '\u200b\u200c\u2060', '\u3164', '\u{e0041}', 'x\u00ady', ' \u00a0 '];
-const KEPT = ['Payments 💳', '👩🏽‍💻 team', '🇩🇪 Berlin', 'café', 'cafe\u0301', 'مدفوعات', 'שלום', '支付'];
+const REFUSED = ['a\u009bb', 'a\u0085b', 'a\u2028b', 'a\u202eevil', 'a\u2066b', '\u200b', '\u200b\u200c\u2060', '\u3164', '\u{e0041}', ' \u00a0 '];
+// A subdivision flag is tag characters after its black flag; direction marks shape mixed-direction names.
+const KEPT = ['Payments 💳', '👩🏽‍💻 team', '🇩🇪 Berlin', '🏴\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f} England', 'order \u200fשלום\u200f 2', 'Acme\u00adCorp', 'café', 'cafe\u0301', 'مدفوعات', '支付'];
 
 const refusal = (run: () => unknown): string | undefined => {
   try {
@@ -28,8 +29,9 @@ const refusal = (run: () => unknown): string | undefined => {
 test('what shows is a name; controls, separators, direction overrides and invisible-only text are not', () => {
   for (const name of REFUSED) assert.ok(refusal(() => assertDisplayName(name, 'name')) !== undefined, JSON.stringify(name));
   for (const name of KEPT) assert.equal(refusal(() => assertDisplayName(name, 'name')), undefined, name);
-  assert.match(refusal(() => assertDisplayName('\u200b', 'name')) ?? '', /must hold only characters that show/);
-  assert.match(refusal(() => assertDisplayName(' \u00a0 ', 'name')) ?? '', /must not be only white space/);
+  assert.match(refusal(() => assertDisplayName('a\u009bb', 'name')) ?? '', /must not contain control characters, line or paragraph separators, or direction overrides/);
+  assert.match(refusal(() => assertDisplayName('\u200b', 'name')) ?? '', /must show something: not only white space or invisible characters/);
+  assert.equal(refusal(() => assertDisplayName('\u200b', 'name', '\u200b')), undefined, 'a name stored before the rule, sent unchanged');
   assert.ok(refusal(() => parseActionName('risk\u0085scorer')) !== undefined, 'a custom action name too');
   assert.equal(parseActionName('  risk scorer 🛡️ '), 'risk scorer 🛡️');
 });
@@ -53,5 +55,9 @@ test('the API refuses such names for organizations and workflows with a 400 nami
     assert.deepEqual([made.status, made.body.error?.field], [400, 'name'], made.text);
   }
   assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-display-names', { token: ADMIN_TOKEN, json: { name: '🇩🇪 Lumen' } })).status, 200);
+  // A name stored before the rule (written here past the API) is kept by a write that sends it unchanged.
+  await rt.runtime.context.orgs.update('acct-display-names', (stored) => ({ ...stored, name: 'old\u0085name' }));
+  const unchanged = await call(rt.url, 'PATCH', '/organizations/acct-display-names', { token: ADMIN_TOKEN, json: { name: 'old\u0085name', max_concurrent_runs: 5 } });
+  assert.equal(unchanged.status, 200, unchanged.text);
   assert.equal((await workflow('👩🏽‍💻 notify')).status, 201);
 });
