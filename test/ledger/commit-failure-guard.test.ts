@@ -94,15 +94,20 @@ test('strays of one failed commit count once: the line an interval later counts 
     const logged = [];
     guardLedgerCommitFailures({ error: (message, fields) => logged.push(fields.more_since_last_logged ?? 0), warn() {}, info() {}, debug() {} }, () => now);
     const ledger = openLedger(mkdtempSync(join(tmpdir(), 'sluice-strays-')));
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+    // Lines come once a commit's own promise settles: waits for the nth, then a turn for its other strays.
+    const turn = () => new Promise((resolve) => setTimeout(resolve, 10));
+    const lines = async (n) => {
+      for (let i = 0; i < 2000 && logged.length < n; i++) await turn();
+      await turn();
+    };
     let failed = 0;
     for (let i = 0; i < 20000 && failed === 0; i++) {
       try { await durably(ledger.root, ledger.events.put(['org', 'e' + i], 'x'.repeat(1024))); } catch { failed++; }
     }
-    await settle();
+    await lines(1);
     now += STRAY_LOG_INTERVAL_MS;
     try { await durably(ledger.root, ledger.events.put(['org', 'late'], 'x'.repeat(1024))); } catch { failed++; }
-    await settle();
+    await lines(2);
     await ledger.close();
     process.stdout.write(JSON.stringify({ failed, logged }));
   `;
