@@ -22,10 +22,10 @@ import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 /**
  * The socket URL as the command prints it: without the password (a socket may carry one, sent as
  * Basic auth to a proxy in front of Sluice) or the query (where a token could be), each said by `***`.
- * Text that is no URL is shown as given (shownName: cut, quoted by the caller).
+ * Text that is no URL is returned as given.
  */
 function shownSocketUrl(url: string): string {
-  if (!URL.canParse(url)) return shownName(url);
+  if (!URL.canParse(url)) return url;
   const { protocol, username, password, host, pathname, search } = new URL(url);
   const user = username === '' && password === '' ? '' : `${username}${password === '' ? '' : ':***'}@`;
   return `${protocol}//${user}${host}${pathname}${search === '' ? '' : '?***'}`;

@@ -9,7 +9,6 @@ export const MAX_NAME_LENGTH = 120;
 export const MAX_DESCRIPTION_LENGTH = 2000;
 export const MAX_REASON_LENGTH = 2000;
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
 /** Multi-line text keeps tabs and line breaks; other control characters are refused. */
 const CONTROL_EXCEPT_LINES = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
@@ -21,7 +20,7 @@ export function parseActionName(value: unknown, field = 'name', stored?: string)
   const name = value.trim();
   if (name.length === 0) throw invalid(field, `Field "${field}" must not be empty.`);
   if (characterCount(name) > MAX_NAME_LENGTH) throw invalid(field, `Field "${field}" must be at most ${MAX_NAME_LENGTH} characters.`);
-  if (CONTROL.test(name)) throw invalid(field, `Field "${field}" must not contain control characters.`);
+  // Control characters (C0 and C1) included.
   assertDisplayName(name, field, stored);
   return name;
 }

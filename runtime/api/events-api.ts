@@ -85,9 +85,9 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
       handler: async (request) => {
         const caller = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const { sent, text, payloadParsed } = await readSentEvent(request, caller.id, ctx.schemas.bodies);
-        // A large body waits its turn in the reading thread (behind the org's large webhooks): the
-        // key may have been revoked, the org deleted or its plan changed meanwhile.
-        const org = ctx.auth.requireOrg(request, caller.id, 'developer');
+        // A large body waited its turn in the reading thread (behind the org's large webhooks): the
+        // key may have been revoked, the org deleted or its plan changed meanwhile. A small one did not wait.
+        const org = payloadParsed ? caller : ctx.auth.requireOrg(request, caller.id, 'developer');
         const body = { ...sent, id: eventIdOf(sent.id, request.headers['idempotency-key']) };
         assertNotReservedType(body.type, 'type');
         if (body.id !== undefined) assertNotReservedEventId(body.id, sent.id === undefined ? 'Idempotency-Key' : 'id');
