@@ -50,19 +50,29 @@ function networkAdvice(command: string, error: SluiceNetworkError, url: string):
 }
 
 /**
- * Runs `work` with a client for `target` and prints the text it answers; `hint` adds to a refusal
- * what the command's own flags can do about it.
+ * Runs `work` with a client for `target` and prints the text it answers. `inOwnWords` tells a
+ * refusal that the command's own flags answer in the command's words (`--again`, not the API's
+ * `"again": true`); any other refusal is printed as Sluice sent it.
  */
-export async function callAndPrint(command: string, target: ApiTarget, io: ClientCommandIo, work: (client: SluiceClient) => Promise<string>, hint: (refusal: SluiceApiError) => string = () => ''): Promise<number> {
+export async function callAndPrint(command: string, target: ApiTarget, io: ClientCommandIo, work: (client: SluiceClient) => Promise<string>, inOwnWords: (refusal: SluiceApiError) => string | undefined = () => undefined): Promise<number> {
   const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
   let text: string;
   try {
     text = await work(client);
   } catch (error) {
-    const advice = error instanceof SluiceApiError ? hint(error) : error instanceof SluiceNetworkError ? networkAdvice(command, error, target.url) : '';
-    io.stderr.write(`sluice ${command}: ${error instanceof TypeError && !(error instanceof SluiceArgumentError) ? misshapenAnswer(command, error) : clientFailure(error)}${advice}\n`);
+    io.stderr.write(`sluice ${command}: ${failureLine(command, error, target.url, inOwnWords)}\n`);
     return 1;
   }
   io.stdout.write(`${text}\n`);
   return 0;
+}
+
+/** Why the call failed, on one printable line. */
+function failureLine(command: string, error: unknown, url: string, inOwnWords: (refusal: SluiceApiError) => string | undefined): string {
+  if (error instanceof SluiceApiError) {
+    const own = inOwnWords(error);
+    return own === undefined ? clientFailure(error) : printable(`${error.status} ${error.code}: ${own}`);
+  }
+  if (error instanceof SluiceNetworkError) return `${clientFailure(error)}${networkAdvice(command, error, url)}`;
+  return error instanceof TypeError && !(error instanceof SluiceArgumentError) ? misshapenAnswer(command, error) : clientFailure(error);
 }

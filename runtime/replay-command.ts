@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
 import { callAndPrint } from './cli-client-call.ts';
+import type { SluiceApiError } from '../kits/client/index.ts';
 import { InputError } from './errors.ts';
 import { runLine } from './explain-text.ts';
 import { printableLines } from './terminal-text.ts';
@@ -48,6 +49,13 @@ export async function replayCommand(args: readonly string[], io: ClientCommandIo
       for (const run of reactions) lines.push(`    ${runLine(run)}`);
       return printableLines(lines);
     },
-    (refusal) => (refusal.code === 'replay_just_made' ? ' (pass --again to make it once more)' : ''),
+    (refusal) => (refusal.code === 'replay_just_made' ? justMade(eventId, refusal) : undefined),
   );
+}
+
+/** The 409 for a replay repeated within 5 minutes, in this command's flags. */
+function justMade(eventId: string, refusal: SluiceApiError): string {
+  const replay = refusal.details['replay_event_id'];
+  const which = typeof replay === 'string' ? ` (replay ${replay})` : '';
+  return `event ${eventId} was replayed with the same --side-effects and --workflow choice in the last 5 minutes${which}. Pass --again to make it once more; give each replay an --idempotency-key to make retries of one replay safe.`;
 }
