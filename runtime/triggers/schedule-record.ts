@@ -203,6 +203,7 @@ const CRONER_COMPLAINTS: ReadonlyArray<readonly [RegExp, string]> = [
   [/stepping with numeric prefix/, 'a step (/n) follows a single value: step a range (1-5/2) or * (*/2).'],
   [/From value is larger than to value/, 'a range runs backwards (its start is past its end).'],
   [/illegal stepping: 0/, 'a step of 0 (/0) never moves on.'],
+  [/illegal stepping/, 'a step (/n) needs a whole number after its slash.'],
   [/illegal range/, 'a range is malformed: write n-m or n-m/step.'],
   [/is empty/, 'a list has an empty item (a "," at its start or end, or two in a row).'],
 ];

@@ -37,6 +37,7 @@ test('the parser\'s other complaints are said in crontab terms, never with value
     ['0 0 * * mon/2', /a step \(\/n\) follows a single value: step a range/],
     ['5-1 * * * *', /a range runs backwards/],
     ['*/0 * * * *', /a step of 0 \(\/0\) never moves on/],
+    ['0 0 */ * *', /a step \(\/n\) needs a whole number after its slash/],
     ['1--2 * * * *', /a range is malformed: write n-m or n-m\/step/],
     [',1 * * * *', /a list has an empty item/],
   ];
