@@ -55,6 +55,8 @@ options (dev, serve):
                         (SLUICE_RUNNER_CA; the runner serves with --tls-cert and --tls-key)
   --webhook-connections <n>  connections webhook steps may hold per org and receiver; more requests
                         wait for one (SLUICE_WEBHOOK_CONNECTIONS, default 32)
+  --max-queued-runs <n>  runs an org may have waiting for a concurrency slot; past it its new events are
+                        429 run_backlog_full (SLUICE_MAX_QUEUED_RUNS, default 100000)
   --step-input-mib <n>  payload MiB the steps being performed may hold at once (an org an eighth); more wait
                         (SLUICE_STEP_INPUT_MIB, default a sixteenth of the heap limit, at least 16)
   --request-bodies-mib <n>  request body MiB held in memory at once (an org an eighth); more are 503

@@ -10,6 +10,7 @@ import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB } from '../hook-runner/disk-floor.ts';
 import { TIMESTAMP_TOLERANCE_SECONDS } from './ingest/verification.ts';
+import { DEFAULT_MAX_QUEUED_RUNS } from './ingest/run-backlog.ts';
 import type { LogLevel } from './log.ts';
 import { DEFAULT_RETAINED_UPDATES } from './rooms/update-log.ts';
 import { DEFAULT_LIVE_SOCKETS_PER_ORG } from './rooms/live-rooms.ts';
@@ -52,6 +53,8 @@ export interface RuntimeConfig {
   readonly websockets: number;
   /** Open connections webhook steps may hold per org and receiver origin; more requests wait for one. */
   readonly webhookConnections: number;
+  /** Runs an org may have waiting for a concurrency slot; past it, its new events are 429 run_backlog_full. */
+  readonly maxQueuedRuns: number;
   /** Payload bytes the steps being performed may hold at once (webhook bodies, custom action input); more steps wait. */
   readonly stepInputBytes: number;
   /** Request body bytes held in memory at once, every request together (an org an eighth); more are 503 server_busy. */
@@ -137,6 +140,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
       runner: { type: 'string' },
       'runner-ca': { type: 'string' },
       'webhook-connections': { type: 'string' },
+      'max-queued-runs': { type: 'string' },
       'webhook-targets': { type: 'string' },
       'step-input-mib': { type: 'string' },
       'request-bodies-mib': { type: 'string' },
@@ -186,6 +190,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     runner: withRunnerCa(parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner), setting('--runner-ca', values['runner-ca'], 'SLUICE_RUNNER_CA', env)),
     runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),
     webhookConnections: integer(setting('--webhook-connections', values['webhook-connections'], 'SLUICE_WEBHOOK_CONNECTIONS', env), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
+    maxQueuedRuns: integer(setting('--max-queued-runs', values['max-queued-runs'], 'SLUICE_MAX_QUEUED_RUNS', env), DEFAULT_MAX_QUEUED_RUNS, 1, 100_000_000),
     stepInputBytes: stepInputBytes(setting('--step-input-mib', values['step-input-mib'], 'SLUICE_STEP_INPUT_MIB', env)),
     requestBodyBytes: requestBodyBytes(setting('--request-bodies-mib', values['request-bodies-mib'], 'SLUICE_REQUEST_BODIES_MIB', env)),
     webhookTargets: parseWebhookTargets(setting('--webhook-targets', values['webhook-targets'], 'SLUICE_WEBHOOK_TARGETS', env), defaults.webhookTargets),

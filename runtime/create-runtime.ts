@@ -42,6 +42,7 @@ import { WebSocketBudget } from './http/websocket-budget.ts';
 import { Inbox } from './inbox/inbox.ts';
 import { hookRoutes } from './ingest/hook-routes.ts';
 import { IngestQuota } from './ingest/ingest-quota.ts';
+import { RunBacklog } from './ingest/run-backlog.ts';
 import { openLedger } from './ledger/open-ledger.ts';
 import { DiskFloor, statfsProbe, type FreeSpaceProbe } from '../hook-runner/disk-floor.ts';
 import { flooredLedger } from './ledger/floored-ledger.ts';
@@ -185,7 +186,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas, disk };
   const startedAt = clock.now();
 
-  const quota = new IngestQuota(clock, (orgId) => orgs.get(orgId));
+  // The engine is made below, before any route that stores an event is added.
+  const quota = new IngestQuota(clock, (orgId) => orgs.get(orgId), new RunBacklog(config.maxQueuedRuns, (orgId) => engine.queuedRuns(orgId)));
   let boundPort = 0;
   const updateLog = new UpdateLog(ledger, config.liveRetention);
   await updateLog.adoptRetention(deletedOrgs);

@@ -16,6 +16,15 @@ test('webhook connections: 32 by default, the environment sets it, a flag wins o
   assert.equal(loadRuntimeConfig(['--webhook-connections', '4'], { SLUICE_WEBHOOK_CONNECTIONS: '8' }).webhookConnections, 4);
 });
 
+test('max queued runs per org: 100,000 by default, set by the environment or a flag; 0 or a fraction refused', () => {
+  assert.equal(loadRuntimeConfig([], {}).maxQueuedRuns, 100_000);
+  assert.equal(loadRuntimeConfig([], { SLUICE_MAX_QUEUED_RUNS: '500' }).maxQueuedRuns, 500);
+  assert.equal(loadRuntimeConfig(['--max-queued-runs', '7'], { SLUICE_MAX_QUEUED_RUNS: '500' }).maxQueuedRuns, 7);
+  for (const bad of ['0', '2.5', '100000001']) {
+    assert.throws(() => loadRuntimeConfig(['--max-queued-runs', bad], {}), (error: unknown) => error instanceof InputError && error.message.includes('--max-queued-runs'));
+  }
+});
+
 test('webhook connections outside 1-1000 or not an integer are refused, naming the flag', () => {
   for (const bad of ['0', '1001', '2.5', 'many']) {
     assert.throws(

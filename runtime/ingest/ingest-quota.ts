@@ -7,6 +7,7 @@
 // duplicate) gives its tokens back, and a duplicate over the quota still gets its 409. The rates are
 // the org's as it is when the event is stored, not as a caller read it: a request that waited (out
 // of a sandbox reset, a schema check) is held to a rate lowered meanwhile.
+// The same place refuses an org's events while its run queue is full (run-backlog.ts).
 
 import type { Clock } from '../clock.ts';
 import type { StoredEvent } from '../events/event-record.ts';
@@ -15,6 +16,7 @@ import { SluiceError } from '../errors.ts';
 import { payloadTextOf } from '../events/payload-text.ts';
 import { TokenBucket } from '../token-bucket.ts';
 import type { Organization } from '../tenancy/organizations.ts';
+import type { RunBacklog } from './run-backlog.ts';
 
 /** The caller should retry after `retryAfterMs`; the server turns this into a Retry-After header. */
 export class QuotaExceededError extends SluiceError {
@@ -91,11 +93,16 @@ export class IngestQuota {
   readonly #currentOrg: (orgId: string) => Organization | undefined;
   readonly #events = new OrgBuckets();
   readonly #bytes = new OrgBuckets();
+  readonly #backlog: RunBacklog | undefined;
 
-  /** `currentOrg` reads the org as stored now (its rates); the org a caller passes is used when it is gone. */
-  constructor(clock: Clock, currentOrg: (orgId: string) => Organization | undefined) {
+  /**
+   * `currentOrg` reads the org as stored now (its rates); the org a caller passes is used when it is
+   * gone. `backlog`, when given, refuses an org's events while its run queue is full (run-backlog.ts).
+   */
+  constructor(clock: Clock, currentOrg: (orgId: string) => Organization | undefined, backlog?: RunBacklog) {
     this.#clock = clock;
     this.#currentOrg = currentOrg;
+    this.#backlog = backlog;
   }
 
   /**
@@ -105,13 +112,14 @@ export class IngestQuota {
    * stops sending it), anything else QuotaExceededError. When the store throws (a duplicate, a
    * failed write), nothing was stored and the token is given back. `heldMs` > 0: the sender was
    * told to wait that much longer (a device socket's moment, retry-stagger.ts), refused for at least
-   * that even with the tokens there, unless the org has no rate now.
+   * that even with the tokens there, unless the org has no rate now. An org whose run queue is
+   * full is refused the same way (RunBacklogFullError), taking no tokens.
    */
   async storeEvent(given: Organization, events: EventStore, newEvent: NewEvent, heldMs = 0): Promise<StoredEvent> {
     const org = this.#currentOrg(given.id) ?? given;
     // Counted only for an org with a byte rate: measuring the payload is not free.
     const bytes = (org.ingest_bytes_per_second ?? null) === null ? 0 : Buffer.byteLength(newEvent.payloadJson ?? payloadTextOf(newEvent.event));
-    const refusal = this.#take(org, bytes, heldMs);
+    const refusal = this.#backlog?.refusal(org.id) ?? this.#take(org, bytes, heldMs);
     if (refusal !== undefined) {
       await events.refuseDuplicate(newEvent);
       throw refusal;

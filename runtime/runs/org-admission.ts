@@ -48,6 +48,11 @@ export class OrgAdmission {
     return this.#scheduler.placeOf(orgId, runId);
   }
 
+  /** How many of the org's runs wait for a slot. */
+  queued(orgId: OrgId): number {
+    return this.#scheduler.stats(orgId).queued;
+  }
+
   /** The runs to admit now, orgs taking turns; each has its slot already. */
   nextAdmissions(): Admission[] {
     return this.#scheduler.nextAdmissions();

@@ -59,6 +59,11 @@ export class RunCreation {
     this.#host = host;
   }
 
+  /** The org's runs written as `queued` whose transaction has not settled yet. */
+  queuedInFlight(orgId: OrgId): number {
+    return this.#queuedInFlight.get(orgId);
+  }
+
   /**
    * Call inside the event-storing transaction (an event-store reactor). Computes every run first;
    * the writes are queued by the returned reaction's `write`, after the event's own.

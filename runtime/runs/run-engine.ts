@@ -43,6 +43,7 @@ export class RunEngine {
   /** Stalled runs, and what is kept for them until each is picked up again from the ledger (stall-resume.ts). */
   readonly #stallResume: StallResume;
   readonly #derivedBudget: DerivedBudget;
+  readonly #creation: RunCreation;
   /** What a step attempt sent from a snapshot needs of the engine (attempt-dispatch.ts). */
   readonly #attemptHost: AttemptHost;
   /** This start's record (boot-record.ts), from its recovery on: the first effect sent goes on record. */
@@ -97,7 +98,7 @@ export class RunEngine {
       send: (orgId, runId, command, effects) => this.send(orgId, runId, command, effects),
       beforeEffect: () => this.#boot?.beforeFirstEffect(),
     };
-    const creation = new RunCreation({
+    const creation = (this.#creation = new RunCreation({
       runs: deps.runs,
       updateLog: deps.updateLog,
       matching: (event) => {
@@ -113,7 +114,7 @@ export class RunEngine {
       },
       pump: () => this.#pump(),
       unconfirmed: (orgId, runIds) => this.#stallResume.unconfirmed(orgId, runIds),
-    });
+    }));
     deps.events.addReactor((event) => creation.createRuns(event));
   }
 
@@ -129,6 +130,11 @@ export class RunEngine {
   /** Running runs that rest as their snapshot between transitions, their step results too many to keep live (held-results.ts). */
   get restingRuns(): number {
     return this.#actors.restingCount;
+  }
+
+  /** How many of the org's runs wait for a slot, those being written included (run-backlog.ts). */
+  queuedRuns(orgId: string): number {
+    return this.#admission.queued(asOrgId(orgId)) + this.#creation.queuedInFlight(asOrgId(orgId));
   }
 
   /** When the durable timer of a run (backoff or delay) is armed to fire, if it is. */

@@ -3,10 +3,9 @@
 // its event is durable, or a `nack` saying why not and whether sending it again can help. Also the
 // caps a device must keep to and the close codes it must handle (README, "Devices").
 
-import { InputError, RetryableError, SluiceError } from '../errors.ts';
+import { InputError, SluiceError } from '../errors.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import { decodeJsonBytes, refuseLoneSurrogates } from '../http/parse-json.ts';
-import { QuotaExceededError } from '../ingest/ingest-quota.ts';
 import { isDeliveryId } from '../ingest/verification.ts';
 import { EVENT_TYPE_PATTERN } from '../sources/source-record.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
@@ -112,7 +111,8 @@ export const ackFrame = (id: string, eventId: string, duplicate: boolean): strin
 export function nackFrame(id: string | null, error: unknown): string {
   const known = error instanceof SluiceError ? error : (failedWriteError('message', error) ?? new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.'));
   const retryable = known.status === 429 || known.status >= 500;
-  const hint = known instanceof QuotaExceededError || known instanceof RetryableError ? known.retryAfterMs : undefined;
-  const retryAfter = hint === undefined ? {} : { retry_after_ms: hint };
+  // A quota, a full run queue, a failed write: whatever says when to try again.
+  const hint = (known as { readonly retryAfterMs?: unknown }).retryAfterMs;
+  const retryAfter = typeof hint === 'number' ? { retry_after_ms: hint } : {};
   return JSON.stringify({ type: 'nack', id, ...known.toBody(), retryable, ...retryAfter });
 }
