@@ -12,6 +12,7 @@
 // under way, and a run whose Invoke was sent before a restore finished skips its own, so a lost
 // module costs one transfer of its bytes, not one per run.
 
+import { LRUCache } from 'lru-cache';
 import { AccessError, RetryableError, SluiceError, TerminalError } from '../errors.ts';
 import type { ActionInvoker, InvokeInput, InvokeResult } from '../hook-runner/client.ts';
 import { RunnerUnavailableError } from '../hook-runner/runner-errors.ts';
@@ -34,7 +35,17 @@ export interface RestoreOptions {
    * (the runtime never holds secrets): the runtime warns, so an operator knows to set them again.
    */
   readonly onRestored?: (orgId: string, digest: string) => void;
+  /** How many (org, module) restores are remembered (RESTORES_REMEMBERED; tests set fewer). */
+  readonly remembered?: number;
 }
+
+/**
+ * Restores remembered, the least recently used let go past it: forgetting one costs at most one
+ * more transfer, to a call whose Invoke was sent before that restore finished. Unbounded, a runtime
+ * whose runner lost its store now and then kept one entry per module ever restored, deleted orgs'
+ * included.
+ */
+export const RESTORES_REMEMBERED = 10_000;
 
 /** The runner's answer to an Invoke of a digest it does not have, or holds damaged (hook-runner/module-registry.ts). */
 const needsModuleAgain = (error: unknown): error is SluiceError => error instanceof SluiceError && (error.code === 'module_not_found' || error.code === 'module_corrupt');
@@ -58,8 +69,8 @@ function afterReached(error: unknown): unknown {
  */
 export function createRestoringInvoker(runner: RestoringRunner, modules: StoredModules, options: RestoreOptions = {}): ActionInvoker {
   const underWay = new Map<string, Promise<void>>();
-  /** Restores completed per (org, digest). One small number per module ever restored in this process. */
-  const completed = new Map<string, number>();
+  /** Restores completed per (org, digest), for the modules restored most recently. */
+  const completed = new LRUCache<string, number>({ max: options.remembered ?? RESTORES_REMEMBERED });
   const keyOf = (orgId: string, digest: string): string => JSON.stringify([orgId, digest]);
 
   async function send(orgId: string, digest: string): Promise<void> {
