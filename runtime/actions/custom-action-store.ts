@@ -26,6 +26,11 @@ import { samePermissions } from './permissions.ts';
 /** Keeps the list answer (every action with every version) bounded. */
 export const MAX_ACTIONS_PER_ORG = 500;
 export const MAX_VERSIONS_PER_ACTION = 100;
+/**
+ * Module bytes an org's custom actions may hold, each distinct module counted once: 500 actions of
+ * 100 versions of 8 MiB would be 400 GB in each of the two stores, and modules are never deleted.
+ */
+export const MAX_MODULE_BYTES_PER_ORG = 1024 * 1024 * 1024;
 const HIGH = '\uffff';
 
 /** How a custom_action step may run the action now: only the APPROVED version, with the permissions as reviewed. */
@@ -83,6 +88,8 @@ export interface ActionChange {
 export interface StoreOptions {
   /** Injected for tests; defaults to `act_` + 16 random hex characters. */
   readonly newId?: () => CustomActionId;
+  /** Module bytes an org may hold (MAX_MODULE_BYTES_PER_ORG; tests set less). */
+  readonly maxModuleBytes?: number;
 }
 
 type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: SluiceError };
@@ -97,6 +104,7 @@ export class CustomActionStore {
   readonly #versions: LedgerTable;
   readonly #modules: LedgerTable;
   readonly #newId: () => CustomActionId;
+  readonly #maxModuleBytes: number;
 
   constructor(ledger: Ledger, options: StoreOptions = {}) {
     this.#root = ledger.root;
@@ -104,6 +112,7 @@ export class CustomActionStore {
     this.#versions = ledger.openDatabase('custom-action-versions');
     this.#modules = ledger.openDatabase('custom-action-modules');
     this.#newId = options.newId ?? newCustomActionId;
+    this.#maxModuleBytes = options.maxModuleBytes ?? MAX_MODULE_BYTES_PER_ORG;
   }
 
   get(orgId: string, actionId: string): CustomActionRecord | undefined {
@@ -177,13 +186,36 @@ export class CustomActionStore {
    * Throws the 409 `create` (or, with `actionId`, `addVersion`) would answer now: called before an
    * upload is compiled, since the runner stores every module it compiles for good.
    */
-  assertRoom(orgId: string, actionId?: string): void {
+  assertRoom(orgId: string, upload: Pick<CompiledUpload, 'digest' | 'size'>, actionId?: string): void {
     if (actionId === undefined) {
       if (this.#actionCount(orgId) >= MAX_ACTIONS_PER_ORG) throw actionLimit();
-      return;
+    } else {
+      const latest = this.versions(orgId, actionId).at(-1);
+      if (latest !== undefined && latest.version >= MAX_VERSIONS_PER_ACTION) throw versionLimit();
     }
-    const latest = this.versions(orgId, actionId).at(-1);
-    if (latest !== undefined && latest.version >= MAX_VERSIONS_PER_ACTION) throw versionLimit();
+    const full = this.#moduleStorageRefusal(orgId, upload);
+    if (full !== undefined) throw full;
+  }
+
+  /** The 409 for a module the org has no room for: one it holds already takes none. */
+  #moduleStorageRefusal(orgId: string, upload: Pick<CompiledUpload, 'digest' | 'size'>): SluiceError | undefined {
+    if (this.#modules.doesExist([orgId, upload.digest])) return undefined;
+    const held = this.#moduleBytesHeld(orgId);
+    const limit = this.#maxModuleBytes;
+    if (held + upload.size <= limit) return undefined;
+    return new ConflictError('module_storage_limit_reached', `This organization's custom actions hold ${held} bytes of modules; a new one of ${upload.size} bytes would pass the ${limit} they may hold. Modules are kept for good: upload a new version of an action only when its module changed.`, { held_bytes: held, limit_bytes: limit });
+  }
+
+  /** The bytes of the org's distinct modules, read from its versions (a module's bytes are not read). */
+  #moduleBytesHeld(orgId: string): number {
+    const sizes = new Map<string, number>();
+    for (const { value } of this.#versions.getRange({ start: [orgId], end: [orgId, HIGH] })) {
+      const version = value as ActionVersionRecord;
+      sizes.set(version.digest, version.size);
+    }
+    let held = 0;
+    for (const size of sizes.values()) held += size;
+    return held;
   }
 
   #actionCount(orgId: string): number {
@@ -195,6 +227,8 @@ export class CustomActionStore {
     const id = this.#newId();
     const outcome = await this.#write((): Outcome<CustomActionView> => {
       if (this.#actionCount(orgId) >= MAX_ACTIONS_PER_ORG) return fail(actionLimit());
+      const full = this.#moduleStorageRefusal(orgId, input.module);
+      if (full !== undefined) return fail(full);
       if (this.#actions.doesExist([orgId, id])) return fail(new ConflictError('custom_action_exists', 'A custom action with this id already exists.'));
       const action: CustomActionRecord = { id, name: input.name, description: input.description, created_at: iso(at), updated_at: iso(at), approved_version: null };
       const version = pendingVersion(1, input.module, input.permissions, at);
@@ -214,6 +248,8 @@ export class CustomActionStore {
         const latest = action === undefined ? undefined : this.versions(orgId, action.id).at(-1);
         if (action === undefined || latest === undefined) return fail(missingAction());
         if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
+        const full = this.#moduleStorageRefusal(orgId, input.module);
+        if (full !== undefined) return fail(full);
         const version = pendingVersion(latest.version + 1, input.module, input.permissions ?? latest.permissions, at);
         this.#putModule(orgId, input.module);
         return { ok: true, value: this.#putChange(orgId, action, { name: input.name, description: input.description }, version, at) };

@@ -141,7 +141,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const upload = parseActionUpload(request, { requireName: true });
-        actions.assertRoom(org.id);
+        actions.assertRoom(org.id, { digest: moduleDigest(upload.module), size: upload.module.byteLength });
         const module = await compile(org.id, upload.module);
         // The key may have been revoked while the module compiled.
         orgFor(request, 'developer');
@@ -199,7 +199,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);
         const upload = parseActionUpload(request, { requireName: false });
-        actions.assertRoom(org.id, action.id);
+        actions.assertRoom(org.id, { digest: moduleDigest(upload.module), size: upload.module.byteLength }, action.id);
         const module = await compile(org.id, upload.module);
         // The key may have been revoked while the module compiled.
         orgFor(request, 'developer');

@@ -150,6 +150,22 @@ for (const kind of LEDGER_KINDS) describe(`custom action store (${kind.name} led
     assert.deepEqual(Object.keys(store.version(org, action.id, 1) ?? {}).sort(), ['created_at', 'digest', 'permissions', 'reason', 'reviewed_at', 'reviewer', 'size', 'status', 'version']);
   });
 
+  it('an org holds at most maxModuleBytes of distinct modules: a module it holds already takes no room, another org has its own', async () => {
+    const capped = new CustomActionStore(opened.ledger, { maxModuleBytes: 250 });
+    const org = 'acct-module-cap';
+    const module = (digest: string, size = 100) => ({ digest, size, bytes: new Uint8Array(size) });
+    const action = await capped.create(org, { name: 'a', description: '', module: module(DIGEST_A), permissions: [] }, AT);
+    await capped.addVersion(org, action.id, { module: module(DIGEST_B) }, AT);
+    capped.assertRoom(org, module(DIGEST_A), action.id);
+    await capped.addVersion(org, action.id, { module: module(DIGEST_A) }, AT);
+    const full = await rejects(capped.addVersion(org, action.id, { module: module(DIGEST_C) }, AT), 409, 'module_storage_limit_reached');
+    assert.match(full.message, /hold 200 bytes of modules; a new one of 100 bytes would pass the 250/);
+    await rejects(capped.create(org, { name: 'b', description: '', module: module(DIGEST_C), permissions: [] }, AT), 409, 'module_storage_limit_reached');
+    assert.throws(() => capped.assertRoom(org, module(DIGEST_C, 51)), (error: unknown) => error instanceof ConflictError && error.code === 'module_storage_limit_reached', 'refused before the upload is compiled');
+    capped.assertRoom(org, module(DIGEST_C, 50));
+    await capped.create('acct-module-cap-other', { name: 'c', description: '', module: module(DIGEST_C, 250), permissions: [] }, AT);
+  });
+
   it('concurrent new versions get distinct numbers', async () => {
     const action = await create();
     const results = await Promise.all([1, 2, 3, 4, 5].map(() => store.addVersion(ORG, action.id, { module: { digest: DIGEST_B, size: 1, bytes: new Uint8Array(1) } }, AT)));
