@@ -164,6 +164,22 @@ for (const kind of LEDGER_KINDS) describe(`custom action store (${kind.name} led
     assert.throws(() => capped.assertRoom(org, module(DIGEST_C, 51)), (error: unknown) => error instanceof ConflictError && error.code === 'module_storage_limit_reached', 'refused before the upload is compiled');
     capped.assertRoom(org, module(DIGEST_C, 50));
     await capped.create('acct-module-cap-other', { name: 'c', description: '', module: module(DIGEST_C, 250), permissions: [] }, AT);
+    // A version from before the runtime kept module bytes (its bytes removed here) holds none: a
+    // store that reads the org's total afresh counts A only, and uploading B again (the repair) counts it.
+    await opened.ledger.root.transaction(() => opened.ledger.openDatabase('custom-action-modules').remove([org, DIGEST_B]));
+    const fresh = new CustomActionStore(opened.ledger, { maxModuleBytes: 250 });
+    fresh.assertRoom(org, module(DIGEST_C, 150));
+    await fresh.addVersion(org, action.id, { module: module(DIGEST_B) }, AT);
+    assert.throws(() => fresh.assertRoom(org, module(DIGEST_C, 51)), (error: unknown) => error instanceof ConflictError && /hold 200 bytes/.test(error.message));
+  });
+
+  it('concurrent uploads of new modules are held to the cap together', async () => {
+    const capped = new CustomActionStore(opened.ledger, { maxModuleBytes: 250 });
+    const org = 'acct-module-cap-race';
+    const action = await capped.create(org, { name: 'a', description: '', module: { digest: DIGEST_A, size: 100, bytes: new Uint8Array(100) }, permissions: [] }, AT);
+    const uploads = ['1', '2', '3', '4'].map((d) => capped.addVersion(org, action.id, { module: { digest: d.repeat(64), size: 100, bytes: new Uint8Array(100) } }, AT));
+    const settled = await Promise.allSettled(uploads);
+    assert.deepEqual(settled.map((s) => s.status).sort(), ['fulfilled', 'rejected', 'rejected', 'rejected'], 'room for one more of 100 bytes');
   });
 
   it('concurrent new versions get distinct numbers', async () => {

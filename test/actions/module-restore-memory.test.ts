@@ -1,5 +1,5 @@
 // What the restoring invoker remembers of restores is bounded: past RESTORES_REMEMBERED (set low
-// here) the least recently restored module is forgotten, and the one cost of forgetting is one more
+// here) the least recently used module is forgotten, and the one cost of forgetting is one more
 // transfer, to a call whose Invoke was sent before that restore finished. (A memory probe found one
 // entry kept per module ever restored, deleted orgs' too.) A scripted runner: the point is the
 // invoker's bookkeeping, which the real runner cannot be made to interleave on cue.

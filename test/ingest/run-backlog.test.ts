@@ -56,8 +56,16 @@ test('an org with --max-queued-runs runs waiting is refused new events until the
 
     releaseFirst();
     await eventually('the queue drained', () => receiver.received.length, (n) => n === 3);
+    // The next request is held again: ord-4's run keeps the slot.
+    receiver.script([{ status: 200, body: '{}', after: new Promise<void>((resolve) => (releaseFirst = resolve)) }, { status: 200, body: '{}' }]);
     assert.equal((await post('ord-4')).status, 202, 'taken once the runs drained');
     device.close();
+    // A burst sent at once: runs whose writes are in flight count before they reach the queue, so
+    // the burst is held to the cap (two waiting behind the run out) rather than all stored in one flush.
+    await eventually('ord-4 run out', () => receiver.received.length, (n) => n === 4);
+    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => post(`burst-${i}`)));
+    assert.deepEqual(burst.filter((answer) => answer.status === 202).length, 2, 'two wait behind the run out; the rest are refused');
+    assert.ok(burst.every((answer) => answer.status === 202 || answer.body.error?.code === 'run_backlog_full'));
   } finally {
     releaseFirst();
     await rt.close();
