@@ -20,7 +20,7 @@ export class RunBacklogFullError extends SluiceError {
   readonly retryAfterMs = RETRY_AFTER_MS;
 
   constructor(max: number) {
-    super(429, 'run_backlog_full', `This organization has ${max.toLocaleString('en-US')} runs waiting for a concurrency slot (its max_concurrent_runs are busy); new events are refused until they drain: retry after ${RETRY_AFTER_MS / 1000} s.`);
+    super(429, 'run_backlog_full', `This organization has reached its cap of ${max.toLocaleString('en-US')} runs waiting for a concurrency slot (its max_concurrent_runs are busy); new events are refused until they drain: retry after ${RETRY_AFTER_MS / 1000} s.`);
   }
 }
 

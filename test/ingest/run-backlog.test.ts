@@ -37,7 +37,7 @@ test('an org with --max-queued-runs runs waiting is refused new events until the
     const refused = await post('ord-4');
     assert.equal(refused.status, 429, refused.text);
     assert.equal(refused.body.error.code, 'run_backlog_full');
-    assert.match(refused.body.error.message, /has 2 runs waiting for a concurrency slot/);
+    assert.match(refused.body.error.message, /has reached its cap of 2 runs waiting for a concurrency slot/);
     assert.equal(refused.headers.get('retry-after'), '5');
     assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/events/ord-4`, { token: key })).status, 404, 'nothing stored');
     assert.equal((await post('ord-5', 'nobody.listens')).status, 429, 'every new event of the org waits, whether it starts runs or not');
