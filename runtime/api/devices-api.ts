@@ -108,9 +108,10 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
           assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), environment);
           return devices.rotateToken(org.id, name, id, hash, prefix, isoAt(ctx.clock.now()));
         });
-        // As it is now: the connection the rotation closed has ended (unless its ending could not be written yet).
+        // As it is now: the connection the rotation closed has ended (unless its ending could not be
+        // written yet). Unless another rotation came since: this answer's device is the one its token opens.
         const now = devices.get(org.id, name);
-        return rawJson(200, { device: describeDevice(now?.id === rotated.id ? now : rotated), token });
+        return rawJson(200, { device: describeDevice(now?.id === rotated.id && now.token_hash === rotated.token_hash ? now : rotated), token });
       },
     },
     {

@@ -322,6 +322,18 @@ test('a newer connection replaces the open one (4409); rotation (4401) and delet
   assert.equal(written.length, 4, 'one ending per connection, no other');
 });
 
+test('concurrent token rotations each answer the device as their own token left it (its token_prefix starts the token)', async () => {
+  const created = await call(rt.url, 'POST', devicesPath, { token: key, json: { name: 'twice-rotated' } });
+  assert.equal(created.status, 201, created.text);
+  for (let round = 0; round < 10; round += 1) {
+    const answers = await Promise.all([1, 2].map(() => call(rt.url, 'POST', `${devicesPath}/twice-rotated/token`, { token: key })));
+    for (const answer of answers) {
+      assert.equal(answer.status, 200, answer.text);
+      assert.ok(answer.body.token.startsWith(answer.body.device.token_prefix), `round ${round}: ${answer.body.device.token_prefix} is another rotation's`);
+    }
+  }
+});
+
 test('a sandbox device closes with 4402 when its org moves to a plan without a sandbox', async () => {
   const org = 'acct-devices-plan';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
