@@ -14,6 +14,7 @@ import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { Workflow, WorkflowDraft, WorkflowVersion } from '../workflows/workflow-types.ts';
 import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts';
 import type { ApiContext } from './context.ts';
+import { assertVersionMatches, parseIfMatch, versionTag } from './if-match.ts';
 import { createdCursor, isCursorText } from './sorted-page.ts';
 import { byteCappedPage } from './byte-capped-page.ts';
 import { KeyedSerial } from '../keyed-serial.ts';
@@ -91,22 +92,27 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     // (against the version there now; again in the write's turn) before the update waits its turn:
     // a handler reads its body before its first await (large-body-share.ts).
     const current = requireWorkflow(org, request);
+    const expected = parseIfMatch(request.headers['if-match']);
     const body = parseJsonRequest(request);
     parseWorkflowInput(body, current);
-    return oneAtATime(org, request, (now) => updateNow(now, request, body));
+    return oneAtATime(org, request, (now) => updateNow(now, request, body, expected));
   };
-  /** Applies the body onto the current version and stores it; re-applies onto a newer version if another write won. */
-  const updateNow = async (org: Organization, request: HttpRequest, body: unknown) => {
+  /**
+   * Applies the body onto the current version and stores it; re-applies onto a newer version if
+   * another write won, unless the request named the version it was made from (if-match.ts).
+   */
+  const updateNow = async (org: Organization, request: HttpRequest, body: unknown, expected: number | undefined) => {
     let current = requireWorkflow(org, request);
     for (let attempt = 1; ; attempt += 1) {
+      assertVersionMatches(expected, current.version);
       const draft = parseWorkflowInput(body, current);
       assertSandboxAllowed(org, draft.environment);
       assertActionsExist(draft, org.id, actionExists);
       // An update that changes nothing makes no version (the cap counts versions).
-      if (isDeepStrictEqual(draft, draftOf(current))) return json(200, { workflow: current });
+      if (isDeepStrictEqual(draft, draftOf(current))) return json(200, { workflow: current }, versionTag(current.version));
       try {
         const workflow = await workflows.update(org.id, current.id, draft, ctx.clock.now(), { ifVersion: current.version });
-        return json(200, { workflow });
+        return json(200, { workflow }, versionTag(workflow.version));
       } catch (error) {
         if (!(error instanceof ConflictError && error.code === 'workflow_version_conflict') || attempt >= UPDATE_ATTEMPTS) throw error;
         current = requireWorkflow(org, request);
@@ -153,7 +159,10 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       method: 'GET',
       pattern: one,
       query: ENVIRONMENT_QUERY,
-      handler: (request) => json(200, { workflow: forCaller(request, requireWorkflow(orgFor(request, 'viewer'), request)) }),
+      handler: (request) => {
+        const workflow = requireWorkflow(orgFor(request, 'viewer'), request);
+        return json(200, { workflow: forCaller(request, workflow) }, versionTag(workflow.version));
+      },
     },
     { method: 'PUT', pattern: one, query: ENVIRONMENT_QUERY, handler: update },
     { method: 'PATCH', pattern: one, query: ENVIRONMENT_QUERY, handler: update },
@@ -173,11 +182,13 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
+        const expected = parseIfMatch(request.headers['if-match']);
         const action = parseToggle(parseJsonRequest(request));
         return oneAtATime(org, request, async (now) => {
           const current = requireWorkflow(now, request);
+          assertVersionMatches(expected, current.version);
           const workflow = await workflows.setStatus(now.id, current.id, action === 'enable' ? 'enabled' : 'disabled', ctx.clock.now());
-          return json(200, { workflow });
+          return json(200, { workflow }, versionTag(workflow.version));
         });
       },
     },

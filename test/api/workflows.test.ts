@@ -207,6 +207,35 @@ describe('workflows REST API', () => {
     assert.ok(final.version >= 41, `at least one version per rename, and the toggles that changed the status: ${final.version}`);
   });
 
+  test('If-Match: a write made from a version the workflow has moved on from is 412, naming the current one; ETag names each version', async () => {
+    const created = await create({ name: 'Guarded' });
+    const id = created.workflow.id;
+    const read = await api('GET', `/${id}`);
+    assert.equal(read.headers.get('etag'), '"1"');
+    const document = { name: 'Guarded', trigger_event: 'payment.succeeded', steps: [hook()] };
+    const guarded = (method: string, path: string, json: unknown, tag: string) => call(rt.url, method, `${base}${path}`, { token: key, json, headers: { 'if-match': tag } });
+    // An operator disables it; an editor's full document, made from version 1, must not enable it again.
+    const disabled = await guarded('POST', `/${id}/toggle`, { action: 'disable' }, '"1"');
+    assert.equal(disabled.status, 200, disabled.text);
+    assert.equal(disabled.headers.get('etag'), '"2"');
+    const stale = await guarded('PUT', `/${id}`, { ...document, name: 'Guarded, renamed' }, '"1"');
+    assert.equal(stale.status, 412, stale.text);
+    assert.equal(stale.body.error.code, 'workflow_version_mismatch');
+    assert.equal(stale.body.error.current_version, 2);
+    assert.equal((await api('GET', `/${id}`)).body.workflow.status, 'disabled', 'nothing written');
+    const fresh = await guarded('PATCH', `/${id}`, { name: 'Guarded, renamed' }, '"2"');
+    assert.equal(fresh.status, 200, fresh.text);
+    assert.deepEqual([fresh.body.workflow.version, fresh.body.workflow.status, fresh.headers.get('etag')], [3, 'disabled', '"3"']);
+    assert.equal((await guarded('POST', `/${id}/toggle`, { action: 'enable' }, '"2"')).status, 412);
+    assert.equal((await guarded('PATCH', `/${id}`, { name: 'Any' }, '*')).status, 200, '* asks only that it exists');
+    for (const bad of ['3', '"0"', 'W/"3"', '"x"']) {
+      const refused = await guarded('PATCH', `/${id}`, { name: 'Bad' }, bad);
+      assert.deepEqual([refused.status, refused.body.error.code], [400, 'invalid_if_match'], bad);
+    }
+    // Without the header a write applies onto whatever version is current, as before.
+    assert.equal((await api('PATCH', `/${id}`, { name: 'Last writer' })).status, 200);
+  });
+
   test('bad workflow documents get 400 naming the field', async () => {
     const valid = { name: 'n', trigger_event: 'a.b', steps: [hook()] };
     const cases: [Record<string, unknown>, string, string][] = [
