@@ -108,6 +108,8 @@ export class CustomActionStore {
   readonly #maxModuleBytes: number;
   /** Per org, the bytes of its kept modules (#moduleBytesHeld); the least recently used let go past 10,000 orgs, read again when needed. */
   readonly #heldBytes = new LRUCache<string, number>({ max: 10_000 });
+  /** Writes of this store under way (#write). */
+  #writing = 0;
 
   constructor(ledger: Ledger, options: StoreOptions = {}) {
     this.#root = ledger.root;
@@ -196,14 +198,14 @@ export class CustomActionStore {
       const latest = this.versions(orgId, actionId).at(-1);
       if (latest !== undefined && latest.version >= MAX_VERSIONS_PER_ACTION) throw versionLimit();
     }
-    const full = this.#moduleStorageRefusal(orgId, upload);
+    const full = this.#moduleStorageRefusal(orgId, upload, false);
     if (full !== undefined) throw full;
   }
 
   /** The 409 for a module the org has no room for: one it holds already takes none. */
-  #moduleStorageRefusal(orgId: string, upload: Pick<CompiledUpload, 'digest' | 'size'>): SluiceError | undefined {
+  #moduleStorageRefusal(orgId: string, upload: Pick<CompiledUpload, 'digest' | 'size'>, inWrite: boolean): SluiceError | undefined {
     if (this.#modules.doesExist([orgId, upload.digest])) return undefined;
-    const held = this.#moduleBytesHeld(orgId);
+    const held = this.#moduleBytesHeld(orgId, inWrite);
     const limit = this.#maxModuleBytes;
     if (held + upload.size <= limit) return undefined;
     return new ConflictError('module_storage_limit_reached', `This organization's custom actions hold ${held} bytes of modules; a new one of ${upload.size} bytes would pass the ${limit} they may hold. Modules are kept for good: upload a new version of an action only when its module changed.`, { held_bytes: held, limit_bytes: limit });
@@ -214,7 +216,7 @@ export class CustomActionStore {
    * kept bytes do not count until uploaded again). Read once from the org's versions (up to 50,000:
    * ~0.15 s), then kept up to date by #putModule.
    */
-  #moduleBytesHeld(orgId: string): number {
+  #moduleBytesHeld(orgId: string, inWrite: boolean): number {
     const known = this.#heldBytes.get(orgId);
     if (known !== undefined) return known;
     const sizes = new Map<string, number>();
@@ -224,7 +226,9 @@ export class CustomActionStore {
     }
     let held = 0;
     for (const [digest, size] of sizes) if (this.#modules.doesExist([orgId, digest])) held += size;
-    this.#heldBytes.set(orgId, held);
+    // A total read outside a write is kept only while none is under way: it may miss a write whose
+    // step ran but has not committed, and would then stay short of what is stored.
+    if (inWrite || this.#writing === 0) this.#heldBytes.set(orgId, held);
     return held;
   }
 
@@ -237,7 +241,7 @@ export class CustomActionStore {
     const id = this.#newId();
     const outcome = await this.#write((): Outcome<CustomActionView> => {
       if (this.#actionCount(orgId) >= MAX_ACTIONS_PER_ORG) return fail(actionLimit());
-      const full = this.#moduleStorageRefusal(orgId, input.module);
+      const full = this.#moduleStorageRefusal(orgId, input.module, true);
       if (full !== undefined) return fail(full);
       if (this.#actions.doesExist([orgId, id])) return fail(new ConflictError('custom_action_exists', 'A custom action with this id already exists.'));
       const action: CustomActionRecord = { id, name: input.name, description: input.description, created_at: iso(at), updated_at: iso(at), approved_version: null };
@@ -258,7 +262,7 @@ export class CustomActionStore {
         const latest = action === undefined ? undefined : this.versions(orgId, action.id).at(-1);
         if (action === undefined || latest === undefined) return fail(missingAction());
         if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
-        const full = this.#moduleStorageRefusal(orgId, input.module);
+        const full = this.#moduleStorageRefusal(orgId, input.module, true);
         if (full !== undefined) return fail(full);
         const version = pendingVersion(latest.version + 1, input.module, input.permissions ?? latest.permissions, at);
         this.#putModule(orgId, input.module);
@@ -386,20 +390,28 @@ export class CustomActionStore {
    * Stores an upload's bytes (the runner compiled them to this digest), also over a copy already
    * kept: uploading the file again is how a copy that went bad is repaired. In a transaction.
    */
-  /** Call inside a write transaction, after the module's room was checked (#moduleStorageRefusal). */
+  /**
+   * Call inside a write transaction, after the module's room was checked (#moduleStorageRefusal).
+   * Written again when kept already: an upload of the same module repairs damaged stored bytes.
+   */
   #putModule(orgId: string, module: CompiledUpload): void {
-    if (this.#modules.doesExist([orgId, module.digest])) return;
-    const held = this.#moduleBytesHeld(orgId);
+    const added = this.#modules.doesExist([orgId, module.digest]) ? 0 : module.size;
+    const held = added === 0 ? undefined : this.#moduleBytesHeld(orgId, true);
     this.#modules.put([orgId, module.digest], Buffer.from(module.bytes.buffer, module.bytes.byteOffset, module.bytes.byteLength));
-    this.#heldBytes.set(orgId, held + module.size);
+    if (held !== undefined) this.#heldBytes.set(orgId, held + added);
   }
 
   /** A write that did not commit may have counted a module it never stored: every org's total is read again when next needed. */
   #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {
-    return durably(this.#root, this.#root.transaction(body)).catch((error: unknown) => {
-      this.#heldBytes.clear();
-      throw error;
-    });
+    this.#writing += 1;
+    return durably(this.#root, this.#root.transaction(body))
+      .catch((error: unknown) => {
+        this.#heldBytes.clear();
+        throw error;
+      })
+      .finally(() => {
+        this.#writing -= 1;
+      });
   }
 }
 

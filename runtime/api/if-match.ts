@@ -2,32 +2,42 @@
 // `ETag: "<version>"`; a client that read version N and sends `If-Match: "N"` with its PUT, PATCH or
 // toggle has the write refused (412 workflow_version_mismatch, naming the version there now) when
 // the workflow moved on meanwhile: another editor's update, or an operator's disable that a stale
-// full-document PUT would otherwise undo. Without the header a write applies onto whatever version
-// is current, the last writer winning. `If-Match: *` asks only that the workflow exists.
+// full-document PUT would otherwise undo. The header is matched as RFC 9110 says: a list of tags,
+// compared strongly (a weak tag never matches), or `*` (the workflow exists). Without it a write
+// applies onto whatever version is current, the last writer winning.
 
 import { InputError, SluiceError, type ErrorBody } from '../errors.ts';
 
 /** The ETag header of an answer naming the workflow at `version`. */
 export const versionTag = (version: number): Record<string, string> => ({ etag: `"${version}"` });
 
-/** The version the request's If-Match names; undefined without one, or for `*`. */
-export function parseIfMatch(header: string | undefined): number | undefined {
+/** What If-Match asks: `*` (the workflow exists), or the strong tags it lists (a weak tag never matches). */
+export type IfMatch = '*' | readonly string[];
+
+/** One entity tag of a list (RFC 9110): optional W/, a quoted opaque value, then a comma or the end. */
+const ENTITY_TAG = /[ \t]*(W\/)?"([\x21\x23-\x7e\x80-\xff]*)"[ \t]*(?:,|$)/y;
+
+const ifMatchRefusal = (): InputError =>
+  new InputError(400, 'invalid_if_match', 'If-Match is * or a list of entity tags, each quoted as an ETag gives it ("3"; the ETag of a workflow is its version).', { field: 'if-match' });
+
+/** The request's If-Match; undefined without one. A header that is no list of entity tags is 400. */
+export function parseIfMatch(header: string | undefined): IfMatch | undefined {
   if (header === undefined) return undefined;
-  const given = header.trim();
-  if (given === '*') return undefined;
-  const version = /^"([1-9][0-9]{0,15})"$/.exec(given)?.[1];
-  if (version === undefined || !Number.isSafeInteger(Number(version))) {
-    throw new InputError(400, 'invalid_if_match', 'If-Match names the workflow version the change was made from, quoted as its ETag says ("3"), or is *.', { field: 'if-match' });
+  if (header.trim() === '*') return '*';
+  if (header.trim() === '') throw ifMatchRefusal();
+  const strong: string[] = [];
+  ENTITY_TAG.lastIndex = 0;
+  while (ENTITY_TAG.lastIndex < header.length) {
+    const tag = ENTITY_TAG.exec(header);
+    if (tag === null) throw ifMatchRefusal();
+    if (tag[1] === undefined) strong.push(tag[2]!);
   }
-  return Number(version);
+  return strong;
 }
 
 export class VersionMismatchError extends SluiceError {
-  constructor(
-    readonly expected: number,
-    readonly current: number,
-  ) {
-    super(412, 'workflow_version_mismatch', `The workflow is at version ${current} now, not ${expected} (If-Match): it changed since it was read. Read it again and make the change on that version.`, { field: 'if-match' });
+  constructor(readonly current: number) {
+    super(412, 'workflow_version_mismatch', `The workflow is at version ${current} now, which If-Match does not name: it changed since it was read. Read it again and make the change on that version.`, { field: 'if-match' });
   }
 
   override toBody(): ErrorBody {
@@ -36,7 +46,8 @@ export class VersionMismatchError extends SluiceError {
   }
 }
 
-/** Throws VersionMismatchError when the request named a version other than `current`. */
-export function assertVersionMatches(expected: number | undefined, current: number): void {
-  if (expected !== undefined && expected !== current) throw new VersionMismatchError(expected, current);
+/** Throws VersionMismatchError when the request's If-Match lists tags and none is `current`'s (compared strongly). */
+export function assertVersionMatches(ifMatch: IfMatch | undefined, current: number): void {
+  if (ifMatch === undefined || ifMatch === '*') return;
+  if (!ifMatch.includes(String(current))) throw new VersionMismatchError(current);
 }

@@ -14,7 +14,7 @@ import type { WorkflowStore } from '../workflows/workflow-store.ts';
 import type { Workflow, WorkflowDraft, WorkflowVersion } from '../workflows/workflow-types.ts';
 import { redactVersion, redactWorkflow } from '../workflows/viewer-redaction.ts';
 import type { ApiContext } from './context.ts';
-import { assertVersionMatches, parseIfMatch, versionTag } from './if-match.ts';
+import { assertVersionMatches, parseIfMatch, versionTag, type IfMatch } from './if-match.ts';
 import { createdCursor, isCursorText } from './sorted-page.ts';
 import { byteCappedPage } from './byte-capped-page.ts';
 import { KeyedSerial } from '../keyed-serial.ts';
@@ -79,7 +79,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
   };
 
   /**
-   * One write of a workflow at a time (updates, toggles, rotations: each makes a version), so an
+   * One write of a workflow at a time (updates and toggles, each a new version, and rotations), so an
    * update never finds the version it read replaced by a concurrent request's. The key (and the
    * org's plan) is read again when the write's turn comes: one revoked meanwhile writes nothing (401).
    */
@@ -101,7 +101,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
    * Applies the body onto the current version and stores it; re-applies onto a newer version if
    * another write won, unless the request named the version it was made from (if-match.ts).
    */
-  const updateNow = async (org: Organization, request: HttpRequest, body: unknown, expected: number | undefined) => {
+  const updateNow = async (org: Organization, request: HttpRequest, body: unknown, expected: IfMatch | undefined) => {
     let current = requireWorkflow(org, request);
     for (let attempt = 1; ; attempt += 1) {
       assertVersionMatches(expected, current.version);
@@ -131,12 +131,12 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
         assertSandboxAllowed(org, draft.environment);
         assertActionsExist(draft, org.id, actionExists);
         const { workflow, signingSecret, earlier } = await workflows.create(draft, org.id, ctx.clock.now(), idempotencyKey);
-        if (!earlier) return json(201, { workflow, signing_secret: signingSecret });
+        if (!earlier) return json(201, { workflow, signing_secret: signingSecret }, versionTag(workflow.version));
         // A retry: the same definition as the one the key created (version 1, which never changes).
         if (!isDeepStrictEqual(workflows.version(org.id, workflow.id, 1)?.definition, draft)) {
           throw new ConflictError('idempotency_key_reused', `This Idempotency-Key already created workflow "${workflow.id}" from another definition.`, { workflow_id: workflow.id });
         }
-        return json(201, { workflow, signing_secret: signingSecret, idempotent_replayed: true }, { 'idempotent-replayed': 'true' });
+        return json(201, { workflow, signing_secret: signingSecret, idempotent_replayed: true }, { 'idempotent-replayed': 'true', ...versionTag(workflow.version) });
       },
     },
     {

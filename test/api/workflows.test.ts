@@ -210,6 +210,8 @@ describe('workflows REST API', () => {
   test('If-Match: a write made from a version the workflow has moved on from is 412, naming the current one; ETag names each version', async () => {
     const created = await create({ name: 'Guarded' });
     const id = created.workflow.id;
+    const made = await api('POST', '', { name: 'Tagged', trigger_event: 'payment.succeeded', steps: [hook()] });
+    assert.equal(made.headers.get('etag'), '"1"', 'a create answers its ETag too');
     const read = await api('GET', `/${id}`);
     assert.equal(read.headers.get('etag'), '"1"');
     const document = { name: 'Guarded', trigger_event: 'payment.succeeded', steps: [hook()] };
@@ -228,7 +230,12 @@ describe('workflows REST API', () => {
     assert.deepEqual([fresh.body.workflow.version, fresh.body.workflow.status, fresh.headers.get('etag')], [3, 'disabled', '"3"']);
     assert.equal((await guarded('POST', `/${id}/toggle`, { action: 'enable' }, '"2"')).status, 412);
     assert.equal((await guarded('PATCH', `/${id}`, { name: 'Any' }, '*')).status, 200, '* asks only that it exists');
-    for (const bad of ['3', '"0"', 'W/"3"', '"x"']) {
+    assert.equal((await guarded('PATCH', `/${id}`, { name: 'Listed' }, '"9", "4" ,"x"')).status, 200, 'a list naming the current version (4)');
+    for (const never of ['W/"5"', '"0"', '"x"', '"5,6"']) {
+      const refused = await guarded('PATCH', `/${id}`, { name: 'Never' }, never);
+      assert.deepEqual([refused.status, refused.body.error.code], [412, 'workflow_version_mismatch'], `${never}: a weak tag or another value never matches`);
+    }
+    for (const bad of ['5', '"5" "6"', '"5', ' ']) {
       const refused = await guarded('PATCH', `/${id}`, { name: 'Bad' }, bad);
       assert.deepEqual([refused.status, refused.body.error.code], [400, 'invalid_if_match'], bad);
     }
