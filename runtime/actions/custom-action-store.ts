@@ -388,11 +388,8 @@ export class CustomActionStore {
 
   /**
    * Stores an upload's bytes (the runner compiled them to this digest), also over a copy already
-   * kept: uploading the file again is how a copy that went bad is repaired. In a transaction.
-   */
-  /**
-   * Call inside a write transaction, after the module's room was checked (#moduleStorageRefusal).
-   * Written again when kept already: an upload of the same module repairs damaged stored bytes.
+   * kept: uploading the file again is how a copy that went bad is repaired. In a transaction, after
+   * the module's room was checked (#moduleStorageRefusal); a module not kept before adds to the total.
    */
   #putModule(orgId: string, module: CompiledUpload): void {
     const added = this.#modules.doesExist([orgId, module.digest]) ? 0 : module.size;
