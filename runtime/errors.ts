@@ -64,8 +64,14 @@ export class RetryableError extends SluiceError {
  * (a `retryAfterMs`: RetryableError, a quota, a body budget); undefined for one that does not.
  */
 export function retryAfterHeader(error: SluiceError): string | undefined {
+  const retryAfterMs = retryAfterMsOf(error);
+  return retryAfterMs === undefined ? undefined : String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
+}
+
+/** How long an error says to wait before trying again (its `retryAfterMs`), if it says. */
+export function retryAfterMsOf(error: SluiceError): number | undefined {
   const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
-  return typeof retryAfterMs === 'number' ? String(Math.max(1, Math.ceil(retryAfterMs / 1000))) : undefined;
+  return typeof retryAfterMs === 'number' ? retryAfterMs : undefined;
 }
 
 /**

@@ -98,7 +98,7 @@ export class RunEngine {
       send: (orgId, runId, command, effects) => this.send(orgId, runId, command, effects),
       beforeEffect: () => this.#boot?.beforeFirstEffect(),
     };
-    const creation = (this.#creation = new RunCreation({
+    this.#creation = new RunCreation({
       runs: deps.runs,
       updateLog: deps.updateLog,
       matching: (event) => {
@@ -114,8 +114,8 @@ export class RunEngine {
       },
       pump: () => this.#pump(),
       unconfirmed: (orgId, runIds) => this.#stallResume.unconfirmed(orgId, runIds),
-    }));
-    deps.events.addReactor((event) => creation.createRuns(event));
+    });
+    deps.events.addReactor((event) => this.#creation.createRuns(event));
   }
 
   get timers(): RunTimers {

@@ -3,7 +3,7 @@
 // its event is durable, or a `nack` saying why not and whether sending it again can help. Also the
 // caps a device must keep to and the close codes it must handle (README, "Devices").
 
-import { InputError, SluiceError } from '../errors.ts';
+import { InputError, retryAfterMsOf, SluiceError } from '../errors.ts';
 import { failedWriteError } from '../ledger/commit-failure-guard.ts';
 import { decodeJsonBytes, refuseLoneSurrogates } from '../http/parse-json.ts';
 import { isDeliveryId } from '../ingest/verification.ts';
@@ -112,7 +112,7 @@ export function nackFrame(id: string | null, error: unknown): string {
   const known = error instanceof SluiceError ? error : (failedWriteError('message', error) ?? new SluiceError(500, 'internal_error', 'The message could not be stored; send it again.'));
   const retryable = known.status === 429 || known.status >= 500;
   // A quota, a full run queue, a failed write: whatever says when to try again.
-  const hint = (known as { readonly retryAfterMs?: unknown }).retryAfterMs;
-  const retryAfter = typeof hint === 'number' ? { retry_after_ms: hint } : {};
+  const hint = retryAfterMsOf(known);
+  const retryAfter = hint === undefined ? {} : { retry_after_ms: hint };
   return JSON.stringify({ type: 'nack', id, ...known.toBody(), retryable, ...retryAfter });
 }
