@@ -16,6 +16,7 @@
 import { LRUCache } from 'lru-cache';
 import type { LedgerTable } from '../ledger/ledger.ts';
 import { ConflictError, notFound, type SluiceError } from '../errors.ts';
+import { nextUpdateStamp } from '../update-stamp.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import {
@@ -70,6 +71,8 @@ export interface UpdateInput {
   readonly name?: string;
   readonly description?: string;
   readonly permissions?: readonly string[];
+  /** Why the action as stored when the write runs must not be changed (an If-Match naming another), if it must not. */
+  readonly refusal?: (stored: CustomActionRecord) => SluiceError | undefined;
 }
 
 export interface ReviewInput {
@@ -285,6 +288,8 @@ export class CustomActionStore {
         const versions = action === undefined ? [] : this.versions(orgId, action.id);
         const latest = versions.at(-1);
         if (action === undefined || latest === undefined) return fail(missingAction());
+        const refused = input.refusal?.(action);
+        if (refused !== undefined) return fail(refused);
         let version: ActionVersionRecord | null = null;
         if (input.permissions !== undefined && !samePermissions(input.permissions, latest.permissions)) {
           const rejected = moduleRefusal(versions, latest.digest);
@@ -356,7 +361,7 @@ export class CustomActionStore {
           const after = versions.map((version) => (version.version === target.version ? reviewed : version));
           if (input.decision === 'rejected' && moduleRefusal(after, target.digest) !== undefined) rejectPendingOfModule('rejected');
         }
-        let next: CustomActionRecord = { ...action, updated_at: iso(at) };
+        let next: CustomActionRecord = { ...action, updated_at: nextUpdateStamp(action.updated_at, at) };
         if (input.decision === 'approved') {
           for (const version of versions) {
             const older = version.version < target.version && version.status === 'pending_review';
@@ -380,7 +385,7 @@ export class CustomActionStore {
     version: ActionVersionRecord | null,
     at: number,
   ): ActionChange {
-    const next: CustomActionRecord = { ...action, name: meta.name ?? action.name, description: meta.description ?? action.description, updated_at: iso(at) };
+    const next: CustomActionRecord = { ...action, name: meta.name ?? action.name, description: meta.description ?? action.description, updated_at: nextUpdateStamp(action.updated_at, at) };
     this.#actions.put([orgId, action.id], next);
     if (version !== null) this.#versions.put([orgId, action.id, version.version], version);
     return { action: describeCustomAction(next, this.versions(orgId, action.id)), version };

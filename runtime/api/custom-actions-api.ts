@@ -19,6 +19,7 @@ import type { Role } from '../tenancy/api-keys.ts';
 import type { Organization } from '../tenancy/organizations.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import type { ApiContext } from './context.ts';
+import { parseIfMatch, recordMismatch, recordTag } from './if-match.ts';
 import { sortedPage } from './sorted-page.ts';
 import type { SecretNames } from '../actions/secret-names.ts';
 import type { SecretWrites } from '../actions/secret-writes.ts';
@@ -155,7 +156,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           module,
           permissions: upload.permissions ?? [],
         }, ctx.clock.now());
-        return json(201, { custom_action: action });
+        return json(201, { custom_action: action }, recordTag(action));
       },
     },
     {
@@ -176,7 +177,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
         const org = orgFor(request, 'viewer');
         const action = actions.describe(org.id, requireAction(org, request).id);
         if (action === undefined) throw notFound('Custom action', 'action_id');
-        return json(200, { custom_action: action });
+        return json(200, { custom_action: action }, recordTag(action));
       },
     },
     {
@@ -185,13 +186,15 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
       handler: async (request) => {
         const org = orgFor(request, 'developer');
         const action = requireAction(org, request);
+        const expected = parseIfMatch(request.headers['if-match']);
         const body = parsePatch(parseJsonRequest(request));
         const change = await actions.update(org.id, action.id, {
           ...(body.name === undefined ? {} : { name: parseActionName(body.name, 'name', action.name) }),
           ...(body.description === undefined ? {} : { description: parseDescription(body.description) }),
           ...(body.permissions === undefined ? {} : { permissions: parsePermissionList(body.permissions) }),
+          refusal: (stored) => recordMismatch(expected, stored, 'custom action'),
         }, ctx.clock.now());
-        return json(200, { custom_action: change.action, new_version: change.version });
+        return json(200, { custom_action: change.action, new_version: change.version }, recordTag(change.action));
       },
     },
     {
@@ -214,7 +217,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           ...(upload.name === undefined ? {} : { name: upload.name }),
           ...(upload.description === undefined ? {} : { description: upload.description }),
         }, ctx.clock.now());
-        return json(201, { custom_action: change.action, new_version: change.version });
+        return json(201, { custom_action: change.action, new_version: change.version }, recordTag(change.action));
       },
     },
     {
@@ -237,7 +240,7 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
           reviewer: reviewerOf(request),
           ...(body.version === undefined ? {} : { version: body.version }),
         }, ctx.clock.now());
-        return json(200, { custom_action: change.action, reviewed_version: change.version });
+        return json(200, { custom_action: change.action, reviewed_version: change.version }, recordTag(change.action));
       },
     },
     {

@@ -20,6 +20,8 @@ import { namedRecordReads } from './named-record-reads.ts';
 import { compileSchemasForWrite } from './schema-write-compile.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
+import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
+import { nextUpdateStamp } from '../update-stamp.ts';
 
 const parseCreate = createBodyParser<{ name: string; environment?: Environment; event_types?: Record<string, object> }>({
   type: 'object',
@@ -67,7 +69,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
           last_disconnect_reason: null,
         };
         await devices.create(device);
-        return rawJson(201, { device: describeDevice(device), token });
+        return rawJson(201, { device: describeDevice(device), token }, recordTag(device));
       },
     },
     ...namedRecordReads(ctx, base, { plural: 'devices', singular: 'device', what: 'Device', listAfter: (orgId, afterName) => devices.listAfter(orgId, afterName), require: (orgId, name) => devices.require(orgId, name), describe: describeDevice }),
@@ -79,15 +81,23 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const addressed = requireDevice(request, org);
+        const expected = parseIfMatch(request.headers['if-match']);
+        // Refused now when already stale (before compiling schemas), and again in the write.
+        assertRecordMatches(expected, addressed, 'device');
         const update = parseUpdate(parseSchemaWrite(request));
         await compileSchemasForWrite(ctx, request, org.id, addressed.environment, update.event_types);
-        // A device deleted and made again while the schemas compiled is another device: 404.
-        const device = await devices.update(org.id, addressed.name, (current) => current.id !== addressed.id ? undefined : ({
-          ...current,
-          ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
-          updated_at: isoAt(ctx.clock.now()),
-        }));
-        return rawJson(200, { device: describeDevice(device) });
+        // A device deleted and made again while the schemas compiled is another device: 404. With
+        // If-Match, the device stored then must be the one the client read (412 otherwise).
+        const device = await devices.update(org.id, addressed.name, (current) => {
+          if (current.id !== addressed.id) return undefined;
+          assertRecordMatches(expected, current, 'device');
+          return {
+            ...current,
+            ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
+            updated_at: nextUpdateStamp(current.updated_at, ctx.clock.now()),
+          };
+        });
+        return rawJson(200, { device: describeDevice(device) }, recordTag(device));
       },
     },
     {
@@ -106,12 +116,13 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
           // Checked again once the device's turn came (its messages and earlier changes go first): a
           // key revoked, or a plan that lost the sandbox, meanwhile gets no token.
           assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), environment);
-          return devices.rotateToken(org.id, name, id, hash, prefix, isoAt(ctx.clock.now()));
+          return devices.rotateToken(org.id, name, id, hash, prefix, ctx.clock.now());
         });
         // As it is now: the connection the rotation closed has ended (unless its ending could not be
         // written yet). Unless another rotation came since: this answer's device is the one its token opens.
         const now = devices.get(org.id, name);
-        return rawJson(200, { device: describeDevice(now?.id === rotated.id && now.token_hash === rotated.token_hash ? now : rotated), token });
+        const answered = now?.id === rotated.id && now.token_hash === rotated.token_hash ? now : rotated;
+        return rawJson(200, { device: describeDevice(answered), token }, recordTag(answered));
       },
     },
     {

@@ -1,10 +1,13 @@
-// Optimistic concurrency for workflow writes. Every answer naming one workflow carries
+// Optimistic concurrency for API writes. Every answer naming one workflow carries
 // `ETag: "<version>"`; a client that read version N and sends `If-Match: "N"` with its PUT, PATCH or
 // toggle has the write refused (412 workflow_version_mismatch, naming the version there now) when
 // the workflow moved on meanwhile: another editor's update, or an operator's disable that a stale
-// full-document PUT would otherwise undo. The header is matched as RFC 9110 says: a list of tags,
-// compared strongly (a weak tag never matches), or `*` (the workflow exists). Without it a write
-// applies onto whatever version is current, the last writer winning.
+// full-document PUT would otherwise undo. Sources, devices, schedules and custom actions have no
+// version number: their ETag is made from when the record was created and last written (each
+// write moves `updated_at` on, update-stamp.ts), and a PATCH naming another is 412 etag_mismatch.
+// The header is matched as RFC 9110 says: a list of tags, compared strongly (a weak tag never
+// matches), or `*` (the record exists). Without it a write applies onto whatever is stored now,
+// the last writer winning.
 
 import { InputError, SluiceError, type ErrorBody } from '../errors.ts';
 
@@ -18,7 +21,7 @@ export type IfMatch = '*' | readonly string[];
 const ENTITY_TAG = /[ \t]*(W\/)?"([\x21\x23-\x7e\x80-\xff]*)"[ \t]*(?:,|$)/y;
 
 const ifMatchRefusal = (): InputError =>
-  new InputError(400, 'invalid_if_match', 'If-Match is * or a list of entity tags, each quoted as an ETag gives it ("3"; the ETag of a workflow is its version).', { field: 'if-match' });
+  new InputError(400, 'invalid_if_match', 'If-Match is * or a list of entity tags, each quoted as the ETag header gave it ("3" names version 3 of a workflow).', { field: 'if-match' });
 
 /** The request's If-Match; undefined without one. A header that is no list of entity tags is 400. */
 export function parseIfMatch(header: string | undefined): IfMatch | undefined {
@@ -50,4 +53,40 @@ export class VersionMismatchError extends SluiceError {
 export function assertVersionMatches(ifMatch: IfMatch | undefined, current: number): void {
   if (ifMatch === undefined || ifMatch === '*') return;
   if (!ifMatch.includes(String(current))) throw new VersionMismatchError(current);
+}
+
+/** A record stamped when it was made and each time it was written since (update-stamp.ts). */
+export interface StampedRecord {
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+/** The opaque value of a stamped record's ETag: its creation and last write, in base-36 milliseconds. */
+const stampTag = (record: StampedRecord): string => `${Date.parse(record.created_at).toString(36)}.${Date.parse(record.updated_at).toString(36)}`;
+
+/** The ETag header of an answer naming one source, device, schedule or custom action as `record` is now. */
+export const recordTag = (record: StampedRecord): Record<string, string> => ({ etag: `"${stampTag(record)}"` });
+
+export class RecordChangedError extends SluiceError {
+  constructor(what: string, readonly current: string) {
+    super(412, 'etag_mismatch', `The ${what} changed since it was read: its ETag is now "${current}", which If-Match does not name. Read it again and make the change on what is there now.`, { field: 'if-match' });
+  }
+
+  override toBody(): ErrorBody {
+    const body = super.toBody();
+    return { error: { ...body.error, current_etag: `"${this.current}"` } as ErrorBody['error'] };
+  }
+}
+
+/** The refusal (naming the record as `what`) when If-Match lists tags and none is `stored`'s; undefined when the write may go on. */
+export function recordMismatch(ifMatch: IfMatch | undefined, stored: StampedRecord, what: string): RecordChangedError | undefined {
+  if (ifMatch === undefined || ifMatch === '*') return undefined;
+  const current = stampTag(stored);
+  return ifMatch.includes(current) ? undefined : new RecordChangedError(what, current);
+}
+
+/** Throws recordMismatch's refusal; call it inside the write, on the record as stored then. */
+export function assertRecordMatches(ifMatch: IfMatch | undefined, stored: StampedRecord, what: string): void {
+  const refusal = recordMismatch(ifMatch, stored, what);
+  if (refusal !== undefined) throw refusal;
 }

@@ -1,14 +1,16 @@
 // The two reads every org's named, environment-scoped record has (sources, schedules, devices):
 // GET <base> lists those of the requested environment by name, a page at a time (`limit`, `cursor`,
 // and at most MAX_PAGE_BYTES of answer: a device or source can carry a megabyte of schemas),
-// GET <base>/:name answers one (404 for a record of the other environment). Reads need the viewer role.
+// GET <base>/:name answers one (404 for a record of the other environment) with its ETag, for the
+// If-Match of a PATCH (if-match.ts). Reads need the viewer role.
 
 import { rawJson, type Route } from '../http/types.ts';
 import type { ApiContext } from './context.ts';
 import { byteCappedPage } from './byte-capped-page.ts';
+import { recordTag, type StampedRecord } from './if-match.ts';
 import { encodeCursor, ENVIRONMENT_QUERY, environmentOf, namedInEnvironment, parseCursorOf, parseLimit } from './query-params.ts';
 
-interface NamedRecord {
+interface NamedRecord extends StampedRecord {
   readonly name: string;
   readonly environment: string;
 }
@@ -52,7 +54,8 @@ export function namedRecordReads<T extends NamedRecord>(ctx: ApiContext, base: s
       query: ENVIRONMENT_QUERY,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
-        return rawJson(200, { [records.singular]: records.describe(namedInEnvironment(request, org, records.what, records.require)) });
+        const record = namedInEnvironment(request, org, records.what, records.require);
+        return rawJson(200, { [records.singular]: records.describe(record) }, recordTag(record));
       },
     },
   ];

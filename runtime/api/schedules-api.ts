@@ -23,6 +23,8 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
+import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
+import { nextUpdateStamp } from '../update-stamp.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { assertNotReservedType } from '../triggers/device-record.ts';
 
@@ -98,7 +100,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         };
         await schedules.create(schedule);
         ticker.arm(schedule);
-        return rawJson(201, { schedule: describeSchedule(schedule, nowMs, ticker.dueAt(org.id, schedule.name)) });
+        return rawJson(201, { schedule: describeSchedule(schedule, nowMs, ticker.dueAt(org.id, schedule.name)) }, recordTag(schedule));
       },
     },
     ...namedRecordReads(ctx, base, {
@@ -116,6 +118,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const current = requireSchedule(request, org);
+        const expected = parseIfMatch(request.headers['if-match']);
         const parsed = parseJsonRequestText(request);
         const update = parseUpdate(parsed.value);
         if (update.event_type !== undefined) assertNotReservedType(update.event_type, 'event_type');
@@ -125,9 +128,11 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         const checked = retimed ? checkSchedule(update.cron ?? current.cron, update.timezone ?? current.timezone) : current;
         // Merged onto the schedule as stored when the write runs (one made again under the name since,
         // in the other environment say, is not this one: 404). A new pattern, zone or an enabling
-        // starts from now: ticks it would have had before are not owed.
+        // starts from now: ticks it would have had before are not owed. With If-Match, the schedule
+        // stored then must be the one the client read (412 otherwise).
         const next = await schedules.update(org.id, current.name, (stored): ScheduleRecord | undefined => {
           if (stored.id !== current.id) return undefined;
+          assertRecordMatches(expected, stored, 'schedule');
           const merged: ScheduleRecord = {
             ...stored,
             ...(update.cron === undefined ? {} : { cron: checked.cron }),
@@ -135,14 +140,14 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
             ...(update.event_type === undefined ? {} : { event_type: update.event_type }),
             ...(payloadJson === undefined ? {} : { payload_json: payloadJson }),
             ...(update.enabled === undefined ? {} : { enabled: update.enabled }),
-            updated_at: isoAt(ctx.clock.now()),
+            updated_at: nextUpdateStamp(stored.updated_at, ctx.clock.now()),
           };
           const restarts = merged.cron !== stored.cron || merged.timezone !== stored.timezone || (merged.enabled && !stored.enabled);
           const startMs = ctx.clock.now();
           return restarts ? { ...merged, last_tick_ms: startMs, started_ms: startMs } : merged;
         });
         ticker.arm(next);
-        return rawJson(200, { schedule: describeSchedule(next, ctx.clock.now(), ticker.dueAt(next.org_id, next.name)) });
+        return rawJson(200, { schedule: describeSchedule(next, ctx.clock.now(), ticker.dueAt(next.org_id, next.name)) }, recordTag(next));
       },
     },
     {

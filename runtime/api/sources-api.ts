@@ -26,6 +26,8 @@ import { compileSchemasForWrite } from './schema-write-compile.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
+import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
+import { nextUpdateStamp } from '../update-stamp.ts';
 
 interface SourceBody {
   name: string;
@@ -93,7 +95,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
           updated_at: now,
         };
         await ctx.sources.create(source);
-        return json(201, { source: describeSource(source) });
+        return json(201, { source: describeSource(source) }, recordTag(source));
       },
     },
     ...namedRecordReads(ctx, base, { plural: 'sources', singular: 'source', what: 'Source', listAfter: (orgId, afterName) => ctx.sources.listAfter(orgId, afterName), require: (orgId, name) => ctx.sources.require(orgId, name), describe: describeSource }),
@@ -104,20 +106,28 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const current = requireSource(request, org);
+        const expected = parseIfMatch(request.headers['if-match']);
+        // Refused now when already stale (before compiling schemas), and again in the write.
+        assertRecordMatches(expected, current, 'source');
         const update = parseUpdate(parseSchemaWrite(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
         await compileSchemasForWrite(ctx, request, org.id, current.environment, update.event_types);
         // Merged onto the source as stored when the write runs: a concurrent update is not undone. A
         // source deleted and made again while the schemas compiled is another source: 404, never
-        // this request's secrets or schemas on it (its scheme may not even take those secrets).
-        const next = await ctx.sources.update(org.id, current.name, (stored): SourceRecord | undefined => (!isSameSource(stored, current) ? undefined : {
-          ...stored,
-          ...(update.secrets === undefined ? {} : { secrets: update.secrets }),
-          ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
-          ...(update.body_limit_bytes === undefined ? {} : { body_limit_bytes: update.body_limit_bytes }),
-          updated_at: isoAt(ctx.clock.now()),
-        }));
-        return json(200, { source: describeSource(next) });
+        // this request's secrets or schemas on it (its scheme may not even take those secrets). With
+        // If-Match, the source stored then must be the one the client read (412 otherwise).
+        const next = await ctx.sources.update(org.id, current.name, (stored): SourceRecord | undefined => {
+          if (!isSameSource(stored, current)) return undefined;
+          assertRecordMatches(expected, stored, 'source');
+          return {
+            ...stored,
+            ...(update.secrets === undefined ? {} : { secrets: update.secrets }),
+            ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
+            ...(update.body_limit_bytes === undefined ? {} : { body_limit_bytes: update.body_limit_bytes }),
+            updated_at: nextUpdateStamp(stored.updated_at, ctx.clock.now()),
+          };
+        });
+        return json(200, { source: describeSource(next) }, recordTag(next));
       },
     },
     {

@@ -9,6 +9,7 @@
 import { ConflictError, notFound } from '../errors.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { EventStore } from '../events/event-store.ts';
+import { nextUpdateStamp } from '../update-stamp.ts';
 import { changeRecord } from '../ledger/change-record.ts';
 import { insertCapped } from '../ledger/insert-capped.ts';
 import type { Ledger, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
@@ -124,8 +125,7 @@ export class DeviceStore {
     if (outcome === 'full') throw new ConflictError('device_limit_reached', `An organization can hold at most ${MAX_DEVICES_PER_ORG} devices; delete one first.`);
   }
 
-  /** Applies `change` to the device as stored when the write runs; 404 if gone. */
-  /** Stores `change(stored)`; 404 if the device is gone, or `change` answers undefined (not the device meant). */
+  /** Stores `change(stored)`, applied to the device as stored when the write runs; 404 if the device is gone, or `change` answers undefined (not the device meant). */
   async update(orgId: string, name: string, change: (current: DeviceRecord) => DeviceRecord | undefined): Promise<DeviceRecord> {
     let updated: DeviceRecord | undefined;
     await this.writing(orgId, () =>
@@ -139,8 +139,8 @@ export class DeviceStore {
   }
 
   /** Stores a new token hash (the socket opened with the old one is the caller's to close); 404 if gone or another device (`id`) holds the name. */
-  rotateToken(orgId: string, name: string, id: string, hash: string, prefix: string, nowIso: string): Promise<DeviceRecord> {
-    return this.update(orgId, name, (current) => (current.id !== id ? undefined : { ...current, token_hash: hash, token_prefix: prefix, updated_at: nowIso }));
+  rotateToken(orgId: string, name: string, id: string, hash: string, prefix: string, nowMs: number): Promise<DeviceRecord> {
+    return this.update(orgId, name, (current) => (current.id !== id ? undefined : { ...current, token_hash: hash, token_prefix: prefix, updated_at: nextUpdateStamp(current.updated_at, nowMs) }));
   }
 
   /**

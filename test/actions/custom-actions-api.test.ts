@@ -316,6 +316,34 @@ describe('review and versions', () => {
     const edit = await call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json: { permissions: ['read_secret:API_KEY'] } });
     assert.deepEqual([edit.status, edit.body.error?.code, edit.body.error?.version], [409, 'module_rejected', 3], edit.text);
   });
+
+  it('a PATCH with If-Match is refused (412, nothing written) once a review, an upload or another PATCH changed the action', async () => {
+    const { id } = await createAction();
+    const tagOf = (answer: { headers: Headers }): string => answer.headers.get('etag') ?? assert.fail('an ETag');
+    const guarded = (json: unknown, tag: string) => call(rt.url, 'PATCH', `${base}/${id}`, { token: developer, json, headers: { 'if-match': tag } });
+    const read = async () => call(rt.url, 'GET', `${base}/${id}`, { token: viewer });
+    const made = tagOf(await read());
+    const approved = await review(id, { status: 'approved', version: 1 });
+    assert.notEqual(tagOf(approved), made, 'a review moves the tag');
+    const stale = await guarded({ name: 'renamed from a stale read' }, made);
+    assert.deepEqual([stale.status, stale.body.error.code, stale.body.error.current_etag], [412, 'etag_mismatch', tagOf(approved)], stale.text);
+    assert.equal((await read()).body.custom_action.name, 'order risk');
+
+    const renamed = await guarded({ name: 'renamed' }, tagOf(approved));
+    assert.equal(renamed.status, 200, renamed.text);
+    const uploaded = await upload(rt.url, `${base}/${id}/versions`, developer, { file: modules.projection });
+    assert.equal(uploaded.status, 201, uploaded.text);
+    assert.notEqual(tagOf(uploaded), tagOf(renamed), 'an upload moves the tag');
+    assert.equal((await guarded({ permissions: ['read_secret:API_KEY'] }, tagOf(renamed))).status, 412);
+    assert.equal((await read()).body.custom_action.latest_version, 2, 'the refused permission change made no version');
+
+    // Two editors of the same read: one new version, one refusal.
+    const both = await Promise.all([guarded({ permissions: ['read_secret:A'] }, tagOf(uploaded)), guarded({ permissions: ['read_secret:B'] }, tagOf(uploaded))]);
+    assert.deepEqual(both.map((answer) => answer.status).sort(), [200, 412], both.map((answer) => answer.text).join('\n'));
+    const now = await read();
+    assert.equal(now.body.custom_action.latest_version, 3);
+    assert.equal(tagOf(now), tagOf(both.find((answer) => answer.status === 200)!));
+  });
 });
 
 describe('secrets', () => {

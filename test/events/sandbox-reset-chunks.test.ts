@@ -168,7 +168,7 @@ test("a sandbox device whose token is rotated while a reset runs keeps the new t
       const projections = deps.projections;
       const lateRotation: SandboxResetDeps['projections'] = Object.assign(Object.create(projections) as typeof projections, {
         removeEnvironment: (orgId: string, environment: string, limit?: number) => {
-          rotation ??= store.rotateToken(ORG, 'till-1', store.require(ORG, 'till-1').id, 'f'.repeat(64), 'sdt_rotated0', new Date().toISOString());
+          rotation ??= store.rotateToken(ORG, 'till-1', store.require(ORG, 'till-1').id, 'f'.repeat(64), 'sdt_rotated0', Date.now());
           return projections.removeEnvironment(orgId, environment, limit);
         },
       });

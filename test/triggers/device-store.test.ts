@@ -36,7 +36,7 @@ for (const kind of LEDGER_KINDS) {
       const first = devices.get('acct-a', 'gate-1');
       assert.equal(devices.get('acct-a', 'gate-1'), first, 'the same decoded record, not decoded again');
       assert.ok(Object.isFrozen(first?.event_types), 'shared, so frozen');
-      await devices.rotateToken('acct-a', 'gate-1', 'dev_gate-1', 'h2', 'sdt_2', new Date(T0 + 1).toISOString());
+      await devices.rotateToken('acct-a', 'gate-1', 'dev_gate-1', 'h2', 'sdt_2', T0 + 1);
       assert.equal(devices.get('acct-a', 'gate-1')?.token_hash, 'h2');
       const connection = { id: 'con_1', connected_at_ms: T0 + 2 };
       assert.equal(await devices.connect(devices.get('acct-a', 'gate-1')!, connection, () => ({ reason: 'replaced', code: null })), true);

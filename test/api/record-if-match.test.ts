@@ -1,0 +1,100 @@
+// If-Match on the PATCHes of sources, devices and schedules: every answer naming one carries its
+// ETag; a PATCH naming a tag the record no longer has is 412 etag_mismatch and writes nothing; two
+// editors sending the same tag at once get one 200 and one 412 (the check runs inside the write);
+// and writes in one millisecond (the clock here never moves) still give each its own tag.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { call, createOrg, type CallResult } from '../helpers/http.ts';
+
+const ORG = 'acct-if-match';
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+const clock = new ManualClock(Date.parse('2026-12-07T09:00:00.000Z'));
+let rt: TestRuntime;
+let key: string;
+before(async () => {
+  rt = await startRuntime({ clock });
+  key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
+});
+after(async () => rt.close());
+
+const tagOf = (answer: CallResult): string => {
+  const tag = answer.headers.get('etag');
+  assert.ok(tag !== null && /^"[^"]+"$/.test(tag), `an ETag: ${String(tag)}`);
+  return tag;
+};
+const patch = (path: string, json: unknown, ifMatch?: string) => call(rt.url, 'PATCH', path, { token: key, json, ...(ifMatch === undefined ? {} : { headers: { 'if-match': ifMatch } }) });
+const schema = (field: string) => ({ 'order.paid': { type: 'object', required: [field] } });
+
+/** What each kind is made with, one change a PATCH may send, and how to read that change back. */
+const KINDS = [
+  { kind: 'source', path: `/organizations/${ORG}/sources`, make: (name: string) => ({ name, secrets: [SECRET] }), change: (n: number) => ({ event_types: schema(`f${n}`) }), changed: (body: any) => Object.values(body.source.event_types as Record<string, any>)[0]?.required[0] },
+  { kind: 'device', path: `/organizations/${ORG}/devices`, make: (name: string) => ({ name }), change: (n: number) => ({ event_types: schema(`f${n}`) }), changed: (body: any) => Object.values(body.device.event_types as Record<string, any>)[0]?.required[0] },
+  { kind: 'schedule', path: `/organizations/${ORG}/schedules`, make: (name: string) => ({ name, cron: '0 * * * *', event_type: 'tick.hourly' }), change: (n: number) => ({ payload: { n } }), changed: (body: any) => `f${body.schedule.payload.n}` },
+] as const;
+
+for (const { kind, path, make, change, changed } of KINDS) {
+  describe(`${kind} PATCH with If-Match`, () => {
+    it('answers the ETag on create, read and update; a stale tag is 412 and writes nothing', async () => {
+      const name = `${kind}-stale`;
+      const made = await call(rt.url, 'POST', path, { token: key, json: make(name) });
+      assert.equal(made.status, 201, made.text);
+      const first = tagOf(made);
+      assert.equal(tagOf(await call(rt.url, 'GET', `${path}/${name}`, { token: key })), first, 'a read answers the tag the create did');
+
+      const updated = await patch(`${path}/${name}`, change(1), first);
+      assert.equal(updated.status, 200, updated.text);
+      const second = tagOf(updated);
+      assert.notEqual(second, first, 'a write in the same millisecond still moves the tag');
+
+      const stale = await patch(`${path}/${name}`, change(2), first);
+      assert.equal(stale.status, 412, stale.text);
+      assert.equal(stale.body.error.code, 'etag_mismatch');
+      assert.equal(stale.body.error.current_etag, second);
+      const read = await call(rt.url, 'GET', `${path}/${name}`, { token: key });
+      assert.equal(changed(read.body), 'f1', 'the refused change was not written');
+      assert.equal(tagOf(read), second);
+
+      assert.equal((await patch(`${path}/${name}`, change(3), `"other", ${second}`)).status, 200, 'a list is met by any of its tags');
+      assert.equal((await patch(`${path}/${name}`, change(4), '*')).status, 200, '* asks only that it exists');
+      const weak = await patch(`${path}/${name}`, change(5), `W/${tagOf(await call(rt.url, 'GET', `${path}/${name}`, { token: key }))}`);
+      assert.equal(weak.status, 412, 'a weak tag never matches');
+      const malformed = await patch(`${path}/${name}`, change(6), 'not-quoted');
+      assert.deepEqual([malformed.status, malformed.body.error.code], [400, 'invalid_if_match']);
+      assert.equal(changed((await call(rt.url, 'GET', `${path}/${name}`, { token: key })).body), 'f4');
+    });
+
+    it('a change made without If-Match in the same millisecond still fails a tag read before it', async () => {
+      const name = `${kind}-unguarded`;
+      assert.equal((await call(rt.url, 'POST', path, { token: key, json: make(name) })).status, 201);
+      const read = tagOf(await patch(`${path}/${name}`, change(1)));
+      assert.equal((await patch(`${path}/${name}`, change(2))).status, 200, 'another editor, no If-Match');
+      const late = await patch(`${path}/${name}`, change(3), read);
+      assert.equal(late.status, 412, late.text);
+      assert.equal(changed((await call(rt.url, 'GET', `${path}/${name}`, { token: key })).body), 'f2');
+    });
+
+    it('two editors sending the same tag at once: one lands, the other is 412', async () => {
+      const name = `${kind}-race`;
+      const tag = tagOf(await call(rt.url, 'POST', path, { token: key, json: make(name) }));
+      const answers = await Promise.all([patch(`${path}/${name}`, change(1), tag), patch(`${path}/${name}`, change(2), tag)]);
+      assert.deepEqual(answers.map((answer) => answer.status).sort(), [200, 412], answers.map((answer) => answer.text).join('\n'));
+      const winner = answers.find((answer) => answer.status === 200)!;
+      const read = await call(rt.url, 'GET', `${path}/${name}`, { token: key });
+      assert.equal(changed(read.body), changed(winner.body));
+      assert.equal(tagOf(read), tagOf(winner));
+    });
+  });
+}
+
+it('a device token rotation moves its ETag (a PATCH made from the device read before it is 412)', async () => {
+  const path = `/organizations/${ORG}/devices`;
+  const tag = tagOf(await call(rt.url, 'POST', path, { token: key, json: { name: 'rotated' } }));
+  const rotated = await call(rt.url, 'POST', `${path}/rotated/token`, { token: key });
+  assert.equal(rotated.status, 200, rotated.text);
+  assert.notEqual(tagOf(rotated), tag);
+  assert.equal((await patch(`${path}/rotated`, { event_types: schema('a') }, tag)).status, 412);
+  assert.equal((await patch(`${path}/rotated`, { event_types: schema('a') }, tagOf(rotated))).status, 200);
+});
