@@ -9,30 +9,25 @@
 // version that needs its own approval, so an approval binds exactly what the reviewer saw.
 // Module bytes are kept per (org, digest), written in the transaction that records the version, so
 // a hook-runner that lost a module can be given it again (module-restore.ts); versions that share a
-// module (a permissions edit, the same file uploaded again) share one copy. Versions written before
-// the runtime kept bytes have none until the same module is uploaded again. Nothing deletes actions,
-// so nothing deletes their bytes either.
+// module (a permissions edit, the same file uploaded again) share one copy, counted once against
+// the org's cap (module-storage.ts). Versions written before the runtime kept bytes have none until
+// the same module is uploaded again. Nothing deletes actions, so nothing deletes their bytes either.
 
-import { LRUCache } from 'lru-cache';
-import type { LedgerTable } from '../ledger/ledger.ts';
+import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
 import { ConflictError, notFound, type SluiceError } from '../errors.ts';
 import { nextUpdateStamp } from '../update-stamp.ts';
-import { durably } from '../ledger/durable-write.ts';
-import type { Ledger } from '../ledger/ledger.ts';
+import { MAX_MODULE_BYTES_PER_ORG, ModuleStorage, type CompiledUpload } from './module-storage.ts';
 import {
   describeCustomAction, isCustomActionId, newCustomActionId,
   type ActionVersionRecord, type CustomActionId, type CustomActionRecord, type CustomActionView, type ReviewDecision,
 } from './custom-action-record.ts';
 import { samePermissions } from './permissions.ts';
 
+export { MAX_MODULE_BYTES_PER_ORG, type CompiledUpload } from './module-storage.ts';
+
 /** Keeps the list answer (every action with every version) bounded. */
 export const MAX_ACTIONS_PER_ORG = 500;
 export const MAX_VERSIONS_PER_ACTION = 100;
-/**
- * Module bytes an org's custom actions may hold, each distinct module counted once: 500 actions of
- * 100 versions of 8 MiB would be 400 GB in each of the two stores, and modules are never deleted.
- */
-export const MAX_MODULE_BYTES_PER_ORG = 1024 * 1024 * 1024;
 const HIGH = '\uffff';
 
 /** How a custom_action step may run the action now: only the APPROVED version, with the permissions as reviewed. */
@@ -42,15 +37,6 @@ export type ActionResolution =
   | { readonly kind: 'not_approved'; readonly status: 'pending_review' | 'rejected' | 'revoked' }
   /** The version a run is pinned to was revoked: the run fails rather than move to another version. */
   | { readonly kind: 'revoked'; readonly version: number };
-
-/** A module the hook-runner has already compiled and stored durably, with its bytes (kept here too). */
-export interface CompiledUpload {
-  readonly digest: string;
-  readonly size: number;
-  readonly bytes: Uint8Array;
-}
-
-const DIGEST = /^[0-9a-f]{64}$/;
 
 export interface CreateInput {
   readonly name: string;
@@ -103,24 +89,17 @@ const missingAction = (): SluiceError => notFound('Custom action', 'action_id');
 const fail = (error: SluiceError): Outcome<never> => ({ ok: false, error });
 
 export class CustomActionStore {
-  readonly #root: Ledger['root'];
   readonly #actions: LedgerTable;
   readonly #versions: LedgerTable;
-  readonly #modules: LedgerTable;
+  /** The modules' bytes and the cap on them; every write of this store runs through its `write`. */
+  readonly #modules: ModuleStorage;
   readonly #newId: () => CustomActionId;
-  readonly #maxModuleBytes: number;
-  /** Per org, the bytes of its kept modules (#moduleBytesHeld); the least recently used let go past 10,000 orgs, read again when needed. */
-  readonly #heldBytes = new LRUCache<string, number>({ max: 10_000 });
-  /** Writes of this store under way (#write). */
-  #writing = 0;
 
   constructor(ledger: Ledger, options: StoreOptions = {}) {
-    this.#root = ledger.root;
     this.#actions = ledger.openDatabase('custom-actions');
     this.#versions = ledger.openDatabase('custom-action-versions');
-    this.#modules = ledger.openDatabase('custom-action-modules');
+    this.#modules = new ModuleStorage(ledger, this.#versions, options.maxModuleBytes ?? MAX_MODULE_BYTES_PER_ORG);
     this.#newId = options.newId ?? newCustomActionId;
-    this.#maxModuleBytes = options.maxModuleBytes ?? MAX_MODULE_BYTES_PER_ORG;
   }
 
   get(orgId: string, actionId: string): CustomActionRecord | undefined {
@@ -146,9 +125,7 @@ export class CustomActionStore {
    * uploaded since the runtime kept bytes has that module.
    */
   moduleBytes(orgId: string, digest: string): Uint8Array | undefined {
-    if (!DIGEST.test(digest)) return undefined;
-    const bytes = this.#modules.get([orgId, digest]);
-    return bytes instanceof Uint8Array ? bytes : undefined;
+    return this.#modules.bytes(orgId, digest);
   }
 
   describe(orgId: string, actionId: string): CustomActionView | undefined {
@@ -201,38 +178,8 @@ export class CustomActionStore {
       const latest = this.versions(orgId, actionId).at(-1);
       if (latest !== undefined && latest.version >= MAX_VERSIONS_PER_ACTION) throw versionLimit();
     }
-    const full = this.#moduleStorageRefusal(orgId, upload, false);
+    const full = this.#modules.refusal(orgId, upload, false);
     if (full !== undefined) throw full;
-  }
-
-  /** The 409 for a module the org has no room for: one it holds already takes none. */
-  #moduleStorageRefusal(orgId: string, upload: Pick<CompiledUpload, 'digest' | 'size'>, inWrite: boolean): SluiceError | undefined {
-    if (this.#modules.doesExist([orgId, upload.digest])) return undefined;
-    const held = this.#moduleBytesHeld(orgId, inWrite);
-    const limit = this.#maxModuleBytes;
-    if (held + upload.size <= limit) return undefined;
-    return new ConflictError('module_storage_limit_reached', `This organization's custom actions hold ${held} bytes of modules; a new one of ${upload.size} bytes would pass the ${limit} they may hold. Modules are kept for good: upload a new version of an action only when its module changed.`, { held_bytes: held, limit_bytes: limit });
-  }
-
-  /**
-   * The bytes of the modules the org's actions keep (those of versions uploaded before the runtime
-   * kept bytes do not count until uploaded again). Read once from the org's versions (up to 50,000:
-   * ~0.15 s), then kept up to date by #putModule.
-   */
-  #moduleBytesHeld(orgId: string, inWrite: boolean): number {
-    const known = this.#heldBytes.get(orgId);
-    if (known !== undefined) return known;
-    const sizes = new Map<string, number>();
-    for (const { value } of this.#versions.getRange({ start: [orgId], end: [orgId, HIGH] })) {
-      const version = value as ActionVersionRecord;
-      sizes.set(version.digest, version.size);
-    }
-    let held = 0;
-    for (const [digest, size] of sizes) if (this.#modules.doesExist([orgId, digest])) held += size;
-    // A total read outside a write is kept only while none is under way: it may miss a write whose
-    // step ran but has not committed, and would then stay short of what is stored.
-    if (inWrite || this.#writing === 0) this.#heldBytes.set(orgId, held);
-    return held;
   }
 
   #actionCount(orgId: string): number {
@@ -244,14 +191,14 @@ export class CustomActionStore {
     const id = this.#newId();
     const outcome = await this.#write((): Outcome<CustomActionView> => {
       if (this.#actionCount(orgId) >= MAX_ACTIONS_PER_ORG) return fail(actionLimit());
-      const full = this.#moduleStorageRefusal(orgId, input.module, true);
+      const full = this.#modules.refusal(orgId, input.module, true);
       if (full !== undefined) return fail(full);
       if (this.#actions.doesExist([orgId, id])) return fail(new ConflictError('custom_action_exists', 'A custom action with this id already exists.'));
       const action: CustomActionRecord = { id, name: input.name, description: input.description, created_at: iso(at), updated_at: iso(at), approved_version: null };
       const version = pendingVersion(1, input.module, input.permissions, at);
       this.#actions.put([orgId, id], action);
       this.#versions.put([orgId, id, 1], version);
-      this.#putModule(orgId, input.module);
+      this.#modules.put(orgId, input.module);
       return { ok: true, value: describeCustomAction(action, [version]) };
     });
     return unwrap(outcome);
@@ -265,10 +212,10 @@ export class CustomActionStore {
         const latest = action === undefined ? undefined : this.versions(orgId, action.id).at(-1);
         if (action === undefined || latest === undefined) return fail(missingAction());
         if (latest.version >= MAX_VERSIONS_PER_ACTION) return fail(versionLimit());
-        const full = this.#moduleStorageRefusal(orgId, input.module, true);
+        const full = this.#modules.refusal(orgId, input.module, true);
         if (full !== undefined) return fail(full);
         const version = pendingVersion(latest.version + 1, input.module, input.permissions ?? latest.permissions, at);
-        this.#putModule(orgId, input.module);
+        this.#modules.put(orgId, input.module);
         return { ok: true, value: this.#putChange(orgId, action, { name: input.name, description: input.description }, version, at) };
       }),
     );
@@ -391,29 +338,9 @@ export class CustomActionStore {
     return { action: describeCustomAction(next, this.versions(orgId, action.id)), version };
   }
 
-  /**
-   * Stores an upload's bytes (the runner compiled them to this digest), also over a copy already
-   * kept: uploading the file again is how a copy that went bad is repaired. In a transaction, after
-   * the module's room was checked (#moduleStorageRefusal); a module not kept before adds to the total.
-   */
-  #putModule(orgId: string, module: CompiledUpload): void {
-    const added = this.#modules.doesExist([orgId, module.digest]) ? 0 : module.size;
-    const held = added === 0 ? undefined : this.#moduleBytesHeld(orgId, true);
-    this.#modules.put([orgId, module.digest], Buffer.from(module.bytes.buffer, module.bytes.byteOffset, module.bytes.byteLength));
-    if (held !== undefined) this.#heldBytes.set(orgId, held + added);
-  }
-
-  /** A write that did not commit may have counted a module it never stored: every org's total is read again when next needed. */
+  /** One flushed transaction, through the module storage, whose totals must hear of a write that failed. */
   #write<T>(body: () => Outcome<T>): Promise<Outcome<T>> {
-    this.#writing += 1;
-    return durably(this.#root, this.#root.transaction(body))
-      .catch((error: unknown) => {
-        this.#heldBytes.clear();
-        throw error;
-      })
-      .finally(() => {
-        this.#writing -= 1;
-      });
+    return this.#modules.write(body);
   }
 }
 
