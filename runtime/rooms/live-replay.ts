@@ -59,6 +59,11 @@ export interface Replay {
    * that failed): if such an update is fanned out later, the replay sends it then. Bounded.
    */
   readonly gaps: Set<number>;
+  /**
+   * Late updates at or below `start` sent to the socket during the replay (it never reads them: it
+   * starts past them), remembered as a live socket's are (at most MAX_REMEMBERED_LATE).
+   */
+  readonly late: Set<number>;
 }
 
 /** Gap seqs a replay remembers at most; past them (a long stretch of failed writes) it cannot go on (Page.gapsFull). */
@@ -83,7 +88,7 @@ export const wasSent = (sent: Sent, update: RunUpdate): boolean =>
 export const MAX_REMEMBERED_LATE = 1024;
 
 export function startReplay(room: Room, after: number, earlier: Sent, strict = false): Replay {
-  return { room, after, strict, start: after, cursor: after, earlier, scheduled: false, gaps: new Set() };
+  return { room, after, strict, start: after, cursor: after, earlier, scheduled: false, gaps: new Set(), late: new Set() };
 }
 
 /**
@@ -97,7 +102,7 @@ export function startAtRetained(replay: Replay, oldest: number): void {
 
 /** What a replay has sent of its room so far (for a Subscribe that interrupts it). */
 export const sentSoFar = (replay: Replay): Sent =>
-  withRange(replay.earlier, { room: replay.room, after: replay.start, upTo: replay.cursor, missing: new Set(replay.gaps) });
+  withRange(replay.earlier, { room: replay.room, after: replay.start, upTo: replay.cursor, missing: new Set(replay.gaps), late: new Set(replay.late) });
 
 /**
  * What a socket on the room's topic since `from` (the last seq fanned out when it joined) has been

@@ -136,7 +136,7 @@ function pumpReplay(deps: RoomEntryDeps, ws: WebSocket<SocketData>, data: Socket
       return false;
     }
   }
-  if (page.caughtUp) joinRoom(deps, ws, data, replay.room, replay.start, publishedSeq, replay.earlier);
+  if (page.caughtUp) joinRoom(deps, ws, data, replay.room, replay.start, publishedSeq, replay.earlier, replay.late);
   else if (ws.getBufferedAmount() < REPLAY_HIGH_WATER) queueReplayPage(deps, ws, data, replay);
   return true;
 }
@@ -145,10 +145,11 @@ function pumpReplay(deps: RoomEntryDeps, ws: WebSocket<SocketData>, data: Socket
  * Joins the room's topic and says so with a heartbeat: its `last_seq` is a position the client can
  * resume from even when nothing of its room arrives for a long time (README, Live rooms).
  */
-function joinRoom(deps: RoomEntryDeps, ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent): void {
+function joinRoom(deps: RoomEntryDeps, ws: WebSocket<SocketData>, data: SocketData, room: Room, afterSeq: number | undefined, publishedSeq: number, earlier: Sent, lateSent: ReadonlySet<number> = new Set()): void {
   ws.subscribe(topicFor(data.orgId, room));
-  // A replay from `afterSeq` sent everything up to `publishedSeq`; the topic goes on from there.
-  data.state = { status: 'live', room, from: Math.min(afterSeq ?? publishedSeq, publishedSeq), earlier, late: new Set() };
+  // A replay from `afterSeq` sent everything up to `publishedSeq` (and the late updates below
+  // `afterSeq` that came during it, `lateSent`); the topic goes on from there.
+  data.state = { status: 'live', room, from: Math.min(afterSeq ?? publishedSeq, publishedSeq), earlier, late: new Set(lateSent) };
   sendHeartbeat(deps, ws, publishedSeq);
 }
 

@@ -236,8 +236,10 @@ export class LiveRooms {
    * An update released after later ones (its write became durable past GAP_GRACE_MS), in one scan
    * of the org's sockets (rare, so a scan is fine):
    * - every replay that read past its seq left it out (the replay's `gaps`: missing from the log,
-   *   or there but not yet durable), and a replaying socket is on no topic: it is sent to each such
-   *   replay, so no socket loses it (one that joined its topic after such a replay gets it there);
+   *   or there but not yet durable), and every replay that started past it never reads it; a
+   *   replaying socket is on no topic: it is sent to each such replay (unless the socket was sent it
+   *   before), so no socket loses it (one that joined its topic after such a replay gets it there);
+   *   one below the replay's start is remembered as a live socket's is, for its next Subscribe;
    * - a live socket that joined after its seq gets it over its topic, below the range its leaving
    *   records (sentWhileLive): it remembers it, or its next Subscribe would send it again.
    */
@@ -247,7 +249,11 @@ export class LiveRooms {
       const { state } = data;
       if (data.orgId !== orgId) continue;
       if (state.status === 'replaying') {
-        if (state.replay.gaps.delete(update.seq) && isInRoom(update, state.replay.room) && !wasSent(state.replay.earlier, update)) sendCounted(ws, frame);
+        const { replay } = state;
+        const belowStart = update.seq <= replay.start;
+        if (!(replay.gaps.delete(update.seq) || belowStart) || !isInRoom(update, replay.room) || wasSent(replay.earlier, update)) continue;
+        sendCounted(ws, frame);
+        if (belowStart && replay.late.size < MAX_REMEMBERED_LATE) replay.late.add(update.seq);
       } else if (state.status === 'live' && update.seq <= state.from && isInRoom(update, state.room) && state.late.size < MAX_REMEMBERED_LATE) {
         state.late.add(update.seq);
       }

@@ -101,3 +101,35 @@ test('a late update a socket got live after joining past its seq is not sent aga
   assert.equal(new Set(seqs).size, seqs.length, `nothing twice: ${seqs.join(',')}`);
   client.close();
 });
+
+test('a late update below where a replay started reaches that replaying socket once, and its next Subscribe does not send it again', async () => {
+  const org = 'acct-late-below-start';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const { ledger, updateLog, rooms } = rt.runtime;
+  const append = async (updates: NewRunUpdate[]) => await durably(ledger.root, ledger.root.transaction(() => updates.map((u) => updateLog.append(org, u)))) as RunUpdate[];
+  rooms.publish(org, await append([update('run-first', 10)]));
+  // Durable, but its publish held back (a slow write) while the one after it goes out past its gap.
+  const [late] = await append([update('run-late', 10)]);
+  const [position] = await append([update('run-position', 10)]);
+  rooms.publish(org, [position!]);
+  rooms.releaseGaps();
+  // A backlog after that position stalls a replay from it while its client does not read.
+  const backlog = await append(Array.from({ length: 300 }, (_, i) => update(`run-${i}`, 60_000)));
+  rooms.publish(org, backlog);
+
+  const client = await connectLive(rt.url, org, { query: `?token=${encodeURIComponent(orgKey)}&after_seq=${position!.seq}` });
+  const socket = (client.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+  socket.pause();
+  await client.waitFor(() => rooms.replayingCount === 1, 'the replay under way');
+  rooms.publish(org, [late!]);
+  socket.resume();
+  await client.waitFor(() => client.updates().length >= backlog.length + 1 && rooms.replayingCount === 0, 'the backlog and the late update', 20_000);
+  assert.equal(client.updates().filter((u) => u.seq === late!.seq).length, 1, 'the late update arrived once, during the replay');
+
+  client.subscribe({ after_seq: 0 });
+  await client.waitFor(() => client.messages.some((m) => 'heartbeat' in m && m.heartbeat.subscribe_frames === 1) && rooms.replayingCount === 0, 'the second replay to finish', 20_000);
+  const seqs = client.updates().map((u) => u.seq);
+  assert.equal(seqs.filter((seq) => seq === late!.seq).length, 1, 'not sent again by the Subscribe');
+  assert.equal(seqs.filter((seq) => seq === backlog[0]!.seq).length, 1, 'nothing else again either');
+  client.close();
+});
