@@ -2,7 +2,7 @@
 // stamp it has when the clock has not moved past it (two writes in one millisecond, a clock set
 // back). Every write of a source, device, schedule or custom action so changes its `updated_at`,
 // which is what versions it: schema checks ask whether a source moved on during a wait by it, and
-// its ETag is made from it (if-match.ts), so two writes can never leave the same stamp.
+// its ETag is made from it (if-match.ts), so no two writes of one record leave the same stamp.
 
 /** The ISO `updated_at` for a write at `nowMs` of a record stamped `previous` (ISO). */
 export function nextUpdateStamp(previous: string, nowMs: number): string {

@@ -3,8 +3,9 @@
 // toggle has the write refused (412 workflow_version_mismatch, naming the version there now) when
 // the workflow moved on meanwhile: another editor's update, or an operator's disable that a stale
 // full-document PUT would otherwise undo. Sources, devices, schedules and custom actions have no
-// version number: their ETag is made from when the record was created and last written (each
-// write moves `updated_at` on, update-stamp.ts), and a PATCH naming another is 412 etag_mismatch.
+// version number: their ETag is made from the record's id (one made again under its name is
+// another) and when it was created and last written (each write moves `updated_at` on,
+// update-stamp.ts), and a PATCH naming another is 412 etag_mismatch.
 // The header is matched as RFC 9110 says: a list of tags, compared strongly (a weak tag never
 // matches), or `*` (the record exists). Without it a write applies onto whatever is stored now,
 // the last writer winning.
@@ -57,12 +58,14 @@ export function assertVersionMatches(ifMatch: IfMatch | undefined, current: numb
 
 /** A record stamped when it was made and each time it was written since (update-stamp.ts). */
 export interface StampedRecord {
+  /** Absent only on sources made before sources had one. */
+  readonly id?: string;
   readonly created_at: string;
   readonly updated_at: string;
 }
 
-/** The opaque value of a stamped record's ETag: its creation and last write, in base-36 milliseconds. */
-const stampTag = (record: StampedRecord): string => `${Date.parse(record.created_at).toString(36)}.${Date.parse(record.updated_at).toString(36)}`;
+/** The opaque value of a stamped record's ETag: its id, creation and last write (base-36 milliseconds). */
+const stampTag = (record: StampedRecord): string => `${record.id === undefined ? '' : `${record.id}.`}${Date.parse(record.created_at).toString(36)}.${Date.parse(record.updated_at).toString(36)}`;
 
 /** The ETag header of an answer naming one source, device, schedule or custom action as `record` is now. */
 export const recordTag = (record: StampedRecord): Record<string, string> => ({ etag: `"${stampTag(record)}"` });

@@ -15,6 +15,7 @@ import {
   assertSecretsFit,
   describeSource,
   isSameSource,
+  newSourceId,
   type Environment,
   type Scheme,
   type SourceRecord,
@@ -84,6 +85,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         await compileSchemasForWrite(ctx, request, org.id, body.environment ?? 'production', body.event_types);
         const now = isoAt(ctx.clock.now());
         const source: SourceRecord = {
+          id: newSourceId(),
           org_id: org.id,
           name: body.name,
           scheme,

@@ -2,6 +2,7 @@
 // checks on its signing secrets, per scheme. Secrets live only in the ledger record; the API view
 // (describeSource) never includes them.
 
+import { randomBytes } from 'node:crypto';
 import { InputError } from '../errors.ts';
 import { withSchemasParsed, withSchemaText, withoutSchemas, type WithStoredSchemas } from './stored-schemas.ts';
 
@@ -24,6 +25,11 @@ export const MAX_ACTIVE_SECRETS = 5;
 export const MIN_STANDARD_KEY_BYTES = 24;
 
 export interface SourceRecord {
+  /**
+   * Made at creation (`src_` + 24 hex), never shown: it tells a source from one deleted and made
+   * again under its name in the same millisecond. Sources made before it have none.
+   */
+  readonly id?: string;
   readonly org_id: string;
   readonly name: string;
   readonly scheme: Scheme;
@@ -60,7 +66,10 @@ export const headOfStoredSource = (stored: StoredSource): SourceHead => withoutS
  * Whether two reads of a name are the same source: one deleted and made again under its name while
  * a request waited is another (its own scheme, secrets and delivery ids), never to be mixed up.
  */
-export const isSameSource = (a: SourceHead, b: SourceHead): boolean => a.created_at === b.created_at && a.scheme === b.scheme && a.environment === b.environment;
+export const isSameSource = (a: SourceHead, b: SourceHead): boolean => a.id === b.id && a.created_at === b.created_at && a.scheme === b.scheme && a.environment === b.environment;
+
+/** The id of a new source. */
+export const newSourceId = (): string => `src_${randomBytes(12).toString('hex')}`;
 
 export interface SourceView {
   readonly name: string;

@@ -1,7 +1,8 @@
 // If-Match on the PATCHes of sources, devices and schedules: every answer naming one carries its
 // ETag; a PATCH naming a tag the record no longer has is 412 etag_mismatch and writes nothing; two
 // editors sending the same tag at once get one 200 and one 412 (the check runs inside the write);
-// and writes in one millisecond (the clock here never moves) still give each its own tag.
+// and writes in one millisecond (the clock here never moves) still give each its own tag, as does
+// a record deleted and made again under its name.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -74,6 +75,17 @@ for (const { kind, path, make, change, changed } of KINDS) {
       const late = await patch(`${path}/${name}`, change(3), read);
       assert.equal(late.status, 412, late.text);
       assert.equal(changed((await call(rt.url, 'GET', `${path}/${name}`, { token: key })).body), 'f2');
+    });
+
+    it('one deleted and made again under its name in the same millisecond has another tag: the old one is 412', async () => {
+      const name = `${kind}-remade`;
+      const old = tagOf(await call(rt.url, 'POST', path, { token: key, json: make(name) }));
+      assert.equal((await call(rt.url, 'DELETE', `${path}/${name}`, { token: key })).status, 204);
+      const remade = await call(rt.url, 'POST', path, { token: key, json: make(name) });
+      assert.equal(remade.status, 201, remade.text);
+      assert.notEqual(tagOf(remade), old);
+      const stale = await patch(`${path}/${name}`, change(1), old);
+      assert.equal(stale.status, 412, stale.text);
     });
 
     it('two editors sending the same tag at once: one lands, the other is 412', async () => {

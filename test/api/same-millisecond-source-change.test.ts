@@ -1,6 +1,7 @@
 // A source changed in the same millisecond as its previous write (the clock here never moves) is
 // still a changed source to a delivery that waited for its schema check: every write moves the
-// source's updated_at on (update-stamp.ts), which is how the delivery tells the change apart.
+// source's updated_at on (update-stamp.ts), which is how the delivery tells the change apart; and
+// one deleted and made again in that millisecond is another source (its id).
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -40,4 +41,23 @@ test('a secret removed in the same millisecond while a delivery waited for its s
   assert.deepEqual([answered.status, answered.body?.error?.code], [401, 'invalid_signature'], `answered ${answered.status} ${answered.text}`);
   const stored = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=order.paid`, { token: key });
   assert.deepEqual(stored.body.events, [], 'nothing stored with the removed secret');
+});
+
+test('a source deleted and made again in the same millisecond while a delivery waited for its schema check is another source: 404, nothing stored', async () => {
+  const schema = { 'order.paid': { type: 'object' } };
+  assert.equal((await call(rt.url, 'POST', base, { token: key, json: { name: 'remade', secrets: [OLD], event_types: schema } })).status, 201);
+  const held = gateNextCall(rt.runtime.context.schemas.payloads, 'check');
+  const body = JSON.stringify({ type: 'order.paid', id: 'evt-2' });
+  const delivery = call(rt.url, 'POST', `/hooks/${ORG}/remade`, { body, headers: signStandard(OLD, 'msg-2', Math.floor(clock.now() / 1000), body) });
+  try {
+    await held.reachedBefore(delivery, 'the delivery');
+    assert.equal((await call(rt.url, 'DELETE', `${base}/remade`, { token: key })).status, 204);
+    assert.equal((await call(rt.url, 'POST', base, { token: key, json: { name: 'remade', secrets: [NEW], event_types: schema } })).status, 201);
+  } finally {
+    held.done();
+  }
+  const answered = await delivery;
+  assert.equal(answered.status, 404, `answered ${answered.status} ${answered.text}`);
+  const stored = await call(rt.url, 'GET', `/organizations/${ORG}/events?type=order.paid&source=remade`, { token: key });
+  assert.deepEqual(stored.body.events, [], 'nothing stored for the source made again');
 });
