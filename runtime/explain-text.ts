@@ -69,7 +69,7 @@ export function explainEvent(details: EventDetails): string {
   const flag = environmentFlag(event.environment);
   if (reactions.length > 0) {
     // Only Sluice says when a device connection opened or ended: such an event is never replayed.
-    const redo = CONNECTION_EVENT_TYPES.has(event.type) ? `sluice resume ...${flag} --run <run id> retries a failed one` : `sluice replay ... --event ${event.id}${flag} makes a new event from this one, with runs of the workflows listening now`;
+    const redo = CONNECTION_EVENT_TYPES.has(event.type) ? `sluice resume ...${flag} --run <run id> retries a failed one` : `sluice replay ... --event ${event.id}${flag} --side-effects skip|run makes a new event from this one, with runs of the workflows listening now (skip: webhook steps recorded, not sent)`;
     lines.push(`  next: sluice explain ...${flag} --run <run id> shows a run's steps; ${redo}`);
   }
   return printableLines(lines);

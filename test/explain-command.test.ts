@@ -66,7 +66,7 @@ test('explain --event says where the event came from and what its run did', asyn
   assert.match(out, new RegExp(`request: POST /hooks/${ORG}/pay, 35 bytes, verified by standard-webhooks, key #0`));
   assert.ok(out.includes(`    ${runId}  workflow ${workflowId} v1  failed: webhook_http_400 at step "charge" (not retried): The receiver answered 400; not retried.\n`), out);
   assert.match(out, /next: sluice explain \.\.\. --run <run id>/);
-  assert.match(out, /sluice replay \.\.\. --event \S+ makes a new event from this one, with runs of the workflows listening now/);
+  assert.match(out, /sluice replay \.\.\. --event \S+ --side-effects skip\|run makes a new event from this one, with runs of the workflows listening now \(skip: webhook steps recorded, not sent\)/);
 });
 
 test('explain --run shows each attempt: what went out, the answer, the key, and how to resume', async () => {
@@ -232,7 +232,7 @@ test('failed lists the failed runs with their reasons; resume continues one (a s
   assert.match(resumed.out, new RegExp(`^resumed: run ${sandboxRun.run_id} \\(workflow \\S+ v1, sandbox\\): \\w+\n`));
   assert.match(resumed.out, /resumed 1 time, last at /);
   const eventView = await run(explainCommand, ['--event', sent.body.event.id, '--environment', 'sandbox']);
-  assert.ok(eventView.out.includes(`sluice replay ... --event ${sent.body.event.id} --environment sandbox makes a new event`), eventView.out);
+  assert.ok(eventView.out.includes(`sluice replay ... --event ${sent.body.event.id} --environment sandbox --side-effects skip|run makes a new event`), eventView.out);
   const completed = await run(runAction('resume'), ['--run', completedRunId]);
   assert.equal(completed.code, 1, 'only a failed run resumes');
   assert.match(completed.err, /^sluice resume: 409 /);
