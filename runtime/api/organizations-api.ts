@@ -13,6 +13,8 @@ import type { DeletionRecord } from '../tenancy/deleted-orgs.ts';
 import type { OrgDeletions } from '../tenancy/org-deletion.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { encodeCursor, parseCursorOf, parseLimit } from './query-params.ts';
+import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
+import { nextUpdateStamp } from '../update-stamp.ts';
 
 const ORG_ID = new RegExp(ORG_ID_PATTERN);
 const isOrgId = (value: unknown): value is string => typeof value === 'string' && ORG_ID.test(value);
@@ -99,10 +101,11 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
           ingest_rate_per_second: body.ingest_rate_per_second === undefined ? defaultIngestRate(body.plan ?? 'starter') : body.ingest_rate_per_second,
           ingest_bytes_per_second: body.ingest_bytes_per_second ?? null,
           created_at: now,
+          updated_at: now,
         };
         const issued = ctx.apiKeys.issue(org.id, 'admin', now);
         await ctx.orgs.create(org, issued.write);
-        return json(201, { organization: org, api_key: issued.key, api_key_info: describeApiKey(issued.record) });
+        return json(201, { organization: org, api_key: issued.key, api_key_info: describeApiKey(issued.record) }, recordTag(org));
       },
     },
     {
@@ -127,15 +130,18 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       handler: async (request) => {
         ctx.auth.requirePlatformAdmin(request);
         const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
+        const expected = parseIfMatch(request.headers['if-match']);
         const update = parseUpdate(parseJsonRequest(request));
         if (update.name !== undefined) assertDisplayName(update.name, 'name', current.name);
-        // Merged onto the organization as stored when the write runs: a concurrent update is not undone.
+        // Merged onto the organization as stored when the write runs: a concurrent update is not undone
+        // (with If-Match, the organization then must be the one the client read: 412 otherwise).
         // A new plan brings its own ingest rate unless the same request sets one.
         let next: Organization | undefined;
         try {
           next = await ctx.orgs.update(current.id, (stored): Organization => {
+            assertRecordMatches(expected, stored, 'organization');
             const planRate = update.plan !== undefined && update.plan !== stored.plan && update.ingest_rate_per_second === undefined ? { ingest_rate_per_second: defaultIngestRate(update.plan) } : {};
-            return { ...stored, ...update, ...planRate };
+            return { ...stored, ...update, ...planRate, updated_at: nextUpdateStamp(stored.updated_at, ctx.clock.now()) };
           });
         } catch (error) {
           // A write whose flush failed may have committed: what hangs on the org's limits follows it
@@ -146,7 +152,7 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
         }
         if (next === undefined) throw notFound('Organization', 'org_id');
         onLimitsChanged(next.id);
-        return json(200, { organization: next });
+        return json(200, { organization: next }, recordTag(next));
       },
     },
     {
@@ -175,7 +181,10 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       method: 'GET',
       pattern: '/organizations/:org_id',
       query: [],
-      handler: (request) => json(200, { organization: ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer') }),
+      handler: (request) => {
+        const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
+        return json(200, { organization: org }, recordTag(org));
+      },
     },
   ];
 }

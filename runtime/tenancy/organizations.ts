@@ -27,16 +27,24 @@ export interface Organization {
   /** Payload bytes per second this org may ingest (webhooks + API); null (and absent, in orgs stored before it) means unlimited. */
   readonly ingest_bytes_per_second?: number | null;
   readonly created_at: string;
+  /** Its last write (update-stamp.ts); an org stored before the field reads its `created_at`. */
+  readonly updated_at: string;
 }
 
 /**
  * An org as this version reads it: one stored before the ingest quota has its plan's default rate
- * (starter's 100/s, not unlimited), and one stored before the byte quota has none (null).
+ * (starter's 100/s, not unlimited), one stored before the byte quota has none (null), and one stored
+ * before `updated_at` was last written when it was made.
  */
 const withCurrentFields = (org: Organization | undefined): Organization | undefined =>
-  org === undefined || (org.ingest_rate_per_second !== undefined && org.ingest_bytes_per_second !== undefined)
+  org === undefined || (org.ingest_rate_per_second !== undefined && org.ingest_bytes_per_second !== undefined && org.updated_at !== undefined)
     ? org
-    : { ...org, ingest_rate_per_second: org.ingest_rate_per_second === undefined ? defaultIngestRate(org.plan) : org.ingest_rate_per_second, ingest_bytes_per_second: org.ingest_bytes_per_second ?? null };
+    : {
+        ...org,
+        ingest_rate_per_second: org.ingest_rate_per_second === undefined ? defaultIngestRate(org.plan) : org.ingest_rate_per_second,
+        ingest_bytes_per_second: org.ingest_bytes_per_second ?? null,
+        updated_at: org.updated_at ?? org.created_at,
+      };
 
 export class OrganizationStore {
   readonly #ledger: Ledger;

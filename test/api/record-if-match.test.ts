@@ -110,3 +110,23 @@ it('a device token rotation moves its ETag (a PATCH made from the device read be
   assert.equal((await patch(`${path}/rotated`, { event_types: schema('a') }, tag)).status, 412);
   assert.equal((await patch(`${path}/rotated`, { event_types: schema('a') }, tagOf(rotated))).status, 200);
 });
+
+it('an organization PATCH with If-Match (platform admin): the tag of its create and read; a stale one is 412; two at once, one lands', async () => {
+  const org = 'acct-if-match-org';
+  const made = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: org, name: 'First' } });
+  assert.equal(made.status, 201, made.text);
+  const orgKey = made.body.api_key as string;
+  const first = tagOf(made);
+  assert.equal(tagOf(await call(rt.url, 'GET', `/organizations/${org}`, { token: orgKey })), first);
+  const patchOrg = (json: unknown, ifMatch: string) => call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json, headers: { 'if-match': ifMatch } });
+  const renamed = await patchOrg({ name: 'Second' }, first);
+  assert.equal(renamed.status, 200, renamed.text);
+  assert.notEqual(tagOf(renamed), first, 'a write in the same millisecond still moves the tag');
+  const stale = await patchOrg({ max_concurrent_runs: 3 }, first);
+  assert.deepEqual([stale.status, stale.body.error.code, stale.body.error.current_etag], [412, 'etag_mismatch', tagOf(renamed)], stale.text);
+  const read = await call(rt.url, 'GET', `/organizations/${org}`, { token: orgKey });
+  assert.deepEqual([read.body.organization.name, read.body.organization.max_concurrent_runs], ['Second', made.body.organization.max_concurrent_runs], 'the refused change was not written');
+  const both = await Promise.all([patchOrg({ name: 'Third' }, tagOf(renamed)), patchOrg({ name: 'Fourth' }, tagOf(renamed))]);
+  assert.deepEqual(both.map((answer) => answer.status).sort(), [200, 412], both.map((answer) => answer.text).join('\n'));
+  assert.equal((await call(rt.url, 'GET', `/organizations/${org}`, { token: orgKey })).body.organization.name, both.find((answer) => answer.status === 200)!.body.organization.name);
+});

@@ -12,7 +12,7 @@ import { parseWorkflowInput } from '../../runtime/workflows/parse-workflow.ts';
 import { WorkflowStore } from '../../runtime/workflows/workflow-store.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
-const ORG: Organization = { id: 'acct-cache', name: 'Cache', plan: 'pro', max_concurrent_runs: 4, ingest_rate_per_second: null, ingest_bytes_per_second: null, created_at: '2026-11-30T00:00:00.000Z' };
+const ORG: Organization = { id: 'acct-cache', name: 'Cache', plan: 'pro', max_concurrent_runs: 4, ingest_rate_per_second: null, ingest_bytes_per_second: null, created_at: '2026-11-30T00:00:00.000Z', updated_at: '2026-11-30T00:00:00.000Z' };
 const SOURCE: SourceRecord = {
   org_id: 'acct-cache',
   name: 'billing',

@@ -88,7 +88,7 @@ async function withRunnerSecrets(use: (setup: { runner: RunnerFixture; client: H
   const stop = new AbortController();
   try {
     for (const org of [DOOMED, KEEPER]) {
-      await orgs.create({ id: org, name: org, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
+      await orgs.create({ id: org, name: org, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString(), updated_at: new Date().toISOString() }, () => undefined);
       for (const actionId of ACTIONS) await client.putSecret({ orgId: org, actionId, key: 'API_KEY', value: `secret of ${org}` });
     }
     // A record of the org for the removal to count (its org record goes with the mark).
@@ -188,7 +188,7 @@ test('a removal stopped part way keeps the tally of what it removed: the record 
   const dataDir = tempDir();
   const { ledger, tables, deleted, orgs } = openFenced(dataDir);
   try {
-    await orgs.create({ id: DOOMED, name: DOOMED, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
+    await orgs.create({ id: DOOMED, name: DOOMED, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString(), updated_at: new Date().toISOString() }, () => undefined);
     await ledger.root.transaction(() => {
       for (let i = 0; i < 10; i++) ledger.sources.put([DOOMED, `source-${i}`], { name: `source-${i}` });
     });
@@ -227,7 +227,7 @@ test('orgs deleted while a removal runs are removed together in the next one, ea
   const ids = ['pass-a', 'pass-b', 'pass-c', 'pass-d', 'kept'];
   try {
     for (const [i, id] of ids.entries()) {
-      await orgs.create({ id, name: id, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
+      await orgs.create({ id, name: id, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString(), updated_at: new Date().toISOString() }, () => undefined);
       await ledger.root.transaction(() => {
         for (let n = 0; n <= i; n++) ledger.sources.put([id, `source-${n}`], { name: `source-${n}` });
         ledger.inboxByTime.put([1_000 + i, id, 'source-0', `e-${i}`], null);

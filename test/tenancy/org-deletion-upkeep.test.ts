@@ -176,7 +176,7 @@ test('two DELETEs of one org at once both answer its deletion', async () => {
   const ledger = openLedger(dataDir);
   const { tables, deleted } = fenceDeletedOrgs(ledger);
   const orgs = new OrganizationStore(ledger, (orgId) => deleted.has(orgId));
-  await orgs.create({ id: DOOMED, name: DOOMED, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString() }, () => undefined);
+  await orgs.create({ id: DOOMED, name: DOOMED, plan: 'pro', max_concurrent_runs: 4, created_at: new Date().toISOString(), updated_at: new Date().toISOString() }, () => undefined);
   const stop = new AbortController();
   const deletions = new OrgDeletions({
     ledger, orgs, deleted, tables, actionIds: () => [], runner: undefined, secretWritesSettled: async () => undefined,

@@ -29,7 +29,7 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     opened = kind.open();
     const { ledger } = opened;
     orgs = new OrganizationStore(ledger);
-    await orgs.create({ id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString() }, () => undefined);
+    await orgs.create({ id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString(), updated_at: new Date(TEN).toISOString() }, () => undefined);
     events = new EventStore(ledger, new Inbox(ledger, 60_000));
     schedules = new ScheduleStore(ledger, events);
     ticker = new ScheduleTicker({ schedules, orgs, generations: new RunStore(ledger).sandboxGenerations, clock, logger: createLogger('silent'), onSent: () => undefined });
@@ -63,7 +63,7 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
 
   test('an org deleted while its tick is being sent: its timer is not armed again', async () => {
     const doomed = 'acct-ticker-doomed';
-    await orgs.create({ id: doomed, name: doomed, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString() }, () => undefined);
+    await orgs.create({ id: doomed, name: doomed, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString(), updated_at: new Date(TEN).toISOString() }, () => undefined);
     const minutely: ScheduleRecord = {
       id: 'sch_doomed', org_id: doomed, name: 'minutely', cron: '* * * * *', timezone: 'UTC', event_type: 'doomed.tick', environment: 'production', payload_json: 'null',
       enabled: true, created_at: '', updated_at: '', last_tick_ms: TEN - 60_000, last_sent_tick_ms: null,
@@ -81,7 +81,7 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
   });
 
   test('a start arms every stored schedule in turns: other work runs between them; not one of an org deleted before its removal reached it', async () => {
-    for (let i = 0; i < 3; i++) await orgs.create({ id: `acct-many-${i}`, name: 'many', plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString() }, () => undefined);
+    for (let i = 0; i < 3; i++) await orgs.create({ id: `acct-many-${i}`, name: 'many', plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString(), updated_at: new Date(TEN).toISOString() }, () => undefined);
     const table = opened.ledger.openDatabase('schedules');
     const names = Array.from({ length: 150 }, (_, i) => `many-${String(i).padStart(3, '0')}`);
     await opened.ledger.root.transaction(() => {
