@@ -8,7 +8,7 @@ import { removeEnvironmentKeys } from '../ledger/remove-environment.ts';
 import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from '../ledger/ledger.ts';
 import { ENVIRONMENTS, type Environment } from '../sources/source-record.ts';
 import { currentEventRecord, fromEventRecord, fromRecordingRecord, toEventRecord, toRecordingRecord, type EventRecord, type RecordingRecord } from './event-codec.ts';
-import { API_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
+import { API_SOURCE, REPLAY_SOURCE, type Recording, type StoredEvent } from './event-record.ts';
 import { payloadTextOf, weighEvent } from './payload-text.ts';
 import { eventTimeEntryOf } from './event-time-index.ts';
 import { DerivedCounts } from './derived-counts.ts';
@@ -232,7 +232,8 @@ export class EventStore {
     const recordingRecord = recording === null ? null : toRecordingRecord(recording, record.payload_json);
     const reactions = this.#prepareReactions(event);
     try {
-      if (claim !== null) this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms);
+      // A keyed replay's claim says its environment (sources and devices have their own).
+      if (claim !== null) this.inbox.writeClaim(event.org_id, claim.source, claim.providerEventId, event.id, event.received_at_ms, claim.source === REPLAY_SOURCE ? event.environment : undefined);
       events.put([event.org_id, event.id], record);
       eventsByTime.put([event.org_id, event.environment, event.received_at_ms, event.id], eventTimeEntryOf(event));
       this.replays.writeWithin(event);

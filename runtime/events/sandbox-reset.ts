@@ -251,9 +251,11 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string, names: Sandb
     forgetRemoved,
   );
 
-  // Keyed replays claim under REPLAY_SOURCE whatever their environment: a claim whose event is gone
-  // (removed above, or by an earlier reset cut short) goes. Bounded by the claims looked at, each
-  // pass going on after the last one's; only existence is read, never an event's payload.
+  // Keyed replays claim under REPLAY_SOURCE whatever their environment: a sandbox one goes (its event
+  // removed above, or by an earlier reset cut short). A claim from before claims said their
+  // environment goes when its event is gone, as a sandbox one's is (a production one's event is
+  // kept for as long as its claim lives, unless the clock was set back past the retention). Bounded
+  // by the claims looked at, each pass going on after the last one's; never an event's payload read.
   let claims = 0;
   let after: LedgerKey | undefined;
   await inChunks((limit) => {
@@ -264,7 +266,9 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string, names: Sandb
       if (seen === limit) break;
       seen++;
       after = key;
-      if (ledger.events.doesExist([orgId, (value as InboxClaim).event_id])) continue;
+      const claim = value as InboxClaim;
+      const isSandboxClaim = claim.environment === undefined ? !ledger.events.doesExist([orgId, claim.event_id]) : claim.environment === 'sandbox';
+      if (!isSandboxClaim) continue;
       ledger.inbox.remove(key);
       claims++;
     }

@@ -12,6 +12,12 @@ export const FORGET_CHUNK = 1_000;
 export interface InboxClaim {
   readonly event_id: string;
   readonly claimed_at_ms: number;
+  /**
+   * The claimed event's environment, on the claims of keyed replays: they share one source
+   * (REPLAY_SOURCE) whatever their environment, and a sandbox reset must tell its own apart once
+   * the event itself may be gone (pruned). Claims written before it have none.
+   */
+  readonly environment?: string;
 }
 
 /** The clocks of prune-time.ts; without them a claim is dated and measured by the times callers give. */
@@ -57,11 +63,12 @@ export class Inbox {
   /**
    * Writes a claim, dated `nowMs` or the dating clock's time when later: a claim written while the
    * wall clock was set back past the window, dated by it, was expired once the clock was put right,
-   * and a device's message sent again was taken again. Call inside the transaction that stores the event.
+   * and a device's message sent again was taken again. Call inside the transaction that stores the
+   * event; `environment` is the event's, kept on the claim when given (InboxClaim.environment).
    */
-  writeClaim(orgId: string, source: string, providerEventId: string, eventId: string, nowMs: number): void {
+  writeClaim(orgId: string, source: string, providerEventId: string, eventId: string, nowMs: number, environment?: string): void {
     const at = Math.max(nowMs, this.#clocks.datesNow?.() ?? nowMs);
-    const claim: InboxClaim = { event_id: eventId, claimed_at_ms: at };
+    const claim: InboxClaim = environment === undefined ? { event_id: eventId, claimed_at_ms: at } : { event_id: eventId, claimed_at_ms: at, environment };
     this.#ledger.inbox.put([orgId, source, providerEventId], claim);
     this.#ledger.inboxByTime.put([at, orgId, source, providerEventId], null);
   }

@@ -200,6 +200,24 @@ test('a keyed business replay of a sandbox event can be made again after a reset
   assert.equal(again.headers.get('idempotent-replayed'), null);
 });
 
+test('a sandbox reset keeps the claim of a production keyed replay, also once its event is gone (pruned while the clock was set back)', async () => {
+  assert.equal((await send('fixture-prod-replayed', 'production', { n: 1 })).status, 202);
+  const replay = () => call(rt.url, 'POST', `/organizations/${ORG}/events/fixture-prod-replayed/replay`, { token: key, json: { side_effects: 'skip' }, headers: { 'idempotency-key': 'kp' } });
+  const first = await replay();
+  assert.equal(first.status, 202, first.text);
+  // Retention prunes a replay event only after its claim expired, unless the wall clock was set
+  // back past the retention when it was made: here it is removed as such a prune would.
+  const { ledger } = rt.runtime;
+  await ledger.root.transaction(() => ledger.events.remove([ORG, first.body.event.id]));
+  const claimKey = ['@replay', `fixture-prod-replayed kp`] as const;
+  assert.equal((rt.runtime.inbox.storedClaim(ORG, ...claimKey))?.environment, 'production');
+  const reset = await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key });
+  assert.equal(reset.status, 200, reset.text);
+  assert.equal(rt.runtime.inbox.storedClaim(ORG, ...claimKey)?.event_id, first.body.event.id, 'the production claim is kept');
+  const again = await replay();
+  assert.deepEqual([again.status, again.body.error?.code], [409, 'duplicate_event'], `answered ${again.status} ${again.text}: the replay is not made twice`);
+});
+
 test('a sandbox reset removes the sandbox projection rows and keeps production ones', async () => {
   const opened = LMDB_LEDGER.open();
   const ledger = opened.ledger;
