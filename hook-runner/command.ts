@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { setLogger } from '@grpc/grpc-js';
 import { MIN_COMPILE_MAX_MEMORY_BYTES, type CompileProcessOptions } from './compile-process.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB } from './disk-floor.ts';
+import { DiskFullError, diskFullAdvice, isDiskFullError } from './disk-full.ts';
 import { guardCommitFailures, heldBackNote, throttledStrays } from './lmdb-commit-failure.ts';
 import { DEFAULT_LISTEN, isLoopback, parseListenAddress } from './listen-address.ts';
 import { whenOutputCloses } from './output-closed.ts';
@@ -15,6 +16,7 @@ import { createHookRunnerServer } from './server.ts';
 import { isStoreOfEarlierRelease, runnerStoreDir } from './store.ts';
 import { chooseThreadPoolSize, parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
 import { readServingPair } from './tls-files.ts';
+import { isUnusablePathError, unusablePathAdvice } from './unusable-path.ts';
 import { LISTENING_PREFIX } from './wire.ts';
 
 const configError = (message: string): RunnerConfigError => new RunnerConfigError(message);
@@ -198,21 +200,19 @@ function routeGrpcLog(log: (line: string) => void): void {
   setLogger({ error: forward('error'), info: forward('info'), debug: forward('debug') });
 }
 
-/** File system errors that say the data dir (or a file the runner keeps in it) cannot be used as it is: no restart fixes them. */
-const UNUSABLE_PATH_CODES: ReadonlySet<string> = new Set(['ENOTDIR', 'EISDIR', 'EACCES', 'EPERM', 'EROFS', 'ELOOP', 'ENAMETOOLONG', 'EEXIST']);
-
 /**
  * Runs the runner's start, turning a data dir it cannot use (a file where a directory goes, no
  * permission, a read-only mount) into a RunnerConfigError: one line and exit code 2, which the
- * runtime does not restart, instead of a stack trace and a restart every few seconds.
+ * runtime does not restart, instead of a stack trace and a restart every few seconds. A full disk
+ * is a DiskFullError: one line too, but exit 1, restarted (space may be freed meanwhile).
  */
 async function withUsableDataDir<T>(dataDir: string, start: () => Promise<T>): Promise<T> {
   try {
     return await start();
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    if (typeof code !== 'string' || !UNUSABLE_PATH_CODES.has(code)) throw error;
-    throw new RunnerConfigError(`The data dir ${dataDir} cannot be used: ${(error as Error).message}. Fix its ownership, permissions or path and start again.`);
+    if (isDiskFullError(error)) throw new DiskFullError(diskFullAdvice(dataDir, error));
+    if (!isUnusablePathError(error)) throw error;
+    throw new RunnerConfigError(unusablePathAdvice(dataDir, error));
   }
 }
 

@@ -13,16 +13,18 @@ if (inheritedPoolSize === undefined) process.env['UV_THREADPOOL_SIZE'] = String(
 const { runHookRunnerCommand } = await import('./command.ts');
 const { RunnerConfigError } = await import('./runner-error.ts');
 const { DataDirInUseError } = await import('./dir-lock.ts');
+const { DiskFullError } = await import('./disk-full.ts');
 
 try {
   await runHookRunnerCommand(process.argv.slice(2), { ...process.env, UV_THREADPOOL_SIZE: inheritedPoolSize });
   // An IPC channel from the parent would keep the event loop alive after a clean stop.
   if (process.connected) process.disconnect();
 } catch (error) {
-  if (!(error instanceof RunnerConfigError) && !(error instanceof DataDirInUseError)) throw error;
+  if (!(error instanceof RunnerConfigError) && !(error instanceof DataDirInUseError) && !(error instanceof DiskFullError)) throw error;
   process.stderr.write(`hook-runner: ${error.message}\n`);
-  // A store held by another runner may be free soon (the one before it still draining): exit 1,
-  // which the runtime's supervisor restarts after its backoff; 2 says no restart can help.
-  process.exitCode = error instanceof DataDirInUseError ? 1 : 2;
+  // A store held by another runner may be free soon (the one before it still draining), and a full
+  // disk may get space: exit 1, which the runtime's supervisor restarts after its backoff; 2 says no
+  // restart can help.
+  process.exitCode = error instanceof RunnerConfigError ? 2 : 1;
   if (process.connected) process.disconnect();
 }

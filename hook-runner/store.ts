@@ -8,6 +8,7 @@ import type { ForgottenMark } from './forgotten-orgs.ts';
 import type { InvocationOutcome } from './invocation-outcome.ts';
 import { privateDirectory, privateFilesIn } from './private-directory.ts';
 import { openUnderLock } from './dir-lock.ts';
+import { assertRoomToOpen } from './disk-full.ts';
 import { lmdbFilesProblem } from './lmdb-files.ts';
 import { RunnerConfigError } from './runner-error.ts';
 import { assertRunnerStoreFormatKnown, openStoreFormatTable } from './store-format.ts';
@@ -102,6 +103,7 @@ export const isStoreOfEarlierRelease = (dir: string): boolean => existsSync(dir)
 export function openRunnerStore(dataDir: string, onSyncFailed?: (cause: string) => void): RunnerStore {
   const dir = runnerStoreDir(dataDir);
   privateDirectory(dir);
+  assertRoomToOpen(dir);
   return openUnderLock(dir, 'hook-runner', (unlock) => openLocked(dir, unlock, onSyncFailed));
 }
 

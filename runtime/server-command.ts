@@ -1,12 +1,14 @@
 // The `sluice dev` and `sluice serve` commands: start the runtime from flags and environment,
 // print where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { DEV_DEFAULTS, loadRuntimeConfig, SERVE_DEFAULTS, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
 import { guardLedgerCommitFailures } from './ledger/commit-failure-guard.ts';
 import { createLogger } from './log.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
+import { diskFullAdvice, isDiskFullError } from '../hook-runner/disk-full.ts';
+import { isUnusablePathError, unusablePathAdvice } from '../hook-runner/unusable-path.ts';
 import { StartAbortedError } from './hook-runner/child.ts';
 
 function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string): void {
@@ -61,6 +63,16 @@ function exitOnStoreFailure(cause: string): void {
   setImmediate(() => process.exit(1));
 }
 
+/**
+ * A start's failure said in a line that tells what to do: a full disk, or a data dir this process
+ * cannot use (a file where a directory goes, no permission, a read-only mount); any other as it is.
+ */
+function inOwnWords(dataDir: string, error: unknown): unknown {
+  if (isDiskFullError(error)) return new Error(diskFullAdvice(dataDir, error));
+  const inDataDir = isUnusablePathError(error) && (error.path === undefined || resolve(error.path).startsWith(resolve(dataDir)));
+  return inDataDir ? new Error(unusablePathAdvice(dataDir, error)) : error;
+}
+
 /** `sluice dev` / `sluice serve`: starts the runtime, prints the welcome, and shuts down cleanly on SIGTERM/SIGINT. */
 export async function runServer(command: 'dev' | 'serve', args: readonly string[]): Promise<void> {
   const config = loadRuntimeConfig(args, process.env, command === 'dev' ? DEV_DEFAULTS : SERVE_DEFAULTS);
@@ -101,7 +113,7 @@ export async function runServer(command: 'dev' | 'serve', args: readonly string[
   } catch (error) {
     // Told to stop while starting: stop() ends the process (0 for a start it gave up, else 1).
     if (stopping) return;
-    throw error;
+    throw inOwnWords(config.dataDir, error);
   }
   // Stopped while starting: no welcome that ends "Ctrl-C stops" after "shutting down".
   if (!stopping) printWelcome(runtime, config, command);

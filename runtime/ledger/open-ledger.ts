@@ -8,6 +8,7 @@ import { open } from 'lmdb';
 import { closeAfterFailedCommits, FlushWatch, lmdbFlushSource, SYNCED_RESTORE } from '../../hook-runner/flush-watch.ts';
 import { privateDirectory, privateFilesIn } from '../../hook-runner/private-directory.ts';
 import { openUnderLock } from '../../hook-runner/dir-lock.ts';
+import { assertRoomToOpen } from '../../hook-runner/disk-full.ts';
 import { lmdbFilesProblem } from '../../hook-runner/lmdb-files.ts';
 import { TopLevelWrites } from './top-level-writes.ts';
 import type { Ledger, LedgerRoot, LedgerTable, LedgerWrite } from './ledger.ts';
@@ -27,6 +28,7 @@ export const PLAIN_MSGPACK: object = { useRecords: false };
 export function openLedger(dataDir: string, onSyncFailed?: (cause: string) => void): Ledger {
   const path = join(dataDir, 'runtime');
   privateDirectory(path);
+  assertRoomToOpen(path);
   return openUnderLock(path, undefined, (unlock) => openLocked(path, unlock, onSyncFailed));
 }
 
