@@ -30,10 +30,14 @@ export function isDiskFullError(error: unknown): boolean {
 export const diskFullAdvice = (dataDir: string, error: unknown): string =>
   `The disk of the data dir ${dataDir} is full (${error instanceof Error ? error.message : String(error)}): free space there (or start on another --data-dir), then start again.`;
 
-/** Bytes free to this (unprivileged) process on the filesystem holding `dir`. */
+/** Bytes free to this (unprivileged) process on the filesystem holding `dir`; unknown (infinite) when statfs fails there, which a start never did before it checked. */
 const freeBytesAt = (dir: string): number => {
-  const stats = statfsSync(dir);
-  return stats.bavail * stats.bsize;
+  try {
+    const stats = statfsSync(dir);
+    return stats.bavail * stats.bsize;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
 };
 
 /** Throws DiskFullError when the disk holding `dir` has less than MIN_FREE_BYTES_TO_OPEN free to this process (`freeBytesOf`: tests give theirs). */
