@@ -27,10 +27,14 @@ const MIB = 1024 * 1024;
 /** Bytes free to this (unprivileged) process on the filesystem holding `dir`. */
 export type FreeSpaceProbe = () => Promise<number>;
 
-export const statfsProbe = (dir: string): FreeSpaceProbe => async () => {
-  const stats = await statfs(dir);
-  return stats.bavail * stats.bsize;
-};
+/**
+ * The bytes a statfs reading says are free to this process; infinite for a filesystem that reports
+ * no size at all (ramfs, a tmpfs mounted with size=0: zero blocks, zero free, and room all the same).
+ */
+export const availableBytes = (stats: { readonly blocks: number; readonly bavail: number; readonly bsize: number }): number =>
+  stats.blocks === 0 ? Number.POSITIVE_INFINITY : stats.bavail * stats.bsize;
+
+export const statfsProbe = (dir: string): FreeSpaceProbe => async () => availableBytes(await statfs(dir));
 
 /** A write refused because the disk is below the floor; nothing of it was written. */
 export class DiskSpaceLowError extends Error {

@@ -6,6 +6,7 @@
 // processes; the runner imports no runtime code.)
 
 import { statfsSync } from 'node:fs';
+import { availableBytes } from './disk-floor.ts';
 
 /** Free space a process wants before it opens its store: far more than the opening itself writes. */
 export const MIN_FREE_BYTES_TO_OPEN = 1024 * 1024;
@@ -30,11 +31,10 @@ export function isDiskFullError(error: unknown): boolean {
 export const diskFullAdvice = (dataDir: string, error: unknown): string =>
   `The disk of the data dir ${dataDir} is full (${error instanceof Error ? error.message : String(error)}): free space there (or start on another --data-dir), then start again.`;
 
-/** Bytes free to this (unprivileged) process on the filesystem holding `dir`; unknown (infinite) when statfs fails there, which a start never did before it checked. */
+/** Bytes free to this process on the filesystem holding `dir` (disk-floor.ts); unknown (infinite) when statfs fails there, which no start needed before it checked. */
 const freeBytesAt = (dir: string): number => {
   try {
-    const stats = statfsSync(dir);
-    return stats.bavail * stats.bsize;
+    return availableBytes(statfsSync(dir));
   } catch {
     return Number.POSITIVE_INFINITY;
   }

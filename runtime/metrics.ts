@@ -96,7 +96,7 @@ export function observeEngine(
 
 /** Gauges of the data dir's free disk space and the floor below which the ledger commits nothing (disk-floor.ts). */
 export function observeDiskFloor(metrics: RuntimeMetrics, disk: { readonly freeBytes: number | undefined; readonly floorBytes: number }): void {
-  scrapedGauge(metrics, 'sluice_disk_free_bytes', 'Bytes free on the data dir\'s disk at its last read (once a second; NaN before the first).', () => disk.freeBytes ?? Number.NaN);
+  scrapedGauge(metrics, 'sluice_disk_free_bytes', 'Bytes free on the data dir\'s disk at its last read (once a second; NaN before the first; +Inf on a filesystem that reports no size, such as ramfs).', () => disk.freeBytes ?? Number.NaN);
   scrapedGauge(metrics, 'sluice_disk_floor_bytes', 'Below this many free bytes the runtime commits nothing: requests are answered 503 write_failed and runs wait (--min-free-disk-mib; 0: off).', () => disk.floorBytes);
 }
 

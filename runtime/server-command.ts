@@ -1,7 +1,7 @@
 // The `sluice dev` and `sluice serve` commands: start the runtime from flags and environment,
 // print where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
-import { relative, resolve } from 'node:path';
+import { relative, resolve, sep } from 'node:path';
 import { DEV_DEFAULTS, loadRuntimeConfig, SERVE_DEFAULTS, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
 import { guardLedgerCommitFailures } from './ledger/commit-failure-guard.ts';
@@ -69,7 +69,8 @@ function exitOnStoreFailure(cause: string): void {
  */
 function inOwnWords(dataDir: string, error: unknown): unknown {
   if (isDiskFullError(error)) return new Error(diskFullAdvice(dataDir, error));
-  const inDataDir = isUnusablePathError(error) && (error.path === undefined || resolve(error.path).startsWith(resolve(dataDir)));
+  const root = resolve(dataDir);
+  const inDataDir = isUnusablePathError(error) && (error.path === undefined || resolve(error.path) === root || resolve(error.path).startsWith(`${root}${sep}`));
   return inDataDir ? new Error(unusablePathAdvice(dataDir, error)) : error;
 }
 

@@ -9,6 +9,7 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { availableBytes } from '../../hook-runner/disk-floor.ts';
 import { assertRoomToOpen, DiskFullError, isDiskFullError, MIN_FREE_BYTES_TO_OPEN } from '../../hook-runner/disk-full.ts';
 import { isUnusablePathError } from '../../hook-runner/unusable-path.ts';
 import { underFileSizeLimit } from '../helpers/file-size-limit.ts';
@@ -19,6 +20,12 @@ test('a store is not opened with less than MIN_FREE_BYTES_TO_OPEN free; the refu
   assert.doesNotThrow(() => assertRoomToOpen('/data', () => MIN_FREE_BYTES_TO_OPEN));
   // The real reading of a disk with room (the test's own).
   assert.doesNotThrow(() => assertRoomToOpen(ROOT));
+});
+
+test('a filesystem that reports no size (ramfs, tmpfs size=0: zero blocks) has room, unknown how much; one with blocks has what statfs says', () => {
+  assert.equal(availableBytes({ blocks: 0, bavail: 0, bsize: 4096 }), Number.POSITIVE_INFINITY);
+  assert.equal(availableBytes({ blocks: 100, bavail: 3, bsize: 4096 }), 12_288);
+  assert.equal(availableBytes({ blocks: 100, bavail: 0, bsize: 4096 }), 0, 'a full disk is full');
 });
 
 test('a disk-full error is known as one from Node, from lmdb-js (a numeric code) and by its words; others are not', () => {
