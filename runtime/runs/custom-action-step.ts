@@ -110,8 +110,9 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
   if (resolved.kind === 'revoked') {
     return fail('custom_action_revoked', `Version ${resolved.version} of custom action "${input.actionId}", which this run uses, was revoked; approve a version, then resume the run to use it.`, false);
   }
-  if (runner === undefined) return fail('hook_runner_unavailable', 'No hook-runner is configured (start with sluice dev or --runner).', true);
   const base = { action_id: input.actionId, version: resolved.version, digest: resolved.digest, idempotency_key: input.idempotencyKey };
+  // Found and approved: the evidence names the call, as one an unreachable runner refused does.
+  if (runner === undefined) return fail('hook_runner_unavailable', 'No hook-runner is configured (start with sluice dev or --runner).', true, base, false);
   if (input.stillWanted?.() === false) {
     return fail('custom_action_withdrawn', 'Not run: the run left this attempt (cancelled or deleted) while the step waited to start.', false, base, false);
   }

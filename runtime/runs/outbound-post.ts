@@ -177,6 +177,8 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     };
     const fail = (error: Error): void => {
       settle();
+      // Ended while still waiting for a connection (withdrawn, shut down): all of its time was that wait.
+      if (queued && !hasSocket) queuedMs ??= Math.max(0, Date.now() - sentAt);
       if (queuedMs !== undefined) waitedFor.set(error, queuedMs);
       reject(error);
     };

@@ -90,6 +90,13 @@ const failure = (code: string, message: string, retryable: boolean, evidence: Js
 /** `queued_ms`, only when the attempt waited for a connection (its pool was at its cap). */
 const queuedEvidence = (queuedMs: number | undefined): { queued_ms?: number } => (queuedMs === undefined ? {} : { queued_ms: Math.round(queuedMs) });
 
+/**
+ * An attempt's `duration_ms`: its time from when it had a connection (its `started_at`), so that a
+ * receiver is not blamed for the wait for one, which `queued_ms` tells apart. On the wall clock, as
+ * that wait is measured (outbound-post.ts), from `startedMs` (Date.now() when the attempt began).
+ */
+const durationAfterWait = (startedMs: number, queuedMs: number | undefined): number => Math.max(0, Math.round(Date.now() - startedMs - (queuedMs ?? 0)));
+
 /** Errors of the process running out of file descriptors (its own, or the system's). */
 const OUT_OF_DESCRIPTORS = new Set(['EMFILE', 'ENFILE']);
 
@@ -130,6 +137,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     };
   };
   const started = performance.now();
+  const startedWall = Date.now();
   let answer: PostAnswer;
   try {
     answer = await postOnce(url, {
@@ -149,7 +157,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // A request that waited for a connection was sent (if at all) only once it had one.
     const queuedMs = queuedMsOf(error);
     const sentAt = request.nowMs + (queuedMs ?? 0);
-    const evidence = { ...base, duration_ms: Math.round(performance.now() - started), ...queuedEvidence(queuedMs) };
+    const evidence = { ...base, duration_ms: durationAfterWait(startedWall, queuedMs), ...queuedEvidence(queuedMs) };
     // A timeout once the connection was open means the request went out; a network error may have
     // come at any point, so the attempt's own time stands for it.
     if (error instanceof PostRequestError) return failure('webhook_request_invalid', `The request could not be sent as configured: ${error.message}.`, false, evidence);
@@ -204,7 +212,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
   const evidence = {
     ...base,
     status,
-    duration_ms: Math.round(answeredAfterMs),
+    duration_ms: durationAfterWait(startedWall, answer.queuedMs),
     ...queuedEvidence(answer.queuedMs),
     body: answer.text,
     body_bytes: answer.bytes,

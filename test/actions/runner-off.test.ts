@@ -84,6 +84,9 @@ it('a custom_action step backs off and retries as hook_runner_unavailable; out o
   assert.equal(first.error, null, 'not failed at once');
   const refused = first.steps[0]!.attempts[0]!;
   assert.deepEqual({ outcome: refused.outcome, code: refused.error?.code, retryable: refused.error?.retryable }, { outcome: 'failed', code: 'hook_runner_unavailable', retryable: true });
+  // Found and approved: the evidence names the call it would have made; nothing was started.
+  assert.deepEqual(refused.evidence, { action_id: action.id, version: 1, digest: 'e'.repeat(64), idempotency_key: `${runId}:score` });
+  assert.equal(refused.started_at, null);
   await retryAt(runId, assertRetryDue(Date.parse(first.retry_at!), clock.now(), 1000));
   const second = await runAfter(runId, 2, 'backoff');
   assert.equal(second.steps[0]!.attempts[1]!.error?.code, 'hook_runner_unavailable', 'the retry was attempted, and found no runner either');

@@ -102,11 +102,13 @@ test('a request waiting for a connection starts its deadline when it gets one, a
     const secondOutcome = await second;
     assert.equal(errorOf(secondOutcome)?.code, 'webhook_timeout', 'the deadline runs from the connection');
     assert.equal((secondOutcome.evidence as Record<string, unknown>)['queued_ms'], 2500);
+    assert.equal((secondOutcome.evidence as Record<string, unknown>)['duration_ms'], 2500, 'its duration counts from the connection: the receiver\'s time, not the wait');
     await receiver.arrived(3);
     receiver.answer('third');
     const thirdOutcome = await third;
     assert.equal(thirdOutcome.ok, true);
     assert.equal((thirdOutcome.evidence as Record<string, unknown>)['queued_ms'], 5000);
+    assert.equal((thirdOutcome.evidence as Record<string, unknown>)['duration_ms'], 0, 'answered at once once connected');
     // Signed when sent: each timestamp is the attempt's clock plus its wait for the connection.
     const at = Math.floor(Date.UTC(2026, 10, 30) / 1000);
     assert.deepEqual(['first', 'second', 'third'].map((key) => receiver.timestamps.get(key)), [String(at), String(at + 2), String(at + 5)]);
