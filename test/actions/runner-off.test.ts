@@ -53,7 +53,7 @@ interface RunView {
   state: string;
   retry_at: string | null;
   error: { code: string; reason: string; step_id: string } | null;
-  steps: Array<{ attempts: Array<{ outcome: string; error: { code: string; retryable: boolean } | null }> }>;
+  steps: Array<{ attempts: Array<{ outcome: string; error: { code: string; retryable: boolean } | null; evidence: unknown; started_at: string | null }> }>;
 }
 const runOf = async (runId: string): Promise<RunView> => (await call(rt.url, 'GET', `/organizations/${ORG}/runs/${runId}`, { token: key })).body.run;
 /** The run once its only step has made `attempts` attempts and the last one is over; it must then sit in `state`. */

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -56,31 +56,27 @@ try { createLinked(process.argv[1] + '/owner.pid', 'x'.repeat(64 * 1024)); conso
   }
 });
 
-test('a hook-runner whose data dir cannot be used says so in one line (exit 2), no stack trace', { timeout: 60_000 }, async () => {
-  const dir = tempDir('sluice-runner-unusable-');
+/** Starts `entry` (with `args`) on a data dir that is a file; resolves with how it ended, which must be a refusal. */
+async function startedOnAFile(entry: readonly string[], args: readonly string[]): Promise<{ code: number; stderr: string }> {
+  const dir = tempDir('sluice-unusable-');
   try {
     const file = join(dir, 'a-file');
     writeFileSync(file, '');
-    mkdirSync(join(dir, 'ok'));
-    const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'hook-runner/main.ts', '--data-dir', file, '--listen', '127.0.0.1:0'], { cwd: ROOT });
-    const failed = await run.then(() => assert.fail('the runner started'), (error: { code: number; stderr: string }) => error);
-    assert.equal(failed.code, 2);
-    assert.match(failed.stderr, /^hook-runner: The data dir .*a-file cannot be used: ENOTDIR: not a directory.*Fix its ownership, permissions or path and start again\.\n$/);
+    const run = promisify(execFile)(process.execPath, ['--import', 'tsx', ...entry, '--data-dir', file, ...args], { cwd: ROOT });
+    return await run.then(() => assert.fail('it started'), (error: { code: number; stderr: string }) => error);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test('a hook-runner whose data dir cannot be used says so in one line (exit 2), no stack trace', { timeout: 60_000 }, async () => {
+  const failed = await startedOnAFile(['hook-runner/main.ts'], ['--listen', '127.0.0.1:0']);
+  assert.equal(failed.code, 2);
+  assert.match(failed.stderr, /^hook-runner: The data dir .*a-file cannot be used: ENOTDIR: not a directory.*Fix its ownership, permissions or path and start again\.\n$/);
 });
 
 test('sluice serve on a data dir that cannot be used says so in one line, naming it, with what to do', { timeout: 60_000 }, async () => {
-  const dir = tempDir('sluice-serve-unusable-');
-  try {
-    const file = join(dir, 'a-file');
-    writeFileSync(file, '');
-    const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'runtime/cli.ts', 'serve', '--data-dir', file, '--port', '0'], { cwd: ROOT });
-    const failed = await run.then(() => assert.fail('it started'), (error: { code: number; stderr: string }) => error);
-    assert.equal(failed.code, 1);
-    assert.match(failed.stderr, /^sluice: The data dir .*a-file cannot be used: ENOTDIR: not a directory.*Fix its ownership, permissions or path and start again\.\n$/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const failed = await startedOnAFile(['runtime/cli.ts', 'serve'], ['--port', '0']);
+  assert.equal(failed.code, 1);
+  assert.match(failed.stderr, /^sluice: The data dir .*a-file cannot be used: ENOTDIR: not a directory.*Fix its ownership, permissions or path and start again\.\n$/);
 });
