@@ -3,10 +3,34 @@
 // endpoint is (426); a WebSocket handshake that reached the router came to a path that is not
 // exact (a trailing or doubled slash), and is told the exact one (404), rather than to use a
 // WebSocket client, which it is; or, at the exact path, had a key uWS refuses (not 24 characters):
-// 400 naming the header. An upgrade without a handshake key is no WebSocket client: 426.
+// 400 naming the header. An upgrade without a handshake key is no WebSocket client: 426. And uWS
+// hands an endpoint's upgrade handler every GET with a handshake key at the exact path, whatever
+// its Upgrade, Connection and Sec-WebSocket-Version say: the handler asks assertWebSocketHandshake
+// first, so such a GET is a 426 too instead of a socket (and a device's connection events).
 
+import type { HttpRequest as UwsRequest } from 'uWebSockets.js';
 import { InputError } from '../errors.ts';
 import type { Route } from './types.ts';
+
+/** The WebSocket protocol version this server speaks (RFC 6455), sent with a 426 (refuse-upgrade.ts). */
+export const WEBSOCKET_VERSION = '13';
+
+/** The comma-separated tokens of a header, lower-cased. */
+const tokensOf = (value: string): string[] => value.toLowerCase().split(',').map((token) => token.trim());
+
+/**
+ * Throws 426 unless the request is a WebSocket handshake as RFC 6455 spells it: `Upgrade: websocket`,
+ * `Connection: Upgrade` (among other tokens) and `Sec-WebSocket-Version: 13`. `plainGet` is the
+ * endpoint's message for a GET that did not ask to upgrade.
+ */
+export function assertWebSocketHandshake(req: UwsRequest, plainGet: string): void {
+  if (!tokensOf(req.getHeader('upgrade')).includes('websocket') || !tokensOf(req.getHeader('connection')).includes('upgrade')) {
+    throw new InputError(426, 'upgrade_required', plainGet);
+  }
+  if (req.getHeader('sec-websocket-version').trim() !== WEBSOCKET_VERSION) {
+    throw new InputError(426, 'unsupported_websocket_version', `This server speaks WebSocket version ${WEBSOCKET_VERSION} (RFC 6455): send Sec-WebSocket-Version: ${WEBSOCKET_VERSION}.`, { field: 'Sec-WebSocket-Version' });
+  }
+}
 
 /**
  * 404 for a WebSocket handshake whose path has an empty segment (`/organizations//live`): the

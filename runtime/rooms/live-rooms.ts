@@ -16,7 +16,8 @@ import { ReplayTurns } from './replay-turns.ts';
 import { MAX_REMEMBERED_LATE, wasSent } from './live-replay.ts';
 import { enterRoom, publishedSeqOf, queueReplayPage, type RoomEntryDeps } from './live-room-entry.ts';
 import { MAX_BACKPRESSURE, roomOf, sendCounted, type SocketData } from './live-socket.ts';
-import { admitUpgrade, assertLiveProtocolOffered, LIVE_PATH, LIVE_PROTOCOL } from './live-upgrade.ts';
+import { admitUpgrade, assertLiveProtocolOffered, LIVE_PATH, LIVE_PLAIN_GET, LIVE_PROTOCOL } from './live-upgrade.ts';
+import { assertWebSocketHandshake } from '../http/upgrade-required.ts';
 import type { UpgradeAnswered } from '../metrics.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from './live-close-codes.ts';
 import { isInRoom, parseSubscribeFrame, topicFor, type Subscription } from './live-subscription.ts';
@@ -94,6 +95,7 @@ export class LiveRooms {
         let orgId: string;
         try {
           assertHeadFits(req);
+          assertWebSocketHandshake(req, LIVE_PLAIN_GET);
           assertLiveProtocolOffered(offered);
           const token = upgradeToken(query.get('token'), offered, LIVE_PROTOCOL);
           const principal = token === undefined ? undefined : auth.principalForToken(token);

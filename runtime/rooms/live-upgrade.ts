@@ -50,9 +50,8 @@ export function admitUpgrade(
 /** The live room's path pattern (uWS's and the router's; the request histogram's route label). */
 export const LIVE_PATH = '/organizations/:org_id/live';
 
+/** What a GET of the live room that does not ask to upgrade is told. */
+export const LIVE_PLAIN_GET = `This is a WebSocket endpoint: open it with a WebSocket client (subprotocol ${LIVE_PROTOCOL}).`;
+
 /** A plain GET of the live room (no WebSocket upgrade) is told what the endpoint is. */
-export const liveUpgradeRequired: Route = upgradeRequiredRoute(
-  LIVE_PATH,
-  '/organizations/<org>/live',
-  `This is a WebSocket endpoint: open it with a WebSocket client (subprotocol ${LIVE_PROTOCOL}).`,
-);
+export const liveUpgradeRequired: Route = upgradeRequiredRoute(LIVE_PATH, '/organizations/<org>/live', LIVE_PLAIN_GET);

@@ -26,7 +26,8 @@ import type { DeviceConnection, DeviceHead } from './device-record.ts';
 import { closeSocket, quiesce, resumeStoring, type SocketData } from './device-socket.ts';
 import { deviceKeyOf, DeviceSocketTable } from './device-socket-table.ts';
 import type { Ending } from './device-store.ts';
-import { admitDevice, DEVICE_PATH, DEVICE_PROTOCOL } from './device-upgrade.ts';
+import { admitDevice, DEVICE_PATH, DEVICE_PLAIN_GET, DEVICE_PROTOCOL } from './device-upgrade.ts';
+import { assertWebSocketHandshake } from '../http/upgrade-required.ts';
 import type { UpgradeAnswered } from '../metrics.ts';
 import { ReadQuery } from '../http/read-query.ts';
 import { refuseUpgrade } from '../http/refuse-upgrade.ts';
@@ -91,6 +92,7 @@ export class DeviceSockets {
         let device: DeviceHead;
         try {
           assertHeadFits(req);
+          assertWebSocketHandshake(req, DEVICE_PLAIN_GET);
           if (!this.#accepting) throw new RetryableError('starting', 'Sluice is starting or stopping; connect again in a few seconds.', 2000);
           const orgId = Router.decodeSegment(rawOrgId);
           const name = Router.decodeSegment(rawName);

@@ -46,9 +46,8 @@ export function admitDevice(upgrade: DeviceUpgrade, org: Organization | undefine
 /** A device socket's path pattern (uWS's and the router's; the request histogram's route label). */
 export const DEVICE_PATH = '/devices/:org_id/:device';
 
+/** What a GET of a device socket path that does not ask to upgrade is told. */
+export const DEVICE_PLAIN_GET = `This is a device WebSocket endpoint: open it with a WebSocket client (subprotocol ${DEVICE_PROTOCOL}) and the device's token.`;
+
 /** A plain GET of a device socket path (no WebSocket upgrade) is told what the endpoint is. */
-export const deviceUpgradeRequired: Route = upgradeRequiredRoute(
-  DEVICE_PATH,
-  '/devices/<org>/<device name>',
-  `This is a device WebSocket endpoint: open it with a WebSocket client (subprotocol ${DEVICE_PROTOCOL}) and the device's token.`,
-);
+export const deviceUpgradeRequired: Route = upgradeRequiredRoute(DEVICE_PATH, '/devices/<org>/<device name>', DEVICE_PLAIN_GET);
