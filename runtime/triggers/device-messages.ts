@@ -32,7 +32,10 @@ const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
  * shape) per second, and in a burst: each costs a parse and an answer on the event loop, and one
  * socket sending malformed frames as fast as it could held every org's requests for seconds. A
  * socket whose refused frame finds the budget spent is closed (1008, `too_many_refused`).
- * Back-pressure answers (too_many_in_flight, server_busy) cost no parse and do not count.
+ * Back-pressure answers (too_many_in_flight, server_busy) do not count: a client sending a burst of
+ * well-formed messages is not closed for it. Each still reads its frame's id (a parse, up to ~0.5 ms
+ * for a 64 KiB frame), so a client that floods past its in-flight cap costs that per frame (Left in
+ * the session notes: a cheaper id read, or a budget of its own).
  */
 export const REFUSALS_PER_SECOND = 1000;
 const REFUSAL_BURST = 2000;
@@ -82,7 +85,9 @@ export class DeviceMessages {
   onMessage(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean): void {
     const data = ws.getUserData();
     const orgId = data.device.org_id;
-    // Back-pressure: answered before the frame is read, so cheap, and never held against the socket.
+    // Back-pressure: answered before the message is checked (a frame that is no message is told so
+    // once it is sent again: its nack is retryable meanwhile), and never held against the socket.
+    // Only its id is read, which parses the frame.
     const busy =
       data.inFlight.size >= MAX_MESSAGES_IN_FLIGHT
         ? new SluiceError(429, 'too_many_in_flight', `At most ${MAX_MESSAGES_IN_FLIGHT} messages of a socket are stored at once; wait for their acks.`)
