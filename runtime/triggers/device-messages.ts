@@ -34,8 +34,8 @@ const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
  * socket whose refused frame finds the budget spent is closed (1008, `too_many_refused`).
  * Back-pressure answers (too_many_in_flight, server_busy) do not count: a client sending a burst of
  * well-formed messages is not closed for it. Each still reads its frame's id (a parse, up to ~0.5 ms
- * for a 64 KiB frame), so a client that floods past its in-flight cap costs that per frame (Left in
- * the session notes: a cheaper id read, or a budget of its own).
+ * for a 64 KiB frame), so a client that floods past its in-flight cap costs that per frame: a
+ * cheaper read of the id, or a budget of their own, would bound it.
  */
 export const REFUSALS_PER_SECOND = 1000;
 const REFUSAL_BURST = 2000;
