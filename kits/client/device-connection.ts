@@ -184,7 +184,9 @@ export class DeviceConnection {
     const id = message.id ?? `msg_${randomUUID()}`;
     if (!isDeliveryId(id)) return Promise.reject(new DeviceError('invalid_message', 'A message id is 1-256 printable ASCII characters.', 'id'));
     if (this.#pending.has(id)) return Promise.reject(new DeviceError('id_in_use', `A message with id "${id}" is still waiting for its ack.`, 'id'));
-    const frame = JSON.stringify({ ...message, id });
+    // The id first: a nack Sluice answers before reading the message (back-pressure) reads it from the frame's first bytes.
+    const { id: _given, ...fields } = message;
+    const frame = JSON.stringify({ id, ...fields });
     if (Buffer.byteLength(frame) > MAX_DEVICE_MESSAGE_BYTES) return Promise.reject(new DeviceError('frame_too_large', `A device message is at most ${MAX_DEVICE_MESSAGE_BYTES} bytes.`));
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { id, frame, resolve, reject, sent: false, waiting: false, attempts: 0 });

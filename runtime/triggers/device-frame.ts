@@ -74,6 +74,22 @@ export function parseDeviceMessage(frame: Buffer, isBinary: boolean): DeviceMess
   return { id: message.id, type: message.type, payload: message.payload ?? {}, payloadJson };
 }
 
+/** The longest opening a frame's leading id is looked for in: `{"id":"` and 256 characters, with some space. */
+const LEADING_ID_BYTES = 300;
+const LEADING_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]*)"/;
+
+/**
+ * The id of a frame whose first member is a plain string `id` (`{"id":"…",…}`, as the client kit
+ * writes it), read from its first bytes alone; undefined when the frame does not open so (its id
+ * then takes a parse, frameIdOf). Null for a binary frame, or an id no message may have.
+ */
+export function leadingFrameId(frame: Buffer, isBinary: boolean): string | null | undefined {
+  if (isBinary) return null;
+  const id = LEADING_ID.exec(frame.toString('utf8', 0, LEADING_ID_BYTES))?.[1];
+  if (id === undefined) return undefined;
+  return isDeliveryId(id) ? id : null;
+}
+
 /**
  * The id a frame names, if it is a JSON object with a usable string `id` (for the nack of a bad
  * frame), a frame over the message cap included: the socket's own cap (twice as large) bounds the parse.

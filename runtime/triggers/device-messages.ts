@@ -16,7 +16,7 @@ import type { SchemaChecks } from '../sources/schema-checks.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { TokenBucket } from '../token-bucket.ts';
-import { ackFrame, CLOSE_SANDBOX_RESET, CLOSE_TOO_MANY_REFUSED, frameIdOf, MAX_MESSAGES_IN_FLIGHT, nackFrame, parseDeviceMessage, type DeviceMessage } from './device-frame.ts';
+import { ackFrame, CLOSE_SANDBOX_RESET, CLOSE_TOO_MANY_REFUSED, frameIdOf, leadingFrameId, MAX_MESSAGES_IN_FLIGHT, nackFrame, parseDeviceMessage, type DeviceMessage } from './device-frame.ts';
 import { deviceSchemas, deviceSource } from './device-record.ts';
 import { closeSocket, sendFrame, type SocketData } from './device-socket.ts';
 import type { DeviceStore } from './device-store.ts';
@@ -32,10 +32,11 @@ const MAX_ORG_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
  * shape) per second, and in a burst: each costs a parse and an answer on the event loop, and one
  * socket sending malformed frames as fast as it could held every org's requests for seconds. A
  * socket whose refused frame finds the budget spent is closed (1008, `too_many_refused`).
- * Back-pressure answers (too_many_in_flight, server_busy) do not count: a client sending a burst of
- * well-formed messages is not closed for it. Each still reads its frame's id (a parse, up to ~0.5 ms
- * for a 64 KiB frame), so a client that floods past its in-flight cap costs that per frame: a
- * cheaper read of the id, or a budget of their own, would bound it.
+ * Back-pressure answers (too_many_in_flight, server_busy) name the frame's id: read from its first
+ * bytes when it opens with it (as the client kit writes frames), they do not count, so a burst of
+ * such messages is not closed for it; any other frame's id takes a parse (~0.5 ms for 64 KiB), and
+ * its busy answer counts as a refusal: a client flooding such frames past a cap is closed instead
+ * of holding every org's event loop.
  */
 export const REFUSALS_PER_SECOND = 1000;
 const REFUSAL_BURST = 2000;
@@ -86,8 +87,8 @@ export class DeviceMessages {
     const data = ws.getUserData();
     const orgId = data.device.org_id;
     // Back-pressure: answered before the message is checked (a frame that is no message is told so
-    // once it is sent again: its nack is retryable meanwhile), and never held against the socket.
-    // Only its id is read, which parses the frame.
+    // once it is sent again: its nack is retryable meanwhile); held against the socket only when its
+    // id takes a parse (REFUSALS_PER_SECOND).
     const busy =
       data.inFlight.size >= MAX_MESSAGES_IN_FLIGHT
         ? new SluiceError(429, 'too_many_in_flight', `At most ${MAX_MESSAGES_IN_FLIGHT} messages of a socket are stored at once; wait for their acks.`)
@@ -95,7 +96,15 @@ export class DeviceMessages {
           ? new RetryableError('server_busy', "This organization's devices have many messages being stored; send it again shortly.", 1000)
           : undefined;
     if (busy !== undefined) {
-      sendFrame(data, ws, nackFrame(frameIdOf(frame, isBinary), busy));
+      let id = leadingFrameId(frame, isBinary);
+      if (id === undefined) {
+        if (!this.#mayRefuse(orgId)) {
+          closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say`);
+          return;
+        }
+        id = frameIdOf(frame, isBinary);
+      }
+      sendFrame(data, ws, nackFrame(id, busy));
       return;
     }
     let message: DeviceMessage;

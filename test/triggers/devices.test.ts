@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { request as httpRequest } from 'node:http';
 import WebSocket from 'ws';
 import { ManualClock } from '../../runtime/clock.ts';
-import { MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
+import { leadingFrameId, MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
 import { REFUSALS_PER_SECOND } from '../../runtime/triggers/device-messages.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
@@ -447,6 +447,28 @@ test('back-pressure nacks (too_many_in_flight) of well-formed messages spend non
   assert.equal((await device.answerTo('after')).type, 'ack', 'still open and storing');
   device.close();
   await device.closed;
+});
+
+test('back-pressure nacks of frames whose id is not their first member (a parse each) count as refusals: a flood of them past the cap is closed (1008)', { skip: storesInstantly && 'runs on LMDB only', timeout: 30_000 }, async () => {
+  const org = 'acct-backpressure-parsed';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const device = await connectDevice(rt.url, org, 'late-id', await register('late-id', {}, org, orgKey));
+  // The id last: each busy answer has to parse the frame to name it.
+  const frames = Array.from({ length: REFUSALS_PER_SECOND * 3 }, (_, i) => JSON.stringify({ type: 'burst.sample', id: `l-${i}` }));
+  await device.sendAtOnce(frames);
+  assert.deepEqual(await device.closed, { code: 1008, reason: `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say` });
+  const nacked = device.frames.filter((f) => f.type === 'nack');
+  assert.ok(nacked.length > 0 && nacked.every((f) => f.error.code === 'too_many_in_flight' && /^l-\d+$/.test(f.id)), 'each nack before the close named its message');
+});
+
+test('a frame whose first member is its id has it read from its first bytes; any other opening, an escape or a binary frame has it read by a parse', () => {
+  const text = (value: string) => Buffer.from(value, 'utf8');
+  assert.equal(leadingFrameId(text('{"id":"m-1","type":"t","payload":{"id":"inner"}}'), false), 'm-1');
+  assert.equal(leadingFrameId(text(' {\n "id" : "m-2" }'), false), 'm-2');
+  assert.equal(leadingFrameId(text('{"type":"t","id":"m-3"}'), false), undefined);
+  assert.equal(leadingFrameId(text('{"id":"m\\"4"}'), false), undefined, 'an escape: parsed instead');
+  assert.equal(leadingFrameId(text('{"id":"has space"}'), false), null, 'no message may have that id');
+  assert.equal(leadingFrameId(text('{"id":"m-5"}'), true), null);
 });
 
 test("a device's declared schemas: a message failing its type's schema is nacked naming the field; a PATCH applies to the open socket's next message", async () => {
