@@ -67,7 +67,7 @@ export interface StampedRecord {
 /** The opaque value of a stamped record's ETag: its id, creation and last write (base-36 milliseconds). */
 const stampTag = (record: StampedRecord): string => `${record.id === undefined ? '' : `${record.id}.`}${Date.parse(record.created_at).toString(36)}.${Date.parse(record.updated_at).toString(36)}`;
 
-/** The ETag header of an answer naming one source, device, schedule or custom action as `record` is now. */
+/** The ETag header of an answer naming one source, device, schedule, custom action or organization as `record` is now. */
 export const recordTag = (record: StampedRecord): Record<string, string> => ({ etag: `"${stampTag(record)}"` });
 
 export class RecordChangedError extends SluiceError {
