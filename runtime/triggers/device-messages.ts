@@ -96,15 +96,9 @@ export class DeviceMessages {
           ? new RetryableError('server_busy', "This organization's devices have many messages being stored; send it again shortly.", 1000)
           : undefined;
     if (busy !== undefined) {
-      let id = leadingFrameId(frame, isBinary);
-      if (id === undefined) {
-        if (!this.#mayRefuse(orgId)) {
-          closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say`);
-          return;
-        }
-        id = frameIdOf(frame, isBinary);
-      }
-      sendFrame(data, ws, nackFrame(id, busy));
+      const id = leadingFrameId(frame, isBinary);
+      if (id === undefined) this.#refuseParsed(ws, frame, isBinary, busy);
+      else sendFrame(data, ws, nackFrame(id, busy));
       return;
     }
     let message: DeviceMessage;
@@ -112,11 +106,7 @@ export class DeviceMessages {
       message = parseDeviceMessage(frame, isBinary);
     } catch (error) {
       // A frame that is no message (malformed, too large, not JSON's shape): it cost a parse.
-      if (!this.#mayRefuse(orgId)) {
-        closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say`);
-        return;
-      }
-      sendFrame(data, ws, nackFrame(frameIdOf(frame, isBinary), error));
+      this.#refuseParsed(ws, frame, isBinary, error);
       return;
     }
     this.#orgBytes.set(orgId, (this.#orgBytes.get(orgId) ?? 0) + frame.length);
@@ -134,6 +124,18 @@ export class DeviceMessages {
     this.#refusals.delete(orgId);
     this.#orgBytes.delete(orgId);
     this.#stagger.forget(orgId);
+  }
+
+  /**
+   * Nacks a frame whose reading costs a parse (its id is read whole) with `error`, out of the org's
+   * refusal budget; once that is spent the socket is closed instead (1008, `too_many_refused`).
+   */
+  #refuseParsed(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean, error: unknown): void {
+    if (!this.#mayRefuse(ws.getUserData().device.org_id)) {
+      closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say`);
+      return;
+    }
+    sendFrame(ws.getUserData(), ws, nackFrame(frameIdOf(frame, isBinary), error));
   }
 
   /** Takes one refusal from the org's budget: false when it is spent. */
