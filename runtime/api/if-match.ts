@@ -50,10 +50,12 @@ export class VersionMismatchError extends SluiceError {
   }
 }
 
+/** Whether the request's If-Match lets a write onto what is stored now (its tag's value `current`): none, `*`, or a list naming it. */
+const ifMatchMet = (ifMatch: IfMatch | undefined, current: string): boolean => ifMatch === undefined || ifMatch === '*' || ifMatch.includes(current);
+
 /** Throws VersionMismatchError when the request's If-Match lists tags and none is `current`'s (compared strongly). */
 export function assertVersionMatches(ifMatch: IfMatch | undefined, current: number): void {
-  if (ifMatch === undefined || ifMatch === '*') return;
-  if (!ifMatch.includes(String(current))) throw new VersionMismatchError(current);
+  if (!ifMatchMet(ifMatch, String(current))) throw new VersionMismatchError(current);
 }
 
 /** A record stamped when it was made and each time it was written since (update-stamp.ts). */
@@ -83,9 +85,8 @@ export class RecordChangedError extends SluiceError {
 
 /** The refusal (naming the record as `what`) when If-Match lists tags and none is `stored`'s; undefined when the write may go on. */
 export function recordMismatch(ifMatch: IfMatch | undefined, stored: StampedRecord, what: string): RecordChangedError | undefined {
-  if (ifMatch === undefined || ifMatch === '*') return undefined;
   const current = stampTag(stored);
-  return ifMatch.includes(current) ? undefined : new RecordChangedError(what, current);
+  return ifMatchMet(ifMatch, current) ? undefined : new RecordChangedError(what, current);
 }
 
 /** Throws recordMismatch's refusal; call it inside the write, on the record as stored then. */
