@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
+import { registeredDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
@@ -17,9 +18,7 @@ let deviceToken: string;
 before(async () => {
   rt = await startRuntime();
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
-  const made = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'till-1' } });
-  assert.equal(made.status, 201, made.text);
-  deviceToken = made.body.token as string;
+  deviceToken = await registeredDevice(rt.url, ORG, key, 'till-1');
 });
 after(async () => rt.close());
 

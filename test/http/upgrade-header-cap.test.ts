@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { MAX_HEADER_BYTES } from '../../runtime/http/header-cap.ts';
-import { call, createOrg } from '../helpers/http.ts';
+import { registeredDevice } from '../helpers/device-client.ts';
+import { createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { upgradeAnswer } from '../helpers/upgrade-answer.ts';
 
@@ -17,9 +18,7 @@ let deviceToken: string;
 before(async () => {
   rt = await startRuntime();
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
-  const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'gate' } });
-  assert.equal(created.status, 201, created.text);
-  deviceToken = created.body.token;
+  deviceToken = await registeredDevice(rt.url, ORG, key, 'gate');
 });
 after(() => rt.close());
 
