@@ -1,7 +1,7 @@
 // `sluice device`: acts as a device from a terminal. It opens a device socket with the device's
-// token, sends each `--send` message (or each line of stdin), paced by device-pacer.ts, prints
-// Sluice's `ready` and each message's last answer as one JSON line, and ends once each message has
-// it: exit 0 if all were acked.
+// token, sends each `--send` message (or each line of stdin), its id put first (device-line.ts)
+// and paced by device-pacer.ts, prints Sluice's `ready` and each message's last answer as one JSON
+// line, and ends once each message has it: exit 0 if all were acked.
 
 import type { Readable, Writable } from 'node:stream';
 import { createInterface, type Interface } from 'node:readline';
@@ -11,6 +11,7 @@ import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
 import { backoffMs, realSleep, type Sleep } from '../kits/client/retry.ts';
 import { RETRIED_REFUSALS, runSocket } from '../kits/client/socket-run.ts';
 import { credentialOf } from './cli-credential.ts';
+import { idFirst } from './device-line.ts';
 import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
 import { InputError } from './errors.ts';
 import { printable, printableJson } from './terminal-text.ts';
@@ -113,9 +114,9 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   };
   let added = 0;
   const add = (text: string): void => {
-    const line = text.trim();
-    if (line === '') return;
+    if (text.trim() === '') return;
     added += 1;
+    const line = idFirst(text.trim());
     // Sent, a frame past twice the cap would end the socket (and every message after it) with 1006.
     const bytes = Buffer.byteLength(line);
     if (bytes > MAX_DEVICE_MESSAGE_BYTES) {

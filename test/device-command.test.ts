@@ -11,9 +11,11 @@ import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
+import { WebSocketServer } from 'ws';
 import { ManualClock } from '../runtime/clock.ts';
 import { deviceCommand } from '../runtime/device-command.ts';
-import { MAX_MESSAGES_IN_FLIGHT } from '../runtime/triggers/device-frame.ts';
+import { leadingFrameId, MAX_MESSAGES_IN_FLIGHT } from '../runtime/triggers/device-frame.ts';
+import { DEVICE_PROTOCOL } from '../runtime/triggers/device-upgrade.ts';
 import type { Sleep } from '../kits/client/retry.ts';
 import { connectDevice } from './helpers/device-client.ts';
 import { call, createOrg } from './helpers/http.ts';
@@ -294,5 +296,32 @@ test('what a refusing server that is not Sluice sends is not printed, only its s
     assert.doesNotMatch([...refused.lines, ...refused.notices].join('\n'), /PWNED|[\u0000-\u0009\u000b-\u001f]/, 'not shown');
   } finally {
     await server.close();
+  }
+});
+
+test('a line typed with its id last goes out with its id first (read unparsed by a busy Sluice), every member as typed', async () => {
+  // A socket that records the frames as they arrive, and acks each: what the command sends is the subject.
+  const received: string[] = [];
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => (offered.has(DEVICE_PROTOCOL) ? DEVICE_PROTOCOL : false) });
+  wss.on('connection', (socket) => {
+    socket.send(JSON.stringify({ type: 'ready', device: 'cli-1', connection_id: 'c', event_id: 'e' }));
+    socket.on('message', (data) => {
+      const text = String(data);
+      received.push(text);
+      socket.send(JSON.stringify({ type: 'ack', id: JSON.parse(text).id, event_id: `evt-${received.length}`, duplicate: false }));
+    });
+  });
+  await new Promise((resolve) => wss.once('listening', resolve));
+  try {
+    const fake = new URL(socketUrl);
+    fake.host = `127.0.0.1:${(wss.address() as AddressInfo).port}`;
+    const typed = '{"type":"meter.read","payload":{"kwh":12345678901234567890},"id":"late-1"}';
+    const result = await run([fake.href, '--token', token], `${typed}\n`);
+    assert.equal(result.code, 0, [...result.lines, ...result.notices].join('\n'));
+    assert.deepEqual(received, ['{"id":"late-1","type":"meter.read","payload":{"kwh":12345678901234567890}}']);
+    assert.equal(leadingFrameId(Buffer.from(received[0]!), false), 'late-1');
+  } finally {
+    for (const client of wss.clients) client.terminate();
+    await new Promise((resolve) => wss.close(resolve));
   }
 });

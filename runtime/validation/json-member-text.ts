@@ -38,24 +38,39 @@ function endOfValue(text: string, at: number): number {
   return i;
 }
 
+/** One member of a JSON object as written: its name's text (quotes and escapes kept), the name, and its value's text. */
+export interface MemberText {
+  readonly nameText: string;
+  readonly name: string;
+  readonly valueText: string;
+}
+
+/**
+ * The members of the JSON object `text` in the order written, each as its exact text, or undefined
+ * when `text` is not an object. `text` must already have passed JSON.parse.
+ */
+export function membersText(text: string): MemberText[] | undefined {
+  let i = skipWhitespace(text, 0);
+  if (text[i] !== '{') return undefined;
+  const members: MemberText[] = [];
+  i = skipWhitespace(text, i + 1);
+  while (i < text.length && text[i] !== '}') {
+    const nameEnd = endOfString(text, i);
+    const nameText = text.slice(i, nameEnd);
+    const valueStart = skipWhitespace(text, skipWhitespace(text, nameEnd) + 1);
+    const valueEnd = endOfValue(text, valueStart);
+    members.push({ nameText, name: JSON.parse(nameText) as string, valueText: text.slice(valueStart, valueEnd) });
+    i = skipWhitespace(text, valueEnd);
+    if (text[i] === ',') i = skipWhitespace(text, i + 1);
+  }
+  return members;
+}
+
 /**
  * The text of the value of `name` in the JSON object `text`, or undefined when it has none (or is
  * not an object). `text` must already have passed JSON.parse. A repeated name gives its last
  * value, as JSON.parse keeps.
  */
 export function memberText(text: string, name: string): string | undefined {
-  let i = skipWhitespace(text, 0);
-  if (text[i] !== '{') return undefined;
-  let found: string | undefined;
-  i = skipWhitespace(text, i + 1);
-  while (i < text.length && text[i] !== '}') {
-    const keyEnd = endOfString(text, i);
-    const key = JSON.parse(text.slice(i, keyEnd)) as string;
-    const valueStart = skipWhitespace(text, skipWhitespace(text, keyEnd) + 1);
-    const valueEnd = endOfValue(text, valueStart);
-    if (key === name) found = text.slice(valueStart, valueEnd);
-    i = skipWhitespace(text, valueEnd);
-    if (text[i] === ',') i = skipWhitespace(text, i + 1);
-  }
-  return found;
+  return membersText(text)?.findLast((member) => member.name === name)?.valueText;
 }
