@@ -55,7 +55,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_ATTEMPTS = 100;
 
 type Attempt =
-  | { readonly kind: 'answered'; readonly status: number; readonly retryAfter: string | null; readonly text: string }
+  | { readonly kind: 'answered'; readonly status: number; readonly headers: Headers; readonly text: string }
   | { readonly kind: 'failed'; readonly timedOut: boolean; readonly error: unknown };
 
 export class SluiceClient {
@@ -90,13 +90,22 @@ export class SluiceClient {
    * (undefined for 204). Rejects with SluiceApiError, SluiceNetworkError, or the signal's reason.
    */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const { status, text, what } = await this.#succeed(method, path, options);
+    return (await this.requestWithHeaders<T>(method, path, options)).body;
+  }
+
+  /**
+   * As `request`, with the answer's status and headers too: a record's `ETag`, to send back as
+   * `If-Match` on its PATCH (a change made meanwhile is then `412 etag_mismatch`, not overwritten).
+   */
+  async requestWithHeaders<T>(method: string, path: string, options: RequestOptions = {}): Promise<{ status: number; headers: Headers; body: T }> {
+    const { status, headers, text, what } = await this.#succeed(method, path, options);
     // A call that expects an answer is never content with none: a 204 where Sluice answers a body is not Sluice's.
-    return (status === 204 && options.expect === undefined ? undefined : answerOf(status, text, what, options.expect)) as T;
+    const body = (status === 204 && options.expect === undefined ? undefined : answerOf(status, text, what, options.expect)) as T;
+    return { status, headers, body };
   }
 
   /** The 2xx answer to `method path` as text (retried and refused as `request` is). */
-  async #succeed(method: string, path: string, options: RequestOptions): Promise<{ status: number; text: string; what: string }> {
+  async #succeed(method: string, path: string, options: RequestOptions): Promise<{ status: number; headers: Headers; text: string; what: string }> {
     const relative = path.startsWith('//') ? path.slice(1) : `/organizations/${encodeURIComponent(this.org)}/${path.replace(/^\/+/, '')}`;
     const url = urlUnder(this.#base, relative, 'http');
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
@@ -117,8 +126,8 @@ export class SluiceClient {
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
-        if (outcome.status >= 200 && outcome.status < 300) return { status: outcome.status, text: outcome.text, what: `${method} ${url.pathname}` };
-        const retryAfterMs = retryAfterMsOf(outcome.retryAfter);
+        if (outcome.status >= 200 && outcome.status < 300) return { status: outcome.status, headers: outcome.headers, text: outcome.text, what: `${method} ${url.pathname}` };
+        const retryAfterMs = retryAfterMsOf(outcome.headers.get('retry-after'));
         // A longer hint (a proxy's maintenance page, say) gets the answer thrown, its hint in `retryAfterMs`: a call should not hang for hours unseen.
         if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts && !(retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) {
           await raceAbort(this.#sleep(backoffMs(attempt, retryAfterMs), cancel.signal), cancel.signal);
@@ -152,7 +161,7 @@ export class SluiceClient {
     try {
       const response = await raceAbort(this.#fetch(url, { ...init, signal: attempt.signal }), attempt.signal);
       const text = await raceAbort(response.text(), attempt.signal);
-      return { kind: 'answered', status: response.status, retryAfter: response.headers.get('retry-after'), text };
+      return { kind: 'answered', status: response.status, headers: response.headers, text };
     } catch (error) {
       if (cancel.aborted) throw cancel.reason;
       return { kind: 'failed', timedOut, error };

@@ -85,6 +85,24 @@ test('sendEvent stores once however often it is sent; pages are walked; errors c
   assert.ok(missing instanceof SluiceApiError && missing.status === 404);
 });
 
+test("requestWithHeaders gives the answer's ETag: a PATCH with it as If-Match applies, a second with the same stale tag is 412 naming the current one", async () => {
+  const client = new SluiceClient({ url, apiKey: key, org: ORG, sleep });
+  const created = await client.requestWithHeaders<{ source: { name: string } }>('POST', '/sources', { json: { name: 'crm', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] } });
+  assert.equal(created.status, 201);
+  assert.equal(created.body.source.name, 'crm');
+  const read = await client.requestWithHeaders('GET', '/sources/crm');
+  const tag = read.headers.get('etag');
+  assert.ok(tag !== null && tag === created.headers.get('etag'), `the ETag read (${tag}) is the one created`);
+  const changed = await client.requestWithHeaders<{ source: { body_limit_bytes: number } }>('PATCH', '/sources/crm', { json: { body_limit_bytes: 4096 }, headers: { 'if-match': tag } });
+  assert.equal(changed.body.source.body_limit_bytes, 4096);
+  assert.notEqual(changed.headers.get('etag'), tag, 'the change moved the tag on');
+  const stale = await client.request('PATCH', '/sources/crm', { json: { body_limit_bytes: 8192 }, headers: { 'if-match': tag } }).catch((error: unknown) => error);
+  assert.ok(stale instanceof SluiceApiError, String(stale));
+  assert.deepEqual([stale.status, stale.code, stale.details['current_etag']], [412, 'etag_mismatch', changed.headers.get('etag')]);
+  // `request` answers the same body, without the headers.
+  assert.deepEqual(await client.request('GET', '/sources/crm'), (await client.requestWithHeaders('GET', '/sources/crm')).body);
+});
+
 test('over the ingest quota the client waits the Retry-After the server gave, then the event is stored', async () => {
   const org = 'acct-client-quota';
   const orgKey = await createOrg(url, ADMIN_TOKEN, org);
