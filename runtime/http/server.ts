@@ -225,7 +225,7 @@ export class HttpServer {
         throw error;
       }
       const { route, params } = matched;
-      tenant = params.org_id ?? '';
+      tenant = route.namesNoTenant === true ? '' : (params.org_id ?? '');
       metricName = route.metricName ?? route.pattern;
       const path = `/${segments.join('/')}`;
       const head: RequestHead = { method, path, query, headers, params };

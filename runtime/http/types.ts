@@ -58,6 +58,12 @@ export interface Route {
    * that part of them is what the share counts.
    */
   readonly readsLargeBodiesInThread?: boolean;
+  /**
+   * Checks no caller and answers alike whatever org its path names (a WebSocket endpoint's plain
+   * GET): charged to no org, so that no org's load (its unread answers filling its share: 503)
+   * shows to a stranger who names it.
+   */
+  readonly namesNoTenant?: boolean;
   /** Answered while the server holds requests at boot (liveness and metrics, which read no tenant state). */
   readonly answersWhileHeld?: boolean;
   readonly handler: Handler;

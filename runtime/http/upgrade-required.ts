@@ -47,6 +47,8 @@ export function upgradeRequiredRoute(pattern: string, exact: string, plainGet: s
   return {
     method: 'GET',
     pattern,
+    // Asks for no key: the org in its path is not the caller's (a 503 for that org's load would tell it).
+    namesNoTenant: true,
     handler: (request) => {
       // uWS takes every handshake with a well-formed key at the exact path: one here came to another, or had a bad key.
       if (request.headers['upgrade']?.toLowerCase() === 'websocket' && request.headers['sec-websocket-key'] !== undefined) {

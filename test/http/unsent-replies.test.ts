@@ -9,6 +9,7 @@ import { get as httpGet } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { HttpServer } from '../../runtime/http/server.ts';
+import { upgradeRequiredRoute } from '../../runtime/http/upgrade-required.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { createRuntimeMetrics } from '../../runtime/metrics.ts';
 
@@ -30,9 +31,9 @@ before(async () => {
 after(() => server.close());
 
 /** A request through node:http, read whole (one connection per request: fetch's pool kept sockets the server closed). */
-const ask = (path: string): Promise<{ status: number; retryAfter: string | undefined; text: string }> =>
+const ask = (path: string, atPort = port): Promise<{ status: number; retryAfter: string | undefined; text: string }> =>
   new Promise((resolve, reject) => {
-    httpGet({ host: '127.0.0.1', port, path, agent: false }, (answer) => {
+    httpGet({ host: '127.0.0.1', port: atPort, path, agent: false }, (answer) => {
       let text = '';
       answer.setEncoding('latin1').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: answer.statusCode ?? 0, retryAfter: answer.headers['retry-after'], text }));
     }).on('error', reject);
@@ -46,9 +47,9 @@ interface Unread {
   read(): Promise<string>;
 }
 
-/** A client that asks for the big answer and reads only its status line until told. */
-function unread(): Unread {
-  const socket = connect(port, '127.0.0.1');
+/** A client that asks for the big answer (of `atPort`'s server) and reads only its status line until told. */
+function unread(atPort = port): Unread {
+  const socket = connect(atPort, '127.0.0.1');
   socket.write('GET /orgs/noisy/big HTTP/1.1\r\nhost: x\r\n\r\n');
   const chunks: Buffer[] = [];
   const status = new Promise<number>((resolve) =>
@@ -98,4 +99,27 @@ test('unread answers are counted per org: a read whose answer would pass the sha
   const statuses = await Promise.all(burst.map((client) => client.status));
   assert.deepEqual(statuses.filter((status) => status === 200).length, 2, `held at once: ${statuses.join(' ')}`);
   for (const client of burst) client.socket.destroy();
+});
+
+test("a WebSocket endpoint's plain GET, which checks no caller, answers its 426 while the org named in its path has no room: a stranger learns nothing of the org's load", async () => {
+  // A share that two unread 20 MiB answers fill exactly.
+  const full = new HttpServer({ logger: createLogger('silent'), metrics: createRuntimeMetrics(), unsentReplyBytes: 256 * MiB, unsentReplyPerTenantBytes: 40 * MiB });
+  full.addRoutes(
+    { method: 'GET', pattern: '/orgs/:org_id/big', handler: () => ({ status: 200, text: big }) },
+    { method: 'GET', pattern: '/orgs/:org_id/small', handler: () => ({ status: 200, text: 'small' }) },
+    upgradeRequiredRoute('/orgs/:org_id/live', '/orgs/<org>/live', 'Open a WebSocket here.'),
+  );
+  const fullPort = await full.listen('127.0.0.1', 0);
+  const held = [unread(fullPort), unread(fullPort)];
+  try {
+    assert.deepEqual(await Promise.all(held.map((client) => client.status)), [200, 200]);
+    assert.equal((await ask('/orgs/noisy/small', fullPort)).status, 503, 'the org has no room left');
+    const live = await ask('/orgs/noisy/live', fullPort);
+    const stranger = await ask('/orgs/no-such-org/live', fullPort);
+    assert.equal(live.status, 426, live.text);
+    assert.deepEqual(live, stranger, 'the same answer as for an org that does not exist');
+  } finally {
+    for (const client of held) client.socket.destroy();
+    await full.close();
+  }
 });
