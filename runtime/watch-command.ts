@@ -24,7 +24,10 @@ export interface WatchCommandIo {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-/** Watches until `signal` aborts (exit 0) or the room ends the subscription for good (exit 1). */
+/**
+ * Watches until `signal` aborts (exit 0) or the room ends the subscription for good (exit 1), as
+ * does a first connection that nothing answers.
+ */
 export async function watchCommand(args: readonly string[], io: WatchCommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args: [...args],
@@ -39,6 +42,8 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   if (afterSeq !== undefined && Number.isNaN(afterSeq)) throw new InputError(400, 'usage', `--after-seq is a whole number of at most ${AFTER_SEQ_DIGITS} digits. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   let live: ReturnType<typeof watchRuns>;
+  /** Why watching was given up before it ever joined: nothing answered at the url. */
+  let unreachable: string | undefined;
   try {
     live = watchRuns({
       url, apiKey, org, environment,
@@ -47,7 +52,16 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
       // An update's error is an action's or a receiver's text: escaped as printable() does, still JSON.
       onUpdate: (update) => print(printableJson(JSON.stringify(update))),
       onReload: (reason) => print(printableJson(JSON.stringify({ reload: reason }))),
-      onDisconnect: (why) => void io.stderr.write(`sluice watch: ${printable(why)}; reconnecting\n`),
+      onDisconnect: (why, how) => {
+        // Never joined, and nothing answers (Sluice not started, a typo'd port): ended, as the REST
+        // commands end, not retried for ever. Once it has joined, a drop is retried (a restart).
+        if (how === 'unreachable' && live.position === undefined) {
+          unreachable = why;
+          live.close();
+          return;
+        }
+        io.stderr.write(`sluice watch: ${printable(why)}; reconnecting\n`);
+      },
     });
   } catch (error) {
     // An argument the client would not send (an org id of "."), said as the REST commands say it.
@@ -59,6 +73,10 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   io.signal.addEventListener('abort', stop, { once: true });
   try {
     await live.done;
+    if (unreachable !== undefined) {
+      io.stderr.write(`sluice watch: ${printable(unreachable)}. Nothing answered at ${printable(url)}: is Sluice running there?\n`);
+      return 1;
+    }
     // Without a position (no frame came), there is nothing to pass back: the line says stopped alone.
     print(JSON.stringify(live.position === undefined ? { stopped: true } : { stopped: true, after_seq: live.position }));
     return 0;

@@ -92,18 +92,37 @@ test('a refused key ends it with 1 and the reason; bad arguments are usage error
   }
 });
 
-test('a live room it cannot reach is said on stderr while it retries (stdout keeps to updates); Ctrl-C still ends it with 0', async () => {
+test('a live room that nothing answers at first ends it with 1, saying so with the address (a wrong port, Sluice not started): not retried for ever', async () => {
   const closed = createServer();
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
   const { port } = closed.address() as AddressInfo;
   await new Promise<void>((resolve) => closed.close(() => resolve()));
   const watch = start([`http://127.0.0.1:${port}`, '--org', ORG, '--key', key]);
-  const notices = await eventually('a notice', () => watch.notices(), (lines) => lines.length > 0);
-  // Why, with the address: a wrong port is the usual cause.
-  assert.equal(notices[0], `sluice watch: the live room could not be reached (connect ECONNREFUSED 127.0.0.1:${port}); reconnecting`);
-  watch.stop();
-  assert.equal(await watch.exit, 0);
-  assert.deepEqual(watch.lines().map((line) => JSON.parse(line)), [{ stopped: true }], 'no position to pass back: none is printed');
+  assert.equal(await watch.exit, 1);
+  assert.deepEqual(watch.notices(), [`sluice watch: the live room could not be reached (connect ECONNREFUSED 127.0.0.1:${port}). Nothing answered at http://127.0.0.1:${port}: is Sluice running there?`]);
+  assert.deepEqual(watch.lines(), [], 'stdout keeps to updates');
+});
+
+test('once it has joined, a room that goes away is said on stderr and retried (a restart of Sluice); Ctrl-C ends it with 0 and the position', async () => {
+  const own = await startRuntime();
+  try {
+    const ownKey = await createOrg(own.url, ADMIN_TOKEN, ORG);
+    const wf = await call(own.url, 'POST', `/organizations/${ORG}/workflows`, { token: ownKey, json: { name: 'notify', trigger_event: 'order.paid', steps: [{ id: 'post', type: 'webhook', url: `${receiver.url}/paid` }] } });
+    assert.equal(wf.status, 201, wf.text);
+    const watch = start([own.url, '--org', ORG, '--key', ownKey]);
+    await eventually('the socket open', async () => (await call(own.url, 'GET', '/metrics')).text, (text) => /\nsluice_websockets_open 1\n/.test(text));
+    const sent = await call(own.url, 'POST', `/organizations/${ORG}/events`, { token: ownKey, json: { type: 'order.paid', payload: { order: 2 } } });
+    assert.equal(sent.status, 202, sent.text);
+    await eventually('an update printed (it has joined)', () => watch.lines(), (lines) => lines.length > 0);
+    await own.close();
+    const notices = await eventually('a notice', () => watch.notices(), (lines) => lines.length > 0);
+    assert.match(notices[0]!, /^sluice watch: .*; reconnecting$/);
+    watch.stop();
+    assert.equal(await watch.exit, 0);
+    assert.deepEqual(Object.keys(JSON.parse(watch.lines().at(-1)!)), ['stopped', 'after_seq'], 'the position to resume from');
+  } finally {
+    await own.close();
+  }
 });
 
 test('what a refusing server says in Sluice\'s error shape reaches the terminal escaped: it never drives it', async () => {

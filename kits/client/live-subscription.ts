@@ -54,10 +54,11 @@ export interface WatchOptions {
   readonly onError?: (error: unknown) => void;
   /**
    * Hears each connection that ended (or could not open) before the subscription reconnects: a
-   * sentence saying why, for a log or a status line. Not called for an end that stops the
-   * subscription (`done` rejects then) or for `close()`.
+   * sentence saying why, for a log or a status line, and how it ended: `unreachable` when nothing
+   * answered at the url (or within the time a connection may take to open). Not called for an end
+   * that stops the subscription (`done` rejects then) or for `close()`.
    */
-  readonly onDisconnect?: (why: string) => void;
+  readonly onDisconnect?: (why: string, how: SocketEnd['kind']) => void;
   readonly sleep?: Sleep;
 }
 
@@ -163,7 +164,7 @@ export class LiveSubscription {
     }
     // Like the other callbacks: what it throws is reported, and the subscription goes on.
     try {
-      this.#o.onDisconnect?.(describeSocketEnd(end, parseBaseUrl(this.#o.url), 'the live room'));
+      this.#o.onDisconnect?.(describeSocketEnd(end, parseBaseUrl(this.#o.url), 'the live room'), end.kind);
     } catch (error) {
       this.#report(error);
     }
