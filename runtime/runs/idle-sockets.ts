@@ -4,8 +4,19 @@
 // enough to take the process to its file-descriptor limit, when every org's next connection fails
 // (sluice_out_of_file_descriptors). Past its share an org's finished socket closes instead of
 // waiting for reuse, which costs it a new connection, nobody else anything.
+// An idle socket that receives a byte is closed at once: no request asked for it (HTTP/1.1 answers
+// only requests), and Node's idle timeout restarts with every byte, so a receiver writing on it
+// kept it open for good, read and thrown away on the event loop (a fast one at every org's cost),
+// and the next request on it would take the junk for its answer.
 
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
+
+/** What is asked of a socket kept idle: to hear its bytes, and to be closed. */
+export interface IdleSocket {
+  on(event: 'data', listener: () => void): unknown;
+  off(event: 'data', listener: () => void): unknown;
+  destroy(): void;
+}
 
 /** Idle sockets one org may keep open, over all its receivers (busy ones are bounded by its runs in flight). */
 export const IDLE_SOCKETS_PER_ORG = 256;
@@ -13,8 +24,8 @@ export const IDLE_SOCKETS_PER_ORG = 256;
 export class OrgIdleSockets {
   readonly #perOrg: number;
   readonly #held = new KeyedCounts();
-  /** Idle sockets, each with its org, until reused or closed. */
-  readonly #idle = new Map<object, string>();
+  /** Idle sockets, each with its org and what closes it on an unasked byte, until reused or closed. */
+  readonly #idle = new Map<object, { readonly org: string; readonly onData: () => void }>();
 
   constructor(perOrg = IDLE_SOCKETS_PER_ORG) {
     this.#perOrg = perOrg;
@@ -26,9 +37,14 @@ export class OrgIdleSockets {
   }
 
   /** `socket` of `org` waits for reuse from now on, until `taken`. */
-  kept(socket: object, org: string): void {
+  kept(socket: IdleSocket, org: string): void {
     if (this.#idle.has(socket)) return;
-    this.#idle.set(socket, org);
+    const onData = (): void => {
+      this.taken(socket);
+      socket.destroy();
+    };
+    socket.on('data', onData);
+    this.#idle.set(socket, { org, onData });
     this.#held.add(org);
   }
 
@@ -37,11 +53,11 @@ export class OrgIdleSockets {
    * no org given one of any org's (the process holds its total of sockets); false when there is none.
    */
   closeOne(org?: string): boolean {
-    for (const [socket, owner] of this.#idle) {
+    for (const [socket, { org: owner }] of this.#idle) {
       if (org !== undefined && owner !== org) continue;
       // Taken first: its close comes later, and the next call must close another.
       this.taken(socket);
-      (socket as { destroy(): void }).destroy();
+      (socket as IdleSocket).destroy();
       return true;
     }
     return false;
@@ -49,9 +65,10 @@ export class OrgIdleSockets {
 
   /** `socket` is idle no more: reused by a request, or closed. */
   taken(socket: object): void {
-    const org = this.#idle.get(socket);
-    if (org === undefined) return;
+    const idle = this.#idle.get(socket);
+    if (idle === undefined) return;
     this.#idle.delete(socket);
-    this.#held.subtract(org);
+    (socket as IdleSocket).off('data', idle.onData);
+    this.#held.subtract(idle.org);
   }
 }

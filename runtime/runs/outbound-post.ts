@@ -1,9 +1,10 @@
 // One outbound HTTP(S) POST for webhook steps through a capped keep-alive pool, one deadline for
 // the whole exchange (connect, send, answer, body) that starts once the pool hands the request a
-// socket, no redirects followed, and a capped body read. A body still arriving at the deadline
-// after the status line is cut off: the status decides, the body is only evidence. A request body
-// still being sent when the answer came gets the step's timeout more to finish. A request that went
-// out on a kept-alive connection the receiver closed before answering says so (PostStaleConnectionError).
+// socket, no redirects followed, a capped body read and a capped count of interim (1xx) answers.
+// A body still arriving at the deadline after the status line is cut off: the status decides, the
+// body is only evidence. A request body still being sent when the answer came gets the step's
+// timeout more to finish. A request that went out on a kept-alive connection the receiver closed
+// before answering says so (PostStaleConnectionError).
 // node:http instead of fetch: fetch's web streams and abort signals cost ~2x the CPU per request.
 
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
@@ -133,6 +134,9 @@ export class PostStaleConnectionError extends Error {
  * handling it (a crash), which is an ordinary network error, retried after the step's backoff.
  */
 const STALE_WINDOW_MS = 1000;
+
+/** Interim (1xx) answers a request takes before its final one (a receiver sends one or two: 100 Continue, 102, 103). */
+export const MAX_INTERIM_ANSWERS = 16;
 
 /** Errors of a connection closed under a request: a reset, or a write to a closed socket. */
 const CLOSED_UNDER_REQUEST = new Set(['ECONNRESET', 'EPIPE']);
@@ -281,6 +285,15 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       socket.destroy();
       settle();
       resolve({ status: 101, retryAfter: undefined, text: '', bytes: 0, cutOff: false, queuedMs });
+    });
+    // Interim (1xx) answers come before the final one, each read within Node's header cap but with
+    // no cap on how many: a receiver sending them without end was read on the event loop until the
+    // deadline (up to a minute, every org slowed). Past MAX_INTERIM_ANSWERS the request is given up.
+    let interim = 0;
+    outgoing.on('information', () => {
+      if (++interim !== MAX_INTERIM_ANSWERS + 1 || answered !== undefined) return;
+      fail(new Error(`the receiver sent more than ${MAX_INTERIM_ANSWERS} interim (1xx) answers before a final one`));
+      outgoing.destroy();
     });
     outgoing.once('close', () => {
       if (answered === undefined) fail(new Error('the connection closed before an answer'));

@@ -116,7 +116,7 @@ test('a request waiting for room whose attempt is withdrawn (its signal aborts) 
 
 test('each request waiting for room closes one idle socket of its org, not the same one again; waiting requests are told apart', () => {
   const idle = new OrgIdleSockets();
-  const socket = () => ({ destroyed: false, destroy(this: { destroyed: boolean }) { this.destroyed = true; } });
+  const socket = () => ({ destroyed: false, destroy(this: { destroyed: boolean }) { this.destroyed = true; }, on: () => undefined, off: () => undefined });
   const sockets = [socket(), socket(), socket()];
   for (const s of sockets) idle.kept(s, 'acct-a');
   idle.kept(socket(), 'acct-b');
