@@ -4,7 +4,8 @@
 // command does not load the runtime (it starts in about half the time).
 
 import { inspect } from 'node:util';
-import { printable, printableLines } from './terminal-text.ts';
+import { printable } from './terminal-text.ts';
+import { usageErrorText } from './cli-usage-error.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 import { commitFailureCause, isLedgerCommitFailure } from '../hook-runner/lmdb-commit-failure.ts';
 
@@ -96,6 +97,14 @@ function helpFor(command: string | undefined): string {
   return `usage: sluice ${command} [options]\n\n${block.join('\n').replace('(both: ', '(')}\n\nsluice --help lists every command.\n`;
 }
 
+/** The part of the usage naming `command`'s options: dev and serve share a block, and the hook-runner has its own. */
+function optionsHelpFor(command: string | undefined): string {
+  const block = (title: string): string => USAGE.slice(USAGE.indexOf(title)).split('\n\n')[0]!;
+  if (command === 'dev' || command === 'serve') return block('options (dev, serve):');
+  if (command === 'hook-runner') return block('options (hook-runner):');
+  return helpFor(command);
+}
+
 /** A command's module that failed to load: a fault of the installation or of the code, not of the input. */
 class ModuleLoadFailure extends Error {}
 
@@ -180,11 +189,17 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'help':
     case '--help':
     case '-h':
-    case undefined:
       process.stdout.write(USAGE);
       return;
+    case undefined:
+      // Asked for nothing: the usage, on stderr as for any usage error, and a failing exit (a script's
+      // `sluice $UNSET_COMMAND` did nothing).
+      process.stderr.write(USAGE);
+      process.exitCode = 2;
+      return;
     default:
-      process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
+      // One line: the usage is 60 lines, and the mistake would scroll out of sight above it.
+      process.stderr.write(`sluice: unknown command "${printable(command)}"; sluice --help lists the commands\n`);
       process.exitCode = 2;
   }
 }
@@ -203,9 +218,10 @@ main(process.argv.slice(2)).catch(async (error: unknown) => {
   }
   // The message only: a class name (RunnerConfigError for a runtime's own file) would mislead.
   const message = error instanceof Error ? error.message : String(error);
-  // Escaped: a message may quote what a server or a file said. Node's own usage errors (parseArgs)
-  // are several lines of its text with the argument quoted: printed line by line, each escaped.
-  const usageError = String((error as { code?: unknown } | null)?.code ?? '').startsWith('ERR_PARSE_ARGS_');
-  process.stderr.write(`sluice: ${usageError ? printableLines(message.split('\n')) : printable(message)}\n`);
+  // Escaped: a message may quote what a server or a file said, or the argument given. Node's own
+  // usage errors (parseArgs) are said in the CLI's words, one line (cli-usage-error.ts).
+  const command = process.argv[2];
+  const usage = usageErrorText(error, command, optionsHelpFor(command));
+  process.stderr.write(`sluice: ${printable(usage ?? message)}\n`);
   process.exit(1);
 });

@@ -18,6 +18,11 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
   // The token itself is never printed: the file it is in, the variable, or a placeholder for the
   // flag (which wins over the variable when both are given).
   const tokenExpr = tokenFile !== undefined ? `$(cat ${shellWord(tokenFile)})` : config.adminTokenFrom === 'env' ? '$SLUICE_ADMIN_TOKEN' : '<your --admin-token>';
+  // What the walkthrough needs that these settings leave out (serve's defaults): said before a step fails on it.
+  const leftOut = [
+    ...(config.webhookTargets === 'public' ? ["webhook steps reach public addresses only (the walkthrough's receiver on 127.0.0.1 is refused, webhook_target_forbidden; --webhook-targets any allows it)"] : []),
+    ...(config.runner === 'off' ? ['custom actions have no hook-runner (--runner child starts one)'] : []),
+  ];
   const lines = [
     `sluice ${command}: data in ${config.dataDir}`,
     `listening on ${runtime.url}`,
@@ -41,6 +46,7 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
     'then go on with step 2 of the walkthrough. What an event or a run did, in words (support\'s view):',
     `  SLUICE_API_KEY=$KEY npm run -s sluice -- explain ${runtime.url} --org acct-lumen --run <run id>`,
     '',
+    ...(leftOut.length > 0 ? [`note: here ${leftOut.join(', and ')}; the walkthrough as written runs under npm start (sluice dev).`, ''] : []),
     'Ctrl-C stops.',
     '',
   ];

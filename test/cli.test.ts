@@ -41,6 +41,16 @@ test('--help prints the usage, which lists every runtime flag (after dev and ser
   }
 });
 
+test('no command prints the usage on stderr, and an unknown one a line naming it; both exit 2', () => {
+  const none = sluice();
+  assert.equal(none.status, 2);
+  assert.equal(none.stdout, '');
+  assert.match(none.stderr, /^usage: sluice <command>/);
+  const unknown = sluice('wacth');
+  assert.equal(unknown.status, 2);
+  assert.equal(unknown.stderr, 'sluice: unknown command "wacth"; sluice --help lists the commands\n');
+});
+
 test('a command whose module fails to load says so with the whole error (file, line, stack), exit 1', () => {
   // A loader hook hands the CLI a sign-command.ts that throws while it is evaluated.
   const hook = `export async function load(url, context, next) {
@@ -55,14 +65,22 @@ test('a command whose module fails to load says so with the whole error (file, l
   assert.ok(sluice('cron', '0 9 * * *', '--count', '1').status === 0, 'the other commands still load');
 });
 
-test("Node's own usage errors print as the lines they are, with what the user typed escaped; exit 1", () => {
+test("Node's own usage errors are said in one line of the CLI's words: an unknown option names the one likeliest meant (or the command's options), a value starting with '-' how to give it; what the user typed escaped; exit 1", () => {
   const ambiguous = sluice('watch', 'http://127.0.0.1:1', '--org', 'a', '--key', 'b', '--after-seq', '-1');
   assert.equal(ambiguous.status, 1);
-  assert.match(ambiguous.stderr, /^sluice: Option '--after-seq' argument is ambiguous\.\nDid you forget/);
-  assert.doesNotMatch(ambiguous.stderr, /\\u000a/);
+  assert.equal(ambiguous.stderr, "sluice: Option '--after-seq' is followed by a word starting with '-': to give that as its value, join them with '=' (--after-seq=-5, say)\n");
+  const abbreviated = sluice('cron', '0 9 * * *', '--tz', 'Europe/Berlin');
+  assert.equal(abbreviated.status, 1);
+  assert.equal(abbreviated.stderr, "sluice: Unknown option '--tz' for sluice cron: did you mean --timezone? (sluice cron --help lists its options)\n");
+  const swapped = sluice('serve', '--prot', '0');
+  assert.equal(swapped.status, 1);
+  assert.equal(swapped.stderr, "sluice: Unknown option '--prot' for sluice serve: did you mean --port? (sluice serve --help lists its options)\n");
+  const unlike = sluice('cron', '0 9 * * *', '--bogus');
+  assert.equal(unlike.stderr, "sluice: Unknown option '--bogus' for sluice cron; its options: --timezone, --count (sluice cron --help says more)\n");
   const escaped = sluice('watch', 'http://127.0.0.1:1', '--org', 'a', '--key', 'b', '--bogus\u001b[2J');
   assert.equal(escaped.status, 1);
   assert.match(escaped.stderr, /--bogus\\u001b\[2J/, 'a control character the user typed is shown, not obeyed');
+  assert.equal(escaped.stderr.split('\n').length, 2, 'one line');
 });
 
 test('an empty --host or a short --admin-token stops the start with a message naming it', () => {
@@ -83,6 +101,25 @@ test('the welcome of a runtime started with --admin-token shows where the token 
     const welcome = runtime.output.join('\n');
     assert.match(welcome, /Authorization: Bearer <your --admin-token>/);
     assert.ok(!welcome.includes(ADMIN_TOKEN), 'the token is not printed');
+    // Started with --webhook-targets any (the helper's) and serve's runner off: the walkthrough's custom action would fail.
+    assert.ok(welcome.includes('note: here custom actions have no hook-runner (--runner child starts one); the walkthrough as written runs under npm start (sluice dev).'), welcome);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test("serve's welcome says what of the walkthrough its defaults leave out (local receivers, a hook-runner); dev's says nothing of it", async () => {
+  const dataDir = tempDir();
+  try {
+    for (const [command, extra] of [['serve', ['--webhook-targets', 'public']], ['dev', []]] as const) {
+      const runtime = await spawnRuntime(join(dataDir, command), command, [...extra]);
+      await eventually('the whole welcome', () => runtime.output, (lines) => lines.some((line) => line.includes('Ctrl-C stops')));
+      runtime.child.kill('SIGTERM');
+      assert.equal(await runtime.exited, 0);
+      const notes = runtime.output.filter((line) => line.startsWith('note: '));
+      if (command === 'dev') assert.deepEqual(notes, []);
+      else assert.deepEqual(notes, ["note: here webhook steps reach public addresses only (the walkthrough's receiver on 127.0.0.1 is refused, webhook_target_forbidden; --webhook-targets any allows it), and custom actions have no hook-runner (--runner child starts one); the walkthrough as written runs under npm start (sluice dev)."]);
+    }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -195,7 +232,19 @@ test('SIGTERM while the hook-runner child cannot come up (it crashes at each sta
   }
 });
 
-test('a second runtime on a port another one holds exits 1 saying so, instead of sharing the port (SO_REUSEPORT) with it', async () => {
+test("a --host that is none of this machine's addresses exits 1 saying so and what to give instead", () => {
+  const dataDir = tempDir();
+  try {
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737): no machine has it.
+    const refused = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'serve', '--host', '192.0.2.1', '--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(refused.status, 1, refused.stdout);
+    assert.match(refused.stderr, /^sluice: could not listen on 192\.0\.2\.1:0 \(EADDRNOTAVAIL: the address is not one of this machine's: choose another with --host or SLUICE_HOST/);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a second runtime on a port another one holds exits 1 saying so (the port in use, and how to choose another), instead of sharing the port (SO_REUSEPORT) with it', async () => {
   const first = tempDir();
   const second = tempDir();
   let runtime: ChildRuntime | undefined;
@@ -210,7 +259,7 @@ test('a second runtime on a port another one holds exits 1 saying so, instead of
       timeout: 20_000,
     });
     assert.equal(refused.status, 1, refused.stdout);
-    assert.match(refused.stderr, new RegExp(`could not listen on 127\\.0\\.0\\.1:${port}`));
+    assert.match(refused.stderr, new RegExp(`could not listen on 127\\.0\\.0\\.1:${port} \\(EADDRINUSE: the port is in use .*choose another port with --port or SLUICE_PORT\\)`));
     const answer = await fetch(`${runtime.url}/healthz`);
     assert.equal(answer.status, 200, 'the first one still answers');
   } finally {

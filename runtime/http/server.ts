@@ -20,6 +20,7 @@ import { MethodNotAllowedError, Router } from './router.ts';
 import { refuseHandshakeWithEmptySegment } from './upgrade-required.ts';
 import type { HttpReply, RequestHead, Route } from './types.ts';
 import { unreadRepliesError, UnsentReplies } from './unsent-replies.ts';
+import { listenFailureReason } from './listen-failure.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const EMPTY_BODY = Buffer.alloc(0);
@@ -126,7 +127,7 @@ export class HttpServer {
     return new Promise((resolve, reject) => {
       listenExclusive.call(this.app, host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
         if (socket === false) {
-          reject(new Error(`could not listen on ${host}:${port}`));
+          void listenFailureReason(host, port).then((reason) => reject(new Error(`could not listen on ${host}:${port}${reason === undefined ? '' : ` (${reason})`}`)));
           return;
         }
         this.#listenSocket = socket;
