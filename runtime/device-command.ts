@@ -16,7 +16,7 @@ import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
 import { InputError } from './errors.ts';
 import { printable, printableJson } from './terminal-text.ts';
 import { shownName } from './validation/shown-name.ts';
-import { describeRefusalBody } from '../kits/client/refusal-body.ts';
+import { describeHandshakeRefusal } from '../kits/client/refusal-body.ts';
 import { frameIdOf, MAX_DEVICE_MESSAGE_BYTES, MAX_MESSAGES_IN_FLIGHT, nackFrame } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
 
@@ -204,7 +204,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
  * What a refused upgrade said, escaped (whatever answered, it never drives the terminal), as the
  * start of a notice line: its message's full stop dropped, since the line goes on after it.
  */
-const refusalText = (end: { readonly status: number; readonly body: string }): string => `refused with ${end.status}: ${printable(describeRefusalBody(end.body)).replace(/\.$/, '')}`;
+const refusalText = (end: { readonly status: number; readonly body: string }): string => `refused with ${end.status}: ${printable(describeHandshakeRefusal(end.status, end.body)).replace(/\.$/, '')}`;
 
 /** Ids as a short list: the first few, printable, and how many more. */
 function idList(ids: ReadonlyArray<string | null>): string {

@@ -325,3 +325,18 @@ test('a line typed with its id last goes out with its id first (read unparsed by
     await new Promise((resolve) => wss.close(resolve));
   }
 });
+
+test('a server that answers the handshake with a success is said to be likely not Sluice; one refusing with an error status is not', async () => {
+  for (const [status, hinted] of [[200, true], [302, true], [403, false]] as const) {
+    const server = await startRefusingUpgradeServer(status, '');
+    try {
+      const fake = new URL(socketUrl);
+      fake.host = `127.0.0.1:${server.port}`;
+      const refused = await run([fake.href, '--token', token, '--send', '{"id":"x","type":"t"}']);
+      assert.equal(refused.code, 1);
+      assert.equal(refused.notices[0], `sluice device: refused with ${status}: no body${hinted ? '; a WebSocket endpoint answers 101: is the url where Sluice listens?' : ''}`);
+    } finally {
+      await server.close();
+    }
+  }
+});

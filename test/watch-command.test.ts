@@ -138,3 +138,14 @@ test('what a refusing server says in Sluice\'s error shape reaches the terminal 
     await server.close();
   }
 });
+
+test('a server that answers the handshake with a success (a web page, not a WebSocket endpoint) is said to be likely not Sluice', async () => {
+  const server = await startRefusingUpgradeServer(200, '');
+  try {
+    const watch = start([`http://127.0.0.1:${server.port}`, '--org', ORG, '--key', key]);
+    assert.equal(await watch.exit, 1);
+    assert.deepEqual(watch.notices(), ['sluice watch: ended: the live room refused the connection (200): no body; a WebSocket endpoint answers 101: is the url where Sluice listens?']);
+  } finally {
+    await server.close();
+  }
+});

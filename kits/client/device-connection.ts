@@ -25,7 +25,7 @@ import { PlainHttpCheck } from './plain-http-hint.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
 import { pathId } from './request-arguments.ts';
-import { describeRefusalBody } from './refusal-body.ts';
+import { describeHandshakeRefusal } from './refusal-body.ts';
 
 export interface DeviceOptions {
   /** Where Sluice listens, e.g. http://127.0.0.1:8787 or, behind a proxy, https://host/sluice/. */
@@ -248,7 +248,7 @@ export class DeviceConnection {
     if (plain !== undefined) return this.#end(new DeviceError('plain_http', `The server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://.`));
     const terminal =
       end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)
-        ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${describeRefusalBody(end.body)}`)
+        ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${describeHandshakeRefusal(end.status, end.body)}`)
         : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
           ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)
           : undefined;

@@ -20,7 +20,7 @@ import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
 import { describeSocketEnd } from './socket-end-text.ts';
 import { checkCount } from './count-option.ts';
 import { checkTimerDuration } from './timer-duration.ts';
-import { describeRefusalBody } from './refusal-body.ts';
+import { describeHandshakeRefusal } from './refusal-body.ts';
 import { kindOf, pathId } from './request-arguments.ts';
 
 export type { RunUpdate };
@@ -151,7 +151,7 @@ export class LiveSubscription {
 
   /** The error that ends the subscription, or undefined to reconnect (every reconnect waits first: a refusal's Retry-After, else its backoff). */
   async #classify(end: SocketEnd): Promise<LiveClosedError | undefined> {
-    if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeRefusalBody(end.body)}`);
+    if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeHandshakeRefusal(end.status, end.body)}`);
     // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as the REST client
     // does; Sluice answering in plain HTTP ends the subscription (no retry can get through).
     const plain = await this.#plainHttp.after(end, this.#o.url);

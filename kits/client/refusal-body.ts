@@ -21,3 +21,13 @@ export function describeRefusalBody(text: string): string {
   if (error !== undefined) return typeof error['message'] === 'string' ? `${String(error['code'])}: ${error['message']}` : String(error['code']);
   return text === '' ? 'no body' : `a body of ${Buffer.byteLength(text)} bytes that is not Sluice's JSON error (not shown)`;
 }
+
+/**
+ * What a refused WebSocket handshake said (its status and body, as describeRefusalBody), and, when
+ * it answered with a success or a redirect (a WebSocket endpoint answers 101; a web page, a health
+ * check or a proxy's login 200 or 30x), that the url is likely not Sluice's.
+ */
+export function describeHandshakeRefusal(status: number, body: string): string {
+  const said = describeRefusalBody(body);
+  return status < 400 ? `${said}; a WebSocket endpoint answers 101: is the url where Sluice listens?` : said;
+}
