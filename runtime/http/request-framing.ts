@@ -1,7 +1,8 @@
 // How a request's body is framed and coded, checked before it is read: one Content-Length (two
 // different ones are request smuggling's tool), `chunked` as the only transfer coding, no content
 // coding, and no body at all on a DELETE. Refused with a 400 or a 415, or a 501 for a transfer
-// coding not understood.
+// coding not understood; a Content-Length refused leaves where the request ends in doubt, and its
+// connection is closed unanswered (server.ts says why).
 
 import { InputError, SluiceError } from '../errors.ts';
 import { shownName } from '../validation/shown-name.ts';
@@ -27,7 +28,9 @@ export function parseContentLength(value: string | undefined): number | undefine
   const values = new Set(value.split(',').map((part) => part.trim()));
   if (values.size > 1) throw new InputError(400, 'invalid_content_length', 'The Content-Length header is given more than once with different values.');
   const [only] = values;
-  return only !== undefined && SINGLE_LENGTH.test(only) ? Number(only) : undefined;
+  // An empty one the uWS parser reads as 0, and a proxy in front may read otherwise.
+  if (only === undefined || !SINGLE_LENGTH.test(only)) throw new InputError(400, 'invalid_content_length', 'The Content-Length header is not a whole number of bytes.');
+  return Number(only);
 }
 
 /**

@@ -183,6 +183,17 @@ export class HttpServer {
     const headerBytes = headBytes(req, (key, value) => {
       headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
     });
+    // Where the request ends, checked first, whatever it is (a GET, one its key or path refuses): with
+    // two Content-Lengths (or an empty one) the uWS parser frames the body by the first, and a proxy
+    // in front may by the other. The connection is closed at once, unanswered: uWS parses on what it
+    // has read as soon as this handler returns, and an answer with Connection: close still let it
+    // serve the bytes after the head as the next request (smuggled); closing after an answer lost it.
+    try {
+      parseContentLength(headers['content-length']);
+    } catch {
+      res.close();
+      return;
+    }
     let aborted = false;
     let abortBodyRead: (() => void) | undefined;
     // Gives back a reply's unread bytes should its client go before reading them (unsent-replies.ts).

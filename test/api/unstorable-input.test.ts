@@ -1,7 +1,8 @@
 // Input Sluice could not store as given is refused with a 400 naming it, never stored changed: a
 // lone UTF-16 surrogate (read back as U+FFFD), a "__proto__" key in an event schema or as a step id
 // (msgpackr renames it; a results map drops it), a webhook URL on port 0 (Node sends to 80 or 443),
-// and a Content-Length given twice with different values (a proxy may frame the body by the other).
+// and a Content-Length given twice with different values (a proxy may frame the body by the other),
+// whose connection is closed unanswered (the bytes after its head are not served as another request).
 
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -79,19 +80,49 @@ test('a webhook URL on port 0 is a 400', async () => {
   assert.deepEqual(await refusal('POST', `${base}/workflows`, webhookStep({ url: 'http://127.0.0.1:0/zero-port' })), [400, 'invalid_url', 'steps[0].url']);
 });
 
-test('a Content-Length given twice with different values is a 400, and nothing is stored', async () => {
+/** Writes `bytes` on one connection and resolves with all that came back once the server closed it (or after `waitMs`, the connection still open). */
+function exchange(bytes: string, waitMs = 3000): Promise<{ text: string; closed: boolean }> {
   const port = Number(new URL(rt.url).port);
-  const body = JSON.stringify({ type: 'a.b', payload: {}, id: 'twice' });
-  const answer = await new Promise<string>((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => {
-      socket.write(`POST ${base}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: 3\r\nConnection: close\r\n\r\n${body}`);
-    });
+  return new Promise((resolve, reject) => {
     let text = '';
+    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ text, closed: false });
+    }, waitMs);
     socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-    socket.on('close', () => resolve(text));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text, closed: true });
+    });
     socket.on('error', reject);
   });
-  assert.match(answer, /^HTTP\/1\.1 400 /, answer);
-  assert.match(answer, /"code":"invalid_content_length"/);
+}
+
+test('a Content-Length given twice with different values, or empty, closes the connection unanswered on any route: nothing is stored, and the bytes after the head are never served as another request (smuggling)', async () => {
+  const hidden = (id: string): string => {
+    const body = JSON.stringify({ type: 'a.b', payload: {}, id });
+    return `POST ${base}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  };
+  const cases = [
+    // The uWS parser frames by the first value (0): the hidden request followed as the next one.
+    (inner: string) => `POST ${base}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 0\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`,
+    // The body itself an event, framed by the second value: not stored either.
+    (inner: string) => `POST ${base}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${JSON.stringify({ type: 'a.b', payload: {}, id: 'twice' }).length}\r\nContent-Length: 3\r\nConnection: close\r\n\r\n${JSON.stringify({ type: 'a.b', payload: {}, id: 'twice' })}${inner}`,
+    // Refused for its key first, and a GET, which reads no body: checked all the same.
+    (inner: string) => `POST ${base}/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 0\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`,
+    (inner: string) => `GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`,
+    (inner: string) => `POST ${base}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: \r\n\r\n${inner}`,
+  ];
+  for (const [i, make] of cases.entries()) {
+    const id = `smuggled-${i}`;
+    const { text, closed } = await exchange(make(hidden(id)));
+    assert.deepEqual({ text, closed }, { text: '', closed: true }, `case ${i}: closed, unanswered`);
+    assert.equal((await call(rt.url, 'GET', `${base}/events/${id}`, { token: key })).status, 404, `case ${i}: the hidden request was not carried out`);
+  }
   assert.equal((await call(rt.url, 'GET', `${base}/events/twice`, { token: key })).status, 404);
+  // A well-framed request on such a connection is served, and the connection kept.
+  const served = await exchange(hidden('framed-well'), 500);
+  assert.match(served.text, /^HTTP\/1\.1 202 /, served.text);
+  assert.equal(served.closed, false);
 });
