@@ -92,6 +92,8 @@ export interface RuntimeDeps {
   readonly projectionRowCap?: number;
   /** Step results a running run may hold and keep its live actor; default RESTING_RESULT_BYTES (tests set a small one). */
   readonly restingResultBytes?: number;
+  /** Milliseconds, for what a refused device frame's reading cost (device-messages.ts, REFUSAL_MS); default performance.now (tests give theirs). */
+  readonly deviceReadingClock?: () => number;
   /** Deadlines of hook-runner calls (client.ts defaults: 30 s, 10 s for secrets; tests set short ones). */
   readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
   /**
@@ -160,7 +162,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs }: RuntimeDeps): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs, deviceReadingClock }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -234,6 +236,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     generations: runs.sandboxGenerations,
     schemaChecks: schemas.payloads,
     onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),
+    ...(deviceReadingClock === undefined ? {} : { readingClock: deviceReadingClock }),
   });
   opened.push(() => devices.close());
   observeDevices(metrics, () => devices.openSockets);

@@ -42,6 +42,16 @@ export const REFUSALS_PER_SECOND = 1000;
 const REFUSAL_BURST = 2000;
 
 /**
+ * The reading time one refusal stands for: a refused frame takes one refusal per REFUSAL_MS its
+ * parse took (one at least), so the budget bounds the event loop's time too, ~50 ms a second per
+ * org. Counted by frames alone, 200 frames a second of 64 KiB holding ~7,500 members (~7 ms each
+ * to parse, check and read its id) held every org's requests ~180 ms, within the count.
+ */
+export const REFUSAL_MS = 0.05;
+/** The most one refused frame counts for (10 ms of reading): a tenth of the burst. */
+const MAX_REFUSALS_A_FRAME = REFUSAL_BURST / 10;
+
+/**
  * Quota refusals a socket may get before the moment its nack named (retry-stagger.ts): its messages
  * in flight when the first nack came, twice over. A socket past it sends again without waiting
  * (each refused, its moment still ahead, at the cost of a parse and a nack), and is closed (1008,
@@ -64,6 +74,8 @@ export interface DeviceMessageDeps {
   readonly onStored: () => void;
   /** Messages are checked against the device's schemas here, off the event loop (schema-checks.ts). */
   readonly schemaChecks: SchemaChecks;
+  /** Milliseconds, for what a refused frame's reading cost (REFUSAL_MS); default performance.now (tests give theirs). */
+  readonly readingClock?: () => number;
 }
 
 export class DeviceMessages {
@@ -95,9 +107,10 @@ export class DeviceMessages {
         : (this.#orgBytes.get(orgId) ?? 0) + frame.length > MAX_ORG_BYTES_IN_FLIGHT
           ? new RetryableError('server_busy', "This organization's devices have many messages being stored; send it again shortly.", 1000)
           : undefined;
+    const readingStarted = this.#readingNow();
     if (busy !== undefined) {
       const id = leadingFrameId(frame, isBinary);
-      if (id === undefined) this.#refuseParsed(ws, frame, isBinary, busy);
+      if (id === undefined) this.#refuseParsed(ws, frame, isBinary, busy, readingStarted);
       else sendFrame(data, ws, nackFrame(id, busy));
       return;
     }
@@ -106,7 +119,7 @@ export class DeviceMessages {
       message = parseDeviceMessage(frame, isBinary);
     } catch (error) {
       // A frame that is no message (malformed, too large, not JSON's shape): it cost a parse.
-      this.#refuseParsed(ws, frame, isBinary, error);
+      this.#refuseParsed(ws, frame, isBinary, error, readingStarted);
       return;
     }
     this.#orgBytes.set(orgId, (this.#orgBytes.get(orgId) ?? 0) + frame.length);
@@ -130,20 +143,27 @@ export class DeviceMessages {
    * Nacks a frame whose reading costs a parse (its id is read whole) with `error`, out of the org's
    * refusal budget; once that is spent the socket is closed instead (1008, `too_many_refused`).
    */
-  #refuseParsed(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean, error: unknown): void {
-    if (!this.#mayRefuse(ws.getUserData().device.org_id)) {
-      closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say`);
+  #refuseParsed(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean, error: unknown, readingStarted: number): void {
+    const id = frameIdOf(frame, isBinary);
+    // At most MAX_REFUSALS_A_FRAME: a pause of the whole process (a GC) while one frame was read is not the frame's.
+    const refusals = Math.min(MAX_REFUSALS_A_FRAME, Math.max(1, Math.ceil((this.#readingNow() - readingStarted) / REFUSAL_MS)));
+    if (!this.#mayRefuse(ws.getUserData().device.org_id, refusals)) {
+      closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second (a frame counts once per ${REFUSAL_MS} ms its reading took); fix what the nacks say`);
       return;
     }
-    sendFrame(ws.getUserData(), ws, nackFrame(frameIdOf(frame, isBinary), error));
+    sendFrame(ws.getUserData(), ws, nackFrame(id, error));
   }
 
-  /** Takes one refusal from the org's budget: false when it is spent. */
-  #mayRefuse(orgId: string): boolean {
+  /** Takes `refusals` from the org's budget: false when it is spent. */
+  #mayRefuse(orgId: string, refusals: number): boolean {
     const now = this.#d.clock.now();
     let bucket = this.#refusals.get(orgId);
     if (bucket === undefined) this.#refusals.set(orgId, (bucket = new TokenBucket(REFUSAL_BURST, REFUSALS_PER_SECOND, now)));
-    return bucket.take(now) === 0;
+    return bucket.take(now, refusals) === 0;
+  }
+
+  #readingNow(): number {
+    return this.#d.readingClock?.() ?? performance.now();
   }
 
   /** Stores the message as an event once the connection is recorded (so it follows `device.connected`), then answers. */

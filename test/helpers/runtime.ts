@@ -51,6 +51,8 @@ interface StartOptions {
   readonly restingResultBytes?: number;
   /** Deadlines of hook-runner calls; default the runtime's. */
   readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
+  /** What a refused device frame's reading cost is measured by; default the runtime's. */
+  readonly deviceReadingClock?: () => number;
 }
 
 /**
@@ -78,6 +80,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(options.projectionRowCap === undefined ? {} : { projectionRowCap: options.projectionRowCap }),
     ...(options.restingResultBytes === undefined ? {} : { restingResultBytes: options.restingResultBytes }),
     ...(options.runnerDeadlinesMs === undefined ? {} : { runnerDeadlinesMs: options.runnerDeadlinesMs }),
+    ...(options.deviceReadingClock === undefined ? {} : { deviceReadingClock: options.deviceReadingClock }),
   });
   return {
     runtime,

@@ -9,7 +9,7 @@ import { request as httpRequest } from 'node:http';
 import WebSocket from 'ws';
 import { ManualClock } from '../../runtime/clock.ts';
 import { leadingFrameId, MAX_MESSAGES_IN_FLIGHT } from '../../runtime/triggers/device-frame.ts';
-import { REFUSALS_PER_SECOND } from '../../runtime/triggers/device-messages.ts';
+import { REFUSAL_MS, REFUSALS_PER_SECOND } from '../../runtime/triggers/device-messages.ts';
 import { keyWithRole } from '../actions/action-fixtures.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
 import { call, createOrg, registerDevice } from '../helpers/http.ts';
@@ -25,7 +25,8 @@ const ORG = 'acct-devices';
 const devicesPath = `/organizations/${ORG}/devices`;
 
 before(async () => {
-  rt = await startRuntime({ clock });
+  // Reading takes no time by this clock: each refused frame counts once (one that takes long is tested on its own).
+  rt = await startRuntime({ clock, deviceReadingClock: () => 0 });
   receiver = await startReceiver();
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
   const wf = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'readings', trigger_event: 'reading.taken', steps: [{ id: 'post', type: 'webhook', url: `${receiver.url}/reading` }] } });
@@ -261,7 +262,7 @@ test('an org\'s sockets may have 2,000 messages refused at once and 1,000 a seco
   const token = await register('flooder', {}, org, orgKey);
   const flooder = await connectDevice(rt.url, org, 'flooder', token);
   await flooder.sendAtOnce(Array.from({ length: REFUSALS_PER_SECOND * 2 + 1 }, () => '{'));
-  assert.deepEqual(await flooder.closed, { code: 1008, reason: `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say` });
+  assert.deepEqual(await flooder.closed, { code: 1008, reason: TOO_MANY_REFUSED });
   assert.equal(flooder.frames.filter((frame) => frame.type === 'nack').length, REFUSALS_PER_SECOND * 2, 'each refused message within the budget was answered');
   await eventually('the ending stored', async () => (await call(rt.url, 'GET', `/organizations/${org}/devices/flooder`, { token: orgKey })).body.device.last_disconnect_reason, (reason) => reason === 'too_many_refused');
   // A second later the budget holds a second's refusals again: a malformed frame gets its nack.
@@ -271,6 +272,26 @@ test('an org\'s sockets may have 2,000 messages refused at once and 1,000 a seco
   await again.waitFor(() => again.frames.some((frame) => frame.type === 'nack'), 'the nack');
   again.close();
   await again.closed;
+});
+
+const TOO_MANY_REFUSED = `more than ${REFUSALS_PER_SECOND} refused messages a second (a frame counts once per ${REFUSAL_MS} ms its reading took); fix what the nacks say`;
+
+test('a refused frame counts once for each REFUSAL_MS its reading took: frames that take 5 ms each to read spend the 2,000 after 20', { timeout: 30_000 }, async () => {
+  // A runtime of its own, whose reading clock moves 5 ms each time it is read: every refused frame took 5 ms.
+  let readingMs = 0;
+  const slow = await startRuntime({ clock, deviceReadingClock: () => (readingMs += 5) });
+  try {
+    const org = 'acct-slow-refusals';
+    const orgKey = await createOrg(slow.url, ADMIN_TOKEN, org);
+    const token = await registerDevice(slow.url, org, orgKey, 'slow-flooder', {});
+    const flooder = await connectDevice(slow.url, org, 'slow-flooder', token);
+    await flooder.sendAtOnce(Array.from({ length: 50 }, () => '{'));
+    assert.deepEqual(await flooder.closed, { code: 1008, reason: TOO_MANY_REFUSED });
+    assert.equal(5 / REFUSAL_MS, 100);
+    assert.equal(flooder.frames.filter((frame) => frame.type === 'nack').length, 20, '100 refusals each: 20 fit the burst');
+  } finally {
+    await slow.close();
+  }
 });
 
 /** The event among `events` about the client's connection (events written in one ms sort by id, not by time). */
@@ -456,7 +477,7 @@ test('back-pressure nacks of frames whose id is not their first member (a parse 
   // The id last: each busy answer has to parse the frame to name it.
   const frames = Array.from({ length: REFUSALS_PER_SECOND * 3 }, (_, i) => JSON.stringify({ type: 'burst.sample', id: `l-${i}` }));
   await device.sendAtOnce(frames);
-  assert.deepEqual(await device.closed, { code: 1008, reason: `more than ${REFUSALS_PER_SECOND} refused messages a second; fix what the nacks say` });
+  assert.deepEqual(await device.closed, { code: 1008, reason: TOO_MANY_REFUSED });
   const nacked = device.frames.filter((f) => f.type === 'nack');
   assert.ok(nacked.length > 0 && nacked.every((f) => f.error.code === 'too_many_in_flight' && /^l-\d+$/.test(f.id)), 'each nack before the close named its message');
 });
