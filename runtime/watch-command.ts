@@ -42,20 +42,30 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   if (afterSeq !== undefined && Number.isNaN(afterSeq)) throw new InputError(400, 'usage', `--after-seq is a whole number of at most ${AFTER_SEQ_DIGITS} digits. ${USAGE}`);
   const print = (line: string): void => void io.stdout.write(`${line}\n`);
   let live: ReturnType<typeof watchRuns>;
-  /** Why watching was given up before it ever joined: nothing answered at the url. */
+  /** Why watching was given up before anything answered at the url. */
   let unreachable: string | undefined;
+  /** Something answered at the url: a frame, a refusal or a close (not `--after-seq`'s position, which is there before any). */
+  let answered = false;
   try {
     live = watchRuns({
       url, apiKey, org, environment,
       ...(values.run === undefined ? {} : { runId: values.run }),
       ...(afterSeq === undefined ? {} : { afterSeq }),
       // An update's error is an action's or a receiver's text: escaped as printable() does, still JSON.
-      onUpdate: (update) => print(printableJson(JSON.stringify(update))),
-      onReload: (reason) => print(printableJson(JSON.stringify({ reload: reason }))),
+      onUpdate: (update) => {
+        answered = true;
+        print(printableJson(JSON.stringify(update)));
+      },
+      onReload: (reason) => {
+        answered = true;
+        print(printableJson(JSON.stringify({ reload: reason })));
+      },
       onDisconnect: (why, how) => {
-        // Never joined, and nothing answers (Sluice not started, a typo'd port): ended, as the REST
-        // commands end, not retried for ever. Once it has joined, a drop is retried (a restart).
-        if (how === 'unreachable' && live.position === undefined) {
+        // Nothing has ever answered (Sluice not started, a typo'd port): ended, as the REST commands
+        // end, not retried for ever. Once anything answered (a socket, a 503 while Sluice restarts),
+        // a drop is retried.
+        if (how !== 'unreachable') answered = true;
+        if (how === 'unreachable' && !answered) {
           unreachable = why;
           live.close();
           return;

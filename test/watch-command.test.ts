@@ -103,6 +103,25 @@ test('a live room that nothing answers at first ends it with 1, saying so with t
   assert.deepEqual(watch.lines(), [], 'stdout keeps to updates');
 });
 
+test('with --after-seq, a first connection that nothing answers ends it too; one that fails after Sluice answered (a 503 while it restarts) is retried', { timeout: 30_000 }, async () => {
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as AddressInfo;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const positioned = start([`http://127.0.0.1:${port}`, '--org', ORG, '--key', key, '--after-seq', '5']);
+  assert.equal(await positioned.exit, 1);
+  assert.match(positioned.notices().join('\n'), /Nothing answered at http:\/\/127\.0\.0\.1:\d+: is Sluice running there\?$/);
+
+  const restarting = await startRefusingUpgradeServer(503, '');
+  const watch = start([`http://127.0.0.1:${restarting.port}`, '--org', ORG, '--key', key]);
+  await eventually('the 503 said', () => watch.notices(), (lines) => lines.some((line) => line.includes('(503)')));
+  await restarting.close();
+  const notices = await eventually('the unreachable retry said', () => watch.notices(), (lines) => lines.some((line) => line.includes('ECONNREFUSED')));
+  assert.ok(notices.filter((line) => line.includes('ECONNREFUSED')).every((line) => line.endsWith('; reconnecting')), notices.join('\n'));
+  watch.stop();
+  assert.equal(await watch.exit, 0);
+});
+
 test('once it has joined, a room that goes away is said on stderr and retried (a restart of Sluice); Ctrl-C ends it with 0 and the position', async () => {
   const own = await startRuntime();
   try {
