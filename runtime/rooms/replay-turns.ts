@@ -7,6 +7,7 @@
 // after REPLAY_TURN_MS of work too: a page costs more with larger updates and sockets that do not
 // read (measured: ~7 ms for 256 entries under 7,000 such sockets), and eight of them a turn made
 // every other org's request wait ~60 ms behind one org's replays.
+
 /** Pages of replays read per event-loop turn, across every org, at most. */
 export const REPLAY_PAGES_PER_TURN = 8;
 

@@ -144,22 +144,26 @@ export class DeviceMessages {
    * refusal budget; once that is spent the socket is closed instead (1008, `too_many_refused`).
    */
   #refuseParsed(ws: WebSocket<SocketData>, frame: Buffer, isBinary: boolean, error: unknown, readingStarted: number): void {
-    const id = frameIdOf(frame, isBinary);
-    // At most MAX_REFUSALS_A_FRAME: a pause of the whole process (a GC) while one frame was read is not the frame's.
-    const refusals = Math.min(MAX_REFUSALS_A_FRAME, Math.max(1, Math.ceil((this.#readingNow() - readingStarted) / REFUSAL_MS)));
-    if (!this.#mayRefuse(ws.getUserData().device.org_id, refusals)) {
+    const now = this.#d.clock.now();
+    const budget = this.#refusalBudget(ws.getUserData().device.org_id, now);
+    // Spent: closed before its id is read (that is a parse more).
+    if (budget.waitFor(now) > 0) {
       closeSocket(ws, { reason: 'too_many_refused', code: CLOSE_TOO_MANY_REFUSED }, `more than ${REFUSALS_PER_SECOND} refused messages a second (a frame counts once per ${REFUSAL_MS} ms its reading took); fix what the nacks say`);
       return;
     }
+    const id = frameIdOf(frame, isBinary);
+    // What its reading took, paid even past what is left (the next refused frame finds it spent). At
+    // most MAX_REFUSALS_A_FRAME: a pause of the whole process (a GC) while one frame was read is not the frame's.
+    const refusals = Math.min(MAX_REFUSALS_A_FRAME, Math.max(1, Math.ceil((this.#readingNow() - readingStarted) / REFUSAL_MS)));
+    budget.takeOnCredit(now, refusals, MAX_REFUSALS_A_FRAME);
     sendFrame(ws.getUserData(), ws, nackFrame(id, error));
   }
 
-  /** Takes `refusals` from the org's budget: false when it is spent. */
-  #mayRefuse(orgId: string, refusals: number): boolean {
-    const now = this.#d.clock.now();
+  /** The org's budget of refusals (REFUSALS_PER_SECOND). */
+  #refusalBudget(orgId: string, now: number): TokenBucket {
     let bucket = this.#refusals.get(orgId);
     if (bucket === undefined) this.#refusals.set(orgId, (bucket = new TokenBucket(REFUSAL_BURST, REFUSALS_PER_SECOND, now)));
-    return bucket.take(now, refusals) === 0;
+    return bucket;
   }
 
   #readingNow(): number {
