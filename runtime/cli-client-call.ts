@@ -33,6 +33,9 @@ const NOT_SENT: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI
 /** The code of the reason fetch gave for a network failure (`connect ECONNREFUSED …`'s ECONNREFUSED), if any. */
 const reasonCode = (error: SluiceNetworkError): string | undefined => (error.cause as { cause?: { code?: string } } | undefined)?.cause?.code;
 
+/** What a command says when nothing answered at `url` (escaped: it is what the user typed). */
+export const nothingAnsweredAt = (url: string): string => printable(`Nothing answered at ${url}: is Sluice running there?`);
+
 /**
  * What a network failure leaves to check: nothing answered at the url (is Sluice running there?),
  * or, for a command that changes something and whose request may have reached Sluice (a connection
@@ -44,7 +47,7 @@ function networkAdvice(command: string, error: SluiceNetworkError, url: string):
   // An attempt before the last (a keyed replay is retried) may have reached Sluice.
   const mayHaveReached = !notSent || error.attempts > 1;
   return [
-    ...(notSent ? [printable(` Nothing answered at ${url}: is Sluice running there?`)] : []),
+    ...(notSent ? [` ${nothingAnsweredAt(url)}`] : []),
     ...(WRITES.has(command) && mayHaveReached ? [` The ${command} may have been carried out all the same: look (sluice explain) before sending it again.`] : []),
   ].join('');
 }

@@ -114,9 +114,10 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   };
   let added = 0;
   const add = (text: string): void => {
-    if (text.trim() === '') return;
+    const typed = text.trim();
+    if (typed === '') return;
     added += 1;
-    const line = idFirst(text.trim());
+    const line = idFirst(typed);
     // Sent, a frame past twice the cap would end the socket (and every message after it) with 1006.
     const bytes = Buffer.byteLength(line);
     if (bytes > MAX_DEVICE_MESSAGE_BYTES) {

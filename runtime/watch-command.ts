@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
 import { LiveClosedError, SluiceArgumentError, watchRuns } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf } from './cli-api-target.ts';
+import { nothingAnsweredAt } from './cli-client-call.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { AFTER_SEQ_DIGITS } from './rooms/live-subscription.ts';
@@ -44,7 +45,10 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   let live: ReturnType<typeof watchRuns>;
   /** Why watching was given up before anything answered at the url. */
   let unreachable: string | undefined;
-  /** Something answered at the url: a frame, a refusal or a close (not `--after-seq`'s position, which is there before any). */
+  /**
+   * Something answered at the url: a refusal or a close (a socket that opened ends closed, so frames
+   * need no flag of their own; not `--after-seq`'s position, which is there before any).
+   */
   let answered = false;
   try {
     live = watchRuns({
@@ -52,14 +56,8 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
       ...(values.run === undefined ? {} : { runId: values.run }),
       ...(afterSeq === undefined ? {} : { afterSeq }),
       // An update's error is an action's or a receiver's text: escaped as printable() does, still JSON.
-      onUpdate: (update) => {
-        answered = true;
-        print(printableJson(JSON.stringify(update)));
-      },
-      onReload: (reason) => {
-        answered = true;
-        print(printableJson(JSON.stringify({ reload: reason })));
-      },
+      onUpdate: (update) => print(printableJson(JSON.stringify(update))),
+      onReload: (reason) => print(printableJson(JSON.stringify({ reload: reason }))),
       onDisconnect: (why, how) => {
         // Nothing has ever answered (Sluice not started, a typo'd port): ended, as the REST commands
         // end, not retried for ever. Once anything answered (a socket, a 503 while Sluice restarts),
@@ -84,7 +82,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   try {
     await live.done;
     if (unreachable !== undefined) {
-      io.stderr.write(`sluice watch: ${printable(unreachable)}. Nothing answered at ${printable(url)}: is Sluice running there?\n`);
+      io.stderr.write(`sluice watch: ${printable(unreachable)}. ${nothingAnsweredAt(url)}\n`);
       return 1;
     }
     // Without a position (no frame came), there is nothing to pass back: the line says stopped alone.
