@@ -1,10 +1,8 @@
 // A real WebSocket client (the `ws` package) acting as a device: it opens /devices/:org/:name with a
 // token, collects Sluice's JSON answer frames and the close code, and waits on conditions with a deadline.
 
-import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import { call } from './http.ts';
 
 export interface DeviceFrame {
   readonly type: 'ready' | 'ack' | 'nack';
@@ -82,11 +80,4 @@ export function connectDevice(baseUrl: string, orgId: string, name: string, toke
         else reject(Object.assign(new Error(`closed before ready with ${closedWith?.code}: ${closedWith?.reason}`), { closedWith }));
       }, reject));
   });
-}
-
-/** Registers device `name` in the org (a production device without schemas) with `key`; resolves with its token. */
-export async function registeredDevice(baseUrl: string, orgId: string, key: string, name: string): Promise<string> {
-  const made = await call(baseUrl, 'POST', `/organizations/${orgId}/devices`, { token: key, json: { name } });
-  assert.equal(made.status, 201, made.text);
-  return made.body.token as string;
 }

@@ -7,8 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
-import { registeredDevice } from '../helpers/device-client.ts';
-import { call, createOrg } from '../helpers/http.ts';
+import { call, createOrg, registerDevice } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'acct-handshake';
@@ -18,7 +17,7 @@ let deviceToken: string;
 before(async () => {
   rt = await startRuntime();
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
-  deviceToken = await registeredDevice(rt.url, ORG, key, 'till-1');
+  deviceToken = await registerDevice(rt.url, ORG, key, 'till-1');
 });
 after(async () => rt.close());
 

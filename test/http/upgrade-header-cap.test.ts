@@ -5,8 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { MAX_HEADER_BYTES } from '../../runtime/http/header-cap.ts';
-import { registeredDevice } from '../helpers/device-client.ts';
-import { createOrg } from '../helpers/http.ts';
+import { createOrg, registerDevice } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { upgradeAnswer } from '../helpers/upgrade-answer.ts';
 
@@ -18,7 +17,7 @@ let deviceToken: string;
 before(async () => {
   rt = await startRuntime();
   key = await createOrg(rt.url, ADMIN_TOKEN, ORG, 'pro');
-  deviceToken = await registeredDevice(rt.url, ORG, key, 'gate');
+  deviceToken = await registerDevice(rt.url, ORG, key, 'gate');
 });
 after(() => rt.close());
 
