@@ -94,6 +94,8 @@ export interface RuntimeDeps {
   readonly restingResultBytes?: number;
   /** Milliseconds, for what a refused device frame's reading cost (device-messages.ts, REFUSAL_MS); default performance.now (tests give theirs). */
   readonly deviceReadingClock?: () => number;
+  /** Bytes every live socket together may hold queued, unread (live-queue.ts); default LIVE_QUEUE_BYTES (tests set a small one). */
+  readonly liveQueueBytes?: number;
   /** Deadlines of hook-runner calls (client.ts defaults: 30 s, 10 s for secrets; tests set short ones). */
   readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
   /**
@@ -162,7 +164,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs, deviceReadingClock }: RuntimeDeps): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs, deviceReadingClock, liveQueueBytes }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -195,7 +197,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   await updateLog.adoptRetention(deletedOrgs);
   const server = new HttpServer({ logger, metrics, bodyBudgetBytes: config.requestBodyBytes });
   const websockets = new WebSocketBudget(config.websockets);
-  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, { socketsPerOrg: config.liveSocketsPerOrg, websockets, answered: upgradeAnswers(metrics) });
+  const rooms = new LiveRooms(server.app, auth, orgs, updateLog, clock, { socketsPerOrg: config.liveSocketsPerOrg, websockets, answered: upgradeAnswers(metrics), ...(liveQueueBytes === undefined ? {} : { queuedBytes: liveQueueBytes }) });
   opened.push(() => rooms.close(), () => server.close());
   const actions = new CustomActionStore(ledger);
   // One for runs and simulations alike: concurrent restores of one module are shared.

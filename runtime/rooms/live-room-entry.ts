@@ -3,6 +3,7 @@
 
 import type { WebSocket } from 'uWebSockets.js';
 import type { Clock } from '../clock.ts';
+import type { LiveQueue } from './live-queue.ts';
 import { CLOSE_REPLAY_GONE, CLOSE_SANDBOX_RESET } from './live-close-codes.ts';
 import { MAX_REMEMBERED_GAPS, nextPage, sentSoFar, sentWhileLive, startAtRetained, startReplay, type Replay, type Sent } from './live-replay.ts';
 import { heartbeatFrame, MAX_BACKPRESSURE, sendCounted, type SocketData } from './live-socket.ts';
@@ -25,6 +26,8 @@ export interface RoomEntryDeps {
   /** Replays' pages, a few per event-loop turn, orgs in turn. */
   readonly turns: ReplayTurns;
   readonly clock: Clock;
+  /** What every socket holds queued: a replay sends only into the room its org has left. */
+  readonly queue: LiveQueue;
 }
 
 /** The last seq of the org sent out to its sockets; before any, the one below the first this process allocated. */
@@ -101,7 +104,8 @@ export function queueReplayPage(deps: RoomEntryDeps, ws: WebSocket<SocketData>, 
 function pumpReplay(deps: RoomEntryDeps, ws: WebSocket<SocketData>, data: SocketData, replay: Replay): boolean {
   // Closed, or a later Subscribe replaced this replay: `ws` must not be touched once closed.
   if (data.state.status !== 'replaying' || data.state.replay !== replay) return false;
-  const budget = REPLAY_HIGH_WATER - ws.getBufferedAmount();
+  // Past its org's room in the live queue it waits for the queue's next sweep (live-rooms.ts).
+  const budget = Math.min(REPLAY_HIGH_WATER - ws.getBufferedAmount(), deps.queue.replayRoom(data.orgId));
   if (budget <= 0) return false;
   // after_seq 0 asks for whatever is retained (unless strict): it starts there. Any other position
   // must still be in the log, unless the socket was already sent that stretch (a Subscribe on a
@@ -130,6 +134,7 @@ function pumpReplay(deps: RoomEntryDeps, ws: WebSocket<SocketData>, data: Socket
     });
     // A frame over the backpressure limit closes the socket (closeOnBackpressureLimit).
     if (data.state.status !== 'replaying') return true;
+    deps.queue.count(ws);
     if (page.gapsFull === true) {
       data.state = { status: 'closed' };
       ws.end(CLOSE_REPLAY_GONE, `replay_gone: more than ${MAX_REMEMBERED_GAPS} updates of this replay are not on disk yet (failed writes); reload, then reconnect`);

@@ -8,18 +8,19 @@ import type { Clock } from '../clock.ts';
 import { InputError, RetryableError, SluiceError } from '../errors.ts';
 import { TokenBucket } from '../token-bucket.ts';
 import { StalledReader } from './stalled-reader.ts';
+import { LIVE_QUEUE_SLICE, LIVE_QUEUE_SWEEP_MS, LiveQueue } from './live-queue.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { decodeClientMessage, encodeLiveMessage, type RunUpdate } from './live-codec.ts';
 import { HEARTBEAT_MS, heartbeatRound } from './live-heartbeat.ts';
 import { ReplayTurns } from './replay-turns.ts';
 import { MAX_REMEMBERED_LATE, wasSent } from './live-replay.ts';
-import { enterRoom, publishedSeqOf, queueReplayPage, type RoomEntryDeps } from './live-room-entry.ts';
+import { enterRoom, publishedSeqOf, queueReplayPage, REPLAY_HIGH_WATER, type RoomEntryDeps } from './live-room-entry.ts';
 import { MAX_BACKPRESSURE, roomOf, sendCounted, type SocketData } from './live-socket.ts';
 import { admitUpgrade, assertLiveProtocolOffered, LIVE_PATH, LIVE_PLAIN_GET, LIVE_PROTOCOL } from './live-upgrade.ts';
 import { assertWebSocketHandshake } from '../http/upgrade-required.ts';
 import type { UpgradeAnswered } from '../metrics.ts';
-import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from './live-close-codes.ts';
+import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_POLICY_VIOLATION, CLOSE_PROTOCOL_ERROR, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET, CLOSE_SLOW_CONSUMER } from './live-close-codes.ts';
 import { isInRoom, parseSubscribeFrame, topicFor, type Subscription } from './live-subscription.ts';
 import { SeqOrder } from './seq-order.ts';
 import type { UpdateLog } from './update-log.ts';
@@ -58,6 +59,9 @@ export class LiveRooms {
   /** What moves sockets between rooms (live-room-entry.ts). */
   readonly #entry: RoomEntryDeps;
   readonly #heartbeat: NodeJS.Timeout;
+  /** What the sockets hold queued, unread (live-queue.ts). */
+  readonly #queue: LiveQueue;
+  readonly #queueSweep: NodeJS.Timeout;
   /** Set by close(): the runtime is stopping, and an upgrade now would only be cut off without a close frame. */
   #closed = false;
 
@@ -66,7 +70,7 @@ export class LiveRooms {
   /** WebSockets the process holds open at once, device sockets included (--websockets). */
   readonly #websockets: WebSocketBudget;
 
-  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock, limits: { readonly socketsPerOrg: number; readonly websockets: WebSocketBudget; readonly answered: UpgradeAnswered }) {
+  constructor(app: TemplatedApp, auth: Authorizer, orgs: OrganizationStore, log: UpdateLog, clock: Clock, limits: { readonly socketsPerOrg: number; readonly websockets: WebSocketBudget; readonly answered: UpgradeAnswered; readonly queuedBytes?: number }) {
     this.#socketsPerOrg = limits.socketsPerOrg;
     this.#websockets = limits.websockets;
     this.#app = app;
@@ -74,7 +78,8 @@ export class LiveRooms {
     this.#clock = clock;
     this.#orgs = orgs;
     this.#order = new SeqOrder((orgId) => log.firstIssued(orgId), (orgId, update, late) => this.#fanOut(orgId, update, late));
-    this.#entry = { log, order: this.#order, turns: new ReplayTurns(), clock };
+    this.#queue = new LiveQueue(limits.queuedBytes);
+    this.#entry = { log, order: this.#order, turns: new ReplayTurns(), clock, queue: this.#queue };
     app.ws<SocketData>(LIVE_PATH, {
       // Read up to MAX_READ_FRAME_BYTES so that a frame past MAX_CLIENT_FRAME_BYTES gets its 1002 (uWS
       // cuts a connection past its own cap with no close frame: a client would take it for a network drop).
@@ -119,7 +124,7 @@ export class LiveRooms {
         }
         // Never an offered entry other than LIVE_PROTOCOL: that one is the API key.
         const protocol = offered.length > 0 ? LIVE_PROTOCOL : '';
-        const fresh = { state: { status: 'opening' } as const, subscribeFrames: 0, subscribeAllowance: new TokenBucket(SUBSCRIBE_BURST, SUBSCRIBE_PER_SECOND, clock.now()), reader: new StalledReader() };
+        const fresh = { state: { status: 'opening' } as const, subscribeFrames: 0, subscribeAllowance: new TokenBucket(SUBSCRIBE_BURST, SUBSCRIBE_PER_SECOND, clock.now()), reader: new StalledReader(), queued: 0 };
         res.upgrade<SocketData>({ orgId, ...admitted, ...fresh }, key, protocol, extensions, context);
         limits.answered(LIVE_PATH, 101, started);
       },
@@ -139,6 +144,7 @@ export class LiveRooms {
       },
       drain: (ws) => {
         const data = ws.getUserData();
+        this.#queue.count(ws);
         data.reader.drained();
         if (data.state.status === 'replaying') queueReplayPage(this.#entry, ws, data, data.state.replay);
       },
@@ -146,11 +152,44 @@ export class LiveRooms {
         this.#websockets.closed(ws.getUserData().orgId);
         this.#sockets.delete(ws);
         this.#perOrg.subtract(ws.getUserData().orgId);
+        this.#queue.forget(ws.getUserData());
         ws.getUserData().state = { status: 'closed' };
       },
     });
     this.#heartbeat = setInterval(() => this.heartbeat(), HEARTBEAT_MS);
     this.#heartbeat.unref();
+    this.#queueSweep = setInterval(() => void this.sweepQueue(), LIVE_QUEUE_SWEEP_MS);
+    this.#queueSweep.unref();
+  }
+
+  /** Bytes the sockets held queued at their last look, over every org (live-queue.ts). */
+  get queuedBytes(): number {
+    return this.#queue.held;
+  }
+
+  /**
+   * Counts what every socket holds queued, lets replays that waited for room go on, then closes the
+   * largest holders of an org past its share (4008); every LIVE_QUEUE_SWEEP_MS. Sockets are taken
+   * LIVE_QUEUE_SLICE per event-loop turn (14,000 in one go held every request ~6 ms); resolves
+   * once the last slice is done, with how many sockets it closed (tests wait for it).
+   */
+  async sweepQueue(): Promise<number> {
+    const sockets = [...this.#sockets];
+    for (let from = 0; from < sockets.length; from += LIVE_QUEUE_SLICE) {
+      if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (this.#closed) return 0;
+      for (const ws of sockets.slice(from, from + LIVE_QUEUE_SLICE)) {
+        // Closed since the sweep began: a closed uWS socket must not be touched.
+        if (!this.#sockets.has(ws)) continue;
+        this.#queue.count(ws);
+        const data = ws.getUserData();
+        if (data.state.status === 'replaying' && !data.state.replay.scheduled && data.queued < REPLAY_HIGH_WATER) queueReplayPage(this.#entry, ws, data, data.state.replay);
+      }
+    }
+    return this.#queue.closeLargestOverShare(this.#sockets, (ws) => {
+      ws.getUserData().state = { status: 'closed' };
+      ws.end(CLOSE_SLOW_CONSUMER, "slow consumer: this organization's live sockets hold too much unread");
+    });
   }
 
   /**
@@ -277,6 +316,7 @@ export class LiveRooms {
   close(): void {
     this.#closed = true;
     clearInterval(this.#heartbeat);
+    clearInterval(this.#queueSweep);
     this.#order.close();
     for (const ws of [...this.#sockets]) ws.end(1001, 'server shutting down');
   }

@@ -1,5 +1,5 @@
 // What the live rooms keep per WebSocket: who opened it, where it stands (opening, replaying, live,
-// closed), its Subscribe allowance and reader; and the frames the rooms send to one socket themselves.
+// closed), its Subscribe allowance, reader and queued bytes; and the frames the rooms send to one socket themselves.
 
 import type { WebSocket } from 'uWebSockets.js';
 import type { Principal } from '../auth/authorize.ts';
@@ -26,6 +26,8 @@ export interface SocketData {
   readonly subscribeAllowance: TokenBucket;
   /** Whether its reader stopped reading what is queued for it (stalled-reader.ts). */
   readonly reader: StalledReader;
+  /** Bytes it held queued at its last look, as counted in the process's live queue (live-queue.ts). */
+  queued: number;
 }
 
 /**

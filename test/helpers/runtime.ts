@@ -53,6 +53,8 @@ interface StartOptions {
   readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
   /** What a refused device frame's reading cost is measured by; default the runtime's. */
   readonly deviceReadingClock?: () => number;
+  /** Bytes every live socket together may hold queued; default the runtime's. */
+  readonly liveQueueBytes?: number;
 }
 
 /**
@@ -81,6 +83,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(options.restingResultBytes === undefined ? {} : { restingResultBytes: options.restingResultBytes }),
     ...(options.runnerDeadlinesMs === undefined ? {} : { runnerDeadlinesMs: options.runnerDeadlinesMs }),
     ...(options.deviceReadingClock === undefined ? {} : { deviceReadingClock: options.deviceReadingClock }),
+    ...(options.liveQueueBytes === undefined ? {} : { liveQueueBytes: options.liveQueueBytes }),
   });
   return {
     runtime,
