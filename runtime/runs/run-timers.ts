@@ -43,6 +43,8 @@ export class RunTimers {
   #closed = false;
   readonly #recheckMs: number;
   readonly #onClockBack: (() => void) | undefined;
+  /** Timers fired per event-loop turn at most (FIRE_BATCH unless given). */
+  readonly #fireBatch: number;
   /** The latest clock reading seen by fireDue (after a set back: that reading). */
   #latestNow: number;
 
@@ -50,7 +52,8 @@ export class RunTimers {
    * `onClockBack` is called (before anything fires) when fireDue finds the clock set back behind
    * what it read before; without it, timers armed before keep their wall-clock times.
    */
-  constructor(clock: Clock, onDue: (key: string) => void, recheckMs = RECHECK_MS, onClockBack?: () => void) {
+  constructor(clock: Clock, onDue: (key: string) => void, recheckMs = RECHECK_MS, onClockBack?: () => void, fireBatch = FIRE_BATCH) {
+    this.#fireBatch = fireBatch;
     this.#clock = clock;
     this.#onDue = onDue;
     this.#recheckMs = recheckMs;
@@ -95,7 +98,7 @@ export class RunTimers {
   }
 
   /**
-   * Fires the timers due at the clock's current time, at most FIRE_BATCH, orgs in turn (one timer of
+   * Fires the timers due at the clock's current time, at most its batch (FIRE_BATCH unless given), orgs in turn (one timer of
    * each org with any due, then again); the rest fire in the next turns, on their own. Returns how
    * many fired. Tests call it after advancing a manual clock.
    */
@@ -115,7 +118,7 @@ export class RunTimers {
       taken++;
     }
     let fired = 0;
-    while (fired < FIRE_BATCH && this.#ready.size > 0) {
+    while (fired < this.#fireBatch && this.#ready.size > 0) {
       // The org whose turn it is, then to the back of the line (across turns too) while it has more.
       const [org, queue] = this.#ready.entries().next().value as [string, FifoQueue<Entry>];
       this.#ready.delete(org);

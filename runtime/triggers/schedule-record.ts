@@ -63,8 +63,25 @@ const PATTERN_HELP = 'A cron pattern has five fields (minute hour day-of-month m
  * day-of-month step and a weekday: days that are both), and either one when both are restricted
  * (croner's default).
  */
-const cronOf = (schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron =>
-  new Cron(schedule.cron, { timezone: schedule.timezone, paused: true, mode: '5-part', fixedTimeRule: 'no-wildcard', domAndDow: eitherDayFieldStarred(schedule.cron) });
+function cronOf(schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron {
+  const key = `${schedule.cron}\u0000${schedule.timezone}`;
+  let cron = parsedPatterns.get(key);
+  if (cron === undefined) {
+    cron = new Cron(schedule.cron, { timezone: schedule.timezone, paused: true, mode: '5-part', fixedTimeRule: 'no-wildcard', domAndDow: eitherDayFieldStarred(schedule.cron) });
+    if (parsedPatterns.size >= MAX_PARSED_PATTERNS) parsedPatterns.delete(parsedPatterns.keys().next().value!);
+    parsedPatterns.set(key, cron);
+  }
+  return cron;
+}
+
+/**
+ * Patterns read by croner, by pattern and zone, the oldest read dropped past MAX_PARSED_PATTERNS:
+ * reading one takes ~20-40 us, and a tick asks for its schedule's three times (thousands of
+ * schedules share a few patterns, `@hourly`, `* * * * *`). A paused Cron without a function keeps
+ * no state between calls, so one serves every schedule of its pattern.
+ */
+const parsedPatterns = new Map<string, Cron>();
+const MAX_PARSED_PATTERNS = 1024;
 
 /** Whether the day-of-month or day-of-week field of a five-field pattern starts with `*` (a nickname has none). */
 function eitherDayFieldStarred(cron: string): boolean {

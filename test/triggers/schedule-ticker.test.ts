@@ -12,7 +12,7 @@ import { RunStore } from '../../runtime/runs/run-store.ts';
 import { OrganizationStore } from '../../runtime/tenancy/organizations.ts';
 import type { ScheduleRecord } from '../../runtime/triggers/schedule-record.ts';
 import { ScheduleStore } from '../../runtime/triggers/schedule-store.ts';
-import { ScheduleTicker } from '../../runtime/triggers/schedule-ticker.ts';
+import { ARMED_PER_TURN, ScheduleTicker } from '../../runtime/triggers/schedule-ticker.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
 const TEN = Date.UTC(2026, 10, 30, 10, 0, 0);
@@ -102,5 +102,36 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     await ticker.start();
     assert.equal(ticker.dueAt('acct-never-here', 'orphan'), undefined);
     assert.equal(ticker.dueAt('acct-many-0', names[0]!), TEN + 60 * 60_000, 'the others stay armed');
+  });
+
+  test('schedules ticking at one minute fire, and are armed again once their writes commit, ARMED_PER_TURN per event-loop turn', async () => {
+    const org = 'acct-minutely';
+    await orgs.create({ id: org, name: org, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(clock.now()).toISOString(), updated_at: new Date(clock.now()).toISOString() }, () => undefined);
+    const names = Array.from({ length: 3 * ARMED_PER_TURN }, (_, i) => `tick-${i}`);
+    for (const name of names) {
+      const record: ScheduleRecord = { id: `sch_${name}`, org_id: org, name, cron: '* * * * *', timezone: 'UTC', event_type: 'minutely.tick', environment: 'production', payload_json: 'null', enabled: true, created_at: '', updated_at: '', last_tick_ms: clock.now(), last_sent_tick_ms: null };
+      await schedules.create(record);
+      ticker.arm(record);
+    }
+    const tick = Math.ceil((clock.now() + 1) / 60_000) * 60_000;
+    clock.set(tick);
+    const armedFor = (at: number) => names.filter((name) => ticker.dueAt(org, name) === at).length;
+    // Each turn: how many fired (no longer armed for this minute) and how many were armed for the next.
+    const firedPerTurn = [ticker.timers.fireDue()];
+    const armedPerTurn: number[] = [];
+    let fired = firedPerTurn[0]!;
+    let armed = 0;
+    for (let turn = 0; turn < 1000 && armed < names.length; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const firedNow = names.length - armedFor(tick);
+      const armedNow = armedFor(tick + 60_000);
+      firedPerTurn.push(firedNow - fired);
+      armedPerTurn.push(armedNow - armed);
+      [fired, armed] = [firedNow, armedNow];
+    }
+    assert.equal(armed, names.length, 'every schedule is armed for the next minute');
+    assert.equal(events.list(org, 'production', { limit: 500 }).events.length, names.length, 'each sent its tick once');
+    assert.ok(Math.max(...armedPerTurn) <= ARMED_PER_TURN, `at most ${ARMED_PER_TURN} armed again per turn: ${armedPerTurn.filter((n) => n > 0).join(', ')}`);
+    assert.ok(Math.max(...firedPerTurn) <= ARMED_PER_TURN, `at most ${ARMED_PER_TURN} fired per turn: ${firedPerTurn.filter((n) => n > 0).join(', ')}`);
   });
 });
