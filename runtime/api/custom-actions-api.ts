@@ -162,6 +162,8 @@ export function customActionRoutes(ctx: ApiContext, actions: CustomActionStore, 
     {
       method: 'GET',
       pattern: base,
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       handler: (request) => {
         const org = orgFor(request, 'viewer');
         // Versions are read for the page only; an action's can weigh megabytes, so the page also ends by bytes.

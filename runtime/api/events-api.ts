@@ -114,6 +114,8 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
     {
       method: 'GET',
       pattern: base,
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const type = request.query.get('type') ?? undefined;

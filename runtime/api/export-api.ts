@@ -20,6 +20,8 @@ export function exportRoutes(ctx: ApiContext, exported: OrgExport): Route[] {
     {
       method: 'GET',
       pattern: '/organizations/:org_id/export',
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const items = request.query.has('limit') ? parseLimit(request) : DEFAULT_EXPORT_PAGE;

@@ -39,6 +39,8 @@ export function namedRecordReads<T extends NamedRecord>(ctx: ApiContext, base: s
     {
       method: 'GET',
       pattern: base,
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const environment = environmentOf(request, org);

@@ -88,6 +88,8 @@ export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore, 
     {
       method: 'GET',
       pattern: '/organizations/:org_id/projections',
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       query: ['environment', 'limit', 'cursor'],
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
@@ -124,6 +126,8 @@ export function projectionRoutes(ctx: ApiContext, projections: ProjectionStore, 
     {
       method: 'GET',
       pattern: base,
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const name = projectionName(request);

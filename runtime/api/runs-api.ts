@@ -40,6 +40,8 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
     {
       method: 'GET',
       pattern: base,
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const state = request.query.get('state') ?? undefined;
@@ -103,6 +105,8 @@ export function runRoutes(ctx: ApiContext, runs: RunStore, engine: RunEngine, pi
     {
       method: 'GET',
       pattern: '/organizations/:org_id/failed-events',
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       handler: (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'viewer');
         const page = runs.failedEvents(org.id, environmentOf(request, org), parseLimit(request), parseCursor(request), summarizeRun);

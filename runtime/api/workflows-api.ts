@@ -142,6 +142,8 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     {
       method: 'GET',
       pattern: base,
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       handler: (request) => {
         const org = orgFor(request, 'viewer');
         const environment = environmentOf(request, org);
@@ -195,6 +197,8 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
     {
       method: 'GET',
       pattern: `${one}/versions`,
+      // A page of up to MAX_PAGE_BYTES: built in its org's turn (page-turns.ts).
+      answersPages: true,
       query: [...ENVIRONMENT_QUERY, 'limit', 'cursor'],
       handler: (request) => {
         const org = orgFor(request, 'viewer');

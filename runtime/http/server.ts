@@ -21,6 +21,7 @@ import { refuseHandshakeWithEmptySegment } from './upgrade-required.ts';
 import type { HttpReply, RequestHead, Route } from './types.ts';
 import { unreadRepliesError, UnsentReplies } from './unsent-replies.ts';
 import { listenFailureReason } from './listen-failure.ts';
+import { PageTurns } from './page-turns.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const EMPTY_BODY = Buffer.alloc(0);
@@ -68,6 +69,8 @@ export class HttpServer {
   #port = 0;
   readonly #bodyBudget: BodyBudget;
   readonly #unsent: UnsentReplies;
+  /** Each org's reads that answer pages, one at a time, a turn each (page-turns.ts). */
+  readonly #pageTurns = new PageTurns();
   readonly #largeBodies: LargeBodyShare;
   readonly #bodyTimeoutMs: number;
   readonly #stopBodyGraceMs: number;
@@ -207,6 +210,8 @@ export class HttpServer {
     });
     this.#inFlight++;
     let metricName = 'unmatched';
+    // A read that answers a page (Route `answersPages`): built in its org's page turn (page-turns.ts).
+    let pages = false;
     let reservation: BodyReservation | undefined;
     const finish = (reply: HttpReply): void => {
       reservation?.release();
@@ -214,6 +219,7 @@ export class HttpServer {
       // A read's large answer that its org's unread answers leave no room for is refused instead
       // (reads change nothing): requests admitted together would each add theirs past the share.
       if (method === 'GET' && rendered.status === 200 && !this.#unsent.mayHold(tenant, rendered.body)) rendered = this.#render(this.#errorReply(unreadRepliesError()));
+      else if (pages && rendered.status === 200) this.#pageTurns.answered(tenant, rendered.body?.length ?? 0);
       this.#metrics.httpRequestSeconds.observe(
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,
@@ -280,7 +286,11 @@ export class HttpServer {
       }
       // After the body: uWS hands out body chunks only to a handler attached before the first await.
       if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
-      const reply = await (route.readsLargeBodiesInThread === true ? route.handler({ ...head, body }) : this.#readingBodyFirst(route, head, body, tenant));
+      const handle = (): HttpReply | Promise<HttpReply> => (route.readsLargeBodiesInThread === true ? route.handler({ ...head, body }) : this.#readingBodyFirst(route, head, body, tenant));
+      pages = route.answersPages === true && reads;
+      // A client gone while its page waited its turn: not built (its answer would not be written).
+      const hasRoomFor = (bytes: number): boolean => !aborted && this.#unsent.hasRoomFor(tenant, bytes);
+      const reply = await (pages ? this.#pageTurns.run(tenant, hasRoomFor, unreadRepliesError, handle) : handle());
       if (reads && route.query === undefined) query.assertAllAsked();
       return reply;
     };

@@ -66,6 +66,11 @@ export interface Route {
   readonly namesNoTenant?: boolean;
   /** Answered while the server holds requests at boot (liveness and metrics, which read no tenant state). */
   readonly answersWhileHeld?: boolean;
+  /**
+   * A read whose answer may be a page of up to MAX_PAGE_BYTES (a list, the export): its org's such
+   * reads are built one at a time, each in an event-loop turn of its own (page-turns.ts).
+   */
+  readonly answersPages?: boolean;
   readonly handler: Handler;
 }
 

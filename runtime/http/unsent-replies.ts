@@ -36,6 +36,11 @@ export class UnsentReplies {
     return this.#shares.fits(tenant, 1);
   }
 
+  /** Whether `bytes` more fit `tenant`'s room (and the total). */
+  hasRoomFor(tenant: string, bytes: number): boolean {
+    return this.#shares.fits(tenant, bytes);
+  }
+
   /**
    * Whether `body` fits `tenant`'s room, should its client not read it at once. A body under
    * SMALL_REPLY_CHARS always does: the check costs its byte length, and such answers add little.

@@ -4,7 +4,8 @@
 /**
  * A frame that is not a ClientMessage ends the socket with 1002. A slow consumer is closed with
  * 4008 when the heartbeat sees half the backpressure budget queued, or its reader stalled, or when
- * it holds the most of an org past its share of the live queue (live-queue.ts); or it is dropped by
+ * it holds the most of an org past its share of the live queue, or of the org holding the most
+ * while all orgs pass its total (live-queue.ts); or it is dropped by
  * uWS (1006, no close frame) the moment a message would exceed the budget; either way it reconnects
  * with `after_seq`.
  */

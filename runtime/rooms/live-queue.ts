@@ -1,52 +1,53 @@
 // The bytes live sockets hold queued in this process, unread by their clients: what uWS keeps for a
 // socket once the kernel takes no more (its buffers full, the client not reading). Each socket is
-// counted as of its last look (after a replay page, on drain, at each sweep) against a process total
-// and a share per org. Replays send only into the room left below three quarters of both
-// (live-room-entry.ts); a room's topic frames cannot wait, so a sweep each second counts every
-// socket and, while an org holds more than its share (or all orgs more than the total), closes the
-// sockets holding the most (4008, slow consumers) until that is no longer so. Without it 4,000
-// sockets that never read, replaying a retained log, took the runtime past 1 GB.
+// counted as of its last look (after a replay page, on drain, at each sweep), per org and in all.
+// An org's replays send only while its sockets hold less than three quarters of its share
+// (live-room-entry.ts). A room's topic frames cannot wait, so a sweep each second counts every
+// socket, closes the sockets holding the most of an org past its share, and, while all orgs hold
+// more than the total, the largest socket of the org holding the most, until neither is so (4008,
+// slow consumers): orgs that hold little are never closed for the total, so no number of orgs
+// filling their shares holds up another's replays. Without it 4,000 sockets that never read,
+// replaying a retained log, took the runtime past 1 GB.
 
 import type { WebSocket } from 'uWebSockets.js';
-import { TenantByteShares } from '../tenancy/tenant-byte-shares.ts';
+import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import type { SocketData } from './live-socket.ts';
 
 /** Bytes all live sockets may hold queued at once; one org's may hold a quarter. */
 export const LIVE_QUEUE_BYTES = 256 * 1024 * 1024;
-/** How often every socket is counted again, and the holders of an org past its share closed. */
+/** How often every socket is counted again, and the largest holders past a share or the total closed. */
 export const LIVE_QUEUE_SWEEP_MS = 1000;
 /** Sockets a sweep counts per event-loop turn. */
 export const LIVE_QUEUE_SLICE = 1000;
-/** Of the total and of each share, what replays may fill: the rest is kept for topic frames and heartbeats. */
+/** Of an org's share, what its replays may fill: the rest is kept for topic frames and heartbeats. */
 const REPLAY_PART = 3 / 4;
 
+type LiveSocket = WebSocket<SocketData>;
+
 export class LiveQueue {
-  readonly #shares: TenantByteShares;
-  readonly #forReplays: TenantByteShares;
   readonly #total: number;
-  /** Orgs seen past their share (or the total) since the last closeLargestOverShare. */
-  readonly #overOrgs = new Set<string>();
+  readonly #perOrg: number;
+  #held = 0;
+  readonly #heldBy = new KeyedCounts();
 
   constructor(total = LIVE_QUEUE_BYTES, perOrg = Math.floor(total / 4)) {
     this.#total = total;
-    this.#shares = new TenantByteShares(total, perOrg);
-    this.#forReplays = new TenantByteShares(Math.floor(total * REPLAY_PART), Math.floor(perOrg * REPLAY_PART));
+    this.#perOrg = perOrg;
   }
 
   /** Bytes counted now, over every socket. */
   get held(): number {
-    return this.#shares.held;
+    return this.#held;
   }
 
   /** Bytes a replay of `orgId` may still queue (none when 0 or less). */
   replayRoom(orgId: string): number {
-    return this.#forReplays.room(orgId);
+    return Math.floor(this.#perOrg * REPLAY_PART) - this.#heldBy.get(orgId);
   }
 
   /** Counts what `ws` holds queued now in place of what it held at its last look. */
-  count(ws: WebSocket<SocketData>): void {
-    const data = ws.getUserData();
-    this.#set(data, ws.getBufferedAmount());
+  count(ws: LiveSocket): void {
+    this.#set(ws.getUserData(), ws.getBufferedAmount());
   }
 
   /** Stops counting a socket (closed, or being closed). */
@@ -55,33 +56,47 @@ export class LiveQueue {
   }
 
   /**
-   * Closes (with `close`) the sockets holding the most while their org holds more than its share,
-   * or all orgs more than the total, as last counted; answers how many. Looks at the sockets only
-   * when one of those is so.
+   * Closes (with `close`) the sockets holding the most of each org past its share until it is within
+   * it, then, while all hold more than the total, the largest of the org holding the most; as last
+   * counted. Answers how many it closed.
    */
-  closeLargestOverShare(sockets: Iterable<WebSocket<SocketData>>, close: (ws: WebSocket<SocketData>) => void): number {
-    for (const orgId of this.#overOrgs) if (!this.#shares.over(orgId)) this.#overOrgs.delete(orgId);
-    if (this.#overOrgs.size === 0 && this.#shares.held <= this.#total) return 0;
-    const over = [...sockets].filter((ws) => this.#shares.over(ws.getUserData().orgId));
-    over.sort((a, b) => b.getUserData().queued - a.getUserData().queued);
+  closeLargestOverShare(sockets: Iterable<LiveSocket>, close: (ws: LiveSocket) => void): number {
+    const overShare = (orgId: string): boolean => this.#heldBy.get(orgId) > this.#perOrg;
+    const byOrg = new Map<string, LiveSocket[]>();
+    for (const ws of sockets) {
+      const { orgId, queued } = ws.getUserData();
+      if (queued === 0 || !(this.#held > this.#total || overShare(orgId))) continue;
+      const held = byOrg.get(orgId);
+      if (held === undefined) byOrg.set(orgId, [ws]);
+      else held.push(ws);
+    }
+    if (byOrg.size === 0) return 0;
+    // Largest last, so each org's next to close is pop().
+    for (const held of byOrg.values()) held.sort((a, b) => a.getUserData().queued - b.getUserData().queued);
     let closed = 0;
-    for (const ws of over) {
-      const data = ws.getUserData();
-      if (!this.#shares.over(data.orgId)) continue;
-      this.forget(data);
+    const closeLargestOf = (orgId: string): boolean => {
+      const ws = byOrg.get(orgId)?.pop();
+      if (ws === undefined) return false;
+      this.forget(ws.getUserData());
       close(ws);
       closed++;
+      return true;
+    };
+    for (const orgId of byOrg.keys()) while (overShare(orgId) && closeLargestOf(orgId));
+    while (this.#held > this.#total) {
+      let top: string | undefined;
+      for (const orgId of byOrg.keys()) if (top === undefined || this.#heldBy.get(orgId) > this.#heldBy.get(top)) top = orgId;
+      if (top === undefined || !closeLargestOf(top)) byOrg.delete(top ?? '');
+      if (byOrg.size === 0) break;
     }
-    this.#overOrgs.clear();
     return closed;
   }
 
   #set(data: SocketData, bytes: number): void {
-    this.#shares.give(data.orgId, data.queued);
-    this.#forReplays.give(data.orgId, data.queued);
-    this.#shares.hold(data.orgId, bytes);
-    this.#forReplays.hold(data.orgId, bytes);
+    this.#held += bytes - data.queued;
+    this.#heldBy.subtract(data.orgId, data.queued);
+    // Never a count of 0: KeyedCounts forgets an org only when a subtraction brings it there.
+    if (bytes > 0) this.#heldBy.add(data.orgId, bytes);
     data.queued = bytes;
-    if (this.#shares.over(data.orgId)) this.#overOrgs.add(data.orgId);
   }
 }

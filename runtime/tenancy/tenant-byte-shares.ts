@@ -1,8 +1,7 @@
 // Bytes held out of a total, with a share of it per tenant that no tenant may pass, so one tenant
-// cannot spend what all need: the accounting behind the request-body budget (http/body-budget.ts),
-// the step input budget (runs/step-input-budget.ts) and the bytes live sockets hold unread
-// (rooms/live-queue.ts), which differ in what they do when bytes do not fit (refuse at once, wait,
-// or close the largest holders).
+// cannot spend what all need: the accounting behind the request-body budget (http/body-budget.ts)
+// and the step input budget (runs/step-input-budget.ts), which differ in what they do when bytes
+// do not fit (refuse at once, or wait).
 
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 
@@ -20,16 +19,6 @@ export class TenantByteShares {
   /** Bytes held now, over every tenant. */
   get held(): number {
     return this.#held;
-  }
-
-  /** Bytes `tenant` may still hold: what is left of its share or of the total, whichever is less. */
-  room(tenant: string): number {
-    return Math.min(this.#total - this.#held, this.#perTenant - this.#heldBy.get(tenant));
-  }
-
-  /** Whether `tenant` holds more than its share, or every tenant together more than the total (after holds that passed them). */
-  over(tenant: string): boolean {
-    return this.#held > this.#total || this.#heldBy.get(tenant) > this.#perTenant;
   }
 
   /**

@@ -18,6 +18,15 @@ const MiB = 1024 * 1024;
 const big = Array.from({ length: (20 * MiB) / 16 }, (_, i) => (i % 1_000_000).toString(16).padStart(16, '.')).join('');
 let server: HttpServer;
 let port: number;
+/** Pages the `answersPages` route built, with the event-loop turn each was built in (`turn` counts them). */
+const pagesBuilt: Array<{ org: string; turn: number }> = [];
+let turn = 0;
+const counting = setInterval(() => undefined, 1000);
+const countTurns = (): void => {
+  turn++;
+  setImmediate(countTurns).unref();
+};
+countTurns();
 
 before(async () => {
   // An org's share is 48 MiB: two unread 20 MiB answers fit, a third does not.
@@ -25,10 +34,31 @@ before(async () => {
   server.addRoutes(
     { method: 'GET', pattern: '/orgs/:org_id/big', handler: () => ({ status: 200, text: big }) },
     { method: 'GET', pattern: '/orgs/:org_id/small', handler: () => ({ status: 200, text: 'small' }) },
+    {
+      method: 'GET',
+      pattern: '/orgs/:org_id/pages',
+      answersPages: true,
+      handler: (request) => {
+        pagesBuilt.push({ org: request.params.org_id ?? '', turn });
+        return { status: 200, text: big };
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/orgs/:org_id/short-pages',
+      answersPages: true,
+      handler: (request) => {
+        pagesBuilt.push({ org: request.params.org_id ?? '', turn });
+        return { status: 200, text: 'a short page' };
+      },
+    },
   );
   port = await server.listen('127.0.0.1', 0);
 });
-after(() => server.close());
+after(() => {
+  clearInterval(counting);
+  return server.close();
+});
 
 /** A request through node:http, read whole (one connection per request: fetch's pool kept sockets the server closed). */
 const ask = (path: string, atPort = port): Promise<{ status: number; retryAfter: string | undefined; text: string }> =>
@@ -47,10 +77,10 @@ interface Unread {
   read(): Promise<string>;
 }
 
-/** A client that asks for the big answer (of `atPort`'s server) and reads only its status line until told. */
-function unread(atPort = port): Unread {
+/** A client that asks for a big answer (of `atPort`'s server) and reads only its status line until told. */
+function unread(atPort = port, path = '/orgs/noisy/big'): Unread {
   const socket = connect(atPort, '127.0.0.1');
-  socket.write('GET /orgs/noisy/big HTTP/1.1\r\nhost: x\r\n\r\n');
+  socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\n`);
   const chunks: Buffer[] = [];
   const status = new Promise<number>((resolve) =>
     socket.once('data', (chunk: Buffer) => {
@@ -122,4 +152,22 @@ test("a WebSocket endpoint's plain GET, which checks no caller, answers its 426 
     for (const client of held) client.socket.destroy();
     await full.close();
   }
+});
+
+test('a burst of page reads past the org\'s share builds only the pages that fit: the rest are refused in their turns, unbuilt', async () => {
+  const burst = Array.from({ length: 8 }, () => unread(port, '/orgs/paged/pages'));
+  try {
+    const statuses = await Promise.all(burst.map((client) => client.status));
+    assert.deepEqual([...statuses].sort(), [200, 200, 503, 503, 503, 503, 503, 503], 'two 20 MiB pages fit the 48 MiB share');
+    assert.equal(pagesBuilt.filter((page) => page.org === 'paged').length, 2, 'the refused ones were not built first');
+  } finally {
+    for (const client of burst) client.socket.destroy();
+  }
+});
+
+test('an org\'s page reads are built one at a time, each in an event-loop turn of its own', async () => {
+  const answers = await Promise.all(Array.from({ length: 5 }, () => ask('/orgs/turns/short-pages')));
+  assert.deepEqual(answers.map((answer) => answer.status), [200, 200, 200, 200, 200]);
+  const turns = pagesBuilt.filter((page) => page.org === 'turns').map((page) => page.turn);
+  assert.equal(new Set(turns).size, 5, `built in turns ${turns.join(', ')}`);
 });

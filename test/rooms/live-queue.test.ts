@@ -21,7 +21,7 @@ function socketOf(orgId: string, buffered: number): WebSocket<SocketData> & { bu
   return ws as unknown as WebSocket<SocketData> & { buffered: number; name: string };
 }
 
-test('the queue counts each socket as of its last look; replays get three quarters of what is left of the org share and of the total', () => {
+test('the queue counts each socket as of its last look; an org\'s replays get three quarters of its share, whatever other orgs hold', () => {
   const queue = new LiveQueue(4000, 1000);
   assert.equal(queue.replayRoom('a'), 750);
   const a1 = socketOf('a', 300);
@@ -32,9 +32,8 @@ test('the queue counts each socket as of its last look; replays get three quarte
   assert.deepEqual([queue.held, queue.replayRoom('a')], [100, 650], 'counted again, not added');
   queue.forget(a1.getUserData());
   assert.deepEqual([queue.held, queue.replayRoom('a')], [0, 750]);
-  const others = ['b', 'c', 'd', 'e'].map((org) => socketOf(org, 700));
-  for (const ws of others) queue.count(ws);
-  assert.equal(queue.replayRoom('a'), 3000 - 2800, 'the total\'s part left is less than the share\'s');
+  for (const org of ['b', 'c', 'd', 'e', 'f']) queue.count(socketOf(org, 750));
+  assert.equal(queue.replayRoom('a'), 750, 'five orgs holding their replay parts, past the total, take nothing of a\'s');
 });
 
 test('past an org\'s share its largest holders are closed until it is within it; other orgs\' sockets, and an org within its share, are left', () => {
@@ -49,13 +48,16 @@ test('past an org\'s share its largest holders are closed until it is within it;
   assert.equal(queue.closeLargestOverShare(sockets.filter((ws) => ws.name !== 's1'), () => assert.fail('nothing is over')), 0);
 });
 
-test('past the total the largest holders of any org are closed until all are within it', () => {
+test('past the total the largest sockets of the org holding the most are closed until all are within it: an org holding little keeps its sockets', () => {
   const queue = new LiveQueue(1000, 1000);
-  const sockets = [socketOf('a', 400), socketOf('b', 300), socketOf('c', 500)];
+  const sockets = [socketOf('small', 450), socketOf('big', 300), socketOf('big', 300), socketOf('big', 300)];
+  sockets.forEach((ws, i) => (ws.name = `s${i}`));
   for (const ws of sockets) queue.count(ws);
   const closed: string[] = [];
-  queue.closeLargestOverShare(sockets, (ws) => closed.push(ws.getUserData().orgId));
-  assert.deepEqual(closed, ['c'], '1,200 of 1,000: the largest (500) goes, and 700 is within');
+  queue.closeLargestOverShare(sockets, (ws) => closed.push((ws as unknown as { name: string }).name));
+  // 1,350 of 1,000: big (900) loses a socket, and still holds the most (600 to 450): another.
+  assert.deepEqual(closed, ['s3', 's2'], 'small\'s one socket, the largest of all, stays');
+  assert.equal(queue.held, 750);
 });
 
 // Over real sockets: a total of 8 MiB, so an org's share is 2 MiB and its replays fill 1.5 MiB.
@@ -63,12 +65,14 @@ const TOTAL = 8 * 1024 * 1024;
 const SHARE = TOTAL / 4;
 const REPLAY_ROOM = (SHARE * 3) / 4;
 const UPDATE_BYTES = 16 * 1024;
+/** Orgs whose replay parts together pass the total. */
+const MANY = Array.from({ length: Math.ceil(TOTAL / REPLAY_ROOM) + 1 }, (_, i) => `acct-lq-many-${i}`);
 
 let rt: TestRuntime;
 const keys = new Map<string, string>();
 before(async () => {
   rt = await startRuntime({ args: ['--live-retention', '10000'], liveQueueBytes: TOTAL });
-  for (const org of ['acct-lq-stalled', 'acct-lq-other', 'acct-lq-topic']) keys.set(org, await createOrg(rt.url, ADMIN_TOKEN, org));
+  for (const org of ['acct-lq-stalled', 'acct-lq-other', 'acct-lq-topic', 'acct-lq-fresh', ...MANY]) keys.set(org, await createOrg(rt.url, ADMIN_TOKEN, org));
 });
 after(async () => rt.close());
 
@@ -85,6 +89,7 @@ async function commit(orgId: string, count: number): Promise<RunUpdate[]> {
 }
 
 const pause = (client: LiveClient): void => (client.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+const replayFrom0 = async (org: string): Promise<LiveClient> => connectLive(rt.url, org, { query: `?token=${encodeURIComponent(keys.get(org)!)}&after_seq=0` });
 const receivedAll = (client: LiveClient, count: number) => () => client.updates().length >= count;
 
 test('sockets that stop reading in a replay hold at most their org\'s replay room in all; another org\'s replay goes on meanwhile', { timeout: 60_000 }, async () => {
@@ -131,6 +136,49 @@ test('sockets that stop reading in a replay hold at most their org\'s replay roo
   }
   assert.equal(late.updates().length, 2000, 'the whole replay');
   late.close();
+});
+
+test('orgs whose stopped replays together pass the total: the sweeps close the largest sockets of the orgs holding the most until all are within it; an org holding little replays meanwhile', { timeout: 120_000 }, async () => {
+  const { rooms } = rt.runtime;
+  const stalled: LiveClient[] = [];
+  for (const org of MANY) {
+    // 16 MB each socket is owed, more than the kernel's buffers take for it.
+    for (let i = 0; i < 2; i++) await commit(org, 500);
+    for (let i = 0; i < 8; i++) {
+      const client = await replayFrom0(org);
+      pause(client);
+      stalled.push(client);
+    }
+  }
+  // Ended however the test goes: a socket left stopped would fill the next test's org.
+  try {
+    let closedBySweeps = 0;
+    // Filled past what three quarters of the total would leave, before the fresh org asks.
+    for (let round = 0; round < 3000 && rooms.queuedBytes < (TOTAL * 3) / 4; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      closedBySweeps += await rooms.sweepQueue();
+    }
+    assert.ok(rooms.queuedBytes >= (TOTAL * 3) / 4, `the stopped replays hold ${rooms.queuedBytes} bytes`);
+    const fresh = 'acct-lq-fresh';
+    const backlog = await commit(fresh, 500);
+    const reader = await replayFrom0(fresh);
+    for (let round = 0; round < 3000 && reader.updates().length < backlog.length; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      closedBySweeps += await rooms.sweepQueue();
+    }
+    assert.equal(reader.updates().length, backlog.length, 'the org holding little got its whole replay');
+    // The stopped replays fill the kernel's buffers first, then their parts, then pass the total.
+    for (let round = 0; round < 3000 && closedBySweeps === 0; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      closedBySweeps += await rooms.sweepQueue();
+    }
+    assert.ok(closedBySweeps > 0, 'the replay parts together passed the total, and the sweeps closed sockets for it');
+    assert.ok(rooms.queuedBytes <= TOTAL, `${rooms.queuedBytes} bytes queued after a sweep, past the total of ${TOTAL}`);
+    assert.equal(reader.socket.readyState, reader.socket.OPEN, 'the reader was not closed');
+    reader.close();
+  } finally {
+    for (const client of stalled) client.socket.terminate();
+  }
 });
 
 test('a live room\'s sockets that do not read are closed largest first (4008) once their org holds past its share; its reader stays', { timeout: 60_000 }, async () => {
