@@ -220,6 +220,13 @@ describe('compile refusals', () => {
     expectRefusal(bytes, 'data_segment_too_large', /70000 bytes at offset 0\) does not fit/);
   });
 
+  it('refuses more than 4,096 data segments before compiling (each costs compile time and memory) and takes 4,096', async () => {
+    const segments = (count: number) => Array.from({ length: count }, (_, i) => `(data (i32.const ${i}) "x")`).join(' ');
+    const ALLOC = '(func (export "alloc") (param i32) (result i32) (i32.const 0))';
+    expectRefusal(await assemble(`(module (memory (export "memory") 1) ${segments(4097)} ${EXECUTE} ${ALLOC})`), 'code_too_large', /4097 data segments; the sandbox compiles at most 4096/);
+    assert.equal(compileModule(await assemble(`(module (memory (export "memory") 1) ${segments(4096)} ${EXECUTE} ${ALLOC})`)).initialPages, 1);
+  });
+
   it('refuses an element segment that overruns its table', async () => {
     const bytes = await assemble(`(module (memory (export "memory") 1) (table 1 funcref) (func $f)
       (elem (i32.const 5) $f) ${EXECUTE})`);
