@@ -3,37 +3,38 @@
 // once by one org were built one after another in a single turn, holding every other org's
 // requests for seconds, most of them only to be refused for the org's unread answers afterwards.
 // An org's pages are built one at a time, each in an event-loop turn of its own (other requests are
-// read between them), and each is refused when its turn comes unless the org's unread answers
-// (unsent-replies.ts) leave room for one as large as its previous page: a burst of large pages past
-// the org's share costs the pages that fit, not one each.
+// read between them), and each is admitted again when its turn comes, told how large the answer to
+// the very same request (path and query) was last time: refused unless the org's unread answers
+// (unsent-replies.ts) leave room for that, a burst of one large page costs the pages that fit, not
+// one each, while the org's other, small reads are not held to it.
 
 import { KeyedSerial } from '../keyed-serial.ts';
 
-/** Orgs whose last page size is remembered at most; past it they are forgotten, oldest first. */
-const REMEMBERED_ORGS = 10_000;
+/** Requests whose last answer size is remembered at most; past it the oldest are forgotten. */
+const REMEMBERED_REQUESTS = 10_000;
 
 export class PageTurns {
   readonly #serial = new KeyedSerial();
-  /** Each org's last page, in characters (its bytes at least). */
-  readonly #lastPage = new Map<string, number>();
+  /** The last answer to each request (its org, path and query), in characters (its bytes at least). */
+  readonly #lastAnswer = new Map<string, number>();
 
   /**
    * Runs `build` for `tenant` once its earlier page builds are done and the event loop has turned,
-   * if `hasRoomFor` says the org's unread answers leave room for its previous page; else throws what
-   * `refusal` gives.
+   * after `admit` (which throws to refuse) is told the characters of the last answer to `request`
+   * (0 when none is remembered).
    */
-  run<T>(tenant: string, hasRoomFor: (bytes: number) => boolean, refusal: () => Error, build: () => T | Promise<T>): Promise<T> {
+  run<T>(tenant: string, request: string, admit: (lastAnswerChars: number) => void, build: () => T | Promise<T>): Promise<T> {
     return this.#serial.run(tenant, async () => {
       await new Promise((resolve) => setImmediate(resolve));
-      if (!hasRoomFor(Math.max(1, this.#lastPage.get(tenant) ?? 0))) throw refusal();
+      admit(this.#lastAnswer.get(request) ?? 0);
       return build();
     });
   }
 
-  /** Remembers the size of the page just answered to `tenant` (in characters). */
-  answered(tenant: string, chars: number): void {
-    this.#lastPage.delete(tenant);
-    if (this.#lastPage.size >= REMEMBERED_ORGS) this.#lastPage.delete(this.#lastPage.keys().next().value!);
-    this.#lastPage.set(tenant, chars);
+  /** Remembers the size of the answer just given to `request` (in characters). */
+  answered(request: string, chars: number): void {
+    this.#lastAnswer.delete(request);
+    if (this.#lastAnswer.size >= REMEMBERED_REQUESTS) this.#lastAnswer.delete(this.#lastAnswer.keys().next().value!);
+    this.#lastAnswer.set(request, chars);
   }
 }

@@ -212,6 +212,7 @@ export class HttpServer {
     let metricName = 'unmatched';
     // A read that answers a page (Route `answersPages`): built in its org's page turn (page-turns.ts).
     let pages = false;
+    const pageRequest = `${rawUrl}?${rawQuery}`;
     let reservation: BodyReservation | undefined;
     const finish = (reply: HttpReply): void => {
       reservation?.release();
@@ -219,7 +220,7 @@ export class HttpServer {
       // A read's large answer that its org's unread answers leave no room for is refused instead
       // (reads change nothing): requests admitted together would each add theirs past the share.
       if (method === 'GET' && rendered.status === 200 && !this.#unsent.mayHold(tenant, rendered.body)) rendered = this.#render(this.#errorReply(unreadRepliesError()));
-      else if (pages && rendered.status === 200) this.#pageTurns.answered(tenant, rendered.body?.length ?? 0);
+      else if (pages && rendered.status === 200) this.#pageTurns.answered(pageRequest, rendered.body?.length ?? 0);
       this.#metrics.httpRequestSeconds.observe(
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,
@@ -288,9 +289,13 @@ export class HttpServer {
       if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
       const handle = (): HttpReply | Promise<HttpReply> => (route.readsLargeBodiesInThread === true ? route.handler({ ...head, body }) : this.#readingBodyFirst(route, head, body, tenant));
       pages = route.answersPages === true && reads;
-      // A client gone while its page waited its turn: not built (its answer would not be written).
-      const hasRoomFor = (bytes: number): boolean => !aborted && this.#unsent.hasRoomFor(tenant, bytes);
-      const reply = await (pages ? this.#pageTurns.run(tenant, hasRoomFor, unreadRepliesError, handle) : handle());
+      const admitPage = (lastAnswerChars: number): void => {
+        // Checked again in its turn: a key revoked while it waited is a 401, as it was before.
+        route.beforeBody?.(head);
+        // A client gone while its page waited its turn: not built (its answer would not be written).
+        if (aborted || !this.#unsent.hasRoomFor(tenant, Math.max(1, lastAnswerChars))) throw unreadRepliesError();
+      };
+      const reply = await (pages ? this.#pageTurns.run(tenant, pageRequest, admitPage, handle) : handle());
       if (reads && route.query === undefined) query.assertAllAsked();
       return reply;
     };

@@ -171,3 +171,17 @@ test('an org\'s page reads are built one at a time, each in an event-loop turn o
   const turns = pagesBuilt.filter((page) => page.org === 'turns').map((page) => page.turn);
   assert.equal(new Set(turns).size, 5, `built in turns ${turns.join(', ')}`);
 });
+
+test('a page read is held to the size its same request answered last: the org\'s other, short page reads are served while its unread answers fill most of its share', async () => {
+  assert.equal((await ask('/orgs/mixed/pages')).status, 200, 'read whole: 20 MiB remembered for this request');
+  const held = [unread(port, '/orgs/mixed/big'), unread(port, '/orgs/mixed/big')];
+  try {
+    assert.deepEqual(await Promise.all(held.map((client) => client.status)), [200, 200], '40 MiB of the 48 MiB share unread');
+    assert.equal((await ask('/orgs/mixed/short-pages')).status, 200, 'a short page fits what is left');
+    const built = pagesBuilt.filter((page) => page.org === 'mixed').length;
+    assert.equal((await ask('/orgs/mixed/pages')).status, 503, 'the large page again would not fit');
+    assert.equal(pagesBuilt.filter((page) => page.org === 'mixed').length, built, 'refused unbuilt');
+  } finally {
+    for (const client of held) client.socket.destroy();
+  }
+});
