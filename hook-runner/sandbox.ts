@@ -23,7 +23,8 @@ export const SANDBOX_LIMITS = {
  * caps (a name over maxNameBytes, or a section over 4 MiB: wasmtime copies a trapping frame's name
  * into every backtrace) is refused; `stored` bytes were admitted before those caps existed (compiled
  * again from the runner's store, or sent back to restore a runner), so they compile without their
- * `name` section instead, and their traps name functions by index (`func[3]`).
+ * `name` section instead, and their traps name functions by index (`func[3]`). So with more data
+ * segments than an upload may declare (4,096): stored bytes compile with them.
  */
 export interface CompileSource {
   readonly stored?: boolean;

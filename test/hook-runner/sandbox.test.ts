@@ -220,11 +220,13 @@ describe('compile refusals', () => {
     expectRefusal(bytes, 'data_segment_too_large', /70000 bytes at offset 0\) does not fit/);
   });
 
-  it('refuses more than 4,096 data segments before compiling (each costs compile time and memory) and takes 4,096', async () => {
+  it('refuses an upload of more than 4,096 data segments before compiling (each costs compile time and memory), takes 4,096, and compiles stored bytes with more', async () => {
     const segments = (count: number) => Array.from({ length: count }, (_, i) => `(data (i32.const ${i}) "x")`).join(' ');
     const ALLOC = '(func (export "alloc") (param i32) (result i32) (i32.const 0))';
     expectRefusal(await assemble(`(module (memory (export "memory") 1) ${segments(4097)} ${EXECUTE} ${ALLOC})`), 'code_too_large', /4097 data segments; the sandbox compiles at most 4096/);
     assert.equal(compileModule(await assemble(`(module (memory (export "memory") 1) ${segments(4096)} ${EXECUTE} ${ALLOC})`)).initialPages, 1);
+    const before = await assemble(`(module (memory (export "memory") 1) ${segments(5000)} ${EXECUTE} ${ALLOC})`);
+    assert.equal(compileModule(before, { stored: true }).initialPages, 1, 'stored before the cap: compiled again from the store, it runs on');
   });
 
   it('refuses an element segment that overruns its table', async () => {

@@ -58,6 +58,9 @@ pub struct Facts {
     /// Why its `name` section goes past the caps (names.rs), if it does: whether that refuses the
     /// module depends on where its bytes come from (validate.rs).
     pub long_names: Option<Refusal>,
+    /// Why its data segments go past MAX_DATA_SEGMENTS, if they do: that refuses an upload only, as
+    /// bytes stored before the cap compiled in seconds and must keep running (validate.rs).
+    pub many_data_segments: Option<Refusal>,
 }
 
 /// Walks the sections of `bytes`, which `Module::validate` has accepted.
@@ -65,6 +68,7 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
     let mut initial_pages = 0u64;
     let mut has_start = false;
     let mut long_names = None;
+    let mut many_data_segments = None;
     let mut locals = 0u64;
     let mut element_items = 0u64;
     let mut loop_work = 0u64;
@@ -103,9 +107,10 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
                 }
             }
             Payload::DataSection(reader) => {
-                check_code_cap(reader.count(), MAX_DATA_SEGMENTS, |n| {
+                many_data_segments = check_code_cap(reader.count(), MAX_DATA_SEGMENTS, |n| {
                     format!("module declares {n} data segments; the sandbox compiles at most {MAX_DATA_SEGMENTS}")
-                })?;
+                })
+                .err();
                 for (index, data) in reader.into_iter().enumerate() {
                     let data = data
                         .map_err(|e| refuse("invalid_module", format!("bad data segment: {e}")))?;
@@ -196,6 +201,7 @@ pub fn scan(bytes: &[u8]) -> Result<Facts, Refusal> {
     Ok(Facts {
         has_start,
         long_names,
+        many_data_segments,
     })
 }
 

@@ -48,7 +48,8 @@ impl From<Refusal> for CompileError {
 }
 
 /// `long_names` says what a `name` section past the caps (names.rs) does: refuse the module (an
-/// upload), or be left out of the compile (bytes admitted before those caps).
+/// upload), or be left out of the compile (bytes admitted before those caps); it says too whether
+/// more data segments than MAX_DATA_SEGMENTS refuse the module (an upload) or not.
 pub fn compile(bytes: &[u8], long_names: LongNames) -> Result<Compiled, CompileError> {
     sniff(bytes)?;
     let engine = engine().map_err(CompileError::Host)?;
@@ -59,6 +60,10 @@ pub fn compile(bytes: &[u8], long_names: LongNames) -> Result<Compiled, CompileE
         )
     })?;
     let facts = scan(bytes)?;
+    // An upload's: bytes stored before the cap compiled in seconds and keep running.
+    if let (Some(refusal), LongNames::Refuse) = (facts.many_data_segments, long_names) {
+        return Err(refusal.into());
+    }
     let unnamed;
     let bytes = match (facts.long_names, long_names) {
         (None, _) => bytes,
