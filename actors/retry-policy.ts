@@ -94,6 +94,11 @@ const DELTA_SECONDS = /^\d+$/;
 /** Delta-seconds past this (~31,700 years) are read as it: any length is valid (RFC 9110), and the step's max_ms caps the wait anyway. */
 const MAX_DELTA_SECONDS = 1e12;
 
+/** asctime's date (`Sun Nov  6 08:49:37 1994`), one of the three HTTP-date forms. */
+const ASCTIME = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/;
+/** An ISO 8601 date and time with no zone (not an HTTP-date; taken as one in GMT). */
+const ISO_WITHOUT_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?$/;
+
 /**
  * Parses an HTTP `Retry-After` header (RFC 9110 §10.2.3): delta-seconds or an HTTP-date, the
  * latter measured against `nowMs`. Returns milliseconds (a date in the past gives 0), or
@@ -106,7 +111,9 @@ export function parseRetryAfter(header: string | null | undefined, nowMs: number
   if (DELTA_SECONDS.test(value)) return Math.min(Number(value), MAX_DELTA_SECONDS) * 1000;
   // Only date-shaped values: Date.parse alone would also accept "5" or "2024".
   if (!/[A-Za-z]/.test(value) || !/\d{1,2}:\d{2}:\d{2}/.test(value)) return undefined;
-  const at = Date.parse(value);
+  // HTTP-dates are GMT (RFC 9110 §5.6.7); asctime's form, and an ISO time, say no zone, which
+  // Date.parse would read in this host's time zone.
+  const at = Date.parse(ASCTIME.test(value) ? `${value} GMT` : ISO_WITHOUT_ZONE.test(value) ? `${value}Z` : value);
   if (Number.isNaN(at)) return undefined;
   // Whole milliseconds (rounded up: never before the date), whatever `nowMs` carries.
   return Math.max(0, Math.ceil(at - nowMs));

@@ -78,6 +78,22 @@ describe('parseRetryAfter', () => {
     assert.equal(parseRetryAfter('Sun, 01 Jun 2025 12:01:30 GMT', now + 428.517822265625), 89_572);
   });
 
+  it('reads all three HTTP-date forms as GMT, whatever the host\'s time zone', () => {
+    const zone = process.env['TZ'];
+    // Node reads TZ again when it is set: asctime's form names no zone, and Date.parse takes local time.
+    process.env['TZ'] = 'America/New_York';
+    try {
+      assert.equal(new Date(Date.UTC(2025, 5, 1, 12)).getHours(), 8, 'the host is in New York now');
+      assert.equal(parseRetryAfter('Sun Jun  1 12:05:00 2025', now), 300_000, 'asctime');
+      assert.equal(parseRetryAfter('Sunday, 01-Jun-25 12:05:00 GMT', now), 300_000, 'RFC 850');
+      assert.equal(parseRetryAfter('Sun, 01 Jun 2025 12:05:00 GMT', now), 300_000, 'IMF-fixdate');
+      assert.equal(parseRetryAfter('2025-06-01T12:05:00', now), 300_000, 'an ISO time with no zone, not an HTTP-date, is taken as GMT too');
+    } finally {
+      if (zone === undefined) delete process.env['TZ'];
+      else process.env['TZ'] = zone;
+    }
+  });
+
   it('ignores absent and malformed values', () => {
     for (const header of [undefined, null, '', '-5', '1.5', 'soon', '12:00:00', 'Sun, 99 Foo 2025 12:00:00 GMT']) {
       assert.equal(parseRetryAfter(header, now), undefined, String(header));
