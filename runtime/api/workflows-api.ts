@@ -79,7 +79,7 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
   };
 
   /**
-   * One write of a workflow at a time (updates and toggles, each a new version, and rotations), so an
+   * One write of a workflow at a time (updates and toggles, each a new version, rotations and deletes), so an
    * update never finds the version it read replaced by a concurrent request's. The key (and the
    * org's plan) is read again when the write's turn comes: one revoked meanwhile writes nothing (401).
    */
@@ -174,8 +174,15 @@ export function workflowRoutes(ctx: ApiContext, workflows: WorkflowStore, action
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = orgFor(request, 'developer');
-        await workflows.delete(org.id, requireWorkflow(org, request).id, ctx.clock.now());
-        return noContent();
+        requireWorkflow(org, request);
+        // With If-Match, deleted only at that version (RFC 9110: a stale tag is 412 for a DELETE too).
+        const expected = parseIfMatch(request.headers['if-match']);
+        return oneAtATime(org, request, async (now) => {
+          const current = requireWorkflow(now, request);
+          assertVersionMatches(expected, current.version);
+          await workflows.delete(now.id, current.id, ctx.clock.now());
+          return noContent();
+        });
       },
     },
     {

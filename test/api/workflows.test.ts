@@ -241,6 +241,13 @@ describe('workflows REST API', () => {
     }
     // Without the header a write applies onto whatever version is current, as before.
     assert.equal((await api('PATCH', `/${id}`, { name: 'Last writer' })).status, 200);
+    // A DELETE too: a stale tag deletes nothing.
+    const deleteAt = (tag: string) => call(rt.url, 'DELETE', `${base}/${id}`, { token: key, headers: { 'if-match': tag } });
+    const staleDelete = await deleteAt('"5"');
+    assert.deepEqual([staleDelete.status, staleDelete.body.error.code, staleDelete.body.error.current_version], [412, 'workflow_version_mismatch', 6]);
+    assert.equal((await api('GET', `/${id}`)).status, 200, 'not deleted');
+    assert.equal((await deleteAt('"6"')).status, 204);
+    assert.equal((await api('GET', `/${id}`)).status, 404);
   });
 
   test('bad workflow documents get 400 naming the field', async () => {
