@@ -10,13 +10,19 @@
 
 import { KeyedSerial } from '../keyed-serial.ts';
 
-/** Requests whose last answer size is remembered at most; past it the oldest are forgotten. */
-const REMEMBERED_REQUESTS = 10_000;
+/** Requests of one org whose last answer size is remembered at most; past it its oldest are forgotten. */
+const REMEMBERED_PER_ORG = 64;
+/** Orgs whose requests are remembered at most; past it the org that answered a page longest ago is. */
+const REMEMBERED_ORGS = 10_000;
 
 export class PageTurns {
   readonly #serial = new KeyedSerial();
-  /** The last answer to each request (its org, path and query), in characters (its bytes at least). */
-  readonly #lastAnswer = new Map<string, number>();
+  /**
+   * Per org, the last answer to each of its requests (path and query), in characters (its bytes at
+   * least). Per org, so that no org's many requests (`?limit=5`, `?limit=05`, ...) push out
+   * another's: its own are the only ones it can.
+   */
+  readonly #lastAnswer = new Map<string, Map<string, number>>();
 
   /**
    * Runs `build` for `tenant` once its earlier page builds are done and the event loop has turned,
@@ -26,15 +32,19 @@ export class PageTurns {
   run<T>(tenant: string, request: string, admit: (lastAnswerChars: number) => void, build: () => T | Promise<T>): Promise<T> {
     return this.#serial.run(tenant, async () => {
       await new Promise((resolve) => setImmediate(resolve));
-      admit(this.#lastAnswer.get(request) ?? 0);
+      admit(this.#lastAnswer.get(tenant)?.get(request) ?? 0);
       return build();
     });
   }
 
-  /** Remembers the size of the answer just given to `request` (in characters). */
-  answered(request: string, chars: number): void {
-    this.#lastAnswer.delete(request);
-    if (this.#lastAnswer.size >= REMEMBERED_REQUESTS) this.#lastAnswer.delete(this.#lastAnswer.keys().next().value!);
-    this.#lastAnswer.set(request, chars);
+  /** Remembers the size of the answer just given to `tenant`'s `request` (in characters). */
+  answered(tenant: string, request: string, chars: number): void {
+    const requests = this.#lastAnswer.get(tenant) ?? new Map<string, number>();
+    this.#lastAnswer.delete(tenant);
+    if (this.#lastAnswer.size >= REMEMBERED_ORGS) this.#lastAnswer.delete(this.#lastAnswer.keys().next().value!);
+    this.#lastAnswer.set(tenant, requests);
+    requests.delete(request);
+    if (requests.size >= REMEMBERED_PER_ORG) requests.delete(requests.keys().next().value!);
+    requests.set(request, chars);
   }
 }

@@ -220,7 +220,7 @@ export class HttpServer {
       // A read's large answer that its org's unread answers leave no room for is refused instead
       // (reads change nothing): requests admitted together would each add theirs past the share.
       if (method === 'GET' && rendered.status === 200 && !this.#unsent.mayHold(tenant, rendered.body)) rendered = this.#render(this.#errorReply(unreadRepliesError()));
-      else if (pages && rendered.status === 200) this.#pageTurns.answered(pageRequest, rendered.body?.length ?? 0);
+      else if (pages && rendered.status === 200) this.#pageTurns.answered(tenant, pageRequest, rendered.body?.length ?? 0);
       this.#metrics.httpRequestSeconds.observe(
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,
