@@ -112,8 +112,10 @@ export function parseRetryAfter(header: string | null | undefined, nowMs: number
   // Only date-shaped values: Date.parse alone would also accept "5" or "2024".
   if (!/[A-Za-z]/.test(value) || !/\d{1,2}:\d{2}:\d{2}/.test(value)) return undefined;
   // HTTP-dates are GMT (RFC 9110 §5.6.7); asctime's form, and an ISO time, say no zone, which
-  // Date.parse would read in this host's time zone.
-  const at = Date.parse(ASCTIME.test(value) ? `${value} GMT` : ISO_WITHOUT_ZONE.test(value) ? `${value}Z` : value);
+  // Date.parse would read in this host's time zone. A leap second (:60), which Date.parse reads as
+  // second 0 or another year, is taken as the second before it.
+  const date = value.replace(/(\d{2}:\d{2}):60(?!\d)/, '$1:59');
+  const at = Date.parse(ASCTIME.test(date) ? `${date} GMT` : ISO_WITHOUT_ZONE.test(date) ? `${date}Z` : date);
   if (Number.isNaN(at)) return undefined;
   // Whole milliseconds (rounded up: never before the date), whatever `nowMs` carries.
   return Math.max(0, Math.ceil(at - nowMs));

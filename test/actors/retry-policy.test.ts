@@ -88,6 +88,8 @@ describe('parseRetryAfter', () => {
       assert.equal(parseRetryAfter('Sunday, 01-Jun-25 12:05:00 GMT', now), 300_000, 'RFC 850');
       assert.equal(parseRetryAfter('Sun, 01 Jun 2025 12:05:00 GMT', now), 300_000, 'IMF-fixdate');
       assert.equal(parseRetryAfter('2025-06-01T12:05:00', now), 300_000, 'an ISO time with no zone, not an HTTP-date, is taken as GMT too');
+      assert.equal(parseRetryAfter('Sun Jun  1 12:04:60 2025', now), 299_000, 'a leap second, as the second before it (Date.parse read asctime\'s as 1960)');
+      assert.equal(parseRetryAfter('Sun, 01 Jun 2025 12:04:60 GMT', now), 299_000);
     } finally {
       if (zone === undefined) delete process.env['TZ'];
       else process.env['TZ'] = zone;
