@@ -53,9 +53,9 @@ export class OrgAdmission {
     return this.#scheduler.stats(orgId).queued;
   }
 
-  /** The runs to admit now, orgs taking turns; each has its slot already. */
-  nextAdmissions(): Admission[] {
-    return this.#scheduler.nextAdmissions();
+  /** The runs to admit now (at most `max`), orgs taking turns; each has its slot already. */
+  nextAdmissions(max: number): Admission[] {
+    return this.#scheduler.nextAdmissions(max);
   }
 
   /** Reads the org's concurrency limit again (after the org is updated). */

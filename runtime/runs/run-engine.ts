@@ -36,6 +36,9 @@ import { LiveActors } from './live-actors.ts';
 import { RESTING_RESULT_BYTES, resultBytes } from './held-results.ts';
 import { sendAttempt, type AttemptHost } from './attempt-dispatch.ts';
 
+/** Runs admitted per event-loop turn at most (#pump). */
+export const ADMITTED_PER_TURN = 64;
+
 export class RunEngine {
   readonly #d: RunEngineDeps;
   readonly #admission: OrgAdmission;
@@ -62,6 +65,8 @@ export class RunEngine {
     release: (orgId: OrgId, runId: RunId): void => this.#admission.release(orgId, runId),
   };
   #closed = false;
+  /** A pump is scheduled for the next turn: the last one admitted ADMITTED_PER_TURN. */
+  #pumpScheduled = false;
 
   constructor(deps: RunEngineDeps) {
     this.#d = deps;
@@ -399,9 +404,22 @@ export class RunEngine {
     this.#actors.drop(orgScopedKey(orgId, runId));
   }
 
+  /**
+   * Admits the runs that have slots, ADMITTED_PER_TURN at most, the rest in the next turns (a pump
+   * is scheduled for them): raising an org's limit by 999 over a deep queue admitted them all, and
+   * sent their first steps, in one stretch that held every org's requests ~0.7 s.
+   */
   #pump(): void {
     if (this.#closed) return;
-    for (const admission of this.#admission.nextAdmissions()) void this.send(admission.orgId, admission.runId, { type: 'run.admitted' });
+    const admissions = this.#admission.nextAdmissions(ADMITTED_PER_TURN);
+    for (const admission of admissions) void this.send(admission.orgId, admission.runId, { type: 'run.admitted' });
+    if (admissions.length === ADMITTED_PER_TURN && !this.#pumpScheduled) {
+      this.#pumpScheduled = true;
+      setImmediate(() => {
+        this.#pumpScheduled = false;
+        this.#pump();
+      });
+    }
   }
 
   /**

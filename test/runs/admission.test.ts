@@ -8,6 +8,7 @@ import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { connectLive } from '../helpers/live-client.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { generateEventId, type StoredEvent } from '../../runtime/events/event-record.ts';
+import { ADMITTED_PER_TURN } from '../../runtime/runs/run-engine.ts';
 
 let rt: TestRuntime;
 let receiver: Receiver;
@@ -186,4 +187,23 @@ test('a second resume of a failed run does not give back the slot its admission 
   assert.equal(await stateOf('acct-resume-twice', key, 'rt-1'), 'queued', 'the only slot is still taken by the resumed run');
   release();
   await eventually('both completed', () => runsOf('acct-resume-twice', key), (r) => r.length === 2 && r.every((x) => x.state === 'completed'));
+});
+
+test('raising an org\'s limit over a deep queue admits ADMITTED_PER_TURN runs per event-loop turn, the rest in the turns after', { timeout: 60_000 }, async () => {
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }]);
+  const org = 'acct-raise';
+  const key = await setup(org, 'pro', '/raise', 1);
+  const count = 3 * ADMITTED_PER_TURN;
+  for (let i = 0; i < count; i++) assert.equal((await call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'job.run', payload: { i } } })).status, 202);
+  const { engine, context } = rt.runtime;
+  await eventually('all but one queued', () => engine.queuedRuns(org), (n) => n === count - 1);
+  // The record changed without the API's refresh, so this one is the only pump it makes.
+  await context.orgs.update(org, (current) => ({ ...current, max_concurrent_runs: 1000 }));
+  engine.refreshLimit(org);
+  assert.equal(engine.queuedRuns(org), count - 1 - ADMITTED_PER_TURN, 'one turn\'s worth admitted at once');
+  await eventually('the rest admitted in the next turns', () => engine.queuedRuns(org), (n) => n === 0);
+  release();
+  receiver.script([{ status: 200 }]);
+  await eventually('all completed', () => states(org, key), (s) => s.length === count && s.every((x) => x === 'completed'));
 });
