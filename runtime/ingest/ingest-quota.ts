@@ -46,7 +46,10 @@ export class QuotaExceededError extends SluiceError {
  * A refusal by the event rate: `waitMs` to wait, and the slot (how long one event takes to come back;
  * device sockets are told apart by it: retry-stagger.ts).
  */
-const eventRefusal = (rate: number, waitMs: number): QuotaExceededError => new QuotaExceededError(`${rate} events`, waitMs, 1000 / rate);
+const eventRefusal = (rate: number, waitMs: number): QuotaExceededError => new QuotaExceededError(eventsOf(rate), waitMs, 1000 / rate);
+
+/** `rate` events, in words ("1 event", "100 events"). */
+const eventsOf = (rate: number): string => `${rate} event${rate === 1 ? '' : 's'}`;
 
 /** A refusal by the byte rate: `waitMs` to wait, and the slot (how long `bytes` take to come back). */
 const byteRefusal = (rate: number, waitMs: number, bytes: number): QuotaExceededError => new QuotaExceededError(`${rate} payload bytes`, waitMs, (bytes * 1000) / rate);
@@ -148,7 +151,7 @@ export class IngestQuota {
     const credit = onCredit ? events : Math.max(0, events - (rate ?? 0));
     // A connection's events are a few bytes: only the event quota counts them.
     const waitMs = this.#events.takeOnCredit(org.id, rate, events, credit, this.#clock.now());
-    if (waitMs > 0) throw new QuotaExceededError(`${rate} events`, waitMs);
+    if (waitMs > 0) throw new QuotaExceededError(eventsOf(rate ?? 0), waitMs);
   }
 
   /** Lets go of the org's buckets once its removal is finished (one per org that ever sent under a rate otherwise stayed for good). */

@@ -98,8 +98,16 @@ test('over the quota: 429 with Retry-After for webhooks and API events, nothing 
   // Requests are told the plain wait (Retry-After counts whole seconds); only device sockets are told moments apart (retry-stagger.ts).
   assert.match(over.body.error.message, /retry after 334 ms\.$/);
   assert.match(overApi.body.error.message, /retry after 334 ms\.$/);
+  assert.match(over.body.error.message, /^This organization may send 3 events per second;/);
   const listed = await call(rt.url, 'GET', '/organizations/acct-q/events', { token: key });
   assert.equal(listed.body.events.length, 3, 'refused events were not stored');
+  const oneKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-q-one');
+  assert.equal((await call(rt.url, 'PATCH', '/organizations/acct-q-one', { token: ADMIN_TOKEN, json: { ingest_rate_per_second: 1 } })).status, 200);
+  const oneEvent = () => call(rt.url, 'POST', '/organizations/acct-q-one/events', { token: oneKey, json: { type: 'q.api', payload: {} } });
+  assert.equal((await oneEvent()).status, 202);
+  const overOne = await oneEvent();
+  assert.equal(overOne.status, 429);
+  assert.match(overOne.body.error.message, /^This organization may send 1 event per second;/, 'one event, not "1 events"');
   clock.advance(1000);
   assert.equal((await hook('m3')).status, 204, 'the provider retry after Retry-After is accepted');
 });
