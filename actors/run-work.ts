@@ -3,7 +3,7 @@
 
 import type { RunId, StepId } from './ids.ts';
 import { currentStep, pendingAttempt } from './run-progress.ts';
-import { RUN_STATES, type RunContext, type RunStateName } from './run-types.ts';
+import { RUN_STATES, type Environment, type RunContext, type RunStateName } from './run-types.ts';
 
 /** The persisted shape `pendingWork` reads: a live snapshot and its JSON round trip both fit. */
 export interface RunSnapshotView {
@@ -16,8 +16,8 @@ export type AdmissionLane = 'new' | 'resume';
 export type Work =
   /** `failed`: waits for a person to resume or cancel it. */
   | { readonly kind: 'none' }
-  /** Enqueue with the tenant supervisor; on admission send `run.admitted`. */
-  | { readonly kind: 'await_admission'; readonly lane: AdmissionLane }
+  /** Enqueue with the tenant supervisor (of the run's environment); on admission send `run.admitted`. */
+  | { readonly kind: 'await_admission'; readonly lane: AdmissionLane; readonly environment: Environment }
   /**
    * Perform the step's effect with exactly this fence and idempotency key, then report
    * `step.succeeded | step.failed | step.skipped` carrying `stepId` and `fence`.
@@ -54,7 +54,7 @@ export function pendingWork(snapshot: RunSnapshotView): Work {
   const ctx = snapshot.context;
   switch (snapshot.value) {
     case 'queued':
-      return { kind: 'await_admission', lane: admissionLane(ctx) };
+      return { kind: 'await_admission', lane: admissionLane(ctx), environment: ctx.environment };
     case 'running': {
       const step = currentStep(ctx);
       const attempt = pendingAttempt(ctx);

@@ -191,7 +191,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const startedAt = clock.now();
 
   // The engine is made below, before any route that stores an event is added.
-  const quota = new IngestQuota(clock, (orgId) => orgs.get(orgId), new RunBacklog(config.maxQueuedRuns, (orgId) => engine.queuedRuns(orgId)));
+  const quota = new IngestQuota(clock, (orgId) => orgs.get(orgId), new RunBacklog(config.maxQueuedRuns, (orgId, environment) => engine.queuedRuns(orgId, environment)));
   let boundPort = 0;
   const updateLog = new UpdateLog(ledger, config.liveRetention);
   await updateLog.adoptRetention(deletedOrgs);

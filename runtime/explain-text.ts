@@ -182,7 +182,7 @@ export function explainRun(run: Run): string {
   if (run.wake_at !== null) lines.push(`  waiting until ${run.wake_at}`);
   if (run.state === 'queued') {
     const started = run.steps.some((step) => step.attempts.length > 0);
-    lines.push(`  queued: waiting for a turn among the org's max_concurrent_runs running runs (${started ? 'it has started, so it goes ahead of the org\'s new runs' : 'first in first out; runs that have started go first'})`);
+    lines.push(`  queued: waiting for a turn among the org's max_concurrent_runs running ${run.environment} runs (${started ? 'it has started, so it goes ahead of the org\'s new runs' : 'first in first out; runs that have started go first'})`);
   }
   for (const step of run.steps) lines.push(...stepLines(step, run));
   if (run.state === 'failed') {

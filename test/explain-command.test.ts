@@ -355,10 +355,10 @@ test('a step an ended run never reached reads as not run, not pending; a delay t
   const queued = { ...base, state: 'queued', cancel_reason: null, steps: [nap('succeeded', '2026-12-02T01:00:00.000Z'), { ...never, index: 1 }] };
   const text = explainRun(queued as unknown as Run);
   assert.match(text, /attempt 1 \(fence 1\): succeeded; started 2026-12-02T00:00:00\.000Z, woke 2026-12-02T01:00:00\.000Z\n/);
-  assert.match(text, /\n {2}queued: waiting for a turn among the org's max_concurrent_runs running runs \(it has started, so it goes ahead of the org's new runs\)\n/);
+  assert.match(text, /\n {2}queued: waiting for a turn among the org's max_concurrent_runs running production runs \(it has started, so it goes ahead of the org's new runs\)\n/);
   assert.match(text, /step 2 "later" \(webhook\): pending$/m, 'a queued run still runs it');
   const fresh = explainRun({ ...queued, steps: [{ ...never, index: 0 }] } as unknown as Run);
-  assert.match(fresh, /queued: waiting for a turn among the org's max_concurrent_runs running runs \(first in first out; runs that have started go first\)/);
+  assert.match(fresh, /queued: waiting for a turn among the org's max_concurrent_runs running production runs \(first in first out; runs that have started go first\)/);
   assert.doesNotMatch(explainRun({ ...base, state: 'delaying', steps: [nap('pending', null)] } as unknown as Run), /woke|queued:/);
 });
 

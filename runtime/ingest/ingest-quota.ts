@@ -122,7 +122,7 @@ export class IngestQuota {
     const org = this.#currentOrg(given.id) ?? given;
     // Counted only for an org with a byte rate: measuring the payload is not free.
     const bytes = (org.ingest_bytes_per_second ?? null) === null ? 0 : Buffer.byteLength(newEvent.payloadJson ?? payloadTextOf(newEvent.event));
-    const refusal = this.#backlog?.refusal(org.id) ?? this.#take(org, bytes, heldMs);
+    const refusal = this.#backlog?.refusal(org.id, newEvent.event.environment) ?? this.#take(org, bytes, heldMs);
     if (refusal !== undefined) {
       await events.refuseDuplicate(newEvent);
       throw refusal;

@@ -1,73 +1,105 @@
 // The run engine's admission: the root scheduler (actors/root-scheduler.ts, which decides the order)
-// with each org's concurrency limit read from its record on first use, and again when the org changes.
+// with each org's concurrency limit read from its record on first use, and again when the org
+// changes. An org's production and sandbox runs queue apart, each environment with the org's
+// limit and turn of its own: a load test in the sandbox (thousands of queued runs, every slot held
+// by a receiver that never answers) neither delays production runs nor fills their queue.
 
 import { asOrgId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { RootScheduler, type Admission } from '../../actors/root-scheduler.ts';
+import type { Environment } from '../../actors/run-types.ts';
 import type { AdmissionLane } from '../../actors/run-work.ts';
 import type { RunPlace } from '../../actors/tenant-supervisor.ts';
 import { DEFAULT_MAX_CONCURRENT_RUNS, type OrganizationStore } from '../tenancy/organizations.ts';
+import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
+
+/** The scheduler's tenant for an org's environment: the org's id for production, as before environments queued apart. */
+const queueOf = (orgId: string, environment: Environment): OrgId => asOrgId(environment === 'production' ? orgId : `${orgId}\u0000${environment}`);
+/** The org a scheduler tenant belongs to. */
+const orgOf = (queue: string): OrgId => asOrgId(queue.split('\u0000')[0]!);
 
 export class OrgAdmission {
   readonly #scheduler = new RootScheduler();
   readonly #orgs: Pick<OrganizationStore, 'get'>;
-  /** Orgs whose limit the scheduler has been given. */
+  /** Scheduler tenants whose limit it has been given. */
   readonly #limitsSet = new Set<string>();
+  /** The sandbox runs the scheduler holds (queued or running), so that their slot or place is found by org and run id alone. */
+  readonly #sandboxRuns = new Set<string>();
 
   constructor(orgs: Pick<OrganizationStore, 'get'>) {
     this.#orgs = orgs;
   }
 
-  /** Queues the run for a slot of its org (FIFO within the org and lane). */
-  enqueue(orgId: OrgId, runId: RunId, lane: AdmissionLane): void {
-    this.#ensureLimit(orgId);
-    this.#scheduler.enqueue(orgId, runId, lane);
+  /** Queues the run for a slot of its org's environment (FIFO within it and the lane). */
+  enqueue(orgId: OrgId, runId: RunId, lane: AdmissionLane, environment: Environment): void {
+    const queue = this.#hold(orgId, runId, environment);
+    this.#scheduler.enqueue(queue, runId, lane);
   }
 
-  /** Takes a slot for the run at once if its org has a free one and nothing waiting (RootScheduler.admitNow). */
-  admitNow(orgId: OrgId, runId: RunId): boolean {
-    this.#ensureLimit(orgId);
-    return this.#scheduler.admitNow(orgId, runId);
+  /** Takes a slot for the run at once if its org's environment has a free one and nothing waiting (RootScheduler.admitNow). */
+  admitNow(orgId: OrgId, runId: RunId, environment: Environment): boolean {
+    const queue = this.#hold(orgId, runId, environment);
+    const admitted = this.#scheduler.admitNow(queue, runId);
+    if (!admitted && this.#scheduler.placeOf(queue, runId) === 'absent') this.#sandboxRuns.delete(orgScopedKey(orgId, runId));
+    return admitted;
   }
 
   release(orgId: OrgId, runId: RunId): void {
-    this.#scheduler.release(orgId, runId);
+    this.#scheduler.release(this.#queueOfRun(orgId, runId), runId);
+    this.#sandboxRuns.delete(orgScopedKey(orgId, runId));
   }
 
   /** Gives back the run's slot or its place in the queue, whichever it holds, if any. */
   leave(orgId: OrgId, runId: RunId): void {
-    if (this.#scheduler.placeOf(orgId, runId) !== 'absent') this.#scheduler.release(orgId, runId);
+    if (this.placeOf(orgId, runId) !== 'absent') this.release(orgId, runId);
   }
 
-  /** The org was deleted: its runs leave the queue and their slots at once, and are never admitted. */
+  /** The org was deleted: its runs leave the queues and their slots at once, and are never admitted. */
   forgetOrg(orgId: OrgId): void {
-    this.#scheduler.forget(orgId);
-    this.#limitsSet.delete(orgId);
+    for (const environment of ['production', 'sandbox'] as const) {
+      this.#scheduler.forget(queueOf(orgId, environment));
+      this.#limitsSet.delete(queueOf(orgId, environment));
+    }
+    for (const key of [...this.#sandboxRuns]) if (key.startsWith(`${orgId}\u0000`)) this.#sandboxRuns.delete(key);
   }
 
   placeOf(orgId: OrgId, runId: RunId): RunPlace {
-    return this.#scheduler.placeOf(orgId, runId);
+    return this.#scheduler.placeOf(this.#queueOfRun(orgId, runId), runId);
   }
 
-  /** How many of the org's runs wait for a slot. */
-  queued(orgId: OrgId): number {
-    return this.#scheduler.stats(orgId).queued;
+  /** How many of the org's runs in `environment` wait for a slot. */
+  queued(orgId: OrgId, environment: Environment): number {
+    return this.#scheduler.stats(queueOf(orgId, environment)).queued;
   }
 
-  /** The runs to admit now (at most `max`), orgs taking turns; each has its slot already. */
+  /** The runs to admit now (at most `max`), orgs (and their environments) taking turns; each has its slot already. */
   nextAdmissions(max: number): Admission[] {
-    return this.#scheduler.nextAdmissions(max);
+    return this.#scheduler.nextAdmissions(max).map(({ orgId, runId }) => ({ orgId: orgOf(orgId), runId }));
   }
 
   /** Reads the org's concurrency limit again (after the org is updated). */
   refreshLimit(orgId: string): void {
-    this.#limitsSet.delete(orgId);
-    this.#ensureLimit(orgId);
+    for (const environment of ['production', 'sandbox'] as const) {
+      this.#limitsSet.delete(queueOf(orgId, environment));
+      this.#ensureLimit(orgId, environment);
+    }
   }
 
-  #ensureLimit(orgId: string): void {
-    if (this.#limitsSet.has(orgId)) return;
+  /** The run's scheduler tenant, remembered for a sandbox run. */
+  #hold(orgId: OrgId, runId: RunId, environment: Environment): OrgId {
+    this.#ensureLimit(orgId, environment);
+    if (environment === 'sandbox') this.#sandboxRuns.add(orgScopedKey(orgId, runId));
+    return queueOf(orgId, environment);
+  }
+
+  #queueOfRun(orgId: OrgId, runId: RunId): OrgId {
+    return queueOf(orgId, this.#sandboxRuns.has(orgScopedKey(orgId, runId)) ? 'sandbox' : 'production');
+  }
+
+  #ensureLimit(orgId: string, environment: Environment): void {
+    const queue = queueOf(orgId, environment);
+    if (this.#limitsSet.has(queue)) return;
     const org = this.#orgs.get(orgId);
-    this.#scheduler.setLimit(asOrgId(orgId), org?.max_concurrent_runs ?? DEFAULT_MAX_CONCURRENT_RUNS);
-    this.#limitsSet.add(orgId);
+    this.#scheduler.setLimit(queue, org?.max_concurrent_runs ?? DEFAULT_MAX_CONCURRENT_RUNS);
+    this.#limitsSet.add(queue);
   }
 }

@@ -8,6 +8,7 @@
 import { asEventId, asOrgId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { persistedRunOf, startRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
+import type { Environment } from '../../actors/run-types.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { PreparedReaction } from '../events/event-store.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
@@ -22,8 +23,8 @@ export interface RunCreationHost {
   readonly updateLog: UpdateLog;
   matching(event: StoredEvent): readonly WorkflowVersion[];
   updateFor(run: PersistedRun, version: WorkflowVersion): NewRunUpdate;
-  /** Admits a new run on the spot if its org has a free slot and nothing waiting (RootScheduler.admitNow). */
-  admitNow(orgId: OrgId, runId: RunId): boolean;
+  /** Admits a new run on the spot if its org's environment has a free slot and nothing waiting (RootScheduler.admitNow). */
+  admitNow(orgId: OrgId, runId: RunId, environment: Environment): boolean;
   /** Gives back a slot taken by `admitNow` (the creating transaction did not commit). */
   release(orgId: OrgId, runId: RunId): void;
   /** The creating transaction is durable: publish the updates and act on each new run. */
@@ -129,7 +130,7 @@ export class RunCreation {
     const orgId = asOrgId(event.org_id);
     const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
     const { actor, run: queued } = startRunActor(input);
-    const admitted = this.#queuedInFlight.get(orgId) === 0 && host.admitNow(orgId, runId);
+    const admitted = this.#queuedInFlight.get(orgId) === 0 && host.admitNow(orgId, runId, input.environment);
     try {
       const newUpdates = [host.updateFor(queued, version)];
       let run = queued;

@@ -6,7 +6,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { persistedRunOf, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
-import type { RunEvent } from '../../actors/run-types.ts';
+import type { Environment, RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
 import { OrgDeletedError } from '../ledger/org-fence.ts';
@@ -61,7 +61,7 @@ export class RunEngine {
   readonly #dispatched = new AttemptsOut();
   /** Admission in the write that stores a run, for run creation and boot recovery: a slot taken on the spot, given back if the write fails. */
   readonly #onTheSpot = {
-    admitNow: (orgId: OrgId, runId: RunId): boolean => this.#admission.admitNow(orgId, runId),
+    admitNow: (orgId: OrgId, runId: RunId, environment: Environment): boolean => this.#admission.admitNow(orgId, runId, environment),
     release: (orgId: OrgId, runId: RunId): void => this.#admission.release(orgId, runId),
   };
   #closed = false;
@@ -137,9 +137,12 @@ export class RunEngine {
     return this.#actors.restingCount;
   }
 
-  /** How many of the org's runs wait for a slot, those being written included (run-backlog.ts). */
-  queuedRuns(orgId: string): number {
-    return this.#admission.queued(asOrgId(orgId)) + this.#creation.queuedInFlight(asOrgId(orgId));
+  /**
+   * How many of the org's runs in `environment` wait for a slot, those being written included (of
+   * either environment: their count is kept per org; run-backlog.ts).
+   */
+  queuedRuns(orgId: string, environment: Environment): number {
+    return this.#admission.queued(asOrgId(orgId), environment) + this.#creation.queuedInFlight(asOrgId(orgId));
   }
 
   /** When the durable timer of a run (backoff or delay) is armed to fire, if it is. */
@@ -374,7 +377,7 @@ export class RunEngine {
     if (work.kind !== 'arm_timer') this.#timers.disarm(key);
     switch (work.kind) {
       case 'await_admission':
-        this.#admission.enqueue(orgId, runId, work.lane);
+        this.#admission.enqueue(orgId, runId, work.lane, work.environment);
         break;
       case 'dispatch_step':
         // A stalled run picked up again while this very attempt is still out: its report carries the run on.

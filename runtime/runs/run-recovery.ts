@@ -19,7 +19,7 @@ import type { OrgId, RunId } from '../../actors/ids.ts';
 import { persistedRunOf, restoreRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { currentStep } from '../../actors/run-progress.ts';
-import type { RestartCause } from '../../actors/run-types.ts';
+import type { Environment, RestartCause } from '../../actors/run-types.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
@@ -35,8 +35,8 @@ export interface RecoveryDeps {
   readonly updateLog: UpdateLog;
   readonly rooms: LiveRooms;
   readonly updateFor: (run: PersistedRun) => NewRunUpdate;
-  /** Admits a reclaimed run on the spot if its org has a free slot and nothing waiting (RootScheduler.admitNow). */
-  readonly admitNow: (orgId: OrgId, runId: RunId) => boolean;
+  /** Admits a reclaimed run on the spot if its org's environment has a free slot and nothing waiting (RootScheduler.admitNow). */
+  readonly admitNow: (orgId: OrgId, runId: RunId, environment: Environment) => boolean;
   /** Gives back a slot `admitNow` took (recovery failed, and boot with it). */
   readonly release: (orgId: OrgId, runId: RunId) => void;
   /** Orgs deleted (their removal may still be under way): their runs are not picked up. */
@@ -79,10 +79,10 @@ interface Interrupted extends RecoveredRun {
 
 /**
  * What `run.recovered` leaves an interrupted run to do (run-machine.ts): wait for admission in the
- * resume lane. Known before its actor is made, so the runs can be sorted first and an actor made
- * only for a run in the walk (and kept only for one admitted).
+ * resume lane of its environment. Known before its actor is made, so the runs can be sorted first
+ * and an actor made only for a run in the walk (and kept only for one admitted).
  */
-const RECLAIMED_WORK: Work = { kind: 'await_admission', lane: 'resume' };
+const reclaimedWork = (run: PersistedRun): Work => ({ kind: 'await_admission', lane: 'resume', environment: run.context.environment });
 
 /** A snapshot recovery writes over the stored one, with its live updates. */
 interface Written {
@@ -112,7 +112,7 @@ export async function recoverUnfinishedRuns(deps: RecoveryDeps, begin: number | 
     if (run === undefined) continue;
     if (run.value === 'running') {
       latestClaimedAt = Math.max(latestClaimedAt, currentStep(run.context)?.attempts.at(-1)?.claimedAt ?? -Infinity);
-      found.push({ ...recovered(run, RECLAIMED_WORK), stored: run });
+      found.push({ ...recovered(run, reclaimedWork(run)), stored: run });
       continue;
     }
     const work = pendingWork(run);
@@ -191,7 +191,7 @@ async function admitInOrder(deps: RecoveryDeps, found: ReadonlyArray<RecoveredRu
       written.push({ run: queued, previous: stored, updates });
       continue;
     }
-    if (!waiting.has(orgId) && deps.admitNow(orgId, runId)) {
+    if (!waiting.has(orgId) && deps.admitNow(orgId, runId, stored.context.environment)) {
       actor.send({ type: 'run.admitted', at: nowMs });
       const run = persistedRunOf(actor);
       updates.push(deps.updateFor(run));

@@ -33,7 +33,7 @@ describe('run machine: happy path', () => {
   it('runs queued -> running per step -> completed, with one fence per claim and stable keys', () => {
     const actor = startActor(runInput([webhookStep('a'), actionStep('b')]));
     assert.equal(stateOf(actor), 'queued');
-    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'new' });
+    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'new', environment: 'production' });
 
     actor.send({ type: 'run.admitted', at: T0 + 10 });
     assert.deepEqual(work(actor), {
@@ -85,7 +85,7 @@ describe('run machine: retries', () => {
     assert.equal(actor.getSnapshot(), before, 'an early timer changes nothing');
 
     actor.send({ type: 'timer.fired', at: due });
-    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume' });
+    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume', environment: 'production' });
     actor.send({ type: 'run.admitted', at: T0 + 1200 });
     const retry = dispatch(actor);
     assert.equal(retry.attempt, 2);
@@ -242,7 +242,7 @@ describe('run machine: cancel and resume', () => {
     assert.equal(actor.getSnapshot().can({ type: 'run.resume', at: T0 + 3 }), true);
     actor.send({ type: 'run.resume', at: T0 + 100 });
     assert.equal(actor.getSnapshot().context.error, null);
-    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume' });
+    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume', environment: 'production' });
     actor.send({ type: 'run.admitted', at: T0 + 101 });
     const again = dispatch(actor);
     assert.equal(again.stepId, 'b');
@@ -319,7 +319,7 @@ describe('run machine: delays and skipped steps', () => {
     actor.send({ type: 'timer.fired', at: T0 + 59_999 });
     assert.equal(actor.getSnapshot(), before);
     actor.send({ type: 'timer.fired', at: T0 + 60_500 });
-    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume' });
+    assert.deepEqual(work(actor), { kind: 'await_admission', lane: 'resume', environment: 'production' });
     assert.deepEqual(attemptsOf(actor, 'wait'), [
       { attempt: 1, fence: 1, claimedAt: T0, startedAt: T0, endedAt: T0 + 60_500, outcome: 'succeeded', error: null, evidence: { woke_at: T0 + 60_500 } },
     ]);

@@ -96,7 +96,7 @@ describe('recovery after a crash', () => {
     assert.deepEqual(pendingWork(stored), interrupted);
     const recovered = applyRunEvent(stored, { type: 'run.recovered', at: T0 + 10_000 });
     assert.equal(recovered.changed, true);
-    assert.deepEqual(recovered.work, { kind: 'await_admission', lane: 'resume' });
+    assert.deepEqual(recovered.work, { kind: 'await_admission', lane: 'resume', environment: 'production' });
     assert.equal(holdsSlot(recovered.run), false);
 
     const admitted = applyRunEvent(recovered.run, { type: 'run.admitted', at: T0 + 10_001 });
@@ -214,7 +214,7 @@ describe('recovery after a crash', () => {
       type: 'step.succeeded', stepId: asStepId('a'), fence: 2, result: null, at: T0 + 1007,
     }).run;
     for (const [run, expected] of [
-      [queued, { kind: 'await_admission', lane: 'new' }],
+      [queued, { kind: 'await_admission', lane: 'new', environment: 'production' }],
       [backoff, { kind: 'arm_timer', at: retryAt, reason: 'retry' }],
       [delaying, { kind: 'arm_timer', at: T0 + 61_007, reason: 'delay' }],
     ] as const) {

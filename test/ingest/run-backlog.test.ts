@@ -1,7 +1,7 @@
 // Backpressure on an org's run queue (--max-queued-runs): while the org has that many runs waiting
 // for a concurrency slot, its new events (API, signed webhooks, device messages) are refused with
 // 429 run_backlog_full and a Retry-After, nothing stored; a duplicate still gets its 409, another
-// org is not held back, and once the queue drains the same event is taken.
+// org and the org's sandbox are not held back, and once the queue drains the same event is taken.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -37,7 +37,7 @@ test('an org with --max-queued-runs runs waiting is refused new events until the
     const refused = await post('ord-4');
     assert.equal(refused.status, 429, refused.text);
     assert.equal(refused.body.error.code, 'run_backlog_full');
-    assert.match(refused.body.error.message, /has reached its cap of 2 runs waiting for a concurrency slot/);
+    assert.match(refused.body.error.message, /has reached its cap of 2 production runs waiting for a concurrency slot/);
     assert.equal(refused.headers.get('retry-after'), '5');
     assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/events/ord-4`, { token: key })).status, 404, 'nothing stored');
     assert.equal((await post('ord-5', 'nobody.listens')).status, 429, 'every new event of the org waits, whether it starts runs or not');
@@ -51,6 +51,8 @@ test('an org with --max-queued-runs runs waiting is refused new events until the
     const nack = await device.answerTo('m-1');
     assert.deepEqual([nack.type, nack.error?.code, nack.retryable, nack.retry_after_ms], ['nack', 'run_backlog_full', true, 5000]);
 
+    const sandboxEvent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.placed', payload: {}, environment: 'sandbox' } });
+    assert.equal(sandboxEvent.status, 202, 'the sandbox queues apart: production\'s full queue refuses none of its events');
     const otherKey = await createOrg(rt.url, ADMIN_TOKEN, 'acct-backlog-other');
     assert.equal((await call(rt.url, 'POST', '/organizations/acct-backlog-other/events', { token: otherKey, json: { type: 'order.placed', payload: {} } })).status, 202, 'another org is not held back');
 

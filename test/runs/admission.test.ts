@@ -197,13 +197,34 @@ test('raising an org\'s limit over a deep queue admits ADMITTED_PER_TURN runs pe
   const count = 3 * ADMITTED_PER_TURN;
   for (let i = 0; i < count; i++) assert.equal((await call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'job.run', payload: { i } } })).status, 202);
   const { engine, context } = rt.runtime;
-  await eventually('all but one queued', () => engine.queuedRuns(org), (n) => n === count - 1);
+  await eventually('all but one queued', () => engine.queuedRuns(org, 'production'), (n) => n === count - 1);
   // The record changed without the API's refresh, so this one is the only pump it makes.
   await context.orgs.update(org, (current) => ({ ...current, max_concurrent_runs: 1000 }));
   engine.refreshLimit(org);
-  assert.equal(engine.queuedRuns(org), count - 1 - ADMITTED_PER_TURN, 'one turn\'s worth admitted at once');
-  await eventually('the rest admitted in the next turns', () => engine.queuedRuns(org), (n) => n === 0);
+  assert.equal(engine.queuedRuns(org, 'production'), count - 1 - ADMITTED_PER_TURN, 'one turn\'s worth admitted at once');
+  await eventually('the rest admitted in the next turns', () => engine.queuedRuns(org, 'production'), (n) => n === 0);
   release();
   receiver.script([{ status: 200 }]);
   await eventually('all completed', () => states(org, key), (s) => s.length === count && s.every((x) => x === 'completed'));
+});
+
+test('an org\'s sandbox runs queue apart from its production runs: a sandbox backlog holding every slot delays no production run', { timeout: 60_000 }, async () => {
+  let release: () => void = () => undefined;
+  receiver.script([{ status: 200, after: new Promise<void>((resolve) => (release = resolve)) }]);
+  const org = 'acct-envs';
+  const key = await setup(org, 'pro', '/envs-production', 1);
+  const sandboxWorkflow = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: 'w', trigger_event: 'job.run', environment: 'sandbox', steps: [{ id: 's', type: 'webhook', url: `${receiver.url}/envs-sandbox` }] } });
+  assert.equal(sandboxWorkflow.status, 201, sandboxWorkflow.text);
+  const event = (environment: string, i: number) => call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'job.run', payload: { i }, environment } });
+  for (let i = 0; i < 5; i++) assert.equal((await event('sandbox', i)).status, 202);
+  const { engine } = rt.runtime;
+  await eventually('one sandbox run out, four queued', () => [receiver.received.filter((r) => r.path === '/envs-sandbox').length, engine.queuedRuns(org, 'sandbox')], ([out, queued]) => out === 1 && queued === 4);
+  assert.equal((await event('production', 0)).status, 202);
+  await eventually('the production run goes out at once, its environment\'s slot free', () => receiver.received.filter((r) => r.path === '/envs-production').length, (n) => n === 1);
+  assert.equal(engine.queuedRuns(org, 'production'), 0);
+  release();
+  receiver.script([{ status: 200 }]);
+  await eventually('all completed', () => states(org, key), (s) => s.length === 1 && s.every((x) => x === 'completed'));
+  const sandboxStates = async () => ((await call(rt.url, 'GET', `/organizations/${org}/runs?environment=sandbox`, { token: key })).body.runs as Array<{ state: string }>).map((r) => r.state);
+  await eventually('the sandbox runs completed', sandboxStates, (s) => s.length === 5 && s.every((x) => x === 'completed'));
 });
