@@ -10,7 +10,6 @@ import type { Environment } from '../../actors/run-types.ts';
 import type { AdmissionLane } from '../../actors/run-work.ts';
 import type { RunPlace } from '../../actors/tenant-supervisor.ts';
 import { DEFAULT_MAX_CONCURRENT_RUNS, type OrganizationStore } from '../tenancy/organizations.ts';
-import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 
 /** The scheduler's tenant for an org's environment: the org's id for production, as before environments queued apart. */
 const queueOf = (orgId: string, environment: Environment): OrgId => asOrgId(environment === 'production' ? orgId : `${orgId}\u0000${environment}`);
@@ -22,8 +21,11 @@ export class OrgAdmission {
   readonly #orgs: Pick<OrganizationStore, 'get'>;
   /** Scheduler tenants whose limit it has been given. */
   readonly #limitsSet = new Set<string>();
-  /** The sandbox runs the scheduler holds (queued or running), so that their slot or place is found by org and run id alone. */
-  readonly #sandboxRuns = new Set<string>();
+  /**
+   * Per org, the sandbox runs the scheduler holds (queued or running), so that their slot or place
+   * is found by org and run id alone; per org, so that deleting one looks at its own only.
+   */
+  readonly #sandboxRuns = new Map<string, Set<string>>();
 
   constructor(orgs: Pick<OrganizationStore, 'get'>) {
     this.#orgs = orgs;
@@ -39,13 +41,13 @@ export class OrgAdmission {
   admitNow(orgId: OrgId, runId: RunId, environment: Environment): boolean {
     const queue = this.#hold(orgId, runId, environment);
     const admitted = this.#scheduler.admitNow(queue, runId);
-    if (!admitted && this.#scheduler.placeOf(queue, runId) === 'absent') this.#sandboxRuns.delete(orgScopedKey(orgId, runId));
+    if (!admitted && this.#scheduler.placeOf(queue, runId) === 'absent') this.#forgetSandboxRun(orgId, runId);
     return admitted;
   }
 
   release(orgId: OrgId, runId: RunId): void {
     this.#scheduler.release(this.#queueOfRun(orgId, runId), runId);
-    this.#sandboxRuns.delete(orgScopedKey(orgId, runId));
+    this.#forgetSandboxRun(orgId, runId);
   }
 
   /** Gives back the run's slot or its place in the queue, whichever it holds, if any. */
@@ -59,7 +61,7 @@ export class OrgAdmission {
       this.#scheduler.forget(queueOf(orgId, environment));
       this.#limitsSet.delete(queueOf(orgId, environment));
     }
-    for (const key of [...this.#sandboxRuns]) if (key.startsWith(`${orgId}\u0000`)) this.#sandboxRuns.delete(key);
+    this.#sandboxRuns.delete(orgId);
   }
 
   placeOf(orgId: OrgId, runId: RunId): RunPlace {
@@ -87,12 +89,21 @@ export class OrgAdmission {
   /** The run's scheduler tenant, remembered for a sandbox run. */
   #hold(orgId: OrgId, runId: RunId, environment: Environment): OrgId {
     this.#ensureLimit(orgId, environment);
-    if (environment === 'sandbox') this.#sandboxRuns.add(orgScopedKey(orgId, runId));
+    if (environment === 'sandbox') {
+      let runs = this.#sandboxRuns.get(orgId);
+      if (runs === undefined) this.#sandboxRuns.set(orgId, (runs = new Set()));
+      runs.add(runId);
+    }
     return queueOf(orgId, environment);
   }
 
+  #forgetSandboxRun(orgId: OrgId, runId: RunId): void {
+    const runs = this.#sandboxRuns.get(orgId);
+    if (runs?.delete(runId) === true && runs.size === 0) this.#sandboxRuns.delete(orgId);
+  }
+
   #queueOfRun(orgId: OrgId, runId: RunId): OrgId {
-    return queueOf(orgId, this.#sandboxRuns.has(orgScopedKey(orgId, runId)) ? 'sandbox' : 'production');
+    return queueOf(orgId, this.#sandboxRuns.get(orgId)?.has(runId) === true ? 'sandbox' : 'production');
   }
 
   #ensureLimit(orgId: string, environment: Environment): void {

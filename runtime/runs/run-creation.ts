@@ -9,6 +9,7 @@ import { asEventId, asOrgId, type OrgId, type RunId } from '../../actors/ids.ts'
 import { KeyedCounts } from '../../actors/keyed-counts.ts';
 import { persistedRunOf, startRunActor, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { Environment } from '../../actors/run-types.ts';
+import { orgScopedKey } from '../tenancy/org-scoped-key.ts';
 import type { StoredEvent } from '../events/event-record.ts';
 import type { PreparedReaction } from '../events/event-store.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
@@ -50,9 +51,10 @@ interface NewRun {
 export class RunCreation {
   readonly #host: RunCreationHost;
   /**
-   * Per org, runs written as `queued` whose transaction has not settled yet: the scheduler learns
-   * of them only after the commit, so until then no later run of the org may be admitted on the
-   * spot ahead of them (admission stays first in, first out).
+   * Per org and environment (orgScopedKey), runs written as `queued` whose transaction has not
+   * settled yet: the scheduler learns of them only after the commit, so until then no later run of
+   * the org's environment may be admitted on the spot ahead of them (admission stays first in,
+   * first out, in each environment's queue: org-admission.ts).
    */
   readonly #queuedInFlight = new KeyedCounts();
 
@@ -60,9 +62,9 @@ export class RunCreation {
     this.#host = host;
   }
 
-  /** The org's runs written as `queued` whose transaction has not settled yet. */
-  queuedInFlight(orgId: OrgId): number {
-    return this.#queuedInFlight.get(orgId);
+  /** The org's runs of `environment` written as `queued` whose transaction has not settled yet. */
+  queuedInFlight(orgId: OrgId, environment: Environment): number {
+    return this.#queuedInFlight.get(orgScopedKey(orgId, environment));
   }
 
   /**
@@ -76,7 +78,7 @@ export class RunCreation {
     const orgId = asOrgId(event.org_id);
     const created: NewRun[] = [];
     const settleWaiting = (): void => {
-      this.#queuedInFlight.subtract(orgId, created.filter((c) => !c.admitted).length);
+      this.#queuedInFlight.subtract(orgScopedKey(orgId, event.environment), created.filter((c) => !c.admitted).length);
     };
     const undoInMemory = (): void => {
       settleWaiting();
@@ -130,7 +132,8 @@ export class RunCreation {
     const orgId = asOrgId(event.org_id);
     const input = runInputFor(version, { runId, eventId: asEventId(event.id), skipSideEffects: event.replay_skip_side_effects, at: event.received_at_ms });
     const { actor, run: queued } = startRunActor(input);
-    const admitted = this.#queuedInFlight.get(orgId) === 0 && host.admitNow(orgId, runId, input.environment);
+    const waiting = orgScopedKey(orgId, event.environment);
+    const admitted = this.#queuedInFlight.get(waiting) === 0 && host.admitNow(orgId, runId, event.environment);
     try {
       const newUpdates = [host.updateFor(queued, version)];
       let run = queued;
@@ -140,7 +143,7 @@ export class RunCreation {
         newUpdates.push(host.updateFor(run, version));
       }
       const updates = newUpdates.map((update) => host.updateLog.reserve(orgId, update));
-      if (!admitted) this.#queuedInFlight.add(orgId);
+      if (!admitted) this.#queuedInFlight.add(waiting);
       return { run, actor, admitted, updates };
     } catch (error) {
       actor.stop();

@@ -137,12 +137,9 @@ export class RunEngine {
     return this.#actors.restingCount;
   }
 
-  /**
-   * How many of the org's runs in `environment` wait for a slot, those being written included (of
-   * either environment: their count is kept per org; run-backlog.ts).
-   */
+  /** How many of the org's runs in `environment` wait for a slot, those being written included (run-backlog.ts). */
   queuedRuns(orgId: string, environment: Environment): number {
-    return this.#admission.queued(asOrgId(orgId), environment) + this.#creation.queuedInFlight(asOrgId(orgId));
+    return this.#admission.queued(asOrgId(orgId), environment) + this.#creation.queuedInFlight(asOrgId(orgId), environment);
   }
 
   /** When the durable timer of a run (backoff or delay) is armed to fire, if it is. */

@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg, registerDevice, signStandard } from '../helpers/http.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
-import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir } from '../helpers/runtime.ts';
+import { holdLedgerWrites, type WriteHold } from '../helpers/lmdb-write-hold.ts';
 
 const ORG = 'acct-backlog';
 const SECRET = `whsec_${Buffer.alloc(32, 21).toString('base64')}`;
@@ -70,6 +71,36 @@ test('an org with --max-queued-runs runs waiting is refused new events until the
     assert.ok(burst.every((answer) => answer.status === 202 || answer.body.error?.code === 'run_backlog_full'));
   } finally {
     releaseFirst();
+    await rt.close();
+    await receiver.close();
+  }
+});
+
+test('sandbox runs being written count against the sandbox backlog alone, not production\'s', { timeout: 60_000 }, async () => {
+  // A data dir of its own: on LMDB, whose write lock another process can hold.
+  const dataDir = tempDir();
+  const rt = await startRuntime({ dataDir, args: ['--max-queued-runs', '3'] });
+  const receiver = await startReceiver([{ status: 200, body: '{}' }]);
+  let hold: WriteHold | undefined;
+  try {
+    const org = 'acct-backlog-envs';
+    const created = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: org, name: org, plan: 'pro', max_concurrent_runs: 1 } });
+    const key = created.body.api_key as string;
+    for (let i = 0; i < 5; i++) {
+      const workflow = await call(rt.url, 'POST', `/organizations/${org}/workflows`, { token: key, json: { name: `load-${i}`, trigger_event: 'load.test', environment: 'sandbox', steps: [{ id: 'send', type: 'webhook', url: receiver.url }] } });
+      assert.equal(workflow.status, 201, workflow.text);
+    }
+    hold = await holdLedgerWrites(dataDir);
+    // Its write waits for the lock: one run admitted on the spot, four queued and being written.
+    const sandboxEvent = call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'load.test', payload: {}, environment: 'sandbox' } });
+    const { engine } = rt.runtime;
+    await eventually('four sandbox runs being written', () => engine.queuedRuns(org, 'sandbox'), (n) => n === 4);
+    assert.equal(engine.queuedRuns(org, 'production'), 0, 'production\'s backlog holds none of them');
+    await hold.release();
+    hold = undefined;
+    assert.equal((await sandboxEvent).status, 202);
+  } finally {
+    await hold?.release();
     await rt.close();
     await receiver.close();
   }
