@@ -170,9 +170,9 @@ export class LiveRooms {
   /**
    * Counts what every socket holds queued, lets replays that waited for room go on, then closes the
    * largest holders of an org past its share, and past the total those of the org holding the most
-   * (4008); every LIVE_QUEUE_SWEEP_MS. Sockets are taken
-   * LIVE_QUEUE_SLICE per event-loop turn (14,000 in one go held every request ~6 ms); resolves
-   * once the last slice is done, with how many sockets it closed (tests wait for it).
+   * (4008); every LIVE_QUEUE_SWEEP_MS. Sockets are taken LIVE_QUEUE_SLICE per event-loop turn
+   * (14,000 in one go held every request ~6 ms); resolves once the last slice is done, with how
+   * many sockets it closed (tests wait for it).
    */
   async sweepQueue(): Promise<number> {
     const sockets = [...this.#sockets];
