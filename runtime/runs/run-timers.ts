@@ -98,9 +98,9 @@ export class RunTimers {
   }
 
   /**
-   * Fires the timers due at the clock's current time, at most its batch (FIRE_BATCH unless given), orgs in turn (one timer of
-   * each org with any due, then again); the rest fire in the next turns, on their own. Returns how
-   * many fired. Tests call it after advancing a manual clock.
+   * Fires the timers due at the clock's current time, at most its batch (FIRE_BATCH unless given),
+   * orgs in turn (one timer of each org with any due, then again); the rest fire in the next turns,
+   * on their own. Returns how many fired. Tests call it after advancing a manual clock.
    */
   fireDue(): number {
     const now = this.#clock.now();
