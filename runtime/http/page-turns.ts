@@ -9,6 +9,7 @@
 // one each, while the org's other, small reads are not held to it.
 
 import { KeyedSerial } from '../keyed-serial.ts';
+import { setNewest } from '../newest-entries.ts';
 
 /** Requests of one org whose last answer size is remembered at most; past it its oldest are forgotten. */
 const REMEMBERED_PER_ORG = 64;
@@ -40,11 +41,7 @@ export class PageTurns {
   /** Remembers the size of the answer just given to `tenant`'s `request` (in characters). */
   answered(tenant: string, request: string, chars: number): void {
     const requests = this.#lastAnswer.get(tenant) ?? new Map<string, number>();
-    this.#lastAnswer.delete(tenant);
-    if (this.#lastAnswer.size >= REMEMBERED_ORGS) this.#lastAnswer.delete(this.#lastAnswer.keys().next().value!);
-    this.#lastAnswer.set(tenant, requests);
-    requests.delete(request);
-    if (requests.size >= REMEMBERED_PER_ORG) requests.delete(requests.keys().next().value!);
-    requests.set(request, chars);
+    setNewest(this.#lastAnswer, tenant, requests, REMEMBERED_ORGS);
+    setNewest(requests, request, chars, REMEMBERED_PER_ORG);
   }
 }

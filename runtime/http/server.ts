@@ -212,7 +212,8 @@ export class HttpServer {
     let metricName = 'unmatched';
     // A read that answers a page (Route `answersPages`): built in its org's page turn (page-turns.ts).
     let pages = false;
-    const pageRequest = `${rawUrl}?${rawQuery}`;
+    // Its path and query, what its answer's size is remembered by (set only for such a read).
+    let pageRequest = '';
     let reservation: BodyReservation | undefined;
     const finish = (reply: HttpReply): void => {
       reservation?.release();
@@ -289,6 +290,7 @@ export class HttpServer {
       if (this.#held !== undefined && route.answersWhileHeld !== true) await this.#held;
       const handle = (): HttpReply | Promise<HttpReply> => (route.readsLargeBodiesInThread === true ? route.handler({ ...head, body }) : this.#readingBodyFirst(route, head, body, tenant));
       pages = route.answersPages === true && reads;
+      if (pages) pageRequest = `${rawUrl}?${rawQuery}`;
       const admitPage = (lastAnswerChars: number): void => {
         // Checked again in its turn: a key revoked while it waited is a 401, as it was before.
         route.beforeBody?.(head);

@@ -8,6 +8,7 @@
 // not refused: each has its own bound (one per tick, per connection, the derived-event budget).
 // Writes in flight together are checked against the same count, so the queue may pass `max` by the
 // runs they start.
+
 import type { Environment } from '../../actors/run-types.ts';
 import { SluiceError } from '../errors.ts';
 

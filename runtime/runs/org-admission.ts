@@ -9,6 +9,7 @@ import { RootScheduler, type Admission } from '../../actors/root-scheduler.ts';
 import type { Environment } from '../../actors/run-types.ts';
 import type { AdmissionLane } from '../../actors/run-work.ts';
 import type { RunPlace } from '../../actors/tenant-supervisor.ts';
+import { ENVIRONMENTS } from '../sources/source-record.ts';
 import { DEFAULT_MAX_CONCURRENT_RUNS, type OrganizationStore } from '../tenancy/organizations.ts';
 
 /** The scheduler's tenant for an org's environment: the org's id for production, as before environments queued apart. */
@@ -57,7 +58,7 @@ export class OrgAdmission {
 
   /** The org was deleted: its runs leave the queues and their slots at once, and are never admitted. */
   forgetOrg(orgId: OrgId): void {
-    for (const environment of ['production', 'sandbox'] as const) {
+    for (const environment of ENVIRONMENTS) {
       this.#scheduler.forget(queueOf(orgId, environment));
       this.#limitsSet.delete(queueOf(orgId, environment));
     }
@@ -80,7 +81,7 @@ export class OrgAdmission {
 
   /** Reads the org's concurrency limit again (after the org is updated). */
   refreshLimit(orgId: string): void {
-    for (const environment of ['production', 'sandbox'] as const) {
+    for (const environment of ENVIRONMENTS) {
       this.#limitsSet.delete(queueOf(orgId, environment));
       this.#ensureLimit(orgId, environment);
     }

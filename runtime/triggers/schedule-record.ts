@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { Cron } from 'croner';
 import { badRequest } from '../errors.ts';
 import { RawJson } from '../validation/raw-json.ts';
+import { setNewest } from '../newest-entries.ts';
 import type { Environment } from '../sources/source-record.ts';
 
 export const SCHEDULE_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,63}$';
@@ -68,8 +69,7 @@ function cronOf(schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron {
   let cron = parsedPatterns.get(key);
   if (cron === undefined) {
     cron = new Cron(schedule.cron, { timezone: schedule.timezone, paused: true, mode: '5-part', fixedTimeRule: 'no-wildcard', domAndDow: eitherDayFieldStarred(schedule.cron) });
-    if (parsedPatterns.size >= MAX_PARSED_PATTERNS) parsedPatterns.delete(parsedPatterns.keys().next().value!);
-    parsedPatterns.set(key, cron);
+    setNewest(parsedPatterns, key, cron, MAX_PARSED_PATTERNS);
   }
   return cron;
 }
