@@ -5,6 +5,9 @@
 // writer of the ledger waits for). Revoked keys stay listed as a record of who had access, the latest
 // MAX_REVOKED_API_KEYS of them: a new key drops the records of the oldest revocations past that
 // (`api-keys-revoked`, in revocation order), so creating and revoking keys cannot grow an org without end.
+// A key is refused from the moment its revocation is asked, not only once that is on disk: a write of
+// the key checked while the revocation was committing went in after it, and its answer came after
+// the revocation's 200.
 
 import { randomBytes } from 'node:crypto';
 import { ConflictError, notFound } from '../errors.ts';
@@ -53,6 +56,11 @@ export class ApiKeyStore {
   /** [orgId, revokedAt, keyId] -> null per revoked key kept; [orgId, INDEXED] once the org's revoked keys are all in. */
   readonly #revoked: LedgerTable;
   readonly #maxRevoked: number;
+  /**
+   * Hashes of keys whose revocation was asked and is not yet known on disk: refused meanwhile. One
+   * whose revocation failed to be saved stays refused until the process ends (it may have taken effect).
+   */
+  readonly #revoking = new Set<string>();
   constructor(ledger: Ledger, maxRevoked = MAX_REVOKED_API_KEYS) {
     this.#ledger = ledger;
     this.#active = ledger.openDatabase('api-keys-active');
@@ -98,7 +106,7 @@ export class ApiKeyStore {
   /** The active key record for a presented key, or undefined. The hash lookup is the comparison. */
   findActive(presentedKey: string): ApiKeyRecord | undefined {
     const record = this.#ledger.apiKeys.get([hashToken(presentedKey)]) as ApiKeyRecord | undefined;
-    return record === undefined || record.revoked_at !== undefined ? undefined : record;
+    return record === undefined || !this.#holds(record) ? undefined : record;
   }
 
   /** Every key of the org, revoked ones included, in key id order; `page` reads at most `limit` after `afterId`. */
@@ -115,7 +123,12 @@ export class ApiKeyStore {
   /** True while the key exists and is not revoked (long-lived connections recheck the key they opened with). */
   isActive(orgId: string, keyId: string): boolean {
     const record = this.get(orgId, keyId);
-    return record !== undefined && record.revoked_at === undefined;
+    return record !== undefined && this.#holds(record);
+  }
+
+  /** Neither revoked on disk nor being revoked. */
+  #holds(record: ApiKeyRecord): boolean {
+    return record.revoked_at === undefined && !this.#revoking.has(record.hash);
   }
 
   /** Resolves once the revocation is durable; revoking a revoked key returns it unchanged. */
@@ -124,6 +137,9 @@ export class ApiKeyStore {
     if (record === undefined) throw notFound('API key', 'key_id');
     if (record.revoked_at !== undefined) return record;
     const revoked: ApiKeyRecord = { ...record, revoked_at: nowIso };
+    // Refused from here on: every check of the key made after this line fails, so no write of it
+    // can be queued behind the revocation's own.
+    this.#revoking.add(record.hash);
     // Checked again in the write: of two revokes at once, the second finds the first's and keeps it
     // (one revocation time, one entry in the revocation order).
     const stored = await durably(
@@ -137,6 +153,8 @@ export class ApiKeyStore {
         return revoked;
       }),
     );
+    // On disk now (revoked, or gone with its org's records): the mark has done its part.
+    this.#revoking.delete(record.hash);
     if (stored === undefined) throw notFound('API key', 'key_id');
     return stored;
   }

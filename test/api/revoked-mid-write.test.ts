@@ -48,6 +48,21 @@ function countQueuedWrites(): { count: number; restore: () => void } {
   return counter;
 }
 
+test('a write of a key whose revocation is being saved is 401 and writes nothing; the revocation then answers', async () => {
+  const { id, key } = await newDeveloperKey();
+  // The revocation is held before its own write is queued: a write of the key checked meanwhile
+  // was let through (it committed beside the revocation and answered after its 200).
+  const held = gateNextCall(rt.runtime.ledger.root, 'transaction');
+  const revoking = call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin });
+  await whileCallHeld(held, revoking, 'the revocation', async () => {
+    const minted = await call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'while-revoking', secrets: ['whsec_' + Buffer.alloc(32, 6).toString('base64')] } });
+    assert.equal(minted.status, 401, minted.text);
+    assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/sources`, { token: key })).status, 401, 'reads are refused too');
+  });
+  assert.equal((await revoking).status, 200);
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/sources/while-revoking`, { token: admin })).status, 404, 'nothing was written');
+});
+
 const schemas = { event_types: { 'pay.ok': { type: 'object' } } };
 for (const [what, write, read] of [
   ['a source create', (key: string) => call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'late-source', secrets: ['whsec_' + Buffer.alloc(32, 3).toString('base64')], ...schemas } }), `/organizations/${ORG}/sources/late-source`],

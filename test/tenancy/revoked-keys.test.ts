@@ -38,6 +38,33 @@ for (const kind of LEDGER_KINDS) {
     }
   });
 
+  test(`${kind.name}: a key is refused from the moment its revocation is asked; one whose revocation failed to be saved stays refused`, async () => {
+    const { ledger, close } = kind.open();
+    try {
+      const store = new ApiKeyStore(ledger);
+      const first = await store.create('org_r', 'admin', at(0));
+      const revoking = store.revoke('org_r', first.record.id, at(1));
+      assert.equal(store.findActive(first.key), undefined, 'refused while the revocation is saved');
+      assert.equal(store.isActive('org_r', first.record.id), false);
+      assert.equal((await revoking).revoked_at, at(1));
+      assert.equal(store.findActive(first.key), undefined);
+
+      const second = await store.create('org_r', 'admin', at(2));
+      const root = ledger.root as unknown as { transaction: (...args: unknown[]) => unknown };
+      const transaction = root.transaction;
+      root.transaction = () => {
+        root.transaction = transaction;
+        return Promise.reject(new Error('the disk failed'));
+      };
+      await assert.rejects(store.revoke('org_r', second.record.id, at(3)), /the disk failed/);
+      assert.equal(store.get('org_r', second.record.id)?.revoked_at, undefined, 'not revoked on disk');
+      assert.equal(store.findActive(second.key), undefined, 'it may have taken effect: refused all the same');
+      assert.equal(store.isActive('org_r', second.record.id), false);
+    } finally {
+      await close();
+    }
+  });
+
   test(`${kind.name}: revocations from before the index count toward the cap`, async () => {
     const { ledger, close } = kind.open();
     try {
