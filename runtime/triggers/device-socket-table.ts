@@ -83,13 +83,24 @@ export class DeviceSocketTable {
     return open;
   }
 
-  /** 429 when the device holds MAX_SOCKETS_PER_DEVICE sockets, or its org its share of the process's WebSockets. */
-  assertRoom(orgId: string, name: string): void {
+  /**
+   * Whether a connect of the device would replace the one socket it holds, open (nothing else of it
+   * opening or ending): its org's shares do not refuse that one (DeviceSockets' upgrade), as the count
+   * comes back once the older closes (4409). Without it, a device whose socket went half-open on a
+   * network drop was refused until its idle timeout (~2 min) while its org was at its share.
+   */
+  replacesItsOpenSocket(orgId: string, name: string): boolean {
+    const sockets = this.#sockets.get(orgScopedKey(orgId, name));
+    return sockets?.size === 1 && [...sockets][0]!.getUserData().open;
+  }
+
+  /** 429 when the device holds MAX_SOCKETS_PER_DEVICE sockets, or its org its share of the process's WebSockets (unless `replacing`: replacesItsOpenSocket). */
+  assertRoom(orgId: string, name: string, replacing = false): void {
     const held = this.#sockets.get(orgScopedKey(orgId, name))?.size ?? 0;
     if (held >= MAX_SOCKETS_PER_DEVICE) {
       throw new TooManyDeviceSocketsError(`Device "${name}" has ${held} connections opening or ending (at most ${MAX_SOCKETS_PER_DEVICE}); connect again in a second.`);
     }
-    if (this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
+    if (!replacing && this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
       throw new TooManyDeviceSocketsError(`An organization's devices may hold at most ${this.#socketsPerOrg} sockets at once; connect again in a second.`);
     }
   }

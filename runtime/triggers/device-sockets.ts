@@ -103,8 +103,9 @@ export class DeviceSockets {
           // After the token too, and before the quota: a paused device's connect costs its org nothing.
           this.#pauses.assertMayConnect(device, deps.clock.now());
           // After the token: an org's share of the sockets is nobody else's to probe.
-          deps.websockets.assertRoom(orgId);
-          this.#sockets.assertRoom(orgId, name);
+          const replacing = this.#sockets.replacesItsOpenSocket(orgId, name);
+          deps.websockets.assertRoom(orgId, replacing);
+          this.#sockets.assertRoom(orgId, name, replacing);
           query.assertNoRepeats();
           query.assertAllAsked();
           // A connection writes two events (and their runs), its device.connected and, however it

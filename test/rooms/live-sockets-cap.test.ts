@@ -89,6 +89,10 @@ test('one org holds at most three quarters of --websockets, live and device sock
     });
     const other = await connectLive(rt.url, 'acct-ws-modest', { token: otherKey });
     await assert.rejects(connectDevice(rt.url, 'acct-ws-greedy', 'd-3', 'sdt_wrong'), { status: 401 }, 'the share is told only to the device itself');
+    // A device replacing its own open socket is not refused at the share: the count comes back.
+    const replacement = await connectDevice(rt.url, 'acct-ws-greedy', 'd-2', tokens[1]!);
+    assert.equal((await devices[1]!.closed).code, 4409);
+    devices[1] = replacement;
     devices[0]!.close();
     await devices[0]!.closed;
     const third = await connectOnceFreed(() => connectDevice(rt.url, 'acct-ws-greedy', 'd-3', tokens[2]!));

@@ -2,7 +2,7 @@
 // ending is written), and an org's devices at most half of the process's WebSockets: one token
 // opening sockets faster than their connects are written cannot take every WebSocket the process
 // allows. Past either cap an upgrade is 429 too_many_device_sockets with Retry-After; other
-// devices and orgs still connect.
+// devices and orgs still connect; a device that holds its one open socket may replace it at its org's share.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -80,6 +80,13 @@ test('an org\'s devices hold at most half of --websockets; one more is 429, anot
     const refused = await upgradeAnswer(`${rt.url}/devices/acct-many/d3?token=${tokens[3]}`);
     assert.deepEqual([refused.status, refused.code, refused.retryAfter], [429, 'too_many_device_sockets', '1']);
     assert.match(refused.message, /devices may hold at most 3 sockets at once/);
+    // A device that holds its open socket connects again at the share: the newer one replaces it
+    // (4409), so the count comes back (a socket left half-open by a network drop had locked its
+    // device out until its idle timeout, ~2 min).
+    const replacement = await connectDevice(rt.url, 'acct-many', 'd1', tokens[1]);
+    assert.equal((await open[1]!.closed).code, 4409);
+    open[1] = replacement;
+    await eventually('the replaced socket let go', () => upgradeAnswer(`${rt.url}/devices/acct-many/d3?token=${tokens[3]}`), (answer) => answer.status === 429 && /at most 3 sockets/.test(answer.message));
     const other = await connectDevice(rt.url, 'acct-few', 'd0', otherToken);
     open[0]!.close();
     const freed = await eventually('a place freed by a closed socket', () => connectDevice(rt.url, 'acct-many', 'd3', tokens[3]).catch(() => undefined), (client) => client !== undefined);
