@@ -19,18 +19,7 @@ import { shownName } from './validation/shown-name.ts';
 import { describeHandshakeRefusal } from '../kits/client/refusal-body.ts';
 import { frameIdOf, MAX_DEVICE_MESSAGE_BYTES, MAX_MESSAGES_IN_FLIGHT, nackFrame } from './triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from './triggers/device-upgrade.ts';
-
-/**
- * The socket URL as the command prints it: without the password (a socket may carry one, sent as
- * Basic auth to a proxy in front of Sluice) or the query (where a token could be), each said by `***`.
- * Text that is no URL is returned as given.
- */
-function shownSocketUrl(url: string): string {
-  if (!URL.canParse(url)) return url;
-  const { protocol, username, password, host, pathname, search } = new URL(url);
-  const user = username === '' && password === '' ? '' : `${username}${password === '' ? '' : ':***'}@`;
-  return `${protocol}//${user}${host}${pathname}${search === '' ? '' : '?***'}`;
-}
+import { shownUrl } from './shown-url.ts';
 
 const USAGE = 'usage: sluice device <ws://host:port/devices/<org>/<device>> [--token <device token>, or SLUICE_DEVICE_TOKEN] [--send <json>]... (without --send: one message per stdin line)';
 
@@ -74,7 +63,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   const url = positionals[0];
   if (positionals.length !== 1 || url === undefined) throw new InputError(400, 'usage', USAGE);
   // The device's `socket_path` goes under the socket's scheme, not the API's http:// one.
-  if (!/^wss?:\/\//i.test(url)) throw new InputError(400, 'usage', `The device socket URL starts with ws:// or wss:// (got ${JSON.stringify(shownName(shownSocketUrl(url)))}). ${USAGE}`);
+  if (!/^wss?:\/\//i.test(url)) throw new InputError(400, 'usage', `The device socket URL starts with ws:// or wss:// (got ${JSON.stringify(shownName(shownUrl(url)))}). ${USAGE}`);
   // An empty --token is refused below ("The device token is empty."), as `watch` refuses an empty
   // --key: not replaced by SLUICE_DEVICE_TOKEN, which the flag was given to override.
   const token = credentialOf(values.token, io.env ?? {}, 'SLUICE_DEVICE_TOKEN');
@@ -185,7 +174,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   lines?.close();
   // What a refusing server or a close said: whatever answered, it never drives the terminal.
   if (end.kind === 'refused') notice(`${refusalText(end)}${attempt === CONNECT_RETRIES ? ` (the ${attempt + 1}th try: not tried again)` : ''}`);
-  if (end.kind === 'unreachable') notice(`could not reach ${printable(shownSocketUrl(url))}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}${end.hint === undefined ? '' : `; ${end.hint}`}`);
+  if (end.kind === 'unreachable') notice(`could not reach ${printable(shownUrl(url))}${end.timedOutMs !== undefined ? `: no answer within ${end.timedOutMs} ms` : end.cause !== undefined ? ` (${printable(end.cause)})` : ''}${end.hint === undefined ? '' : `; ${end.hint}`}`);
   if (end.kind === 'closed' && end.code !== 1000) notice(`closed with ${end.code}${end.reason.length > 0 ? `: ${printable(end.reason)}` : end.code === 1006 ? ' (the connection was lost without a close: Sluice stopped or the network dropped)' : ''}`);
   // Said whatever ended it: which messages to send again (by id, a stored one is acked as a duplicate).
   const left = pacer.unfinished();

@@ -11,6 +11,7 @@ import { nothingAnsweredAt } from './cli-client-call.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { AFTER_SEQ_DIGITS } from './rooms/live-subscription.ts';
+import { shownUrl } from './shown-url.ts';
 import { printable, printableJson } from './terminal-text.ts';
 
 const USAGE = 'usage: sluice watch <http://host:port> --org <org id> [--key <API key>, or SLUICE_API_KEY] [--environment production|sandbox] [--run <run id>] [--after-seq <n>]';
@@ -82,7 +83,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
   try {
     await live.done;
     if (unreachable !== undefined) {
-      io.stderr.write(`sluice watch: ${printable(unreachable)}. ${nothingAnsweredAt(url)}\n`);
+      io.stderr.write(`sluice watch: ${printable(unreachable)}. ${nothingAnsweredAt(shownUrl(url))}\n`);
       return 1;
     }
     // Without a position (no frame came), there is nothing to pass back: the line says stopped alone.

@@ -101,6 +101,10 @@ test('a live room that nothing answers at first ends it with 1, saying so with t
   assert.equal(await watch.exit, 1);
   assert.deepEqual(watch.notices(), [`sluice watch: the live room could not be reached (connect ECONNREFUSED 127.0.0.1:${port}). Nothing answered at http://127.0.0.1:${port}: is Sluice running there?`]);
   assert.deepEqual(watch.lines(), [], 'stdout keeps to updates');
+  // A socket URL may carry a password for a proxy in front (sent as Basic auth): never printed.
+  const withPassword = start([`http://ops:sk_secret_pw@127.0.0.1:${port}`, '--org', ORG, '--key', key]);
+  assert.equal(await withPassword.exit, 1);
+  assert.deepEqual(withPassword.notices(), [`sluice watch: the live room could not be reached (connect ECONNREFUSED 127.0.0.1:${port}). Nothing answered at http://ops:***@127.0.0.1:${port}/: is Sluice running there?`]);
 });
 
 test('with --after-seq, a first connection that nothing answers ends it too; one that fails after Sluice answered (a 503 while it restarts) is retried', { timeout: 30_000 }, async () => {
