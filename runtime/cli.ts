@@ -5,6 +5,7 @@
 
 import { inspect } from 'node:util';
 import { printable } from './terminal-text.ts';
+import { InputError } from './errors.ts';
 import { usageErrorText } from './cli-usage-error.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 import { commitFailureCause, isLedgerCommitFailure } from '../hook-runner/lmdb-commit-failure.ts';
@@ -105,6 +106,9 @@ function optionsHelpFor(command: string | undefined): string {
   return helpFor(command);
 }
 
+/** The exit of a command line refused: an unknown command or option, a missing or invalid value. */
+const USAGE_EXIT_CODE = 2;
+
 /** A command's module that failed to load: a fault of the installation or of the code, not of the input. */
 class ModuleLoadFailure extends Error {}
 
@@ -195,12 +199,12 @@ async function main(argv: readonly string[]): Promise<void> {
       // Asked for nothing: the usage, on stderr as for any usage error, and a failing exit (a script's
       // `sluice $UNSET_COMMAND` did nothing).
       process.stderr.write(USAGE);
-      process.exitCode = 2;
+      process.exitCode = USAGE_EXIT_CODE;
       return;
     default:
       // One line: the usage is 60 lines, and the mistake would scroll out of sight above it.
       process.stderr.write(`sluice: unknown command "${printable(command)}"; sluice --help lists the commands\n`);
-      process.exitCode = 2;
+      process.exitCode = USAGE_EXIT_CODE;
   }
 }
 
@@ -223,5 +227,7 @@ main(process.argv.slice(2)).catch(async (error: unknown) => {
   const command = process.argv[2];
   const usage = usageErrorText(error, command, optionsHelpFor(command));
   process.stderr.write(`sluice: ${printable(usage ?? message)}\n`);
-  process.exit(1);
+  // 2 for a command line (or configuration) refused before anything was done, as for an unknown
+  // command and as the hook-runner exits on its configuration; 1 for a command that failed.
+  process.exit(usage !== undefined || error instanceof InputError ? USAGE_EXIT_CODE : 1);
 });

@@ -65,30 +65,43 @@ test('a command whose module fails to load says so with the whole error (file, l
   assert.ok(sluice('cron', '0 9 * * *', '--count', '1').status === 0, 'the other commands still load');
 });
 
-test("Node's own usage errors are said in one line of the CLI's words: an unknown option names the one likeliest meant (or the command's options), a value starting with '-' how to give it; what the user typed escaped; exit 1", () => {
+test("Node's own usage errors are said in one line of the CLI's words: an unknown option names the one likeliest meant (or the command's options), a value starting with '-' how to give it; what the user typed escaped; exit 2", () => {
   const ambiguous = sluice('watch', 'http://127.0.0.1:1', '--org', 'a', '--key', 'b', '--after-seq', '-1');
-  assert.equal(ambiguous.status, 1);
+  assert.equal(ambiguous.status, 2);
   assert.equal(ambiguous.stderr, "sluice: Option '--after-seq' is followed by a word starting with '-': to give that as its value, join them with '=' (--after-seq=-5, say)\n");
   const abbreviated = sluice('cron', '0 9 * * *', '--tz', 'Europe/Berlin');
-  assert.equal(abbreviated.status, 1);
+  assert.equal(abbreviated.status, 2);
   assert.equal(abbreviated.stderr, "sluice: Unknown option '--tz' for sluice cron: did you mean --timezone? (sluice cron --help lists its options)\n");
   const swapped = sluice('serve', '--prot', '0');
-  assert.equal(swapped.status, 1);
+  assert.equal(swapped.status, 2);
   assert.equal(swapped.stderr, "sluice: Unknown option '--prot' for sluice serve: did you mean --port? (sluice serve --help lists its options)\n");
   const unlike = sluice('cron', '0 9 * * *', '--bogus');
   assert.equal(unlike.stderr, "sluice: Unknown option '--bogus' for sluice cron; its options: --timezone, --count (sluice cron --help says more)\n");
   const escaped = sluice('watch', 'http://127.0.0.1:1', '--org', 'a', '--key', 'b', '--bogus\u001b[2J');
-  assert.equal(escaped.status, 1);
+  assert.equal(escaped.status, 2);
   assert.match(escaped.stderr, /--bogus\\u001b\[2J/, 'a control character the user typed is shown, not obeyed');
   assert.equal(escaped.stderr.split('\n').length, 2, 'one line');
 });
 
-test('an empty --host or a short --admin-token stops the start with a message naming it', () => {
+test('exit 2 for a command line refused before anything was done (a missing or invalid value); 1 for a command that failed doing it', async () => {
+  const missingOrg = sluice('failed', 'http://127.0.0.1:1', '--key', 'sk_any');
+  assert.equal(missingOrg.status, 2, missingOrg.stderr);
+  assert.match(missingOrg.stderr, /^sluice: --org and an API key \(--key, or SLUICE_API_KEY\) are required/);
+  const badCount = sluice('cron', '0 9 * * *', '--count', '0');
+  assert.equal(badCount.status, 2, badCount.stderr);
+  // Nothing listens on a free port: the one attempt of a cancel is refused at once.
+  const port = await freePort();
+  const unreachable = sluice('cancel', `http://127.0.0.1:${port}`, '--org', 'acct-any', '--key', 'sk_any', '--run', 'run_any');
+  assert.equal(unreachable.status, 1, unreachable.stderr);
+  assert.match(unreachable.stderr, /ECONNREFUSED.* Nothing answered at http:\/\/127\.0\.0\.1:\d+: is Sluice running there\?/);
+});
+
+test('an empty --host or a short --admin-token stops the start with a message naming it (exit 2, as a refused command line)', () => {
   const emptyHost = sluice('serve', '--host', '');
-  assert.equal(emptyHost.status, 1);
+  assert.equal(emptyHost.status, 2);
   assert.match(emptyHost.stderr, /--host must not be empty/);
   const shortToken = sluice('serve', '--admin-token', 'short');
-  assert.equal(shortToken.status, 1);
+  assert.equal(shortToken.status, 2);
   assert.match(shortToken.stderr, /--admin-token \(SLUICE_ADMIN_TOKEN\) must be 16-512 visible ASCII characters/);
 });
 
