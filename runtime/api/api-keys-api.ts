@@ -5,7 +5,7 @@ import { RetryableError, SluiceError } from '../errors.ts';
 import { json, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
-import { ROLES, describeApiKey, type Role } from '../tenancy/api-keys.ts';
+import { ROLES, describeApiKey, revocationMayHaveTakenEffect, type Role } from '../tenancy/api-keys.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { refuseIdempotencyKey } from './idempotency-key.ts';
 import { encodeCursor, isListedId, parseCursorOf, parseLimit } from './query-params.ts';
@@ -62,7 +62,7 @@ export function apiKeyRoutes(ctx: ApiContext, onRevoked: (orgId: string, keyId: 
           if (error instanceof DiskSpaceLowError) throw diskLowWriteError('revocation');
           // A write whose flush failed may have committed: the key's sockets close all the same (the
           // caller asked for it, and gets a 503 to retry), rather than stream on until a retry.
-          if (!(error instanceof SluiceError) || error.status >= 500) onRevoked(org.id, keyId);
+          if (revocationMayHaveTakenEffect(error)) onRevoked(org.id, keyId);
           if (error instanceof SluiceError) throw error;
           throw new RetryableError('write_failed', 'The revocation could not be saved durably; it may have taken effect. List the keys, then try again if it did not.', undefined, { cause: error });
         }

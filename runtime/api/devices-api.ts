@@ -17,7 +17,7 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import { refuseIdempotencyKey } from './idempotency-key.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
-import { compileSchemasForWrite } from './schema-write-compile.ts';
+import { assertWriterAllowed, compileSchemasForWrite } from './schema-write-compile.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
 import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
@@ -68,7 +68,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
           last_disconnected_at: null,
           last_disconnect_reason: null,
         };
-        await devices.create(device);
+        await devices.create(device, () => assertWriterAllowed(ctx, request, org.id, environment));
         return rawJson(201, { device: describeDevice(device), token }, recordTag(device));
       },
     },

@@ -23,7 +23,7 @@ import {
 import type { Organization } from '../tenancy/organizations.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
-import { compileSchemasForWrite } from './schema-write-compile.ts';
+import { assertWriterAllowed, compileSchemasForWrite } from './schema-write-compile.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
@@ -96,7 +96,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
           created_at: now,
           updated_at: now,
         };
-        await ctx.sources.create(source);
+        await ctx.sources.create(source, () => assertWriterAllowed(ctx, request, org.id, source.environment));
         return json(201, { source: describeSource(source) }, recordTag(source));
       },
     },

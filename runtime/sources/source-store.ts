@@ -99,14 +99,19 @@ export class SourceStore {
     for (const stored of orgRecords<StoredSource>(this.#ledger.sources, orgId, afterName)) yield sourceFromStored(stored);
   }
 
-  /** Resolves after the source is durable; 409 if the name is taken in this org, or the org holds MAX_SOURCES_PER_ORG. */
-  async create(source: SourceRecord): Promise<void> {
+  /**
+   * Resolves after the source is durable; 409 if the name is taken in this org, or the org holds
+   * MAX_SOURCES_PER_ORG. `allowed` runs as the write is queued, after the waits before it: a refusal
+   * it throws (a key revoked meanwhile) writes nothing.
+   */
+  async create(source: SourceRecord, allowed: () => void = () => undefined): Promise<void> {
     const { root, sources } = this.#ledger;
     // A source made under the name of a deleted one starts with no dedup memory (Inbox.createFresh).
     const exists = (): boolean => sources.get([source.org_id, source.name]) !== undefined;
-    const outcome = await this.#inbox.createFresh(source.org_id, source.name, exists, () =>
-      this.#writing(source.org_id, () => insertCapped(root, sources, source.org_id, source.name, storedSource(source), MAX_SOURCES_PER_ORG)),
-    );
+    const outcome = await this.#inbox.createFresh(source.org_id, source.name, exists, () => {
+      allowed();
+      return this.#writing(source.org_id, () => insertCapped(root, sources, source.org_id, source.name, storedSource(source), MAX_SOURCES_PER_ORG));
+    });
     if (outcome === 'exists') throw new ConflictError('source_exists', `A source named "${source.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('source_limit_reached', `An organization can hold at most ${MAX_SOURCES_PER_ORG} sources; delete one first.`);
   }

@@ -10,7 +10,8 @@
 // the revocation's 200.
 
 import { randomBytes } from 'node:crypto';
-import { ConflictError, notFound } from '../errors.ts';
+import { ConflictError, notFound, SluiceError } from '../errors.ts';
+import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { generateToken, hashToken } from '../auth/secrets.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey, LedgerTable } from '../ledger/ledger.ts';
@@ -26,6 +27,13 @@ const RANK: Record<Role, number> = { viewer: 1, developer: 2, admin: 3 };
 
 /** True when `held` is at least `needed` (viewer < developer < admin). */
 export const roleCovers = (held: Role, needed: Role): boolean => RANK[held] >= RANK[needed];
+
+/**
+ * Whether a revocation that threw `error` may have been written all the same: a flush that failed
+ * may have committed; a write the disk floor refused, or a refusal (4xx), wrote nothing.
+ */
+export const revocationMayHaveTakenEffect = (error: unknown): boolean =>
+  !(error instanceof DiskSpaceLowError) && !(error instanceof SluiceError && error.status < 500);
 
 export interface ApiKeyRecord {
   readonly id: string;
@@ -58,7 +66,8 @@ export class ApiKeyStore {
   readonly #maxRevoked: number;
   /**
    * Hashes of keys whose revocation was asked and is not yet known on disk: refused meanwhile. One
-   * whose revocation failed to be saved stays refused until the process ends (it may have taken effect).
+   * whose revocation may have been written but could not be confirmed stays refused until the
+   * process ends; one whose revocation was refused (the disk floor) holds again.
    */
   readonly #revoking = new Set<string>();
   constructor(ledger: Ledger, maxRevoked = MAX_REVOKED_API_KEYS) {
@@ -140,19 +149,26 @@ export class ApiKeyStore {
     // Refused from here on: every check of the key made after this line fails, so no write of it
     // can be queued behind the revocation's own.
     this.#revoking.add(record.hash);
-    // Checked again in the write: of two revokes at once, the second finds the first's and keeps it
-    // (one revocation time, one entry in the revocation order).
-    const stored = await durably(
-      this.#ledger.root,
-      this.#ledger.root.transaction((): ApiKeyRecord | undefined => {
-        const current = this.#ledger.apiKeys.get([record.hash]) as ApiKeyRecord | undefined;
-        if (current === undefined || current.revoked_at !== undefined) return current;
-        this.#ledger.apiKeys.put([record.hash], revoked);
-        this.#active.remove([orgId, keyId]);
-        this.#revoked.put([orgId, nowIso, keyId], null);
-        return revoked;
-      }),
-    );
+    let stored: ApiKeyRecord | undefined;
+    try {
+      // Checked again in the write: of two revokes at once, the second finds the first's and keeps it
+      // (one revocation time, one entry in the revocation order).
+      stored = await durably(
+        this.#ledger.root,
+        this.#ledger.root.transaction((): ApiKeyRecord | undefined => {
+          const current = this.#ledger.apiKeys.get([record.hash]) as ApiKeyRecord | undefined;
+          if (current === undefined || current.revoked_at !== undefined) return current;
+          this.#ledger.apiKeys.put([record.hash], revoked);
+          this.#active.remove([orgId, keyId]);
+          this.#revoked.put([orgId, nowIso, keyId], null);
+          return revoked;
+        }),
+      );
+    } catch (error) {
+      // Nothing written: the key holds again, as its sockets do.
+      if (!revocationMayHaveTakenEffect(error)) this.#revoking.delete(record.hash);
+      throw error;
+    }
     // On disk now (revoked, or gone with its org's records): the mark has done its part.
     this.#revoking.delete(record.hash);
     if (stored === undefined) throw notFound('API key', 'key_id');

@@ -114,13 +114,18 @@ export class DeviceStore {
     for (const stored of orgRecords<StoredDevice>(this.#table, orgId, afterName)) yield deviceFromStored(stored);
   }
 
-  /** Resolves once the device is durable; 409 if the name is taken in this org, or the org holds MAX_DEVICES_PER_ORG. */
-  async create(device: DeviceRecord): Promise<void> {
+  /**
+   * Resolves once the device is durable; 409 if the name is taken in this org, or the org holds
+   * MAX_DEVICES_PER_ORG. `allowed` runs as the write is queued, after the waits before it: a refusal
+   * it throws (a key revoked meanwhile) writes nothing.
+   */
+  async create(device: DeviceRecord, allowed: () => void = () => undefined): Promise<void> {
     // A device made under the name of a deleted one starts with no dedup memory (Inbox.createFresh).
     const exists = (): boolean => this.#table.get([device.org_id, device.name]) !== undefined;
-    const outcome = await this.#events.inbox.createFresh(device.org_id, deviceSource(device.name), exists, () =>
-      this.writing(device.org_id, () => insertCapped(this.#root, this.#table, device.org_id, device.name, storedDevice(device), MAX_DEVICES_PER_ORG)),
-    );
+    const outcome = await this.#events.inbox.createFresh(device.org_id, deviceSource(device.name), exists, () => {
+      allowed();
+      return this.writing(device.org_id, () => insertCapped(this.#root, this.#table, device.org_id, device.name, storedDevice(device), MAX_DEVICES_PER_ORG));
+    });
     if (outcome === 'exists') throw new ConflictError('device_exists', `A device named "${device.name}" already exists.`, { field: 'name' });
     if (outcome === 'full') throw new ConflictError('device_limit_reached', `An organization can hold at most ${MAX_DEVICES_PER_ORG} devices; delete one first.`);
   }

@@ -63,6 +63,25 @@ test('a write of a key whose revocation is being saved is 401 and writes nothing
   assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/sources/while-revoking`, { token: admin })).status, 404, 'nothing was written');
 });
 
+for (const [what, path, body] of [
+  ['a source create', 'sources', { name: 'after-revocation-source', secrets: ['whsec_' + Buffer.alloc(32, 7).toString('base64')] }],
+  ['a device create', 'devices', { name: 'after-revocation-device' }],
+] as const) {
+  test(`${what} whose key is revoked while it waits to write (a deleted namesake's claims forgotten first) is 401 and writes nothing`, async () => {
+    const { id, key } = await newDeveloperKey();
+    // The create's first write forgets the claims a deleted namesake left; its own insert comes
+    // after that commits. Held there, past its checks, while the key is revoked.
+    const held = gateNextCall(rt.runtime.ledger.root, 'transaction');
+    const creating = call(rt.url, 'POST', `/organizations/${ORG}/${path}`, { token: key, json: body });
+    await whileCallHeld(held, creating, 'the create', async () => {
+      assert.equal((await call(rt.url, 'DELETE', `/organizations/${ORG}/api-keys/${id}`, { token: admin })).status, 200);
+    });
+    const created = await creating;
+    assert.equal(created.status, 401, created.text);
+    assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/${path}/${body.name}`, { token: admin })).status, 404, 'nothing was written');
+  });
+}
+
 const schemas = { event_types: { 'pay.ok': { type: 'object' } } };
 for (const [what, write, read] of [
   ['a source create', (key: string) => call(rt.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'late-source', secrets: ['whsec_' + Buffer.alloc(32, 3).toString('base64')], ...schemas } }), `/organizations/${ORG}/sources/late-source`],

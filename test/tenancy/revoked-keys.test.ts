@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { ApiKeyStore } from '../../runtime/tenancy/api-keys.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
 
@@ -38,7 +39,7 @@ for (const kind of LEDGER_KINDS) {
     }
   });
 
-  test(`${kind.name}: a key is refused from the moment its revocation is asked; one whose revocation failed to be saved stays refused`, async () => {
+  test(`${kind.name}: a key is refused from the moment its revocation is asked; one whose revocation failed to be confirmed stays refused, one the disk floor refused holds again`, async () => {
     const { ledger, close } = kind.open();
     try {
       const store = new ApiKeyStore(ledger);
@@ -60,6 +61,16 @@ for (const kind of LEDGER_KINDS) {
       assert.equal(store.get('org_r', second.record.id)?.revoked_at, undefined, 'not revoked on disk');
       assert.equal(store.findActive(second.key), undefined, 'it may have taken effect: refused all the same');
       assert.equal(store.isActive('org_r', second.record.id), false);
+
+      // Refused by the disk floor, the revocation wrote nothing: the key holds again.
+      const third = await store.create('org_r', 'admin', at(4));
+      root.transaction = () => {
+        root.transaction = transaction;
+        throw new DiskSpaceLowError(1024, 4096);
+      };
+      await assert.rejects(store.revoke('org_r', third.record.id, at(5)), DiskSpaceLowError);
+      assert.equal(store.findActive(third.key)?.id, third.record.id);
+      assert.equal(store.isActive('org_r', third.record.id), true);
     } finally {
       await close();
     }
