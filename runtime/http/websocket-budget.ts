@@ -43,15 +43,18 @@ export class WebSocketBudget {
    * Throws 503 `too_many_websockets` when the total is open, 429 `too_many_org_websockets` when
    * `orgId` holds its share (not for a socket `replacing` one of the org's, whose count comes back
    * once the older closes); call in an upgrade, before `opened`. The total holds for every socket:
-   * it keeps file descriptors for the rest of the process.
+   * it keeps file descriptors for the rest of the process. True when admitted past the share.
    */
-  assertRoom(orgId: string, replacing = false): void {
+  assertRoom(orgId: string, replacing = false): boolean {
     if (this.#open >= this.total) {
       throw new RetryableError('too_many_websockets', `This server holds as many WebSockets open as it may (${this.total}); connect again later.`, 5000);
     }
-    if (!replacing && this.#openPerOrg.get(orgId) >= this.perOrg) {
+    const atShare = this.#openPerOrg.get(orgId) >= this.perOrg;
+    if (atShare && replacing) return true;
+    if (atShare) {
       throw new SluiceError(429, 'too_many_org_websockets', `An organization may hold at most ${this.perOrg} WebSockets open at once, live and device sockets together; close one first.`);
     }
+    return false;
   }
 
   opened(orgId: string): void {

@@ -34,6 +34,8 @@ export class DeviceSocketTable {
   readonly #sockets = new Map<string, Set<WebSocket<SocketData>>>();
   /** The sockets of `#sockets` per org. */
   readonly #perOrg = new KeyedCounts();
+  /** Per org, its socket admitted past its share that has not yet replaced the older one (at most one). */
+  readonly #pastShare = new KeyedCounts();
   /** Device sockets one org may hold at once: half of the process's WebSockets, as live sockets by default. */
   readonly #socketsPerOrg: number;
 
@@ -50,6 +52,14 @@ export class DeviceSocketTable {
     sockets.add(ws);
     this.#sockets.set(key, sockets);
     this.#perOrg.add(data.device.org_id);
+    if (data.pastShare) this.#pastShare.add(data.device.org_id);
+  }
+
+  /** The socket admitted past its org's share has replaced the older one (recorded), or closed: the next may come. */
+  replaced(data: SocketData): void {
+    if (!data.pastShare) return;
+    data.pastShare = false;
+    this.#pastShare.subtract(data.device.org_id);
   }
 
   /** Lets go of a socket once its ending is written. */
@@ -84,25 +94,33 @@ export class DeviceSocketTable {
   }
 
   /**
-   * Whether a connect of the device would replace the one socket it holds, open (nothing else of it
-   * opening or ending): its org's shares do not refuse that one (DeviceSockets' upgrade), as the count
-   * comes back once the older closes (4409). Without it, a device whose socket went half-open on a
-   * network drop was refused until its idle timeout (~2 min) while its org was at its share.
+   * Whether a connect of the device may replace the one socket it holds, open (nothing else of it
+   * opening or ending), past its org's shares (DeviceSockets' upgrade): the count comes back once the
+   * older closes (4409), when the newer one is recorded. Without it, a device whose socket went
+   * half-open on a network drop was refused until its idle timeout (~2 min) while its org was at its
+   * share. One such socket of an org at a time: a reconnect loop of many devices kept the org that
+   * many sockets past its share, taking other orgs' part of the process's total.
    */
-  replacesItsOpenSocket(orgId: string, name: string): boolean {
+  mayReplacePastShare(orgId: string, name: string): boolean {
     const sockets = this.#sockets.get(orgScopedKey(orgId, name));
-    return sockets?.size === 1 && [...sockets][0]!.getUserData().open;
+    return sockets?.size === 1 && [...sockets][0]!.getUserData().open && this.#pastShare.get(orgId) === 0;
   }
 
-  /** 429 when the device holds MAX_SOCKETS_PER_DEVICE sockets, or its org its share of the process's WebSockets (unless `replacing`: replacesItsOpenSocket). */
-  assertRoom(orgId: string, name: string, replacing = false): void {
+  /**
+   * 429 when the device holds MAX_SOCKETS_PER_DEVICE sockets, or its org its share of the process's
+   * WebSockets (unless `replacing`: mayReplacePastShare). True when admitted past the share.
+   */
+  assertRoom(orgId: string, name: string, replacing = false): boolean {
     const held = this.#sockets.get(orgScopedKey(orgId, name))?.size ?? 0;
     if (held >= MAX_SOCKETS_PER_DEVICE) {
       throw new TooManyDeviceSocketsError(`Device "${name}" has ${held} connections opening or ending (at most ${MAX_SOCKETS_PER_DEVICE}); connect again in a second.`);
     }
-    if (!replacing && this.#perOrg.get(orgId) >= this.#socketsPerOrg) {
+    const atShare = this.#perOrg.get(orgId) >= this.#socketsPerOrg;
+    if (atShare && replacing) return true;
+    if (atShare) {
       throw new TooManyDeviceSocketsError(`An organization's devices may hold at most ${this.#socketsPerOrg} sockets at once; connect again in a second.`);
     }
+    return false;
   }
 
   /** Closes every open socket whose data `which` picks, with `ending`. */

@@ -25,6 +25,8 @@ export interface SocketData {
   attempted: boolean;
   /** Set when Sluice closes the socket (why, for its `device.disconnected`), and when it has closed (how). */
   ending: Ending | undefined;
+  /** Admitted past its org's share to replace the device's open socket, until its connection is recorded or it closes (DeviceSocketTable). */
+  pastShare: boolean;
 }
 
 /** Sends a text frame to the device unless its socket has closed. */

@@ -90,6 +90,7 @@ export class DeviceSockets {
         const key = req.getHeader('sec-websocket-key');
         const extensions = req.getHeader('sec-websocket-extensions');
         let device: DeviceHead;
+        let pastShare = false;
         try {
           assertHeadFits(req);
           assertWebSocketHandshake(req, DEVICE_PLAIN_GET);
@@ -103,9 +104,9 @@ export class DeviceSockets {
           // After the token too, and before the quota: a paused device's connect costs its org nothing.
           this.#pauses.assertMayConnect(device, deps.clock.now());
           // After the token: an org's share of the sockets is nobody else's to probe.
-          const replacing = this.#sockets.replacesItsOpenSocket(orgId, name);
-          deps.websockets.assertRoom(orgId, replacing);
-          this.#sockets.assertRoom(orgId, name, replacing);
+          const replacing = this.#sockets.mayReplacePastShare(orgId, name);
+          pastShare = deps.websockets.assertRoom(orgId, replacing);
+          pastShare = this.#sockets.assertRoom(orgId, name, replacing) || pastShare;
           query.assertNoRepeats();
           query.assertAllAsked();
           // A connection writes two events (and their runs), its device.connected and, however it
@@ -120,7 +121,7 @@ export class DeviceSockets {
           return;
         }
         const connection: DeviceConnection = { id: `con_${randomBytes(12).toString('hex')}`, connected_at_ms: deps.clock.now() };
-        const data: SocketData = { device, connection, ready: Promise.resolve(false), inFlight: new Set(), open: true, accepting: true, recorded: false, attempted: false, ending: undefined };
+        const data: SocketData = { device, connection, ready: Promise.resolve(false), inFlight: new Set(), open: true, accepting: true, recorded: false, attempted: false, ending: undefined, pastShare };
         res.upgrade<SocketData>(data, key, offered.length > 0 ? DEVICE_PROTOCOL : '', extensions, context);
         deps.answered(DEVICE_PATH, 101, started);
       },
@@ -129,6 +130,8 @@ export class DeviceSockets {
         const data = ws.getUserData();
         this.#sockets.add(ws);
         data.ready = this.#serially(deviceKeyOf(data), () => recordConnection(deps, this.#sockets, ws, data)).catch(() => false);
+        // Recorded, the older socket is closed (4409): the org is back within its share.
+        void data.ready.then(() => this.#sockets.replaced(data));
       },
       message: (ws, message, isBinary) => this.#messages.onMessage(ws, Buffer.from(new Uint8Array(message)), isBinary),
       close: (ws, code) => {
@@ -136,6 +139,7 @@ export class DeviceSockets {
         const data = ws.getUserData();
         data.open = false;
         data.accepting = false;
+        this.#sockets.replaced(data);
         const ending: Ending = { reason: data.ending?.reason ?? (code === 1006 ? 'connection_lost' : 'client_closed'), code };
         data.ending = ending;
         this.#writeEnding(ws, data, ending, deps.clock.now());

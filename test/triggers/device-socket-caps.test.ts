@@ -87,6 +87,24 @@ test('an org\'s devices hold at most half of --websockets; one more is 429, anot
     assert.equal((await open[1]!.closed).code, 4409);
     open[1] = replacement;
     await eventually('the replaced socket let go', () => upgradeAnswer(`${rt.url}/devices/acct-many/d3?token=${tokens[3]}`), (answer) => answer.status === 429 && /at most 3 sockets/.test(answer.message));
+    // One such replacement of an org at a time: while one waits to be recorded (its older socket
+    // still open), another device's is refused, so a reconnect loop cannot hold the org past its share.
+    let release = (): void => undefined;
+    held = new Promise((resolve) => (release = resolve));
+    try {
+      const unrecorded = await openRaw(rt, 'acct-many', 'd2', tokens[2]!);
+      const second = await upgradeAnswer(`${rt.url}/devices/acct-many/d0?token=${tokens[0]}`);
+      // (The org's four sockets are its share of --websockets 6 too, which refuses it first.)
+      assert.deepEqual([second.status, second.code], [429, 'too_many_org_websockets']);
+      held = undefined;
+      release();
+      assert.equal((await open[2]!.closed).code, 4409, 'recorded, it replaced the older one');
+      unrecorded.close();
+      await eventually('the next replacement taken', () => connectDevice(rt.url, 'acct-many', 'd0', tokens[0]).catch(() => undefined), (client) => client !== undefined).then((client) => (open[0] = client!));
+    } finally {
+      held = undefined;
+      release();
+    }
     const other = await connectDevice(rt.url, 'acct-few', 'd0', otherToken);
     open[0]!.close();
     const freed = await eventually('a place freed by a closed socket', () => connectDevice(rt.url, 'acct-many', 'd3', tokens[3]).catch(() => undefined), (client) => client !== undefined);
