@@ -1,6 +1,7 @@
 // A dry run of a custom action version: invoked by the hook-runner without approval, without secrets
 // and without any record, then checked against the output contract exactly as a run step would be.
 
+import { REJECTION_HINT, trapHint } from './guest-failure-hint.ts';
 import { randomBytes } from 'node:crypto';
 import { RawJson } from '../validation/raw-json.ts';
 import type { ActionInvoker } from '../hook-runner/client.ts';
@@ -74,7 +75,7 @@ export async function simulateAction(runner: ActionInvoker, input: SimulationInp
         output: null,
         reason: outcome.reason,
         fuel_used: result.fuelUsed,
-        contract: { ok: false, field: 'output', message: 'The action rejected the payload, so there is no output; a run step would fail.' },
+        contract: { ok: false, field: 'output', message: `The action rejected the payload (${REJECTION_HINT}), so there is no output; a run step would fail.` },
       };
     case 'trap':
       return {
@@ -82,7 +83,7 @@ export async function simulateAction(runner: ActionInvoker, input: SimulationInp
         output: null,
         trap: { kind: outcome.trap, message: outcome.message },
         fuel_used: result.fuelUsed,
-        contract: { ok: false, field: 'output', message: `The action trapped (${outcome.trap}), so there is no output; a run step would fail.` },
+        contract: { ok: false, field: 'output', message: `The action trapped (${outcome.trap})${trapHint(outcome.trap)}, so there is no output; a run step would fail.` },
       };
   }
 }

@@ -1,6 +1,7 @@
 // Performs one attempt of a custom_action step: resolves the APPROVED version, invokes it on the
 // hook-runner with the step key and fence, and checks the output contract. Never throws.
 
+import { REJECTION_HINT, trapHint } from '../actions/guest-failure-hint.ts';
 import type { JsonValue } from '../../actors/json.ts';
 import type { RunContext, StepFailure } from '../../actors/run-types.ts';
 import { claimedSinceResume } from '../../actors/run-progress.ts';
@@ -143,8 +144,8 @@ export async function runCustomAction(input: ActionStepInput, actions: ActionRes
   }
   const evidence = { ...base, fuel_used: reply.fuelUsed, replayed: reply.replayed };
   const outcome = reply.outcome;
-  if (outcome.kind === 'trap') return fail(`action_trap_${outcome.trap}`, `The action trapped (${outcome.trap}): ${outcome.message}`, false, evidence);
-  if (outcome.kind === 'rejected') return fail('action_rejected_payload', `The action rejected the payload${outcome.reason === '' ? '' : ` (${outcome.reason})`}.`, false, evidence);
+  if (outcome.kind === 'trap') return fail(`action_trap_${outcome.trap}`, `The action trapped (${outcome.trap}): ${outcome.message}${trapHint(outcome.trap)}`, false, evidence);
+  if (outcome.kind === 'rejected') return fail('action_rejected_payload', `The action rejected the payload${outcome.reason === '' ? '' : ` (${outcome.reason})`}: ${REJECTION_HINT}.`, false, evidence);
   try {
     const parsed = parseActionOutput(outcome.outputJson);
     if (parsed.derivedEvent !== null && input.eventDepth + 1 > MAX_DERIVED_DEPTH) {

@@ -128,7 +128,7 @@ test('a payload the action rejects fails the run at once, saying so in one sente
   const reactions = await eventually('rejected run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/unreadable-1`, { token: key })).body.reactions, (r) => r.length === 1 && r[0].state === 'failed');
   const error = (await runOf(reactions[0].run_id)).error;
   assert.equal(error.code, 'action_rejected_payload');
-  assert.equal(error.message, 'The action rejected the payload (execute returned 0).');
+  assert.equal(error.message, "The action rejected the payload (execute returned 0): the action's own refusal, or its kit's check of the payload before the handler ran: not strict JSON, nesting past 128 levels, or a lone surrogate escape such as \\ud800.");
 });
 
 test('an undeclared secret is absent, and a permission edit does not widen the approved version', async () => {

@@ -22,7 +22,7 @@ after(() => rt.close());
 
 const post = (path: string, json?: unknown) => call(rt.url, 'POST', `/organizations/${ORG}${path}`, { token: key, ...(json === undefined ? {} : { json }) });
 
-interface Attempt { fence: number; outcome: string; error?: { code: string }; evidence?: { version: number; replayed: boolean } }
+interface Attempt { fence: number; outcome: string; error?: { code: string; message: string }; evidence?: { version: number; replayed: boolean } }
 
 /** The run once it has settled with `attempts` attempts of its only step. */
 async function settled(runId: string, attempts: number): Promise<{ state: string; steps: Array<{ result: unknown; attempts: Attempt[] }> }> {
@@ -45,6 +45,7 @@ test('a run failed by a trapping action completes when resumed after a fixed ver
   const runId: string = reactions[0].run_id;
   const first = await settled(runId, 1);
   assert.equal(first.steps[0]!.attempts[0]!.error?.code, 'action_trap_unreachable');
+  assert.match(first.steps[0]!.attempts[0]!.error?.message ?? '', /\(an abort or panic in the action's code; the kits trap so too when the output passes 256 KB or the guest's memory runs out\)$/, 'the causes a kit user looks for');
 
   // A plain resume runs the same version again: the trap was not stored as the step's result.
   assert.equal((await post(`/runs/${runId}/resume`)).status, 202);
