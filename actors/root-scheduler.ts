@@ -146,6 +146,17 @@ export class RootScheduler {
     return { limit, running: tenant?.runningCount ?? 0, queued: tenant?.queuedCount ?? 0 };
   }
 
+  /** Runs holding a slot and runs waiting for one, over every tenant (O(tenants): for a metrics scrape). */
+  totals(): { readonly running: number; readonly queued: number } {
+    let running = 0;
+    let queued = 0;
+    for (const tenant of this.#tenants.values()) {
+      running += tenant.runningCount;
+      queued += tenant.queuedCount;
+    }
+    return { running, queued };
+  }
+
   placeOf(orgId: OrgId, runId: RunId): RunPlace {
     return this.#tenants.get(orgId)?.placeOf(runId) ?? 'absent';
   }

@@ -50,7 +50,7 @@ import type { Ledger } from './ledger/ledger.ts';
 import type { HookRunnerClientOptions } from './hook-runner/client.ts';
 import { connectRunner, type RunnerConnection } from './hook-runner/connect-runner.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRuntimeMetrics, observeDeletions, observeDevices, observeDiskFloor, observeEngine, observeStepInputs, observeWebhookConnections, observeWebSockets, upgradeAnswers } from './metrics.ts';
+import { createRuntimeMetrics, observeDeletions, observeDevices, observeDiskFloor, observeEngine, observeRuns, observeStepInputs, observeWebhookConnections, observeWebSockets, upgradeAnswers } from './metrics.ts';
 import { LiveRooms } from './rooms/live-rooms.ts';
 import { liveUpgradeRequired } from './rooms/live-upgrade.ts';
 import { UpdateLog } from './rooms/update-log.ts';
@@ -221,6 +221,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     stepInputs,
     actions,
     runner: invoker,
+    observer: observeRuns(metrics),
     ...(restingResultBytes === undefined ? {} : { restingResultBytes }),
   });
   opened.push(() => engine.close());
@@ -246,6 +247,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   observeDiskFloor(metrics, disk);
   const { child, client: runnerClient } = runner;
   observeEngine(metrics, {
+    admission: () => engine.admissionTotals(),
     stalledRuns: () => engine.stalled.size,
     restingRuns: () => engine.restingRuns,
     runner: runnerClient === undefined ? undefined : {

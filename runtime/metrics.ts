@@ -2,6 +2,8 @@
 // Served as text at GET /metrics; names are prefixed `sluice_`.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { PersistedRun } from '../actors/run-transition.ts';
+import type { RunObserver } from './runs/run-engine-deps.ts';
 
 export interface RuntimeMetrics {
   readonly registry: Registry;
@@ -27,7 +29,7 @@ export function createRuntimeMetrics(): RuntimeMetrics {
     }),
     ingestTotal: new Counter({
       name: 'sluice_ingest_total',
-      help: 'Events stored and webhook deliveries refused: accepted (webhook deliveries), accepted_api, accepted_replay, accepted_schedule, accepted_device, or the error code a webhook delivery was refused with (duplicate_event, invalid_signature, ...).',
+      help: 'Events stored and webhook deliveries refused: accepted (webhook deliveries), accepted_api, accepted_replay, accepted_schedule, accepted_device (device messages; not the device.connected and device.disconnected events of their connections, nor derived events), or the error code a webhook delivery was refused with (duplicate_event, invalid_signature, ...).',
       labelNames: ['outcome'],
       registers: [registry],
     }),
@@ -66,10 +68,41 @@ function scrapedGauge(metrics: RuntimeMetrics, name: string, help: string, read:
 /** What a /metrics scrape learns of the hook-runner: whether it can run guests, whether its disk is below its floor, and whether its pruning fails. */
 export interface RunnerHealth { readonly up: boolean; readonly diskLow: boolean; readonly pruneFailing: boolean }
 
-/** Gauges an operator alerts on: runs whose last write failed, runs resting on disk, and the local hook-runner's health. */
+/** The states a run ends in (a failed one may be resumed, and ends again). */
+const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+/** A run's state once it is finished, or undefined while it is not. */
+const finishedState = (run: PersistedRun): string | undefined => (FINISHED.has(run.value) ? run.value : undefined);
+
+/**
+ * Counters of runs and their step attempts, told by the run engine (RunObserver): runs created and
+ * finished (by state and environment), and step attempts by step type and outcome. A run picked up
+ * again after a restart is not created again; its attempts and its end count once, as written.
+ */
+export function observeRuns(metrics: RuntimeMetrics): RunObserver {
+  const created = new Counter({ name: 'sluice_runs_created_total', help: 'Runs created (one per listening workflow of each event), by environment.', labelNames: ['environment'], registers: [metrics.registry] });
+  const finished = new Counter({ name: 'sluice_runs_finished_total', help: 'Runs that finished, by state (completed, failed, cancelled) and environment; a failed run resumed and finished again counts again.', labelNames: ['state', 'environment'], registers: [metrics.registry] });
+  const attempts = new Counter({ name: 'sluice_step_attempts_total', help: 'Step attempts that reported, by step type (webhook, custom_action) and outcome (succeeded, failed, skipped); a failed one may be retried.', labelNames: ['type', 'outcome'], registers: [metrics.registry] });
+  // Alerted on from the start, at 0 (see ingestTotal).
+  for (const environment of ['production', 'sandbox']) finished.inc({ state: 'failed', environment }, 0);
+  const OUTCOMES = { 'step.succeeded': 'succeeded', 'step.failed': 'failed', 'step.skipped': 'skipped' } as const;
+  return {
+    created: (run) => created.inc({ environment: run.context.environment }),
+    transitioned: (previous, run, command) => {
+      const state = finishedState(run);
+      if (state !== undefined && finishedState(previous) === undefined) finished.inc({ state, environment: run.context.environment });
+      if (command.type !== 'step.succeeded' && command.type !== 'step.failed' && command.type !== 'step.skipped') return;
+      const type = run.context.steps.find((step) => step.id === command.stepId)?.type;
+      if (type !== undefined) attempts.inc({ type, outcome: OUTCOMES[command.type] });
+    },
+  };
+}
+
+/** Gauges an operator alerts on: runs whose last write failed, runs resting on disk, runs running and queued, and the local hook-runner's health. */
 export function observeEngine(
   metrics: RuntimeMetrics,
   read: {
+    /** Runs holding a concurrency slot and runs waiting for one, over every org. */
+    readonly admission: () => { readonly running: number; readonly queued: number };
     readonly stalledRuns: () => number;
     /** Running runs whose step results rest on disk between their transitions (held-results.ts). */
     readonly restingRuns: () => number;
@@ -77,6 +110,8 @@ export function observeEngine(
     readonly runner: { readonly health: () => Promise<RunnerHealth>; readonly restarts: (() => number) | undefined } | undefined;
   },
 ): void {
+  scrapedGauge(metrics, 'sluice_runs_running', 'Runs holding one of their org\'s concurrency slots (max_concurrent_runs), over every org.', () => read.admission().running);
+  scrapedGauge(metrics, 'sluice_runs_queued', 'Runs waiting for one of their org\'s concurrency slots, over every org (each org and environment holds at most --max-queued-runs).', () => read.admission().queued);
   scrapedGauge(metrics, 'sluice_runs_stalled', 'Runs whose last transition could not be written, waiting to be picked up again (a full or failing disk).', read.stalledRuns);
   scrapedGauge(metrics, 'sluice_runs_resting', 'Running runs holding more than 256 KiB of step results: they keep no live actor in memory, and each transition reads the run back from disk.', read.restingRuns);
   const { runner } = read;

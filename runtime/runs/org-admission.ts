@@ -74,6 +74,11 @@ export class OrgAdmission {
     return this.#scheduler.stats(queueOf(orgId, environment)).queued;
   }
 
+  /** Runs holding a slot and runs waiting for one, over every org and environment. */
+  totals(): { readonly running: number; readonly queued: number } {
+    return this.#scheduler.totals();
+  }
+
   /** The runs to admit now (at most `max`), orgs (and their environments) taking turns; each has its slot already. */
   nextAdmissions(max: number): Admission[] {
     return this.#scheduler.nextAdmissions(max).map(({ orgId, runId }) => ({ orgId: orgOf(orgId), runId }));

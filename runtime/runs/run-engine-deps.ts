@@ -1,6 +1,7 @@
 // What the run engine is built from: the stores it reads and writes, the live rooms it publishes
 // to, the outbound pools and the hook-runner its steps use; and the commands it accepts.
 
+import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunEvent } from '../../actors/run-types.ts';
 import type { Clock } from '../clock.ts';
 import type { EventStore } from '../events/event-store.ts';
@@ -52,4 +53,12 @@ export interface RunEngineDeps {
   readonly runner: ActionInvoker | undefined;
   /** Step results a running run may hold and keep its live actor (default RESTING_RESULT_BYTES, held-results.ts); for tests. */
   readonly restingResultBytes?: number;
+  /** Told of each run created and each transition written (the metrics count them). */
+  readonly observer?: RunObserver;
+}
+
+/** What the engine tells of runs as they are written: each new run once, each transition once. */
+export interface RunObserver {
+  created(run: PersistedRun): void;
+  transitioned(previous: PersistedRun, run: PersistedRun, command: RunCommand): void;
 }

@@ -115,7 +115,10 @@ export class RunEngine {
       ...this.#onTheSpot,
       started: (orgId, updates, runs) => {
         this.#d.rooms.publish(orgId, updates);
-        for (const { run, actor } of runs) this.#startLive(run, actor);
+        for (const { run, actor } of runs) {
+          this.#d.observer?.created(run);
+          this.#startLive(run, actor);
+        }
       },
       pump: () => this.#pump(),
       unconfirmed: (orgId, runIds) => this.#stallResume.unconfirmed(orgId, runIds),
@@ -133,6 +136,11 @@ export class RunEngine {
   }
 
   /** Running runs that rest as their snapshot between transitions, their step results too many to keep live (held-results.ts). */
+  /** Runs holding a concurrency slot and runs waiting for one, over every org (for the metrics). */
+  admissionTotals(): { readonly running: number; readonly queued: number } {
+    return this.#admission.totals();
+  }
+
   get restingRuns(): number {
     return this.#actors.restingCount;
   }
@@ -308,6 +316,7 @@ export class RunEngine {
       return false;
     }
     live.persisted = run;
+    this.#d.observer?.transitioned(previous, run, command);
     if (command.type === 'step.succeeded') live.resultBytes += resultBytes(command.result);
     // Before #act: the attempt out now is the one this transition may have left.
     this.#dispatched.withdrawIfLeft(key, run);
