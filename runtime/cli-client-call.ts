@@ -74,7 +74,11 @@ export async function callAndPrint(command: string, target: ApiTarget, io: Clien
 function failureLine(command: string, error: unknown, url: string, inOwnWords: (refusal: SluiceApiError) => string | undefined): string {
   if (error instanceof SluiceApiError) {
     const own = inOwnWords(error);
-    return own === undefined ? clientFailure(error) : printable(`${error.status} ${error.code}: ${own}`);
+    // An answer that is not Sluice's (a proxy's 504 page, HTML under 200): the request may have
+    // reached Sluice behind it, as one cut off on its way may have.
+    const notSluice = (error.code === 'http_error' || error.code === 'invalid_answer') && WRITES.has(command);
+    const carriedOut = notSluice ? ` The ${command} may have been carried out all the same: look (sluice explain) before sending it again.` : '';
+    return own === undefined ? `${clientFailure(error)}${carriedOut}` : printable(`${error.status} ${error.code}: ${own}`);
   }
   if (error instanceof SluiceNetworkError) return `${clientFailure(error)}${networkAdvice(command, error, url)}`;
   return error instanceof TypeError && !(error instanceof SluiceArgumentError) ? misshapenAnswer(command, error) : clientFailure(error);

@@ -305,6 +305,13 @@ test('an answer that is not JSON is never printed: a success is invalid_answer, 
     const resumeOutput = capturedOutput();
     assert.equal(await runActionCommand('resume', [`${base}/shape`, '--org', ORG, '--run', runId], { stdout: resumeOutput.stdout, stderr: resumeOutput.stderr, env: { SLUICE_API_KEY: key } }), 1);
     assert.match(resumeOutput.err(), /^sluice resume: invalid_answer: .+ The resume may have been carried out all the same\.\n$/);
+    // A proxy's page, as an error or as a success: the write may have reached Sluice behind it.
+    for (const [page, code] of [['/login', '403 http_error'], ['/ok', '200 invalid_answer']]) {
+      const cancelOutput = capturedOutput();
+      assert.equal(await runActionCommand('cancel', [`${base}${page}`, '--org', ORG, '--run', runId], { stdout: cancelOutput.stdout, stderr: cancelOutput.stderr, env: { SLUICE_API_KEY: key } }), 1);
+      assert.match(cancelOutput.err(), new RegExp(`^sluice cancel: ${code}: .+ The cancel may have been carried out all the same: look \\(sluice explain\\) before sending it again\\.\n$`), page);
+    }
+    assert.doesNotMatch(refused, /carried out/, 'a read says nothing of the kind');
     const listOutput = capturedOutput();
     assert.equal(await failedCommand([`${base}/object-list`, '--org', ORG], { stdout: listOutput.stdout, stderr: listOutput.stderr, env: { SLUICE_API_KEY: key } }), 1);
     assert.match(listOutput.err(), /^sluice failed: 200 invalid_answer: GET \/failed-events answered with JSON whose "failed_events" is not a list/);
