@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { linkSignals, raceAbort } from './abort.ts';
+import { answerText, MAX_ANSWER_BYTES } from './answer-body.ts';
 import { SluiceApiError, SluiceNetworkError } from './api-errors.ts';
 import type { Environment, EventDetails, FailedEvent, ReplayMade, Run, RunSummary, SluiceEvent } from './api-types.ts';
 import { credentialAsSent, headerCredentialProblem } from './credential-check.ts';
@@ -56,6 +57,7 @@ const MAX_ATTEMPTS = 100;
 
 type Attempt =
   | { readonly kind: 'answered'; readonly status: number; readonly headers: Headers; readonly text: string }
+  | { readonly kind: 'too_large'; readonly status: number }
   | { readonly kind: 'failed'; readonly timedOut: boolean; readonly error: unknown };
 
 export class SluiceClient {
@@ -126,6 +128,10 @@ export class SluiceClient {
           await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
           continue;
         }
+        // Not Sluice's answer, and as large again on a retry: said at once.
+        if (outcome.kind === 'too_large') {
+          throw new SluiceApiError(outcome.status, { code: 'invalid_answer', message: `${method} ${url.pathname} answered ${outcome.status} with a body larger than ${MAX_ANSWER_BYTES / (1024 * 1024)} MiB, which no Sluice answer is (not read): is the url where Sluice listens?` });
+        }
         if (outcome.status >= 200 && outcome.status < 300) return { status: outcome.status, headers: outcome.headers, text: outcome.text, what: `${method} ${url.pathname}` };
         const retryAfterMs = retryAfterMsOf(outcome.headers.get('retry-after'));
         // A longer hint (a proxy's maintenance page, say) gets the answer thrown, its hint in `retryAfterMs`: a call should not hang for hours unseen.
@@ -160,8 +166,8 @@ export class SluiceClient {
     }, timeoutMs);
     try {
       const response = await raceAbort(this.#fetch(url, { ...init, signal: attempt.signal }), attempt.signal);
-      const text = await raceAbort(response.text(), attempt.signal);
-      return { kind: 'answered', status: response.status, headers: response.headers, text };
+      const { text } = await raceAbort(answerText(response), attempt.signal);
+      return text === undefined ? { kind: 'too_large', status: response.status } : { kind: 'answered', status: response.status, headers: response.headers, text };
     } catch (error) {
       if (cancel.aborted) throw cancel.reason;
       return { kind: 'failed', timedOut, error };

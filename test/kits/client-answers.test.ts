@@ -50,6 +50,36 @@ test('a 204 to a call that expects an answer (sendEvent, getEvent, getRun) is in
   }
 });
 
+test('an answer larger than any of Sluice\'s is invalid_answer at once, not read whole and not retried: streamed past the cap, or declared so', async () => {
+  const MIB = 1024 * 1024;
+  const chunk = Buffer.alloc(MIB, 0x61);
+  let sent = 0;
+  const streamed = await scripted((res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    // Up to 80 MiB, written as the client reads: stops once the client has gone.
+    const more = (): void => {
+      while (sent < 80 * MIB && !res.destroyed) {
+        sent += MIB;
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  });
+  const declared = await scripted((res) => res.writeHead(200, { 'content-type': 'text/html', 'content-length': String(600 * MIB) }).write('<html>'));
+  for (const [name, server] of [['streamed', streamed], ['declared', declared]] as const) {
+    const client = new SluiceClient({ url: server.url, apiKey: 'k', org: 'o', sleep: async () => undefined });
+    await assert.rejects(client.getRun('run_1'), (error: unknown) => {
+      assert.ok(error instanceof SluiceApiError, `${name}: got ${String(error)}`);
+      assert.equal(error.code, 'invalid_answer');
+      assert.match(error.message, /with a body larger than 64 MiB, which no Sluice answer is \(not read\)/);
+      return true;
+    });
+    assert.equal(server.requests(), 1, `${name}: asked once (a GET is otherwise retried)`);
+  }
+  assert.ok(sent < 80 * MIB, `the streamed body was not read to its end (${sent / MIB} MiB written)`);
+});
+
 test('a Retry-After the client can wait out is waited; a longer one ends the retries with the hint on the error', async () => {
   const waits: number[] = [];
   const sleep: Sleep = async (ms) => void waits.push(ms);
