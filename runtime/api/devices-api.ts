@@ -131,9 +131,13 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const { name, id } = requireDevice(request, org);
+        const addressed = requireDevice(request, org);
+        const { name, id } = addressed;
+        // With If-Match, removed only as that tag names it (RFC 9110: a stale tag is 412 for a DELETE too).
+        const expected = parseIfMatch(request.headers['if-match']);
+        assertRecordMatches(expected, addressed, 'device');
         // The key is checked again once the device's turn comes: revoked meanwhile, nothing is deleted.
-        await sockets.deleteDevice(org.id, name, id, () => ctx.auth.requireOrg(request, org.id, 'developer'));
+        await sockets.deleteDevice(org.id, name, id, () => ctx.auth.requireOrg(request, org.id, 'developer'), (stored) => assertRecordMatches(expected, stored, 'device'));
         return noContent();
       },
     },

@@ -161,7 +161,10 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       beforeBody: platformAdminFirst,
       // A body is refused by the server (400 unexpected_body), as on every DELETE.
       handler: async (request) => {
-        const record = await deletions.delete(request.params.org_id ?? '');
+        // With If-Match, an org not yet deleted is deleted only as that tag names it (412 otherwise:
+        // the deletion cannot be undone); one already deleted answers its record, as without.
+        const expected = parseIfMatch(request.headers['if-match']);
+        const record = await deletions.delete(request.params.org_id ?? '', (stored) => assertRecordMatches(expected, stored, 'organization'));
         if (record === undefined) throw notFound('Organization', 'org_id');
         return deletionAnswer(record);
       },

@@ -156,8 +156,12 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
       query: ENVIRONMENT_QUERY,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        const { name, id } = requireSchedule(request, org);
-        await schedules.delete(org.id, name, id);
+        const addressed = requireSchedule(request, org);
+        const { name, id } = addressed;
+        // With If-Match, removed only as that tag names it (RFC 9110: a stale tag is 412 for a DELETE too).
+        const expected = parseIfMatch(request.headers['if-match']);
+        assertRecordMatches(expected, addressed, 'schedule');
+        await schedules.delete(org.id, name, id, (stored) => assertRecordMatches(expected, stored, 'schedule'));
         // A schedule made again under the name may have been armed already (its write in the same batch).
         const remade = schedules.get(org.id, name);
         if (remade === undefined) ticker.disarm(org.id, name);

@@ -140,7 +140,14 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         // One made again under the name (another environment, say) since it was read is not this one: 404.
         const addressed = requireSource(request, org);
-        await ctx.sources.delete(org.id, addressed.name, (stored) => isSameSource(stored, addressed));
+        // With If-Match, removed only as that tag names it (RFC 9110: a stale tag is 412 for a DELETE too).
+        const expected = parseIfMatch(request.headers['if-match']);
+        assertRecordMatches(expected, addressed, 'source');
+        await ctx.sources.delete(org.id, addressed.name, (stored) => {
+          if (!isSameSource(stored, addressed)) return false;
+          assertRecordMatches(expected, stored, 'source');
+          return true;
+        });
         return noContent();
       },
     },

@@ -21,7 +21,7 @@ import type { Ledger } from '../ledger/ledger.ts';
 import type { OrgTable } from '../ledger/org-fence.ts';
 import type { Logger } from '../log.ts';
 import type { DeletedOrgs, DeletionRecord } from './deleted-orgs.ts';
-import type { OrganizationStore } from './organizations.ts';
+import type { Organization, OrganizationStore } from './organizations.ts';
 import { OrgPasses } from './org-passes.ts';
 import { countOrgRecords, removeOrgRecords } from './org-removal.ts';
 
@@ -83,9 +83,10 @@ export class OrgDeletions {
   /**
    * Marks the org deleted (durable when this resolves) and starts its removal; resolves with the
    * record, or undefined when there is no such org. An org already deleted answers its record (and
-   * its removal goes on, if it had stopped).
+   * its removal goes on, if it had stopped). `matches` may refuse the org as stored when the mark is
+   * written by throwing (a stale If-Match): nothing is marked then.
    */
-  async delete(orgId: string): Promise<DeletionRecord | undefined> {
+  async delete(orgId: string, matches: (stored: Organization) => void = () => undefined): Promise<DeletionRecord | undefined> {
     const marking = this.#marking.get(orgId);
     if (marking !== undefined) return marking;
     const earlier = this.#d.deleted.get(orgId);
@@ -98,7 +99,7 @@ export class OrgDeletions {
       return earlier;
     }
     if (this.#d.orgs.get(orgId) === undefined) return undefined;
-    const marked = this.#mark(orgId);
+    const marked = this.#mark(orgId, matches);
     this.#marking.set(orgId, marked);
     try {
       return await marked;
@@ -107,7 +108,7 @@ export class OrgDeletions {
     }
   }
 
-  async #mark(orgId: string): Promise<DeletionRecord | undefined> {
+  async #mark(orgId: string, matches: (stored: Organization) => void): Promise<DeletionRecord | undefined> {
     const record: DeletionRecord = {
       organization_id: orgId,
       requested_at: iso(this.#d.now()),
@@ -119,7 +120,13 @@ export class OrgDeletions {
     const { orgs } = this.#d.ledger;
     let marked: boolean;
     try {
-      marked = await this.#d.orgs.deleting(orgId, () => this.#d.deleted.mark(record, () => orgs.doesExist([orgId]), () => void orgs.remove([orgId])));
+      const proceed = (): boolean => {
+        const stored = orgs.get([orgId]) as Organization | undefined;
+        if (stored === undefined) return false;
+        matches(stored);
+        return true;
+      };
+      marked = await this.#d.orgs.deleting(orgId, () => this.#d.deleted.mark(record, proceed, () => void orgs.remove([orgId])));
     } catch (error) {
       // Committed, its flush failed: the org is fenced off all the same, so what it holds goes now.
       if (this.#d.deleted.has(orgId)) this.#d.onFenced(orgId);

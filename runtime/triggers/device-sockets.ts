@@ -22,7 +22,7 @@ import {
   MAX_DEVICE_MESSAGE_BYTES,
 } from './device-frame.ts';
 import { DeviceMessages, type DeviceMessageDeps } from './device-messages.ts';
-import type { DeviceConnection, DeviceHead } from './device-record.ts';
+import type { DeviceConnection, DeviceHead, StoredDevice } from './device-record.ts';
 import { closeSocket, quiesce, resumeStoring, type SocketData } from './device-socket.ts';
 import { deviceKeyOf, DeviceSocketTable } from './device-socket-table.ts';
 import type { Ending } from './device-store.ts';
@@ -198,9 +198,10 @@ export class DeviceSockets {
 
   /**
    * Deletes the device (its open connection's `device.disconnected` in the same write) and closes its
-   * sockets (4404). `allowed` runs once the device's turn comes, before the write: a refusal it throws writes nothing.
+   * sockets (4404). `allowed` runs once the device's turn comes, before the write, and `matches` in
+   * the write on the device as stored then (a stale If-Match): a refusal either throws writes nothing.
    */
-  deleteDevice(orgId: string, name: string, id: string, allowed: () => void = () => undefined): Promise<void> {
+  deleteDevice(orgId: string, name: string, id: string, allowed: () => void = () => undefined, matches?: (stored: StoredDevice) => void): Promise<void> {
     const ending = { reason: 'device_deleted', code: CLOSE_DEVICE_DELETED } as const;
     const key = orgScopedKey(orgId, name);
     return this.#changeDevice(orgId, name, async () => {
@@ -210,7 +211,7 @@ export class DeviceSockets {
         await this.#d.generations.quiet(orgId);
         allowed();
       }
-      return this.#d.devices.delete(orgId, name, id, (open) => this.#sockets.endingOf(key, open, ending), this.#d.clock.now());
+      return this.#d.devices.delete(orgId, name, id, (open) => this.#sockets.endingOf(key, open, ending), this.#d.clock.now(), matches);
     }, ending);
   }
 

@@ -154,10 +154,12 @@ export class DeviceStore {
    * under its name (create), so the delete is one small write however many messages it sent.
    * 404 if gone, or if another device (`id`) holds the name now.
    */
-  async delete(orgId: string, name: string, id: string, ending: (connection: DeviceConnection) => Ending, nowMs: number): Promise<void> {
+  async delete(orgId: string, name: string, id: string, ending: (connection: DeviceConnection) => Ending, nowMs: number, matches: (stored: StoredDevice) => void = () => undefined): Promise<void> {
     const removed = await this.#events.inbox.deleting(orgId, deviceSource(name), () => this.writing(orgId, () => this.#events.writeWithEvents((write) => {
       const current = this.#stored(orgId, name);
       if (current === undefined || current.id !== id) return false;
+      // Before anything is written: a refusal (a stale If-Match) leaves the device as it is.
+      matches(current);
       if (current.connection !== null) {
         const { reason, code } = ending(current.connection);
         write(disconnectedEvent(current, current.connection, reason, code, nowMs));

@@ -79,8 +79,13 @@ export class ScheduleStore {
   }
 
   /** 404 if it is gone, or another schedule (`id`) holds the name now. */
-  async delete(orgId: string, name: string, id: string): Promise<void> {
-    const removed = await removeRecord<ScheduleRecord>(this.#root, this.#table, [orgId, name], (stored) => stored.id === id);
+  /** Removes the schedule of that id; `matches` may refuse the one stored when the write runs by throwing (a stale If-Match). */
+  async delete(orgId: string, name: string, id: string, matches: (stored: ScheduleRecord) => void = () => undefined): Promise<void> {
+    const removed = await removeRecord<ScheduleRecord>(this.#root, this.#table, [orgId, name], (stored) => {
+      if (stored.id !== id) return false;
+      matches(stored);
+      return true;
+    });
     if (!removed) throw notFound(`Schedule "${name}"`, 'name');
   }
 }

@@ -1,5 +1,6 @@
-// If-Match on the PATCHes of sources, devices and schedules: every answer naming one carries its
-// ETag; a PATCH naming a tag the record no longer has is 412 etag_mismatch and writes nothing; two
+// If-Match on the PATCHes and DELETEs of sources, devices, schedules and organizations: every answer
+// naming one carries its ETag; a write naming a tag the record no longer has is 412 etag_mismatch and
+// writes nothing (a DELETE too, as RFC 9110 asks: it had been ignored there); two
 // editors sending the same tag at once get one 200 and one 412 (the check runs inside the write);
 // and writes in one millisecond (the clock here never moves) still give each its own tag, as does
 // a record deleted and made again under its name.
@@ -9,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg, type CallResult } from '../helpers/http.ts';
+import { gateNextCall, whileCallHeld } from '../helpers/method-gate.ts';
 
 const ORG = 'acct-if-match';
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
@@ -88,6 +90,40 @@ for (const { kind, path, make, change, changed } of KINDS) {
       assert.equal(stale.status, 412, stale.text);
     });
 
+    it('a DELETE with a stale tag is 412 and removes nothing; a malformed one is 400; the current tag removes it', async () => {
+      const name = `${kind}-delete`;
+      const first = tagOf(await call(rt.url, 'POST', path, { token: key, json: make(name) }));
+      const second = tagOf(await patch(`${path}/${name}`, change(1)));
+      const remove = (ifMatch: string) => call(rt.url, 'DELETE', `${path}/${name}`, { token: key, headers: { 'if-match': ifMatch } });
+      const stale = await remove(first);
+      assert.deepEqual([stale.status, stale.body.error.code, stale.body.error.current_etag], [412, 'etag_mismatch', second], stale.text);
+      const malformed = await remove('garbage-not-a-tag');
+      assert.deepEqual([malformed.status, malformed.body.error.code], [400, 'invalid_if_match']);
+      assert.equal(changed((await call(rt.url, 'GET', `${path}/${name}`, { token: key })).body), 'f1', 'still there, unchanged');
+      assert.equal((await remove(second)).status, 204);
+      assert.equal((await call(rt.url, 'GET', `${path}/${name}`, { token: key })).status, 404);
+    });
+
+    it('a PATCH sent with the same tag while the DELETE waits for its write: exactly one lands (the tag is checked inside the write)', async () => {
+      const name = `${kind}-patch-then-delete`;
+      const tag = tagOf(await call(rt.url, 'POST', path, { token: key, json: make(name) }));
+      // The delete is held just before its write; the PATCH is sent meanwhile. A source being
+      // deleted is already gone to a PATCH (404); a device or schedule PATCH lands, and the delete
+      // then finds another tag (412).
+      const held = gateNextCall(rt.runtime.ledger.root, 'transaction');
+      const removing = call(rt.url, 'DELETE', `${path}/${name}`, { token: key, headers: { 'if-match': tag } });
+      let patched: CallResult | undefined;
+      await whileCallHeld(held, removing, 'the delete', async () => {
+        patched = await patch(`${path}/${name}`, change(1), tag);
+      });
+      const removed = await removing;
+      const outcome = [patched?.status, removed.status];
+      assert.deepEqual(outcome, kind === 'source' ? [404, 204] : [200, 412], `${patched?.text} / ${removed.text}`);
+      const read = await call(rt.url, 'GET', `${path}/${name}`, { token: key });
+      if (removed.status === 412) assert.equal(changed(read.body), 'f1', 'the change stands');
+      else assert.equal(read.status, 404);
+    });
+
     it('two editors sending the same tag at once: one lands, the other is 412', async () => {
       const name = `${kind}-race`;
       const tag = tagOf(await call(rt.url, 'POST', path, { token: key, json: make(name) }));
@@ -129,4 +165,19 @@ it('an organization PATCH with If-Match (platform admin): the tag of its create 
   const both = await Promise.all([patchOrg({ name: 'Third' }, tagOf(renamed)), patchOrg({ name: 'Fourth' }, tagOf(renamed))]);
   assert.deepEqual(both.map((answer) => answer.status).sort(), [200, 412], both.map((answer) => answer.text).join('\n'));
   assert.equal((await call(rt.url, 'GET', `/organizations/${org}`, { token: orgKey })).body.organization.name, both.find((answer) => answer.status === 200)!.body.organization.name);
+});
+
+it('an organization DELETE with a stale tag is 412 and deletes nothing (it cannot be undone); with its tag it is deleted, and asked again answers the deletion whatever the tag', async () => {
+  const org = 'acct-if-match-gone';
+  const made = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: org, name: 'First' } });
+  assert.equal(made.status, 201, made.text);
+  const renamed = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { name: 'Second' } });
+  const remove = (ifMatch: string) => call(rt.url, 'DELETE', `/organizations/${org}`, { token: ADMIN_TOKEN, headers: { 'if-match': ifMatch } });
+  const stale = await remove(tagOf(made));
+  assert.deepEqual([stale.status, stale.body.error.code, stale.body.error.current_etag], [412, 'etag_mismatch', tagOf(renamed)], stale.text);
+  assert.equal((await call(rt.url, 'GET', `/organizations/${org}`, { token: made.body.api_key })).status, 200, 'not deleted, its key still works');
+  assert.deepEqual([(await remove('nope')).status], [400]);
+  const deleted = await remove(tagOf(renamed));
+  assert.equal(deleted.status, 202, deleted.text);
+  assert.equal((await remove(tagOf(made))).status === 412, false, 'a deletion already made answers its record');
 });
