@@ -277,6 +277,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
       rooms.forgetOrg(orgId);
       devices.forgetOrg(orgId);
       quota.forgetOrg(orgId);
+      server.forgetOrg(orgId);
     },
     now: () => clock.now(),
     stop: stopping.signal,

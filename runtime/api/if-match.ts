@@ -5,7 +5,7 @@
 // full-document PUT would otherwise undo. Sources, devices, schedules and custom actions have no
 // version number: their ETag is made from the record's id (one made again under its name is
 // another) and when it was created and last written (each write moves `updated_at` on,
-// update-stamp.ts), and a PATCH naming another is 412 etag_mismatch.
+// update-stamp.ts), and a PATCH or DELETE naming another is 412 etag_mismatch.
 // The header is matched as RFC 9110 says: a list of tags, compared strongly (a weak tag never
 // matches), or `*` (the record exists). Without it a write applies onto whatever is stored now,
 // the last writer winning.

@@ -8,13 +8,21 @@
 // (unsent-replies.ts) leave room for that, a burst of one large page costs the pages that fit, not
 // one each, while the org's other, small reads are not held to it.
 
+//
+// A request is remembered by a digest of its path and query, never as sent: a cursor may be 2 KiB,
+// and percent-encoded thrice that, and 1,000 orgs' 60 such requests each held 357 MB (a probe).
+
+import { createHash } from 'node:crypto';
 import { KeyedSerial } from '../keyed-serial.ts';
 import { setNewest } from '../newest-entries.ts';
 
 /** Requests of one org whose last answer size is remembered at most; past it its oldest are forgotten. */
-const REMEMBERED_PER_ORG = 64;
+const REMEMBERED_PER_ORG = 16;
 /** Orgs whose requests are remembered at most; past it the org that answered a page longest ago is. */
 const REMEMBERED_ORGS = 10_000;
+
+/** What a request is remembered by: 16 bytes of the SHA-256 of its path and query. */
+const digestOf = (request: string): string => createHash('sha256').update(request).digest('base64url').slice(0, 22);
 
 export class PageTurns {
   readonly #serial = new KeyedSerial();
@@ -33,7 +41,7 @@ export class PageTurns {
   run<T>(tenant: string, request: string, admit: (lastAnswerChars: number) => void, build: () => T | Promise<T>): Promise<T> {
     return this.#serial.run(tenant, async () => {
       await new Promise((resolve) => setImmediate(resolve));
-      admit(this.#lastAnswer.get(tenant)?.get(request) ?? 0);
+      admit(this.#lastAnswer.get(tenant)?.get(digestOf(request)) ?? 0);
       return build();
     });
   }
@@ -42,6 +50,12 @@ export class PageTurns {
   answered(tenant: string, request: string, chars: number): void {
     const requests = this.#lastAnswer.get(tenant) ?? new Map<string, number>();
     setNewest(this.#lastAnswer, tenant, requests, REMEMBERED_ORGS);
-    setNewest(requests, request, chars, REMEMBERED_PER_ORG);
+    setNewest(requests, digestOf(request), chars, REMEMBERED_PER_ORG);
   }
+
+  /** Forgets what `tenant`'s requests answered (a deleted org). */
+  forget(tenant: string): void {
+    this.#lastAnswer.delete(tenant);
+  }
+
 }

@@ -140,6 +140,11 @@ export class HttpServer {
     });
   }
 
+  /** Forgets what the org's page reads answered (a deleted org). */
+  forgetOrg(orgId: string): void {
+    this.#pageTurns.forget(orgId);
+  }
+
   /**
    * Takes no more: new connections are refused, a request arriving on an open one is answered 503
    * (SHUTTING_DOWN), and every answer from now on closes its connection. A stop calls it first, long

@@ -3,6 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { PageTurns } from '../../runtime/http/page-turns.ts';
 
 /** The size `turns` admits `tenant`'s `request` with. */
@@ -20,4 +22,25 @@ test('an org\'s many requests push out only its own remembered sizes, its oldest
   assert.equal(await admittedWith(turns, 'org-b', '/organizations/org-b/export?'), 16 * 1024 * 1024, 'another org\'s is kept');
   assert.equal(await admittedWith(turns, 'org-a', '/organizations/org-a/events?limit=500'), 0, 'the org\'s own oldest went');
   assert.equal(await admittedWith(turns, 'org-a', '/organizations/org-a/workflows?limit=0005&n=9999'), 12, 'its newest is kept');
+});
+
+test('a request is remembered by a digest, not as sent: 1,000 orgs\' 16 cursors of 6 KB hold a few MB, not 96; a deleted org\'s are forgotten', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const turns = new PageTurns();
+  // Read from the network, each is a string of its own (a repeated literal here would be shared).
+  const long = (i: number) => `/organizations/org-c/events?cursor=${Buffer.alloc(6_000, '%20').toString('latin1')}${i}`;
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  for (let org = 0; org < 1_000; org++) for (let i = 0; i < 16; i++) turns.answered(`org-${org}`, long(i), 100 + i);
+  gc();
+  const held = process.memoryUsage().heapUsed - before;
+  assert.ok(held < 16 * 1024 * 1024, `${held} bytes held`);
+  assert.equal(await admittedWith(turns, 'org-7', long(15)), 115, 'found by its digest');
+  turns.answered('org-7', long(16), 116);
+  assert.equal(await admittedWith(turns, 'org-7', long(0)), 0, 'past 16 an org\'s oldest go');
+  assert.equal(await admittedWith(turns, 'org-7', long(1)), 101);
+  turns.forget('org-7');
+  assert.equal(await admittedWith(turns, 'org-7', long(15)), 0, 'forgotten with its org');
+  assert.equal(await admittedWith(turns, 'org-8', long(15)), 115, 'others kept');
 });
