@@ -1,6 +1,7 @@
 // The retained live updates of each org: [orgId, seq] -> RunUpdate, with a per-org sequence counter.
 // Appends happen inside the transaction that persists the run transition, so seq order = commit order.
 
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerRange, LedgerRoot, LedgerTable } from '../ledger/ledger.ts';
 import type { RunUpdate } from './live-codec.ts';
@@ -10,6 +11,8 @@ import type { DeletedOrgIds } from '../ledger/org-fence.ts';
 export const DEFAULT_RETAINED_UPDATES = 10_000;
 /** Stale updates removed per transaction by trim: the event loop and other writes go on between them. */
 const TRIM_BATCH = 1000;
+/** Orgs the trim looks at per event-loop turn: each costs a few reads (~14 µs), and 10,000 quiet orgs in one turn held the loop ~140 ms. */
+const TRIM_ORGS_PER_TURN = 256;
 
 export type NewRunUpdate = Omit<RunUpdate, 'seq' | 'org_id'>;
 
@@ -156,7 +159,10 @@ export class UpdateLog {
   async trim(batch = TRIM_BATCH): Promise<number> {
     let removed = 0;
     // The org list is read whole first: a range left open across the awaits would hold LMDB's snapshot.
-    for (const orgId of [...this.#orgs()]) {
+    const orgs = [...this.#orgs()];
+    for (const [index, orgId] of orgs.entries()) {
+      // Quiet orgs have nothing to remove and no write to wait for: others' requests go between them.
+      if (index > 0 && index % TRIM_ORGS_PER_TURN === 0) await nextTurn();
       for (;;) {
         const stale = [...this.#updates.getKeys({ start: [orgId, 0], end: [orgId, this.oldestRetained(orgId)], limit: batch })];
         if (stale.length === 0) break;

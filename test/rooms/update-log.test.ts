@@ -141,4 +141,16 @@ for (const kind of LEDGER_KINDS) describe(`update log (${kind.name} ledger)`, ()
     assert.deepEqual([...ledger.openDatabase('live-updates').getKeys({ start: ['org_t', 0], end: ['org_t', 100] })], [['org_t', 8], ['org_t', 9], ['org_t', 10]]);
     assert.equal(await log.trim(), 0, 'nothing more to sweep');
   });
+
+  test('a trim over many quiet orgs lets the event loop turn between them (it held the loop ~140 ms at 10,000 orgs)', async () => {
+    const log = new UpdateLog(ledger, 100);
+    await ledger.root.transaction(() => {
+      for (let org = 0; org < 600; org++) log.append(`org_quiet_${org}`, update('run_1'));
+    });
+    let turned = false;
+    const trimming = log.trim();
+    setImmediate(() => (turned = true));
+    assert.equal(await trimming, 0, 'nothing to remove');
+    assert.equal(turned, true, 'another callback ran before the trim was done');
+  });
 });
