@@ -34,6 +34,8 @@ export interface RunCreationHost {
   pump(): void;
   /** The creating transaction committed but its flush failed: pick these runs up from the ledger later. */
   unconfirmed(orgId: OrgId, runIds: readonly RunId[]): void;
+  /** The runs the creating transaction committed (durable or not: they are picked up either way), once each. */
+  created(runs: readonly PersistedRun[]): void;
 }
 
 /** A run computed for a new event, written by the reaction's `write`. */
@@ -111,6 +113,7 @@ export class RunCreation {
       },
       committed: () => {
         settleWaiting();
+        host.created(created.map(({ run }) => run));
         host.started(orgId, created.flatMap(({ updates }) => updates), created);
       },
       abandoned: undoInMemory,
@@ -120,6 +123,7 @@ export class RunCreation {
       // skipped as gaps (they stay in the log for replays).
       unflushed: () => {
         settleWaiting();
+        host.created(created.map(({ run }) => run));
         for (const { actor } of created) actor.stop();
         host.unconfirmed(orgId, created.map(({ run }) => run.context.runId));
       },

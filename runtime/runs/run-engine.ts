@@ -115,13 +115,11 @@ export class RunEngine {
       ...this.#onTheSpot,
       started: (orgId, updates, runs) => {
         this.#d.rooms.publish(orgId, updates);
-        for (const { run, actor } of runs) {
-          this.#d.observer?.created(run);
-          this.#startLive(run, actor);
-        }
+        for (const { run, actor } of runs) this.#startLive(run, actor);
       },
       pump: () => this.#pump(),
       unconfirmed: (orgId, runIds) => this.#stallResume.unconfirmed(orgId, runIds),
+      created: (runs) => runs.forEach((run) => this.#d.observer?.created(run)),
     });
     deps.events.addReactor((event) => this.#creation.createRuns(event));
   }
@@ -135,12 +133,12 @@ export class RunEngine {
     return this.#stallResume.stalled;
   }
 
-  /** Running runs that rest as their snapshot between transitions, their step results too many to keep live (held-results.ts). */
   /** Runs holding a concurrency slot and runs waiting for one, over every org (for the metrics). */
   admissionTotals(): { readonly running: number; readonly queued: number } {
     return this.#admission.totals();
   }
 
+  /** Running runs that rest as their snapshot between transitions, their step results too many to keep live (held-results.ts). */
   get restingRuns(): number {
     return this.#actors.restingCount;
   }
@@ -329,7 +327,10 @@ export class RunEngine {
 
   /** Keeps what an effect reported after its run was cancelled; the done actor is dropped, so the next read takes the record from the ledger. */
   async #recordAfterCancel(key: string, previous: PersistedRun, event: RunEvent): Promise<void> {
-    if (await writeReportAfterCancel(this.#d, previous, event)) this.#actors.drop(key);
+    if (!(await writeReportAfterCancel(this.#d, previous, event))) return;
+    this.#actors.drop(key);
+    // The attempt reported after all: counted as any other (the run stays cancelled).
+    this.#d.observer?.transitioned(previous, previous, event);
   }
 
   /** The run was deleted (sandbox reset): it keeps no actor and no slot. */

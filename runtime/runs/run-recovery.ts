@@ -24,6 +24,7 @@ import { durably } from '../ledger/durable-write.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { RunUpdate } from '../rooms/live-codec.ts';
 import type { LiveRooms } from '../rooms/live-rooms.ts';
+import type { RunObserver } from './run-engine-deps.ts';
 import type { NewRunUpdate, UpdateLog } from '../rooms/update-log.ts';
 import type { RunStore } from './run-store.ts';
 import type { DeletedOrgIds } from '../ledger/org-fence.ts';
@@ -41,6 +42,8 @@ export interface RecoveryDeps {
   readonly release: (orgId: OrgId, runId: RunId) => void;
   /** Orgs deleted (their removal may still be under way): their runs are not picked up. */
   readonly deletedOrgs?: DeletedOrgIds;
+  /** Told of each reclaimed run as written (one failed for being cut off too often is finished: the metrics count it). */
+  readonly observer?: RunObserver;
 }
 
 /** When recovery acts (its `at`, and the claimedAt of what it claims), and how it tells why each open attempt was left. */
@@ -157,6 +160,7 @@ async function storeAndPublish(deps: RecoveryDeps, batch: readonly Written[]): P
     ),
   );
   stored.forEach((updates: RunUpdate[], i) => deps.rooms.publish((batch[i] as Written).run.context.orgId, updates));
+  for (const { run, previous } of batch) deps.observer?.transitioned(previous, run, { type: 'run.recovered' });
 }
 
 const isInterrupted = (run: RecoveredRun | Interrupted): run is Interrupted => 'stored' in run;

@@ -1,9 +1,14 @@
 // /metrics counts runs and their step attempts as the engine writes them (runs created, finished
 // by state, attempts by step type and outcome) and shows the runs holding a concurrency slot and
-// waiting for one, through a real runtime whose webhook steps reach a local receiver.
+// waiting for one, through a real runtime whose webhook steps reach a local receiver: runs whose
+// creating write committed but did not flush count as created, and an attempt that reports after
+// its run was cancelled counts as an attempt.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ManualClock } from '../../runtime/clock.ts';
+import type { LedgerWrite } from '../../runtime/ledger/ledger.ts';
+import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
@@ -50,5 +55,52 @@ test('runs created and finished, step attempts by type and outcome, and runs run
     await rt.close();
     await receiver.close();
     await refusing.close();
+  }
+});
+
+test('runs whose creating write committed but did not flush are counted as created once they are picked up; an attempt reported after its run was cancelled is counted', { timeout: 60_000 }, async () => {
+  const clock = new ManualClock(Date.UTC(2026, 11, 7, 9, 0, 0));
+  let answer = (): void => undefined;
+  const held = new Promise<void>((resolve) => (answer = resolve));
+  const receiver = await startReceiver([{ status: 200 }]);
+  const slow = await startReceiver([{ status: 200, after: held }]);
+  const rt = await startRuntime({ clock });
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+    for (const [name, event, url] of [['one', 'job.run', receiver.url], ['two', 'job.run', receiver.url], ['slow', 'job.slow', slow.url]]) {
+      assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name, trigger_event: event, steps: [{ id: 'send', type: 'webhook', url: `${url}/${name}` }] } })).status, 201);
+    }
+    // The event and its two runs commit, and their flush fails: the request is refused, the runs are picked up later.
+    const { events } = rt.runtime.ledger;
+    const ifNoExists = events.ifNoExists.bind(events);
+    let failFlush = true;
+    events.ifNoExists = (eventKey, writes) => {
+      const write = ifNoExists(eventKey, writes);
+      if (!failFlush || !Array.isArray(eventKey) || eventKey[0] !== ORG) return write;
+      failFlush = false;
+      const flushed = Promise.reject(new Error('EIO: fdatasync failed'));
+      flushed.catch(() => undefined);
+      return Object.assign(write.then((took) => took), { flushed }) as LedgerWrite<boolean>;
+    };
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'job.run', payload: {}, id: 'unflushed-1' } })).status, 500);
+    clock.advance(FIRST_RETRY_MS);
+    rt.runtime.engine.stalled.timers.fireDue();
+    await eventually('both completed', () => series(rt.url, 'sluice_runs_finished_total{state="completed",environment="production"}'), (count) => count === 2);
+    assert.equal(await series(rt.url, 'sluice_runs_created_total{environment="production"}'), 2, 'as many created as finished');
+
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'job.slow', payload: {} } })).status, 202);
+    await eventually('its request out', () => slow.received.length, (count) => count === 1);
+    const runs = (await call(rt.url, 'GET', `/organizations/${ORG}/runs`, { token: key })).body.runs as Array<{ run_id: string; state: string }>;
+    const running = runs.find((run) => run.state === 'running')!;
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/runs/${running.run_id}/cancel`, { token: key })).status, 200);
+    await eventually('cancelled', () => series(rt.url, 'sluice_runs_finished_total{state="cancelled",environment="production"}'), (count) => count === 1);
+    const before = await series(rt.url, 'sluice_step_attempts_total{type="webhook",outcome="succeeded"}');
+    answer();
+    await eventually('the late answer counted', () => series(rt.url, 'sluice_step_attempts_total{type="webhook",outcome="succeeded"}'), (count) => count === before + 1);
+  } finally {
+    answer();
+    await rt.close();
+    await receiver.close();
+    await slow.close();
   }
 });

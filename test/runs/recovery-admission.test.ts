@@ -83,11 +83,15 @@ async function recover(): Promise<RecoveredRun[]> {
       updateFor: (run) => runUpdateFor(run, versionOf(run.context.orgId)),
       admitNow: (orgId, runId) => scheduler.admitNow(orgId, runId),
       release: (orgId, runId) => void scheduler.release(orgId, runId),
+      observer: { created: () => assert.fail('recovery creates no run'), transitioned: (previous, run) => told.push(`${run.context.runId}: ${previous.value} -> ${run.value}`) },
     },
     NOW,
   );
   return recovered;
 }
+
+/** The transitions recovery told its observer of (the metrics count a run failed here as finished). */
+let told: string[] = [];
 
 /** Runs recovery with the run store's `nth` write throwing (a disk that fails part way); expects it to reject. */
 async function recoverFailingAtWrite(nth: number): Promise<void> {
@@ -239,7 +243,9 @@ for (const kind of LEDGER_KINDS) describe(`boot recovery admission (${kind.name}
     }
     await store(crashing, runAt(A, 'p2', T0 + 1, 'running'));
 
+    told = [];
     const recovered = await recover();
+    assert.deepEqual(told.sort(), ['p1: running -> failed', 'p2: running -> running'], 'each written run told once: p1 finished failed');
 
     assert.deepEqual(recovered.map((r) => [r.runId, r.work.kind]), [['p2', 'dispatch_step']], 'only the other run goes on');
     assert.equal(storedRun(A, 'p1')?.value, 'failed');

@@ -57,6 +57,7 @@ function setUp(onLedger: Ledger): void {
     },
     pump: () => undefined,
     unconfirmed: () => assert.fail('every write here is flushed'),
+    created: () => undefined,
   });
 }
 
