@@ -2,6 +2,7 @@
 // positional argument, `--org`, an API key (`--key`, or SLUICE_API_KEY: see cli-credential.ts) and
 // `--environment` (production unless told). Shared by `sluice watch`, `explain` and `replay`.
 
+import { shownUrl } from './shown-url.ts';
 import type { Writable } from 'node:stream';
 import { credentialOf } from './cli-credential.ts';
 import { InputError } from './errors.ts';
@@ -31,7 +32,7 @@ export function apiTargetOf(values: { readonly org?: string; readonly key?: stri
   if (url === undefined) throw new InputError(400, 'usage', usage);
   if (positionals.length !== 1) throw new InputError(400, 'usage', `Give one Sluice URL (got ${positionals.length}: ${positionals.map((p) => JSON.stringify(shownName(p))).join(', ')}). ${usage}`);
   // A scheme is case-insensitive (RFC 3986): HTTP:// is the same URL, as the client kit takes it.
-  if (!/^https?:\/\//i.test(url)) throw new InputError(400, 'usage', `The Sluice URL starts with http:// or https:// (got ${JSON.stringify(shownName(url))}). ${usage}`);
+  if (!/^https?:\/\//i.test(url)) throw new InputError(400, 'usage', `The Sluice URL starts with http:// or https:// (got ${JSON.stringify(shownName(shownUrl(url)))}). ${usage}`);
   const apiKey = credentialOf(values.key, env, 'SLUICE_API_KEY');
   if (values.org === undefined || apiKey === undefined) throw new InputError(400, 'usage', `--org and an API key (--key, or SLUICE_API_KEY) are required. ${usage}`);
   // An unset shell variable (`--org "$ORG"`) names no org.

@@ -1,12 +1,13 @@
 // One call of a CLI command built on the REST client (explain, replay, failed, resume, cancel): a
 // client for the target, the command's work, and its text on stdout (exit 0); or why the call
-// failed, on one printable line on stderr (exit 1): Sluice's own answer (status, code, message), the
+// failed, on one printable line on stderr (exit 1; 2 for an argument the client would not send): Sluice's own answer (status, code, message), the
 // network's, an argument the client would not send (an empty id), or an answer whose fields are not
 // Sluice's (a TypeError while reading them). Anything else is a bug and is thrown on.
 
 import { SluiceApiError, SluiceArgumentError, SluiceClient, SluiceNetworkError } from '../kits/client/index.ts';
 import type { ApiTarget, ClientCommandIo } from './cli-api-target.ts';
 import { printable } from './terminal-text.ts';
+import { EXIT_FAILED, EXIT_USAGE } from './cli-exit-codes.ts';
 
 /** The failure as one printable line (a proxy's error page may hold anything). */
 export function clientFailure(error: unknown): string {
@@ -58,13 +59,22 @@ function networkAdvice(command: string, error: SluiceNetworkError, url: string):
  * `"again": true`); any other refusal is printed as Sluice sent it.
  */
 export async function callAndPrint(command: string, target: ApiTarget, io: ClientCommandIo, work: (client: SluiceClient) => Promise<string>, inOwnWords: (refusal: SluiceApiError) => string | undefined = () => undefined): Promise<number> {
-  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
+  let client: SluiceClient;
+  try {
+    client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
+  } catch (error) {
+    // A url, key or org the client would not send (a query in the url, an org of "."): nothing was done.
+    if (!(error instanceof TypeError)) throw error;
+    io.stderr.write(`sluice ${command}: ${printable(`invalid_argument: ${error.message}`)}\n`);
+    return EXIT_USAGE;
+  }
   let text: string;
   try {
     text = await work(client);
   } catch (error) {
     io.stderr.write(`sluice ${command}: ${failureLine(command, error, target.url, inOwnWords)}\n`);
-    return 1;
+    // An argument the client would not send (an empty run id) is refused before anything is sent.
+    return error instanceof SluiceArgumentError ? EXIT_USAGE : EXIT_FAILED;
   }
   io.stdout.write(`${text}\n`);
   return 0;

@@ -6,6 +6,7 @@
 import { inspect } from 'node:util';
 import { printable } from './terminal-text.ts';
 import { InputError } from './errors.ts';
+import { EXIT_USAGE } from './cli-exit-codes.ts';
 import { usageErrorText } from './cli-usage-error.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 import { commitFailureCause, isLedgerCommitFailure } from '../hook-runner/lmdb-commit-failure.ts';
@@ -106,9 +107,6 @@ function optionsHelpFor(command: string | undefined): string {
   return helpFor(command);
 }
 
-/** The exit of a command line refused: an unknown command or option, a missing or invalid value. */
-const USAGE_EXIT_CODE = 2;
-
 /** A command's module that failed to load: a fault of the installation or of the code, not of the input. */
 class ModuleLoadFailure extends Error {}
 
@@ -199,12 +197,12 @@ async function main(argv: readonly string[]): Promise<void> {
       // Asked for nothing: the usage, on stderr as for any usage error, and a failing exit (a script's
       // `sluice $UNSET_COMMAND` did nothing).
       process.stderr.write(USAGE);
-      process.exitCode = USAGE_EXIT_CODE;
+      process.exitCode = EXIT_USAGE;
       return;
     default:
       // One line: the usage is 60 lines, and the mistake would scroll out of sight above it.
       process.stderr.write(`sluice: unknown command "${printable(command)}"; sluice --help lists the commands\n`);
-      process.exitCode = USAGE_EXIT_CODE;
+      process.exitCode = EXIT_USAGE;
   }
 }
 
@@ -229,5 +227,5 @@ main(process.argv.slice(2)).catch(async (error: unknown) => {
   process.stderr.write(`sluice: ${printable(usage ?? message)}\n`);
   // 2 for a command line (or configuration) refused before anything was done, as for an unknown
   // command and as the hook-runner exits on its configuration; 1 for a command that failed.
-  process.exit(usage !== undefined || error instanceof InputError ? USAGE_EXIT_CODE : 1);
+  process.exit(usage !== undefined || error instanceof InputError ? EXIT_USAGE : 1);
 });

@@ -10,6 +10,7 @@ import { API_TARGET_OPTIONS, apiTargetOf } from './cli-api-target.ts';
 import { nothingAnsweredAt } from './cli-client-call.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
+import { EXIT_USAGE } from './cli-exit-codes.ts';
 import { AFTER_SEQ_DIGITS } from './rooms/live-subscription.ts';
 import { shownUrl } from './shown-url.ts';
 import { printable, printableJson } from './terminal-text.ts';
@@ -76,7 +77,7 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
     // An argument the client would not send (an org id of "."), said as the REST commands say it.
     if (!(error instanceof SluiceArgumentError)) throw error;
     io.stderr.write(`sluice watch: ${printable(`${error.code}: ${error.message}`)}\n`);
-    return 1;
+    return EXIT_USAGE;
   }
   const stop = (): void => live.close();
   io.signal.addEventListener('abort', stop, { once: true });

@@ -133,7 +133,7 @@ test('usage mistakes are usage errors; what Sluice refuses exits 1 saying why', 
   assert.equal(stranger, 1);
 });
 
-test('an id that names no record, or an idempotency key a header cannot carry, exits 1 saying so before any request', async () => {
+test('an id that names no record, or an idempotency key a header cannot carry, exits 2 (a refused argument) saying so before any request', async () => {
   const replaysOf = async (): Promise<number> => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${eventId}`, { token: key })).body.replays.length;
   const replaysBefore = await replaysOf();
   const cases: Array<[typeof explainCommand, string[], RegExp]> = [
@@ -147,7 +147,7 @@ test('an id that names no record, or an idempotency key a header cannot carry, e
   ];
   for (const [command, args, expected] of cases) {
     const { code, out, err } = await run(command, args);
-    assert.equal(code, 1, `${args.join(' ')}: ${out}`);
+    assert.equal(code, 2, `${args.join(' ')}: ${out}`);
     assert.match(err, expected);
   }
   assert.equal(await replaysOf(), replaysBefore, 'no replay was made');
@@ -249,11 +249,19 @@ test('a device connection event is never offered for replay: resume its run inst
 });
 
 test('a key or URL that cannot be sent is refused before any request, naming the character, never the key or password; a key\'s trailing newline is dropped', async () => {
-  // Refused when the client is made, so before any request: the message names the character, not the key.
-  const at = (url: string, apiKey: string) => explainCommand([url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: apiKey } });
-  await assert.rejects(at(rt.url, `${key.slice(0, 10)}\n${key.slice(10)}`), (error: Error) => /U\+000A at position 10: it is sent in the Authorization header/.test(error.message) && !error.message.includes(key.slice(10)));
-  await assert.rejects(at(rt.url, `${key}\u201d`), /U\+201D at position/);
-  await assert.rejects(at(rt.url.replace('http://', 'http://admin:hunter2@'), key), (error: Error) => /holds a user name or password/.test(error.message) && !error.message.includes('hunter2'));
+  // Refused when the client is made, so before any request (exit 2): the message names the character, not the key.
+  const at = async (url: string, apiKey: string): Promise<string> => {
+    const output = capturedOutput();
+    assert.equal(await explainCommand([url, '--org', ORG, '--run', runId], { stdout: output.stdout, stderr: output.stderr, env: { SLUICE_API_KEY: apiKey } }), 2);
+    return output.err();
+  };
+  const broken = await at(rt.url, `${key.slice(0, 10)}\n${key.slice(10)}`);
+  assert.match(broken, /^sluice explain: invalid_argument: .*U\+000A at position 10: it is sent in the Authorization header/);
+  assert.doesNotMatch(broken, new RegExp(key.slice(10)));
+  assert.match(await at(rt.url, `${key}\u201d`), /U\+201D at position/);
+  const withPassword = await at(rt.url.replace('http://', 'http://admin:hunter2@'), key);
+  assert.match(withPassword, /holds a user name or password/);
+  assert.doesNotMatch(withPassword, /hunter2/);
   // White space around a key (a file's last newline, a stray one before it) is not part of it.
   for (const padded of [`${key}\n`, `\n${key}`, ` ${key}\r\n`]) {
     const fromFile = await run(explainCommand, ['--run', runId], padded);

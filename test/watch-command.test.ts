@@ -76,6 +76,8 @@ test('a refused key ends it with 1 and the reason; bad arguments are usage error
   assert.deepEqual(refused.lines(), [], 'stdout keeps to JSON lines');
   const signal = new AbortController().signal;
   await assert.rejects(watchCommand(['ws://x', '--org', ORG, '--key', key], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /usage: sluice watch/);
+  // A password in a URL refused for its scheme is not printed either.
+  await assert.rejects(watchCommand(['ws://bob:s3cret@127.0.0.1:1', '--org', ORG, '--key', key], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), (error: Error) => /got "ws:\/\/bob:\*\*\*@127\.0\.0\.1:1\/"/.test(error.message) && !error.message.includes('s3cret'));
   await assert.rejects(watchCommand([rt.url, '--org', ORG], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--org and an API key \(--key, or SLUICE_API_KEY\) are required/);
   // An unset shell variable (`--org "$ORG"`, `--run "$RUN"`): an empty run id would watch every run.
   await assert.rejects(watchCommand([rt.url, '--org', '', '--key', key], { stdout: new PassThrough(), stderr: new PassThrough(), signal }), /--org is empty/);
@@ -83,7 +85,7 @@ test('a refused key ends it with 1 and the reason; bad arguments are usage error
   // "." and ".." are path segments a URL resolves away (to /organizations/live): refused before any connection, as the REST commands do.
   for (const org of ['.', '..']) {
     const dots = start([rt.url, '--org', org, '--key', key]);
-    assert.equal(await dots.exit, 1);
+    assert.equal(await dots.exit, 2, 'a refused argument');
     assert.deepEqual(dots.notices(), [`sluice watch: invalid_argument: The organization id "${org}" names no record.`]);
   }
   // 16 digits: the room takes at most 15, so it would refuse the socket only once connected.

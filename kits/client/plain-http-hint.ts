@@ -5,11 +5,14 @@
 // a failure gets a hint naming the likely cause; the API, live and device clients ask such a
 // server in plain HTTP once (answeredInPlainHttp, PlainHttpCheck), and stop when Sluice answers.
 
+import { answerText } from './answer-body.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import type { SocketEnd } from './socket-run.ts';
 
 /** How long the plain-HTTP check of an https url whose TLS hello went unanswered waits. */
 export const PLAIN_HTTP_CHECK_MS = 3_000;
+/** Bytes of a liveness answer read at most: Sluice's is `{"status":"ok"}`. */
+const LIVENESS_BYTES = 4096;
 
 /** The server answered the TLS hello in HTTP: it does not speak TLS. */
 const ANSWERED_IN_HTTP = /ERR_SSL_WRONG_VERSION_NUMBER|wrong version number/i;
@@ -82,7 +85,9 @@ async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL
   try {
     if (closing.aborted) return undefined;
     const answer = await fetch(healthz, { signal: ended.signal });
-    return isSluiceLiveness(answer.status, await answer.text()) ? healthz : undefined;
+    // Sluice's liveness answer is a few bytes: a larger body is not it, and is not read whole.
+    const { text } = await answerText(answer, LIVENESS_BYTES);
+    return text !== undefined && isSluiceLiveness(answer.status, text) ? healthz : undefined;
   } catch {
     return undefined; // Nothing answering in plain HTTP either: reconnect as for any other failure.
   } finally {
