@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import type { LedgerWrite } from '../../runtime/ledger/ledger.ts';
 import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver } from '../helpers/receiver.ts';
+import { failNextEventFlush } from '../helpers/unflushed-event.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'acct-run-metrics';
@@ -71,17 +71,7 @@ test('runs whose creating write committed but did not flush are counted as creat
       assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name, trigger_event: event, steps: [{ id: 'send', type: 'webhook', url: `${url}/${name}` }] } })).status, 201);
     }
     // The event and its two runs commit, and their flush fails: the request is refused, the runs are picked up later.
-    const { events } = rt.runtime.ledger;
-    const ifNoExists = events.ifNoExists.bind(events);
-    let failFlush = true;
-    events.ifNoExists = (eventKey, writes) => {
-      const write = ifNoExists(eventKey, writes);
-      if (!failFlush || !Array.isArray(eventKey) || eventKey[0] !== ORG) return write;
-      failFlush = false;
-      const flushed = Promise.reject(new Error('EIO: fdatasync failed'));
-      flushed.catch(() => undefined);
-      return Object.assign(write.then((took) => took), { flushed }) as LedgerWrite<boolean>;
-    };
+    failNextEventFlush(rt.runtime.ledger, ORG);
     assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'job.run', payload: {}, id: 'unflushed-1' } })).status, 500);
     clock.advance(FIRST_RETRY_MS);
     rt.runtime.engine.stalled.timers.fireDue();

@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
-import type { LedgerWrite } from '../../runtime/ledger/ledger.ts';
 import { FIRST_RETRY_MS } from '../../runtime/runs/stalled-runs.ts';
 import type { WorkflowVersion } from '../../runtime/workflows/workflow-types.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
+import { failNextEventFlush } from '../helpers/unflushed-event.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 30, 9, 0, 0));
@@ -76,17 +76,7 @@ test('a failure computing the second run stores neither the event nor the first 
 test('runs whose creating write commits but does not flush are picked up from the ledger after the pause', async () => {
   const org = 'acct-create-unflushed';
   const key = await setup(org);
-  const { events } = rt.runtime.ledger;
-  const ifNoExists = events.ifNoExists.bind(events);
-  let failFlush = true;
-  events.ifNoExists = (key_, writes) => {
-    const write = ifNoExists(key_, writes);
-    if (!failFlush || !Array.isArray(key_) || key_[0] !== org) return write;
-    failFlush = false;
-    const flushed = Promise.reject(new Error('EIO: fdatasync failed'));
-    flushed.catch(() => undefined);
-    return Object.assign(write.then((took) => took), { flushed }) as LedgerWrite<boolean>;
-  };
+  const restore = failNextEventFlush(rt.runtime.ledger, org);
   try {
     const refused = await send(org, key, 'evt-unflushed');
     assert.equal(refused.status, 500, refused.text);
@@ -103,7 +93,7 @@ test('runs whose creating write commits but does not flush are picked up from th
     // A write is visible (committed) before its flush confirms it, and a run leaves the stalled set on the confirmation.
     await eventually('the runs to leave the stalled set', () => rt.runtime.engine.stalled.size, (size) => size === 0);
   } finally {
-    events.ifNoExists = ifNoExists;
+    restore();
   }
 });
 
