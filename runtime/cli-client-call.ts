@@ -4,7 +4,8 @@
 // network's, an argument the client would not send (an empty id), or an answer whose fields are not
 // Sluice's (a TypeError while reading them). Anything else is a bug and is thrown on.
 
-import { SluiceApiError, SluiceArgumentError, SluiceClient, SluiceNetworkError } from '../kits/client/index.ts';
+import type { Writable } from 'node:stream';
+import { SluiceApiError, SluiceArgumentError, SluiceClient, SluiceNetworkError, type RetryNotice } from '../kits/client/index.ts';
 import type { ApiTarget, ClientCommandIo } from './cli-api-target.ts';
 import { printable } from './terminal-text.ts';
 import { EXIT_FAILED, EXIT_USAGE } from './cli-exit-codes.ts';
@@ -15,6 +16,13 @@ export function clientFailure(error: unknown): string {
   if (error instanceof SluiceNetworkError || error instanceof SluiceArgumentError) return printable(`${error.code}: ${error.message}`);
   throw error;
 }
+
+/**
+ * What a command prints on stderr before it tries a call again: a server that accepts connections
+ * and never answers otherwise held a read for 5 attempts of 30 s each with nothing said.
+ */
+export const retryNotices = (command: string, stderr: Writable) => (retry: RetryNotice): void =>
+  void stderr.write(`sluice ${command}: ${printable(`${retry.what}: ${retry.reason} (attempt ${retry.attempt} of ${retry.attempts}); trying again in ${(retry.waitMs / 1000).toFixed(1)} s`)}\n`);
 
 /** Commands whose call changes something: answered by something other than Sluice, it may have been carried out. */
 const WRITES: ReadonlySet<string> = new Set(['resume', 'cancel', 'replay']);
@@ -61,7 +69,7 @@ function networkAdvice(command: string, error: SluiceNetworkError, url: string):
 export async function callAndPrint(command: string, target: ApiTarget, io: ClientCommandIo, work: (client: SluiceClient) => Promise<string>, inOwnWords: (refusal: SluiceApiError) => string | undefined = () => undefined): Promise<number> {
   let client: SluiceClient;
   try {
-    client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
+    client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org, onRetry: retryNotices(command, io.stderr) });
   } catch (error) {
     // A url, key or org the client would not send (a query in the url, an org of "."): nothing was done.
     if (!(error instanceof TypeError)) throw error;

@@ -8,7 +8,7 @@ import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { SluiceApiError, SluiceClient } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
-import { clientFailure } from './cli-client-call.ts';
+import { clientFailure, retryNotices } from './cli-client-call.ts';
 import { InputError } from './errors.ts';
 import { printable } from './terminal-text.ts';
 
@@ -40,7 +40,7 @@ export async function exportCommand(args: readonly string[], io: ClientCommandIo
   if (values.environment !== undefined) throw new InputError(400, 'usage', `An export holds every environment: --environment does not apply. ${USAGE}`);
   const target = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
   if (values.cursor === '') throw new InputError(400, 'usage', `--cursor is empty. ${USAGE}`);
-  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org });
+  const client = new SluiceClient({ url: target.url, apiKey: target.apiKey, org: target.org, onRetry: retryNotices('export', io.stderr) });
   // Each write's failure comes to its callback (below); the error event it also raises is not a crash.
   io.stdout.on('error', () => undefined);
   let lines = 0;

@@ -269,6 +269,28 @@ test('a key or URL that cannot be sent is refused before any request, naming the
   }
 });
 
+test('each retry of a read is said on stderr before its wait (a server that never answers looked like a hang): why, which attempt, how long', async () => {
+  const { createServer } = await import('node:http');
+  let asked = 0;
+  const busy = createServer((_req, res) => {
+    asked++;
+    res.writeHead(503, { 'content-type': 'text/plain' }).end('busy');
+  });
+  await new Promise<void>((listening) => busy.listen(0, '127.0.0.1', () => listening()));
+  try {
+    const output = capturedOutput();
+    const url = `http://127.0.0.1:${(busy.address() as import('node:net').AddressInfo).port}`;
+    assert.equal(await explainCommand([url, '--org', ORG, '--run', runId], { stdout: output.stdout, stderr: output.stderr, env: { SLUICE_API_KEY: key } }), 1);
+    const lines = output.err().trimEnd().split('\n');
+    assert.equal(asked, 5);
+    assert.equal(lines.length, 5, output.err());
+    for (const [i, line] of lines.slice(0, 4).entries()) assert.match(line, new RegExp(`^sluice explain: GET /organizations/${ORG}/runs/${runId}: answered 503 \\(attempt ${i + 1} of 5\\); trying again in \\d+\\.\\d s$`));
+    assert.match(lines[4]!, /^sluice explain: 503 http_error: /, 'then the failure, as before');
+  } finally {
+    await new Promise((closed) => busy.close(closed));
+  }
+});
+
 test('an answer that is not JSON is never printed: a success is invalid_answer, an error names its status and size', async () => {
   const { createServer } = await import('node:http');
   const pages = new Map([

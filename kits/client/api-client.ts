@@ -30,6 +30,17 @@ export interface ClientOptions {
   readonly signal?: AbortSignal;
   readonly fetch?: typeof fetch;
   readonly sleep?: Sleep;
+  /** Told before each wait to try a call again (a CLI says so on stderr: a silent server otherwise looks like a hang). */
+  readonly onRetry?: (retry: RetryNotice) => void;
+}
+
+/** A call about to be tried again: why its attempt failed, which attempt that was, and the wait before the next. */
+export interface RetryNotice {
+  readonly what: string;
+  readonly reason: string;
+  readonly attempt: number;
+  readonly attempts: number;
+  readonly waitMs: number;
 }
 
 /** Options every call takes. */
@@ -125,7 +136,9 @@ export class SluiceClient {
           const last = attempt + 1 >= attempts || (!outcome.timedOut && answeredWithoutTls(url, failureText(outcome.error)));
           const plain = !last && attempt === 0 && mayBePlainHttp(url, failureText(outcome.error), outcome.timedOut) ? await this.#answeredInPlainHttp(url, cancel.signal) : undefined;
           if (last || plain !== undefined) throw networkError(method, url, outcome, timeoutMs, attempt + 1, plain);
-          await raceAbort(this.#sleep(backoffMs(attempt), cancel.signal), cancel.signal);
+          const waitMs = backoffMs(attempt);
+          this.#told(method, url, outcome.timedOut ? `no answer within ${timeoutMs} ms` : reasonOf(outcome.error), attempt, attempts, waitMs);
+          await raceAbort(this.#sleep(waitMs, cancel.signal), cancel.signal);
           continue;
         }
         // Not Sluice's answer, and as large again on a retry: said at once.
@@ -136,13 +149,24 @@ export class SluiceClient {
         const retryAfterMs = retryAfterMsOf(outcome.headers.get('retry-after'));
         // A longer hint (a proxy's maintenance page, say) gets the answer thrown, its hint in `retryAfterMs`: a call should not hang for hours unseen.
         if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts && !(retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) {
-          await raceAbort(this.#sleep(backoffMs(attempt, retryAfterMs), cancel.signal), cancel.signal);
+          const waitMs = backoffMs(attempt, retryAfterMs);
+          this.#told(method, url, `answered ${outcome.status}`, attempt, attempts, waitMs);
+          await raceAbort(this.#sleep(waitMs, cancel.signal), cancel.signal);
           continue;
         }
         throw new SluiceApiError(outcome.status, errorOf(outcome.status, outcome.text, `${method} ${url.pathname}`), retryAfterMs);
       }
     } finally {
       cancel.release();
+    }
+  }
+
+  /** Tells `onRetry` (if given) of the retry about to be waited for; what it throws is not the call's failure. */
+  #told(method: string, url: URL, reason: string, attempt: number, attempts: number, waitMs: number): void {
+    try {
+      this.#o.onRetry?.({ what: `${method} ${url.pathname}`, reason, attempt: attempt + 1, attempts, waitMs });
+    } catch (error) {
+      process.emitWarning(`Sluice client onRetry threw: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
