@@ -53,6 +53,8 @@ export interface CallOptions {
 
 export interface RequestOptions extends CallOptions {
   readonly json?: unknown;
+  /** A multipart body instead (an action's module upload, action-upload.ts); fetch sets its content type. */
+  readonly form?: FormData;
   readonly query?: Readonly<Record<string, string | number | undefined>>;
   readonly headers?: Readonly<Record<string, string>>;
   /** Repeat on a network error, a timeout, 429, 502, 503 or 504 (default: only for GET). Only for requests safe to repeat. */
@@ -124,7 +126,8 @@ export class SluiceClient {
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { authorization: `Bearer ${this.#apiKey}`, ...checkedHeaders(options.headers) };
     if (options.json !== undefined) headers['content-type'] = 'application/json';
-    const init: RequestInit = { method, headers, ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }) };
+    const body = options.form ?? (options.json === undefined ? undefined : JSON.stringify(options.json));
+    const init: RequestInit = { method, headers, ...(body === undefined ? {} : { body }) };
     const attempts = (options.retry ?? method === 'GET') ? (this.#o.maxAttempts ?? 5) : 1;
     const timeoutMs = checkTimeout(options.timeoutMs ?? this.#o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     const cancel = linkSignals([this.#o.signal, options.signal]);
