@@ -37,8 +37,9 @@ function printWelcome(runtime: Runtime, config: RuntimeConfig, command: string):
     ...(runtime.context.orgs.list(undefined, 1).length > 0
       ? [`this data dir holds organizations already: step 1 answers 409 organization_exists for one of them (go on with its key, or start over: Ctrl-C, rm -rf ${shellWord(config.dataDir)}, start again).`, '']
       : []),
-    'in a second terminal, step 1 of the walkthrough in README.md: create an organization and keep its',
-    'admin API key in $KEY (it is shown only in this answer):',
+    `in a second terminal, in this directory (cd ${shellWord(process.cwd())}: the walkthrough's commands run there),`,
+    'step 1 of the walkthrough in README.md: create an organization and keep its admin API key in $KEY',
+    '(it is shown only in this answer):',
     `  export KEY=$(curl -s -X POST ${runtime.url}/organizations \\`,
     `    -H "Authorization: Bearer ${tokenExpr}" -H 'content-type: application/json' \\`,
     `    -d '{"id":"acct-lumen","name":"Lumen","plan":"pro"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).api_key')`,

@@ -58,7 +58,8 @@ export async function watchCommand(args: readonly string[], io: WatchCommandIo):
       ...(values.run === undefined ? {} : { runId: values.run }),
       ...(afterSeq === undefined ? {} : { afterSeq }),
       // An update's error is an action's or a receiver's text: escaped as printable() does, still JSON.
-      onUpdate: (update) => print(printableJson(JSON.stringify(update))),
+      // Empty fields left out, as the frame leaves them out: `"error":""` on every update read as one.
+      onUpdate: (update) => print(printableJson(JSON.stringify(update, (_key, value: unknown) => (value === '' ? undefined : value)))),
       onReload: (reason) => print(printableJson(JSON.stringify({ reload: reason }))),
       onDisconnect: (why, how) => {
         // Nothing has ever answered (Sluice not started, a typo'd port): ended, as the REST commands

@@ -116,6 +116,8 @@ test('the welcome of a runtime started with --admin-token shows where the token 
     assert.ok(!welcome.includes(ADMIN_TOKEN), 'the token is not printed');
     // Started with --webhook-targets any (the helper's) and serve's runner off: the walkthrough's custom action would fail.
     assert.ok(welcome.includes('note: here custom actions have no hook-runner (--runner child starts one); the walkthrough as written runs under npm start (sluice dev).'), welcome);
+    // A second terminal opens in $HOME: the walkthrough's npm run and paths work only in the checkout.
+    assert.ok(welcome.includes(`in a second terminal, in this directory (cd ${ROOT}: the walkthrough's commands run there),`), welcome);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

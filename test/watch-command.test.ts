@@ -46,6 +46,8 @@ test('prints each update of a run as a JSON line, then the position to resume fr
   const watch = start([rt.url, '--org', ORG, '--key', key, '--after-seq', '0']);
   const updates = await eventually('the completed update', () => watch.lines().map((line) => JSON.parse(line) as { state?: string; seq?: number; event_id?: string }), (list) => list.some((u) => u.state === 'completed'));
   assert.ok(updates.every((u) => u.event_id === sent.body.event.id));
+  assert.ok(watch.lines().every((line) => !line.includes('""')), 'empty fields are left out, as in the frame');
+  assert.ok(updates.every((u) => !('error' in u) && !('channel' in u)), watch.lines().join('\n'));
   const seqs = updates.map((u) => u.seq);
   assert.equal(new Set(seqs).size, seqs.length, 'each update once');
   watch.stop();
