@@ -1,12 +1,18 @@
 // A URL as the CLI prints it: without a password (a socket URL may carry one, sent as Basic auth
 // to a proxy in front of Sluice) or a query (where a token could be), each said by `***`. The
-// commands that print the URL they were given (device, watch) show it so.
+// commands that print the URL they were given (device, watch, and the REST commands refusing one)
+// show it so. A password is masked in text that is no URL too: `admin:s3cret@host` (no scheme)
+// parses as a URL of scheme `admin:`, and `//admin:s3cret@host` not at all.
 
-/** `url` with its password and query masked; text that is no URL, or has neither, is returned as given. */
+/** `user:password@` at the start of an authority, with or without a scheme before it. */
+const USERINFO = /^((?:[a-z][a-z0-9+.-]*:)?(?:\/\/)?)([^/?#@:\s]*):([^/?#@\s]*)@/i;
+
+/** `url` with its password and query masked; text that has neither is returned as given. */
 export function shownUrl(url: string): string {
-  if (!URL.canParse(url)) return url;
-  const { protocol, username, password, host, pathname, search } = new URL(url);
-  if (password === '' && search === '') return url;
+  const masked = url.replace(USERINFO, (_whole, start: string, user: string) => `${start}${user}:***@`);
+  if (!URL.canParse(masked)) return masked;
+  const { protocol, username, password, host, pathname, search } = new URL(masked);
+  if (password === '' && search === '') return masked;
   const user = username === '' && password === '' ? '' : `${username}${password === '' ? '' : ':***'}@`;
   return `${protocol}//${user}${host}${pathname}${search === '' ? '' : '?***'}`;
 }

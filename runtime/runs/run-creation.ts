@@ -123,7 +123,8 @@ export class RunCreation {
       // skipped as gaps (they stay in the log for replays).
       unflushed: () => {
         settleWaiting();
-        host.created(created.map(({ run }) => run));
+        // Only what the ledger holds: a write refused in its transaction (the org fenced off) is told so too, and made nothing.
+        host.created(created.map(({ run }) => run).filter((run) => host.runs.has(orgId, run.context.runId)));
         for (const { actor } of created) actor.stop();
         host.unconfirmed(orgId, created.map(({ run }) => run.context.runId));
       },

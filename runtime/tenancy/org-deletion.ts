@@ -87,6 +87,7 @@ export class OrgDeletions {
    * written by throwing (a stale If-Match): nothing is marked then.
    */
   async delete(orgId: string, matches: (stored: Organization) => void = () => undefined): Promise<DeletionRecord | undefined> {
+    // Another request's mark under way answers this one too (its If-Match was checked, this one's is not).
     const marking = this.#marking.get(orgId);
     if (marking !== undefined) return marking;
     const earlier = this.#d.deleted.get(orgId);
@@ -98,7 +99,11 @@ export class OrgDeletions {
       }
       return earlier;
     }
-    if (this.#d.orgs.get(orgId) === undefined) return undefined;
+    const org = this.#d.orgs.get(orgId);
+    if (org === undefined) return undefined;
+    // Checked first, and again in the mark's write: the mark fences the org off while it is written,
+    // so a refused tag checked only there had every request of the org refused meanwhile (404).
+    matches(org);
     const marked = this.#mark(orgId, matches);
     this.#marking.set(orgId, marked);
     try {

@@ -173,7 +173,13 @@ it('an organization DELETE with a stale tag is 412 and deletes nothing (it canno
   assert.equal(made.status, 201, made.text);
   const renamed = await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { name: 'Second' } });
   const remove = (ifMatch: string) => call(rt.url, 'DELETE', `/organizations/${org}`, { token: ADMIN_TOKEN, headers: { 'if-match': ifMatch } });
+  // Refused before its write: the mark fences the org off while it is written, and a stale tag
+  // checked only there had every request of the org answered 404 meanwhile.
+  const held = gateNextCall(rt.runtime.ledger.root, 'transaction');
   const stale = await remove(tagOf(made));
+  const wrote = held.reached();
+  held.done();
+  assert.equal(wrote, false, 'the refused delete wrote nothing, fenced nothing');
   assert.deepEqual([stale.status, stale.body.error.code, stale.body.error.current_etag], [412, 'etag_mismatch', tagOf(renamed)], stale.text);
   assert.equal((await call(rt.url, 'GET', `/organizations/${org}`, { token: made.body.api_key })).status, 200, 'not deleted, its key still works');
   assert.deepEqual([(await remove('nope')).status], [400]);

@@ -32,6 +32,10 @@ let scheduler: RootScheduler;
 let creation: RunCreation;
 /** The runs the host was told about once their transaction committed, in that order. */
 let started: string[];
+/** The runs the host was told were created (the metrics count them). */
+let told: string[];
+/** Whether a test settles a reaction as unflushed (the others fail if one is). */
+let unflushedExpected = false;
 
 /** A run creation host over `onLedger`, as the engine would be, with a limit of one running run. */
 function setUp(onLedger: Ledger): void {
@@ -56,9 +60,10 @@ function setUp(onLedger: Ledger): void {
       }
     },
     pump: () => undefined,
-    unconfirmed: () => assert.fail('every write here is flushed'),
-    created: () => undefined,
+    unconfirmed: () => assert.ok(unflushedExpected, 'every write here is flushed'),
+    created: (runs) => told.push(...runs.map((run) => run.context.runId)),
   });
+  told = [];
 }
 
 const event = (id: string): StoredEvent => ({
@@ -131,4 +136,23 @@ for (const kind of LEDGER_KINDS) describe(`run creation (${kind.name} ledger)`, 
     assert.equal(stateOf(next.runId), 'running', 'the abandoned run no longer counts as waiting');
     next.reaction.committed();
   });
+});
+
+test('the host is told of each run the ledger holds once: on commit, or committed without its flush; a run whose write never committed is not told', async () => {
+  const opened = LEDGER_KINDS[0]!.open();
+  try {
+    setUp(opened.ledger);
+    unflushedExpected = true;
+    const committed = await create('evt_told_1');
+    committed.reaction.committed();
+    const unflushed = await create('evt_told_2');
+    unflushed.reaction.unflushed();
+    // Refused in its transaction (the org fenced off): prepared, never written.
+    const refused = creation.createRuns(event('evt_told_3'));
+    refused?.unflushed();
+    assert.deepEqual(told, [committed.runId, unflushed.runId]);
+  } finally {
+    unflushedExpected = false;
+    await opened.close();
+  }
 });
