@@ -30,7 +30,7 @@ export interface ApiTarget {
 export function apiTargetOf(values: { readonly org?: string; readonly key?: string; readonly environment?: string }, positionals: readonly string[], env: NodeJS.ProcessEnv, usage: string): ApiTarget {
   const url = positionals[0];
   if (url === undefined) throw new InputError(400, 'usage', usage);
-  if (positionals.length !== 1) throw new InputError(400, 'usage', `Give one Sluice URL (got ${positionals.length}: ${positionals.map((p) => JSON.stringify(shownName(p))).join(', ')}). ${usage}`);
+  if (positionals.length !== 1) throw new InputError(400, 'usage', `Give one Sluice URL (got ${positionals.length}: ${positionals.map((p) => JSON.stringify(shownName(shownUrl(p)))).join(', ')}). ${usage}`);
   // A scheme is case-insensitive (RFC 3986): HTTP:// is the same URL, as the client kit takes it.
   if (!/^https?:\/\//i.test(url)) throw new InputError(400, 'usage', `The Sluice URL starts with http:// or https:// (got ${JSON.stringify(shownName(shownUrl(url)))}). ${usage}`);
   const apiKey = credentialOf(values.key, env, 'SLUICE_API_KEY');

@@ -4,12 +4,16 @@
 // show it so. A password is masked in text that is no URL too: `admin:s3cret@host` (no scheme)
 // parses as a URL of scheme `admin:`, and `//admin:s3cret@host` not at all.
 
-/** `user:password@` at the start of an authority, with or without a scheme before it. */
-const USERINFO = /^((?:[a-z][a-z0-9+.-]*:)?(?:\/\/)?)([^/?#@:\s]*):([^/?#@\s]*)@/i;
+/**
+ * `user:password@` at the start of an authority (after `scheme://` or `//`, or at the start of text
+ * without them): the user up to the first `:`, the password up to the last `@` before the path (as
+ * WHATWG URLs read `u:p@ss@host`).
+ */
+const USERINFO = /^((?:[a-z][a-z0-9+.-]*:)?\/\/|)([^/?#@:]*):([^/?#]*)@/i;
 
-/** `url` with its password and query masked; text that has neither is returned as given. */
+/** `url` with its password and query masked; text that has neither is returned as given (trimmed). */
 export function shownUrl(url: string): string {
-  const masked = url.replace(USERINFO, (_whole, start: string, user: string) => `${start}${user}:***@`);
+  const masked = url.trim().replace(USERINFO, (_whole, start: string, user: string) => `${start}${user}:***@`);
   if (!URL.canParse(masked)) return masked;
   const { protocol, username, password, host, pathname, search } = new URL(masked);
   if (password === '' && search === '') return masked;

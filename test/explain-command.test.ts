@@ -118,6 +118,7 @@ test('usage mistakes are usage errors; what Sluice refuses exits 1 saying why', 
   // A URL without its scheme, or two, says which and why, not only the usage line.
   await assert.rejects(explainCommand(['127.0.0.1:8787', '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: 'k' } }), /The Sluice URL starts with http:\/\/ or https:\/\/ \(got "127\.0\.0\.1:8787"\)\. usage: sluice explain/);
   await assert.rejects(explainCommand([rt.url, rt.url, '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: 'k' } }), /Give one Sluice URL \(got 2: /);
+  await assert.rejects(explainCommand(['http://u:s3cret@127.0.0.1:1', 'extra', '--org', ORG, '--run', runId], { stdout: new PassThrough(), stderr: new PassThrough(), env: { SLUICE_API_KEY: 'k' } }), (error: Error) => /got 2: "http:\/\/u:\*\*\*@127\.0\.0\.1:1\/", "extra"/.test(error.message) && !error.message.includes('s3cret'));
   await assert.rejects(run(replayCommand, ['--event', eventId]), /Choose --side-effects skip/);
   await assert.rejects(run(replayCommand, ['--event', eventId, '--side-effects', 'maybe']), /Choose --side-effects skip/);
   await assert.rejects(run(replayCommand, ['--side-effects', 'run']), /--event names the event to replay/);

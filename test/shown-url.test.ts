@@ -16,6 +16,13 @@ test('a password or a query is never shown, whatever the text looks like; anythi
     ['http://127.0.0.1:8787', 'http://127.0.0.1:8787'],
     ['http://h:8080/path@x', 'http://h:8080/path@x'],
     ['not a url', 'not a url'],
+    ['u:p@ss@host', 'u:***@host'],
+    ['//u:p@ss@host/x', '//u:***@host/x'],
+    ['a:b:c@host', 'a:***@host'],
+    [' admin:s3cret@host', 'admin:***@host'],
+    ['admin:s3 cret@host', 'admin:***@host'],
+    ['http://[::1]:80/x', 'http://[::1]:80/x'],
+    ['user@host', 'user@host'],
   ];
   for (const [given, shown] of cases) assert.equal(shownUrl(given), shown, given);
 });

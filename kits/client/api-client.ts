@@ -166,10 +166,13 @@ export class SluiceClient {
 
   /** Tells `onRetry` (if given) of the retry about to be waited for; what it throws is not the call's failure. */
   #told(method: string, url: URL, reason: string, attempt: number, attempts: number, waitMs: number): void {
+    const warn = (error: unknown): void => process.emitWarning(`Sluice client onRetry threw: ${error instanceof Error ? error.message : String(error)}`);
     try {
-      this.#o.onRetry?.({ what: `${method} ${url.pathname}`, reason, attempt: attempt + 1, attempts, waitMs });
+      // An async callback's rejection is a warning too, never an unhandled rejection.
+      const told: unknown = this.#o.onRetry?.({ what: `${method} ${url.pathname}`, reason, attempt: attempt + 1, attempts, waitMs });
+      if (told instanceof Promise) told.catch(warn);
     } catch (error) {
-      process.emitWarning(`Sluice client onRetry threw: ${error instanceof Error ? error.message : String(error)}`);
+      warn(error);
     }
   }
 

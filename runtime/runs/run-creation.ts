@@ -34,7 +34,7 @@ export interface RunCreationHost {
   pump(): void;
   /** The creating transaction committed but its flush failed: pick these runs up from the ledger later. */
   unconfirmed(orgId: OrgId, runIds: readonly RunId[]): void;
-  /** The runs the creating transaction committed (durable or not: they are picked up either way), once each. */
+  /** The runs the creating transaction made durable, once each (those it committed unconfirmed are told when picked up: stall-resume.ts). */
   created(runs: readonly PersistedRun[]): void;
 }
 
@@ -123,8 +123,6 @@ export class RunCreation {
       // skipped as gaps (they stay in the log for replays).
       unflushed: () => {
         settleWaiting();
-        // Only what the ledger holds: a write refused in its transaction (the org fenced off) is told so too, and made nothing.
-        host.created(created.map(({ run }) => run).filter((run) => host.runs.has(orgId, run.context.runId)));
         for (const { actor } of created) actor.stop();
         host.unconfirmed(orgId, created.map(({ run }) => run.context.runId));
       },

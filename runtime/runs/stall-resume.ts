@@ -139,6 +139,9 @@ export class StallResume {
         this.stalled.failed(key);
         return;
       }
+      // Found in the ledger, it was made: counted now (a put that threw settled it before its batch
+      // committed, and a write refused in its transaction, an org fenced off, made nothing).
+      if (unconfirmed && run !== undefined) host.deps.observer?.created(run);
       // A cancel whose flush failed after its commit: the answer kept goes on record after it.
       if (report !== undefined && run !== undefined) await this.keepAfterCancel(key, run, report);
       // Memory now holds what the ledger does and no answer is kept: nothing waits to be written.

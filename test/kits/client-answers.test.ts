@@ -80,6 +80,26 @@ test('an answer larger than any of Sluice\'s is invalid_answer at once, not read
   assert.ok(sent < 80 * MIB, `the streamed body was not read to its end (${sent / MIB} MiB written)`);
 });
 
+test('onRetry is told before each wait; what it throws, or an async one rejects with, is a process warning, not the call\'s failure', async () => {
+  const { url, requests } = await scripted(json(503, { error: { code: 'server_busy', message: 'busy' } }));
+  const told: string[] = [];
+  const warnings: string[] = [];
+  const onWarning = (warning: Error): void => void warnings.push(warning.message);
+  process.on('warning', onWarning);
+  try {
+    for (const onRetry of [(notice: { attempt: number; reason: string }) => { told.push(`${notice.attempt} ${notice.reason}`); throw new Error('sync boom'); }, async () => { throw new Error('async boom'); }]) {
+      const client = new SluiceClient({ url, apiKey: 'k', org: 'o', maxAttempts: 2, sleep: async () => undefined, onRetry });
+      await assert.rejects(client.getRun('run_1'), (error: unknown) => error instanceof SluiceApiError && error.status === 503);
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(told, ['1 answered 503'], 'once, before the one wait of two attempts');
+    assert.deepEqual(warnings.filter((message) => message.startsWith('Sluice client onRetry threw')), ['Sluice client onRetry threw: sync boom', 'Sluice client onRetry threw: async boom']);
+    assert.equal(requests(), 4);
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
+
 test('a Retry-After the client can wait out is waited; a longer one ends the retries with the hint on the error', async () => {
   const waits: number[] = [];
   const sleep: Sleep = async (ms) => void waits.push(ms);
