@@ -1,8 +1,10 @@
 // Test fixtures for custom actions over HTTP: guest modules assembled from WAT, multipart uploads
-// sent with fetch + FormData (as any client would), and API keys of each role.
+// sent with fetch + FormData (as any client would), API keys of each role, and a runtime with its
+// hook-runner child and one org.
 
 import type { CallResult } from '../helpers/http.ts';
-import { call, readResult } from '../helpers/http.ts';
+import { call, createOrg, readResult } from '../helpers/http.ts';
+import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { assembleWat, constantWat, ECHO_WAT, HOSTILE_WAT, REJECT_WAT } from '../helpers/hook-runner-wat.ts';
 
 export interface ActionModules {
@@ -59,4 +61,11 @@ export async function keyWithRole(baseUrl: string, orgId: string, adminKey: stri
   const issued = await call(baseUrl, 'POST', `/organizations/${orgId}/api-keys`, { token: adminKey, json: { role } });
   if (issued.status !== 201) throw new Error(`issuing a ${role} key failed: ${issued.status} ${issued.text}`);
   return { key: issued.body.key as string, id: issued.body.id as string };
+}
+
+/** A runtime with its hook-runner child (Wasmtime), the org `orgId` made in it (its admin key), and the test modules. */
+export async function startActionRuntime(orgId: string): Promise<{ rt: TestRuntime; key: string; modules: ActionModules }> {
+  const modules = await buildModules();
+  const rt = await startRuntime({ args: ['--runner', 'child'] });
+  return { rt, key: await createOrg(rt.url, ADMIN_TOKEN, orgId), modules };
 }

@@ -3,10 +3,10 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { buildModules, upload, type ActionModules } from '../actions/action-fixtures.ts';
-import { call, createOrg } from '../helpers/http.ts';
+import { startActionRuntime, upload, type ActionModules } from '../actions/action-fixtures.ts';
+import { call } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
-import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import type { TestRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'acct-resume';
 let rt: TestRuntime;
@@ -14,9 +14,7 @@ let key: string;
 let modules: ActionModules;
 
 before(async () => {
-  modules = await buildModules();
-  rt = await startRuntime({ args: ['--runner', 'child'] });
-  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  ({ rt, key, modules } = await startActionRuntime(ORG));
 });
 after(() => rt.close());
 

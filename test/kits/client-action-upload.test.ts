@@ -5,18 +5,16 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { SluiceApiError, SluiceArgumentError, SluiceClient, uploadAction, uploadActionVersion } from '../../kits/client/index.ts';
-import { buildModules, type ActionModules } from '../actions/action-fixtures.ts';
-import { call, createOrg } from '../helpers/http.ts';
-import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { startActionRuntime, type ActionModules } from '../actions/action-fixtures.ts';
+import { call } from '../helpers/http.ts';
+import type { TestRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'acct-client-upload';
 let rt: TestRuntime;
 let key: string;
 let modules: ActionModules;
 before(async () => {
-  modules = await buildModules();
-  rt = await startRuntime({ args: ['--runner', 'child'] });
-  key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+  ({ rt, key, modules } = await startActionRuntime(ORG));
 });
 after(() => rt.close());
 
