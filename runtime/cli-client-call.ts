@@ -1,8 +1,9 @@
 // One call of a CLI command built on the REST client (explain, replay, failed, resume, cancel): a
 // client for the target, the command's work, and its text on stdout (exit 0); or why the call
-// failed, on one printable line on stderr (exit 1; 2 for an argument the client would not send): Sluice's own answer (status, code, message), the
-// network's, an argument the client would not send (an empty id), or an answer whose fields are not
-// Sluice's (a TypeError while reading them). Anything else is a bug and is thrown on.
+// failed, on one printable line on stderr (exit 1): Sluice's own answer (status, code, message), the
+// network's, or an answer whose fields are not Sluice's (a TypeError while reading them); an
+// argument the client would not send (an empty id) exits 2. Anything else is a bug and is thrown on.
+// Each retry is said on stderr before its wait.
 
 import type { Writable } from 'node:stream';
 import { SluiceApiError, SluiceArgumentError, SluiceClient, SluiceNetworkError, type RetryNotice } from '../kits/client/index.ts';

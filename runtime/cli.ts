@@ -6,7 +6,7 @@
 import { inspect } from 'node:util';
 import { printable } from './terminal-text.ts';
 import { InputError } from './errors.ts';
-import { EXIT_USAGE } from './cli-exit-codes.ts';
+import { EXIT_FAILED, EXIT_USAGE } from './cli-exit-codes.ts';
 import { usageErrorText } from './cli-usage-error.ts';
 import { whenOutputCloses } from '../hook-runner/output-closed.ts';
 import { commitFailureCause, isLedgerCommitFailure } from '../hook-runner/lmdb-commit-failure.ts';
@@ -227,5 +227,5 @@ main(process.argv.slice(2)).catch(async (error: unknown) => {
   process.stderr.write(`sluice: ${printable(usage ?? message)}\n`);
   // 2 for a command line (or configuration) refused before anything was done, as for an unknown
   // command and as the hook-runner exits on its configuration; 1 for a command that failed.
-  process.exit(usage !== undefined || error instanceof InputError ? EXIT_USAGE : 1);
+  process.exit(usage !== undefined || error instanceof InputError ? EXIT_USAGE : EXIT_FAILED);
 });

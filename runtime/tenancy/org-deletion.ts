@@ -83,8 +83,8 @@ export class OrgDeletions {
   /**
    * Marks the org deleted (durable when this resolves) and starts its removal; resolves with the
    * record, or undefined when there is no such org. An org already deleted answers its record (and
-   * its removal goes on, if it had stopped). `matches` may refuse the org as stored when the mark is
-   * written by throwing (a stale If-Match): nothing is marked then.
+   * its removal goes on, if it had stopped). `matches` may refuse the org by throwing (a stale
+   * If-Match), checked before the mark and again in its write: nothing is marked then.
    */
   async delete(orgId: string, matches: (stored: Organization) => void = () => undefined): Promise<DeletionRecord | undefined> {
     // Another request's mark under way answers this one too (its If-Match was checked, this one's is not).
