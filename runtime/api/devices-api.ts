@@ -20,7 +20,7 @@ import { namedRecordReads } from './named-record-reads.ts';
 import { assertWriterAllowed, compileSchemasForWrite } from './schema-write-compile.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
-import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
+import { recordPrecondition, recordTag } from './if-match.ts';
 import { nextUpdateStamp } from '../update-stamp.ts';
 
 const parseCreate = createBodyParser<{ name: string; environment?: Environment; event_types?: Record<string, object> }>({
@@ -81,16 +81,16 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const addressed = requireDevice(request, org);
-        const expected = parseIfMatch(request.headers['if-match']);
+        const matches = recordPrecondition(request.headers['if-match'], 'device');
         // Refused now when already stale (before compiling schemas), and again in the write.
-        assertRecordMatches(expected, addressed, 'device');
+        matches(addressed);
         const update = parseUpdate(parseSchemaWrite(request));
         await compileSchemasForWrite(ctx, request, org.id, addressed.environment, update.event_types);
         // A device deleted and made again while the schemas compiled is another device: 404. With
         // If-Match, the device stored then must be the one the client read (412 otherwise).
         const device = await devices.update(org.id, addressed.name, (current) => {
           if (current.id !== addressed.id) return undefined;
-          assertRecordMatches(expected, current, 'device');
+          matches(current);
           return {
             ...current,
             ...(update.event_types === undefined ? {} : { event_types: update.event_types }),
@@ -134,10 +134,10 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
         const addressed = requireDevice(request, org);
         const { name, id } = addressed;
         // With If-Match, removed only as that tag names it (RFC 9110: a stale tag is 412 for a DELETE too).
-        const expected = parseIfMatch(request.headers['if-match']);
-        assertRecordMatches(expected, addressed, 'device');
+        const matches = recordPrecondition(request.headers['if-match'], 'device');
+        matches(addressed);
         // The key is checked again once the device's turn comes: revoked meanwhile, nothing is deleted.
-        await sockets.deleteDevice(org.id, name, id, () => ctx.auth.requireOrg(request, org.id, 'developer'), (stored) => assertRecordMatches(expected, stored, 'device'));
+        await sockets.deleteDevice(org.id, name, id, () => ctx.auth.requireOrg(request, org.id, 'developer'), matches);
         return noContent();
       },
     },

@@ -89,8 +89,16 @@ export function recordMismatch(ifMatch: IfMatch | undefined, stored: StampedReco
   return ifMatchMet(ifMatch, current) ? undefined : new RecordChangedError(what, current);
 }
 
-/** Throws recordMismatch's refusal; call it inside the write, on the record as stored then. */
-export function assertRecordMatches(ifMatch: IfMatch | undefined, stored: StampedRecord, what: string): void {
-  const refusal = recordMismatch(ifMatch, stored, what);
-  if (refusal !== undefined) throw refusal;
+/**
+ * The request's If-Match (`header`; 400 when it is no list of tags) as a check of one record, named
+ * `what` in its refusal: it throws recordMismatch's 412 for a record the tags do not name. A write
+ * calls it on the record it addressed (refused before any work when already stale) and again inside
+ * its write, on the record as stored then.
+ */
+export function recordPrecondition(header: string | undefined, what: string): (record: StampedRecord) => void {
+  const ifMatch = parseIfMatch(header);
+  return (record) => {
+    const refusal = recordMismatch(ifMatch, record, what);
+    if (refusal !== undefined) throw refusal;
+  };
 }

@@ -13,7 +13,7 @@ import type { DeletionRecord } from '../tenancy/deleted-orgs.ts';
 import type { OrgDeletions } from '../tenancy/org-deletion.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { encodeCursor, parseCursorOf, parseLimit } from './query-params.ts';
-import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
+import { recordPrecondition, recordTag } from './if-match.ts';
 import { nextUpdateStamp } from '../update-stamp.ts';
 
 const ORG_ID = new RegExp(ORG_ID_PATTERN);
@@ -130,7 +130,7 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       handler: async (request) => {
         ctx.auth.requirePlatformAdmin(request);
         const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
-        const expected = parseIfMatch(request.headers['if-match']);
+        const matches = recordPrecondition(request.headers['if-match'], 'organization');
         const update = parseUpdate(parseJsonRequest(request));
         if (update.name !== undefined) assertDisplayName(update.name, 'name', current.name);
         // Merged onto the organization as stored when the write runs: a concurrent update is not undone
@@ -139,7 +139,7 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
         let next: Organization | undefined;
         try {
           next = await ctx.orgs.update(current.id, (stored): Organization => {
-            assertRecordMatches(expected, stored, 'organization');
+            matches(stored);
             const planRate = update.plan !== undefined && update.plan !== stored.plan && update.ingest_rate_per_second === undefined ? { ingest_rate_per_second: defaultIngestRate(update.plan) } : {};
             return { ...stored, ...update, ...planRate, updated_at: nextUpdateStamp(stored.updated_at, ctx.clock.now()) };
           });
@@ -163,8 +163,7 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       handler: async (request) => {
         // With If-Match, an org not yet deleted is deleted only as that tag names it (412 otherwise:
         // the deletion cannot be undone); one already deleted answers its record, as without.
-        const expected = parseIfMatch(request.headers['if-match']);
-        const record = await deletions.delete(request.params.org_id ?? '', (stored) => assertRecordMatches(expected, stored, 'organization'));
+        const record = await deletions.delete(request.params.org_id ?? '', recordPrecondition(request.headers['if-match'], 'organization'));
         if (record === undefined) throw notFound('Organization', 'org_id');
         return deletionAnswer(record);
       },

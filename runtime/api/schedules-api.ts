@@ -23,7 +23,7 @@ import { createBodyParser } from '../validation/body-schema.ts';
 import { memberText } from '../validation/json-member-text.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { namedRecordReads } from './named-record-reads.ts';
-import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
+import { recordPrecondition, recordTag } from './if-match.ts';
 import { nextUpdateStamp } from '../update-stamp.ts';
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { assertNotReservedType } from '../triggers/device-record.ts';
@@ -118,7 +118,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const current = requireSchedule(request, org);
-        const expected = parseIfMatch(request.headers['if-match']);
+        const matches = recordPrecondition(request.headers['if-match'], 'schedule');
         const parsed = parseJsonRequestText(request);
         const update = parseUpdate(parsed.value);
         if (update.event_type !== undefined) assertNotReservedType(update.event_type, 'event_type');
@@ -132,7 +132,7 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         // stored then must be the one the client read (412 otherwise).
         const next = await schedules.update(org.id, current.name, (stored): ScheduleRecord | undefined => {
           if (stored.id !== current.id) return undefined;
-          assertRecordMatches(expected, stored, 'schedule');
+          matches(stored);
           const merged: ScheduleRecord = {
             ...stored,
             ...(update.cron === undefined ? {} : { cron: checked.cron }),
@@ -159,9 +159,9 @@ export function scheduleRoutes(ctx: ApiContext, schedules: ScheduleStore, ticker
         const addressed = requireSchedule(request, org);
         const { name, id } = addressed;
         // With If-Match, removed only as that tag names it (RFC 9110: a stale tag is 412 for a DELETE too).
-        const expected = parseIfMatch(request.headers['if-match']);
-        assertRecordMatches(expected, addressed, 'schedule');
-        await schedules.delete(org.id, name, id, (stored) => assertRecordMatches(expected, stored, 'schedule'));
+        const matches = recordPrecondition(request.headers['if-match'], 'schedule');
+        matches(addressed);
+        await schedules.delete(org.id, name, id, matches);
         // A schedule made again under the name may have been armed already (its write in the same batch).
         const remade = schedules.get(org.id, name);
         if (remade === undefined) ticker.disarm(org.id, name);

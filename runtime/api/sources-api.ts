@@ -27,7 +27,7 @@ import { assertWriterAllowed, compileSchemasForWrite } from './schema-write-comp
 import { ENVIRONMENT_QUERY, namedInEnvironment } from './query-params.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { parseSchemaWrite } from '../sources/exact-schema-numbers.ts';
-import { assertRecordMatches, parseIfMatch, recordTag } from './if-match.ts';
+import { recordPrecondition, recordTag } from './if-match.ts';
 import { nextUpdateStamp } from '../update-stamp.ts';
 
 interface SourceBody {
@@ -108,9 +108,9 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
         const current = requireSource(request, org);
-        const expected = parseIfMatch(request.headers['if-match']);
+        const matches = recordPrecondition(request.headers['if-match'], 'source');
         // Refused now when already stale (before compiling schemas), and again in the write.
-        assertRecordMatches(expected, current, 'source');
+        matches(current);
         const update = parseUpdate(parseSchemaWrite(request));
         if (update.secrets !== undefined) assertSecretsFit(current.scheme, update.secrets);
         await compileSchemasForWrite(ctx, request, org.id, current.environment, update.event_types);
@@ -120,7 +120,7 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         // If-Match, the source stored then must be the one the client read (412 otherwise).
         const next = await ctx.sources.update(org.id, current.name, (stored): SourceRecord | undefined => {
           if (!isSameSource(stored, current)) return undefined;
-          assertRecordMatches(expected, stored, 'source');
+          matches(stored);
           return {
             ...stored,
             ...(update.secrets === undefined ? {} : { secrets: update.secrets }),
@@ -141,11 +141,11 @@ export function sourceRoutes(ctx: ApiContext): Route[] {
         // One made again under the name (another environment, say) since it was read is not this one: 404.
         const addressed = requireSource(request, org);
         // With If-Match, removed only as that tag names it (RFC 9110: a stale tag is 412 for a DELETE too).
-        const expected = parseIfMatch(request.headers['if-match']);
-        assertRecordMatches(expected, addressed, 'source');
+        const matches = recordPrecondition(request.headers['if-match'], 'source');
+        matches(addressed);
         await ctx.sources.delete(org.id, addressed.name, (stored) => {
           if (!isSameSource(stored, addressed)) return false;
-          assertRecordMatches(expected, stored, 'source');
+          matches(stored);
           return true;
         });
         return noContent();
