@@ -6,19 +6,17 @@
 /** Bytes of one answer the client reads at most. */
 export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
-/** The body was larger than the cap (or said so in its Content-Length): `undefined` text. */
-export interface CappedText {
-  readonly text: string | undefined;
-}
-
-/** Reads `response`'s body as UTF-8 text, or gives up (cancelling the rest) once it passes `cap` bytes. */
-export async function answerText(response: Response, cap = MAX_ANSWER_BYTES): Promise<CappedText> {
+/**
+ * Reads `response`'s body as UTF-8 text; undefined once it passes `cap` bytes, or its Content-Length
+ * says it will (the rest is cancelled, not read).
+ */
+export async function answerText(response: Response, cap = MAX_ANSWER_BYTES): Promise<string | undefined> {
   const declared = Number(response.headers.get('content-length') ?? Number.NaN);
   if (declared > cap) {
     await response.body?.cancel();
-    return { text: undefined };
+    return undefined;
   }
-  if (response.body === null) return { text: '' };
+  if (response.body === null) return '';
   const chunks: Uint8Array[] = [];
   let bytes = 0;
   const reader = response.body.getReader();
@@ -28,9 +26,9 @@ export async function answerText(response: Response, cap = MAX_ANSWER_BYTES): Pr
     bytes += value.byteLength;
     if (bytes > cap) {
       await reader.cancel();
-      return { text: undefined };
+      return undefined;
     }
     chunks.push(value);
   }
-  return { text: new TextDecoder().decode(Buffer.concat(chunks)) };
+  return new TextDecoder().decode(Buffer.concat(chunks));
 }

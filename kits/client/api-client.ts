@@ -196,7 +196,7 @@ export class SluiceClient {
     }, timeoutMs);
     try {
       const response = await raceAbort(this.#fetch(url, { ...init, signal: attempt.signal }), attempt.signal);
-      const { text } = await raceAbort(answerText(response), attempt.signal);
+      const text = await raceAbort(answerText(response), attempt.signal);
       return text === undefined ? { kind: 'too_large', status: response.status } : { kind: 'answered', status: response.status, headers: response.headers, text };
     } catch (error) {
       if (cancel.aborted) throw cancel.reason;

@@ -86,7 +86,7 @@ async function answeredInPlainHttp(base: URL, closing: AbortSignal): Promise<URL
     if (closing.aborted) return undefined;
     const answer = await fetch(healthz, { signal: ended.signal });
     // Sluice's liveness answer is a few bytes: a larger body is not it, and is not read whole.
-    const { text } = await answerText(answer, LIVENESS_BYTES);
+    const text = await answerText(answer, LIVENESS_BYTES);
     return text !== undefined && isSluiceLiveness(answer.status, text) ? healthz : undefined;
   } catch {
     return undefined; // Nothing answering in plain HTTP either: reconnect as for any other failure.
