@@ -28,14 +28,12 @@ export interface RunCreationHost {
   admitNow(orgId: OrgId, runId: RunId, environment: Environment): boolean;
   /** Gives back a slot taken by `admitNow` (the creating transaction did not commit). */
   release(orgId: OrgId, runId: RunId): void;
-  /** The creating transaction is durable: publish the updates and act on each new run. */
+  /** The creating transaction is durable: publish the updates and act on each new run (the metrics count it created; those it committed unconfirmed are counted when picked up: stall-resume.ts). */
   started(orgId: OrgId, updates: RunUpdate[], runs: ReadonlyArray<{ run: PersistedRun; actor: RunActor }>): void;
   /** Slots may have been given back: admit what waits. */
   pump(): void;
   /** The creating transaction committed but its flush failed: pick these runs up from the ledger later. */
   unconfirmed(orgId: OrgId, runIds: readonly RunId[]): void;
-  /** The runs the creating transaction made durable, once each (those it committed unconfirmed are told when picked up: stall-resume.ts). */
-  created(runs: readonly PersistedRun[]): void;
 }
 
 /** A run computed for a new event, written by the reaction's `write`. */
@@ -113,7 +111,6 @@ export class RunCreation {
       },
       committed: () => {
         settleWaiting();
-        host.created(created.map(({ run }) => run));
         host.started(orgId, created.flatMap(({ updates }) => updates), created);
       },
       abandoned: undoInMemory,

@@ -115,11 +115,13 @@ export class RunEngine {
       ...this.#onTheSpot,
       started: (orgId, updates, runs) => {
         this.#d.rooms.publish(orgId, updates);
-        for (const { run, actor } of runs) this.#startLive(run, actor);
+        for (const { run, actor } of runs) {
+          this.#d.observer?.created(run);
+          this.#startLive(run, actor);
+        }
       },
       pump: () => this.#pump(),
       unconfirmed: (orgId, runIds) => this.#stallResume.unconfirmed(orgId, runIds),
-      created: (runs) => runs.forEach((run) => this.#d.observer?.created(run)),
     });
     deps.events.addReactor((event) => this.#creation.createRuns(event));
   }
