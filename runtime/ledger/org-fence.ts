@@ -49,6 +49,14 @@ export interface DeletedOrgIds {
   has(orgId: string): boolean;
 }
 
+/**
+ * The same, and for an org whose deletion is being written (fenced off, not yet marked): what
+ * settles once that write has, whether it went through or failed (the org is back then).
+ */
+export interface DeletingOrgIds extends DeletedOrgIds {
+  marking(orgId: string): Promise<void> | undefined;
+}
+
 export interface OrgTable {
   readonly name: string;
   readonly table: LedgerTable;

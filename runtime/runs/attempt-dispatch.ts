@@ -80,10 +80,13 @@ export function sendAttempt(host: AttemptHost, orgId: OrgId, runId: RunId, work:
  * Whether the run still waits for the attempt under `fence`: what the ledger holds (the live
  * actor's last durable snapshot when there is one). A cancel or reset answered as done is durable,
  * so a request still waiting for a connection after it is never sent. A deleted org's runs want
- * nothing, though their records stay until the removal reaches them.
+ * nothing once its mark is written, though their records stay until the removal reaches them; one
+ * whose connection comes while the mark is being written is sent (withdrawn, it would fail its
+ * run for good should the mark fail).
  */
 function stillWanted(host: AttemptHost, orgId: OrgId, runId: RunId, fence: number): boolean {
-  if (host.deps.deletedOrgs?.has(orgId) === true) return false;
+  const deleted = host.deps.deletedOrgs;
+  if (deleted?.has(orgId) === true && deleted.marking(orgId) === undefined) return false;
   const key = orgScopedKey(orgId, runId);
   const stand = host.actors.standOf(key) ?? standInLedger(host.deps, orgId, runId);
   return stand !== undefined && stand.value === 'running' && stand.fence === fence;

@@ -17,7 +17,7 @@ import type { ActionResolver } from './custom-action-step.ts';
 import type { OutboundConnections } from './outbound-connections.ts';
 import type { RunStore } from './run-store.ts';
 import type { StepInputBudget } from './step-input-budget.ts';
-import type { DeletedOrgIds } from '../ledger/org-fence.ts';
+import type { DeletingOrgIds } from '../ledger/org-fence.ts';
 
 /** What the engine reads of workflows (implemented by the workflow store). */
 export interface WorkflowLookup {
@@ -35,8 +35,11 @@ export interface RunEngineDeps {
   readonly workflows: WorkflowLookup;
   readonly events: EventStore;
   readonly orgs: OrganizationStore;
-  /** Orgs deleted (org-deletion.ts): their runs take no command and send nothing more. */
-  readonly deletedOrgs?: DeletedOrgIds;
+  /**
+   * Orgs deleted (org-deletion.ts): their runs take no command and send nothing more, once the
+   * deletion's mark is written; a command that comes while it is being written waits for it.
+   */
+  readonly deletedOrgs?: DeletingOrgIds;
   readonly updateLog: UpdateLog;
   readonly rooms: LiveRooms;
   readonly clock: Clock;

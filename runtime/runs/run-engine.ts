@@ -258,6 +258,9 @@ export class RunEngine {
   /** Applies one command; true when it changed the run (and the change is durable). */
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined, at = this.#d.clock.now()): Promise<boolean> {
     const key = orgScopedKey(orgId, runId);
+    // The org's deletion is being written: the command waits for it, dropped if it goes through.
+    const marking = this.#d.deletedOrgs?.marking(orgId);
+    if (marking !== undefined) await marking;
     if (this.#goneWithOrg(orgId, runId)) return false;
     const cached = this.#actors.get(key);
     let previous: PersistedRun | undefined;
@@ -301,9 +304,13 @@ export class RunEngine {
     } catch (error) {
       // The org was deleted while the write waited for its turn (a transaction's callback runs
       // then): the fence refused it, and the run goes with its org, as a later command's would.
-      if (error instanceof OrgDeletedError && this.#goneWithOrg(orgId, runId)) {
-        this.#d.logger.debug('run transition dropped: its organization was deleted meanwhile', { org_id: orgId, run_id: runId });
-        return false;
+      // A deletion whose mark then failed left the org: the run stalls, as after any failed write.
+      if (error instanceof OrgDeletedError) {
+        await this.#d.deletedOrgs?.marking(orgId);
+        if (this.#goneWithOrg(orgId, runId)) {
+          this.#d.logger.debug('run transition dropped: its organization was deleted meanwhile', { org_id: orgId, run_id: runId });
+          return false;
+        }
       }
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
       this.#stallResume.unapplied(key, command, effects, at);
@@ -341,9 +348,13 @@ export class RunEngine {
     this.#pump();
   }
 
-  /** Whether the run's org was deleted: then the run is let go of (#dropDeleted) and the scheduler pumped. */
+  /**
+   * Whether the run's org was deleted, its mark written: then the run is let go of (#dropDeleted)
+   * and the scheduler pumped. Not while the mark is being written: it may fail, and the org stay.
+   */
   #goneWithOrg(orgId: OrgId, runId: RunId): boolean {
-    if (this.#d.deletedOrgs?.has(orgId) !== true) return false;
+    const deleted = this.#d.deletedOrgs;
+    if (deleted?.has(orgId) !== true || deleted.marking(orgId) !== undefined) return false;
     this.#dropDeleted(orgId, runId);
     this.#pump();
     return true;
@@ -383,6 +394,12 @@ export class RunEngine {
   #actOn(orgId: OrgId, runId: RunId, work: Work, run?: PersistedRun): void {
     const key = orgScopedKey(orgId, runId);
     if (this.#goneWithOrg(orgId, runId)) return;
+    // The org's deletion is being written: nothing goes out meanwhile. The run is picked up again
+    // from the ledger after a pause, should the mark fail (one that goes through lets it go).
+    if (this.#d.deletedOrgs?.marking(orgId) !== undefined) {
+      this.#stallResume.stalled.failed(key);
+      return;
+    }
     if (work.kind !== 'arm_timer') this.#timers.disarm(key);
     switch (work.kind) {
       case 'await_admission':

@@ -2,11 +2,11 @@
 // run ids, effect keys and the hook-runner's fences and records are made from it. Table
 // `deleted-orgs`: [orgId] -> DeletionRecord. The ids are held in memory as well (the write fence of
 // org-fence.ts asks on every write); an org's id joins them before the write that marks its
-// deletion is queued.
+// deletion is queued, and `marking` tells until that write has settled.
 
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
-import { fenceOrgWrites, type OrgTable } from '../ledger/org-fence.ts';
+import { fenceOrgWrites, type DeletingOrgIds, type OrgTable } from '../ledger/org-fence.ts';
 
 export interface DeletionRecord {
   readonly organization_id: string;
@@ -20,12 +20,14 @@ export interface DeletionRecord {
   readonly removed: Readonly<Record<string, number>>;
 }
 
-export class DeletedOrgs {
+export class DeletedOrgs implements DeletingOrgIds {
   readonly #table: LedgerTable;
   readonly #root: Ledger['root'];
   readonly #ids = new Set<string>();
   /** The ids whose removal is not finished (read once at start; the records are read only for these). */
   readonly #unfinished = new Set<string>();
+  /** The orgs whose mark is being written (fenced off already): what settles once the write has. */
+  readonly #marking = new Map<string, Promise<void>>();
 
   constructor(ledger: Ledger) {
     this.#root = ledger.root;
@@ -41,6 +43,14 @@ export class DeletedOrgs {
   /** Whether the org was deleted, or its deletion is under way: no write of it is taken any more. */
   has(orgId: string): boolean {
     return this.#ids.has(orgId);
+  }
+
+  /**
+   * While the org's mark is being written: what settles once the write has (the org is deleted
+   * then, or back if the write failed); undefined otherwise.
+   */
+  marking(orgId: string): Promise<void> | undefined {
+    return this.#marking.get(orgId);
   }
 
   get(orgId: string): DeletionRecord | undefined {
@@ -65,6 +75,8 @@ export class DeletedOrgs {
     const orgId = record.organization_id;
     if (this.#ids.has(orgId)) return false;
     this.#ids.add(orgId);
+    let settled: () => void = () => undefined;
+    this.#marking.set(orgId, new Promise<void>((resolve) => (settled = resolve)));
     let marked = false;
     try {
       marked = await durably(
@@ -80,6 +92,8 @@ export class DeletedOrgs {
     } finally {
       if (!marked && this.#table.get([orgId]) === undefined) this.#ids.delete(orgId);
       else this.#unfinished.add(orgId);
+      this.#marking.delete(orgId);
+      settled();
     }
   }
 

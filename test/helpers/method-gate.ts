@@ -13,8 +13,11 @@ export interface CallGate {
   done: () => void;
 }
 
-/** Holds the next call of `method` on `target` until `release`; the method is itself again for later calls. */
-export function gateNextCall(target: object, method: string): CallGate {
+/**
+ * Holds the next call of `method` on `target` until `release`; the method is itself again for later
+ * calls. With `failure`, the held call then rejects with it instead of running (a write that fails).
+ */
+export function gateNextCall(target: object, method: string, failure?: Error): CallGate {
   const methods = target as Record<string, (...args: unknown[]) => Promise<unknown>>;
   const original = methods[method]!;
   let reached = false;
@@ -27,6 +30,7 @@ export function gateNextCall(target: object, method: string): CallGate {
     reached = true;
     arrive();
     await opened;
+    if (failure !== undefined) throw failure;
     return original.apply(this, args);
   };
   methods[method] = gate;

@@ -2,7 +2,8 @@
 // transition was under way (here held just before its transaction is issued; a probe saw it with
 // transactions waiting for their turn, whose callbacks run later), lets go of the run quietly. It
 // was logged at error level as `run transition failed`, once per run in flight, for a deliberate
-// offboarding (found by a probe).
+// offboarding (found by a probe). One refused while the mark is still being written waits for the
+// mark before it is dropped (a failed mark leaves the org: org-deletion-failed-mark.test.ts).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -44,6 +45,46 @@ test('a transition whose write waited while its org was deleted drops the run wi
     assert.deepEqual(lines.filter((line) => line.level === 'error' || line.level === 'warn'), []);
   } finally {
     gate?.done();
+    await rt.close();
+  }
+});
+
+test('a transition refused while the deletion is still being written waits for the mark, and is dropped quietly once it is', async () => {
+  const clock = new ManualClock(Date.UTC(2026, 10, 1, 12));
+  const { logger, lines } = capturedLog();
+  const rt = await startRuntime({ args: ['--runner', 'off'], clock, logger });
+  const gates: Array<ReturnType<typeof gateNextCall>> = [];
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+    const workflow = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'wait', environment: 'sandbox', trigger_event: 'go', steps: [{ type: 'delay', duration_ms: 60_000 }] } });
+    assert.equal(workflow.status, 201, workflow.text);
+    const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'go', payload: {}, environment: 'sandbox' } });
+    const [reaction] = await eventually('the run', async () => (await call(rt.url, 'GET', `/organizations/${ORG}/events/${sent.body.event.id as string}?environment=sandbox`, { token: key })).body.reactions, (found: unknown[]) => found?.length === 1);
+    const runId = (reaction as { run_id: string }).run_id;
+    await eventually('the delay armed', () => rt.runtime.engine.timerDueAt(ORG, runId), (due) => due !== undefined);
+
+    const transition = gateNextCall(rt.runtime.ledger.root, 'transaction');
+    gates.push(transition);
+    clock.advance(60_000);
+    assert.equal(rt.runtime.engine.timers.fireDue(), 1);
+    await transition.whenReached;
+    // The mark is held before its write is issued: the org is fenced off, not yet marked.
+    const mark = gateNextCall(rt.runtime.ledger.root, 'transaction');
+    gates.push(mark);
+    const deleting = call(rt.url, 'DELETE', `/organizations/${ORG}`, { token: ADMIN_TOKEN });
+    await mark.reachedBefore(deleting, 'the deletion');
+    transition.release();
+    // Transactions run in turn: once one queued after it is over, the transition was refused.
+    await rt.runtime.ledger.root.transaction(() => true);
+    mark.release();
+    assert.equal((await deleting).status, 202);
+
+    const told = await eventually('the transition over', () => lines.filter((line) => line.message.startsWith('run transition')), (found) => found.length > 0);
+    assert.deepEqual(told, [{ level: 'debug', message: 'run transition dropped: its organization was deleted meanwhile' }]);
+    assert.deepEqual(lines.filter((line) => line.level === 'error' || line.level === 'warn'), []);
+    assert.equal(rt.runtime.engine.stalled.size, 0, 'nothing waits to be picked up again');
+  } finally {
+    for (const gate of gates) gate.done();
     await rt.close();
   }
 });
