@@ -88,9 +88,14 @@ export class OrgDeletions {
    * If-Match), checked before the mark and again in its write: nothing is marked then.
    */
   async delete(orgId: string, matches: (stored: Organization) => void = () => undefined): Promise<DeletionRecord | undefined> {
-    // Another request's mark under way answers this one too (its If-Match was checked, this one's is not).
+    // Another request's mark under way answers this one too, once this one's If-Match holds for the
+    // org as the mark found it (the org store no longer shows it); a mark committed meanwhile is as a deletion done.
     const marking = this.#marking.get(orgId);
-    if (marking !== undefined) return marking;
+    if (marking !== undefined) {
+      const stored = this.#d.ledger.orgs.get([orgId]) as Organization | undefined;
+      if (stored !== undefined) matches(stored);
+      return marking;
+    }
     const earlier = this.#d.deleted.get(orgId);
     if (earlier !== undefined) {
       if (earlier.state === 'removing') {

@@ -3,7 +3,8 @@
 // writes nothing (a DELETE too, as RFC 9110 asks: it had been ignored there); two
 // editors sending the same tag at once get one 200 and one 412 (the check runs inside the write);
 // and writes in one millisecond (the clock here never moves) still give each its own tag, as does
-// a record deleted and made again under its name.
+// a record deleted and made again under its name. A second organization DELETE while the first's mark
+// is written is checked against its own tag.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -11,6 +12,7 @@ import { ManualClock } from '../../runtime/clock.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { call, createOrg, type CallResult } from '../helpers/http.ts';
 import { gateNextCall, whileCallHeld } from '../helpers/method-gate.ts';
+import { eventually } from '../helpers/receiver.ts';
 
 const ORG = 'acct-if-match';
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
@@ -183,7 +185,19 @@ it('an organization DELETE with a stale tag is 412 and deletes nothing (it canno
   assert.deepEqual([stale.status, stale.body.error.code, stale.body.error.current_etag], [412, 'etag_mismatch', tagOf(renamed)], stale.text);
   assert.equal((await call(rt.url, 'GET', `/organizations/${org}`, { token: made.body.api_key })).status, 200, 'not deleted, its key still works');
   assert.deepEqual([(await remove('nope')).status], [400]);
-  const deleted = await remove(tagOf(renamed));
-  assert.equal(deleted.status, 202, deleted.text);
+  // A second DELETE while the first's mark is written has its own tag checked: it got the first's answer.
+  const marking = gateNextCall(rt.runtime.ledger.root, 'transaction');
+  const deleted = remove(tagOf(renamed));
+  let alongside: Promise<CallResult> | undefined;
+  await whileCallHeld(marking, deleted, 'the deletion', async () => {
+    // Answered while the mark is held (it waited for it, and got its 202, before).
+    let answered: CallResult | undefined;
+    void remove(tagOf(made)).then((answer) => (answered = answer));
+    const staleAlongside = (await eventually('the stale DELETE answered', () => answered, (answer) => answer !== undefined))!;
+    assert.deepEqual([staleAlongside.status, staleAlongside.body.error?.code], [412, 'etag_mismatch'], staleAlongside.text);
+    alongside = remove(tagOf(renamed));
+  });
+  assert.equal((await deleted).status, 202, (await deleted).text);
+  assert.equal((await alongside!).status, 202);
   assert.equal((await remove(tagOf(made))).status === 412, false, 'a deletion already made answers its record');
 });
