@@ -227,7 +227,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   opened.push(() => engine.close());
   const schedules = new ScheduleStore(ledger, events);
   const ticker = new ScheduleTicker({
-    schedules, orgs, clock, logger,
+    schedules, orgs, deletedOrgs, clock, logger,
     generations: runs.sandboxGenerations,
     onSent: () => metrics.ingestTotal.inc({ outcome: 'accepted_schedule' }),
   });

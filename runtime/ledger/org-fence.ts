@@ -87,6 +87,17 @@ export class OrgDeletedError extends SluiceError {
 }
 
 /**
+ * Whether `error` is the fence's refusal of a write for an org whose deletion went through. A mark
+ * still being written is waited for: should it fail, the org is back, and the refused write is to be
+ * tried again as any failed write is.
+ */
+export async function refusedForDeletion(error: unknown, deleted: DeletingOrgIds | undefined): Promise<boolean> {
+  if (!(error instanceof OrgDeletedError)) return false;
+  await deleted?.marking(error.orgId);
+  return deleted === undefined || deleted.has(error.orgId);
+}
+
+/**
  * Puts the fence in front of every table of `ledger` (changed in place, as floored-ledger.ts does)
  * and answers the tables it has seen, opened now or later.
  */

@@ -9,7 +9,7 @@ import { persistedRunOf, type PersistedRun, type RunActor } from '../../actors/r
 import type { Environment, RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
-import { OrgDeletedError } from '../ledger/org-fence.ts';
+import { refusedForDeletion } from '../ledger/org-fence.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
@@ -305,12 +305,9 @@ export class RunEngine {
       // The org was deleted while the write waited for its turn (a transaction's callback runs
       // then): the fence refused it, and the run goes with its org, as a later command's would.
       // A deletion whose mark then failed left the org: the run stalls, as after any failed write.
-      if (error instanceof OrgDeletedError) {
-        await this.#d.deletedOrgs?.marking(orgId);
-        if (this.#goneWithOrg(orgId, runId)) {
-          this.#d.logger.debug('run transition dropped: its organization was deleted meanwhile', { org_id: orgId, run_id: runId });
-          return false;
-        }
+      if ((await refusedForDeletion(error, this.#d.deletedOrgs)) && this.#goneWithOrg(orgId, runId)) {
+        this.#d.logger.debug('run transition dropped: its organization was deleted meanwhile', { org_id: orgId, run_id: runId });
+        return false;
       }
       // The actor moved on but the ledger did not: forget it, and pick the run up again later.
       this.#stallResume.unapplied(key, command, effects, at);
@@ -396,7 +393,7 @@ export class RunEngine {
     if (this.#goneWithOrg(orgId, runId)) return;
     // The org's deletion is being written: nothing goes out meanwhile. The run is picked up again
     // from the ledger after a pause, should the mark fail (one that goes through lets it go).
-    if (this.#d.deletedOrgs?.marking(orgId) !== undefined) {
+    if (work.kind !== 'none' && work.kind !== 'done' && this.#d.deletedOrgs?.marking(orgId) !== undefined) {
       this.#stallResume.stalled.failed(key);
       return;
     }

@@ -6,8 +6,10 @@
 //    written. The write fence (org-fence.ts) closes before it is queued, so from then on no write of
 //    the org lands, and every request naming it is answered as for an org that never was (404).
 // 2. At once, in memory: its runs stop (no further step is sent; an attempt out is withdrawn), its
-//    live and device sockets close (4404), and its schedules fire no more (`onFenced`). A run
-//    command that comes while the mark is written waits for it: a mark that fails leaves the org.
+//    live and device sockets close (4404), and its schedules fire no more (`onFenced`). While the
+//    mark is written, a run command waits for it, and a write the fence refused (a run's transition,
+//    a schedule's tick, a device's ending) is tried again should the mark fail, leaving the org; a
+//    webhook request that gets its connection then is sent (withdrawn, it would fail its run).
 // 3. In the background, side by side: the hook-runner forgets the org (ForgetOrg; a runner of an
 //    earlier release without it deletes the org's secrets action by action), and every record of
 //    the org leaves the ledger (org-removal.ts), each chunk adding to the record's tally as it goes;

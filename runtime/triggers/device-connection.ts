@@ -6,7 +6,7 @@ import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
-import { OrgDeletedError } from '../ledger/org-fence.ts';
+import { refusedForDeletion, type DeletingOrgIds } from '../ledger/org-fence.ts';
 import { CLOSE_DEVICE_DELETED, CLOSE_NOT_RECORDED, CLOSE_REPLACED, CLOSE_SANDBOX_DISABLED, CLOSE_TOKEN_ROTATED, readyFrame } from './device-frame.ts';
 import type { DeviceMessageDeps } from './device-messages.ts';
 import { connectedEventId, type DeviceHead } from './device-record.ts';
@@ -21,7 +21,10 @@ export const EVENTS_PER_CONNECTION = 2;
 export const SANDBOX_DISABLED = { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED } as const;
 
 /** What the two writes need of the sockets' dependencies. */
-export type DeviceConnectionDeps = Pick<DeviceMessageDeps, 'devices' | 'orgs' | 'quota' | 'generations' | 'clock' | 'logger'>;
+export type DeviceConnectionDeps = Pick<DeviceMessageDeps, 'devices' | 'orgs' | 'quota' | 'generations' | 'clock' | 'logger'> & {
+  /** An ending the fence refused while the org's deletion mark was written is written again should the mark fail. */
+  readonly deletedOrgs?: DeletingOrgIds;
+};
 
 /** Whether the org exists and its plan has no sandbox (any more). */
 export function sandboxDisallowed(orgs: OrganizationStore, orgId: string): boolean {
@@ -108,7 +111,7 @@ export async function recordEnding(d: DeviceConnectionDeps, data: SocketData, en
     return true;
   } catch (error) {
     // The org was deleted: its records go, this connection's with them.
-    if (error instanceof OrgDeletedError) return true;
+    if (await refusedForDeletion(error, d.deletedOrgs)) return true;
     // The ledger still holds the connection open: tried again after a pause; meanwhile the
     // device's next connection ends it, and a stop leaves it to the next start (runtime_restarted).
     logFailure(d.logger, 'device disconnection could not be recorded', { org_id: data.device.org_id, device: data.device.name }, error);

@@ -34,7 +34,7 @@ import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { assertHeadFits } from '../http/header-cap.ts';
 import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
-import type { DeletedOrgIds } from '../ledger/org-fence.ts';
+import type { DeletingOrgIds } from '../ledger/org-fence.ts';
 import { offeredSubprotocols } from '../http/offered-subprotocols.ts';
 
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
@@ -49,8 +49,8 @@ export interface DeviceSocketDeps extends DeviceMessageDeps {
   readonly websockets: WebSocketBudget;
   /** Told of each upgrade's answer (the request histogram). */
   readonly answered: UpgradeAnswered;
-  /** Deleted orgs: the connections of their devices are not ended at start (their records go with the org). */
-  readonly deletedOrgs?: DeletedOrgIds;
+  /** Deleted orgs: the connections of their devices are not ended at start (their records go with the org), nor after (recordEnding). */
+  readonly deletedOrgs?: DeletingOrgIds;
 }
 
 export class DeviceSockets {

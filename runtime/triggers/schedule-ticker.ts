@@ -11,7 +11,7 @@ import type { Clock } from '../clock.ts';
 import { rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { withPayloadText } from '../events/payload-text.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
-import { OrgDeletedError } from '../ledger/org-fence.ts';
+import { refusedForDeletion, type DeletingOrgIds } from '../ledger/org-fence.ts';
 import type { Logger } from '../log.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
@@ -38,6 +38,8 @@ interface Behind {
 export interface ScheduleTickerDeps {
   readonly schedules: ScheduleStore;
   readonly orgs: OrganizationStore;
+  /** Orgs deleted, or being deleted: a tick the fence refused while a deletion's mark was written is owed again should the mark fail. */
+  readonly deletedOrgs?: DeletingOrgIds;
   readonly generations: SandboxGenerations;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -174,7 +176,7 @@ export class ScheduleTicker {
       if (tick !== undefined) await this.#send(schedule, tick, now);
     } catch (error) {
       // Its org was deleted while the tick was being sent: the fence refused its write, and nothing is owed.
-      if (error instanceof OrgDeletedError) {
+      if (await refusedForDeletion(error, this.#d.deletedOrgs)) {
         this.#behind.delete(key);
         return;
       }

@@ -2,6 +2,7 @@
 // that comes in that window waits for the mark, and goes on if the mark fails (the org stays). It
 // was dropped as the deleted org's: the run stayed `running` or `queued` until the next restart.
 // A transition the fence refused meanwhile stalls, as after a failed write, and is picked up again.
+// A webhook request that gets its connection meanwhile is sent: withdrawn, it failed its run for good.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -11,6 +12,7 @@ import { call, createOrg } from '../helpers/http.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { startQueuedWebhook } from '../helpers/queued-webhook.ts';
 import { holdNextEventFlush } from '../helpers/unflushed-event.ts';
 
 const ORG = 'acct-failed-mark';
@@ -30,9 +32,9 @@ async function withRuntime(body: (rt: TestRuntime, clock: ManualClock, key: stri
 }
 
 /** Starts the org's deletion with its mark's write held, to fail on `release`; resolves once the org is fenced off. */
-async function deletionHeld(rt: TestRuntime): Promise<{ readonly answer: Promise<{ status: number; text: string }>; readonly fail: () => void; readonly done: () => void }> {
+async function deletionHeld(rt: TestRuntime, org = ORG): Promise<{ readonly answer: Promise<{ status: number; text: string }>; readonly fail: () => void; readonly done: () => void }> {
   const mark = gateNextCall(rt.runtime.ledger.root, 'transaction', new Error('MDB_DISKFULL: simulated'));
-  const answer = call(rt.url, 'DELETE', `/organizations/${ORG}`, { token: ADMIN_TOKEN });
+  const answer = call(rt.url, 'DELETE', `/organizations/${org}`, { token: ADMIN_TOKEN });
   await mark.reachedBefore(answer, 'the deletion');
   return { answer, fail: mark.release, done: mark.done };
 }
@@ -118,6 +120,7 @@ test('a transition the fence refused while the deletion was written stalls, and 
         transition.release();
         // Transactions run in turn: once one queued after it is over, the transition was refused.
         await rt.runtime.ledger.root.transaction(() => true);
+        await new Promise((resolve) => setImmediate(resolve));
         deletion.fail();
         assert.equal((await deletion.answer).status, 500);
       } finally {
@@ -140,4 +143,31 @@ test('a transition the fence refused while the deletion was written stalls, and 
       (state) => state === 'completed',
     );
   }, 'sandbox');
+});
+
+test('a webhook request that gets its connection while the deletion is written is sent, and its run completes when the mark fails', async () => {
+  const org = 'acct-failed-mark-queued';
+  const setup = await startQueuedWebhook(org);
+  const { rt, key, receiver } = setup;
+  try {
+    for (const id of ['evt_000000marked1', 'evt_000000marked2']) {
+      const sent = await call(rt.url, 'POST', `/organizations/${org}/events`, { token: key, json: { type: 'order.placed', payload: {}, id } });
+      assert.equal(sent.status, 202, sent.text);
+    }
+    await eventually('the first request out, the second waiting for the connection', () => receiver.received.length, (count) => count === 1);
+    const deletion = await deletionHeld(rt, org);
+    try {
+      // The first answer frees the one connection: the second request gets it while the org is fenced off.
+      setup.releaseFirst();
+      await eventually('the second request sent', () => receiver.received.length, (count) => count === 2);
+      deletion.fail();
+      assert.equal((await deletion.answer).status, 500);
+    } finally {
+      deletion.done();
+    }
+    const states = async (): Promise<string[]> => ((await call(rt.url, 'GET', `/organizations/${org}/runs`, { token: key })).body.runs as Array<{ state: string }>).map((run) => run.state);
+    await eventually('both runs completed', states, (found) => found.length === 2 && found.every((state) => state === 'completed'));
+  } finally {
+    await setup.close();
+  }
 });
