@@ -91,10 +91,11 @@ export class OrgDeletions {
    */
   async delete(orgId: string, matches: (stored: Organization) => void = () => undefined): Promise<DeletionRecord | undefined> {
     // Another request's mark under way answers this one too, once this one's If-Match holds for the
-    // org as the mark found it (the org store no longer shows it); a mark committed meanwhile is as a deletion done.
+    // org as stored (read through the store, which fills in fields older records lack, as the tag
+    // given out did); a mark committed meanwhile is as a deletion done.
     const marking = this.#marking.get(orgId);
     if (marking !== undefined) {
-      const stored = this.#d.ledger.orgs.get([orgId]) as Organization | undefined;
+      const stored = this.#d.orgs.get(orgId);
       if (stored !== undefined) matches(stored);
       return marking;
     }
@@ -134,7 +135,8 @@ export class OrgDeletions {
     let marked: boolean;
     try {
       const proceed = (): boolean => {
-        const stored = orgs.get([orgId]) as Organization | undefined;
+        // Through the store, as the If-Match given out was made: an older record lacks `updated_at`.
+        const stored = this.#d.orgs.get(orgId);
         if (stored === undefined) return false;
         matches(stored);
         return true;

@@ -201,3 +201,15 @@ it('an organization DELETE with a stale tag is 412 and deletes nothing (it canno
   assert.equal((await alongside!).status, 202);
   assert.equal((await remove(tagOf(made))).status === 412, false, 'a deletion already made answers its record');
 });
+
+it("an organization stored before records had `updated_at` is deleted with the tag its reads give out (the write's check read the record as stored: a tag ending NaN)", async () => {
+  const org = 'acct-if-match-legacy';
+  const made = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: org, name: 'Legacy' } });
+  assert.equal(made.status, 201, made.text);
+  const { updated_at: _written, ...legacy } = rt.runtime.ledger.orgs.get([org]) as Record<string, unknown>;
+  await rt.runtime.ledger.orgs.put([org], legacy);
+  const read = await call(rt.url, 'GET', `/organizations/${org}`, { token: ADMIN_TOKEN });
+  assert.equal(read.body.organization.updated_at, read.body.organization.created_at, 'read as last written when made');
+  const deleted = await call(rt.url, 'DELETE', `/organizations/${org}`, { token: ADMIN_TOKEN, headers: { 'if-match': tagOf(read) } });
+  assert.equal(deleted.status, 202, deleted.text);
+});
