@@ -27,10 +27,18 @@ test(`a runtime with ${COPIES} connected sandbox devices and ${COPIES} sandbox s
     try {
       key = await createOrg(first.url, ADMIN_TOKEN, ORG, 'pro');
       const eventTypes = heavySchemas(7_400, (i) => ({ x: i % 10 }));
-      const device = await call(first.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'gate-0', environment: 'sandbox', event_types: eventTypes } });
-      assert.equal(device.status, 201, device.text);
-      const source = await call(first.url, 'POST', `/organizations/${ORG}/sources`, { token: key, json: { name: 'src-0', environment: 'sandbox', secrets: [newStandardSecret()], event_types: eventTypes } });
-      assert.equal(source.status, 201, source.text);
+      // Each ~1 MB body takes the org's share of the event loop for large bodies: on a loaded machine
+      // the second can be refused (429 large_bodies_too_fast) and is sent again when it says, as a client would.
+      const create = async (path: string, json: unknown): Promise<void> => {
+        let answer = await call(first.url, 'POST', `/organizations/${ORG}/${path}`, { token: key, json });
+        for (let tries = 1; answer.status === 429 && answer.body.error?.code === 'large_bodies_too_fast' && tries < 3; tries++) {
+          await new Promise((resolve) => setTimeout(resolve, Number(answer.headers.get('retry-after')) * 1000));
+          answer = await call(first.url, 'POST', `/organizations/${ORG}/${path}`, { token: key, json });
+        }
+        assert.equal(answer.status, 201, answer.text);
+      };
+      await create('devices', { name: 'gate-0', environment: 'sandbox', event_types: eventTypes });
+      await create('sources', { name: 'src-0', environment: 'sandbox', secrets: [newStandardSecret()], event_types: eventTypes });
     } finally {
       await first.close();
     }
