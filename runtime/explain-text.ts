@@ -85,12 +85,18 @@ const cut = (text: string, length: number): string => (/[\ud800-\udbff]/.test(te
 /** A receiver's answer body as one short quoted piece. */
 const snippet = (body: unknown): string => (typeof body !== 'string' || body === '' ? '' : ` ${JSON.stringify(body.length > 120 ? `${cut(body, 120)}…` : body)}`);
 
+/** What of the answer's body was kept, when not all of it: one cut off by the timeout or a broken connection, or one past the 4 KiB kept. */
+function bodyKept(evidence: Readonly<Record<string, unknown>>): string {
+  if (evidence['body_cut_off'] === true) return ' (its body cut off: still arriving at the timeout, or its connection broke)';
+  return evidence['body_truncated'] === true ? ' (its body past the first 4 KiB not kept)' : '';
+}
+
 /** What evidence says of the target and its answer: the request, the action, times, the key. */
 function evidenceParts(evidenceValue: unknown, sent: boolean): string[] {
   const evidence = fieldsOf(evidenceValue);
   const parts: string[] = [];
   if (typeof evidence['url'] === 'string') {
-    const answer = typeof evidence['status'] === 'number' ? ` → ${evidence['status']}${snippet(evidence['body'])}` : '';
+    const answer = typeof evidence['status'] === 'number' ? ` → ${evidence['status']}${snippet(evidence['body'])}${bodyKept(evidence)}` : '';
     parts.push(sent ? `POST ${evidence['url']}${answer}` : `to ${evidence['url']}`);
   }
   if (typeof evidence['action_id'] === 'string') {
@@ -182,7 +188,7 @@ export function explainRun(run: Run): string {
   if (run.wake_at !== null) lines.push(`  waiting until ${run.wake_at}`);
   if (run.state === 'queued') {
     const started = run.steps.some((step) => step.attempts.length > 0);
-    lines.push(`  queued: waiting for a turn among the org's max_concurrent_runs running ${run.environment} runs (${started ? 'it has started, so it goes ahead of the org\'s new runs' : 'first in first out; runs that have started go first'})`);
+    lines.push(`  queued: waiting for one of the org's max_concurrent_runs slots for ${run.environment} runs, taken at once when one is free (${started ? 'it has started, so it goes ahead of the org\'s new runs' : 'first in first out; runs that have started go first'})`);
   }
   for (const step of run.steps) lines.push(...stepLines(step, run));
   if (run.state === 'failed') {

@@ -393,10 +393,10 @@ test('a step an ended run never reached reads as not run, not pending; a delay t
   const queued = { ...base, state: 'queued', cancel_reason: null, steps: [nap('succeeded', '2026-12-02T01:00:00.000Z'), { ...never, index: 1 }] };
   const text = explainRun(queued as unknown as Run);
   assert.match(text, /attempt 1 \(fence 1\): succeeded; started 2026-12-02T00:00:00\.000Z, woke 2026-12-02T01:00:00\.000Z\n/);
-  assert.match(text, /\n {2}queued: waiting for a turn among the org's max_concurrent_runs running production runs \(it has started, so it goes ahead of the org's new runs\)\n/);
+  assert.match(text, /\n {2}queued: waiting for one of the org's max_concurrent_runs slots for production runs, taken at once when one is free \(it has started, so it goes ahead of the org's new runs\)\n/);
   assert.match(text, /step 2 "later" \(webhook\): pending$/m, 'a queued run still runs it');
   const fresh = explainRun({ ...queued, steps: [{ ...never, index: 0 }] } as unknown as Run);
-  assert.match(fresh, /queued: waiting for a turn among the org's max_concurrent_runs running production runs \(first in first out; runs that have started go first\)/);
+  assert.match(fresh, /queued: waiting for one of the org's max_concurrent_runs slots for production runs, taken at once when one is free \(first in first out; runs that have started go first\)/);
   assert.doesNotMatch(explainRun({ ...base, state: 'delaying', steps: [nap('pending', null)] } as unknown as Run), /woke|queued:/);
 });
 
@@ -450,4 +450,15 @@ test('a network failure says what to check: nothing answering at the url (is Slu
   } finally {
     await new Promise((done) => cutter.close(done));
   }
+});
+
+test("an answer whose body was cut off or past the 4 KiB kept says so: it read as the whole answer (found by a probe)", () => {
+  const base = cancelledWhileOut('webhook_withdrawn', 'Not sent.');
+  const answered = (evidence: Record<string, unknown>) => {
+    const attempt = { attempt: 1, fence: 1, claimed_at: '2026-12-02T00:00:00.000Z', started_at: '2026-12-02T00:00:00.000Z', ended_at: '2026-12-02T00:00:02.000Z', outcome: 'succeeded', error: null, after_cancel: null, evidence: { url: 'https://example.test/x', status: 200, body: 'abc', duration_ms: 2001, ...evidence } };
+    return explainRun({ ...base, state: 'completed', cancel_reason: null, steps: [{ ...base.steps[0]!, status: 'succeeded', attempts: [attempt] }] } as unknown as Run);
+  };
+  assert.match(answered({ body_truncated: true, body_cut_off: true }), /→ 200 "abc" \(its body cut off: still arriving at the timeout, or its connection broke\); 2001 ms/);
+  assert.match(answered({ body_truncated: true }), /→ 200 "abc" \(its body past the first 4 KiB not kept\); 2001 ms/);
+  assert.match(answered({ body_truncated: false }), /→ 200 "abc"; 2001 ms/);
 });
