@@ -16,7 +16,7 @@ import { SandboxUnavailableError, sandboxProblem } from './sandbox.ts';
 import { DiskFullError, RunnerConfigError, RunnerError, toServerError, unauthenticated } from './runner-error.ts';
 import { createTokenCheck, parseRunnerToken } from './runner-token.ts';
 import { openRunnerStore, runnerStoreDir, type RunnerStore } from './store.ts';
-import { stampRunnerStoreFormat } from './store-format.ts';
+import { RUNNER_STORE_FORMAT, stampIn, stampRunnerStoreFormat } from './store-format.ts';
 import { upgradeRunnerStore } from './store-upgrade.ts';
 import { parseThreadPoolSize, sandboxSlotsFor } from './thread-pool.ts';
 import { createTenantTurns } from './tenant-turns.ts';
@@ -214,8 +214,11 @@ export async function createHookRunnerServer(options: HookRunnerServerOptions): 
   const pruning = new RecordPruning(options.pruneRecords ?? pruneRunnerRecords, (error) => log(`hook-runner: error: pruning old invocation records failed: ${describe(error)}`), monotonic);
   try {
     // Before this release's first write (the key rotation below); after its upgrades.
+    const heldData = stampIn(store.dataFormat) > 1 || [store.modules, store.secrets, store.fences].some((table) => [...table.getKeys({ limit: 1 })].length > 0);
     await upgradeRunnerStore(store, now());
-    await stampRunnerStoreFormat(store);
+    const replaced = await stampRunnerStoreFormat(store);
+    // Said once, as it happens (a store without a stamp is new, or from before the stamp: only that one held anything).
+    if (replaced !== undefined && heldData) log(`hook-runner: store upgraded from format ${replaced} to ${RUNNER_STORE_FORMAT}; do not run an earlier release's runner on it (to go back, restore a copy taken before this start)`);
     const previousKeys = options.previousMasterKeys ?? [];
     const givenKey = typeof options.masterKey === 'string' ? parseMasterKey(options.masterKey, 'the master key') : options.masterKey;
     if (givenKey !== undefined && previousKeys.length === 0) refuseKeyTheFileContradicts(givenKey, runnerStoreDir(options.dataDir), (first, second) => whichOpens(store, first, second));

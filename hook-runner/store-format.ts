@@ -66,8 +66,13 @@ export function assertRunnerStoreFormatKnown(root: RootDatabase, dir: string): v
   }
 }
 
-/** Records that the store is in this release's layout (after its upgrades, once there are any); resolves once durable. */
-export async function stampRunnerStoreFormat(store: { readonly dataFormat: Database<number, string>; durable<T>(write: Promise<T>): Promise<T> }): Promise<void> {
-  if (store.dataFormat.get(KEY) === RUNNER_STORE_FORMAT) return;
+/**
+ * Records that the store is in this release's layout (after its upgrades, once there are any); resolves
+ * once durable, with the layout it replaced (1 for none), or undefined when it was this release's already.
+ */
+export async function stampRunnerStoreFormat(store: { readonly dataFormat: Database<number, string>; durable<T>(write: Promise<T>): Promise<T> }): Promise<number | undefined> {
+  const stamped = store.dataFormat.get(KEY);
+  if (stamped === RUNNER_STORE_FORMAT) return undefined;
   await store.durable(store.dataFormat.put(KEY, RUNNER_STORE_FORMAT));
+  return typeof stamped === 'number' ? stamped : 1;
 }

@@ -4,7 +4,7 @@
 
 import type { EventStore } from './events/event-store.ts';
 import { REPLAY_INDEX_FORMAT } from './events/replay-index.ts';
-import { stampDataFormat, storedDataFormat } from './ledger/data-format.ts';
+import { DATA_FORMAT, stampDataFormat, storedDataFormat } from './ledger/data-format.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import type { Logger } from './log.ts';
 import { PROJECTION_COUNT_FORMAT, PROJECTION_STATUS_FORMAT, type ProjectionStore } from './projections/projection-store.ts';
@@ -26,6 +26,8 @@ export interface UpgradedStores {
 /** Runs the upgrades the stored layout calls for, in order, then stamps the layout; resolves once durable. Call before anything writes. */
 export async function upgradeLayout({ ledger, runs, workflows, events, projections, logger, now }: UpgradedStores): Promise<void> {
   const format = storedDataFormat(ledger);
+  // A dir without a stamp is either new or from before the stamp: only the second one had orgs.
+  const heldData = format > 1 || [...ledger.orgs.getRange({ limit: 1 })].length > 0;
   // Before anything writes runs: the move assumes it is the index's only writer (failed-index-upgrade.ts).
   const movedFailed = format < FAILED_INDEX_MOVED_FORMAT ? await upgradeFailedIndex(ledger, runs) : 0;
   if (movedFailed > 0) logger.info('failed-event index moved to its arrival order', { entries: movedFailed });
@@ -49,5 +51,9 @@ export async function upgradeLayout({ ledger, runs, workflows, events, projectio
     const listed = await workflows.deleted.listEarlierDeletes(now);
     if (listed > 0) logger.info('deleted workflows listed for their versions to be pruned', { workflows: listed });
   }
-  await stampDataFormat(ledger);
+  const replaced = await stampDataFormat(ledger);
+  // Said once, as it happens: from now on an earlier release refuses the dir.
+  if (replaced !== undefined && heldData) {
+    logger.info("data dir upgraded to this release's layout; do not start an earlier release on it (to go back, restore a copy taken before this start)", { from_format: replaced, to_format: DATA_FORMAT });
+  }
 }

@@ -53,9 +53,14 @@ export function assertDataFormatKnown(ledger: Ledger, dataDir: string): void {
   }
 }
 
-/** Records that the ledger is in this release's layout (after its upgrades have run); resolves once durable. */
-export async function stampDataFormat(ledger: Ledger): Promise<void> {
+/**
+ * Records that the ledger is in this release's layout (after its upgrades have run); resolves once
+ * durable, with the layout it replaced (1 for none), or undefined when it was this release's already.
+ */
+export async function stampDataFormat(ledger: Ledger): Promise<number | undefined> {
   const table = ledger.openDatabase(TABLE);
-  if (table.get(KEY) === DATA_FORMAT) return;
+  const stamped = table.get(KEY);
+  if (stamped === DATA_FORMAT) return undefined;
   await durably(ledger.root, ledger.root.transaction(() => table.put(KEY, DATA_FORMAT)));
+  return typeof stamped === 'number' ? stamped : 1;
 }

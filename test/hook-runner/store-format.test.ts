@@ -21,8 +21,11 @@ import { assembleWat, ECHO_WAT } from '../helpers/hook-runner-wat.ts';
 
 const MAIN = fileURLToPath(new URL('../../hook-runner/main.ts', import.meta.url));
 
-const startRunner = (dataDir: string) =>
-  createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token: newToken(), masterKey: newMasterKey(), log: () => undefined });
+const startRunner = (dataDir: string, log: (line: string) => void = () => undefined) =>
+  createHookRunnerServer({ listen: '127.0.0.1:0', dataDir, token: newToken(), masterKey: newMasterKey(), log });
+
+/** The upgrade lines a runner's log got. */
+const upgradeLines = (lines: readonly string[]): string[] => lines.filter((line) => line.includes('store upgraded'));
 
 /** Opens runner.mdb with LMDB directly (as store.ts does), not through the code under test. */
 const openRaw = (dataDir: string) => open({ path: join(runnerStoreDir(dataDir), 'runner.mdb'), maxDbs: 8, overlappingSync: true });
@@ -62,9 +65,11 @@ async function writeNewerStore(dataDir: string): Promise<void> {
 
 test('a runner stamps a fresh store with this release\'s format', async () => {
   const dataDir = tempDataDir();
-  const server = await startRunner(dataDir);
+  const lines: string[] = [];
+  const server = await startRunner(dataDir, (line) => lines.push(line));
   await server.close();
   assert.equal(await readStamp(dataDir), 3);
+  assert.deepEqual(upgradeLines(lines), [], 'a new store is no upgrade');
 });
 
 test('a store an earlier release left without a stamp opens as format 1, keeps its records and is upgraded and stamped', async () => {
@@ -75,9 +80,15 @@ test('a store an earlier release left without a stamp opens as format 1, keeps i
   });
   assert.equal(await readStamp(dataDir), undefined, 'unstamped, as earlier releases left it');
 
-  const server = await startRunner(dataDir);
+  const lines: string[] = [];
+  const server = await startRunner(dataDir, (line) => lines.push(line));
   await server.close();
   assert.equal(await readStamp(dataDir), 3);
+  // Said once, as it happens: an earlier release's runner must not open it from now on.
+  assert.deepEqual(upgradeLines(lines), ["hook-runner: store upgraded from format 1 to 3; do not run an earlier release's runner on it (to go back, restore a copy taken before this start)"]);
+  const again: string[] = [];
+  await (await startRunner(dataDir, (line) => again.push(line))).close();
+  assert.deepEqual(upgradeLines(again), [], 'not said again');
   const store = openRunnerStore(dataDir);
   try {
     assert.equal(store.fences.get(['org_a', 'run_1']), '7', 'its records read as before');
@@ -166,9 +177,11 @@ test('the upgrade from layout 2 gives every stored module the unknown user, so f
     'data-format': { encoding: 'msgpack', entries: [['version', 2]] },
     modules: { encoding: 'binary', entries: [[digest, Buffer.from(bytes)], ['e'.repeat(64), Buffer.from('other')]] },
   });
-  const server = await startRunner(dataDir);
+  const lines: string[] = [];
+  const server = await startRunner(dataDir, (line) => lines.push(line));
   await server.close();
   assert.equal(await readStamp(dataDir), 3);
+  assert.match(upgradeLines(lines).join('\n'), /^hook-runner: store upgraded from format 2 to 3;/);
   let store = openRunnerStore(dataDir);
   try {
     assert.deepEqual([...store.moduleUsers.getKeys({})], [[digest, ''], ['e'.repeat(64), '']]);
