@@ -285,7 +285,8 @@ export function recordAfterCancel(ctx: RunContext, stepId: StepId, fence: number
   if (step?.id !== stepId || last === undefined || last.fence !== fence || last.outcome !== 'cancelled' || last.afterCancel !== undefined) return ctx;
   const attempts = step.attempts.slice();
   attempts[attempts.length - 1] = { ...last, afterCancel: late };
-  return withCurrent(ctx, (s) => ({ ...s, attempts }));
+  // The run changed (its record does), though its state did not: a reader syncing by updated_at sees it.
+  return withCurrent({ ...ctx, updatedAt: Math.max(ctx.updatedAt, late.at) }, (s) => ({ ...s, attempts }));
 }
 
 /** Resumes a run keeps in its context, newest last (a run can be resumed without end). */

@@ -225,6 +225,7 @@ describe('run machine: cancel and resume', () => {
     const [attempt] = late.run.context.steps[0]!.attempts;
     assert.equal(attempt?.outcome, 'cancelled');
     assert.deepEqual(attempt?.afterCancel, { outcome: 'succeeded', at: T0 + 20, startedAt: T0 + 1, error: null, evidence: { status: 200 } });
+    assert.deepEqual([cancelled.context.updatedAt, late.run.context.updatedAt], [T0 + 10, T0 + 20], 'the run changed when the report was kept (a reader syncing by updated_at missed it)');
     assert.equal(applyReportAfterCancel(late.run, report(1, T0 + 30)).changed, false, 'only the first report is kept');
     const completed = startActor(runInput([webhookStep('a')]));
     completed.send({ type: 'run.admitted', at: T0 });
