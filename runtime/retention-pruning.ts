@@ -9,7 +9,7 @@ import type { EventStore } from './events/event-store.ts';
 import { DAY_MS, pruneHistory } from './events/history-retention.ts';
 import type { Inbox } from './inbox/inbox.ts';
 import type { Ledger } from './ledger/ledger.ts';
-import type { DeletedOrgIds } from './ledger/org-fence.ts';
+import type { DeletingOrgIds } from './ledger/org-fence.ts';
 import { startPruneLoop, type PruneLoop } from './ledger/prune-loop.ts';
 import type { Logger } from './log.ts';
 import type { RuntimeMetrics } from './metrics.ts';
@@ -32,7 +32,7 @@ export interface RetentionPruningDeps {
   readonly runs: RunStore;
   readonly projections: ProjectionStore;
   readonly workflows: WorkflowStore;
-  readonly deletedOrgs: DeletedOrgIds;
+  readonly deletedOrgs: DeletingOrgIds;
   readonly deletions: OrgDeletions;
   readonly metrics: RuntimeMetrics;
   readonly logger: Logger;

@@ -61,6 +61,14 @@ test('an upgrade of a dir that held data is said once in the log; a new dir stam
     const again = capturedLog();
     await (await startRuntime({ dataDir, logger: again.logger })).close();
     assert.deepEqual(upgradeLines(again.lines), [], 'not said again');
+
+    // A dir from before the stamp (none): it holds an org, so it is no new dir.
+    const ledger = openLedger(dataDir);
+    await ledger.root.transaction(() => ledger.openDatabase('data-format').remove('version'));
+    await ledger.close();
+    const unstamped = capturedLog();
+    await (await startRuntime({ dataDir, logger: unstamped.logger })).close();
+    assert.equal(upgradeLines(unstamped.lines).length, 1, 'a dir from before the stamp is upgraded too');
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -29,6 +29,7 @@ import { connectDevice } from '../helpers/device-client.ts';
 import { connectLive } from '../helpers/live-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir } from '../helpers/runtime.ts';
 
@@ -109,6 +110,41 @@ for (const kind of LEDGER_KINDS) {
       assert.equal(await pruneAppendedRows(ledger.root, projections, 10_000, 0, 1, undefined, deleted), 4);
       assert.equal(projections.rowCount(KEEPER), 0);
       assert.equal([...rows.getKeys({ start: [KEEPER], end: [KEEPER, '\uffff'] })].length, 0);
+      assert.equal([...ledger.openDatabase('projections-appended').getKeys({})].length, 0);
+      await close();
+    });
+
+    it('waits for a deletion whose mark is being written: when the mark fails, the org\'s rows are pruned as any other\'s (found by a review)', async () => {
+      const { ledger, close } = kind.open();
+      const { deleted } = fenceDeletedOrgs(ledger);
+      const projections = new ProjectionStore(ledger, 1_000);
+      const rows = ledger.openDatabase('projections');
+      const key = [DOOMED, 'production', 'log', '~step', 'a'];
+      await ledger.root.transaction(() => {
+        rows.put(key, { status: null, created_at: new Date(1_000).toISOString(), revision: 1 });
+        ledger.openDatabase('projections-meta').put(key, [null, 1_000, 1]);
+        ledger.openDatabase('projections-appended').put([1_000, DOOMED, 'production', 'log', 'a'], null);
+        ledger.openDatabase('projection-counts').put(DOOMED, 1);
+      });
+      // The mark's write is held, then fails (a full disk): the org stays.
+      const mark = gateNextCall(ledger.root, 'transaction', new Error('MDB_DISKFULL: simulated'));
+      try {
+        const marking = deleted.mark(marked(DOOMED), () => true, () => undefined);
+        await mark.whenReached;
+        const pruning = pruneAppendedRows(ledger.root, projections, 10_000, 0, 1, undefined, deleted);
+        // Transactions run in turn: once one queued after the prune's would be is over, a prune that
+        // did not wait has written.
+        await ledger.root.transaction(() => true);
+        await new Promise((resolve) => setImmediate(resolve));
+        mark.release();
+        await assert.rejects(marking, /MDB_DISKFULL/);
+        assert.equal(await pruning, 1);
+      } finally {
+        mark.done();
+      }
+      assert.equal(deleted.has(DOOMED), false);
+      assert.equal(rows.get(key), undefined, 'the row past its retention is pruned');
+      assert.equal(projections.rowCount(DOOMED), 0);
       assert.equal([...ledger.openDatabase('projections-appended').getKeys({})].length, 0);
       await close();
     });
