@@ -8,6 +8,7 @@ import { ManualClock } from '../../runtime/clock.ts';
 import { FIRST_RETRY_MS } from '../../runtime/ledger/write-retries.ts';
 import { connectDevice } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { deletionHeld, queuedWritesRun } from '../helpers/held-deletion.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
@@ -17,7 +18,7 @@ const ORG = 'acct-failed-mark-device';
 test('an ending refused while the deletion was written, a mark that then failed, is written after its pause', async () => {
   const clock = new ManualClock(Date.UTC(2026, 10, 1, 12));
   const rt = await startRuntime({ args: ['--runner', 'off'], clock });
-  const gates: Array<ReturnType<typeof gateNextCall>> = [];
+  const gates: Array<{ done: () => void }> = [];
   try {
     const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
     const created = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: key, json: { name: 'kiosk' } });
@@ -30,16 +31,13 @@ test('an ending refused while the deletion was written, a mark that then failed,
     device.close(1000);
     await device.closed;
     await ending.whenReached;
-    const mark = gateNextCall(rt.runtime.ledger.root, 'transaction', new Error('MDB_DISKFULL: simulated'));
-    gates.push(mark);
-    const deleting = call(rt.url, 'DELETE', `/organizations/${ORG}`, { token: ADMIN_TOKEN });
-    await mark.reachedBefore(deleting, 'the deletion');
+    const deletion = await deletionHeld(rt, ORG);
+    gates.push(deletion);
     ending.release();
-    // Transactions run in turn: once one queued after it is over, the ending was refused.
-    await rt.runtime.ledger.root.transaction(() => true);
-    await new Promise((resolve) => setImmediate(resolve));
-    mark.release();
-    assert.equal((await deleting).status, 500);
+    // Once the writes queued before are over, the ending was refused.
+    await queuedWritesRun(rt.runtime.ledger.root);
+    deletion.release();
+    assert.equal((await deletion.answer).status, 500);
 
     const { endingRetries } = rt.runtime.devices;
     await eventually('the ending waiting to be written again', () => endingRetries.size, (size) => size === 1);

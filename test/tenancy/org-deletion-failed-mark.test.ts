@@ -14,6 +14,7 @@ import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 import { startQueuedWebhook } from '../helpers/queued-webhook.ts';
 import { holdNextEventFlush } from '../helpers/unflushed-event.ts';
+import { deletionHeld, queuedWritesRun } from '../helpers/held-deletion.ts';
 
 const ORG = 'acct-failed-mark';
 const DELAY_MS = 60_000;
@@ -29,14 +30,6 @@ async function withRuntime(body: (rt: TestRuntime, clock: ManualClock, key: stri
   } finally {
     await rt.close();
   }
-}
-
-/** Starts the org's deletion with its mark's write held, to fail on `release`; resolves once the org is fenced off. */
-async function deletionHeld(rt: TestRuntime, org = ORG): Promise<{ readonly answer: Promise<{ status: number; text: string }>; readonly fail: () => void; readonly done: () => void }> {
-  const mark = gateNextCall(rt.runtime.ledger.root, 'transaction', new Error('MDB_DISKFULL: simulated'));
-  const answer = call(rt.url, 'DELETE', `/organizations/${org}`, { token: ADMIN_TOKEN });
-  await mark.reachedBefore(answer, 'the deletion');
-  return { answer, fail: mark.release, done: mark.done };
 }
 
 async function runOf(rt: TestRuntime, key: string, eventId: string, environment = 'production'): Promise<string> {
@@ -55,11 +48,11 @@ test('a timer that fires while the deletion is written waits for it, and its run
     const runId = await runOf(rt, key, sent.body.event.id as string);
     await eventually('the delay armed', () => rt.runtime.engine.timerDueAt(ORG, runId), (due) => due !== undefined);
 
-    const deletion = await deletionHeld(rt);
+    const deletion = await deletionHeld(rt, ORG);
     try {
       clock.advance(DELAY_MS);
       assert.equal(rt.runtime.engine.timers.fireDue(), 1);
-      deletion.fail();
+      deletion.release();
       assert.equal((await deletion.answer).status, 500);
     } finally {
       deletion.done();
@@ -74,13 +67,13 @@ test("a run whose event became durable while the deletion was written is picked 
     try {
       const sending = call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'go', payload: {} } });
       await flush.committed;
-      const deletion = await deletionHeld(rt);
+      const deletion = await deletionHeld(rt, ORG);
       try {
         // The event and its run are on disk now: the run's first work comes while the org is fenced off.
         flush.release();
         const sent = await sending;
         assert.equal(sent.status, 202, sent.text);
-        deletion.fail();
+        deletion.release();
         assert.equal((await deletion.answer).status, 500);
       } finally {
         deletion.done();
@@ -115,13 +108,11 @@ test('a transition the fence refused while the deletion was written stalls, and 
       clock.advance(DELAY_MS);
       assert.equal(rt.runtime.engine.timers.fireDue(), 1);
       await transition.whenReached;
-      const deletion = await deletionHeld(rt);
+      const deletion = await deletionHeld(rt, ORG);
       try {
         transition.release();
-        // Transactions run in turn: once one queued after it is over, the transition was refused.
-        await rt.runtime.ledger.root.transaction(() => true);
-        await new Promise((resolve) => setImmediate(resolve));
-        deletion.fail();
+        await queuedWritesRun(rt.runtime.ledger.root);
+        deletion.release();
         assert.equal((await deletion.answer).status, 500);
       } finally {
         deletion.done();
@@ -160,7 +151,7 @@ test('a webhook request that gets its connection while the deletion is written i
       // The first answer frees the one connection: the second request gets it while the org is fenced off.
       setup.releaseFirst();
       await eventually('the second request sent', () => receiver.received.length, (count) => count === 2);
-      deletion.fail();
+      deletion.release();
       assert.equal((await deletion.answer).status, 500);
     } finally {
       deletion.done();

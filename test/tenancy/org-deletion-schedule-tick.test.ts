@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { capturedLog } from '../helpers/captured-log.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { deletionHeld, queuedWritesRun } from '../helpers/held-deletion.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
 
@@ -46,7 +47,7 @@ test('a tick whose write waited while its org was deleted ends without an error 
 test('a tick refused while the deletion was written, a mark that then failed, is tried again and sent', async () => {
   const clock = new ManualClock(Date.UTC(2026, 10, 1, 12, 0, 30));
   const rt = await startRuntime({ args: ['--runner', 'off'], clock });
-  const gates: Array<ReturnType<typeof gateNextCall>> = [];
+  const gates: Array<{ done: () => void }> = [];
   try {
     const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
     const created = await call(rt.url, 'POST', `/organizations/${ORG}/schedules`, { token: key, json: { name: 'minutely', cron: '* * * * *', event_type: 'minute.tick' } });
@@ -59,16 +60,13 @@ test('a tick refused while the deletion was written, a mark that then failed, is
     assert.equal(ticker.timers.fireDue(), 1);
     await tick.whenReached;
     // The mark is held before its write is issued (the org fenced off), then fails.
-    const mark = gateNextCall(rt.runtime.ledger.root, 'transaction', new Error('MDB_DISKFULL: simulated'));
-    gates.push(mark);
-    const deleting = call(rt.url, 'DELETE', `/organizations/${ORG}`, { token: ADMIN_TOKEN });
-    await mark.reachedBefore(deleting, 'the deletion');
+    const deletion = await deletionHeld(rt, ORG);
+    gates.push(deletion);
     tick.release();
-    // Transactions run in turn: once one queued after it is over, the tick was refused.
-    await rt.runtime.ledger.root.transaction(() => true);
-    await new Promise((resolve) => setImmediate(resolve));
-    mark.release();
-    assert.equal((await deleting).status, 500);
+    // Once the writes queued before are over, the tick was refused.
+    await queuedWritesRun(rt.runtime.ledger.root);
+    deletion.release();
+    assert.equal((await deletion.answer).status, 500);
     await ticker.idle();
 
     const retryAt = ticker.dueAt(ORG, 'minutely');

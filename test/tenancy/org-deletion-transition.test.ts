@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { capturedLog } from '../helpers/captured-log.ts';
 import { call, createOrg } from '../helpers/http.ts';
+import { deletionHeld, queuedWritesRun } from '../helpers/held-deletion.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, startRuntime } from '../helpers/runtime.ts';
@@ -53,7 +54,7 @@ test('a transition refused while the deletion is still being written waits for t
   const clock = new ManualClock(Date.UTC(2026, 10, 1, 12));
   const { logger, lines } = capturedLog();
   const rt = await startRuntime({ args: ['--runner', 'off'], clock, logger });
-  const gates: Array<ReturnType<typeof gateNextCall>> = [];
+  const gates: Array<{ done: () => void }> = [];
   try {
     const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
     const workflow = await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'wait', environment: 'sandbox', trigger_event: 'go', steps: [{ type: 'delay', duration_ms: 60_000 }] } });
@@ -69,15 +70,13 @@ test('a transition refused while the deletion is still being written waits for t
     assert.equal(rt.runtime.engine.timers.fireDue(), 1);
     await transition.whenReached;
     // The mark is held before its write is issued: the org is fenced off, not yet marked.
-    const mark = gateNextCall(rt.runtime.ledger.root, 'transaction');
-    gates.push(mark);
-    const deleting = call(rt.url, 'DELETE', `/organizations/${ORG}`, { token: ADMIN_TOKEN });
-    await mark.reachedBefore(deleting, 'the deletion');
+    const deletion = await deletionHeld(rt, ORG, false);
+    gates.push(deletion);
     transition.release();
-    // Transactions run in turn: once one queued after it is over, the transition was refused.
-    await rt.runtime.ledger.root.transaction(() => true);
-    mark.release();
-    assert.equal((await deleting).status, 202);
+    // Once the writes queued before are over, the transition was refused.
+    await queuedWritesRun(rt.runtime.ledger.root);
+    deletion.release();
+    assert.equal((await deletion.answer).status, 202);
 
     const told = await eventually('the transition over', () => lines.filter((line) => line.message.startsWith('run transition')), (found) => found.length > 0);
     assert.deepEqual(told, [{ level: 'debug', message: 'run transition dropped: its organization was deleted meanwhile' }]);

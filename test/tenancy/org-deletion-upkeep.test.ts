@@ -29,6 +29,7 @@ import { connectDevice } from '../helpers/device-client.ts';
 import { connectLive } from '../helpers/live-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { LEDGER_KINDS } from '../helpers/ledgers.ts';
+import { queuedWritesRun } from '../helpers/held-deletion.ts';
 import { gateNextCall } from '../helpers/method-gate.ts';
 import { eventually } from '../helpers/receiver.ts';
 import { ADMIN_TOKEN, spawnRuntime, startRuntime, tempDir } from '../helpers/runtime.ts';
@@ -132,10 +133,8 @@ for (const kind of LEDGER_KINDS) {
         const marking = deleted.mark(marked(DOOMED), () => true, () => undefined);
         await mark.whenReached;
         const pruning = pruneAppendedRows(ledger.root, projections, 10_000, 0, 1, undefined, deleted);
-        // Transactions run in turn: once one queued after the prune's would be is over, a prune that
-        // did not wait has written.
-        await ledger.root.transaction(() => true);
-        await new Promise((resolve) => setImmediate(resolve));
+        // Once the writes queued before are over, a prune that did not wait for the mark has written.
+        await queuedWritesRun(ledger.root);
         mark.release();
         await assert.rejects(marking, /MDB_DISKFULL/);
         assert.equal(await pruning, 1);
