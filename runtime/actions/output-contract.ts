@@ -103,6 +103,9 @@ function parseProjection(value: JsonValue, entityIdText: () => string | undefine
       throw new OutputContractError('projection.entity_id', 'projection.entity_id must be a string of 1-200 characters or a whole number.');
     }
     if (isDotSegment(text)) throw new OutputContractError('projection.entity_id', 'projection.entity_id cannot be "." or "..": URL clients resolve them as path segments.');
+    // The key's encoding (ordered-binary) escapes U+0000 and U+0001 only in strings under 64
+    // characters: two longer ids with them could share one row, and a status filter misread one.
+    if (/[\u0000-\u001f\u007f]/.test(text)) throw new OutputContractError('projection.entity_id', 'projection.entity_id cannot hold control characters (U+0000-U+001F, U+007F).');
     entity = { type, id: text };
   }
   return {
