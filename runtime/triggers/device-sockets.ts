@@ -242,11 +242,15 @@ export class DeviceSockets {
   /**
    * Once a sandbox reset is durable: closes the sockets of the connections it ended (4410), so their
    * devices connect again into the new sandbox. Their endings write nothing (the ledger holds no
-   * connection of theirs any more).
+   * connection of theirs any more). Their messages that waited for the reset to end are answered
+   * first (`connection_closing`: none is stored): closed at once, those got no answer at all.
    */
   closeConnectionsEndedByReset(orgId: string, connectionIds: readonly string[]): void {
     const ended = new Set(connectionIds);
-    this.#sockets.closeWhere(({ device, connection }) => device.org_id === orgId && ended.has(connection.id), { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again');
+    const endedByReset = ({ device, connection }: SocketData): boolean => device.org_id === orgId && ended.has(connection.id);
+    void quiesce(this.#sockets.all().filter((ws) => endedByReset(ws.getUserData()))).then(() =>
+      this.#sockets.closeWhere(endedByReset, { reason: 'sandbox_reset', code: CLOSE_SANDBOX_RESET }, 'the sandbox was reset; connect again'),
+    );
   }
 
   /** Closes every socket of a deleted org's devices (4404); their endings write nothing (the org takes no writes). */

@@ -454,6 +454,53 @@ test('a sandbox reset whose socket close never came (its answer failed): the nex
   assert.deepEqual(stored.body.events, [], 'nothing of the ended connection is stored in the new sandbox, not even its ending');
 });
 
+test('a message that waited for a sandbox reset is answered (connection_closing) before its socket closes (4410): closed first, it got no answer at all (found by a probe)', async () => {
+  const org = 'acct-device-races-reset-wait';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
+  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
+  assert.equal(created.status, 201, created.text);
+  const device = await connectDevice(rt.url, org, 'lab', created.body.token);
+  const generations = SandboxGenerations.prototype as unknown as {
+    during: (orgId: string, reset: () => Promise<unknown>) => Promise<unknown>;
+    quiet: (orgId: string) => Promise<void>;
+  };
+  const { during, quiet } = generations;
+  let letResetGo: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (letResetGo = resolve));
+  let resetting = false;
+  let messageWaiting = false;
+  // The reset is held once under way (its org resetting); a sandbox message then waits for it.
+  generations.during = function (this: unknown, orgId: string, reset: () => Promise<unknown>) {
+    generations.during = during;
+    return during.call(this, orgId, async () => {
+      resetting = true;
+      await held;
+      return reset();
+    });
+  };
+  generations.quiet = function (this: unknown, orgId: string) {
+    if (orgId === org && resetting) messageWaiting = true;
+    return quiet.call(this, orgId);
+  };
+  try {
+    const reset = call(rt.url, 'POST', `/organizations/${org}/sandbox/reset`, { token: orgKey });
+    await eventually('the reset under way', () => resetting, Boolean);
+    device.send({ id: 'during-reset', type: 'reading.taken', payload: {} });
+    await eventually('the message waiting for the reset', () => messageWaiting, Boolean);
+    letResetGo();
+    assert.equal((await reset).status, 200);
+    const answer = await device.answerTo('during-reset');
+    assert.deepEqual([answer.type, answer.error?.code, answer.retryable], ['nack', 'connection_closing', true]);
+    assert.equal((await device.closed).code, 4410);
+  } finally {
+    generations.during = during;
+    generations.quiet = quiet;
+    letResetGo();
+  }
+  const stored = await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey });
+  assert.deepEqual(stored.body.events, [], 'nothing of the ended connection is stored in the new sandbox');
+});
+
 test('a sandbox reset that fails after committing (its flush failed) closes the sandbox device sockets (1011), which reconnect into the new sandbox, and the sandbox live rooms (4409)', async () => {
   const org = 'acct-device-races-unflushed';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
