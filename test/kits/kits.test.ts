@@ -87,7 +87,16 @@ async function assertConforms(cases: readonly RiskCase[]): Promise<void> {
       const actual = await run(kit, riskCase.envelope);
       assert.equal(actual, riskCase.expected, `${kit}, case "${riskCase.name}"\nenvelope: ${riskCase.envelope}`);
     }
-    if (riskCase.expected !== null) assert.doesNotThrow(() => parseActionOutput(riskCase.expected as string), `the host refuses the output of case "${riskCase.name}"`);
+    if (riskCase.expected === null) continue;
+    const output = riskCase.expected;
+    // An order id holding a control character (the escaping cases) is no entity_id the host takes:
+    // the example passes it on, and the host refuses the output, naming the field (the step fails).
+    const entityId = (JSON.parse(output) as { projection?: { entity_id?: unknown } }).projection?.entity_id;
+    if (typeof entityId === 'string' && /[\u0000-\u001f\u007f]/.test(entityId)) {
+      assert.throws(() => parseActionOutput(output), /projection\.entity_id cannot hold control characters/, `case "${riskCase.name}"`);
+    } else {
+      assert.doesNotThrow(() => parseActionOutput(output), `the host refuses the output of case "${riskCase.name}"`);
+    }
   }
 }
 
