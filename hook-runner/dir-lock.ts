@@ -4,9 +4,13 @@
 // counters and caches; a second hook-runner would run a guest the first is running under the same
 // invocation key, and each checks fences against its own reading. The lock is a file naming its
 // owner (pid, host, boot and the process's start time, so a reused pid or a reboot is seen as
-// stale), linked into place whole; a stale one is taken over by renaming it away first. A killed
-// owner still exiting is waited for; once it is a zombie (its parent has not reaped it yet, which
-// a supervisor may never do) it holds nothing and its lock is stale.
+// stale), linked into place whole. A stale one is removed by one process at a time, the one holding
+// the takeover file (`owner.pid.takeover`, linked the same way), and only while it is still the
+// lock judged stale; then each tries to link its own again, and one gets it. (Renaming the stale
+// lock away, unguarded, let a process move a fresh lock aside and a third link its own meanwhile:
+// two processes held the directory.) A killed owner still exiting is waited for; once it is a
+// zombie (its parent has not reaped it yet, which a supervisor may never do) it holds nothing and
+// its lock is stale.
 
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
@@ -55,11 +59,13 @@ const EXIT_WAIT_MS = 10_000;
 const exitedIn = (stat: readonly string[]): boolean => ['Z', 'X', 'x'].includes(stat[0] ?? '');
 const hasExited = (pid: number): boolean => exitedIn(statOf(pid));
 
+/** Blocks for `ms` (taking the lock is synchronous). */
+const sleep = (ms: number): void => void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
 /** Waits (blocking, as taking the lock is) up to EXIT_WAIT_MS for an exiting process to finish. */
 function waitWhileExiting(pid: number): void {
   const deadline = Date.now() + EXIT_WAIT_MS;
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  for (let stat = statOf(pid); Date.now() < deadline && !exitedIn(stat) && (Number(stat[6]) & PF_EXITING) !== 0; stat = statOf(pid)) Atomics.wait(pause, 0, 0, 20);
+  for (let stat = statOf(pid); Date.now() < deadline && !exitedIn(stat) && (Number(stat[6]) & PF_EXITING) !== 0; stat = statOf(pid)) sleep(20);
 }
 
 function isRunning(pid: number): boolean {
@@ -136,7 +142,7 @@ export function openUnderLock<T>(dir: string, what: string | undefined, open: (u
 export function lockDataDir(dir: string, what = 'Sluice runtime'): () => void {
   const path = join(dir, 'owner.pid');
   const text = `${JSON.stringify(self())}\n`;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for (let attempt = 0; attempt < TAKEOVER_ATTEMPTS; attempt++) {
     // The lock never exists half-written.
     if (createLinked(path, text)) {
       return () => {
@@ -148,23 +154,64 @@ export function lockDataDir(dir: string, what = 'Sluice runtime'): () => void {
     const state = stateOf(owner);
     if (state === 'mine') return () => undefined;
     if (state === 'held') throw new DataDirInUseError(`${dir} is in use by ${describeOwner(owner)}: run one ${what} per data directory.${elsewhere(owner, path)}`);
-    // Stale: move it aside, and remove it only if it is still the one judged stale (another
-    // process may have taken it over meanwhile and linked its own).
-    const aside = join(dir, `.owner.stale.${process.pid}.${randomBytes(6).toString('hex')}`);
-    try {
-      renameSync(path, aside);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      continue;
-    }
-    if (readOr(aside, '') !== found) {
-      try {
-        linkSync(aside, path);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
-    }
-    unlinkSync(aside);
+    // Another process is taking a stale lock away: it is given a moment.
+    if (!removeStale(dir, path, found, text)) sleep(TAKEOVER_PAUSE_MS);
   }
   throw new DataDirInUseError(`${dir}: could not take its lock (another ${what} is starting on it).`);
+}
+
+/** Tries to take a stale lock away, pausing between tries while another process does. */
+const TAKEOVER_ATTEMPTS = 100;
+const TAKEOVER_PAUSE_MS = 10;
+
+/**
+ * Removes the stale lock `found` from `path` if it is still there, holding the takeover file while
+ * it does; false when another process holds that file (a takeover file whose holder is gone is
+ * cleared, and the caller tries again).
+ */
+function removeStale(dir: string, path: string, found: string, text: string): boolean {
+  const takeover = `${path}.takeover`;
+  if (!createLinked(takeover, text)) {
+    const holder = readOr(takeover, '');
+    if (stateOf(parseOwner(holder)) === 'stale') removeIfStill(dir, takeover, holder);
+    return false;
+  }
+  try {
+    if (readOr(path, '') === found) unlinkQuietly(path);
+  } finally {
+    unlinkQuietly(takeover);
+  }
+  return true;
+}
+
+/**
+ * Removes `path` if it still holds `found`: moved aside first, and linked back when what was moved
+ * is another's. For a takeover file left by a process that died holding it: the rename's window,
+ * in which another process could link its own, matters only when that happened and others start at once.
+ */
+function removeIfStill(dir: string, path: string, found: string): void {
+  const aside = join(dir, `.owner.stale.${process.pid}.${randomBytes(6).toString('hex')}`);
+  try {
+    renameSync(path, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  if (readOr(aside, '') !== found) {
+    try {
+      linkSync(aside, path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+  unlinkSync(aside);
+}
+
+/** Removes `path` when it exists. */
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
 }

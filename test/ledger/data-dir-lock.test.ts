@@ -1,6 +1,7 @@
 // One runtime per data directory: the lock file names its owner; a live owner refuses a second
 // runtime with a clear message, a dead one's lock (or a reused pid's, or one from before a reboot)
-// is taken over, processes racing for it get one lock, and closing the ledger releases it.
+// is taken over (by one process at a time: the holder of the takeover file), processes racing for
+// it get one lock, and closing the ledger releases it.
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -55,6 +56,23 @@ test('a live pid from another boot or with another start time is a stale lock; a
   lock({ ...live, boot: 'an-earlier-boot' })()();
   lock({ ...live, start: '1' })()();
   assert.throws(lock({ ...live, host: 'another-host' }), (error: unknown) => error instanceof DataDirInUseError && error.message.includes(`process ${process.ppid} on another-host`) && /if nothing on another-host uses the directory any more .*, remove \S+owner\.pid and start again\.$/.test(error.message));
+});
+
+test('a stale lock is taken away only by the holder of the takeover file: one held by a live process waits, one left by a dead process is cleared', () => {
+  const path = join(dir, 'takeover');
+  mkdirSync(path, { recursive: true });
+  const gone = spawnSync(process.execPath, ['-e', '']).pid;
+  writeFileSync(join(path, 'owner.pid'), `${gone}\n`);
+  // A live process (this one's parent) is taking the stale lock away: nobody else removes it.
+  writeFileSync(join(path, 'owner.pid.takeover'), JSON.stringify({ pid: process.ppid, host: hostname() }));
+  assert.throws(() => lockDataDir(path), (error: unknown) => error instanceof DataDirInUseError && /could not take its lock \(another Sluice runtime is starting on it\)/.test(error.message));
+  assert.equal(readFileSync(join(path, 'owner.pid'), 'utf8'), `${gone}\n`, 'the stale lock is left to the takeover\'s holder');
+  // Its holder died while taking it over: the takeover file is cleared, the lock taken.
+  writeFileSync(join(path, 'owner.pid.takeover'), JSON.stringify({ pid: gone, host: hostname() }));
+  const release = lockDataDir(path);
+  assert.equal((JSON.parse(readFileSync(join(path, 'owner.pid'), 'utf8')) as { pid: number }).pid, process.pid, 'taken over');
+  assert.equal(existsSync(join(path, 'owner.pid.takeover')), false, 'no takeover file left');
+  release();
 });
 
 test('processes starting at once on one directory: exactly one gets the lock', () => {
