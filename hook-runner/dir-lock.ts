@@ -150,6 +150,9 @@ export function lockDataDir(dir: string, what = 'Sluice runtime'): () => void {
       };
     }
     const found = readOr(path, '');
+    // Gone since the link failed (released, or taken away): no stale lock, try again. Judged stale,
+    // an absent file matched whatever lock was linked next, and its takeover removed that.
+    if (found === '') continue;
     const owner = parseOwner(found);
     const state = stateOf(owner);
     if (state === 'mine') return () => undefined;
@@ -157,7 +160,7 @@ export function lockDataDir(dir: string, what = 'Sluice runtime'): () => void {
     // Another process is taking a stale lock away: it is given a moment.
     if (!removeStale(dir, path, found, text)) sleep(TAKEOVER_PAUSE_MS);
   }
-  throw new DataDirInUseError(`${dir}: could not take its lock (another ${what} is starting on it).`);
+  throw new DataDirInUseError(`${dir}: could not take its lock (another ${what} is starting on it; if none is, as when one on another host died taking a stale lock over, remove ${path}.takeover and start again).`);
 }
 
 /** Tries to take a stale lock away, pausing between tries while another process does. */
@@ -173,7 +176,8 @@ function removeStale(dir: string, path: string, found: string, text: string): bo
   const takeover = `${path}.takeover`;
   if (!createLinked(takeover, text)) {
     const holder = readOr(takeover, '');
-    if (stateOf(parseOwner(holder)) === 'stale') removeIfStill(dir, takeover, holder);
+    // Gone since (its holder is done): try again. Left by a holder that died: cleared.
+    if (holder !== '' && stateOf(parseOwner(holder)) === 'stale') removeIfStill(dir, takeover, holder);
     return false;
   }
   try {

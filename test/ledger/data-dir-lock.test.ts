@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -65,7 +66,7 @@ test('a stale lock is taken away only by the holder of the takeover file: one he
   writeFileSync(join(path, 'owner.pid'), `${gone}\n`);
   // A live process (this one's parent) is taking the stale lock away: nobody else removes it.
   writeFileSync(join(path, 'owner.pid.takeover'), JSON.stringify({ pid: process.ppid, host: hostname() }));
-  assert.throws(() => lockDataDir(path), (error: unknown) => error instanceof DataDirInUseError && /could not take its lock \(another Sluice runtime is starting on it\)/.test(error.message));
+  assert.throws(() => lockDataDir(path), (error: unknown) => error instanceof DataDirInUseError && /could not take its lock \(another Sluice runtime is starting on it; if none is, .*remove \S+owner\.pid\.takeover and start again\)/.test(error.message));
   assert.equal(readFileSync(join(path, 'owner.pid'), 'utf8'), `${gone}\n`, 'the stale lock is left to the takeover\'s holder');
   // Its holder died while taking it over: the takeover file is cleared, the lock taken.
   writeFileSync(join(path, 'owner.pid.takeover'), JSON.stringify({ pid: gone, host: hostname() }));
@@ -73,6 +74,48 @@ test('a stale lock is taken away only by the holder of the takeover file: one he
   assert.equal((JSON.parse(readFileSync(join(path, 'owner.pid'), 'utf8')) as { pid: number }).pid, process.pid, 'taken over');
   assert.equal(existsSync(join(path, 'owner.pid.takeover')), false, 'no takeover file left');
   release();
+});
+
+test("a lock gone between a failed link and its read is no stale lock: one another process links meanwhile is never removed (found by a review)", () => {
+  const path = join(dir, 'vanishing');
+  mkdirSync(path, { recursive: true });
+  const lock = join(path, 'owner.pid');
+  writeFileSync(lock, `${JSON.stringify({ pid: spawnSync(process.execPath, ['-e', '']).pid, host: hostname() })}\n`);
+  // Another process's lock (a live one: this process's parent).
+  const other = `${JSON.stringify({ pid: process.ppid, host: hostname() })}\n`;
+  let reads = 0;
+  let otherLinked = false;
+  const original = fs.readFileSync;
+  // The first read finds the stale lock taken away by another process's takeover; after the
+  // second, another process links its own.
+  (fs as { readFileSync: unknown }).readFileSync = function (this: unknown, file: unknown, ...rest: unknown[]) {
+    if (file !== lock) return Reflect.apply(original, this, [file, ...rest]);
+    reads += 1;
+    if (reads === 1) fs.unlinkSync(lock);
+    try {
+      return Reflect.apply(original, this, [file, ...rest]);
+    } finally {
+      if (reads === 2 && !fs.existsSync(lock)) {
+        fs.writeFileSync(lock, other);
+        otherLinked = true;
+      }
+    }
+  };
+  syncBuiltinESMExports();
+  let release: (() => void) | undefined;
+  try {
+    release = lockDataDir(path);
+  } catch (error) {
+    assert.ok(error instanceof DataDirInUseError, String(error));
+  } finally {
+    (fs as { readFileSync: unknown }).readFileSync = original;
+    syncBuiltinESMExports();
+  }
+  const now = readFileSync(lock, 'utf8');
+  if (otherLinked) assert.equal(now, other, "the other process's lock stays");
+  else assert.equal((JSON.parse(now) as { pid: number }).pid, process.pid, 'this process took the freed directory');
+  assert.equal(release !== undefined, !otherLinked, 'exactly one holder');
+  release?.();
 });
 
 test('processes starting at once on one directory: exactly one gets the lock', () => {
