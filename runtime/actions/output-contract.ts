@@ -63,6 +63,22 @@ function optionalText(source: Record<string, JsonValue>, key: string, max: numbe
   return value;
 }
 
+/** The projection's status, a part of its status index key. */
+function statusOf(source: Record<string, JsonValue>): string | null {
+  const status = optionalText(source, 'status', 40, 'projection.status');
+  if (status !== null) assertNoControlCharacters(status, 'projection.status');
+  return status;
+}
+
+/**
+ * Refuses a key part holding a control character. The key's encoding (ordered-binary) escapes
+ * U+0000-U+0004 only in strings under 64 UTF-16 units: two longer entity_ids with them could share
+ * one row, and a status index key (a status of 40 emoji is 80 units) read back as another row's.
+ */
+function assertNoControlCharacters(text: string, field: string): void {
+  if (/[\u0000-\u001f\u007f]/.test(text)) throw new OutputContractError(field, `${field} cannot hold control characters (U+0000-U+001F, U+007F).`);
+}
+
 /** `entityIdText` is the entity_id as the output wrote it (a number's literal). */
 function parseProjection(value: JsonValue, entityIdText: () => string | undefined): ProjectionWrite {
   if (!isObject(value)) throw new OutputContractError('projection', 'projection must be an object.');
@@ -103,16 +119,14 @@ function parseProjection(value: JsonValue, entityIdText: () => string | undefine
       throw new OutputContractError('projection.entity_id', 'projection.entity_id must be a string of 1-200 characters or a whole number.');
     }
     if (isDotSegment(text)) throw new OutputContractError('projection.entity_id', 'projection.entity_id cannot be "." or "..": URL clients resolve them as path segments.');
-    // The key's encoding (ordered-binary) escapes U+0000 and U+0001 only in strings under 64
-    // characters: two longer ids with them could share one row, and a status filter misread one.
-    if (/[\u0000-\u001f\u007f]/.test(text)) throw new OutputContractError('projection.entity_id', 'projection.entity_id cannot hold control characters (U+0000-U+001F, U+007F).');
+    assertNoControlCharacters(text, 'projection.entity_id');
     entity = { type, id: text };
   }
   return {
     name,
     entity,
     title: optionalText(value, 'title', 200, 'projection.title'),
-    status: optionalText(value, 'status', 40, 'projection.status'),
+    status: statusOf(value),
     data: value.data ?? null,
   };
 }

@@ -69,6 +69,8 @@ test('projection caps (DESIGN 6.5): name [a-z0-9_.-]{1,120}, entity_id, title �
     ['a long entity_id holding U+0004 U+0000', { entity_type: 'order', entity_id: `b\u0004\u0000${'z'.repeat(61)}` }, 'projection.entity_id'],
     ['an entity_id holding a tab', { entity_type: 'order', entity_id: 'a\tb' }, 'projection.entity_id'],
     ['an entity_id holding DEL', { entity_type: 'order', entity_id: 'a\u007fb' }, 'projection.entity_id'],
+    // 34 characters, 66 UTF-16 units: past the encoding's escaping (a status index key read back as another row's).
+    ['a status of emoji holding U+0000', { status: `${'😀'.repeat(32)}\u0000x` }, 'projection.status'],
     ['a title of 201 characters', { title: 't'.repeat(201) }, 'projection.title'],
     ['a status of 41 characters', { status: 's'.repeat(41) }, 'projection.status'],
     ['a status of 41 emoji', { status: '😀'.repeat(41) }, 'projection.status'],
