@@ -435,9 +435,7 @@ test('a connection write that fails after committing closes the replaced socket 
 test('a sandbox reset whose socket close never came (its answer failed): the next message is refused, not stored, and the socket closes (4410)', async () => {
   const org = 'acct-device-races-reset';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
-  assert.equal(created.status, 201, created.text);
-  const device = await connectDevice(rt.url, org, 'lab', created.body.token);
+  const device = await connectDevice(rt.url, org, 'lab', await sandboxDevice(org, orgKey, 'lab'));
   const sockets = DeviceSockets.prototype as unknown as { closeConnectionsEndedByReset: (...args: unknown[]) => void };
   const closeAfterReset = sockets.closeConnectionsEndedByReset;
   sockets.closeConnectionsEndedByReset = () => undefined;
@@ -457,9 +455,7 @@ test('a sandbox reset whose socket close never came (its answer failed): the nex
 test('a message that waited for a sandbox reset is answered (connection_closing) before its socket closes (4410): closed first, it got no answer at all (found by a probe)', async () => {
   const org = 'acct-device-races-reset-wait';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org);
-  const created = await call(rt.url, 'POST', `/organizations/${org}/devices`, { token: orgKey, json: { name: 'lab', environment: 'sandbox' } });
-  assert.equal(created.status, 201, created.text);
-  const device = await connectDevice(rt.url, org, 'lab', created.body.token);
+  const device = await connectDevice(rt.url, org, 'lab', await sandboxDevice(org, orgKey, 'lab'));
   const generations = SandboxGenerations.prototype as unknown as {
     during: (orgId: string, reset: () => Promise<unknown>) => Promise<unknown>;
     quiet: (orgId: string) => Promise<void>;
