@@ -38,6 +38,16 @@ function readOr(path: string, fallback: string): string {
   }
 }
 
+/** The file's text, or undefined when there is no such file (an empty one is ''). */
+function readIfThere(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
 const bootId = (): string => readOr('/proc/sys/kernel/random/boot_id', '').trim();
 
 /** `/proc/<pid>/stat`'s fields from field 3 (the state) on; empty when there is no such process. */
@@ -149,10 +159,10 @@ export function lockDataDir(dir: string, what = 'Sluice runtime'): () => void {
         if (readOr(path, '') === text) unlinkSync(path);
       };
     }
-    const found = readOr(path, '');
+    const found = readIfThere(path);
     // Gone since the link failed (released, or taken away): no stale lock, try again. Judged stale,
     // an absent file matched whatever lock was linked next, and its takeover removed that.
-    if (found === '') continue;
+    if (found === undefined) continue;
     const owner = parseOwner(found);
     const state = stateOf(owner);
     if (state === 'mine') return () => undefined;
@@ -175,13 +185,15 @@ const TAKEOVER_PAUSE_MS = 10;
 function removeStale(dir: string, path: string, found: string, text: string): boolean {
   const takeover = `${path}.takeover`;
   if (!createLinked(takeover, text)) {
-    const holder = readOr(takeover, '');
+    const holder = readIfThere(takeover);
     // Gone since (its holder is done): try again. Left by a holder that died: cleared.
-    if (holder !== '' && stateOf(parseOwner(holder)) === 'stale') removeIfStill(dir, takeover, holder);
+    if (holder !== undefined && stateOf(parseOwner(holder)) === 'stale') removeIfStill(dir, takeover, holder);
     return false;
   }
   try {
-    if (readOr(path, '') === found) unlinkQuietly(path);
+    // Only a lock still holding that text: no other process unlinks it meanwhile (none holds the
+    // takeover file), and none links its own while it is there.
+    if (readIfThere(path) === found) unlinkQuietly(path);
   } finally {
     unlinkQuietly(takeover);
   }

@@ -32,6 +32,15 @@ test('a live owner refuses the lock; a gone one is taken over; this process may 
   assert.equal(existsSync(join(path, 'owner.pid')), false, 'released');
 });
 
+test('an empty lock file (no owner named) is stale and taken over; only an absent one is tried again', () => {
+  const path = join(dir, 'empty');
+  mkdirSync(path, { recursive: true });
+  writeFileSync(join(path, 'owner.pid'), '');
+  const release = lockDataDir(path);
+  assert.equal((JSON.parse(readFileSync(join(path, 'owner.pid'), 'utf8')) as { pid: number }).pid, process.pid, 'taken over');
+  release();
+});
+
 test('a killed owner that its parent has not reaped yet (a zombie) holds nothing: its lock is taken over', () => {
   const path = join(dir, 'zombie');
   mkdirSync(path, { recursive: true });
