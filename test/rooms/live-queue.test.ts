@@ -194,15 +194,18 @@ test('a live room\'s sockets that do not read are closed largest first (4008) on
   }
   const open = rooms.subscriberCount;
   let published = 0;
-  let closedBySweeps = 0;
   // 256 KiB a step to every socket (the kernel takes the first megabytes of each, uWS queues the
-  // rest), so none reaches uWS's own 1 MiB limit between two sweeps.
+  // rest), so none reaches uWS's own 1 MiB limit between two sweeps. The runtime's own sweep (each
+  // second) and heartbeat (past half of that limit, each 5 s) close with the same 4008 and may come
+  // first: what is checked is that silent sockets, and only they, are closed so.
   for (let step = 0; step < 200 && rooms.subscriberCount === open; step++) {
     published += (await commit(org, 16)).length;
     await reader.waitFor(receivedAll(reader, published), 'the reader to keep up', 30_000);
-    closedBySweeps += await rooms.sweepQueue();
+    await rooms.sweepQueue();
   }
-  assert.ok(closedBySweeps > 0 && rooms.subscriberCount === open - closedBySweeps, `the sweep closed silent sockets (${closedBySweeps}), nothing else did`);
+  await rooms.sweepQueue();
+  const closed = open - rooms.subscriberCount;
+  assert.ok(closed > 0 && closed < silent.length + 1, `silent sockets closed: ${closed}`);
   assert.ok(rooms.queuedBytes <= SHARE, `${rooms.queuedBytes} bytes still queued, past the share of ${SHARE}`);
   published += (await commit(org, 1)).length;
   await reader.waitFor(receivedAll(reader, published), 'the reader to get what comes next');
@@ -213,8 +216,8 @@ test('a live room\'s sockets that do not read are closed largest first (4008) on
     void client.closed.then(({ code }) => codes.push(code));
     (client.socket as unknown as { _socket: { resume(): void } })._socket.resume();
   }
-  await reader.waitFor(() => codes.length >= closedBySweeps, 'the closed sockets\' close frames', 30_000);
-  assert.deepEqual(codes.slice(0, closedBySweeps), Array<number>(closedBySweeps).fill(4008));
+  await reader.waitFor(() => codes.length >= closed, 'the closed sockets\' close frames', 30_000);
+  assert.deepEqual(codes.slice(0, closed), Array<number>(closed).fill(4008));
   reader.close();
   for (const client of silent) client.socket.terminate();
 });
