@@ -87,6 +87,14 @@ export class OrgDeletedError extends SluiceError {
 }
 
 /**
+ * Whether the org's deletion is written: fenced off, its mark no longer being written (while it is,
+ * the mark may yet fail and the org stay).
+ */
+export function deletionWritten(deleted: DeletingOrgIds | undefined, orgId: string): boolean {
+  return deleted?.has(orgId) === true && deleted.marking(orgId) === undefined;
+}
+
+/**
  * Whether `error` is the fence's refusal of a write for an org whose deletion went through. A mark
  * still being written is waited for: should it fail, the org is back, and the refused write is to be
  * tried again as any failed write is.

@@ -5,7 +5,7 @@
 import { durably } from '../ledger/durable-write.ts';
 import type { LedgerRoot } from '../ledger/ledger.ts';
 import type { ProjectionStore } from './projection-store.ts';
-import type { DeletingOrgIds } from '../ledger/org-fence.ts';
+import { deletionWritten, type DeletingOrgIds } from '../ledger/org-fence.ts';
 
 /**
  * Removes every appended row created before `nowMs - retentionMs`, `passSize` per transaction, each
@@ -27,8 +27,8 @@ export async function pruneAppendedRows(root: LedgerRoot, projections: Projectio
           const orgId = entry[1];
           // A deleted org's rows go with it (org-deletion.ts) and its count takes no write: only the
           // entry goes. One whose mark began since is left for the next pass, as it may yet stay.
-          if (deletedOrgs?.has(orgId) !== true) projections.removeAppended(entry);
-          else if (deletedOrgs.marking(orgId) === undefined) projections.removeAppendedEntry(entry);
+          if (deletionWritten(deletedOrgs, orgId)) projections.removeAppendedEntry(entry);
+          else if (deletedOrgs?.has(orgId) !== true) projections.removeAppended(entry);
         }
       }),
     );

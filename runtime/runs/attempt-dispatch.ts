@@ -19,6 +19,7 @@ import { derivedEventId } from './step-effects.ts';
 import { StepInputWithdrawnError, withStepInput } from './step-input.ts';
 import type { WorkflowVersion } from '../workflows/workflow-types.ts';
 import { withoutResults } from './held-results.ts';
+import { deletionWritten } from '../ledger/org-fence.ts';
 
 type DispatchWork = Extract<Work, { kind: 'dispatch_step' }>;
 
@@ -85,8 +86,7 @@ export function sendAttempt(host: AttemptHost, orgId: OrgId, runId: RunId, work:
  * run for good should the mark fail).
  */
 function stillWanted(host: AttemptHost, orgId: OrgId, runId: RunId, fence: number): boolean {
-  const deleted = host.deps.deletedOrgs;
-  if (deleted?.has(orgId) === true && deleted.marking(orgId) === undefined) return false;
+  if (deletionWritten(host.deps.deletedOrgs, orgId)) return false;
   const key = orgScopedKey(orgId, runId);
   const stand = host.actors.standOf(key) ?? standInLedger(host.deps, orgId, runId);
   return stand !== undefined && stand.value === 'running' && stand.fence === fence;

@@ -9,7 +9,7 @@ import { persistedRunOf, type PersistedRun, type RunActor } from '../../actors/r
 import type { Environment, RunEvent } from '../../actors/run-types.ts';
 import { pendingWork, type Work } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
-import { refusedForDeletion } from '../ledger/org-fence.ts';
+import { deletionWritten, refusedForDeletion } from '../ledger/org-fence.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
@@ -350,8 +350,7 @@ export class RunEngine {
    * and the scheduler pumped. Not while the mark is being written: it may fail, and the org stay.
    */
   #goneWithOrg(orgId: OrgId, runId: RunId): boolean {
-    const deleted = this.#d.deletedOrgs;
-    if (deleted?.has(orgId) !== true || deleted.marking(orgId) !== undefined) return false;
+    if (!deletionWritten(this.#d.deletedOrgs, orgId)) return false;
     this.#dropDeleted(orgId, runId);
     this.#pump();
     return true;
