@@ -77,14 +77,25 @@ export function orgOfRecord(place: OrgPlace, key: LedgerKey, value?: unknown): s
   return undefined;
 }
 
-/** A write for an org that is being, or has been, deleted: answered as the org's requests are from then on. */
+/**
+ * A write for an org that is being, or has been, deleted: answered as the org's requests are from
+ * then on (404), or, while its mark is still being written (`pending`), as a 503 to send again in a
+ * second: should the mark fail, the org stays, and what was sent then is taken when sent again.
+ */
 export class OrgDeletedError extends SluiceError {
   readonly orgId: string;
-  constructor(orgId: string) {
-    super(404, 'not_found', 'Organization was not found.', { field: 'org_id' });
+  /** Set while the mark is written: a Retry-After for the request's answer, a message's nack. */
+  readonly retryAfterMs: number | undefined;
+  constructor(orgId: string, pending = false) {
+    if (pending) super(503, 'organization_deletion_pending', 'The organization is being deleted; nothing was stored. Should its deletion fail, this may be sent again.');
+    else super(404, 'not_found', 'Organization was not found.', { field: 'org_id' });
     this.orgId = orgId;
+    this.retryAfterMs = pending ? PENDING_RETRY_MS : undefined;
   }
 }
+
+/** How soon a write refused while an org's mark is written may be sent again: the mark takes one commit. */
+const PENDING_RETRY_MS = 1000;
 
 /**
  * Whether the org's deletion is written: fenced off, its mark no longer being written (while it is,
@@ -109,7 +120,7 @@ export async function refusedForDeletion(error: unknown, deleted: DeletingOrgIds
  * Puts the fence in front of every table of `ledger` (changed in place, as floored-ledger.ts does)
  * and answers the tables it has seen, opened now or later.
  */
-export function fenceOrgWrites(ledger: Ledger, isDeleted: (orgId: string) => boolean): () => readonly OrgTable[] {
+export function fenceOrgWrites(ledger: Ledger, isDeleted: (orgId: string) => boolean, isMarking: (orgId: string) => boolean = () => false): () => readonly OrgTable[] {
   const tables = new Map<string, OrgTable>();
   // Inside a group's callback a refusal throws, so the group is taken back (a transaction) or ends
   // there (a batch: its writes are one org's, and the first one is refused); outside, the write's
@@ -144,7 +155,7 @@ export function fenceOrgWrites(ledger: Ledger, isDeleted: (orgId: string) => boo
     fencedTables.add(table);
     const refusal = (key: LedgerKey, value?: unknown): OrgDeletedError | undefined => {
       const org = orgOfRecord(place, key, value);
-      return org !== undefined && isDeleted(org) ? new OrgDeletedError(org) : undefined;
+      return org !== undefined && isDeleted(org) ? new OrgDeletedError(org, isMarking(org)) : undefined;
     };
     const { put, ifNoExists } = table;
     return Object.assign(table, {

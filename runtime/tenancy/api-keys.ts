@@ -14,6 +14,7 @@ import { ConflictError, notFound, SluiceError } from '../errors.ts';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
 import { generateToken, hashToken } from '../auth/secrets.ts';
 import { durably } from '../ledger/durable-write.ts';
+import { OrgDeletedError } from '../ledger/org-fence.ts';
 import type { Ledger, LedgerKey, LedgerTable } from '../ledger/ledger.ts';
 
 export type Role = 'viewer' | 'developer' | 'admin';
@@ -30,10 +31,11 @@ export const roleCovers = (held: Role, needed: Role): boolean => RANK[held] >= R
 
 /**
  * Whether a revocation that threw `error` may have been written all the same: a flush that failed
- * may have committed; a write the disk floor refused, or a refusal (4xx), wrote nothing.
+ * may have committed; a write the disk floor refused, a refusal (4xx) or the fence of an org being
+ * deleted (a 503 while its mark is written) wrote nothing.
  */
 export const revocationMayHaveTakenEffect = (error: unknown): boolean =>
-  !(error instanceof DiskSpaceLowError) && !(error instanceof SluiceError && error.status < 500);
+  !(error instanceof DiskSpaceLowError) && !(error instanceof OrgDeletedError) && !(error instanceof SluiceError && error.status < 500);
 
 export interface ApiKeyRecord {
   readonly id: string;

@@ -120,7 +120,11 @@ export class DeletedOrgs implements DeletingOrgIds {
  */
 export function fenceDeletedOrgs(ledger: Ledger): { readonly deleted: DeletedOrgs; readonly tables: () => readonly OrgTable[] } {
   let deleted: DeletedOrgs | undefined;
-  const tables = fenceOrgWrites(ledger, (orgId) => deleted?.has(orgId) === true);
+  const tables = fenceOrgWrites(
+    ledger,
+    (orgId) => deleted?.has(orgId) === true,
+    (orgId) => deleted?.marking(orgId) !== undefined,
+  );
   deleted = new DeletedOrgs(ledger);
   return { deleted, tables };
 }

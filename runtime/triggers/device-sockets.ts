@@ -34,7 +34,7 @@ import { refuseUpgrade } from '../http/refuse-upgrade.ts';
 import { assertHeadFits } from '../http/header-cap.ts';
 import { namesSomething, Router } from '../http/router.ts';
 import type { WebSocketBudget } from '../http/websocket-budget.ts';
-import type { DeletingOrgIds } from '../ledger/org-fence.ts';
+import { OrgDeletedError, type DeletingOrgIds } from '../ledger/org-fence.ts';
 import { offeredSubprotocols } from '../http/offered-subprotocols.ts';
 
 /** Answers queued to a device that does not read them; past it the socket is dropped (1006). */
@@ -315,9 +315,10 @@ export class DeviceSockets {
       try {
         result = await write();
       } catch (error) {
-        // Refused below the disk floor, or refused as a request (404: the device the caller meant is
-        // gone, another holds the name now): nothing was written, so the sockets go on storing.
-        if (error instanceof DiskSpaceLowError || (error instanceof SluiceError && error.status < 500)) {
+        // Refused below the disk floor, as a request (404: the device the caller meant is gone,
+        // another holds the name now) or by the fence of an org being deleted: nothing was written,
+        // so the sockets go on storing.
+        if (error instanceof DiskSpaceLowError || error instanceof OrgDeletedError || (error instanceof SluiceError && error.status < 500)) {
           resumeStoring(stopped);
           throw error;
         }
