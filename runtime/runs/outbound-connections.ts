@@ -33,8 +33,14 @@ export interface WithdrawableRequestOptions {
 export interface OutboundPool {
   /** Merged into the request options. */
   readonly requestOptions: PooledRequestOptions;
-  /** Registers `cancel` for the request's lifetime, called if the pools close first; returns the release. */
-  untilClosed(cancel: () => void): () => void;
+  /**
+   * Registers the request for its lifetime; returns the release. `cancel` is called if the pools
+   * close first; `endAnswer` when a stop begins: it ends the body of a request already answered
+   * (true if so), so that its answer settles while the run engine still records it.
+   */
+  untilClosed(cancel: () => void, endAnswer: () => boolean): () => void;
+  /** A stop began: an answer that comes now is to end its body at once (see untilClosed). */
+  stopping(): boolean;
   /** True right after the request is made when it waits for a socket (its pool is at its cap). */
   isQueued(request: ClientRequest): boolean;
   /** Takes a request that waits for a socket out of its queue (withdrawn: it is never sent). */
@@ -166,8 +172,8 @@ export class OutboundConnections {
   readonly #agents: readonly [HttpAgent, HttpsAgent];
   readonly #share: OrgSocketShare;
   readonly #resolver: ReceiverResolver;
-  /** Requests not yet settled: a queued one gets no error from Node when its agent is destroyed. */
-  readonly #unsettled = new Set<() => void>();
+  /** Requests not yet settled, by their cancel: a queued one gets no error from Node when its agent is destroyed. */
+  readonly #unsettled = new Map<() => void, () => boolean>();
   #closed = false;
   /** holdUnsent() was called: no request gets a socket any more. */
   #holding = false;
@@ -214,15 +220,16 @@ export class OutboundConnections {
     const agent = this.#agents[url.protocol === 'https:' ? 1 : 0];
     return {
       requestOptions: { agent, poolOrg: orgId },
-      untilClosed: (cancel) => {
+      untilClosed: (cancel, endAnswer) => {
         // Closed already: the request might sit in a queue that no socket will ever serve.
         if (this.#closed) {
           queueMicrotask(cancel);
           return () => undefined;
         }
-        this.#unsettled.add(cancel);
+        this.#unsettled.set(cancel, endAnswer);
         return () => this.#unsettled.delete(cancel);
       },
+      stopping: () => this.#holding,
       // `agent.requests` holds only the pools that have requests waiting, and a new one is queued last.
       isQueued: (request) => this.#share.isWaiting(request) || Object.values(agent.requests).some((waiting) => waiting?.at(-1) === (request as unknown)),
       drop: (request) => {
@@ -257,9 +264,13 @@ export class OutboundConnections {
    * run engine closes is recorded. (A socket an answer freed used to carry a queued request out
    * during the stop, whose answer no one recorded: sent again after the restart.) close() cuts off
    * what is held, after the engine has closed: the attempts stay open and go out after the next start.
+   * Answered requests whose bodies are still coming end them now (an answer that comes later ends
+   * its own at once): their answers settle while the engine records them. (Ended only at close(),
+   * after the engine, a 2xx taken before the stop was dropped, and sent again after the restart.)
    */
   holdUnsent(): void {
     this.#holding = true;
+    for (const endAnswer of [...this.#unsettled.values()]) endAnswer();
     for (const agent of this.#agents) for (const name of Object.keys(agent.requests)) delete (agent.requests as Record<string, unknown>)[name];
   }
 
@@ -269,7 +280,7 @@ export class OutboundConnections {
     this.#resolver.close();
     for (const agent of this.#agents) agent.createConnection = refuseConnection;
     this.#share.clear();
-    for (const cancel of [...this.#unsettled]) cancel();
+    for (const cancel of [...this.#unsettled.keys()]) cancel();
     this.#unsettled.clear();
     for (const agent of this.#agents) {
       // Else every busy socket that closes hands its slot to the head of the queue again.

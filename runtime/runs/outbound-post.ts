@@ -208,7 +208,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       if (endAnswer()) return;
       fail(new Error(hasSocket ? SHUT_DOWN.inFlight : SHUT_DOWN.queued));
       outgoing.destroy();
-    });
+    }, endAnswer);
     const dropUnsent = (): void => {
       fail(new PostWithdrawnError());
       outgoing.destroy();
@@ -323,6 +323,8 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
           queuedMs,
         });
       });
+      // Answered during a stop: settled now, while the engine records it (see holdUnsent).
+      if (pool.stopping()) response.destroy();
     });
   });
 }

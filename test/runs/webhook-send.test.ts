@@ -298,7 +298,7 @@ for (const host of ['127.0.0.1', 'localhost']) {
 
 test('a deadline that passes while the receiver\'s name is being resolved says so (phase lookup); one past an open connection is the receiver\'s (phase answer)', async () => {
   const hangingLookup = (): void => undefined;
-  const pool = (agent: Agent): OutboundPool => ({ requestOptions: { agent, poolOrg: 'acct-a' }, untilClosed: () => () => undefined, isQueued: () => false, drop: () => undefined });
+  const pool = (agent: Agent): OutboundPool => ({ requestOptions: { agent, poolOrg: 'acct-a' }, untilClosed: () => () => undefined, stopping: () => false, isQueued: () => false, drop: () => undefined });
   const post = (url: string, agent: Agent) =>
     postOnce(new URL(url), { headers: {}, body: '{}', timeoutMs: 200, keepBytes: 10, readLimitBytes: 100, pool: pool(agent) }).then(
       () => assert.fail('expected a timeout'),
