@@ -8,7 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isFinished } from '../../actors/run-work.ts';
 import { durably } from '../ledger/durable-write.ts';
 import type { Ledger, LedgerKey } from '../ledger/ledger.ts';
-import { runKeysOf, type RunKeys, type RunStore } from '../runs/run-store.ts';
+import type { RunKeys, RunStore } from '../runs/run-store.ts';
 import type { EventRecord } from './event-codec.ts';
 import type { EventStore } from './event-store.ts';
 import { ENVIRONMENTS } from '../sources/source-record.ts';
@@ -30,9 +30,11 @@ export interface PrunedHistory {
 
 /**
  * What a pass may read before its transaction (and the main thread) goes on: each event counts 1,
- * each of its runs 1, and each 64 KiB of its record 1 (it is decoded whole, payload included).
- * Counting events alone, 1,000 events of 300 runs each held the event loop for 5 s, and passes that
- * only keep (events with failed runs) read it all again every prune.
+ * each of its runs 1, and each 64 KiB of its record 1 (it is decoded whole, payload included), and
+ * of a run snapshot decoded (one indexed before its keys were: RunStore.keysForEvent). Counting
+ * events alone, 1,000 events of 300 runs each held the event loop for 5 s, and passes that only keep
+ * (events with failed runs) read it all again every prune. Counting each run 1 whatever its size,
+ * 40 failed runs of 12 MB of step results each held it for 4 s, every pass.
  */
 const RECORD_BYTES_PER_UNIT = 64 * 1024;
 
@@ -94,9 +96,9 @@ function readPass(deps: HistoryDeps, start: LedgerKey, end: LedgerKey, passSize:
   let cost = 0;
   for (const key of deps.ledger.eventsByTime.getKeys({ start, end }) as Iterable<TimeKey>) {
     const event = namedEvent(deps, key);
-    const runs = event === undefined ? [] : deps.runs.forEvent(key[0], key[3], runKeysOf);
+    const { runs, decodedBytes } = event === undefined ? { runs: [], decodedBytes: 0 } : deps.runs.keysForEvent(key[0], key[3]);
     candidates.push({ key, stale: event === undefined, runs });
-    cost += 1 + runs.length + (event === undefined ? 0 : Math.floor(event.payload_json.length / RECORD_BYTES_PER_UNIT));
+    cost += 1 + runs.length + Math.floor(((event?.payload_json.length ?? 0) + decodedBytes) / RECORD_BYTES_PER_UNIT);
     if (cost >= passSize) return { candidates, done: false };
   }
   return { candidates, done: true };

@@ -240,7 +240,7 @@ async function removeSandbox(deps: SandboxResetDeps, orgId: string, names: Sandb
         // sent again, then starting from 0).
         if (root !== undefined && rootsGone.has(root)) deps.events.forgetDerivedCountWithin(orgId, root);
         events++;
-        for (const run of deps.runs.forEvent(orgId, eventId, runKeysOf)) {
+        for (const run of deps.runs.keysForEvent(orgId, eventId).runs) {
           deps.runs.remove(run);
           removedRuns.push(run);
         }

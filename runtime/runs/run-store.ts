@@ -10,7 +10,7 @@ import type { PersistedRun } from '../../actors/run-transition.ts';
 import type { RunStateName } from '../../actors/run-types.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import { entryMayMatch, MAX_PAGE_BYTES, pageByTime } from '../ledger/page-by-time.ts';
-import { runTimeEntryOf } from './run-time-index.ts';
+import { runTimeEntryOf, type RunTimeEntry } from './run-time-index.ts';
 
 /** States with work still to come: the set boot recovery walks. `failed` waits for a person. */
 const UNFINISHED: ReadonlySet<RunStateName> = new Set(['queued', 'running', 'backoff', 'delaying']);
@@ -67,6 +67,22 @@ export function runKeysOf(run: PersistedRun): RunKeys {
   return { value: run.value, context: { orgId, runId, eventId, environment, createdAt } };
 }
 
+/** What runs-by-event holds per run (null for runs stored before it did): [environment, createdAt]. */
+type RunEventEntry = readonly [string, number];
+
+const eventEntryOf = (run: PersistedRun): RunEventEntry => [run.context.environment, run.context.createdAt];
+
+/** A run's keys from its index entries, or undefined when one of them predates what they hold now. */
+function indexedKeys(orgId: string, eventId: string, runId: string, entry: unknown, timeEntry: (key: LedgerKey) => unknown): RunKeys | undefined {
+  if (!Array.isArray(entry)) return undefined;
+  const [environment, createdAt] = entry as unknown as RunEventEntry;
+  const time = timeEntry([orgId, environment, createdAt, runId]);
+  if (!Array.isArray(time)) return undefined;
+  // The ids as they were written from the run's context.
+  const context = { orgId, runId, eventId, environment, createdAt } as unknown as RunKeys['context'];
+  return { value: (time as unknown as RunTimeEntry)[1] as RunStateName, context };
+}
+
 export class RunStore {
   readonly #runs: LedgerTable;
   readonly #byEvent: LedgerTable;
@@ -98,7 +114,7 @@ export class RunStore {
   write(run: PersistedRun, previous: PersistedRun | undefined): void {
     const ctx = run.context;
     this.#runs.put([ctx.orgId, ctx.runId], run);
-    if (previous === undefined) this.#byEvent.put([ctx.orgId, ctx.eventId, ctx.runId], null);
+    if (previous === undefined) this.#byEvent.put([ctx.orgId, ctx.eventId, ctx.runId], eventEntryOf(run));
     if (previous === undefined || previous.value !== run.value) this.#byTime.put([ctx.orgId, ctx.environment, ctx.createdAt, ctx.runId], runTimeEntryOf(run));
     const unfinished = UNFINISHED.has(run.value);
     if (previous === undefined || UNFINISHED.has(previous.value) !== unfinished) {
@@ -141,6 +157,29 @@ export class RunStore {
       if (run !== undefined) views.push(view(run));
     }
     return views;
+  }
+
+  /**
+   * The keys and state of each run of an event, read from the indexes without decoding a snapshot
+   * (runs-by-event names each run's environment and creation time, runs-by-time its state); a run
+   * indexed before they did is decoded, and `decodedBytes` counts what that read (a snapshot holds
+   * every step's results: megabytes, which a pass over many runs weighs its work by).
+   */
+  keysForEvent(orgId: string, eventId: string): { readonly runs: RunKeys[]; readonly decodedBytes: number } {
+    const runs: RunKeys[] = [];
+    let decodedBytes = 0;
+    for (const { key, value } of this.#byEvent.getRange({ start: [orgId, eventId], end: [orgId, eventId, '\uffff'] })) {
+      const runId = (key as [string, string, string])[2];
+      const indexed = indexedKeys(orgId, eventId, runId, value, (at) => this.#byTime.get(at));
+      if (indexed !== undefined) {
+        runs.push(indexed);
+        continue;
+      }
+      decodedBytes += this.#runs.getBinaryFast([orgId, runId])?.length ?? 0;
+      const run = this.get(orgId, runId);
+      if (run !== undefined) runs.push(runKeysOf(run));
+    }
+    return { runs, decodedBytes };
   }
 
   /**
