@@ -15,7 +15,7 @@ import { InputError } from '../errors.ts';
 import { describeSchemaError } from '../validation/body-schema.ts';
 import { PROTO_KEY, protoKeyPath } from '../validation/proto-key.ts';
 import { MAX_PATTERN_PROGRAM_SIZE, MAX_SCHEMA_PATTERN_PROGRAM, patternProgramSize, SchemaCompiler } from './schema-compiler.ts';
-import { expansionProblem, refProblem } from './schema-expansion.ts';
+import { expansionProblem, refProblem, refTarget } from './schema-expansion.ts';
 import { otherDialect, unknownKeyword } from './schema-keywords.ts';
 import { ValidatorCache } from './validator-cache.ts';
 import { EVENT_TYPE_PATTERN, type SourceRecord } from './source-record.ts';
@@ -64,7 +64,9 @@ function notSelfContained(schema: object): string | undefined {
     else if (Object.hasOwn(subschema, '$async')) problem = `"$async" at "${pointer || '/'}" is not allowed`;
     else if (typeof ref === 'string' && !ref.startsWith('#')) problem = `"$ref" at "${pointer || '/'}" must point inside the schema (start with "#")`;
     else if (typeof ref === 'string') {
-      const why = refProblem(ref);
+      const target = refTarget(schema, ref);
+      const points = (typeof target === 'object' && target !== null) || typeof target === 'boolean';
+      const why = refProblem(ref) ?? (points ? undefined : 'points to no schema in this one');
       if (why !== undefined) problem = `"$ref": "${shownName(ref)}" at "${pointer || '/'}" ${why}`;
     }
   });

@@ -73,17 +73,27 @@ export function refProblem(ref: string): string | undefined {
   return expecting === 'keyword' || expecting === 'index or keyword' ? undefined : 'ends where a name or index should follow';
 }
 
-/** What a local `$ref` ("#", "#/definitions/a") points to in `root`, or undefined (ajv refuses those itself). */
-function resolve(root: Schema, ref: string): Schema | undefined {
+/**
+ * What a local `$ref` ("#", "#/definitions/a") points to in `root`, through the schema's own members
+ * only, or undefined when nothing is there. (ajv's own walk also reads the names every JavaScript
+ * object inherits: "#/definitions/valueOf" found a function there and checked nothing.)
+ */
+export function refTarget(root: object, ref: string): unknown {
   if (ref === '#') return root;
   if (!ref.startsWith('#/')) return undefined;
   let node: unknown = root;
   for (const raw of ref.slice(2).split('/')) {
     const part = decodeSegment(raw);
-    if (part === undefined) return undefined;
-    node = isSchema(node) || Array.isArray(node) ? (node as Record<string, unknown>)[part] : undefined;
+    if (part === undefined || typeof node !== 'object' || node === null || !Object.hasOwn(node, part)) return undefined;
+    node = (node as Record<string, unknown>)[part];
   }
-  return isSchema(node) ? node : undefined;
+  return node;
+}
+
+/** The schema a local `$ref` points to, or undefined (refused when the schema was written: event-schemas.ts). */
+function resolve(root: Schema, ref: string): Schema | undefined {
+  const target = refTarget(root, ref);
+  return isSchema(target) ? target : undefined;
 }
 
 /**

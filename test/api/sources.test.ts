@@ -201,6 +201,12 @@ test('schemas whose checks could hold the event loop are refused: $refs that exp
   // ajv ends a pointer at a second "#": this one recurses, though the recursion check read another key.
   const hashed = await refusal('hashed', { definitions: { a: { properties: { l: { $ref: '#/definitions/a#' }, r: { $ref: '#/definitions/a#' } } } }, $ref: '#/definitions/a' });
   assert.match(hashed, /must be "#" or a JSON pointer/);
+  // Names every JavaScript object inherits are no members of the schema: ajv's walk found a
+  // function there, and the property checked nothing. Names that are not there at all, likewise.
+  for (const [name, ref] of [['inherited', '#/definitions/valueOf'], ['inherited-prop', '#/properties/constructor'], ['proto', '#/definitions/__proto__'], ['absent', '#/definitions/missing']]) {
+    const nowhere = await refusal(name!, { definitions: {}, required: ['a'], properties: { a: { $ref: ref } } });
+    assert.ok(nowhere.includes(`"$ref": "${ref}" at "/properties/a" points to no schema in this one`), nowhere);
+  }
 
   // Shared definitions used a few times, and everyday patterns, are fine.
   const shared = { definitions: { money: { type: 'object', properties: { amount: { type: 'integer' }, currency: { type: 'string', pattern: '^[A-Z]{3}$' } } } }, properties: { total: { $ref: '#/definitions/money' }, tax: { $ref: '#/definitions/money' } } };
