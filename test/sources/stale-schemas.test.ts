@@ -38,8 +38,10 @@ test('a stored schema that a later rule refuses is named at boot, and its events
     // And one before the RE2 program cap (a pattern of 11,002 instructions): not weighed at boot
     // (compiling patterns there would hold the event loop), refused where it compiles.
     const coded = { type: 'object', properties: { code: { type: 'string', pattern: '[a-z]{1000}'.repeat(11) } } };
+    // And one before $refs had to point into the schema itself: to a name every object inherits.
+    const inherited = { type: 'object', required: ['a'], properties: { a: { $ref: '#/definitions/valueOf' } }, definitions: {} };
     const sourceSchemas = JSON.parse(storedSource.event_types_json) as Record<string, object>;
-    ledger.sources.put([org, 'shop'], { ...storedSource, event_types_json: JSON.stringify({ ...sourceSchemas, 'order.tagged': unbounded, 'order.coded': coded }) });
+    ledger.sources.put([org, 'shop'], { ...storedSource, event_types_json: JSON.stringify({ ...sourceSchemas, 'order.tagged': unbounded, 'order.coded': coded, 'order.inherited': inherited }) });
     devices.put([org, 'scale'], { ...storedDevice, event_types_json: JSON.stringify({ weight: unbounded }) });
   }));
   await ledger.close();
@@ -49,11 +51,11 @@ test('a stored schema that a later rule refuses is named at boot, and its events
   try {
     // Checked as requests go on, one record per event-loop turn; it says when it is done.
     const done = await eventually('the stored schemas checked', () => lines.find((line) => line.includes('"stored event schemas checked"')), Boolean);
-    assert.equal(JSON.parse(done!).refused, 2);
+    assert.equal(JSON.parse(done!).refused, 3);
     const warned = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => String(entry['message']).startsWith('stored event schema refused at ingest'));
     assert.deepEqual(
       warned.map((entry) => [entry['org_id'], entry['source'], entry['event_type']]).sort(),
-      [[org, '@device:scale', 'weight'], [org, 'shop', 'order.tagged']],
+      [[org, '@device:scale', 'weight'], [org, 'shop', 'order.inherited'], [org, 'shop', 'order.tagged']],
       'one warning per stale schema, none for the others',
     );
     const problemOf = (type: string): string => String(warned.find((entry) => entry['event_type'] === type)?.['problem']);
@@ -68,6 +70,9 @@ test('a stored schema that a later rule refuses is named at boot, and its events
     const coded = await send('order.coded', 'msg_coded');
     assert.deepEqual([coded.status, coded.body?.error?.code], [422, 'invalid_event_schema'], coded.text);
     assert.match(coded.body.error.message, /compiles to 11002 RE2 instructions, more than 10,000/);
+    const inheritedRef = await send('order.inherited', 'msg_inherited');
+    assert.deepEqual([inheritedRef.status, inheritedRef.body?.error?.code], [422, 'invalid_event_schema'], inheritedRef.text);
+    assert.match(inheritedRef.body.error.message, /"\$ref": "#\/definitions\/valueOf" at "\/properties\/a" points to no schema in this one/);
     assert.equal((await send('order.placed', 'msg_fine')).status, 204, 'the source\'s other types still ingest');
   } finally {
     await rt.close();
