@@ -30,7 +30,8 @@ const parseCreate = createBodyParser<{ name: string; environment?: Environment; 
   properties: { name: { type: 'string', pattern: SOURCE_NAME_PATTERN }, environment: { type: 'string', enum: [...ENVIRONMENTS] }, event_types: EVENT_TYPES_BODY_SCHEMA },
 });
 
-const parseUpdate = createBodyParser<{ event_types?: Record<string, object> }>({ type: 'object', additionalProperties: false, properties: { event_types: EVENT_TYPES_BODY_SCHEMA } });
+// An empty update is refused: written, it moved the ETag, and others' If-Match failed for nothing.
+const parseUpdate = createBodyParser<{ event_types?: Record<string, object> }>({ type: 'object', additionalProperties: false, minProperties: 1, properties: { event_types: EVENT_TYPES_BODY_SCHEMA } });
 
 /** A new device token and what is stored of it. */
 function newToken(): { token: string; hash: string; prefix: string } {

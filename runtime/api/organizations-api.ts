@@ -5,7 +5,7 @@
 import { notFound, SluiceError } from '../errors.ts';
 import { json, type RequestHead, type Route } from '../http/types.ts';
 import { parseJsonRequest } from '../http/parse-json.ts';
-import { assertDisplayName } from '../validation/display-name.ts';
+import { readDisplayName } from '../validation/display-name.ts';
 import { createBodyParser } from '../validation/body-schema.ts';
 import { DEFAULT_MAX_CONCURRENT_RUNS, defaultIngestRate, ORG_ID_PATTERN, PLANS, type Organization, type Plan } from '../tenancy/organizations.ts';
 import { describeApiKey } from '../tenancy/api-keys.ts';
@@ -34,11 +34,13 @@ interface CreateOrganizationBody {
  */
 const BYTE_RATE_SCHEMA = { type: ['integer', 'null'], minimum: 1_048_576, maximum: 2 ** 40 };
 
-/** A display name: 1-200 characters, not only spaces, no control characters (as workflow names). */
+/** An organization's name: at most 200 characters once trimmed (readDisplayName, as workflow names). */
+const MAX_ORG_NAME = 200;
+
+/** A display name: not only spaces, no control characters; its length is checked once trimmed. */
 const NAME_SCHEMA = {
   type: 'string',
   minLength: 1,
-  maxLength: 200,
   pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u001f\\u007f\\s][^\\u0000-\\u001f\\u007f]*$',
   description: 'text that is not only white space, without control characters (tabs, line breaks)',
 };
@@ -91,11 +93,11 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       handler: async (request) => {
         ctx.auth.requirePlatformAdmin(request);
         const body = parseCreate(parseJsonRequest(request));
-        assertDisplayName(body.name, 'name');
+        const name = readDisplayName(body.name, 'name', MAX_ORG_NAME);
         const now = isoAt(ctx.clock.now());
         const org: Organization = {
           id: body.id,
-          name: body.name,
+          name,
           plan: body.plan ?? 'starter',
           max_concurrent_runs: body.max_concurrent_runs ?? DEFAULT_MAX_CONCURRENT_RUNS,
           ingest_rate_per_second: body.ingest_rate_per_second === undefined ? defaultIngestRate(body.plan ?? 'starter') : body.ingest_rate_per_second,
@@ -131,8 +133,8 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
         ctx.auth.requirePlatformAdmin(request);
         const current = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'admin');
         const matches = recordPrecondition(request.headers['if-match'], 'organization');
-        const update = parseUpdate(parseJsonRequest(request));
-        if (update.name !== undefined) assertDisplayName(update.name, 'name', current.name);
+        const parsed = parseUpdate(parseJsonRequest(request));
+        const update = parsed.name === undefined ? parsed : { ...parsed, name: readDisplayName(parsed.name, 'name', MAX_ORG_NAME, current.name) };
         // Merged onto the organization as stored when the write runs: a concurrent update is not undone
         // (with If-Match, the organization then must be the one the client read: 412 otherwise).
         // A new plan brings its own ingest rate unless the same request sets one.

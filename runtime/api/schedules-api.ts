@@ -54,7 +54,8 @@ const parseCreate = createBodyParser<ScheduleBody>({
   properties: { name: { type: 'string', pattern: SCHEDULE_NAME_PATTERN }, environment: { type: 'string', enum: [...ENVIRONMENTS] }, ...fields },
 });
 
-const parseUpdate = createBodyParser<ScheduleUpdate>({ type: 'object', additionalProperties: false, properties: fields });
+// An empty update is refused: written, it moved the ETag, and others' If-Match failed for nothing.
+const parseUpdate = createBodyParser<ScheduleUpdate>({ type: 'object', additionalProperties: false, minProperties: 1, properties: fields });
 
 /** The payload member's JSON text as sent (null when absent), refused past MAX_SCHEDULE_PAYLOAD_BYTES. */
 function payloadText(requestText: string, given: boolean): string {

@@ -65,6 +65,8 @@ const parseCreate = createBodyParser<SourceBody>({
 const parseUpdate = createBodyParser<SourceUpdate>({
   type: 'object',
   additionalProperties: false,
+  // An empty update is refused: written, it moved the ETag, and others' If-Match failed for nothing.
+  minProperties: 1,
   properties: { secrets: secretsSchema, event_types: EVENT_TYPES_BODY_SCHEMA, body_limit_bytes: bodyLimitSchema },
 });
 

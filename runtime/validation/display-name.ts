@@ -9,6 +9,7 @@
 
 import { InputError } from '../errors.ts';
 import { withoutUnprintable } from '../terminal-text.ts';
+import { readString } from '../workflows/input-fields.ts';
 
 const ACTING = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 /** Joiners and variation selectors: they shape the characters around them (kept by printable()) but show nothing alone. */
@@ -23,4 +24,14 @@ export function assertDisplayName(name: string, field: string, stored?: string):
   if (withoutUnprintable(name).replace(SHAPING, '').trim() === '') {
     throw new InputError(400, 'invalid_request', `Field "${field}" must show something: not only white space or invisible characters.`, { field });
   }
+}
+
+/**
+ * A name as written: trimmed, then 1 to `max` characters (code points) and a display name (above),
+ * or the name stored. Organization and workflow names alike (the org's was stored untrimmed).
+ */
+export function readDisplayName(value: unknown, field: string, max: number, stored?: string): string {
+  const name = readString(value, field, { max, trim: true, characters: true });
+  assertDisplayName(name, field, stored);
+  return name;
 }

@@ -21,7 +21,10 @@ import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { asStepId, type StepId } from '../../actors/ids.ts';
 import { describeField, expectRecord, fail, isPresent, pathOf, readEnum, readString, rejectUnknown } from './input-fields.ts';
-import { assertDisplayName } from '../validation/display-name.ts';
+import { readDisplayName } from '../validation/display-name.ts';
+
+/** A workflow's name: at most 200 characters once trimmed. */
+const MAX_WORKFLOW_NAME = 200;
 import { parseStep, readGivenStepId } from './parse-step.ts';
 import type { WorkflowDraft, WorkflowEnvironment, WorkflowStatus, WorkflowStep } from './workflow-types.ts';
 import { EVENT_TYPE_REGEX } from '../sources/source-record.ts';
@@ -56,7 +59,7 @@ export function parseWorkflowInput(body: unknown, existing?: WorkflowDraft, opti
   need('trigger_event');
   need('steps');
 
-  const name = isPresent(input, 'name') ? readDisplayName(input['name'], existing?.name) : existing?.name;
+  const name = isPresent(input, 'name') ? readDisplayName(input['name'], 'name', MAX_WORKFLOW_NAME, existing?.name) : existing?.name;
   const trigger = isPresent(input, 'trigger_event')
     ? readString(input['trigger_event'], 'trigger_event', { max: 128, pattern: EVENT_TYPE_REGEX, patternHint: 'letters, digits, "_", ".", ":" and "-", starting with a letter, digit or "_" (an event type)' })
     : existing?.trigger_event;
@@ -124,9 +127,3 @@ function mintId(taken: Set<string>, newStepId: () => string): StepId {
   throw new Error('newStepId kept producing ids that are already taken');
 }
 
-/** A workflow's name: 1-200 characters, trimmed, that show (display-name.ts), or its name as stored. */
-function readDisplayName(value: unknown, stored: string | undefined): string {
-  const name = readString(value, 'name', { max: 200, trim: true, characters: true });
-  assertDisplayName(name, 'name', stored);
-  return name;
-}
