@@ -6,7 +6,11 @@
 //
 //   derived-counts   [orgId, root event id]  ->  [derived so far, descendants still stored]
 //                                                 (a bare number: written before descendants were
-//                                                 counted; read as none stored, as it was treated then)
+//                                                 counted, so how many are stored is unknown: it is
+//                                                 kept for good, one small record per such chain
+//                                                 until its org goes; read as dropped at the root's
+//                                                 removal, it gave a descendant still stored a fresh
+//                                                 budget)
 
 import type { Ledger, LedgerTable } from '../ledger/ledger.ts';
 import { rangeInTurns } from '../ledger/range-in-turns.ts';
@@ -17,7 +21,7 @@ const ROOTS_PER_TURN = 1000;
 
 type Stored = number | readonly [number, number];
 
-/** [derived so far, descendants still stored]. */
+/** [derived so far, descendants still stored] (a bare number's descendants are not known: read as none, never removed for it). */
 const read = (stored: Stored | undefined): readonly [number, number] => (stored === undefined ? [0, 0] : typeof stored === 'number' ? [stored, 0] : stored);
 
 export class DerivedCounts {
@@ -41,7 +45,13 @@ export class DerivedCounts {
 
   /** Counts one more event derived from the root, stored with it; call inside the transaction that writes it. */
   countWithin(orgId: string, rootEventId: string): void {
-    const [derived, live] = read(this.#stored(orgId, rootEventId));
+    const stored = this.#stored(orgId, rootEventId);
+    // Uncounted descendants stay uncounted: counting only the new ones would let the count go while others are stored.
+    if (typeof stored === 'number') {
+      void this.#counts.put([orgId, rootEventId], stored + 1);
+      return;
+    }
+    const [derived, live] = read(stored);
     void this.#counts.put([orgId, rootEventId], [derived + 1, live + 1]);
   }
 
@@ -50,12 +60,13 @@ export class DerivedCounts {
     if (event.correlation_id === event.id) {
       // A root: its count goes unless a descendant is still stored.
       const stored = this.#stored(event.org_id, event.id);
-      if (stored !== undefined && read(stored)[1] <= 0) void this.#counts.remove([event.org_id, event.id]);
+      if (stored !== undefined && typeof stored !== 'number' && stored[1] <= 0) void this.#counts.remove([event.org_id, event.id]);
       return;
     }
     const key = [event.org_id, event.correlation_id];
     const stored = this.#stored(event.org_id, event.correlation_id);
-    if (stored === undefined) return;
+    // Uncounted descendants (a bare number): the count stays as it is.
+    if (stored === undefined || typeof stored === 'number') return;
     const [derived, live] = read(stored);
     if (live - 1 <= 0 && !this.#events.doesExist(key)) void this.#counts.remove(key);
     else void this.#counts.put(key, [derived, Math.max(0, live - 1)]);
