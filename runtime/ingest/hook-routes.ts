@@ -2,7 +2,8 @@
 // Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 400 JSON, 422 schema (409 for a copy of a delivery stored before its schema changed), then one durable write on the quota (429).
 // A large body is read in a thread (read-webhook-body.ts); ingest never parses the payload on the event loop.
 
-import { InputError, notFound } from '../errors.ts';
+import { InputError, notFound, RetryableError } from '../errors.ts';
+
 import type { Clock } from '../clock.ts';
 import type { EventStore } from '../events/event-store.ts';
 import { generateEventId, rootEvent, type StoredEvent } from '../events/event-record.ts';
@@ -24,6 +25,9 @@ import { assertNotReservedType } from '../triggers/device-record.ts';
 import { isDeliveryId } from './verification.ts';
 import { verifyDelivery } from './verify-delivery.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
+
+/** How soon a delivery refused while its source's delete is written may be sent again: the delete takes one commit. */
+const PENDING_RETRY_MS = 1000;
 
 export interface HookRouteDeps {
   readonly orgs: OrganizationStore;
@@ -52,6 +56,13 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
     const source = org === undefined ? undefined : deps.sources.get(org.id, params.source ?? '');
     return source === undefined || org === undefined ? undefined : { org, source };
   };
+  // A source whose delete is being written is no target any more, but may stay (the write may fail):
+  // what comes meanwhile stored nothing and is to be sent again, not told the source is gone.
+  const missing = (params: Readonly<Record<string, string>>): Error => {
+    const org = deps.orgs.get(params.org_id ?? '');
+    if (org === undefined || !deps.sources.isDeleting(org.id, params.source ?? '')) return notFound('Organization or source');
+    return new RetryableError('source_deletion_pending', 'The source is being deleted; nothing was stored. Should its deletion fail, send this again.', PENDING_RETRY_MS);
+  };
   const countRefusal = (error: unknown): void => {
     deps.metrics.ingestTotal.inc({ outcome: errorCodeOf(error) });
   };
@@ -66,13 +77,14 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
       bodyLimit: (params) => lookupHead(params)?.source.body_limit_bytes ?? DEFAULT_BODY_LIMIT_BYTES,
       // An unknown org or source is answered before its body is read.
       beforeBody: (head) => {
-        if (lookupHead(head.params) === undefined) throw notFound('Organization or source');
+        if (lookupHead(head.params) === undefined) throw missing(head.params);
       },
       // Deliveries refused before the handler (unknown source, body too large or too slow) count too.
       onRefused: countRefusal,
       handler: async (request) => {
         try {
-          const event = await ingest(deps, () => lookupHead(request.params), () => lookup(request.params), request);
+          const { params } = request;
+          const event = await ingest(deps, () => admitted(lookupHead(params), () => missing(params)), () => admitted(lookup(params), () => missing(params)), request);
           deps.metrics.ingestTotal.inc({ outcome: 'accepted' });
           return { status: 204, headers: { 'sluice-event-id': event.id } };
         } catch (error) {
@@ -90,9 +102,9 @@ interface Target<S extends SourceHead = SourceRecord> {
   readonly source: S;
 }
 
-/** The org and source, if both exist and the org's plan allows the source's environment. */
-function admitted<S extends SourceHead>(target: Target<S> | undefined): Target<S> {
-  if (target === undefined) throw notFound('Organization or source');
+/** The org and source, if both exist (`missing()` is thrown otherwise) and the org's plan allows the source's environment. */
+function admitted<S extends SourceHead>(target: Target<S> | undefined, missing: () => Error): Target<S> {
+  if (target === undefined) throw missing();
   assertSandboxAllowed(target.org, target.source.environment);
   return target;
 }
@@ -100,9 +112,10 @@ function admitted<S extends SourceHead>(target: Target<S> | undefined): Target<S
 /**
  * `lookupHead` reads the path's org and source head, for the checks up to the signature; `lookup`
  * the whole source, after it and again after each wait (a body read, a schema check, a sandbox reset).
+ * Each throws when the org or the source is gone (404) or the source's delete is being written (503).
  */
-async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead> | undefined, lookup: () => Target | undefined, request: HttpRequest): Promise<StoredEvent> {
-  const { org, source } = admitted(lookupHead());
+async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead>, lookup: () => Target, request: HttpRequest): Promise<StoredEvent> {
+  const { org, source } = lookupHead();
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new InputError(415, 'unsupported_media_type', 'Webhook bodies must be JSON (Content-Type: application/json).');
   }
@@ -162,7 +175,7 @@ async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead> 
  * under the name: another source, with its own delivery ids) is 404, so the provider sends again.
  * Resolves with the version last checked.
  */
-async function checkSchema(checks: SchemaChecks, source: SourceHead, current: SourceRecord, type: string, payloadJson: string, lookup: () => Target | undefined, reverify: (changed: SourceHead) => void): Promise<SourceRecord> {
+async function checkSchema(checks: SchemaChecks, source: SourceHead, current: SourceRecord, type: string, payloadJson: string, lookup: () => Target, reverify: (changed: SourceHead) => void): Promise<SourceRecord> {
   let checked = current;
   for (;;) {
     const checking = checks.check(checked, type, payloadJson);
@@ -179,8 +192,8 @@ async function checkSchema(checks: SchemaChecks, source: SourceHead, current: So
  * name: another source, with its own delivery ids), so the provider sends again; the delivery is
  * verified again when its secrets changed since `checked`, the version last seen.
  */
-function sourceAfterWait(source: SourceHead, checked: SourceHead, lookup: () => Target | undefined, reverify: (changed: SourceHead) => void): SourceRecord {
-  const current = admitted(lookup()).source;
+function sourceAfterWait(source: SourceHead, checked: SourceHead, lookup: () => Target, reverify: (changed: SourceHead) => void): SourceRecord {
+  const current = lookup().source;
   if (!isSameSource(current, source)) throw notFound('Organization or source');
   if (current.updated_at !== checked.updated_at && !isDeepStrictEqual(current.secrets, checked.secrets)) reverify(current);
   return current;

@@ -41,9 +41,14 @@ export class SourceStore {
     this.#inbox = inbox;
   }
 
+  /** Whether a delete of the source is being written: it reads as gone meanwhile, and stays should the write fail. */
+  isDeleting(orgId: string, name: string): boolean {
+    return this.#deleting.size > 0 && this.#deleting.has(deletingKey(orgId, name));
+  }
+
   /** The source, its schemas parsed (frozen when cached: readers share one copy). */
   get(orgId: string, name: string): SourceRecord | undefined {
-    if (this.#deleting.size > 0 && this.#deleting.has(deletingKey(orgId, name))) return undefined;
+    if (this.isDeleting(orgId, name)) return undefined;
     return this.#cache.read(orgId, name, () => {
       const stored = this.#stored(orgId, name);
       return stored === undefined ? undefined : sourceFromStored(stored);
@@ -52,7 +57,7 @@ export class SourceStore {
 
   /** The source without its schemas (their text is read, not parsed; a record from before data format 8 decodes them). */
   head(orgId: string, name: string): SourceHead | undefined {
-    if (this.#deleting.size > 0 && this.#deleting.has(deletingKey(orgId, name))) return undefined;
+    if (this.isDeleting(orgId, name)) return undefined;
     // Read from the ledger, not through the whole-record cache: a head needs no frozen copy of the schemas.
     return this.#heads.read(orgId, name, () => {
       const stored = this.#stored(orgId, name);
