@@ -57,9 +57,34 @@ export class RunCreation {
    * first out, in each environment's queue: org-admission.ts).
    */
   readonly #queuedInFlight = new KeyedCounts();
+  /**
+   * Per run (orgScopedKey), what settles once its creating write has (committed and its actor
+   * started, abandoned, or committed unconfirmed). A run can be read once that write commits, before
+   * its flush: a command that comes meanwhile (a cancel through the API) waits for it. Applied at
+   * once, a cancel was undone by the actor the run then started with, which sent its steps and
+   * wrote `completed` over `cancelled` (found by a probe).
+   */
+  readonly #settling = new Map<string, Promise<void>>();
 
   constructor(host: RunCreationHost) {
     this.#host = host;
+  }
+
+  /** What settles once the run's creating write has, while it has not. */
+  settling(key: string): Promise<void> | undefined {
+    return this.#settling.get(key);
+  }
+
+  /** Holds commands for `created` until the returned release (idempotent) is called. */
+  #holdCommands(created: readonly NewRun[]): () => void {
+    const keys = created.map(({ run }) => orgScopedKey(run.context.orgId, run.context.runId));
+    let done: () => void = () => undefined;
+    const settled = new Promise<void>((resolve) => (done = resolve));
+    for (const key of keys) this.#settling.set(key, settled);
+    return () => {
+      for (const key of keys) if (this.#settling.get(key) === settled) this.#settling.delete(key);
+      done();
+    };
   }
 
   /** The org's runs of `environment` written as `queued` whose transaction has not settled yet. */
@@ -101,6 +126,7 @@ export class RunCreation {
       undoInMemory();
       throw error;
     }
+    const release = this.#holdCommands(created);
     return {
       // Each run before its updates: a put that throws part way leaves no update of a run not written.
       write: () => {
@@ -111,9 +137,16 @@ export class RunCreation {
       },
       committed: () => {
         settleWaiting();
-        host.started(orgId, created.flatMap(({ updates }) => updates), created);
+        try {
+          host.started(orgId, created.flatMap(({ updates }) => updates), created);
+        } finally {
+          release();
+        }
       },
-      abandoned: undoInMemory,
+      abandoned: () => {
+        undoInMemory();
+        release();
+      },
       // Committed, not known to be on disk: the stalled-run path picks each run up from the ledger
       // after its pause (a run not in it gives back its slot). Queued runs reach the scheduler only
       // then, so a later event of the org may be admitted ahead of them; their live updates are
@@ -122,6 +155,7 @@ export class RunCreation {
         settleWaiting();
         for (const { actor } of created) actor.stop();
         host.unconfirmed(orgId, created.map(({ run }) => run.context.runId));
+        release();
       },
     };
   }

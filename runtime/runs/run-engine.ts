@@ -258,6 +258,9 @@ export class RunEngine {
   /** Applies one command; true when it changed the run (and the change is durable). */
   async #apply(orgId: OrgId, runId: RunId, command: RunCommand, effects: ActionEffects | undefined, at = this.#d.clock.now()): Promise<boolean> {
     const key = orgScopedKey(orgId, runId);
+    // The run's creating write has committed, not settled: its actor starts once it has.
+    const creating = this.#creation.settling(key);
+    if (creating !== undefined) await creating;
     // The org's deletion is being written: the command waits for it, dropped if it goes through.
     const marking = this.#d.deletedOrgs?.marking(orgId);
     if (marking !== undefined) await marking;
