@@ -6,6 +6,7 @@
 // its first write (nothing of it was written).
 
 import type { RunKeys } from '../runs/run-store.ts';
+import { OrgDeletedError } from '../ledger/org-fence.ts';
 import { assertNoBodyFields } from '../http/parse-json.ts';
 import { json, type Route } from '../http/types.ts';
 import { resetSandbox, SandboxResetRefusedError, type SandboxResetResult } from '../events/sandbox-reset.ts';
@@ -33,6 +34,7 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
         assertNoBodyFields(request);
         let result: SandboxResetResult;
         let refusedAtStart = false;
+        let began = false;
         // A reset waits for one of the org's in flight: its key, and the plan's sandbox, are asked again when it starts.
         const mayStart = (): void => {
           try {
@@ -44,10 +46,12 @@ export function sandboxRoutes(ctx: ApiContext, updateLog: UpdateLog, engine: Run
         };
         try {
           const forget = (runs: readonly RunKeys[]): void => engine.forget(runs);
-          result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections, forget }, org.id, ctx.clock.now(), mayStart);
+          result = await resetSandbox({ ledger: ctx.ledger, events: ctx.events, runs: ctx.runs, sources: ctx.sources, devices, updateLog, projections, forget }, org.id, ctx.clock.now(), mayStart, () => (began = true));
         } catch (error) {
-          // Refused before it began (its key or plan, or below the disk floor): nothing was written, the sockets stay.
-          if (!(error instanceof SandboxResetRefusedError) && !refusedAtStart) hooks.unconfirmed(org.id);
+          // Refused before it began (its key or plan, below the disk floor, or its first write by the
+          // fence of the org's deletion, whose mark may yet fail): nothing was written, the sockets stay.
+          const refused = error instanceof SandboxResetRefusedError || refusedAtStart || (!began && error instanceof OrgDeletedError);
+          if (!refused) hooks.unconfirmed(org.id);
           throw error;
         }
         hooks.durable(org.id, result);

@@ -71,7 +71,7 @@ export interface SandboxResetResult extends SandboxRemoval {
  * of the org in flight (the caller's key may have been revoked meanwhile): what it throws refuses
  * the reset, nothing written.
  */
-export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs: number, mayStart: () => void = () => undefined): Promise<SandboxResetResult> {
+export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs: number, mayStart: () => void = () => undefined, began: () => void = () => undefined): Promise<SandboxResetResult> {
   const generations = deps.runs.sandboxGenerations;
   return generations.during(orgId, async () => {
     mayStart();
@@ -81,6 +81,7 @@ export async function resetSandbox(deps: SandboxResetDeps, orgId: string, nowMs:
     } catch (error) {
       throw error instanceof DiskSpaceLowError ? new SandboxResetRefusedError() : error;
     }
+    began();
     try {
       return { generation, ...(await resetBegun(deps, orgId, nowMs)) };
     } catch (error) {

@@ -87,7 +87,7 @@ export class OrgDeletedError extends SluiceError {
   /** Set while the mark is written: a Retry-After for the request's answer, a message's nack. */
   readonly retryAfterMs: number | undefined;
   constructor(orgId: string, pending = false) {
-    if (pending) super(503, 'organization_deletion_pending', 'The organization is being deleted; nothing was stored. Should its deletion fail, this may be sent again.');
+    if (pending) super(503, 'organization_deletion_pending', 'The organization is being deleted: this write was refused. Should its deletion fail, send it again.');
     else super(404, 'not_found', 'Organization was not found.', { field: 'org_id' });
     this.orgId = orgId;
     this.retryAfterMs = pending ? PENDING_RETRY_MS : undefined;

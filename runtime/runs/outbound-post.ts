@@ -323,8 +323,9 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
           queuedMs,
         });
       });
-      // Answered during a stop: settled now, while the engine records it (see holdUnsent).
-      if (pool.stopping()) response.destroy();
+      // Answered during a stop: settled now, while the engine records it (see holdUnsent), once the
+      // parser has handed over what came with the head (ended at once, a whole body read as empty).
+      if (pool.stopping()) process.nextTick(() => response.destroy());
     });
   });
 }

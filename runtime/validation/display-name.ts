@@ -27,10 +27,12 @@ export function assertDisplayName(name: string, field: string, stored?: string):
 }
 
 /**
- * A name as written: trimmed, then 1 to `max` characters (code points) and a display name (above),
- * or the name stored. Organization and workflow names alike (the org's was stored untrimmed).
+ * A name as written: trimmed, then 1 to `max` characters (code points) and a display name (above);
+ * the name stored, sent back unchanged, is kept as it is. Organization and workflow names alike.
  */
 export function readDisplayName(value: unknown, field: string, max: number, stored?: string): string {
+  // Sent back as read: kept as stored (an org's name was stored untrimmed, or before a rule).
+  if (value === stored && stored !== undefined) return stored;
   const name = readString(value, field, { max, trim: true, characters: true });
   assertDisplayName(name, field, stored);
   return name;

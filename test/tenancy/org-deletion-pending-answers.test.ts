@@ -58,6 +58,9 @@ test('writes refused while the deletion mark is written are answered 503 to send
     const org = await setUp(rt, 'acct-pending-fails');
     const viewer = await call(rt.url, 'POST', `/organizations/${org.id}/api-keys`, { token: org.key, json: { role: 'viewer' } });
     assert.equal(viewer.status, 201, viewer.text);
+    const scale = await call(rt.url, 'POST', `/organizations/${org.id}/devices`, { token: org.key, json: { name: 'scale', environment: 'sandbox' } });
+    assert.equal(scale.status, 201, scale.text);
+    const sandboxDevice = await connectDevice(rt.url, org.id, 'scale', scale.body.token as string);
     const deletion = await deletionHeld(rt, org.id);
     try {
       assertPending(await sendAll(rt, org));
@@ -66,6 +69,9 @@ test('writes refused while the deletion mark is written are answered 503 to send
       assert.equal(revoke.status, 503, revoke.text);
       const removeDevice = await call(rt.url, 'DELETE', `/organizations/${org.id}/devices/meter`, { token: org.key });
       assert.equal(removeDevice.status, 503, removeDevice.text);
+      // A sandbox reset whose first write was refused removed nothing: its sockets stay too.
+      const reset = await call(rt.url, 'POST', `/organizations/${org.id}/sandbox/reset`, { token: org.key });
+      assert.deepEqual([reset.status, reset.body.error.code], [503, 'organization_deletion_pending'], reset.text);
       deletion.release();
       assert.equal((await deletion.answer).status, 500);
     } finally {
@@ -82,7 +88,10 @@ test('writes refused while the deletion mark is written are answered 503 to send
     assert.equal(events.status, 200, events.text);
     const stored = (events.body.events as Array<{ type: string }>).map((event) => event.type).filter((type) => type !== 'device.connected');
     assert.deepEqual(stored.sort(), ['orders.created', 'orders.created', 'reading.taken'], 'each stored once, when sent again');
+    sandboxDevice.send({ id: 'weight-1', type: 'weight.taken', payload: { g: 5 } });
+    assert.equal((await sandboxDevice.answerTo('weight-1')).type, 'ack', 'the sandbox socket stayed open');
     org.device.close(1000);
+    sandboxDevice.close(1000);
   } finally {
     await rt.close();
   }
