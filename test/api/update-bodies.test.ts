@@ -27,6 +27,13 @@ test('organization names are trimmed on create and update, their length counted 
     assert.equal(read.body.organization.name, 'Gamma');
     const tooLong = await call(rt.url, 'PATCH', '/organizations/acct-trim', { token: ADMIN_TOKEN, json: { name: 'a'.repeat(201) } });
     assert.deepEqual([tooLong.status, tooLong.body.error.field, tooLong.body.error.message], [400, 'name', 'Field "name" must be at most 200 characters.']);
+
+    // A name stored untrimmed (before this rule), or before a rule it breaks, is kept when sent back as read.
+    for (const stored of [' Old name ', 'old\u0085name ']) {
+      await rt.runtime.context.orgs.update('acct-trim', (org) => ({ ...org, name: stored }));
+      const sentBack = await call(rt.url, 'PATCH', '/organizations/acct-trim', { token: ADMIN_TOKEN, json: { name: stored, max_concurrent_runs: 7 } });
+      assert.deepEqual([sentBack.status, sentBack.body.organization?.name], [200, stored], sentBack.text);
+    }
   } finally {
     await rt.close();
   }
