@@ -111,7 +111,7 @@ test('a live room that nothing answers at first ends it with 1, saying so with t
   assert.deepEqual(withPassword.notices(), [`sluice watch: the live room could not be reached (connect ECONNREFUSED 127.0.0.1:${port}). Nothing answered at http://ops:***@127.0.0.1:${port}/: is Sluice running there?`]);
 });
 
-test('with --after-seq, a first connection that nothing answers ends it too; one that fails after Sluice answered (a 503 while it restarts) is retried', { timeout: 30_000 }, async () => {
+test('with --after-seq, a first connection that nothing answers ends it too; one that fails after Sluice answered (a 503 while it restarts, or a proxy\'s 502 or 504 meanwhile) is retried', { timeout: 60_000 }, async () => {
   const closed = createServer();
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
   const { port } = closed.address() as AddressInfo;
@@ -120,14 +120,16 @@ test('with --after-seq, a first connection that nothing answers ends it too; one
   assert.equal(await positioned.exit, 1);
   assert.match(positioned.notices().join('\n'), /Nothing answered at http:\/\/127\.0\.0\.1:\d+: is Sluice running there\?$/);
 
-  const restarting = await startRefusingUpgradeServer(503, '');
-  const watch = start([`http://127.0.0.1:${restarting.port}`, '--org', ORG, '--key', key]);
-  await eventually('the 503 said', () => watch.notices(), (lines) => lines.some((line) => line.includes('(503)')));
-  await restarting.close();
-  const notices = await eventually('the unreachable retry said', () => watch.notices(), (lines) => lines.some((line) => line.includes('ECONNREFUSED')));
-  assert.ok(notices.filter((line) => line.includes('ECONNREFUSED')).every((line) => line.endsWith('; reconnecting')), notices.join('\n'));
-  watch.stop();
-  assert.equal(await watch.exit, 0);
+  for (const status of [503, 502, 504]) {
+    const restarting = await startRefusingUpgradeServer(status, '');
+    const watch = start([`http://127.0.0.1:${restarting.port}`, '--org', ORG, '--key', key]);
+    await eventually(`the ${status} said`, () => watch.notices(), (lines) => lines.some((line) => line.includes(`(${status})`)));
+    await restarting.close();
+    const notices = await eventually('the unreachable retry said', () => watch.notices(), (lines) => lines.some((line) => line.includes('ECONNREFUSED')));
+    assert.ok(notices.filter((line) => line.includes('ECONNREFUSED')).every((line) => line.endsWith('; reconnecting')), notices.join('\n'));
+    watch.stop();
+    assert.equal(await watch.exit, 0, `${status}: ${notices.join('\n')}`);
+  }
 });
 
 test('once it has joined, a room that goes away is said on stderr and retried (a restart of Sluice); Ctrl-C ends it with 0 and the position', async () => {

@@ -12,7 +12,7 @@ import { credentialAsSent, headerCredentialProblem } from './credential-check.ts
 import { checkedHeaders, idempotencyKeyHeader, pathId } from './request-arguments.ts';
 import { parseBaseUrl, refuseUrlCredentials, urlUnder } from './endpoint-url.ts';
 import { answeredWithoutTls, isSluiceLiveness, mayBePlainHttp, PLAIN_HTTP_CHECK_MS, plainHealthzOf, plainHttpHint } from './plain-http-hint.ts';
-import { backoffMs, MAX_RETRY_AFTER_MS, realSleep, retryAfterMsOf, type Sleep } from './retry.ts';
+import { backoffMs, MAX_RETRY_AFTER_MS, realSleep, RETRIED_STATUSES, retryAfterMsOf, type Sleep } from './retry.ts';
 import { checkTimerDuration } from './timer-duration.ts';
 import { checkCount } from './count-option.ts';
 import { describeRefusalBody, sluiceErrorIn } from './refusal-body.ts';
@@ -64,7 +64,7 @@ export interface RequestOptions extends CallOptions {
 }
 
 /** Statuses worth another attempt: the request may succeed later as it is. */
-const RETRYABLE = new Set([429, 502, 503, 504]);
+const RETRYABLE = RETRIED_STATUSES;
 const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_ATTEMPTS = 100;
 
@@ -294,6 +294,7 @@ export class SluiceClient {
    */
   async *exportPages(options: { cursor?: string; pageSize?: number } = {}, call: CallOptions = {}): AsyncIterable<{ lines: string[]; next: string | null }> {
     let cursor = options.cursor;
+    const seen = new Set<string>(cursor === undefined ? [] : [cursor]);
     for (;;) {
       const { text, what } = await this.#succeed('GET', '/export', { ...call, query: { limit: options.pageSize, cursor } });
       const lines = text.split('\n');
@@ -303,21 +304,28 @@ export class SluiceClient {
         yield { lines, next: null };
         return;
       }
-      // A page that names itself as the next would be asked for without end.
-      if (trailer.next_cursor === cursor) throw new SluiceApiError(200, { code: 'invalid_answer', message: `${what} named the page just read as the next one: the export would not move on.` });
+      // A page that names one already read as the next would be asked for without end.
+      if (seen.has(trailer.next_cursor)) throw new SluiceApiError(200, { code: 'invalid_answer', message: `${what} named a page already read as the next one: the export would not move on.` });
       cursor = trailer.next_cursor;
+      seen.add(cursor);
       yield { lines: lines.slice(0, -1), next: cursor };
     }
   }
 
   async *#pages<T>(path: string, field: string, query: Record<string, string | number | undefined>, call: CallOptions): AsyncIterable<T> {
     let cursor: string | undefined;
+    // A server (or a cache in front that drops the query) naming a page already read as the next
+    // one had the list asked for without end, printing nothing.
+    const seen = new Set<string>();
     do {
       const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { ...call, query: { ...query, cursor } });
       const items = page?.[field];
       if (!Array.isArray(items)) throw new SluiceApiError(200, { code: 'invalid_answer', message: `GET ${path} answered with JSON whose "${field}" is not a list: is the url where Sluice listens?` });
       yield* items as T[];
       cursor = page.next_cursor ?? undefined;
+      if (cursor === undefined) return;
+      if (seen.has(cursor)) throw new SluiceApiError(200, { code: 'invalid_answer', message: `GET ${path} named a page already read as the next one: the list would not end.` });
+      seen.add(cursor);
     } while (cursor !== undefined);
   }
 }

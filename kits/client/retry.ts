@@ -46,3 +46,10 @@ export function retryAfterMsOf(header: string | null | undefined): number | unde
   const seconds = Number(header ?? '');
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
 }
+
+/**
+ * Answers that pass, worth another attempt as sent: 429 (a quota, a cap until something closes),
+ * 503 (Sluice starting, stopping or busy), and 502 and 504 (a proxy in front while Sluice restarts).
+ * For REST calls and socket upgrades alike.
+ */
+export const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);

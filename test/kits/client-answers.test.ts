@@ -1,6 +1,6 @@
 // The REST client against a scripted HTTP server: an answer of the wrong shape to sendEvent, a 204
-// to a call that expects an answer, or an export page without its closing line (or naming itself
-// as the next) is `invalid_answer` (not a TypeError or undefined), a Retry-After too long to wait
+// to a call that expects an answer, an export page without its closing line, or a page (of an
+// export or a list) naming one already read as the next is `invalid_answer` (not a TypeError or undefined), a Retry-After too long to wait
 // out ends the retries with the hint on the error, and counts that cannot work (maxAttempts NaN, 0,
 // 2.5) are refused when given.
 
@@ -157,10 +157,27 @@ test('an export page without the line that closes it (a proxy\'s page, a cut bod
     (async () => {
       for await (const page of new SluiceClient({ url, apiKey: 'k', org: 'o' }).exportPages()) pages.push(page.lines);
     })(),
-    (error: unknown) => error instanceof SluiceApiError && error.code === 'invalid_answer' && /named the page just read as the next one/.test(error.message),
+    (error: unknown) => error instanceof SluiceApiError && error.code === 'invalid_answer' && /named a page already read as the next one/.test(error.message),
   );
   assert.deepEqual(pages, [['{"kind":"run"}']]);
   assert.equal(requests(), 2);
+});
+
+test('a list whose pages name one already read as the next (a server, or a cache in front that drops the query) is invalid_answer, not asked for without end', async () => {
+  for (const cursors of [['c1'], ['c1', 'c2']]) {
+    let n = 0;
+    const { url, requests } = await scripted(json(200, { runs: [{ run_id: `run_${n}` }], get next_cursor() { return cursors[n++ % cursors.length]; } }));
+    const seen: unknown[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const run of new SluiceClient({ url, apiKey: 'k', org: 'o' }).runs()) seen.push(run);
+      })(),
+      (error: unknown) => error instanceof SluiceApiError && error.code === 'invalid_answer' && /GET \/runs named a page already read as the next one: the list would not end/.test(error.message),
+      cursors.join(),
+    );
+    assert.equal(requests(), cursors.length + 1, 'each page read once, then the one named again');
+    assert.equal(seen.length, cursors.length + 1);
+  }
 });
 
 test('a header value fetch would refuse is a SluiceArgumentError at once, naming the header, never its value; nothing is sent', async () => {
