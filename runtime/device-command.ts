@@ -120,11 +120,25 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
     sending = false;
     maybeEnd();
   };
+  let readied = false;
   const onFrame = (data: Buffer): void => {
     // Frames are JSON, and a refusal may quote a payload's or a schema's names: printed escaped, still JSON.
     const text = printableJson(data.toString('utf8'));
     const frame = parseFrame(text);
-    if (frame?.type === 'ready') {
+    // stdout keeps to Sluice's frames: anything else is told on stderr, and the exit is 1.
+    if (frame === undefined) {
+      notice(`a frame that is not one of Sluice's (a JSON object with a type) came (ignored; is ${printable(shownUrl(url))} a Sluice device endpoint?): ${truncated(text)}`);
+      failed = true;
+      return;
+    }
+    // One `ready` per connection: sent again, the messages would go out twice.
+    if (frame.type === 'ready' && readied) {
+      notice(`a second ready frame came on one connection (ignored: nothing is sent again): ${truncated(text)}`);
+      failed = true;
+      return;
+    }
+    if (frame.type === 'ready') {
+      readied = true;
       print(text);
       if (values.send !== undefined) {
         for (const message of values.send) add(message);
@@ -145,7 +159,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
       });
       return;
     }
-    const outcome = frame === undefined ? undefined : pacer.answer(frame);
+    const outcome = pacer.answer(frame);
     if (outcome?.kind === 'retry') {
       notice(`${text}; sending it again in ${outcome.waitMs} ms`);
       return;
@@ -195,6 +209,9 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
  * start of a notice line: its message's full stop dropped, since the line goes on after it.
  */
 const refusalText = (end: { readonly status: number; readonly body: string }): string => `refused with ${end.status}: ${printable(describeHandshakeRefusal(end.status, end.body)).replace(/\.$/, '')}`;
+
+/** A frame's text as a notice quotes it: its first 200 characters. */
+const truncated = (text: string): string => (text.length > 200 ? `${text.slice(0, 200)}… (${text.length} characters)` : text);
 
 /** Ids as a short list: the first few, printable, and how many more. */
 function idList(ids: ReadonlyArray<string | null>): string {

@@ -326,6 +326,37 @@ test('a line typed with its id last goes out with its id first (read unparsed by
   }
 });
 
+test('a second ready frame on one connection sends nothing again, and a frame that is not Sluice\'s goes to stderr, not stdout: exit 1', async () => {
+  const received: string[] = [];
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => (offered.has(DEVICE_PROTOCOL) ? DEVICE_PROTOCOL : false) });
+  wss.on('connection', (socket) => {
+    const ready = JSON.stringify({ type: 'ready', device: 'cli-1', connection_id: 'c', event_id: 'e' });
+    socket.send(ready);
+    socket.send(ready);
+    socket.send('<html>502 Bad Gateway</html>');
+    socket.on('message', (data) => {
+      const text = String(data);
+      received.push(text);
+      socket.send(JSON.stringify({ type: 'ack', id: JSON.parse(text).id, event_id: `evt-${received.length}`, duplicate: false }));
+    });
+  });
+  await new Promise((resolve) => wss.once('listening', resolve));
+  try {
+    const fake = new URL(socketUrl);
+    fake.host = `127.0.0.1:${(wss.address() as AddressInfo).port}`;
+    const result = await run([fake.href, '--token', token, '--send', '{"id":"once-1","type":"door.opened"}']);
+    assert.equal(result.code, 1, [...result.lines, ...result.notices].join('\n'));
+    assert.deepEqual(received.map((text) => JSON.parse(text).id), ['once-1'], 'sent once');
+    assert.deepEqual(result.lines.map((line) => JSON.parse(line).type), ['ready', 'ack'], 'stdout keeps to Sluice\'s frames');
+    assert.equal(result.notices.length, 2, result.notices.join('\n'));
+    assert.match(result.notices[0]!, /a second ready frame came on one connection \(ignored: nothing is sent again\)/);
+    assert.match(result.notices[1]!, /a frame that is not one of Sluice's \(a JSON object with a type\) came .*<html>502 Bad Gateway<\/html>/);
+  } finally {
+    for (const client of wss.clients) client.terminate();
+    await new Promise((resolve) => wss.close(resolve));
+  }
+});
+
 test('a server that answers the handshake with a success is said to be likely not Sluice; one refusing with an error status is not', async () => {
   for (const [status, hinted] of [[200, true], [302, true], [403, false]] as const) {
     const server = await startRefusingUpgradeServer(status, '');
