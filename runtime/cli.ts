@@ -153,8 +153,14 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'watch': {
       const [{ watchCommand }, { whenOutputCloses }] = await Promise.all([load(import('./watch-command.ts')), load(import('../hook-runner/output-closed.ts'))]);
       const stop = new AbortController();
-      process.on('SIGINT', () => stop.abort());
-      process.on('SIGTERM', () => stop.abort());
+      // Once: a second signal ends the process at once, as it would have.
+      const onSignal = (): void => {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        stop.abort();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
       // `sluice watch … | head`: once nobody reads, stop watching, as Ctrl-C would.
       whenOutputCloses(process.stdout, () => stop.abort());
       process.exitCode = await watchCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: stop.signal, env: process.env });

@@ -5,7 +5,7 @@
 // the application to reload what it shows. A revoked key (4401), a deleted org (4404) or a refused
 // upgrade ends it.
 
-import { decodeLiveMessage, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
+import { decodeLiveMessage, UnknownLiveMessageError, type LiveMessage, type RunUpdate } from '../../runtime/rooms/live-codec.ts';
 import { CLOSE_KEY_REVOKED, CLOSE_ORG_DELETED, CLOSE_PROTOCOL_ERROR, CLOSE_REPLAY_GONE, CLOSE_SANDBOX_DISABLED, CLOSE_SANDBOX_RESET } from '../../runtime/rooms/live-close-codes.ts';
 import { AFTER_SEQ_DIGITS } from '../../runtime/rooms/live-subscription.ts';
 import { LIVE_PROTOCOL } from '../../runtime/rooms/live-upgrade.ts';
@@ -100,6 +100,12 @@ export class LiveSubscription {
    */
   #reload: 'sandbox_reset' | 'replay_gone' | undefined;
   #closed = false;
+  /**
+   * Set by a frame that is not a live message (not protobuf Sluice could have sent): what ends the
+   * subscription once its socket is cut. Each such frame had been passed over while it kept the
+   * connection looking alive, so a server that is not Sluice was watched in silence for good.
+   */
+  #notLive: LiveClosedError | undefined;
   /** Aborted by close(): a plain-HTTP check under way ends with it. */
   readonly #closing = new AbortController();
   readonly #plainHttp = new PlainHttpCheck(this.#closing.signal);
@@ -125,10 +131,7 @@ export class LiveSubscription {
         if (problem !== undefined) throw new LiveClosedError(0, problem);
         const url = this.#url();
         if (inUrl) url.searchParams.set('token', this.#o.apiKey);
-        return runSocket(url, inUrl ? [LIVE_PROTOCOL] : [LIVE_PROTOCOL, this.#o.apiKey], (data) => {
-          working();
-          this.#onFrame(data);
-        }, this.#o.silenceMs ?? SILENCE_MS);
+        return runSocket(url, inUrl ? [LIVE_PROTOCOL] : [LIVE_PROTOCOL, this.#o.apiKey], (data) => this.#onFrame(data, working), this.#o.silenceMs ?? SILENCE_MS);
       },
       classify: (end) => this.#classify(end),
       cannotOpen: (error) => (error instanceof LiveClosedError ? error : new LiveClosedError(0, `the live room cannot be opened: ${error instanceof Error ? error.message : String(error)}`)),
@@ -151,6 +154,7 @@ export class LiveSubscription {
 
   /** The error that ends the subscription, or undefined to reconnect (every reconnect waits first: a refusal's Retry-After, else its backoff). */
   async #classify(end: SocketEnd): Promise<LiveClosedError | undefined> {
+    if (this.#notLive !== undefined) return this.#notLive;
     if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeHandshakeRefusal(end.status, end.body)}`);
     // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as the REST client
     // does; Sluice answering in plain HTTP ends the subscription (no retry can get through).
@@ -184,15 +188,25 @@ export class LiveSubscription {
     return url;
   }
 
-  /** A frame of a kind this client does not know (a newer server) is skipped. */
-  #onFrame(data: Buffer): void {
-    if (this.#closed) return;
+  /**
+   * A frame of a kind this client does not know (a newer server) is skipped; one that does not
+   * decode at all ends the subscription (#notLive). `working`: the connection has shown it works.
+   */
+  #onFrame(data: Buffer, working: () => void): void {
+    if (this.#closed || this.#notLive !== undefined) return;
     let message: LiveMessage;
     try {
       message = decodeLiveMessage(new Uint8Array(data));
-    } catch {
+    } catch (error) {
+      if (error instanceof UnknownLiveMessageError) {
+        working();
+        return;
+      }
+      this.#notLive = new LiveClosedError(CLOSE_PROTOCOL_ERROR, `the live room sent a frame that is not a Sluice live message (${data.length} bytes): is the url where Sluice listens?`);
+      this.#loop.socket?.terminate();
       return;
     }
+    working();
     if ('heartbeat' in message) {
       const reload = this.#reload;
       if (reload === undefined) {

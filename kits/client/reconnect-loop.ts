@@ -28,6 +28,9 @@ export interface Reconnecting {
   readonly sleep: Sleep;
 }
 
+/** How long close() waits for the server to answer its close before cutting the connection. */
+export const CLOSE_ANSWER_MS = 2_000;
+
 export class ReconnectLoop {
   /** Resolves once close() is called; rejects with the error `classify` or `cannotOpen` returned. */
   readonly done: Promise<void>;
@@ -56,12 +59,21 @@ export class ReconnectLoop {
     return this.#closed;
   }
 
-  /** Ends the loop: closes the socket (1000), or ends a wait between attempts at once. */
+  /**
+   * Ends the loop: closes the socket (1000), cut off if the server has not answered the close
+   * within CLOSE_ANSWER_MS (a half-open connection held `done`, and Ctrl-C of a watch, for ws's 30 s),
+   * or ends a wait between attempts at once.
+   */
   close(): void {
     this.#closed = true;
     this.#stop();
     this.#waiting.abort();
-    this.#socket?.close(1000);
+    const socket = this.#socket;
+    if (socket === undefined) return;
+    socket.close(1000);
+    const cut = setTimeout(() => socket.terminate(), CLOSE_ANSWER_MS);
+    cut.unref();
+    socket.once('close', () => clearTimeout(cut));
   }
 
   async #run(): Promise<void> {

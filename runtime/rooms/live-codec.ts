@@ -51,7 +51,15 @@ export function decodeLiveMessage(bytes: Uint8Array): LiveMessage {
   const decoded = LiveMessageType.toObject(LiveMessageType.decode(bytes), toObjectOptions) as Partial<Record<'run_update' | 'heartbeat', unknown>>;
   if (decoded.run_update !== undefined && decoded.run_update !== null) return { run_update: decoded.run_update as RunUpdate };
   if (decoded.heartbeat !== undefined && decoded.heartbeat !== null) return { heartbeat: decoded.heartbeat as Heartbeat };
-  throw new Error('LiveMessage carries neither run_update nor heartbeat');
+  throw new UnknownLiveMessageError();
+}
+
+/** A well-formed LiveMessage of a kind this reader does not know (sent by a newer server): skipped by clients. */
+export class UnknownLiveMessageError extends Error {
+  constructor() {
+    super('LiveMessage carries neither run_update nor heartbeat');
+    this.name = 'UnknownLiveMessageError';
+  }
 }
 
 /** Throws when the bytes are not a ClientMessage carrying a Subscribe. */
