@@ -299,12 +299,15 @@ test('what a refusing server that is not Sluice sends is not printed, only its s
   }
 });
 
-test('a line typed with its id last goes out with its id first (read unparsed by a busy Sluice), every member as typed', async () => {
-  // A socket that records the frames as they arrive, and acks each: what the command sends is the subject.
+/**
+ * A device socket that is not Sluice: it sends `first` frames to each connection, then records the
+ * frames that arrive and acks each. What the command sends and prints is the subject.
+ */
+async function fakeDeviceServer(first: readonly string[]): Promise<{ readonly url: string; readonly received: string[]; close(): Promise<void> }> {
   const received: string[] = [];
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => (offered.has(DEVICE_PROTOCOL) ? DEVICE_PROTOCOL : false) });
   wss.on('connection', (socket) => {
-    socket.send(JSON.stringify({ type: 'ready', device: 'cli-1', connection_id: 'c', event_id: 'e' }));
+    for (const frame of first) socket.send(frame);
     socket.on('message', (data) => {
       const text = String(data);
       received.push(text);
@@ -312,48 +315,45 @@ test('a line typed with its id last goes out with its id first (read unparsed by
     });
   });
   await new Promise((resolve) => wss.once('listening', resolve));
+  const fake = new URL(socketUrl);
+  fake.host = `127.0.0.1:${(wss.address() as AddressInfo).port}`;
+  return {
+    url: fake.href,
+    received,
+    close: async () => {
+      for (const client of wss.clients) client.terminate();
+      await new Promise((resolve) => wss.close(resolve));
+    },
+  };
+}
+
+const READY = JSON.stringify({ type: 'ready', device: 'cli-1', connection_id: 'c', event_id: 'e' });
+
+test('a line typed with its id last goes out with its id first (read unparsed by a busy Sluice), every member as typed', async () => {
+  const server = await fakeDeviceServer([READY]);
   try {
-    const fake = new URL(socketUrl);
-    fake.host = `127.0.0.1:${(wss.address() as AddressInfo).port}`;
     const typed = '{"type":"meter.read","payload":{"kwh":12345678901234567890},"id":"late-1"}';
-    const result = await run([fake.href, '--token', token], `${typed}\n`);
+    const result = await run([server.url, '--token', token], `${typed}\n`);
     assert.equal(result.code, 0, [...result.lines, ...result.notices].join('\n'));
-    assert.deepEqual(received, ['{"id":"late-1","type":"meter.read","payload":{"kwh":12345678901234567890}}']);
-    assert.equal(leadingFrameId(Buffer.from(received[0]!), false), 'late-1');
+    assert.deepEqual(server.received, ['{"id":"late-1","type":"meter.read","payload":{"kwh":12345678901234567890}}']);
+    assert.equal(leadingFrameId(Buffer.from(server.received[0]!), false), 'late-1');
   } finally {
-    for (const client of wss.clients) client.terminate();
-    await new Promise((resolve) => wss.close(resolve));
+    await server.close();
   }
 });
 
 test('a second ready frame on one connection sends nothing again, and a frame that is not Sluice\'s goes to stderr, not stdout: exit 1', async () => {
-  const received: string[] = [];
-  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (offered) => (offered.has(DEVICE_PROTOCOL) ? DEVICE_PROTOCOL : false) });
-  wss.on('connection', (socket) => {
-    const ready = JSON.stringify({ type: 'ready', device: 'cli-1', connection_id: 'c', event_id: 'e' });
-    socket.send(ready);
-    socket.send(ready);
-    socket.send('<html>502 Bad Gateway</html>');
-    socket.on('message', (data) => {
-      const text = String(data);
-      received.push(text);
-      socket.send(JSON.stringify({ type: 'ack', id: JSON.parse(text).id, event_id: `evt-${received.length}`, duplicate: false }));
-    });
-  });
-  await new Promise((resolve) => wss.once('listening', resolve));
+  const server = await fakeDeviceServer([READY, READY, '<html>502 Bad Gateway</html>']);
   try {
-    const fake = new URL(socketUrl);
-    fake.host = `127.0.0.1:${(wss.address() as AddressInfo).port}`;
-    const result = await run([fake.href, '--token', token, '--send', '{"id":"once-1","type":"door.opened"}']);
+    const result = await run([server.url, '--token', token, '--send', '{"id":"once-1","type":"door.opened"}']);
     assert.equal(result.code, 1, [...result.lines, ...result.notices].join('\n'));
-    assert.deepEqual(received.map((text) => JSON.parse(text).id), ['once-1'], 'sent once');
+    assert.deepEqual(server.received.map((text) => JSON.parse(text).id), ['once-1'], 'sent once');
     assert.deepEqual(result.lines.map((line) => JSON.parse(line).type), ['ready', 'ack'], 'stdout keeps to Sluice\'s frames');
     assert.equal(result.notices.length, 2, result.notices.join('\n'));
     assert.match(result.notices[0]!, /a second ready frame came on one connection \(ignored: nothing is sent again\)/);
     assert.match(result.notices[1]!, /a frame that is not one of Sluice's \(a JSON object with a type\) came .*<html>502 Bad Gateway<\/html>/);
   } finally {
-    for (const client of wss.clients) client.terminate();
-    await new Promise((resolve) => wss.close(resolve));
+    await server.close();
   }
 });
 
