@@ -43,7 +43,17 @@ type Outcome = 'committed' | 'abandoned' | 'unflushed';
 
 /** Finishes reactions once their transaction's fate is known. */
 function settleReactions(reactions: readonly Reaction[], outcome: Outcome): void {
-  for (const reaction of reactions) reaction[outcome]();
+  // Each is told, whatever an earlier one threw (then thrown after them all): one left unsettled
+  // holds its runs' commands for good (run-creation.ts).
+  let failure: { readonly error: unknown } | undefined;
+  for (const reaction of reactions) {
+    try {
+      reaction[outcome]();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure !== undefined) throw failure.error;
 }
 
 /**

@@ -144,8 +144,11 @@ export class RunCreation {
         }
       },
       abandoned: () => {
-        undoInMemory();
-        release();
+        try {
+          undoInMemory();
+        } finally {
+          release();
+        }
       },
       // Committed, not known to be on disk: the stalled-run path picks each run up from the ledger
       // after its pause (a run not in it gives back its slot). Queued runs reach the scheduler only
@@ -153,9 +156,12 @@ export class RunCreation {
       // skipped as gaps (they stay in the log for replays).
       unflushed: () => {
         settleWaiting();
-        for (const { actor } of created) actor.stop();
-        host.unconfirmed(orgId, created.map(({ run }) => run.context.runId));
-        release();
+        try {
+          for (const { actor } of created) actor.stop();
+          host.unconfirmed(orgId, created.map(({ run }) => run.context.runId));
+        } finally {
+          release();
+        }
       },
     };
   }
