@@ -74,9 +74,14 @@ async function watchUntil(script: string, env: NodeJS.ProcessEnv, enough: number
   let errors = '';
   child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString('utf8')));
   const exited = new Promise<number | string | null>((done) => child.once('exit', (code, signal) => done(code ?? signal)));
+  let interrupted = false;
   for await (const line of createInterface({ input: child.stdout })) {
     lines.push(line);
-    if (lines.filter((l) => l.includes('"run_id"')).length === enough) process.kill(-(child.pid ?? 0), 'SIGINT');
+    // One Ctrl-C: a second one ends the watch at once, without its position.
+    if (!interrupted && lines.filter((l) => l.includes('"run_id"')).length >= enough) {
+      interrupted = true;
+      process.kill(-(child.pid ?? 0), 'SIGINT');
+    }
   }
   // As in a terminal, bash itself ends by the Ctrl-C once the command it waits for has stopped.
   assert.ok([0, 'SIGINT'].includes((await exited) ?? 'none'), `the watch step ends cleanly on Ctrl-C:\n${lines.join('\n')}\n${errors}`);
