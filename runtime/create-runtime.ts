@@ -6,6 +6,7 @@ import { apiKeyRoutes } from './api/api-keys-api.ts';
 import { isoAt, type ApiContext } from './api/context.ts';
 import { scheduleRoutes } from './api/schedules-api.ts';
 import { ScheduleStore } from './triggers/schedule-store.ts';
+import type { TickRunsGate } from './triggers/tick-runs-gate.ts';
 import { ScheduleTicker } from './triggers/schedule-ticker.ts';
 import { closeSchemaThreads, startSchemaThreads, type SchemaCheckDeadlines } from './sources/schema-checks.ts';
 import { deviceRoutes } from './api/devices-api.ts';
@@ -95,6 +96,8 @@ export interface RuntimeDeps {
   /** Milliseconds, for what a refused device frame's reading cost (device-messages.ts, REFUSAL_MS); default performance.now (tests give theirs). */
   readonly deviceReadingClock?: () => number;
   /** Bytes every live socket together may hold queued, unread (live-queue.ts); default LIVE_QUEUE_BYTES (tests set a small one). */
+  /** The budget of runs the schedule ticker's writes in flight may create together (tick-runs-gate.ts). */
+  readonly tickRuns?: TickRunsGate;
   readonly liveQueueBytes?: number;
   /** Deadlines of hook-runner calls (client.ts defaults: 30 s, 10 s for secrets; tests set short ones). */
   readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];
@@ -164,7 +167,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs, deviceReadingClock, liveQueueBytes }: RuntimeDeps): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs, deviceReadingClock, liveQueueBytes, tickRuns }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -230,6 +233,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     schedules, orgs, deletedOrgs, clock, logger,
     generations: runs.sandboxGenerations,
     onSent: () => metrics.ingestTotal.inc({ outcome: 'accepted_schedule' }),
+    runsFor: (orgId, environment, type) => workflows.matching(orgId, environment, type).length,
+    ...(tickRuns === undefined ? {} : { tickRuns }),
   });
   opened.push(() => ticker.close());
   const deviceStore = new DeviceStore(ledger, events);

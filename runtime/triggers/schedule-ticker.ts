@@ -15,6 +15,7 @@ import { refusedForDeletion, type DeletingOrgIds } from '../ledger/org-fence.ts'
 import type { Logger } from '../log.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
+import { TickRunsGate } from './tick-runs-gate.ts';
 import { TurnGate } from '../turn-gate.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
@@ -45,6 +46,10 @@ export interface ScheduleTickerDeps {
   readonly logger: Logger;
   /** Counts each event sent (sluice_ingest_total{outcome="accepted_schedule"}). */
   readonly onSent: () => void;
+  /** How many runs an event of this type would start in the org's environment (its enabled workflows listening). */
+  readonly runsFor: (orgId: string, environment: ScheduleRecord['environment'], type: string) => number;
+  /** The budget of runs the ticks' writes in flight may create together (tick-runs-gate.ts). */
+  readonly tickRuns?: TickRunsGate;
 }
 
 /**
@@ -73,10 +78,12 @@ export class ScheduleTicker {
   readonly #behind = new Map<string, Behind>();
   /** Spreads the re-arming of schedules whose ticks were written together over turns. */
   readonly #rearming = new TurnGate(ARMED_PER_TURN);
+  readonly #tickRuns: TickRunsGate;
   #closed = false;
 
   constructor(deps: ScheduleTickerDeps) {
     this.#d = deps;
+    this.#tickRuns = deps.tickRuns ?? new TickRunsGate();
     // A clock set back re-arms every schedule from its record: the tick owed at the new time is due
     // at once (nextTickAt trusts a set back), where the old timer would wait for the old time.
     this.#timers = new RunTimers(deps.clock, (key) => this.#track(this.#tick(key)), undefined, () => void this.start(), ARMED_PER_TURN);
@@ -240,6 +247,17 @@ export class ScheduleTicker {
    * (startedAheadOfClock), which goes on from now.
    */
   async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
+    // Taken first: no await may come between the sandbox's quiet and the write.
+    const runs = this.#d.runsFor(schedule.org_id, schedule.environment, schedule.event_type);
+    await this.#tickRuns.take(runs);
+    try {
+      await this.#write(schedule, tick, now);
+    } finally {
+      this.#tickRuns.give(runs);
+    }
+  }
+
+  async #write(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
     const { schedules, orgs, generations } = this.#d;
     // Ordered after any sandbox reset in flight, as API events are (sandbox-generation.ts).
     if (schedule.environment === 'sandbox') await generations.quiet(schedule.org_id);

@@ -1,6 +1,7 @@
 // Test helpers: a real runtime (uWS on port 0, LMDB in a temp dir), in-process or as a child process.
 // In-process runtimes take an injected clock; child runtimes can be SIGKILLed for crash tests.
 
+import type { TickRunsGate } from '../../runtime/triggers/tick-runs-gate.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,6 +56,8 @@ interface StartOptions {
   readonly deviceReadingClock?: () => number;
   /** Bytes every live socket together may hold queued; default the runtime's. */
   readonly liveQueueBytes?: number;
+  /** The schedule ticker's budget of runs in flight; default the runtime's. */
+  readonly tickRuns?: TickRunsGate;
 }
 
 /**
@@ -84,6 +87,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(options.runnerDeadlinesMs === undefined ? {} : { runnerDeadlinesMs: options.runnerDeadlinesMs }),
     ...(options.deviceReadingClock === undefined ? {} : { deviceReadingClock: options.deviceReadingClock }),
     ...(options.liveQueueBytes === undefined ? {} : { liveQueueBytes: options.liveQueueBytes }),
+    ...(options.tickRuns === undefined ? {} : { tickRuns: options.tickRuns }),
   });
   return {
     runtime,

@@ -32,7 +32,7 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     await orgs.create({ id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString(), updated_at: new Date(TEN).toISOString() }, () => undefined);
     events = new EventStore(ledger, new Inbox(ledger, 60_000));
     schedules = new ScheduleStore(ledger, events);
-    ticker = new ScheduleTicker({ schedules, orgs, generations: new RunStore(ledger).sandboxGenerations, clock, logger: createLogger('silent'), onSent: () => undefined });
+    ticker = new ScheduleTicker({ schedules, orgs, generations: new RunStore(ledger).sandboxGenerations, clock, logger: createLogger('silent'), onSent: () => undefined, runsFor: () => 0 });
   });
   after(async () => {
     await ticker.close();
