@@ -95,9 +95,9 @@ export interface RuntimeDeps {
   readonly restingResultBytes?: number;
   /** Milliseconds, for what a refused device frame's reading cost (device-messages.ts, REFUSAL_MS); default performance.now (tests give theirs). */
   readonly deviceReadingClock?: () => number;
-  /** Bytes every live socket together may hold queued, unread (live-queue.ts); default LIVE_QUEUE_BYTES (tests set a small one). */
   /** The budget of runs the schedule ticker's writes in flight may create together (tick-runs-gate.ts). */
   readonly tickRuns?: TickRunsGate;
+  /** Bytes every live socket together may hold queued, unread (live-queue.ts); default LIVE_QUEUE_BYTES (tests set a small one). */
   readonly liveQueueBytes?: number;
   /** Deadlines of hook-runner calls (client.ts defaults: 30 s, 10 s for secrets; tests set short ones). */
   readonly runnerDeadlinesMs?: HookRunnerClientOptions['deadlinesMs'];

@@ -247,9 +247,18 @@ export class ScheduleTicker {
    * (startedAheadOfClock), which goes on from now.
    */
   async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
-    // Taken first: no await may come between the sandbox's quiet and the write.
+    const { generations } = this.#d;
     const runs = this.#d.runsFor(schedule.org_id, schedule.environment, schedule.event_type);
-    await this.#tickRuns.take(runs);
+    const sandbox = schedule.environment === 'sandbox';
+    // Ordered after any sandbox reset in flight, as API events are (sandbox-generation.ts), waited
+    // out holding no runs of the budget (held meanwhile, one org's reset held every org's ticks),
+    // and with no await between the last check and the write.
+    for (;;) {
+      if (sandbox) await generations.quiet(schedule.org_id);
+      await this.#tickRuns.take(runs);
+      if (!sandbox || !generations.resetting(schedule.org_id)) break;
+      this.#tickRuns.give(runs);
+    }
     try {
       await this.#write(schedule, tick, now);
     } finally {
@@ -257,10 +266,9 @@ export class ScheduleTicker {
     }
   }
 
+  /** The tick's write, queued before its first await (#send has waited out any sandbox reset). */
   async #write(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
-    const { schedules, orgs, generations } = this.#d;
-    // Ordered after any sandbox reset in flight, as API events are (sandbox-generation.ts).
-    if (schedule.environment === 'sandbox') await generations.quiet(schedule.org_id);
+    const { schedules, orgs } = this.#d;
     const org = orgs.get(schedule.org_id);
     const event = org !== undefined && (schedule.environment !== 'sandbox' || sandboxAllowed(org)) ? tickEvent(schedule, tick, now) : undefined;
     let sent = false;

@@ -63,3 +63,33 @@ test('schedules ticking together, each starting three runs, all send; their writ
     await rt.close();
   }
 });
+
+test('a sandbox tick waits out its org\'s reset holding none of the budget: another org\'s tick goes meanwhile', async () => {
+  const clock = new ManualClock(Date.UTC(2026, 10, 2, 9, 0, 30));
+  const gate = new TickRunsGate(4);
+  const rt = await startRuntime({ args: ['--runner', 'off'], clock, tickRuns: gate });
+  let endReset: () => void = () => undefined;
+  try {
+    const keys = new Map<string, string>();
+    for (const org of ['acct-resetting', 'acct-other-tick']) keys.set(org, await createOrg(rt.url, ADMIN_TOKEN, org));
+    const post = (org: string, path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: keys.get(org)!, json });
+    // The resetting org's sandbox tick takes the whole budget (4 runs); the other org's takes 1.
+    for (let n = 0; n < 4; n++) assert.equal((await post('acct-resetting', '/workflows', { environment: 'sandbox', name: `w${n}`, trigger_event: 'tick', steps: [{ type: 'delay', duration_ms: 3_600_000 }] })).status, 201);
+    assert.equal((await post('acct-resetting', '/schedules', { name: 'sandboxed', cron: '* * * * *', event_type: 'tick', environment: 'sandbox' })).status, 201);
+    assert.equal((await post('acct-other-tick', '/workflows', { name: 'w', trigger_event: 'tick', steps: [{ type: 'delay', duration_ms: 3_600_000 }] })).status, 201);
+    assert.equal((await post('acct-other-tick', '/schedules', { name: 'plain', cron: '* * * * *', event_type: 'tick' })).status, 201);
+    // A reset of the first org's sandbox in flight (a big sandbox, or resets one after another).
+    const reset = rt.runtime.context.runs.sandboxGenerations.during('acct-resetting', () => new Promise<void>((done) => (endReset = done)));
+    clock.advance(60_000);
+    rt.runtime.ticker.timers.fireDue();
+    const events = (org: string, environment: string) => async () => ((await call(rt.url, 'GET', `/organizations/${org}/events?environment=${environment}&limit=10`, { token: keys.get(org)! })).body.events as unknown[]).length;
+    await eventually('the other org\'s tick stored while the reset goes on', events('acct-other-tick', 'production'), (count) => count === 1);
+    assert.equal(await events('acct-resetting', 'sandbox')(), 0, 'the sandbox tick waits for the reset');
+    endReset();
+    await reset;
+    await eventually('the sandbox tick stored after the reset', events('acct-resetting', 'sandbox'), (count) => count === 1);
+  } finally {
+    endReset();
+    await rt.close();
+  }
+});
