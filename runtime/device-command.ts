@@ -8,8 +8,8 @@ import { createInterface, type Interface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { credentialProblem } from '../kits/client/credential-check.ts';
 import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
-import { backoffMs, realSleep, type Sleep } from '../kits/client/retry.ts';
-import { RETRIED_REFUSALS, runSocket } from '../kits/client/socket-run.ts';
+import { backoffMs, realSleep, RETRIED_STATUSES, type Sleep } from '../kits/client/retry.ts';
+import { runSocket } from '../kits/client/socket-run.ts';
 import { credentialOf } from './cli-credential.ts';
 import { idFirst } from './device-line.ts';
 import { DevicePacer, type DeviceAnswer } from './device-pacer.ts';
@@ -174,7 +174,7 @@ export async function deviceCommand(args: readonly string[], io: DeviceCommandIo
   // Refused before it opened for what passes (the org's quota of connects, Sluice starting): nothing
   // was sent yet, so the socket is opened again after a backoff, a few times.
   let attempt = 0;
-  for (; end.kind === 'refused' && RETRIED_REFUSALS.has(end.status) && attempt < CONNECT_RETRIES; attempt += 1) {
+  for (; end.kind === 'refused' && RETRIED_STATUSES.has(end.status) && attempt < CONNECT_RETRIES; attempt += 1) {
     const waitMs = backoffMs(attempt, end.retryAfterMs);
     notice(`${refusalText(end)}; connecting again in ${waitMs} ms`);
     // A timer that holds the process open: no socket does meanwhile (with unrefSleep it ended, exit 0, nothing sent).

@@ -68,6 +68,12 @@ export function retryAfterHeader(error: SluiceError): string | undefined {
   return retryAfterMs === undefined ? undefined : String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
 }
 
+/**
+ * How soon a write refused while a deletion is being written (an org's mark, a source's delete) may
+ * be sent again: the deletion takes one commit, and should it fail, what is sent again is taken.
+ */
+export const DELETION_PENDING_RETRY_MS = 1000;
+
 /** How long an error says to wait before trying again (its `retryAfterMs`), if it says. */
 export function retryAfterMsOf(error: SluiceError): number | undefined {
   const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;

@@ -63,8 +63,6 @@ export interface RequestOptions extends CallOptions {
   readonly expect?: string;
 }
 
-/** Statuses worth another attempt: the request may succeed later as it is. */
-const RETRYABLE = RETRIED_STATUSES;
 const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_ATTEMPTS = 100;
 
@@ -151,7 +149,7 @@ export class SluiceClient {
         if (outcome.status >= 200 && outcome.status < 300) return { status: outcome.status, headers: outcome.headers, text: outcome.text, what: `${method} ${url.pathname}` };
         const retryAfterMs = retryAfterMsOf(outcome.headers.get('retry-after'));
         // A longer hint (a proxy's maintenance page, say) gets the answer thrown, its hint in `retryAfterMs`: a call should not hang for hours unseen.
-        if (RETRYABLE.has(outcome.status) && attempt + 1 < attempts && !(retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) {
+        if (RETRIED_STATUSES.has(outcome.status) && attempt + 1 < attempts && !(retryAfterMs !== undefined && retryAfterMs > MAX_RETRY_AFTER_MS)) {
           const waitMs = backoffMs(attempt, retryAfterMs);
           this.#told(method, url, `answered ${outcome.status}`, attempt, attempts, waitMs);
           await raceAbort(this.#sleep(waitMs, cancel.signal), cancel.signal);
@@ -304,30 +302,34 @@ export class SluiceClient {
         yield { lines, next: null };
         return;
       }
-      // A page that names one already read as the next would be asked for without end.
-      if (seen.has(trailer.next_cursor)) throw new SluiceApiError(200, { code: 'invalid_answer', message: `${what} named a page already read as the next one: the export would not move on.` });
-      cursor = trailer.next_cursor;
-      seen.add(cursor);
+      cursor = firstTimeCursor(seen, trailer.next_cursor, `${what} named a page already read as the next one: the export would not move on.`);
       yield { lines: lines.slice(0, -1), next: cursor };
     }
   }
 
   async *#pages<T>(path: string, field: string, query: Record<string, string | number | undefined>, call: CallOptions): AsyncIterable<T> {
     let cursor: string | undefined;
-    // A server (or a cache in front that drops the query) naming a page already read as the next
-    // one had the list asked for without end, printing nothing.
     const seen = new Set<string>();
-    do {
+    for (;;) {
       const page = await this.request<Record<string, unknown> & { next_cursor: string | null }>('GET', path, { ...call, query: { ...query, cursor } });
       const items = page?.[field];
       if (!Array.isArray(items)) throw new SluiceApiError(200, { code: 'invalid_answer', message: `GET ${path} answered with JSON whose "${field}" is not a list: is the url where Sluice listens?` });
       yield* items as T[];
-      cursor = page.next_cursor ?? undefined;
-      if (cursor === undefined) return;
-      if (seen.has(cursor)) throw new SluiceApiError(200, { code: 'invalid_answer', message: `GET ${path} named a page already read as the next one: the list would not end.` });
-      seen.add(cursor);
-    } while (cursor !== undefined);
+      if (page.next_cursor === null || page.next_cursor === undefined) return;
+      cursor = firstTimeCursor(seen, page.next_cursor, `GET ${path} named a page already read as the next one: the list would not end.`);
+    }
   }
+}
+
+/**
+ * `cursor`, the next page's, noted in `seen`; `invalid_answer` (`message`) when a page read already
+ * had it: a server, or a cache in front that drops the query, naming one again would have the pages
+ * asked for without end, printing nothing.
+ */
+function firstTimeCursor(seen: Set<string>, cursor: string, message: string): string {
+  if (seen.has(cursor)) throw new SluiceApiError(200, { code: 'invalid_answer', message });
+  seen.add(cursor);
+  return cursor;
 }
 
 /** The last line of an export page: where the next starts, or that none does; anything else is not Sluice's answer. */

@@ -8,7 +8,7 @@ import { setMaxListeners } from 'node:events';
 import { credentialProblem, givenCredential } from './credential-check.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
-import { backoffMs, realSleep, type Sleep } from './retry.ts';
+import { backoffMs, realSleep, RETRIED_STATUSES, type Sleep } from './retry.ts';
 import { isDeliveryId } from '../../runtime/ingest/verification.ts';
 import {
   CLOSE_DEVICE_DELETED,
@@ -19,7 +19,7 @@ import {
   MAX_MESSAGES_IN_FLIGHT,
 } from '../../runtime/triggers/device-frame.ts';
 import { DEVICE_PROTOCOL } from '../../runtime/triggers/device-upgrade.ts';
-import { KEEPALIVE_MS, RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
+import { KEEPALIVE_MS, runSocket, type SocketEnd } from './socket-run.ts';
 import { describeSocketEnd } from './socket-end-text.ts';
 import { PlainHttpCheck } from './plain-http-hint.ts';
 import { checkTimerDuration } from './timer-duration.ts';
@@ -247,7 +247,7 @@ export class DeviceConnection {
     const plain = await this.#plainHttp.after(end, this.#o.url);
     if (plain !== undefined) return this.#end(new DeviceError('plain_http', `The server speaks plain HTTP (Sluice answered ${plain.href}): use http:// instead of https://.`));
     const terminal =
-      end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)
+      end.kind === 'refused' && !RETRIED_STATUSES.has(end.status)
         ? new DeviceError(`http_${end.status}`, `Sluice refused the device socket (${end.status}): ${describeHandshakeRefusal(end.status, end.body)}`)
         : end.kind === 'closed' && TERMINAL_CLOSE.has(end.code)
           ? new DeviceError(`closed_${end.code}`, `Sluice closed the device socket (${end.code}): ${end.reason}`)

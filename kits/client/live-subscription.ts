@@ -15,8 +15,8 @@ import { SluiceArgumentError } from './api-errors.ts';
 import { parseBaseUrl, urlUnder } from './endpoint-url.ts';
 import { PlainHttpCheck } from './plain-http-hint.ts';
 import { ReconnectLoop } from './reconnect-loop.ts';
-import { realSleep, type Sleep } from './retry.ts';
-import { RETRIED_REFUSALS, runSocket, type SocketEnd } from './socket-run.ts';
+import { realSleep, RETRIED_STATUSES, type Sleep } from './retry.ts';
+import { runSocket, type SocketEnd } from './socket-run.ts';
 import { describeSocketEnd } from './socket-end-text.ts';
 import { checkCount } from './count-option.ts';
 import { checkTimerDuration } from './timer-duration.ts';
@@ -155,7 +155,7 @@ export class LiveSubscription {
   /** The error that ends the subscription, or undefined to reconnect (every reconnect waits first: a refusal's Retry-After, else its backoff). */
   async #classify(end: SocketEnd): Promise<LiveClosedError | undefined> {
     if (this.#notLive !== undefined) return this.#notLive;
-    if (end.kind === 'refused' && !RETRIED_REFUSALS.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeHandshakeRefusal(end.status, end.body)}`);
+    if (end.kind === 'refused' && !RETRIED_STATUSES.has(end.status)) return new LiveClosedError(end.status, `the live room refused the connection (${end.status}): ${describeHandshakeRefusal(end.status, end.body)}`);
     // A TLS hello a plain-HTTP server closed or left unanswered: asked once, as the REST client
     // does; Sluice answering in plain HTTP ends the subscription (no retry can get through).
     const plain = await this.#plainHttp.after(end, this.#o.url);

@@ -48,8 +48,9 @@ export function retryAfterMsOf(header: string | null | undefined): number | unde
 }
 
 /**
- * Answers that pass, worth another attempt as sent: 429 (a quota, a cap until something closes),
- * 503 (Sluice starting, stopping or busy), and 502 and 504 (a proxy in front while Sluice restarts).
- * For REST calls and socket upgrades alike.
+ * Answers that pass, worth another attempt as sent: 429 (a quota, an org at its cap of live sockets
+ * until one closes, a device's paused connects), 503 (Sluice starting, stopping or busy), and 502
+ * and 504 (a proxy in front while Sluice restarts). For REST calls and socket upgrades alike: a
+ * refused upgrade is tried again after its Retry-After, else its backoff (reconnect-loop.ts).
  */
 export const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);

@@ -7,7 +7,7 @@
 
 import WebSocket from 'ws';
 import { plainHttpHint } from './plain-http-hint.ts';
-import { RETRIED_STATUSES, retryAfterMsOf } from './retry.ts';
+import { retryAfterMsOf } from './retry.ts';
 
 export type SocketEnd =
   | { readonly kind: 'closed'; readonly code: number; readonly reason: string }
@@ -17,15 +17,6 @@ export type SocketEnd =
    * or (`timedOutMs`) the handshake had no answer in time; `hint`: what to try (plain-http-hint.ts).
    */
   | { readonly kind: 'unreachable'; readonly timedOutMs?: number; readonly cause?: string; readonly hint?: string };
-
-/**
- * Upgrade refusals that pass (retry.ts): 503 (Sluice starting or stopping), 429 (an org at its cap
- * of live sockets until one closes, its quota, a device's paused connects), 502 and 504 (a proxy in
- * front while Sluice restarts: they ended a watch that the restart behind it would have let go on);
- * a connection refused with one of them is tried again after its Retry-After, else its backoff
- * (reconnect-loop.ts).
- */
-export const RETRIED_REFUSALS = RETRIED_STATUSES;
 
 /** The most of a refusal's body kept for the error message. */
 const MAX_REFUSAL_BODY = 1024;

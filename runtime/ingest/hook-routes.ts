@@ -2,8 +2,7 @@
 // Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 400 JSON, 422 schema (409 for a copy of a delivery stored before its schema changed), then one durable write on the quota (429).
 // A large body is read in a thread (read-webhook-body.ts); ingest never parses the payload on the event loop.
 
-import { InputError, notFound, RetryableError } from '../errors.ts';
-
+import { DELETION_PENDING_RETRY_MS, InputError, notFound, RetryableError } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { EventStore } from '../events/event-store.ts';
 import { generateEventId, rootEvent, type StoredEvent } from '../events/event-record.ts';
@@ -25,9 +24,6 @@ import { assertNotReservedType } from '../triggers/device-record.ts';
 import { isDeliveryId } from './verification.ts';
 import { verifyDelivery } from './verify-delivery.ts';
 import { assertSandboxAllowed } from '../tenancy/sandbox-guard.ts';
-
-/** How soon a delivery refused while its source's delete is written may be sent again: the delete takes one commit. */
-const PENDING_RETRY_MS = 1000;
 
 export interface HookRouteDeps {
   readonly orgs: OrganizationStore;
@@ -61,7 +57,7 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
   const missing = (params: Readonly<Record<string, string>>): Error => {
     const org = deps.orgs.get(params.org_id ?? '');
     if (org === undefined || !deps.sources.isDeleting(org.id, params.source ?? '')) return notFound('Organization or source');
-    return new RetryableError('source_deletion_pending', 'The source is being deleted; nothing was stored. Should its deletion fail, send this again.', PENDING_RETRY_MS);
+    return new RetryableError('source_deletion_pending', 'The source is being deleted; nothing was stored. Should its deletion fail, send this again.', DELETION_PENDING_RETRY_MS);
   };
   const countRefusal = (error: unknown): void => {
     deps.metrics.ingestTotal.inc({ outcome: errorCodeOf(error) });

@@ -7,7 +7,7 @@
 // instead of landing behind the removal, where nothing would ever remove it. Removes always go
 // through: the removal is made of them.
 
-import { SluiceError } from '../errors.ts';
+import { DELETION_PENDING_RETRY_MS, SluiceError } from '../errors.ts';
 import type { Ledger, LedgerKey, LedgerTable, LedgerWrite } from './ledger.ts';
 import { TopLevelWrites } from './top-level-writes.ts';
 
@@ -90,12 +90,9 @@ export class OrgDeletedError extends SluiceError {
     if (pending) super(503, 'organization_deletion_pending', 'The organization is being deleted: this write was refused. Should its deletion fail, send it again.');
     else super(404, 'not_found', 'Organization was not found.', { field: 'org_id' });
     this.orgId = orgId;
-    this.retryAfterMs = pending ? PENDING_RETRY_MS : undefined;
+    this.retryAfterMs = pending ? DELETION_PENDING_RETRY_MS : undefined;
   }
 }
-
-/** How soon a write refused while an org's mark is written may be sent again: the mark takes one commit. */
-const PENDING_RETRY_MS = 1000;
 
 /**
  * Whether the org's deletion is written: fenced off, its mark no longer being written (while it is,

@@ -73,10 +73,10 @@ type RunEventEntry = readonly [string, number];
 const eventEntryOf = (run: PersistedRun): RunEventEntry => [run.context.environment, run.context.createdAt];
 
 /** A run's keys from its index entries, or undefined when one of them predates what they hold now. */
-function indexedKeys(orgId: string, eventId: string, runId: string, entry: unknown, timeEntry: (key: LedgerKey) => unknown): RunKeys | undefined {
+function indexedKeys(orgId: string, eventId: string, runId: string, entry: unknown, byTime: LedgerTable): RunKeys | undefined {
   if (!Array.isArray(entry)) return undefined;
   const [environment, createdAt] = entry as unknown as RunEventEntry;
-  const time = timeEntry([orgId, environment, createdAt, runId]);
+  const time = byTime.get([orgId, environment, createdAt, runId]);
   if (!Array.isArray(time)) return undefined;
   // The ids as they were written from the run's context.
   const context = { orgId, runId, eventId, environment, createdAt } as unknown as RunKeys['context'];
@@ -170,7 +170,7 @@ export class RunStore {
     let decodedBytes = 0;
     for (const { key, value } of this.#byEvent.getRange({ start: [orgId, eventId], end: [orgId, eventId, '\uffff'] })) {
       const runId = (key as [string, string, string])[2];
-      const indexed = indexedKeys(orgId, eventId, runId, value, (at) => this.#byTime.get(at));
+      const indexed = indexedKeys(orgId, eventId, runId, value, this.#byTime);
       if (indexed !== undefined) {
         runs.push(indexed);
         continue;
