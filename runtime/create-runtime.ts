@@ -6,7 +6,8 @@ import { apiKeyRoutes } from './api/api-keys-api.ts';
 import { isoAt, type ApiContext } from './api/context.ts';
 import { scheduleRoutes } from './api/schedules-api.ts';
 import { ScheduleStore } from './triggers/schedule-store.ts';
-import type { TickRunsGate } from './triggers/tick-runs-gate.ts';
+import { EventRunsGate, runWeight } from './events/event-runs-gate.ts';
+import { EventWriteTurns } from './events/event-write-turns.ts';
 import { ScheduleTicker } from './triggers/schedule-ticker.ts';
 import { closeSchemaThreads, startSchemaThreads, type SchemaCheckDeadlines } from './sources/schema-checks.ts';
 import { deviceRoutes } from './api/devices-api.ts';
@@ -95,8 +96,8 @@ export interface RuntimeDeps {
   readonly restingResultBytes?: number;
   /** Milliseconds, for what a refused device frame's reading cost (device-messages.ts, REFUSAL_MS); default performance.now (tests give theirs). */
   readonly deviceReadingClock?: () => number;
-  /** The budget of runs the schedule ticker's writes in flight may create together (tick-runs-gate.ts). */
-  readonly tickRuns?: TickRunsGate;
+  /** The budget of runs the event writes in flight may build together (event-runs-gate.ts). */
+  readonly eventRuns?: EventRunsGate;
   /** Bytes every live socket together may hold queued, unread (live-queue.ts); default LIVE_QUEUE_BYTES (tests set a small one). */
   readonly liveQueueBytes?: number;
   /** Deadlines of hook-runner calls (client.ts defaults: 30 s, 10 s for secrets; tests set short ones). */
@@ -167,7 +168,7 @@ export async function createRuntime(config: RuntimeConfig, deps: RuntimeDeps = {
   }
 }
 
-async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs, deviceReadingClock, liveQueueBytes, tickRuns }: RuntimeDeps): Promise<Runtime> {
+async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unknown>, config: RuntimeConfig, clock: Clock, logger: Logger, { schemaDeadlines, stopStarting, receiverResolver, projectionRowCap, restingResultBytes, runnerDeadlinesMs, deviceReadingClock, liveQueueBytes, eventRuns }: RuntimeDeps): Promise<Runtime> {
   assertDataFormatKnown(ledger, config.dataDir);
   const metrics = createRuntimeMetrics();
   const adminToken = loadAdminToken(config.adminToken, config.adminTokenFile);
@@ -190,7 +191,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const auth = createAuthorizer(adminToken.token, apiKeys, orgs);
   const schemas = startSchemaThreads(schemaDeadlines);
   opened.push(() => closeSchemaThreads(schemas));
-  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas, disk };
+  // Every path that stores an event takes its turn here first (event-write-turns.ts).
+  const writeTurns = new EventWriteTurns(eventRuns ?? new EventRunsGate(), runs.sandboxGenerations, (orgId, environment, type) =>
+    workflows.matching(orgId, environment, type).reduce((sum, version) => sum + runWeight(version.definition.steps.length), 0));
+  const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas, disk, writeTurns };
   const startedAt = clock.now();
 
   // The engine is made below, before any route that stores an event is added.
@@ -231,10 +235,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const schedules = new ScheduleStore(ledger, events);
   const ticker = new ScheduleTicker({
     schedules, orgs, deletedOrgs, clock, logger,
-    generations: runs.sandboxGenerations,
+    writeTurns,
     onSent: () => metrics.ingestTotal.inc({ outcome: 'accepted_schedule' }),
-    runsFor: (orgId, environment, type) => workflows.matching(orgId, environment, type).length,
-    ...(tickRuns === undefined ? {} : { tickRuns }),
   });
   opened.push(() => ticker.close());
   const deviceStore = new DeviceStore(ledger, events);
@@ -242,6 +244,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     devices: deviceStore, events, orgs, quota, clock, logger, websockets, deletedOrgs,
     answered: upgradeAnswers(metrics),
     generations: runs.sandboxGenerations,
+    writeTurns,
     schemaChecks: schemas.payloads,
     onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),
     ...(deviceReadingClock === undefined ? {} : { readingClock: deviceReadingClock }),
@@ -265,7 +268,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   });
   // Aborted as the stop begins: long request work (a whole-projection delete) ends between its writes.
   const stopping = new AbortController();
-  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, generations: runs.sandboxGenerations, schemaChecks: schemas.payloads, bodyReads: schemas.bodies }), liveUpgradeRequired, deviceUpgradeRequired);
+  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, writeTurns, schemaChecks: schemas.payloads, bodyReads: schemas.bodies }), liveUpgradeRequired, deviceUpgradeRequired);
   const deletions = new OrgDeletions({
     ledger, orgs, deleted: deletedOrgs, tables: orgTables, logger,
     actionIds: (orgId) => actions.list(orgId).map((action) => action.id),

@@ -8,6 +8,7 @@ import type { DiskFloor } from '../../hook-runner/disk-floor.ts';
 import type { Logger } from '../log.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 import type { EventStore } from '../events/event-store.ts';
+import type { EventWriteTurns } from '../events/event-write-turns.ts';
 import type { RunStore } from '../runs/run-store.ts';
 import type { SchemaThreads } from '../sources/schema-checks.ts';
 import type { SourceStore } from '../sources/source-store.ts';
@@ -29,6 +30,8 @@ export interface ApiContext {
   readonly schemas: SchemaThreads;
   /** The free space kept on the data dir's disk: a write that first changes the hook-runner asks it beforehand. */
   readonly disk: Pick<DiskFloor, 'assertWritable'>;
+  /** The turn every event write takes first: after any sandbox reset, within the budget of runs built (event-write-turns.ts). */
+  readonly writeTurns: EventWriteTurns;
 }
 
 export const isoAt = (ms: number): string => new Date(ms).toISOString();

@@ -93,22 +93,26 @@ export function eventRoutes(ctx: ApiContext, quota: IngestQuota): Route[] {
         if (body.id !== undefined) assertNotReservedEventId(body.id, sent.id === undefined ? 'Idempotency-Key' : 'id');
         assertSandboxAllowed(org, body.environment ?? 'production');
         const environment = body.environment ?? 'production';
-        // Stored only once no sandbox reset of the org is in flight, and with no await between this
-        // check and the store: the runs then take the generation their event lives in (sandbox-generation.ts).
-        if (environment === 'sandbox') {
-          await ctx.runs.sandboxGenerations.quiet(org.id);
-          // The plan may have lost its sandbox (or the key been revoked) while it waited.
-          assertSandboxAllowed(ctx.auth.requireOrg(request, org.id, 'developer'), environment);
+        // Stored in its turn (after any sandbox reset of the org, within the budget of runs built),
+        // with no await between the turn and the store: the runs then take the generation their
+        // event lives in (sandbox-generation.ts).
+        const turn = await ctx.writeTurns.take(org.id, environment, body.type);
+        try {
+          // The key may have been revoked, the org deleted or its plan lost the sandbox while it waited.
+          const current = turn.waited ? ctx.auth.requireOrg(request, org.id, 'developer') : org;
+          assertSandboxAllowed(current, environment);
+          const nowMs = ctx.clock.now();
+          const id = body.id ?? generateEventId(nowMs);
+          const fields = { id, org_id: current.id, type: body.type, environment, source: API_SOURCE, provider_event_id: body.id ?? null, received_at_ms: nowMs };
+          const payloadText = memberText(text, 'payload') ?? 'null';
+          // A large body's payload was parsed in the thread, not here: parsed again only if read.
+          const event = payloadParsed ? withPayloadText(rootEvent({ ...fields, payload: body.payload ?? null }), payloadText) : withLazyPayload(rootEvent({ ...fields, payload: undefined }), payloadText);
+          await quota.storeEvent(current, ctx.events, { event, recording: null, claim: null });
+          ctx.metrics.ingestTotal.inc({ outcome: 'accepted_api' });
+          return rawJson(202, { event: eventWithRawPayload(event) });
+        } finally {
+          turn.release();
         }
-        const nowMs = ctx.clock.now();
-        const id = body.id ?? generateEventId(nowMs);
-        const fields = { id, org_id: org.id, type: body.type, environment, source: API_SOURCE, provider_event_id: body.id ?? null, received_at_ms: nowMs };
-        const payloadText = memberText(text, 'payload') ?? 'null';
-        // A large body's payload was parsed in the thread, not here: parsed again only if read.
-        const event = payloadParsed ? withPayloadText(rootEvent({ ...fields, payload: body.payload ?? null }), payloadText) : withLazyPayload(rootEvent({ ...fields, payload: undefined }), payloadText);
-        await quota.storeEvent(org, ctx.events, { event, recording: null, claim: null });
-        ctx.metrics.ingestTotal.inc({ outcome: 'accepted_api' });
-        return rawJson(202, { event: eventWithRawPayload(event) });
       },
     },
     {

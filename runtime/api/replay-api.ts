@@ -172,43 +172,48 @@ export function replayRoutes(ctx: ApiContext, inbox: Inbox, workflows: WorkflowS
         }
         return serial.run(queue, async () => {
           // A replay is a new event: it counts toward the ingest quota (a keyed retry that stores
-          // nothing does not), and waits out a sandbox reset like API events (events-api.ts).
-          if (original.environment === 'sandbox') await ctx.runs.sandboxGenerations.quiet(org.id);
-          // The reset waited for may have deleted the original, retention pruned it, or the plan lost its sandbox.
-          const current = ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
-          // A reset freed the id and a new event took it: the choice was made for the one removed.
-          if (current.received_at_ms !== original.received_at_ms) throw notFound(`Event "${original.id}"`, 'event_id');
-          // A keyed retry answers with the replay the key made, whatever changed since (a workflow
-          // it named disabled meanwhile): the replay exists, and its runs were made.
-          const earlier = idempotencyKey === undefined ? undefined : earlierReplay(idempotencyKey);
-          if (earlier !== undefined) return replayedAnswer(earlier, choice);
-          if (choice.workflow_ids !== undefined) {
-            // A workflow named that would start no run is a mistake to say now, not a replay that does nothing.
-            const listening = new Set(workflows.matching(org.id, current.environment, current.type).map((version) => String(version.workflow_id)));
-            const idle = choice.workflow_ids.find((id) => !listening.has(id));
-            if (idle !== undefined) {
-              throw new InputError(422, 'workflow_not_listening', `Workflow "${shownName(idle)}" is not an enabled ${current.environment} workflow of this organization listening for "${current.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
-            }
-          }
-          if (idempotencyKey === undefined) {
-            if (choice.again !== true) refuseRepeat(org.id, current, choice);
-            const replay = replayOf(current, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
-            await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
-            ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
-            return rawJson(202, made(replay));
-          }
-          // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
-          // (within the dedup window) answers with the replay it already made instead of a second one.
-          const replay = replayOf(current, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
+          // nothing does not), and is stored in its turn like API events (events-api.ts), with no
+          // await between the turn and the store.
+          const turn = await ctx.writeTurns.take(org.id, original.environment, original.type);
           try {
-            // A space occurs in neither part, so no two (event, key) pairs share a claim.
-            await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${current.id} ${idempotencyKey}` } });
-            ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
-            return rawJson(202, made(replay));
-          } catch (error) {
-            const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
-            if (earlier === undefined) throw error;
-            return replayedAnswer(earlier, choice);
+            // Meanwhile (a sandbox reset waited for, say) the original may have gone, retention pruned it, or the plan lost its sandbox.
+            const current = ctx.events.require(org.id, original.id, environmentOf(request, ctx.auth.requireOrg(request, org.id, 'developer')));
+            // A reset freed the id and a new event took it: the choice was made for the one removed.
+            if (current.received_at_ms !== original.received_at_ms) throw notFound(`Event "${original.id}"`, 'event_id');
+            // A keyed retry answers with the replay the key made, whatever changed since (a workflow
+            // it named disabled meanwhile): the replay exists, and its runs were made.
+            const earlier = idempotencyKey === undefined ? undefined : earlierReplay(idempotencyKey);
+            if (earlier !== undefined) return replayedAnswer(earlier, choice);
+            if (choice.workflow_ids !== undefined) {
+              // A workflow named that would start no run is a mistake to say now, not a replay that does nothing.
+              const listening = new Set(workflows.matching(org.id, current.environment, current.type).map((version) => String(version.workflow_id)));
+              const idle = choice.workflow_ids.find((id) => !listening.has(id));
+              if (idle !== undefined) {
+                throw new InputError(422, 'workflow_not_listening', `Workflow "${shownName(idle)}" is not an enabled ${current.environment} workflow of this organization listening for "${current.type}": a replay limited to it would start no run.`, { field: 'workflow_ids' });
+              }
+            }
+            if (idempotencyKey === undefined) {
+              if (choice.again !== true) refuseRepeat(org.id, current, choice);
+              const replay = replayOf(current, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
+              await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: null });
+              ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
+              return rawJson(202, made(replay));
+            }
+            // The key is claimed in the inbox with the new event, so a retried or double-clicked replay
+            // (within the dedup window) answers with the replay it already made instead of a second one.
+            const replay = replayOf(current, choice.side_effects, ctx.clock.now(), choice.workflow_ids);
+            try {
+              // A space occurs in neither part, so no two (event, key) pairs share a claim.
+              await quota.storeEvent(org, ctx.events, { event: replay, recording: null, claim: { source: REPLAY_SOURCE, providerEventId: `${current.id} ${idempotencyKey}` } });
+              ctx.metrics.ingestTotal.inc({ outcome: 'accepted_replay' });
+              return rawJson(202, made(replay));
+            } catch (error) {
+              const earlier = error instanceof ConflictError ? ctx.events.get(org.id, String(error.details['original_event_id'])) : undefined;
+              if (earlier === undefined) throw error;
+              return replayedAnswer(earlier, choice);
+            }
+          } finally {
+            turn.release();
           }
         });
       },

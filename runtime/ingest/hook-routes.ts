@@ -5,6 +5,7 @@
 import { DELETION_PENDING_RETRY_MS, InputError, notFound, RetryableError } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { EventStore } from '../events/event-store.ts';
+import type { EventWriteTurns } from '../events/event-write-turns.ts';
 import { generateEventId, rootEvent, type StoredEvent } from '../events/event-record.ts';
 import { recordRequest } from '../events/record-request.ts';
 import { errorCodeOf } from '../http/error-code.ts';
@@ -19,7 +20,6 @@ import type { SourceStore } from '../sources/source-store.ts';
 import type { Organization, OrganizationStore } from '../tenancy/organizations.ts';
 import type { IngestQuota } from './ingest-quota.ts';
 import { readWebhookBody } from './read-webhook-body.ts';
-import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { assertNotReservedType } from '../triggers/device-record.ts';
 import { isDeliveryId } from './verification.ts';
 import { verifyDelivery } from './verify-delivery.ts';
@@ -32,8 +32,8 @@ export interface HookRouteDeps {
   readonly clock: Clock;
   readonly metrics: RuntimeMetrics;
   readonly quota: IngestQuota;
-  /** A sandbox delivery is stored only while no sandbox reset of its org is in flight (sandbox-generation.ts). */
-  readonly generations: SandboxGenerations;
+  /** A delivery is stored in its turn: after any sandbox reset of its org, within the budget of runs built (event-write-turns.ts). */
+  readonly writeTurns: EventWriteTurns;
   /** Payloads are checked against the source's schema here, off the event loop (schema-checks.ts). */
   readonly schemaChecks: SchemaChecks;
   /** Large bodies are read (checked and parsed) here, off the event loop (read-webhook-body.ts). */
@@ -145,23 +145,30 @@ async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead>,
   // every event object slower to use (alternating ingest runs: about +8 % without it).
   const fields = { id, org_id: source.org_id, type, environment: source.environment, source: source.name, provider_event_id: providerEventId, received_at_ms: nowMs };
   const event = parsed === undefined ? withLazyPayload(rootEvent({ ...fields, payload: undefined }), payloadJson) : withPayloadText(rootEvent({ ...fields, payload: parsed.value }), payloadJson);
-  // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
-  // A reset can take seconds: meanwhile the source may have been deleted (or made again), lost a
-  // secret or changed its schemas, or the plan lost its sandbox, so it is read and judged again as
-  // after any wait; a changed source is checked again, then the wait starts over.
-  while (source.environment === 'sandbox') {
-    await deps.generations.quiet(org.id);
-    const now = sourceAfterWait(source, checked, lookup, reverify);
-    if (now.updated_at === checked.updated_at) break;
-    checked = await checkedOrStored(now);
+  // Stored in its turn (after any sandbox reset of the org, within the budget of runs built), with
+  // no await between the turn and the store (storeEvent starts it at once): event-write-turns.ts.
+  // A turn can wait seconds (a reset): meanwhile the source may have been deleted (or made again),
+  // lost a secret or changed its schemas, or the plan lost its sandbox, so it is read and judged
+  // again as after any wait; a changed source is checked again, its turn given back meanwhile.
+  let turn = await deps.writeTurns.take(org.id, source.environment, type);
+  try {
+    while (turn.waited) {
+      const now = sourceAfterWait(source, checked, lookup, reverify);
+      if (now.updated_at === checked.updated_at) break;
+      turn.release();
+      checked = await checkedOrStored(now);
+      turn = await deps.writeTurns.take(org.id, source.environment, type);
+    }
+    const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: keyIndex }, receivedAt);
+    const started = performance.now();
+    // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
+    // unsigned requests nor replayed copies of a signed one may lock the tenant's real provider out.
+    const stored = await deps.quota.storeEvent(org, deps.events, { event, payloadJson, recording, claim });
+    deps.metrics.ledgerCommitSeconds.observe({ operation: 'ingest' }, (performance.now() - started) / 1000);
+    return stored;
+  } finally {
+    turn.release();
   }
-  const recording = recordRequest(request.method, request.path, request.headers, request.body, { scheme: source.scheme, key_index: keyIndex }, receivedAt);
-  const started = performance.now();
-  // Only stored deliveries count against the quota: anyone can post to a hook URL, and neither
-  // unsigned requests nor replayed copies of a signed one may lock the tenant's real provider out.
-  const stored = await deps.quota.storeEvent(org, deps.events, { event, payloadJson, recording, claim });
-  deps.metrics.ledgerCommitSeconds.observe({ operation: 'ingest' }, (performance.now() - started) / 1000);
-  return stored;
 }
 
 /**

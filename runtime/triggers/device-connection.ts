@@ -3,13 +3,14 @@
 
 import type { WebSocket } from 'uWebSockets.js';
 import { DiskSpaceLowError } from '../../hook-runner/disk-floor.ts';
+import type { EventWriteTurn } from '../events/event-write-turns.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
 import { refusedForDeletion, type DeletingOrgIds } from '../ledger/org-fence.ts';
 import { CLOSE_DEVICE_DELETED, CLOSE_NOT_RECORDED, CLOSE_REPLACED, CLOSE_SANDBOX_DISABLED, CLOSE_TOKEN_ROTATED, readyFrame } from './device-frame.ts';
 import type { DeviceMessageDeps } from './device-messages.ts';
-import { connectedEventId, type DeviceHead } from './device-record.ts';
+import { CONNECTED_EVENT_TYPE, connectedEventId, DISCONNECTED_EVENT_TYPE, type DeviceHead } from './device-record.ts';
 import { closeSocket, quiesce, resumeStoring, sendFrame, type SocketData } from './device-socket.ts';
 import { deviceKeyOf, type DeviceSocketTable } from './device-socket-table.ts';
 import type { Ending } from './device-store.ts';
@@ -21,7 +22,7 @@ export const EVENTS_PER_CONNECTION = 2;
 export const SANDBOX_DISABLED = { reason: 'sandbox_disabled', code: CLOSE_SANDBOX_DISABLED } as const;
 
 /** What the two writes need of the sockets' dependencies. */
-export type DeviceConnectionDeps = Pick<DeviceMessageDeps, 'devices' | 'orgs' | 'quota' | 'generations' | 'clock' | 'logger'> & {
+export type DeviceConnectionDeps = Pick<DeviceMessageDeps, 'devices' | 'orgs' | 'quota' | 'writeTurns' | 'clock' | 'logger'> & {
   /** An ending the fence refused while the org's deletion mark was written is written again should the mark fail. */
   readonly deletedOrgs?: DeletingOrgIds;
 };
@@ -53,8 +54,11 @@ export async function recordConnection(d: DeviceConnectionDeps, sockets: DeviceS
   const key = deviceKeyOf(data);
   const others = await quiesce(sockets.of(key).filter((other) => other !== ws));
   let recorded: boolean;
+  // In its turn (after any sandbox reset, within the budget of runs built): it writes its
+  // `device.connected`, and the `device.disconnected` of a connection it replaces.
+  let turn: EventWriteTurn | undefined;
   try {
-    if (device.environment === 'sandbox') await d.generations.quiet(device.org_id);
+    turn = await d.writeTurns.take(device.org_id, device.environment, CONNECTED_EVENT_TYPE, DISCONNECTED_EVENT_TYPE);
     // Stamped now, once the others stopped storing, not at the upgrade: the connection it replaces
     // ends (and this one begins) after every message that one stored, which may have gone on
     // while this connect waited its turn in the device's queue.
@@ -73,6 +77,8 @@ export async function recordConnection(d: DeviceConnectionDeps, sockets: DeviceS
     // It may have committed (a failed flush): the others may be ended in the ledger, so they close too.
     for (const socket of [ws, ...others]) closeSocket(socket, { reason: 'connection_lost', code: CLOSE_NOT_RECORDED }, 'could not record the connection; connect again');
     return false;
+  } finally {
+    turn?.release();
   }
   if (!recorded) {
     // Deleted, or its token rotated, since the upgrade. Sockets of the same stale device close as
@@ -102,10 +108,11 @@ export async function recordEnding(d: DeviceConnectionDeps, data: SocketData, en
   // Not tried: nothing to end. Tried (recorded or not): the store ends it only if the ledger holds it.
   if (!data.attempted) return true;
   await Promise.allSettled([...data.inFlight]);
+  let turn: EventWriteTurn | undefined;
   try {
     // A sandbox reset ends its devices' connections without events, a few per write: a sandbox
-    // connection's ending waits it out, as the device's messages do (then finds it ended).
-    if (data.device.environment === 'sandbox') await d.generations.quiet(data.device.org_id);
+    // connection's ending waits it out in its turn, as the device's messages do (then finds it ended).
+    turn = await d.writeTurns.take(data.device.org_id, data.device.environment, DISCONNECTED_EVENT_TYPE);
     // A socket that closed while its connect waited was stamped after it closed: it ends as it begins.
     await d.devices.disconnect(data.device, data.connection, ending, Math.max(at, data.connection.connected_at_ms));
     return true;
@@ -116,5 +123,7 @@ export async function recordEnding(d: DeviceConnectionDeps, data: SocketData, en
     // device's next connection ends it, and a stop leaves it to the next start (runtime_restarted).
     logFailure(d.logger, 'device disconnection could not be recorded', { org_id: data.device.org_id, device: data.device.name }, error);
     return false;
+  } finally {
+    turn?.release();
   }
 }

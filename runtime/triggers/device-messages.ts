@@ -8,6 +8,7 @@ import type { Clock } from '../clock.ts';
 import { ConflictError, InputError, RetryableError, SluiceError, notFound } from '../errors.ts';
 import { generateEventId, rootEvent } from '../events/event-record.ts';
 import type { EventStore } from '../events/event-store.ts';
+import type { EventWriteTurn, EventWriteTurns } from '../events/event-write-turns.ts';
 import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
@@ -67,7 +68,10 @@ export interface DeviceMessageDeps {
   readonly events: EventStore;
   readonly orgs: OrganizationStore;
   readonly quota: IngestQuota;
+  /** A sandbox reset's removals wait out the device's queue of connection changes (device-sockets.ts). */
   readonly generations: SandboxGenerations;
+  /** A message or connection event is stored in its turn: after any sandbox reset of its org, within the budget of runs built (event-write-turns.ts). */
+  readonly writeTurns: EventWriteTurns;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Counts each message stored (sluice_ingest_total{outcome="accepted_device"}). */
@@ -177,6 +181,7 @@ export class DeviceMessages {
     // When the store was tried: a quota refusal's moment is judged at it. Judged after the await
     // that answers a duplicate, a hold whose moment passed meanwhile got a new one behind every other socket's.
     let triedAt: number | undefined;
+    let turn: EventWriteTurn | undefined;
     try {
       // Checked first, against the device's schemas as they are when its check is asked for (a PATCH
       // applies to the next message, on open sockets too): the check may wait for the checking
@@ -187,8 +192,9 @@ export class DeviceMessages {
       // A message stored before the device's schemas changed, sent again (its ack was lost), is
       // acked as the duplicate it is: a nack would say it was never stored.
       if (checking !== undefined) await this.#d.events.unlessStored(checking, device.org_id, { source: deviceSource(device.name), providerEventId: message.id }, this.#d.clock.now());
-      // No await between this wait and the store (storeEvent starts it at once): see sandbox-generation.ts.
-      if (device.environment === 'sandbox') await this.#d.generations.quiet(device.org_id);
+      // Stored in its turn (after any sandbox reset, within the budget of runs built), with no await
+      // between the turn and the store (storeEvent starts it at once): see event-write-turns.ts.
+      turn = await this.#d.writeTurns.take(device.org_id, device.environment, message.type);
       // Checked with no await before the store: a change that ends this connection waits for it.
       if (!data.accepting) throw closingError();
       const org = this.#d.orgs.get(device.org_id);
@@ -236,6 +242,8 @@ export class DeviceMessages {
         this.#pauses.pause(device, this.#d.clock.now(), hint.waitMs);
         closeSocket(ws, { reason: 'retry_after_ignored', code: CLOSE_TOO_MANY_REFUSED }, `messages sent again before the retry_after_ms their nacks named (${hint.early} refused in that wait); wait it out`);
       }
+    } finally {
+      turn?.release();
     }
   }
 }

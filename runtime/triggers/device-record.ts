@@ -12,8 +12,8 @@ import type { Environment } from '../sources/source-record.ts';
 
 /** An org's devices are few enough to list in one answer and scan at boot. */
 export const MAX_DEVICES_PER_ORG = 1000;
-const CONNECTED_EVENT_TYPE = 'device.connected';
-const DISCONNECTED_EVENT_TYPE = 'device.disconnected';
+export const CONNECTED_EVENT_TYPE = 'device.connected';
+export const DISCONNECTED_EVENT_TYPE = 'device.disconnected';
 /**
  * The event types only Sluice writes for a device: no device message, API event, schedule or
  * action output may claim them, so a workflow on device.disconnected can trust the device is gone.

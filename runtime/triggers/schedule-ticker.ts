@@ -13,9 +13,8 @@ import { withPayloadText } from '../events/payload-text.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import { refusedForDeletion, type DeletingOrgIds } from '../ledger/org-fence.ts';
 import type { Logger } from '../log.ts';
-import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import { RunTimers } from '../runs/run-timers.ts';
-import { TickRunsGate } from './tick-runs-gate.ts';
+import type { EventWriteTurns } from '../events/event-write-turns.ts';
 import { TurnGate } from '../turn-gate.ts';
 import type { OrganizationStore } from '../tenancy/organizations.ts';
 import { sandboxAllowed } from '../tenancy/sandbox-guard.ts';
@@ -41,15 +40,12 @@ export interface ScheduleTickerDeps {
   readonly orgs: OrganizationStore;
   /** Orgs deleted, or being deleted: a tick the fence refused while a deletion's mark was written is owed again should the mark fail. */
   readonly deletedOrgs?: DeletingOrgIds;
-  readonly generations: SandboxGenerations;
+  /** Each tick's write waits for its turn (event-write-turns.ts): after any sandbox reset, within the budget of runs built. */
+  readonly writeTurns: EventWriteTurns;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Counts each event sent (sluice_ingest_total{outcome="accepted_schedule"}). */
   readonly onSent: () => void;
-  /** How many runs an event of this type would start in the org's environment (its enabled workflows listening). */
-  readonly runsFor: (orgId: string, environment: ScheduleRecord['environment'], type: string) => number;
-  /** The budget of runs the ticks' writes in flight may create together (tick-runs-gate.ts). */
-  readonly tickRuns?: TickRunsGate;
 }
 
 /**
@@ -78,12 +74,10 @@ export class ScheduleTicker {
   readonly #behind = new Map<string, Behind>();
   /** Spreads the re-arming of schedules whose ticks were written together over turns. */
   readonly #rearming = new TurnGate(ARMED_PER_TURN);
-  readonly #tickRuns: TickRunsGate;
   #closed = false;
 
   constructor(deps: ScheduleTickerDeps) {
     this.#d = deps;
-    this.#tickRuns = deps.tickRuns ?? new TickRunsGate();
     // A clock set back re-arms every schedule from its record: the tick owed at the new time is due
     // at once (nextTickAt trusts a set back), where the old timer would wait for the old time.
     this.#timers = new RunTimers(deps.clock, (key) => this.#track(this.#tick(key)), undefined, () => void this.start(), ARMED_PER_TURN);
@@ -247,26 +241,17 @@ export class ScheduleTicker {
    * (startedAheadOfClock), which goes on from now.
    */
   async #send(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
-    const { generations } = this.#d;
-    const runs = this.#d.runsFor(schedule.org_id, schedule.environment, schedule.event_type);
-    const sandbox = schedule.environment === 'sandbox';
-    // Ordered after any sandbox reset in flight, as API events are (sandbox-generation.ts), waited
-    // out holding no runs of the budget (held meanwhile, one org's reset held every org's ticks),
-    // and with no await between the last check and the write.
-    for (;;) {
-      if (sandbox) await generations.quiet(schedule.org_id);
-      await this.#tickRuns.take(runs);
-      if (!sandbox || !generations.resetting(schedule.org_id)) break;
-      this.#tickRuns.give(runs);
-    }
+    // Ordered after any sandbox reset in flight, as API events are, and with no await between the
+    // turn and the write.
+    const turn = await this.#d.writeTurns.take(schedule.org_id, schedule.environment, schedule.event_type);
     try {
       await this.#write(schedule, tick, now);
     } finally {
-      this.#tickRuns.give(runs);
+      turn.release();
     }
   }
 
-  /** The tick's write, queued before its first await (#send has waited out any sandbox reset). */
+  /** The tick's write, queued before its first await (#send has taken its turn). */
   async #write(schedule: ScheduleRecord, tick: number, now: number): Promise<void> {
     const { schedules, orgs } = this.#d;
     const org = orgs.get(schedule.org_id);

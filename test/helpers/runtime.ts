@@ -1,13 +1,13 @@
 // Test helpers: a real runtime (uWS on port 0, LMDB in a temp dir), in-process or as a child process.
 // In-process runtimes take an injected clock; child runtimes can be SIGKILLed for crash tests.
 
-import type { TickRunsGate } from '../../runtime/triggers/tick-runs-gate.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Clock } from '../../runtime/clock.ts';
+import type { EventRunsGate } from '../../runtime/events/event-runs-gate.ts';
 import type { ReceiverResolver } from '../../runtime/runs/receiver-lookup.ts';
 import { loadRuntimeConfig } from '../../runtime/config.ts';
 import { createRuntime, type Runtime } from '../../runtime/create-runtime.ts';
@@ -56,8 +56,8 @@ interface StartOptions {
   readonly deviceReadingClock?: () => number;
   /** Bytes every live socket together may hold queued; default the runtime's. */
   readonly liveQueueBytes?: number;
-  /** The schedule ticker's budget of runs in flight; default the runtime's. */
-  readonly tickRuns?: TickRunsGate;
+  /** The budget of runs the event writes in flight may build; default the runtime's. */
+  readonly eventRuns?: EventRunsGate;
 }
 
 /**
@@ -87,7 +87,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
     ...(options.runnerDeadlinesMs === undefined ? {} : { runnerDeadlinesMs: options.runnerDeadlinesMs }),
     ...(options.deviceReadingClock === undefined ? {} : { deviceReadingClock: options.deviceReadingClock }),
     ...(options.liveQueueBytes === undefined ? {} : { liveQueueBytes: options.liveQueueBytes }),
-    ...(options.tickRuns === undefined ? {} : { tickRuns: options.tickRuns }),
+    ...(options.eventRuns === undefined ? {} : { eventRuns: options.eventRuns }),
   });
   return {
     runtime,

@@ -5,7 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
+import { EventRunsGate } from '../../runtime/events/event-runs-gate.ts';
 import { EventStore } from '../../runtime/events/event-store.ts';
+import { EventWriteTurns } from '../../runtime/events/event-write-turns.ts';
 import { Inbox } from '../../runtime/inbox/inbox.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { RunStore } from '../../runtime/runs/run-store.ts';
@@ -32,7 +34,7 @@ for (const kind of LEDGER_KINDS) describe(`schedule ticker (${kind.name} ledger)
     await orgs.create({ id: ORG, name: ORG, plan: 'pro', max_concurrent_runs: 4, created_at: new Date(TEN).toISOString(), updated_at: new Date(TEN).toISOString() }, () => undefined);
     events = new EventStore(ledger, new Inbox(ledger, 60_000));
     schedules = new ScheduleStore(ledger, events);
-    ticker = new ScheduleTicker({ schedules, orgs, generations: new RunStore(ledger).sandboxGenerations, clock, logger: createLogger('silent'), onSent: () => undefined, runsFor: () => 0 });
+    ticker = new ScheduleTicker({ schedules, orgs, writeTurns: new EventWriteTurns(new EventRunsGate(), new RunStore(ledger).sandboxGenerations, () => 0), clock, logger: createLogger('silent'), onSent: () => undefined });
   });
   after(async () => {
     await ticker.close();
