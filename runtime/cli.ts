@@ -5,6 +5,7 @@
 
 import { inspect } from 'node:util';
 import { printable } from './terminal-text.ts';
+import { onInterrupt } from './interrupt-signals.ts';
 import { InputError } from './errors.ts';
 import { EXIT_FAILED, EXIT_USAGE } from './cli-exit-codes.ts';
 import { usageErrorText } from './cli-usage-error.ts';
@@ -153,14 +154,8 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'watch': {
       const [{ watchCommand }, { whenOutputCloses }] = await Promise.all([load(import('./watch-command.ts')), load(import('../hook-runner/output-closed.ts'))]);
       const stop = new AbortController();
-      // Once: a second signal ends the process at once, as it would have.
-      const onSignal = (): void => {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-        stop.abort();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
+      // A second signal ends the process at once, as it would have (interrupt-signals.ts).
+      onInterrupt(['SIGINT', 'SIGTERM'], () => stop.abort());
       // `sluice watch … | head`: once nobody reads, stop watching, as Ctrl-C would.
       whenOutputCloses(process.stdout, () => stop.abort());
       process.exitCode = await watchCommand(rest, { stdout: process.stdout, stderr: process.stderr, signal: stop.signal, env: process.env });
@@ -178,15 +173,10 @@ async function main(argv: readonly string[]): Promise<void> {
     case 'export': {
       const { exportCommand } = await load(import('./export-command.ts'));
       // The page being written is finished, and the cursor to go on from printed, instead of a cut
-      // line. Once: a second signal ends the process as it would have (a reader that stopped without
-      // closing would hold that page's write, and the export, for ever).
+      // line. A second signal ends the process as it would have (interrupt-signals.ts: a reader that
+      // stopped without closing would hold that page's write, and the export, for ever).
       const stop = new AbortController();
-      const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-      const onSignal = (): void => {
-        for (const signal of signals) process.off(signal, onSignal);
-        stop.abort();
-      };
-      for (const signal of signals) process.on(signal, onSignal);
+      onInterrupt(['SIGINT', 'SIGTERM', 'SIGHUP'], () => stop.abort());
       process.exitCode = await exportCommand(rest, processIo, stop.signal);
       return;
     }
