@@ -14,14 +14,26 @@ type CallKind = 'invoke' | 'compile' | 'forget' | 'other';
 /** A removal reads the runner's indexes of 30 days of calls whole: millions of keys. */
 const DEFAULT_DEADLINES_MS: Readonly<Record<CallKind, number>> = { invoke: 30_000, compile: 30_000, forget: 600_000, other: 10_000 };
 
-/** A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt. */
-export type HookRunnerAddress = string | (() => Promise<string>);
+/**
+ * A fixed target (`127.0.0.1:7878`, `unix:/path`) or a source asked before every attempt, which
+ * may wait up to `waitMs` for a runner (re)starting (HookRunnerChild.address).
+ */
+export type HookRunnerAddress = string | ((waitMs: number) => Promise<string>);
+
+/**
+ * How long one call waits in all, across its attempts, for a runner (re)starting (not counting the
+ * attempts themselves). Each attempt waited up to this much anew: a runner dying at every start held API calls ~90 s (three attempts), past
+ * the 60 s after which clients and proxies give up, and a message that said 30 s.
+ */
+export const RUNNER_WAIT_MS = 30_000;
 
 export interface HookRunnerClientOptions {
   /** Deadline per attempt. Defaults: invoke 30 s, compile 30 s, forget (ForgetOrg) 10 min, everything else 10 s. */
   readonly deadlinesMs?: Partial<Record<CallKind, number>>;
   /** Attempts per call when the runner is UNAVAILABLE (default 3), waiting `retryDelayMs(attempt)` between. */
   readonly attempts?: number;
+  /** How long one call waits in all for a runner (re)starting (default RUNNER_WAIT_MS). */
+  readonly runnerWaitMs?: number;
   readonly retryDelayMs?: (attempt: number) => number;
   /** Injected for tests; defaults to a real timer. */
   readonly sleep?: (ms: number) => Promise<void>;
@@ -121,7 +133,7 @@ export function parseInvokeReply(reply: InvokeReplyWire): InvokeResult {
 }
 
 export class HookRunnerClient {
-  readonly #address: () => Promise<string>;
+  readonly #address: (waitMs: number) => Promise<string>;
   readonly #metadata = new Metadata();
   readonly #options: HookRunnerClientOptions;
   #channel: { readonly address: string; readonly client: Client } | undefined;
@@ -195,7 +207,7 @@ export class HookRunnerClient {
   async checkHealth(deadlineMs: number): Promise<HealthStatus | undefined> {
     if (this.#closed) return undefined;
     try {
-      return healthOf(await this.#unary(this.#clientFor(await this.#address()), 'Health', {}, deadlineMs));
+      return healthOf(await this.#unary(this.#clientFor(await this.#address(deadlineMs)), 'Health', {}, deadlineMs));
     } catch (error) {
       if (isServiceError(error) && refusesToken(error)) this.#options.onTokenRefused?.();
       return undefined;
@@ -220,17 +232,30 @@ export class HookRunnerClient {
   ): Promise<HookRunnerMethods[M]['reply']> {
     const attempts = Math.max(1, this.#options.attempts ?? 3);
     const deadlineMs = this.#options.deadlinesMs?.[kind] ?? DEFAULT_DEADLINES_MS[kind];
+    const runnerWaitMs = this.#options.runnerWaitMs ?? RUNNER_WAIT_MS;
+    /** Time this call spent waiting for an address (a runner restarting), not in calls. */
+    let waitedMs = 0;
     let lastError: unknown;
     let mayHaveRun = false;
+    let made = 0;
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
       if (this.#closed) throw unavailable('The hook-runner client is closed.');
       if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun);
+      const waitMs = Math.ceil(runnerWaitMs - waitedMs);
+      // The call has waited for a runner (re)starting as long as it may: not tried again.
+      if (attempt > 1 && waitMs <= 0) {
+        if (isServiceError(lastError) && !failedTls(lastError)) this.#options.onUnreachable?.(lastError.details);
+        throw unavailable(`The hook-runner did not become ready within ${runnerWaitMs} ms, over ${made} attempt${made === 1 ? '' : 's'} (${method}): ${unreachableReason(lastError)}`, lastError, mayHaveRun);
+      }
+      made = attempt;
       let address: string | undefined;
+      const waitStarted = performance.now();
       try {
-        address = await this.#address();
+        address = await this.#address(Math.max(1, waitMs));
       } catch (error) {
         lastError = error; // e.g. a supervised child that is still restarting
       }
+      waitedMs += performance.now() - waitStarted;
       // Withdrawn while the address was awaited (a supervised runner restarting: up to 30 s): not sent.
       if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun);
       if (address !== undefined) {

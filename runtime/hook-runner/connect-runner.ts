@@ -116,7 +116,7 @@ export async function connectRunner(config: RuntimeConfig, logger: Logger, stopS
   }
   const log = (line: string): void => logger[runnerLineLevel(line)]('hook-runner', { line });
   const child = await createHookRunnerChild({ dataDir: config.dataDir, token, log, minFreeDiskMib: config.minFreeDiskMib }, stopStarting);
-  const client = new HookRunnerClient(() => child.address(), token, options);
+  const client = new HookRunnerClient((waitMs) => child.address(waitMs), token, options);
   return {
     client,
     child,

@@ -3,7 +3,8 @@
 // is not retried at once, and the refusal means
 // "never sent" only when no earlier attempt of the same call may have reached the runner. A call
 // withdrawn before it could leave (its address still awaited, its channel still connecting) says so.
-// A runner without ForgetOrg (an earlier release) is told apart from a failing one.
+// A runner without ForgetOrg (an earlier release) is told apart from a failing one. A call waits
+// for a runner (re)starting RUNNER_WAIT_MS in all, not that much again at each attempt.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -114,5 +115,25 @@ test('a runner of an earlier release, without ForgetOrg, answers UNIMPLEMENTED: 
     await assert.rejects(full.client.forgetOrg('org_a'), (error: unknown) => error instanceof CallNotSentError && error.code === 'hook_runner_disk_full');
   } finally {
     full.close();
+  }
+});
+
+test('a call waits for a runner restarting at most its runner wait in all, across attempts, and says so', async () => {
+  // A port that refuses: the runner became ready just as each wait ended, and was gone again.
+  const refusing = createServer();
+  const port = await new Promise<number>((resolve) => refusing.listen(0, '127.0.0.1', () => resolve((refusing.address() as { port: number }).port)));
+  await new Promise<void>((resolve) => refusing.close(() => resolve()));
+  const asked: number[] = [];
+  const address = async (waitMs: number): Promise<string> => {
+    asked.push(waitMs);
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+    return `127.0.0.1:${port}`;
+  };
+  const client = new HookRunnerClient(address, 'runner-token-for-scripted-tests', { runnerWaitMs: 300, sleep: async () => undefined });
+  try {
+    await assert.rejects(invoke(client), (error: unknown) => error instanceof RunnerUnavailableError && /did not become ready within 300 ms, over 1 attempt \(Invoke\)/.test(error.message));
+    assert.deepEqual(asked, [300], 'one wait of the whole budget; no attempt waits again');
+  } finally {
+    client.close();
   }
 });
