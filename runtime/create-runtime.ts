@@ -243,7 +243,6 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const devices = new DeviceSockets(server.app, {
     devices: deviceStore, events, orgs, quota, clock, logger, websockets, deletedOrgs,
     answered: upgradeAnswers(metrics),
-    generations: runs.sandboxGenerations,
     writeTurns,
     schemaChecks: schemas.payloads,
     onStored: () => metrics.ingestTotal.inc({ outcome: 'accepted_device' }),

@@ -21,6 +21,8 @@ export const runWeight = (steps: number): number => RUN_WEIGHT + steps;
 
 interface Waiter {
   readonly weight: number;
+  /** When the write first came: a write that gave its turn back (a sandbox reset began) keeps its place by it. */
+  readonly ticket: number;
   readonly grant: () => void;
 }
 
@@ -31,6 +33,7 @@ export class EventRunsGate {
   /** The orgs with writes waiting, in the order their turns come. */
   readonly #turns = new FifoQueue<string>();
   #held = 0;
+  #tickets = 0;
 
   constructor(capacity = EVENT_RUNS_IN_FLIGHT) {
     this.#capacity = capacity;
@@ -53,8 +56,17 @@ export class EventRunsGate {
     return true;
   }
 
-  /** Resolves once the org's write of `weight` may go (taken then): after its org's earlier writes, in its org's turn. */
-  async take(orgId: string, weight: number): Promise<void> {
+  /** A new write's place in its org's order (take's `ticket`). */
+  ticket(): number {
+    return ++this.#tickets;
+  }
+
+  /**
+   * Resolves once the org's write of `weight` may go (taken then): after its org's earlier writes, in
+   * its org's turn. `ticket`: the place of a write that came before (it gave its turn back and takes
+   * one again), ahead of the org's writes that came after it; default a new one, behind them all.
+   */
+  async take(orgId: string, weight: number, ticket?: number): Promise<void> {
     if (this.tryTake(orgId, weight)) return;
     await new Promise<void>((grant) => {
       let queue = this.#waiting.get(orgId);
@@ -63,7 +75,9 @@ export class EventRunsGate {
         this.#waiting.set(orgId, queue);
         this.#turns.push(orgId);
       }
-      queue.push({ weight, grant });
+      const waiter = { weight, ticket: ticket ?? this.ticket(), grant };
+      if (ticket === undefined) queue.push(waiter);
+      else this.#waiting.set(orgId, inPlace(queue, waiter));
     });
   }
 
@@ -86,4 +100,14 @@ export class EventRunsGate {
   #fits(weight: number): boolean {
     return weight === 0 || this.#held === 0 || this.#held + weight <= this.#capacity;
   }
+}
+
+/** The queue with `waiter` among its writes by ticket (rare: a write back from a sandbox reset's start). */
+function inPlace(queue: FifoQueue<Waiter>, waiter: Waiter): FifoQueue<Waiter> {
+  const waiters = queue.toArray();
+  const at = waiters.findIndex((other) => other.ticket > waiter.ticket);
+  waiters.splice(at === -1 ? waiters.length : at, 0, waiter);
+  const placed = new FifoQueue<Waiter>(waiters.length);
+  for (const each of waiters) placed.push(each);
+  return placed;
 }

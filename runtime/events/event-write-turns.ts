@@ -37,6 +37,8 @@ export class EventWriteTurns {
   async take(orgId: string, environment: string, ...types: string[]): Promise<EventWriteTurn> {
     const weight = types.reduce((sum, type) => sum + this.#weightOf(orgId, environment, type), 0);
     const sandbox = environment === 'sandbox';
+    // Its place among the org's writes, kept should it give its turn back to wait out a reset.
+    const ticket = this.#gate.ticket();
     let waited = false;
     for (;;) {
       if (sandbox && this.#generations.resetting(orgId)) {
@@ -45,7 +47,7 @@ export class EventWriteTurns {
       }
       if (!this.#gate.tryTake(orgId, weight)) {
         waited = true;
-        await this.#gate.take(orgId, weight);
+        await this.#gate.take(orgId, weight, ticket);
       }
       if (!sandbox || !this.#generations.resetting(orgId)) break;
       this.#gate.give(weight);

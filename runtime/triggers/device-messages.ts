@@ -9,7 +9,6 @@ import { ConflictError, InputError, RetryableError, SluiceError, notFound } from
 import { generateEventId, rootEvent } from '../events/event-record.ts';
 import type { EventStore } from '../events/event-store.ts';
 import type { EventWriteTurn, EventWriteTurns } from '../events/event-write-turns.ts';
-import type { SandboxGenerations } from '../events/sandbox-generation.ts';
 import type { IngestQuota } from '../ingest/ingest-quota.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { Logger } from '../log.ts';
@@ -68,9 +67,7 @@ export interface DeviceMessageDeps {
   readonly events: EventStore;
   readonly orgs: OrganizationStore;
   readonly quota: IngestQuota;
-  /** A sandbox reset's removals wait out the device's queue of connection changes (device-sockets.ts). */
-  readonly generations: SandboxGenerations;
-  /** A message or connection event is stored in its turn: after any sandbox reset of its org, within the budget of runs built (event-write-turns.ts). */
+  /** A message, connection or deletion event is stored in its turn: after any sandbox reset of its org, within the budget of runs built (event-write-turns.ts). */
   readonly writeTurns: EventWriteTurns;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -22,7 +22,7 @@ import {
   MAX_DEVICE_MESSAGE_BYTES,
 } from './device-frame.ts';
 import { DeviceMessages, type DeviceMessageDeps } from './device-messages.ts';
-import type { DeviceConnection, DeviceHead, StoredDevice } from './device-record.ts';
+import { DISCONNECTED_EVENT_TYPE, type DeviceConnection, type DeviceHead, type StoredDevice } from './device-record.ts';
 import { closeSocket, quiesce, resumeStoring, type SocketData } from './device-socket.ts';
 import { deviceKeyOf, DeviceSocketTable } from './device-socket-table.ts';
 import type { Ending } from './device-store.ts';
@@ -206,12 +206,16 @@ export class DeviceSockets {
     const key = orgScopedKey(orgId, name);
     return this.#changeDevice(orgId, name, async () => {
       allowed();
-      // A sandbox device's `device.disconnected` is not written while a reset of its org is in flight.
-      if (this.#d.devices.head(orgId, name)?.environment === 'sandbox') {
-        await this.#d.generations.quiet(orgId);
-        allowed();
+      // Its open connection's `device.disconnected` is written in its turn, as every event is
+      // (event-write-turns.ts: after any sandbox reset of the org, within the budget of runs built).
+      const environment = this.#d.devices.head(orgId, name)?.environment;
+      const turn = environment === undefined ? undefined : await this.#d.writeTurns.take(orgId, environment, DISCONNECTED_EVENT_TYPE);
+      try {
+        if (turn?.waited) allowed();
+        return await this.#d.devices.delete(orgId, name, id, (open) => this.#sockets.endingOf(key, open, ending), this.#d.clock.now(), matches);
+      } finally {
+        turn?.release();
       }
-      return this.#d.devices.delete(orgId, name, id, (open) => this.#sockets.endingOf(key, open, ending), this.#d.clock.now(), matches);
     }, ending);
   }
 

@@ -3,13 +3,17 @@
 // writes go in the order they came, orgs waiting take turns, one heavier than the budget goes
 // alone, one that builds no run waits only behind its own org. With a real runtime: API events and
 // schedule ticks fanning out to several workflows each all store, their writes never holding more
-// than the budget at once; a webhook, an API event, a replay, a device message and a device
-// connection each wait for their turn; a sandbox write waits out its org's reset holding none of it.
+// than the budget at once; a webhook, an API event, a replay, a device message, a device connection
+// and a device deletion each wait for their turn; a sandbox write waits out its org's reset holding
+// none of it, and keeps its place among its org's writes.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { EventRunsGate, runWeight } from '../../runtime/events/event-runs-gate.ts';
+import { EventWriteTurns } from '../../runtime/events/event-write-turns.ts';
+import { SandboxGenerations } from '../../runtime/events/sandbox-generation.ts';
+import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
 import { call, createOrg, newStandardSecret, registerDevice, signStandard } from '../helpers/http.ts';
 import { eventually } from '../helpers/receiver.ts';
@@ -80,6 +84,37 @@ test('a write that builds no run waits only behind its own org\'s writes, and ta
   assert.deepEqual(gate.stats(), { held: 5, waiting: 0 });
 });
 
+test('a sandbox write that meets its org\'s reset beginning gives its turn back and keeps its place among its org\'s writes', async () => {
+  const gate = new EventRunsGate(10);
+  const generations = new SandboxGenerations(openMemoryLedger());
+  const turns = new EventWriteTurns(gate, generations, () => 6);
+  const granted: string[] = [];
+  // Another org's write holds 6: the sandbox org's two writes, and a third org's, wait in turn.
+  assert.equal(gate.tryTake('acct-z', 6), true);
+  const first = turns.take('acct-x', 'sandbox', 'e').then((turn) => (granted.push('x1'), turn));
+  await turn();
+  void gate.take('acct-w', 6).then(() => void granted.push('w'));
+  const second = turns.take('acct-x', 'sandbox', 'e').then((turn) => (granted.push('x2'), turn));
+  await turn();
+  let endReset: () => void = () => undefined;
+  const reset = generations.during('acct-x', () => new Promise<void>((done) => (endReset = done)));
+  // x1 gets the room, finds the reset, gives it back and waits it out; w's turn takes the room.
+  gate.give(6);
+  await turn();
+  assert.deepEqual(granted, ['w']);
+  endReset();
+  await reset;
+  await turn();
+  // The room w held goes to the sandbox org's oldest write.
+  gate.give(6);
+  await turn();
+  assert.deepEqual(granted, ['w', 'x1'], 'x1 before x2, which came after it');
+  (await first).release();
+  (await second).release();
+  assert.deepEqual(granted, ['w', 'x1', 'x2']);
+  assert.deepEqual(gate.stats(), { held: 0, waiting: 0 });
+});
+
 test('API events at once, each starting three runs, all store; their writes hold at most the budget at once', async () => {
   const { gate, most } = watchedGate(7 * ONE_STEP_RUN);
   const rt = await startRuntime({ args: ['--runner', 'off'], eventRuns: gate });
@@ -122,7 +157,7 @@ test('schedules ticking together, each starting three runs, all send; their writ
   }
 });
 
-test('a webhook, an API event, a replay, a device message and a device connection each wait for their turn', async () => {
+test('a webhook, an API event, a replay, a device message, a device connection and a device deletion each wait for their turn', async () => {
   const gate = new EventRunsGate(4 * ONE_STEP_RUN);
   const rt = await startRuntime({ args: ['--runner', 'off'], eventRuns: gate });
   const sockets: DeviceClient[] = [];
@@ -131,15 +166,17 @@ test('a webhook, an API event, a replay, a device message and a device connectio
     const org = 'acct-every-path';
     const key = await createOrg(rt.url, ADMIN_TOKEN, org);
     const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
-    for (const type of ['hook.came', 'api.came', 'reading.taken', 'device.connected']) {
+    for (const type of ['hook.came', 'api.came', 'reading.taken', 'device.connected', 'device.disconnected']) {
       assert.equal((await post('/workflows', { name: type.replace('.', '-'), trigger_event: type, steps: WAITING_STEPS })).status, 201);
     }
     const secret = newStandardSecret();
     assert.equal((await post('/sources', { name: 'shop', secrets: [secret] })).status, 201);
     const meterToken = await registerDevice(rt.url, org, key, 'meter');
     const gaugeToken = await registerDevice(rt.url, org, key, 'gauge');
+    const doomedToken = await registerDevice(rt.url, org, key, 'doomed');
     const meter = await connectDevice(rt.url, org, 'meter', meterToken);
-    sockets.push(meter);
+    const doomed = await connectDevice(rt.url, org, 'doomed', doomedToken);
+    sockets.push(meter, doomed);
     const original = (await post('/events', { type: 'api.came', id: 'first', payload: {} })).status;
     assert.equal(original, 202);
     // Another org's write in flight holds the whole budget: every write that starts a run waits.
@@ -154,7 +191,9 @@ test('a webhook, an API event, a replay, a device message and a device connectio
     ];
     meter.send({ id: 'reading-1', type: 'reading.taken' });
     const connecting = noted('connect', connectDevice(rt.url, org, 'gauge', gaugeToken));
-    await eventually('five writes waiting for their turn', () => gate.stats().waiting, (count) => count === 5);
+    // Deleting a connected device writes its connection's device.disconnected.
+    const deleting = noted('delete', call(rt.url, 'DELETE', `/organizations/${org}/devices/doomed`, { token: key }));
+    await eventually('six writes waiting for their turn', () => gate.stats().waiting, (count) => count === 6);
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.deepEqual(answered, [], 'none answered while the budget is held');
     assert.equal(meter.frames.filter((frame) => frame.type === 'ack').length, 0, 'the message is not acked meanwhile');
@@ -164,10 +203,13 @@ test('a webhook, an API event, a replay, a device message and a device connectio
     assert.deepEqual(statuses, [204, 202, 202]);
     sockets.push(await connecting);
     assert.equal((await meter.answerTo('reading-1')).type, 'ack');
-    const runs = await eventually('every event\'s run made', async () => (await call(rt.url, 'GET', `/organizations/${org}/runs?limit=100`, { token: key })).body.runs as unknown[], (found) => found.length === 7);
-    // meter's and gauge's connections, the first API event, and the five that waited.
-    assert.equal(runs.length, 7);
-    assert.deepEqual(gate.stats(), { held: 0, waiting: 0 });
+    assert.equal((await deleting).status, 204);
+    const runs = await eventually('every event\'s run made', async () => (await call(rt.url, 'GET', `/organizations/${org}/runs?limit=100`, { token: key })).body.runs as unknown[], (found) => found.length === 9);
+    // meter's and doomed's connections and the first API event, then the six that waited (gauge's
+    // connection and doomed's disconnection among them).
+    assert.equal(runs.length, 9);
+    // The deleted device's socket, closed by the delete, writes nothing more (its connection ended in the delete) in a turn of its own.
+    await eventually('every turn given back', () => gate.stats(), (stats) => stats.held === 0 && stats.waiting === 0);
   } finally {
     // Given back on a failure too: the writes waiting would hold the stop.
     if (holding) gate.give(4 * ONE_STEP_RUN);
