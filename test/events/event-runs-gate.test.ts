@@ -116,20 +116,28 @@ test('a sandbox write that meets its org\'s reset beginning gives its turn back 
 });
 
 test('API events at once, each starting three runs, all store; their writes hold at most the budget at once', async () => {
-  const { gate, most } = watchedGate(7 * ONE_STEP_RUN);
+  const budget = 7 * ONE_STEP_RUN;
+  const gate = new EventRunsGate(budget);
   const rt = await startRuntime({ args: ['--runner', 'off'], eventRuns: gate });
+  let holding = false;
   try {
     const org = 'acct-api-fanout';
     const key = await createOrg(rt.url, ADMIN_TOKEN, org);
     const post = (path: string, json: unknown) => call(rt.url, 'POST', `/organizations/${org}${path}`, { token: key, json });
     for (let n = 0; n < 3; n++) assert.equal((await post('/workflows', { name: `w${n}`, trigger_event: 'fan.out', steps: WAITING_STEPS })).status, 201);
-    const answers = await Promise.all(Array.from({ length: 10 }, () => post('/events', { type: 'fan.out', payload: {} })));
-    assert.deepEqual(answers.map((answer) => answer.status), Array(10).fill(202));
+    // Another org's write holds the budget until all ten wait (a ledger that commits at once would let them go one by one).
+    assert.equal((holding = gate.tryTake('acct-elsewhere', budget)), true);
+    const answering = Promise.all(Array.from({ length: 10 }, () => post('/events', { type: 'fan.out', payload: {} })));
+    await eventually('the ten events waiting for their turn', () => gate.stats().waiting, (count) => count === 10);
+    holding = false;
+    gate.give(budget);
+    assert.deepEqual(gate.stats(), { held: 6 * ONE_STEP_RUN, waiting: 8 }, 'two events of three runs at a time: a third does not fit');
+    assert.deepEqual((await answering).map((answer) => answer.status), Array(10).fill(202));
     const runs = (await call(rt.url, 'GET', `/organizations/${org}/runs?limit=100`, { token: key })).body.runs as unknown[];
     assert.equal(runs.length, 30);
-    assert.equal(most(), 6 * ONE_STEP_RUN, 'two events of three runs at a time');
     assert.deepEqual(gate.stats(), { held: 0, waiting: 0 }, 'every turn given back');
   } finally {
+    if (holding) gate.give(budget);
     await rt.close();
   }
 });
