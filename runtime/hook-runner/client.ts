@@ -6,7 +6,7 @@ import {
   type HealthReplyWire, type InvokeOutcome, type InvokeReplyWire,
 } from '../../hook-runner/wire.ts';
 import { runnerChannel } from './runner-channel.ts';
-import { answeredDiskFull, answeredRetryLater, CallWithdrawnError, isServiceError, neverSent, refusesToken, timedOutUnsent, toSluiceError, unavailable } from './runner-errors.ts';
+import { answeredDiskFull, answeredRetryLater, CallWithdrawnError, isServiceError, neverSent, refusesToken, RunnerUnavailableError, timedOutUnsent, toSluiceError, unavailable } from './runner-errors.ts';
 
 /** What a call's deadline is chosen by. */
 type CallKind = 'invoke' | 'compile' | 'forget' | 'other';
@@ -26,6 +26,9 @@ export type HookRunnerAddress = string | ((waitMs: number) => Promise<string>);
  * the 60 s after which clients and proxies give up, and a message that said 30 s.
  */
 export const RUNNER_WAIT_MS = 30_000;
+
+/** Less of the runner wait than this left is none: no runner starts that fast (and timers end up to a millisecond early). */
+const LEAST_RUNNER_WAIT_MS = 100;
 
 export interface HookRunnerClientOptions {
   /** Deadline per attempt. Defaults: invoke 30 s, compile 30 s, forget (ForgetOrg) 10 min, everything else 10 s. */
@@ -237,21 +240,18 @@ export class HookRunnerClient {
     let waitedMs = 0;
     let lastError: unknown;
     let mayHaveRun = false;
-    let made = 0;
+    /** The call's end when no attempt got an answer: `what` happened, and why the last one failed. */
+    const gaveUp = (what: string): RunnerUnavailableError => {
+      if (isServiceError(lastError) && !failedTls(lastError)) this.#options.onUnreachable?.(lastError.details);
+      return unavailable(`${what} (${method}): ${unreachableReason(lastError)}`, lastError, mayHaveRun);
+    };
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
       if (this.#closed) throw unavailable('The hook-runner client is closed.');
       if (isAborted(signal)) throw new CallWithdrawnError(method, mayHaveRun);
-      const waitMs = Math.ceil(runnerWaitMs - waitedMs);
-      // The call has waited for a runner (re)starting as long as it may: not tried again.
-      if (attempt > 1 && waitMs <= 0) {
-        if (isServiceError(lastError) && !failedTls(lastError)) this.#options.onUnreachable?.(lastError.details);
-        throw unavailable(`The hook-runner did not become ready within ${runnerWaitMs} ms, over ${made} attempt${made === 1 ? '' : 's'} (${method}): ${unreachableReason(lastError)}`, lastError, mayHaveRun);
-      }
-      made = attempt;
       let address: string | undefined;
       const waitStarted = performance.now();
       try {
-        address = await this.#address(Math.max(1, waitMs));
+        address = await this.#address(Math.max(LEAST_RUNNER_WAIT_MS, Math.floor(runnerWaitMs - waitedMs)));
       } catch (error) {
         lastError = error; // e.g. a supervised child that is still restarting
       }
@@ -284,10 +284,12 @@ export class HookRunnerClient {
           lastError = error;
         }
       }
-      if (attempt < attempts) await (this.#options.sleep ?? realSleep)((this.#options.retryDelayMs ?? defaultDelay)(attempt));
+      if (attempt === attempts) break;
+      // The call has waited for a runner (re)starting as long as it may: not tried again.
+      if (runnerWaitMs - waitedMs < LEAST_RUNNER_WAIT_MS) throw gaveUp(`The hook-runner did not become ready within ${runnerWaitMs} ms, over ${attempt} attempt${attempt === 1 ? '' : 's'}`);
+      await (this.#options.sleep ?? realSleep)((this.#options.retryDelayMs ?? defaultDelay)(attempt));
     }
-    if (isServiceError(lastError) && !failedTls(lastError)) this.#options.onUnreachable?.(lastError.details);
-    throw unavailable(`The hook-runner is unavailable after ${attempts} attempt${attempts === 1 ? '' : 's'} (${method}): ${unreachableReason(lastError)}`, lastError, mayHaveRun);
+    throw gaveUp(`The hook-runner is unavailable after ${attempts} attempt${attempts === 1 ? '' : 's'}`);
   }
 
   #clientFor(address: string): Client {
