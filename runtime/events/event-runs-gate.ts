@@ -1,6 +1,6 @@
 // How many runs the event writes in flight may build together. An event is stored with the runs it
-// starts, built on the event loop inside its write (about 0.12 ms a run and 7 µs a step): ten API
-// events at once, each starting 100 workflows of 50 steps, held every org's requests 1.5 s, and 100
+// starts, built on the event loop inside its write (about 0.12 ms a run and 7 µs a step): thirty
+// API events at once, each starting 100 workflows of 50 steps, held every org's requests 1.5 s, and 100
 // schedules ticking together 4-8 s (lmdb-js runs the callbacks of the transactions queued meanwhile
 // in one go; found by big-tenant probes). A write takes its runs' weight from this budget before
 // it is queued and gives it back once it has settled (event-write-turns.ts). Orgs take turns:

@@ -1,7 +1,8 @@
 // The turn every path that stores an event takes first: webhooks, API events, replays, device
-// messages and connections, schedule ticks. A turn comes once no sandbox reset of the org is in
-// flight (sandbox events: sandbox-generation.ts) and the runs the event starts fit the budget of
-// runs built by writes in flight (event-runs-gate.ts); it is given back once the write has settled.
+// messages, connections and deletions, schedule ticks. A turn comes once no sandbox reset of the
+// org is in flight (sandbox events: sandbox-generation.ts) and the runs the event starts fit the
+// budget of runs built by writes in flight (event-runs-gate.ts); it is given back once the write
+// has settled.
 // Between a turn and its store nothing may await: a caller checks again, after the turn, what may
 // have changed while it waited (`waited`: the org, the key, the source), then stores at once.
 
