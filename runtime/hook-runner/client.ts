@@ -22,8 +22,9 @@ export type HookRunnerAddress = string | ((waitMs: number) => Promise<string>);
 
 /**
  * How long one call waits in all, across its attempts, for a runner (re)starting (not counting the
- * attempts themselves). Each attempt waited up to this much anew: a runner dying at every start held API calls ~90 s (three attempts), past
- * the 60 s after which clients and proxies give up, and a message that said 30 s.
+ * attempts themselves). Each attempt waited up to this much anew: a runner dying at every start
+ * held API calls ~90 s (three attempts), past the 60 s after which clients and proxies give up,
+ * and a message that said 30 s.
  */
 export const RUNNER_WAIT_MS = 30_000;
 
