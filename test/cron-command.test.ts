@@ -20,6 +20,12 @@ test('the next ticks in the zone, UTC first, across the spring-forward night in 
   assert.equal(cronCommand(['@daily'], NOW).split('\n').length, 6, 'five by default');
 });
 
+test('the preview shows a tick that a skipped hour ending at midnight moves to 00:00 (America/Nuuk)', () => {
+  const lines = cronCommand(['30 23 * * *', '--timezone', 'America/Nuuk', '--count', '3'], Date.UTC(2026, 2, 27, 12)).split('\n');
+  assert.deepEqual(lines.slice(1).map((line) => line.trim().split(' ')[0]), ['2026-03-28T01:30:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z']);
+  assert.match(lines[2]!, /00:00/);
+});
+
 test('what the API refuses is refused with its message; usage when the pattern is missing', () => {
   assert.throws(() => cronCommand(['0 0 L * *'], NOW), /A cron pattern has five fields/);
   assert.throws(() => cronCommand(['0 0 * * *', '--timezone', 'Mars/Olympus'], NOW), /not an IANA time zone/);

@@ -1,13 +1,13 @@
 // A schedule: a cron pattern in a time zone that sends one event of a given type at each tick.
 // Patterns have five fields (minute resolution) or a nickname such as `@hourly`; croner parses them
-// and walks time zones and daylight saving. The ticks it sends are events like any other.
+// and walks time zones and daylight saving (schedule-times.ts). The ticks it sends are events like any other.
 
 import { createHash } from 'node:crypto';
-import { Cron } from 'croner';
+import type { Cron } from 'croner';
 import { badRequest } from '../errors.ts';
 import { RawJson } from '../validation/raw-json.ts';
-import { setNewest } from '../newest-entries.ts';
 import type { Environment } from '../sources/source-record.ts';
+import { cronOf, eitherDayFieldStarred, nextTick, nextTicks, previousTicks } from './schedule-times.ts';
 
 export const SCHEDULE_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,63}$';
 /** The source recorded on events a schedule sends. */
@@ -55,40 +55,6 @@ const FIELD = /^[0-9*,/-]+$/;
 /** White space other than a space or a tab. */
 const OTHER_SPACE = /[^\S \t]/u;
 const PATTERN_HELP = 'A cron pattern has five fields (minute hour day-of-month month day-of-week) of digits, `* , / -` and month or weekday names, or is one of @yearly, @monthly, @weekly, @daily, @hourly.';
-
-/**
- * The pattern as croner reads it (paused: it only computes times, never runs anything). Hours given
- * as lists or ranges count as fixed times across daylight saving, as single hours do: a tick in a
- * skipped hour fires once when the hour ends, and a repeated hour fires once. Days match as in
- * crontab (Vixie cron, cronie): a day must match both day fields when either starts with `*` (a
- * day-of-month step and a weekday: days that are both), and either one when both are restricted
- * (croner's default).
- */
-function cronOf(schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>): Cron {
-  const key = `${schedule.cron}\u0000${schedule.timezone}`;
-  let cron = parsedPatterns.get(key);
-  if (cron === undefined) {
-    cron = new Cron(schedule.cron, { timezone: schedule.timezone, paused: true, mode: '5-part', fixedTimeRule: 'no-wildcard', domAndDow: eitherDayFieldStarred(schedule.cron) });
-    setNewest(parsedPatterns, key, cron, MAX_PARSED_PATTERNS);
-  }
-  return cron;
-}
-
-/**
- * Patterns read by croner, by pattern and zone, the oldest read dropped past MAX_PARSED_PATTERNS:
- * reading one takes ~20-40 us, and a tick asks for its schedule's three times (thousands of
- * schedules share a few patterns, `@hourly`, `* * * * *`). A paused Cron without a function keeps
- * no state between calls, so one serves every schedule of its pattern.
- */
-const parsedPatterns = new Map<string, Cron>();
-const MAX_PARSED_PATTERNS = 1024;
-
-/** Whether the day-of-month or day-of-week field of a five-field pattern starts with `*` (a nickname has none). */
-function eitherDayFieldStarred(cron: string): boolean {
-  // As croner splits: a pattern stored before other space characters were refused reads as it did.
-  const fields = cron.trim().split(/\s+/);
-  return fields.length === 5 && (fields[2]!.startsWith('*') || fields[4]!.startsWith('*'));
-}
 
 /**
  * The pattern and zone as stored (trimmed; the zone as written, in its canonical case), or 400
@@ -279,8 +245,7 @@ export const startedAheadOfClock = (schedule: ScheduleRecord, nowMs: number): bo
 
 /** The newest tick at or before `nowMs` that is not done: the one tick owed now, if any. */
 export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | undefined {
-  const [latest] = cronOf(schedule).previousRuns(1, new Date(nowMs + 1));
-  const at = latest?.getTime();
+  const [at] = previousTicks(schedule, 1, nowMs + 1);
   return at !== undefined && !isTickDone(schedule, at, nowMs) ? at : undefined;
 }
 
@@ -291,15 +256,14 @@ export function tickOwed(schedule: ScheduleRecord, nowMs: number): number | unde
  * newest `limit` (slower: ~10 ms for 100).
  */
 export function catchUpStart(schedule: ScheduleRecord, oldestOwedMs: number, nowMs: number, limit: number): number {
-  const cron = cronOf(schedule);
   let at = oldestOwedMs;
   for (let owed = 1; owed <= limit; owed++) {
-    const next = cron.nextRun(new Date(at))?.getTime();
+    const next = nextTick(schedule, at);
     if (next === undefined || next > nowMs) return oldestOwedMs;
     at = next;
   }
-  const latest = cron.previousRuns(limit, new Date(nowMs + 1));
-  return latest.length === limit ? Math.max(oldestOwedMs, latest[limit - 1]!.getTime()) : oldestOwedMs;
+  const latest = previousTicks(schedule, limit, nowMs + 1);
+  return latest.length === limit ? Math.max(oldestOwedMs, latest[limit - 1]!) : oldestOwedMs;
 }
 
 /**
@@ -309,7 +273,7 @@ export function catchUpStart(schedule: ScheduleRecord, oldestOwedMs: number, now
  */
 export function oldestTickOwedSince(schedule: ScheduleRecord, fromMs: number, nowMs: number): number | undefined {
   if (fromMs <= nowMs && !isTickDone(schedule, fromMs, nowMs)) return fromMs;
-  const next = cronOf(schedule).nextRun(new Date(Math.max(fromMs, schedule.last_tick_ms)))?.getTime();
+  const next = nextTick(schedule, Math.max(fromMs, schedule.last_tick_ms));
   return next !== undefined && next <= nowMs && !isTickDone(schedule, next, nowMs) ? next : undefined;
 }
 
@@ -321,14 +285,14 @@ export function oldestTickOwedSince(schedule: ScheduleRecord, fromMs: number, no
 export function nextTickAt(schedule: ScheduleRecord, nowMs: number): number | undefined {
   if (tickOwed(schedule, nowMs) !== undefined) return nowMs;
   const waitingOut = schedule.last_tick_ms <= nowMs + WAITED_OUT_SET_BACK_MS;
-  const next = cronOf(schedule).nextRun(new Date(waitingOut ? Math.max(nowMs, schedule.last_tick_ms) : nowMs))?.getTime();
+  const next = nextTick(schedule, waitingOut ? Math.max(nowMs, schedule.last_tick_ms) : nowMs);
   if (next === undefined || schedule.started_ms === undefined || !isBeforeStart(schedule, next, next)) return next;
-  return cronOf(schedule).nextRun(new Date(schedule.started_ms))?.getTime();
+  return nextTick(schedule, schedule.started_ms);
 }
 
 /** The next `count` ticks of a pattern after `afterMs`, as the ticker walks them (the CLI's preview). */
 export function ticksAfter(schedule: Pick<ScheduleRecord, 'cron' | 'timezone'>, afterMs: number, count: number): number[] {
-  return cronOf(schedule).nextRuns(count, new Date(afterMs)).map((at) => at.getTime());
+  return nextTicks(schedule, count, afterMs);
 }
 
 /** Whether two records of a schedule tick alike and send the same event (the same schedule, unchanged since). */

@@ -1,6 +1,6 @@
-// The tick arithmetic of schedules, on croner itself: crontab-only patterns, canonical zones,
-// daylight saving (a tick in a skipped hour fires once, a repeated hour fires once, lists and
-// ranges of hours included), and a clock set back behind the last tick done.
+// The tick arithmetic of schedules, on croner and its wrapper: crontab-only patterns, canonical
+// zones, daylight saving (a tick in a skipped hour fires once, one ending at midnight too, a
+// repeated hour fires once, lists and ranges of hours included), and a clock set back behind the last tick done.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -89,6 +89,24 @@ test('daylight saving with * or a step in the minute or hour field follows the w
   assert.equal(ticksBetween('*/15 2 * * *', 'Europe/Berlin', fall, fall + 24 * 3_600_000).length, 8, '02:00-02:45 in CEST, then again in CET');
   // A fixed time's skipped ticks and the tick due when the hour ends make one event.
   assert.deepEqual(ticksBetween('0 1-3 * * *', 'Europe/Berlin', spring, spring + 24 * 3_600_000), ['2026-03-29T00:00:00.000Z', '2026-03-29T01:00:00.000Z']);
+});
+
+test('a skipped hour that ends at midnight (America/Nuuk: 23:00 goes to 00:00) still sends a fixed time\'s tick once, at 00:00', () => {
+  const spring = Date.UTC(2026, 2, 27, 12); // 2026-03-28 23:00 -02 is 2026-03-29 00:00 -01 (01:00 UTC)
+  assert.deepEqual(ticksBetween('30 23 * * *', 'America/Nuuk', spring, spring + 62 * 3_600_000), [
+    '2026-03-28T01:30:00.000Z', // 23:30 -02 on the 27th
+    '2026-03-29T01:00:00.000Z', // 23:30 on the 28th does not exist: 00:00 -01 on the 29th
+    '2026-03-30T00:30:00.000Z', // 23:30 -01 on the 29th
+  ]);
+  assert.deepEqual(ticksBetween('15,45 23 * * *', 'America/Scoresbysund', spring, spring + 48 * 3_600_000), ['2026-03-28T01:15:00.000Z', '2026-03-28T01:45:00.000Z', '2026-03-29T01:00:00.000Z'], 'two skipped times make one tick');
+  // Owed at the moment the hour ends, as the ticker asks when its timer fires, and done once sent.
+  const gapEnd = Date.UTC(2026, 2, 29, 1);
+  assert.equal(tickOwed(schedule('30 23 * * *', 'America/Nuuk', gapEnd - 3_600_000), gapEnd), gapEnd);
+  assert.equal(tickOwed(schedule('30 23 * * *', 'America/Nuuk', gapEnd), gapEnd + 60_000), undefined);
+  // A pattern that names no skipped time, or follows the wall clock, sends nothing extra.
+  assert.deepEqual(ticksBetween('0 22 * * *', 'America/Nuuk', spring, spring + 62 * 3_600_000), ['2026-03-28T00:00:00.000Z', '2026-03-29T00:00:00.000Z', '2026-03-29T23:00:00.000Z']);
+  assert.deepEqual(ticksBetween('*/30 23 * * *', 'America/Nuuk', Date.UTC(2026, 2, 28, 12), Date.UTC(2026, 2, 29, 12)), [], 'no 23:xx exists that night');
+  assert.deepEqual(ticksBetween('30 23 * * *', 'America/Nuuk', Date.UTC(2027, 2, 26, 12), Date.UTC(2027, 2, 28, 12)), ['2027-03-27T01:30:00.000Z', '2027-03-28T01:00:00.000Z'], 'every spring, not one year');
 });
 
 test('a clock set back far behind the last tick done counts from now, not from the future; a small step back is waited out', () => {
