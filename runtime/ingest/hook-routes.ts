@@ -1,5 +1,5 @@
 // POST /hooks/:org_id/:source — signed provider webhooks in, durable events out.
-// Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 400 JSON, 422 schema (409 for a copy of a delivery stored before its schema changed), then one durable write on the quota (429).
+// Order: 404 source, 413 size, 415 type, 401 signature (400 for an unsigned header), 402 a sandbox source on a plan without one, 400 JSON, 422 schema (409 for a copy of a delivery stored before its schema changed), then one durable write on the quota (429).
 // A large body is read in a thread (read-webhook-body.ts); ingest never parses the payload on the event loop.
 
 import { DELETION_PENDING_RETRY_MS, InputError, notFound, RetryableError } from '../errors.ts';
@@ -80,7 +80,7 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
       handler: async (request) => {
         try {
           const { params } = request;
-          const event = await ingest(deps, () => admitted(lookupHead(params), () => missing(params)), () => admitted(lookup(params), () => missing(params)), request);
+          const event = await ingest(deps, () => found(lookupHead(params), () => missing(params)), () => admitted(lookup(params), () => missing(params)), request);
           deps.metrics.ingestTotal.inc({ outcome: 'accepted' });
           return { status: 204, headers: { 'sluice-event-id': event.id } };
         } catch (error) {
@@ -98,11 +98,17 @@ interface Target<S extends SourceHead = SourceRecord> {
   readonly source: S;
 }
 
-/** The org and source, if both exist (`missing()` is thrown otherwise) and the org's plan allows the source's environment. */
-function admitted<S extends SourceHead>(target: Target<S> | undefined, missing: () => Error): Target<S> {
+/** The org and source, if both exist (`missing()` is thrown otherwise). */
+function found<S extends SourceHead>(target: Target<S> | undefined, missing: () => Error): Target<S> {
   if (target === undefined) throw missing();
-  assertSandboxAllowed(target.org, target.source.environment);
   return target;
+}
+
+/** The org and source, if both exist and the org's plan allows the source's environment. */
+function admitted<S extends SourceHead>(target: Target<S> | undefined, missing: () => Error): Target<S> {
+  const admittedTarget = found(target, missing);
+  assertSandboxAllowed(admittedTarget.org, admittedTarget.source.environment);
+  return admittedTarget;
 }
 
 /**
@@ -117,6 +123,8 @@ async function ingest(deps: HookRouteDeps, lookupHead: () => Target<SourceHead>,
   }
   const nowMs = deps.clock.now();
   const delivery = verifyDelivery(source, request.headers, request.body, nowMs);
+  // Only a signed delivery learns the org's plan (402 on a plan without a sandbox).
+  assertSandboxAllowed(org, source.environment);
   // A source whose secrets changed during a wait verifies the delivery again: a secret removed
   // (leaked, say) signs nothing stored after its removal is durable. The recording names the key
   // of the last check (the list may have been reordered).

@@ -96,7 +96,7 @@ async function checkSchema(checks: SchemaChecks, source: SourceRecord | undefine
   }
 }
 
-/** Ingest's order (server.ts reads the body within the source's limit before hook-routes.ts runs): unknown source, size, the plan's sandbox, then the body, the schema, and dedup at the write. */
+/** Ingest's order (server.ts reads the body within the source's limit before hook-routes.ts runs): unknown source, size, (the signature, not checked again here), the plan's sandbox, then the body, the schema, and dedup at the write. */
 function wouldAnswer(
   source: SourceRecord | undefined,
   sandboxAllowed: boolean,

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { call, createOrg } from '../helpers/http.ts';
+import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
 
 const ORG = 'acct-downgraded';
@@ -41,4 +41,21 @@ test('sandbox sources, schedules, devices and workflows of a downgraded org: 402
     const gone = await call(rt.url, 'DELETE', `${base}${path}?environment=sandbox`, { token: key });
     assert.equal(gone.status, 404, `${path} is gone`);
   }
+});
+
+test('a webhook to a sandbox source of a downgraded org: only a signed delivery hears 402, an unsigned one 401 (the plan is not told to anyone)', async () => {
+  const org = 'acct-downgraded-hook';
+  const admin = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const source = await call(rt.url, 'POST', `/organizations/${org}/sources`, { token: admin, json: { name: 'sb-in', secrets: [SECRET], environment: 'sandbox' } });
+  assert.equal(source.status, 201, source.text);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+  const body = JSON.stringify({ type: 'a.b' });
+  const now = Math.floor(Date.now() / 1000);
+  const unsigned = await call(rt.url, 'POST', `/hooks/${org}/sb-in`, { body, headers: { 'content-type': 'application/json' } });
+  assert.deepEqual([unsigned.status, unsigned.body.error?.code], [401, 'missing_signature'], unsigned.text);
+  const forged = await call(rt.url, 'POST', `/hooks/${org}/sb-in`, { body, headers: signStandard(`whsec_${Buffer.alloc(32, 9).toString('base64')}`, 'msg-forged', now, body) });
+  assert.deepEqual([forged.status, forged.body.error?.code], [401, 'invalid_signature'], forged.text);
+  assert.doesNotMatch(forged.text, /sandbox|plan/);
+  const signed = await call(rt.url, 'POST', `/hooks/${org}/sb-in`, { body, headers: signStandard(SECRET, 'msg-signed', now, body) });
+  assert.deepEqual([signed.status, signed.body.error?.code], [402, 'sandbox_disabled'], signed.text);
 });
