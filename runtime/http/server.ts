@@ -226,7 +226,9 @@ export class HttpServer {
       // A read's large answer that its org's unread answers leave no room for is refused instead
       // (reads change nothing): requests admitted together would each add theirs past the share.
       if (method === 'GET' && rendered.status === 200 && !this.#unsent.mayHold(tenant, rendered.body)) rendered = this.#render(this.#errorReply(unreadRepliesError()));
-      else if (pages && rendered.status === 200) this.#pageTurns.answered(tenant, pageRequest, rendered.body?.length ?? 0);
+      // Remembered in bytes, as the share counts: characters undercount UTF-8 text (a page of "é"
+      // passed admission at half its size, was built, and only then refused).
+      else if (pages && rendered.status === 200) this.#pageTurns.answered(tenant, pageRequest, rendered.body === undefined ? 0 : Buffer.byteLength(rendered.body));
       this.#metrics.httpRequestSeconds.observe(
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,
@@ -296,11 +298,11 @@ export class HttpServer {
       const handle = (): HttpReply | Promise<HttpReply> => (route.readsLargeBodiesInThread === true ? route.handler({ ...head, body }) : this.#readingBodyFirst(route, head, body, tenant));
       pages = route.answersPages === true && reads;
       if (pages) pageRequest = `${rawUrl}?${rawQuery}`;
-      const admitPage = (lastAnswerChars: number): void => {
+      const admitPage = (lastAnswerBytes: number): void => {
         // Checked again in its turn: a key revoked while it waited is a 401, as it was before.
         route.beforeBody?.(head);
         // A client gone while its page waited its turn: not built (its answer would not be written).
-        if (aborted || !this.#unsent.hasRoomFor(tenant, Math.max(1, lastAnswerChars))) throw unreadRepliesError();
+        if (aborted || !this.#unsent.hasRoomFor(tenant, Math.max(1, lastAnswerBytes))) throw unreadRepliesError();
       };
       const reply = await (pages ? this.#pageTurns.run(tenant, pageRequest, admitPage, handle) : handle());
       if (reads && route.query === undefined) query.assertAllAsked();

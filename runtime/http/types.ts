@@ -68,7 +68,7 @@ export interface Route {
   readonly answersWhileHeld?: boolean;
   /**
    * A read whose answer may be a page of up to MAX_PAGE_BYTES (a list, the export): its org's such
-   * reads are built one at a time, each in an event-loop turn of its own (page-turns.ts).
+   * reads are built one at a time, every org's in the event loop's shared turns (page-turns.ts).
    */
   readonly answersPages?: boolean;
   readonly handler: Handler;

@@ -44,3 +44,49 @@ test('a request is remembered by a digest, not as sent: 1,000 orgs\' 16 cursors 
   assert.equal(await admittedWith(turns, 'org-7', long(15)), 0, 'forgotten with its org');
   assert.equal(await admittedWith(turns, 'org-8', long(15)), 115, 'others kept');
 });
+
+/** Counts event-loop turns (one per check phase) while `during` runs. */
+async function countingTurns<T>(during: (turn: () => number) => Promise<T>): Promise<T> {
+  let turn = 0;
+  let counting = true;
+  const count = (): void => {
+    turn++;
+    if (counting) setImmediate(count);
+  };
+  setImmediate(count);
+  try {
+    return await during(() => turn);
+  } finally {
+    counting = false;
+  }
+}
+
+const busyFor = (ms: number): void => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
+
+test('builds of every org share the turns: slow ones one a turn, quick ones together, an org\'s own one after another', async () => {
+  const turns = new PageTurns();
+  await countingTurns(async (turn) => {
+    // Asked in one turn, as requests read together are: each slow build lets the loop turn before the next.
+    const slow = await Promise.all(['org-a', 'org-b', 'org-c'].map((org) => turns.run(org, '/export', () => undefined, () => (busyFor(20), turn()))));
+    assert.equal(new Set(slow).size, 3, `slow builds in turns ${slow.join(', ')}`);
+    const quick = await Promise.all(Array.from({ length: 20 }, (_, i) => turns.run(`org-${i}`, '/events', () => undefined, () => turn())));
+    assert.equal(new Set(quick).size, 1, `quick builds of twenty orgs in turns ${quick.join(', ')}`);
+    const own = await Promise.all(Array.from({ length: 4 }, () => turns.run('org-d', '/events', () => undefined, () => turn())));
+    assert.equal(new Set(own).size, 4, `one org's builds in turns ${own.join(', ')}`);
+  });
+});
+
+test('a refusal or a failed build answers only its own request; the next build runs', async () => {
+  const turns = new PageTurns();
+  const refused = turns.run('org-e', '/export', () => {
+    throw new Error('no room');
+  }, () => 'built');
+  const failed = turns.run('org-f', '/export', () => undefined, () => Promise.reject(new Error('failed')));
+  const next = turns.run('org-e', '/export', () => undefined, () => 'built');
+  await assert.rejects(refused, /no room/);
+  await assert.rejects(failed, /failed/);
+  assert.equal(await next, 'built');
+});

@@ -16,6 +16,8 @@ import { createRuntimeMetrics } from '../../runtime/metrics.ts';
 const MiB = 1024 * 1024;
 /** 20 MiB of a repeating pattern, so bytes out of order or missing show. */
 const big = Array.from({ length: (20 * MiB) / 16 }, (_, i) => (i % 1_000_000).toString(16).padStart(16, '.')).join('');
+/** 15 Mi characters of "é": 30 MiB in UTF-8. */
+const accented = 'é'.repeat(15 * MiB);
 let server: HttpServer;
 let port: number;
 /** Pages the `answersPages` route built, with the event-loop turn each was built in (`turn` counts them). */
@@ -41,6 +43,15 @@ before(async () => {
       handler: (request) => {
         pagesBuilt.push({ org: request.params.org_id ?? '', turn });
         return { status: 200, text: big };
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/orgs/:org_id/accented-pages',
+      answersPages: true,
+      handler: (request) => {
+        pagesBuilt.push({ org: request.params.org_id ?? '', turn });
+        return { status: 200, text: accented };
       },
     },
     {
@@ -183,5 +194,18 @@ test('a page read is held to the size its same request answered last: the org\'s
     assert.equal(pagesBuilt.filter((page) => page.org === 'mixed').length, built, 'refused unbuilt');
   } finally {
     for (const client of held) client.socket.destroy();
+  }
+});
+
+test('a page read is held to its last answer\'s bytes, not its characters: a page of "é" that the room left would not take is refused unbuilt', async () => {
+  assert.equal((await ask('/orgs/accents/accented-pages')).status, 200, 'read whole: 30 MiB (15 Mi characters) remembered');
+  const held = unread(port, '/orgs/accents/big');
+  try {
+    assert.equal(await held.status, 200, '20 MiB of the 48 MiB share unread: 28 MiB left');
+    const built = pagesBuilt.filter((page) => page.org === 'accents').length;
+    assert.equal((await ask('/orgs/accents/accented-pages')).status, 503, '30 MiB would not fit');
+    assert.equal(pagesBuilt.filter((page) => page.org === 'accents').length, built, 'refused unbuilt');
+  } finally {
+    held.socket.destroy();
   }
 });
