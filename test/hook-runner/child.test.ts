@@ -144,9 +144,11 @@ describe('hook-runner child supervisor', () => {
   it('a start that times out while the child keeps dying says so, with how it last exited', async () => {
     const dataDir = tempDataDir();
     const release = holdRunnerStore(dataDir);
-    const child = new HookRunnerChild({ dataDir, token: newToken(), startTimeoutMs: 3000, log: () => undefined });
+    // Long enough for the child to start and die at least once on a loaded machine (a tsx start
+    // took over 3 s there while other work ran).
+    const child = new HookRunnerChild({ dataDir, token: newToken(), startTimeoutMs: 10_000, log: () => undefined });
     try {
-      await assert.rejects(child.start(), (error: unknown) => error instanceof RetryableError && /did not become ready within 3000 ms \(it exited unexpectedly \d+ time\(s\), last with code 1; see its output in the log\)/.test(error.message));
+      await assert.rejects(child.start(), (error: unknown) => error instanceof RetryableError && /did not become ready within 10000 ms \(it exited unexpectedly \d+ time\(s\), last with code 1; see its output in the log\)/.test(error.message));
     } finally {
       await child.stop();
       release();
