@@ -1,7 +1,7 @@
 // When a schedule's pattern ticks in its time zone: croner's walk, plus the fixed-time ticks that a
 // spring-forward gap ending at local midnight skips (croner sends those only within one local date).
 
-import { Cron } from 'croner';
+import { Cron, CronPattern } from 'croner';
 import { setNewest } from '../newest-entries.ts';
 import { zoneGapsBetween } from './zone-gaps.ts';
 
@@ -73,8 +73,8 @@ function mergedTicks(ticks: readonly number[], more: readonly number[]): number[
 }
 
 /**
- * The ticks of a fixed-time pattern (no `*` or step in its minute and hour fields, as croner's
- * `no-wildcard` rule counts them) that fall in a spring-forward gap at an instant in (`afterMs`,
+ * The ticks of a fixed-time pattern (no `*` or step in its minute and hour fields: croner's
+ * `no-wildcard` rule) that fall in a spring-forward gap at an instant in (`afterMs`,
  * `untilMs`], each sent when the gap ends, as croner does within one local date: a gap that ends
  * at local midnight (America/Nuuk, America/Scoresbysund: 23:00 goes to 00:00) is passed over by
  * croner's walk, which never looks back at the date before. A gap croner does fire in gives the
@@ -82,16 +82,23 @@ function mergedTicks(ticks: readonly number[], more: readonly number[]): number[
  */
 function gapTicks(schedule: SchedulePattern, afterMs: number, untilMs: number): number[] {
   if (!isFixedTime(schedule.cron) || untilMs <= afterMs) return [];
-  // The pattern read without daylight saving, to ask whether it names a wall-clock time in a gap.
+  // The pattern read without daylight saving, to ask whether it names a wall-clock time in a gap
+  // (one more parsed pattern per fixed-time one: at most twice the patterns in use are kept).
   const wallClock = cronOf({ cron: schedule.cron, timezone: 'UTC' });
   return zoneGapsBetween(schedule.timezone, afterMs, untilMs)
     .filter((gap) => (wallClock.nextRun(new Date(gap.skippedFromWallMs - 1))?.getTime() ?? Infinity) < gap.skippedUntilWallMs)
     .map((gap) => gap.atMs);
 }
 
+/** Whether croner counts the pattern a fixed-time job (its own `no-wildcard` rule, asked of croner so the two agree). */
 function isFixedTime(cron: string): boolean {
-  const trimmed = cron.trim();
-  if (trimmed.startsWith('@')) return trimmed !== '@hourly';
-  const [minute = '*', hour = '*'] = trimmed.split(/\s+/);
-  return !/[*?/]/.test(minute) && !/[*?/]/.test(hour);
+  let fixed = fixedTimes.get(cron);
+  if (fixed === undefined) {
+    fixed = new CronPattern(cron, undefined, { mode: '5-part', fixedTimeRule: 'no-wildcard' }).isFixedTime;
+    setNewest(fixedTimes, cron, fixed, MAX_PARSED_PATTERNS);
+  }
+  return fixed;
 }
+
+/** Whether each pattern is a fixed-time one, by pattern (any zone). */
+const fixedTimes = new Map<string, boolean>();

@@ -28,3 +28,7 @@ test('the range is open at its start and closed at its end, and may span years',
   assert.equal(zoneGapsBetween('Europe/Berlin', gap, gap + 60_000).length, 0, 'a range starting at the gap does not');
   assert.deepEqual(zoneGapsBetween('Europe/Berlin', Date.UTC(2025, 5, 1), Date.UTC(2028, 5, 1)).map((found) => iso(found.atMs)), ['2026-03-29T01:00:00.000Z', '2027-03-28T01:00:00.000Z', '2028-03-26T01:00:00.000Z']);
 });
+
+test('Boa Vista\'s week of summer time in October 2000, the only two changes a week apart in the data, is found', () => {
+  assert.deepEqual(shown('America/Boa_Vista', Date.UTC(2000, 0, 1), Date.UTC(2001, 0, 1)), [['2000-10-08T04:00:00.000Z', '2000-10-08T00:00:00.000Z', '2000-10-08T01:00:00.000Z']]);
+});
