@@ -80,7 +80,7 @@ export function hookRoutes(deps: HookRouteDeps): Route[] {
       handler: async (request) => {
         try {
           const { params } = request;
-          const event = await ingest(deps, () => found(lookupHead(params), () => missing(params)), () => admitted(lookup(params), () => missing(params)), request);
+          const event = await ingest(deps, () => found(lookupHead(params), () => missing(params)), () => found(lookup(params), () => missing(params)), request);
           deps.metrics.ingestTotal.inc({ outcome: 'accepted' });
           return { status: 204, headers: { 'sluice-event-id': event.id } };
         } catch (error) {
@@ -102,13 +102,6 @@ interface Target<S extends SourceHead = SourceRecord> {
 function found<S extends SourceHead>(target: Target<S> | undefined, missing: () => Error): Target<S> {
   if (target === undefined) throw missing();
   return target;
-}
-
-/** The org and source, if both exist and the org's plan allows the source's environment. */
-function admitted<S extends SourceHead>(target: Target<S> | undefined, missing: () => Error): Target<S> {
-  const admittedTarget = found(target, missing);
-  assertSandboxAllowed(admittedTarget.org, admittedTarget.source.environment);
-  return admittedTarget;
 }
 
 /**
@@ -201,12 +194,14 @@ async function checkSchema(checks: SchemaChecks, source: SourceHead, current: So
 /**
  * The delivery's source as it is after a wait: 404 when it was deleted (or made again under the
  * name: another source, with its own delivery ids), so the provider sends again; the delivery is
- * verified again when its secrets changed since `checked`, the version last seen.
+ * verified again when its secrets changed since `checked`, the version last seen; then 402 if the
+ * plan lost its sandbox meanwhile (only a delivery still signed learns that).
  */
 function sourceAfterWait(source: SourceHead, checked: SourceHead, lookup: () => Target, reverify: (changed: SourceHead) => void): SourceRecord {
-  const current = lookup().source;
+  const { org, source: current } = lookup();
   if (!isSameSource(current, source)) throw notFound('Organization or source');
   if (current.updated_at !== checked.updated_at && !isDeepStrictEqual(current.secrets, checked.secrets)) reverify(current);
+  assertSandboxAllowed(org, current.environment);
   return current;
 }
 

@@ -123,6 +123,28 @@ test('a sandbox webhook that waited out a reset is judged by its source as it is
   assert.deepEqual(stored, [], 'nothing stored under a removed secret or into the source made again');
 });
 
+test('a sandbox webhook whose secret was removed and whose org lost the sandbox while it waited is 401: the plan is told only to a delivery still signed', async () => {
+  const org = 'acct-reset-leak-downgrade';
+  const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
+  const [leaked, newer] = [12, 13].map((fill) => `whsec_${Buffer.alloc(32, fill).toString('base64')}`);
+  assert.equal((await call(rt.url, 'POST', `/organizations/${org}/sources`, { token: orgKey, json: { name: 'rotating', secrets: [leaked, newer], environment: 'sandbox' } })).status, 201);
+  const reset = holdReset(rt, org);
+  const deliver = (secret: string, id: string) => {
+    const body = JSON.stringify({ type: 'fixture.sent', id });
+    return call(rt.url, 'POST', `/hooks/${org}/rotating`, { body, headers: signStandard(secret, id, Math.floor(Date.now() / 1000), body) });
+  };
+  const deliveries = [deliver(leaked!, 'fx-leaked'), deliver(newer!, 'fx-newer')];
+  await reset.waitingFor(2);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}/sources/rotating?environment=sandbox`, { token: orgKey, json: { secrets: [newer] } })).status, 200);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'starter' } })).status, 200);
+  await reset.finish();
+  const [unsigned, signed] = await Promise.all(deliveries);
+  assert.deepEqual([unsigned!.status, unsigned!.body.error?.code], [401, 'invalid_signature'], unsigned!.text);
+  assert.deepEqual([signed!.status, signed!.body.error?.code], [402, 'sandbox_disabled'], signed!.text);
+  assert.equal((await call(rt.url, 'PATCH', `/organizations/${org}`, { token: ADMIN_TOKEN, json: { plan: 'pro' } })).status, 200);
+  assert.deepEqual((await call(rt.url, 'GET', `/organizations/${org}/events?environment=sandbox`, { token: orgKey })).body.events, [], 'nothing stored');
+});
+
 test('a sandbox webhook verified again after its source\'s secrets changed during a reset records the key that signed it in the new list', async () => {
   const org = 'acct-reset-key-index';
   const orgKey = await createOrg(rt.url, ADMIN_TOKEN, org, 'pro');
