@@ -7,9 +7,9 @@
 // the org's unread answers (unsent-replies.ts) leave room for that, a burst of one large page costs
 // the pages that fit, not one each, while the org's other, small reads are not held to it.
 // Builds of every org share the event loop's turns: each org's next build waits in one queue, and a
-// turn builds from it, oldest first, until TURN_BUILD_MS has gone (a large page alone), then lets
-// the loop read other requests: eleven orgs' first export pages asked at once had been built in
-// one turn (5 s held; a probe of 2026-12-07).
+// turn builds from it, oldest first, until TURN_BUILD_MS has gone (a large page takes the turn's
+// rest), then lets the loop read other requests: eleven orgs' first export pages asked at once had
+// been built in one turn (5 s held; a probe of 2026-12-07).
 //
 // A request is remembered by a digest of its path and query, never as sent: a cursor may be 2 KiB,
 // and percent-encoded thrice that, and 1,000 orgs' 60 such requests each held 357 MB (a probe).

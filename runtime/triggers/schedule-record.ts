@@ -1,6 +1,7 @@
 // A schedule: a cron pattern in a time zone that sends one event of a given type at each tick.
 // Patterns have five fields (minute resolution) or a nickname such as `@hourly`; croner parses them
-// and walks time zones and daylight saving (schedule-times.ts). The ticks it sends are events like any other.
+// and walks time zones and daylight saving (schedule-times.ts). The ticks it sends are events like
+// any other.
 
 import { createHash } from 'node:crypto';
 import type { Cron } from 'croner';
