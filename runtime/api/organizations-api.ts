@@ -14,6 +14,7 @@ import type { OrgDeletions } from '../tenancy/org-deletion.ts';
 import { isoAt, type ApiContext } from './context.ts';
 import { encodeCursor, parseCursorOf, parseLimit } from './query-params.ts';
 import { recordPrecondition, recordTag } from './if-match.ts';
+import { refuseIdempotencyKey } from './idempotency-key.ts';
 import { nextUpdateStamp } from '../update-stamp.ts';
 
 const ORG_ID = new RegExp(ORG_ID_PATTERN);
@@ -92,6 +93,7 @@ export function organizationRoutes(ctx: ApiContext, deletions: OrgDeletions, onL
       pattern: '/organizations',
       handler: async (request) => {
         ctx.auth.requirePlatformAdmin(request);
+        refuseIdempotencyKey(request.headers['idempotency-key'], 'the org\'s first admin key', 'if an answer was lost, the org answers 409 organization_exists: make an admin key for it (POST /organizations/:org/api-keys, with the platform admin token) and revoke the one nobody saw.');
         const body = parseCreate(parseJsonRequest(request));
         const name = readDisplayName(body.name, 'name', MAX_ORG_NAME);
         const now = isoAt(ctx.clock.now());

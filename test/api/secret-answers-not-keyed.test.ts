@@ -1,7 +1,8 @@
-// Writes whose answer holds a secret shown once (a new API key, a rotated device token) refuse an
-// Idempotency-Key with 400 idempotency_key_not_supported, making nothing: Sluice keeps such secrets
-// only hashed and cannot answer them twice, and ignoring the key (as it did) let each retry of a lost
-// answer mint another live credential nobody saw (found by an idempotency probe, helper).
+// Writes whose answer holds a secret shown once (a new API key, a rotated device token, a new org's
+// first admin key, a new device's token) refuse an Idempotency-Key with 400
+// idempotency_key_not_supported, making nothing: Sluice keeps such secrets only hashed and cannot
+// answer them twice, and ignoring the key (as it did) let each retry of a lost answer mint another
+// live credential nobody saw (found by idempotency probes, helpers).
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -41,4 +42,15 @@ test('a device token rotation with an Idempotency-Key is 400 and leaves the toke
   const rotated = await call(rt.url, 'POST', `/organizations/${ORG}/devices/meter-1/token`, { token: admin });
   assert.equal(rotated.status, 200, rotated.text);
   assert.notEqual(rotated.body.device.token_prefix, made.body.device.token_prefix);
+});
+
+test('an org create and a device create with an Idempotency-Key are 400 and make nothing: their answers hold a key and a token shown once', async () => {
+  const org = await call(rt.url, 'POST', '/organizations', { token: ADMIN_TOKEN, json: { id: 'acct-keyed-create', name: 'Keyed' }, headers: keyed });
+  assert.deepEqual([org.status, org.body.error?.code], [400, 'idempotency_key_not_supported'], org.text);
+  assert.match(org.body.error.message, /organization_exists/);
+  assert.equal((await call(rt.url, 'GET', '/organizations/acct-keyed-create', { token: ADMIN_TOKEN })).status, 404, 'no org was made');
+  const device = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: admin, json: { name: 'meter-keyed' }, headers: keyed });
+  assert.deepEqual([device.status, device.body.error?.code], [400, 'idempotency_key_not_supported'], device.text);
+  assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/devices/meter-keyed`, { token: admin })).status, 404, 'no device was made');
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: admin, json: { name: 'meter-keyed' } })).status, 201, 'without the key it is made');
 });
