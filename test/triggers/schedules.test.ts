@@ -152,3 +152,18 @@ test('a stored schedule that croner cannot read (an older zone name, say) is lef
   assert.equal(rt.runtime.ticker.timers.dueAt(`${ORG}\u0000unreadable`), undefined);
   assert.equal(describeSchedule(unreadable, clock.now()).next_tick_at, null);
 });
+
+test('a tick in a skipped hour that ends at midnight (America/Nuuk) is sent once, at 00:00, and the schedule goes on', async () => {
+  clock.set(Date.UTC(2027, 2, 27, 12)); // 10:00 -02 on the 27th; that night 23:00 goes to 00:00 -01
+  const created = await create({ name: 'nuuk-nightly', cron: '30 23 * * *', timezone: 'America/Nuuk', event_type: 'nuuk.night' });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(created.body.schedule.next_tick_at, '2027-03-28T01:00:00.000Z', '23:30 does not exist that night: 00:00');
+  const timer = `${ORG}\u0000nuuk-nightly`;
+  assert.equal(rt.runtime.ticker.timers.dueAt(timer), Date.UTC(2027, 2, 28, 1));
+  assert.equal(tickAt(Date.UTC(2027, 2, 28, 1) - 1), 0, 'not before');
+  assert.equal(tickAt(Date.UTC(2027, 2, 28, 1)), 1);
+  const [sent, ...more] = await eventually('the tick event', () => tickEvents('nuuk.night'), (events) => events.length === 1);
+  assert.deepEqual([sent!.payload.scheduled_for, more.length], ['2027-03-28T01:00:00.000Z', 0]);
+  await eventually('the next tick to be armed', () => rt.runtime.ticker.timers.dueAt(timer), (at) => at === Date.UTC(2027, 2, 29, 0, 30));
+  assert.equal(rt.runtime.ticker.timers.fireDue(), 0, 'sent once');
+});
