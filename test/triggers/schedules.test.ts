@@ -1,7 +1,8 @@
 // Schedules on the real runtime (uWS, LMDB) with an injected clock: the API refuses bad patterns,
 // zones and payloads with the field named; each tick sends one event (and so one run per listening
 // workflow); a restart sends only the newest tick missed while down, once; a disabled, re-enabled or
-// deleted schedule owes nothing; other orgs and viewers cannot change or see it.
+// deleted schedule owes nothing; other orgs and viewers cannot change or see it; a tick that a
+// spring-forward gap ending at midnight skips is sent once, when the gap ends.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
