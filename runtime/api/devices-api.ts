@@ -49,7 +49,7 @@ export function deviceRoutes(ctx: ApiContext, devices: DeviceStore, sockets: Dev
       pattern: base,
       handler: async (request) => {
         const org = ctx.auth.requireOrg(request, request.params.org_id ?? '', 'developer');
-        refuseIdempotencyKey(request.headers['idempotency-key'], 'the device\'s token', 'if an answer was lost, the device answers 409 device_exists: rotate its token (POST …/devices/:name/token) for one you hold.');
+        refuseIdempotencyKey(request.headers['idempotency-key'], 'the device\'s token', 'if an answer was lost, the device answers 409 device_exists: rotate its token (POST …/devices/:name/token, with ?environment=sandbox for a sandbox device) for one you hold.');
         const body = parseCreate(parseSchemaWrite(request));
         const environment = body.environment ?? 'production';
         assertSandboxAllowed(org, environment);

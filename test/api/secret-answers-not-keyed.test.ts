@@ -49,6 +49,9 @@ test('an org create and a device create with an Idempotency-Key are 400 and make
   assert.deepEqual([org.status, org.body.error?.code], [400, 'idempotency_key_not_supported'], org.text);
   assert.match(org.body.error.message, /organization_exists/);
   assert.equal((await call(rt.url, 'GET', '/organizations/acct-keyed-create', { token: ADMIN_TOKEN })).status, 404, 'no org was made');
+  // The caller first: a viewer with a key is 403, as without one.
+  const viewer = (await call(rt.url, 'POST', `/organizations/${ORG}/api-keys`, { token: admin, json: { role: 'viewer' } })).body.key as string;
+  assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: viewer, json: { name: 'meter-keyed' }, headers: keyed })).status, 403);
   const device = await call(rt.url, 'POST', `/organizations/${ORG}/devices`, { token: admin, json: { name: 'meter-keyed' }, headers: keyed });
   assert.deepEqual([device.status, device.body.error?.code], [400, 'idempotency_key_not_supported'], device.text);
   assert.equal((await call(rt.url, 'GET', `/organizations/${ORG}/devices/meter-keyed`, { token: admin })).status, 404, 'no device was made');
