@@ -2,13 +2,14 @@
 // Every setting has a working default so `npm start` runs with nothing configured.
 
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './cli-parse-args.ts';
 import { ADMIN_TOKEN_PATTERN, ADMIN_TOKEN_RULE } from './auth/admin-token.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { DAY_MS, DEFAULT_RETENTION_DAYS } from './events/history-retention.ts';
 import { DEFAULT_DEDUP_WINDOW_MS } from './inbox/inbox.ts';
 import { DEFAULT_MIN_FREE_DISK_MIB } from '../hook-runner/disk-floor.ts';
+import { parseRunnerToken } from '../hook-runner/runner-token.ts';
 import { TIMESTAMP_TOLERANCE_SECONDS } from './ingest/verification.ts';
 import { DEFAULT_MAX_QUEUED_RUNS } from './ingest/run-backlog.ts';
 import type { LogLevel } from './log.ts';
@@ -110,6 +111,16 @@ function text(flag: string, flagValue: string | undefined, envValue: string | un
   return envValue === undefined || envValue.trim() === '' ? undefined : envValue;
 }
 
+/** SLUICE_RUNNER_TOKEN checked with the other settings, before the data dir is touched (it was checked only as the runner started). */
+function runnerToken(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseRunnerToken(value, 'SLUICE_RUNNER_TOKEN');
+  } catch (error) {
+    throw new InputError(400, 'invalid_config', error instanceof Error ? error.message : String(error));
+  }
+}
+
 /** An explicit admin token must be one a bearer header can carry, and not guessable by length. */
 function adminToken(value: string | undefined): string | undefined {
   if (value !== undefined && !ADMIN_TOKEN_PATTERN.test(value)) {
@@ -123,7 +134,7 @@ export const MIN_DEDUP_WINDOW_MS = (2 * TIMESTAMP_TOLERANCE_SECONDS + 1) * 1000;
 
 /** Parses `args` (after the sub-command) over `env`; flags win over environment variables. */
 export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEnv, defaults: CommandDefaults = SERVE_DEFAULTS): RuntimeConfig {
-  const { values } = parseArgs({
+  const { values } = parseCommandArgs({
     args: [...args],
     strict: true,
     options: {
@@ -188,7 +199,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     websockets,
     logLevel,
     runner: withRunnerCa(parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner), setting('--runner-ca', values['runner-ca'], 'SLUICE_RUNNER_CA', env)),
-    runnerToken: text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN),
+    runnerToken: runnerToken(text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN)),
     webhookConnections: integer(setting('--webhook-connections', values['webhook-connections'], 'SLUICE_WEBHOOK_CONNECTIONS', env), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
     maxQueuedRuns: integer(setting('--max-queued-runs', values['max-queued-runs'], 'SLUICE_MAX_QUEUED_RUNS', env), DEFAULT_MAX_QUEUED_RUNS, 1, 100_000_000),
     stepInputBytes: stepInputBytes(setting('--step-input-mib', values['step-input-mib'], 'SLUICE_STEP_INPUT_MIB', env)),

@@ -1,7 +1,7 @@
 // `sluice cron`: prints the next ticks of a schedule's pattern in its time zone, checked by the same
 // rules the schedules API applies, so a pattern can be tried before a schedule is made with it.
 
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './cli-parse-args.ts';
 import { wholeNumberOfDigits } from './decimal-digits.ts';
 import { InputError } from './errors.ts';
 import { checkSchedule, ticksAfter } from './triggers/schedule-record.ts';
@@ -10,7 +10,7 @@ const USAGE = 'usage: sluice cron "<pattern>" [--timezone <IANA zone>] [--count 
 
 /** The next `--count` ticks after `nowMs`, one per line: UTC, then the wall time in the zone. */
 export function cronCommand(args: readonly string[], nowMs: number): string {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandArgs({
     args: [...args],
     strict: true,
     allowPositionals: true,

@@ -5,7 +5,7 @@
 
 import type { Readable, Writable } from 'node:stream';
 import { createInterface, type Interface } from 'node:readline';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './cli-parse-args.ts';
 import { credentialProblem } from '../kits/client/credential-check.ts';
 import { DEVICE_SILENCE_MS } from '../kits/client/device-connection.ts';
 import { backoffMs, realSleep, RETRIED_STATUSES, type Sleep } from '../kits/client/retry.ts';
@@ -54,7 +54,7 @@ function parseFrame(text: string): DeviceAnswer | undefined {
 
 /** Runs the command; resolves with the exit code (0: every message acked). */
 export async function deviceCommand(args: readonly string[], io: DeviceCommandIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandArgs({
     args: [...args],
     strict: true,
     allowPositionals: true,

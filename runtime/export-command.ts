@@ -5,7 +5,7 @@
 // What the lines hold: README "Export an organization".
 
 import type { Writable } from 'node:stream';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './cli-parse-args.ts';
 import { SluiceApiError, SluiceClient } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
 import { clientFailure, retryNotices } from './cli-client-call.ts';
@@ -36,7 +36,7 @@ const written = (output: Writable, text: string): Promise<NodeJS.ErrnoException 
  * `stop`: aborted on SIGINT/SIGTERM/SIGHUP; the page under way is written whole before it ends.
  */
 export async function exportCommand(args: readonly string[], io: ClientCommandIo, stop?: AbortSignal): Promise<number> {
-  const { values, positionals } = parseArgs({ args: [...args], strict: true, allowPositionals: true, options: { ...API_TARGET_OPTIONS, cursor: { type: 'string' } } });
+  const { values, positionals } = parseCommandArgs({ args: [...args], strict: true, allowPositionals: true, options: { ...API_TARGET_OPTIONS, cursor: { type: 'string' } } });
   if (values.environment !== undefined) throw new InputError(400, 'usage', `An export holds every environment: --environment does not apply. ${USAGE}`);
   const target = apiTargetOf(values, positionals, io.env ?? {}, USAGE);
   if (values.cursor === '') throw new InputError(400, 'usage', `--cursor is empty. ${USAGE}`);

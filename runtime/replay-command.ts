@@ -3,7 +3,7 @@
 // --idempotency-key nothing is retried, and the same replay again within 5 minutes is refused
 // (409 replay_just_made) unless --again: running the command twice does not charge twice.
 
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './cli-parse-args.ts';
 import { API_TARGET_OPTIONS, apiTargetOf, type ClientCommandIo } from './cli-api-target.ts';
 import { callAndPrint } from './cli-client-call.ts';
 import type { SluiceApiError } from '../kits/client/index.ts';
@@ -16,7 +16,7 @@ const USAGE =
 
 /** Makes the replay (exit 0), or prints why it was not made (exit 1). */
 export async function replayCommand(args: readonly string[], io: ClientCommandIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandArgs({
     args: [...args],
     strict: true,
     allowPositionals: true,
@@ -28,6 +28,8 @@ export async function replayCommand(args: readonly string[], io: ClientCommandIo
   if (sideEffects !== 'skip' && sideEffects !== 'run') {
     throw new InputError(400, 'usage', `Choose --side-effects skip (webhook steps are recorded as skipped, not sent; custom actions still run) or run (everything runs again under new keys). ${USAGE}`);
   }
+  // Refused here, not by the API's body check (exit 1, in its field's words), as an empty --run is.
+  if (values.workflow?.some((id) => id === '') === true) throw new InputError(400, 'usage', `--workflow is empty: give it a workflow id. ${USAGE}`);
   const eventId = values.event;
   return callAndPrint(
     'replay',

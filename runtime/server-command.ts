@@ -77,8 +77,11 @@ function exitOnStoreFailure(cause: string): void {
 function inOwnWords(dataDir: string, error: unknown): unknown {
   if (isDiskFullError(error)) return new Error(diskFullAdvice(dataDir, error));
   const root = resolve(dataDir);
-  const inDataDir = isUnusablePathError(error) && (error.path === undefined || resolve(error.path) === root || resolve(error.path).startsWith(`${root}${sep}`));
-  return inDataDir ? new Error(unusablePathAdvice(dataDir, error)) : error;
+  // ENOENT too, for the data dir's own path (its parents are made): a symlink to nowhere, /proc.
+  const unusable = isUnusablePathError(error) || (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ENOENT');
+  const path = (error as NodeJS.ErrnoException).path;
+  const inDataDir = unusable && (path === undefined || resolve(path) === root || resolve(path).startsWith(`${root}${sep}`));
+  return inDataDir ? new Error(unusablePathAdvice(dataDir, error as NodeJS.ErrnoException)) : error;
 }
 
 /** `sluice dev` / `sluice serve`: starts the runtime, prints the welcome, and shuts down cleanly on SIGTERM/SIGINT. */

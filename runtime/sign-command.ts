@@ -2,7 +2,7 @@
 // can send a correctly signed webhook from the shell without writing code.
 
 import { createHmac } from 'node:crypto';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './cli-parse-args.ts';
 import { credentialOf } from './cli-credential.ts';
 import { InputError } from './errors.ts';
 import { isDeliveryId } from './ingest/verification.ts';
@@ -10,7 +10,7 @@ import { assertSecretsFit, decodeStandardSecret } from './sources/source-record.
 
 /** Returns the curl arguments `-H webhook-id:… -H webhook-timestamp:… -H webhook-signature:v1,…`. */
 export function signCommand(args: readonly string[], nowMs: number, env: NodeJS.ProcessEnv = {}): string {
-  const { values } = parseArgs({
+  const { values } = parseCommandArgs({
     args: [...args],
     strict: true,
     options: { secret: { type: 'string' }, id: { type: 'string' }, body: { type: 'string' }, timestamp: { type: 'string' } },

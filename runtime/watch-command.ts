@@ -3,7 +3,7 @@
 // position printed on exit can be passed back as --after-seq. Stdout carries JSON lines only; why a
 // connection dropped, or why watching ended for good, goes to stderr.
 
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './cli-parse-args.ts';
 import type { Writable } from 'node:stream';
 import { LiveClosedError, SluiceArgumentError, watchRuns } from '../kits/client/index.ts';
 import { API_TARGET_OPTIONS, apiTargetOf } from './cli-api-target.ts';
@@ -32,7 +32,7 @@ export interface WatchCommandIo {
  * does a first connection that nothing answers.
  */
 export async function watchCommand(args: readonly string[], io: WatchCommandIo): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandArgs({
     args: [...args],
     strict: true,
     allowPositionals: true,

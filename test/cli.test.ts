@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { holdRunnerStore } from './helpers/hook-runner.ts';
@@ -103,6 +103,27 @@ test('an empty --host or a short --admin-token stops the start with a message na
   const shortToken = sluice('serve', '--admin-token', 'short');
   assert.equal(shortToken.status, 2);
   assert.match(shortToken.stderr, /--admin-token \(SLUICE_ADMIN_TOKEN\) must be 16-512 visible ASCII characters/);
+});
+
+test('an option given twice is refused (it was the last one, silently), a list option may repeat; a short SLUICE_RUNNER_TOKEN stops dev before its data dir is made', () => {
+  const twice = sluice('cron', '0 9 * * *', '--count', '1', '--count', '2');
+  assert.equal(twice.status, 2, twice.stderr);
+  assert.equal(twice.stderr, "sluice: Option '--count' is given more than once; give it once.\n");
+  const twoOrgs = sluice('failed', 'http://127.0.0.1:1', '--org', 'a', '--org', 'b', '--key', 'sk_any');
+  assert.equal(twoOrgs.status, 2, twoOrgs.stderr);
+  assert.match(twoOrgs.stderr, /'--org' is given more than once/);
+  const emptyWorkflow = sluice('replay', 'http://127.0.0.1:1', '--org', 'a', '--key', 'sk_any', '--event', 'evt_1', '--side-effects', 'skip', '--workflow', 'wf_1', '--workflow', '');
+  assert.equal(emptyWorkflow.status, 2, emptyWorkflow.stderr);
+  assert.match(emptyWorkflow.stderr, /^sluice: --workflow is empty: give it a workflow id/);
+  const dataDir = join(tempDir(), 'never-made');
+  try {
+    const shortRunnerToken = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'runtime/cli.ts'), 'dev', '--data-dir', dataDir, '--port', '0'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, SLUICE_RUNNER_TOKEN: 'short' } });
+    assert.equal(shortRunnerToken.status, 2, shortRunnerToken.stderr);
+    assert.equal(shortRunnerToken.stderr, 'sluice: SLUICE_RUNNER_TOKEN must be at least 16 visible ASCII characters (no spaces).\n');
+    assert.equal(existsSync(dataDir), false, 'nothing was written');
+  } finally {
+    rmSync(dirname(dataDir), { recursive: true, force: true });
+  }
 });
 
 test('the welcome of a runtime started with --admin-token shows where the token goes, never the token', async () => {

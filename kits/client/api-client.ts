@@ -365,8 +365,17 @@ function answerOf(status: number, text: string, what: string, expect?: string): 
   if (expect !== undefined && (member === null || typeof member !== 'object')) {
     throw new SluiceApiError(status, { code: 'invalid_answer', message: `${what} answered ${status} with JSON that is not Sluice's answer (no "${expect}"): is the url where Sluice listens?` });
   }
+  // A record without its id (`{"event":{}}`) is no more Sluice's: printed, it read "replay undefined".
+  const idKey = expect === undefined ? undefined : ID_OF[expect];
+  const id = idKey === undefined ? undefined : (member as Record<string, unknown>)[idKey];
+  if (idKey !== undefined && (typeof id !== 'string' || id === '')) {
+    throw new SluiceApiError(status, { code: 'invalid_answer', message: `${what} answered ${status} with JSON that is not Sluice's answer (its "${expect}" has no "${idKey}"): is the url where Sluice listens?` });
+  }
   return answer;
 }
+
+/** The id every record an answer is expected to hold carries, by the answer's member. */
+const ID_OF: Readonly<Record<string, string>> = { event: 'id', run: 'run_id' };
 
 /** fetch's failure in words: its message, with its cause's (`fetch failed` alone says little; OpenSSL's end with a line break). */
 function reasonOf(error: unknown): string {

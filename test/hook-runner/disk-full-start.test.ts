@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -79,4 +79,18 @@ test('sluice serve on a data dir that cannot be used says so in one line, naming
   const failed = await startedOnAFile(['runtime/cli.ts', 'serve'], ['--port', '0']);
   assert.equal(failed.code, 1);
   assert.match(failed.stderr, /^sluice: The data dir .*a-file cannot be used: ENOTDIR: not a directory.*Fix its ownership, permissions or path and start again\.\n$/);
+});
+
+test('sluice serve on a data dir that is a symlink to nowhere says so in the same line (ENOENT, where its parents would have been made)', { timeout: 60_000 }, async () => {
+  const dir = tempDir('sluice-unusable-');
+  try {
+    const link = join(dir, 'dangling');
+    symlinkSync(join(dir, 'nowhere', 'at-all'), link);
+    const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'runtime/cli.ts', 'serve', '--data-dir', link, '--port', '0'], { cwd: ROOT });
+    const failed = await run.then(() => assert.fail('it started'), (error: { code: number; stderr: string }) => error);
+    assert.equal(failed.code, 1);
+    assert.match(failed.stderr, /^sluice: The data dir .*dangling cannot be used: ENOENT: no such file or directory.*Fix its ownership, permissions or path and start again\.\n$/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -42,6 +42,14 @@ test('sendEvent answered 2xx without an event is invalid_answer, as getEvent is'
   }
 });
 
+test('an answer whose event or run has no id (another server\'s {"event":{}}) is invalid_answer, not a record printed as "undefined"', async () => {
+  const { url } = await scripted(json(200, { event: {}, run: { state: 'completed' } }));
+  const client = new SluiceClient({ url, apiKey: 'k', org: 'o' });
+  for (const [name, call, member] of [['replayEvent', () => client.replayEvent('evt_1', { sideEffects: 'skip' }), 'event'], ['getEvent', () => client.getEvent('evt_1'), 'event'], ['cancelRun', () => client.cancelRun('run_1'), 'run']] as const) {
+    await assert.rejects(call(), (error: unknown) => error instanceof SluiceApiError && error.code === 'invalid_answer' && error.message.includes(`its "${member}" has no`), name);
+  }
+});
+
 test('a 204 to a call that expects an answer (sendEvent, getEvent, getRun) is invalid_answer, not undefined', async () => {
   const { url } = await scripted((res) => res.writeHead(204).end());
   const client = new SluiceClient({ url, apiKey: 'k', org: 'o' });

@@ -1,0 +1,23 @@
+// Node's parseArgs as every command calls it, with one rule more: an option given twice is refused
+// (`--port 1 --port 2`), where parseArgs keeps the last one without a word. Options that take a
+// list (`multiple`) may repeat.
+
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+/** parseArgs(`config`); a repeated option is refused with a parseArgs-style error (cli-usage-error.ts says it). */
+export function parseCommandArgs<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  const parsed = parseArgs(config);
+  const { tokens = [] } = parseArgs({ ...config, tokens: true });
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || config.options?.[token.name]?.multiple === true) continue;
+    if (seen.has(token.name)) throw repeatedOption(token.rawName);
+    seen.add(token.name);
+  }
+  return parsed;
+}
+
+function repeatedOption(rawName: string): Error {
+  const error = new Error(`Option '${rawName}' is given more than once; give it once.`);
+  return Object.assign(error, { code: 'ERR_PARSE_ARGS_REPEATED_OPTION' });
+}
