@@ -68,6 +68,7 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
   let certFile = setting(env, 'SLUICE_RUNNER_TLS_CERT');
   let keyFile = setting(env, 'SLUICE_RUNNER_TLS_KEY');
   let help = false;
+  const given = new Set<string>();
   for (let index = 0; index < args.length; index += 1) {
     const arg = args[index] ?? '';
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -76,6 +77,9 @@ export function parseHookRunnerFlags(args: readonly string[], env: NodeJS.Proces
       continue;
     }
     if (!['--listen', '--data-dir', '--min-free-disk-mib', '--tls-cert', '--tls-key'].includes(flag)) throw new RunnerConfigError(`Unknown argument ${arg}.\n${USAGE}`);
+    // Given twice, neither is picked (the runtime's commands refuse it too).
+    if (given.has(flag)) throw new RunnerConfigError(`${flag} is given more than once; give it once.`);
+    given.add(flag);
     const value = inline ?? args[(index += 1)];
     if (value === undefined || value.length === 0) throw new RunnerConfigError(`${flag} needs a value.\n${USAGE}`);
     if (flag === '--listen') listen = value;

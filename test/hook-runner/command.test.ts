@@ -120,6 +120,7 @@ describe('flag and address parsing', () => {
     assert.equal(parseHookRunnerFlags([], { SLUICE_DATA_DIR: ' ' }).dataDir, join(process.cwd(), '.sluice'), 'blank is not set');
     assert.throws(() => parseHookRunnerFlags(['--listen']), RunnerConfigError);
     assert.throws(() => parseHookRunnerFlags(['--listen', 'nonsense']), RunnerConfigError);
+    assert.throws(() => parseHookRunnerFlags(['--data-dir', '/tmp/x', '--data-dir=/tmp/y']), /--data-dir is given more than once; give it once\./);
     assert.deepEqual(parseHookRunnerFlags(['--tls-cert', '/tmp/c.pem', '--tls-key=/tmp/k.pem']).tls, { certFile: '/tmp/c.pem', keyFile: '/tmp/k.pem' });
     assert.deepEqual(parseHookRunnerFlags(['--tls-key', '/tmp/k.pem'], { SLUICE_RUNNER_TLS_CERT: '/tmp/env.pem' }).tls, { certFile: '/tmp/env.pem', keyFile: '/tmp/k.pem' });
     assert.throws(() => parseHookRunnerFlags(['--listen', 'unix:/tmp/r.sock', '--tls-cert', '/tmp/c.pem', '--tls-key', '/tmp/k.pem']), /a unix socket is reached only on this machine/);
