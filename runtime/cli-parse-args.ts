@@ -1,6 +1,6 @@
 // Node's parseArgs as every command calls it, with one rule more: an option given twice is refused
 // (`--port 1 --port 2`), where parseArgs keeps the last one without a word. Options that take a
-// list (`multiple`) may repeat.
+// list (`multiple`) may repeat, and so may a boolean (`--again --again` says one thing).
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
@@ -10,7 +10,9 @@ export function parseCommandArgs<T extends ParseArgsConfig>(config: T): ReturnTy
   const { tokens = [] } = parseArgs({ ...config, tokens: true });
   const seen = new Set<string>();
   for (const token of tokens) {
-    if (token.kind !== 'option' || config.options?.[token.name]?.multiple === true) continue;
+    if (token.kind !== 'option') continue;
+    const option = config.options?.[token.name];
+    if (option?.multiple === true || option?.type === 'boolean') continue;
     if (seen.has(token.name)) throw repeatedOption(token.rawName);
     seen.add(token.name);
   }

@@ -111,7 +111,7 @@ function text(flag: string, flagValue: string | undefined, envValue: string | un
   return envValue === undefined || envValue.trim() === '' ? undefined : envValue;
 }
 
-/** SLUICE_RUNNER_TOKEN checked with the other settings, before the data dir is touched (it was checked only as the runner started). */
+/** SLUICE_RUNNER_TOKEN checked with the other settings, before the data dir is touched (it was checked only as the runner started); unread under `--runner off`. */
 function runnerToken(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   try {
@@ -185,6 +185,7 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
   // Unset, one org may hold at most half of the total: another org's live room still opens.
   const liveSocketsFallback = Math.max(1, Math.min(DEFAULT_LIVE_SOCKETS_PER_ORG, Math.floor(websockets / 2)));
   const givenAdminToken = text('--admin-token', values['admin-token'], env.SLUICE_ADMIN_TOKEN);
+  const runner = withRunnerCa(parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner), setting('--runner-ca', values['runner-ca'], 'SLUICE_RUNNER_CA', env));
   return {
     host: text('--host', values.host, env.SLUICE_HOST) ?? '127.0.0.1',
     port: integer(setting('--port', values.port, 'SLUICE_PORT', env), DEFAULT_PORT, 0, 65535),
@@ -198,8 +199,8 @@ export function loadRuntimeConfig(args: readonly string[], env: NodeJS.ProcessEn
     liveSocketsPerOrg: integer(setting('--live-sockets-per-org', values['live-sockets-per-org'], 'SLUICE_LIVE_SOCKETS_PER_ORG', env), liveSocketsFallback, 1, 1_000_000),
     websockets,
     logLevel,
-    runner: withRunnerCa(parseRunner(setting('--runner', values.runner, 'SLUICE_RUNNER', env), defaults.runner), setting('--runner-ca', values['runner-ca'], 'SLUICE_RUNNER_CA', env)),
-    runnerToken: runnerToken(text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN)),
+    runner,
+    runnerToken: runner === 'off' ? undefined : runnerToken(text('SLUICE_RUNNER_TOKEN', undefined, env.SLUICE_RUNNER_TOKEN)),
     webhookConnections: integer(setting('--webhook-connections', values['webhook-connections'], 'SLUICE_WEBHOOK_CONNECTIONS', env), DEFAULT_WEBHOOK_CONNECTIONS, 1, 1000),
     maxQueuedRuns: integer(setting('--max-queued-runs', values['max-queued-runs'], 'SLUICE_MAX_QUEUED_RUNS', env), DEFAULT_MAX_QUEUED_RUNS, 1, 100_000_000),
     stepInputBytes: stepInputBytes(setting('--step-input-mib', values['step-input-mib'], 'SLUICE_STEP_INPUT_MIB', env)),

@@ -1,6 +1,7 @@
 // The `sluice dev` and `sluice serve` commands: start the runtime from flags and environment,
 // print where it listens and how to start using it; SIGTERM/SIGINT shut down cleanly.
 
+import { existsSync } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import { DEV_DEFAULTS, loadRuntimeConfig, SERVE_DEFAULTS, type RuntimeConfig } from './config.ts';
 import { createRuntime, type Runtime } from './create-runtime.ts';
@@ -77,8 +78,9 @@ function exitOnStoreFailure(cause: string): void {
 function inOwnWords(dataDir: string, error: unknown): unknown {
   if (isDiskFullError(error)) return new Error(diskFullAdvice(dataDir, error));
   const root = resolve(dataDir);
-  // ENOENT too, for the data dir's own path (its parents are made): a symlink to nowhere, /proc.
-  const unusable = isUnusablePathError(error) || (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ENOENT');
+  // ENOENT too when the data dir itself is not there once its parents were made (a symlink to
+  // nowhere, /proc); a file missing inside a data dir that exists is another fault, said as it is.
+  const unusable = isUnusablePathError(error) || (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ENOENT' && !existsSync(root));
   const path = (error as NodeJS.ErrnoException).path;
   const inDataDir = unusable && (path === undefined || resolve(path) === root || resolve(path).startsWith(`${root}${sep}`));
   return inDataDir ? new Error(unusablePathAdvice(dataDir, error as NodeJS.ErrnoException)) : error;

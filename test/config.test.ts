@@ -57,6 +57,8 @@ test('a bad value from the environment is refused naming the variable, one from 
   assert.match(refusal(['--log-level', 'loud'], { SLUICE_LOG_LEVEL: 'info' }), /^--log-level must be debug, info/);
   assert.match(refusal([], { SLUICE_WEBHOOK_TARGETS: 'some' }), /^SLUICE_WEBHOOK_TARGETS must be "public" or "any"/);
   assert.match(refusal([], { SLUICE_RETENTION_DAYS: '0' }), /^SLUICE_RETENTION_DAYS must be an integer from 1/);
+  assert.match(refusal(['--runner', 'child'], { SLUICE_RUNNER_TOKEN: 'short' }), /^SLUICE_RUNNER_TOKEN must be at least 16 visible ASCII characters/);
+  assert.equal(loadRuntimeConfig(['--runner', 'off'], { SLUICE_RUNNER_TOKEN: 'short' }).runnerToken, undefined, 'unread without a runner');
 });
 
 test('a blank environment variable means "not set": SLUICE_HOST= stays on loopback, SLUICE_DATA_DIR= on ./.sluice', () => {

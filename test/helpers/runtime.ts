@@ -18,6 +18,7 @@ import { openMemoryLedger } from '../../runtime/ledger/memory-ledger.ts';
 import type { SchemaCheckDeadlines } from '../../runtime/sources/schema-checks.ts';
 import type { HookRunnerClientOptions } from '../../runtime/hook-runner/client.ts';
 import { nodeThrough } from './fault-injection.ts';
+import { withDefaults } from './default-args.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -74,7 +75,7 @@ export async function startRuntime(options: StartOptions = {}): Promise<TestRunt
   const ledger = testLedger(options);
   const dataDir = options.dataDir ?? tempDir();
   // Tests' receivers are local, so webhook steps may reach any address unless a test asks otherwise.
-  const config = loadRuntimeConfig(['--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, '--webhook-targets', 'any', ...(options.args ?? [])], {});
+  const config = loadRuntimeConfig(withDefaults(['--port', '0', '--data-dir', dataDir, '--admin-token', ADMIN_TOKEN, '--webhook-targets', 'any'], options.args), {});
   const runtime = await createRuntime(config, {
     logger: options.logger ?? createLogger('silent'),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
@@ -117,7 +118,7 @@ export interface ChildRuntime {
 export function spawnRuntime(dataDir: string, command: 'serve' | 'dev' = 'serve', extraArgs: string[] = [], adminToken: 'fixed' | 'file' = 'fixed', nodeArgs: string[] = [], launcher: readonly string[] = []): Promise<ChildRuntime> {
   const token = adminToken === 'fixed' ? ['--admin-token', ADMIN_TOKEN] : [];
   const child = spawn(
-    ...nodeThrough(launcher, [...nodeArgs, '--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, '--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any', ...extraArgs]),
+    ...nodeThrough(launcher, [...nodeArgs, '--import', 'tsx', join(ROOT, 'runtime/cli.ts'), command, ...withDefaults(['--port', '0', '--data-dir', dataDir, ...token, '--log-level', 'warn', '--webhook-targets', 'any'], extraArgs)]),
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const output: string[] = [];

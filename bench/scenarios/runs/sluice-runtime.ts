@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { ServerChild } from '../../harness/children.ts';
 import type { ScenarioContext } from '../../scenario.ts';
 import { cpuProfileArgs } from '../../harness/cpu-profile.ts';
+import { withDefaults } from '../../../test/helpers/default-args.ts';
 
 export interface SluiceRuntime {
   readonly baseUrl: string;
@@ -27,7 +28,7 @@ export async function startSluice(context: ScenarioContext, options: { dataDir?:
   const server: ServerChild = await context.children.startServer({
     name: options.label ?? 'sluice serve',
     command: process.execPath,
-    args: [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn', '--webhook-targets', 'any', ...(options.args ?? [])],
+    args: [...cpuProfileArgs(), '--import', 'tsx', join('runtime', 'cli.ts'), 'serve', ...withDefaults(['--port', '0', '--data-dir', dataDir, '--admin-token', adminToken, '--log-level', 'warn', '--webhook-targets', 'any'], options.args)],
     cwd: context.repoRoot,
     timeoutMs: 120_000,
   });
