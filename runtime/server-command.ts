@@ -81,7 +81,7 @@ function inOwnWords(dataDir: string, error: unknown): unknown {
   // ENOENT too when the data dir itself is not there once its parents were made (a symlink to
   // nowhere, /proc); a file missing inside a data dir that exists is another fault, said as it is.
   const unusable = isUnusablePathError(error) || (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ENOENT' && !existsSync(root));
-  const path = (error as NodeJS.ErrnoException).path;
+  const path = unusable ? (error as NodeJS.ErrnoException).path : undefined;
   const inDataDir = unusable && (path === undefined || resolve(path) === root || resolve(path).startsWith(`${root}${sep}`));
   return inDataDir ? new Error(unusablePathAdvice(dataDir, error as NodeJS.ErrnoException)) : error;
 }
