@@ -16,7 +16,7 @@ const asked: string[] = [];
 before(async () => {
   server = createServer((request, response) => {
     asked.push(request.url ?? '');
-    response.writeHead(200, { 'content-type': 'application/json' }).end('{"event":{"id":"evt_1"},"run":{"state":"completed"}}');
+    response.writeHead(200, { 'content-type': 'application/json' }).end('{"event":{"id":"evt_1"},"run":{"run_id":"run_1","state":"completed"}}');
   });
   // Each upgrade is refused for good (401), so the socket's `done` settles and says where it went.
   server.on('upgrade', (request, socket) => {
