@@ -6,17 +6,17 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 /** parseArgs(`config`); a repeated option is refused with a parseArgs-style error (cli-usage-error.ts says it). */
 export function parseCommandArgs<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
-  const parsed = parseArgs(config);
-  const { tokens = [] } = parseArgs({ ...config, tokens: true });
+  const parsed = parseArgs({ ...config, tokens: true });
   const seen = new Set<string>();
-  for (const token of tokens) {
+  for (const token of parsed.tokens ?? []) {
     if (token.kind !== 'option') continue;
     const option = config.options?.[token.name];
     if (option?.multiple === true || option?.type === 'boolean') continue;
     if (seen.has(token.name)) throw repeatedOption(token.rawName);
     seen.add(token.name);
   }
-  return parsed;
+  // The same values and positionals; `tokens` rides along unread.
+  return parsed as ReturnType<typeof parseArgs<T>>;
 }
 
 function repeatedOption(rawName: string): Error {
