@@ -223,12 +223,14 @@ export class HttpServer {
     const finish = (reply: HttpReply): void => {
       reservation?.release();
       let rendered = this.#render(reply);
+      // A page's bytes, counted once (up to ~20 ms for 16 MiB of two-byte text): checked against
+      // the share and remembered in bytes, as the share counts: characters undercount UTF-8 text (a
+      // page of "é" passed admission at half its size, was built, and only then refused).
+      const pageBytes = pages && rendered.status === 200 ? (rendered.body === undefined ? 0 : Buffer.byteLength(rendered.body)) : undefined;
       // A read's large answer that its org's unread answers leave no room for is refused instead
       // (reads change nothing): requests admitted together would each add theirs past the share.
-      if (method === 'GET' && rendered.status === 200 && !this.#unsent.mayHold(tenant, rendered.body)) rendered = this.#render(this.#errorReply(unreadRepliesError()));
-      // Remembered in bytes, as the share counts: characters undercount UTF-8 text (a page of "é"
-      // passed admission at half its size, was built, and only then refused).
-      else if (pages && rendered.status === 200) this.#pageTurns.answered(tenant, pageRequest, rendered.body === undefined ? 0 : Buffer.byteLength(rendered.body));
+      if (method === 'GET' && rendered.status === 200 && !this.#unsent.mayHold(tenant, rendered.body, pageBytes)) rendered = this.#render(this.#errorReply(unreadRepliesError()));
+      else if (pageBytes !== undefined) this.#pageTurns.answered(tenant, pageRequest, pageBytes);
       this.#metrics.httpRequestSeconds.observe(
         { route: metricName, method, status: String(rendered.status) },
         (performance.now() - started) / 1000,

@@ -43,10 +43,11 @@ export class UnsentReplies {
 
   /**
    * Whether `body` fits `tenant`'s room, should its client not read it at once. A body under
-   * SMALL_REPLY_CHARS always does: the check costs its byte length, and such answers add little.
+   * SMALL_REPLY_CHARS always does: the check costs its byte length (`bytes`, when the caller has
+   * counted them already), and such answers add little.
    */
-  mayHold(tenant: string, body: string | undefined): boolean {
-    return body === undefined || body.length < SMALL_REPLY_CHARS || this.#shares.fits(tenant, Buffer.byteLength(body));
+  mayHold(tenant: string, body: string | undefined, bytes?: number): boolean {
+    return body === undefined || body.length < SMALL_REPLY_CHARS || this.#shares.fits(tenant, bytes ?? Buffer.byteLength(body));
   }
 
   /**
