@@ -11,20 +11,21 @@ import { CLOSE_SANDBOX_RESET } from '../../runtime/triggers/device-frame.ts';
 import { connectDevice, type DeviceClient } from '../helpers/device-client.ts';
 import { call, createOrg } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir } from '../helpers/runtime.ts';
+import { countTurns, type TurnCounter } from '../helpers/loop-turns.ts';
 
 const ORG = 'acct-reset-turns';
 const DEVICES = 24;
 
 test(`a sandbox reset of an org with ${DEVICES} connected sandbox devices reads at most 8 device records per event-loop turn`, async () => {
-  let turn = 0;
-  let counting = false;
+  let turns: TurnCounter | undefined;
   const readsPerTurn = new Map<number, number>();
   const counted = (table: LedgerTable): LedgerTable =>
     new Proxy(table, {
       get(target, property) {
         if (property === 'get') {
           return (key: LedgerKey) => {
-            if (counting && resetting() && (key as readonly unknown[])[0] === ORG) readsPerTurn.set(turn, (readsPerTurn.get(turn) ?? 0) + 1);
+            const turn = turns?.count();
+            if (turn !== undefined && resetting() && (key as readonly unknown[])[0] === ORG) readsPerTurn.set(turn, (readsPerTurn.get(turn) ?? 0) + 1);
             return target.get(key);
           };
         }
@@ -45,14 +46,10 @@ test(`a sandbox reset of an org with ${DEVICES} connected sandbox devices reads 
       assert.equal(made.status, 201, made.text);
       devices.push(await connectDevice(rt.url, ORG, `lab-${index}`, made.body.token));
     }
-    counting = true;
-    const tick = (): void => {
-      turn++;
-      if (counting) setImmediate(tick);
-    };
-    tick();
+    turns = countTurns();
     const reset = await call(rt.url, 'POST', `/organizations/${ORG}/sandbox/reset`, { token: key });
-    counting = false;
+    turns.stop();
+    turns = undefined;
     assert.equal(reset.status, 200, reset.text);
     const most = Math.max(...readsPerTurn.values());
     assert.ok(readsPerTurn.size > 0 && most <= 8, `device records read per turn: ${JSON.stringify([...readsPerTurn.values()])}`);
@@ -60,7 +57,7 @@ test(`a sandbox reset of an org with ${DEVICES} connected sandbox devices reads 
     const view = await call(rt.url, 'GET', `/organizations/${ORG}/devices/lab-7?environment=sandbox`, { token: key });
     assert.deepEqual([view.body.device.state, view.body.device.last_disconnect_reason], ['disconnected', 'sandbox_reset']);
   } finally {
-    counting = false;
+    turns?.stop();
     await rt.close();
   }
 });

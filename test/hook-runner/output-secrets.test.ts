@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import type { InvocationResult } from '../../hook-runner/invocation-outcome.ts';
 import { maskSecrets } from '../../hook-runner/output-secrets.ts';
 import { SLICE_MS, WorkSlices } from '../../hook-runner/work-slices.ts';
+import { countTurns } from '../helpers/loop-turns.ts';
 
 const output = (outputJson: string): InvocationResult => ({ outcome: { kind: 'output', outputJson }, fuelUsed: 7 });
 
@@ -73,18 +74,10 @@ test('the scans run in slices with turns of the event loop between them (the org
   let clock = 0;
   // Every check finds its slice used up: the work yields after each scan.
   const slices = new WorkSlices(() => (clock += SLICE_MS));
-  let turns = 0;
-  let counting = true;
-  const count = (): void => {
-    if (!counting) return;
-    turns += 1;
-    setImmediate(count);
-  };
-  setImmediate(count);
-  const masked = await maskSecrets(hostile, secrets, slices);
-  counting = false;
+  const turns = countTurns();
+  const masked = await maskSecrets(hostile, secrets, slices).finally(turns.stop);
   assert.equal(masked, hostile, 'no secret in it: the output as it was');
-  assert.ok(turns >= 25, `other work ran between the scans (${turns} turns)`);
+  assert.ok(turns.count() >= 25, `other work ran between the scans (${turns.count()} turns)`);
   const withOne = output(JSON.stringify({ s: `x${secrets['S3']}y` }));
   assert.deepEqual(await maskSecrets(withOne, secrets, new WorkSlices(() => (clock += SLICE_MS))), output('{"s":"x[redacted]y"}'));
 });

@@ -17,6 +17,7 @@ import {
 } from '../../hook-runner/sandbox.ts';
 import { runModule } from '../../hook-runner/sandbox-run.ts';
 import { assemble, assembleFixture } from './fixtures/wat.ts';
+import { countTurns } from '../helpers/loop-turns.ts';
 
 const EXECUTE = '(func (export "execute") (param i32 i32) (result i32) (i32.const 0))';
 
@@ -385,16 +386,10 @@ describe('concurrency and the event loop', () => {
   });
 
   it('keeps the event loop responsive while out-of-fuel runs execute', async (t) => {
-    let ticks = 0;
-    let running = true;
-    const spin = (): void => {
-      ticks++;
-      if (running) setImmediate(spin);
-    };
-    setImmediate(spin);
+    const turns = countTurns();
     const runs = Array.from({ length: 4 }, () => runModule(chaos, mode('l')));
-    const outcomes = await Promise.all(runs);
-    running = false;
+    const outcomes = await Promise.all(runs).finally(turns.stop);
+    const ticks = turns.count();
     outcomes.forEach((outcome) => expectTrap(outcome, 'out_of_fuel'));
     t.diagnostic(`setImmediate ticked ${ticks} times during 4 concurrent out-of-fuel runs`);
     assert.ok(ticks > 10, `event loop advanced only ${ticks} times during the runs`);

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PageTurns } from '../../runtime/http/page-turns.ts';
+import { countTurns } from '../helpers/loop-turns.ts';
 
 /** The size `turns` admits `tenant`'s `request` with. */
 async function admittedWith(turns: PageTurns, tenant: string, request: string): Promise<number> {
@@ -45,22 +46,6 @@ test('a request is remembered by a digest, not as sent: 1,000 orgs\' 16 cursors 
   assert.equal(await admittedWith(turns, 'org-8', long(15)), 115, 'others kept');
 });
 
-/** Counts event-loop turns (one per check phase) while `during` runs. */
-async function countingTurns<T>(during: (turn: () => number) => Promise<T>): Promise<T> {
-  let turn = 0;
-  let counting = true;
-  const count = (): void => {
-    turn++;
-    if (counting) setImmediate(count);
-  };
-  setImmediate(count);
-  try {
-    return await during(() => turn);
-  } finally {
-    counting = false;
-  }
-}
-
 const busyFor = (ms: number): void => {
   const until = performance.now() + ms;
   while (performance.now() < until);
@@ -68,7 +53,9 @@ const busyFor = (ms: number): void => {
 
 test('builds of every org share the turns: slow ones one a turn, quick ones together, an org\'s own one after another', async () => {
   const turns = new PageTurns();
-  await countingTurns(async (turn) => {
+  const counter = countTurns();
+  const turn = counter.count;
+  try {
     // Asked in one turn, as requests read together are: each slow build lets the loop turn before the next.
     const slow = await Promise.all(['org-a', 'org-b', 'org-c'].map((org) => turns.run(org, '/export', () => undefined, () => (busyFor(20), turn()))));
     assert.equal(new Set(slow).size, 3, `slow builds in turns ${slow.join(', ')}`);
@@ -76,7 +63,9 @@ test('builds of every org share the turns: slow ones one a turn, quick ones toge
     assert.equal(new Set(quick).size, 1, `quick builds of twenty orgs in turns ${quick.join(', ')}`);
     const own = await Promise.all(Array.from({ length: 4 }, () => turns.run('org-d', '/events', () => undefined, () => turn())));
     assert.equal(new Set(own).size, 4, `one org's builds in turns ${own.join(', ')}`);
-  });
+  } finally {
+    counter.stop();
+  }
 });
 
 test('a refusal or a failed build answers only its own request; the next build runs', async () => {

@@ -9,9 +9,11 @@ import { get as httpGet } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { HttpServer } from '../../runtime/http/server.ts';
+import type { Route } from '../../runtime/http/types.ts';
 import { upgradeRequiredRoute } from '../../runtime/http/upgrade-required.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { createRuntimeMetrics } from '../../runtime/metrics.ts';
+import { countTurns } from '../helpers/loop-turns.ts';
 
 const MiB = 1024 * 1024;
 /** 20 MiB of a repeating pattern, so bytes out of order or missing show. */
@@ -20,15 +22,20 @@ const big = Array.from({ length: (20 * MiB) / 16 }, (_, i) => (i % 1_000_000).to
 const accented = 'é'.repeat(15 * MiB);
 let server: HttpServer;
 let port: number;
-/** Pages the `answersPages` route built, with the event-loop turn each was built in (`turn` counts them). */
+/** Pages the `answersPages` route built, with the event-loop turn each was built in (`turns` counts them). */
 const pagesBuilt: Array<{ org: string; turn: number }> = [];
-let turn = 0;
-const counting = setInterval(() => undefined, 1000);
-const countTurns = (): void => {
-  turn++;
-  setImmediate(countTurns).unref();
-};
-countTurns();
+const turns = countTurns();
+
+/** A read answering pages (Route `answersPages`) of `text`, each build recorded in pagesBuilt. */
+const pageRoute = (pattern: string, text: string): Route => ({
+  method: 'GET',
+  pattern,
+  answersPages: true,
+  handler: (request) => {
+    pagesBuilt.push({ org: request.params.org_id ?? '', turn: turns.count() });
+    return { status: 200, text };
+  },
+});
 
 before(async () => {
   // An org's share is 48 MiB: two unread 20 MiB answers fit, a third does not.
@@ -36,38 +43,14 @@ before(async () => {
   server.addRoutes(
     { method: 'GET', pattern: '/orgs/:org_id/big', handler: () => ({ status: 200, text: big }) },
     { method: 'GET', pattern: '/orgs/:org_id/small', handler: () => ({ status: 200, text: 'small' }) },
-    {
-      method: 'GET',
-      pattern: '/orgs/:org_id/pages',
-      answersPages: true,
-      handler: (request) => {
-        pagesBuilt.push({ org: request.params.org_id ?? '', turn });
-        return { status: 200, text: big };
-      },
-    },
-    {
-      method: 'GET',
-      pattern: '/orgs/:org_id/accented-pages',
-      answersPages: true,
-      handler: (request) => {
-        pagesBuilt.push({ org: request.params.org_id ?? '', turn });
-        return { status: 200, text: accented };
-      },
-    },
-    {
-      method: 'GET',
-      pattern: '/orgs/:org_id/short-pages',
-      answersPages: true,
-      handler: (request) => {
-        pagesBuilt.push({ org: request.params.org_id ?? '', turn });
-        return { status: 200, text: 'a short page' };
-      },
-    },
+    pageRoute('/orgs/:org_id/pages', big),
+    pageRoute('/orgs/:org_id/accented-pages', accented),
+    pageRoute('/orgs/:org_id/short-pages', 'a short page'),
   );
   port = await server.listen('127.0.0.1', 0);
 });
 after(() => {
-  clearInterval(counting);
+  turns.stop();
   return server.close();
 });
 
@@ -179,8 +162,8 @@ test('a burst of page reads past the org\'s share builds only the pages that fit
 test('an org\'s page reads are built one at a time, each in an event-loop turn of its own', async () => {
   const answers = await Promise.all(Array.from({ length: 5 }, () => ask('/orgs/turns/short-pages')));
   assert.deepEqual(answers.map((answer) => answer.status), [200, 200, 200, 200, 200]);
-  const turns = pagesBuilt.filter((page) => page.org === 'turns').map((page) => page.turn);
-  assert.equal(new Set(turns).size, 5, `built in turns ${turns.join(', ')}`);
+  const builtIn = pagesBuilt.filter((page) => page.org === 'turns').map((page) => page.turn);
+  assert.equal(new Set(builtIn).size, 5, `built in turns ${builtIn.join(', ')}`);
 });
 
 test('a page read is held to the size its same request answered last: the org\'s other, short page reads are served while its unread answers fill most of its share', async () => {
