@@ -1,15 +1,16 @@
 // The run host: applies events to each run's XState actor one at a time, persists every transition
 // (snapshot + live update in one write, flushed) before acting on it, and drives admission, step
-// effects, timers and boot recovery. The snapshot is the outbox: work is derived from it. New runs
-// are created by run-creation.ts inside the transaction that stores their event.
+// effects, timers and boot recovery. The snapshot is the outbox: work is derived from it and done by
+// work-driver.ts. New runs are created by run-creation.ts inside the transaction that stores their
+// event; deleted runs and the runs of deleted orgs are let go of by run-release.ts.
 
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { asOrgId, asRunId, type OrgId, type RunId } from '../../actors/ids.ts';
 import { persistedRunOf, type PersistedRun, type RunActor } from '../../actors/run-transition.ts';
 import type { Environment, RunEvent } from '../../actors/run-types.ts';
-import { pendingWork, type Work } from '../../actors/run-work.ts';
+import { pendingWork } from '../../actors/run-work.ts';
 import { RetryableError } from '../errors.ts';
-import { deletionWritten, refusedForDeletion } from '../ledger/org-fence.ts';
+import { refusedForDeletion } from '../ledger/org-fence.ts';
 import { logFailure } from '../ledger/commit-failure-guard.ts';
 import type { NewRunUpdate } from '../rooms/update-log.ts';
 import { orgScopedKey, orgScopedParts } from '../tenancy/org-scoped-key.ts';
@@ -19,6 +20,7 @@ import { MAX_DERIVED_PER_ROOT, type ActionEffects } from './custom-action-step.t
 import { RunChains } from './run-chains.ts';
 import type { RunKeys } from './run-store.ts';
 import { RunCreation } from './run-creation.ts';
+import { RunRelease } from './run-release.ts';
 import type { RunCommand, RunEngineDeps } from './run-engine-deps.ts';
 import { RECOVERY_BATCH, recoverUnfinishedRuns, type Recovery } from './run-recovery.ts';
 import type { BootRecovery } from './boot-record.ts';
@@ -34,10 +36,8 @@ import { AttemptsOut } from './attempts-out.ts';
 import { OrgAdmission } from './org-admission.ts';
 import { LiveActors } from './live-actors.ts';
 import { RESTING_RESULT_BYTES, resultBytes } from './held-results.ts';
-import { sendAttempt, type AttemptHost } from './attempt-dispatch.ts';
-
-/** Runs admitted per event-loop turn at most (#pump). */
-export const ADMITTED_PER_TURN = 64;
+import type { AttemptHost } from './attempt-dispatch.ts';
+import { WorkDriver } from './work-driver.ts';
 
 export class RunEngine {
   readonly #d: RunEngineDeps;
@@ -47,8 +47,10 @@ export class RunEngine {
   readonly #stallResume: StallResume;
   readonly #derivedBudget: DerivedBudget;
   readonly #creation: RunCreation;
-  /** What a step attempt sent from a snapshot needs of the engine (attempt-dispatch.ts). */
-  readonly #attemptHost: AttemptHost;
+  /** Lets go of deleted runs and the runs of deleted orgs (run-release.ts). */
+  readonly #release: RunRelease;
+  /** Acts on the work each durable snapshot implies, and admits queued runs (work-driver.ts). */
+  readonly #work: WorkDriver;
   /** This start's record (boot-record.ts), from its recovery on: the first effect sent goes on record. */
   #boot: BootRecovery | undefined;
   /** Live actors of the runs that are currently admitted (`running`), with their last persisted snapshot; others rest as snapshots. */
@@ -65,8 +67,6 @@ export class RunEngine {
     release: (orgId: OrgId, runId: RunId): void => this.#admission.release(orgId, runId),
   };
   #closed = false;
-  /** A pump is scheduled for the next turn: the last one admitted ADMITTED_PER_TURN. */
-  #pumpScheduled = false;
 
   constructor(deps: RunEngineDeps) {
     this.#d = deps;
@@ -90,11 +90,22 @@ export class RunEngine {
       derivedBudget: this.#derivedBudget,
       apply: (orgId, runId, kept) => this.#apply(orgId, runId, kept.command, kept.effects, kept.at),
       recordAfterCancel: (key, run, event) => this.#recordAfterCancel(key, run, event),
-      goneWithOrg: (orgId, runId) => this.#goneWithOrg(orgId, runId),
-      removed: (orgId, runId) => this.#removed(orgId, runId),
-      act: (run) => this.#act(run),
+      goneWithOrg: (orgId, runId) => this.#release.goneWithOrg(orgId, runId),
+      removed: (orgId, runId) => this.#release.removed(orgId, runId),
+      act: (run) => this.#work.act(run),
     });
-    this.#attemptHost = {
+    this.#release = new RunRelease({
+      deps,
+      timers: this.#timers,
+      actors: this.#actors,
+      dispatched: this.#dispatched,
+      stallResume: this.#stallResume,
+      admission: this.#admission,
+      pump: () => this.#work.pump(),
+      closed: () => this.#closed,
+    });
+    // What a step attempt sent from a snapshot needs of the engine (attempt-dispatch.ts).
+    const attemptHost: AttemptHost = {
       deps,
       derivedBudget: this.#derivedBudget,
       dispatched: this.#dispatched,
@@ -103,6 +114,18 @@ export class RunEngine {
       send: (orgId, runId, command, effects) => this.send(orgId, runId, command, effects),
       beforeEffect: () => this.#boot?.beforeFirstEffect(),
     };
+    this.#work = new WorkDriver({
+      deps,
+      timers: this.#timers,
+      admission: this.#admission,
+      dispatched: this.#dispatched,
+      actors: this.#actors,
+      stalled: this.#stallResume.stalled,
+      release: () => this.#release,
+      attemptHost,
+      send: (orgId, runId, command) => void this.send(orgId, runId, command),
+      closed: () => this.#closed,
+    });
     this.#creation = new RunCreation({
       runs: deps.runs,
       updateLog: deps.updateLog,
@@ -120,7 +143,7 @@ export class RunEngine {
           this.#startLive(run, actor);
         }
       },
-      pump: () => this.#pump(),
+      pump: () => this.#work.pump(),
       unconfirmed: (orgId, runIds) => this.#stallResume.unconfirmed(orgId, runIds),
     });
     deps.events.addReactor((event) => this.#creation.createRuns(event));
@@ -179,36 +202,6 @@ export class RunEngine {
     }
   }
 
-  /** Drops every in-memory trace of runs that were deleted (sandbox reset): slots, timers, actors. */
-  forget(runs: readonly RunKeys[]): void {
-    for (const run of runs) {
-      const { orgId, runId } = run.context;
-      this.#timers.disarm(orgScopedKey(orgId, runId));
-      this.#letGo(orgId, runId);
-    }
-    this.#pump();
-  }
-
-  /**
-   * The org was deleted: at once, its attempts out are withdrawn and its runs leave the scheduler;
-   * then its unfinished runs let go of their timers and actors, RECOVERY_BATCH read and let go per
-   * event-loop turn (60,000 in one turn held every org's requests ~1.3 s; reading their ids alone,
-   * ~50 ms). A command, report or timer that comes for one of its runs meanwhile or later is
-   * dropped (#goneWithOrg).
-   */
-  async forgetOrg(orgId: string): Promise<void> {
-    const org = asOrgId(orgId);
-    this.#dispatched.withdrawOrg(orgId);
-    this.#admission.forgetOrg(org);
-    this.#pump();
-    for (let page = this.#d.runs.unfinishedPageOf(orgId, undefined, RECOVERY_BATCH); page.length > 0; page = this.#d.runs.unfinishedPageOf(orgId, page.at(-1), RECOVERY_BATCH)) {
-      for (const runId of page) this.#dropDeleted(org, runId);
-      await nextTurn();
-      // Stopping: the ledger closes next, and a run of a deleted org is never picked up at a start.
-      if (this.#closed) return;
-    }
-  }
-
   /**
    * Boot recovery: re-enqueue, re-arm or reclaim every unfinished run from its persisted snapshot;
    * `beginBoot` opens this start's record (boot-record.ts) once the runs are read, given the latest
@@ -222,7 +215,7 @@ export class RunEngine {
     );
     for (const [i, { orgId, runId, work, admitted }] of runs.entries()) {
       if (i > 0 && i % RECOVERY_BATCH === 0) await nextTurn();
-      if (admitted === undefined) this.#actOn(orgId, runId, work);
+      if (admitted === undefined) this.#work.actOn(orgId, runId, work);
       else this.#startLive(admitted.run, admitted.actor);
     }
     return { unfinished: runs.length, interrupted, failed };
@@ -233,7 +226,7 @@ export class RunEngine {
     const key = orgScopedKey(run.context.orgId, run.context.runId);
     const live = run.value === 'running' ? this.#actors.keep(key, actor, run) : undefined;
     if (live === undefined) actor.stop();
-    this.#act(run);
+    this.#work.act(run);
     if (live !== undefined) this.#actors.restIfHeavy(key, live, run, this.#restingResultBytes);
   }
 
@@ -247,6 +240,17 @@ export class RunEngine {
   }
 
   /** Stops timers and new transitions, then waits for the ones in progress to be durable. */
+  /** Stops timers and new transitions, then waits for the ones in progress to be durable. */
+  /** Drops every in-memory trace of runs that were deleted (sandbox reset): slots, timers, actors. */
+  forget(runs: readonly RunKeys[]): void {
+    this.#release.forget(runs);
+  }
+
+  /** The org was deleted: its runs are let go of (RunRelease.forgetOrg). */
+  forgetOrg(orgId: string): Promise<void> {
+    return this.#release.forgetOrg(orgId);
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     this.#timers.close();
@@ -264,7 +268,7 @@ export class RunEngine {
     // The org's deletion is being written: the command waits for it, dropped if it goes through.
     const marking = this.#d.deletedOrgs?.marking(orgId);
     if (marking !== undefined) await marking;
-    if (this.#goneWithOrg(orgId, runId)) return false;
+    if (this.#release.goneWithOrg(orgId, runId)) return false;
     const cached = this.#actors.get(key);
     let previous: PersistedRun | undefined;
     try {
@@ -277,7 +281,7 @@ export class RunEngine {
       throw error;
     }
     if (previous === undefined) {
-      this.#removed(orgId, runId);
+      this.#release.removed(orgId, runId);
       return false;
     }
     const live = cached ?? this.#actors.restore(key, previous);
@@ -293,10 +297,10 @@ export class RunEngine {
         const work = pendingWork(previous);
         if (work.kind === 'arm_timer') this.#timers.arm(key, work.at);
       }
-      this.#settleSlot(previous);
+      this.#work.settleSlot(previous);
       // Read back only for this command: a run that rested goes back to rest.
       if (cached === undefined) this.#actors.restIfHeavy(key, live, previous, this.#restingResultBytes);
-      this.#pump();
+      this.#work.pump();
       return false;
     }
     const run = persistedRunOf(actor);
@@ -308,7 +312,7 @@ export class RunEngine {
       // The org was deleted while the write waited for its turn (a transaction's callback runs
       // then): the fence refused it, and the run goes with its org, as a later command's would.
       // A deletion whose mark then failed left the org: the run stalls, as after any failed write.
-      if ((await refusedForDeletion(error, this.#d.deletedOrgs)) && this.#goneWithOrg(orgId, runId)) {
+      if ((await refusedForDeletion(error, this.#d.deletedOrgs)) && this.#release.goneWithOrg(orgId, runId)) {
         this.#d.logger.debug('run transition dropped: its organization was deleted meanwhile', { org_id: orgId, run_id: runId });
         return false;
       }
@@ -319,7 +323,7 @@ export class RunEngine {
     // Another command went through while the run was stalled with a step's answer kept (a cancel).
     const kept = this.#stallResume.written(key);
     if (written.gone) {
-      this.#removed(orgId, runId);
+      this.#release.removed(orgId, runId);
       return false;
     }
     live.persisted = run;
@@ -328,7 +332,7 @@ export class RunEngine {
     // Before #act: the attempt out now is the one this transition may have left.
     this.#dispatched.withdrawIfLeft(key, run);
     if (written.update !== undefined) this.#d.rooms.publish(orgId, [written.update]);
-    this.#act(run);
+    this.#work.act(run);
     this.#actors.restIfHeavy(key, live, run, this.#restingResultBytes);
     if (kept !== undefined) await this.#stallResume.keepAfterCancel(key, run, kept);
     return true;
@@ -340,114 +344,6 @@ export class RunEngine {
     this.#actors.drop(key);
     // The attempt reported after all: counted as any other (the run stays cancelled).
     this.#d.observer?.transitioned(previous, previous, event);
-  }
-
-  /** The run was deleted (sandbox reset): it keeps no actor and no slot. */
-  #removed(orgId: OrgId, runId: RunId): void {
-    this.#letGo(orgId, runId);
-    this.#pump();
-  }
-
-  /**
-   * Whether the run's org was deleted, its mark written: then the run is let go of (#dropDeleted)
-   * and the scheduler pumped. Not while the mark is being written: it may fail, and the org stay.
-   */
-  #goneWithOrg(orgId: OrgId, runId: RunId): boolean {
-    if (!deletionWritten(this.#d.deletedOrgs, orgId)) return false;
-    this.#dropDeleted(orgId, runId);
-    this.#pump();
-    return true;
-  }
-
-  /** A run of a deleted org: no timer, no stall to pick it up again, and nothing else of #letGo's; the caller pumps afterwards. */
-  #dropDeleted(orgId: OrgId, runId: RunId): void {
-    const key = orgScopedKey(orgId, runId);
-    this.#timers.disarm(key);
-    this.#stallResume.forgetDeleted(key);
-    this.#letGo(orgId, runId);
-  }
-
-  /**
-   * Drops the run's live actor, withdraws its attempt out (after: a request waiting for a connection
-   * asks the actor whether it is still wanted), drops any answer kept for it and its place in the
-   * scheduler; the caller pumps afterwards.
-   */
-  #letGo(orgId: OrgId, runId: RunId): void {
-    this.#actors.drop(orgScopedKey(orgId, runId));
-    this.#dispatched.withdrawIfLeft(orgScopedKey(orgId, runId), undefined);
-    this.#stallResume.dropReport(orgScopedKey(orgId, runId));
-    this.#admission.leave(orgId, runId);
-  }
-
-  /** Acts on the work a durable snapshot implies. Only ever called after the snapshot is flushed. */
-  #act(run: PersistedRun): void {
-    const work: Work = pendingWork(run);
-    this.#settleSlot(run);
-    this.#actOn(run.context.orgId, run.context.runId, work, run);
-  }
-
-  /**
-   * Does the run's pending work: queues it for admission, sends its step, or arms its timer. A step
-   * is sent from the run's snapshot: `run`, or the one in the ledger (boot recovery keeps none).
-   */
-  #actOn(orgId: OrgId, runId: RunId, work: Work, run?: PersistedRun): void {
-    const key = orgScopedKey(orgId, runId);
-    if (this.#goneWithOrg(orgId, runId)) return;
-    // The org's deletion is being written: nothing goes out meanwhile. The run is picked up again
-    // from the ledger after a pause, should the mark fail (one that goes through lets it go).
-    if (work.kind !== 'none' && work.kind !== 'done' && this.#d.deletedOrgs?.marking(orgId) !== undefined) {
-      this.#stallResume.stalled.failed(key);
-      return;
-    }
-    if (work.kind !== 'arm_timer') this.#timers.disarm(key);
-    switch (work.kind) {
-      case 'await_admission':
-        this.#admission.enqueue(orgId, runId, work.lane, work.environment);
-        break;
-      case 'dispatch_step':
-        // A stalled run picked up again while this very attempt is still out: its report carries the run on.
-        if (this.#dispatched.fenceOf(key) !== work.fence) sendAttempt(this.#attemptHost, orgId, runId, work, run);
-        break;
-      case 'arm_timer':
-        this.#timers.arm(key, work.at);
-        break;
-      case 'none':
-      case 'done':
-        break;
-    }
-    this.#pump();
-  }
-
-  /**
-   * Brings the scheduler in line with a durable snapshot; the caller pumps afterwards. A `running`
-   * run keeps its slot. A `queued` run keeps its place, or the slot of an admission whose
-   * `run.admitted` is still on its way. A run in any other state leaves the scheduler wherever it
-   * was: a run cancelled while queued must not keep a turn it would refuse. Outside `running`, the
-   * live actor rests as a snapshot.
-   */
-  #settleSlot(run: PersistedRun): void {
-    if (run.value === 'running') return;
-    const { orgId, runId } = run.context;
-    if (run.value !== 'queued') this.#admission.leave(orgId, runId);
-    this.#actors.drop(orgScopedKey(orgId, runId));
-  }
-
-  /**
-   * Admits the runs that have slots, ADMITTED_PER_TURN at most, the rest in the next turns (a pump
-   * is scheduled for them): raising an org's limit by 999 over a deep queue admitted them all, and
-   * sent their first steps, in one stretch that held every org's requests ~0.7 s.
-   */
-  #pump(): void {
-    if (this.#closed) return;
-    const admissions = this.#admission.nextAdmissions(ADMITTED_PER_TURN);
-    for (const admission of admissions) void this.send(admission.orgId, admission.runId, { type: 'run.admitted' });
-    if (admissions.length === ADMITTED_PER_TURN && !this.#pumpScheduled) {
-      this.#pumpScheduled = true;
-      setImmediate(() => {
-        this.#pumpScheduled = false;
-        this.#pump();
-      });
-    }
   }
 
   /**
@@ -463,7 +359,7 @@ export class RunEngine {
   /** Re-reads an org's concurrency limit (after the org is updated). */
   refreshLimit(orgId: string): void {
     this.#admission.refreshLimit(orgId);
-    this.#pump();
+    this.#work.pump();
   }
 
   /** The live update of a transition; `version` when the caller already has it. */

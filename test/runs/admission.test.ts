@@ -8,7 +8,7 @@ import { call, createOrg, signStandard } from '../helpers/http.ts';
 import { connectLive } from '../helpers/live-client.ts';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { generateEventId, type StoredEvent } from '../../runtime/events/event-record.ts';
-import { ADMITTED_PER_TURN } from '../../runtime/runs/run-engine.ts';
+import { ADMITTED_PER_TURN } from '../../runtime/runs/work-driver.ts';
 
 let rt: TestRuntime;
 let receiver: Receiver;
