@@ -1,7 +1,6 @@
 // The uWebSockets.js adapter: turns uWS requests into HttpRequest, routes them, writes replies.
 // Owns listening, the in-flight count, and graceful shutdown (stop accepting, finish what is in flight).
 
-import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { ConflictError, RetryableError, retryAfterHeader, SluiceError } from '../errors.ts';
@@ -22,6 +21,7 @@ import type { HttpReply, RequestHead, Route } from './types.ts';
 import { unreadRepliesError, UnsentReplies } from './unsent-replies.ts';
 import { listenFailureReason } from './listen-failure.ts';
 import { PageTurns } from './page-turns.ts';
+import { INTERNAL_ERROR, renderReply, writeReply, type RenderedReply } from './reply-writer.ts';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const EMPTY_BODY = Buffer.alloc(0);
@@ -392,48 +392,5 @@ export class HttpServer {
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (the binding exports it; the 20.30 typings declare it only as a const enum member). */
 const LISTEN_EXCLUSIVE_PORT = (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
 
-const INTERNAL_ERROR: HttpReply = { status: 500, json: { error: { code: 'internal_error', message: 'An internal error occurred.' } } };
-
-/** A reply ready for the wire: the status line, headers and body text are all computed. */
-interface RenderedReply {
-  readonly status: number;
-  readonly headers: readonly (readonly [string, string])[];
-  readonly body: string | undefined;
-}
-
-function renderReply(reply: HttpReply): RenderedReply {
-  const headers = Object.entries(reply.headers ?? {});
-  if (reply.json !== undefined) return { status: reply.status, headers: [...headers, ['content-type', 'application/json']], body: JSON.stringify(reply.json) };
-  if (reply.text !== undefined) {
-    const typed = reply.headers?.['content-type'] !== undefined;
-    return { status: reply.status, headers: typed ? headers : [...headers, ['content-type', 'text/plain; charset=utf-8']], body: reply.text };
-  }
-  return { status: reply.status, headers, body: undefined };
-}
-
 /** What a request that arrives while the server shuts down is answered. */
 const SHUTTING_DOWN = new RetryableError('shutting_down', 'Sluice is shutting down and takes no new requests: send this one again in a moment (nothing of it was stored).', 1000);
-
-/**
- * `closeConnection`: the connection ends with this answer (during a stop), except a head-only one's,
- * which keeps it (see below; its next request is answered, a 503 during a stop); `send`: how a body
- * is sent (as its client reads it, unsent-replies.ts), else at once. Returns what gives back a
- * body's unread bytes should the client go first.
- */
-function writeReply(res: HttpResponse, reply: RenderedReply, headOnly: boolean, closeConnection = false, send?: (body: string) => () => void): (() => void) | undefined {
-  let release: (() => void) | undefined;
-  res.cork(() => {
-    res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? 'Unknown'}`);
-    for (const [name, value] of reply.headers) res.writeHeader(name, value);
-    if (headOnly) {
-      // The length GET would send, as a header of ours: uWS 20.30's endWithoutBody(length) leaves the
-      // response pending, and the next request on the connection then went unanswered. (Called with
-      // any argument, even undefined, it writes a Content-Length of its own; and with closeConnection
-      // it left the connection open, the answer pending, so a head-only answer never closes it.)
-      res.writeHeader('content-length', String(reply.body === undefined ? 0 : Buffer.byteLength(reply.body)));
-      res.endWithoutBody();
-    } else if (send !== undefined && !closeConnection && reply.body !== undefined && reply.body.length > 0) release = send(reply.body);
-    else res.end(reply.body ?? '', closeConnection);
-  });
-  return release;
-}
