@@ -74,8 +74,9 @@ const sleep = (ms: number): void => void Atomics.wait(new Int32Array(new SharedA
 
 /** Waits (blocking, as taking the lock is) up to EXIT_WAIT_MS for an exiting process to finish. */
 function waitWhileExiting(pid: number): void {
-  const deadline = Date.now() + EXIT_WAIT_MS;
-  for (let stat = statOf(pid); Date.now() < deadline && !exitedIn(stat) && (Number(stat[6]) & PF_EXITING) !== 0; stat = statOf(pid)) sleep(20);
+  // On the monotonic clock: a wall clock set back meanwhile would stretch the wait by as much.
+  const deadline = performance.now() + EXIT_WAIT_MS;
+  for (let stat = statOf(pid); performance.now() < deadline && !exitedIn(stat) && (Number(stat[6]) & PF_EXITING) !== 0; stat = statOf(pid)) sleep(20);
 }
 
 function isRunning(pid: number): boolean {

@@ -65,9 +65,11 @@ export const heldBackNote = (heldBack: number): string => (heldBack > 0 ? ` (${h
 
 /**
  * `emit` for the first value, then at most once per `intervalMs` (STRAY_LOG_INTERVAL_MS unless
- * given), told how many values were held back since the last one it heard.
+ * given), told how many values were held back since the last one it heard. Intervals are measured
+ * on the monotonic clock by default: on the wall clock, one set back an hour held every line back
+ * for that hour (a failing disk's commits among them).
  */
-export function throttledStrays<T>(emit: (value: T, heldBack: number) => void, now: () => number = Date.now, intervalMs = STRAY_LOG_INTERVAL_MS): (value: T) => void {
+export function throttledStrays<T>(emit: (value: T, heldBack: number) => void, now: () => number = () => performance.now(), intervalMs = STRAY_LOG_INTERVAL_MS): (value: T) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;
   let heldBack = 0;
   return (value) => {

@@ -13,6 +13,13 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now(), monotonic: () => performance.now() };
 
+/** Milliseconds passed since this call, on the clock's monotonic time when it has one: a wall clock set back would count backwards. */
+export function elapsedSince(clock: Clock): () => number {
+  const read = clock.monotonic === undefined ? () => clock.now() : () => clock.monotonic!();
+  const start = read();
+  return () => read() - start;
+}
+
 /** A clock that only moves when told to; for tests and for the `--clock-offset` of nothing else. */
 export class ManualClock implements Clock {
   #now: number;

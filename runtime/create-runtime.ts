@@ -34,8 +34,10 @@ import { systemRoutes } from './api/system-api.ts';
 import { loadAdminToken, type AdminToken } from './auth/admin-token.ts';
 import { authenticateFirst } from './auth/authenticate-first.ts';
 import { createAuthorizer } from './auth/authorize.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { elapsedSince, systemClock, type Clock } from './clock.ts';
 import { claimDatingTime, pruneTime } from './prune-time.ts';
+import { ClockLag } from './clock-lag.ts';
+import { DAY_MS } from './events/history-retention.ts';
 import { LOW_FILE_LIMIT, openFileLimit } from './open-file-limit.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventStore } from './events/event-store.ts';
@@ -136,6 +138,8 @@ export interface Runtime {
   readonly disk: DiskFloor;
   /** Runs a pass of the prune loop now, resolving once it has ended (tests; the loop runs on its own). */
   prune(): Promise<void>;
+  /** How far the wall clock stepped ahead of the time passed, kept for later starts (clock-lag.ts; tests check it at once). */
+  readonly clockLag: ClockLag;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
   close(): Promise<void>;
 }
@@ -180,7 +184,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const apiKeys = new ApiKeyStore(ledger);
   // Never ahead of the time passed since the start: a wall clock set forward prunes nothing early,
   // nor takes a claim still live for expired. Claims are dated never behind it: nor does one set back.
-  const pruneNow = pruneTime(clock);
+  const clockLag = new ClockLag(ledger, clock, Math.max(config.dedupWindowMs, config.retentionDays * DAY_MS));
+  const pruneNow = pruneTime(clock, clockLag);
   const inbox = new Inbox(ledger, config.dedupWindowMs, { agesNow: pruneNow, datesNow: claimDatingTime(clock) });
   const sources = new SourceStore(ledger, inbox);
   const events = new EventStore(ledger, inbox);
@@ -196,6 +201,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     workflows.matching(orgId, environment, type).reduce((sum, version) => sum + runWeight(version.definition.steps.length), 0));
   const context: ApiContext = { ledger, orgs, apiKeys, sources, events, runs, auth, clock, logger, metrics, schemas, disk, writeTurns };
   const startedAt = clock.now();
+  const uptimeMs = elapsedSince(clock);
 
   // The engine is made below, before any route that stores an event is added.
   const quota = new IngestQuota(clock, (orgId) => orgs.get(orgId), new RunBacklog(config.maxQueuedRuns, (orgId, environment) => engine.queuedRuns(orgId, environment)));
@@ -267,7 +273,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   });
   // Aborted as the stop begins: long request work (a whole-projection delete) ends between its writes.
   const stopping = new AbortController();
-  server.addRoutes(...systemRoutes(ledger, metrics, startedAt, () => clock.now()), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, writeTurns, schemaChecks: schemas.payloads, bodyReads: schemas.bodies }), liveUpgradeRequired, deviceUpgradeRequired);
+  server.addRoutes(...systemRoutes(ledger, metrics, uptimeMs), ...hookRoutes({ orgs, sources, events, clock, metrics, quota, writeTurns, schemaChecks: schemas.payloads, bodyReads: schemas.bodies }), liveUpgradeRequired, deviceUpgradeRequired);
   const deletions = new OrgDeletions({
     ledger, orgs, deleted: deletedOrgs, tables: orgTables, logger,
     actionIds: (orgId) => actions.list(orgId).map((action) => action.id),
@@ -371,6 +377,8 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     dedupWindowMs: config.dedupWindowMs,
   });
   opened.push(() => pruning.close());
+  // Nothing after this can fail the start: the checks' timer is stopped by close() alone.
+  clockLag.start();
   logger.info('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt), webhook_targets: config.webhookTargets, retention_days: config.retentionDays });
   const files = openFileLimit();
   if (files !== undefined && files < LOW_FILE_LIMIT) {
@@ -397,6 +405,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     disk,
     deletions,
     prune: () => pruning.passNow(),
+    clockLag,
     close: () =>
       (closing ??= (async () => {
         stopping.abort();
@@ -426,6 +435,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
         connections.close();
         await boot?.cleanStop(engine.attemptsNeverSent(true)).catch((error: unknown) => logFailure(logger, 'the clean stop could not be recorded', {}, error));
         await runner.close();
+        await clockLag.close();
         await ledger.close();
         disk.close();
       })()),

@@ -5,7 +5,8 @@ import { json, type Route } from '../http/types.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { RuntimeMetrics } from '../metrics.ts';
 
-export function systemRoutes(ledger: Ledger, metrics: RuntimeMetrics, startedAtMs: number, now: () => number): Route[] {
+/** `uptimeMs`: the time since the start (on the monotonic clock: runtime/clock.ts, elapsedSince). */
+export function systemRoutes(ledger: Ledger, metrics: RuntimeMetrics, uptimeMs: () => number): Route[] {
   return [
     {
       method: 'GET',
@@ -14,7 +15,7 @@ export function systemRoutes(ledger: Ledger, metrics: RuntimeMetrics, startedAtM
       answersWhileHeld: true,
       handler: () => {
         ledger.orgs.get(['__healthz__']);
-        return json(200, { status: 'ok', uptime_ms: now() - startedAtMs });
+        return json(200, { status: 'ok', uptime_ms: Math.round(uptimeMs()) });
       },
     },
     {

@@ -181,7 +181,7 @@ export class HookRunnerChild {
     this.#process = child;
     // Killed before the runtime when memory runs out: this supervisor restarts it (oom-preference.ts).
     if (child.pid !== undefined) volunteerForOomKill(RUNNER_CHILD_OOM_SCORE, child.pid);
-    this.#startedAt = Date.now();
+    this.#startedAt = performance.now();
     this.#stderrTail = [];
     this.#exited = new Promise((done) => {
       child.once('exit', (code, signal) => {
@@ -235,7 +235,7 @@ export class HookRunnerChild {
       return;
     }
     this.#transition(['starting', 'running'], 'restarting');
-    if (Date.now() - this.#startedAt > HEALTHY_AFTER_MS) this.#consecutiveRestarts = 0;
+    if (performance.now() - this.#startedAt > HEALTHY_AFTER_MS) this.#consecutiveRestarts = 0;
     this.#consecutiveRestarts += 1;
     this.#restarts += 1;
     const delay = (this.#options.restartDelayMs ?? defaultRestartDelay)(this.#consecutiveRestarts);

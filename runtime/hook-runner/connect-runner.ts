@@ -50,12 +50,12 @@ const FAULT_LOG_INTERVAL_MS = 60_000;
 function faultLogs(logger: Logger, dataDir: string, runner: string, plaintext = false): { onTokenRefused: () => void; onTlsFailed: (details: string) => void; onUnreachable: (details: string) => void } {
   const tokenRefused = throttledStrays<void>(
     () => logger.warn('the hook-runner refused the runner token: custom_action steps retry under their retry policy, then fail (resume them), until the runtime and the runner use the same one (SLUICE_RUNNER_TOKEN, or the runner-token file of the data dir)', { data_dir: dataDir }),
-    Date.now,
+    undefined,
     FAULT_LOG_INTERVAL_MS,
   );
   const tlsFailed = throttledStrays<string>(
     (details) => logger.warn('the TLS handshake with the hook-runner failed: its certificate must be signed by --runner-ca and name the host of --runner, and it must serve TLS (--tls-cert, --tls-key)', { runner, reason: details }),
-    Date.now,
+    undefined,
     FAULT_LOG_INTERVAL_MS,
   );
   // A supervised child's restarts are logged by its supervisor; an external runner's absence only here.
@@ -65,7 +65,7 @@ function faultLogs(logger: Logger, dataDir: string, runner: string, plaintext = 
   };
   const unreachable = throttledStrays<string>(
     (details) => (plaintext && !NOTHING_LISTENS.test(details) ? void answersTls(runner).then((servesTls) => say(details, servesTls)) : say(details, false)),
-    Date.now,
+    undefined,
     FAULT_LOG_INTERVAL_MS,
   );
   return { onTokenRefused: () => tokenRefused(), onTlsFailed: tlsFailed, onUnreachable: runner === 'child' ? () => undefined : unreachable };

@@ -40,7 +40,7 @@ export const diskLowWriteError = (what: string): RetryableError =>
   new RetryableError('write_failed', `The ${what} could not be stored: the server's disk is nearly full. Nothing of it was kept; try again later.`, 5000);
 
 /** Installs the guard for this process (call once, at startup); `now` is injectable for tests. */
-export function guardLedgerCommitFailures(logger: Logger, now: () => number = Date.now): void {
+export function guardLedgerCommitFailures(logger: Logger, now: () => number = () => performance.now()): void {
   const logged = throttledStrays<{ error: Error; cause: string }>(({ error, cause }, heldBack) => {
     logger.error('ledger commit failed', { error: error.message, cause, stack: error.stack, ...(heldBack > 0 ? { more_since_last_logged: heldBack } : {}) });
   }, now);

@@ -1,0 +1,102 @@
+// How far the wall clock has been seen ahead of the time passed since a start, kept durably for the
+// starts after it. A clock behind at the start and stepped forward later (a host without a
+// real-time clock, before its NTP sync; a host resumed from suspend) dates what is written before
+// the step behind by as much: dedup claims and history. The process that saw the step measures ages
+// on the time passed since its start (prune-time.ts), so they kept; but the next start measured
+// them on the wall clock, as that much older: a device message or webhook delivery sent again within
+// the dedup window was taken as new (a second event, second runs and effects), and history was
+// pruned early. Now the lag is recorded as soon as it is seen (each LAG_CHECK_MS, and at a clean
+// stop), and later starts measure ages that much behind, until everything dated before it has aged
+// out anyway: the longest of the dedup window and the retention after it was recorded. Keeping
+// things longer is the safe side: a clock set wrongly ahead and a suspend keep them longer by as much.
+
+import { durably } from './ledger/durable-write.ts';
+import type { Ledger, LedgerTable } from './ledger/ledger.ts';
+import type { Clock } from './clock.ts';
+
+/** How often the wall clock is compared with the time passed since the start. */
+export const LAG_CHECK_MS = 1000;
+
+/** A lag that grew by less than this is not written again (NTP slewing, timer jitter). */
+export const LAG_NOTICED_MS = 1000;
+
+const TABLE = 'runtime-clock';
+const KEY = 'lag';
+
+interface LagRecord {
+  /** How far behind the wall clock (as it read at `recorded_at_ms`) things may be dated. */
+  readonly lag_ms: number;
+  /** The wall clock when the lag was last seen to grow. */
+  readonly recorded_at_ms: number;
+}
+
+const isLagRecord = (value: unknown): value is LagRecord =>
+  typeof value === 'object' && value !== null && Number.isFinite((value as LagRecord).lag_ms) && Number.isFinite((value as LagRecord).recorded_at_ms);
+
+export class ClockLag {
+  readonly #ledger: Ledger;
+  readonly #table: LedgerTable;
+  readonly #clock: Clock;
+  readonly #keepForMs: number;
+  /** What the starts before this one recorded. */
+  readonly #carried: LagRecord | undefined;
+  /** What the ledger holds now (the carried record, or this start's). */
+  #recorded: LagRecord | undefined;
+  readonly #startedWall: number;
+  readonly #startedMonotonic: number | undefined;
+  #checking: Promise<void> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  /** `keepForMs`: how long after it was recorded a lag is kept (the longest of the dedup window and the retention). */
+  constructor(ledger: Ledger, clock: Clock, keepForMs: number) {
+    this.#ledger = ledger;
+    this.#table = ledger.openDatabase(TABLE);
+    this.#clock = clock;
+    this.#keepForMs = keepForMs;
+    const stored: unknown = this.#table.get(KEY);
+    this.#carried = isLagRecord(stored) && stored.lag_ms > 0 ? stored : undefined;
+    this.#recorded = this.#carried;
+    this.#startedWall = clock.now();
+    this.#startedMonotonic = clock.monotonic?.();
+  }
+
+  /** How far behind `agesAt` (prune-time.ts) ages are measured: an earlier start's lag, until `keepForMs` after it was recorded. */
+  carriedAt(agesAt: number): number {
+    const carried = this.#carried;
+    return carried !== undefined && agesAt < carried.recorded_at_ms + this.#keepForMs ? carried.lag_ms : 0;
+  }
+
+  /** Checks each LAG_CHECK_MS from now on (the timer does not hold the process open). */
+  start(): void {
+    this.#timer ??= setInterval(() => void this.check().catch(() => undefined), LAG_CHECK_MS).unref();
+  }
+
+  /**
+   * Compares the wall clock with the time passed since the start; a lag that grew by LAG_NOTICED_MS
+   * or more is written, durably (a failed write is tried at the next check). One check at a time.
+   */
+  check(): Promise<void> {
+    return (this.#checking ??= this.#checkOnce().finally(() => (this.#checking = undefined)));
+  }
+
+  /** Stops the checks after a last one (a clean stop), before the ledger closes. */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.check().catch(() => undefined);
+  }
+
+  async #checkOnce(): Promise<void> {
+    const monotonic = this.#clock.monotonic?.();
+    if (monotonic === undefined || this.#startedMonotonic === undefined) return;
+    const wall = this.#clock.now();
+    const seen = wall - (this.#startedWall + (monotonic - this.#startedMonotonic));
+    const recorded = this.#recorded;
+    if (seen < (recorded?.lag_ms ?? 0) + LAG_NOTICED_MS) return;
+    // The carried lag stays covered: things an earlier start dated behind may be older still.
+    const next: LagRecord = { lag_ms: seen, recorded_at_ms: Math.max(wall, recorded?.recorded_at_ms ?? wall) };
+    const root = this.#ledger.root;
+    await durably(root, root.transaction(() => void this.#table.put(KEY, next)));
+    this.#recorded = next;
+  }
+}

@@ -1,0 +1,161 @@
+// A wall clock behind at the start and stepped forward later (a host without a real-time clock,
+// before its NTP sync) dated claims and history behind; the process that saw the step kept them,
+// but the next start measured their ages on the wall clock: a webhook delivery sent again within
+// the dedup window was taken as new (a second event and runs), and history was pruned early (a
+// probe with libfaketime, 2026-12-08). The lag is now recorded (clock-lag.ts) and later starts
+// measure ages that much behind, until the longest of the window and the retention has passed.
+
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import type { Clock } from '../runtime/clock.ts';
+import { ClockLag, LAG_NOTICED_MS } from '../runtime/clock-lag.ts';
+import { pruneTime } from '../runtime/prune-time.ts';
+import { call, createOrg, newStandardSecret, signStandard } from './helpers/http.ts';
+import { LEDGER_KINDS } from './helpers/ledgers.ts';
+import { ADMIN_TOKEN, startRuntime, tempDir } from './helpers/runtime.ts';
+
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
+
+/** A clock whose wall time can be set apart from the time that passes (`advance` moves both); each start gets a fresh monotonic count. */
+class SettableClock implements Clock {
+  wall: number;
+  passed = 0;
+  constructor(wall: number) {
+    this.wall = wall;
+  }
+  now(): number {
+    return this.wall;
+  }
+  monotonic(): number {
+    return this.passed;
+  }
+  advance(ms: number): void {
+    this.wall += ms;
+    this.passed += ms;
+  }
+}
+
+const REAL = Date.UTC(2026, 11, 8, 12, 0, 0);
+
+for (const kind of LEDGER_KINDS) {
+  describe(`clock lag on ${kind.name}`, () => {
+    test('a step forward seen by one start is carried by the next, until the keep time has passed since it was recorded', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const behind = new SettableClock(REAL - 40 * MINUTE);
+        const first = new ClockLag(ledger, behind, DAY);
+        assert.equal(first.carriedAt(REAL), 0, 'nothing recorded yet');
+        behind.advance(5 * MINUTE);
+        await first.check();
+        behind.wall += 40 * MINUTE; // the NTP step
+        behind.advance(MINUTE);
+        await first.check();
+        assert.equal(first.carriedAt(REAL), 0, 'the start that saw the step measures on its own elapsed time, not behind it');
+        await first.close();
+
+        const next = new ClockLag(ledger, new SettableClock(REAL + 7 * MINUTE), DAY);
+        const recordedAt = REAL + 6 * MINUTE;
+        assert.equal(next.carriedAt(recordedAt), 40 * MINUTE);
+        assert.equal(next.carriedAt(recordedAt + DAY - 1), 40 * MINUTE);
+        assert.equal(next.carriedAt(recordedAt + DAY), 0, 'past the keep time, everything dated behind has aged out anyway');
+      } finally {
+        await close();
+      }
+    });
+
+    test('a lag under LAG_NOTICED_MS is not written; one that grows is; a smaller one later keeps the carried one', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const clock = new SettableClock(REAL);
+        const first = new ClockLag(ledger, clock, DAY);
+        clock.wall += LAG_NOTICED_MS - 1;
+        await first.check();
+        assert.equal(new ClockLag(ledger, clock, DAY).carriedAt(clock.wall), 0, 'jitter is not a lag');
+        clock.wall += 10 * MINUTE;
+        await first.check();
+        assert.equal(new ClockLag(ledger, clock, DAY).carriedAt(clock.wall), 10 * MINUTE + LAG_NOTICED_MS - 1);
+        await first.close();
+
+        const second = new ClockLag(ledger, clock, DAY);
+        clock.wall += 2 * MINUTE; // this start's own lag is smaller than the one carried
+        await second.close();
+        assert.equal(new ClockLag(ledger, clock, DAY).carriedAt(clock.wall), 10 * MINUTE + LAG_NOTICED_MS - 1);
+      } finally {
+        await close();
+      }
+    });
+
+    test('prune time is measured behind by the carried lag', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const clock = new SettableClock(REAL);
+        const first = new ClockLag(ledger, clock, DAY);
+        clock.wall += 30 * MINUTE;
+        await first.close();
+        const later = new SettableClock(REAL + 31 * MINUTE);
+        const lag = new ClockLag(ledger, later, DAY);
+        const now = pruneTime(later, lag);
+        assert.equal(now(), REAL + MINUTE);
+        later.advance(DAY);
+        assert.equal(now(), REAL + 31 * MINUTE + DAY, 'a day after it was recorded, the lag is no longer carried');
+      } finally {
+        await close();
+      }
+    });
+  });
+}
+
+test('a delivery taken while the clock was behind at the start, sent again after a restart once the clock is right, is a 409 (an hour behind, a window of ten minutes)', async () => {
+  const dataDir = tempDir();
+  const org = 'acct-clock-lag';
+  const secret = newStandardSecret();
+  const body = JSON.stringify({ type: 'order.paid', id: 'o-1' });
+  const windowMs = 601_000; // the least the runtime takes
+  const args = ['--dedup-window-ms', String(windowMs)];
+  try {
+    const behind = new SettableClock(REAL - 60 * MINUTE);
+    const first = await startRuntime({ dataDir, clock: behind, args });
+    let eventId: string;
+    try {
+      const key = await createOrg(first.url, ADMIN_TOKEN, org);
+      assert.equal((await call(first.url, 'POST', `/organizations/${org}/sources`, { token: key, json: { name: 'shop', secrets: [secret] } })).status, 201);
+      const sent = await call(first.url, 'POST', `/hooks/${org}/shop`, { body, headers: signStandard(secret, 'msg-1', Math.floor(behind.now() / 1000), body) });
+      assert.equal(sent.status, 204, sent.text);
+      eventId = String(sent.headers.get('sluice-event-id'));
+      behind.wall += 60 * MINUTE; // the NTP step, then the process keeps running a while
+      behind.advance(MINUTE);
+      await first.runtime.clockLag.check();
+    } finally {
+      await first.close();
+    }
+
+    const right = new SettableClock(REAL + 2 * MINUTE);
+    const second = await startRuntime({ dataDir, clock: right, args });
+    try {
+      await second.runtime.prune();
+      const key = await createOrgKey(second.url, org);
+      const again = await call(second.url, 'POST', `/hooks/${org}/shop`, { body, headers: signStandard(secret, 'msg-1', Math.floor(right.now() / 1000), body) });
+      assert.equal(again.status, 409, `two minutes after it was taken, the same delivery is a duplicate: ${again.text}`);
+      const event = await call(second.url, 'GET', `/organizations/${org}/events/${eventId}`, { token: key });
+      assert.equal(event.status, 200, 'its event is kept');
+
+      right.advance(windowMs);
+      await second.runtime.prune();
+      const passed = await call(second.url, 'POST', `/hooks/${org}/shop`, { body, headers: signStandard(secret, 'msg-1', Math.floor(right.now() / 1000), body) });
+      assert.equal(passed.status, 204, `once the window has truly passed since it was taken, the id is taken again: ${passed.text}`);
+    } finally {
+      await second.close();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+/** A new admin key of an org that exists (its first one was made by the earlier start). */
+async function createOrgKey(url: string, org: string): Promise<string> {
+  const made = await call(url, 'POST', `/organizations/${org}/api-keys`, { token: ADMIN_TOKEN, json: { role: 'admin' } });
+  assert.equal(made.status, 201, made.text);
+  return String((made.body as { key: string }).key);
+}

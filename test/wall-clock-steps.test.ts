@@ -1,0 +1,43 @@
+// Intervals are measured on the monotonic clock, so a wall clock set back (an NTP step) neither
+// silences rate-limited log lines for as long (a failing disk's commit lines among them) nor makes
+// /healthz's uptime negative (a probe with libfaketime, 2026-12-08).
+
+import assert from 'node:assert/strict';
+import { mock, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { throttledStrays } from '../hook-runner/lmdb-commit-failure.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { call } from './helpers/http.ts';
+import { startRuntime } from './helpers/runtime.ts';
+
+test('a rate-limited log line comes again one interval later, though the wall clock was set back an hour meanwhile', async () => {
+  mock.timers.enable({ apis: ['Date'], now: Date.UTC(2026, 11, 8, 12) });
+  try {
+    const emitted: number[] = [];
+    const log = throttledStrays<number>((value) => emitted.push(value), undefined, 30);
+    log(1);
+    mock.timers.setTime(Date.UTC(2026, 11, 8, 11));
+    log(2);
+    assert.deepEqual(emitted, [1], 'within the interval: held back');
+    await sleep(40);
+    log(3);
+    assert.deepEqual(emitted, [1, 3], 'an interval later, on the time that passed');
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test('/healthz counts its uptime on the time that passed, not on a wall clock set back', async () => {
+  const times = { wall: Date.UTC(2026, 11, 8, 12), passed: 0 };
+  const clock: Clock = { now: () => times.wall, monotonic: () => times.passed };
+  const rt = await startRuntime({ clock });
+  try {
+    times.passed += 5_000;
+    times.wall -= 60 * 60_000;
+    const health = await call(rt.url, 'GET', '/healthz');
+    assert.equal(health.status, 200);
+    assert.equal((health.body as { uptime_ms: number }).uptime_ms, 5_000);
+  } finally {
+    await rt.close();
+  }
+});
