@@ -16,7 +16,11 @@
 // clean and let a later fsync succeed over them ("fsyncgate"), so no later sync is trusted: every
 // wait, pending or new, ends unconfirmed, and the owner is told once (onSyncFailed) so that it can
 // stop and let a restart reopen the store. A later commit LMDB made meanwhile can make a failure
-// that kept nothing look visible too: then the process stops when it need not have. Two gaps are
+// that kept nothing look visible too (lmdb-js's write thread commits ahead of the reports: on a
+// filling disk, the usual case, and the process stopped when it need not have), so a failure that
+// looks visible is decided by its cause once lmdb-js gives it: a page write that failed
+// (PAGE_WRITE_FAILED) comes before LMDB writes the commit's meta page, so that commit kept nothing.
+// Until then its write reads as took-unsynced (the safe side), and no wait ends as durable. Two gaps are
 // left (lmdb-js gives no commit's own id for certain): an empty transaction reports the id the next
 // commit takes, and if that commit is already visible when the report is read and then fails its
 // sync, that failure looks like one that kept nothing (on a failing disk the next failure is told);
@@ -25,6 +29,12 @@
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
 import { commitFailureCause, isLedgerCommitFailure, markTookUnsynced, settleCommitFailure, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
+
+/**
+ * LMDB's text for a commit whose data pages could not be written (mdb_page_flush, a full disk): it
+ * writes a commit's pages before its meta page, so such a commit never became visible.
+ */
+export const PAGE_WRITE_FAILED = /Attempting to write page at position/;
 
 interface Waiter {
   /** The write whose flush this waits for; none for a wait on what is committed (`flushed()`). */
@@ -62,6 +72,8 @@ export class FlushWatch {
   #lastCommitted: number;
   /** A failed commit was visible when lmdb-js told of it: from then on every failure counts as one. */
   #visibleFailure = false;
+  /** While a failure that looked visible waits for its cause (PAGE_WRITE_FAILED): no wait ends as durable until it has. */
+  #deciding: Promise<void> | undefined;
   /** Set once a commit's own sync failed: what every wait ends with from then on. */
   #syncFailure: Promise<UnconfirmedFlushError> | undefined;
   readonly #onSyncFailed: (cause: string) => void;
@@ -104,8 +116,9 @@ export class FlushWatch {
         if (!isLedgerCommitFailure(error)) return;
         // Before the caller's own handler (it awaits the promise this returned, so reacts after).
         if (this.#visibleFailure) {
+          this.#visibleFailure = false;
           markTookUnsynced(error);
-          return this.#failSyncs(error);
+          this.#decide(error);
         }
         if (this.#syncFailure !== undefined) return;
         this.#suspectUpTo = this.#issued;
@@ -136,7 +149,8 @@ export class FlushWatch {
       const waiter: Waiter = {
         write,
         settling: false,
-        done: () => void (this.#waiting.delete(waiter) && resolve()),
+        // Durable only once no failure that looked visible is left undecided (#decide may fail it first).
+        done: () => this.#afterDeciding(() => void (this.#waiting.delete(waiter) && resolve())),
         fail: (error) => void (this.#waiting.delete(waiter) && reject(error)),
       };
       this.#waiting.add(waiter);
@@ -157,6 +171,30 @@ export class FlushWatch {
       else if (error === undefined || error === null) waiter.done();
       else waiter.fail(new UnconfirmedFlushError(error));
     });
+  }
+
+  /**
+   * A failed commit looked visible: its cause decides. A page write that failed kept nothing (a later
+   * commit made the visible id), and the failure is one like any other; else the commit's own sync
+   * failed (#failSyncs).
+   */
+  #decide(error: unknown): void {
+    const decided = commitFailureCause(error).then(async (text) => {
+      if (PAGE_WRITE_FAILED.test(text)) return;
+      this.#failSyncs(error);
+      // The waits #failSyncs failed are rejected as this settles: before any deferred `done` runs.
+      await this.#syncFailure;
+    });
+    const deciding = Promise.all([this.#deciding, decided]).then(() => {
+      if (this.#deciding === deciding) this.#deciding = undefined;
+    });
+    this.#deciding = deciding;
+  }
+
+  /** Runs `then` at once, or once the failures that looked visible are decided. */
+  #afterDeciding(then: () => void): void {
+    if (this.#deciding === undefined) then();
+    else void this.#deciding.then(() => this.#afterDeciding(then));
   }
 
   /** A commit's own sync failed: every wait ends unconfirmed, now and from now on, and the owner is told. */

@@ -144,7 +144,9 @@ test('the writes of one failed batch, each rejected, set a wait on its way once:
  * A source whose commits are numbered as LMDB numbers them, each end told as lmdb-js tells it (in
  * order, before the commit's writes settle): `commit()` one that succeeds, `failAfterVisible()` one
  * whose own sync failed after LMDB made it visible, `failInvisible()` one whose pages were not
- * written, `emptyCommit()` an empty transaction (it reports the id it would have had).
+ * written, `emptyCommit()` an empty transaction (it reports the id it would have had),
+ * `failBehindLaterCommit()` one whose pages were not written, told once the commit after it is
+ * visible, and `reportLaterCommit()` that commit's report.
  */
 const numberedSource = (sync: (done: (error?: unknown) => void) => void) => {
   let visible = 40;
@@ -161,6 +163,12 @@ const numberedSource = (sync: (done: (error?: unknown) => void) => void) => {
     },
     failInvisible: () => told(undefined),
     emptyCommit: () => told(visible + 1),
+    // lmdb-js's write thread committed the next transaction before the failure was reported.
+    failBehindLaterCommit: () => {
+      visible += 1;
+      told(undefined);
+    },
+    reportLaterCommit: () => told(visible),
   };
 };
 
@@ -231,4 +239,50 @@ test('a failed commit told apart when a later commit ends before its writes are 
   source.emptyCommit();
   source.failInvisible();
   assert.equal(failedWriteError('request', await watch.watch(failedCommit('Input/output error')).catch((failure: unknown) => failure))?.code, 'write_failed');
+});
+
+test('a failed commit that looks visible only because the commit after it already is, its cause a page write, kept nothing: the store goes on (a filling disk stopped the process)', async () => {
+  const source = numberedSource((done) => void setImmediate(done));
+  const told: string[] = [];
+  const watch = new FlushWatch(source, (cause) => told.push(cause));
+  const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
+  source.commit();
+  const ownFlush = committed.flushed;
+  source.failBehindLaterCommit();
+  const failed = watch.watch(failedCommit('No space left on device: Attempting to write page at position 4096, size 8192, blocks 2, buffer sizes 0 0 0'));
+  const error = await failed.catch((failure: unknown) => failure);
+  assert.equal(failedWriteError('request', error)?.code, 'write_unconfirmed', 'told apart only once its cause is known: the safe side meanwhile');
+  source.reportLaterCommit();
+  assert.equal(await within(ownFlush), 'flushed', 'what was committed before is synced, as after any failed commit');
+  assert.equal(await within(watch.flushed()), 'flushed');
+  const later = watch.watch(Object.assign(Promise.resolve('later'), { flushed: Promise.resolve() }));
+  source.commit();
+  await later;
+  assert.equal(await within(later.flushed), 'flushed');
+  await turn();
+  assert.deepEqual(told, [], 'the owner is not told to stop');
+});
+
+test('a failed commit that looks visible, its cause not a page write, still stops the store once its cause is known: no wait ends as durable before', async () => {
+  let failCommit = (_error: Error): void => undefined;
+  const commitError = new Promise<never>((_resolve, reject) => (failCommit = reject));
+  commitError.catch(() => undefined);
+  const failure = Promise.reject(Object.assign(new Error('MDB_EFBIG'), { commitError }));
+  failure.catch(() => undefined);
+  const source = numberedSource((done) => void setImmediate(done));
+  const told: string[] = [];
+  const watch = new FlushWatch(source, (cause) => told.push(cause));
+  const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
+  source.commit();
+  const ownFlush = committed.flushed;
+  source.failBehindLaterCommit();
+  let ended = false;
+  ownFlush.then(() => (ended = true), () => (ended = true));
+  await watch.watch(failure).catch(() => undefined);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(ended, false, 'its sync is done, but it is not told durable while the cause is unknown');
+  failCommit(new Error('Input/output error'));
+  await assert.rejects(ownFlush, UnconfirmedFlushError);
+  await turn();
+  assert.deepEqual(told, ['Input/output error']);
 });
