@@ -259,10 +259,13 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   observeWebSockets(metrics, websockets);
   observeDiskFloor(metrics, disk);
   const { child, client: runnerClient } = runner;
+  // Until boot recovery has picked up every unfinished run (/metrics answers meanwhile).
+  let recovering = true;
   observeEngine(metrics, {
     admission: () => engine.admissionTotals(),
     stalledRuns: () => engine.stalled.size,
     restingRuns: () => engine.restingRuns,
+    recovering: () => recovering,
     runner: runnerClient === undefined ? undefined : {
       health: async () => {
         const answer = child === undefined || child.state === 'running' ? await runnerClient.checkHealth(RUNNER_HEALTH_DEADLINE_MS) : undefined;
@@ -358,6 +361,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     // In turns (a tick owed may be sent meanwhile, as at any time after the start's own writes).
     await ticker.start();
   } finally {
+    recovering = false;
     recovered();
   }
   // Schemas stored before a rule that now refuses them: named now, not first by a sender's 422.

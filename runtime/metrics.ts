@@ -16,7 +16,7 @@ export interface RuntimeMetrics {
 
 export function createRuntimeMetrics(): RuntimeMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'sluice_process_' });
+  collectDefaultMetrics({ register: registry, prefix: 'sluice_' });
   const fastBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
   const metrics: RuntimeMetrics = {
     registry,
@@ -73,10 +73,33 @@ const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled
 /** A run's state once it is finished, or undefined while it is not. */
 const finishedState = (run: PersistedRun): string | undefined => (FINISHED.has(run.value) ? run.value : undefined);
 
+/** A replay without side effects closes its webhook steps as skipped inside a transition (run-progress.ts, skipReplayed): no report tells of them. */
+const REPLAY_SKIP_REASON = 'replay_skip_side_effects';
+
+/**
+ * The attempts a replay without side effects closed as skipped in `run` and not in `previous`, as
+ * their step types, leaving out `reported` (the step id and fence of an attempt a report closed,
+ * counted as reported).
+ */
+function replaySkipsBetween(previous: PersistedRun | undefined, run: PersistedRun, reported?: { readonly stepId: string; readonly fence: number }): string[] {
+  const types: string[] = [];
+  if (!run.context.skipSideEffects) return types;
+  run.context.steps.forEach((step, index) => {
+    const before = previous?.context.steps[index]?.attempts.length ?? 0;
+    for (const attempt of step.attempts.slice(before)) {
+      const byReplay = attempt.outcome === 'skipped' && (attempt.evidence as { reason?: unknown } | null)?.reason === REPLAY_SKIP_REASON;
+      if (byReplay && !(reported?.stepId === step.id && reported.fence === attempt.fence)) types.push(step.type);
+    }
+  });
+  return types;
+}
+
 /**
  * Counters of runs and their step attempts, told by the run engine (RunObserver): runs created and
  * finished (by state and environment), and step attempts by step type and outcome. A run picked up
  * again after a restart is not created again; its attempts and its end count once, as written.
+ * A run may be admitted, and a replay without side effects may skip its webhook steps and finish,
+ * in the write that creates it: those count as it is created.
  */
 export function observeRuns(metrics: RuntimeMetrics): RunObserver {
   const created = new Counter({ name: 'sluice_runs_created_total', help: 'Runs created (one per listening workflow of each event), by environment.', labelNames: ['environment'], registers: [metrics.registry] });
@@ -85,14 +108,22 @@ export function observeRuns(metrics: RuntimeMetrics): RunObserver {
   // Alerted on from the start, at 0 (see ingestTotal).
   for (const environment of ['production', 'sandbox']) finished.inc({ state: 'failed', environment }, 0);
   const OUTCOMES = { 'step.succeeded': 'succeeded', 'step.failed': 'failed', 'step.skipped': 'skipped' } as const;
+  const countChange = (previous: PersistedRun | undefined, run: PersistedRun, reported?: { readonly stepId: string; readonly fence: number }): void => {
+    const state = finishedState(run);
+    if (state !== undefined && (previous === undefined || finishedState(previous) === undefined)) finished.inc({ state, environment: run.context.environment });
+    for (const type of replaySkipsBetween(previous, run, reported)) attempts.inc({ type, outcome: 'skipped' });
+  };
   return {
-    created: (run) => created.inc({ environment: run.context.environment }),
+    created: (run) => {
+      created.inc({ environment: run.context.environment });
+      countChange(undefined, run);
+    },
     transitioned: (previous, run, command) => {
-      const state = finishedState(run);
-      if (state !== undefined && finishedState(previous) === undefined) finished.inc({ state, environment: run.context.environment });
-      if (command.type !== 'step.succeeded' && command.type !== 'step.failed' && command.type !== 'step.skipped') return;
-      const type = run.context.steps.find((step) => step.id === command.stepId)?.type;
-      if (type !== undefined) attempts.inc({ type, outcome: OUTCOMES[command.type] });
+      const reported = command.type === 'step.succeeded' || command.type === 'step.failed' || command.type === 'step.skipped' ? command : undefined;
+      countChange(previous, run, reported);
+      if (reported === undefined) return;
+      const type = run.context.steps.find((step) => step.id === reported.stepId)?.type;
+      if (type !== undefined) attempts.inc({ type, outcome: OUTCOMES[reported.type] });
     },
   };
 }
@@ -106,6 +137,8 @@ export function observeEngine(
     readonly stalledRuns: () => number;
     /** Running runs whose step results rest on disk between their transitions (held-results.ts). */
     readonly restingRuns: () => number;
+    /** Whether boot recovery is still picking up the runs the previous process left unfinished. */
+    readonly recovering: () => boolean;
     /** The configured hook-runner, if any: its health now (asked once per scrape), and (a supervised child) its restarts. */
     readonly runner: { readonly health: () => Promise<RunnerHealth>; readonly restarts: (() => number) | undefined } | undefined;
   },
@@ -113,6 +146,7 @@ export function observeEngine(
   scrapedGauge(metrics, 'sluice_runs_running', 'Runs holding one of their org\'s concurrency slots (max_concurrent_runs), over every org.', () => read.admission().running);
   scrapedGauge(metrics, 'sluice_runs_queued', 'Runs waiting for one of their org\'s concurrency slots, over every org (each org and environment holds at most --max-queued-runs).', () => read.admission().queued);
   scrapedGauge(metrics, 'sluice_runs_stalled', 'Runs whose last transition could not be written, waiting to be picked up again (a full or failing disk).', read.stalledRuns);
+  scrapedGauge(metrics, 'sluice_recovering', '1 while boot recovery picks up the runs the previous process left unfinished (the port is open, API requests wait): sluice_runs_running and sluice_runs_queued count only the runs picked up so far; else 0.', () => (read.recovering() ? 1 : 0));
   scrapedGauge(metrics, 'sluice_runs_resting', 'Running runs holding more than 256 KiB of step results: they keep no live actor in memory, and each transition reads the run back from disk.', read.restingRuns);
   const { runner } = read;
   if (runner === undefined) return;

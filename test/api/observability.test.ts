@@ -24,6 +24,8 @@ test('/metrics shows the series an operator alerts on from the start, at 0 (a se
     const metrics = (await call(fresh.url, 'GET', '/metrics')).text;
     for (const job of ['inbox', 'live_updates', 'history']) assert.match(metrics, new RegExp(`^sluice_prune_failures_total\\{job="${job}"\\} 0$`, 'm'), job);
     assert.match(metrics, /^sluice_ingest_total\{outcome="write_failed"\} 0$/m);
+    assert.match(metrics, /^sluice_recovering 0$/m, 'boot recovery is over once the start resolves');
+    assert.match(metrics, /^sluice_process_resident_memory_bytes \d+$/m, "Node's process metrics, prefixed once");
   } finally {
     await fresh.close();
   }

@@ -94,3 +94,41 @@ test('runs whose creating write committed but did not flush are counted as creat
     await slow.close();
   }
 });
+
+test('a replay without side effects counts its skipped webhook attempts and its finish, admitted as it is created or after waiting for a slot', { timeout: 60_000 }, async () => {
+  let answer = (): void => undefined;
+  const held = new Promise<void>((resolve) => (answer = resolve));
+  // The first original sends both steps at once; the second is held at its first, keeping the slot.
+  const receiver = await startReceiver([{ status: 200 }, { status: 200 }, { status: 200, after: held }, { status: 200 }]);
+  const rt = await startRuntime();
+  try {
+    const key = await createOrg(rt.url, ADMIN_TOKEN, ORG);
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/workflows`, { token: key, json: { name: 'two sends', trigger_event: 'order.paid', steps: [{ id: 'a', type: 'webhook', url: `${receiver.url}/a` }, { id: 'b', type: 'webhook', url: `${receiver.url}/b` }] } })).status, 201);
+    const sent = await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: {}, id: 'paid-1' } });
+    assert.equal(sent.status, 202, sent.text);
+    await eventually('the original completed', () => series(rt.url, 'sluice_runs_finished_total{state="completed",environment="production"}'), (count) => count === 1);
+    const replay = () => call(rt.url, 'POST', `/organizations/${ORG}/events/paid-1/replay`, { token: key, json: { side_effects: 'skip', again: true } });
+
+    // A free slot: the replay's run is admitted, skips both steps and completes in the write that creates it.
+    assert.equal((await replay()).status, 202);
+    assert.equal(await series(rt.url, 'sluice_runs_created_total{environment="production"}'), 2);
+    assert.equal(await series(rt.url, 'sluice_runs_finished_total{state="completed",environment="production"}'), 2, 'its finish counts');
+    assert.equal(await series(rt.url, 'sluice_step_attempts_total{type="webhook",outcome="skipped"}'), 2, 'each skipped attempt counts once');
+
+    // The org's one slot is held: the replay's run waits, then skips and completes on its admission.
+    assert.equal((await call(rt.url, 'PATCH', `/organizations/${ORG}`, { token: ADMIN_TOKEN, json: { max_concurrent_runs: 1 } })).status, 200);
+    assert.equal((await call(rt.url, 'POST', `/organizations/${ORG}/events`, { token: key, json: { type: 'order.paid', payload: {}, id: 'paid-2' } })).status, 202);
+    await eventually('the second original holds the slot', () => series(rt.url, 'sluice_runs_running'), (running) => running === 1);
+    assert.equal((await replay()).status, 202);
+    await eventually('the replay waits', () => series(rt.url, 'sluice_runs_queued'), (queued) => queued === 1);
+    answer();
+    await eventually('all four completed', () => series(rt.url, 'sluice_runs_finished_total{state="completed",environment="production"}'), (count) => count === 4);
+    assert.equal(await series(rt.url, 'sluice_runs_created_total{environment="production"}'), 4);
+    assert.equal(await series(rt.url, 'sluice_step_attempts_total{type="webhook",outcome="skipped"}'), 4);
+    assert.equal(await series(rt.url, 'sluice_step_attempts_total{type="webhook",outcome="succeeded"}'), 4, 'the two originals sent both steps');
+  } finally {
+    answer();
+    await rt.close();
+    await receiver.close();
+  }
+});
