@@ -51,7 +51,8 @@ export function upgradeRequiredRoute(pattern: string, exact: string, plainGet: s
     namesNoTenant: true,
     handler: (request) => {
       // uWS takes every handshake with a well-formed key at the exact path: one here came to another, or had a bad key.
-      if (request.headers['upgrade']?.toLowerCase() === 'websocket' && request.headers['sec-websocket-key'] !== undefined) {
+      // (A HEAD, answered as GET here, never upgrades, whatever its headers: told what the endpoint is.)
+      if (request.method === 'GET' && request.headers['upgrade']?.toLowerCase() === 'websocket' && request.headers['sec-websocket-key'] !== undefined) {
         // (The router's path is normalized; the key tells: uWS refuses only keys not 24 characters long.)
         if (request.headers['sec-websocket-key'].trim().length === 24) throw new InputError(404, 'not_found', `No WebSocket endpoint at this path: open ${exact} exactly (no trailing or doubled slash).`);
         throw new InputError(400, 'invalid_handshake', 'The WebSocket handshake was refused: Sec-WebSocket-Key must be a base64-encoded 16-byte nonce (24 characters).', { field: 'Sec-WebSocket-Key' });

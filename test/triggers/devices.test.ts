@@ -134,6 +134,18 @@ test('the socket refuses a missing or wrong token, and an unknown org or device,
   });
   assert.equal(badKey.status, 400, badKey.body);
   assert.match(badKey.body, /"invalid_handshake".*Sec-WebSocket-Key/);
+  // A HEAD with a whole handshake at the exact path is no upgrade: 426, as a plain HEAD (it was told to fix its path).
+  const head = await new Promise<number>((resolve, reject) => {
+    const request = httpRequest(`${rt.url}/devices/${ORG}/gate-1`, { method: 'HEAD', headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } });
+    request.once('response', (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.once('upgrade', () => reject(new Error('upgraded')));
+    request.once('error', reject);
+    request.end();
+  });
+  assert.equal(head, 426);
   // The token may ride as a subprotocol entry beside sluice-device.
   const device = await connectDevice(rt.url, ORG, 'gate-1', token, { protocols: ['sluice-device', token] });
   assert.equal(device.socket.protocol, 'sluice-device');
