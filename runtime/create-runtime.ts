@@ -77,6 +77,7 @@ import { OrganizationStore } from './tenancy/organizations.ts';
 import { fenceDeletedOrgs } from './tenancy/deleted-orgs.ts';
 import { SecretWrites } from './actions/secret-writes.ts';
 import { OrgDeletions } from './tenancy/org-deletion.ts';
+import { stopInOrder } from './stop-sequence.ts';
 import { exportSections } from './tenancy/org-export-sections.ts';
 
 export interface RuntimeDeps {
@@ -143,9 +144,6 @@ export interface Runtime {
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
   close(): Promise<void>;
 }
-
-/** How long requests in flight at a stop may still use the schema threads (checks of 1 s, body reads). */
-const SCHEMA_DRAIN_GRACE_MS = 5_000;
 
 /** How long a /metrics scrape waits for the hook-runner's health answer (sluice_hook_runner_up, _disk_low). */
 const RUNNER_HEALTH_DEADLINE_MS = 1000;
@@ -411,37 +409,10 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     prune: () => pruning.passNow(),
     clockLag,
     close: () =>
-      (closing ??= (async () => {
-        stopping.abort();
-        // Nothing more comes in or goes out (a step's answer is recorded until the engine closes, below).
-        server.stopAccepting();
-        connections.holdUnsent();
-        await stopStaleCheck();
-        await pruning.close();
-        await deletions.idle();
-        await ticker.close();
-        // Requests in flight finish their schema checks and body reads; what is still queued or
-        // running SCHEMA_DRAIN_GRACE_MS into the stop is refused (503 stopping), so a queue of slow
-        // checks cannot hold the stop for one deadline after another.
-        const refuseLateChecks = setTimeout(() => void closeSchemaThreads(schemas), SCHEMA_DRAIN_GRACE_MS);
-        rooms.close();
-        await devices.close();
-        await server.close();
-        clearTimeout(refuseLateChecks);
-        await closeSchemaThreads(schemas);
-        await engine.close();
-        // A clean stop: what the engine leaves out is no step's fault, and what of it never went out
-        // is named (boot-record.ts). One small record (under 1 MB), written below the disk floor too
-        // (nothing else writes now); a failed write only makes the next start count it as a crash.
-        disk.disarm();
-        // What is out and unsent now never goes out (sealed: a custom action still waiting for
-        // memory is not called after the count, nor a webhook whose connection was opening).
-        connections.close();
-        await boot?.cleanStop(engine.attemptsNeverSent(true)).catch((error: unknown) => logFailure(logger, 'the clean stop could not be recorded', {}, error));
-        await runner.close();
-        await clockLag.close();
-        await ledger.close();
-        disk.close();
-      })()),
+      (closing ??= stopInOrder({
+        stopping, server, connections, stopStaleCheck, pruning, deletions, ticker, rooms, devices, engine, disk, runner, clockLag, ledger, logger,
+        closeSchemaChecks: () => closeSchemaThreads(schemas),
+        boot: () => boot,
+      })),
   };
 }
