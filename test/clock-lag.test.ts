@@ -8,34 +8,15 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import type { Clock } from '../runtime/clock.ts';
 import { ClockLag, LAG_NOTICED_MS } from '../runtime/clock-lag.ts';
 import { pruneTime } from '../runtime/prune-time.ts';
 import { call, createOrg, newStandardSecret, signStandard } from './helpers/http.ts';
 import { LEDGER_KINDS } from './helpers/ledgers.ts';
 import { ADMIN_TOKEN, startRuntime, tempDir } from './helpers/runtime.ts';
+import { SettableClock } from './helpers/settable-clock.ts';
 
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
-
-/** A clock whose wall time can be set apart from the time that passes (`advance` moves both); each start gets a fresh monotonic count. */
-class SettableClock implements Clock {
-  wall: number;
-  passed = 0;
-  constructor(wall: number) {
-    this.wall = wall;
-  }
-  now(): number {
-    return this.wall;
-  }
-  monotonic(): number {
-    return this.passed;
-  }
-  advance(ms: number): void {
-    this.wall += ms;
-    this.passed += ms;
-  }
-}
 
 const REAL = Date.UTC(2026, 11, 8, 12, 0, 0);
 

@@ -8,31 +8,15 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Clock } from '../../runtime/clock.ts';
 import { call, createOrg, newStandardSecret, signStandard } from '../helpers/http.ts';
 import { ADMIN_TOKEN, startRuntime, type TestRuntime } from '../helpers/runtime.ts';
+import { SettableClock } from '../helpers/settable-clock.ts';
 
 const ORG = 'acct-clock-jump';
 const WINDOW_MS = 601_000;
 const SECRET = newStandardSecret();
 
-/** A clock whose wall time can be set apart from the time that passes (`advance` moves both). */
-class SettableClock implements Clock {
-  wall = Date.UTC(2026, 11, 6, 12, 0, 0);
-  passed = 0;
-  now(): number {
-    return this.wall;
-  }
-  monotonic(): number {
-    return this.passed;
-  }
-  advance(ms: number): void {
-    this.wall += ms;
-    this.passed += ms;
-  }
-}
-
-const clock = new SettableClock();
+const clock = new SettableClock(Date.UTC(2026, 11, 6, 12, 0, 0));
 let rt: TestRuntime;
 
 before(async () => {

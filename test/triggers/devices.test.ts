@@ -109,17 +109,7 @@ test('the socket refuses a missing or wrong token, and an unknown org or device,
   assert.equal(refused.status, 404);
   assert.match(refused.body, /open \/devices\/<org>\/<device name> exactly/);
   // An upgrade request at the exact path that uWS did not take (no Sec-WebSocket-Key) is not told to fix its path.
-  const keyless = await new Promise<number>((resolve, reject) => {
-    const request = httpRequest(`${rt.url}/devices/${ORG}/gate-1`, { headers: { connection: 'Upgrade', upgrade: 'websocket' } });
-    request.once('response', (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
-    request.once('upgrade', () => reject(new Error('upgraded')));
-    request.once('error', reject);
-    request.end();
-  });
-  assert.equal(keyless, 426);
+  assert.equal(await refusedStatus(`${rt.url}/devices/${ORG}/gate-1`, 'GET', { connection: 'Upgrade', upgrade: 'websocket' }), 426);
   // A handshake at the exact path with a key uWS refuses is told what is wrong with it, not its path.
   const badKey = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     const request = httpRequest(`${rt.url}/devices/${ORG}/gate-1`, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'x', 'sec-websocket-version': '13' } });
@@ -135,17 +125,7 @@ test('the socket refuses a missing or wrong token, and an unknown org or device,
   assert.equal(badKey.status, 400, badKey.body);
   assert.match(badKey.body, /"invalid_handshake".*Sec-WebSocket-Key/);
   // A HEAD with a whole handshake at the exact path is no upgrade: 426, as a plain HEAD (it was told to fix its path).
-  const head = await new Promise<number>((resolve, reject) => {
-    const request = httpRequest(`${rt.url}/devices/${ORG}/gate-1`, { method: 'HEAD', headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } });
-    request.once('response', (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
-    request.once('upgrade', () => reject(new Error('upgraded')));
-    request.once('error', reject);
-    request.end();
-  });
-  assert.equal(head, 426);
+  assert.equal(await refusedStatus(`${rt.url}/devices/${ORG}/gate-1`, 'HEAD', { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' }), 426);
   // The token may ride as a subprotocol entry beside sluice-device.
   const device = await connectDevice(rt.url, ORG, 'gate-1', token, { protocols: ['sluice-device', token] });
   assert.equal(device.socket.protocol, 'sluice-device');
@@ -553,3 +533,17 @@ test('a PATCH whose device was deleted and made again while its schemas compiled
   const remade = await call(rt.url, 'GET', `${devicesPath}/remade-thermo`, { token: key });
   assert.deepEqual([remade.body.device.environment, remade.body.device.event_types], ['production', {}]);
 });
+
+/** The status of a request that must not upgrade (it fails if it does). */
+function refusedStatus(url: string, method: string, headers: Record<string, string>): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const request = httpRequest(url, { method, headers });
+    request.once('response', (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.once('upgrade', () => reject(new Error('upgraded')));
+    request.once('error', reject);
+    request.end();
+  });
+}
