@@ -1,14 +1,17 @@
-// How far the wall clock has been seen ahead of the time passed since a start, kept durably for the
+// How far the wall clock is seen ahead of the time passed since a start, kept durably for the
 // starts after it. A clock behind at the start and stepped forward later (a host without a
-// real-time clock, before its NTP sync; a host resumed from suspend) dates what is written before
-// the step behind by as much: dedup claims and history. The process that saw the step measures ages
-// on the time passed since its start (prune-time.ts), so they kept; but the next start measured
-// them on the wall clock, as that much older: a device message or webhook delivery sent again within
-// the dedup window was taken as new (a second event, second runs and effects), and history was
-// pruned early. Now the lag is recorded as soon as it is seen (each LAG_CHECK_MS, and at a clean
-// stop), and later starts measure ages that much behind, until everything dated before it has aged
-// out anyway: the longest of the dedup window and the retention after it was recorded. Keeping
-// things longer is the safe side: a clock set wrongly ahead and a suspend keep them longer by as much.
+// real-time clock, before its NTP sync) dates what is written before the step behind by as much:
+// dedup claims and history. The process that saw the step measures ages on the time passed since its
+// start (prune-time.ts), so they kept; but the next start measured them on the wall clock, as that
+// much older: a device message or webhook delivery sent again within the dedup window was taken as
+// new (a second event, second runs and effects), and history was pruned early. Now this start's lag
+// is recorded as it changes (checked each LAG_CHECK_MS, and at a clean stop), and later starts
+// measure ages behind by it, until everything dated before it has aged out anyway: the longest of
+// the dedup window and the retention after it was recorded. A lag that goes away again (a clock set
+// wrongly ahead, then put right while Sluice runs) is recorded gone; a suspend looks like a step
+// (the monotonic clock stands still) and keeps things longer by as much, the safe side. A record
+// dated ahead of the wall clock at a start (written while the clock was wrongly ahead, then a crash)
+// is taken as made at that start: kept no longer than the keep time from there.
 
 import { durably } from './ledger/durable-write.ts';
 import type { Ledger, LedgerTable } from './ledger/ledger.ts';
@@ -26,7 +29,7 @@ const KEY = 'lag';
 interface LagRecord {
   /** How far behind the wall clock (as it read at `recorded_at_ms`) things may be dated. */
   readonly lag_ms: number;
-  /** The wall clock when the lag was last seen to grow. */
+  /** The wall clock when the lag was last written. */
   readonly recorded_at_ms: number;
 }
 
@@ -38,10 +41,10 @@ export class ClockLag {
   readonly #table: LedgerTable;
   readonly #clock: Clock;
   readonly #keepForMs: number;
-  /** What the starts before this one recorded. */
+  /** What the starts before this one recorded, while it is still kept (read once, at this start). */
   readonly #carried: LagRecord | undefined;
-  /** What the ledger holds now (the carried record, or this start's). */
-  #recorded: LagRecord | undefined;
+  /** This start's own lag as last written (0: none). */
+  #ownLag = 0;
   readonly #startedWall: number;
   readonly #startedMonotonic: number | undefined;
   #checking: Promise<void> | undefined;
@@ -53,11 +56,13 @@ export class ClockLag {
     this.#table = ledger.openDatabase(TABLE);
     this.#clock = clock;
     this.#keepForMs = keepForMs;
-    const stored: unknown = this.#table.get(KEY);
-    this.#carried = isLagRecord(stored) && stored.lag_ms > 0 ? stored : undefined;
-    this.#recorded = this.#carried;
     this.#startedWall = clock.now();
     this.#startedMonotonic = clock.monotonic?.();
+    const stored: unknown = this.#table.get(KEY);
+    if (isLagRecord(stored) && stored.lag_ms > 0) {
+      const recordedAt = Math.min(stored.recorded_at_ms, this.#startedWall);
+      if (this.#startedWall < recordedAt + keepForMs) this.#carried = { lag_ms: stored.lag_ms, recorded_at_ms: recordedAt };
+    }
   }
 
   /** How far behind `agesAt` (prune-time.ts) ages are measured: an earlier start's lag, until `keepForMs` after it was recorded. */
@@ -72,8 +77,9 @@ export class ClockLag {
   }
 
   /**
-   * Compares the wall clock with the time passed since the start; a lag that grew by LAG_NOTICED_MS
-   * or more is written, durably (a failed write is tried at the next check). One check at a time.
+   * Compares the wall clock with the time passed since the start; a lag that moved by LAG_NOTICED_MS
+   * or more since it was last written is written, durably (a failed write, below the disk floor say,
+   * is tried at the next check). One check at a time.
    */
   check(): Promise<void> {
     return (this.#checking ??= this.#checkOnce().finally(() => (this.#checking = undefined)));
@@ -90,13 +96,14 @@ export class ClockLag {
     const monotonic = this.#clock.monotonic?.();
     if (monotonic === undefined || this.#startedMonotonic === undefined) return;
     const wall = this.#clock.now();
-    const seen = wall - (this.#startedWall + (monotonic - this.#startedMonotonic));
-    const recorded = this.#recorded;
-    if (seen < (recorded?.lag_ms ?? 0) + LAG_NOTICED_MS) return;
-    // The carried lag stays covered: things an earlier start dated behind may be older still.
-    const next: LagRecord = { lag_ms: seen, recorded_at_ms: Math.max(wall, recorded?.recorded_at_ms ?? wall) };
+    const own = Math.max(0, wall - (this.#startedWall + (monotonic - this.#startedMonotonic)));
+    if (Math.abs(own - this.#ownLag) < LAG_NOTICED_MS) return;
+    // The carried lag stays covered (things an earlier start dated behind may be older still), now
+    // for the keep time from here, as this start's own lag is: the larger of the two covers both.
+    const carried = this.carriedAt(wall) > 0 ? this.#carried : undefined;
+    const next: LagRecord = { lag_ms: Math.max(own, carried?.lag_ms ?? 0), recorded_at_ms: Math.max(wall, carried?.recorded_at_ms ?? wall) };
     const root = this.#ledger.root;
     await durably(root, root.transaction(() => void this.#table.put(KEY, next)));
-    this.#recorded = next;
+    this.#ownLag = own;
   }
 }

@@ -68,6 +68,59 @@ for (const kind of LEDGER_KINDS) {
       }
     });
 
+    test('a later start records its own smaller step, whether the earlier lag has expired or is still kept (then the larger covers both from the later step)', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const first = new SettableClock(REAL - 60 * MINUTE);
+        const one = new ClockLag(ledger, first, DAY);
+        first.wall += 60 * MINUTE;
+        await one.close();
+        // Two days on (the first lag's keep time is over), a start 20 minutes behind, then put right.
+        const second = new SettableClock(REAL + 2 * DAY - 20 * MINUTE);
+        const two = new ClockLag(ledger, second, DAY);
+        assert.equal(two.carriedAt(second.wall), 0, 'the first lag has expired');
+        second.wall += 20 * MINUTE;
+        await two.close();
+        assert.equal(new ClockLag(ledger, new SettableClock(REAL + 2 * DAY + MINUTE), DAY).carriedAt(REAL + 2 * DAY + MINUTE), 20 * MINUTE);
+
+        // Within the keep time of a larger lag: the larger is carried on for the keep time from the smaller step.
+        const third = new SettableClock(REAL + 2 * DAY + 12 * 60 * MINUTE - 5 * MINUTE);
+        const three = new ClockLag(ledger, third, DAY);
+        third.wall += 5 * MINUTE;
+        await three.close();
+        const stepAt = REAL + 2 * DAY + 12 * 60 * MINUTE;
+        const later = new ClockLag(ledger, new SettableClock(stepAt + MINUTE), DAY);
+        assert.equal(later.carriedAt(stepAt + DAY - 1), 20 * MINUTE, 'kept a day from the later step, not from the first');
+        assert.equal(later.carriedAt(stepAt + DAY), 0);
+      } finally {
+        await close();
+      }
+    });
+
+    test('a clock set wrongly ahead and put right while Sluice runs leaves no lag; one written before a crash while it was ahead is kept only the keep time from the next start', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const clock = new SettableClock(REAL);
+        const lag = new ClockLag(ledger, clock, DAY);
+        clock.wall += 365 * DAY;
+        await lag.check();
+        clock.wall -= 365 * DAY;
+        clock.advance(LAG_NOTICED_MS);
+        await lag.close();
+        assert.equal(new ClockLag(ledger, new SettableClock(REAL + MINUTE), DAY).carriedAt(REAL + MINUTE), 0, 'put right: gone');
+
+        const ahead = new SettableClock(REAL + MINUTE);
+        const crashed = new ClockLag(ledger, ahead, DAY);
+        ahead.wall += 365 * DAY;
+        await crashed.check(); // and the process dies with the clock still ahead
+        const next = new ClockLag(ledger, new SettableClock(REAL + 2 * MINUTE), DAY);
+        assert.equal(next.carriedAt(REAL + 2 * MINUTE), 365 * DAY, 'kept: it cannot be told from a clock that was behind');
+        assert.equal(next.carriedAt(REAL + 2 * MINUTE + DAY), 0, 'but only the keep time from this start, not from the year ahead it was dated');
+      } finally {
+        await close();
+      }
+    });
+
     test('prune time is measured behind by the carried lag', async () => {
       const { ledger, close } = kind.open();
       try {
