@@ -15,12 +15,13 @@
 // writes took, their outcome on disk unknown (tookUnsynced). Linux may then mark the unwritten pages
 // clean and let a later fsync succeed over them ("fsyncgate"), so no later sync is trusted: every
 // wait, pending or new, ends unconfirmed, and the owner is told once (onSyncFailed) so that it can
-// stop and let a restart reopen the store. A later commit LMDB made meanwhile can make a failure
-// that kept nothing look visible too (lmdb-js's write thread commits ahead of the reports: on a
-// filling disk, the usual case, and the process stopped when it need not have), so a failure that
-// looks visible is decided by its cause once lmdb-js gives it: a page write that failed
-// (PAGE_WRITE_FAILED) comes before LMDB writes the commit's meta page, so that commit kept nothing.
-// Until then its write reads as took-unsynced (the safe side), and no wait ends as durable. Two gaps are
+// stop and let a restart reopen the store. A later commit LMDB made meanwhile makes a failure that
+// kept nothing look visible too (lmdb-js's write thread commits ahead of its reports: on a filling
+// disk, the usual case, and the process stopped when it need not have), so such a failure is decided
+// by the next commit told as succeeded (an empty transaction is made to have one): a failed commit
+// that kept nothing took no id, so that commit has the id after the last one told before the
+// failure; one past it means a failure since took that id, visible. Until then a failed write reads
+// as took-unsynced (the safe side), and no wait ends as durable. Two gaps are
 // left (lmdb-js gives no commit's own id for certain): an empty transaction reports the id the next
 // commit takes, and if that commit is already visible when the report is read and then fails its
 // sync, that failure looks like one that kept nothing (on a failing disk the next failure is told);
@@ -29,12 +30,6 @@
 // (Shared by the runtime's ledger and the hook-runner's store, which imports no runtime code.)
 
 import { commitFailureCause, isLedgerCommitFailure, markTookUnsynced, settleCommitFailure, UnconfirmedFlushError } from './lmdb-commit-failure.ts';
-
-/**
- * LMDB's text for a commit whose data pages could not be written (mdb_page_flush, a full disk): it
- * writes a commit's pages before its meta page, so such a commit never became visible.
- */
-export const PAGE_WRITE_FAILED = /Attempting to write page at position/;
 
 interface Waiter {
   /** The write whose flush this waits for; none for a wait on what is committed (`flushed()`). */
@@ -58,6 +53,51 @@ export interface FlushSource {
    * when it failed.
    */
   readonly onCommitEnded: (listener: (txnId: number | undefined) => void) => void;
+  /** Makes an empty transaction, so that a commit is told soon (it commits on a full disk too). */
+  readonly nudge?: () => void;
+}
+
+/**
+ * Failed commits told while LMDB's newest visible commit was past the last one told as succeeded,
+ * until the next commit told as succeeded decides whether one of them took an id (became visible).
+ */
+/** How long failures that looked visible wait for a commit to be told before they count as visible. */
+export const DECIDE_WAIT_MS = 5_000;
+
+/** How long a failure decided visible waits for one of its writes to be rejected, for LMDB's reason. */
+const REASON_WAIT_MS = 1_000;
+
+class SuspectFailure {
+  /** The last commit told as succeeded when the first of them was told. */
+  readonly after: number;
+  /** The first failed write of theirs (LMDB's reason is in it), once one has been rejected. */
+  readonly firstError: Promise<unknown>;
+  readonly #errorSeen: (error: unknown) => void;
+  /** Settles once decided: at once if nothing took, else once every wait has been failed. */
+  readonly settled: Promise<void>;
+  isSettled = false;
+  readonly #settle: () => void;
+  /** Decides as visible, the safe side, should no commit be told within DECIDE_WAIT_MS. */
+  timer: NodeJS.Timeout | undefined;
+
+  constructor(after: number) {
+    this.after = after;
+    let errorSeen = (_error: unknown): void => undefined;
+    this.firstError = new Promise((resolve) => (errorSeen = resolve));
+    this.#errorSeen = errorSeen;
+    let settle = (): void => undefined;
+    this.settled = new Promise((resolve) => (settle = resolve));
+    this.#settle = settle;
+  }
+
+  settle(): void {
+    this.isSettled = true;
+    this.#settle();
+  }
+
+  errorSeen(error: unknown): void {
+    this.#errorSeen(error);
+  }
 }
 
 export class FlushWatch {
@@ -70,10 +110,12 @@ export class FlushWatch {
   #suspectUpTo: number | undefined;
   /** The newest commit that succeeded (a failed one visible past it took before its sync failed). */
   #lastCommitted: number;
-  /** A failed commit was visible when lmdb-js told of it: from then on every failure counts as one. */
+  /** A failed commit was found visible: from then on every failure counts as one. */
   #visibleFailure = false;
-  /** While a failure that looked visible waits for its cause (PAGE_WRITE_FAILED): no wait ends as durable until it has. */
-  #deciding: Promise<void> | undefined;
+  /** Failures that looked visible, not yet decided: no wait ends as durable meanwhile. */
+  #undecided: SuspectFailure | undefined;
+  /** The last of them, decided or not: its first failed write is told to it. */
+  #lastSuspect: SuspectFailure | undefined;
   /** Set once a commit's own sync failed: what every wait ends with from then on. */
   #syncFailure: Promise<UnconfirmedFlushError> | undefined;
   readonly #onSyncFailed: (cause: string) => void;
@@ -85,11 +127,19 @@ export class FlushWatch {
     this.#lastCommitted = source.visibleTxnId();
     source.onCommitEnded((txnId) => {
       const visible = source.visibleTxnId();
-      // An empty transaction reports an id it never committed (the next commit takes it): what is
-      // visible caps it, and a commit already visible past this one does not count for it.
-      if (txnId !== undefined) this.#lastCommitted = Math.max(this.#lastCommitted, Math.min(txnId, visible));
-      // Told before the failed commit's writes are rejected and before any later commit is.
-      else if (visible > this.#lastCommitted) this.#visibleFailure = true;
+      if (txnId !== undefined) {
+        const suspect = this.#undecided;
+        if (suspect !== undefined) this.#decide(suspect, txnId > suspect.after + 1);
+        // An empty transaction reports an id it never committed (the next commit takes it): what is
+        // visible caps it, and a commit already visible past this one does not count for it.
+        this.#lastCommitted = Math.max(this.#lastCommitted, Math.min(txnId, visible));
+        // Told before the failed commit's writes are rejected and before any later commit is.
+      } else if (visible > this.#lastCommitted && !this.#visibleFailure && this.#undecided === undefined) {
+        const suspect = (this.#undecided = this.#lastSuspect = new SuspectFailure(this.#lastCommitted));
+        suspect.timer = setTimeout(() => this.#decide(suspect, true), DECIDE_WAIT_MS);
+        suspect.timer.unref?.();
+        source.nudge?.();
+      }
     });
   }
 
@@ -115,11 +165,13 @@ export class FlushWatch {
         settleCommitFailure(error);
         if (!isLedgerCommitFailure(error)) return;
         // Before the caller's own handler (it awaits the promise this returned, so reacts after).
+        this.#lastSuspect?.errorSeen(error);
         if (this.#visibleFailure) {
-          this.#visibleFailure = false;
           markTookUnsynced(error);
-          this.#decide(error);
+          return this.#failSyncs(error);
         }
+        // Not yet known to have kept nothing: it may have taken.
+        if (this.#undecided !== undefined) markTookUnsynced(error);
         if (this.#syncFailure !== undefined) return;
         this.#suspectUpTo = this.#issued;
         // Every write of a failed batch is rejected: each wait is set on its way by the first only.
@@ -174,27 +226,29 @@ export class FlushWatch {
   }
 
   /**
-   * A failed commit looked visible: its cause decides. A page write that failed kept nothing (a later
-   * commit made the visible id), and the failure is one like any other; else the commit's own sync
-   * failed (#failSyncs).
+   * Failures that looked visible are decided: none took (`tookAnId` false), and they were failures
+   * like any other; or one became visible and its own sync failed (#failSyncs, with LMDB's reason).
    */
-  #decide(error: unknown): void {
-    const decided = commitFailureCause(error).then(async (text) => {
-      if (PAGE_WRITE_FAILED.test(text)) return;
+  #decide(suspect: SuspectFailure, tookAnId: boolean): void {
+    if (this.#undecided !== suspect) return;
+    this.#undecided = undefined;
+    clearTimeout(suspect.timer);
+    if (!tookAnId) return suspect.settle();
+    this.#visibleFailure = true;
+    const noReason = new Promise<Error>((resolve) => setTimeout(resolve, REASON_WAIT_MS, new Error('a commit failed after LMDB had made it visible')).unref?.());
+    void Promise.race([suspect.firstError, noReason]).then(async (error) => {
       this.#failSyncs(error);
       // The waits #failSyncs failed are rejected as this settles: before any deferred `done` runs.
       await this.#syncFailure;
+      suspect.settle();
     });
-    const deciding = Promise.all([this.#deciding, decided]).then(() => {
-      if (this.#deciding === deciding) this.#deciding = undefined;
-    });
-    this.#deciding = deciding;
   }
 
   /** Runs `then` at once, or once the failures that looked visible are decided. */
   #afterDeciding(then: () => void): void {
-    if (this.#deciding === undefined) then();
-    else void this.#deciding.then(() => this.#afterDeciding(then));
+    const suspect = this.#lastSuspect;
+    if (suspect === undefined || suspect.isSettled) then();
+    else void suspect.settled.then(() => this.#afterDeciding(then));
   }
 
   /** A commit's own sync failed: every wait ends unconfirmed, now and from now on, and the owner is told. */
@@ -224,6 +278,7 @@ export const SYNCED_RESTORE: object = { safeRestore: true };
 /** What FlushWatch reads of an lmdb-js root (lmdb-js 3.5 has `sync(callback)` and `env`; its typings do not). */
 interface LmdbRoot {
   readonly flushed: PromiseLike<unknown>;
+  transaction(body: () => void): PromiseLike<unknown>;
   on(event: 'aftercommit', listener: (commit: { txnId?: number }) => void): unknown;
 }
 
@@ -237,6 +292,8 @@ export function lmdbFlushSource(root: LmdbRoot): FlushSource {
     visibleTxnId: () => native.env.info().lastTxnId,
     // lmdb-js calls `aftercommit` listeners with the commit's id, and without one for a failed commit.
     onCommitEnded: (listener) => void root.on('aftercommit', ({ txnId }) => listener(txnId)),
+    // An empty transaction is told like any commit (with the id the next commit takes).
+    nudge: () => void Promise.resolve(root.transaction(() => undefined)).catch(settleCommitFailure),
   };
 }
 
