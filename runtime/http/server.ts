@@ -53,6 +53,8 @@ export interface HttpServerOptions {
   readonly unsentReplyPerTenantBytes?: number;
   /** How fast one org's large bodies are read on the event loop (large-body-share.ts); default: its defaults. */
   readonly largeBodies?: LargeBodyShare;
+  /** The milliseconds log lines are rate-limited by; default the monotonic clock (a test passes its mocked Date's). */
+  readonly logClock?: () => number;
 }
 
 export class HttpServer {
@@ -78,9 +80,7 @@ export class HttpServer {
    * An error no handler expected is a bug: logged with its route, one line per 10 s with how many
    * were held back (one per request would let any client that finds one flood the log).
    */
-  readonly #unhandled = throttledStrays<{ readonly route: string; readonly error: string }>((fields, heldBack) =>
-    this.#logger.error('unhandled error in request handler', { ...fields, ...(heldBack > 0 ? { held_back: heldBack } : {}) }),
-  );
+  readonly #unhandled: (fields: { readonly route: string; readonly error: string }) => void;
   /** The body reads under way (and large bodies waiting for their turn), each by the function that cuts it off. */
   readonly #bodyReads = new Set<(error: Error) => void>();
 
@@ -93,6 +93,10 @@ export class HttpServer {
     this.#largeBodies = options.largeBodies ?? new LargeBodyShare();
     this.#bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
     this.#stopBodyGraceMs = options.stopBodyGraceMs ?? DEFAULT_STOP_BODY_GRACE_MS;
+    this.#unhandled = throttledStrays(
+      (fields, heldBack) => this.#logger.error('unhandled error in request handler', { ...fields, ...(heldBack > 0 ? { held_back: heldBack } : {}) }),
+      options.logClock,
+    );
   }
 
   /** Registers routes; call before `listen`. */

@@ -416,9 +416,8 @@ test('a body still arriving when the stop is 5 s old is cut off with 503 stoppin
 
 test('an unexpected error is a 500 in the error shape, logged with its route once per 10 s with how many were held back', async () => {
   const lines: string[] = [];
-  // Before the server is made: it reads the clock it was made with.
   mock.timers.enable({ apis: ['Date'], now: Date.UTC(2026, 11, 4) });
-  const failing = new HttpServer({ logger: createLogger('error', (line) => void lines.push(line)), metrics: createRuntimeMetrics() });
+  const failing = new HttpServer({ logger: createLogger('error', (line) => void lines.push(line)), metrics: createRuntimeMetrics(), logClock: () => Date.now() });
   failing.addRoutes({ method: 'GET', pattern: '/broken/:id', handler: () => { throw new Error('a bug'); } });
   const port = await failing.listen('127.0.0.1', 0);
   try {
