@@ -21,8 +21,8 @@
 // by the next commit told as succeeded (an empty transaction is made to have one): a failed commit
 // that kept nothing took no id, so that commit has the id after the last one told before the
 // failure; one past it means a failure since took that id, visible. Until then a failed write reads
-// as took-unsynced (the safe side), and no wait ends as durable. Two gaps are
-// left (lmdb-js gives no commit's own id for certain): an empty transaction reports the id the next
+// as took-unsynced (the safe side), and no wait ends as durable. Two gaps are left (lmdb-js gives
+// no commit's own id for certain): an empty transaction reports the id the next
 // commit takes, and if that commit is already visible when the report is read and then fails its
 // sync, that failure looks like one that kept nothing (on a failing disk the next failure is told);
 // and databases opened with transactionSync (openDB) commit without a report, so until the next
