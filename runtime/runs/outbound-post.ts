@@ -39,6 +39,8 @@ export interface PostOptions {
   readonly readLimitBytes: number;
   /** The connection pool (see outbound-connections.ts). */
   readonly pool: OutboundPool;
+  /** Milliseconds on a clock that only counts time passing, for the wait for a socket; default performance.now (a test passes its mocked Date's). */
+  readonly elapsedNow?: () => number;
   /**
    * Asked once the pool hands the request a socket and again once a new connection is open, before
    * anything is written: false (the run was cancelled or deleted while the request waited for a
@@ -167,8 +169,9 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       reject(new PostRequestError(error));
       return;
     }
-    // Wall-clock time, so a test can move it with mocked timers.
-    const sentAt = Date.now();
+    // Not the wall clock: one stepped meanwhile would make the wait an hour long, or none.
+    const elapsedNow = options.elapsedNow ?? (() => performance.now());
+    const sentAt = elapsedNow();
     const queued = pool.isQueued(outgoing);
     let queuedMs: number | undefined;
     let timer: NodeJS.Timeout | undefined;
@@ -182,7 +185,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
     const fail = (error: Error): void => {
       settle();
       // Ended while still waiting for a connection (withdrawn, shut down): all of its time was that wait.
-      if (queued && !hasSocket) queuedMs ??= Math.max(0, Date.now() - sentAt);
+      if (queued && !hasSocket) queuedMs ??= Math.max(0, elapsedNow() - sentAt);
       if (queuedMs !== undefined) waitedFor.set(error, queuedMs);
       reject(error);
     };
@@ -249,7 +252,7 @@ export function postOnce(url: URL, options: PostOptions): Promise<PostAnswer> {
       hasSocket = true;
       reused = carried.has(socket);
       carried.add(socket);
-      if (queued) queuedMs = Math.max(0, Date.now() - sentAt);
+      if (queued) queuedMs = Math.max(0, elapsedNow() - sentAt);
       if (withdrawn()) return;
       // Only a name is looked up; the pools mark a socket whose lookup has answered (nameLookedUp).
       const named = isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0;

@@ -53,6 +53,12 @@ export interface WebhookTarget {
   /** The runtime's own listener, which webhook steps may never call. */
   readonly selfPort: number;
   readonly connections: OutboundConnections;
+  /**
+   * Milliseconds on a clock that only counts time passing, for an attempt's `duration_ms` and
+   * `queued_ms`; default performance.now (a test passes its mocked Date's). On the wall clock, an
+   * NTP step during a request recorded an hour for a receiver that took 2 s.
+   */
+  readonly elapsedNow?: () => number;
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost']);
@@ -92,10 +98,10 @@ const queuedEvidence = (queuedMs: number | undefined): { queued_ms?: number } =>
 
 /**
  * An attempt's `duration_ms`: its time from when it had a connection (its `started_at`), so that a
- * receiver is not blamed for the wait for one, which `queued_ms` tells apart. On the wall clock, as
- * that wait is measured (outbound-post.ts), from `startedMs` (Date.now() when the attempt began).
+ * receiver is not blamed for the wait for one, which `queued_ms` tells apart; `elapsedMs` since the
+ * attempt began, on the clock that wait is measured on (outbound-post.ts).
  */
-const durationAfterWait = (startedMs: number, queuedMs: number | undefined): number => Math.max(0, Math.round(Date.now() - startedMs - (queuedMs ?? 0)));
+const durationAfterWait = (elapsedMs: number, queuedMs: number | undefined): number => Math.max(0, Math.round(elapsedMs - (queuedMs ?? 0)));
 
 /** Errors of the process running out of file descriptors (its own, or the system's). */
 const OUT_OF_DESCRIPTORS = new Set(['EMFILE', 'ENFILE']);
@@ -136,8 +142,8 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       'webhook-signature': signatureHeader(request.signingSecrets(), request.idempotencyKey, timestamp, request.body),
     };
   };
-  const started = performance.now();
-  const startedWall = Date.now();
+  const elapsedNow = target.elapsedNow ?? (() => performance.now());
+  const started = elapsedNow();
   let answer: PostAnswer;
   try {
     answer = await postOnce(url, {
@@ -148,6 +154,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       keepBytes: EVIDENCE_BODY_CAP,
       readLimitBytes: 16 * EVIDENCE_BODY_CAP,
       pool: target.connections.pool(url, request.orgId),
+      elapsedNow,
       ...(request.stillWanted === undefined ? {} : { stillWanted: request.stillWanted }),
       ...(request.withdrawn === undefined ? {} : { withdrawn: request.withdrawn }),
       ...(request.stillSending === undefined ? {} : { stillSending: request.stillSending }),
@@ -157,7 +164,7 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
     // A request that waited for a connection was sent (if at all) only once it had one.
     const queuedMs = queuedMsOf(error);
     const sentAt = request.nowMs + (queuedMs ?? 0);
-    const evidence = { ...base, duration_ms: durationAfterWait(startedWall, queuedMs), ...queuedEvidence(queuedMs) };
+    const evidence = { ...base, duration_ms: durationAfterWait(elapsedNow() - started, queuedMs), ...queuedEvidence(queuedMs) };
     // A timeout once the connection was open means the request went out; a network error may have
     // come at any point, so the attempt's own time stands for it.
     if (error instanceof PostRequestError) return failure('webhook_request_invalid', `The request could not be sent as configured: ${error.message}.`, false, evidence);
@@ -207,12 +214,12 @@ export async function sendWebhook(request: WebhookRequest, target: WebhookTarget
       : failure('webhook_network_error', `The request failed: ${error instanceof Error ? error.message : String(error)}.`, true, evidence, sentAt);
   }
   const sentAt = request.nowMs + (answer.queuedMs ?? 0);
-  const answeredAfterMs = performance.now() - started;
+  const answeredAfterMs = elapsedNow() - started;
   const { status } = answer;
   const evidence = {
     ...base,
     status,
-    duration_ms: durationAfterWait(startedWall, answer.queuedMs),
+    duration_ms: durationAfterWait(answeredAfterMs, answer.queuedMs),
     ...queuedEvidence(answer.queuedMs),
     body: answer.text,
     body_bytes: answer.bytes,

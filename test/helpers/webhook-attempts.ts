@@ -64,7 +64,8 @@ export async function serve(handle: (req: IncomingMessage, res: ServerResponse) 
 export const attempt = (url: string, overrides: Partial<WebhookRequest> = {}, connections = defaultPool): Promise<WebhookOutcome> =>
   sendWebhook(
     { orgId: 'acct-a', url, headers: {}, timeoutMs: 5000, body: '{"n":1}', idempotencyKey: 'run_1:step_1', fence: 1, attempt: 1, signingSecrets: () => [], nowMs: Date.UTC(2026, 10, 30), ...overrides },
-    { selfPort: 1, connections },
+    // Their waits and durations on the (mocked) Date, which the tests move.
+    { selfPort: 1, connections, elapsedNow: () => Date.now() },
   );
 
 /** Moves the mocked clock by `ms` and tells whether `pending` settled meanwhile. */
