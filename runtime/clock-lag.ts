@@ -7,11 +7,12 @@
 // new (a second event, second runs and effects), and history was pruned early. Now this start's lag
 // is recorded as it changes (checked each LAG_CHECK_MS, and at a clean stop), and later starts
 // measure ages behind by it, until everything dated before it has aged out anyway: the longest of
-// the dedup window and the retention after it was recorded. A lag that goes away again (a clock set
-// wrongly ahead, then put right while Sluice runs) is recorded gone; a suspend looks like a step
-// (the monotonic clock stands still) and keeps things longer by as much, the safe side. A record
-// dated ahead of the wall clock at a start (written while the clock was wrongly ahead, then a crash)
-// is taken as made at that start: kept no longer than the keep time from there.
+// the dedup window and the retention after it was recorded. A lag is never lowered while a start
+// runs: a clock corrected, then set back wrongly, must not drop the protection of what was dated
+// behind before. So a clock set wrongly ahead, even for a moment, and a suspend (the monotonic clock
+// stands still: it looks like a step) keep things longer by as much: the safe side. A record dated
+// ahead of the wall clock at a start (the clock was wrongly ahead when it was written) is taken as
+// made at that start, and written back so: kept the keep time from there, not until its date.
 
 import { durably } from './ledger/durable-write.ts';
 import type { Ledger, LedgerTable } from './ledger/ledger.ts';
@@ -45,6 +46,8 @@ export class ClockLag {
   readonly #carried: LagRecord | undefined;
   /** This start's own lag as last written (0: none). */
   #ownLag = 0;
+  /** The carried record was dated ahead of this start's wall clock: written back as clamped at the first check. */
+  #writeBack = false;
   readonly #startedWall: number;
   readonly #startedMonotonic: number | undefined;
   #checking: Promise<void> | undefined;
@@ -62,6 +65,7 @@ export class ClockLag {
     if (isLagRecord(stored) && stored.lag_ms > 0) {
       const recordedAt = Math.min(stored.recorded_at_ms, this.#startedWall);
       if (this.#startedWall < recordedAt + keepForMs) this.#carried = { lag_ms: stored.lag_ms, recorded_at_ms: recordedAt };
+      this.#writeBack = this.#carried !== undefined && recordedAt < stored.recorded_at_ms;
     }
   }
 
@@ -77,7 +81,7 @@ export class ClockLag {
   }
 
   /**
-   * Compares the wall clock with the time passed since the start; a lag that moved by LAG_NOTICED_MS
+   * Compares the wall clock with the time passed since the start; a lag that grew by LAG_NOTICED_MS
    * or more since it was last written is written, durably (a failed write, below the disk floor say,
    * is tried at the next check). One check at a time.
    */
@@ -96,14 +100,21 @@ export class ClockLag {
     const monotonic = this.#clock.monotonic?.();
     if (monotonic === undefined || this.#startedMonotonic === undefined) return;
     const wall = this.#clock.now();
-    const own = Math.max(0, wall - (this.#startedWall + (monotonic - this.#startedMonotonic)));
-    if (Math.abs(own - this.#ownLag) < LAG_NOTICED_MS) return;
+    const sinceStart = this.#startedWall + (monotonic - this.#startedMonotonic);
+    const own = Math.max(0, wall - sinceStart);
+    const grew = own >= this.#ownLag + LAG_NOTICED_MS;
+    if (!grew && !this.#writeBack) return;
     // The carried lag stays covered (things an earlier start dated behind may be older still), now
     // for the keep time from here, as this start's own lag is: the larger of the two covers both.
-    const carried = this.carriedAt(wall) > 0 ? this.#carried : undefined;
-    const next: LagRecord = { lag_ms: Math.max(own, carried?.lag_ms ?? 0), recorded_at_ms: Math.max(wall, carried?.recorded_at_ms ?? wall) };
+    // Whether it is still kept is told on the scale it was read on (the wall at this start, moved on
+    // by the time passed), not on a wall clock stepped since.
+    const carried = this.carriedAt(Math.min(wall, sinceStart)) > 0 ? this.#carried : undefined;
+    const next: LagRecord = grew
+      ? { lag_ms: Math.max(own, carried?.lag_ms ?? 0), recorded_at_ms: Math.max(wall, carried?.recorded_at_ms ?? wall) }
+      : (carried ?? { lag_ms: 0, recorded_at_ms: wall });
     const root = this.#ledger.root;
     await durably(root, root.transaction(() => void this.#table.put(KEY, next)));
-    this.#ownLag = own;
+    if (grew) this.#ownLag = own;
+    this.#writeBack = false;
   }
 }

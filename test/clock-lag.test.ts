@@ -97,25 +97,55 @@ for (const kind of LEDGER_KINDS) {
       }
     });
 
-    test('a clock set wrongly ahead and put right while Sluice runs leaves no lag; one written before a crash while it was ahead is kept only the keep time from the next start', async () => {
+    test('a lag is not lowered while a start runs: a clock corrected, then set back wrongly, keeps what was dated behind protected', async () => {
       const { ledger, close } = kind.open();
       try {
-        const clock = new SettableClock(REAL);
+        const clock = new SettableClock(REAL - 60 * MINUTE);
         const lag = new ClockLag(ledger, clock, DAY);
-        clock.wall += 365 * DAY;
+        clock.wall += 60 * MINUTE; // the NTP step
         await lag.check();
-        clock.wall -= 365 * DAY;
+        clock.wall -= 60 * MINUTE; // set back by mistake
         clock.advance(LAG_NOTICED_MS);
         await lag.close();
-        assert.equal(new ClockLag(ledger, new SettableClock(REAL + MINUTE), DAY).carriedAt(REAL + MINUTE), 0, 'put right: gone');
+        assert.equal(new ClockLag(ledger, new SettableClock(REAL + MINUTE), DAY).carriedAt(REAL + MINUTE), 60 * MINUTE);
+      } finally {
+        await close();
+      }
+    });
 
-        const ahead = new SettableClock(REAL + MINUTE);
+    test('a lag recorded while the clock was wrongly ahead is taken, and written back, as made at the next start: kept one keep time from there, not until its date', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const ahead = new SettableClock(REAL);
         const crashed = new ClockLag(ledger, ahead, DAY);
         ahead.wall += 365 * DAY;
-        await crashed.check(); // and the process dies with the clock still ahead
-        const next = new ClockLag(ledger, new SettableClock(REAL + 2 * MINUTE), DAY);
-        assert.equal(next.carriedAt(REAL + 2 * MINUTE), 365 * DAY, 'kept: it cannot be told from a clock that was behind');
-        assert.equal(next.carriedAt(REAL + 2 * MINUTE + DAY), 0, 'but only the keep time from this start, not from the year ahead it was dated');
+        await crashed.check(); // and the process stops with the clock still ahead
+        const nextClock = new SettableClock(REAL + MINUTE);
+        const next = new ClockLag(ledger, nextClock, DAY);
+        assert.equal(next.carriedAt(REAL + MINUTE), 365 * DAY, 'kept: it cannot be told from a clock that was behind');
+        assert.equal(next.carriedAt(REAL + MINUTE + DAY), 0, 'but only the keep time from this start');
+        await next.close();
+        const dayLater = REAL + MINUTE + DAY;
+        assert.equal(new ClockLag(ledger, new SettableClock(dayLater), DAY).carriedAt(dayLater), 0, 'a start after that carries nothing: the record was written back as of the start that read it');
+      } finally {
+        await close();
+      }
+    });
+
+    test('a start itself behind carries the earlier lag on when it is put right: the larger covers both', async () => {
+      const { ledger, close } = kind.open();
+      try {
+        const a = new SettableClock(REAL - 3 * DAY);
+        const first = new ClockLag(ledger, a, DAY);
+        a.wall += 3 * DAY;
+        await first.close();
+        const b = new SettableClock(REAL + 60 * MINUTE - 2 * DAY);
+        const second = new ClockLag(ledger, b, DAY);
+        b.wall += 2 * DAY;
+        b.advance(MINUTE);
+        await second.close();
+        const at = REAL + 62 * MINUTE;
+        assert.equal(new ClockLag(ledger, new SettableClock(at), DAY).carriedAt(at), 3 * DAY);
       } finally {
         await close();
       }
