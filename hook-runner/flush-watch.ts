@@ -15,14 +15,9 @@
 // writes took, their outcome on disk unknown (tookUnsynced). Linux may then mark the unwritten pages
 // clean and let a later fsync succeed over them ("fsyncgate"), so no later sync is trusted: every
 // wait, pending or new, ends unconfirmed, and the owner is told once (onSyncFailed) so that it can
-// stop and let a restart reopen the store. A later commit LMDB made meanwhile makes a failure that
-// kept nothing look visible too (lmdb-js's write thread commits ahead of its reports: on a filling
-// disk, the usual case, and the process stopped when it need not have), so such a failure is decided
-// by the next commit told as succeeded (an empty transaction is made to have one): a failed commit
-// that kept nothing took no id, so that commit has the id after the last one told before the
-// failure; one past it means a failure since took that id, visible. Until then a failed write reads
-// as took-unsynced (the safe side), and no wait ends as durable. Two gaps are left (lmdb-js gives
-// no commit's own id for certain): an empty transaction reports the id the next
+// stop and let a restart reopen the store. A later commit LMDB made meanwhile can make a failure
+// that kept nothing look visible too: then the process stops when it need not have. Two gaps are
+// left (lmdb-js gives no commit's own id for certain): an empty transaction reports the id the next
 // commit takes, and if that commit is already visible when the report is read and then fails its
 // sync, that failure looks like one that kept nothing (on a failing disk the next failure is told);
 // and databases opened with transactionSync (openDB) commit without a report, so until the next
@@ -53,51 +48,6 @@ export interface FlushSource {
    * when it failed.
    */
   readonly onCommitEnded: (listener: (txnId: number | undefined) => void) => void;
-  /** Makes an empty transaction, so that a commit is told soon (it commits on a full disk too). */
-  readonly nudge?: () => void;
-}
-
-/**
- * Failed commits told while LMDB's newest visible commit was past the last one told as succeeded,
- * until the next commit told as succeeded decides whether one of them took an id (became visible).
- */
-/** How long failures that looked visible wait for a commit to be told before they count as visible. */
-export const DECIDE_WAIT_MS = 5_000;
-
-/** How long a failure decided visible waits for one of its writes to be rejected, for LMDB's reason. */
-const REASON_WAIT_MS = 1_000;
-
-class SuspectFailure {
-  /** The last commit told as succeeded when the first of them was told. */
-  readonly after: number;
-  /** The first failed write of theirs (LMDB's reason is in it), once one has been rejected. */
-  readonly firstError: Promise<unknown>;
-  readonly #errorSeen: (error: unknown) => void;
-  /** Settles once decided: at once if nothing took, else once every wait has been failed. */
-  readonly settled: Promise<void>;
-  isSettled = false;
-  readonly #settle: () => void;
-  /** Decides as visible, the safe side, should no commit be told within DECIDE_WAIT_MS. */
-  timer: NodeJS.Timeout | undefined;
-
-  constructor(after: number) {
-    this.after = after;
-    let errorSeen = (_error: unknown): void => undefined;
-    this.firstError = new Promise((resolve) => (errorSeen = resolve));
-    this.#errorSeen = errorSeen;
-    let settle = (): void => undefined;
-    this.settled = new Promise((resolve) => (settle = resolve));
-    this.#settle = settle;
-  }
-
-  settle(): void {
-    this.isSettled = true;
-    this.#settle();
-  }
-
-  errorSeen(error: unknown): void {
-    this.#errorSeen(error);
-  }
 }
 
 export class FlushWatch {
@@ -110,12 +60,8 @@ export class FlushWatch {
   #suspectUpTo: number | undefined;
   /** The newest commit that succeeded (a failed one visible past it took before its sync failed). */
   #lastCommitted: number;
-  /** A failed commit was found visible: from then on every failure counts as one. */
+  /** A failed commit was visible when lmdb-js told of it: from then on every failure counts as one. */
   #visibleFailure = false;
-  /** Failures that looked visible, not yet decided: no wait ends as durable meanwhile. */
-  #undecided: SuspectFailure | undefined;
-  /** The last of them, decided or not: its first failed write is told to it. */
-  #lastSuspect: SuspectFailure | undefined;
   /** Set once a commit's own sync failed: what every wait ends with from then on. */
   #syncFailure: Promise<UnconfirmedFlushError> | undefined;
   readonly #onSyncFailed: (cause: string) => void;
@@ -127,19 +73,11 @@ export class FlushWatch {
     this.#lastCommitted = source.visibleTxnId();
     source.onCommitEnded((txnId) => {
       const visible = source.visibleTxnId();
-      if (txnId !== undefined) {
-        const suspect = this.#undecided;
-        if (suspect !== undefined) this.#decide(suspect, txnId > suspect.after + 1);
-        // An empty transaction reports an id it never committed (the next commit takes it): what is
-        // visible caps it, and a commit already visible past this one does not count for it.
-        this.#lastCommitted = Math.max(this.#lastCommitted, Math.min(txnId, visible));
-        // Told before the failed commit's writes are rejected and before any later commit is.
-      } else if (visible > this.#lastCommitted && !this.#visibleFailure && this.#undecided === undefined) {
-        const suspect = (this.#undecided = this.#lastSuspect = new SuspectFailure(this.#lastCommitted));
-        suspect.timer = setTimeout(() => this.#decide(suspect, true), DECIDE_WAIT_MS);
-        suspect.timer.unref?.();
-        source.nudge?.();
-      }
+      // An empty transaction reports an id it never committed (the next commit takes it): what is
+      // visible caps it, and a commit already visible past this one does not count for it.
+      if (txnId !== undefined) this.#lastCommitted = Math.max(this.#lastCommitted, Math.min(txnId, visible));
+      // Told before the failed commit's writes are rejected and before any later commit is.
+      else if (visible > this.#lastCommitted) this.#visibleFailure = true;
     });
   }
 
@@ -165,13 +103,10 @@ export class FlushWatch {
         settleCommitFailure(error);
         if (!isLedgerCommitFailure(error)) return;
         // Before the caller's own handler (it awaits the promise this returned, so reacts after).
-        this.#lastSuspect?.errorSeen(error);
         if (this.#visibleFailure) {
           markTookUnsynced(error);
           return this.#failSyncs(error);
         }
-        // Not yet known to have kept nothing: it may have taken.
-        if (this.#undecided !== undefined) markTookUnsynced(error);
         if (this.#syncFailure !== undefined) return;
         this.#suspectUpTo = this.#issued;
         // Every write of a failed batch is rejected: each wait is set on its way by the first only.
@@ -201,8 +136,7 @@ export class FlushWatch {
       const waiter: Waiter = {
         write,
         settling: false,
-        // Durable only once no failure that looked visible is left undecided (#decide may fail it first).
-        done: () => this.#afterDeciding(() => void (this.#waiting.delete(waiter) && resolve())),
+        done: () => void (this.#waiting.delete(waiter) && resolve()),
         fail: (error) => void (this.#waiting.delete(waiter) && reject(error)),
       };
       this.#waiting.add(waiter);
@@ -223,32 +157,6 @@ export class FlushWatch {
       else if (error === undefined || error === null) waiter.done();
       else waiter.fail(new UnconfirmedFlushError(error));
     });
-  }
-
-  /**
-   * Failures that looked visible are decided: none took (`tookAnId` false), and they were failures
-   * like any other; or one became visible and its own sync failed (#failSyncs, with LMDB's reason).
-   */
-  #decide(suspect: SuspectFailure, tookAnId: boolean): void {
-    if (this.#undecided !== suspect) return;
-    this.#undecided = undefined;
-    clearTimeout(suspect.timer);
-    if (!tookAnId) return suspect.settle();
-    this.#visibleFailure = true;
-    const noReason = new Promise<Error>((resolve) => setTimeout(resolve, REASON_WAIT_MS, new Error('a commit failed after LMDB had made it visible')).unref?.());
-    void Promise.race([suspect.firstError, noReason]).then(async (error) => {
-      this.#failSyncs(error);
-      // The waits #failSyncs failed are rejected as this settles: before any deferred `done` runs.
-      await this.#syncFailure;
-      suspect.settle();
-    });
-  }
-
-  /** Runs `then` at once, or once the failures that looked visible are decided. */
-  #afterDeciding(then: () => void): void {
-    const suspect = this.#lastSuspect;
-    if (suspect === undefined || suspect.isSettled) then();
-    else void suspect.settled.then(() => this.#afterDeciding(then));
   }
 
   /** A commit's own sync failed: every wait ends unconfirmed, now and from now on, and the owner is told. */
@@ -278,7 +186,6 @@ export const SYNCED_RESTORE: object = { safeRestore: true };
 /** What FlushWatch reads of an lmdb-js root (lmdb-js 3.5 has `sync(callback)` and `env`; its typings do not). */
 interface LmdbRoot {
   readonly flushed: PromiseLike<unknown>;
-  transaction(body: () => void): PromiseLike<unknown>;
   on(event: 'aftercommit', listener: (commit: { txnId?: number }) => void): unknown;
 }
 
@@ -292,8 +199,6 @@ export function lmdbFlushSource(root: LmdbRoot): FlushSource {
     visibleTxnId: () => native.env.info().lastTxnId,
     // lmdb-js calls `aftercommit` listeners with the commit's id, and without one for a failed commit.
     onCommitEnded: (listener) => void root.on('aftercommit', ({ txnId }) => listener(txnId)),
-    // An empty transaction is told like any commit (with the id the next commit takes).
-    nudge: () => void Promise.resolve(root.transaction(() => undefined)).catch(settleCommitFailure),
   };
 }
 

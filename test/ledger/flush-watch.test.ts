@@ -5,8 +5,8 @@
 // and from then on every wait ends unconfirmed and the owner is told once.
 
 import assert from 'node:assert/strict';
-import { mock, test } from 'node:test';
-import { DECIDE_WAIT_MS, FlushWatch } from '../../hook-runner/flush-watch.ts';
+import { test } from 'node:test';
+import { FlushWatch } from '../../hook-runner/flush-watch.ts';
 import { tookUnsynced, UnconfirmedFlushError } from '../../hook-runner/lmdb-commit-failure.ts';
 import { failedWriteError } from '../../runtime/ledger/commit-failure-guard.ts';
 
@@ -144,9 +144,7 @@ test('the writes of one failed batch, each rejected, set a wait on its way once:
  * A source whose commits are numbered as LMDB numbers them, each end told as lmdb-js tells it (in
  * order, before the commit's writes settle): `commit()` one that succeeds, `failAfterVisible()` one
  * whose own sync failed after LMDB made it visible, `failInvisible()` one whose pages were not
- * written, `emptyCommit()` an empty transaction (it reports the id it would have had),
- * `failBehindLaterCommit()` one whose pages were not written, told once the commit after it is
- * visible, and `reportLaterCommit()` that commit's report.
+ * written, `emptyCommit()` an empty transaction (it reports the id it would have had).
  */
 const numberedSource = (sync: (done: (error?: unknown) => void) => void) => {
   let visible = 40;
@@ -163,14 +161,6 @@ const numberedSource = (sync: (done: (error?: unknown) => void) => void) => {
     },
     failInvisible: () => told(undefined),
     emptyCommit: () => told(visible + 1),
-    // lmdb-js's write thread committed the next transaction before the failure was reported.
-    failBehindLaterCommit: () => {
-      visible += 1;
-      told(undefined);
-    },
-    reportLaterCommit: () => told(visible),
-    // An empty transaction, told a turn later with the id the next commit takes.
-    nudge: () => void setImmediate(() => told(visible + 1)),
   };
 };
 
@@ -241,80 +231,4 @@ test('a failed commit told apart when a later commit ends before its writes are 
   source.emptyCommit();
   source.failInvisible();
   assert.equal(failedWriteError('request', await watch.watch(failedCommit('Input/output error')).catch((failure: unknown) => failure))?.code, 'write_failed');
-});
-
-test('a failed commit that looks visible only because the commit after it already is kept nothing, as the id that commit is told with shows: the store goes on (a filling disk stopped the process)', async () => {
-  const source = numberedSource((done) => void setImmediate(done));
-  const told: string[] = [];
-  const watch = new FlushWatch(source, (cause) => told.push(cause));
-  const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
-  source.commit();
-  const ownFlush = committed.flushed;
-  source.failBehindLaterCommit();
-  const failed = watch.watch(failedCommit('Input/output error'));
-  const error = await failed.catch((failure: unknown) => failure);
-  assert.equal(failedWriteError('request', error)?.code, 'write_unconfirmed', 'told apart only once the next commit is told: the safe side meanwhile');
-  source.reportLaterCommit();
-  assert.equal(await within(ownFlush), 'flushed', 'what was committed before is synced, as after any failed commit');
-  assert.equal(await within(watch.flushed()), 'flushed');
-  const later = watch.watch(Object.assign(Promise.resolve('later'), { flushed: Promise.resolve() }));
-  source.commit();
-  await later;
-  assert.equal(await within(later.flushed), 'flushed');
-  await turn();
-  assert.deepEqual(told, [], 'the owner is not told to stop');
-});
-
-test('a failed commit that took an id (the next commit told is past it) stops the store, with LMDB\'s reason once it is known: no wait ends as durable before', async () => {
-  let failCommit = (_error: Error): void => undefined;
-  const commitError = new Promise<never>((_resolve, reject) => (failCommit = reject));
-  commitError.catch(() => undefined);
-  const failure = Promise.reject(Object.assign(new Error('MDB_EFBIG'), { commitError }));
-  failure.catch(() => undefined);
-  const source = numberedSource((done) => void setImmediate(done));
-  const told: string[] = [];
-  const watch = new FlushWatch(source, (cause) => told.push(cause));
-  const committed = watch.watch(Object.assign(Promise.resolve('event stored'), { flushed: dead() }));
-  source.commit();
-  const ownFlush = committed.flushed;
-  source.failBehindLaterCommit();
-  let ended = false;
-  ownFlush.then(() => (ended = true), () => (ended = true));
-  await watch.watch(failure).catch(() => undefined);
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  assert.equal(ended, false, 'its sync is done, but it is not told durable before the failure is decided and its reason known');
-  failCommit(new Error('Input/output error'));
-  await assert.rejects(ownFlush, UnconfirmedFlushError);
-  await turn();
-  assert.deepEqual(told, ['Input/output error']);
-});
-
-test('every write of a failed commit that looks visible reads as took-unsynced until it is decided, not only the first', async () => {
-  const source = numberedSource((done) => void setImmediate(done));
-  const watch = new FlushWatch(source);
-  await watch.watch(Promise.resolve('first'));
-  source.commit();
-  source.failAfterVisible();
-  const errors = await Promise.all([watch.watch(failedCommit('Input/output error')), watch.watch(failedCommit('Input/output error'))].map((write) => write.catch((failure: unknown) => failure)));
-  assert.deepEqual(errors.map((error) => failedWriteError('request', error)?.code), ['write_unconfirmed', 'write_unconfirmed']);
-});
-
-test('a failed commit that looks visible, with no commit told after it within DECIDE_WAIT_MS, counts as visible: the safe side', async () => {
-  mock.timers.enable({ apis: ['setTimeout'] });
-  try {
-    const { nudge: _none, ...source } = numberedSource((done) => void setImmediate(done));
-    const told: string[] = [];
-    const watch = new FlushWatch(source, (cause) => told.push(cause));
-    await watch.watch(Promise.resolve('first'));
-    source.commit();
-    source.failAfterVisible();
-    await watch.watch(failedCommit('Input/output error')).catch(() => undefined);
-    await turn();
-    assert.deepEqual(told, [], 'not yet decided');
-    mock.timers.tick(DECIDE_WAIT_MS);
-    await turn();
-    assert.deepEqual(told, ['Input/output error']);
-  } finally {
-    mock.timers.reset();
-  }
 });
