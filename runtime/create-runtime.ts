@@ -36,8 +36,6 @@ import { authenticateFirst } from './auth/authenticate-first.ts';
 import { createAuthorizer } from './auth/authorize.ts';
 import { elapsedSince, systemClock, type Clock } from './clock.ts';
 import { claimDatingTime, pruneTime } from './prune-time.ts';
-import { ClockLag } from './clock-lag.ts';
-import { DAY_MS } from './events/history-retention.ts';
 import { LOW_FILE_LIMIT, openFileLimit } from './open-file-limit.ts';
 import type { RuntimeConfig } from './config.ts';
 import { EventStore } from './events/event-store.ts';
@@ -139,8 +137,6 @@ export interface Runtime {
   readonly disk: DiskFloor;
   /** Runs a pass of the prune loop now, resolving once it has ended (tests; the loop runs on its own). */
   prune(): Promise<void>;
-  /** How far the wall clock stepped ahead of the time passed, kept for later starts (clock-lag.ts; tests check it at once). */
-  readonly clockLag: ClockLag;
   /** Stops accepting, waits for in-flight requests, flushes and closes the ledger. */
   close(): Promise<void>;
 }
@@ -182,8 +178,7 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
   const apiKeys = new ApiKeyStore(ledger);
   // Never ahead of the time passed since the start: a wall clock set forward prunes nothing early,
   // nor takes a claim still live for expired. Claims are dated never behind it: nor does one set back.
-  const clockLag = new ClockLag(ledger, clock, Math.max(config.dedupWindowMs, config.retentionDays * DAY_MS));
-  const pruneNow = pruneTime(clock, clockLag);
+  const pruneNow = pruneTime(clock);
   const inbox = new Inbox(ledger, config.dedupWindowMs, { agesNow: pruneNow, datesNow: claimDatingTime(clock) });
   const sources = new SourceStore(ledger, inbox);
   const events = new EventStore(ledger, inbox);
@@ -379,8 +374,6 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     dedupWindowMs: config.dedupWindowMs,
   });
   opened.push(() => pruning.close());
-  // Nothing after this can fail the start: the checks' timer is stopped by close() alone.
-  clockLag.start();
   logger.info('runtime started', { port, data_dir: config.dataDir, at: isoAt(startedAt), webhook_targets: config.webhookTargets, retention_days: config.retentionDays });
   const files = openFileLimit();
   if (files !== undefined && files < LOW_FILE_LIMIT) {
@@ -407,10 +400,9 @@ async function startOn(ledger: Ledger, disk: DiskFloor, opened: Array<() => unkn
     disk,
     deletions,
     prune: () => pruning.passNow(),
-    clockLag,
     close: () =>
       (closing ??= stopInOrder({
-        stopping, server, connections, stopStaleCheck, pruning, deletions, ticker, rooms, devices, engine, disk, runner, clockLag, ledger, logger,
+        stopping, server, connections, stopStaleCheck, pruning, deletions, ticker, rooms, devices, engine, disk, runner, ledger, logger,
         closeSchemaChecks: () => closeSchemaThreads(schemas),
         boot: () => boot,
       })),

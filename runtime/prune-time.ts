@@ -11,25 +11,14 @@
 //   dated by the wall clock (the times users read): what is written during a set back ages early by
 //   as much once the clock is put right.
 // The monotonic clock stands still while the host is suspended, so each suspend keeps things longer
-// by as much; so does a clock behind at the start and stepped forward later (a host without a
-// real-time clock). Later starts measure ages behind by the lag the step left (clock-lag.ts).
+// by as much, until the next start; so does a clock behind at the start and stepped forward later
+// (a host without a real-time clock).
 
 import { wallCappedByElapsed, wallFlooredByElapsed } from '../hook-runner/elapsed-bounded-clock.ts';
 import type { Clock } from './clock.ts';
-import type { ClockLag } from './clock-lag.ts';
 
-/**
- * Answers the time to prune by: min(wall now, wall at the start + monotonic time since), less the lag
- * an earlier start saw its wall clock step forward by (clock-lag.ts); a clock without `monotonic` as it is.
- */
-export function pruneTime(clock: Clock, lag?: Pick<ClockLag, 'carriedAt'>): () => number {
-  const capped = boundedByElapsed(clock, wallCappedByElapsed);
-  if (lag === undefined) return capped;
-  return () => {
-    const at = capped();
-    return at - lag.carriedAt(at);
-  };
-}
+/** Answers the time to prune by: min(wall now, wall at the start + monotonic time since); a clock without `monotonic` as it is. */
+export const pruneTime = (clock: Clock): (() => number) => boundedByElapsed(clock, wallCappedByElapsed);
 
 /** Answers the time to date a dedup claim by: max(wall now, wall at the start + monotonic time since); a clock without `monotonic` as it is. */
 export const claimDatingTime = (clock: Clock): (() => number) => boundedByElapsed(clock, wallFlooredByElapsed);

@@ -3,7 +3,6 @@
 // recorded, and the ledger closes last.
 
 import type { DiskFloor } from '../hook-runner/disk-floor.ts';
-import type { ClockLag } from './clock-lag.ts';
 import type { HttpServer } from './http/server.ts';
 import { logFailure } from './ledger/commit-failure-guard.ts';
 import type { Ledger } from './ledger/ledger.ts';
@@ -38,7 +37,6 @@ export interface StoppingParts {
   /** This start's boot record, once its recovery opened it. */
   readonly boot: () => BootRecovery | undefined;
   readonly runner: { close(): Promise<unknown> };
-  readonly clockLag: Pick<ClockLag, 'close'>;
   readonly ledger: Pick<Ledger, 'close'>;
   readonly logger: Logger;
 }
@@ -71,7 +69,6 @@ export async function stopInOrder(p: StoppingParts): Promise<void> {
   p.connections.close();
   await p.boot()?.cleanStop(p.engine.attemptsNeverSent(true)).catch((error: unknown) => logFailure(p.logger, 'the clean stop could not be recorded', {}, error));
   await p.runner.close();
-  await p.clockLag.close();
   await p.ledger.close();
   p.disk.close();
 }

@@ -28,7 +28,6 @@ const PLACES: Readonly<Record<string, OrgPlace>> = {
   'api-keys': 'value',
   'data-format': 'none',
   'runtime-boots': 'none',
-  'runtime-clock': 'none',
   'deleted-orgs': 'none',
 };
 

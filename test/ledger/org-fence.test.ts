@@ -53,7 +53,6 @@ for (const kind of LEDGER_KINDS) {
       const byTime = ledger.inboxByTime;
       const hashes = ledger.apiKeys;
       const boots = ledger.openDatabase('runtime-boots');
-      const clockLag = ledger.openDatabase('runtime-clock');
       const rows = ledger.openDatabase('rows');
       await rows.put(['doomed', 'x'], 1);
       gone.add('doomed');
@@ -63,9 +62,6 @@ for (const kind of LEDGER_KINDS) {
       await hashes.put(['hash-2'], { org_id: 'keeper' });
       // The string first part of a runtime table is not an org, even one named like a deleted org.
       await boots.put(['doomed'], { ended: 'clean' });
-      // (The clock lag's one key, 'lag', is a valid org id: an org so named and deleted must not take it.)
-      gone.add('lag');
-      await clockLag.put('lag', { lag_ms: 1, recorded_at_ms: 1 });
       await rows.remove(['doomed', 'x']);
       assert.equal(rows.get(['doomed', 'x']), undefined);
       assert.deepEqual(boots.get(['doomed']), { ended: 'clean' });
@@ -75,7 +71,6 @@ for (const kind of LEDGER_KINDS) {
       assert.equal(places['inbox-by-time'], 'second');
       assert.equal(places['api-keys'], 'value');
       assert.equal(places['runtime-boots'], 'none');
-      assert.equal(places['runtime-clock'], 'none');
       await close();
     });
   });
