@@ -61,6 +61,9 @@ function patchOpenAttempt(step: StepRecord, patch: Partial<StepAttempt>): StepRe
   return { ...step, attempts };
 }
 
+/** The evidence reason of an attempt a replay with `skipSideEffects` closed as skipped (skipReplayed). */
+export const REPLAY_SKIP_REASON = 'replay_skip_side_effects';
+
 /** A step a replay with `skipSideEffects` closes as skipped instead of running it: a webhook. */
 const isReplaySkipped = (ctx: RunContext, step: StepRecord | undefined): step is StepRecord => ctx.skipSideEffects && step?.type === 'webhook';
 
@@ -80,7 +83,7 @@ export function skipReplayed(ctx: RunContext, at: number): RunContext {
       endedAt: at,
       outcome: 'skipped',
       error: null,
-      evidence: { reason: 'replay_skip_side_effects' },
+      evidence: { reason: REPLAY_SKIP_REASON },
     };
     next = withCurrent({ ...next, fence, updatedAt: at }, (s) => ({ ...s, status: 'skipped', attempts: [...s.attempts, attempt] }));
     next = { ...next, currentIndex: next.currentIndex + 1 };

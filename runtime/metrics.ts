@@ -3,6 +3,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PersistedRun } from '../actors/run-transition.ts';
+import { REPLAY_SKIP_REASON } from '../actors/run-progress.ts';
 import type { RunObserver } from './runs/run-engine-deps.ts';
 
 export interface RuntimeMetrics {
@@ -73,13 +74,11 @@ const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled
 /** A run's state once it is finished, or undefined while it is not. */
 const finishedState = (run: PersistedRun): string | undefined => (FINISHED.has(run.value) ? run.value : undefined);
 
-/** A replay without side effects closes its webhook steps as skipped inside a transition (run-progress.ts, skipReplayed): no report tells of them. */
-const REPLAY_SKIP_REASON = 'replay_skip_side_effects';
-
 /**
  * The attempts a replay without side effects closed as skipped in `run` and not in `previous`, as
  * their step types, leaving out `reported` (the step id and fence of an attempt a report closed,
- * counted as reported).
+ * counted as reported). It closes them inside a transition (run-progress.ts, skipReplayed): no
+ * report tells of them.
  */
 function replaySkipsBetween(previous: PersistedRun | undefined, run: PersistedRun, reported?: { readonly stepId: string; readonly fence: number }): string[] {
   const types: string[] = [];
